@@ -1,0 +1,52 @@
+# Peri-C top-level targets. `make demo` and `make test` work on a fresh Debian 12
+# machine: both first install missing packages through scripts/deps.sh.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build build-asan demo test test-release test-asan spectest bench fuzz format clean
+
+all: build
+
+deps:
+	@./scripts/deps.sh
+
+$(BUILD)/Makefile:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+
+$(ASAN_BUILD)/Makefile:
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPERI_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
+
+build: deps $(BUILD)/Makefile
+	@$(MAKE) --no-print-directory -C $(BUILD) -j$(JOBS)
+
+build-asan: deps $(ASAN_BUILD)/Makefile
+	@$(MAKE) --no-print-directory -C $(ASAN_BUILD) -j$(JOBS)
+
+demo: build
+	@./scripts/demo.sh $(BUILD)
+
+test: test-release test-asan
+
+test-release: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+test-asan: build-asan
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS)
+
+spectest: build
+	./$(BUILD)/peri-spectest
+
+bench: build
+	./bench/run.sh $(BUILD)
+
+fuzz: deps
+	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPERI_FUZZ=ON -DPERI_SANITIZE=ON >/dev/null
+	@$(MAKE) --no-print-directory -C build-fuzz -j$(JOBS) fuzz-wasm-decode
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

@@ -1,0 +1,309 @@
+/*
+ * peri/wasm.h — the public API of the Peri-C WebAssembly engine (prefix pw_).
+ *
+ * Objects and ownership:
+ *   pw_module    decoded + validated + compiled code. Immutable after creation, so one
+ *                module may be shared by any number of threads and stores.
+ *   pw_store     everything a run owns: instances, memories, tables, globals, tags,
+ *                function instances and (Wasm 3.0) the GC heap. Single-threaded: one
+ *                thread at a time uses a store. Limits (memory cap, call depth) and
+ *                the interrupt flag live here. Freeing the store frees all of it.
+ *   pw_instance  a module instantiated in a store; owned by the store.
+ *   pw_func, pw_memory, pw_table, pw_global, pw_tag
+ *                store-owned external values, shared between instances by linking.
+ *
+ * No function here touches global mutable state; two stores on two threads never
+ * interfere. Every function that can fail reports through a caller-supplied pw_error.
+ */
+#ifndef PERI_WASM_H
+#define PERI_WASM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- errors */
+
+typedef enum pw_status {
+    PW_OK = 0,
+    PW_ERR_MALFORMED,   /* binary does not decode ("malformed" in the spec) */
+    PW_ERR_INVALID,     /* decodes but does not validate */
+    PW_ERR_UNLINKABLE,  /* an import is unknown or of an incompatible type */
+    PW_ERR_TRAP,        /* execution trapped; see pw_error.trap */
+    PW_ERR_EXCEPTION,   /* an uncaught Wasm exception escaped to the embedder */
+    PW_ERR_OOM,         /* the store's memory cap was hit (GC heap, tables) */
+    PW_ERR_NOMEM,       /* the host allocator failed */
+    PW_ERR_ARG,         /* the embedder passed something wrong (arity, types, names) */
+} pw_status;
+
+typedef enum pw_trap_code {
+    PW_TRAP_NONE = 0,
+    PW_TRAP_UNREACHABLE,
+    PW_TRAP_MEM_OOB,          /* out of bounds memory access */
+    PW_TRAP_TABLE_OOB,        /* out of bounds table access */
+    PW_TRAP_INT_OVERFLOW,     /* integer overflow */
+    PW_TRAP_INVALID_CONV,     /* invalid conversion to integer */
+    PW_TRAP_DIV_ZERO,         /* integer divide by zero */
+    PW_TRAP_UNINIT_ELEM,      /* uninitialized element (null in call_indirect) */
+    PW_TRAP_UNDEF_ELEM,       /* undefined element (index out of table in call_indirect) */
+    PW_TRAP_SIG_MISMATCH,     /* indirect call type mismatch */
+    PW_TRAP_STACK_EXHAUSTED,  /* call stack exhausted */
+    PW_TRAP_INTERRUPTED,      /* the store's interrupt flag was raised */
+    PW_TRAP_CAST_FAILURE,     /* cast failure (ref.cast) */
+    PW_TRAP_NULL_REF,         /* null reference */
+    PW_TRAP_NULL_FUNC_REF,    /* null function reference */
+    PW_TRAP_NULL_STRUCT_REF,  /* null structure reference */
+    PW_TRAP_NULL_ARRAY_REF,   /* null array reference */
+    PW_TRAP_NULL_I31_REF,     /* null i31 reference */
+    PW_TRAP_ARRAY_OOB,        /* out of bounds array access */
+    PW_TRAP_HOST,             /* a host function reported a failure (message in pw_error) */
+    PW_TRAP_COUNT_
+} pw_trap_code;
+
+typedef enum pw_msg_style {
+    PW_MSG_SPEC = 0, /* the reference interpreter's wording ("out of bounds memory access") */
+    PW_MSG_V8 = 1,   /* V8's wording ("memory access out of bounds") */
+} pw_msg_style;
+
+/* The message for a trap code; a static string, never NULL. */
+const char *pw_trap_message(pw_trap_code code, pw_msg_style style);
+
+typedef struct pw_error {
+    pw_status status;
+    pw_trap_code trap; /* when status == PW_ERR_TRAP */
+    char message[256]; /* human-readable, NUL-terminated; for MALFORMED/INVALID the
+                          spec's wording starts the message ("unexpected end", "type
+                          mismatch", ...) */
+} pw_error;
+
+/* ---------------------------------------------------------------- types and values */
+
+/*
+ * A value type packed in 32 bits so that type comparisons are integer compares.
+ *   bits 0..3  kind (pw_valkind)
+ *   bit  4     nullable (references only)
+ *   bits 8..31 heap type (references only): a type index within the module that
+ *              declares the value, or PW_HT_ABS | abstract heap type code.
+ */
+typedef uint32_t pw_valtype;
+
+typedef enum pw_valkind {
+    PW_K_I32 = 1,
+    PW_K_I64 = 2,
+    PW_K_F32 = 3,
+    PW_K_F64 = 4,
+    PW_K_V128 = 5,
+    PW_K_REF = 6,
+    PW_K_BOT = 7, /* validator only: the unknown type of unreachable code */
+} pw_valkind;
+
+#define PW_HT_ABS 0x800000u
+/* Abstract heap types, by their binary encoding. */
+enum {
+    PW_HT_NOEXN = 0x74,
+    PW_HT_NOFUNC = 0x73,
+    PW_HT_NOEXTERN = 0x72,
+    PW_HT_NONE = 0x71,
+    PW_HT_FUNC = 0x70,
+    PW_HT_EXTERN = 0x6F,
+    PW_HT_ANY = 0x6E,
+    PW_HT_EQ = 0x6D,
+    PW_HT_I31 = 0x6C,
+    PW_HT_STRUCT = 0x6B,
+    PW_HT_ARRAY = 0x6A,
+    PW_HT_EXN = 0x69,
+};
+
+#define PW_VT_KIND(t) ((pw_valkind)((t)&0xFu))
+#define PW_VT_NULLABLE(t) (((t) >> 4) & 1u)
+#define PW_VT_HEAP(t) ((t) >> 8)
+#define PW_VT_MAKE_REF(heap, nullable) ((pw_valtype)(PW_K_REF | ((nullable) ? 0x10u : 0u) | ((uint32_t)(heap) << 8)))
+#define PW_VT_ABSREF(code, nullable) PW_VT_MAKE_REF(PW_HT_ABS | (uint32_t)(code), nullable)
+#define PW_VT_I32 ((pw_valtype)PW_K_I32)
+#define PW_VT_I64 ((pw_valtype)PW_K_I64)
+#define PW_VT_F32 ((pw_valtype)PW_K_F32)
+#define PW_VT_F64 ((pw_valtype)PW_K_F64)
+#define PW_VT_FUNCREF PW_VT_ABSREF(PW_HT_FUNC, 1)
+#define PW_VT_EXTERNREF PW_VT_ABSREF(PW_HT_EXTERN, 1)
+
+/*
+ * A reference value. NULL is the null reference. Non-null references are either
+ * tagged i31 values (low bit 1) or pointers to store-owned objects that begin with a
+ * common header (functions, structs, arrays, exceptions, host references).
+ */
+typedef uintptr_t pw_ref;
+#define PW_NULL_REF ((pw_ref)0)
+
+/* An untagged 64-bit value cell; its type comes from context (a function type). */
+typedef union pw_val {
+    int32_t i32;
+    int64_t i64;
+    uint32_t f32; /* bit pattern */
+    uint64_t f64; /* bit pattern */
+    pw_ref ref;
+    uint64_t bits;
+} pw_val;
+
+/* A function type described without a module: only abstract reference types. */
+typedef struct pw_functype {
+    uint32_t nparams, nresults;
+    const pw_valtype *params, *results;
+} pw_functype;
+
+typedef enum pw_extern_kind {
+    PW_EXTERN_FUNC = 0,
+    PW_EXTERN_TABLE = 1,
+    PW_EXTERN_MEMORY = 2,
+    PW_EXTERN_GLOBAL = 3,
+    PW_EXTERN_TAG = 4,
+} pw_extern_kind;
+
+typedef struct pw_module pw_module;
+typedef struct pw_store pw_store;
+typedef struct pw_instance pw_instance;
+typedef struct pw_func pw_func;
+typedef struct pw_table pw_table;
+typedef struct pw_memory pw_memory;
+typedef struct pw_global pw_global;
+typedef struct pw_tag pw_tag;
+
+typedef struct pw_extern {
+    pw_extern_kind kind;
+    union {
+        pw_func *func;
+        pw_table *table;
+        pw_memory *memory;
+        pw_global *global;
+        pw_tag *tag;
+    } u;
+} pw_extern;
+
+/* ---------------------------------------------------------------- modules */
+
+typedef struct pw_module_config {
+    int reserved; /* zero-initialise; room for future knobs */
+} pw_module_config;
+
+/* Decode, validate and compile. The bytes are copied where needed; the caller keeps
+ * ownership of `bytes`. Returns NULL with err set on failure. Caller frees the result
+ * with pw_module_free. cfg may be NULL. */
+pw_module *pw_module_new(const uint8_t *bytes, size_t len, const pw_module_config *cfg,
+                         pw_error *err);
+/* Decode and validate only (no compile), for `peri wasm validate` and fuzzing. */
+pw_status pw_module_validate(const uint8_t *bytes, size_t len, pw_error *err);
+void pw_module_free(pw_module *m);
+
+typedef struct pw_import_desc {
+    const char *module, *name; /* UTF-8, not NUL-terminated: use the lengths */
+    size_t module_len, name_len;
+    pw_extern_kind kind;
+    uint32_t index; /* import index, for pw_func_new_host_for_import */
+} pw_import_desc;
+
+typedef struct pw_export_desc {
+    const char *name;
+    size_t name_len;
+    pw_extern_kind kind;
+} pw_export_desc;
+
+uint32_t pw_module_import_count(const pw_module *m);
+void pw_module_import(const pw_module *m, uint32_t i, pw_import_desc *out);
+uint32_t pw_module_export_count(const pw_module *m);
+void pw_module_export(const pw_module *m, uint32_t i, pw_export_desc *out);
+/* The function type of exported function `name`; false if there is none. */
+bool pw_module_export_functype(const pw_module *m, const char *name, size_t name_len,
+                               pw_functype *out);
+
+/* ---------------------------------------------------------------- stores */
+
+typedef struct pw_store_config {
+    uint64_t memory_cap;     /* bytes over all linear memories + GC heap + tables; 0 = 4 GiB */
+    uint32_t max_call_depth; /* Wasm frames; 0 = default (10000 frames... see docs) */
+    size_t value_stack_bytes; /* 0 = default */
+} pw_store_config;
+
+/* cfg may be NULL for defaults. Caller frees with pw_store_free. */
+pw_store *pw_store_new(const pw_store_config *cfg, pw_error *err);
+void pw_store_free(pw_store *s);
+
+/* Thread-safe: ask the code running in `s` to stop. It traps with
+ * PW_TRAP_INTERRUPTED at the next loop back-edge or call. The flag stays raised
+ * until pw_store_clear_interrupt. */
+void pw_store_interrupt(pw_store *s);
+void pw_store_clear_interrupt(pw_store *s);
+
+/* ---------------------------------------------------------------- instantiation */
+
+/* Resolves one import. Fill *out and return true, or return false to make the
+ * import unknown (instantiation then fails with PW_ERR_UNLINKABLE "unknown import").
+ * Type compatibility is checked by the engine after the resolver returns. */
+typedef bool (*pw_resolve_fn)(void *ctx, pw_store *s, const pw_module *m,
+                              const pw_import_desc *imp, pw_extern *out);
+
+/* Link, initialise segments, run the start function. On failure returns NULL; effects
+ * on imported memories/tables made before a trap persist (as the spec requires). */
+pw_instance *pw_instantiate(pw_store *s, const pw_module *m, pw_resolve_fn resolve,
+                            void *ctx, pw_error *err);
+
+bool pw_instance_export(pw_instance *inst, const char *name, size_t name_len,
+                        pw_extern *out);
+const pw_module *pw_instance_module(const pw_instance *inst);
+
+/* ---------------------------------------------------------------- calls */
+
+void pw_func_type(const pw_func *f, pw_functype *out); /* valid while f lives */
+
+/* Call f. args has nparams cells, results room for nresults cells. Argument types are
+ * not checked beyond arity; the embedder passes values of the declared types. */
+pw_status pw_call(pw_store *s, pw_func *f, const pw_val *args, uint32_t nargs,
+                  pw_val *results, uint32_t nresults, pw_error *err);
+
+/* Host functions. The context gives access to the calling instance. */
+typedef struct pw_call_ctx pw_call_ctx;
+/* Return PW_OK, or a failure made with pw_ctx_trap (or PW_ERR_EXCEPTION after
+ * pw_ctx_throw in Wasm 3.0). */
+typedef pw_status (*pw_host_fn)(pw_call_ctx *cx, void *env, const pw_val *args,
+                                pw_val *results);
+
+pw_func *pw_func_new_host(pw_store *s, const pw_functype *type, pw_host_fn fn, void *env,
+                          pw_error *err);
+/* A host function whose type is exactly that of import `import_index` of m (which may
+ * use module-defined reference types). */
+pw_func *pw_func_new_host_for_import(pw_store *s, const pw_module *m, uint32_t import_index,
+                                     pw_host_fn fn, void *env, pw_error *err);
+
+pw_store *pw_ctx_store(pw_call_ctx *cx);
+pw_instance *pw_ctx_instance(pw_call_ctx *cx); /* the caller's instance, may be NULL */
+/* The caller's memory 0 (base and size in bytes); NULL base when it has none. The
+ * pointer is valid until the next call into Wasm or memory.grow. */
+uint8_t *pw_ctx_memory(pw_call_ctx *cx, uint64_t *size);
+pw_status pw_ctx_trap(pw_call_ctx *cx, const char *fmt, ...);
+
+/* ---------------------------------------------------------------- external objects */
+
+pw_memory *pw_memory_new(pw_store *s, uint64_t min_pages, uint64_t max_pages /* UINT64_MAX: none */,
+                         pw_error *err);
+uint8_t *pw_memory_data(pw_memory *mem, uint64_t *size);
+pw_table *pw_table_new(pw_store *s, pw_valtype elem, uint32_t min, uint32_t max /* UINT32_MAX: none */,
+                       pw_ref init, pw_error *err);
+pw_global *pw_global_new(pw_store *s, pw_valtype type, bool mutable_, pw_val init, pw_error *err);
+pw_val pw_global_get(const pw_global *g);
+pw_valtype pw_global_type(const pw_global *g);
+
+/* Host (extern) references: a non-null reference standing for host value v. Two
+ * calls with the same v give references that compare equal (same object). */
+pw_ref pw_externref_new(pw_store *s, uint64_t v, pw_error *err);
+/* If r is a host reference, store its value in *v and return true. */
+bool pw_externref_value(pw_ref r, uint64_t *v);
+/* A function instance as a reference value (funcref). */
+pw_ref pw_func_ref(pw_func *f);
+pw_func *pw_ref_func(pw_ref r); /* NULL unless r is a function reference */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

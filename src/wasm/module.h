@@ -1,0 +1,206 @@
+/*
+ * module.h — the decoded form of a WebAssembly module (internal to src/wasm/).
+ *
+ * Owned by the front end (decode.c fills it, validate.c checks it). The back end
+ * (compile.c, instance.c, interp.c) reads it and hangs its compiled code on it.
+ * A pw_module is immutable once pw_module_new returns, so it can be shared between
+ * threads.
+ *
+ * Type indices are module-relative. Two type indices denote equivalent types
+ * (iso-recursive equivalence, Wasm 3.0) exactly when their `canon` fields are equal;
+ * the front end computes `canon` so that the validator compares integers. Link-time
+ * and run-time comparisons across modules go through the store's type registry (see
+ * docs/engine.md), never through global state.
+ */
+#ifndef PW_MODULE_H
+#define PW_MODULE_H
+
+#include "peri/wasm.h"
+
+/* A byte range within pw_module.bytes. */
+typedef struct pw_span {
+    uint32_t off, len;
+} pw_span;
+
+typedef enum pw_typeform {
+    PW_FORM_FUNC = 0x60,
+    PW_FORM_STRUCT = 0x5F,
+    PW_FORM_ARRAY = 0x5E,
+} pw_typeform;
+
+/* Storage types of struct/array fields: a value type, or a packed i8/i16. */
+enum { PW_PACK_NONE = 0, PW_PACK_I8 = 1, PW_PACK_I16 = 2 };
+
+typedef struct pw_field {
+    pw_valtype type; /* for packed fields: PW_VT_I32 */
+    uint8_t packed;  /* PW_PACK_* */
+    uint8_t mut;
+} pw_field;
+
+/* One defined type (a "subtype" entry of a recursion group). */
+typedef struct pw_deftype {
+    uint8_t form;      /* pw_typeform */
+    uint8_t final;     /* 1 unless declared with a non-final `sub` */
+    uint32_t super;    /* supertype index, or UINT32_MAX */
+    uint32_t rec_start; /* first type index of its recursion group */
+    uint32_t rec_len;   /* size of its recursion group */
+    uint32_t canon;    /* module-local canonical representative (see header) */
+    uint32_t depth;    /* length of the supertype chain (0 = no supertype) */
+    union {
+        struct {
+            uint32_t nparams, nresults;
+            pw_valtype *types; /* params then results */
+        } func;
+        struct {
+            uint32_t nfields;
+            pw_field *fields;
+        } strct;
+        pw_field array;
+    } u;
+} pw_deftype;
+
+typedef struct pw_limits {
+    uint64_t min, max; /* max == UINT64_MAX when absent */
+} pw_limits;
+
+typedef struct pw_tabletype {
+    pw_valtype elem;
+    pw_limits lim;
+} pw_tabletype;
+
+typedef struct pw_globaltype {
+    pw_valtype type;
+    uint8_t mut;
+} pw_globaltype;
+
+typedef struct pw_import {
+    pw_span module, name; /* UTF-8 validated */
+    pw_extern_kind kind;
+    union {
+        uint32_t func_type; /* type index */
+        pw_tabletype table;
+        pw_limits memory;
+        pw_globaltype global;
+        uint32_t tag_type; /* type index of the tag's function type */
+    } u;
+} pw_import;
+
+typedef struct pw_export {
+    pw_span name;
+    pw_extern_kind kind;
+    uint32_t index; /* in the kind's index space (imports first) */
+} pw_export;
+
+/* A defined function: its type, locals and body (the body excludes the locals). */
+typedef struct pw_funcdef {
+    uint32_t type;     /* type index */
+    uint32_t nlocals;  /* declared locals, not counting params */
+    pw_valtype *locals; /* nlocals entries, expanded */
+    pw_span body;      /* instructions up to and including the final `end` */
+} pw_funcdef;
+
+typedef struct pw_table_def {
+    pw_tabletype type;
+    pw_span init; /* constant expression, or len 0 for ref.null of elem type */
+} pw_table_def;
+
+typedef struct pw_global_def {
+    pw_globaltype type;
+    pw_span init; /* constant expression including its `end` */
+} pw_global_def;
+
+typedef enum pw_segmode {
+    PW_SEG_ACTIVE = 0,
+    PW_SEG_PASSIVE = 1,
+    PW_SEG_DECLARATIVE = 2,
+} pw_segmode;
+
+typedef struct pw_elem {
+    pw_segmode mode;
+    uint32_t table;     /* active only */
+    pw_span offset;     /* active only: constant expression */
+    pw_valtype type;    /* element reference type */
+    uint32_t count;
+    /* Either function indices (exprs == NULL) or constant expressions. */
+    uint32_t *funcs;
+    pw_span *exprs;
+} pw_elem;
+
+typedef struct pw_data {
+    pw_segmode mode; /* ACTIVE or PASSIVE */
+    uint32_t memory;
+    pw_span offset;  /* active only */
+    pw_span bytes;
+} pw_data;
+
+struct pw_cmodule; /* the back end's compiled code (compile.h) */
+
+struct pw_module {
+    uint8_t *bytes; /* owned copy of the binary; every pw_span points into it */
+    size_t nbytes;
+
+    uint32_t ntypes;
+    pw_deftype *types;
+
+    uint32_t nimports;
+    pw_import *imports;
+
+    /* Index spaces: imports come first. func_types[i] is the type index of function i
+     * (imported or defined); likewise for tables, memories, globals, tags. */
+    uint32_t nfuncs, nfunc_imports;
+    uint32_t *func_types;
+    pw_funcdef *funcs; /* nfuncs - nfunc_imports defined functions */
+
+    uint32_t ntables, ntable_imports;
+    pw_table_def *tables; /* all tables; for imports only .type is meaningful */
+
+    uint32_t nmems, nmem_imports;
+    pw_limits *mems;
+
+    uint32_t nglobals, nglobal_imports;
+    pw_global_def *globals; /* for imports only .type is meaningful */
+
+    uint32_t ntags, ntag_imports;
+    uint32_t *tag_types; /* type index (a function type with no results) */
+
+    uint32_t nexports;
+    pw_export *exports;
+
+    uint32_t start; /* UINT32_MAX when absent */
+
+    uint32_t nelems;
+    pw_elem *elems;
+
+    uint32_t ndatas;
+    pw_data *datas;
+    bool has_datacount;
+
+    /* Functions that may be referenced by ref.func outside of function bodies
+     * (exports, elem segments, globals), as required by the validator. */
+    uint8_t *func_declared; /* nfuncs flags */
+
+    struct pw_cmodule *code; /* set by pw_compile_module */
+};
+
+/* decode.c: parse the binary into m (already zeroed, m->bytes set). On failure returns
+ * PW_ERR_MALFORMED (or PW_ERR_INVALID for checks the spec places in validation but
+ * that are convenient during decoding) with err filled. */
+pw_status pw_decode(pw_module *m, pw_error *err);
+
+/* validate.c: validate everything decode did not: function bodies, constant
+ * expressions, indices, limits, types. */
+pw_status pw_validate(pw_module *m, pw_error *err);
+
+/* module.c: release everything a module owns (the module itself too). */
+void pw_module_destroy(pw_module *m);
+
+/* Type helpers shared by validator, compiler and linker (types.c). */
+const pw_deftype *pw_functype_of(const pw_module *m, uint32_t func_index);
+/* Subtyping between value types of the same module. */
+bool pw_valtype_sub(const pw_module *m, pw_valtype a, pw_valtype b);
+
+/* Fill err (status, message) printf-style; returns err->status. */
+pw_status pw_fail(pw_error *err, pw_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif
