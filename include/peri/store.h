@@ -1,0 +1,203 @@
+/*
+ * peri/store.h — the session store: SQLite (WAL) with Peri's machine → workspace →
+ * thread (= session) → messages model (prefix pst_).
+ *
+ * Schema (see docs/host-lower.md):
+ *   schema_version(version)                      migrations run in one transaction at open
+ *   machines(id, name, identity_kind, created_at)
+ *   workspaces(id, machine_id → machines, path, path_source, created_at,
+ *              UNIQUE(machine_id, path))
+ *   threads(id UUIDv7, workspace_id → workspaces NOT NULL, parent_thread_id, title, model,
+ *           archived, meta, message_count, next_seq, created_at, updated_at)
+ *   messages(thread_id → threads ON DELETE CASCADE, seq, role, content, meta, created_at,
+ *            PRIMARY KEY(thread_id, seq))
+ *
+ * Objects and ownership:
+ *   pst_store   one SQLite connection guarded by a mutex: any thread may call any
+ *               function; calls are serialised. Open several stores on the same file from
+ *               several processes if needed (WAL + busy timeout).
+ *   pst_thread  value filled by get/create/list; its heap strings are owned by it and
+ *               freed by pst_thread_clear.
+ *
+ * Durability: journal_mode=WAL, synchronous=NORMAL: a committed transaction survives a
+ * crash of the process (kill -9); a power loss may drop the last commits.
+ *
+ * Timestamps are Unix milliseconds. Ids are lowercase UUID text (36 chars + NUL).
+ *
+ * CHANGES (after first publication; additive only):
+ *   (none yet)
+ */
+#ifndef PERI_STORE_H
+#define PERI_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PST_ID_LEN         37 /* 36 chars + NUL */
+#define PST_SCHEMA_VERSION 1
+
+typedef enum pst_status {
+    PST_OK = 0,
+    PST_ERR_NOT_FOUND, /* no such thread/workspace/machine */
+    PST_ERR_IO,        /* SQLite or file system error (message says which) */
+    PST_ERR_BUSY,      /* the database stayed locked past the busy timeout */
+    PST_ERR_SCHEMA,    /* the file has a newer or unknown schema version */
+    PST_ERR_ARG,       /* bad argument (NULL, empty id, bad cursor, bad JSON) */
+    PST_ERR_NOMEM,
+} pst_status;
+
+typedef struct pst_error {
+    pst_status status;
+    int sqlite_code; /* extended SQLite result code, 0 if none */
+    char message[256];
+} pst_error;
+
+const char *pst_status_name(pst_status s);
+
+/* ---------------------------------------------------------------- ids and paths */
+
+/* New lowercase UUID v7 (48-bit ms timestamp + random from the OS/libcrypto).
+ * Returns false only if no randomness was available. */
+bool pst_uuid_v7(char out[PST_ID_LEN]);
+/* New UUID v4. */
+bool pst_uuid_v4(char out[PST_ID_LEN]);
+/* True when s is a well-formed UUID text (any version). */
+bool pst_uuid_valid(const char *s);
+
+/* "<home>/.peri/peri.db" (malloc'd, caller frees), NULL on OOM or home NULL/empty. */
+char *pst_default_db_path(const char *home);
+
+/* Machine id rules (Peri): env_value (the caller passes getenv("PERI_MACHINE_ID")) if
+ * non-empty; else the first line of <home>/.peri/machine-id if it holds a valid UUID;
+ * else a new UUID v4 written there (directory created, file 0600, written atomically via
+ * rename). out receives the id. An env value that is not a UUID is used as is when it is
+ * 1..36 printable non-space characters, else PST_ERR_ARG. */
+pst_status pst_machine_id_resolve(const char *home, const char *env_value, char out[PST_ID_LEN],
+                                  pst_error *err);
+
+/* ---------------------------------------------------------------- open/close */
+
+typedef struct pst_store pst_store;
+
+/* Opens (creating parent directories with 0700 and the file) and migrates to
+ * PST_SCHEMA_VERSION. path ":memory:" gives a private in-memory store. Returns NULL and
+ * fills err on failure. Free with pst_close. */
+pst_store *pst_open(const char *path, pst_error *err);
+void pst_close(pst_store *s);
+int pst_schema_version(pst_store *s);
+
+/* ---------------------------------------------------------------- machines, workspaces */
+
+/* Insert the machine if absent (identity_kind "known"); name may be NULL. */
+pst_status pst_machine_ensure(pst_store *s, const char *machine_id, const char *name,
+                              pst_error *err);
+
+/* Find or create the workspace (machine_id, path); ensures the machine too. path should
+ * be canonical and absolute (the caller realpath()s it). out_id receives the id. */
+pst_status pst_workspace_ensure(pst_store *s, const char *machine_id, const char *path,
+                                char out_id[PST_ID_LEN], pst_error *err);
+
+/* ---------------------------------------------------------------- threads */
+
+typedef struct pst_thread {
+    char id[PST_ID_LEN];
+    char workspace_id[PST_ID_LEN];
+    char parent_id[PST_ID_LEN]; /* "" for a root thread */
+    char machine_id[PST_ID_LEN];
+    char *cwd;   /* workspace path (owned) */
+    char *title; /* owned, NULL if none */
+    char *model; /* owned, NULL if none */
+    char *meta;  /* owned JSON object text chosen by the caller, NULL if none */
+    bool archived;
+    int64_t message_count;
+    int64_t created_at;
+    int64_t updated_at;
+} pst_thread;
+
+void pst_thread_clear(pst_thread *t);
+
+typedef struct pst_thread_new {
+    const char *id;           /* NULL: a new UUID v7 is generated */
+    const char *workspace_id; /* required */
+    const char *parent_id;    /* NULL for a root thread; the parent must exist */
+    const char *title;        /* may be NULL */
+    const char *model;        /* may be NULL */
+    const char *meta;         /* JSON text, may be NULL */
+} pst_thread_new;
+
+/* out (may be NULL) receives the created row. */
+pst_status pst_thread_create(pst_store *s, const pst_thread_new *in, pst_thread *out,
+                             pst_error *err);
+pst_status pst_thread_get(pst_store *s, const char *id, pst_thread *out, pst_error *err);
+/* Deletes the thread, its messages and (recursively) its child threads.
+ * PST_ERR_NOT_FOUND if it does not exist. */
+pst_status pst_thread_delete(pst_store *s, const char *id, pst_error *err);
+pst_status pst_thread_set_archived(pst_store *s, const char *id, bool archived, pst_error *err);
+/* title NULL clears it. Updates updated_at. */
+pst_status pst_thread_rename(pst_store *s, const char *id, const char *title, pst_error *err);
+pst_status pst_thread_set_model(pst_store *s, const char *id, const char *model, pst_error *err);
+pst_status pst_thread_set_meta(pst_store *s, const char *id, const char *meta_json, pst_error *err);
+
+typedef struct pst_list_query {
+    const char *cwd;        /* only threads whose workspace path equals this; NULL: all */
+    const char *machine_id; /* only this machine; NULL: all */
+    const char *cursor;     /* from a previous page's next_cursor; NULL: first page */
+    int limit;              /* 1..500; 0: 100 */
+    bool include_archived;  /* default list hides archived threads */
+    bool include_empty;     /* default list hides threads with no message */
+    bool include_children;  /* default list shows only root threads */
+} pst_list_query;
+
+typedef struct pst_thread_list {
+    pst_thread *items; /* newest updated_at first, ties by id descending */
+    size_t count;
+    char *next_cursor; /* owned; NULL when this is the last page */
+} pst_thread_list;
+
+pst_status pst_thread_list(pst_store *s, const pst_list_query *q, pst_thread_list *out,
+                           pst_error *err);
+void pst_thread_list_clear(pst_thread_list *l);
+
+/* ---------------------------------------------------------------- messages */
+
+typedef struct pst_message_in {
+    const char *role;    /* "user" "assistant" "tool" "system" (not checked beyond non-empty) */
+    const char *content; /* JSON text (e.g. pm_message_to_json); validated as JSON */
+    const char *meta;    /* optional JSON text for the caller (ACP replay data), or NULL */
+} pst_message_in;
+
+typedef struct pst_message {
+    int64_t seq; /* 1, 2, 3, ... per thread, never reused */
+    char *role;
+    char *content;
+    char *meta; /* NULL if none */
+    int64_t created_at;
+} pst_message;
+
+typedef struct pst_message_list {
+    pst_message *items; /* ascending seq */
+    size_t count;
+} pst_message_list;
+
+/* Appends n messages to the thread in ONE transaction (all or nothing) and bumps the
+ * thread's message_count and updated_at. first_seq (may be NULL) receives the seq of the
+ * first appended message. */
+pst_status pst_messages_append(pst_store *s, const char *thread_id, const pst_message_in *msgs,
+                               size_t n, int64_t *first_seq, pst_error *err);
+
+/* All messages of the thread in seq order. out is initialised by the call. */
+pst_status pst_messages_load(pst_store *s, const char *thread_id, pst_message_list *out,
+                             pst_error *err);
+void pst_message_list_clear(pst_message_list *l);
+
+pst_status pst_messages_count(pst_store *s, const char *thread_id, int64_t *count, pst_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

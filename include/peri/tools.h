@@ -1,0 +1,109 @@
+/*
+ * peri/tools.h — workspace tools confined to a session's cwd (prefix ptl_).
+ *
+ * Tools: read, write, edit, list, glob, grep, shell. Each is a static, immutable
+ * descriptor (ptl_tool) with a name, a description and a JSON Schema for the model, its
+ * ACP ToolKind, and whether it needs the user's permission before running.
+ *
+ * Confinement: every path argument is resolved against ctx->cwd; the longest existing
+ * prefix is canonicalised with realpath() and must stay inside the canonical cwd, and the
+ * not-yet-existing rest may not contain "..". So "..", absolute paths elsewhere and
+ * symlinks (final or intermediate) pointing outside are all refused with the tool error
+ *   "path escapes the workspace: <path as given>"
+ * For writes the final component is additionally opened with O_NOFOLLOW so a symlink
+ * swapped in after the check is not followed. (The shell tool runs arbitrary commands in
+ * cwd and is not confined: that is what its permission prompt is for.)
+ *
+ * Ownership: ptl_result strings are malloc'd and owned by the result; free with
+ * ptl_result_clear. Nothing here keeps global mutable state.
+ *
+ * CHANGES (after first publication; additive only):
+ *   (none yet)
+ */
+#ifndef PERI_TOOLS_H
+#define PERI_TOOLS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ptl_kind { /* ACP ToolKind */
+                        PTL_KIND_READ = 0,
+                        PTL_KIND_EDIT,
+                        PTL_KIND_DELETE,
+                        PTL_KIND_MOVE,
+                        PTL_KIND_SEARCH,
+                        PTL_KIND_EXECUTE,
+                        PTL_KIND_THINK,
+                        PTL_KIND_FETCH,
+                        PTL_KIND_OTHER,
+} ptl_kind;
+
+/* "read" "edit" "delete" "move" "search" "execute" "think" "fetch" "other" */
+const char *ptl_kind_name(ptl_kind k);
+
+typedef struct ptl_tool ptl_tool;
+
+/* The built-in tools, in a fixed order: read, write, edit, list, glob, grep, shell. */
+size_t ptl_count(void);
+const ptl_tool *ptl_at(size_t i);           /* NULL when i >= ptl_count() */
+const ptl_tool *ptl_find(const char *name); /* NULL if unknown */
+
+const char *ptl_name(const ptl_tool *t);
+const char *ptl_description(const ptl_tool *t);
+const char *ptl_schema_json(const ptl_tool *t); /* JSON Schema object text */
+ptl_kind ptl_kind_of(const ptl_tool *t);
+bool ptl_needs_permission(const ptl_tool *t); /* write, edit, shell: true */
+
+/* Human title for the ACP tool_call ("Read src/main.c", "Run `make test`"). Never NULL
+ * unless out of memory; falls back to the tool name on bad input. Caller frees. */
+char *ptl_title(const ptl_tool *t, const char *input_json);
+
+typedef struct ptl_ctx {
+    const char *cwd;    /* absolute session directory (required) */
+    atomic_int *cancel; /* may be NULL; non-zero = stop now */
+    size_t max_output;  /* bytes of output kept for the model; 0: 65536 */
+    long timeout_ms;    /* shell default timeout when the input has none; 0: 120000 */
+} ptl_ctx;
+
+typedef struct ptl_result {
+    char *output;         /* text for the model (never NULL after ptl_run returns) */
+    bool is_error;        /* tool-level failure: output explains it */
+    char *content_json;   /* ACP ToolCallContent[] JSON text, or NULL: e.g. for edit/write
+                             [{"type":"diff","path":ABS,"oldText":..,"newText":..}];
+                             otherwise [{"type":"content","content":{"type":"text",..}}] */
+    char *locations_json; /* ACP locations JSON array ([{"path":ABS,"line":N}]) or NULL */
+    int exit_code;        /* shell: exit status, 128+signal if killed; -1 otherwise */
+    bool timed_out;       /* shell: killed by its timeout */
+    bool truncated;       /* output was cut to max_output */
+} ptl_result;
+
+typedef enum ptl_status {
+    PTL_OK = 0,       /* the tool ran; result->is_error tells tool-level failure */
+    PTL_CANCELLED,    /* ctx->cancel was raised; the result holds partial output */
+    PTL_ERR_NOMEM,    /* host failure: out of memory (result output may be "") */
+    PTL_ERR_INTERNAL, /* host failure: fork/pipe/etc. failed (output says which) */
+} ptl_status;
+
+/* Runs the tool. input_json is the model's arguments object text; malformed or invalid
+ * input is a tool error (PTL_OK, is_error, output explains). out is initialised by the
+ * call and must be cleared with ptl_result_clear whatever the status. */
+ptl_status ptl_run(const ptl_tool *t, const char *input_json, const ptl_ctx *ctx, ptl_result *out);
+void ptl_result_clear(ptl_result *r);
+
+/* Confinement check used by the tools, exposed for tests and for the host: resolve `path`
+ * (relative to cwd, or absolute) and store the canonical absolute path in *out
+ * (malloc'd). for_create: the path and some of its parent directories may not exist yet
+ * (the missing part may not contain ".."). Returns 0 on success, -1 with a message in
+ * errbuf otherwise (for an escape: "path escapes the workspace: <path>"). */
+int ptl_resolve_path(const char *cwd, const char *path, bool for_create, char **out, char *errbuf,
+                     size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
