@@ -153,15 +153,15 @@ typedef struct pst_list_query {
     bool include_children;  /* default list shows only root threads */
 } pst_list_query;
 
-typedef struct pst_thread_list {
+typedef struct pst_thread_page {
     pst_thread *items; /* newest updated_at first, ties by id descending */
     size_t count;
     char *next_cursor; /* owned; NULL when this is the last page */
-} pst_thread_list;
+} pst_thread_page;
 
-pst_status pst_thread_list(pst_store *s, const pst_list_query *q, pst_thread_list *out,
+pst_status pst_thread_list(pst_store *s, const pst_list_query *q, pst_thread_page *out,
                            pst_error *err);
-void pst_thread_list_clear(pst_thread_list *l);
+void pst_thread_page_clear(pst_thread_page *p);
 
 /* ---------------------------------------------------------------- messages */
 
