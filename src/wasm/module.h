@@ -46,6 +46,7 @@ typedef struct pw_deftype {
     uint32_t rec_len;   /* size of its recursion group */
     uint32_t canon;    /* module-local canonical representative (see header) */
     uint32_t depth;    /* length of the supertype chain (0 = no supertype) */
+    uint8_t nsupers_extra; /* decoder: more than one supertype was declared (invalid) */
     union {
         struct {
             uint32_t nparams, nresults;
@@ -196,8 +197,26 @@ void pw_module_destroy(pw_module *m);
 
 /* Type helpers shared by validator, compiler and linker (types.c). */
 const pw_deftype *pw_functype_of(const pw_module *m, uint32_t func_index);
-/* Subtyping between value types of the same module. */
+/* Subtyping between value types of the same module (a <: b). Type indices inside
+ * the types may be any of an equivalence class: comparisons go through `canon`. */
 bool pw_valtype_sub(const pw_module *m, pw_valtype a, pw_valtype b);
+/* Heap types (PW_VT_HEAP values) of the same module: a <: b. */
+bool pw_heaptype_sub(const pw_module *m, uint32_t a, uint32_t b);
+/* Defined types i, j of the same module: is i a (declared, transitive) subtype of j
+ * or equivalent to it? */
+bool pw_deftype_sub(const pw_module *m, uint32_t i, uint32_t j);
+/* The top of heap type h's hierarchy (any, func, extern or exn) as a heap type. */
+uint32_t pw_heaptype_top(const pw_module *m, uint32_t h);
+/* Across modules (import matching, call_indirect with a table shared between
+ * modules): is type i of module a iso-recursively equivalent to type j of module b?
+ * Is type i of a a subtype of type j of b (a's supertype chain reaches a type
+ * equivalent to j)? Both are exact Wasm 3.0 rules; they allocate a small work list
+ * internally (false on allocation failure) and work for ma == mb too. Both modules
+ * must have been validated. */
+bool pw_deftype_equiv(const pw_module *ma, uint32_t i, const pw_module *mb, uint32_t j);
+bool pw_deftype_sub_cross(const pw_module *ma, uint32_t i, const pw_module *mb, uint32_t j);
+/* types.c, for validate.c: check the type section and compute canon/depth. */
+pw_status pw_types_check(pw_module *m, pw_error *err);
 
 /* Fill err (status, message) printf-style; returns err->status. */
 pw_status pw_fail(pw_error *err, pw_status st, const char *fmt, ...)

@@ -1,0 +1,306 @@
+/*
+ * instr.c — instruction and type decoding (see instr.h).
+ *
+ * Messages follow the reference interpreter: a bad value type reports "malformed
+ * reference type" (its last alternative), unknown opcodes "illegal opcode XX".
+ */
+#include "wasm/instr.h"
+
+static bool malformed(pw_reader *r, const uint8_t *at, const char *msg) {
+    pw_fail(r->err, PW_ERR_MALFORMED, "%s (at byte %zu)", msg, (size_t)(at - r->base));
+    return false;
+}
+
+static bool illegal(pw_reader *r, const uint8_t *at, uint32_t prefix, uint32_t sub) {
+    if (prefix)
+        pw_fail(r->err, PW_ERR_MALFORMED, "illegal opcode %02x %02x (at byte %zu)", prefix, sub,
+                (size_t)(at - r->base));
+    else
+        pw_fail(r->err, PW_ERR_MALFORMED, "illegal opcode %02x (at byte %zu)", sub,
+                (size_t)(at - r->base));
+    return false;
+}
+
+static bool is_abs_heap(int64_t code) {
+    return code >= PW_HT_EXN && code <= PW_HT_NOEXN;
+}
+
+bool pw_rd_heaptype(pw_reader *r, uint32_t *heap) {
+    const uint8_t *at = r->p;
+    int64_t v;
+    if (!pw_rd_s33(r, &v)) return false;
+    if (v >= 0) {
+        *heap = v > PW_TYPEIDX_MAX ? PW_TYPEIDX_MAX : (uint32_t)v;
+        return true;
+    }
+    int64_t code = v + 0x80; /* single-byte negative s7 back to its byte value */
+    if (v < -0x40 || !is_abs_heap(code)) return malformed(r, at, "malformed heap type");
+    *heap = PW_HT_ABS | (uint32_t)code;
+    return true;
+}
+
+/* Reference types after their first byte `b` has been consumed. */
+static bool rd_reftype_rest(pw_reader *r, const uint8_t *at, uint8_t b, pw_valtype *out) {
+    if (is_abs_heap(b)) {
+        *out = PW_VT_ABSREF(b, 1);
+        return true;
+    }
+    if (b == 0x63 || b == 0x64) {
+        uint32_t heap;
+        if (!pw_rd_heaptype(r, &heap)) return false;
+        *out = PW_VT_MAKE_REF(heap, b == 0x63);
+        return true;
+    }
+    if (b & 0x80) return malformed(r, at + 1, "integer representation too long");
+    return malformed(r, at, "malformed reference type");
+}
+
+bool pw_rd_reftype(pw_reader *r, pw_valtype *out) {
+    const uint8_t *at = r->p;
+    uint8_t b;
+    if (!pw_rd_byte(r, &b)) return false;
+    return rd_reftype_rest(r, at, b, out);
+}
+
+bool pw_rd_valtype(pw_reader *r, pw_valtype *out) {
+    const uint8_t *at = r->p;
+    uint8_t b;
+    if (!pw_rd_byte(r, &b)) return false;
+    switch (b) {
+    case 0x7F: *out = PW_VT_I32; return true;
+    case 0x7E: *out = PW_VT_I64; return true;
+    case 0x7D: *out = PW_VT_F32; return true;
+    case 0x7C: *out = PW_VT_F64; return true;
+    case 0x7B: return malformed(r, at, "malformed value type: v128 (SIMD) is not supported");
+    default: return rd_reftype_rest(r, at, b, out);
+    }
+}
+
+static bool rd_blocktype(pw_reader *r, pw_instr *in) {
+    const uint8_t *at = r->p;
+    if (at < r->end && *at == 0x40) {
+        r->p++;
+        in->bt = PW_BT_EMPTY;
+        return true;
+    }
+    int64_t v;
+    if (!pw_rd_s33(r, &v)) return false;
+    if (v >= 0) {
+        in->bt = PW_BT_TYPE;
+        in->a = (uint32_t)v;
+        return true;
+    }
+    r->p = at;
+    in->bt = PW_BT_VAL;
+    return pw_rd_valtype(r, &in->t1);
+}
+
+static bool rd_memarg(pw_reader *r, pw_instr *in) {
+    const uint8_t *at = r->p;
+    uint32_t flags;
+    if (!pw_rd_u32(r, &flags)) return false;
+    if (flags >= 0x80) return malformed(r, at, "malformed memop flags");
+    in->a = 0;
+    if ((flags & 0x40) && !pw_rd_u32(r, &in->a)) return false;
+    in->align = flags & 0x3f;
+    return pw_rd_u64(r, &in->offset);
+}
+
+bool pw_rd_catch(pw_reader *r, pw_catch *c) {
+    const uint8_t *at = r->p;
+    if (!pw_rd_byte(r, &c->kind)) return false;
+    if (c->kind > 3) return malformed(r, at, "malformed catch clause");
+    c->tag = 0;
+    if (c->kind < 2 && !pw_rd_u32(r, &c->tag)) return false;
+    return pw_rd_u32(r, &c->label);
+}
+
+static bool rd_fb(pw_reader *r, const uint8_t *at, pw_instr *in) {
+    uint32_t sub;
+    if (!pw_rd_u32(r, &sub)) return false;
+    in->op = PW_OP_FB(sub & 0xFF);
+    switch (sub) {
+    case 0x00:
+    case 0x01:
+    case 0x06:
+    case 0x07:
+    case 0x0B:
+    case 0x0C:
+    case 0x0D:
+    case 0x0E:
+    case 0x10: return pw_rd_u32(r, &in->a);
+    case 0x02:
+    case 0x03:
+    case 0x04:
+    case 0x05:
+    case 0x08:
+    case 0x09:
+    case 0x0A:
+    case 0x11:
+    case 0x12:
+    case 0x13: return pw_rd_u32(r, &in->a) && pw_rd_u32(r, &in->b);
+    case 0x0F:
+    case 0x1A:
+    case 0x1B:
+    case 0x1C:
+    case 0x1D:
+    case 0x1E: return true;
+    case 0x14:
+    case 0x15:
+    case 0x16:
+    case 0x17: {
+        uint32_t heap;
+        if (!pw_rd_heaptype(r, &heap)) return false;
+        in->t1 = PW_VT_MAKE_REF(heap, sub & 1);
+        return true;
+    }
+    case 0x18:
+    case 0x19: {
+        const uint8_t *fat = r->p;
+        uint8_t flags;
+        uint32_t h1, h2;
+        if (!pw_rd_byte(r, &flags)) return false;
+        if (flags & 0xFC) return malformed(r, fat, "malformed br_on_cast flags");
+        if (!pw_rd_u32(r, &in->a) || !pw_rd_heaptype(r, &h1) || !pw_rd_heaptype(r, &h2))
+            return false;
+        in->t1 = PW_VT_MAKE_REF(h1, flags & 1);
+        in->t2 = PW_VT_MAKE_REF(h2, (flags >> 1) & 1);
+        return true;
+    }
+    default: return illegal(r, at, 0xFB, sub);
+    }
+}
+
+static bool rd_fc(pw_reader *r, const uint8_t *at, pw_instr *in) {
+    uint32_t sub;
+    if (!pw_rd_u32(r, &sub)) return false;
+    in->op = PW_OP_FC(sub & 0xFF);
+    switch (sub) {
+    case 0:
+    case 1:
+    case 2:
+    case 3:
+    case 4:
+    case 5:
+    case 6:
+    case 7: return true;
+    case 0x08:
+    case 0x0A:
+    case 0x0C:
+    case 0x0E: return pw_rd_u32(r, &in->a) && pw_rd_u32(r, &in->b);
+    case 0x09:
+    case 0x0B:
+    case 0x0D:
+    case 0x0F:
+    case 0x10:
+    case 0x11: return pw_rd_u32(r, &in->a);
+    default: return illegal(r, at, 0xFC, sub);
+    }
+}
+
+bool pw_instr_read(pw_reader *r, pw_instr *in) {
+    const uint8_t *at = r->p;
+    uint8_t op;
+    if (!pw_rd_byte(r, &op)) return false;
+    in->op = op;
+    switch (op) {
+    case 0x00:
+    case 0x01:
+    case 0x05:
+    case 0x0A:
+    case 0x0B:
+    case 0x0F:
+    case 0x1A:
+    case 0x1B:
+    case 0xD1:
+    case 0xD3:
+    case 0xD4: return true;
+    case 0x02:
+    case 0x03:
+    case 0x04: return rd_blocktype(r, in);
+    case 0x08:
+    case 0x0C:
+    case 0x0D:
+    case 0x10:
+    case 0x12:
+    case 0x14:
+    case 0x15:
+    case 0x20:
+    case 0x21:
+    case 0x22:
+    case 0x23:
+    case 0x24:
+    case 0x25:
+    case 0x26:
+    case 0x3F:
+    case 0x40:
+    case 0xD2:
+    case 0xD5:
+    case 0xD6: return pw_rd_u32(r, &in->a);
+    case 0x11:
+    case 0x13: return pw_rd_u32(r, &in->a) && pw_rd_u32(r, &in->b);
+    case 0x0E: {
+        if (!pw_rd_u32(r, &in->n)) return false;
+        /* Each target takes at least one byte: a count beyond the bytes left is a
+         * truncation, found without looping over a hostile count. */
+        if (in->n > pw_rd_left(r)) return pw_rd_fail_eof(r);
+        in->vec = r->p;
+        uint32_t x;
+        for (uint32_t i = 0; i < in->n; i++)
+            if (!pw_rd_u32(r, &x)) return false;
+        return pw_rd_u32(r, &in->a);
+    }
+    case 0x1C: {
+        if (!pw_rd_u32(r, &in->n)) return false;
+        if (in->n > pw_rd_left(r)) return pw_rd_fail_eof(r);
+        in->vec = r->p;
+        for (uint32_t i = 0; i < in->n; i++)
+            if (!pw_rd_valtype(r, &in->t1)) return false;
+        return true;
+    }
+    case 0x1F: {
+        if (!rd_blocktype(r, in) || !pw_rd_u32(r, &in->n)) return false;
+        if (in->n > pw_rd_left(r)) return pw_rd_fail_eof(r);
+        in->vec = r->p;
+        pw_catch c;
+        for (uint32_t i = 0; i < in->n; i++)
+            if (!pw_rd_catch(r, &c)) return false;
+        return true;
+    }
+    case 0x41: {
+        int32_t v;
+        if (!pw_rd_s32(r, &v)) return false;
+        in->bits = (uint64_t)(int64_t)v;
+        return true;
+    }
+    case 0x42: {
+        int64_t v;
+        if (!pw_rd_s64(r, &v)) return false;
+        in->bits = (uint64_t)v;
+        return true;
+    }
+    case 0x43:
+    case 0x44: {
+        const uint8_t *p;
+        unsigned n = op == 0x43 ? 4 : 8;
+        if (!pw_rd_bytes(r, n, &p)) return false;
+        uint64_t v = 0;
+        for (unsigned i = 0; i < n; i++)
+            v |= (uint64_t)p[i] << (8 * i);
+        in->bits = v;
+        return true;
+    }
+    case 0xD0: {
+        uint32_t heap;
+        if (!pw_rd_heaptype(r, &heap)) return false;
+        in->t1 = PW_VT_MAKE_REF(heap, 1);
+        return true;
+    }
+    case 0xFB: return rd_fb(r, at, in);
+    case 0xFC: return rd_fc(r, at, in);
+    default:
+        if (op >= 0x28 && op <= 0x3E) return rd_memarg(r, in);
+        if (op >= 0x45 && op <= 0xC4) return true;
+        return illegal(r, at, 0, op);
+    }
+}

@@ -1,0 +1,159 @@
+/*
+ * module.c — the module object: creation (decode → validate → compile), release,
+ * import/export queries, and the error helper pw_fail shared by the whole engine.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wasm/compile.h"
+#include "wasm/module.h"
+
+pw_status pw_fail(pw_error *err, pw_status st, const char *fmt, ...) {
+    if (!err) return st;
+    err->status = st;
+    err->trap = PW_TRAP_NONE;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+/* Decode and validate a copy of bytes. Caller owns the result (pw_module_destroy). */
+static pw_module *load(const uint8_t *bytes, size_t len, pw_error *err) {
+    if (len > UINT32_MAX) {
+        /* Spans are 32-bit; no real module is this large. */
+        pw_fail(err, PW_ERR_MALFORMED, "implementation limit: module larger than 4 GiB");
+        return NULL;
+    }
+    pw_module *m = calloc(1, sizeof *m);
+    if (!m) {
+        pw_fail(err, PW_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    m->bytes = malloc(len ? len : 1);
+    if (!m->bytes) {
+        free(m);
+        pw_fail(err, PW_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    if (len) memcpy(m->bytes, bytes, len);
+    m->nbytes = len;
+    if (pw_decode(m, err) != PW_OK || pw_validate(m, err) != PW_OK) {
+        pw_module_destroy(m);
+        return NULL;
+    }
+    return m;
+}
+
+pw_module *pw_module_new(const uint8_t *bytes, size_t len, const pw_module_config *cfg,
+                         pw_error *err) {
+    (void)cfg;
+    pw_error local;
+    if (!err) err = &local;
+    pw_module *m = load(bytes, len, err);
+    if (!m) return NULL;
+    if (pw_compile_module(m, err) != PW_OK) {
+        pw_module_destroy(m);
+        return NULL;
+    }
+    err->status = PW_OK;
+    err->message[0] = 0;
+    return m;
+}
+
+pw_status pw_module_validate(const uint8_t *bytes, size_t len, pw_error *err) {
+    pw_error local;
+    if (!err) err = &local;
+    pw_module *m = load(bytes, len, err);
+    if (!m) return err->status;
+    pw_module_destroy(m);
+    err->status = PW_OK;
+    err->message[0] = 0;
+    return PW_OK;
+}
+
+void pw_module_destroy(pw_module *m) {
+    if (!m) return;
+    if (m->code) pw_compile_free(m->code);
+    for (uint32_t i = 0; i < m->ntypes; i++) {
+        pw_deftype *t = &m->types[i];
+        if (t->form == PW_FORM_FUNC)
+            free(t->u.func.types);
+        else if (t->form == PW_FORM_STRUCT)
+            free(t->u.strct.fields);
+    }
+    free(m->types);
+    free(m->imports);
+    free(m->func_types);
+    if (m->funcs)
+        for (uint32_t i = 0; i < m->nfuncs - m->nfunc_imports; i++)
+            free(m->funcs[i].locals);
+    free(m->funcs);
+    free(m->tables);
+    free(m->mems);
+    free(m->globals);
+    free(m->tag_types);
+    free(m->exports);
+    for (uint32_t i = 0; i < m->nelems; i++) {
+        free(m->elems[i].funcs);
+        free(m->elems[i].exprs);
+    }
+    free(m->elems);
+    free(m->datas);
+    free(m->func_declared);
+    free(m->bytes);
+    free(m);
+}
+
+void pw_module_free(pw_module *m) {
+    pw_module_destroy(m);
+}
+
+uint32_t pw_module_import_count(const pw_module *m) {
+    return m->nimports;
+}
+
+void pw_module_import(const pw_module *m, uint32_t i, pw_import_desc *out) {
+    memset(out, 0, sizeof *out);
+    if (i >= m->nimports) return;
+    const pw_import *im = &m->imports[i];
+    out->module = (const char *)m->bytes + im->module.off;
+    out->module_len = im->module.len;
+    out->name = (const char *)m->bytes + im->name.off;
+    out->name_len = im->name.len;
+    out->kind = im->kind;
+    out->index = i;
+}
+
+uint32_t pw_module_export_count(const pw_module *m) {
+    return m->nexports;
+}
+
+void pw_module_export(const pw_module *m, uint32_t i, pw_export_desc *out) {
+    memset(out, 0, sizeof *out);
+    if (i >= m->nexports) return;
+    out->name = (const char *)m->bytes + m->exports[i].name.off;
+    out->name_len = m->exports[i].name.len;
+    out->kind = m->exports[i].kind;
+}
+
+bool pw_module_export_functype(const pw_module *m, const char *name, size_t name_len,
+                               pw_functype *out) {
+    for (uint32_t i = 0; i < m->nexports; i++) {
+        const pw_export *e = &m->exports[i];
+        if (e->kind != PW_EXTERN_FUNC || e->name.len != name_len ||
+            memcmp(m->bytes + e->name.off, name, name_len) != 0)
+            continue;
+        const pw_deftype *t = pw_functype_of(m, e->index);
+        if (!t) return false;
+        out->nparams = t->u.func.nparams;
+        out->nresults = t->u.func.nresults;
+        out->params = t->u.func.types;
+        out->results = t->u.func.types + t->u.func.nparams;
+        return true;
+    }
+    return false;
+}
