@@ -1,0 +1,94 @@
+/*
+ * peri/controller.h — the control plane of the agent host (prefix pct_).
+ *
+ * The controller composes, per session, the store (persistence), the runtime (the
+ * session_id -> handle map and event stamping) and the workspace tools, and drives
+ * the agent. It locates and forwards cancel, gates events by turn generation so
+ * nothing of a cancelled turn escapes after its answer, and settles sessions on
+ * close. It knows nothing about JSON-RPC: results go up through pct_sink.
+ *
+ * Threads: every function may be called from any thread. session/prompt runs on a
+ * worker thread owned by the controller (one per prompt; prompts of one session
+ * queue behind each other).
+ */
+#ifndef PERI_CONTROLLER_H
+#define PERI_CONTROLLER_H
+
+#include "peri/agent.h"
+#include "peri/store.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct pct_controller pct_controller;
+
+typedef struct pct_sink {
+    void *ctx;
+    /* A stamped event (session_id, session_seq set). Called with the session's emit lock
+     * held, so events of one session arrive in session_seq order. */
+    void (*on_event)(void *ctx, const pag_event *ev);
+    /* Asks the client; blocks until it answers or *cancel becomes non-zero. */
+    pag_permission (*ask_permission)(void *ctx, const char *session_id, const pag_event *call,
+                                     atomic_int *cancel);
+    /* The answer of one prompt (token from pct_prompt); called exactly once. */
+    void (*on_prompt_done)(void *ctx, void *token, const pag_turn_result *r);
+} pct_sink;
+
+typedef struct pct_config {
+    const char *db_path;          /* required (":memory:" allowed) */
+    const char *home;             /* for settings and the machine id; may be NULL */
+    const char *machine_id_env;   /* value of PERI_MACHINE_ID or NULL */
+    const pag_settings *settings; /* borrowed; must outlive the controller */
+} pct_config;
+
+typedef enum pct_status {
+    PCT_OK = 0,
+    PCT_NOT_FOUND,  /* no such session */
+    PCT_CLOSING,    /* the session is closing: "Session is closing" */
+    PCT_INCOMPLETE, /* close could not settle yet; `why` says why; retry */
+    PCT_BUSY,       /* the session is running a prompt */
+    PCT_BAD_ARG,    /* message says what */
+    PCT_FAILED,     /* store or memory failure; message says what */
+} pct_status;
+
+typedef struct pct_error {
+    pct_status status;
+    char message[256];
+} pct_error;
+
+/* Returns a controller (free with pct_free) or NULL with err filled. */
+pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *err);
+/* Closes every session (waiting up to wait_ms for turns to unwind) and frees. Returns 0,
+ * or 1 when a worker was still unwinding: then the controller is left allocated (the
+ * sink must stay valid too) because that thread may still use it. */
+int pct_free(pct_controller *c, long wait_ms);
+
+/* Creates a session for an absolute existing directory. out_id receives its id. */
+pct_status pct_session_new(pct_controller *c, const char *cwd, char out_id[PST_ID_LEN],
+                           pct_error *err);
+/* Emits the session's available commands (after the session/new answer). */
+void pct_session_announce(pct_controller *c, const char *id);
+/* Makes a stored session live. With replay, emits the whole history (before
+ * returning) as replay events. */
+pct_status pct_session_load(pct_controller *c, const char *id, bool replay, pct_error *err);
+pct_status pct_session_list(pct_controller *c, const char *cwd, const char *cursor,
+                            pst_thread_page *out, pct_error *err);
+/* Deletes a session (closing it first if live). Unknown ids succeed. */
+pct_status pct_session_delete(pct_controller *c, const char *id, pct_error *err);
+
+/* Queues a prompt; the answer goes to sink->on_prompt_done(token). On error nothing is
+ * called and the token stays the caller's. */
+pct_status pct_prompt(pct_controller *c, const char *id, const char *text, void *token,
+                      pct_error *err);
+/* Cancels the running turn of a session (no-op when idle or unknown). */
+void pct_cancel(pct_controller *c, const char *id);
+/* Peri close: cancel, then settle. PCT_OK when settled (also for an already closed or
+ * unknown session), PCT_INCOMPLETE with err->message = why. Idempotent. */
+pct_status pct_close(pct_controller *c, const char *id, pct_error *err);
+/* Closes every live session (EOF of the transport). */
+void pct_close_all(pct_controller *c, long wait_ms);
+bool pct_session_closing(pct_controller *c, const char *id);
+size_t pct_live_count(pct_controller *c);
+
+#endif

@@ -1,0 +1,97 @@
+/*
+ * updates.c — the ACP projection of host events: one stamped pag_event becomes the
+ * params of one session/update notification. Pure mapping, no decisions.
+ */
+#include "acp/server_impl.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static json_t *text_block(const char *text) {
+    return json_pack("{s:s, s:s}", "type", "text", "text", text ? text : "");
+}
+
+/* Parsed JSON when the text is JSON, else the text itself as a string. */
+static json_t *json_or_string(const char *txt) {
+    if (!txt) return NULL;
+    json_t *v = json_loads(txt, JSON_DECODE_ANY, NULL);
+    return v ? v : json_string(txt);
+}
+
+static json_t *iso_time(int64_t ms) {
+    char buf[40];
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    if (!gmtime_r(&t, &tm)) return json_null();
+    size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf + n, sizeof buf - n, ".%03dZ", (int)(ms % 1000));
+    return json_string(buf);
+}
+
+static json_t *chunk(const char *tag, const char *text) {
+    return json_pack("{s:s, s:o}", "sessionUpdate", tag, "content", text_block(text));
+}
+
+static json_t *tool_call(const pag_event *ev) {
+    json_t *u = json_pack(
+        "{s:s, s:s, s:s, s:s, s:s}", "sessionUpdate", "tool_call", "toolCallId",
+        ev->tool_call_id ? ev->tool_call_id : "", "title", ev->title ? ev->title : "tool", "kind",
+        ev->tool_kind ? ev->tool_kind : "other", "status", ev->status ? ev->status : "pending");
+    if (!u) return NULL;
+    if (ev->raw_input) json_object_set_new(u, "rawInput", json_or_string(ev->raw_input));
+    if (ev->locations_json) json_object_set_new(u, "locations", json_or_string(ev->locations_json));
+    return u;
+}
+
+static json_t *tool_update(const pag_event *ev) {
+    json_t *u = json_pack("{s:s, s:s, s:s}", "sessionUpdate", "tool_call_update", "toolCallId",
+                          ev->tool_call_id ? ev->tool_call_id : "", "status",
+                          ev->status ? ev->status : "in_progress");
+    if (!u) return NULL;
+    bool final = ev->status && (!strcmp(ev->status, "completed") || !strcmp(ev->status, "failed"));
+    if (!final) return u;
+    json_t *content = NULL;
+    if (ev->content_json) {
+        content = json_loads(ev->content_json, 0, NULL);
+        if (content && !json_is_array(content)) {
+            json_decref(content);
+            content = NULL;
+        }
+    }
+    if (!content)
+        content = json_pack("[{s:s, s:o}]", "type", "content", "content", text_block(ev->text));
+    json_object_set_new(u, "content", content ? content : json_array());
+    json_object_set_new(u, "rawOutput", json_pack("{s:s}", "output", ev->text ? ev->text : ""));
+    if (ev->locations_json) json_object_set_new(u, "locations", json_or_string(ev->locations_json));
+    return u;
+}
+
+json_t *pacp_update_params(const pag_event *ev) {
+    json_t *u = NULL;
+    switch (ev->kind) {
+    case PAG_EV_USER_TEXT: u = chunk("user_message_chunk", ev->text); break;
+    case PAG_EV_TEXT: u = chunk("agent_message_chunk", ev->text); break;
+    case PAG_EV_THOUGHT: u = chunk("agent_thought_chunk", ev->text); break;
+    case PAG_EV_TOOL_CALL: u = tool_call(ev); break;
+    case PAG_EV_TOOL_UPDATE: u = tool_update(ev); break;
+    case PAG_EV_USAGE:
+        u = json_pack("{s:s, s:I, s:I}", "sessionUpdate", "usage_update", "used",
+                      (json_int_t)ev->used, "size", (json_int_t)ev->size);
+        break;
+    case PAG_EV_COMMANDS:
+        u = json_pack("{s:s, s:[]}", "sessionUpdate", "available_commands_update",
+                      "availableCommands");
+        break;
+    case PAG_EV_SESSION_INFO:
+        u = json_pack("{s:s, s:s?, s:o}", "sessionUpdate", "session_info_update", "title",
+                      ev->title, "updatedAt", iso_time(ev->used));
+        break;
+    }
+    if (!u) return NULL;
+    json_t *meta = json_pack("{s:I}", "peri.sessionSeq", (json_int_t)ev->session_seq);
+    if (meta && ev->replay) json_object_set_new(meta, "periReplay", json_true());
+    json_t *p = json_pack("{s:s, s:o, s:o*}", "sessionId", ev->session_id ? ev->session_id : "",
+                          "update", u, "_meta", meta);
+    return p;
+}

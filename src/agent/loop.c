@@ -1,0 +1,304 @@
+/*
+ * loop.c — one turn of the RCRA loop: Receive -> Compact -> Reason -> Act.
+ *
+ * Receive is the only exit and the cancel checkpoint: every path out of a turn goes
+ * through it, so a turn ends in exactly one terminal state (completed, interrupted
+ * or failed). Act commits the assistant message together with its tool results in
+ * one persistence batch, so history never holds a tool call without its answer.
+ */
+#include "agent/session_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct turn {
+    pag_session *s;
+    uint64_t gen;
+    pag_turn_result *out;
+} turn;
+
+static void emit(turn *t, pag_event *ev) {
+    ev->turn = t->gen;
+    if (t->s->ports.emit) t->s->ports.emit(t->s->ports.ctx, ev);
+}
+
+static void set_result(turn *t, pag_turn_state st, const char *stop) {
+    t->out->state = st;
+    t->out->stop_reason = stop;
+}
+
+static void fail(turn *t, const char *kind, long http, const char *msg) {
+    t->out->state = PAG_TURN_FAILED;
+    t->out->stop_reason = NULL;
+    t->out->error_kind = kind;
+    t->out->http_status = http;
+    snprintf(t->out->message, sizeof t->out->message, "%s", msg);
+}
+
+static int on_model_event(const pm_stream_event *ev, void *ctx) {
+    turn *t = ctx;
+    pag_event e = {0};
+    if (ev->kind == PM_EV_TEXT_DELTA || ev->kind == PM_EV_THINKING_DELTA) {
+        if (!ev->len) return 0;
+        char *txt = strndup(ev->text, ev->len);
+        if (!txt) return 0;
+        e.kind = ev->kind == PM_EV_TEXT_DELTA ? PAG_EV_TEXT : PAG_EV_THOUGHT;
+        e.text = txt;
+        emit(t, &e);
+        free(txt);
+    }
+    return 0;
+}
+
+static const char *stop_name(pm_stop_reason r) {
+    switch (r) {
+    case PM_STOP_MAX_TOKENS: return "max_tokens";
+    case PM_STOP_REFUSAL: return "refusal";
+    default: return "end_turn";
+    }
+}
+
+static void model_failure(turn *t, pm_status st, const pm_error *err) {
+    char msg[600];
+    snprintf(msg, sizeof msg, "model call failed (%s): %s", pm_status_name(st), err->message);
+    if (st == PM_ERR_HTTP || st == PM_ERR_AUTH)
+        fail(t, "llm_http", err->http_status, msg);
+    else if (st == PM_ERR_NOMEM)
+        fail(t, "internal", 0, msg);
+    else
+        fail(t, "llm", 0, msg);
+}
+
+static int persist(turn *t, const pm_message *msgs, size_t n) {
+    if (!t->s->ports.persist) return 0;
+    if (t->s->ports.persist(t->s->ports.ctx, msgs, n) == 0) return 0;
+    fail(t, "internal", 0, "could not persist the conversation");
+    return -1;
+}
+
+static bool has_tool_calls(const pm_message *m) {
+    for (size_t i = 0; i < m->nparts; i++)
+        if (m->parts[i].kind == PM_PART_TOOL_CALL) return true;
+    return false;
+}
+
+static bool cancelled(turn *t) {
+    return atomic_load(&t->s->cancel) != 0;
+}
+
+/* Keeps only the text of a partial answer: a half-streamed tool call is dropped. */
+static int keep_partial_text(turn *t, const pm_message *partial) {
+    char *text = pm_message_text(partial);
+    int rc = 0;
+    if (text && *text) {
+        pm_message m;
+        pm_message_init(&m, PM_ROLE_ASSISTANT);
+        if (pm_message_add_text(&m, text) == PM_OK && persist(t, &m, 1) == 0)
+            rc = pag_hist_push(t->s, &m);
+        pm_message_clear(&m);
+    }
+    free(text);
+    return rc;
+}
+
+/* Compact: the index of the first history message the model sees this step. */
+static size_t compact(pag_session *s) {
+    int64_t est = pag_estimate_tokens(s->hist, s->nhist);
+    if (s->usage_tokens > 0 && s->usage_at <= s->nhist) {
+        /* Usage reports are truth for the prefix they covered. */
+        int64_t prefix = pag_estimate_tokens(s->hist, s->usage_at);
+        int64_t real = s->usage_tokens + (est - prefix);
+        if (real > est && est > 0) {
+            int64_t scaled = (int64_t)((double)s->budget * (double)est / (double)real);
+            return pag_compact_start(s->hist, s->nhist, scaled > 0 ? scaled : 1);
+        }
+    }
+    return pag_compact_start(s->hist, s->nhist, s->budget);
+}
+
+/* Act: runs one tool call and appends its result to `results`. */
+static void act_one(turn *t, const pm_part *call, pm_message *results) {
+    pag_session *s = t->s;
+    const pag_tool_info *ti = pag_tool_find(s, call->name);
+    const char *args = call->arguments ? call->arguments : "{}";
+    const char *id = call->id ? call->id : "";
+    char *title =
+        ti && s->ports.tool_title ? s->ports.tool_title(s->ports.ctx, ti->name, args) : NULL;
+    pag_event ev = {.kind = PAG_EV_TOOL_CALL,
+                    .tool_call_id = id,
+                    .tool_name = call->name,
+                    .title = title ? title : (call->name ? call->name : "tool"),
+                    .tool_kind = ti ? ti->kind : "other",
+                    .status = "pending",
+                    .raw_input = args};
+    emit(t, &ev);
+    pag_event up = {
+        .kind = PAG_EV_TOOL_UPDATE, .tool_call_id = id, .tool_name = call->name, .raw_input = args};
+    const char *fixed = NULL;
+    if (!ti) {
+        fixed = "error: unknown tool";
+    } else if (cancelled(t)) {
+        fixed = "cancelled: the user interrupted the turn before this tool ran";
+    } else if (ti->needs_permission && s->ports.ask_permission) {
+        pag_permission p = s->ports.ask_permission(s->ports.ctx, &ev, &s->cancel);
+        if (p == PAG_PERM_REJECT)
+            fixed = "rejected: the user did not allow this tool call";
+        else if (p == PAG_PERM_CANCELLED)
+            fixed = "cancelled: the permission request was cancelled";
+    }
+    if (fixed) {
+        up.status = "failed";
+        up.text = fixed;
+        emit(t, &up);
+        pm_message_add_tool_result(results, id, fixed, true);
+        free(title);
+        return;
+    }
+    up.status = "in_progress";
+    emit(t, &up);
+    pag_tool_output o = {0};
+    int rc =
+        s->ports.run_tool ? s->ports.run_tool(s->ports.ctx, ti->name, args, &s->cancel, &o) : -1;
+    const char *text = o.output ? o.output : "";
+    bool is_error = o.is_error;
+    if (rc == 1) {
+        text = o.output && *o.output ? o.output : "cancelled";
+        is_error = true;
+    } else if (rc < 0) {
+        text = o.output && *o.output ? o.output : "internal error running the tool";
+        is_error = true;
+    }
+    up.status = is_error ? "failed" : "completed";
+    up.text = text;
+    up.content_json = o.content_json;
+    up.locations_json = o.locations_json;
+    emit(t, &up);
+    pm_message_add_tool_result(results, id, text, is_error);
+    pag_tool_output_clear(&o);
+    free(title);
+}
+
+/* Reason + Act for one step. Returns 1 to loop again, 0 when the turn ended. */
+static int step(turn *t) {
+    pag_session *s = t->s;
+    size_t start = compact(s);
+    char *system = NULL;
+    if (start > 0) {
+        size_t n = strlen(s->system_prompt) + 128;
+        system = malloc(n);
+        if (system)
+            snprintf(system, n, "%s\n[%zu earlier messages were trimmed to fit the context.]",
+                     s->system_prompt, start);
+    }
+    pm_tool_def *defs = calloc(s->ports.ntools ? s->ports.ntools : 1, sizeof *defs);
+    if (!defs) {
+        free(system);
+        fail(t, "internal", 0, "out of memory");
+        return 0;
+    }
+    for (size_t i = 0; i < s->ports.ntools; i++) {
+        defs[i].name = s->ports.tools[i].name;
+        defs[i].description = s->ports.tools[i].description;
+        defs[i].input_schema_json = s->ports.tools[i].schema_json;
+    }
+    pm_request req = {.model = s->ports.model_name,
+                      .system = system ? system : s->system_prompt,
+                      .messages = s->hist + start,
+                      .nmessages = s->nhist - start,
+                      .tools = defs,
+                      .ntools = s->ports.ntools,
+                      .temperature = -1};
+    pm_response resp;
+    pm_error err = {0};
+    memset(&resp, 0, sizeof resp);
+    pm_status st = s->ports.reason(s->ports.ctx, &req, on_model_event, t, &s->cancel, &resp, &err);
+    free(defs);
+    free(system);
+    if (st == PM_CANCELLED || (st != PM_OK && cancelled(t))) {
+        if (keep_partial_text(t, &resp.message) == 0)
+            set_result(t, PAG_TURN_INTERRUPTED, "cancelled");
+        pm_response_clear(&resp);
+        return 0;
+    }
+    if (st != PM_OK) {
+        model_failure(t, st, &err);
+        pm_response_clear(&resp);
+        return 0;
+    }
+    int64_t used = resp.usage.input_tokens + resp.usage.output_tokens;
+    if (used > 0) {
+        s->usage_tokens = used;
+        s->usage_at = s->nhist + 1;
+        pag_event u = {.kind = PAG_EV_USAGE, .used = used, .size = s->budget};
+        emit(t, &u);
+    }
+    resp.message.role = PM_ROLE_ASSISTANT;
+    if (!has_tool_calls(&resp.message)) {
+        if (persist(t, &resp.message, 1) == 0) {
+            if (pag_hist_push(s, &resp.message))
+                fail(t, "internal", 0, "out of memory");
+            else
+                set_result(t, PAG_TURN_COMPLETED, stop_name(resp.stop));
+        }
+        pm_response_clear(&resp);
+        return 0;
+    }
+    pm_message batch[2];
+    batch[0] = resp.message;
+    pm_message_init(&resp.message, PM_ROLE_ASSISTANT);
+    pm_message_init(&batch[1], PM_ROLE_TOOL);
+    for (size_t i = 0; i < batch[0].nparts; i++)
+        if (batch[0].parts[i].kind == PM_PART_TOOL_CALL) act_one(t, &batch[0].parts[i], &batch[1]);
+    pm_response_clear(&resp);
+    int rc = 0;
+    if (persist(t, batch, 2) == 0) {
+        if (pag_hist_push(s, &batch[0]) || pag_hist_push(s, &batch[1])) {
+            fail(t, "internal", 0, "out of memory");
+        } else {
+            rc = 1;
+        }
+    }
+    pm_message_clear(&batch[0]);
+    pm_message_clear(&batch[1]);
+    return rc;
+}
+
+void pag_session_turn(pag_session *s, const char *user_text, pag_turn_result *out) {
+    memset(out, 0, sizeof *out);
+    turn t = {.s = s, .gen = atomic_load(&s->turn_gen), .out = out};
+    set_result(&t, PAG_TURN_COMPLETED, "end_turn");
+    pm_message um;
+    pm_message_init(&um, PM_ROLE_USER);
+    if (pm_message_add_text(&um, user_text ? user_text : "") != PM_OK) {
+        fail(&t, "internal", 0, "out of memory");
+        return;
+    }
+    if (persist(&t, &um, 1) || pag_hist_push(s, &um)) {
+        if (out->state != PAG_TURN_FAILED) fail(&t, "internal", 0, "out of memory");
+        pm_message_clear(&um);
+        return;
+    }
+    for (int steps = 0;; steps++) {
+        /* Receive: the only exit and the cancel checkpoint. */
+        if (out->state == PAG_TURN_FAILED) return;
+        if (cancelled(&t)) {
+            set_result(&t, PAG_TURN_INTERRUPTED, "cancelled");
+            return;
+        }
+        if (out->state == PAG_TURN_INTERRUPTED) return;
+        if (steps > 0 && s->nhist > 0 && s->hist[s->nhist - 1].role != PM_ROLE_TOOL) return;
+        if (!s->ports.model_name) {
+            fail(&t, "llm", 0,
+                 s->ports.model_missing_reason ? s->ports.model_missing_reason
+                                               : "no model provider configured");
+            return;
+        }
+        if (steps >= s->max_steps) {
+            set_result(&t, PAG_TURN_COMPLETED, "max_turn_requests");
+            return;
+        }
+        /* After a final answer the next Receive sees an assistant message and exits. */
+        step(&t);
+    }
+}

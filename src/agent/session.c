@@ -1,0 +1,176 @@
+/*
+ * session.c — the Session aggregate: creation, history, restore and replay.
+ *
+ * The history is the model-facing transcript (pm_message). Replay turns it back
+ * into the same events a live turn emits, marked as replay, so a client loading a
+ * session sees what it would have seen live.
+ */
+#include "agent/session_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void pag_tool_output_clear(pag_tool_output *o) {
+    free(o->output);
+    free(o->content_json);
+    free(o->locations_json);
+    memset(o, 0, sizeof *o);
+}
+
+pag_session *pag_session_new(const pag_session_config *cfg, const pag_ports *ports) {
+    pag_session *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->id = strdup(cfg->id);
+    s->cwd = strdup(cfg->cwd);
+    s->system_prompt = strdup(cfg->system_prompt ? cfg->system_prompt : "");
+    if (!s->id || !s->cwd || !s->system_prompt) {
+        pag_session_free(s);
+        return NULL;
+    }
+    s->budget = cfg->context_budget > 0 ? cfg->context_budget : 100000;
+    s->max_steps = cfg->max_steps > 0 ? cfg->max_steps : 50;
+    s->ports = *ports;
+    atomic_init(&s->cancel, 0);
+    atomic_init(&s->turn_gen, 0);
+    return s;
+}
+
+void pag_session_free(pag_session *s) {
+    if (!s) return;
+    for (size_t i = 0; i < s->nhist; i++)
+        pm_message_clear(&s->hist[i]);
+    free(s->hist);
+    free(s->id);
+    free(s->cwd);
+    free(s->system_prompt);
+    free(s);
+}
+
+const char *pag_session_id(const pag_session *s) {
+    return s->id;
+}
+
+const char *pag_session_cwd(const pag_session *s) {
+    return s->cwd;
+}
+
+size_t pag_session_history_len(const pag_session *s) {
+    return s->nhist;
+}
+
+int pag_hist_push(pag_session *s, pm_message *m) {
+    if (s->nhist == s->caphist) {
+        size_t ncap = s->caphist ? s->caphist * 2 : 16;
+        pm_message *nh = realloc(s->hist, ncap * sizeof *nh);
+        if (!nh) return -1;
+        s->hist = nh;
+        s->caphist = ncap;
+    }
+    s->hist[s->nhist++] = *m;
+    pm_message_init(m, m->role);
+    return 0;
+}
+
+const pag_tool_info *pag_tool_find(const pag_session *s, const char *name) {
+    for (size_t i = 0; i < s->ports.ntools; i++)
+        if (name && strcmp(s->ports.tools[i].name, name) == 0) return &s->ports.tools[i];
+    return NULL;
+}
+
+int pag_session_restore(pag_session *s, const char *const *message_json, size_t n,
+                        size_t *skipped) {
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        pm_message m;
+        if (pm_message_from_json(message_json[i], &m, NULL) != PM_OK) {
+            bad++;
+            continue;
+        }
+        if (pag_hist_push(s, &m)) {
+            pm_message_clear(&m);
+            if (skipped) *skipped = bad;
+            return -1;
+        }
+    }
+    if (skipped) *skipped = bad;
+    return 0;
+}
+
+/* Finds the tool-call part answered by a tool result, searching backwards. */
+static const pm_part *find_call(const pag_session *s, size_t before, const char *id) {
+    for (size_t i = before; i-- > 0;) {
+        const pm_message *m = &s->hist[i];
+        if (m->role != PM_ROLE_ASSISTANT) continue;
+        for (size_t k = 0; k < m->nparts; k++)
+            if (m->parts[k].kind == PM_PART_TOOL_CALL && m->parts[k].id && id &&
+                strcmp(m->parts[k].id, id) == 0)
+                return &m->parts[k];
+        return NULL;
+    }
+    return NULL;
+}
+
+static void replay_part(const pag_session *s, size_t mi, const pm_part *p,
+                        void (*emit)(void *, const pag_event *), void *ctx) {
+    pag_event ev = {.replay = true};
+    const pm_message *m = &s->hist[mi];
+    switch (p->kind) {
+    case PM_PART_TEXT:
+        ev.kind = m->role == PM_ROLE_USER ? PAG_EV_USER_TEXT : PAG_EV_TEXT;
+        ev.text = p->text ? p->text : "";
+        emit(ctx, &ev);
+        break;
+    case PM_PART_THINKING:
+        ev.kind = PAG_EV_THOUGHT;
+        ev.text = p->text ? p->text : "";
+        emit(ctx, &ev);
+        break;
+    case PM_PART_TOOL_CALL: {
+        const pag_tool_info *ti = pag_tool_find(s, p->name);
+        char *title = s->ports.tool_title && p->name
+                          ? s->ports.tool_title(s->ports.ctx, p->name, p->arguments)
+                          : NULL;
+        ev.kind = PAG_EV_TOOL_CALL;
+        ev.tool_call_id = p->id ? p->id : "";
+        ev.title = title ? title : (p->name ? p->name : "tool");
+        ev.tool_kind = ti ? ti->kind : "other";
+        ev.status = "pending";
+        ev.raw_input = p->arguments;
+        emit(ctx, &ev);
+        free(title);
+        break;
+    }
+    case PM_PART_TOOL_RESULT: {
+        const pm_part *call = find_call(s, mi, p->id);
+        ev.kind = PAG_EV_TOOL_UPDATE;
+        ev.tool_call_id = p->id ? p->id : "";
+        ev.status = p->is_error ? "failed" : "completed";
+        ev.text = p->text ? p->text : "";
+        ev.raw_input = call ? call->arguments : NULL;
+        emit(ctx, &ev);
+        break;
+    }
+    }
+}
+
+void pag_session_replay(const pag_session *s, void (*emit)(void *, const pag_event *), void *ctx) {
+    for (size_t i = 0; i < s->nhist; i++) {
+        const pm_message *m = &s->hist[i];
+        if (m->role == PM_ROLE_SYSTEM) continue;
+        for (size_t k = 0; k < m->nparts; k++)
+            replay_part(s, i, &m->parts[k], emit, ctx);
+    }
+}
+
+uint64_t pag_session_begin_turn(pag_session *s) {
+    atomic_store(&s->cancel, 0);
+    return atomic_fetch_add(&s->turn_gen, 1) + 1;
+}
+
+void pag_session_cancel(pag_session *s) {
+    atomic_store(&s->cancel, 1);
+}
+
+uint64_t pag_session_turn_gen(const pag_session *s) {
+    return atomic_load(&((pag_session *)s)->turn_gen);
+}

@@ -1,0 +1,253 @@
+/*
+ * turns.c — prompt workers, cancel forwarding and Peri close for the controller.
+ *
+ * One worker thread per prompt; prompts of one session queue on the session's
+ * condition variable, so queued input survives a cancel of the running turn.
+ * Cancel answers the running prompt at once ("cancelled") and raises the gate so
+ * no later event of that turn reaches the client; the worker unwinds behind it.
+ * Close is cancel + settle: it succeeds once no worker of the session is alive,
+ * else it reports "incomplete" and leaves the session closing for a retry.
+ */
+#include "controller/ctl_impl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct job {
+    pct_sess *s;
+    char *text;
+    void *token;
+} job;
+
+static void answer(pct_sess *s, void *token, const pag_turn_result *r) {
+    if (s->c->sink.on_prompt_done) s->c->sink.on_prompt_done(s->c->sink.ctx, token, r);
+}
+
+static void answer_cancelled(pct_sess *s, void *token) {
+    pag_turn_result r = {.state = PAG_TURN_INTERRUPTED, .stop_reason = "cancelled"};
+    answer(s, token, &r);
+}
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The first prompt names an untitled session (first line, at most 60 bytes). */
+static void maybe_title(pct_sess *s, const char *text, uint64_t gen) {
+    if (s->titled || !text) return;
+    char title[64];
+    size_t n = 0;
+    while (text[n] && text[n] != '\n' && n < 60)
+        n++;
+    while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80)
+        n--; /* whole UTF-8 chars */
+    if (n == 0) return;
+    memcpy(title, text, n);
+    title[n] = '\0';
+    pst_error pe;
+    if (pst_thread_rename(s->c->store, s->id, title, &pe) != PST_OK) return;
+    s->titled = true;
+    pag_event ev = {.kind = PAG_EV_SESSION_INFO, .turn = gen, .title = title, .used = now_ms()};
+    pct_emit(s, &ev);
+}
+
+static void worker_exit(pct_sess *s) {
+    pct_controller *c = s->c;
+    pthread_mutex_lock(&s->mu);
+    s->workers--;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pct_sess_release(s);
+    pthread_mutex_lock(&c->mu);
+    c->workers--;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void *worker(void *arg) {
+    job *j = arg;
+    pct_sess *s = j->s;
+    pthread_mutex_lock(&s->mu);
+    while (s->running && s->state == SESS_OPEN)
+        pthread_cond_wait(&s->cv, &s->mu);
+    if (s->state != SESS_OPEN) {
+        /* Closed while queued: the prompt never ran. */
+        pthread_mutex_unlock(&s->mu);
+        answer_cancelled(s, j->token);
+        goto out;
+    }
+    s->running = true;
+    s->cur_token = j->token;
+    s->cur_answered = false;
+    uint64_t gen = pag_session_begin_turn(s->agent);
+    pthread_mutex_unlock(&s->mu);
+
+    maybe_title(s, j->text, gen);
+    pag_turn_result r;
+    pag_session_turn(s->agent, j->text, &r);
+
+    pthread_mutex_lock(&s->emit_mu); /* the answer follows every event of the turn */
+    pthread_mutex_lock(&s->mu);
+    bool answered = s->cur_answered;
+    s->cur_answered = true;
+    s->cur_token = NULL;
+    s->running = false;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    if (!answered) answer(s, j->token, &r);
+    pthread_mutex_unlock(&s->emit_mu);
+out:
+    free(j->text);
+    free(j);
+    worker_exit(s);
+    return NULL;
+}
+
+pct_status pct_prompt(pct_controller *c, const char *id, const char *text, void *token,
+                      pct_error *err) {
+    pct_sess *s = pct_sess_get(c, id);
+    if (!s) {
+        err->status = PCT_NOT_FOUND;
+        snprintf(err->message, sizeof err->message, "Session not found: %s", id ? id : "");
+        return PCT_NOT_FOUND;
+    }
+    job *j = calloc(1, sizeof *j);
+    char *t = strdup(text ? text : "");
+    pthread_mutex_lock(&s->mu);
+    bool open = s->state == SESS_OPEN;
+    if (open && j && t) s->workers++;
+    pthread_mutex_unlock(&s->mu);
+    if (!open || !j || !t) {
+        free(j);
+        free(t);
+        pct_sess_release(s);
+        err->status = open ? PCT_FAILED : PCT_CLOSING;
+        snprintf(err->message, sizeof err->message, "%s",
+                 open ? "out of memory" : "Session is closing");
+        return err->status;
+    }
+    j->s = s; /* the worker owns this reference */
+    j->text = t;
+    j->token = token;
+    pthread_mutex_lock(&c->mu);
+    c->workers++;
+    pthread_mutex_unlock(&c->mu);
+    pthread_attr_t attr;
+    pthread_t th;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&th, &attr, worker, j);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        free(j);
+        free(t);
+        worker_exit(s);
+        err->status = PCT_FAILED;
+        snprintf(err->message, sizeof err->message, "cannot start the prompt worker");
+        return PCT_FAILED;
+    }
+    return PCT_OK;
+}
+
+/* Cancels the running turn of s: answers its prompt and gates its events. */
+static void cancel_sess(pct_sess *s) {
+    pthread_mutex_lock(&s->emit_mu);
+    pthread_mutex_lock(&s->mu);
+    void *token = NULL;
+    if (s->running) {
+        s->gate_gen = pag_session_turn_gen(s->agent);
+        pag_session_cancel(s->agent);
+        if (!s->cur_answered) {
+            s->cur_answered = true;
+            token = s->cur_token;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (token) answer_cancelled(s, token);
+    pthread_mutex_unlock(&s->emit_mu);
+}
+
+void pct_cancel(pct_controller *c, const char *id) {
+    pct_sess *s = pct_sess_get(c, id);
+    if (!s) return;
+    cancel_sess(s);
+    pct_sess_release(s);
+}
+
+bool pct_session_closing(pct_controller *c, const char *id) {
+    pct_sess *s = pct_sess_get(c, id);
+    if (!s) return false;
+    pthread_mutex_lock(&s->mu);
+    bool closing = s->state != SESS_OPEN;
+    pthread_mutex_unlock(&s->mu);
+    pct_sess_release(s);
+    return closing;
+}
+
+static void deadline_after(struct timespec *ts, long ms) {
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+static pct_status close_with_grace(pct_controller *c, const char *id, long grace_ms,
+                                   pct_error *err) {
+    pct_sess *s = pct_sess_get(c, id);
+    if (!s) return PCT_OK; /* closed already, or never live: nothing to settle */
+    pthread_mutex_lock(&s->mu);
+    if (s->state == SESS_OPEN) s->state = SESS_CLOSING;
+    pthread_cond_broadcast(&s->cv); /* queued workers see the state and leave */
+    pthread_mutex_unlock(&s->mu);
+    cancel_sess(s);
+    struct timespec dl;
+    deadline_after(&dl, grace_ms);
+    pthread_mutex_lock(&s->mu);
+    while (s->workers > 0) {
+        if (pthread_cond_timedwait(&s->cv, &s->mu, &dl) == ETIMEDOUT) break;
+    }
+    bool settled = s->workers == 0;
+    if (settled) s->state = SESS_CLOSED;
+    pthread_mutex_unlock(&s->mu);
+    pct_status rc = PCT_OK;
+    if (settled) {
+        /* Persistence is synchronous per step, so no worker means nothing to drain. */
+        pct_sess *mapped = prt_remove(c->rt, id);
+        if (mapped) pct_sess_release(mapped);
+    } else {
+        if (err) {
+            err->status = PCT_INCOMPLETE;
+            snprintf(err->message, sizeof err->message,
+                     "Session close incomplete: prompt is still active");
+        }
+        rc = PCT_INCOMPLETE;
+    }
+    pct_sess_release(s);
+    return rc;
+}
+
+pct_status pct_close(pct_controller *c, const char *id, pct_error *err) {
+    return close_with_grace(c, id, c->settings->close_grace_ms, err);
+}
+
+void pct_close_all(pct_controller *c, long wait_ms) {
+    char *ids[256];
+    for (;;) {
+        size_t n = prt_list(c->rt, ids, 256);
+        if (n == 0) break;
+        size_t incomplete = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (close_with_grace(c, ids[i], wait_ms, NULL) != PCT_OK) incomplete++;
+            free(ids[i]);
+        }
+        if (incomplete == n) break; /* nothing more will settle within the budget */
+    }
+}
