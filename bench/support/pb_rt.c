@@ -20,7 +20,9 @@
 static char pb_out[PB_OUT_CAP];
 static size_t pb_out_len;
 
-void pb_out_reset(void) { pb_out_len = 0; }
+void pb_out_reset(void) {
+    pb_out_len = 0;
+}
 
 static void pb_putc(char c) {
     if (pb_out_len < PB_OUT_CAP) pb_out[pb_out_len++] = c;
@@ -28,12 +30,14 @@ static void pb_putc(char c) {
 
 int32_t pb_out_hash(void) {
     uint32_t h = 2166136261u;
-    for (size_t i = 0; i < pb_out_len; i++) h = (h ^ (uint8_t)pb_out[i]) * 16777619u;
+    for (size_t i = 0; i < pb_out_len; i++)
+        h = (h ^ (uint8_t)pb_out[i]) * 16777619u;
     return (int32_t)(h & 0x7fffffffu);
 }
 
 static void pb_puts_n(const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++) pb_putc(s[i]);
+    for (size_t i = 0; i < n; i++)
+        pb_putc(s[i]);
 }
 
 /* Pads `body` (len n, optional sign) to `width` with zeros or spaces. */
@@ -41,10 +45,12 @@ static void pb_emit(const char *sign, const char *body, size_t n, int width, int
     size_t sl = sign ? strlen(sign) : 0;
     int pad = width - (int)(n + sl);
     if (!zero)
-        while (pad-- > 0) pb_putc(' ');
+        while (pad-- > 0)
+            pb_putc(' ');
     if (sign) pb_puts_n(sign, sl);
     if (zero)
-        while (pad-- > 0) pb_putc('0');
+        while (pad-- > 0)
+            pb_putc('0');
     pb_puts_n(body, n);
 }
 
@@ -66,7 +72,8 @@ static void pb_fmt_f(double v, int prec, int width, int zero) {
         v = -v;
     }
     double scale = 1;
-    for (int i = 0; i < prec; i++) scale *= 10;
+    for (int i = 0; i < prec; i++)
+        scale *= 10;
     uint64_t ip = (uint64_t)v;
     double frac = (v - (double)ip) * scale;
     uint64_t fp = (uint64_t)frac;
@@ -102,11 +109,13 @@ int vprintf(const char *fmt, va_list ap) {
             zero = 1;
             f++;
         }
-        while (*f >= '0' && *f <= '9') width = width * 10 + (*f++ - '0');
+        while (*f >= '0' && *f <= '9')
+            width = width * 10 + (*f++ - '0');
         if (*f == '.') {
             prec = 0;
             f++;
-            while (*f >= '0' && *f <= '9') prec = prec * 10 + (*f++ - '0');
+            while (*f >= '0' && *f <= '9')
+                prec = prec * 10 + (*f++ - '0');
         }
         while (*f == 'l' || *f == 'z') {
             lng += *f == 'l' ? 1 : 2;
@@ -176,7 +185,9 @@ size_t fwrite(const void *p, size_t size, size_t n, FILE *f) {
     return n;
 }
 
-_Noreturn void abort(void) { __builtin_trap(); }
+_Noreturn void abort(void) {
+    __builtin_trap();
+}
 
 int32_t pb_run_main(int (*main_fn)(int, char **), const char *prog, int n, const int32_t *a) {
     char store[8][16];
@@ -202,7 +213,8 @@ int32_t pb_run_main(int (*main_fn)(int, char **), const char *prog, int n, const
 void *memcpy(void *restrict d, const void *restrict s, size_t n) {
     unsigned char *dp = d;
     const unsigned char *sp = s;
-    while (n--) *dp++ = *sp++;
+    while (n--)
+        *dp++ = *sp++;
     return d;
 }
 
@@ -210,15 +222,18 @@ void *memmove(void *d, const void *s, size_t n) {
     unsigned char *dp = d;
     const unsigned char *sp = s;
     if (dp < sp)
-        while (n--) *dp++ = *sp++;
+        while (n--)
+            *dp++ = *sp++;
     else
-        while (n--) dp[n] = sp[n];
+        while (n--)
+            dp[n] = sp[n];
     return d;
 }
 
 void *memset(void *d, int c, size_t n) {
     unsigned char *dp = d;
-    while (n--) *dp++ = (unsigned char)c;
+    while (n--)
+        *dp++ = (unsigned char)c;
     return d;
 }
 
@@ -231,21 +246,28 @@ int memcmp(const void *a, const void *b, size_t n) {
 
 size_t strlen(const char *s) {
     size_t n = 0;
-    while (s[n]) n++;
+    while (s[n])
+        n++;
     return n;
 }
 
 long atol(const char *s) {
     long v = 0, neg = 0;
-    while (*s == ' ') s++;
+    while (*s == ' ')
+        s++;
     if (*s == '-' || *s == '+') neg = *s++ == '-';
-    while (*s >= '0' && *s <= '9') v = v * 10 + (*s++ - '0');
+    while (*s >= '0' && *s <= '9')
+        v = v * 10 + (*s++ - '0');
     return neg ? -v : v;
 }
 
-int atoi(const char *s) { return (int)atol(s); }
+int atoi(const char *s) {
+    return (int)atol(s);
+}
 
-double sqrt(double x) { return __builtin_sqrt(x); }
+double sqrt(double x) {
+    return __builtin_sqrt(x);
+}
 
 /* ------------------------------------------------------------ allocator */
 
@@ -254,7 +276,7 @@ double sqrt(double x) { return __builtin_sqrt(x); }
  * 1 KiB, in 16-byte classes) come from per-class free lists refilled by bumping;
  * larger blocks go to one first-fit list. Memory grows with memory.grow.
  */
-#define PB_CLASS 16
+#define PB_CLASS  16
 #define PB_NCLASS 64
 extern unsigned char __heap_base;
 static uintptr_t pb_brk, pb_end;

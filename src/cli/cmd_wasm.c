@@ -1,0 +1,365 @@
+/*
+ * cmd_wasm.c — `peri wasm`: a small tool for humans around the engine.
+ *
+ *   peri wasm validate FILE                   decode + validate; "valid" or the error
+ *   peri wasm invoke [--v8-messages] [--time] FILE FUNC [ARGS...]
+ *                                             instantiate (no imports) and call FUNC
+ *
+ * Arguments are parsed by the function's parameter types (i32/i64 decimal or 0x hex,
+ * f32/f64 decimal floats, inf, nan; references only as "null"). Results print one per
+ * line: integers as signed decimal, floats in the shortest form that reads back
+ * exactly, references as null/ref. A trap prints "trap: <message>" on stderr and
+ * exits 1 (spec wording, or V8's with --v8-messages). Usage errors exit 2.
+ */
+#include "cli/commands.h"
+#include "peri/wasm.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int wasm_usage(FILE *f) {
+    fprintf(f, "usage: peri wasm validate FILE\n"
+               "       peri wasm invoke [--v8-messages] [--time] FILE FUNC [ARGS...]\n"
+               "  validate       decode and validate FILE; prints \"valid\" or the error\n"
+               "  invoke         instantiate FILE (it must have no imports) and call the\n"
+               "                 exported function FUNC with ARGS; prints the results\n"
+               "  --v8-messages  trap messages in V8's wording instead of the spec's\n"
+               "  --time         print compile/instantiate/call times on stderr\n");
+    return f == stdout ? 0 : 2;
+}
+
+static double wasm_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Reads the whole file; caller frees. NULL with errno set on failure. */
+static uint8_t *wasm_read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    uint8_t *buf = NULL;
+    size_t cap = 0, n = 0, got;
+    do {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 1 << 16;
+            uint8_t *nb = realloc(buf, cap);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                errno = ENOMEM;
+                return NULL;
+            }
+            buf = nb;
+        }
+        got = fread(buf + n, 1, cap - n, f);
+        n += got;
+    } while (got > 0);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        errno = EIO;
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+static const char *wasm_status_word(pw_status s) {
+    switch (s) {
+    case PW_ERR_MALFORMED: return "malformed";
+    case PW_ERR_INVALID: return "invalid";
+    case PW_ERR_UNLINKABLE: return "unlinkable";
+    case PW_ERR_TRAP: return "trap";
+    case PW_ERR_EXCEPTION: return "uncaught exception";
+    case PW_ERR_OOM: return "out of memory";
+    case PW_ERR_NOMEM: return "out of memory";
+    case PW_ERR_ARG: return "error";
+    case PW_OK: break;
+    }
+    return "error";
+}
+
+static int wasm_validate(int argc, char **argv) {
+    if (argc != 2) return wasm_usage(stderr);
+    size_t len;
+    uint8_t *bytes = wasm_read_file(argv[1], &len);
+    if (!bytes) {
+        fprintf(stderr, "peri wasm validate: %s: %s\n", argv[1], strerror(errno));
+        return 1;
+    }
+    pw_error err;
+    memset(&err, 0, sizeof err);
+    pw_status st = pw_module_validate(bytes, len, &err);
+    free(bytes);
+    if (st == PW_OK) {
+        printf("valid\n");
+        return 0;
+    }
+    fprintf(stderr, "%s: %s: %s\n", argv[1], wasm_status_word(st), err.message);
+    return 1;
+}
+
+static const char *wasm_type_name(pw_valtype t) {
+    switch (PW_VT_KIND(t)) {
+    case PW_K_I32: return "i32";
+    case PW_K_I64: return "i64";
+    case PW_K_F32: return "f32";
+    case PW_K_F64: return "f64";
+    case PW_K_V128: return "v128";
+    case PW_K_REF: return "ref";
+    default: return "?";
+    }
+}
+
+/* Parses one argument by its parameter type; false on a malformed value. */
+static bool wasm_parse_arg(const char *s, pw_valtype t, pw_val *out) {
+    char *end = NULL;
+    errno = 0;
+    out->bits = 0;
+    switch (PW_VT_KIND(t)) {
+    case PW_K_I32:
+    case PW_K_I64: {
+        bool neg = s[0] == '-';
+        uint64_t mag = strtoull(neg ? s + 1 : s, &end, 0);
+        if (errno || end == s || *end || (neg && (s[1] < '0' || s[1] > '9'))) return false;
+        if (PW_VT_KIND(t) == PW_K_I32) {
+            if (neg ? mag > 0x80000000u : mag > 0xffffffffu) return false;
+            out->i32 = (int32_t)(uint32_t)(neg ? 0u - (uint32_t)mag : (uint32_t)mag);
+        } else {
+            if (neg && mag > 0x8000000000000000ull) return false;
+            out->i64 = (int64_t)(neg ? 0 - mag : mag);
+        }
+        return true;
+    }
+    case PW_K_F32: {
+        float f = strtof(s, &end);
+        if (end == s || *end) return false;
+        memcpy(&out->f32, &f, 4);
+        return true;
+    }
+    case PW_K_F64: {
+        double d = strtod(s, &end);
+        if (end == s || *end) return false;
+        memcpy(&out->f64, &d, 8);
+        return true;
+    }
+    case PW_K_REF:
+        if (strcmp(s, "null") != 0) return false;
+        out->ref = PW_NULL_REF;
+        return true;
+    default: return false;
+    }
+}
+
+/* Shortest %g form that reads back to the same bits; NaNs with their payload. */
+static void wasm_print_float(uint64_t bits, bool is64) {
+    if (is64) {
+        double d;
+        memcpy(&d, &bits, 8);
+        if (isnan(d)) {
+            uint64_t payload = bits & 0x000fffffffffffffull;
+            printf("%snan", bits >> 63 ? "-" : "");
+            if (payload != 0x0008000000000000ull) printf(":0x%" PRIx64, payload);
+            putchar('\n');
+            return;
+        }
+        char buf[40];
+        for (int p = 1; p <= 17; p++) {
+            snprintf(buf, sizeof buf, "%.*g", p, d);
+            if (strtod(buf, NULL) == d) break;
+        }
+        printf("%s\n", buf);
+    } else {
+        uint32_t b = (uint32_t)bits;
+        float f;
+        memcpy(&f, &b, 4);
+        if (isnan(f)) {
+            uint32_t payload = b & 0x7fffffu;
+            printf("%snan", b >> 31 ? "-" : "");
+            if (payload != 0x400000u) printf(":0x%" PRIx32, payload);
+            putchar('\n');
+            return;
+        }
+        char buf[40];
+        for (int p = 1; p <= 9; p++) {
+            snprintf(buf, sizeof buf, "%.*g", p, (double)f);
+            if (strtof(buf, NULL) == f) break;
+        }
+        printf("%s\n", buf);
+    }
+}
+
+static void wasm_print_result(pw_valtype t, pw_val v) {
+    switch (PW_VT_KIND(t)) {
+    case PW_K_I32: printf("%" PRId32 "\n", v.i32); break;
+    case PW_K_I64: printf("%" PRId64 "\n", v.i64); break;
+    case PW_K_F32: wasm_print_float(v.f32, false); break;
+    case PW_K_F64: wasm_print_float(v.f64, true); break;
+    case PW_K_REF: printf("%s\n", v.ref == PW_NULL_REF ? "null" : "ref"); break;
+    default: printf("?\n"); break;
+    }
+}
+
+static const char *wasm_kind_name(pw_extern_kind k) {
+    switch (k) {
+    case PW_EXTERN_FUNC: return "function";
+    case PW_EXTERN_TABLE: return "table";
+    case PW_EXTERN_MEMORY: return "memory";
+    case PW_EXTERN_GLOBAL: return "global";
+    case PW_EXTERN_TAG: return "tag";
+    }
+    return "?";
+}
+
+/* `peri wasm invoke` has no host: every import is unknown. */
+static bool wasm_no_imports(void *ctx, pw_store *s, const pw_module *m, const pw_import_desc *imp,
+                            pw_extern *out) {
+    (void)ctx, (void)s, (void)m, (void)imp, (void)out;
+    return false;
+}
+
+static int wasm_invoke(int argc, char **argv) {
+    pw_msg_style style = PW_MSG_SPEC;
+    bool timing = false;
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
+        if (strcmp(argv[i], "--v8-messages") == 0)
+            style = PW_MSG_V8;
+        else if (strcmp(argv[i], "--time") == 0)
+            timing = true;
+        else if (strcmp(argv[i], "--") == 0) {
+            i++;
+            break;
+        } else {
+            fprintf(stderr, "peri wasm invoke: unknown option %s\n", argv[i]);
+            return wasm_usage(stderr);
+        }
+    }
+    if (argc - i < 2) return wasm_usage(stderr);
+    const char *file = argv[i], *func = argv[i + 1];
+    char **args = argv + i + 2;
+    uint32_t nargs = (uint32_t)(argc - i - 2);
+
+    size_t len;
+    uint8_t *bytes = wasm_read_file(file, &len);
+    if (!bytes) {
+        fprintf(stderr, "peri wasm invoke: %s: %s\n", file, strerror(errno));
+        return 1;
+    }
+    int rc = 1;
+    pw_error err;
+    memset(&err, 0, sizeof err);
+    pw_store *store = NULL;
+    pw_val *vals = NULL;
+    double t0 = wasm_now();
+    pw_module *m = pw_module_new(bytes, len, NULL, &err);
+    free(bytes);
+    double t1 = wasm_now();
+    if (!m) {
+        fprintf(stderr, "%s: %s: %s\n", file, wasm_status_word(err.status), err.message);
+        return 1;
+    }
+    uint32_t nimports = pw_module_import_count(m);
+    if (nimports) {
+        fprintf(stderr, "%s: `peri wasm invoke` provides no imports, but the module imports:\n",
+                file);
+        for (uint32_t k = 0; k < nimports; k++) {
+            pw_import_desc d;
+            pw_module_import(m, k, &d);
+            fprintf(stderr, "  %.*s.%.*s (%s)\n", (int)d.module_len, d.module, (int)d.name_len,
+                    d.name, wasm_kind_name(d.kind));
+        }
+        goto out;
+    }
+    pw_functype ft;
+    if (!pw_module_export_functype(m, func, strlen(func), &ft)) {
+        fprintf(stderr, "%s: no exported function \"%s\"; exported functions:", file, func);
+        for (uint32_t k = 0, n = pw_module_export_count(m); k < n; k++) {
+            pw_export_desc d;
+            pw_module_export(m, k, &d);
+            if (d.kind == PW_EXTERN_FUNC) fprintf(stderr, " %.*s", (int)d.name_len, d.name);
+        }
+        fputc('\n', stderr);
+        rc = 2;
+        goto out;
+    }
+    if (nargs != ft.nparams) {
+        fprintf(stderr, "peri wasm invoke: %s takes %u argument%s (", func, ft.nparams,
+                ft.nparams == 1 ? "" : "s");
+        for (uint32_t k = 0; k < ft.nparams; k++)
+            fprintf(stderr, "%s%s", k ? " " : "", wasm_type_name(ft.params[k]));
+        fprintf(stderr, "), %u given\n", nargs);
+        rc = 2;
+        goto out;
+    }
+    uint32_t ncells = (ft.nparams > ft.nresults ? ft.nparams : ft.nresults) + 1;
+    vals = calloc(2 * (size_t)ncells, sizeof *vals);
+    if (!vals) {
+        fprintf(stderr, "peri wasm invoke: out of memory\n");
+        goto out;
+    }
+    pw_val *argv_vals = vals, *results = vals + ncells;
+    for (uint32_t k = 0; k < nargs; k++)
+        if (!wasm_parse_arg(args[k], ft.params[k], &argv_vals[k])) {
+            fprintf(stderr, "peri wasm invoke: argument %u: \"%s\" is not a valid %s\n", k + 1,
+                    args[k], wasm_type_name(ft.params[k]));
+            rc = 2;
+            goto out;
+        }
+    store = pw_store_new(NULL, &err);
+    if (!store) {
+        fprintf(stderr, "peri wasm invoke: %s\n", err.message);
+        goto out;
+    }
+    pw_instance *inst = pw_instantiate(store, m, wasm_no_imports, NULL, &err);
+    double t2 = wasm_now();
+    if (!inst) {
+        if (err.status == PW_ERR_TRAP)
+            fprintf(stderr, "trap: %s\n",
+                    err.trap == PW_TRAP_HOST ? err.message : pw_trap_message(err.trap, style));
+        else
+            fprintf(stderr, "%s: %s: %s\n", file, wasm_status_word(err.status), err.message);
+        goto out;
+    }
+    pw_extern ext;
+    if (!pw_instance_export(inst, func, strlen(func), &ext) || ext.kind != PW_EXTERN_FUNC) {
+        fprintf(stderr, "%s: no exported function \"%s\"\n", file, func);
+        goto out;
+    }
+    pw_status st = pw_call(store, ext.u.func, argv_vals, nargs, results, ft.nresults, &err);
+    double t3 = wasm_now();
+    if (st == PW_ERR_TRAP) {
+        fprintf(stderr, "trap: %s\n",
+                err.trap == PW_TRAP_HOST ? err.message : pw_trap_message(err.trap, style));
+    } else if (st != PW_OK) {
+        fprintf(stderr, "%s: %s: %s\n", func, wasm_status_word(st), err.message);
+    } else {
+        for (uint32_t k = 0; k < ft.nresults; k++)
+            wasm_print_result(ft.results[k], results[k]);
+        rc = 0;
+    }
+    if (timing)
+        fprintf(stderr, "time: compile %.3f ms, instantiate %.3f ms, call %.3f ms\n",
+                (t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3);
+out:
+    free(vals);
+    if (store) pw_store_free(store);
+    pw_module_free(m);
+    return rc;
+}
+
+int peri_cmd_wasm(int argc, char **argv) {
+    if (argc < 2) return wasm_usage(stderr);
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) return wasm_usage(stdout);
+    if (strcmp(argv[1], "validate") == 0) return wasm_validate(argc - 1, argv + 1);
+    if (strcmp(argv[1], "invoke") == 0) return wasm_invoke(argc - 1, argv + 1);
+    fprintf(stderr, "peri wasm: unknown subcommand \"%s\"\n", argv[1]);
+    return wasm_usage(stderr);
+}

@@ -1,0 +1,12 @@
+/*
+ * commands.h — the subcommands of the `peri` command. Each takes the arguments
+ * after `peri` (argv[0] is the subcommand's own name) and returns the exit status:
+ * 0 success, 1 failure, 2 usage error. main.c's table lists them; adding a
+ * subcommand means one declaration here and one row there.
+ */
+#ifndef PERI_CLI_COMMANDS_H
+#define PERI_CLI_COMMANDS_H
+
+int peri_cmd_wasm(int argc, char **argv); /* cmd_wasm.c: validate, invoke */
+
+#endif

@@ -1,0 +1,44 @@
+/*
+ * main.c — the `peri` command: dispatches `peri <subcommand> ...` through one
+ * table. The command stays thin: subcommands parse their arguments and call the
+ * library (libperi); nothing of substance lives in src/cli/.
+ */
+#include "cli/commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct peri_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} peri_command;
+
+static const peri_command peri_commands[] = {
+    {"wasm", peri_cmd_wasm, "validate a WebAssembly module or invoke one of its functions"},
+};
+
+static void peri_usage(FILE *f) {
+    fprintf(f, "usage: peri <command> [arguments]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof peri_commands / sizeof peri_commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", peri_commands[i].name, peri_commands[i].summary);
+    fprintf(f, "\n`peri <command> --help` describes a command.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        peri_usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        peri_usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof peri_commands / sizeof peri_commands[0]; i++)
+        if (strcmp(argv[1], peri_commands[i].name) == 0)
+            return peri_commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "peri: unknown command \"%s\"\n", argv[1]);
+    peri_usage(stderr);
+    return 2;
+}

@@ -1,0 +1,64 @@
+/*
+ * st.h — internal interface of the spec testsuite runner (peri-spectest).
+ *
+ * main.c   options, scope.json, one child process per script, totals
+ * script.c executes the commands of one script (module, register, actions, asserts)
+ * value.c  JSON values: arguments in, expected results (patterns) matched, printing
+ * host.c   the `spectest` host module of MANIFEST.md §7
+ *
+ * The runner uses only the public engine API (include/peri/wasm.h).
+ */
+#ifndef ST_H
+#define ST_H
+
+#include "peri/wasm.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct st_counts {
+    long passed, failed, skipped;
+    long mismatched; /* rejected modules whose category (malformed/invalid) differs */
+} st_counts;
+
+typedef struct st_opts {
+    int verbose; /* 0: at most ST_MAX_DETAILS failure details per script; 1: all */
+    bool strict; /* count malformed/invalid category mismatches as failures */
+} st_opts;
+
+#define ST_MAX_DETAILS 10
+
+/* Runs every command of the script at `json_path` (its module files are relative to
+ * its folder) in a fresh store, printing failure details to stdout. `name` is for
+ * messages. Returns false if the script itself cannot be read (counts untouched). */
+bool st_run_script(const char *json_path, const char *name, const st_opts *o, st_counts *c);
+
+/* Counts the assertions of a script without running it: runnable ones and the
+ * text-format ones a binary-only runner skips. False if unreadable. */
+bool st_count_assertions(const char *json_path, long *runnable, long *text_only);
+
+/* True for commands counted as assertions (every assert_*). */
+bool st_is_assertion(const char *type);
+
+/* ---- value.c */
+
+/* Converts argument `v` (MANIFEST §8) into a cell; `want` is the parameter type.
+ * False with `why` filled when the value cannot be passed. */
+bool st_value_arg(json_t *v, pw_store *s, pw_valtype want, pw_val *out, char *why, size_t n);
+/* Does result `got` of type `t` match expected pattern `e`? */
+bool st_value_match(json_t *e, pw_valtype t, pw_val got);
+/* Human-readable forms for failure messages. */
+void st_value_fmt(pw_valtype t, pw_val v, char *buf, size_t n);
+void st_value_fmt_expected(json_t *e, char *buf, size_t n);
+
+/* ---- host.c */
+
+typedef struct st_host st_host;
+/* Creates the spectest functions, globals, table and memory in `s`; caller frees the
+ * lookup table with st_host_free (the objects belong to the store). */
+st_host *st_host_new(pw_store *s, pw_error *err);
+bool st_host_lookup(const st_host *h, const char *name, size_t len, pw_extern *out);
+void st_host_free(st_host *h);
+
+#endif
