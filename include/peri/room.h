@@ -1,0 +1,159 @@
+/*
+ * peri/room.h — the isolation room (prefix pr_): isolation run contract 0.1.0.
+ *
+ * A pr_host is what an application owns: the granted LOADER list, the limits, the
+ * isolate cache (compiled modules shared between threads) and the CPU/wall watchdog.
+ * pr_run is the contract call runIsolated(runner, scope, digest, program, input): it
+ * validates in the reference host's order, runs the program once in a fresh room
+ * (fresh instance, fresh in-memory file system) and returns the result JSON text, or
+ * fails with a typed contract exception (pr_error).
+ *
+ * Thread safety: pr_run may be called on the same host from any number of threads at
+ * once. Nothing here touches global mutable state.
+ *
+ * Lower level (used by `peri run`): pr_program_load + pr_exec run a module with
+ * arbitrary args and files and report the outcome as a struct, streaming output.
+ */
+#ifndef PERI_ROOM_H
+#define PERI_ROOM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- errors */
+
+typedef enum pr_kind {
+    PR_KIND_NONE = 0,
+    PR_KIND_VIOLATION,  /* the request broke a rule (违规): bad runner, digest, input... */
+    PR_KIND_RUN_FAILED, /* 隔离运行失败：… (not granted, not Wasm, CPU limit, link error) */
+    PR_KIND_INTERFACE, /* 隔离运行失败：500：… (output files over the limits / not UTF-8) */
+} pr_kind;
+
+/* "violation", "run_failed", "interface" (or "none"); a static string. */
+const char *pr_kind_name(pr_kind k);
+
+typedef struct pr_error {
+    pr_kind kind;
+    char message[1600]; /* the exact contract message, UTF-8, NUL-terminated */
+} pr_error;
+
+/* A byte string that need not be NUL-terminated (contract strings may contain NUL). */
+typedef struct pr_str {
+    const char *ptr;
+    size_t len;
+} pr_str;
+
+/* ---------------------------------------------------------------- hosts */
+
+#define PR_CPU_MS_MAX          1000u        /* the contract's limit; hosts may only lower it */
+#define PR_WALL_MS_DEFAULT     5000u        /* the reference host's wall-clock watchdog */
+#define PR_MEMORY_CAP_DEFAULT  (128u << 20) /* linear memory + GC heap per run */
+#define PR_CACHE_BYTES_DEFAULT (256u << 20)
+
+typedef struct pr_host_config {
+    /* Runner names granted to the application (its LOADER list). NULL: {"LOADER"}. */
+    const char *const *granted;
+    size_t ngranted;
+    /* Runner bindings that exist on this host. NULL: the granted list. */
+    const char *const *bound;
+    size_t nbound;
+    uint32_t cpu_ms;     /* 0: 1000. Values over 1000 are refused by pr_host_new. */
+    uint32_t wall_ms;    /* 0: 5000 */
+    uint64_t memory_cap; /* 0: 128 MiB */
+    size_t cache_bytes;  /* 0: 256 MiB; bound on the compiled-module cache (LRU by bytes) */
+    /* Clocks and random_get become a fixed function of (digest, input). */
+    bool deterministic;
+} pr_host_config;
+
+typedef struct pr_host pr_host;
+
+/* cfg may be NULL for defaults. Caller frees with pr_host_free (which waits for no
+ * runs: the caller must not free a host that is still running requests). */
+pr_host *pr_host_new(const pr_host_config *cfg, pr_error *err);
+void pr_host_free(pr_host *h);
+
+/* The host resource version that, with (scope, digest), keys the isolate cache. */
+const char *pr_host_resource_version(void);
+
+typedef struct pr_cache_stats {
+    size_t entries, bytes, hits, misses, evictions;
+} pr_cache_stats;
+void pr_host_cache_stats(pr_host *h, pr_cache_stats *out);
+
+/* ---------------------------------------------------------------- the contract call */
+
+typedef struct pr_request {
+    pr_str runner, scope, digest, program, input;
+} pr_request;
+
+typedef struct pr_response {
+    char *output; /* the return JSON text, NUL-terminated; free with pr_response_clear */
+    size_t output_len;
+    char isolate[200]; /* the isolate identity "scope:digest" (NUL-terminated) */
+} pr_response;
+
+/* Runs the request. On success returns true and fills *out (caller owns out->output).
+ * On a contract exception returns false and fills *err. Never aborts. */
+bool pr_run(pr_host *h, const pr_request *req, pr_response *out, pr_error *err);
+void pr_response_clear(pr_response *r);
+
+/* ---------------------------------------------------------------- lower level */
+
+typedef struct pr_program pr_program; /* a compiled, cached module + its guest ABI */
+typedef struct pr_fs pr_fs;           /* an in-memory file system */
+
+/* Loads (or finds in the cache) the program with these bytes. scope may be empty for
+ * the CLI. Returns a reference the caller releases with pr_program_release. On failure
+ * err has the contract message (隔离运行失败：动态 Worker 程序不是有效 Wasm, ...). */
+pr_program *pr_program_load(pr_host *h, pr_str scope, const uint8_t *bytes, size_t len,
+                            pr_error *err);
+void pr_program_release(pr_program *p);
+
+pr_fs *pr_fs_new(void); /* NULL when out of memory; free with pr_fs_free */
+void pr_fs_free(pr_fs *fs);
+/* Writes a whole file (path normalised). 0 ok, -1 out of memory, -2 over 128 MiB. */
+int pr_fs_write(pr_fs *fs, const char *path, size_t path_len, const void *data, size_t len);
+/* Iterates files in first-write order: returns false at the end. *cursor starts at 0. */
+bool pr_fs_next(const pr_fs *fs, size_t *cursor, const char **path, size_t *path_len,
+                const uint8_t **data, size_t *len);
+
+enum { PR_STDOUT = 1, PR_STDERR = 2 };
+typedef void (*pr_output_fn)(void *ud, int stream, const char *utf8, size_t len);
+
+typedef struct pr_exec_options {
+    const pr_str *args; /* argv[1..]; argv[0] is always "/程序.wasm" */
+    size_t nargs;
+    pr_fs *fs;              /* the room's file system; the run writes into it */
+    pr_output_fn on_output; /* optional: each write as decoded text, as it happens */
+    void *ud;
+    const uint8_t *seed; /* 32 bytes for deterministic clocks/random, or NULL */
+} pr_exec_options;
+
+typedef struct pr_outcome {
+    bool ok;
+    int exit_code;
+    char *stdout_text, *stderr_text; /* decoded per write; NUL-terminated; owned */
+    size_t stdout_len, stderr_len;
+    char *error; /* NULL, or why the program failed (owned) */
+} pr_outcome;
+
+/* Runs p once in a fresh instance over opt->fs. Program failures are outcomes (returns
+ * true); platform failures (CPU limit, link error, memory cap) return false with err. */
+bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *out, pr_error *err);
+void pr_outcome_clear(pr_outcome *o);
+
+/* ---------------------------------------------------------------- serve */
+
+/* Newline-delimited JSON-RPC 2.0 on in_fd/out_fd with `workers` threads (>= 1).
+ * Returns 0 at end of input, -1 on an I/O error. */
+int pr_serve(pr_host *h, int in_fd, int out_fd, unsigned workers);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,296 @@
+/*
+ * fs.c — the room's in-memory file system, with the reference host's semantics:
+ * files keyed by normalised path in first-write order (rewriting keeps the position,
+ * delete + recreate moves to the end), implicit directories (a path is a directory
+ * when some file lies under it), a logical clock for mtimes (starts at 1, every
+ * write takes the next value) and a 128 MiB cap on file contents.
+ * Explicit (empty) directories made through WASI are entries with dir set; they never
+ * appear in the output files.
+ */
+#include "room_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define TOMB UINT32_MAX
+
+static uint32_t hash_path(const char *s, size_t n) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)s[i]) * 16777619u;
+    return h ? h : 1;
+}
+
+pr_fs *pr_fs_new(void) {
+    pr_fs *fs = calloc(1, sizeof *fs);
+    if (fs) fs->clock = 1;
+    return fs;
+}
+
+void pr_fs_free(pr_fs *fs) {
+    if (!fs) return;
+    for (size_t i = 0; i < fs->norder; i++) {
+        free(fs->order[i]->data);
+        free(fs->order[i]);
+    }
+    for (size_t i = 0; i < fs->ngrave; i++) {
+        free(fs->grave[i]->data);
+        free(fs->grave[i]);
+    }
+    free(fs->order);
+    free(fs->grave);
+    free(fs->slots);
+    free(fs);
+}
+
+pr_file *pr_fs_find(const pr_fs *fs, const char *norm, size_t n) {
+    if (!fs->nslots) return NULL;
+    uint32_t h = hash_path(norm, n);
+    size_t mask = fs->nslots - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        uint32_t s = fs->slots[i];
+        if (s == 0) return NULL;
+        if (s == TOMB) continue;
+        pr_file *f = fs->order[s - 1];
+        if (f->hash == h && f->path_len == n && memcmp(f->path, norm, n) == 0) return f;
+    }
+}
+
+static bool rehash(pr_fs *fs, size_t nslots) {
+    uint32_t *s = calloc(nslots, sizeof *s);
+    if (!s) return false;
+    /* Compact the order array. Dead entries move to the graveyard rather than being
+     * freed: an open WASI descriptor may still point at an unlinked file. */
+    size_t ndead = fs->norder - fs->nlive;
+    if (fs->ngrave + ndead > fs->cap_grave) {
+        size_t c = fs->cap_grave ? fs->cap_grave : 16;
+        while (c < fs->ngrave + ndead)
+            c *= 2;
+        pr_file **g = realloc(fs->grave, c * sizeof *g);
+        if (!g) {
+            free(s);
+            return false;
+        }
+        fs->grave = g;
+        fs->cap_grave = c;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < fs->norder; i++) {
+        pr_file *f = fs->order[i];
+        if (f->dead)
+            fs->grave[fs->ngrave++] = f;
+        else
+            fs->order[k++] = f;
+    }
+    fs->norder = k;
+    for (size_t i = 0; i < k; i++) {
+        size_t j = fs->order[i]->hash & (nslots - 1);
+        while (s[j])
+            j = (j + 1) & (nslots - 1);
+        s[j] = (uint32_t)i + 1;
+    }
+    free(fs->slots);
+    fs->slots = s;
+    fs->nslots = nslots;
+    return true;
+}
+
+pr_file *pr_fs_create(pr_fs *fs, const char *norm, size_t n, bool dir) {
+    /* Keep the table at most half full counting dead entries (tombstones). */
+    if ((fs->norder + 1) * 2 > fs->nslots) {
+        size_t ns = fs->nslots ? fs->nslots : 16;
+        while ((fs->nlive + 1) * 2 > ns / 2)
+            ns *= 2;
+        if (!rehash(fs, ns)) return NULL;
+    }
+    if (fs->norder == fs->cap_order) {
+        size_t c = fs->cap_order ? fs->cap_order * 2 : 16;
+        pr_file **o = realloc(fs->order, c * sizeof *o);
+        if (!o) return NULL;
+        fs->order = o;
+        fs->cap_order = c;
+    }
+    pr_file *f = calloc(1, sizeof *f + n + 1);
+    if (!f) return NULL;
+    f->path = (char *)(f + 1);
+    memcpy(f->path, norm, n);
+    f->path_len = n;
+    f->hash = hash_path(norm, n);
+    f->dir = dir;
+    f->mtime = fs->clock; /* only writes advance the clock, as in the reference */
+    fs->order[fs->norder++] = f;
+    fs->nlive++;
+    size_t mask = fs->nslots - 1;
+    size_t j = f->hash & mask;
+    while (fs->slots[j] && fs->slots[j] != TOMB)
+        j = (j + 1) & mask;
+    fs->slots[j] = (uint32_t)fs->norder;
+    return f;
+}
+
+void pr_fs_remove(pr_fs *fs, pr_file *f) {
+    size_t mask = fs->nslots - 1;
+    for (size_t j = f->hash & mask;; j = (j + 1) & mask) {
+        uint32_t s = fs->slots[j];
+        if (s == 0) return;
+        if (s != TOMB && fs->order[s - 1] == f) {
+            fs->slots[j] = TOMB;
+            break;
+        }
+    }
+    fs->total -= f->len;
+    f->dead = true;
+    fs->nlive--;
+    if (!f->nopen) pr_fs_release_dead(f); /* else readable until the last close */
+}
+
+static int grow(pr_fs *fs, pr_file *f, size_t len) {
+    size_t total = f->dead ? 0 : fs->total; /* unlinked files count against nothing */
+    if (len > f->len && len - f->len > PR_FS_MAX - total) return -2;
+    if (len > f->cap) {
+        size_t c = f->cap ? f->cap : 64;
+        while (c < len)
+            c = c > SIZE_MAX / 2 ? len : c * 2;
+        uint8_t *d = realloc(f->data, c);
+        if (!d) return -1;
+        f->data = d;
+        f->cap = c;
+    }
+    return 0;
+}
+
+int pr_fs_truncate(pr_fs *fs, pr_file *f, size_t len) {
+    if (len > f->len) {
+        int rc = grow(fs, f, len);
+        if (rc) return rc;
+        memset(f->data + f->len, 0, len - f->len);
+    }
+    if (!f->dead) fs->total = fs->total - f->len + len;
+    f->len = len;
+    f->mtime = ++fs->clock;
+    return 0;
+}
+
+int pr_fs_pwrite(pr_fs *fs, pr_file *f, const void *data, size_t n, size_t off) {
+    if (off > SIZE_MAX - n) return -2;
+    size_t end = off + n;
+    if (end > f->len) {
+        int rc = grow(fs, f, end);
+        if (rc) return rc;
+        if (off > f->len) memset(f->data + f->len, 0, off - f->len);
+        if (!f->dead) fs->total += end - f->len;
+        f->len = end;
+    }
+    if (n) memcpy(f->data + off, data, n);
+    f->mtime = ++fs->clock;
+    return 0;
+}
+
+void pr_fs_release_dead(pr_file *f) {
+    free(f->data);
+    f->data = NULL;
+    f->len = f->cap = 0;
+}
+
+void pr_fs_touch(pr_fs *fs, pr_file *f) {
+    f->mtime = ++fs->clock;
+}
+
+int pr_fs_write(pr_fs *fs, const char *path, size_t path_len, const void *data, size_t len) {
+    char stackbuf[512];
+    char *norm = path_len + 2 <= sizeof stackbuf ? stackbuf : malloc(path_len + 2);
+    if (!norm) return -1;
+    size_t n = pr_path_normalize(path, path_len, norm);
+    pr_file *f = pr_fs_find(fs, norm, n);
+    int rc = 0;
+    if (f && f->dir) {
+        /* An explicit directory replaced by a file: the reference FS has no such
+         * thing, so the file simply takes the entry. */
+        f->dir = false;
+    }
+    if (!f) {
+        if (len > PR_FS_MAX - fs->total)
+            rc = -2;
+        else if (!(f = pr_fs_create(fs, norm, n, false)))
+            rc = -1;
+    }
+    if (!rc) {
+        size_t old = f->len;
+        if (len > old && len - old > PR_FS_MAX - fs->total)
+            rc = -2;
+        else {
+            fs->total -= old;
+            f->len = 0;
+            rc = grow(fs, f, len);
+            if (!rc) {
+                if (len) memcpy(f->data, data, len);
+                f->len = len;
+                fs->total += len;
+                f->mtime = ++fs->clock;
+            } else {
+                f->len = old;
+                fs->total += old;
+            }
+        }
+    }
+    if (norm != stackbuf) free(norm);
+    return rc;
+}
+
+bool pr_fs_next(const pr_fs *fs, size_t *cursor, const char **path, size_t *path_len,
+                const uint8_t **data, size_t *len) {
+    while (*cursor < fs->norder) {
+        pr_file *f = fs->order[(*cursor)++];
+        if (f->dead || f->dir) continue;
+        *path = f->path;
+        *path_len = f->path_len;
+        *data = f->data;
+        *len = f->len;
+        return true;
+    }
+    return false;
+}
+
+/* prefix = norm + "/" (norm "/" gives "/"). */
+static bool under(const pr_file *f, const char *norm, size_t n) {
+    if (n == 1) return f->path_len > 1;
+    return f->path_len > n + 1 && f->path[n] == '/' && memcmp(f->path, norm, n) == 0;
+}
+
+bool pr_fs_is_dir(const pr_fs *fs, const char *norm, size_t n) {
+    if (n == 1) return true;
+    for (size_t i = 0; i < fs->norder; i++) {
+        const pr_file *f = fs->order[i];
+        if (f->dead) continue;
+        if (f->dir && f->path_len == n && memcmp(f->path, norm, n) == 0) return true;
+        if (under(f, norm, n)) return true;
+    }
+    return false;
+}
+
+bool pr_fs_children(const pr_fs *fs, const char *norm, size_t n, pr_fs_child_fn fn, void *ud) {
+    size_t pre = n == 1 ? 1 : n + 1;
+    for (size_t i = 0; i < fs->norder; i++) {
+        const pr_file *f = fs->order[i];
+        if (f->dead || !under(f, norm, n)) continue;
+        const char *name = f->path + pre;
+        size_t rest = f->path_len - pre;
+        const char *slash = memchr(name, '/', rest);
+        size_t l = slash ? (size_t)(slash - name) : rest;
+        /* Unique: skip a name an earlier entry already produced. */
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++) {
+            const pr_file *g = fs->order[j];
+            if (g->dead || !under(g, norm, n)) continue;
+            const char *gn = g->path + pre;
+            size_t gr = g->path_len - pre;
+            const char *gs = memchr(gn, '/', gr);
+            size_t gl = gs ? (size_t)(gs - gn) : gr;
+            seen = gl == l && memcmp(gn, name, l) == 0;
+        }
+        if (seen) continue;
+        bool is_dir = slash != NULL || f->dir;
+        if (!fn(ud, name, l, is_dir)) return false;
+    }
+    return true;
+}

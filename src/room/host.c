@@ -1,0 +1,94 @@
+/*
+ * host.c — the application's room host: granted LOADER list, existing bindings,
+ * limits, the isolate cache and the watchdog. Owns no global state.
+ */
+#include "room_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *pr_host_resource_version(void) {
+    return "peri-c-room/0.1.0";
+}
+
+static bool copy_list(char ***dst, size_t *n, const char *const *src, size_t count,
+                      const char *dflt) {
+    if (!src) {
+        src = &dflt;
+        count = 1;
+    }
+    *dst = calloc(count ? count : 1, sizeof **dst);
+    if (!*dst) return false;
+    for (size_t i = 0; i < count; i++) {
+        (*dst)[i] = strdup(src[i]);
+        if (!(*dst)[i]) return false;
+        *n = i + 1;
+    }
+    return true;
+}
+
+static void free_list(char **l, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        free(l[i]);
+    free(l);
+}
+
+pr_host *pr_host_new(const pr_host_config *cfg, pr_error *err) {
+    pr_host_config d = {0};
+    if (!cfg) cfg = &d;
+    if (cfg->cpu_ms > PR_CPU_MS_MAX) {
+        pr_err_set(err, PR_KIND_VIOLATION, "CPU 时间上限不能超过 %u ms", PR_CPU_MS_MAX);
+        return NULL;
+    }
+    pr_host *h = calloc(1, sizeof *h);
+    if (!h) goto nomem;
+    h->cpu_ms = cfg->cpu_ms ? cfg->cpu_ms : PR_CPU_MS_MAX;
+    h->wall_ms = cfg->wall_ms ? cfg->wall_ms : PR_WALL_MS_DEFAULT;
+    h->memory_cap = cfg->memory_cap ? cfg->memory_cap : PR_MEMORY_CAP_DEFAULT;
+    h->deterministic = cfg->deterministic;
+    if (!copy_list(&h->granted, &h->ngranted, cfg->granted, cfg->ngranted, "LOADER")) goto nomem;
+    if (cfg->bound) {
+        if (!copy_list(&h->bound, &h->nbound, cfg->bound, cfg->nbound, NULL)) goto nomem;
+    } else {
+        if (!copy_list(&h->bound, &h->nbound, (const char *const *)h->granted, h->ngranted, NULL))
+            goto nomem;
+    }
+    if (!pr_cache_init(&h->cache, cfg->cache_bytes ? cfg->cache_bytes : PR_CACHE_BYTES_DEFAULT))
+        goto nomem;
+    if (!pr_watchdog_init(&h->wd, h->cpu_ms, h->wall_ms)) {
+        pr_cache_destroy(&h->cache);
+        goto nomem;
+    }
+    return h;
+nomem:
+    if (h) {
+        free_list(h->granted, h->ngranted);
+        free_list(h->bound, h->nbound);
+        free(h);
+    }
+    pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
+    return NULL;
+}
+
+void pr_host_free(pr_host *h) {
+    if (!h) return;
+    pr_watchdog_destroy(&h->wd);
+    pr_cache_destroy(&h->cache);
+    free_list(h->granted, h->ngranted);
+    free_list(h->bound, h->nbound);
+    free(h);
+}
+
+static bool in_list(char *const *l, size_t n, pr_str s) {
+    for (size_t i = 0; i < n; i++)
+        if (strlen(l[i]) == s.len && memcmp(l[i], s.ptr, s.len) == 0) return true;
+    return false;
+}
+
+bool pr_host_granted(const pr_host *h, pr_str runner) {
+    return in_list(h->granted, h->ngranted, runner);
+}
+
+bool pr_host_bound(const pr_host *h, pr_str runner) {
+    return in_list(h->bound, h->nbound, runner);
+}

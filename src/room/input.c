@@ -1,0 +1,516 @@
+/*
+ * input.c — the run input: JSON text → args and files, exactly as the reference child
+ * runner reads it (request.text() then JSON.parse, `入?.args ?? []`,
+ * `入?.files ?? {}`, JS own-key order for files), and path normalisation.
+ *
+ * A small strict JSON parser is used instead of a general library so that the
+ * corner cases follow JSON.parse: lone surrogate escapes are accepted (and become
+ * U+FFFD when encoded, as TextEncoder does), "\u0000" is fine, numbers of any size
+ * are fine, duplicate keys keep their first position and their last value.
+ */
+#include "room_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MSG_JSON  "隔离运行输入无效：输入不是有效 JSON"
+#define MSG_ARGS  "隔离运行输入无效：args 须为字符串数组"
+#define MSG_FILES "隔离运行输入无效：files 须为路径到文字的对象"
+#define MAX_DEPTH 4096
+
+typedef struct parser {
+    const char *s;
+    size_t n, i;
+    int depth;
+} parser;
+
+static void ws(parser *p) {
+    while (p->i < p->n) {
+        char c = p->s[p->i];
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r') break;
+        p->i++;
+    }
+}
+
+static int hexv(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static bool hex4(parser *p, size_t at, unsigned *v) {
+    if (at + 4 > p->n) return false;
+    unsigned x = 0;
+    for (int k = 0; k < 4; k++) {
+        int h = hexv(p->s[at + (size_t)k]);
+        if (h < 0) return false;
+        x = x << 4 | (unsigned)h;
+    }
+    *v = x;
+    return true;
+}
+
+static size_t put_utf8(char *o, unsigned cp) {
+    if (cp < 0x80) {
+        o[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (char)(0xC0 | cp >> 6);
+        o[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (char)(0xE0 | cp >> 12);
+        o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        o[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    o[0] = (char)(0xF0 | cp >> 18);
+    o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    o[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* Parses a string at p->i (which is '"'). With out != NULL, writes the UTF-8 value
+ * there (never longer than the source) and sets *len. */
+static bool string(parser *p, char *out, size_t *len) {
+    size_t i = p->i + 1, k = 0;
+    for (;;) {
+        if (i >= p->n) return false;
+        unsigned char c = (unsigned char)p->s[i];
+        if (c == '"') break;
+        if (c < 0x20) return false;
+        if (c != '\\') {
+            if (out) out[k] = (char)c;
+            k++;
+            i++;
+            continue;
+        }
+        if (++i >= p->n) return false;
+        char e = p->s[i++], r;
+        switch (e) {
+        case '"': r = '"'; break;
+        case '\\': r = '\\'; break;
+        case '/': r = '/'; break;
+        case 'b': r = '\b'; break;
+        case 'f': r = '\f'; break;
+        case 'n': r = '\n'; break;
+        case 'r': r = '\r'; break;
+        case 't': r = '\t'; break;
+        case 'u': {
+            unsigned cp;
+            if (!hex4(p, i, &cp)) return false;
+            i += 4;
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+                unsigned lo;
+                if (i + 1 < p->n && p->s[i] == '\\' && p->s[i + 1] == 'u' && hex4(p, i + 2, &lo) &&
+                    lo >= 0xDC00 && lo <= 0xDFFF) {
+                    i += 6;
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                } else {
+                    cp = 0xFFFD; /* lone high surrogate: TextEncoder writes U+FFFD */
+                }
+            } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+                cp = 0xFFFD;
+            }
+            char tmp[4];
+            size_t m = put_utf8(tmp, cp);
+            if (out) memcpy(out + k, tmp, m);
+            k += m;
+            continue;
+        }
+        default: return false;
+        }
+        if (out) out[k] = r;
+        k++;
+    }
+    p->i = i + 1;
+    if (len) *len = k;
+    return true;
+}
+
+static bool digits(parser *p) {
+    size_t st = p->i;
+    while (p->i < p->n && p->s[p->i] >= '0' && p->s[p->i] <= '9')
+        p->i++;
+    return p->i > st;
+}
+
+static bool number(parser *p) {
+    if (p->s[p->i] == '-') p->i++;
+    if (p->i >= p->n) return false;
+    if (p->s[p->i] == '0')
+        p->i++;
+    else if (!digits(p))
+        return false;
+    if (p->i < p->n && p->s[p->i] == '.') {
+        p->i++;
+        if (!digits(p)) return false;
+    }
+    if (p->i < p->n && (p->s[p->i] == 'e' || p->s[p->i] == 'E')) {
+        p->i++;
+        if (p->i < p->n && (p->s[p->i] == '+' || p->s[p->i] == '-')) p->i++;
+        if (!digits(p)) return false;
+    }
+    return true;
+}
+
+static bool literal(parser *p, const char *w) {
+    size_t l = strlen(w);
+    if (p->n - p->i < l || memcmp(p->s + p->i, w, l) != 0) return false;
+    p->i += l;
+    return true;
+}
+
+/* Top-level object members we look at: the value spans of "args" and "files". */
+typedef struct spans {
+    size_t args, files; /* offset of the value + 1; 0 = absent */
+} spans;
+
+static bool value(parser *p, spans *top);
+
+static bool object(parser *p, spans *top) {
+    p->i++;
+    ws(p);
+    if (p->i < p->n && p->s[p->i] == '}') {
+        p->i++;
+        return true;
+    }
+    for (;;) {
+        ws(p);
+        if (p->i >= p->n || p->s[p->i] != '"') return false;
+        size_t key_at = p->i + 1;
+        if (!string(p, NULL, NULL)) return false;
+        size_t key_end = p->i - 1;
+        ws(p);
+        if (p->i >= p->n || p->s[p->i] != ':') return false;
+        p->i++;
+        ws(p);
+        if (top) {
+            /* Raw key compare is enough: an escaped "args" is still "args" for JS, so
+             * compare the decoded key when it has escapes. */
+            char kb[8];
+            size_t kl = 0;
+            const char *k = p->s + key_at;
+            size_t klen = key_end - key_at;
+            if (klen <= 36 && memchr(k, '\\', klen)) {
+                parser q = {p->s, p->n, key_at - 1, 0};
+                char tmp[40];
+                if (string(&q, tmp, &kl) && kl <= sizeof kb) memcpy(kb, tmp, kl), k = kb, klen = kl;
+            }
+            if (klen == 4 && memcmp(k, "args", 4) == 0)
+                top->args = p->i + 1;
+            else if (klen == 5 && memcmp(k, "files", 5) == 0)
+                top->files = p->i + 1;
+        }
+        if (!value(p, NULL)) return false;
+        ws(p);
+        if (p->i >= p->n) return false;
+        if (p->s[p->i] == ',') {
+            p->i++;
+            continue;
+        }
+        if (p->s[p->i] != '}') return false;
+        p->i++;
+        return true;
+    }
+}
+
+static bool array(parser *p) {
+    p->i++;
+    ws(p);
+    if (p->i < p->n && p->s[p->i] == ']') {
+        p->i++;
+        return true;
+    }
+    for (;;) {
+        ws(p);
+        if (!value(p, NULL)) return false;
+        ws(p);
+        if (p->i >= p->n) return false;
+        if (p->s[p->i] == ',') {
+            p->i++;
+            continue;
+        }
+        if (p->s[p->i] != ']') return false;
+        p->i++;
+        return true;
+    }
+}
+
+static bool value(parser *p, spans *top) {
+    if (p->i >= p->n) return false;
+    if (++p->depth > MAX_DEPTH) return false;
+    bool ok;
+    switch (p->s[p->i]) {
+    case '{': ok = object(p, top); break;
+    case '[': ok = array(p); break;
+    case '"': ok = string(p, NULL, NULL); break;
+    case 't': ok = literal(p, "true"); break;
+    case 'f': ok = literal(p, "false"); break;
+    case 'n': ok = literal(p, "null"); break;
+    default: ok = (p->s[p->i] == '-' || (p->s[p->i] >= '0' && p->s[p->i] <= '9')) && number(p);
+    }
+    p->depth--;
+    return ok;
+}
+
+/* ---- extraction */
+
+static char kind_at(const parser *p, size_t at) {
+    return p->s[at];
+}
+
+static bool is_null_at(const parser *p, size_t at) {
+    return p->n - at >= 4 && memcmp(p->s + at, "null", 4) == 0;
+}
+
+static bool take_string(parser *p, pr_input *in, pr_str *out) {
+    char *dst = in->arena + in->arena_len;
+    size_t len;
+    if (!string(p, dst, &len)) return false;
+    in->arena_len += len;
+    out->ptr = dst;
+    out->len = len;
+    return true;
+}
+
+static bool get_args(parser *p, size_t at, pr_input *in) {
+    p->i = at;
+    p->i++;
+    ws(p);
+    size_t cap = 0;
+    if (p->i < p->n && p->s[p->i] == ']') return true;
+    for (;;) {
+        ws(p);
+        if (p->s[p->i] != '"') return false;
+        if (in->nargs == cap) {
+            cap = cap ? cap * 2 : 8;
+            pr_str *a = realloc(in->args, cap * sizeof *a);
+            if (!a) return false;
+            in->args = a;
+        }
+        if (!take_string(p, in, &in->args[in->nargs])) return false;
+        in->nargs++;
+        ws(p);
+        if (p->s[p->i] == ',') {
+            p->i++;
+            continue;
+        }
+        return true;
+    }
+}
+
+/* Canonical array index ("0", "17"; < 2^32 - 1): JS puts these keys first. */
+static bool array_index(pr_str k, uint64_t *v) {
+    if (k.len == 0 || k.len > 10 || (k.len > 1 && k.ptr[0] == '0')) return false;
+    uint64_t x = 0;
+    for (size_t i = 0; i < k.len; i++) {
+        if (k.ptr[i] < '0' || k.ptr[i] > '9') return false;
+        x = x * 10 + (uint64_t)(k.ptr[i] - '0');
+    }
+    if (x >= 4294967295u) return false;
+    *v = x;
+    return true;
+}
+
+typedef struct keyent {
+    pr_str key, val;
+    uint64_t idx;
+    bool is_idx;
+} keyent;
+
+static int cmp_idx(const void *a, const void *b) {
+    const keyent *x = a, *y = b;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static uint32_t hash_bytes(const char *s, size_t n) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)s[i]) * 16777619u;
+    return h;
+}
+
+/* Returns 1 ok, 0 not a path→string object, -1 out of memory. */
+static int get_files(parser *p, size_t at, pr_input *in) {
+    p->i = at;
+    p->i++;
+    ws(p);
+    keyent *ents = NULL;
+    size_t n = 0, cap = 0, nslots = 0;
+    uint32_t *slots = NULL;
+    int rc = 1;
+    if (p->s[p->i] == '}') goto done;
+    for (;;) {
+        ws(p);
+        pr_str key, val;
+        if (!take_string(p, in, &key)) goto bad;
+        ws(p);
+        p->i++; /* ':' (already validated) */
+        ws(p);
+        if (p->s[p->i] != '"') goto bad;
+        if (!take_string(p, in, &val)) goto bad;
+        /* Dedup: a repeated key keeps its first position, takes the last value. */
+        if (n * 2 >= nslots) {
+            size_t ns = nslots ? nslots * 2 : 64;
+            uint32_t *s2 = calloc(ns, sizeof *s2);
+            if (!s2) goto nomem;
+            for (size_t i = 0; i < n; i++) {
+                size_t h = hash_bytes(ents[i].key.ptr, ents[i].key.len) & (ns - 1);
+                while (s2[h])
+                    h = (h + 1) & (ns - 1);
+                s2[h] = (uint32_t)i + 1;
+            }
+            free(slots);
+            slots = s2;
+            nslots = ns;
+        }
+        size_t h = hash_bytes(key.ptr, key.len) & (nslots - 1);
+        bool dup = false;
+        while (slots[h]) {
+            keyent *e = &ents[slots[h] - 1];
+            if (e->key.len == key.len && memcmp(e->key.ptr, key.ptr, key.len) == 0) {
+                e->val = val;
+                dup = true;
+                break;
+            }
+            h = (h + 1) & (nslots - 1);
+        }
+        if (!dup) {
+            if (n == cap) {
+                cap = cap ? cap * 2 : 16;
+                keyent *e2 = realloc(ents, cap * sizeof *e2);
+                if (!e2) goto nomem;
+                ents = e2;
+            }
+            ents[n].key = key;
+            ents[n].val = val;
+            ents[n].is_idx = array_index(key, &ents[n].idx);
+            slots[h] = (uint32_t)n + 1;
+            n++;
+        }
+        ws(p);
+        if (p->s[p->i] == ',') {
+            p->i++;
+            continue;
+        }
+        break;
+    }
+done:
+    if (n) {
+        in->paths = malloc(n * sizeof *in->paths);
+        in->texts = malloc(n * sizeof *in->texts);
+        keyent *idx = malloc(n * sizeof *idx);
+        if (!in->paths || !in->texts || !idx) {
+            free(idx);
+            goto nomem;
+        }
+        size_t ni = 0;
+        for (size_t i = 0; i < n; i++)
+            if (ents[i].is_idx) idx[ni++] = ents[i];
+        qsort(idx, ni, sizeof *idx, cmp_idx);
+        size_t k = 0;
+        for (size_t i = 0; i < ni; i++)
+            in->paths[k] = idx[i].key, in->texts[k++] = idx[i].val;
+        for (size_t i = 0; i < n; i++)
+            if (!ents[i].is_idx) in->paths[k] = ents[i].key, in->texts[k++] = ents[i].val;
+        in->nfiles = n;
+        free(idx);
+    }
+    goto out;
+bad:
+    rc = 0;
+    goto out;
+nomem:
+    rc = -1;
+out:
+    free(ents);
+    free(slots);
+    return rc;
+}
+
+bool pr_input_parse(const char *text, size_t n, pr_input *in, pr_error *err) {
+    memset(in, 0, sizeof *in);
+    /* request.text(): lenient UTF-8 with the BOM dropped. Valid input is used as is. */
+    pr_buf dec = {0};
+    const char *s = text;
+    if (!pr_utf8_valid((const uint8_t *)text, n) ||
+        (n >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0)) {
+        if (!pr_utf8_lenient(&dec, (const uint8_t *)text, n)) goto nomem;
+        s = dec.p;
+        n = dec.len;
+    }
+    parser p = {s, n, 0, 0};
+    spans top = {0, 0};
+    ws(&p);
+    bool ok = value(&p, p.i < n && s[p.i] == '{' ? &top : NULL);
+    ws(&p);
+    if (!ok || p.i != n) {
+        pr_buf_free(&dec);
+        pr_err_set(err, PR_KIND_VIOLATION, MSG_JSON);
+        return false;
+    }
+    in->arena = malloc(n ? n : 1);
+    if (!in->arena) goto nomem;
+    if (top.args && !is_null_at(&p, top.args - 1)) {
+        if (kind_at(&p, top.args - 1) != '[' || !get_args(&p, top.args - 1, in)) {
+            pr_buf_free(&dec);
+            pr_input_free(in);
+            pr_err_set(err, PR_KIND_VIOLATION, MSG_ARGS);
+            return false;
+        }
+    }
+    if (top.files && !is_null_at(&p, top.files - 1)) {
+        int rc = kind_at(&p, top.files - 1) == '{' ? get_files(&p, top.files - 1, in) : 0;
+        if (rc == -1) goto nomem;
+        if (rc == 0) {
+            pr_buf_free(&dec);
+            pr_input_free(in);
+            pr_err_set(err, PR_KIND_VIOLATION, MSG_FILES);
+            return false;
+        }
+    }
+    pr_buf_free(&dec);
+    return true;
+nomem:
+    pr_buf_free(&dec);
+    pr_input_free(in);
+    pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
+    return false;
+}
+
+void pr_input_free(pr_input *in) {
+    free(in->args);
+    free(in->paths);
+    free(in->texts);
+    free(in->arena);
+    memset(in, 0, sizeof *in);
+}
+
+size_t pr_path_normalize(const char *in, size_t n, char *out) {
+    size_t o = 0, i = 0;
+    while (i < n) {
+        size_t j = i;
+        while (j < n && in[j] != '/')
+            j++;
+        size_t l = j - i;
+        if (l == 0 || (l == 1 && in[i] == '.')) {
+        } else if (l == 2 && in[i] == '.' && in[i + 1] == '.') {
+            while (o > 0 && out[o - 1] != '/')
+                o--;
+            if (o > 0) o--; /* drop the '/' too */
+        } else {
+            out[o++] = '/';
+            memcpy(out + o, in + i, l);
+            o += l;
+        }
+        i = j + 1;
+    }
+    if (o == 0) out[o++] = '/';
+    out[o] = 0;
+    return o;
+}

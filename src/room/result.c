@@ -1,0 +1,67 @@
+/*
+ * result.c — the return value: collects the output files (/数据/ and /响应/, first-
+ * write order, at most 256 files and 1,048,576 content bytes, strict UTF-8) and
+ * writes the JSON text exactly as JSON.stringify writes the reference object:
+ * {"ok","stdout","stderr","exitCode"[,"error"],"files"} with no whitespace.
+ */
+#include "room_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define DIR_DATA "/数据/"
+#define DIR_RESP "/响应/"
+#define BODY_MAX 300 /* the reference cuts a failure body to 300 characters */
+
+static bool returned_path(const char *p, size_t n) {
+    size_t a = sizeof DIR_DATA - 1, b = sizeof DIR_RESP - 1;
+    return (n >= a && memcmp(p, DIR_DATA, a) == 0) || (n >= b && memcmp(p, DIR_RESP, b) == 0);
+}
+
+static void interface_failure(pr_error *err, const char *body, size_t n) {
+    size_t cut = pr_utf8_cut_utf16(body, n, BODY_MAX);
+    pr_err_set(err, PR_KIND_INTERFACE, "隔离运行失败：500：%.*s", (int)cut, body);
+}
+
+bool pr_result_json(const pr_outcome *o, const pr_fs *fs, pr_buf *out, pr_error *err) {
+    char num[32];
+    bool ok = pr_buf_puts(out, o->ok ? "{\"ok\":true,\"stdout\":" : "{\"ok\":false,\"stdout\":") &&
+              pr_json_str(out, o->stdout_text ? o->stdout_text : "", o->stdout_len) &&
+              pr_buf_puts(out, ",\"stderr\":") &&
+              pr_json_str(out, o->stderr_text ? o->stderr_text : "", o->stderr_len);
+    snprintf(num, sizeof num, ",\"exitCode\":%d", o->exit_code);
+    ok = ok && pr_buf_puts(out, num);
+    if (ok && o->error)
+        ok = pr_buf_puts(out, ",\"error\":") && pr_json_str(out, o->error, strlen(o->error));
+    ok = ok && pr_buf_puts(out, ",\"files\":{");
+    size_t cur = 0, count = 0, total = 0;
+    const char *path;
+    size_t plen, len;
+    const uint8_t *data;
+    while (ok && pr_fs_next(fs, &cur, &path, &plen, &data, &len)) {
+        if (!returned_path(path, plen)) continue;
+        total += len;
+        if (total > PR_FILES_BYTES_MAX || count >= PR_FILES_MAX) {
+            static const char msg[] = "运行数据超过上限";
+            interface_failure(err, msg, sizeof msg - 1);
+            return false;
+        }
+        if (!pr_utf8_valid(data, len)) {
+            pr_buf body = {0};
+            if (!pr_buf_puts(&body, "输出文件不是有效 UTF-8：") || !pr_buf_put(&body, path, plen)) {
+                pr_buf_free(&body);
+                break;
+            }
+            interface_failure(err, body.p, body.len);
+            pr_buf_free(&body);
+            return false;
+        }
+        size_t skip = len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0; /* TextDecoder */
+        ok = (count == 0 || pr_buf_putc(out, ',')) && pr_json_str(out, path, plen) &&
+             pr_buf_putc(out, ':') && pr_json_str(out, (const char *)data + skip, len - skip);
+        count++;
+    }
+    if (ok && pr_buf_puts(out, "}}")) return true;
+    pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
+    return false;
+}

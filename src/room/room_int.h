@@ -1,0 +1,267 @@
+/*
+ * room_int.h — internal interfaces between the files of the room (src/room/).
+ * Each group below is owned by the file named in its comment.
+ */
+#ifndef PERI_ROOM_INT_H
+#define PERI_ROOM_INT_H
+
+#include "peri/room.h"
+#include "peri/wasm.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <time.h>
+
+/* ---------------------------------------------------------------- buf.c */
+
+/* A growable byte buffer; always keeps room for a NUL after len. */
+typedef struct pr_buf {
+    char *p;
+    size_t len, cap;
+} pr_buf;
+
+bool pr_buf_reserve(pr_buf *b, size_t extra);
+bool pr_buf_put(pr_buf *b, const void *data, size_t n);
+static inline bool pr_buf_putc(pr_buf *b, char c) {
+    if (b->len + 2 > b->cap && !pr_buf_reserve(b, 1)) return false;
+    b->p[b->len++] = c;
+    b->p[b->len] = 0;
+    return true;
+}
+bool pr_buf_puts(pr_buf *b, const char *s);
+void pr_buf_free(pr_buf *b);
+/* Hands the bytes over to the caller (who frees them); b becomes empty. */
+char *pr_buf_take(pr_buf *b, size_t *len);
+
+void pr_err_set(pr_error *err, pr_kind kind, const char *fmt, ...);
+
+/* ---------------------------------------------------------------- utf8.c */
+
+/* Appends bytes decoded like WHATWG TextDecoder("utf-8") (non-fatal, a leading BOM
+ * removed, maximal ill-formed subparts → U+FFFD). */
+bool pr_utf8_lenient(pr_buf *out, const uint8_t *in, size_t n);
+/* Strict (fatal) decoding: true if valid UTF-8. */
+bool pr_utf8_valid(const uint8_t *in, size_t n);
+/* The number of bytes of s that keep at most max UTF-16 code units, cut at a code
+ * point boundary (JS String.prototype.slice on whole characters). */
+size_t pr_utf8_cut_utf16(const char *s, size_t n, size_t max_units);
+
+/* ---------------------------------------------------------------- json_out.c */
+
+/* Appends s as a JSON string exactly like JavaScript JSON.stringify (s is valid UTF-8). */
+bool pr_json_str(pr_buf *b, const char *s, size_t n);
+
+/* ---------------------------------------------------------------- base64.c */
+
+/* JavaScript atob rules. Returns 0 ok (caller frees *out), -1 not valid Base64,
+ * -2 decoded length outside 1..max (nothing allocated), -3 out of memory. */
+int pr_base64_decode(const char *in, size_t n, size_t max, uint8_t **out, size_t *out_len);
+
+/* ---------------------------------------------------------------- sha256.c */
+
+bool pr_sha256(const void *data, size_t n, uint8_t digest[32]);
+void pr_hex(const uint8_t *in, size_t n, char *out /* 2n+1 */);
+
+/* ---------------------------------------------------------------- check.c */
+
+#define PR_NAME_MAX         128u
+#define PR_PROGRAM_TEXT_MAX 4194304u
+#define PR_INPUT_MAX        1572864u
+#define PR_PROGRAM_MAX      3145728u
+#define PR_OUTPUT_MAX       65536u
+#define PR_FILES_MAX        256u
+#define PR_FILES_BYTES_MAX  1048576u
+#define PR_FS_MAX           (128u << 20)
+
+/* Rules 1-5 of the reference order (runner, scope, digest, program length, input
+ * size). false + err on the first broken rule. */
+bool pr_check_shape(const pr_request *req, pr_error *err);
+/* Rules 6-8: Base64, decoded length, SHA-256. On success *bytes (caller frees). */
+bool pr_check_program(const pr_request *req, uint8_t **bytes, size_t *len, pr_error *err);
+
+/* ---------------------------------------------------------------- input.c */
+
+typedef struct pr_input {
+    pr_str *args;
+    size_t nargs;
+    pr_str *paths, *texts; /* files, in JS Object.entries order (normalised later) */
+    size_t nfiles;
+    char *arena; /* owns every string above */
+    size_t arena_len;
+} pr_input;
+
+/* Parses the input JSON like the reference child (JSON.parse + args/files checks).
+ * false + err (隔离运行输入无效：<reason>) or out of memory (run_failed). */
+bool pr_input_parse(const char *text, size_t n, pr_input *in, pr_error *err);
+void pr_input_free(pr_input *in);
+
+/* Normalises a path: split on '/', drop empty and '.', '..' pops, leading '/'.
+ * Writes at most n+2 bytes (with the NUL) into out; returns the length. */
+size_t pr_path_normalize(const char *in, size_t n, char *out);
+
+/* ---------------------------------------------------------------- fs.c */
+
+typedef struct pr_file {
+    char *path;
+    size_t path_len;
+    uint8_t *data;
+    size_t len, cap;
+    uint64_t mtime; /* logical: the FS clock after the write */
+    uint32_t hash;
+    uint32_t nopen; /* open WASI descriptors */
+    bool dir;       /* explicit directory (WASI path_create_directory) */
+    bool dead;      /* removed; kept for order until compaction */
+} pr_file;
+
+struct pr_fs {
+    pr_file **order; /* first-write order, may contain dead entries */
+    size_t norder, cap_order, nlive;
+    uint32_t *slots; /* open addressing: index+1 into order, 0 empty, UINT32_MAX tomb */
+    size_t nslots;
+    pr_file **grave; /* unlinked entries, freed with the FS */
+    size_t ngrave, cap_grave;
+    uint64_t clock;
+    size_t total; /* bytes of file contents */
+};
+
+pr_file *pr_fs_find(const pr_fs *fs, const char *norm, size_t n);
+/* Creates an empty file (or directory) at normalised path; NULL when out of memory. */
+pr_file *pr_fs_create(pr_fs *fs, const char *norm, size_t n, bool dir);
+void pr_fs_remove(pr_fs *fs, pr_file *f);
+/* Sets the file's length (zero-fills growth). 0 ok, -1 nomem, -2 over 128 MiB. */
+int pr_fs_truncate(pr_fs *fs, pr_file *f, size_t len);
+/* Writes at offset, growing the file. 0 / -1 / -2 as above. Bumps mtime. */
+int pr_fs_pwrite(pr_fs *fs, pr_file *f, const void *data, size_t n, size_t off);
+void pr_fs_touch(pr_fs *fs, pr_file *f);
+/* Frees the contents of a removed file (when its last descriptor closes). */
+void pr_fs_release_dead(pr_file *f);
+/* True if norm is an implicit (some file under it) or explicit directory; "/" always. */
+bool pr_fs_is_dir(const pr_fs *fs, const char *norm, size_t n);
+/* Direct children of a directory in first-write order, unique; calls fn per name.
+ * Returns false if fn returned false. */
+typedef bool (*pr_fs_child_fn)(void *ud, const char *name, size_t n, bool is_dir);
+bool pr_fs_children(const pr_fs *fs, const char *norm, size_t n, pr_fs_child_fn fn, void *ud);
+
+/* ---------------------------------------------------------------- cache.c */
+
+typedef struct pr_abi pr_abi;
+
+struct pr_program {
+    atomic_uint refs;
+    pw_module *module;
+    const pr_abi *abi;
+    size_t bytes; /* the cost charged to the cache */
+    char *key;    /* "scope:digest" + '\0' + resource version */
+    size_t key_len;
+    uint8_t digest[32];
+    struct pr_program *lru_prev, *lru_next, *hnext;
+    bool in_cache;
+};
+
+typedef struct pr_cache {
+    pthread_mutex_t mu;
+    pr_program **buckets;
+    size_t nbuckets;
+    pr_program *lru_head, *lru_tail; /* head = most recent */
+    size_t limit;
+    pr_cache_stats st;
+} pr_cache;
+
+bool pr_cache_init(pr_cache *c, size_t limit);
+void pr_cache_destroy(pr_cache *c);
+/* A new reference to the cached program for key, or NULL. */
+pr_program *pr_cache_get(pr_cache *c, const char *key, size_t key_len);
+/* Inserts p (taking one reference for the cache) unless key is present: returns the
+ * program to use (p, or the one already cached, with a reference for the caller). */
+pr_program *pr_cache_put(pr_cache *c, pr_program *p);
+void pr_program_free_(pr_program *p);
+
+/* ---------------------------------------------------------------- watchdog.c */
+
+typedef struct pr_watch_slot {
+    struct pr_watch_slot *next, *prev;
+    pw_store *store;
+    clockid_t cpu_clock;
+    struct timespec cpu_start, wall_start;
+    int fired; /* 0, PR_FIRED_CPU or PR_FIRED_WALL: set by the watchdog thread */
+} pr_watch_slot;
+
+enum { PR_FIRED_CPU = 1, PR_FIRED_WALL = 2 };
+
+typedef struct pr_watchdog {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    bool started, stop;
+    pr_watch_slot *active;
+    uint32_t cpu_ms, wall_ms;
+} pr_watchdog;
+
+bool pr_watchdog_init(pr_watchdog *w, uint32_t cpu_ms, uint32_t wall_ms);
+void pr_watchdog_destroy(pr_watchdog *w);
+/* Starts watching the calling thread's CPU clock for store s. */
+bool pr_watch_begin(pr_watchdog *w, pr_watch_slot *slot, pw_store *s);
+/* Stops watching; returns slot->fired. */
+int pr_watch_end(pr_watchdog *w, pr_watch_slot *slot);
+
+/* ---------------------------------------------------------------- run.c / abi */
+
+/* Per-run state every guest ABI shares; lives on the run's stack. */
+typedef struct pr_run_state {
+    pr_host *host;
+    pr_program *prog;
+    const pr_exec_options *opt;
+    pw_store *store;
+    pw_instance *inst;
+    pr_fs *fs;
+    pr_buf out, err;  /* decoded stdout / stderr text */
+    size_t out_bytes; /* raw stdout+stderr bytes, counted before appending */
+    /* How the run ended when a host function stopped it. */
+    enum { PR_END_NONE, PR_END_EXIT, PR_END_OUTPUT, PR_END_HOST, PR_END_PLATFORM } end;
+    int exit_code;
+    char end_msg[256];
+    uint64_t rng[4]; /* deterministic xoshiro state */
+    uint64_t det_clock;
+    void *abi_state;
+} pr_run_state;
+
+struct pr_abi {
+    const char *name;
+    /* true if this ABI serves module m (chosen from its imports). */
+    bool (*matches)(const pw_module *m);
+    pw_resolve_fn resolve; /* ctx is the pr_run_state */
+    /* Runs the entry points after instantiation; returns the pw_call status. */
+    pw_status (*start)(pr_run_state *rs, pw_error *err);
+};
+
+extern const pr_abi pr_abi_wasi;
+
+/* Output from the guest: counts raw bytes against the limit first; false when the
+ * write would pass 65,536 bytes (rs->end set to PR_END_OUTPUT, nothing appended). */
+bool pr_run_output(pr_run_state *rs, int stream, const uint8_t *data, size_t n);
+/* A fresh 64-bit random value (CSPRNG, or the deterministic generator). */
+uint64_t pr_run_random(pr_run_state *rs);
+
+/* ---------------------------------------------------------------- host.c */
+
+struct pr_host {
+    char **granted, **bound;
+    size_t ngranted, nbound;
+    uint32_t cpu_ms, wall_ms;
+    uint64_t memory_cap;
+    bool deterministic;
+    pr_cache cache;
+    pr_watchdog wd;
+};
+
+bool pr_host_granted(const pr_host *h, pr_str runner);
+bool pr_host_bound(const pr_host *h, pr_str runner);
+
+/* ---------------------------------------------------------------- result.c */
+
+/* Collects /数据/ and /响应/ files and writes the return JSON into out. false + err
+ * (interface) on the limits / strict UTF-8. */
+bool pr_result_json(const pr_outcome *o, const pr_fs *fs, pr_buf *out, pr_error *err);
+
+#endif

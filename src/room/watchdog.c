@@ -1,0 +1,110 @@
+/*
+ * watchdog.c — the run limits that need a second thread: CPU time of the running
+ * thread (its own CPU clock, pthread_getcpuclockid) and a wall-clock bound. One
+ * watchdog thread per host polls the active runs every few milliseconds and raises
+ * the store's interrupt flag (pw_store_interrupt) when a run is over a limit.
+ * Registering a run is a mutex-protected list insert, no wake-up: runs far shorter
+ * than the poll period cost the watchdog nothing.
+ */
+#include "room_int.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define POLL_MS 5
+
+static int64_t ns_between(const struct timespec *a, const struct timespec *b) {
+    return (int64_t)(b->tv_sec - a->tv_sec) * 1000000000 + (b->tv_nsec - a->tv_nsec);
+}
+
+static void *watch_main(void *arg) {
+    pr_watchdog *w = arg;
+    pthread_mutex_lock(&w->mu);
+    while (!w->stop) {
+        struct timespec wall;
+        clock_gettime(CLOCK_MONOTONIC, &wall);
+        for (pr_watch_slot *s = w->active; s; s = s->next) {
+            if (s->fired) continue;
+            struct timespec cpu;
+            if (clock_gettime(s->cpu_clock, &cpu) == 0 &&
+                ns_between(&s->cpu_start, &cpu) >= (int64_t)w->cpu_ms * 1000000) {
+                s->fired = PR_FIRED_CPU;
+            } else if (ns_between(&s->wall_start, &wall) >= (int64_t)w->wall_ms * 1000000) {
+                s->fired = PR_FIRED_WALL;
+            }
+            if (s->fired) pw_store_interrupt(s->store);
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += POLL_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&w->cv, &w->mu, &until);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+bool pr_watchdog_init(pr_watchdog *w, uint32_t cpu_ms, uint32_t wall_ms) {
+    memset(w, 0, sizeof *w);
+    w->cpu_ms = cpu_ms;
+    w->wall_ms = wall_ms;
+    if (pthread_mutex_init(&w->mu, NULL) != 0) return false;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int rc = pthread_cond_init(&w->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (rc != 0) {
+        pthread_mutex_destroy(&w->mu);
+        return false;
+    }
+    return true;
+}
+
+void pr_watchdog_destroy(pr_watchdog *w) {
+    pthread_mutex_lock(&w->mu);
+    w->stop = true;
+    bool started = w->started;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    if (started) pthread_join(w->thread, NULL);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+}
+
+bool pr_watch_begin(pr_watchdog *w, pr_watch_slot *slot, pw_store *s) {
+    memset(slot, 0, sizeof *slot);
+    slot->store = s;
+    if (pthread_getcpuclockid(pthread_self(), &slot->cpu_clock) != 0) return false;
+    clock_gettime(slot->cpu_clock, &slot->cpu_start);
+    clock_gettime(CLOCK_MONOTONIC, &slot->wall_start);
+    pthread_mutex_lock(&w->mu);
+    if (!w->started) {
+        /* Started lazily so hosts that never run anything own no thread. */
+        if (pthread_create(&w->thread, NULL, watch_main, w) != 0) {
+            pthread_mutex_unlock(&w->mu);
+            return false;
+        }
+        w->started = true;
+    }
+    slot->next = w->active;
+    if (w->active) w->active->prev = slot;
+    w->active = slot;
+    pthread_mutex_unlock(&w->mu);
+    return true;
+}
+
+int pr_watch_end(pr_watchdog *w, pr_watch_slot *slot) {
+    pthread_mutex_lock(&w->mu);
+    if (slot->prev)
+        slot->prev->next = slot->next;
+    else
+        w->active = slot->next;
+    if (slot->next) slot->next->prev = slot->prev;
+    int fired = slot->fired;
+    pthread_mutex_unlock(&w->mu);
+    return fired;
+}
