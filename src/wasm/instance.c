@@ -1,0 +1,309 @@
+/*
+ * instance.c — instantiation: import resolution and matching, creation of the
+ * module's functions, globals, tables and memories, constant-expression evaluation,
+ * element and data segment initialisation (in order, effects persisting on a trap),
+ * the start function; and export lookup.
+ */
+#include "wasm/instr.h"
+#include "wasm/runtime.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Evaluate a constant expression. Validation guarantees its shape and types. */
+bool pw_eval_const(pw_instance *inst, pw_span expr, pw_slot *out, pw_error *err) {
+    const pw_module *m = inst->mod;
+    pw_reader r = {m->bytes + expr.off, m->bytes + expr.off + expr.len, m->bytes, err};
+    pw_slot st[64];
+    uint32_t sp = 0;
+    pw_instr in;
+    while (r.p < r.end) {
+        memset(&in, 0, sizeof in);
+        if (!pw_instr_read(&r, &in)) return false;
+        if (in.op == 0x0B) break;
+        if (sp >= 64 && in.op != 0x6A && in.op != 0x6B && in.op != 0x6C && in.op != 0x7C &&
+            in.op != 0x7D && in.op != 0x7E) {
+            pw_fail(err, PW_ERR_INVALID, "constant expression too deep");
+            return false;
+        }
+        switch (in.op) {
+        case 0x41: st[sp++].u64 = (uint32_t)in.bits; break;
+        case 0x42:
+        case 0x43:
+        case 0x44: st[sp++].u64 = in.bits; break;
+        case 0xD0: st[sp++].ref = PW_NULL_REF; break;
+        case 0xD2: st[sp++].ref = (pw_ref)inst->funcs[in.a]; break;
+        case 0x23: st[sp++] = inst->globals[in.a]->val; break;
+        case 0x6A: sp--; st[sp - 1].u32 += st[sp].u32; break;
+        case 0x6B: sp--; st[sp - 1].u32 -= st[sp].u32; break;
+        case 0x6C: sp--; st[sp - 1].u32 *= st[sp].u32; break;
+        case 0x7C: sp--; st[sp - 1].u64 += st[sp].u64; break;
+        case 0x7D: sp--; st[sp - 1].u64 -= st[sp].u64; break;
+        case 0x7E: sp--; st[sp - 1].u64 *= st[sp].u64; break;
+        default:
+            pw_fail(err, PW_ERR_INVALID, "constant expression required");
+            return false;
+        }
+    }
+    if (sp != 1) {
+        pw_fail(err, PW_ERR_INVALID, "type mismatch");
+        return false;
+    }
+    *out = st[0];
+    return true;
+}
+
+static bool limits_match(uint64_t have_min, uint64_t have_max, const pw_limits *want) {
+    if (have_min < want->min) return false;
+    if (want->max != UINT64_MAX && (have_max == UINT64_MAX || have_max > want->max)) return false;
+    return true;
+}
+
+/* Reference types across modules: in Wasm 2.0 only abstract types occur, so equality
+ * of the packed representation is type equality. */
+static bool valtype_eq(pw_valtype a, pw_valtype b) {
+    return a == b;
+}
+
+static pw_status unlinkable(pw_error *err, const pw_module *m, const pw_import *imp,
+                            const char *what) {
+    return pw_fail(err, PW_ERR_UNLINKABLE, "%s: %.*s.%.*s", what, (int)imp->module.len,
+                   (const char *)m->bytes + imp->module.off, (int)imp->name.len,
+                   (const char *)m->bytes + imp->name.off);
+}
+
+static pw_status link_imports(pw_instance *inst, pw_resolve_fn resolve, void *ctx,
+                              pw_error *err) {
+    const pw_module *m = inst->mod;
+    pw_store *s = inst->store;
+    uint32_t nf = 0, nt = 0, nm = 0, ng = 0, ntag = 0;
+    for (uint32_t i = 0; i < m->nimports; i++) {
+        const pw_import *imp = &m->imports[i];
+        pw_import_desc d = {(const char *)m->bytes + imp->module.off,
+                            (const char *)m->bytes + imp->name.off,
+                            imp->module.len,
+                            imp->name.len,
+                            imp->kind,
+                            i};
+        pw_extern ex;
+        memset(&ex, 0, sizeof ex);
+        if (!resolve || !resolve(ctx, s, m, &d, &ex)) return unlinkable(err, m, imp, "unknown import");
+        if (ex.kind != imp->kind || !ex.u.func)
+            return unlinkable(err, m, imp, "incompatible import type");
+        switch (imp->kind) {
+        case PW_EXTERN_FUNC:
+            if (ex.u.func->hdr.type_id != inst->type_ids[imp->u.func_type])
+                return unlinkable(err, m, imp, "incompatible import type");
+            inst->funcs[nf++] = ex.u.func;
+            break;
+        case PW_EXTERN_TABLE: {
+            pw_table *t = ex.u.table;
+            if (!valtype_eq(t->elem, imp->u.table.elem) ||
+                !limits_match(t->size, t->max, &imp->u.table.lim))
+                return unlinkable(err, m, imp, "incompatible import type");
+            inst->tables[nt++] = t;
+            break;
+        }
+        case PW_EXTERN_MEMORY: {
+            pw_memory *mem = ex.u.memory;
+            if (!limits_match(mem->size >> 16, mem->max_pages, &imp->u.memory))
+                return unlinkable(err, m, imp, "incompatible import type");
+            inst->mems[nm++] = mem;
+            break;
+        }
+        case PW_EXTERN_GLOBAL: {
+            pw_global *g = ex.u.global;
+            if (g->mut != imp->u.global.mut || !valtype_eq(g->type, imp->u.global.type))
+                return unlinkable(err, m, imp, "incompatible import type");
+            inst->globals[ng++] = g;
+            break;
+        }
+        case PW_EXTERN_TAG: {
+            pw_tag *tg = ex.u.tag;
+            if (tg->hdr.type_id != inst->type_ids[imp->u.tag_type])
+                return unlinkable(err, m, imp, "incompatible import type");
+            inst->tags[ntag++] = tg;
+            break;
+        }
+        }
+    }
+    return PW_OK;
+}
+
+static pw_status nomem(pw_error *err) {
+    return pw_fail(err, PW_ERR_NOMEM, "out of memory");
+}
+
+static pw_status alloc_arrays(pw_instance *inst) {
+    const pw_module *m = inst->mod;
+#define ALLOC(field, n) (inst->field = calloc((n) ? (n) : 1, sizeof *inst->field))
+    if (!ALLOC(funcs, m->nfuncs) || !ALLOC(tables, m->ntables) || !ALLOC(mems, m->nmems) ||
+        !ALLOC(globals, m->nglobals) || !ALLOC(tags, m->ntags) || !ALLOC(type_ids, m->ntypes) ||
+        !ALLOC(elem_refs, m->nelems) || !ALLOC(elem_len, m->nelems) ||
+        !ALLOC(data_dropped, m->ndatas))
+        return PW_ERR_NOMEM;
+#undef ALLOC
+    return PW_OK;
+}
+
+static pw_status register_types(pw_instance *inst) {
+    const pw_module *m = inst->mod;
+    for (uint32_t i = 0; i < m->ntypes; i++) {
+        const pw_deftype *t = &m->types[i];
+        if (t->form != PW_FORM_FUNC) continue;
+        bool oom = false;
+        inst->type_ids[i] = pw_store_type_id(inst->store, t->u.func.nparams, t->u.func.nresults,
+                                             t->u.func.types, &oom);
+        if (oom) return PW_ERR_NOMEM;
+    }
+    return PW_OK;
+}
+
+static pw_status init_segments(pw_instance *inst, pw_error *err) {
+    const pw_module *m = inst->mod;
+    pw_store *s = inst->store;
+    /* Evaluate every element segment's references first (they are constant). */
+    for (uint32_t k = 0; k < m->nelems; k++) {
+        const pw_elem *e = &m->elems[k];
+        pw_ref *refs = malloc((e->count ? e->count : 1) * sizeof *refs);
+        if (!refs) return nomem(err);
+        inst->elem_refs[k] = refs;
+        inst->elem_len[k] = e->count;
+        for (uint32_t j = 0; j < e->count; j++) {
+            if (!e->exprs) {
+                refs[j] = (pw_ref)inst->funcs[e->funcs[j]];
+            } else {
+                pw_slot v;
+                if (!pw_eval_const(inst, e->exprs[j], &v, err)) return err->status;
+                refs[j] = v.ref;
+            }
+        }
+    }
+    for (uint32_t k = 0; k < m->nelems; k++) {
+        const pw_elem *e = &m->elems[k];
+        if (e->mode == PW_SEG_ACTIVE) {
+            pw_slot off;
+            if (!pw_eval_const(inst, e->offset, &off, err)) return err->status;
+            pw_table *t = inst->tables[e->table];
+            if ((uint64_t)off.u32 + e->count > t->size) return pw_trap(err, PW_TRAP_TABLE_OOB);
+            if (e->count)
+                memcpy(t->elems + off.u32, inst->elem_refs[k], e->count * sizeof(pw_ref));
+            inst->elem_len[k] = 0;
+        } else if (e->mode == PW_SEG_DECLARATIVE) {
+            inst->elem_len[k] = 0;
+        }
+    }
+    for (uint32_t k = 0; k < m->ndatas; k++) {
+        const pw_data *d = &m->datas[k];
+        if (d->mode != PW_SEG_ACTIVE) continue;
+        pw_slot off;
+        if (!pw_eval_const(inst, d->offset, &off, err)) return err->status;
+        pw_memory *mem = inst->mems[d->memory];
+        if ((uint64_t)off.u32 + d->bytes.len > mem->size) return pw_trap(err, PW_TRAP_MEM_OOB);
+        if (d->bytes.len) memcpy(mem->data + off.u32, m->bytes + d->bytes.off, d->bytes.len);
+        inst->data_dropped[k] = 1;
+    }
+    (void)s;
+    return PW_OK;
+}
+
+pw_instance *pw_instantiate(pw_store *s, const pw_module *m, pw_resolve_fn resolve, void *ctx,
+                            pw_error *err) {
+    pw_error local;
+    if (!err) err = &local;
+    pw_instance *inst = pw_store_alloc_obj(s, sizeof *inst, PW_OBJ_INSTANCE);
+    if (!inst) {
+        nomem(err);
+        return NULL;
+    }
+    inst->mod = m;
+    inst->store = s;
+    if (alloc_arrays(inst) || register_types(inst)) {
+        nomem(err);
+        return NULL;
+    }
+    if (link_imports(inst, resolve, ctx, err)) return NULL;
+    for (uint32_t i = m->nfunc_imports; i < m->nfuncs; i++) {
+        inst->funcs[i] = pw_func_create_wasm(s, inst, i);
+        if (!inst->funcs[i]) {
+            nomem(err);
+            return NULL;
+        }
+    }
+    for (uint32_t i = m->nglobal_imports; i < m->nglobals; i++) {
+        const pw_global_def *gd = &m->globals[i];
+        pw_global *g = pw_store_alloc_obj(s, sizeof *g, PW_OBJ_GLOBAL);
+        if (!g) {
+            nomem(err);
+            return NULL;
+        }
+        g->type = gd->type.type;
+        g->mut = gd->type.mut;
+        g->tmod = m;
+        if (!pw_eval_const(inst, gd->init, &g->val, err)) return NULL;
+        inst->globals[i] = g;
+    }
+    for (uint32_t i = m->ntable_imports; i < m->ntables; i++) {
+        const pw_table_def *td = &m->tables[i];
+        pw_slot init = {.ref = PW_NULL_REF};
+        if (td->init.len && !pw_eval_const(inst, td->init, &init, err)) return NULL;
+        uint64_t min = td->type.lim.min;
+        pw_table *t = min > UINT32_MAX ? NULL
+                                       : pw_table_create(s, td->type.elem, m, (uint32_t)min,
+                                                         td->type.lim.max, init.ref);
+        if (!t) {
+            pw_fail(err, PW_ERR_OOM, "table allocation failed or over the store's cap");
+            return NULL;
+        }
+        inst->tables[i] = t;
+    }
+    for (uint32_t i = m->nmem_imports; i < m->nmems; i++) {
+        pw_memory *mem = pw_memory_create(s, m->mems[i].min, m->mems[i].max);
+        if (!mem) {
+            pw_fail(err, PW_ERR_OOM, "memory allocation failed or over the store's cap");
+            return NULL;
+        }
+        inst->mems[i] = mem;
+    }
+    inst->mem0 = m->nmems ? inst->mems[0] : s->empty_mem;
+    for (uint32_t i = m->ntag_imports; i < m->ntags; i++) {
+        pw_tag *tg = pw_store_alloc_obj(s, sizeof *tg, PW_OBJ_TAG);
+        if (!tg) {
+            nomem(err);
+            return NULL;
+        }
+        tg->tmod = m;
+        tg->type = m->tag_types[i];
+        tg->hdr.type_id = inst->type_ids[tg->type];
+        inst->tags[i] = tg;
+    }
+    if (init_segments(inst, err)) return NULL;
+    if (m->start != UINT32_MAX) {
+        if (pw_call(s, inst->funcs[m->start], NULL, 0, NULL, 0, err) != PW_OK) return NULL;
+    }
+    err->status = PW_OK;
+    return inst;
+}
+
+bool pw_instance_export(pw_instance *inst, const char *name, size_t name_len, pw_extern *out) {
+    const pw_module *m = inst->mod;
+    for (uint32_t i = 0; i < m->nexports; i++) {
+        const pw_export *e = &m->exports[i];
+        if (e->name.len != name_len || memcmp(m->bytes + e->name.off, name, name_len) != 0)
+            continue;
+        out->kind = e->kind;
+        switch (e->kind) {
+        case PW_EXTERN_FUNC: out->u.func = inst->funcs[e->index]; break;
+        case PW_EXTERN_TABLE: out->u.table = inst->tables[e->index]; break;
+        case PW_EXTERN_MEMORY: out->u.memory = inst->mems[e->index]; break;
+        case PW_EXTERN_GLOBAL: out->u.global = inst->globals[e->index]; break;
+        case PW_EXTERN_TAG: out->u.tag = inst->tags[e->index]; break;
+        }
+        return true;
+    }
+    return false;
+}
+
+const pw_module *pw_instance_module(const pw_instance *inst) {
+    return inst->mod;
+}

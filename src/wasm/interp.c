@@ -1,0 +1,616 @@
+/*
+ * interp.c — the interpreter: runs the internal code compile.c produces.
+ *
+ * Direct-threaded dispatch by computed goto: each instruction's first word is the
+ * offset of its handler from L_BASE. Hot state (pc, fp, memory base and size, the
+ * current instance's tables) lives in locals so the compiler keeps it in registers.
+ * Wasm-to-Wasm calls never recurse on the C stack: a call pushes a pw_frame record
+ * onto the store's frame stack and the callee's slots continue the caller's value
+ * stack, starting at the caller's argument slots (so arguments are not copied and
+ * results land where the caller expects them).
+ */
+#include "wasm/interp.h"
+#include "wasm/runtime.h"
+
+#include <math.h>
+#include <string.h>
+
+static inline int32_t pw_sat_i32(double a) {
+    if (a != a) return 0;
+    if (a <= -2147483648.0) return INT32_MIN;
+    if (a >= 2147483647.0) return INT32_MAX;
+    return (int32_t)a;
+}
+static inline uint32_t pw_sat_u32(double a) {
+    if (a != a || a <= 0.0) return 0;
+    if (a >= 4294967295.0) return UINT32_MAX;
+    return (uint32_t)a;
+}
+static inline int64_t pw_sat_i64(double a) {
+    if (a != a) return 0;
+    if (a < -9223372036854775808.0) return INT64_MIN;
+    if (a >= 9223372036854775808.0) return INT64_MAX;
+    return (int64_t)a;
+}
+static inline uint64_t pw_sat_u64(double a) {
+    if (a != a || a <= 0.0) return 0;
+    if (a >= 18446744073709551616.0) return UINT64_MAX;
+    return (uint64_t)a;
+}
+
+/* libm's rounding functions return a signalling NaN unchanged; Wasm wants it quieted. */
+#define PW_QUIET(fn, T)                                                                           \
+    static inline T pw_##fn(T a) {                                                                \
+        return a != a ? a + a : fn(a);                                                            \
+    }
+PW_QUIET(ceilf, float)
+PW_QUIET(floorf, float)
+PW_QUIET(truncf, float)
+PW_QUIET(nearbyintf, float)
+PW_QUIET(ceil, double)
+PW_QUIET(floor, double)
+PW_QUIET(trunc, double)
+PW_QUIET(nearbyint, double)
+
+static inline uint32_t f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+static inline uint64_t f64_bits(double f) {
+    uint64_t u;
+    memcpy(&u, &f, 8);
+    return u;
+}
+
+/* min/max per spec: NaN if either is NaN; -0 < +0. */
+static uint32_t f32_minmax(pw_slot a, pw_slot b, bool max) {
+    if (a.f32 != a.f32 || b.f32 != b.f32) return f32_bits(a.f32 + b.f32);
+    if (a.f32 == b.f32) return max ? (a.u32 & b.u32) : (a.u32 | b.u32);
+    return (a.f32 < b.f32) != max ? a.u32 : b.u32;
+}
+static uint64_t f64_minmax(pw_slot a, pw_slot b, bool max) {
+    if (a.f64 != a.f64 || b.f64 != b.f64) return f64_bits(a.f64 + b.f64);
+    if (a.f64 == b.f64) return max ? (a.u64 & b.u64) : (a.u64 | b.u64);
+    return (a.f64 < b.f64) != max ? a.u64 : b.u64;
+}
+
+/* ---------------------------------------------------------------- slow paths */
+
+static pw_trap_code op_memory_fill(pw_memory *m, uint32_t d, uint32_t v, uint32_t n) {
+    if ((uint64_t)d + n > m->size) return PW_TRAP_MEM_OOB;
+    memset(m->data + d, (int)(v & 0xff), n);
+    return PW_TRAP_NONE;
+}
+
+static pw_trap_code op_memory_copy(pw_memory *m, uint32_t d, uint32_t src, uint32_t n) {
+    if ((uint64_t)d + n > m->size || (uint64_t)src + n > m->size) return PW_TRAP_MEM_OOB;
+    memmove(m->data + d, m->data + src, n);
+    return PW_TRAP_NONE;
+}
+
+static pw_trap_code op_memory_init(pw_instance *inst, uint32_t seg, uint32_t d, uint32_t src,
+                                   uint32_t n) {
+    const pw_data *ds = &inst->mod->datas[seg];
+    uint64_t len = inst->data_dropped[seg] ? 0 : ds->bytes.len;
+    pw_memory *m = inst->mem0;
+    if ((uint64_t)src + n > len || (uint64_t)d + n > m->size) return PW_TRAP_MEM_OOB;
+    if (n) memcpy(m->data + d, inst->mod->bytes + ds->bytes.off + src, n);
+    return PW_TRAP_NONE;
+}
+
+static pw_trap_code op_table_fill(pw_table *t, uint32_t i, pw_ref v, uint32_t n) {
+    if ((uint64_t)i + n > t->size) return PW_TRAP_TABLE_OOB;
+    for (uint32_t k = 0; k < n; k++) t->elems[i + k] = v;
+    return PW_TRAP_NONE;
+}
+
+static pw_trap_code op_table_copy(pw_table *dt, pw_table *st, uint32_t d, uint32_t src,
+                                  uint32_t n) {
+    if ((uint64_t)d + n > dt->size || (uint64_t)src + n > st->size) return PW_TRAP_TABLE_OOB;
+    memmove(dt->elems + d, st->elems + src, (size_t)n * sizeof(pw_ref));
+    return PW_TRAP_NONE;
+}
+
+static pw_trap_code op_table_init(pw_instance *inst, pw_table *t, uint32_t seg, uint32_t d,
+                                  uint32_t src, uint32_t n) {
+    uint64_t len = inst->elem_len[seg];
+    if ((uint64_t)src + n > len || (uint64_t)d + n > t->size) return PW_TRAP_TABLE_OOB;
+    if (n) memcpy(t->elems + d, inst->elem_refs[seg] + src, (size_t)n * sizeof(pw_ref));
+    return PW_TRAP_NONE;
+}
+
+/* ---------------------------------------------------------------- host calls */
+
+pw_status pw_call_host(pw_store *s, pw_instance *caller, pw_func *f, pw_slot *argp) {
+    pw_slot *res = argp + f->nparams;
+    if (res + f->nresults > s->stack_end) {
+        s->trap = PW_TRAP_STACK_EXHAUSTED;
+        return PW_ERR_TRAP;
+    }
+    pw_slot *saved_top = s->stack_top;
+    s->stack_top = res + f->nresults;
+    pw_call_ctx cx = {s, caller};
+    memset(res, 0, f->nresults * sizeof(pw_slot));
+    pw_status st = f->host(&cx, f->env, (const pw_val *)argp, (pw_val *)res);
+    s->stack_top = saved_top;
+    if (st != PW_OK) {
+        if (s->trap == PW_TRAP_NONE) s->trap = PW_TRAP_HOST;
+        return st == PW_ERR_EXCEPTION ? st : PW_ERR_TRAP;
+    }
+    memmove(argp, res, f->nresults * sizeof(pw_slot));
+    return PW_OK;
+}
+
+/* ---------------------------------------------------------------- the loop */
+
+#define S(i) fp[pc[i]]
+#define IMM(i) pc[i]
+#define DISPATCH() goto *(const void *)(base + (int32_t)pc[0])
+#define NEXT(n)                                                                                   \
+    do {                                                                                          \
+        pc += (n);                                                                                \
+        DISPATCH();                                                                               \
+    } while (0)
+#define JUMP(off)                                                                                 \
+    do {                                                                                          \
+        pc += (int32_t)(off);                                                                     \
+        if (__builtin_expect(atomic_load_explicit(intr, memory_order_relaxed), 0))               \
+            goto interrupted;                                                                     \
+        DISPATCH();                                                                               \
+    } while (0)
+#define TRAP(code)                                                                                \
+    do {                                                                                          \
+        tc = (code);                                                                              \
+        goto trap;                                                                                \
+    } while (0)
+#define RELOAD_INST()                                                                             \
+    do {                                                                                          \
+        cfuncs = inst->mod->code->funcs;                                                          \
+        globals = inst->globals;                                                                  \
+        mem = inst->mem0;                                                                         \
+        mbase = mem->data;                                                                        \
+        msize = mem->size;                                                                        \
+    } while (0)
+#define RELOAD_MEM()                                                                              \
+    do {                                                                                          \
+        mbase = mem->data;                                                                        \
+        msize = mem->size;                                                                        \
+    } while (0)
+
+static pw_status run(pw_store *s, pw_func *entry, pw_slot *fp, const int32_t **table) {
+#define PW_H(n) [PW_OP_##n] = (int32_t)((const char *)&&L_##n - (const char *)&&L_BASE),
+#define PW_H_BIN(n, e) PW_H(I32_##n) PW_H(I32_##n##_I) PW_H(BR_I32_##n) PW_H(BR_I32_##n##_I)
+#define PW_H_BIN64(n, e) PW_H(I64_##n) PW_H(I64_##n##_I)
+#define PW_H_F(n, e) PW_H(F32_##n) PW_H(F64_##n)
+#define PW_H_L(n, ...) PW_H(n)
+    static const int32_t handlers[PW_OP_COUNT_] = {
+        PW_I32_BINOPS(PW_H_BIN) PW_I64_BINOPS(PW_H_BIN64) PW_I64_CMPOPS(PW_H_BIN64)
+            PW_F_ARITH(PW_H_F) PW_F_CMP(PW_H_F) PW_LOADS(PW_H_L) PW_STORES(PW_H_L)
+                PW_UNOPS(PW_H_L) PW_TRUNCS(PW_H_L) PW_MISC_OPS(PW_H)};
+    if (table) {
+        *table = handlers;
+        return PW_OK;
+    }
+    const char *base = (const char *)&&L_BASE;
+    const atomic_int *intr = &s->interrupt;
+    pw_frame *fr = s->frame_top, *const fr_entry = fr;
+    pw_frame *const fr_end = s->frames_end;
+    pw_slot *const stack_end = s->stack_end;
+    pw_instance *inst = entry->inst;
+    const pw_cfunc *cfuncs;
+    pw_global **globals;
+    pw_memory *mem;
+    uint8_t *mbase;
+    uint64_t msize;
+    pw_trap_code tc = PW_TRAP_NONE;
+    const uint32_t *pc;
+    pw_func *f;
+    pw_slot *argp;
+    RELOAD_INST();
+    {
+        const pw_cfunc *cf = entry->code;
+        if (fr >= fr_end || fp + cf->frame_slots > stack_end) {
+            tc = PW_TRAP_STACK_EXHAUSTED;
+            goto trap;
+        }
+        fr->ret_pc = NULL;
+        fr->fp = NULL;
+        fr->inst = inst;
+        fr++;
+        memset(fp + cf->nparams, 0, (cf->nlocals - cf->nparams) * sizeof(pw_slot));
+        pc = cf->code;
+        DISPATCH();
+    }
+
+    /* ------------------------------------------------------------ control */
+L_BASE:
+L_UNREACHABLE:
+    TRAP(PW_TRAP_UNREACHABLE);
+L_BR:
+    JUMP(IMM(1));
+L_BR_IF:
+    if (S(1).u32) JUMP(IMM(2));
+    NEXT(3);
+L_BR_IFZ:
+    if (!S(1).u32) JUMP(IMM(2));
+    NEXT(3);
+L_BR_IF64:
+    if (S(1).u64) JUMP(IMM(2));
+    NEXT(3);
+L_BR_IF64Z:
+    if (!S(1).u64) JUMP(IMM(2));
+    NEXT(3);
+L_BR_TABLE: {
+    uint32_t i = S(1).u32, n = IMM(2);
+    if (i > n) i = n;
+    JUMP(pc[3 + i]);
+}
+L_RETURN:
+    fr--;
+    pc = fr->ret_pc;
+    if (__builtin_expect(pc == NULL, 0)) goto done;
+    fp = fr->fp;
+    if (fr->inst != inst) {
+        inst = fr->inst;
+        RELOAD_INST();
+    } else {
+        RELOAD_MEM();
+    }
+    DISPATCH();
+L_CALL: {
+    const pw_cfunc *cf = &cfuncs[IMM(1)];
+    pw_slot *nfp = fp + IMM(2);
+    if (__builtin_expect(fr >= fr_end || nfp + cf->frame_slots > stack_end, 0))
+        TRAP(PW_TRAP_STACK_EXHAUSTED);
+    if (__builtin_expect(atomic_load_explicit(intr, memory_order_relaxed), 0)) goto interrupted;
+    fr->ret_pc = pc + 3;
+    fr->fp = fp;
+    fr->inst = inst;
+    fr++;
+    for (uint32_t i = cf->nparams; i < cf->nlocals; i++) nfp[i].u64 = 0;
+    fp = nfp;
+    pc = cf->code;
+    DISPATCH();
+}
+L_CALL_IMPORT:
+    f = inst->funcs[IMM(1)];
+    argp = fp + IMM(2);
+    pc += 3;
+    goto call_func;
+L_CALL_INDIRECT: {
+    pw_table *t = inst->tables[IMM(2)];
+    uint32_t i = S(3).u32;
+    if (i >= t->size) TRAP(PW_TRAP_UNDEF_ELEM);
+    f = (pw_func *)t->elems[i];
+    if (!f) TRAP(PW_TRAP_UNINIT_ELEM);
+    if (f->hdr.type_id != inst->type_ids[IMM(1)]) TRAP(PW_TRAP_SIG_MISMATCH);
+    argp = fp + IMM(4);
+    pc += 5;
+    goto call_func;
+}
+call_func:
+    if (__builtin_expect(atomic_load_explicit(intr, memory_order_relaxed), 0)) goto interrupted;
+    if (f->host) {
+        s->frame_top = fr;
+        pw_status st = pw_call_host(s, inst, f, argp);
+        if (st != PW_OK) {
+            s->frame_top = fr_entry;
+            return st;
+        }
+        RELOAD_MEM();
+        DISPATCH();
+    } else {
+        const pw_cfunc *cf = f->code;
+        if (fr >= fr_end || argp + cf->frame_slots > stack_end) TRAP(PW_TRAP_STACK_EXHAUSTED);
+        fr->ret_pc = pc;
+        fr->fp = fp;
+        fr->inst = inst;
+        fr++;
+        for (uint32_t i = cf->nparams; i < cf->nlocals; i++) argp[i].u64 = 0;
+        fp = argp;
+        pc = cf->code;
+        if (f->inst != inst) {
+            inst = f->inst;
+            RELOAD_INST();
+        }
+        DISPATCH();
+    }
+
+    /* ------------------------------------------------------------ moves */
+L_COPY:
+    S(1) = S(2);
+    NEXT(3);
+L_COPY2:
+    S(1) = S(2);
+    S(3) = S(4);
+    NEXT(5);
+L_CONST32:
+    S(1).u64 = IMM(2); /* zero-extended: also serves i64 constants < 2^32 */
+    NEXT(3);
+L_CONST64:
+    S(1).u64 = (uint64_t)IMM(2) | ((uint64_t)IMM(3) << 32);
+    NEXT(4);
+L_SELECT:
+    S(1) = S(4).u32 ? S(2) : S(3);
+    NEXT(5);
+L_GLOBAL_GET:
+    S(1) = globals[IMM(2)]->val;
+    NEXT(3);
+L_GLOBAL_SET:
+    globals[IMM(1)]->val = S(2);
+    NEXT(3);
+L_REF_FUNC:
+    S(1).ref = (pw_ref)inst->funcs[IMM(2)];
+    NEXT(3);
+
+    /* ------------------------------------------------------------ integer ops */
+#define PW_I_BIN(n, e)                                                                            \
+    L_I32_##n : {                                                                                 \
+        uint32_t a = S(2).u32, b = S(3).u32;                                                      \
+        S(1).u32 = (uint32_t)(e);                                                                 \
+        NEXT(4);                                                                                  \
+    }                                                                                             \
+    L_I32_##n##_I : {                                                                             \
+        uint32_t a = S(2).u32, b = IMM(3);                                                        \
+        S(1).u32 = (uint32_t)(e);                                                                 \
+        NEXT(4);                                                                                  \
+    }                                                                                             \
+    L_BR_I32_##n : {                                                                              \
+        uint32_t a = S(1).u32, b = S(2).u32;                                                      \
+        if ((uint32_t)(e) != 0) JUMP(IMM(3));                                                                      \
+        NEXT(4);                                                                                  \
+    }                                                                                             \
+    L_BR_I32_##n##_I : {                                                                          \
+        uint32_t a = S(1).u32, b = IMM(2);                                                        \
+        if ((uint32_t)(e) != 0) JUMP(IMM(3));                                                                      \
+        NEXT(4);                                                                                  \
+    }
+    PW_I32_BINOPS(PW_I_BIN)
+#undef PW_I_BIN
+#define PW_I_BIN64(n, e)                                                                          \
+    L_I64_##n : {                                                                                 \
+        uint64_t a = S(2).u64, b = S(3).u64;                                                      \
+        S(1).u64 = (uint64_t)(e);                                                                 \
+        NEXT(4);                                                                                  \
+    }                                                                                             \
+    L_I64_##n##_I : {                                                                             \
+        uint64_t a = S(2).u64, b = (uint64_t)(int64_t)(int32_t)IMM(3);                            \
+        S(1).u64 = (uint64_t)(e);                                                                 \
+        NEXT(4);                                                                                  \
+    }
+    PW_I64_BINOPS(PW_I_BIN64)
+#undef PW_I_BIN64
+#define PW_I_CMP64(n, e)                                                                          \
+    L_I64_##n : {                                                                                 \
+        uint64_t a = S(2).u64, b = S(3).u64;                                                      \
+        S(1).u32 = (uint32_t)(e);                                                                 \
+        NEXT(4);                                                                                  \
+    }                                                                                             \
+    L_I64_##n##_I : {                                                                             \
+        uint64_t a = S(2).u64, b = (uint64_t)(int64_t)(int32_t)IMM(3);                            \
+        S(1).u32 = (uint32_t)(e);                                                                 \
+        NEXT(4);                                                                                  \
+    }
+    PW_I64_CMPOPS(PW_I_CMP64)
+#undef PW_I_CMP64
+
+L_I32_DIV_S: {
+    int32_t a = S(2).i32, b = S(3).i32;
+    if (b == 0) TRAP(PW_TRAP_DIV_ZERO);
+    if (a == INT32_MIN && b == -1) TRAP(PW_TRAP_INT_OVERFLOW);
+    S(1).i32 = a / b;
+    NEXT(4);
+}
+L_I32_DIV_U: {
+    uint32_t a = S(2).u32, b = S(3).u32;
+    if (b == 0) TRAP(PW_TRAP_DIV_ZERO);
+    S(1).u32 = a / b;
+    NEXT(4);
+}
+L_I32_REM_S: {
+    int32_t a = S(2).i32, b = S(3).i32;
+    if (b == 0) TRAP(PW_TRAP_DIV_ZERO);
+    S(1).i32 = b == -1 ? 0 : a % b;
+    NEXT(4);
+}
+L_I32_REM_U: {
+    uint32_t a = S(2).u32, b = S(3).u32;
+    if (b == 0) TRAP(PW_TRAP_DIV_ZERO);
+    S(1).u32 = a % b;
+    NEXT(4);
+}
+L_I64_DIV_S: {
+    int64_t a = S(2).i64, b = S(3).i64;
+    if (b == 0) TRAP(PW_TRAP_DIV_ZERO);
+    if (a == INT64_MIN && b == -1) TRAP(PW_TRAP_INT_OVERFLOW);
+    S(1).i64 = a / b;
+    NEXT(4);
+}
+L_I64_DIV_U: {
+    uint64_t a = S(2).u64, b = S(3).u64;
+    if (b == 0) TRAP(PW_TRAP_DIV_ZERO);
+    S(1).u64 = a / b;
+    NEXT(4);
+}
+L_I64_REM_S: {
+    int64_t a = S(2).i64, b = S(3).i64;
+    if (b == 0) TRAP(PW_TRAP_DIV_ZERO);
+    S(1).i64 = b == -1 ? 0 : a % b;
+    NEXT(4);
+}
+L_I64_REM_U: {
+    uint64_t a = S(2).u64, b = S(3).u64;
+    if (b == 0) TRAP(PW_TRAP_DIV_ZERO);
+    S(1).u64 = a % b;
+    NEXT(4);
+}
+
+    /* ------------------------------------------------------------ float ops */
+#define PW_F_BIN(n, e)                                                                            \
+    L_F32_##n : {                                                                                 \
+        float a = S(2).f32, b = S(3).f32;                                                         \
+        S(1).f32 = (e);                                                                           \
+        NEXT(4);                                                                                  \
+    }                                                                                             \
+    L_F64_##n : {                                                                                 \
+        double a = S(2).f64, b = S(3).f64;                                                        \
+        S(1).f64 = (e);                                                                           \
+        NEXT(4);                                                                                  \
+    }
+    PW_F_ARITH(PW_F_BIN)
+#undef PW_F_BIN
+#define PW_F_CMPH(n, e)                                                                           \
+    L_F32_##n : {                                                                                 \
+        float a = S(2).f32, b = S(3).f32;                                                         \
+        S(1).u32 = (e);                                                                           \
+        NEXT(4);                                                                                  \
+    }                                                                                             \
+    L_F64_##n : {                                                                                 \
+        double a = S(2).f64, b = S(3).f64;                                                        \
+        S(1).u32 = (e);                                                                           \
+        NEXT(4);                                                                                  \
+    }
+    PW_F_CMP(PW_F_CMPH)
+#undef PW_F_CMPH
+L_F32_MIN:
+    S(1).u32 = f32_minmax(S(2), S(3), false);
+    NEXT(4);
+L_F32_MAX:
+    S(1).u32 = f32_minmax(S(2), S(3), true);
+    NEXT(4);
+L_F32_COPYSIGN:
+    S(1).u32 = (S(2).u32 & 0x7fffffffu) | (S(3).u32 & 0x80000000u);
+    NEXT(4);
+L_F64_MIN:
+    S(1).u64 = f64_minmax(S(2), S(3), false);
+    NEXT(4);
+L_F64_MAX:
+    S(1).u64 = f64_minmax(S(2), S(3), true);
+    NEXT(4);
+L_F64_COPYSIGN:
+    S(1).u64 = (S(2).u64 & 0x7fffffffffffffffull) | (S(3).u64 & 0x8000000000000000ull);
+    NEXT(4);
+
+    /* ------------------------------------------------------------ unary, conversions */
+#define PW_UN(n, fin, fout, e)                                                                    \
+    L_##n : {                                                                                     \
+        __typeof__(fp->fin) a = S(2).fin;                                                         \
+        S(1).fout = (e);                                                                          \
+        NEXT(3);                                                                                  \
+    }
+    PW_UNOPS(PW_UN)
+#undef PW_UN
+#define PW_TR(n, fin, fout, T, lo, hi)                                                            \
+    L_##n : {                                                                                     \
+        __typeof__(fp->fin) a = S(2).fin;                                                         \
+        if (a != a) TRAP(PW_TRAP_INVALID_CONV);                                                   \
+        if (!(a > (lo) && a < (hi))) TRAP(PW_TRAP_INT_OVERFLOW);                                  \
+        S(1).fout = (T)a;                                                                         \
+        NEXT(3);                                                                                  \
+    }
+    PW_TRUNCS(PW_TR)
+#undef PW_TR
+
+    /* ------------------------------------------------------------ memory */
+#define PW_LD(n, T, fld, conv)                                                                    \
+    L_##n : {                                                                                     \
+        uint64_t ea = (uint64_t)S(2).u32 + IMM(3);                                                \
+        if (__builtin_expect(ea + sizeof(T) > msize, 0)) TRAP(PW_TRAP_MEM_OOB);                   \
+        T v;                                                                                      \
+        memcpy(&v, mbase + ea, sizeof v);                                                         \
+        S(1).fld = (conv);                                                                        \
+        NEXT(4);                                                                                  \
+    }
+    PW_LOADS(PW_LD)
+#undef PW_LD
+#define PW_ST(n, T, fld)                                                                          \
+    L_##n : {                                                                                     \
+        uint64_t ea = (uint64_t)S(1).u32 + IMM(3);                                                \
+        if (__builtin_expect(ea + sizeof(T) > msize, 0)) TRAP(PW_TRAP_MEM_OOB);                   \
+        T v = (T)S(2).fld;                                                                        \
+        memcpy(mbase + ea, &v, sizeof v);                                                         \
+        NEXT(4);                                                                                  \
+    }
+    PW_STORES(PW_ST)
+#undef PW_ST
+L_MEMORY_SIZE:
+    S(1).u32 = (uint32_t)(msize >> 16);
+    NEXT(2);
+L_MEMORY_GROW: {
+    int64_t r = pw_memory_grow(mem, S(2).u32);
+    S(1).i32 = (int32_t)r;
+    RELOAD_MEM();
+    NEXT(3);
+}
+L_MEMORY_FILL:
+    if ((tc = op_memory_fill(mem, S(1).u32, S(2).u32, S(3).u32))) goto trap;
+    NEXT(4);
+L_MEMORY_COPY:
+    if ((tc = op_memory_copy(mem, S(1).u32, S(2).u32, S(3).u32))) goto trap;
+    NEXT(4);
+L_MEMORY_INIT:
+    if ((tc = op_memory_init(inst, IMM(1), S(2).u32, S(3).u32, S(4).u32))) goto trap;
+    NEXT(5);
+L_DATA_DROP:
+    inst->data_dropped[IMM(1)] = 1;
+    NEXT(2);
+
+    /* ------------------------------------------------------------ tables */
+L_TABLE_GET: {
+    pw_table *t = inst->tables[IMM(2)];
+    uint32_t i = S(3).u32;
+    if (i >= t->size) TRAP(PW_TRAP_TABLE_OOB);
+    S(1).ref = t->elems[i];
+    NEXT(4);
+}
+L_TABLE_SET: {
+    pw_table *t = inst->tables[IMM(1)];
+    uint32_t i = S(2).u32;
+    if (i >= t->size) TRAP(PW_TRAP_TABLE_OOB);
+    t->elems[i] = S(3).ref;
+    NEXT(4);
+}
+L_TABLE_SIZE:
+    S(1).u32 = inst->tables[IMM(2)]->size;
+    NEXT(3);
+L_TABLE_GROW:
+    S(1).i32 = (int32_t)pw_table_grow(inst->tables[IMM(2)], S(4).u32, S(3).ref);
+    NEXT(5);
+L_TABLE_FILL:
+    if ((tc = op_table_fill(inst->tables[IMM(1)], S(2).u32, S(3).ref, S(4).u32))) goto trap;
+    NEXT(5);
+L_TABLE_COPY:
+    if ((tc = op_table_copy(inst->tables[IMM(1)], inst->tables[IMM(2)], S(3).u32, S(4).u32,
+                            S(5).u32)))
+        goto trap;
+    NEXT(6);
+L_TABLE_INIT:
+    if ((tc = op_table_init(inst, inst->tables[IMM(1)], IMM(2), S(3).u32, S(4).u32, S(5).u32)))
+        goto trap;
+    NEXT(6);
+L_ELEM_DROP:
+    inst->elem_len[IMM(1)] = 0;
+    NEXT(2);
+
+interrupted:
+    tc = PW_TRAP_INTERRUPTED;
+trap:
+    s->trap = tc;
+    s->frame_top = fr_entry;
+    return PW_ERR_TRAP;
+done:
+    s->frame_top = fr_entry;
+    return PW_OK;
+}
+
+const int32_t *pw_interp_handlers(void) {
+    const int32_t *t = NULL;
+    run(NULL, NULL, NULL, &t);
+    return t;
+}
+
+pw_status pw_interp(pw_store *s, pw_func *f, pw_slot *fp) {
+    s->trap = PW_TRAP_NONE;
+    return run(s, f, fp, NULL);
+}

@@ -1,0 +1,66 @@
+/*
+ * memory.c — linear memories.
+ *
+ * Bounds are checked explicitly by the interpreter (one compare against the cached
+ * size), so no signal handler is needed. The data is a PROT_NONE reservation of the
+ * largest size the memory may reach (its maximum, capped by the store's memory cap);
+ * growing makes more of it read/write in place, so the base address never moves and
+ * host pointers stay valid across memory.grow. See docs/engine.md.
+ */
+#include "wasm/runtime.h"
+
+#include <sys/mman.h>
+
+#define PAGE ((uint64_t)65536)
+
+pw_memory *pw_memory_create(pw_store *s, uint64_t min_pages, uint64_t max_pages) {
+    uint64_t cap_pages = s->cfg.memory_cap / PAGE;
+    if (cap_pages > 65536) cap_pages = 65536;
+    if (min_pages > 65536 || min_pages * PAGE + s->mem_used > s->cfg.memory_cap) return NULL;
+    pw_memory *m = pw_store_alloc_obj(s, sizeof *m, PW_OBJ_MEMORY);
+    if (!m) return NULL;
+    m->store = s;
+    m->max_pages = max_pages;
+    uint64_t limit = max_pages < cap_pages ? max_pages : cap_pages;
+    if (limit < min_pages) limit = min_pages;
+    m->reserved = limit * PAGE;
+    if (m->reserved == 0) {
+        m->data = NULL;
+        m->size = 0;
+        return m;
+    }
+    void *p = mmap(NULL, m->reserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        m->reserved = 0;
+        return NULL;
+    }
+    m->data = p;
+    if (min_pages && mprotect(p, min_pages * PAGE, PROT_READ | PROT_WRITE) != 0) return NULL;
+    m->size = min_pages * PAGE;
+    s->mem_used += m->size;
+    return m;
+}
+
+int64_t pw_memory_grow(pw_memory *m, uint64_t delta) {
+    uint64_t old = m->size / PAGE;
+    if (delta == 0) return (int64_t)old;
+    uint64_t np = old + delta;
+    if (np > 65536 || np > m->max_pages || np * PAGE > m->reserved) return -1;
+    pw_store *s = m->store;
+    if (s->mem_used + delta * PAGE > s->cfg.memory_cap) return -1;
+    if (mprotect(m->data + m->size, delta * PAGE, PROT_READ | PROT_WRITE) != 0) return -1;
+    m->size = np * PAGE;
+    s->mem_used += delta * PAGE;
+    return (int64_t)old;
+}
+
+pw_memory *pw_memory_new(pw_store *s, uint64_t min_pages, uint64_t max_pages, pw_error *err) {
+    pw_memory *m = pw_memory_create(s, min_pages, max_pages);
+    if (!m) pw_fail(err, PW_ERR_OOM, "memory allocation failed or over the store's cap");
+    return m;
+}
+
+uint8_t *pw_memory_data(pw_memory *mem, uint64_t *size) {
+    if (size) *size = mem->size;
+    return mem->data;
+}

@@ -1,0 +1,215 @@
+/*
+ * runtime.h — the back end's run-time structures (internal to src/wasm/).
+ *
+ * Everything here is owned by a pw_store. Every store-owned object starts with a
+ * pw_obj header and is linked into the store's object list, so pw_store_free can
+ * release everything and a tracing GC (Wasm 3.0) can enumerate and identify objects.
+ * Compiled code (pw_cmodule/pw_cfunc) belongs to the module, not the store, and is
+ * immutable.
+ */
+#ifndef PW_RUNTIME_H
+#define PW_RUNTIME_H
+
+#include "wasm/module.h"
+
+#include <stdatomic.h>
+
+/* One 64-bit value cell of the value stack. Same size and layout as pw_val. */
+typedef union pw_slot {
+    uint32_t u32;
+    int32_t i32;
+    uint64_t u64;
+    int64_t i64;
+    float f32;
+    double f64;
+    pw_ref ref;
+} pw_slot;
+
+/* Object kinds. Low values are the kinds a reference can point to. */
+enum pw_objkind {
+    PW_OBJ_FUNC = 1,
+    PW_OBJ_HOSTREF = 2, /* externref host value */
+    PW_OBJ_STRUCT = 3,  /* Wasm 3.0 GC */
+    PW_OBJ_ARRAY = 4,   /* Wasm 3.0 GC */
+    PW_OBJ_EXN = 5,     /* Wasm 3.0 exception package */
+    PW_OBJ_MEMORY = 16,
+    PW_OBJ_TABLE,
+    PW_OBJ_GLOBAL,
+    PW_OBJ_TAG,
+    PW_OBJ_INSTANCE,
+};
+
+/* The common object header. `next` links every object of a store (allocation order,
+ * newest first); `mark` is reserved for the collector. */
+typedef struct pw_obj {
+    uint8_t kind;
+    uint8_t mark;
+    uint16_t flags;
+    uint32_t type_id; /* store type id (functions, GC objects, tags), else 0 */
+    struct pw_obj *next;
+} pw_obj;
+
+/* ---------------------------------------------------------------- compiled code */
+
+/* One compiled function. Code is an array of 32-bit words: a handler word (offset of
+ * the handler from the interpreter's base label) followed by operands (frame slot
+ * indices, immediates, relative branch offsets in words). */
+typedef struct pw_cfunc {
+    uint32_t *code;
+    uint32_t ncode;
+    uint32_t nparams, nresults;
+    uint32_t nlocals;     /* params + declared locals */
+    uint32_t frame_slots; /* locals + maximum operand stack */
+    uint32_t type;        /* module type index */
+} pw_cfunc;
+
+struct pw_cmodule {
+    uint32_t nfuncs; /* defined functions */
+    pw_cfunc *funcs;
+};
+
+/* ---------------------------------------------------------------- store objects */
+
+struct pw_func {
+    pw_obj hdr; /* hdr.type_id: store type id of the function type */
+    pw_instance *inst;      /* Wasm functions: the defining instance; host: NULL */
+    const pw_cfunc *code;   /* Wasm functions */
+    pw_host_fn host;        /* host functions */
+    void *env;
+    pw_functype ft;         /* host: owned copy; Wasm: points into the module */
+    uint32_t nparams, nresults;
+};
+
+struct pw_memory {
+    pw_obj hdr;
+    uint8_t *data;     /* reserved mapping; [0, size) is read/write */
+    uint64_t size;     /* bytes */
+    uint64_t max_pages;/* UINT64_MAX when unbounded */
+    uint64_t reserved; /* bytes reserved for data */
+    pw_store *store;
+};
+
+struct pw_table {
+    pw_obj hdr;
+    pw_ref *elems;
+    uint32_t size, cap;
+    uint64_t max; /* UINT64_MAX when unbounded */
+    pw_valtype elem;
+    const pw_module *tmod; /* module that gives meaning to a concrete elem type */
+    pw_store *store;
+};
+
+struct pw_global {
+    pw_obj hdr;
+    pw_slot val;
+    pw_valtype type;
+    bool mut;
+    const pw_module *tmod;
+};
+
+struct pw_tag {
+    pw_obj hdr;
+    const pw_module *tmod;
+    uint32_t type; /* module type index */
+};
+
+typedef struct pw_hostref {
+    pw_obj hdr;
+    uint64_t value;
+} pw_hostref;
+
+struct pw_instance {
+    pw_obj hdr;
+    const pw_module *mod;
+    pw_store *store;
+    pw_func **funcs;
+    pw_table **tables;
+    pw_memory **mems;
+    pw_global **globals;
+    pw_tag **tags;
+    pw_memory *mem0;    /* memory 0, or the store's empty memory */
+    uint32_t *type_ids; /* store type id of each module type */
+    pw_ref **elem_refs; /* per elem segment: evaluated references (NULL when dropped) */
+    uint32_t *elem_len;
+    uint8_t *data_dropped;
+};
+
+/* A call frame record (the value slots live on the value stack). */
+typedef struct pw_frame {
+    const uint32_t *ret_pc; /* where the caller resumes */
+    pw_slot *fp;            /* the caller's frame */
+    pw_instance *inst;      /* the caller's instance */
+} pw_frame;
+
+/* A function type registered in a store: store type ids are indices here. */
+typedef struct pw_regtype {
+    uint32_t nparams, nresults;
+    pw_valtype *types;
+} pw_regtype;
+
+struct pw_store {
+    pw_store_config cfg;
+    atomic_int interrupt;
+    pw_obj *objects; /* every object, newest first */
+    uint64_t mem_used; /* bytes of linear memory + tables, against cfg.memory_cap */
+
+    pw_slot *stack, *stack_end; /* value stack */
+    pw_slot *stack_top;         /* first free slot outside running frames */
+    pw_frame *frames, *frames_end;
+    pw_frame *frame_top; /* next free frame record */
+    uint32_t host_depth;  /* nested host -> Wasm entries */
+
+    pw_memory *empty_mem; /* for instances without memory */
+
+    pw_regtype *types;
+    uint32_t ntypes, captypes;
+
+    pw_hostref **hostrefs; /* open-addressing map value -> object */
+    uint32_t nhostrefs, caphostrefs;
+
+    /* Trap raised by the interpreter or a host function. */
+    pw_trap_code trap;
+    char trap_msg[256];
+};
+
+struct pw_call_ctx {
+    pw_store *store;
+    pw_instance *inst;
+};
+
+/* store.c */
+void *pw_store_alloc_obj(pw_store *s, size_t size, uint8_t kind); /* zeroed, linked */
+uint32_t pw_store_type_id(pw_store *s, uint32_t nparams, uint32_t nresults,
+                          const pw_valtype *types, bool *oom);
+bool pw_store_ensure_stack(pw_store *s);
+
+/* memory.c */
+pw_memory *pw_memory_create(pw_store *s, uint64_t min_pages, uint64_t max_pages);
+int64_t pw_memory_grow(pw_memory *m, uint64_t delta_pages); /* old pages or -1 */
+
+/* table.c */
+pw_table *pw_table_create(pw_store *s, pw_valtype elem, const pw_module *tmod, uint32_t min,
+                          uint64_t max, pw_ref init);
+int64_t pw_table_grow(pw_table *t, uint32_t delta, pw_ref init); /* old size or -1 */
+
+/* func.c */
+pw_func *pw_func_create_wasm(pw_store *s, pw_instance *inst, uint32_t func_index);
+/* Run f with arguments at s->stack_top (results replace them). */
+pw_status pw_invoke(pw_store *s, pw_func *f, pw_error *err);
+
+/* interp.c */
+/* Execute Wasm function f whose arguments are at fp[0..]; returns PW_OK or PW_ERR_TRAP
+ * with s->trap set. */
+pw_status pw_interp(pw_store *s, pw_func *f, pw_slot *fp);
+/* Handler offsets for compile.c, indexed by internal opcode (interp.h). */
+const int32_t *pw_interp_handlers(void);
+/* Host call made by the interpreter (args at argp, results replace them). */
+pw_status pw_call_host(pw_store *s, pw_instance *caller, pw_func *f, pw_slot *argp);
+
+/* instance.c: evaluate a constant expression of m for instance inst. */
+bool pw_eval_const(pw_instance *inst, pw_span expr, pw_slot *out, pw_error *err);
+
+/* trap.c */
+pw_status pw_trap(pw_error *err, pw_trap_code code);
+
+#endif

@@ -1,0 +1,217 @@
+/*
+ * store.c — the store: object list, limits, value/frame stacks, interrupt flag, the
+ * function-type registry that gives every function type a store-wide id, and host
+ * (extern) references.
+ */
+#include "wasm/runtime.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define PW_DEFAULT_DEPTH 100000u
+#define PW_DEFAULT_STACK ((size_t)64 << 20)
+#define PW_STACK_MARGIN 1024u /* slots past stack_end for host call results */
+
+pw_store *pw_store_new(const pw_store_config *cfg, pw_error *err) {
+    pw_store *s = calloc(1, sizeof *s);
+    if (!s) {
+        pw_fail(err, PW_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    if (cfg) s->cfg = *cfg;
+    if (!s->cfg.memory_cap) s->cfg.memory_cap = (uint64_t)4 << 30;
+    if (!s->cfg.max_call_depth) s->cfg.max_call_depth = PW_DEFAULT_DEPTH;
+    if (!s->cfg.value_stack_bytes) s->cfg.value_stack_bytes = PW_DEFAULT_STACK;
+    atomic_init(&s->interrupt, 0);
+    s->empty_mem = pw_memory_create(s, 0, 0);
+    if (!s->empty_mem) {
+        pw_store_free(s);
+        pw_fail(err, PW_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    return s;
+}
+
+/* The stacks are reserved lazily (first call) with mmap so untouched pages cost
+ * nothing. */
+bool pw_store_ensure_stack(pw_store *s) {
+    if (s->stack) return true;
+    size_t nslots = s->cfg.value_stack_bytes / sizeof(pw_slot);
+    if (nslots < 4096) nslots = 4096;
+    size_t bytes = (nslots + PW_STACK_MARGIN) * sizeof(pw_slot);
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (p == MAP_FAILED) return false;
+    size_t fbytes = (size_t)s->cfg.max_call_depth * sizeof(pw_frame);
+    void *fpg = mmap(NULL, fbytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                     -1, 0);
+    if (fpg == MAP_FAILED) {
+        munmap(p, bytes);
+        return false;
+    }
+    s->stack = p;
+    s->stack_end = s->stack + nslots;
+    s->stack_top = s->stack;
+    s->frames = fpg;
+    s->frames_end = s->frames + s->cfg.max_call_depth;
+    s->frame_top = s->frames;
+    return true;
+}
+
+void *pw_store_alloc_obj(pw_store *s, size_t size, uint8_t kind) {
+    pw_obj *o = calloc(1, size);
+    if (!o) return NULL;
+    o->kind = kind;
+    o->next = s->objects;
+    s->objects = o;
+    return o;
+}
+
+static void free_obj(pw_obj *o) {
+    switch (o->kind) {
+    case PW_OBJ_FUNC: {
+        pw_func *f = (pw_func *)o;
+        if (f->host) free((void *)f->ft.params);
+        break;
+    }
+    case PW_OBJ_MEMORY: {
+        pw_memory *m = (pw_memory *)o;
+        if (m->data && m->reserved) munmap(m->data, m->reserved);
+        break;
+    }
+    case PW_OBJ_TABLE: free(((pw_table *)o)->elems); break;
+    case PW_OBJ_INSTANCE: {
+        pw_instance *i = (pw_instance *)o;
+        if (i->elem_refs)
+            for (uint32_t k = 0; k < i->mod->nelems; k++) free(i->elem_refs[k]);
+        free(i->funcs);
+        free(i->tables);
+        free(i->mems);
+        free(i->globals);
+        free(i->tags);
+        free(i->type_ids);
+        free(i->elem_refs);
+        free(i->elem_len);
+        free(i->data_dropped);
+        break;
+    }
+    default: break;
+    }
+    free(o);
+}
+
+void pw_store_free(pw_store *s) {
+    if (!s) return;
+    pw_obj *o = s->objects;
+    while (o) {
+        pw_obj *n = o->next;
+        free_obj(o);
+        o = n;
+    }
+    if (s->stack)
+        munmap(s->stack, (size_t)(s->stack_end - s->stack + PW_STACK_MARGIN) * sizeof(pw_slot));
+    if (s->frames) munmap(s->frames, (size_t)(s->frames_end - s->frames) * sizeof(pw_frame));
+    for (uint32_t i = 0; i < s->ntypes; i++) free(s->types[i].types);
+    free(s->types);
+    free(s->hostrefs);
+    free(s);
+}
+
+void pw_store_interrupt(pw_store *s) {
+    atomic_store(&s->interrupt, 1);
+}
+
+void pw_store_clear_interrupt(pw_store *s) {
+    atomic_store(&s->interrupt, 0);
+}
+
+/* Function types are registered structurally. Ids start at 1 so that 0 means "no
+ * type" in object headers. Wasm 2.0 function types mention only abstract reference
+ * types, so structural equality is type equivalence; Wasm 3.0 recursive groups will
+ * register whole groups (see docs/engine.md). */
+uint32_t pw_store_type_id(pw_store *s, uint32_t nparams, uint32_t nresults,
+                          const pw_valtype *types, bool *oom) {
+    uint32_t n = nparams + nresults;
+    for (uint32_t i = 0; i < s->ntypes; i++) {
+        pw_regtype *t = &s->types[i];
+        if (t->nparams == nparams && t->nresults == nresults &&
+            (n == 0 || memcmp(t->types, types, n * sizeof *types) == 0))
+            return i + 1;
+    }
+    if (s->ntypes == s->captypes) {
+        uint32_t nc = s->captypes ? s->captypes * 2 : 16;
+        pw_regtype *nt = realloc(s->types, nc * sizeof *nt);
+        if (!nt) {
+            *oom = true;
+            return 0;
+        }
+        s->types = nt;
+        s->captypes = nc;
+    }
+    pw_valtype *copy = malloc((n ? n : 1) * sizeof *copy);
+    if (!copy) {
+        *oom = true;
+        return 0;
+    }
+    if (n) memcpy(copy, types, n * sizeof *types);
+    s->types[s->ntypes] = (pw_regtype){nparams, nresults, copy};
+    return ++s->ntypes;
+}
+
+/* ---------------------------------------------------------------- host references */
+
+static uint32_t hash64(uint64_t v) {
+    v ^= v >> 33;
+    v *= 0xff51afd7ed558ccdull;
+    v ^= v >> 33;
+    return (uint32_t)v;
+}
+
+pw_ref pw_externref_new(pw_store *s, uint64_t v, pw_error *err) {
+    if (s->caphostrefs) {
+        uint32_t mask = s->caphostrefs - 1;
+        for (uint32_t i = hash64(v) & mask;; i = (i + 1) & mask) {
+            pw_hostref *h = s->hostrefs[i];
+            if (!h) break;
+            if (h->value == v) return (pw_ref)h;
+        }
+    }
+    if ((s->nhostrefs + 1) * 2 > s->caphostrefs) {
+        uint32_t nc = s->caphostrefs ? s->caphostrefs * 2 : 16;
+        pw_hostref **nt = calloc(nc, sizeof *nt);
+        if (!nt) {
+            pw_fail(err, PW_ERR_NOMEM, "out of memory");
+            return PW_NULL_REF;
+        }
+        for (uint32_t i = 0; i < s->caphostrefs; i++) {
+            pw_hostref *h = s->hostrefs[i];
+            if (!h) continue;
+            uint32_t j = hash64(h->value) & (nc - 1);
+            while (nt[j]) j = (j + 1) & (nc - 1);
+            nt[j] = h;
+        }
+        free(s->hostrefs);
+        s->hostrefs = nt;
+        s->caphostrefs = nc;
+    }
+    pw_hostref *h = pw_store_alloc_obj(s, sizeof *h, PW_OBJ_HOSTREF);
+    if (!h) {
+        pw_fail(err, PW_ERR_NOMEM, "out of memory");
+        return PW_NULL_REF;
+    }
+    h->value = v;
+    uint32_t j = hash64(v) & (s->caphostrefs - 1);
+    while (s->hostrefs[j]) j = (j + 1) & (s->caphostrefs - 1);
+    s->hostrefs[j] = h;
+    s->nhostrefs++;
+    return (pw_ref)h;
+}
+
+bool pw_externref_value(pw_ref r, uint64_t *v) {
+    if (!r || (r & 1)) return false;
+    const pw_obj *o = (const pw_obj *)r;
+    if (o->kind != PW_OBJ_HOSTREF) return false;
+    *v = ((const pw_hostref *)o)->value;
+    return true;
+}
