@@ -277,8 +277,21 @@ static void emit_return(comp *c) {
     if (n == 1) {
         emit_move(c, top(c, 0), c->sp - 1, 0);
     } else if (n > 1) {
-        for (uint32_t i = 0; i < n; i++) materialize(c, c->sp - n + i);
-        for (uint32_t i = 0; i < n; i++) emit_move(c, at(c, c->sp - n + i), c->sp - n + i, i);
+        /* This may be a branch stub, so the compiler's stack model must not change.
+         * Only a local among the destinations 0..n-1 can be overwritten before it is
+         * read: copy such sources to their own stack slots first. */
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t d = c->sp - n + i;
+            ent *e = at(c, d);
+            if (e->loc == LOC_LOCAL && e->local < n && e->local != i)
+                emit_move(c, e, d, slot_of_depth(c, d));
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t d = c->sp - n + i;
+            ent e = *at(c, d);
+            if (e.loc == LOC_LOCAL && e.local < n && e.local != i) e.loc = LOC_STACK;
+            emit_move(c, &e, d, i);
+        }
     }
     emit_op(c, PW_OP_RETURN);
 }
