@@ -21,7 +21,7 @@ void pacp_reply_error(pacp_reply *r, int code, const char *msg) {
     json_decref(r->result);
     r->result = NULL;
     r->code = code;
-    snprintf(r->message, sizeof r->message, "%s", msg);
+    snprintf(r->message, sizeof r->message, "%.300s", msg);
 }
 
 void pacp_send_reply(pacp_server *srv, json_t *id, pacp_reply *r) {
@@ -56,7 +56,7 @@ static void sink_prompt_done(void *ctx, void *token, const pag_turn_result *r) {
     pacp_reply rep = {0};
     if (r->state == PAG_TURN_FAILED) {
         rep.code = PACP_TURN_FAILED;
-        snprintf(rep.message, sizeof rep.message, "%s", r->message);
+        snprintf(rep.message, sizeof rep.message, "%.300s", r->message);
         rep.data = json_pack("{s:s}", "kind", r->error_kind ? r->error_kind : "internal");
         if (rep.data && r->http_status > 0)
             json_object_set_new(rep.data, "status", json_integer(r->http_status));

@@ -33,7 +33,7 @@ static void fail(turn *t, const char *kind, long http, const char *msg) {
     t->out->stop_reason = NULL;
     t->out->error_kind = kind;
     t->out->http_status = http;
-    snprintf(t->out->message, sizeof t->out->message, "%s", msg);
+    snprintf(t->out->message, sizeof t->out->message, "%.500s", msg);
 }
 
 static int on_model_event(const pm_stream_event *ev, void *ctx) {

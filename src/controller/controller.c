@@ -18,7 +18,9 @@
 static void set_err(pct_error *err, pct_status st, const char *fmt, const char *arg) {
     if (!err) return;
     err->status = st;
-    snprintf(err->message, sizeof err->message, fmt, arg ? arg : "");
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, fmt, arg ? arg : "");
+    snprintf(err->message, sizeof err->message, "%.250s", tmp);
 }
 
 static int64_t now_ms(void) {
@@ -224,7 +226,7 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, pct_sess **
         pm_error pe;
         s->client = pm_client_new(&mc, &pe);
         if (!s->client) {
-            snprintf(s->model_missing, sizeof s->model_missing, "model client: %s", pe.message);
+            snprintf(s->model_missing, sizeof s->model_missing, "model client: %.400s", pe.message);
             model = NULL;
         }
     }
