@@ -1,0 +1,639 @@
+#!/usr/bin/env python3
+"""e2e.py: end-to-end tests of `peri acp` over stdio against tests/host/mock_model.py.
+
+usage: e2e.py PERI_BINARY MOCK_MODEL_PY SCENARIO
+
+Each scenario starts a private HOME, the mock model on 127.0.0.1 and the agent as a
+subprocess, speaks newline-delimited JSON-RPC to it and checks the ACP contract.
+Every wait is bounded. Exit 0 = pass, 1 = fail, 77 = skipped.
+"""
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+TIMEOUT = 10.0
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+class Mock:
+    def __init__(self, script_path, tmp):
+        port_file = os.path.join(tmp, "mock.port")
+        self.proc = subprocess.Popen(
+            [sys.executable, script_path, "--port-file", port_file, "--quiet", "--timeout", "120"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + TIMEOUT
+        while not os.path.exists(port_file):
+            check(time.monotonic() < deadline, "mock model did not start")
+            time.sleep(0.02)
+        self.port = int(open(port_file).read().strip())
+        self.url = "http://127.0.0.1:%d" % self.port
+
+    def script(self, script):
+        req = urllib.request.Request(self.url + "/_script", data=json.dumps(script).encode(),
+                                     method="POST", headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(req, timeout=5).read()
+
+    def requests(self):
+        return json.loads(urllib.request.urlopen(self.url + "/_requests", timeout=5).read())
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+class Agent:
+    """One `peri acp` subprocess and a reader thread that timestamps every frame."""
+
+    def __init__(self, peri, env, db, extra_args=()):
+        self.proc = subprocess.Popen([peri, "acp", "--db", db] + list(extra_args),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=env)
+        self.frames = queue.Queue()
+        self.log = []  # (time, frame) of everything received
+        self.next_id = 100
+        self.bad_lines = []
+        self.permission_answer = "allow_once"
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._drain_err, daemon=True).start()
+        self.stderr = []
+
+    def _read(self):
+        for line in self.proc.stdout:
+            try:
+                f = json.loads(line)
+            except ValueError:
+                self.bad_lines.append(line)
+                continue
+            t = time.monotonic()
+            self.log.append((t, f))
+            if f.get("method") == "session/request_permission" and "id" in f:
+                self.send({"jsonrpc": "2.0", "id": f["id"], "result": {
+                    "outcome": {"outcome": "selected", "optionId": self.permission_answer}}})
+            self.frames.put((t, f))
+        self.frames.put((time.monotonic(), None))
+
+    def _drain_err(self):
+        for line in self.proc.stderr:
+            self.stderr.append(line.decode(errors="replace"))
+
+    def send_raw(self, text):
+        self.proc.stdin.write(text.encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def send(self, obj):
+        self.send_raw(json.dumps(obj))
+
+    def request(self, method, params=None):
+        self.next_id += 1
+        msg = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+        return self.next_id
+
+    def notify(self, method, params):
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def wait(self, pred, timeout=TIMEOUT, what="frame"):
+        """Returns (time, frame) of the first frame satisfying pred; others are kept in log."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            check(left > 0, "timed out waiting for " + what)
+            try:
+                t, f = self.frames.get(timeout=left)
+            except queue.Empty:
+                raise Fail("timed out waiting for " + what)
+            check(f is not None, "agent closed stdout while waiting for %s; stderr: %s"
+                  % (what, "".join(self.stderr)[-2000:]))
+            if pred(f):
+                return t, f
+
+    def response(self, rid, timeout=TIMEOUT):
+        return self.wait(lambda f: f.get("id") == rid and "method" not in f, timeout,
+                         "response %d" % rid)[1]
+
+    def call(self, method, params=None, timeout=TIMEOUT):
+        return self.response(self.request(method, params), timeout)
+
+    def result(self, method, params=None, timeout=TIMEOUT):
+        r = self.call(method, params, timeout)
+        check("result" in r, "%s failed: %s" % (method, json.dumps(r)))
+        return r["result"]
+
+    def updates(self, sid, since=0.0):
+        return [(t, f["params"]["update"]) for t, f in list(self.log)
+                if f.get("method") == "session/update" and f["params"]["sessionId"] == sid
+                and t >= since]
+
+    def close_stdin(self, timeout=TIMEOUT):
+        self.proc.stdin.close()
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise Fail("agent did not exit after EOF")
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+class Env:
+    def __init__(self, peri, mock_py):
+        self.tmp = tempfile.mkdtemp(prefix="peri-e2e-")
+        self.home = os.path.join(self.tmp, "home")
+        self.cwd = os.path.join(self.tmp, "work")
+        os.makedirs(os.path.join(self.home, ".peri"))
+        os.makedirs(self.cwd)
+        self.db = os.path.join(self.tmp, "peri.db")
+        self.peri = peri
+        self.mock = Mock(mock_py, self.tmp)
+        self.agents = []
+        self.settings({"maxRetries": 0})
+
+    def settings(self, obj):
+        with open(os.path.join(self.home, ".peri", "settings.json"), "w") as f:
+            json.dump(obj, f)
+
+    def env(self, model=True, **extra):
+        e = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self.home}
+        for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+            if k in os.environ:
+                e[k] = os.environ[k]
+        if model:
+            e.update({"PERI_MODEL": "openai:mock-model", "OPENAI_API_KEY": "test-key",
+                      "OPENAI_BASE_URL": self.mock.url + "/v1"})
+        e.update(extra)
+        return e
+
+    def agent(self, model=True, **extra):
+        a = Agent(self.peri, self.env(model, **extra), self.db)
+        self.agents.append(a)
+        init = a.result("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        check(init["protocolVersion"] == 1, "protocolVersion")
+        return a
+
+    def new_session(self, a):
+        r = a.result("session/new", {"cwd": self.cwd, "mcpServers": []})
+        return r["sessionId"]
+
+    def cleanup(self):
+        for a in self.agents:
+            a.kill()
+            check(not a.bad_lines, "non-JSON output on stdout: %r" % a.bad_lines[:3])
+        self.mock.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def prompt(a, sid, text):
+    return a.request("session/prompt", {"sessionId": sid,
+                                        "prompt": [{"type": "text", "text": text}]})
+
+
+def text_of(updates, tag="agent_message_chunk"):
+    return "".join(u["content"]["text"] for _, u in updates if u["sessionUpdate"] == tag)
+
+
+# ---------------------------------------------------------------- scenarios
+
+def s_basic(E):
+    a = E.agent()
+    init = [f for _, f in a.log if f.get("id") == 101][0]["result"]
+    caps = init["agentCapabilities"]
+    check(caps["loadSession"] is True, "loadSession")
+    for k in ("list", "close", "resume"):
+        check(caps["sessionCapabilities"][k] == {}, "sessionCapabilities." + k)
+    rid = a.request("session/new", {"cwd": E.cwd, "mcpServers": []})
+    t_resp, resp = a.wait(lambda f: f.get("id") == rid, what="session/new")
+    sid = resp["result"]["sessionId"]
+    t_cmd, _ = a.wait(lambda f: f.get("method") == "session/update" and
+                      f["params"]["update"]["sessionUpdate"] == "available_commands_update",
+                      what="available_commands_update")
+    check(t_cmd >= t_resp, "available_commands_update came before the session/new response")
+    E.mock.script([{"text": ["Hello", ", ", "world"], "usage": {"input": 7, "output": 3}}])
+    rid = prompt(a, sid, "say hello")
+    r = a.response(rid)
+    check(r.get("result") == {"stopReason": "end_turn"}, "prompt result %r" % r)
+    ups = a.updates(sid)
+    check(text_of(ups) == "Hello, world", "streamed text %r" % text_of(ups))
+    usage = [u for _, u in ups if u["sessionUpdate"] == "usage_update"]
+    check(usage and usage[-1]["used"] == 10, "usage_update %r" % usage)
+    seqs = [f["params"]["_meta"]["peri.sessionSeq"] for _, f in a.log
+            if f.get("method") == "session/update"]
+    check(seqs == sorted(seqs) and len(set(seqs)) == len(seqs), "session_seq not monotonic")
+    # the model saw the frozen context and the user text
+    body = E.mock.requests()[-1]["body"]
+    check(body["messages"][0]["role"] == "system" and E.cwd in body["messages"][0]["content"],
+          "frozen context missing")
+    check(body["messages"][-1]["content"] in ("say hello", [{"type": "text", "text": "say hello"}]),
+          "user text not sent: %r" % body["messages"][-1])
+    # Peri's message.content form works too
+    E.mock.script([{"text": "again"}])
+    r = a.call("session/prompt", {"sessionId": sid, "message": {"role": "user",
+                                                                "content": "hi"}})
+    check(r.get("result") == {"stopReason": "end_turn"}, "message.content prompt %r" % r)
+    check(a.close_stdin() == 0, "exit status after EOF")
+
+
+def s_tools(E):
+    with open(os.path.join(E.cwd, "notes.txt"), "w") as f:
+        f.write("secret-content-42\n")
+    a = E.agent()
+    sid = E.new_session(a)
+    E.mock.script([
+        {"tool_calls": [{"id": "call_r", "name": "read", "arguments": {"path": "notes.txt"}}]},
+        {"text": "read it"}])
+    r = a.response(prompt(a, sid, "read notes"))
+    check(r.get("result") == {"stopReason": "end_turn"}, "tool turn %r" % r)
+    ups = a.updates(sid)
+    calls = [u for _, u in ups if u["sessionUpdate"] == "tool_call"]
+    check(calls and calls[0]["toolCallId"] == "call_r" and calls[0]["kind"] == "read",
+          "tool_call %r" % calls)
+    done = [u for _, u in ups if u["sessionUpdate"] == "tool_call_update"
+            and u.get("status") == "completed"]
+    check(done and "secret-content-42" in json.dumps(done[0]["rawOutput"]),
+          "tool_call_update %r" % done)
+    check(done[0].get("content"), "tool_call_update content")
+    reqs = E.mock.requests()
+    check(len(reqs) == 2, "expected 2 model requests, got %d" % len(reqs))
+    tool_msgs = [m for m in reqs[1]["body"]["messages"] if m["role"] == "tool"]
+    check(tool_msgs and "secret-content-42" in json.dumps(tool_msgs),
+          "tool result did not reach the next model request")
+
+    # permission: allow -> written
+    a.permission_answer = "allow_once"
+    E.mock.script([
+        {"tool_calls": [{"id": "call_w", "name": "write",
+                         "arguments": {"path": "out.txt", "content": "allowed"}}]},
+        {"text": "wrote"}])
+    r = a.response(prompt(a, sid, "write"))
+    check(r.get("result") == {"stopReason": "end_turn"}, "allow turn %r" % r)
+    perms = [f for _, f in a.log if f.get("method") == "session/request_permission"]
+    check(len(perms) == 1, "one permission request expected, got %d" % len(perms))
+    opts = [o["optionId"] for o in perms[0]["params"]["options"]]
+    check(opts == ["allow_once", "reject_once"], "permission options %r" % opts)
+    check(perms[0]["params"]["toolCall"]["toolCallId"] == "call_w", "permission toolCall")
+    check(open(os.path.join(E.cwd, "out.txt")).read() == "allowed", "file not written")
+
+    # permission: reject -> not written, tool failed, turn continues
+    a.permission_answer = "reject_once"
+    t0 = time.monotonic()
+    E.mock.script([
+        {"tool_calls": [{"id": "call_x", "name": "write",
+                         "arguments": {"path": "no.txt", "content": "x"}}]},
+        {"text": "ok, not writing"}])
+    r = a.response(prompt(a, sid, "write again"))
+    check(r.get("result") == {"stopReason": "end_turn"}, "reject turn %r" % r)
+    check(not os.path.exists(os.path.join(E.cwd, "no.txt")), "rejected write happened")
+    fails = [u for _, u in a.updates(sid, t0) if u["sessionUpdate"] == "tool_call_update"
+             and u.get("status") == "failed"]
+    check(fails and fails[0]["toolCallId"] == "call_x", "rejected tool not failed")
+    last = E.mock.requests()[-1]["body"]["messages"]
+    check("rejected" in json.dumps([m for m in last if m["role"] == "tool"][-1]),
+          "rejection not reported to the model")
+
+
+def s_confine(E):
+    outside = os.path.join(E.tmp, "outside.txt")
+    with open(outside, "w") as f:
+        f.write("do-not-leak")
+    os.symlink(outside, os.path.join(E.cwd, "link.txt"))
+    os.symlink(E.tmp, os.path.join(E.cwd, "updir"))
+    a = E.agent()
+    sid = E.new_session(a)
+    for i, path in enumerate(["../outside.txt", outside, "link.txt", "updir/outside.txt"]):
+        t0 = time.monotonic()
+        E.mock.script([{"tool_calls": [{"id": "c%d" % i, "name": "read",
+                                        "arguments": {"path": path}}]}, {"text": "k"}])
+        r = a.response(prompt(a, sid, "read " + path))
+        check(r.get("result") == {"stopReason": "end_turn"}, "turn %r" % r)
+        ups = [u for _, u in a.updates(sid, t0) if u["sessionUpdate"] == "tool_call_update"
+               and u.get("status") in ("completed", "failed")]
+        check(ups and ups[0]["status"] == "failed", "read of %s did not fail" % path)
+        out = json.dumps(ups[0])
+        check("escapes the workspace" in out, "no confinement error for %s: %s" % (path, out))
+        check("do-not-leak" not in out, "content leaked through " + path)
+    # writes through a symlink are refused too
+    a.permission_answer = "allow_once"
+    E.mock.script([{"tool_calls": [{"id": "w1", "name": "write",
+                                    "arguments": {"path": "link.txt", "content": "pwned"}}]},
+                   {"text": "k"}])
+    a.response(prompt(a, sid, "write link"))
+    check(open(outside).read() == "do-not-leak", "write followed a symlink out of cwd")
+
+
+def s_cancel(E):
+    a = E.agent()
+    sid = E.new_session(a)
+    # mid-stream
+    E.mock.script([{"text": ["first", "second"], "hang": True, "hang_after": 1}])
+    rid = prompt(a, sid, "long answer")
+    a.wait(lambda f: f.get("method") == "session/update" and
+           f["params"]["update"]["sessionUpdate"] == "agent_message_chunk", what="first chunk")
+    t_cancel = time.monotonic()
+    a.notify("session/cancel", {"sessionId": sid})
+    t_resp, r = a.wait(lambda f: f.get("id") == rid, what="cancelled response")
+    check(r.get("result") == {"stopReason": "cancelled"}, "cancel result %r" % r)
+    check(t_resp - t_cancel < 0.2, "cancel took %.0f ms" % ((t_resp - t_cancel) * 1000))
+    time.sleep(0.5)
+    late = [u for t, u in a.updates(sid) if t > t_resp]
+    check(not late, "updates after the cancelled answer: %r" % late)
+
+    # mid-tool (a shell command that would run for seconds)
+    a.permission_answer = "allow_once"
+    E.mock.script([{"tool_calls": [{"id": "sh1", "name": "shell",
+                                    "arguments": {"command": "sleep 5; echo late"}}]},
+                   {"text": "after"}])
+    rid = prompt(a, sid, "run it")
+    a.wait(lambda f: f.get("method") == "session/update" and
+           f["params"]["update"].get("status") == "in_progress", what="tool in progress")
+    time.sleep(0.1)
+    t_cancel = time.monotonic()
+    a.notify("session/cancel", {"sessionId": sid})
+    t_resp, r = a.wait(lambda f: f.get("id") == rid, what="cancelled tool response")
+    check(r.get("result") == {"stopReason": "cancelled"}, "cancel result %r" % r)
+    check(t_resp - t_cancel < 0.2, "tool cancel took %.0f ms" % ((t_resp - t_cancel) * 1000))
+    time.sleep(0.5)
+    late = [u for t, u in a.updates(sid) if t > t_resp]
+    check(not late, "updates after the cancelled tool answer: %r" % late)
+
+    # queued input survives a cancel of the running turn
+    E.mock.script([{"text": "x", "hang": True}, {"text": "queued ran"}])
+    rid1 = prompt(a, sid, "first")
+    time.sleep(0.2)
+    rid2 = prompt(a, sid, "second")
+    time.sleep(0.1)
+    a.notify("session/cancel", {"sessionId": sid})
+    r1 = a.response(rid1)
+    check(r1.get("result") == {"stopReason": "cancelled"}, "first %r" % r1)
+    r2 = a.response(rid2)
+    check(r2.get("result") == {"stopReason": "end_turn"}, "queued prompt %r" % r2)
+    check("queued ran" in text_of(a.updates(sid)), "queued prompt output missing")
+
+
+def s_close(E):
+    a = E.agent(PERI_CLOSE_GRACE_MS="0")
+    sid = E.new_session(a)
+    E.mock.script([{"text": "x", "hang": True}])
+    rid = prompt(a, sid, "hang")
+    a.wait(lambda f: f.get("method") == "session/update" and
+           f["params"]["update"]["sessionUpdate"] == "agent_message_chunk", what="chunk")
+    r = a.call("session/close", {"sessionId": sid})
+    pr = a.response(rid)
+    check(pr.get("result") == {"stopReason": "cancelled"}, "prompt after close %r" % pr)
+    check("error" in r and r["error"]["code"] == -32010, "first close should be -32010: %r" % r)
+    check(r["error"]["message"] == "Session close incomplete: prompt is still active",
+          "message %r" % r["error"]["message"])
+    # while closing, state-changing requests answer -32010 "Session is closing"
+    p = a.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]})
+    if "error" in p and p["error"]["code"] == -32010:
+        check(p["error"]["message"] == "Session is closing", "closing message %r" % p)
+    else:
+        # the retry window may already have settled; then the session is gone
+        check("error" in p and p["error"]["code"] == -32002, "prompt while closing %r" % p)
+    deadline = time.monotonic() + 3.0
+    while True:
+        r = a.call("session/close", {"sessionId": sid})
+        if "result" in r:
+            break
+        check(r["error"]["code"] == -32010, "retry gave %r" % r)
+        check(time.monotonic() < deadline, "close never settled")
+        time.sleep(0.05)
+    check(r["result"] == {}, "close result %r" % r)
+    r = a.call("session/close", {"sessionId": sid})
+    check(r.get("result") == {}, "second close %r" % r)
+    r = a.call("session/close", {})
+    check("error" in r and r["error"]["code"] == -32602, "missing sessionId %r" % r)
+    # an idle session closes at once
+    sid2 = E.new_session(a)
+    check(a.result("session/close", {"sessionId": sid2}) == {}, "idle close")
+
+
+def s_load(E):
+    with open(os.path.join(E.cwd, "f.txt"), "w") as f:
+        f.write("abc")
+    a = E.agent()
+    sid = E.new_session(a)
+    E.mock.script([{"text": "one"},
+                   {"tool_calls": [{"id": "t1", "name": "read", "arguments": {"path": "f.txt"}}]},
+                   {"text": "two"}])
+    a.response(prompt(a, sid, "first question"))
+    a.response(prompt(a, sid, "second question"))
+    empty = E.new_session(a)  # never prompted: not listed
+    check(a.close_stdin() == 0, "exit after EOF")
+
+    b = E.agent()
+    lst = b.result("session/list", {})
+    ids = [s["sessionId"] for s in lst["sessions"]]
+    check(sid in ids and empty not in ids, "list %r" % ids)
+    entry = [s for s in lst["sessions"] if s["sessionId"] == sid][0]
+    check(entry["cwd"] == os.path.realpath(E.cwd), "list cwd %r" % entry)
+    check(entry.get("title") == "first question", "title %r" % entry.get("title"))
+    rid = b.request("session/load", {"sessionId": sid, "cwd": E.cwd, "mcpServers": []})
+    t_resp, r = b.wait(lambda f: f.get("id") == rid, what="load response")
+    check(r.get("result") is not None, "load %r" % r)
+    ups = [(t, u) for t, u in b.updates(sid)]
+    check(all(t <= t_resp for t, _ in ups), "replay after the load response")
+    kinds = [u["sessionUpdate"] for _, u in ups]
+    expect = ["user_message_chunk", "agent_message_chunk", "user_message_chunk", "tool_call",
+              "tool_call_update", "agent_message_chunk"]
+    check(kinds == expect, "replay order %r" % kinds)
+    check(text_of(ups, "user_message_chunk") == "first questionsecond question", "user replay")
+    check(text_of(ups) == "onetwo", "agent replay %r" % text_of(ups))
+    # the conversation continues with the whole history
+    E.mock.script([{"text": "three"}])
+    r = b.response(prompt(b, sid, "third"))
+    check(r.get("result") == {"stopReason": "end_turn"}, "prompt after load %r" % r)
+    msgs = E.mock.requests()[-1]["body"]["messages"]
+    check("first question" in json.dumps(msgs), "history not sent after load")
+    # resume: no replay
+    c_sid = sid
+    b.result("session/close", {"sessionId": c_sid})
+    t0 = time.monotonic()
+    check(b.result("session/resume", {"sessionId": c_sid, "cwd": E.cwd}) == {}, "resume")
+    check(not b.updates(c_sid, t0), "resume replayed history")
+    # unknown session
+    r = b.call("session/load", {"sessionId": "00000000-0000-7000-8000-000000000000",
+                                "cwd": E.cwd, "mcpServers": []})
+    check("error" in r and r["error"]["code"] == -32002, "unknown load %r" % r)
+    # delete
+    check(b.result("session/delete", {"sessionId": sid}) == {}, "delete")
+    ids = [s["sessionId"] for s in b.result("session/list", {})["sessions"]]
+    check(sid not in ids, "deleted session still listed")
+    check(b.result("session/delete", {"sessionId": sid}) == {}, "delete twice")
+
+
+def s_errors(E):
+    a = E.agent()
+    sid = E.new_session(a)
+    E.mock.script([{"status": 401}])
+    r = a.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]})
+    check("error" in r and r["error"]["code"] == -32000, "auth error %r" % r)
+    check(r["error"]["data"] == {"kind": "llm_http", "status": 401}, "data %r" % r["error"])
+    E.mock.script([{"status": 500}])
+    r = a.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]})
+    check(r["error"]["data"] == {"kind": "llm_http", "status": 500}, "500 data %r" % r)
+    E.mock.script([{"malformed": True}])
+    r = a.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]})
+    check("error" in r and r["error"]["data"]["kind"] == "llm", "malformed stream %r" % r)
+    E.mock.script([{"text": "fine"}])
+    r = a.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]})
+    check(r.get("result") == {"stopReason": "end_turn"}, "session unusable after errors %r" % r)
+    # unreachable model
+    b = E.agent(OPENAI_BASE_URL="http://127.0.0.1:1/v1")
+    sid = E.new_session(b)
+    r = b.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]})
+    check("error" in r and r["error"]["code"] == -32000 and r["error"]["data"]["kind"] == "llm",
+          "unreachable %r" % r)
+    # no provider at all: clear error at the first prompt, not at start
+    c = E.agent(model=False)
+    sid = E.new_session(c)
+    r = c.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]})
+    check("error" in r and r["error"]["code"] == -32000 and r["error"]["data"] == {"kind": "llm"},
+          "no provider %r" % r)
+    check("no model provider configured" in r["error"]["message"], "message %r" % r)
+
+
+def s_malformed(E):
+    a = E.agent()
+    a.send_raw("{this is not json")
+    r = a.wait(lambda f: "error" in f, what="parse error")[1]
+    check(r["error"]["code"] == -32700 and r["id"] is None, "parse error %r" % r)
+    a.send_raw("[1,2]")
+    r = a.wait(lambda f: "error" in f, what="batch error")[1]
+    check(r["error"]["code"] == -32600, "batch %r" % r)
+    a.send_raw('{"jsonrpc":"2.0","id":5}')
+    r = a.wait(lambda f: "error" in f, what="invalid request")[1]
+    check(r["error"]["code"] == -32600 and r["id"] == 5, "invalid %r" % r)
+    a.send_raw("")
+    a.send_raw("   ")
+    r = a.call("no/such_method", {})
+    check(r["error"]["code"] == -32601, "unknown method %r" % r)
+    check(r["error"]["message"] == "Method not found: no/such_method", "message %r" % r)
+    a.notify("_unknown/notification", {})
+    for params in ({}, {"sessionId": 5}, {"sessionId": "x"}):
+        r = a.call("session/prompt", params)
+        check("error" in r and r["error"]["code"] in (-32602, -32002), "prompt %r: %r" % (params, r))
+    r = a.call("session/prompt", [1, 2])
+    check(r["error"]["code"] == -32602, "array params %r" % r)
+    r = a.call("session/new", {"cwd": "relative/path", "mcpServers": []})
+    check(r["error"]["code"] == -32602, "relative cwd %r" % r)
+    r = a.call("session/new", {"cwd": E.cwd, "mcpServers": "nope"})
+    check(r["error"]["code"] == -32602, "bad mcpServers %r" % r)
+    sid = E.new_session(a)
+    r = a.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "image", "data": "",
+                                                                 "mimeType": "image/png"}]})
+    check(r["error"]["code"] == -32602, "image block %r" % r)
+    a.send_raw('{"jsonrpc":"2.0","id":9,"method":"session/prompt","params":{"sessionId":"' + sid
+               + '","prompt":[{"type":"text","text":"\\u0000\\ud800"}]}}')
+    r = a.wait(lambda f: f.get("id") == 9, what="odd text")[1]
+    check("result" in r or "error" in r, "odd text")
+    a.send_raw('{"jsonrpc":"2.0","id":10,"method":"initialize","params":{"protocolVersion":1}}')
+    r = a.wait(lambda f: f.get("id") == 10, what="still alive")[1]
+    check(r["result"]["protocolVersion"] == 1, "server did not survive")
+    # resource_link is accepted in prompts
+    E.mock.script([{"text": "seen"}])
+    r = a.call("session/prompt", {"sessionId": sid, "prompt": [
+        {"type": "text", "text": "look at"},
+        {"type": "resource_link", "uri": "file:///x/y.c", "name": "y.c"}]})
+    check(r.get("result") == {"stopReason": "end_turn"}, "resource_link %r" % r)
+    check("file:///x/y.c" in json.dumps(E.mock.requests()[-1]["body"]), "resource_link lost")
+    check(a.close_stdin() == 0, "exit status")
+
+
+def s_kill9(E):
+    with open(os.path.join(E.cwd, "a.txt"), "w") as f:
+        f.write("alpha")
+    a = E.agent()
+    sid = E.new_session(a)
+    E.mock.script([{"text": "first answer"}])
+    a.response(prompt(a, sid, "turn one"))
+    E.mock.script([{"tool_calls": [{"id": "k1", "name": "read", "arguments": {"path": "a.txt"}}]},
+                   {"text": "never", "hang": True}])
+    prompt(a, sid, "turn two")
+    # wait until the step with the tool result is committed and the next call hangs
+    deadline = time.monotonic() + TIMEOUT
+    while len(E.mock.requests()) < 3:
+        check(time.monotonic() < deadline, "second model call never came")
+        time.sleep(0.02)
+    os.kill(a.proc.pid, signal.SIGKILL)
+    a.proc.wait(5)
+    b = E.agent()
+    rid = b.request("session/load", {"sessionId": sid, "cwd": E.cwd, "mcpServers": []})
+    t_resp, r = b.wait(lambda f: f.get("id") == rid, what="load")
+    check("result" in r, "load after kill %r" % r)
+    kinds = [u["sessionUpdate"] for _, u in b.updates(sid)]
+    expect = ["user_message_chunk", "agent_message_chunk", "user_message_chunk", "tool_call",
+              "tool_call_update"]
+    check(kinds == expect, "replay after kill -9: %r" % kinds)
+    upd = [u for _, u in b.updates(sid) if u["sessionUpdate"] == "tool_call_update"][0]
+    check("alpha" in json.dumps(upd), "tool result lost")
+
+
+def s_print(E):
+    E.mock.script([{"text": ["Hi ", "there"]}])
+    env = E.env()
+    p = subprocess.run([E.peri, "print", "greet me", "--cwd", E.cwd, "--db", E.db],
+                       env=env, capture_output=True, timeout=30)
+    check(p.returncode == 0, "print exit %d: %s" % (p.returncode, p.stderr.decode()[-1000:]))
+    check(p.stdout.decode().strip() == "Hi there", "print stdout %r" % p.stdout)
+    E.mock.script([{"status": 401}])
+    p = subprocess.run([E.peri, "print", "x", "--cwd", E.cwd, "--db", E.db],
+                       env=env, capture_output=True, timeout=30)
+    check(p.returncode != 0, "print should fail on a model error")
+
+
+SCENARIOS = {"basic": s_basic, "tools": s_tools, "confine": s_confine, "cancel": s_cancel,
+             "close": s_close, "load": s_load, "errors": s_errors, "malformed": s_malformed,
+             "kill9": s_kill9, "print": s_print}
+
+
+def main():
+    if len(sys.argv) != 4 or sys.argv[3] not in SCENARIOS:
+        print(__doc__ + "\nscenarios: " + " ".join(SCENARIOS), file=sys.stderr)
+        return 2
+    peri, mock_py, name = sys.argv[1:]
+    if not os.path.exists(mock_py):
+        print("SKIP: mock model %s not found" % mock_py)
+        return 77
+    probe = subprocess.run([peri, "acp", "--help"], capture_output=True, timeout=10)
+    if b"unknown command" in probe.stderr:
+        print("SKIP: this peri build has no acp command yet")
+        return 77
+    E = Env(peri, mock_py)
+    try:
+        SCENARIOS[name](E)
+    except Fail as e:
+        print("FAIL %s: %s" % (name, e))
+        for a in E.agents:
+            sys.stderr.write("".join(a.stderr)[-3000:])
+        return 1
+    finally:
+        E.cleanup()
+    print("PASS " + name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,237 @@
+/*
+ * test_codec.c — unit tests of the ACP wire layer: JSON-RPC decoding/encoding, the
+ * line reader, the locked writer, the event -> session/update mapping, and the
+ * runtime's session map.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "acp/jsonrpc.h"
+#include "acp/server_impl.h"
+#include "acp/transport.h"
+#include "peri/runtime.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static pacp_kind decode_kind(const char *s, int *code) {
+    pacp_msg m;
+    pacp_decode(s, strlen(s), &m);
+    pacp_kind k = m.kind;
+    if (code) *code = m.err_code;
+    pacp_msg_clear(&m);
+    return k;
+}
+
+static void test_decode_kinds(void **state) {
+    (void)state;
+    int code = 0;
+    assert_int_equal(decode_kind("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}", NULL),
+                     PACP_REQUEST);
+    assert_int_equal(
+        decode_kind("{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"x\",\"params\":{}}", NULL),
+        PACP_REQUEST);
+    assert_int_equal(
+        decode_kind("{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\",\"params\":{}}", NULL),
+        PACP_NOTIFICATION);
+    assert_int_equal(decode_kind("{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}", NULL),
+                     PACP_RESPONSE);
+    assert_int_equal(decode_kind("{\"jsonrpc\":\"2.0\",\"id\":3,\"error\":{\"code\":1}}", NULL),
+                     PACP_RESPONSE);
+    assert_int_equal(decode_kind("{not json", &code), PACP_INVALID);
+    assert_int_equal(code, PACP_PARSE_ERROR);
+    assert_int_equal(decode_kind("", &code), PACP_INVALID);
+    assert_int_equal(code, PACP_PARSE_ERROR);
+    assert_int_equal(decode_kind("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\"}]", &code),
+                     PACP_INVALID);
+    assert_int_equal(code, PACP_INVALID_REQUEST);
+    assert_int_equal(decode_kind("{\"id\":1,\"method\":\"a\"}", &code), PACP_INVALID);
+    assert_int_equal(code, PACP_INVALID_REQUEST);
+    assert_int_equal(decode_kind("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":5}", &code),
+                     PACP_INVALID);
+    assert_int_equal(code, PACP_INVALID_REQUEST);
+    assert_int_equal(decode_kind("{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"a\"}", &code),
+                     PACP_INVALID);
+    assert_int_equal(code, PACP_INVALID_REQUEST);
+    assert_int_equal(
+        decode_kind("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\",\"params\":3}", &code),
+        PACP_INVALID);
+    assert_int_equal(code, PACP_INVALID_REQUEST);
+    assert_int_equal(decode_kind("{\"jsonrpc\":\"2.0\",\"id\":1}", &code), PACP_INVALID);
+    assert_int_equal(decode_kind("{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"a\"}", &code),
+                     PACP_INVALID);
+    assert_int_equal(code, PACP_PARSE_ERROR);
+}
+
+static void test_invalid_keeps_id(void **state) {
+    (void)state;
+    pacp_msg m;
+    const char *s = "{\"jsonrpc\":\"1.0\",\"id\":7,\"method\":\"a\"}";
+    pacp_decode(s, strlen(s), &m);
+    assert_int_equal(m.kind, PACP_INVALID);
+    assert_non_null(m.id);
+    assert_int_equal(json_integer_value(m.id), 7);
+    pacp_msg_clear(&m);
+}
+
+static void test_encode(void **state) {
+    (void)state;
+    json_t *id = json_integer(4);
+    json_t *f = pacp_make_result(id, json_pack("{s:s}", "text", "a\nb"));
+    size_t n;
+    char *line = pacp_encode(f, &n);
+    assert_string_equal(line, "{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"text\":\"a\\nb\"}}\n");
+    assert_int_equal(n, strlen(line));
+    free(line);
+    json_decref(f);
+    f = pacp_make_error(NULL, PACP_CLOSE_INCOMPLETE, "Session is closing", NULL);
+    line = pacp_encode(f, NULL);
+    assert_string_equal(
+        line, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32010,\"message\":\"Session "
+              "is closing\"}}\n");
+    free(line);
+    json_decref(f);
+    f = pacp_make_error(id, PACP_TURN_FAILED, "boom", json_pack("{s:s}", "kind", "llm"));
+    line = pacp_encode(f, NULL);
+    assert_string_equal(line, "{\"jsonrpc\":\"2.0\",\"id\":4,\"error\":{\"code\":-32000,"
+                              "\"message\":\"boom\",\"data\":{\"kind\":\"llm\"}}}\n");
+    free(line);
+    json_decref(f);
+    json_decref(id);
+}
+
+static void test_reader(void **state) {
+    (void)state;
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    const char *in = "one\r\n\ntwo\nthree";
+    assert_int_equal(write(p[1], in, strlen(in)), (ssize_t)strlen(in));
+    close(p[1]);
+    pacp_reader r;
+    pacp_reader_init(&r, p[0]);
+    char *line;
+    size_t len;
+    assert_int_equal(pacp_reader_next(&r, &line, &len), PACP_READ_LINE);
+    assert_string_equal(line, "one");
+    assert_int_equal(pacp_reader_next(&r, &line, &len), PACP_READ_LINE);
+    assert_int_equal(len, 0);
+    assert_int_equal(pacp_reader_next(&r, &line, &len), PACP_READ_LINE);
+    assert_string_equal(line, "two");
+    assert_int_equal(pacp_reader_next(&r, &line, &len), PACP_READ_LINE);
+    assert_string_equal(line, "three");
+    assert_int_equal(pacp_reader_next(&r, &line, &len), PACP_READ_EOF);
+    pacp_reader_free(&r);
+    close(p[0]);
+}
+
+static void test_reader_big_line(void **state) {
+    (void)state;
+    char path[] = "/tmp/peri-acp-test-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    unlink(path);
+    size_t big = 300000;
+    char *buf = malloc(big + 8);
+    memset(buf, 'x', big);
+    memcpy(buf + big, "\nok\n", 4);
+    assert_int_equal(write(fd, buf, big + 4), (ssize_t)(big + 4));
+    lseek(fd, 0, SEEK_SET);
+    pacp_reader r;
+    pacp_reader_init(&r, fd);
+    char *line;
+    size_t len;
+    assert_int_equal(pacp_reader_next(&r, &line, &len), PACP_READ_LINE);
+    assert_int_equal(len, big);
+    assert_int_equal(pacp_reader_next(&r, &line, &len), PACP_READ_LINE);
+    assert_string_equal(line, "ok");
+    assert_int_equal(pacp_reader_next(&r, &line, &len), PACP_READ_EOF);
+    pacp_reader_free(&r);
+    free(buf);
+    close(fd);
+}
+
+static void test_update_mapping(void **state) {
+    (void)state;
+    pag_event ev = {.kind = PAG_EV_TOOL_UPDATE,
+                    .tool_call_id = "c1",
+                    .status = "failed",
+                    .text = "rejected",
+                    .session_id = "s1",
+                    .session_seq = 9};
+    json_t *p = pacp_update_params(&ev);
+    char *s = json_dumps(p, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    assert_string_equal(
+        s, "{\"sessionId\":\"s1\",\"update\":{\"sessionUpdate\":\"tool_call_update\","
+           "\"toolCallId\":\"c1\",\"status\":\"failed\",\"content\":[{\"type\":\"content\","
+           "\"content\":{\"type\":\"text\",\"text\":\"rejected\"}}],\"rawOutput\":{\"output\":"
+           "\"rejected\"}},\"_meta\":{\"peri.sessionSeq\":9}}");
+    free(s);
+    json_decref(p);
+    pag_event tc = {.kind = PAG_EV_TOOL_CALL,
+                    .tool_call_id = "c2",
+                    .title = "Read a.txt",
+                    .tool_kind = "read",
+                    .status = "pending",
+                    .raw_input = "{\"path\":\"a.txt\"}",
+                    .session_id = "s1",
+                    .replay = true};
+    p = pacp_update_params(&tc);
+    json_t *u = json_object_get(p, "update");
+    assert_string_equal(json_string_value(json_object_get(u, "sessionUpdate")), "tool_call");
+    assert_string_equal(json_string_value(json_object_get(u, "kind")), "read");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(u, "rawInput"), "path")),
+                        "a.txt");
+    assert_true(json_is_true(json_object_get(json_object_get(p, "_meta"), "periReplay")));
+    json_decref(p);
+    pag_event us = {.kind = PAG_EV_USAGE, .used = 12, .size = 1000, .session_id = "s"};
+    p = pacp_update_params(&us);
+    u = json_object_get(p, "update");
+    assert_string_equal(json_string_value(json_object_get(u, "sessionUpdate")), "usage_update");
+    assert_int_equal(json_integer_value(json_object_get(u, "used")), 12);
+    json_decref(p);
+}
+
+static int retained;
+static void count_retain(void *h) {
+    (void)h;
+    retained++;
+}
+
+static void test_runtime(void **state) {
+    (void)state;
+    prt_runtime *rt = prt_new(count_retain);
+    int a = 1, b = 2;
+    assert_int_equal(prt_insert(rt, "a", &a), 0);
+    assert_int_equal(prt_insert(rt, "b", &b), 0);
+    assert_int_equal(prt_insert(rt, "a", &b), 1);
+    assert_ptr_equal(prt_acquire(rt, "a"), &a);
+    assert_int_equal(retained, 1);
+    assert_null(prt_acquire(rt, "zz"));
+    assert_int_equal(prt_next_seq(rt, "a"), 1);
+    assert_int_equal(prt_next_seq(rt, "a"), 2);
+    assert_int_equal(prt_next_seq(rt, "b"), 1);
+    assert_int_equal(prt_next_seq(rt, "zz"), 0);
+    char *ids[4];
+    assert_int_equal(prt_list(rt, ids, 4), 2);
+    free(ids[0]);
+    free(ids[1]);
+    assert_ptr_equal(prt_remove(rt, "a"), &a);
+    assert_null(prt_remove(rt, "a"));
+    assert_int_equal(prt_count(rt), 1);
+    prt_free(rt);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_decode_kinds),    cmocka_unit_test(test_invalid_keeps_id),
+        cmocka_unit_test(test_encode),          cmocka_unit_test(test_reader),
+        cmocka_unit_test(test_reader_big_line), cmocka_unit_test(test_update_mapping),
+        cmocka_unit_test(test_runtime),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
