@@ -1,0 +1,305 @@
+/*
+ * anthropic.c — Anthropic Messages: request body (top-level system, content blocks,
+ * tool_use/tool_result, alternating roles) and decoding of the typed SSE events
+ * (message_start, content_block_*, message_delta, message_stop, ping, error) and of a
+ * whole non-streaming answer.
+ */
+#include "model_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_MAX_TOKENS 4096
+
+/* ---------------------------------------------------------------- request */
+
+static json_t *blocks_of(const pm_message *m) {
+    json_t *arr = json_array();
+    int bad = !arr;
+    for (size_t i = 0; !bad && i < m->nparts; i++) {
+        const pm_part *p = &m->parts[i];
+        json_t *b = NULL;
+        switch (p->kind) {
+        case PM_PART_TEXT:
+            if (!p->text || !*p->text) continue; /* the API rejects empty text blocks */
+            b = json_pack("{s:s, s:s}", "type", "text", "text", p->text);
+            break;
+        case PM_PART_THINKING:
+            if (!p->signature) continue; /* unsigned thinking cannot be sent back */
+            b = json_pack("{s:s, s:s, s:s}", "type", "thinking", "thinking", p->text ? p->text : "",
+                          "signature", p->signature);
+            break;
+        case PM_PART_TOOL_CALL: {
+            json_error_t je;
+            json_t *input = json_loads(p->arguments ? p->arguments : "{}", 0, &je);
+            if (!json_is_object(input)) { /* the model wrote bad JSON: send an empty input */
+                json_decref(input);
+                input = json_object();
+            }
+            b = json_pack("{s:s, s:s, s:s, s:o}", "type", "tool_use", "id", p->id ? p->id : "",
+                          "name", p->name ? p->name : "", "input", input);
+            break;
+        }
+        case PM_PART_TOOL_RESULT:
+            b = json_pack("{s:s, s:s, s:s, s:b}", "type", "tool_result", "tool_use_id",
+                          p->id ? p->id : "", "content", p->text ? p->text : "", "is_error",
+                          p->is_error);
+            break;
+        }
+        bad |= !b || json_array_append_new(arr, b);
+    }
+    if (bad) {
+        json_decref(arr);
+        return NULL;
+    }
+    return arr;
+}
+
+char *pm__anthropic_body(const pm_request *req, bool stream, pm_error *err) {
+    json_t *root = json_object(), *msgs = json_array();
+    pm__buf system = {0};
+    int bad = !root || !msgs;
+    if (req->system && *req->system) bad |= pm__buf_add(&system, req->system, strlen(req->system));
+    json_t *last = NULL;
+    const char *last_role = NULL;
+    for (size_t i = 0; !bad && i < req->nmessages; i++) {
+        const pm_message *m = &req->messages[i];
+        if (m->role == PM_ROLE_SYSTEM) {
+            char *t = pm_message_text(m);
+            bad |= !t || (system.len && pm__buf_add(&system, "\n\n", 2)) ||
+                   pm__buf_add(&system, t, strlen(t));
+            free(t);
+            continue;
+        }
+        const char *role = m->role == PM_ROLE_ASSISTANT ? "assistant" : "user";
+        json_t *blocks = blocks_of(m);
+        if (!blocks) {
+            bad = 1;
+            break;
+        }
+        if (json_array_size(blocks) == 0) {
+            json_decref(blocks);
+            continue;
+        }
+        /* the API wants alternating roles: merge consecutive same-role messages */
+        if (last && strcmp(last_role, role) == 0) {
+            bad |= json_array_extend(json_object_get(last, "content"), blocks);
+            json_decref(blocks);
+            continue;
+        }
+        last = json_pack("{s:s, s:o}", "role", role, "content", blocks);
+        last_role = role;
+        bad |= !last || json_array_append_new(msgs, last);
+    }
+    if (!bad) {
+        bad |= json_object_set_new(root, "model", json_string(req->model));
+        bad |= json_object_set_new(
+            root, "max_tokens",
+            json_integer(req->max_tokens > 0 ? req->max_tokens : DEFAULT_MAX_TOKENS));
+        if (system.len) bad |= json_object_set_new(root, "system", json_string(system.p));
+        bad |= json_object_set(root, "messages", msgs);
+    }
+    for (size_t i = 0; !bad && i < req->ntools; i++) {
+        const pm_tool_def *t = &req->tools[i];
+        json_t *tools = json_object_get(root, "tools");
+        if (!tools) {
+            tools = json_array();
+            bad |= !tools || json_object_set_new(root, "tools", tools);
+            if (bad) break;
+        }
+        json_error_t je;
+        json_t *schema = json_loads(t->input_schema_json ? t->input_schema_json : "{}", 0, &je);
+        if (!json_is_object(schema)) {
+            json_decref(schema);
+            json_decref(msgs);
+            json_decref(root);
+            pm__buf_free(&system);
+            pm__fail(err, PM_ERR_ARG, "tool %s: input schema is not a JSON object",
+                     t->name ? t->name : "?");
+            return NULL;
+        }
+        bad |= json_array_append_new(
+            tools, json_pack("{s:s, s:s, s:o}", "name", t->name ? t->name : "", "description",
+                             t->description ? t->description : "", "input_schema", schema));
+    }
+    if (!bad && req->temperature >= 0)
+        bad |= json_object_set_new(root, "temperature", json_real(req->temperature));
+    if (!bad) bad |= json_object_set_new(root, "stream", json_boolean(stream));
+    char *out = bad ? NULL : json_dumps(root, JSON_COMPACT);
+    json_decref(msgs);
+    json_decref(root);
+    pm__buf_free(&system);
+    if (!out) pm__fail(err, PM_ERR_NOMEM, "out of memory building the request");
+    return out;
+}
+
+/* ---------------------------------------------------------------- answers */
+
+static void read_usage(pm__decoder *d, json_t *u) {
+    if (!json_is_object(u)) return;
+    /* message_start carries input (+ cache) counts; message_delta the output count */
+    if (json_object_get(u, "input_tokens")) d->usage.input_tokens = pm__jint(u, "input_tokens");
+    if (json_object_get(u, "output_tokens")) d->usage.output_tokens = pm__jint(u, "output_tokens");
+    if (json_object_get(u, "cache_read_input_tokens"))
+        d->usage.cache_read_tokens = pm__jint(u, "cache_read_input_tokens");
+    if (json_object_get(u, "cache_creation_input_tokens"))
+        d->usage.cache_write_tokens = pm__jint(u, "cache_creation_input_tokens");
+}
+
+static int set_stop(pm__decoder *d, const char *raw) {
+    free(d->stop_raw);
+    d->stop_raw = strdup(raw);
+    if (!d->stop_raw) return pm__sink_fail(d->sink, PM_ERR_NOMEM, "out of memory");
+    d->stop = pm__map_stop(raw);
+    return 0;
+}
+
+static size_t tool_pos(pm__decoder *d, pm__tool_acc *t) {
+    return (size_t)(t - d->tools);
+}
+
+static int block_start(pm__decoder *d, int index, json_t *cb) {
+    const char *type = pm__jstr(cb, "type");
+    if (!type) return 0;
+    if (strcmp(type, "text") == 0) {
+        d->text_block = index;
+        const char *t = pm__jstr(cb, "text");
+        return t ? pm__emit_text(d->sink, PM_EV_TEXT_DELTA, t, strlen(t)) : 0;
+    }
+    if (strcmp(type, "thinking") == 0) {
+        d->thinking_block = index;
+        const char *t = pm__jstr(cb, "thinking");
+        return t ? pm__emit_text(d->sink, PM_EV_THINKING_DELTA, t, strlen(t)) : 0;
+    }
+    if (strcmp(type, "tool_use") == 0) {
+        pm__tool_acc *t = pm__decoder_tool(d, index, true);
+        const char *id = pm__jstr(cb, "id"), *name = pm__jstr(cb, "name");
+        if (!t || !(t->id = strdup(id ? id : "")) || !(t->name = strdup(name ? name : "")))
+            return pm__sink_fail(d->sink, PM_ERR_NOMEM, "out of memory");
+        t->started = true;
+        pm_stream_event ev = {.kind = PM_EV_TOOL_CALL_START,
+                              .index = (int)tool_pos(d, t),
+                              .id = t->id,
+                              .name = t->name};
+        return pm__emit(d->sink, &ev);
+    }
+    return 0; /* redacted_thinking, server tools: not represented */
+}
+
+static int block_delta(pm__decoder *d, int index, json_t *delta) {
+    const char *type = pm__jstr(delta, "type"), *s;
+    if (!type) return 0;
+    if (strcmp(type, "text_delta") == 0 && (s = pm__jstr(delta, "text")))
+        return pm__emit_text(d->sink, PM_EV_TEXT_DELTA, s, strlen(s));
+    if (strcmp(type, "thinking_delta") == 0 && (s = pm__jstr(delta, "thinking")))
+        return pm__emit_text(d->sink, PM_EV_THINKING_DELTA, s, strlen(s));
+    if (strcmp(type, "signature_delta") == 0 && (s = pm__jstr(delta, "signature")))
+        return pm__set_signature(d->sink, s, strlen(s));
+    if (strcmp(type, "input_json_delta") == 0 && (s = pm__jstr(delta, "partial_json"))) {
+        pm__tool_acc *t = pm__decoder_tool(d, index, false);
+        if (!t)
+            return pm__sink_fail(d->sink, PM_ERR_PROTOCOL,
+                                 "input_json_delta for block %d that is not a tool_use", index);
+        size_t n = strlen(s);
+        if (n == 0) return 0;
+        if (pm__buf_add(&t->args, s, n))
+            return pm__sink_fail(d->sink, PM_ERR_NOMEM, "out of memory");
+        pm_stream_event ev = {
+            .kind = PM_EV_TOOL_CALL_DELTA, .index = (int)tool_pos(d, t), .text = s, .len = n};
+        return pm__emit(d->sink, &ev);
+    }
+    return 0;
+}
+
+int pm__anthropic_event(pm__decoder *d, json_t *obj) {
+    const char *type = pm__jstr(obj, "type");
+    json_t *idx = json_object_get(obj, "index");
+    int index = json_is_integer(idx) ? (int)json_integer_value(idx) : -1;
+    pm_response *r = d->sink->resp;
+    if (!type) return pm__sink_fail(d->sink, PM_ERR_PROTOCOL, "event without a type");
+    if (strcmp(type, "message_start") == 0) {
+        json_t *m = json_object_get(obj, "message");
+        const char *s;
+        d->saw_start = true;
+        read_usage(d, json_object_get(m, "usage"));
+        if ((s = pm__jstr(m, "id")) && !r->id) r->id = strdup(s);
+        if ((s = pm__jstr(m, "model")) && !r->model) r->model = strdup(s);
+        return 0;
+    }
+    if (strcmp(type, "content_block_start") == 0)
+        return block_start(d, index, json_object_get(obj, "content_block"));
+    if (strcmp(type, "content_block_delta") == 0)
+        return block_delta(d, index, json_object_get(obj, "delta"));
+    if (strcmp(type, "content_block_stop") == 0) {
+        pm__tool_acc *t = pm__decoder_tool(d, index, false);
+        if (t) return pm__tool_finish(d, t, tool_pos(d, t));
+        if (index == d->thinking_block || index == d->text_block) return pm__sink_flush(d->sink);
+        return 0;
+    }
+    if (strcmp(type, "message_delta") == 0) {
+        const char *s = pm__jstr(json_object_get(obj, "delta"), "stop_reason");
+        read_usage(d, json_object_get(obj, "usage"));
+        if (s && set_stop(d, s)) return -1;
+        d->saw_finish = true;
+        return pm__emit_usage(d) || pm__emit_stop(d) ? -1 : 0;
+    }
+    if (strcmp(type, "message_stop") == 0) {
+        d->saw_done = true;
+        return 0;
+    }
+    if (strcmp(type, "error") == 0) {
+        json_t *e = json_object_get(obj, "error");
+        const char *msg = pm__jstr(e, "message"), *etype = pm__jstr(e, "type");
+        if (!msg) msg = "(no message)";
+        if (d->sink->delivered == 0) {
+            /* overloaded/api errors before any output behave like a 529/500: retry */
+            d->sink->retryable = etype && (strcmp(etype, "overloaded_error") == 0 ||
+                                           strcmp(etype, "api_error") == 0 ||
+                                           strcmp(etype, "rate_limit_error") == 0);
+        } else {
+            pm_stream_event ev = {.kind = PM_EV_ERROR, .text = msg, .len = strlen(msg)};
+            pm__emit(d->sink, &ev);
+        }
+        return pm__sink_fail(d->sink, PM_ERR_PROTOCOL, "provider error in stream: %s%s%s", msg,
+                             etype ? " " : "", etype ? etype : "");
+    }
+    return 0; /* ping and future event types */
+}
+
+int pm__anthropic_full(pm__decoder *d, json_t *obj) {
+    json_t *content = json_object_get(obj, "content");
+    if (!json_is_array(content))
+        return pm__sink_fail(d->sink, PM_ERR_PROTOCOL, "answer has no content array");
+    size_t i;
+    json_t *b;
+    json_array_foreach(content, i, b) {
+        const char *type = pm__jstr(b, "type"), *s;
+        if (!type) continue;
+        if (strcmp(type, "text") == 0 && (s = pm__jstr(b, "text"))) {
+            if (pm__emit_text(d->sink, PM_EV_TEXT_DELTA, s, strlen(s))) return -1;
+        } else if (strcmp(type, "thinking") == 0 && (s = pm__jstr(b, "thinking"))) {
+            if (pm__emit_text(d->sink, PM_EV_THINKING_DELTA, s, strlen(s))) return -1;
+            if ((s = pm__jstr(b, "signature")) && pm__set_signature(d->sink, s, strlen(s)))
+                return -1;
+            if (pm__sink_flush(d->sink)) return -1;
+        } else if (strcmp(type, "tool_use") == 0) {
+            pm__tool_acc *t = pm__decoder_tool(d, (int)i, true);
+            const char *id = pm__jstr(b, "id"), *name = pm__jstr(b, "name");
+            json_t *input = json_object_get(b, "input");
+            char *args = input ? json_dumps(input, JSON_COMPACT) : strdup("{}");
+            int bad = !t || !args || !(t->id = strdup(id ? id : "")) ||
+                      !(t->name = strdup(name ? name : "")) ||
+                      pm__buf_add(&t->args, args, strlen(args));
+            free(args);
+            if (bad) return pm__sink_fail(d->sink, PM_ERR_NOMEM, "out of memory");
+            if (pm__tool_finish(d, t, tool_pos(d, t))) return -1;
+        }
+    }
+    const char *s;
+    if ((s = pm__jstr(obj, "stop_reason")) && set_stop(d, s)) return -1;
+    read_usage(d, json_object_get(obj, "usage"));
+    pm_response *r = d->sink->resp;
+    if ((s = pm__jstr(obj, "id")) && !r->id) r->id = strdup(s);
+    if ((s = pm__jstr(obj, "model")) && !r->model) r->model = strdup(s);
+    return pm__emit_usage(d) || pm__emit_stop(d) ? -1 : 0;
+}

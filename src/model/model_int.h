@@ -1,0 +1,132 @@
+/*
+ * model_int.h — what the model adapter's files share: a growable byte buffer, the SSE
+ * parser, the event sink (assembles the pm_response and forwards events to the caller)
+ * and the provider decoders. Not a public header.
+ */
+#ifndef PERI_MODEL_INT_H
+#define PERI_MODEL_INT_H
+
+#include "peri/model.h"
+
+#include <jansson.h>
+
+/* ---------------------------------------------------------------- byte buffer */
+
+typedef struct pm__buf {
+    char *p; /* always NUL-terminated when non-NULL */
+    size_t len, cap;
+} pm__buf;
+
+int pm__buf_add(pm__buf *b, const char *s, size_t n); /* 0 ok, -1 out of memory */
+void pm__buf_reset(pm__buf *b);                       /* len = 0, keeps memory */
+void pm__buf_free(pm__buf *b);
+/* Moves the contents out as a malloc'd string ("" if empty); NULL on OOM. */
+char *pm__buf_take(pm__buf *b);
+
+/* ---------------------------------------------------------------- errors */
+
+pm_status pm__fail(pm_error *err, pm_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---------------------------------------------------------------- SSE parser */
+
+/* Incremental text/event-stream parser (WHATWG rules): lines end in \n, \r\n or \r and may
+ * be split anywhere between feeds; "data:" lines accumulate (joined by \n); "event:" sets
+ * the type; ':' lines are comments; a blank line dispatches. */
+typedef int (*pm__sse_fn)(void *ctx, const char *event, const char *data, size_t len);
+
+typedef struct pm__sse {
+    pm__buf line;  /* the current, unfinished line */
+    pm__buf event; /* event type of the pending event */
+    pm__buf data;  /* data of the pending event */
+    bool has_data;
+    bool skip_lf;    /* the previous feed ended in \r: a leading \n belongs to it */
+    size_t max_line; /* bound on a line/event, 0: 16 MiB */
+} pm__sse;
+
+void pm__sse_init(pm__sse *p);
+void pm__sse_free(pm__sse *p);
+/* Returns 0, the callback's non-zero value, or -1 (out of memory or line too long). */
+int pm__sse_feed(pm__sse *p, const char *bytes, size_t n, pm__sse_fn fn, void *ctx);
+/* End of stream: dispatches a last event that had data but no blank line. */
+int pm__sse_finish(pm__sse *p, pm__sse_fn fn, void *ctx);
+
+/* ---------------------------------------------------------------- event sink */
+
+typedef struct pm__sink {
+    pm_event_fn fn;
+    void *ctx;
+    pm_response *resp;   /* assembled answer */
+    pm__buf cur;         /* text of the part being assembled */
+    int cur_kind;        /* PM_PART_TEXT / PM_PART_THINKING, or -1 */
+    char *cur_signature; /* thinking signature for the current part */
+    size_t delivered;    /* events handed to fn: once > 0 no retry is allowed */
+    bool done;           /* PM_EV_DONE went out */
+    bool retryable;      /* the failure may be retried (if nothing was delivered) */
+    long retry_after_ms;
+    pm_status status; /* first failure, PM_OK while fine */
+    pm_error *err;
+} pm__sink;
+
+void pm__sink_init(pm__sink *s, pm_event_fn fn, void *ctx, pm_response *resp, pm_error *err);
+void pm__sink_free(pm__sink *s);
+/* Assembles and delivers; 0 to go on, -1 to stop (s->status says why). */
+int pm__emit(pm__sink *s, const pm_stream_event *ev);
+int pm__emit_text(pm__sink *s, pm_event_kind kind, const char *text, size_t len);
+int pm__set_signature(pm__sink *s, const char *sig, size_t len);
+/* Adds the tool call part to the response (called at TOOL_CALL_END time). */
+int pm__sink_fail(pm__sink *s, pm_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Closes the text part being assembled. 0 / -1 (OOM). */
+int pm__sink_flush(pm__sink *s);
+
+/* ---------------------------------------------------------------- decoders */
+
+typedef struct pm__tool_acc {
+    char *id, *name;
+    pm__buf args;
+    int block; /* Anthropic content block index; OpenAI tool index */
+    bool started, ended;
+} pm__tool_acc;
+
+typedef struct pm__decoder {
+    pm_provider provider;
+    pm__sink *sink;
+    pm__tool_acc *tools;
+    size_t ntools, cap;
+    int text_block, thinking_block; /* Anthropic: current block indexes or -1 */
+    pm_usage usage;
+    pm_stop_reason stop;
+    char *stop_raw;
+    bool saw_start, saw_finish, saw_done;
+} pm__decoder;
+
+void pm__decoder_init(pm__decoder *d, pm_provider prov, pm__sink *sink);
+void pm__decoder_free(pm__decoder *d);
+pm__tool_acc *pm__decoder_tool(pm__decoder *d, int block, bool create);
+/* Emits START (if needed) and END for one accumulated tool call; adds it to the response. */
+int pm__tool_finish(pm__decoder *d, pm__tool_acc *t, size_t index);
+int pm__emit_stop(pm__decoder *d);
+int pm__emit_usage(pm__decoder *d);
+pm_stop_reason pm__map_stop(const char *raw);
+/* A pm__sse_fn: ctx is the decoder. */
+int pm__decode_sse(void *ctx, const char *event, const char *data, size_t len);
+/* After the body ended: checks the stream was complete, emits DONE. */
+int pm__decode_eof(pm__decoder *d);
+/* Whole non-streaming JSON body into the sink (no callback). */
+int pm__decode_full(pm__decoder *d, const char *body, size_t len);
+
+int pm__openai_chunk(pm__decoder *d, json_t *obj);
+int pm__openai_full(pm__decoder *d, json_t *obj);
+int pm__anthropic_event(pm__decoder *d, json_t *obj);
+int pm__anthropic_full(pm__decoder *d, json_t *obj);
+
+/* Request bodies (malloc'd JSON text). */
+char *pm__openai_body(const pm_request *req, bool stream, pm_error *err);
+char *pm__anthropic_body(const pm_request *req, bool stream, pm_error *err);
+
+/* jansson helpers */
+const char *pm__jstr(json_t *obj, const char *key); /* string value or NULL */
+int64_t pm__jint(json_t *obj, const char *key);     /* integer value or 0 */
+
+#endif

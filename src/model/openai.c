@@ -1,0 +1,250 @@
+/*
+ * openai.c — OpenAI Chat Completions: request body from the neutral shape, and the
+ * decoding of streamed chunks (content / reasoning_content / tool_calls deltas by index,
+ * finish_reason, usage) and of a whole non-streaming answer.
+ */
+#include "model_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- request */
+
+static json_t *text_of(const pm_message *m) {
+    pm__buf b = {0};
+    for (size_t i = 0; i < m->nparts; i++) {
+        const pm_part *p = &m->parts[i];
+        if (p->kind == PM_PART_TEXT && p->text && pm__buf_add(&b, p->text, strlen(p->text))) {
+            pm__buf_free(&b);
+            return NULL;
+        }
+    }
+    json_t *s = json_string(b.p ? b.p : "");
+    pm__buf_free(&b);
+    return s;
+}
+
+static int add_message(json_t *arr, const pm_message *m) {
+    int bad = 0;
+    if (m->role == PM_ROLE_TOOL || m->role == PM_ROLE_USER) {
+        /* tool results become one "tool" message each (OpenAI has no result blocks) */
+        for (size_t i = 0; i < m->nparts; i++) {
+            const pm_part *p = &m->parts[i];
+            if (p->kind != PM_PART_TOOL_RESULT) continue;
+            json_t *o = json_pack("{s:s, s:s, s:s}", "role", "tool", "tool_call_id",
+                                  p->id ? p->id : "", "content", p->text ? p->text : "");
+            bad |= !o || json_array_append_new(arr, o);
+        }
+        if (m->role == PM_ROLE_TOOL) return bad;
+        bool has_text = false;
+        for (size_t i = 0; i < m->nparts; i++)
+            has_text |= m->parts[i].kind == PM_PART_TEXT;
+        if (!has_text && m->nparts > 0) return bad;
+    }
+    json_t *o = json_object();
+    if (!o) return 1;
+    bad |= json_object_set_new(o, "role", json_string(pm_role_name(m->role)));
+    if (m->role != PM_ROLE_ASSISTANT) {
+        bad |= json_object_set_new(o, "content", text_of(m));
+        return bad | json_array_append_new(arr, o);
+    }
+    json_t *calls = json_array();
+    bool has_text = false;
+    for (size_t i = 0; calls && i < m->nparts; i++) {
+        const pm_part *p = &m->parts[i];
+        if (p->kind == PM_PART_TEXT && p->text && *p->text) has_text = true;
+        if (p->kind != PM_PART_TOOL_CALL) continue;
+        json_t *c = json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", p->id ? p->id : "", "type",
+                              "function", "function", "name", p->name ? p->name : "", "arguments",
+                              p->arguments ? p->arguments : "{}");
+        bad |= !c || json_array_append_new(calls, c);
+    }
+    bad |= !calls;
+    bad |= json_object_set_new(o, "content", has_text ? text_of(m) : json_null());
+    if (calls && json_array_size(calls) > 0)
+        bad |= json_object_set_new(o, "tool_calls", calls);
+    else
+        json_decref(calls);
+    return bad | json_array_append_new(arr, o);
+}
+
+char *pm__openai_body(const pm_request *req, bool stream, pm_error *err) {
+    json_t *root = json_object(), *msgs = json_array();
+    int bad = !root || !msgs;
+    if (!bad) {
+        bad |= json_object_set_new(root, "model", json_string(req->model));
+        if (req->system && *req->system)
+            bad |= json_array_append_new(
+                msgs, json_pack("{s:s, s:s}", "role", "system", "content", req->system));
+        for (size_t i = 0; !bad && i < req->nmessages; i++)
+            bad |= add_message(msgs, &req->messages[i]);
+        bad |= json_object_set(root, "messages", msgs);
+    }
+    if (!bad && req->ntools > 0) {
+        json_t *tools = json_array();
+        bad |= !tools;
+        for (size_t i = 0; !bad && i < req->ntools; i++) {
+            const pm_tool_def *t = &req->tools[i];
+            json_error_t je;
+            json_t *schema = json_loads(t->input_schema_json ? t->input_schema_json : "{}", 0, &je);
+            if (!json_is_object(schema)) {
+                json_decref(schema);
+                json_decref(tools);
+                json_decref(msgs);
+                json_decref(root);
+                pm__fail(err, PM_ERR_ARG, "tool %s: input schema is not a JSON object",
+                         t->name ? t->name : "?");
+                return NULL;
+            }
+            json_t *fn = json_pack("{s:s, s:s, s:o}", "name", t->name ? t->name : "", "description",
+                                   t->description ? t->description : "", "parameters", schema);
+            bad |= !fn || json_array_append_new(
+                              tools, json_pack("{s:s, s:o}", "type", "function", "function", fn));
+        }
+        bad |= json_object_set_new(root, "tools", tools);
+    }
+    if (!bad && req->max_tokens > 0)
+        bad |= json_object_set_new(root, "max_tokens", json_integer(req->max_tokens));
+    if (!bad && req->temperature >= 0)
+        bad |= json_object_set_new(root, "temperature", json_real(req->temperature));
+    if (!bad) {
+        bad |= json_object_set_new(root, "stream", json_boolean(stream));
+        if (stream)
+            bad |=
+                json_object_set_new(root, "stream_options", json_pack("{s:b}", "include_usage", 1));
+    }
+    char *out = bad ? NULL : json_dumps(root, JSON_COMPACT);
+    json_decref(msgs);
+    json_decref(root);
+    if (!out) pm__fail(err, PM_ERR_NOMEM, "out of memory building the request");
+    return out;
+}
+
+/* ---------------------------------------------------------------- answers */
+
+static void read_usage(pm__decoder *d, json_t *u) {
+    d->usage.input_tokens = pm__jint(u, "prompt_tokens");
+    d->usage.output_tokens = pm__jint(u, "completion_tokens");
+    d->usage.cache_read_tokens =
+        pm__jint(json_object_get(u, "prompt_tokens_details"), "cached_tokens");
+}
+
+static int set_finish(pm__decoder *d, const char *finish) {
+    free(d->stop_raw);
+    d->stop_raw = strdup(finish);
+    if (!d->stop_raw) return pm__sink_fail(d->sink, PM_ERR_NOMEM, "out of memory");
+    d->stop = pm__map_stop(finish);
+    d->saw_finish = true;
+    return 0;
+}
+
+static int tool_delta(pm__decoder *d, json_t *tc) {
+    json_t *idx = json_object_get(tc, "index");
+    int index = json_is_integer(idx) ? (int)json_integer_value(idx) : (int)d->ntools;
+    pm__tool_acc *t = pm__decoder_tool(d, index, true);
+    if (!t) return pm__sink_fail(d->sink, PM_ERR_NOMEM, "out of memory");
+    json_t *fn = json_object_get(tc, "function");
+    const char *id = pm__jstr(tc, "id"), *name = pm__jstr(fn, "name");
+    const char *args = pm__jstr(fn, "arguments");
+    if (id && !t->id && !(t->id = strdup(id)))
+        return pm__sink_fail(d->sink, PM_ERR_NOMEM, "out of memory");
+    if (name && !t->name && !(t->name = strdup(name)))
+        return pm__sink_fail(d->sink, PM_ERR_NOMEM, "out of memory");
+    size_t pos = (size_t)(t - d->tools);
+    if (!t->started && t->name) {
+        t->started = true;
+        pm_stream_event ev = {.kind = PM_EV_TOOL_CALL_START,
+                              .index = (int)pos,
+                              .id = t->id ? t->id : "",
+                              .name = t->name};
+        if (pm__emit(d->sink, &ev)) return -1;
+    }
+    if (args && *args) {
+        if (pm__buf_add(&t->args, args, strlen(args)))
+            return pm__sink_fail(d->sink, PM_ERR_NOMEM, "out of memory");
+        if (t->started) {
+            pm_stream_event ev = {.kind = PM_EV_TOOL_CALL_DELTA,
+                                  .index = (int)pos,
+                                  .text = args,
+                                  .len = strlen(args)};
+            if (pm__emit(d->sink, &ev)) return -1;
+        }
+    }
+    return 0;
+}
+
+int pm__openai_chunk(pm__decoder *d, json_t *obj) {
+    json_t *e = json_object_get(obj, "error");
+    if (e) {
+        const char *msg = json_is_string(e) ? json_string_value(e) : pm__jstr(e, "message");
+        pm_stream_event ev = {
+            .kind = PM_EV_ERROR, .text = msg ? msg : "error", .len = strlen(msg ? msg : "error")};
+        if (d->sink->delivered == 0)
+            d->sink->retryable = true; /* a server error before any output may be retried */
+        else
+            pm__emit(d->sink, &ev);
+        return pm__sink_fail(d->sink, PM_ERR_PROTOCOL, "provider error in stream: %s",
+                             msg ? msg : "(no message)");
+    }
+    json_t *choices = json_object_get(obj, "choices");
+    json_t *c0 = json_array_get(choices, 0);
+    if (c0) {
+        json_t *delta = json_object_get(c0, "delta");
+        const char *s;
+        if ((s = pm__jstr(delta, "reasoning_content")) || (s = pm__jstr(delta, "reasoning")))
+            if (pm__emit_text(d->sink, PM_EV_THINKING_DELTA, s, strlen(s))) return -1;
+        if ((s = pm__jstr(delta, "content")))
+            if (pm__emit_text(d->sink, PM_EV_TEXT_DELTA, s, strlen(s))) return -1;
+        size_t i;
+        json_t *tc;
+        json_array_foreach(json_object_get(delta, "tool_calls"), i, tc) {
+            if (tool_delta(d, tc)) return -1;
+        }
+        const char *finish = pm__jstr(c0, "finish_reason");
+        if (finish && !d->saw_finish) {
+            if (set_finish(d, finish)) return -1;
+            for (size_t k = 0; k < d->ntools; k++)
+                if (pm__tool_finish(d, &d->tools[k], k)) return -1;
+            if (pm__emit_stop(d)) return -1;
+        }
+    }
+    json_t *u = json_object_get(obj, "usage");
+    if (json_is_object(u)) {
+        read_usage(d, u);
+        if (pm__emit_usage(d)) return -1;
+    }
+    return 0;
+}
+
+int pm__openai_full(pm__decoder *d, json_t *obj) {
+    json_t *c0 = json_array_get(json_object_get(obj, "choices"), 0);
+    json_t *msg = json_object_get(c0, "message");
+    if (!json_is_object(msg))
+        return pm__sink_fail(d->sink, PM_ERR_PROTOCOL, "answer has no choices[0].message");
+    const char *s;
+    if ((s = pm__jstr(msg, "reasoning_content")))
+        if (pm__emit_text(d->sink, PM_EV_THINKING_DELTA, s, strlen(s))) return -1;
+    if ((s = pm__jstr(msg, "content")))
+        if (pm__emit_text(d->sink, PM_EV_TEXT_DELTA, s, strlen(s))) return -1;
+    size_t i;
+    json_t *tc;
+    json_array_foreach(json_object_get(msg, "tool_calls"), i, tc) {
+        json_t *copy = json_deep_copy(tc);
+        if (!copy || json_object_set_new(copy, "index", json_integer((json_int_t)i))) {
+            json_decref(copy);
+            return pm__sink_fail(d->sink, PM_ERR_NOMEM, "out of memory");
+        }
+        int rc = tool_delta(d, copy);
+        json_decref(copy);
+        if (rc) return -1;
+    }
+    for (size_t k = 0; k < d->ntools; k++)
+        if (pm__tool_finish(d, &d->tools[k], k)) return -1;
+    if ((s = pm__jstr(c0, "finish_reason")) && set_finish(d, s)) return -1;
+    if (json_is_object(json_object_get(obj, "usage"))) read_usage(d, json_object_get(obj, "usage"));
+    if (pm__emit_usage(d) || pm__emit_stop(d)) return -1;
+    pm_response *r = d->sink->resp;
+    if ((s = pm__jstr(obj, "id")) && !r->id) r->id = strdup(s);
+    if ((s = pm__jstr(obj, "model")) && !r->model) r->model = strdup(s);
+    return 0;
+}
