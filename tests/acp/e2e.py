@@ -70,6 +70,7 @@ class Agent:
         self.frames = queue.Queue()
         self.log = []  # (time, frame) of everything received
         self.next_id = 100
+        self.pending = []
         self.bad_lines = []
         self.permission_answer = "allow_once"
         threading.Thread(target=self._read, daemon=True).start()
@@ -114,7 +115,12 @@ class Agent:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     def wait(self, pred, timeout=TIMEOUT, what="frame"):
-        """Returns (time, frame) of the first frame satisfying pred; others are kept in log."""
+        """Returns (time, frame) of the first unconsumed frame satisfying pred.
+        Frames that do not match stay available for later waits."""
+        for i, (t, f) in enumerate(self.pending):
+            if pred(f):
+                del self.pending[i]
+                return t, f
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
@@ -127,6 +133,7 @@ class Agent:
                   % (what, "".join(self.stderr)[-2000:]))
             if pred(f):
                 return t, f
+            self.pending.append((t, f))
 
     def response(self, rid, timeout=TIMEOUT):
         return self.wait(lambda f: f.get("id") == rid and "method" not in f, timeout,
@@ -347,7 +354,7 @@ def s_cancel(E):
     a = E.agent()
     sid = E.new_session(a)
     # mid-stream
-    E.mock.script([{"text": ["first", "second"], "hang": True, "hang_after": 1}])
+    E.mock.script([{"text": ["first", "second"], "hang": True, "hang_after": 2}])
     rid = prompt(a, sid, "long answer")
     a.wait(lambda f: f.get("method") == "session/update" and
            f["params"]["update"]["sessionUpdate"] == "agent_message_chunk", what="first chunk")
@@ -395,7 +402,7 @@ def s_cancel(E):
 def s_close(E):
     a = E.agent(PERI_CLOSE_GRACE_MS="0")
     sid = E.new_session(a)
-    E.mock.script([{"text": "x", "hang": True}])
+    E.mock.script([{"text": "x", "hang": True, "hang_after": 2}])
     rid = prompt(a, sid, "hang")
     a.wait(lambda f: f.get("method") == "session/update" and
            f["params"]["update"]["sessionUpdate"] == "agent_message_chunk", what="chunk")
@@ -545,10 +552,14 @@ def s_malformed(E):
     r = a.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "image", "data": "",
                                                                  "mimeType": "image/png"}]})
     check(r["error"]["code"] == -32602, "image block %r" % r)
+    E.mock.script([{"text": "nul ok"}])
     a.send_raw('{"jsonrpc":"2.0","id":9,"method":"session/prompt","params":{"sessionId":"' + sid
-               + '","prompt":[{"type":"text","text":"\\u0000\\ud800"}]}}')
-    r = a.wait(lambda f: f.get("id") == 9, what="odd text")[1]
-    check("result" in r or "error" in r, "odd text")
+               + '","prompt":[{"type":"text","text":"a\\u0000b"}]}}')
+    r = a.wait(lambda f: f.get("id") == 9, what="NUL in text")[1]
+    check("result" in r, "NUL in text %r" % r)
+    a.send_raw('{"jsonrpc":"2.0","id":8,"method":"initialize","params":{"x":"\\ud800"}}')
+    r = a.wait(lambda f: "error" in f and f["error"]["code"] == -32700, what="lone surrogate")[1]
+    check(r["id"] is None, "lone surrogate %r" % r)
     a.send_raw('{"jsonrpc":"2.0","id":10,"method":"initialize","params":{"protocolVersion":1}}')
     r = a.wait(lambda f: f.get("id") == 10, what="still alive")[1]
     check(r["result"]["protocolVersion"] == 1, "server did not survive")
