@@ -94,8 +94,10 @@ pw_func *pw_ref_func(pw_ref r) {
 pw_status pw_invoke(pw_store *s, pw_func *f, pw_error *err) {
     pw_slot *argp = s->stack_top;
     uint32_t need = f->nparams > f->nresults ? f->nparams : f->nresults;
-    if (argp + need > s->stack_end || s->host_depth >= PW_MAX_HOST_DEPTH)
+    if (argp + need > s->stack_end || s->host_depth >= PW_MAX_HOST_DEPTH) {
+        s->trap = PW_TRAP_STACK_EXHAUSTED;
         return pw_trap(err, PW_TRAP_STACK_EXHAUSTED);
+    }
     s->host_depth++;
     s->trap = PW_TRAP_NONE;
     pw_status st = f->host ? pw_call_host(s, NULL, f, argp) : pw_interp(s, f, argp);
@@ -123,7 +125,10 @@ pw_status pw_call(pw_store *s, pw_func *f, const pw_val *args, uint32_t nargs, p
     if (!pw_store_ensure_stack(s)) return pw_fail(err, PW_ERR_NOMEM, "out of memory");
     pw_slot *argp = s->stack_top;
     uint32_t need = nargs > nresults ? nargs : nresults;
-    if (argp + need > s->stack_end) return pw_trap(err, PW_TRAP_STACK_EXHAUSTED);
+    if (argp + need > s->stack_end) {
+        s->trap = PW_TRAP_STACK_EXHAUSTED;
+        return pw_trap(err, PW_TRAP_STACK_EXHAUSTED);
+    }
     for (uint32_t i = 0; i < nargs; i++) argp[i].u64 = args[i].bits;
     s->trap_msg[0] = 0;
     pw_status st = pw_invoke(s, f, err);
