@@ -9,4 +9,7 @@
 
 int peri_cmd_wasm(int argc, char **argv); /* cmd_wasm.c: validate, invoke */
 
+int peri_cmd_isolate(int argc, char **argv); /* cmd_isolate.c: run, serve (the room) */
+int peri_cmd_run(int argc, char **argv);     /* cmd_run.c: run a WASI program in the room */
+
 #endif

@@ -16,6 +16,8 @@ typedef struct peri_command {
 
 static const peri_command peri_commands[] = {
     {"wasm", peri_cmd_wasm, "validate a WebAssembly module or invoke one of its functions"},
+    {"isolate", peri_cmd_isolate, "run a program under the isolation run contract (run, serve)"},
+    {"run", peri_cmd_run, "run a WASI program in the room, streaming its output"},
 };
 
 static void peri_usage(FILE *f) {

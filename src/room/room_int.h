@@ -233,7 +233,12 @@ struct pr_abi {
     pw_resolve_fn resolve; /* ctx is the pr_run_state */
     /* Runs the entry points after instantiation; returns the pw_call status. */
     pw_status (*start)(pr_run_state *rs, pw_error *err);
+    /* Releases the ABI's per-run state (may be NULL). Called before the store goes. */
+    void (*finish)(pr_run_state *rs);
 };
+
+pr_program *pr_program_load_digest(pr_host *h, pr_str scope, const char hex[64],
+                                   const uint8_t *bytes, size_t len, pr_error *err);
 
 extern const pr_abi pr_abi_wasi;
 

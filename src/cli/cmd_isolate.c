@@ -1,0 +1,209 @@
+/*
+ * cmd_isolate.c — `peri isolate run` (one contract call from files) and
+ * `peri isolate serve` (newline-delimited JSON-RPC 2.0 on stdin/stdout).
+ * Exit codes of `run`: 0 the return JSON on stdout; 1 a contract exception, its exact
+ * message on the first line of stderr; 2 usage error.
+ */
+#include "cli/commands.h"
+#include "peri/room.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_GRANTS 64
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: peri isolate run --runner NAME --scope SCOPE --digest HEX --program PATH\n"
+               "                        --input PATH [--grant NAME]... [--cpu-ms N] "
+               "[--deterministic]\n"
+               "       peri isolate serve [--grant NAME]... [--workers N] [--cpu-ms N] "
+               "[--deterministic]\n"
+               "PATH may be '-' (stdin) for one of --program/--input. Without --grant the\n"
+               "granted LOADER list is \"LOADER\".\n");
+}
+
+/* Reads a whole file ("-" = stdin). Caller frees. NULL on failure. */
+static char *read_all(const char *path, size_t *len) {
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *b = malloc(cap);
+    while (b) {
+        if (n == cap) {
+            char *nb = cap > ((size_t)1 << 40) ? NULL : realloc(b, cap * 2);
+            if (!nb) {
+                free(b);
+                b = NULL;
+                break;
+            }
+            b = nb;
+            cap *= 2;
+        }
+        size_t k = fread(b + n, 1, cap - n, f);
+        if (k == 0) break;
+        n += k;
+    }
+    if (b && ferror(f)) {
+        free(b);
+        b = NULL;
+    }
+    if (f != stdin) fclose(f);
+    *len = n;
+    return b;
+}
+
+typedef struct common_opts {
+    const char *grants[MAX_GRANTS];
+    size_t ngrants;
+    unsigned long cpu_ms;
+    bool deterministic;
+} common_opts;
+
+/* Parses an option shared by run and serve at argv[*i]; 1 taken, 0 not ours, -1 bad. */
+static int common_opt(common_opts *o, int argc, char **argv, int *i) {
+    const char *a = argv[*i];
+    if (strcmp(a, "--deterministic") == 0) {
+        o->deterministic = true;
+        return 1;
+    }
+    if (strcmp(a, "--grant") != 0 && strcmp(a, "--cpu-ms") != 0) return 0;
+    if (*i + 1 >= argc) return -1;
+    const char *v = argv[++*i];
+    if (strcmp(a, "--grant") == 0) {
+        if (o->ngrants == MAX_GRANTS) return -1;
+        o->grants[o->ngrants++] = v;
+        return 1;
+    }
+    char *end;
+    o->cpu_ms = strtoul(v, &end, 10);
+    if (*end || !*v || o->cpu_ms == 0) return -1;
+    if (o->cpu_ms > PR_CPU_MS_MAX) {
+        fprintf(stderr, "peri isolate: --cpu-ms may lower the limit, not raise it over %u\n",
+                PR_CPU_MS_MAX);
+        return -1;
+    }
+    return 1;
+}
+
+static pr_host *make_host(const common_opts *o) {
+    pr_host_config cfg = {0};
+    if (o->ngrants) {
+        cfg.granted = o->grants;
+        cfg.ngranted = o->ngrants;
+    }
+    cfg.cpu_ms = (uint32_t)o->cpu_ms;
+    cfg.deterministic = o->deterministic;
+    pr_error err;
+    pr_host *h = pr_host_new(&cfg, &err);
+    if (!h) fprintf(stderr, "%s\n", err.message);
+    return h;
+}
+
+static int isolate_run(int argc, char **argv) {
+    common_opts o = {0};
+    const char *runner = NULL, *scope = NULL, *digest = NULL, *program = NULL, *input = NULL;
+    for (int i = 1; i < argc; i++) {
+        int c = common_opt(&o, argc, argv, &i);
+        if (c < 0) goto bad;
+        if (c) continue;
+        const char **slot = NULL;
+        if (strcmp(argv[i], "--runner") == 0)
+            slot = &runner;
+        else if (strcmp(argv[i], "--scope") == 0)
+            slot = &scope;
+        else if (strcmp(argv[i], "--digest") == 0)
+            slot = &digest;
+        else if (strcmp(argv[i], "--program") == 0)
+            slot = &program;
+        else if (strcmp(argv[i], "--input") == 0)
+            slot = &input;
+        else if (strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (!slot || i + 1 >= argc) goto bad;
+        *slot = argv[++i];
+    }
+    if (!runner || !scope || !digest || !program || !input) goto bad;
+    if (strcmp(program, "-") == 0 && strcmp(input, "-") == 0) goto bad;
+    size_t plen, ilen;
+    char *ptext = read_all(program, &plen);
+    if (!ptext) {
+        fprintf(stderr, "peri isolate run: cannot read %s\n", program);
+        return 2;
+    }
+    char *itext = read_all(input, &ilen);
+    if (!itext) {
+        fprintf(stderr, "peri isolate run: cannot read %s\n", input);
+        free(ptext);
+        return 2;
+    }
+    pr_host *h = make_host(&o);
+    int rc = 2;
+    if (h) {
+        pr_request req = {{runner, strlen(runner)},
+                          {scope, strlen(scope)},
+                          {digest, strlen(digest)},
+                          {ptext, plen},
+                          {itext, ilen}};
+        pr_response res;
+        pr_error err;
+        if (pr_run(h, &req, &res, &err)) {
+            fwrite(res.output, 1, res.output_len, stdout);
+            fputc('\n', stdout);
+            pr_response_clear(&res);
+            rc = fflush(stdout) == 0 ? 0 : 1;
+        } else {
+            fprintf(stderr, "%s\n", err.message);
+            rc = 1;
+        }
+        pr_host_free(h);
+    }
+    free(ptext);
+    free(itext);
+    return rc;
+bad:
+    usage(stderr);
+    return 2;
+}
+
+static int isolate_serve(int argc, char **argv) {
+    common_opts o = {0};
+    unsigned long workers = 1;
+    for (int i = 1; i < argc; i++) {
+        int c = common_opt(&o, argc, argv, &i);
+        if (c < 0) goto bad;
+        if (c) continue;
+        if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) {
+            char *end;
+            workers = strtoul(argv[++i], &end, 10);
+            if (*end || workers < 1 || workers > 256) goto bad;
+        } else if (strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else {
+            goto bad;
+        }
+    }
+    pr_host *h = make_host(&o);
+    if (!h) return 2;
+    int rc = pr_serve(h, STDIN_FILENO, STDOUT_FILENO, (unsigned)workers);
+    pr_host_free(h);
+    return rc == 0 ? 0 : 1;
+bad:
+    usage(stderr);
+    return 2;
+}
+
+int peri_cmd_isolate(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "run") == 0) return isolate_run(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "serve") == 0) return isolate_serve(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "--help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    usage(stderr);
+    return 2;
+}

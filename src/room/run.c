@@ -1,0 +1,239 @@
+/*
+ * run.c — one run of a program in a fresh room: a fresh store and instance per run
+ * (the compiled module comes shared from the cache), the guest ABI chosen per module
+ * from its imports, the watchdog around the whole run, and the mapping of how the run
+ * ended onto the contract: program failures are outcomes (ok false), platform
+ * failures (CPU/wall limit, memory cap, link errors) are exceptions.
+ */
+#include "room_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <sys/random.h>
+
+#define MSG_NOT_WASM "隔离运行失败：动态 Worker 程序不是有效 Wasm"
+#define MSG_NOMEM    "隔离运行失败：内存不足"
+
+/* Guest ABIs, tried in order. The 豫言 file-style ABI (GC values) joins this list
+ * once the engine has GC and exceptions; WASI is the fallback for everything else. */
+static const pr_abi *const ABIS[] = {&pr_abi_wasi};
+
+static const pr_abi *choose_abi(const pw_module *m) {
+    for (size_t i = 0; i < sizeof ABIS / sizeof *ABIS; i++)
+        if (ABIS[i]->matches(m)) return ABIS[i];
+    return &pr_abi_wasi;
+}
+
+pr_program *pr_program_load_digest(pr_host *h, pr_str scope, const char hex[64],
+                                   const uint8_t *bytes, size_t len, pr_error *err) {
+    size_t klen = scope.len + 1 + 64;
+    const char *ver = pr_host_resource_version();
+    size_t vlen = strlen(ver);
+    char stackkey[256];
+    char *key = klen + 1 + vlen <= sizeof stackkey ? stackkey : malloc(klen + 1 + vlen);
+    if (!key) goto nomem;
+    memcpy(key, scope.ptr, scope.len);
+    key[scope.len] = ':';
+    memcpy(key + scope.len + 1, hex, 64);
+    key[klen] = 0; /* the version follows the NUL: the identity is the first part */
+    memcpy(key + klen + 1, ver, vlen);
+    size_t full = klen + 1 + vlen;
+    pr_program *p = pr_cache_get(&h->cache, key, full);
+    if (p) {
+        if (key != stackkey) free(key);
+        return p;
+    }
+    pw_error pe = {0};
+    pw_module *m = pw_module_new(bytes, len, NULL, &pe);
+    if (!m) {
+        if (key != stackkey) free(key);
+        if (pe.status == PW_ERR_NOMEM) goto nomem;
+        pr_err_set(err, PR_KIND_RUN_FAILED, MSG_NOT_WASM);
+        return NULL;
+    }
+    p = calloc(1, sizeof *p);
+    char *k = malloc(full);
+    if (!p || !k) {
+        free(p);
+        free(k);
+        pw_module_free(m);
+        if (key != stackkey) free(key);
+        goto nomem;
+    }
+    memcpy(k, key, full);
+    if (key != stackkey) free(key);
+    atomic_init(&p->refs, 1);
+    p->module = m;
+    p->key = k;
+    p->key_len = full;
+    p->abi = choose_abi(m);
+    /* The cache is charged an estimate of the compiled form: the code grows about
+     * 3x from bytes to the interpreter's instruction stream. */
+    p->bytes = len * 3 + sizeof *p + full;
+    return pr_cache_put(&h->cache, p);
+nomem:
+    pr_err_set(err, PR_KIND_RUN_FAILED, MSG_NOMEM);
+    return NULL;
+}
+
+pr_program *pr_program_load(pr_host *h, pr_str scope, const uint8_t *bytes, size_t len,
+                            pr_error *err) {
+    uint8_t d[32];
+    char hex[65];
+    if (!pr_sha256(bytes, len, d)) {
+        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：SHA-256 不可用");
+        return NULL;
+    }
+    pr_hex(d, 32, hex);
+    return pr_program_load_digest(h, scope, hex, bytes, len, err);
+}
+
+bool pr_run_output(pr_run_state *rs, int stream, const uint8_t *data, size_t n) {
+    if (n > PR_OUTPUT_MAX - rs->out_bytes) {
+        rs->end = PR_END_OUTPUT;
+        return false;
+    }
+    rs->out_bytes += n;
+    pr_buf *b = stream == PR_STDERR ? &rs->err : &rs->out;
+    size_t at = b->len;
+    if (!pr_utf8_lenient(b, data, n)) {
+        rs->end = PR_END_PLATFORM;
+        snprintf(rs->end_msg, sizeof rs->end_msg, "%s", MSG_NOMEM);
+        return false;
+    }
+    if (rs->opt->on_output && b->len > at)
+        rs->opt->on_output(rs->opt->ud, stream, b->p + at, b->len - at);
+    return true;
+}
+
+static uint64_t rotl(uint64_t x, int k) {
+    return (x << k) | (x >> (64 - k));
+}
+
+uint64_t pr_run_random(pr_run_state *rs) {
+    if (!rs->opt->seed) {
+        uint64_t v = 0;
+        size_t got = 0;
+        while (got < sizeof v) {
+            ssize_t r = getrandom((uint8_t *)&v + got, sizeof v - got, 0);
+            if (r > 0) got += (size_t)r;
+        }
+        return v;
+    }
+    /* xoshiro256** seeded from SHA-256(digest ‖ input): a fixed function of both. */
+    uint64_t *s = rs->rng;
+    uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return r;
+}
+
+void pr_outcome_clear(pr_outcome *o) {
+    free(o->stdout_text);
+    free(o->stderr_text);
+    free(o->error);
+    memset(o, 0, sizeof *o);
+}
+
+static bool set_error(pr_outcome *o, const char *msg) {
+    o->error = strdup(msg);
+    return o->error != NULL;
+}
+
+/* The message a trap shows as in the reference host (V8's wording). */
+static const char *trap_text(const pw_error *e) {
+    if (e->trap == PW_TRAP_STACK_EXHAUSTED) return "Maximum call stack size exceeded";
+    return pw_trap_message(e->trap, PW_MSG_V8);
+}
+
+bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *out,
+             pr_error *err) {
+    memset(out, 0, sizeof *out);
+    pr_run_state rs;
+    memset(&rs, 0, sizeof rs);
+    rs.host = h;
+    rs.prog = p;
+    rs.opt = opt;
+    rs.fs = opt->fs;
+    if (opt->seed) {
+        memcpy(rs.rng, opt->seed, sizeof rs.rng);
+        if (!(rs.rng[0] | rs.rng[1] | rs.rng[2] | rs.rng[3])) rs.rng[0] = 1;
+    }
+    pw_error pe = {0};
+    pw_store_config sc = {.memory_cap = h->memory_cap};
+    rs.store = pw_store_new(&sc, &pe);
+    if (!rs.store) {
+        pr_err_set(err, PR_KIND_RUN_FAILED, MSG_NOMEM);
+        return false;
+    }
+    pr_watch_slot slot;
+    if (!pr_watch_begin(&h->wd, &slot, rs.store)) {
+        pw_store_free(rs.store);
+        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：无法启动运行限制");
+        return false;
+    }
+    pw_status st;
+    rs.inst = pw_instantiate(rs.store, p->module, p->abi->resolve, &rs, &pe);
+    if (rs.inst)
+        st = p->abi->start(&rs, &pe);
+    else
+        st = pe.status;
+    int fired = pr_watch_end(&h->wd, &slot);
+    if (p->abi->finish) p->abi->finish(&rs);
+    pw_store_free(rs.store);
+
+    bool ok = true;
+    if (fired == PR_FIRED_CPU) {
+        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：CPU 时间超过 %u ms", h->cpu_ms);
+        ok = false;
+    } else if (fired == PR_FIRED_WALL) {
+        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：运行时间超过 %u ms", h->wall_ms);
+        ok = false;
+    } else if (st == PW_OK) {
+        out->ok = true;
+    } else if (rs.end == PR_END_EXIT) {
+        out->exit_code = rs.exit_code;
+        out->ok = rs.exit_code == 0;
+    } else if (rs.end == PR_END_OUTPUT) {
+        out->exit_code = 1;
+        ok = set_error(out, "输出超过 64 KB");
+    } else if (rs.end == PR_END_HOST) {
+        out->exit_code = 1;
+        ok = set_error(out, rs.end_msg);
+    } else if (rs.end == PR_END_PLATFORM) {
+        pr_err_set(err, PR_KIND_RUN_FAILED, "%s", rs.end_msg);
+        ok = false;
+    } else if (st == PW_ERR_TRAP) {
+        out->exit_code = 1;
+        ok = set_error(out, trap_text(&pe));
+    } else if (st == PW_ERR_EXCEPTION) {
+        out->exit_code = 1;
+        ok = set_error(out, "uncaught Wasm exception");
+    } else if (st == PW_ERR_UNLINKABLE || st == PW_ERR_ARG) {
+        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：%s", pe.message);
+        ok = false;
+    } else if (st == PW_ERR_OOM) {
+        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存超过上限");
+        ok = false;
+    } else {
+        pr_err_set(err, PR_KIND_RUN_FAILED, "%s", MSG_NOMEM);
+        ok = false;
+    }
+    if (ok) {
+        out->stdout_text = pr_buf_take(&rs.out, &out->stdout_len);
+        out->stderr_text = pr_buf_take(&rs.err, &out->stderr_len);
+        if (!out->stdout_text || !out->stderr_text) {
+            pr_err_set(err, PR_KIND_RUN_FAILED, "%s", MSG_NOMEM);
+            ok = false;
+        }
+    }
+    pr_buf_free(&rs.out);
+    pr_buf_free(&rs.err);
+    if (!ok) pr_outcome_clear(out);
+    return ok;
+}

@@ -1,0 +1,1140 @@
+/*
+ * wasi.c — guest ABI 2: the full wasi_snapshot_preview1 function set over the room's
+ * in-memory file system. Descriptors 0/1/2 are an empty stdin and the counted
+ * stdout/stderr (shown as character devices, so wasi-libc line-buffers stdout); 3 is
+ * the preopened "/". argv[0] is "/程序.wasm", the environment is empty. Paths resolve
+ * like the reference FS (normalised, ".." never above "/", directories implicit;
+ * creating a file creates its parents). Clocks and random_get are real, or with the
+ * deterministic option a fixed function of (digest, input): see docs/room.md.
+ * Symbolic/hard links and sockets do not exist in the room (ENOTSUP / ENOTSOCK).
+ */
+#include "room_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WASI_MODULE "wasi_snapshot_preview1"
+
+enum {
+    E_SUCCESS = 0,
+    E_2BIG = 1,
+    E_BADF = 8,
+    E_BUSY = 10,
+    E_EXIST = 20,
+    E_FAULT = 21,
+    E_INVAL = 28,
+    E_ISDIR = 31,
+    E_MFILE = 33,
+    E_NOENT = 44,
+    E_NOMEM = 48,
+    E_NOSPC = 51,
+    E_NOSYS = 52,
+    E_NOTDIR = 54,
+    E_NOTEMPTY = 55,
+    E_NOTSOCK = 57,
+    E_NOTSUP = 58,
+    E_OVERFLOW = 61,
+    E_SPIPE = 70,
+    E_NOTCAPABLE = 76,
+};
+enum { FT_UNKNOWN = 0, FT_CHAR = 2, FT_DIR = 3, FT_FILE = 4 };
+enum { O_CREAT_ = 1, O_DIRECTORY_ = 2, O_EXCL_ = 4, O_TRUNC_ = 8 };
+enum { FDF_APPEND = 1 };
+enum { FST_ATIM = 1, FST_ATIM_NOW = 2, FST_MTIM = 4, FST_MTIM_NOW = 8 };
+
+#define R_FD_READ         (1ull << 1)
+#define R_FD_SEEK         (1ull << 2)
+#define R_FD_TELL         (1ull << 5)
+#define R_FD_WRITE        (1ull << 6)
+#define R_FD_FILESTAT_GET (1ull << 21)
+#define R_POLL            (1ull << 27)
+#define R_ALL             ((1ull << 30) - 1)
+#define R_STDOUT          (R_FD_WRITE | R_FD_FILESTAT_GET | R_POLL)
+#define R_STDIN           (R_FD_READ | R_FD_FILESTAT_GET | R_POLL)
+
+enum { K_FREE = 0, K_STDIN, K_STDOUT, K_STDERR, K_DIR, K_FILE };
+
+typedef struct wfd {
+    uint8_t kind;
+    uint16_t flags;
+    uint64_t rights, inherit;
+    pr_file *file;
+    char *dir; /* normalised path of a directory descriptor (owned; NULL = "/") */
+    size_t dir_len;
+    uint64_t off;
+} wfd;
+
+#define NFIXED  16
+#define MAX_FDS 1024
+
+typedef struct wasi {
+    wfd *fds;
+    uint32_t nfds;
+    wfd fixed[NFIXED];
+} wasi;
+
+/* ---------------------------------------------------------------- helpers */
+
+static inline pr_run_state *RS(void *env) {
+    return env;
+}
+
+static inline uint8_t *mem(pw_call_ctx *cx, uint32_t ptr, uint64_t len) {
+    uint64_t size;
+    uint8_t *b = pw_ctx_memory(cx, &size);
+    if (!b || (uint64_t)ptr + len > size) return NULL;
+    return b + ptr;
+}
+
+static inline void st16(uint8_t *p, uint16_t v) {
+    memcpy(p, &v, 2);
+}
+static inline void st32(uint8_t *p, uint32_t v) {
+    memcpy(p, &v, 4);
+}
+static inline void st64(uint8_t *p, uint64_t v) {
+    memcpy(p, &v, 8);
+}
+static inline uint32_t ld32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+static inline uint64_t ld64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+#define RET(e)                                                                                     \
+    do {                                                                                           \
+        r[0].i32 = (e);                                                                            \
+        return PW_OK;                                                                              \
+    } while (0)
+#define U32(i) ((uint32_t)a[i].i32)
+#define U64(i) ((uint64_t)a[i].i64)
+#define UNUSED __attribute__((unused))
+#define HOST(name)                                                                                 \
+    static pw_status w_##name(UNUSED pw_call_ctx *cx, UNUSED void *env, UNUSED const pw_val *a,    \
+                              UNUSED pw_val *r)
+
+static wasi *W(void *env) {
+    return RS(env)->abi_state;
+}
+
+static wfd *getfd(void *env, uint32_t fd) {
+    wasi *w = W(env);
+    if (fd >= w->nfds || w->fds[fd].kind == K_FREE) return NULL;
+    return &w->fds[fd];
+}
+
+static void closefd(wfd *f) {
+    if (f->kind == K_FILE && f->file) {
+        if (--f->file->nopen == 0 && f->file->dead) pr_fs_release_dead(f->file);
+    }
+    free(f->dir);
+    memset(f, 0, sizeof *f);
+}
+
+/* A free descriptor number (lowest), growing the table; -1 when full. */
+static int64_t allocfd(wasi *w) {
+    for (uint32_t i = 0; i < w->nfds; i++)
+        if (w->fds[i].kind == K_FREE) return i;
+    if (w->nfds >= MAX_FDS) return -1;
+    uint32_t n = w->nfds * 2;
+    wfd *nf;
+    if (w->fds == w->fixed) {
+        nf = malloc(n * sizeof *nf);
+        if (nf) memcpy(nf, w->fixed, w->nfds * sizeof *nf);
+    } else {
+        nf = realloc(w->fds, n * sizeof *nf);
+    }
+    if (!nf) return -1;
+    memset(nf + w->nfds, 0, (n - w->nfds) * sizeof *nf);
+    w->fds = nf;
+    int64_t at = w->nfds;
+    w->nfds = n;
+    return at;
+}
+
+/* Resolves a guest path against a directory descriptor into a normalised path in a
+ * malloc'd buffer (*out; caller frees). Returns an errno. */
+static int resolve(pw_call_ctx *cx, void *env, uint32_t dirfd, uint32_t ptr, uint32_t len,
+                   char **out, size_t *out_len) {
+    wfd *d = getfd(env, dirfd);
+    if (!d) return E_BADF;
+    if (d->kind != K_DIR) return E_NOTDIR;
+    const uint8_t *p = mem(cx, ptr, len);
+    if (!p) return E_FAULT;
+    if (len == 0) return E_NOENT;
+    if (memchr(p, 0, len)) return E_INVAL;
+    const char *dp = d->dir ? d->dir : "/";
+    size_t dl = d->dir ? d->dir_len : 1;
+    char *joined = malloc(dl + 1 + len + 2);
+    if (!joined) return E_NOMEM;
+    memcpy(joined, dp, dl);
+    joined[dl] = '/';
+    memcpy(joined + dl + 1, p, len);
+    char *norm = malloc(dl + 1 + len + 2);
+    if (!norm) {
+        free(joined);
+        return E_NOMEM;
+    }
+    *out_len = pr_path_normalize(joined, dl + 1 + len, norm);
+    free(joined);
+    *out = norm;
+    return E_SUCCESS;
+}
+
+/* True when some proper ancestor of norm is a regular file (then norm cannot exist). */
+static bool ancestor_is_file(const pr_fs *fs, const char *norm, size_t n) {
+    for (size_t i = n; i > 1; i--) {
+        if (norm[i - 1] != '/' || i - 1 == 0) continue;
+        pr_file *f = pr_fs_find(fs, norm, i - 1);
+        if (f && !f->dir) return true;
+    }
+    return false;
+}
+
+static uint64_t path_ino(const char *p, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)p[i]) * 1099511628211ull;
+    return h;
+}
+
+static void filestat(uint8_t *b, uint8_t type, uint64_t ino, uint64_t size, uint64_t mtime) {
+    memset(b, 0, 64);
+    st64(b + 8, ino);
+    b[16] = type;
+    st64(b + 24, 1);
+    st64(b + 32, size);
+    st64(b + 40, mtime);
+    st64(b + 48, mtime);
+    st64(b + 56, mtime);
+}
+
+/* ---------------------------------------------------------------- args, environ */
+
+static const char ARGV0[] = "/程序.wasm";
+
+HOST(args_sizes_get) {
+    const pr_exec_options *o = RS(env)->opt;
+    uint64_t size = sizeof ARGV0;
+    for (size_t i = 0; i < o->nargs; i++)
+        size += o->args[i].len + 1;
+    uint8_t *pc = mem(cx, U32(0), 4), *ps = mem(cx, U32(1), 4);
+    if (!pc || !ps) RET(E_FAULT);
+    if (size > UINT32_MAX) RET(E_OVERFLOW);
+    st32(pc, (uint32_t)(o->nargs + 1));
+    st32(ps, (uint32_t)size);
+    RET(E_SUCCESS);
+}
+
+HOST(args_get) {
+    const pr_exec_options *o = RS(env)->opt;
+    uint32_t argv = U32(0), buf = U32(1);
+    uint8_t *pv = mem(cx, argv, 4 * (uint64_t)(o->nargs + 1));
+    if (!pv) RET(E_FAULT);
+    for (size_t i = 0; i <= o->nargs; i++) {
+        const char *s = i ? o->args[i - 1].ptr : ARGV0;
+        size_t n = i ? o->args[i - 1].len : sizeof ARGV0 - 1;
+        uint8_t *pb = mem(cx, buf, n + 1);
+        if (!pb) RET(E_FAULT);
+        pv = mem(cx, argv, 4 * (uint64_t)(o->nargs + 1)); /* memory is stable; re-get anyway */
+        st32(pv + 4 * i, buf);
+        memcpy(pb, s, n);
+        pb[n] = 0;
+        buf += (uint32_t)n + 1;
+    }
+    RET(E_SUCCESS);
+}
+
+HOST(environ_sizes_get) {
+    uint8_t *pc = mem(cx, U32(0), 4), *ps = mem(cx, U32(1), 4);
+    if (!pc || !ps) RET(E_FAULT);
+    st32(pc, 0);
+    st32(ps, 0);
+    RET(E_SUCCESS);
+}
+
+HOST(environ_get) {
+    RET(E_SUCCESS);
+}
+
+/* ---------------------------------------------------------------- clocks, random */
+
+#define DET_EPOCH_NS 1767225600000000000ull /* 2026-01-01T00:00:00Z */
+#define DET_STEP_NS  1000000ull
+
+HOST(clock_res_get) {
+    uint32_t id = U32(0);
+    if (id > 3) RET(E_INVAL);
+    uint8_t *p = mem(cx, U32(1), 8);
+    if (!p) RET(E_FAULT);
+    st64(p, RS(env)->opt->seed ? DET_STEP_NS : 1);
+    RET(E_SUCCESS);
+}
+
+HOST(clock_time_get) {
+    pr_run_state *rs = RS(env);
+    uint32_t id = U32(0);
+    if (id > 3) RET(E_INVAL);
+    uint8_t *p = mem(cx, U32(2), 8);
+    if (!p) RET(E_FAULT);
+    uint64_t t;
+    if (rs->opt->seed) {
+        /* Deterministic: the n-th clock reading (from 0) is n ms after the base. */
+        t = rs->det_clock;
+        rs->det_clock += DET_STEP_NS;
+        if (id == 0) t += DET_EPOCH_NS;
+    } else {
+        static const clockid_t ids[4] = {CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_THREAD_CPUTIME_ID,
+                                         CLOCK_THREAD_CPUTIME_ID};
+        struct timespec ts;
+        clock_gettime(ids[id], &ts);
+        t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    }
+    st64(p, t);
+    RET(E_SUCCESS);
+}
+
+HOST(random_get) {
+    uint32_t len = U32(1);
+    uint8_t *p = mem(cx, U32(0), len);
+    if (!p) RET(E_FAULT);
+    for (uint32_t i = 0; i < len; i += 8) {
+        uint64_t v = pr_run_random(RS(env));
+        memcpy(p + i, &v, len - i < 8 ? len - i : 8);
+    }
+    RET(E_SUCCESS);
+}
+
+HOST(sched_yield) {
+    RET(E_SUCCESS);
+}
+
+HOST(proc_raise) {
+    RET(E_NOSYS);
+}
+
+HOST(proc_exit) {
+    pr_run_state *rs = RS(env);
+    rs->end = PR_END_EXIT;
+    rs->exit_code = a[0].i32;
+    return pw_ctx_trap(cx, "proc_exit(%d)", a[0].i32);
+}
+
+/* ---------------------------------------------------------------- descriptors */
+
+HOST(fd_close) {
+    wfd *f = getfd(env, U32(0));
+    if (!f) RET(E_BADF);
+    closefd(f);
+    RET(E_SUCCESS);
+}
+
+HOST(fd_renumber) {
+    wfd *from = getfd(env, U32(0)), *to = getfd(env, U32(1));
+    if (!from || !to) RET(E_BADF);
+    if (from == to) RET(E_SUCCESS);
+    closefd(to);
+    *to = *from;
+    memset(from, 0, sizeof *from);
+    RET(E_SUCCESS);
+}
+
+static uint8_t filetype(const wfd *f) {
+    switch (f->kind) {
+    case K_STDIN:
+    case K_STDOUT:
+    case K_STDERR: return FT_CHAR;
+    case K_DIR: return FT_DIR;
+    case K_FILE: return FT_FILE;
+    default: return FT_UNKNOWN;
+    }
+}
+
+HOST(fd_fdstat_get) {
+    wfd *f = getfd(env, U32(0));
+    if (!f) RET(E_BADF);
+    uint8_t *p = mem(cx, U32(1), 24);
+    if (!p) RET(E_FAULT);
+    memset(p, 0, 24);
+    p[0] = filetype(f);
+    st16(p + 2, f->flags);
+    st64(p + 8, f->rights);
+    st64(p + 16, f->inherit);
+    RET(E_SUCCESS);
+}
+
+HOST(fd_fdstat_set_flags) {
+    wfd *f = getfd(env, U32(0));
+    if (!f) RET(E_BADF);
+    if (f->kind == K_FILE) f->flags = (uint16_t)U32(1);
+    RET(E_SUCCESS);
+}
+
+HOST(fd_fdstat_set_rights) {
+    wfd *f = getfd(env, U32(0));
+    if (!f) RET(E_BADF);
+    uint64_t base = U64(1), inh = U64(2);
+    if ((base & ~f->rights) || (inh & ~f->inherit)) RET(E_NOTCAPABLE);
+    f->rights = base;
+    f->inherit = inh;
+    RET(E_SUCCESS);
+}
+
+HOST(fd_prestat_get) {
+    wfd *f = getfd(env, U32(0));
+    if (!f || U32(0) != 3 || f->kind != K_DIR) RET(E_BADF);
+    uint8_t *p = mem(cx, U32(1), 8);
+    if (!p) RET(E_FAULT);
+    memset(p, 0, 8);
+    st32(p + 4, 1);
+    RET(E_SUCCESS);
+}
+
+HOST(fd_prestat_dir_name) {
+    wfd *f = getfd(env, U32(0));
+    if (!f || U32(0) != 3 || f->kind != K_DIR) RET(E_BADF);
+    if (U32(2) < 1) RET(E_INVAL);
+    uint8_t *p = mem(cx, U32(1), 1);
+    if (!p) RET(E_FAULT);
+    p[0] = '/';
+    RET(E_SUCCESS);
+}
+
+static int stat_fd(const wfd *f, uint8_t *p) {
+    if (f->kind == K_FILE) {
+        filestat(p, FT_FILE, path_ino(f->file->path, f->file->path_len), f->file->len,
+                 f->file->mtime);
+    } else if (f->kind == K_DIR) {
+        filestat(p, FT_DIR, path_ino(f->dir ? f->dir : "/", f->dir ? f->dir_len : 1), 0, 0);
+    } else {
+        filestat(p, FT_CHAR, (uint64_t)f->kind, 0, 0);
+    }
+    return E_SUCCESS;
+}
+
+HOST(fd_filestat_get) {
+    wfd *f = getfd(env, U32(0));
+    if (!f) RET(E_BADF);
+    uint8_t *p = mem(cx, U32(1), 64);
+    if (!p) RET(E_FAULT);
+    RET(stat_fd(f, p));
+}
+
+static int fs_errno(int rc) {
+    return rc == -2 ? E_NOSPC : rc == -1 ? E_NOMEM : E_SUCCESS;
+}
+
+HOST(fd_filestat_set_size) {
+    wfd *f = getfd(env, U32(0));
+    if (!f) RET(E_BADF);
+    if (f->kind != K_FILE) RET(f->kind == K_DIR ? E_ISDIR : E_INVAL);
+    if (!(f->rights & R_FD_WRITE)) RET(E_BADF);
+    if (U64(1) > SIZE_MAX) RET(E_NOSPC);
+    RET(fs_errno(pr_fs_truncate(RS(env)->fs, f->file, (size_t)U64(1))));
+}
+
+static int set_times(pr_fs *fs, pr_file *f, uint64_t mtim, uint32_t flags) {
+    if ((flags & FST_ATIM && flags & FST_ATIM_NOW) || (flags & FST_MTIM && flags & FST_MTIM_NOW))
+        return E_INVAL;
+    if (!f) return E_SUCCESS; /* directories have no stored times */
+    if (flags & FST_MTIM)
+        f->mtime = mtim;
+    else if (flags & FST_MTIM_NOW)
+        pr_fs_touch(fs, f);
+    return E_SUCCESS;
+}
+
+HOST(fd_filestat_set_times) {
+    wfd *f = getfd(env, U32(0));
+    if (!f) RET(E_BADF);
+    RET(set_times(RS(env)->fs, f->kind == K_FILE ? f->file : NULL, U64(2), U32(3)));
+}
+
+HOST(fd_advise) {
+    wfd *f = getfd(env, U32(0));
+    if (!f) RET(E_BADF);
+    if (U32(3) > 5) RET(E_INVAL);
+    RET(f->kind == K_FILE ? E_SUCCESS : f->kind == K_DIR ? E_BADF : E_SPIPE);
+}
+
+HOST(fd_allocate) {
+    wfd *f = getfd(env, U32(0));
+    if (!f) RET(E_BADF);
+    if (f->kind != K_FILE) RET(f->kind == K_DIR ? E_BADF : E_SPIPE);
+    uint64_t end = U64(1) + U64(2);
+    if (end < U64(1) || end > SIZE_MAX) RET(E_NOSPC);
+    if (end <= f->file->len) RET(E_SUCCESS);
+    RET(fs_errno(pr_fs_truncate(RS(env)->fs, f->file, (size_t)end)));
+}
+
+HOST(fd_sync) {
+    RET(getfd(env, U32(0)) ? E_SUCCESS : E_BADF);
+}
+
+/* ---------------------------------------------------------------- read and write */
+
+/* Reads up to the iovecs' total from file f at off into guest memory. */
+static int read_file(pw_call_ctx *cx, pr_file *f, uint32_t iovs, uint32_t n, uint64_t off,
+                     uint32_t *nread) {
+    uint8_t *v = mem(cx, iovs, 8 * (uint64_t)n);
+    if (!v) return E_FAULT;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t ptr = ld32(v + 8 * i), len = ld32(v + 8 * i + 4);
+        uint8_t *d = mem(cx, ptr, len);
+        if (!d) return E_FAULT;
+        if (off >= f->len) break;
+        uint64_t k = f->len - off < len ? f->len - off : len;
+        memcpy(d, f->data + off, (size_t)k);
+        off += k;
+        total += k;
+        if (k < len) break;
+    }
+    *nread = (uint32_t)total;
+    return E_SUCCESS;
+}
+
+HOST(fd_read) {
+    wfd *f = getfd(env, U32(0));
+    if (!f) RET(E_BADF);
+    uint8_t *pn = mem(cx, U32(3), 4);
+    if (!pn) RET(E_FAULT);
+    uint32_t nread = 0;
+    if (f->kind == K_STDIN) {
+        st32(pn, 0); /* stdin is empty */
+        RET(E_SUCCESS);
+    }
+    if (f->kind == K_DIR) RET(E_ISDIR);
+    if (f->kind != K_FILE || !(f->rights & R_FD_READ)) RET(E_BADF);
+    int e = read_file(cx, f->file, U32(1), U32(2), f->off, &nread);
+    if (e) RET(e);
+    f->off += nread;
+    st32(mem(cx, U32(3), 4), nread);
+    RET(E_SUCCESS);
+}
+
+HOST(fd_pread) {
+    wfd *f = getfd(env, U32(0));
+    if (!f) RET(E_BADF);
+    if (f->kind == K_DIR) RET(E_ISDIR);
+    if (f->kind != K_FILE) RET(f->kind == K_STDIN ? E_SPIPE : E_BADF);
+    if (!(f->rights & R_FD_READ)) RET(E_BADF);
+    uint32_t nread = 0;
+    int e = read_file(cx, f->file, U32(1), U32(2), U64(3), &nread);
+    if (e) RET(e);
+    uint8_t *pn = mem(cx, U32(4), 4);
+    if (!pn) RET(E_FAULT);
+    st32(pn, nread);
+    RET(E_SUCCESS);
+}
+
+/* Gathers the iovecs into one buffer: one fd_write is one "write" of the reference
+ * host (decoded on its own, counted whole). *heap is set when buf was malloc'd. */
+static int gather(pw_call_ctx *cx, uint32_t iovs, uint32_t n, uint8_t *stackbuf, size_t cap,
+                  uint8_t **out, size_t *len) {
+    uint8_t *v = mem(cx, iovs, 8 * (uint64_t)n);
+    if (!v) return E_FAULT;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t ptr = ld32(v + 8 * i), l = ld32(v + 8 * i + 4);
+        if (!mem(cx, ptr, l)) return E_FAULT;
+        total += l;
+    }
+    if (n == 1) { /* common case: no copy */
+        *out = mem(cx, ld32(v), ld32(v + 4));
+        *len = ld32(v + 4);
+        return E_SUCCESS;
+    }
+    uint8_t *b = total <= cap ? stackbuf : malloc(total ? total : 1);
+    if (!b) return E_NOMEM;
+    size_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t ptr = ld32(v + 8 * i), l = ld32(v + 8 * i + 4);
+        memcpy(b + k, mem(cx, ptr, l), l);
+        k += l;
+    }
+    *out = b;
+    *len = k;
+    return E_SUCCESS;
+}
+
+static pw_status do_write(pw_call_ctx *cx, void *env, const pw_val *a, pw_val *r, bool positional) {
+    pr_run_state *rs = RS(env);
+    wfd *f = getfd(env, U32(0));
+    if (!f) RET(E_BADF);
+    uint32_t nw_ptr = positional ? U32(4) : U32(3);
+    if (f->kind == K_DIR) RET(E_ISDIR);
+    if (f->kind == K_STDIN) RET(E_BADF);
+    if (positional && f->kind != K_FILE) RET(E_SPIPE);
+    if (f->kind == K_FILE && !(f->rights & R_FD_WRITE)) RET(E_BADF);
+    uint8_t stackbuf[4096], *data;
+    size_t len;
+    int e = gather(cx, U32(1), U32(2), stackbuf, sizeof stackbuf, &data, &len);
+    if (e) RET(e);
+    bool heap = data != stackbuf && U32(2) != 1;
+    if (f->kind == K_STDOUT || f->kind == K_STDERR) {
+        bool ok = pr_run_output(rs, f->kind == K_STDOUT ? PR_STDOUT : PR_STDERR, data, len);
+        if (heap) free(data);
+        if (!ok)
+            return pw_ctx_trap(cx, "%s", rs->end == PR_END_OUTPUT ? "输出超过 64 KB" : rs->end_msg);
+    } else {
+        uint64_t off = positional ? U64(3) : (f->flags & FDF_APPEND) ? f->file->len : f->off;
+        int rc = off > SIZE_MAX ? -2 : pr_fs_pwrite(rs->fs, f->file, data, len, (size_t)off);
+        if (heap) free(data);
+        if (rc) RET(fs_errno(rc));
+        if (!positional) f->off = off + len;
+    }
+    uint8_t *pn = mem(cx, nw_ptr, 4);
+    if (!pn) RET(E_FAULT);
+    st32(pn, (uint32_t)len);
+    RET(E_SUCCESS);
+}
+
+HOST(fd_write) {
+    return do_write(cx, env, a, r, false);
+}
+
+HOST(fd_pwrite) {
+    return do_write(cx, env, a, r, true);
+}
+
+HOST(fd_seek) {
+    wfd *f = getfd(env, U32(0));
+    if (!f) RET(E_BADF);
+    if (f->kind != K_FILE) RET(f->kind == K_DIR ? E_BADF : E_SPIPE);
+    int64_t off = a[1].i64, base;
+    switch (U32(2)) {
+    case 0: base = 0; break;
+    case 1: base = (int64_t)f->off; break;
+    case 2: base = (int64_t)f->file->len; break;
+    default: RET(E_INVAL);
+    }
+    if ((off < 0 && base + off < 0) || (off > 0 && base > INT64_MAX - off)) RET(E_INVAL);
+    uint8_t *p = mem(cx, U32(3), 8);
+    if (!p) RET(E_FAULT);
+    f->off = (uint64_t)(base + off);
+    st64(p, f->off);
+    RET(E_SUCCESS);
+}
+
+HOST(fd_tell) {
+    wfd *f = getfd(env, U32(0));
+    if (!f) RET(E_BADF);
+    if (f->kind != K_FILE) RET(f->kind == K_DIR ? E_BADF : E_SPIPE);
+    uint8_t *p = mem(cx, U32(1), 8);
+    if (!p) RET(E_FAULT);
+    st64(p, f->off);
+    RET(E_SUCCESS);
+}
+
+/* ---------------------------------------------------------------- directories */
+
+typedef struct readdir_ctx {
+    uint8_t *buf;
+    uint32_t cap, used;
+    uint64_t cookie, index;
+    const char *dir;
+    size_t dir_len;
+} readdir_ctx;
+
+static bool put_dirent(readdir_ctx *c, const char *name, size_t n, uint8_t type, uint64_t ino) {
+    uint64_t idx = c->index++;
+    if (idx < c->cookie) return true;
+    uint8_t hdr[24] = {0};
+    st64(hdr, idx + 1);
+    st64(hdr + 8, ino);
+    st32(hdr + 16, (uint32_t)n);
+    hdr[20] = type;
+    /* Entries are cut at the buffer's end: the guest sees a full buffer and asks again. */
+    uint32_t room = c->cap - c->used;
+    uint32_t k = room < 24 ? room : 24;
+    memcpy(c->buf + c->used, hdr, k);
+    c->used += k;
+    room = c->cap - c->used;
+    k = room < n ? room : (uint32_t)n;
+    memcpy(c->buf + c->used, name, k);
+    c->used += k;
+    return c->used < c->cap;
+}
+
+static bool readdir_child(void *ud, const char *name, size_t n, bool is_dir) {
+    readdir_ctx *c = ud;
+    char path[1024];
+    uint64_t ino = 0;
+    if (c->dir_len + 1 + n <= sizeof path) {
+        memcpy(path, c->dir, c->dir_len);
+        size_t k = c->dir_len == 1 ? 1 : c->dir_len + 1;
+        path[k - 1] = '/';
+        memcpy(path + k, name, n);
+        ino = path_ino(path, k + n);
+    }
+    return put_dirent(c, name, n, is_dir ? FT_DIR : FT_FILE, ino);
+}
+
+HOST(fd_readdir) {
+    wfd *f = getfd(env, U32(0));
+    if (!f) RET(E_BADF);
+    if (f->kind != K_DIR) RET(E_NOTDIR);
+    uint32_t cap = U32(2);
+    uint8_t *buf = mem(cx, U32(1), cap), *pu = mem(cx, U32(4), 4);
+    if (!buf || !pu) RET(E_FAULT);
+    readdir_ctx c = {buf, cap, 0, U64(3), 0, f->dir ? f->dir : "/", f->dir ? f->dir_len : 1};
+    uint64_t ino = path_ino(c.dir, c.dir_len);
+    if (cap && put_dirent(&c, ".", 1, FT_DIR, ino) && put_dirent(&c, "..", 2, FT_DIR, 0))
+        pr_fs_children(RS(env)->fs, c.dir, c.dir_len, readdir_child, &c);
+    st32(pu, c.used);
+    RET(E_SUCCESS);
+}
+
+/* ---------------------------------------------------------------- paths */
+
+HOST(path_open) {
+    pr_run_state *rs = RS(env);
+    wasi *w = W(env);
+    uint32_t oflags = U32(4);
+    uint64_t rights = U64(5), inherit = U64(6);
+    uint16_t fdflags = (uint16_t)U32(7);
+    uint8_t *pfd = mem(cx, U32(8), 4);
+    if (!pfd) RET(E_FAULT);
+    char *norm;
+    size_t n;
+    int e = resolve(cx, env, U32(0), U32(2), U32(3), &norm, &n);
+    if (e) RET(e);
+    pr_file *file = pr_fs_find(rs->fs, norm, n);
+    bool is_dir = (file && file->dir) || (!file && pr_fs_is_dir(rs->fs, norm, n));
+    if (file && file->dir) file = NULL;
+    if ((oflags & O_CREAT_) && (oflags & O_EXCL_) && (file || is_dir))
+        e = E_EXIST;
+    else if ((oflags & O_DIRECTORY_) && !is_dir)
+        e = file ? E_NOTDIR : E_NOENT;
+    else if (is_dir && (rights & R_FD_WRITE) && !(oflags & O_DIRECTORY_))
+        e = E_ISDIR;
+    else if (!file && !is_dir) {
+        if (!(oflags & O_CREAT_))
+            e = E_NOENT;
+        else if (ancestor_is_file(rs->fs, norm, n))
+            e = E_NOTDIR;
+        else if (!(file = pr_fs_create(rs->fs, norm, n, false)))
+            e = E_NOMEM;
+        else
+            pr_fs_touch(rs->fs, file); /* creating is the file's first write */
+    } else if (file && (oflags & O_TRUNC_)) {
+        e = fs_errno(pr_fs_truncate(rs->fs, file, 0));
+    }
+    if (e) {
+        free(norm);
+        RET(e);
+    }
+    int64_t fd = allocfd(w);
+    if (fd < 0) {
+        free(norm);
+        RET(E_MFILE);
+    }
+    wfd *f = &w->fds[fd];
+    memset(f, 0, sizeof *f);
+    f->rights = rights & R_ALL;
+    f->inherit = inherit & R_ALL;
+    f->flags = fdflags;
+    if (is_dir) {
+        f->kind = K_DIR;
+        f->dir = norm;
+        f->dir_len = n;
+    } else {
+        free(norm);
+        f->kind = K_FILE;
+        f->file = file;
+        file->nopen++;
+    }
+    st32(mem(cx, U32(8), 4), (uint32_t)fd);
+    RET(E_SUCCESS);
+}
+
+HOST(path_create_directory) {
+    pr_run_state *rs = RS(env);
+    char *norm;
+    size_t n;
+    int e = resolve(cx, env, U32(0), U32(1), U32(2), &norm, &n);
+    if (e) RET(e);
+    if (pr_fs_find(rs->fs, norm, n) || pr_fs_is_dir(rs->fs, norm, n))
+        e = E_EXIST;
+    else if (ancestor_is_file(rs->fs, norm, n))
+        e = E_NOTDIR;
+    else if (!pr_fs_create(rs->fs, norm, n, true))
+        e = E_NOMEM;
+    free(norm);
+    RET(e);
+}
+
+HOST(path_filestat_get) {
+    pr_run_state *rs = RS(env);
+    uint8_t *p = mem(cx, U32(4), 64);
+    if (!p) RET(E_FAULT);
+    char *norm;
+    size_t n;
+    int e = resolve(cx, env, U32(0), U32(2), U32(3), &norm, &n);
+    if (e) RET(e);
+    pr_file *f = pr_fs_find(rs->fs, norm, n);
+    if (f && !f->dir)
+        filestat(p, FT_FILE, path_ino(norm, n), f->len, f->mtime);
+    else if (f || pr_fs_is_dir(rs->fs, norm, n))
+        filestat(p, FT_DIR, path_ino(norm, n), 0, 0);
+    else
+        e = E_NOENT;
+    free(norm);
+    RET(e);
+}
+
+HOST(path_filestat_set_times) {
+    pr_run_state *rs = RS(env);
+    char *norm;
+    size_t n;
+    int e = resolve(cx, env, U32(0), U32(2), U32(3), &norm, &n);
+    if (e) RET(e);
+    pr_file *f = pr_fs_find(rs->fs, norm, n);
+    if (f && !f->dir)
+        e = set_times(rs->fs, f, U64(5), U32(6));
+    else if (f || pr_fs_is_dir(rs->fs, norm, n))
+        e = set_times(rs->fs, NULL, 0, U32(6));
+    else
+        e = E_NOENT;
+    free(norm);
+    RET(e);
+}
+
+HOST(path_readlink) {
+    pr_run_state *rs = RS(env);
+    char *norm;
+    size_t n;
+    int e = resolve(cx, env, U32(0), U32(1), U32(2), &norm, &n);
+    if (e) RET(e);
+    e = (pr_fs_find(rs->fs, norm, n) || pr_fs_is_dir(rs->fs, norm, n)) ? E_INVAL : E_NOENT;
+    free(norm);
+    RET(e);
+}
+
+HOST(path_remove_directory) {
+    pr_run_state *rs = RS(env);
+    char *norm;
+    size_t n;
+    int e = resolve(cx, env, U32(0), U32(1), U32(2), &norm, &n);
+    if (e) RET(e);
+    pr_file *f = pr_fs_find(rs->fs, norm, n);
+    if (n == 1)
+        e = E_BUSY;
+    else if (f && !f->dir)
+        e = E_NOTDIR;
+    else if (!pr_fs_is_dir(rs->fs, norm, n))
+        e = E_NOENT;
+    else {
+        /* Implicit directories always have children; explicit ones may be empty. */
+        bool empty = true;
+        for (size_t i = 0; i < rs->fs->norder && empty; i++) {
+            const pr_file *g = rs->fs->order[i];
+            empty = g->dead ||
+                    !(g->path_len > n + 1 && g->path[n] == '/' && memcmp(g->path, norm, n) == 0);
+        }
+        if (!empty)
+            e = E_NOTEMPTY;
+        else
+            pr_fs_remove(rs->fs, f);
+    }
+    free(norm);
+    RET(e);
+}
+
+HOST(path_unlink_file) {
+    pr_run_state *rs = RS(env);
+    char *norm;
+    size_t n;
+    int e = resolve(cx, env, U32(0), U32(1), U32(2), &norm, &n);
+    if (e) RET(e);
+    pr_file *f = pr_fs_find(rs->fs, norm, n);
+    if (f && !f->dir)
+        pr_fs_remove(rs->fs, f);
+    else
+        e = (f || pr_fs_is_dir(rs->fs, norm, n)) ? E_ISDIR : E_NOENT;
+    free(norm);
+    RET(e);
+}
+
+/* Moves every entry at or under old (length on) to the same place under nw. */
+static int rename_tree(pr_fs *fs, const char *old, size_t on, const char *nw, size_t nn) {
+    size_t count = fs->norder; /* entries created below are not revisited */
+    for (size_t i = 0; i < count; i++) {
+        pr_file *f = fs->order[i];
+        if (f->dead) continue;
+        bool self = f->path_len == on && memcmp(f->path, old, on) == 0;
+        bool below = f->path_len > on + 1 && f->path[on] == '/' && memcmp(f->path, old, on) == 0;
+        if (!self && !below) continue;
+        size_t tl = nn + (f->path_len - on);
+        char *target = malloc(tl + 1);
+        if (!target) return E_NOMEM;
+        memcpy(target, nw, nn);
+        memcpy(target + nn, f->path + on, f->path_len - on);
+        pr_file *g = pr_fs_find(fs, target, tl);
+        if (g) pr_fs_remove(fs, g);
+        g = pr_fs_create(fs, target, tl, f->dir);
+        free(target);
+        if (!g) return E_NOMEM;
+        f = fs->order[i]; /* creating may have compacted the order array */
+        /* Hand the contents over without copying. */
+        g->data = f->data;
+        g->len = f->len;
+        g->cap = f->cap;
+        g->mtime = f->mtime;
+        f->data = NULL;
+        f->len = f->cap = 0;
+        pr_fs_remove(fs, f);
+        fs->total += g->len;
+        i = 0, count = fs->norder; /* rescan: the order array may have moved */
+    }
+    return E_SUCCESS;
+}
+
+HOST(path_rename) {
+    pr_run_state *rs = RS(env);
+    char *on, *nw;
+    size_t onl, nwl;
+    int e = resolve(cx, env, U32(0), U32(1), U32(2), &on, &onl);
+    if (e) RET(e);
+    e = resolve(cx, env, U32(3), U32(4), U32(5), &nw, &nwl);
+    if (e) {
+        free(on);
+        RET(e);
+    }
+    pr_fs *fs = rs->fs;
+    pr_file *src = pr_fs_find(fs, on, onl), *dst = pr_fs_find(fs, nw, nwl);
+    bool src_dir = (src && src->dir) || (!src && pr_fs_is_dir(fs, on, onl));
+    bool dst_dir = (dst && dst->dir) || (!dst && pr_fs_is_dir(fs, nw, nwl));
+    if (!src && !src_dir)
+        e = E_NOENT;
+    else if (onl == 1 || nwl == 1)
+        e = E_BUSY;
+    else if (onl == nwl && memcmp(on, nw, onl) == 0)
+        e = E_SUCCESS;
+    else if (!src_dir && dst_dir)
+        e = E_ISDIR;
+    else if (src_dir && dst && !dst->dir)
+        e = E_NOTDIR;
+    else if (src_dir && nwl > onl && nw[onl] == '/' && memcmp(nw, on, onl) == 0)
+        e = E_INVAL;
+    else if (ancestor_is_file(fs, nw, nwl))
+        e = E_NOTDIR;
+    else if (src_dir && dst_dir) {
+        bool empty = !(dst == NULL); /* implicit destination dirs are never empty */
+        for (size_t i = 0; i < fs->norder && empty; i++) {
+            const pr_file *g = fs->order[i];
+            empty = g->dead || !(g->path_len > nwl + 1 && g->path[nwl] == '/' &&
+                                 memcmp(g->path, nw, nwl) == 0);
+        }
+        e = empty ? rename_tree(fs, on, onl, nw, nwl) : E_NOTEMPTY;
+    } else {
+        e = rename_tree(fs, on, onl, nw, nwl);
+    }
+    free(on);
+    free(nw);
+    RET(e);
+}
+
+HOST(path_link) {
+    RET(E_NOTSUP);
+}
+
+HOST(path_symlink) {
+    RET(E_NOTSUP);
+}
+
+/* ---------------------------------------------------------------- poll, sockets */
+
+HOST(poll_oneoff) {
+    pr_run_state *rs = RS(env);
+    uint32_t nsubs = U32(2);
+    if (nsubs == 0) RET(E_INVAL);
+    uint8_t *in = mem(cx, U32(0), 48 * (uint64_t)nsubs),
+            *out = mem(cx, U32(1), 32 * (uint64_t)nsubs);
+    uint8_t *pn = mem(cx, U32(3), 4);
+    if (!in || !out || !pn) RET(E_FAULT);
+    /* Nothing in the room ever blocks: every subscription is ready at once. A clock
+     * subscription does not sleep (the run has no wall time to spend); with
+     * deterministic clocks it advances the clock by its timeout instead. */
+    uint32_t nev = 0;
+    uint64_t advance = 0;
+    for (uint32_t i = 0; i < nsubs; i++) {
+        const uint8_t *s = in + 48 * i;
+        uint8_t *ev = out + 32 * nev;
+        memset(ev, 0, 32);
+        st64(ev, ld64(s));
+        uint8_t tag = s[8];
+        ev[10] = tag;
+        if (tag == 0) {
+            uint64_t timeout = ld64(s + 24);
+            if (!(ld32(s + 40) & 1) && timeout > advance) advance = timeout;
+        } else if (tag == 1 || tag == 2) {
+            wfd *f = getfd(env, ld32(s + 16));
+            if (!f)
+                st16(ev + 8, E_BADF);
+            else if (tag == 1 && f->kind == K_STDIN)
+                st16(ev + 24, 1); /* hang-up: EOF */
+            else if (tag == 1 && f->kind == K_FILE && f->file->len > f->off)
+                st64(ev + 16, f->file->len - f->off);
+        } else {
+            st16(ev + 8, E_INVAL);
+        }
+        nev++;
+    }
+    if (rs->opt->seed) rs->det_clock += advance;
+    st32(pn, nev);
+    RET(E_SUCCESS);
+}
+
+HOST(sock_accept) {
+    RET(getfd(env, U32(0)) ? E_NOTSOCK : E_BADF);
+}
+HOST(sock_recv) {
+    RET(getfd(env, U32(0)) ? E_NOTSOCK : E_BADF);
+}
+HOST(sock_send) {
+    RET(getfd(env, U32(0)) ? E_NOTSOCK : E_BADF);
+}
+HOST(sock_shutdown) {
+    RET(getfd(env, U32(0)) ? E_NOTSOCK : E_BADF);
+}
+
+/* ---------------------------------------------------------------- binding */
+
+typedef struct entry {
+    const char *name;
+    pw_host_fn fn;
+} entry;
+
+static const entry FUNCS[] = {
+    {"args_get", w_args_get},
+    {"args_sizes_get", w_args_sizes_get},
+    {"environ_get", w_environ_get},
+    {"environ_sizes_get", w_environ_sizes_get},
+    {"clock_res_get", w_clock_res_get},
+    {"clock_time_get", w_clock_time_get},
+    {"fd_advise", w_fd_advise},
+    {"fd_allocate", w_fd_allocate},
+    {"fd_close", w_fd_close},
+    {"fd_datasync", w_fd_sync},
+    {"fd_fdstat_get", w_fd_fdstat_get},
+    {"fd_fdstat_set_flags", w_fd_fdstat_set_flags},
+    {"fd_fdstat_set_rights", w_fd_fdstat_set_rights},
+    {"fd_filestat_get", w_fd_filestat_get},
+    {"fd_filestat_set_size", w_fd_filestat_set_size},
+    {"fd_filestat_set_times", w_fd_filestat_set_times},
+    {"fd_pread", w_fd_pread},
+    {"fd_prestat_get", w_fd_prestat_get},
+    {"fd_prestat_dir_name", w_fd_prestat_dir_name},
+    {"fd_pwrite", w_fd_pwrite},
+    {"fd_read", w_fd_read},
+    {"fd_readdir", w_fd_readdir},
+    {"fd_renumber", w_fd_renumber},
+    {"fd_seek", w_fd_seek},
+    {"fd_sync", w_fd_sync},
+    {"fd_tell", w_fd_tell},
+    {"fd_write", w_fd_write},
+    {"path_create_directory", w_path_create_directory},
+    {"path_filestat_get", w_path_filestat_get},
+    {"path_filestat_set_times", w_path_filestat_set_times},
+    {"path_link", w_path_link},
+    {"path_open", w_path_open},
+    {"path_readlink", w_path_readlink},
+    {"path_remove_directory", w_path_remove_directory},
+    {"path_rename", w_path_rename},
+    {"path_symlink", w_path_symlink},
+    {"path_unlink_file", w_path_unlink_file},
+    {"poll_oneoff", w_poll_oneoff},
+    {"proc_exit", w_proc_exit},
+    {"proc_raise", w_proc_raise},
+    {"sched_yield", w_sched_yield},
+    {"random_get", w_random_get},
+    {"sock_accept", w_sock_accept},
+    {"sock_recv", w_sock_recv},
+    {"sock_send", w_sock_send},
+    {"sock_shutdown", w_sock_shutdown},
+};
+
+static bool is_wasi_module(const pw_import_desc *imp) {
+    return imp->module_len == sizeof WASI_MODULE - 1 &&
+           memcmp(imp->module, WASI_MODULE, imp->module_len) == 0;
+}
+
+static bool wasi_matches(const pw_module *m) {
+    uint32_t n = pw_module_import_count(m);
+    for (uint32_t i = 0; i < n; i++) {
+        pw_import_desc d;
+        pw_module_import(m, i, &d);
+        if (!is_wasi_module(&d)) return false;
+    }
+    return true;
+}
+
+static wasi *state(pr_run_state *rs) {
+    if (rs->abi_state) return rs->abi_state;
+    wasi *w = calloc(1, sizeof *w);
+    if (!w) return NULL;
+    w->fds = w->fixed;
+    w->nfds = NFIXED;
+    w->fixed[0] = (wfd){.kind = K_STDIN, .rights = R_STDIN};
+    w->fixed[1] = (wfd){.kind = K_STDOUT, .rights = R_STDOUT};
+    w->fixed[2] = (wfd){.kind = K_STDERR, .rights = R_STDOUT};
+    w->fixed[3] = (wfd){.kind = K_DIR, .rights = R_ALL, .inherit = R_ALL};
+    rs->abi_state = w;
+    return w;
+}
+
+static bool wasi_resolve(void *ctx, pw_store *s, const pw_module *m, const pw_import_desc *imp,
+                         pw_extern *out) {
+    pr_run_state *rs = ctx;
+    if (!is_wasi_module(imp) || imp->kind != PW_EXTERN_FUNC) return false;
+    if (!state(rs)) return false;
+    for (size_t i = 0; i < sizeof FUNCS / sizeof *FUNCS; i++) {
+        if (strlen(FUNCS[i].name) != imp->name_len ||
+            memcmp(FUNCS[i].name, imp->name, imp->name_len) != 0)
+            continue;
+        pw_error e;
+        pw_func *f = pw_func_new_host_for_import(s, m, imp->index, FUNCS[i].fn, rs, &e);
+        if (!f) return false;
+        out->kind = PW_EXTERN_FUNC;
+        out->u.func = f;
+        return true;
+    }
+    return false;
+}
+
+static pw_status wasi_start(pr_run_state *rs, pw_error *err) {
+    if (!state(rs)) {
+        err->status = PW_ERR_NOMEM;
+        return PW_ERR_NOMEM;
+    }
+    pw_extern ex;
+    if (!pw_instance_export(rs->inst, "_start", 6, &ex) || ex.kind != PW_EXTERN_FUNC) {
+        rs->end = PR_END_HOST;
+        snprintf(rs->end_msg, sizeof rs->end_msg, "程序没有导出 _start");
+        err->status = PW_ERR_TRAP;
+        err->trap = PW_TRAP_HOST;
+        return PW_ERR_TRAP;
+    }
+    return pw_call(rs->store, ex.u.func, NULL, 0, NULL, 0, err);
+}
+
+static void wasi_finish(pr_run_state *rs) {
+    wasi *w = rs->abi_state;
+    if (!w) return;
+    for (uint32_t i = 0; i < w->nfds; i++)
+        if (w->fds[i].kind != K_FREE) closefd(&w->fds[i]);
+    if (w->fds != w->fixed) free(w->fds);
+    free(w);
+    rs->abi_state = NULL;
+}
+
+const pr_abi pr_abi_wasi = {"wasi_snapshot_preview1", wasi_matches, wasi_resolve, wasi_start,
+                            wasi_finish};

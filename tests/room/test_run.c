@@ -1,0 +1,437 @@
+/*
+ * test_run.c — the contract's conformance examples through pr_run with real WASI
+ * programs (fixtures/probe.c, fixtures/hello.c): exact return texts and exception
+ * messages, the reference check order on whole requests, the isolate identity and
+ * cache, limits (output, files, CPU), determinism, and 1000 runs in a row.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "room/room_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifndef ROOM_FIXTURES
+#define ROOM_FIXTURES "tests/room/fixtures"
+#endif
+
+typedef struct prog {
+    char *b64;
+    size_t b64_len;
+    char digest[65];
+} prog;
+
+static prog probe, hello;
+
+static char *b64enc(const uint8_t *d, size_t n, size_t *out_len) {
+    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char *o = malloc((n + 2) / 3 * 4 + 1);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)d[i] << 16 | (i + 1 < n ? (uint32_t)d[i + 1] << 8 : 0) |
+                     (i + 2 < n ? d[i + 2] : 0);
+        o[k++] = A[v >> 18];
+        o[k++] = A[(v >> 12) & 63];
+        o[k++] = i + 1 < n ? A[(v >> 6) & 63] : '=';
+        o[k++] = i + 2 < n ? A[v & 63] : '=';
+    }
+    o[k] = 0;
+    *out_len = k;
+    return o;
+}
+
+static void make_prog(prog *p, const uint8_t *bytes, size_t n) {
+    uint8_t d[32];
+    pr_sha256(bytes, n, d);
+    pr_hex(d, 32, p->digest);
+    p->b64 = b64enc(bytes, n, &p->b64_len);
+}
+
+static bool load_prog(prog *p, const char *name) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", ROOM_FIXTURES, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc((size_t)n);
+    if (fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
+    fclose(f);
+    make_prog(p, b, (size_t)n);
+    free(b);
+    return n > 0;
+}
+
+/* Runs and returns the output text, or "!" + the exception message. Caller frees. */
+static char *run4(pr_host *h, const char *runner, const char *scope, const prog *p,
+                  const char *input, char *isolate_out) {
+    pr_request r = {{runner, strlen(runner)},
+                    {scope, strlen(scope)},
+                    {p->digest, strlen(p->digest)},
+                    {p->b64, p->b64_len},
+                    {input, strlen(input)}};
+    pr_response res;
+    pr_error e;
+    if (pr_run(h, &r, &res, &e)) {
+        if (isolate_out) strcpy(isolate_out, res.isolate);
+        return res.output;
+    }
+    char *m = malloc(strlen(e.message) + 2);
+    m[0] = '!';
+    strcpy(m + 1, e.message);
+    return m;
+}
+
+static char *run(pr_host *h, const char *input) {
+    return run4(h, "LOADER", "测试", &probe, input, NULL);
+}
+
+static void expect(pr_host *h, const char *input, const char *want) {
+    char *got = run(h, input);
+    assert_string_equal(got, want);
+    free(got);
+}
+
+static int setup(void **st) {
+    if (!load_prog(&probe, "probe.wasm") || !load_prog(&hello, "hello.wasm")) {
+        fprintf(stderr, "room fixtures missing under %s\n", ROOM_FIXTURES);
+        return -1;
+    }
+    pr_error e;
+    *st = pr_host_new(NULL, &e);
+    return *st ? 0 : -1;
+}
+
+static int teardown(void **st) {
+    pr_host_free(*st);
+    free(probe.b64);
+    free(hello.b64);
+    return 0;
+}
+
+static void test_program_a(void **st) {
+    expect(*st,
+           "{\"args\":[\"echo\"],\"files\":{\"/请求/路径.txt\":\"/x\",\"/数据/旧.txt\":\"旧\"}}",
+           "{\"ok\":true,\"stdout\":\"你好\\n\",\"stderr\":\"\",\"exitCode\":0,\"files\":{"
+           "\"/数据/旧.txt\":\"旧\",\"/数据/记录.txt\":\"见：/x\\n\",\"/响应/正文.txt\":\"回显：/"
+           "x\\n\"}}");
+    /* Missing request file reads as empty. */
+    expect(*st, "{\"args\":[\"echo\"]}",
+           "{\"ok\":true,\"stdout\":\"你好\\n\",\"stderr\":\"\",\"exitCode\":0,\"files\":{"
+           "\"/数据/记录.txt\":\"见：\\n\",\"/响应/正文.txt\":\"回显：\\n\"}}");
+}
+
+static void test_program_failures(void **st) {
+    expect(*st, "{\"args\":[\"fail\"]}",
+           "{\"ok\":false,\"stdout\":\"\",\"stderr\":\"\",\"exitCode\":3,\"files\":{}}");
+    expect(*st, "{\"args\":[\"trap\"]}",
+           "{\"ok\":false,\"stdout\":\"\",\"stderr\":\"\",\"exitCode\":1,\"error\":\"unreachable\","
+           "\"files\":{}}");
+    expect(*st, "{\"args\":[\"stderr\"]}",
+           "{\"ok\":true,\"stdout\":\"照常\\n\",\"stderr\":\"警告：探针\\n\",\"exitCode\":0,"
+           "\"files\":{}}");
+    expect(*st, "{\"args\":[\"exit0\"]}",
+           "{\"ok\":true,\"stdout\":\"bye\\n\",\"stderr\":\"\",\"exitCode\":0,\"files\":{}}");
+    expect(*st, "{\"args\":[\"没有这个命令\"]}",
+           "{\"ok\":true,\"stdout\":\"未知命令：没有这个命令\\n\",\"stderr\":\"\",\"exitCode\":0,"
+           "\"files\":{}}");
+    /* Deep recursion overflows the C stack in linear memory: a trap, not a crash. */
+    char *got = run(*st, "{\"args\":[\"recurse\"]}");
+    assert_non_null(strstr(got, "\"ok\":false"));
+    assert_non_null(strstr(got, "\"exitCode\":1,\"error\":"));
+    free(got);
+}
+
+/* The number of 'x' in runs of at least two (the probe's filler, not "exitCode"). */
+static size_t count_x(const char *s) {
+    size_t n = 0;
+    for (; *s; s++)
+        if (*s == 'x' && (s[1] == 'x' || (n && s[-1] == 'x'))) n++;
+    return n;
+}
+
+static void test_output_limit(void **st) {
+    /* 65,537 bytes in 1000-byte writes: 65 writes kept, the 66th dropped whole. */
+    char *got = run(*st, "{\"args\":[\"bigout\"]}");
+    assert_non_null(strstr(got, "\"error\":\"输出超过 64 KB\""));
+    assert_non_null(strstr(got, "{\"ok\":false,"));
+    assert_non_null(strstr(got, "\"exitCode\":1,"));
+    assert_int_equal(count_x(got), 65000);
+    free(got);
+    /* Exactly 65,536 bytes pass. */
+    got = run(*st, "{\"args\":[\"out\",\"65536\",\"1024\"]}");
+    assert_non_null(strstr(got, "{\"ok\":true,"));
+    assert_int_equal(count_x(got), 65536);
+    free(got);
+    /* One write of 65,537 bytes: dropped, nothing written. */
+    expect(
+        *st, "{\"args\":[\"out\",\"65537\",\"65537\"]}",
+        "{\"ok\":false,\"stdout\":\"\",\"stderr\":\"\",\"exitCode\":1,\"error\":\"输出超过 64 KB\","
+        "\"files\":{}}");
+}
+
+static void test_output_files_limits(void **st) {
+    char *got = run(*st, "{\"args\":[\"many:256\"]}");
+    assert_non_null(strstr(got, "\"/数据/255.txt\":\"a\""));
+    free(got);
+    expect(*st, "{\"args\":[\"many:257\"]}", "!隔离运行失败：500：运行数据超过上限");
+    got = run(*st, "{\"args\":[\"big:1048576\"]}");
+    assert_int_equal(count_x(got), 1048576);
+    free(got);
+    expect(*st, "{\"args\":[\"big:1048577\"]}", "!隔离运行失败：500：运行数据超过上限");
+    expect(*st, "{\"args\":[\"badutf8\"]}",
+           "!隔离运行失败：500：输出文件不是有效 UTF-8：/数据/坏.txt");
+    /* Untouched input files under /数据/ come back; /请求/ and others never do. */
+    expect(*st,
+           "{\"args\":[\"x\"],\"files\":{\"数据/a\":\"1\",\"/请求/b\":\"2\",\"/响应/../数据/"
+           "c\":\"3\"}}",
+           "{\"ok\":true,\"stdout\":\"未知命令：x\\n\",\"stderr\":\"\",\"exitCode\":0,\"files\":{"
+           "\"/数据/a\":\"1\",\"/数据/c\":\"3\"}}");
+}
+
+static void test_violations(void **st) {
+    pr_host *h = *st;
+    prog p = probe;
+    char d[70];
+    strcpy(d, probe.digest);
+    strcat(d, "0");
+    p = probe;
+    strcpy(p.digest, "0000000000000000000000000000000000000000000000000000000000000000");
+    char *got = run4(h, "LOADER", "s", &p, "{}", NULL);
+    assert_string_equal(got, "!运行产物摘要不匹配");
+    free(got);
+    prog q = probe;
+    for (char *c = q.digest; *c; c++)
+        if (*c >= 'a' && *c <= 'f') *c = (char)(*c - 32);
+    got = run4(h, "LOADER", "s", &q, "{}", NULL);
+    assert_string_equal(got, "!产物摘要无效");
+    free(got);
+    pr_request r = {{"LOADER", 6}, {"s", 1}, {d, 65}, {probe.b64, probe.b64_len}, {"{}", 2}};
+    pr_response res;
+    pr_error e;
+    assert_false(pr_run(h, &r, &res, &e));
+    assert_string_equal(e.message, "产物摘要无效");
+    assert_int_equal(e.kind, PR_KIND_VIOLATION);
+    r.digest = (pr_str){probe.digest, 64};
+    r.program = (pr_str){"@@@@", 4};
+    assert_false(pr_run(h, &r, &res, &e));
+    assert_string_equal(e.message, "运行产物无效：不是有效的 Base64");
+    r.program = (pr_str){probe.b64, probe.b64_len};
+    r.scope = (pr_str){"", 0};
+    assert_false(pr_run(h, &r, &res, &e));
+    assert_string_equal(e.message, "隔离范围无效");
+    r.scope = (pr_str){"甲\x01乙", 7};
+    assert_false(pr_run(h, &r, &res, &e));
+    assert_string_equal(e.message, "隔离范围无效");
+    r.scope = (pr_str){"s", 1};
+    r.runner = (pr_str){"", 0};
+    assert_false(pr_run(h, &r, &res, &e));
+    assert_string_equal(e.message, "运行器名无效");
+    r.runner = (pr_str){"OTHER", 5};
+    assert_false(pr_run(h, &r, &res, &e));
+    assert_int_equal(e.kind, PR_KIND_RUN_FAILED);
+    assert_string_equal(e.message, "隔离运行失败：未授权的LOADER绑定：OTHER");
+    /* Input checks. */
+    expect(h, "不是JSON", "!隔离运行输入无效：输入不是有效 JSON");
+    expect(h, "{\"args\":[1]}", "!隔离运行输入无效：args 须为字符串数组");
+    expect(h, "{\"files\":{\"/a\":1}}", "!隔离运行输入无效：files 须为路径到文字的对象");
+}
+
+static void test_wasm_and_binding(void **st) {
+    pr_host *h = *st;
+    prog junk;
+    const uint8_t notwasm[] = "this is not wasm";
+    make_prog(&junk, notwasm, sizeof notwasm - 1);
+    char *got = run4(h, "LOADER", "s", &junk, "{}", NULL);
+    assert_string_equal(got, "!隔离运行失败：动态 Worker 程序不是有效 Wasm");
+    free(got);
+    /* Order: not granted beats not-Wasm, not-Wasm beats bad input. */
+    got = run4(h, "NOPE", "s", &junk, "不是JSON", NULL);
+    assert_string_equal(got, "!隔离运行失败：未授权的LOADER绑定：NOPE");
+    free(got);
+    got = run4(h, "LOADER", "s", &junk, "不是JSON", NULL);
+    assert_string_equal(got, "!隔离运行失败：动态 Worker 程序不是有效 Wasm");
+    free(got);
+    /* Bad input beats a link error (the run comes last). */
+    const uint8_t imports_env[] = {0, 'a', 's', 'm', 1, 0,   0,   0,   1, 4,   1, 0x60, 0,
+                                   0, 2,   9,   1,   3, 'e', 'n', 'v', 1, 'f', 0, 0};
+    prog link;
+    make_prog(&link, imports_env, sizeof imports_env);
+    got = run4(h, "LOADER", "s", &link, "{\"args\":[1]}", NULL);
+    assert_string_equal(got, "!隔离运行输入无效：args 须为字符串数组");
+    free(got);
+    got = run4(h, "LOADER", "s", &link, "{}", NULL);
+    assert_memory_equal(got, "!隔离运行失败：", strlen("!隔离运行失败："));
+    free(got);
+    free(junk.b64);
+    free(link.b64);
+    /* A granted runner without a binding. */
+    const char *granted[] = {"A", "B"}, *bound[] = {"A"};
+    pr_host_config cfg = {.granted = granted, .ngranted = 2, .bound = bound, .nbound = 1};
+    pr_error e;
+    pr_host *h2 = pr_host_new(&cfg, &e);
+    got = run4(h2, "B", "s", &hello, "{}", NULL);
+    assert_string_equal(got, "!隔离运行失败：绑定不存在：B");
+    free(got);
+    got = run4(h2, "LOADER", "s", &hello, "{}", NULL);
+    assert_string_equal(got, "!隔离运行失败：未授权的LOADER绑定：LOADER");
+    free(got);
+    got = run4(h2, "A", "s", &hello, "{}", NULL);
+    assert_string_equal(
+        got, "{\"ok\":true,\"stdout\":\"hello\\n\",\"stderr\":\"\",\"exitCode\":0,\"files\":{}}");
+    free(got);
+    pr_host_free(h2);
+    cfg = (pr_host_config){.cpu_ms = 1001};
+    assert_null(pr_host_new(&cfg, &e));
+}
+
+static void test_isolate_identity(void **st) {
+    (void)st;
+    pr_error e;
+    pr_host *h = pr_host_new(NULL, &e);
+    char a[200], b[200], c[200];
+    char *o1 = run4(h, "LOADER", "甲", &hello, "{}", a);
+    char *o2 = run4(h, "LOADER", "甲", &hello, "{}", b);
+    char *o3 = run4(h, "LOADER", "乙", &hello, "{}", c);
+    assert_string_equal(o1, o2);
+    assert_string_equal(o1, o3);
+    assert_string_equal(a, b);
+    assert_string_not_equal(a, c);
+    char want[200];
+    snprintf(want, sizeof want, "甲:%s", hello.digest);
+    assert_string_equal(a, want);
+    pr_cache_stats cs;
+    pr_host_cache_stats(h, &cs);
+    assert_int_equal(cs.misses, 2); /* 甲 once, 乙 once: the second 甲 run is a hit */
+    assert_int_equal(cs.hits, 1);
+    assert_int_equal(cs.entries, 2);
+    free(o1);
+    free(o2);
+    free(o3);
+    pr_host_free(h);
+}
+
+static void test_room_environment(void **st) {
+    expect(
+        *st, "{\"args\":[\"args\",\"a b\",\"\\u4f60\",\"\"]}",
+        "{\"ok\":true,\"stdout\":\"[/程序.wasm]\\n[args]\\n[a b]\\n[你]\\n[]\\n\",\"stderr\":\"\","
+        "\"exitCode\":0,\"files\":{}}");
+    expect(*st, "{\"args\":[\"env\"]}",
+           "{\"ok\":true,\"stdout\":\"environ=0\\nstdin=0\\n\",\"stderr\":\"\",\"exitCode\":0,"
+           "\"files\":{}}");
+    expect(*st, "{\"args\":[\"ls\",\"/\"],\"files\":{\"/b/x\":\"\",\"/a\":\"\",\"/b/y\":\"\"}}",
+           "{\"ok\":true,\"stdout\":\"./\\n../\\nb/\\na\\n\",\"stderr\":\"\",\"exitCode\":0,"
+           "\"files\":{}}");
+    expect(*st, "{\"args\":[\"cat\",\"/请求/../请求/a\"],\"files\":{\"请求/a\":\"内容\"}}",
+           "{\"ok\":true,\"stdout\":\"内容\",\"stderr\":\"\",\"exitCode\":0,\"files\":{}}");
+    /* Per-write lenient decoding: a character split across writes is two U+FFFD, and a
+     * BOM at the start of a write is dropped. */
+    expect(
+        *st, "{\"args\":[\"split\"]}",
+        "{\"ok\":true,\"stdout\":\"\xEF\xBF\xBD\xEF\xBF\xBDok\\n\",\"stderr\":\"\",\"exitCode\":0,"
+        "\"files\":{}}");
+    expect(
+        *st, "{\"args\":[\"fsops\"]}",
+        "{\"ok\":true,\"stdout\":\"mkdir=0\\nmkdir again=-1 errno=File exists\\nrename=0\\n"
+        "stat=0 size=1 dir=0\\nstat dir=0 dir=1\\nunlink=0\\nunlink again=-1 errno=No such file "
+        "or directory\\nrmdir=0\\nopen missing=-1 errno=No such file or directory\\nread=2 '12'\\n"
+        "lseek=2\\nftruncate=0\\ncwd=/\\nchdir-free relative open: 0\\n\",\"stderr\":\"\","
+        "\"exitCode\":0,\"files\":{\"/数据/追加.txt\":\"1\"}}");
+    /* Memory over the 128 MiB cap cannot be had: memory.grow fails. */
+    expect(*st, "{\"args\":[\"grow\"]}",
+           "{\"ok\":true,\"stdout\":\"grow=-1\\n\",\"stderr\":\"\",\"exitCode\":0,\"files\":{}}");
+}
+
+static void test_deterministic(void **st) {
+    (void)st;
+    pr_host_config cfg = {.deterministic = true};
+    pr_error e;
+    pr_host *h = pr_host_new(&cfg, &e);
+    char *a = run(h, "{\"args\":[\"rand\"]}");
+    char *b = run(h, "{\"args\":[\"rand\"]}");
+    char *c = run(h, "{\"args\":[\"rand\"],\"x\":1}");
+    assert_string_equal(a, b);
+    assert_string_not_equal(a, c);
+    /* The clocks start at 2026-01-01T00:00:00Z (realtime) and 0 (monotonic), 1 ms apart. */
+    assert_non_null(strstr(a, " 1767225600.000000000 0.001000000\\n"));
+    free(a);
+    free(b);
+    free(c);
+    pr_host_free(h);
+    h = pr_host_new(NULL, &e);
+    a = run(h, "{\"args\":[\"rand\"]}");
+    b = run(h, "{\"args\":[\"rand\"]}");
+    assert_string_not_equal(a, b);
+    free(a);
+    free(b);
+    pr_host_free(h);
+}
+
+static double cpu_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void test_cpu_limit(void **st) {
+    (void)st;
+    pr_error e;
+    pr_host *h = pr_host_new(NULL, &e);
+    double t0 = cpu_now();
+    char *got = run(h, "{\"args\":[\"loop\"]}");
+    double used = cpu_now() - t0;
+    assert_string_equal(got, "!隔离运行失败：CPU 时间超过 1000 ms");
+    free(got);
+    assert_true(used >= 0.99 && used < 1.5);
+    /* The host stays healthy. */
+    expect(h, "{\"args\":[\"fail\"]}",
+           "{\"ok\":false,\"stdout\":\"\",\"stderr\":\"\",\"exitCode\":3,\"files\":{}}");
+    pr_host_free(h);
+    pr_host_config cfg = {.cpu_ms = 100};
+    h = pr_host_new(&cfg, &e);
+    t0 = cpu_now();
+    got = run(h, "{\"args\":[\"loop\"]}");
+    used = cpu_now() - t0;
+    assert_string_equal(got, "!隔离运行失败：CPU 时间超过 100 ms");
+    assert_true(used >= 0.099 && used < 0.5);
+    free(got);
+    pr_host_free(h);
+}
+
+static void test_thousand_runs(void **st) {
+    pr_host *h = *st;
+    for (int i = 0; i < 1000; i++) {
+        char *got = run4(h, "LOADER", "千", &hello, "{}", NULL);
+        assert_string_equal(
+            got,
+            "{\"ok\":true,\"stdout\":\"hello\\n\",\"stderr\":\"\",\"exitCode\":0,\"files\":{}}");
+        free(got);
+    }
+    for (int i = 0; i < 1000; i++) {
+        char *got = run(h, "{\"args\":[\"trap\"]}");
+        assert_non_null(strstr(got, "\"error\":\"unreachable\""));
+        free(got);
+        got = run(h, "{\"args\":[1]}");
+        assert_string_equal(got, "!隔离运行输入无效：args 须为字符串数组");
+        free(got);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_program_a),        cmocka_unit_test(test_program_failures),
+        cmocka_unit_test(test_output_limit),     cmocka_unit_test(test_output_files_limits),
+        cmocka_unit_test(test_violations),       cmocka_unit_test(test_wasm_and_binding),
+        cmocka_unit_test(test_isolate_identity), cmocka_unit_test(test_room_environment),
+        cmocka_unit_test(test_deterministic),    cmocka_unit_test(test_cpu_limit),
+        cmocka_unit_test(test_thousand_runs),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
