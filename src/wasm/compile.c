@@ -101,13 +101,19 @@ static bool grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
     return true;
 }
 
-static void emit(comp *c, uint32_t w) {
-    if (c->ncode == c->capcode &&
-        !grow((void **)&c->code, &c->capcode, c->ncode + 1, sizeof *c->code)) {
+static __attribute__((noinline)) void emit_slow(comp *c, uint32_t w) {
+    if (!grow((void **)&c->code, &c->capcode, c->ncode + 1, sizeof *c->code)) {
         c->oom = true;
         return;
     }
     c->code[c->ncode++] = w;
+}
+
+static inline __attribute__((always_inline)) void emit(comp *c, uint32_t w) {
+    if (__builtin_expect(c->ncode < c->capcode, 1))
+        c->code[c->ncode++] = w;
+    else
+        emit_slow(c, w);
 }
 
 static uint32_t emit_op(comp *c, uint32_t op) {
@@ -144,8 +150,9 @@ static void popn(comp *c, uint32_t n) {
     }
 }
 
-static void push(comp *c, uint8_t loc, uint32_t local, uint64_t cval, pw_valtype t) {
-    if (c->sp == c->capst && !grow((void **)&c->st, &c->capst, c->sp + 1, sizeof *c->st)) {
+static inline void push(comp *c, uint8_t loc, uint32_t local, uint64_t cval, pw_valtype t) {
+    if (__builtin_expect(c->sp == c->capst, 0) &&
+        !grow((void **)&c->st, &c->capst, c->sp + 1, sizeof *c->st)) {
         c->oom = true;
         return;
     }
@@ -1124,6 +1131,10 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
         memcpy(ltypes, ft->u.func.types, np * sizeof *ltypes);
         if (fd->nlocals) memcpy(ltypes + np, fd->locals, fd->nlocals * sizeof *ltypes);
         reset(&c);
+        if (!grow((void **)&c.code, &c.capcode, fd->body.len * 2 + 16, sizeof *c.code)) {
+            st = pw_fail(err, PW_ERR_NOMEM, "out of memory");
+            break;
+        }
         c.fd = fd;
         c.ft = ft;
         c.nlocals = nl;
