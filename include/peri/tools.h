@@ -71,7 +71,7 @@ typedef struct ptl_ctx {
 } ptl_ctx;
 
 typedef struct ptl_result {
-    char *output;         /* text for the model (never NULL after ptl_run returns) */
+    char *output;         /* text for the model (NULL only after PTL_ERR_NOMEM) */
     bool is_error;        /* tool-level failure: output explains it */
     char *content_json;   /* ACP ToolCallContent[] JSON text, or NULL: e.g. for edit/write
                              [{"type":"diff","path":ABS,"oldText":..,"newText":..}];

@@ -1,0 +1,148 @@
+/*
+ * output.c — bounded tool output text, tool-level errors, the ACP content/locations JSON
+ * attached to a result, and the typed accessors for the model's input object.
+ */
+#include "tools_int.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ptl__out_init(ptl__out *o, size_t limit) {
+    memset(o, 0, sizeof *o);
+    o->limit = limit ? limit : PTL_DEFAULT_MAX_OUTPUT;
+}
+
+void ptl__out_add(ptl__out *o, const char *s, size_t n) {
+    if (o->oom) return;
+    if (o->len + n > o->limit) {
+        o->truncated = true;
+        n = o->limit - o->len;
+        /* do not cut a UTF-8 sequence in half */
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+            n--;
+    }
+    if (n == 0) return;
+    if (o->len + n + 1 > o->cap) {
+        size_t cap = o->cap ? o->cap : 256;
+        while (cap < o->len + n + 1)
+            cap *= 2;
+        char *p = realloc(o->p, cap);
+        if (!p) {
+            o->oom = true;
+            return;
+        }
+        o->p = p;
+        o->cap = cap;
+    }
+    memcpy(o->p + o->len, s, n);
+    o->len += n;
+    o->p[o->len] = '\0';
+}
+
+void ptl__out_addf(ptl__out *o, const char *fmt, ...) {
+    char small[512], *big = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n >= sizeof small) {
+        va_start(ap, fmt);
+        if (vasprintf(&big, fmt, ap) < 0) big = NULL;
+        va_end(ap);
+        if (!big) {
+            o->oom = true;
+            return;
+        }
+    }
+    ptl__out_add(o, big ? big : small, (size_t)n);
+    free(big);
+}
+
+void ptl__out_free(ptl__out *o) {
+    free(o->p);
+    memset(o, 0, sizeof *o);
+}
+
+ptl_status ptl__finish(ptl_result *r, ptl__out *o, bool is_error) {
+    if (o->truncated) { /* tell the model, beyond the bound */
+        size_t limit = o->limit;
+        o->limit = SIZE_MAX;
+        ptl__out_addf(o, "\n[output truncated at %zu bytes]", limit);
+        o->truncated = true;
+    }
+    if (o->oom) {
+        ptl__out_free(o);
+        return PTL_ERR_NOMEM;
+    }
+    free(r->output);
+    r->output = o->p ? o->p : strdup("");
+    o->p = NULL;
+    ptl__out_free(o);
+    r->is_error = is_error;
+    r->truncated = r->truncated || o->truncated;
+    return r->output ? PTL_OK : PTL_ERR_NOMEM;
+}
+
+ptl_status ptl__error(ptl_result *r, const char *fmt, ...) {
+    va_list ap;
+    char *msg = NULL;
+    va_start(ap, fmt);
+    if (vasprintf(&msg, fmt, ap) < 0) msg = NULL;
+    va_end(ap);
+    free(r->output);
+    r->output = msg;
+    r->is_error = true;
+    return msg ? PTL_OK : PTL_ERR_NOMEM;
+}
+
+ptl_status ptl__text_content(ptl_result *r) {
+    json_t *c = json_pack("[{s:s, s:{s:s, s:s}}]", "type", "content", "content", "type", "text",
+                          "text", r->output ? r->output : "");
+    free(r->content_json);
+    r->content_json = c ? json_dumps(c, JSON_COMPACT) : NULL;
+    json_decref(c);
+    return r->content_json ? PTL_OK : PTL_ERR_NOMEM;
+}
+
+ptl_status ptl__location(ptl_result *r, const char *path, long line) {
+    json_t *loc = line > 0 ? json_pack("[{s:s, s:I}]", "path", path, "line", (json_int_t)line)
+                           : json_pack("[{s:s}]", "path", path);
+    free(r->locations_json);
+    r->locations_json = loc ? json_dumps(loc, JSON_COMPACT) : NULL;
+    json_decref(loc);
+    return r->locations_json ? PTL_OK : PTL_ERR_NOMEM;
+}
+
+const char *ptl__str(json_t *in, const char *key, bool *bad) {
+    json_t *v = json_object_get(in, key);
+    if (!v || json_is_null(v)) return NULL;
+    if (!json_is_string(v)) {
+        *bad = true;
+        return NULL;
+    }
+    return json_string_value(v);
+}
+
+long long ptl__int(json_t *in, const char *key, long long def, bool *bad) {
+    json_t *v = json_object_get(in, key);
+    if (!v || json_is_null(v)) return def;
+    if (json_is_integer(v)) return json_integer_value(v);
+    if (json_is_real(v) && json_real_value(v) == (double)(long long)json_real_value(v))
+        return (long long)json_real_value(v);
+    *bad = true;
+    return def;
+}
+
+bool ptl__bool(json_t *in, const char *key, bool def, bool *bad) {
+    json_t *v = json_object_get(in, key);
+    if (!v || json_is_null(v)) return def;
+    if (!json_is_boolean(v)) {
+        *bad = true;
+        return def;
+    }
+    return json_is_true(v);
+}

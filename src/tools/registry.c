@@ -1,0 +1,176 @@
+/*
+ * registry.c — the built-in tool table (names, descriptions, input schemas, ACP kinds,
+ * permission flags), titles for tool_call updates, and ptl_run's input handling.
+ */
+#include "tools_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const ptl_tool TOOLS[] = {
+    {"read",
+     "Read a text file in the workspace. Returns its lines; use offset (1-based line) and "
+     "limit (number of lines) for large files.",
+     "{\"type\":\"object\",\"properties\":{"
+     "\"path\":{\"type\":\"string\",\"description\":\"File path, relative to the workspace\"},"
+     "\"offset\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"First line (1-based)\"},"
+     "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"Number of lines\"}},"
+     "\"required\":[\"path\"],\"additionalProperties\":false}",
+     PTL_KIND_READ, false, ptl__read},
+    {"write",
+     "Create or overwrite a file in the workspace with the given content. Missing parent "
+     "directories are created.",
+     "{\"type\":\"object\",\"properties\":{"
+     "\"path\":{\"type\":\"string\",\"description\":\"File path, relative to the workspace\"},"
+     "\"content\":{\"type\":\"string\",\"description\":\"The whole new file content\"}},"
+     "\"required\":[\"path\",\"content\"],\"additionalProperties\":false}",
+     PTL_KIND_EDIT, true, ptl__write},
+    {"edit",
+     "Replace an exact string in a file. old_string must occur exactly once unless "
+     "replace_all is true; include enough surrounding context to make it unique.",
+     "{\"type\":\"object\",\"properties\":{"
+     "\"path\":{\"type\":\"string\",\"description\":\"File path, relative to the workspace\"},"
+     "\"old_string\":{\"type\":\"string\",\"description\":\"Exact text to replace\"},"
+     "\"new_string\":{\"type\":\"string\",\"description\":\"Replacement text\"},"
+     "\"replace_all\":{\"type\":\"boolean\",\"description\":\"Replace every occurrence\"}},"
+     "\"required\":[\"path\",\"old_string\",\"new_string\"],\"additionalProperties\":false}",
+     PTL_KIND_EDIT, true, ptl__edit},
+    {"list", "List a directory of the workspace (directories end with '/').",
+     "{\"type\":\"object\",\"properties\":{"
+     "\"path\":{\"type\":\"string\",\"description\":\"Directory, relative to the workspace "
+     "(default: the workspace root)\"}},\"additionalProperties\":false}",
+     PTL_KIND_READ, false, ptl__list},
+    {"glob",
+     "Find files whose workspace-relative path matches a glob pattern such as '**/*.c' or "
+     "'src/*.h'.",
+     "{\"type\":\"object\",\"properties\":{"
+     "\"pattern\":{\"type\":\"string\",\"description\":\"Glob pattern; ** matches any number "
+     "of directories\"},"
+     "\"path\":{\"type\":\"string\",\"description\":\"Directory to search (default: the "
+     "workspace root)\"}},\"required\":[\"pattern\"],\"additionalProperties\":false}",
+     PTL_KIND_SEARCH, false, ptl__glob},
+    {"grep",
+     "Search file contents with a POSIX extended regular expression. Prints path:line: text "
+     "for each matching line.",
+     "{\"type\":\"object\",\"properties\":{"
+     "\"pattern\":{\"type\":\"string\",\"description\":\"POSIX extended regex\"},"
+     "\"path\":{\"type\":\"string\",\"description\":\"File or directory to search (default: "
+     "the workspace root)\"},"
+     "\"glob\":{\"type\":\"string\",\"description\":\"Only files matching this glob, e.g. "
+     "'*.c' or 'src/**/*.h'\"},"
+     "\"ignore_case\":{\"type\":\"boolean\"},"
+     "\"max_results\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"Default 200\"}},"
+     "\"required\":[\"pattern\"],\"additionalProperties\":false}",
+     PTL_KIND_SEARCH, false, ptl__grep},
+    {"shell",
+     "Run a shell command (/bin/sh -c) in the workspace directory. Returns its combined "
+     "stdout and stderr and its exit code.",
+     "{\"type\":\"object\",\"properties\":{"
+     "\"command\":{\"type\":\"string\",\"description\":\"The command line\"},"
+     "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"Kill the command "
+     "after this many milliseconds (default 120000)\"}},"
+     "\"required\":[\"command\"],\"additionalProperties\":false}",
+     PTL_KIND_EXECUTE, true, ptl__shell},
+};
+#define NTOOLS (sizeof TOOLS / sizeof TOOLS[0])
+
+size_t ptl_count(void) {
+    return NTOOLS;
+}
+
+const ptl_tool *ptl_at(size_t i) {
+    return i < NTOOLS ? &TOOLS[i] : NULL;
+}
+
+const ptl_tool *ptl_find(const char *name) {
+    for (size_t i = 0; name && i < NTOOLS; i++)
+        if (strcmp(TOOLS[i].name, name) == 0) return &TOOLS[i];
+    return NULL;
+}
+
+const char *ptl_name(const ptl_tool *t) {
+    return t->name;
+}
+const char *ptl_description(const ptl_tool *t) {
+    return t->description;
+}
+const char *ptl_schema_json(const ptl_tool *t) {
+    return t->schema;
+}
+ptl_kind ptl_kind_of(const ptl_tool *t) {
+    return t->kind;
+}
+bool ptl_needs_permission(const ptl_tool *t) {
+    return t->needs_permission;
+}
+
+const char *ptl_kind_name(ptl_kind k) {
+    static const char *const names[] = {"read",    "edit",  "delete", "move", "search",
+                                        "execute", "think", "fetch",  "other"};
+    return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "other";
+}
+
+char *ptl_title(const ptl_tool *t, const char *input_json) {
+    json_error_t je;
+    json_t *in = input_json ? json_loads(input_json, 0, &je) : NULL;
+    const char *verb = NULL, *arg = NULL;
+    char *out = NULL;
+    if (strcmp(t->name, "read") == 0)
+        verb = "Read", arg = json_string_value(json_object_get(in, "path"));
+    else if (strcmp(t->name, "write") == 0)
+        verb = "Write", arg = json_string_value(json_object_get(in, "path"));
+    else if (strcmp(t->name, "edit") == 0)
+        verb = "Edit", arg = json_string_value(json_object_get(in, "path"));
+    else if (strcmp(t->name, "list") == 0) {
+        verb = "List", arg = json_string_value(json_object_get(in, "path"));
+        if (!arg) arg = ".";
+    } else if (strcmp(t->name, "glob") == 0)
+        verb = "Find", arg = json_string_value(json_object_get(in, "pattern"));
+    else if (strcmp(t->name, "grep") == 0)
+        verb = "Search for", arg = json_string_value(json_object_get(in, "pattern"));
+    if (strcmp(t->name, "shell") == 0) {
+        const char *cmd = json_string_value(json_object_get(in, "command"));
+        if (cmd) {
+            /* first line, at most 80 bytes: titles are one-line labels */
+            size_t n = strcspn(cmd, "\n");
+            bool cut = n > 80 || cmd[n] == '\n';
+            if (n > 80) n = 80;
+            if (asprintf(&out, "Run `%.*s%s`", (int)n, cmd, cut ? "…" : "") < 0) out = NULL;
+        }
+    } else if (verb && arg) {
+        if (asprintf(&out, "%s %s", verb, arg) < 0) out = NULL;
+    }
+    json_decref(in);
+    return out ? out : strdup(t->name);
+}
+
+void ptl_result_clear(ptl_result *r) {
+    if (!r) return;
+    free(r->output);
+    free(r->content_json);
+    free(r->locations_json);
+    memset(r, 0, sizeof *r);
+    r->exit_code = -1;
+}
+
+ptl_status ptl_run(const ptl_tool *t, const char *input_json, const ptl_ctx *ctx, ptl_result *out) {
+    memset(out, 0, sizeof *out);
+    out->exit_code = -1;
+    if (!t || !ctx || !ctx->cwd || ctx->cwd[0] != '/')
+        return ptl__error(out, "tool called without an absolute workspace directory");
+    if (ctx->cancel && atomic_load(ctx->cancel)) {
+        ptl__error(out, "cancelled before it started");
+        return PTL_CANCELLED;
+    }
+    json_error_t je;
+    json_t *in = json_loads(input_json && *input_json ? input_json : "{}", 0, &je);
+    if (!json_is_object(in)) {
+        json_decref(in);
+        return ptl__error(out, "%s: the input is not a JSON object (%s)", t->name, je.text);
+    }
+    ptl_status st = t->run(in, ctx, out);
+    json_decref(in);
+    if (!out->output && st != PTL_ERR_NOMEM) st = ptl__error(out, "%s: no output", t->name);
+    return st;
+}
