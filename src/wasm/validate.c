@@ -50,7 +50,7 @@ static pw_status collect_refs(pw_module *m, pw_error *err) {
     for (uint32_t i = 0; i < m->nexports; i++)
         if (m->exports[i].kind == PW_EXTERN_FUNC && m->exports[i].index < m->nfuncs)
             m->func_declared[m->exports[i].index] = 1;
-    pw_span spans[3];
+    pw_span spans[4];
     for (uint32_t pass = 0;; pass++) {
         /* Gather each constant expression of the module in turn. */
         uint32_t ns = 0;

@@ -109,6 +109,7 @@ static inline pw_vctl *top(pw_vctx *v) {
 /* Pop any value; BOT from a polymorphic stack. */
 static inline pw_status pop_any(pw_vctx *v, pw_valtype *out) {
     pw_vctl *c = top(v);
+    *out = VT_BOT;
     if (v->nvals == c->height) {
         if (c->unreachable) {
             *out = VT_BOT;
@@ -152,6 +153,7 @@ static pw_status pop_n(pw_vctx *v, const pw_valtype *ts, uint32_t n) {
 }
 
 static pw_status push_n(pw_vctx *v, const pw_valtype *ts, uint32_t n) {
+    if (n == 0) return PW_OK;
     if (v->nvals + n > v->capvals && grow_vals(v, v->nvals + n)) return v->err->status;
     memcpy(v->vals + v->nvals, ts, (size_t)n * sizeof *ts);
     v->nvals += n;
@@ -209,6 +211,8 @@ static void frame_types(const pw_module *m, const pw_vctl *c, const pw_valtype *
 
 /* The types a branch to label l carries (loop: params, else results). */
 static pw_status label_types(pw_vctx *v, uint32_t l, const pw_valtype **ts, uint32_t *n) {
+    *ts = NULL;
+    *n = 0;
     if (l >= v->nctls) return invalid(v, "unknown label %u", l);
     const pw_vctl *c = &v->ctls[v->nctls - 1 - l];
     const pw_valtype *p, *r;
@@ -380,12 +384,14 @@ static pw_status check_mem(pw_vctx *v, uint32_t x) {
 }
 
 static pw_status check_table(pw_vctx *v, uint32_t x, pw_valtype *elem) {
+    *elem = 0;
     if (x >= v->m->ntables) return invalid(v, "unknown table %u", x);
     *elem = v->m->tables[x].type.elem;
     return PW_OK;
 }
 
 static pw_status check_elem(pw_vctx *v, uint32_t x, pw_valtype *t) {
+    *t = 0;
     if (x >= v->m->nelems) return invalid(v, "unknown elem segment %u", x);
     *t = v->m->elems[x].type;
     return PW_OK;
@@ -422,6 +428,7 @@ static pw_valtype unpacked(const pw_field *f) {
 }
 
 static pw_status struct_field(pw_vctx *v, uint32_t x, uint32_t i, const pw_field **f) {
+    *f = NULL;
     const pw_deftype *t;
     if (type_idx(v, x, PW_FORM_STRUCT, &t)) return v->err->status;
     if (i >= t->u.strct.nfields) return invalid(v, "unknown field %u", i);
@@ -430,6 +437,7 @@ static pw_status struct_field(pw_vctx *v, uint32_t x, uint32_t i, const pw_field
 }
 
 static pw_status array_field(pw_vctx *v, uint32_t x, const pw_field **f) {
+    *f = NULL;
     const pw_deftype *t;
     if (type_idx(v, x, PW_FORM_ARRAY, &t)) return v->err->status;
     *f = &t->u.array;
