@@ -33,6 +33,7 @@ bool pr_cache_init(pr_cache *c, size_t limit) {
 void pr_program_free_(pr_program *p) {
     pw_module_free(p->module);
     free(p->key);
+    free(p->text);
     free(p);
 }
 

@@ -154,7 +154,11 @@ struct pr_program {
     size_t bytes; /* the cost charged to the cache */
     char *key;    /* "scope:digest" + '\0' + resource version */
     size_t key_len;
-    uint8_t digest[32];
+    /* The Base64 text this program was verified from (decoded, SHA-256 checked);
+     * immutable once cached. A later call with the identical text can skip decoding
+     * and hashing: both are pure functions of the text. NULL when unknown. */
+    char *text;
+    size_t text_len;
     struct pr_program *lru_prev, *lru_next, *hnext;
     bool in_cache;
 };
@@ -238,7 +242,11 @@ struct pr_abi {
 };
 
 pr_program *pr_program_load_digest(pr_host *h, pr_str scope, const char hex[64],
-                                   const uint8_t *bytes, size_t len, pr_error *err);
+                                   const uint8_t *bytes, size_t len, pr_str text, pr_error *err);
+/* The cache key of (scope, digest): "scope:digest" NUL version. Returns its length;
+ * buf must hold scope.len + 66 + strlen(version) bytes. */
+size_t pr_program_key(pr_str scope, const char hex[64], char *buf);
+size_t pr_program_key_max(pr_str scope);
 
 extern const pr_abi pr_abi_wasi;
 

@@ -25,20 +25,28 @@ static const pr_abi *choose_abi(const pw_module *m) {
     return &pr_abi_wasi;
 }
 
-pr_program *pr_program_load_digest(pr_host *h, pr_str scope, const char hex[64],
-                                   const uint8_t *bytes, size_t len, pr_error *err) {
-    size_t klen = scope.len + 1 + 64;
+size_t pr_program_key_max(pr_str scope) {
+    return scope.len + 66 + strlen(pr_host_resource_version());
+}
+
+size_t pr_program_key(pr_str scope, const char hex[64], char *key) {
     const char *ver = pr_host_resource_version();
-    size_t vlen = strlen(ver);
-    char stackkey[256];
-    char *key = klen + 1 + vlen <= sizeof stackkey ? stackkey : malloc(klen + 1 + vlen);
-    if (!key) goto nomem;
+    size_t vlen = strlen(ver), klen = scope.len + 1 + 64;
     memcpy(key, scope.ptr, scope.len);
     key[scope.len] = ':';
     memcpy(key + scope.len + 1, hex, 64);
     key[klen] = 0; /* the version follows the NUL: the identity is the first part */
     memcpy(key + klen + 1, ver, vlen);
-    size_t full = klen + 1 + vlen;
+    return klen + 1 + vlen;
+}
+
+pr_program *pr_program_load_digest(pr_host *h, pr_str scope, const char hex[64],
+                                   const uint8_t *bytes, size_t len, pr_str text, pr_error *err) {
+    char stackkey[256];
+    size_t kmax = pr_program_key_max(scope);
+    char *key = kmax <= sizeof stackkey ? stackkey : malloc(kmax);
+    if (!key) goto nomem;
+    size_t full = pr_program_key(scope, hex, key);
     pr_program *p = pr_cache_get(&h->cache, key, full);
     if (p) {
         if (key != stackkey) free(key);
@@ -54,23 +62,28 @@ pr_program *pr_program_load_digest(pr_host *h, pr_str scope, const char hex[64],
     }
     p = calloc(1, sizeof *p);
     char *k = malloc(full);
-    if (!p || !k) {
+    char *t = text.len ? malloc(text.len) : NULL;
+    if (!p || !k || (text.len && !t)) {
         free(p);
         free(k);
+        free(t);
         pw_module_free(m);
         if (key != stackkey) free(key);
         goto nomem;
     }
     memcpy(k, key, full);
     if (key != stackkey) free(key);
+    if (t) memcpy(t, text.ptr, text.len);
     atomic_init(&p->refs, 1);
     p->module = m;
     p->key = k;
     p->key_len = full;
+    p->text = t;
+    p->text_len = text.len;
     p->abi = choose_abi(m);
-    /* The cache is charged an estimate of the compiled form: the code grows about
-     * 3x from bytes to the interpreter's instruction stream. */
-    p->bytes = len * 3 + sizeof *p + full;
+    /* The cache is charged an estimate of the compiled form (the code grows about 3x
+     * from bytes to the interpreter's instruction stream) plus the remembered text. */
+    p->bytes = len * 3 + text.len + sizeof *p + full;
     return pr_cache_put(&h->cache, p);
 nomem:
     pr_err_set(err, PR_KIND_RUN_FAILED, MSG_NOMEM);
@@ -86,7 +99,7 @@ pr_program *pr_program_load(pr_host *h, pr_str scope, const uint8_t *bytes, size
         return NULL;
     }
     pr_hex(d, 32, hex);
-    return pr_program_load_digest(h, scope, hex, bytes, len, err);
+    return pr_program_load_digest(h, scope, hex, bytes, len, (pr_str){NULL, 0}, err);
 }
 
 bool pr_run_output(pr_run_state *rs, int stream, const uint8_t *data, size_t n) {
