@@ -172,6 +172,9 @@ static int block_start(pm__decoder *d, int index, json_t *cb) {
         return t ? pm__emit_text(d->sink, PM_EV_THINKING_DELTA, t, strlen(t)) : 0;
     }
     if (strcmp(type, "tool_use") == 0) {
+        if (pm__decoder_tool(d, index, false))
+            return pm__sink_fail(d->sink, PM_ERR_PROTOCOL, "content block %d started twice",
+                                 index);
         pm__tool_acc *t = pm__decoder_tool(d, index, true);
         const char *id = pm__jstr(cb, "id"), *name = pm__jstr(cb, "name");
         if (!t || !(t->id = strdup(id ? id : "")) || !(t->name = strdup(name ? name : "")))

@@ -174,6 +174,12 @@ static int tool_delta(pm__decoder *d, json_t *tc) {
 }
 
 int pm__openai_chunk(pm__decoder *d, json_t *obj) {
+    pm_response *r = d->sink->resp;
+    const char *rid = pm__jstr(obj, "id"), *rmodel = pm__jstr(obj, "model");
+    if (rid && !r->id && !(r->id = strdup(rid)))
+        return pm__sink_fail(d->sink, PM_ERR_NOMEM, "out of memory");
+    if (rmodel && !r->model && !(r->model = strdup(rmodel)))
+        return pm__sink_fail(d->sink, PM_ERR_NOMEM, "out of memory");
     json_t *e = json_object_get(obj, "error");
     if (e) {
         const char *msg = json_is_string(e) ? json_string_value(e) : pm__jstr(e, "message");

@@ -53,6 +53,9 @@ static void cap_add(capture *c, const char *s, size_t n) {
 static void child(const char *cwd, const char *cmd, int wfd) {
     /* only async-signal-safe calls between fork and exec */
     setpgid(0, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL); /* the host may block signals for its own use */
     int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0) {
         dup2(devnull, 0);
@@ -60,7 +63,10 @@ static void child(const char *cwd, const char *cmd, int wfd) {
     }
     dup2(wfd, 1);
     dup2(wfd, 2);
-    if (wfd > 2) close(wfd);
+    /* no descriptor of the host (database, sockets) leaks into the command */
+    if (close_range(3, ~0U, 0) != 0)
+        for (int fd = 3; fd < 1024; fd++)
+            close(fd);
     if (chdir(cwd) != 0) _exit(126);
     signal(SIGPIPE, SIG_DFL);
     execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);

@@ -60,8 +60,12 @@ A response object (every field optional):
   "delay_ms": 0            sleep between SSE events (streaming) ...
   "first_delay_ms": 0      ... and before the first event (after headers); non-streaming
                            answers sleep first_delay_ms + delay_ms before answering.
-  "hang": true             streaming: send headers and the first "hang_after" content
-                           events, then nothing until the client goes away (or exit).
+  "hang": true             streaming: send headers and the first "hang_after" SSE events,
+                           then nothing until the client goes away (or exit). Every SSE
+                           event counts: OpenAI's first event is the role chunk (so
+                           hang_after 2 = role chunk + first text chunk); Anthropic's first
+                           two are message_start and ping (hang_after 4 = + block start +
+                           first text delta).
                            Non-streaming: never answer.
   "hang_after": 0
   "stream_error": "msg"    streaming: after the content, send an in-stream error event

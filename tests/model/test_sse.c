@@ -224,6 +224,128 @@ static void test_bodies(void **state) {
     assert_false(pm_provider_parse("gemini", &pv));
 }
 
+/* Hostile input never crashes the decoders: odd types, wrong shapes, random bytes and
+ * mutated real streams (run under ASan/UBSan in the sanitizer build). */
+static int count_ev(const pm_stream_event *ev, void *ctx) {
+    (void)ev;
+    (*(int *)ctx)++;
+    return 0;
+}
+
+static void feed_stream(pm_provider prov, const char *bytes, size_t n) {
+    pm_response resp;
+    memset(&resp, 0, sizeof resp);
+    pm_error err;
+    memset(&err, 0, sizeof err);
+    int events = 0;
+    pm__sink sink;
+    pm__sink_init(&sink, count_ev, &events, &resp, &err);
+    pm__decoder dec;
+    pm__decoder_init(&dec, prov, &sink);
+    pm__sse sse;
+    pm__sse_init(&sse);
+    if (pm__sse_feed(&sse, bytes, n, pm__decode_sse, &dec) == 0 &&
+        pm__sse_finish(&sse, pm__decode_sse, &dec) == 0)
+        pm__decode_eof(&dec);
+    assert_true(sink.status == PM_OK || sink.status == PM_ERR_PROTOCOL);
+    pm__sse_free(&sse);
+    pm__decoder_free(&dec);
+    pm__sink_free(&sink);
+    pm_response_clear(&resp);
+    /* and the same bytes as a non-streaming body */
+    memset(&resp, 0, sizeof resp);
+    pm__sink_init(&sink, NULL, NULL, &resp, &err);
+    pm__decoder_init(&dec, prov, &sink);
+    pm__decode_full(&dec, bytes, n);
+    pm__decoder_free(&dec);
+    pm__sink_free(&sink);
+    pm_response_clear(&resp);
+}
+
+static const char *HOSTILE[] = {
+    "data: "
+    "{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":-5,\"function\":{\"arguments\":7}}]}}]}"
+    "\n\n",
+    "data: "
+    "{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":3,\"function\":{\"arguments\":\"{\"}}]}}]"
+    "}\n\n"
+    "data: "
+    "{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":3,\"id\":\"x\",\"function\":{\"name\":"
+    "\"n\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n",
+    "data: {\"choices\":\"no\",\"usage\":[1]}\n\n",
+    "data: {\"choices\":[{\"delta\":null,\"finish_reason\":5}]}\n\n",
+    "data: {\"error\":42}\n\n",
+    "data: [1,2,3]\n\n",
+    "data: \"str\"\n\n",
+    "event: content_block_delta\ndata: "
+    "{\"type\":\"content_block_delta\",\"index\":\"x\",\"delta\":5}\n\n",
+    "data: "
+    "{\"type\":\"content_block_delta\",\"index\":9,\"delta\":{\"type\":\"input_json_delta\","
+    "\"partial_json\":\"{\"}}\n\n",
+    "data: "
+    "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\"}}\n\n"
+    "data: "
+    "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":"
+    "\"a\",\"name\":\"b\"}}\n\n"
+    "data: {\"type\":\"content_block_stop\",\"index\":0}\n\ndata: "
+    "{\"type\":\"content_block_stop\",\"index\":0}\n\n"
+    "data: "
+    "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":7},\"usage\":{\"output_tokens\":"
+    "\"many\"}}\n\n"
+    "data: {\"type\":\"message_stop\"}\n\n",
+    "data: {\"type\":\"message_start\",\"message\":[]}\n\n",
+    "data: {\"type\":\"error\"}\n\n",
+    "data: "
+    "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\","
+    "\"signature\":\"s\"}}\n\n",
+    "data: {\"type\":7}\n\n",
+    "{\"content\":[{\"type\":\"tool_use\",\"input\":5},{\"type\":\"thinking\"},{\"type\":\"text\","
+    "\"text\":1}],\"stop_reason\":[]}",
+    "{\"choices\":[{\"message\":{\"content\":5,\"tool_calls\":[7,{\"function\":3}]}}]}",
+};
+
+static void test_hostile_input(void **state) {
+    (void)state;
+    for (size_t i = 0; i < sizeof HOSTILE / sizeof HOSTILE[0]; i++)
+        for (int p = 0; p < 2; p++)
+            feed_stream(p ? PM_PROVIDER_ANTHROPIC : PM_PROVIDER_OPENAI, HOSTILE[i],
+                        strlen(HOSTILE[i]));
+    /* mutations of real streams, and random bytes */
+    const char *real[2] = {
+        "data: {\"choices\":[{\"delta\":{\"content\":\"hi\",\"tool_calls\":[{\"index\":0,\"id\":"
+        "\"c\",\"function\":{\"name\":\"read\",\"arguments\":\"{}\"}}]},\"finish_reason\":"
+        "\"tool_calls\"}],\"usage\":{\"prompt_tokens\":1}}\n\ndata: [DONE]\n\n",
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\","
+        "\"usage\":{\"input_tokens\":3}}}\n\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+        "\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"x\"}}\n\ndata: "
+        "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\","
+        "\"partial_json\":\"{\\\"a\\\":1}\"}}\n\ndata: {\"type\":\"content_block_stop\","
+        "\"index\":0}\n\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+        "\"tool_use\"}}\n\ndata: {\"type\":\"message_stop\"}\n\n"};
+    unsigned seed = 12345;
+    char buf[1024];
+    for (int iter = 0; iter < 4000; iter++) {
+        int p = iter & 1;
+        size_t n = strlen(real[p]);
+        memcpy(buf, real[p], n);
+        int flips = 1 + (int)((seed = seed * 1103515245 + 12345) >> 16) % 4;
+        for (int k = 0; k < flips; k++) {
+            seed = seed * 1103515245 + 12345;
+            size_t at = (seed >> 8) % n;
+            seed = seed * 1103515245 + 12345;
+            buf[at] = (char)(seed >> 16);
+        }
+        feed_stream(p ? PM_PROVIDER_ANTHROPIC : PM_PROVIDER_OPENAI, buf, n);
+    }
+    for (int iter = 0; iter < 200; iter++) {
+        for (size_t k = 0; k < sizeof buf; k++) {
+            seed = seed * 1103515245 + 12345;
+            buf[k] = (char)(seed >> 16);
+        }
+        feed_stream(iter & 1 ? PM_PROVIDER_ANTHROPIC : PM_PROVIDER_OPENAI, buf, sizeof buf);
+    }
+}
+
 int main(void) {
     pm_global_init();
     const struct CMUnitTest tests[] = {
@@ -232,6 +354,7 @@ int main(void) {
         cmocka_unit_test(test_sse_callback_stops),
         cmocka_unit_test(test_message_json),
         cmocka_unit_test(test_bodies),
+        cmocka_unit_test(test_hostile_input),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     pm_global_cleanup();

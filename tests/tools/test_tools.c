@@ -390,6 +390,12 @@ static void test_shell_basic(void **state) {
     assert_int_equal(r.exit_code, 3);
     assert_string_equal(r.output, "[exit code 3]");
     ptl_result_clear(&r);
+    /* no host descriptor leaks into the command */
+    int fd = dup2(2, 77);
+    assert_int_equal(fd, 77);
+    expect_ok(f, "shell", "{\"command\":\"test -e /proc/self/fd/77 && echo leaked || echo clean\"}",
+              "clean\n");
+    close(77);
     expect_error(f, "shell", "{}", "needs \"command\"");
     expect_error(f, "shell", "{\"command\":\"true\",\"timeout_ms\":0}", "timeout_ms");
     /* a background child does not keep the tool waiting after the shell exits */
