@@ -93,7 +93,8 @@ typedef struct comp {
 static bool grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
     if (need <= *cap) return true;
     uint32_t nc = *cap ? *cap : 64;
-    while (nc < need) nc *= 2;
+    while (nc < need)
+        nc *= 2;
     void *np = realloc(*p, (size_t)nc * elem);
     if (!np) return false;
     *p = np;
@@ -198,7 +199,8 @@ static void materialize(comp *c, uint32_t d) {
 }
 
 static void materialize_all(comp *c) {
-    for (uint32_t d = 0; d < c->sp; d++) materialize(c, d);
+    for (uint32_t d = 0; d < c->sp; d++)
+        materialize(c, d);
 }
 
 /* The slot holding entry at depth d (materialising constants). */
@@ -278,28 +280,31 @@ static void emit_moves(comp *c, const ctl *l) {
     }
 }
 
-/* Moves for a function return: results go to slots 0..n-1. */
-static void emit_return(comp *c) {
-    uint32_t n = c->ft->u.func.nresults;
+/* Copy the top n values to slots 0..n-1 (function results, tail-call arguments).
+ * This may be a branch stub, so the compiler's stack model must not change. Only a
+ * local among the destinations can be overwritten before it is read: such sources are
+ * first copied to their own stack slots. */
+static void emit_to_base(comp *c, uint32_t n) {
     if (n == 1) {
         emit_move(c, top(c, 0), c->sp - 1, 0);
-    } else if (n > 1) {
-        /* This may be a branch stub, so the compiler's stack model must not change.
-         * Only a local among the destinations 0..n-1 can be overwritten before it is
-         * read: copy such sources to their own stack slots first. */
-        for (uint32_t i = 0; i < n; i++) {
-            uint32_t d = c->sp - n + i;
-            ent *e = at(c, d);
-            if (e->loc == LOC_LOCAL && e->local < n && e->local != i)
-                emit_move(c, e, d, slot_of_depth(c, d));
-        }
-        for (uint32_t i = 0; i < n; i++) {
-            uint32_t d = c->sp - n + i;
-            ent e = *at(c, d);
-            if (e.loc == LOC_LOCAL && e.local < n && e.local != i) e.loc = LOC_STACK;
-            emit_move(c, &e, d, i);
-        }
+        return;
     }
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t d = c->sp - n + i;
+        ent *e = at(c, d);
+        if (e->loc == LOC_LOCAL && e->local < n && e->local != i)
+            emit_move(c, e, d, slot_of_depth(c, d));
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t d = c->sp - n + i;
+        ent e = *at(c, d);
+        if (e.loc == LOC_LOCAL && e.local < n && e.local != i) e.loc = LOC_STACK;
+        emit_move(c, &e, d, i);
+    }
+}
+
+static void emit_return(comp *c) {
+    emit_to_base(c, c->ft->u.func.nresults);
     emit_op(c, PW_OP_RETURN);
 }
 
@@ -411,7 +416,8 @@ static bool push_ctl(comp *c, uint8_t kind, const pw_instr *in) {
 /* Reset the operand stack to `height` plus STACK entries of the given types. */
 static void reset_stack(comp *c, uint32_t height, uint32_t n, const pw_valtype *types) {
     c->sp = height;
-    for (uint32_t i = 0; i < n; i++) push_stack(c, types[i]);
+    for (uint32_t i = 0; i < n; i++)
+        push_stack(c, types[i]);
     c->pend = false;
 }
 
@@ -422,7 +428,10 @@ static bool skip_unreachable(pw_reader *r, uint32_t *closing) {
     while (r->p < r->end) {
         if (!pw_instr_read(r, &in)) return false;
         switch (in.op) {
-        case 0x02: case 0x03: case 0x04: case 0x1F: depth++; break;
+        case 0x02:
+        case 0x03:
+        case 0x04:
+        case 0x1F: depth++; break;
         case 0x05:
             if (depth == 0) {
                 *closing = 0x05;
@@ -455,9 +464,12 @@ typedef struct numinfo {
 #define I64 PW_K_I64
 #define F32 PW_K_F32
 #define F64 PW_K_F64
-#define B(o, imm, t, cm) {PW_OP_##o, imm, 2, t, cm}
-#define BI(o, t, cm) {PW_OP_##o, PW_OP_##o##_I, 2, t, cm}
-#define U(o, t) {PW_OP_##o, NOIMM, 1, t, 0}
+#define B(o, imm, t, cm)                                                                           \
+    { PW_OP_##o, imm, 2, t, cm }
+#define BI(o, t, cm)                                                                               \
+    { PW_OP_##o, PW_OP_##o##_I, 2, t, cm }
+#define U(o, t)                                                                                    \
+    { PW_OP_##o, NOIMM, 1, t, 0 }
 static const numinfo NUM[256] = {
     [0x45] = U(I32_EQZ, I32),
     [0x46] = BI(I32_EQ, I32, 1),
@@ -603,7 +615,7 @@ static const struct {
     {PW_OP_I64_LOAD32_S, I64}, {PW_OP_I64_LOAD32_U, I64},
 };
 static const uint16_t STORES[9] = {
-    PW_OP_I32_STORE,   PW_OP_I64_STORE,  PW_OP_F32_STORE,   PW_OP_F64_STORE,  PW_OP_I32_STORE8,
+    PW_OP_I32_STORE,   PW_OP_I64_STORE,  PW_OP_F32_STORE,   PW_OP_F64_STORE,   PW_OP_I32_STORE8,
     PW_OP_I32_STORE16, PW_OP_I64_STORE8, PW_OP_I64_STORE16, PW_OP_I64_STORE32,
 };
 
@@ -620,10 +632,10 @@ static void numeric(comp *c, const numinfo *ni) {
     ent *eb = top(c, 0), *ea = top(c, 1);
     bool i64 = ni->op >= PW_OP_I64_ADD && ni->op <= PW_OP_I64_GE_U_I;
     uint32_t op = ni->op, a, b;
-    bool fits_b = eb->loc == LOC_CONST &&
-                  (!i64 || (int64_t)eb->cval == (int64_t)(int32_t)(uint32_t)eb->cval);
-    bool fits_a = ea->loc == LOC_CONST &&
-                  (!i64 || (int64_t)ea->cval == (int64_t)(int32_t)(uint32_t)ea->cval);
+    bool fits_b =
+        eb->loc == LOC_CONST && (!i64 || (int64_t)eb->cval == (int64_t)(int32_t)(uint32_t)eb->cval);
+    bool fits_a =
+        ea->loc == LOC_CONST && (!i64 || (int64_t)ea->cval == (int64_t)(int32_t)(uint32_t)ea->cval);
     if (ni->imm != NOIMM && fits_b) {
         op = ni->imm;
         b = (uint32_t)eb->cval;
@@ -683,7 +695,8 @@ static void local_set(comp *c, uint32_t x, bool tee) {
 static void emit_call(comp *c, uint32_t op, const pw_deftype *t, uint32_t a1, uint32_t a2,
                       uint32_t idx_slot, bool indirect) {
     uint32_t np = t->u.func.nparams, nr = t->u.func.nresults;
-    for (uint32_t i = 0; i < np; i++) materialize(c, c->sp - np + i);
+    for (uint32_t i = 0; i < np; i++)
+        materialize(c, c->sp - np + i);
     uint32_t argbase = slot_of_depth(c, c->sp - np);
     emit_op(c, op);
     emit(c, a1);
@@ -693,7 +706,8 @@ static void emit_call(comp *c, uint32_t op, const pw_deftype *t, uint32_t a1, ui
     }
     emit(c, argbase);
     popn(c, np);
-    for (uint32_t i = 0; i < nr; i++) push_stack(c, t->u.func.types[np + i]);
+    for (uint32_t i = 0; i < nr; i++)
+        push_stack(c, t->u.func.types[np + i]);
     c->pend = false;
 }
 
@@ -704,24 +718,39 @@ static bool imm_ok(comp *c, const pw_instr *in) {
     const pw_module *m = c->m;
     uint32_t op = in->op;
     switch (op) {
-    case 0x02: case 0x03: case 0x04:
-        return in->bt != PW_BT_TYPE ||
-               (in->a < m->ntypes && m->types[in->a].form == PW_FORM_FUNC);
-    case 0x0C: case 0x0D: return in->a < c->ncs;
+    case 0x02:
+    case 0x03:
+    case 0x04:
+        return in->bt != PW_BT_TYPE || (in->a < m->ntypes && m->types[in->a].form == PW_FORM_FUNC);
+    case 0x0C:
+    case 0x0D:
+    case 0xD5:
+    case 0xD6: return in->a < c->ncs;
+    case 0x12: return in->a < m->nfuncs;
+    case 0x13:
+        return in->a < m->ntypes && m->types[in->a].form == PW_FORM_FUNC && in->b < m->ntables;
+    case 0x14:
+    case 0x15: return in->a < m->ntypes && m->types[in->a].form == PW_FORM_FUNC;
     case 0x0E: return in->a < c->ncs;
     case 0x10: return in->a < m->nfuncs;
     case 0x11:
         return in->a < m->ntypes && m->types[in->a].form == PW_FORM_FUNC && in->b < m->ntables;
-    case 0x20: case 0x21: case 0x22: return in->a < c->nlocals;
-    case 0x23: case 0x24: return in->a < m->nglobals;
-    case 0x25: case 0x26: return in->a < m->ntables;
+    case 0x20:
+    case 0x21:
+    case 0x22: return in->a < c->nlocals;
+    case 0x23:
+    case 0x24: return in->a < m->nglobals;
+    case 0x25:
+    case 0x26: return in->a < m->ntables;
     case 0xD2: return in->a < m->nfuncs;
     case PW_OP_FC(8): return in->a < m->ndatas;
     case PW_OP_FC(9): return in->a < m->ndatas;
     case PW_OP_FC(12): return in->a < m->nelems && in->b < m->ntables;
     case PW_OP_FC(13): return in->a < m->nelems;
     case PW_OP_FC(14): return in->a < m->ntables && in->b < m->ntables;
-    case PW_OP_FC(15): case PW_OP_FC(16): case PW_OP_FC(17): return in->a < m->ntables;
+    case PW_OP_FC(15):
+    case PW_OP_FC(16):
+    case PW_OP_FC(17): return in->a < m->ntables;
     default: return true;
     }
 }
@@ -747,9 +776,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             return false;
         }
         switch (op) {
-        case 0x00: /* unreachable */
-            emit_op(c, PW_OP_UNREACHABLE);
-            goto dead;
+        case 0x00: /* unreachable */ emit_op(c, PW_OP_UNREACHABLE); goto dead;
         case 0x01: break;
         case 0x02:
         case 0x03:
@@ -800,9 +827,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             reset_stack(c, cur->height, cur->nresults, cur->results);
             c->ncs--;
             break;
-        case 0x0C: /* br */
-            emit_br(c, &c->cs[c->ncs - 1 - in.a]);
-            goto dead;
+        case 0x0C: /* br */ emit_br(c, &c->cs[c->ncs - 1 - in.a]); goto dead;
         case 0x0D: { /* br_if */
             ctl *l = &c->cs[c->ncs - 1 - in.a];
             popn(c, 1); /* the condition is not a branch value */
@@ -830,7 +855,8 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             emit(c, idx);
             emit(c, n);
             uint32_t tbl = c->ncode;
-            for (uint32_t i = 0; i <= n; i++) emit(c, 0);
+            for (uint32_t i = 0; i <= n; i++)
+                emit(c, 0);
             if (c->oom) return false;
             pw_reader tr = {in.vec, r.p, m->bytes, c->err};
             for (uint32_t i = 0; i <= n; i++) {
@@ -853,9 +879,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             }
             goto dead;
         }
-        case 0x0F: /* return */
-            emit_return(c);
-            goto dead;
+        case 0x0F: /* return */ emit_return(c); goto dead;
         case 0x10: { /* call */
             const pw_deftype *t = &m->types[m->func_types[in.a]];
             if (in.a >= m->nfunc_imports)
@@ -867,6 +891,89 @@ static bool compile_body(comp *c, pw_cfunc *out) {
         case 0x11: { /* call_indirect */
             uint32_t idx = pop_slot(c);
             emit_call(c, PW_OP_CALL_INDIRECT, &m->types[in.a], in.a, in.b, idx, true);
+            break;
+        }
+        case 0x12: { /* return_call */
+            const pw_deftype *t = &m->types[m->func_types[in.a]];
+            emit_to_base(c, t->u.func.nparams);
+            if (in.a >= m->nfunc_imports) {
+                emit_op(c, PW_OP_TAIL_CALL);
+                emit(c, in.a - m->nfunc_imports);
+            } else {
+                emit_op(c, PW_OP_TAIL_CALL_IMPORT);
+                emit(c, in.a);
+            }
+            goto dead;
+        }
+        case 0x13:   /* return_call_indirect */
+        case 0x15: { /* return_call_ref */
+            /* The index/reference must survive the argument moves: its own stack
+             * slot lies above every destination. */
+            materialize(c, c->sp - 1);
+            uint32_t x = slot_of_depth(c, c->sp - 1);
+            popn(c, 1);
+            const pw_deftype *t = &m->types[in.a];
+            emit_to_base(c, t->u.func.nparams);
+            if (op == 0x13) {
+                emit_op(c, PW_OP_TAIL_CALL_INDIRECT);
+                emit(c, in.a);
+                emit(c, in.b);
+            } else {
+                emit_op(c, PW_OP_TAIL_CALL_REF);
+            }
+            emit(c, x);
+            goto dead;
+        }
+        case 0x14: { /* call_ref */
+            uint32_t x = pop_slot(c);
+            const pw_deftype *t = &m->types[in.a];
+            uint32_t np = t->u.func.nparams, nr = t->u.func.nresults;
+            for (uint32_t i = 0; i < np; i++)
+                materialize(c, c->sp - np + i);
+            emit_op(c, PW_OP_CALL_REF);
+            emit(c, x);
+            emit(c, slot_of_depth(c, c->sp - np));
+            popn(c, np);
+            for (uint32_t i = 0; i < nr; i++)
+                push_stack(c, t->u.func.types[np + i]);
+            c->pend = false;
+            break;
+        }
+        case 0xD4: { /* ref.as_non_null */
+            uint32_t x = slot_at(c, c->sp - 1);
+            emit_op(c, PW_OP_REF_AS_NON_NULL);
+            emit(c, x);
+            top(c, 0)->type &= ~0x10u;
+            c->pend = false;
+            break;
+        }
+        case 0xD5:   /* br_on_null: branch (without the reference) when null */
+        case 0xD6: { /* br_on_non_null: branch (with it) when not null */
+            ctl *l = &c->cs[c->ncs - 1 - in.a];
+            uint32_t x = slot_at(c, c->sp - 1);
+            ent saved = *top(c, 0);
+            if (op == 0xD5) popn(c, 1);
+            bool moves = l->kind == CT_FUNC || needs_moves(c, l);
+            uint32_t pos;
+            if (!moves) {
+                pos = emit_op(c, op == 0xD5 ? PW_OP_BR_IF64Z : PW_OP_BR_IF64);
+                emit(c, x);
+                emit_target(c, l, pos);
+            } else {
+                pos = emit_op(c, op == 0xD5 ? PW_OP_BR_IF64 : PW_OP_BR_IF64Z);
+                emit(c, x);
+                uint32_t atw = c->ncode;
+                emit(c, 0);
+                emit_br(c, l);
+                c->code[atw] = c->ncode - pos;
+            }
+            if (op == 0xD5) {
+                /* the (non-null) reference stays on the stack */
+                push(c, saved.loc, saved.local, saved.cval, saved.type & ~0x10u);
+            } else {
+                popn(c, 1);
+            }
+            c->pend = false;
             break;
         }
         case 0x1A: popn(c, 1); break; /* drop */
@@ -886,9 +993,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             set_pend(c, pos, PW_OP_SELECT, dst);
             break;
         }
-        case 0x20: /* local.get */
-            push(c, LOC_LOCAL, in.a, 0, c->local_types[in.a]);
-            break;
+        case 0x20: /* local.get */ push(c, LOC_LOCAL, in.a, 0, c->local_types[in.a]); break;
         case 0x21: local_set(c, in.a, false); break;
         case 0x22: local_set(c, in.a, true); break;
         case 0x23: { /* global.get */
@@ -951,15 +1056,14 @@ static bool compile_body(comp *c, pw_cfunc *out) {
         case 0xBD:
         case 0xBE:
         case 0xBF: { /* reinterpret: same bits */
-            static const pw_valtype to[] = {PW_VT_I32, PW_VT_I32, PW_VT_I64, PW_VT_F32,
-                                            PW_VT_F64};
+            static const pw_valtype to[] = {PW_VT_I32, PW_VT_I32, PW_VT_I64, PW_VT_F32, PW_VT_F64};
             ent *e = top(c, 0);
             e->type = to[op == 0xA7 ? 0 : op - 0xBC + 1];
             if (op == 0xA7 && e->loc == LOC_CONST) e->cval = (uint32_t)e->cval;
             break;
         }
         case 0xD0: push(c, LOC_CONST, 0, 0, in.t1); break; /* ref.null */
-        case 0xD1: { /* ref.is_null */
+        case 0xD1: {                                       /* ref.is_null */
             uint32_t a = pop_slot(c);
             uint32_t dst = push_stack(c, PW_VT_I32);
             uint32_t pos = emit_op(c, PW_OP_I64_EQZ);
@@ -1166,7 +1270,8 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
 
 void pw_compile_free(struct pw_cmodule *code) {
     if (!code) return;
-    for (uint32_t i = 0; i < code->nfuncs; i++) free(code->funcs[i].code);
+    for (uint32_t i = 0; i < code->nfuncs; i++)
+        free(code->funcs[i].code);
     free(code->funcs);
     free(code);
 }

@@ -39,9 +39,9 @@ static inline uint64_t pw_sat_u64(double a) {
 }
 
 /* libm's rounding functions return a signalling NaN unchanged; Wasm wants it quieted. */
-#define PW_QUIET(fn, T)                                                                           \
-    static inline T pw_##fn(T a) {                                                                \
-        return a != a ? a + a : fn(a);                                                            \
+#define PW_QUIET(fn, T)                                                                            \
+    static inline T pw_##fn(T a) {                                                                 \
+        return a != a ? a + a : fn(a);                                                             \
     }
 PW_QUIET(ceilf, float)
 PW_QUIET(floorf, float)
@@ -101,7 +101,8 @@ static pw_trap_code op_memory_init(pw_instance *inst, uint32_t seg, uint32_t d, 
 
 static pw_trap_code op_table_fill(pw_table *t, uint32_t i, pw_ref v, uint32_t n) {
     if ((uint64_t)i + n > t->size) return PW_TRAP_TABLE_OOB;
-    for (uint32_t k = 0; k < n; k++) t->elems[i + k] = v;
+    for (uint32_t k = 0; k < n; k++)
+        t->elems[i + k] = v;
     return PW_TRAP_NONE;
 }
 
@@ -144,50 +145,50 @@ pw_status pw_call_host(pw_store *s, pw_instance *caller, pw_func *f, pw_slot *ar
 
 /* ---------------------------------------------------------------- the loop */
 
-#define S(i) fp[pc[i]]
-#define IMM(i) pc[i]
+#define S(i)       fp[pc[i]]
+#define IMM(i)     pc[i]
 #define DISPATCH() goto *(const void *)(base + (int32_t)pc[0])
-#define NEXT(n)                                                                                   \
-    do {                                                                                          \
-        pc += (n);                                                                                \
-        DISPATCH();                                                                               \
+#define NEXT(n)                                                                                    \
+    do {                                                                                           \
+        pc += (n);                                                                                 \
+        DISPATCH();                                                                                \
     } while (0)
-#define JUMP(off)                                                                                 \
-    do {                                                                                          \
-        pc += (int32_t)(off);                                                                     \
-        if (__builtin_expect(atomic_load_explicit(intr, memory_order_relaxed), 0))               \
-            goto interrupted;                                                                     \
-        DISPATCH();                                                                               \
+#define JUMP(off)                                                                                  \
+    do {                                                                                           \
+        pc += (int32_t)(off);                                                                      \
+        if (__builtin_expect(atomic_load_explicit(intr, memory_order_relaxed), 0))                 \
+            goto interrupted;                                                                      \
+        DISPATCH();                                                                                \
     } while (0)
-#define TRAP(code)                                                                                \
-    do {                                                                                          \
-        tc = (code);                                                                              \
-        goto trap;                                                                                \
+#define TRAP(code)                                                                                 \
+    do {                                                                                           \
+        tc = (code);                                                                               \
+        goto trap;                                                                                 \
     } while (0)
-#define RELOAD_INST()                                                                             \
-    do {                                                                                          \
-        cfuncs = inst->mod->code->funcs;                                                          \
-        globals = inst->globals;                                                                  \
-        mem = inst->mem0;                                                                         \
-        mbase = mem->data;                                                                        \
-        msize = mem->size;                                                                        \
+#define RELOAD_INST()                                                                              \
+    do {                                                                                           \
+        cfuncs = inst->mod->code->funcs;                                                           \
+        globals = inst->globals;                                                                   \
+        mem = inst->mem0;                                                                          \
+        mbase = mem->data;                                                                         \
+        msize = mem->size;                                                                         \
     } while (0)
-#define RELOAD_MEM()                                                                              \
-    do {                                                                                          \
-        mbase = mem->data;                                                                        \
-        msize = mem->size;                                                                        \
+#define RELOAD_MEM()                                                                               \
+    do {                                                                                           \
+        mbase = mem->data;                                                                         \
+        msize = mem->size;                                                                         \
     } while (0)
 
 static pw_status run(pw_store *s, pw_func *entry, pw_slot *fp, const int32_t **table) {
-#define PW_H(n) [PW_OP_##n] = (int32_t)((const char *)&&L_##n - (const char *)&&L_BASE),
-#define PW_H_BIN(n, e) PW_H(I32_##n) PW_H(I32_##n##_I) PW_H(BR_I32_##n) PW_H(BR_I32_##n##_I)
+#define PW_H(n)          [PW_OP_##n] = (int32_t)((const char *)&&L_##n - (const char *)&&L_BASE),
+#define PW_H_BIN(n, e)   PW_H(I32_##n) PW_H(I32_##n##_I) PW_H(BR_I32_##n) PW_H(BR_I32_##n##_I)
 #define PW_H_BIN64(n, e) PW_H(I64_##n) PW_H(I64_##n##_I)
-#define PW_H_F(n, e) PW_H(F32_##n) PW_H(F64_##n)
-#define PW_H_L(n, ...) PW_H(n)
+#define PW_H_F(n, e)     PW_H(F32_##n) PW_H(F64_##n)
+#define PW_H_L(n, ...)   PW_H(n)
     static const int32_t handlers[PW_OP_COUNT_] = {
         PW_I32_BINOPS(PW_H_BIN) PW_I64_BINOPS(PW_H_BIN64) PW_I64_CMPOPS(PW_H_BIN64)
-            PW_F_ARITH(PW_H_F) PW_F_CMP(PW_H_F) PW_LOADS(PW_H_L) PW_STORES(PW_H_L)
-                PW_UNOPS(PW_H_L) PW_TRUNCS(PW_H_L) PW_MISC_OPS(PW_H)};
+            PW_F_ARITH(PW_H_F) PW_F_CMP(PW_H_F) PW_LOADS(PW_H_L) PW_STORES(PW_H_L) PW_UNOPS(PW_H_L)
+                PW_TRUNCS(PW_H_L) PW_MISC_OPS(PW_H)};
     if (table) {
         *table = handlers;
         return PW_OK;
@@ -241,7 +242,7 @@ L_BR_IF64:
 L_BR_IF64Z:
     if (!S(1).u64) JUMP(IMM(2));
     NEXT(3);
-L_BR_TABLE: {
+L_BR_TABLE : {
     uint32_t i = S(1).u32, n = IMM(2);
     if (i > n) i = n;
     JUMP(pc[3 + i]);
@@ -258,7 +259,7 @@ L_RETURN:
         RELOAD_MEM();
     }
     DISPATCH();
-L_CALL: {
+L_CALL : {
     const pw_cfunc *cf = &cfuncs[IMM(1)];
     pw_slot *nfp = fp + IMM(2);
     if (__builtin_expect(fr >= fr_end || nfp + cf->frame_slots > stack_end, 0))
@@ -268,7 +269,8 @@ L_CALL: {
     fr->fp = fp;
     fr->inst = inst;
     fr++;
-    for (uint32_t i = cf->nparams; i < cf->nlocals; i++) nfp[i].u64 = 0;
+    for (uint32_t i = cf->nparams; i < cf->nlocals; i++)
+        nfp[i].u64 = 0;
     fp = nfp;
     pc = cf->code;
     DISPATCH();
@@ -278,7 +280,7 @@ L_CALL_IMPORT:
     argp = fp + IMM(2);
     pc += 3;
     goto call_func;
-L_CALL_INDIRECT: {
+L_CALL_INDIRECT : {
     pw_table *t = inst->tables[IMM(2)];
     uint32_t i = S(3).u32;
     if (i >= t->size) TRAP(PW_TRAP_UNDEF_ELEM);
@@ -307,8 +309,68 @@ call_func:
         fr->fp = fp;
         fr->inst = inst;
         fr++;
-        for (uint32_t i = cf->nparams; i < cf->nlocals; i++) argp[i].u64 = 0;
+        for (uint32_t i = cf->nparams; i < cf->nlocals; i++)
+            argp[i].u64 = 0;
         fp = argp;
+        pc = cf->code;
+        if (f->inst != inst) {
+            inst = f->inst;
+            RELOAD_INST();
+        }
+        DISPATCH();
+    }
+
+    /* ------------------------------------------------------------ Wasm 3.0 calls */
+L_CALL_REF:
+    f = (pw_func *)S(1).ref;
+    if (!f) TRAP(PW_TRAP_NULL_FUNC_REF);
+    argp = fp + IMM(2);
+    pc += 3;
+    goto call_func;
+L_REF_AS_NON_NULL:
+    if (!S(1).ref) TRAP(PW_TRAP_NULL_REF);
+    NEXT(2);
+L_TAIL_CALL : {
+    /* The arguments are in slots 0.. of the current frame, which the callee reuses. */
+    const pw_cfunc *cf = &cfuncs[IMM(1)];
+    if (__builtin_expect(fp + cf->frame_slots > stack_end, 0)) TRAP(PW_TRAP_STACK_EXHAUSTED);
+    if (__builtin_expect(atomic_load_explicit(intr, memory_order_relaxed), 0)) goto interrupted;
+    for (uint32_t i = cf->nparams; i < cf->nlocals; i++)
+        fp[i].u64 = 0;
+    pc = cf->code;
+    DISPATCH();
+}
+L_TAIL_CALL_IMPORT:
+    f = inst->funcs[IMM(1)];
+    goto tail_func;
+L_TAIL_CALL_INDIRECT : {
+    pw_table *t = inst->tables[IMM(2)];
+    uint32_t i = S(3).u32;
+    if (i >= t->size) TRAP(PW_TRAP_UNDEF_ELEM);
+    f = (pw_func *)t->elems[i];
+    if (!f) TRAP(PW_TRAP_UNINIT_ELEM);
+    if (f->hdr.type_id != inst->type_ids[IMM(1)]) TRAP(PW_TRAP_SIG_MISMATCH);
+    goto tail_func;
+}
+L_TAIL_CALL_REF:
+    f = (pw_func *)S(1).ref;
+    if (!f) TRAP(PW_TRAP_NULL_FUNC_REF);
+    goto tail_func;
+tail_func:
+    if (__builtin_expect(atomic_load_explicit(intr, memory_order_relaxed), 0)) goto interrupted;
+    if (f->host) {
+        s->frame_top = fr;
+        pw_status st = pw_call_host(s, inst, f, fp);
+        if (st != PW_OK) {
+            s->frame_top = fr_entry;
+            return st;
+        }
+        goto L_RETURN;
+    } else {
+        const pw_cfunc *cf = f->code;
+        if (fp + cf->frame_slots > stack_end) TRAP(PW_TRAP_STACK_EXHAUSTED);
+        for (uint32_t i = cf->nparams; i < cf->nlocals; i++)
+            fp[i].u64 = 0;
         pc = cf->code;
         if (f->inst != inst) {
             inst = f->inst;
@@ -345,131 +407,131 @@ L_REF_FUNC:
     NEXT(3);
 
     /* ------------------------------------------------------------ integer ops */
-#define PW_I_BIN(n, e)                                                                            \
-    L_I32_##n : {                                                                                 \
-        uint32_t a = S(2).u32, b = S(3).u32;                                                      \
-        S(1).u32 = (uint32_t)(e);                                                                 \
-        NEXT(4);                                                                                  \
-    }                                                                                             \
-    L_I32_##n##_I : {                                                                             \
-        uint32_t a = S(2).u32, b = IMM(3);                                                        \
-        S(1).u32 = (uint32_t)(e);                                                                 \
-        NEXT(4);                                                                                  \
-    }                                                                                             \
-    L_BR_I32_##n : {                                                                              \
-        uint32_t a = S(1).u32, b = S(2).u32;                                                      \
-        if ((uint32_t)(e) != 0) JUMP(IMM(3));                                                                      \
-        NEXT(4);                                                                                  \
-    }                                                                                             \
-    L_BR_I32_##n##_I : {                                                                          \
-        uint32_t a = S(1).u32, b = IMM(2);                                                        \
-        if ((uint32_t)(e) != 0) JUMP(IMM(3));                                                                      \
-        NEXT(4);                                                                                  \
+#define PW_I_BIN(n, e)                                                                             \
+    L_I32_##n : {                                                                                  \
+        uint32_t a = S(2).u32, b = S(3).u32;                                                       \
+        S(1).u32 = (uint32_t)(e);                                                                  \
+        NEXT(4);                                                                                   \
+    }                                                                                              \
+    L_I32_##n##_I : {                                                                              \
+        uint32_t a = S(2).u32, b = IMM(3);                                                         \
+        S(1).u32 = (uint32_t)(e);                                                                  \
+        NEXT(4);                                                                                   \
+    }                                                                                              \
+    L_BR_I32_##n : {                                                                               \
+        uint32_t a = S(1).u32, b = S(2).u32;                                                       \
+        if ((uint32_t)(e) != 0) JUMP(IMM(3));                                                      \
+        NEXT(4);                                                                                   \
+    }                                                                                              \
+    L_BR_I32_##n##_I : {                                                                           \
+        uint32_t a = S(1).u32, b = IMM(2);                                                         \
+        if ((uint32_t)(e) != 0) JUMP(IMM(3));                                                      \
+        NEXT(4);                                                                                   \
     }
     PW_I32_BINOPS(PW_I_BIN)
 #undef PW_I_BIN
-#define PW_I_BIN64(n, e)                                                                          \
-    L_I64_##n : {                                                                                 \
-        uint64_t a = S(2).u64, b = S(3).u64;                                                      \
-        S(1).u64 = (uint64_t)(e);                                                                 \
-        NEXT(4);                                                                                  \
-    }                                                                                             \
-    L_I64_##n##_I : {                                                                             \
-        uint64_t a = S(2).u64, b = (uint64_t)(int64_t)(int32_t)IMM(3);                            \
-        S(1).u64 = (uint64_t)(e);                                                                 \
-        NEXT(4);                                                                                  \
+#define PW_I_BIN64(n, e)                                                                           \
+    L_I64_##n : {                                                                                  \
+        uint64_t a = S(2).u64, b = S(3).u64;                                                       \
+        S(1).u64 = (uint64_t)(e);                                                                  \
+        NEXT(4);                                                                                   \
+    }                                                                                              \
+    L_I64_##n##_I : {                                                                              \
+        uint64_t a = S(2).u64, b = (uint64_t)(int64_t)(int32_t)IMM(3);                             \
+        S(1).u64 = (uint64_t)(e);                                                                  \
+        NEXT(4);                                                                                   \
     }
     PW_I64_BINOPS(PW_I_BIN64)
 #undef PW_I_BIN64
-#define PW_I_CMP64(n, e)                                                                          \
-    L_I64_##n : {                                                                                 \
-        uint64_t a = S(2).u64, b = S(3).u64;                                                      \
-        S(1).u32 = (uint32_t)(e);                                                                 \
-        NEXT(4);                                                                                  \
-    }                                                                                             \
-    L_I64_##n##_I : {                                                                             \
-        uint64_t a = S(2).u64, b = (uint64_t)(int64_t)(int32_t)IMM(3);                            \
-        S(1).u32 = (uint32_t)(e);                                                                 \
-        NEXT(4);                                                                                  \
+#define PW_I_CMP64(n, e)                                                                           \
+    L_I64_##n : {                                                                                  \
+        uint64_t a = S(2).u64, b = S(3).u64;                                                       \
+        S(1).u32 = (uint32_t)(e);                                                                  \
+        NEXT(4);                                                                                   \
+    }                                                                                              \
+    L_I64_##n##_I : {                                                                              \
+        uint64_t a = S(2).u64, b = (uint64_t)(int64_t)(int32_t)IMM(3);                             \
+        S(1).u32 = (uint32_t)(e);                                                                  \
+        NEXT(4);                                                                                   \
     }
     PW_I64_CMPOPS(PW_I_CMP64)
 #undef PW_I_CMP64
 
-L_I32_DIV_S: {
+L_I32_DIV_S : {
     int32_t a = S(2).i32, b = S(3).i32;
     if (b == 0) TRAP(PW_TRAP_DIV_ZERO);
     if (a == INT32_MIN && b == -1) TRAP(PW_TRAP_INT_OVERFLOW);
     S(1).i32 = a / b;
     NEXT(4);
 }
-L_I32_DIV_U: {
+L_I32_DIV_U : {
     uint32_t a = S(2).u32, b = S(3).u32;
     if (b == 0) TRAP(PW_TRAP_DIV_ZERO);
     S(1).u32 = a / b;
     NEXT(4);
 }
-L_I32_REM_S: {
+L_I32_REM_S : {
     int32_t a = S(2).i32, b = S(3).i32;
     if (b == 0) TRAP(PW_TRAP_DIV_ZERO);
     S(1).i32 = b == -1 ? 0 : a % b;
     NEXT(4);
 }
-L_I32_REM_U: {
+L_I32_REM_U : {
     uint32_t a = S(2).u32, b = S(3).u32;
     if (b == 0) TRAP(PW_TRAP_DIV_ZERO);
     S(1).u32 = a % b;
     NEXT(4);
 }
-L_I64_DIV_S: {
+L_I64_DIV_S : {
     int64_t a = S(2).i64, b = S(3).i64;
     if (b == 0) TRAP(PW_TRAP_DIV_ZERO);
     if (a == INT64_MIN && b == -1) TRAP(PW_TRAP_INT_OVERFLOW);
     S(1).i64 = a / b;
     NEXT(4);
 }
-L_I64_DIV_U: {
+L_I64_DIV_U : {
     uint64_t a = S(2).u64, b = S(3).u64;
     if (b == 0) TRAP(PW_TRAP_DIV_ZERO);
     S(1).u64 = a / b;
     NEXT(4);
 }
-L_I64_REM_S: {
+L_I64_REM_S : {
     int64_t a = S(2).i64, b = S(3).i64;
     if (b == 0) TRAP(PW_TRAP_DIV_ZERO);
     S(1).i64 = b == -1 ? 0 : a % b;
     NEXT(4);
 }
-L_I64_REM_U: {
+L_I64_REM_U : {
     uint64_t a = S(2).u64, b = S(3).u64;
     if (b == 0) TRAP(PW_TRAP_DIV_ZERO);
     S(1).u64 = a % b;
     NEXT(4);
 }
 
-    /* ------------------------------------------------------------ float ops */
-#define PW_F_BIN(n, e)                                                                            \
-    L_F32_##n : {                                                                                 \
-        float a = S(2).f32, b = S(3).f32;                                                         \
-        S(1).f32 = (e);                                                                           \
-        NEXT(4);                                                                                  \
-    }                                                                                             \
-    L_F64_##n : {                                                                                 \
-        double a = S(2).f64, b = S(3).f64;                                                        \
-        S(1).f64 = (e);                                                                           \
-        NEXT(4);                                                                                  \
+/* ------------------------------------------------------------ float ops */
+#define PW_F_BIN(n, e)                                                                             \
+    L_F32_##n : {                                                                                  \
+        float a = S(2).f32, b = S(3).f32;                                                          \
+        S(1).f32 = (e);                                                                            \
+        NEXT(4);                                                                                   \
+    }                                                                                              \
+    L_F64_##n : {                                                                                  \
+        double a = S(2).f64, b = S(3).f64;                                                         \
+        S(1).f64 = (e);                                                                            \
+        NEXT(4);                                                                                   \
     }
     PW_F_ARITH(PW_F_BIN)
 #undef PW_F_BIN
-#define PW_F_CMPH(n, e)                                                                           \
-    L_F32_##n : {                                                                                 \
-        float a = S(2).f32, b = S(3).f32;                                                         \
-        S(1).u32 = (e);                                                                           \
-        NEXT(4);                                                                                  \
-    }                                                                                             \
-    L_F64_##n : {                                                                                 \
-        double a = S(2).f64, b = S(3).f64;                                                        \
-        S(1).u32 = (e);                                                                           \
-        NEXT(4);                                                                                  \
+#define PW_F_CMPH(n, e)                                                                            \
+    L_F32_##n : {                                                                                  \
+        float a = S(2).f32, b = S(3).f32;                                                          \
+        S(1).u32 = (e);                                                                            \
+        NEXT(4);                                                                                   \
+    }                                                                                              \
+    L_F64_##n : {                                                                                  \
+        double a = S(2).f64, b = S(3).f64;                                                         \
+        S(1).u32 = (e);                                                                            \
+        NEXT(4);                                                                                   \
     }
     PW_F_CMP(PW_F_CMPH)
 #undef PW_F_CMPH
@@ -493,51 +555,51 @@ L_F64_COPYSIGN:
     NEXT(4);
 
     /* ------------------------------------------------------------ unary, conversions */
-#define PW_UN(n, fin, fout, e)                                                                    \
-    L_##n : {                                                                                     \
-        __typeof__(fp->fin) a = S(2).fin;                                                         \
-        S(1).fout = (e);                                                                          \
-        NEXT(3);                                                                                  \
+#define PW_UN(n, fin, fout, e)                                                                     \
+    L_##n : {                                                                                      \
+        __typeof__(fp->fin) a = S(2).fin;                                                          \
+        S(1).fout = (e);                                                                           \
+        NEXT(3);                                                                                   \
     }
     PW_UNOPS(PW_UN)
 #undef PW_UN
-#define PW_TR(n, fin, fout, T, lo, hi)                                                            \
-    L_##n : {                                                                                     \
-        __typeof__(fp->fin) a = S(2).fin;                                                         \
-        if (a != a) TRAP(PW_TRAP_INVALID_CONV);                                                   \
-        if (!(a > (lo) && a < (hi))) TRAP(PW_TRAP_INT_OVERFLOW);                                  \
-        S(1).fout = (T)a;                                                                         \
-        NEXT(3);                                                                                  \
+#define PW_TR(n, fin, fout, T, lo, hi)                                                             \
+    L_##n : {                                                                                      \
+        __typeof__(fp->fin) a = S(2).fin;                                                          \
+        if (a != a) TRAP(PW_TRAP_INVALID_CONV);                                                    \
+        if (!(a > (lo) && a < (hi))) TRAP(PW_TRAP_INT_OVERFLOW);                                   \
+        S(1).fout = (T)a;                                                                          \
+        NEXT(3);                                                                                   \
     }
     PW_TRUNCS(PW_TR)
 #undef PW_TR
 
     /* ------------------------------------------------------------ memory */
-#define PW_LD(n, T, fld, conv)                                                                    \
-    L_##n : {                                                                                     \
-        uint64_t ea = (uint64_t)S(2).u32 + IMM(3);                                                \
-        if (__builtin_expect(ea + sizeof(T) > msize, 0)) TRAP(PW_TRAP_MEM_OOB);                   \
-        T v;                                                                                      \
-        memcpy(&v, mbase + ea, sizeof v);                                                         \
-        S(1).fld = (conv);                                                                        \
-        NEXT(4);                                                                                  \
+#define PW_LD(n, T, fld, conv)                                                                     \
+    L_##n : {                                                                                      \
+        uint64_t ea = (uint64_t)S(2).u32 + IMM(3);                                                 \
+        if (__builtin_expect(ea + sizeof(T) > msize, 0)) TRAP(PW_TRAP_MEM_OOB);                    \
+        T v;                                                                                       \
+        memcpy(&v, mbase + ea, sizeof v);                                                          \
+        S(1).fld = (conv);                                                                         \
+        NEXT(4);                                                                                   \
     }
     PW_LOADS(PW_LD)
 #undef PW_LD
-#define PW_ST(n, T, fld)                                                                          \
-    L_##n : {                                                                                     \
-        uint64_t ea = (uint64_t)S(1).u32 + IMM(3);                                                \
-        if (__builtin_expect(ea + sizeof(T) > msize, 0)) TRAP(PW_TRAP_MEM_OOB);                   \
-        T v = (T)S(2).fld;                                                                        \
-        memcpy(mbase + ea, &v, sizeof v);                                                         \
-        NEXT(4);                                                                                  \
+#define PW_ST(n, T, fld)                                                                           \
+    L_##n : {                                                                                      \
+        uint64_t ea = (uint64_t)S(1).u32 + IMM(3);                                                 \
+        if (__builtin_expect(ea + sizeof(T) > msize, 0)) TRAP(PW_TRAP_MEM_OOB);                    \
+        T v = (T)S(2).fld;                                                                         \
+        memcpy(mbase + ea, &v, sizeof v);                                                          \
+        NEXT(4);                                                                                   \
     }
     PW_STORES(PW_ST)
 #undef PW_ST
 L_MEMORY_SIZE:
     S(1).u32 = (uint32_t)(msize >> 16);
     NEXT(2);
-L_MEMORY_GROW: {
+L_MEMORY_GROW : {
     int64_t r = pw_memory_grow(mem, S(2).u32);
     S(1).i32 = (int32_t)r;
     RELOAD_MEM();
@@ -557,14 +619,14 @@ L_DATA_DROP:
     NEXT(2);
 
     /* ------------------------------------------------------------ tables */
-L_TABLE_GET: {
+L_TABLE_GET : {
     pw_table *t = inst->tables[IMM(2)];
     uint32_t i = S(3).u32;
     if (i >= t->size) TRAP(PW_TRAP_TABLE_OOB);
     S(1).ref = t->elems[i];
     NEXT(4);
 }
-L_TABLE_SET: {
+L_TABLE_SET : {
     pw_table *t = inst->tables[IMM(1)];
     uint32_t i = S(2).u32;
     if (i >= t->size) TRAP(PW_TRAP_TABLE_OOB);
