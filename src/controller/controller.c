@@ -398,6 +398,8 @@ pct_status pct_session_load(pct_controller *c, const char *id, bool replay, pct_
 
 pct_status pct_session_list(pct_controller *c, const char *cwd, const char *cursor,
                             pst_thread_page *out, pct_error *err) {
+    char real[PATH_MAX];
+    if (cwd && realpath(cwd, real)) cwd = real; /* workspaces are keyed by canonical path */
     pst_list_query q = {.cwd = cwd, .cursor = cursor};
     pst_error pe;
     pst_status ps = pst_thread_list(c->store, &q, out, &pe);

@@ -1,0 +1,193 @@
+/*
+ * cmd_print.c — `peri print "PROMPT" [--cwd DIR] [--db PATH] [--allow]`: a one-shot
+ * ACP client. It runs the ACP server in-process on a pipe pair (the same path as
+ * `peri acp`), sends initialize, session/new and session/prompt, streams the answer
+ * to stdout and tool activity to stderr, and exits 0 on end_turn.
+ */
+#include "cli/commands.h"
+#include "peri/acp.h"
+#include "peri/model.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct server_job {
+    pacp_options opt;
+    int in_fd, out_fd;
+    int rc;
+    char err[512];
+} server_job;
+
+static void *server_main(void *arg) {
+    server_job *j = arg;
+    j->rc = pacp_serve(&j->opt, j->in_fd, j->out_fd, j->err, sizeof j->err);
+    close(j->out_fd); /* the client sees EOF once the server is done */
+    return NULL;
+}
+
+static int send_frame(int fd, json_t *frame) {
+    char *s = json_dumps(frame, JSON_COMPACT);
+    json_decref(frame);
+    if (!s) return -1;
+    size_t n = strlen(s);
+    int rc = 0;
+    if (write(fd, s, n) != (ssize_t)n || write(fd, "\n", 1) != 1) rc = -1;
+    free(s);
+    return rc;
+}
+
+static json_t *request(int id, const char *method, json_t *params) {
+    return json_pack("{s:s, s:i, s:s, s:o}", "jsonrpc", "2.0", "id", id, "method", method, "params",
+                     params);
+}
+
+/* Reads one line from fd (blocking); returns a decoded frame or NULL at EOF. */
+static json_t *read_frame(FILE *in) {
+    char *line = NULL;
+    size_t cap = 0;
+    for (;;) {
+        ssize_t n = getline(&line, &cap, in);
+        if (n < 0) {
+            free(line);
+            return NULL;
+        }
+        json_t *f = json_loads(line, 0, NULL);
+        if (f) {
+            free(line);
+            return f;
+        }
+    }
+}
+
+static void show_update(json_t *params) {
+    json_t *u = json_object_get(params, "update");
+    const char *tag = json_string_value(json_object_get(u, "sessionUpdate"));
+    if (!tag) return;
+    if (!strcmp(tag, "agent_message_chunk")) {
+        const char *t = json_string_value(json_object_get(json_object_get(u, "content"), "text"));
+        if (t) {
+            fputs(t, stdout);
+            fflush(stdout);
+        }
+    } else if (!strcmp(tag, "tool_call")) {
+        fprintf(stderr, "[tool] %s\n", json_string_value(json_object_get(u, "title")));
+    } else if (!strcmp(tag, "tool_call_update")) {
+        const char *st = json_string_value(json_object_get(u, "status"));
+        if (st && (!strcmp(st, "completed") || !strcmp(st, "failed")))
+            fprintf(stderr, "[tool] %s\n", st);
+    }
+}
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: peri print \"PROMPT\" [--cwd DIR] [--db PATH] [--allow]\n"
+               "  --allow  allow tools that need permission (default: reject them)\n");
+}
+
+int peri_cmd_print(int argc, char **argv) {
+    const char *prompt = NULL;
+    const char *cwd = NULL;
+    int allow = 0;
+    server_job job = {0};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--cwd") && i + 1 < argc) {
+            cwd = argv[++i];
+        } else if (!strcmp(argv[i], "--db") && i + 1 < argc) {
+            job.opt.db_path = argv[++i];
+        } else if (!strcmp(argv[i], "--allow")) {
+            allow = 1;
+        } else if (!prompt && argv[i][0] != '-') {
+            prompt = argv[i];
+        } else {
+            fprintf(stderr, "peri print: unexpected argument \"%s\"\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!prompt) {
+        usage(stderr);
+        return 2;
+    }
+    char abs[PATH_MAX];
+    if (!realpath(cwd ? cwd : ".", abs)) {
+        fprintf(stderr, "peri print: no such directory: %s\n", cwd ? cwd : ".");
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    if (pm_global_init() != PM_OK) return 1;
+    int to_srv[2], from_srv[2];
+    if (pipe(to_srv) || pipe(from_srv)) {
+        perror("peri print: pipe");
+        return 1;
+    }
+    job.in_fd = to_srv[0];
+    job.out_fd = from_srv[1];
+    pthread_t th;
+    if (pthread_create(&th, NULL, server_main, &job)) {
+        fprintf(stderr, "peri print: cannot start the agent\n");
+        return 1;
+    }
+    FILE *in = fdopen(from_srv[0], "r");
+    int wfd = to_srv[1];
+    int status = 1;
+    const char *stop = NULL;
+    send_frame(wfd, request(1, "initialize", json_pack("{s:i}", "protocolVersion", 1)));
+    send_frame(wfd, request(2, "session/new", json_pack("{s:s, s:[]}", "cwd", abs, "mcpServers")));
+    json_t *f;
+    char sid[64] = "";
+    while (in && (f = read_frame(in))) {
+        json_t *id = json_object_get(f, "id");
+        const char *method = json_string_value(json_object_get(f, "method"));
+        json_t *err = json_object_get(f, "error");
+        if (method && !strcmp(method, "session/update")) {
+            show_update(json_object_get(f, "params"));
+        } else if (method && !strcmp(method, "session/request_permission")) {
+            const char *title = json_string_value(json_object_get(
+                json_object_get(json_object_get(f, "params"), "toolCall"), "title"));
+            fprintf(stderr, "[permission] %s: %s\n", title ? title : "tool",
+                    allow ? "allowed (--allow)" : "rejected (run with --allow to permit)");
+            send_frame(wfd, json_pack("{s:s, s:O, s:{s:{s:s, s:s}}}", "jsonrpc", "2.0", "id", id,
+                                      "result", "outcome", "outcome", "selected", "optionId",
+                                      allow ? "allow_once" : "reject_once"));
+        } else if (json_is_integer(id) && err) {
+            fprintf(stderr, "peri print: %s\n", json_string_value(json_object_get(err, "message")));
+            json_decref(f);
+            break;
+        } else if (json_is_integer(id) && json_integer_value(id) == 2) {
+            const char *s =
+                json_string_value(json_object_get(json_object_get(f, "result"), "sessionId"));
+            snprintf(sid, sizeof sid, "%s", s ? s : "");
+            json_t *blocks = json_pack("[{s:s, s:s}]", "type", "text", "text", prompt);
+            send_frame(wfd, request(3, "session/prompt",
+                                    json_pack("{s:s, s:o}", "sessionId", sid, "prompt", blocks)));
+        } else if (json_is_integer(id) && json_integer_value(id) == 3) {
+            stop = json_string_value(json_object_get(json_object_get(f, "result"), "stopReason"));
+            status = stop && !strcmp(stop, "end_turn") ? 0 : 1;
+            if (status) fprintf(stderr, "\nperi print: stopped: %s\n", stop ? stop : "?");
+            json_decref(f);
+            break;
+        }
+        json_decref(f);
+    }
+    fputc('\n', stdout);
+    close(wfd); /* EOF: the server closes the session and returns */
+    while (in && (f = read_frame(in)))
+        json_decref(f);
+    pthread_join(th, NULL);
+    if (in) fclose(in);
+    close(to_srv[0]);
+    if (job.rc) {
+        fprintf(stderr, "peri print: %s\n", job.err);
+        status = 1;
+    }
+    pm_global_cleanup();
+    return status;
+}
