@@ -401,6 +401,7 @@ static pm_status call(pm_client *c, const pm_request *req, bool stream, pm_event
                         : backoff;
         bool again = st != PM_OK && st != PM_CANCELLED && retryable && sink.delivered == 0 &&
                      attempt_no < c->max_retries;
+        pm__sink_flush(&sink); /* a failed call still hands back the text that arrived */
         pm__decoder_free(&a.dec);
         pm__sse_free(&a.sse);
         pm__buf_free(&a.body);

@@ -379,10 +379,15 @@ static void test_cancel_mid_stream(void **state) {
         pthread_create(&th, NULL, cancel_later, &k);
         collected col = {0};
         pm_error err;
-        pm_status st = pm_stream(c, &req, on_ev, &col, &flag, NULL, &err);
+        pm_response resp;
+        pm_status st = pm_stream(c, &req, on_ev, &col, &flag, &resp, &err);
         double took = now_ms() - k.at;
         pthread_join(th, NULL);
         assert_int_equal(st, PM_CANCELLED);
+        /* the partial answer is handed back */
+        assert_int_equal(resp.message.nparts, 1);
+        assert_string_equal(resp.message.parts[0].text, "a");
+        pm_response_clear(&resp);
         print_message("cancel between chunks (%s): returned %.1f ms after the flag\n",
                       i ? "anthropic" : "openai", took);
         assert_true(took < 200);
