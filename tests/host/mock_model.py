@@ -14,11 +14,13 @@ Command line
   --port-file FILE  write the chosen port (decimal, then "\\n") to FILE, atomically
                     (written to FILE.tmp then renamed), once the server is listening.
   --timeout SEC     exit on its own after SEC seconds (default 300).
+  --parent-pid N    exit when process N is gone (default: watch our own parent).
   --quiet           do not log requests to stderr.
 
 Once listening it prints "PORT <n>" on a line of its own to stdout and flushes.
-It exits on SIGTERM/SIGINT, after --timeout, and when its parent process dies (the parent
-pid is polled every 200 ms). It only ever binds 127.0.0.1.
+It exits on SIGTERM/SIGINT, after --timeout, and when its parent process dies (polled
+every 200 ms: --parent-pid if given, else a change of our parent pid; pass --parent-pid
+when the parent may exit before this script has started). It only ever binds 127.0.0.1.
 
 Endpoints
 ---------
@@ -84,6 +86,9 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlparse, parse_qs
+
+# Taken first thing: the parent may already be gone by the time the server is listening.
+START_PPID = os.getppid()
 
 DEFAULT_RESPONSE = {"text": "ok", "usage": {"input": 1, "output": 1}}
 
@@ -528,6 +533,7 @@ def main():
     ap.add_argument("--port-file")
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--parent-pid", type=int, default=0)
     args = ap.parse_args()
 
     state = State()
@@ -556,10 +562,20 @@ def main():
     sys.stdout.write("PORT %d\n" % port)
     sys.stdout.flush()
 
-    parent = os.getppid()
+    def orphaned():
+        if args.parent_pid > 0:
+            try:
+                os.kill(args.parent_pid, 0)
+            except ProcessLookupError:
+                return True
+            except PermissionError:
+                pass
+            return False
+        return START_PPID != 1 and os.getppid() != START_PPID
+
     deadline = time.monotonic() + args.timeout
     while not state.stopping.is_set():
-        if time.monotonic() > deadline or os.getppid() != parent:
+        if time.monotonic() > deadline or orphaned():
             break
         state.stopping.wait(0.2)
     state.stopping.set()

@@ -26,8 +26,10 @@ bool mock_start(mock_server *m) {
     m->pid = fork();
     if (m->pid < 0) return false;
     if (m->pid == 0) {
+        char ppid[32];
+        snprintf(ppid, sizeof ppid, "%ld", (long)getppid());
         execl(PERI_PYTHON3, "python3", PERI_MOCK_MODEL, "--port-file", portfile, "--quiet",
-              "--timeout", "300", (char *)NULL);
+              "--timeout", "300", "--parent-pid", ppid, (char *)NULL);
         _exit(127);
     }
     for (int i = 0; i < 1000; i++) {
