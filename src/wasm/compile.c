@@ -63,8 +63,9 @@ typedef struct comp {
     bool bad; /* malformed input the validator should have rejected */
     ent dummy;
 
-    uint32_t *code;
+    uint32_t *code; /* one array for every function of the module */
     uint32_t ncode, capcode;
+    uint32_t fstart; /* where the current function's code starts */
 
     ent *st;
     uint32_t sp, capst, maxsp;
@@ -713,6 +714,70 @@ static void emit_call(comp *c, uint32_t op, const pw_deftype *t, uint32_t a1, ui
 
 /* ---------------------------------------------------------------- one function */
 
+/* The common instructions (no or one-byte immediates) decoded inline; everything else
+ * through the shared reader. Compile speed is dominated by instruction decoding. */
+/* LEB128 readers for already-validated code with at least 5 bytes available. */
+static inline uint32_t leb_u32(const uint8_t **pp) {
+    const uint8_t *p = *pp;
+    uint32_t v = 0;
+    for (unsigned sh = 0; sh < 35; sh += 7) {
+        uint8_t b = *p++;
+        v |= (uint32_t)(b & 0x7f) << sh;
+        if (!(b & 0x80)) break;
+    }
+    *pp = p;
+    return v;
+}
+
+static inline int32_t leb_s32(const uint8_t **pp) {
+    const uint8_t *p = *pp;
+    uint32_t v = 0;
+    unsigned sh = 0;
+    uint8_t b;
+    do {
+        b = *p++;
+        v |= (uint32_t)(b & 0x7f) << sh;
+        sh += 7;
+    } while ((b & 0x80) && sh < 35);
+    if (sh < 32 && (b & 0x40)) v |= ~0u << sh;
+    *pp = p;
+    return (int32_t)v;
+}
+
+static inline bool read_instr(pw_reader *r, pw_instr *in) {
+    const uint8_t *p = r->p;
+    if (__builtin_expect(r->end - p >= 12, 1)) {
+        uint8_t op = *p++;
+        if ((op >= 0x45 && op <= 0xC4) || op <= 0x01 || op == 0x05 || op == 0x0B || op == 0x0F ||
+            op == 0x1A || op == 0x1B || op == 0xD1) {
+            in->op = op;
+            r->p = p;
+            return true;
+        }
+        if ((op >= 0x20 && op <= 0x24) || op == 0x0C || op == 0x0D || op == 0x10) {
+            in->op = op;
+            in->a = leb_u32(&p);
+            r->p = p;
+            return true;
+        }
+        if (op == 0x41) {
+            in->op = op;
+            in->bits = (uint64_t)(int64_t)leb_s32(&p);
+            r->p = p;
+            return true;
+        }
+        if (op >= 0x28 && op <= 0x3E && *p < 0x40) {
+            in->op = op;
+            in->a = 0;
+            in->align = *p++;
+            in->offset = leb_u32(&p);
+            r->p = p;
+            return true;
+        }
+    }
+    return pw_instr_read(r, in);
+}
+
 /* Index immediates in range (defence in depth: the validator checks all of this). */
 static bool imm_ok(comp *c, const pw_instr *in) {
     const pw_module *m = c->m;
@@ -768,7 +833,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
     pw_instr in;
     while (c->ncs > 0 && !c->oom) {
         if (r.p >= r.end) return pw_fail(c->err, PW_ERR_MALFORMED, "unexpected end"), false;
-        if (!pw_instr_read(&r, &in)) return false;
+        if (!read_instr(&r, &in)) return false;
         uint32_t op = in.op;
         ctl *cur = &c->cs[c->ncs - 1];
         if (c->bad || !imm_ok(c, &in)) {
@@ -1190,10 +1255,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
         pw_fail(c->err, PW_ERR_INVALID, "type mismatch");
         return false;
     }
-    out->code = c->code;
-    out->ncode = c->ncode;
-    c->code = NULL;
-    c->ncode = c->capcode = 0;
+    out->ncode = c->ncode - c->fstart;
     return true;
 }
 
@@ -1201,7 +1263,7 @@ static void reset(comp *c) {
     c->sp = c->maxsp = 0;
     c->ncs = 0;
     c->nfx = 0;
-    c->ncode = 0;
+    c->fstart = c->ncode;
     c->pend = false;
 }
 
@@ -1222,6 +1284,11 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
     c.err = err;
     pw_valtype *ltypes = NULL;
     uint32_t capl = 0;
+    uint32_t *starts = calloc(nd ? nd : 1, sizeof *starts);
+    if (!starts) {
+        pw_compile_free(cm);
+        return pw_fail(err, PW_ERR_NOMEM, "out of memory");
+    }
     pw_status st = PW_OK;
     for (uint32_t i = 0; i < nd && st == PW_OK; i++) {
         const pw_funcdef *fd = &m->funcs[i];
@@ -1235,7 +1302,8 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
         memcpy(ltypes, ft->u.func.types, np * sizeof *ltypes);
         if (fd->nlocals) memcpy(ltypes + np, fd->locals, fd->nlocals * sizeof *ltypes);
         reset(&c);
-        if (!grow((void **)&c.code, &c.capcode, fd->body.len * 2 + 16, sizeof *c.code)) {
+        starts[i] = c.ncode;
+        if (!grow((void **)&c.code, &c.capcode, c.ncode + fd->body.len * 2 + 16, sizeof *c.code)) {
             st = pw_fail(err, PW_ERR_NOMEM, "out of memory");
             break;
         }
@@ -1255,11 +1323,21 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
         }
         cf->frame_slots = nl + c.maxsp + 1;
     }
+    /* All functions share one code array (one allocation, no per-function waste). */
+    if (st == PW_OK) {
+        uint32_t *shrunk = c.ncode ? realloc(c.code, c.ncode * sizeof *c.code) : NULL;
+        if (shrunk) c.code = shrunk;
+        cm->code = c.code;
+        c.code = NULL;
+        for (uint32_t i = 0; i < nd; i++)
+            cm->funcs[i].code = cm->code + starts[i];
+    }
     free(c.code);
     free(c.st);
     free(c.cs);
     free(c.fx);
     free(ltypes);
+    free(starts);
     if (st != PW_OK) {
         pw_compile_free(cm);
         return st;
@@ -1270,8 +1348,7 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
 
 void pw_compile_free(struct pw_cmodule *code) {
     if (!code) return;
-    for (uint32_t i = 0; i < code->nfuncs; i++)
-        free(code->funcs[i].code);
+    free(code->code);
     free(code->funcs);
     free(code);
 }

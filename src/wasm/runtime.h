@@ -66,26 +66,27 @@ typedef struct pw_cfunc {
 struct pw_cmodule {
     uint32_t nfuncs; /* defined functions */
     pw_cfunc *funcs;
+    uint32_t *code; /* the code of all functions (pw_cfunc.code points into it) */
 };
 
 /* ---------------------------------------------------------------- store objects */
 
 struct pw_func {
-    pw_obj hdr; /* hdr.type_id: store type id of the function type */
-    pw_instance *inst;      /* Wasm functions: the defining instance; host: NULL */
-    const pw_cfunc *code;   /* Wasm functions */
-    pw_host_fn host;        /* host functions */
+    pw_obj hdr;           /* hdr.type_id: store type id of the function type */
+    pw_instance *inst;    /* Wasm functions: the defining instance; host: NULL */
+    const pw_cfunc *code; /* Wasm functions */
+    pw_host_fn host;      /* host functions */
     void *env;
-    pw_functype ft;         /* host: owned copy; Wasm: points into the module */
+    pw_functype ft; /* host: owned copy; Wasm: points into the module */
     uint32_t nparams, nresults;
 };
 
 struct pw_memory {
     pw_obj hdr;
-    uint8_t *data;     /* reserved mapping; [0, size) is read/write */
-    uint64_t size;     /* bytes */
-    uint64_t max_pages;/* UINT64_MAX when unbounded */
-    uint64_t reserved; /* bytes reserved for data */
+    uint8_t *data;      /* reserved mapping; [0, size) is read/write */
+    uint64_t size;      /* bytes */
+    uint64_t max_pages; /* UINT64_MAX when unbounded */
+    uint64_t reserved;  /* bytes reserved for data */
     pw_store *store;
 };
 
@@ -150,14 +151,14 @@ typedef struct pw_regtype {
 struct pw_store {
     pw_store_config cfg;
     atomic_int interrupt;
-    pw_obj *objects; /* every object, newest first */
+    pw_obj *objects;   /* every object, newest first */
     uint64_t mem_used; /* bytes of linear memory + tables, against cfg.memory_cap */
 
     pw_slot *stack, *stack_end; /* value stack */
     pw_slot *stack_top;         /* first free slot outside running frames */
     pw_frame *frames, *frames_end;
     pw_frame *frame_top; /* next free frame record */
-    uint32_t host_depth;  /* nested host -> Wasm entries */
+    uint32_t host_depth; /* nested host -> Wasm entries */
 
     pw_memory *empty_mem; /* for instances without memory */
 
@@ -179,8 +180,8 @@ struct pw_call_ctx {
 
 /* store.c */
 void *pw_store_alloc_obj(pw_store *s, size_t size, uint8_t kind); /* zeroed, linked */
-uint32_t pw_store_type_id(pw_store *s, uint32_t nparams, uint32_t nresults,
-                          const pw_valtype *types, bool *oom);
+uint32_t pw_store_type_id(pw_store *s, uint32_t nparams, uint32_t nresults, const pw_valtype *types,
+                          bool *oom);
 bool pw_store_ensure_stack(pw_store *s);
 
 /* memory.c */
