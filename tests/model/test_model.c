@@ -269,6 +269,31 @@ static void test_retry_429_then_ok(void **state) {
         assert_int_equal(count_requests(), 3);
         pm_client_free(c);
     }
+    /* Retry-After is honoured (0.3 s here) ... */
+    {
+        mock_script(&mock, "[{\"status\":503,\"retry_after\":\"0.3\"},{\"text\":\"later\"}]");
+        pm_config cfg = {.provider = PM_PROVIDER_OPENAI,
+                         .max_retries = 1,
+                         .retry_base_ms = 10,
+                         .retry_after_cap_ms = 5000};
+        char base[96];
+        snprintf(base, sizeof base, "%s/v1", mock.base);
+        cfg.base_url = base;
+        pm_error err;
+        pm_client *c = pm_client_new(&cfg, &err);
+        pm_request req = simple_request();
+        double t0 = now_ms();
+        assert_int_equal(pm_stream(c, &req, NULL, NULL, NULL, NULL, &err), PM_OK);
+        assert_true(now_ms() - t0 >= 300);
+        pm_client_free(c);
+        /* ... but capped (client(): 50 ms cap for a 10 s Retry-After) */
+        mock_script(&mock, "[{\"status\":429,\"retry_after\":\"10\"},{\"text\":\"soon\"}]");
+        c = client(PM_PROVIDER_OPENAI, 1);
+        t0 = now_ms();
+        assert_int_equal(pm_stream(c, &req, NULL, NULL, NULL, NULL, &err), PM_OK);
+        assert_true(now_ms() - t0 < 2000);
+        pm_client_free(c);
+    }
     /* retries exhausted: the last HTTP error is reported with its status and body */
     mock_script(&mock, "{\"responses\":[{\"status\":500,\"repeat\":5}]}");
     pm_client *c = client(PM_PROVIDER_ANTHROPIC, 2);
