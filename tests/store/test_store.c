@@ -10,6 +10,7 @@
 
 #include "peri/store.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -478,6 +479,60 @@ static void test_memory_store(void **state) {
     pst_close(s);
 }
 
+typedef struct writer {
+    const char *db;
+    const char *tid;
+    pst_store *shared; /* NULL: open an own connection */
+    int failures;
+} writer;
+
+static void *write_many(void *p) {
+    writer *w = p;
+    pst_store *s = w->shared ? w->shared : pst_open(w->db, NULL);
+    if (!s) {
+        w->failures++;
+        return NULL;
+    }
+    pst_message_in batch[2] = {{.role = "assistant", .content = "{\"a\":1}"},
+                               {.role = "tool", .content = "{\"b\":2}"}};
+    for (int i = 0; i < 100; i++)
+        if (pst_messages_append(s, w->tid, batch, 2, NULL, NULL) != PST_OK) w->failures++;
+    if (!w->shared) pst_close(s);
+    return NULL;
+}
+
+/* Two connections (processes would be the same) and two threads on one connection append
+ * to the same thread at once: every batch lands, seq stays dense and unique. */
+static void test_concurrent_appends(void **state) {
+    fixture *f = *state;
+    char ws[PST_ID_LEN];
+    pst_store *s = open_with_ws(f, ws, "/proj");
+    pst_error err;
+    pst_thread t;
+    pst_thread_new in = {.workspace_id = ws};
+    assert_int_equal(pst_thread_create(s, &in, &t, &err), PST_OK);
+    writer w[4] = {
+        {f->db, t.id, NULL, 0}, {f->db, t.id, NULL, 0}, {f->db, t.id, s, 0}, {f->db, t.id, s, 0}};
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++)
+        pthread_create(&th[i], NULL, write_many, &w[i]);
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(w[i].failures, 0);
+    pst_message_list l;
+    assert_int_equal(pst_messages_load(s, t.id, &l, &err), PST_OK);
+    assert_int_equal(l.count, 800);
+    for (size_t i = 0; i < l.count; i++) {
+        assert_int_equal(l.items[i].seq, (int64_t)i + 1);
+        /* batches are never interleaved: an assistant is always followed by its tool */
+        assert_string_equal(l.items[i].role, i % 2 ? "tool" : "assistant");
+    }
+    pst_message_list_clear(&l);
+    pst_thread_clear(&t);
+    pst_close(s);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uuid),
@@ -489,6 +544,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_atomic_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_load_10k_and_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kill9, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_appends, setup, teardown),
         cmocka_unit_test(test_memory_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
