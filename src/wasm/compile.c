@@ -1004,6 +1004,11 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             c->pend = false;
             break;
         }
+        case 0xD3: { /* ref.eq: references are compared as 64-bit words */
+            static const numinfo REF_EQ = {PW_OP_I64_EQ, NOIMM, 2, PW_K_I32, 1};
+            numeric(c, &REF_EQ);
+            break;
+        }
         case 0xD4: { /* ref.as_non_null */
             uint32_t x = slot_at(c, c->sp - 1);
             emit_op(c, PW_OP_REF_AS_NON_NULL);

@@ -56,9 +56,22 @@ pw_func *pw_func_new_host_for_import(pw_store *s, const pw_module *m, uint32_t i
         pw_fail(err, PW_ERR_ARG, "import %u is not a function import", import_index);
         return NULL;
     }
-    const pw_deftype *t = &m->types[m->imports[import_index].u.func_type];
-    return new_host(s, t->u.func.nparams, t->u.func.types, t->u.func.nresults,
-                    t->u.func.types + t->u.func.nparams, fn, env, err);
+    uint32_t ti = m->imports[import_index].u.func_type;
+    const pw_deftype *t = &m->types[ti];
+    pw_func *f = new_host(s, t->u.func.nparams, t->u.func.types, t->u.func.nresults,
+                          t->u.func.types + t->u.func.nparams, fn, env, err);
+    if (!f) return NULL;
+    /* The type may use the module's own types: identify it by (module, index). */
+    bool oom = false;
+    uint32_t id = pw_store_type_id_mod(s, m, ti, &oom);
+    if (oom) {
+        pw_fail(err, PW_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    f->hdr.type_id = id;
+    f->tmod = m;
+    f->tidx = ti;
+    return f;
 }
 
 pw_func *pw_func_create_wasm(pw_store *s, pw_instance *inst, uint32_t idx) {
@@ -68,12 +81,13 @@ pw_func *pw_func_create_wasm(pw_store *s, pw_instance *inst, uint32_t idx) {
     uint32_t ti = m->func_types[idx];
     const pw_deftype *t = &m->types[ti];
     f->hdr.type_id = inst->type_ids[ti];
+    f->tmod = m;
+    f->tidx = ti;
     f->inst = inst;
     f->code = &m->code->funcs[idx - m->nfunc_imports];
     f->nparams = t->u.func.nparams;
     f->nresults = t->u.func.nresults;
-    f->ft = (pw_functype){f->nparams, f->nresults, t->u.func.types,
-                          t->u.func.types + f->nparams};
+    f->ft = (pw_functype){f->nparams, f->nresults, t->u.func.types, t->u.func.types + f->nparams};
     return f;
 }
 
@@ -129,11 +143,13 @@ pw_status pw_call(pw_store *s, pw_func *f, const pw_val *args, uint32_t nargs, p
         s->trap = PW_TRAP_STACK_EXHAUSTED;
         return pw_trap(err, PW_TRAP_STACK_EXHAUSTED);
     }
-    for (uint32_t i = 0; i < nargs; i++) argp[i].u64 = args[i].bits;
+    for (uint32_t i = 0; i < nargs; i++)
+        argp[i].u64 = args[i].bits;
     s->trap_msg[0] = 0;
     pw_status st = pw_invoke(s, f, err);
     if (st == PW_OK)
-        for (uint32_t i = 0; i < nresults; i++) results[i].bits = argp[i].u64;
+        for (uint32_t i = 0; i < nresults; i++)
+            results[i].bits = argp[i].u64;
     if (st == PW_OK && err) {
         err->status = PW_OK;
         err->message[0] = 0;

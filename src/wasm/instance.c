@@ -34,15 +34,31 @@ bool pw_eval_const(pw_instance *inst, pw_span expr, pw_slot *out, pw_error *err)
         case 0xD0: st[sp++].ref = PW_NULL_REF; break;
         case 0xD2: st[sp++].ref = (pw_ref)inst->funcs[in.a]; break;
         case 0x23: st[sp++] = inst->globals[in.a]->val; break;
-        case 0x6A: sp--; st[sp - 1].u32 += st[sp].u32; break;
-        case 0x6B: sp--; st[sp - 1].u32 -= st[sp].u32; break;
-        case 0x6C: sp--; st[sp - 1].u32 *= st[sp].u32; break;
-        case 0x7C: sp--; st[sp - 1].u64 += st[sp].u64; break;
-        case 0x7D: sp--; st[sp - 1].u64 -= st[sp].u64; break;
-        case 0x7E: sp--; st[sp - 1].u64 *= st[sp].u64; break;
-        default:
-            pw_fail(err, PW_ERR_INVALID, "constant expression required");
-            return false;
+        case 0x6A:
+            sp--;
+            st[sp - 1].u32 += st[sp].u32;
+            break;
+        case 0x6B:
+            sp--;
+            st[sp - 1].u32 -= st[sp].u32;
+            break;
+        case 0x6C:
+            sp--;
+            st[sp - 1].u32 *= st[sp].u32;
+            break;
+        case 0x7C:
+            sp--;
+            st[sp - 1].u64 += st[sp].u64;
+            break;
+        case 0x7D:
+            sp--;
+            st[sp - 1].u64 -= st[sp].u64;
+            break;
+        case 0x7E:
+            sp--;
+            st[sp - 1].u64 *= st[sp].u64;
+            break;
+        default: pw_fail(err, PW_ERR_INVALID, "constant expression required"); return false;
         }
     }
     if (sp != 1) {
@@ -59,10 +75,9 @@ static bool limits_match(uint64_t have_min, uint64_t have_max, const pw_limits *
     return true;
 }
 
-/* Reference types across modules: in Wasm 2.0 only abstract types occur, so equality
- * of the packed representation is type equality. */
-static bool valtype_eq(pw_valtype a, pw_valtype b) {
-    return a == b;
+/* Type equivalence across modules (mutable globals, tables): subtyping both ways. */
+static bool valtype_eq(const pw_module *ma, pw_valtype a, const pw_module *mb, pw_valtype b) {
+    return pw_valtype_sub_cross(ma, a, mb, b) && pw_valtype_sub_cross(mb, b, ma, a);
 }
 
 static pw_status unlinkable(pw_error *err, const pw_module *m, const pw_import *imp,
@@ -72,8 +87,7 @@ static pw_status unlinkable(pw_error *err, const pw_module *m, const pw_import *
                    (const char *)m->bytes + imp->name.off);
 }
 
-static pw_status link_imports(pw_instance *inst, pw_resolve_fn resolve, void *ctx,
-                              pw_error *err) {
+static pw_status link_imports(pw_instance *inst, pw_resolve_fn resolve, void *ctx, pw_error *err) {
     const pw_module *m = inst->mod;
     pw_store *s = inst->store;
     uint32_t nf = 0, nt = 0, nm = 0, ng = 0, ntag = 0;
@@ -87,18 +101,20 @@ static pw_status link_imports(pw_instance *inst, pw_resolve_fn resolve, void *ct
                             i};
         pw_extern ex;
         memset(&ex, 0, sizeof ex);
-        if (!resolve || !resolve(ctx, s, m, &d, &ex)) return unlinkable(err, m, imp, "unknown import");
+        if (!resolve || !resolve(ctx, s, m, &d, &ex))
+            return unlinkable(err, m, imp, "unknown import");
         if (ex.kind != imp->kind || !ex.u.func)
             return unlinkable(err, m, imp, "incompatible import type");
         switch (imp->kind) {
         case PW_EXTERN_FUNC:
-            if (ex.u.func->hdr.type_id != inst->type_ids[imp->u.func_type])
+            if (ex.u.func->hdr.type_id != inst->type_ids[imp->u.func_type] &&
+                !pw_func_type_sub(ex.u.func, m, imp->u.func_type))
                 return unlinkable(err, m, imp, "incompatible import type");
             inst->funcs[nf++] = ex.u.func;
             break;
         case PW_EXTERN_TABLE: {
             pw_table *t = ex.u.table;
-            if (!valtype_eq(t->elem, imp->u.table.elem) ||
+            if (!valtype_eq(t->tmod, t->elem, m, imp->u.table.elem) ||
                 !limits_match(t->size, t->max, &imp->u.table.lim))
                 return unlinkable(err, m, imp, "incompatible import type");
             inst->tables[nt++] = t;
@@ -113,7 +129,9 @@ static pw_status link_imports(pw_instance *inst, pw_resolve_fn resolve, void *ct
         }
         case PW_EXTERN_GLOBAL: {
             pw_global *g = ex.u.global;
-            if (g->mut != imp->u.global.mut || !valtype_eq(g->type, imp->u.global.type))
+            if (g->mut != imp->u.global.mut ||
+                (g->mut ? !valtype_eq(g->tmod, g->type, m, imp->u.global.type)
+                        : !pw_valtype_sub_cross(g->tmod, g->type, m, imp->u.global.type)))
                 return unlinkable(err, m, imp, "incompatible import type");
             inst->globals[ng++] = g;
             break;
@@ -149,11 +167,14 @@ static pw_status alloc_arrays(pw_instance *inst) {
 static pw_status register_types(pw_instance *inst) {
     const pw_module *m = inst->mod;
     for (uint32_t i = 0; i < m->ntypes; i++) {
-        const pw_deftype *t = &m->types[i];
-        if (t->form != PW_FORM_FUNC) continue;
+        /* Equivalent types of one module share their canonical representative. */
+        uint32_t c = m->types[i].canon;
+        if (c < i) {
+            inst->type_ids[i] = inst->type_ids[c];
+            continue;
+        }
         bool oom = false;
-        inst->type_ids[i] = pw_store_type_id(inst->store, t->u.func.nparams, t->u.func.nresults,
-                                             t->u.func.types, &oom);
+        inst->type_ids[i] = pw_store_type_id_mod(inst->store, m, i, &oom);
         if (oom) return PW_ERR_NOMEM;
     }
     return PW_OK;
@@ -186,8 +207,7 @@ static pw_status init_segments(pw_instance *inst, pw_error *err) {
             if (!pw_eval_const(inst, e->offset, &off, err)) return err->status;
             pw_table *t = inst->tables[e->table];
             if ((uint64_t)off.u32 + e->count > t->size) return pw_trap(err, PW_TRAP_TABLE_OOB);
-            if (e->count)
-                memcpy(t->elems + off.u32, inst->elem_refs[k], e->count * sizeof(pw_ref));
+            if (e->count) memcpy(t->elems + off.u32, inst->elem_refs[k], e->count * sizeof(pw_ref));
             inst->elem_len[k] = 0;
         } else if (e->mode == PW_SEG_DECLARATIVE) {
             inst->elem_len[k] = 0;

@@ -286,7 +286,9 @@ L_CALL_INDIRECT : {
     if (i >= t->size) TRAP(PW_TRAP_UNDEF_ELEM);
     f = (pw_func *)t->elems[i];
     if (!f) TRAP(PW_TRAP_UNINIT_ELEM);
-    if (f->hdr.type_id != inst->type_ids[IMM(1)]) TRAP(PW_TRAP_SIG_MISMATCH);
+    if (__builtin_expect(f->hdr.type_id != inst->type_ids[IMM(1)], 0) &&
+        !pw_func_type_sub(f, inst->mod, IMM(1)))
+        TRAP(PW_TRAP_SIG_MISMATCH);
     argp = fp + IMM(4);
     pc += 5;
     goto call_func;
@@ -349,7 +351,9 @@ L_TAIL_CALL_INDIRECT : {
     if (i >= t->size) TRAP(PW_TRAP_UNDEF_ELEM);
     f = (pw_func *)t->elems[i];
     if (!f) TRAP(PW_TRAP_UNINIT_ELEM);
-    if (f->hdr.type_id != inst->type_ids[IMM(1)]) TRAP(PW_TRAP_SIG_MISMATCH);
+    if (__builtin_expect(f->hdr.type_id != inst->type_ids[IMM(1)], 0) &&
+        !pw_func_type_sub(f, inst->mod, IMM(1)))
+        TRAP(PW_TRAP_SIG_MISMATCH);
     goto tail_func;
 }
 L_TAIL_CALL_REF:

@@ -72,10 +72,12 @@ struct pw_cmodule {
 /* ---------------------------------------------------------------- store objects */
 
 struct pw_func {
-    pw_obj hdr;           /* hdr.type_id: store type id of the function type */
-    pw_instance *inst;    /* Wasm functions: the defining instance; host: NULL */
-    const pw_cfunc *code; /* Wasm functions */
-    pw_host_fn host;      /* host functions */
+    pw_obj hdr;            /* hdr.type_id: store type id of the function type */
+    pw_instance *inst;     /* Wasm functions: the defining instance; host: NULL */
+    const pw_cfunc *code;  /* Wasm functions */
+    const pw_module *tmod; /* module giving meaning to the type (NULL: host type) */
+    uint32_t tidx;         /* type index in tmod */
+    pw_host_fn host;       /* host functions */
     void *env;
     pw_functype ft; /* host: owned copy; Wasm: points into the module */
     uint32_t nparams, nresults;
@@ -142,10 +144,15 @@ typedef struct pw_frame {
     pw_instance *inst;      /* the caller's instance */
 } pw_frame;
 
-/* A function type registered in a store: store type ids are indices here. */
+/* A defined type registered in a store: store type ids are indices here (+1). Either
+ * a module's type (m, idx; equivalence is iso-recursive, decided by the front end's
+ * pw_deftype_equiv) or a host function type (m == NULL; abstract types only). */
 typedef struct pw_regtype {
+    const pw_module *m;
+    uint32_t idx;
+    uint32_t shape; /* cheap prefilter: equal types have equal shapes */
     uint32_t nparams, nresults;
-    pw_valtype *types;
+    pw_valtype *types; /* host types only */
 } pw_regtype;
 
 struct pw_store {
@@ -182,6 +189,11 @@ struct pw_call_ctx {
 void *pw_store_alloc_obj(pw_store *s, size_t size, uint8_t kind); /* zeroed, linked */
 uint32_t pw_store_type_id(pw_store *s, uint32_t nparams, uint32_t nresults, const pw_valtype *types,
                           bool *oom);
+uint32_t pw_store_type_id_mod(pw_store *s, const pw_module *m, uint32_t idx, bool *oom);
+/* Is function f's type a subtype of type t of module m (Wasm 3.0 subtyping)? */
+bool pw_func_type_sub(const pw_func *f, const pw_module *m, uint32_t t);
+/* Is value type a (of module ma; NULL when a is abstract) a subtype of b (of mb)? */
+bool pw_valtype_sub_cross(const pw_module *ma, pw_valtype a, const pw_module *mb, pw_valtype b);
 bool pw_store_ensure_stack(pw_store *s);
 
 /* memory.c */

@@ -11,7 +11,7 @@
 
 #define PW_DEFAULT_DEPTH 100000u
 #define PW_DEFAULT_STACK ((size_t)64 << 20)
-#define PW_STACK_MARGIN 1024u /* slots past stack_end for host call results */
+#define PW_STACK_MARGIN  1024u /* slots past stack_end for host call results */
 
 pw_store *pw_store_new(const pw_store_config *cfg, pw_error *err) {
     pw_store *s = calloc(1, sizeof *s);
@@ -44,8 +44,8 @@ bool pw_store_ensure_stack(pw_store *s) {
                    -1, 0);
     if (p == MAP_FAILED) return false;
     size_t fbytes = (size_t)s->cfg.max_call_depth * sizeof(pw_frame);
-    void *fpg = mmap(NULL, fbytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                     -1, 0);
+    void *fpg = mmap(NULL, fbytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (fpg == MAP_FAILED) {
         munmap(p, bytes);
         return false;
@@ -84,7 +84,8 @@ static void free_obj(pw_obj *o) {
     case PW_OBJ_INSTANCE: {
         pw_instance *i = (pw_instance *)o;
         if (i->elem_refs)
-            for (uint32_t k = 0; k < i->mod->nelems; k++) free(i->elem_refs[k]);
+            for (uint32_t k = 0; k < i->mod->nelems; k++)
+                free(i->elem_refs[k]);
         free(i->funcs);
         free(i->tables);
         free(i->mems);
@@ -112,7 +113,8 @@ void pw_store_free(pw_store *s) {
     if (s->stack)
         munmap(s->stack, (size_t)(s->stack_end - s->stack + PW_STACK_MARGIN) * sizeof(pw_slot));
     if (s->frames) munmap(s->frames, (size_t)(s->frames_end - s->frames) * sizeof(pw_frame));
-    for (uint32_t i = 0; i < s->ntypes; i++) free(s->types[i].types);
+    for (uint32_t i = 0; i < s->ntypes; i++)
+        free(s->types[i].types);
     free(s->types);
     free(s->hostrefs);
     free(s);
@@ -126,19 +128,44 @@ void pw_store_clear_interrupt(pw_store *s) {
     atomic_store(&s->interrupt, 0);
 }
 
-/* Function types are registered structurally. Ids start at 1 so that 0 means "no
- * type" in object headers. Wasm 2.0 function types mention only abstract reference
- * types, so structural equality is type equivalence; Wasm 3.0 recursive groups will
- * register whole groups (see docs/engine.md). */
-uint32_t pw_store_type_id(pw_store *s, uint32_t nparams, uint32_t nresults,
-                          const pw_valtype *types, bool *oom) {
-    uint32_t n = nparams + nresults;
-    for (uint32_t i = 0; i < s->ntypes; i++) {
-        pw_regtype *t = &s->types[i];
-        if (t->nparams == nparams && t->nresults == nresults &&
-            (n == 0 || memcmp(t->types, types, n * sizeof *types) == 0))
-            return i + 1;
+/* Type registry. Ids start at 1 so that 0 means "no type" in object headers. */
+
+static uint32_t shape_of(uint32_t form, uint32_t rec_len, uint32_t pos, uint32_t np, uint32_t nr) {
+    uint32_t h = form * 0x9e3779b1u;
+    h = (h ^ rec_len) * 0x85ebca6bu;
+    h = (h ^ pos) * 0xc2b2ae35u;
+    h = (h ^ np) * 0x27d4eb2fu;
+    return h ^ nr;
+}
+
+static uint32_t mod_shape(const pw_module *m, uint32_t idx) {
+    const pw_deftype *t = &m->types[idx];
+    uint32_t np = 0, nr = 0;
+    if (t->form == PW_FORM_FUNC) {
+        np = t->u.func.nparams;
+        nr = t->u.func.nresults;
+    } else if (t->form == PW_FORM_STRUCT) {
+        np = t->u.strct.nfields;
     }
+    return shape_of(t->form, t->rec_len, idx - t->rec_start, np, nr);
+}
+
+/* A host type (final, own recursion group, abstract types) against a module type. */
+static bool host_eq_mod(uint32_t np, uint32_t nr, const pw_valtype *types, const pw_module *m,
+                        uint32_t idx) {
+    const pw_deftype *t = &m->types[idx];
+    if (t->form != PW_FORM_FUNC || !t->final || t->super != UINT32_MAX || t->rec_len != 1 ||
+        t->u.func.nparams != np || t->u.func.nresults != nr)
+        return false;
+    for (uint32_t i = 0; i < np + nr; i++) {
+        pw_valtype a = types[i], b = t->u.func.types[i];
+        if (a != b) return false;
+        if (PW_VT_KIND(a) == PW_K_REF && !(PW_VT_HEAP(a) & PW_HT_ABS)) return false;
+    }
+    return true;
+}
+
+static uint32_t add_type(pw_store *s, pw_regtype e, bool *oom) {
     if (s->ntypes == s->captypes) {
         uint32_t nc = s->captypes ? s->captypes * 2 : 16;
         pw_regtype *nt = realloc(s->types, nc * sizeof *nt);
@@ -149,14 +176,60 @@ uint32_t pw_store_type_id(pw_store *s, uint32_t nparams, uint32_t nresults,
         s->types = nt;
         s->captypes = nc;
     }
+    s->types[s->ntypes] = e;
+    return ++s->ntypes;
+}
+
+uint32_t pw_store_type_id(pw_store *s, uint32_t nparams, uint32_t nresults, const pw_valtype *types,
+                          bool *oom) {
+    uint32_t n = nparams + nresults;
+    uint32_t shape = shape_of(PW_FORM_FUNC, 1, 0, nparams, nresults);
+    for (uint32_t i = 0; i < s->ntypes; i++) {
+        pw_regtype *t = &s->types[i];
+        if (t->shape != shape) continue;
+        if (t->m ? host_eq_mod(nparams, nresults, types, t->m, t->idx)
+                 : (t->nparams == nparams && t->nresults == nresults &&
+                    (n == 0 || memcmp(t->types, types, n * sizeof *types) == 0)))
+            return i + 1;
+    }
     pw_valtype *copy = malloc((n ? n : 1) * sizeof *copy);
     if (!copy) {
         *oom = true;
         return 0;
     }
     if (n) memcpy(copy, types, n * sizeof *types);
-    s->types[s->ntypes] = (pw_regtype){nparams, nresults, copy};
-    return ++s->ntypes;
+    uint32_t id = add_type(s, (pw_regtype){NULL, 0, shape, nparams, nresults, copy}, oom);
+    if (!id) free(copy);
+    return id;
+}
+
+uint32_t pw_store_type_id_mod(pw_store *s, const pw_module *m, uint32_t idx, bool *oom) {
+    uint32_t shape = mod_shape(m, idx);
+    for (uint32_t i = 0; i < s->ntypes; i++) {
+        pw_regtype *t = &s->types[i];
+        if (t->shape != shape) continue;
+        if (t->m ? pw_deftype_equiv(t->m, t->idx, m, idx)
+                 : host_eq_mod(t->nparams, t->nresults, t->types, m, idx))
+            return i + 1;
+    }
+    return add_type(s, (pw_regtype){m, idx, shape, 0, 0, NULL}, oom);
+}
+
+bool pw_func_type_sub(const pw_func *f, const pw_module *m, uint32_t t) {
+    return f->tmod && pw_deftype_sub_cross(f->tmod, f->tidx, m, t);
+}
+
+bool pw_valtype_sub_cross(const pw_module *ma, pw_valtype a, const pw_module *mb, pw_valtype b) {
+    if (a == b && (PW_VT_KIND(a) != PW_K_REF || (PW_VT_HEAP(a) & PW_HT_ABS))) return true;
+    if (PW_VT_KIND(a) != PW_VT_KIND(b)) return false;
+    if (PW_VT_KIND(a) != PW_K_REF) return true;
+    if (PW_VT_NULLABLE(a) && !PW_VT_NULLABLE(b)) return false;
+    uint32_t ha = PW_VT_HEAP(a), hb = PW_VT_HEAP(b);
+    bool absa = (ha & PW_HT_ABS) != 0, absb = (hb & PW_HT_ABS) != 0;
+    if (absa && absb) return pw_heaptype_sub(NULL, ha, hb);
+    if (absb) return ma && pw_heaptype_sub(ma, ha, hb);
+    if (absa) return mb && pw_heaptype_sub(mb, ha, hb);
+    return ma && mb && pw_deftype_sub_cross(ma, ha, mb, hb);
 }
 
 /* ---------------------------------------------------------------- host references */
@@ -188,7 +261,8 @@ pw_ref pw_externref_new(pw_store *s, uint64_t v, pw_error *err) {
             pw_hostref *h = s->hostrefs[i];
             if (!h) continue;
             uint32_t j = hash64(h->value) & (nc - 1);
-            while (nt[j]) j = (j + 1) & (nc - 1);
+            while (nt[j])
+                j = (j + 1) & (nc - 1);
             nt[j] = h;
         }
         free(s->hostrefs);
@@ -202,7 +276,8 @@ pw_ref pw_externref_new(pw_store *s, uint64_t v, pw_error *err) {
     }
     h->value = v;
     uint32_t j = hash64(v) & (s->caphostrefs - 1);
-    while (s->hostrefs[j]) j = (j + 1) & (s->caphostrefs - 1);
+    while (s->hostrefs[j])
+        j = (j + 1) & (s->caphostrefs - 1);
     s->hostrefs[j] = h;
     s->nhostrefs++;
     return (pw_ref)h;
