@@ -31,7 +31,8 @@
  * Once the first event went out, a failure is returned as is.
  *
  * CHANGES (after first publication; additive only):
- *   (none yet)
+ *   - pm_config.proxy (last field): NULL keeps libcurl's default, which honours the
+ *     http_proxy/https_proxy/no_proxy environment variables; "" disables proxies.
  */
 #ifndef PERI_MODEL_H
 #define PERI_MODEL_H
@@ -246,6 +247,8 @@ typedef struct pm_config {
     long retry_base_ms;            /* first backoff; 0: 500. Doubles each retry. */
     long retry_max_ms;             /* backoff cap; 0: 8000 */
     long retry_after_cap_ms;       /* cap for a server's Retry-After; 0: 30000 */
+    const char *proxy;             /* NULL: libcurl default (reads the *_proxy environment
+                                      variables); "": never use a proxy; else the proxy URL */
 } pm_config;
 
 typedef struct pm_client pm_client;

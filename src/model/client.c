@@ -20,6 +20,7 @@
 struct pm_client {
     pm_provider provider;
     char *base_url, *api_key, *anthropic_version;
+    char *proxy; /* NULL: libcurl default */
     long connect_timeout_ms, request_timeout_ms, idle_timeout_ms;
     int max_retries;
     long retry_base_ms, retry_max_ms, retry_after_cap_ms;
@@ -88,6 +89,7 @@ void pm_client_free(pm_client *c) {
     free(c->base_url);
     free(c->api_key);
     free(c->anthropic_version);
+    free(c->proxy);
     free(c);
 }
 
@@ -114,9 +116,11 @@ pm_client *pm_client_new(const pm_config *cfg, pm_error *err) {
     c->retry_base_ms = cfg->retry_base_ms > 0 ? cfg->retry_base_ms : 500;
     c->retry_max_ms = cfg->retry_max_ms > 0 ? cfg->retry_max_ms : 8000;
     c->retry_after_cap_ms = cfg->retry_after_cap_ms > 0 ? cfg->retry_after_cap_ms : 30000;
+    c->proxy = cfg->proxy ? strdup(cfg->proxy) : NULL;
     c->easy = curl_easy_init();
     c->multi = curl_multi_init();
-    if (!c->base_url || !c->api_key || !c->anthropic_version || !c->easy || !c->multi) {
+    if (!c->base_url || !c->api_key || !c->anthropic_version || !c->easy || !c->multi ||
+        (cfg->proxy && !c->proxy)) {
         pm_client_free(c);
         pm__fail(err, PM_ERR_NOMEM, "out of memory (or curl_global_init was not called)");
         return NULL;
@@ -242,6 +246,7 @@ static CURLcode perform(attempt *a, const char *url, struct curl_slist *hdrs, co
                      c->idle_timeout_ms / 1000 > 0 ? c->idle_timeout_ms / 1000 : 1L);
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (c->proxy) curl_easy_setopt(e, CURLOPT_PROXY, c->proxy);
     if (curl_multi_add_handle(c->multi, e) != CURLM_OK) return CURLE_OUT_OF_MEMORY;
     CURLcode result = CURLE_OK;
     int running = 1;

@@ -363,6 +363,21 @@ static void test_protocol_and_network_errors(void **state) {
         pm_response_clear(&resp);
         pm_client_free(c);
     }
+    /* an explicit proxy is used (nothing listens there), "" means direct */
+    for (int direct = 0; direct < 2; direct++) {
+        mock_script(&mock, "[{\"text\":\"direct\"}]");
+        char base[96];
+        snprintf(base, sizeof base, "%s/v1", mock.base);
+        pm_config pc = {.provider = PM_PROVIDER_OPENAI,
+                        .base_url = base,
+                        .proxy = direct ? "" : "http://127.0.0.1:1"};
+        pm_error err;
+        pm_client *c = pm_client_new(&pc, &err);
+        pm_request req = simple_request();
+        assert_int_equal(pm_stream(c, &req, NULL, NULL, NULL, NULL, &err),
+                         direct ? PM_OK : PM_ERR_NETWORK);
+        pm_client_free(c);
+    }
     /* nothing listens on port 1: a network error, retried, then reported */
     pm_config cfg = {.provider = PM_PROVIDER_OPENAI,
                      .base_url = "http://127.0.0.1:1/v1",
