@@ -187,7 +187,12 @@ int pct_free(pct_controller *c, long wait_ms) {
     pct_close_all(c, wait_ms);
     /* Workers still alive after the grace period hold references into c: keep c
      * allocated rather than free memory a thread may still touch. */
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += wait_ms / 1000 + 1; /* a settled worker is only finishing its exit path */
     pthread_mutex_lock(&c->mu);
+    while (c->workers > 0 && pthread_cond_timedwait(&c->cv, &c->mu, &dl) == 0) {
+    }
     int left = c->workers;
     pthread_mutex_unlock(&c->mu);
     if (left > 0) {
