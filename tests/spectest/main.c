@@ -2,7 +2,8 @@
  * main.c — peri-spectest: runs the official testsuite (../shared/spectest, see its
  * MANIFEST.md) against the engine.
  *
- *   peri-spectest [--only NAME] [--scope wasm2|wasm3] [--strict] [--no-fork] [-v]
+ *   peri-spectest [--only NAME] [--scope wasm2|wasm3] [--strict] [--no-fork]
+ *                 [--skip-if-absent] [-v]
  *
  * Which scripts run is decided in ONE place, scope.json of the data folder:
  * scope "wasm2" runs its "wasm2" list; "wasm3" runs "wasm2" + "wasm3"; everything
@@ -150,7 +151,7 @@ static void skip_one(const char *dir, const char *name, const char *why, const s
 int main(int argc, char **argv) {
     st_opts o = {0, false};
     const char *only = NULL, *scope = getenv("PERI_SPECTEST_SCOPE");
-    bool no_fork = false;
+    bool no_fork = false, skip_if_absent = false;
     if (!scope || !*scope) scope = PERI_SPECTEST_DEFAULT_SCOPE;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-v") == 0)
@@ -181,7 +182,7 @@ int main(int argc, char **argv) {
         printf("peri-spectest: the spec testsuite folder %s is absent; nothing to run "
                "(set SPECTEST_DIR)\n0 passed, 0 failed, 0 skipped\n",
                dir);
-        return 0;
+        return skip_if_absent ? 77 : 0;
     }
     const char *env_timeout = getenv("PERI_SPECTEST_TIMEOUT");
     unsigned timeout = env_timeout ? (unsigned)strtoul(env_timeout, NULL, 10) : 120;
