@@ -38,13 +38,14 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: peri-spectest [--only NAME] [--scope wasm2|wasm3] [--strict] "
-            "[--no-fork] [-v]\n"
+            "[--no-fork] [--skip-if-absent] [-v]\n"
             "  --only NAME   run one script (core/NAME, or GROUP/NAME), in scope or not\n"
             "  --scope S     wasm2 (default " PERI_SPECTEST_DEFAULT_SCOPE
             ") or wasm3 (= wasm2 + wasm3)\n"
             "  --strict      a module rejected as invalid instead of malformed (or the\n"
             "                reverse) fails the assertion\n"
             "  --no-fork     run scripts in this process (for debuggers)\n"
+            "  --skip-if-absent  exit 77 (CTest: skipped) when the data folder is absent\n"
             "  -v            print every failure detail and every skipped script\n"
             "environment: SPECTEST_DIR (data folder, default %s),\n"
             "             PERI_SPECTEST_SCOPE, PERI_SPECTEST_TIMEOUT (seconds per script)\n",
@@ -160,6 +161,8 @@ int main(int argc, char **argv) {
             o.strict = true;
         else if (strcmp(argv[i], "--no-fork") == 0)
             no_fork = true;
+        else if (strcmp(argv[i], "--skip-if-absent") == 0)
+            skip_if_absent = true;
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
             only = argv[++i];
         else if (strcmp(argv[i], "--scope") == 0 && i + 1 < argc)
