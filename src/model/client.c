@@ -331,6 +331,9 @@ static pm_status call(pm_client *c, const pm_request *req, bool stream, pm_event
     if (h)
         h = curl_slist_append(hdrs,
                               stream ? "Accept: text/event-stream" : "Accept: application/json");
+    /* no "Expect: 100-continue" for large conversations: a server that ignores it would
+     * cost a one-second stall per call */
+    if (h) h = curl_slist_append(hdrs, "Expect:");
     if (h && *c->api_key) {
         const char *pre =
             c->provider == PM_PROVIDER_OPENAI ? "Authorization: Bearer " : "x-api-key: ";

@@ -515,6 +515,39 @@ static void test_callback_stop(void **state) {
     pm_client_free(c);
 }
 
+/* A 2 MiB conversation goes out in one request without an Expect: 100-continue stall and
+ * arrives intact. */
+static void test_large_request(void **state) {
+    (void)state;
+    mock_script(&mock, "[{\"text\":\"big ok\"}]");
+    size_t n = 2u << 20;
+    char *big = malloc(n + 1);
+    assert_non_null(big);
+    for (size_t i = 0; i < n; i++)
+        big[i] = (char)('a' + i % 26);
+    big[n] = '\0';
+    pm_message m;
+    pm_message_init(&m, PM_ROLE_USER);
+    assert_int_equal(pm_message_add_text(&m, big), PM_OK);
+    pm_request req = {.model = "mock-model", .messages = &m, .nmessages = 1, .temperature = -1};
+    pm_client *c = client(PM_PROVIDER_ANTHROPIC, 0);
+    collected col = {0};
+    pm_error err;
+    double t0 = now_ms();
+    assert_int_equal(pm_stream(c, &req, on_ev, &col, NULL, NULL, &err), PM_OK);
+    double took = now_ms() - t0;
+    print_message("2 MiB request round trip: %.0f ms\n", took);
+    assert_true(took < 900);
+    assert_string_equal(col.text, "big ok");
+    char *reqs = mock_requests(&mock);
+    assert_true(strlen(reqs) > n);
+    assert_null(strstr(reqs, "100-continue"));
+    free(reqs);
+    pm_client_free(c);
+    pm_message_clear(&m);
+    free(big);
+}
+
 static int group_setup(void **state) {
     (void)state;
     return mock_start(&mock) ? 0 : -1;
@@ -546,6 +579,7 @@ int main(void) {
         cmocka_unit_test(test_cancel_mid_stream),
         cmocka_unit_test(test_cancel_hung_stream),
         cmocka_unit_test(test_callback_stop),
+        cmocka_unit_test(test_large_request),
     };
     int rc = cmocka_run_group_tests(tests, group_setup, group_teardown);
     pm_global_cleanup();
