@@ -615,9 +615,83 @@ def s_print(E):
     check(p.returncode != 0, "print should fail on a model error")
 
 
+def s_anthropic(E):
+    with open(os.path.join(E.cwd, "b.txt"), "w") as f:
+        f.write("bravo-77")
+    a = E.agent(PERI_MODEL="anthropic:claude-mock", ANTHROPIC_API_KEY="ak",
+                ANTHROPIC_BASE_URL=E.mock.url, OPENAI_API_KEY="", OPENAI_BASE_URL="")
+    sid = E.new_session(a)
+    E.mock.script([
+        {"thinking": "let me look", "tool_calls": [{"id": "toolu_1", "name": "read",
+                                                    "arguments": {"path": "b.txt"}, "chunks": 3}]},
+        {"text": ["It says ", "bravo"]}])
+    r = a.response(prompt(a, sid, "what is in b.txt"))
+    check(r.get("result") == {"stopReason": "end_turn"}, "anthropic turn %r" % r)
+    ups = a.updates(sid)
+    check(text_of(ups, "agent_thought_chunk") == "let me look", "thought chunk")
+    check(text_of(ups) == "It says bravo", "text %r" % text_of(ups))
+    reqs = E.mock.requests()
+    check(all(q["path"].endswith("/messages") for q in reqs), "not the Anthropic API")
+    check(reqs[0]["headers"].get("x-api-key") == "ak", "api key header")
+    check("bravo-77" in json.dumps(reqs[1]["body"]["messages"]), "tool result not sent back")
+
+
+def s_concurrent(E):
+    a = E.agent()
+    s1, s2 = E.new_session(a), E.new_session(a)
+    E.mock.script([{"text": ["a1", "a2", "a3"], "delay_ms": 30},
+                   {"text": ["b1", "b2", "b3"], "delay_ms": 30}])
+    r1 = prompt(a, s1, "one")
+    r2 = prompt(a, s2, "two")
+    for rid in (r1, r2):
+        r = a.response(rid)
+        check(r.get("result") == {"stopReason": "end_turn"}, "concurrent %r" % r)
+    t1, t2 = text_of(a.updates(s1)), text_of(a.updates(s2))
+    check(sorted([t1, t2]) == ["a1a2a3", "b1b2b3"], "cross-talk: %r %r" % (t1, t2))
+    for sid in (s1, s2):
+        seqs = [f["params"]["_meta"]["peri.sessionSeq"] for _, f in a.log
+                if f.get("method") == "session/update" and f["params"]["sessionId"] == sid]
+        check(seqs == list(range(1, len(seqs) + 1)), "session_seq of %s: %r" % (sid, seqs))
+    # load of a live session replays from memory, before the answer
+    rid = a.request("session/load", {"sessionId": s1, "cwd": E.cwd, "mcpServers": []})
+    t_resp, r = a.wait(lambda f: f.get("id") == rid, what="live load")
+    check("result" in r, "live load %r" % r)
+    kinds = [u["sessionUpdate"] for t, u in a.updates(s1) if u.get("sessionUpdate") in
+             ("user_message_chunk",)]
+    check(kinds == ["user_message_chunk"], "live replay %r" % kinds)
+
+
+def s_compact(E):
+    with open(os.path.join(E.cwd, "c.txt"), "w") as f:
+        f.write("c")
+    a = E.agent(PERI_CONTEXT_BUDGET="400")
+    sid = E.new_session(a)
+    big = "word " * 300  # ~375 tokens by the bytes/4 estimate
+    E.mock.script([{"text": "first reply"},
+                   {"tool_calls": [{"id": "tc", "name": "read", "arguments": {"path": "c.txt"}}]},
+                   {"text": "second reply"},
+                   {"text": "third reply"}])
+    a.response(prompt(a, sid, "OLDEST " + big))
+    a.response(prompt(a, sid, "MIDDLE " + big))
+    a.response(prompt(a, sid, "NEWEST question"))
+    reqs = E.mock.requests()
+    last = reqs[-1]["body"]["messages"]
+    blob = json.dumps(last)
+    check("OLDEST" not in blob, "oldest turn was not trimmed")
+    check("NEWEST question" in blob, "latest user message lost")
+    check("trimmed" in last[0]["content"], "no trim note in the system prompt")
+    roles = [m["role"] for m in last[1:]]
+    check(roles[0] == "user", "history starts mid-turn: %r" % roles)
+    for i, m in enumerate(last):
+        if m["role"] == "tool":
+            check(last[i - 1]["role"] == "assistant" and last[i - 1].get("tool_calls"),
+                  "tool result without its call")
+
+
 SCENARIOS = {"basic": s_basic, "tools": s_tools, "confine": s_confine, "cancel": s_cancel,
              "close": s_close, "load": s_load, "errors": s_errors, "malformed": s_malformed,
-             "kill9": s_kill9, "print": s_print}
+             "kill9": s_kill9, "print": s_print, "anthropic": s_anthropic,
+             "concurrent": s_concurrent, "compact": s_compact}
 
 
 def main():
