@@ -173,8 +173,7 @@ static int block_start(pm__decoder *d, int index, json_t *cb) {
     }
     if (strcmp(type, "tool_use") == 0) {
         if (pm__decoder_tool(d, index, false))
-            return pm__sink_fail(d->sink, PM_ERR_PROTOCOL, "content block %d started twice",
-                                 index);
+            return pm__sink_fail(d->sink, PM_ERR_PROTOCOL, "content block %d started twice", index);
         pm__tool_acc *t = pm__decoder_tool(d, index, true);
         const char *id = pm__jstr(cb, "id"), *name = pm__jstr(cb, "name");
         if (!t || !(t->id = strdup(id ? id : "")) || !(t->name = strdup(name ? name : "")))

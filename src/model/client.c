@@ -1,8 +1,7 @@
 /*
- * client.c — the pm_client: one provider endpoint. Runs a call over libcurl's multi
- * interface (so the cancel flag is polled every POLL_MS even while the server is silent),
- * classifies failures into typed errors and retries with backoff while nothing has been
- * delivered to the caller.
+ * client.c — the pm_client: one provider endpoint. Builds the request, runs attempts
+ * (http.c), classifies failures into typed errors and retries with backoff while nothing
+ * has been delivered to the caller.
  */
 #include "model_int.h"
 
@@ -10,23 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
-
-#define POLL_MS       20
-#define MAX_BODY      (64u << 20) /* non-streaming answers larger than this are refused */
-#define ERR_BODY_KEEP 8192        /* bytes of an error body kept to explain it */
-
-struct pm_client {
-    pm_provider provider;
-    char *base_url, *api_key, *anthropic_version;
-    char *proxy; /* NULL: libcurl default */
-    long connect_timeout_ms, request_timeout_ms, idle_timeout_ms;
-    int max_retries;
-    long retry_base_ms, retry_max_ms, retry_after_cap_ms;
-    CURL *easy; /* reused so connections (keep-alive) survive between calls */
-    CURLM *multi;
-};
 
 const char *pm_status_name(pm_status s) {
     switch (s) {
@@ -144,153 +127,11 @@ char *pm_build_body(const pm_client *c, const pm_request *req, bool stream, pm_e
 
 /* ---------------------------------------------------------------- one HTTP attempt */
 
-typedef struct attempt {
-    pm_client *c;
-    bool stream;
-    pm__sse sse;
-    pm__decoder dec;
-    pm__sink *sink;
-    pm__buf body; /* non-streaming answer, or an error body */
-    long status;
-    long retry_after_ms;
-    bool body_too_big;
-    bool stopped; /* the write callback refused data (decoder/callback stop) */
-    atomic_int *cancel;
-} attempt;
+/* ---------------------------------------------------------------- the call */
 
 static bool cancelled(atomic_int *cancel) {
     return cancel && atomic_load(cancel) != 0;
 }
-
-static size_t on_header(char *buf, size_t size, size_t n, void *ud) {
-    attempt *a = ud;
-    size_t len = size * n;
-    static const char key[] = "retry-after:";
-    if (len > sizeof key - 1 && strncasecmp(buf, key, sizeof key - 1) == 0) {
-        char tmp[64];
-        size_t vl = len - (sizeof key - 1);
-        if (vl >= sizeof tmp) vl = sizeof tmp - 1;
-        memcpy(tmp, buf + sizeof key - 1, vl);
-        tmp[vl] = '\0';
-        char *end;
-        double secs = strtod(tmp, &end);
-        if (end != tmp && secs >= 0) /* an HTTP-date is ignored: backoff applies instead */
-            a->retry_after_ms = (long)(secs * 1000);
-    }
-    return len;
-}
-
-static size_t on_write(char *data, size_t size, size_t n, void *ud) {
-    attempt *a = ud;
-    size_t len = size * n;
-    if (a->status == 0) curl_easy_getinfo(a->c->easy, CURLINFO_RESPONSE_CODE, &a->status);
-    if (cancelled(a->cancel)) return 0;
-    bool ok_status = a->status >= 200 && a->status < 300;
-    if (a->stream && ok_status) {
-        if (pm__sse_feed(&a->sse, data, len, pm__decode_sse, &a->dec) != 0) {
-            if (a->sink->status == PM_OK)
-                pm__sink_fail(a->sink, PM_ERR_PROTOCOL, "event stream line too long");
-            a->stopped = true;
-            return 0;
-        }
-        return len;
-    }
-    size_t keep = ok_status ? MAX_BODY : ERR_BODY_KEEP;
-    if (a->body.len + len > keep) {
-        if (ok_status) {
-            a->body_too_big = true;
-            return 0;
-        }
-        len = keep > a->body.len ? keep - a->body.len : 0;
-        if (len && pm__buf_add(&a->body, data, len)) return 0;
-        return size * n;
-    }
-    if (pm__buf_add(&a->body, data, len)) {
-        pm__sink_fail(a->sink, PM_ERR_NOMEM, "out of memory");
-        a->stopped = true;
-        return 0;
-    }
-    return len;
-}
-
-static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un) {
-    (void)dt, (void)dn, (void)ut, (void)un;
-    return cancelled(((attempt *)ud)->cancel) ? 1 : 0;
-}
-
-/* Performs the transfer; returns the curl code (CURLE_ABORTED_BY_CALLBACK on cancel). */
-static CURLcode perform(attempt *a, const char *url, struct curl_slist *hdrs, const char *body,
-                        char *errbuf) {
-    pm_client *c = a->c;
-    CURL *e = c->easy;
-    curl_easy_reset(e);
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(e, CURLOPT_POST, 1L);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, a);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, a);
-    curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(e, CURLOPT_XFERINFODATA, a);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, c->request_timeout_ms);
-    /* a stream that stays silent longer than the idle timeout is a network failure */
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME,
-                     c->idle_timeout_ms / 1000 > 0 ? c->idle_timeout_ms / 1000 : 1L);
-    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    if (c->proxy) curl_easy_setopt(e, CURLOPT_PROXY, c->proxy);
-    if (curl_multi_add_handle(c->multi, e) != CURLM_OK) return CURLE_OUT_OF_MEMORY;
-    CURLcode result = CURLE_OK;
-    int running = 1;
-    while (running) {
-        if (curl_multi_perform(c->multi, &running) != CURLM_OK) {
-            result = CURLE_OUT_OF_MEMORY;
-            break;
-        }
-        if (cancelled(a->cancel)) {
-            result = CURLE_ABORTED_BY_CALLBACK;
-            running = 0;
-            break;
-        }
-        if (running && curl_multi_poll(c->multi, NULL, 0, POLL_MS, NULL) != CURLM_OK) {
-            result = CURLE_OUT_OF_MEMORY;
-            break;
-        }
-    }
-    if (result == CURLE_OK) {
-        int left;
-        CURLMsg *m;
-        while ((m = curl_multi_info_read(c->multi, &left)))
-            if (m->msg == CURLMSG_DONE && m->easy_handle == e) result = m->data.result;
-    }
-    curl_multi_remove_handle(c->multi, e);
-    if (a->status == 0) curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &a->status);
-    return result;
-}
-
-/* Pulls "error.message" (both providers) out of an error body. */
-static void explain_body(pm_error *err, const pm__buf *body) {
-    if (!err || !body->p) return;
-    snprintf(err->body, sizeof err->body, "%s", body->p);
-    json_error_t je;
-    json_t *o = json_loadb(body->p, body->len, 0, &je);
-    const char *msg = pm__jstr(json_object_get(o, "error"), "message");
-    if (msg) {
-        size_t n = strlen(err->message);
-        snprintf(err->message + n, sizeof err->message - n, ": %s", msg);
-    }
-    json_decref(o);
-}
-
-/* ---------------------------------------------------------------- the call */
 
 static bool sleep_cancellable(long ms, atomic_int *cancel) {
     while (ms > 0) {
@@ -360,13 +201,13 @@ static pm_status call(pm_client *c, const pm_request *req, bool stream, pm_event
         pm_response_clear(resp);
         pm__sink sink;
         pm__sink_init(&sink, stream ? fn : NULL, ctx, resp, err);
-        attempt a = {
+        pm__attempt a = {
             .c = c, .stream = stream, .sink = &sink, .cancel = cancel, .retry_after_ms = -1};
         pm__sse_init(&a.sse);
         pm__decoder_init(&a.dec, c->provider, &sink);
         char errbuf[CURL_ERROR_SIZE] = "";
         err->attempts = attempt_no + 1;
-        CURLcode cc = perform(&a, url, hdrs, body, errbuf);
+        CURLcode cc = pm__perform(&a, url, hdrs, body, errbuf);
         err->http_status = a.status;
         bool retryable = false;
         bool ok2xx = a.status >= 200 && a.status < 300;
@@ -378,17 +219,17 @@ static pm_status call(pm_client *c, const pm_request *req, bool stream, pm_event
             retryable = sink.retryable;
         } else if (cc != CURLE_OK && !(a.stream && ok2xx && cc == CURLE_PARTIAL_FILE)) {
             if (a.body_too_big)
-                st = pm__fail(err, PM_ERR_PROTOCOL, "answer larger than %u bytes", MAX_BODY);
+                st = pm__fail(err, PM_ERR_PROTOCOL, "answer larger than %u bytes", PM__MAX_BODY);
             else
                 st = pm__fail(err, PM_ERR_NETWORK, "%s",
                               errbuf[0] ? errbuf : curl_easy_strerror(cc));
             retryable = !a.body_too_big;
         } else if (a.status == 401 || a.status == 403) {
             st = pm__fail(err, PM_ERR_AUTH, "HTTP %ld", a.status);
-            explain_body(err, &a.body);
+            pm__explain_body(err, &a.body);
         } else if (!ok2xx) {
             st = pm__fail(err, PM_ERR_HTTP, "HTTP %ld", a.status);
-            explain_body(err, &a.body);
+            pm__explain_body(err, &a.body);
             retryable = a.status == 429 || a.status == 408 || a.status >= 500;
         } else if (stream) {
             if (pm__sse_finish(&a.sse, pm__decode_sse, &a.dec) == 0) pm__decode_eof(&a.dec);

@@ -8,6 +8,7 @@
 
 #include "peri/model.h"
 
+#include <curl/curl.h>
 #include <jansson.h>
 
 /* ---------------------------------------------------------------- byte buffer */
@@ -128,5 +129,42 @@ char *pm__anthropic_body(const pm_request *req, bool stream, pm_error *err);
 /* jansson helpers */
 const char *pm__jstr(json_t *obj, const char *key); /* string value or NULL */
 int64_t pm__jint(json_t *obj, const char *key);     /* integer value or 0 */
+
+/* ---------------------------------------------------------------- client and HTTP */
+
+#define PM__MAX_BODY (64u << 20) /* non-streaming answers larger than this are refused */
+
+struct pm_client {
+    pm_provider provider;
+    char *base_url, *api_key, *anthropic_version;
+    char *proxy; /* NULL: libcurl default */
+    long connect_timeout_ms, request_timeout_ms, idle_timeout_ms;
+    int max_retries;
+    long retry_base_ms, retry_max_ms, retry_after_cap_ms;
+    CURL *easy; /* reused so connections (keep-alive) survive between calls */
+    CURLM *multi;
+};
+
+/* One HTTP attempt: its parser, decoder and collected body. */
+typedef struct pm__attempt {
+    pm_client *c;
+    bool stream;
+    pm__sse sse;
+    pm__decoder dec;
+    pm__sink *sink;
+    pm__buf body; /* non-streaming answer, or an error body */
+    long status;
+    long retry_after_ms;
+    bool body_too_big;
+    bool stopped; /* the write callback refused data (decoder/callback stop) */
+    atomic_int *cancel;
+} pm__attempt;
+
+/* Performs the transfer; returns the curl code (CURLE_ABORTED_BY_CALLBACK on cancel).
+ * errbuf has CURL_ERROR_SIZE bytes. */
+CURLcode pm__perform(pm__attempt *a, const char *url, struct curl_slist *hdrs, const char *body,
+                     char *errbuf);
+/* Appends the body's "error.message" (both providers) to err->message; keeps an excerpt. */
+void pm__explain_body(pm_error *err, const pm__buf *body);
 
 #endif

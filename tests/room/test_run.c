@@ -424,6 +424,19 @@ static void test_cpu_limit(void **st) {
     pr_host_free(h);
 }
 
+static void test_wall_limit(void **st) {
+    (void)st;
+    pr_host_config cfg = {.wall_ms = 50};
+    pr_error e;
+    pr_host *h = pr_host_new(&cfg, &e);
+    char *got = run(h, "{\"args\":[\"loop\"]}");
+    assert_string_equal(got, "!隔离运行失败：运行时间超过 50 ms");
+    free(got);
+    expect(h, "{\"args\":[\"fail\"]}",
+           "{\"ok\":false,\"stdout\":\"\",\"stderr\":\"\",\"exitCode\":3,\"files\":{}}");
+    pr_host_free(h);
+}
+
 static void test_thousand_runs(void **st) {
     pr_host *h = *st;
     for (int i = 0; i < 1000; i++) {
@@ -450,7 +463,7 @@ int main(void) {
         cmocka_unit_test(test_violations),       cmocka_unit_test(test_wasm_and_binding),
         cmocka_unit_test(test_isolate_identity), cmocka_unit_test(test_room_environment),
         cmocka_unit_test(test_deterministic),    cmocka_unit_test(test_cpu_limit),
-        cmocka_unit_test(test_thousand_runs),
+        cmocka_unit_test(test_wall_limit),       cmocka_unit_test(test_thousand_runs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
