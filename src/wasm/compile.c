@@ -47,6 +47,7 @@ typedef struct ctl {
     uint32_t label_pc; /* loop: its start */
     uint32_t fixups;   /* head of this label's forward-branch list, UINT32_MAX = none */
     uint32_t else_fix; /* if: the fixup of the jump to the else branch */
+    uint32_t try_pos;  /* try_table: position of its TRY instruction, else UINT32_MAX */
 } ctl;
 
 typedef struct fixup {
@@ -75,6 +76,9 @@ typedef struct comp {
 
     fixup *fx;
     uint32_t nfx, capfx;
+
+    pw_handler *hs; /* try_table handlers of every function, innermost first */
+    uint32_t nhs, caphs;
 
     uint32_t nlocals;
     const pw_valtype *local_types;
@@ -393,6 +397,7 @@ static bool push_ctl(comp *c, uint8_t kind, const pw_instr *in) {
     l->kind = kind;
     l->fixups = UINT32_MAX;
     l->else_fix = UINT32_MAX;
+    l->try_pos = UINT32_MAX;
     if (in->bt == PW_BT_VAL) {
         l->single = in->t1;
         l->nresults = 1;
@@ -792,6 +797,9 @@ static bool imm_ok(comp *c, const pw_instr *in) {
     case 0xD5:
     case 0xD6: return in->a < c->ncs;
     case 0x12: return in->a < m->nfuncs;
+    case 0x08: return in->a < m->ntags;
+    case 0x1F:
+        return in->bt != PW_BT_TYPE || (in->a < m->ntypes && m->types[in->a].form == PW_FORM_FUNC);
     case 0x13:
         return in->a < m->ntypes && m->types[in->a].form == PW_FORM_FUNC && in->b < m->ntables;
     case 0x14:
@@ -888,6 +896,12 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             }
             if (cur->else_fix != UINT32_MAX)
                 c->code[cur->else_fix] = c->ncode - c->code[cur->else_fix];
+            if (cur->try_pos != UINT32_MAX) {
+                if (c->nhs == c->caphs &&
+                    !grow((void **)&c->hs, &c->caphs, c->nhs + 1, sizeof *c->hs))
+                    return false;
+                c->hs[c->nhs++] = (pw_handler){cur->try_pos - c->fstart, c->ncode - c->fstart};
+            }
             if (cur->kind != CT_LOOP) bind_fixups(c, cur->fixups, c->ncode);
             reset_stack(c, cur->height, cur->nresults, cur->results);
             c->ncs--;
@@ -956,6 +970,75 @@ static bool compile_body(comp *c, pw_cfunc *out) {
         case 0x11: { /* call_indirect */
             uint32_t idx = pop_slot(c);
             emit_call(c, PW_OP_CALL_INDIRECT, &m->types[in.a], in.a, in.b, idx, true);
+            break;
+        }
+        case 0x08: { /* throw */
+            uint32_t np = m->types[m->tag_types[in.a]].u.func.nparams;
+            for (uint32_t i = 0; i < np; i++)
+                materialize(c, c->sp - np + i);
+            emit_op(c, PW_OP_THROW);
+            emit(c, in.a);
+            emit(c, slot_of_depth(c, c->sp - np));
+            goto dead;
+        }
+        case 0x0A: { /* throw_ref */
+            uint32_t x = pop_slot(c);
+            emit_op(c, PW_OP_THROW_REF);
+            emit(c, x);
+            goto dead;
+        }
+        case 0x1F: { /* try_table: a block whose TRY instruction carries the catches */
+            materialize_all(c);
+            uint32_t n = in.n;
+            uint32_t pos = emit_op(c, PW_OP_TRY);
+            emit(c, 0);
+            emit(c, n);
+            uint32_t cl = c->ncode;
+            for (uint32_t k = 0; k < 4 * n; k++)
+                emit(c, 0);
+            if (c->oom) return false;
+            pw_reader cr = {in.vec, r.p, m->bytes, c->err};
+            for (uint32_t k = 0; k < n; k++) {
+                pw_catch cc;
+                if (!pw_rd_catch(&cr, &cc)) return false;
+                if (cc.label >= c->ncs || (cc.kind < 2 && cc.tag >= m->ntags)) {
+                    pw_fail(c->err, PW_ERR_INVALID, "unknown label");
+                    return false;
+                }
+                ctl *l = &c->cs[c->ncs - 1 - cc.label];
+                uint32_t w = cl + 4 * k;
+                c->code[w] = cc.kind;
+                c->code[w + 1] = cc.tag;
+                if (l->kind == CT_FUNC) {
+                    /* Catching into the function's label returns: the payload goes
+                     * to scratch slots above the stack and a stub returns it. */
+                    uint32_t np =
+                        (cc.kind < 2 ? m->types[m->tag_types[cc.tag]].u.func.nparams : 0) +
+                        (cc.kind & 1);
+                    uint32_t base = slot_of_depth(c, c->sp);
+                    if (c->sp + np > c->maxsp) c->maxsp = c->sp + np;
+                    c->code[w + 2] = base;
+                    c->code[w + 3] = c->ncode - pos;
+                    for (uint32_t i = 0; i < np; i++) {
+                        emit_op(c, PW_OP_COPY);
+                        emit(c, i);
+                        emit(c, base + i);
+                    }
+                    emit_op(c, PW_OP_RETURN);
+                } else {
+                    c->code[w + 2] = slot_of_depth(c, l->height);
+                    if (l->kind == CT_LOOP)
+                        c->code[w + 3] = l->label_pc - pos;
+                    else
+                        add_fixup(c, l, w + 3, pos);
+                }
+            }
+            c->code[pos + 1] = c->ncode - pos;
+            if (!push_ctl(c, CT_BLOCK, &in)) return false;
+            cur = &c->cs[c->ncs - 1];
+            cur->try_pos = pos;
+            cur->label_pc = c->ncode;
+            c->pend = false;
             break;
         }
         case 0x12: { /* return_call */
@@ -1290,7 +1373,10 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
     pw_valtype *ltypes = NULL;
     uint32_t capl = 0;
     uint32_t *starts = calloc(nd ? nd : 1, sizeof *starts);
-    if (!starts) {
+    uint32_t *hstarts = calloc(nd ? nd : 1, sizeof *hstarts);
+    if (!starts || !hstarts) {
+        free(starts);
+        free(hstarts);
         pw_compile_free(cm);
         return pw_fail(err, PW_ERR_NOMEM, "out of memory");
     }
@@ -1308,6 +1394,7 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
         if (fd->nlocals) memcpy(ltypes + np, fd->locals, fd->nlocals * sizeof *ltypes);
         reset(&c);
         starts[i] = c.ncode;
+        hstarts[i] = c.nhs;
         if (!grow((void **)&c.code, &c.capcode, c.ncode + fd->body.len * 2 + 16, sizeof *c.code)) {
             st = pw_fail(err, PW_ERR_NOMEM, "out of memory");
             break;
@@ -1334,8 +1421,14 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
         if (shrunk) c.code = shrunk;
         cm->code = c.code;
         c.code = NULL;
-        for (uint32_t i = 0; i < nd; i++)
+        cm->handlers = c.hs;
+        c.hs = NULL;
+        for (uint32_t i = 0; i < nd; i++) {
             cm->funcs[i].code = cm->code + starts[i];
+            uint32_t hend = i + 1 < nd ? hstarts[i + 1] : c.nhs;
+            cm->funcs[i].handlers = cm->handlers + hstarts[i];
+            cm->funcs[i].nhandlers = hend - hstarts[i];
+        }
     }
     free(c.code);
     free(c.st);
@@ -1343,6 +1436,8 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
     free(c.fx);
     free(ltypes);
     free(starts);
+    free(hstarts);
+    free(c.hs);
     if (st != PW_OK) {
         pw_compile_free(cm);
         return st;
@@ -1354,6 +1449,7 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
 void pw_compile_free(struct pw_cmodule *code) {
     if (!code) return;
     free(code->code);
+    free(code->handlers);
     free(code->funcs);
     free(code);
 }

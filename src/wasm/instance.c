@@ -294,6 +294,7 @@ pw_instance *pw_instantiate(pw_store *s, const pw_module *m, pw_resolve_fn resol
         }
         tg->tmod = m;
         tg->type = m->tag_types[i];
+        tg->nparams = m->types[tg->type].u.func.nparams;
         tg->hdr.type_id = inst->type_ids[tg->type];
         inst->tags[i] = tg;
     }

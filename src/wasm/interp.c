@@ -132,6 +132,7 @@ pw_status pw_call_host(pw_store *s, pw_instance *caller, pw_func *f, pw_slot *ar
     pw_slot *saved_top = s->stack_top;
     s->stack_top = res + f->nresults;
     pw_call_ctx cx = {s, caller};
+    s->exn = NULL;
     memset(res, 0, f->nresults * sizeof(pw_slot));
     pw_status st = f->host(&cx, f->env, (const pw_val *)argp, (pw_val *)res);
     s->stack_top = saved_top;
@@ -141,6 +142,73 @@ pw_status pw_call_host(pw_store *s, pw_instance *caller, pw_func *f, pw_slot *ar
     }
     memmove(argp, res, f->nresults * sizeof(pw_slot));
     return PW_OK;
+}
+
+/* ---------------------------------------------------------------- exceptions */
+
+/* The compiled function of inst's module whose code contains pc (binary search: the
+ * module's functions are laid out in order in one array). */
+static const pw_cfunc *func_at(const pw_instance *inst, const uint32_t *pc) {
+    const struct pw_cmodule *cm = inst->mod->code;
+    uint32_t lo = 0, hi = cm->nfuncs;
+    while (hi - lo > 1) {
+        uint32_t mid = (lo + hi) / 2;
+        if (cm->funcs[mid].code <= pc)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return &cm->funcs[lo];
+}
+
+typedef struct unwind_state {
+    const uint32_t *pc; /* resume point: just after the throwing or calling instruction */
+    pw_slot *fp;
+    pw_instance *inst;
+    pw_frame *fr;
+} unwind_state;
+
+/* Find the handler for exn, walking frames outwards. On success the state is the
+ * catching frame with pc at the handler's label and the payload in place. */
+static bool unwind(unwind_state *u, pw_exn *exn) {
+    for (;;) {
+        const pw_cfunc *cf = func_at(u->inst, u->pc);
+        uint32_t idx = (uint32_t)(u->pc - cf->code);
+        for (uint32_t h = 0; h < cf->nhandlers; h++) {
+            const pw_handler *hd = &cf->handlers[h];
+            if (!(hd->try_pos < idx && idx <= hd->end_pos)) continue;
+            const uint32_t *t = cf->code + hd->try_pos;
+            uint32_t n = t[2];
+            for (uint32_t k = 0; k < n; k++) {
+                const uint32_t *cl = t + 3 + 4 * k;
+                uint32_t kind = cl[0], dst = cl[2];
+                if (kind < 2 && u->inst->tags[cl[1]] != exn->tag) continue;
+                uint32_t np = 0;
+                if (kind < 2) {
+                    for (; np < exn->n; np++)
+                        u->fp[dst + np] = exn->vals[np];
+                }
+                if (kind == 1 || kind == 3) u->fp[dst + np].ref = (pw_ref)exn;
+                u->pc = t + (int32_t)cl[3];
+                return true;
+            }
+        }
+        pw_frame *r = u->fr - 1;
+        if (!r->ret_pc) return false;
+        u->pc = r->ret_pc;
+        u->fp = r->fp;
+        u->inst = r->inst;
+        u->fr = r;
+    }
+}
+
+static pw_exn *new_exn(pw_store *s, pw_tag *tag, const pw_slot *vals) {
+    pw_exn *e = pw_store_alloc_obj(s, sizeof *e + tag->nparams * sizeof(pw_slot), PW_OBJ_EXN);
+    if (!e) return NULL;
+    e->tag = tag;
+    e->n = tag->nparams;
+    memcpy(e->vals, vals, tag->nparams * sizeof(pw_slot));
+    return e;
 }
 
 /* ---------------------------------------------------------------- the loop */
@@ -208,6 +276,7 @@ static pw_status run(pw_store *s, pw_func *entry, pw_slot *fp, const int32_t **t
     const uint32_t *pc;
     pw_func *f;
     pw_slot *argp;
+    pw_exn *exn;
     RELOAD_INST();
     {
         const pw_cfunc *cf = entry->code;
@@ -299,6 +368,10 @@ call_func:
         s->frame_top = fr;
         pw_status st = pw_call_host(s, inst, f, argp);
         if (st != PW_OK) {
+            if (st == PW_ERR_EXCEPTION && s->exn) {
+                exn = s->exn;
+                goto throw_exn;
+            }
             s->frame_top = fr_entry;
             return st;
         }
@@ -366,6 +439,20 @@ tail_func:
         s->frame_top = fr;
         pw_status st = pw_call_host(s, inst, f, fp);
         if (st != PW_OK) {
+            if (st == PW_ERR_EXCEPTION && s->exn) {
+                /* The tail call replaced this frame: unwind from the caller. */
+                exn = s->exn;
+                fr--;
+                pc = fr->ret_pc;
+                if (!pc) {
+                    s->frame_top = fr_entry;
+                    return st;
+                }
+                fp = fr->fp;
+                inst = fr->inst;
+                RELOAD_INST();
+                goto throw_exn;
+            }
             s->frame_top = fr_entry;
             return st;
         }
@@ -382,6 +469,41 @@ tail_func:
         }
         DISPATCH();
     }
+
+    /* ------------------------------------------------------------ exceptions */
+L_TRY:
+    pc += IMM(1);
+    DISPATCH();
+L_THROW : {
+    pw_tag *tag = inst->tags[IMM(1)];
+    exn = new_exn(s, tag, fp + IMM(2));
+    if (!exn) TRAP(PW_TRAP_HOST);
+    pc += 3;
+    goto throw_exn;
+}
+L_THROW_REF:
+    exn = (pw_exn *)S(1).ref;
+    if (!exn) TRAP(PW_TRAP_NULL_REF);
+    pc += 2;
+    goto throw_exn;
+throw_exn : {
+    unwind_state u = {pc, fp, inst, fr};
+    if (!unwind(&u, exn)) {
+        s->exn = exn;
+        s->frame_top = fr_entry;
+        return PW_ERR_EXCEPTION;
+    }
+    pc = u.pc;
+    fp = u.fp;
+    fr = u.fr;
+    if (u.inst != inst) {
+        inst = u.inst;
+        RELOAD_INST();
+    } else {
+        RELOAD_MEM();
+    }
+    DISPATCH();
+}
 
     /* ------------------------------------------------------------ moves */
 L_COPY:

@@ -225,7 +225,10 @@
     X(TAIL_CALL)          /* func: arguments already in slots 0.. */                               \
     X(TAIL_CALL_IMPORT)   /* func */                                                               \
     X(TAIL_CALL_INDIRECT) /* type table idx */                                                     \
-    X(TAIL_CALL_REF)      /* ref */
+    X(TAIL_CALL_REF)      /* ref */                                                                \
+    X(TRY)                /* skip n (kind tag dst off)*n: catch clauses, jumped over */            \
+    X(THROW)              /* tag argbase */                                                        \
+    X(THROW_REF)          /* exn */
 
 enum pw_iop {
 #define PW_E_BIN(n, e) PW_OP_I32_##n, PW_OP_I32_##n##_I, PW_OP_BR_I32_##n, PW_OP_BR_I32_##n##_I,

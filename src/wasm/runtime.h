@@ -54,9 +54,17 @@ typedef struct pw_obj {
 /* One compiled function. Code is an array of 32-bit words: a handler word (offset of
  * the handler from the interpreter's base label) followed by operands (frame slot
  * indices, immediates, relative branch offsets in words). */
+/* A try_table: code offsets (within the function) of its TRY instruction, which holds
+ * the catch clauses, and of its end. Listed innermost first. */
+typedef struct pw_handler {
+    uint32_t try_pos, end_pos;
+} pw_handler;
+
 typedef struct pw_cfunc {
     uint32_t *code;
     uint32_t ncode;
+    pw_handler *handlers;
+    uint32_t nhandlers;
     uint32_t nparams, nresults;
     uint32_t nlocals;     /* params + declared locals */
     uint32_t frame_slots; /* locals + maximum operand stack */
@@ -66,7 +74,13 @@ typedef struct pw_cfunc {
 struct pw_cmodule {
     uint32_t nfuncs; /* defined functions */
     pw_cfunc *funcs;
-    uint32_t *code; /* the code of all functions (pw_cfunc.code points into it) */
+    uint32_t *code;       /* the code of all functions (pw_cfunc.code points into it) */
+    pw_handler *handlers; /* the handler tables of all functions */
+    /* Wasm 3.0 GC (gc.h): layouts per type index, precise stack maps. */
+    struct pw_gclayout *gc_layouts;
+    struct pw_gcsite *gc_sites; /* sorted by pc */
+    uint32_t gc_nsites;
+    uint32_t *gc_maps;
 };
 
 /* ---------------------------------------------------------------- store objects */
@@ -113,8 +127,17 @@ struct pw_global {
 struct pw_tag {
     pw_obj hdr;
     const pw_module *tmod;
-    uint32_t type; /* module type index */
+    uint32_t type;    /* module type index */
+    uint32_t nparams; /* payload size */
 };
+
+/* An exception package (exnref): its tag and payload. */
+typedef struct pw_exn {
+    pw_obj hdr;
+    pw_tag *tag;
+    uint32_t n;
+    pw_slot vals[];
+} pw_exn;
 
 typedef struct pw_hostref {
     pw_obj hdr;
@@ -178,6 +201,18 @@ struct pw_store {
     /* Trap raised by the interpreter or a host function. */
     pw_trap_code trap;
     char trap_msg[256];
+    pw_exn *exn; /* the exception escaping a call (status PW_ERR_EXCEPTION) */
+
+    /* Wasm 3.0 GC heap (gc.c). */
+    pw_obj *gc_objects;           /* structs and arrays, newest first */
+    uint64_t gc_bytes;            /* bytes allocated on the GC heap (live + garbage) */
+    uint64_t gc_threshold;        /* collect when gc_bytes passes this */
+    uint64_t gc_peak, gc_live;    /* peak heap; live bytes after the last collection */
+    uint64_t gc_count;            /* collections run */
+    uint32_t gc_inhibit;          /* > 0: allocation never collects (const exprs) */
+    struct pw_hostroots *hostroots; /* arguments of running host calls */
+    pw_ref *handles;              /* host handles (pw_handle_new); 0 = free */
+    uint32_t nhandles, caphandles, free_handle;
 };
 
 struct pw_call_ctx {
