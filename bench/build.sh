@@ -9,6 +9,8 @@
 #   out/native/<p>   the unmodified program built with gcc -O2 (the reference)
 #   out/<p>.expect   the 31-bit FNV-1a hash of the native output, which is what the
 #                    wasm export must return
+#   out/wasi/<p>.wasm  the unmodified program as a WASI command (wasi-libc), for
+#                    `peri run` and `wasm3 FILE` (run.sh with BENCH_WASI=1)
 # Usage: bench/build.sh [PROGRAMS_DIR]   (default: $PERI_SHARED_DIR/bench/programs)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -43,6 +45,9 @@ for p in "${BENCH_PROGRAMS[@]}"; do
     -Wl,--no-entry -Wl,--strip-all \
     "$here/wrap/${p}_wasm.c" "$here/support/pb_rt.c" -o "$out/$p.wasm"
   "$CC_NATIVE" -O2 "$src" -o "$out/native/$p" -lm
+  # The unmodified program as a WASI command (wasi-libc), as ANCHORS.md built it.
+  mkdir -p "$out/wasi"
+  "$CLANG" --target=wasm32-wasi -O2 "$src" -o "$out/wasi/$p.wasm" -lm
   # shellcheck disable=SC2086
   "$out/native/$p" $(bench_args "$p") | hash_text > "$out/$p.expect"
   echo "built $p.wasm ($(wc -c < "$out/$p.wasm") bytes), expect $(cat "$out/$p.expect")"

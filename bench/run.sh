@@ -11,7 +11,8 @@
 # Every round runs each (program, engine) pair once, in a shuffled order, so that a
 # burst of load on this shared machine does not hit one engine only. Each result is
 # checked against the native program's output hash. Times are whole-process wall
-# clock. Env: ROUNDS (default 5), PROGRAMS (space-separated subset).
+# clock. Env: ROUNDS (default 5), PROGRAMS (space-separated subset), BENCH_WASI=1
+# (also run the unmodified programs as WASI commands: `peri run`, `wasm3 FILE`).
 # Then it measures compile speed with BUILD_DIR/peri-compile-speed if present.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -26,6 +27,10 @@ engines=(native peri)
 [ -n "${WASM3:-}" ] && engines+=(wasm3)
 [ -n "${WAMR:-}" ] && engines+=(wamr)
 [ -n "${NODE:-}" ] && engines+=(node)
+if [ -n "${BENCH_WASI:-}" ]; then # the WASI builds: Peri-C's room and wasm3's WASI
+  engines+=(peri-wasi)
+  [ -n "${WASM3:-}" ] && engines+=(wasm3-wasi)
+fi
 [ -x "$build/peri" ] || { echo "bench/run.sh: $build/peri not built" >&2; exit 1; }
 
 cmd_for() { # engine program -> command line (as words)
@@ -37,6 +42,8 @@ cmd_for() { # engine program -> command line (as words)
     wasm3) echo "$WASM3 --func $p $w $a" ;;
     wamr) echo "$WAMR -f $p $w $a" ;;
     node) echo "$NODE --no-warnings $here/node-invoke.mjs $w $p $a" ;;
+    peri-wasi) echo "$build/peri run $here/out/wasi/$p.wasm $a" ;;
+    wasm3-wasi) echo "$WASM3 $here/out/wasi/$p.wasm $a" ;;
   esac
 }
 
@@ -44,7 +51,7 @@ cmd_for() { # engine program -> command line (as words)
 # i32 the export returned, in their own format.
 result_of() { # engine output-file
   case $1 in
-    native) python3 -c 'import sys
+    native | *-wasi) python3 -c 'import sys
 h = 2166136261
 for b in open(sys.argv[1], "rb").read():
     h = ((h ^ b) * 16777619) & 0xffffffff
@@ -90,20 +97,23 @@ for p in progs:
         v = [int(t) for (pp, ee, t) in rows if pp == p and ee == e]
         if v: med[p, e] = statistics.median(v) / 1000.0  # ms
 def fmt(ms): return f"{ms/1000:.2f} s" if ms >= 1000 else f"{ms:.1f} ms"
-cols = engines + [f"peri/{e}" for e in engines if e != "peri"]
+pairs = [("peri-wasi" if d.endswith("-wasi") else "peri", d) for d in engines
+         if d not in ("peri", "peri-wasi")]
+if "peri-wasi" in engines and "native" in engines: pairs.append(("peri-wasi", "native"))
+cols = engines + [f"{n}/{d}" for n, d in pairs]
 print("| program | " + " | ".join(cols) + " |")
 print("|---" * (len(cols) + 1) + "|")
-ratios = {e: [] for e in engines if e != "peri"}
+ratios = {pd: [] for pd in pairs}
 for p in progs:
     cells = [fmt(med[p, e]) if (p, e) in med else "-" for e in engines]
-    for e in ratios:
-        if (p, e) in med and (p, "peri") in med:
-            r = med[p, "peri"] / med[p, e]; ratios[e].append(r); cells.append(f"{r:.2f}x")
+    for n, d in pairs:
+        if (p, n) in med and (p, d) in med:
+            r = med[p, n] / med[p, d]; ratios[n, d].append(r); cells.append(f"{r:.2f}x")
         else: cells.append("-")
     print(f"| {p} | " + " | ".join(cells) + " |")
 geo = lambda v: math.exp(sum(map(math.log, v)) / len(v)) if v else float("nan")
 print("| geomean | " + " | ".join([""] * len(engines)) + " | " +
-      " | ".join(f"{geo(ratios[e]):.2f}x" for e in ratios) + " |")
+      " | ".join(f"{geo(ratios[pd]):.2f}x" for pd in pairs) + " |")
 if "native" in engines:
     for e in engines:
         if e == "native": continue
