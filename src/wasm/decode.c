@@ -9,8 +9,10 @@
  * bounds"), so memory use is bounded by the module size (see docs/engine-frontend.md
  * for the implementation limits).
  *
- * Function bodies are scanned for structure only (opcodes, immediates, block
- * nesting), so that every malformed module is rejected here, before validation.
+ * Function bodies are only delimited here (by their sizes); the validator decodes
+ * their instructions. When it finds an invalid body, it calls pw_scan_body on the
+ * remaining bodies so that a malformed one still wins, as in the spec, where
+ * decoding precedes validation.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,7 @@ typedef struct dec {
     uint64_t total_locals;
     /* Defined entities, collected per section and merged behind imports at the end. */
     uint32_t nfuncdefs, ncode;
+    uint32_t nbodies; /* bodies delimited so far (their spans are set) */
     bool has_func_section;
     uint32_t datacount;
 } dec;
@@ -158,6 +161,31 @@ static bool scan_expr(dec *d, pw_span *out) {
         default: break;
         }
     }
+}
+
+static pw_status scan_body(pw_module *m, uint32_t i, bool datacount, pw_error *err) {
+    dec d;
+    memset(&d, 0, sizeof d);
+    d.m = m;
+    d.err = err;
+    d.r.base = m->bytes;
+    d.r.p = m->bytes + m->funcs[i].body.off;
+    d.r.end = m->bytes + m->nbytes;
+    d.r.err = err;
+    err->status = PW_OK;
+    pw_span body;
+    bool ok = scan_expr(&d, &body);
+    free(d.ctl);
+    if (!ok) return err->status;
+    if (body.len != m->funcs[i].body.len)
+        return bad(&d, d.r.p, "section size mismatch"), err->status;
+    if (datacount && d.data_used && !m->has_datacount)
+        return bad(&d, d.r.end, "data count section required"), err->status;
+    return PW_OK;
+}
+
+pw_status pw_scan_body(pw_module *m, uint32_t i, pw_error *err) {
+    return scan_body(m, i, true, err);
 }
 
 /* ------------------------------------------------------------------ sections */
@@ -539,10 +567,16 @@ static bool sec_code(dec *d) {
                     f->locals[k++] = t;
             }
         }
-        pw_span body;
-        if (!scan_expr(d, &body)) return false;
-        if (f) f->body = body;
-        if (d->r.p != start + size) return bad(d, sat, "section size mismatch");
+        /* The instructions are decoded once, by the validator (pw_scan_body is the
+         * structure-only fallback that keeps the spec's malformed-before-invalid
+         * order). Locals that overrun the body are a size mismatch. */
+        if (d->r.p > start + size) return bad(d, sat, "section size mismatch");
+        if (f) {
+            f->body.off = (uint32_t)(d->r.p - d->r.base);
+            f->body.len = (uint32_t)(start + size - d->r.p);
+        }
+        d->r.p = start + size;
+        if (f) d->nbodies = i + 1;
     }
     return true;
 }
@@ -657,6 +691,14 @@ pw_status pw_decode(pw_module *m, pw_error *err) {
     err->status = PW_OK;
     bool ok = decode_module(&d);
     free(d.ctl);
+    if (!ok && err->status == PW_ERR_MALFORMED && m->funcs) {
+        /* The spec decodes bodies as it meets them: a malformed body comes before any
+         * error found later in the module. */
+        pw_error later = *err;
+        for (uint32_t i = 0; i < d.nbodies; i++)
+            if (scan_body(m, i, false, err) != PW_OK) return err->status;
+        *err = later;
+    }
     if (!ok) return err->status != PW_OK ? err->status : PW_ERR_MALFORMED;
     return PW_OK;
 }

@@ -200,6 +200,29 @@ static bool rd_fc(pw_reader *r, const uint8_t *at, pw_instr *in) {
 
 bool pw_instr_read(pw_reader *r, pw_instr *in) {
     const uint8_t *at = r->p;
+    /* Fast path: the instructions that make up most code (numeric operators, locals
+     * and globals with one-byte indices, small i32 constants). */
+    if (r->end - at >= 2) {
+        uint8_t op0 = at[0], b1 = at[1];
+        if (op0 >= 0x45 && op0 <= 0xC4) {
+            in->op = op0;
+            r->p = at + 1;
+            return true;
+        }
+        if (b1 < 0x80 &&
+            ((op0 >= 0x20 && op0 <= 0x24) || op0 == 0x0C || op0 == 0x0D || op0 == 0x10)) {
+            in->op = op0;
+            in->a = b1;
+            r->p = at + 2;
+            return true;
+        }
+        if (op0 == 0x41 && b1 < 0x80) {
+            in->op = op0;
+            in->bits = (uint64_t)(int64_t)((b1 & 0x40) ? (int32_t)b1 - 0x80 : (int32_t)b1);
+            r->p = at + 2;
+            return true;
+        }
+    }
     uint8_t op;
     if (!pw_rd_byte(r, &op)) return false;
     in->op = op;

@@ -188,6 +188,10 @@ struct pw_module {
  * that are convenient during decoding) with err filled. */
 pw_status pw_decode(pw_module *m, pw_error *err);
 
+/* decode.c: check the structure of the body of defined function i (opcodes,
+ * immediates, nesting, size, data count use) without type-checking it. */
+pw_status pw_scan_body(pw_module *m, uint32_t i, pw_error *err);
+
 /* validate.c: validate everything decode did not: function bodies, constant
  * expressions, indices, limits, types. */
 pw_status pw_validate(pw_module *m, pw_error *err);

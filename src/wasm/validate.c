@@ -237,8 +237,18 @@ static pw_status validate_module(pw_module *m, pw_vctx *v) {
             if (pw_validate_const(v, e->offset, PW_VT_I32, m->nglobals)) return err->status;
         }
     }
-    for (uint32_t i = 0; i < m->nfuncs - m->nfunc_imports; i++)
-        if (pw_validate_func(v, i)) return err->status;
+    uint32_t ndef = m->nfuncs - m->nfunc_imports;
+    for (uint32_t i = 0; i < ndef; i++) {
+        if (pw_validate_func(v, i) == PW_OK) continue;
+        if (err->status != PW_ERR_INVALID) return err->status;
+        /* The spec decodes every body before validating any: a malformed body later
+         * on takes precedence over this invalid one. */
+        pw_error first = *err;
+        for (uint32_t j = i; j < ndef; j++)
+            if (pw_scan_body(m, j, err) != PW_OK) return err->status;
+        *err = first;
+        return err->status;
+    }
     if (m->start != UINT32_MAX) {
         const pw_deftype *t = pw_functype_of(m, m->start);
         if (m->start >= m->nfuncs) return invalid(err, "unknown function %u", m->start);

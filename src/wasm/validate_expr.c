@@ -6,9 +6,8 @@
  * with subtyping (types.c). Non-defaultable locals are tracked for the
  * initialisation rule with a stack of locals set inside each open block.
  *
- * The decoder already checked the structure (opcodes, immediates, nesting), so a
- * decoding failure here would be an internal inconsistency; it is still reported
- * cleanly.
+ * Function bodies are decoded here, once (the decoder only delimits them), so the
+ * malformed cases of instruction sequences are reported from here too.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -358,6 +357,50 @@ static bool numsig(uint32_t op, pw_valtype *a, pw_valtype *b, pw_valtype *r) {
 #undef SIG
 }
 
+/* Signatures of 0x45..0xC4 as kinds (in1, in2 or 0, out), for the fast path. */
+#define I_ PW_K_I32
+#define L_ PW_K_I64
+#define F_ PW_K_F32
+#define D_ PW_K_F64
+static const uint8_t numtab[0xC5 - 0x45][3] = {
+    [0x45 - 0x45] = {I_, 0, I_},
+    [0x46 - 0x45 ... 0x4F - 0x45] = {I_, I_, I_},
+    [0x50 - 0x45] = {L_, 0, I_},
+    [0x51 - 0x45 ... 0x5A - 0x45] = {L_, L_, I_},
+    [0x5B - 0x45 ... 0x60 - 0x45] = {F_, F_, I_},
+    [0x61 - 0x45 ... 0x66 - 0x45] = {D_, D_, I_},
+    [0x67 - 0x45 ... 0x69 - 0x45] = {I_, 0, I_},
+    [0x6A - 0x45 ... 0x78 - 0x45] = {I_, I_, I_},
+    [0x79 - 0x45 ... 0x7B - 0x45] = {L_, 0, L_},
+    [0x7C - 0x45 ... 0x8A - 0x45] = {L_, L_, L_},
+    [0x8B - 0x45 ... 0x91 - 0x45] = {F_, 0, F_},
+    [0x92 - 0x45 ... 0x98 - 0x45] = {F_, F_, F_},
+    [0x99 - 0x45 ... 0x9F - 0x45] = {D_, 0, D_},
+    [0xA0 - 0x45 ... 0xA6 - 0x45] = {D_, D_, D_},
+    [0xA7 - 0x45] = {L_, 0, I_},
+    [0xA8 - 0x45 ... 0xA9 - 0x45] = {F_, 0, I_},
+    [0xAA - 0x45 ... 0xAB - 0x45] = {D_, 0, I_},
+    [0xAC - 0x45 ... 0xAD - 0x45] = {I_, 0, L_},
+    [0xAE - 0x45 ... 0xAF - 0x45] = {F_, 0, L_},
+    [0xB0 - 0x45 ... 0xB1 - 0x45] = {D_, 0, L_},
+    [0xB2 - 0x45 ... 0xB3 - 0x45] = {I_, 0, F_},
+    [0xB4 - 0x45 ... 0xB5 - 0x45] = {L_, 0, F_},
+    [0xB6 - 0x45] = {D_, 0, F_},
+    [0xB7 - 0x45 ... 0xB8 - 0x45] = {I_, 0, D_},
+    [0xB9 - 0x45 ... 0xBA - 0x45] = {L_, 0, D_},
+    [0xBB - 0x45] = {F_, 0, D_},
+    [0xBC - 0x45] = {F_, 0, I_},
+    [0xBD - 0x45] = {D_, 0, L_},
+    [0xBE - 0x45] = {I_, 0, F_},
+    [0xBF - 0x45] = {L_, 0, D_},
+    [0xC0 - 0x45 ... 0xC1 - 0x45] = {I_, 0, I_},
+    [0xC2 - 0x45 ... 0xC4 - 0x45] = {L_, 0, L_},
+};
+#undef I_
+#undef L_
+#undef F_
+#undef D_
+
 /* Natural alignment (log2) of memory access opcodes 0x28..0x3E. */
 static uint32_t natural_align(uint32_t op) {
     static const uint8_t nat[] = {
@@ -398,6 +441,8 @@ static pw_status check_elem(pw_vctx *v, uint32_t x, pw_valtype *t) {
 }
 
 static pw_status check_data(pw_vctx *v, uint32_t x) {
+    if (!v->m->has_datacount) /* a decoding rule in the spec: malformed, not invalid */
+        return pw_fail(v->err, PW_ERR_MALFORMED, "data count section required");
     if (x >= v->m->ndatas) return invalid(v, "unknown data segment %u", x);
     return PW_OK;
 }
@@ -528,6 +573,24 @@ static pw_status run(pw_vctx *v) {
     const pw_deftype *ft;
     const pw_field *fld;
     for (;;) {
+        /* Fast path, outside constant expressions: numeric operators and local.get
+         * with a one-byte index, typed without building a pw_instr. */
+        const uint8_t *p = v->r.p;
+        if (!v->const_mode && v->r.end - p >= 2) {
+            uint8_t b0 = p[0];
+            if (b0 >= 0x45 && b0 <= 0xC4) {
+                const uint8_t *sig = numtab[b0 - 0x45];
+                v->r.p = p + 1;
+                if ((sig[1] && pop(v, sig[1])) || pop(v, sig[0]) || push(v, sig[2]))
+                    return v->err->status;
+                continue;
+            }
+            if (b0 == 0x20 && p[1] < 0x80 && p[1] < v->nlocals && v->linit[p[1]]) {
+                v->r.p = p + 2;
+                if (push(v, v->ltypes[p[1]])) return v->err->status;
+                continue;
+            }
+        }
         if (!pw_instr_read(&v->r, &in)) return v->err->status;
         if (v->const_mode && !const_op(v, &in)) {
             if (in.op == 0x23 && in.a >= v->nglobals_visible)
@@ -569,7 +632,9 @@ static pw_status run(pw_vctx *v) {
         }
         case 0x05: {
             pw_vctl *c = top(v);
-            if (c->op != 0x04) return pw_fail(v->err, PW_ERR_MALFORMED, "misplaced ELSE opcode");
+            if (c->op != 0x04) /* the enclosing sequence ends here and wants an `end` */
+                return pw_fail(v->err, PW_ERR_MALFORMED, "END opcode expected (at byte %zu)",
+                               pw_rd_off(&v->r) - 1);
             if (check_frame_end(v, c)) return v->err->status;
             reset_inits(v, c->init_height);
             c->op = 0x05;
@@ -1044,8 +1109,14 @@ pw_status pw_validate_func(pw_vctx *v, uint32_t i) {
         v->ltypes[np + k] = t;
         v->linit[np + k] = defaultable(t);
     }
-    if (begin(v, f->body, f->type)) return v->err->status;
-    return run(v);
+    /* Read against the module's end, as the spec's decoder does; a body that does not
+     * end exactly at its declared size is malformed. */
+    pw_span all = {f->body.off, (uint32_t)(m->nbytes - f->body.off)};
+    if (begin(v, all, f->type) || run(v)) return v->err->status;
+    if (pw_rd_off(&v->r) != (size_t)f->body.off + f->body.len)
+        return pw_fail(v->err, PW_ERR_MALFORMED, "section size mismatch (function %u)",
+                       i + m->nfunc_imports);
+    return PW_OK;
 }
 
 /* A constant expression is checked as the body of a function [] -> [t]. The frame
