@@ -255,8 +255,18 @@ int main(int argc, char **argv) {
                                        json_pack("{s:s,s:o}", "sessionId", sid, "prompt", blocks)),
                               NULL));
     }
+    /* Conversations of 20 turns: each turn resends the whole history to the model,
+     * so one endless session would measure history serialisation, not ACP overhead. */
     double t0 = now_s();
     for (long i = 0; i < turns; i++) {
+        if (i % 20 == 0) {
+            r = wait_resp(
+                &c, send_req(&c, "session/new", json_pack("{s:s,s:[]}", "cwd", tmp, "mcpServers")),
+                NULL);
+            snprintf(sid, sizeof sid, "%s",
+                     json_string_value(json_object_get(json_object_get(r, "result"), "sessionId")));
+            json_decref(r);
+        }
         json_t *blocks = json_pack("[{s:s,s:s}]", "type", "text", "text", "hi");
         double a = now_s();
         json_t *resp =
@@ -272,7 +282,8 @@ int main(int argc, char **argv) {
     }
     double total = now_s() - t0;
     qsort(lat, (size_t)turns, sizeof *lat, cmp_d);
-    printf("turns: %ld (%ld end_turn) in %.2f s = %.0f turns/s; latency p50 %.3f ms, p99 %.3f ms\n",
+    printf("turns: %ld in 20-turn sessions (%ld end_turn) in %.2f s = %.0f turns/s; latency p50 "
+           "%.3f ms, p99 %.3f ms\n",
            turns, ok, total, (double)turns / total, lat[turns / 2] * 1e3,
            lat[(turns * 99) / 100] * 1e3);
     free(lat);

@@ -406,19 +406,24 @@ def s_close(E):
     rid = prompt(a, sid, "hang")
     a.wait(lambda f: f.get("method") == "session/update" and
            f["params"]["update"]["sessionUpdate"] == "agent_message_chunk", what="chunk")
-    r = a.call("session/close", {"sessionId": sid})
+    # close and a prompt in one write: the prompt is read microseconds after the close
+    # answer, while the cancelled turn is still unwinding (the model poll is 20 ms)
+    a.next_id += 2
+    cid, pid = a.next_id - 1, a.next_id
+    a.send_raw(json.dumps({"jsonrpc": "2.0", "id": cid, "method": "session/close",
+                           "params": {"sessionId": sid}}) + "\n" +
+               json.dumps({"jsonrpc": "2.0", "id": pid, "method": "session/prompt",
+                           "params": {"sessionId": sid,
+                                      "prompt": [{"type": "text", "text": "x"}]}}))
+    r = a.response(cid)
     pr = a.response(rid)
     check(pr.get("result") == {"stopReason": "cancelled"}, "prompt after close %r" % pr)
     check("error" in r and r["error"]["code"] == -32010, "first close should be -32010: %r" % r)
     check(r["error"]["message"] == "Session close incomplete: prompt is still active",
           "message %r" % r["error"]["message"])
-    # while closing, state-changing requests answer -32010 "Session is closing"
-    p = a.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]})
-    if "error" in p and p["error"]["code"] == -32010:
-        check(p["error"]["message"] == "Session is closing", "closing message %r" % p)
-    else:
-        # the retry window may already have settled; then the session is gone
-        check("error" in p and p["error"]["code"] == -32002, "prompt while closing %r" % p)
+    p = a.response(pid)
+    check("error" in p and p["error"]["code"] == -32010, "prompt while closing %r" % p)
+    check(p["error"]["message"] == "Session is closing", "closing message %r" % p)
     deadline = time.monotonic() + 3.0
     while True:
         r = a.call("session/close", {"sessionId": sid})
@@ -435,6 +440,17 @@ def s_close(E):
     # an idle session closes at once
     sid2 = E.new_session(a)
     check(a.result("session/close", {"sessionId": sid2}) == {}, "idle close")
+    # EOF closes every session like close: the running prompt is answered, exit 0
+    sid3 = E.new_session(a)
+    E.mock.script([{"text": "x", "hang": True, "hang_after": 2}])
+    rid = prompt(a, sid3, "hang again")
+    a.wait(lambda f: f.get("method") == "session/update" and f["params"]["sessionId"] == sid3
+           and f["params"]["update"]["sessionUpdate"] == "agent_message_chunk", what="chunk 3")
+    t0 = time.monotonic()
+    check(a.close_stdin() == 0, "exit status after EOF with a running prompt")
+    check(time.monotonic() - t0 < 3.0, "EOF shutdown too slow")
+    pr = a.response(rid)
+    check(pr.get("result") == {"stopReason": "cancelled"}, "prompt at EOF %r" % pr)
 
 
 def s_load(E):
