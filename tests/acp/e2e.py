@@ -704,10 +704,44 @@ def s_compact(E):
                   "tool result without its call")
 
 
+def s_list(E):
+    a = E.agent()
+    E.mock.script({"responses": [], "default": {"text": "ok"}})
+    other = os.path.join(E.tmp, "other")
+    os.makedirs(other)
+    made = []
+    for i in range(103):
+        sid = E.new_session(a)
+        made.append(sid)
+        r = a.response(prompt(a, sid, "session %d" % i))
+        check(r.get("result") == {"stopReason": "end_turn"}, "prompt %d %r" % (i, r))
+    osid = a.result("session/new", {"cwd": other, "mcpServers": []})["sessionId"]
+    a.response(prompt(a, osid, "elsewhere"))
+    seen, cursor, pages = [], None, 0
+    while True:
+        params = {"cwd": E.cwd}
+        if cursor:
+            params["cursor"] = cursor
+        page = a.result("session/list", params)
+        pages += 1
+        seen += [s["sessionId"] for s in page["sessions"]]
+        cursor = page.get("nextCursor")
+        if not cursor:
+            break
+        check(pages < 10, "cursor loop")
+    check(pages == 2, "expected 2 pages, got %d" % pages)
+    check(sorted(seen) == sorted(made), "paged list differs: %d vs %d" % (len(seen), len(made)))
+    check(seen[0] == made[-1], "newest first")
+    everything = a.result("session/list", {})
+    check(len(everything["sessions"]) == 100 and everything.get("nextCursor"), "unfiltered page")
+    r = a.call("session/list", {"cursor": "garbage!"})
+    check("error" in r and r["error"]["code"] == -32602, "bad cursor %r" % r)
+
+
 SCENARIOS = {"basic": s_basic, "tools": s_tools, "confine": s_confine, "cancel": s_cancel,
              "close": s_close, "load": s_load, "errors": s_errors, "malformed": s_malformed,
              "kill9": s_kill9, "print": s_print, "anthropic": s_anthropic,
-             "concurrent": s_concurrent, "compact": s_compact}
+             "concurrent": s_concurrent, "compact": s_compact, "list": s_list}
 
 
 def main():
