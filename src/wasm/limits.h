@@ -25,7 +25,8 @@
 #define PW_MAX_LOCALS   50000u /* declared locals of one function (params excluded) */
 /* Declared locals over the whole module: this many plus one per module byte. */
 #define PW_MAX_MODULE_LOCALS 4000000u
-#define PW_MAX_BR_TABLE      1000000u /* targets of one br_table */
-#define PW_MAX_SELECT_TYPES  1u
+/* Length of a declared supertype chain (V8's limit): keeps subtype checks, which
+ * walk the chain, bounded by a constant. */
+#define PW_MAX_SUBTYPE_DEPTH 63u
 
 #endif

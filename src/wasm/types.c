@@ -310,6 +310,11 @@ pw_status pw_types_check(pw_module *m, pw_error *err) {
         for (uint32_t x = g0; x < end; x++) {
             pw_deftype *t = &m->types[x];
             t->depth = t->super == UINT32_MAX ? 0 : m->types[t->super].depth + 1;
+            if (t->depth > PW_MAX_SUBTYPE_DEPTH) {
+                st = invalid(err, "implementation limit: subtype depth of type %u exceeds %u", x,
+                             PW_MAX_SUBTYPE_DEPTH);
+                goto out;
+            }
         }
         /* Declared supertypes must be open and structurally matched. */
         for (uint32_t x = g0; x < end; x++) {

@@ -16,9 +16,10 @@ typedef struct pw_vctl {
     uint32_t height;      /* operand stack height at entry */
     uint32_t init_height; /* initialised-locals stack height at entry */
     uint8_t unreachable;
-    uint8_t bt;        /* PW_BT_*; the function frame uses PW_BT_TYPE */
-    pw_valtype single; /* PW_BT_VAL */
-    uint32_t type;     /* PW_BT_TYPE: function type index */
+    uint8_t bt;         /* PW_BT_*; the function frame uses PW_BT_TYPE */
+    pw_valtype single;  /* PW_BT_VAL */
+    uint32_t type;      /* PW_BT_TYPE: function type index */
+    uint32_t brt_stamp; /* last br_table that checked this label (see brt_gen) */
 } pw_vctl;
 
 typedef struct pw_vctx {
@@ -38,6 +39,8 @@ typedef struct pw_vctx {
     uint32_t nlocals, caplocals;
     uint32_t *inits;
     uint32_t ninits, capinits;
+
+    uint32_t brt_gen; /* numbers br_tables so each checks a label's types once */
 
     /* Constant expressions: only constant instructions, and only the first
      * `nglobals_visible` globals. */

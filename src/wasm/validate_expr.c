@@ -690,10 +690,16 @@ static pw_status run(pw_vctx *v) {
             pw_vctl *c = top(v);
             uint32_t avail = v->nvals - c->height;
             if (arity > avail && !c->unreachable) return invalid(v, "type mismatch: br_table");
+            uint32_t gen = ++v->brt_gen;
             for (uint32_t k = 0; k <= in.n; k++) {
                 uint32_t l = in.a, n;
                 if (k < in.n) pw_rd_u32(&lr, &l);
                 if (label_types(v, l, &ls, &n)) return v->err->status;
+                /* Each label once: a hostile table repeating one deep label must not
+                 * cost targets x arity. */
+                pw_vctl *lc = &v->ctls[v->nctls - 1 - l];
+                if (lc->brt_stamp == gen) continue;
+                lc->brt_stamp = gen;
                 if (n != arity)
                     return invalid(v, "type mismatch: br_table targets have different arities");
                 for (uint32_t i = 0; i < n; i++) {

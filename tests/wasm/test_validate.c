@@ -223,11 +223,39 @@ static void test_subtype_rules(void **state) {
            "unknown type");
 }
 
+/* A chain of n declared subtypes: (sub (struct)), (sub 0 (struct)), ... */
+static void chain(uint32_t n, pw_status want) {
+    wb m = {0}, s = {0};
+    wb_header(&m);
+    wb_u32(&s, n);
+    for (uint32_t i = 0; i < n; i++) {
+        wb_byte(&s, 0x50);
+        if (i == 0) {
+            wb_byte(&s, 0x00);
+        } else {
+            wb_byte(&s, 0x01);
+            wb_u32(&s, i - 1);
+        }
+        wb_bytes(&s, "\x5f\x00", 2);
+    }
+    wb_section(&m, 1, &s);
+    expect(m.p, m.n, want, want == PW_OK ? "" : "implementation limit");
+    wb_free(&m);
+    wb_free(&s);
+}
+
+static void test_subtype_depth_limit(void **state) {
+    (void)state;
+    chain(64, PW_OK);          /* depth 63 */
+    chain(65, PW_ERR_INVALID); /* depth 64 */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_valid_functions), cmocka_unit_test(test_invalid_functions),
-        cmocka_unit_test(test_module_rules),    cmocka_unit_test(test_deep_nesting),
-        cmocka_unit_test(test_canonical_types), cmocka_unit_test(test_subtype_rules),
+        cmocka_unit_test(test_valid_functions),     cmocka_unit_test(test_invalid_functions),
+        cmocka_unit_test(test_module_rules),        cmocka_unit_test(test_deep_nesting),
+        cmocka_unit_test(test_canonical_types),     cmocka_unit_test(test_subtype_rules),
+        cmocka_unit_test(test_subtype_depth_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
