@@ -244,8 +244,11 @@ def s_basic(E):
     check(r.get("result") == {"stopReason": "end_turn"}, "prompt result %r" % r)
     ups = a.updates(sid)
     check(text_of(ups) == "Hello, world", "streamed text %r" % text_of(ups))
-    usage = [u for _, u in ups if u["sessionUpdate"] == "usage_update"]
-    check(usage and usage[-1]["used"] == 10, "usage_update %r" % usage)
+    usage = [(t, u) for t, u in ups if u["sessionUpdate"] == "usage_update"]
+    check(usage and usage[-1][1]["used"] == 10, "usage_update %r" % usage)
+    t_answer = [t for t, f in a.log if f.get("id") == rid][0]
+    check(usage[-1][0] <= t_answer and all(t <= t_answer for t, _ in ups),
+          "an update of the turn came after its answer")
     seqs = [f["params"]["_meta"]["peri.sessionSeq"] for _, f in a.log
             if f.get("method") == "session/update"]
     check(seqs == sorted(seqs) and len(set(seqs)) == len(seqs), "session_seq not monotonic")
@@ -319,6 +322,22 @@ def s_tools(E):
     last = E.mock.requests()[-1]["body"]["messages"]
     check("rejected" in json.dumps([m for m in last if m["role"] == "tool"][-1]),
           "rejection not reported to the model")
+    check(a.close_stdin() == 0, "exit after EOF")
+
+    # a settings policy can allow a tool always: no permission request is sent
+    E.settings({"maxRetries": 0, "permissions": {"allow": ["write"]}})
+    b = E.agent()
+    sid = E.new_session(b)
+    b.permission_answer = "reject_once"
+    E.mock.script([
+        {"tool_calls": [{"id": "call_p", "name": "write",
+                         "arguments": {"path": "policy.txt", "content": "by policy"}}]},
+        {"text": "ok"}])
+    r = b.response(prompt(b, sid, "write by policy"))
+    check(r.get("result") == {"stopReason": "end_turn"}, "policy turn %r" % r)
+    check(not [f for _, f in b.log if f.get("method") == "session/request_permission"],
+          "permission asked despite the allow policy")
+    check(open(os.path.join(E.cwd, "policy.txt")).read() == "by policy", "policy write")
 
 
 def s_confine(E):
