@@ -67,6 +67,10 @@ void pct_emit(pct_sess *s, pag_event *ev) {
 static pm_status port_reason(void *ctx, const pm_request *req, pm_event_fn on_event, void *ev_ctx,
                              atomic_int *cancel, pm_response *out, pm_error *err) {
     pct_sess *s = ctx;
+    if (!s->client && !(s->client = pm_client_new(&s->model_cfg, err))) {
+        memset(out, 0, sizeof *out);
+        return err->status;
+    }
     return pm_stream(s->client, req, on_event, ev_ctx, cancel, out, err);
 }
 
@@ -224,17 +228,10 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, pct_sess **
     pthread_cond_init(&s->cv, NULL);
     pthread_mutex_init(&s->emit_mu, NULL);
     s->titled = th->title != NULL;
-    pm_config mc;
     const char *model = NULL;
-    if (pag_settings_model(c->settings, &mc, &model, s->model_missing, sizeof s->model_missing) ==
-        0) {
-        pm_error pe;
-        s->client = pm_client_new(&mc, &pe);
-        if (!s->client) {
-            snprintf(s->model_missing, sizeof s->model_missing, "model client: %.400s", pe.message);
-            model = NULL;
-        }
-    }
+    if (pag_settings_model(c->settings, &s->model_cfg, &model, s->model_missing,
+                           sizeof s->model_missing) != 0)
+        model = NULL;
     char *frozen = NULL;
     json_t *meta = th->meta ? json_loads(th->meta, 0, NULL) : NULL;
     json_t *fz = json_object_get(meta, "frozenContext");

@@ -19,7 +19,8 @@ typedef struct pct_sess {
     char id[PST_ID_LEN];
     char *cwd;
     pag_session *agent;
-    pm_client *client; /* NULL when no model is configured */
+    pm_config model_cfg; /* strings borrowed from the controller's settings */
+    pm_client *client;   /* created at the first model call (idle sessions stay small) */
     char model_missing[512];
     pthread_mutex_t mu; /* state, running, workers, current prompt */
     pthread_cond_t cv;
