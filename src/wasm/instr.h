@@ -42,7 +42,8 @@ typedef struct pw_instr {
     const uint8_t *vec; /* br_table targets / try_table catch clauses, re-readable */
 } pw_instr;
 
-/* Read one instruction at r->p. On success r->p is past it. Errors are MALFORMED. */
+/* Read one instruction at r->p. On success r->p is past it. Errors are MALFORMED.
+ * Only the fields the opcode uses are written; the others keep stale values. */
 bool pw_instr_read(pw_reader *r, pw_instr *in);
 
 bool pw_rd_valtype(pw_reader *r, pw_valtype *out);
