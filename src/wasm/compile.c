@@ -30,285 +30,272 @@
 enum { LOC_STACK = 0, LOC_LOCAL = 1, LOC_CONST = 2 };
 
 typedef struct ent {
-  uint8_t loc;
-  uint32_t local;
-  uint64_t cval;
-  pw_valtype type;
+    uint8_t loc;
+    uint32_t local;
+    uint64_t cval;
+    pw_valtype type;
 } ent;
 
 enum { CT_BLOCK, CT_LOOP, CT_IF, CT_ELSE, CT_FUNC };
 
 typedef struct ctl {
-  uint8_t kind;
-  bool unreachable;
-  uint32_t height; /* operand depth below the block's params */
-  uint32_t nparams, nresults;
-  const pw_valtype *params, *results;
-  pw_valtype single;
-  uint32_t label_pc; /* loop: its start */
-  uint32_t
-      fixups; /* head of this label's forward-branch list, UINT32_MAX = none */
-  uint32_t else_fix; /* if: the fixup of the jump to the else branch */
-  uint32_t
-      try_pos; /* try_table: position of its TRY instruction, else UINT32_MAX */
+    uint8_t kind;
+    bool unreachable;
+    uint32_t height; /* operand depth below the block's params */
+    uint32_t nparams, nresults;
+    const pw_valtype *params, *results;
+    pw_valtype single;
+    uint32_t label_pc; /* loop: its start */
+    uint32_t fixups;   /* head of this label's forward-branch list, UINT32_MAX = none */
+    uint32_t else_fix; /* if: the fixup of the jump to the else branch */
+    uint32_t try_pos;  /* try_table: position of its TRY instruction, else UINT32_MAX */
 } ctl;
 
 typedef struct fixup {
-  uint32_t at;    /* word to patch */
-  uint32_t instr; /* start of the branching instruction */
-  uint32_t next;
+    uint32_t at;    /* word to patch */
+    uint32_t instr; /* start of the branching instruction */
+    uint32_t next;
 } fixup;
 
 typedef struct comp {
-  const pw_module *m;
-  const int32_t *h; /* handler offsets */
-  pw_error *err;
-  bool oom;
-  bool bad; /* malformed input the validator should have rejected */
-  ent dummy;
+    const pw_module *m;
+    const int32_t *h; /* handler offsets */
+    pw_error *err;
+    bool oom;
+    bool bad; /* malformed input the validator should have rejected */
+    ent dummy;
 
-  uint32_t *code; /* one array for every function of the module */
-  uint32_t ncode, capcode;
-  uint32_t fstart; /* where the current function's code starts */
+    uint32_t *code; /* one array for every function of the module */
+    uint32_t ncode, capcode;
+    uint32_t fstart; /* where the current function's code starts */
 
-  ent *st;
-  uint32_t sp, capst, maxsp;
-  uint32_t lazy_lo; /* every entry below this depth is in its slot (STACK) */
-  uint32_t *lrefs;  /* per local: LOCAL entries on the stack that refer to it */
-  uint32_t caplrefs;
+    ent *st;
+    uint32_t sp, capst, maxsp;
+    uint32_t lazy_lo; /* every entry below this depth is in its slot (STACK) */
+    uint32_t *lrefs;  /* per local: LOCAL entries on the stack that refer to it */
+    uint32_t caplrefs;
 
-  ctl *cs;
-  uint32_t ncs, capcs;
+    ctl *cs;
+    uint32_t ncs, capcs;
 
-  fixup *fx;
-  uint32_t nfx, capfx;
+    fixup *fx;
+    uint32_t nfx, capfx;
 
-  pw_handler *hs; /* try_table handlers of every function, innermost first */
-  uint32_t nhs, caphs;
+    pw_handler *hs; /* try_table handlers of every function, innermost first */
+    uint32_t nhs, caphs;
 
-  uint32_t nlocals;
-  const pw_valtype *local_types;
-  const pw_funcdef *fd;
-  const pw_deftype *ft;
+    uint32_t nlocals;
+    const pw_valtype *local_types;
+    const pw_funcdef *fd;
+    const pw_deftype *ft;
 
-  /* Peephole state: the last value-producing instruction. */
-  bool pend;
-  uint32_t pend_pos;  /* start of the instruction */
-  uint32_t pend_end;  /* ncode right after it */
-  uint32_t pend_op;   /* internal opcode */
-  uint32_t pend_slot; /* slot it wrote */
+    /* Peephole state: the last value-producing instruction. */
+    bool pend;
+    uint32_t pend_pos;  /* start of the instruction */
+    uint32_t pend_end;  /* ncode right after it */
+    uint32_t pend_op;   /* internal opcode */
+    uint32_t pend_slot; /* slot it wrote */
 } comp;
 
 #define NOIMM 0xFFFFu
 
 static bool grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
-  if (need <= *cap)
+    if (need <= *cap) return true;
+    uint32_t nc = *cap ? *cap : 64;
+    while (nc < need)
+        nc *= 2;
+    void *np = realloc(*p, (size_t)nc * elem);
+    if (!np) return false;
+    *p = np;
+    *cap = nc;
     return true;
-  uint32_t nc = *cap ? *cap : 64;
-  while (nc < need)
-    nc *= 2;
-  void *np = realloc(*p, (size_t)nc * elem);
-  if (!np)
-    return false;
-  *p = np;
-  *cap = nc;
-  return true;
 }
 
 static __attribute__((noinline)) void emit_slow(comp *c, uint32_t w) {
-  if (!grow((void **)&c->code, &c->capcode, c->ncode + 1, sizeof *c->code)) {
-    c->oom = true;
-    return;
-  }
-  c->code[c->ncode++] = w;
+    if (!grow((void **)&c->code, &c->capcode, c->ncode + 1, sizeof *c->code)) {
+        c->oom = true;
+        return;
+    }
+    c->code[c->ncode++] = w;
 }
 
 static inline __attribute__((always_inline)) void emit(comp *c, uint32_t w) {
-  if (__builtin_expect(c->ncode < c->capcode, 1))
-    c->code[c->ncode++] = w;
-  else
-    emit_slow(c, w);
+    if (__builtin_expect(c->ncode < c->capcode, 1))
+        c->code[c->ncode++] = w;
+    else
+        emit_slow(c, w);
 }
 
 static uint32_t emit_op(comp *c, uint32_t op) {
-  uint32_t pos = c->ncode;
-  emit(c, (uint32_t)c->h[op]);
-  return pos;
+    uint32_t pos = c->ncode;
+    emit(c, (uint32_t)c->h[op]);
+    return pos;
 }
 
-static uint32_t slot_of_depth(comp *c, uint32_t d) { return c->nlocals + d; }
+static uint32_t slot_of_depth(comp *c, uint32_t d) {
+    return c->nlocals + d;
+}
 
 /* Stack accesses are bounds-checked so that code the validator did not check
  * (or a validator bug) can never make the compiler read out of bounds. */
 static ent *at(comp *c, uint32_t d) {
-  if (d >= c->sp) {
-    c->bad = true;
-    memset(&c->dummy, 0, sizeof c->dummy);
-    return &c->dummy;
-  }
-  return &c->st[d];
+    if (d >= c->sp) {
+        c->bad = true;
+        memset(&c->dummy, 0, sizeof c->dummy);
+        return &c->dummy;
+    }
+    return &c->st[d];
 }
 
-static ent *top(comp *c, uint32_t k) { return at(c, c->sp - 1 - k); }
+static ent *top(comp *c, uint32_t k) {
+    return at(c, c->sp - 1 - k);
+}
 
 static void popn(comp *c, uint32_t n) {
-  if (c->sp < n) {
-    c->bad = true;
-    n = c->sp;
-  }
-  for (uint32_t i = 0; i < n; i++) {
-    const ent *e = &c->st[c->sp - 1 - i];
-    if (e->loc == LOC_LOCAL)
-      c->lrefs[e->local]--;
-  }
-  c->sp -= n;
-  if (c->sp < c->lazy_lo)
-    c->lazy_lo = c->sp;
+    if (c->sp < n) {
+        c->bad = true;
+        n = c->sp;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const ent *e = &c->st[c->sp - 1 - i];
+        if (e->loc == LOC_LOCAL) c->lrefs[e->local]--;
+    }
+    c->sp -= n;
+    if (c->sp < c->lazy_lo) c->lazy_lo = c->sp;
 }
 
-static inline void push(comp *c, uint8_t loc, uint32_t local, uint64_t cval,
-                        pw_valtype t) {
-  if (__builtin_expect(c->sp == c->capst, 0) &&
-      !grow((void **)&c->st, &c->capst, c->sp + 1, sizeof *c->st)) {
-    c->oom = true;
-    return;
-  }
-  if (loc != LOC_STACK && c->sp < c->lazy_lo)
-    c->lazy_lo = c->sp;
-  if (loc == LOC_LOCAL)
-    c->lrefs[local]++;
-  c->st[c->sp++] = (ent){loc, local, cval, t};
-  if (c->sp > c->maxsp)
-    c->maxsp = c->sp;
+static inline void push(comp *c, uint8_t loc, uint32_t local, uint64_t cval, pw_valtype t) {
+    if (__builtin_expect(c->sp == c->capst, 0) &&
+        !grow((void **)&c->st, &c->capst, c->sp + 1, sizeof *c->st)) {
+        c->oom = true;
+        return;
+    }
+    if (loc != LOC_STACK && c->sp < c->lazy_lo) c->lazy_lo = c->sp;
+    if (loc == LOC_LOCAL) c->lrefs[local]++;
+    c->st[c->sp++] = (ent){loc, local, cval, t};
+    if (c->sp > c->maxsp) c->maxsp = c->sp;
 }
 
 /* Push a STACK entry; returns its slot. */
 static uint32_t push_stack(comp *c, pw_valtype t) {
-  push(c, LOC_STACK, 0, 0, t);
-  return slot_of_depth(c, c->sp - 1);
+    push(c, LOC_STACK, 0, 0, t);
+    return slot_of_depth(c, c->sp - 1);
 }
 
 /* Emit a copy of entry e's value into slot dst. */
 static void emit_move(comp *c, const ent *e, uint32_t depth, uint32_t dst) {
-  if (e->loc == LOC_CONST) {
-    if ((e->cval >> 32) == 0) {
-      emit_op(c, PW_OP_CONST32);
-      emit(c, dst);
-      emit(c, (uint32_t)e->cval);
-    } else {
-      emit_op(c, PW_OP_CONST64);
-      emit(c, dst);
-      emit(c, (uint32_t)e->cval);
-      emit(c, (uint32_t)(e->cval >> 32));
+    if (e->loc == LOC_CONST) {
+        if ((e->cval >> 32) == 0) {
+            emit_op(c, PW_OP_CONST32);
+            emit(c, dst);
+            emit(c, (uint32_t)e->cval);
+        } else {
+            emit_op(c, PW_OP_CONST64);
+            emit(c, dst);
+            emit(c, (uint32_t)e->cval);
+            emit(c, (uint32_t)(e->cval >> 32));
+        }
+        return;
     }
-    return;
-  }
-  uint32_t src = e->loc == LOC_LOCAL ? e->local : slot_of_depth(c, depth);
-  if (src == dst)
-    return;
-  emit_op(c, PW_OP_COPY);
-  emit(c, dst);
-  emit(c, src);
+    uint32_t src = e->loc == LOC_LOCAL ? e->local : slot_of_depth(c, depth);
+    if (src == dst) return;
+    emit_op(c, PW_OP_COPY);
+    emit(c, dst);
+    emit(c, src);
 }
 
 /* Make the entry at depth d live in its own slot. */
 static void materialize(comp *c, uint32_t d) {
-  ent *e = at(c, d);
-  if (e->loc == LOC_STACK)
-    return;
-  emit_move(c, e, d, slot_of_depth(c, d));
-  if (e->loc == LOC_LOCAL)
-    c->lrefs[e->local]--;
-  e->loc = LOC_STACK;
-  c->pend = false;
+    ent *e = at(c, d);
+    if (e->loc == LOC_STACK) return;
+    emit_move(c, e, d, slot_of_depth(c, d));
+    if (e->loc == LOC_LOCAL) c->lrefs[e->local]--;
+    e->loc = LOC_STACK;
+    c->pend = false;
 }
 
 static void materialize_all(comp *c) {
-  for (uint32_t d = c->lazy_lo; d < c->sp; d++)
-    materialize(c, d);
-  c->lazy_lo = c->sp;
+    for (uint32_t d = c->lazy_lo; d < c->sp; d++)
+        materialize(c, d);
+    c->lazy_lo = c->sp;
 }
 
 /* The slot holding entry at depth d (materialising constants). */
 static uint32_t slot_at(comp *c, uint32_t d) {
-  ent *e = at(c, d);
-  if (e->loc == LOC_LOCAL)
-    return e->local;
-  if (e->loc == LOC_CONST)
-    materialize(c, d);
-  return slot_of_depth(c, d);
+    ent *e = at(c, d);
+    if (e->loc == LOC_LOCAL) return e->local;
+    if (e->loc == LOC_CONST) materialize(c, d);
+    return slot_of_depth(c, d);
 }
 
 static uint32_t pop_slot(comp *c) {
-  uint32_t s = slot_at(c, c->sp - 1);
-  popn(c, 1);
-  return s;
+    uint32_t s = slot_at(c, c->sp - 1);
+    popn(c, 1);
+    return s;
 }
 
 /* Record the instruction starting at pos as a value producer writing `slot`. */
 static void set_pend(comp *c, uint32_t pos, uint32_t op, uint32_t slot) {
-  c->pend = true;
-  c->pend_pos = pos;
-  c->pend_end = c->ncode;
-  c->pend_op = op;
-  c->pend_slot = slot;
+    c->pend = true;
+    c->pend_pos = pos;
+    c->pend_end = c->ncode;
+    c->pend_op = op;
+    c->pend_slot = slot;
 }
 
 /* Is the top entry the untouched result of the last instruction? */
 static bool top_is_pend(comp *c) {
-  return c->pend && c->sp > 0 && top(c, 0)->loc == LOC_STACK &&
-         c->pend_end == c->ncode && c->pend_slot == slot_of_depth(c, c->sp - 1);
+    return c->pend && c->sp > 0 && top(c, 0)->loc == LOC_STACK && c->pend_end == c->ncode &&
+           c->pend_slot == slot_of_depth(c, c->sp - 1);
 }
 
 /* ---------------------------------------------------------------- labels */
 
 static void add_fixup(comp *c, ctl *l, uint32_t at, uint32_t instr) {
-  if (c->nfx == c->capfx &&
-      !grow((void **)&c->fx, &c->capfx, c->nfx + 1, sizeof *c->fx)) {
-    c->oom = true;
-    return;
-  }
-  c->fx[c->nfx] = (fixup){at, instr, l->fixups};
-  l->fixups = c->nfx++;
+    if (c->nfx == c->capfx && !grow((void **)&c->fx, &c->capfx, c->nfx + 1, sizeof *c->fx)) {
+        c->oom = true;
+        return;
+    }
+    c->fx[c->nfx] = (fixup){at, instr, l->fixups};
+    l->fixups = c->nfx++;
 }
 
 static void bind_fixups(comp *c, uint32_t head, uint32_t target) {
-  for (uint32_t i = head; i != UINT32_MAX; i = c->fx[i].next)
-    c->code[c->fx[i].at] = target - c->fx[i].instr;
+    for (uint32_t i = head; i != UINT32_MAX; i = c->fx[i].next)
+        c->code[c->fx[i].at] = target - c->fx[i].instr;
 }
 
 /* Emit the branch offset word for a jump from the instruction at `instr` to l.
  */
 static void emit_target(comp *c, ctl *l, uint32_t instr) {
-  if (l->kind == CT_LOOP) {
-    emit(c, l->label_pc - instr);
-  } else {
-    add_fixup(c, l, c->ncode, instr);
-    emit(c, 0);
-  }
+    if (l->kind == CT_LOOP) {
+        emit(c, l->label_pc - instr);
+    } else {
+        add_fixup(c, l, c->ncode, instr);
+        emit(c, 0);
+    }
 }
 
 static uint32_t label_arity(const ctl *l) {
-  return l->kind == CT_LOOP ? l->nparams : l->nresults;
+    return l->kind == CT_LOOP ? l->nparams : l->nresults;
 }
 
 /* Would a branch to l need value moves? */
 static bool needs_moves(comp *c, const ctl *l) {
-  uint32_t n = label_arity(l);
-  for (uint32_t i = 0; i < n; i++) {
-    uint32_t d = c->sp - n + i;
-    if (at(c, d)->loc != LOC_STACK || d != l->height + i)
-      return true;
-  }
-  return false;
+    uint32_t n = label_arity(l);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t d = c->sp - n + i;
+        if (at(c, d)->loc != LOC_STACK || d != l->height + i) return true;
+    }
+    return false;
 }
 
 static void emit_moves(comp *c, const ctl *l) {
-  uint32_t n = label_arity(l);
-  for (uint32_t i = 0; i < n; i++) {
-    uint32_t d = c->sp - n + i;
-    emit_move(c, at(c, d), d, slot_of_depth(c, l->height + i));
-  }
+    uint32_t n = label_arity(l);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t d = c->sp - n + i;
+        emit_move(c, at(c, d), d, slot_of_depth(c, l->height + i));
+    }
 }
 
 /* Copy the top n values to slots 0..n-1 (function results, tail-call
@@ -316,208 +303,197 @@ static void emit_moves(comp *c, const ctl *l) {
  * change. Only a local among the destinations can be overwritten before it is
  * read: such sources are first copied to their own stack slots. */
 static void emit_to_base(comp *c, uint32_t n) {
-  if (n == 1) {
-    emit_move(c, top(c, 0), c->sp - 1, 0);
-    return;
-  }
-  for (uint32_t i = 0; i < n; i++) {
-    uint32_t d = c->sp - n + i;
-    ent *e = at(c, d);
-    if (e->loc == LOC_LOCAL && e->local < n && e->local != i)
-      emit_move(c, e, d, slot_of_depth(c, d));
-  }
-  for (uint32_t i = 0; i < n; i++) {
-    uint32_t d = c->sp - n + i;
-    ent e = *at(c, d);
-    if (e.loc == LOC_LOCAL && e.local < n && e.local != i)
-      e.loc = LOC_STACK;
-    emit_move(c, &e, d, i);
-  }
+    if (n == 1) {
+        emit_move(c, top(c, 0), c->sp - 1, 0);
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t d = c->sp - n + i;
+        ent *e = at(c, d);
+        if (e->loc == LOC_LOCAL && e->local < n && e->local != i)
+            emit_move(c, e, d, slot_of_depth(c, d));
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t d = c->sp - n + i;
+        ent e = *at(c, d);
+        if (e.loc == LOC_LOCAL && e.local < n && e.local != i) e.loc = LOC_STACK;
+        emit_move(c, &e, d, i);
+    }
 }
 
 static void emit_return(comp *c) {
-  emit_to_base(c, c->ft->u.func.nresults);
-  emit_op(c, PW_OP_RETURN);
+    emit_to_base(c, c->ft->u.func.nresults);
+    emit_op(c, PW_OP_RETURN);
 }
 
 static void emit_br(comp *c, ctl *l) {
-  if (l->kind == CT_FUNC) {
-    emit_return(c);
-    return;
-  }
-  emit_moves(c, l);
-  uint32_t pos = emit_op(c, PW_OP_BR);
-  emit_target(c, l, pos);
+    if (l->kind == CT_FUNC) {
+        emit_return(c);
+        return;
+    }
+    emit_moves(c, l);
+    uint32_t pos = emit_op(c, PW_OP_BR);
+    emit_target(c, l, pos);
 }
 
 /* ---------------------------------------------------------------- fused
  * branches */
 
 static bool is_i32_binop(uint32_t op) {
-  return op <= PW_OP_BR_I32_GE_U_I && ((op - PW_OP_I32_ADD) & 3) < 2;
+    return op <= PW_OP_BR_I32_GE_U_I && ((op - PW_OP_I32_ADD) & 3) < 2;
 }
 
 /* The inverse compare of an i32 binop (same imm-ness), or UINT32_MAX. */
 static uint32_t invert_cmp(uint32_t op) {
-  static const uint16_t pairs[][2] = {
-      {PW_OP_I32_EQ, PW_OP_I32_NE},     {PW_OP_I32_LT_S, PW_OP_I32_GE_S},
-      {PW_OP_I32_LT_U, PW_OP_I32_GE_U}, {PW_OP_I32_GT_S, PW_OP_I32_LE_S},
-      {PW_OP_I32_GT_U, PW_OP_I32_LE_U},
-  };
-  uint32_t imm = (op - PW_OP_I32_ADD) & 1, base = op - imm;
-  for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
-    if (pairs[i][0] == base)
-      return pairs[i][1] + imm;
-    if (pairs[i][1] == base)
-      return pairs[i][0] + imm;
-  }
-  return UINT32_MAX;
+    static const uint16_t pairs[][2] = {
+        {PW_OP_I32_EQ, PW_OP_I32_NE},     {PW_OP_I32_LT_S, PW_OP_I32_GE_S},
+        {PW_OP_I32_LT_U, PW_OP_I32_GE_U}, {PW_OP_I32_GT_S, PW_OP_I32_LE_S},
+        {PW_OP_I32_GT_U, PW_OP_I32_LE_U},
+    };
+    uint32_t imm = (op - PW_OP_I32_ADD) & 1, base = op - imm;
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        if (pairs[i][0] == base) return pairs[i][1] + imm;
+        if (pairs[i][1] == base) return pairs[i][0] + imm;
+    }
+    return UINT32_MAX;
 }
 
 typedef struct cond {
-  uint32_t op;   /* branch op */
-  uint32_t a, b; /* operands (b unused for one-operand forms) */
-  uint32_t nops; /* operand words before the offset */
+    uint32_t op;   /* branch op */
+    uint32_t a, b; /* operands (b unused for one-operand forms) */
+    uint32_t nops; /* operand words before the offset */
 } cond;
 
 /* Pop the i32 condition on top of the stack and produce a branch that jumps
  * when it is true (when_true) or false. May remove the instruction that
  * computed it. */
 static cond pop_cond(comp *c, bool when_true) {
-  cond k;
-  if (top_is_pend(c)) {
-    uint32_t op = c->pend_op, pos = c->pend_pos;
-    if (is_i32_binop(op)) {
-      uint32_t bop = when_true ? op : invert_cmp(op);
-      if (bop != UINT32_MAX) {
-        k = (cond){bop + 2, c->code[pos + 2], c->code[pos + 3], 2};
-        c->ncode = pos;
-        popn(c, 1);
-        c->pend = false;
-        return k;
-      }
-    } else if (op == PW_OP_I32_EQZ || op == PW_OP_I64_EQZ) {
-      bool is64 = op == PW_OP_I64_EQZ;
-      uint32_t bop = when_true ? (is64 ? PW_OP_BR_IF64Z : PW_OP_BR_IFZ)
-                               : (is64 ? PW_OP_BR_IF64 : PW_OP_BR_IF);
-      k = (cond){bop, c->code[pos + 2], 0, 1};
-      c->ncode = pos;
-      popn(c, 1);
-      c->pend = false;
-      return k;
+    cond k;
+    if (top_is_pend(c)) {
+        uint32_t op = c->pend_op, pos = c->pend_pos;
+        if (is_i32_binop(op)) {
+            uint32_t bop = when_true ? op : invert_cmp(op);
+            if (bop != UINT32_MAX) {
+                k = (cond){bop + 2, c->code[pos + 2], c->code[pos + 3], 2};
+                c->ncode = pos;
+                popn(c, 1);
+                c->pend = false;
+                return k;
+            }
+        } else if (op == PW_OP_I32_EQZ || op == PW_OP_I64_EQZ) {
+            bool is64 = op == PW_OP_I64_EQZ;
+            uint32_t bop = when_true ? (is64 ? PW_OP_BR_IF64Z : PW_OP_BR_IFZ)
+                                     : (is64 ? PW_OP_BR_IF64 : PW_OP_BR_IF);
+            k = (cond){bop, c->code[pos + 2], 0, 1};
+            c->ncode = pos;
+            popn(c, 1);
+            c->pend = false;
+            return k;
+        }
     }
-  }
-  uint32_t s = pop_slot(c);
-  return (cond){when_true ? PW_OP_BR_IF : PW_OP_BR_IFZ, s, 0, 1};
+    uint32_t s = pop_slot(c);
+    return (cond){when_true ? PW_OP_BR_IF : PW_OP_BR_IFZ, s, 0, 1};
 }
 
 static uint32_t emit_cond(comp *c, const cond *k) {
-  uint32_t pos = emit_op(c, k->op);
-  emit(c, k->a);
-  if (k->nops == 2)
-    emit(c, k->b);
-  return pos;
+    uint32_t pos = emit_op(c, k->op);
+    emit(c, k->a);
+    if (k->nops == 2) emit(c, k->b);
+    return pos;
 }
 
 /* ---------------------------------------------------------------- control */
 
 static bool push_ctl(comp *c, uint8_t kind, const pw_instr *in) {
-  if (c->ncs == c->capcs &&
-      !grow((void **)&c->cs, &c->capcs, c->ncs + 1, sizeof *c->cs))
-    return false;
-  ctl *l = &c->cs[c->ncs++];
-  memset(l, 0, sizeof *l);
-  l->kind = kind;
-  l->fixups = UINT32_MAX;
-  l->else_fix = UINT32_MAX;
-  l->try_pos = UINT32_MAX;
-  if (in->bt == PW_BT_VAL) {
-    l->single = in->t1;
-    l->nresults = 1;
-    l->results = &l->single;
-  } else if (in->bt == PW_BT_TYPE) {
-    const pw_deftype *t = &c->m->types[in->a];
-    l->nparams = t->u.func.nparams;
-    l->nresults = t->u.func.nresults;
-    l->params = t->u.func.types;
-    l->results = t->u.func.types + l->nparams;
-  }
-  if (c->sp < l->nparams) {
-    c->bad = true;
-    l->height = 0;
-    l->nparams = 0;
-  } else {
-    l->height = c->sp - l->nparams;
-  }
-  return true;
+    if (c->ncs == c->capcs && !grow((void **)&c->cs, &c->capcs, c->ncs + 1, sizeof *c->cs))
+        return false;
+    ctl *l = &c->cs[c->ncs++];
+    memset(l, 0, sizeof *l);
+    l->kind = kind;
+    l->fixups = UINT32_MAX;
+    l->else_fix = UINT32_MAX;
+    l->try_pos = UINT32_MAX;
+    if (in->bt == PW_BT_VAL) {
+        l->single = in->t1;
+        l->nresults = 1;
+        l->results = &l->single;
+    } else if (in->bt == PW_BT_TYPE) {
+        const pw_deftype *t = &c->m->types[in->a];
+        l->nparams = t->u.func.nparams;
+        l->nresults = t->u.func.nresults;
+        l->params = t->u.func.types;
+        l->results = t->u.func.types + l->nparams;
+    }
+    if (c->sp < l->nparams) {
+        c->bad = true;
+        l->height = 0;
+        l->nparams = 0;
+    } else {
+        l->height = c->sp - l->nparams;
+    }
+    return true;
 }
 
 /* Reset the operand stack to `height` plus STACK entries of the given types. */
-static void reset_stack(comp *c, uint32_t height, uint32_t n,
-                        const pw_valtype *types) {
-  if (c->sp > height)
-    popn(c, c->sp - height);
-  c->sp = height;
-  for (uint32_t i = 0; i < n; i++)
-    push_stack(c, types[i]);
-  c->pend = false;
+static void reset_stack(comp *c, uint32_t height, uint32_t n, const pw_valtype *types) {
+    if (c->sp > height) popn(c, c->sp - height);
+    c->sp = height;
+    for (uint32_t i = 0; i < n; i++)
+        push_stack(c, types[i]);
+    c->pend = false;
 }
 
 /* Skip unreachable code up to the `end` or `else` that closes the current
  * block. */
 static bool skip_unreachable(pw_reader *r, uint32_t *closing) {
-  uint32_t depth = 0;
-  pw_instr in;
-  while (r->p < r->end) {
-    if (!pw_instr_read(r, &in))
-      return false;
-    switch (in.op) {
-    case 0x02:
-    case 0x03:
-    case 0x04:
-    case 0x1F:
-      depth++;
-      break;
-    case 0x05:
-      if (depth == 0) {
-        *closing = 0x05;
-        return true;
-      }
-      break;
-    case 0x0B:
-      if (depth == 0) {
-        *closing = 0x0B;
-        return true;
-      }
-      depth--;
-      break;
-    default:
-      break;
+    uint32_t depth = 0;
+    pw_instr in;
+    while (r->p < r->end) {
+        if (!pw_instr_read(r, &in)) return false;
+        switch (in.op) {
+        case 0x02:
+        case 0x03:
+        case 0x04:
+        case 0x1F: depth++; break;
+        case 0x05:
+            if (depth == 0) {
+                *closing = 0x05;
+                return true;
+            }
+            break;
+        case 0x0B:
+            if (depth == 0) {
+                *closing = 0x0B;
+                return true;
+            }
+            depth--;
+            break;
+        default: break;
+        }
     }
-  }
-  return false;
+    return false;
 }
 
 /* ---------------------------------------------------------------- numeric
  * table */
 
 typedef struct numinfo {
-  uint16_t op, imm;
-  uint8_t nin;  /* 0 = not a simple numeric op */
-  uint8_t out;  /* pw_valkind of the result */
-  uint8_t comm; /* commutative: a constant left operand may be swapped */
+    uint16_t op, imm;
+    uint8_t nin;  /* 0 = not a simple numeric op */
+    uint8_t out;  /* pw_valkind of the result */
+    uint8_t comm; /* commutative: a constant left operand may be swapped */
 } numinfo;
 
 #define I32 PW_K_I32
 #define I64 PW_K_I64
 #define F32 PW_K_F32
 #define F64 PW_K_F64
-#define B(o, imm, t, cm)                                                       \
-  { PW_OP_##o, imm, 2, t, cm }
-#define BI(o, t, cm)                                                           \
-  { PW_OP_##o, PW_OP_##o##_I, 2, t, cm }
-#define U(o, t)                                                                \
-  { PW_OP_##o, NOIMM, 1, t, 0 }
+#define B(o, imm, t, cm)                                                                           \
+    { PW_OP_##o, imm, 2, t, cm }
+#define BI(o, t, cm)                                                                               \
+    { PW_OP_##o, PW_OP_##o##_I, 2, t, cm }
+#define U(o, t)                                                                                    \
+    { PW_OP_##o, NOIMM, 1, t, 0 }
 static const numinfo NUM[256] = {
     [0x45] = U(I32_EQZ, I32),
     [0x46] = BI(I32_EQ, I32, 1),
@@ -644,9 +620,8 @@ static const numinfo NUM[256] = {
     [0xC4] = U(I64_EXTEND32_S, I64),
 };
 static const numinfo SAT[8] = {
-    U(I32_TRUNC_SAT_F32_S, I32), U(I32_TRUNC_SAT_F32_U, I32),
-    U(I32_TRUNC_SAT_F64_S, I32), U(I32_TRUNC_SAT_F64_U, I32),
-    U(I64_TRUNC_SAT_F32_S, I64), U(I64_TRUNC_SAT_F32_U, I64),
+    U(I32_TRUNC_SAT_F32_S, I32), U(I32_TRUNC_SAT_F32_U, I32), U(I32_TRUNC_SAT_F64_S, I32),
+    U(I32_TRUNC_SAT_F64_U, I32), U(I64_TRUNC_SAT_F32_S, I64), U(I64_TRUNC_SAT_F32_U, I64),
     U(I64_TRUNC_SAT_F64_S, I64), U(I64_TRUNC_SAT_F64_U, I64),
 };
 #undef B
@@ -654,63 +629,58 @@ static const numinfo SAT[8] = {
 #undef U
 
 static const struct {
-  uint16_t op;
-  uint8_t out;
+    uint16_t op;
+    uint8_t out;
 } LOADS[14] = {
-    {PW_OP_I32_LOAD, I32},     {PW_OP_I64_LOAD, I64},
-    {PW_OP_F32_LOAD, F32},     {PW_OP_F64_LOAD, F64},
-    {PW_OP_I32_LOAD8_S, I32},  {PW_OP_I32_LOAD8_U, I32},
-    {PW_OP_I32_LOAD16_S, I32}, {PW_OP_I32_LOAD16_U, I32},
-    {PW_OP_I64_LOAD8_S, I64},  {PW_OP_I64_LOAD8_U, I64},
-    {PW_OP_I64_LOAD16_S, I64}, {PW_OP_I64_LOAD16_U, I64},
+    {PW_OP_I32_LOAD, I32},     {PW_OP_I64_LOAD, I64},     {PW_OP_F32_LOAD, F32},
+    {PW_OP_F64_LOAD, F64},     {PW_OP_I32_LOAD8_S, I32},  {PW_OP_I32_LOAD8_U, I32},
+    {PW_OP_I32_LOAD16_S, I32}, {PW_OP_I32_LOAD16_U, I32}, {PW_OP_I64_LOAD8_S, I64},
+    {PW_OP_I64_LOAD8_U, I64},  {PW_OP_I64_LOAD16_S, I64}, {PW_OP_I64_LOAD16_U, I64},
     {PW_OP_I64_LOAD32_S, I64}, {PW_OP_I64_LOAD32_U, I64},
 };
 static const uint16_t STORES[9] = {
-    PW_OP_I32_STORE,  PW_OP_I64_STORE,   PW_OP_F32_STORE,
-    PW_OP_F64_STORE,  PW_OP_I32_STORE8,  PW_OP_I32_STORE16,
-    PW_OP_I64_STORE8, PW_OP_I64_STORE16, PW_OP_I64_STORE32,
+    PW_OP_I32_STORE,   PW_OP_I64_STORE,  PW_OP_F32_STORE,   PW_OP_F64_STORE,   PW_OP_I32_STORE8,
+    PW_OP_I32_STORE16, PW_OP_I64_STORE8, PW_OP_I64_STORE16, PW_OP_I64_STORE32,
 };
 
 static void numeric(comp *c, const numinfo *ni) {
-  if (ni->nin == 1) {
-    uint32_t a = pop_slot(c);
+    if (ni->nin == 1) {
+        uint32_t a = pop_slot(c);
+        uint32_t dst = push_stack(c, ni->out);
+        uint32_t pos = emit_op(c, ni->op);
+        emit(c, dst);
+        emit(c, a);
+        set_pend(c, pos, ni->op, dst);
+        return;
+    }
+    ent *eb = top(c, 0), *ea = top(c, 1);
+    bool i64 = ni->op >= PW_OP_I64_ADD && ni->op <= PW_OP_I64_GE_U_I;
+    uint32_t op = ni->op, a, b;
+    bool fits_b =
+        eb->loc == LOC_CONST && (!i64 || (int64_t)eb->cval == (int64_t)(int32_t)(uint32_t)eb->cval);
+    bool fits_a =
+        ea->loc == LOC_CONST && (!i64 || (int64_t)ea->cval == (int64_t)(int32_t)(uint32_t)ea->cval);
+    if (ni->imm != NOIMM && fits_b) {
+        op = ni->imm;
+        b = (uint32_t)eb->cval;
+        popn(c, 1);
+        a = pop_slot(c);
+    } else if (ni->imm != NOIMM && ni->comm && fits_a) {
+        op = ni->imm;
+        b = (uint32_t)ea->cval;
+        a = slot_at(c, c->sp - 1);
+        popn(c, 2);
+    } else {
+        b = slot_at(c, c->sp - 1);
+        a = slot_at(c, c->sp - 2);
+        popn(c, 2);
+    }
     uint32_t dst = push_stack(c, ni->out);
-    uint32_t pos = emit_op(c, ni->op);
+    uint32_t pos = emit_op(c, op);
     emit(c, dst);
     emit(c, a);
-    set_pend(c, pos, ni->op, dst);
-    return;
-  }
-  ent *eb = top(c, 0), *ea = top(c, 1);
-  bool i64 = ni->op >= PW_OP_I64_ADD && ni->op <= PW_OP_I64_GE_U_I;
-  uint32_t op = ni->op, a, b;
-  bool fits_b =
-      eb->loc == LOC_CONST &&
-      (!i64 || (int64_t)eb->cval == (int64_t)(int32_t)(uint32_t)eb->cval);
-  bool fits_a =
-      ea->loc == LOC_CONST &&
-      (!i64 || (int64_t)ea->cval == (int64_t)(int32_t)(uint32_t)ea->cval);
-  if (ni->imm != NOIMM && fits_b) {
-    op = ni->imm;
-    b = (uint32_t)eb->cval;
-    popn(c, 1);
-    a = pop_slot(c);
-  } else if (ni->imm != NOIMM && ni->comm && fits_a) {
-    op = ni->imm;
-    b = (uint32_t)ea->cval;
-    a = slot_at(c, c->sp - 1);
-    popn(c, 2);
-  } else {
-    b = slot_at(c, c->sp - 1);
-    a = slot_at(c, c->sp - 2);
-    popn(c, 2);
-  }
-  uint32_t dst = push_stack(c, ni->out);
-  uint32_t pos = emit_op(c, op);
-  emit(c, dst);
-  emit(c, a);
-  emit(c, b);
-  set_pend(c, pos, op, dst);
+    emit(c, b);
+    set_pend(c, pos, op, dst);
 }
 
 /* Materialise LOCAL references to local x (before x is written). */
@@ -719,59 +689,54 @@ static void numeric(comp *c, const numinfo *ni) {
  * visited at most once over the whole function (no quadratic scans on hostile
  * code). */
 static void spill_local(comp *c, uint32_t x) {
-  if (!c->lrefs[x])
-    return;
-  for (uint32_t d = c->lazy_lo; d + 1 < c->sp; d++)
-    materialize(c, d);
-  if (c->sp > 0 && c->lazy_lo < c->sp - 1)
-    c->lazy_lo = c->sp - 1;
+    if (!c->lrefs[x]) return;
+    for (uint32_t d = c->lazy_lo; d + 1 < c->sp; d++)
+        materialize(c, d);
+    if (c->sp > 0 && c->lazy_lo < c->sp - 1) c->lazy_lo = c->sp - 1;
 }
 
 static void local_set(comp *c, uint32_t x, bool tee) {
-  ent *e = top(c, 0);
-  pw_valtype t = e->type;
-  bool refs = c->lrefs[x] > (e->loc == LOC_LOCAL && e->local == x);
-  if (e->loc == LOC_LOCAL && e->local == x) {
-    if (!tee)
-      popn(c, 1);
-    return;
-  }
-  if (!refs && top_is_pend(c)) {
-    c->code[c->pend_pos + 1] = x;
-    c->pend = false;
+    ent *e = top(c, 0);
+    pw_valtype t = e->type;
+    bool refs = c->lrefs[x] > (e->loc == LOC_LOCAL && e->local == x);
+    if (e->loc == LOC_LOCAL && e->local == x) {
+        if (!tee) popn(c, 1);
+        return;
+    }
+    if (!refs && top_is_pend(c)) {
+        c->code[c->pend_pos + 1] = x;
+        c->pend = false;
+        popn(c, 1);
+        if (tee) push(c, LOC_LOCAL, x, 0, t);
+        return;
+    }
+    spill_local(c, x);
+    e = top(c, 0);
+    emit_move(c, e, c->sp - 1, x);
     popn(c, 1);
-    if (tee)
-      push(c, LOC_LOCAL, x, 0, t);
-    return;
-  }
-  spill_local(c, x);
-  e = top(c, 0);
-  emit_move(c, e, c->sp - 1, x);
-  popn(c, 1);
-  c->pend = false;
-  if (tee)
-    push(c, LOC_LOCAL, x, 0, t);
+    c->pend = false;
+    if (tee) push(c, LOC_LOCAL, x, 0, t);
 }
 
 /* ---------------------------------------------------------------- calls */
 
-static void emit_call(comp *c, uint32_t op, const pw_deftype *t, uint32_t a1,
-                      uint32_t a2, uint32_t idx_slot, bool indirect) {
-  uint32_t np = t->u.func.nparams, nr = t->u.func.nresults;
-  for (uint32_t i = 0; i < np; i++)
-    materialize(c, c->sp - np + i);
-  uint32_t argbase = slot_of_depth(c, c->sp - np);
-  emit_op(c, op);
-  emit(c, a1);
-  if (indirect) {
-    emit(c, a2);
-    emit(c, idx_slot);
-  }
-  emit(c, argbase);
-  popn(c, np);
-  for (uint32_t i = 0; i < nr; i++)
-    push_stack(c, t->u.func.types[np + i]);
-  c->pend = false;
+static void emit_call(comp *c, uint32_t op, const pw_deftype *t, uint32_t a1, uint32_t a2,
+                      uint32_t idx_slot, bool indirect) {
+    uint32_t np = t->u.func.nparams, nr = t->u.func.nresults;
+    for (uint32_t i = 0; i < np; i++)
+        materialize(c, c->sp - np + i);
+    uint32_t argbase = slot_of_depth(c, c->sp - np);
+    emit_op(c, op);
+    emit(c, a1);
+    if (indirect) {
+        emit(c, a2);
+        emit(c, idx_slot);
+    }
+    emit(c, argbase);
+    popn(c, np);
+    for (uint32_t i = 0; i < nr; i++)
+        push_stack(c, t->u.func.types[np + i]);
+    c->pend = false;
 }
 
 /* ---------------------------------------------------------------- one function
@@ -782,824 +747,745 @@ static void emit_call(comp *c, uint32_t op, const pw_deftype *t, uint32_t a1,
  * instruction decoding. */
 /* LEB128 readers for already-validated code with at least 5 bytes available. */
 static inline uint32_t leb_u32(const uint8_t **pp) {
-  const uint8_t *p = *pp;
-  uint32_t v = 0;
-  for (unsigned sh = 0; sh < 35; sh += 7) {
-    uint8_t b = *p++;
-    v |= (uint32_t)(b & 0x7f) << sh;
-    if (!(b & 0x80))
-      break;
-  }
-  *pp = p;
-  return v;
+    const uint8_t *p = *pp;
+    uint32_t v = 0;
+    for (unsigned sh = 0; sh < 35; sh += 7) {
+        uint8_t b = *p++;
+        v |= (uint32_t)(b & 0x7f) << sh;
+        if (!(b & 0x80)) break;
+    }
+    *pp = p;
+    return v;
 }
 
 static inline int32_t leb_s32(const uint8_t **pp) {
-  const uint8_t *p = *pp;
-  uint32_t v = 0;
-  unsigned sh = 0;
-  uint8_t b;
-  do {
-    b = *p++;
-    v |= (uint32_t)(b & 0x7f) << sh;
-    sh += 7;
-  } while ((b & 0x80) && sh < 35);
-  if (sh < 32 && (b & 0x40))
-    v |= ~0u << sh;
-  *pp = p;
-  return (int32_t)v;
+    const uint8_t *p = *pp;
+    uint32_t v = 0;
+    unsigned sh = 0;
+    uint8_t b;
+    do {
+        b = *p++;
+        v |= (uint32_t)(b & 0x7f) << sh;
+        sh += 7;
+    } while ((b & 0x80) && sh < 35);
+    if (sh < 32 && (b & 0x40)) v |= ~0u << sh;
+    *pp = p;
+    return (int32_t)v;
 }
 
 static inline bool read_instr(pw_reader *r, pw_instr *in) {
-  const uint8_t *p = r->p;
-  if (__builtin_expect(r->end - p >= 12, 1)) {
-    uint8_t op = *p++;
-    if ((op >= 0x45 && op <= 0xC4) || op <= 0x01 || op == 0x05 || op == 0x0B ||
-        op == 0x0F || op == 0x1A || op == 0x1B || op == 0xD1) {
-      in->op = op;
-      r->p = p;
-      return true;
+    const uint8_t *p = r->p;
+    if (__builtin_expect(r->end - p >= 12, 1)) {
+        uint8_t op = *p++;
+        if ((op >= 0x45 && op <= 0xC4) || op <= 0x01 || op == 0x05 || op == 0x0B || op == 0x0F ||
+            op == 0x1A || op == 0x1B || op == 0xD1) {
+            in->op = op;
+            r->p = p;
+            return true;
+        }
+        if ((op >= 0x20 && op <= 0x24) || op == 0x0C || op == 0x0D || op == 0x10) {
+            in->op = op;
+            in->a = leb_u32(&p);
+            r->p = p;
+            return true;
+        }
+        if (op == 0x41) {
+            in->op = op;
+            in->bits = (uint64_t)(int64_t)leb_s32(&p);
+            r->p = p;
+            return true;
+        }
+        if (op >= 0x28 && op <= 0x3E && *p < 0x40) {
+            in->op = op;
+            in->a = 0;
+            in->align = *p++;
+            in->offset = leb_u32(&p);
+            r->p = p;
+            return true;
+        }
     }
-    if ((op >= 0x20 && op <= 0x24) || op == 0x0C || op == 0x0D || op == 0x10) {
-      in->op = op;
-      in->a = leb_u32(&p);
-      r->p = p;
-      return true;
-    }
-    if (op == 0x41) {
-      in->op = op;
-      in->bits = (uint64_t)(int64_t)leb_s32(&p);
-      r->p = p;
-      return true;
-    }
-    if (op >= 0x28 && op <= 0x3E && *p < 0x40) {
-      in->op = op;
-      in->a = 0;
-      in->align = *p++;
-      in->offset = leb_u32(&p);
-      r->p = p;
-      return true;
-    }
-  }
-  return pw_instr_read(r, in);
+    return pw_instr_read(r, in);
 }
 
 /* Index immediates in range (defence in depth: the validator checks all of
  * this). */
 static bool imm_ok(comp *c, const pw_instr *in) {
-  const pw_module *m = c->m;
-  uint32_t op = in->op;
-  switch (op) {
-  case 0x02:
-  case 0x03:
-  case 0x04:
-    return in->bt != PW_BT_TYPE ||
-           (in->a < m->ntypes && m->types[in->a].form == PW_FORM_FUNC);
-  case 0x0C:
-  case 0x0D:
-  case 0xD5:
-  case 0xD6:
-    return in->a < c->ncs;
-  case 0x12:
-    return in->a < m->nfuncs;
-  case 0x08:
-    return in->a < m->ntags;
-  case 0x1F:
-    return in->bt != PW_BT_TYPE ||
-           (in->a < m->ntypes && m->types[in->a].form == PW_FORM_FUNC);
-  case 0x13:
-    return in->a < m->ntypes && m->types[in->a].form == PW_FORM_FUNC &&
-           in->b < m->ntables;
-  case 0x14:
-  case 0x15:
-    return in->a < m->ntypes && m->types[in->a].form == PW_FORM_FUNC;
-  case 0x0E:
-    return in->a < c->ncs;
-  case 0x10:
-    return in->a < m->nfuncs;
-  case 0x11:
-    return in->a < m->ntypes && m->types[in->a].form == PW_FORM_FUNC &&
-           in->b < m->ntables;
-  case 0x20:
-  case 0x21:
-  case 0x22:
-    return in->a < c->nlocals;
-  case 0x23:
-  case 0x24:
-    return in->a < m->nglobals;
-  case 0x25:
-  case 0x26:
-    return in->a < m->ntables;
-  case 0xD2:
-    return in->a < m->nfuncs;
-  case PW_OP_FC(8):
-    return in->a < m->ndatas;
-  case PW_OP_FC(9):
-    return in->a < m->ndatas;
-  case PW_OP_FC(12):
-    return in->a < m->nelems && in->b < m->ntables;
-  case PW_OP_FC(13):
-    return in->a < m->nelems;
-  case PW_OP_FC(14):
-    return in->a < m->ntables && in->b < m->ntables;
-  case PW_OP_FC(15):
-  case PW_OP_FC(16):
-  case PW_OP_FC(17):
-    return in->a < m->ntables;
-  default:
-    return true;
-  }
+    const pw_module *m = c->m;
+    uint32_t op = in->op;
+    switch (op) {
+    case 0x02:
+    case 0x03:
+    case 0x04:
+        return in->bt != PW_BT_TYPE || (in->a < m->ntypes && m->types[in->a].form == PW_FORM_FUNC);
+    case 0x0C:
+    case 0x0D:
+    case 0xD5:
+    case 0xD6: return in->a < c->ncs;
+    case 0x12: return in->a < m->nfuncs;
+    case 0x08: return in->a < m->ntags;
+    case 0x1F:
+        return in->bt != PW_BT_TYPE || (in->a < m->ntypes && m->types[in->a].form == PW_FORM_FUNC);
+    case 0x13:
+        return in->a < m->ntypes && m->types[in->a].form == PW_FORM_FUNC && in->b < m->ntables;
+    case 0x14:
+    case 0x15: return in->a < m->ntypes && m->types[in->a].form == PW_FORM_FUNC;
+    case 0x0E: return in->a < c->ncs;
+    case 0x10: return in->a < m->nfuncs;
+    case 0x11:
+        return in->a < m->ntypes && m->types[in->a].form == PW_FORM_FUNC && in->b < m->ntables;
+    case 0x20:
+    case 0x21:
+    case 0x22: return in->a < c->nlocals;
+    case 0x23:
+    case 0x24: return in->a < m->nglobals;
+    case 0x25:
+    case 0x26: return in->a < m->ntables;
+    case 0xD2: return in->a < m->nfuncs;
+    case PW_OP_FC(8): return in->a < m->ndatas;
+    case PW_OP_FC(9): return in->a < m->ndatas;
+    case PW_OP_FC(12): return in->a < m->nelems && in->b < m->ntables;
+    case PW_OP_FC(13): return in->a < m->nelems;
+    case PW_OP_FC(14): return in->a < m->ntables && in->b < m->ntables;
+    case PW_OP_FC(15):
+    case PW_OP_FC(16):
+    case PW_OP_FC(17): return in->a < m->ntables;
+    default: return true;
+    }
 }
 
 static bool compile_body(comp *c, pw_cfunc *out) {
-  const pw_module *m = c->m;
-  pw_reader r = {m->bytes + c->fd->body.off,
-                 m->bytes + c->fd->body.off + c->fd->body.len, m->bytes,
-                 c->err};
-  pw_instr fake = {0};
-  fake.bt = PW_BT_EMPTY;
-  if (!push_ctl(c, CT_FUNC, &fake))
-    return false;
-  ctl *fl = &c->cs[0];
-  fl->nresults = c->ft->u.func.nresults;
-  fl->results = c->ft->u.func.types + c->ft->u.func.nparams;
-  pw_instr in;
-  while (c->ncs > 0 && !c->oom) {
-    if (r.p >= r.end)
-      return pw_fail(c->err, PW_ERR_MALFORMED, "unexpected end"), false;
-    if (!read_instr(&r, &in))
-      return false;
-    uint32_t op = in.op;
-    ctl *cur = &c->cs[c->ncs - 1];
-    if (c->bad || !imm_ok(c, &in)) {
-      pw_fail(c->err, PW_ERR_INVALID, "type mismatch");
-      return false;
-    }
-    switch (op) {
-    case 0x00: /* unreachable */
-      emit_op(c, PW_OP_UNREACHABLE);
-      goto dead;
-    case 0x01:
-      break;
-    case 0x02:
-    case 0x03:
-      materialize_all(c);
-      if (!push_ctl(c, op == 0x02 ? CT_BLOCK : CT_LOOP, &in))
-        return false;
-      cur = &c->cs[c->ncs - 1];
-      cur->label_pc = c->ncode;
-      c->pend = false;
-      break;
-    case 0x04: { /* if */
-      cond k = pop_cond(c, false);
-      materialize_all(c);
-      if (!push_ctl(c, CT_IF, &in))
-        return false;
-      cur = &c->cs[c->ncs - 1];
-      uint32_t pos = emit_cond(c, &k);
-      cur->else_fix = c->ncode;
-      emit(c, pos);
-      break;
-    }
-    case 0x05: /* else */
-      if (!cur->unreachable) {
-        for (uint32_t i = 0; i < cur->nresults; i++)
-          materialize(c, c->sp - cur->nresults + i);
-        uint32_t pos = emit_op(c, PW_OP_BR);
-        add_fixup(c, cur, c->ncode, pos);
-        emit(c, 0);
-      }
-    do_else:
-      c->code[cur->else_fix] = c->ncode - c->code[cur->else_fix];
-      cur->else_fix = UINT32_MAX;
-      cur->kind = CT_ELSE;
-      cur->unreachable = false;
-      reset_stack(c, cur->height, cur->nparams, cur->params);
-      break;
-    case 0x0B: /* end */
-      if (!cur->unreachable)
-        for (uint32_t i = 0; i < cur->nresults; i++)
-          materialize(c, c->sp - cur->nresults + i);
-    do_end:
-      if (cur->kind == CT_FUNC) {
-        if (!cur->unreachable)
-          emit_return(c);
-        c->ncs--;
-        break;
-      }
-      if (cur->else_fix != UINT32_MAX)
-        c->code[cur->else_fix] = c->ncode - c->code[cur->else_fix];
-      if (cur->try_pos != UINT32_MAX) {
-        if (c->nhs == c->caphs &&
-            !grow((void **)&c->hs, &c->caphs, c->nhs + 1, sizeof *c->hs))
-          return false;
-        c->hs[c->nhs++] =
-            (pw_handler){cur->try_pos - c->fstart, c->ncode - c->fstart};
-      }
-      if (cur->kind != CT_LOOP)
-        bind_fixups(c, cur->fixups, c->ncode);
-      reset_stack(c, cur->height, cur->nresults, cur->results);
-      c->ncs--;
-      break;
-    case 0x0C: /* br */
-      emit_br(c, &c->cs[c->ncs - 1 - in.a]);
-      goto dead;
-    case 0x0D: { /* br_if */
-      ctl *l = &c->cs[c->ncs - 1 - in.a];
-      if (c->sp == 0)
-        c->bad = true;
-      c->sp -= c->sp > 0; /* the condition is not a branch value */
-      bool moves = l->kind == CT_FUNC || needs_moves(c, l);
-      c->sp++;
-      if (!moves) {
-        cond k = pop_cond(c, true);
-        uint32_t pos = emit_cond(c, &k);
-        emit_target(c, l, pos);
-      } else {
-        cond k = pop_cond(c, false);
-        uint32_t pos = emit_cond(c, &k);
-        uint32_t at = c->ncode;
-        emit(c, 0);
-        emit_br(c, l);
-        c->code[at] = c->ncode - pos;
-      }
-      c->pend = false;
-      break;
-    }
-    case 0x0E: { /* br_table */
-      uint32_t idx = pop_slot(c);
-      uint32_t n = in.n;
-      uint32_t pos = emit_op(c, PW_OP_BR_TABLE);
-      emit(c, idx);
-      emit(c, n);
-      uint32_t tbl = c->ncode;
-      for (uint32_t i = 0; i <= n; i++)
-        emit(c, 0);
-      if (c->oom)
-        return false;
-      pw_reader tr = {in.vec, r.p, m->bytes, c->err};
-      for (uint32_t i = 0; i <= n; i++) {
-        uint32_t depth = in.a;
-        if (i < n && !pw_rd_u32(&tr, &depth))
-          return false;
-        if (depth >= c->ncs) {
-          pw_fail(c->err, PW_ERR_INVALID, "unknown label");
-          return false;
+    const pw_module *m = c->m;
+    pw_reader r = {m->bytes + c->fd->body.off, m->bytes + c->fd->body.off + c->fd->body.len,
+                   m->bytes, c->err};
+    pw_instr fake = {0};
+    fake.bt = PW_BT_EMPTY;
+    if (!push_ctl(c, CT_FUNC, &fake)) return false;
+    ctl *fl = &c->cs[0];
+    fl->nresults = c->ft->u.func.nresults;
+    fl->results = c->ft->u.func.types + c->ft->u.func.nparams;
+    pw_instr in;
+    while (c->ncs > 0 && !c->oom) {
+        if (r.p >= r.end) return pw_fail(c->err, PW_ERR_MALFORMED, "unexpected end"), false;
+        if (!read_instr(&r, &in)) return false;
+        uint32_t op = in.op;
+        ctl *cur = &c->cs[c->ncs - 1];
+        if (c->bad || !imm_ok(c, &in)) {
+            pw_fail(c->err, PW_ERR_INVALID, "type mismatch");
+            return false;
         }
-        ctl *l = &c->cs[c->ncs - 1 - depth];
-        if (l->kind != CT_FUNC && !needs_moves(c, l)) {
-          if (l->kind == CT_LOOP)
-            c->code[tbl + i] = l->label_pc - pos;
-          else
-            add_fixup(c, l, tbl + i, pos);
-        } else {
-          c->code[tbl + i] = c->ncode - pos;
-          emit_br(c, l);
+        switch (op) {
+        case 0x00: /* unreachable */ emit_op(c, PW_OP_UNREACHABLE); goto dead;
+        case 0x01: break;
+        case 0x02:
+        case 0x03:
+            materialize_all(c);
+            if (!push_ctl(c, op == 0x02 ? CT_BLOCK : CT_LOOP, &in)) return false;
+            cur = &c->cs[c->ncs - 1];
+            cur->label_pc = c->ncode;
+            c->pend = false;
+            break;
+        case 0x04: { /* if */
+            cond k = pop_cond(c, false);
+            materialize_all(c);
+            if (!push_ctl(c, CT_IF, &in)) return false;
+            cur = &c->cs[c->ncs - 1];
+            uint32_t pos = emit_cond(c, &k);
+            cur->else_fix = c->ncode;
+            emit(c, pos);
+            break;
         }
-      }
-      goto dead;
-    }
-    case 0x0F: /* return */
-      emit_return(c);
-      goto dead;
-    case 0x10: { /* call */
-      const pw_deftype *t = &m->types[m->func_types[in.a]];
-      if (in.a >= m->nfunc_imports)
-        emit_call(c, PW_OP_CALL, t, in.a - m->nfunc_imports, 0, 0, false);
-      else
-        emit_call(c, PW_OP_CALL_IMPORT, t, in.a, 0, 0, false);
-      break;
-    }
-    case 0x11: { /* call_indirect */
-      uint32_t idx = pop_slot(c);
-      emit_call(c, PW_OP_CALL_INDIRECT, &m->types[in.a], in.a, in.b, idx, true);
-      break;
-    }
-    case 0x08: { /* throw */
-      uint32_t np = m->types[m->tag_types[in.a]].u.func.nparams;
-      for (uint32_t i = 0; i < np; i++)
-        materialize(c, c->sp - np + i);
-      emit_op(c, PW_OP_THROW);
-      emit(c, in.a);
-      emit(c, slot_of_depth(c, c->sp - np));
-      goto dead;
-    }
-    case 0x0A: { /* throw_ref */
-      uint32_t x = pop_slot(c);
-      emit_op(c, PW_OP_THROW_REF);
-      emit(c, x);
-      goto dead;
-    }
-    case 0x1F: { /* try_table: a block whose TRY instruction carries the catches
-                  */
-      materialize_all(c);
-      uint32_t n = in.n;
-      uint32_t pos = emit_op(c, PW_OP_TRY);
-      emit(c, 0);
-      emit(c, n);
-      uint32_t cl = c->ncode;
-      for (uint32_t k = 0; k < 4 * n; k++)
-        emit(c, 0);
-      if (c->oom)
-        return false;
-      pw_reader cr = {in.vec, r.p, m->bytes, c->err};
-      for (uint32_t k = 0; k < n; k++) {
-        pw_catch cc;
-        if (!pw_rd_catch(&cr, &cc))
-          return false;
-        if (cc.label >= c->ncs || (cc.kind < 2 && cc.tag >= m->ntags)) {
-          pw_fail(c->err, PW_ERR_INVALID, "unknown label");
-          return false;
+        case 0x05: /* else */
+            if (!cur->unreachable) {
+                for (uint32_t i = 0; i < cur->nresults; i++)
+                    materialize(c, c->sp - cur->nresults + i);
+                uint32_t pos = emit_op(c, PW_OP_BR);
+                add_fixup(c, cur, c->ncode, pos);
+                emit(c, 0);
+            }
+        do_else:
+            c->code[cur->else_fix] = c->ncode - c->code[cur->else_fix];
+            cur->else_fix = UINT32_MAX;
+            cur->kind = CT_ELSE;
+            cur->unreachable = false;
+            reset_stack(c, cur->height, cur->nparams, cur->params);
+            break;
+        case 0x0B: /* end */
+            if (!cur->unreachable)
+                for (uint32_t i = 0; i < cur->nresults; i++)
+                    materialize(c, c->sp - cur->nresults + i);
+        do_end:
+            if (cur->kind == CT_FUNC) {
+                if (!cur->unreachable) emit_return(c);
+                c->ncs--;
+                break;
+            }
+            if (cur->else_fix != UINT32_MAX)
+                c->code[cur->else_fix] = c->ncode - c->code[cur->else_fix];
+            if (cur->try_pos != UINT32_MAX) {
+                if (c->nhs == c->caphs &&
+                    !grow((void **)&c->hs, &c->caphs, c->nhs + 1, sizeof *c->hs))
+                    return false;
+                c->hs[c->nhs++] = (pw_handler){cur->try_pos - c->fstart, c->ncode - c->fstart};
+            }
+            if (cur->kind != CT_LOOP) bind_fixups(c, cur->fixups, c->ncode);
+            reset_stack(c, cur->height, cur->nresults, cur->results);
+            c->ncs--;
+            break;
+        case 0x0C: /* br */ emit_br(c, &c->cs[c->ncs - 1 - in.a]); goto dead;
+        case 0x0D: { /* br_if */
+            ctl *l = &c->cs[c->ncs - 1 - in.a];
+            if (c->sp == 0) c->bad = true;
+            c->sp -= c->sp > 0; /* the condition is not a branch value */
+            bool moves = l->kind == CT_FUNC || needs_moves(c, l);
+            c->sp++;
+            if (!moves) {
+                cond k = pop_cond(c, true);
+                uint32_t pos = emit_cond(c, &k);
+                emit_target(c, l, pos);
+            } else {
+                cond k = pop_cond(c, false);
+                uint32_t pos = emit_cond(c, &k);
+                uint32_t at = c->ncode;
+                emit(c, 0);
+                emit_br(c, l);
+                c->code[at] = c->ncode - pos;
+            }
+            c->pend = false;
+            break;
         }
-        ctl *l = &c->cs[c->ncs - 1 - cc.label];
-        uint32_t w = cl + 4 * k;
-        c->code[w] = cc.kind;
-        c->code[w + 1] = cc.tag;
-        if (l->kind == CT_FUNC) {
-          /* Catching into the function's label returns: the payload goes
-           * to scratch slots above the stack and a stub returns it. */
-          uint32_t np =
-              (cc.kind < 2 ? m->types[m->tag_types[cc.tag]].u.func.nparams
-                           : 0) +
-              (cc.kind & 1);
-          uint32_t base = slot_of_depth(c, c->sp);
-          if (c->sp + np > c->maxsp)
-            c->maxsp = c->sp + np;
-          c->code[w + 2] = base;
-          c->code[w + 3] = c->ncode - pos;
-          for (uint32_t i = 0; i < np; i++) {
-            emit_op(c, PW_OP_COPY);
+        case 0x0E: { /* br_table */
+            uint32_t idx = pop_slot(c);
+            uint32_t n = in.n;
+            uint32_t pos = emit_op(c, PW_OP_BR_TABLE);
+            emit(c, idx);
+            emit(c, n);
+            uint32_t tbl = c->ncode;
+            for (uint32_t i = 0; i <= n; i++)
+                emit(c, 0);
+            if (c->oom) return false;
+            pw_reader tr = {in.vec, r.p, m->bytes, c->err};
+            for (uint32_t i = 0; i <= n; i++) {
+                uint32_t depth = in.a;
+                if (i < n && !pw_rd_u32(&tr, &depth)) return false;
+                if (depth >= c->ncs) {
+                    pw_fail(c->err, PW_ERR_INVALID, "unknown label");
+                    return false;
+                }
+                ctl *l = &c->cs[c->ncs - 1 - depth];
+                if (l->kind != CT_FUNC && !needs_moves(c, l)) {
+                    if (l->kind == CT_LOOP)
+                        c->code[tbl + i] = l->label_pc - pos;
+                    else
+                        add_fixup(c, l, tbl + i, pos);
+                } else {
+                    c->code[tbl + i] = c->ncode - pos;
+                    emit_br(c, l);
+                }
+            }
+            goto dead;
+        }
+        case 0x0F: /* return */ emit_return(c); goto dead;
+        case 0x10: { /* call */
+            const pw_deftype *t = &m->types[m->func_types[in.a]];
+            if (in.a >= m->nfunc_imports)
+                emit_call(c, PW_OP_CALL, t, in.a - m->nfunc_imports, 0, 0, false);
+            else
+                emit_call(c, PW_OP_CALL_IMPORT, t, in.a, 0, 0, false);
+            break;
+        }
+        case 0x11: { /* call_indirect */
+            uint32_t idx = pop_slot(c);
+            emit_call(c, PW_OP_CALL_INDIRECT, &m->types[in.a], in.a, in.b, idx, true);
+            break;
+        }
+        case 0x08: { /* throw */
+            uint32_t np = m->types[m->tag_types[in.a]].u.func.nparams;
+            for (uint32_t i = 0; i < np; i++)
+                materialize(c, c->sp - np + i);
+            emit_op(c, PW_OP_THROW);
+            emit(c, in.a);
+            emit(c, slot_of_depth(c, c->sp - np));
+            goto dead;
+        }
+        case 0x0A: { /* throw_ref */
+            uint32_t x = pop_slot(c);
+            emit_op(c, PW_OP_THROW_REF);
+            emit(c, x);
+            goto dead;
+        }
+        case 0x1F: { /* try_table: a block whose TRY instruction carries the catches
+                      */
+            materialize_all(c);
+            uint32_t n = in.n;
+            uint32_t pos = emit_op(c, PW_OP_TRY);
+            emit(c, 0);
+            emit(c, n);
+            uint32_t cl = c->ncode;
+            for (uint32_t k = 0; k < 4 * n; k++)
+                emit(c, 0);
+            if (c->oom) return false;
+            pw_reader cr = {in.vec, r.p, m->bytes, c->err};
+            for (uint32_t k = 0; k < n; k++) {
+                pw_catch cc;
+                if (!pw_rd_catch(&cr, &cc)) return false;
+                if (cc.label >= c->ncs || (cc.kind < 2 && cc.tag >= m->ntags)) {
+                    pw_fail(c->err, PW_ERR_INVALID, "unknown label");
+                    return false;
+                }
+                ctl *l = &c->cs[c->ncs - 1 - cc.label];
+                uint32_t w = cl + 4 * k;
+                c->code[w] = cc.kind;
+                c->code[w + 1] = cc.tag;
+                if (l->kind == CT_FUNC) {
+                    /* Catching into the function's label returns: the payload goes
+                     * to scratch slots above the stack and a stub returns it. */
+                    uint32_t np =
+                        (cc.kind < 2 ? m->types[m->tag_types[cc.tag]].u.func.nparams : 0) +
+                        (cc.kind & 1);
+                    uint32_t base = slot_of_depth(c, c->sp);
+                    if (c->sp + np > c->maxsp) c->maxsp = c->sp + np;
+                    c->code[w + 2] = base;
+                    c->code[w + 3] = c->ncode - pos;
+                    for (uint32_t i = 0; i < np; i++) {
+                        emit_op(c, PW_OP_COPY);
+                        emit(c, i);
+                        emit(c, base + i);
+                    }
+                    emit_op(c, PW_OP_RETURN);
+                } else {
+                    c->code[w + 2] = slot_of_depth(c, l->height);
+                    if (l->kind == CT_LOOP)
+                        c->code[w + 3] = l->label_pc - pos;
+                    else
+                        add_fixup(c, l, w + 3, pos);
+                }
+            }
+            c->code[pos + 1] = c->ncode - pos;
+            if (!push_ctl(c, CT_BLOCK, &in)) return false;
+            cur = &c->cs[c->ncs - 1];
+            cur->try_pos = pos;
+            cur->label_pc = c->ncode;
+            c->pend = false;
+            break;
+        }
+        case 0x12: { /* return_call */
+            const pw_deftype *t = &m->types[m->func_types[in.a]];
+            emit_to_base(c, t->u.func.nparams);
+            if (in.a >= m->nfunc_imports) {
+                emit_op(c, PW_OP_TAIL_CALL);
+                emit(c, in.a - m->nfunc_imports);
+            } else {
+                emit_op(c, PW_OP_TAIL_CALL_IMPORT);
+                emit(c, in.a);
+            }
+            goto dead;
+        }
+        case 0x13:   /* return_call_indirect */
+        case 0x15: { /* return_call_ref */
+            /* The index/reference must survive the argument moves: its own stack
+             * slot lies above every destination. */
+            materialize(c, c->sp - 1);
+            uint32_t x = slot_of_depth(c, c->sp - 1);
+            popn(c, 1);
+            const pw_deftype *t = &m->types[in.a];
+            emit_to_base(c, t->u.func.nparams);
+            if (op == 0x13) {
+                emit_op(c, PW_OP_TAIL_CALL_INDIRECT);
+                emit(c, in.a);
+                emit(c, in.b);
+            } else {
+                emit_op(c, PW_OP_TAIL_CALL_REF);
+            }
+            emit(c, x);
+            goto dead;
+        }
+        case 0x14: { /* call_ref */
+            uint32_t x = pop_slot(c);
+            const pw_deftype *t = &m->types[in.a];
+            uint32_t np = t->u.func.nparams, nr = t->u.func.nresults;
+            for (uint32_t i = 0; i < np; i++)
+                materialize(c, c->sp - np + i);
+            emit_op(c, PW_OP_CALL_REF);
+            emit(c, x);
+            emit(c, slot_of_depth(c, c->sp - np));
+            popn(c, np);
+            for (uint32_t i = 0; i < nr; i++)
+                push_stack(c, t->u.func.types[np + i]);
+            c->pend = false;
+            break;
+        }
+        case 0xD3: { /* ref.eq: references are compared as 64-bit words */
+            static const numinfo REF_EQ = {PW_OP_I64_EQ, NOIMM, 2, PW_K_I32, 1};
+            numeric(c, &REF_EQ);
+            break;
+        }
+        case 0xD4: { /* ref.as_non_null */
+            uint32_t x = slot_at(c, c->sp - 1);
+            emit_op(c, PW_OP_REF_AS_NON_NULL);
+            emit(c, x);
+            top(c, 0)->type &= ~0x10u;
+            c->pend = false;
+            break;
+        }
+        case 0xD5:   /* br_on_null: branch (without the reference) when null */
+        case 0xD6: { /* br_on_non_null: branch (with it) when not null */
+            ctl *l = &c->cs[c->ncs - 1 - in.a];
+            uint32_t x = slot_at(c, c->sp - 1);
+            ent saved = *top(c, 0);
+            if (op == 0xD5) popn(c, 1);
+            bool moves = l->kind == CT_FUNC || needs_moves(c, l);
+            uint32_t pos;
+            if (!moves) {
+                pos = emit_op(c, op == 0xD5 ? PW_OP_BR_IF64Z : PW_OP_BR_IF64);
+                emit(c, x);
+                emit_target(c, l, pos);
+            } else {
+                pos = emit_op(c, op == 0xD5 ? PW_OP_BR_IF64 : PW_OP_BR_IF64Z);
+                emit(c, x);
+                uint32_t atw = c->ncode;
+                emit(c, 0);
+                emit_br(c, l);
+                c->code[atw] = c->ncode - pos;
+            }
+            if (op == 0xD5) {
+                /* the (non-null) reference stays on the stack */
+                push(c, saved.loc, saved.local, saved.cval, saved.type & ~0x10u);
+            } else {
+                popn(c, 1);
+            }
+            c->pend = false;
+            break;
+        }
+        case 0x1A: popn(c, 1); break; /* drop */
+        case 0x1B:
+        case 0x1C: { /* select */
+            uint32_t cs = slot_at(c, c->sp - 1);
+            uint32_t b = slot_at(c, c->sp - 2);
+            uint32_t a = slot_at(c, c->sp - 3);
+            pw_valtype t = top(c, 1)->type;
+            popn(c, 3);
+            uint32_t dst = push_stack(c, t);
+            uint32_t pos = emit_op(c, PW_OP_SELECT);
+            emit(c, dst);
+            emit(c, a);
+            emit(c, b);
+            emit(c, cs);
+            set_pend(c, pos, PW_OP_SELECT, dst);
+            break;
+        }
+        case 0x20: /* local.get */ push(c, LOC_LOCAL, in.a, 0, c->local_types[in.a]); break;
+        case 0x21: local_set(c, in.a, false); break;
+        case 0x22: local_set(c, in.a, true); break;
+        case 0x23: { /* global.get */
+            uint32_t dst = push_stack(c, m->globals[in.a].type.type);
+            uint32_t pos = emit_op(c, PW_OP_GLOBAL_GET);
+            emit(c, dst);
+            emit(c, in.a);
+            set_pend(c, pos, PW_OP_GLOBAL_GET, dst);
+            break;
+        }
+        case 0x24: { /* global.set */
+            uint32_t s = pop_slot(c);
+            emit_op(c, PW_OP_GLOBAL_SET);
+            emit(c, in.a);
+            emit(c, s);
+            c->pend = false;
+            break;
+        }
+        case 0x25: { /* table.get */
+            uint32_t i = pop_slot(c);
+            uint32_t dst = push_stack(c, m->tables[in.a].type.elem);
+            uint32_t pos = emit_op(c, PW_OP_TABLE_GET);
+            emit(c, dst);
+            emit(c, in.a);
             emit(c, i);
-            emit(c, base + i);
-          }
-          emit_op(c, PW_OP_RETURN);
-        } else {
-          c->code[w + 2] = slot_of_depth(c, l->height);
-          if (l->kind == CT_LOOP)
-            c->code[w + 3] = l->label_pc - pos;
-          else
-            add_fixup(c, l, w + 3, pos);
+            set_pend(c, pos, PW_OP_TABLE_GET, dst);
+            break;
         }
-      }
-      c->code[pos + 1] = c->ncode - pos;
-      if (!push_ctl(c, CT_BLOCK, &in))
+        case 0x26: { /* table.set */
+            uint32_t v = pop_slot(c), i = pop_slot(c);
+            emit_op(c, PW_OP_TABLE_SET);
+            emit(c, in.a);
+            emit(c, i);
+            emit(c, v);
+            c->pend = false;
+            break;
+        }
+        case 0x3F: { /* memory.size */
+            uint32_t dst = push_stack(c, PW_VT_I32);
+            uint32_t pos = emit_op(c, PW_OP_MEMORY_SIZE);
+            emit(c, dst);
+            set_pend(c, pos, PW_OP_MEMORY_SIZE, dst);
+            break;
+        }
+        case 0x40: { /* memory.grow */
+            uint32_t d = pop_slot(c);
+            uint32_t dst = push_stack(c, PW_VT_I32);
+            uint32_t pos = emit_op(c, PW_OP_MEMORY_GROW);
+            emit(c, dst);
+            emit(c, d);
+            set_pend(c, pos, PW_OP_MEMORY_GROW, dst);
+            break;
+        }
+        case 0x41: push(c, LOC_CONST, 0, (uint32_t)in.bits, PW_VT_I32); break;
+        case 0x42: push(c, LOC_CONST, 0, in.bits, PW_VT_I64); break;
+        case 0x43: push(c, LOC_CONST, 0, in.bits, PW_VT_F32); break;
+        case 0x44: push(c, LOC_CONST, 0, in.bits, PW_VT_F64); break;
+        case 0xA7: /* i32.wrap_i64: the low half of the slot already is the result
+                    */
+        case 0xBC:
+        case 0xBD:
+        case 0xBE:
+        case 0xBF: { /* reinterpret: same bits */
+            static const pw_valtype to[] = {PW_VT_I32, PW_VT_I32, PW_VT_I64, PW_VT_F32, PW_VT_F64};
+            ent *e = top(c, 0);
+            e->type = to[op == 0xA7 ? 0 : op - 0xBC + 1];
+            if (op == 0xA7 && e->loc == LOC_CONST) e->cval = (uint32_t)e->cval;
+            break;
+        }
+        case 0xD0: push(c, LOC_CONST, 0, 0, in.t1); break; /* ref.null */
+        case 0xD1: {                                       /* ref.is_null */
+            uint32_t a = pop_slot(c);
+            uint32_t dst = push_stack(c, PW_VT_I32);
+            uint32_t pos = emit_op(c, PW_OP_I64_EQZ);
+            emit(c, dst);
+            emit(c, a);
+            set_pend(c, pos, PW_OP_I64_EQZ, dst);
+            break;
+        }
+        case 0xD2: { /* ref.func */
+            uint32_t dst = push_stack(c, PW_VT_ABSREF(PW_HT_FUNC, 0));
+            uint32_t pos = emit_op(c, PW_OP_REF_FUNC);
+            emit(c, dst);
+            emit(c, in.a);
+            set_pend(c, pos, PW_OP_REF_FUNC, dst);
+            break;
+        }
+        default:
+            if (op >= 0x28 && op <= 0x35) {
+                uint32_t a = pop_slot(c);
+                uint32_t dst = push_stack(c, LOADS[op - 0x28].out);
+                uint32_t pos = emit_op(c, LOADS[op - 0x28].op);
+                emit(c, dst);
+                emit(c, a);
+                emit(c, (uint32_t)in.offset);
+                set_pend(c, pos, LOADS[op - 0x28].op, dst);
+                break;
+            }
+            if (op >= 0x36 && op <= 0x3E) {
+                uint32_t v = pop_slot(c), a = pop_slot(c);
+                emit_op(c, STORES[op - 0x36]);
+                emit(c, a);
+                emit(c, v);
+                emit(c, (uint32_t)in.offset);
+                c->pend = false;
+                break;
+            }
+            if (op < 256 && NUM[op].nin) {
+                numeric(c, &NUM[op]);
+                break;
+            }
+            if (op >= PW_OP_FC(0) && op <= PW_OP_FC(7)) {
+                numeric(c, &SAT[op - PW_OP_FC(0)]);
+                break;
+            }
+            if (op >= PW_OP_FC(8) && op <= PW_OP_FC(0x11)) {
+                uint32_t sub = op & 0xFF;
+                uint32_t s3 = 0, s2 = 0, s1 = 0;
+                switch (sub) {
+                case 0x08: /* memory.init seg */
+                    s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
+                    emit_op(c, PW_OP_MEMORY_INIT);
+                    emit(c, in.a);
+                    emit(c, s1), emit(c, s2), emit(c, s3);
+                    break;
+                case 0x09:
+                    emit_op(c, PW_OP_DATA_DROP);
+                    emit(c, in.a);
+                    break;
+                case 0x0A:
+                case 0x0B:
+                    s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
+                    emit_op(c, sub == 0x0A ? PW_OP_MEMORY_COPY : PW_OP_MEMORY_FILL);
+                    emit(c, s1), emit(c, s2), emit(c, s3);
+                    break;
+                case 0x0C: /* table.init elem table */
+                    s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
+                    emit_op(c, PW_OP_TABLE_INIT);
+                    emit(c, in.b), emit(c, in.a);
+                    emit(c, s1), emit(c, s2), emit(c, s3);
+                    break;
+                case 0x0D:
+                    emit_op(c, PW_OP_ELEM_DROP);
+                    emit(c, in.a);
+                    break;
+                case 0x0E: /* table.copy dst src */
+                    s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
+                    emit_op(c, PW_OP_TABLE_COPY);
+                    emit(c, in.a), emit(c, in.b);
+                    emit(c, s1), emit(c, s2), emit(c, s3);
+                    break;
+                case 0x0F: { /* table.grow: init n */
+                    s2 = pop_slot(c), s1 = pop_slot(c);
+                    uint32_t dst = push_stack(c, PW_VT_I32);
+                    emit_op(c, PW_OP_TABLE_GROW);
+                    emit(c, dst), emit(c, in.a), emit(c, s1), emit(c, s2);
+                    break;
+                }
+                case 0x10: {
+                    uint32_t dst = push_stack(c, PW_VT_I32);
+                    emit_op(c, PW_OP_TABLE_SIZE);
+                    emit(c, dst), emit(c, in.a);
+                    break;
+                }
+                case 0x11: /* table.fill: i v n */
+                    s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
+                    emit_op(c, PW_OP_TABLE_FILL);
+                    emit(c, in.a), emit(c, s1), emit(c, s2), emit(c, s3);
+                    break;
+                }
+                c->pend = false;
+                break;
+            }
+            pw_fail(c->err, PW_ERR_INVALID, "unsupported instruction %x in compiler", op);
+            return false;
+        }
+        continue;
+    dead:
+        /* The rest of the block is unreachable: skip to its else/end. */
+        {
+            uint32_t closing = 0;
+            cur = &c->cs[c->ncs - 1];
+            cur->unreachable = true;
+            c->pend = false;
+            if (!skip_unreachable(&r, &closing)) {
+                if (!c->err->status) pw_fail(c->err, PW_ERR_MALFORMED, "unexpected end");
+                return false;
+            }
+            if (closing == 0x05) goto do_else;
+            goto do_end;
+        }
+    }
+    if (c->oom) return false;
+    if (c->bad) {
+        pw_fail(c->err, PW_ERR_INVALID, "type mismatch");
         return false;
-      cur = &c->cs[c->ncs - 1];
-      cur->try_pos = pos;
-      cur->label_pc = c->ncode;
-      c->pend = false;
-      break;
     }
-    case 0x12: { /* return_call */
-      const pw_deftype *t = &m->types[m->func_types[in.a]];
-      emit_to_base(c, t->u.func.nparams);
-      if (in.a >= m->nfunc_imports) {
-        emit_op(c, PW_OP_TAIL_CALL);
-        emit(c, in.a - m->nfunc_imports);
-      } else {
-        emit_op(c, PW_OP_TAIL_CALL_IMPORT);
-        emit(c, in.a);
-      }
-      goto dead;
-    }
-    case 0x13:   /* return_call_indirect */
-    case 0x15: { /* return_call_ref */
-      /* The index/reference must survive the argument moves: its own stack
-       * slot lies above every destination. */
-      materialize(c, c->sp - 1);
-      uint32_t x = slot_of_depth(c, c->sp - 1);
-      popn(c, 1);
-      const pw_deftype *t = &m->types[in.a];
-      emit_to_base(c, t->u.func.nparams);
-      if (op == 0x13) {
-        emit_op(c, PW_OP_TAIL_CALL_INDIRECT);
-        emit(c, in.a);
-        emit(c, in.b);
-      } else {
-        emit_op(c, PW_OP_TAIL_CALL_REF);
-      }
-      emit(c, x);
-      goto dead;
-    }
-    case 0x14: { /* call_ref */
-      uint32_t x = pop_slot(c);
-      const pw_deftype *t = &m->types[in.a];
-      uint32_t np = t->u.func.nparams, nr = t->u.func.nresults;
-      for (uint32_t i = 0; i < np; i++)
-        materialize(c, c->sp - np + i);
-      emit_op(c, PW_OP_CALL_REF);
-      emit(c, x);
-      emit(c, slot_of_depth(c, c->sp - np));
-      popn(c, np);
-      for (uint32_t i = 0; i < nr; i++)
-        push_stack(c, t->u.func.types[np + i]);
-      c->pend = false;
-      break;
-    }
-    case 0xD3: { /* ref.eq: references are compared as 64-bit words */
-      static const numinfo REF_EQ = {PW_OP_I64_EQ, NOIMM, 2, PW_K_I32, 1};
-      numeric(c, &REF_EQ);
-      break;
-    }
-    case 0xD4: { /* ref.as_non_null */
-      uint32_t x = slot_at(c, c->sp - 1);
-      emit_op(c, PW_OP_REF_AS_NON_NULL);
-      emit(c, x);
-      top(c, 0)->type &= ~0x10u;
-      c->pend = false;
-      break;
-    }
-    case 0xD5:   /* br_on_null: branch (without the reference) when null */
-    case 0xD6: { /* br_on_non_null: branch (with it) when not null */
-      ctl *l = &c->cs[c->ncs - 1 - in.a];
-      uint32_t x = slot_at(c, c->sp - 1);
-      ent saved = *top(c, 0);
-      if (op == 0xD5)
-        popn(c, 1);
-      bool moves = l->kind == CT_FUNC || needs_moves(c, l);
-      uint32_t pos;
-      if (!moves) {
-        pos = emit_op(c, op == 0xD5 ? PW_OP_BR_IF64Z : PW_OP_BR_IF64);
-        emit(c, x);
-        emit_target(c, l, pos);
-      } else {
-        pos = emit_op(c, op == 0xD5 ? PW_OP_BR_IF64 : PW_OP_BR_IF64Z);
-        emit(c, x);
-        uint32_t atw = c->ncode;
-        emit(c, 0);
-        emit_br(c, l);
-        c->code[atw] = c->ncode - pos;
-      }
-      if (op == 0xD5) {
-        /* the (non-null) reference stays on the stack */
-        push(c, saved.loc, saved.local, saved.cval, saved.type & ~0x10u);
-      } else {
-        popn(c, 1);
-      }
-      c->pend = false;
-      break;
-    }
-    case 0x1A:
-      popn(c, 1);
-      break; /* drop */
-    case 0x1B:
-    case 0x1C: { /* select */
-      uint32_t cs = slot_at(c, c->sp - 1);
-      uint32_t b = slot_at(c, c->sp - 2);
-      uint32_t a = slot_at(c, c->sp - 3);
-      pw_valtype t = top(c, 1)->type;
-      popn(c, 3);
-      uint32_t dst = push_stack(c, t);
-      uint32_t pos = emit_op(c, PW_OP_SELECT);
-      emit(c, dst);
-      emit(c, a);
-      emit(c, b);
-      emit(c, cs);
-      set_pend(c, pos, PW_OP_SELECT, dst);
-      break;
-    }
-    case 0x20: /* local.get */
-      push(c, LOC_LOCAL, in.a, 0, c->local_types[in.a]);
-      break;
-    case 0x21:
-      local_set(c, in.a, false);
-      break;
-    case 0x22:
-      local_set(c, in.a, true);
-      break;
-    case 0x23: { /* global.get */
-      uint32_t dst = push_stack(c, m->globals[in.a].type.type);
-      uint32_t pos = emit_op(c, PW_OP_GLOBAL_GET);
-      emit(c, dst);
-      emit(c, in.a);
-      set_pend(c, pos, PW_OP_GLOBAL_GET, dst);
-      break;
-    }
-    case 0x24: { /* global.set */
-      uint32_t s = pop_slot(c);
-      emit_op(c, PW_OP_GLOBAL_SET);
-      emit(c, in.a);
-      emit(c, s);
-      c->pend = false;
-      break;
-    }
-    case 0x25: { /* table.get */
-      uint32_t i = pop_slot(c);
-      uint32_t dst = push_stack(c, m->tables[in.a].type.elem);
-      uint32_t pos = emit_op(c, PW_OP_TABLE_GET);
-      emit(c, dst);
-      emit(c, in.a);
-      emit(c, i);
-      set_pend(c, pos, PW_OP_TABLE_GET, dst);
-      break;
-    }
-    case 0x26: { /* table.set */
-      uint32_t v = pop_slot(c), i = pop_slot(c);
-      emit_op(c, PW_OP_TABLE_SET);
-      emit(c, in.a);
-      emit(c, i);
-      emit(c, v);
-      c->pend = false;
-      break;
-    }
-    case 0x3F: { /* memory.size */
-      uint32_t dst = push_stack(c, PW_VT_I32);
-      uint32_t pos = emit_op(c, PW_OP_MEMORY_SIZE);
-      emit(c, dst);
-      set_pend(c, pos, PW_OP_MEMORY_SIZE, dst);
-      break;
-    }
-    case 0x40: { /* memory.grow */
-      uint32_t d = pop_slot(c);
-      uint32_t dst = push_stack(c, PW_VT_I32);
-      uint32_t pos = emit_op(c, PW_OP_MEMORY_GROW);
-      emit(c, dst);
-      emit(c, d);
-      set_pend(c, pos, PW_OP_MEMORY_GROW, dst);
-      break;
-    }
-    case 0x41:
-      push(c, LOC_CONST, 0, (uint32_t)in.bits, PW_VT_I32);
-      break;
-    case 0x42:
-      push(c, LOC_CONST, 0, in.bits, PW_VT_I64);
-      break;
-    case 0x43:
-      push(c, LOC_CONST, 0, in.bits, PW_VT_F32);
-      break;
-    case 0x44:
-      push(c, LOC_CONST, 0, in.bits, PW_VT_F64);
-      break;
-    case 0xA7: /* i32.wrap_i64: the low half of the slot already is the result
-                */
-    case 0xBC:
-    case 0xBD:
-    case 0xBE:
-    case 0xBF: { /* reinterpret: same bits */
-      static const pw_valtype to[] = {PW_VT_I32, PW_VT_I32, PW_VT_I64,
-                                      PW_VT_F32, PW_VT_F64};
-      ent *e = top(c, 0);
-      e->type = to[op == 0xA7 ? 0 : op - 0xBC + 1];
-      if (op == 0xA7 && e->loc == LOC_CONST)
-        e->cval = (uint32_t)e->cval;
-      break;
-    }
-    case 0xD0:
-      push(c, LOC_CONST, 0, 0, in.t1);
-      break;     /* ref.null */
-    case 0xD1: { /* ref.is_null */
-      uint32_t a = pop_slot(c);
-      uint32_t dst = push_stack(c, PW_VT_I32);
-      uint32_t pos = emit_op(c, PW_OP_I64_EQZ);
-      emit(c, dst);
-      emit(c, a);
-      set_pend(c, pos, PW_OP_I64_EQZ, dst);
-      break;
-    }
-    case 0xD2: { /* ref.func */
-      uint32_t dst = push_stack(c, PW_VT_ABSREF(PW_HT_FUNC, 0));
-      uint32_t pos = emit_op(c, PW_OP_REF_FUNC);
-      emit(c, dst);
-      emit(c, in.a);
-      set_pend(c, pos, PW_OP_REF_FUNC, dst);
-      break;
-    }
-    default:
-      if (op >= 0x28 && op <= 0x35) {
-        uint32_t a = pop_slot(c);
-        uint32_t dst = push_stack(c, LOADS[op - 0x28].out);
-        uint32_t pos = emit_op(c, LOADS[op - 0x28].op);
-        emit(c, dst);
-        emit(c, a);
-        emit(c, (uint32_t)in.offset);
-        set_pend(c, pos, LOADS[op - 0x28].op, dst);
-        break;
-      }
-      if (op >= 0x36 && op <= 0x3E) {
-        uint32_t v = pop_slot(c), a = pop_slot(c);
-        emit_op(c, STORES[op - 0x36]);
-        emit(c, a);
-        emit(c, v);
-        emit(c, (uint32_t)in.offset);
-        c->pend = false;
-        break;
-      }
-      if (op < 256 && NUM[op].nin) {
-        numeric(c, &NUM[op]);
-        break;
-      }
-      if (op >= PW_OP_FC(0) && op <= PW_OP_FC(7)) {
-        numeric(c, &SAT[op - PW_OP_FC(0)]);
-        break;
-      }
-      if (op >= PW_OP_FC(8) && op <= PW_OP_FC(0x11)) {
-        uint32_t sub = op & 0xFF;
-        uint32_t s3 = 0, s2 = 0, s1 = 0;
-        switch (sub) {
-        case 0x08: /* memory.init seg */
-          s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
-          emit_op(c, PW_OP_MEMORY_INIT);
-          emit(c, in.a);
-          emit(c, s1), emit(c, s2), emit(c, s3);
-          break;
-        case 0x09:
-          emit_op(c, PW_OP_DATA_DROP);
-          emit(c, in.a);
-          break;
-        case 0x0A:
-        case 0x0B:
-          s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
-          emit_op(c, sub == 0x0A ? PW_OP_MEMORY_COPY : PW_OP_MEMORY_FILL);
-          emit(c, s1), emit(c, s2), emit(c, s3);
-          break;
-        case 0x0C: /* table.init elem table */
-          s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
-          emit_op(c, PW_OP_TABLE_INIT);
-          emit(c, in.b), emit(c, in.a);
-          emit(c, s1), emit(c, s2), emit(c, s3);
-          break;
-        case 0x0D:
-          emit_op(c, PW_OP_ELEM_DROP);
-          emit(c, in.a);
-          break;
-        case 0x0E: /* table.copy dst src */
-          s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
-          emit_op(c, PW_OP_TABLE_COPY);
-          emit(c, in.a), emit(c, in.b);
-          emit(c, s1), emit(c, s2), emit(c, s3);
-          break;
-        case 0x0F: { /* table.grow: init n */
-          s2 = pop_slot(c), s1 = pop_slot(c);
-          uint32_t dst = push_stack(c, PW_VT_I32);
-          emit_op(c, PW_OP_TABLE_GROW);
-          emit(c, dst), emit(c, in.a), emit(c, s1), emit(c, s2);
-          break;
-        }
-        case 0x10: {
-          uint32_t dst = push_stack(c, PW_VT_I32);
-          emit_op(c, PW_OP_TABLE_SIZE);
-          emit(c, dst), emit(c, in.a);
-          break;
-        }
-        case 0x11: /* table.fill: i v n */
-          s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
-          emit_op(c, PW_OP_TABLE_FILL);
-          emit(c, in.a), emit(c, s1), emit(c, s2), emit(c, s3);
-          break;
-        }
-        c->pend = false;
-        break;
-      }
-      pw_fail(c->err, PW_ERR_INVALID, "unsupported instruction %x in compiler",
-              op);
-      return false;
-    }
-    continue;
-  dead:
-    /* The rest of the block is unreachable: skip to its else/end. */
-    {
-      uint32_t closing = 0;
-      cur = &c->cs[c->ncs - 1];
-      cur->unreachable = true;
-      c->pend = false;
-      if (!skip_unreachable(&r, &closing)) {
-        if (!c->err->status)
-          pw_fail(c->err, PW_ERR_MALFORMED, "unexpected end");
-        return false;
-      }
-      if (closing == 0x05)
-        goto do_else;
-      goto do_end;
-    }
-  }
-  if (c->oom)
-    return false;
-  if (c->bad) {
-    pw_fail(c->err, PW_ERR_INVALID, "type mismatch");
-    return false;
-  }
-  out->ncode = c->ncode - c->fstart;
-  return true;
+    out->ncode = c->ncode - c->fstart;
+    return true;
 }
 
 static void reset(comp *c) {
-  c->sp = c->maxsp = 0;
-  c->lazy_lo = 0;
-  c->ncs = 0;
-  c->nfx = 0;
-  c->fstart = c->ncode;
-  c->pend = false;
+    c->sp = c->maxsp = 0;
+    c->lazy_lo = 0;
+    c->ncs = 0;
+    c->nfx = 0;
+    c->fstart = c->ncode;
+    c->pend = false;
 }
 
 pw_status pw_compile_module(pw_module *m, pw_error *err) {
-  struct pw_cmodule *cm = calloc(1, sizeof *cm);
-  if (!cm)
-    return pw_fail(err, PW_ERR_NOMEM, "out of memory");
-  uint32_t nd = m->nfuncs - m->nfunc_imports;
-  cm->nfuncs = nd;
-  cm->funcs = calloc(nd ? nd : 1, sizeof *cm->funcs);
-  if (!cm->funcs) {
-    free(cm);
-    return pw_fail(err, PW_ERR_NOMEM, "out of memory");
-  }
-  comp c;
-  memset(&c, 0, sizeof c);
-  c.m = m;
-  c.h = pw_interp_handlers();
-  c.err = err;
-  pw_valtype *ltypes = NULL;
-  uint32_t capl = 0;
-  uint32_t *starts = calloc(nd ? nd : 1, sizeof *starts);
-  uint32_t *hstarts = calloc(nd ? nd : 1, sizeof *hstarts);
-  if (!starts || !hstarts) {
+    struct pw_cmodule *cm = calloc(1, sizeof *cm);
+    if (!cm) return pw_fail(err, PW_ERR_NOMEM, "out of memory");
+    uint32_t nd = m->nfuncs - m->nfunc_imports;
+    cm->nfuncs = nd;
+    cm->funcs = calloc(nd ? nd : 1, sizeof *cm->funcs);
+    if (!cm->funcs) {
+        free(cm);
+        return pw_fail(err, PW_ERR_NOMEM, "out of memory");
+    }
+    comp c;
+    memset(&c, 0, sizeof c);
+    c.m = m;
+    c.h = pw_interp_handlers();
+    c.err = err;
+    pw_valtype *ltypes = NULL;
+    uint32_t capl = 0;
+    uint32_t *starts = calloc(nd ? nd : 1, sizeof *starts);
+    uint32_t *hstarts = calloc(nd ? nd : 1, sizeof *hstarts);
+    if (!starts || !hstarts) {
+        free(starts);
+        free(hstarts);
+        pw_compile_free(cm);
+        return pw_fail(err, PW_ERR_NOMEM, "out of memory");
+    }
+    pw_status st = PW_OK;
+    for (uint32_t i = 0; i < nd && st == PW_OK; i++) {
+        const pw_funcdef *fd = &m->funcs[i];
+        const pw_deftype *ft = &m->types[fd->type];
+        uint32_t np = ft->u.func.nparams;
+        uint32_t nl = np + fd->nlocals;
+        if (!grow((void **)&ltypes, &capl, nl + 1, sizeof *ltypes)) {
+            st = pw_fail(err, PW_ERR_NOMEM, "out of memory");
+            break;
+        }
+        memcpy(ltypes, ft->u.func.types, np * sizeof *ltypes);
+        if (fd->nlocals) memcpy(ltypes + np, fd->locals, fd->nlocals * sizeof *ltypes);
+        reset(&c);
+        starts[i] = c.ncode;
+        hstarts[i] = c.nhs;
+        if (!grow((void **)&c.code, &c.capcode, c.ncode + fd->body.len * 2 + 16, sizeof *c.code)) {
+            st = pw_fail(err, PW_ERR_NOMEM, "out of memory");
+            break;
+        }
+        c.fd = fd;
+        c.ft = ft;
+        c.nlocals = nl;
+        c.local_types = ltypes;
+        if (!grow((void **)&c.lrefs, &c.caplrefs, nl + 1, sizeof *c.lrefs)) {
+            st = pw_fail(err, PW_ERR_NOMEM, "out of memory");
+            break;
+        }
+        memset(c.lrefs, 0, (nl + 1) * sizeof *c.lrefs);
+        pw_cfunc *cf = &cm->funcs[i];
+        cf->nparams = np;
+        cf->nresults = ft->u.func.nresults;
+        cf->nlocals = nl;
+        cf->type = fd->type;
+        if (!compile_body(&c, cf)) {
+            st = c.oom ? pw_fail(err, PW_ERR_NOMEM, "out of memory") : err->status;
+            if (st == PW_OK) st = pw_fail(err, PW_ERR_INVALID, "compile failed");
+            break;
+        }
+        cf->frame_slots = nl + c.maxsp + 1;
+    }
+    /* All functions share one code array (one allocation, no per-function waste).
+     */
+    if (st == PW_OK) {
+        uint32_t *shrunk = c.ncode ? realloc(c.code, c.ncode * sizeof *c.code) : NULL;
+        if (shrunk) c.code = shrunk;
+        cm->code = c.code;
+        c.code = NULL;
+        cm->handlers = c.hs;
+        c.hs = NULL;
+        for (uint32_t i = 0; i < nd; i++) {
+            cm->funcs[i].code = cm->code + starts[i];
+            uint32_t hend = i + 1 < nd ? hstarts[i + 1] : c.nhs;
+            cm->funcs[i].handlers = cm->handlers + hstarts[i];
+            cm->funcs[i].nhandlers = hend - hstarts[i];
+        }
+    }
+    free(c.code);
+    free(c.st);
+    free(c.cs);
+    free(c.fx);
+    free(c.lrefs);
+    free(ltypes);
     free(starts);
     free(hstarts);
-    pw_compile_free(cm);
-    return pw_fail(err, PW_ERR_NOMEM, "out of memory");
-  }
-  pw_status st = PW_OK;
-  for (uint32_t i = 0; i < nd && st == PW_OK; i++) {
-    const pw_funcdef *fd = &m->funcs[i];
-    const pw_deftype *ft = &m->types[fd->type];
-    uint32_t np = ft->u.func.nparams;
-    uint32_t nl = np + fd->nlocals;
-    if (!grow((void **)&ltypes, &capl, nl + 1, sizeof *ltypes)) {
-      st = pw_fail(err, PW_ERR_NOMEM, "out of memory");
-      break;
+    free(c.hs);
+    if (st != PW_OK) {
+        pw_compile_free(cm);
+        return st;
     }
-    memcpy(ltypes, ft->u.func.types, np * sizeof *ltypes);
-    if (fd->nlocals)
-      memcpy(ltypes + np, fd->locals, fd->nlocals * sizeof *ltypes);
-    reset(&c);
-    starts[i] = c.ncode;
-    hstarts[i] = c.nhs;
-    if (!grow((void **)&c.code, &c.capcode, c.ncode + fd->body.len * 2 + 16,
-              sizeof *c.code)) {
-      st = pw_fail(err, PW_ERR_NOMEM, "out of memory");
-      break;
-    }
-    c.fd = fd;
-    c.ft = ft;
-    c.nlocals = nl;
-    c.local_types = ltypes;
-    if (!grow((void **)&c.lrefs, &c.caplrefs, nl + 1, sizeof *c.lrefs)) {
-      st = pw_fail(err, PW_ERR_NOMEM, "out of memory");
-      break;
-    }
-    memset(c.lrefs, 0, (nl + 1) * sizeof *c.lrefs);
-    pw_cfunc *cf = &cm->funcs[i];
-    cf->nparams = np;
-    cf->nresults = ft->u.func.nresults;
-    cf->nlocals = nl;
-    cf->type = fd->type;
-    if (!compile_body(&c, cf)) {
-      st = c.oom ? pw_fail(err, PW_ERR_NOMEM, "out of memory") : err->status;
-      if (st == PW_OK)
-        st = pw_fail(err, PW_ERR_INVALID, "compile failed");
-      break;
-    }
-    cf->frame_slots = nl + c.maxsp + 1;
-  }
-  /* All functions share one code array (one allocation, no per-function waste).
-   */
-  if (st == PW_OK) {
-    uint32_t *shrunk =
-        c.ncode ? realloc(c.code, c.ncode * sizeof *c.code) : NULL;
-    if (shrunk)
-      c.code = shrunk;
-    cm->code = c.code;
-    c.code = NULL;
-    cm->handlers = c.hs;
-    c.hs = NULL;
-    for (uint32_t i = 0; i < nd; i++) {
-      cm->funcs[i].code = cm->code + starts[i];
-      uint32_t hend = i + 1 < nd ? hstarts[i + 1] : c.nhs;
-      cm->funcs[i].handlers = cm->handlers + hstarts[i];
-      cm->funcs[i].nhandlers = hend - hstarts[i];
-    }
-  }
-  free(c.code);
-  free(c.st);
-  free(c.cs);
-  free(c.fx);
-  free(c.lrefs);
-  free(ltypes);
-  free(starts);
-  free(hstarts);
-  free(c.hs);
-  if (st != PW_OK) {
-    pw_compile_free(cm);
-    return st;
-  }
-  m->code = cm;
-  return PW_OK;
+    m->code = cm;
+    return PW_OK;
 }
 
 void pw_compile_free(struct pw_cmodule *code) {
-  if (!code)
-    return;
-  free(code->code);
-  free(code->handlers);
-  free(code->funcs);
-  free(code);
+    if (!code) return;
+    free(code->code);
+    free(code->handlers);
+    free(code->funcs);
+    free(code);
 }
