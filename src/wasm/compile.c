@@ -1,23 +1,22 @@
 /*
- * compile.c — lowers validated function bodies to the interpreter's register
- * code (interp.h).
+ * compile.c — lowers validated function bodies to the interpreter's register code
+ * (interp.h).
  *
- * Every local and every operand-stack position has a fixed frame slot: local i
- * is slot i, the operand at stack depth d is slot nlocals + d. The compiler
- * keeps a model of the operand stack whose entries are either in their slot
- * (STACK), or not yet materialised: a reference to a local (LOCAL) or a
- * constant (CONST). Consumers read locals directly and fold constants into
- * immediate forms, so `local.get` and most `*.const` instructions emit no code.
- * Lazy entries are materialised before anything that could invalidate them (a
- * write to the local) and at every control-flow boundary, so that at labels all
- * values sit in their slots.
+ * Every local and every operand-stack position has a fixed frame slot: local i is
+ * slot i, the operand at stack depth d is slot nlocals + d. The compiler keeps a
+ * model of the operand stack whose entries are either in their slot (STACK), or not
+ * yet materialised: a reference to a local (LOCAL) or a constant (CONST). Consumers
+ * read locals directly and fold constants into immediate forms, so `local.get`
+ * and most `*.const` instructions emit no code. Lazy entries are materialised
+ * before anything that could invalidate them (a write to the local) and at every
+ * control-flow boundary, so that at labels all values sit in their slots.
  *
- * Peepholes: an instruction whose result is immediately stored with
- * local.set/tee writes the local directly; an i32 compare (or any i32 binary
- * op) or eqz followed by br_if/if becomes one fused compare-and-branch.
+ * Peepholes: an instruction whose result is immediately stored with local.set/tee
+ * writes the local directly; an i32 compare (or any i32 binary op) or eqz followed by
+ * br_if/if becomes one fused compare-and-branch.
  *
- * Every stack entry carries its value type, so that reference-holding slots are
- * known at each call site (the GC stack maps of Wasm 3.0, docs/engine.md).
+ * Every stack entry carries its value type, so that reference-holding slots are known
+ * at each call site (the GC stack maps of Wasm 3.0, docs/engine.md).
  */
 #include "wasm/compile.h"
 #include "wasm/instr.h"
@@ -136,8 +135,8 @@ static uint32_t slot_of_depth(comp *c, uint32_t d) {
     return c->nlocals + d;
 }
 
-/* Stack accesses are bounds-checked so that code the validator did not check
- * (or a validator bug) can never make the compiler read out of bounds. */
+/* Stack accesses are bounds-checked so that code the validator did not check (or
+ * a validator bug) can never make the compiler read out of bounds. */
 static ent *at(comp *c, uint32_t d) {
     if (d >= c->sp) {
         c->bad = true;
@@ -265,8 +264,7 @@ static void bind_fixups(comp *c, uint32_t head, uint32_t target) {
         c->code[c->fx[i].at] = target - c->fx[i].instr;
 }
 
-/* Emit the branch offset word for a jump from the instruction at `instr` to l.
- */
+/* Emit the branch offset word for a jump from the instruction at `instr` to l. */
 static void emit_target(comp *c, ctl *l, uint32_t instr) {
     if (l->kind == CT_LOOP) {
         emit(c, l->label_pc - instr);
@@ -298,10 +296,10 @@ static void emit_moves(comp *c, const ctl *l) {
     }
 }
 
-/* Copy the top n values to slots 0..n-1 (function results, tail-call
- * arguments). This may be a branch stub, so the compiler's stack model must not
- * change. Only a local among the destinations can be overwritten before it is
- * read: such sources are first copied to their own stack slots. */
+/* Copy the top n values to slots 0..n-1 (function results, tail-call arguments).
+ * This may be a branch stub, so the compiler's stack model must not change. Only a
+ * local among the destinations can be overwritten before it is read: such sources are
+ * first copied to their own stack slots. */
 static void emit_to_base(comp *c, uint32_t n) {
     if (n == 1) {
         emit_move(c, top(c, 0), c->sp - 1, 0);
@@ -336,8 +334,7 @@ static void emit_br(comp *c, ctl *l) {
     emit_target(c, l, pos);
 }
 
-/* ---------------------------------------------------------------- fused
- * branches */
+/* ---------------------------------------------------------------- fused branches */
 
 static bool is_i32_binop(uint32_t op) {
     return op <= PW_OP_BR_I32_GE_U_I && ((op - PW_OP_I32_ADD) & 3) < 2;
@@ -364,9 +361,8 @@ typedef struct cond {
     uint32_t nops; /* operand words before the offset */
 } cond;
 
-/* Pop the i32 condition on top of the stack and produce a branch that jumps
- * when it is true (when_true) or false. May remove the instruction that
- * computed it. */
+/* Pop the i32 condition on top of the stack and produce a branch that jumps when it
+ * is true (when_true) or false. May remove the instruction that computed it. */
 static cond pop_cond(comp *c, bool when_true) {
     cond k;
     if (top_is_pend(c)) {
@@ -443,8 +439,7 @@ static void reset_stack(comp *c, uint32_t height, uint32_t n, const pw_valtype *
     c->pend = false;
 }
 
-/* Skip unreachable code up to the `end` or `else` that closes the current
- * block. */
+/* Skip unreachable code up to the `end` or `else` that closes the current block. */
 static bool skip_unreachable(pw_reader *r, uint32_t *closing) {
     uint32_t depth = 0;
     pw_instr in;
@@ -474,8 +469,7 @@ static bool skip_unreachable(pw_reader *r, uint32_t *closing) {
     return false;
 }
 
-/* ---------------------------------------------------------------- numeric
- * table */
+/* ---------------------------------------------------------------- numeric table */
 
 typedef struct numinfo {
     uint16_t op, imm;
@@ -684,10 +678,9 @@ static void numeric(comp *c, const numinfo *ni) {
 }
 
 /* Materialise LOCAL references to local x (before x is written). */
-/* Before local x is written, entries that still refer to it must get their own
- * copy. All lazy entries below the top are materialised, so that each entry is
- * visited at most once over the whole function (no quadratic scans on hostile
- * code). */
+/* Before local x is written, entries that still refer to it must get their own copy.
+ * All lazy entries below the top are materialised, so that each entry is visited at
+ * most once over the whole function (no quadratic scans on hostile code). */
 static void spill_local(comp *c, uint32_t x) {
     if (!c->lrefs[x]) return;
     for (uint32_t d = c->lazy_lo; d + 1 < c->sp; d++)
@@ -739,12 +732,10 @@ static void emit_call(comp *c, uint32_t op, const pw_deftype *t, uint32_t a1, ui
     c->pend = false;
 }
 
-/* ---------------------------------------------------------------- one function
- */
+/* ---------------------------------------------------------------- one function */
 
-/* The common instructions (no or one-byte immediates) decoded inline;
- * everything else through the shared reader. Compile speed is dominated by
- * instruction decoding. */
+/* The common instructions (no or one-byte immediates) decoded inline; everything else
+ * through the shared reader. Compile speed is dominated by instruction decoding. */
 /* LEB128 readers for already-validated code with at least 5 bytes available. */
 static inline uint32_t leb_u32(const uint8_t **pp) {
     const uint8_t *p = *pp;
@@ -807,8 +798,7 @@ static inline bool read_instr(pw_reader *r, pw_instr *in) {
     return pw_instr_read(r, in);
 }
 
-/* Index immediates in range (defence in depth: the validator checks all of
- * this). */
+/* Index immediates in range (defence in depth: the validator checks all of this). */
 static bool imm_ok(comp *c, const pw_instr *in) {
     const pw_module *m = c->m;
     uint32_t op = in->op;
@@ -1013,8 +1003,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             emit(c, x);
             goto dead;
         }
-        case 0x1F: { /* try_table: a block whose TRY instruction carries the catches
-                      */
+        case 0x1F: { /* try_table: a block whose TRY instruction carries the catches */
             materialize_all(c);
             uint32_t n = in.n;
             uint32_t pos = emit_op(c, PW_OP_TRY);
@@ -1231,8 +1220,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
         case 0x42: push(c, LOC_CONST, 0, in.bits, PW_VT_I64); break;
         case 0x43: push(c, LOC_CONST, 0, in.bits, PW_VT_F32); break;
         case 0x44: push(c, LOC_CONST, 0, in.bits, PW_VT_F64); break;
-        case 0xA7: /* i32.wrap_i64: the low half of the slot already is the result
-                    */
+        case 0xA7: /* i32.wrap_i64: the low half of the slot already is the result */
         case 0xBC:
         case 0xBD:
         case 0xBE:
@@ -1449,8 +1437,7 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
         }
         cf->frame_slots = nl + c.maxsp + 1;
     }
-    /* All functions share one code array (one allocation, no per-function waste).
-     */
+    /* All functions share one code array (one allocation, no per-function waste). */
     if (st == PW_OK) {
         uint32_t *shrunk = c.ncode ? realloc(c.code, c.ncode * sizeof *c.code) : NULL;
         if (shrunk) c.code = shrunk;
