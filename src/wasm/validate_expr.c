@@ -146,6 +146,12 @@ static pw_status pop_ref(pw_vctx *v, pw_valtype *out) {
 }
 
 static pw_status pop_n(pw_vctx *v, const pw_valtype *ts, uint32_t n) {
+    /* Common case: the operands are exactly the expected types. */
+    if (n && v->nvals - top(v)->height >= n &&
+        memcmp(v->vals + v->nvals - n, ts, (size_t)n * sizeof *ts) == 0) {
+        v->nvals -= n;
+        return PW_OK;
+    }
     for (uint32_t i = n; i-- > 0;)
         if (pop(v, ts[i])) return v->err->status;
     return PW_OK;
