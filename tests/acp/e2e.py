@@ -757,10 +757,86 @@ def s_list(E):
     check("error" in r and r["error"]["code"] == -32602, "bad cursor %r" % r)
 
 
+def s_fuzz(E):
+    """Random and mutated frames (fixed seed): the server answers every request with
+    an id exactly once (or ignores notifications) and stays up."""
+    import random
+    rnd = random.Random(int(os.environ.get("FUZZ_SEED", "1234")))
+    a = E.agent()
+    sid = E.new_session(a)
+    E.mock.script({"responses": [], "default": {"text": "ok"}})
+    methods = ["initialize", "session/new", "session/load", "session/resume", "session/list",
+               "session/delete", "session/prompt", "session/cancel", "session/close",
+               "session/set_mode", "authenticate", "x/y", "", "_ext"]
+    values = [None, True, 0, -1, 2 ** 62, 1.5, "", "x" * 300, [], {}, [1, "a"],
+              {"sessionId": sid}, sid, "../..", "\u0000"]
+
+    def rvalue(depth=0):
+        if depth < 2 and rnd.random() < 0.3:
+            return {rnd.choice(["sessionId", "cwd", "prompt", "cursor", "mcpServers",
+                                "message", "protocolVersion", "type", "text"]):
+                    rvalue(depth + 1) for _ in range(rnd.randint(0, 4))}
+        if depth < 2 and rnd.random() < 0.2:
+            return [rvalue(depth + 1) for _ in range(rnd.randint(0, 3))]
+        return rnd.choice(values)
+
+    expected = set()
+    sent = {}
+    next_id = 5000
+    for i in range(400):
+        kind = rnd.random()
+        if kind < 0.15:
+            junk = bytes(rnd.randrange(256) for _ in range(rnd.randint(1, 60)))
+            junk = junk.replace(b"\n", b" ")
+            a.proc.stdin.write(junk + b"\n")
+            a.proc.stdin.flush()
+            continue
+        msg = {"jsonrpc": "2.0", "method": rnd.choice(methods)}
+        if msg["method"] == "session/delete" or msg["method"] == "session/close":
+            msg["params"] = {"sessionId": "00000000-0000-7000-8000-%012d" % i}
+        elif rnd.random() < 0.9:
+            msg["params"] = rvalue()
+        if msg["method"] == "session/prompt" and isinstance(msg.get("params"), dict) \
+                and msg["params"].get("sessionId") == sid:
+            msg["params"]["sessionId"] = "nope"  # keep prompts from queueing up forever
+        if rnd.random() < 0.8:
+            next_id += 1
+            msg["id"] = next_id
+            expected.add(next_id)
+            sent[next_id] = msg
+        a.send(msg)
+    # every request with an id got exactly one answer
+    deadline = time.monotonic() + TIMEOUT
+    answered = {}
+    while expected - set(answered):
+        check(time.monotonic() < deadline, "unanswered: %r" % [
+            sent[k] for k in sorted(expected - set(answered))[:5]])
+        time.sleep(0.05)
+        for _, f in list(a.log):
+            if isinstance(f, dict) and f.get("id") in expected and "method" not in f:
+                answered.setdefault(f["id"], 0)
+        answered = {k: sum(1 for _, f in a.log if isinstance(f, dict) and f.get("id") == k
+                           and "method" not in f) for k in answered}
+    dup = [k for k, n in answered.items() if n != 1]
+    check(not dup, "ids answered more than once: %r" % dup[:10])
+    # an integer beyond int64 cannot be decoded: a parse error with id null
+    time.sleep(0.2)
+    while not a.frames.empty():
+        a.frames.get()
+    a.pending = []
+    a.send_raw('{"jsonrpc":"2.0","id":77,"method":"initialize","params":{"n":%d}}' % 2 ** 64)
+    r = a.wait(lambda f: "error" in f and f.get("id") is None, what="big int")[1]
+    check(r["error"]["code"] == -32700, "big int %r" % r)
+    r = a.call("initialize", {"protocolVersion": 1})
+    check(r["result"]["protocolVersion"] == 1, "server did not survive the fuzz")
+    check(a.close_stdin() == 0, "exit status after fuzz")
+
+
 SCENARIOS = {"basic": s_basic, "tools": s_tools, "confine": s_confine, "cancel": s_cancel,
              "close": s_close, "load": s_load, "errors": s_errors, "malformed": s_malformed,
              "kill9": s_kill9, "print": s_print, "anthropic": s_anthropic,
-             "concurrent": s_concurrent, "compact": s_compact, "list": s_list}
+             "concurrent": s_concurrent, "compact": s_compact, "list": s_list,
+             "fuzz": s_fuzz}
 
 
 def main():
