@@ -296,6 +296,14 @@ static void test_write_and_edit(void **state) {
     snprintf(p, sizeof p, "%s/README.md", f->ws);
     assert_string_equal(slurp(p), "via link\n");
 
+    /* an inside symlinked directory may be written through: it stays inside */
+    char link[512];
+    snprintf(link, sizeof link, "%s/srclink", f->ws);
+    assert_int_equal(symlink("src", link), 0);
+    expect_ok(f, "write", "{\"path\":\"srclink/new/x.h\",\"content\":\"ok\"}", "Created");
+    snprintf(p, sizeof p, "%s/src/new/x.h", f->ws);
+    assert_string_equal(slurp(p), "ok");
+
     /* edit: unique, ambiguous, missing, replace_all */
     snprintf(p, sizeof p, "%s/new/deep/file.txt", f->ws);
     expect_error(f, "edit",
