@@ -202,8 +202,10 @@ typedef enum pm_event_kind {
     PM_EV_USAGE,           /* usage = totals so far (may come several times) */
     PM_EV_STOP,            /* stop, stop_raw */
     PM_EV_DONE,            /* the stream ended normally; last event of a good call */
-    PM_EV_ERROR,           /* provider's in-stream error; text = its message. The call
-                              then returns PM_ERR_PROTOCOL (or PM_ERR_HTTP/AUTH). */
+    PM_EV_ERROR,           /* provider's in-stream error after other events were already
+                              delivered; text = its message. The call then returns
+                              PM_ERR_PROTOCOL. (Before any event, such an error is not
+                              delivered: the call is retried or just returns the error.) */
 } pm_event_kind;
 
 typedef struct pm_stream_event {
