@@ -303,6 +303,78 @@ bool pw_externref_value(pw_ref r, uint64_t *v);
 pw_ref pw_func_ref(pw_func *f);
 pw_func *pw_ref_func(pw_ref r); /* NULL unless r is a function reference */
 
+/* ---------------------------------------------------------------- Wasm 3.0 GC heap */
+
+/*
+ * Host handles. The collector may run whenever Wasm code or one of the allocating
+ * functions below (pw_struct_new, pw_array_new*) runs. A host function's own
+ * arguments and result cells are roots while it runs; any other reference the host
+ * keeps across such a call (in a C variable, a data structure, between calls) must be
+ * held through a handle, or the object may be freed. Handles are freed explicitly
+ * or with the store.
+ */
+typedef uint32_t pw_handle; /* 0 = none */
+/* Returns 0 (and sets err) when out of memory. */
+pw_handle pw_handle_new(pw_store *s, pw_ref r, pw_error *err);
+pw_ref pw_handle_get(const pw_store *s, pw_handle h);
+void pw_handle_set(pw_store *s, pw_handle h, pw_ref r);
+void pw_handle_free(pw_store *s, pw_handle h);
+
+typedef enum pw_ref_kind {
+    PW_REF_NULL = 0,
+    PW_REF_I31,
+    PW_REF_STRUCT,
+    PW_REF_ARRAY,
+    PW_REF_FUNC,
+    PW_REF_EXTERN, /* host reference (pw_externref_new) */
+    PW_REF_EXN,
+} pw_ref_kind;
+pw_ref_kind pw_ref_kind_of(pw_ref r);
+
+/* i31 references: v is truncated to 31 bits; get_s sign-extends, get_u does not. */
+pw_ref pw_i31_new(uint32_t v);
+int32_t pw_i31_get_s(pw_ref r);
+uint32_t pw_i31_get_u(pw_ref r);
+
+/* Allocate a struct / array of type `type_index` of inst's module (a struct / array
+ * type). Field and element values are pw_val cells of the declared field types (packed
+ * i8/i16 fields take the low bits of .i32). fields may be NULL for default (zero/null)
+ * values. On failure returns PW_NULL_REF with err: PW_ERR_OOM when the store's memory
+ * cap is reached even after a collection, PW_ERR_ARG for a wrong type index. */
+pw_ref pw_struct_new(pw_store *s, pw_instance *inst, uint32_t type_index, const pw_val *fields,
+                     pw_error *err);
+/* len elements, all equal to *init (NULL: default value). */
+pw_ref pw_array_new(pw_store *s, pw_instance *inst, uint32_t type_index, uint32_t len,
+                    const pw_val *init, pw_error *err);
+/* An array of an i8 element type holding a copy of bytes[0..len). */
+pw_ref pw_array_new_bytes(pw_store *s, pw_instance *inst, uint32_t type_index,
+                          const uint8_t *bytes, uint32_t len, pw_error *err);
+
+/* Readers. Out-of-range indices or wrong kinds return false. Packed fields read with
+ * sign extension when `sign`, else zero extension. */
+uint32_t pw_struct_field_count(const pw_store *s, pw_ref r);
+bool pw_struct_get(const pw_store *s, pw_ref r, uint32_t field, bool sign, pw_val *out);
+bool pw_struct_set(const pw_store *s, pw_ref r, uint32_t field, pw_val v);
+uint32_t pw_array_len(pw_ref r); /* 0 unless r is an array */
+bool pw_array_get(pw_ref r, uint32_t i, bool sign, pw_val *out);
+bool pw_array_set(pw_ref r, uint32_t i, pw_val v);
+/* The bytes of an i8 array (len in *len), NULL if r is not one. Valid while the array
+ * lives; writes through it are visible to Wasm. */
+uint8_t *pw_array_bytes(pw_ref r, uint32_t *len);
+/* Is r an instance of type `type_index` of inst's module (Wasm subtyping)? */
+bool pw_ref_test_type(pw_store *s, pw_instance *inst, pw_ref r, uint32_t type_index);
+
+typedef struct pw_gc_stats {
+    uint64_t heap_bytes;   /* bytes currently allocated (live + not yet collected) */
+    uint64_t peak_bytes;   /* the largest heap_bytes seen */
+    uint64_t live_bytes;   /* live bytes found by the last collection */
+    uint64_t collections;  /* collections run */
+} pw_gc_stats;
+void pw_store_gc_stats(const pw_store *s, pw_gc_stats *out);
+/* Run a full collection now (only from the host, outside Wasm calls or inside a host
+ * function). */
+void pw_store_gc(pw_store *s);
+
 #ifdef __cplusplus
 }
 #endif

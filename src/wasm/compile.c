@@ -19,6 +19,7 @@
  * at each call site (the GC stack maps of Wasm 3.0, docs/engine.md).
  */
 #include "wasm/compile.h"
+#include "wasm/gc.h"
 #include "wasm/instr.h"
 #include "wasm/interp.h"
 #include "wasm/runtime.h"
@@ -94,6 +95,13 @@ typedef struct comp {
     uint32_t pend_end;  /* ncode right after it */
     uint32_t pend_op;   /* internal opcode */
     uint32_t pend_slot; /* slot it wrote */
+
+    /* Wasm 3.0 GC (compile_gc.h): layouts, stack map sites and slot lists. */
+    const pw_gclayout *gc_layouts;
+    pw_gcsite *gc_sites;
+    uint32_t gc_nsites, gc_capsites;
+    uint32_t *gc_maps;
+    uint32_t gc_nmaps, gc_capmaps;
 } comp;
 
 #define NOIMM 0xFFFFu
@@ -434,6 +442,7 @@ static bool push_ctl(comp *c, uint8_t kind, const pw_instr *in) {
 static void reset_stack(comp *c, uint32_t height, uint32_t n, const pw_valtype *types) {
     if (c->sp > height) popn(c, c->sp - height);
     c->sp = height;
+    if (c->sp < c->lazy_lo) c->lazy_lo = c->sp;
     for (uint32_t i = 0; i < n; i++)
         push_stack(c, types[i]);
     c->pend = false;
@@ -711,6 +720,8 @@ static void local_set(comp *c, uint32_t x, bool tee) {
     if (tee) push(c, LOC_LOCAL, x, 0, t);
 }
 
+#include "wasm/compile_gc.h"
+
 /* ---------------------------------------------------------------- calls */
 
 static void emit_call(comp *c, uint32_t op, const pw_deftype *t, uint32_t a1, uint32_t a2,
@@ -726,6 +737,7 @@ static void emit_call(comp *c, uint32_t op, const pw_deftype *t, uint32_t a1, ui
         emit(c, idx_slot);
     }
     emit(c, argbase);
+    gc_site(c, c->sp);
     popn(c, np);
     for (uint32_t i = 0; i < nr; i++)
         push_stack(c, t->u.func.types[np + i]);
@@ -1097,6 +1109,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             emit_op(c, PW_OP_CALL_REF);
             emit(c, x);
             emit(c, slot_of_depth(c, c->sp - np));
+            gc_site(c, c->sp);
             popn(c, np);
             for (uint32_t i = 0; i < nr; i++)
                 push_stack(c, t->u.func.types[np + i]);
@@ -1335,6 +1348,10 @@ static bool compile_body(comp *c, pw_cfunc *out) {
                 c->pend = false;
                 break;
             }
+            if ((op >> 8) == 0xFB) {
+                if (!compile_gc(c, &in)) return false;
+                break;
+            }
             pw_fail(c->err, PW_ERR_INVALID, "unsupported instruction %x in compiler", op);
             return false;
         }
@@ -1387,6 +1404,11 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
     c.m = m;
     c.h = pw_interp_handlers();
     c.err = err;
+    if (!pw_gc_build_layouts(m, cm)) {
+        pw_compile_free(cm);
+        return pw_fail(err, PW_ERR_NOMEM, "out of memory");
+    }
+    c.gc_layouts = cm->gc_layouts;
     pw_valtype *ltypes = NULL;
     uint32_t capl = 0;
     uint32_t *starts = calloc(nd ? nd : 1, sizeof *starts);
@@ -1445,6 +1467,11 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
         c.code = NULL;
         cm->handlers = c.hs;
         c.hs = NULL;
+        cm->gc_sites = c.gc_sites;
+        cm->gc_nsites = c.gc_nsites;
+        cm->gc_maps = c.gc_maps;
+        c.gc_sites = NULL;
+        c.gc_maps = NULL;
         for (uint32_t i = 0; i < nd; i++) {
             cm->funcs[i].code = cm->code + starts[i];
             uint32_t hend = i + 1 < nd ? hstarts[i + 1] : c.nhs;
@@ -1461,6 +1488,8 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
     free(starts);
     free(hstarts);
     free(c.hs);
+    free(c.gc_sites);
+    free(c.gc_maps);
     if (st != PW_OK) {
         pw_compile_free(cm);
         return st;
@@ -1474,5 +1503,8 @@ void pw_compile_free(struct pw_cmodule *code) {
     free(code->code);
     free(code->handlers);
     free(code->funcs);
+    pw_gc_free_layouts(code);
+    free(code->gc_sites);
+    free(code->gc_maps);
     free(code);
 }

@@ -127,7 +127,9 @@ pw_status pw_invoke(pw_store *s, pw_func *f, pw_error *err) {
     } else if (st != PW_OK && err) {
         err->status = st;
         snprintf(err->message, sizeof err->message, "%s",
-                 st == PW_ERR_EXCEPTION ? "uncaught exception" : "call failed");
+                 st == PW_ERR_EXCEPTION ? "uncaught exception"
+                 : st == PW_ERR_OOM     ? "out of memory: the GC heap hit the store's memory cap"
+                                        : "call failed");
     }
     return st;
 }

@@ -4,6 +4,7 @@
  * element and data segment initialisation (in order, effects persisting on a trap),
  * the start function; and export lookup.
  */
+#include "wasm/gc.h"
 #include "wasm/instr.h"
 #include "wasm/runtime.h"
 
@@ -58,7 +59,13 @@ bool pw_eval_const(pw_instance *inst, pw_span expr, pw_slot *out, pw_error *err)
             sp--;
             st[sp - 1].u64 *= st[sp].u64;
             break;
-        default: pw_fail(err, PW_ERR_INVALID, "constant expression required"); return false;
+        default: {
+            int g = pw_gc_const_op(inst, &in, st, &sp, err); /* Wasm 3.0 GC: gc_api.c */
+            if (g < 0) return false;
+            if (g > 0) break;
+            pw_fail(err, PW_ERR_INVALID, "constant expression required");
+            return false;
+        }
         }
     }
     if (sp != 1) {
@@ -186,7 +193,7 @@ static pw_status init_segments(pw_instance *inst, pw_error *err) {
     /* Evaluate every element segment's references first (they are constant). */
     for (uint32_t k = 0; k < m->nelems; k++) {
         const pw_elem *e = &m->elems[k];
-        pw_ref *refs = malloc((e->count ? e->count : 1) * sizeof *refs);
+        pw_ref *refs = calloc(e->count ? e->count : 1, sizeof *refs); /* GC roots */
         if (!refs) return nomem(err);
         inst->elem_refs[k] = refs;
         inst->elem_len[k] = e->count;

@@ -10,6 +10,7 @@
  * results land where the caller expects them).
  */
 #include "wasm/interp.h"
+#include "wasm/gc.h"
 #include "wasm/runtime.h"
 
 #include <math.h>
@@ -134,8 +135,12 @@ pw_status pw_call_host(pw_store *s, pw_instance *caller, pw_func *f, pw_slot *ar
     pw_call_ctx cx = {s, caller};
     s->exn = NULL;
     memset(res, 0, f->nresults * sizeof(pw_slot));
+    pw_hostroots hr = {argp, f, s->hostroots}; /* GC roots while the host runs */
+    s->hostroots = &hr;
     pw_status st = f->host(&cx, f->env, (const pw_val *)argp, (pw_val *)res);
+    s->hostroots = hr.prev;
     s->stack_top = saved_top;
+    if (st == PW_ERR_OOM) return st;
     if (st != PW_OK) {
         if (s->trap == PW_TRAP_NONE) s->trap = PW_TRAP_HOST;
         return st == PW_ERR_EXCEPTION ? st : PW_ERR_TRAP;
@@ -256,7 +261,7 @@ static pw_status run(pw_store *s, pw_func *entry, pw_slot *fp, const int32_t **t
     static const int32_t handlers[PW_OP_COUNT_] = {
         PW_I32_BINOPS(PW_H_BIN) PW_I64_BINOPS(PW_H_BIN64) PW_I64_CMPOPS(PW_H_BIN64)
             PW_F_ARITH(PW_H_F) PW_F_CMP(PW_H_F) PW_LOADS(PW_H_L) PW_STORES(PW_H_L) PW_UNOPS(PW_H_L)
-                PW_TRUNCS(PW_H_L) PW_MISC_OPS(PW_H)};
+                PW_TRUNCS(PW_H_L) PW_MISC_OPS(PW_H) PW_GC_OPS(PW_H)};
     if (table) {
         *table = handlers;
         return PW_OK;
@@ -365,7 +370,12 @@ L_CALL_INDIRECT : {
 call_func:
     if (__builtin_expect(atomic_load_explicit(intr, memory_order_relaxed), 0)) goto interrupted;
     if (f->host) {
-        s->frame_top = fr;
+        /* Record the suspended caller (not popped: fr stays) for the GC's stack walk. */
+        if (fr >= fr_end) TRAP(PW_TRAP_STACK_EXHAUSTED);
+        fr->ret_pc = pc;
+        fr->fp = fp;
+        fr->inst = inst;
+        s->frame_top = fr + 1;
         pw_status st = pw_call_host(s, inst, f, argp);
         if (st != PW_OK) {
             if (st == PW_ERR_EXCEPTION && s->exn) {
@@ -780,6 +790,9 @@ L_TABLE_INIT:
 L_ELEM_DROP:
     inst->elem_len[IMM(1)] = 0;
     NEXT(2);
+
+    /* ------------------------------------------------------------ Wasm 3.0 GC */
+#include "wasm/interp_gc.h"
 
 interrupted:
     tc = PW_TRAP_INTERRUPTED;

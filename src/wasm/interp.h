@@ -230,6 +230,50 @@
     X(THROW)              /* tag argbase */                                                        \
     X(THROW_REF)          /* exn */
 
+/* Wasm 3.0 GC instructions (compile_gc.h emits them, interp_gc.h runs them). Struct
+ * field offsets are byte offsets into the object's data; `vt` is a reference type
+ * whose concrete heap type is a type index of the instance's module. */
+#define PW_GC_OPS(X)                                                                               \
+    X(STRUCT_NEW)         /* dst type argbase (allocates) */                                       \
+    X(STRUCT_NEW_DEFAULT) /* dst type (allocates) */                                               \
+    X(STRUCT_GET8S)       /* dst obj off */                                                        \
+    X(STRUCT_GET8U)                                                                                \
+    X(STRUCT_GET16S)                                                                               \
+    X(STRUCT_GET16U)                                                                               \
+    X(STRUCT_GET32)                                                                                \
+    X(STRUCT_GET64)                                                                                \
+    X(STRUCT_SET8) /* obj val off */                                                               \
+    X(STRUCT_SET16)                                                                                \
+    X(STRUCT_SET32)                                                                                \
+    X(STRUCT_SET64)                                                                                \
+    X(ARRAY_NEW)         /* dst type val len (allocates) */                                        \
+    X(ARRAY_NEW_DEFAULT) /* dst type len (allocates) */                                            \
+    X(ARRAY_NEW_FIXED)   /* dst type argbase n (allocates) */                                      \
+    X(ARRAY_NEW_DATA)    /* dst type seg off len (allocates) */                                    \
+    X(ARRAY_NEW_ELEM)    /* dst type seg off len (allocates) */                                    \
+    X(ARRAY_GET8S)       /* dst arr idx */                                                         \
+    X(ARRAY_GET8U)                                                                                 \
+    X(ARRAY_GET16S)                                                                                \
+    X(ARRAY_GET16U)                                                                                \
+    X(ARRAY_GET32)                                                                                 \
+    X(ARRAY_GET64)                                                                                 \
+    X(ARRAY_SET8) /* arr idx val */                                                                \
+    X(ARRAY_SET16)                                                                                 \
+    X(ARRAY_SET32)                                                                                 \
+    X(ARRAY_SET64)                                                                                 \
+    X(ARRAY_LEN)       /* dst arr */                                                               \
+    X(ARRAY_FILL)      /* arr d val n */                                                           \
+    X(ARRAY_COPY)      /* darr d sarr s n */                                                       \
+    X(ARRAY_INIT_DATA) /* seg arr d s n */                                                         \
+    X(ARRAY_INIT_ELEM) /* seg arr d s n */                                                         \
+    X(REF_I31)         /* dst src */                                                               \
+    X(I31_GET_S)       /* dst src */                                                               \
+    X(I31_GET_U)                                                                                   \
+    X(REF_TEST)        /* dst src vt */                                                            \
+    X(REF_CAST)        /* src vt: trap unless it matches */                                        \
+    X(BR_ON_CAST)      /* src vt off: jump when it matches */                                      \
+    X(BR_ON_CAST_FAIL) /* src vt off: jump when it does not match */
+
 enum pw_iop {
 #define PW_E_BIN(n, e) PW_OP_I32_##n, PW_OP_I32_##n##_I, PW_OP_BR_I32_##n, PW_OP_BR_I32_##n##_I,
     PW_I32_BINOPS(PW_E_BIN)
@@ -244,7 +288,7 @@ enum pw_iop {
                 PW_LOADS(PW_E_L) PW_STORES(PW_E_L) PW_UNOPS(PW_E_L) PW_TRUNCS(PW_E_L)
 #undef PW_E_L
 #define PW_E_M(n) PW_OP_##n,
-                    PW_MISC_OPS(PW_E_M)
+                    PW_MISC_OPS(PW_E_M) PW_GC_OPS(PW_E_M)
 #undef PW_E_M
                         PW_OP_COUNT_
 };

@@ -77,7 +77,8 @@ struct pw_cmodule {
     uint32_t *code;       /* the code of all functions (pw_cfunc.code points into it) */
     pw_handler *handlers; /* the handler tables of all functions */
     /* Wasm 3.0 GC (gc.h): layouts per type index, precise stack maps. */
-    struct pw_gclayout *gc_layouts;
+    struct pw_gclayout *gc_layouts; /* gc_nlayouts = the module's type count */
+    uint32_t gc_nlayouts;
     struct pw_gcsite *gc_sites; /* sorted by pc */
     uint32_t gc_nsites;
     uint32_t *gc_maps;
@@ -213,6 +214,7 @@ struct pw_store {
     struct pw_hostroots *hostroots; /* arguments of running host calls */
     pw_ref *handles;              /* host handles (pw_handle_new); 0 = free */
     uint32_t nhandles, caphandles, free_handle;
+    uint64_t cast_cache[256]; /* (obj type id, target id) << 1 | is-subtype */
 };
 
 struct pw_call_ctx {

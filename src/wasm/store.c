@@ -3,6 +3,7 @@
  * function-type registry that gives every function type a store-wide id, and host
  * (extern) references.
  */
+#include "wasm/gc.h"
 #include "wasm/runtime.h"
 
 #include <stdlib.h>
@@ -104,6 +105,7 @@ static void free_obj(pw_obj *o) {
 
 void pw_store_free(pw_store *s) {
     if (!s) return;
+    pw_gc_free_all(s);
     pw_obj *o = s->objects;
     while (o) {
         pw_obj *n = o->next;

@@ -1,0 +1,201 @@
+/*
+ * interp_gc.h — handlers of the Wasm 3.0 GC instructions (interp.h PW_GC_OPS).
+ * Included once, inside the interpreter's dispatch function run() in interp.c: the
+ * handlers use its locals (s, pc, fp, fr, inst, tc) and macros (S, IMM, NEXT, JUMP,
+ * TRAP). Allocating handlers publish the frame stack top and pass the current frame
+ * to the allocator, so a collection can scan every live frame precisely.
+ */
+
+#define PW_GC_FRAME(len)                                                                           \
+    pw_gcframe gcf = {.pc = pc + (len), .fp = fp, .inst = inst};                                   \
+    s->frame_top = fr
+
+L_STRUCT_NEW : {
+    PW_GC_FRAME(4);
+    pw_struct *o = pw_gc_new_struct(s, inst, IMM(2), &gcf);
+    if (!o) goto gc_oom;
+    const pw_gclayout *l = &inst->mod->code->gc_layouts[IMM(2)];
+    const pw_slot *args = fp + IMM(3);
+    for (uint32_t i = 0; i < l->nfields; i++)
+        pw_gc_store_field(o->data + l->off[i], l->kind[i], args[i]);
+    S(1).ref = (pw_ref)o;
+    NEXT(4);
+}
+L_STRUCT_NEW_DEFAULT : {
+    PW_GC_FRAME(3);
+    pw_struct *o = pw_gc_new_struct(s, inst, IMM(2), &gcf);
+    if (!o) goto gc_oom;
+    S(1).ref = (pw_ref)o;
+    NEXT(3);
+}
+
+#define PW_SGET(name, T, conv)                                                                     \
+    L_STRUCT_##name : {                                                                            \
+        pw_ref r = S(2).ref;                                                                       \
+        if (__builtin_expect(!r, 0)) TRAP(PW_TRAP_NULL_STRUCT_REF);                                \
+        T v;                                                                                       \
+        memcpy(&v, ((pw_struct *)r)->data + IMM(3), sizeof v);                                     \
+        S(1).u64 = (conv);                                                                         \
+        NEXT(4);                                                                                   \
+    }
+PW_SGET(GET8S, int8_t, (uint32_t)(int32_t)v)
+PW_SGET(GET8U, uint8_t, v)
+PW_SGET(GET16S, int16_t, (uint32_t)(int32_t)v)
+PW_SGET(GET16U, uint16_t, v)
+PW_SGET(GET32, uint32_t, v)
+PW_SGET(GET64, uint64_t, v)
+#undef PW_SGET
+
+#define PW_SSET(name, T)                                                                           \
+    L_STRUCT_##name : {                                                                            \
+        pw_ref r = S(1).ref;                                                                       \
+        if (__builtin_expect(!r, 0)) TRAP(PW_TRAP_NULL_STRUCT_REF);                                \
+        T v = (T)S(2).u64;                                                                         \
+        memcpy(((pw_struct *)r)->data + IMM(3), &v, sizeof v);                                     \
+        NEXT(4);                                                                                   \
+    }
+PW_SSET(SET8, uint8_t)
+PW_SSET(SET16, uint16_t)
+PW_SSET(SET32, uint32_t)
+PW_SSET(SET64, uint64_t)
+#undef PW_SSET
+
+L_ARRAY_NEW : {
+    PW_GC_FRAME(5);
+    pw_array *a = pw_gc_new_array(s, inst, IMM(2), S(4).u32, &gcf);
+    if (!a) goto gc_oom;
+    pw_gc_array_fill(a, 0, S(3), a->len);
+    S(1).ref = (pw_ref)a;
+    NEXT(5);
+}
+L_ARRAY_NEW_DEFAULT : {
+    PW_GC_FRAME(4);
+    pw_array *a = pw_gc_new_array(s, inst, IMM(2), S(3).u32, &gcf);
+    if (!a) goto gc_oom;
+    S(1).ref = (pw_ref)a;
+    NEXT(4);
+}
+L_ARRAY_NEW_FIXED : {
+    PW_GC_FRAME(5);
+    uint32_t n = IMM(4);
+    pw_array *a = pw_gc_new_array(s, inst, IMM(2), n, &gcf);
+    if (!a) goto gc_oom;
+    const pw_slot *args = fp + IMM(3);
+    uint8_t k = (uint8_t)a->hdr.flags;
+    for (uint32_t i = 0; i < n; i++)
+        pw_gc_store_field(a->data + (size_t)i * a->esize, k, args[i]);
+    S(1).ref = (pw_ref)a;
+    NEXT(5);
+}
+#define PW_ANEW_SEG(name, fn)                                                                      \
+    L_ARRAY_##name : {                                                                             \
+        PW_GC_FRAME(6);                                                                            \
+        pw_array *a = NULL;                                                                        \
+        tc = fn(s, inst, IMM(2), IMM(3), S(4).u32, S(5).u32, &gcf, &a);                            \
+        if (tc == PW_TRAP_COUNT_) goto gc_oom;                                                     \
+        if (tc) goto trap;                                                                         \
+        S(1).ref = (pw_ref)a;                                                                      \
+        NEXT(6);                                                                                   \
+    }
+PW_ANEW_SEG(NEW_DATA, pw_gc_array_new_data)
+PW_ANEW_SEG(NEW_ELEM, pw_gc_array_new_elem)
+#undef PW_ANEW_SEG
+
+#define PW_AGET(name, T, conv)                                                                     \
+    L_ARRAY_##name : {                                                                             \
+        pw_array *a = (pw_array *)S(2).ref;                                                        \
+        if (__builtin_expect(!a, 0)) TRAP(PW_TRAP_NULL_ARRAY_REF);                                 \
+        uint32_t i = S(3).u32;                                                                     \
+        if (__builtin_expect(i >= a->len, 0)) TRAP(PW_TRAP_ARRAY_OOB);                             \
+        T v;                                                                                       \
+        memcpy(&v, a->data + (size_t)i * sizeof(T), sizeof v);                                     \
+        S(1).u64 = (conv);                                                                         \
+        NEXT(4);                                                                                   \
+    }
+PW_AGET(GET8S, int8_t, (uint32_t)(int32_t)v)
+PW_AGET(GET8U, uint8_t, v)
+PW_AGET(GET16S, int16_t, (uint32_t)(int32_t)v)
+PW_AGET(GET16U, uint16_t, v)
+PW_AGET(GET32, uint32_t, v)
+PW_AGET(GET64, uint64_t, v)
+#undef PW_AGET
+
+#define PW_ASET(name, T)                                                                           \
+    L_ARRAY_##name : {                                                                             \
+        pw_array *a = (pw_array *)S(1).ref;                                                        \
+        if (__builtin_expect(!a, 0)) TRAP(PW_TRAP_NULL_ARRAY_REF);                                 \
+        uint32_t i = S(2).u32;                                                                     \
+        if (__builtin_expect(i >= a->len, 0)) TRAP(PW_TRAP_ARRAY_OOB);                             \
+        T v = (T)S(3).u64;                                                                         \
+        memcpy(a->data + (size_t)i * sizeof(T), &v, sizeof v);                                     \
+        NEXT(4);                                                                                   \
+    }
+PW_ASET(SET8, uint8_t)
+PW_ASET(SET16, uint16_t)
+PW_ASET(SET32, uint32_t)
+PW_ASET(SET64, uint64_t)
+#undef PW_ASET
+
+L_ARRAY_LEN : {
+    pw_array *a = (pw_array *)S(2).ref;
+    if (!a) TRAP(PW_TRAP_NULL_ARRAY_REF);
+    S(1).u64 = a->len;
+    NEXT(3);
+}
+L_ARRAY_FILL : {
+    pw_array *a = (pw_array *)S(1).ref;
+    if (!a) TRAP(PW_TRAP_NULL_ARRAY_REF);
+    if ((tc = pw_gc_array_fill(a, S(2).u32, S(3), S(4).u32))) goto trap;
+    NEXT(5);
+}
+L_ARRAY_COPY : {
+    pw_array *da = (pw_array *)S(1).ref, *sa = (pw_array *)S(3).ref;
+    if (!da || !sa) TRAP(PW_TRAP_NULL_ARRAY_REF);
+    if ((tc = pw_gc_array_copy(da, S(2).u32, sa, S(4).u32, S(5).u32))) goto trap;
+    NEXT(6);
+}
+L_ARRAY_INIT_DATA : {
+    pw_array *a = (pw_array *)S(2).ref;
+    if (!a) TRAP(PW_TRAP_NULL_ARRAY_REF);
+    if ((tc = pw_gc_array_init_data(inst, a, IMM(1), S(3).u32, S(4).u32, S(5).u32))) goto trap;
+    NEXT(6);
+}
+L_ARRAY_INIT_ELEM : {
+    pw_array *a = (pw_array *)S(2).ref;
+    if (!a) TRAP(PW_TRAP_NULL_ARRAY_REF);
+    if ((tc = pw_gc_array_init_elem(inst, a, IMM(1), S(3).u32, S(4).u32, S(5).u32))) goto trap;
+    NEXT(6);
+}
+
+L_REF_I31 : S(1).ref = ((pw_ref)(S(2).u32 & 0x7fffffffu) << 1) | 1u;
+NEXT(3);
+L_I31_GET_S : {
+    pw_ref r = S(2).ref;
+    if (!r) TRAP(PW_TRAP_NULL_I31_REF);
+    S(1).u64 = (uint32_t)((int32_t)((uint32_t)(r >> 1) << 1) >> 1);
+    NEXT(3);
+}
+L_I31_GET_U : {
+    pw_ref r = S(2).ref;
+    if (!r) TRAP(PW_TRAP_NULL_I31_REF);
+    S(1).u64 = (uint32_t)(r >> 1) & 0x7fffffffu;
+    NEXT(3);
+}
+
+L_REF_TEST : S(1).u64 = pw_gc_ref_test(s, inst, S(2).ref, IMM(3));
+NEXT(4);
+L_REF_CAST : if (!pw_gc_ref_test(s, inst, S(1).ref, IMM(2))) TRAP(PW_TRAP_CAST_FAILURE);
+NEXT(3);
+L_BR_ON_CAST : if (pw_gc_ref_test(s, inst, S(1).ref, IMM(2))) JUMP(IMM(3));
+NEXT(4);
+L_BR_ON_CAST_FAIL : if (!pw_gc_ref_test(s, inst, S(1).ref, IMM(2))) JUMP(IMM(3));
+NEXT(4);
+
+gc_oom :
+    /* The GC heap cannot grow within the store's memory cap even after a full
+     * collection: not a trap, a distinct outcome for the embedder. */
+    s->frame_top = fr_entry;
+s->trap = PW_TRAP_NONE;
+return PW_ERR_OOM;
+
+#undef PW_GC_FRAME
