@@ -113,6 +113,8 @@ typedef struct pr_fs pr_fs;           /* an in-memory file system */
 pr_program *pr_program_load(pr_host *h, pr_str scope, const uint8_t *bytes, size_t len,
                             pr_error *err);
 void pr_program_release(pr_program *p);
+/* The SHA-256 of the program's bytes. */
+void pr_program_digest(const pr_program *p, uint8_t out[32]);
 
 pr_fs *pr_fs_new(void); /* NULL when out of memory; free with pr_fs_free */
 void pr_fs_free(pr_fs *fs);

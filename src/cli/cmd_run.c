@@ -162,7 +162,9 @@ int peri_cmd_run(int argc, char **argv) {
             goto done;
         }
     }
+    /* Deterministic runs are seeded from the program alone: SHA-256 of its bytes. */
     uint8_t seed[32] = {0};
+    if (cfg.deterministic) pr_program_digest(p, seed);
     pr_exec_options opt = {.args = args,
                            .nargs = nargs,
                            .fs = fs,

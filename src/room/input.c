@@ -74,21 +74,37 @@ static size_t put_utf8(char *o, unsigned cp) {
     return 4;
 }
 
+/* True when none of the 8 bytes at u is '"', '\\' or a control character (SWAR:
+ * the has-less-than and has-zero-byte tests of "Bit Twiddling Hacks"). */
+static inline bool plain8(const unsigned char *u) {
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    uint64_t v;
+    memcpy(&v, u, 8);
+    uint64_t ctl = (v - ones * 0x20) & ~v & high;
+    uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
+    uint64_t hq = (q - ones) & ~q & high, hb = (b - ones) & ~b & high;
+    return (ctl | hq | hb) == 0;
+}
+
 /* Parses a string at p->i (which is '"'). With out != NULL, writes the UTF-8 value
  * there (never longer than the source) and sets *len. */
 static bool string(parser *p, char *out, size_t *len) {
     size_t i = p->i + 1, k = 0;
+    const unsigned char *u = (const unsigned char *)p->s;
     for (;;) {
+        /* Fast path: a run of plain characters is scanned eight bytes at a time, then
+         * copied at once (program texts are megabytes of plain characters). */
+        size_t run = i;
+        while (i + 8 <= p->n && plain8(u + i))
+            i += 8;
+        while (i < p->n && u[i] >= 0x20 && u[i] != '"' && u[i] != '\\')
+            i++;
+        if (out && i > run) memcpy(out + k, p->s + run, i - run);
+        k += i - run;
         if (i >= p->n) return false;
-        unsigned char c = (unsigned char)p->s[i];
+        unsigned char c = u[i];
         if (c == '"') break;
         if (c < 0x20) return false;
-        if (c != '\\') {
-            if (out) out[k] = (char)c;
-            k++;
-            i++;
-            continue;
-        }
         if (++i >= p->n) return false;
         char e = p->s[i++], r;
         switch (e) {
@@ -165,10 +181,7 @@ static bool literal(parser *p, const char *w) {
     return true;
 }
 
-/* Top-level object members we look at: the value spans of "args" and "files". */
-typedef struct spans {
-    size_t args, files; /* offset of the value + 1; 0 = absent */
-} spans;
+typedef pr_json_keys spans;
 
 static bool value(parser *p, spans *top);
 
@@ -190,21 +203,19 @@ static bool object(parser *p, spans *top) {
         p->i++;
         ws(p);
         if (top) {
-            /* Raw key compare is enough: an escaped "args" is still "args" for JS, so
-             * compare the decoded key when it has escapes. */
-            char kb[8];
+            /* An escaped key ("\u0061rgs") is the same key for JS: compare the decoded
+             * form when the raw key has escapes. */
+            char kb[40];
             size_t kl = 0;
             const char *k = p->s + key_at;
             size_t klen = key_end - key_at;
             if (klen <= 36 && memchr(k, '\\', klen)) {
                 parser q = {p->s, p->n, key_at - 1, 0};
-                char tmp[40];
-                if (string(&q, tmp, &kl) && kl <= sizeof kb) memcpy(kb, tmp, kl), k = kb, klen = kl;
+                if (string(&q, kb, &kl)) k = kb, klen = kl;
             }
-            if (klen == 4 && memcmp(k, "args", 4) == 0)
-                top->args = p->i + 1;
-            else if (klen == 5 && memcmp(k, "files", 5) == 0)
-                top->files = p->i + 1;
+            for (size_t w = 0; w < top->n; w++)
+                if (strlen(top->names[w]) == klen && memcmp(k, top->names[w], klen) == 0)
+                    top->at[w] = p->i + 1;
         }
         if (!value(p, NULL)) return false;
         ws(p);
@@ -444,8 +455,10 @@ bool pr_input_parse(const char *text, size_t n, pr_input *in, pr_error *err) {
         s = dec.p;
         n = dec.len;
     }
+    static const char *const names[2] = {"args", "files"};
+    size_t at[2] = {0, 0};
+    spans top = {names, 2, at};
     parser p = {s, n, 0, 0};
-    spans top = {0, 0};
     ws(&p);
     bool ok = value(&p, p.i < n && s[p.i] == '{' ? &top : NULL);
     ws(&p);
@@ -456,16 +469,16 @@ bool pr_input_parse(const char *text, size_t n, pr_input *in, pr_error *err) {
     }
     in->arena = malloc(n ? n : 1);
     if (!in->arena) goto nomem;
-    if (top.args && !is_null_at(&p, top.args - 1)) {
-        if (kind_at(&p, top.args - 1) != '[' || !get_args(&p, top.args - 1, in)) {
+    if (at[0] && !is_null_at(&p, at[0] - 1)) {
+        if (kind_at(&p, at[0] - 1) != '[' || !get_args(&p, at[0] - 1, in)) {
             pr_buf_free(&dec);
             pr_input_free(in);
             pr_err_set(err, PR_KIND_VIOLATION, MSG_ARGS);
             return false;
         }
     }
-    if (top.files && !is_null_at(&p, top.files - 1)) {
-        int rc = kind_at(&p, top.files - 1) == '{' ? get_files(&p, top.files - 1, in) : 0;
+    if (at[1] && !is_null_at(&p, at[1] - 1)) {
+        int rc = kind_at(&p, at[1] - 1) == '{' ? get_files(&p, at[1] - 1, in) : 0;
         if (rc == -1) goto nomem;
         if (rc == 0) {
             pr_buf_free(&dec);
@@ -513,4 +526,44 @@ size_t pr_path_normalize(const char *in, size_t n, char *out) {
     if (o == 0) out[o++] = '/';
     out[o] = 0;
     return o;
+}
+
+/* ---------------------------------------------------------------- for serve.c */
+
+bool pr_json_scan(const char *s, size_t n, pr_json_keys *keys) {
+    for (size_t w = 0; w < keys->n; w++)
+        keys->at[w] = 0;
+    parser p = {s, n, 0, 0};
+    ws(&p);
+    bool ok = value(&p, p.i < n && s[p.i] == '{' ? keys : NULL);
+    ws(&p);
+    return ok && p.i == n;
+}
+
+void pr_json_members(const char *s, size_t n, size_t at, pr_json_keys *keys) {
+    for (size_t w = 0; w < keys->n; w++)
+        keys->at[w] = 0;
+    parser p = {s, n, at, 0};
+    if (at < n && s[at] == '{') object(&p, keys);
+}
+
+size_t pr_json_value_end(const char *s, size_t n, size_t at) {
+    parser p = {s, n, at, 0};
+    value(&p, NULL);
+    return p.i;
+}
+
+char *pr_json_string_dup(const char *s, size_t n, size_t at, size_t *len) {
+    parser p = {s, n, at, 0};
+    if (at >= n || s[at] != '"') return NULL;
+    /* The value is never longer than the rest of the text: one pass, then shrink. */
+    char *out = malloc(n - at + 1);
+    if (!out) return NULL;
+    if (!string(&p, out, len)) {
+        free(out);
+        return NULL;
+    }
+    out[*len] = 0;
+    char *fit = realloc(out, *len + 1);
+    return fit ? fit : out;
 }

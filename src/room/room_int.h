@@ -96,6 +96,22 @@ typedef struct pr_input {
 bool pr_input_parse(const char *text, size_t n, pr_input *in, pr_error *err);
 void pr_input_free(pr_input *in);
 
+/* Generic JSON scanning (the same strict parser), used by serve.c. */
+typedef struct pr_json_keys {
+    const char *const *names;
+    size_t n;
+    size_t *at; /* per name: offset of the member's value + 1 (last wins), 0 = absent */
+} pr_json_keys;
+/* Validates s as one JSON value (whitespace around allowed); when it is an object,
+ * records where its named members' values start. */
+bool pr_json_scan(const char *s, size_t n, pr_json_keys *keys);
+/* The same for the (already validated) object value at offset at. */
+void pr_json_members(const char *s, size_t n, size_t at, pr_json_keys *keys);
+/* The end offset of the (already validated) value at offset at. */
+size_t pr_json_value_end(const char *s, size_t n, size_t at);
+/* The decoded string value at at, malloc'd and NUL-terminated; NULL if not a string. */
+char *pr_json_string_dup(const char *s, size_t n, size_t at, size_t *len);
+
 /* Normalises a path: split on '/', drop empty and '.', '..' pops, leading '/'.
  * Writes at most n+2 bytes (with the NUL) into out; returns the length. */
 size_t pr_path_normalize(const char *in, size_t n, char *out);

@@ -90,6 +90,16 @@ nomem:
     return NULL;
 }
 
+void pr_program_digest(const pr_program *p, uint8_t out[32]) {
+    /* The key is "scope:<64 hex>" NUL version: the hex ends at the NUL. */
+    const char *hex = p->key + strlen(p->key) - 64;
+    for (int i = 0; i < 32; i++) {
+        int hi = hex[2 * i] <= '9' ? hex[2 * i] - '0' : hex[2 * i] - 'a' + 10;
+        int lo = hex[2 * i + 1] <= '9' ? hex[2 * i + 1] - '0' : hex[2 * i + 1] - 'a' + 10;
+        out[i] = (uint8_t)(hi << 4 | lo);
+    }
+}
+
 pr_program *pr_program_load(pr_host *h, pr_str scope, const uint8_t *bytes, size_t len,
                             pr_error *err) {
     uint8_t d[32];
@@ -167,6 +177,10 @@ static const char *trap_text(const pw_error *e) {
 bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *out,
              pr_error *err) {
     memset(out, 0, sizeof *out);
+    if (!opt->fs || (opt->nargs && !opt->args)) {
+        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：pr_exec 需要文件系统");
+        return false;
+    }
     pr_run_state rs;
     memset(&rs, 0, sizeof rs);
     rs.host = h;

@@ -5,12 +5,13 @@
  * id). The queue is bounded: a fast client is slowed down rather than buffered
  * without limit. Method: "isolate/run", params {runner, scope, digest, program,
  * input} (strings); result {"output", "isolate"}; a contract exception is error
- * -32000 with data.kind; malformed requests get the standard codes.
+ * -32000 with data.kind; malformed requests get the standard codes (a JSON array,
+ * i.e. a batch, is answered -32600).
  */
 #include "room_int.h"
 
 #include <errno.h>
-#include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -140,66 +141,82 @@ static void enqueue(server *sv, job *j) {
 
 static const char *const PARAMS[5] = {"runner", "scope", "digest", "program", "input"};
 
-/* Checks one request line and queues it (or answers it with an error at once). */
+/* The decoded string at a member offset (at = offset + 1, 0 = absent) equals want. */
+static bool string_is(const char *line, size_t n, size_t at, const char *want) {
+    if (!at || line[at - 1] != '"') return false;
+    size_t len;
+    char *v = pr_json_string_dup(line, n, at - 1, &len);
+    bool eq = v && len == strlen(want) && memcmp(v, want, len) == 0;
+    free(v);
+    return eq;
+}
+
+/* Checks one request line and queues it (or answers it with an error at once). The
+ * room's own strict JSON parser reads it: no tree is built, the program text is
+ * copied once, and the id is echoed back exactly as the client wrote it. */
 static void handle_line(server *sv, const char *line, size_t n) {
-    json_error_t je;
-    json_t *req = json_loadb(line, n, JSON_ALLOW_NUL | JSON_DECODE_ANY, &je);
-    if (!req) {
+    static const char *const TOP[4] = {"jsonrpc", "id", "method", "params"};
+    size_t at[4], pat[5];
+    pr_json_keys top = {TOP, 4, at}, params = {PARAMS, 5, pat};
+    if (!pr_utf8_valid((const uint8_t *)line, n) || !pr_json_scan(line, n, &top)) {
         send_error(sv, NULL, -32700, "Parse error", NULL);
         return;
     }
+    size_t i = 0;
+    while (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == '\n')
+        i++;
+    bool is_obj = line[i] == '{';
     char *id = NULL;
-    json_t *jid = json_is_object(req) ? json_object_get(req, "id") : NULL;
-    if (jid && !(json_is_string(jid) || json_is_number(jid) || json_is_null(jid))) {
-        send_error(sv, NULL, -32600, "Invalid Request", NULL);
-        goto out;
+    if (is_obj && at[1]) {
+        char k = line[at[1] - 1];
+        if (!(k == '"' || k == 'n' || k == '-' || (k >= '0' && k <= '9'))) {
+            send_error(sv, NULL, -32600, "Invalid Request", NULL);
+            return;
+        }
+        size_t end = pr_json_value_end(line, n, at[1] - 1);
+        id = strndup(line + at[1] - 1, end - (at[1] - 1));
+        if (!id) {
+            send_error(sv, NULL, -32603, "Internal error", NULL);
+            return;
+        }
     }
-    if (jid && !(id = json_dumps(jid, JSON_ENCODE_ANY | JSON_COMPACT))) {
-        send_error(sv, NULL, -32603, "Internal error", NULL);
-        goto out;
+    if (!is_obj || !string_is(line, n, at[0], "2.0") || !at[2] || line[at[2] - 1] != '"') {
+        send_error(sv, id, -32600, "Invalid Request", NULL);
+        free(id);
+        return;
     }
-    json_t *ver = json_is_object(req) ? json_object_get(req, "jsonrpc") : NULL;
-    json_t *method = json_is_object(req) ? json_object_get(req, "method") : NULL;
-    if (!json_is_object(req) || !json_is_string(ver) ||
-        strcmp(json_string_value(ver), "2.0") != 0 || !json_is_string(method)) {
-        send_error(sv, id ? id : NULL, -32600, "Invalid Request", NULL);
-        goto out;
-    }
-    if (strcmp(json_string_value(method), "isolate/run") != 0) {
+    if (!string_is(line, n, at[2], "isolate/run")) {
         if (id) send_error(sv, id, -32601, "Method not found", NULL);
-        goto out;
+        free(id);
+        return;
     }
-    json_t *params = json_object_get(req, "params");
+    if (at[3])
+        pr_json_members(line, n, at[3] - 1, &params);
+    else
+        memset(pat, 0, sizeof pat);
     job *j = calloc(1, sizeof *j);
     if (!j) {
         if (id) send_error(sv, id, -32603, "Internal error", NULL);
-        goto out;
+        free(id);
+        return;
     }
-    for (int i = 0; i < 5; i++) {
-        json_t *v = json_is_object(params) ? json_object_get(params, PARAMS[i]) : NULL;
-        if (!json_is_string(v)) {
+    for (int f = 0; f < 5; f++) {
+        if (!pat[f] || line[pat[f] - 1] != '"') {
             if (id) send_error(sv, id, -32602, "Invalid params", NULL);
+            free(id);
             job_free(j);
-            goto out;
+            return;
         }
-        size_t l = json_string_length(v);
-        j->fields[i] = malloc(l + 1);
-        if (!j->fields[i]) {
+        j->fields[f] = pr_json_string_dup(line, n, pat[f] - 1, &j->lens[f]);
+        if (!j->fields[f]) {
             if (id) send_error(sv, id, -32603, "Internal error", NULL);
+            free(id);
             job_free(j);
-            goto out;
+            return;
         }
-        memcpy(j->fields[i], json_string_value(v), l + 1);
-        j->lens[i] = l;
     }
     j->id = id;
-    id = NULL;
-    json_decref(req);
-    req = NULL;
     enqueue(sv, j);
-out:
-    free(id);
-    json_decref(req);
 }
 
 static bool blank(const char *s, size_t n) {

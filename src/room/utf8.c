@@ -5,6 +5,8 @@
  */
 #include "room_int.h"
 
+#include <string.h>
+
 static const char REPLACEMENT[3] = {(char)0xEF, (char)0xBF, (char)0xBD};
 
 /* Length of the well-formed sequence at s (1..4), or 0 with *bad set to the length of
@@ -67,6 +69,14 @@ bool pr_utf8_lenient(pr_buf *out, const uint8_t *in, size_t n) {
 bool pr_utf8_valid(const uint8_t *in, size_t n) {
     size_t i = 0;
     while (i < n) {
+        /* ASCII runs eight bytes at a time. */
+        while (i + 8 <= n) {
+            uint64_t v;
+            memcpy(&v, in + i, 8);
+            if (v & 0x8080808080808080ull) break;
+            i += 8;
+        }
+        if (i >= n) break;
         if (in[i] < 0x80) {
             i++;
             continue;

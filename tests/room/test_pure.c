@@ -395,6 +395,23 @@ static void test_input(void **st) {
         pr_input_free(&in);
     }
     input_err("{\"\\u0061rgs\":[1]}", A);
+    /* Escapes, quotes and control characters at every offset of the 8-byte scan. */
+    for (int pos = 0; pos < 20; pos++) {
+        char text[128], want[64];
+        int k = snprintf(text, sizeof text, "{\"args\":[\"%.*s\\n\\\"%s\"]}", pos,
+                         "abcdefghijklmnopqrstuvwxyz", "éxyz0123456789");
+        assert_true(k > 0);
+        assert_true(pr_input_parse(text, (size_t)k, &in, &e));
+        int w = snprintf(want, sizeof want, "%.*s\n\"%s", pos, "abcdefghijklmnopqrstuvwxyz",
+                         "éxyz0123456789");
+        assert_int_equal(in.nargs, 1);
+        assert_int_equal(in.args[0].len, (size_t)w);
+        assert_memory_equal(in.args[0].ptr, want, (size_t)w);
+        pr_input_free(&in);
+        k = snprintf(text, sizeof text, "{\"args\":[\"%.*s\x01zzzzzzzzzz\"]}", pos,
+                     "abcdefghijklmnopqrstuvwxyz");
+        input_err(text, J);
+    }
     const char *big = "{\"n\":-12345678901234567890123.5e+400,\"s\":\"\\u0000\"}";
     assert_true(pr_input_parse(big, strlen(big), &in, &e));
     pr_input_free(&in);
