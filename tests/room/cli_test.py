@@ -165,6 +165,20 @@ check(by["d"]["error"] == {"code": -32000, "message": "产物摘要无效", "dat
       "contract exception as -32000: %r" % by["d"])
 check(len(ans) == 5, "notification unanswered")
 s.answers.clear()
+# Garbage never hurts the server: bad UTF-8, deep nesting, odd ids, batches.
+s.send(b"\xff\xfe{}")
+s.send(b"[" * 5000)
+s.send(b'{"jsonrpc":"2.0","id":[1],"method":"isolate/run"}')
+s.send(b'[]')
+s.send(b'{"jsonrpc":"2.0","id":1.5e3,"method":"nope"}')
+s.send(b'{"jsonrpc":"2.0","id":"\\u4f60","method":"isolate/run","params":{"runner":1}}')
+raw = []
+ans = s.wait(6)
+codes = sorted(a["error"]["code"] for a in ans)
+check(codes == [-32700, -32700, -32602, -32601, -32600, -32600], "garbage codes: %r" % codes)
+check(any(a.get("id") == 1500 for a in ans), "numeric id echoed")
+check(any(a.get("id") == "你" for a in ans), "string id echoed")
+s.answers.clear()
 
 # Same (scope, digest) → same isolate id; different scope → different id.
 s.send(run_req(1, HELLO_B64, HELLO_D, "{}", "甲"))
