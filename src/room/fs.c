@@ -270,27 +270,61 @@ bool pr_fs_is_dir(const pr_fs *fs, const char *norm, size_t n) {
 
 bool pr_fs_children(const pr_fs *fs, const char *norm, size_t n, pr_fs_child_fn fn, void *ud) {
     size_t pre = n == 1 ? 1 : n + 1;
-    for (size_t i = 0; i < fs->norder; i++) {
+    /* Names already produced, in a small open-addressing set (name pointers into the
+     * entries' paths), so listing stays linear in the number of files. */
+    size_t nslots = 64, used = 0;
+    const char **slot_name = calloc(nslots, sizeof *slot_name);
+    size_t *slot_len = calloc(nslots, sizeof *slot_len);
+    bool ok = slot_name && slot_len;
+    for (size_t i = 0; ok && i < fs->norder; i++) {
         const pr_file *f = fs->order[i];
         if (f->dead || !under(f, norm, n)) continue;
         const char *name = f->path + pre;
         size_t rest = f->path_len - pre;
         const char *slash = memchr(name, '/', rest);
         size_t l = slash ? (size_t)(slash - name) : rest;
-        /* Unique: skip a name an earlier entry already produced. */
+        size_t j = hash_path(name, l) & (nslots - 1);
         bool seen = false;
-        for (size_t j = 0; j < i && !seen; j++) {
-            const pr_file *g = fs->order[j];
-            if (g->dead || !under(g, norm, n)) continue;
-            const char *gn = g->path + pre;
-            size_t gr = g->path_len - pre;
-            const char *gs = memchr(gn, '/', gr);
-            size_t gl = gs ? (size_t)(gs - gn) : gr;
-            seen = gl == l && memcmp(gn, name, l) == 0;
+        while (slot_name[j]) {
+            if (slot_len[j] == l && memcmp(slot_name[j], name, l) == 0) {
+                seen = true;
+                break;
+            }
+            j = (j + 1) & (nslots - 1);
         }
         if (seen) continue;
-        bool is_dir = slash != NULL || f->dir;
-        if (!fn(ud, name, l, is_dir)) return false;
+        slot_name[j] = name;
+        slot_len[j] = l;
+        if (++used * 2 > nslots) {
+            size_t ns = nslots * 2;
+            const char **nn = calloc(ns, sizeof *nn);
+            size_t *nl = calloc(ns, sizeof *nl);
+            if (!nn || !nl) {
+                free(nn);
+                free(nl);
+                ok = false;
+                break;
+            }
+            for (size_t k = 0; k < nslots; k++) {
+                if (!slot_name[k]) continue;
+                size_t h = hash_path(slot_name[k], slot_len[k]) & (ns - 1);
+                while (nn[h])
+                    h = (h + 1) & (ns - 1);
+                nn[h] = slot_name[k];
+                nl[h] = slot_len[k];
+            }
+            free(slot_name);
+            free(slot_len);
+            slot_name = nn;
+            slot_len = nl;
+            nslots = ns;
+        }
+        if (!fn(ud, name, l, slash != NULL || f->dir)) {
+            ok = false;
+            break;
+        }
     }
-    return true;
+    free(slot_name);
+    free(slot_len);
+    return ok;
 }

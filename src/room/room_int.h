@@ -155,7 +155,7 @@ void pr_fs_release_dead(pr_file *f);
 /* True if norm is an implicit (some file under it) or explicit directory; "/" always. */
 bool pr_fs_is_dir(const pr_fs *fs, const char *norm, size_t n);
 /* Direct children of a directory in first-write order, unique; calls fn per name.
- * Returns false if fn returned false. */
+ * Returns false if fn returned false or memory ran out. */
 typedef bool (*pr_fs_child_fn)(void *ud, const char *name, size_t n, bool is_dir);
 bool pr_fs_children(const pr_fs *fs, const char *norm, size_t n, pr_fs_child_fn fn, void *ud);
 

@@ -495,6 +495,19 @@ static void test_fs_children(void **st) {
     b.len = 0;
     assert_true(pr_fs_children(fs, "/", 1, collect_child, &b));
     assert_string_equal(b.p, "xD,xyF,");
+    /* Many entries: still each name once, in first-write order. */
+    char name[64];
+    for (int i = 0; i < 3000; i++) {
+        int k = snprintf(name, sizeof name, "/m/%d/%s", i % 1000, i < 1000 ? "a" : "b");
+        pr_fs_write(fs, name, (size_t)k, "", 0);
+    }
+    b.len = 0;
+    assert_true(pr_fs_children(fs, "/m", 2, collect_child, &b));
+    size_t commas = 0;
+    for (size_t i = 0; i < b.len; i++)
+        commas += b.p[i] == ',';
+    assert_int_equal(commas, 1000);
+    assert_memory_equal(b.p, "0D,1D,2D,", 9);
     pr_buf_free(&b);
     pr_fs_free(fs);
 }
