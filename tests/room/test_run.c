@@ -290,6 +290,36 @@ static void test_wasm_and_binding(void **st) {
     got = run4(h, "LOADER", "s", &link, "{}", NULL);
     assert_memory_equal(got, "!隔离运行失败：", strlen("!隔离运行失败："));
     free(got);
+    /* Linear memory declared over the 128 MiB cap: a platform limit (exception). */
+    const uint8_t bigmem[] = {0,   'a', 's', 'm', 1,   0,   0, 0, 1,    4,    1, 0x60, 0, 0,
+                              3,   2,   1,   0,   5,   4,   1, 0, 0xb8, 0x17, 7, 10,   1, 6,
+                              '_', 's', 't', 'a', 'r', 't', 0, 0, 10,   4,    1, 2,    0, 0x0b};
+    prog mem;
+    make_prog(&mem, bigmem, sizeof bigmem);
+    got = run4(h, "LOADER", "s", &mem, "{}", NULL);
+    assert_string_equal(got, "!隔离运行失败：内存超过上限");
+    free(got);
+    /* Endless Wasm recursion exhausts the engine's call stack: a trap (a result). */
+    const uint8_t rec[] = {0,   'a', 's', 'm', 1,  0, 0,  0, 1, 4,    1,   0x60, 0,
+                           0,   3,   2,   1,   0,  7, 10, 1, 6, '_',  's', 't',  'a',
+                           'r', 't', 0,   0,   10, 6, 1,  4, 0, 0x10, 0,   0x0b};
+    prog deep;
+    make_prog(&deep, rec, sizeof rec);
+    got = run4(h, "LOADER", "s", &deep, "{}", NULL);
+    assert_string_equal(got, "{\"ok\":false,\"stdout\":\"\",\"stderr\":\"\",\"exitCode\":1,"
+                             "\"error\":\"Maximum call stack size exceeded\",\"files\":{}}");
+    free(got);
+    /* No _start: the program fails (a result), like calling a missing export. */
+    const uint8_t nostart[] = {0, 'a', 's', 'm', 1, 0, 0, 0};
+    prog ns;
+    make_prog(&ns, nostart, sizeof nostart);
+    got = run4(h, "LOADER", "s", &ns, "{}", NULL);
+    assert_string_equal(got, "{\"ok\":false,\"stdout\":\"\",\"stderr\":\"\",\"exitCode\":1,"
+                             "\"error\":\"程序没有导出 _start\",\"files\":{}}");
+    free(got);
+    free(mem.b64);
+    free(deep.b64);
+    free(ns.b64);
     free(junk.b64);
     free(link.b64);
     /* A granted runner without a binding. */
