@@ -114,15 +114,7 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
         pthread_cond_timedwait(&srv->cv, &srv->mu, &dl);
     }
     if (req->done) {
-        json_t *res = json_object_get(req->response, "result");
-        json_t *oc = json_object_get(res, "outcome");
-        const char *kind = json_string_value(json_object_get(oc, "outcome"));
-        const char *opt = json_string_value(json_object_get(oc, "optionId"));
-        if (kind && !strcmp(kind, "cancelled"))
-            outcome = PAG_PERM_CANCELLED;
-        else if (kind && !strcmp(kind, "selected") && opt &&
-                 (!strcmp(opt, "allow_once") || !strcmp(opt, "allow_always")))
-            outcome = PAG_PERM_ALLOW;
+        outcome = (pag_permission)req->outcome;
     } else if (atomic_load(cancel)) {
         outcome = PAG_PERM_CANCELLED;
     }
@@ -133,7 +125,6 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
         }
     }
     pthread_mutex_unlock(&srv->mu);
-    json_decref(req->response);
     free(req);
     return outcome;
 }
@@ -141,10 +132,21 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
 static void on_response(pacp_server *srv, pacp_msg *m) {
     if (!json_is_integer(m->id)) return; /* not one of ours: ignore */
     json_int_t id = json_integer_value(m->id);
+    /* Decoded here so that no json_t crosses threads; errors and unknown outcomes
+     * refuse. */
+    json_t *oc = json_object_get(m->result, "outcome");
+    const char *kind = json_string_value(json_object_get(oc, "outcome"));
+    const char *opt = json_string_value(json_object_get(oc, "optionId"));
+    int outcome = PAG_PERM_REJECT;
+    if (kind && !strcmp(kind, "cancelled"))
+        outcome = PAG_PERM_CANCELLED;
+    else if (kind && !strcmp(kind, "selected") && opt &&
+             (!strcmp(opt, "allow_once") || !strcmp(opt, "allow_always")))
+        outcome = PAG_PERM_ALLOW;
     pthread_mutex_lock(&srv->mu);
     for (pacp_outreq *r = srv->pending; r; r = r->next) {
         if (r->id == id && !r->done) {
-            r->response = json_incref(m->root);
+            r->outcome = outcome;
             r->done = true;
             pthread_cond_broadcast(&srv->cv);
             break;

@@ -16,7 +16,7 @@
 typedef struct pacp_outreq {
     struct pacp_outreq *next;
     json_int_t id;
-    json_t *response; /* the whole response frame once it arrived */
+    int outcome; /* pag_permission decoded by the reader thread (no json_t crosses threads) */
     bool done;
 } pacp_outreq;
 

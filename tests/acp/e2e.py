@@ -185,7 +185,7 @@ class Env:
 
     def env(self, model=True, **extra):
         e = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self.home}
-        for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+        for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"):
             if k in os.environ:
                 e[k] = os.environ[k]
         if model:
