@@ -85,6 +85,7 @@ typedef struct comp {
     uint32_t nhs, caphs;
 
     uint32_t nlocals;
+    uint32_t zero_slot; /* hidden always-zero local, or UINT32_MAX */
     const pw_valtype *local_types;
     const pw_funcdef *fd;
     const pw_deftype *ft;
@@ -575,10 +576,10 @@ static const numinfo NUM[256] = {
     [0x8F] = U(F32_TRUNC, F32),
     [0x90] = U(F32_NEAREST, F32),
     [0x91] = U(F32_SQRT, F32),
-    [0x92] = B(F32_ADD, NOIMM, F32, 0),
-    [0x93] = B(F32_SUB, NOIMM, F32, 0),
-    [0x94] = B(F32_MUL, NOIMM, F32, 0),
-    [0x95] = B(F32_DIV, NOIMM, F32, 0),
+    [0x92] = BI(F32_ADD, F32, 1),
+    [0x93] = BI(F32_SUB, F32, 0),
+    [0x94] = BI(F32_MUL, F32, 1),
+    [0x95] = BI(F32_DIV, F32, 0),
     [0x96] = B(F32_MIN, NOIMM, F32, 0),
     [0x97] = B(F32_MAX, NOIMM, F32, 0),
     [0x98] = B(F32_COPYSIGN, NOIMM, F32, 0),
@@ -589,10 +590,10 @@ static const numinfo NUM[256] = {
     [0x9D] = U(F64_TRUNC, F64),
     [0x9E] = U(F64_NEAREST, F64),
     [0x9F] = U(F64_SQRT, F64),
-    [0xA0] = B(F64_ADD, NOIMM, F64, 0),
-    [0xA1] = B(F64_SUB, NOIMM, F64, 0),
-    [0xA2] = B(F64_MUL, NOIMM, F64, 0),
-    [0xA3] = B(F64_DIV, NOIMM, F64, 0),
+    [0xA0] = BI(F64_ADD, F64, 1),
+    [0xA1] = BI(F64_SUB, F64, 0),
+    [0xA2] = BI(F64_MUL, F64, 1),
+    [0xA3] = BI(F64_DIV, F64, 0),
     [0xA4] = B(F64_MIN, NOIMM, F64, 0),
     [0xA5] = B(F64_MAX, NOIMM, F64, 0),
     [0xA6] = B(F64_COPYSIGN, NOIMM, F64, 0),
@@ -663,13 +664,16 @@ static void numeric(comp *c, const numinfo *ni) {
         eb->loc == LOC_CONST && (!i64 || (int64_t)eb->cval == (int64_t)(int32_t)(uint32_t)eb->cval);
     bool fits_a =
         ea->loc == LOC_CONST && (!i64 || (int64_t)ea->cval == (int64_t)(int32_t)(uint32_t)ea->cval);
+    uint64_t bimm = 0;
     if (ni->imm != NOIMM && fits_b) {
         op = ni->imm;
+        bimm = eb->cval;
         b = (uint32_t)eb->cval;
         popn(c, 1);
         a = pop_slot(c);
     } else if (ni->imm != NOIMM && ni->comm && fits_a) {
         op = ni->imm;
+        bimm = ea->cval;
         b = (uint32_t)ea->cval;
         a = slot_at(c, c->sp - 1);
         popn(c, 2);
@@ -683,7 +687,23 @@ static void numeric(comp *c, const numinfo *ni) {
     emit(c, dst);
     emit(c, a);
     emit(c, b);
+    /* f64 immediates take two words */
+    if (op == PW_OP_F64_ADD_I || op == PW_OP_F64_SUB_I || op == PW_OP_F64_MUL_I ||
+        op == PW_OP_F64_DIV_I)
+        emit(c, (uint32_t)(bimm >> 32));
     set_pend(c, pos, op, dst);
+}
+
+/* A constant address folds into the offset: the address operand becomes a hidden
+ * local that is always zero. Pops the address when it applies. */
+static bool const_addr(comp *c, pw_instr *in) {
+    ent *e = top(c, 0);
+    if (c->zero_slot == UINT32_MAX || e->loc != LOC_CONST ||
+        (uint64_t)(uint32_t)e->cval + in->offset > UINT32_MAX)
+        return false;
+    in->offset += (uint32_t)e->cval;
+    popn(c, 1);
+    return true;
 }
 
 /* Materialise LOCAL references to local x (before x is written). */
@@ -1264,7 +1284,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
         }
         default:
             if (op >= 0x28 && op <= 0x35) {
-                uint32_t a = pop_slot(c);
+                uint32_t a = const_addr(c, &in) ? c->zero_slot : pop_slot(c);
                 uint32_t dst = push_stack(c, LOADS[op - 0x28].out);
                 uint32_t pos = emit_op(c, LOADS[op - 0x28].op);
                 emit(c, dst);
@@ -1274,7 +1294,8 @@ static bool compile_body(comp *c, pw_cfunc *out) {
                 break;
             }
             if (op >= 0x36 && op <= 0x3E) {
-                uint32_t v = pop_slot(c), a = pop_slot(c);
+                uint32_t v = pop_slot(c);
+                uint32_t a = const_addr(c, &in) ? c->zero_slot : pop_slot(c);
                 emit_op(c, STORES[op - 0x36]);
                 emit(c, a);
                 emit(c, v);
@@ -1424,13 +1445,17 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
         const pw_funcdef *fd = &m->funcs[i];
         const pw_deftype *ft = &m->types[fd->type];
         uint32_t np = ft->u.func.nparams;
-        uint32_t nl = np + fd->nlocals;
+        /* Modules with memory get one hidden local that stays zero (constant
+         * addresses, see const_addr). */
+        uint32_t nl = np + fd->nlocals + (m->nmems > 0);
         if (!grow((void **)&ltypes, &capl, nl + 1, sizeof *ltypes)) {
             st = pw_fail(err, PW_ERR_NOMEM, "out of memory");
             break;
         }
         memcpy(ltypes, ft->u.func.types, np * sizeof *ltypes);
         if (fd->nlocals) memcpy(ltypes + np, fd->locals, fd->nlocals * sizeof *ltypes);
+        if (m->nmems > 0) ltypes[nl - 1] = PW_VT_I32;
+        c.zero_slot = m->nmems > 0 ? nl - 1 : UINT32_MAX;
         reset(&c);
         starts[i] = c.ncode;
         hstarts[i] = c.nhs;

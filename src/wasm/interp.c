@@ -257,10 +257,11 @@ static pw_status run(pw_store *s, pw_func *entry, pw_slot *fp, const int32_t **t
 #define PW_H_BIN(n, e)   PW_H(I32_##n) PW_H(I32_##n##_I) PW_H(BR_I32_##n) PW_H(BR_I32_##n##_I)
 #define PW_H_BIN64(n, e) PW_H(I64_##n) PW_H(I64_##n##_I)
 #define PW_H_F(n, e)     PW_H(F32_##n) PW_H(F64_##n)
+#define PW_H_FA(n, e)    PW_H(F32_##n) PW_H(F64_##n) PW_H(F32_##n##_I) PW_H(F64_##n##_I)
 #define PW_H_L(n, ...)   PW_H(n)
     static const int32_t handlers[PW_OP_COUNT_] = {
         PW_I32_BINOPS(PW_H_BIN) PW_I64_BINOPS(PW_H_BIN64) PW_I64_CMPOPS(PW_H_BIN64)
-            PW_F_ARITH(PW_H_F) PW_F_CMP(PW_H_F) PW_LOADS(PW_H_L) PW_STORES(PW_H_L) PW_UNOPS(PW_H_L)
+            PW_F_ARITH(PW_H_FA) PW_F_CMP(PW_H_F) PW_LOADS(PW_H_L) PW_STORES(PW_H_L) PW_UNOPS(PW_H_L)
                 PW_TRUNCS(PW_H_L) PW_MISC_OPS(PW_H) PW_GC_OPS(PW_H)};
     if (table) {
         *table = handlers;
@@ -655,6 +656,20 @@ L_I64_REM_U : {
         double a = S(2).f64, b = S(3).f64;                                                         \
         S(1).f64 = (e);                                                                            \
         NEXT(4);                                                                                   \
+    }                                                                                              \
+    L_F32_##n##_I : {                                                                              \
+        float a = S(2).f32, b;                                                                     \
+        uint32_t bits = IMM(3);                                                                    \
+        memcpy(&b, &bits, 4);                                                                      \
+        S(1).f32 = (e);                                                                            \
+        NEXT(4);                                                                                   \
+    }                                                                                              \
+    L_F64_##n##_I : {                                                                              \
+        double a = S(2).f64, b;                                                                    \
+        uint64_t bits = (uint64_t)IMM(3) | ((uint64_t)IMM(4) << 32);                               \
+        memcpy(&b, &bits, 8);                                                                      \
+        S(1).f64 = (e);                                                                            \
+        NEXT(5);                                                                                   \
     }
     PW_F_ARITH(PW_F_BIN)
 #undef PW_F_BIN

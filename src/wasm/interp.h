@@ -281,8 +281,10 @@ enum pw_iop {
 #define PW_E_BIN(n, e) PW_OP_I64_##n, PW_OP_I64_##n##_I,
         PW_I64_BINOPS(PW_E_BIN) PW_I64_CMPOPS(PW_E_BIN)
 #undef PW_E_BIN
-#define PW_E_F(n, e) PW_OP_F32_##n, PW_OP_F64_##n,
-            PW_F_ARITH(PW_E_F) PW_F_CMP(PW_E_F)
+#define PW_E_F(n, e)  PW_OP_F32_##n, PW_OP_F64_##n,
+#define PW_E_FA(n, e) PW_OP_F32_##n, PW_OP_F64_##n, PW_OP_F32_##n##_I, PW_OP_F64_##n##_I,
+            PW_F_ARITH(PW_E_FA) PW_F_CMP(PW_E_F)
+#undef PW_E_FA
 #undef PW_E_F
 #define PW_E_L(n, ...) PW_OP_##n,
                 PW_LOADS(PW_E_L) PW_STORES(PW_E_L) PW_UNOPS(PW_E_L) PW_TRUNCS(PW_E_L)
