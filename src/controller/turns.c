@@ -16,6 +16,8 @@
 #include <string.h>
 #include <time.h>
 
+#define PCT_MAX_QUEUED 32
+
 typedef struct job {
     pct_sess *s;
     char *text;
@@ -120,15 +122,19 @@ pct_status pct_prompt(pct_controller *c, const char *id, const char *text, void 
     char *t = strdup(text ? text : "");
     pthread_mutex_lock(&s->mu);
     bool open = s->state == SESS_OPEN;
-    if (open && j && t) s->workers++;
+    bool full = s->workers >= PCT_MAX_QUEUED; /* each queued prompt holds a thread */
+    bool ok = open && !full && j && t;
+    if (ok) s->workers++;
     pthread_mutex_unlock(&s->mu);
-    if (!open || !j || !t) {
+    if (!ok) {
         free(j);
         free(t);
         pct_sess_release(s);
-        err->status = open ? PCT_FAILED : PCT_CLOSING;
+        err->status = !open ? PCT_CLOSING : full ? PCT_BUSY : PCT_FAILED;
         snprintf(err->message, sizeof err->message, "%s",
-                 open ? "out of memory" : "Session is closing");
+                 !open  ? "Session is closing"
+                 : full ? "too many prompts queued on this session"
+                        : "out of memory");
         return err->status;
     }
     j->s = s; /* the worker owns this reference */
