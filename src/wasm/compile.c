@@ -84,6 +84,10 @@ typedef struct comp {
     pw_handler *hs; /* try_table handlers of every function, innermost first */
     uint32_t nhs, caphs;
 
+    uint32_t batch; /* nesting of begin_moves */
+    bool pcopy;     /* a COPY waiting for a partner */
+    uint32_t pcopy_dst, pcopy_src;
+
     uint32_t nlocals;
     uint32_t zero_slot; /* hidden always-zero local, or UINT32_MAX */
     const pw_valtype *local_types;
@@ -191,8 +195,27 @@ static uint32_t push_stack(comp *c, pw_valtype t) {
 }
 
 /* Emit a copy of entry e's value into slot dst. */
+/* Copies emitted in a batch (moves at calls, branches, block entries) are paired
+ * into COPY2, saving a dispatch. A batch never contains a label. */
+static void flush_copy(comp *c) {
+    if (!c->pcopy) return;
+    c->pcopy = false;
+    emit_op(c, PW_OP_COPY);
+    emit(c, c->pcopy_dst);
+    emit(c, c->pcopy_src);
+}
+
+static void begin_moves(comp *c) {
+    c->batch++;
+}
+
+static void end_moves(comp *c) {
+    if (--c->batch == 0) flush_copy(c);
+}
+
 static void emit_move(comp *c, const ent *e, uint32_t depth, uint32_t dst) {
     if (e->loc == LOC_CONST) {
+        flush_copy(c);
         if ((e->cval >> 32) == 0) {
             emit_op(c, PW_OP_CONST32);
             emit(c, dst);
@@ -207,6 +230,21 @@ static void emit_move(comp *c, const ent *e, uint32_t depth, uint32_t dst) {
     }
     uint32_t src = e->loc == LOC_LOCAL ? e->local : slot_of_depth(c, depth);
     if (src == dst) return;
+    if (c->batch) {
+        if (c->pcopy) {
+            c->pcopy = false;
+            emit_op(c, PW_OP_COPY2);
+            emit(c, c->pcopy_dst);
+            emit(c, c->pcopy_src);
+            emit(c, dst);
+            emit(c, src);
+        } else {
+            c->pcopy = true;
+            c->pcopy_dst = dst;
+            c->pcopy_src = src;
+        }
+        return;
+    }
     emit_op(c, PW_OP_COPY);
     emit(c, dst);
     emit(c, src);
@@ -223,8 +261,10 @@ static void materialize(comp *c, uint32_t d) {
 }
 
 static void materialize_all(comp *c) {
+    begin_moves(c);
     for (uint32_t d = c->lazy_lo; d < c->sp; d++)
         materialize(c, d);
+    end_moves(c);
     c->lazy_lo = c->sp;
 }
 
@@ -299,10 +339,12 @@ static bool needs_moves(comp *c, const ctl *l) {
 
 static void emit_moves(comp *c, const ctl *l) {
     uint32_t n = label_arity(l);
+    begin_moves(c);
     for (uint32_t i = 0; i < n; i++) {
         uint32_t d = c->sp - n + i;
         emit_move(c, at(c, d), d, slot_of_depth(c, l->height + i));
     }
+    end_moves(c);
 }
 
 /* Copy the top n values to slots 0..n-1 (function results, tail-call arguments).
@@ -314,6 +356,7 @@ static void emit_to_base(comp *c, uint32_t n) {
         emit_move(c, top(c, 0), c->sp - 1, 0);
         return;
     }
+    begin_moves(c);
     for (uint32_t i = 0; i < n; i++) {
         uint32_t d = c->sp - n + i;
         ent *e = at(c, d);
@@ -326,6 +369,7 @@ static void emit_to_base(comp *c, uint32_t n) {
         if (e.loc == LOC_LOCAL && e.local < n && e.local != i) e.loc = LOC_STACK;
         emit_move(c, &e, d, i);
     }
+    end_moves(c);
 }
 
 static void emit_return(comp *c) {
@@ -747,8 +791,10 @@ static void local_set(comp *c, uint32_t x, bool tee) {
 static void emit_call(comp *c, uint32_t op, const pw_deftype *t, uint32_t a1, uint32_t a2,
                       uint32_t idx_slot, bool indirect) {
     uint32_t np = t->u.func.nparams, nr = t->u.func.nresults;
+    begin_moves(c);
     for (uint32_t i = 0; i < np; i++)
         materialize(c, c->sp - np + i);
+    end_moves(c);
     uint32_t argbase = slot_of_depth(c, c->sp - np);
     emit_op(c, op);
     emit(c, a1);
