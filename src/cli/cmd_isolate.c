@@ -15,13 +15,14 @@
 #define MAX_GRANTS 64
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: peri isolate run --runner NAME --scope SCOPE --digest HEX --program PATH\n"
-               "                        --input PATH [--grant NAME]... [--cpu-ms N] "
-               "[--deterministic]\n"
-               "       peri isolate serve [--grant NAME]... [--workers N] [--cpu-ms N] "
-               "[--deterministic]\n"
-               "PATH may be '-' (stdin) for one of --program/--input. Without --grant the\n"
-               "granted LOADER list is \"LOADER\".\n");
+    fprintf(f,
+            "usage: peri isolate run --runner NAME --scope SCOPE --digest HEX --program PATH\n"
+            "                        --input PATH [--grant NAME]... [--cpu-ms N] [--wall-ms N]\n"
+            "                        [--deterministic]\n"
+            "       peri isolate serve [--grant NAME]... [--workers N] [--cpu-ms N] [--wall-ms N]\n"
+            "                          [--deterministic]\n"
+            "PATH may be '-' (stdin) for one of --program/--input. Without --grant the\n"
+            "granted LOADER list is \"LOADER\".\n");
 }
 
 /* Reads a whole file ("-" = stdin). Caller frees. NULL on failure. */
@@ -57,7 +58,7 @@ static char *read_all(const char *path, size_t *len) {
 typedef struct common_opts {
     const char *grants[MAX_GRANTS];
     size_t ngrants;
-    unsigned long cpu_ms;
+    unsigned long cpu_ms, wall_ms;
     bool deterministic;
 } common_opts;
 
@@ -68,7 +69,8 @@ static int common_opt(common_opts *o, int argc, char **argv, int *i) {
         o->deterministic = true;
         return 1;
     }
-    if (strcmp(a, "--grant") != 0 && strcmp(a, "--cpu-ms") != 0) return 0;
+    if (strcmp(a, "--grant") != 0 && strcmp(a, "--cpu-ms") != 0 && strcmp(a, "--wall-ms") != 0)
+        return 0;
     if (*i + 1 >= argc) return -1;
     const char *v = argv[++*i];
     if (strcmp(a, "--grant") == 0) {
@@ -77,6 +79,10 @@ static int common_opt(common_opts *o, int argc, char **argv, int *i) {
         return 1;
     }
     char *end;
+    if (strcmp(a, "--wall-ms") == 0) {
+        o->wall_ms = strtoul(v, &end, 10);
+        return *end || !*v || o->wall_ms == 0 || o->wall_ms > 3600000 ? -1 : 1;
+    }
     o->cpu_ms = strtoul(v, &end, 10);
     if (*end || !*v || o->cpu_ms == 0) return -1;
     if (o->cpu_ms > PR_CPU_MS_MAX) {
@@ -94,6 +100,7 @@ static pr_host *make_host(const common_opts *o) {
         cfg.ngranted = o->ngrants;
     }
     cfg.cpu_ms = (uint32_t)o->cpu_ms;
+    cfg.wall_ms = (uint32_t)o->wall_ms;
     cfg.deterministic = o->deterministic;
     pr_error err;
     pr_host *h = pr_host_new(&cfg, &err);

@@ -863,38 +863,52 @@ HOST(path_unlink_file) {
     RET(e);
 }
 
-/* Moves every entry at or under old (length on) to the same place under nw. */
+/* Moves every entry at or under old (length on) to the same place under nw. Live
+ * entries are collected first: their pr_file pointers stay valid while entries are
+ * created (a rehash only moves dead entries away), their order indices do not. */
 static int rename_tree(pr_fs *fs, const char *old, size_t on, const char *nw, size_t nn) {
-    size_t count = fs->norder; /* entries created below are not revisited */
-    for (size_t i = 0; i < count; i++) {
+    pr_file **list = malloc((fs->norder ? fs->norder : 1) * sizeof *list);
+    if (!list) return E_NOMEM;
+    size_t m = 0;
+    for (size_t i = 0; i < fs->norder; i++) {
         pr_file *f = fs->order[i];
         if (f->dead) continue;
         bool self = f->path_len == on && memcmp(f->path, old, on) == 0;
         bool below = f->path_len > on + 1 && f->path[on] == '/' && memcmp(f->path, old, on) == 0;
-        if (!self && !below) continue;
+        if (self || below) list[m++] = f;
+    }
+    int e = E_SUCCESS;
+    for (size_t k = 0; k < m && !e; k++) {
+        pr_file *f = list[k];
         size_t tl = nn + (f->path_len - on);
         char *target = malloc(tl + 1);
-        if (!target) return E_NOMEM;
+        if (!target) {
+            e = E_NOMEM;
+            break;
+        }
         memcpy(target, nw, nn);
         memcpy(target + nn, f->path + on, f->path_len - on);
         pr_file *g = pr_fs_find(fs, target, tl);
         if (g) pr_fs_remove(fs, g);
         g = pr_fs_create(fs, target, tl, f->dir);
         free(target);
-        if (!g) return E_NOMEM;
-        f = fs->order[i]; /* creating may have compacted the order array */
-        /* Hand the contents over without copying. */
+        if (!g) {
+            e = E_NOMEM;
+            break;
+        }
+        /* Hand the contents over without copying; the total stays the same. */
         g->data = f->data;
         g->len = f->len;
         g->cap = f->cap;
         g->mtime = f->mtime;
+        fs->total -= f->len;
         f->data = NULL;
         f->len = f->cap = 0;
         pr_fs_remove(fs, f);
         fs->total += g->len;
-        i = 0, count = fs->norder; /* rescan: the order array may have moved */
     }
-    return E_SUCCESS;
+    free(list);
+    return e;
 }
 
 HOST(path_rename) {

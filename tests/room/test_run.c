@@ -393,6 +393,11 @@ static void test_room_environment(void **st) {
         "or directory\\nrmdir=0\\nopen missing=-1 errno=No such file or directory\\nread=2 '12'\\n"
         "lseek=2\\nftruncate=0\\ncwd=/\\nchdir-free relative open: 0\\n\",\"stderr\":\"\","
         "\"exitCode\":0,\"files\":{\"/数据/追加.txt\":\"1\"}}");
+    expect(*st, "{\"args\":[\"fsops2\"]}",
+           "{\"ok\":true,\"stdout\":\"rmdir full=-1 errno=Directory not empty\\nrename dir=0\\n"
+           "moved=2 old=-1\\nrename into itself=-1 errno=Invalid argument\\nrename over=0\\n"
+           "./\\n../\\n树/\\n覆盖.txt\\n\",\"stderr\":\"\",\"exitCode\":0,\"files\":{"
+           "\"/数据/树/1.txt\":\"1\",\"/数据/树/b/2.txt\":\"2\",\"/数据/覆盖.txt\":\"new\"}}");
     /* Memory over the 128 MiB cap cannot be had: memory.grow fails. */
     expect(*st, "{\"args\":[\"grow\"]}",
            "{\"ok\":true,\"stdout\":\"grow=-1\\n\",\"stderr\":\"\",\"exitCode\":0,\"files\":{}}");
@@ -432,7 +437,9 @@ static double cpu_now(void) {
 static void test_cpu_limit(void **st) {
     (void)st;
     pr_error e;
-    pr_host *h = pr_host_new(NULL, &e);
+    /* A long wall-clock bound: on a loaded machine 1 s of CPU can take over 5 s. */
+    pr_host_config c1 = {.wall_ms = 120000};
+    pr_host *h = pr_host_new(&c1, &e);
     double t0 = cpu_now();
     char *got = run(h, "{\"args\":[\"loop\"]}");
     double used = cpu_now() - t0;
@@ -443,7 +450,7 @@ static void test_cpu_limit(void **st) {
     expect(h, "{\"args\":[\"fail\"]}",
            "{\"ok\":false,\"stdout\":\"\",\"stderr\":\"\",\"exitCode\":3,\"files\":{}}");
     pr_host_free(h);
-    pr_host_config cfg = {.cpu_ms = 100};
+    pr_host_config cfg = {.cpu_ms = 100, .wall_ms = 120000};
     h = pr_host_new(&cfg, &e);
     t0 = cpu_now();
     got = run(h, "{\"args\":[\"loop\"]}");
@@ -452,6 +459,60 @@ static void test_cpu_limit(void **st) {
     assert_true(used >= 0.099 && used < 0.5);
     free(got);
     pr_host_free(h);
+}
+
+typedef struct chunks {
+    char text[256];
+    int writes[3];
+} chunks;
+
+static void on_out(void *ud, int stream, const char *t, size_t n) {
+    chunks *c = ud;
+    strncat(c->text, t, n);
+    strcat(c->text, "|");
+    c->writes[stream]++;
+}
+
+/* The lower-level API used by `peri run`: any args, host files, streamed output. */
+static void test_exec_api(void **st) {
+    pr_host *h = *st;
+    FILE *f = fopen(ROOM_FIXTURES "/probe.wasm", "rb");
+    assert_non_null(f);
+    uint8_t *b = malloc(1 << 20);
+    size_t n = fread(b, 1, 1 << 20, f);
+    fclose(f);
+    pr_error e;
+    pr_program *p = pr_program_load(h, (pr_str){"", 0}, b, n, &e);
+    assert_non_null(p);
+    uint8_t d[32], want[32];
+    pr_program_digest(p, d);
+    pr_sha256(b, n, want);
+    assert_memory_equal(d, want, 32);
+    free(b);
+    pr_fs *fs = pr_fs_new();
+    assert_int_equal(pr_fs_write(fs, "/请求/路径.txt", strlen("/请求/路径.txt"), "\xff", 1), 0);
+    pr_str args[1] = {{"echo", 4}};
+    chunks c = {0};
+    pr_exec_options opt = {.args = args, .nargs = 1, .fs = fs, .on_output = on_out, .ud = &c};
+    pr_outcome oc;
+    assert_true(pr_exec(h, p, &opt, &oc, &e));
+    assert_true(oc.ok);
+    assert_int_equal(oc.exit_code, 0);
+    assert_string_equal(oc.stdout_text, "你好\n");
+    assert_string_equal(c.text, "你好\n|");
+    assert_int_equal(c.writes[PR_STDOUT], 1);
+    pr_outcome_clear(&oc);
+    /* The run wrote into the caller's FS; the raw byte survives (no UTF-8 check here). */
+    size_t cur = 0, pl, l;
+    const char *path;
+    const uint8_t *data;
+    bool found = false;
+    while (pr_fs_next(fs, &cur, &path, &pl, &data, &l))
+        if (pl == strlen("/数据/记录.txt") && memcmp(path, "/数据/记录.txt", pl) == 0)
+            found = l == strlen("见：") + 2 && data[l - 2] == 0xff;
+    assert_true(found);
+    pr_fs_free(fs);
+    pr_program_release(p);
 }
 
 static void test_wall_limit(void **st) {
@@ -493,7 +554,8 @@ int main(void) {
         cmocka_unit_test(test_violations),       cmocka_unit_test(test_wasm_and_binding),
         cmocka_unit_test(test_isolate_identity), cmocka_unit_test(test_room_environment),
         cmocka_unit_test(test_deterministic),    cmocka_unit_test(test_cpu_limit),
-        cmocka_unit_test(test_wall_limit),       cmocka_unit_test(test_thousand_runs),
+        cmocka_unit_test(test_exec_api),         cmocka_unit_test(test_wall_limit),
+        cmocka_unit_test(test_thousand_runs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
