@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "peri/room.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +197,9 @@ static int isolate_serve(int argc, char **argv) {
     }
     pr_host *h = make_host(&o);
     if (!h) return 2;
+    /* A client that goes away must not kill the server mid-answer: writes then fail
+     * with EPIPE and pr_serve reports an I/O error instead. */
+    signal(SIGPIPE, SIG_IGN);
     int rc = pr_serve(h, STDIN_FILENO, STDOUT_FILENO, (unsigned)workers);
     pr_host_free(h);
     return rc == 0 ? 0 : 1;

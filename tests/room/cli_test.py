@@ -182,6 +182,17 @@ check(any(a.get("id") == 1500 for a in ans), "numeric id echoed")
 check(any(a.get("id") == "你" for a in ans), "string id echoed")
 s.answers.clear()
 
+# Bounds through serve: a program text of 4,194,305 characters, an input one byte
+# over 1,572,864 (checked before anything is decoded).
+s.send(run_req("big-text", "A" * 4194305, HELLO_D, "{}"))
+s.send(run_req("big-input", HELLO_B64, HELLO_D, " " * 1572865))
+s.send(run_req("ok-input", HELLO_B64, HELLO_D, " " * 1572862 + "{}"))
+ans = {a["id"]: a for a in s.wait(3)}
+check(ans["big-text"].get("error", {}).get("message") == "运行产物无效", "text bound via serve")
+check(ans["big-input"].get("error", {}).get("message") == "运行输入超过上限", "input bound via serve")
+check(ans["ok-input"].get("result", {}).get("output") == HELLO_OUT, "input at the bound runs")
+s.answers.clear()
+
 # Same (scope, digest) → same isolate id; different scope → different id.
 s.send(run_req(1, HELLO_B64, HELLO_D, "{}", "甲"))
 s.send(run_req(2, HELLO_B64, HELLO_D, "{}", "甲"))
