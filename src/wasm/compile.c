@@ -750,6 +750,33 @@ static bool const_addr(comp *c, pw_instr *in) {
     return true;
 }
 
+/* Is the address at stack position k from the top the untouched result of the last
+ * instruction, an i32.add? Then remove that add and give its operands: the access
+ * computes the address itself (*form 1: x + imm y, 2: x + slot y). Entries above the
+ * address must not have emitted code (k = 1: a lazy value for a store). The address
+ * entry is popped. */
+static bool fused_addr(comp *c, uint32_t k, uint32_t *x, uint32_t *y, uint32_t *form) {
+    if (!c->pend || c->pend_end != c->ncode || c->sp <= k) return false;
+    uint32_t d = c->sp - 1 - k;
+    if (c->st[d].loc != LOC_STACK || c->pend_slot != slot_of_depth(c, d)) return false;
+    if (c->pend_op != PW_OP_I32_ADD_I && c->pend_op != PW_OP_I32_ADD) return false;
+    uint32_t pos = c->pend_pos;
+    *form = c->pend_op == PW_OP_I32_ADD_I ? 1 : 2;
+    *x = c->code[pos + 2];
+    *y = c->code[pos + 3];
+    c->ncode = pos;
+    c->pend = false;
+    if (k == 0)
+        popn(c, 1);
+    else {
+        /* drop the address from under the lazy value (which has no code) */
+        c->st[d] = c->st[d + 1];
+        c->sp--;
+        /* keep the lazy value's reference count: it moved, it did not go away */
+    }
+    return true;
+}
+
 /* Materialise LOCAL references to local x (before x is written). */
 /* Before local x is written, entries that still refer to it must get their own copy.
  * All lazy entries below the top are materialised, so that each entry is visited at
@@ -1330,19 +1357,42 @@ static bool compile_body(comp *c, pw_cfunc *out) {
         }
         default:
             if (op >= 0x28 && op <= 0x35) {
+                uint32_t lop = LOADS[op - 0x28].op, x, y, form;
+                if (fused_addr(c, 0, &x, &y, &form)) {
+                    uint32_t dst = push_stack(c, LOADS[op - 0x28].out);
+                    uint32_t pos = emit_op(c, lop + form);
+                    emit(c, dst);
+                    emit(c, x);
+                    emit(c, y);
+                    emit(c, (uint32_t)in.offset);
+                    set_pend(c, pos, lop + form, dst);
+                    break;
+                }
                 uint32_t a = const_addr(c, &in) ? c->zero_slot : pop_slot(c);
                 uint32_t dst = push_stack(c, LOADS[op - 0x28].out);
-                uint32_t pos = emit_op(c, LOADS[op - 0x28].op);
+                uint32_t pos = emit_op(c, lop);
                 emit(c, dst);
                 emit(c, a);
                 emit(c, (uint32_t)in.offset);
-                set_pend(c, pos, LOADS[op - 0x28].op, dst);
+                set_pend(c, pos, lop, dst);
                 break;
             }
             if (op >= 0x36 && op <= 0x3E) {
+                uint32_t sop = STORES[op - 0x36], x, y, form;
+                if (top(c, 0)->loc == LOC_LOCAL && fused_addr(c, 1, &x, &y, &form)) {
+                    uint32_t v = top(c, 0)->local;
+                    popn(c, 1);
+                    emit_op(c, sop + form);
+                    emit(c, x);
+                    emit(c, y);
+                    emit(c, v);
+                    emit(c, (uint32_t)in.offset);
+                    c->pend = false;
+                    break;
+                }
                 uint32_t v = pop_slot(c);
                 uint32_t a = const_addr(c, &in) ? c->zero_slot : pop_slot(c);
-                emit_op(c, STORES[op - 0x36]);
+                emit_op(c, sop);
                 emit(c, a);
                 emit(c, v);
                 emit(c, (uint32_t)in.offset);

@@ -259,10 +259,11 @@ static pw_status run(pw_store *s, pw_func *entry, pw_slot *fp, const int32_t **t
 #define PW_H_F(n, e)     PW_H(F32_##n) PW_H(F64_##n)
 #define PW_H_FA(n, e)    PW_H(F32_##n) PW_H(F64_##n) PW_H(F32_##n##_I) PW_H(F64_##n##_I)
 #define PW_H_L(n, ...)   PW_H(n)
+#define PW_H_LA(n, ...)  PW_H(n) PW_H(n##_A) PW_H(n##_R)
     static const int32_t handlers[PW_OP_COUNT_] = {
         PW_I32_BINOPS(PW_H_BIN) PW_I64_BINOPS(PW_H_BIN64) PW_I64_CMPOPS(PW_H_BIN64)
-            PW_F_ARITH(PW_H_FA) PW_F_CMP(PW_H_F) PW_LOADS(PW_H_L) PW_STORES(PW_H_L) PW_UNOPS(PW_H_L)
-                PW_TRUNCS(PW_H_L) PW_MISC_OPS(PW_H) PW_GC_OPS(PW_H)};
+            PW_F_ARITH(PW_H_FA) PW_F_CMP(PW_H_F) PW_LOADS(PW_H_LA) PW_STORES(PW_H_LA)
+                PW_UNOPS(PW_H_L) PW_TRUNCS(PW_H_L) PW_MISC_OPS(PW_H) PW_GC_OPS(PW_H)};
     if (table) {
         *table = handlers;
         return PW_OK;
@@ -734,6 +735,22 @@ L_F64_COPYSIGN:
         memcpy(&v, mbase + ea, sizeof v);                                                          \
         S(1).fld = (conv);                                                                         \
         NEXT(4);                                                                                   \
+    }                                                                                              \
+    L_##n##_A : {                                                                                  \
+        uint64_t ea = (uint64_t)(uint32_t)(S(2).u32 + IMM(3)) + IMM(4);                            \
+        if (__builtin_expect(ea + sizeof(T) > msize, 0)) TRAP(PW_TRAP_MEM_OOB);                    \
+        T v;                                                                                       \
+        memcpy(&v, mbase + ea, sizeof v);                                                          \
+        S(1).fld = (conv);                                                                         \
+        NEXT(5);                                                                                   \
+    }                                                                                              \
+    L_##n##_R : {                                                                                  \
+        uint64_t ea = (uint64_t)(uint32_t)(S(2).u32 + S(3).u32) + IMM(4);                          \
+        if (__builtin_expect(ea + sizeof(T) > msize, 0)) TRAP(PW_TRAP_MEM_OOB);                    \
+        T v;                                                                                       \
+        memcpy(&v, mbase + ea, sizeof v);                                                          \
+        S(1).fld = (conv);                                                                         \
+        NEXT(5);                                                                                   \
     }
     PW_LOADS(PW_LD)
 #undef PW_LD
@@ -744,6 +761,20 @@ L_F64_COPYSIGN:
         T v = (T)S(2).fld;                                                                         \
         memcpy(mbase + ea, &v, sizeof v);                                                          \
         NEXT(4);                                                                                   \
+    }                                                                                              \
+    L_##n##_A : {                                                                                  \
+        uint64_t ea = (uint64_t)(uint32_t)(S(1).u32 + IMM(2)) + IMM(4);                            \
+        if (__builtin_expect(ea + sizeof(T) > msize, 0)) TRAP(PW_TRAP_MEM_OOB);                    \
+        T v = (T)S(3).fld;                                                                         \
+        memcpy(mbase + ea, &v, sizeof v);                                                          \
+        NEXT(5);                                                                                   \
+    }                                                                                              \
+    L_##n##_R : {                                                                                  \
+        uint64_t ea = (uint64_t)(uint32_t)(S(1).u32 + S(2).u32) + IMM(4);                          \
+        if (__builtin_expect(ea + sizeof(T) > msize, 0)) TRAP(PW_TRAP_MEM_OOB);                    \
+        T v = (T)S(3).fld;                                                                         \
+        memcpy(mbase + ea, &v, sizeof v);                                                          \
+        NEXT(5);                                                                                   \
     }
     PW_STORES(PW_ST)
 #undef PW_ST

@@ -79,7 +79,10 @@
     X(LE, a <= b)                                                                                  \
     X(GE, a >= b)
 
-/* Loads: X(NAME, C type read, slot field written, conversion). */
+/* Loads: X(NAME, C type read, slot field written, conversion). Each also has an _A
+ * form (dst a k off: address (a + k) mod 2^32) and an _R form (dst a b off: address
+ * (a + b) mod 2^32), the i32.add that computes an address fused into the access;
+ * stores likewise (a k val off / a b val off). */
 #define PW_LOADS(X)                                                                                \
     X(I32_LOAD, uint32_t, u32, v)                                                                  \
     X(I64_LOAD, uint64_t, u64, v)                                                                  \
@@ -286,9 +289,11 @@ enum pw_iop {
             PW_F_ARITH(PW_E_FA) PW_F_CMP(PW_E_F)
 #undef PW_E_FA
 #undef PW_E_F
-#define PW_E_L(n, ...) PW_OP_##n,
-                PW_LOADS(PW_E_L) PW_STORES(PW_E_L) PW_UNOPS(PW_E_L) PW_TRUNCS(PW_E_L)
+#define PW_E_L(n, ...)  PW_OP_##n,
+#define PW_E_LA(n, ...) PW_OP_##n, PW_OP_##n##_A, PW_OP_##n##_R,
+                PW_LOADS(PW_E_LA) PW_STORES(PW_E_LA) PW_UNOPS(PW_E_L) PW_TRUNCS(PW_E_L)
 #undef PW_E_L
+#undef PW_E_LA
 #define PW_E_M(n) PW_OP_##n,
                     PW_MISC_OPS(PW_E_M) PW_GC_OPS(PW_E_M)
 #undef PW_E_M
