@@ -227,7 +227,13 @@ int pr_watch_end(pr_watchdog *w, pr_watch_slot *slot);
 
 /* ---------------------------------------------------------------- run.c / abi */
 
-/* Per-run state every guest ABI shares; lives on the run's stack. */
+/* Per-run state every guest ABI shares; lives on the run's stack. A host function
+ * ends the run by setting `end` and returning pw_ctx_trap(cx, ...):
+ *   PR_END_EXIT      exit_code set: ok = (exit_code == 0), no error (proc_exit, 退出进程)
+ *   PR_END_OUTPUT    set by pr_run_output when a write would pass 65,536 bytes
+ *   PR_END_HOST      end_msg is the result's error text (ok false, exitCode 1)
+ *   PR_END_PLATFORM  end_msg is the whole exception message (隔离运行失败：…)
+ * Anything else that stops the run is mapped by run.c (traps → V8 wording). */
 typedef struct pr_run_state {
     pr_host *host;
     pr_program *prog;
@@ -240,7 +246,7 @@ typedef struct pr_run_state {
     /* How the run ended when a host function stopped it. */
     enum { PR_END_NONE, PR_END_EXIT, PR_END_OUTPUT, PR_END_HOST, PR_END_PLATFORM } end;
     int exit_code;
-    char end_msg[256];
+    char end_msg[1024]; /* PR_END_HOST: the run's error text; PR_END_PLATFORM: the exception */
     uint64_t rng[4]; /* deterministic xoshiro state */
     uint64_t det_clock;
     void *abi_state;
@@ -255,6 +261,9 @@ struct pr_abi {
     pw_status (*start)(pr_run_state *rs, pw_error *err);
     /* Releases the ABI's per-run state (may be NULL). Called before the store goes. */
     void (*finish)(pr_run_state *rs);
+    /* The result's error text when a Wasm exception escapes the entry point (NULL:
+     * "uncaught Wasm exception"). */
+    const char *uncaught;
 };
 
 pr_program *pr_program_load_digest(pr_host *h, pr_str scope, const char hex[64],

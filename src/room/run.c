@@ -240,7 +240,7 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
         ok = set_error(out, trap_text(&pe));
     } else if (st == PW_ERR_EXCEPTION) {
         out->exit_code = 1;
-        ok = set_error(out, "uncaught Wasm exception");
+        ok = set_error(out, p->abi->uncaught ? p->abi->uncaught : "uncaught Wasm exception");
     } else if (st == PW_ERR_UNLINKABLE || st == PW_ERR_ARG) {
         pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：%s", pe.message);
         ok = false;

@@ -1150,5 +1150,8 @@ static void wasi_finish(pr_run_state *rs) {
     rs->abi_state = NULL;
 }
 
-const pr_abi pr_abi_wasi = {"wasi_snapshot_preview1", wasi_matches, wasi_resolve, wasi_start,
-                            wasi_finish};
+const pr_abi pr_abi_wasi = {.name = "wasi_snapshot_preview1",
+                            .matches = wasi_matches,
+                            .resolve = wasi_resolve,
+                            .start = wasi_start,
+                            .finish = wasi_finish};
