@@ -73,6 +73,9 @@ typedef struct comp {
     uint32_t sp, capst, maxsp;
     uint32_t lazy_lo; /* every entry below this depth is in its slot (STACK) */
     uint32_t *lrefs;  /* per local: LOCAL entries on the stack that refer to it */
+    uint8_t *written; /* per local: written before the current point (prefix only) */
+    uint32_t capwritten;
+    bool prefix; /* no loop seen yet in this function */
     uint32_t caplrefs;
 
     ctl *cs;
@@ -353,6 +356,13 @@ static void emit_moves(comp *c, const ctl *l) {
  * first copied to their own stack slots. */
 static void emit_to_base(comp *c, uint32_t n) {
     if (n == 1) {
+        /* A value computed just before (straight-line: the frame ends right after)
+         * is written to slot 0 directly. */
+        if (top_is_pend(c)) {
+            c->code[c->pend_pos + 1] = 0;
+            c->pend = false;
+            return;
+        }
         emit_move(c, top(c, 0), c->sp - 1, 0);
         return;
     }
@@ -796,6 +806,17 @@ static void local_set(comp *c, uint32_t x, bool tee) {
         if (!tee) popn(c, 1);
         return;
     }
+    if (c->prefix) {
+        /* Before the first loop nothing runs twice: a declared local not yet written
+         * is still zero, so storing zero into it is a no-op. */
+        bool was = c->written[x];
+        c->written[x] = 1;
+        if (!was && x >= c->ft->u.func.nparams && e->loc == LOC_CONST && e->cval == 0) {
+            popn(c, 1);
+            if (tee) push(c, LOC_CONST, 0, 0, t);
+            return;
+        }
+    }
     if (!refs && top_is_pend(c)) {
         c->code[c->pend_pos + 1] = x;
         c->pend = false;
@@ -973,6 +994,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
         case 0x01: break;
         case 0x02:
         case 0x03:
+            if (op == 0x03) c->prefix = false;
             materialize_all(c);
             if (!push_ctl(c, op == 0x02 ? CT_BLOCK : CT_LOOP, &in)) return false;
             cur = &c->cs[c->ncs - 1];
@@ -1004,10 +1026,13 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             cur->unreachable = false;
             reset_stack(c, cur->height, cur->nparams, cur->params);
             break;
-        case 0x0B: /* end */
-            if (!cur->unreachable)
+        case 0x0B: /* end (the function's end returns: its moves handle lazy values) */
+            if (!cur->unreachable && cur->kind != CT_FUNC) {
+                begin_moves(c);
                 for (uint32_t i = 0; i < cur->nresults; i++)
                     materialize(c, c->sp - cur->nresults + i);
+                end_moves(c);
+            }
         do_end:
             if (cur->kind == CT_FUNC) {
                 if (!cur->unreachable) emit_return(c);
@@ -1568,6 +1593,12 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
             break;
         }
         memset(c.lrefs, 0, (nl + 1) * sizeof *c.lrefs);
+        if (!grow((void **)&c.written, &c.capwritten, nl + 1, 1)) {
+            st = pw_fail(err, PW_ERR_NOMEM, "out of memory");
+            break;
+        }
+        memset(c.written, 0, nl + 1);
+        c.prefix = true;
         pw_cfunc *cf = &cm->funcs[i];
         cf->nparams = np;
         cf->nresults = ft->u.func.nresults;
@@ -1605,6 +1636,7 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
     free(c.cs);
     free(c.fx);
     free(c.lrefs);
+    free(c.written);
     free(ltypes);
     free(starts);
     free(hstarts);
