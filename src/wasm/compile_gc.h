@@ -128,7 +128,7 @@ static void gc_br_on_cast(comp *c, const pw_instr *in, bool on_fail) {
 static bool compile_gc(comp *c, const pw_instr *in) {
     const pw_module *m = c->m;
     uint32_t sub = in->op & 0xFF;
-    uint32_t ops[4];
+    uint32_t ops[4] = {0, 0, 0, 0};
     if (sub <= 0x13 && sub != 0x0F && in->a >= m->ntypes) return c->bad = true, false;
     const pw_deftype *t = sub <= 0x13 && sub != 0x0F ? &m->types[in->a] : NULL;
     if (t && sub <= 0x05 && t->form != PW_FORM_STRUCT) return c->bad = true, false;
