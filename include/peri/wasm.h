@@ -375,6 +375,31 @@ void pw_store_gc_stats(const pw_store *s, pw_gc_stats *out);
  * function). */
 void pw_store_gc(pw_store *s);
 
+/* ---------------------------------------------------------------- host extensions (host_ext.c) */
+
+/* From a host function: throw an exception of tag (args: its payload cells), to be
+ * caught by the calling Wasm code; return the result (PW_ERR_EXCEPTION). nargs must be
+ * the tag's payload arity (else a trap); payload types are the caller's duty. */
+pw_status pw_ctx_throw(pw_call_ctx *cx, pw_tag *tag, const pw_val *args, uint32_t nargs);
+/* After a call ended with PW_ERR_EXCEPTION: the uncaught exception's tag, and up to
+ * max payload cells into payload. NULL when there is none. */
+pw_tag *pw_store_exception(const pw_store *s, pw_val *payload, uint32_t max);
+/* The function type of import i (module-relative type indices); false if it is not a
+ * function import. The arrays stay valid while m lives. */
+bool pw_module_import_functype(const pw_module *m, uint32_t i, pw_functype *out);
+/* The function type (payload) of the tag exported as name; false if there is none. */
+bool pw_module_export_tagtype(const pw_module *m, const char *name, size_t name_len,
+                              pw_functype *out);
+/* Defined type ti of m: its form (0x60 func, 0x5F struct, 0x5E array; 0 when out of
+ * range), field count (array: 1) and each field's storage (packed: 0 none, 1 i8, 2 i16). */
+int pw_module_type_form(const pw_module *m, uint32_t ti);
+uint32_t pw_module_type_nfields(const pw_module *m, uint32_t ti);
+bool pw_module_type_field(const pw_module *m, uint32_t ti, uint32_t i, pw_valtype *type,
+                          uint8_t *packed, bool *mut);
+/* The contents of the nth (from 0) custom section called name, or NULL. */
+const uint8_t *pw_module_custom_section(const pw_module *m, const char *name, size_t name_len,
+                                        uint32_t nth, size_t *len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -274,6 +274,7 @@ size_t pr_program_key(pr_str scope, const char hex[64], char *buf);
 size_t pr_program_key_max(pr_str scope);
 
 extern const pr_abi pr_abi_wasi;
+extern const pr_abi pr_abi_yuyan; /* yuyan.c: the 豫言 file-style ABI */
 
 /* Output from the guest: counts raw bytes against the limit first; false when the
  * write would pass 65,536 bytes (rs->end set to PR_END_OUTPUT, nothing appended). */

@@ -1,0 +1,222 @@
+/*
+ * yuyan_fmt.c — the text forms the 豫言 file-style host gives floats and dates, as
+ * the reference (JavaScript) host computes them: 小数转字符串 is Number.toFixed(6)
+ * with its special cases, 小数精确表示 is toExponential(16)/toFixed trimmed (%.17g
+ * stripped), 字符串转小数 is trim + nan/inf prefixes + parseFloat, and the date
+ * formatter knows only %Y %m %d %H %M %S %%.
+ * JavaScript rounds exact halves away from zero (toFixed/toExponential pick "the
+ * larger n"); glibc's printf rounds them to even, so rounding is done here on the
+ * exact decimal expansion glibc prints.
+ */
+#include "yuyan_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The exact decimal expansion of |x| (finite, < 1e21): integer digits, '.', 1100
+ * fraction digits (every double's expansion ends well before that). */
+#define EXACT_FRAC 1100
+typedef struct exact {
+    char s[EXACT_FRAC + 32];
+    size_t int_len; /* digits before '.' */
+} exact;
+
+static void exact_of(exact *e, double ax) {
+    snprintf(e->s, sizeof e->s, "%.*f", EXACT_FRAC, ax);
+    e->int_len = strcspn(e->s, ".");
+}
+
+/* Rounds the digit string d[0..n) half up at position keep (digits after it are
+ * dropped); returns true when a carry ran off the front (d becomes 1 then zeros). */
+static bool round_half_up(char *d, size_t n, size_t keep) {
+    if (keep >= n || d[keep] < '5') return false;
+    for (size_t i = keep; i-- > 0;) {
+        if (d[i] == '9') {
+            d[i] = '0';
+        } else {
+            d[i]++;
+            return false;
+        }
+    }
+    return true;
+}
+
+/* toFixed(f) of finite |x| < 1e21, sign added by the caller's x. */
+static bool to_fixed(pr_buf *b, double x, int f) {
+    exact e;
+    exact_of(&e, fabs(x));
+    /* digits without the point: int part then fraction */
+    char d[EXACT_FRAC + 32];
+    size_t il = e.int_len;
+    memcpy(d, e.s, il);
+    memcpy(d + il, e.s + il + 1, EXACT_FRAC);
+    size_t n = il + EXACT_FRAC, keep = il + (size_t)f;
+    bool carry = round_half_up(d, n, keep);
+    /* JS toFixed: "-" exactly when x < 0, so a negative value that rounds to zero
+     * keeps its sign ("-0.000000"). */
+    if (x < 0 && !pr_buf_putc(b, '-')) return false;
+    if (carry && !pr_buf_putc(b, '1')) return false;
+    if (!pr_buf_put(b, d, il)) return false;
+    if (f > 0 && (!pr_buf_putc(b, '.') || !pr_buf_put(b, d + il, (size_t)f))) return false;
+    return true;
+}
+
+/* toExponential(16) of finite non-zero x: mantissa digits (17) and exponent. */
+static void to_exp17(double x, char dig[18], int *exp10) {
+    exact e;
+    exact_of(&e, fabs(x));
+    char d[EXACT_FRAC + 32];
+    size_t il = e.int_len;
+    memcpy(d, e.s, il);
+    memcpy(d + il, e.s + il + 1, EXACT_FRAC);
+    size_t n = il + EXACT_FRAC, first = 0;
+    while (first < n && d[first] == '0')
+        first++;
+    int ex = (int)il - 1 - (int)first;
+    bool carry = round_half_up(d + first, n - first, 17);
+    if (carry) {
+        dig[0] = '1';
+        memset(dig + 1, '0', 16);
+        ex++;
+    } else {
+        memcpy(dig, d + first, 17);
+    }
+    dig[17] = 0;
+    *exp10 = ex;
+}
+
+static bool nonfinite(pr_buf *b, double x) {
+    return pr_buf_puts(b, isnan(x) ? "nan" : x > 0 ? "inf" : "-inf");
+}
+
+bool yy_fmt_exact(pr_buf *b, double x) {
+    if (!isfinite(x)) return nonfinite(b, x);
+    if (x == 0) return pr_buf_puts(b, signbit(x) ? "-0" : "0");
+    char dig[18];
+    int ex;
+    to_exp17(x, dig, &ex);
+    if (ex < -4 || ex >= 17) {
+        size_t n = 17;
+        while (n > 1 && dig[n - 1] == '0')
+            n--;
+        char tail[16];
+        snprintf(tail, sizeof tail, "e%c%02d", ex >= 0 ? '+' : '-', ex >= 0 ? ex : -ex);
+        return (x >= 0 || pr_buf_putc(b, '-')) && pr_buf_put(b, dig, 1) &&
+               (n == 1 || (pr_buf_putc(b, '.') && pr_buf_put(b, dig + 1, n - 1))) &&
+               pr_buf_puts(b, tail);
+    }
+    size_t at = b->len;
+    if (!to_fixed(b, x, 16 - ex > 0 ? 16 - ex : 0)) return false;
+    /* strip fraction zeros, then a bare point */
+    char *dot = memchr(b->p + at, '.', b->len - at);
+    if (dot) {
+        while (b->len > at && b->p[b->len - 1] == '0')
+            b->len--;
+        if (b->p[b->len - 1] == '.') b->len--;
+        b->p[b->len] = 0;
+    }
+    return true;
+}
+
+bool yy_fmt_fixed(pr_buf *b, double x) {
+    if (!isfinite(x)) return nonfinite(b, x);
+    if (x == 0 && signbit(x)) return pr_buf_puts(b, "-0.000000");
+    if (fabs(x) >= 1e21) {
+        char tmp[400];
+        snprintf(tmp, sizeof tmp, "%.0f.000000", x); /* integers: printed exactly */
+        return pr_buf_puts(b, tmp);
+    }
+    return to_fixed(b, x, 6);
+}
+
+/* ECMAScript WhiteSpace + LineTerminator (String.prototype.trim), as UTF-8. */
+static size_t js_space(const uint8_t *s, size_t n) {
+    if (!n) return 0;
+    uint8_t c = s[0];
+    if (c == ' ' || (c >= 9 && c <= 13)) return 1;
+    if (n >= 2 && c == 0xC2 && s[1] == 0xA0) return 2;
+    if (n < 3) return 0;
+    uint32_t u = (uint32_t)(c & 0x0F) << 12 | (uint32_t)(s[1] & 0x3F) << 6 | (s[2] & 0x3F);
+    if ((c & 0xF0) != 0xE0) return 0;
+    if (u == 0x1680 || (u >= 0x2000 && u <= 0x200A) || u == 0x2028 || u == 0x2029 || u == 0x202F ||
+        u == 0x205F || u == 0x3000 || u == 0xFEFF)
+        return 3;
+    return 0;
+}
+
+static bool prefix_ci(const uint8_t *s, size_t n, const char *w) {
+    size_t l = strlen(w);
+    if (n < l) return false;
+    for (size_t i = 0; i < l; i++)
+        if ((s[i] | 0x20) != w[i]) return false;
+    return true;
+}
+
+double yy_parse_float(const uint8_t *s, size_t n) {
+    size_t k;
+    while ((k = js_space(s, n)) != 0) {
+        s += k;
+        n -= k;
+    }
+    size_t sg = n && (s[0] == '+' || s[0] == '-') ? 1 : 0;
+    bool neg = sg && s[0] == '-';
+    if (prefix_ci(s + sg, n - sg, "nan")) return NAN;
+    if (prefix_ci(s + sg, n - sg, "inf")) return neg ? -INFINITY : INFINITY;
+    /* parseFloat's StrDecimalLiteral prefix: digits [. digits] [e [+-] digits] */
+    size_t i = sg, digits = 0;
+    while (i < n && s[i] >= '0' && s[i] <= '9')
+        i++, digits++;
+    if (i < n && s[i] == '.') {
+        size_t j = i + 1, fd = 0;
+        while (j < n && s[j] >= '0' && s[j] <= '9')
+            j++, fd++;
+        if (digits || fd) {
+            i = j;
+            digits += fd;
+        }
+    }
+    if (!digits) return 0;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        size_t j = i + 1;
+        if (j < n && (s[j] == '+' || s[j] == '-')) j++;
+        size_t ed = 0;
+        while (j < n && s[j] >= '0' && s[j] <= '9')
+            j++, ed++;
+        if (ed) i = j;
+    }
+    char stack[128];
+    char *t = i < sizeof stack ? stack : malloc(i + 1);
+    if (!t) return 0;
+    memcpy(t, s, i);
+    t[i] = 0;
+    double v = strtod(t, NULL);
+    if (t != stack) free(t);
+    return v;
+}
+
+int yy_fmt_date(pr_buf *b, const uint8_t *fmt, size_t n, const struct tm *tm) {
+    for (size_t i = 0; i < n; i++) {
+        uint8_t c = fmt[i];
+        bool letter = i + 1 < n && (((fmt[i + 1] | 0x20) >= 'a' && (fmt[i + 1] | 0x20) <= 'z') ||
+                                    fmt[i + 1] == '%');
+        if (c != '%' || !letter) {
+            if (!pr_buf_putc(b, (char)c)) return -1;
+            continue;
+        }
+        char k = (char)fmt[++i], tmp[32];
+        switch (k) {
+        case 'Y': snprintf(tmp, sizeof tmp, "%d", tm->tm_year + 1900); break;
+        case 'm': snprintf(tmp, sizeof tmp, "%02d", tm->tm_mon + 1); break;
+        case 'd': snprintf(tmp, sizeof tmp, "%02d", tm->tm_mday); break;
+        case 'H': snprintf(tmp, sizeof tmp, "%02d", tm->tm_hour); break;
+        case 'M': snprintf(tmp, sizeof tmp, "%02d", tm->tm_min); break;
+        case 'S': snprintf(tmp, sizeof tmp, "%02d", tm->tm_sec); break;
+        case '%': snprintf(tmp, sizeof tmp, "%%"); break;
+        default: return (unsigned char)k + 1;
+        }
+        if (!pr_buf_puts(b, tmp)) return -1;
+    }
+    return 0;
+}

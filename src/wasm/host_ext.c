@@ -1,0 +1,114 @@
+/*
+ * host_ext.c — small embedder additions for guest ABIs that exchange GC values and
+ * exceptions with the host (the room's 豫言 ABI): a host function throwing a
+ * module-defined tag, reading the exception that escaped a call, and read-only
+ * introspection of a module's import types, defined types and custom sections.
+ */
+#include "wasm/module.h"
+#include "wasm/runtime.h"
+
+#include <string.h>
+
+pw_status pw_ctx_throw(pw_call_ctx *cx, pw_tag *tag, const pw_val *args, uint32_t nargs) {
+    pw_store *s = cx->store;
+    if (nargs != tag->nparams) return pw_ctx_trap(cx, "exception payload arity mismatch");
+    pw_exn *e = pw_store_alloc_obj(s, sizeof *e + tag->nparams * sizeof(pw_slot), PW_OBJ_EXN);
+    if (!e) return pw_ctx_trap(cx, "out of memory");
+    e->tag = tag;
+    e->n = tag->nparams;
+    if (tag->nparams) memcpy(e->vals, args, tag->nparams * sizeof(pw_slot));
+    s->exn = e;
+    return PW_ERR_EXCEPTION;
+}
+
+pw_tag *pw_store_exception(const pw_store *s, pw_val *payload, uint32_t max) {
+    const pw_exn *e = s->exn;
+    if (!e) return NULL;
+    for (uint32_t i = 0; i < max; i++)
+        payload[i].bits = i < e->n ? e->vals[i].u64 : 0;
+    return e->tag;
+}
+
+bool pw_module_import_functype(const pw_module *m, uint32_t i, pw_functype *out) {
+    if (i >= m->nimports || m->imports[i].kind != PW_EXTERN_FUNC) return false;
+    const pw_deftype *t = &m->types[m->imports[i].u.func_type];
+    out->nparams = t->u.func.nparams;
+    out->nresults = t->u.func.nresults;
+    out->params = t->u.func.types;
+    out->results = t->u.func.types + t->u.func.nparams;
+    return true;
+}
+
+bool pw_module_export_tagtype(const pw_module *m, const char *name, size_t name_len,
+                              pw_functype *out) {
+    for (uint32_t i = 0; i < m->nexports; i++) {
+        const pw_export *e = &m->exports[i];
+        if (e->kind != PW_EXTERN_TAG || e->name.len != name_len ||
+            memcmp(m->bytes + e->name.off, name, name_len) != 0)
+            continue;
+        const pw_deftype *t = &m->types[m->tag_types[e->index]];
+        out->nparams = t->u.func.nparams;
+        out->nresults = t->u.func.nresults;
+        out->params = t->u.func.types;
+        out->results = t->u.func.types + t->u.func.nparams;
+        return true;
+    }
+    return false;
+}
+
+int pw_module_type_form(const pw_module *m, uint32_t ti) {
+    return ti < m->ntypes ? m->types[ti].form : 0;
+}
+
+uint32_t pw_module_type_nfields(const pw_module *m, uint32_t ti) {
+    if (ti >= m->ntypes) return 0;
+    const pw_deftype *t = &m->types[ti];
+    return t->form == PW_FORM_STRUCT ? t->u.strct.nfields : t->form == PW_FORM_ARRAY ? 1 : 0;
+}
+
+bool pw_module_type_field(const pw_module *m, uint32_t ti, uint32_t i, pw_valtype *type,
+                          uint8_t *packed, bool *mut) {
+    if (i >= pw_module_type_nfields(m, ti)) return false;
+    const pw_deftype *t = &m->types[ti];
+    const pw_field *f = t->form == PW_FORM_ARRAY ? &t->u.array : &t->u.strct.fields[i];
+    *type = f->type;
+    *packed = f->packed;
+    *mut = f->mut != 0;
+    return true;
+}
+
+/* The module was validated, so the section framing is sound; still bound every read. */
+static bool leb(const uint8_t *p, size_t n, size_t *at, uint32_t *v) {
+    uint32_t r = 0;
+    for (int sh = 0; sh < 35 && *at < n; sh += 7) {
+        uint8_t b = p[(*at)++];
+        r |= (uint32_t)(b & 0x7F) << sh;
+        if (!(b & 0x80)) {
+            *v = r;
+            return true;
+        }
+    }
+    return false;
+}
+
+const uint8_t *pw_module_custom_section(const pw_module *m, const char *name, size_t name_len,
+                                        uint32_t nth, size_t *len) {
+    const uint8_t *p = m->bytes;
+    size_t n = m->nbytes, at = 8;
+    while (at < n) {
+        uint8_t id = p[at++];
+        uint32_t size, nl;
+        if (!leb(p, n, &at, &size) || size > n - at) return NULL;
+        size_t end = at + size;
+        if (id == 0) {
+            size_t q = at;
+            if (leb(p, end, &q, &nl) && nl <= end - q && nl == name_len &&
+                memcmp(p + q, name, nl) == 0 && nth-- == 0) {
+                *len = end - (q + nl);
+                return p + q + nl;
+            }
+        }
+        at = end;
+    }
+    return NULL;
+}
