@@ -3,6 +3,8 @@
  * instant model, memory per idle session, and time to session/load a 10,000-message
  * session.
  *
+ * Also the time from session/cancel to the cancelled answer of a streaming prompt.
+ *
  * Everything runs in one process: a tiny HTTP server on 127.0.0.1 answers every
  * chat-completions call at once with a canned two-chunk OpenAI stream, the ACP
  * server runs on a thread over a pipe pair (the path `peri print` uses), and the
@@ -53,12 +55,25 @@ static void *serve_conn(void *arg) {
         size_t need = hlen + clen;
         /* Bodies may exceed the buffer: count and discard. */
         size_t got = have;
+        int hang = memmem(buf, have, "HANG-NOW", 8) != NULL;
         while (got < need) {
             ssize_t n = read(fd, buf, sizeof buf);
             if (n <= 0) goto out;
             got += (size_t)n;
+            hang = hang || memmem(buf, (size_t)n, "HANG-NOW", 8) != NULL;
         }
         have = 0;
+        if (hang) {
+            /* Start a stream, send one chunk, then nothing until the client leaves. */
+            static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n";
+            const char *first = sse_body; /* its first event is the "ok" chunk */
+            const char *end = strstr(first, "\n\n") + 2;
+            if (write(fd, head, sizeof head - 1) < 0 || write(fd, first, (size_t)(end - first)) < 0)
+                goto out;
+            while (read(fd, buf, sizeof buf) > 0) {
+            }
+            goto out;
+        }
         /* One write: split writes meet Nagle + delayed ACK (40 ms per turn). */
         char msg[1024];
         int mn = snprintf(msg, sizeof msg,
@@ -145,6 +160,21 @@ static json_t *wait_resp(client *c, int id, long *updates) {
     }
     free(line);
     return res;
+}
+
+/* Reads frames until the next agent_message_chunk update. */
+static void wait_update(client *c) {
+    char *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, c->in) > 0) {
+        json_t *f = json_loads(line, 0, NULL);
+        const char *u = json_string_value(json_object_get(
+            json_object_get(json_object_get(f, "params"), "update"), "sessionUpdate"));
+        int hit = u && !strcmp(u, "agent_message_chunk");
+        json_decref(f);
+        if (hit) break;
+    }
+    free(line);
 }
 
 static long rss_kb(void) {
@@ -298,7 +328,42 @@ int main(int argc, char **argv) {
     printf("idle sessions: %ld, RSS %ld -> %ld KiB = %.1f KiB per session\n", sessions, before,
            after, (double)(after - before) / (double)sessions);
 
-    /* 3. session/load of a seeded session */
+    /* 3. cancel mid-stream: time from session/cancel to the cancelled answer */
+    long ncancel = 100;
+    double *cl = calloc((size_t)ncancel, sizeof *cl);
+    r = wait_resp(
+        &c, send_req(&c, "session/new", json_pack("{s:s,s:[]}", "cwd", tmp, "mcpServers")), NULL);
+    snprintf(sid, sizeof sid, "%s",
+             json_string_value(json_object_get(json_object_get(r, "result"), "sessionId")));
+    json_decref(r);
+    long cancelled = 0;
+    for (long i = 0; i < ncancel; i++) {
+        json_t *blocks = json_pack("[{s:s,s:s}]", "type", "text", "text", "HANG-NOW");
+        int id = send_req(&c, "session/prompt",
+                          json_pack("{s:s,s:o}", "sessionId", sid, "prompt", blocks));
+        wait_update(&c); /* the stream is running */
+        json_t *n = json_pack("{s:s, s:s, s:{s:s}}", "jsonrpc", "2.0", "method", "session/cancel",
+                              "params", "sessionId", sid);
+        char *txt = json_dumps(n, JSON_COMPACT);
+        json_decref(n);
+        double a = now_s();
+        if (write(c.out, txt, strlen(txt)) < 0 || write(c.out, "\n", 1) < 0) return 1;
+        free(txt);
+        json_t *resp = wait_resp(&c, id, NULL);
+        cl[i] = now_s() - a;
+        const char *stop =
+            json_string_value(json_object_get(json_object_get(resp, "result"), "stopReason"));
+        if (stop && !strcmp(stop, "cancelled")) cancelled++;
+        json_decref(resp);
+    }
+    qsort(cl, (size_t)ncancel, sizeof *cl, cmp_d);
+    printf("cancel mid-stream: %ld/%ld cancelled; session/cancel -> answer p50 %.3f ms, p99 %.3f "
+           "ms, max %.3f ms\n",
+           cancelled, ncancel, cl[ncancel / 2] * 1e3, cl[(ncancel * 99) / 100] * 1e3,
+           cl[ncancel - 1] * 1e3);
+    free(cl);
+
+    /* 4. session/load of a seeded session */
     long updates = 0;
     double l0 = now_s();
     r = wait_resp(

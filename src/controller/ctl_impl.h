@@ -26,9 +26,11 @@ typedef struct pct_sess {
     pthread_cond_t cv;
     sess_state state;
     bool running;
-    int workers;       /* prompt workers alive (running + queued) */
-    void *cur_token;   /* the running prompt's token */
-    bool cur_answered; /* its answer went out (cancel answers early) */
+    int workers;                   /* prompt workers alive (running + queued) */
+    struct pct_job *qhead, *qtail; /* prompts not yet started, in arrival order */
+    bool cancel_next;              /* a cancel arrived before the head prompt started */
+    void *cur_token;               /* the running prompt's token */
+    bool cur_answered;             /* its answer went out (cancel answers early) */
     /* Serialises emission, stamping and prompt answers of this session. */
     pthread_mutex_t emit_mu;
     uint64_t gate_gen; /* events of turns <= gate_gen are dropped */

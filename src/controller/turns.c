@@ -18,11 +18,28 @@
 
 #define PCT_MAX_QUEUED 32
 
-typedef struct job {
+typedef struct pct_job {
+    struct pct_job *next;
     pct_sess *s;
     char *text;
     void *token;
 } job;
+
+/* Removes j from the session's start queue (s->mu held). */
+static void unqueue(pct_sess *s, job *j) {
+    for (job **p = &s->qhead; *p; p = &(*p)->next) {
+        if (*p == j) {
+            *p = j->next;
+            if (s->qtail == j) {
+                s->qtail = NULL;
+                for (job *k = s->qhead; k; k = k->next)
+                    s->qtail = k;
+            }
+            break;
+        }
+    }
+    pthread_cond_broadcast(&s->cv);
+}
 
 static void answer(pct_sess *s, void *token, const pag_turn_result *r) {
     if (s->c->sink.on_prompt_done) s->c->sink.on_prompt_done(s->c->sink.ctx, token, r);
@@ -75,10 +92,19 @@ static void *worker(void *arg) {
     job *j = arg;
     pct_sess *s = j->s;
     pthread_mutex_lock(&s->mu);
-    while (s->running && s->state == SESS_OPEN)
+    while (s->state == SESS_OPEN && (s->running || s->qhead != j))
         pthread_cond_wait(&s->cv, &s->mu);
+    unqueue(s, j);
     if (s->state != SESS_OPEN) {
         /* Closed while queued: the prompt never ran. */
+        pthread_mutex_unlock(&s->mu);
+        answer_cancelled(s, j->token);
+        goto out;
+    }
+    if (s->cancel_next) {
+        /* The client cancelled before this prompt could start: it is the prompt the
+         * cancel was meant for. Prompts queued behind it survive. */
+        s->cancel_next = false;
         pthread_mutex_unlock(&s->mu);
         answer_cancelled(s, j->token);
         goto out;
@@ -124,7 +150,15 @@ pct_status pct_prompt(pct_controller *c, const char *id, const char *text, void 
     bool open = s->state == SESS_OPEN;
     bool full = s->workers >= PCT_MAX_QUEUED; /* each queued prompt holds a thread */
     bool ok = open && !full && j && t;
-    if (ok) s->workers++;
+    if (ok) {
+        s->workers++;
+        j->next = NULL;
+        if (s->qtail)
+            s->qtail->next = j;
+        else
+            s->qhead = j;
+        s->qtail = j;
+    }
     pthread_mutex_unlock(&s->mu);
     if (!ok) {
         free(j);
@@ -150,6 +184,9 @@ pct_status pct_prompt(pct_controller *c, const char *id, const char *text, void 
     int rc = pthread_create(&th, &attr, worker, j);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
+        pthread_mutex_lock(&s->mu);
+        unqueue(s, j);
+        pthread_mutex_unlock(&s->mu);
         free(j);
         free(t);
         worker_exit(s);
@@ -172,6 +209,9 @@ static void cancel_sess(pct_sess *s) {
             s->cur_answered = true;
             token = s->cur_token;
         }
+    } else if (s->qhead) {
+        s->cancel_next = true; /* a prompt was accepted but has not started yet */
+        pthread_cond_broadcast(&s->cv);
     }
     pthread_mutex_unlock(&s->mu);
     if (token) answer_cancelled(s, token);

@@ -417,6 +417,31 @@ def s_cancel(E):
     check(r2.get("result") == {"stopReason": "end_turn"}, "queued prompt %r" % r2)
     check("queued ran" in text_of(a.updates(sid)), "queued prompt output missing")
 
+    # a cancel that arrives before the prompt started still cancels that prompt
+    E.mock.script({"responses": [], "default": {"text": "should not run"}})
+    n_before = len(E.mock.requests())
+    a.next_id += 1
+    pid = a.next_id
+    a.send_raw(json.dumps({"jsonrpc": "2.0", "id": pid, "method": "session/prompt",
+                           "params": {"sessionId": sid,
+                                      "prompt": [{"type": "text", "text": "early"}]}}) + "\n" +
+               json.dumps({"jsonrpc": "2.0", "method": "session/cancel",
+                           "params": {"sessionId": sid}}))
+    r = a.response(pid)
+    check(r.get("result") == {"stopReason": "cancelled"}, "early cancel %r" % r)
+    time.sleep(0.2)
+    check(len(E.mock.requests()) == n_before, "a cancelled-before-start prompt reached the model")
+
+    # prompts of one session run in arrival order
+    ids = [prompt(a, sid, "order %d" % i) for i in range(4)]
+    for rid in ids:
+        check(a.response(rid).get("result") == {"stopReason": "end_turn"}, "ordered prompt")
+    users = []
+    for q in E.mock.requests()[n_before:]:
+        last = q["body"]["messages"][-1]["content"]
+        users.append(last if isinstance(last, str) else last[0]["text"])
+    check(users == ["order 0", "order 1", "order 2", "order 3"], "prompt order %r" % users)
+
 
 def s_close(E):
     a = E.agent(PERI_CLOSE_GRACE_MS="0")
