@@ -88,7 +88,9 @@ typedef struct comp {
     uint32_t nhs, caphs;
 
     uint32_t batch; /* nesting of begin_moves */
-    bool pcopy;     /* a COPY waiting for a partner */
+    bool lcopy_ok;  /* the last instruction is a COPY from local.set that may pair */
+    uint32_t lcopy_pos, lcopy_end;
+    bool pcopy; /* a COPY waiting for a partner */
     uint32_t pcopy_dst, pcopy_src;
 
     uint32_t nlocals;
@@ -826,7 +828,24 @@ static void local_set(comp *c, uint32_t x, bool tee) {
     }
     spill_local(c, x);
     e = top(c, 0);
-    emit_move(c, e, c->sp - 1, x);
+    uint32_t src = e->loc == LOC_LOCAL ? e->local : slot_of_depth(c, c->sp - 1);
+    if (e->loc != LOC_CONST && c->lcopy_ok && c->lcopy_end == c->ncode) {
+        /* Consecutive local.set copies (phi moves before a back-edge) pair up; only
+         * local.get/set/tee and constants were compiled in between, so no label can
+         * point between them. */
+        c->code[c->lcopy_pos] = (uint32_t)c->h[PW_OP_COPY2];
+        emit(c, x);
+        emit(c, src);
+        c->lcopy_ok = false;
+    } else if (e->loc != LOC_CONST && src != x) {
+        c->lcopy_pos = emit_op(c, PW_OP_COPY);
+        emit(c, x);
+        emit(c, src);
+        c->lcopy_end = c->ncode;
+        c->lcopy_ok = true;
+    } else {
+        emit_move(c, e, c->sp - 1, x);
+    }
     popn(c, 1);
     c->pend = false;
     if (tee) push(c, LOC_LOCAL, x, 0, t);
@@ -985,6 +1004,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
         if (!read_instr(&r, &in)) return false;
         uint32_t op = in.op;
         ctl *cur = &c->cs[c->ncs - 1];
+        if (!(op >= 0x20 && op <= 0x22) && !(op >= 0x41 && op <= 0x44)) c->lcopy_ok = false;
         if (c->bad || !imm_ok(c, &in)) {
             pw_fail(c->err, PW_ERR_INVALID, "type mismatch");
             return false;
@@ -1529,6 +1549,7 @@ static void reset(comp *c) {
     c->nfx = 0;
     c->fstart = c->ncode;
     c->pend = false;
+    c->lcopy_ok = false;
 }
 
 pw_status pw_compile_module(pw_module *m, pw_error *err) {
