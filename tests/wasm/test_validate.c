@@ -107,6 +107,13 @@ static void test_module_rules(void **state) {
     expect(B(HDR, 0x05, 0x04, 0x01, 0x01, 0x02, 0x01), PW_ERR_INVALID,
            "size minimum must not be greater than maximum");
     expect(B(HDR, 0x05, 0x05, 0x02, 0x00, 0x01, 0x00, 0x01), PW_ERR_INVALID, "multiple memories");
+    /* table of 2^32 entries; memory of 2^32 pages (limits are read as u64) */
+    expect(B(HDR, 0x04, 0x08, 0x01, 0x70, 0x00, 0x80, 0x80, 0x80, 0x80, 0x10), PW_ERR_INVALID,
+           "table size");
+    expect(B(HDR, 0x05, 0x08, 0x01, 0x01, 0x00, 0x80, 0x80, 0x80, 0x80, 0x10), PW_ERR_INVALID,
+           "memory size");
+    /* 65536 pages is the largest valid memory */
+    expect(B(HDR, 0x05, 0x05, 0x01, 0x00, 0x80, 0x80, 0x04), PW_OK, "");
     expect(B(HDR, 0x04, 0x05, 0x01, 0x70, 0x01, 0x02, 0x01), PW_ERR_INVALID,
            "size minimum must not be greater than maximum");
     /* duplicate export name (two exports of memory 0 as "m") */
