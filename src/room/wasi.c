@@ -23,6 +23,7 @@ enum {
     E_BUSY = 10,
     E_EXIST = 20,
     E_FAULT = 21,
+    E_ILSEQ = 25,
     E_INVAL = 28,
     E_ISDIR = 31,
     E_MFILE = 33,
@@ -169,6 +170,9 @@ static int resolve(pw_call_ctx *cx, void *env, uint32_t dirfd, uint32_t ptr, uin
     if (!p) return E_FAULT;
     if (len == 0) return E_NOENT;
     if (memchr(p, 0, len)) return E_INVAL;
+    /* Paths in the room are text (the reference FS keys are JS strings, and returned
+     * paths become JSON keys): bytes that are not UTF-8 name nothing. */
+    if (!pr_utf8_valid(p, len)) return E_ILSEQ;
     const char *dp = d->dir ? d->dir : "/";
     size_t dl = d->dir ? d->dir_len : 1;
     char *joined = malloc(dl + 1 + len + 2);
