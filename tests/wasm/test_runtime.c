@@ -47,6 +47,26 @@ static const uint8_t GROW[] = {
     0x7f, 0x03, 0x02, 0x01, 0x00, 0x05, 0x03, 0x01, 0x00, 0x01, 0x07, 0x08, 0x01, 0x04, 'g',
     'r',  'o',  'w',  0x00, 0x00, 0x0a, 0x08, 0x01, 0x06, 0x00, 0x20, 0x00, 0x40, 0x00, 0x0b};
 
+/* (import "h" "f" (func)) (tag $e) (func (export "thrower") (throw $e))
+ * (func (export "outer") (result i32)
+ *   (block $l (try_table (catch_all $l) (call 0)) (return (i32.const 0))) (i32.const 1)) */
+static const uint8_t EXN[] = {
+    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x02, 0x60, 0x00, 0x00, 0x60,
+    0x00, 0x01, 0x7f, 0x02, 0x07, 0x01, 0x01, 'h',  0x01, 'f',  0x00, 0x00, 0x03, 0x03, 0x02,
+    0x00, 0x01, 0x0d, 0x03, 0x01, 0x00, 0x00, 0x07, 0x13, 0x02, 0x07, 't',  'h',  'r',  'o',
+    'w',  'e',  'r',  0x00, 0x01, 0x05, 'o',  'u',  't',  'e',  'r',  0x00, 0x02, 0x0a, 0x19,
+    0x02, 0x04, 0x00, 0x08, 0x00, 0x0b, 0x12, 0x00, 0x02, 0x40, 0x1f, 0x40, 0x01, 0x02, 0x00,
+    0x10, 0x00, 0x0b, 0x41, 0x00, 0x0f, 0x0b, 0x41, 0x01, 0x0b};
+
+/* (func $loop (export "loop") (param i32) (result i32)
+ *   (if (result i32) (i32.eqz (local.get 0)) (then (i32.const 7))
+ *     (else (return_call $loop (i32.sub (local.get 0) (i32.const 1)))))) */
+static const uint8_t TAIL[] = {0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01, 0x06, 0x01,
+                               0x60, 0x01, 0x7f, 0x01, 0x7f, 0x03, 0x02, 0x01, 0x00, 0x07, 0x08,
+                               0x01, 0x04, 'l',  'o',  'o',  'p',  0x00, 0x00, 0x0a, 0x14, 0x01,
+                               0x12, 0x00, 0x20, 0x00, 0x45, 0x04, 0x7f, 0x41, 0x07, 0x05, 0x20,
+                               0x00, 0x41, 0x01, 0x6b, 0x12, 0x00, 0x0b, 0x0b};
+
 static pw_module *load(const uint8_t *b, size_t n) {
     pw_error err;
     pw_module *m = pw_module_new(b, n, NULL, &err);
@@ -243,11 +263,74 @@ static void test_externref_identity(void **state) {
     pw_store_free(s);
 }
 
+typedef struct exn_env {
+    pw_func *thrower;
+    pw_status inner;
+} exn_env;
+
+static pw_status host_throw(pw_call_ctx *cx, void *env, const pw_val *args, pw_val *results) {
+    (void)args;
+    (void)results;
+    exn_env *e = env;
+    pw_error err;
+    e->inner = pw_call(pw_ctx_store(cx), e->thrower, NULL, 0, NULL, 0, &err);
+    return e->inner;
+}
+
+static bool resolve_throw(void *ctx, pw_store *s, const pw_module *m, const pw_import_desc *imp,
+                          pw_extern *out) {
+    pw_error err;
+    out->kind = PW_EXTERN_FUNC;
+    out->u.func = pw_func_new_host_for_import(s, m, imp->index, host_throw, ctx, &err);
+    return out->u.func != NULL;
+}
+
+/* An exception thrown by Wasm, escaping a nested pw_call inside a host function, is
+ * caught by a try_table of the Wasm code that called the host function. */
+static void test_exception_through_host(void **state) {
+    (void)state;
+    pw_error err;
+    pw_module *m = load(EXN, sizeof EXN);
+    pw_store *s = pw_store_new(NULL, &err);
+    exn_env env = {NULL, PW_OK};
+    pw_instance *inst = pw_instantiate(s, m, resolve_throw, &env, &err);
+    assert_non_null(inst);
+    env.thrower = export_func(inst, "thrower");
+    assert_int_equal(pw_call(s, env.thrower, NULL, 0, NULL, 0, &err), PW_ERR_EXCEPTION);
+    pw_val res = {0};
+    assert_int_equal(pw_call(s, export_func(inst, "outer"), NULL, 0, &res, 1, &err), PW_OK);
+    assert_int_equal(env.inner, PW_ERR_EXCEPTION);
+    assert_int_equal(res.i32, 1);
+    pw_store_free(s);
+    pw_module_free(m);
+}
+
+/* return_call runs in constant stack: a million tail calls under a depth limit of 10. */
+static void test_tail_calls_constant_stack(void **state) {
+    (void)state;
+    pw_error err;
+    pw_module *m = load(TAIL, sizeof TAIL);
+    pw_store_config cfg = {.max_call_depth = 10};
+    pw_store *s = pw_store_new(&cfg, &err);
+    pw_instance *inst = pw_instantiate(s, m, NULL, NULL, &err);
+    assert_non_null(inst);
+    pw_val arg = {.i32 = 1000000}, res = {0};
+    assert_int_equal(pw_call(s, export_func(inst, "loop"), &arg, 1, &res, 1, &err), PW_OK);
+    assert_int_equal(res.i32, 7);
+    pw_store_free(s);
+    pw_module_free(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_interrupt_infinite_loop), cmocka_unit_test(test_deep_recursion_traps),
-        cmocka_unit_test(test_host_reentry_bounded),    cmocka_unit_test(test_memory_cap),
-        cmocka_unit_test(test_trap_messages),           cmocka_unit_test(test_externref_identity),
+        cmocka_unit_test(test_interrupt_infinite_loop),
+        cmocka_unit_test(test_deep_recursion_traps),
+        cmocka_unit_test(test_host_reentry_bounded),
+        cmocka_unit_test(test_memory_cap),
+        cmocka_unit_test(test_trap_messages),
+        cmocka_unit_test(test_externref_identity),
+        cmocka_unit_test(test_exception_through_host),
+        cmocka_unit_test(test_tail_calls_constant_stack),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
