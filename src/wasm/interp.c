@@ -78,15 +78,45 @@ static uint64_t f64_minmax(pw_slot a, pw_slot b, bool max) {
 
 /* ---------------------------------------------------------------- slow paths */
 
-static pw_trap_code op_memory_fill(pw_memory *m, uint32_t d, uint32_t v, uint32_t n) {
+/* Bulk operations run in chunks so that the interrupt flag stops even a 4 GiB fill
+ * promptly (the effects so far persist, as with any trap). */
+#define PW_CHUNK ((uint32_t)1 << 20)
+
+static pw_trap_code op_memory_fill(pw_memory *m, uint32_t d, uint32_t v, uint32_t n,
+                                   const atomic_int *intr) {
     if ((uint64_t)d + n > m->size) return PW_TRAP_MEM_OOB;
-    memset(m->data + d, (int)(v & 0xff), n);
+    while (n) {
+        uint32_t k = n < PW_CHUNK ? n : PW_CHUNK;
+        memset(m->data + d, (int)(v & 0xff), k);
+        d += k;
+        n -= k;
+        if (n && atomic_load_explicit(intr, memory_order_relaxed)) return PW_TRAP_INTERRUPTED;
+    }
     return PW_TRAP_NONE;
 }
 
-static pw_trap_code op_memory_copy(pw_memory *m, uint32_t d, uint32_t src, uint32_t n) {
+static pw_trap_code op_memory_copy(pw_memory *m, uint32_t d, uint32_t src, uint32_t n,
+                                   const atomic_int *intr) {
     if ((uint64_t)d + n > m->size || (uint64_t)src + n > m->size) return PW_TRAP_MEM_OOB;
-    memmove(m->data + d, m->data + src, n);
+    if (n <= PW_CHUNK || d <= src) {
+        /* forward: chunks from the start are safe when the destination is lower */
+        while (n) {
+            uint32_t k = n < PW_CHUNK ? n : PW_CHUNK;
+            memmove(m->data + d, m->data + src, k);
+            d += k;
+            src += k;
+            n -= k;
+            if (n && atomic_load_explicit(intr, memory_order_relaxed)) return PW_TRAP_INTERRUPTED;
+        }
+    } else {
+        /* overlapping with the destination higher: chunks from the end */
+        while (n) {
+            uint32_t k = n < PW_CHUNK ? n : PW_CHUNK;
+            n -= k;
+            memmove(m->data + d + n, m->data + src + n, k);
+            if (n && atomic_load_explicit(intr, memory_order_relaxed)) return PW_TRAP_INTERRUPTED;
+        }
+    }
     return PW_TRAP_NONE;
 }
 
@@ -788,10 +818,10 @@ L_MEMORY_GROW : {
     NEXT(3);
 }
 L_MEMORY_FILL:
-    if ((tc = op_memory_fill(mem, S(1).u32, S(2).u32, S(3).u32))) goto trap;
+    if ((tc = op_memory_fill(mem, S(1).u32, S(2).u32, S(3).u32, intr))) goto trap;
     NEXT(4);
 L_MEMORY_COPY:
-    if ((tc = op_memory_copy(mem, S(1).u32, S(2).u32, S(3).u32))) goto trap;
+    if ((tc = op_memory_copy(mem, S(1).u32, S(2).u32, S(3).u32, intr))) goto trap;
     NEXT(4);
 L_MEMORY_INIT:
     if ((tc = op_memory_init(inst, IMM(1), S(2).u32, S(3).u32, S(4).u32))) goto trap;
