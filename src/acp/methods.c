@@ -12,7 +12,7 @@
 
 #define PERI_VERSION "0.1.0"
 
-typedef void (*handler)(pacp_server *, json_t *, json_t *, pacp_reply *);
+typedef void (*handler)(pacp_server *, json_t *, pacp_reply *);
 
 static void bad_params(pacp_reply *r, const char *msg) {
     pacp_reply_error(r, PACP_INVALID_PARAMS, msg);
@@ -47,9 +47,8 @@ static void ok_empty(pacp_reply *r) {
 
 /* ---------------------------------------------------------------- initialize */
 
-static void m_initialize(pacp_server *srv, json_t *params, json_t *id, pacp_reply *r) {
+static void m_initialize(pacp_server *srv, json_t *params, pacp_reply *r) {
     (void)srv;
-    (void)id;
     json_t *pv = json_object_get(params, "protocolVersion");
     if (pv && !json_is_integer(pv)) {
         bad_params(r, "protocolVersion must be an integer");
@@ -65,10 +64,9 @@ static void m_initialize(pacp_server *srv, json_t *params, json_t *id, pacp_repl
     if (!r->result) pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
 }
 
-static void m_authenticate(pacp_server *srv, json_t *params, json_t *id, pacp_reply *r) {
+static void m_authenticate(pacp_server *srv, json_t *params, pacp_reply *r) {
     (void)srv;
     (void)params;
-    (void)id;
     bad_params(r, "no authentication methods are offered");
 }
 
@@ -83,8 +81,7 @@ static int check_mcp(json_t *params, pacp_reply *r) {
     return 0;
 }
 
-static void m_new(pacp_server *srv, json_t *params, json_t *id, pacp_reply *r) {
-    (void)id;
+static void m_new(pacp_server *srv, json_t *params, pacp_reply *r) {
     if (check_mcp(params, r)) return;
     json_t *cwdv = json_object_get(params, "cwd");
     char here[4096];
@@ -126,13 +123,11 @@ static void load_or_resume(pacp_server *srv, json_t *params, pacp_reply *r, bool
     ok_empty(r);
 }
 
-static void m_load(pacp_server *srv, json_t *params, json_t *id, pacp_reply *r) {
-    (void)id;
+static void m_load(pacp_server *srv, json_t *params, pacp_reply *r) {
     load_or_resume(srv, params, r, true);
 }
 
-static void m_resume(pacp_server *srv, json_t *params, json_t *id, pacp_reply *r) {
-    (void)id;
+static void m_resume(pacp_server *srv, json_t *params, pacp_reply *r) {
     load_or_resume(srv, params, r, false);
 }
 
@@ -146,8 +141,7 @@ static json_t *iso_time(int64_t ms) {
     return json_string(buf);
 }
 
-static void m_list(pacp_server *srv, json_t *params, json_t *id, pacp_reply *r) {
-    (void)id;
+static void m_list(pacp_server *srv, json_t *params, pacp_reply *r) {
     json_t *cwdv = json_object_get(params, "cwd");
     json_t *curv = json_object_get(params, "cursor");
     if ((cwdv && !json_is_null(cwdv) && !json_is_string(cwdv)) ||
@@ -180,8 +174,7 @@ static void m_list(pacp_server *srv, json_t *params, json_t *id, pacp_reply *r) 
     if (!r->result) pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
 }
 
-static void m_delete(pacp_server *srv, json_t *params, json_t *id, pacp_reply *r) {
-    (void)id;
+static void m_delete(pacp_server *srv, json_t *params, pacp_reply *r) {
     const char *sid = session_id(params);
     if (!sid) {
         bad_params(r, "missing sessionId");
@@ -195,8 +188,7 @@ static void m_delete(pacp_server *srv, json_t *params, json_t *id, pacp_reply *r
     ok_empty(r);
 }
 
-static void m_close(pacp_server *srv, json_t *params, json_t *id, pacp_reply *r) {
-    (void)id;
+static void m_close(pacp_server *srv, json_t *params, pacp_reply *r) {
     const char *sid = session_id(params);
     if (!sid) {
         bad_params(r, "missing sessionId");
@@ -210,8 +202,7 @@ static void m_close(pacp_server *srv, json_t *params, json_t *id, pacp_reply *r)
     ok_empty(r);
 }
 
-static void m_cancel(pacp_server *srv, json_t *params, json_t *id, pacp_reply *r) {
-    (void)id;
+static void m_cancel(pacp_server *srv, json_t *params, pacp_reply *r) {
     const char *sid = session_id(params);
     if (!sid) {
         bad_params(r, "missing sessionId");
@@ -290,7 +281,7 @@ fail:
     return NULL;
 }
 
-static void m_prompt(pacp_server *srv, json_t *params, json_t *token, pacp_reply *r) {
+static void m_prompt(pacp_server *srv, json_t *params, pacp_reply *r) {
     const char *sid = session_id(params);
     if (!sid) {
         bad_params(r, "missing sessionId");
@@ -314,7 +305,7 @@ static void m_prompt(pacp_server *srv, json_t *params, json_t *token, pacp_reply
         return;
     }
     pct_error e = {0};
-    pct_status st = pct_prompt(srv->ctl, sid, text, token, &e);
+    pct_status st = pct_prompt(srv->ctl, sid, text, r->prompt_token, &e);
     free(text);
     if (st != PCT_OK) {
         ctl_error(r, &e, sid);
@@ -335,8 +326,7 @@ static const struct {
     {"session/cancel", m_cancel},
 };
 
-void pacp_dispatch(pacp_server *srv, const char *method, json_t *params, json_t *id,
-                   pacp_reply *out) {
+void pacp_dispatch(pacp_server *srv, const char *method, json_t *params, pacp_reply *out) {
     for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
         if (strcmp(methods[i].name, method) != 0) continue;
         if (params && !json_is_object(params)) {
@@ -345,7 +335,7 @@ void pacp_dispatch(pacp_server *srv, const char *method, json_t *params, json_t 
         }
         json_t *empty = NULL;
         if (!params) params = empty = json_object();
-        methods[i].fn(srv, params, id, out);
+        methods[i].fn(srv, params, out);
         json_decref(empty);
         return;
     }

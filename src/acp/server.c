@@ -190,7 +190,8 @@ static void on_frame(pacp_server *srv, const char *line, size_t len) {
                 break;
             }
         }
-        pacp_dispatch(srv, m.method, m.params, tok ? (json_t *)tok : m.id, &rep);
+        rep.prompt_token = tok;
+        pacp_dispatch(srv, m.method, m.params, &rep);
         if (rep.deferred) break;
         if (tok) {
             json_decref(tok->id);

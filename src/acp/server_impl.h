@@ -37,12 +37,13 @@ typedef struct pacp_reply {
     int code;
     char message[320];
     json_t *data;
+    void *prompt_token;        /* in: the route of the session/prompt answer */
     bool deferred;             /* session/prompt: answered later by the controller */
     char announce[PST_ID_LEN]; /* session/new: announce this session after the reply */
 } pacp_reply;
 
-void pacp_dispatch(pacp_server *srv, const char *method, json_t *params, json_t *id,
-                   pacp_reply *out);
+/* Runs one request. session/prompt takes out->prompt_token and sets out->deferred. */
+void pacp_dispatch(pacp_server *srv, const char *method, json_t *params, pacp_reply *out);
 void pacp_notify(pacp_server *srv, const char *method, json_t *params);
 
 /* session/update params for one stamped event; NULL for events with no wire form. */
