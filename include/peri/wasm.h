@@ -375,15 +375,12 @@ void pw_store_gc_stats(const pw_store *s, pw_gc_stats *out);
  * function). */
 void pw_store_gc(pw_store *s);
 
-/* ---------------------------------------------------------------- host extensions (host_ext.c) */
+/* ---------------------------------------------------------------- host extensions */
 
 /* From a host function: throw an exception of tag (args: its payload cells), to be
  * caught by the calling Wasm code; return the result (PW_ERR_EXCEPTION). nargs must be
  * the tag's payload arity (else a trap); payload types are the caller's duty. */
 pw_status pw_ctx_throw(pw_call_ctx *cx, pw_tag *tag, const pw_val *args, uint32_t nargs);
-/* After a call ended with PW_ERR_EXCEPTION: the uncaught exception's tag, and up to
- * max payload cells into payload. NULL when there is none. */
-pw_tag *pw_store_exception(const pw_store *s, pw_val *payload, uint32_t max);
 /* The function type of import i (module-relative type indices); false if it is not a
  * function import. The arrays stay valid while m lives. */
 bool pw_module_import_functype(const pw_module *m, uint32_t i, pw_functype *out);

@@ -1,8 +1,8 @@
 /*
  * host_ext.c — small embedder additions for guest ABIs that exchange GC values and
  * exceptions with the host (the room's 豫言 ABI): a host function throwing a
- * module-defined tag, reading the exception that escaped a call, and read-only
- * introspection of a module's import types, defined types and custom sections.
+ * module-defined tag, and read-only introspection of a module's import types, tag
+ * types, defined types and custom sections.
  */
 #include "wasm/module.h"
 #include "wasm/runtime.h"
@@ -19,14 +19,6 @@ pw_status pw_ctx_throw(pw_call_ctx *cx, pw_tag *tag, const pw_val *args, uint32_
     if (tag->nparams) memcpy(e->vals, args, tag->nparams * sizeof(pw_slot));
     s->exn = e;
     return PW_ERR_EXCEPTION;
-}
-
-pw_tag *pw_store_exception(const pw_store *s, pw_val *payload, uint32_t max) {
-    const pw_exn *e = s->exn;
-    if (!e) return NULL;
-    for (uint32_t i = 0; i < max; i++)
-        payload[i].bits = i < e->n ? e->vals[i].u64 : 0;
-    return e->tag;
 }
 
 bool pw_module_import_functype(const pw_module *m, uint32_t i, pw_functype *out) {
