@@ -39,13 +39,13 @@ typedef struct pw_field {
 
 /* One defined type (a "subtype" entry of a recursion group). */
 typedef struct pw_deftype {
-    uint8_t form;      /* pw_typeform */
-    uint8_t final;     /* 1 unless declared with a non-final `sub` */
-    uint32_t super;    /* supertype index, or UINT32_MAX */
-    uint32_t rec_start; /* first type index of its recursion group */
-    uint32_t rec_len;   /* size of its recursion group */
-    uint32_t canon;    /* module-local canonical representative (see header) */
-    uint32_t depth;    /* length of the supertype chain (0 = no supertype) */
+    uint8_t form;          /* pw_typeform */
+    uint8_t final;         /* 1 unless declared with a non-final `sub` */
+    uint32_t super;        /* supertype index, or UINT32_MAX */
+    uint32_t rec_start;    /* first type index of its recursion group */
+    uint32_t rec_len;      /* size of its recursion group */
+    uint32_t canon;        /* module-local canonical representative (see header) */
+    uint32_t depth;        /* length of the supertype chain (0 = no supertype) */
     uint8_t nsupers_extra; /* decoder: more than one supertype was declared (invalid) */
     union {
         struct {
@@ -94,10 +94,10 @@ typedef struct pw_export {
 
 /* A defined function: its type, locals and body (the body excludes the locals). */
 typedef struct pw_funcdef {
-    uint32_t type;     /* type index */
-    uint32_t nlocals;  /* declared locals, not counting params */
+    uint32_t type;      /* type index */
+    uint32_t nlocals;   /* declared locals, not counting params */
     pw_valtype *locals; /* nlocals entries, expanded */
-    pw_span body;      /* instructions up to and including the final `end` */
+    pw_span body;       /* instructions up to and including the final `end` */
 } pw_funcdef;
 
 typedef struct pw_table_def {
@@ -118,9 +118,9 @@ typedef enum pw_segmode {
 
 typedef struct pw_elem {
     pw_segmode mode;
-    uint32_t table;     /* active only */
-    pw_span offset;     /* active only: constant expression */
-    pw_valtype type;    /* element reference type */
+    uint32_t table;  /* active only */
+    pw_span offset;  /* active only: constant expression */
+    pw_valtype type; /* element reference type */
     uint32_t count;
     /* Either function indices (exprs == NULL) or constant expressions. */
     uint32_t *funcs;
@@ -130,7 +130,7 @@ typedef struct pw_elem {
 typedef struct pw_data {
     pw_segmode mode; /* ACTIVE or PASSIVE */
     uint32_t memory;
-    pw_span offset;  /* active only */
+    pw_span offset; /* active only */
     pw_span bytes;
 } pw_data;
 
