@@ -247,8 +247,9 @@ typedef struct pr_run_state {
     enum { PR_END_NONE, PR_END_EXIT, PR_END_OUTPUT, PR_END_HOST, PR_END_PLATFORM } end;
     int exit_code;
     char end_msg[1024]; /* PR_END_HOST: the run's error text; PR_END_PLATFORM: the exception */
-    uint64_t rng[4]; /* deterministic xoshiro state */
+    uint64_t rng[4];    /* deterministic xoshiro state */
     uint64_t det_clock;
+    uint64_t wall_deadline_ns; /* CLOCK_MONOTONIC time at which the wall limit is reached */
     void *abi_state;
 } pr_run_state;
 

@@ -204,6 +204,8 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
         pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：无法启动运行限制");
         return false;
     }
+    rs.wall_deadline_ns = (uint64_t)slot.wall_start.tv_sec * 1000000000ull +
+                          (uint64_t)slot.wall_start.tv_nsec + (uint64_t)h->wall_ms * 1000000ull;
     pw_status st;
     rs.inst = pw_instantiate(rs.store, p->module, p->abi->resolve, &rs, &pe);
     if (rs.inst)

@@ -10,6 +10,7 @@
  */
 #include "room_int.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,11 @@ static inline void st32(uint8_t *p, uint32_t v) {
 }
 static inline void st64(uint8_t *p, uint64_t v) {
     memcpy(p, &v, 8);
+}
+static inline uint16_t ld16(const uint8_t *p) {
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return v;
 }
 static inline uint32_t ld32(const uint8_t *p) {
     uint32_t v;
@@ -970,6 +976,31 @@ HOST(path_symlink) {
 
 /* ---------------------------------------------------------------- poll, sockets */
 
+/* The current time of clock id (0..3) without advancing the deterministic clock. */
+static uint64_t clock_peek(const pr_run_state *rs, uint32_t id) {
+    if (rs->opt->seed) return rs->det_clock + (id == 0 ? DET_EPOCH_NS : 0);
+    static const clockid_t ids[4] = {CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_THREAD_CPUTIME_ID,
+                                     CLOCK_THREAD_CPUTIME_ID};
+    struct timespec ts;
+    clock_gettime(ids[id], &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Sleeps ns of wall time, but never past the run's wall-clock deadline: false when
+ * the deadline cut the sleep short (the run is then over its wall limit). */
+static bool room_sleep(const pr_run_state *rs, uint64_t ns) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    uint64_t t = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+    if (t >= rs->wall_deadline_ns) return false;
+    bool cut = ns > rs->wall_deadline_ns - t;
+    if (cut) ns = rs->wall_deadline_ns - t;
+    struct timespec req = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)}, rem;
+    while (nanosleep(&req, &rem) != 0 && errno == EINTR)
+        req = rem;
+    return !cut;
+}
+
 HOST(poll_oneoff) {
     pr_run_state *rs = RS(env);
     uint32_t nsubs = U32(2);
@@ -978,21 +1009,58 @@ HOST(poll_oneoff) {
             *out = mem(cx, U32(1), 32 * (uint64_t)nsubs);
     uint8_t *pn = mem(cx, U32(3), 4);
     if (!in || !out || !pn) RET(E_FAULT);
-    /* Nothing in the room ever blocks: every subscription is ready at once. A clock
-     * subscription does not sleep (the run has no wall time to spend); with
-     * deterministic clocks it advances the clock by its timeout instead. */
+    /* Descriptors in the room are always ready (stdin at EOF, files, stdout): when a
+     * descriptor subscription exists, poll returns those at once. Otherwise it waits for
+     * the earliest clock subscription: real clocks sleep (bounded by the run's wall
+     * limit; sleeping costs no CPU time), deterministic clocks just move forward. */
     uint32_t nev = 0;
-    uint64_t advance = 0;
+    bool any_fd = false;
+    uint64_t wait = UINT64_MAX;
     for (uint32_t i = 0; i < nsubs; i++) {
         const uint8_t *s = in + 48 * i;
-        uint8_t *ev = out + 32 * nev;
-        memset(ev, 0, 32);
-        st64(ev, ld64(s));
+        if (s[8] == 1 || s[8] == 2) any_fd = true;
+        if (s[8] != 0) continue;
+        uint32_t id = ld32(s + 16);
+        if (id > 3) {
+            wait = 0; /* reported as an error event right away */
+            continue;
+        }
+        uint64_t timeout = ld64(s + 24), rel = timeout;
+        if (ld16(s + 40) & 1) { /* absolute */
+            uint64_t now = clock_peek(rs, id);
+            rel = timeout > now ? timeout - now : 0;
+        }
+        if (rel < wait) wait = rel;
+    }
+    if (any_fd) wait = 0;
+    if (wait && wait != UINT64_MAX) {
+        if (rs->opt->seed) {
+            rs->det_clock += wait;
+        } else if (!room_sleep(rs, wait)) {
+            rs->end = PR_END_PLATFORM;
+            snprintf(rs->end_msg, sizeof rs->end_msg, "隔离运行失败：运行时间超过 %u ms",
+                     rs->host->wall_ms);
+            return pw_ctx_trap(cx, "%s", rs->end_msg);
+        }
+    }
+    for (uint32_t i = 0; i < nsubs; i++) {
+        const uint8_t *s = in + 48 * i;
         uint8_t tag = s[8];
+        uint8_t ev[32] = {0};
+        st64(ev, ld64(s));
         ev[10] = tag;
         if (tag == 0) {
-            uint64_t timeout = ld64(s + 24);
-            if (!(ld32(s + 40) & 1) && timeout > advance) advance = timeout;
+            uint32_t id = ld32(s + 16);
+            if (id > 3) {
+                st16(ev + 8, E_INVAL);
+            } else {
+                uint64_t timeout = ld64(s + 24), rel = timeout;
+                if (ld16(s + 40) & 1) {
+                    uint64_t now = clock_peek(rs, id);
+                    rel = timeout > now ? timeout - now : 0;
+                }
+                if (any_fd ? rel > 0 : rel > wait) continue; /* not expired */
+            }
         } else if (tag == 1 || tag == 2) {
             wfd *f = getfd(env, ld32(s + 16));
             if (!f)
@@ -1004,9 +1072,8 @@ HOST(poll_oneoff) {
         } else {
             st16(ev + 8, E_INVAL);
         }
-        nev++;
+        memcpy(out + 32 * nev++, ev, 32);
     }
-    if (rs->opt->seed) rs->det_clock += advance;
     st32(pn, nev);
     RET(E_SUCCESS);
 }

@@ -529,6 +529,42 @@ static void test_wall_limit(void **st) {
     pr_host_free(h);
 }
 
+static double wall_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* sleep() → poll_oneoff: real clocks really wait (no CPU), bounded by the wall limit;
+ * deterministic clocks move forward at once. */
+static void test_sleep(void **st) {
+    (void)st;
+    pr_error e;
+    pr_host_config det = {.deterministic = true};
+    pr_host *h = pr_host_new(&det, &e);
+    double t0 = wall_now();
+    expect(h, "{\"args\":[\"sleep\"]}",
+           "{\"ok\":true,\"stdout\":\"slept>=2s=1\\n\",\"stderr\":\"\",\"exitCode\":0,"
+           "\"files\":{}}");
+    assert_true(wall_now() - t0 < 1.0);
+    pr_host_free(h);
+    h = pr_host_new(NULL, &e);
+    t0 = wall_now();
+    expect(h, "{\"args\":[\"sleep\"]}",
+           "{\"ok\":true,\"stdout\":\"slept>=2s=1\\n\",\"stderr\":\"\",\"exitCode\":0,"
+           "\"files\":{}}");
+    assert_true(wall_now() - t0 >= 2.0);
+    pr_host_free(h);
+    pr_host_config shortwall = {.wall_ms = 300};
+    h = pr_host_new(&shortwall, &e);
+    t0 = wall_now();
+    char *got = run(h, "{\"args\":[\"sleep\"]}");
+    assert_string_equal(got, "!隔离运行失败：运行时间超过 300 ms");
+    assert_true(wall_now() - t0 < 1.5);
+    free(got);
+    pr_host_free(h);
+}
+
 static void test_thousand_runs(void **st) {
     pr_host *h = *st;
     for (int i = 0; i < 1000; i++) {
@@ -555,8 +591,8 @@ int main(void) {
         cmocka_unit_test(test_violations),       cmocka_unit_test(test_wasm_and_binding),
         cmocka_unit_test(test_isolate_identity), cmocka_unit_test(test_room_environment),
         cmocka_unit_test(test_deterministic),    cmocka_unit_test(test_cpu_limit),
-        cmocka_unit_test(test_exec_api),         cmocka_unit_test(test_wall_limit),
-        cmocka_unit_test(test_thousand_runs),
+        cmocka_unit_test(test_exec_api),         cmocka_unit_test(test_sleep),
+        cmocka_unit_test(test_wall_limit),       cmocka_unit_test(test_thousand_runs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
