@@ -404,6 +404,26 @@ static void test_room_environment(void **st) {
            "{\"ok\":true,\"stdout\":\"grow=-1\\n\",\"stderr\":\"\",\"exitCode\":0,\"files\":{}}");
 }
 
+/* fd_readdir over many entries: wasi-libc reads in several calls with cookies. */
+static void test_readdir_many(void **st) {
+    pr_buf in = {0}, want = {0};
+    char line[128];
+    pr_buf_puts(&in, "{\"args\":[\"ls\",\"/d\"],\"files\":{");
+    pr_buf_puts(&want, "{\"ok\":true,\"stdout\":\"./\\n../\\n");
+    for (int i = 0; i < 300; i++) {
+        snprintf(line, sizeof line, "%s\"/d/a-rather-long-file-name-number-%03d\":\"x\"",
+                 i ? "," : "", (i * 7) % 300);
+        pr_buf_puts(&in, line);
+        snprintf(line, sizeof line, "a-rather-long-file-name-number-%03d\\n", (i * 7) % 300);
+        pr_buf_puts(&want, line);
+    }
+    pr_buf_puts(&in, ",\"/d/sub/x\":\"\"}}");
+    pr_buf_puts(&want, "sub/\\n\",\"stderr\":\"\",\"exitCode\":0,\"files\":{}}");
+    expect(*st, in.p, want.p);
+    pr_buf_free(&in);
+    pr_buf_free(&want);
+}
+
 static void test_deterministic(void **st) {
     (void)st;
     pr_host_config cfg = {.deterministic = true};
@@ -586,13 +606,21 @@ static void test_thousand_runs(void **st) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_program_a),        cmocka_unit_test(test_program_failures),
-        cmocka_unit_test(test_output_limit),     cmocka_unit_test(test_output_files_limits),
-        cmocka_unit_test(test_violations),       cmocka_unit_test(test_wasm_and_binding),
-        cmocka_unit_test(test_isolate_identity), cmocka_unit_test(test_room_environment),
-        cmocka_unit_test(test_deterministic),    cmocka_unit_test(test_cpu_limit),
-        cmocka_unit_test(test_exec_api),         cmocka_unit_test(test_sleep),
-        cmocka_unit_test(test_wall_limit),       cmocka_unit_test(test_thousand_runs),
+        cmocka_unit_test(test_program_a),
+        cmocka_unit_test(test_program_failures),
+        cmocka_unit_test(test_output_limit),
+        cmocka_unit_test(test_output_files_limits),
+        cmocka_unit_test(test_violations),
+        cmocka_unit_test(test_wasm_and_binding),
+        cmocka_unit_test(test_isolate_identity),
+        cmocka_unit_test(test_room_environment),
+        cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_cpu_limit),
+        cmocka_unit_test(test_readdir_many),
+        cmocka_unit_test(test_exec_api),
+        cmocka_unit_test(test_sleep),
+        cmocka_unit_test(test_wall_limit),
+        cmocka_unit_test(test_thousand_runs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
