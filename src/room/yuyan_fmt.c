@@ -15,11 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The exact decimal expansion of |x| (finite, < 1e21): integer digits, '.', 1100
- * fraction digits (every double's expansion ends well before that). */
+/* The exact decimal expansion of finite |x|: up to 309 integer digits, '.', 1100
+ * fraction digits (every double's expansion ends before that: 2^-1074 has 1074). */
 #define EXACT_FRAC 1100
+#define EXACT_MAX  (EXACT_FRAC + 320)
 typedef struct exact {
-    char s[EXACT_FRAC + 32];
+    char s[EXACT_MAX];
     size_t int_len; /* digits before '.' */
 } exact;
 
@@ -48,7 +49,7 @@ static bool to_fixed(pr_buf *b, double x, int f) {
     exact e;
     exact_of(&e, fabs(x));
     /* digits without the point: int part then fraction */
-    char d[EXACT_FRAC + 32];
+    char d[EXACT_MAX];
     size_t il = e.int_len;
     memcpy(d, e.s, il);
     memcpy(d + il, e.s + il + 1, EXACT_FRAC);
@@ -67,7 +68,7 @@ static bool to_fixed(pr_buf *b, double x, int f) {
 static void to_exp17(double x, char dig[18], int *exp10) {
     exact e;
     exact_of(&e, fabs(x));
-    char d[EXACT_FRAC + 32];
+    char d[EXACT_MAX];
     size_t il = e.int_len;
     memcpy(d, e.s, il);
     memcpy(d + il, e.s + il + 1, EXACT_FRAC);
