@@ -179,18 +179,44 @@ static void act_one(turn *t, const pm_part *call, pm_message *results) {
     free(title);
 }
 
+/* The system prompt for a trimmed view: the frozen context plus a short digest of
+ * what the trimmed turns asked (the last 10 user requests, 120 bytes each), so the
+ * model keeps the thread of the conversation without the bulk. Caller frees. */
+static char *trimmed_note(const pag_session *s, size_t start) {
+    enum { KEEP = 10, CUT = 120 };
+    size_t n = strlen(s->system_prompt) + 160 + KEEP * (CUT + 8);
+    char *out = malloc(n);
+    if (!out) return NULL;
+    size_t k = (size_t)snprintf(out, n,
+                                "%s\n[%zu earlier messages were trimmed to fit the context. "
+                                "Earlier requests from the user, oldest first:]",
+                                s->system_prompt, start);
+    size_t first = 0, users = 0;
+    for (size_t i = start; i-- > 0;) {
+        if (s->hist[i].role == PM_ROLE_USER && ++users == KEEP) {
+            first = i;
+            break;
+        }
+    }
+    for (size_t i = first; i < start && k < n; i++) {
+        const pm_message *m = &s->hist[i];
+        if (m->role != PM_ROLE_USER || !m->nparts || !m->parts[0].text) continue;
+        const char *t = m->parts[0].text;
+        size_t len = strcspn(t, "\n");
+        if (len > CUT) len = CUT;
+        while (len > 0 && ((unsigned char)t[len] & 0xC0) == 0x80)
+            len--; /* whole chars */
+        k += (size_t)snprintf(out + k, n - k, "\n- %.*s", (int)len, t);
+    }
+    return out;
+}
+
 /* Reason + Act for one step. Returns 1 to loop again, 0 when the turn ended. */
 static int step(turn *t) {
     pag_session *s = t->s;
     size_t start = compact(s);
     char *system = NULL;
-    if (start > 0) {
-        size_t n = strlen(s->system_prompt) + 128;
-        system = malloc(n);
-        if (system)
-            snprintf(system, n, "%s\n[%zu earlier messages were trimmed to fit the context.]",
-                     s->system_prompt, start);
-    }
+    if (start > 0) system = trimmed_note(s, start);
     pm_tool_def *defs = calloc(s->ports.ntools ? s->ports.ntools : 1, sizeof *defs);
     if (!defs) {
         free(system);

@@ -736,10 +736,13 @@ def s_compact(E):
     a.response(prompt(a, sid, "NEWEST question"))
     reqs = E.mock.requests()
     last = reqs[-1]["body"]["messages"]
-    blob = json.dumps(last)
+    blob = json.dumps(last[1:])
     check("OLDEST" not in blob, "oldest turn was not trimmed")
     check("NEWEST question" in blob, "latest user message lost")
-    check("trimmed" in last[0]["content"], "no trim note in the system prompt")
+    system = last[0]["content"]
+    check("trimmed" in system, "no trim note in the system prompt")
+    check("\n- OLDEST word" in system, "trimmed requests not summarised: %r" % system[-400:])
+    check(len(system) < 2000, "digest too long")
     roles = [m["role"] for m in last[1:]]
     check(roles[0] == "user", "history starts mid-turn: %r" % roles)
     for i, m in enumerate(last):
