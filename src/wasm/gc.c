@@ -21,8 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PW_GC_MIN      ((uint64_t)4 << 20) /* bytes allocated before the first collection */
-#define PW_GC_OVERHEAD 16u                 /* per-object allocator overhead we account for */
+#define PW_GC_MIN ((uint64_t)4 << 20) /* bytes allocated before the first collection */
 
 /* ---------------------------------------------------------------- layouts */
 
@@ -72,6 +71,9 @@ bool pw_gc_build_layouts(const pw_module *m, struct pw_cmodule *cm) {
                 off += sz;
             }
             l->size = (off + 7) & ~7u;
+            l->all8 = true;
+            for (uint32_t j = 0; j < n; j++)
+                if (l->kind[j] < PW_GK_I64) l->all8 = false;
         }
     }
     return true;
@@ -88,18 +90,18 @@ void pw_gc_free_layouts(struct pw_cmodule *cm) {
     cm->gc_layouts = NULL;
 }
 
-/* The layout of a GC object's type, through the store's type registry. */
+/* The layout of a struct's type (cached per store type id at allocation). */
 static const pw_gclayout *obj_layout(const pw_store *s, const pw_obj *o) {
-    const pw_regtype *rt = &s->types[o->type_id - 1];
-    return &rt->m->code->gc_layouts[rt->idx];
+    return s->gc_heap->lay[o->type_id];
 }
 
-static uint64_t obj_bytes(const pw_store *s, const pw_obj *o) {
+/* Size of a large object as accounted by gc_heap.c (allocation size + overhead). */
+static uint64_t large_bytes(const pw_gcheap *h, const pw_obj *o) {
     if (o->kind == PW_OBJ_ARRAY) {
         const pw_array *a = (const pw_array *)o;
-        return sizeof(pw_array) + (uint64_t)a->len * a->esize + PW_GC_OVERHEAD;
+        return pw_gcheap_cost(sizeof(pw_array) + (size_t)a->len * a->esize);
     }
-    return sizeof(pw_struct) + obj_layout(s, o)->size + PW_GC_OVERHEAD;
+    return pw_gcheap_cost(sizeof(pw_struct) + h->lay[o->type_id]->size);
 }
 
 /* ---------------------------------------------------------------- field access */
@@ -277,34 +279,27 @@ static void mark_roots(gcctx *g, const pw_gcframe *cur) {
 }
 
 /* After a mark-stack overflow: push unmarked children of marked objects. */
+static void rescan_one(void *ctx, pw_obj *o) {
+    gcctx *g = ctx;
+    if (!o->mark) return;
+    trace(g, o);
+    drain(g);
+}
+
 static void rescan(gcctx *g) {
     while (g->overflow) {
         g->overflow = false;
-        for (pw_obj *o = g->s->gc_objects; o; o = o->next) {
-            if (!o->mark) continue;
-            trace(g, o);
-            drain(g);
-        }
+        pw_gcheap_each(g->s->gc_heap, rescan_one, g);
     }
 }
 
 void pw_gc_collect(pw_store *s, const pw_gcframe *cur) {
+    if (!s->gc_heap) return;
     gcctx g = {.s = s};
     mark_roots(&g, cur);
     rescan(&g);
     free(g.stk);
-    uint64_t live = 0;
-    pw_obj **link = &s->gc_objects;
-    for (pw_obj *o = *link; o; o = *link) {
-        if (o->mark || g.nomap) {
-            o->mark = 0;
-            live += obj_bytes(s, o);
-            link = &o->next;
-        } else {
-            *link = o->next;
-            free(o);
-        }
-    }
+    uint64_t live = pw_gcheap_sweep(s->gc_heap, large_bytes, g.nomap);
     s->gc_bytes = live;
     s->gc_live = live;
     s->gc_threshold = live * 2 > PW_GC_MIN ? live * 2 : PW_GC_MIN;
@@ -312,13 +307,8 @@ void pw_gc_collect(pw_store *s, const pw_gcframe *cur) {
 }
 
 void pw_gc_free_all(pw_store *s) {
-    pw_obj *o = s->gc_objects;
-    while (o) {
-        pw_obj *n = o->next;
-        free(o);
-        o = n;
-    }
-    s->gc_objects = NULL;
+    pw_gcheap_free(s->gc_heap);
+    s->gc_heap = NULL;
     free(s->handles);
     s->handles = NULL;
 }
@@ -326,18 +316,28 @@ void pw_gc_free_all(pw_store *s) {
 /* ---------------------------------------------------------------- allocation */
 
 static void *gc_alloc(pw_store *s, size_t bytes, uint8_t kind, const pw_gcframe *cur) {
-    uint64_t acct = bytes + PW_GC_OVERHEAD;
-    uint64_t cap = s->cfg.memory_cap;
+    pw_gcheap *h = s->gc_heap;
+    /* Fast path: a free cell of the size class, below the collection threshold. */
+    if (__builtin_expect(h && bytes <= PW_GC_CELL_MAX, 1)) {
+        uint32_t k = (uint32_t)((bytes + 15) / 16) - 1, acct = (k + 1) * 16;
+        pw_obj *o = h->free[k];
+        if (__builtin_expect(o && s->gc_bytes + acct <= s->gc_threshold, 1)) {
+            h->free[k] = o->next;
+            memset(o, 0, acct);
+            o->kind = kind;
+            s->gc_bytes += acct;
+            if (s->gc_bytes > s->gc_peak) s->gc_peak = s->gc_bytes;
+            return o;
+        }
+    }
+    if (!h && !(h = s->gc_heap = pw_gcheap_new())) return NULL;
+    uint64_t acct = pw_gcheap_cost(bytes);
     if (!s->gc_threshold) s->gc_threshold = PW_GC_MIN;
-    if (!s->gc_inhibit &&
-        (s->gc_bytes + acct > s->gc_threshold || s->mem_used + s->gc_bytes + acct > cap))
+    if (!s->gc_inhibit && (s->gc_bytes + acct > s->gc_threshold || !pw_gcheap_fits(s, h, bytes)))
         pw_gc_collect(s, cur);
-    if (s->mem_used + s->gc_bytes + acct > cap) return NULL;
-    pw_obj *o = calloc(1, bytes);
+    pw_obj *o = pw_gcheap_alloc(s, h, bytes);
     if (!o) return NULL;
     o->kind = kind;
-    o->next = s->gc_objects;
-    s->gc_objects = o;
     s->gc_bytes += acct;
     if (s->gc_bytes > s->gc_peak) s->gc_peak = s->gc_bytes;
     return o;
@@ -346,8 +346,22 @@ static void *gc_alloc(pw_store *s, size_t bytes, uint8_t kind, const pw_gcframe 
 pw_struct *pw_gc_new_struct(pw_store *s, pw_instance *inst, uint32_t typeidx,
                             const pw_gcframe *cur) {
     const pw_gclayout *l = &inst->mod->code->gc_layouts[typeidx];
+    uint32_t id = inst->type_ids[typeidx];
+    pw_gcheap *h = s->gc_heap;
+    if (!h || id >= h->nlay || !h->lay[id]) { /* first struct of this store type */
+        if (!h && !(h = s->gc_heap = pw_gcheap_new())) return NULL;
+        if (id >= h->nlay) {
+            uint32_t n = id + 16;
+            const pw_gclayout **nl = realloc(h->lay, n * sizeof *nl);
+            if (!nl) return NULL;
+            memset(nl + h->nlay, 0, (n - h->nlay) * sizeof *nl);
+            h->lay = nl;
+            h->nlay = n;
+        }
+        h->lay[id] = l;
+    }
     pw_struct *st = gc_alloc(s, sizeof(pw_struct) + l->size, PW_OBJ_STRUCT, cur);
-    if (st) st->hdr.type_id = inst->type_ids[typeidx];
+    if (st) st->hdr.type_id = id;
     return st;
 }
 

@@ -8,7 +8,7 @@
  * naturally aligned); an array is the header, its length and its elements inline.
  * i31 values are not objects: they are tagged references (low bit 1).
  *
- * GC objects live on their own list (pw_store.gc_objects), separate from the store
+ * GC objects live in their own heap (pw_store.gc_heap, gc_heap.c), apart from the store
  * objects (functions, instances, tables, host references, exception packages), which
  * are never collected and are freed with the store. The collector is non-moving, so
  * references held in slots never need updating.
@@ -29,6 +29,7 @@ typedef struct pw_gclayout {
     uint32_t *off;    /* struct: byte offset of each field in the data */
     uint32_t nrefs;   /* struct: reference fields */
     uint32_t *refoff; /* their offsets */
+    bool all8;        /* struct: every field is 8 bytes, field i at offset 8 * i */
 } pw_gclayout;
 
 typedef struct pw_struct {
@@ -42,6 +43,27 @@ typedef struct pw_array {
     uint32_t esize;
     uint8_t data[];
 } pw_array;
+
+/* The heap (gc_heap.c): small objects in size-class blocks, large ones malloc'd. */
+#define PW_GC_NCLASS   16
+#define PW_GC_CELL_MAX (PW_GC_NCLASS * 16)
+typedef struct pw_gcheap {
+    struct pw_gcblock *blocks[PW_GC_NCLASS];
+    pw_obj *free[PW_GC_NCLASS]; /* free cells per class */
+    pw_obj *large;              /* large objects, linked by hdr.next */
+    uint64_t reserved;          /* bytes held: blocks + large objects */
+    const pw_gclayout **lay;    /* struct layout by store type id (for tracing) */
+    uint32_t nlay;
+} pw_gcheap;
+
+pw_gcheap *pw_gcheap_new(void);
+void pw_gcheap_free(pw_gcheap *h);
+uint64_t pw_gcheap_cost(size_t bytes);
+bool pw_gcheap_fits(const pw_store *s, const pw_gcheap *h, size_t bytes);
+pw_obj *pw_gcheap_alloc(pw_store *s, pw_gcheap *h, size_t bytes); /* zeroed; NULL: cap */
+uint64_t pw_gcheap_sweep(pw_gcheap *h, uint64_t (*large_bytes)(const pw_gcheap *, const pw_obj *),
+                         bool keep_all);
+void pw_gcheap_each(pw_gcheap *h, void (*fn)(void *ctx, pw_obj *o), void *ctx);
 
 /* A precise stack map site: code index (in the module's code array) of the word
  * right after a call or allocating instruction, and where its slot list starts in

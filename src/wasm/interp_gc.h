@@ -16,8 +16,11 @@ L_STRUCT_NEW : {
     if (!o) goto gc_oom;
     const pw_gclayout *l = &inst->mod->code->gc_layouts[IMM(2)];
     const pw_slot *args = fp + IMM(3);
-    for (uint32_t i = 0; i < l->nfields; i++)
-        pw_gc_store_field(o->data + l->off[i], l->kind[i], args[i]);
+    if (l->all8)
+        memcpy(o->data, args, (size_t)l->nfields * 8); /* slots are the fields */
+    else
+        for (uint32_t i = 0; i < l->nfields; i++)
+            pw_gc_store_field(o->data + l->off[i], l->kind[i], args[i]);
     S(1).ref = (pw_ref)o;
     NEXT(4);
 }

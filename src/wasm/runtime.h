@@ -205,7 +205,7 @@ struct pw_store {
     pw_exn *exn; /* the exception escaping a call (status PW_ERR_EXCEPTION) */
 
     /* Wasm 3.0 GC heap (gc.c). */
-    pw_obj *gc_objects;           /* structs and arrays, newest first */
+    struct pw_gcheap *gc_heap;    /* structs and arrays (gc_heap.c); NULL until used */
     uint64_t gc_bytes;            /* bytes allocated on the GC heap (live + garbage) */
     uint64_t gc_threshold;        /* collect when gc_bytes passes this */
     uint64_t gc_peak, gc_live;    /* peak heap; live bytes after the last collection */

@@ -89,6 +89,9 @@
   (func $deep (export "deep") (param $n i32) (param $p (ref null $pair)) (result i64)
     (local $q (ref $pair))
     (local.set $q (struct.new $pair (i64.extend_i32_u (local.get $n)) (local.get $p)))
+    ;; garbage too, so that collections happen during the descent
+    (drop (struct.new $pair (i64.const 0) (local.get $q)))
+    (drop (struct.new $pair (i64.const 0) (local.get $q)))
     (if (result i64) (i32.eqz (local.get $n))
       (then (struct.get $pair $a (local.get $q)))
       (else (i64.add (call $deep (i32.sub (local.get $n) (i32.const 1)) (local.get $q))
