@@ -2,8 +2,8 @@
 # bench/gc/run.sh BUILD_DIR — the GC benchmark: binary trees (depth ${DEPTH:-16}) on
 # Peri-C (`peri wasm invoke`) and, when NODE=/path/to/node (node 22+: final-encoding
 # WasmGC) is given, on V8 side by side. Interleaved rounds (ROUNDS, default 5, plus a
-# warm-up); prints the median wall time and median peak RSS of each engine and checks
-# that both return the same result. Assemble the module first with build.mjs.
+# warm-up); prints the median wall time, CPU time (user + sys, all threads) and peak
+# RSS of each engine and checks that both return the same result. Assemble the module first with build.mjs.
 set -eu
 BUILD=${1:-build}
 DIR=$(cd "$(dirname "$0")" && pwd)
@@ -16,10 +16,10 @@ PERI=$BUILD/peri
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-one() { # engine -> appends "seconds kib" to $TMP/engine, result to $TMP/engine.out
+one() { # engine -> appends "wall kib user sys" to $TMP/engine, result to $TMP/engine.out
     case $1 in
-    peri) /usr/bin/time -f '%e %M' -o "$TMP/t" "$PERI" wasm invoke "$WASM" run "$DEPTH" >"$TMP/$1.out" ;;
-    node) /usr/bin/time -f '%e %M' -o "$TMP/t" "$NODE" "$DIR/../node-invoke.mjs" "$WASM" run "$DEPTH" >"$TMP/$1.out" ;;
+    peri) /usr/bin/time -f '%e %M %U %S' -o "$TMP/t" "$PERI" wasm invoke "$WASM" run "$DEPTH" >"$TMP/$1.out" ;;
+    node) /usr/bin/time -f '%e %M %U %S' -o "$TMP/t" "$NODE" "$DIR/../node-invoke.mjs" "$WASM" run "$DEPTH" >"$TMP/$1.out" ;;
     esac
     cat "$TMP/t" >>"$TMP/$1"
 }
@@ -33,11 +33,12 @@ while [ $i -lt "$ROUNDS" ]; do
     i=$((i + 1))
 done
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-printf '%-6s %10s %12s %10s\n' engine 'time (s)' 'peak RSS MiB' result
+printf '%-6s %9s %9s %13s %10s\n' engine 'wall (s)' 'CPU (s)' 'peak RSS MiB' result
 for e in $engines; do
     t=$(cut -d' ' -f1 "$TMP/$e" | median)
     m=$(cut -d' ' -f2 "$TMP/$e" | median)
-    printf '%-6s %10s %12s %10s\n' "$e" "$t" "$(awk "BEGIN {printf \"%.1f\", $m/1024}")" "$(cat "$TMP/$e.out")"
+    c=$(awk '{printf "%.2f\n", $3 + $4}' "$TMP/$e" | median)
+    printf '%-6s %9s %9s %13s %10s\n' "$e" "$t" "$c" "$(awk "BEGIN {printf \"%.1f\", $m/1024}")" "$(cat "$TMP/$e.out")"
 done
 if [ -n "${NODE:-}" ] && ! cmp -s "$TMP/peri.out" "$TMP/node.out"; then
     echo "results differ" >&2
