@@ -11,7 +11,7 @@
 # Every round runs each (program, engine) pair once, in a shuffled order, so that a
 # burst of load on this shared machine does not hit one engine only. Each result is
 # checked against the native program's output hash. Times are whole-process wall
-# clock. Env: ROUNDS (default 5), PROGRAMS (space-separated subset), BENCH_WASI=1
+# clock and user+sys CPU time (bench/timeit.py); the tables give both. Env: ROUNDS (default 5), PROGRAMS (space-separated subset), BENCH_WASI=1
 # (also run the unmodified programs as WASI commands: `peri run`, `wasm3 FILE`).
 # Then it measures compile speed with BUILD_DIR/peri-compile-speed if present.
 set -euo pipefail
@@ -63,7 +63,7 @@ print(h & 0x7fffffff)' "$2" ;;
 
 times="$(mktemp)"; out="$(mktemp)"
 trap 'rm -f "$times" "$out"' EXIT
-echo "bench: ${#BENCH_PROGRAMS[@]} programs x ${engines[*]}, $rounds rounds (+1 warm-up), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "bench: ${#BENCH_PROGRAMS[@]} programs x ${engines[*]}, $rounds rounds (+1 warm-up), $(date -u '+%F %H:%M UTC'), load before $(cut -d' ' -f1-3 /proc/loadavg)"
 pairs=()
 for p in "${BENCH_PROGRAMS[@]}"; do for e in "${engines[@]}"; do pairs+=("$p:$e"); done; done
 failed=0
@@ -71,17 +71,16 @@ for ((r = 0; r <= rounds; r++)); do
   for pe in $(printf '%s\n' "${pairs[@]}" | shuf); do
     p=${pe%%:*}; e=${pe#*:}
     # shellcheck disable=SC2046
-    s=$(date +%s%N)
-    if ! $(cmd_for "$e" "$p") > "$out" 2>&1; then
-      echo "FAIL $e $p (exit status): $(head -c 300 "$out")" >&2; failed=1; continue
+    read -r rc wall cpu < <(python3 "$here/timeit.py" "$out" $(cmd_for "$e" "$p"))
+    if [ "$rc" != 0 ]; then
+      echo "FAIL $e $p (exit status $rc): $(head -c 300 "$out")" >&2; failed=1; continue
     fi
-    t=$(( ($(date +%s%N) - s) / 1000 ))
     got=$(result_of "$e" "$out")
     want=$(cat "$here/out/$p.expect")
     if [ "$got" != "$want" ]; then
       echo "FAIL $e $p: result $got, expected $want" >&2; failed=1; continue
     fi
-    [ $r -gt 0 ] && echo "$p $e $t" >> "$times"
+    [ $r -gt 0 ] && echo "$p $e $wall $cpu" >> "$times"
   done
   [ $r -gt 0 ] && printf '.' >&2
 done
@@ -91,34 +90,37 @@ python3 - "$times" "${engines[*]}" "${BENCH_PROGRAMS[*]}" <<'PY'
 import sys, statistics, math
 rows = [l.split() for l in open(sys.argv[1])]
 engines = sys.argv[2].split(); progs = sys.argv[3].split()
-med = {}
-for p in progs:
-    for e in engines:
-        v = [int(t) for (pp, ee, t) in rows if pp == p and ee == e]
-        if v: med[p, e] = statistics.median(v) / 1000.0  # ms
 def fmt(ms): return f"{ms/1000:.2f} s" if ms >= 1000 else f"{ms:.1f} ms"
-pairs = [("peri-wasi" if d.endswith("-wasi") else "peri", d) for d in engines
-         if d not in ("peri", "peri-wasi")]
-if "peri-wasi" in engines and "native" in engines: pairs.append(("peri-wasi", "native"))
-cols = engines + [f"{n}/{d}" for n, d in pairs]
-print("| program | " + " | ".join(cols) + " |")
-print("|---" * (len(cols) + 1) + "|")
-ratios = {pd: [] for pd in pairs}
-for p in progs:
-    cells = [fmt(med[p, e]) if (p, e) in med else "-" for e in engines]
-    for n, d in pairs:
-        if (p, n) in med and (p, d) in med:
-            r = med[p, n] / med[p, d]; ratios[n, d].append(r); cells.append(f"{r:.2f}x")
-        else: cells.append("-")
-    print(f"| {p} | " + " | ".join(cells) + " |")
 geo = lambda v: math.exp(sum(map(math.log, v)) / len(v)) if v else float("nan")
-print("| geomean | " + " | ".join([""] * len(engines)) + " | " +
-      " | ".join(f"{geo(ratios[pd]):.2f}x" for pd in pairs) + " |")
-if "native" in engines:
-    for e in engines:
-        if e == "native": continue
-        v = [med[p, e] / med[p, "native"] for p in progs if (p, e) in med and (p, "native") in med]
-        print(f"{e}: geomean {geo(v):.2f}x native over {len(v)} programs")
+for col, title in ((3, "CPU time (user+sys)"), (2, "wall time")):
+    med = {}
+    for p in progs:
+        for e in engines:
+            v = [int(r[col]) for r in rows if r[0] == p and r[1] == e]
+            if v: med[p, e] = statistics.median(v) / 1000.0  # ms
+    print(f"\n### {title}, medians\n")
+    pairs = [("peri-wasi" if d.endswith("-wasi") else "peri", d) for d in engines
+             if d not in ("peri", "peri-wasi")]
+    if "peri-wasi" in engines and "native" in engines: pairs.append(("peri-wasi", "native"))
+    cols = engines + [f"{n}/{d}" for n, d in pairs]
+    print("| program | " + " | ".join(cols) + " |")
+    print("|---" * (len(cols) + 1) + "|")
+    ratios = {pd: [] for pd in pairs}
+    for p in progs:
+        cells = [fmt(med[p, e]) if (p, e) in med else "-" for e in engines]
+        for n, d in pairs:
+            if (p, n) in med and (p, d) in med:
+                x = med[p, n] / med[p, d]; ratios[n, d].append(x); cells.append(f"{x:.2f}x")
+            else: cells.append("-")
+        print(f"| {p} | " + " | ".join(cells) + " |")
+    print("| geomean | " + " | ".join([""] * len(engines)) + " | " +
+          " | ".join(f"{geo(ratios[pd]):.2f}x" for pd in pairs) + " |")
+    if "native" in engines:
+        print()
+        for e in engines:
+            if e == "native": continue
+            v = [med[p, e] / med[p, "native"] for p in progs if (p, e) in med and (p, "native") in med]
+            print(f"- {e}: geomean {geo(v):.2f}x native over {len(v)} programs")
 PY
 
 if [ -x "$build/peri-compile-speed" ]; then
