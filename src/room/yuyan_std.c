@@ -68,12 +68,19 @@ static pw_status program_name(yy_call *c, const yy_val *a, yy_val *r) {
 static pw_status args(yy_call *c, const yy_val *a, yy_val *r) {
     (void)a;
     const pr_exec_options *o = c->rs->opt;
+    pw_store *s = pw_ctx_store(c->cx);
+    pw_error pe = {0};
+    pw_handle h = 0;
     pw_status st = yy_new_tuple(c, (uint32_t)o->nargs, &r->ref);
+    /* The list is not a root while its strings are allocated: hold it by a handle. */
+    if (st == PW_OK && !(h = pw_handle_new(s, r->ref, &pe))) st = NOMEM(c);
     for (size_t i = 0; st == PW_OK && i < o->nargs; i++) {
-        pw_ref s;
-        st = yy_new_str(c, o->args[i].ptr, o->args[i].len, &s);
-        if (st == PW_OK) pw_array_set(r->ref, (uint32_t)i, (pw_val){.ref = s});
+        pw_ref str;
+        st = yy_new_str(c, o->args[i].ptr, o->args[i].len, &str);
+        if (st == PW_OK) pw_array_set(pw_handle_get(s, h), (uint32_t)i, (pw_val){.ref = str});
     }
+    if (st == PW_OK) r->ref = pw_handle_get(s, h);
+    if (h) pw_handle_free(s, h);
     return st;
 }
 

@@ -31,9 +31,9 @@ typedef struct prog {
     char digest[65];
 } prog;
 
-enum { P_PROBE, P_STD, P_LEGACY, P_MISMATCH, P_NULLABLE, P_COUNT };
-static const char *const NAMES[P_COUNT] = {"probe.wasm", "std.wasm", "legacy.wasm", "mismatch.wasm",
-                                           "nullable.wasm"};
+enum { P_PROBE, P_STD, P_LEGACY, P_MISMATCH, P_NULLABLE, P_NOTAG, P_COUNT };
+static const char *const NAMES[P_COUNT] = {"probe.wasm",    "std.wasm",      "legacy.wasm",
+                                           "mismatch.wasm", "nullable.wasm", "notag.wasm"};
 static prog progs[P_COUNT];
 
 static char *b64enc(const uint8_t *d, size_t n, size_t *out_len) {
@@ -420,6 +420,100 @@ static void test_thousand_runs(void **st) {
     }
 }
 
+/* Without a yy_错误 tag, a catchable host error ends the run with its message. "/" is
+ * a directory only while some file exists (the reference's 是目录). */
+static void test_no_tag(void **st) {
+    expectp(*st, P_NOTAG, "{\"files\":{\"/a\":\"1\"}}",
+            "{\"ok\":false,\"stdout\":\"/\\n\",\"stderr\":\"\",\"exitCode\":1,\"error\":"
+            "\"文件不存在：/无\",\"files\":{}}");
+    expectp(*st, P_NOTAG, "{}",
+            "{\"ok\":false,\"stdout\":\"\",\"stderr\":\"\",\"exitCode\":1,\"error\":"
+            "\"文件不存在：/\",\"files\":{}}");
+}
+
+/* The GC heap cap is a platform limit (an exception); so is nothing else here: the
+ * 128 MiB file-system cap ends the run like the reference's host error. */
+static void test_limits(void **st) {
+    expectp(*st, P_PROBE, "{\"args\":[\"oom\"]}", "!隔离运行失败：内存超过上限");
+    expectp(*st, P_PROBE, "{\"args\":[\"fsfull\"]}",
+            "{\"ok\":false,\"stdout\":\"第一个\\n\",\"stderr\":\"\",\"exitCode\":1,"
+            "\"error\":\"编译文件超过 128 MiB 上限\",\"files\":{}}");
+}
+
+/* Deterministic hosts: clock readings are n ms after 2026-01-01T00:00:00Z. */
+static void test_deterministic(void **st) {
+    (void)st;
+    pr_host_config cfg = {.deterministic = true};
+    pr_error e;
+    pr_host *h = pr_host_new(&cfg, &e);
+    assert_non_null(h);
+    char *a = runp(h, P_STD, "{\"args\":[\"date\"]}");
+    char *b = runp(h, P_STD, "{\"args\":[\"date\"]}");
+    assert_string_equal(a, b);
+    assert_int_equal(
+        strncmp(a, "{\"ok\":true,\"stdout\":\"2026-01-01 00:00:00\\n1000000.000000\\n00\\n",
+                strlen("{\"ok\":true,\"stdout\":\"2026-01-01 00:00:00\\n1000000.000000\\n00\\n")),
+        0);
+    free(a);
+    free(b);
+    pr_host_free(h);
+}
+
+static char *exec_probe(pr_host *h, pr_fs *fs, const pr_str *args, size_t nargs) {
+    pr_error e;
+    pr_program *p = NULL;
+    size_t n;
+    uint8_t *bytes = slurp("probe.wasm", &n);
+    assert_non_null(bytes);
+    p = pr_program_load(h, (pr_str){"gc", 2}, bytes, n, &e);
+    free(bytes);
+    assert_non_null(p);
+    pr_exec_options opt = {.args = args, .nargs = nargs, .fs = fs};
+    pr_outcome oc;
+    assert_true(pr_exec(h, p, &opt, &oc, &e));
+    pr_program_release(p);
+    char *out = strdup(oc.stdout_text);
+    pr_outcome_clear(&oc);
+    return out;
+}
+
+/* Lists the host builds (arguments, directory listings) stay alive while their
+ * strings are allocated: more than the 4 MiB that starts the first collection. */
+static void test_gc_during_lists(void **st) {
+    enum { N = 3000, LEN = 2000 };
+    pr_str *args = calloc(N, sizeof *args);
+    char *blob = malloc(LEN);
+    memset(blob, 'a', LEN);
+    args[0] = (pr_str){"args", 4};
+    for (int i = 1; i < N; i++)
+        args[i] = (pr_str){blob, LEN};
+    pr_fs *fs = pr_fs_new();
+    char *out = exec_probe(*st, fs, args, N);
+    char want[64];
+    snprintf(want, sizeof want, "%d\n", 4 + (N - 1) * LEN);
+    assert_string_equal(out, want);
+    free(out);
+    /* 2000 files with 2000-byte names under /d */
+    char *path = malloc(LEN + 16);
+    size_t names = 0;
+    for (int i = 0; i < 2000; i++) {
+        int k = snprintf(path, LEN + 16, "/d/%05d", i);
+        memset(path + k, 'n', LEN - 5);
+        path[k + LEN - 5] = 0;
+        names += strlen(path) - 3;
+        assert_int_equal(pr_fs_write(fs, path, strlen(path), "x", 1), 0);
+    }
+    pr_str la[2] = {{"list", 4}, {"/d", 2}};
+    out = exec_probe(*st, fs, la, 2);
+    snprintf(want, sizeof want, "%zu\n", names + 3 /* "." and ".." */);
+    assert_string_equal(out, want);
+    free(out);
+    free(path);
+    pr_fs_free(fs);
+    free(blob);
+    free(args);
+}
+
 /* ---------------------------------------------------------------- pure parts */
 
 /* floats.txt: "<f64 bits hex> <小数转字符串> <小数精确表示>" per line, computed by node 22
@@ -534,6 +628,8 @@ int main(void) {
         cmocka_unit_test(test_std_all),       cmocka_unit_test(test_std_errors),
         cmocka_unit_test(test_link_mismatch), cmocka_unit_test(test_legacy),
         cmocka_unit_test(test_cpu_limit),     cmocka_unit_test(test_thousand_runs),
+        cmocka_unit_test(test_no_tag),        cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_deterministic), cmocka_unit_test(test_gc_during_lists),
     };
     int rc = cmocka_run_group_tests_name("yuyan.pure", pure, NULL, NULL);
     return rc | cmocka_run_group_tests_name("yuyan.run", runs, setup, teardown);
