@@ -124,6 +124,7 @@ typedef struct yy_fn {
     const char *name;
     const char *sig; /* boundary signature text */
     yy_impl impl;
+    uint8_t module_len, name_len;
 } yy_fn;
 
 /* The functions the file-style host implements; NULL if (module, name) is not one. */

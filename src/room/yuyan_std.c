@@ -383,52 +383,55 @@ static pw_status sha_placeholder(yy_call *c, const yy_val *a, yy_val *r) {
 
 /* ---------------------------------------------------------------- the table */
 
+/* Name lengths are compile-time constants: resolving runs once per import per run. */
+#define F(mod, name, sig, fn)                                                                      \
+    { mod, name, sig, fn, sizeof mod - 1, sizeof name - 1 }
 static const yy_fn FNS[] = {
-    {YY_STD, "获取命令行程序名", "→串", program_name},
-    {YY_STD, "获取命令行参数", "→列〔串〕", args},
-    {YY_STD, "获取当前工作目录", "→串", cwd},
-    {YY_STD, "获取环境变量", "串→组〔爻，串〕", none_pair},
-    {YY_STD, "查找可执行程序", "串→组〔爻，串〕", none_pair},
-    {YY_STD, "获取文件修改时间", "串→整", mtime},
-    {YY_STD, "同步读取文件", "串→串", read_file},
-    {YY_STD, "同步读取文件字节串", "串→串", read_file},
-    {YY_STD, "同步写入文件", "串，串→元", write_file},
-    {YY_STD, "同步写入文件字节串", "串，串→元", write_file},
-    {YY_STD, "同步删除文件", "串→元", delete_file},
-    {YY_STD, "同步列出文件夹", "串→列〔串〕", list_dir},
-    {YY_STD, "路径存在", "串→爻", exists},
-    {YY_STD, "路径是文件夹", "串→爻", is_folder},
-    {YY_STD, "路径是普通文件", "串→爻", is_file},
-    {YY_STD, "路径为符号链接", "串→爻", no},
-    {YY_STD, "路径可执行", "串→爻", no},
-    {YY_STD, "取得真实路径", "串→串", real_path},
-    {YY_STD, "在线处理器数量", "→整", one},
-    {YY_STD, "运行于Windows", "→爻", no},
-    {YY_STD, "运行于MacOS", "→爻", no},
-    {YY_STD, "运行于Linux", "→爻", no},
-    {YY_STD, "标准输出是终端", "→爻", no},
-    {YY_STD, "标准输入是终端", "→爻", no},
-    {YY_STD, "尝试读取标准输入行", "→组〔爻，串〕", none_pair},
-    {YY_STD, "打印行", "串→元", print_line},
-    {YY_STD, "标准错误打印行", "串→元", eprint_line},
-    {YY_STD, "打印字符串", "串→元", print_str},
-    {YY_STD, "格式化当前本地日期时间", "串→串", date_time},
-    {YY_STD, "获取当前纳秒时间", "→小", nanos},
-    {YY_STD, "获取随机整数", "整→整", rand_int},
-    {YY_STD, "获取随机小数", "→小", rand_float},
-    {YY_STD, "小数转字符串", "小→串", float_fixed},
-    {YY_STD, "小数精确表示", "小→串", float_exact},
-    {YY_STD, "字符串转小数", "串→小", parse_float},
-    {YY_STD, "退出进程", "整→元", exit_process},
-    {YY_BUILD, "可绘监视面板", "→爻", no},
-    {YY_BUILD, "获取当前程序SHA256", "→串", sha_placeholder},
+    F(YY_STD, "获取命令行程序名", "→串", program_name),
+    F(YY_STD, "获取命令行参数", "→列〔串〕", args),
+    F(YY_STD, "获取当前工作目录", "→串", cwd),
+    F(YY_STD, "获取环境变量", "串→组〔爻，串〕", none_pair),
+    F(YY_STD, "查找可执行程序", "串→组〔爻，串〕", none_pair),
+    F(YY_STD, "获取文件修改时间", "串→整", mtime),
+    F(YY_STD, "同步读取文件", "串→串", read_file),
+    F(YY_STD, "同步读取文件字节串", "串→串", read_file),
+    F(YY_STD, "同步写入文件", "串，串→元", write_file),
+    F(YY_STD, "同步写入文件字节串", "串，串→元", write_file),
+    F(YY_STD, "同步删除文件", "串→元", delete_file),
+    F(YY_STD, "同步列出文件夹", "串→列〔串〕", list_dir),
+    F(YY_STD, "路径存在", "串→爻", exists),
+    F(YY_STD, "路径是文件夹", "串→爻", is_folder),
+    F(YY_STD, "路径是普通文件", "串→爻", is_file),
+    F(YY_STD, "路径为符号链接", "串→爻", no),
+    F(YY_STD, "路径可执行", "串→爻", no),
+    F(YY_STD, "取得真实路径", "串→串", real_path),
+    F(YY_STD, "在线处理器数量", "→整", one),
+    F(YY_STD, "运行于Windows", "→爻", no),
+    F(YY_STD, "运行于MacOS", "→爻", no),
+    F(YY_STD, "运行于Linux", "→爻", no),
+    F(YY_STD, "标准输出是终端", "→爻", no),
+    F(YY_STD, "标准输入是终端", "→爻", no),
+    F(YY_STD, "尝试读取标准输入行", "→组〔爻，串〕", none_pair),
+    F(YY_STD, "打印行", "串→元", print_line),
+    F(YY_STD, "标准错误打印行", "串→元", eprint_line),
+    F(YY_STD, "打印字符串", "串→元", print_str),
+    F(YY_STD, "格式化当前本地日期时间", "串→串", date_time),
+    F(YY_STD, "获取当前纳秒时间", "→小", nanos),
+    F(YY_STD, "获取随机整数", "整→整", rand_int),
+    F(YY_STD, "获取随机小数", "→小", rand_float),
+    F(YY_STD, "小数转字符串", "小→串", float_fixed),
+    F(YY_STD, "小数精确表示", "小→串", float_exact),
+    F(YY_STD, "字符串转小数", "串→小", parse_float),
+    F(YY_STD, "退出进程", "整→元", exit_process),
+    F(YY_BUILD, "可绘监视面板", "→爻", no),
+    F(YY_BUILD, "获取当前程序SHA256", "→串", sha_placeholder),
 };
 
 const yy_fn *yy_std_find(const char *mod, size_t modlen, const char *name, size_t namelen) {
     for (size_t i = 0; i < sizeof FNS / sizeof *FNS; i++) {
         const yy_fn *f = &FNS[i];
-        if (strlen(f->module) == modlen && memcmp(f->module, mod, modlen) == 0 &&
-            strlen(f->name) == namelen && memcmp(f->name, name, namelen) == 0)
+        if (f->name_len == namelen && f->module_len == modlen &&
+            memcmp(f->name, name, namelen) == 0 && memcmp(f->module, mod, modlen) == 0)
             return f;
     }
     return NULL;
