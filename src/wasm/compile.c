@@ -112,6 +112,7 @@ typedef struct comp {
     uint32_t gc_nsites, gc_capsites;
     uint32_t *gc_maps;
     uint32_t gc_nmaps, gc_capmaps;
+    uint32_t gc_lfunc, gc_lmap; /* fstart + 1 of the function whose locals list is at gc_lmap */
 } comp;
 
 #define NOIMM 0xFFFFu

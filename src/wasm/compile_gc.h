@@ -12,26 +12,56 @@
  * are its parameters of the same types, for a host callee they are the host's
  * arguments. A site is keyed by the code index right after the instruction, which
  * for a call is the frame's return pc.
+ *
+ * Layout in pw_cmodule.gc_maps: a site's map is [locals list offset, n, slot * n]
+ * (the operand-stack slots); a function's reference-typed locals are listed once,
+ * [k, local * k], and shared by its sites; a site whose map equals the previous
+ * site's shares it. So the size is not (locals x call sites).
  */
+
+static bool gc_reserve(comp *c, uint32_t words) {
+    if ((uint64_t)c->gc_nmaps + words > UINT32_MAX / 2 ||
+        !grow((void **)&c->gc_maps, &c->gc_capmaps, c->gc_nmaps + words, sizeof *c->gc_maps)) {
+        c->oom = true;
+        return false;
+    }
+    return true;
+}
 
 /* Record a site at the current code position covering stack depths < upto. */
 static void gc_site(comp *c, uint32_t upto) {
-    uint32_t need = c->gc_nmaps + 1 + c->nlocals + upto;
-    if (!grow((void **)&c->gc_maps, &c->gc_capmaps, need, sizeof *c->gc_maps) ||
+    if (c->gc_lfunc != c->fstart + 1) { /* first site of this function: its locals */
+        if (!gc_reserve(c, 1 + c->nlocals)) return;
+        uint32_t k = 0, at = c->gc_nmaps;
+        for (uint32_t i = 0; i < c->nlocals; i++)
+            if (PW_VT_KIND(c->local_types[i]) == PW_K_REF) c->gc_maps[at + 1 + k++] = i;
+        c->gc_maps[at] = k;
+        c->gc_nmaps = at + 1 + k;
+        c->gc_lfunc = c->fstart + 1;
+        c->gc_lmap = at;
+    }
+    if (upto > c->sp) upto = c->sp;
+    if (!gc_reserve(c, 2 + upto) ||
         !grow((void **)&c->gc_sites, &c->gc_capsites, c->gc_nsites + 1, sizeof *c->gc_sites)) {
         c->oom = true;
         return;
     }
     uint32_t start = c->gc_nmaps, n = 0;
-    uint32_t *map = c->gc_maps + start + 1;
-    for (uint32_t i = 0; i < c->nlocals; i++)
-        if (PW_VT_KIND(c->local_types[i]) == PW_K_REF) map[n++] = i;
-    if (upto > c->sp) upto = c->sp;
+    uint32_t *map = c->gc_maps + start;
+    map[0] = c->gc_lmap;
     for (uint32_t d = 0; d < upto; d++)
         if (c->st[d].loc == LOC_STACK && PW_VT_KIND(c->st[d].type) == PW_K_REF)
-            map[n++] = slot_of_depth(c, d);
-    c->gc_maps[start] = n;
-    c->gc_nmaps = start + 1 + n;
+            map[2 + n++] = slot_of_depth(c, d);
+    map[1] = n;
+    if (c->gc_nsites) {
+        const uint32_t *prev = c->gc_maps + c->gc_sites[c->gc_nsites - 1].map;
+        if (prev[0] == map[0] && prev[1] == n && memcmp(prev + 2, map + 2, n * 4) == 0)
+            start = (uint32_t)(prev - c->gc_maps); /* same map: share it */
+        else
+            c->gc_nmaps = start + 2 + n;
+    } else {
+        c->gc_nmaps = start + 2 + n;
+    }
     c->gc_sites[c->gc_nsites++] = (pw_gcsite){c->ncode, start};
 }
 

@@ -212,8 +212,11 @@ static void scan_frame(gcctx *g, const pw_instance *inst, const uint32_t *pc, pw
         return;
     }
     const uint32_t *map = cm->gc_maps + site->map;
-    for (uint32_t i = 1; i <= map[0]; i++)
-        mark_ref(g, fp[map[i]].ref);
+    const uint32_t *locals = cm->gc_maps + map[0];
+    for (uint32_t i = 1; i <= locals[0]; i++)
+        mark_ref(g, fp[locals[i]].ref);
+    for (uint32_t i = 0; i < map[1]; i++)
+        mark_ref(g, fp[map[2 + i]].ref);
 }
 
 static void mark_valtype(gcctx *g, pw_valtype t, pw_slot v) {
