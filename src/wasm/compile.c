@@ -1146,6 +1146,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             emit_op(c, PW_OP_THROW);
             emit(c, in.a);
             emit(c, slot_of_depth(c, c->sp - np));
+            gc_site(c, c->sp); /* allocates the exception package */
             goto dead;
         }
         case 0x0A: { /* throw_ref */

@@ -97,6 +97,8 @@ static const pw_gclayout *obj_layout(const pw_store *s, const pw_obj *o) {
 
 /* Size of a large object as accounted by gc_heap.c (allocation size + overhead). */
 static uint64_t large_bytes(const pw_gcheap *h, const pw_obj *o) {
+    if (o->kind == PW_OBJ_EXN)
+        return pw_gcheap_cost(sizeof(pw_exn) + ((const pw_exn *)o)->n * sizeof(pw_slot));
     if (o->kind == PW_OBJ_ARRAY) {
         const pw_array *a = (const pw_array *)o;
         return pw_gcheap_cost(sizeof(pw_array) + (size_t)a->len * a->esize);
@@ -162,12 +164,24 @@ static void push_obj(gcctx *g, pw_obj *o) {
 static inline void mark_ref(gcctx *g, pw_ref r) {
     if (!r || (r & 1)) return;
     pw_obj *o = (pw_obj *)r;
-    if ((o->kind != PW_OBJ_STRUCT && o->kind != PW_OBJ_ARRAY) || o->mark) return;
+    if ((o->kind != PW_OBJ_STRUCT && o->kind != PW_OBJ_ARRAY && o->kind != PW_OBJ_EXN) || o->mark)
+        return;
     o->mark = 1;
     push_obj(g, o);
 }
 
+static const pw_valtype *exn_types(const pw_exn *e) {
+    return e->tag->tmod->types[e->tag->type].u.func.types; /* tags come from modules */
+}
+
 static void trace(gcctx *g, pw_obj *o) {
+    if (o->kind == PW_OBJ_EXN) {
+        pw_exn *e = (pw_exn *)o;
+        const pw_valtype *t = exn_types(e);
+        for (uint32_t i = 0; i < e->n; i++)
+            if (PW_VT_KIND(t[i]) == PW_K_REF) mark_ref(g, e->vals[i].ref);
+        return;
+    }
     if (o->kind == PW_OBJ_ARRAY) {
         pw_array *a = (pw_array *)o;
         if (o->flags != PW_GK_REF) return;
@@ -227,9 +241,12 @@ static void mark_roots(gcctx *g, const pw_gcframe *cur) {
     pw_store *s = g->s;
     if (cur && cur->pc) scan_frame(g, cur->inst, cur->pc, cur->fp);
     if (cur)
-        for (uint32_t i = 0; i < cur->nextra; i++)
-            if (cur->extra_kind[cur->extra_same ? 0 : i] == PW_GK_REF)
-                mark_ref(g, cur->extra[i].ref);
+        for (uint32_t i = 0; i < cur->nextra; i++) {
+            bool ref = cur->extra_vt ? PW_VT_KIND(cur->extra_vt[i]) == PW_K_REF
+                                     : cur->extra_kind[cur->extra_same ? 0 : i] == PW_GK_REF;
+            if (ref) mark_ref(g, cur->extra[i].ref);
+        }
+    if (s->exn) mark_ref(g, (pw_ref)s->exn); /* escaped to the embedder */
     if (s->frames)
         for (pw_frame *fr = s->frame_top; fr > s->frames;) {
             fr--;
@@ -264,14 +281,6 @@ static void mark_roots(gcctx *g, const pw_gcframe *cur) {
                 if (in->elem_refs[k])
                     for (uint32_t j = 0; j < in->mod->elems[k].count; j++)
                         mark_ref(g, in->elem_refs[k][j]);
-            break;
-        }
-        case PW_OBJ_EXN: {
-            pw_exn *e = (pw_exn *)o;
-            if (!e->tag || !e->tag->tmod) break;
-            const pw_deftype *ft = &e->tag->tmod->types[e->tag->type];
-            for (uint32_t i = 0; i < e->n && i < ft->u.func.nparams; i++)
-                mark_valtype(g, ft->u.func.types[i], e->vals[i]);
             break;
         }
         default: break;
@@ -380,6 +389,19 @@ pw_array *pw_gc_new_array(pw_store *s, pw_instance *inst, uint32_t typeidx, uint
     a->len = len;
     a->esize = l->size;
     return a;
+}
+
+pw_exn *pw_gc_new_exn(pw_store *s, pw_tag *tag, const pw_slot *vals, const pw_gcframe *cur) {
+    pw_gcframe f = cur ? *cur : (pw_gcframe){0};
+    f.extra = (const pw_val *)vals;
+    f.nextra = tag->nparams;
+    f.extra_vt = tag->tmod->types[tag->type].u.func.types;
+    pw_exn *e = gc_alloc(s, sizeof *e + tag->nparams * sizeof(pw_slot), PW_OBJ_EXN, &f);
+    if (!e) return NULL;
+    e->tag = tag;
+    e->n = tag->nparams;
+    if (tag->nparams) memcpy(e->vals, vals, tag->nparams * sizeof(pw_slot));
+    return e;
 }
 
 /* ---------------------------------------------------------------- casts */

@@ -103,12 +103,16 @@ typedef struct pw_gcframe {
     const uint8_t *extra_kind;
     uint32_t nextra;
     bool extra_same;
+    const pw_valtype *extra_vt; /* instead of extra_kind: value types of extra[] */
 } pw_gcframe;
 
 pw_struct *pw_gc_new_struct(pw_store *s, pw_instance *inst, uint32_t typeidx,
                             const pw_gcframe *cur);
 pw_array *pw_gc_new_array(pw_store *s, pw_instance *inst, uint32_t typeidx, uint32_t len,
                           const pw_gcframe *cur);
+/* An exception package (exnref) for tag with the payload vals (tag->nparams cells,
+ * roots during the allocation); NULL when out of memory. */
+pw_exn *pw_gc_new_exn(pw_store *s, pw_tag *tag, const pw_slot *vals, const pw_gcframe *cur);
 /* Run a full collection now. */
 void pw_gc_collect(pw_store *s, const pw_gcframe *cur);
 /* Free every GC object (pw_store_free). */

@@ -101,7 +101,7 @@ pw_ref pw_struct_new(pw_store *s, pw_instance *inst, uint32_t ti, const pw_val *
                      pw_error *err) {
     const pw_gclayout *l = host_layout(inst, ti, PW_FORM_STRUCT, err);
     if (!l) return PW_NULL_REF;
-    pw_gcframe cur = {NULL, NULL, NULL, fields, l->kind, fields ? l->nfields : 0, false};
+    pw_gcframe cur = {.extra = fields, .extra_kind = l->kind, .nextra = fields ? l->nfields : 0};
     pw_struct *o = pw_gc_new_struct(s, inst, ti, &cur);
     if (!o) return oom(err);
     if (fields)
@@ -114,7 +114,8 @@ pw_ref pw_array_new(pw_store *s, pw_instance *inst, uint32_t ti, uint32_t len, c
                     pw_error *err) {
     const pw_gclayout *l = host_layout(inst, ti, PW_FORM_ARRAY, err);
     if (!l) return PW_NULL_REF;
-    pw_gcframe cur = {NULL, NULL, NULL, init, l->kind, init ? 1 : 0, true};
+    pw_gcframe cur = {
+        .extra = init, .extra_kind = l->kind, .nextra = init ? 1 : 0, .extra_same = true};
     pw_array *a = pw_gc_new_array(s, inst, ti, len, &cur);
     if (!a) return oom(err);
     if (init) pw_gc_array_fill(a, 0, (pw_slot){.u64 = init->bits}, len);

@@ -4,6 +4,7 @@
  * module-defined tag, and read-only introspection of a module's import types, tag
  * types, defined types and custom sections.
  */
+#include "wasm/gc.h"
 #include "wasm/module.h"
 #include "wasm/runtime.h"
 
@@ -12,11 +13,8 @@
 pw_status pw_ctx_throw(pw_call_ctx *cx, pw_tag *tag, const pw_val *args, uint32_t nargs) {
     pw_store *s = cx->store;
     if (nargs != tag->nparams) return pw_ctx_trap(cx, "exception payload arity mismatch");
-    pw_exn *e = pw_store_alloc_obj(s, sizeof *e + tag->nparams * sizeof(pw_slot), PW_OBJ_EXN);
-    if (!e) return pw_ctx_trap(cx, "out of memory");
-    e->tag = tag;
-    e->n = tag->nparams;
-    if (tag->nparams) memcpy(e->vals, args, tag->nparams * sizeof(pw_slot));
+    pw_exn *e = pw_gc_new_exn(s, tag, (const pw_slot *)args, NULL); /* GC heap */
+    if (!e) return PW_ERR_OOM;
     s->exn = e;
     return PW_ERR_EXCEPTION;
 }

@@ -237,13 +237,9 @@ static bool unwind(unwind_state *u, pw_exn *exn) {
     }
 }
 
-static pw_exn *new_exn(pw_store *s, pw_tag *tag, const pw_slot *vals) {
-    pw_exn *e = pw_store_alloc_obj(s, sizeof *e + tag->nparams * sizeof(pw_slot), PW_OBJ_EXN);
-    if (!e) return NULL;
-    e->tag = tag;
-    e->n = tag->nparams;
-    memcpy(e->vals, vals, tag->nparams * sizeof(pw_slot));
-    return e;
+/* Exception packages live on the GC heap (gc.c): collected like structs. */
+static pw_exn *new_exn(pw_store *s, pw_tag *tag, const pw_slot *vals, const pw_gcframe *cur) {
+    return pw_gc_new_exn(s, tag, vals, cur);
 }
 
 /* ---------------------------------------------------------------- the loop */
@@ -518,8 +514,13 @@ L_TRY:
     DISPATCH();
 L_THROW : {
     pw_tag *tag = inst->tags[IMM(1)];
-    exn = new_exn(s, tag, fp + IMM(2));
-    if (!exn) TRAP(PW_TRAP_HOST);
+    pw_gcframe gcf = {.pc = pc + 3, .fp = fp, .inst = inst}; /* a GC site (compile.c) */
+    s->frame_top = fr;
+    exn = new_exn(s, tag, fp + IMM(2), &gcf);
+    if (!exn) {
+        s->frame_top = fr_entry;
+        return PW_ERR_OOM;
+    }
     pc += 3;
     goto throw_exn;
 }

@@ -260,6 +260,25 @@ static void test_host_alloc(void **state) {
     teardown_fx(fx);
 }
 
+/* Exception packages are collected: 300,000 throws in a bounded heap. */
+static void test_exceptions_collected(void **state) {
+    (void)state;
+    fixture *fx = setup_cap(0);
+    pw_error err;
+    const int32_t n = 300000;
+    pw_val a = {.i32 = n}, r;
+    assert_int_equal(call(fx, "throw_loop", &a, 1, &r, 1, &err), PW_OK);
+    assert_int_equal(r.i64, (int64_t)n * (n - 1) / 2);
+    pw_gc_stats st;
+    pw_store_gc_stats(fx->s, &st);
+    assert_true(st.collections > 0);
+    assert_true(st.peak_bytes < (uint64_t)8 << 20);
+    pw_store_gc(fx->s);
+    pw_store_gc_stats(fx->s, &st);
+    assert_int_equal(st.live_bytes, 0);
+    teardown_fx(fx);
+}
+
 static long maxrss_kb(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -298,9 +317,13 @@ static void test_deep_recursion(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_churn_bounded),  cmocka_unit_test(test_cycle_collected),
-        cmocka_unit_test(test_handles),        cmocka_unit_test(test_cap_oom),
-        cmocka_unit_test(test_host_alloc),     cmocka_unit_test(test_tail_calls_constant_space),
+        cmocka_unit_test(test_churn_bounded),
+        cmocka_unit_test(test_cycle_collected),
+        cmocka_unit_test(test_handles),
+        cmocka_unit_test(test_cap_oom),
+        cmocka_unit_test(test_host_alloc),
+        cmocka_unit_test(test_exceptions_collected),
+        cmocka_unit_test(test_tail_calls_constant_space),
         cmocka_unit_test(test_deep_recursion),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -78,6 +78,25 @@
     (i64.add (struct.get $pair $a (local.get $q))
              (struct.get $pair $a (ref.as_non_null (struct.get $pair $b (local.get $q))))))
 
+  ;; Exception packages are GC objects too: n throws, each caught, payload read back.
+  (tag $boom (param (ref $pair)))
+  (func (export "throw_loop") (param $n i32) (result i64)
+    (local $i i32) (local $sum i64)
+    (block $done
+      (loop $l
+        (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
+        (local.set $sum
+          (i64.add (local.get $sum)
+            (struct.get $pair $a
+              (block $h (result (ref $pair))
+                (try_table (catch $boom $h)
+                  (throw $boom (struct.new $pair (i64.extend_i32_u (local.get $i))
+                                                 (ref.null $pair))))
+                (unreachable)))))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $l)))
+    (local.get $sum))
+
   ;; 10^8 tail calls must run in constant stack space.
   (func $count (export "count") (param $n i64) (param $acc i64) (result i64)
     (if (result i64) (i64.eqz (local.get $n))
