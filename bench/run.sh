@@ -30,6 +30,7 @@ engines=(native peri)
 if [ -n "${BENCH_WASI:-}" ]; then # the WASI builds: Peri-C's room and wasm3's WASI
   engines+=(peri-wasi)
   [ -n "${WASM3:-}" ] && engines+=(wasm3-wasi)
+  [ -n "${WAMR:-}" ] && engines+=(wamr-wasi)
 fi
 [ -x "$build/peri" ] || { echo "bench/run.sh: $build/peri not built" >&2; exit 1; }
 
@@ -44,6 +45,7 @@ cmd_for() { # engine program -> command line (as words)
     node) echo "$NODE --no-warnings $here/node-invoke.mjs $w $p $a" ;;
     peri-wasi) echo "$build/peri run $here/out/wasi/$p.wasm $a" ;;
     wasm3-wasi) echo "$WASM3 $here/out/wasi/$p.wasm $a" ;;
+    wamr-wasi) echo "$WAMR $here/out/wasi/$p.wasm $a" ;;
   esac
 }
 
