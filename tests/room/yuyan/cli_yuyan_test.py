@@ -4,10 +4,11 @@
 exception as the first stderr line), `peri isolate serve` (the same texts as JSON-RPC
 results/errors, the CPU limit on an infinite loop, the server serving on afterwards)
 and `peri run` (streamed output, exit code).
-usage: cli_yuyan_test.py PERI FIXTURE_DIR"""
-import base64, hashlib, json, os, subprocess, sys, tempfile
+usage: cli_yuyan_test.py PERI FIXTURE_DIR [plain|sanitized]"""
+import base64, hashlib, json, os, subprocess, sys, tempfile, threading
 
 PERI, FIX = sys.argv[1], sys.argv[2]
+SANITIZED = len(sys.argv) > 3 and sys.argv[3] == "sanitized"
 failed = 0
 
 
@@ -34,7 +35,8 @@ def iso_run(inp, digest=PROBE_D, program=pfile, *extra):
     ifile = os.path.join(tmp, "in.json")
     open(ifile, "w", encoding="utf-8").write(inp)
     r = subprocess.run([PERI, "isolate", "run", "--runner", "LOADER", "--scope", "豫言",
-                        "--digest", digest, "--program", program, "--input", ifile, *extra],
+                        "--digest", digest, "--program", program, "--input", ifile,
+                        "--wall-ms", "120000", *extra],
                        capture_output=True, timeout=60)
     return r.returncode, r.stdout.decode("utf-8"), r.stderr.decode("utf-8")
 
@@ -86,30 +88,81 @@ check(rc == 0 and '"exitCode":3' in out, "wrapped Base64: %r %r" % (out[:100], e
 exc_text('{"args":["loop"]}', "隔离运行失败：CPU 时间超过 1000 ms", "infinite loop")
 
 # ---------------------------------------------------------------- serve
-p = subprocess.Popen([PERI, "isolate", "serve", "--workers", "2"], stdin=subprocess.PIPE,
-                     stdout=subprocess.PIPE)
-reqs = [("loop", PROBE, PROBE_D, '{"args":["loop"]}'), ("a", PROBE, PROBE_D, '{"args":["echo"]}'),
-        ("std", STD, STD_D, '{"args":["stub"]}')]
-for rid, data, d, inp in reqs:
+# A long wall-clock bound: on a loaded machine 1 s of CPU can take over 5 s.
+p = subprocess.Popen([PERI, "isolate", "serve", "--workers", "2", "--wall-ms", "120000"],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+PROBE_B64, STD_B64 = base64.b64encode(PROBE).decode(), base64.b64encode(STD).decode()
+
+
+pending = []
+
+
+def req(rid, b64, d, inp, scope="甲"):
     line = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "isolate/run",
-                       "params": {"runner": "LOADER", "scope": "甲", "digest": d,
-                                  "program": base64.b64encode(data).decode(), "input": inp}})
-    p.stdin.write(line.encode() + b"\n")
-p.stdin.flush()
-ans = {}
-for _ in reqs:
-    m = json.loads(p.stdout.readline())
-    ans[m["id"]] = m
-p.stdin.close()
-check(p.wait(timeout=60) == 0, "serve exit")
+                       "params": {"runner": "LOADER", "scope": scope, "digest": d,
+                                  "program": b64, "input": inp}})
+    pending.append(line.encode() + b"\n")
+
+
+def answers(n):
+    # A writer thread sends while we read: answers must not back up into the pipe.
+    data = b"".join(pending)
+    pending.clear()
+
+    def write():
+        p.stdin.write(data)
+        p.stdin.flush()
+    w = threading.Thread(target=write)
+    w.start()
+    got = {}
+    for _ in range(n):
+        m = json.loads(p.stdout.readline())
+        got[m["id"]] = m
+    w.join()
+    return got
+
+
+def stats():
+    fds = len(os.listdir("/proc/%d/fd" % p.pid))
+    st = open("/proc/%d/status" % p.pid).read()
+    return fds, int(st.split("Threads:")[1].split()[0]), int(st.split("VmRSS:")[1].split()[0])
+
+
+req("loop", PROBE_B64, PROBE_D, '{"args":["loop"]}')
+req("a", PROBE_B64, PROBE_D, '{"args":["echo"]}')
+req("std", STD_B64, STD_D, '{"args":["stub"]}')
+ans = answers(3)
 check(ans["loop"].get("error") == {"code": -32000, "message": "隔离运行失败：CPU 时间超过 1000 ms",
                                    "data": {"kind": "run_failed"}}, "serve loop: %r" % ans["loop"])
-check(ans["a"].get("result") == {"output": '{"ok":true,"stdout":"你好\\n","stderr":"","exitCode":0,'
-                                           '"files":{"/数据/记录.txt":"见：\\n","/响应/正文.txt":"回显：\\n"}}',
-                                 "isolate": "甲:" + PROBE_D}, "serve echo: %r" % ans["a"])
+ECHO = ('{"ok":true,"stdout":"你好\\n","stderr":"","exitCode":0,'
+        '"files":{"/数据/记录.txt":"见：\\n","/响应/正文.txt":"回显：\\n"}}')
+check(ans["a"].get("result") == {"output": ECHO, "isolate": "甲:" + PROBE_D}, "serve echo: %r" % ans["a"])
 check(ans["std"].get("result", {}).get("output") ==
       '{"ok":false,"stdout":"改名前\\n","stderr":"","exitCode":1,"error":'
       '"接口函数未绑定：标准库.同步改名文件","files":{}}', "serve stub: %r" % ans["std"])
+# 1000 good and 1000 failing 豫言 runs in one process: descriptors, threads and memory flat.
+for i in range(100):
+    req(i, PROBE_B64, PROBE_D, '{"args":["echo"]}')
+answers(100)
+before = stats()
+for i in range(1000):
+    req(i, PROBE_B64, PROBE_D, '{"args":["echo"]}')
+ans = answers(1000)
+check(all(a.get("result", {}).get("output") == ECHO for a in ans.values()), "1000 good runs")
+for i in range(1000):
+    req(i, PROBE_B64, PROBE_D, '{"args":["trap"]}' if i % 2 else '{"args":["missing"]}')
+ans = answers(1000)
+check(all('"exitCode":1,"error":"illegal cast"' in a.get("result", {}).get("output", "") or
+          '"exitCode":2' in a.get("result", {}).get("output", "") for a in ans.values()),
+      "1000 failing runs")
+after = stats()
+print("serve (豫言): fds %d→%d threads %d→%d rss %d→%d KiB" %
+      (before[0], after[0], before[1], after[1], before[2], after[2]))
+check(before[0] == after[0] and before[1] == after[1], "fds and threads flat")
+if not SANITIZED:
+    check(after[2] - before[2] < 16 * 1024, "memory flat (< 16 MiB growth)")
+p.stdin.close()
+check(p.wait(timeout=60) == 0, "serve exit")
 
 # ---------------------------------------------------------------- peri run
 r = subprocess.run([PERI, "run", os.path.join(FIX, "probe.wasm"), "fail"], capture_output=True,
