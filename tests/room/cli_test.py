@@ -70,7 +70,7 @@ t0 = time.time()
 r = iso_run("--cpu-ms", "200", "--wall-ms", "120000")
 check(r.returncode == 1 and r.stderr.decode().split("\n")[0] == "隔离运行失败：CPU 时间超过 200 ms",
       "isolate run --cpu-ms 200 loop: %r" % r.stderr)
-check(time.time() - t0 < 3, "loop stopped quickly")
+check(time.time() - t0 < 10, "loop stopped quickly")  # 200 ms CPU; a loaded machine stretches wall time
 r = iso_run("--deterministic", stdin=b'{"args":["rand"]}', input_="-")
 r2 = iso_run("--deterministic", stdin=b'{"args":["rand"]}', input_="-")
 check(r.returncode == 0 and r.stdout == r2.stdout, "--deterministic reproduces")
