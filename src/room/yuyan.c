@@ -8,9 +8,9 @@
  * ("接口函数未绑定：<模块>.<字段>"). Values are built with the module's own types,
  * found through its prototype globals (yy_bytes, yy_tuple, yy_big, yy_float,
  * yy_extern); catchable errors are thrown with its exported tag yy_错误.
- * The run: _start, then 豫言操作系统启动/启动程序 when exported (and the module has a
- * 豫言边界 section, as the reference host requires). An exception escaping the run
- * shows as V8's "illegal cast" (contract decision 5).
+ * The run: _start, then 豫言操作系统启动/启动程序 when exported (the issue's rule; the
+ * reference host also wants a 豫言边界 section, which every module with typed imports
+ * has). An exception escaping the run shows as V8's "illegal cast" (decision 5).
  */
 #include "yuyan_int.h"
 
@@ -616,10 +616,7 @@ static pw_status yy_start(pr_run_state *rs, pw_error *err) {
     }
     prepare(y, rs->inst);
     pw_status st = call_export(rs, "_start", true, err);
-    size_t len;
-    if (st == PW_OK &&
-        pw_module_custom_section(rs->prog->module, YY_BOUND, sizeof YY_BOUND - 1, 0, &len))
-        st = call_export(rs, START_EXPORT, false, err);
+    if (st == PW_OK) st = call_export(rs, START_EXPORT, false, err);
     return st; /* an escaping exception: .uncaught below */
 }
 
