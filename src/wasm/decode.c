@@ -675,7 +675,8 @@ static bool decode_module(dec *d) {
         return bad(d, r->end, "function and code section have inconsistent lengths");
     if (m->has_datacount && d->datacount != m->ndatas)
         return bad(d, r->end, "data count and data section have inconsistent lengths");
-    if (!m->has_datacount && d->data_used) return bad(d, r->end, "data count section required");
+    /* "data count section required" concerns function bodies only: the validator
+     * (or pw_scan_body) reports it. */
     return true;
 }
 
