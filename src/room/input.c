@@ -363,8 +363,14 @@ static int get_files(parser *p, size_t at, pr_input *in) {
         ws(p);
         p->i++; /* ':' (already validated) */
         ws(p);
-        if (p->s[p->i] != '"') goto bad;
-        if (!take_string(p, in, &val)) goto bad;
+        /* A non-string value is only an error if no later duplicate key replaces
+         * it (JSON.parse keeps the last value): remember it as {NULL, 0}. */
+        if (p->s[p->i] == '"') {
+            if (!take_string(p, in, &val)) goto bad;
+        } else {
+            if (!value(p, NULL)) goto bad;
+            val = (pr_str){NULL, 0};
+        }
         /* Dedup: a repeated key keeps its first position, takes the last value. */
         if (n * 2 >= nslots) {
             size_t ns = nslots ? nslots * 2 : 64;
@@ -412,6 +418,8 @@ static int get_files(parser *p, size_t at, pr_input *in) {
         break;
     }
 done:
+    for (size_t i = 0; i < n; i++)
+        if (!ents[i].val.ptr) goto bad;
     if (n) {
         in->paths = malloc(n * sizeof *in->paths);
         in->texts = malloc(n * sizeof *in->texts);

@@ -395,6 +395,14 @@ static void test_input(void **st) {
         pr_input_free(&in);
     }
     input_err("{\"\\u0061rgs\":[1]}", A);
+    /* A repeated key: JSON.parse keeps the last value, so an early non-string is fine
+     * and a late one is not. */
+    const char *dup = "{\"files\":{\"a\":1,\"a\":\"2\"}}";
+    assert_true(pr_input_parse(dup, strlen(dup), &in, &e));
+    assert_int_equal(in.nfiles, 1);
+    assert_memory_equal(in.texts[0].ptr, "2", 1);
+    pr_input_free(&in);
+    input_err("{\"files\":{\"a\":\"1\",\"a\":[]}}", F);
     /* Escapes, quotes and control characters at every offset of the 8-byte scan. */
     for (int pos = 0; pos < 20; pos++) {
         char text[128], want[64];
