@@ -288,6 +288,12 @@ static pw_status host_stub(pw_call_ctx *cx, void *env, const pw_val *args, pw_va
 
 /* ---------------------------------------------------------------- legacy imports */
 
+/* Is r a $tuple (so its elements are references)? */
+static bool is_tuple(yy_call *c, pw_ref r) {
+    return c->y->have_tuple && pw_ref_kind_of(r) == PW_REF_ARRAY &&
+           pw_ref_test_type(pw_ctx_store(c->cx), inst_of(c), r, c->y->t_tuple);
+}
+
 /* Nested (in-tuple) scalars: i31 or $big for 整, $float for 小, i31 0/1 for 爻. */
 static bool nested_int(yy_call *c, pw_ref r, int64_t *out) {
     if (pw_ref_kind_of(r) == PW_REF_I31) {
@@ -348,6 +354,9 @@ static pw_status host_gc_call(pw_call_ctx *cx, void *env, const pw_val *args, pw
     yy_sig sig;
     if (!yy_sig_parse(fn->sig, strlen(fn->sig), &sig)) return yy_fail(&c, "宿主签名有误");
     pw_ref tup = args[1].ref;
+    /* Elements are read as references: the argument list must be a $tuple. */
+    if (sig.nparams && (!c.y->have_tuple || !is_tuple(&c, tup)))
+        return yy_fail(&c, "宿主原语参数不是元组：%.*s", (int)nl, (const char *)name);
     if (sig.nparams && pw_array_len(tup) < sig.nparams)
         return yy_fail(&c, "宿主原语参数个数不符：%.*s", (int)nl, (const char *)name);
     yy_val a[YY_MAX_PARAMS];
@@ -418,7 +427,7 @@ static bool js_string(yy_call *c, pr_buf *b, pw_ref r, int depth, bool top) {
         snprintf(num, sizeof num, "%lld", (long long)i);
         return pr_buf_puts(b, num);
     }
-    if (pw_ref_kind_of(r) == PW_REF_ARRAY) {
+    if (is_tuple(c, r)) {
         uint32_t len = pw_array_len(r);
         for (uint32_t k = 0; k < len; k++) {
             pw_val e;

@@ -399,6 +399,17 @@ static void test_legacy(void **st) {
     expectp(*st, P_LEGACY, "{\"args\":[\"fail\"]}",
             "{\"ok\":false,\"stdout\":\"旧式\\n0.25\\n2.500000\\n\",\"stderr\":\"\",\"exitCode\":1,"
             "\"error\":\"未捕捉的豫言异常：\\n坏事\",\"files\":{\"/数据/旧.txt\":\"旧式写\"}}");
+    /* fail(value) shows the value as JavaScript's String() of the bridge's reading:
+     * bytes inside an array as numbers, arrays joined by ",", null as "". */
+    expectp(*st, P_LEGACY, "{\"args\":[\"failtuple\"]}",
+            "{\"ok\":false,\"stdout\":\"旧式\\n0.25\\n2.500000\\n\",\"stderr\":\"\",\"exitCode\":1,"
+            "\"error\":\"未捕捉的豫言异常：\\n231,148,178,7,228,185,153,\",\"files\":{\"/数据/"
+            "旧.txt\":\"旧式写\"}}");
+    /* Arguments that are not a $tuple are refused (never read as references). */
+    expectp(
+        *st, P_LEGACY, "{\"args\":[\"badargs\"]}",
+        "{\"ok\":false,\"stdout\":\"旧式\\n0.25\\n2.500000\\n\",\"stderr\":\"\",\"exitCode\":1,"
+        "\"error\":\"宿主原语参数不是元组：豫言_打印行\",\"files\":{\"/数据/旧.txt\":\"旧式写\"}}");
 }
 
 /* The CPU limit stops a 豫言 infinite loop (no checkpoints in the program); the host
