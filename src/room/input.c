@@ -16,12 +16,10 @@
 #define MSG_JSON  "隔离运行输入无效：输入不是有效 JSON"
 #define MSG_ARGS  "隔离运行输入无效：args 须为字符串数组"
 #define MSG_FILES "隔离运行输入无效：files 须为路径到文字的对象"
-#define MAX_DEPTH 4096
 
 typedef struct parser {
     const char *s;
     size_t n, i;
-    int depth;
 } parser;
 
 static void ws(parser *p) {
@@ -210,7 +208,7 @@ static bool object(parser *p, spans *top) {
             const char *k = p->s + key_at;
             size_t klen = key_end - key_at;
             if (klen <= 36 && memchr(k, '\\', klen)) {
-                parser q = {p->s, p->n, key_at - 1, 0};
+                parser q = {p->s, p->n, key_at - 1};
                 if (string(&q, kb, &kl)) k = kb, klen = kl;
             }
             for (size_t w = 0; w < top->n; w++)
@@ -230,43 +228,79 @@ static bool object(parser *p, spans *top) {
     }
 }
 
-static bool array(parser *p) {
-    p->i++;
-    ws(p);
-    if (p->i < p->n && p->s[p->i] == ']') {
-        p->i++;
-        return true;
+static bool scalar(parser *p) {
+    switch (p->s[p->i]) {
+    case '"': return string(p, NULL, NULL);
+    case 't': return literal(p, "true");
+    case 'f': return literal(p, "false");
+    case 'n': return literal(p, "null");
+    default: return (p->s[p->i] == '-' || (p->s[p->i] >= '0' && p->s[p->i] <= '9')) && number(p);
     }
+}
+
+/* Validates and skips one value without recursion: JSON.parse accepts any nesting
+ * depth, and 1.5 MiB of input can nest 780,000 deep. The open containers are kept
+ * on an explicit stack, one byte each ('{' or '['). */
+static bool skip(parser *p) {
+    char small[256], *st = small;
+    size_t depth = 0, cap = sizeof small;
+    bool ok = false;
     for (;;) {
+        /* A value starts here. */
         ws(p);
-        if (!value(p, NULL)) return false;
-        ws(p);
-        if (p->i >= p->n) return false;
-        if (p->s[p->i] == ',') {
+        if (p->i >= p->n) goto out;
+        char c = p->s[p->i];
+        if (c == '{' || c == '[') {
             p->i++;
-            continue;
+            ws(p);
+            if (p->i < p->n && p->s[p->i] == (c == '{' ? '}' : ']')) {
+                p->i++;
+                goto after;
+            }
+            if (depth == cap) {
+                char *ns = malloc(cap * 2);
+                if (!ns) goto out;
+                memcpy(ns, st, depth);
+                if (st != small) free(st);
+                st = ns;
+                cap *= 2;
+            }
+            st[depth++] = c;
+            if (c == '[') continue;
+            goto key;
         }
-        if (p->s[p->i] != ']') return false;
+        if (!scalar(p)) goto out;
+    after:
+        /* A value ended: close containers or go on to the next member/element. */
+        for (;;) {
+            if (depth == 0) {
+                ok = true;
+                goto out;
+            }
+            ws(p);
+            if (p->i >= p->n) goto out;
+            char d = p->s[p->i++];
+            if (d == ',') break;
+            if (d != (st[depth - 1] == '{' ? '}' : ']')) goto out;
+            depth--;
+        }
+        if (st[depth - 1] == '[') continue;
+    key:
+        ws(p);
+        if (p->i >= p->n || p->s[p->i] != '"' || !string(p, NULL, NULL)) goto out;
+        ws(p);
+        if (p->i >= p->n || p->s[p->i] != ':') goto out;
         p->i++;
-        return true;
     }
+out:
+    if (st != small) free(st);
+    return ok;
 }
 
 static bool value(parser *p, spans *top) {
     if (p->i >= p->n) return false;
-    if (++p->depth > MAX_DEPTH) return false;
-    bool ok;
-    switch (p->s[p->i]) {
-    case '{': ok = object(p, top); break;
-    case '[': ok = array(p); break;
-    case '"': ok = string(p, NULL, NULL); break;
-    case 't': ok = literal(p, "true"); break;
-    case 'f': ok = literal(p, "false"); break;
-    case 'n': ok = literal(p, "null"); break;
-    default: ok = (p->s[p->i] == '-' || (p->s[p->i] >= '0' && p->s[p->i] <= '9')) && number(p);
-    }
-    p->depth--;
-    return ok;
+    if (top && p->s[p->i] == '{') return object(p, top);
+    return skip(p);
 }
 
 /* ---- extraction */
@@ -466,7 +500,7 @@ bool pr_input_parse(const char *text, size_t n, pr_input *in, pr_error *err) {
     static const char *const names[2] = {"args", "files"};
     size_t at[2] = {0, 0};
     spans top = {names, 2, at};
-    parser p = {s, n, 0, 0};
+    parser p = {s, n, 0};
     ws(&p);
     bool ok = value(&p, p.i < n && s[p.i] == '{' ? &top : NULL);
     ws(&p);
@@ -541,7 +575,7 @@ size_t pr_path_normalize(const char *in, size_t n, char *out) {
 bool pr_json_scan(const char *s, size_t n, pr_json_keys *keys) {
     for (size_t w = 0; w < keys->n; w++)
         keys->at[w] = 0;
-    parser p = {s, n, 0, 0};
+    parser p = {s, n, 0};
     ws(&p);
     bool ok = value(&p, p.i < n && s[p.i] == '{' ? keys : NULL);
     ws(&p);
@@ -551,18 +585,18 @@ bool pr_json_scan(const char *s, size_t n, pr_json_keys *keys) {
 void pr_json_members(const char *s, size_t n, size_t at, pr_json_keys *keys) {
     for (size_t w = 0; w < keys->n; w++)
         keys->at[w] = 0;
-    parser p = {s, n, at, 0};
+    parser p = {s, n, at};
     if (at < n && s[at] == '{') object(&p, keys);
 }
 
 size_t pr_json_value_end(const char *s, size_t n, size_t at) {
-    parser p = {s, n, at, 0};
+    parser p = {s, n, at};
     value(&p, NULL);
     return p.i;
 }
 
 char *pr_json_string_dup(const char *s, size_t n, size_t at, size_t *len) {
-    parser p = {s, n, at, 0};
+    parser p = {s, n, at};
     if (at >= n || s[at] != '"') return NULL;
     /* The value is never longer than the rest of the text: one pass, then shrink. */
     char *out = malloc(n - at + 1);

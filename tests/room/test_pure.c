@@ -420,6 +420,23 @@ static void test_input(void **st) {
                      "abcdefghijklmnopqrstuvwxyz");
         input_err(text, J);
     }
+    /* Any nesting depth, as JSON.parse (no recursion in the parser). */
+    size_t deep = 500000;
+    char *nest = malloc(8 * deep + 64);
+    size_t k = 0;
+    k += (size_t)sprintf(nest, "{\"x\":");
+    for (size_t i = 0; i < deep; i++)
+        nest[k++] = i % 2 ? '[' : '{', k += i % 2 ? 0 : (size_t)sprintf(nest + k, "\"k\":");
+    for (size_t i = deep; i-- > 0;)
+        nest[k++] = i % 2 ? ']' : '}';
+    k += (size_t)sprintf(nest + k, ",\"args\":[\"a\"]}");
+    assert_true(pr_input_parse(nest, k, &in, &e));
+    assert_int_equal(in.nargs, 1);
+    pr_input_free(&in);
+    nest[k - 3] = ','; /* break the end: invalid JSON */
+    assert_false(pr_input_parse(nest, k, &in, &e));
+    assert_string_equal(e.message, J);
+    free(nest);
     const char *big = "{\"n\":-12345678901234567890123.5e+400,\"s\":\"\\u0000\"}";
     assert_true(pr_input_parse(big, strlen(big), &in, &e));
     pr_input_free(&in);
