@@ -1650,7 +1650,7 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
         for (uint32_t i = 0; i < nd; i++) {
             cm->funcs[i].code = cm->code + starts[i];
             uint32_t hend = i + 1 < nd ? hstarts[i + 1] : c.nhs;
-            cm->funcs[i].handlers = cm->handlers + hstarts[i];
+            cm->funcs[i].handlers = cm->handlers ? cm->handlers + hstarts[i] : NULL;
             cm->funcs[i].nhandlers = hend - hstarts[i];
         }
     }
