@@ -570,6 +570,13 @@ static bool sec_code(dec *d) {
         /* The instructions are decoded once, by the validator (pw_scan_body is the
          * structure-only fallback that keeps the spec's malformed-before-invalid
          * order). Locals that overrun the body are a size mismatch. */
+        if ((size_t)(d->r.end - start) < size) {
+            /* The body claims bytes past the module's end: the spec's decoder reads
+             * its instructions until they fail (or end early: a size mismatch). */
+            pw_span ignored;
+            if (!scan_expr(d, &ignored)) return false;
+            return bad(d, sat, "section size mismatch");
+        }
         if (d->r.p > start + size) return bad(d, sat, "section size mismatch");
         if (f) {
             f->body.off = (uint32_t)(d->r.p - d->r.base);
@@ -611,8 +618,10 @@ static bool sec_custom(dec *d, uint32_t size) {
     pw_span name;
     if (!rd_name(d, &name)) return false;
     size_t used = (size_t)(d->r.p - start);
-    if (used > size) return pw_rd_fail_eof(&d->r);
-    d->r.p = start + size;
+    /* The size check allows a size that counts its own LEB bytes (as the spec's
+     * does), so the content may still run past the module's end. */
+    if (used > size || size - used > pw_rd_left(&d->r)) return pw_rd_fail_eof(&d->r);
+    d->r.p += size - used;
     return true;
 }
 

@@ -56,6 +56,13 @@ static void test_sections(void **state) {
            PW_OK, "");
     /* custom section whose name runs past its size */
     expect(B(HDR, 0x00, 0x01, 0x05, 'a', 'b', 'c', 'd', 'e'), PW_ERR_MALFORMED, "unexpected end");
+    /* custom section whose size fits only if its own 2-byte LEB is counted */
+    expect(B(HDR, 0x00, 0x8a, 0x00, 0x01, '1', '2', '3', '4', '5', '6', '7', '8'), PW_ERR_MALFORMED,
+           "unexpected end");
+    /* function body claiming one byte past the end of the module */
+    expect(B(HDR, 0x01, 0x04, 0x01, 0x60, 0x00, 0x00, 0x03, 0x02, 0x01, 0x00, 0x0a, 0x05, 0x01,
+             0x04, 0x00, 0x01, 0x0b),
+           PW_ERR_MALFORMED, "section size mismatch");
     /* tag section (13) goes between memory (5) and global (6) */
     expect(B(HDR, 0x06, 0x01, 0x00, 0x0d, 0x01, 0x00), PW_ERR_MALFORMED,
            "unexpected content after last section");
