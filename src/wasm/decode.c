@@ -672,7 +672,7 @@ static bool decode_module(dec *d) {
         default: ok = false;
         }
         if (!ok) return false;
-        if (r->p != start + size) return bad(d, start, "section size mismatch");
+        if ((size_t)(r->p - start) != size) return bad(d, start, "section size mismatch");
         if (id != 0) last = section_rank(id);
     }
     if (!m->func_types && !make_space(d, PW_EXTERN_FUNC, 0)) return false;
