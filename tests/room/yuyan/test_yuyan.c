@@ -525,6 +525,70 @@ static void test_gc_during_lists(void **st) {
     free(args);
 }
 
+/* Deterministic mutation fuzzing: flipped bytes in the fixtures give malformed,
+ * invalid or differently behaving 豫言 programs; every run ends with a result or a
+ * typed exception (ASan/UBSan watch the host side). */
+static void test_mutations(void **st) {
+    (void)st;
+    pr_host_config cfg = {.cpu_ms = 30, .cache_bytes = 1 << 20};
+    pr_error e;
+    pr_host *h = pr_host_new(&cfg, &e);
+    assert_non_null(h);
+    /* YY_FUZZ_ITERS / YY_FUZZ_SEED widen a local fuzzing session; CTest uses defaults. */
+    const char *ie = getenv("YY_FUZZ_ITERS"), *se = getenv("YY_FUZZ_SEED");
+    int iters = ie ? atoi(ie) : 2000;
+    uint64_t x = se ? strtoull(se, NULL, 0) | 1 : 0x9E3779B97F4A7C15ull;
+    int results = 0, errors = 0;
+    static const char *const inputs[] = {"{\"args\":[\"echo\"]}", "{\"args\":[\"a\",\"二\"]}",
+                                         "{\"args\":[\"stub\"]}", "{\"args\":[\"failtuple\"]}"};
+    for (int iter = 0; iter < iters; iter++) {
+        size_t n;
+        const char *name = NAMES[iter % 3]; /* probe, std, legacy */
+        uint8_t *b = slurp(name, &n);
+        assert_non_null(b);
+        int flips = 1 + (int)(x % 3 == 0 ? x % 4 : 0);
+        for (int k = 0; k < flips; k++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            size_t at = 8 + (size_t)(x % (n - 8)); /* keep the header */
+            b[at] ^= (uint8_t)(1u << (x >> 60 & 7));
+        }
+        pr_program *p = pr_program_load(h, (pr_str){"fuzz", 4}, b, n, &e);
+        free(b);
+        if (!p) {
+            errors++;
+            continue;
+        }
+        pr_fs *fs = pr_fs_new();
+        pr_fs_write(fs, "/请求/路径.txt", strlen("/请求/路径.txt"), "/x", 2);
+        const char *in = inputs[iter % 4];
+        pr_str args[2] = {{"echo", 4}, {"二", 3}};
+        if (in[10] == 'a') args[0] = (pr_str){"a", 1};
+        if (in[10] == 's') args[0] = (pr_str){"stub", 4};
+        if (in[10] == 'f') args[0] = (pr_str){"failtuple", 9};
+        pr_exec_options opt = {.args = args, .nargs = 2, .fs = fs};
+        pr_outcome oc;
+        if (pr_exec(h, p, &opt, &oc, &e)) {
+            pr_buf out = {0};
+            if (pr_result_json(&oc, fs, &out, &e)) {
+                results++;
+            } else { /* output files over the limits or not UTF-8 */
+                assert_int_equal(e.kind, PR_KIND_INTERFACE);
+                errors++;
+            }
+            pr_buf_free(&out);
+            pr_outcome_clear(&oc);
+        } else {
+            assert_true(e.kind != PR_KIND_NONE && e.message[0]);
+            errors++;
+        }
+        pr_fs_free(fs);
+        pr_program_release(p);
+    }
+    assert_int_equal(results + errors, iters);
+    assert_true(results > 0);
+    pr_host_free(h);
+}
+
 /* ---------------------------------------------------------------- pure parts */
 
 /* floats.txt: "<f64 bits hex> <小数转字符串> <小数精确表示>" per line, computed by node 22
@@ -641,6 +705,7 @@ int main(void) {
         cmocka_unit_test(test_cpu_limit),     cmocka_unit_test(test_thousand_runs),
         cmocka_unit_test(test_no_tag),        cmocka_unit_test(test_limits),
         cmocka_unit_test(test_deterministic), cmocka_unit_test(test_gc_during_lists),
+        cmocka_unit_test(test_mutations),
     };
     int rc = cmocka_run_group_tests_name("yuyan.pure", pure, NULL, NULL);
     return rc | cmocka_run_group_tests_name("yuyan.run", runs, setup, teardown);
