@@ -9,6 +9,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <stdio.h>
 #include <sys/random.h>
 
@@ -140,11 +141,22 @@ uint64_t pr_run_random(pr_run_state *rs) {
         size_t got = 0;
         while (got < sizeof v) {
             ssize_t r = getrandom((uint8_t *)&v + got, sizeof v - got, 0);
-            if (r > 0) got += (size_t)r;
+            if (r > 0) {
+                got += (size_t)r;
+            } else if (r == 0 || errno != EINTR) {
+                /* No kernel randomness (never seen on Linux ≥ 3.17): never spin in a
+                 * host function; mix the clock into the generator instead. */
+                struct timespec t;
+                clock_gettime(CLOCK_MONOTONIC, &t);
+                rs->rng[0] ^= (uint64_t)t.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)t.tv_sec;
+                rs->rng[1] |= 1;
+                break;
+            }
         }
-        return v;
+        if (got == sizeof v) return v;
     }
-    /* xoshiro256** seeded from SHA-256(digest ‖ input): a fixed function of both. */
+    /* xoshiro256** seeded from SHA-256(digest ‖ input): a fixed function of both
+     * (and the fallback above when the kernel gives no randomness). */
     uint64_t *s = rs->rng;
     uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
     s[2] ^= s[0];
