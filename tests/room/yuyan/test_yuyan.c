@@ -184,6 +184,13 @@ static void test_output_limit(void **st) {
     free(got);
 }
 
+/* Each write is decoded on its own: a character split across writes becomes U+FFFD. */
+static void test_split_write(void **st) {
+    expectp(*st, P_PROBE, "{\"args\":[\"split\"]}",
+            "{\"ok\":true,\"stdout\":\"\xef\xbf\xbd\xef\xbf\xbd你\",\"stderr\":\"\",\"exitCode\":0,"
+            "\"files\":{}}");
+}
+
 static void test_output_files_limits(void **st) {
     char *got = runp(*st, P_PROBE, "{\"args\":[\"many:256\"]}");
     assert_non_null(strstr(got, "\"/数据/0.txt\":\"x\",\"/数据/1.txt\":\"x\""));
@@ -446,6 +453,8 @@ static void test_no_tag(void **st) {
  * 128 MiB file-system cap ends the run like the reference's host error. */
 static void test_limits(void **st) {
     expectp(*st, P_PROBE, "{\"args\":[\"oom\"]}", "!隔离运行失败：内存超过上限");
+    /* ... also when the host allocates the value (同步读取文件 of 70 MiB, twice). */
+    expectp(*st, P_PROBE, "{\"args\":[\"readbig\"]}", "!隔离运行失败：内存超过上限");
     expectp(*st, P_PROBE, "{\"args\":[\"fsfull\"]}",
             "{\"ok\":false,\"stdout\":\"第一个\\n\",\"stderr\":\"\",\"exitCode\":1,"
             "\"error\":\"编译文件超过 128 MiB 上限\",\"files\":{}}");
@@ -705,7 +714,7 @@ int main(void) {
         cmocka_unit_test(test_cpu_limit),     cmocka_unit_test(test_thousand_runs),
         cmocka_unit_test(test_no_tag),        cmocka_unit_test(test_limits),
         cmocka_unit_test(test_deterministic), cmocka_unit_test(test_gc_during_lists),
-        cmocka_unit_test(test_mutations),
+        cmocka_unit_test(test_mutations),     cmocka_unit_test(test_split_write),
     };
     int rc = cmocka_run_group_tests_name("yuyan.pure", pure, NULL, NULL);
     return rc | cmocka_run_group_tests_name("yuyan.run", runs, setup, teardown);
