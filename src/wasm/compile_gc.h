@@ -282,7 +282,10 @@ static bool compile_gc(comp *c, const pw_instr *in) {
         break;
     }
     case 0x18:
-    case 0x19: gc_br_on_cast(c, in, sub == 0x19); break;
+    case 0x19:
+        if (in->a >= c->ncs || c->sp == 0) return c->bad = true, false;
+        gc_br_on_cast(c, in, sub == 0x19);
+        break;
     case 0x1A:   /* any.convert_extern */
     case 0x1B: { /* extern.convert_any: the same reference, another hierarchy */
         ent *e = top(c, 0);
