@@ -22,11 +22,8 @@
 #define ERR_TAG      "yy_错误"
 #define UNBOUND      "接口函数未绑定："
 
-enum { B_STD = 1, B_STUB, B_GC_CALL, B_WEB_CHECK, B_WEB_FAIL };
-
 struct yy_bind {
     yy_state *y;
-    uint8_t kind;
     const yy_fn *fn;
     yy_sig sig;
     uint32_t res_type; /* module type index of a str/tuple result, UINT32_MAX: none */
@@ -540,20 +537,17 @@ static bool yy_resolve(void *ctx, pw_store *s, const pw_module *m, const pw_impo
                 "隔离运行失败：导入类型不符：%.*s.%.*s 须为 (func (param (ref null eq) "
                 "(ref null eq)) (result (ref null eq)))",
                 ml, mod, nl, name);
-        b->kind = B_GC_CALL;
         fn = host_gc_call;
     } else if (eq(mod, imp->module_len, YY_WEB) && eq(name, imp->name_len, "check")) {
         if (!legacy_type(m, imp->index, 0, 0))
             return link_fail(rs, "隔离运行失败：导入类型不符：%.*s.%.*s 须为 (func)", ml, mod, nl,
                              name);
-        b->kind = B_WEB_CHECK;
         fn = host_web_check;
     } else if (eq(mod, imp->module_len, YY_WEB) && eq(name, imp->name_len, "fail")) {
         if (!legacy_type(m, imp->index, 1, 0))
             return link_fail(
                 rs, "隔离运行失败：导入类型不符：%.*s.%.*s 须为 (func (param (ref null eq)))", ml,
                 mod, nl, name);
-        b->kind = B_WEB_FAIL;
         fn = host_web_fail;
     } else if ((b->fn = yy_std_find(mod, imp->module_len, name, imp->name_len)) != NULL) {
         if (!yy_sig_parse(b->fn->sig, strlen(b->fn->sig), &b->sig))
@@ -576,13 +570,11 @@ static bool yy_resolve(void *ctx, pw_store *s, const pw_module *m, const pw_impo
             b->res_type = PW_VT_HEAP(ft.results[0]);
         }
         note_types(y, m, imp->index);
-        b->kind = B_STD;
         fn = host_std;
     } else {
         size_t len = sizeof UNBOUND - 1 + imp->module_len + 1 + imp->name_len + 1;
         if (!(b->msg = malloc(len))) return link_fail(rs, "隔离运行失败：内存不足");
         snprintf(b->msg, len, UNBOUND "%.*s.%.*s", ml, mod, nl, name);
-        b->kind = B_STUB;
         fn = host_stub;
     }
     pw_error pe = {0};

@@ -79,7 +79,8 @@ typedef struct yy_state {
     bool ready; /* prototypes and tag looked up */
     bool have_bytes, have_tuple, have_big, have_float, have_ext;
     uint32_t t_bytes, t_tuple, t_big, t_float, t_ext; /* module type indices */
-    pw_tag *tag_err;                                  /* the exported yy_错误, or NULL */
+    /* t_ext is looked up with the others; no implemented function builds a 资 value. */
+    pw_tag *tag_err;    /* the exported yy_错误, or NULL */
     struct timespec t0; /* monotonic start of the run (获取当前纳秒时间) */
 } yy_state;
 
