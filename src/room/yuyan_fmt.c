@@ -5,8 +5,8 @@
  * stripped), 字符串转小数 is trim + nan/inf prefixes + parseFloat, and the date
  * formatter knows only %Y %m %d %H %M %S %%.
  * JavaScript rounds exact halves away from zero (toFixed/toExponential pick "the
- * larger n"); glibc's printf rounds them to even, so rounding is done here on the
- * exact decimal expansion glibc prints.
+ * larger n"); glibc's printf rounds them to even. printf does the common case; when
+ * an exact half is possible, rounding is done here on the exact decimal expansion.
  */
 #include "yuyan_int.h"
 
@@ -92,12 +92,44 @@ static bool nonfinite(pr_buf *b, double x) {
     return pr_buf_puts(b, isnan(x) ? "nan" : x > 0 ? "inf" : "-inf");
 }
 
+/* Could rounding |x| to 17 significant digits meet an exact half (where JavaScript and
+ * glibc part ways)? Digits 18..41 of a correctly rounded %.40e read 5000… or 4999…
+ * only then (or when so close to half that the exact path must decide anyway). */
+static bool near_half17(double ax) {
+    char t[64];
+    snprintf(t, sizeof t, "%.40e", ax); /* d.<40 digits>e±XX: digit k (k >= 2) is t[k] */
+    char first = t[18], rest = first == '5' ? '0' : first == '4' ? '9' : 0;
+    if (!rest) return false;
+    for (int k = 19; k <= 41; k++)
+        if (t[k] != rest) return false;
+    return true;
+}
+
+/* Strips fraction zeros, then a bare point, from the number written since at. */
+static void strip_zeros(pr_buf *b, size_t at) {
+    if (!memchr(b->p + at, '.', b->len - at)) return;
+    while (b->len > at && b->p[b->len - 1] == '0')
+        b->len--;
+    if (b->p[b->len - 1] == '.') b->len--;
+    b->p[b->len] = 0;
+}
+
 bool yy_fmt_exact(pr_buf *b, double x) {
     if (!isfinite(x)) return nonfinite(b, x);
     if (x == 0) return pr_buf_puts(b, signbit(x) ? "-0" : "0");
     char dig[18];
     int ex;
-    to_exp17(x, dig, &ex);
+    bool slow = near_half17(fabs(x));
+    if (slow) {
+        to_exp17(x, dig, &ex);
+    } else {
+        char t[40]; /* -d.<16 digits>e±XXX */
+        snprintf(t, sizeof t, "%.16e", fabs(x));
+        dig[0] = t[0];
+        memcpy(dig + 1, t + 2, 16);
+        dig[17] = 0;
+        ex = atoi(t + 19);
+    }
     if (ex < -4 || ex >= 17) {
         size_t n = 17;
         while (n > 1 && dig[n - 1] == '0')
@@ -109,15 +141,15 @@ bool yy_fmt_exact(pr_buf *b, double x) {
                pr_buf_puts(b, tail);
     }
     size_t at = b->len;
-    if (!to_fixed(b, x, 16 - ex > 0 ? 16 - ex : 0)) return false;
-    /* strip fraction zeros, then a bare point */
-    char *dot = memchr(b->p + at, '.', b->len - at);
-    if (dot) {
-        while (b->len > at && b->p[b->len - 1] == '0')
-            b->len--;
-        if (b->p[b->len - 1] == '.') b->len--;
-        b->p[b->len] = 0;
+    int f = 16 - ex > 0 ? 16 - ex : 0;
+    if (slow) {
+        if (!to_fixed(b, x, f)) return false;
+    } else {
+        char t[64];
+        snprintf(t, sizeof t, "%.*f", f, x);
+        if (!pr_buf_puts(b, t)) return false;
     }
+    strip_zeros(b, at);
     return true;
 }
 
@@ -129,7 +161,12 @@ bool yy_fmt_fixed(pr_buf *b, double x) {
         snprintf(tmp, sizeof tmp, "%.0f.000000", x); /* integers: printed exactly */
         return pr_buf_puts(b, tmp);
     }
-    return to_fixed(b, x, 6);
+    /* An exact half at the 6th decimal needs 2·|x|·10^6 odd, i.e. |x|·128 an odd
+     * integer: only then round it here (half away from zero); else printf agrees. */
+    if (fmod(fabs(x) * 128, 2.0) == 1.0) return to_fixed(b, x, 6);
+    char t[64];
+    snprintf(t, sizeof t, "%.6f", x);
+    return pr_buf_puts(b, t);
 }
 
 /* ECMAScript WhiteSpace + LineTerminator (String.prototype.trim), as UTF-8. */
