@@ -312,6 +312,7 @@ void pw_gc_collect(pw_store *s, const pw_gcframe *cur) {
     rescan(&g);
     free(g.stk);
     uint64_t live = pw_gcheap_sweep(s->gc_heap, large_bytes, g.nomap);
+    s->gc_nomap += g.nomap;
     s->gc_bytes = live;
     s->gc_live = live;
     s->gc_threshold = live * 2 > PW_GC_MIN ? live * 2 : PW_GC_MIN;
@@ -333,7 +334,7 @@ static void *gc_alloc(pw_store *s, size_t bytes, uint8_t kind, const pw_gcframe 
     if (__builtin_expect(h && bytes <= PW_GC_CELL_MAX, 1)) {
         uint32_t k = (uint32_t)((bytes + 15) / 16) - 1, acct = (k + 1) * 16;
         pw_obj *o = h->free[k];
-        if (__builtin_expect(o && s->gc_bytes + acct <= s->gc_threshold, 1)) {
+        if (__builtin_expect(o && s->gc_bytes + acct <= s->gc_threshold && !s->gc_stress, 1)) {
             h->free[k] = o->next;
             memset(o, 0, acct);
             o->kind = kind;
@@ -345,7 +346,8 @@ static void *gc_alloc(pw_store *s, size_t bytes, uint8_t kind, const pw_gcframe 
     if (!h && !(h = s->gc_heap = pw_gcheap_new())) return NULL;
     uint64_t acct = pw_gcheap_cost(bytes);
     if (!s->gc_threshold) s->gc_threshold = PW_GC_MIN;
-    if (!s->gc_inhibit && (s->gc_bytes + acct > s->gc_threshold || !pw_gcheap_fits(s, h, bytes)))
+    if (!s->gc_inhibit &&
+        (s->gc_stress || s->gc_bytes + acct > s->gc_threshold || !pw_gcheap_fits(s, h, bytes)))
         pw_gc_collect(s, cur);
     pw_obj *o = pw_gcheap_alloc(s, h, bytes);
     if (!o) return NULL;

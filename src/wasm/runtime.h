@@ -211,6 +211,8 @@ struct pw_store {
     uint64_t gc_peak, gc_live;    /* peak heap; live bytes after the last collection */
     uint64_t gc_count;            /* collections run */
     uint32_t gc_inhibit;          /* > 0: allocation never collects (const exprs) */
+    bool gc_stress;               /* tests: collect at every allocation */
+    uint64_t gc_nomap;            /* collections that met a frame without a stack map */
     struct pw_hostroots *hostroots; /* arguments of running host calls */
     pw_ref *handles;              /* host handles (pw_handle_new); 0 = free */
     uint32_t nhandles, caphandles, free_handle;

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "peri/wasm.h"
+#include "wasm/runtime.h" /* gc_stress, gc_nomap: white-box checks of the stack maps */
 
 #ifndef PW_GC_FIXTURES
 #error "PW_GC_FIXTURES must name the directory of gc_test.wasm"
@@ -279,6 +280,37 @@ static void test_exceptions_collected(void **state) {
     teardown_fx(fx);
 }
 
+/* A collection at every allocation: every allocation site and every call site on the
+ * stack must have a precise map (gc_nomap stays 0) and nothing live may be freed (the
+ * results are checked; ASan catches use after free). */
+static void test_stress_every_allocation(void **state) {
+    (void)state;
+    fixture *fx = setup_cap(0);
+    fx->s->gc_stress = true;
+    pw_error err;
+    pw_val r;
+    pw_val a2[2] = {{.i32 = 20000}, {.i32 = 50}};
+    assert_int_equal(call(fx, "churn", a2, 2, &r, 1, &err), PW_OK);
+    assert_int_equal(r.i64, (int64_t)20000 * 19999 / 2);
+    pw_val d[2] = {{.i32 = 2000}, {.ref = PW_NULL_REF}};
+    assert_int_equal(call(fx, "deep", d, 2, &r, 1, &err), PW_OK);
+    assert_int_equal(r.i64, (int64_t)2000 * 2001 / 2);
+    pw_val t = {.i32 = 3000};
+    assert_int_equal(call(fx, "throw_loop", &t, 1, &r, 1, &err), PW_OK);
+    assert_int_equal(r.i64, (int64_t)3000 * 2999 / 2);
+    pw_val w = {.i64 = 9};
+    assert_int_equal(call(fx, "call_wrap", &w, 1, &r, 1, &err), PW_OK);
+    assert_int_equal(r.i64, 109);
+    assert_int_equal(call(fx, "make_cycle", NULL, 0, NULL, 0, &err), PW_OK);
+    assert_int_equal(call(fx, "cycle_sum", NULL, 0, &r, 1, &err), PW_OK);
+    assert_int_equal(r.i64, 3);
+    pw_gc_stats st;
+    pw_store_gc_stats(fx->s, &st);
+    assert_true(st.collections > 200000);
+    assert_int_equal(fx->s->gc_nomap, 0);
+    teardown_fx(fx);
+}
+
 static long maxrss_kb(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -323,6 +355,7 @@ int main(void) {
         cmocka_unit_test(test_cap_oom),
         cmocka_unit_test(test_host_alloc),
         cmocka_unit_test(test_exceptions_collected),
+        cmocka_unit_test(test_stress_every_allocation),
         cmocka_unit_test(test_tail_calls_constant_space),
         cmocka_unit_test(test_deep_recursion),
     };
