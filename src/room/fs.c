@@ -56,15 +56,30 @@ pr_file *pr_fs_find(const pr_fs *fs, const char *norm, size_t n) {
     }
 }
 
+static size_t entry_cost(const pr_file *f) {
+    return sizeof *f + f->path_len + 1;
+}
+
+static void free_entry(pr_fs *fs, pr_file *f) {
+    fs->meta -= entry_cost(f);
+    free(f->data);
+    free(f);
+}
+
+/* Rebuilds the hash table with nslots slots and compacts the order array. Removed
+ * entries are freed, except those an open WASI descriptor still points at: those wait
+ * in the graveyard (and are freed at the next compaction after their last close). */
 static bool rehash(pr_fs *fs, size_t nslots) {
     uint32_t *s = calloc(nslots, sizeof *s);
     if (!s) return false;
-    /* Compact the order array. Dead entries move to the graveyard rather than being
-     * freed: an open WASI descriptor may still point at an unlinked file. */
-    size_t ndead = fs->norder - fs->nlive;
-    if (fs->ngrave + ndead > fs->cap_grave) {
+    size_t keep = 0;
+    for (size_t i = 0; i < fs->norder; i++)
+        keep += fs->order[i]->dead && fs->order[i]->nopen;
+    for (size_t i = 0; i < fs->ngrave; i++)
+        keep += fs->grave[i]->nopen > 0;
+    if (keep > fs->cap_grave) {
         size_t c = fs->cap_grave ? fs->cap_grave : 16;
-        while (c < fs->ngrave + ndead)
+        while (c < keep)
             c *= 2;
         pr_file **g = realloc(fs->grave, c * sizeof *g);
         if (!g) {
@@ -74,14 +89,25 @@ static bool rehash(pr_fs *fs, size_t nslots) {
         fs->grave = g;
         fs->cap_grave = c;
     }
+    size_t ng = 0;
+    for (size_t i = 0; i < fs->ngrave; i++) {
+        pr_file *f = fs->grave[i];
+        if (f->nopen)
+            fs->grave[ng++] = f;
+        else
+            free_entry(fs, f);
+    }
     size_t k = 0;
     for (size_t i = 0; i < fs->norder; i++) {
         pr_file *f = fs->order[i];
-        if (f->dead)
-            fs->grave[fs->ngrave++] = f;
-        else
+        if (!f->dead)
             fs->order[k++] = f;
+        else if (f->nopen)
+            fs->grave[ng++] = f;
+        else
+            free_entry(fs, f);
     }
+    fs->ngrave = ng;
     fs->norder = k;
     for (size_t i = 0; i < k; i++) {
         size_t j = fs->order[i]->hash & (nslots - 1);
@@ -96,6 +122,17 @@ static bool rehash(pr_fs *fs, size_t nslots) {
 }
 
 pr_file *pr_fs_create(pr_fs *fs, const char *norm, size_t n, bool dir) {
+    fs->create_err = -1;
+    /* Entries (paths and bookkeeping) have their own 128 MiB budget next to the
+     * contents': a guest must not grow host memory through names or unlink churn. */
+    size_t cost = sizeof(pr_file) + n + 1;
+    if (cost > PR_FS_MAX - fs->meta) {
+        if (fs->nslots && fs->norder > fs->nlive) rehash(fs, fs->nslots); /* reclaim */
+        if (cost > PR_FS_MAX - fs->meta) {
+            fs->create_err = -2;
+            return NULL;
+        }
+    }
     /* Keep the table at most half full counting dead entries (tombstones). */
     if ((fs->norder + 1) * 2 > fs->nslots) {
         size_t ns = fs->nslots ? fs->nslots : 16;
@@ -118,6 +155,7 @@ pr_file *pr_fs_create(pr_fs *fs, const char *norm, size_t n, bool dir) {
     f->hash = hash_path(norm, n);
     f->dir = dir;
     f->mtime = fs->clock; /* only writes advance the clock, as in the reference */
+    fs->meta += cost;
     fs->order[fs->norder++] = f;
     fs->nlive++;
     size_t mask = fs->nslots - 1;
@@ -212,7 +250,7 @@ int pr_fs_write(pr_fs *fs, const char *path, size_t path_len, const void *data, 
         if (len > PR_FS_MAX - fs->total)
             rc = -2;
         else if (!(f = pr_fs_create(fs, norm, n, false)))
-            rc = -1;
+            rc = fs->create_err;
     }
     if (!rc) {
         size_t old = f->len;

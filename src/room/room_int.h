@@ -135,14 +135,18 @@ struct pr_fs {
     size_t norder, cap_order, nlive;
     uint32_t *slots; /* open addressing: index+1 into order, 0 empty, UINT32_MAX tomb */
     size_t nslots;
-    pr_file **grave; /* unlinked entries, freed with the FS */
+    pr_file **grave; /* unlinked entries still open through a WASI descriptor */
     size_t ngrave, cap_grave;
     uint64_t clock;
-    size_t total; /* bytes of file contents */
+    size_t total;   /* bytes of file contents (≤ 128 MiB) */
+    size_t meta;    /* bytes of entries: struct + path (≤ 128 MiB) */
+    int create_err; /* why pr_fs_create last returned NULL: -1 no memory, -2 full */
 };
 
 pr_file *pr_fs_find(const pr_fs *fs, const char *norm, size_t n);
-/* Creates an empty file (or directory) at normalised path; NULL when out of memory. */
+/* Creates an empty file (or directory) at normalised path; NULL when out of memory
+ * or over the entries' budget (fs->create_err -1 / -2). May free removed entries that
+ * no descriptor holds: do not keep pointers to removed entries across it. */
 pr_file *pr_fs_create(pr_fs *fs, const char *norm, size_t n, bool dir);
 void pr_fs_remove(pr_fs *fs, pr_file *f);
 /* Sets the file's length (zero-fills growth). 0 ok, -1 nomem, -2 over 128 MiB. */

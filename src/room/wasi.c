@@ -731,7 +731,7 @@ HOST(path_open) {
         else if (ancestor_is_file(rs->fs, norm, n))
             e = E_NOTDIR;
         else if (!(file = pr_fs_create(rs->fs, norm, n, false)))
-            e = E_NOMEM;
+            e = rs->fs->create_err == -2 ? E_NOSPC : E_NOMEM;
         else
             pr_fs_touch(rs->fs, file); /* creating is the file's first write */
     } else if (file && (oflags & O_TRUNC_)) {
@@ -776,7 +776,7 @@ HOST(path_create_directory) {
     else if (ancestor_is_file(rs->fs, norm, n))
         e = E_NOTDIR;
     else if (!pr_fs_create(rs->fs, norm, n, true))
-        e = E_NOMEM;
+        e = rs->fs->create_err == -2 ? E_NOSPC : E_NOMEM;
     free(norm);
     RET(e);
 }
@@ -903,7 +903,7 @@ static int rename_tree(pr_fs *fs, const char *old, size_t on, const char *nw, si
         g = pr_fs_create(fs, target, tl, f->dir);
         free(target);
         if (!g) {
-            e = E_NOMEM;
+            e = fs->create_err == -2 ? E_NOSPC : E_NOMEM;
             break;
         }
         /* Hand the contents over without copying; the total stays the same. */

@@ -501,6 +501,42 @@ static void test_fs_cap(void **st) {
     pr_fs_free(fs);
 }
 
+/* Entries have their own 128 MiB budget (paths count), and removed entries are
+ * reclaimed, so neither long names nor create/unlink churn grow host memory. */
+static void test_fs_entries_budget(void **st) {
+    (void)st;
+    pr_fs *fs = pr_fs_new();
+    size_t plen = 1 << 20;
+    char *p = repeat('p', plen);
+    p[0] = '/';
+    int made = 0, rc = 0;
+    for (int i = 0; i < 200 && rc == 0; i++) {
+        p[1] = (char)('A' + i % 26), p[2] = (char)('A' + i / 26);
+        rc = pr_fs_write(fs, p, plen, "", 0);
+        made += rc == 0;
+    }
+    assert_int_equal(rc, -2);
+    assert_true(made >= 120 && made < 128);
+    assert_true(fs->meta <= PR_FS_MAX);
+    /* Removing entries gives the budget back. */
+    size_t cur = 0, pl, l;
+    const char *path;
+    const uint8_t *d;
+    while (pr_fs_next(fs, &cur, &path, &pl, &d, &l))
+        pr_fs_remove(fs, pr_fs_find(fs, path, pl));
+    assert_int_equal(pr_fs_write(fs, p, plen, "x", 1), 0);
+    pr_fs_free(fs);
+    free(p);
+    fs = pr_fs_new();
+    for (int i = 0; i < 100000; i++) {
+        assert_int_equal(pr_fs_write(fs, "/churn", 6, "x", 1), 0);
+        pr_fs_remove(fs, pr_fs_find(fs, "/churn", 6));
+    }
+    assert_true(fs->meta < 64 * 1024); /* dead entries were freed, not kept */
+    assert_int_equal(fs->total, 0);
+    pr_fs_free(fs);
+}
+
 static bool collect_child(void *ud, const char *name, size_t n, bool is_dir) {
     pr_buf *b = ud;
     return pr_buf_put(b, name, n) && pr_buf_putc(b, is_dir ? 'D' : 'F') && pr_buf_putc(b, ',');
@@ -753,6 +789,7 @@ int main(void) {
         cmocka_unit_test(test_input),
         cmocka_unit_test(test_fs),
         cmocka_unit_test(test_fs_cap),
+        cmocka_unit_test(test_fs_entries_budget),
         cmocka_unit_test(test_fs_children),
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_result_json),

@@ -397,7 +397,8 @@ static void test_room_environment(void **st) {
            "{\"ok\":true,\"stdout\":\"rmdir full=-1 errno=Directory not empty\\nrename dir=0\\n"
            "moved=2 old=-1\\nrename into itself=-1 errno=Invalid argument\\nrename over=0\\n"
            "bad name=-1 errno=Illegal byte sequence\\n"
-           "./\\n../\\n树/\\n覆盖.txt\\n\",\"stderr\":\"\",\"exitCode\":0,\"files\":{"
+           "./\\n../\\n树/\\n覆盖.txt\\nunlink open=0\\nread after unlink=10 'still here' "
+           "close=0\\n\",\"stderr\":\"\",\"exitCode\":0,\"files\":{"
            "\"/数据/树/1.txt\":\"1\",\"/数据/树/b/2.txt\":\"2\",\"/数据/覆盖.txt\":\"new\"}}");
     /* Memory over the 128 MiB cap cannot be had: memory.grow fails. */
     expect(*st, "{\"args\":[\"grow\"]}",
