@@ -311,7 +311,7 @@ void pw_gc_collect(pw_store *s, const pw_gcframe *cur) {
     mark_roots(&g, cur);
     rescan(&g);
     free(g.stk);
-    uint64_t live = pw_gcheap_sweep(s->gc_heap, large_bytes, g.nomap);
+    uint64_t live = pw_gcheap_sweep(s, s->gc_heap, large_bytes, g.nomap);
     s->gc_nomap += g.nomap;
     s->gc_bytes = live;
     s->gc_live = live;

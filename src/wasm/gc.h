@@ -61,8 +61,8 @@ void pw_gcheap_free(pw_gcheap *h);
 uint64_t pw_gcheap_cost(size_t bytes);
 bool pw_gcheap_fits(const pw_store *s, const pw_gcheap *h, size_t bytes);
 pw_obj *pw_gcheap_alloc(pw_store *s, pw_gcheap *h, size_t bytes); /* zeroed; NULL: cap */
-uint64_t pw_gcheap_sweep(pw_gcheap *h, uint64_t (*large_bytes)(const pw_gcheap *, const pw_obj *),
-                         bool keep_all);
+uint64_t pw_gcheap_sweep(pw_store *s, pw_gcheap *h,
+                         uint64_t (*large_bytes)(const pw_gcheap *, const pw_obj *), bool keep_all);
 void pw_gcheap_each(pw_gcheap *h, void (*fn)(void *ctx, pw_obj *o), void *ctx);
 
 /* A precise stack map site: code index (in the module's code array) of the word

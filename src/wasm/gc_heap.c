@@ -10,8 +10,9 @@
  *
  * Two byte counts: `s->gc_bytes` counts the cells/objects handed out since the last
  * sweep plus those it kept (the collection trigger), and `heap->reserved` counts the
- * memory actually held (blocks + large objects), which is what the store's memory cap
- * limits.
+ * memory actually held (blocks + large objects). The latter is also added to the
+ * store's `mem_used`, the one counter that linear memories, tables and this heap share
+ * against the store's memory cap (so memory.grow sees the GC heap and vice versa).
  */
 #include "wasm/gc.h"
 
@@ -38,7 +39,7 @@ pw_gcheap *pw_gcheap_new(void) {
 
 /* A new block for class k, its cells pushed on the free list. */
 static bool add_block(pw_store *s, pw_gcheap *h, uint32_t k) {
-    if (s->mem_used + h->reserved + BLOCK_BYTES > s->cfg.memory_cap) return false;
+    if (s->mem_used + BLOCK_BYTES > s->cfg.memory_cap) return false;
     pw_gcblock *b = malloc(BLOCK_BYTES);
     if (!b) return false;
     b->cell = (k + 1) * 16;
@@ -46,6 +47,7 @@ static bool add_block(pw_store *s, pw_gcheap *h, uint32_t k) {
     b->next = h->blocks[k];
     h->blocks[k] = b;
     h->reserved += BLOCK_BYTES;
+    s->mem_used += BLOCK_BYTES;
     for (uint32_t i = b->ncells; i-- > 0;) {
         pw_obj *o = (pw_obj *)(b->cells + (size_t)i * b->cell);
         o->kind = 0;
@@ -65,7 +67,7 @@ uint64_t pw_gcheap_cost(size_t bytes) {
 bool pw_gcheap_fits(const pw_store *s, const pw_gcheap *h, size_t bytes) {
     if (bytes <= PW_GC_CELL_MAX && h->free[class_of(bytes)]) return true;
     uint64_t need = bytes <= PW_GC_CELL_MAX ? BLOCK_BYTES : bytes + LARGE_OVERHEAD;
-    return s->mem_used + h->reserved + need <= s->cfg.memory_cap;
+    return s->mem_used + need <= s->cfg.memory_cap;
 }
 
 pw_obj *pw_gcheap_alloc(pw_store *s, pw_gcheap *h, size_t bytes) {
@@ -77,18 +79,20 @@ pw_obj *pw_gcheap_alloc(pw_store *s, pw_gcheap *h, size_t bytes) {
         memset(o, 0, (size_t)(k + 1) * 16);
         return o;
     }
-    if (s->mem_used + h->reserved + bytes + LARGE_OVERHEAD > s->cfg.memory_cap) return NULL;
+    if (s->mem_used + bytes + LARGE_OVERHEAD > s->cfg.memory_cap) return NULL;
     pw_obj *o = calloc(1, bytes);
     if (!o) return NULL;
     o->next = h->large;
     h->large = o;
     h->reserved += bytes + LARGE_OVERHEAD;
+    s->mem_used += bytes + LARGE_OVERHEAD;
     return o;
 }
 
 /* Free unmarked objects, clear marks; returns the bytes kept (pw_gcheap_cost units).
  * keep_all: clear marks only. */
-uint64_t pw_gcheap_sweep(pw_gcheap *h, uint64_t (*large_bytes)(const pw_gcheap *, const pw_obj *),
+uint64_t pw_gcheap_sweep(pw_store *s, pw_gcheap *h,
+                         uint64_t (*large_bytes)(const pw_gcheap *, const pw_obj *),
                          bool keep_all) {
     uint64_t live = 0;
     for (uint32_t k = 0; k < PW_GC_NCLASS; k++) {
@@ -112,6 +116,7 @@ uint64_t pw_gcheap_sweep(pw_gcheap *h, uint64_t (*large_bytes)(const pw_gcheap *
                 *link = b->next;
                 free(b);
                 h->reserved -= BLOCK_BYTES;
+                s->mem_used -= BLOCK_BYTES;
                 continue;
             }
             h->free[k] = freelist;
@@ -129,6 +134,7 @@ uint64_t pw_gcheap_sweep(pw_gcheap *h, uint64_t (*large_bytes)(const pw_gcheap *
         } else {
             *link = o->next;
             h->reserved -= n;
+            s->mem_used -= n;
             free(o);
         }
     }
