@@ -124,6 +124,13 @@ pw_slot pw_gc_load_field(const uint8_t *p, uint8_t kind, bool sign);
 
 /* Does reference r match reference type t (heap type relative to inst's module)? */
 bool pw_gc_ref_test(pw_store *s, pw_instance *inst, pw_ref r, pw_valtype t);
+/* The same, with the common case inline: an object of exactly the target type. */
+static inline bool pw_gc_ref_test_fast(pw_store *s, pw_instance *inst, pw_ref r, pw_valtype t) {
+    uint32_t h = PW_VT_HEAP(t);
+    if (r && !(r & 1) && !(h & PW_HT_ABS) && ((const pw_obj *)r)->type_id == inst->type_ids[h])
+        return true;
+    return pw_gc_ref_test(s, inst, r, t);
+}
 
 /* Array bulk operations; return a trap code or PW_TRAP_NONE. */
 pw_trap_code pw_gc_array_fill(pw_array *a, uint32_t d, pw_slot v, uint32_t n);

@@ -185,13 +185,13 @@ L_I31_GET_U : {
     NEXT(3);
 }
 
-L_REF_TEST : S(1).u64 = pw_gc_ref_test(s, inst, S(2).ref, IMM(3));
+L_REF_TEST : S(1).u64 = pw_gc_ref_test_fast(s, inst, S(2).ref, IMM(3));
 NEXT(4);
-L_REF_CAST : if (!pw_gc_ref_test(s, inst, S(1).ref, IMM(2))) TRAP(PW_TRAP_CAST_FAILURE);
+L_REF_CAST : if (!pw_gc_ref_test_fast(s, inst, S(1).ref, IMM(2))) TRAP(PW_TRAP_CAST_FAILURE);
 NEXT(3);
-L_BR_ON_CAST : if (pw_gc_ref_test(s, inst, S(1).ref, IMM(2))) JUMP(IMM(3));
+L_BR_ON_CAST : if (pw_gc_ref_test_fast(s, inst, S(1).ref, IMM(2))) JUMP(IMM(3));
 NEXT(4);
-L_BR_ON_CAST_FAIL : if (!pw_gc_ref_test(s, inst, S(1).ref, IMM(2))) JUMP(IMM(3));
+L_BR_ON_CAST_FAIL : if (!pw_gc_ref_test_fast(s, inst, S(1).ref, IMM(2))) JUMP(IMM(3));
 NEXT(4);
 
 gc_oom :
