@@ -334,6 +334,19 @@ static pw_status nested_out(yy_call *c, uint8_t shape, const yy_val *r, pw_ref *
     }
 }
 
+/* Ends the run with "<what>：<primitive name>" (the name decoded leniently: it is the
+ * program's bytes, and the result JSON needs valid UTF-8). */
+static pw_status bad_call(yy_call *c, const char *what, const uint8_t *name, uint32_t n) {
+    pr_buf m = {0};
+    pw_status st;
+    if (pr_buf_puts(&m, what) && pr_buf_puts(&m, "：") && yy_text(&m, name, n))
+        st = yy_fail(c, "%s", m.p);
+    else
+        st = yy_platform(c, "隔离运行失败：内存不足");
+    pr_buf_free(&m);
+    return st;
+}
+
 static pw_status host_gc_call(pw_call_ctx *cx, void *env, const pw_val *args, pw_val *results) {
     yy_bind *b = env;
     yy_call c = {cx, b->y, b->y->rs};
@@ -347,15 +360,15 @@ static pw_status host_gc_call(pw_call_ctx *cx, void *env, const pw_val *args, pw
     size_t fl = nl;
     if (fl > pl && memcmp(fnm, pre, pl) == 0) fnm += pl, fl -= pl;
     const yy_fn *fn = yy_std_find(YY_STD, sizeof YY_STD - 1, (const char *)fnm, fl);
-    if (!fn) return yy_fail(&c, UNBOUND YY_GC ".call(%.*s)", (int)nl, (const char *)name);
+    if (!fn) return bad_call(&c, UNBOUND YY_GC ".call", name, nl);
     yy_sig sig;
     if (!yy_sig_parse(fn->sig, strlen(fn->sig), &sig)) return yy_fail(&c, "宿主签名有误");
     pw_ref tup = args[1].ref;
     /* Elements are read as references: the argument list must be a $tuple. */
     if (sig.nparams && (!c.y->have_tuple || !is_tuple(&c, tup)))
-        return yy_fail(&c, "宿主原语参数不是元组：%.*s", (int)nl, (const char *)name);
+        return bad_call(&c, "宿主原语参数不是元组", name, nl);
     if (sig.nparams && pw_array_len(tup) < sig.nparams)
-        return yy_fail(&c, "宿主原语参数个数不符：%.*s", (int)nl, (const char *)name);
+        return bad_call(&c, "宿主原语参数个数不符", name, nl);
     yy_val a[YY_MAX_PARAMS];
     memset(a, 0, sizeof a);
     for (uint32_t k = 0; k < sig.nparams; k++) {
@@ -380,7 +393,7 @@ static pw_status host_gc_call(pw_call_ctx *cx, void *env, const pw_val *args, pw
         case YS_STR: ok = (a[k].s = pw_array_bytes(e.ref, &a[k].n)) != NULL; break;
         default: a[k].ref = e.ref; break;
         }
-        if (!ok) return yy_fail(&c, "宿主原语参数类型不符：%.*s", (int)nl, (const char *)name);
+        if (!ok) return bad_call(&c, "宿主原语参数类型不符", name, nl);
     }
     yy_val r;
     memset(&r, 0, sizeof r);
@@ -556,7 +569,7 @@ static bool yy_resolve(void *ctx, pw_store *s, const pw_module *m, const pw_impo
         if (!yy_sig_check(m, imp->index, &b->sig, why, sizeof why)) {
             size_t dl;
             const char *decl = yy_bound_declared(m, mod, imp->module_len, name, imp->name_len, &dl);
-            if (decl)
+            if (decl && pr_utf8_valid((const uint8_t *)decl, dl)) /* section bytes: unchecked */
                 return link_fail(rs,
                                  "隔离运行失败：导入类型不符：%.*s.%.*s 须为 %s，程序导入为 %s"
                                  "（豫言边界声明 %.*s）",

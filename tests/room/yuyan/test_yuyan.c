@@ -414,6 +414,12 @@ static void test_legacy(void **st) {
             "{\"ok\":false,\"stdout\":\"旧式\\n0.25\\n2.500000\\n\",\"stderr\":\"\",\"exitCode\":1,"
             "\"error\":\"未捕捉的豫言异常：\\n231,148,178,7,228,185,153,\",\"files\":{\"/数据/"
             "旧.txt\":\"旧式写\"}}");
+    /* An unknown primitive; its name (not UTF-8) decoded leniently into the error. */
+    expectp(*st, P_LEGACY, "{\"args\":[\"bad\"]}",
+            "{\"ok\":false,\"stdout\":\"旧式\\n0.25\\n2.500000\\n\",\"stderr\":\"\",\"exitCode\":1,"
+            "\"error\":\"接口函数未绑定：yuyan:gc-host/v1.call：\xef\xbf\xbd"
+            "A\",\"files\":{\"/数据/"
+            "旧.txt\":\"旧式写\"}}");
     /* Arguments that are not a $tuple are refused (never read as references). */
     expectp(
         *st, P_LEGACY, "{\"args\":[\"badargs\"]}",
