@@ -71,7 +71,7 @@ static void set_end(pr_run_state *rs, int how, const char *msg, size_t n) {
 }
 
 pw_status yy_fail(yy_call *c, const char *fmt, ...) {
-    char buf[1024];
+    char buf[2048]; /* > end_msg: set_end cuts at a character boundary */
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(buf, sizeof buf, fmt, ap);
@@ -492,7 +492,7 @@ static yy_state *state(pr_run_state *rs, const pw_module *m) {
 /* A link failure: the run throws 隔离运行失败：<why>. */
 static bool link_fail(pr_run_state *rs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static bool link_fail(pr_run_state *rs, const char *fmt, ...) {
-    char buf[1024];
+    char buf[2048]; /* > end_msg: set_end cuts at a character boundary */
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(buf, sizeof buf, fmt, ap);

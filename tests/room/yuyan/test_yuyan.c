@@ -388,6 +388,18 @@ static void test_std_errors(void **st) {
     expectp(*st, P_STD, "{\"args\":[\"missing\"]}",
             "{\"ok\":false,\"stdout\":\"\",\"stderr\":\"\",\"exitCode\":1,\"error\":"
             "\"文件不存在：/数据/../无.txt\",\"files\":{\"/数据/前.txt\":\"前\"}}");
+    /* A long message is cut (to 1023 bytes) at a character boundary. */
+    char in[4096] = "{\"args\":[\"readarg\",\"a"; /* "a": 1023 is mid-character */
+    for (int i = 0; i < 1000; i++)
+        strcat(in, "中");
+    strcat(in, "\"]}");
+    char *got = runp(*st, P_STD, in);
+    const char *err = strstr(got, "\"error\":\"文件不存在：a中中");
+    assert_non_null(err);
+    size_t elen = strcspn(err + 9, "\"");
+    assert_true(elen <= 1023 && elen > 1000);
+    assert_true(pr_utf8_valid((const uint8_t *)err + 9, elen));
+    free(got);
     expectp(*st, P_STD, "{\"args\":[\"exit5\"]}",
             "{\"ok\":false,\"stdout\":\"\",\"stderr\":\"退出五\\n\",\"exitCode\":5,\"files\":{}}");
 }
