@@ -224,6 +224,11 @@ typedef struct pw_store_config {
     uint64_t memory_cap;     /* bytes over all linear memories + GC heap + tables; 0 = 4 GiB */
     uint32_t max_call_depth; /* Wasm frames; 0 = default (10000 frames... see docs) */
     size_t value_stack_bytes; /* 0 = default */
+    /* false (the spec's behaviour): memory.grow / table.grow past memory_cap return -1.
+     * true: they end the run with PW_ERR_OOM, like a GC allocation that cannot be
+     * satisfied — for hosts whose contract makes the cap a platform limit. A grow past
+     * the memory's or table's own declared maximum still returns -1 either way. */
+    bool cap_is_fatal;
 } pw_store_config;
 
 /* cfg may be NULL for defaults. Caller frees with pw_store_free. */

@@ -204,7 +204,9 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
         if (!(rs.rng[0] | rs.rng[1] | rs.rng[2] | rs.rng[3])) rs.rng[0] = 1;
     }
     pw_error pe = {0};
-    pw_store_config sc = {.memory_cap = h->memory_cap};
+    /* The contract makes the memory cap a platform limit (an exception), not a -1
+     * from memory.grow that the program could ignore. */
+    pw_store_config sc = {.memory_cap = h->memory_cap, .cap_is_fatal = true};
     rs.store = pw_store_new(&sc, &pe);
     if (!rs.store) {
         pr_err_set(err, PR_KIND_RUN_FAILED, MSG_NOMEM);

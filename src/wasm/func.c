@@ -128,7 +128,7 @@ pw_status pw_invoke(pw_store *s, pw_func *f, pw_error *err) {
         err->status = st;
         snprintf(err->message, sizeof err->message, "%s",
                  st == PW_ERR_EXCEPTION ? "uncaught exception"
-                 : st == PW_ERR_OOM     ? "out of memory: the GC heap hit the store's memory cap"
+                 : st == PW_ERR_OOM     ? "out of memory: the store's memory cap was hit"
                                         : "call failed");
     }
     return st;

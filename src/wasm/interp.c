@@ -814,6 +814,10 @@ L_MEMORY_SIZE:
     NEXT(2);
 L_MEMORY_GROW : {
     int64_t r = pw_memory_grow(mem, S(2).u32);
+    if (r == PW_GROW_OVER_CAP) {
+        if (s->cfg.cap_is_fatal) goto gc_oom;
+        r = -1;
+    }
     S(1).i32 = (int32_t)r;
     RELOAD_MEM();
     NEXT(3);
@@ -849,9 +853,15 @@ L_TABLE_SET : {
 L_TABLE_SIZE:
     S(1).u32 = inst->tables[IMM(2)]->size;
     NEXT(3);
-L_TABLE_GROW:
-    S(1).i32 = (int32_t)pw_table_grow(inst->tables[IMM(2)], S(4).u32, S(3).ref);
+L_TABLE_GROW : {
+    int64_t r = pw_table_grow(inst->tables[IMM(2)], S(4).u32, S(3).ref);
+    if (r == PW_GROW_OVER_CAP) {
+        if (s->cfg.cap_is_fatal) goto gc_oom;
+        r = -1;
+    }
+    S(1).i32 = (int32_t)r;
     NEXT(5);
+}
 L_TABLE_FILL:
     if ((tc = op_table_fill(inst->tables[IMM(1)], S(2).u32, S(3).ref, S(4).u32))) goto trap;
     NEXT(5);

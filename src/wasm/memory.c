@@ -45,9 +45,12 @@ int64_t pw_memory_grow(pw_memory *m, uint64_t delta) {
     uint64_t old = m->size / PAGE;
     if (delta == 0) return (int64_t)old;
     uint64_t np = old + delta;
-    if (np > 65536 || np > m->max_pages || np * PAGE > m->reserved) return -1;
+    if (np > 65536 || np > m->max_pages) return -1;
     pw_store *s = m->store;
-    if (s->mem_used + delta * PAGE > s->cfg.memory_cap) return -1;
+    /* The reservation is capped by the store's memory cap, so running past it is the
+     * cap's doing too. */
+    if (np * PAGE > m->reserved || s->mem_used + delta * PAGE > s->cfg.memory_cap)
+        return PW_GROW_OVER_CAP;
     if (mprotect(m->data + m->size, delta * PAGE, PROT_READ | PROT_WRITE) != 0) return -1;
     m->size = np * PAGE;
     s->mem_used += delta * PAGE;

@@ -237,12 +237,15 @@ bool pw_store_ensure_stack(pw_store *s);
 
 /* memory.c */
 pw_memory *pw_memory_create(pw_store *s, uint64_t min_pages, uint64_t max_pages);
-int64_t pw_memory_grow(pw_memory *m, uint64_t delta_pages); /* old pages or -1 */
+/* Grow results: the old size, -1 (refused), or PW_GROW_OVER_CAP (refused because the
+ * store's memory cap would be passed; Wasm sees -1 unless cfg.cap_is_fatal). */
+#define PW_GROW_OVER_CAP (-2)
+int64_t pw_memory_grow(pw_memory *m, uint64_t delta_pages);
 
 /* table.c */
 pw_table *pw_table_create(pw_store *s, pw_valtype elem, const pw_module *tmod, uint32_t min,
                           uint64_t max, pw_ref init);
-int64_t pw_table_grow(pw_table *t, uint32_t delta, pw_ref init); /* old size or -1 */
+int64_t pw_table_grow(pw_table *t, uint32_t delta, pw_ref init); /* as pw_memory_grow */
 
 /* func.c */
 pw_func *pw_func_create_wasm(pw_store *s, pw_instance *inst, uint32_t func_index);

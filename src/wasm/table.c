@@ -32,7 +32,8 @@ int64_t pw_table_grow(pw_table *t, uint32_t delta, pw_ref init) {
     uint64_t n = (uint64_t)old + delta;
     if (n > t->max || n > PW_TABLE_LIMIT) return -1;
     pw_store *s = t->store;
-    if (s->mem_used + (uint64_t)delta * sizeof(pw_ref) > s->cfg.memory_cap) return -1;
+    if (s->mem_used + (uint64_t)delta * sizeof(pw_ref) > s->cfg.memory_cap)
+        return PW_GROW_OVER_CAP;
     if (n > t->cap) {
         uint64_t nc = (uint64_t)t->cap * 2;
         if (nc < n) nc = n;

@@ -221,6 +221,31 @@ static void test_memory_cap(void **state) {
     pw_module_free(m);
 }
 
+/* With cap_is_fatal the same grow past the cap is no longer a -1 the program could
+ * ignore: the call ends with PW_ERR_OOM, and the store stays usable. A grow within the
+ * cap still works, and the memory keeps its size. */
+static void test_memory_cap_fatal(void **state) {
+    (void)state;
+    pw_error err;
+    pw_module *m = load(GROW, sizeof GROW);
+    pw_store_config cfg = {.memory_cap = 4 * 65536, .cap_is_fatal = true};
+    pw_store *s = pw_store_new(&cfg, &err);
+    pw_instance *inst = pw_instantiate(s, m, NULL, NULL, &err);
+    assert_non_null(inst);
+    pw_func *grow = export_func(inst, "grow");
+    pw_val arg = {.i32 = 2}, res = {0};
+    assert_int_equal(pw_call(s, grow, &arg, 1, &res, 1, &err), PW_OK);
+    assert_int_equal(res.i32, 1);
+    assert_int_equal(pw_call(s, grow, &arg, 1, &res, 1, &err), PW_ERR_OOM);
+    assert_int_equal(err.status, PW_ERR_OOM);
+    assert_non_null(strstr(err.message, "memory cap"));
+    arg.i32 = 1;
+    assert_int_equal(pw_call(s, grow, &arg, 1, &res, 1, &err), PW_OK);
+    assert_int_equal(res.i32, 3);
+    pw_store_free(s);
+    pw_module_free(m);
+}
+
 static void test_trap_messages(void **state) {
     (void)state;
     assert_string_equal(pw_trap_message(PW_TRAP_MEM_OOB, PW_MSG_SPEC),
@@ -327,6 +352,7 @@ int main(void) {
         cmocka_unit_test(test_deep_recursion_traps),
         cmocka_unit_test(test_host_reentry_bounded),
         cmocka_unit_test(test_memory_cap),
+        cmocka_unit_test(test_memory_cap_fatal),
         cmocka_unit_test(test_trap_messages),
         cmocka_unit_test(test_externref_identity),
         cmocka_unit_test(test_exception_through_host),
