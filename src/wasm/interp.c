@@ -82,8 +82,8 @@ static uint64_t f64_minmax(pw_slot a, pw_slot b, bool max) {
  * promptly (the effects so far persist, as with any trap). */
 #define PW_CHUNK ((uint32_t)1 << 20)
 
-static pw_trap_code op_memory_fill(pw_memory *m, uint32_t d, uint32_t v, uint32_t n,
-                                   const atomic_int *intr) {
+static __attribute__((noinline)) pw_trap_code op_memory_fill(pw_memory *m, uint32_t d, uint32_t v,
+                                                             uint32_t n, const atomic_int *intr) {
     if ((uint64_t)d + n > m->size) return PW_TRAP_MEM_OOB;
     while (n) {
         uint32_t k = n < PW_CHUNK ? n : PW_CHUNK;
@@ -95,8 +95,8 @@ static pw_trap_code op_memory_fill(pw_memory *m, uint32_t d, uint32_t v, uint32_
     return PW_TRAP_NONE;
 }
 
-static pw_trap_code op_memory_copy(pw_memory *m, uint32_t d, uint32_t src, uint32_t n,
-                                   const atomic_int *intr) {
+static __attribute__((noinline)) pw_trap_code op_memory_copy(pw_memory *m, uint32_t d, uint32_t src,
+                                                             uint32_t n, const atomic_int *intr) {
     if ((uint64_t)d + n > m->size || (uint64_t)src + n > m->size) return PW_TRAP_MEM_OOB;
     if (n <= PW_CHUNK || d <= src) {
         /* forward: chunks from the start are safe when the destination is lower */
@@ -120,8 +120,8 @@ static pw_trap_code op_memory_copy(pw_memory *m, uint32_t d, uint32_t src, uint3
     return PW_TRAP_NONE;
 }
 
-static pw_trap_code op_memory_init(pw_instance *inst, uint32_t seg, uint32_t d, uint32_t src,
-                                   uint32_t n) {
+static __attribute__((noinline)) pw_trap_code op_memory_init(pw_instance *inst, uint32_t seg,
+                                                             uint32_t d, uint32_t src, uint32_t n) {
     const pw_data *ds = &inst->mod->datas[seg];
     uint64_t len = inst->data_dropped[seg] ? 0 : ds->bytes.len;
     pw_memory *m = inst->mem0;
@@ -130,22 +130,23 @@ static pw_trap_code op_memory_init(pw_instance *inst, uint32_t seg, uint32_t d, 
     return PW_TRAP_NONE;
 }
 
-static pw_trap_code op_table_fill(pw_table *t, uint32_t i, pw_ref v, uint32_t n) {
+static __attribute__((noinline)) pw_trap_code op_table_fill(pw_table *t, uint32_t i, pw_ref v,
+                                                            uint32_t n) {
     if ((uint64_t)i + n > t->size) return PW_TRAP_TABLE_OOB;
     for (uint32_t k = 0; k < n; k++)
         t->elems[i + k] = v;
     return PW_TRAP_NONE;
 }
 
-static pw_trap_code op_table_copy(pw_table *dt, pw_table *st, uint32_t d, uint32_t src,
-                                  uint32_t n) {
+static __attribute__((noinline)) pw_trap_code op_table_copy(pw_table *dt, pw_table *st, uint32_t d,
+                                                            uint32_t src, uint32_t n) {
     if ((uint64_t)d + n > dt->size || (uint64_t)src + n > st->size) return PW_TRAP_TABLE_OOB;
     memmove(dt->elems + d, st->elems + src, (size_t)n * sizeof(pw_ref));
     return PW_TRAP_NONE;
 }
 
-static pw_trap_code op_table_init(pw_instance *inst, pw_table *t, uint32_t seg, uint32_t d,
-                                  uint32_t src, uint32_t n) {
+static __attribute__((noinline)) pw_trap_code
+op_table_init(pw_instance *inst, pw_table *t, uint32_t seg, uint32_t d, uint32_t src, uint32_t n) {
     uint64_t len = inst->elem_len[seg];
     if ((uint64_t)src + n > len || (uint64_t)d + n > t->size) return PW_TRAP_TABLE_OOB;
     if (n) memcpy(t->elems + d, inst->elem_refs[seg] + src, (size_t)n * sizeof(pw_ref));
