@@ -229,7 +229,24 @@ typedef struct pw_store_config {
      * satisfied — for hosts whose contract makes the cap a platform limit. A grow past
      * the memory's or table's own declared maximum still returns -1 either way. */
     bool cap_is_fatal;
+    /* Optional mapping pool (pw_pool_new): the store takes its stacks and linear
+     * memories from it and gives them back in pw_store_free. NULL: mmap/munmap. */
+    struct pw_pool *pool;
 } pw_store_config;
+
+/* A cache of the mappings stores use (value/frame stacks, linear-memory
+ * reservations), so a short run makes no mmap/munmap/mprotect call: those take the
+ * process-wide mm lock and send TLB shootdowns to every other thread. Memory handed
+ * out again reads as zero (the engine zeroes what a previous store dirtied). A pool
+ * keeps a few entries and a bounded number of dirtied bytes; the rest is unmapped.
+ * Not thread-safe: one thread at a time uses a pool and every store made with it
+ * (handing it to another thread needs a happens-before, e.g. a mutex). */
+typedef struct pw_pool pw_pool;
+/* Caller frees with pw_pool_free. NULL when out of memory. */
+pw_pool *pw_pool_new(void);
+/* Unmaps what the pool holds. Stores still using it stay valid: the pool is then
+ * released by the last of them (their mappings are unmapped, not kept). */
+void pw_pool_free(pw_pool *p);
 
 /* cfg may be NULL for defaults. Caller frees with pw_store_free. */
 pw_store *pw_store_new(const pw_store_config *cfg, pw_error *err);

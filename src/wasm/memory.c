@@ -5,13 +5,31 @@
  * size), so no signal handler is needed. The data is a PROT_NONE reservation of the
  * largest size the memory may reach (its maximum, capped by the store's memory cap);
  * growing makes more of it read/write in place, so the base address never moves and
- * host pointers stay valid across memory.grow. See docs/engine.md.
+ * host pointers stay valid across memory.grow. With a pool (pool.c) the mapping may
+ * come from an earlier store: [0, rw) is then already read/write and [0, dirty) is
+ * zeroed as the memory grows into it. See docs/engine.md.
  */
 #include "wasm/runtime.h"
 
+#include <string.h>
 #include <sys/mman.h>
 
 #define PAGE ((uint64_t)65536)
+
+/* Makes [0, bytes) the memory's contents: read/write, and zero where a previous
+ * store (a pooled mapping) left data. */
+static bool extend(pw_memory *m, uint64_t bytes) {
+    if (bytes > m->rw) {
+        if (mprotect(m->data + m->rw, bytes - m->rw, PROT_READ | PROT_WRITE) != 0) return false;
+        m->rw = bytes;
+    }
+    if (m->dirty > m->size) {
+        uint64_t end = bytes < m->dirty ? bytes : m->dirty;
+        memset(m->data + m->size, 0, end - m->size);
+    }
+    m->size = bytes;
+    return true;
+}
 
 pw_memory *pw_memory_create(pw_store *s, uint64_t min_pages, uint64_t max_pages) {
     uint64_t cap_pages = s->cfg.memory_cap / PAGE;
@@ -24,19 +42,16 @@ pw_memory *pw_memory_create(pw_store *s, uint64_t min_pages, uint64_t max_pages)
     uint64_t limit = max_pages < cap_pages ? max_pages : cap_pages;
     if (limit < min_pages) limit = min_pages;
     m->reserved = limit * PAGE;
+    m->size = 0;
     if (m->reserved == 0) {
         m->data = NULL;
-        m->size = 0;
         return m;
     }
-    void *p = mmap(NULL, m->reserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) {
+    if (!pw_mem_map(s->cfg.pool, m, m->reserved)) {
         m->reserved = 0;
         return NULL;
     }
-    m->data = p;
-    if (min_pages && mprotect(p, min_pages * PAGE, PROT_READ | PROT_WRITE) != 0) return NULL;
-    m->size = min_pages * PAGE;
+    if (!extend(m, min_pages * PAGE)) return NULL; /* the store frees the mapping */
     s->mem_used += m->size;
     return m;
 }
@@ -51,8 +66,7 @@ int64_t pw_memory_grow(pw_memory *m, uint64_t delta) {
      * cap's doing too. */
     if (np * PAGE > m->reserved || s->mem_used + delta * PAGE > s->cfg.memory_cap)
         return PW_GROW_OVER_CAP;
-    if (mprotect(m->data + m->size, delta * PAGE, PROT_READ | PROT_WRITE) != 0) return -1;
-    m->size = np * PAGE;
+    if (!extend(m, np * PAGE)) return -1;
     s->mem_used += delta * PAGE;
     return (int64_t)old;
 }

@@ -103,7 +103,10 @@ struct pw_memory {
     uint8_t *data;      /* reserved mapping; [0, size) is read/write */
     uint64_t size;      /* bytes */
     uint64_t max_pages; /* UINT64_MAX when unbounded */
-    uint64_t reserved;  /* bytes reserved for data */
+    uint64_t reserved;  /* bytes the memory may reach (its maximum, capped) */
+    uint64_t mapped;    /* bytes of the mapping at data (>= reserved when pooled) */
+    uint64_t rw;        /* [0, rw) is read/write (>= size; never shrinks) */
+    uint64_t dirty;     /* [size, dirty) may hold a previous store's bytes (pool.c) */
     pw_store *store;
 };
 
@@ -241,6 +244,15 @@ pw_memory *pw_memory_create(pw_store *s, uint64_t min_pages, uint64_t max_pages)
  * store's memory cap would be passed; Wasm sees -1 unless cfg.cap_is_fatal). */
 #define PW_GROW_OVER_CAP (-2)
 int64_t pw_memory_grow(pw_memory *m, uint64_t delta_pages);
+
+/* pool.c: mappings from the store's pool (cfg.pool; NULL: plain mmap/munmap). */
+void *pw_stack_map(pw_pool *p, size_t bytes); /* read/write; NULL on failure */
+void pw_stack_unmap(pw_pool *p, void *base, size_t bytes);
+/* Sets m->data, mapped, rw, dirty for a reservation of at least `bytes`. */
+bool pw_mem_map(pw_pool *p, pw_memory *m, uint64_t bytes);
+void pw_mem_unmap(pw_pool *p, pw_memory *m);
+void pw_pool_attach(pw_pool *p); /* a store starts using p */
+void pw_pool_detach(pw_pool *p); /* ... and stops (may free a closed pool) */
 
 /* table.c */
 pw_table *pw_table_create(pw_store *s, pw_valtype elem, const pw_module *tmod, uint32_t min,

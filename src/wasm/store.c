@@ -8,7 +8,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #define PW_DEFAULT_DEPTH 100000u
 #define PW_DEFAULT_STACK ((size_t)64 << 20)
@@ -21,6 +20,7 @@ pw_store *pw_store_new(const pw_store_config *cfg, pw_error *err) {
         return NULL;
     }
     if (cfg) s->cfg = *cfg;
+    pw_pool_attach(s->cfg.pool);
     if (!s->cfg.memory_cap) s->cfg.memory_cap = (uint64_t)4 << 30;
     if (!s->cfg.max_call_depth) s->cfg.max_call_depth = PW_DEFAULT_DEPTH;
     if (!s->cfg.value_stack_bytes) s->cfg.value_stack_bytes = PW_DEFAULT_STACK;
@@ -35,20 +35,18 @@ pw_store *pw_store_new(const pw_store_config *cfg, pw_error *err) {
 }
 
 /* The stacks are reserved lazily (first call) with mmap so untouched pages cost
- * nothing. */
+ * nothing; with a pool they are reused mappings (pool.c: no zeroing needed). */
 bool pw_store_ensure_stack(pw_store *s) {
     if (s->stack) return true;
     size_t nslots = s->cfg.value_stack_bytes / sizeof(pw_slot);
     if (nslots < 4096) nslots = 4096;
     size_t bytes = (nslots + PW_STACK_MARGIN) * sizeof(pw_slot);
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
-    if (p == MAP_FAILED) return false;
+    void *p = pw_stack_map(s->cfg.pool, bytes);
+    if (!p) return false;
     size_t fbytes = (size_t)s->cfg.max_call_depth * sizeof(pw_frame);
-    void *fpg = mmap(NULL, fbytes, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (fpg == MAP_FAILED) {
-        munmap(p, bytes);
+    void *fpg = pw_stack_map(s->cfg.pool, fbytes);
+    if (!fpg) {
+        pw_stack_unmap(s->cfg.pool, p, bytes);
         return false;
     }
     s->stack = p;
@@ -69,7 +67,7 @@ void *pw_store_alloc_obj(pw_store *s, size_t size, uint8_t kind) {
     return o;
 }
 
-static void free_obj(pw_obj *o) {
+static void free_obj(pw_pool *pool, pw_obj *o) {
     switch (o->kind) {
     case PW_OBJ_FUNC: {
         pw_func *f = (pw_func *)o;
@@ -78,7 +76,7 @@ static void free_obj(pw_obj *o) {
     }
     case PW_OBJ_MEMORY: {
         pw_memory *m = (pw_memory *)o;
-        if (m->data && m->reserved) munmap(m->data, m->reserved);
+        if (m->data && m->mapped) pw_mem_unmap(pool, m);
         break;
     }
     case PW_OBJ_TABLE: free(((pw_table *)o)->elems); break;
@@ -109,16 +107,20 @@ void pw_store_free(pw_store *s) {
     pw_obj *o = s->objects;
     while (o) {
         pw_obj *n = o->next;
-        free_obj(o);
+        free_obj(s->cfg.pool, o);
         o = n;
     }
     if (s->stack)
-        munmap(s->stack, (size_t)(s->stack_end - s->stack + PW_STACK_MARGIN) * sizeof(pw_slot));
-    if (s->frames) munmap(s->frames, (size_t)(s->frames_end - s->frames) * sizeof(pw_frame));
+        pw_stack_unmap(s->cfg.pool, s->stack,
+                       (size_t)(s->stack_end - s->stack + PW_STACK_MARGIN) * sizeof(pw_slot));
+    if (s->frames)
+        pw_stack_unmap(s->cfg.pool, s->frames,
+                       (size_t)(s->frames_end - s->frames) * sizeof(pw_frame));
     for (uint32_t i = 0; i < s->ntypes; i++)
         free(s->types[i].types);
     free(s->types);
     free(s->hostrefs);
+    pw_pool_detach(s->cfg.pool);
     free(s);
 }
 

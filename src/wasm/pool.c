@@ -1,0 +1,133 @@
+/*
+ * pool.c — the mapping pool: value/frame stacks and linear-memory reservations kept
+ * between stores so a short run makes no mmap/munmap/mprotect call. Those calls take
+ * the process's mm lock, and unmapping or protecting touched pages interrupts every
+ * other thread of the process (TLB shootdown), so with several workers per-run
+ * mappings serialise them.
+ *
+ * Stacks come back as they are: the interpreter writes every frame record and
+ * zeroes every frame's locals, and operands are written before they are read, so a
+ * stack's old contents are never observed. A memory comes back with [0, rw) still
+ * read/write (bounds are checked explicitly, PROT_NONE is not a safety net) and the
+ * size it reached as `dirty`; the next store zeroes [0, dirty) lazily, as it grows
+ * into it (memory.c). What the pool keeps is bounded by entry counts and by the
+ * dirtied bytes it holds (resident memory); anything over is unmapped.
+ */
+#include "wasm/runtime.h"
+
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#define POOL_STACKS      4 /* two stores' value + frame stacks */
+#define POOL_MEMS        4
+#define POOL_DIRTY_BYTES ((uint64_t)32 << 20) /* dirtied memory bytes kept */
+
+typedef struct pool_stack {
+    void *base;
+    size_t bytes;
+} pool_stack;
+
+typedef struct pool_mem {
+    uint8_t *base;
+    uint64_t mapped, rw, dirty;
+} pool_mem;
+
+struct pw_pool {
+    pool_stack stacks[POOL_STACKS];
+    pool_mem mems[POOL_MEMS];
+    uint32_t nstacks, nmems;
+    uint64_t dirty; /* sum of mems[].dirty */
+    uint32_t users; /* stores made with this pool and not yet freed */
+    bool closed;    /* pw_pool_free called while users > 0 */
+};
+
+pw_pool *pw_pool_new(void) {
+    return calloc(1, sizeof(pw_pool));
+}
+
+static void drain(pw_pool *p) {
+    for (uint32_t i = 0; i < p->nstacks; i++)
+        munmap(p->stacks[i].base, p->stacks[i].bytes);
+    for (uint32_t i = 0; i < p->nmems; i++)
+        munmap(p->mems[i].base, p->mems[i].mapped);
+    p->nstacks = p->nmems = 0;
+    p->dirty = 0;
+}
+
+void pw_pool_free(pw_pool *p) {
+    if (!p) return;
+    drain(p);
+    if (p->users)
+        p->closed = true;
+    else
+        free(p);
+}
+
+void pw_pool_attach(pw_pool *p) {
+    if (p) p->users++;
+}
+
+void pw_pool_detach(pw_pool *p) {
+    if (!p) return;
+    if (--p->users == 0 && p->closed) free(p);
+}
+
+void *pw_stack_map(pw_pool *p, size_t bytes) {
+    if (p)
+        for (uint32_t i = 0; i < p->nstacks; i++)
+            if (p->stacks[i].bytes == bytes) {
+                void *b = p->stacks[i].base;
+                p->stacks[i] = p->stacks[--p->nstacks];
+                return b;
+            }
+    void *b = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    return b == MAP_FAILED ? NULL : b;
+}
+
+void pw_stack_unmap(pw_pool *p, void *base, size_t bytes) {
+    if (p && !p->closed && p->nstacks < POOL_STACKS) {
+        p->stacks[p->nstacks++] = (pool_stack){base, bytes};
+        return;
+    }
+    munmap(base, bytes);
+}
+
+bool pw_mem_map(pw_pool *p, pw_memory *m, uint64_t bytes) {
+    if (p) {
+        /* Best fit: the smallest reservation that is large enough. */
+        uint32_t best = UINT32_MAX;
+        for (uint32_t i = 0; i < p->nmems; i++)
+            if (p->mems[i].mapped >= bytes &&
+                (best == UINT32_MAX || p->mems[i].mapped < p->mems[best].mapped))
+                best = i;
+        if (best != UINT32_MAX) {
+            pool_mem e = p->mems[best];
+            p->mems[best] = p->mems[--p->nmems];
+            p->dirty -= e.dirty;
+            m->data = e.base;
+            m->mapped = e.mapped;
+            m->rw = e.rw;
+            m->dirty = e.dirty;
+            return true;
+        }
+    }
+    void *b = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (b == MAP_FAILED) return false;
+    m->data = b;
+    m->mapped = bytes;
+    m->rw = m->dirty = 0;
+    return true;
+}
+
+void pw_mem_unmap(pw_pool *p, pw_memory *m) {
+    uint64_t dirty = m->size > m->dirty ? m->size : m->dirty;
+    if (p && !p->closed && p->nmems < POOL_MEMS && dirty <= POOL_DIRTY_BYTES - p->dirty) {
+        p->mems[p->nmems++] = (pool_mem){m->data, m->mapped, m->rw, dirty};
+        p->dirty += dirty;
+    } else {
+        munmap(m->data, m->mapped);
+    }
+    m->data = NULL;
+    m->mapped = 0;
+}
