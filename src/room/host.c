@@ -1,6 +1,7 @@
 /*
  * host.c — the application's room host: granted LOADER list, existing bindings,
- * limits, the isolate cache and the watchdog. Owns no global state.
+ * limits, the isolate cache, the watchdog and the idle mapping pools. Owns no global
+ * state.
  */
 #include "room_int.h"
 
@@ -59,6 +60,11 @@ pr_host *pr_host_new(const pr_host_config *cfg, pr_error *err) {
         pr_cache_destroy(&h->cache);
         goto nomem;
     }
+    if (pthread_mutex_init(&h->pool_mu, NULL) != 0) {
+        pr_watchdog_destroy(&h->wd);
+        pr_cache_destroy(&h->cache);
+        goto nomem;
+    }
     return h;
 nomem:
     if (h) {
@@ -74,6 +80,9 @@ void pr_host_free(pr_host *h) {
     if (!h) return;
     pr_watchdog_destroy(&h->wd);
     pr_cache_destroy(&h->cache);
+    for (size_t i = 0; i < h->npools; i++)
+        pw_pool_free(h->pools[i]);
+    pthread_mutex_destroy(&h->pool_mu);
     free_list(h->granted, h->ngranted);
     free_list(h->bound, h->nbound);
     free(h);
@@ -91,4 +100,26 @@ bool pr_host_granted(const pr_host *h, pr_str runner) {
 
 bool pr_host_bound(const pr_host *h, pr_str runner) {
     return in_list(h->bound, h->nbound, runner);
+}
+
+/* A pool is used by one run at a time; the mutex hands it from one thread to the
+ * next. Taking one is two uncontended lock operations per run, against the mm-lock
+ * traffic and TLB shootdowns of mapping a store's stacks and memory afresh. */
+pw_pool *pr_host_pool_take(pr_host *h) {
+    pw_pool *p = NULL;
+    pthread_mutex_lock(&h->pool_mu);
+    if (h->npools) p = h->pools[--h->npools];
+    pthread_mutex_unlock(&h->pool_mu);
+    return p ? p : pw_pool_new();
+}
+
+void pr_host_pool_put(pr_host *h, pw_pool *p) {
+    if (!p) return;
+    pthread_mutex_lock(&h->pool_mu);
+    if (h->npools < PR_POOLS_MAX) {
+        h->pools[h->npools++] = p;
+        p = NULL;
+    }
+    pthread_mutex_unlock(&h->pool_mu);
+    pw_pool_free(p);
 }

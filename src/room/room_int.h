@@ -289,6 +289,8 @@ uint64_t pr_run_random(pr_run_state *rs);
 
 /* ---------------------------------------------------------------- host.c */
 
+#define PR_POOLS_MAX 16 /* idle pools kept: more than the runs a host runs at once */
+
 struct pr_host {
     char **granted, **bound;
     size_t ngranted, nbound;
@@ -297,7 +299,17 @@ struct pr_host {
     bool deterministic;
     pr_cache cache;
     pr_watchdog wd;
+    /* Mapping pools (pw_pool) of idle runs: a run takes one and puts it back, so each
+     * concurrent run has its own and a steady state maps nothing (host.c). */
+    pthread_mutex_t pool_mu;
+    pw_pool *pools[PR_POOLS_MAX];
+    size_t npools;
 };
+
+/* A mapping pool for one run, put back after its store is freed. NULL (out of
+ * memory) is fine: the run then maps afresh. */
+pw_pool *pr_host_pool_take(pr_host *h);
+void pr_host_pool_put(pr_host *h, pw_pool *p);
 
 bool pr_host_granted(const pr_host *h, pr_str runner);
 bool pr_host_bound(const pr_host *h, pr_str runner);

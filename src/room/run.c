@@ -206,15 +206,18 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
     pw_error pe = {0};
     /* The contract makes the memory cap a platform limit (an exception), not a -1
      * from memory.grow that the program could ignore. */
-    pw_store_config sc = {.memory_cap = h->memory_cap, .cap_is_fatal = true};
+    pw_pool *pool = pr_host_pool_take(h);
+    pw_store_config sc = {.memory_cap = h->memory_cap, .cap_is_fatal = true, .pool = pool};
     rs.store = pw_store_new(&sc, &pe);
     if (!rs.store) {
+        pr_host_pool_put(h, pool);
         pr_err_set(err, PR_KIND_RUN_FAILED, MSG_NOMEM);
         return false;
     }
     pr_watch_slot slot;
     if (!pr_watch_begin(&h->wd, &slot, rs.store)) {
         pw_store_free(rs.store);
+        pr_host_pool_put(h, pool);
         pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：无法启动运行限制");
         return false;
     }
@@ -229,6 +232,7 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
     int fired = pr_watch_end(&h->wd, &slot);
     if (p->abi->finish) p->abi->finish(&rs);
     pw_store_free(rs.store);
+    pr_host_pool_put(h, pool);
 
     bool ok = true;
     if (fired == PR_FIRED_CPU) {
