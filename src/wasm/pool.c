@@ -131,3 +131,9 @@ void pw_mem_unmap(pw_pool *p, pw_memory *m) {
     m->data = NULL;
     m->mapped = 0;
 }
+
+void pw_pool_stats(const pw_pool *p, uint32_t *stacks, uint32_t *mems, uint64_t *dirty) {
+    *stacks = p->nstacks;
+    *mems = p->nmems;
+    *dirty = p->dirty;
+}

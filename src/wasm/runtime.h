@@ -253,6 +253,7 @@ bool pw_mem_map(pw_pool *p, pw_memory *m, uint64_t bytes);
 void pw_mem_unmap(pw_pool *p, pw_memory *m);
 void pw_pool_attach(pw_pool *p); /* a store starts using p */
 void pw_pool_detach(pw_pool *p); /* ... and stops (may free a closed pool) */
+void pw_pool_stats(const pw_pool *p, uint32_t *stacks, uint32_t *mems, uint64_t *dirty); /* tests */
 
 /* table.c */
 pw_table *pw_table_create(pw_store *s, pw_valtype elem, const pw_module *tmod, uint32_t min,
