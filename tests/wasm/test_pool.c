@@ -3,13 +3,15 @@
  * zero wherever an earlier store wrote (also after memory.grow, and after a store in
  * between that grew less far); stores with a pool give the same memory.grow results
  * as without one (declared maximum, memory cap, fatal cap, a reservation larger than
- * the new store's cap); pooled stacks still trap deep recursion; what a pool keeps is
- * bounded; a pool freed while stores still use it is safe.
+ * the new store's cap); pooled stacks still trap deep recursion; the collector is not
+ * misled by what an earlier store left on pooled stacks (GC fixture under stress, and
+ * ASan); what a pool keeps is bounded; a pool freed while stores still use it is safe.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -255,6 +257,71 @@ static void test_pooled_stacks(void **state) {
     pw_module_free(m);
 }
 
+/* gc_test.wasm imports host.wrap; these tests never call it. */
+static pw_status host_unused(pw_call_ctx *cx, void *env, const pw_val *args, pw_val *results) {
+    (void)env;
+    (void)args;
+    (void)results;
+    return pw_ctx_trap(cx, "unused");
+}
+
+static bool resolve_gc(void *ctx, pw_store *s, const pw_module *m, const pw_import_desc *d,
+                       pw_extern *out) {
+    (void)ctx;
+    out->kind = PW_EXTERN_FUNC;
+    out->u.func = pw_func_new_host_for_import(s, m, d->index, host_unused, NULL, NULL);
+    return out->u.func != NULL;
+}
+
+static pw_status gc_call(pw_store *s, pw_instance *inst, const char *name, const pw_val *args,
+                         uint32_t nargs, pw_val *res) {
+    pw_extern ex;
+    pw_error err;
+    assert_true(pw_instance_export(inst, name, strlen(name), &ex));
+    return pw_call(s, ex.u.func, args, nargs, res, 1, &err);
+}
+
+/* Store 1 leaves thousands of GC references in its frames; store 2 gets the same
+ * stacks and collects at every allocation: a stale slot taken for a root would be a
+ * use after free (ASan) or a wrong result. */
+static void test_gc_over_pooled_stacks(void **state) {
+    (void)state;
+    FILE *f = fopen(PW_GC_FIXTURES "/gc_test.wasm", "rb");
+    assert_non_null(f);
+    static uint8_t bytes[1 << 16];
+    size_t len = fread(bytes, 1, sizeof bytes, f);
+    fclose(f);
+    assert_true(len > 0 && len < sizeof bytes);
+    pw_module *m = load(bytes, len);
+    pw_pool *pool = pw_pool_new();
+    pw_store_config cfg = {.pool = pool};
+    pw_error err;
+    pw_val r;
+    for (int round = 0; round < 3; round++) {
+        pw_store *s = pw_store_new(&cfg, &err);
+        pw_instance *inst = pw_instantiate(s, m, resolve_gc, NULL, &err);
+        if (!inst) fail_msg("instantiate: %s", err.message);
+        s->gc_stress = round > 0;
+        pw_val d[2] = {{.i32 = round ? 1500 : 20000}, {.ref = PW_NULL_REF}};
+        assert_int_equal(gc_call(s, inst, "deep", d, 2, &r), PW_OK);
+        assert_int_equal(r.i64, (int64_t)d[0].i32 * (d[0].i32 + 1) / 2);
+        pw_val a2[2] = {{.i32 = 2000}, {.i32 = 50}};
+        assert_int_equal(gc_call(s, inst, "churn", a2, 2, &r), PW_OK);
+        assert_int_equal(r.i64, (int64_t)2000 * 1999 / 2);
+        pw_val t = {.i32 = 300};
+        assert_int_equal(gc_call(s, inst, "throw_loop", &t, 1, &r), PW_OK);
+        assert_int_equal(r.i64, (int64_t)300 * 299 / 2);
+        assert_int_equal(s->gc_nomap, 0);
+        pw_store_free(s);
+    }
+    uint32_t ns, nm;
+    uint64_t dirty;
+    pw_pool_stats(pool, &ns, &nm, &dirty);
+    assert_int_equal(ns, 2); /* the stacks were indeed reused */
+    pw_pool_free(pool);
+    pw_module_free(m);
+}
+
 static void test_pool_bounds(void **state) {
     (void)state;
     wb mb = grow_module(1, -1);
@@ -327,6 +394,7 @@ int main(void) {
         cmocka_unit_test(test_reused_memory_reads_zero),
         cmocka_unit_test(test_pool_same_grow_results),
         cmocka_unit_test(test_pooled_stacks),
+        cmocka_unit_test(test_gc_over_pooled_stacks),
         cmocka_unit_test(test_pool_bounds),
         cmocka_unit_test(test_pool_freed_first),
     };
