@@ -1,6 +1,6 @@
 /*
  * serve.c — `isolate serve`: newline-delimited JSON-RPC 2.0. The calling thread
- * reads and checks requests; `workers` threads run them (pr_run) and write each
+ * splits the input into lines; `workers` threads check and run them (pr_run) and write each
  * answer as one line under a mutex, so answers may come out of order (matched by
  * id). The queue is bounded: a fast client is slowed down rather than buffered
  * without limit. Method: "isolate/run", params {runner, scope, digest, program,
@@ -20,6 +20,8 @@
 
 typedef struct job {
     struct job *next;
+    char *line; /* the request as read; parsed by the worker, then freed */
+    size_t n;
     char *id; /* serialised JSON id, or NULL for a notification */
     char *fields[5];
     size_t lens[5];
@@ -38,6 +40,7 @@ typedef struct server {
 
 static void job_free(job *j) {
     if (!j) return;
+    free(j->line);
     free(j->id);
     for (int i = 0; i < 5; i++)
         free(j->fields[i]);
@@ -104,6 +107,8 @@ static void run_job(server *sv, job *j) {
     pr_response_clear(&res);
 }
 
+static bool parse_line(server *sv, job *j);
+
 static void *worker_main(void *arg) {
     server *sv = arg;
     for (;;) {
@@ -120,7 +125,7 @@ static void *worker_main(void *arg) {
         sv->queued--;
         pthread_cond_signal(&sv->have_room);
         pthread_mutex_unlock(&sv->mu);
-        run_job(sv, j);
+        if (parse_line(sv, j)) run_job(sv, j);
         job_free(j);
     }
 }
@@ -151,16 +156,19 @@ static bool string_is(const char *line, size_t n, size_t at, const char *want) {
     return eq;
 }
 
-/* Checks one request line and queues it (or answers it with an error at once). The
- * room's own strict JSON parser reads it: no tree is built, the program text is
- * copied once, and the id is echoed back exactly as the client wrote it. */
-static void handle_line(server *sv, const char *line, size_t n) {
+/* Checks one request line (in a worker) and fills j's id and fields, or answers it
+ * with an error and returns false. The room's own strict JSON parser reads it: no tree
+ * is built, the program text is copied once, and the id is echoed back exactly as the
+ * client wrote it. */
+static bool parse_line(server *sv, job *j) {
+    const char *line = j->line;
+    size_t n = j->n;
     static const char *const TOP[4] = {"jsonrpc", "id", "method", "params"};
     size_t at[4], pat[5];
     pr_json_keys top = {TOP, 4, at}, params = {PARAMS, 5, pat};
     if (!pr_utf8_valid((const uint8_t *)line, n) || !pr_json_scan(line, n, &top)) {
         send_error(sv, NULL, -32700, "Parse error", NULL);
-        return;
+        return false;
     }
     size_t i = 0;
     while (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == '\n')
@@ -171,51 +179,60 @@ static void handle_line(server *sv, const char *line, size_t n) {
         char k = line[at[1] - 1];
         if (!(k == '"' || k == 'n' || k == '-' || (k >= '0' && k <= '9'))) {
             send_error(sv, NULL, -32600, "Invalid Request", NULL);
-            return;
+            return false;
         }
         size_t end = pr_json_value_end(line, n, at[1] - 1);
         id = strndup(line + at[1] - 1, end - (at[1] - 1));
         if (!id) {
             send_error(sv, NULL, -32603, "Internal error", NULL);
-            return;
+            return false;
         }
     }
     if (!is_obj || !string_is(line, n, at[0], "2.0") || !at[2] || line[at[2] - 1] != '"') {
         send_error(sv, id, -32600, "Invalid Request", NULL);
         free(id);
-        return;
+        return false;
     }
     if (!string_is(line, n, at[2], "isolate/run")) {
         if (id) send_error(sv, id, -32601, "Method not found", NULL);
         free(id);
-        return;
+        return false;
     }
     if (at[3])
         pr_json_members(line, n, at[3] - 1, &params);
     else
         memset(pat, 0, sizeof pat);
-    job *j = calloc(1, sizeof *j);
-    if (!j) {
-        if (id) send_error(sv, id, -32603, "Internal error", NULL);
-        free(id);
-        return;
-    }
+    j->id = id; /* freed with j from here on */
     for (int f = 0; f < 5; f++) {
         if (!pat[f] || line[pat[f] - 1] != '"') {
             if (id) send_error(sv, id, -32602, "Invalid params", NULL);
-            free(id);
-            job_free(j);
-            return;
+            return false;
         }
         j->fields[f] = pr_json_string_dup(line, n, pat[f] - 1, &j->lens[f]);
         if (!j->fields[f]) {
             if (id) send_error(sv, id, -32603, "Internal error", NULL);
-            free(id);
-            job_free(j);
-            return;
+            return false;
         }
     }
-    j->id = id;
+    free(j->line);
+    j->line = NULL;
+    return true;
+}
+
+/* The reading thread only splits lines: parsing a request (a 56 KB program text is
+ * usual) is left to the workers, so that more workers also parse more requests. */
+static void queue_line(server *sv, const char *line, size_t n) {
+    job *j = calloc(1, sizeof *j);
+    char *copy = j ? malloc(n + 1) : NULL;
+    if (!copy) {
+        free(j);
+        send_error(sv, NULL, -32603, "Internal error", NULL);
+        return;
+    }
+    memcpy(copy, line, n);
+    copy[n] = 0;
+    j->line = copy;
+    j->n = n;
     enqueue(sv, j);
 }
 
@@ -253,7 +270,7 @@ int pr_serve(pr_host *h, int in_fd, int out_fd, unsigned workers) {
         char *nl = in.len > scan ? memchr(in.p + scan, '\n', in.len - scan) : NULL;
         if (nl) {
             size_t n = (size_t)(nl - in.p);
-            if (!skipping && !blank(in.p, n)) handle_line(&sv, in.p, n);
+            if (!skipping && !blank(in.p, n)) queue_line(&sv, in.p, n);
             skipping = false;
             memmove(in.p, nl + 1, in.len - n - 1);
             in.len -= n + 1;
@@ -276,7 +293,7 @@ int pr_serve(pr_host *h, int in_fd, int out_fd, unsigned workers) {
         if (k <= 0) break;
         in.len += (size_t)k;
     }
-    if (rc == 0 && !skipping && in.len && !blank(in.p, in.len)) handle_line(&sv, in.p, in.len);
+    if (rc == 0 && !skipping && in.len && !blank(in.p, in.len)) queue_line(&sv, in.p, in.len);
     pr_buf_free(&in);
 
     pthread_mutex_lock(&sv.mu);
