@@ -30,37 +30,37 @@ extern "C" {
 
 typedef enum pw_status {
     PW_OK = 0,
-    PW_ERR_MALFORMED,   /* binary does not decode ("malformed" in the spec) */
-    PW_ERR_INVALID,     /* decodes but does not validate */
-    PW_ERR_UNLINKABLE,  /* an import is unknown or of an incompatible type */
-    PW_ERR_TRAP,        /* execution trapped; see pw_error.trap */
-    PW_ERR_EXCEPTION,   /* an uncaught Wasm exception escaped to the embedder */
-    PW_ERR_OOM,         /* the store's memory cap was hit (GC heap, tables) */
-    PW_ERR_NOMEM,       /* the host allocator failed */
-    PW_ERR_ARG,         /* the embedder passed something wrong (arity, types, names) */
+    PW_ERR_MALFORMED,  /* binary does not decode ("malformed" in the spec) */
+    PW_ERR_INVALID,    /* decodes but does not validate */
+    PW_ERR_UNLINKABLE, /* an import is unknown or of an incompatible type */
+    PW_ERR_TRAP,       /* execution trapped; see pw_error.trap */
+    PW_ERR_EXCEPTION,  /* an uncaught Wasm exception escaped to the embedder */
+    PW_ERR_OOM,        /* the store's memory cap was hit (GC heap, tables) */
+    PW_ERR_NOMEM,      /* the host allocator failed */
+    PW_ERR_ARG,        /* the embedder passed something wrong (arity, types, names) */
 } pw_status;
 
 typedef enum pw_trap_code {
     PW_TRAP_NONE = 0,
     PW_TRAP_UNREACHABLE,
-    PW_TRAP_MEM_OOB,          /* out of bounds memory access */
-    PW_TRAP_TABLE_OOB,        /* out of bounds table access */
-    PW_TRAP_INT_OVERFLOW,     /* integer overflow */
-    PW_TRAP_INVALID_CONV,     /* invalid conversion to integer */
-    PW_TRAP_DIV_ZERO,         /* integer divide by zero */
-    PW_TRAP_UNINIT_ELEM,      /* uninitialized element (null in call_indirect) */
-    PW_TRAP_UNDEF_ELEM,       /* undefined element (index out of table in call_indirect) */
-    PW_TRAP_SIG_MISMATCH,     /* indirect call type mismatch */
-    PW_TRAP_STACK_EXHAUSTED,  /* call stack exhausted */
-    PW_TRAP_INTERRUPTED,      /* the store's interrupt flag was raised */
-    PW_TRAP_CAST_FAILURE,     /* cast failure (ref.cast) */
-    PW_TRAP_NULL_REF,         /* null reference */
-    PW_TRAP_NULL_FUNC_REF,    /* null function reference */
-    PW_TRAP_NULL_STRUCT_REF,  /* null structure reference */
-    PW_TRAP_NULL_ARRAY_REF,   /* null array reference */
-    PW_TRAP_NULL_I31_REF,     /* null i31 reference */
-    PW_TRAP_ARRAY_OOB,        /* out of bounds array access */
-    PW_TRAP_HOST,             /* a host function reported a failure (message in pw_error) */
+    PW_TRAP_MEM_OOB,         /* out of bounds memory access */
+    PW_TRAP_TABLE_OOB,       /* out of bounds table access */
+    PW_TRAP_INT_OVERFLOW,    /* integer overflow */
+    PW_TRAP_INVALID_CONV,    /* invalid conversion to integer */
+    PW_TRAP_DIV_ZERO,        /* integer divide by zero */
+    PW_TRAP_UNINIT_ELEM,     /* uninitialized element (null in call_indirect) */
+    PW_TRAP_UNDEF_ELEM,      /* undefined element (index out of table in call_indirect) */
+    PW_TRAP_SIG_MISMATCH,    /* indirect call type mismatch */
+    PW_TRAP_STACK_EXHAUSTED, /* call stack exhausted */
+    PW_TRAP_INTERRUPTED,     /* the store's interrupt flag was raised */
+    PW_TRAP_CAST_FAILURE,    /* cast failure (ref.cast) */
+    PW_TRAP_NULL_REF,        /* null reference */
+    PW_TRAP_NULL_FUNC_REF,   /* null function reference */
+    PW_TRAP_NULL_STRUCT_REF, /* null structure reference */
+    PW_TRAP_NULL_ARRAY_REF,  /* null array reference */
+    PW_TRAP_NULL_I31_REF,    /* null i31 reference */
+    PW_TRAP_ARRAY_OOB,       /* out of bounds array access */
+    PW_TRAP_HOST,            /* a host function reported a failure (message in pw_error) */
     PW_TRAP_COUNT_
 } pw_trap_code;
 
@@ -118,17 +118,18 @@ enum {
     PW_HT_EXN = 0x69,
 };
 
-#define PW_VT_KIND(t) ((pw_valkind)((t)&0xFu))
+#define PW_VT_KIND(t)     ((pw_valkind)((t)&0xFu))
 #define PW_VT_NULLABLE(t) (((t) >> 4) & 1u)
-#define PW_VT_HEAP(t) ((t) >> 8)
-#define PW_VT_MAKE_REF(heap, nullable) ((pw_valtype)(PW_K_REF | ((nullable) ? 0x10u : 0u) | ((uint32_t)(heap) << 8)))
+#define PW_VT_HEAP(t)     ((t) >> 8)
+#define PW_VT_MAKE_REF(heap, nullable)                                                             \
+    ((pw_valtype)(PW_K_REF | ((nullable) ? 0x10u : 0u) | ((uint32_t)(heap) << 8)))
 #define PW_VT_ABSREF(code, nullable) PW_VT_MAKE_REF(PW_HT_ABS | (uint32_t)(code), nullable)
-#define PW_VT_I32 ((pw_valtype)PW_K_I32)
-#define PW_VT_I64 ((pw_valtype)PW_K_I64)
-#define PW_VT_F32 ((pw_valtype)PW_K_F32)
-#define PW_VT_F64 ((pw_valtype)PW_K_F64)
-#define PW_VT_FUNCREF PW_VT_ABSREF(PW_HT_FUNC, 1)
-#define PW_VT_EXTERNREF PW_VT_ABSREF(PW_HT_EXTERN, 1)
+#define PW_VT_I32                    ((pw_valtype)PW_K_I32)
+#define PW_VT_I64                    ((pw_valtype)PW_K_I64)
+#define PW_VT_F32                    ((pw_valtype)PW_K_F32)
+#define PW_VT_F64                    ((pw_valtype)PW_K_F64)
+#define PW_VT_FUNCREF                PW_VT_ABSREF(PW_HT_FUNC, 1)
+#define PW_VT_EXTERNREF              PW_VT_ABSREF(PW_HT_EXTERN, 1)
 
 /*
  * A reference value. NULL is the null reference. Non-null references are either
@@ -221,8 +222,8 @@ bool pw_module_export_functype(const pw_module *m, const char *name, size_t name
 /* ---------------------------------------------------------------- stores */
 
 typedef struct pw_store_config {
-    uint64_t memory_cap;     /* bytes over all linear memories + GC heap + tables; 0 = 4 GiB */
-    uint32_t max_call_depth; /* Wasm frames; 0 = default (10000 frames... see docs) */
+    uint64_t memory_cap;      /* bytes over all linear memories + GC heap + tables; 0 = 4 GiB */
+    uint32_t max_call_depth;  /* Wasm frames; 0 = default (10000 frames... see docs) */
     size_t value_stack_bytes; /* 0 = default */
     /* false (the spec's behaviour): memory.grow / table.grow past memory_cap return -1.
      * true: they end the run with PW_ERR_OOM, like a GC allocation that cannot be
@@ -263,16 +264,15 @@ void pw_store_clear_interrupt(pw_store *s);
 /* Resolves one import. Fill *out and return true, or return false to make the
  * import unknown (instantiation then fails with PW_ERR_UNLINKABLE "unknown import").
  * Type compatibility is checked by the engine after the resolver returns. */
-typedef bool (*pw_resolve_fn)(void *ctx, pw_store *s, const pw_module *m,
-                              const pw_import_desc *imp, pw_extern *out);
+typedef bool (*pw_resolve_fn)(void *ctx, pw_store *s, const pw_module *m, const pw_import_desc *imp,
+                              pw_extern *out);
 
 /* Link, initialise segments, run the start function. On failure returns NULL; effects
  * on imported memories/tables made before a trap persist (as the spec requires). */
-pw_instance *pw_instantiate(pw_store *s, const pw_module *m, pw_resolve_fn resolve,
-                            void *ctx, pw_error *err);
+pw_instance *pw_instantiate(pw_store *s, const pw_module *m, pw_resolve_fn resolve, void *ctx,
+                            pw_error *err);
 
-bool pw_instance_export(pw_instance *inst, const char *name, size_t name_len,
-                        pw_extern *out);
+bool pw_instance_export(pw_instance *inst, const char *name, size_t name_len, pw_extern *out);
 const pw_module *pw_instance_module(const pw_instance *inst);
 
 /* ---------------------------------------------------------------- calls */
@@ -281,15 +281,14 @@ void pw_func_type(const pw_func *f, pw_functype *out); /* valid while f lives */
 
 /* Call f. args has nparams cells, results room for nresults cells. Argument types are
  * not checked beyond arity; the embedder passes values of the declared types. */
-pw_status pw_call(pw_store *s, pw_func *f, const pw_val *args, uint32_t nargs,
-                  pw_val *results, uint32_t nresults, pw_error *err);
+pw_status pw_call(pw_store *s, pw_func *f, const pw_val *args, uint32_t nargs, pw_val *results,
+                  uint32_t nresults, pw_error *err);
 
 /* Host functions. The context gives access to the calling instance. */
 typedef struct pw_call_ctx pw_call_ctx;
 /* Return PW_OK, or a failure made with pw_ctx_trap (or PW_ERR_EXCEPTION after
  * pw_ctx_throw in Wasm 3.0). */
-typedef pw_status (*pw_host_fn)(pw_call_ctx *cx, void *env, const pw_val *args,
-                                pw_val *results);
+typedef pw_status (*pw_host_fn)(pw_call_ctx *cx, void *env, const pw_val *args, pw_val *results);
 
 pw_func *pw_func_new_host(pw_store *s, const pw_functype *type, pw_host_fn fn, void *env,
                           pw_error *err);
@@ -310,8 +309,8 @@ pw_status pw_ctx_trap(pw_call_ctx *cx, const char *fmt, ...);
 pw_memory *pw_memory_new(pw_store *s, uint64_t min_pages, uint64_t max_pages /* UINT64_MAX: none */,
                          pw_error *err);
 uint8_t *pw_memory_data(pw_memory *mem, uint64_t *size);
-pw_table *pw_table_new(pw_store *s, pw_valtype elem, uint32_t min, uint32_t max /* UINT32_MAX: none */,
-                       pw_ref init, pw_error *err);
+pw_table *pw_table_new(pw_store *s, pw_valtype elem, uint32_t min,
+                       uint32_t max /* UINT32_MAX: none */, pw_ref init, pw_error *err);
 pw_global *pw_global_new(pw_store *s, pw_valtype type, bool mutable_, pw_val init, pw_error *err);
 pw_val pw_global_get(const pw_global *g);
 pw_valtype pw_global_type(const pw_global *g);
@@ -369,8 +368,8 @@ pw_ref pw_struct_new(pw_store *s, pw_instance *inst, uint32_t type_index, const 
 pw_ref pw_array_new(pw_store *s, pw_instance *inst, uint32_t type_index, uint32_t len,
                     const pw_val *init, pw_error *err);
 /* An array of an i8 element type holding a copy of bytes[0..len). */
-pw_ref pw_array_new_bytes(pw_store *s, pw_instance *inst, uint32_t type_index,
-                          const uint8_t *bytes, uint32_t len, pw_error *err);
+pw_ref pw_array_new_bytes(pw_store *s, pw_instance *inst, uint32_t type_index, const uint8_t *bytes,
+                          uint32_t len, pw_error *err);
 
 /* Readers. Out-of-range indices or wrong kinds return false. Packed fields read with
  * sign extension when `sign`, else zero extension. */
@@ -387,10 +386,10 @@ uint8_t *pw_array_bytes(pw_ref r, uint32_t *len);
 bool pw_ref_test_type(pw_store *s, pw_instance *inst, pw_ref r, uint32_t type_index);
 
 typedef struct pw_gc_stats {
-    uint64_t heap_bytes;   /* bytes currently allocated (live + not yet collected) */
-    uint64_t peak_bytes;   /* the largest heap_bytes seen */
-    uint64_t live_bytes;   /* live bytes found by the last collection */
-    uint64_t collections;  /* collections run */
+    uint64_t heap_bytes;  /* bytes currently allocated (live + not yet collected) */
+    uint64_t peak_bytes;  /* the largest heap_bytes seen */
+    uint64_t live_bytes;  /* live bytes found by the last collection */
+    uint64_t collections; /* collections run */
 } pw_gc_stats;
 void pw_store_gc_stats(const pw_store *s, pw_gc_stats *out);
 /* Run a full collection now (only from the host, outside Wasm calls or inside a host

@@ -208,16 +208,16 @@ struct pw_store {
     pw_exn *exn; /* the exception escaping a call (status PW_ERR_EXCEPTION) */
 
     /* Wasm 3.0 GC heap (gc.c). */
-    struct pw_gcheap *gc_heap;    /* structs and arrays (gc_heap.c); NULL until used */
-    uint64_t gc_bytes;            /* bytes allocated on the GC heap (live + garbage) */
-    uint64_t gc_threshold;        /* collect when gc_bytes passes this */
-    uint64_t gc_peak, gc_live;    /* peak heap; live bytes after the last collection */
-    uint64_t gc_count;            /* collections run */
-    uint32_t gc_inhibit;          /* > 0: allocation never collects (const exprs) */
-    bool gc_stress;               /* tests: collect at every allocation */
-    uint64_t gc_nomap;            /* collections that met a frame without a stack map */
+    struct pw_gcheap *gc_heap;      /* structs and arrays (gc_heap.c); NULL until used */
+    uint64_t gc_bytes;              /* bytes allocated on the GC heap (live + garbage) */
+    uint64_t gc_threshold;          /* collect when gc_bytes passes this */
+    uint64_t gc_peak, gc_live;      /* peak heap; live bytes after the last collection */
+    uint64_t gc_count;              /* collections run */
+    uint32_t gc_inhibit;            /* > 0: allocation never collects (const exprs) */
+    bool gc_stress;                 /* tests: collect at every allocation */
+    uint64_t gc_nomap;              /* collections that met a frame without a stack map */
     struct pw_hostroots *hostroots; /* arguments of running host calls */
-    pw_ref *handles;              /* host handles (pw_handle_new); 0 = free */
+    pw_ref *handles;                /* host handles (pw_handle_new); 0 = free */
     uint32_t nhandles, caphandles, free_handle;
     uint64_t cast_cache[256]; /* (obj type id, target id) << 1 | is-subtype */
 };

@@ -21,7 +21,8 @@ pw_table *pw_table_create(pw_store *s, pw_valtype elem, const pw_module *tmod, u
     t->cap = min;
     t->elems = malloc((min ? min : 1) * sizeof(pw_ref));
     if (!t->elems) return NULL;
-    for (uint32_t i = 0; i < min; i++) t->elems[i] = init;
+    for (uint32_t i = 0; i < min; i++)
+        t->elems[i] = init;
     t->size = min;
     s->mem_used += (uint64_t)min * sizeof(pw_ref);
     return t;
@@ -32,8 +33,7 @@ int64_t pw_table_grow(pw_table *t, uint32_t delta, pw_ref init) {
     uint64_t n = (uint64_t)old + delta;
     if (n > t->max || n > PW_TABLE_LIMIT) return -1;
     pw_store *s = t->store;
-    if (s->mem_used + (uint64_t)delta * sizeof(pw_ref) > s->cfg.memory_cap)
-        return PW_GROW_OVER_CAP;
+    if (s->mem_used + (uint64_t)delta * sizeof(pw_ref) > s->cfg.memory_cap) return PW_GROW_OVER_CAP;
     if (n > t->cap) {
         uint64_t nc = (uint64_t)t->cap * 2;
         if (nc < n) nc = n;
@@ -43,7 +43,8 @@ int64_t pw_table_grow(pw_table *t, uint32_t delta, pw_ref init) {
         t->elems = ne;
         t->cap = (uint32_t)nc;
     }
-    for (uint64_t i = old; i < n; i++) t->elems[i] = init;
+    for (uint64_t i = old; i < n; i++)
+        t->elems[i] = init;
     t->size = (uint32_t)n;
     s->mem_used += (uint64_t)delta * sizeof(pw_ref);
     return old;
@@ -51,8 +52,7 @@ int64_t pw_table_grow(pw_table *t, uint32_t delta, pw_ref init) {
 
 pw_table *pw_table_new(pw_store *s, pw_valtype elem, uint32_t min, uint32_t max, pw_ref init,
                        pw_error *err) {
-    pw_table *t =
-        pw_table_create(s, elem, NULL, min, max == UINT32_MAX ? UINT64_MAX : max, init);
+    pw_table *t = pw_table_create(s, elem, NULL, min, max == UINT32_MAX ? UINT64_MAX : max, init);
     if (!t) pw_fail(err, PW_ERR_OOM, "table allocation failed or over the store's cap");
     return t;
 }
