@@ -223,8 +223,8 @@ bool pw_module_export_functype(const pw_module *m, const char *name, size_t name
 
 typedef struct pw_store_config {
     uint64_t memory_cap;      /* bytes over all linear memories + GC heap + tables; 0 = 4 GiB */
-    uint32_t max_call_depth;  /* Wasm frames; 0 = default (10000 frames... see docs) */
-    size_t value_stack_bytes; /* 0 = default */
+    uint32_t max_call_depth;  /* Wasm frames; 0 = default (100,000) */
+    size_t value_stack_bytes; /* 0 = default (64 MiB of slots) */
     /* false (the spec's behaviour): memory.grow / table.grow past memory_cap return -1.
      * true: they end the run with PW_ERR_OOM, like a GC allocation that cannot be
      * satisfied — for hosts whose contract makes the cap a platform limit. A grow past
