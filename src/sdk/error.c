@@ -1,0 +1,61 @@
+/*
+ * error.c — SDK error values, status names and the monotonic clock the close replay
+ * is timed with.
+ */
+#include "sdk/sdk_int.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+const char *psdk_status_name(psdk_status s) {
+    switch (s) {
+    case PSDK_OK: return "OK";
+    case PSDK_ERR_ARG: return "ARG";
+    case PSDK_ERR_TRANSPORT: return "TRANSPORT";
+    case PSDK_ERR_RPC: return "RPC";
+    case PSDK_ERR_PROTOCOL: return "PROTOCOL";
+    case PSDK_ERR_TIMEOUT: return "TIMEOUT";
+    case PSDK_ERR_SESSION_CLOSE_INCOMPLETE: return "SESSION_CLOSE_INCOMPLETE";
+    case PSDK_ERR_STATE: return "STATE";
+    case PSDK_ERR_NOMEM: return "NOMEM";
+    }
+    return "UNKNOWN";
+}
+
+void psdk__ok(psdk_error *e) {
+    if (e) memset(e, 0, sizeof *e);
+}
+
+psdk_status psdk__fail(psdk_error *e, psdk_status st, const char *fmt, ...) {
+    if (!e) return st;
+    memset(e, 0, sizeof *e);
+    e->status = st;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+int64_t psdk__now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void psdk__sleep_ms(int64_t ms) {
+    if (ms <= 0) return;
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_sec += ms / 1000;
+    dl.tv_nsec += (ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000L;
+    }
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &dl, NULL) == EINTR) {
+    }
+}
