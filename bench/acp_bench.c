@@ -248,11 +248,6 @@ int main(int argc, char **argv) {
     int port = start_http();
     if (port < 0) return 1;
     snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", port);
-    setenv("HOME", home, 1);
-    setenv("OPENAI_BASE_URL", url, 1);
-    setenv("OPENAI_API_KEY", "bench", 1);
-    setenv("PERI_MODEL", "openai:bench", 1);
-    unsetenv("PERI_MACHINE_ID");
     pm_global_init();
 
     char seeded[PST_ID_LEN];
@@ -262,7 +257,16 @@ int main(int argc, char **argv) {
     }
     int to[2], from[2];
     if (pipe(to) || pipe(from)) return 1;
-    srv_job job = {.opt = {.db_path = db, .home = home}, .in_fd = to[0], .out_fd = from[1]};
+    /* The start object: the library reads no environment. */
+    char mid[PST_ID_LEN];
+    pst_error me;
+    if (pst_machine_id_resolve(home, NULL, mid, &me)) return 1;
+    json_t *settings = json_pack("{s:s, s:{s:{s:s, s:s}}}", "model", "openai:bench", "providers",
+                                 "openai", "baseUrl", url, "apiKey", "bench");
+    srv_job job = {
+        .opt = {.cwd = tmp, .settings = settings, .storage = {.locator = db}, .machine_id = mid},
+        .in_fd = to[0],
+        .out_fd = from[1]};
     pthread_t th;
     pthread_create(&th, NULL, srv_main, &job);
     client c = {.in = fdopen(from[0], "r"), .out = to[1]};
@@ -383,6 +387,7 @@ int main(int argc, char **argv) {
     }
     free(line);
     pthread_join(th, NULL);
+    json_decref(settings);
     fclose(c.in);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);

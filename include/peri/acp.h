@@ -12,17 +12,44 @@
 #ifndef PERI_ACP_H
 #define PERI_ACP_H
 
+#include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
+/* Where the host keeps sessions, and how it may write there. */
+typedef struct pacp_storage {
+    const char *locator;    /* required: a SQLite file path (parents created) or ":memory:" */
+    bool shared;            /* other machines write this store too: writing needs machine_id */
+    const char *credential; /* the store credential; a SQLite file needs none (unused) */
+} pacp_storage;
+
+/* The host start object (Peri's WASM start object, in C). The library reads no
+ * environment variable and no ~/.peri file: `peri acp` maps those into this struct
+ * (src/cli/host_env.c); an embedder fills it explicitly. Several pacp_serve calls may
+ * run at once in one process, each with its own options: nothing is global. */
 typedef struct pacp_options {
-    const char *db_path;     /* NULL: $HOME/.peri/peri.db */
-    const char *home;        /* NULL: $HOME */
-    const char *default_cwd; /* used when session/new omits cwd; NULL: process cwd */
+    /* Required, absolute. Created (mkdir -p) and canonicalised at start; it is the cwd
+     * of a session/new that names none. */
+    const char *cwd;
+    /* The whole settings document (a JSON object, borrowed for the call; NULL = {}).
+     * It replaces ~/.peri/settings.json: models, providers and keys, permissions, ...
+     * A deep copy lives in the host context; nothing re-reads it from disk. */
+    const json_t *settings;
+    pacp_storage storage;
+    /* The persistent machine identity (a UUID; 1..36 printable characters). One host
+     * holds one identity: an initialize asking for another one is rejected. NULL on a
+     * private store: a fresh identity for this call only (its sessions cannot be
+     * loaded by a later host). NULL on a shared store: nothing is written (session/new
+     * is refused) and every stored session belongs to another machine. Sessions whose
+     * workspace belongs to another machine are refused by session/load and
+     * session/prompt. The same machine_id and the same root path give the same
+     * workspace identity in any store. */
+    const char *machine_id;
 } pacp_options;
 
 /* Serves until EOF on in_fd, then closes every session like session/close and
- * returns 0. Returns -1 with a message in err when the host could not start (store
- * cannot be opened, ...). Bad input never ends the loop. */
+ * returns 0. Returns -1 with a message in err when the host could not start (bad
+ * start object, store cannot be opened, ...). Bad input never ends the loop. */
 int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t errlen);
 
 #endif

@@ -11,7 +11,8 @@
  * Threads: a session runs at most one turn at a time (the caller serialises
  * pag_session_turn). pag_session_cancel may be called from any thread.
  *
- * Also here: settings loading (settings.json + environment) and the frozen context
+ * Also here: settings (parsed from the settings document the host supplies; the
+ * library reads neither files nor the environment for them) and the frozen context
  * builder, because both are agent-owned configuration.
  */
 #ifndef PERI_AGENT_H
@@ -19,6 +20,7 @@
 
 #include "peri/model.h"
 
+#include <jansson.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -41,15 +43,16 @@ typedef struct pag_settings {
     int max_steps;          /* model calls per turn; default 50 */
     int max_retries;        /* model retries before the first token; default 3 */
     long close_grace_ms;    /* how long close waits for a turn to unwind; default 500 */
+    json_t *doc;            /* owned deep copy of the whole settings document: other modules read
+                               their own keys here (never re-read from disk) */
 } pag_settings;
 
-/* Loads <home>/.peri/settings.json (absent file = defaults) and applies the env
- * overrides (OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL,
- * PERI_MODEL, PERI_CONTEXT_BUDGET, PERI_CLOSE_GRACE_MS). `getenv_fn` lets tests pass
- * their own environment (NULL = getenv). Returns 0, or -1 with a message in err
- * (a malformed settings file is an error; a missing provider is not). */
-int pag_settings_load(pag_settings *s, const char *home, const char *(*getenv_fn)(const char *),
-                      char *err, size_t errlen);
+/* Parses the whole settings document (a JSON object, borrowed; NULL = {}) and keeps
+ * a private deep copy in s->doc. Returns 0, or -1 with a message in err ("settings
+ * must be an object", out of memory). A missing provider is not an error here. The
+ * CLI builds the document from ~/.peri/settings.json (or --settings) and the
+ * environment (src/cli/host_env.c). */
+int pag_settings_from_doc(pag_settings *s, const json_t *doc, char *err, size_t errlen);
 void pag_settings_clear(pag_settings *s);
 bool pag_settings_allows(const pag_settings *s, const char *tool_name);
 

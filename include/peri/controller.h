@@ -36,9 +36,11 @@ typedef struct pct_sink {
 } pct_sink;
 
 typedef struct pct_config {
-    const char *db_path;          /* required (":memory:" allowed) */
-    const char *home;             /* for settings and the machine id; may be NULL */
-    const char *machine_id_env;   /* value of PERI_MACHINE_ID or NULL */
+    const char *db_path; /* required (":memory:" allowed) */
+    /* The machine identity (1..36 printable characters). NULL: a fresh UUID for this
+     * controller on a private store; on a shared store, no identity: writes refused. */
+    const char *machine_id;
+    bool shared_store;            /* other machines write the store too */
     const pag_settings *settings; /* borrowed; must outlive the controller */
 } pct_config;
 
@@ -50,6 +52,8 @@ typedef enum pct_status {
     PCT_BUSY,       /* the session is running a prompt */
     PCT_BAD_ARG,    /* message says what */
     PCT_FAILED,     /* store or memory failure; message says what */
+    PCT_FOREIGN,    /* the session's workspace belongs to another machine (message says
+                       which) */
 } pct_status;
 
 typedef struct pct_error {
@@ -89,6 +93,9 @@ pct_status pct_close(pct_controller *c, const char *id, pct_error *err);
 /* Closes every live session (EOF of the transport). */
 void pct_close_all(pct_controller *c, long wait_ms);
 bool pct_session_closing(pct_controller *c, const char *id);
+/* The machine identity this controller holds ("" when it has none: shared store
+ * without machine_id). */
+const char *pct_machine_id(const pct_controller *c);
 size_t pct_live_count(pct_controller *c);
 
 #endif

@@ -25,7 +25,8 @@
  * Timestamps are Unix milliseconds. Ids are lowercase UUID text (36 chars + NUL).
  *
  * CHANGES (after first publication; additive only):
- *   (none yet)
+ *   - pst_workspace_id: workspaces created from now on get a name-based id derived
+ *     from (machine_id, path) instead of a random one (existing rows keep theirs).
  */
 #ifndef PERI_STORE_H
 #define PERI_STORE_H
@@ -66,13 +67,17 @@ const char *pst_status_name(pst_status s);
 bool pst_uuid_v7(char out[PST_ID_LEN]);
 /* New UUID v4. */
 bool pst_uuid_v4(char out[PST_ID_LEN]);
+/* The workspace identity of (machine_id, canonical root path): a name-based UUID
+ * (version 8 over SHA-256 of both), so the same machine and the same root give the
+ * same workspace id in every store. pst_workspace_ensure creates workspaces with it. */
+bool pst_workspace_id(const char *machine_id, const char *path, char out[PST_ID_LEN]);
 /* True when s is a well-formed UUID text (any version). */
 bool pst_uuid_valid(const char *s);
 
 /* "<home>/.peri/peri.db" (malloc'd, caller frees), NULL on OOM or home NULL/empty. */
 char *pst_default_db_path(const char *home);
 
-/* Machine id rules (Peri): env_value (the caller passes getenv("PERI_MACHINE_ID")) if
+/* Machine id rules (Peri): env_value (the CLI passes $PERI_MACHINE_ID) if
  * non-empty; else the first line of <home>/.peri/machine-id if it holds a valid UUID;
  * else a new UUID v4 written there (directory created, file 0600, written atomically via
  * rename). out receives the id. An env value that is not a UUID is used as is when it is

@@ -36,6 +36,10 @@ static void ctl_error(pacp_reply *r, const pct_error *e, const char *sid) {
     case PCT_INCOMPLETE: pacp_reply_error(r, PACP_CLOSE_INCOMPLETE, e->message); break;
     case PCT_BAD_ARG:
     case PCT_BUSY: bad_params(r, e->message); break;
+    case PCT_FOREIGN:
+        bad_params(r, e->message);
+        r->data = json_pack("{s:s}", "sessionId", sid ? sid : "");
+        break;
     default: pacp_reply_error(r, PACP_INTERNAL_ERROR, e->message); break;
     }
 }
@@ -48,10 +52,21 @@ static void ok_empty(pacp_reply *r) {
 /* ---------------------------------------------------------------- initialize */
 
 static void m_initialize(pacp_server *srv, json_t *params, pacp_reply *r) {
-    (void)srv;
     json_t *pv = json_object_get(params, "protocolVersion");
     if (pv && !json_is_integer(pv)) {
         bad_params(r, "protocolVersion must be an integer");
+        return;
+    }
+    /* One host holds one machine identity: a client asking for another is refused. */
+    json_t *mid = json_object_get(
+        json_object_get(json_object_get(params, "clientCapabilities"), "_meta"), "peri.machineId");
+    const char *held = pct_machine_id(srv->ctl);
+    if (mid && (!json_is_string(mid) || strcmp(json_string_value(mid), held) != 0)) {
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "machine identity is fixed for this host (%.40s): refusing to change it to %.40s",
+                 *held ? held : "none", json_is_string(mid) ? json_string_value(mid) : "?");
+        bad_params(r, msg);
         return;
     }
     r->result = json_pack(
@@ -84,17 +99,13 @@ static int check_mcp(json_t *params, pacp_reply *r) {
 static void m_new(pacp_server *srv, json_t *params, pacp_reply *r) {
     if (check_mcp(params, r)) return;
     json_t *cwdv = json_object_get(params, "cwd");
-    char here[4096];
-    const char *cwd = NULL;
+    const char *cwd = srv->default_cwd; /* the start object's cwd */
     if (json_is_string(cwdv))
         cwd = json_string_value(cwdv);
     else if (cwdv && !json_is_null(cwdv)) {
         bad_params(r, "cwd must be a string");
         return;
-    } else if (srv->default_cwd)
-        cwd = srv->default_cwd;
-    else if (getcwd(here, sizeof here))
-        cwd = here;
+    }
     pct_error e = {0};
     char sid[PST_ID_LEN];
     if (pct_session_new(srv->ctl, cwd, sid, &e) != PCT_OK) {

@@ -6,9 +6,11 @@
 #include "acp/server_impl.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 /* Prompt answers are routed back to the request id they belong to. */
@@ -206,18 +208,65 @@ static void on_frame(pacp_server *srv, const char *line, size_t len) {
     pacp_msg_clear(&m);
 }
 
-int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t errlen) {
-    const char *home = opt && opt->home ? opt->home : getenv("HOME");
-    pag_settings settings;
-    char serr[512] = "";
-    if (pag_settings_load(&settings, home, NULL, serr, sizeof serr) != 0) {
-        fprintf(stderr, "peri acp: settings ignored: %s\n", serr);
-        pag_settings_load(&settings, NULL, NULL, serr, sizeof serr);
+/* mkdir -p of an absolute path (0755 for the directories it creates). */
+static int make_dirs(const char *path) {
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return ENAMETOOLONG;
+    for (char *q = buf + 1;; q++) {
+        if (*q != '/' && *q != '\0') continue;
+        char c = *q;
+        *q = '\0';
+        if (buf[0] && mkdir(buf, 0755) != 0 && errno != EEXIST) return errno;
+        *q = c;
+        if (!c) break;
     }
-    char *db = opt && opt->db_path ? strdup(opt->db_path) : pst_default_db_path(home);
+    return 0;
+}
+
+/* Validates the start object: cwd (created, canonicalised into out_cwd), settings
+ * (parsed into *settings), storage. 0, or -1 with err. */
+static int start_object(const pacp_options *opt, char out_cwd[PATH_MAX], pag_settings *settings,
+                        char *err, size_t errlen) {
+    if (!opt) {
+        snprintf(err, errlen, "no start object");
+        return -1;
+    }
+    if (!opt->cwd || !*opt->cwd) {
+        snprintf(err, errlen, "cwd must be a nonempty string");
+        return -1;
+    }
+    if (opt->cwd[0] != '/') {
+        snprintf(err, errlen, "cwd must be an absolute path");
+        return -1;
+    }
+    int e = make_dirs(opt->cwd);
+    if (e || !realpath(opt->cwd, out_cwd)) {
+        snprintf(err, errlen, "cwd %.300s cannot be created: %s", opt->cwd,
+                 strerror(e ? e : errno));
+        return -1;
+    }
+    if (!opt->storage.locator || !*opt->storage.locator) {
+        snprintf(err, errlen, "storage is required: storage.locator must be a nonempty string");
+        return -1;
+    }
+    if (opt->settings && !json_is_object(opt->settings)) {
+        snprintf(err, errlen, "settings must be an object");
+        return -1;
+    }
+    char serr[300] = "";
+    if (pag_settings_from_doc(settings, opt->settings, serr, sizeof serr) != 0) {
+        snprintf(err, errlen, "settings: %s", serr);
+        return -1;
+    }
+    return 0;
+}
+
+int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t errlen) {
     pacp_server srv;
     memset(&srv, 0, sizeof srv);
-    srv.default_cwd = opt ? opt->default_cwd : NULL;
+    pag_settings settings;
+    if (start_object(opt, srv.default_cwd, &settings, err, errlen) != 0) return -1;
+    srv.settings = &settings;
     pacp_writer_init(&srv.w, out_fd);
     pthread_mutex_init(&srv.mu, NULL);
     pthread_cond_init(&srv.cv, NULL);
@@ -225,16 +274,13 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
                      .on_event = sink_event,
                      .ask_permission = sink_ask,
                      .on_prompt_done = sink_prompt_done};
-    pct_config cfg = {.db_path = db,
-                      .home = home,
-                      .machine_id_env = getenv("PERI_MACHINE_ID"),
+    pct_config cfg = {.db_path = opt->storage.locator,
+                      .machine_id = opt->machine_id,
+                      .shared_store = opt->storage.shared,
                       .settings = &settings};
     pct_error ce = {0};
     int rc = 0;
-    if (!db) {
-        snprintf(err, errlen, "no database path: set HOME or pass --db");
-        rc = -1;
-    } else if (!(srv.ctl = pct_new(&cfg, &sink, &ce))) {
+    if (!(srv.ctl = pct_new(&cfg, &sink, &ce))) {
         snprintf(err, errlen, "%s", ce.message);
         rc = -1;
     }
@@ -264,8 +310,8 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
         pthread_cond_broadcast(&srv.cv);
         pthread_mutex_unlock(&srv.mu);
         if (pct_free(srv.ctl, settings.close_grace_ms > 2000 ? settings.close_grace_ms : 2000)) {
-            /* A worker is still unwinding and may touch srv: leave it allocated. */
-            free(db);
+            /* A worker is still unwinding and may touch srv and the settings: leave
+             * them allocated (a bounded leak, reported by pct_free). */
             return 0;
         }
     }
@@ -273,6 +319,5 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
     pthread_cond_destroy(&srv.cv);
     pacp_writer_destroy(&srv.w);
     pag_settings_clear(&settings);
-    free(db);
     return rc;
 }

@@ -23,8 +23,9 @@ typedef struct pacp_outreq {
 typedef struct pacp_server {
     pacp_writer w;
     pct_controller *ctl;
-    const char *default_cwd;
-    pthread_mutex_t mu; /* outgoing requests */
+    const pag_settings *settings; /* the host's settings document, parsed (s->doc: whole) */
+    char default_cwd[4096];       /* the start object's cwd, canonical */
+    pthread_mutex_t mu;           /* outgoing requests */
     pthread_cond_t cv;
     json_int_t next_id;
     pacp_outreq *pending;

@@ -1,14 +1,17 @@
 /*
- * settings.c — agent settings: $HOME/.peri/settings.json plus environment overrides.
+ * settings.c — agent settings parsed from the settings document the host supplies.
  *
- * File format (every key optional):
+ * The document is the whole settings object (what ~/.peri/settings.json holds for the
+ * CLI, or what an embedder passes in pacp_options.settings); it is never read from
+ * disk or the environment here (src/cli/ maps those). Format (every key optional):
  *   {"model": "openai:gpt-4o-mini",
  *    "providers": {"openai": {"baseUrl": "...", "apiKey": "..."},
  *                  "anthropic": {"baseUrl": "...", "apiKey": "..."}},
  *    "permissions": {"allow": ["write", "edit", "shell"]}   (or "allow": "*"),
  *    "contextBudget": 100000, "maxSteps": 50, "maxRetries": 3, "closeGraceMs": 500}
- * Environment wins over the file. A provider counts as configured when it has a
- * base URL or a key; a missing provider is reported at the first prompt, not here.
+ * A private deep copy of the document stays in pag_settings.doc so that other modules
+ * read their own keys from the same object. A provider counts as configured when it
+ * has a base URL or a key; a missing provider is reported at the first prompt.
  */
 #include "peri/agent.h"
 
@@ -57,17 +60,7 @@ static int load_allow(pag_settings *s, json_t *allow) {
     return 0;
 }
 
-static int load_file(pag_settings *s, const char *path, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0; /* absent file: defaults */
-    json_error_t jerr;
-    json_t *root = json_loadf(f, 0, &jerr);
-    fclose(f);
-    if (!json_is_object(root)) {
-        snprintf(err, errlen, "%s: %s", path, root ? "settings must be an object" : jerr.text);
-        json_decref(root);
-        return -1;
-    }
+static int load_doc(pag_settings *s, json_t *root, char *err, size_t errlen) {
     int rc = -1;
     json_t *providers = json_object_get(root, "providers");
     json_t *v;
@@ -89,54 +82,23 @@ static int load_file(pag_settings *s, const char *path, char *err, size_t errlen
     rc = 0;
     goto done;
 oom:
-    snprintf(err, errlen, "out of memory reading %s", path);
+    snprintf(err, errlen, "out of memory reading the settings");
 done:
-    json_decref(root);
     return rc;
 }
 
-static const char *env_or_null(const char *(*ge)(const char *), const char *name) {
-    const char *v = ge(name);
-    return v && *v ? v : NULL;
-}
-
-static const char *plain_getenv(const char *name) {
-    return getenv(name);
-}
-
-int pag_settings_load(pag_settings *s, const char *home, const char *(*getenv_fn)(const char *),
-                      char *err, size_t errlen) {
+int pag_settings_from_doc(pag_settings *s, const json_t *doc, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
     s->context_budget = 100000;
     s->max_steps = 50;
     s->max_retries = 3;
     s->close_grace_ms = 500;
-    if (!getenv_fn) getenv_fn = plain_getenv;
-    if (home && *home) {
-        size_t n = strlen(home) + 32;
-        char *path = malloc(n);
-        if (!path) goto oom;
-        snprintf(path, n, "%s/.peri/settings.json", home);
-        int rc = load_file(s, path, err, errlen);
-        free(path);
-        if (rc) {
-            pag_settings_clear(s);
-            return -1;
-        }
+    if (doc && !json_is_object(doc)) {
+        snprintf(err, errlen, "settings must be an object");
+        return -1;
     }
-    const char *v;
-    if ((v = env_or_null(getenv_fn, "OPENAI_API_KEY")) && set_str(&s->openai.api_key, v)) goto oom;
-    if ((v = env_or_null(getenv_fn, "OPENAI_BASE_URL")) && set_str(&s->openai.base_url, v))
-        goto oom;
-    if ((v = env_or_null(getenv_fn, "ANTHROPIC_API_KEY")) && set_str(&s->anthropic.api_key, v))
-        goto oom;
-    if ((v = env_or_null(getenv_fn, "ANTHROPIC_BASE_URL")) && set_str(&s->anthropic.base_url, v))
-        goto oom;
-    if ((v = env_or_null(getenv_fn, "PERI_MODEL")) && set_str(&s->model, v)) goto oom;
-    if ((v = env_or_null(getenv_fn, "PERI_CONTEXT_BUDGET")) && atoll(v) > 0)
-        s->context_budget = atoll(v);
-    if ((v = env_or_null(getenv_fn, "PERI_CLOSE_GRACE_MS")) && atol(v) >= 0)
-        s->close_grace_ms = atol(v);
+    s->doc = doc ? json_deep_copy(doc) : json_object();
+    if (!s->doc || load_doc(s, s->doc, err, errlen)) goto oom;
     pag_provider *ps[2] = {&s->openai, &s->anthropic};
     const char *defaults[2] = {DEFAULT_OPENAI_URL, DEFAULT_ANTHROPIC_URL};
     for (int i = 0; i < 2; i++) {
@@ -159,6 +121,7 @@ void pag_settings_clear(pag_settings *s) {
     for (size_t i = 0; i < s->nallow; i++)
         free(s->allow_tools[i]);
     free(s->allow_tools);
+    json_decref(s->doc);
     memset(s, 0, sizeof *s);
 }
 

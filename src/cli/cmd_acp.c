@@ -1,8 +1,11 @@
 /*
- * cmd_acp.c — `peri acp [--cwd DIR] [--db PATH]`: the ACP agent on stdio.
- * stdout carries only protocol frames; diagnostics go to stderr.
+ * cmd_acp.c — `peri acp [--cwd DIR] [--db PATH] [--settings FILE|-] [--machine-id ID]
+ * [--shared-store]`: the ACP agent on stdio. The environment and ~/.peri/ are mapped
+ * into the host start object by host_env.c; stdout carries only protocol frames;
+ * diagnostics go to stderr.
  */
 #include "cli/commands.h"
+#include "cli/host_env.h"
 #include "peri/acp.h"
 #include "peri/model.h"
 
@@ -11,22 +14,37 @@
 #include <string.h>
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: peri acp [--cwd DIR] [--db PATH]\n"
+    fprintf(f, "usage: peri acp [--cwd DIR] [--db PATH] [--settings FILE|-] [--machine-id ID]\n"
+               "                [--shared-store]\n"
                "  Runs the Agent Client Protocol server on stdin/stdout.\n"
-               "  --cwd DIR   directory for sessions whose session/new omits cwd\n"
-               "  --db PATH   session database (default $HOME/.peri/peri.db)\n");
+               "  --cwd DIR          workspace for a session/new without cwd (created;\n"
+               "                     default: the current directory)\n"
+               "  --db PATH          session database (default $HOME/.peri/peri.db)\n"
+               "  --settings FILE|-  the whole settings document, replacing\n"
+               "                     ~/.peri/settings.json; '-' reads it from the first line\n"
+               "                     of stdin, before any JSON-RPC frame. Environment\n"
+               "                     overrides (PERI_MODEL, OPENAI_API_KEY, ...) still apply.\n"
+               "  --machine-id ID    persistent machine identity (default $PERI_MACHINE_ID,\n"
+               "                     else ~/.peri/machine-id)\n"
+               "  --shared-store     the database is shared with other machines\n");
 }
 
 int peri_cmd_acp(int argc, char **argv) {
-    pacp_options opt = {0};
+    peri_host_args a = {0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
         } else if (!strcmp(argv[i], "--cwd") && i + 1 < argc) {
-            opt.default_cwd = argv[++i];
+            a.cwd = argv[++i];
         } else if (!strcmp(argv[i], "--db") && i + 1 < argc) {
-            opt.db_path = argv[++i];
+            a.db = argv[++i];
+        } else if (!strcmp(argv[i], "--settings") && i + 1 < argc) {
+            a.settings = argv[++i];
+        } else if (!strcmp(argv[i], "--machine-id") && i + 1 < argc) {
+            a.machine_id = argv[++i];
+        } else if (!strcmp(argv[i], "--shared-store")) {
+            a.shared_store = true;
         } else {
             fprintf(stderr, "peri acp: unexpected argument \"%s\"\n", argv[i]);
             usage(stderr);
@@ -34,13 +52,20 @@ int peri_cmd_acp(int argc, char **argv) {
         }
     }
     signal(SIGPIPE, SIG_IGN); /* a vanished client is a write error, not a crash */
-    if (pm_global_init() != PM_OK) {
-        fprintf(stderr, "peri acp: cannot initialise libcurl\n");
+    char err[512] = "";
+    peri_host_start h;
+    if (peri_host_start_init(&h, &a, err, sizeof err) != 0) {
+        fprintf(stderr, "peri acp: %s\n", err);
         return 1;
     }
-    char err[512] = "";
-    int rc = pacp_serve(&opt, 0, 1, err, sizeof err);
+    if (pm_global_init() != PM_OK) {
+        fprintf(stderr, "peri acp: cannot initialise libcurl\n");
+        peri_host_start_clear(&h);
+        return 1;
+    }
+    int rc = pacp_serve(&h.opt, 0, 1, err, sizeof err);
     if (rc) fprintf(stderr, "peri acp: %s\n", err);
     pm_global_cleanup();
+    peri_host_start_clear(&h);
     return rc ? 1 : 0;
 }

@@ -5,6 +5,7 @@
  * to stdout and tool activity to stderr, and exits 0 on end_turn.
  */
 #include "cli/commands.h"
+#include "cli/host_env.h"
 #include "peri/acp.h"
 #include "peri/model.h"
 
@@ -18,7 +19,8 @@
 #include <unistd.h>
 
 typedef struct server_job {
-    pacp_options opt;
+    peri_host_args args;
+    peri_host_start host;
     int in_fd, out_fd;
     int rc;
     char err[512];
@@ -26,7 +28,7 @@ typedef struct server_job {
 
 static void *server_main(void *arg) {
     server_job *j = arg;
-    j->rc = pacp_serve(&j->opt, j->in_fd, j->out_fd, j->err, sizeof j->err);
+    j->rc = pacp_serve(&j->host.opt, j->in_fd, j->out_fd, j->err, sizeof j->err);
     close(j->out_fd); /* the client sees EOF once the server is done */
     return NULL;
 }
@@ -101,7 +103,7 @@ int peri_cmd_print(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--cwd") && i + 1 < argc) {
             cwd = argv[++i];
         } else if (!strcmp(argv[i], "--db") && i + 1 < argc) {
-            job.opt.db_path = argv[++i];
+            job.args.db = argv[++i];
         } else if (!strcmp(argv[i], "--allow")) {
             allow = 1;
         } else if (!prompt && argv[i][0] != '-') {
@@ -122,7 +124,16 @@ int peri_cmd_print(int argc, char **argv) {
         return 1;
     }
     signal(SIGPIPE, SIG_IGN);
-    if (pm_global_init() != PM_OK) return 1;
+    job.args.cwd = abs;
+    char herr[512];
+    if (peri_host_start_init(&job.host, &job.args, herr, sizeof herr) != 0) {
+        fprintf(stderr, "peri print: %s\n", herr);
+        return 1;
+    }
+    if (pm_global_init() != PM_OK) {
+        peri_host_start_clear(&job.host);
+        return 1;
+    }
     int to_srv[2], from_srv[2];
     if (pipe(to_srv) || pipe(from_srv)) {
         perror("peri print: pipe");
@@ -189,5 +200,6 @@ int peri_cmd_print(int argc, char **argv) {
         status = 1;
     }
     pm_global_cleanup();
+    peri_host_start_clear(&job.host);
     return status;
 }

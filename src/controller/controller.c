@@ -147,16 +147,29 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
     pst_error pe;
-    if (pst_machine_id_resolve(cfg->home, cfg->machine_id_env, c->machine_id, &pe) != PST_OK) {
-        set_err(err, PCT_FAILED, "machine id: %s", pe.message);
+    c->shared_store = cfg->shared_store;
+    if (cfg->machine_id) {
+        size_t n = strlen(cfg->machine_id);
+        bool ok = n > 0 && n < PST_ID_LEN;
+        for (size_t i = 0; ok && i < n; i++)
+            ok = cfg->machine_id[i] > ' ' && cfg->machine_id[i] <= '~';
+        if (!ok) {
+            set_err(err, PCT_BAD_ARG,
+                    "machineId must be a nonempty string of at most 36 printable characters%s",
+                    NULL);
+            goto fail;
+        }
+        memcpy(c->machine_id, cfg->machine_id, n + 1);
+    } else if (!cfg->shared_store && !pst_uuid_v4(c->machine_id)) {
+        set_err(err, PCT_FAILED, "no randomness for a machine id%s", NULL);
         goto fail;
-    }
+    } /* shared store without an identity: machine_id stays "" and nothing is written */
     c->store = pst_open(cfg->db_path, &pe);
     if (!c->store) {
         set_err(err, PCT_FAILED, "store: %s", pe.message);
         goto fail;
     }
-    if (pst_machine_ensure(c->store, c->machine_id, NULL, &pe) != PST_OK) {
+    if (c->machine_id[0] && pst_machine_ensure(c->store, c->machine_id, NULL, &pe) != PST_OK) {
         set_err(err, PCT_FAILED, "store: %s", pe.message);
         goto fail;
     }
@@ -277,8 +290,43 @@ static pct_status insert_live(pct_controller *c, pct_sess *s, pct_error *err) {
     return PCT_FAILED;
 }
 
+const char *pct_machine_id(const pct_controller *c) {
+    return c->machine_id;
+}
+
+static pct_status foreign(const pct_controller *c, const char *id, const char *owner,
+                          pct_error *err) {
+    if (err) {
+        err->status = PCT_FOREIGN;
+        if (c->machine_id[0])
+            snprintf(err->message, sizeof err->message,
+                     "Session %.40s belongs to machine %.40s, not to this host's machine %.40s", id,
+                     owner, c->machine_id);
+        else
+            snprintf(err->message, sizeof err->message,
+                     "Session %.40s belongs to machine %.40s; this host has no machine identity "
+                     "(a shared store without machineId)",
+                     id, owner);
+    }
+    return PCT_FOREIGN;
+}
+
+pct_status pct_check_owner(pct_controller *c, const char *id, pct_error *err) {
+    pst_thread th;
+    if (!id || pst_thread_get(c->store, id, &th, NULL) != PST_OK) return PCT_OK;
+    pct_status rc = PCT_OK;
+    if (strcmp(th.machine_id, c->machine_id) != 0) rc = foreign(c, id, th.machine_id, err);
+    pst_thread_clear(&th);
+    return rc;
+}
+
 pct_status pct_session_new(pct_controller *c, const char *cwd, char out_id[PST_ID_LEN],
                            pct_error *err) {
+    if (!c->machine_id[0]) {
+        set_err(err, PCT_BAD_ARG,
+                "machineId is required to write to a shared store: this host has none%s", NULL);
+        return PCT_BAD_ARG;
+    }
     if (!cwd || cwd[0] != '/') {
         set_err(err, PCT_BAD_ARG, "cwd must be an absolute path%s", NULL);
         return PCT_BAD_ARG;
@@ -366,6 +414,11 @@ pct_status pct_session_load(pct_controller *c, const char *id, bool replay, pct_
         set_err(err, PCT_FAILED, "store: %s", pe.message);
         return PCT_FAILED;
     }
+    if (strcmp(th.machine_id, c->machine_id) != 0) {
+        pct_status frc = foreign(c, id, th.machine_id, err);
+        pst_thread_clear(&th);
+        return frc;
+    }
     pct_status rc = make_live(c, &th, &s, err);
     pst_thread_clear(&th);
     if (rc != PCT_OK) return rc;
@@ -402,7 +455,8 @@ pct_status pct_session_list(pct_controller *c, const char *cwd, const char *curs
                             pst_thread_page *out, pct_error *err) {
     char real[PATH_MAX];
     if (cwd && realpath(cwd, real)) cwd = real; /* workspaces are keyed by canonical path */
-    pst_list_query q = {.cwd = cwd, .cursor = cursor};
+    /* A host lists the sessions of its own machine only. */
+    pst_list_query q = {.cwd = cwd, .cursor = cursor, .machine_id = c->machine_id};
     pst_error pe;
     pst_status ps = pst_thread_list(c->store, &q, out, &pe);
     if (ps == PST_ERR_ARG) {
@@ -417,6 +471,7 @@ pct_status pct_session_list(pct_controller *c, const char *cwd, const char *curs
 }
 
 pct_status pct_session_delete(pct_controller *c, const char *id, pct_error *err) {
+    if (pct_check_owner(c, id, err) != PCT_OK) return PCT_FOREIGN;
     pct_status rc = pct_close(c, id, err);
     if (rc != PCT_OK) return rc;
     pst_error pe;

@@ -42,7 +42,8 @@ struct pct_controller {
     prt_runtime *rt;
     const pag_settings *settings;
     pct_sink sink;
-    char machine_id[PST_ID_LEN];
+    char machine_id[PST_ID_LEN]; /* "" = no identity (shared store, none given) */
+    bool shared_store;
     pag_tool_info *tools;
     size_t ntools;
     pthread_mutex_t mu; /* workers count */
@@ -55,5 +56,8 @@ void pct_sess_release(pct_sess *s);
 pct_sess *pct_sess_get(pct_controller *c, const char *id);
 /* Emits through the gate and the runtime's stamp (takes emit_mu). */
 void pct_emit(pct_sess *s, pag_event *ev);
+/* PCT_FOREIGN (err filled, naming the owner) when the stored session `id` belongs to
+ * another machine; PCT_OK when it is ours or not stored. */
+pct_status pct_check_owner(pct_controller *c, const char *id, pct_error *err);
 
 #endif

@@ -140,6 +140,8 @@ pct_status pct_prompt(pct_controller *c, const char *id, const char *text, void 
                       pct_error *err) {
     pct_sess *s = pct_sess_get(c, id);
     if (!s) {
+        /* Not live here: say so plainly when it is another machine's session. */
+        if (pct_check_owner(c, id, err) != PCT_OK) return PCT_FOREIGN;
         err->status = PCT_NOT_FOUND;
         snprintf(err->message, sizeof err->message, "Session not found: %s", id ? id : "");
         return PCT_NOT_FOUND;

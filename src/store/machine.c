@@ -1,7 +1,8 @@
 /*
  * machine.c — where the store lives and which machine this is: the default database
  * path and Peri's machine-id rules (PERI_MACHINE_ID, then ~/.peri/machine-id, then a new
- * UUID written there). The caller passes HOME and the env value: no getenv here.
+ * UUID written there). The caller passes HOME and the override value: no environment
+ * read here.
  */
 #include "store_int.h"
 

@@ -99,8 +99,9 @@ pst_status pst_workspace_ensure(pst_store *s, const char *machine_id, const char
     if (r == PST_ERR_NOT_FOUND) {
         r = machine_ensure_locked(s, machine_id, NULL, err);
         sqlite3_stmt *st = NULL;
-        if (r == PST_OK && !pst_uuid_v7(out_id))
-            r = pst__fail(err, PST_ERR_IO, 0, "no randomness for a workspace id");
+        /* Name-based: the same machine and root give the same id in every store. */
+        if (r == PST_OK && !pst_workspace_id(machine_id, path, out_id))
+            r = pst__fail(err, PST_ERR_IO, 0, "cannot derive a workspace id");
         if (r == PST_OK &&
             sqlite3_prepare_v2(s->db,
                                "INSERT INTO workspaces(id, machine_id, path, created_at) "

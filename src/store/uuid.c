@@ -5,6 +5,7 @@
 #include "peri/store.h"
 
 #include <errno.h>
+#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <stdio.h>
 #include <string.h>
@@ -70,4 +71,23 @@ bool pst_uuid_valid(const char *s) {
         }
     }
     return s[36] == '\0';
+}
+
+bool pst_workspace_id(const char *machine_id, const char *path, char out[PST_ID_LEN]) {
+    if (!machine_id || !path) return false;
+    static const char tag[] = "peri.workspace.v1";
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    bool ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
+              EVP_DigestUpdate(ctx, tag, sizeof tag) == 1 && /* NUL-separated fields */
+              EVP_DigestUpdate(ctx, machine_id, strlen(machine_id) + 1) == 1 &&
+              EVP_DigestUpdate(ctx, path, strlen(path)) == 1 &&
+              EVP_DigestFinal_ex(ctx, md, &mdlen) == 1 && mdlen >= 16;
+    EVP_MD_CTX_free(ctx);
+    if (!ok) return false;
+    md[6] = (unsigned char)((md[6] & 0x0f) | 0x80); /* version 8: name-based, custom hash */
+    md[8] = (unsigned char)((md[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+    format_uuid(md, out);
+    return true;
 }

@@ -368,33 +368,23 @@ static void test_compaction(void **state) {
 
 /* ---------------------------------------------------------------- settings */
 
-static const char *env_vals[16][2];
-static const char *fake_getenv(const char *name) {
-    for (int i = 0; i < 16 && env_vals[i][0]; i++)
-        if (!strcmp(env_vals[i][0], name)) return env_vals[i][1];
-    return NULL;
-}
-
 static void test_settings(void **state) {
     (void)state;
-    char home[] = "/tmp/peri-agent-test-XXXXXX";
-    assert_non_null(mkdtemp(home));
-    char path[256];
-    snprintf(path, sizeof path, "%s/.peri", home);
-    mkdir(path, 0700);
-    snprintf(path, sizeof path, "%s/.peri/settings.json", home);
-    FILE *fp = fopen(path, "w");
-    fputs("{\"model\":\"anthropic:claude-x\",\"providers\":{\"anthropic\":{\"apiKey\":\"k\"}},"
-          "\"permissions\":{\"allow\":[\"write\"]},\"contextBudget\":5000}",
-          fp);
-    fclose(fp);
-    memset(env_vals, 0, sizeof env_vals);
+    /* The document the host supplies; the library reads no file and no environment. */
+    json_t *doc = json_loads(
+        "{\"model\":\"anthropic:claude-x\",\"providers\":{\"anthropic\":{\"apiKey\":\"k\"}},"
+        "\"permissions\":{\"allow\":[\"write\"]},\"contextBudget\":5000,\"mcpServers\":{}}",
+        0, NULL);
+    assert_non_null(doc);
     pag_settings s;
     char err[512];
-    assert_int_equal(pag_settings_load(&s, home, fake_getenv, err, sizeof err), 0);
+    assert_int_equal(pag_settings_from_doc(&s, doc, err, sizeof err), 0);
     assert_int_equal(s.context_budget, 5000);
     assert_true(pag_settings_allows(&s, "write"));
     assert_false(pag_settings_allows(&s, "shell"));
+    /* The whole document stays available (a private copy) for other modules. */
+    assert_non_null(json_object_get(s.doc, "mcpServers"));
+    assert_true(s.doc != doc);
     pm_config cfg;
     const char *model;
     assert_int_equal(pag_settings_model(&s, &cfg, &model, err, sizeof err), 0);
@@ -403,36 +393,24 @@ static void test_settings(void **state) {
     assert_string_equal(cfg.base_url, "https://api.anthropic.com");
     pag_settings_clear(&s);
 
-    /* Env wins; a provider named but not configured is a clear error. */
-    env_vals[0][0] = "PERI_MODEL";
-    env_vals[0][1] = "openai:gpt-x";
-    assert_int_equal(pag_settings_load(&s, home, fake_getenv, err, sizeof err), 0);
+    /* A provider named but not configured is a clear error. */
+    json_object_set_new(doc, "model", json_string("openai:gpt-x"));
+    assert_int_equal(pag_settings_from_doc(&s, doc, err, sizeof err), 0);
     assert_int_equal(pag_settings_model(&s, &cfg, &model, err, sizeof err), -1);
     assert_non_null(strstr(err, "openai is not configured"));
     pag_settings_clear(&s);
-    env_vals[1][0] = "OPENAI_BASE_URL";
-    env_vals[1][1] = "http://127.0.0.1:9/v1";
-    assert_int_equal(pag_settings_load(&s, home, fake_getenv, err, sizeof err), 0);
-    assert_int_equal(pag_settings_model(&s, &cfg, &model, err, sizeof err), 0);
-    assert_string_equal(cfg.base_url, "http://127.0.0.1:9/v1");
-    assert_string_equal(model, "gpt-x");
-    pag_settings_clear(&s);
+    json_decref(doc);
 
-    /* Malformed file: an error, not a crash. */
-    fp = fopen(path, "w");
-    fputs("{nope", fp);
-    fclose(fp);
-    assert_int_equal(pag_settings_load(&s, home, fake_getenv, err, sizeof err), -1);
-    unlink(path);
+    /* Not an object: an error, not a crash. */
+    json_t *arr = json_array();
+    assert_int_equal(pag_settings_from_doc(&s, arr, err, sizeof err), -1);
+    assert_string_equal(err, "settings must be an object");
+    json_decref(arr);
     /* Nothing configured at all: loading works, the model lookup explains. */
-    memset(env_vals, 0, sizeof env_vals);
-    assert_int_equal(pag_settings_load(&s, home, fake_getenv, err, sizeof err), 0);
+    assert_int_equal(pag_settings_from_doc(&s, NULL, err, sizeof err), 0);
     assert_int_equal(pag_settings_model(&s, &cfg, &model, err, sizeof err), -1);
     assert_non_null(strstr(err, "no model provider configured"));
     pag_settings_clear(&s);
-    snprintf(path, sizeof path, "%s/.peri", home);
-    rmdir(path);
-    rmdir(home);
 }
 
 static void test_frozen_context(void **state) {

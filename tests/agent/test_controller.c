@@ -77,8 +77,7 @@ static int setup(void **state) {
     pthread_cond_init(&f->r.cv, NULL);
     pct_sink sink = {.ctx = &f->r, .on_event = on_event, .on_prompt_done = on_done};
     pct_config cfg = {.db_path = ":memory:",
-                      .home = f->home,
-                      .machine_id_env = "11111111-2222-4333-8444-555555555555",
+                      .machine_id = "11111111-2222-4333-8444-555555555555",
                       .settings = &f->settings};
     pct_error e;
     f->c = pct_new(&cfg, &sink, &e);

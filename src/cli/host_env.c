@@ -1,0 +1,191 @@
+/*
+ * host_env.c — the environment and ~/.peri/ mapped into the host start object.
+ *
+ * Owns every environment read of the agent host (the library has none): HOME for the
+ * default store, settings file and machine-id file; PERI_MACHINE_ID; the provider keys
+ * and PERI_* knobs as settings overrides. Everything ends up in pacp_options.
+ */
+#include "cli/host_env.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *env_value(const char *(*ge)(const char *), const char *name) {
+    const char *v = ge(name);
+    return v && *v ? v : NULL;
+}
+
+static const char *plain_getenv(const char *name) {
+    return getenv(name);
+}
+
+/* doc[k1][k2] = v (objects created as needed). */
+static int set_path(json_t *doc, const char *k1, const char *k2, json_t *v) {
+    if (!v) return -1;
+    if (!k2) return json_object_set_new(doc, k1, v);
+    json_t *o = json_object_get(doc, k1);
+    if (!json_is_object(o)) {
+        o = json_object();
+        if (!o || json_object_set_new(doc, k1, o)) {
+            json_decref(v);
+            return -1;
+        }
+    }
+    return json_object_set_new(o, k2, v);
+}
+
+int peri_settings_apply_env(json_t *doc, const char *(*getenv_fn)(const char *)) {
+    const char *(*ge)(const char *) = getenv_fn ? getenv_fn : plain_getenv;
+    static const struct {
+        const char *env, *provider, *key;
+    } prov[] = {{"OPENAI_API_KEY", "openai", "apiKey"},
+                {"OPENAI_BASE_URL", "openai", "baseUrl"},
+                {"ANTHROPIC_API_KEY", "anthropic", "apiKey"},
+                {"ANTHROPIC_BASE_URL", "anthropic", "baseUrl"}};
+    for (size_t i = 0; i < sizeof prov / sizeof prov[0]; i++) {
+        const char *v = env_value(ge, prov[i].env);
+        if (!v) continue;
+        json_t *providers = json_object_get(doc, "providers");
+        if (!json_is_object(providers)) {
+            providers = json_object();
+            if (!providers || json_object_set_new(doc, "providers", providers)) return -1;
+        }
+        if (set_path(providers, prov[i].provider, prov[i].key, json_string(v))) return -1;
+    }
+    const char *v;
+    if ((v = env_value(ge, "PERI_MODEL")) && set_path(doc, "model", NULL, json_string(v)))
+        return -1;
+    if ((v = env_value(ge, "PERI_CONTEXT_BUDGET")) && atoll(v) > 0 &&
+        set_path(doc, "contextBudget", NULL, json_integer(atoll(v))))
+        return -1;
+    if ((v = env_value(ge, "PERI_CLOSE_GRACE_MS")) && atol(v) >= 0 &&
+        set_path(doc, "closeGraceMs", NULL, json_integer(atol(v))))
+        return -1;
+    return 0;
+}
+
+/* The first line of fd 0, byte by byte (the ACP frames that follow stay unread). */
+static char *read_stdin_line(void) {
+    size_t len = 0, cap = 4096;
+    char *buf = malloc(cap);
+    while (buf) {
+        char c;
+        ssize_t r = read(0, &c, 1);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0 || c == '\n') break;
+        if (len + 2 > cap) {
+            char *nb = len < (64u << 20) ? realloc(buf, cap *= 2) : NULL;
+            if (!nb) {
+                free(buf);
+                return NULL;
+            }
+            buf = nb;
+        }
+        buf[len++] = c;
+    }
+    if (buf) buf[len] = '\0';
+    return buf;
+}
+
+json_t *peri_settings_read(const char *path, bool optional, char *err, size_t errlen) {
+    json_error_t je;
+    json_t *doc;
+    if (!strcmp(path, "-")) {
+        char *line = read_stdin_line();
+        if (!line) {
+            snprintf(err, errlen, "cannot read the settings line from stdin");
+            return NULL;
+        }
+        doc = json_loads(line, 0, &je);
+        free(line);
+    } else {
+        FILE *f = fopen(path, "rb");
+        if (!f) {
+            if (optional && errno == ENOENT) return json_object();
+            snprintf(err, errlen, "%s: %s", path, strerror(errno));
+            return NULL;
+        }
+        doc = json_loadf(f, 0, &je);
+        fclose(f);
+    }
+    if (!json_is_object(doc)) {
+        snprintf(err, errlen, "%s: %s", strcmp(path, "-") ? path : "settings from stdin",
+                 doc ? "settings must be an object" : je.text);
+        json_decref(doc);
+        return NULL;
+    }
+    return doc;
+}
+
+int peri_host_start_init(peri_host_start *h, const peri_host_args *a, char *err, size_t errlen) {
+    memset(h, 0, sizeof *h);
+    const char *home = env_value(plain_getenv, "HOME");
+    /* cwd: the command line's, relative to the process cwd; the host creates it. */
+    const char *cwd = a->cwd ? a->cwd : ".";
+    if (cwd[0] == '/') {
+        snprintf(h->cwd, sizeof h->cwd, "%s", cwd);
+    } else {
+        char here[PATH_MAX];
+        if (!getcwd(here, sizeof here)) {
+            snprintf(err, errlen, "cannot read the current directory: %s", strerror(errno));
+            return -1;
+        }
+        if (!strcmp(cwd, "."))
+            snprintf(h->cwd, sizeof h->cwd, "%s", here);
+        else if (snprintf(h->cwd, sizeof h->cwd, "%s/%s", here, cwd) >= (int)sizeof h->cwd) {
+            snprintf(err, errlen, "cwd too long");
+            return -1;
+        }
+    }
+    /* store */
+    h->db = a->db ? strdup(a->db) : pst_default_db_path(home);
+    if (!h->db) {
+        snprintf(err, errlen, "no database path: set HOME or pass --db");
+        return -1;
+    }
+    /* settings: --settings FILE|-, else ~/.peri/settings.json; then the environment */
+    if (a->settings) {
+        h->settings = peri_settings_read(a->settings, false, err, errlen);
+    } else if (home) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/.peri/settings.json", home);
+        h->settings = peri_settings_read(path, true, err, errlen);
+        if (!h->settings) {
+            /* A broken default file is reported and ignored, as before. */
+            fprintf(stderr, "peri: settings ignored: %s\n", err);
+            h->settings = json_object();
+        }
+    } else {
+        h->settings = json_object();
+    }
+    if (!h->settings) goto fail;
+    if (peri_settings_apply_env(h->settings, NULL) != 0) {
+        snprintf(err, errlen, "out of memory reading the environment");
+        goto fail;
+    }
+    /* machine identity: --machine-id, PERI_MACHINE_ID, ~/.peri/machine-id */
+    pst_error pe;
+    const char *mid = a->machine_id ? a->machine_id : env_value(plain_getenv, "PERI_MACHINE_ID");
+    if (pst_machine_id_resolve(home, mid, h->machine_id, &pe) != PST_OK) {
+        snprintf(err, errlen, "machine id: %s", pe.message);
+        goto fail;
+    }
+    h->opt.cwd = h->cwd;
+    h->opt.settings = h->settings;
+    h->opt.storage.locator = h->db;
+    h->opt.storage.shared = a->shared_store;
+    h->opt.machine_id = h->machine_id;
+    return 0;
+fail:
+    peri_host_start_clear(h);
+    return -1;
+}
+
+void peri_host_start_clear(peri_host_start *h) {
+    json_decref(h->settings);
+    free(h->db);
+    memset(h, 0, sizeof *h);
+}
