@@ -146,6 +146,12 @@ void psdk_agent_free(psdk_agent *a);
 psdk_status psdk_agent_initialize(psdk_agent *a, char *agent_info, size_t info_len,
                                   psdk_error *err);
 
+/* Any request, for extension methods: params_json is a JSON object text (NULL = {}).
+ * Waits up to the answer timeout. *result_json (may be NULL) receives the result as
+ * JSON text (malloc'd, caller frees). */
+psdk_status psdk_agent_request(psdk_agent *a, const char *method, const char *params_json,
+                               char **result_json, psdk_error *err);
+
 /* ---------------------------------------------------------------- sessions */
 
 typedef struct psdk_update {
@@ -243,6 +249,7 @@ bool psdk_session_is_closed(const psdk_session *s);
 typedef struct psdk_stdio_options {
     const char *const *argv; /* NULL-terminated; NULL = default `peri acp` */
     const char *peri;        /* the peri binary for the default command; NULL = "peri" */
+    const char *const *envp; /* the child's environment, as given; NULL = inherit ours */
     long exit_wait_ms;
 } psdk_stdio_options;
 int psdk_stdio_factory(void *ctx, const psdk_connect *c, psdk_transport **out, psdk_error *err);

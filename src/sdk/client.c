@@ -430,6 +430,26 @@ psdk_status psdk_agent_initialize(psdk_agent *a, char *agent_info, size_t info_l
     return PSDK_OK;
 }
 
+psdk_status psdk_agent_request(psdk_agent *a, const char *method, const char *params_json,
+                               char **result_json, psdk_error *err) {
+    psdk__ok(err);
+    if (result_json) *result_json = NULL;
+    if (!a || !method || !*method) return psdk__fail(err, PSDK_ERR_ARG, "a method is required");
+    json_t *params = params_json ? json_loads(params_json, 0, NULL) : json_object();
+    if (!json_is_object(params)) {
+        json_decref(params);
+        return psdk__fail(err, PSDK_ERR_ARG, "params must be a JSON object");
+    }
+    json_t *res = NULL;
+    psdk_status rc = psdk__rpc(a, method, params, a->sb->answer_timeout_ms, NULL, &res, err);
+    if (rc == PSDK_OK && result_json) {
+        *result_json = json_dumps(res, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (!*result_json) rc = psdk__fail(err, PSDK_ERR_NOMEM, "out of memory");
+    }
+    json_decref(res);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- sessions */
 
 static psdk_session *sess_alloc(psdk_agent *a, const psdk_handlers *h, psdk_error *err) {

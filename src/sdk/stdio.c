@@ -95,7 +95,8 @@ int psdk_stdio_factory(void *ctx, const psdk_connect *c, psdk_transport **out, p
     posix_spawn_file_actions_adddup2(&fa, to_child[0], 0);
     posix_spawn_file_actions_adddup2(&fa, from_child[1], 1);
     pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv,
+                          o && o->envp ? (char *const *)o->envp : environ);
     posix_spawn_file_actions_destroy(&fa);
     close(to_child[0]);
     close(from_child[1]);
