@@ -138,7 +138,8 @@ typedef struct psdk_session psdk_session;
  * psdk_agent_free. */
 psdk_agent *psdk_agent_connect(psdk_sandbox *sb, const char *path, psdk_error *err);
 /* Disconnects (transport close), joins the reader, frees every session handle.
- * This does NOT close sessions: close them first. */
+ * This does NOT close sessions: close them first. Call it only when no other thread
+ * is inside an SDK call on this agent. */
 void psdk_agent_free(psdk_agent *a);
 
 /* initialize with protocolVersion 1; an answer with another version is
