@@ -31,7 +31,8 @@ typedef struct pacp_options {
     /* Required, absolute. Created (mkdir -p) and canonicalised at start; it is the cwd
      * of a session/new that names none. */
     const char *cwd;
-    /* The whole settings document (a JSON object, borrowed for the call; NULL = {}).
+    /* The whole settings document (a JSON object, borrowed until pacp_serve returns;
+     * NULL = {}).
      * It replaces ~/.peri/settings.json: models, providers and keys, permissions, ...
      * A deep copy lives in the host context; nothing re-reads it from disk. */
     const json_t *settings;

@@ -34,6 +34,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#define MID_STDIN "dddddddd-0000-4000-8000-00000000000d"
+#define MID_A     "aaaaaaaa-0000-4000-8000-00000000000a"
+#define MID_B     "bbbbbbbb-0000-4000-8000-00000000000b"
+
 static mock_server mock;
 static char tmp[64];
 
@@ -210,6 +214,58 @@ static void test_stdio_peri_acp(void **state) {
     psdk_sandbox_free(sb);
 }
 
+/* `peri acp --settings -`: the settings document is the first line on the agent's
+ * stdin, before any JSON-RPC frame. A wrapping factory sends it. */
+typedef struct stdin_settings {
+    psdk_stdio_options so;
+    const char *doc;
+} stdin_settings;
+
+static int settings_first_factory(void *ctx, const psdk_connect *c, psdk_transport **out,
+                                  psdk_error *err) {
+    stdin_settings *ss = ctx;
+    if (psdk_stdio_factory(&ss->so, c, out, err) != 0) return -1;
+    return (*out)->send(*out, ss->doc, strlen(ss->doc));
+}
+
+static void test_stdio_settings_stdin(void **state) {
+    (void)state;
+    char db[160], work[160], doc[512], env_path[1200];
+    snprintf(db, sizeof db, "%s/stdin.db", tmp);
+    snprintf(work, sizeof work, "%s/stdin-ws", tmp);
+    snprintf(doc, sizeof doc,
+             "{\"model\":\"openai:stdin-model\",\"maxRetries\":0,"
+             "\"providers\":{\"openai\":{\"baseUrl\":\"%s/v1\",\"apiKey\":\"k\"}}}",
+             mock.base);
+    const char *p = getenv("PATH");
+    snprintf(env_path, sizeof env_path, "PATH=%s", p ? p : "/usr/bin:/bin");
+    const char *asan = getenv("ASAN_OPTIONS");
+    char env_asan[600];
+    snprintf(env_asan, sizeof env_asan, "ASAN_OPTIONS=%s", asan ? asan : "");
+    /* no HOME at all: everything comes from the command line and the document */
+    const char *envp[] = {env_path, env_asan, NULL};
+    const char *argv[] = {PERI_BIN,       "acp",     "--settings", "-",  "--db", db,
+                          "--machine-id", MID_STDIN, "--cwd",      work, NULL};
+    stdin_settings ss = {.so = {.argv = argv, .envp = envp}, .doc = doc};
+    psdk_sandbox_options o = {.transport_factory = settings_first_factory, .factory_ctx = &ss};
+    psdk_error err;
+    psdk_sandbox *sb = psdk_sandbox_new(&o, &err);
+    psdk_agent *a = psdk_agent_connect(sb, work, &err);
+    assert_non_null(a);
+    assert_int_equal(psdk_agent_initialize(a, NULL, 0, &err), PSDK_OK);
+    mock_script(&mock, "[{\"text\": \"ok\"}]");
+    psdk_session *s = psdk_session_new(a, NULL, NULL, &err);
+    assert_non_null(s);
+    char stop[32];
+    assert_int_equal(psdk_session_prompt(s, "hi", stop, sizeof stop, &err), PSDK_OK);
+    char *model = last_model();
+    assert_string_equal(model, "stdin-model");
+    free(model);
+    assert_int_equal(psdk_session_close(s, 3000, &err), PSDK_OK);
+    psdk_agent_free(a);
+    psdk_sandbox_free(sb);
+}
+
 /* ---------------------------------------------------------------- in-process hosts */
 
 typedef struct host {
@@ -276,9 +332,6 @@ static bool lists(psdk_agent *a, const char *sid) {
     return found;
 }
 
-#define MID_A "aaaaaaaa-0000-4000-8000-00000000000a"
-#define MID_B "bbbbbbbb-0000-4000-8000-00000000000b"
-
 static void test_two_hosts_one_process(void **state) {
     (void)state;
     char db[160], root[160], url[128];
@@ -292,8 +345,6 @@ static void test_two_hosts_one_process(void **state) {
     conn A, B;
     conn_open(&A, db, true, MID_A, sa, root, MID_A);
     conn_open(&B, db, true, MID_B, sbd, root, NULL);
-    json_decref(sa); /* the hosts keep their own copies */
-    json_decref(sbd);
     psdk_error err;
     assert_int_equal(psdk_agent_initialize(A.a, NULL, 0, &err), PSDK_OK);
     assert_int_equal(psdk_agent_initialize(B.a, NULL, 0, &err), PSDK_OK);
@@ -340,6 +391,8 @@ static void test_two_hosts_one_process(void **state) {
     conn_close(&B);
     assert_int_equal(A.h.rc, 0);
     assert_int_equal(B.h.rc, 0);
+    json_decref(sa); /* borrowed by each pacp_serve until it returned */
+    json_decref(sbd);
 
     /* One host holds one identity: a client asking for another is refused. */
     conn C;
@@ -493,6 +546,7 @@ int main(void) {
     mock_stop(&probe);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stdio_peri_acp),
+        cmocka_unit_test(test_stdio_settings_stdin),
         cmocka_unit_test(test_two_hosts_one_process),
         cmocka_unit_test(test_prompt_foreign_refused),
         cmocka_unit_test(test_tcp),
