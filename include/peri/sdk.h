@@ -244,7 +244,8 @@ bool psdk_session_is_closed(const psdk_session *s);
 /* stdio (src/sdk/stdio.c): a factory whose ctx is a psdk_stdio_options. It starts the
  * agent command with its stdin/stdout as the transport. With argv NULL the command is
  * `peri acp` (peri found on PATH, or `peri` given) with --cwd PATH, and --db, and
- * --machine-id from psdk_connect when given; an explicit argv runs as is. stderr is
+ * --machine-id from psdk_connect when given (the credential is never put on a command
+ * line: peri's SQLite store needs none); an explicit argv runs as is. stderr is
  * inherited. Freeing the transport closes the agent's stdin, waits exit_wait_ms
  * (<= 0: 5000) for it to exit, then SIGTERM, then SIGKILL, and reaps it. */
 typedef struct psdk_stdio_options {
