@@ -46,6 +46,9 @@ typedef struct pacp_options {
      * session/prompt. The same machine_id and the same root path give the same
      * workspace identity in any store. */
     const char *machine_id;
+    /* Optional: the user's home for user-level files other than settings (e.g.
+     * ~/.peri/commands). NULL: none. `peri acp` passes $HOME. */
+    const char *home;
 } pacp_options;
 
 /* Serves until EOF on in_fd, then closes every session like session/close and

@@ -37,6 +37,9 @@ typedef struct pct_sink {
 
 typedef struct pct_config {
     const char *db_path; /* required (":memory:" allowed) */
+    /* The user's home for user-level files other than settings (e.g. ~/.peri/commands);
+     * may be NULL. The library never reads $HOME: the host passes it. */
+    const char *home;
     /* The machine identity (1..36 printable characters). NULL: a fresh UUID for this
      * controller on a private store; on a shared store, no identity: writes refused. */
     const char *machine_id;

@@ -275,6 +275,7 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
                      .ask_permission = sink_ask,
                      .on_prompt_done = sink_prompt_done};
     pct_config cfg = {.db_path = opt->storage.locator,
+                      .home = opt->home,
                       .machine_id = opt->machine_id,
                       .shared_store = opt->storage.shared,
                       .settings = &settings};

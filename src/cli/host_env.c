@@ -178,6 +178,11 @@ int peri_host_start_init(peri_host_start *h, const peri_host_args *a, char *err,
     h->opt.storage.locator = h->db;
     h->opt.storage.shared = a->shared_store;
     h->opt.machine_id = h->machine_id;
+    if (home && !(h->home = strdup(home))) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    h->opt.home = h->home;
     return 0;
 fail:
     peri_host_start_clear(h);
@@ -187,5 +192,6 @@ fail:
 void peri_host_start_clear(peri_host_start *h) {
     json_decref(h->settings);
     free(h->db);
+    free(h->home);
     memset(h, 0, sizeof *h);
 }

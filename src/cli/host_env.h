@@ -27,6 +27,7 @@ typedef struct peri_host_start {
     pacp_options opt; /* points into the fields below */
     json_t *settings; /* owned */
     char *db;         /* owned */
+    char *home;       /* owned ($HOME), may be NULL */
     char machine_id[PST_ID_LEN];
     char cwd[PATH_MAX];
 } peri_host_start;
