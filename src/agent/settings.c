@@ -60,7 +60,8 @@ static int load_allow(pag_settings *s, json_t *allow) {
     return 0;
 }
 
-static int load_doc(pag_settings *s, json_t *root, char *err, size_t errlen) {
+/* Parses the document root; `path` names it in messages. */
+static int load_doc(pag_settings *s, json_t *root, const char *path, char *err, size_t errlen) {
     int rc = -1;
     json_t *providers = json_object_get(root, "providers");
     json_t *v;
@@ -82,7 +83,7 @@ static int load_doc(pag_settings *s, json_t *root, char *err, size_t errlen) {
     rc = 0;
     goto done;
 oom:
-    snprintf(err, errlen, "out of memory reading the settings");
+    snprintf(err, errlen, "out of memory reading %s", path);
 done:
     return rc;
 }
@@ -98,7 +99,11 @@ int pag_settings_from_doc(pag_settings *s, const json_t *doc, char *err, size_t 
         return -1;
     }
     s->doc = doc ? json_deep_copy(doc) : json_object();
-    if (!s->doc || load_doc(s, s->doc, err, errlen)) goto oom;
+    if (!s->doc) goto oom;
+    if (load_doc(s, s->doc, "settings", err, errlen)) { /* err says why */
+        pag_settings_clear(s);
+        return -1;
+    }
     pag_provider *ps[2] = {&s->openai, &s->anthropic};
     const char *defaults[2] = {DEFAULT_OPENAI_URL, DEFAULT_ANTHROPIC_URL};
     for (int i = 0; i < 2; i++) {
