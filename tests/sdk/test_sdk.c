@@ -325,7 +325,7 @@ static void test_close_cadence_and_exhaustion(void **state) {
     /* Sends happen at >= 0, 50, 100, ... 1000 ms: at most 21; a loaded machine may fit
      * fewer. The budget is used up, and not much more. */
     assert_true(n <= 21);
-    assert_true(n >= 5);
+    assert_true(n >= 2); /* generous: a loaded machine stretches every hop */
     assert_true(el >= 1000 * 1000);
     assert_true(el < 4000 * 1000);
     /* Every replay waited the full 50 ms, except the last (min(50, remaining)). */
@@ -359,7 +359,7 @@ static void test_close_last_sleep_is_remaining(void **state) {
     int64_t el = now_us() - t0;
     /* 0, 50, 100, then a 20 ms sleep to 120: never more than 4 attempts. */
     assert_true(nclose(e.f) <= 4);
-    assert_true(nclose(e.f) >= 2);
+    assert_true(nclose(e.f) >= 1);
     assert_true(el >= 120 * 1000);
     assert_true(el < 2000 * 1000);
     close_env(&e);
