@@ -262,15 +262,27 @@ static int start_object(const pacp_options *opt, char out_cwd[PATH_MAX], pag_set
 }
 
 int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t errlen) {
-    pacp_server srv;
-    memset(&srv, 0, sizeof srv);
-    pag_settings settings;
-    if (start_object(opt, srv.default_cwd, &settings, err, errlen) != 0) return -1;
-    srv.settings = &settings;
-    pacp_writer_init(&srv.w, out_fd);
-    pthread_mutex_init(&srv.mu, NULL);
-    pthread_cond_init(&srv.cv, NULL);
-    pct_sink sink = {.ctx = &srv,
+    /* Heap, not stack: if a prompt worker outlives the close grace, pct_free keeps the
+     * controller alive and the worker may still reach srv and its settings, so both
+     * are then left allocated instead of going out of scope. */
+    pacp_server *srv = calloc(1, sizeof *srv);
+    pag_settings *settings = calloc(1, sizeof *settings);
+    if (!srv || !settings) {
+        free(srv);
+        free(settings);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (start_object(opt, srv->default_cwd, settings, err, errlen) != 0) {
+        free(srv);
+        free(settings);
+        return -1;
+    }
+    srv->settings = settings;
+    pacp_writer_init(&srv->w, out_fd);
+    pthread_mutex_init(&srv->mu, NULL);
+    pthread_cond_init(&srv->cv, NULL);
+    pct_sink sink = {.ctx = srv,
                      .on_event = sink_event,
                      .ask_permission = sink_ask,
                      .on_prompt_done = sink_prompt_done};
@@ -278,10 +290,10 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
                       .home = opt->home,
                       .machine_id = opt->machine_id,
                       .shared_store = opt->storage.shared,
-                      .settings = &settings};
+                      .settings = settings};
     pct_error ce = {0};
     int rc = 0;
-    if (!(srv.ctl = pct_new(&cfg, &sink, &ce))) {
+    if (!(srv->ctl = pct_new(&cfg, &sink, &ce))) {
         snprintf(err, errlen, "%s", ce.message);
         rc = -1;
     }
@@ -296,29 +308,31 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
             if (st == PACP_READ_TOO_LONG) {
                 pacp_reply rep = {0};
                 pacp_reply_error(&rep, PACP_INVALID_REQUEST, "Invalid Request: frame too long");
-                pacp_send_reply(&srv, NULL, &rep);
+                pacp_send_reply(srv, NULL, &rep);
                 continue;
             }
             size_t k = 0;
             while (k < len && (line[k] == ' ' || line[k] == '\t'))
                 k++;
             if (k == len) continue; /* blank keep-alive lines */
-            on_frame(&srv, line, len);
+            on_frame(srv, line, len);
         }
         pacp_reader_free(&r);
-        pthread_mutex_lock(&srv.mu);
-        srv.eof = true; /* pending permission requests resolve as rejected */
-        pthread_cond_broadcast(&srv.cv);
-        pthread_mutex_unlock(&srv.mu);
-        if (pct_free(srv.ctl, settings.close_grace_ms > 2000 ? settings.close_grace_ms : 2000)) {
+        pthread_mutex_lock(&srv->mu);
+        srv->eof = true; /* pending permission requests resolve as rejected */
+        pthread_cond_broadcast(&srv->cv);
+        pthread_mutex_unlock(&srv->mu);
+        if (pct_free(srv->ctl, settings->close_grace_ms > 2000 ? settings->close_grace_ms : 2000)) {
             /* A worker is still unwinding and may touch srv and the settings: leave
              * them allocated (a bounded leak, reported by pct_free). */
             return 0;
         }
     }
-    pthread_mutex_destroy(&srv.mu);
-    pthread_cond_destroy(&srv.cv);
-    pacp_writer_destroy(&srv.w);
-    pag_settings_clear(&settings);
+    pthread_mutex_destroy(&srv->mu);
+    pthread_cond_destroy(&srv->cv);
+    pacp_writer_destroy(&srv->w);
+    pag_settings_clear(settings);
+    free(settings);
+    free(srv);
     return rc;
 }
