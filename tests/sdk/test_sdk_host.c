@@ -172,6 +172,25 @@ static void test_stdio_peri_acp(void **state) {
     psdk_session_list_clear(&l);
     assert_true(listed);
 
+    /* load replays the history through on_update before it returns; resume does not */
+    collect cl;
+    collect_init(&cl);
+    psdk_handlers hl = {.ctx = &cl, .on_update = on_update};
+    psdk_session *ls = psdk_session_load(a, psdk_session_id(s), NULL, &hl, &err);
+    if (!ls) fail_msg("session/load: %s", err.message);
+    assert_string_equal(cl.text, "Hello");
+    assert_int_equal(psdk_session_close(ls, 3000, &err), PSDK_OK);
+    collect cr;
+    collect_init(&cr);
+    psdk_handlers hr = {.ctx = &cr, .on_update = on_update};
+    psdk_session *rs = psdk_session_resume(a, psdk_session_id(s), NULL, &hr, &err);
+    if (!rs) fail_msg("session/resume: %s", err.message);
+    assert_int_equal(cr.chunks, 0);
+    mock_script(&mock, "[{\"text\": \"again\"}]");
+    assert_int_equal(psdk_session_prompt(rs, "more", stop, sizeof stop, &err), PSDK_OK);
+    assert_string_equal(cr.text, "again");
+    assert_int_equal(psdk_session_close(rs, 3000, &err), PSDK_OK);
+
     /* close while a turn is unwinding: the model hangs mid-stream; close without a
      * cancel first. It settles within the budget or says incomplete; never hangs. */
     mock_script(&mock, "[{\"text\": [\"x\", \"y\"], \"hang\": true, \"hang_after\": 2}]");
