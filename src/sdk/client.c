@@ -70,7 +70,10 @@ static int send_json(psdk_agent *a, json_t *frame) {
 }
 
 bool psdk__on_reader(psdk_agent *a) {
-    return a->reader_started && pthread_equal(pthread_self(), a->reader);
+    pthread_mutex_lock(&a->mu);
+    bool on = a->reader_started && pthread_equal(pthread_self(), a->reader);
+    pthread_mutex_unlock(&a->mu);
+    return on;
 }
 
 void psdk__wake_locked(psdk_agent *a) {
@@ -318,6 +321,11 @@ static void on_frame(psdk_agent *a, const char *text, size_t len) {
 
 static void *reader_main(void *arg) {
     psdk_agent *a = arg;
+    /* Known before any frame is handled, so callbacks are recognised as such. */
+    pthread_mutex_lock(&a->mu);
+    a->reader = pthread_self();
+    a->reader_started = true;
+    pthread_mutex_unlock(&a->mu);
     const char *why = "end of stream";
     for (;;) {
         char *frame = NULL;
@@ -370,20 +378,21 @@ psdk_agent *psdk_agent_connect(psdk_sandbox *sb, const char *path, psdk_error *e
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&a->mu, NULL);
     pthread_mutex_init(&a->send_mu, NULL);
-    if (pthread_create(&a->reader, NULL, reader_main, a) != 0) {
+    pthread_t th;
+    if (pthread_create(&th, NULL, reader_main, a) != 0) {
         psdk__fail(err, PSDK_ERR_NOMEM, "cannot start the reader thread");
-        a->reader_started = false;
         psdk_agent_free(a);
         return NULL;
     }
-    a->reader_started = true;
+    a->joinable = th;
+    a->has_reader = true;
     return a;
 }
 
 void psdk_agent_free(psdk_agent *a) {
     if (!a) return;
     a->t->close(a->t);
-    if (a->reader_started) pthread_join(a->reader, NULL);
+    if (a->has_reader) pthread_join(a->joinable, NULL);
     a->t->free(a->t);
     while (a->sessions) {
         psdk_session *s = a->sessions;

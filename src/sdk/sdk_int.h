@@ -51,8 +51,10 @@ struct psdk_agent {
     psdk_sandbox *sb;
     psdk_transport *t;
     char *path;
-    pthread_t reader;
-    bool reader_started;
+    pthread_t reader;    /* set by the reader itself (a->mu) */
+    bool reader_started; /* a->mu */
+    pthread_t joinable;  /* the creator's handle, for the join */
+    bool has_reader;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_mutex_t send_mu;
