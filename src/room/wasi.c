@@ -544,34 +544,77 @@ HOST(fd_pread) {
     RET(E_SUCCESS);
 }
 
-/* Gathers the iovecs into one buffer: one fd_write is one "write" of the reference
- * host (decoded on its own, counted whole). *heap is set when buf was malloc'd. */
-static int gather(pw_call_ctx *cx, uint32_t iovs, uint32_t n, uint8_t *stackbuf, size_t cap,
-                  uint8_t **out, size_t *len) {
+/* Output gathers only after the budget is checked: the iovecs' total (they may
+ * overlap, each up to the whole memory) is summed first, and a write past the output
+ * limit or the file-system budget fails before anything is copied. One fd_write to
+ * stdout/stderr is one "write" of the reference host (decoded on its own, counted
+ * whole): at most 64 KiB is gathered. A file write goes iovec by iovec straight into
+ * the file (one logical mtime, as one write), so host memory stays within the room's
+ * bounds (docs/room.md). */
+static int iov_total(pw_call_ctx *cx, uint32_t iovs, uint32_t n, uint64_t *total) {
     uint8_t *v = mem(cx, iovs, 8 * (uint64_t)n);
     if (!v) return E_FAULT;
-    uint64_t total = 0;
+    uint64_t t = 0;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t ptr = ld32(v + 8 * i), l = ld32(v + 8 * i + 4);
         if (!mem(cx, ptr, l)) return E_FAULT;
-        total += l;
+        t += l;
     }
-    if (n == 1) { /* common case: no copy */
-        *out = mem(cx, ld32(v), ld32(v + 4));
-        *len = ld32(v + 4);
-        return E_SUCCESS;
-    }
-    uint8_t *b = total <= cap ? stackbuf : malloc(total ? total : 1);
-    if (!b) return E_NOMEM;
-    size_t k = 0;
+    *total = t;
+    return E_SUCCESS;
+}
+
+static void iov_copy(pw_call_ctx *cx, uint32_t iovs, uint32_t n, uint8_t *b) {
+    uint8_t *v = mem(cx, iovs, 8 * (uint64_t)n);
     for (uint32_t i = 0; i < n; i++) {
         uint32_t ptr = ld32(v + 8 * i), l = ld32(v + 8 * i + 4);
-        memcpy(b + k, mem(cx, ptr, l), l);
-        k += l;
+        memcpy(b, mem(cx, ptr, l), l);
+        b += l;
     }
-    *out = b;
-    *len = k;
+}
+
+/* 0 and *st set (PW_OK, or the trap that ends the run), or an errno. */
+static int write_out(pw_call_ctx *cx, pr_run_state *rs, int stream, uint32_t iovs, uint32_t n,
+                     uint64_t total, pw_status *st) {
+    *st = PW_OK;
+    if (total > PR_OUTPUT_MAX - rs->out_bytes) {
+        rs->end = PR_END_OUTPUT; /* what pr_run_output decides, without the copy */
+        *st = pw_ctx_trap(cx, "%s", "输出超过 64 KB");
+        return E_SUCCESS;
+    }
+    uint8_t stackbuf[4096], *b = stackbuf;
+    if (n == 1) /* common case: no copy */
+        b = mem(cx, ld32(mem(cx, iovs, 8)), (uint32_t)total);
+    else if (total > sizeof stackbuf && !(b = malloc((size_t)total)))
+        return E_NOMEM;
+    if (n != 1) iov_copy(cx, iovs, n, b);
+    bool ok = pr_run_output(rs, stream, b, (size_t)total);
+    if (b != stackbuf && n != 1) free(b);
+    if (!ok) *st = pw_ctx_trap(cx, "%s", rs->end == PR_END_OUTPUT ? "输出超过 64 KB" : rs->end_msg);
     return E_SUCCESS;
+}
+
+static int write_file(pw_call_ctx *cx, pr_fs *fs, pr_file *f, uint32_t iovs, uint32_t n,
+                      uint64_t total, uint64_t off) {
+    if (off > SIZE_MAX || total > SIZE_MAX - off) return E_NOSPC;
+    size_t end = (size_t)(off + total);
+    size_t counted = f->dead ? 0 : fs->total; /* as fs.c's grow */
+    if (end > f->len && end - f->len > PR_FS_MAX - counted) return E_NOSPC;
+    uint64_t clock = fs->clock;
+    int rc = 0;
+    if (total == 0) {
+        rc = pr_fs_pwrite(fs, f, NULL, 0, (size_t)off);
+    } else {
+        uint8_t *v = mem(cx, iovs, 8 * (uint64_t)n);
+        size_t at = (size_t)off;
+        for (uint32_t i = 0; i < n && rc == 0; i++) {
+            uint32_t ptr = ld32(v + 8 * i), l = ld32(v + 8 * i + 4);
+            if (l) rc = pr_fs_pwrite(fs, f, mem(cx, ptr, l), l, at);
+            at += l;
+        }
+    }
+    if (rc == 0) f->mtime = fs->clock = clock + 1; /* one write, one tick */
+    return rc ? fs_errno(rc) : E_SUCCESS;
 }
 
 static pw_status do_write(pw_call_ctx *cx, void *env, const pw_val *a, pw_val *r, bool positional) {
@@ -583,21 +626,19 @@ static pw_status do_write(pw_call_ctx *cx, void *env, const pw_val *a, pw_val *r
     if (f->kind == K_STDIN) RET(E_BADF);
     if (positional && f->kind != K_FILE) RET(E_SPIPE);
     if (f->kind == K_FILE && !(f->rights & R_FD_WRITE)) RET(E_BADF);
-    uint8_t stackbuf[4096], *data;
-    size_t len;
-    int e = gather(cx, U32(1), U32(2), stackbuf, sizeof stackbuf, &data, &len);
+    uint64_t len;
+    int e = iov_total(cx, U32(1), U32(2), &len);
     if (e) RET(e);
-    bool heap = data != stackbuf && U32(2) != 1;
     if (f->kind == K_STDOUT || f->kind == K_STDERR) {
-        bool ok = pr_run_output(rs, f->kind == K_STDOUT ? PR_STDOUT : PR_STDERR, data, len);
-        if (heap) free(data);
-        if (!ok)
-            return pw_ctx_trap(cx, "%s", rs->end == PR_END_OUTPUT ? "输出超过 64 KB" : rs->end_msg);
+        pw_status st;
+        e = write_out(cx, rs, f->kind == K_STDOUT ? PR_STDOUT : PR_STDERR, U32(1), U32(2), len,
+                      &st);
+        if (e) RET(e);
+        if (st != PW_OK) return st;
     } else {
         uint64_t off = positional ? U64(3) : (f->flags & FDF_APPEND) ? f->file->len : f->off;
-        int rc = off > SIZE_MAX ? -2 : pr_fs_pwrite(rs->fs, f->file, data, len, (size_t)off);
-        if (heap) free(data);
-        if (rc) RET(fs_errno(rc));
+        e = write_file(cx, rs->fs, f->file, U32(1), U32(2), len, off);
+        if (e) RET(e);
         if (!positional) f->off = off + len;
     }
     uint8_t *pn = mem(cx, nw_ptr, 4);
