@@ -320,4 +320,9 @@ bool pr_host_bound(const pr_host *h, pr_str runner);
  * (interface) on the limits / strict UTF-8. */
 bool pr_result_json(const pr_outcome *o, const pr_fs *fs, pr_buf *out, pr_error *err);
 
+/* ---------------------------------------------------------------- wasi_sig.c */
+
+/* The exact type of wasi_snapshot_preview1 function name; false if it has none. */
+bool pr_wasi_functype(const char *name, pw_functype *out);
+
 #endif

@@ -1226,8 +1226,14 @@ static bool wasi_resolve(void *ctx, pw_store *s, const pw_module *m, const pw_im
         if (strlen(FUNCS[i].name) != imp->name_len ||
             memcmp(FUNCS[i].name, imp->name, imp->name_len) != 0)
             continue;
+        /* Built with the function's own type (wasi_sig.c), never the import's: an
+         * import of another type fails to link (incompatible import type). */
+        (void)m;
         pw_error e;
-        pw_func *f = pw_func_new_host_for_import(s, m, imp->index, FUNCS[i].fn, rs, &e);
+        pw_functype ft;
+        pw_func *f = pr_wasi_functype(FUNCS[i].name, &ft)
+                         ? pw_func_new_host(s, &ft, FUNCS[i].fn, rs, &e)
+                         : NULL;
         if (!f) return false;
         out->kind = PW_EXTERN_FUNC;
         out->u.func = f;

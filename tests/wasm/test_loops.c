@@ -135,10 +135,11 @@ static void stops(const char *name) {
 
 static void test_branches(void **st) {
     (void)st;
-    static const char *const names[] = {"br",         "br_if",          "br_if_cmp",
-                                        "br_if_cmp_imm64", "br_table", "br_table_default",
-                                        "br_on_null", "br_on_non_null", "br_on_cast",
-                                        "br_on_cast_fail"};
+    static const char *const names[] = {"br",         "br_if",
+                                        "br_if_cmp",  "br_if_cmp_imm64",
+                                        "br_table",   "br_table_default",
+                                        "br_on_null", "br_on_non_null",
+                                        "br_on_cast", "br_on_cast_fail"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         stops(names[i]);
 }
@@ -153,9 +154,9 @@ static void test_calls(void **st) {
 
 static void test_exceptions(void **st) {
     (void)st;
-    static const char *const names[] = {"catch",         "catch_all",     "catch_ref",
-                                        "catch_all_ref_loop", "throw_ref", "unwind_frames",
-                                        "unwind_tail",   "host_throw",    "host_throw_tail"};
+    static const char *const names[] = {
+        "catch",         "catch_all",   "catch_ref",  "catch_all_ref_loop", "throw_ref",
+        "unwind_frames", "unwind_tail", "host_throw", "host_throw_tail"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         stops(names[i]);
 }

@@ -7,7 +7,9 @@
  *                  1 MiB array, a 2^64-leaf DAG, a 100,000-deep chain, a long walk),
  *                  loops whose only way back is an exception (30-35);
  *   forge.wasm     prototypes of the wrong arity ($big / $float with a reference field);
- *   wasi_iov.wasm  fd_write / fd_pwrite with up to 512 overlapping whole-memory iovecs.
+ *   wasi_iov.wasm  fd_write / fd_pwrite with up to 512 overlapping whole-memory iovecs;
+ *   and hand-assembled WASI modules whose fd_write import has another type (arity,
+ *                  i64 for i32, no result, two results): they must not link.
  * Host memory is checked with the process's peak RSS (ru_maxrss), which the unbounded
  * versions raised by 535-626 MB; the bound asserted is 200 MB.
  *
@@ -167,7 +169,8 @@ static void test_host_memory_bounded(void **st) {
     expect_exact(P_IOV, "e",
                  "{\"ok\":false,\"stdout\":\"\",\"stderr\":\"\",\"exitCode\":51,\"files\":{}}");
     long after = peak_rss_mb();
-    if (after - before > 200) fail_msg("peak RSS grew by %ld MB (%ld -> %ld)", after - before, before, after);
+    if (after - before > 200)
+        fail_msg("peak RSS grew by %ld MB (%ld -> %ld)", after - before, before, after);
 }
 
 /* ---------------------------------------------------------------- finding 1 */
@@ -229,7 +232,8 @@ static void test_fail_graphs(void **st) {
     /* a long walk (200,000 × a 255-deep chain): ends at the output limit or the CPU
      * limit, never hangs */
     got = run_case(P_HOSTILE, "25");
-    assert_true(strstr(got, "\"error\":\"未捕捉的豫言异常：\\n,,,,") || strcmp(got, CPU_LIMIT) == 0);
+    assert_true(strstr(got, "\"error\":\"未捕捉的豫言异常：\\n,,,,") ||
+                strcmp(got, CPU_LIMIT) == 0);
     free(got);
     assert_true(now_s() - t0 < 60);
 }
@@ -282,6 +286,75 @@ static void test_wasi_iovecs(void **st) {
                  "{\"ok\":true,\"stdout\":\"\",\"stderr\":\"\",\"exitCode\":0,\"files\":{}}");
 }
 
+/* A WASI module importing fd_write with the given type and a _start that does nothing
+ * (hand-assembled). */
+static char *run_wasi_import(const uint8_t *params, uint8_t np, const uint8_t *results,
+                             uint8_t nr) {
+    uint8_t m[256];
+    size_t k = 0;
+    static const uint8_t head[] = {0, 'a', 's', 'm', 1, 0, 0, 0};
+    memcpy(m, head, sizeof head);
+    k = sizeof head;
+    uint8_t types[64];
+    size_t t = 0;
+    types[t++] = 2; /* two types */
+    types[t++] = 0x60;
+    types[t++] = np;
+    memcpy(types + t, params, np), t += np;
+    types[t++] = nr;
+    memcpy(types + t, results, nr), t += nr;
+    types[t++] = 0x60, types[t++] = 0, types[t++] = 0;
+    m[k++] = 1, m[k++] = (uint8_t)t;
+    memcpy(m + k, types, t), k += t;
+    static const char mod[] = "wasi_snapshot_preview1", fld[] = "fd_write";
+    uint8_t imp = (uint8_t)(1 + 1 + strlen(mod) + 1 + strlen(fld) + 2);
+    m[k++] = 2, m[k++] = imp, m[k++] = 1;
+    m[k++] = (uint8_t)strlen(mod), memcpy(m + k, mod, strlen(mod)), k += strlen(mod);
+    m[k++] = (uint8_t)strlen(fld), memcpy(m + k, fld, strlen(fld)), k += strlen(fld);
+    m[k++] = 0, m[k++] = 0;                         /* func, type 0 */
+    m[k++] = 3, m[k++] = 2, m[k++] = 1, m[k++] = 1; /* one function of type 1 */
+    static const uint8_t exp[] = {7, 10, 1, 6, '_', 's', 't', 'a', 'r', 't', 0, 1};
+    memcpy(m + k, exp, sizeof exp), k += sizeof exp;
+    static const uint8_t code[] = {10, 4, 1, 2, 0, 0x0b};
+    memcpy(m + k, code, sizeof code), k += sizeof code;
+    prog p;
+    uint8_t d[32];
+    pr_sha256(m, k, d);
+    pr_hex(d, 32, p.digest);
+    p.b64 = b64enc(m, k, &p.b64_len);
+    prog saved = progs[P_IOV];
+    progs[P_IOV] = p;
+    char *got = run_on(host, P_IOV, "{}");
+    progs[P_IOV] = saved;
+    free(p.b64);
+    return got;
+}
+
+/* A WASI import of another type than the function's own does not link (the host would
+ * read arguments that were never passed, or write a result with no room for it). */
+static void test_wasi_import_types(void **st) {
+    (void)st;
+    static const uint8_t I = 0x7f, L = 0x7e;
+    const uint8_t p4[] = {I, I, I, I}, p1[] = {I}, p5[] = {I, I, I, I, I}, p4l[] = {I, I, I, L},
+                  r1[] = {I}, r1l[] = {L}, r2[] = {I, I};
+    struct {
+        const uint8_t *p, *r;
+        uint8_t np, nr;
+    } bad[] = {{p1, r1, 1, 1},  {NULL, r1, 0, 1}, {p4, NULL, 4, 0}, {p5, r1, 5, 1},
+               {p4l, r1, 4, 1}, {p4, r1l, 4, 1},  {p4, r2, 4, 2}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char *got = run_wasi_import(bad[i].p, bad[i].np, bad[i].r, bad[i].nr);
+        if (strncmp(got, "!隔离运行失败：", strlen("!隔离运行失败：")) != 0 ||
+            !strstr(got, "incompatible import type"))
+            fail_msg("variant %zu: %s", i, got);
+        free(got);
+    }
+    char *got = run_wasi_import(p4, 4, r1, 1);
+    assert_string_equal(
+        got, "{\"ok\":true,\"stdout\":\"\",\"stderr\":\"\",\"exitCode\":0,\"files\":{}}");
+    free(got);
+}
+
 static int setup(void **st) {
     (void)st;
     for (int i = 0; i < P_COUNT; i++) {
@@ -310,10 +383,11 @@ static int teardown(void **st) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_host_memory_bounded), cmocka_unit_test(test_legacy_types),
-        cmocka_unit_test(test_legacy_arity),        cmocka_unit_test(test_forged_prototypes),
-        cmocka_unit_test(test_fail_graphs),         cmocka_unit_test(test_exception_loops_cpu),
+        cmocka_unit_test(test_host_memory_bounded),  cmocka_unit_test(test_legacy_types),
+        cmocka_unit_test(test_legacy_arity),         cmocka_unit_test(test_forged_prototypes),
+        cmocka_unit_test(test_fail_graphs),          cmocka_unit_test(test_exception_loops_cpu),
         cmocka_unit_test(test_exception_loops_wall), cmocka_unit_test(test_wasi_iovecs),
+        cmocka_unit_test(test_wasi_import_types),
     };
     return cmocka_run_group_tests_name("room.hostile", tests, setup, teardown);
 }
