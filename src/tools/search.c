@@ -458,6 +458,14 @@ ptl_status ptl__grep(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     ptl__out_init(&o, ctx->max_output);
     g.o = &o;
     walk w = {.ctx = ctx, .on_file = grep_file, .ud = &g};
+    if (S_ISREG(sb.st_mode) && sb.st_nlink > 1) {
+        /* refused like by read: another name of the file may be outside */
+        close(fd);
+        regfree(&g.re);
+        free(prefix);
+        ptl__out_free(&o);
+        return ptl__error(r, "grep: %s: %s", ptl_fstatus_text(PTL_F_HARDLINK), path);
+    }
     if (S_ISREG(sb.st_mode)) {
         /* a single file: report it relative to the root; read through its descriptor */
         char *slash = strrchr(prefix, '/');
@@ -468,7 +476,7 @@ ptl_status ptl__grep(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
             prefix[0] = '\0';
         g.prefix = prefix;
         g.file_glob = NULL;
-        if (sb.st_nlink == 1 && name) { /* hard-linked files are refused like by read */
+        if (name) {
             char *data = NULL;
             size_t len = 0;
             if (ptl__read_fd(fd, MAX_GREP_FILE, false, &data, &len) == PTL_F_OK)
