@@ -435,7 +435,7 @@ static void test_cancel_mid_stream(void **state) {
         pm_response_clear(&resp);
         print_message("cancel between chunks (%s): returned %.1f ms after the flag\n",
                       i ? "anthropic" : "openai", took);
-        assert_true(took < HANG_BOUND_MS); /* did not hang; exact checks around */
+        assert_true(took < HANG_BOUND_MS);    /* did not hang; exact checks around */
         assert_int_equal(col.deltas_text, 1); /* "a" came, "b" was still 200 ms away */
         assert_int_equal(col.dones, 0);
         pm_client_free(c);

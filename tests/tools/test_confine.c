@@ -281,12 +281,22 @@ static void test_resolution_both_ways(void **state) {
         const char *rel;
         bool ok;
     } cases[] = {
-        {"a/b/c.txt", true},        {"a/../README.md", true},     {"Lin/c.txt", true},
-        {"a/Lup", true},            {"./a/./b/c.txt", true},      {".", true},
-        {"..", false},              {"../outside/secret.txt", false},
-        {"a/../../outside", false}, {"Labs/secret.txt", false},   {"Lrel/secret.txt", false},
-        {"Labs", false},            {"Lrel", false},              {"Lmagic/etc/passwd", false},
-        {"Lin/../../..", false},    {"/etc/passwd", false},
+        {"a/b/c.txt", true},
+        {"a/../README.md", true},
+        {"Lin/c.txt", true},
+        {"a/Lup", true},
+        {"./a/./b/c.txt", true},
+        {".", true},
+        {"..", false},
+        {"../outside/secret.txt", false},
+        {"a/../../outside", false},
+        {"Labs/secret.txt", false},
+        {"Lrel/secret.txt", false},
+        {"Labs", false},
+        {"Lrel", false},
+        {"Lmagic/etc/passwd", false},
+        {"Lin/../../..", false},
+        {"/etc/passwd", false},
     };
     int rootfd = ptl__root_fd(f->ws);
     assert_true(rootfd >= 0);
@@ -319,8 +329,7 @@ static void test_hard_links(void **state) {
     if (link(f->secret, p) != 0) skip(); /* /tmp always allows it; keep the test honest */
     const char *hl = "refused: hl.txt has other hard links";
     refused(f, "read", "{\"path\":\"hl.txt\"}", hl);
-    refused(f, "edit", "{\"path\":\"hl.txt\",\"old_string\":\"TOP\",\"new_string\":\"PWNED\"}",
-            hl);
+    refused(f, "edit", "{\"path\":\"hl.txt\",\"old_string\":\"TOP\",\"new_string\":\"PWNED\"}", hl);
     ok_without_secret(f, "grep", "{\"pattern\":\"SECRET\"}");
     refused(f, "grep", "{\"pattern\":\"SECRET\",\"path\":\"hl.txt\"}", "hard links");
     /* write replaces the workspace name only, and never shows the old content */
@@ -440,10 +449,8 @@ static void test_project_guide(void **state) {
     free(data);
     assert_int_equal(ptl_read_beneath(f->ws, "AGENTS.md", 65536, false, &data, &len),
                      PTL_F_TOO_LARGE);
-    assert_int_equal(ptl_read_beneath(f->ws, "nope.md", 65536, false, &data, &len),
-                     PTL_F_MISSING);
-    assert_int_equal(ptl_read_beneath(f->ws, f->secret, 65536, false, &data, &len),
-                     PTL_F_ESCAPES);
+    assert_int_equal(ptl_read_beneath(f->ws, "nope.md", 65536, false, &data, &len), PTL_F_MISSING);
+    assert_int_equal(ptl_read_beneath(f->ws, f->secret, 65536, false, &data, &len), PTL_F_ESCAPES);
     unlink(p);
 }
 
@@ -464,11 +471,11 @@ static void *race_swap(void *arg) {
     char target[512];
     at(target, sizeof target, r->f->outside, "d");
     while (!atomic_load(&r->stop)) {
-        rename(sub, real);                 /* sub: gone */
-        symlink(target, sub);              /* sub -> outside/d */
+        rename(sub, real);    /* sub: gone */
+        symlink(target, sub); /* sub -> outside/d */
         sched_yield();
-        unlink(sub);                       /* sub: gone */
-        rename(real, sub);                 /* sub: the directory again */
+        unlink(sub);       /* sub: gone */
+        rename(real, sub); /* sub: the directory again */
         sched_yield();
         r->swaps++;
     }
@@ -493,8 +500,7 @@ static void test_race_swap(void **state) {
         if (!r.is_error) reads_ok++;
         ptl_result_clear(&r);
         assert_int_equal(
-            run_in(f->ws, "write", "{\"path\":\"sub/x.txt\",\"content\":\"w\"}", &r, NULL),
-            PTL_OK);
+            run_in(f->ws, "write", "{\"path\":\"sub/x.txt\",\"content\":\"w\"}", &r, NULL), PTL_OK);
         if (!r.is_error) writes_ok++;
         ptl_result_clear(&r);
         assert_int_equal(run_in(f->ws, "grep", "{\"pattern\":\"SECRET\"}", &r, NULL), PTL_OK);
@@ -562,10 +568,10 @@ static void test_glob_polynomial(void **state) {
     memset(name, 'a', 250);
     strcpy(name + 250, ".txt");
     put(f->ws, name, "a\n");
-    assert_int_equal(
-        run_in(f->ws, "glob",
-               "{\"pattern\":\"*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b\"}", &r, NULL),
-        PTL_OK);
+    assert_int_equal(run_in(f->ws, "glob",
+                            "{\"pattern\":\"*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b\"}",
+                            &r, NULL),
+                     PTL_OK);
     assert_non_null(strstr(r.output, "no files match"));
     ptl_result_clear(&r);
     assert_int_equal(run_in(f->ws, "grep",
@@ -610,7 +616,8 @@ static void test_cancel_polled(void **state) {
         ptl_result r = {0};
         ptl_status st = calls[i].fn(in, &ctx, &r);
         json_decref(in);
-        if (st != PTL_CANCELLED) fail_msg("call %zu: status %d, not cancelled: %s", i, st, r.output);
+        if (st != PTL_CANCELLED)
+            fail_msg("call %zu: status %d, not cancelled: %s", i, st, r.output);
         ptl_result_clear(&r);
     }
 }
@@ -669,7 +676,8 @@ static void test_setsid_children_die(void **state) {
                 snprintf(cmd + k, sizeof cmd - (size_t)k, "\nsleep 0.3; echo done");
             else
                 snprintf(cmd + k, sizeof cmd - (size_t)k, "\nsleep 300");
-            json_t *in = json_pack("{s:s, s:i}", "command", cmd, "timeout_ms", e == 1 ? 1500 : 60000);
+            json_t *in =
+                json_pack("{s:s, s:i}", "command", cmd, "timeout_ms", e == 1 ? 1500 : 60000);
             char *txt = json_dumps(in, 0);
             json_decref(in);
             atomic_int flag = 0;
@@ -801,20 +809,20 @@ static void test_edit_bounded(void **state) {
     assert_int_equal(sb.st_size, 20000);
     /* the permission title states the sizes */
     char *title = ptl_title(ptl_find("edit"), txt);
-    assert_string_equal(title,
-                        "Edit amp.txt (replace 1 bytes with 2000 bytes, every occurrence)");
+    assert_string_equal(title, "Edit amp.txt (replace 1 bytes with 2000 bytes, every occurrence)");
     free(title);
     title = ptl_title(ptl_find("write"), "{\"path\":\"w.txt\",\"content\":\"12345\"}");
     assert_string_equal(title, "Write w.txt (5 bytes)");
     free(title);
-    title = ptl_title(ptl_find("edit"), "{\"path\":\"e.txt\",\"old_string\":\"ab\",\"new_string\":\"c\"}");
+    title = ptl_title(ptl_find("edit"),
+                      "{\"path\":\"e.txt\",\"old_string\":\"ab\",\"new_string\":\"c\"}");
     assert_string_equal(title, "Edit e.txt (replace 2 bytes with 1 bytes)");
     free(title);
     free(txt);
     json_decref(in);
     /* a smaller amplification within the bound works */
-    in = json_pack("{s:s, s:s, s:s, s:b}", "path", "amp.txt", "old_string", "a", "new_string",
-                   "bb", "replace_all", 1);
+    in = json_pack("{s:s, s:s, s:s, s:b}", "path", "amp.txt", "old_string", "a", "new_string", "bb",
+                   "replace_all", 1);
     txt = json_dumps(in, 0);
     assert_int_equal(run_in(f->ws, "edit", txt, &r, NULL), PTL_OK);
     assert_false(r.is_error);
