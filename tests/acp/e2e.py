@@ -893,11 +893,69 @@ def s_fuzz(E):
     check(a.close_stdin() == 0, "exit status after fuzz")
 
 
+def s_hostile(E):
+    """Issue 9 (findings 4, 5, 8): a hostile workspace. The project guide as a symlink out
+    or as a FIFO, a read of a FIFO and a glob with repeated ** never leak, never block the
+    server, and the sessions still close."""
+    outside = os.path.join(E.tmp, "outside-guide.txt")
+    with open(outside, "w") as f:
+        f.write("GUIDE-SECRET-1234")
+    guide = os.path.join(E.cwd, "AGENTS.md")
+    a = E.agent()
+    for target in (outside, "../outside-guide.txt", "/proc/self/fd/0"):
+        os.symlink(target, guide)
+        sid = E.new_session(a)
+        E.mock.script([{"text": "ok"}])
+        n0 = len(E.mock.requests())
+        r = a.response(prompt(a, sid, "hi"))
+        check(r.get("result") == {"stopReason": "end_turn"}, "turn with a linked guide %r" % r)
+        reqs = E.mock.requests()[n0:]
+        check(len(reqs) == 1, "one model request, got %d" % len(reqs))
+        check("GUIDE-SECRET" not in json.dumps(reqs),
+              "the guide behind %s reached the model provider" % target)
+        check(a.result("session/close", {"sessionId": sid}) == {}, "close")
+        os.unlink(guide)
+    # a FIFO with no writer: session/new still answers (a.result fails after TIMEOUT)
+    os.mkfifo(guide)
+    sid = E.new_session(a)
+    # the read tool on a FIFO fails at once and the session closes afterwards
+    os.mkfifo(os.path.join(E.cwd, "pipe"))
+    E.mock.script([{"tool_calls": [{"id": "r1", "name": "read", "arguments": {"path": "pipe"}}]},
+                   {"text": "done"}])
+    t0 = time.monotonic()
+    r = a.response(prompt(a, sid, "read the pipe"))
+    check(r.get("result") == {"stopReason": "end_turn"}, "FIFO read turn %r" % r)
+    ups = [u for _, u in a.updates(sid, t0) if u["sessionUpdate"] == "tool_call_update"
+           and u.get("toolCallId") == "r1" and u.get("status") in ("completed", "failed")]
+    check(ups and ups[0]["status"] == "failed" and "not a regular file" in json.dumps(ups[0]),
+          "FIFO read result %r" % ups)
+    check(a.result("session/close", {"sessionId": sid}) == {}, "close after the FIFO read")
+    os.unlink(guide)
+    # a glob with 30 "**" over a deep tree finishes (polynomial), and close answers {}
+    deep = E.cwd
+    for _ in range(24):
+        deep = os.path.join(deep, "d")
+    os.makedirs(deep)
+    open(os.path.join(deep, "leaf.c"), "w").close()
+    sid = E.new_session(a)
+    E.mock.script([{"tool_calls": [{"id": "g1", "name": "glob",
+                                    "arguments": {"pattern": "**/" * 30 + "nomatch.h"}}]},
+                   {"text": "after"}])
+    t0 = time.monotonic()
+    r = a.response(prompt(a, sid, "glob"))
+    check(r.get("result") == {"stopReason": "end_turn"}, "glob turn %r" % r)
+    ups = [u for _, u in a.updates(sid, t0) if u["sessionUpdate"] == "tool_call_update"
+           and u.get("toolCallId") == "g1" and u.get("status") == "completed"]
+    check(ups and "no files match" in json.dumps(ups[0]), "glob result %r" % ups)
+    check(a.result("session/close", {"sessionId": sid}) == {}, "close after the glob")
+    check(a.close_stdin() == 0, "exit after EOF")
+
+
 SCENARIOS = {"basic": s_basic, "tools": s_tools, "confine": s_confine, "cancel": s_cancel,
              "close": s_close, "load": s_load, "errors": s_errors, "malformed": s_malformed,
              "kill9": s_kill9, "print": s_print, "anthropic": s_anthropic,
              "concurrent": s_concurrent, "compact": s_compact, "list": s_list,
-             "fuzz": s_fuzz}
+             "fuzz": s_fuzz, "hostile": s_hostile}
 
 
 def main():
