@@ -458,24 +458,41 @@ static void test_project_guide(void **state) {
 
 typedef struct racer {
     fx *f;
+    int mode;
     atomic_int stop;
     long swaps;
 } racer;
 
-/* Swaps ws/sub between a real directory and a symlink to outside/d, as fast as it can. */
+/* Mode 0: swaps ws/sub between a real directory and a symlink to outside/d. Mode 1: swaps
+ * ws/sub/file.txt between a regular file and a symlink to outside/secret.txt, atomically
+ * (rename over the name), so the name always exists. As fast as it can. */
 static void *race_swap(void *arg) {
     racer *r = arg;
-    char sub[512], real[512];
+    char sub[512], real[512], target[512], file[512], lnk[512], reg[512];
     at(sub, sizeof sub, r->f->ws, "sub");
     at(real, sizeof real, r->f->ws, "sub_real");
-    char target[512];
     at(target, sizeof target, r->f->outside, "d");
+    at(file, sizeof file, sub, "file.txt");
+    at(lnk, sizeof lnk, sub, ".lnk");
+    at(reg, sizeof reg, sub, ".reg");
     while (!atomic_load(&r->stop)) {
-        rename(sub, real);    /* sub: gone */
-        symlink(target, sub); /* sub -> outside/d */
-        sched_yield();
-        unlink(sub);       /* sub: gone */
-        rename(real, sub); /* sub: the directory again */
+        if (r->mode == 0) {
+            rename(sub, real);    /* sub: gone */
+            symlink(target, sub); /* sub -> outside/d */
+            sched_yield();
+            unlink(sub);       /* sub: gone */
+            rename(real, sub); /* sub: the directory again */
+        } else {
+            symlink(r->f->secret, lnk);
+            rename(lnk, file); /* file.txt -> outside/secret.txt */
+            sched_yield();
+            FILE *fp = fopen(reg, "w");
+            if (fp) {
+                fputs("inside sub\n", fp);
+                fclose(fp);
+            }
+            rename(reg, file); /* file.txt: a regular file again */
+        }
         sched_yield();
         r->swaps++;
     }
@@ -485,44 +502,53 @@ static void *race_swap(void *arg) {
 static void test_race_swap(void **state) {
     fx *f = *state;
     char p[512];
+    at(p, sizeof p, f->outside, "d");
+    put(p, "MARKER-OUTSIDE", "m");
     at(p, sizeof p, f->ws, "sub");
     mkdir(p, 0755);
     put(p, "file.txt", "inside sub\n");
-    racer rc = {.f = f};
-    pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, race_swap, &rc), 0);
-    int reads_ok = 0, writes_ok = 0, leaks = 0, walk_ok = 0;
     int rootfd = ptl__root_fd(f->ws);
-    for (int i = 0; i < 400; i++) {
-        ptl_result r;
-        assert_int_equal(run_in(f->ws, "read", "{\"path\":\"sub/file.txt\"}", &r, NULL), PTL_OK);
-        if (strstr(r.output, SECRET)) leaks++;
-        if (!r.is_error) reads_ok++;
-        ptl_result_clear(&r);
-        assert_int_equal(
-            run_in(f->ws, "write", "{\"path\":\"sub/x.txt\",\"content\":\"w\"}", &r, NULL), PTL_OK);
-        if (!r.is_error) writes_ok++;
-        ptl_result_clear(&r);
-        assert_int_equal(run_in(f->ws, "grep", "{\"pattern\":\"SECRET\"}", &r, NULL), PTL_OK);
-        if (strstr(r.output, SECRET)) leaks++;
-        ptl_result_clear(&r);
-        /* the portable walk under the same race */
-        int fd = ptl__open_beneath(rootfd, "sub/file.txt", O_RDONLY, 0, PTL__WALK_ONLY);
-        if (fd >= 0) {
-            char buf[64] = {0};
-            if (read(fd, buf, sizeof buf - 1) > 0 && strstr(buf, SECRET)) leaks++;
-            walk_ok++;
-            close(fd);
+    assert_true(rootfd >= 0);
+    for (int mode = 0; mode < 2; mode++) {
+        racer rc = {.f = f, .mode = mode};
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, race_swap, &rc), 0);
+        int ok[6] = {0}, leaks = 0;
+        const char *calls[][2] = {
+            {"read", "{\"path\":\"sub/file.txt\"}"},
+            {"write", "{\"path\":\"sub/x.txt\",\"content\":\"w\"}"},
+            {"edit", "{\"path\":\"sub/file.txt\",\"old_string\":\"TOP\",\"new_string\":\"PWNED\"}"},
+            {"grep", "{\"pattern\":\"SECRET\"}"},
+            {"list", "{\"path\":\"sub\"}"},
+            {"glob", "{\"pattern\":\"sub/**\"}"},
+        };
+        for (int i = 0; i < 250; i++) {
+            for (int c = 0; c < 6; c++) {
+                ptl_result r;
+                assert_int_equal(run_in(f->ws, calls[c][0], calls[c][1], &r, NULL), PTL_OK);
+                if (strstr(r.output, SECRET) || strstr(r.output, "MARKER-OUTSIDE")) leaks++;
+                if (!r.is_error) ok[c]++;
+                ptl_result_clear(&r);
+            }
+            /* the portable walk under the same race */
+            int fd = ptl__open_beneath(rootfd, "sub/file.txt", O_RDONLY, 0, PTL__WALK_ONLY);
+            if (fd >= 0) {
+                char buf[64] = {0};
+                if (read(fd, buf, sizeof buf - 1) > 0 && strstr(buf, SECRET)) leaks++;
+                close(fd);
+            }
         }
+        atomic_store(&rc.stop, 1);
+        pthread_join(th, NULL);
+        print_message("race mode %d: %ld swaps; succeeded: read %d write %d edit %d grep %d "
+                      "list %d glob %d; %d leaks\n",
+                      mode, rc.swaps, ok[0], ok[1], ok[2], ok[3], ok[4], ok[5], leaks);
+        assert_int_equal(leaks, 0);
+        assert_true(rc.swaps > 0);
+        outside_untouched(f); /* no write or edit landed outside */
+        assert_string_equal(slurp(f->secret), SECRET "\n");
     }
-    atomic_store(&rc.stop, 1);
-    pthread_join(th, NULL);
     close(rootfd);
-    print_message("race: %ld swaps; %d reads, %d writes, %d walk opens succeeded; %d leaks\n",
-                  rc.swaps, reads_ok, writes_ok, walk_ok, leaks);
-    assert_int_equal(leaks, 0);
-    assert_true(rc.swaps > 0);
-    outside_untouched(f); /* no write landed in outside/d/x.txt */
 }
 
 /* ---------------------------------------------------------------- finding 8: glob */
