@@ -196,6 +196,11 @@ static _Noreturn void reaper(const char *cwd, const char *cmd, int rfd, int wfd,
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGCHLD);
     sigprocmask(SIG_BLOCK, &set, NULL);
+    /* the host may ignore them (SIGCHLD ignored would auto-reap: no status, no ECHILD
+     * bookkeeping); the reaper needs the defaults */
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    sigaction(SIGCHLD, &dfl, NULL);
+    sigaction(SIGTERM, &dfl, NULL);
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != host) _exit(126); /* the host thread died already */
