@@ -297,6 +297,7 @@ struct pr_host {
     uint32_t cpu_ms, wall_ms;
     uint64_t memory_cap;
     bool deterministic;
+    bool beyond_contract; /* peri run: caller's limits; memory.grow fails softly */
     pr_cache cache;
     pr_watchdog wd;
     /* Mapping pools (pw_pool) of idle runs: a run takes one and puts it back, so each
