@@ -159,6 +159,7 @@ typedef struct pr_exec_options {
      * in-memory file system is not preopened (fs is then unused). */
     const pr_dir *dirs;
     size_t ndirs;
+    bool no_memory_root; /* do not preopen the in-memory "/" at all */
     uint64_t output_max; /* 0: the contract's 65,536 bytes; UINT64_MAX: no limit */
     bool raw_output;     /* on_output gets the raw bytes; the outcome keeps no text */
     /* Call this export instead of _start, with args, results into invoke_results. */

@@ -397,6 +397,8 @@ int peri_cmd_run(int argc, char **argv) {
                            .stdin_fd = 0,
                            .dirs = o.dirs,
                            .ndirs = o.ndirs,
+                           /* Like other WASI runtimes: no file system unless asked for. */
+                           .no_memory_root = !o.nfiles && !o.out_dir,
                            .output_max = o.max_output,
                            .raw_output = true,
                            .invoke = o.invoke,

@@ -371,6 +371,10 @@ int pr_hd_open(int dirfd, const char *path, size_t len, uint32_t lookup, uint32_
         close(w.parent);
         return PR_E_INVAL;
     }
+    if ((fl & O_DIRECTORY) && write) { /* a directory is never opened for writing */
+        close(w.parent);
+        return PR_E_ISDIR;
+    }
     int fd = openat(w.parent, w.name, fl, 0666);
     if (fd < 0) {
         e = errno;
@@ -472,12 +476,14 @@ int pr_hd_link(int d1, uint32_t lookup, const char *p1, size_t l1, int d2, const
         close(a.parent);
         return e;
     }
-    if (a.slash || b.slash) {
+    if (a.slash || b.slash) { /* as linkat(2) on Linux */
         struct stat s;
         if (fstatat(a.parent, a.name, &s, AT_SYMLINK_NOFOLLOW) != 0)
             e = pr_hd_errno(errno);
+        else if (S_ISDIR(s.st_mode))
+            e = PR_E_PERM;
         else
-            e = S_ISDIR(s.st_mode) ? PR_E_PERM : PR_E_NOTDIR;
+            e = a.slash ? PR_E_NOTDIR : PR_E_NOENT;
     }
     /* Never AT_SYMLINK_FOLLOW: the walk resolved a final symlink already. */
     if (!e && linkat(a.parent, a.name, b.parent, b.name, 0) != 0) e = pr_hd_errno(errno);

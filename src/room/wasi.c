@@ -962,7 +962,7 @@ HOST(path_open) {
         e = E_EXIST;
     else if ((oflags & O_DIRECTORY_) && !is_dir)
         e = file ? E_NOTDIR : E_NOENT;
-    else if (is_dir && (rights & R_FD_WRITE) && !(oflags & O_DIRECTORY_))
+    else if (is_dir && (rights & R_FD_WRITE))
         e = E_ISDIR;
     else if (!file && !is_dir) {
         if (!(oflags & O_CREAT_))
@@ -1542,7 +1542,7 @@ static wasi *state(pr_run_state *rs) {
                            .preopen = name};
         root_taken |= strcmp(name, "/") == 0;
     }
-    if (!root_taken) {
+    if (!root_taken && !o->no_memory_root) {
         int64_t fd = allocfd(w);
         if (fd < 0) {
             wasi_free(w);
