@@ -152,7 +152,7 @@ typedef struct pr_exec_options {
     /* ---- peri run only (all zero in the contract's room) ---- */
     const pr_str *env; /* the WASI environment, "NAME=VALUE" strings */
     size_t nenv;
-    pr_str argv0;       /* .ptr NULL: "/程序.wasm" */
+    pr_str argv0;         /* .ptr NULL: "/程序.wasm" */
     bool stdin_connected; /* stdin reads host descriptor stdin_fd (else it is empty) */
     int stdin_fd;
     /* Host directories, preopened from fd 3 in order; when one is named "/", the
@@ -175,7 +175,7 @@ typedef struct pr_outcome {
     int exit_code;
     char *stdout_text, *stderr_text; /* decoded per write; NUL-terminated; owned */
     size_t stdout_len, stderr_len;
-    char *error; /* NULL, or why the program failed (owned) */
+    char *error;  /* NULL, or why the program failed (owned) */
     bool trapped; /* the program trapped (or threw an uncaught exception) */
 } pr_outcome;
 

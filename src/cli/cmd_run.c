@@ -28,40 +28,41 @@ extern char **environ;
 
 /* The defaults of `peri run` (docs/wasi.md): a program may run for an hour of CPU and
  * wall time and use the whole 32-bit address space; its output is not limited. */
-#define RUN_CPU_MS_DEFAULT   3600000u
-#define RUN_WALL_MS_DEFAULT  3600000u
+#define RUN_CPU_MS_DEFAULT     3600000u
+#define RUN_WALL_MS_DEFAULT    3600000u
 #define RUN_MEMORY_MIB_DEFAULT 4096u
-#define RUN_VERSION          "peri run 0.1.0 (WASI preview 1; peri-c-room/0.1.0)"
+#define RUN_VERSION            "peri run 0.1.0 (WASI preview 1; peri-c-room/0.1.0)"
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: peri run [OPTIONS] FILE.wasm [ARGS...]\n"
-            "Runs a WASI preview 1 program. Options come before the module; everything after\n"
-            "the module goes to the program (with --invoke: to the function).\n"
-            "\n"
-            "  --dir HOST[::GUEST]   preopen host directory HOST as GUEST (default: HOST); paths\n"
-            "                        stay beneath it (no .., absolute path or symlink escape)\n"
-            "  --env NAME=VALUE      set an environment variable (the environment is empty\n"
-            "                        otherwise)\n"
-            "  --inherit-env         pass this process's environment (before any --env)\n"
-            "  --argv0 NAME          argv[0] of the program (default: /程序.wasm)\n"
-            "  --invoke FUNC         call export FUNC with ARGS (by parameter type) and print\n"
-            "                        its results, instead of _start\n"
-            "  --file GUEST=HOST     put host file HOST at GUEST in the in-memory / (at most 256)\n"
-            "  --out DIR             copy the returned files (/数据/, /响应/) of the in-memory /\n"
-            "                        into DIR\n"
-            "  --cpu-ms N            CPU time limit (default %u = 1 hour)\n"
-            "  --wall-ms N           wall-clock limit (default %u = 1 hour)\n"
-            "  --max-memory-mib N    linear memory + GC heap limit; memory.grow past it returns -1\n"
-            "                        (default %u)\n"
-            "  --max-output N        limit on stdout+stderr bytes (default: none)\n"
-            "  --deterministic       clocks and random_get a fixed function of the program\n"
-            "  --version             print the version\n"
-            "  -h, --help            this text\n"
-            "\n"
-            "stdin is connected. Exit status: the program's; 134 and a message on stderr when\n"
-            "it traps; 1 when it cannot run (limits, link errors); 2 for a usage error.\n",
-            RUN_CPU_MS_DEFAULT, RUN_WALL_MS_DEFAULT, RUN_MEMORY_MIB_DEFAULT);
+    fprintf(
+        f,
+        "usage: peri run [OPTIONS] FILE.wasm [ARGS...]\n"
+        "Runs a WASI preview 1 program. Options come before the module; everything after\n"
+        "the module goes to the program (with --invoke: to the function).\n"
+        "\n"
+        "  --dir HOST[::GUEST]   preopen host directory HOST as GUEST (default: HOST); paths\n"
+        "                        stay beneath it (no .., absolute path or symlink escape)\n"
+        "  --env NAME=VALUE      set an environment variable (the environment is empty\n"
+        "                        otherwise)\n"
+        "  --inherit-env         pass this process's environment (before any --env)\n"
+        "  --argv0 NAME          argv[0] of the program (default: /程序.wasm)\n"
+        "  --invoke FUNC         call export FUNC with ARGS (by parameter type) and print\n"
+        "                        its results, instead of _start\n"
+        "  --file GUEST=HOST     put host file HOST at GUEST in the in-memory / (at most 256)\n"
+        "  --out DIR             copy the returned files (/数据/, /响应/) of the in-memory /\n"
+        "                        into DIR\n"
+        "  --cpu-ms N            CPU time limit (default %u = 1 hour)\n"
+        "  --wall-ms N           wall-clock limit (default %u = 1 hour)\n"
+        "  --max-memory-mib N    linear memory + GC heap limit; memory.grow past it returns -1\n"
+        "                        (default %u)\n"
+        "  --max-output N        limit on stdout+stderr bytes (default: none)\n"
+        "  --deterministic       clocks and random_get a fixed function of the program\n"
+        "  --version             print the version\n"
+        "  -h, --help            this text\n"
+        "\n"
+        "stdin is connected. Exit status: the program's; 134 and a message on stderr when\n"
+        "it traps; 1 when it cannot run (limits, link errors); 2 for a usage error.\n",
+        RUN_CPU_MS_DEFAULT, RUN_WALL_MS_DEFAULT, RUN_MEMORY_MIB_DEFAULT);
 }
 
 static unsigned char *read_file(const char *path, size_t *len) {
@@ -306,8 +307,9 @@ static int parse(run_opts *o, int argc, char **argv) {
     }
     for (size_t d = 0; d < o->ndirs; d++)
         if (o->nfiles && strcmp(o->dirs[d].guest, "/") == 0) {
-            fprintf(stderr, "peri run: --file puts files in the in-memory /, which --dir "
-                            "%s::/ replaces\n",
+            fprintf(stderr,
+                    "peri run: --file puts files in the in-memory /, which --dir "
+                    "%s::/ replaces\n",
                     o->dir_hosts[d]);
             return 2;
         }

@@ -113,4 +113,3 @@ void peri_val_print(pw_valtype t, pw_val v) {
     default: printf("?\n"); break;
     }
 }
-

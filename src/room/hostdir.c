@@ -25,7 +25,15 @@
 
 #define MAX_LINKS 40 /* symlinks expanded per resolution (Linux's own limit) */
 
-enum { FT_UNKNOWN = 0, FT_BLOCK = 1, FT_CHAR = 2, FT_DIR = 3, FT_FILE = 4, FT_SOCK = 6, FT_LNK = 7 };
+enum {
+    FT_UNKNOWN = 0,
+    FT_BLOCK = 1,
+    FT_CHAR = 2,
+    FT_DIR = 3,
+    FT_FILE = 4,
+    FT_SOCK = 6,
+    FT_LNK = 7
+};
 
 int pr_hd_errno(int e) {
     switch (e) {
@@ -68,9 +76,9 @@ int pr_hd_errno(int e) {
 /* ---------------------------------------------------------------- the walk */
 
 typedef struct walk {
-    int parent;               /* owned: the directory holding the last component */
-    char name[NAME_MAX + 2];  /* the last component ("." for the directory itself) */
-    bool slash;               /* the path ended in '/': the target must be a directory */
+    int parent;              /* owned: the directory holding the last component */
+    char name[NAME_MAX + 2]; /* the last component ("." for the directory itself) */
+    bool slash;              /* the path ended in '/': the target must be a directory */
 } walk;
 
 /* Reads the symlink dir/name into a malloc'd string (*out, NUL-terminated). Returns
@@ -100,7 +108,7 @@ static int read_link(int dir, const char *name, char **out, size_t *n) {
 
 /* rem = target + "/" + rest (rest may be empty; the "/" then only if slash). */
 static int splice_link(char **rem, size_t *remlen, const char *target, size_t tn, const char *rest,
-                  size_t rn, bool slash) {
+                       size_t rn, bool slash) {
     char *b = malloc(tn + rn + 2);
     if (!b) return ENOMEM;
     memcpy(b, target, tn);

@@ -125,8 +125,7 @@ bool pr_run_output(pr_run_state *rs, int stream, const uint8_t *data, size_t n) 
     }
     rs->out_bytes += n;
     if (rs->opt->raw_output) { /* peri run: the bytes as they are, nothing kept */
-        if (rs->opt->on_output && n)
-            rs->opt->on_output(rs->opt->ud, stream, (const char *)data, n);
+        if (rs->opt->on_output && n) rs->opt->on_output(rs->opt->ud, stream, (const char *)data, n);
         return true;
     }
     pr_buf *b = stream == PR_STDERR ? &rs->err : &rs->out;

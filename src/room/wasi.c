@@ -84,7 +84,7 @@ enum { FST_ATIM = 1, FST_ATIM_NOW = 2, FST_MTIM = 4, FST_MTIM_NOW = 8 };
 #define R_DIR_ALL                                                                                  \
     (R_FD_DATASYNC | R_FD_SET_FLAGS | R_FD_SYNC | R_MKDIR | R_CREATE_FILE | R_LINK_SOURCE |        \
      R_LINK_TARGET | R_PATH_OPEN | R_FD_READDIR | R_READLINK | R_RENAME_SOURCE | R_RENAME_TARGET | \
-     R_PATH_STAT | R_PATH_SET_SIZE | R_PATH_SET_TIMES | R_FD_FILESTAT_GET | R_FD_SET_TIMES |      \
+     R_PATH_STAT | R_PATH_SET_SIZE | R_PATH_SET_TIMES | R_FD_FILESTAT_GET | R_FD_SET_TIMES |       \
      R_SYMLINK | R_RMDIR | R_UNLINK | R_POLL)
 #define R_FILE_ALL                                                                                 \
     (R_FD_DATASYNC | R_FD_READ | R_FD_SEEK | R_FD_SET_FLAGS | R_FD_SYNC | R_FD_TELL | R_FD_WRITE | \
@@ -1038,7 +1038,8 @@ HOST(path_filestat_get) {
             const char *path;
             int he = guest_path(cx, U32(2), U32(3), &path);
             if (he) RET(he);
-            RET(mem(cx, U32(4), 64) ? pr_hd_stat(d->os, U32(1), path, U32(3), mem(cx, U32(4), 64)) : E_FAULT);
+            RET(mem(cx, U32(4), 64) ? pr_hd_stat(d->os, U32(1), path, U32(3), mem(cx, U32(4), 64))
+                                    : E_FAULT);
         }
     }
     pr_run_state *rs = RS(env);
@@ -1249,7 +1250,8 @@ HOST(path_rename) {
         if (e) RET(e);
         if (da->kind == K_HDIR) {
             const char *p1, *p2;
-            if ((e = guest_path(cx, U32(1), U32(2), &p1)) || (e = guest_path(cx, U32(4), U32(5), &p2)))
+            if ((e = guest_path(cx, U32(1), U32(2), &p1)) ||
+                (e = guest_path(cx, U32(4), U32(5), &p2)))
                 RET(e);
             RET(pr_hd_rename(da->os, p1, U32(2), db->os, p2, U32(5)));
         }
@@ -1317,7 +1319,8 @@ HOST(path_symlink) {
     if (d->kind != K_HDIR) RET(E_NOTSUP);
     const char *target, *path;
     int e;
-    if ((e = guest_path(cx, U32(0), U32(1), &target)) || (e = guest_path(cx, U32(3), U32(4), &path)))
+    if ((e = guest_path(cx, U32(0), U32(1), &target)) ||
+        (e = guest_path(cx, U32(3), U32(4), &path)))
         RET(e);
     RET(pr_hd_symlink(target, U32(1), d->os, path, U32(4)));
 }
@@ -1538,8 +1541,8 @@ static wasi *state(pr_run_state *rs) {
             return NULL;
         }
         const char *name = o->dirs[i].guest ? o->dirs[i].guest : "/";
-        w->fds[fd] = (wfd){.kind = K_HDIR, .os = os, .rights = R_DIR_ALL, .inherit = R_ALL,
-                           .preopen = name};
+        w->fds[fd] =
+            (wfd){.kind = K_HDIR, .os = os, .rights = R_DIR_ALL, .inherit = R_ALL, .preopen = name};
         root_taken |= strcmp(name, "/") == 0;
     }
     if (!root_taken && !o->no_memory_root) {
