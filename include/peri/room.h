@@ -172,7 +172,7 @@ typedef struct pr_exec_options {
 
 typedef struct pr_outcome {
     bool ok;
-    int exit_code;
+    int64_t exit_code;               /* the result's exitCode (a JSON number: exact up to 2^53) */
     char *stdout_text, *stderr_text; /* decoded per write; NUL-terminated; owned */
     size_t stdout_len, stderr_len;
     char *error;  /* NULL, or why the program failed (owned) */
