@@ -13,6 +13,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1352,6 +1354,23 @@ static bool room_sleep(const pr_run_state *rs, uint64_t ns) {
     return !cut;
 }
 
+/* A read subscription on a connected stdin (peri run): the one descriptor that can be
+ * not ready. Everything else in the room is always ready. */
+static bool stdin_sub(pr_run_state *rs, void *env, const uint8_t *s) {
+    if (s[8] != 1 || !rs->opt->stdin_connected) return false;
+    wfd *f = getfd(env, ld32(s + 16));
+    return f && f->kind == K_STDIN;
+}
+
+/* Waits up to ms (-1: no bound) for stdin to be readable (or at its end). */
+static bool stdin_wait(int fd, int ms) {
+    struct pollfd p = {fd, POLLIN, 0};
+    int rc;
+    while ((rc = poll(&p, 1, ms)) < 0 && errno == EINTR)
+        ;
+    return rc > 0;
+}
+
 HOST(poll_oneoff) {
     pr_run_state *rs = RS(env);
     uint32_t nsubs = U32(2);
@@ -1360,16 +1379,23 @@ HOST(poll_oneoff) {
             *out = mem(cx, U32(1), 32 * (uint64_t)nsubs);
     uint8_t *pn = mem(cx, U32(3), 4);
     if (!in || !out || !pn) RET(E_FAULT);
-    /* Descriptors in the room are always ready (stdin at EOF, files, stdout): when a
-     * descriptor subscription exists, poll returns those at once. Otherwise it waits for
+    /* Descriptors in the room are always ready (stdin at EOF, files, stdout), except a
+     * connected stdin (peri run), which poll(2) asks: when a ready descriptor
+     * subscription exists, poll returns those at once. Otherwise it waits for
      * the earliest clock subscription: real clocks sleep (bounded by the run's wall
      * limit; sleeping costs no CPU time), deterministic clocks just move forward. */
     uint32_t nev = 0;
-    bool any_fd = false;
+    bool any_fd = false, has_stdin = false, stdin_now = false;
+    int in_fd = rs->opt->stdin_fd;
     uint64_t wait = UINT64_MAX;
     for (uint32_t i = 0; i < nsubs; i++) {
         const uint8_t *s = in + 48 * i;
-        if (s[8] == 1 || s[8] == 2) any_fd = true;
+        if (stdin_sub(rs, env, s)) {
+            has_stdin = true;
+            if (!stdin_now && stdin_wait(in_fd, 0)) stdin_now = any_fd = true;
+        } else if (s[8] == 1 || s[8] == 2) {
+            any_fd = true;
+        }
         if (s[8] != 0) continue;
         uint32_t id = ld32(s + 16);
         if (id > 3) {
@@ -1384,7 +1410,26 @@ HOST(poll_oneoff) {
         if (rel < wait) wait = rel;
     }
     if (any_fd) wait = 0;
-    if (wait && wait != UINT64_MAX) {
+    if (has_stdin && !any_fd && !rs->opt->seed) {
+        /* Wait for stdin or the earliest clock, within the run's wall limit. */
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        uint64_t t = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+        uint64_t left = t < rs->wall_deadline_ns ? rs->wall_deadline_ns - t : 0;
+        uint64_t w = wait < left ? wait : left;
+        int ms = w / 1000000ull > INT32_MAX ? INT32_MAX : (int)((w + 999999ull) / 1000000ull);
+        if (stdin_wait(in_fd, ms)) {
+            stdin_now = any_fd = true;
+            wait = 0;
+        } else if (wait > left) {
+            rs->end = PR_END_PLATFORM;
+            snprintf(rs->end_msg, sizeof rs->end_msg, "隔离运行失败：运行时间超过 %u ms",
+                     rs->host->wall_ms);
+            return pw_ctx_trap(cx, "%s", rs->end_msg);
+        }
+        /* Otherwise the earliest clock expired while waiting: reported below. */
+    }
+    if (wait && wait != UINT64_MAX && !(has_stdin && !rs->opt->seed)) {
         if (rs->opt->seed) {
             rs->det_clock += wait;
         } else if (!room_sleep(rs, wait)) {
@@ -1412,6 +1457,13 @@ HOST(poll_oneoff) {
                 }
                 if (any_fd ? rel > 0 : rel > wait) continue; /* not expired */
             }
+        } else if (stdin_sub(rs, env, s)) {
+            if (!stdin_now) continue; /* not ready */
+            int avail = 0;
+            if (ioctl(in_fd, FIONREAD, &avail) != 0 || avail <= 0)
+                st16(ev + 24, 1); /* hang-up: nothing to read is the end */
+            else
+                st64(ev + 16, (uint64_t)avail);
         } else if (tag == 1 || tag == 2) {
             wfd *f = getfd(env, ld32(s + 16));
             if (!f)

@@ -61,6 +61,15 @@ r = subprocess.run([PERI, "run", PROBE, "stdin"], input=b"hello\n" * 1000, captu
 check(r.stdout.decode().endswith("[6000 bytes]\n") and r.stdout.startswith(b"hello\n"),
       "stdin connected: %r" % r.stdout[-40:])
 
+# poll_oneoff on a connected stdin waits for data (or the end), within its timeout.
+with subprocess.Popen(["sh", "-c", "sleep 1.5; echo late"], stdout=subprocess.PIPE) as slow:
+    r = subprocess.run([PERI, "run", PROBE, "pollin", "300"], stdin=slow.stdout, capture_output=True)
+check(r.stdout.decode() == "poll=0\n", "poll stdin times out while no data: %r" % r.stdout)
+r = subprocess.run([PERI, "run", PROBE, "pollin", "5000"], input=b"abc\n", capture_output=True)
+check(r.stdout.decode() == "poll=1\nread=4\n", "poll stdin with data: %r" % r.stdout)
+r = subprocess.run([PERI, "run", PROBE, "pollin", "5000"], stdin=subprocess.DEVNULL, capture_output=True)
+check(r.stdout.decode() == "poll=1\nread=0\n", "poll stdin at its end: %r" % r.stdout)
+
 # Exit codes: the program's; 134 and a message for a trap.
 rc, _, _ = run(PROBE, "exit", "7")
 check(rc == 7, "exit status 7: %d" % rc)
