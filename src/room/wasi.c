@@ -7,6 +7,10 @@
  * creating a file creates its parents). Clocks and random_get are real, or with the
  * deterministic option a fixed function of (digest, input): see docs/room.md.
  * Symbolic/hard links and sockets do not exist in the room (ENOTSUP / ENOTSOCK).
+ * For `peri run` (docs/wasi.md) the options add an environment, argv[0], a connected
+ * stdin, --invoke, and host directories (K_HDIR/K_HFILE descriptors, every path
+ * resolved beneath them by hostdir.c). Rights are enforced on every descriptor: a
+ * directory never has read/write/seek rights, a dropped right stays dropped.
  */
 #include "hostdir.h"
 #include "room_int.h"
