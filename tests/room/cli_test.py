@@ -81,8 +81,8 @@ out_dir = os.path.join(tmp, "out")
 os.mkdir(out_dir)
 req_file = os.path.join(tmp, "path.txt")
 open(req_file, "w").write("/y")
-r = subprocess.run([PERI, "run", os.path.join(FIX, "probe.wasm"), "echo", "--file",
-                    "/请求/路径.txt=" + req_file, "--out", out_dir], capture_output=True)
+r = subprocess.run([PERI, "run", "--file", "/请求/路径.txt=" + req_file, "--out", out_dir,
+                    os.path.join(FIX, "probe.wasm"), "echo"], capture_output=True)
 check(r.returncode == 0 and r.stdout.decode() == "你好\n", "peri run echo: %r" % (r,))
 check(open(os.path.join(out_dir, "数据", "记录.txt")).read() == "见：/y\n", "peri run --out copies")
 check(not os.path.exists(os.path.join(out_dir, "其他")), "peri run copies only returned dirs")
@@ -90,9 +90,10 @@ r = subprocess.run([PERI, "run", os.path.join(FIX, "probe.wasm"), "fail"], captu
 check(r.returncode == 3, "peri run exit code")
 r = subprocess.run([PERI, "run", os.path.join(FIX, "probe.wasm"), "stderr"], capture_output=True)
 check(r.stdout.decode() == "照常\n" and r.stderr.decode() == "警告：探针\n", "peri run streams")
-r = subprocess.run([PERI, "run", os.path.join(FIX, "probe.wasm"), "--", "args", "--out"],
+# Options only before the module: everything after it (even "--") goes to the program.
+r = subprocess.run([PERI, "run", "--", os.path.join(FIX, "probe.wasm"), "args", "--out", "--"],
                    capture_output=True)
-check(r.stdout.decode() == "[/程序.wasm]\n[args]\n[--out]\n", "peri run -- args: %r" % r.stdout)
+check(r.stdout.decode() == "[/程序.wasm]\n[args]\n[--out]\n[--]\n", "peri run args: %r" % r.stdout)
 
 # ---------------------------------------------------------------- serve
 
