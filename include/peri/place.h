@@ -207,9 +207,11 @@ typedef struct pl_config {
     const char *bwrap;        /* NULL: "/usr/bin/bwrap" */
     const char *scratch_root; /* NULL: "/tmp" (scratch dirs peri-sbx-XXXXXX, removed after) */
     const char *cgroup_root;  /* NULL: "/sys/fs/cgroup" (v2 there, or v1 memory/pids/cpuacct) */
-    /* argv prefix that runs a WASI module natively (the module path is appended, then
-     * the args), e.g. {"/usr/local/bin/peri", "run", "--"}; the binary is bound
-     * read-only into the sandbox. NULL: wasm programs cannot run natively. */
+    /* argv that runs a WASI module natively: an element "{module}" is replaced by the
+     * module's path inside the sandbox (else the path is appended), then the request's
+     * args are appended; e.g. {"/usr/local/bin/peri", "run", "{module}", "--"}. The
+     * binary is bound read-only into the sandbox. NULL: wasm programs cannot run
+     * natively (a promoted wasm request then fails with a clear error). */
     const char *const *wasm_runner;
     size_t nwasm_runner;
     const char *ruby;              /* native ruby interpreter; NULL: "/usr/bin/ruby" */
