@@ -192,24 +192,36 @@ void pl_cg_peaks(pl_cgroup *cg, uint64_t *mem_peak, bool *oom) {
     }
 }
 
+/* One round: SIGKILL to every process of the leaf except `spare` (0: none spared).
+ * Returns how many were signalled, -1 when the leaf cannot be read. */
+int pl_cg_signal_all(pl_cgroup *cg, pid_t spare) {
+    if (!cg->mode) return -1;
+    const char *procs_dir = cg->mode == 1 ? cg->dir[1] : cg->dir[0]; /* pids sees all */
+    char b[16384];
+    if (!read_str(procs_dir, "cgroup.procs", b, sizeof b)) return -1;
+    int n = 0;
+    for (char *s = b; *s;) {
+        char *e;
+        long pid = strtol(s, &e, 10);
+        if (e == s) break;
+        if (pid > 0 && pid != spare) {
+            kill((pid_t)pid, SIGKILL);
+            n++;
+        }
+        s = e;
+        while (*s == '\n') s++;
+    }
+    return n;
+}
+
 /* SIGKILLs every process of the leaf until it is empty (or ~2 s pass). True if empty. */
 bool pl_cg_kill_all(pl_cgroup *cg) {
     if (!cg->mode) return false;
-    const char *procs_dir = cg->mode == 1 ? cg->dir[1] : cg->dir[0]; /* pids holds all */
     if (cg->mode == 2) (void)write_str(cg->dir[0], "cgroup.kill", "1");
     for (int round = 0; round < 400; round++) {
-        char b[8192];
-        if (!read_str(procs_dir, "cgroup.procs", b, sizeof b)) return false;
-        if (!b[0]) return true;
-        for (char *s = b; *s;) {
-            char *e;
-            long pid = strtol(s, &e, 10);
-            if (e == s) break;
-            if (pid > 0) kill((pid_t)pid, SIGKILL);
-            s = e;
-            while (*s == '\n')
-                s++;
-        }
+        int n = pl_cg_signal_all(cg, 0);
+        if (n < 0) return false;
+        if (n == 0 && pl_cg_empty(cg)) return true;
         struct timespec ts = {0, 5 * 1000000L};
         nanosleep(&ts, NULL);
     }

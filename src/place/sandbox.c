@@ -623,7 +623,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
                                "--unshare-pid",
                                "--unshare-ipc",
                                "--unshare-uts",
-                               "--unshare-cgroup-try",
+                               "--unshare-cgroup-try", "--as-pid-1",
                                "--uid",
                                num,
                                "--gid",
@@ -782,7 +782,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
     if (in_p[1] >= 0) shutdown(in_p[1], SHUT_RD);
 
     bool out_open = true, err_open = true, killed = false;
-    int64_t wall_end = t0 + lim.wall_ms, drain_end = 0;
+    int64_t wall_end = t0 + lim.wall_ms, drain_end = 0, kill_by = 0;
     bool use_cpu = pl_cg_has_cpu(&cg);
     int cfd = n->cancel ? n->cancel->efd : -1;
     while (out_open || err_open || !reaped) {
@@ -827,11 +827,16 @@ static bool run_native(native_ctx *n, pl_error *err) {
             else if (now_ms() >= wall_end && !reaped)
                 stop = END_WALL;
             if (stop != END_EXITED) {
+                /* Kill the tree below the outer bwrap first, so that it reaps its child
+                 * (PID 1 of the namespace) and exits itself: no zombie is left to init. */
                 end = stop;
                 killed = true;
-                kill(child, SIGKILL);
-                if (cg.mode) pl_cg_kill_all(&cg);
+                kill_by = now_ms() + 300;
+                if (!cg.mode || pl_cg_signal_all(&cg, child) <= 0) kill(child, SIGKILL);
             }
+        } else if (!reaped) {
+            if (cg.mode) pl_cg_signal_all(&cg, child);
+            if (now_ms() >= kill_by) kill(child, SIGKILL);
         }
         if (!reaped) {
             int st;

@@ -6,6 +6,8 @@
 
 #include "place_int.h"
 
+#include <sys/types.h>
+
 #define PL_CG_PATH 1024
 
 typedef struct pl_cgroup {
@@ -20,6 +22,7 @@ size_t pl_cg_procs_paths(const pl_cgroup *cg, char paths[3][PL_CG_PATH + 16]);
 uint64_t pl_cg_cpu_ns(pl_cgroup *cg);
 bool pl_cg_has_cpu(const pl_cgroup *cg);
 void pl_cg_peaks(pl_cgroup *cg, uint64_t *mem_peak, bool *oom);
+int pl_cg_signal_all(pl_cgroup *cg, pid_t spare);
 bool pl_cg_kill_all(pl_cgroup *cg);
 bool pl_cg_empty(pl_cgroup *cg);
 bool pl_cg_remove(pl_cgroup *cg);
