@@ -338,7 +338,7 @@ typedef struct spawn_plan {
     uid_t uid;
     gid_t gid;
     struct rlimit rl_cpu, rl_as, rl_nproc, rl_fsize, rl_nofile, rl_core;
-    bool set_nproc;
+    bool set_nproc, set_as;
 } spawn_plan;
 
 static pid_t spawn(const spawn_plan *p) {
@@ -364,7 +364,7 @@ static pid_t spawn(const spawn_plan *p) {
         syscall(SYS_close_range, 3, ~0u, 0);
     }
     setrlimit(RLIMIT_CPU, &p->rl_cpu);
-    setrlimit(RLIMIT_AS, &p->rl_as);
+    if (p->set_as) setrlimit(RLIMIT_AS, &p->rl_as);
     setrlimit(RLIMIT_FSIZE, &p->rl_fsize);
     setrlimit(RLIMIT_NOFILE, &p->rl_nofile);
     setrlimit(RLIMIT_CORE, &p->rl_core);
@@ -794,6 +794,9 @@ static bool run_native(native_ctx *n, pl_error *err) {
     sp.rl_cpu = (struct rlimit){cpu_s, cpu_s + 1};
     rlim_t as = ((rlim_t)lim.memory_mib << 20) + ((rlim_t)64 << 20);
     sp.rl_as = (struct rlimit){as, as};
+    /* The address-space limit is only the fallback for the memory limit: with a memory
+     * cgroup it would only break runtimes that reserve address space (ASan, Go, JVMs). */
+    sp.set_as = cg.mode == 0;
     sp.rl_fsize = (struct rlimit){(rlim_t)1 << 30, (rlim_t)1 << 30};
     sp.rl_nofile = (struct rlimit){256, 256};
     sp.rl_core = (struct rlimit){0, 0};
