@@ -103,6 +103,24 @@ check(oc and oc[0]["kind"] == "runtime_unsupported" and oc[0]["required_features
       and oc[0]["workspace_disposition"] == "not_started" and oc[0]["effect_disposition"] == "not_started",
       f"outcome {oc}")
 
+# 3b. native_workspace_ref: the workspace is writable at its own path, nothing else of the host
+ws = tempfile.mkdtemp(prefix="peri-place-ws-")
+open(os.path.join(ws, "a.txt"), "w").write("hi\n")
+outside = tempfile.mkdtemp(prefix="peri-place-outside-")
+rc, lines, _, err = place(["run"], {"run_id": "e6", "program": {"shell": f"pwd; cat a.txt; echo new > b.txt; echo x > {outside}/c.txt"},
+                                    "requirements": ["shell"], "state_class": "native_workspace_ref", "workspace": ws})
+res = lines[-1]["result"] if lines else {}
+check(rc == 0 and res.get("stdout") == f"{ws}\nhi\n" and open(os.path.join(ws, "b.txt")).read() == "new\n"
+      and os.listdir(outside) == [], f"workspace {res} {os.listdir(outside)}")
+check(lines and lines[0]["decision"]["reason"] == "native_state_dependency", f"workspace decision {lines[:1]}")
+shutil.rmtree(ws); shutil.rmtree(outside)
+
+# 3c. Ruby: no Ruby in this room -> native ruby (Debian's) in the sandbox
+rc, lines, _, err = place(["run"], {"run_id": "e7", "program": {"ruby": "require 'json'; puts JSON.generate({a: 1 + 1}); File.write('/响应/r.txt', 'ok')"}})
+res = lines[-1]["result"] if lines else {}
+check(rc == 0 and lines[0]["decision"]["reason"] == "wasm_runtime_unavailable" and res.get("stdout") == '{"a":2}\n'
+      and res.get("files") == {"/响应/r.txt": "ok"}, f"ruby {lines}")
+
 # 4. decide, exit codes, unavailable
 rc, lines, _, _ = place(["decide"], {"run_id": "e4", "program": {"shell": "true"}, "requirements": ["shell"]})
 check(rc == 0 and len(lines) == 1 and "decision" in lines[0], f"decide {lines}")

@@ -127,6 +127,7 @@ check(mine == [], f"background: survivors {mine}")
 # 7. a fork bomb
 res, ev, dt = run("forkbomb", "f(){ f | f & }; f; sleep 3; echo end", limits={"processes": 32, "wall_ms": 8000})
 check(dt < 60, f"forkbomb: took {dt:.1f}s")
+check("fork" in res.get("stderr", "").lower() or res.get("ok") is False, f"forkbomb: no limit hit: {res}")
 
 # 8. a CPU loop, killed at cpu_ms
 res, ev, dt = run("cpu", "while :; do :; done", limits={"cpu_ms": 500, "wall_ms": 30000})
