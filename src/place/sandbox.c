@@ -484,12 +484,12 @@ static bool layout(native_ctx *n, const char *scr, uid_t uid, gid_t gid, bool ch
         if (mkdir(p, mode) != 0 || chmod(p, mode) != 0 || ((own) && chown(p, uid, gid) != 0))      \
             rc = -1;                                                                               \
     } while (0)
-    MK("root", 0755, chown_them);
+    MK("root", 0700, chown_them); /* only the run's uid may enter its tree */
     MK("root/tmp", 01777, chown_them);
     MK("root/home", 0755, chown_them);
     MK("root/数据", 0755, chown_them);
     MK("root/响应", 0755, chown_them);
-    if (r->kind != PL_PROGRAM_SHELL) MK("prog", 0755, false);
+    if (r->kind != PL_PROGRAM_SHELL) MK("prog", 0700, chown_them);
 #undef MK
     if (rc) {
         snprintf(why, whylen, "cannot lay out the scratch directory: %s", strerror(errno));
