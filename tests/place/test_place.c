@@ -488,13 +488,14 @@ static void test_promotion_runs(void **st) {
     assert_false(rep.result.ok);
     assert_false(rep.has_outcome);
     pl_report_clear(&rep);
-    /* a CPU timeout: returned as it is, no promotion */
+    /* a timeout: returned as it is, no promotion */
     snprintf(req, sizeof req, "{\"run_id\":\"p3\",\"program\":{\"wasm\":\"%s\",\"args\":[\"loop\"]}}",
              PROBE);
     rep = run_json(g_pc, req, &net);
     assert_int_equal(rep.ndecisions, 1);
     assert_false(rep.result.ok);
-    assert_non_null(strstr(rep.result.error, "CPU"));
+    /* the CPU limit, or on a loaded machine the room's wall limit first */
+    assert_true(strstr(rep.result.error, "CPU") || strstr(rep.result.error, "运行时间"));
     assert_false(rep.has_outcome);
     pl_report_clear(&rep);
     /* the typed outcome with native off: no promotion, the outcome is reported */
