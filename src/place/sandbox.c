@@ -749,6 +749,13 @@ static bool run_native(native_ctx *n, pl_error *err) {
         sv_add(&argv, "--seccomp");
         sv_add(&argv, "3");
         sv_add(&argv, "--");
+        if (!root && access("/usr/bin/prlimit", X_OK) == 0) {
+            char np[48];
+            snprintf(np, sizeof np, "--nproc=%u", lim.processes + 1);
+            sv_add(&argv, "/usr/bin/prlimit");
+            sv_add(&argv, np);
+            sv_add(&argv, "--");
+        }
         for (size_t i = 0; i < cmd.n; i++)
             sv_add(&argv, cmd.v[i]);
     }
@@ -800,15 +807,12 @@ static bool run_native(native_ctx *n, pl_error *err) {
     sp.rl_fsize = (struct rlimit){(rlim_t)1 << 30, (rlim_t)1 << 30};
     sp.rl_nofile = (struct rlimit){256, 256};
     sp.rl_core = (struct rlimit){0, 0};
-    sp.set_nproc = switch_ids || !root; /* root is exempt: the cgroup holds it */
+    /* RLIMIT_NPROC counts the processes of a uid. Set before bwrap only when the run
+     * has a uid of its own (root caller); root itself is exempt (the cgroup holds it);
+     * a non-root caller gets it inside the new user namespace (prlimit, see above),
+     * where it counts only the run's processes. */
+    sp.set_nproc = switch_ids;
     sp.rl_nproc = (struct rlimit){lim.processes + 2, lim.processes + 2};
-    if (!root && cg.mode) sp.set_nproc = false; /* per-user count would include the caller's */
-    if (!root && !cg.mode) {
-        struct rlimit cur;
-        getrlimit(RLIMIT_NPROC, &cur);
-        sp.set_nproc = false; /* cannot be made per-run without a uid of our own */
-        (void)cur;
-    }
     int64_t t0 = now_ms();
     child = spawn(&sp);
     if (child < 0) {
