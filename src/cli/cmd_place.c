@@ -138,9 +138,16 @@ int peri_cmd_place(int argc, char **argv) {
     char self[PATH_MAX];
     ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
     self[sl > 0 ? sl : 0] = 0;
+#if defined(__SANITIZE_ADDRESS__)
+    /* LeakSanitizer stops the world with ptrace, which the sandbox's seccomp denies */
+    const char *runner[] = {
+        "/usr/bin/env", "ASAN_OPTIONS=detect_leaks=0", self, "run", "{module}", "--"};
+#else
     const char *runner[] = {self, "run", "{module}", "--"};
+#endif
+    size_t nrunner = sizeof runner / sizeof runner[0];
     pl_config cfg = {.wasm_runner = sl > 0 ? runner : NULL,
-                     .nwasm_runner = sl > 0 ? 4 : 0,
+                     .nwasm_runner = sl > 0 ? nrunner : 0,
                      .scratch_root = scratch};
     pl_ctx *pc = pl_new(&cfg, &err);
     int rc = 1;

@@ -22,9 +22,9 @@
 #include <unistd.h>
 
 static char g_envf[64], g_bad[64];
-static pl_ctx *g_pc;        /* real bwrap */
-static pl_ctx *g_nobwrap;   /* bwrap missing */
-static bool g_native;       /* the sandbox works here */
+static pl_ctx *g_pc;      /* real bwrap */
+static pl_ctx *g_nobwrap; /* bwrap missing */
+static bool g_native;     /* the sandbox works here */
 
 static const char *HELLO = PLACE_FIXTURES "/hello.wasm";
 static const char *PROBE = PLACE_FIXTURES "/probe.wasm";
@@ -92,8 +92,11 @@ static void test_l1_branches(void **st) {
     d = decide(g_pc, &rb, NULL); /* no Ruby in this room: WASM unavailable → native */
     assert_int_equal(d.backend, PL_BACKEND_NATIVE_SANDBOX);
     assert_string_equal(pl_reason_name(d.reason), "wasm_runtime_unavailable");
-    pl_request ws = {.run_id = "r", .kind = PL_PROGRAM_SHELL, .program = "true",
-                     .state_class = PL_STATE_NATIVE_WORKSPACE_REF, .workspace = "/tmp"};
+    pl_request ws = {.run_id = "r",
+                     .kind = PL_PROGRAM_SHELL,
+                     .program = "true",
+                     .state_class = PL_STATE_NATIVE_WORKSPACE_REF,
+                     .workspace = "/tmp"};
     assert_int_equal(decide(g_pc, &ws, NULL).reason, PL_REASON_NATIVE_STATE);
 }
 
@@ -102,7 +105,8 @@ static bool fake_ruby(void *ud, pr_host *room, const char *src, size_t n, const 
                       const struct pl_cancel *c, pr_response *out, pr_error *err) {
     (void)ud, (void)room, (void)src, (void)n, (void)f, (void)nf, (void)in, (void)inl, (void)lim,
         (void)c, (void)err;
-    const char *t = "{\"ok\":true,\"stdout\":\"rb\\n\",\"stderr\":\"\",\"exitCode\":0,\"files\":{}}";
+    const char *t =
+        "{\"ok\":true,\"stdout\":\"rb\\n\",\"stderr\":\"\",\"exitCode\":0,\"files\":{}}";
     out->output = strdup(t);
     out->output_len = strlen(t);
     return out->output != NULL;
@@ -132,8 +136,8 @@ static void test_l1_ruby_hook(void **st) {
 
 static void test_availability(void **st) {
     (void)st;
-    pl_request sh = {.run_id = "r", .kind = PL_PROGRAM_SHELL, .program = "true",
-                     .requirements = PL_REQ_SHELL};
+    pl_request sh = {
+        .run_id = "r", .kind = PL_PROGRAM_SHELL, .program = "true", .requirements = PL_REQ_SHELL};
     /* bubblewrap missing: unavailable, never a silent unsandboxed run */
     char why[256];
     assert_false(pl_native_available(g_nobwrap, why, sizeof why));
@@ -179,7 +183,8 @@ static void test_availability(void **st) {
 
 static void test_identity(void **st) {
     (void)st;
-    pl_decision d = {.selected = true, .backend = PL_BACKEND_NATIVE_SANDBOX,
+    pl_decision d = {.selected = true,
+                     .backend = PL_BACKEND_NATIVE_SANDBOX,
                      .reason = PL_REASON_REQUIRED_FEATURE,
                      .state_class = PL_STATE_PORTABLE_VALUE};
     pl_sha256_tag("x", 1, d.request_sha256);
@@ -204,7 +209,8 @@ static void test_identity(void **st) {
     assert_string_equal(e.identity, d.identity);
     /* changes with every field */
     pl_decision v[8];
-    for (int i = 0; i < 8; i++) v[i] = d;
+    for (int i = 0; i < 8; i++)
+        v[i] = d;
     v[0].selected = false;
     v[1].backend = PL_BACKEND_WASM_ROOM;
     v[2].reason = PL_REASON_MODEL_RISK;
@@ -406,8 +412,9 @@ static void test_outcome(void **st) {
     free(t);
     outcome_rejected(t = replace(g, "\"runtime_unsupported\"", "\"trap\""), "kind");
     free(t);
-    outcome_rejected(t = replace(g, "\"escalation_required\":true", "\"escalation_required\":false"),
-                     "escalation_required");
+    outcome_rejected(
+        t = replace(g, "\"escalation_required\":true", "\"escalation_required\":false"),
+        "escalation_required");
     free(t);
     outcome_rejected(t = replace(g, "required_features_unsupported", "x"), "escalation_reason");
     free(t);
@@ -423,8 +430,8 @@ static void test_outcome(void **st) {
 
 static void test_promotion_rules(void **st) {
     (void)st;
-    pl_decision parent = {.selected = true, .backend = PL_BACKEND_WASM_ROOM,
-                          .reason = PL_REASON_QUALIFIED_RUNTIME};
+    pl_decision parent = {
+        .selected = true, .backend = PL_BACKEND_WASM_ROOM, .reason = PL_REASON_QUALIFIED_RUNTIME};
     pl_sha256_tag(RAW, strlen(RAW), parent.request_sha256);
     pl_decision_seal(&parent);
     pl_outcome o;
@@ -481,16 +488,16 @@ static void test_promotion_runs(void **st) {
     assert_non_null(strstr(rep.result.stdout_text, "please use native"));
     pl_report_clear(&rep);
     /* a trap: returned as it is */
-    snprintf(req, sizeof req, "{\"run_id\":\"p2\",\"program\":{\"wasm\":\"%s\",\"args\":[\"trap\"]}}",
-             PROBE);
+    snprintf(req, sizeof req,
+             "{\"run_id\":\"p2\",\"program\":{\"wasm\":\"%s\",\"args\":[\"trap\"]}}", PROBE);
     rep = run_json(g_pc, req, &net);
     assert_int_equal(rep.ndecisions, 1);
     assert_false(rep.result.ok);
     assert_false(rep.has_outcome);
     pl_report_clear(&rep);
     /* a timeout: returned as it is, no promotion */
-    snprintf(req, sizeof req, "{\"run_id\":\"p3\",\"program\":{\"wasm\":\"%s\",\"args\":[\"loop\"]}}",
-             PROBE);
+    snprintf(req, sizeof req,
+             "{\"run_id\":\"p3\",\"program\":{\"wasm\":\"%s\",\"args\":[\"loop\"]}}", PROBE);
     rep = run_json(g_pc, req, &net);
     assert_int_equal(rep.ndecisions, 1);
     assert_false(rep.result.ok);
@@ -565,9 +572,11 @@ static double now_s(void) {
 static void test_cancel(void **st) {
     (void)st;
     NEED_NATIVE();
-    pl_request r = {.run_id = "c", .kind = PL_PROGRAM_SHELL,
+    pl_request r = {.run_id = "c",
+                    .kind = PL_PROGRAM_SHELL,
                     .program = "sleep 30 & sleep 30 & while :; do sleep 1; done",
-                    .requirements = PL_REQ_SHELL, .limits = {.wall_ms = 60000, .cpu_ms = 60000}};
+                    .requirements = PL_REQ_SHELL,
+                    .limits = {.wall_ms = 60000, .cpu_ms = 60000}};
     pl_cancel *c = pl_cancel_new();
     cancel_arg a = {c, 300};
     pthread_t th;
@@ -612,16 +621,23 @@ int main(void) {
     snprintf(g_bad, sizeof g_bad, "/tmp/peri-place-bad-XXXXXX");
     write_bytes(g_bad, "not wasm", 8);
     pl_error e;
+#if defined(__SANITIZE_ADDRESS__)
+    /* LeakSanitizer stops the world with ptrace, which the sandbox's seccomp denies */
+    const char *runner[] = {
+        "/usr/bin/env", "ASAN_OPTIONS=detect_leaks=0", PERI_EXE, "run", "{module}", "--"};
+#else
     const char *runner[] = {PERI_EXE, "run", "{module}", "--"};
-    g_pc = pl_new(&(pl_config){.wasm_runner = runner, .nwasm_runner = 4}, &e);
+#endif
+    g_pc = pl_new(
+        &(pl_config){.wasm_runner = runner, .nwasm_runner = sizeof runner / sizeof runner[0]}, &e);
     g_nobwrap = pl_new(&(pl_config){.bwrap = "/nonexistent/bwrap"}, &e);
     if (!g_pc || !g_nobwrap) return 1;
     char why[256];
     g_native = pl_native_available(g_pc, why, sizeof why);
     if (!g_native) fprintf(stderr, "native sandbox unavailable: %s\n", why);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_l1_branches),    cmocka_unit_test(test_l1_ruby_hook),
-        cmocka_unit_test(test_availability),   cmocka_unit_test(test_identity),
+        cmocka_unit_test(test_l1_branches),     cmocka_unit_test(test_l1_ruby_hook),
+        cmocka_unit_test(test_availability),    cmocka_unit_test(test_identity),
         cmocka_unit_test(test_request_decoder), cmocka_unit_test(test_outcome),
         cmocka_unit_test(test_promotion_rules), cmocka_unit_test(test_promotion_runs),
         cmocka_unit_test(test_cancel),
