@@ -721,8 +721,14 @@ static bool run_native(native_ctx *n, pl_error *err) {
             sv_add(&argv, p);
             sv_add(&argv, "/.peri");
         }
-        if (r->kind == PL_PROGRAM_WASM && strncmp(pc->wasm_runner[0], "/usr/", 5) != 0)
-            add_etc(&argv, pc->wasm_runner[0]);
+        /* the runner's binaries (absolute paths outside /usr), read-only at their paths */
+        for (size_t i = 0; r->kind == PL_PROGRAM_WASM && i < pc->nwasm_runner; i++) {
+            const char *a = pc->wasm_runner[i];
+            struct stat rs;
+            if (a[0] == '/' && strncmp(a, "/usr/", 5) != 0 && stat(a, &rs) == 0 &&
+                S_ISREG(rs.st_mode))
+                add_etc(&argv, a);
+        }
         if (r->kind == PL_PROGRAM_RUBY && strncmp(pc->ruby, "/usr/", 5) != 0)
             add_etc(&argv, pc->ruby);
         if (ws) {
