@@ -906,7 +906,11 @@ static bool run_native(native_ctx *n, pl_error *err) {
         if (!reaped) {
             int st;
             pid_t w = wait4(child, &st, WNOHANG, &ru);
-            if (w == child) {
+            if (w < 0 && errno == ECHILD) {
+                /* the application ignores SIGCHLD: the kernel reaped it, status lost */
+                reaped = true;
+                if (cg.mode && !pl_cg_empty(&cg)) pl_cg_kill_all(&cg);
+            } else if (w == child) {
                 reaped = true;
                 if (WIFEXITED(st))
                     exit_code = WEXITSTATUS(st);
