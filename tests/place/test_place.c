@@ -64,7 +64,7 @@ static void test_l1_branches(void **st) {
     assert_string_equal(d.runtime_profile, "room-wasi-p1-yuyan-v1");
     assert_true(pl_digest_well_formed(d.runtime_sha256));
 
-    if (!g_native) skip();
+    NEED_NATIVE();
     pl_request s = r;
     s.state_class = PL_STATE_OPAQUE;
     s.model_risk = true;
