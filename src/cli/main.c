@@ -20,6 +20,7 @@ static const peri_command peri_commands[] = {
     {"run", peri_cmd_run, "run a WASI program in the room, streaming its output"},
     {"acp", peri_cmd_acp, "run the agent as an ACP server on stdio"},
     {"print", peri_cmd_print, "run one prompt through the agent and print the answer"},
+    {"mcp", peri_cmd_mcp, "serve the workspace tools as an MCP server on stdio (mcp workspace)"},
 };
 
 static void peri_usage(FILE *f) {
