@@ -2,12 +2,13 @@
  * fdlink.c — MCP over a pair of file descriptors: a spawned stdio server or the
  * in-process workspace server on a socketpair.
  *
- * Invariants (stdio): the child runs in its own process group (setpgid) with
- * PR_SET_PDEATHSIG=SIGKILL, so it dies with the agent even after kill -9 (servers that
- * fork more children see EOF on stdin); close() closes its stdin, waits up to 1 s, then
- * signals the whole group SIGTERM and, 1 s later, SIGKILL, and reaps it. No fd leaks
- * into the child except its three pipes (O_CLOEXEC everywhere else). Its stderr is
- * logged line by line, prefixed "peri mcp[<name>]: ".
+ * Invariants (stdio): the server runs in a new process group led by a guardian
+ * process (see guardian()) that kills the whole group when the agent closes the link or
+ * dies, even by kill -9; the server itself also has PR_SET_PDEATHSIG=SIGKILL. close()
+ * closes the server's stdin, gives it 1 s to exit, then releases the guardian (SIGTERM
+ * to the group, SIGKILL 1 s later) and reaps it. No fd of the agent leaks into the
+ * server except its three pipes. Its stderr is logged line by line, prefixed
+ * "peri mcp[<name>]: ".
  */
 #include "mcp/mcp_int.h"
 
@@ -19,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/close_range.h>
+#include <stdatomic.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -33,7 +36,9 @@ typedef struct fdlink {
     int in_fd;  /* we read frames here */
     int out_fd; /* we write frames here */
     int err_fd; /* child's stderr, -1 if none */
-    pid_t pid;  /* child, 0 if none */
+    pid_t pid;  /* the guardian (group leader), 0 if none */
+    int life_fd; /* write end of the guardian's life pipe, -1 if none */
+    atomic_bool reader_done;
     char name[64];
     pthread_mutex_t wmu;
     pthread_t reader, errlog, server;
@@ -74,6 +79,7 @@ static void *reader_main(void *arg) {
         f->cb.on_frame(f->cb.ctx, line, len);
     }
     pmcp__lines_free(&r);
+    atomic_store(&f->reader_done, true);
     if (f->cb.on_closed) f->cb.on_closed(f->cb.ctx, why);
     return NULL;
 }
@@ -93,10 +99,13 @@ static void *errlog_main(void *arg) {
     return NULL;
 }
 
-static bool wait_child(pid_t pid, long ms) {
+/* Waits (without reaping) for pid to exit, up to ms. */
+static bool wait_exit(pid_t pid, long ms) {
     for (long waited = 0;; waited += 10) {
-        pid_t w = waitpid(pid, NULL, WNOHANG);
-        if (w == pid || (w < 0 && errno == ECHILD)) return true;
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0) return true;
+        if (si.si_pid == pid) return true;
         if (waited >= ms) return false;
         struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
@@ -110,15 +119,20 @@ static void fd_close(pmcp__link *l) {
     f->out_fd = -1;
     pthread_mutex_unlock(&f->wmu);
     if (f->pid > 0) {
-        if (!wait_child(f->pid, 1000)) {
-            kill(-f->pid, SIGTERM);
-            if (!wait_child(f->pid, 1000)) {
-                kill(-f->pid, SIGKILL);
-                waitpid(f->pid, NULL, 0);
-            }
+        /* The server should exit at EOF; then the guardian takes the group down. */
+        for (int i = 0; i < 100 && !atomic_load(&f->reader_done); i++) {
+            struct timespec ts = {0, 10 * 1000000L};
+            nanosleep(&ts, NULL);
         }
-        kill(-f->pid, SIGKILL); /* anything left in its group */
+        close(f->life_fd);
+        f->life_fd = -1;
+        siginfo_t si;
+        if (!wait_exit(f->pid, 3000)) kill(-f->pid, SIGKILL);
+        waitid(P_PID, (id_t)f->pid, &si, WEXITED | WNOWAIT);
+        kill(-f->pid, SIGKILL); /* the group id cannot be reused before the reap below */
+        waitpid(f->pid, NULL, 0);
     }
+    if (f->life_fd >= 0) close(f->life_fd);
     if (f->has_server) { /* inproc: the server returns at EOF */
         shutdown(f->in_fd, SHUT_WR);
         pthread_join(f->server, NULL);
@@ -142,7 +156,7 @@ static fdlink *fdlink_new(const char *name, const pmcp__link_cb *cb) {
     f->base.send = fd_send;
     f->base.close = fd_close;
     f->cb = *cb;
-    f->in_fd = f->out_fd = f->err_fd = f->server_fd = -1;
+    f->in_fd = f->out_fd = f->err_fd = f->server_fd = f->life_fd = -1;
     snprintf(f->name, sizeof f->name, "%s", name ? name : "?");
     pthread_mutex_init(&f->wmu, NULL);
     return f;
@@ -164,6 +178,66 @@ static int start_threads(fdlink *f, char *err, size_t errlen) {
     return 0;
 }
 
+/* The child side of a spawn (async-signal-safe calls only: the agent is threaded).
+ *
+ * Process G (the guardian, group leader) forks the server S into its own new process
+ * group, then closes every fd but the read end of the "life" pipe and blocks on it.
+ * The agent holds the only write end: when the agent closes it (close()) or dies (even
+ * by kill -9), G wakes, sends SIGTERM to the group, waits up to 1 s for S, then sends
+ * SIGKILL to the whole group (itself included). S additionally has
+ * PR_SET_PDEATHSIG=SIGKILL tied to G. So no server process or grandchild survives. */
+static _Noreturn void guardian(char **argv, char **envp, const char *cwd, int in[2], int out[2],
+                               int er[2], int ex[2], int life[2]) {
+    setpgid(0, 0);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGTERM, &sa, NULL);
+    pid_t me = getpid();
+    pid_t srv = fork();
+    if (srv == 0) {
+        sa.sa_handler = SIG_DFL;
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGPIPE, &sa, NULL);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != me) _exit(127);
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        dup2(er[1], 2);
+        close_range(3, ~0U, CLOSE_RANGE_CLOEXEC); /* only ex[1] matters until exec */
+        int e = 0;
+        if (cwd && chdir(cwd) != 0) e = errno;
+        if (!e) {
+            execvpe(argv[0], argv, envp);
+            e = errno;
+        }
+        ssize_t wr = write(ex[1], &e, sizeof e);
+        (void)wr;
+        _exit(127);
+    }
+    if (srv < 0) {
+        int e = errno;
+        ssize_t wr = write(ex[1], &e, sizeof e);
+        (void)wr;
+        _exit(127);
+    }
+    int keep = life[0];
+    if (keep > 0) close_range(0, (unsigned)keep - 1, 0);
+    close_range((unsigned)keep + 1, ~0U, 0);
+    char b;
+    while (read(keep, &b, 1) != 0 && errno == EINTR) {
+    }
+    kill(0, SIGTERM);
+    for (int i = 0; i < 50; i++) {
+        pid_t w = waitpid(srv, NULL, WNOHANG);
+        if (w == srv || w < 0) break;
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    kill(0, SIGKILL);
+    _exit(0);
+}
+
 pmcp__link *pmcp__link_stdio(const pmcp_server_config *cfg, const char *cwd,
                              const pmcp__link_cb *cb, char *err, size_t errlen) {
     if (!cfg->command || !cfg->command[0]) {
@@ -178,7 +252,8 @@ pmcp__link *pmcp__link_stdio(const pmcp_server_config *cfg, const char *cwd,
     char **envs = calloc(cfg->nenv + 1, sizeof *envs);
     char **envp = calloc(cfg->nenv + nenviron + 1, sizeof *envp);
     fdlink *f = fdlink_new(cfg->name, cb);
-    int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1}, ex[2] = {-1, -1};
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1}, ex[2] = {-1, -1},
+        life[2] = {-1, -1};
     if (!argv || !envs || !envp || !f) {
         snprintf(err, errlen, "out of memory");
         goto fail;
@@ -211,37 +286,26 @@ pmcp__link *pmcp__link_stdio(const pmcp_server_config *cfg, const char *cwd,
         snprintf(err, errlen, "pipe: %s", strerror(errno));
         goto fail;
     }
-    pid_t parent = getpid();
+    if (pipe2(life, O_CLOEXEC)) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        goto fail;
+    }
     pid_t pid = fork();
     if (pid < 0) {
         snprintf(err, errlen, "fork: %s", strerror(errno));
         goto fail;
     }
-    if (pid == 0) {
-        setpgid(0, 0);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) _exit(127); /* the agent died before prctl */
-        signal(SIGPIPE, SIG_DFL);
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        dup2(er[1], 2);
-        int e = 0;
-        if (cwd && chdir(cwd) != 0) e = errno;
-        if (!e) {
-            execvpe(argv[0], argv, envp);
-            e = errno;
-        }
-        ssize_t wr = write(ex[1], &e, sizeof e);
-        (void)wr;
-        _exit(127);
-    }
+    if (pid == 0) guardian(argv, envp, cwd, in, out, er, ex, life); /* never returns */
     setpgid(pid, pid); /* also from here, so the group exists before we may signal it */
     f->pid = pid;
+    f->life_fd = life[1];
+    life[1] = -1;
+    close(life[0]);
     close(in[0]);
     close(out[1]);
     close(er[1]);
     close(ex[1]);
-    in[0] = out[1] = er[1] = ex[1] = -1;
+    life[0] = in[0] = out[1] = er[1] = ex[1] = -1;
     int e = 0;
     ssize_t got;
     do
@@ -277,6 +341,7 @@ fail:
         if (out[i] >= 0) close(out[i]);
         if (er[i] >= 0) close(er[i]);
         if (ex[i] >= 0) close(ex[i]);
+        if (life[i] >= 0) close(life[i]);
     }
     if (envs)
         for (size_t i = 0; i < cfg->nenv; i++)
