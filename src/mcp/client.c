@@ -285,6 +285,9 @@ static int list_tools(pmcp_client *c, long timeout_ms, char *err, size_t errlen)
     size_t n = 0, cap = 0;
     char *cursor = NULL;
     int rc = 0;
+    pthread_mutex_lock(&c->mu); /* a list_changed arriving from now on is kept */
+    c->tools_changed = false;
+    pthread_mutex_unlock(&c->mu);
     for (int page = 0;; page++) {
         if (page >= MAX_TOOL_PAGES) {
             snprintf(err, errlen, "tools/list did not end after %d pages", MAX_TOOL_PAGES);
@@ -353,7 +356,6 @@ static int list_tools(pmcp_client *c, long timeout_ms, char *err, size_t errlen)
     pmcp_tools_free(c->tools, c->ntools);
     c->tools = tools;
     c->ntools = n;
-    c->tools_changed = false;
     pthread_mutex_unlock(&c->mu);
     return 0;
 }

@@ -119,7 +119,7 @@ int pmcp__lines_next(pmcp__lines *r, char **line, size_t *len) {
             size_t n = (size_t)(nl - (r->buf + r->start));
             char *s = r->buf + r->start;
             r->start += n + 1;
-            if (r->dropping) {
+            if (r->dropping || n > PMCP_MAX_FRAME) {
                 r->dropping = false;
                 return 2;
             }
