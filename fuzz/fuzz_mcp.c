@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <string.h>
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 static void on_event(void *ctx, const char *event, const char *data, size_t len) {
     size_t *n = ctx;
     pmcp__msg m;

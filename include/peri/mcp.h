@@ -122,7 +122,7 @@ int pmcp_client_refresh_tools(pmcp_client *c, char *err, size_t errlen);
 typedef void (*pmcp_progress_fn)(void *ctx, double progress, double total, const char *message);
 
 typedef struct pmcp_call_result {
-    char *content_json; /* the MCP content array as JSON text ("[]" if absent) */
+    char *content_json;    /* the MCP content array as JSON text ("[]" if absent) */
     char *structured_json; /* structuredContent or NULL */
     char *text;            /* text for the model: text parts joined, others summarised */
     bool is_error;         /* the tool reported isError, or the request failed */
@@ -146,15 +146,15 @@ void pmcp_call_result_clear(pmcp_call_result *r);
 /* Generic request: params_json may be NULL; *result_json receives the result object
  * text. Used for ping, resources/list, resources/read. */
 pmcp_status pmcp_client_request(pmcp_client *c, const char *method, const char *params_json,
-                                atomic_int *cancel, long timeout_ms, char **result_json,
-                                char *err, size_t errlen);
+                                atomic_int *cancel, long timeout_ms, char **result_json, char *err,
+                                size_t errlen);
 
 /* ---------------------------------------------------------------- server */
 
 typedef struct pmcp_server_opts {
-    const char *root;   /* workspace root (absolute, existing) */
-    const char *name;   /* serverInfo.name; NULL: "peri-workspace" */
-    size_t page_size;   /* tools/list page size; 0: 100 */
+    const char *root;      /* workspace root (absolute, existing) */
+    const char *name;      /* serverInfo.name; NULL: "peri-workspace" */
+    size_t page_size;      /* tools/list page size; 0: 100 */
     long shell_timeout_ms; /* 0: the tools default */
 } pmcp_server_opts;
 
@@ -175,8 +175,8 @@ typedef struct pmcp_pool_tool {
 } pmcp_pool_tool;
 
 typedef struct pmcp_pool_opts {
-    const char *cwd;  /* session directory: stdio cwd and <cwd>/.peri/settings.json */
-    const char *home; /* <home>/.peri/settings.json; NULL: not read */
+    const char *cwd;              /* session directory: stdio cwd and <cwd>/.peri/settings.json */
+    const char *home;             /* <home>/.peri/settings.json; NULL: not read */
     const char *acp_servers_json; /* ACP mcpServers array text or NULL */
     long init_timeout_ms;         /* per server; 0: 30000 */
 } pmcp_pool_opts;
@@ -196,8 +196,8 @@ bool pmcp_pool_has(const pmcp_pool *p, const char *namespaced);
 /* Runs "mcp__server__tool". Fills text (for the model) and content_json (ACP
  * ToolCallContent[] text: text, image, resource, resource_link mapped). Returns 0 when
  * it ran (is_error tells a tool failure), 1 when cancelled, -1 when unknown/failed. */
-int pmcp_pool_call(pmcp_pool *p, const char *namespaced, const char *args_json,
-                   atomic_int *cancel, char **text, bool *is_error, char **content_json);
+int pmcp_pool_call(pmcp_pool *p, const char *namespaced, const char *args_json, atomic_int *cancel,
+                   char **text, bool *is_error, char **content_json);
 
 /* MCP content array text -> ACP ToolCallContent[] text (exposed for tests). */
 char *pmcp_content_to_acp(const char *mcp_content_json);

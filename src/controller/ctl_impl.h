@@ -36,7 +36,7 @@ typedef struct pct_sess {
     pthread_mutex_t emit_mu;
     uint64_t gate_gen; /* events of turns <= gate_gen are dropped */
     bool titled;
-    pmcp_pool *mcp;      /* MCP servers of this session (issue 12); closed on release */
+    pmcp_pool *mcp;       /* MCP servers of this session (issue 12); closed on release */
     pag_tool_info *tools; /* builtin + MCP tools; the agent's ports point here */
     size_t ntools;
 } pct_sess;
@@ -49,7 +49,7 @@ struct pct_controller {
     char machine_id[PST_ID_LEN];
     pag_tool_info *tools;
     size_t ntools;
-    char *home; /* for the user's settings.json (MCP servers) */
+    char *home;         /* for the user's settings.json (MCP servers) */
     pthread_mutex_t mu; /* workers count */
     pthread_cond_t cv;
     int workers;

@@ -97,7 +97,9 @@ static void on_notification(pmcp_client *c, pmcp__msg *m) {
         char *txt = d ? json_dumps(d, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
         fprintf(stderr, "peri mcp[%s]: %s: %.2000s\n", c->name,
                 json_string_value(json_object_get(m->params, "level")) ?: "log",
-                json_is_string(d) ? json_string_value(d) : txt ? txt : "");
+                json_is_string(d) ? json_string_value(d)
+                : txt             ? txt
+                                  : "");
         free(txt);
     }
     /* others (resources/updated, cancelled of server requests, ...) need no action */
@@ -175,8 +177,8 @@ static bool passed(const struct timespec *dl) {
 /* Sends a request and waits. On PMCP_OK *result is the result (new reference); on
  * PMCP_ERR_RPC err holds "MCP error <code>: <message>". */
 static pmcp_status request(pmcp_client *c, const char *method, json_t *params, atomic_int *cancel,
-                           long timeout_ms, pmcp_progress_fn progress, void *pctx,
-                           json_t **result, char *err, size_t errlen) {
+                           long timeout_ms, pmcp_progress_fn progress, void *pctx, json_t **result,
+                           char *err, size_t errlen) {
     *result = NULL;
     pending *p = calloc(1, sizeof *p);
     if (!p) {
@@ -261,7 +263,8 @@ static pmcp_status request(pmcp_client *c, const char *method, json_t *params, a
         json_t *e = json_object_get(p->resp, "error");
         if (e) {
             const char *msg = json_string_value(json_object_get(e, "message"));
-            snprintf(err, errlen, "MCP error %d: %s", (int)json_integer_value(json_object_get(e, "code")),
+            snprintf(err, errlen, "MCP error %d: %s",
+                     (int)json_integer_value(json_object_get(e, "code")),
                      msg ? msg : "(no message)");
             st = PMCP_ERR_RPC;
         } else {
@@ -269,8 +272,8 @@ static pmcp_status request(pmcp_client *c, const char *method, json_t *params, a
             if (!json_is_object(*result)) {
                 json_decref(*result);
                 *result = NULL;
-                snprintf(err, errlen, "MCP server %s answered %s with a non-object result",
-                         c->name, method);
+                snprintf(err, errlen, "MCP server %s answered %s with a non-object result", c->name,
+                         method);
                 st = PMCP_ERR_RPC;
             }
         }
@@ -296,8 +299,8 @@ static int list_tools(pmcp_client *c, long timeout_ms, char *err, size_t errlen)
         }
         json_t *params = cursor ? json_pack("{s:s}", "cursor", cursor) : json_object();
         json_t *res;
-        pmcp_status st = request(c, "tools/list", params, NULL, timeout_ms, NULL, NULL, &res, err,
-                                 errlen);
+        pmcp_status st =
+            request(c, "tools/list", params, NULL, timeout_ms, NULL, NULL, &res, err, errlen);
         free(cursor);
         cursor = NULL;
         if (st != PMCP_OK) {
@@ -326,12 +329,11 @@ static int list_tools(pmcp_client *c, long timeout_ms, char *err, size_t errlen)
             o->name = strdup(name);
             const char *title = json_string_value(json_object_get(t, "title"));
             o->title = title ? strdup(title) : NULL;
-            o->description =
-                dup_or(json_string_value(json_object_get(t, "description")), "");
+            o->description = dup_or(json_string_value(json_object_get(t, "description")), "");
             o->schema_json = json_is_object(schema) ? json_dumps(schema, JSON_COMPACT)
                                                     : strdup("{\"type\":\"object\"}");
-            o->read_only = json_is_true(
-                json_object_get(json_object_get(t, "annotations"), "readOnlyHint"));
+            o->read_only =
+                json_is_true(json_object_get(json_object_get(t, "annotations"), "readOnlyHint"));
             n++;
             if (!o->name || !o->description || !o->schema_json) {
                 rc = -1;
@@ -389,13 +391,13 @@ pmcp_client *pmcp_client_connect(const pmcp_server_config *cfg, const pmcp_clien
         pmcp_client_close(c);
         return NULL;
     }
-    json_t *params = json_pack("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion",
-                               PMCP_PROTOCOL_VERSION, "capabilities", "clientInfo", "name",
-                               "peri-c", "version", "0.1.0");
+    json_t *params =
+        json_pack("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", PMCP_PROTOCOL_VERSION,
+                  "capabilities", "clientInfo", "name", "peri-c", "version", "0.1.0");
     json_t *res;
     char rerr[512];
-    pmcp_status st = request(c, "initialize", params, NULL, init_ms, NULL, NULL, &res, rerr,
-                             sizeof rerr);
+    pmcp_status st =
+        request(c, "initialize", params, NULL, init_ms, NULL, NULL, &res, rerr, sizeof rerr);
     if (st != PMCP_OK) {
         snprintf(err, errlen, "initialize failed: %s", rerr);
         pmcp_client_close(c);
@@ -580,17 +582,17 @@ pmcp_status pmcp_client_call(pmcp_client *c, const char *tool, const char *args_
     json_t *content = json_object_get(res, "content");
     json_t *structured = json_object_get(res, "structuredContent");
     out->is_error = json_is_true(json_object_get(res, "isError"));
-    out->content_json =
-        json_is_array(content) ? json_dumps(content, JSON_COMPACT) : strdup("[]");
-    out->structured_json = structured ? json_dumps(structured, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    out->content_json = json_is_array(content) ? json_dumps(content, JSON_COMPACT) : strdup("[]");
+    out->structured_json =
+        structured ? json_dumps(structured, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
     out->text = model_text(json_is_array(content) ? content : NULL, structured);
     json_decref(res);
     return PMCP_OK;
 }
 
 pmcp_status pmcp_client_request(pmcp_client *c, const char *method, const char *params_json,
-                                atomic_int *cancel, long timeout_ms, char **result_json,
-                                char *err, size_t errlen) {
+                                atomic_int *cancel, long timeout_ms, char **result_json, char *err,
+                                size_t errlen) {
     *result_json = NULL;
     json_t *params = params_json ? json_loads(params_json, 0, NULL) : NULL;
     if (params_json && !json_is_object(params)) {

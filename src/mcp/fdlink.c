@@ -33,10 +33,10 @@ extern char **environ;
 typedef struct fdlink {
     pmcp__link base;
     pmcp__link_cb cb;
-    int in_fd;  /* we read frames here */
-    int out_fd; /* we write frames here */
-    int err_fd; /* child's stderr, -1 if none */
-    pid_t pid;  /* the guardian (group leader), 0 if none */
+    int in_fd;   /* we read frames here */
+    int out_fd;  /* we write frames here */
+    int err_fd;  /* child's stderr, -1 if none */
+    pid_t pid;   /* the guardian (group leader), 0 if none */
     int life_fd; /* write end of the guardian's life pipe, -1 if none */
     atomic_bool reader_done;
     char name[64];
@@ -93,7 +93,8 @@ static void *errlog_main(void *arg) {
         size_t len;
         int st = pmcp__lines_next(&r, &line, &len);
         if (st <= 0) break;
-        if (st == 1) fprintf(stderr, "peri mcp[%s]: %.*s\n", f->name, (int)(len > 4000 ? 4000 : len), line);
+        if (st == 1)
+            fprintf(stderr, "peri mcp[%s]: %.*s\n", f->name, (int)(len > 4000 ? 4000 : len), line);
     }
     pmcp__lines_free(&r);
     return NULL;
@@ -252,8 +253,7 @@ pmcp__link *pmcp__link_stdio(const pmcp_server_config *cfg, const char *cwd,
     char **envs = calloc(cfg->nenv + 1, sizeof *envs);
     char **envp = calloc(cfg->nenv + nenviron + 1, sizeof *envp);
     fdlink *f = fdlink_new(cfg->name, cb);
-    int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1}, ex[2] = {-1, -1},
-        life[2] = {-1, -1};
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1}, ex[2] = {-1, -1}, life[2] = {-1, -1};
     if (!argv || !envs || !envp || !f) {
         snprintf(err, errlen, "out of memory");
         goto fail;
@@ -363,8 +363,7 @@ static void *server_main(void *arg) {
     return NULL;
 }
 
-pmcp__link *pmcp__link_inproc(const char *root, const pmcp__link_cb *cb, char *err,
-                              size_t errlen) {
+pmcp__link *pmcp__link_inproc(const char *root, const pmcp__link_cb *cb, char *err, size_t errlen) {
     int sv[2];
     fdlink *f = fdlink_new("workspace", cb);
     if (!f || !(f->root = strdup(root ? root : "/"))) {
@@ -392,4 +391,3 @@ pmcp__link *pmcp__link_inproc(const char *root, const pmcp__link_cb *cb, char *e
     }
     return &f->base;
 }
-

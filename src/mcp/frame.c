@@ -83,8 +83,8 @@ json_t *pmcp__notification(const char *method, json_t *params) {
 }
 
 json_t *pmcp__result(json_t *id, json_t *result) {
-    json_t *f = result ? json_pack("{s:s, s:O?, s:O}", "jsonrpc", "2.0", "id", id, "result", result)
-                       : NULL;
+    json_t *f =
+        result ? json_pack("{s:s, s:O?, s:O}", "jsonrpc", "2.0", "id", id, "result", result) : NULL;
     json_decref(result);
     return f;
 }

@@ -532,8 +532,8 @@ static int sse_send(pmcp__link *l, const char *text, size_t len) {
     return 0;
 }
 
-pmcp__link *pmcp__link_sse(const pmcp_server_config *cfg, const pmcp__link_cb *cb,
-                           long timeout_ms, char *err, size_t errlen) {
+pmcp__link *pmcp__link_sse(const pmcp_server_config *cfg, const pmcp__link_cb *cb, long timeout_ms,
+                           char *err, size_t errlen) {
     http_link *h = http_new(cfg, cb, err, errlen);
     if (!h) return NULL;
     h->legacy = true;

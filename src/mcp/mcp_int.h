@@ -83,14 +83,13 @@ struct pmcp__link {
 pmcp__link *pmcp__link_stdio(const pmcp_server_config *cfg, const char *cwd,
                              const pmcp__link_cb *cb, char *err, size_t errlen);
 /* In-process workspace server on a thread over a socketpair. */
-pmcp__link *pmcp__link_inproc(const char *root, const pmcp__link_cb *cb, char *err,
-                              size_t errlen);
+pmcp__link *pmcp__link_inproc(const char *root, const pmcp__link_cb *cb, char *err, size_t errlen);
 /* Streamable HTTP. */
 pmcp__link *pmcp__link_http(const pmcp_server_config *cfg, const pmcp__link_cb *cb, char *err,
                             size_t errlen);
 /* Legacy HTTP+SSE (waits for the endpoint event, up to timeout_ms). */
-pmcp__link *pmcp__link_sse(const pmcp_server_config *cfg, const pmcp__link_cb *cb,
-                           long timeout_ms, char *err, size_t errlen);
+pmcp__link *pmcp__link_sse(const pmcp_server_config *cfg, const pmcp__link_cb *cb, long timeout_ms,
+                           char *err, size_t errlen);
 
 /* ---------------------------------------------------------------- SSE parsing */
 

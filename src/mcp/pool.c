@@ -60,7 +60,9 @@ static int parse_kv(json_t *v, pmcp_kv **out, size_t *n) {
     *out = NULL;
     *n = 0;
     if (!v || json_is_null(v)) return 0;
-    size_t cnt = json_is_array(v) ? json_array_size(v) : json_is_object(v) ? json_object_size(v) : 0;
+    size_t cnt = json_is_array(v)    ? json_array_size(v)
+                 : json_is_object(v) ? json_object_size(v)
+                                     : 0;
     if (!json_is_array(v) && !json_is_object(v)) return -1;
     pmcp_kv *kv = calloc(cnt ? cnt : 1, sizeof *kv);
     if (!kv) return -1;
@@ -115,8 +117,8 @@ static int parse_entry(const char *name, json_t *e, pmcp_server_config *c, char 
     }
     const char *type = json_string_value(json_object_get(e, "type"));
     if (!(c->name = strdup(name))) goto oom;
-    if (type && (!strcmp(type, "http") || !strcmp(type, "streamable-http") ||
-                 !strcmp(type, "sse"))) {
+    if (type &&
+        (!strcmp(type, "http") || !strcmp(type, "streamable-http") || !strcmp(type, "sse"))) {
         c->kind = strcmp(type, "sse") ? PMCP_HTTP : PMCP_SSE;
         const char *url = json_string_value(json_object_get(e, "url"));
         if (!url) {
@@ -235,8 +237,8 @@ int pmcp_parse_servers(const char *json_text, const char *origin, pmcp_server_co
 
 static json_t *acp_block(json_t *b) {
     const char *type = json_string_value(json_object_get(b, "type"));
-    static const char *const keep[] = {"text",     "data",  "mimeType",    "uri",
-                                       "name",     "title", "description", "size",
+    static const char *const keep[] = {"text",     "data",       "mimeType",    "uri",
+                                       "name",     "title",      "description", "size",
                                        "resource", "annotations"};
     if (type && (!strcmp(type, "text") || !strcmp(type, "image") || !strcmp(type, "audio") ||
                  !strcmp(type, "resource") || !strcmp(type, "resource_link"))) {
@@ -259,7 +261,8 @@ char *pmcp_content_to_acp(const char *mcp_content_json) {
     json_t *b;
     json_array_foreach(in, i, b) {
         json_t *blk = acp_block(b);
-        if (blk) json_array_append_new(out, json_pack("{s:s, s:o}", "type", "content", "content", blk));
+        if (blk)
+            json_array_append_new(out, json_pack("{s:s, s:o}", "type", "content", "content", blk));
     }
     char *s = out ? json_dumps(out, JSON_COMPACT) : NULL;
     json_decref(out);
@@ -357,7 +360,8 @@ static int add_tools(pmcp_pool *p, size_t si, char **notices) {
     char *sname = sanitize(ps->cfg.name);
     int rc = sname ? 0 : -1;
     pool_tool *nt = rc == 0 ? realloc(p->tools, (p->ntools + n + 1) * sizeof *nt) : NULL;
-    if (!nt) rc = -1;
+    if (!nt)
+        rc = -1;
     else
         p->tools = nt;
     for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -427,8 +431,8 @@ pmcp_pool *pmcp_pool_open(const pmcp_pool_opts *opt, char **notices) {
     free(cfgs);
     bool *started = calloc(n, sizeof *started);
     for (size_t i = 0; i < n; i++) {
-        started[i] = started && pthread_create(&p->servers[i].th, NULL, connect_main,
-                                               &p->servers[i]) == 0;
+        started[i] =
+            started && pthread_create(&p->servers[i].th, NULL, connect_main, &p->servers[i]) == 0;
         if (!started || !started[i]) connect_main(&p->servers[i]);
     }
     for (size_t i = 0; i < n; i++)
@@ -482,8 +486,8 @@ bool pmcp_pool_has(const pmcp_pool *p, const char *namespaced) {
     return find(p, namespaced) != NULL;
 }
 
-int pmcp_pool_call(pmcp_pool *p, const char *namespaced, const char *args_json,
-                   atomic_int *cancel, char **text, bool *is_error, char **content_json) {
+int pmcp_pool_call(pmcp_pool *p, const char *namespaced, const char *args_json, atomic_int *cancel,
+                   char **text, bool *is_error, char **content_json) {
     *text = *content_json = NULL;
     *is_error = true;
     const pool_tool *t = find(p, namespaced);

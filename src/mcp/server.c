@@ -117,10 +117,10 @@ static void *call_main(void *arg) {
     call *c = arg;
     srv *s = c->srv;
     if (c->progress_token)
-        send_frame(s, pmcp__notification(
-                          "notifications/progress",
-                          json_pack("{s:O, s:i, s:s}", "progressToken", c->progress_token,
-                                    "progress", 0, "message", ptl_name(c->tool))));
+        send_frame(
+            s, pmcp__notification("notifications/progress",
+                                  json_pack("{s:O, s:i, s:s}", "progressToken", c->progress_token,
+                                            "progress", 0, "message", ptl_name(c->tool))));
     ptl_ctx ctx = {.cwd = s->root, .cancel = &c->cancel, .timeout_ms = s->opt->shell_timeout_ms};
     ptl_result r;
     ptl_status st = ptl_run(c->tool, c->args, &ctx, &r);
@@ -131,9 +131,9 @@ static void *call_main(void *arg) {
                                 r.output ? r.output : "", "isError", r.is_error);
         send_frame(s, pmcp__result(c->id, res));
     } else {
-        json_t *res = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text",
-                                r.output && r.output[0] ? r.output : "internal tool failure",
-                                "isError", 1);
+        json_t *res =
+            json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text",
+                      r.output && r.output[0] ? r.output : "internal tool failure", "isError", 1);
         send_frame(s, pmcp__result(c->id, res));
     }
     ptl_result_clear(&r);
@@ -266,8 +266,8 @@ static void m_resources_read(srv *s, json_t *id, json_t *params) {
         char full[PATH_MAX + 8];
         snprintf(full, sizeof full, "file://%s", abs);
         json_t *txt = json_stringn(buf, got); /* NULL when not UTF-8 */
-        json_t *res = txt ? json_pack("{s:[{s:s, s:s, s:o}]}", "contents", "uri", full,
-                                      "mimeType", "text/plain", "text", txt)
+        json_t *res = txt ? json_pack("{s:[{s:s, s:s, s:o}]}", "contents", "uri", full, "mimeType",
+                                      "text/plain", "text", txt)
                           : NULL;
         if (res)
             send_frame(s, pmcp__result(id, res));
@@ -290,8 +290,8 @@ static void on_request(srv *s, pmcp__msg *m) {
         for (size_t i = 0; want && i < sizeof k_versions / sizeof k_versions[0]; i++)
             if (!strcmp(want, k_versions[i])) ver = k_versions[i];
         json_t *res = json_pack(
-            "{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s}, s:s}", "protocolVersion", ver,
-            "capabilities", "tools", "listChanged", 0, "resources", "serverInfo", "name",
+            "{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s}, s:s}", "protocolVersion", ver, "capabilities",
+            "tools", "listChanged", 0, "resources", "serverInfo", "name",
             s->opt->name ? s->opt->name : "peri-workspace", "version", "0.1.0", "instructions",
             "Peri-C workspace tools: every path is confined to the workspace root.");
         send_frame(s, pmcp__result(id, res));

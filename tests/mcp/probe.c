@@ -43,16 +43,16 @@ typedef struct progress_log {
 
 static void on_progress(void *ctx, double p, double total, const char *msg) {
     progress_log *l = ctx;
-    json_array_append_new(l->arr, json_pack("{s:f, s:f, s:s?}", "progress", p, "total", total,
-                                            "message", msg));
+    json_array_append_new(
+        l->arr, json_pack("{s:f, s:f, s:s?}", "progress", p, "total", total, "message", msg));
 }
 
 static void print_call(pmcp_status st, pmcp_call_result *r, json_t *extra) {
     char *acp = pmcp_content_to_acp(r->content_json);
-    json_t *o = json_pack("{s:i, s:b, s:s?, s:o?, s:o?}", "status", st, "isError", r->is_error,
-                          "text", r->text, "content",
-                          r->content_json ? json_loads(r->content_json, 0, NULL) : NULL, "acp",
-                          acp ? json_loads(acp, 0, NULL) : NULL);
+    json_t *o =
+        json_pack("{s:i, s:b, s:s?, s:o?, s:o?}", "status", st, "isError", r->is_error, "text",
+                  r->text, "content", r->content_json ? json_loads(r->content_json, 0, NULL) : NULL,
+                  "acp", acp ? json_loads(acp, 0, NULL) : NULL);
     free(acp);
     if (extra) json_object_update(o, extra);
     char *s = json_dumps(o, JSON_COMPACT);
@@ -120,8 +120,7 @@ int main(int argc, char **argv) {
             char *res = NULL;
             pmcp_status st = pmcp_client_request(c, m, p, NULL, 10000, &res, err, sizeof err);
             json_t *o = json_pack("{s:s, s:i, s:o?, s:s}", "method", m, "status", st, "result",
-                                  res ? json_loads(res, 0, NULL) : NULL, "error",
-                                  st ? err : "");
+                                  res ? json_loads(res, 0, NULL) : NULL, "error", st ? err : "");
             char *s = json_dumps(o, JSON_COMPACT);
             puts(s);
             free(s);
@@ -131,9 +130,8 @@ int main(int argc, char **argv) {
             const char *name = argv[i++], *args = argv[i++];
             progress_log pl = {.arr = json_array()};
             pmcp_call_result r;
-            pmcp_status st = pmcp_client_call(c, name, args, NULL,
-                                              !strcmp(a, "progress") ? on_progress : NULL, &pl, 0,
-                                              &r);
+            pmcp_status st = pmcp_client_call(
+                c, name, args, NULL, !strcmp(a, "progress") ? on_progress : NULL, &pl, 0, &r);
             print_call(st, &r, json_pack("{s:o}", "progress", pl.arr));
             pmcp_call_result_clear(&r);
         } else if (!strcmp(a, "cancel") && i + 2 < argc) {

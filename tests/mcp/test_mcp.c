@@ -180,12 +180,13 @@ static void test_parse_servers(void **state) {
     pmcp_server_config *c = NULL;
     size_t n = 0;
     char *errs = NULL;
-    const char *acp = "[{\"name\":\"a\",\"command\":\"x\",\"args\":[\"1\",\"2\"],\"env\":[{\"name\":"
-                      "\"K\",\"value\":\"V\"}]},{\"type\":\"http\",\"name\":\"h\",\"url\":\"http://"
-                      "h/mcp\",\"headers\":[{\"name\":\"Authorization\",\"value\":\"B\"}]},"
-                      "{\"type\":\"sse\",\"name\":\"s\",\"url\":\"http://h/sse\",\"headers\":[]},"
-                      "{\"name\":\"bad\"},{\"command\":\"noname\"},{\"type\":\"ws\",\"name\":\"w\","
-                      "\"url\":\"x\"},{\"name\":\"badargs\",\"command\":\"x\",\"args\":[1]}]";
+    const char *acp =
+        "[{\"name\":\"a\",\"command\":\"x\",\"args\":[\"1\",\"2\"],\"env\":[{\"name\":"
+        "\"K\",\"value\":\"V\"}]},{\"type\":\"http\",\"name\":\"h\",\"url\":\"http://"
+        "h/mcp\",\"headers\":[{\"name\":\"Authorization\",\"value\":\"B\"}]},"
+        "{\"type\":\"sse\",\"name\":\"s\",\"url\":\"http://h/sse\",\"headers\":[]},"
+        "{\"name\":\"bad\"},{\"command\":\"noname\"},{\"type\":\"ws\",\"name\":\"w\","
+        "\"url\":\"x\"},{\"name\":\"badargs\",\"command\":\"x\",\"args\":[1]}]";
     assert_int_equal(pmcp_parse_servers(acp, "acp", &c, &n, &errs), 0);
     assert_int_equal(n, 3);
     assert_int_equal(c[0].kind, PMCP_STDIO);
@@ -334,10 +335,9 @@ static void test_server_raw(void **state) {
         size_t k = json_array_size(json_object_get(res, "tools"));
         assert_true(k <= 3);
         for (size_t i = 0; i < k; i++)
-            assert_string_equal(
-                json_string_value(json_object_get(
-                    json_array_get(json_object_get(res, "tools"), i), "name")),
-                ptl_name(ptl_at(seen + i)));
+            assert_string_equal(json_string_value(json_object_get(
+                                    json_array_get(json_object_get(res, "tools"), i), "name")),
+                                ptl_name(ptl_at(seen + i)));
         seen += k;
         const char *next = json_string_value(json_object_get(res, "nextCursor"));
         snprintf(cursor, sizeof cursor, "%s", next ? next : "");
@@ -427,9 +427,8 @@ static void test_inproc(void **state) {
     assert_int_equal(n, ptl_count());
     pmcp_tools_free(t, n);
     pmcp_call_result r;
-    assert_int_equal(pmcp_client_call(c, "read", "{\"path\":\"inproc.txt\"}", NULL, NULL, NULL,
-                                      0, &r),
-                     PMCP_OK);
+    assert_int_equal(
+        pmcp_client_call(c, "read", "{\"path\":\"inproc.txt\"}", NULL, NULL, NULL, 0, &r), PMCP_OK);
     assert_false(r.is_error);
     assert_non_null(strstr(r.text, "inproc-data"));
     pmcp_call_result_clear(&r);
@@ -439,9 +438,9 @@ static void test_inproc(void **state) {
     assert_non_null(strstr(r.text, "Unknown tool: missing"));
     pmcp_call_result_clear(&r);
     atomic_int cancel = 1;
-    assert_int_equal(pmcp_client_call(c, "shell", "{\"command\":\"sleep 20\"}", &cancel, NULL,
-                                      NULL, 0, &r),
-                     PMCP_CANCELLED);
+    assert_int_equal(
+        pmcp_client_call(c, "shell", "{\"command\":\"sleep 20\"}", &cancel, NULL, NULL, 0, &r),
+        PMCP_CANCELLED);
     pmcp_call_result_clear(&r);
     char *res = NULL;
     char params[400];
@@ -510,8 +509,8 @@ static void test_stdio_failures(void **state) {
     assert_null(pmcp_client_connect(&cfg, NULL, err, sizeof err));
     assert_non_null(strstr(err, "No such file"));
     char *args[] = {"-c", "exit 3"};
-    pmcp_server_config dies = {.name = "d", .kind = PMCP_STDIO, .command = "sh", .args = args,
-                               .nargs = 2};
+    pmcp_server_config dies = {
+        .name = "d", .kind = PMCP_STDIO, .command = "sh", .args = args, .nargs = 2};
     assert_null(pmcp_client_connect(&dies, NULL, err, sizeof err));
     assert_non_null(strstr(err, "initialize failed"));
     pmcp_server_config http = {.name = "h", .kind = PMCP_HTTP, .url = "ftp://x"};
@@ -558,10 +557,14 @@ int main(int argc, char **argv) {
     if (!mkdtemp(tmpl)) return 1;
     snprintf(g_root, sizeof g_root, "%s", tmpl);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_decode),          cmocka_unit_test(test_lines_huge),
-        cmocka_unit_test(test_sse),             cmocka_unit_test(test_parse_servers),
-        cmocka_unit_test(test_content_to_acp),  cmocka_unit_test(test_server_raw),
-        cmocka_unit_test(test_inproc),          cmocka_unit_test(test_hostile_server),
+        cmocka_unit_test(test_decode),
+        cmocka_unit_test(test_lines_huge),
+        cmocka_unit_test(test_sse),
+        cmocka_unit_test(test_parse_servers),
+        cmocka_unit_test(test_content_to_acp),
+        cmocka_unit_test(test_server_raw),
+        cmocka_unit_test(test_inproc),
+        cmocka_unit_test(test_hostile_server),
         cmocka_unit_test(test_stdio_failures),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
