@@ -33,6 +33,14 @@ typedef struct pct_sink {
                                      atomic_int *cancel);
     /* The answer of one prompt (token from pct_prompt); called exactly once. */
     void (*on_prompt_done)(void *ctx, void *token, const pag_turn_result *r);
+    /* Issue 12, optional: the client's file system (ACP fs/read_text_file and
+     * fs/write_text_file) for the read/write/edit tools. Paths are canonical and already
+     * confined to the session's cwd. 0 ok (read: *data malloc'd), 1 not offered by the
+     * client (the disk is used), -1 failed with errno set. */
+    int (*fs_read)(void *ctx, const char *session_id, const char *abs_path, char **data,
+                   size_t *len);
+    int (*fs_write)(void *ctx, const char *session_id, const char *abs_path, const char *data,
+                    size_t len);
 } pct_sink;
 
 typedef struct pct_config {

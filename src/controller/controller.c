@@ -85,6 +85,7 @@ static int port_run_tool(void *ctx, const char *name, const char *args, atomic_i
     const ptl_tool *t = ptl_find(name);
     if (!t) return -1;
     ptl_ctx tc = {.cwd = s->cwd, .cancel = cancel};
+    if (s->c->sink.fs_read || s->c->sink.fs_write) tc.client_fs = &s->client_fs;
     ptl_result r;
     ptl_status st = ptl_run(t, args, &tc, &r);
     out->output = r.output;
@@ -94,6 +95,19 @@ static int port_run_tool(void *ctx, const char *name, const char *args, atomic_i
     r.output = r.content_json = r.locations_json = NULL;
     ptl_result_clear(&r);
     return st == PTL_OK ? 0 : st == PTL_CANCELLED ? 1 : -1;
+}
+
+/* Issue 12: the tools' client file system, bound to this session. */
+static int client_read(void *ctx, const char *abs, char **data, size_t *len) {
+    pct_sess *s = ctx;
+    if (!s->c->sink.fs_read) return 1;
+    return s->c->sink.fs_read(s->c->sink.ctx, s->id, abs, data, len);
+}
+
+static int client_write(void *ctx, const char *abs, const char *data, size_t len) {
+    pct_sess *s = ctx;
+    if (!s->c->sink.fs_write) return 1;
+    return s->c->sink.fs_write(s->c->sink.ctx, s->id, abs, data, len);
 }
 
 static char *port_tool_title(void *ctx, const char *name, const char *args) {
@@ -271,6 +285,7 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
     pthread_cond_init(&s->cv, NULL);
     pthread_mutex_init(&s->emit_mu, NULL);
     s->titled = th->title != NULL;
+    s->client_fs = (ptl_client_fs){.ctx = s, .read = client_read, .write = client_write};
     if (open_mcp(s, mcp_json, notices) != 0) {
         pct_sess_release(s);
         set_err(err, PCT_FAILED, "out of memory%s", NULL);

@@ -39,6 +39,7 @@ typedef struct pct_sess {
     pmcp_pool *mcp;       /* MCP servers of this session (issue 12); closed on release */
     pag_tool_info *tools; /* builtin + MCP tools; the agent's ports point here */
     size_t ntools;
+    ptl_client_fs client_fs; /* issue 12: files through the ACP client when offered */
 } pct_sess;
 
 struct pct_controller {

@@ -16,6 +16,34 @@
 #define DEFAULT_READ_LINES 2000
 #define MAX_LIST           2000
 
+/* Issue 12: file contents through the ACP client when it offers them, else the disk.
+ * Same return convention as ptl__read_file (0, -1 with errno, -2 too large). */
+static int read_file(const ptl_ctx *ctx, const char *abs, char **data, size_t *len) {
+    const ptl_client_fs *c = ctx->client_fs;
+    if (c && c->read) {
+        int rc = c->read(c->ctx, abs, data, len);
+        if (rc == 0 && *len > MAX_FILE) {
+            free(*data);
+            *data = NULL;
+            return -2;
+        }
+        if (rc != 1) return rc;
+    }
+    return ptl__read_file(abs, MAX_FILE, data, len);
+}
+
+/* 0 or an errno value, like ptl__write_file. */
+static int write_file(const ptl_ctx *ctx, const char *root, const char *abs, const char *data,
+                      size_t len) {
+    const ptl_client_fs *c = ctx->client_fs;
+    if (c && c->write) {
+        int rc = c->write(c->ctx, abs, data, len);
+        if (rc == 0) return 0;
+        if (rc != 1) return errno ? errno : EIO;
+    }
+    return ptl__write_file(root, abs, data, len);
+}
+
 static ptl_status bad_input(ptl_result *r, const char *tool, const char *what) {
     return ptl__error(r, "%s: %s", tool, what);
 }
@@ -43,7 +71,7 @@ ptl_status ptl__read(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     if (!abs) return st;
     char *data;
     size_t len;
-    int rc = ptl__read_file(abs, MAX_FILE, &data, &len);
+    int rc = read_file(ctx, abs, &data, &len);
     if (rc != 0) {
         st = file_error(r, path, rc);
         free(abs);
@@ -128,7 +156,7 @@ ptl_status ptl__write(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     char *root = ptl__root(ctx);
     char *old = NULL;
     size_t old_len = 0;
-    int rc = root ? ptl__read_file(abs, MAX_FILE, &old, &old_len) : 0;
+    int rc = root ? read_file(ctx, abs, &old, &old_len) : 0;
     if (rc == -1 && errno == EISDIR) {
         st = ptl__error(r, "is a directory, not a file: %s", path);
         goto done;
@@ -137,7 +165,7 @@ ptl_status ptl__write(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
         st = PTL_ERR_NOMEM;
         goto done;
     }
-    int werr = ptl__write_file(root, abs, content, clen);
+    int werr = write_file(ctx, root, abs, content, clen);
     if (werr) {
         st = ptl__error(r, "cannot write %s: %s", path,
                         werr == EPERM ? "path escapes the workspace" : strerror(werr));
@@ -188,7 +216,7 @@ ptl_status ptl__edit(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     if (!abs) return st;
     char *root = NULL, *data = NULL, *result = NULL;
     size_t len;
-    int rc = ptl__read_file(abs, MAX_FILE, &data, &len);
+    int rc = read_file(ctx, abs, &data, &len);
     if (rc != 0) {
         st = file_error(r, path, rc);
         goto done;
@@ -227,7 +255,7 @@ ptl_status ptl__edit(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     }
     memcpy(w, p, (size_t)(end - p));
     result[out_len] = '\0';
-    int werr = ptl__write_file(root, abs, result, out_len);
+    int werr = write_file(ctx, root, abs, result, out_len);
     if (werr) {
         st = ptl__error(r, "cannot write %s: %s", path, strerror(werr));
         goto done;

@@ -185,7 +185,55 @@ def s_cancel(E):
     check(wait_gone(root), "server survived close after cancel")
 
 
-SCENARIOS = {"session": s_session, "settings": s_settings, "kill9": s_kill9, "cancel": s_cancel}
+def s_clientfs(E):
+    """clientCapabilities.fs: read/write/edit go through fs/read_text_file and
+    fs/write_text_file (the editor's buffers); escapes are still refused locally."""
+    with open(os.path.join(E.cwd, "buf.txt"), "w") as f:
+        f.write("on-disk-content\n")
+    a = e2e.Agent(E.peri, E.env(), E.db)
+    E.agents.append(a)
+    a.result("initialize", {"protocolVersion": 1, "clientCapabilities": {
+        "fs": {"readTextFile": True, "writeTextFile": True}}})
+    sid = E.new_session(a)
+    a.permission_answer = "allow_once"
+    E.mock.script([
+        {"tool_calls": [{"id": "r1", "name": "read", "arguments": {"path": "buf.txt"}}]},
+        {"tool_calls": [{"id": "w1", "name": "write",
+                         "arguments": {"path": "new.txt", "content": "from-the-model"}}]},
+        {"tool_calls": [{"id": "x1", "name": "read", "arguments": {"path": "../outside.txt"}}]},
+        {"text": "done"}])
+    rid = prompt(a, sid, "read and write")
+    _, req = a.wait(lambda f: f.get("method") == "fs/read_text_file", what="fs/read_text_file")
+    check(req["params"] == {"sessionId": sid, "path": os.path.join(os.path.realpath(E.cwd),
+                                                                   "buf.txt")},
+          "fs/read_text_file params %r" % req["params"])
+    a.send({"jsonrpc": "2.0", "id": req["id"], "result": {"content": "UNSAVED-BUFFER\n"}})
+    _, req = a.wait(lambda f: f.get("method") == "fs/read_text_file", what="read before write")
+    a.send({"jsonrpc": "2.0", "id": req["id"],
+            "error": {"code": -32002, "message": "not found"}})
+    _, req = a.wait(lambda f: f.get("method") == "fs/write_text_file", what="fs/write_text_file")
+    check(req["params"]["content"] == "from-the-model" and
+          req["params"]["path"].endswith("/new.txt"), "fs/write_text_file %r" % req["params"])
+    a.send({"jsonrpc": "2.0", "id": req["id"], "result": None})
+    r = a.response(rid, timeout=20)
+    check(r.get("result") == {"stopReason": "end_turn"}, "turn %r" % r)
+    check(not os.path.exists(os.path.join(E.cwd, "new.txt")),
+          "the agent wrote the disk although the client owns writes")
+    ups = a.updates(sid)
+    done = {u["toolCallId"]: u for _, u in ups if u["sessionUpdate"] == "tool_call_update"
+            and u.get("status") in ("completed", "failed")}
+    check("UNSAVED-BUFFER" in json.dumps(done["r1"]) and
+          "on-disk-content" not in json.dumps(done["r1"]), "read did not use the buffer")
+    check(done["w1"]["status"] == "completed" and
+          done["w1"]["content"][0]["type"] == "diff", "write result %r" % done["w1"])
+    check(done["x1"]["status"] == "failed" and
+          "path escapes the workspace" in json.dumps(done["x1"]), "escape via client fs")
+    reads = [f for _, f in a.log if f.get("method") == "fs/read_text_file"]
+    check(len(reads) == 2, "escape reached the client: %r" % reads)
+    check(a.close_stdin() == 0, "exit after EOF")
+
+
+SCENARIOS = {"clientfs": s_clientfs, "session": s_session, "settings": s_settings, "kill9": s_kill9, "cancel": s_cancel}
 
 
 def main():
