@@ -75,11 +75,13 @@ typedef struct ptl_client_fs {
 } ptl_client_fs;
 
 typedef struct ptl_ctx {
-    const char *cwd;                /* absolute session directory (required) */
-    atomic_int *cancel;             /* may be NULL; non-zero = stop now */
-    size_t max_output;              /* bytes of output kept for the model; 0: 65536 */
-    long timeout_ms;                /* shell default timeout when the input has none; 0: 120000 */
-    const ptl_client_fs *client_fs; /* may be NULL: files are read and written on disk */
+    const char *cwd;    /* absolute session directory (required) */
+    atomic_int *cancel; /* may be NULL; non-zero = stop now */
+    size_t max_output;  /* bytes of output kept for the model; 0: 65536 */
+    long timeout_ms;    /* shell default timeout when the input has none; 0: 120000 */
+
+    /* Issue 12: may be NULL (files are read and written on disk). */
+    const ptl_client_fs *client_fs;
 } ptl_ctx;
 
 typedef struct ptl_result {

@@ -130,8 +130,9 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
 }
 
 static void on_response(pacp_server *srv, pacp_msg *m) {
-    if (!json_is_integer(m->id)) return;     /* not one of ours: ignore */
-    if (pacp_fs_on_response(srv, m)) return; /* issue 12: fs/... answers */
+    if (!json_is_integer(m->id)) return; /* not one of ours: ignore */
+    /* Issue 12: answers to fs/read_text_file and fs/write_text_file. */
+    if (pacp_fs_on_response(srv, m)) return;
     json_int_t id = json_integer_value(m->id);
     /* Decoded here so that no json_t crosses threads; errors and unknown outcomes
      * refuse. */
