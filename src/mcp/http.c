@@ -387,8 +387,8 @@ static void http_free(http_link *h) {
 
 static void http_close(pmcp__link *l) {
     http_link *h = (http_link *)l;
-    pthread_mutex_lock(&h->cbmu); /* no delivery in progress after this */
-    atomic_store(&h->closing, true);
+    atomic_store(&h->closing, true); /* aborts transfers, stops deliveries */
+    pthread_mutex_lock(&h->cbmu);    /* barrier: no delivery in progress after this */
     pthread_mutex_unlock(&h->cbmu);
     pthread_mutex_lock(&h->mu);
     reap(h, true);
