@@ -233,7 +233,25 @@ def s_clientfs(E):
     check(a.close_stdin() == 0, "exit after EOF")
 
 
-SCENARIOS = {"clientfs": s_clientfs, "session": s_session, "settings": s_settings, "kill9": s_kill9, "cancel": s_cancel}
+def s_load(E):
+    """session/load connects the mcpServers it is given; the tools reach the model."""
+    root = make_root(E, "loadroot")
+    a = E.agent()
+    sid = E.new_session(a)
+    a.result("session/close", {"sessionId": sid})
+    r = a.result("session/load", {"sessionId": sid, "cwd": E.cwd,
+                                  "mcpServers": [ws_entry(E, "loaded", root)]})
+    check("peri.mcpErrors" not in r.get("_meta", {}), "load reported errors %r" % r)
+    E.mock.script([{"text": "ok"}])
+    resp = a.response(prompt(a, sid, "hi"), timeout=20)
+    check(resp.get("result") == {"stopReason": "end_turn"}, "turn %r" % resp)
+    check("mcp__loaded__read" in model_tools(E.mock.requests()[-1]["body"]),
+          "loaded server's tools missing")
+    a.result("session/close", {"sessionId": sid})
+    check(wait_gone(root), "server survived close after load")
+
+
+SCENARIOS = {"load": s_load, "clientfs": s_clientfs, "session": s_session, "settings": s_settings, "kill9": s_kill9, "cancel": s_cancel}
 
 
 def main():
