@@ -431,9 +431,10 @@ pmcp_pool *pmcp_pool_open(const pmcp_pool_opts *opt, char **notices) {
     free(cfgs);
     bool *started = calloc(n, sizeof *started);
     for (size_t i = 0; i < n; i++) {
-        started[i] =
+        bool ok =
             started && pthread_create(&p->servers[i].th, NULL, connect_main, &p->servers[i]) == 0;
-        if (!started || !started[i]) connect_main(&p->servers[i]);
+        if (started) started[i] = ok;
+        if (!ok) connect_main(&p->servers[i]); /* no thread: connect here */
     }
     for (size_t i = 0; i < n; i++)
         if (started && started[i]) pthread_join(p->servers[i].th, NULL);
