@@ -20,6 +20,9 @@
  * configured name with every character outside [A-Za-z0-9_-] replaced by '_'. Tool
  * names longer than 64 characters are not offered (providers refuse them).
  *
+ * The program must ignore SIGPIPE (a server that died is then a write error) and call
+ * curl_global_init once (pm_global_init does) before using the HTTP transports.
+ *
  * Threads: a client may be used from any thread; calls may run concurrently. The pool
  * is per session. Nothing here keeps global mutable state; nothing reads environment
  * variables (the caller passes home and cwd).

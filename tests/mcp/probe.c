@@ -13,6 +13,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,7 @@ static void print_call(pmcp_status st, pmcp_call_result *r, json_t *extra) {
 
 int main(int argc, char **argv) {
     curl_global_init(CURL_GLOBAL_DEFAULT);
+    signal(SIGPIPE, SIG_IGN); /* a dead server is a write error, not a crash */
     pmcp_server_config cfg = {.name = "probe"};
     int i = 1;
     if (argc < 3) return 2;
