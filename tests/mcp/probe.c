@@ -95,7 +95,12 @@ int main(int argc, char **argv) {
     long t0 = now_ms();
     pmcp_client *c = pmcp_client_connect(&cfg, &co, err, sizeof err);
     if (!c) {
-        printf("{\"connect\":false,\"error\":%s}\n", json_dumps(json_string(err), JSON_ENCODE_ANY));
+        json_t *e = json_string(err);
+        char *es = json_dumps(e, JSON_ENCODE_ANY);
+        printf("{\"connect\":false,\"error\":%s}\n", es ? es : "null");
+        free(es);
+        json_decref(e);
+        curl_global_cleanup();
         return 1;
     }
     printf("{\"connect\":true,\"protocol\":\"%s\",\"ms\":%ld}\n", pmcp_client_protocol(c),
@@ -113,9 +118,11 @@ int main(int argc, char **argv) {
                     json_array_append_new(names, json_string(t[k].name));
                 pmcp_tools_free(t, n);
             }
-            char *s = json_dumps(json_pack("{s:o}", "tools", names), JSON_COMPACT);
+            json_t *o = json_pack("{s:o}", "tools", names);
+            char *s = json_dumps(o, JSON_COMPACT);
             puts(s);
             free(s);
+            json_decref(o);
         } else if (!strcmp(a, "ping") || (!strcmp(a, "request") && i + 1 < argc)) {
             const char *m = !strcmp(a, "ping") ? "ping" : argv[i++];
             const char *p = !strcmp(a, "ping") ? NULL : argv[i++];
