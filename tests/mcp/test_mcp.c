@@ -467,16 +467,19 @@ static const char *k_fake =
     "        out({'jsonrpc':'2.0','id':i,'result':{'protocolVersion':'2025-03-26',"
     "'capabilities':{'tools':{'listChanged':True}},'serverInfo':{'name':'f','version':'1'}}})\n"
     "        continue\n"
+    "    if m.get('params',{}).get('cursor')=='c2':\n"
+    "        out({'jsonrpc':'2.0','id':i,'result':{'tools':[{'name':'t3'}]}})\n"
+    "        out({'jsonrpc':'2.0','id':'srv1','method':'ping'})\n"
+    "        out({'jsonrpc':'2.0','method':'notifications/tools/list_changed'})\n"
+    "        continue\n"
     "    out('garbage {')\n"
     "    out('x'*(17<<20))\n"
     "    out({'jsonrpc':'2.0','id':i+1000,'result':{'tools':[]}})\n"
     "    out({'jsonrpc':'2.0','id':str(i),'result':{'tools':[]}})\n"
     "    out({'jsonrpc':'2.0','id':i,'result':{'tools':[{'name':'t1','inputSchema':"
     "{'type':'object','properties':{'q':{'type':'string'}}}},{'nameless':1},"
-    "{'name':'t2','description':'second'}]}})\n"
-    "    out({'jsonrpc':'2.0','id':i,'result':{'tools':[]}})\n"
-    "    out({'jsonrpc':'2.0','id':'srv1','method':'ping'})\n"
-    "    out({'jsonrpc':'2.0','method':'notifications/tools/list_changed'})\n";
+    "{'name':'t2','description':'second'}],'nextCursor':'c2'}})\n"
+    "    out({'jsonrpc':'2.0','id':i,'result':{'tools':[]}})\n";
 
 static void test_hostile_server(void **state) {
     (void)state;
@@ -491,10 +494,11 @@ static void test_hostile_server(void **state) {
     pmcp_tool *t;
     size_t n;
     assert_int_equal(pmcp_client_tools(c, &t, &n), 0);
-    assert_int_equal(n, 2); /* the right answer, nameless tool skipped */
+    assert_int_equal(n, 3); /* two pages; the nameless tool skipped */
     assert_string_equal(t[0].name, "t1");
     assert_non_null(strstr(t[0].schema_json, "\"q\""));
     assert_string_equal(t[1].schema_json, "{\"type\":\"object\"}");
+    assert_string_equal(t[2].name, "t3");
     pmcp_tools_free(t, n);
     for (int i = 0; i < 200 && !pmcp_client_tools_changed(c); i++)
         usleep(10000);
