@@ -30,12 +30,18 @@ mcp_npm() {
   want="$(sha256sum "$src/package-lock.json" | cut -d' ' -f1)"
   [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -d "$dir/node_modules" ] && return 0
   command -v npm >/dev/null || { echo "deps.sh: npm not found: MCP interop tests cannot run" >&2; return 0; }
+  # after a failure (offline?) retry at most once an hour, so builds stay fast
+  if [ -f "$dir/.failed" ] && [ "$(cat "$dir/.failed")" = "$want" ] &&
+     [ -n "$(find "$dir/.failed" -mmin -60 2>/dev/null)" ]; then return 0; fi
   echo "deps.sh: installing pinned MCP npm packages into $dir" >&2
   mkdir -p "$dir"
   cp "$src/package.json" "$src/package-lock.json" "$dir/"
-  if (cd "$dir" && timeout 600 npm ci --ignore-scripts --no-audit --no-fund >/dev/null 2>&1); then
+  if (cd "$dir" && timeout 300 npm ci --ignore-scripts --no-audit --no-fund --fetch-retries=1 \
+        >/dev/null 2>&1); then
     echo "$want" > "$stamp"
+    rm -f "$dir/.failed"
   else
+    echo "$want" > "$dir/.failed"
     echo "deps.sh: npm ci failed (offline?): MCP interop tests cannot run" >&2
   fi
 }
