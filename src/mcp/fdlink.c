@@ -223,8 +223,10 @@ static _Noreturn void guardian(char **argv, char **envp, const char *cwd, int in
         _exit(127);
     }
     int keep = life[0];
-    if (keep > 0) close_range(0, (unsigned)keep - 1, 0);
-    close_range((unsigned)keep + 1, ~0U, 0);
+    int cr = keep > 0 ? close_range(0, (unsigned)keep - 1, 0) : 0;
+    if (cr == 0) cr = close_range((unsigned)keep + 1, ~0U, 0);
+    for (int fd = 0; cr != 0 && fd < 65536; fd++) /* kernels before 5.9 */
+        if (fd != keep) close(fd);
     char b;
     while (read(keep, &b, 1) != 0 && errno == EINTR) {
     }
