@@ -18,7 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_TOOL_NAME 64
+#define MAX_TOOL_NAME  64
+#define MAX_MODEL_TEXT (64u << 10) /* like the builtin tools' default max_output */
 
 void pmcp_server_config_clear(pmcp_server_config *c) {
     if (!c) return;
@@ -487,6 +488,23 @@ bool pmcp_pool_has(const pmcp_pool *p, const char *namespaced) {
     return find(p, namespaced) != NULL;
 }
 
+/* Cuts text for the model to MAX_MODEL_TEXT bytes at a UTF-8 boundary, saying so. */
+static char *cap_text(char *text) {
+    size_t n = text ? strlen(text) : 0;
+    if (n <= MAX_MODEL_TEXT) return text;
+    size_t cut = MAX_MODEL_TEXT;
+    while (cut > 0 && ((unsigned char)text[cut] & 0xC0) == 0x80)
+        cut--;
+    char note[96];
+    int k = snprintf(note, sizeof note, "\n[output truncated: %zu of %zu bytes shown]", cut, n);
+    char *out = malloc(cut + (size_t)k + 1);
+    if (!out) return text;
+    memcpy(out, text, cut);
+    memcpy(out + cut, note, (size_t)k + 1);
+    free(text);
+    return out;
+}
+
 int pmcp_pool_call(pmcp_pool *p, const char *namespaced, const char *args_json, atomic_int *cancel,
                    char **text, bool *is_error, char **content_json) {
     *text = *content_json = NULL;
@@ -497,7 +515,7 @@ int pmcp_pool_call(pmcp_pool *p, const char *namespaced, const char *args_json, 
     pmcp_status st = pmcp_client_call(p->servers[t->server].client, t->orig, args_json, cancel,
                                       NULL, NULL, 0, &r);
     *is_error = r.is_error || st != PMCP_OK;
-    *text = r.text;
+    *text = cap_text(r.text);
     r.text = NULL;
     if (st == PMCP_OK) *content_json = pmcp_content_to_acp(r.content_json);
     pmcp_call_result_clear(&r);

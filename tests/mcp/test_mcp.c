@@ -548,6 +548,50 @@ static void test_stdio_failures(void **state) {
     free(notices);
 }
 
+/* A minimal server whose one tool answers 400,000 bytes of UTF-8 text. */
+static const char *k_big = "import sys,json\n"
+                           "for line in sys.stdin:\n"
+                           "    m=json.loads(line)\n"
+                           "    if 'id' not in m: continue\n"
+                           "    r={'protocolVersion':'2025-06-18','capabilities':{'tools':{}},"
+                           "'serverInfo':{'name':'b','version':'1'}}\n"
+                           "    if m['method']=='tools/list': r={'tools':[{'name':'big'}]}\n"
+                           "    if m['method']=='tools/call': r={'content':[{'type':'text',"
+                           "'text':'\u00e9'*200000}]}\n"
+                           "    print(json.dumps({'jsonrpc':'2.0','id':m['id'],'result':r}),"
+                           "flush=True)\n";
+
+static void test_pool_caps_text(void **state) {
+    (void)state;
+    char script[300];
+    snprintf(script, sizeof script, "%s/big.py", g_root);
+    FILE *f = fopen(script, "w");
+    assert_non_null(f);
+    fputs(k_big, f);
+    fclose(f);
+    char acp[600];
+    snprintf(acp, sizeof acp, "[{\"name\":\"b\",\"command\":\"python3\",\"args\":[\"%s\"]}]",
+             script);
+    char *notices = NULL;
+    pmcp_pool_opts po = {.cwd = g_root, .acp_servers_json = acp};
+    pmcp_pool *p = pmcp_pool_open(&po, &notices);
+    assert_non_null(p);
+    assert_null(notices);
+    char *text, *content;
+    bool is_err;
+    assert_int_equal(pmcp_pool_call(p, "mcp__b__big", "{}", NULL, &text, &is_err, &content), 0);
+    assert_false(is_err);
+    assert_true(strlen(text) < 70000);
+    assert_non_null(strstr(text, "[output truncated: 65536 of 400000 bytes shown]"));
+    json_t *ok = json_string(text); /* still valid UTF-8 */
+    assert_non_null(ok);
+    json_decref(ok);
+    assert_true(strlen(content) > 400000); /* the client sees everything */
+    free(text);
+    free(content);
+    pmcp_pool_close(p);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_mcp PERI_BINARY\n");
@@ -570,6 +614,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_inproc),
         cmocka_unit_test(test_hostile_server),
         cmocka_unit_test(test_stdio_failures),
+        cmocka_unit_test(test_pool_caps_text),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[300];
