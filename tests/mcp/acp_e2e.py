@@ -150,15 +150,35 @@ def s_settings(E):
     check(wait_gone(root) and wait_gone(proj), "servers survived the agent's exit")
 
 
+def stubborn_entry(E, name, root, marker):
+    """A server that outlives its stdin: after the workspace server exits at EOF, the
+    shell keeps running `sleep` — only the process-group kill can end it."""
+    return {"name": name, "command": "sh", "args": [
+        "-c", "'%s' mcp workspace --root '%s'; sleep %s; :" % (E.peri, root, marker)],
+        "env": []}
+
+
 def s_kill9(E):
     root = make_root(E, "killroot")
+    os.makedirs(root + "-s")
+    marker = "299.%d" % os.getpid()
     a = E.agent()
-    a.result("session/new", {"cwd": E.cwd, "mcpServers": [ws_entry(E, "ws", root)]})
+    r = a.result("session/new", {"cwd": E.cwd, "mcpServers": [
+        ws_entry(E, "ws", root), stubborn_entry(E, "stubborn", root + "-s", marker)]})
+    check("peri.mcpErrors" not in r.get("_meta", {}), "servers failed: %r" % r)
     check(server_procs(root), "server not started")
     os.kill(a.proc.pid, signal.SIGKILL)
     a.proc.wait(5)
     check(wait_gone(root), "MCP server orphaned after kill -9 of the agent: %r"
           % server_procs(root))
+    check(wait_gone("sleep " + marker), "grandchild orphaned after kill -9 of the agent")
+    # the same stubborn server is also gone after a plain session/close
+    b = E.agent()
+    sid = b.result("session/new", {"cwd": E.cwd, "mcpServers": [
+        stubborn_entry(E, "stubborn", root + "-s", marker)]})["sessionId"]
+    b.result("session/close", {"sessionId": sid})
+    check(wait_gone(root + "-s") and wait_gone("sleep " + marker),
+          "stubborn server survived session/close")
 
 
 def s_cancel(E):
