@@ -190,6 +190,7 @@ static int start_threads(fdlink *f, char *err, size_t errlen) {
 static _Noreturn void guardian(char **argv, char **envp, const char *cwd, int in[2], int out[2],
                                int er[2], int ex[2], int life[2]) {
     setpgid(0, 0);
+    prctl(PR_SET_NAME, "peri-mcp-guard"); /* shown by ps -o comm, top */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = SIG_IGN;
