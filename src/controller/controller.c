@@ -238,7 +238,6 @@ int pct_free(pct_controller *c, long wait_ms) {
     return 0;
 }
 
-/* Builds the live session for a stored thread and maps it. */
 /* MCP (issue 12): connects the session's MCP servers and builds its tool list
  * (builtin tools first, then mcp__<server>__<tool>). Failures become notices. */
 static int open_mcp(pct_sess *s, const char *mcp_json, char **notices) {
@@ -270,6 +269,7 @@ static int open_mcp(pct_sess *s, const char *mcp_json, char **notices) {
     return 0;
 }
 
+/* Builds the live session for a stored thread and maps it. */
 static pct_status make_live(pct_controller *c, const pst_thread *th, const char *mcp_json,
                             char **notices, pct_sess **out, pct_error *err) {
     pct_sess *s = calloc(1, sizeof *s);
