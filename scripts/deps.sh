@@ -8,6 +8,7 @@ PKGS=(
   build-essential cmake pkg-config clang-14 lld-14 clang-format
   libjansson-dev libsqlite3-dev libcurl4-openssl-dev libssl-dev libcmocka-dev
   wasi-libc libclang-rt-14-dev-wasm32 python3
+  bubblewrap libseccomp-dev ruby # placement: the native sandbox and native Ruby
 )
 
 missing=()
