@@ -28,6 +28,7 @@ typedef struct pacp_server {
     pthread_cond_t cv;
     json_int_t next_id;
     pacp_outreq *pending;
+    struct prompt_token *prompts; /* in-flight session/prompt tokens (server.c), for $/cancel_request */
     bool eof;
 } pacp_server;
 

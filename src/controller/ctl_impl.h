@@ -35,12 +35,21 @@ typedef struct pct_sess {
     pthread_mutex_t emit_mu;
     uint64_t gate_gen; /* events of turns <= gate_gen are dropped */
     bool titled;
+    /* ---- issue 13 (guarded by mu unless noted) */
+    char *frozen;        /* frozen context text, owned (immutable after creation) */
+    char *model_spec;    /* chosen "provider:model", owned; NULL = settings default */
+    char *model_applied; /* the spec the agent uses now, owned (worker thread only) */
+    char **allow_always, **reject_always; /* tools remembered for the session, owned */
+    size_t nallow, nreject;
+    double cost_usd; /* session cost so far (emit_mu) */
+    char cur_call[128]; /* id of the tool call being run (worker thread only) */
 } pct_sess;
 
 struct pct_controller {
     pst_store *store;
     prt_runtime *rt;
     const pag_settings *settings;
+    char *home; /* for ~/.peri/commands; owned, may be NULL */
     pct_sink sink;
     char machine_id[PST_ID_LEN];
     pag_tool_info *tools;
@@ -55,5 +64,37 @@ void pct_sess_release(pct_sess *s);
 pct_sess *pct_sess_get(pct_controller *c, const char *id);
 /* Emits through the gate and the runtime's stamp (takes emit_mu). */
 void pct_emit(pct_sess *s, pag_event *ev);
+
+/* ---- issue 13 internals */
+#define PCT_HOST_TOOLS 3 /* todo, skill, task */
+/* The session's permission broker (pag_ports.ask_permission) and tool titles. */
+pag_permission pct_port_ask(void *ctx, const pag_event *call, atomic_int *cancel);
+char *pct_tool_title(const char *name, const char *args);
+/* Appends the host tools' descriptors to the catalogue. */
+void pct_host_tools_add(pag_tool_info *tools, size_t *n);
+/* Persists the session's meta (frozen context, mode, model, remembered permissions). */
+void pct_save_meta(pct_sess *s);
+/* Makes the agent use the chosen model (worker thread, between turns). */
+void pct_apply_model(pct_sess *s);
+/* The current model spec (malloc'd) or NULL. */
+char *pct_current_model(pct_sess *s);
+/* Runs the tool (workspace or host); the port_run_tool contract. */
+int pct_run_tool(pct_sess *s, const char *name, const char *args, atomic_int *cancel,
+                 pag_tool_output *out, bool child);
+/* Host tools (todo, skill): returns -2 when name is not a host tool. */
+int pct_host_tool(pct_sess *s, const char *name, const char *args, pag_tool_output *out);
+/* The task tool: runs a subagent in a child thread. */
+int pct_subagent_run(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out);
+/* Slash commands: when the prompt is a command, runs it and returns true (r filled);
+ * a user command rewrites *msg and returns false. */
+bool pct_command_run(pct_sess *s, pm_message *msg, pag_turn_result *r);
+/* availableCommands JSON text (malloc'd). */
+char *pct_commands_json(pct_sess *s);
+/* Sets the mode / model and tells the client (current_mode_update, config_option_update). */
+pct_status pct_sess_set_mode(pct_sess *s, const char *mode_id, uint64_t turn, pct_error *err);
+pct_status pct_sess_set_model(pct_sess *s, const char *spec, uint64_t turn, pct_error *err);
+/* Model choices and the configOptions / modes JSON (malloc'd). */
+char *pct_config_json(pct_sess *s);
+char *pct_modes_json(pct_sess *s);
 
 #endif
