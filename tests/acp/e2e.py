@@ -302,7 +302,8 @@ def s_tools(E):
     perms = [f for _, f in a.log if f.get("method") == "session/request_permission"]
     check(len(perms) == 1, "one permission request expected, got %d" % len(perms))
     opts = [o["optionId"] for o in perms[0]["params"]["options"]]
-    check(opts == ["allow_once", "reject_once"], "permission options %r" % opts)
+    check(opts == ["allow_once", "allow_always", "allow_always_project", "reject_once",
+                   "reject_always"], "permission options %r" % opts)
     check(perms[0]["params"]["toolCall"]["toolCallId"] == "call_w", "permission toolCall")
     check(open(os.path.join(E.cwd, "out.txt")).read() == "allowed", "file not written")
 
@@ -550,7 +551,8 @@ def s_load(E):
     c_sid = sid
     b.result("session/close", {"sessionId": c_sid})
     t0 = time.monotonic()
-    check(b.result("session/resume", {"sessionId": c_sid, "cwd": E.cwd}) == {}, "resume")
+    res = b.result("session/resume", {"sessionId": c_sid, "cwd": E.cwd})
+    check(set(res) == {"modes", "configOptions"}, "resume %r" % res)
     check(not b.updates(c_sid, t0), "resume replayed history")
     # unknown session
     r = b.call("session/load", {"sessionId": "00000000-0000-7000-8000-000000000000",
