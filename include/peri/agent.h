@@ -111,7 +111,8 @@ char *pag_read_beneath(const char *root, const char *rel, size_t max, size_t *le
  * *value receives a malloc'd copy of key's value (NULL if absent); returns a pointer to
  * the body inside text. */
 const char *pag_front_matter(const char *text, const char *key, char **value);
-/* True when <cwd>/.peri/settings.json's permissions.allow names the tool (or "*"). */
+/* True when <cwd>/.peri/settings.json's permissions.allow names the tool ("*" is not
+ * honoured there: that file may come with the repository). */
 bool pag_project_allows(const char *cwd, const char *tool_name);
 /* Adds the tool to <cwd>/.peri/settings.json's permissions.allow (creating the file;
  * other keys kept; written atomically, confined beneath cwd). 0, or -1 with err. */
@@ -143,7 +144,8 @@ char *pag_frozen_context(const char *cwd, int64_t now_ms);
 /* ---------------------------------------------------------------- events */
 
 typedef enum pag_event_kind {
-    PAG_EV_USER_TEXT = 0, /* replay of a user message: text */
+    PAG_EV_USER_TEXT = 0, /* replay of a user message: text (content_json: a non-text
+                             ACP ContentBlock, e.g. an image, instead) */
     PAG_EV_TEXT,          /* assistant text delta: text */
     PAG_EV_THOUGHT,       /* reasoning delta: text */
     PAG_EV_TOOL_CALL,     /* tool announced: tool_call_id, title, tool_kind, status, raw_input */

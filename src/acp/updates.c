@@ -78,7 +78,14 @@ static json_t *tool_update(const pag_event *ev) {
 json_t *pacp_update_params(const pag_event *ev) {
     json_t *u = NULL;
     switch (ev->kind) {
-    case PAG_EV_USER_TEXT: u = chunk("user_message_chunk", ev->text); break;
+    case PAG_EV_USER_TEXT:
+        u = chunk("user_message_chunk", ev->text);
+        if (u && ev->content_json) { /* a non-text block (replayed image) */
+            json_t *b = json_loads(ev->content_json, 0, NULL);
+            if (json_is_object(b)) json_object_set(u, "content", b);
+            json_decref(b);
+        }
+        break;
     case PAG_EV_TEXT: u = chunk("agent_message_chunk", ev->text); break;
     case PAG_EV_THOUGHT: u = chunk("agent_thought_chunk", ev->text); break;
     case PAG_EV_TOOL_CALL: u = tool_call(ev); break;

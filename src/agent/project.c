@@ -136,10 +136,11 @@ bool pag_project_allows(const char *cwd, const char *tool_name) {
     bool ok = false;
     size_t i;
     json_t *v;
-    if (json_is_string(allow)) ok = !strcmp(json_string_value(allow), "*");
+    /* Only tool names: a wildcard in a file that came with the repository must not
+     * silence every prompt. */
     json_array_foreach(allow, i, v) {
         const char *t = json_string_value(v);
-        if (t && (!strcmp(t, "*") || !strcmp(t, tool_name))) ok = true;
+        if (t && !strcmp(t, tool_name)) ok = true;
     }
     json_decref(root);
     return ok;

@@ -7,6 +7,7 @@
  */
 #include "agent/session_impl.h"
 
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,7 +145,20 @@ static void replay_part(const pag_session *s, size_t mi, const pm_part *p,
         free(title);
         break;
     }
-    case PM_PART_IMAGE: break; /* images are not replayed */
+    case PM_PART_IMAGE: {
+        /* replayed as an ACP image ContentBlock */
+        json_t *b = json_pack("{s:s, s:s, s:s}", "type", "image", "mimeType",
+                              p->name ? p->name : "image/png", "data", p->text ? p->text : "");
+        char *block = b ? json_dumps(b, JSON_COMPACT) : NULL;
+        json_decref(b);
+        if (!block) break;
+        ev.kind = PAG_EV_USER_TEXT;
+        ev.text = "";
+        ev.content_json = block;
+        emit(ctx, &ev);
+        free(block);
+        break;
+    }
     case PM_PART_TOOL_RESULT: {
         const pm_part *call = find_call(s, mi, p->id);
         ev.kind = PAG_EV_TOOL_UPDATE;

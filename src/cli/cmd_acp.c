@@ -13,7 +13,7 @@
 static void usage(FILE *f) {
     fprintf(f, "usage: peri acp [--cwd DIR] [--db PATH]\n"
                "  Runs the Agent Client Protocol server on stdin/stdout.\n"
-               "  --cwd DIR   directory for sessions whose session/new omits cwd\n"
+               "  --cwd DIR   ignored (kept for compatibility): session/new must name its cwd\n"
                "  --db PATH   session database (default $HOME/.peri/peri.db)\n");
 }
 

@@ -412,6 +412,12 @@ def s_images(E):
         {"type": "audio", "mimeType": "audio/wav", "data": "AAAA"}]})
     check(e["code"] == -32602 and "audio" in e["message"], "nothing usable %r" % e)
     check(a.close_stdin() == 0, "exit")
+    # the image is replayed by session/load as an image block
+    c = E.agent()
+    c.result("session/load", {"sessionId": sid, "cwd": E.cwd, "mcpServers": []})
+    blocks = [u["content"] for u in upd(c, sid, "user_message_chunk")]
+    check({"type": "image", "mimeType": "image/png", "data": PNG} in blocks,
+          "image not replayed: %r" % [b.get("type") for b in blocks])
     # Anthropic's native image block
     b = E.agent(PERI_MODEL="anthropic:claude-mock", ANTHROPIC_API_KEY="ak",
                 ANTHROPIC_BASE_URL=E.mock.url, OPENAI_API_KEY="", OPENAI_BASE_URL="")
