@@ -50,8 +50,8 @@ typedef struct pag_named_provider {
 /* One selectable model (settings "models": [{"id": "provider:model", "name": ..,
  * "contextWindow": N, "price": {"input": USD per 1M tokens, "output": ..}}]). */
 typedef struct pag_model_entry {
-    char *id;   /* "provider:model", owned */
-    char *name; /* display name, owned (defaults to id) */
+    char *id;               /* "provider:model", owned */
+    char *name;             /* display name, owned (defaults to id) */
     int64_t context_window; /* 0: unknown (built-in table, then contextBudget) */
     bool has_price;
     double price_in, price_out; /* USD per million tokens */
@@ -213,7 +213,7 @@ typedef enum pag_permission {
 /* ---------------------------------------------------------------- modes */
 
 typedef enum pag_mode {
-    PAG_MODE_DEFAULT = 0, /* ask before edits and shell */
+    PAG_MODE_DEFAULT = 0,  /* ask before edits and shell */
     PAG_MODE_ACCEPT_EDITS, /* file edits allowed, shell asks */
     PAG_MODE_PLAN,         /* read-only tools only; the model is told it is planning */
     PAG_MODE_BYPASS,       /* nothing asks (the sandbox still applies) */

@@ -61,8 +61,7 @@ static void m_initialize(pacp_server *srv, json_t *params, pacp_reply *r) {
         "protocolVersion", 1, "agentCapabilities", "loadSession", 1, "promptCapabilities", "image",
         1, "audio", 0, "embeddedContext", 1, "mcpCapabilities", "http", 0, "sse", 0,
         "sessionCapabilities", "list", "close", "resume", "delete", "fork", "authMethods",
-        "agentInfo",
-        "name", "peri-c", "title", "Peri-C", "version", PERI_VERSION);
+        "agentInfo", "name", "peri-c", "title", "Peri-C", "version", PERI_VERSION);
     if (!r->result) pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
 }
 
@@ -257,7 +256,8 @@ static void m_list(pacp_server *srv, json_t *params, pacp_reply *r) {
                               "updatedAt", iso_time(t->updated_at));
         if (o && t->title) json_object_set_new(o, "title", json_string(t->title));
         if (o && t->parent_id[0])
-            json_object_set_new(o, "_meta", json_pack("{s:s}", "peri.parentSessionId", t->parent_id));
+            json_object_set_new(o, "_meta",
+                                json_pack("{s:s}", "peri.parentSessionId", t->parent_id));
         if (!o || json_array_append_new(arr, o)) {
             json_decref(arr);
             arr = NULL;
@@ -447,8 +447,7 @@ static int build_message(json_t *blocks, pm_message *m, tbuf *notice, pacp_reply
         /* The model is told too, so it does not answer as if it had seen the block. */
         size_t n = notice->len + 96;
         char *note = malloc(n);
-        if (note)
-            snprintf(note, n, "[Not shown to you (refused by the host): %s]", notice->p);
+        if (note) snprintf(note, n, "[Not shown to you (refused by the host): %s]", notice->p);
         if (!note || pm_message_add_text(m, note) != PM_OK) {
             free(note);
             pm_message_clear(m);
@@ -510,11 +509,18 @@ static const struct {
     const char *name;
     handler fn;
 } methods[] = {
-    {"initialize", m_initialize}, {"authenticate", m_authenticate}, {"session/new", m_new},
-    {"session/load", m_load},     {"session/resume", m_resume},     {"session/list", m_list},
-    {"session/delete", m_delete}, {"session/close", m_close},       {"session/prompt", m_prompt},
+    {"initialize", m_initialize},
+    {"authenticate", m_authenticate},
+    {"session/new", m_new},
+    {"session/load", m_load},
+    {"session/resume", m_resume},
+    {"session/list", m_list},
+    {"session/delete", m_delete},
+    {"session/close", m_close},
+    {"session/prompt", m_prompt},
     {"session/cancel", m_cancel},
-    {"session/fork", m_fork},     {"session/set_mode", m_set_mode},
+    {"session/fork", m_fork},
+    {"session/set_mode", m_set_mode},
     {"session/set_config_option", m_set_config},
 };
 

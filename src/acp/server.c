@@ -128,9 +128,9 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
         "{s:s, s:s, s:s}]}",
         "sessionId", session_id, "toolCall", tc, "options", "optionId", "allow_once", "name",
         "Allow once", "kind", "allow_once", "optionId", "allow_always", "name", always, "kind",
-        "allow_always", "optionId", "allow_always_project", "name", project, "kind",
-        "allow_always", "optionId", "reject_once", "name", "Reject", "kind", "reject_once",
-        "optionId", "reject_always", "name", never, "kind", "reject_always");
+        "allow_always", "optionId", "allow_always_project", "name", project, "kind", "allow_always",
+        "optionId", "reject_once", "name", "Reject", "kind", "reject_once", "optionId",
+        "reject_always", "name", never, "kind", "reject_always");
     pthread_mutex_lock(&srv->mu);
     if (srv->eof || atomic_load(cancel)) {
         pthread_mutex_unlock(&srv->mu);

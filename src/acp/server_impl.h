@@ -28,7 +28,8 @@ typedef struct pacp_server {
     pthread_cond_t cv;
     json_int_t next_id;
     pacp_outreq *pending;
-    struct prompt_token *prompts; /* in-flight session/prompt tokens (server.c), for $/cancel_request */
+    struct prompt_token
+        *prompts; /* in-flight session/prompt tokens (server.c), for $/cancel_request */
     bool eof;
 } pacp_server;
 

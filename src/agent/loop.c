@@ -487,7 +487,6 @@ void pag_session_clear(pag_session *s, pag_turn_result *out) {
     memset(out, 0, sizeof *out);
     turn t = {.s = s, .gen = atomic_load(&s->turn_gen), .out = out};
     set_result(&t, PAG_TURN_COMPLETED, "end_turn");
-    if (push_marker(&t, "The user cleared the conversation: earlier messages are not shown.") ==
-        0)
+    if (push_marker(&t, "The user cleared the conversation: earlier messages are not shown.") == 0)
         say(&t, "Conversation cleared.");
 }

@@ -197,8 +197,7 @@ static const char *const mode_ids[PAG_MODE_COUNT] = {"default", "acceptEdits", "
 static const char *const mode_names[PAG_MODE_COUNT] = {"Default", "Accept Edits", "Plan",
                                                        "Bypass Permissions"};
 static const char *const mode_desc[PAG_MODE_COUNT] = {
-    "Ask before file edits and shell commands",
-    "File edits are allowed; shell commands ask",
+    "Ask before file edits and shell commands", "File edits are allowed; shell commands ask",
     "Read-only tools only: the agent plans and changes nothing",
     "Nothing asks (the sandbox still applies)"};
 

@@ -50,8 +50,8 @@ char *pct_commands_json(pct_sess *s) {
     if (arr && pag_user_commands_load(s->cwd, s->c->home, &uc, &n) == 0) {
         for (size_t i = 0; i < n; i++) {
             if (is_builtin(uc[i].name)) continue;
-            json_t *o = json_pack("{s:s, s:s}", "name", uc[i].name, "description",
-                                  uc[i].description);
+            json_t *o =
+                json_pack("{s:s, s:s}", "name", uc[i].name, "description", uc[i].description);
             if (o && uc[i].hint)
                 json_object_set_new(o, "input", json_pack("{s:s}", "hint", uc[i].hint));
             if (o) json_array_append_new(arr, o);

@@ -217,7 +217,8 @@ static void port_emit(void *ctx, const pag_event *ev) {
         double pin, pout;
         if (pag_model_price(s->c->settings, spec, &pin, &pout)) {
             pthread_mutex_lock(&s->emit_mu);
-            s->cost_usd += ((double)ev->input_tokens * pin + (double)ev->output_tokens * pout) / 1e6;
+            s->cost_usd +=
+                ((double)ev->input_tokens * pin + (double)ev->output_tokens * pout) / 1e6;
             copy.cost_usd = s->cost_usd;
             pthread_mutex_unlock(&s->emit_mu);
             copy.has_cost = true;

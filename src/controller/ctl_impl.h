@@ -41,7 +41,7 @@ typedef struct pct_sess {
     char *model_applied; /* the spec the agent uses now, owned (worker thread only) */
     char **allow_always, **reject_always; /* tools remembered for the session, owned */
     size_t nallow, nreject;
-    double cost_usd; /* session cost so far (emit_mu) */
+    double cost_usd;    /* session cost so far (emit_mu) */
     char cur_call[128]; /* id of the tool call being run (worker thread only) */
 } pct_sess;
 

@@ -95,13 +95,13 @@ static int run_todo(pct_sess *s, json_t *args, pag_tool_output *out) {
     char *txt = json_dumps(entries, JSON_COMPACT);
     json_decref(entries);
     if (!txt) return -1;
-    pag_event ev = {.kind = PAG_EV_PLAN,
-                    .turn = pag_session_turn_gen(s->agent),
-                    .content_json = txt};
+    pag_event ev = {
+        .kind = PAG_EV_PLAN, .turn = pag_session_turn_gen(s->agent), .content_json = txt};
     pct_emit(s, &ev);
     free(txt);
     char msg[160];
-    snprintf(msg, sizeof msg, "Plan updated: %zu items (%zu completed, %zu in progress, %zu pending)",
+    snprintf(msg, sizeof msg,
+             "Plan updated: %zu items (%zu completed, %zu in progress, %zu pending)",
              json_array_size(todos), counts[2], counts[1], counts[0]);
     out->output = strdup(msg);
     return out->output ? 0 : -1;

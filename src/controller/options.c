@@ -101,23 +101,22 @@ char *pct_config_json(pct_sess *s) {
     if (models) add_choice(models, st, cur);
     json_t *modes = json_array();
     for (int i = 0; modes && i < PAG_MODE_COUNT; i++)
-        json_array_append_new(modes, json_pack("{s:s, s:s, s:s}", "value", pag_mode_id(i), "name",
-                                               pag_mode_name(i), "description",
-                                               pag_mode_description(i)));
+        json_array_append_new(modes,
+                              json_pack("{s:s, s:s, s:s}", "value", pag_mode_id(i), "name",
+                                        pag_mode_name(i), "description", pag_mode_description(i)));
     json_t *arr = json_array();
     if (arr && models && json_array_size(models) > 0)
         json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O}", "id", "model",
                                              "name", "Model", "description",
-                                             "The model that answers in this session",
-                                             "category", "model", "type", "select",
-                                             "currentValue", cur ? cur : "", "options", models));
+                                             "The model that answers in this session", "category",
+                                             "model", "type", "select", "currentValue",
+                                             cur ? cur : "", "options", models));
     if (arr && modes)
-        json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O}", "id", "mode",
-                                             "name", "Mode", "description",
-                                             "What the agent may do without asking", "category",
-                                             "mode", "type", "select", "currentValue",
-                                             pag_mode_id(pag_session_mode(s->agent)), "options",
-                                             modes));
+        json_array_append_new(
+            arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O}", "id", "mode", "name", "Mode",
+                           "description", "What the agent may do without asking", "category",
+                           "mode", "type", "select", "currentValue",
+                           pag_mode_id(pag_session_mode(s->agent)), "options", modes));
     char *txt = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
     json_decref(arr);
     json_decref(models);
@@ -129,9 +128,9 @@ char *pct_config_json(pct_sess *s) {
 char *pct_modes_json(pct_sess *s) {
     json_t *avail = json_array();
     for (int i = 0; avail && i < PAG_MODE_COUNT; i++)
-        json_array_append_new(avail, json_pack("{s:s, s:s, s:s}", "id", pag_mode_id(i), "name",
-                                               pag_mode_name(i), "description",
-                                               pag_mode_description(i)));
+        json_array_append_new(avail,
+                              json_pack("{s:s, s:s, s:s}", "id", pag_mode_id(i), "name",
+                                        pag_mode_name(i), "description", pag_mode_description(i)));
     json_t *m = avail ? json_pack("{s:s, s:o}", "currentModeId",
                                   pag_mode_id(pag_session_mode(s->agent)), "availableModes", avail)
                       : NULL;
@@ -181,8 +180,8 @@ pct_status pct_sess_set_model(pct_sess *s, const char *spec, uint64_t turn, pct_
     json_decref(arr);
     if (!ok) {
         err->status = PCT_BAD_ARG;
-        snprintf(err->message, sizeof err->message,
-                 "unknown value for config option model: %.150s", spec ? spec : "");
+        snprintf(err->message, sizeof err->message, "unknown value for config option model: %.150s",
+                 spec ? spec : "");
         return PCT_BAD_ARG;
     }
     char *copy = strdup(spec);

@@ -128,7 +128,8 @@ int pct_subagent_run(pct_sess *s, const char *args, atomic_int *cancel, pag_tool
     pst_error pe;
     if (!ch.tools) goto out;
     for (size_t i = 0; i < c->ntools; i++)
-        if (wanted(json_object_get(a, "tools"), c->tools[i].name)) ch.tools[ch.ntools++] = c->tools[i];
+        if (wanted(json_object_get(a, "tools"), c->tools[i].name))
+            ch.tools[ch.ntools++] = c->tools[i];
     if (pst_thread_get(c->store, s->id, &parent, &pe) != PST_OK) {
         rc = fail_out(out, "task: the parent thread cannot be read");
         goto out;
@@ -155,8 +156,8 @@ int pct_subagent_run(pct_sess *s, const char *args, atomic_int *cancel, pag_tool
         goto out;
     }
     memcpy(ch.id, th.id, PST_ID_LEN);
-    json_t *m = json_pack("{s:s, s:s}", "peri.parentToolCallId", ch.call_id, "peri.childSessionId",
-                          ch.id);
+    json_t *m =
+        json_pack("{s:s, s:s}", "peri.parentToolCallId", ch.call_id, "peri.childSessionId", ch.id);
     ch.meta_json = m ? json_dumps(m, JSON_COMPACT) : NULL;
     json_decref(m);
     pag_ports ports = {.ctx = &ch,

@@ -83,7 +83,7 @@ static void test_read_beneath(void **st) {
     assert_null(pag_read_beneath(d, "dirlink/secret.md", 100, NULL)); /* dir symlink */
     assert_null(pag_read_beneath(d, "../secret.md", 100, NULL));
     assert_null(pag_read_beneath(d, "sub/../a.md", 100, NULL));
-    assert_null(pag_read_beneath(d, target, 100, NULL)); /* absolute */
+    assert_null(pag_read_beneath(d, target, 100, NULL));    /* absolute */
     assert_null(pag_read_beneath(d, "fifo.md", 100, NULL)); /* FIFO: no block, refused */
     assert_null(pag_read_beneath(d, "sub", 100, NULL));     /* a directory */
     assert_null(pag_read_beneath(d, "missing.md", 100, NULL));
@@ -96,8 +96,8 @@ static void test_read_beneath(void **st) {
 static void test_front_matter(void **st) {
     (void)st;
     char *v = NULL;
-    const char *body = pag_front_matter("---\ndescription: \"Do it\"\nhint: x\n---\nBODY\n",
-                                        "description", &v);
+    const char *body =
+        pag_front_matter("---\ndescription: \"Do it\"\nhint: x\n---\nBODY\n", "description", &v);
     assert_string_equal(v, "Do it");
     assert_string_equal(body, "BODY\n");
     free(v);
@@ -221,7 +221,8 @@ static void test_settings_models(void **st) {
         "{\"providers\": {\"local\": {\"type\": \"anthropic\", \"baseUrl\": \"http://x\"},"
         " \"bad\": {\"type\": \"nope\", \"baseUrl\": \"http://y\"}},"
         " \"models\": [{\"id\": \"local:m1\", \"name\": \"Local\", \"contextWindow\": 1234,"
-        " \"price\": {\"input\": 1, \"output\": 3}}, \"openai:gpt-4o\", {\"id\": \"noprovider\"}]}");
+        " \"price\": {\"input\": 1, \"output\": 3}}, \"openai:gpt-4o\", {\"id\": "
+        "\"noprovider\"}]}");
     pag_settings s;
     char err[512];
     const char *noenv(const char *n);
@@ -262,7 +263,7 @@ typedef struct script {
     const char *answers[8]; /* "tool:NAME" = call that tool, else text */
     size_t at;
     int asked, runs;
-    char sys[8][256];       /* first bytes of each call's system prompt */
+    char sys[8][256]; /* first bytes of each call's system prompt */
     size_t nmsgs[8];
     char msgs[8][512]; /* each call's messages, roles and texts */
     char tail[8][128]; /* the end of each call's last message */
@@ -321,9 +322,15 @@ static pag_permission s_ask(void *ctx, const pag_event *call, atomic_int *cancel
 
 static const pag_tool_info tools[] = {
     {.name = "read", .description = "r", .schema_json = "{}", .kind = "read", .read_only = true},
-    {.name = "write", .description = "w", .schema_json = "{}", .kind = "edit",
+    {.name = "write",
+     .description = "w",
+     .schema_json = "{}",
+     .kind = "edit",
      .needs_permission = true},
-    {.name = "shell", .description = "s", .schema_json = "{}", .kind = "execute",
+    {.name = "shell",
+     .description = "s",
+     .schema_json = "{}",
+     .kind = "execute",
      .needs_permission = true},
 };
 
@@ -372,8 +379,10 @@ static void test_modes(void **st) {
         turn(s, "go", &r);
         assert_int_equal(sc.asked, cases[i].asked);
         assert_int_equal(sc.runs, cases[i].runs);
-        if (cases[i].mode == PAG_MODE_PLAN) assert_non_null(strstr(sc.sys[0], "[Plan mode"));
-        else assert_null(strstr(sc.sys[0], "[Plan mode"));
+        if (cases[i].mode == PAG_MODE_PLAN)
+            assert_non_null(strstr(sc.sys[0], "[Plan mode"));
+        else
+            assert_null(strstr(sc.sys[0], "[Plan mode"));
         pag_session_free(s);
     }
 }
@@ -388,7 +397,7 @@ static void test_compact_clear(void **st) {
     pag_session_begin_turn(s);
     pag_session_compact(s, "focus", &r);
     assert_int_equal(r.state, PAG_TURN_COMPLETED);
-    assert_non_null(strstr(sc.msgs[2], "OLD1"));  /* the summary call saw the history */
+    assert_non_null(strstr(sc.msgs[2], "OLD1"));         /* the summary call saw the history */
     assert_non_null(strstr(sc.tail[2], "Focus: focus")); /* and the user's focus */
     turn(s, "NEW", &r);
     assert_null(strstr(sc.msgs[3], "OLD1"));
@@ -403,10 +412,11 @@ static void test_compact_clear(void **st) {
     pag_session_free(s);
 
     /* restore: the view starts at the last system message */
-    const char *rows[] = {"{\"role\":\"user\",\"parts\":[{\"type\":\"text\",\"text\":\"OLD\"}]}",
-                          "{\"role\":\"system\",\"parts\":[{\"type\":\"text\",\"text\":\"SUM\"}]}",
-                          "{\"role\":\"user\",\"parts\":[{\"type\":\"text\",\"text\":\"U\"}]}",
-                          "{\"role\":\"assistant\",\"parts\":[{\"type\":\"text\",\"text\":\"A\"}]}"};
+    const char *rows[] = {
+        "{\"role\":\"user\",\"parts\":[{\"type\":\"text\",\"text\":\"OLD\"}]}",
+        "{\"role\":\"system\",\"parts\":[{\"type\":\"text\",\"text\":\"SUM\"}]}",
+        "{\"role\":\"user\",\"parts\":[{\"type\":\"text\",\"text\":\"U\"}]}",
+        "{\"role\":\"assistant\",\"parts\":[{\"type\":\"text\",\"text\":\"A\"}]}"};
     script sc2 = {.answers = {"x"}};
     s = mk(&sc2);
     size_t skipped = 9;
@@ -438,10 +448,14 @@ static void test_image_json(void **st) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_read_beneath),   cmocka_unit_test(test_front_matter),
-        cmocka_unit_test(test_user_commands),  cmocka_unit_test(test_project_allow),
-        cmocka_unit_test(test_skills_and_context), cmocka_unit_test(test_settings_models),
-        cmocka_unit_test(test_modes),          cmocka_unit_test(test_compact_clear),
+        cmocka_unit_test(test_read_beneath),
+        cmocka_unit_test(test_front_matter),
+        cmocka_unit_test(test_user_commands),
+        cmocka_unit_test(test_project_allow),
+        cmocka_unit_test(test_skills_and_context),
+        cmocka_unit_test(test_settings_models),
+        cmocka_unit_test(test_modes),
+        cmocka_unit_test(test_compact_clear),
         cmocka_unit_test(test_image_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
