@@ -115,6 +115,13 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
         json_t *ri = json_loads(call->raw_input, 0, NULL);
         if (ri) json_object_set_new(tc, "rawInput", ri);
     }
+    if (tc && call->meta_json) { /* a subagent's call: its nesting (issue 13) */
+        json_t *mj = json_loads(call->meta_json, 0, NULL);
+        if (json_is_object(mj))
+            json_object_set_new(tc, "_meta", mj);
+        else
+            json_decref(mj);
+    }
     /* "always" answers: remembered for the session, or also written to the project's
      * allow-list (.peri/settings.json) - the option name says which. */
     const char *tool = call->tool_name ? call->tool_name : "this tool";

@@ -7,7 +7,8 @@
  * tool call, follows the parent's cancel flag (so cancelling the parent cancels it),
  * asks permission through the parent's broker, persists its own messages and reports
  * its tool calls to the client as updates of the parent session carrying
- * _meta {"peri.parentToolCallId", "peri.childSessionId"}. Its final answer is the task
+ * _meta {"peri.parentToolCallId", "peri.childSessionId"}, their ids scoped as
+ * "<task call id>/<child call id>". Its final answer is the task
  * tool's result. The child is not mapped in the runtime while it runs.
  */
 #include "controller/ctl_impl.h"
@@ -53,6 +54,9 @@ static char *c_title(void *ctx, const char *name, const char *args) {
 static pag_permission c_ask(void *ctx, const pag_event *call, atomic_int *cancel) {
     child *ch = ctx;
     pag_event e = *call;
+    char id[300];
+    snprintf(id, sizeof id, "%s/%s", ch->call_id, call->tool_call_id ? call->tool_call_id : "");
+    e.tool_call_id = id;
     e.meta_json = ch->meta_json;
     return pct_port_ask(ch->parent, &e, cancel);
 }
@@ -80,6 +84,11 @@ static void c_emit(void *ctx, const pag_event *ev) {
     child *ch = ctx;
     if (ev->kind != PAG_EV_TOOL_CALL && ev->kind != PAG_EV_TOOL_UPDATE) return;
     pag_event copy = *ev;
+    char id[300];
+    /* The child's call ids are its model's: scoped under the task's call id so they
+     * cannot collide with the parent's. */
+    snprintf(id, sizeof id, "%s/%s", ch->call_id, ev->tool_call_id ? ev->tool_call_id : "");
+    copy.tool_call_id = id;
     copy.turn = ch->parent_gen; /* gated with the parent's turn */
     copy.replay = false;
     copy.meta_json = ch->meta_json;

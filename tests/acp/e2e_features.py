@@ -549,7 +549,8 @@ def s_subagent(E):
           % tools)
     ups = a.updates(sid)
     nested = [u for _, u in ups if u.get("_meta", {}).get("peri.parentToolCallId") == "task1"]
-    check(any(u["sessionUpdate"] == "tool_call" and u["toolCallId"] == "c_read" for u in nested),
+    check(any(u["sessionUpdate"] == "tool_call" and u["toolCallId"] == "task1/c_read"
+              for u in nested),
           "child tool call not nested %r" % nested)
     child_id = nested[0]["_meta"]["peri.childSessionId"]
     done = [u for _, u in ups if u["sessionUpdate"] == "tool_call_update"
@@ -560,6 +561,20 @@ def s_subagent(E):
     ch = [s for s in lst if s["sessionId"] == child_id]
     check(ch and ch[0]["_meta"]["peri.parentSessionId"] == sid and
           ch[0]["title"] == "find the secret", "child thread not listed %r" % ch)
+    # a subagent given the write tool asks through the parent's broker, nested
+    a.permission_answer = "allow_once"
+    E.mock.script([
+        {"tool_calls": [{"id": "task3", "name": "task", "arguments": {
+            "description": "writer", "prompt": "write w.txt", "tools": ["write"]}}]},
+        {"tool_calls": [{"id": "cw", "name": "write",
+                         "arguments": {"path": "w.txt", "content": "by child"}}]},
+        {"text": "written"}, {"text": "ok"}])
+    a.response(prompt(a, sid, "delegate a write"))
+    p = [f for _, f in a.log if f.get("method") == "session/request_permission"]
+    check(p and p[-1]["params"]["toolCall"]["toolCallId"] == "task3/cw" and
+          p[-1]["params"]["toolCall"]["_meta"]["peri.parentToolCallId"] == "task3",
+          "child permission %r" % (p[-1]["params"] if p else None))
+    check(open(os.path.join(E.cwd, "w.txt")).read() == "by child", "child write")
     # cancel of the parent cancels the child
     E.mock.script([
         {"tool_calls": [{"id": "task2", "name": "task", "arguments": {

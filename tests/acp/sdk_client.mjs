@@ -272,7 +272,7 @@ async function session1(ctx) {
   await ctx.request(M.agent.session.prompt, { sessionId: sid, prompt: text("delegate") });
   const nested = ups(sid, "tool_call").filter((u) => u._meta &&
                                                u._meta["peri.parentToolCallId"] === "tk");
-  check(nested.length === 1 && nested[0].toolCallId === "cr", "nested " + json(nested));
+  check(nested.length === 1 && nested[0].toolCallId === "tk/cr", "nested " + json(nested));
   const childId = nested[0]._meta["peri.childSessionId"];
   const list = await ctx.request(M.agent.session.list, { cwd });
   const child = list.sessions.find((s) => s.sessionId === childId);
