@@ -102,10 +102,10 @@ bool pag_model_price(const pag_settings *s, const char *spec, double *in, double
 
 /* ---------------------------------------------------------------- project files */
 
-/* Reads <root>/<rel> confined beneath root: every component is opened with O_NOFOLLOW
- * (no symlink, no ".."), the file with O_NONBLOCK, and it must be a regular file of at
- * most `max` bytes (larger: cut at max). Returns the malloc'd NUL-terminated text (length
- * in *len when not NULL) or NULL (absent, refused, or out of memory). */
+/* Reads <root>/<rel> confined beneath root (ptl_read_beneath: no "..", no symlink leading
+ * out, O_NONBLOCK, a regular file without other hard links) and at most `max` bytes
+ * (larger: cut at max). Returns the malloc'd NUL-terminated text (length in *len when not
+ * NULL) or NULL (absent, refused, or out of memory). */
 char *pag_read_beneath(const char *root, const char *rel, size_t max, size_t *len);
 /* Splits optional YAML-ish front matter ("---\nkey: value\n---\n") off a Markdown text.
  * *value receives a malloc'd copy of key's value (NULL if absent); returns a pointer to

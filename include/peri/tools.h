@@ -26,6 +26,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -102,6 +103,41 @@ void ptl_result_clear(ptl_result *r);
  * errbuf otherwise (for an escape: "path escapes the workspace: <path>"). */
 int ptl_resolve_path(const char *cwd, const char *path, bool for_create, char **out, char *errbuf,
                      size_t errlen);
+
+/* ---- Confined file access (CHANGES: added for issue 9) ----
+ * The tools never check a path and open it again by name: a path is resolved once,
+ * beneath a descriptor of the root, and the tool works on the descriptor it got.
+ * Resolution refuses "..", absolute symlinks and symlinks leading out of the root, and
+ * /proc magic links; relative symlinks that stay beneath the root are followed. Opens use
+ * O_NONBLOCK|O_NOCTTY so FIFOs and devices never block. openat2(RESOLVE_BENEATH |
+ * RESOLVE_NO_MAGICLINKS) where the kernel has it, else an equivalent walk with
+ * O_NOFOLLOW per component. */
+typedef enum ptl_fstatus {
+    PTL_F_OK = 0,
+    PTL_F_MISSING,     /* no such file or directory */
+    PTL_F_ESCAPES,     /* resolution would leave the root */
+    PTL_F_IS_DIR,      /* a directory where a file was wanted */
+    PTL_F_NOT_REGULAR, /* FIFO, device, socket... */
+    PTL_F_HARDLINK,    /* st_nlink > 1: another name may be outside the root */
+    PTL_F_TOO_LARGE,   /* larger than the bound (and truncation was not asked) */
+    PTL_F_NOMEM,
+    PTL_F_IO,
+} ptl_fstatus;
+
+/* Short English text for a status ("path escapes the workspace", ...). Static. */
+const char *ptl_fstatus_text(ptl_fstatus s);
+
+/* Opens path, relative to the directory rootfd, beneath it (an absolute path: -EXDEV). Returns a
+ * descriptor (O_CLOEXEC, O_NONBLOCK unless O_PATH; caller closes) or -errno: -EXDEV/-ELOOP for an
+ * escape. */
+int ptl_open_beneath(int rootfd, const char *path, int flags, mode_t mode);
+
+/* Reads the regular file path (relative to root, or absolute inside it) beneath the
+ * directory root: refuses escapes, non-regular files (FIFOs and devices without blocking)
+ * and hard-linked files. At most max bytes: a larger file is PTL_F_TOO_LARGE, or its first
+ * max bytes when truncate. On PTL_F_OK *data is malloc'd, NUL-terminated (caller frees). */
+ptl_fstatus ptl_read_beneath(const char *root, const char *path, size_t max, bool truncate,
+                             char **data, size_t *len);
 
 #ifdef __cplusplus
 }

@@ -6,7 +6,8 @@
  * description from each .peri/skills/<name>/SKILL.md front matter; the body is loaded
  * on demand with the `skill` tool), the date and the cwd, then persisted with the
  * thread so a reload sees the same text rather than today's files. Every project file
- * is read confined beneath cwd (pag_read_beneath: no symlink, no FIFO, bounded).
+ * is read confined beneath cwd (pag_read_beneath over the tools layer's
+ * ptl_read_beneath: no escape, no FIFO or device, no hard link, bounded).
  */
 #include "peri/agent.h"
 

@@ -3,14 +3,15 @@
  * slash commands and the project permission allow-list, all confined beneath the
  * session's cwd.
  *
- * Invariants: a project file is opened component by component with openat(O_NOFOLLOW)
- * starting from the cwd's directory fd, so neither ".." nor a symlink (final or
- * intermediate) nor a swap after a check can lead outside; the file itself is opened
- * O_NONBLOCK (a FIFO cannot block us) and must be a regular file (fstat S_ISREG); reads
- * are bounded. The allow-list is rewritten through a temporary file and renameat() in
+ * Invariants: a project file is read through the tools layer's ptl_read_beneath
+ * (resolved once beneath the cwd's descriptor: no "..", no symlink leading out, no magic
+ * link, O_NONBLOCK so a FIFO cannot block, regular files only, no hard links, bounded);
+ * the directories listed here (commands) are opened component by component with
+ * openat(O_NOFOLLOW). The allow-list is rewritten through a temporary file and renameat() in
  * the same confined directory. Nothing here keeps global state.
  */
 #include "peri/agent.h"
+#include "peri/tools.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -60,30 +61,13 @@ static int open_parent(const char *root, const char *rel, const char **last) {
 
 char *pag_read_beneath(const char *root, const char *rel, size_t max, size_t *len) {
     if (!root || !rel || rel[0] == '/') return NULL;
-    const char *last = NULL;
-    int dfd = open_parent(root, rel, &last);
-    if (dfd < 0) return NULL;
-    int fd = openat(dfd, last, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    close(dfd);
-    if (fd < 0) return NULL;
-    struct stat st;
-    char *buf = NULL;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) goto out;
-    size_t want = (size_t)st.st_size < max ? (size_t)st.st_size : max;
-    buf = malloc(want + 1);
-    if (!buf) goto out;
-    size_t got = 0;
-    while (got < want) {
-        ssize_t r = read(fd, buf + got, want - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        got += (size_t)r;
-    }
-    buf[got] = '\0';
-    if (len) *len = got;
-out:
-    close(fd);
-    return buf;
+    /* The tools layer's confined reader: resolved beneath root (no "..", no symlink out
+     * of it, no magic link), O_NONBLOCK, regular files only, no hard links, bounded. */
+    char *data = NULL;
+    size_t n = 0;
+    if (ptl_read_beneath(root, rel, max, true, &data, &n) != PTL_F_OK) return NULL;
+    if (len) *len = n;
+    return data;
 }
 
 /* ---------------------------------------------------------------- front matter */
