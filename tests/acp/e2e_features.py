@@ -678,6 +678,20 @@ def main():
     E = Env(peri, mock_py)
     try:
         SCENARIOS[name](E)
+        # every agent still running ends cleanly on EOF: exit 0 and no sanitizer report
+        # (leaks are reported at exit under the ASan build)
+        for a in E.agents:
+            if a.proc.poll() is None:
+                a.proc.stdin.close()
+                try:
+                    a.proc.wait(TIMEOUT)
+                except Exception:
+                    raise Fail("agent did not exit after EOF")
+            time.sleep(0.05)
+            err = "".join(a.stderr)
+            check(a.proc.returncode == 0, "agent exit status %r" % a.proc.returncode)
+            check("Sanitizer" not in err and "runtime error:" not in err,
+                  "sanitizer report: %s" % err[-2000:])
     except Fail as e:
         print("FAIL %s: %s" % (name, e))
         for a in E.agents:

@@ -331,6 +331,11 @@ for (const a of agents) {
     new Promise((res) => a.child.exitCode !== null ? res(true) : a.child.once("exit", () => res(true))),
     sleep(5000).then(() => false)]);
   if (!exited) a.child.kill("SIGKILL");
+  // a clean exit on EOF, and no sanitizer report (leaks show at exit under ASan)
+  if (!failed && (!exited || a.child.exitCode !== 0))
+    failed = new Fail("agent exit status " + a.child.exitCode + " after EOF");
+  if (!failed && /Sanitizer|runtime error:/.test(a.stderr()))
+    failed = new Fail("sanitizer report: " + a.stderr().slice(-2000));
 }
 mock.kill("SIGTERM");
 fs.rmSync(tmp, { recursive: true, force: true });
