@@ -809,14 +809,16 @@ def s_fuzz(E):
     E.mock.script({"responses": [], "default": {"text": "ok"}})
     methods = ["initialize", "session/new", "session/load", "session/resume", "session/list",
                "session/delete", "session/prompt", "session/cancel", "session/close",
-               "session/set_mode", "authenticate", "x/y", "", "_ext"]
+               "session/set_mode", "authenticate", "x/y", "", "_ext",
+               "session/fork", "session/set_config_option", "$/cancel_request"]
     values = [None, True, 0, -1, 2 ** 62, 1.5, "", "x" * 300, [], {}, [1, "a"],
               {"sessionId": sid}, sid, "../..", "\u0000"]
 
     def rvalue(depth=0):
         if depth < 2 and rnd.random() < 0.3:
             return {rnd.choice(["sessionId", "cwd", "prompt", "cursor", "mcpServers",
-                                "message", "protocolVersion", "type", "text"]):
+                                "message", "protocolVersion", "type", "text", "modeId",
+                                "configId", "value", "requestId"]):
                     rvalue(depth + 1) for _ in range(rnd.randint(0, 4))}
         if depth < 2 and rnd.random() < 0.2:
             return [rvalue(depth + 1) for _ in range(rnd.randint(0, 3))]
