@@ -58,7 +58,15 @@ static json_t *tool_update(const pag_event *ev) {
                           ev->status ? ev->status : "in_progress");
     if (!u) return NULL;
     bool final = ev->status && (!strcmp(ev->status, "completed") || !strcmp(ev->status, "failed"));
-    if (!final) return u;
+    if (!final) {
+        /* progress content (a subagent's text so far), when there is some */
+        json_t *pc = ev->content_json ? json_loads(ev->content_json, 0, NULL) : NULL;
+        if (json_is_array(pc))
+            json_object_set_new(u, "content", pc);
+        else
+            json_decref(pc);
+        return u;
+    }
     json_t *content = NULL;
     if (ev->content_json) {
         content = json_loads(ev->content_json, 0, NULL);

@@ -6,7 +6,8 @@
  * never `task` or `todo`). It runs on the parent's worker thread inside the parent's
  * tool call, follows the parent's cancel flag (so cancelling the parent cancels it),
  * asks permission through the parent's broker, persists its own messages and reports
- * its tool calls to the client as updates of the parent session carrying
+ * its tool calls (and, as in_progress content of the task call, its text so far) to the
+ * client as updates of the parent session carrying
  * _meta {"peri.parentToolCallId", "peri.childSessionId"}, their ids scoped as
  * "<task call id>/<child call id>". Its final answer is the task
  * tool's result. The child is not mapped in the runtime while it runs.
@@ -24,6 +25,8 @@ typedef struct child {
     char call_id[128];
     char *meta_json; /* {"peri.parentToolCallId":..,"peri.childSessionId":..} */
     uint64_t parent_gen;
+    char *text; /* the child's answer text so far (progress of the task call) */
+    size_t text_len;
     pm_client *client;
     pag_tool_info *tools;
     size_t ntools;
@@ -80,9 +83,39 @@ out:
     return rc;
 }
 
+/* The task call's progress: an in_progress update whose content is the child's text so
+ * far (sent when the child starts a tool or finishes). */
+static void progress(child *ch) {
+    if (!ch->text_len) return;
+    json_t *c = json_pack("[{s:s, s:{s:s, s:s}}]", "type", "content", "content", "type", "text",
+                          "text", ch->text);
+    char *cj = c ? json_dumps(c, JSON_COMPACT) : NULL;
+    json_decref(c);
+    if (!cj) return;
+    pag_event up = {.kind = PAG_EV_TOOL_UPDATE,
+                    .turn = ch->parent_gen,
+                    .tool_call_id = ch->call_id,
+                    .status = "in_progress",
+                    .content_json = cj,
+                    .meta_json = ch->meta_json};
+    pct_emit(ch->parent, &up);
+    free(cj);
+}
+
 static void c_emit(void *ctx, const pag_event *ev) {
     child *ch = ctx;
+    if (ev->kind == PAG_EV_TEXT && ev->text) {
+        size_t n = strlen(ev->text);
+        char *nt = ch->text_len + n < (1u << 20) ? realloc(ch->text, ch->text_len + n + 1) : NULL;
+        if (nt) {
+            memcpy(nt + ch->text_len, ev->text, n + 1);
+            ch->text = nt;
+            ch->text_len += n;
+        }
+        return;
+    }
     if (ev->kind != PAG_EV_TOOL_CALL && ev->kind != PAG_EV_TOOL_UPDATE) return;
+    if (ev->kind == PAG_EV_TOOL_CALL) progress(ch);
     pag_event copy = *ev;
     char id[300];
     /* The child's call ids are its model's: scoped under the task's call id so they
@@ -199,6 +232,7 @@ int pct_subagent_run(pct_sess *s, const char *args, atomic_int *cancel, pag_tool
     pag_session_begin_turn(agent);
     pag_turn_result r;
     pag_session_turn(agent, prompt, &r);
+    if (r.state == PAG_TURN_COMPLETED) progress(&ch);
     char *answer = pag_session_last_answer(agent);
     char head[160];
     snprintf(head, sizeof head, "[subagent %s]\n", ch.id);
@@ -222,6 +256,7 @@ out:
     pm_client_free(ch.client);
     pst_thread_clear(&th);
     free(ch.meta_json);
+    free(ch.text);
     free(ch.tools);
     json_decref(a);
     return rc;

@@ -555,6 +555,11 @@ def s_subagent(E):
     done = [u for _, u in ups if u["sessionUpdate"] == "tool_call_update"
             and u["toolCallId"] == "task1" and u.get("status") == "completed"]
     check(done and "child-secret-7" in json.dumps(done[0]), "task result %r" % done)
+    prog = [u for _, u in ups if u["sessionUpdate"] == "tool_call_update"
+            and u["toolCallId"] == "task1" and u.get("status") == "in_progress"
+            and u.get("content")]
+    check(prog and prog[-1]["content"][0]["content"]["text"] == "the secret is child-secret-7",
+          "child progress not shown %r" % prog)
     check("child-secret-7" in json.dumps(reqs[3]["body"]["messages"]), "result not returned")
     lst = a.result("session/list", {"cwd": E.cwd})["sessions"]
     ch = [s for s in lst if s["sessionId"] == child_id]
