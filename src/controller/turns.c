@@ -248,18 +248,33 @@ static void cancel_sess(pct_sess *s) {
     pthread_mutex_unlock(&s->emit_mu);
 }
 
+/* Cancels exactly the prompt `want`: the running turn if it is that prompt's (checked
+ * under the same locks as cancel_sess, so a turn that just ended is never mistaken for
+ * its successor), or that queued prompt, which its worker then answers "cancelled". */
+static void cancel_token(pct_sess *s, void *want) {
+    pthread_mutex_lock(&s->emit_mu);
+    pthread_mutex_lock(&s->mu);
+    void *token = NULL;
+    for (job *j = s->qhead; j; j = j->next)
+        if (j->token == want) {
+            j->cancelled = true;
+            pthread_cond_broadcast(&s->cv);
+        }
+    if (s->running && s->cur_token == want && !s->cur_answered) {
+        s->gate_gen = pag_session_turn_gen(s->agent);
+        pag_session_cancel(s->agent);
+        s->cur_answered = true;
+        token = s->cur_token;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (token) answer_cancelled(s, token);
+    pthread_mutex_unlock(&s->emit_mu);
+}
+
 void pct_cancel_prompt(pct_controller *c, const char *id, void *token) {
     pct_sess *s = pct_sess_get(c, id);
     if (!s) return;
-    pthread_mutex_lock(&s->mu);
-    bool running = s->running && s->cur_token == token && !s->cur_answered;
-    for (job *j = s->qhead; j; j = j->next)
-        if (j->token == token) {
-            j->cancelled = true; /* its worker answers "cancelled" and leaves */
-            pthread_cond_broadcast(&s->cv);
-        }
-    pthread_mutex_unlock(&s->mu);
-    if (running) cancel_sess(s);
+    cancel_token(s, token);
     pct_sess_release(s);
 }
 
