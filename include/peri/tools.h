@@ -5,20 +5,28 @@
  * descriptor (ptl_tool) with a name, a description and a JSON Schema for the model, its
  * ACP ToolKind, and whether it needs the user's permission before running.
  *
- * Confinement: every path argument is resolved against ctx->cwd; the longest existing
- * prefix is canonicalised with realpath() and must stay inside the canonical cwd, and the
- * not-yet-existing rest may not contain "..". So "..", absolute paths elsewhere and
- * symlinks (final or intermediate) pointing outside are all refused with the tool error
+ * Confinement: every path argument is resolved ONCE, beneath a descriptor of ctx->cwd
+ * (openat2 RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS, or an equivalent O_NOFOLLOW walk),
+ * and the tool then works on the descriptor it got: "..", absolute paths elsewhere,
+ * absolute symlinks, symlinks leading out and /proc magic links are refused with
  *   "path escapes the workspace: <path as given>"
- * For writes the final component is additionally opened with O_NOFOLLOW so a symlink
- * swapped in after the check is not followed. (The shell tool runs arbitrary commands in
- * cwd and is not confined: that is what its permission prompt is for.)
+ * and a symlink swapped in during the call cannot redirect it. read, edit and grep refuse
+ * FIFOs, devices (without blocking) and hard-linked files (st_nlink > 1: another name may
+ * be outside). write and edit replace a file by a temporary file renamed over it (mode and
+ * owner kept, fsync'd), so a failure never leaves it truncated; their results are bounded
+ * (32 MiB). glob matching is polynomial and every long loop polls ctx->cancel. The shell
+ * tool runs arbitrary commands in cwd and is not confined (its permission prompt is the
+ * control); all its descendants, setsid ones included, end with it. See
+ * docs/tools-confinement.md.
  *
  * Ownership: ptl_result strings are malloc'd and owned by the result; free with
  * ptl_result_clear. Nothing here keeps global mutable state.
  *
  * CHANGES (after first publication; additive only):
- *   (none yet)
+ *   issue 9: ptl_fstatus, ptl_fstatus_text, ptl_open_beneath, ptl_read_beneath; titles of
+ *   write/edit state sizes ("Write p (N bytes)", "Edit p (replace N bytes with M bytes[,
+ *   every occurrence])"); symlinks with absolute targets are no longer followed even when
+ *   they point inside the workspace.
  */
 #ifndef PERI_TOOLS_H
 #define PERI_TOOLS_H

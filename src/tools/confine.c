@@ -116,7 +116,7 @@ static int walk_open(int rootfd, const char *rel, int flags, mode_t mode) {
         if (!last)
             fd = openat(top, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         else
-            fd = openat(top, comp, flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, mode);
+            fd = openat(top, comp, flags | O_NOFOLLOW | O_CLOEXEC, mode);
         int err = fd < 0 ? errno : 0;
         struct stat st;
         bool is_link = false;
@@ -174,8 +174,8 @@ static int walk_open(int rootfd, const char *rel, int flags, mode_t mode) {
 int ptl__open_beneath(int rootfd, const char *rel, int flags, mode_t mode, unsigned how) {
     if (!rel || !*rel) return -ENOENT;
     if (rel[0] == '/') return -EXDEV;
-    flags |= O_CLOEXEC | O_NOCTTY;
-    if (!(flags & O_PATH)) flags |= O_NONBLOCK;
+    flags |= O_CLOEXEC;
+    if (!(flags & O_PATH)) flags |= O_NONBLOCK | O_NOCTTY; /* openat2: O_PATH takes no more */
     if (!(how & PTL__WALK_ONLY)) {
         int fd = sys_openat2(rootfd, rel, flags, mode);
         if (fd != -ENOSYS && fd != -EPERM) return fd;

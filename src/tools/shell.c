@@ -196,10 +196,31 @@ static _Noreturn void reaper(const char *cwd, const char *cmd, int rfd, int wfd,
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGCHLD);
     sigprocmask(SIG_BLOCK, &set, NULL);
+    /* the host may ignore them (SIGCHLD ignored would auto-reap: no status, no ECHILD
+     * bookkeeping); the reaper needs the defaults */
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    sigaction(SIGCHLD, &dfl, NULL);
+    sigaction(SIGTERM, &dfl, NULL);
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != host) _exit(126); /* the host thread died already */
     close(rfd);
+    /* hold nothing of the host's (ACP stdio, database, sockets): the pipe's write end
+     * moves to fd 3 for the shell, everything else goes, stdio becomes /dev/null */
+    if (wfd != 3) {
+        if (dup2(wfd, 3) < 0) _exit(126);
+        wfd = 3;
+    }
+    if (close_range(4, ~0U, 0) != 0)
+        for (int fd = 4; fd < 1024; fd++)
+            close(fd);
+    int nul = open("/dev/null", O_RDWR);
+    if (nul >= 0) {
+        dup2(nul, 0);
+        dup2(nul, 1);
+        dup2(nul, 2);
+        if (nul > 3) close(nul);
+    }
     pid_t sh = fork();
     if (sh < 0) _exit(126);
     if (sh == 0) {

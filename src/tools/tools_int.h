@@ -57,10 +57,6 @@ bool ptl__bool(json_t *in, const char *key, bool def, bool *bad);
 
 /* ---------------------------------------------------------------- paths */
 
-/* ptl_resolve_path with the workspace error text in r (tool error) on failure. Returns
- * malloc'd canonical path or NULL (then r is already filled unless OOM: *oom set). */
-char *ptl__resolve(const ptl_ctx *ctx, ptl_result *r, const char *path, bool for_create,
-                   ptl_status *st);
 /* Path of abs relative to root ("." for root itself), malloc'd. */
 char *ptl__relative(const char *root, const char *abs);
 /* Canonical cwd (malloc'd) or NULL. */

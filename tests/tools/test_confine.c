@@ -281,12 +281,22 @@ static void test_resolution_both_ways(void **state) {
         const char *rel;
         bool ok;
     } cases[] = {
-        {"a/b/c.txt", true},        {"a/../README.md", true},     {"Lin/c.txt", true},
-        {"a/Lup", true},            {"./a/./b/c.txt", true},      {".", true},
-        {"..", false},              {"../outside/secret.txt", false},
-        {"a/../../outside", false}, {"Labs/secret.txt", false},   {"Lrel/secret.txt", false},
-        {"Labs", false},            {"Lrel", false},              {"Lmagic/etc/passwd", false},
-        {"Lin/../../..", false},    {"/etc/passwd", false},
+        {"a/b/c.txt", true},
+        {"a/../README.md", true},
+        {"Lin/c.txt", true},
+        {"a/Lup", true},
+        {"./a/./b/c.txt", true},
+        {".", true},
+        {"..", false},
+        {"../outside/secret.txt", false},
+        {"a/../../outside", false},
+        {"Labs/secret.txt", false},
+        {"Lrel/secret.txt", false},
+        {"Labs", false},
+        {"Lrel", false},
+        {"Lmagic/etc/passwd", false},
+        {"Lin/../../..", false},
+        {"/etc/passwd", false},
     };
     int rootfd = ptl__root_fd(f->ws);
     assert_true(rootfd >= 0);
@@ -319,8 +329,7 @@ static void test_hard_links(void **state) {
     if (link(f->secret, p) != 0) skip(); /* /tmp always allows it; keep the test honest */
     const char *hl = "refused: hl.txt has other hard links";
     refused(f, "read", "{\"path\":\"hl.txt\"}", hl);
-    refused(f, "edit", "{\"path\":\"hl.txt\",\"old_string\":\"TOP\",\"new_string\":\"PWNED\"}",
-            hl);
+    refused(f, "edit", "{\"path\":\"hl.txt\",\"old_string\":\"TOP\",\"new_string\":\"PWNED\"}", hl);
     ok_without_secret(f, "grep", "{\"pattern\":\"SECRET\"}");
     refused(f, "grep", "{\"pattern\":\"SECRET\",\"path\":\"hl.txt\"}", "hard links");
     /* write replaces the workspace name only, and never shows the old content */
@@ -440,10 +449,8 @@ static void test_project_guide(void **state) {
     free(data);
     assert_int_equal(ptl_read_beneath(f->ws, "AGENTS.md", 65536, false, &data, &len),
                      PTL_F_TOO_LARGE);
-    assert_int_equal(ptl_read_beneath(f->ws, "nope.md", 65536, false, &data, &len),
-                     PTL_F_MISSING);
-    assert_int_equal(ptl_read_beneath(f->ws, f->secret, 65536, false, &data, &len),
-                     PTL_F_ESCAPES);
+    assert_int_equal(ptl_read_beneath(f->ws, "nope.md", 65536, false, &data, &len), PTL_F_MISSING);
+    assert_int_equal(ptl_read_beneath(f->ws, f->secret, 65536, false, &data, &len), PTL_F_ESCAPES);
     unlink(p);
 }
 
@@ -451,24 +458,41 @@ static void test_project_guide(void **state) {
 
 typedef struct racer {
     fx *f;
+    int mode;
     atomic_int stop;
     long swaps;
 } racer;
 
-/* Swaps ws/sub between a real directory and a symlink to outside/d, as fast as it can. */
+/* Mode 0: swaps ws/sub between a real directory and a symlink to outside/d. Mode 1: swaps
+ * ws/sub/file.txt between a regular file and a symlink to outside/secret.txt, atomically
+ * (rename over the name), so the name always exists. As fast as it can. */
 static void *race_swap(void *arg) {
     racer *r = arg;
-    char sub[512], real[512];
+    char sub[512], real[512], target[512], file[512], lnk[512], reg[512];
     at(sub, sizeof sub, r->f->ws, "sub");
     at(real, sizeof real, r->f->ws, "sub_real");
-    char target[512];
     at(target, sizeof target, r->f->outside, "d");
+    at(file, sizeof file, sub, "file.txt");
+    at(lnk, sizeof lnk, sub, ".lnk");
+    at(reg, sizeof reg, sub, ".reg");
     while (!atomic_load(&r->stop)) {
-        rename(sub, real);                 /* sub: gone */
-        symlink(target, sub);              /* sub -> outside/d */
-        sched_yield();
-        unlink(sub);                       /* sub: gone */
-        rename(real, sub);                 /* sub: the directory again */
+        if (r->mode == 0) {
+            rename(sub, real);    /* sub: gone */
+            symlink(target, sub); /* sub -> outside/d */
+            sched_yield();
+            unlink(sub);       /* sub: gone */
+            rename(real, sub); /* sub: the directory again */
+        } else {
+            symlink(r->f->secret, lnk);
+            rename(lnk, file); /* file.txt -> outside/secret.txt */
+            sched_yield();
+            FILE *fp = fopen(reg, "w");
+            if (fp) {
+                fputs("inside sub\n", fp);
+                fclose(fp);
+            }
+            rename(reg, file); /* file.txt: a regular file again */
+        }
         sched_yield();
         r->swaps++;
     }
@@ -478,45 +502,53 @@ static void *race_swap(void *arg) {
 static void test_race_swap(void **state) {
     fx *f = *state;
     char p[512];
+    at(p, sizeof p, f->outside, "d");
+    put(p, "MARKER-OUTSIDE", "m");
     at(p, sizeof p, f->ws, "sub");
     mkdir(p, 0755);
     put(p, "file.txt", "inside sub\n");
-    racer rc = {.f = f};
-    pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, race_swap, &rc), 0);
-    int reads_ok = 0, writes_ok = 0, leaks = 0, walk_ok = 0;
     int rootfd = ptl__root_fd(f->ws);
-    for (int i = 0; i < 400; i++) {
-        ptl_result r;
-        assert_int_equal(run_in(f->ws, "read", "{\"path\":\"sub/file.txt\"}", &r, NULL), PTL_OK);
-        if (strstr(r.output, SECRET)) leaks++;
-        if (!r.is_error) reads_ok++;
-        ptl_result_clear(&r);
-        assert_int_equal(
-            run_in(f->ws, "write", "{\"path\":\"sub/x.txt\",\"content\":\"w\"}", &r, NULL),
-            PTL_OK);
-        if (!r.is_error) writes_ok++;
-        ptl_result_clear(&r);
-        assert_int_equal(run_in(f->ws, "grep", "{\"pattern\":\"SECRET\"}", &r, NULL), PTL_OK);
-        if (strstr(r.output, SECRET)) leaks++;
-        ptl_result_clear(&r);
-        /* the portable walk under the same race */
-        int fd = ptl__open_beneath(rootfd, "sub/file.txt", O_RDONLY, 0, PTL__WALK_ONLY);
-        if (fd >= 0) {
-            char buf[64] = {0};
-            if (read(fd, buf, sizeof buf - 1) > 0 && strstr(buf, SECRET)) leaks++;
-            walk_ok++;
-            close(fd);
+    assert_true(rootfd >= 0);
+    for (int mode = 0; mode < 2; mode++) {
+        racer rc = {.f = f, .mode = mode};
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, race_swap, &rc), 0);
+        int ok[6] = {0}, leaks = 0;
+        const char *calls[][2] = {
+            {"read", "{\"path\":\"sub/file.txt\"}"},
+            {"write", "{\"path\":\"sub/x.txt\",\"content\":\"w\"}"},
+            {"edit", "{\"path\":\"sub/file.txt\",\"old_string\":\"TOP\",\"new_string\":\"PWNED\"}"},
+            {"grep", "{\"pattern\":\"SECRET\"}"},
+            {"list", "{\"path\":\"sub\"}"},
+            {"glob", "{\"pattern\":\"sub/**\"}"},
+        };
+        for (int i = 0; i < 250; i++) {
+            for (int c = 0; c < 6; c++) {
+                ptl_result r;
+                assert_int_equal(run_in(f->ws, calls[c][0], calls[c][1], &r, NULL), PTL_OK);
+                if (strstr(r.output, SECRET) || strstr(r.output, "MARKER-OUTSIDE")) leaks++;
+                if (!r.is_error) ok[c]++;
+                ptl_result_clear(&r);
+            }
+            /* the portable walk under the same race */
+            int fd = ptl__open_beneath(rootfd, "sub/file.txt", O_RDONLY, 0, PTL__WALK_ONLY);
+            if (fd >= 0) {
+                char buf[64] = {0};
+                if (read(fd, buf, sizeof buf - 1) > 0 && strstr(buf, SECRET)) leaks++;
+                close(fd);
+            }
         }
+        atomic_store(&rc.stop, 1);
+        pthread_join(th, NULL);
+        print_message("race mode %d: %ld swaps; succeeded: read %d write %d edit %d grep %d "
+                      "list %d glob %d; %d leaks\n",
+                      mode, rc.swaps, ok[0], ok[1], ok[2], ok[3], ok[4], ok[5], leaks);
+        assert_int_equal(leaks, 0);
+        assert_true(rc.swaps > 0);
+        outside_untouched(f); /* no write or edit landed outside */
+        assert_string_equal(slurp(f->secret), SECRET "\n");
     }
-    atomic_store(&rc.stop, 1);
-    pthread_join(th, NULL);
     close(rootfd);
-    print_message("race: %ld swaps; %d reads, %d writes, %d walk opens succeeded; %d leaks\n",
-                  rc.swaps, reads_ok, writes_ok, walk_ok, leaks);
-    assert_int_equal(leaks, 0);
-    assert_true(rc.swaps > 0);
-    outside_untouched(f); /* no write landed in outside/d/x.txt */
 }
 
 /* ---------------------------------------------------------------- finding 8: glob */
@@ -562,10 +594,10 @@ static void test_glob_polynomial(void **state) {
     memset(name, 'a', 250);
     strcpy(name + 250, ".txt");
     put(f->ws, name, "a\n");
-    assert_int_equal(
-        run_in(f->ws, "glob",
-               "{\"pattern\":\"*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b\"}", &r, NULL),
-        PTL_OK);
+    assert_int_equal(run_in(f->ws, "glob",
+                            "{\"pattern\":\"*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b\"}",
+                            &r, NULL),
+                     PTL_OK);
     assert_non_null(strstr(r.output, "no files match"));
     ptl_result_clear(&r);
     assert_int_equal(run_in(f->ws, "grep",
@@ -610,7 +642,8 @@ static void test_cancel_polled(void **state) {
         ptl_result r = {0};
         ptl_status st = calls[i].fn(in, &ctx, &r);
         json_decref(in);
-        if (st != PTL_CANCELLED) fail_msg("call %zu: status %d, not cancelled: %s", i, st, r.output);
+        if (st != PTL_CANCELLED)
+            fail_msg("call %zu: status %d, not cancelled: %s", i, st, r.output);
         ptl_result_clear(&r);
     }
 }
@@ -669,7 +702,8 @@ static void test_setsid_children_die(void **state) {
                 snprintf(cmd + k, sizeof cmd - (size_t)k, "\nsleep 0.3; echo done");
             else
                 snprintf(cmd + k, sizeof cmd - (size_t)k, "\nsleep 300");
-            json_t *in = json_pack("{s:s, s:i}", "command", cmd, "timeout_ms", e == 1 ? 1500 : 60000);
+            json_t *in =
+                json_pack("{s:s, s:i}", "command", cmd, "timeout_ms", e == 1 ? 1500 : 60000);
             char *txt = json_dumps(in, 0);
             json_decref(in);
             atomic_int flag = 0;
@@ -801,20 +835,20 @@ static void test_edit_bounded(void **state) {
     assert_int_equal(sb.st_size, 20000);
     /* the permission title states the sizes */
     char *title = ptl_title(ptl_find("edit"), txt);
-    assert_string_equal(title,
-                        "Edit amp.txt (replace 1 bytes with 2000 bytes, every occurrence)");
+    assert_string_equal(title, "Edit amp.txt (replace 1 bytes with 2000 bytes, every occurrence)");
     free(title);
     title = ptl_title(ptl_find("write"), "{\"path\":\"w.txt\",\"content\":\"12345\"}");
     assert_string_equal(title, "Write w.txt (5 bytes)");
     free(title);
-    title = ptl_title(ptl_find("edit"), "{\"path\":\"e.txt\",\"old_string\":\"ab\",\"new_string\":\"c\"}");
+    title = ptl_title(ptl_find("edit"),
+                      "{\"path\":\"e.txt\",\"old_string\":\"ab\",\"new_string\":\"c\"}");
     assert_string_equal(title, "Edit e.txt (replace 2 bytes with 1 bytes)");
     free(title);
     free(txt);
     json_decref(in);
     /* a smaller amplification within the bound works */
-    in = json_pack("{s:s, s:s, s:s, s:b}", "path", "amp.txt", "old_string", "a", "new_string",
-                   "bb", "replace_all", 1);
+    in = json_pack("{s:s, s:s, s:s, s:b}", "path", "amp.txt", "old_string", "a", "new_string", "bb",
+                   "replace_all", 1);
     txt = json_dumps(in, 0);
     assert_int_equal(run_in(f->ws, "edit", txt, &r, NULL), PTL_OK);
     assert_false(r.is_error);
