@@ -8,6 +8,7 @@ PKGS=(
   build-essential cmake pkg-config clang-14 lld-14 clang-format
   libjansson-dev libsqlite3-dev libcurl4-openssl-dev libssl-dev libcmocka-dev
   wasi-libc libclang-rt-14-dev-wasm32 python3
+  bubblewrap libseccomp-dev ruby # placement: the native sandbox and native Ruby
   nodejs # issue 13: the ACP SDK client end-to-end tests (acp.sdk.*)
 )
 
@@ -28,6 +29,7 @@ install_acp_sdk() {
   fi
   if ! command -v npm >/dev/null; then
     echo "deps.sh: npm not found: installing the Debian npm package" >&2
+    $SUDO apt-get update -qq
     $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null
   fi
   echo "deps.sh: installing the pinned ACP SDK into $dir" >&2

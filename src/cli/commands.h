@@ -15,5 +15,6 @@ int peri_cmd_acp(int argc, char **argv);     /* cmd_acp.c: ACP agent on stdio */
 int peri_cmd_print(int argc, char **argv);   /* cmd_print.c: one-shot ACP client */
 /* agent_exec.c: runs `peri-agent <argv...>` (acp, print live there, not in peri). */
 int peri_cmd_agent(int argc, char **argv);
+int peri_cmd_place(int argc, char **argv);   /* cmd_place.c: placement run, decide (in peri-agent) */
 
 #endif

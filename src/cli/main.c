@@ -21,6 +21,7 @@ static const peri_command peri_commands[] = {
     /* Agent commands run in peri-agent (agent_exec.c): peri itself stays small. */
     {"acp", peri_cmd_agent, "run the agent as an ACP server on stdio"},
     {"print", peri_cmd_agent, "run one prompt through the agent and print the answer"},
+    {"place", peri_cmd_agent, "run a request where placement decides: WASM room or native sandbox"},
 };
 
 static void peri_usage(FILE *f) {
