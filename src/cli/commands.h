@@ -17,4 +17,6 @@ int peri_cmd_print(int argc, char **argv);   /* cmd_print.c: one-shot ACP client
 int peri_cmd_agent(int argc, char **argv);
 int peri_cmd_place(int argc, char **argv);   /* cmd_place.c: placement run, decide (in peri-agent) */
 
+int peri_cmd_mcp(int argc, char **argv); /* cmd_mcp.c: workspace MCP server on stdio (peri-agent) */
+
 #endif

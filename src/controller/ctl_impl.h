@@ -6,6 +6,7 @@
 #define PCT_IMPL_H
 
 #include "peri/controller.h"
+#include "peri/mcp.h"
 #include "peri/runtime.h"
 #include "peri/tools.h"
 
@@ -35,6 +36,10 @@ typedef struct pct_sess {
     pthread_mutex_t emit_mu;
     uint64_t gate_gen; /* events of turns <= gate_gen are dropped */
     bool titled;
+    pmcp_pool *mcp;       /* MCP servers of this session (issue 12); closed on release */
+    pag_tool_info *tools; /* builtin + MCP tools; the agent's ports point here */
+    size_t ntools;
+    ptl_client_fs client_fs; /* issue 12: files through the ACP client when offered */
     /* ---- issue 13 (guarded by mu unless noted) */
     char *frozen;        /* frozen context text, owned (immutable after creation) */
     char *model_spec;    /* chosen "provider:model", owned; NULL = settings default */
@@ -49,11 +54,11 @@ struct pct_controller {
     pst_store *store;
     prt_runtime *rt;
     const pag_settings *settings;
-    char *home; /* for ~/.peri/commands; owned, may be NULL */
     pct_sink sink;
     char machine_id[PST_ID_LEN];
     pag_tool_info *tools;
     size_t ntools;
+    char *home;         /* for the user's settings.json (MCP servers) and ~/.peri/commands */
     pthread_mutex_t mu; /* workers count */
     pthread_cond_t cv;
     int workers;
