@@ -81,10 +81,10 @@ static unsigned char *build(bool network, size_t *len) {
     }
     if (rc == 0 && !network)
         rc = seccomp_rule_add(f, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
-                              SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+                              SCMP_A0(SCMP_CMP_NE, AF_UNIX, 0));
     if (rc == 0 && network) /* raw packet sockets need capabilities anyway; be explicit */
         rc = seccomp_rule_add(f, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
-                              SCMP_A0(SCMP_CMP_EQ, AF_PACKET));
+                              SCMP_A0(SCMP_CMP_EQ, AF_PACKET, 0));
     unsigned char *out = NULL;
     int fd = rc == 0 ? memfd_create("peri-seccomp", MFD_CLOEXEC) : -1;
     if (fd >= 0 && seccomp_export_bpf(f, fd) == 0) {

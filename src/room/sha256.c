@@ -9,7 +9,10 @@
 
 #include <string.h>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* clang before 15 does not know the "sha" feature of __builtin_cpu_supports (the
+ * fuzz build uses clang-14): the portable code there. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) &&                           \
+    !(defined(__clang__) && __clang_major__ < 15)
 #include <immintrin.h>
 #define PR_SHA_NI 1
 #endif
