@@ -9,7 +9,35 @@ PKGS=(
   libjansson-dev libsqlite3-dev libcurl4-openssl-dev libssl-dev libcmocka-dev
   wasi-libc libclang-rt-14-dev-wasm32 python3
   bubblewrap libseccomp-dev ruby # placement: the native sandbox and native Ruby
+  nodejs # issue 13: the ACP SDK client end-to-end tests (acp.sdk.*)
 )
+
+# ---- npm packages (issue 13): the ACP SDK client of the acp.sdk.* tests ----
+# Pinned by tests/acp/sdk/package-lock.json (exact versions and sha512 integrity, which
+# `npm ci` verifies for every tarball). Installed into a cache outside the tree
+# ($PERI_NPM_CACHE, default ~/.cache/peri/npm); the build never needs it.
+install_acp_sdk() {
+  local here lock dir stamp want
+  here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  lock="$here/tests/acp/sdk/package-lock.json"
+  dir="${PERI_NPM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/peri/npm}/acp-sdk"
+  stamp="$dir/.lock.sha256"
+  want="$(sha256sum "$lock" | cut -d' ' -f1)"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] &&
+     [ -f "$dir/node_modules/@agentclientprotocol/sdk/package.json" ]; then
+    return 0
+  fi
+  if ! command -v npm >/dev/null; then
+    echo "deps.sh: npm not found: installing the Debian npm package" >&2
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null
+  fi
+  echo "deps.sh: installing the pinned ACP SDK into $dir" >&2
+  mkdir -p "$dir"
+  cp "$here/tests/acp/sdk/package.json" "$lock" "$dir/"
+  (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+  echo "$want" >"$stamp"
+}
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -48,15 +76,16 @@ mcp_npm() {
 }
 [ "${PERI_SKIP_NPM:-}" = 1 ] || mcp_npm
 # --- end MCP interop --------------------------------------------------------------
-
-[ ${#missing[@]} -eq 0 ] && exit 0
-
-echo "deps.sh: installing ${missing[*]}" >&2
 SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "deps.sh: need root to install ${missing[*]}" >&2; exit 1; }
-  SUDO=sudo
-fi
+if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null; then SUDO=sudo; fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps.sh: installing ${missing[*]}" >&2
+  if [ "$(id -u)" -ne 0 ] && [ -z "$SUDO" ]; then
+    echo "deps.sh: need root to install ${missing[*]}" >&2
+    exit 1
+  fi
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+install_acp_sdk

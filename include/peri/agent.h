@@ -14,6 +14,13 @@
  * Also here: settings (parsed from the settings document the host supplies; the
  * library reads neither files nor the environment for them) and the frozen context
  * builder, because both are agent-owned configuration.
+ *
+ * CHANGES (after first publication; additive only):
+ *   - issue 13: session modes (pag_mode), model switching, view start (/compact, /clear),
+ *     turns over a prepared user message (images), subagent cancel linking, PLAN/MODE/
+ *     CONFIG events, usage token split and cost, "always" permission outcomes,
+ *     pag_tool_info.read_only, settings models/named providers, project files (guides,
+ *     skills, commands, project allow-list) read confined beneath cwd.
  */
 #ifndef PERI_AGENT_H
 #define PERI_AGENT_H
@@ -34,8 +41,30 @@ typedef struct pag_provider {
     char *api_key;  /* owned, may be NULL */
 } pag_provider;
 
+/* A named provider beyond "openai"/"anthropic" (settings "providers": {"name":
+ * {"type": "openai"|"anthropic", "baseUrl": .., "apiKey": ..}}). */
+typedef struct pag_named_provider {
+    char *name; /* owned */
+    pm_provider kind;
+    pag_provider p;
+} pag_named_provider;
+
+/* One selectable model (settings "models": [{"id": "provider:model", "name": ..,
+ * "contextWindow": N, "price": {"input": USD per 1M tokens, "output": ..}}]). */
+typedef struct pag_model_entry {
+    char *id;               /* "provider:model", owned */
+    char *name;             /* display name, owned (defaults to id) */
+    int64_t context_window; /* 0: unknown (built-in table, then contextBudget) */
+    bool has_price;
+    double price_in, price_out; /* USD per million tokens */
+} pag_model_entry;
+
 typedef struct pag_settings {
     pag_provider openai, anthropic;
+    pag_named_provider *providers; /* extra named providers, owned */
+    size_t nproviders;
+    pag_model_entry *models; /* the model selector's choices, owned */
+    size_t nmodels;
     char *model;        /* "openai:gpt-4o-mini" style, owned, NULL if unset */
     char **allow_tools; /* tool names allowed without asking ("*" = all), owned */
     size_t nallow;
@@ -60,15 +89,66 @@ bool pag_settings_allows(const pag_settings *s, const char *tool_name);
  * and *model_name (borrowed). Returns 0, or -1 with a human message. */
 int pag_settings_model(const pag_settings *s, pm_config *cfg, const char **model_name, char *err,
                        size_t errlen);
+/* Same for an explicit "provider:model" spec (NULL: the default model). */
+int pag_settings_model_spec(const pag_settings *s, const char *spec, pm_config *cfg,
+                            const char **model_name, char *err, size_t errlen);
+/* The default model spec ("openai:gpt-4o-mini" ...), or NULL when no provider is set. */
+const char *pag_settings_default_model(const pag_settings *s);
+/* The settings entry for a spec, or NULL. */
+const pag_model_entry *pag_settings_model_entry(const pag_settings *s, const char *spec);
+/* Context window of a model: settings entry, else the built-in table of known models,
+ * else 0. */
+int64_t pag_model_context_window(const pag_settings *s, const char *spec);
+/* Prices (USD per million input/output tokens): settings entry, else the built-in
+ * table; false when unknown. */
+bool pag_model_price(const pag_settings *s, const char *spec, double *in, double *out);
 
-/* Frozen context: the system prompt fixed at session creation (instructions file
- * AGENTS.md or PERI.md in cwd, capped at 64 KiB; date; cwd). Caller frees. */
+/* ---------------------------------------------------------------- project files */
+
+/* Reads <root>/<rel> confined beneath root (ptl_read_beneath: no "..", no symlink leading
+ * out, O_NONBLOCK, a regular file without other hard links) and at most `max` bytes
+ * (larger: cut at max). Returns the malloc'd NUL-terminated text (length in *len when not
+ * NULL) or NULL (absent, refused, or out of memory). */
+char *pag_read_beneath(const char *root, const char *rel, size_t max, size_t *len);
+/* Splits optional YAML-ish front matter ("---\nkey: value\n---\n") off a Markdown text.
+ * *value receives a malloc'd copy of key's value (NULL if absent); returns a pointer to
+ * the body inside text. */
+const char *pag_front_matter(const char *text, const char *key, char **value);
+/* True when <cwd>/.peri/settings.json's permissions.allow names the tool ("*" is not
+ * honoured there: that file may come with the repository). */
+bool pag_project_allows(const char *cwd, const char *tool_name);
+/* Adds the tool to <cwd>/.peri/settings.json's permissions.allow (creating the file;
+ * other keys kept; written atomically, confined beneath cwd). 0, or -1 with err. */
+int pag_project_allow_add(const char *cwd, const char *tool_name, char *err, size_t errlen);
+/* A skill's SKILL.md body (front matter removed) from <cwd>/.peri/skills/<name>/; NULL
+ * when absent or the name is not a plain directory name. Caller frees. */
+char *pag_skill_body(const char *cwd, const char *name);
+
+/* User slash commands: <cwd>/.peri/commands/NAME.md then <home>/.peri/commands/NAME.md
+ * (project wins on a name clash). */
+typedef struct pag_user_command {
+    char *name;        /* file name without .md */
+    char *description; /* front matter description, else the first body line */
+    char *hint;        /* front matter argument-hint, may be NULL */
+    char *body;        /* Markdown body; $ARGUMENTS is replaced when run */
+} pag_user_command;
+
+/* Loads the commands into *out (malloc'd array, *n entries). 0, or -1 out of memory. */
+int pag_user_commands_load(const char *cwd, const char *home, pag_user_command **out, size_t *n);
+void pag_user_commands_free(pag_user_command *c, size_t n);
+/* The body with every $ARGUMENTS replaced by args (malloc'd). */
+char *pag_expand_arguments(const char *body, const char *args);
+
+/* Frozen context: the system prompt fixed at session creation (project guides AGENTS.md,
+ * then PERI.md and CLAUDE.md if present, read confined and capped at 64 KiB in all; a
+ * Skills summary from .peri/skills/<name>/SKILL.md front matter; date; cwd). Caller frees. */
 char *pag_frozen_context(const char *cwd, int64_t now_ms);
 
 /* ---------------------------------------------------------------- events */
 
 typedef enum pag_event_kind {
-    PAG_EV_USER_TEXT = 0, /* replay of a user message: text */
+    PAG_EV_USER_TEXT = 0, /* replay of a user message: text (content_json: a non-text
+                             ACP ContentBlock, e.g. an image, instead) */
     PAG_EV_TEXT,          /* assistant text delta: text */
     PAG_EV_THOUGHT,       /* reasoning delta: text */
     PAG_EV_TOOL_CALL,     /* tool announced: tool_call_id, title, tool_kind, status, raw_input */
@@ -76,6 +156,9 @@ typedef enum pag_event_kind {
     PAG_EV_USAGE,         /* used, size */
     PAG_EV_COMMANDS,      /* available commands changed (host-emitted; none offered yet) */
     PAG_EV_SESSION_INFO,  /* title (may be NULL), used = updatedAt in Unix ms */
+    PAG_EV_PLAN,          /* content_json = ACP PlanEntry[] JSON text */
+    PAG_EV_MODE,          /* text = the current mode id */
+    PAG_EV_CONFIG,        /* content_json = ACP SessionConfigOption[] JSON text */
 } pag_event_kind;
 
 typedef struct pag_event {
@@ -92,6 +175,10 @@ typedef struct pag_event {
     const char *content_json;   /* TOOL_UPDATE: ACP ToolCallContent[] JSON text or NULL */
     const char *locations_json; /* TOOL_CALL/UPDATE: ACP locations JSON text or NULL */
     int64_t used, size;
+    int64_t input_tokens, output_tokens; /* USAGE: the call's split of `used` */
+    bool has_cost;                       /* USAGE: cost_usd is known */
+    double cost_usd;                     /* USAGE: session cost so far (USD) */
+    const char *meta_json; /* optional JSON object text merged into the update's _meta */
     /* Stamped by the runtime on the way up. */
     const char *session_id;
     uint64_t session_seq;
@@ -105,6 +192,7 @@ typedef struct pag_tool_info {
     const char *schema_json;
     const char *kind; /* ACP ToolKind */
     bool needs_permission;
+    bool read_only; /* allowed in plan mode */
 } pag_tool_info;
 
 typedef struct pag_tool_output {
@@ -120,7 +208,25 @@ typedef enum pag_permission {
     PAG_PERM_ALLOW = 0,
     PAG_PERM_REJECT,
     PAG_PERM_CANCELLED,
+    PAG_PERM_ALLOW_ALWAYS,  /* broker answers only: remembered for the session */
+    PAG_PERM_REJECT_ALWAYS, /* remembered for the session */
+    PAG_PERM_ALLOW_PROJECT, /* remembered and written to the project allow-list */
 } pag_permission;
+
+/* ---------------------------------------------------------------- modes */
+
+typedef enum pag_mode {
+    PAG_MODE_DEFAULT = 0,  /* ask before edits and shell */
+    PAG_MODE_ACCEPT_EDITS, /* file edits allowed, shell asks */
+    PAG_MODE_PLAN,         /* read-only tools only; the model is told it is planning */
+    PAG_MODE_BYPASS,       /* nothing asks (the sandbox still applies) */
+} pag_mode;
+
+#define PAG_MODE_COUNT 4
+const char *pag_mode_id(pag_mode m);   /* "default" "acceptEdits" "plan" "bypassPermissions" */
+const char *pag_mode_name(pag_mode m); /* human name */
+const char *pag_mode_description(pag_mode m);
+bool pag_mode_parse(const char *id, pag_mode *out);
 
 typedef struct pag_ports {
     void *ctx;
@@ -163,7 +269,8 @@ const char *pag_session_id(const pag_session *s);
 const char *pag_session_cwd(const pag_session *s);
 
 /* Restores history from persisted messages (neutral JSON forms, in order). Bad rows are
- * skipped and counted in *skipped. 0, or -1 when out of memory. */
+ * skipped and counted in *skipped. The model's view starts at the last system-role
+ * message (a /compact summary or /clear marker). 0, or -1 when out of memory. */
 int pag_session_restore(pag_session *s, const char *const *message_json, size_t n, size_t *skipped);
 /* Emits the replay events (user_message_chunk, agent_message_chunk, tool_call, ...)
  * for the whole history through emit(ctx, ev). */
@@ -184,6 +291,26 @@ typedef struct pag_turn_result {
     long http_status;        /* FAILED with llm_http, else 0 */
     char message[512];
 } pag_turn_result;
+
+/* Runs one turn over a prepared user message (text and image parts); takes the parts
+ * of *user (left empty). */
+void pag_session_turn_message(pag_session *s, pm_message *user, pag_turn_result *out);
+/* Modes: read by every tool call, so a change applies at once (any thread). */
+void pag_session_set_mode(pag_session *s, pag_mode m);
+pag_mode pag_session_mode(const pag_session *s);
+/* Switches the model (strings borrowed, must outlive the session or the next switch).
+ * Call only between turns (from the thread that serialises turns). */
+void pag_session_set_model(pag_session *s, const char *model_name, const char *missing_reason);
+/* A subagent follows its parent's cancel flag (borrowed; must outlive the session). */
+void pag_session_link_cancel(pag_session *s, atomic_int *parent_cancel);
+/* /compact: asks the model for a summary of the visible history (plus the user's
+ * instructions, may be NULL), persists it as a system message and makes the model's view
+ * start there. The summary is emitted as agent text. Call like pag_session_turn. */
+void pag_session_compact(pag_session *s, const char *instructions, pag_turn_result *out);
+/* /clear: persists a marker and hides the whole history from the model. */
+void pag_session_clear(pag_session *s, pag_turn_result *out);
+/* The text of the last assistant message (malloc'd) or NULL. */
+char *pag_session_last_answer(const pag_session *s);
 
 /* Begins a turn: bumps and returns the turn generation and clears the cancel flag.
  * Call before pag_session_turn, from the thread that serialises turns. */

@@ -65,6 +65,7 @@ typedef enum pct_status {
     PCT_FAILED,     /* store or memory failure; message says what */
     PCT_FOREIGN,    /* the session's workspace belongs to another machine (message says
                        which) */
+    PCT_ACTIVE,     /* the source session is running a prompt (fork): -32010 */
 } pct_status;
 
 typedef struct pct_error {
@@ -110,6 +111,33 @@ pct_status pct_session_delete(pct_controller *c, const char *id, pct_error *err)
  * called and the token stays the caller's. */
 pct_status pct_prompt(pct_controller *c, const char *id, const char *text, void *token,
                       pct_error *err);
+/* ---- issue 13: modes, config options, prompt content, fork, request cancel */
+
+/* Queues a prompt made of a prepared user message (text and image parts); takes the
+ * parts of *msg (left empty) when it returns PCT_OK. */
+pct_status pct_prompt_message(pct_controller *c, const char *id, pm_message *msg, void *token,
+                              pct_error *err);
+/* The session's modes ({"currentModeId", "availableModes"}) and configOptions (array)
+ * as JSON text (malloc'd), or NULL when the session is not live. */
+char *pct_session_modes(pct_controller *c, const char *id);
+char *pct_session_config(pct_controller *c, const char *id);
+/* session/set_mode: persisted; emits current_mode_update. PCT_BAD_ARG for an unknown
+ * mode (message names it). */
+pct_status pct_set_mode(pct_controller *c, const char *id, const char *mode_id, pct_error *err);
+/* session/set_config_option ("model" or "mode"): persisted; PCT_BAD_ARG for an unknown
+ * option or value. */
+pct_status pct_set_config(pct_controller *c, const char *id, const char *config_id,
+                          const char *value, pct_error *err);
+/* session/fork: copies the history and settings of a session into a new live session
+ * whose thread has parent_thread_id = id. PCT_ACTIVE while the source runs a prompt. */
+pct_status pct_session_fork(pct_controller *c, const char *id, char out_id[PST_ID_LEN],
+                            pct_error *err);
+/* Tells the user something about their prompt (an agent_message_chunk, stamped). */
+void pct_notice(pct_controller *c, const char *id, const char *text);
+/* $/cancel_request of a session/prompt: cancels that prompt whether running or queued
+ * (token = the one given to pct_prompt; compared, never dereferenced). */
+void pct_cancel_prompt(pct_controller *c, const char *id, void *token);
+
 /* Cancels the running turn of a session (no-op when idle or unknown). */
 void pct_cancel(pct_controller *c, const char *id);
 /* Peri close: cancel, then settle. PCT_OK when settled (also for an already closed or

@@ -31,6 +31,7 @@
  * Once the first event went out, a failure is returned as is.
  *
  * CHANGES (after first publication; additive only):
+ *   - PM_PART_IMAGE and pm_message_add_image (user images, issue 13).
  *   - pm_config.proxy (last field): NULL keeps libcurl's default, which honours the
  *     http_proxy/https_proxy/no_proxy environment variables; "" disables proxies.
  */
@@ -91,6 +92,7 @@ typedef enum pm_part_kind {
     PM_PART_THINKING,    /* assistant reasoning text (Anthropic thinking blocks) */
     PM_PART_TOOL_CALL,   /* assistant asks for a tool: id, name, arguments (JSON text) */
     PM_PART_TOOL_RESULT, /* answer to a tool call: id (= the call id), text, is_error */
+    PM_PART_IMAGE,       /* user image: name = MIME type, text = base64 data */
 } pm_part_kind;
 
 typedef struct pm_part {
@@ -121,6 +123,9 @@ pm_status pm_message_add_tool_call(pm_message *m, const char *id, const char *na
                                    const char *arguments_json);
 pm_status pm_message_add_tool_result(pm_message *m, const char *tool_call_id, const char *content,
                                      bool is_error);
+/* An image (base64 data, MIME type such as "image/png"); sent to OpenAI as an image_url
+ * data URL part and to Anthropic as a base64 image block. */
+pm_status pm_message_add_image(pm_message *m, const char *mime, const char *data_b64);
 /* Deep copy; dst is initialised by the call. */
 pm_status pm_message_copy(pm_message *dst, const pm_message *src);
 
@@ -134,7 +139,8 @@ bool pm_role_parse(const char *name, pm_role *out);
  *   {"role":"assistant","parts":[{"type":"text","text":"..."},
  *     {"type":"thinking","text":"...","signature":"..."},
  *     {"type":"tool_call","id":"..","name":"..","arguments":"{...}"},
- *     {"type":"tool_result","id":"..","text":"..","is_error":false}]}
+ *     {"type":"tool_result","id":"..","text":"..","is_error":false},
+ *     {"type":"image","mime":"image/png","data":"<base64>"}]}
  * pm_message_to_json returns malloc'd compact JSON text (caller frees) or NULL on OOM.
  * pm_message_from_json parses that form into *m (initialised by the call); bad input
  * gives PM_ERR_PROTOCOL with a message in err (err may be NULL). */

@@ -40,6 +40,7 @@ static void ctl_error(pacp_reply *r, const pct_error *e, const char *sid) {
         bad_params(r, e->message);
         r->data = json_pack("{s:s}", "sessionId", sid ? sid : "");
         break;
+    case PCT_ACTIVE: pacp_reply_error(r, PACP_CLOSE_INCOMPLETE, e->message); break;
     default: pacp_reply_error(r, PACP_INTERNAL_ERROR, e->message); break;
     }
 }
@@ -71,12 +72,12 @@ static void m_initialize(pacp_server *srv, json_t *params, pacp_reply *r) {
         return;
     }
     r->result = json_pack(
-        "{s:i, s:{s:b, s:{s:b, s:b, s:b}, s:{s:b, s:b}, s:{s:{}, s:{}, s:{}, s:{}}}, s:[], "
+        "{s:i, s:{s:b, s:{s:b, s:b, s:b}, s:{s:b, s:b}, s:{s:{}, s:{}, s:{}, s:{}, s:{}}}, s:[], "
         "s:{s:s, s:s, s:s}}",
         "protocolVersion", 1, "agentCapabilities", "loadSession", 1, "promptCapabilities", "image",
-        0, "audio", 0, "embeddedContext", 1, "mcpCapabilities", "http", 1, "sse", 1,
-        "sessionCapabilities", "list", "close", "resume", "delete", "authMethods", "agentInfo",
-        "name", "peri-c", "title", "Peri-C", "version", PERI_VERSION);
+        1, "audio", 0, "embeddedContext", 1, "mcpCapabilities", "http", 1, "sse", 1,
+        "sessionCapabilities", "list", "close", "resume", "delete", "fork", "authMethods",
+        "agentInfo", "name", "peri-c", "title", "Peri-C", "version", PERI_VERSION);
     if (!r->result) pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
 }
 
@@ -119,16 +120,37 @@ static void mcp_notices(json_t *result, char *notices) {
     free(notices);
 }
 
+/* Adds the session's modes and configOptions to a result object. */
+static void add_options(pacp_server *srv, const char *sid, json_t *result) {
+    char *modes = pct_session_modes(srv->ctl, sid);
+    char *cfg = pct_session_config(srv->ctl, sid);
+    json_t *m = modes ? json_loads(modes, 0, NULL) : NULL;
+    json_t *c = cfg ? json_loads(cfg, 0, NULL) : NULL;
+    if (m) json_object_set_new(result, "modes", m);
+    if (c) json_object_set_new(result, "configOptions", c);
+    free(modes);
+    free(cfg);
+}
+
+/* ACP requires cwd (an absolute path) and mcpServers (an array) in session/new: a
+ * missing or mistyped field is -32602 naming it. */
 static void m_new(pacp_server *srv, json_t *params, pacp_reply *r) {
-    if (check_mcp(params, r)) return;
     json_t *cwdv = json_object_get(params, "cwd");
-    const char *cwd = srv->default_cwd; /* the start object's cwd */
-    if (json_is_string(cwdv))
-        cwd = json_string_value(cwdv);
-    else if (cwdv && !json_is_null(cwdv)) {
-        bad_params(r, "cwd must be a string");
+    json_t *mcpv = json_object_get(params, "mcpServers");
+    if (!cwdv) {
+        bad_params(r, "missing required field: cwd (an absolute path)");
         return;
     }
+    if (!json_is_string(cwdv)) {
+        bad_params(r, "cwd must be a string (an absolute path)");
+        return;
+    }
+    if (!mcpv) {
+        bad_params(r, "missing required field: mcpServers (an array, may be empty)");
+        return;
+    }
+    if (check_mcp(params, r)) return;
+    const char *cwd = json_string_value(cwdv);
     pct_error e = {0};
     char sid[PST_ID_LEN];
     char *mcp = mcp_text(params), *notices = NULL;
@@ -141,10 +163,12 @@ static void m_new(pacp_server *srv, json_t *params, pacp_reply *r) {
     }
     r->result = json_pack("{s:s}", "sessionId", sid);
     mcp_notices(r->result, notices);
-    if (!r->result)
+    if (!r->result) {
         pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
-    else
-        memcpy(r->announce, sid, PST_ID_LEN);
+        return;
+    }
+    add_options(srv, sid, r->result);
+    memcpy(r->announce, sid, PST_ID_LEN);
 }
 
 static void load_or_resume(pacp_server *srv, json_t *params, pacp_reply *r, bool replay) {
@@ -165,6 +189,79 @@ static void load_or_resume(pacp_server *srv, json_t *params, pacp_reply *r, bool
     }
     ok_empty(r);
     mcp_notices(r->result, notices);
+    if (r->result) add_options(srv, sid, r->result);
+}
+
+/* ---------------------------------------------------------------- issue 13 */
+
+static void m_fork(pacp_server *srv, json_t *params, pacp_reply *r) {
+    const char *sid = session_id(params);
+    if (!sid) {
+        bad_params(r, "missing sessionId");
+        return;
+    }
+    if (check_mcp(params, r)) return;
+    pct_error e = {0};
+    char nid[PST_ID_LEN];
+    if (pct_session_fork(srv->ctl, sid, nid, &e) != PCT_OK) {
+        ctl_error(r, &e, sid);
+        return;
+    }
+    r->result = json_pack("{s:s}", "sessionId", nid);
+    if (!r->result) {
+        pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    add_options(srv, nid, r->result);
+    memcpy(r->announce, nid, PST_ID_LEN);
+}
+
+static void m_set_mode(pacp_server *srv, json_t *params, pacp_reply *r) {
+    const char *sid = session_id(params);
+    json_t *mode = json_object_get(params, "modeId");
+    if (!sid) {
+        bad_params(r, "missing sessionId");
+        return;
+    }
+    if (!json_is_string(mode)) {
+        bad_params(r, "modeId must be a string");
+        return;
+    }
+    pct_error e = {0};
+    if (pct_set_mode(srv->ctl, sid, json_string_value(mode), &e) != PCT_OK) {
+        ctl_error(r, &e, sid);
+        return;
+    }
+    ok_empty(r);
+}
+
+static void m_set_config(pacp_server *srv, json_t *params, pacp_reply *r) {
+    const char *sid = session_id(params);
+    json_t *cid = json_object_get(params, "configId");
+    json_t *val = json_object_get(params, "value");
+    if (!sid) {
+        bad_params(r, "missing sessionId");
+        return;
+    }
+    if (!json_is_string(cid)) {
+        bad_params(r, "configId must be a string");
+        return;
+    }
+    if (!json_is_string(val)) {
+        bad_params(r, "value must be a string (a value id of the option)");
+        return;
+    }
+    pct_error e = {0};
+    if (pct_set_config(srv->ctl, sid, json_string_value(cid), json_string_value(val), &e) !=
+        PCT_OK) {
+        ctl_error(r, &e, sid);
+        return;
+    }
+    char *cfg = pct_session_config(srv->ctl, sid);
+    json_t *c = cfg ? json_loads(cfg, 0, NULL) : NULL;
+    free(cfg);
+    r->result = c ? json_pack("{s:o}", "configOptions", c) : NULL;
+    if (!r->result) pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
 }
 
 static void m_load(pacp_server *srv, json_t *params, pacp_reply *r) {
@@ -206,6 +303,9 @@ static void m_list(pacp_server *srv, json_t *params, pacp_reply *r) {
         json_t *o = json_pack("{s:s, s:s, s:o}", "sessionId", t->id, "cwd", t->cwd ? t->cwd : "",
                               "updatedAt", iso_time(t->updated_at));
         if (o && t->title) json_object_set_new(o, "title", json_string(t->title));
+        if (o && t->parent_id[0])
+            json_object_set_new(o, "_meta",
+                                json_pack("{s:s}", "peri.parentSessionId", t->parent_id));
         if (!o || json_array_append_new(arr, o)) {
             json_decref(arr);
             arr = NULL;
@@ -258,71 +358,153 @@ static void m_cancel(pacp_server *srv, json_t *params, pacp_reply *r) {
 
 /* ---------------------------------------------------------------- prompt */
 
-static int append(char **buf, size_t *len, const char *s) {
-    size_t n = strlen(s);
-    char *nb = realloc(*buf, *len + n + 2);
-    if (!nb) return -1;
-    *buf = nb;
-    if (*len) nb[(*len)++] = '\n';
-    memcpy(nb + *len, s, n + 1);
-    *len += n;
-    return 0;
+/* Growing text buffer for the prompt's text and the refusal notice. */
+typedef struct tbuf {
+    char *p;
+    size_t len;
+    bool oom;
+} tbuf;
+
+static void tb_add(tbuf *b, const char *s, const char *sep) {
+    if (b->oom) return;
+    size_t n = strlen(s), k = b->len && sep ? strlen(sep) : 0;
+    char *np = realloc(b->p, b->len + k + n + 1);
+    if (!np) {
+        b->oom = true;
+        return;
+    }
+    memcpy(np + b->len, sep ? sep : "", k);
+    memcpy(np + b->len + k, s, n + 1);
+    b->p = np;
+    b->len += k + n;
 }
 
-/* Flattens ContentBlock[] into the user's text. Returns NULL with r set on error. */
-static char *flatten(json_t *blocks, pacp_reply *r) {
-    char *out = calloc(1, 1);
-    size_t len = 0;
-    size_t i;
+static bool image_mime(const char *m) {
+    return m && (!strcmp(m, "image/png") || !strcmp(m, "image/jpeg") || !strcmp(m, "image/gif") ||
+                 !strcmp(m, "image/webp"));
+}
+
+/* Plausible base64: non-empty, only the base64 alphabet (and padding). */
+static bool base64_ok(const char *d) {
+    if (!d || !*d) return false;
+    for (const char *p = d; *p; p++)
+        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+              *p == '+' || *p == '/' || *p == '=' || *p == '\n' || *p == '\r'))
+            return false;
+    return true;
+}
+
+/* Builds the user message from ContentBlock[]: text, resource links and embedded text
+ * resources become text; images (and image blobs) become image parts. A block that
+ * cannot be passed on is refused on its own: the notice says which and why, the rest
+ * of the prompt goes through. Returns 0, or -1 with r set (nothing usable, OOM). */
+static int build_message(json_t *blocks, pm_message *m, tbuf *notice, pacp_reply *r) {
+    tbuf text = {0};
+    size_t i, usable = 0;
     json_t *b;
+    pm_message_init(m, PM_ROLE_USER);
     json_array_foreach(blocks, i, b) {
         const char *type = json_string_value(json_object_get(b, "type"));
-        char tmp[1024];
-        const char *piece = NULL;
+        char tmp[1200];
+        const char *why = NULL;
         if (!type) {
-            bad_params(r, "content block without a type");
-            goto fail;
-        }
-        if (!strcmp(type, "text")) {
-            piece = json_string_value(json_object_get(b, "text"));
-            if (!piece) {
-                bad_params(r, "text block without text");
-                goto fail;
+            why = "a content block without a type";
+        } else if (!strcmp(type, "text")) {
+            const char *t = json_string_value(json_object_get(b, "text"));
+            if (!t)
+                why = "a text block without text";
+            else {
+                tb_add(&text, t, "\n");
+                usable++;
             }
         } else if (!strcmp(type, "resource_link")) {
             const char *uri = json_string_value(json_object_get(b, "uri"));
             const char *name = json_string_value(json_object_get(b, "name"));
-            if (!uri) {
-                bad_params(r, "resource_link block without uri");
-                goto fail;
+            if (!uri)
+                why = "a resource_link block without uri";
+            else {
+                snprintf(tmp, sizeof tmp, "[Resource: %.500s](%.600s)", name ? name : uri, uri);
+                tb_add(&text, tmp, "\n");
+                usable++;
             }
-            snprintf(tmp, sizeof tmp, "[Resource: %s](%s)", name ? name : uri, uri);
-            piece = tmp;
         } else if (!strcmp(type, "resource")) {
             json_t *res = json_object_get(b, "resource");
             const char *uri = json_string_value(json_object_get(res, "uri"));
-            const char *text = json_string_value(json_object_get(res, "text"));
-            if (!uri || !text) {
-                bad_params(r, "resource block needs resource.uri and resource.text");
-                goto fail;
+            const char *t = json_string_value(json_object_get(res, "text"));
+            const char *blob = json_string_value(json_object_get(res, "blob"));
+            const char *mime = json_string_value(json_object_get(res, "mimeType"));
+            if (!uri) {
+                why = "a resource block without resource.uri";
+            } else if (t) {
+                snprintf(tmp, sizeof tmp, "[Resource: %.1000s]", uri);
+                tb_add(&text, tmp, "\n");
+                tb_add(&text, t, "\n");
+                usable++;
+            } else if (blob && image_mime(mime) && base64_ok(blob)) {
+                if (pm_message_add_image(m, mime, blob) != PM_OK) text.oom = true;
+                usable++;
+            } else {
+                snprintf(tmp, sizeof tmp,
+                         "the resource %.300s (%.100s): binary attachments other than images "
+                         "(png, jpeg, gif, webp) are not supported",
+                         uri, mime ? mime : "no mimeType");
+                tb_add(notice, tmp, "; ");
+                continue;
             }
-            snprintf(tmp, sizeof tmp, "[Resource: %s]", uri);
-            if (append(&out, &len, tmp)) goto oom;
-            piece = text;
+        } else if (!strcmp(type, "image")) {
+            const char *data = json_string_value(json_object_get(b, "data"));
+            const char *mime = json_string_value(json_object_get(b, "mimeType"));
+            if (!image_mime(mime)) {
+                snprintf(tmp, sizeof tmp,
+                         "an image of type %.100s: only png, jpeg, gif and webp are supported",
+                         mime ? mime : "(none)");
+                tb_add(notice, tmp, "; ");
+                continue;
+            }
+            if (!base64_ok(data)) {
+                why = "an image block without base64 data";
+            } else {
+                if (pm_message_add_image(m, mime, data) != PM_OK) text.oom = true;
+                usable++;
+            }
+        } else if (!strcmp(type, "audio")) {
+            why = "an audio block: audio input is not supported";
         } else {
-            snprintf(tmp, sizeof tmp, "unsupported content block type: %s", type);
-            bad_params(r, tmp);
-            goto fail;
+            snprintf(tmp, sizeof tmp, "a content block of unsupported type %.100s", type);
+            tb_add(notice, tmp, "; ");
+            continue;
         }
-        if (!out || append(&out, &len, piece)) goto oom;
+        if (why) tb_add(notice, why, "; ");
     }
-    if (!out) goto oom;
-    return out;
-oom:
-    pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
-fail:
-    free(out);
-    return NULL;
+    if (text.len && pm_message_add_text(m, text.p) != PM_OK) text.oom = true;
+    free(text.p);
+    if (text.oom || notice->oom) {
+        pm_message_clear(m);
+        pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+        return -1;
+    }
+    if (usable == 0) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "prompt has no usable content: %.250s",
+                 notice->p ? notice->p : "empty prompt");
+        pm_message_clear(m);
+        bad_params(r, msg);
+        return -1;
+    }
+    if (notice->p) {
+        /* The model is told too, so it does not answer as if it had seen the block. */
+        size_t n = notice->len + 96;
+        char *note = malloc(n);
+        if (note) snprintf(note, n, "[Not shown to you (refused by the host): %s]", notice->p);
+        if (!note || pm_message_add_text(m, note) != PM_OK) {
+            free(note);
+            pm_message_clear(m);
+            pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+            return -1;
+        }
+        free(note);
+    }
+    return 0;
 }
 
 static void m_prompt(pacp_server *srv, json_t *params, pacp_reply *r) {
@@ -333,29 +515,40 @@ static void m_prompt(pacp_server *srv, json_t *params, pacp_reply *r) {
     }
     json_t *blocks = json_object_get(params, "prompt");
     json_t *content = json_object_get(json_object_get(params, "message"), "content");
-    char *text = NULL;
-    if (json_is_array(blocks))
-        text = flatten(blocks, r);
-    else if (json_is_string(content))
-        text = strdup(json_string_value(content));
-    else if (json_is_array(content))
-        text = flatten(content, r);
-    else {
+    pm_message msg;
+    tbuf notice = {0};
+    if (json_is_string(content)) {
+        json_t *one = json_pack("[{s:s, s:O}]", "type", "text", "text", content);
+        int rc = one ? build_message(one, &msg, &notice, r) : -1;
+        json_decref(one);
+        if (rc) goto fail;
+    } else if (json_is_array(blocks) || json_is_array(content)) {
+        if (build_message(json_is_array(blocks) ? blocks : content, &msg, &notice, r)) goto fail;
+    } else {
         bad_params(r, "missing prompt (ContentBlock[])");
         return;
     }
-    if (!text) {
-        if (!r->code) pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
-        return;
-    }
     pct_error e = {0};
-    pct_status st = pct_prompt(srv->ctl, sid, text, r->prompt_token, &e);
-    free(text);
+    if (notice.p) {
+        char *t = malloc(notice.len + 64);
+        if (t) {
+            snprintf(t, notice.len + 64, "Not sent to the model: %s.\n", notice.p);
+            pct_notice(srv->ctl, sid, t);
+            free(t);
+        }
+    }
+    pct_status st = pct_prompt_message(srv->ctl, sid, &msg, r->prompt_token, &e);
+    pm_message_clear(&msg);
+    free(notice.p);
     if (st != PCT_OK) {
         ctl_error(r, &e, sid);
         return;
     }
     r->deferred = true;
+    return;
+fail:
+    free(notice.p);
+    if (!r->code) pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
 }
 
 /* ---------------------------------------------------------------- dispatch */
@@ -364,10 +557,19 @@ static const struct {
     const char *name;
     handler fn;
 } methods[] = {
-    {"initialize", m_initialize}, {"authenticate", m_authenticate}, {"session/new", m_new},
-    {"session/load", m_load},     {"session/resume", m_resume},     {"session/list", m_list},
-    {"session/delete", m_delete}, {"session/close", m_close},       {"session/prompt", m_prompt},
+    {"initialize", m_initialize},
+    {"authenticate", m_authenticate},
+    {"session/new", m_new},
+    {"session/load", m_load},
+    {"session/resume", m_resume},
+    {"session/list", m_list},
+    {"session/delete", m_delete},
+    {"session/close", m_close},
+    {"session/prompt", m_prompt},
     {"session/cancel", m_cancel},
+    {"session/fork", m_fork},
+    {"session/set_mode", m_set_mode},
+    {"session/set_config_option", m_set_config},
 };
 
 void pacp_dispatch(pacp_server *srv, const char *method, json_t *params, pacp_reply *out) {

@@ -15,9 +15,41 @@
 
 /* Prompt answers are routed back to the request id they belong to. */
 typedef struct prompt_token {
+    struct prompt_token *next; /* srv->prompts, under srv->mu (issue 13: $/cancel_request) */
     pacp_server *srv;
     json_t *id;
+    char sid[PST_ID_LEN];
 } prompt_token;
+
+/* Unlinks t from the in-flight prompts (issue 13). */
+static void forget_prompt(pacp_server *srv, prompt_token *t) {
+    pthread_mutex_lock(&srv->mu);
+    for (prompt_token **p = &srv->prompts; *p; p = &(*p)->next)
+        if (*p == t) {
+            *p = t->next;
+            break;
+        }
+    pthread_mutex_unlock(&srv->mu);
+}
+
+/* $/cancel_request {requestId}: a session/prompt still in flight is cancelled (its
+ * answer is stopReason "cancelled"); other requests are answered synchronously, so by
+ * now they are done and there is nothing to cancel. */
+static void cancel_request(pacp_server *srv, json_t *params) {
+    json_t *rid = json_object_get(params, "requestId");
+    if (!rid) return;
+    char sid[PST_ID_LEN] = "";
+    void *token = NULL;
+    pthread_mutex_lock(&srv->mu);
+    for (prompt_token *t = srv->prompts; t; t = t->next)
+        if (json_equal(t->id, rid)) {
+            memcpy(sid, t->sid, PST_ID_LEN);
+            token = t;
+            break;
+        }
+    pthread_mutex_unlock(&srv->mu);
+    if (token) pct_cancel_prompt(srv->ctl, sid, token);
+}
 
 void pacp_reply_error(pacp_reply *r, int code, const char *msg) {
     json_decref(r->result);
@@ -66,6 +98,7 @@ static void sink_prompt_done(void *ctx, void *token, const pag_turn_result *r) {
         rep.result = json_pack("{s:s}", "stopReason", r->stop_reason ? r->stop_reason : "end_turn");
         if (!rep.result) pacp_reply_error(&rep, PACP_INTERNAL_ERROR, "out of memory");
     }
+    forget_prompt(srv, t);
     pacp_send_reply(srv, t->id, &rep);
     json_decref(t->id);
     free(t);
@@ -84,10 +117,29 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
         json_t *ri = json_loads(call->raw_input, 0, NULL);
         if (ri) json_object_set_new(tc, "rawInput", ri);
     }
-    json_t *params =
-        json_pack("{s:s, s:o, s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}]}", "sessionId", session_id,
-                  "toolCall", tc, "options", "optionId", "allow_once", "name", "Allow once", "kind",
-                  "allow_once", "optionId", "reject_once", "name", "Reject", "kind", "reject_once");
+    if (tc && call->meta_json) { /* a subagent's call: its nesting (issue 13) */
+        json_t *mj = json_loads(call->meta_json, 0, NULL);
+        if (json_is_object(mj))
+            json_object_set_new(tc, "_meta", mj);
+        else
+            json_decref(mj);
+    }
+    /* "always" answers: remembered for the session, or also written to the project's
+     * allow-list (.peri/settings.json) - the option name says which. */
+    const char *tool = call->tool_name ? call->tool_name : "this tool";
+    char always[160], project[200], never[160];
+    snprintf(always, sizeof always, "Always allow %.60s in this session", tool);
+    snprintf(project, sizeof project,
+             "Always allow %.60s in this project (adds it to .peri/settings.json)", tool);
+    snprintf(never, sizeof never, "Always reject %.60s in this session", tool);
+    json_t *params = json_pack(
+        "{s:s, s:o, s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}, "
+        "{s:s, s:s, s:s}]}",
+        "sessionId", session_id, "toolCall", tc, "options", "optionId", "allow_once", "name",
+        "Allow once", "kind", "allow_once", "optionId", "allow_always", "name", always, "kind",
+        "allow_always", "optionId", "allow_always_project", "name", project, "kind", "allow_always",
+        "optionId", "reject_once", "name", "Reject", "kind", "reject_once", "optionId",
+        "reject_always", "name", never, "kind", "reject_always");
     pthread_mutex_lock(&srv->mu);
     if (srv->eof || atomic_load(cancel)) {
         pthread_mutex_unlock(&srv->mu);
@@ -144,9 +196,14 @@ static void on_response(pacp_server *srv, pacp_msg *m) {
     int outcome = PAG_PERM_REJECT;
     if (kind && !strcmp(kind, "cancelled"))
         outcome = PAG_PERM_CANCELLED;
-    else if (kind && !strcmp(kind, "selected") && opt &&
-             (!strcmp(opt, "allow_once") || !strcmp(opt, "allow_always")))
+    else if (kind && !strcmp(kind, "selected") && opt && !strcmp(opt, "allow_once"))
         outcome = PAG_PERM_ALLOW;
+    else if (kind && !strcmp(kind, "selected") && opt && !strcmp(opt, "allow_always"))
+        outcome = PAG_PERM_ALLOW_ALWAYS;
+    else if (kind && !strcmp(kind, "selected") && opt && !strcmp(opt, "allow_always_project"))
+        outcome = PAG_PERM_ALLOW_PROJECT;
+    else if (kind && !strcmp(kind, "selected") && opt && !strcmp(opt, "reject_always"))
+        outcome = PAG_PERM_REJECT_ALWAYS;
     pthread_mutex_lock(&srv->mu);
     for (pacp_outreq *r = srv->pending; r; r = r->next) {
         if (r->id == id && !r->done) {
@@ -176,6 +233,8 @@ static void on_frame(pacp_server *srv, const char *line, size_t len) {
             json_t *sid = json_object_get(m.params, "sessionId");
             if (!sid) sid = json_object_get(m.params, "session_id");
             if (json_is_string(sid)) pct_cancel(srv->ctl, json_string_value(sid));
+        } else if (!strcmp(m.method, "$/cancel_request")) {
+            cancel_request(srv, m.params);
         }
         /* Other notifications (unknown or extension) are ignored, per ACP. */
         break;
@@ -195,9 +254,21 @@ static void on_frame(pacp_server *srv, const char *line, size_t len) {
             }
         }
         rep.prompt_token = tok;
+        if (tok) {
+            /* Registered before dispatch: the answer may come before dispatch returns. */
+            json_t *sidv = json_object_get(m.params, "sessionId");
+            if (!sidv) sidv = json_object_get(m.params, "session_id");
+            snprintf(tok->sid, sizeof tok->sid, "%s",
+                     json_is_string(sidv) ? json_string_value(sidv) : "");
+            pthread_mutex_lock(&srv->mu);
+            tok->next = srv->prompts;
+            srv->prompts = tok;
+            pthread_mutex_unlock(&srv->mu);
+        }
         pacp_dispatch(srv, m.method, m.params, &rep);
         if (rep.deferred) break;
         if (tok) {
+            forget_prompt(srv, tok);
             json_decref(tok->id);
             free(tok);
         }

@@ -35,6 +35,8 @@ typedef struct pacp_server {
     pthread_cond_t cv;
     json_int_t next_id;
     pacp_outreq *pending;
+    struct prompt_token
+        *prompts; /* in-flight session/prompt tokens (server.c), for $/cancel_request */
     bool eof;
     /* Issue 12: what the client advertised in initialize (clientCapabilities.fs). */
     atomic_bool fs_read, fs_write;

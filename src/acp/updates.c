@@ -29,6 +29,14 @@ static json_t *iso_time(int64_t ms) {
     return json_string(buf);
 }
 
+/* The parsed JSON array text, or a new empty array. */
+static json_t *json_array_of(const char *txt) {
+    json_t *v = txt ? json_loads(txt, 0, NULL) : NULL;
+    if (json_is_array(v)) return v;
+    json_decref(v);
+    return json_array();
+}
+
 static json_t *chunk(const char *tag, const char *text) {
     return json_pack("{s:s, s:o}", "sessionUpdate", tag, "content", text_block(text));
 }
@@ -50,7 +58,15 @@ static json_t *tool_update(const pag_event *ev) {
                           ev->status ? ev->status : "in_progress");
     if (!u) return NULL;
     bool final = ev->status && (!strcmp(ev->status, "completed") || !strcmp(ev->status, "failed"));
-    if (!final) return u;
+    if (!final) {
+        /* progress content (a subagent's text so far), when there is some */
+        json_t *pc = ev->content_json ? json_loads(ev->content_json, 0, NULL) : NULL;
+        if (json_is_array(pc))
+            json_object_set_new(u, "content", pc);
+        else
+            json_decref(pc);
+        return u;
+    }
     json_t *content = NULL;
     if (ev->content_json) {
         content = json_loads(ev->content_json, 0, NULL);
@@ -70,7 +86,14 @@ static json_t *tool_update(const pag_event *ev) {
 json_t *pacp_update_params(const pag_event *ev) {
     json_t *u = NULL;
     switch (ev->kind) {
-    case PAG_EV_USER_TEXT: u = chunk("user_message_chunk", ev->text); break;
+    case PAG_EV_USER_TEXT:
+        u = chunk("user_message_chunk", ev->text);
+        if (u && ev->content_json) { /* a non-text block (replayed image) */
+            json_t *b = json_loads(ev->content_json, 0, NULL);
+            if (json_is_object(b)) json_object_set(u, "content", b);
+            json_decref(b);
+        }
+        break;
     case PAG_EV_TEXT: u = chunk("agent_message_chunk", ev->text); break;
     case PAG_EV_THOUGHT: u = chunk("agent_thought_chunk", ev->text); break;
     case PAG_EV_TOOL_CALL: u = tool_call(ev); break;
@@ -78,10 +101,25 @@ json_t *pacp_update_params(const pag_event *ev) {
     case PAG_EV_USAGE:
         u = json_pack("{s:s, s:I, s:I}", "sessionUpdate", "usage_update", "used",
                       (json_int_t)ev->used, "size", (json_int_t)ev->size);
+        if (u && ev->has_cost)
+            json_object_set_new(u, "cost",
+                                json_pack("{s:f, s:s}", "amount", ev->cost_usd, "currency", "USD"));
         break;
     case PAG_EV_COMMANDS:
-        u = json_pack("{s:s, s:[]}", "sessionUpdate", "available_commands_update",
-                      "availableCommands");
+        u = json_pack("{s:s, s:o}", "sessionUpdate", "available_commands_update",
+                      "availableCommands", json_array_of(ev->content_json));
+        break;
+    case PAG_EV_PLAN:
+        u = json_pack("{s:s, s:o}", "sessionUpdate", "plan", "entries",
+                      json_array_of(ev->content_json));
+        break;
+    case PAG_EV_MODE:
+        u = json_pack("{s:s, s:s}", "sessionUpdate", "current_mode_update", "currentModeId",
+                      ev->text ? ev->text : "default");
+        break;
+    case PAG_EV_CONFIG:
+        u = json_pack("{s:s, s:o}", "sessionUpdate", "config_option_update", "configOptions",
+                      json_array_of(ev->content_json));
         break;
     case PAG_EV_SESSION_INFO:
         u = json_pack("{s:s, s:s?, s:o}", "sessionUpdate", "session_info_update", "title",
@@ -91,6 +129,12 @@ json_t *pacp_update_params(const pag_event *ev) {
     if (!u) return NULL;
     json_t *meta = json_pack("{s:I}", "peri.sessionSeq", (json_int_t)ev->session_seq);
     if (meta && ev->replay) json_object_set_new(meta, "periReplay", json_true());
+    if (meta && ev->meta_json) {
+        /* Extra data for the update itself (subagent nesting): on the update's _meta. */
+        json_t *extra = json_loads(ev->meta_json, 0, NULL);
+        if (json_is_object(extra)) json_object_set(u, "_meta", extra);
+        json_decref(extra);
+    }
     json_t *p = json_pack("{s:s, s:o, s:o*}", "sessionId", ev->session_id ? ev->session_id : "",
                           "update", u, "_meta", meta);
     return p;

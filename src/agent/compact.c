@@ -11,6 +11,7 @@
 #include <string.h>
 
 static int64_t part_bytes(const pm_part *p) {
+    if (p->kind == PM_PART_IMAGE) return 6000; /* ~1500 tokens, whatever its base64 size */
     int64_t b = 16;
     if (p->text) b += (int64_t)strlen(p->text);
     if (p->id) b += (int64_t)strlen(p->id);

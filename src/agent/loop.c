@@ -84,7 +84,7 @@ static bool has_tool_calls(const pm_message *m) {
 }
 
 static bool cancelled(turn *t) {
-    return atomic_load(&t->s->cancel) != 0;
+    return atomic_load(t->s->cancelp) != 0;
 }
 
 /* Keeps only the text of a partial answer: a half-streamed tool call is dropped. */
@@ -102,19 +102,37 @@ static int keep_partial_text(turn *t, const pm_message *partial) {
     return rc;
 }
 
-/* Compact: the index of the first history message the model sees this step. */
+/* Compact: the index of the first history message the model sees this step (never
+ * before the view start set by /compact or /clear). */
 static size_t compact(pag_session *s) {
-    int64_t est = pag_estimate_tokens(s->hist, s->nhist);
-    if (s->usage_tokens > 0 && s->usage_at <= s->nhist) {
+    size_t v = s->view <= s->nhist ? s->view : 0;
+    const pm_message *h = s->hist + v;
+    size_t n = s->nhist - v;
+    int64_t est = pag_estimate_tokens(h, n);
+    if (s->usage_tokens > 0 && s->usage_at >= v && s->usage_at <= s->nhist) {
         /* Usage reports are truth for the prefix they covered. */
-        int64_t prefix = pag_estimate_tokens(s->hist, s->usage_at);
+        int64_t prefix = pag_estimate_tokens(h, s->usage_at - v);
         int64_t real = s->usage_tokens + (est - prefix);
         if (real > est && est > 0) {
             int64_t scaled = (int64_t)((double)s->budget * (double)est / (double)real);
-            return pag_compact_start(s->hist, s->nhist, scaled > 0 ? scaled : 1);
+            return v + pag_compact_start(h, n, scaled > 0 ? scaled : 1);
         }
     }
-    return pag_compact_start(s->hist, s->nhist, s->budget);
+    return v + pag_compact_start(h, n, s->budget);
+}
+
+/* Whether a tool call must ask the user, may run, or is refused, by mode. */
+typedef enum gate { GATE_RUN = 0, GATE_ASK, GATE_REFUSE } gate;
+
+static gate mode_gate(const pag_session *s, const pag_tool_info *ti) {
+    switch (pag_session_mode(s)) {
+    case PAG_MODE_PLAN: return ti->read_only ? GATE_RUN : GATE_REFUSE;
+    case PAG_MODE_BYPASS: return GATE_RUN;
+    case PAG_MODE_ACCEPT_EDITS:
+        if (ti->kind && strcmp(ti->kind, "edit") == 0) return GATE_RUN;
+        return ti->needs_permission ? GATE_ASK : GATE_RUN;
+    default: return ti->needs_permission ? GATE_ASK : GATE_RUN;
+    }
 }
 
 /* Act: runs one tool call and appends its result to `results`. */
@@ -140,9 +158,12 @@ static void act_one(turn *t, const pm_part *call, pm_message *results) {
         fixed = "error: unknown tool";
     } else if (cancelled(t)) {
         fixed = "cancelled: the user interrupted the turn before this tool ran";
-    } else if (ti->needs_permission && s->ports.ask_permission) {
-        pag_permission p = s->ports.ask_permission(s->ports.ctx, &ev, &s->cancel);
-        if (p == PAG_PERM_REJECT)
+    } else if (mode_gate(s, ti) == GATE_REFUSE) {
+        fixed = "refused: plan mode allows read-only tools only; describe the change in your "
+                "plan instead of making it";
+    } else if (mode_gate(s, ti) == GATE_ASK && s->ports.ask_permission) {
+        pag_permission p = s->ports.ask_permission(s->ports.ctx, &ev, s->cancelp);
+        if (p == PAG_PERM_REJECT || p == PAG_PERM_REJECT_ALWAYS)
             fixed = "rejected: the user did not allow this tool call";
         else if (p == PAG_PERM_CANCELLED)
             fixed = "cancelled: the permission request was cancelled";
@@ -159,7 +180,7 @@ static void act_one(turn *t, const pm_part *call, pm_message *results) {
     emit(t, &up);
     pag_tool_output o = {0};
     int rc =
-        s->ports.run_tool ? s->ports.run_tool(s->ports.ctx, ti->name, args, &s->cancel, &o) : -1;
+        s->ports.run_tool ? s->ports.run_tool(s->ports.ctx, ti->name, args, s->cancelp, &o) : -1;
     const char *text = o.output ? o.output : "";
     bool is_error = o.is_error;
     if (rc == 1) {
@@ -182,7 +203,7 @@ static void act_one(turn *t, const pm_part *call, pm_message *results) {
 /* The system prompt for a trimmed view: the frozen context plus a short digest of
  * what the trimmed turns asked (the last 10 user requests, 120 bytes each), so the
  * model keeps the thread of the conversation without the bulk. Caller frees. */
-static char *trimmed_note(const pag_session *s, size_t start) {
+static char *trimmed_note(const pag_session *s, size_t base, size_t start) {
     enum { KEEP = 10, CUT = 120 };
     size_t n = strlen(s->system_prompt) + 160 + KEEP * (CUT + 8);
     char *out = malloc(n);
@@ -190,9 +211,9 @@ static char *trimmed_note(const pag_session *s, size_t start) {
     size_t k = (size_t)snprintf(out, n,
                                 "%s\n[%zu earlier messages were trimmed to fit the context. "
                                 "Earlier requests from the user, oldest first:]",
-                                s->system_prompt, start);
-    size_t first = 0, users = 0;
-    for (size_t i = start; i-- > 0;) {
+                                s->system_prompt, start - base);
+    size_t first = base, users = 0;
+    for (size_t i = start; i-- > base;) {
         if (s->hist[i].role == PM_ROLE_USER && ++users == KEEP) {
             first = i;
             break;
@@ -215,8 +236,25 @@ static char *trimmed_note(const pag_session *s, size_t start) {
 static int step(turn *t) {
     pag_session *s = t->s;
     size_t start = compact(s);
+    size_t base = s->view <= s->nhist ? s->view : 0;
     char *system = NULL;
-    if (start > 0) system = trimmed_note(s, start);
+    if (start > base) system = trimmed_note(s, base, start);
+    if (pag_session_mode(s) == PAG_MODE_PLAN) {
+        static const char plan_note[] =
+            "\n\n[Plan mode: you are planning, not executing. Only read-only tools are "
+            "available; do not edit files or run commands. Investigate, then answer with a "
+            "step-by-step plan (the todo tool records it).]";
+        const char *base_sys = system ? system : s->system_prompt;
+        size_t n = strlen(base_sys) + sizeof plan_note;
+        char *ps = malloc(n);
+        if (ps) snprintf(ps, n, "%s%s", base_sys, plan_note);
+        free(system);
+        system = ps;
+        if (!system) {
+            fail(t, "internal", 0, "out of memory");
+            return 0;
+        }
+    }
     pm_tool_def *defs = calloc(s->ports.ntools ? s->ports.ntools : 1, sizeof *defs);
     if (!defs) {
         free(system);
@@ -238,7 +276,7 @@ static int step(turn *t) {
     pm_response resp;
     pm_error err = {0};
     memset(&resp, 0, sizeof resp);
-    pm_status st = s->ports.reason(s->ports.ctx, &req, on_model_event, t, &s->cancel, &resp, &err);
+    pm_status st = s->ports.reason(s->ports.ctx, &req, on_model_event, t, s->cancelp, &resp, &err);
     free(defs);
     free(system);
     if (st == PM_CANCELLED || (st != PM_OK && cancelled(t))) {
@@ -256,7 +294,11 @@ static int step(turn *t) {
     if (used > 0) {
         s->usage_tokens = used;
         s->usage_at = s->nhist + 1;
-        pag_event u = {.kind = PAG_EV_USAGE, .used = used, .size = s->budget};
+        pag_event u = {.kind = PAG_EV_USAGE,
+                       .used = used,
+                       .size = s->budget,
+                       .input_tokens = resp.usage.input_tokens,
+                       .output_tokens = resp.usage.output_tokens};
         emit(t, &u);
     }
     resp.message.role = PM_ROLE_ASSISTANT;
@@ -291,15 +333,25 @@ static int step(turn *t) {
 }
 
 void pag_session_turn(pag_session *s, const char *user_text, pag_turn_result *out) {
-    memset(out, 0, sizeof *out);
-    turn t = {.s = s, .gen = atomic_load(&s->turn_gen), .out = out};
-    set_result(&t, PAG_TURN_COMPLETED, "end_turn");
     pm_message um;
     pm_message_init(&um, PM_ROLE_USER);
     if (pm_message_add_text(&um, user_text ? user_text : "") != PM_OK) {
+        memset(out, 0, sizeof *out);
+        turn t = {.s = s, .gen = atomic_load(&s->turn_gen), .out = out};
         fail(&t, "internal", 0, "out of memory");
         return;
     }
+    pag_session_turn_message(s, &um, out);
+    pm_message_clear(&um);
+}
+
+void pag_session_turn_message(pag_session *s, pm_message *user, pag_turn_result *out) {
+    memset(out, 0, sizeof *out);
+    turn t = {.s = s, .gen = atomic_load(&s->turn_gen), .out = out};
+    set_result(&t, PAG_TURN_COMPLETED, "end_turn");
+    pm_message um = *user;
+    pm_message_init(user, PM_ROLE_USER);
+    um.role = PM_ROLE_USER;
     if (persist(&t, &um, 1) || pag_hist_push(s, &um)) {
         if (out->state != PAG_TURN_FAILED) fail(&t, "internal", 0, "out of memory");
         pm_message_clear(&um);
@@ -327,4 +379,114 @@ void pag_session_turn(pag_session *s, const char *user_text, pag_turn_result *ou
         /* After a final answer the next Receive sees an assistant message and exits. */
         step(&t);
     }
+}
+
+/* ---------------------------------------------------------------- /compact and /clear */
+
+/* Persists a system-role marker holding `text` and starts the model's view at it. */
+static int push_marker(turn *t, const char *text) {
+    pm_message m;
+    pm_message_init(&m, PM_ROLE_SYSTEM);
+    if (pm_message_add_text(&m, text) != PM_OK) {
+        fail(t, "internal", 0, "out of memory");
+        return -1;
+    }
+    if (persist(t, &m, 1)) {
+        pm_message_clear(&m);
+        return -1;
+    }
+    if (pag_hist_push(t->s, &m)) {
+        pm_message_clear(&m);
+        fail(t, "internal", 0, "out of memory");
+        return -1;
+    }
+    t->s->view = t->s->nhist - 1;
+    t->s->usage_tokens = 0;
+    return 0;
+}
+
+static void say(turn *t, const char *text) {
+    pag_event e = {.kind = PAG_EV_TEXT, .text = text};
+    emit(t, &e);
+}
+
+void pag_session_compact(pag_session *s, const char *instructions, pag_turn_result *out) {
+    memset(out, 0, sizeof *out);
+    turn t = {.s = s, .gen = atomic_load(&s->turn_gen), .out = out};
+    set_result(&t, PAG_TURN_COMPLETED, "end_turn");
+    size_t base = s->view <= s->nhist ? s->view : 0;
+    if (s->nhist - base == 0) {
+        say(&t, "Nothing to compact yet.");
+        return;
+    }
+    if (!s->ports.model_name) {
+        fail(&t, "llm", 0,
+             s->ports.model_missing_reason ? s->ports.model_missing_reason
+                                           : "no model provider configured");
+        return;
+    }
+    static const char ask[] =
+        "Summarize the conversation so far for your own later use: the user's goals, what "
+        "was done (files read or changed, commands run, results), decisions made and what is "
+        "still open. Be complete but concise; this summary will replace the earlier messages.";
+    size_t n = sizeof ask + (instructions ? strlen(instructions) + 32 : 0);
+    char *text = malloc(n);
+    pm_message *msgs = calloc(s->nhist - base + 1, sizeof *msgs);
+    if (!text || !msgs) {
+        free(text);
+        free(msgs);
+        fail(&t, "internal", 0, "out of memory");
+        return;
+    }
+    snprintf(text, n, "%s%s%s", ask, instructions && *instructions ? "\nFocus: " : "",
+             instructions && *instructions ? instructions : "");
+    memcpy(msgs, s->hist + base, (s->nhist - base) * sizeof *msgs); /* borrowed views */
+    pm_message *q = &msgs[s->nhist - base];
+    pm_message_init(q, PM_ROLE_USER);
+    pm_response resp;
+    pm_error err = {0};
+    memset(&resp, 0, sizeof resp);
+    pm_status st = pm_message_add_text(q, text);
+    if (st == PM_OK) {
+        pm_request req = {.model = s->ports.model_name,
+                          .system = s->system_prompt,
+                          .messages = msgs,
+                          .nmessages = s->nhist - base + 1,
+                          .temperature = -1};
+        st = s->ports.reason(s->ports.ctx, &req, NULL, NULL, s->cancelp, &resp, &err);
+    }
+    pm_message_clear(q);
+    free(msgs);
+    free(text);
+    if (st == PM_CANCELLED || (st != PM_OK && cancelled(&t))) {
+        set_result(&t, PAG_TURN_INTERRUPTED, "cancelled");
+    } else if (st != PM_OK) {
+        model_failure(&t, st, &err);
+    } else {
+        char *summary = pm_message_text(&resp.message);
+        static const char head[] = "Summary of the earlier conversation (it replaces the "
+                                   "earlier messages, compacted at the user's request):\n";
+        size_t k = summary ? strlen(summary) + sizeof head : 0;
+        char *marker = summary ? malloc(k) : NULL;
+        if (!marker) {
+            fail(&t, "internal", 0, "out of memory");
+        } else {
+            snprintf(marker, k, "%s%s", head, summary);
+            if (push_marker(&t, marker) == 0) {
+                say(&t, "Conversation compacted. Summary:\n");
+                say(&t, summary);
+            }
+        }
+        free(marker);
+        free(summary);
+    }
+    pm_response_clear(&resp);
+}
+
+void pag_session_clear(pag_session *s, pag_turn_result *out) {
+    memset(out, 0, sizeof *out);
+    turn t = {.s = s, .gen = atomic_load(&s->turn_gen), .out = out};
+    set_result(&t, PAG_TURN_COMPLETED, "end_turn");
+    if (push_marker(&t, "The user cleared the conversation: earlier messages are not shown.") == 0)
+        say(&t, "Conversation cleared.");
 }

@@ -7,6 +7,7 @@
  */
 #include "agent/session_impl.h"
 
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +33,8 @@ pag_session *pag_session_new(const pag_session_config *cfg, const pag_ports *por
     s->ports = *ports;
     atomic_init(&s->cancel, 0);
     atomic_init(&s->turn_gen, 0);
+    atomic_init(&s->mode, PAG_MODE_DEFAULT);
+    s->cancelp = &s->cancel;
     return s;
 }
 
@@ -86,11 +89,13 @@ int pag_session_restore(pag_session *s, const char *const *message_json, size_t 
             bad++;
             continue;
         }
+        bool marker = m.role == PM_ROLE_SYSTEM;
         if (pag_hist_push(s, &m)) {
             pm_message_clear(&m);
             if (skipped) *skipped = bad;
             return -1;
         }
+        if (marker) s->view = s->nhist - 1;
     }
     if (skipped) *skipped = bad;
     return 0;
@@ -140,6 +145,20 @@ static void replay_part(const pag_session *s, size_t mi, const pm_part *p,
         free(title);
         break;
     }
+    case PM_PART_IMAGE: {
+        /* replayed as an ACP image ContentBlock */
+        json_t *b = json_pack("{s:s, s:s, s:s}", "type", "image", "mimeType",
+                              p->name ? p->name : "image/png", "data", p->text ? p->text : "");
+        char *block = b ? json_dumps(b, JSON_COMPACT) : NULL;
+        json_decref(b);
+        if (!block) break;
+        ev.kind = PAG_EV_USER_TEXT;
+        ev.text = "";
+        ev.content_json = block;
+        emit(ctx, &ev);
+        free(block);
+        break;
+    }
     case PM_PART_TOOL_RESULT: {
         const pm_part *call = find_call(s, mi, p->id);
         ev.kind = PAG_EV_TOOL_UPDATE;
@@ -169,6 +188,65 @@ uint64_t pag_session_begin_turn(pag_session *s) {
 
 void pag_session_cancel(pag_session *s) {
     atomic_store(&s->cancel, 1);
+}
+
+/* ---------------------------------------------------------------- modes and model */
+
+static const char *const mode_ids[PAG_MODE_COUNT] = {"default", "acceptEdits", "plan",
+                                                     "bypassPermissions"};
+static const char *const mode_names[PAG_MODE_COUNT] = {"Default", "Accept Edits", "Plan",
+                                                       "Bypass Permissions"};
+static const char *const mode_desc[PAG_MODE_COUNT] = {
+    "Ask before file edits and shell commands", "File edits are allowed; shell commands ask",
+    "Read-only tools only: the agent plans and changes nothing",
+    "Nothing asks (the sandbox still applies)"};
+
+const char *pag_mode_id(pag_mode m) {
+    return (unsigned)m < PAG_MODE_COUNT ? mode_ids[m] : mode_ids[0];
+}
+
+const char *pag_mode_name(pag_mode m) {
+    return (unsigned)m < PAG_MODE_COUNT ? mode_names[m] : mode_names[0];
+}
+
+const char *pag_mode_description(pag_mode m) {
+    return (unsigned)m < PAG_MODE_COUNT ? mode_desc[m] : mode_desc[0];
+}
+
+bool pag_mode_parse(const char *id, pag_mode *out) {
+    for (int i = 0; id && i < PAG_MODE_COUNT; i++)
+        if (strcmp(id, mode_ids[i]) == 0) {
+            *out = (pag_mode)i;
+            return true;
+        }
+    return false;
+}
+
+void pag_session_set_mode(pag_session *s, pag_mode m) {
+    atomic_store(&s->mode, (int)m);
+}
+
+pag_mode pag_session_mode(const pag_session *s) {
+    return (pag_mode)atomic_load(&((pag_session *)s)->mode);
+}
+
+void pag_session_set_model(pag_session *s, const char *model_name, const char *missing_reason) {
+    s->ports.model_name = model_name;
+    s->ports.model_missing_reason = missing_reason;
+}
+
+void pag_session_link_cancel(pag_session *s, atomic_int *parent_cancel) {
+    s->cancelp = parent_cancel ? parent_cancel : &s->cancel;
+}
+
+char *pag_session_last_answer(const pag_session *s) {
+    for (size_t i = s->nhist; i-- > 0;)
+        if (s->hist[i].role == PM_ROLE_ASSISTANT) {
+            char *t = pm_message_text(&s->hist[i]);
+            if (t && *t) return t;
+            free(t);
+        }
+    return NULL;
 }
 
 uint64_t pag_session_turn_gen(const pag_session *s) {

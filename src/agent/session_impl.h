@@ -15,6 +15,9 @@ struct pag_session {
     pm_message *hist; /* model-facing history, owned */
     size_t nhist, caphist;
     atomic_int cancel;
+    atomic_int *cancelp; /* &cancel, or a parent's flag for a subagent */
+    atomic_int mode;     /* pag_mode */
+    size_t view;         /* the model sees hist[view..nhist) */
     _Atomic uint64_t turn_gen;
     /* Last usage report: the model said hist[0..usage_at) cost usage_tokens. */
     int64_t usage_tokens;

@@ -8,7 +8,11 @@
  *    "providers": {"openai": {"baseUrl": "...", "apiKey": "..."},
  *                  "anthropic": {"baseUrl": "...", "apiKey": "..."}},
  *    "permissions": {"allow": ["write", "edit", "shell"]}   (or "allow": "*"),
- *    "contextBudget": 100000, "maxSteps": 50, "maxRetries": 3, "closeGraceMs": 500}
+ *    "contextBudget": 100000, "maxSteps": 50, "maxRetries": 3, "closeGraceMs": 500,
+ *    "models": [{"id": "openai:gpt-4o", "name": "GPT-4o", "contextWindow": 128000,
+ *                "price": {"input": 2.5, "output": 10}}]}
+ * Other keys of "providers" name extra providers: {"local": {"type": "openai",
+ * "baseUrl": ..., "apiKey": ...}}, used as "local:model-name".
  * A private deep copy of the document stays in pag_settings.doc so that other modules
  * read their own keys from the same object. A provider counts as configured when it
  * has a base URL or a key; a missing provider is reported at the first prompt.
@@ -60,13 +64,67 @@ static int load_allow(pag_settings *s, json_t *allow) {
     return 0;
 }
 
+static int load_named(pag_settings *s, json_t *providers) {
+    const char *key;
+    json_t *v;
+    size_t n = json_object_size(providers);
+    if (!n) return 0;
+    s->providers = calloc(n, sizeof *s->providers);
+    if (!s->providers) return -1;
+    json_object_foreach(providers, key, v) {
+        if (!strcmp(key, "openai") || !strcmp(key, "anthropic") || !json_is_object(v)) continue;
+        pm_provider kind;
+        if (!pm_provider_parse(json_string_value(json_object_get(v, "type")), &kind)) continue;
+        pag_named_provider *np = &s->providers[s->nproviders];
+        if (!(np->name = strdup(key))) return -1;
+        s->nproviders++;
+        np->kind = kind;
+        if (load_provider(&np->p, v)) return -1;
+        np->p.present = np->p.base_url != NULL;
+    }
+    return 0;
+}
+
+static int load_models(pag_settings *s, json_t *models) {
+    size_t n = json_array_size(models);
+    if (!n) return 0;
+    s->models = calloc(n, sizeof *s->models);
+    if (!s->models) return -1;
+    for (size_t i = 0; i < n; i++) {
+        json_t *m = json_array_get(models, i);
+        const char *id = json_string_value(json_is_string(m) ? m : json_object_get(m, "id"));
+        if (!id || !strchr(id, ':')) continue;
+        pag_model_entry *e = &s->models[s->nmodels];
+        const char *name = json_string_value(json_object_get(m, "name"));
+        if (!(e->id = strdup(id)) || !(e->name = strdup(name ? name : id))) {
+            free(e->id);
+            e->id = NULL;
+            return -1;
+        }
+        s->nmodels++;
+        json_t *cw = json_object_get(m, "contextWindow");
+        if (json_is_integer(cw) && json_integer_value(cw) > 0)
+            e->context_window = json_integer_value(cw);
+        json_t *pr = json_object_get(m, "price");
+        json_t *pi = json_object_get(pr, "input"), *po = json_object_get(pr, "output");
+        if (json_is_number(pi) && json_is_number(po)) {
+            e->has_price = true;
+            e->price_in = json_number_value(pi);
+            e->price_out = json_number_value(po);
+        }
+    }
+    return 0;
+}
+
 /* Parses the document root; `path` names it in messages. */
 static int load_doc(pag_settings *s, json_t *root, const char *path, char *err, size_t errlen) {
     int rc = -1;
     json_t *providers = json_object_get(root, "providers");
     json_t *v;
     if (load_provider(&s->openai, json_object_get(providers, "openai")) ||
-        load_provider(&s->anthropic, json_object_get(providers, "anthropic")))
+        load_provider(&s->anthropic, json_object_get(providers, "anthropic")) ||
+        (json_is_object(providers) && load_named(s, providers)) ||
+        load_models(s, json_object_get(root, "models")))
         goto oom;
     if (json_is_string(v = json_object_get(root, "model")) &&
         set_str(&s->model, json_string_value(v)))
@@ -127,6 +185,17 @@ void pag_settings_clear(pag_settings *s) {
         free(s->allow_tools[i]);
     free(s->allow_tools);
     json_decref(s->doc);
+    for (size_t i = 0; i < s->nproviders; i++) {
+        free(s->providers[i].name);
+        free(s->providers[i].p.base_url);
+        free(s->providers[i].p.api_key);
+    }
+    free(s->providers);
+    for (size_t i = 0; i < s->nmodels; i++) {
+        free(s->models[i].id);
+        free(s->models[i].name);
+    }
+    free(s->models);
     memset(s, 0, sizeof *s);
 }
 
@@ -144,16 +213,95 @@ bool pag_settings_allows(const pag_settings *s, const char *tool_name) {
     return false;
 }
 
+const char *pag_settings_default_model(const pag_settings *s) {
+    if (s->model) return s->model;
+    if (s->nmodels) return s->models[0].id;
+    if (s->openai.present) return "openai:gpt-4o-mini";
+    if (s->anthropic.present) return "anthropic:claude-3-5-haiku-latest";
+    return NULL;
+}
+
+const pag_model_entry *pag_settings_model_entry(const pag_settings *s, const char *spec) {
+    for (size_t i = 0; spec && i < s->nmodels; i++)
+        if (strcmp(s->models[i].id, spec) == 0) return &s->models[i];
+    return NULL;
+}
+
+/* Known models: context window (tokens) and list prices (USD per million tokens,
+ * input/output; 0 = unknown). Matched by prefix of the model name after the colon,
+ * longest first. */
+static const struct known {
+    const char *prefix;
+    int64_t window;
+    double in, out;
+} known[] = {
+    {"gpt-4o-mini", 128000, 0.15, 0.60},
+    {"gpt-4o", 128000, 2.50, 10.00},
+    {"gpt-4.1-nano", 1047576, 0.10, 0.40},
+    {"gpt-4.1-mini", 1047576, 0.40, 1.60},
+    {"gpt-4.1", 1047576, 2.00, 8.00},
+    {"gpt-4-turbo", 128000, 10.00, 30.00},
+    {"gpt-5-nano", 400000, 0.05, 0.40},
+    {"gpt-5-mini", 400000, 0.25, 2.00},
+    {"gpt-5", 400000, 1.25, 10.00},
+    {"o4-mini", 200000, 1.10, 4.40},
+    {"o3-mini", 200000, 1.10, 4.40},
+    {"o3", 200000, 2.00, 8.00},
+    {"o1", 200000, 15.00, 60.00},
+    {"claude-3-5-haiku", 200000, 0.80, 4.00},
+    {"claude-3-5-sonnet", 200000, 3.00, 15.00},
+    {"claude-3-7-sonnet", 200000, 3.00, 15.00},
+    {"claude-haiku-4", 200000, 1.00, 5.00},
+    {"claude-sonnet-4", 200000, 3.00, 15.00},
+    {"claude-opus-4", 200000, 15.00, 75.00},
+    {"claude-3-opus", 200000, 15.00, 75.00},
+    {"claude-3-haiku", 200000, 0.25, 1.25},
+};
+
+static const struct known *known_model(const char *spec) {
+    const char *name = spec ? strchr(spec, ':') : NULL;
+    name = name ? name + 1 : spec;
+    const struct known *best = NULL;
+    for (size_t i = 0; name && i < sizeof known / sizeof known[0]; i++) {
+        size_t n = strlen(known[i].prefix);
+        if (strncmp(name, known[i].prefix, n) == 0 && (!best || n > strlen(best->prefix)))
+            best = &known[i];
+    }
+    return best;
+}
+
+int64_t pag_model_context_window(const pag_settings *s, const char *spec) {
+    const pag_model_entry *e = pag_settings_model_entry(s, spec);
+    if (e && e->context_window > 0) return e->context_window;
+    const struct known *k = known_model(spec);
+    return k ? k->window : 0;
+}
+
+bool pag_model_price(const pag_settings *s, const char *spec, double *in, double *out) {
+    const pag_model_entry *e = pag_settings_model_entry(s, spec);
+    if (e && e->has_price) {
+        *in = e->price_in;
+        *out = e->price_out;
+        return true;
+    }
+    const struct known *k = known_model(spec);
+    if (!k || (k->in <= 0 && k->out <= 0)) return false;
+    *in = k->in;
+    *out = k->out;
+    return true;
+}
+
 int pag_settings_model(const pag_settings *s, pm_config *cfg, const char **model_name, char *err,
                        size_t errlen) {
+    return pag_settings_model_spec(s, NULL, cfg, model_name, err, errlen);
+}
+
+int pag_settings_model_spec(const pag_settings *s, const char *spec, pm_config *cfg,
+                            const char **model_name, char *err, size_t errlen) {
     memset(cfg, 0, sizeof *cfg);
-    const char *spec = s->model;
+    if (!spec) spec = pag_settings_default_model(s);
     if (!spec) {
-        if (s->openai.present)
-            spec = "openai:gpt-4o-mini";
-        else if (s->anthropic.present)
-            spec = "anthropic:claude-3-5-haiku-latest";
-        else {
+        {
             snprintf(err, errlen,
                      "no model provider configured: set PERI_MODEL (e.g. openai:gpt-4o-mini) "
                      "and OPENAI_API_KEY/OPENAI_BASE_URL or ANTHROPIC_API_KEY/"
@@ -175,6 +323,15 @@ int pag_settings_model(const pag_settings *s, pm_config *cfg, const char **model
         cfg->provider = PM_PROVIDER_ANTHROPIC;
         p = &s->anthropic;
     } else {
+        p = NULL;
+        for (size_t i = 0; i < s->nproviders; i++)
+            if (strlen(s->providers[i].name) == plen &&
+                strncmp(spec, s->providers[i].name, plen) == 0) {
+                cfg->provider = s->providers[i].kind;
+                p = &s->providers[i].p;
+            }
+    }
+    if (!p) {
         snprintf(err, errlen, "unknown model provider in \"%s\" (use openai or anthropic)", spec);
         return -1;
     }

@@ -45,6 +45,15 @@ void pct_sess_release(pct_sess *s) {
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->emit_mu);
     free(s->cwd);
+    free(s->frozen);
+    free(s->model_spec);
+    free(s->model_applied);
+    for (size_t i = 0; i < s->nallow; i++)
+        free(s->allow_always[i]);
+    for (size_t i = 0; i < s->nreject; i++)
+        free(s->reject_always[i]);
+    free(s->allow_always);
+    free(s->reject_always);
     free(s);
 }
 
@@ -78,10 +87,17 @@ static pm_status port_reason(void *ctx, const pm_request *req, pm_event_fn on_ev
 
 static int port_run_tool(void *ctx, const char *name, const char *args, atomic_int *cancel,
                          pag_tool_output *out) {
-    pct_sess *s = ctx;
+    return pct_run_tool(ctx, name, args, cancel, out, false);
+}
+
+int pct_run_tool(pct_sess *s, const char *name, const char *args, atomic_int *cancel,
+                 pag_tool_output *out, bool child) {
     if (pmcp_pool_has(s->mcp, name))
         return pmcp_pool_call(s->mcp, name, args, cancel, &out->output, &out->is_error,
                               &out->content_json);
+    if (!child && name && strcmp(name, "task") == 0) return pct_subagent_run(s, args, cancel, out);
+    int hr = pct_host_tool(s, name, args, out);
+    if (hr != -2) return hr;
     const ptl_tool *t = ptl_find(name);
     if (!t) return -1;
     ptl_ctx tc = {.cwd = s->cwd, .cancel = cancel};
@@ -112,16 +128,75 @@ static int client_write(void *ctx, const char *abs, const char *data, size_t len
 
 static char *port_tool_title(void *ctx, const char *name, const char *args) {
     (void)ctx;
-    const ptl_tool *t = ptl_find(name);
-    return t ? ptl_title(t, args) : NULL;
+    return pct_tool_title(name, args);
 }
 
-static pag_permission port_ask(void *ctx, const pag_event *call, atomic_int *cancel) {
+char *pct_tool_title(const char *name, const char *args) {
+    const ptl_tool *t = ptl_find(name);
+    if (t) return ptl_title(t, args);
+    json_t *a = json_loads(args ? args : "{}", 0, NULL);
+    const char *d = json_string_value(json_object_get(a, "description"));
+    const char *n = json_string_value(json_object_get(a, "name"));
+    char buf[200];
+    buf[0] = '\0';
+    if (name && !strcmp(name, "task"))
+        snprintf(buf, sizeof buf, "Subagent: %.150s", d ? d : "task");
+    else if (name && !strcmp(name, "skill"))
+        snprintf(buf, sizeof buf, "Load skill %.150s", n ? n : "");
+    else if (name && !strcmp(name, "todo"))
+        snprintf(buf, sizeof buf, "Update plan");
+    json_decref(a);
+    return buf[0] ? strdup(buf) : NULL;
+}
+
+static bool in_list(char **list, size_t n, const char *name) {
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(list[i], name)) return true;
+    return false;
+}
+
+/* Remembers an "always" answer for the session (and persists it). */
+static void remember(pct_sess *s, const char *tool, bool allow) {
+    pthread_mutex_lock(&s->mu);
+    char ***list = allow ? &s->allow_always : &s->reject_always;
+    size_t *n = allow ? &s->nallow : &s->nreject;
+    if (!in_list(*list, *n, tool)) {
+        char **nl = realloc(*list, (*n + 1) * sizeof *nl);
+        char *copy = strdup(tool);
+        if (nl) *list = nl;
+        if (nl && copy)
+            (*list)[(*n)++] = copy;
+        else
+            free(copy);
+    }
+    pthread_mutex_unlock(&s->mu);
+    pct_save_meta(s);
+}
+
+pag_permission pct_port_ask(void *ctx, const pag_event *call, atomic_int *cancel) {
     pct_sess *s = ctx;
-    if (call->tool_name && pag_settings_allows(s->c->settings, call->tool_name))
-        return PAG_PERM_ALLOW;
+    const char *tool = call->tool_name ? call->tool_name : "";
+    if (pag_settings_allows(s->c->settings, tool)) return PAG_PERM_ALLOW;
+    pthread_mutex_lock(&s->mu);
+    bool allow = in_list(s->allow_always, s->nallow, tool);
+    bool reject = in_list(s->reject_always, s->nreject, tool);
+    pthread_mutex_unlock(&s->mu);
+    if (reject) return PAG_PERM_REJECT;
+    if (allow || pag_project_allows(s->cwd, tool)) return PAG_PERM_ALLOW;
     if (!s->c->sink.ask_permission) return PAG_PERM_REJECT;
-    return s->c->sink.ask_permission(s->c->sink.ctx, s->id, call, cancel);
+    pag_permission p = s->c->sink.ask_permission(s->c->sink.ctx, s->id, call, cancel);
+    switch (p) {
+    case PAG_PERM_ALLOW_ALWAYS: remember(s, tool, true); return PAG_PERM_ALLOW;
+    case PAG_PERM_REJECT_ALWAYS: remember(s, tool, false); return PAG_PERM_REJECT;
+    case PAG_PERM_ALLOW_PROJECT: {
+        remember(s, tool, true);
+        char e[256];
+        if (pag_project_allow_add(s->cwd, tool, e, sizeof e) != 0)
+            fprintf(stderr, "peri: session %s: %s\n", s->id, e);
+        return PAG_PERM_ALLOW;
+    }
+    default: return p;
+    }
 }
 
 static int port_persist(void *ctx, const pm_message *msgs, size_t n) {
@@ -149,8 +224,26 @@ out:
 }
 
 static void port_emit(void *ctx, const pag_event *ev) {
+    pct_sess *s = ctx;
     pag_event copy = *ev;
-    pct_emit(ctx, &copy);
+    if (ev->kind == PAG_EV_TOOL_UPDATE && ev->status && !strcmp(ev->status, "in_progress"))
+        snprintf(s->cur_call, sizeof s->cur_call, "%s", ev->tool_call_id ? ev->tool_call_id : "");
+    if (ev->kind == PAG_EV_USAGE) {
+        /* size = the model's context window; cost when its prices are known */
+        const char *spec = s->model_applied;
+        int64_t window = pag_model_context_window(s->c->settings, spec);
+        copy.size = window > 0 ? window : s->c->settings->context_budget;
+        double pin, pout;
+        if (pag_model_price(s->c->settings, spec, &pin, &pout)) {
+            pthread_mutex_lock(&s->emit_mu);
+            s->cost_usd +=
+                ((double)ev->input_tokens * pin + (double)ev->output_tokens * pout) / 1e6;
+            copy.cost_usd = s->cost_usd;
+            pthread_mutex_unlock(&s->emit_mu);
+            copy.has_cost = true;
+        }
+    }
+    pct_emit(s, &copy);
 }
 
 /* ---------------------------------------------------------------- lifecycle */
@@ -199,7 +292,7 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
     }
     c->rt = prt_new(pct_sess_retain);
     c->ntools = ptl_count();
-    c->tools = calloc(c->ntools ? c->ntools : 1, sizeof *c->tools);
+    c->tools = calloc(c->ntools + PCT_HOST_TOOLS, sizeof *c->tools);
     if (!c->rt || !c->tools) {
         set_err(err, PCT_FAILED, "out of memory%s", NULL);
         goto fail;
@@ -210,8 +303,11 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
                                       .description = ptl_description(t),
                                       .schema_json = ptl_schema_json(t),
                                       .kind = ptl_kind_name(ptl_kind_of(t)),
-                                      .needs_permission = ptl_needs_permission(t)};
+                                      .needs_permission = ptl_needs_permission(t),
+                                      .read_only = ptl_kind_of(t) == PTL_KIND_READ ||
+                                                   ptl_kind_of(t) == PTL_KIND_SEARCH};
     }
+    pct_host_tools_add(c->tools, &c->ntools);
     return c;
 fail:
     pst_close(c->store);
@@ -304,25 +400,45 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
         set_err(err, PCT_FAILED, "out of memory%s", NULL);
         return PCT_FAILED;
     }
-    const char *model = NULL;
-    if (pag_settings_model(c->settings, &s->model_cfg, &model, s->model_missing,
-                           sizeof s->model_missing) != 0)
-        model = NULL;
     char *frozen = NULL;
     json_t *meta = th->meta ? json_loads(th->meta, 0, NULL) : NULL;
     json_t *fz = json_object_get(meta, "frozenContext");
     if (json_is_string(fz)) frozen = strdup(json_string_value(fz));
     if (!frozen) frozen = pag_frozen_context(th->cwd, now_ms());
+    pag_mode mode = PAG_MODE_DEFAULT;
+    if (!pag_mode_parse(json_string_value(json_object_get(meta, "mode")), &mode))
+        mode = PAG_MODE_DEFAULT;
+    const char *spec = json_string_value(json_object_get(meta, "model"));
+    int bad = spec && !(s->model_spec = strdup(spec));
+    const char *lists[2] = {"allowAlways", "rejectAlways"};
+    for (int k = 0; k < 2 && !bad; k++) {
+        json_t *arr = json_object_get(meta, lists[k]);
+        size_t n = json_array_size(arr), i;
+        json_t *v;
+        char **l = n ? calloc(n, sizeof *l) : NULL;
+        size_t m = 0;
+        if (n && !l) bad = 1;
+        json_array_foreach(arr, i, v) {
+            if (l && json_is_string(v) && (l[m] = strdup(json_string_value(v)))) m++;
+        }
+        if (k == 0) {
+            s->allow_always = l;
+            s->nallow = m;
+        } else {
+            s->reject_always = l;
+            s->nreject = m;
+        }
+    }
     json_decref(meta);
     pag_ports ports = {.ctx = s,
                        .reason = port_reason,
-                       .model_name = model,
+                       .model_name = NULL,
                        .model_missing_reason = s->model_missing,
                        .tools = s->tools,
                        .ntools = s->ntools,
                        .run_tool = port_run_tool,
                        .tool_title = port_tool_title,
-                       .ask_permission = port_ask,
+                       .ask_permission = pct_port_ask,
                        .persist = port_persist,
                        .emit = port_emit};
     pag_session_config sc = {.id = th->id,
@@ -330,13 +446,15 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
                              .system_prompt = frozen,
                              .context_budget = c->settings->context_budget,
                              .max_steps = c->settings->max_steps};
-    s->agent = frozen ? pag_session_new(&sc, &ports) : NULL;
-    free(frozen);
+    s->frozen = frozen;
+    s->agent = frozen && !bad ? pag_session_new(&sc, &ports) : NULL;
     if (!s->agent) {
         pct_sess_release(s);
         set_err(err, PCT_FAILED, "out of memory%s", NULL);
         return PCT_FAILED;
     }
+    pag_session_set_mode(s->agent, mode);
+    pct_apply_model(s);
     *out = s;
     return PCT_OK;
 }
@@ -442,8 +560,10 @@ pct_status pct_session_new_mcp(pct_controller *c, const char *cwd, const char *m
 void pct_session_announce(pct_controller *c, const char *id) {
     pct_sess *s = pct_sess_get(c, id);
     if (!s) return;
-    pag_event ev = {.kind = PAG_EV_COMMANDS};
+    char *cmds = pct_commands_json(s);
+    pag_event ev = {.kind = PAG_EV_COMMANDS, .content_json = cmds};
     pct_emit(s, &ev);
+    free(cmds);
     pct_sess_release(s);
 }
 
@@ -530,8 +650,9 @@ pct_status pct_session_list(pct_controller *c, const char *cwd, const char *curs
                             pst_thread_page *out, pct_error *err) {
     char real[PATH_MAX];
     if (cwd && realpath(cwd, real)) cwd = real; /* workspaces are keyed by canonical path */
-    /* A host lists the sessions of its own machine only. */
-    pst_list_query q = {.cwd = cwd, .cursor = cursor, .machine_id = c->machine_id};
+    /* A host lists the sessions of its own machine only (with their child threads). */
+    pst_list_query q = {
+        .cwd = cwd, .cursor = cursor, .machine_id = c->machine_id, .include_children = true};
     pst_error pe;
     pst_status ps = pst_thread_list(c->store, &q, out, &pe);
     if (ps == PST_ERR_ARG) {
@@ -560,4 +681,81 @@ pct_status pct_session_delete(pct_controller *c, const char *id, pct_error *err)
 
 size_t pct_live_count(pct_controller *c) {
     return prt_count(c->rt);
+}
+
+/* ---------------------------------------------------------------- fork (issue 13) */
+
+pct_status pct_session_fork(pct_controller *c, const char *id, char out_id[PST_ID_LEN],
+                            pct_error *err) {
+    pct_sess *live = pct_sess_get(c, id);
+    char *meta_txt = NULL;
+    if (live) {
+        pthread_mutex_lock(&live->mu);
+        bool busy = live->running || live->qhead != NULL;
+        pthread_mutex_unlock(&live->mu);
+        if (busy) {
+            pct_sess_release(live);
+            set_err(err, PCT_ACTIVE,
+                    "Session is active: wait for its prompt to finish (or cancel it) before "
+                    "forking%s",
+                    NULL);
+            return PCT_ACTIVE;
+        }
+        pct_save_meta(live); /* the fork copies the current options */
+        pct_sess_release(live);
+    }
+    pst_thread src;
+    pst_error pe;
+    pst_status ps = pst_thread_get(c->store, id, &src, &pe);
+    if (ps == PST_ERR_NOT_FOUND || ps == PST_ERR_ARG) {
+        set_err(err, PCT_NOT_FOUND, "Session not found: %s", id);
+        return PCT_NOT_FOUND;
+    }
+    if (ps != PST_OK) {
+        set_err(err, PCT_FAILED, "store: %s", pe.message);
+        return PCT_FAILED;
+    }
+    if (src.meta) meta_txt = src.meta;
+    char title[160];
+    snprintf(title, sizeof title, "Fork of %.120s", src.title ? src.title : "session");
+    pst_thread_new tn = {.workspace_id = src.workspace_id,
+                         .parent_id = src.id,
+                         .title = title,
+                         .model = src.model,
+                         .meta = meta_txt};
+    pst_thread th;
+    ps = pst_thread_create(c->store, &tn, &th, &pe);
+    pst_thread_clear(&src);
+    if (ps != PST_OK) {
+        set_err(err, PCT_FAILED, "store: %s", pe.message);
+        return PCT_FAILED;
+    }
+    pst_message_list ml;
+    ps = pst_messages_load(c->store, id, &ml, &pe);
+    bool loaded = ps == PST_OK;
+    if (ps == PST_OK && ml.count > 0) {
+        pst_message_in *in = calloc(ml.count, sizeof *in);
+        if (!in) {
+            ps = PST_ERR_NOMEM;
+        } else {
+            for (size_t i = 0; i < ml.count; i++)
+                in[i] = (pst_message_in){.role = ml.items[i].role,
+                                         .content = ml.items[i].content,
+                                         .meta = ml.items[i].meta};
+            ps = pst_messages_append(c->store, th.id, in, ml.count, NULL, &pe);
+            free(in);
+        }
+    }
+    if (loaded) pst_message_list_clear(&ml);
+    char fid[PST_ID_LEN];
+    memcpy(fid, th.id, PST_ID_LEN);
+    pst_thread_clear(&th);
+    if (ps != PST_OK) {
+        pst_thread_delete(c->store, fid, &pe);
+        set_err(err, PCT_FAILED, "store: could not copy the history%s", NULL);
+        return PCT_FAILED;
+    }
+    pct_status rc = pct_session_load(c, fid, false, err);
+    if (rc == PCT_OK) memcpy(out_id, fid, PST_ID_LEN);
+    return rc;
 }

@@ -40,6 +40,14 @@ typedef struct pct_sess {
     pag_tool_info *tools; /* builtin + MCP tools; the agent's ports point here */
     size_t ntools;
     ptl_client_fs client_fs; /* issue 12: files through the ACP client when offered */
+    /* ---- issue 13 (guarded by mu unless noted) */
+    char *frozen;        /* frozen context text, owned (immutable after creation) */
+    char *model_spec;    /* chosen "provider:model", owned; NULL = settings default */
+    char *model_applied; /* the spec the agent uses now, owned (worker thread only) */
+    char **allow_always, **reject_always; /* tools remembered for the session, owned */
+    size_t nallow, nreject;
+    double cost_usd;    /* session cost so far (emit_mu) */
+    char cur_call[128]; /* id of the tool call being run (worker thread only) */
 } pct_sess;
 
 struct pct_controller {
@@ -51,7 +59,7 @@ struct pct_controller {
     bool shared_store;
     pag_tool_info *tools;
     size_t ntools;
-    char *home;         /* for the user's settings.json (MCP servers) */
+    char *home;         /* for the user's settings.json (MCP servers) and ~/.peri/commands */
     pthread_mutex_t mu; /* workers count */
     pthread_cond_t cv;
     int workers;
@@ -65,5 +73,37 @@ void pct_emit(pct_sess *s, pag_event *ev);
 /* PCT_FOREIGN (err filled, naming the owner) when the stored session `id` belongs to
  * another machine; PCT_OK when it is ours or not stored. */
 pct_status pct_check_owner(pct_controller *c, const char *id, pct_error *err);
+
+/* ---- issue 13 internals */
+#define PCT_HOST_TOOLS 3 /* todo, skill, task */
+/* The session's permission broker (pag_ports.ask_permission) and tool titles. */
+pag_permission pct_port_ask(void *ctx, const pag_event *call, atomic_int *cancel);
+char *pct_tool_title(const char *name, const char *args);
+/* Appends the host tools' descriptors to the catalogue. */
+void pct_host_tools_add(pag_tool_info *tools, size_t *n);
+/* Persists the session's meta (frozen context, mode, model, remembered permissions). */
+void pct_save_meta(pct_sess *s);
+/* Makes the agent use the chosen model (worker thread, between turns). */
+void pct_apply_model(pct_sess *s);
+/* The current model spec (malloc'd) or NULL. */
+char *pct_current_model(pct_sess *s);
+/* Runs the tool (workspace or host); the port_run_tool contract. */
+int pct_run_tool(pct_sess *s, const char *name, const char *args, atomic_int *cancel,
+                 pag_tool_output *out, bool child);
+/* Host tools (todo, skill): returns -2 when name is not a host tool. */
+int pct_host_tool(pct_sess *s, const char *name, const char *args, pag_tool_output *out);
+/* The task tool: runs a subagent in a child thread. */
+int pct_subagent_run(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out);
+/* Slash commands: when the prompt is a command, runs it and returns true (r filled);
+ * a user command rewrites *msg and returns false. */
+bool pct_command_run(pct_sess *s, pm_message *msg, pag_turn_result *r);
+/* availableCommands JSON text (malloc'd). */
+char *pct_commands_json(pct_sess *s);
+/* Sets the mode / model and tells the client (current_mode_update, config_option_update). */
+pct_status pct_sess_set_mode(pct_sess *s, const char *mode_id, uint64_t turn, pct_error *err);
+pct_status pct_sess_set_model(pct_sess *s, const char *spec, uint64_t turn, pct_error *err);
+/* Model choices and the configOptions / modes JSON (malloc'd). */
+char *pct_config_json(pct_sess *s);
+char *pct_modes_json(pct_sess *s);
 
 #endif

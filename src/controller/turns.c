@@ -21,8 +21,10 @@
 typedef struct pct_job {
     struct pct_job *next;
     pct_sess *s;
-    char *text;
+    char *text;     /* the prompt's text (titles) */
+    pm_message msg; /* the prompt's content (text and images) */
     void *token;
+    bool cancelled; /* $/cancel_request while queued (s->mu) */
 } job;
 
 /* Removes j from the session's start queue (s->mu held). */
@@ -92,10 +94,10 @@ static void *worker(void *arg) {
     job *j = arg;
     pct_sess *s = j->s;
     pthread_mutex_lock(&s->mu);
-    while (s->state == SESS_OPEN && (s->running || s->qhead != j))
+    while (s->state == SESS_OPEN && !j->cancelled && (s->running || s->qhead != j))
         pthread_cond_wait(&s->cv, &s->mu);
     unqueue(s, j);
-    if (s->state != SESS_OPEN) {
+    if (s->state != SESS_OPEN || j->cancelled) {
         /* Closed while queued: the prompt never ran. */
         pthread_mutex_unlock(&s->mu);
         answer_cancelled(s, j->token);
@@ -115,9 +117,12 @@ static void *worker(void *arg) {
     uint64_t gen = pag_session_begin_turn(s->agent);
     pthread_mutex_unlock(&s->mu);
 
-    maybe_title(s, j->text, gen);
+    pct_apply_model(s); /* a model chosen since the last turn */
     pag_turn_result r;
-    pag_session_turn(s->agent, j->text, &r);
+    if (!pct_command_run(s, &j->msg, &r)) {
+        maybe_title(s, j->text, gen);
+        pag_session_turn_message(s->agent, &j->msg, &r);
+    }
 
     pthread_mutex_lock(&s->emit_mu); /* the answer follows every event of the turn */
     pthread_mutex_lock(&s->mu);
@@ -131,6 +136,7 @@ static void *worker(void *arg) {
     pthread_mutex_unlock(&s->emit_mu);
 out:
     free(j->text);
+    pm_message_clear(&j->msg);
     free(j);
     worker_exit(s);
     return NULL;
@@ -138,8 +144,29 @@ out:
 
 pct_status pct_prompt(pct_controller *c, const char *id, const char *text, void *token,
                       pct_error *err) {
+    pm_message m;
+    pm_message_init(&m, PM_ROLE_USER);
+    if (pm_message_add_text(&m, text ? text : "") != PM_OK) {
+        err->status = PCT_FAILED;
+        snprintf(err->message, sizeof err->message, "out of memory");
+        return PCT_FAILED;
+    }
+    pct_status st = pct_prompt_message(c, id, &m, token, err);
+    pm_message_clear(&m);
+    return st;
+}
+
+pct_status pct_prompt_message(pct_controller *c, const char *id, pm_message *msg, void *token,
+                              pct_error *err) {
+    char *text = pm_message_text(msg);
+    if (!text) {
+        err->status = PCT_FAILED;
+        snprintf(err->message, sizeof err->message, "out of memory");
+        return PCT_FAILED;
+    }
     pct_sess *s = pct_sess_get(c, id);
     if (!s) {
+        free(text);
         /* Not live here: say so plainly when it is another machine's session. */
         if (pct_check_owner(c, id, err) != PCT_OK) return PCT_FOREIGN;
         err->status = PCT_NOT_FOUND;
@@ -147,7 +174,7 @@ pct_status pct_prompt(pct_controller *c, const char *id, const char *text, void 
         return PCT_NOT_FOUND;
     }
     job *j = calloc(1, sizeof *j);
-    char *t = strdup(text ? text : "");
+    char *t = text;
     pthread_mutex_lock(&s->mu);
     bool open = s->state == SESS_OPEN;
     bool full = s->workers >= PCT_MAX_QUEUED; /* each queued prompt holds a thread */
@@ -175,6 +202,8 @@ pct_status pct_prompt(pct_controller *c, const char *id, const char *text, void 
     }
     j->s = s; /* the worker owns this reference */
     j->text = t;
+    j->msg = *msg;
+    pm_message_init(msg, PM_ROLE_USER);
     j->token = token;
     pthread_mutex_lock(&c->mu);
     c->workers++;
@@ -189,6 +218,7 @@ pct_status pct_prompt(pct_controller *c, const char *id, const char *text, void 
         pthread_mutex_lock(&s->mu);
         unqueue(s, j);
         pthread_mutex_unlock(&s->mu);
+        *msg = j->msg; /* the caller keeps its content */
         free(j);
         free(t);
         worker_exit(s);
@@ -218,6 +248,36 @@ static void cancel_sess(pct_sess *s) {
     pthread_mutex_unlock(&s->mu);
     if (token) answer_cancelled(s, token);
     pthread_mutex_unlock(&s->emit_mu);
+}
+
+/* Cancels exactly the prompt `want`: the running turn if it is that prompt's (checked
+ * under the same locks as cancel_sess, so a turn that just ended is never mistaken for
+ * its successor), or that queued prompt, which its worker then answers "cancelled". */
+static void cancel_token(pct_sess *s, void *want) {
+    pthread_mutex_lock(&s->emit_mu);
+    pthread_mutex_lock(&s->mu);
+    void *token = NULL;
+    for (job *j = s->qhead; j; j = j->next)
+        if (j->token == want) {
+            j->cancelled = true;
+            pthread_cond_broadcast(&s->cv);
+        }
+    if (s->running && s->cur_token == want && !s->cur_answered) {
+        s->gate_gen = pag_session_turn_gen(s->agent);
+        pag_session_cancel(s->agent);
+        s->cur_answered = true;
+        token = s->cur_token;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (token) answer_cancelled(s, token);
+    pthread_mutex_unlock(&s->emit_mu);
+}
+
+void pct_cancel_prompt(pct_controller *c, const char *id, void *token) {
+    pct_sess *s = pct_sess_get(c, id);
+    if (!s) return;
+    cancel_token(s, token);
+    pct_sess_release(s);
 }
 
 void pct_cancel(pct_controller *c, const char *id) {

@@ -45,6 +45,11 @@ static json_t *blocks_of(const pm_message *m) {
                           p->id ? p->id : "", "content", p->text ? p->text : "", "is_error",
                           p->is_error);
             break;
+        case PM_PART_IMAGE:
+            b = json_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "image", "source", "type", "base64",
+                          "media_type", p->name ? p->name : "image/png", "data",
+                          p->text ? p->text : "");
+            break;
         }
         bad |= !b || json_array_append_new(arr, b);
     }

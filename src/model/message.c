@@ -96,6 +96,11 @@ pm_status pm_message_add_tool_result(pm_message *m, const char *tool_call_id, co
                NULL, NULL, NULL, is_error);
 }
 
+pm_status pm_message_add_image(pm_message *m, const char *mime, const char *data_b64) {
+    return add(m, PM_PART_IMAGE, data_b64 ? data_b64 : "", NULL, mime ? mime : "image/png", NULL,
+               NULL, false);
+}
+
 pm_status pm_message_copy(pm_message *dst, const pm_message *src) {
     pm_message_init(dst, src->role);
     for (size_t i = 0; i < src->nparts; i++) {
@@ -122,7 +127,7 @@ char *pm_message_text(const pm_message *m) {
 
 /* ---------------------------------------------------------------- JSON form */
 
-static const char *const part_types[] = {"text", "thinking", "tool_call", "tool_result"};
+static const char *const part_types[] = {"text", "thinking", "tool_call", "tool_result", "image"};
 
 static int set_str(json_t *o, const char *k, const char *v) {
     return v ? json_object_set_new(o, k, json_string(v)) : 0;
@@ -158,6 +163,10 @@ char *pm_message_to_json(const pm_message *m) {
             bad |= set_str(o, "id", p->id ? p->id : "");
             bad |= set_str(o, "text", p->text ? p->text : "");
             bad |= json_object_set_new(o, "is_error", json_boolean(p->is_error));
+            break;
+        case PM_PART_IMAGE:
+            bad |= set_str(o, "mime", p->name ? p->name : "image/png");
+            bad |= set_str(o, "data", p->text ? p->text : "");
             break;
         }
         bad |= json_array_append_new(parts, o);
@@ -198,6 +207,8 @@ pm_status pm_message_from_json(const char *json, pm_message *m, pm_error *err) {
         else if (strcmp(type, "tool_result") == 0)
             st = pm_message_add_tool_result(m, pm__jstr(o, "id"), pm__jstr(o, "text"),
                                             json_is_true(json_object_get(o, "is_error")));
+        else if (strcmp(type, "image") == 0 && pm__jstr(o, "data"))
+            st = pm_message_add_image(m, pm__jstr(o, "mime"), pm__jstr(o, "data"));
         else
             st = pm__fail(err, PM_ERR_PROTOCOL, "part %zu has unknown type \"%s\"", i, type);
         if (st == PM_ERR_NOMEM) pm__fail(err, st, "out of memory");

@@ -5,6 +5,7 @@
  */
 #include "model_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,12 +39,41 @@ static int add_message(json_t *arr, const pm_message *m) {
         if (m->role == PM_ROLE_TOOL) return bad;
         bool has_text = false;
         for (size_t i = 0; i < m->nparts; i++)
-            has_text |= m->parts[i].kind == PM_PART_TEXT;
+            has_text |= m->parts[i].kind == PM_PART_TEXT || m->parts[i].kind == PM_PART_IMAGE;
         if (!has_text && m->nparts > 0) return bad;
     }
     json_t *o = json_object();
     if (!o) return 1;
     bad |= json_object_set_new(o, "role", json_string(pm_role_name(m->role)));
+    bool has_image = false;
+    for (size_t i = 0; i < m->nparts; i++)
+        has_image |= m->parts[i].kind == PM_PART_IMAGE;
+    if (m->role == PM_ROLE_USER && has_image) {
+        /* content parts: text and image_url (data URL) in order */
+        json_t *parts = json_array();
+        bad |= !parts;
+        for (size_t i = 0; parts && i < m->nparts; i++) {
+            const pm_part *p = &m->parts[i];
+            json_t *c = NULL;
+            if (p->kind == PM_PART_TEXT && p->text && *p->text) {
+                c = json_pack("{s:s, s:s}", "type", "text", "text", p->text);
+            } else if (p->kind == PM_PART_IMAGE) {
+                const char *mime = p->name ? p->name : "image/png";
+                const char *data = p->text ? p->text : "";
+                size_t n = strlen(mime) + strlen(data) + 16;
+                char *url = malloc(n);
+                if (url) snprintf(url, n, "data:%s;base64,%s", mime, data);
+                c = url ? json_pack("{s:s, s:{s:s}}", "type", "image_url", "image_url", "url", url)
+                        : NULL;
+                free(url);
+            } else {
+                continue;
+            }
+            bad |= !c || json_array_append_new(parts, c);
+        }
+        bad |= json_object_set_new(o, "content", parts);
+        return bad | json_array_append_new(arr, o);
+    }
     if (m->role != PM_ROLE_ASSISTANT) {
         bad |= json_object_set_new(o, "content", text_of(m));
         return bad | json_array_append_new(arr, o);

@@ -308,7 +308,8 @@ def s_tools(E):
     perms = [f for _, f in a.log if f.get("method") == "session/request_permission"]
     check(len(perms) == 1, "one permission request expected, got %d" % len(perms))
     opts = [o["optionId"] for o in perms[0]["params"]["options"]]
-    check(opts == ["allow_once", "reject_once"], "permission options %r" % opts)
+    check(opts == ["allow_once", "allow_always", "allow_always_project", "reject_once",
+                   "reject_always"], "permission options %r" % opts)
     check(perms[0]["params"]["toolCall"]["toolCallId"] == "call_w", "permission toolCall")
     check(open(os.path.join(E.cwd, "out.txt")).read() == "allowed", "file not written")
 
@@ -571,7 +572,8 @@ def s_load(E):
     c_sid = sid
     b.result("session/close", {"sessionId": c_sid})
     t0 = time.monotonic()
-    check(b.result("session/resume", {"sessionId": c_sid, "cwd": E.cwd}) == {}, "resume")
+    res = b.result("session/resume", {"sessionId": c_sid, "cwd": E.cwd})
+    check(set(res) == {"modes", "configOptions"}, "resume %r" % res)
     check(not b.updates(c_sid, t0), "resume replayed history")
     # unknown session
     r = b.call("session/load", {"sessionId": "00000000-0000-7000-8000-000000000000",
@@ -828,14 +830,16 @@ def s_fuzz(E):
     E.mock.script({"responses": [], "default": {"text": "ok"}})
     methods = ["initialize", "session/new", "session/load", "session/resume", "session/list",
                "session/delete", "session/prompt", "session/cancel", "session/close",
-               "session/set_mode", "authenticate", "x/y", "", "_ext"]
+               "session/set_mode", "authenticate", "x/y", "", "_ext",
+               "session/fork", "session/set_config_option", "$/cancel_request"]
     values = [None, True, 0, -1, 2 ** 62, 1.5, "", "x" * 300, [], {}, [1, "a"],
               {"sessionId": sid}, sid, "../..", "\u0000"]
 
     def rvalue(depth=0):
         if depth < 2 and rnd.random() < 0.3:
             return {rnd.choice(["sessionId", "cwd", "prompt", "cursor", "mcpServers",
-                                "message", "protocolVersion", "type", "text"]):
+                                "message", "protocolVersion", "type", "text", "modeId",
+                                "configId", "value", "requestId"]):
                     rvalue(depth + 1) for _ in range(rnd.randint(0, 4))}
         if depth < 2 and rnd.random() < 0.2:
             return [rvalue(depth + 1) for _ in range(rnd.randint(0, 3))]

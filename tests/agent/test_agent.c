@@ -126,8 +126,8 @@ static void f_emit(void *ctx, const pag_event *ev) {
 }
 
 static const pag_tool_info tools[] = {
-    {"read", "Read a file", "{\"type\":\"object\"}", "read", false},
-    {"shell", "Run a command", "{\"type\":\"object\"}", "execute", true},
+    {"read", "Read a file", "{\"type\":\"object\"}", "read", false, true},
+    {"shell", "Run a command", "{\"type\":\"object\"}", "execute", true, false},
 };
 
 static pag_session *make(fake *f, const step *steps, size_t n, int max_steps) {

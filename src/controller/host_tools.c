@@ -1,0 +1,135 @@
+/*
+ * host_tools.c — the tools the host itself provides next to the workspace tools:
+ *   todo   the model's plan: the full list each time; every call sends an ACP `plan`
+ *          update (entries: content, priority, status)
+ *   skill  loads a skill's instructions (.peri/skills/<name>/SKILL.md body, confined)
+ *   task   a subagent in a child thread (subagent.c)
+ * Descriptors are static and immutable; none needs permission; todo and skill are
+ * read-only (allowed in plan mode), task inherits the parent's mode for its own tools.
+ */
+#include "controller/ctl_impl.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char todo_schema[] =
+    "{\"type\":\"object\",\"properties\":{\"todos\":{\"type\":\"array\",\"description\":"
+    "\"The whole plan, every time (not a diff)\",\"items\":{\"type\":\"object\","
+    "\"properties\":{\"content\":{\"type\":\"string\"},\"status\":{\"type\":\"string\","
+    "\"enum\":[\"pending\",\"in_progress\",\"completed\"]},\"priority\":{\"type\":\"string\","
+    "\"enum\":[\"high\",\"medium\",\"low\"]}},\"required\":[\"content\",\"status\"]}}},"
+    "\"required\":[\"todos\"]}";
+static const char skill_schema[] =
+    "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"description\":"
+    "\"The skill's directory name from the Skills list\"}},\"required\":[\"name\"]}";
+static const char task_schema[] =
+    "{\"type\":\"object\",\"properties\":{\"description\":{\"type\":\"string\",\"description\":"
+    "\"A short (3-5 word) title\"},\"prompt\":{\"type\":\"string\",\"description\":\"The "
+    "complete task for the subagent; it sees nothing of this conversation\"},\"tools\":{"
+    "\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Tools the subagent "
+    "may use (default: read, list, glob, grep, skill)\"}},\"required\":[\"description\","
+    "\"prompt\"]}";
+
+void pct_host_tools_add(pag_tool_info *tools, size_t *n) {
+    tools[(*n)++] = (pag_tool_info){
+        .name = "todo",
+        .description = "Record or update your plan for the current task as a todo list. Send "
+                       "the whole list each time with each item's status; the user sees it.",
+        .schema_json = todo_schema,
+        .kind = "think",
+        .read_only = true};
+    tools[(*n)++] = (pag_tool_info){
+        .name = "skill",
+        .description = "Load the full instructions of a skill listed in the Skills summary.",
+        .schema_json = skill_schema,
+        .kind = "read",
+        .read_only = true};
+    tools[(*n)++] = (pag_tool_info){
+        .name = "task",
+        .description = "Run a subagent on a self-contained task in its own thread, with its own "
+                       "tools; returns its final answer. Use for research that would flood "
+                       "this conversation.",
+        .schema_json = task_schema,
+        .kind = "other",
+        .read_only = true};
+}
+
+static int tool_error(pag_tool_output *out, const char *msg) {
+    out->output = strdup(msg);
+    out->is_error = true;
+    return out->output ? 0 : -1;
+}
+
+static int run_todo(pct_sess *s, json_t *args, pag_tool_output *out) {
+    json_t *todos = json_object_get(args, "todos");
+    if (!json_is_array(todos)) return tool_error(out, "todo: \"todos\" must be an array");
+    json_t *entries = json_array();
+    if (!entries) return -1;
+    size_t i, counts[3] = {0, 0, 0};
+    json_t *t;
+    static const char *const st_names[3] = {"pending", "in_progress", "completed"};
+    json_array_foreach(todos, i, t) {
+        const char *content = json_string_value(json_object_get(t, "content"));
+        const char *status = json_string_value(json_object_get(t, "status"));
+        const char *prio = json_string_value(json_object_get(t, "priority"));
+        int k = -1;
+        for (int j = 0; status && j < 3; j++)
+            if (!strcmp(status, st_names[j])) k = j;
+        if (!content || k < 0) {
+            json_decref(entries);
+            char msg[160];
+            snprintf(msg, sizeof msg,
+                     "todo: item %zu needs \"content\" and a \"status\" of pending, in_progress "
+                     "or completed",
+                     i);
+            return tool_error(out, msg);
+        }
+        if (!prio || (strcmp(prio, "high") && strcmp(prio, "medium") && strcmp(prio, "low")))
+            prio = "medium";
+        counts[k]++;
+        json_array_append_new(entries, json_pack("{s:s, s:s, s:s}", "content", content, "priority",
+                                                 prio, "status", st_names[k]));
+    }
+    char *txt = json_dumps(entries, JSON_COMPACT);
+    json_decref(entries);
+    if (!txt) return -1;
+    pag_event ev = {
+        .kind = PAG_EV_PLAN, .turn = pag_session_turn_gen(s->agent), .content_json = txt};
+    pct_emit(s, &ev);
+    free(txt);
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "Plan updated: %zu items (%zu completed, %zu in progress, %zu pending)",
+             json_array_size(todos), counts[2], counts[1], counts[0]);
+    out->output = strdup(msg);
+    return out->output ? 0 : -1;
+}
+
+static int run_skill(pct_sess *s, json_t *args, pag_tool_output *out) {
+    const char *name = json_string_value(json_object_get(args, "name"));
+    if (!name) return tool_error(out, "skill: \"name\" is required");
+    char *body = pag_skill_body(s->cwd, name);
+    if (!body) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "skill: no skill named \"%.200s\" in .peri/skills", name);
+        return tool_error(out, msg);
+    }
+    out->output = body;
+    return 0;
+}
+
+int pct_host_tool(pct_sess *s, const char *name, const char *args, pag_tool_output *out) {
+    if (!name || (strcmp(name, "todo") != 0 && strcmp(name, "skill") != 0)) return -2;
+    json_t *a = json_loads(args ? args : "{}", 0, NULL);
+    int rc;
+    if (!json_is_object(a))
+        rc = tool_error(out, "the arguments must be a JSON object");
+    else if (!strcmp(name, "todo"))
+        rc = run_todo(s, a, out);
+    else
+        rc = run_skill(s, a, out);
+    json_decref(a);
+    return rc;
+}

@@ -1,0 +1,261 @@
+/*
+ * options.c — a live session's user-chosen options: mode, model, remembered permission
+ * answers; their persistence in the thread's meta; their ACP shapes (modes,
+ * configOptions) as JSON text.
+ *
+ * Invariants: the thread meta always holds the whole option set (frozenContext, mode,
+ * model, allowAlways, rejectAlways) and is written under the session's mu, so two
+ * writers cannot interleave a stale copy. The model switch itself happens on the worker
+ * thread between turns (pct_apply_model); a change made during a turn applies to the
+ * next one. A mode change applies at the next tool call.
+ */
+#include "controller/ctl_impl.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static json_t *str_array(char **l, size_t n) {
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++)
+        json_array_append_new(a, json_string(l[i]));
+    return a;
+}
+
+void pct_save_meta(pct_sess *s) {
+    pthread_mutex_lock(&s->mu);
+    json_t *m = json_pack("{s:s, s:s}", "frozenContext", s->frozen ? s->frozen : "", "mode",
+                          pag_mode_id(pag_session_mode(s->agent)));
+    if (m && s->model_spec) json_object_set_new(m, "model", json_string(s->model_spec));
+    if (m) json_object_set_new(m, "allowAlways", str_array(s->allow_always, s->nallow));
+    if (m) json_object_set_new(m, "rejectAlways", str_array(s->reject_always, s->nreject));
+    char *txt = m ? json_dumps(m, JSON_COMPACT) : NULL;
+    json_decref(m);
+    pst_error pe;
+    if (!txt || pst_thread_set_meta(s->c->store, s->id, txt, &pe) != PST_OK)
+        fprintf(stderr, "peri: session %s: options not persisted\n", s->id);
+    if (s->model_spec) pst_thread_set_model(s->c->store, s->id, s->model_spec, &pe);
+    pthread_mutex_unlock(&s->mu);
+    free(txt);
+}
+
+char *pct_current_model(pct_sess *s) {
+    pthread_mutex_lock(&s->mu);
+    const char *spec = s->model_spec ? s->model_spec : pag_settings_default_model(s->c->settings);
+    char *out = spec ? strdup(spec) : NULL;
+    pthread_mutex_unlock(&s->mu);
+    return out;
+}
+
+void pct_apply_model(pct_sess *s) {
+    char *want = pct_current_model(s);
+    if (want && s->model_applied && strcmp(want, s->model_applied) == 0) {
+        free(want);
+        return;
+    }
+    const char *name = NULL;
+    pm_config cfg;
+    if (pag_settings_model_spec(s->c->settings, want, &cfg, &name, s->model_missing,
+                                sizeof s->model_missing) != 0)
+        name = NULL;
+    pm_client_free(s->client);
+    s->client = NULL;
+    s->model_cfg = cfg;
+    free(s->model_applied);
+    s->model_applied = want; /* name points into it */
+    pag_session_set_model(s->agent, name, s->model_missing);
+}
+
+/* ---------------------------------------------------------------- shapes */
+
+static bool choice_seen(json_t *opts, const char *spec) {
+    size_t i;
+    json_t *o;
+    json_array_foreach(opts, i, o) {
+        if (!strcmp(json_string_value(json_object_get(o, "value")), spec)) return true;
+    }
+    return false;
+}
+
+static void add_choice(json_t *opts, const pag_settings *st, const char *spec) {
+    if (!spec || choice_seen(opts, spec)) return;
+    const pag_model_entry *e = pag_settings_model_entry(st, spec);
+    json_t *o = json_pack("{s:s, s:s}", "value", spec, "name", e ? e->name : spec);
+    int64_t w = pag_model_context_window(st, spec);
+    if (o && w > 0) {
+        char d[64];
+        snprintf(d, sizeof d, "context window %lld tokens", (long long)w);
+        json_object_set_new(o, "description", json_string(d));
+    }
+    if (o) json_array_append_new(opts, o);
+}
+
+char *pct_config_json(pct_sess *s) {
+    const pag_settings *st = s->c->settings;
+    char *cur = pct_current_model(s);
+    json_t *models = json_array();
+    for (size_t i = 0; models && i < st->nmodels; i++)
+        add_choice(models, st, st->models[i].id);
+    if (models) add_choice(models, st, pag_settings_default_model(st));
+    if (models) add_choice(models, st, cur);
+    json_t *modes = json_array();
+    for (int i = 0; modes && i < PAG_MODE_COUNT; i++)
+        json_array_append_new(modes,
+                              json_pack("{s:s, s:s, s:s}", "value", pag_mode_id(i), "name",
+                                        pag_mode_name(i), "description", pag_mode_description(i)));
+    json_t *arr = json_array();
+    if (arr && models && json_array_size(models) > 0)
+        json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O}", "id", "model",
+                                             "name", "Model", "description",
+                                             "The model that answers in this session", "category",
+                                             "model", "type", "select", "currentValue",
+                                             cur ? cur : "", "options", models));
+    if (arr && modes)
+        json_array_append_new(
+            arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O}", "id", "mode", "name", "Mode",
+                           "description", "What the agent may do without asking", "category",
+                           "mode", "type", "select", "currentValue",
+                           pag_mode_id(pag_session_mode(s->agent)), "options", modes));
+    char *txt = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+    json_decref(arr);
+    json_decref(models);
+    json_decref(modes);
+    free(cur);
+    return txt;
+}
+
+char *pct_modes_json(pct_sess *s) {
+    json_t *avail = json_array();
+    for (int i = 0; avail && i < PAG_MODE_COUNT; i++)
+        json_array_append_new(avail,
+                              json_pack("{s:s, s:s, s:s}", "id", pag_mode_id(i), "name",
+                                        pag_mode_name(i), "description", pag_mode_description(i)));
+    json_t *m = avail ? json_pack("{s:s, s:o}", "currentModeId",
+                                  pag_mode_id(pag_session_mode(s->agent)), "availableModes", avail)
+                      : NULL;
+    char *txt = m ? json_dumps(m, JSON_COMPACT) : NULL;
+    json_decref(m);
+    return txt;
+}
+
+/* ---------------------------------------------------------------- changes */
+
+static void emit_config(pct_sess *s, uint64_t turn) {
+    char *cfg = pct_config_json(s);
+    if (!cfg) return;
+    pag_event ev = {.kind = PAG_EV_CONFIG, .turn = turn, .content_json = cfg};
+    pct_emit(s, &ev);
+    free(cfg);
+}
+
+pct_status pct_sess_set_mode(pct_sess *s, const char *mode_id, uint64_t turn, pct_error *err) {
+    pag_mode m;
+    if (!pag_mode_parse(mode_id, &m)) {
+        err->status = PCT_BAD_ARG;
+        snprintf(err->message, sizeof err->message,
+                 "unknown modeId: %.100s (default, acceptEdits, plan, bypassPermissions)",
+                 mode_id ? mode_id : "");
+        return PCT_BAD_ARG;
+    }
+    pag_session_set_mode(s->agent, m);
+    pct_save_meta(s);
+    pag_event ev = {.kind = PAG_EV_MODE, .turn = turn, .text = pag_mode_id(m)};
+    pct_emit(s, &ev);
+    emit_config(s, turn);
+    return PCT_OK;
+}
+
+pct_status pct_sess_set_model(pct_sess *s, const char *spec, uint64_t turn, pct_error *err) {
+    char *cfg = pct_config_json(s);
+    json_t *arr = cfg ? json_loads(cfg, 0, NULL) : NULL;
+    free(cfg);
+    bool ok = false;
+    size_t i;
+    json_t *o;
+    json_array_foreach(arr, i, o) {
+        if (!strcmp(json_string_value(json_object_get(o, "id")), "model"))
+            ok = spec && choice_seen(json_object_get(o, "options"), spec);
+    }
+    json_decref(arr);
+    if (!ok) {
+        err->status = PCT_BAD_ARG;
+        snprintf(err->message, sizeof err->message, "unknown value for config option model: %.150s",
+                 spec ? spec : "");
+        return PCT_BAD_ARG;
+    }
+    char *copy = strdup(spec);
+    if (!copy) {
+        err->status = PCT_FAILED;
+        snprintf(err->message, sizeof err->message, "out of memory");
+        return PCT_FAILED;
+    }
+    pthread_mutex_lock(&s->mu);
+    free(s->model_spec);
+    s->model_spec = copy;
+    pthread_mutex_unlock(&s->mu);
+    pct_save_meta(s);
+    emit_config(s, turn);
+    return PCT_OK;
+}
+
+/* ---------------------------------------------------------------- public API */
+
+static pct_sess *live(pct_controller *c, const char *id, pct_error *err) {
+    pct_sess *s = pct_sess_get(c, id);
+    if (!s && err) {
+        err->status = PCT_NOT_FOUND;
+        snprintf(err->message, sizeof err->message, "Session not found: %.100s", id ? id : "");
+    }
+    return s;
+}
+
+char *pct_session_modes(pct_controller *c, const char *id) {
+    pct_sess *s = live(c, id, NULL);
+    if (!s) return NULL;
+    char *t = pct_modes_json(s);
+    pct_sess_release(s);
+    return t;
+}
+
+char *pct_session_config(pct_controller *c, const char *id) {
+    pct_sess *s = live(c, id, NULL);
+    if (!s) return NULL;
+    char *t = pct_config_json(s);
+    pct_sess_release(s);
+    return t;
+}
+
+pct_status pct_set_mode(pct_controller *c, const char *id, const char *mode_id, pct_error *err) {
+    pct_sess *s = live(c, id, err);
+    if (!s) return PCT_NOT_FOUND;
+    pct_status rc = pct_sess_set_mode(s, mode_id, 0, err);
+    pct_sess_release(s);
+    return rc;
+}
+
+pct_status pct_set_config(pct_controller *c, const char *id, const char *config_id,
+                          const char *value, pct_error *err) {
+    pct_sess *s = live(c, id, err);
+    if (!s) return PCT_NOT_FOUND;
+    pct_status rc;
+    if (config_id && !strcmp(config_id, "model")) {
+        rc = pct_sess_set_model(s, value, 0, err);
+    } else if (config_id && !strcmp(config_id, "mode")) {
+        rc = pct_sess_set_mode(s, value, 0, err);
+    } else {
+        err->status = rc = PCT_BAD_ARG;
+        snprintf(err->message, sizeof err->message, "unknown configId: %.100s (model, mode)",
+                 config_id ? config_id : "");
+    }
+    pct_sess_release(s);
+    return rc;
+}
+
+void pct_notice(pct_controller *c, const char *id, const char *text) {
+    pct_sess *s = live(c, id, NULL);
+    if (!s) return;
+    pag_event ev = {.kind = PAG_EV_TEXT, .text = text};
+    pct_emit(s, &ev);
+    pct_sess_release(s);
+}
