@@ -134,6 +134,11 @@ typedef struct pr_exec_options {
     pr_output_fn on_output; /* optional: each write as decoded text, as it happens */
     void *ud;
     const uint8_t *seed; /* 32 bytes for deterministic clocks/random, or NULL */
+    const uint8_t *stdin_data; /* what the program reads on fd 0 (then EOF); may be NULL */
+    size_t stdin_len;
+    /* For a language runtime module (the Ruby ABI, docs/ruby.md): the script's source
+     * text, run as file "main.rb". Ignored by plain WASI programs. */
+    pr_str source;
 } pr_exec_options;
 
 typedef struct pr_outcome {

@@ -13,12 +13,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define MAX_FILES 256
 
 static void usage(FILE *f) {
     fprintf(f, "usage: peri run FILE.wasm [ARGS...] [--file GUEST=HOSTPATH]... [--out DIR]\n"
-               "                [--cpu-ms N] [--deterministic]\n"
+               "                [--cpu-ms N] [--deterministic] [--stdin FILE]\n"
+               "                [--ruby SCRIPT.rb] [--repeat N] [--time]\n"
+               "  --ruby     FILE.wasm is Ruby's ruby+stdlib.wasm; run SCRIPT.rb with it\n"
+               "  --repeat   run N times in one process (later runs start from the snapshot)\n"
+               "  --time     print each run's wall time on stderr\n"
                "Options are recognised anywhere before a '--'; ARGS after '--' pass as is.\n");
 }
 
@@ -93,7 +98,9 @@ static int copy_out(pr_fs *fs, const char *dir) {
 }
 
 int peri_cmd_run(int argc, char **argv) {
-    const char *wasm = NULL, *out_dir = NULL;
+    const char *wasm = NULL, *out_dir = NULL, *ruby = NULL, *stdin_path = NULL;
+    unsigned long repeat = 1;
+    bool timed = false;
     const char *files[MAX_FILES];
     size_t nfiles = 0;
     pr_str *args = calloc((size_t)argc, sizeof *args);
@@ -119,6 +126,16 @@ int peri_cmd_run(int argc, char **argv) {
             unsigned long v = strtoul(argv[++i], &end, 10);
             if (*end || v == 0 || v > PR_CPU_MS_MAX) goto bad;
             cfg.cpu_ms = (uint32_t)v;
+        } else if (opts && strcmp(a, "--ruby") == 0 && i + 1 < argc) {
+            ruby = argv[++i];
+        } else if (opts && strcmp(a, "--stdin") == 0 && i + 1 < argc) {
+            stdin_path = argv[++i];
+        } else if (opts && strcmp(a, "--repeat") == 0 && i + 1 < argc) {
+            char *end;
+            repeat = strtoul(argv[++i], &end, 10);
+            if (*end || repeat == 0 || repeat > 100000) goto bad;
+        } else if (opts && strcmp(a, "--time") == 0) {
+            timed = true;
         } else if (opts && strcmp(a, "--deterministic") == 0) {
             cfg.deterministic = true;
         } else if (opts && a[0] == '-' && a[1] == '-' && !wasm) {
@@ -140,46 +157,73 @@ int peri_cmd_run(int argc, char **argv) {
     }
     int rc = 1;
     pr_error err;
+    pr_fs *fs = NULL;
+    size_t src_len = 0, in_len = 0;
+    unsigned char *src = ruby ? read_file(ruby, &src_len) : NULL;
+    unsigned char *in = stdin_path ? read_file(stdin_path, &in_len) : NULL;
     pr_host *h = pr_host_new(&cfg, &err);
-    pr_fs *fs = pr_fs_new();
     pr_program *p = h ? pr_program_load(h, (pr_str){"cli", 3}, bytes, len, &err) : NULL;
-    if (!h || !fs || !p) {
-        fprintf(stderr, "%s\n", fs ? err.message : "peri run: out of memory");
+    if ((ruby && !src) || (stdin_path && !in)) {
+        fprintf(stderr, "peri run: cannot read %s\n", ruby && !src ? ruby : stdin_path);
         goto done;
     }
-    for (size_t i = 0; i < nfiles; i++) {
-        const char *eq = strchr(files[i], '=');
-        size_t flen;
-        unsigned char *data = read_file(eq + 1, &flen);
-        if (!data) {
-            fprintf(stderr, "peri run: cannot read %s\n", eq + 1);
-            goto done;
-        }
-        int w = pr_fs_write(fs, files[i], (size_t)(eq - files[i]), data, flen);
-        free(data);
-        if (w) {
-            fprintf(stderr, "peri run: the room's file system is full (128 MiB)\n");
-            goto done;
-        }
-    }
-    /* Deterministic runs are seeded from the program alone: SHA-256 of its bytes. */
-    uint8_t seed[32] = {0};
-    if (cfg.deterministic) pr_program_digest(p, seed);
-    pr_exec_options opt = {.args = args,
-                           .nargs = nargs,
-                           .fs = fs,
-                           .on_output = on_output,
-                           .seed = cfg.deterministic ? seed : NULL};
-    pr_outcome oc;
-    if (!pr_exec(h, p, &opt, &oc, &err)) {
+    if (!h || !p) {
         fprintf(stderr, "%s\n", err.message);
         goto done;
     }
-    if (oc.error) fprintf(stderr, "peri run: %s\n", oc.error);
-    rc = oc.exit_code;
-    if (out_dir && copy_out(fs, out_dir) != 0 && rc == 0) rc = 1;
-    pr_outcome_clear(&oc);
+    for (unsigned long run = 0; run < repeat; run++) {
+        pr_fs_free(fs);
+        fs = pr_fs_new();
+        if (!fs) {
+            fprintf(stderr, "peri run: out of memory\n");
+            goto done;
+        }
+        for (size_t i = 0; i < nfiles; i++) {
+            const char *eq = strchr(files[i], '=');
+            size_t flen;
+            unsigned char *data = read_file(eq + 1, &flen);
+            if (!data) {
+                fprintf(stderr, "peri run: cannot read %s\n", eq + 1);
+                goto done;
+            }
+            int w = pr_fs_write(fs, files[i], (size_t)(eq - files[i]), data, flen);
+            free(data);
+            if (w) {
+                fprintf(stderr, "peri run: the room's file system is full (128 MiB)\n");
+                goto done;
+            }
+        }
+        /* Deterministic runs are seeded from the program alone: SHA-256 of its bytes. */
+        uint8_t seed[32] = {0};
+        if (cfg.deterministic) pr_program_digest(p, seed);
+        pr_exec_options opt = {.args = args,
+                               .nargs = nargs,
+                               .fs = fs,
+                               .on_output = on_output,
+                               .seed = cfg.deterministic ? seed : NULL,
+                               .stdin_data = in,
+                               .stdin_len = in_len,
+                               .source = {(const char *)src, src_len}};
+        pr_outcome oc;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        if (!pr_exec(h, p, &opt, &oc, &err)) {
+            fprintf(stderr, "%s\n", err.message);
+            goto done;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (timed)
+            fprintf(stderr, "peri run: run %lu: %.1f ms\n", run + 1,
+                    (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+                        (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+        if (oc.error) fprintf(stderr, "peri run: %s\n", oc.error);
+        rc = oc.exit_code;
+        if (out_dir && copy_out(fs, out_dir) != 0 && rc == 0) rc = 1;
+        pr_outcome_clear(&oc);
+    }
 done:
+    free(src);
+    free(in);
     pr_program_release(p);
     pr_fs_free(fs);
     pr_host_free(h);
