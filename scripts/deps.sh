@@ -8,6 +8,7 @@ PKGS=(
   build-essential cmake pkg-config clang-14 lld-14 clang-format
   libjansson-dev libsqlite3-dev libcurl4-openssl-dev libssl-dev libcmocka-dev
   wasi-libc libclang-rt-14-dev-wasm32 python3
+  ruby bubblewrap # issue 11: native Ruby (the tests' oracle, the native promotion target), the sandbox
 )
 
 missing=()
@@ -16,14 +17,53 @@ for p in "${PKGS[@]}"; do
     missing+=("$p")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
-echo "deps.sh: installing ${missing[*]}" >&2
 SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "deps.sh: need root to install ${missing[*]}" >&2; exit 1; }
-  SUDO=sudo
-fi
+if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null; then SUDO=sudo; fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -ne 0 ]; then
+  echo "deps.sh: installing ${missing[*]}" >&2
+  if [ "$(id -u)" -ne 0 ] && [ -z "$SUDO" ]; then
+    echo "deps.sh: need root to install ${missing[*]}" >&2
+    exit 1
+  fi
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# ---- issue 11: Ruby's WebAssembly build, from the npm registry, into a cache ----------
+# Pinned version and the registry's sha512 integrity; the build never needs it (without
+# it the room's `ruby` program kind is unavailable and the Ruby tests say so).
+RUBY_WASM_PKG="@ruby/3.4-wasm-wasi"
+RUBY_WASM_VER="2.10.1"
+RUBY_WASM_SHA512="sha512-qrzIJ/7TGSpsZpFyLJb9OXO6TYAq18XoLd11We17Sr78hWpb5IGGFgMQ9A2Y8Ww5n0k8uKA/I8/P8MJdzlJX0Q=="
+cache="${PERI_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/peri}/ruby-3.4-wasm-wasi-$RUBY_WASM_VER"
+if [ ! -s "$cache/ruby+stdlib.wasm" ] && [ "${PERI_NO_RUBY_WASM:-}" != 1 ]; then
+  if ! command -v npm >/dev/null; then
+    echo "deps.sh: installing npm (to fetch $RUBY_WASM_PKG)" >&2
+    if [ "$(id -u)" -eq 0 ] || [ -n "$SUDO" ]; then
+      $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null || true
+    fi
+  fi
+  tmp="$(mktemp -d)"
+  if command -v npm >/dev/null &&
+     (cd "$tmp" && npm pack --silent "$RUBY_WASM_PKG@$RUBY_WASM_VER" >/dev/null 2>&1); then
+    tgz="$tmp/ruby-3.4-wasm-wasi-$RUBY_WASM_VER.tgz"
+    got="sha512-$(openssl dgst -sha512 -binary "$tgz" | base64 -w0)"
+    if [ "$got" != "$RUBY_WASM_SHA512" ]; then
+      echo "deps.sh: $RUBY_WASM_PKG@$RUBY_WASM_VER failed its integrity check ($got); not installed" >&2
+    else
+      mkdir -p "$cache"
+      tar -xzf "$tgz" -C "$tmp" package/dist/ruby+stdlib.wasm package/dist/LICENSE 2>/dev/null ||
+        tar -xzf "$tgz" -C "$tmp" package/dist/ruby+stdlib.wasm
+      mv "$tmp/package/dist/ruby+stdlib.wasm" "$cache/ruby+stdlib.wasm.part"
+      [ -f "$tmp/package/dist/LICENSE" ] && mv "$tmp/package/dist/LICENSE" "$cache/LICENSE"
+      echo "$RUBY_WASM_PKG@$RUBY_WASM_VER $RUBY_WASM_SHA512" > "$cache/INTEGRITY"
+      mv "$cache/ruby+stdlib.wasm.part" "$cache/ruby+stdlib.wasm"
+      echo "deps.sh: $RUBY_WASM_PKG@$RUBY_WASM_VER -> $cache" >&2
+    fi
+  else
+    echo "deps.sh: could not fetch $RUBY_WASM_PKG@$RUBY_WASM_VER with npm; Ruby in the room stays unavailable" >&2
+  fi
+  rm -rf "$tmp"
+fi
+exit 0
