@@ -26,4 +26,4 @@ puts Dog.instance_method(:speak).owner, Puppy.superclass
 o = Object.new
 def o.single = "singleton"
 puts o.single, o.singleton_methods.inspect
-puts 5.frozen?, "lit".dup.frozen?, :sym.to_proc.call("str")
+puts 5.frozen?, "lit".dup.frozen?, :upcase.to_proc.call("str")
