@@ -8,7 +8,7 @@ PKGS=(
   build-essential cmake pkg-config clang-14 lld-14 clang-format
   libjansson-dev libsqlite3-dev libcurl4-openssl-dev libssl-dev libcmocka-dev
   wasi-libc libclang-rt-14-dev-wasm32 python3
-  ruby bubblewrap # issue 11: native Ruby (the tests' oracle, the native promotion target), the sandbox
+  bubblewrap libseccomp-dev ruby # placement: the native sandbox and native Ruby
 )
 
 missing=()

@@ -13,5 +13,6 @@ int peri_cmd_isolate(int argc, char **argv); /* cmd_isolate.c: run, serve (the r
 int peri_cmd_run(int argc, char **argv);     /* cmd_run.c: run a WASI program in the room */
 int peri_cmd_acp(int argc, char **argv);     /* cmd_acp.c: ACP agent on stdio */
 int peri_cmd_print(int argc, char **argv);   /* cmd_print.c: one-shot ACP client */
+int peri_cmd_place(int argc, char **argv);   /* cmd_place.c: placement run, decide */
 
 #endif

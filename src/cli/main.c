@@ -20,6 +20,7 @@ static const peri_command peri_commands[] = {
     {"run", peri_cmd_run, "run a WASI program in the room, streaming its output"},
     {"acp", peri_cmd_acp, "run the agent as an ACP server on stdio"},
     {"print", peri_cmd_print, "run one prompt through the agent and print the answer"},
+    {"place", peri_cmd_place, "run a request where placement decides: WASM room or native sandbox"},
 };
 
 static void peri_usage(FILE *f) {

@@ -1,0 +1,185 @@
+/*
+ * cmd_place.c — `peri place run|decide`: placement from the command line.
+ *
+ *   peri place run [--native yes|no|auto] [--policy FILE] REQUEST.json|-
+ *   peri place decide [--native yes|no|auto] [--policy FILE] REQUEST.json|-
+ *
+ * `run` prints JSON lines: every decision record ({"decision":{...}}), the typed
+ * outcome when one was produced ({"outcome":{...}}), the evidence of each attempt
+ * ({"evidence":{...}}) and last the result ({"result":{...}}). `decide` prints only
+ * the L1 decision. Exit 0 when a result (or decision) was printed, whatever the guest
+ * did; 1 on a host error (message on stderr); 2 on a usage error. WASI programs
+ * promoted to native run as `<this peri> run MODULE -- ARGS` inside the sandbox.
+ */
+#include "cli/commands.h"
+#include "peri/place.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: peri place run [--native yes|no|auto] [--policy FILE] REQUEST.json|-\n"
+               "       peri place decide [--native yes|no|auto] [--policy FILE] REQUEST.json|-\n"
+               "See docs/placement.md for the request, policy and output formats.\n");
+}
+
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 14, n = 0;
+    char *b = malloc(cap);
+    while (b) {
+        if (n == cap) {
+            char *nb = cap >= ((size_t)1 << 30) ? NULL : realloc(b, cap * 2);
+            if (!nb) {
+                free(b);
+                b = NULL;
+                break;
+            }
+            b = nb;
+            cap *= 2;
+        }
+        size_t k = fread(b + n, 1, cap - n, f);
+        if (k == 0) break;
+        n += k;
+    }
+    if (b && ferror(f)) {
+        free(b);
+        b = NULL;
+    }
+    if (f != stdin) fclose(f);
+    *len = n;
+    return b;
+}
+
+static void line(const char *key, const char *json) {
+    printf("{\"%s\":%s}\n", key, json);
+}
+
+int peri_cmd_place(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *sub = argv[1];
+    if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
+        usage(stdout);
+        return 0;
+    }
+    bool run = strcmp(sub, "run") == 0;
+    if (!run && strcmp(sub, "decide") != 0) {
+        usage(stderr);
+        return 2;
+    }
+    const char *native = NULL, *policy_path = NULL, *req_path = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--native") && i + 1 < argc)
+            native = argv[++i];
+        else if (!strcmp(argv[i], "--policy") && i + 1 < argc)
+            policy_path = argv[++i];
+        else if (argv[i][0] == '-' && strcmp(argv[i], "-") != 0) {
+            usage(stderr);
+            return 2;
+        } else if (!req_path)
+            req_path = argv[i];
+        else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!req_path ||
+        (native && strcmp(native, "yes") && strcmp(native, "no") && strcmp(native, "auto"))) {
+        usage(stderr);
+        return 2;
+    }
+    pl_error err = {0};
+    pl_policy *pol = NULL;
+    pl_policy defaults = {0};
+    if (policy_path) {
+        size_t n;
+        char *t = slurp(policy_path, &n);
+        if (!t) {
+            fprintf(stderr, "peri place: cannot read %s\n", policy_path);
+            return 1;
+        }
+        pol = pl_policy_parse(t, n, &err);
+        free(t);
+        if (!pol) {
+            fprintf(stderr, "peri place: %s\n", err.message);
+            return 1;
+        }
+    }
+    pl_policy *p = pol ? pol : &defaults;
+    if (native)
+        p->native = !strcmp(native, "yes")  ? PL_NATIVE_YES
+                    : !strcmp(native, "no") ? PL_NATIVE_NO
+                                            : PL_NATIVE_AUTO;
+    size_t n;
+    char *text = slurp(req_path, &n);
+    if (!text) {
+        fprintf(stderr, "peri place: cannot read %s\n", req_path);
+        pl_policy_free(pol);
+        return 1;
+    }
+    pl_request *rq = pl_request_parse(text, n, &err);
+    free(text);
+    if (!rq) {
+        fprintf(stderr, "peri place: %s\n", err.message);
+        pl_policy_free(pol);
+        return 1;
+    }
+    char self[PATH_MAX];
+    ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[sl > 0 ? sl : 0] = 0;
+    const char *runner[] = {self, "run", "{module}", "--"};
+    pl_config cfg = {.wasm_runner = sl > 0 ? runner : NULL, .nwasm_runner = sl > 0 ? 4 : 0};
+    pl_ctx *pc = pl_new(&cfg, &err);
+    int rc = 1;
+    if (!pc) {
+        fprintf(stderr, "peri place: %s\n", err.message);
+    } else if (!run) {
+        pl_decision d;
+        if (pl_decide(pc, rq, p, &d, &err)) {
+            char *j = pl_decision_json(&d, NULL);
+            if (j) {
+                line("decision", j);
+                rc = 0;
+            }
+            free(j);
+        } else {
+            fprintf(stderr, "peri place: %s\n", err.message);
+        }
+    } else {
+        pl_report rep;
+        if (pl_run(pc, rq, p, NULL, &rep, &err)) {
+            bool ok = true;
+            for (size_t i = 0; i < rep.ndecisions; i++) {
+                char *j = pl_decision_json(&rep.decisions[i], NULL);
+                ok = ok && j;
+                if (j) line("decision", j);
+                free(j);
+            }
+            if (rep.has_outcome) {
+                char *j = pl_outcome_json(&rep.outcome, NULL);
+                ok = ok && j;
+                if (j) line("outcome", j);
+                free(j);
+            }
+            for (size_t i = 0; i < rep.nevidence; i++)
+                line("evidence", rep.evidence[i]);
+            if (rep.result.json) line("result", rep.result.json);
+            rc = ok && rep.result.json ? 0 : 1;
+            pl_report_clear(&rep);
+        } else {
+            fprintf(stderr, "peri place: %s\n", err.message);
+        }
+    }
+    fflush(stdout);
+    pl_free(pc);
+    pl_request_free(rq);
+    pl_policy_free(pol);
+    return rc;
+}

@@ -1,0 +1,254 @@
+/*
+ * cgroup.c — one cgroup leaf per native run: memory and process limits, CPU
+ * accounting (for the cpu_ms limit over the whole process tree), peaks, kill-all and
+ * removal. cgroup v2 when the unified hierarchy delegates memory and pids to our own
+ * cgroup; otherwise the v1 memory, pids and cpuacct controllers (as on the build
+ * machines). Leaves are created below the calling process's own cgroup of each
+ * hierarchy (read from /proc/self/cgroup), so they nest inside its limits.
+ *
+ * Invariant: pl_cg_remove is called only after pl_cg_kill_all saw the leaf empty; a
+ * leaf that cannot be removed is reported (evidence cgroup_removed: false).
+ */
+#include "place_int.h"
+#include "sandbox_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static bool write_str(const char *dir, const char *file, const char *val) {
+    char p[2 * PL_CG_PATH];
+    if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, file) >= sizeof p) return false;
+    int fd = open(p, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    ssize_t n = write(fd, val, strlen(val));
+    close(fd);
+    return n == (ssize_t)strlen(val);
+}
+
+static bool read_str(const char *dir, const char *file, char *buf, size_t cap) {
+    char p[2 * PL_CG_PATH];
+    if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, file) >= sizeof p) return false;
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    ssize_t n = read(fd, buf, cap - 1);
+    close(fd);
+    if (n < 0) return false;
+    buf[n] = 0;
+    return true;
+}
+
+static uint64_t read_u64(const char *dir, const char *file) {
+    char b[64];
+    return read_str(dir, file, b, sizeof b) ? strtoull(b, NULL, 10) : 0;
+}
+
+/* The calling process's path in the hierarchy whose controller list contains `ctl`
+ * ("" for the v2 line "0::"). */
+static bool own_path(const char *ctl, char *out, size_t cap) {
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    if (!f) return false;
+    char line[1024];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f)) {
+        char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
+        if (!b) continue;
+        *b = 0;
+        char *path = b + 1;
+        path[strcspn(path, "\n")] = 0;
+        const char *ctls = a + 1;
+        bool match = false;
+        if (!*ctl)
+            match = strcmp(line, "0") == 0 && !*ctls;
+        else {
+            char tmp[256];
+            snprintf(tmp, sizeof tmp, "%s", ctls);
+            for (char *t = strtok(tmp, ","); t; t = strtok(NULL, ","))
+                match = match || strcmp(t, ctl) == 0;
+        }
+        if (match) {
+            snprintf(out, cap, "%s", strcmp(path, "/") == 0 ? "" : path);
+            found = true;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+static bool make_leaf(const char *root, const char *hier, const char *ctl, const char *name,
+                      char *out) {
+    char own[512];
+    if (!own_path(ctl, own, sizeof own)) return false;
+    int n = snprintf(out, PL_CG_PATH, "%s%s%s%s/%s", root, *hier ? "/" : "", hier, own, name);
+    if (n <= 0 || n >= PL_CG_PATH) return false;
+    if (mkdir(out, 0755) != 0) return false;
+    return true;
+}
+
+bool pl_cg_create(pl_ctx *pc, const char *name, const pl_limits *lim, pl_cgroup *cg) {
+    memset(cg, 0, sizeof *cg);
+    cg->cpu_fd = -1;
+    const char *root = pc->cgroup_root;
+    char num[64];
+    uint64_t mem = (uint64_t)lim->memory_mib << 20;
+    /* v2: our own cgroup must delegate memory and pids. */
+    char own[512], p[PL_CG_PATH + 64], ctl[512];
+    if (own_path("", own, sizeof own)) {
+        snprintf(p, sizeof p, "%s%s", root, own);
+        if (read_str(p, "cgroup.subtree_control", ctl, sizeof ctl) && strstr(ctl, "memory") &&
+            strstr(ctl, "pids") && make_leaf(root, "", "", name, cg->dir[0])) {
+            cg->mode = 2;
+            cg->ndir = 1;
+            snprintf(num, sizeof num, "%llu", (unsigned long long)mem);
+            bool ok = write_str(cg->dir[0], "memory.max", num);
+            (void)write_str(cg->dir[0], "memory.swap.max", "0"); /* absent without swap */
+            snprintf(num, sizeof num, "%u", lim->processes + 2);
+            ok = ok && write_str(cg->dir[0], "pids.max", num);
+            if (!ok) {
+                pl_cg_remove(cg);
+                cg->mode = 0;
+            }
+            return cg->mode == 2;
+        }
+    }
+    /* v1: memory + pids required, cpuacct optional. */
+    if (!make_leaf(root, "memory", "memory", name, cg->dir[0])) return false;
+    cg->ndir = 1;
+    if (!make_leaf(root, "pids", "pids", name, cg->dir[1])) {
+        pl_cg_remove(cg);
+        return false;
+    }
+    cg->ndir = 2;
+    if (make_leaf(root, "cpuacct", "cpuacct", name, cg->dir[2])) cg->ndir = 3;
+    cg->mode = 1;
+    snprintf(num, sizeof num, "%llu", (unsigned long long)mem);
+    bool ok = write_str(cg->dir[0], "memory.limit_in_bytes", num);
+    (void)write_str(cg->dir[0], "memory.memsw.limit_in_bytes", num); /* only with swap accounting */
+    snprintf(num, sizeof num, "%u", lim->processes + 2);             /* + the two bwrap processes */
+    ok = ok && write_str(cg->dir[1], "pids.max", num);
+    if (!ok) {
+        pl_cg_remove(cg);
+        cg->mode = 0;
+        return false;
+    }
+    return true;
+}
+
+/* Prepares "cgroup.procs" paths the forked child writes itself into (no allocation
+ * after fork). */
+size_t pl_cg_procs_paths(const pl_cgroup *cg, char paths[3][PL_CG_PATH + 16]) {
+    for (int i = 0; i < cg->ndir; i++)
+        snprintf(paths[i], PL_CG_PATH + 16, "%s/cgroup.procs", cg->dir[i]);
+    return (size_t)cg->ndir;
+}
+
+uint64_t pl_cg_cpu_ns(pl_cgroup *cg) {
+    char b[512];
+    if (cg->mode == 1 && cg->ndir == 3) {
+        if (cg->cpu_fd < 0) {
+            char p[PL_CG_PATH + 32];
+            snprintf(p, sizeof p, "%s/cpuacct.usage", cg->dir[2]);
+            cg->cpu_fd = open(p, O_RDONLY | O_CLOEXEC);
+        }
+        ssize_t n = cg->cpu_fd >= 0 ? pread(cg->cpu_fd, b, sizeof b - 1, 0) : -1;
+        if (n <= 0) return 0;
+        b[n] = 0;
+        return strtoull(b, NULL, 10);
+    }
+    if (cg->mode == 2 && read_str(cg->dir[0], "cpu.stat", b, sizeof b)) {
+        char *u = strstr(b, "usage_usec ");
+        return u ? strtoull(u + 11, NULL, 10) * 1000 : 0;
+    }
+    return 0;
+}
+
+bool pl_cg_has_cpu(const pl_cgroup *cg) {
+    return (cg->mode == 1 && cg->ndir == 3) || cg->mode == 2;
+}
+
+void pl_cg_peaks(pl_cgroup *cg, uint64_t *mem_peak, bool *oom) {
+    *mem_peak = 0;
+    *oom = false;
+    char b[2048];
+    if (cg->mode == 1) {
+        *mem_peak = read_u64(cg->dir[0], "memory.max_usage_in_bytes");
+        if (read_str(cg->dir[0], "memory.oom_control", b, sizeof b)) {
+            char *k = strstr(b, "oom_kill ");
+            *oom = k && strtoull(k + 9, NULL, 10) > 0;
+        }
+        *oom = *oom || read_u64(cg->dir[0], "memory.failcnt") > 0;
+    } else if (cg->mode == 2) {
+        *mem_peak = read_u64(cg->dir[0], "memory.peak");
+        if (read_str(cg->dir[0], "memory.events", b, sizeof b)) {
+            char *k = strstr(b, "oom_kill ");
+            *oom = k && strtoull(k + 9, NULL, 10) > 0;
+        }
+    }
+}
+
+/* One round: SIGKILL to every process of the leaf except `spare` (0: none spared).
+ * Returns how many were signalled, -1 when the leaf cannot be read. */
+int pl_cg_signal_all(pl_cgroup *cg, pid_t spare) {
+    if (!cg->mode) return -1;
+    const char *procs_dir = cg->mode == 1 ? cg->dir[1] : cg->dir[0]; /* pids sees all */
+    char b[16384];
+    if (!read_str(procs_dir, "cgroup.procs", b, sizeof b)) return -1;
+    int n = 0;
+    for (char *s = b; *s;) {
+        char *e;
+        long pid = strtol(s, &e, 10);
+        if (e == s) break;
+        if (pid > 0 && pid != spare) {
+            kill((pid_t)pid, SIGKILL);
+            n++;
+        }
+        s = e;
+        while (*s == '\n') s++;
+    }
+    return n;
+}
+
+/* SIGKILLs every process of the leaf until it is empty (or ~2 s pass). True if empty. */
+bool pl_cg_kill_all(pl_cgroup *cg) {
+    if (!cg->mode) return false;
+    if (cg->mode == 2) (void)write_str(cg->dir[0], "cgroup.kill", "1");
+    for (int round = 0; round < 400; round++) {
+        int n = pl_cg_signal_all(cg, 0);
+        if (n < 0) return false;
+        if (n == 0 && pl_cg_empty(cg)) return true;
+        struct timespec ts = {0, 5 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+bool pl_cg_empty(pl_cgroup *cg) {
+    char b[64];
+    const char *d = cg->mode == 1 ? cg->dir[1] : cg->dir[0];
+    return cg->mode && read_str(d, "cgroup.procs", b, sizeof b) && !b[0];
+}
+
+bool pl_cg_remove(pl_cgroup *cg) {
+    if (cg->cpu_fd >= 0) close(cg->cpu_fd);
+    cg->cpu_fd = -1;
+    bool ok = true;
+    for (int i = 0; i < cg->ndir; i++) {
+        bool gone = false;
+        for (int t = 0; t < 100 && !gone; t++) {
+            gone = rmdir(cg->dir[i]) == 0 || errno == ENOENT;
+            if (!gone) {
+                struct timespec ts = {0, 2 * 1000000L};
+                nanosleep(&ts, NULL);
+            }
+        }
+        ok = ok && gone;
+    }
+    cg->ndir = 0;
+    return ok;
+}

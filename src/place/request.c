@@ -1,0 +1,479 @@
+/*
+ * request.c — run requests and policies: the strict JSON decoder (unknown fields,
+ * duplicate keys, trailing data and wrong types are errors naming the field), the
+ * validator shared with C-built requests, and the canonical serialisation whose bytes
+ * a C-built request's request_sha256 covers.
+ *
+ * Invariants: a request that passed pl_request_validate has a run_id of 1..128 bytes,
+ * a known program kind with its program text, args only for wasm, guest paths that
+ * are absolute without "..", requirements within the known bits, a workspace exactly
+ * when the state class is native_workspace_ref, and limits within their bounds.
+ */
+#include "place_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const FEATURES[PL_REQ_COUNT] = {
+    "browser_runtime",
+    "daemon",
+    "dynamic_package_install",
+    "native_extension",
+    "native_threads",
+    "network",
+    "posix",
+    "shell",
+    "subprocess",
+};
+
+const char *pl_feature_name(unsigned i) {
+    return i < PL_REQ_COUNT ? FEATURES[i] : NULL;
+}
+
+static int feature_index(const char *s) {
+    for (int i = 0; i < PL_REQ_COUNT; i++)
+        if (strcmp(s, FEATURES[i]) == 0) return i;
+    return -1;
+}
+
+static const char *const STATES[] = {"portable_value", "native_workspace_ref", "native_process_ref",
+                                     "opaque"};
+
+const char *pl_state_name(pl_state_class s) {
+    return (unsigned)s < 4 ? STATES[s] : "";
+}
+
+bool pl_guest_path_ok(const char *p) {
+    size_t n = p ? strlen(p) : 0;
+    if (n < 2 || n > 4096 || p[0] != '/' || !pl_utf8_valid(p, n)) return false;
+    const char *s = p + 1;
+    while (*s) {
+        const char *e = strchr(s, '/');
+        size_t k = e ? (size_t)(e - s) : strlen(s);
+        if (k == 0 || (k == 1 && s[0] == '.') || (k == 2 && s[0] == '.' && s[1] == '.'))
+            return false;
+        if (!e) break;
+        s = e + 1;
+        if (!*s) return false; /* trailing slash: not a file */
+    }
+    return true;
+}
+
+#define LIM_MS_MAX   3600000u
+#define LIM_MEM_MAX  65536u
+#define LIM_OUT_MAX  (1ull << 30)
+#define LIM_PROC_MAX 4096u
+#define RUN_ID_MAX   128u
+#define PROGRAM_MAX  (16u << 20)
+
+bool pl_request_validate(const pl_request *r, pl_error *err) {
+    if (!r) return pl_fail(err, PL_ERR_REQUEST, "request: missing");
+    size_t n = r->run_id ? strlen(r->run_id) : 0;
+    if (n < 1 || n > RUN_ID_MAX || !pl_utf8_valid(r->run_id, n))
+        return pl_fail(err, PL_ERR_REQUEST, "run_id: must be 1..128 bytes of UTF-8");
+    if (r->kind < PL_PROGRAM_WASM || r->kind > PL_PROGRAM_RUBY)
+        return pl_fail(err, PL_ERR_REQUEST, "program: unknown kind");
+    size_t pn = r->program ? strlen(r->program) : 0;
+    if (!r->program || pn > PROGRAM_MAX || !pl_utf8_valid(r->program, pn))
+        return pl_fail(err, PL_ERR_REQUEST, "program: missing, over 16 MiB or not UTF-8");
+    if (r->kind != PL_PROGRAM_RUBY && pn == 0)
+        return pl_fail(err, PL_ERR_REQUEST, "program: empty");
+    if (r->nargs && r->kind != PL_PROGRAM_WASM)
+        return pl_fail(err, PL_ERR_REQUEST, "program.args: only for wasm programs");
+    if (r->nargs > 4096) return pl_fail(err, PL_ERR_REQUEST, "program.args: over 4096");
+    for (size_t i = 0; i < r->nargs; i++)
+        if (!r->args || !r->args[i] || !pl_utf8_valid(r->args[i], strlen(r->args[i])))
+            return pl_fail(err, PL_ERR_REQUEST, "program.args[%zu]: not a UTF-8 string", i);
+    if (r->stdin_len && !r->stdin_data) return pl_fail(err, PL_ERR_REQUEST, "stdin: missing");
+    if (r->nfiles > 4096) return pl_fail(err, PL_ERR_REQUEST, "files: over 4096");
+    for (size_t i = 0; i < r->nfiles; i++) {
+        const pl_file *f = &r->files[i];
+        if (!pl_guest_path_ok(f->path))
+            return pl_fail(err, PL_ERR_REQUEST,
+                           "files: path \"%.200s\" must be absolute, without \"..\", \".\" "
+                           "or empty names",
+                           f->path ? f->path : "");
+        if ((f->text_len && !f->text) || !pl_utf8_valid(f->text, f->text_len))
+            return pl_fail(err, PL_ERR_REQUEST, "files[\"%.200s\"]: not UTF-8 text", f->path);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(r->files[j].path, f->path) == 0)
+                return pl_fail(err, PL_ERR_REQUEST, "files: duplicate path \"%.200s\"", f->path);
+    }
+    if (r->requirements >> PL_REQ_COUNT)
+        return pl_fail(err, PL_ERR_REQUEST, "requirements: unknown feature bit");
+    if ((unsigned)r->state_class > PL_STATE_OPAQUE)
+        return pl_fail(err, PL_ERR_REQUEST, "state_class: unknown");
+    bool ws = r->state_class == PL_STATE_NATIVE_WORKSPACE_REF;
+    if (ws && (!r->workspace || r->workspace[0] != '/'))
+        return pl_fail(err, PL_ERR_REQUEST,
+                       "workspace: native_workspace_ref needs an absolute host directory");
+    if (!ws && r->workspace)
+        return pl_fail(err, PL_ERR_REQUEST, "workspace: only with native_workspace_ref");
+    if (r->workspace && (strlen(r->workspace) > 4096 || strstr(r->workspace, "/../") ||
+                         (strlen(r->workspace) >= 3 &&
+                          strcmp(r->workspace + strlen(r->workspace) - 3, "/..") == 0)))
+        return pl_fail(err, PL_ERR_REQUEST, "workspace: must not contain \"..\"");
+    const pl_limits *l = &r->limits;
+    if (l->cpu_ms > LIM_MS_MAX || l->wall_ms > LIM_MS_MAX)
+        return pl_fail(err, PL_ERR_REQUEST, "limits: cpu_ms and wall_ms at most 3600000");
+    if (l->memory_mib > LIM_MEM_MAX)
+        return pl_fail(err, PL_ERR_REQUEST, "limits.memory_mib: at most 65536");
+    if (l->output_bytes > LIM_OUT_MAX)
+        return pl_fail(err, PL_ERR_REQUEST, "limits.output_bytes: at most 1073741824");
+    if (l->processes > LIM_PROC_MAX)
+        return pl_fail(err, PL_ERR_REQUEST, "limits.processes: at most 4096");
+    return true;
+}
+
+/* ---------------------------------------------------------------- JSON decoding */
+
+typedef struct owned_request {
+    pl_request r; /* first: pl_request_free casts back */
+    json_t *root;
+    char *raw;
+    const char **args;
+    pl_file *files;
+} owned_request;
+
+void pl_request_free(pl_request *r) {
+    if (!r) return;
+    owned_request *o = (owned_request *)r;
+    json_decref(o->root);
+    free(o->raw);
+    free(o->args);
+    free(o->files);
+    free(o);
+}
+
+static bool only_keys(json_t *obj, const char *const *keys, const char *where, pl_error *err) {
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v) {
+        bool known = false;
+        for (size_t i = 0; keys[i]; i++)
+            known = known || strcmp(k, keys[i]) == 0;
+        if (!known) return pl_fail(err, PL_ERR_REQUEST, "%s: unknown field \"%.100s\"", where, k);
+    }
+    return true;
+}
+
+static bool get_u(json_t *lim, const char *key, uint64_t max, uint64_t *out, pl_error *err) {
+    json_t *v = json_object_get(lim, key);
+    if (!v) return true;
+    if (!json_is_integer(v) || json_integer_value(v) < 1 || (uint64_t)json_integer_value(v) > max)
+        return pl_fail(err, PL_ERR_REQUEST, "limits.%s: an integer from 1 to %llu", key,
+                       (unsigned long long)max);
+    *out = (uint64_t)json_integer_value(v);
+    return true;
+}
+
+static bool decode(owned_request *o, pl_error *err) {
+    pl_request *r = &o->r;
+    json_t *root = o->root;
+    static const char *const top[] = {"run_id",       "program",     "stdin",  "files",
+                                      "requirements", "state_class", "limits", "network",
+                                      "workspace",    "model_risk",  NULL};
+    if (!json_is_object(root)) return pl_fail(err, PL_ERR_REQUEST, "request: not a JSON object");
+    if (!only_keys(root, top, "request", err)) return false;
+    json_t *v = json_object_get(root, "run_id");
+    if (!json_is_string(v)) return pl_fail(err, PL_ERR_REQUEST, "run_id: required string");
+    r->run_id = json_string_value(v);
+    json_t *prog = json_object_get(root, "program");
+    if (!json_is_object(prog)) return pl_fail(err, PL_ERR_REQUEST, "program: required object");
+    static const char *const pk[] = {"wasm", "shell", "ruby", "args", NULL};
+    if (!only_keys(prog, pk, "program", err)) return false;
+    int kinds = 0;
+    const char *names[] = {"wasm", "shell", "ruby"};
+    for (int i = 0; i < 3; i++) {
+        json_t *p = json_object_get(prog, names[i]);
+        if (!p) continue;
+        if (!json_is_string(p))
+            return pl_fail(err, PL_ERR_REQUEST, "program.%s: must be a string", names[i]);
+        kinds++;
+        r->kind = (pl_program_kind)(PL_PROGRAM_WASM + i);
+        r->program = json_string_value(p);
+    }
+    if (kinds != 1)
+        return pl_fail(err, PL_ERR_REQUEST,
+                       "program: exactly one of \"wasm\", \"shell\", \"ruby\"");
+    json_t *args = json_object_get(prog, "args");
+    if (args) {
+        if (r->kind != PL_PROGRAM_WASM)
+            return pl_fail(err, PL_ERR_REQUEST, "program.args: only for wasm programs");
+        if (!json_is_array(args))
+            return pl_fail(err, PL_ERR_REQUEST, "program.args: must be an array of strings");
+        size_t n = json_array_size(args);
+        o->args = calloc(n ? n : 1, sizeof *o->args);
+        if (!o->args) return pl_fail(err, PL_ERR_HOST, "out of memory");
+        for (size_t i = 0; i < n; i++) {
+            json_t *a = json_array_get(args, i);
+            if (!json_is_string(a))
+                return pl_fail(err, PL_ERR_REQUEST, "program.args[%zu]: must be a string", i);
+            o->args[i] = json_string_value(a);
+        }
+        r->args = o->args;
+        r->nargs = n;
+    }
+    if ((v = json_object_get(root, "stdin"))) {
+        if (!json_is_string(v)) return pl_fail(err, PL_ERR_REQUEST, "stdin: must be a string");
+        r->stdin_data = json_string_value(v);
+        r->stdin_len = json_string_length(v);
+    }
+    if ((v = json_object_get(root, "files"))) {
+        if (!json_is_object(v))
+            return pl_fail(err, PL_ERR_REQUEST, "files: must be an object of path to text");
+        size_t n = json_object_size(v), i = 0;
+        o->files = calloc(n ? n : 1, sizeof *o->files);
+        if (!o->files) return pl_fail(err, PL_ERR_HOST, "out of memory");
+        const char *k;
+        json_t *t;
+        json_object_foreach(v, k, t) {
+            if (!json_is_string(t))
+                return pl_fail(err, PL_ERR_REQUEST, "files[\"%.200s\"]: must be a string", k);
+            o->files[i++] = (pl_file){k, json_string_value(t), json_string_length(t)};
+        }
+        r->files = o->files;
+        r->nfiles = i;
+    }
+    if ((v = json_object_get(root, "requirements"))) {
+        if (!json_is_array(v))
+            return pl_fail(err, PL_ERR_REQUEST, "requirements: must be an array of strings");
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            json_t *f = json_array_get(v, i);
+            int k = json_is_string(f) ? feature_index(json_string_value(f)) : -1;
+            if (k < 0) return pl_fail(err, PL_ERR_REQUEST, "requirements[%zu]: unknown feature", i);
+            if (r->requirements & (1u << k))
+                return pl_fail(err, PL_ERR_REQUEST, "requirements: duplicate \"%s\"", FEATURES[k]);
+            r->requirements |= 1u << k;
+        }
+    }
+    if ((v = json_object_get(root, "state_class"))) {
+        int k = -1;
+        for (int i = 0; i < 4 && json_is_string(v); i++)
+            if (strcmp(json_string_value(v), STATES[i]) == 0) k = i;
+        if (k < 0)
+            return pl_fail(err, PL_ERR_REQUEST,
+                           "state_class: one of portable_value, native_workspace_ref, "
+                           "native_process_ref, opaque");
+        r->state_class = (pl_state_class)k;
+    }
+    if ((v = json_object_get(root, "limits"))) {
+        static const char *const lk[] = {"cpu_ms",       "wall_ms",   "memory_mib",
+                                         "output_bytes", "processes", NULL};
+        if (!json_is_object(v)) return pl_fail(err, PL_ERR_REQUEST, "limits: must be an object");
+        if (!only_keys(v, lk, "limits", err)) return false;
+        uint64_t c = 0, w = 0, m = 0, b = 0, p = 0;
+        if (!get_u(v, "cpu_ms", LIM_MS_MAX, &c, err) || !get_u(v, "wall_ms", LIM_MS_MAX, &w, err) ||
+            !get_u(v, "memory_mib", LIM_MEM_MAX, &m, err) ||
+            !get_u(v, "output_bytes", LIM_OUT_MAX, &b, err) ||
+            !get_u(v, "processes", LIM_PROC_MAX, &p, err))
+            return false;
+        r->limits = (pl_limits){(uint32_t)c, (uint32_t)w, (uint32_t)m, b, (uint32_t)p};
+    }
+    if ((v = json_object_get(root, "network"))) {
+        if (!json_is_boolean(v)) return pl_fail(err, PL_ERR_REQUEST, "network: must be a boolean");
+        r->network = json_is_true(v);
+    }
+    if ((v = json_object_get(root, "model_risk"))) {
+        if (!json_is_boolean(v))
+            return pl_fail(err, PL_ERR_REQUEST, "model_risk: must be a boolean");
+        r->model_risk = json_is_true(v);
+    }
+    if ((v = json_object_get(root, "workspace"))) {
+        if (!json_is_string(v)) return pl_fail(err, PL_ERR_REQUEST, "workspace: must be a string");
+        r->workspace = json_string_value(v);
+    }
+    return pl_request_validate(r, err);
+}
+
+/* jansson's error text for a decode failure, with our wording for the cases the
+ * contract names. */
+static bool load_error(const json_error_t *je, const char *what, pl_code code, pl_error *err) {
+    if (strstr(je->text, "duplicate object key"))
+        return pl_fail(err, code, "%s: duplicate key (%s)", what, je->text);
+    if (strstr(je->text, "end of file expected"))
+        return pl_fail(err, code, "%s: trailing data after the JSON value (line %d)", what,
+                       je->line);
+    return pl_fail(err, code, "%s: invalid JSON: %s (line %d)", what, je->text, je->line);
+}
+
+json_t *pl_json_strict(const char *text, size_t len, const char *what, pl_code code,
+                       pl_error *err) {
+    json_error_t je;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) load_error(&je, what, code, err);
+    return root;
+}
+
+pl_request *pl_request_parse(const char *json, size_t len, pl_error *err) {
+    owned_request *o = calloc(1, sizeof *o);
+    if (!o || !(o->raw = malloc(len + 1))) {
+        free(o);
+        pl_fail(err, PL_ERR_HOST, "out of memory");
+        return NULL;
+    }
+    memcpy(o->raw, json, len);
+    o->raw[len] = 0;
+    o->r.raw = o->raw;
+    o->r.raw_len = len;
+    o->root = pl_json_strict(json, len, "request", PL_ERR_REQUEST, err);
+    if (!o->root || !decode(o, err)) {
+        pl_request_free(&o->r);
+        return NULL;
+    }
+    return &o->r;
+}
+
+/* ---------------------------------------------------------------- canonical JSON */
+
+static bool add(json_t *o, const char *k, json_t *v) {
+    return v && json_object_set_new(o, k, v) == 0;
+}
+
+char *pl_request_json(const pl_request *r, size_t *len) {
+    json_t *o = json_object(), *prog = json_object();
+    bool ok = o && prog && add(o, "run_id", json_string(r->run_id));
+    static const char *const kn[] = {"", "wasm", "shell", "ruby"};
+    ok = ok && add(prog, kn[r->kind], json_string(r->program));
+    if (ok && r->nargs) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < r->nargs; i++)
+            if (json_array_append_new(a, json_string(r->args[i]))) {
+                json_decref(a);
+                a = NULL;
+            }
+        ok = add(prog, "args", a);
+    }
+    ok = ok && add(o, "program", json_incref(prog));
+    if (ok && r->stdin_data) ok = add(o, "stdin", json_stringn(r->stdin_data, r->stdin_len));
+    if (ok && r->nfiles) {
+        json_t *f = json_object();
+        for (size_t i = 0; f && i < r->nfiles; i++)
+            if (!add(f, r->files[i].path, json_stringn(r->files[i].text, r->files[i].text_len))) {
+                json_decref(f);
+                f = NULL;
+            }
+        ok = add(o, "files", f);
+    }
+    if (ok && r->requirements) {
+        json_t *a = json_array();
+        for (unsigned i = 0; a && i < PL_REQ_COUNT; i++)
+            if ((r->requirements & (1u << i)) &&
+                json_array_append_new(a, json_string(FEATURES[i]))) {
+                json_decref(a);
+                a = NULL;
+            }
+        ok = add(o, "requirements", a);
+    }
+    if (ok && r->state_class) ok = add(o, "state_class", json_string(STATES[r->state_class]));
+    const pl_limits *l = &r->limits;
+    if (ok && (l->cpu_ms || l->wall_ms || l->memory_mib || l->output_bytes || l->processes)) {
+        json_t *lim = json_object();
+        ok = lim != NULL;
+        if (ok && l->cpu_ms) ok = add(lim, "cpu_ms", json_integer(l->cpu_ms));
+        if (ok && l->wall_ms) ok = add(lim, "wall_ms", json_integer(l->wall_ms));
+        if (ok && l->memory_mib) ok = add(lim, "memory_mib", json_integer(l->memory_mib));
+        if (ok && l->output_bytes)
+            ok = add(lim, "output_bytes", json_integer((json_int_t)l->output_bytes));
+        if (ok && l->processes) ok = add(lim, "processes", json_integer(l->processes));
+        ok = ok ? add(o, "limits", lim) : (json_decref(lim), false);
+    }
+    if (ok && r->network) ok = add(o, "network", json_true());
+    if (ok && r->workspace) ok = add(o, "workspace", json_string(r->workspace));
+    if (ok && r->model_risk) ok = add(o, "model_risk", json_true());
+    char *s = ok ? pl_json_dump(o, len) : NULL;
+    json_decref(prog);
+    json_decref(o);
+    return s;
+}
+
+const char *pl_request_raw(const pl_request *r, size_t *len, char **owned) {
+    *owned = NULL;
+    if (r->raw) {
+        *len = r->raw_len;
+        return r->raw;
+    }
+    *owned = pl_request_json(r, len);
+    return *owned;
+}
+
+/* ---------------------------------------------------------------- policy */
+
+typedef struct owned_policy {
+    pl_policy p;
+    json_t *root;
+    const char **writable;
+} owned_policy;
+
+void pl_policy_free(pl_policy *p) {
+    if (!p) return;
+    owned_policy *o = (owned_policy *)p;
+    json_decref(o->root);
+    free(o->writable);
+    free(o);
+}
+
+static bool decode_policy(owned_policy *o, pl_error *err) {
+    static const char *const keys[] = {"native", "network", "native_unsandboxed", "writable", NULL};
+    json_t *root = o->root, *v;
+    if (!json_is_object(root)) return pl_fail(err, PL_ERR_POLICY, "policy: not a JSON object");
+    const char *k;
+    json_object_foreach(root, k, v) {
+        bool known = false;
+        for (size_t i = 0; keys[i]; i++)
+            known = known || strcmp(k, keys[i]) == 0;
+        if (!known) return pl_fail(err, PL_ERR_POLICY, "policy: unknown field \"%.100s\"", k);
+    }
+    if ((v = json_object_get(root, "native"))) {
+        const char *s = json_is_string(v) ? json_string_value(v) : "";
+        if (strcmp(s, "auto") == 0)
+            o->p.native = PL_NATIVE_AUTO;
+        else if (strcmp(s, "yes") == 0)
+            o->p.native = PL_NATIVE_YES;
+        else if (strcmp(s, "no") == 0)
+            o->p.native = PL_NATIVE_NO;
+        else
+            return pl_fail(err, PL_ERR_POLICY, "policy.native: \"auto\", \"yes\" or \"no\"");
+    }
+    if ((v = json_object_get(root, "network"))) {
+        if (!json_is_boolean(v)) return pl_fail(err, PL_ERR_POLICY, "policy.network: boolean");
+        o->p.network_allowed = json_is_true(v);
+    }
+    if ((v = json_object_get(root, "native_unsandboxed"))) {
+        if (!json_is_boolean(v))
+            return pl_fail(err, PL_ERR_POLICY, "policy.native_unsandboxed: boolean");
+        o->p.native_unsandboxed = json_is_true(v);
+    }
+    if ((v = json_object_get(root, "writable"))) {
+        if (!json_is_array(v))
+            return pl_fail(err, PL_ERR_POLICY, "policy.writable: array of absolute paths");
+        size_t n = json_array_size(v);
+        o->writable = calloc(n ? n : 1, sizeof *o->writable);
+        if (!o->writable) return pl_fail(err, PL_ERR_HOST, "out of memory");
+        for (size_t i = 0; i < n; i++) {
+            json_t *s = json_array_get(v, i);
+            if (!json_is_string(s) || json_string_value(s)[0] != '/' ||
+                strstr(json_string_value(s), ".."))
+                return pl_fail(err, PL_ERR_POLICY,
+                               "policy.writable[%zu]: an absolute path without \"..\"", i);
+            o->writable[i] = json_string_value(s);
+        }
+        o->p.writable = o->writable;
+        o->p.nwritable = n;
+    }
+    return true;
+}
+
+pl_policy *pl_policy_parse(const char *json, size_t len, pl_error *err) {
+    owned_policy *o = calloc(1, sizeof *o);
+    if (!o) {
+        pl_fail(err, PL_ERR_HOST, "out of memory");
+        return NULL;
+    }
+    o->root = pl_json_strict(json, len, "policy", PL_ERR_POLICY, err);
+    if (!o->root || !decode_policy(o, err)) {
+        pl_policy_free(&o->p);
+        return NULL;
+    }
+    return &o->p;
+}

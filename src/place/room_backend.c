@@ -1,0 +1,201 @@
+/*
+ * room_backend.c — the wasm_room backend: host-side admission, then one contract call
+ * in the room (pr_run), and the evidence `peri.room-lifecycle.v1`.
+ *
+ * Admission is the ONLY producer of the typed runtime_unsupported outcome. It looks
+ * only at the request (declared requirements; network, which the room never gives) and
+ * runs before anything else of the attempt: no room file system (the workspace of a
+ * room run) is built and no guest instruction runs before it passes. Whatever the
+ * guest prints afterwards is a result, never an outcome.
+ *
+ * The result JSON of a wasm program is the room's return text, byte for byte as
+ * `peri isolate run` prints it, with "backend" and "decision" appended.
+ */
+#include "place_int.h"
+
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *b64(const uint8_t *b, size_t n) {
+    if (n > (SIZE_MAX / 4) * 3 - 3 || n > INT32_MAX) return NULL;
+    char *o = malloc(4 * ((n + 2) / 3) + 1);
+    if (o) EVP_EncodeBlock((unsigned char *)o, b, (int)n);
+    return o;
+}
+
+/* {"args":[...],"files":{...}} as the room's input. */
+static char *room_input(const pl_request *r, size_t *len) {
+    json_t *o = json_object(), *a = json_array(), *f = json_object();
+    bool ok = o && a && f;
+    for (size_t i = 0; ok && i < r->nargs; i++)
+        ok = !json_array_append_new(a, json_string(r->args[i]));
+    for (size_t i = 0; ok && i < r->nfiles; i++)
+        ok = !json_object_set_new(f, r->files[i].path,
+                                  json_stringn(r->files[i].text, r->files[i].text_len));
+    ok = ok && !json_object_set(o, "args", a) && !json_object_set(o, "files", f);
+    char *s = ok ? pl_json_dump(o, len) : NULL;
+    json_decref(a);
+    json_decref(f);
+    json_decref(o);
+    return s;
+}
+
+/* Fills res from the room's return text (and keeps the text as the result JSON). */
+static bool from_room_text(pl_result *res, const char *text, size_t len, const pl_decision *d) {
+    json_error_t je;
+    json_t *o = json_loadb(text, len, 0, &je);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return false;
+    }
+    json_t *v;
+    res->ok = json_is_true(json_object_get(o, "ok"));
+    res->exit_code = (int)json_integer_value(json_object_get(o, "exitCode"));
+    v = json_object_get(o, "stdout");
+    res->stdout_text =
+        strndup(json_string_value(v) ? json_string_value(v) : "", json_string_length(v));
+    res->stdout_len = json_string_length(v);
+    v = json_object_get(o, "stderr");
+    res->stderr_text =
+        strndup(json_string_value(v) ? json_string_value(v) : "", json_string_length(v));
+    res->stderr_len = json_string_length(v);
+    if ((v = json_object_get(o, "error")) && json_is_string(v))
+        res->error = strdup(json_string_value(v));
+    json_t *files = json_object_get(o, "files");
+    size_t n = json_object_size(files);
+    bool ok = res->stdout_text && res->stderr_text;
+    if (n) {
+        res->files = calloc(n, sizeof *res->files);
+        ok = ok && res->files;
+        const char *k;
+        json_object_foreach(files, k, v) {
+            if (!ok) break;
+            pl_out_file *f = &res->files[res->nfiles++];
+            f->path = strdup(k);
+            f->len = json_string_length(v);
+            f->text = malloc(f->len + 1);
+            ok = f->path && f->text;
+            if (ok) {
+                memcpy(f->text, json_string_value(v), f->len);
+                f->text[f->len] = 0;
+            }
+        }
+    }
+    json_decref(o);
+    if (!ok || !pl_result_finish(res, d)) return false;
+    /* The room's own bytes, then backend and decision. */
+    const char *be = pl_backend_name(d->backend);
+    size_t cap = len + strlen(be) + strlen(d->identity) + 64;
+    char *j = malloc(cap);
+    if (!j || len < 2 || text[len - 1] != '}') {
+        free(j);
+        return true; /* keep the re-serialised form */
+    }
+    int m = snprintf(j, cap, "%.*s,\"backend\":\"%s\",\"decision\":\"%s\"}", (int)(len - 1), text,
+                     be, d->identity);
+    free(res->json);
+    res->json = j;
+    res->json_len = (size_t)m;
+    return true;
+}
+
+static char *room_evidence(const pl_attempt *at, const char *admission, bool fs_built, bool started,
+                           const char *end, const char *error) {
+    json_t *o = json_object();
+    if (!o) return NULL;
+    bool ok = !json_object_set_new(o, "schema_version", json_string("peri.room-lifecycle.v1")) &&
+              !json_object_set_new(o, "execution_id", json_string(at->execution_id)) &&
+              !json_object_set_new(o, "decision", json_string(at->dec->identity)) &&
+              !json_object_set_new(o, "backend", json_string("wasm_room")) &&
+              !json_object_set_new(o, "admission", json_string(admission)) &&
+              !json_object_set_new(o, "workspace_acquired", json_boolean(fs_built)) &&
+              !json_object_set_new(o, "guest_started", json_boolean(started)) &&
+              !json_object_set_new(o, "end", json_string(end));
+    if (ok && error) ok = !json_object_set_new(o, "error", json_string(error));
+    char *s = ok ? pl_json_dump(o, NULL) : NULL;
+    json_decref(o);
+    return s;
+}
+
+bool pl_room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t raw_len,
+                     pl_cancel *cancel, pl_attempt *at, bool *promotable, pl_outcome *outcome,
+                     pl_error *err) {
+    *promotable = false;
+    pl_result *res = at->res;
+    /* 1. Admission: before any room file system exists, before any guest code. */
+    uint32_t unsupported = r->requirements | (r->network ? PL_REQ_NETWORK : 0);
+    if (unsupported) {
+        pl_outcome_make(outcome, unsupported, raw, raw_len);
+        *promotable = true;
+        *at->evidence = room_evidence(at, "runtime_unsupported", false, false, "not_started", NULL);
+        pl_result_fail(res, "runtime_unsupported: the room does not provide the required features");
+        return pl_result_finish(res, at->dec) || pl_fail(err, PL_ERR_HOST, "out of memory");
+    }
+    if (r->stdin_len) {
+        *at->evidence = room_evidence(at, "refused", false, false, "not_started",
+                                      "stdin is not available in the room");
+        pl_result_fail(res, "stdin is not available to programs in the room");
+        return pl_result_finish(res, at->dec) || pl_fail(err, PL_ERR_HOST, "out of memory");
+    }
+    if (pl_cancel_triggered(cancel)) {
+        *at->evidence = room_evidence(at, "passed", false, false, "cancelled", NULL);
+        pl_result_fail(res, "cancelled");
+        return pl_result_finish(res, at->dec) || pl_fail(err, PL_ERR_HOST, "out of memory");
+    }
+    pr_error perr = {0};
+    pr_response resp = {0};
+    bool ran = false, have = false;
+    if (r->kind == PL_PROGRAM_RUBY) {
+        if (!pc->ruby_hook || !pc->ruby_hook->run) {
+            *at->evidence = room_evidence(at, "passed", false, false, "not_started",
+                                          "ruby program kind unavailable in the room");
+            pl_result_fail(res, "ruby program kind unavailable in the room (no Ruby runtime "
+                                "is installed in this room host)");
+            return pl_result_finish(res, at->dec) || pl_fail(err, PL_ERR_HOST, "out of memory");
+        }
+        pl_limits lim = pl_limits_effective(&r->limits);
+        have = pc->ruby_hook->run(pc->ruby_hook->ud, pc->room, r->program, strlen(r->program),
+                                  r->files, r->nfiles, r->stdin_data, r->stdin_len, &lim, cancel,
+                                  &resp, &perr);
+        ran = true;
+    } else {
+        uint8_t *mod = NULL;
+        size_t n = 0;
+        if (!pl_read_file(r->program, PL_ROOM_MODULE_MAX, &mod, &n)) {
+            *at->evidence =
+                room_evidence(at, "passed", false, false, "not_started", "cannot read the module");
+            pl_result_fail(res, "cannot read the WebAssembly module");
+            return pl_result_finish(res, at->dec) || pl_fail(err, PL_ERR_HOST, "out of memory");
+        }
+        char digest[PL_DIGEST_LEN];
+        pl_sha256_tag(mod, n, digest);
+        char *prog = b64(mod, n);
+        free(mod);
+        size_t in_len = 0;
+        char *input = room_input(r, &in_len);
+        if (!prog || !input) {
+            free(prog);
+            free(input);
+            return pl_fail(err, PL_ERR_HOST, "out of memory");
+        }
+        pr_request q = {
+            {"LOADER", 6}, {"place", 5}, {digest + 7, 64}, {prog, strlen(prog)}, {input, in_len}};
+        have = pr_run(pc->room, &q, &resp, &perr);
+        ran = true;
+        free(prog);
+        free(input);
+    }
+    if (have) {
+        bool ok = from_room_text(res, resp.output, resp.output_len, at->dec);
+        pr_response_clear(&resp);
+        if (!ok) return pl_fail(err, PL_ERR_HOST, "out of memory reading the room's result");
+        *at->evidence = room_evidence(at, "passed", true, ran, "exited", NULL);
+        return *at->evidence || pl_fail(err, PL_ERR_HOST, "out of memory");
+    }
+    /* A contract exception: the room's exact message is the error. */
+    pl_result_fail(res, perr.message);
+    *at->evidence = room_evidence(at, "passed", true, ran, pr_kind_name(perr.kind), perr.message);
+    return pl_result_finish(res, at->dec) || pl_fail(err, PL_ERR_HOST, "out of memory");
+}

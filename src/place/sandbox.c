@@ -1,0 +1,987 @@
+/*
+ * sandbox.c — the native_sandbox backend: one run of a shell command, a Ruby script or
+ * a WASI module (through the configured runner) under bubblewrap, and its evidence
+ * `peri.native-lifecycle.v1`.
+ *
+ * The sandbox: new user, PID, IPC, UTS, cgroup and network namespaces (the network
+ * namespace is shared only when the request asks for network AND the policy permits
+ * it); the root is a private scratch directory (the request's files at their guest
+ * paths, results collected from /数据/ and /响应/); /usr and the /bin,/lib* links
+ * read-only; a minimal /etc; no $HOME, /root, /tmp or processes of the host; a clean
+ * environment (PATH, HOME=/home, LANG, TMPDIR); rlimits (CPU, address space, processes,
+ * file size, open files, no core); a cgroup leaf (memory, pids, CPU accounting) when
+ * the machine allows one; the seccomp filter of seccomp.c; --die-with-parent and
+ * --disable-userns. When the caller is root the sandbox runs as a fresh unprivileged
+ * uid (a per-run uid above 2,000,000,000), so the kernel's RLIMIT_NPROC applies and
+ * host files stay protected by their modes; for native_workspace_ref it runs as the
+ * workspace's owner, and as root only with the cgroup pids limit in place.
+ *
+ * Stopping: at the CPU limit (cgroup CPU accounting polled every 10 ms, RLIMIT_CPU as
+ * a backstop), the wall limit, the output limit or a cancel, the outer bwrap is
+ * SIGKILLed (its child, PID 1 of the namespace, dies by PDEATHSIG and the kernel kills
+ * the namespace) and every process left in the cgroup is SIGKILLed. The evidence says
+ * "confirmed" only after the reap was seen (outer bwrap reaped and the cgroup empty).
+ *
+ * Invariants: the scratch directory and the cgroup leaf are removed before return
+ * (the evidence records whether that succeeded); no child process outlives the call.
+ */
+#include "sandbox_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define INNER_UID       1000
+#define UID_BASE        2000000000u
+#define UID_RANGE       100000000u
+#define FILES_MAX       256
+#define FILES_BYTES_MAX 1048576
+#define POLL_CPU_MS     10
+
+/* ---------------------------------------------------------------- small helpers */
+
+typedef struct strv {
+    char **v;
+    size_t n, cap;
+    bool oom;
+} strv;
+
+static void sv_add(strv *s, const char *a) {
+    if (s->oom) return;
+    if (s->n + 2 > s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : 64;
+        char **nv = realloc(s->v, nc * sizeof *nv);
+        if (!nv) {
+            s->oom = true;
+            return;
+        }
+        s->v = nv;
+        s->cap = nc;
+    }
+    if (!(s->v[s->n] = strdup(a))) {
+        s->oom = true;
+        return;
+    }
+    s->n++;
+    s->v[s->n] = NULL;
+}
+
+static void sv_free(strv *s) {
+    for (size_t i = 0; i < s->n; i++)
+        free(s->v[i]);
+    free(s->v);
+    memset(s, 0, sizeof *s);
+}
+
+static int64_t now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static bool write_all_file(const char *path, const char *data, size_t n, mode_t mode) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd < 0) return false;
+    size_t off = 0;
+    while (off < n) {
+        ssize_t k = write(fd, data + off, n - off);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        off += (size_t)k;
+    }
+    return close(fd) == 0 && off == n;
+}
+
+/* mkdir -p of the parents of `path` (absolute, below an existing base). */
+static bool mkparents(char *path, uid_t uid, gid_t gid, bool chown_them, size_t base_len) {
+    for (char *p = path + base_len + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        int rc = mkdir(path, 0755);
+        bool ok = rc == 0 || errno == EEXIST;
+        if (rc == 0 && chown_them && chown(path, uid, gid) != 0) ok = false;
+        *p = '/';
+        if (!ok) return false;
+    }
+    return true;
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f) {
+    (void)st;
+    (void)f;
+    if (flag == FTW_DP || flag == FTW_D) return rmdir(p) == 0 || errno == ENOENT ? 0 : 0;
+    return unlink(p) == 0 || errno == ENOENT ? 0 : 0;
+}
+
+static int chmod_dirs(const char *p, const struct stat *st, int flag, struct FTW *f) {
+    (void)f;
+    if (flag == FTW_D || flag == FTW_DNR) chmod(p, (st->st_mode & 07777) | 0700);
+    return 0;
+}
+
+static bool remove_tree(const char *dir) {
+    if (geteuid() != 0) nftw(dir, chmod_dirs, 32, FTW_PHYS);
+    nftw(dir, rm_one, 32, FTW_DEPTH | FTW_PHYS);
+    struct stat st;
+    return lstat(dir, &st) != 0 && errno == ENOENT;
+}
+
+/* ---------------------------------------------------------------- output files */
+
+typedef struct collect {
+    pl_result *res;
+    size_t cap, total;
+    const char *fail; /* the room's interface message when over a limit / not UTF-8 */
+    char bad_path[512];
+} collect;
+
+static void walk(int dfd, char *guest, size_t glen, collect *c, int depth) {
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        return;
+    }
+    struct dirent *e;
+    /* sorted order: read names first */
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            char **nn = realloc(names, nc * sizeof *nn);
+            if (!nn) break;
+            names = nn;
+            cap = nc;
+        }
+        if (!(names[n] = strdup(e->d_name))) break;
+        n++;
+    }
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+            char *t = names[j];
+            names[j] = names[j - 1];
+            names[j - 1] = t;
+        }
+    for (size_t i = 0; i < n && !c->fail; i++) {
+        size_t nl = strlen(names[i]);
+        if (glen + 1 + nl >= 4096) continue;
+        struct stat st;
+        if (fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        memcpy(guest + glen, names[i], nl);
+        guest[glen + nl] = 0;
+        if (S_ISDIR(st.st_mode) && depth < 64) {
+            int fd = openat(dirfd(d), names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            guest[glen + nl] = '/';
+            guest[glen + nl + 1] = 0;
+            if (fd >= 0) walk(fd, guest, glen + nl + 1, c, depth + 1);
+            continue;
+        }
+        if (!S_ISREG(st.st_mode)) continue; /* symlinks, fifos, devices: never followed */
+        if (c->res->nfiles >= FILES_MAX || c->total + (size_t)st.st_size > FILES_BYTES_MAX) {
+            c->fail = "隔离运行失败：500：运行数据超过上限";
+            break;
+        }
+        int fd = openat(dirfd(d), names[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        if (fd < 0) continue;
+        size_t sz = (size_t)st.st_size;
+        char *buf = malloc(sz + 1);
+        ssize_t got = buf ? read(fd, buf, sz) : -1;
+        close(fd);
+        if (got != (ssize_t)sz) {
+            free(buf);
+            continue;
+        }
+        buf[sz] = 0;
+        if (!pl_utf8_valid(buf, sz)) {
+            free(buf);
+            snprintf(c->bad_path, sizeof c->bad_path, "%s", guest);
+            c->fail = "隔离运行失败：500：输出文件不是有效 UTF-8：";
+            break;
+        }
+        size_t skip = sz >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+        if (c->res->nfiles == c->cap) {
+            size_t nc = c->cap ? c->cap * 2 : 8;
+            pl_out_file *nf = realloc(c->res->files, nc * sizeof *nf);
+            if (!nf) {
+                free(buf);
+                break;
+            }
+            c->res->files = nf;
+            c->cap = nc;
+        }
+        pl_out_file *of = &c->res->files[c->res->nfiles];
+        of->path = strdup(guest);
+        of->len = sz - skip;
+        of->text = buf;
+        if (skip) memmove(buf, buf + 3, sz - 2);
+        if (!of->path) {
+            free(buf);
+            break;
+        }
+        c->res->nfiles++;
+        c->total += sz;
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    closedir(d);
+}
+
+/* Collects /数据/ and /响应/ below root. Returns the interface error text or NULL. */
+static char *collect_files(const char *root, pl_result *res) {
+    collect c = {.res = res};
+    static const char *const dirs[] = {"数据", "响应"};
+    int rfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (rfd < 0) return NULL;
+    for (int i = 0; i < 2 && !c.fail; i++) {
+        int fd = openat(rfd, dirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) continue;
+        char guest[4096];
+        int gl = snprintf(guest, sizeof guest, "/%s/", dirs[i]);
+        walk(fd, guest, (size_t)gl, &c, 0);
+    }
+    close(rfd);
+    if (!c.fail) return NULL;
+    size_t n = strlen(c.fail) + strlen(c.bad_path) + 1;
+    char *m = malloc(n);
+    if (m) snprintf(m, n, "%s%s", c.fail, c.bad_path);
+    return m;
+}
+
+/* ---------------------------------------------------------------- the run */
+
+typedef enum end_kind {
+    END_EXITED = 0,
+    END_CPU,
+    END_WALL,
+    END_MEMORY,
+    END_OUTPUT,
+    END_CANCELLED,
+    END_SIGNALED,
+    END_SPAWN,
+} end_kind;
+
+static const char *end_name(end_kind e) {
+    static const char *const n[] = {"exited",       "cpu_limit", "wall_limit", "memory_limit",
+                                    "output_limit", "cancelled", "signaled",   "spawn_failed"};
+    return n[e];
+}
+
+typedef struct run_io {
+    char *buf[2];
+    size_t len[2];
+    uint64_t total, max;
+    bool over;
+} run_io;
+
+static bool io_take(run_io *io, int which, int fd) {
+    char tmp[65536];
+    ssize_t k = read(fd, tmp, sizeof tmp);
+    if (k < 0) return errno == EAGAIN || errno == EINTR;
+    if (k == 0) return false;
+    size_t keep = (size_t)k;
+    if (io->total + keep > io->max) {
+        keep = (size_t)(io->max - io->total);
+        io->over = true;
+    }
+    if (keep) {
+        char *nb = realloc(io->buf[which], io->len[which] + keep + 1);
+        if (nb) {
+            memcpy(nb + io->len[which], tmp, keep);
+            io->buf[which] = nb;
+            io->len[which] += keep;
+            io->total += keep;
+        }
+    }
+    return true;
+}
+
+static void utoa(unsigned long v, char *out) { /* async-signal-safe */
+    char t[24];
+    int n = 0;
+    do {
+        t[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (int i = 0; i < n; i++)
+        out[i] = t[n - 1 - i];
+    out[n] = 0;
+}
+
+typedef struct spawn_plan {
+    char *const *argv;
+    char *const *envp;
+    const char *exe;
+    const char *cwd; /* unsandboxed only */
+    char procs[3][PL_CG_PATH + 16];
+    size_t nprocs;
+    int in_fd, out_fd, err_fd, bpf_fd;
+    bool switch_ids;
+    uid_t uid;
+    gid_t gid;
+    struct rlimit rl_cpu, rl_as, rl_nproc, rl_fsize, rl_nofile, rl_core;
+    bool set_nproc;
+} spawn_plan;
+
+static pid_t spawn(const spawn_plan *p) {
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    /* child: async-signal-safe calls only */
+    char num[24];
+    utoa((unsigned long)getpid(), num);
+    for (size_t i = 0; i < p->nprocs; i++) {
+        int fd = open(p->procs[i], O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, num, strlen(num)) < 0) _exit(126);
+        close(fd);
+    }
+    if (dup2(p->in_fd, 0) < 0 || dup2(p->out_fd, 1) < 0 || dup2(p->err_fd, 2) < 0) _exit(126);
+    if (p->bpf_fd >= 0) {
+        if (p->bpf_fd == 3)
+            fcntl(3, F_SETFD, 0);
+        else if (dup2(p->bpf_fd, 3) < 0)
+            _exit(126);
+        syscall(SYS_close_range, 4, ~0u, 0);
+    } else {
+        syscall(SYS_close_range, 3, ~0u, 0);
+    }
+    setrlimit(RLIMIT_CPU, &p->rl_cpu);
+    setrlimit(RLIMIT_AS, &p->rl_as);
+    setrlimit(RLIMIT_FSIZE, &p->rl_fsize);
+    setrlimit(RLIMIT_NOFILE, &p->rl_nofile);
+    setrlimit(RLIMIT_CORE, &p->rl_core);
+    if (p->set_nproc) setrlimit(RLIMIT_NPROC, &p->rl_nproc);
+    if (p->switch_ids) {
+        if (setgroups(0, NULL) != 0 || setresgid(p->gid, p->gid, p->gid) != 0 ||
+            setresuid(p->uid, p->uid, p->uid) != 0)
+            _exit(126);
+    }
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* after the id change, which clears it */
+    if (getppid() == 1) _exit(126);
+    setpgid(0, 0);
+    if (p->cwd && chdir(p->cwd) != 0) _exit(126);
+    execve(p->exe, p->argv, p->envp);
+    _exit(127);
+}
+
+static void add_etc(strv *a, const char *path) {
+    if (access(path, F_OK) != 0) return;
+    sv_add(a, "--ro-bind");
+    sv_add(a, path);
+    sv_add(a, path);
+}
+
+static void add_top_link(strv *a, const char *name) {
+    char p[64], t[PATH_MAX];
+    snprintf(p, sizeof p, "/%s", name);
+    struct stat st;
+    if (lstat(p, &st) != 0) return;
+    if (S_ISLNK(st.st_mode)) {
+        ssize_t n = readlink(p, t, sizeof t - 1);
+        if (n <= 0) return;
+        t[n] = 0;
+        sv_add(a, "--symlink");
+        sv_add(a, t);
+        sv_add(a, p);
+    } else if (S_ISDIR(st.st_mode)) {
+        sv_add(a, "--ro-bind");
+        sv_add(a, p);
+        sv_add(a, p);
+    }
+}
+
+typedef struct native_ctx {
+    pl_ctx *pc;
+    const pl_request *r;
+    const pl_policy *pol;
+    pl_cancel *cancel;
+    bool unsandboxed;
+    const char *decision_id, *execution_id;
+    pl_result *res;
+    char **evidence;
+} native_ctx;
+
+static char *native_evidence(const native_ctx *n, const char *sandbox, const pl_cgroup *cg,
+                             end_kind end, bool stop_confirmed, bool reaped, bool cg_removed,
+                             bool scratch_removed, bool ws_lease, uint64_t cpu_ms, long max_rss_kib,
+                             uint64_t mem_peak, unsigned uid) {
+    json_t *o = json_object(), *pk = json_object();
+    bool ok = o && pk;
+    const char *cgname = cg->mode == 2 ? "v2" : cg->mode == 1 ? "v1" : "none";
+    ok = ok && !json_object_set_new(o, "schema_version", json_string("peri.native-lifecycle.v1")) &&
+         !json_object_set_new(o, "execution_id", json_string(n->execution_id)) &&
+         !json_object_set_new(o, "decision", json_string(n->decision_id)) &&
+         !json_object_set_new(o, "backend", json_string("native_sandbox")) &&
+         !json_object_set_new(o, "sandbox", json_string(sandbox)) &&
+         !json_object_set_new(o, "uid", json_integer(uid)) &&
+         !json_object_set_new(o, "cgroup", json_string(cgname)) &&
+         !json_object_set_new(o, "end", json_string(end_name(end))) &&
+         !json_object_set_new(o, "stopped",
+                              json_string(stop_confirmed ? "confirmed" : "not confirmed")) &&
+         !json_object_set_new(o, "process_tree_reaped", json_boolean(reaped)) &&
+         !json_object_set_new(o, "cgroup_removed", json_boolean(cg_removed)) &&
+         !json_object_set_new(o, "scratch_removed", json_boolean(scratch_removed)) &&
+         !json_object_set_new(o, "workspace_lease", json_string(ws_lease ? "released" : "none")) &&
+         !json_object_set_new(pk, "cpu_ms", json_integer((json_int_t)cpu_ms)) &&
+         !json_object_set_new(pk, "max_rss_kib", json_integer(max_rss_kib)) &&
+         !json_object_set_new(pk, "memory_bytes", json_integer((json_int_t)mem_peak)) &&
+         !json_object_set(o, "peaks", pk);
+    char *s = ok ? pl_json_dump(o, NULL) : NULL;
+    json_decref(pk);
+    json_decref(o);
+    return s;
+}
+
+/* Lays out the scratch tree. Returns false (with *why) on failure. */
+static bool layout(native_ctx *n, const char *scr, uid_t uid, gid_t gid, bool chown_them,
+                   const char **prog_name, char *why, size_t whylen) {
+    const pl_request *r = n->r;
+    char p[PATH_MAX + 64];
+    int rc = 0;
+#define MK(sub, mode, own)                                                                         \
+    do {                                                                                           \
+        snprintf(p, sizeof p, "%s/%s", scr, sub);                                                  \
+        if (mkdir(p, mode) != 0 || chmod(p, mode) != 0 || ((own) && chown(p, uid, gid) != 0))      \
+            rc = -1;                                                                               \
+    } while (0)
+    MK("root", 0755, chown_them);
+    MK("root/tmp", 01777, chown_them);
+    MK("root/home", 0755, chown_them);
+    MK("root/数据", 0755, chown_them);
+    MK("root/响应", 0755, chown_them);
+    MK("etc", 0755, false);
+    MK("prog", 0755, false);
+#undef MK
+    if (rc) {
+        snprintf(why, whylen, "cannot lay out the scratch directory: %s", strerror(errno));
+        return false;
+    }
+    static const char passwd[] = "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                                 "user:x:1000:1000:user:/home:/bin/sh\n"
+                                 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+    static const char group[] = "root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n";
+    snprintf(p, sizeof p, "%s/etc/passwd", scr);
+    bool ok = write_all_file(p, passwd, sizeof passwd - 1, 0644);
+    snprintf(p, sizeof p, "%s/etc/group", scr);
+    ok = ok && write_all_file(p, group, sizeof group - 1, 0644);
+    *prog_name = NULL;
+    if (r->kind == PL_PROGRAM_RUBY) {
+        *prog_name = "program.rb";
+        snprintf(p, sizeof p, "%s/prog/program.rb", scr);
+        ok = ok && write_all_file(p, r->program, strlen(r->program), 0644);
+    } else if (r->kind == PL_PROGRAM_WASM) {
+        uint8_t *b;
+        size_t len;
+        if (!pl_read_file(r->program, (size_t)1 << 30, &b, &len)) {
+            snprintf(why, whylen, "cannot read the WebAssembly module %.300s", r->program);
+            return false;
+        }
+        *prog_name = "program.wasm";
+        snprintf(p, sizeof p, "%s/prog/program.wasm", scr);
+        ok = ok && write_all_file(p, (const char *)b, len, 0644);
+        free(b);
+    }
+    size_t base = strlen(scr) + 5; /* "<scr>/root" */
+    for (size_t i = 0; ok && i < r->nfiles; i++) {
+        snprintf(p, sizeof p, "%s/root%s", scr, r->files[i].path);
+        ok = mkparents(p, uid, gid, chown_them, base) &&
+             write_all_file(p, r->files[i].text, r->files[i].text_len, 0644) &&
+             (!chown_them || chown(p, uid, gid) == 0);
+    }
+    if (!ok) snprintf(why, whylen, "cannot write the request's files: %s", strerror(errno));
+    return ok;
+}
+
+static bool run_native(native_ctx *n, pl_error *err) {
+    pl_ctx *pc = n->pc;
+    const pl_request *r = n->r;
+    pl_result *res = n->res;
+    pl_limits lim = pl_limits_effective(&r->limits);
+    bool network = r->network && n->pol && n->pol->network_allowed;
+    bool root = geteuid() == 0;
+    bool ws = r->state_class == PL_STATE_NATIVE_WORKSPACE_REF && r->workspace;
+    char why[512] = "";
+    unsigned seq = atomic_fetch_add(&pc->seq, 1);
+    uid_t uid = getuid();
+    gid_t gid = getgid();
+    if (root) {
+        uid = gid = UID_BASE + ((unsigned)getpid() * 977u + seq) % UID_RANGE;
+        if (ws) {
+            struct stat st;
+            if (stat(r->workspace, &st) != 0 || !S_ISDIR(st.st_mode)) {
+                pl_result_fail(res, "workspace: not a directory");
+                if (n->evidence) *n->evidence = NULL;
+                return true;
+            }
+            uid = st.st_uid;
+            gid = st.st_gid;
+        }
+    }
+    bool switch_ids = root && uid != 0;
+    char scr[PATH_MAX];
+    snprintf(scr, sizeof scr, "%s/peri-sbx-XXXXXX", pc->scratch_root);
+    if (!mkdtemp(scr)) return pl_fail(err, PL_ERR_HOST, "scratch directory: %s", strerror(errno));
+    chmod(scr, 0711);
+    const char *prog_name = NULL;
+    pl_cgroup cg = {.cpu_fd = -1};
+    strv argv = {0}, envp = {0};
+    int in_p[2] = {-1, -1}, out_p[2] = {-1, -1}, err_p[2] = {-1, -1}, bpf_p[2] = {-1, -1};
+    int pidfd = -1;
+    pid_t child = -1;
+    end_kind end = END_EXITED;
+    int exit_code = -1;
+    bool reaped = false, failed_setup = false;
+    struct rusage ru = {0};
+    run_io io = {.max = lim.output_bytes};
+    char *file_err = NULL;
+    char root_dir[PATH_MAX + 8];
+    snprintf(root_dir, sizeof root_dir, "%s/root", scr);
+
+    if (!layout(n, scr, uid, gid, switch_ids, &prog_name, why, sizeof why)) {
+        failed_setup = true;
+        goto cleanup;
+    }
+    char cgname[64];
+    snprintf(cgname, sizeof cgname, "peri-%d-%u", (int)getpid(), seq);
+    pl_cg_create(pc, cgname, &lim, &cg);
+    if (root && !switch_ids && cg.mode == 0) {
+        snprintf(why, sizeof why,
+                 "cannot enforce the process limit: the run would be root and no cgroup pids "
+                 "controller is available");
+        failed_setup = true;
+        goto cleanup;
+    }
+
+    /* the command */
+    strv cmd = {0};
+    char progpath[PATH_MAX + 32];
+    if (n->unsandboxed)
+        snprintf(progpath, sizeof progpath, "%s/prog/%s", scr, prog_name ? prog_name : "");
+    else
+        snprintf(progpath, sizeof progpath, "/.peri/%s", prog_name ? prog_name : "");
+    if (r->kind == PL_PROGRAM_SHELL) {
+        sv_add(&cmd, "/bin/sh");
+        sv_add(&cmd, "-c");
+        sv_add(&cmd, r->program);
+    } else if (r->kind == PL_PROGRAM_RUBY) {
+        sv_add(&cmd, pc->ruby);
+        sv_add(&cmd, progpath);
+    } else {
+        if (!pc->nwasm_runner) {
+            sv_free(&cmd);
+            snprintf(
+                why, sizeof why,
+                "no native runner for WebAssembly programs is configured (pl_config.wasm_runner)");
+            failed_setup = true;
+            goto cleanup;
+        }
+        bool placed = false;
+        for (size_t i = 0; i < pc->nwasm_runner; i++) {
+            bool slot = strcmp(pc->wasm_runner[i], "{module}") == 0;
+            sv_add(&cmd, slot ? progpath : pc->wasm_runner[i]);
+            placed = placed || slot;
+        }
+        if (!placed) sv_add(&cmd, progpath);
+        for (size_t i = 0; i < r->nargs; i++)
+            sv_add(&cmd, r->args[i]);
+    }
+
+    if (n->unsandboxed) {
+        for (size_t i = 0; i < cmd.n; i++)
+            sv_add(&argv, cmd.v[i]);
+    } else {
+        size_t bl;
+        const unsigned char *bpf = pl_seccomp_bpf(pc, network, &bl);
+        if (!bpf || pipe2(bpf_p, O_CLOEXEC) != 0 || write(bpf_p[1], bpf, bl) != (ssize_t)bl) {
+            sv_free(&cmd);
+            snprintf(why, sizeof why, "cannot build the seccomp filter");
+            failed_setup = true;
+            goto cleanup;
+        }
+        close(bpf_p[1]);
+        bpf_p[1] = -1;
+        char num[16];
+        snprintf(num, sizeof num, "%d", INNER_UID);
+        const char *fixed[] = {pc->bwrap,
+                               "--unshare-user",
+                               "--unshare-pid",
+                               "--unshare-ipc",
+                               "--unshare-uts",
+                               "--unshare-cgroup-try", "--as-pid-1",
+                               "--uid",
+                               num,
+                               "--gid",
+                               num,
+                               "--disable-userns",
+                               "--die-with-parent",
+                               "--new-session",
+                               "--hostname",
+                               "sandbox",
+                               "--bind",
+                               root_dir,
+                               "/",
+                               "--ro-bind",
+                               "/usr",
+                               "/usr"};
+        for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+            sv_add(&argv, fixed[i]);
+        if (!network) sv_add(&argv, "--unshare-net");
+        static const char *const tops[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
+        for (size_t i = 0; i < 6; i++)
+            add_top_link(&argv, tops[i]);
+        char p[PATH_MAX + 32];
+        snprintf(p, sizeof p, "%s/etc/passwd", scr);
+        sv_add(&argv, "--ro-bind");
+        sv_add(&argv, p);
+        sv_add(&argv, "/etc/passwd");
+        snprintf(p, sizeof p, "%s/etc/group", scr);
+        sv_add(&argv, "--ro-bind");
+        sv_add(&argv, p);
+        sv_add(&argv, "/etc/group");
+        static const char *const etc[] = {"/etc/ld.so.cache",  "/etc/ld.so.conf",
+                                          "/etc/ld.so.conf.d", "/etc/alternatives",
+                                          "/etc/localtime",    "/etc/nsswitch.conf"};
+        for (size_t i = 0; i < 6; i++)
+            add_etc(&argv, etc[i]);
+        if (network) {
+            static const char *const net[] = {"/etc/resolv.conf", "/etc/hosts", "/etc/gai.conf",
+                                              "/etc/ssl", "/etc/ca-certificates"};
+            for (size_t i = 0; i < 5; i++)
+                add_etc(&argv, net[i]);
+        }
+        sv_add(&argv, "--proc");
+        sv_add(&argv, "/proc");
+        sv_add(&argv, "--dev");
+        sv_add(&argv, "/dev");
+        snprintf(p, sizeof p, "%s/prog", scr);
+        sv_add(&argv, "--ro-bind");
+        sv_add(&argv, p);
+        sv_add(&argv, "/.peri");
+        if (r->kind == PL_PROGRAM_WASM && strncmp(pc->wasm_runner[0], "/usr/", 5) != 0)
+            add_etc(&argv, pc->wasm_runner[0]);
+        if (r->kind == PL_PROGRAM_RUBY && strncmp(pc->ruby, "/usr/", 5) != 0)
+            add_etc(&argv, pc->ruby);
+        if (ws) {
+            sv_add(&argv, "--bind");
+            sv_add(&argv, r->workspace);
+            sv_add(&argv, r->workspace);
+            for (size_t i = 0; n->pol && i < n->pol->nwritable; i++) {
+                sv_add(&argv, "--bind-try");
+                sv_add(&argv, n->pol->writable[i]);
+                sv_add(&argv, n->pol->writable[i]);
+            }
+        }
+        sv_add(&argv, "--chdir");
+        sv_add(&argv, ws ? r->workspace : "/home");
+        sv_add(&argv, "--clearenv");
+        static const char *const env[] = {
+            "PATH", "/usr/local/bin:/usr/bin:/bin", "HOME", "/home", "LANG", "C.UTF-8", "TMPDIR",
+            "/tmp"};
+        for (size_t i = 0; i < 8; i += 2) {
+            sv_add(&argv, "--setenv");
+            sv_add(&argv, env[i]);
+            sv_add(&argv, env[i + 1]);
+        }
+        sv_add(&argv, "--seccomp");
+        sv_add(&argv, "3");
+        sv_add(&argv, "--");
+        for (size_t i = 0; i < cmd.n; i++)
+            sv_add(&argv, cmd.v[i]);
+    }
+    sv_free(&cmd);
+    if (n->unsandboxed) {
+        sv_add(&envp, "PATH=/usr/local/bin:/usr/bin:/bin");
+        char h[2 * PATH_MAX];
+        snprintf(h, sizeof h, "HOME=%s/home", root_dir);
+        sv_add(&envp, h);
+        sv_add(&envp, "LANG=C.UTF-8");
+    } else {
+        sv_add(&envp, "LANG=C.UTF-8");
+    }
+    if (argv.oom || envp.oom || !argv.v || !envp.v) {
+        snprintf(why, sizeof why, "out of memory");
+        failed_setup = true;
+        goto cleanup;
+    }
+    /* stdin is a socket so that writing to a closed reader gives EPIPE via
+     * MSG_NOSIGNAL instead of SIGPIPE (no process-wide signal disposition changes) */
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in_p) || pipe2(out_p, O_CLOEXEC) ||
+        pipe2(err_p, O_CLOEXEC)) {
+        snprintf(why, sizeof why, "pipe: %s", strerror(errno));
+        failed_setup = true;
+        goto cleanup;
+    }
+    spawn_plan sp = {
+        .argv = argv.v,
+        .envp = envp.v,
+        .exe = argv.v[0],
+        .cwd = n->unsandboxed ? (ws ? r->workspace : root_dir) : NULL,
+        .in_fd = in_p[0],
+        .out_fd = out_p[1],
+        .err_fd = err_p[1],
+        .bpf_fd = bpf_p[0],
+        .switch_ids = switch_ids,
+        .uid = uid,
+        .gid = gid,
+    };
+    sp.nprocs = pl_cg_procs_paths(&cg, sp.procs);
+    rlim_t cpu_s = (lim.cpu_ms + 999) / 1000 + 1;
+    sp.rl_cpu = (struct rlimit){cpu_s, cpu_s + 1};
+    rlim_t as = ((rlim_t)lim.memory_mib << 20) + ((rlim_t)64 << 20);
+    sp.rl_as = (struct rlimit){as, as};
+    sp.rl_fsize = (struct rlimit){(rlim_t)1 << 30, (rlim_t)1 << 30};
+    sp.rl_nofile = (struct rlimit){256, 256};
+    sp.rl_core = (struct rlimit){0, 0};
+    sp.set_nproc = switch_ids || !root; /* root is exempt: the cgroup holds it */
+    sp.rl_nproc = (struct rlimit){lim.processes + 2, lim.processes + 2};
+    if (!root && cg.mode) sp.set_nproc = false; /* per-user count would include the caller's */
+    if (!root && !cg.mode) {
+        struct rlimit cur;
+        getrlimit(RLIMIT_NPROC, &cur);
+        sp.set_nproc = false; /* cannot be made per-run without a uid of our own */
+        (void)cur;
+    }
+    int64_t t0 = now_ms();
+    child = spawn(&sp);
+    if (child < 0) {
+        snprintf(why, sizeof why, "fork: %s", strerror(errno));
+        failed_setup = true;
+        goto cleanup;
+    }
+    close(in_p[0]);
+    close(out_p[1]);
+    close(err_p[1]);
+    in_p[0] = out_p[1] = err_p[1] = -1;
+    if (bpf_p[0] >= 0) close(bpf_p[0]);
+    bpf_p[0] = -1;
+    pidfd = (int)syscall(SYS_pidfd_open, child, 0);
+    fcntl(out_p[0], F_SETFL, O_NONBLOCK);
+    fcntl(err_p[0], F_SETFL, O_NONBLOCK);
+    fcntl(in_p[1], F_SETFL, O_NONBLOCK);
+    size_t in_off = 0;
+    if (!r->stdin_len) {
+        close(in_p[1]);
+        in_p[1] = -1;
+    }
+    if (in_p[1] >= 0) shutdown(in_p[1], SHUT_RD);
+
+    bool out_open = true, err_open = true, killed = false;
+    int64_t wall_end = t0 + lim.wall_ms, drain_end = 0, kill_by = 0;
+    bool use_cpu = pl_cg_has_cpu(&cg);
+    int cfd = n->cancel ? n->cancel->efd : -1;
+    while (out_open || err_open || !reaped) {
+        struct pollfd fds[5];
+        int nf = 0, i_out = -1, i_err = -1, i_in = -1, i_pid = -1, i_can = -1;
+        if (out_open) fds[i_out = nf++] = (struct pollfd){out_p[0], POLLIN, 0};
+        if (err_open) fds[i_err = nf++] = (struct pollfd){err_p[0], POLLIN, 0};
+        if (in_p[1] >= 0) fds[i_in = nf++] = (struct pollfd){in_p[1], POLLOUT, 0};
+        if (!reaped && pidfd >= 0) fds[i_pid = nf++] = (struct pollfd){pidfd, POLLIN, 0};
+        if (!killed && cfd >= 0) fds[i_can = nf++] = (struct pollfd){cfd, POLLIN, 0};
+        int64_t now = now_ms();
+        int64_t tmo = killed ? 20 : wall_end - now;
+        if (reaped && !drain_end) drain_end = now + 1000;
+        if (drain_end) tmo = drain_end - now;
+        if (!killed && use_cpu && tmo > POLL_CPU_MS) tmo = POLL_CPU_MS;
+        if (pidfd < 0 && !reaped && tmo > 10) tmo = 10;
+        if (tmo < 0) tmo = 0;
+        int pr = poll(fds, (nfds_t)nf, (int)tmo);
+        if (pr < 0 && errno != EINTR) break;
+        if (pr > 0) {
+            if (i_out >= 0 && fds[i_out].revents && !io_take(&io, 0, out_p[0])) out_open = false;
+            if (i_err >= 0 && fds[i_err].revents && !io_take(&io, 1, err_p[0])) err_open = false;
+            if (i_in >= 0 && fds[i_in].revents) {
+                ssize_t k = send(in_p[1], r->stdin_data + in_off, r->stdin_len - in_off,
+                                 MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (k > 0) in_off += (size_t)k;
+                if ((k < 0 && errno != EAGAIN) || in_off >= r->stdin_len) {
+                    shutdown(in_p[1], SHUT_WR);
+                    close(in_p[1]);
+                    in_p[1] = -1;
+                }
+            }
+        }
+        if (!killed) {
+            end_kind stop = END_EXITED;
+            if (io.over)
+                stop = END_OUTPUT;
+            else if (pl_cancel_triggered(n->cancel))
+                stop = END_CANCELLED;
+            else if (use_cpu && pl_cg_cpu_ns(&cg) >= (uint64_t)lim.cpu_ms * 1000000u)
+                stop = END_CPU;
+            else if (now_ms() >= wall_end && !reaped)
+                stop = END_WALL;
+            if (stop != END_EXITED) {
+                /* Kill the tree below the outer bwrap first, so that it reaps its child
+                 * (PID 1 of the namespace) and exits itself: no zombie is left to init. */
+                end = stop;
+                killed = true;
+                kill_by = now_ms() + 300;
+                if (!cg.mode || pl_cg_signal_all(&cg, child) <= 0) kill(child, SIGKILL);
+            }
+        } else if (!reaped) {
+            if (cg.mode) pl_cg_signal_all(&cg, child);
+            if (now_ms() >= kill_by) kill(child, SIGKILL);
+        }
+        if (!reaped) {
+            int st;
+            pid_t w = wait4(child, &st, WNOHANG, &ru);
+            if (w == child) {
+                reaped = true;
+                if (WIFEXITED(st))
+                    exit_code = WEXITSTATUS(st);
+                else if (WIFSIGNALED(st)) {
+                    exit_code = 128 + WTERMSIG(st);
+                    if (!killed) end = END_SIGNALED;
+                }
+                if (cg.mode && !pl_cg_empty(&cg)) pl_cg_kill_all(&cg);
+            }
+        }
+        if (drain_end && now_ms() >= drain_end) {
+            /* a process kept the pipes open after the run ended: end it */
+            if (cg.mode) pl_cg_kill_all(&cg);
+            break;
+        }
+    }
+    if (!reaped) {
+        kill(child, SIGKILL);
+        int st;
+        if (wait4(child, &st, 0, &ru) == child) reaped = true;
+    }
+
+cleanup:;
+    bool tree_gone = reaped;
+    bool cg_removed = true;
+    uint64_t mem_peak = 0, cpu_ns = 0;
+    bool oom = false;
+    if (cg.mode) {
+        tree_gone = reaped && (pl_cg_empty(&cg) || pl_cg_kill_all(&cg));
+        cpu_ns = pl_cg_cpu_ns(&cg);
+        pl_cg_peaks(&cg, &mem_peak, &oom);
+        cg_removed = pl_cg_remove(&cg);
+    }
+    if (!cpu_ns)
+        cpu_ns = ((uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
+                  (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec)) *
+                 1000u;
+    for (int i = 0; i < 2; i++) {
+        if ((i ? bpf_p : in_p)[0] >= 0) close((i ? bpf_p : in_p)[0]);
+        if ((i ? bpf_p : in_p)[1] >= 0) close((i ? bpf_p : in_p)[1]);
+    }
+    int fds_to_close[] = {out_p[0], out_p[1], err_p[0], err_p[1], pidfd};
+    for (size_t i = 0; i < 5; i++)
+        if (fds_to_close[i] >= 0) close(fds_to_close[i]);
+    if (!failed_setup) file_err = collect_files(root_dir, res);
+    bool scratch_removed = remove_tree(scr);
+    sv_free(&argv);
+    sv_free(&envp);
+
+    if (!failed_setup && end == END_EXITED && exit_code == 128 + SIGKILL && oom) end = END_MEMORY;
+    if (!failed_setup && (end == END_EXITED || end == END_SIGNALED) && oom && exit_code != 0)
+        end = END_MEMORY;
+    if (!failed_setup && (end == END_EXITED || end == END_SIGNALED) &&
+        (exit_code == 128 + SIGXCPU || exit_code == 128 + SIGKILL) &&
+        cpu_ns >= (uint64_t)lim.cpu_ms * 1000000u)
+        end = END_CPU;
+    res->stdout_text = pl_utf8_lenient(io.buf[0] ? io.buf[0] : "", io.len[0], &res->stdout_len);
+    res->stderr_text = pl_utf8_lenient(io.buf[1] ? io.buf[1] : "", io.len[1], &res->stderr_len);
+    free(io.buf[0]);
+    free(io.buf[1]);
+    res->exit_code = exit_code;
+    char msg[640];
+    msg[0] = 0;
+    if (failed_setup)
+        snprintf(msg, sizeof msg, "native sandbox: %s", why);
+    else if (end == END_CPU)
+        snprintf(msg, sizeof msg, "CPU time over %u ms", lim.cpu_ms);
+    else if (end == END_WALL)
+        snprintf(msg, sizeof msg, "run time over %u ms", lim.wall_ms);
+    else if (end == END_MEMORY)
+        snprintf(msg, sizeof msg, "memory over %u MiB", lim.memory_mib);
+    else if (end == END_OUTPUT)
+        snprintf(msg, sizeof msg, "output over %llu bytes", (unsigned long long)lim.output_bytes);
+    else if (end == END_CANCELLED)
+        snprintf(msg, sizeof msg, "cancelled");
+    else if (end == END_SIGNALED)
+        snprintf(msg, sizeof msg, "killed by signal %d", exit_code - 128);
+    else if (file_err)
+        snprintf(msg, sizeof msg, "%s", file_err);
+    else if (!tree_gone)
+        snprintf(msg, sizeof msg, "the process tree could not be confirmed stopped");
+    free(file_err);
+    res->ok = !msg[0] && exit_code == 0;
+    if (msg[0] && !(res->error = strdup(msg))) return pl_fail(err, PL_ERR_HOST, "out of memory");
+    if (!res->stdout_text || !res->stderr_text) return pl_fail(err, PL_ERR_HOST, "out of memory");
+    if (n->evidence)
+        *n->evidence = native_evidence(n, n->unsandboxed ? "none" : "bubblewrap", &cg,
+                                       failed_setup ? END_SPAWN : end, tree_gone, tree_gone,
+                                       cg_removed, scratch_removed, ws, cpu_ns / 1000000u,
+                                       ru.ru_maxrss, mem_peak, (unsigned)uid);
+    return true;
+}
+
+bool pl_native_attempt(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_cancel *cancel,
+                       pl_attempt *at, pl_error *err) {
+    native_ctx n = {pc,
+                    r,
+                    pol,
+                    cancel,
+                    at->dec->unsandboxed,
+                    at->dec->identity,
+                    at->execution_id,
+                    at->res,
+                    at->evidence};
+    if (!run_native(&n, err)) return false;
+    return pl_result_finish(at->res, at->dec) || pl_fail(err, PL_ERR_HOST, "out of memory");
+}
+
+bool pl_native_available(pl_ctx *pc, char *why, size_t why_len) {
+    pthread_mutex_lock(&pc->mu);
+    int state = pc->probe;
+    pthread_mutex_unlock(&pc->mu);
+    if (state == 0) {
+        char msg[256] = "";
+        if (access(pc->bwrap, X_OK) != 0) {
+            snprintf(msg, sizeof msg, "bubblewrap not found at %s", pc->bwrap);
+        } else {
+            pl_request q = {.run_id = "probe", .kind = PL_PROGRAM_SHELL, .program = "exit 0"};
+            pl_result res;
+            pl_result_init(&res);
+            pl_error e = {0};
+            native_ctx n = {pc, &q, NULL, NULL, false, "", "probe", &res, NULL};
+            if (!run_native(&n, &e))
+                snprintf(msg, sizeof msg, "%.200s", e.message);
+            else if (!res.ok)
+                snprintf(msg, sizeof msg,
+                         "the sandbox does not start (user namespaces?): exit %d: %.150s",
+                         res.exit_code, res.error ? res.error : res.stderr_text);
+            pl_result_clear(&res);
+        }
+        pthread_mutex_lock(&pc->mu);
+        pc->probe = msg[0] ? -1 : 1;
+        snprintf(pc->probe_why, sizeof pc->probe_why, "%s", msg);
+        state = pc->probe;
+        pthread_mutex_unlock(&pc->mu);
+    }
+    if (why && why_len) {
+        pthread_mutex_lock(&pc->mu);
+        snprintf(why, why_len, "%s", pc->probe_why);
+        pthread_mutex_unlock(&pc->mu);
+    }
+    return state == 1;
+}

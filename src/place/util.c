@@ -1,0 +1,221 @@
+/*
+ * util.c — small helpers of the placement layer: typed errors, SHA-256 tags, the
+ * cancel handle (an atomic flag plus an eventfd the native backend can poll), UTF-8
+ * checks and the result object (pl_result) with its JSON text.
+ */
+#include "place_int.h"
+
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+bool pl_fail(pl_error *err, pl_code code, const char *fmt, ...) {
+    if (err) {
+        err->code = code;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+    }
+    return false;
+}
+
+void pl_sha256_tag(const void *data, size_t len, char out[PL_DIGEST_LEN]) {
+    unsigned char md[32];
+    unsigned int mdlen = 0;
+    if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32)
+        memset(md, 0, sizeof md);
+    static const char hx[] = "0123456789abcdef";
+    memcpy(out, "sha256:", 7);
+    for (int i = 0; i < 32; i++) {
+        out[7 + 2 * i] = hx[md[i] >> 4];
+        out[8 + 2 * i] = hx[md[i] & 15];
+    }
+    out[71] = 0;
+}
+
+bool pl_digest_well_formed(const char *s) {
+    if (!s || strlen(s) != 71 || memcmp(s, "sha256:", 7) != 0) return false;
+    for (int i = 7; i < 71; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return false;
+    return true;
+}
+
+pl_limits pl_limits_effective(const pl_limits *l) {
+    pl_limits e = l ? *l : (pl_limits){0};
+    if (!e.cpu_ms) e.cpu_ms = PL_DEF_CPU_MS;
+    if (!e.wall_ms) e.wall_ms = PL_DEF_WALL_MS;
+    if (!e.memory_mib) e.memory_mib = PL_DEF_MEMORY_MIB;
+    if (!e.output_bytes) e.output_bytes = PL_DEF_OUTPUT_BYTES;
+    if (!e.processes) e.processes = PL_DEF_PROCESSES;
+    return e;
+}
+
+char *pl_json_dump(json_t *j, size_t *len) {
+    if (!j) return NULL;
+    char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+    if (s && len) *len = strlen(s);
+    return s;
+}
+
+/* ---------------------------------------------------------------- cancel */
+
+pl_cancel *pl_cancel_new(void) {
+    pl_cancel *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    atomic_init(&c->flag, 0);
+    c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    return c;
+}
+
+void pl_cancel_trigger(pl_cancel *c) {
+    if (!c) return;
+    atomic_store(&c->flag, 1);
+    if (c->efd >= 0) {
+        uint64_t one = 1;
+        ssize_t w = write(c->efd, &one, sizeof one);
+        (void)w;
+    }
+}
+
+bool pl_cancel_triggered(const pl_cancel *c) {
+    return c && atomic_load(&((pl_cancel *)c)->flag) != 0;
+}
+
+void pl_cancel_free(pl_cancel *c) {
+    if (!c) return;
+    if (c->efd >= 0) close(c->efd);
+    free(c);
+}
+
+/* ---------------------------------------------------------------- UTF-8 */
+
+/* Length of the well-formed sequence at s[i..n), or 0 when ill-formed. */
+static size_t utf8_seq(const unsigned char *s, size_t i, size_t n) {
+    unsigned c = s[i];
+    if (c < 0x80) return 1;
+    size_t k;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF)
+        k = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        k = 3;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        k = 4;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+    } else
+        return 0;
+    if (i + 1 >= n || s[i + 1] < lo || s[i + 1] > hi) return 0;
+    for (size_t j = 2; j < k; j++)
+        if (i + j >= n || (s[i + j] & 0xC0) != 0x80) return 0;
+    return k;
+}
+
+bool pl_utf8_valid(const char *s, size_t n) {
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        size_t k = utf8_seq(u, i, n);
+        if (!k) return false;
+        i += k;
+    }
+    return true;
+}
+
+char *pl_utf8_lenient(const char *s, size_t n, size_t *out_len) {
+    const unsigned char *u = (const unsigned char *)s;
+    if (n > SIZE_MAX / 3 - 1) return NULL;
+    char *o = malloc(n * 3 + 1);
+    if (!o) return NULL;
+    size_t w = 0;
+    for (size_t i = 0; i < n;) {
+        size_t k = utf8_seq(u, i, n);
+        if (k) {
+            memcpy(o + w, s + i, k);
+            w += k;
+            i += k;
+            continue;
+        }
+        /* one U+FFFD per maximal ill-formed prefix: skip the lead byte and the
+         * continuation bytes that could still belong to it */
+        size_t j = i + 1;
+        while (j < n && j < i + 4 && (u[j] & 0xC0) == 0x80 && u[i] >= 0xC2 && u[i] <= 0xF4 &&
+               utf8_seq(u, j, n) == 0)
+            j++;
+        memcpy(o + w, "\xEF\xBF\xBD", 3);
+        w += 3;
+        i = j;
+    }
+    o[w] = 0;
+    if (out_len) *out_len = w;
+    return o;
+}
+
+/* ---------------------------------------------------------------- results */
+
+void pl_result_init(pl_result *res) {
+    memset(res, 0, sizeof *res);
+    res->exit_code = -1;
+}
+
+void pl_result_clear(pl_result *res) {
+    if (!res) return;
+    free(res->stdout_text);
+    free(res->stderr_text);
+    for (size_t i = 0; i < res->nfiles; i++) {
+        free(res->files[i].path);
+        free(res->files[i].text);
+    }
+    free(res->files);
+    free(res->error);
+    free(res->json);
+    pl_result_init(res);
+}
+
+bool pl_result_fail(pl_result *res, const char *error) {
+    res->ok = false;
+    free(res->error);
+    res->error = strdup(error ? error : "failed");
+    if (!res->stdout_text) res->stdout_text = strdup("");
+    if (!res->stderr_text) res->stderr_text = strdup("");
+    return res->error && res->stdout_text && res->stderr_text;
+}
+
+bool pl_result_finish(pl_result *res, const pl_decision *d) {
+    res->backend = d ? d->backend : PL_BACKEND_NONE;
+    snprintf(res->decision, sizeof res->decision, "%s", d ? d->identity : "");
+    if (!res->stdout_text && !(res->stdout_text = strdup(""))) return false;
+    if (!res->stderr_text && !(res->stderr_text = strdup(""))) return false;
+    json_t *o = json_object(), *files = json_object();
+    if (!o || !files) {
+        json_decref(o);
+        json_decref(files);
+        return false;
+    }
+    bool ok = !json_object_set_new(o, "ok", json_boolean(res->ok)) &&
+              !json_object_set_new(o, "stdout", json_stringn(res->stdout_text, res->stdout_len)) &&
+              !json_object_set_new(o, "stderr", json_stringn(res->stderr_text, res->stderr_len)) &&
+              !json_object_set_new(o, "exitCode", json_integer(res->exit_code));
+    if (ok && res->error) ok = !json_object_set_new(o, "error", json_string(res->error));
+    for (size_t i = 0; ok && i < res->nfiles; i++)
+        ok = !json_object_set_new(files, res->files[i].path,
+                                  json_stringn(res->files[i].text, res->files[i].len));
+    bool gave = false;
+    if (ok) {
+        ok = !json_object_set_new(o, "files", files); /* steals files, even on failure */
+        gave = true;
+    }
+    if (!gave) json_decref(files);
+    ok = ok && !json_object_set_new(o, "backend", json_string(pl_backend_name(res->backend))) &&
+         !json_object_set_new(o, "decision", json_string(res->decision));
+    free(res->json);
+    res->json = ok ? pl_json_dump(o, &res->json_len) : NULL;
+    json_decref(o);
+    return res->json != NULL;
+}
