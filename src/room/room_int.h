@@ -216,9 +216,11 @@ typedef struct pr_watch_slot {
     struct timespec cpu_start, wall_start;
     int fired; /* 0, PR_FIRED_CPU or PR_FIRED_WALL: set by the watchdog thread */
     uint32_t extra_ms; /* added to both limits (a runtime's one-time initialisation) */
+    bool (*cancelled)(void *ud); /* polled by the watchdog; true stops the run */
+    void *cancel_ud;
 } pr_watch_slot;
 
-enum { PR_FIRED_CPU = 1, PR_FIRED_WALL = 2 };
+enum { PR_FIRED_CPU = 1, PR_FIRED_WALL = 2, PR_FIRED_CANCEL = 3 };
 
 typedef struct pr_watchdog {
     pthread_mutex_t mu;

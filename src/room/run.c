@@ -221,7 +221,10 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
         pr_err_set(err, PR_KIND_RUN_FAILED, MSG_NOMEM);
         return false;
     }
-    pr_watch_slot slot;
+    pr_watch_slot slot = {0};
+    /* Set before the slot is published; pr_watch_begin leaves them as they are. */
+    slot.cancelled = opt->cancelled;
+    slot.cancel_ud = opt->cancel_ud;
     if (!pr_watch_begin(&h->wd, &slot, rs.store)) {
         pw_store_free(rs.store);
         pr_host_pool_put(h, pool);
@@ -246,6 +249,9 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
     bool ok = true;
     if (fired == PR_FIRED_CPU) {
         pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：CPU 时间超过 %u ms", h->cpu_ms);
+        ok = false;
+    } else if (fired == PR_FIRED_CANCEL) {
+        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：已取消");
         ok = false;
     } else if (fired == PR_FIRED_WALL) {
         pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：运行时间超过 %u ms", h->wall_ms);
