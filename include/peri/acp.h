@@ -18,6 +18,10 @@ typedef struct pacp_options {
     const char *db_path;     /* NULL: $HOME/.peri/peri.db */
     const char *home;        /* NULL: $HOME */
     const char *default_cwd; /* used when session/new omits cwd; NULL: process cwd */
+    /* Issue 11 (pct_config): Ruby's ruby+stdlib.wasm, the native WASI runner argv. */
+    const char *ruby_wasm;
+    const char *const *wasm_runner;
+    size_t nwasm_runner;
 } pacp_options;
 
 /* Serves until EOF on in_fd, then closes every session like session/close and

@@ -40,6 +40,11 @@ typedef struct pct_config {
     const char *home;             /* for settings and the machine id; may be NULL */
     const char *machine_id_env;   /* value of PERI_MACHINE_ID or NULL */
     const pag_settings *settings; /* borrowed; must outlive the controller */
+    /* Issue 11: code runs through placement. ruby_wasm: Ruby's ruby+stdlib.wasm (NULL: the
+     * room has no Ruby); wasm_runner: argv that runs a WASI module natively (NULL: none). */
+    const char *ruby_wasm;
+    const char *const *wasm_runner;
+    size_t nwasm_runner;
 } pct_config;
 
 typedef enum pct_status {

@@ -18,7 +18,10 @@
  * ptl_result_clear. Nothing here keeps global mutable state.
  *
  * CHANGES (after first publication; additive only):
- *   (none yet)
+ *   issue 11: the `run` tool (WASI programs and Ruby scripts, placed by pl_run: the
+ *   WebAssembly room first); `shell` through placement when ctx->sandbox is set
+ *   (native sandbox: cwd read-write, no network); ptl_ctx.sandbox, ptl_result.meta_json
+ *   and raw_output_json; ptl_tool_needs_permission.
  */
 #ifndef PERI_TOOLS_H
 #define PERI_TOOLS_H
@@ -63,23 +66,51 @@ bool ptl_needs_permission(const ptl_tool *t); /* write, edit, shell: true */
  * unless out of memory; falls back to the tool name on bad input. Caller frees. */
 char *ptl_title(const ptl_tool *t, const char *input_json);
 
+struct pl_ctx;
+struct pl_policy;
+
+/* How `shell` and `run` execute (issue 11, docs/run-tools.md).
+ *   place set, off false: through placement (pl_run). shell: requirements ["shell"],
+ *     state_class native_workspace_ref — the native sandbox with the cwd bound read-write
+ *     at its own path, the policy's extra writable dirs, network only if the policy
+ *     allows it; if the sandbox is unavailable the tool fails with a clear error.
+ *     run: the room first; declared requirements send it to the native sandbox.
+ *   off true: the settings said "sandbox": {"mode": "off"}: shell runs unsandboxed (the
+ *     direct runner) and warn() is called for every such call; run still uses the room.
+ * ctx->sandbox NULL (embedders and tests only; Peri's controller always sets it):
+ *   shell is the direct runner, run fails with "run: placement is not configured". */
+typedef struct ptl_sandbox {
+    struct pl_ctx *place;
+    const struct pl_policy *policy;
+    bool off;
+    void (*warn)(void *ud, const char *msg);
+    void *warn_ud;
+} ptl_sandbox;
+
+/* Whether this call needs the user's permission: the tool's flag, except `run`, which
+ * asks only when it would run natively (declared requirements or network). */
+bool ptl_tool_needs_permission(const ptl_tool *t, const char *input_json);
+
 typedef struct ptl_ctx {
-    const char *cwd;    /* absolute session directory (required) */
-    atomic_int *cancel; /* may be NULL; non-zero = stop now */
-    size_t max_output;  /* bytes of output kept for the model; 0: 65536 */
-    long timeout_ms;    /* shell default timeout when the input has none; 0: 120000 */
+    const char *cwd;            /* absolute session directory (required) */
+    atomic_int *cancel;         /* may be NULL; non-zero = stop now */
+    size_t max_output;          /* bytes of output kept for the model; 0: 65536 */
+    long timeout_ms;            /* shell default timeout when the input has none; 0: 120000 */
+    const ptl_sandbox *sandbox; /* see ptl_sandbox; may be NULL */
 } ptl_ctx;
 
 typedef struct ptl_result {
-    char *output;         /* text for the model (NULL only after PTL_ERR_NOMEM) */
-    bool is_error;        /* tool-level failure: output explains it */
-    char *content_json;   /* ACP ToolCallContent[] JSON text, or NULL: e.g. for edit/write
-                             [{"type":"diff","path":ABS,"oldText":..,"newText":..}];
-                             otherwise [{"type":"content","content":{"type":"text",..}}] */
-    char *locations_json; /* ACP locations JSON array ([{"path":ABS,"line":N}]) or NULL */
-    int exit_code;        /* shell: exit status, 128+signal if killed; -1 otherwise */
-    bool timed_out;       /* shell: killed by its timeout */
-    bool truncated;       /* output was cut to max_output */
+    char *output;          /* text for the model (NULL only after PTL_ERR_NOMEM) */
+    bool is_error;         /* tool-level failure: output explains it */
+    char *content_json;    /* ACP ToolCallContent[] JSON text, or NULL: e.g. for edit/write
+                              [{"type":"diff","path":ABS,"oldText":..,"newText":..}];
+                              otherwise [{"type":"content","content":{"type":"text",..}}] */
+    char *locations_json;  /* ACP locations JSON array ([{"path":ABS,"line":N}]) or NULL */
+    int exit_code;         /* shell: exit status, 128+signal if killed; -1 otherwise */
+    bool timed_out;        /* shell: killed by its timeout */
+    bool truncated;        /* output was cut to max_output */
+    char *meta_json;       /* run/shell via placement: {"peri.placement":{...}} or NULL */
+    char *raw_output_json; /* run/shell via placement: the placement result JSON or NULL */
 } ptl_result;
 
 typedef enum ptl_status {

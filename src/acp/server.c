@@ -228,7 +228,10 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
     pct_config cfg = {.db_path = db,
                       .home = home,
                       .machine_id_env = getenv("PERI_MACHINE_ID"),
-                      .settings = &settings};
+                      .settings = &settings,
+                      .ruby_wasm = opt ? opt->ruby_wasm : NULL,
+                      .wasm_runner = opt ? opt->wasm_runner : NULL,
+                      .nwasm_runner = opt ? opt->nwasm_runner : 0};
     pct_error ce = {0};
     int rc = 0;
     if (!db) {

@@ -140,7 +140,10 @@ static void act_one(turn *t, const pm_part *call, pm_message *results) {
         fixed = "error: unknown tool";
     } else if (cancelled(t)) {
         fixed = "cancelled: the user interrupted the turn before this tool ran";
-    } else if (ti->needs_permission && s->ports.ask_permission) {
+    } else if ((s->ports.tool_needs_permission
+                    ? s->ports.tool_needs_permission(s->ports.ctx, ti->name, args)
+                    : ti->needs_permission) &&
+               s->ports.ask_permission) {
         pag_permission p = s->ports.ask_permission(s->ports.ctx, &ev, &s->cancel);
         if (p == PAG_PERM_REJECT)
             fixed = "rejected: the user did not allow this tool call";
@@ -173,6 +176,8 @@ static void act_one(turn *t, const pm_part *call, pm_message *results) {
     up.text = text;
     up.content_json = o.content_json;
     up.locations_json = o.locations_json;
+    up.meta_json = o.meta_json;
+    up.raw_output_json = o.raw_output_json;
     emit(t, &up);
     pm_message_add_tool_result(results, id, text, is_error);
     pag_tool_output_clear(&o);

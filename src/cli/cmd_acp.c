@@ -19,6 +19,8 @@ static void usage(FILE *f) {
 
 int peri_cmd_acp(int argc, char **argv) {
     pacp_options opt = {0};
+    peri_place_opts po;
+    peri_place_opts_fill(&po, &opt);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);

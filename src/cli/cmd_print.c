@@ -94,6 +94,8 @@ int peri_cmd_print(int argc, char **argv) {
     const char *cwd = NULL;
     int allow = 0;
     server_job job = {0};
+    peri_place_opts po;
+    peri_place_opts_fill(&po, &job.opt);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);

@@ -15,4 +15,13 @@ int peri_cmd_acp(int argc, char **argv);     /* cmd_acp.c: ACP agent on stdio */
 int peri_cmd_print(int argc, char **argv);   /* cmd_print.c: one-shot ACP client */
 int peri_cmd_place(int argc, char **argv);   /* cmd_place.c: placement run, decide */
 
+/* place_opts.c (issue 11): the placement options of `peri acp` / `peri print` from the
+ * environment (Ruby's module path, the native WASI runner). */
+#include "peri/acp.h"
+typedef struct peri_place_opts {
+    char ruby[4096], exe[4096];
+    const char *runner[4];
+} peri_place_opts;
+void peri_place_opts_fill(peri_place_opts *po, pacp_options *opt);
+
 #endif

@@ -79,14 +79,16 @@ static int port_run_tool(void *ctx, const char *name, const char *args, atomic_i
     pct_sess *s = ctx;
     const ptl_tool *t = ptl_find(name);
     if (!t) return -1;
-    ptl_ctx tc = {.cwd = s->cwd, .cancel = cancel};
+    ptl_ctx tc = {.cwd = s->cwd, .cancel = cancel, .sandbox = &s->c->sandbox};
     ptl_result r;
     ptl_status st = ptl_run(t, args, &tc, &r);
     out->output = r.output;
     out->is_error = r.is_error;
     out->content_json = r.content_json;
     out->locations_json = r.locations_json;
-    r.output = r.content_json = r.locations_json = NULL;
+    out->meta_json = r.meta_json;
+    out->raw_output_json = r.raw_output_json;
+    r.output = r.content_json = r.locations_json = r.meta_json = r.raw_output_json = NULL;
     ptl_result_clear(&r);
     return st == PTL_OK ? 0 : st == PTL_CANCELLED ? 1 : -1;
 }
@@ -95,6 +97,17 @@ static char *port_tool_title(void *ctx, const char *name, const char *args) {
     (void)ctx;
     const ptl_tool *t = ptl_find(name);
     return t ? ptl_title(t, args) : NULL;
+}
+
+static bool port_needs_permission(void *ctx, const char *name, const char *args) {
+    (void)ctx;
+    const ptl_tool *t = ptl_find(name);
+    return t && ptl_tool_needs_permission(t, args);
+}
+
+static void warn_unsandboxed(void *ud, const char *msg) {
+    (void)ud;
+    fprintf(stderr, "peri: warning: %s\n", msg);
 }
 
 static pag_permission port_ask(void *ctx, const pag_event *call, atomic_int *cancel) {
@@ -167,6 +180,40 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
         set_err(err, PCT_FAILED, "out of memory%s", NULL);
         goto fail;
     }
+    /* Placement: the room (with Ruby when its module is configured) and the native
+     * sandbox; the settings' "sandbox" shapes the policy. */
+    pr_error re;
+    pl_error le;
+    c->room = pr_host_new(NULL, &re);
+    if (!c->room) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "%.190s", re.message);
+        set_err(err, PCT_FAILED, "room: %s", msg);
+        goto fail;
+    }
+    if (cfg->ruby_wasm && !(c->ruby = pr_ruby_new(c->room, cfg->ruby_wasm))) {
+        set_err(err, PCT_FAILED, "out of memory%s", NULL);
+        goto fail;
+    }
+    c->ruby_hook = pl_ruby_room_hook(c->ruby);
+    pl_config pcfg = {.room = c->room,
+                      .wasm_runner = cfg->wasm_runner,
+                      .nwasm_runner = cfg->nwasm_runner,
+                      .ruby_hook = c->ruby ? &c->ruby_hook : NULL};
+    c->place = pl_new(&pcfg, &le);
+    if (!c->place) {
+        set_err(err, PCT_FAILED, "placement: %s", le.message);
+        goto fail;
+    }
+    const pag_settings *st = cfg->settings;
+    c->policy = (pl_policy){.native = PL_NATIVE_AUTO,
+                            .network_allowed = st && st->sandbox_network,
+                            .writable = st ? (const char *const *)st->sandbox_writable : NULL,
+                            .nwritable = st ? st->nwritable : 0};
+    c->sandbox = (ptl_sandbox){.place = c->place,
+                               .policy = &c->policy,
+                               .off = st && st->sandbox_off,
+                               .warn = warn_unsandboxed};
     for (size_t i = 0; i < c->ntools; i++) {
         const ptl_tool *t = ptl_at(i);
         c->tools[i] = (pag_tool_info){.name = ptl_name(t),
@@ -177,6 +224,9 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
     }
     return c;
 fail:
+    pl_free(c->place);
+    pr_ruby_free(c->ruby);
+    pr_host_free(c->room);
     pst_close(c->store);
     prt_free(c->rt);
     free(c->tools);
@@ -203,6 +253,9 @@ int pct_free(pct_controller *c, long wait_ms) {
         fprintf(stderr, "peri: %d prompt worker(s) still unwinding at exit\n", left);
         return 1;
     }
+    pl_free(c->place);
+    pr_ruby_free(c->ruby);
+    pr_host_free(c->room);
     pst_close(c->store);
     prt_free(c->rt);
     free(c->tools);
@@ -247,6 +300,7 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, pct_sess **
                        .run_tool = port_run_tool,
                        .tool_title = port_tool_title,
                        .ask_permission = port_ask,
+                       .tool_needs_permission = port_needs_permission,
                        .persist = port_persist,
                        .emit = port_emit};
     pag_session_config sc = {.id = th->id,
