@@ -133,7 +133,7 @@ bool pl_room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t ra
         pl_result_fail(res, "runtime_unsupported: the room does not provide the required features");
         return pl_result_finish(res, at->dec) || pl_fail(err, PL_ERR_HOST, "out of memory");
     }
-    if (r->stdin_len) {
+    if (r->stdin_len && r->kind != PL_PROGRAM_RUBY) { /* the Ruby hook passes stdin on */
         *at->evidence = room_evidence(at, "refused", false, false, "not_started",
                                       "stdin is not available in the room");
         pl_result_fail(res, "stdin is not available to programs in the room");
