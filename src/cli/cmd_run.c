@@ -205,17 +205,20 @@ int peri_cmd_run(int argc, char **argv) {
                                .stdin_len = in_len,
                                .source = {(const char *)src, src_len}};
         pr_outcome oc;
-        struct timespec t0, t1;
+        struct timespec t0, t1, c0, c1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
         if (!pr_exec(h, p, &opt, &oc, &err)) {
             fprintf(stderr, "%s\n", err.message);
             goto done;
         }
         clock_gettime(CLOCK_MONOTONIC, &t1);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
         if (timed)
-            fprintf(stderr, "peri run: run %lu: %.1f ms\n", run + 1,
-                    (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
-                        (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+            fprintf(stderr, "peri run: run %lu: %.1f ms (cpu %.1f ms)\n", run + 1,
+                    (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
+                    (double)(c1.tv_sec - c0.tv_sec) * 1e3 +
+                        (double)(c1.tv_nsec - c0.tv_nsec) / 1e6);
         if (oc.error) fprintf(stderr, "peri run: %s\n", oc.error);
         rc = oc.exit_code;
         if (out_dir && copy_out(fs, out_dir) != 0 && rc == 0) rc = 1;
