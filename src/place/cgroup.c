@@ -209,7 +209,8 @@ int pl_cg_signal_all(pl_cgroup *cg, pid_t spare) {
             n++;
         }
         s = e;
-        while (*s == '\n') s++;
+        while (*s == '\n')
+            s++;
     }
     return n;
 }

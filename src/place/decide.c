@@ -258,16 +258,18 @@ bool pl_decide_l1(pl_ctx *pc, const pl_request *r, const pl_policy *pol, const c
     memset(out, 0, sizeof *out);
     pl_sha256_tag(raw, raw_len, out->request_sha256);
     out->state_class = r->state_class;
-    bool sandbox_ok = false, native_ok = false;
-    if (pol->native != PL_NATIVE_NO) {
-        char why[256];
-        sandbox_ok = pl_native_available(pc, why, sizeof why);
-        if (!sandbox_ok && pol->native == PL_NATIVE_YES && !pol->native_unsandboxed)
-            return pl_fail(err, PL_ERR_NATIVE, "native required but unavailable: %s", why);
-        native_ok = sandbox_ok || pol->native_unsandboxed;
-    }
     bool wasm_missing;
     pl_reason why = native_reason(pc, r, &wasm_missing);
+    /* Native availability is probed only when native could be chosen (the probe is a
+     * real sandbox run, once per context). */
+    bool sandbox_ok = false, native_ok = false;
+    if ((why || wasm_missing || pol->native == PL_NATIVE_YES) && pol->native != PL_NATIVE_NO) {
+        char msg[256];
+        sandbox_ok = pl_native_available(pc, msg, sizeof msg);
+        if (!sandbox_ok && pol->native == PL_NATIVE_YES && !pol->native_unsandboxed)
+            return pl_fail(err, PL_ERR_NATIVE, "native required but unavailable: %s", msg);
+        native_ok = sandbox_ok || pol->native_unsandboxed;
+    }
     if (!why && !wasm_missing) {
         out->selected = true;
         out->backend = PL_BACKEND_WASM_ROOM;

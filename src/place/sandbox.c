@@ -333,11 +333,12 @@ typedef struct spawn_plan {
     char procs[3][PL_CG_PATH + 16];
     size_t nprocs;
     int in_fd, out_fd, err_fd, bpf_fd;
+    int etc_fd[2]; /* -> fds 4 and 5 (sandboxed runs) */
     bool switch_ids;
     uid_t uid;
     gid_t gid;
     struct rlimit rl_cpu, rl_as, rl_nproc, rl_fsize, rl_nofile, rl_core;
-    bool set_nproc;
+    bool set_nproc, set_as;
 } spawn_plan;
 
 static pid_t spawn(const spawn_plan *p) {
@@ -353,16 +354,17 @@ static pid_t spawn(const spawn_plan *p) {
     }
     if (dup2(p->in_fd, 0) < 0 || dup2(p->out_fd, 1) < 0 || dup2(p->err_fd, 2) < 0) _exit(126);
     if (p->bpf_fd >= 0) {
-        if (p->bpf_fd == 3)
-            fcntl(3, F_SETFD, 0);
-        else if (dup2(p->bpf_fd, 3) < 0)
+        /* move the three fds above 5 first so that the dup2s below cannot clobber one */
+        int b = fcntl(p->bpf_fd, F_DUPFD, 6), e0 = fcntl(p->etc_fd[0], F_DUPFD, 6),
+            e1 = fcntl(p->etc_fd[1], F_DUPFD, 6);
+        if (b < 0 || e0 < 0 || e1 < 0 || dup2(b, 3) < 0 || dup2(e0, 4) < 0 || dup2(e1, 5) < 0)
             _exit(126);
-        syscall(SYS_close_range, 4, ~0u, 0);
+        syscall(SYS_close_range, 6, ~0u, 0);
     } else {
         syscall(SYS_close_range, 3, ~0u, 0);
     }
     setrlimit(RLIMIT_CPU, &p->rl_cpu);
-    setrlimit(RLIMIT_AS, &p->rl_as);
+    if (p->set_as) setrlimit(RLIMIT_AS, &p->rl_as);
     setrlimit(RLIMIT_FSIZE, &p->rl_fsize);
     setrlimit(RLIMIT_NOFILE, &p->rl_nofile);
     setrlimit(RLIMIT_CORE, &p->rl_core);
@@ -404,6 +406,28 @@ static void add_top_link(strv *a, const char *name) {
         sv_add(a, p);
         sv_add(a, p);
     }
+}
+
+/* Two pipes holding /etc/passwd and /etc/group; out[] gets their read ends. */
+static bool etc_pipes(int out[2]) {
+    static const char passwd[] = "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                                 "user:x:1000:1000:user:/home:/bin/sh\n"
+                                 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+    static const char group[] = "root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n";
+    const char *data[2] = {passwd, group};
+    size_t len[2] = {sizeof passwd - 1, sizeof group - 1};
+    for (int i = 0; i < 2; i++) {
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) != 0) return false;
+        bool ok = write(p[1], data[i], len[i]) == (ssize_t)len[i];
+        close(p[1]);
+        if (!ok) {
+            close(p[0]);
+            return false;
+        }
+        out[i] = p[0];
+    }
+    return true;
 }
 
 typedef struct native_ctx {
@@ -460,26 +484,18 @@ static bool layout(native_ctx *n, const char *scr, uid_t uid, gid_t gid, bool ch
         if (mkdir(p, mode) != 0 || chmod(p, mode) != 0 || ((own) && chown(p, uid, gid) != 0))      \
             rc = -1;                                                                               \
     } while (0)
-    MK("root", 0755, chown_them);
+    MK("root", 0700, chown_them); /* only the run's uid may enter its tree */
     MK("root/tmp", 01777, chown_them);
     MK("root/home", 0755, chown_them);
     MK("root/数据", 0755, chown_them);
     MK("root/响应", 0755, chown_them);
-    MK("etc", 0755, false);
-    MK("prog", 0755, false);
+    if (r->kind != PL_PROGRAM_SHELL) MK("prog", 0700, chown_them);
 #undef MK
     if (rc) {
         snprintf(why, whylen, "cannot lay out the scratch directory: %s", strerror(errno));
         return false;
     }
-    static const char passwd[] = "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-                                 "user:x:1000:1000:user:/home:/bin/sh\n"
-                                 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
-    static const char group[] = "root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n";
-    snprintf(p, sizeof p, "%s/etc/passwd", scr);
-    bool ok = write_all_file(p, passwd, sizeof passwd - 1, 0644);
-    snprintf(p, sizeof p, "%s/etc/group", scr);
-    ok = ok && write_all_file(p, group, sizeof group - 1, 0644);
+    bool ok = true;
     *prog_name = NULL;
     if (r->kind == PL_PROGRAM_RUBY) {
         *prog_name = "program.rb";
@@ -496,6 +512,19 @@ static bool layout(native_ctx *n, const char *scr, uid_t uid, gid_t gid, bool ch
         snprintf(p, sizeof p, "%s/prog/program.wasm", scr);
         ok = ok && write_all_file(p, (const char *)b, len, 0644);
         free(b);
+    }
+    static const char *const reserved[] = {"usr",    "bin", "sbin", "lib", "lib32", "lib64",
+                                           "libx32", "etc", "proc", "dev", ".peri"};
+    for (size_t i = 0; i < r->nfiles; i++) {
+        const char *top = r->files[i].path + 1;
+        size_t tl = strcspn(top, "/");
+        for (size_t k = 0; k < sizeof reserved / sizeof reserved[0]; k++)
+            if (strlen(reserved[k]) == tl && memcmp(reserved[k], top, tl) == 0) {
+                snprintf(why, whylen,
+                         "files: %.200s lies in a system directory of the sandbox (/%s)",
+                         r->files[i].path, reserved[k]);
+                return false;
+            }
     }
     size_t base = strlen(scr) + 5; /* "<scr>/root" */
     for (size_t i = 0; ok && i < r->nfiles; i++) {
@@ -542,6 +571,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
     pl_cgroup cg = {.cpu_fd = -1};
     strv argv = {0}, envp = {0};
     int in_p[2] = {-1, -1}, out_p[2] = {-1, -1}, err_p[2] = {-1, -1}, bpf_p[2] = {-1, -1};
+    int etc_p[2] = {-1, -1}; /* read ends of the passwd and group pipes */
     int pidfd = -1;
     pid_t child = -1;
     end_kind end = END_EXITED;
@@ -623,7 +653,8 @@ static bool run_native(native_ctx *n, pl_error *err) {
                                "--unshare-pid",
                                "--unshare-ipc",
                                "--unshare-uts",
-                               "--unshare-cgroup-try", "--as-pid-1",
+                               "--unshare-cgroup-try",
+                               "--as-pid-1",
                                "--uid",
                                num,
                                "--gid",
@@ -633,8 +664,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
                                "--new-session",
                                "--hostname",
                                "sandbox",
-                               "--bind",
-                               root_dir,
+                               "--tmpfs",
                                "/",
                                "--ro-bind",
                                "/usr",
@@ -642,18 +672,34 @@ static bool run_native(native_ctx *n, pl_error *err) {
         for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
             sv_add(&argv, fixed[i]);
         if (!network) sv_add(&argv, "--unshare-net");
+        /* the guest's writable tree: each top-level entry of the scratch root, bound
+         * at its own name (the root itself is a tmpfs, so bwrap's mount points never
+         * touch the scratch directory) */
+        DIR *rd = opendir(root_dir);
+        for (struct dirent *e; rd && (e = readdir(rd));) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            char src[2 * PATH_MAX], dst[NAME_MAX + 2];
+            snprintf(src, sizeof src, "%s/%s", root_dir, e->d_name);
+            snprintf(dst, sizeof dst, "/%s", e->d_name);
+            sv_add(&argv, "--bind");
+            sv_add(&argv, src);
+            sv_add(&argv, dst);
+        }
+        if (rd) closedir(rd);
         static const char *const tops[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
         for (size_t i = 0; i < 6; i++)
             add_top_link(&argv, tops[i]);
         char p[PATH_MAX + 32];
-        snprintf(p, sizeof p, "%s/etc/passwd", scr);
-        sv_add(&argv, "--ro-bind");
-        sv_add(&argv, p);
-        sv_add(&argv, "/etc/passwd");
-        snprintf(p, sizeof p, "%s/etc/group", scr);
-        sv_add(&argv, "--ro-bind");
-        sv_add(&argv, p);
-        sv_add(&argv, "/etc/group");
+        /* /etc/passwd and /etc/group: copied by bwrap from pipes (fds 4, 5) */
+        static const char *const etcfiles[] = {"--perms", "0444", "--file", "4", "/etc/passwd",
+                                               "--perms", "0444", "--file", "5", "/etc/group"};
+        for (size_t i = 0; i < 10; i++)
+            sv_add(&argv, etcfiles[i]);
+        if (!etc_pipes(etc_p)) {
+            snprintf(why, sizeof why, "cannot pass /etc files: %s", strerror(errno));
+            failed_setup = true;
+            goto cleanup;
+        }
         static const char *const etc[] = {"/etc/ld.so.cache",  "/etc/ld.so.conf",
                                           "/etc/ld.so.conf.d", "/etc/alternatives",
                                           "/etc/localtime",    "/etc/nsswitch.conf"};
@@ -669,10 +715,12 @@ static bool run_native(native_ctx *n, pl_error *err) {
         sv_add(&argv, "/proc");
         sv_add(&argv, "--dev");
         sv_add(&argv, "/dev");
-        snprintf(p, sizeof p, "%s/prog", scr);
-        sv_add(&argv, "--ro-bind");
-        sv_add(&argv, p);
-        sv_add(&argv, "/.peri");
+        if (prog_name) {
+            snprintf(p, sizeof p, "%s/prog", scr);
+            sv_add(&argv, "--ro-bind");
+            sv_add(&argv, p);
+            sv_add(&argv, "/.peri");
+        }
         if (r->kind == PL_PROGRAM_WASM && strncmp(pc->wasm_runner[0], "/usr/", 5) != 0)
             add_etc(&argv, pc->wasm_runner[0]);
         if (r->kind == PL_PROGRAM_RUBY && strncmp(pc->ruby, "/usr/", 5) != 0)
@@ -701,6 +749,13 @@ static bool run_native(native_ctx *n, pl_error *err) {
         sv_add(&argv, "--seccomp");
         sv_add(&argv, "3");
         sv_add(&argv, "--");
+        if (!root && access("/usr/bin/prlimit", X_OK) == 0) {
+            char np[48];
+            snprintf(np, sizeof np, "--nproc=%u", lim.processes + 1);
+            sv_add(&argv, "/usr/bin/prlimit");
+            sv_add(&argv, np);
+            sv_add(&argv, "--");
+        }
         for (size_t i = 0; i < cmd.n; i++)
             sv_add(&argv, cmd.v[i]);
     }
@@ -736,6 +791,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
         .out_fd = out_p[1],
         .err_fd = err_p[1],
         .bpf_fd = bpf_p[0],
+        .etc_fd = {etc_p[0], etc_p[1]},
         .switch_ids = switch_ids,
         .uid = uid,
         .gid = gid,
@@ -745,18 +801,18 @@ static bool run_native(native_ctx *n, pl_error *err) {
     sp.rl_cpu = (struct rlimit){cpu_s, cpu_s + 1};
     rlim_t as = ((rlim_t)lim.memory_mib << 20) + ((rlim_t)64 << 20);
     sp.rl_as = (struct rlimit){as, as};
+    /* The address-space limit is only the fallback for the memory limit: with a memory
+     * cgroup it would only break runtimes that reserve address space (ASan, Go, JVMs). */
+    sp.set_as = cg.mode == 0;
     sp.rl_fsize = (struct rlimit){(rlim_t)1 << 30, (rlim_t)1 << 30};
     sp.rl_nofile = (struct rlimit){256, 256};
     sp.rl_core = (struct rlimit){0, 0};
-    sp.set_nproc = switch_ids || !root; /* root is exempt: the cgroup holds it */
+    /* RLIMIT_NPROC counts the processes of a uid. Set before bwrap only when the run
+     * has a uid of its own (root caller); root itself is exempt (the cgroup holds it);
+     * a non-root caller gets it inside the new user namespace (prlimit, see above),
+     * where it counts only the run's processes. */
+    sp.set_nproc = switch_ids;
     sp.rl_nproc = (struct rlimit){lim.processes + 2, lim.processes + 2};
-    if (!root && cg.mode) sp.set_nproc = false; /* per-user count would include the caller's */
-    if (!root && !cg.mode) {
-        struct rlimit cur;
-        getrlimit(RLIMIT_NPROC, &cur);
-        sp.set_nproc = false; /* cannot be made per-run without a uid of our own */
-        (void)cur;
-    }
     int64_t t0 = now_ms();
     child = spawn(&sp);
     if (child < 0) {
@@ -770,6 +826,9 @@ static bool run_native(native_ctx *n, pl_error *err) {
     in_p[0] = out_p[1] = err_p[1] = -1;
     if (bpf_p[0] >= 0) close(bpf_p[0]);
     bpf_p[0] = -1;
+    for (int i = 0; i < 2; i++)
+        if (etc_p[i] >= 0) close(etc_p[i]);
+    etc_p[0] = etc_p[1] = -1;
     pidfd = (int)syscall(SYS_pidfd_open, child, 0);
     fcntl(out_p[0], F_SETFL, O_NONBLOCK);
     fcntl(err_p[0], F_SETFL, O_NONBLOCK);
@@ -883,8 +942,8 @@ cleanup:;
         if ((i ? bpf_p : in_p)[0] >= 0) close((i ? bpf_p : in_p)[0]);
         if ((i ? bpf_p : in_p)[1] >= 0) close((i ? bpf_p : in_p)[1]);
     }
-    int fds_to_close[] = {out_p[0], out_p[1], err_p[0], err_p[1], pidfd};
-    for (size_t i = 0; i < 5; i++)
+    int fds_to_close[] = {out_p[0], out_p[1], err_p[0], err_p[1], pidfd, etc_p[0], etc_p[1]};
+    for (size_t i = 0; i < 7; i++)
         if (fds_to_close[i] >= 0) close(fds_to_close[i]);
     if (!failed_setup) file_err = collect_files(root_dir, res);
     bool scratch_removed = remove_tree(scr);

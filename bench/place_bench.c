@@ -1,0 +1,113 @@
+/*
+ * place_bench.c — per-run overhead of placement, measured side by side.
+ *
+ *   peri-place-bench [ROUNDS] [HELLO.wasm]
+ *
+ * Every round runs each case once, in a fixed interleaved order, so load bursts on a
+ * shared machine hit all cases alike; prints the median and p90 wall time per run:
+ *   sh -c true            fork + exec of /bin/sh -c true (the floor)
+ *   bare bwrap            bwrap with the sandbox's namespaces (user, pid, ipc, uts,
+ *                         cgroup, net), /usr read-only, running /bin/sh -c true
+ *   native sandbox true   pl_run of {"shell":"true"} (requirements shell): L1 decision,
+ *                         scratch dir, cgroup leaf, seccomp, uid switch, bwrap, reap,
+ *                         evidence, cleanup
+ *   wasm_room hello       pl_run of the WASI hello: L1 (import scan), admission, room
+ */
+#include "peri/place.h"
+
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static double now_us(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+static int spawn_wait(char *const argv[]) {
+    pid_t pid;
+    if (posix_spawn(&pid, argv[0], NULL, NULL, argv, environ) != 0) return -1;
+    int st;
+    if (waitpid(pid, &st, 0) != pid) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+enum { C_SH, C_BWRAP, C_NATIVE, C_WASM, NC };
+static const char *const NAMES[NC] = {"sh -c true", "bare bwrap (sh -c true)",
+                                      "native sandbox: {\"shell\":\"true\"}",
+                                      "wasm_room: WASI hello"};
+
+int main(int argc, char **argv) {
+    int rounds = argc > 1 ? atoi(argv[1]) : 30;
+    const char *hello = argc > 2 ? argv[2] : PLACE_BENCH_HELLO;
+    if (rounds < 1) rounds = 1;
+    pl_error err;
+    pl_ctx *pc = pl_new(NULL, &err);
+    if (!pc) {
+        fprintf(stderr, "pl_new: %s\n", err.message);
+        return 1;
+    }
+    char why[256];
+    if (!pl_native_available(pc, why, sizeof why)) {
+        fprintf(stderr, "native sandbox unavailable: %s\n", why);
+        pl_free(pc);
+        return 1;
+    }
+    char *sh[] = {"/bin/sh", "-c", "true", NULL};
+    char *bw[] = {"/usr/bin/bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc",
+                  "--unshare-uts", "--unshare-cgroup-try", "--unshare-net", "--as-pid-1",
+                  "--uid", "1000", "--gid", "1000", "--die-with-parent", "--tmpfs", "/",
+                  "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink",
+                  "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--proc", "/proc",
+                  "--dev", "/dev", "/bin/sh", "-c", "true", NULL};
+    pl_request nat = {.run_id = "bench", .kind = PL_PROGRAM_SHELL, .program = "true",
+                      .requirements = PL_REQ_SHELL};
+    pl_request wasm = {.run_id = "bench", .kind = PL_PROGRAM_WASM, .program = hello};
+    double *t[NC];
+    for (int c = 0; c < NC; c++) t[c] = calloc((size_t)rounds, sizeof(double));
+    int bad = 0;
+    for (int r = -1; r < rounds; r++) { /* round -1 warms up */
+        for (int c = 0; c < NC; c++) {
+            double t0 = now_us();
+            bool ok = true;
+            if (c == C_SH) ok = spawn_wait(sh) == 0;
+            else if (c == C_BWRAP) ok = spawn_wait(bw) == 0;
+            else {
+                pl_report rep;
+                ok = pl_run(pc, c == C_NATIVE ? &nat : &wasm, NULL, NULL, &rep, &err) &&
+                     rep.result.ok &&
+                     rep.result.backend ==
+                         (c == C_NATIVE ? PL_BACKEND_NATIVE_SANDBOX : PL_BACKEND_WASM_ROOM);
+                pl_report_clear(&rep);
+            }
+            double dt = now_us() - t0;
+            if (!ok) bad++;
+            if (r >= 0) t[c][r] = dt;
+        }
+    }
+    printf("%-38s %12s %12s\n", "case (per run)", "median ms", "p90 ms");
+    double med[NC];
+    for (int c = 0; c < NC; c++) {
+        qsort(t[c], (size_t)rounds, sizeof(double), cmp);
+        med[c] = t[c][rounds / 2];
+        printf("%-38s %12.2f %12.2f\n", NAMES[c], med[c] / 1e3, t[c][(rounds * 9) / 10] / 1e3);
+        free(t[c]);
+    }
+    printf("native sandbox / bare bwrap: %.2fx   wasm_room hello / sh -c true: %.2fx\n",
+           med[C_NATIVE] / med[C_BWRAP], med[C_WASM] / med[C_SH]);
+    if (bad) fprintf(stderr, "%d runs failed\n", bad);
+    pl_free(pc);
+    return bad ? 1 : 0;
+}

@@ -1,0 +1,651 @@
+/*
+ * test_place.c — placement unit tests (cmocka): every L1 branch and availability rule,
+ * the decision identity, the request and outcome decoders and validator, and the L2
+ * promotion rules (typed outcome only, once, never back to the room). The tests that
+ * need the native sandbox (promotion runs, cancel) use the real bubblewrap; without it
+ * they fail under CI=true and are skipped otherwise.
+ */
+#include "peri/place.h"
+#include "place/place_int.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static char g_envf[64], g_bad[64];
+static pl_ctx *g_pc;      /* real bwrap */
+static pl_ctx *g_nobwrap; /* bwrap missing */
+static bool g_native;     /* the sandbox works here */
+
+static const char *HELLO = PLACE_FIXTURES "/hello.wasm";
+static const char *PROBE = PLACE_FIXTURES "/probe.wasm";
+
+static void write_bytes(char *path_tmpl, const void *b, size_t n) {
+    int fd = mkstemp(path_tmpl);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, b, n), (ssize_t)n);
+    close(fd);
+}
+
+static pl_decision decide(pl_ctx *pc, const pl_request *r, const pl_policy *pol) {
+    pl_decision d;
+    pl_error e = {0};
+    if (!pl_decide(pc, r, pol, &d, &e)) fail_msg("decide: %s", e.message);
+    return d;
+}
+
+#define NEED_NATIVE()                                                                              \
+    do {                                                                                           \
+        if (!g_native) {                                                                           \
+            if (getenv("CI") && !strcmp(getenv("CI"), "true"))                                     \
+                fail_msg("native sandbox unavailable under CI");                                   \
+            skip();                                                                                \
+        }                                                                                          \
+    } while (0)
+
+/* ---------------------------------------------------------------- L1 */
+
+static void test_l1_branches(void **st) {
+    (void)st;
+    pl_request r = {.run_id = "r", .kind = PL_PROGRAM_WASM, .program = HELLO};
+    pl_decision d = decide(g_pc, &r, NULL);
+    assert_true(d.selected);
+    assert_int_equal(d.backend, PL_BACKEND_WASM_ROOM);
+    assert_string_equal(pl_reason_name(d.reason), "qualified_wasm_runtime");
+    assert_string_equal(d.runtime_profile, "room-wasi-p1-yuyan-v1");
+    assert_true(pl_digest_well_formed(d.runtime_sha256));
+
+    if (!g_native) skip();
+    pl_request s = r;
+    s.state_class = PL_STATE_OPAQUE;
+    s.model_risk = true;
+    s.requirements = PL_REQ_SHELL;
+    d = decide(g_pc, &s, NULL); /* state comes first */
+    assert_int_equal(d.backend, PL_BACKEND_NATIVE_SANDBOX);
+    assert_string_equal(pl_reason_name(d.reason), "native_state_dependency");
+    assert_string_equal(d.runtime_profile, "");
+    s.state_class = PL_STATE_NATIVE_PROCESS_REF;
+    assert_int_equal(decide(g_pc, &s, NULL).reason, PL_REASON_NATIVE_STATE);
+    s.state_class = PL_STATE_PORTABLE_VALUE; /* then the model-risk signal */
+    assert_int_equal(decide(g_pc, &s, NULL).reason, PL_REASON_MODEL_RISK);
+    s.model_risk = false; /* then declared requirements */
+    assert_int_equal(decide(g_pc, &s, NULL).reason, PL_REASON_REQUIRED_FEATURE);
+    s.requirements = 0; /* then: the program cannot be analysed */
+    s.program = g_bad;
+    assert_int_equal(decide(g_pc, &s, NULL).reason, PL_REASON_SOURCE_INDETERMINATE);
+    s.program = "/nonexistent/x.wasm";
+    assert_int_equal(decide(g_pc, &s, NULL).reason, PL_REASON_SOURCE_INDETERMINATE);
+    s.program = g_envf; /* then: no qualified runtime (imports env.f) */
+    assert_int_equal(decide(g_pc, &s, NULL).reason, PL_REASON_NO_QUALIFIED_RUNTIME);
+    pl_request sh = {.run_id = "r", .kind = PL_PROGRAM_SHELL, .program = "true"};
+    assert_int_equal(decide(g_pc, &sh, NULL).reason, PL_REASON_NO_QUALIFIED_RUNTIME);
+    pl_request rb = {.run_id = "r", .kind = PL_PROGRAM_RUBY, .program = "puts 1"};
+    d = decide(g_pc, &rb, NULL); /* no Ruby in this room: WASM unavailable → native */
+    assert_int_equal(d.backend, PL_BACKEND_NATIVE_SANDBOX);
+    assert_string_equal(pl_reason_name(d.reason), "wasm_runtime_unavailable");
+    pl_request ws = {.run_id = "r",
+                     .kind = PL_PROGRAM_SHELL,
+                     .program = "true",
+                     .state_class = PL_STATE_NATIVE_WORKSPACE_REF,
+                     .workspace = "/tmp"};
+    assert_int_equal(decide(g_pc, &ws, NULL).reason, PL_REASON_NATIVE_STATE);
+}
+
+static bool fake_ruby(void *ud, pr_host *room, const char *src, size_t n, const pl_file *f,
+                      size_t nf, const char *in, size_t inl, const pl_limits *lim,
+                      const struct pl_cancel *c, pr_response *out, pr_error *err) {
+    (void)ud, (void)room, (void)src, (void)n, (void)f, (void)nf, (void)in, (void)inl, (void)lim,
+        (void)c, (void)err;
+    const char *t =
+        "{\"ok\":true,\"stdout\":\"rb\\n\",\"stderr\":\"\",\"exitCode\":0,\"files\":{}}";
+    out->output = strdup(t);
+    out->output_len = strlen(t);
+    return out->output != NULL;
+}
+
+static void test_l1_ruby_hook(void **st) {
+    (void)st;
+    pl_ruby_hook hook = {fake_ruby, NULL};
+    pl_error e;
+    pl_ctx *pc = pl_new(&(pl_config){.ruby_hook = &hook, .bwrap = "/nonexistent/bwrap"}, &e);
+    assert_non_null(pc);
+    pl_request rb = {.run_id = "r", .kind = PL_PROGRAM_RUBY, .program = "puts 1"};
+    pl_decision d = decide(pc, &rb, NULL);
+    assert_int_equal(d.backend, PL_BACKEND_WASM_ROOM);
+    pl_report rep;
+    assert_true(pl_run(pc, &rb, NULL, NULL, &rep, &e));
+    assert_true(rep.result.ok);
+    assert_string_equal(rep.result.stdout_text, "rb\n");
+    pl_report_clear(&rep);
+    pl_free(pc);
+    /* without the hook and without native: unavailable */
+    rb.program = "puts 2";
+    d = decide(g_nobwrap, &rb, NULL);
+    assert_false(d.selected);
+    assert_string_equal(pl_reason_name(d.reason), "native_unavailable");
+}
+
+static void test_availability(void **st) {
+    (void)st;
+    pl_request sh = {
+        .run_id = "r", .kind = PL_PROGRAM_SHELL, .program = "true", .requirements = PL_REQ_SHELL};
+    /* bubblewrap missing: unavailable, never a silent unsandboxed run */
+    char why[256];
+    assert_false(pl_native_available(g_nobwrap, why, sizeof why));
+    assert_non_null(strstr(why, "bubblewrap"));
+    pl_decision d = decide(g_nobwrap, &sh, NULL);
+    assert_false(d.selected);
+    assert_int_equal(d.backend, PL_BACKEND_NONE);
+    assert_int_equal(d.reason, PL_REASON_NATIVE_UNAVAILABLE);
+    char *j = pl_decision_json(&d, NULL);
+    assert_non_null(strstr(j, "\"status\":\"unavailable\""));
+    assert_null(strstr(j, "\"backend\""));
+    free(j);
+    pl_report rep;
+    pl_error e;
+    assert_true(pl_run(g_nobwrap, &sh, NULL, NULL, &rep, &e));
+    assert_false(rep.result.ok);
+    assert_non_null(strstr(rep.result.error, "native_unavailable"));
+    assert_int_equal(rep.nevidence, 0); /* no attempt */
+    pl_report_clear(&rep);
+    /* --native yes with no sandbox: host error */
+    pl_policy yes = {.native = PL_NATIVE_YES};
+    assert_false(pl_decide(g_nobwrap, &sh, &yes, &d, &e));
+    assert_int_equal(e.code, PL_ERR_NATIVE);
+    /* explicit native_unsandboxed: selected, and the record says so */
+    pl_policy uns = {.native_unsandboxed = true};
+    d = decide(g_nobwrap, &sh, &uns);
+    assert_true(d.selected);
+    assert_true(d.unsandboxed);
+    j = pl_decision_json(&d, NULL);
+    assert_non_null(strstr(j, "\"unsandboxed\":true"));
+    free(j);
+    /* native disabled by policy */
+    pl_policy no = {.native = PL_NATIVE_NO};
+    d = decide(g_pc, &sh, &no);
+    assert_false(d.selected);
+    assert_int_equal(d.reason, PL_REASON_NATIVE_UNAVAILABLE);
+    /* a portable wasm request does not need native at all */
+    pl_request w = {.run_id = "r", .kind = PL_PROGRAM_WASM, .program = HELLO};
+    assert_int_equal(decide(g_nobwrap, &w, &no).backend, PL_BACKEND_WASM_ROOM);
+}
+
+/* ---------------------------------------------------------------- identity */
+
+static void test_identity(void **st) {
+    (void)st;
+    pl_decision d = {.selected = true,
+                     .backend = PL_BACKEND_NATIVE_SANDBOX,
+                     .reason = PL_REASON_REQUIRED_FEATURE,
+                     .state_class = PL_STATE_PORTABLE_VALUE};
+    pl_sha256_tag("x", 1, d.request_sha256);
+    pl_decision_seal(&d);
+    char *j = pl_decision_json(&d, NULL);
+    const char *want =
+        "{\"schema_version\":\"peri.placement-decision.v1\",\"status\":\"selected\","
+        "\"backend\":\"native_sandbox\",\"reason\":\"required_native_feature\","
+        "\"analyzer_version\":\"static-v1\",\"request_sha256\":"
+        "\"sha256:2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881\","
+        "\"state_class\":\"portable_value\"";
+    assert_memory_equal(j, want, strlen(want));
+    /* identity = sha256 of exactly that canonical text (without identity) */
+    char canon[1024], id[PL_DIGEST_LEN];
+    snprintf(canon, sizeof canon, "%s}", want);
+    pl_sha256_tag(canon, strlen(canon), id);
+    assert_string_equal(id, d.identity);
+    free(j);
+    /* stable */
+    pl_decision e = d;
+    pl_decision_seal(&e);
+    assert_string_equal(e.identity, d.identity);
+    /* changes with every field */
+    pl_decision v[8];
+    for (int i = 0; i < 8; i++)
+        v[i] = d;
+    v[0].selected = false;
+    v[1].backend = PL_BACKEND_WASM_ROOM;
+    v[2].reason = PL_REASON_MODEL_RISK;
+    v[3].request_sha256[10] ^= 1;
+    v[4].state_class = PL_STATE_OPAQUE;
+    snprintf(v[5].parent_decision_id, PL_DIGEST_LEN, "%s", d.identity);
+    v[6].unsandboxed = true;
+    snprintf(v[7].runtime_profile, sizeof v[7].runtime_profile, "p");
+    for (int i = 0; i < 8; i++) {
+        pl_decision_seal(&v[i]);
+        assert_string_not_equal(v[i].identity, d.identity);
+    }
+    /* the L1 decision of the same request twice: same identity */
+    pl_request r = {.run_id = "r", .kind = PL_PROGRAM_WASM, .program = HELLO};
+    assert_string_equal(decide(g_pc, &r, NULL).identity, decide(g_pc, &r, NULL).identity);
+    pl_request r2 = r;
+    r2.run_id = "r2";
+    assert_string_not_equal(decide(g_pc, &r, NULL).identity, decide(g_pc, &r2, NULL).identity);
+}
+
+/* ---------------------------------------------------------------- request decoding */
+
+static void parse_fails(const char *json, const char *needle) {
+    pl_error e = {0};
+    pl_request *r = pl_request_parse(json, strlen(json), &e);
+    if (r) fail_msg("accepted: %s", json);
+    assert_int_equal(e.code, PL_ERR_REQUEST);
+    if (!strstr(e.message, needle)) fail_msg("\"%s\" lacks \"%s\"", e.message, needle);
+}
+
+static void test_request_decoder(void **st) {
+    (void)st;
+    const char *ok = "{\"run_id\":\"a\",\"program\":{\"wasm\":\"/x.wasm\",\"args\":[\"1\"]},"
+                     "\"stdin\":\"in\",\"files\":{\"/数据/a\":\"t\"},\"requirements\":"
+                     "[\"shell\",\"network\"],\"state_class\":\"native_workspace_ref\","
+                     "\"limits\":{\"cpu_ms\":5,\"wall_ms\":6,\"memory_mib\":7,"
+                     "\"output_bytes\":8,\"processes\":9},\"network\":true,\"workspace\":\"/w\","
+                     "\"model_risk\":true}";
+    pl_error e;
+    pl_request *r = pl_request_parse(ok, strlen(ok), &e);
+    assert_non_null(r);
+    assert_int_equal(r->kind, PL_PROGRAM_WASM);
+    assert_int_equal(r->nargs, 1);
+    assert_int_equal(r->requirements, PL_REQ_SHELL | PL_REQ_NETWORK);
+    assert_int_equal(r->limits.processes, 9);
+    assert_true(r->network && r->model_risk);
+    assert_int_equal(r->raw_len, strlen(ok));
+    size_t n;
+    char *canon = pl_request_json(r, &n); /* canonical: requirements sorted */
+    assert_non_null(strstr(canon, "\"requirements\":[\"network\",\"shell\"]"));
+    free(canon);
+    pl_request_free(r);
+    parse_fails("{\"run_id\":\"a\",\"program\":{\"shell\":\"x\"},\"extra\":1}", "unknown field");
+    parse_fails("{\"run_id\":\"a\",\"run_id\":\"b\",\"program\":{\"shell\":\"x\"}}", "duplicate");
+    parse_fails("{\"run_id\":\"a\",\"program\":{\"shell\":\"x\"}} {}", "trailing");
+    parse_fails("{\"run_id\":\"a\",\"program\":{\"shell\":\"x\"}}x", "trailing");
+    parse_fails("{\"run_id\":\"a\",\"program\":{\"shell\":\"x\",\"ruby\":\"y\"}}", "exactly one");
+    parse_fails("{\"run_id\":\"a\",\"program\":{\"shell\":\"x\",\"args\":[]}}", "only for wasm");
+    parse_fails("{\"run_id\":\"a\",\"program\":{\"shell\":\"x\",\"sh\":1}}", "unknown field");
+    parse_fails("{\"program\":{\"shell\":\"x\"}}", "run_id");
+    parse_fails("{\"run_id\":\"\",\"program\":{\"shell\":\"x\"}}", "run_id");
+    parse_fails("{\"run_id\":1,\"program\":{\"shell\":\"x\"}}", "run_id");
+    parse_fails("[1]", "not a JSON object");
+    parse_fails("{\"run_id\":\"a\",\"program\":{\"shell\":\"x\"},\"requirements\":[\"gpu\"]}",
+                "unknown feature");
+    parse_fails("{\"run_id\":\"a\",\"program\":{\"shell\":\"x\"},\"requirements\":[\"shell\","
+                "\"shell\"]}",
+                "duplicate");
+    parse_fails("{\"run_id\":\"a\",\"program\":{\"shell\":\"x\"},\"state_class\":\"heap\"}",
+                "state_class");
+    parse_fails("{\"run_id\":\"a\",\"program\":{\"shell\":\"x\"},\"workspace\":\"/w\"}",
+                "only with native_workspace_ref");
+    parse_fails("{\"run_id\":\"a\",\"program\":{\"shell\":\"x\"},\"state_class\":"
+                "\"native_workspace_ref\"}",
+                "workspace");
+    parse_fails("{\"run_id\":\"a\",\"program\":{\"shell\":\"x\"},\"files\":{\"/a/../b\":\"\"}}",
+                "files");
+    parse_fails("{\"run_id\":\"a\",\"program\":{\"shell\":\"x\"},\"files\":{\"rel\":\"\"}}",
+                "files");
+    parse_fails("{\"run_id\":\"a\",\"program\":{\"shell\":\"x\"},\"files\":{\"/a\":1}}", "files");
+    parse_fails("{\"run_id\":\"a\",\"program\":{\"shell\":\"x\"},\"limits\":{\"cpu_ms\":0}}",
+                "limits.cpu_ms");
+    parse_fails("{\"run_id\":\"a\",\"program\":{\"shell\":\"x\"},\"limits\":{\"cpu\":1}}",
+                "unknown field");
+    parse_fails("{\"run_id\":\"a\",\"program\":{\"shell\":\"x\"},\"network\":\"yes\"}", "network");
+    parse_fails("{\"run_id\":\"a\",\"program\":{\"shell\":\"x\"}", "invalid JSON");
+    /* policies are strict too */
+    const char *bad = "{\"native\":\"maybe\"}";
+    assert_null(pl_policy_parse(bad, strlen(bad), &e));
+    bad = "{\"network\":true,\"nope\":1}";
+    assert_null(pl_policy_parse(bad, strlen(bad), &e));
+    const char *pj = "{\"native\":\"no\",\"network\":true,\"writable\":[\"/a\"]}";
+    pl_policy *p = pl_policy_parse(pj, strlen(pj), &e);
+    assert_non_null(p);
+    assert_int_equal(p->native, PL_NATIVE_NO);
+    assert_int_equal(p->nwritable, 1);
+    pl_policy_free(p);
+}
+
+/* ---------------------------------------------------------------- outcome */
+
+static const char *RAW = "{\"run_id\":\"a\",\"program\":{\"wasm\":\"/x.wasm\"},\"network\":true}";
+
+static char *good_outcome(void) {
+    pl_outcome o;
+    pl_outcome_make(&o, PL_REQ_NETWORK | PL_REQ_DAEMON, RAW, strlen(RAW));
+    return pl_outcome_json(&o, NULL);
+}
+
+static void outcome_rejected(const char *json, const char *needle) {
+    pl_outcome o;
+    pl_error e = {0};
+    bool ok = pl_outcome_decode(json, strlen(json), &o, &e) &&
+              pl_outcome_validate(&o, RAW, strlen(RAW), &e);
+    if (ok) fail_msg("accepted: %s", json);
+    assert_int_equal(e.code, PL_ERR_OUTCOME);
+    if (!strstr(e.message, needle)) fail_msg("\"%s\" lacks \"%s\"", e.message, needle);
+}
+
+static char *replace(const char *s, const char *from, const char *to) {
+    const char *at = strstr(s, from);
+    assert_non_null(at);
+    size_t n = strlen(s) - strlen(from) + strlen(to) + 1;
+    char *o = malloc(n);
+    snprintf(o, n, "%.*s%s%s", (int)(at - s), s, to, at + strlen(from));
+    return o;
+}
+
+static void test_outcome(void **st) {
+    (void)st;
+    char *g = good_outcome();
+    char want[512];
+    char dg[PL_DIGEST_LEN];
+    pl_sha256_tag(RAW, strlen(RAW), dg);
+    snprintf(want, sizeof want,
+             "{\"schema_version\":1,\"kind\":\"runtime_unsupported\",\"escalation_required\":true,"
+             "\"escalation_reason\":\"required_features_unsupported\",\"required_features\":"
+             "[\"daemon\",\"network\"],\"workspace_disposition\":\"not_started\","
+             "\"effect_disposition\":\"not_started\",\"evidence\":{\"request_sha256\":\"%s\"}}",
+             dg);
+    assert_string_equal(g, want);
+    pl_outcome o;
+    pl_error e;
+    assert_true(pl_outcome_decode(g, strlen(g), &o, &e));
+    assert_true(pl_outcome_validate(&o, RAW, strlen(RAW), &e));
+    assert_int_equal(o.nfeatures, 2);
+    /* the digest covers the raw bytes: the same request with a space is another request */
+    const char *raw2 = "{\"run_id\":\"a\", \"program\":{\"wasm\":\"/x.wasm\"},\"network\":true}";
+    assert_false(pl_outcome_validate(&o, raw2, strlen(raw2), &e));
+    assert_non_null(strstr(e.message, "does not match"));
+
+    char *t;
+    outcome_rejected(t = replace(g, "\"kind\"", "\"extra\":1,\"kind\""), "unknown field");
+    free(t);
+    outcome_rejected(t = replace(g, "\"kind\"", "\"kind\":\"runtime_unsupported\",\"kind\""),
+                     "duplicate");
+    free(t);
+    /* trailing whitespace is fine, trailing data is not */
+    t = replace(g, "}}", "}} \n");
+    assert_true(pl_outcome_decode(t, strlen(t), &o, &e));
+    free(t);
+    size_t n = strlen(g);
+    char *tr = malloc(n + 4);
+    snprintf(tr, n + 4, "%s{}", g);
+    outcome_rejected(tr, "trailing");
+    free(tr);
+    outcome_rejected(t = replace(g, "sha256:", "sha1:"), "request_sha256");
+    free(t);
+    outcome_rejected(t = replace(g, dg + 7, "00"), "request_sha256");
+    free(t);
+    char upper[PL_DIGEST_LEN];
+    snprintf(upper, sizeof upper, "%s", dg);
+    upper[7] = upper[7] >= 'a' ? (char)(upper[7] - 32) : 'A';
+    outcome_rejected(t = replace(g, dg, upper), "request_sha256");
+    free(t);
+    outcome_rejected(t = replace(g, "[\"daemon\",\"network\"]", "[\"network\",\"daemon\"]"),
+                     "not sorted");
+    free(t);
+    outcome_rejected(t = replace(g, "[\"daemon\",\"network\"]", "[\"daemon\",\"daemon\"]"),
+                     "duplicate");
+    free(t);
+    outcome_rejected(t = replace(g, "[\"daemon\",\"network\"]", "[\"gpu\"]"), "unknown");
+    free(t);
+    outcome_rejected(t = replace(g, "[\"daemon\",\"network\"]", "[]"), "1 to");
+    free(t);
+    outcome_rejected(t = replace(g, "\"workspace_disposition\":\"not_started\"",
+                                 "\"workspace_disposition\":\"retained\""),
+                     "workspace_disposition");
+    free(t);
+    outcome_rejected(t = replace(g, "\"effect_disposition\":\"not_started\"",
+                                 "\"effect_disposition\":\"started\""),
+                     "effect_disposition");
+    free(t);
+    outcome_rejected(t = replace(g, "\"schema_version\":1", "\"schema_version\":2"),
+                     "schema_version");
+    free(t);
+    outcome_rejected(t = replace(g, "\"schema_version\":1", "\"schema_version\":\"1\""),
+                     "schema_version");
+    free(t);
+    outcome_rejected(t = replace(g, "\"runtime_unsupported\"", "\"trap\""), "kind");
+    free(t);
+    outcome_rejected(
+        t = replace(g, "\"escalation_required\":true", "\"escalation_required\":false"),
+        "escalation_required");
+    free(t);
+    outcome_rejected(t = replace(g, "required_features_unsupported", "x"), "escalation_reason");
+    free(t);
+    outcome_rejected(t = replace(g, "\"effect_disposition\":\"not_started\",", ""), "missing");
+    free(t);
+    outcome_rejected(t = replace(g, "{\"request_sha256\"", "{\"x\":1,\"request_sha256\""),
+                     "evidence");
+    free(t);
+    free(g);
+}
+
+/* ---------------------------------------------------------------- L2 */
+
+static void test_promotion_rules(void **st) {
+    (void)st;
+    pl_decision parent = {
+        .selected = true, .backend = PL_BACKEND_WASM_ROOM, .reason = PL_REASON_QUALIFIED_RUNTIME};
+    pl_sha256_tag(RAW, strlen(RAW), parent.request_sha256);
+    pl_decision_seal(&parent);
+    pl_outcome o;
+    pl_outcome_make(&o, PL_REQ_NETWORK, RAW, strlen(RAW));
+    pl_error why;
+    assert_true(pl_promotion_allowed(&parent, true, &o, RAW, strlen(RAW), true, &why));
+    /* no typed outcome (a trap, a timeout, a guest that printed "use native") */
+    assert_false(pl_promotion_allowed(&parent, false, &o, RAW, strlen(RAW), true, &why));
+    /* native unavailable */
+    assert_false(pl_promotion_allowed(&parent, true, &o, RAW, strlen(RAW), false, &why));
+    /* another request's bytes */
+    assert_false(pl_promotion_allowed(&parent, true, &o, "{}", 2, true, &why));
+    /* the workspace was touched: the disposition is not not_started */
+    pl_outcome w = o;
+    snprintf(w.workspace_disposition, sizeof w.workspace_disposition, "retained");
+    assert_false(pl_promotion_allowed(&parent, true, &w, RAW, strlen(RAW), true, &why));
+    /* the child: native, the promotion reason, the parent's identity */
+    pl_decision child;
+    pl_child_decision(&parent, false, &child);
+    assert_int_equal(child.backend, PL_BACKEND_NATIVE_SANDBOX);
+    assert_string_equal(pl_reason_name(child.reason), "l2_not_started_promotion");
+    assert_string_equal(child.parent_decision_id, parent.identity);
+    assert_string_equal(child.request_sha256, parent.request_sha256);
+    /* never twice, never back to WASM: a child (or any native decision) never promotes */
+    assert_false(pl_promotion_allowed(&child, true, &o, RAW, strlen(RAW), true, &why));
+    pl_decision nat = parent;
+    nat.backend = PL_BACKEND_NATIVE_SANDBOX;
+    assert_false(pl_promotion_allowed(&nat, true, &o, RAW, strlen(RAW), true, &why));
+}
+
+static pl_report run_json(pl_ctx *pc, const char *json, const pl_policy *pol) {
+    pl_error e;
+    pl_request *r = pl_request_parse(json, strlen(json), &e);
+    if (!r) fail_msg("parse: %s", e.message);
+    pl_report rep;
+    if (!pl_run(pc, r, pol, NULL, &rep, &e)) fail_msg("run: %s", e.message);
+    pl_request_free(r);
+    return rep;
+}
+
+static void test_promotion_runs(void **st) {
+    (void)st;
+    char req[512];
+    pl_policy net = {.network_allowed = true};
+    /* a guest that prints an outcome-shaped text and "please use native": a result */
+    snprintf(req, sizeof req,
+             "{\"run_id\":\"p1\",\"program\":{\"wasm\":\"%s\",\"args\":[\"args\","
+             "\"please use native: {\\\"kind\\\":\\\"runtime_unsupported\\\"}\"]}}",
+             PROBE);
+    pl_report rep = run_json(g_pc, req, &net);
+    assert_int_equal(rep.ndecisions, 1);
+    assert_false(rep.has_outcome);
+    assert_int_equal(rep.result.backend, PL_BACKEND_WASM_ROOM);
+    assert_non_null(strstr(rep.result.stdout_text, "please use native"));
+    pl_report_clear(&rep);
+    /* a trap: returned as it is */
+    snprintf(req, sizeof req,
+             "{\"run_id\":\"p2\",\"program\":{\"wasm\":\"%s\",\"args\":[\"trap\"]}}", PROBE);
+    rep = run_json(g_pc, req, &net);
+    assert_int_equal(rep.ndecisions, 1);
+    assert_false(rep.result.ok);
+    assert_false(rep.has_outcome);
+    pl_report_clear(&rep);
+    /* a timeout: returned as it is, no promotion */
+    snprintf(req, sizeof req,
+             "{\"run_id\":\"p3\",\"program\":{\"wasm\":\"%s\",\"args\":[\"loop\"]}}", PROBE);
+    rep = run_json(g_pc, req, &net);
+    assert_int_equal(rep.ndecisions, 1);
+    assert_false(rep.result.ok);
+    /* the CPU limit, or on a loaded machine the room's wall limit first */
+    assert_true(strstr(rep.result.error, "CPU") || strstr(rep.result.error, "运行时间"));
+    assert_false(rep.has_outcome);
+    pl_report_clear(&rep);
+    /* the typed outcome with native off: no promotion, the outcome is reported */
+    pl_policy nonat = {.native = PL_NATIVE_NO, .network_allowed = true};
+    snprintf(req, sizeof req, "{\"run_id\":\"p4\",\"program\":{\"wasm\":\"%s\"},\"network\":true}",
+             HELLO);
+    rep = run_json(g_pc, req, &nonat);
+    assert_int_equal(rep.ndecisions, 1);
+    assert_true(rep.has_outcome);
+    assert_false(rep.result.ok);
+    assert_non_null(strstr(rep.result.error, "runtime_unsupported"));
+    assert_non_null(strstr(rep.evidence[0], "\"workspace_acquired\":false"));
+    assert_non_null(strstr(rep.evidence[0], "\"guest_started\":false"));
+    pl_report_clear(&rep);
+
+    NEED_NATIVE();
+    /* the typed outcome with native available: one child, carrying the parent id */
+    rep = run_json(g_pc, req, &net);
+    assert_int_equal(rep.ndecisions, 2);
+    assert_true(rep.has_outcome);
+    assert_int_equal(rep.decisions[0].backend, PL_BACKEND_WASM_ROOM);
+    assert_int_equal(rep.decisions[1].reason, PL_REASON_PROMOTION);
+    assert_string_equal(rep.decisions[1].parent_decision_id, rep.decisions[0].identity);
+    assert_int_equal(rep.result.backend, PL_BACKEND_NATIVE_SANDBOX);
+    assert_string_equal(rep.result.decision, rep.decisions[1].identity);
+    assert_true(rep.result.ok);
+    assert_string_equal(rep.result.stdout_text, "hello\n");
+    assert_int_equal(rep.nevidence, 2);
+    assert_non_null(strstr(rep.evidence[1], "peri.native-lifecycle.v1"));
+    /* fresh execution id */
+    char *x0 = strstr(rep.evidence[0], "exec-"), *x1 = strstr(rep.evidence[1], "exec-");
+    assert_true(x0 && x1 && memcmp(x0, x1, 29) != 0);
+    pl_report_clear(&rep);
+    /* the child fails (no native runner for wasm here): returned, never retried */
+    pl_error e;
+    pl_ctx *bare = pl_new(NULL, &e);
+    rep = run_json(bare, req, &net);
+    assert_int_equal(rep.ndecisions, 2);
+    assert_false(rep.result.ok);
+    assert_int_equal(rep.result.backend, PL_BACKEND_NATIVE_SANDBOX);
+    assert_non_null(strstr(rep.result.error, "no native runner"));
+    pl_report_clear(&rep);
+    pl_free(bare);
+}
+
+/* ---------------------------------------------------------------- cancel */
+
+typedef struct cancel_arg {
+    pl_cancel *c;
+    int ms;
+} cancel_arg;
+
+static void *canceller(void *p) {
+    cancel_arg *a = p;
+    struct timespec ts = {0, a->ms * 1000000L};
+    nanosleep(&ts, NULL);
+    pl_cancel_trigger(a->c);
+    return NULL;
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void test_cancel(void **st) {
+    (void)st;
+    NEED_NATIVE();
+    pl_request r = {.run_id = "c",
+                    .kind = PL_PROGRAM_SHELL,
+                    .program = "sleep 30 & sleep 30 & while :; do sleep 1; done",
+                    .requirements = PL_REQ_SHELL,
+                    .limits = {.wall_ms = 60000, .cpu_ms = 60000}};
+    pl_cancel *c = pl_cancel_new();
+    cancel_arg a = {c, 300};
+    pthread_t th;
+    pthread_create(&th, NULL, canceller, &a);
+    double t0 = now_s();
+    pl_report rep;
+    pl_error e;
+    assert_true(pl_run(g_pc, &r, NULL, c, &rep, &e));
+    double dt = now_s() - t0;
+    pthread_join(th, NULL);
+    assert_true(dt < 5.0); /* generous: "did not hang" */
+    assert_false(rep.result.ok);
+    assert_string_equal(rep.result.error, "cancelled");
+    assert_non_null(strstr(rep.evidence[0], "\"end\":\"cancelled\""));
+    assert_non_null(strstr(rep.evidence[0], "\"stopped\":\"confirmed\""));
+    assert_non_null(strstr(rep.evidence[0], "\"scratch_removed\":true"));
+    /* the uid of the run has no process left */
+    const char *u = strstr(rep.evidence[0], "\"uid\":");
+    assert_non_null(u);
+    unsigned uid = (unsigned)strtoul(u + 6, NULL, 10);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "ps -o pid= -u %u 2>/dev/null | wc -l", uid);
+    FILE *f = popen(cmd, "r");
+    int left = -1;
+    assert_int_equal(fscanf(f, "%d", &left), 1);
+    pclose(f);
+    assert_int_equal(left, 0);
+    pl_report_clear(&rep);
+    /* a cancel before the run: nothing starts */
+    assert_true(pl_run(g_pc, &r, NULL, c, &rep, &e));
+    assert_string_equal(rep.result.error, "cancelled");
+    pl_report_clear(&rep);
+    pl_cancel_free(c);
+}
+
+int main(void) {
+    static const unsigned char envf[] = {0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01,
+                                         0x04, 0x01, 0x60, 0x00, 0x00, 0x02, 0x09, 0x01, 0x03,
+                                         'e',  'n',  'v',  0x01, 'f',  0x00, 0x00};
+    snprintf(g_envf, sizeof g_envf, "/tmp/peri-place-envf-XXXXXX");
+    write_bytes(g_envf, envf, sizeof envf);
+    snprintf(g_bad, sizeof g_bad, "/tmp/peri-place-bad-XXXXXX");
+    write_bytes(g_bad, "not wasm", 8);
+    pl_error e;
+#if defined(__SANITIZE_ADDRESS__)
+    /* LeakSanitizer stops the world with ptrace, which the sandbox's seccomp denies */
+    const char *runner[] = {
+        "/usr/bin/env", "ASAN_OPTIONS=detect_leaks=0", PERI_EXE, "run", "{module}", "--"};
+#else
+    const char *runner[] = {PERI_EXE, "run", "{module}", "--"};
+#endif
+    g_pc = pl_new(
+        &(pl_config){.wasm_runner = runner, .nwasm_runner = sizeof runner / sizeof runner[0]}, &e);
+    g_nobwrap = pl_new(&(pl_config){.bwrap = "/nonexistent/bwrap"}, &e);
+    if (!g_pc || !g_nobwrap) return 1;
+    char why[256];
+    g_native = pl_native_available(g_pc, why, sizeof why);
+    if (!g_native) fprintf(stderr, "native sandbox unavailable: %s\n", why);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_l1_branches),     cmocka_unit_test(test_l1_ruby_hook),
+        cmocka_unit_test(test_availability),    cmocka_unit_test(test_identity),
+        cmocka_unit_test(test_request_decoder), cmocka_unit_test(test_outcome),
+        cmocka_unit_test(test_promotion_rules), cmocka_unit_test(test_promotion_runs),
+        cmocka_unit_test(test_cancel),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    pl_free(g_pc);
+    pl_free(g_nobwrap);
+    unlink(g_envf);
+    unlink(g_bad);
+    return rc;
+}
