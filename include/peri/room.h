@@ -101,6 +101,10 @@ typedef struct pr_response {
  * On a contract exception returns false and fills *err. Never aborts. */
 bool pr_run(pr_host *h, const pr_request *req, pr_response *out, pr_error *err);
 void pr_response_clear(pr_response *r);
+/* pr_run whose run stops (隔离运行失败：已取消) once cancelled(ud) returns true; polled by
+ * the watchdog every few ms (issue 11: a cancelled tool call). */
+bool pr_run_cancellable(pr_host *h, const pr_request *req, bool (*cancelled)(void *), void *ud,
+                        pr_response *out, pr_error *err);
 
 /* ---------------------------------------------------------------- lower level */
 
@@ -133,7 +137,7 @@ typedef struct pr_exec_options {
     pr_fs *fs;              /* the room's file system; the run writes into it */
     pr_output_fn on_output; /* optional: each write as decoded text, as it happens */
     void *ud;
-    const uint8_t *seed; /* 32 bytes for deterministic clocks/random, or NULL */
+    const uint8_t *seed;       /* 32 bytes for deterministic clocks/random, or NULL */
     const uint8_t *stdin_data; /* what the program reads on fd 0 (then EOF); may be NULL */
     size_t stdin_len;
     /* For a language runtime module (the Ruby ABI, docs/ruby.md): the script's source
@@ -171,8 +175,8 @@ pr_ruby *pr_ruby_new(pr_host *h, const char *wasm_path);
 void pr_ruby_free(pr_ruby *rb);
 
 typedef struct pr_ruby_job {
-    pr_str source;           /* the script, run as main.rb */
-    const pr_str *paths;     /* room files (e.g. "/请求/in.txt") and their contents */
+    pr_str source;       /* the script, run as main.rb */
+    const pr_str *paths; /* room files (e.g. "/请求/in.txt") and their contents */
     const pr_str *contents;
     size_t nfiles;
     pr_str stdin_data;

@@ -119,6 +119,11 @@ static char *room_evidence(const pl_attempt *at, const char *admission, bool fs_
     return s;
 }
 
+/* The room's watchdog polls this: a cancelled request stops its room run (issue 11). */
+static bool room_cancelled(void *ud) {
+    return pl_cancel_triggered((const pl_cancel *)ud);
+}
+
 bool pl_room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t raw_len,
                      pl_cancel *cancel, pl_attempt *at, bool *promotable, pl_outcome *outcome,
                      pl_error *err) {
@@ -182,7 +187,7 @@ bool pl_room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t ra
         }
         pr_request q = {
             {"LOADER", 6}, {"place", 5}, {digest + 7, 64}, {prog, strlen(prog)}, {input, in_len}};
-        have = pr_run(pc->room, &q, &resp, &perr);
+        have = pr_run_cancellable(pc->room, &q, room_cancelled, cancel, &resp, &perr);
         ran = true;
         free(prog);
         free(input);

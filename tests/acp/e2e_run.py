@@ -14,7 +14,7 @@ Scenarios:
           asking permission (room); _meta says wasm_room; an endless loop ends at the
           CPU limit with a clear tool error and the turn continues; declared
           requirements go native and ask.
-  cancel  cancel during a long shell call and during a long run call ends the turn as
+  cancel  cancel during a long shell call and during long run calls (Ruby, WASI) ends the turn as
           cancelled within 200 ms, and the shell's process tree is gone.
 Exit 0 pass, 1 fail, 77 skipped (never under CI=true).
 """
@@ -178,9 +178,12 @@ def s_cancel(E):
     a = agent(E)
     sid = E.new_session(a)
     marker = "31.%d" % (os.getpid() % 1000)
+    import shutil
+    shutil.copy(os.path.join(os.path.dirname(HELLO), "probe.wasm"), os.path.join(E.cwd, "probe.wasm"))
     for name, args in (("shell", {"command": "sleep %s & sleep %s; echo late" % (marker, marker)}),
-                       ("run", {"ruby": "loop { }"})):
-        E.mock.script([{"tool_calls": [{"id": "c-" + name, "name": name, "arguments": args}]},
+                       ("run", {"ruby": "loop { }"}),
+                       ("run", {"wasm": "probe.wasm", "args": ["loop"]})):
+        E.mock.script([{"tool_calls": [{"id": "c-%s-%d" % (name, len(args)), "name": name, "arguments": args}]},
                        {"text": "after"}])
         rid = prompt(a, sid, "long " + name)
         a.wait(lambda f: f.get("method") == "session/update" and
@@ -188,6 +191,9 @@ def s_cancel(E):
                timeout=60)
         time.sleep(0.3)
         if name == "shell":
+            deadline = time.monotonic() + 10  # the sandbox may be slow to start under load
+            while not procs_with("sleep " + marker) and time.monotonic() < deadline:
+                time.sleep(0.05)
             check(procs_with("sleep " + marker), "the shell's sleep is not running")
         t_cancel = time.monotonic()
         a.notify("session/cancel", {"sessionId": sid})
