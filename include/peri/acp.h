@@ -22,6 +22,7 @@ typedef struct pacp_options {
     const char *ruby_wasm;
     const char *const *wasm_runner;
     size_t nwasm_runner;
+    const char *bwrap; /* the sandbox's bubblewrap binary; NULL: /usr/bin/bwrap */
 } pacp_options;
 
 /* Serves until EOF on in_fd, then closes every session like session/close and

@@ -45,6 +45,7 @@ typedef struct pct_config {
     const char *ruby_wasm;
     const char *const *wasm_runner;
     size_t nwasm_runner;
+    const char *bwrap; /* NULL: /usr/bin/bwrap */
 } pct_config;
 
 typedef enum pct_status {

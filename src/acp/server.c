@@ -231,7 +231,8 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
                       .settings = &settings,
                       .ruby_wasm = opt ? opt->ruby_wasm : NULL,
                       .wasm_runner = opt ? opt->wasm_runner : NULL,
-                      .nwasm_runner = opt ? opt->nwasm_runner : 0};
+                      .nwasm_runner = opt ? opt->nwasm_runner : 0,
+                      .bwrap = opt ? opt->bwrap : NULL};
     pct_error ce = {0};
     int rc = 0;
     if (!db) {

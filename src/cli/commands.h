@@ -19,7 +19,7 @@ int peri_cmd_place(int argc, char **argv);   /* cmd_place.c: placement run, deci
  * environment (Ruby's module path, the native WASI runner). */
 #include "peri/acp.h"
 typedef struct peri_place_opts {
-    char ruby[4096], exe[4096];
+    char ruby[4096], exe[4096], bwrap[4096];
     const char *runner[4];
 } peri_place_opts;
 void peri_place_opts_fill(peri_place_opts *po, pacp_options *opt);

@@ -4,7 +4,8 @@
  * $PERI_RUBY_WASM, else scripts/deps.sh's cache
  * ($XDG_CACHE_HOME or $HOME/.cache)/peri/ruby-3.4-wasm-wasi-2.10.1/ruby+stdlib.wasm; a
  * WASI module promoted to the native sandbox runs as `<this peri> run MODULE -- ARGS`.
- * The strings live in the caller's peri_place_opts.
+ * $PERI_BWRAP overrides the sandbox's bubblewrap binary (tests use it to make the
+ * sandbox unavailable). The strings live in the caller's peri_place_opts.
  */
 #include "cli/commands.h"
 
@@ -27,6 +28,11 @@ void peri_place_opts_fill(peri_place_opts *po, pacp_options *opt) {
         snprintf(po->ruby, sizeof po->ruby,
                  "%s/.cache/peri/ruby-3.4-wasm-wasi-2.10.1/ruby+stdlib.wasm", home);
     opt->ruby_wasm = po->ruby[0] ? po->ruby : NULL;
+    const char *bw = getenv("PERI_BWRAP");
+    if (bw && *bw) {
+        snprintf(po->bwrap, sizeof po->bwrap, "%s", bw);
+        opt->bwrap = po->bwrap;
+    }
     ssize_t n = readlink("/proc/self/exe", po->exe, sizeof po->exe - 1);
     if (n > 0) {
         po->exe[n] = 0;

@@ -199,6 +199,7 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
     pl_config pcfg = {.room = c->room,
                       .wasm_runner = cfg->wasm_runner,
                       .nwasm_runner = cfg->nwasm_runner,
+                      .bwrap = cfg->bwrap,
                       .ruby_hook = c->ruby ? &c->ruby_hook : NULL};
     c->place = pl_new(&pcfg, &le);
     if (!c->place) {

@@ -100,6 +100,17 @@ def s_shell(E):
     lst.close()
     check(a.close_stdin() == 0, "exit")
 
+    # No sandbox on the machine: a clear error naming what is missing, nothing runs.
+    c = agent(E, PERI_BWRAP="/nonexistent/bwrap")
+    sid = E.new_session(c)
+    c.permission_answer = "allow_once"
+    r, fin, _ = tool_turn(E, c, sid, [{"id": "x", "name": "shell",
+                                       "arguments": {"command": "echo ran > unsandboxed.txt"}}])
+    check(r.get("result") == {"stopReason": "end_turn"}, "no-sandbox turn %r" % r)
+    check(fin[0]["status"] == "failed" and "bwrap" in json.dumps(fin[0]), "no-sandbox error %r" % fin[0])
+    check(not os.path.exists(os.path.join(E.cwd, "unsandboxed.txt")), "ran without the sandbox")
+    check(c.close_stdin() == 0, "exit")
+
     # "sandbox": {"mode": "off"} is the only way to run unsandboxed, and it warns.
     E.settings({"maxRetries": 0, "sandbox": {"mode": "off"}, "permissions": {"allow": ["shell"]}})
     b = agent(E)
