@@ -8,7 +8,8 @@ Scenarios:
   shell   a shell call writes a file in the cwd (visible afterwards), cannot write
           outside the cwd, cannot connect to a listener the test opened on 127.0.0.1,
           cannot read a file the test placed in $HOME; it asks permission; _meta carries
-          the placement decision (native_sandbox); sandbox mode off runs unsandboxed
+          the placement decision (native_sandbox); without a sandbox (PERI_BWRAP missing)
+          shell fails clearly and runs nothing; sandbox mode off runs unsandboxed
           with a warning on stderr per call.
   run     `run` of a WASI program and of a Ruby script returns the right output without
           asking permission (room); _meta says wasm_room; an endless loop ends at the
