@@ -14,7 +14,7 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+
 for script in 'puts 1+1' 'puts (1..100000).sum'; do
   printf '%s\n' "$script" > "$tmp/s.rb"
   start=$(date +%s%N)
-  "$build/peri" run "$wasm" --ruby "$tmp/s.rb" --repeat "$runs" --time > "$tmp/out" 2> "$tmp/err"
+  "$build/peri" ruby --wasm "$wasm" --repeat "$runs" --time "$tmp/s.rb" > "$tmp/out" 2> "$tmp/err"
   end=$(date +%s%N)
   cold=$(grep -m1 'run 1:' "$tmp/err" | awk '{print $5}')
   coldcpu=$(grep -m1 'run 1:' "$tmp/err" | awk '{print $8}')

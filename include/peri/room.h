@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "peri/wasm.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -68,6 +70,10 @@ typedef struct pr_host_config {
     size_t cache_bytes;  /* 0: 256 MiB; bound on the compiled-module cache (LRU by bytes) */
     /* Clocks and random_get become a fixed function of (digest, input). */
     bool deterministic;
+    /* `peri run`: the limits are the caller's own, not the contract's (cpu_ms may exceed
+     * 1000), and memory.grow past memory_cap returns -1 to the guest instead of ending
+     * the run. */
+    bool beyond_contract;
 } pr_host_config;
 
 typedef struct pr_host pr_host;
@@ -119,6 +125,8 @@ pr_program *pr_program_load(pr_host *h, pr_str scope, const uint8_t *bytes, size
 void pr_program_release(pr_program *p);
 /* The SHA-256 of the program's bytes. */
 void pr_program_digest(const pr_program *p, uint8_t out[32]);
+/* The compiled module (owned by p), e.g. to look up an export's type. */
+const pw_module *pr_program_module(const pr_program *p);
 
 pr_fs *pr_fs_new(void); /* NULL when out of memory; free with pr_fs_free */
 void pr_fs_free(pr_fs *fs);
@@ -127,6 +135,13 @@ int pr_fs_write(pr_fs *fs, const char *path, size_t path_len, const void *data, 
 /* Iterates files in first-write order: returns false at the end. *cursor starts at 0. */
 bool pr_fs_next(const pr_fs *fs, size_t *cursor, const char **path, size_t *path_len,
                 const uint8_t **data, size_t *len);
+
+/* A host directory preopened for the guest (peri run --dir). fd is an open directory
+ * descriptor the caller keeps (the run uses a duplicate); guest is its WASI name. */
+typedef struct pr_dir {
+    int fd;
+    const char *guest;
+} pr_dir;
 
 enum { PR_STDOUT = 1, PR_STDERR = 2 };
 typedef void (*pr_output_fn)(void *ud, int stream, const char *utf8, size_t len);
@@ -137,8 +152,28 @@ typedef struct pr_exec_options {
     pr_fs *fs;              /* the room's file system; the run writes into it */
     pr_output_fn on_output; /* optional: each write as decoded text, as it happens */
     void *ud;
-    const uint8_t *seed;       /* 32 bytes for deterministic clocks/random, or NULL */
-    const uint8_t *stdin_data; /* what the program reads on fd 0 (then EOF); may be NULL */
+    const uint8_t *seed; /* 32 bytes for deterministic clocks/random, or NULL */
+    /* ---- peri run only (all zero in the contract's room) ---- */
+    const pr_str *env; /* the WASI environment, "NAME=VALUE" strings */
+    size_t nenv;
+    pr_str argv0;         /* .ptr NULL: "/程序.wasm" */
+    bool stdin_connected; /* stdin reads host descriptor stdin_fd (else it is empty) */
+    int stdin_fd;
+    /* Host directories, preopened from fd 3 in order; when one is named "/", the
+     * in-memory file system is not preopened (fs is then unused). */
+    const pr_dir *dirs;
+    size_t ndirs;
+    bool no_memory_root; /* do not preopen the in-memory "/" at all */
+    uint64_t output_max; /* 0: the contract's 65,536 bytes; UINT64_MAX: no limit */
+    bool raw_output;     /* on_output gets the raw bytes; the outcome keeps no text */
+    /* Call this export instead of _start, with args, results into invoke_results. */
+    const char *invoke;
+    const pw_val *invoke_args;
+    uint32_t invoke_nargs;
+    pw_val *invoke_results;
+    uint32_t invoke_nresults;
+    /* ---- issue 11 ---- */
+    const uint8_t *stdin_data; /* fd 0 reads these bytes, then EOF (unless stdin_connected) */
     size_t stdin_len;
     /* For a language runtime module (the Ruby ABI, docs/ruby.md): the script's source
      * text, run as file "main.rb". Ignored by plain WASI programs. */
@@ -151,10 +186,11 @@ typedef struct pr_exec_options {
 
 typedef struct pr_outcome {
     bool ok;
-    int exit_code;
+    int64_t exit_code;               /* the result's exitCode (a JSON number: exact up to 2^53) */
     char *stdout_text, *stderr_text; /* decoded per write; NUL-terminated; owned */
     size_t stdout_len, stderr_len;
-    char *error; /* NULL, or why the program failed (owned) */
+    char *error;  /* NULL, or why the program failed (owned) */
+    bool trapped; /* the program trapped (or threw an uncaught exception) */
 } pr_outcome;
 
 /* Runs p once in a fresh instance over opt->fs. Program failures are outcomes (returns

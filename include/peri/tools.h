@@ -5,19 +5,28 @@
  * descriptor (ptl_tool) with a name, a description and a JSON Schema for the model, its
  * ACP ToolKind, and whether it needs the user's permission before running.
  *
- * Confinement: every path argument is resolved against ctx->cwd; the longest existing
- * prefix is canonicalised with realpath() and must stay inside the canonical cwd, and the
- * not-yet-existing rest may not contain "..". So "..", absolute paths elsewhere and
- * symlinks (final or intermediate) pointing outside are all refused with the tool error
+ * Confinement: every path argument is resolved ONCE, beneath a descriptor of ctx->cwd
+ * (openat2 RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS, or an equivalent O_NOFOLLOW walk),
+ * and the tool then works on the descriptor it got: "..", absolute paths elsewhere,
+ * absolute symlinks, symlinks leading out and /proc magic links are refused with
  *   "path escapes the workspace: <path as given>"
- * For writes the final component is additionally opened with O_NOFOLLOW so a symlink
- * swapped in after the check is not followed. (The shell tool runs arbitrary commands in
- * cwd and is not confined: that is what its permission prompt is for.)
+ * and a symlink swapped in during the call cannot redirect it. read, edit and grep refuse
+ * FIFOs, devices (without blocking) and hard-linked files (st_nlink > 1: another name may
+ * be outside). write and edit replace a file by a temporary file renamed over it (mode and
+ * owner kept, fsync'd), so a failure never leaves it truncated; their results are bounded
+ * (32 MiB). glob matching is polynomial and every long loop polls ctx->cancel. The shell
+ * tool runs arbitrary commands in cwd and is not confined (its permission prompt is the
+ * control); all its descendants, setsid ones included, end with it. See
+ * docs/tools-confinement.md.
  *
  * Ownership: ptl_result strings are malloc'd and owned by the result; free with
  * ptl_result_clear. Nothing here keeps global mutable state.
  *
  * CHANGES (after first publication; additive only):
+ *   issue 9: ptl_fstatus, ptl_fstatus_text, ptl_open_beneath, ptl_read_beneath; titles of
+ *   write/edit state sizes ("Write p (N bytes)", "Edit p (replace N bytes with M bytes[,
+ *   every occurrence])"); symlinks with absolute targets are no longer followed even when
+ *   they point inside the workspace.
  *   issue 11: the `run` tool (WASI programs and Ruby scripts, placed by pl_run: the
  *   WebAssembly room first); `shell` through placement when ctx->sandbox is set
  *   (native sandbox: cwd read-write, no network); ptl_ctx.sandbox, ptl_result.meta_json
@@ -29,6 +38,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -133,6 +143,41 @@ void ptl_result_clear(ptl_result *r);
  * errbuf otherwise (for an escape: "path escapes the workspace: <path>"). */
 int ptl_resolve_path(const char *cwd, const char *path, bool for_create, char **out, char *errbuf,
                      size_t errlen);
+
+/* ---- Confined file access (CHANGES: added for issue 9) ----
+ * The tools never check a path and open it again by name: a path is resolved once,
+ * beneath a descriptor of the root, and the tool works on the descriptor it got.
+ * Resolution refuses "..", absolute symlinks and symlinks leading out of the root, and
+ * /proc magic links; relative symlinks that stay beneath the root are followed. Opens use
+ * O_NONBLOCK|O_NOCTTY so FIFOs and devices never block. openat2(RESOLVE_BENEATH |
+ * RESOLVE_NO_MAGICLINKS) where the kernel has it, else an equivalent walk with
+ * O_NOFOLLOW per component. */
+typedef enum ptl_fstatus {
+    PTL_F_OK = 0,
+    PTL_F_MISSING,     /* no such file or directory */
+    PTL_F_ESCAPES,     /* resolution would leave the root */
+    PTL_F_IS_DIR,      /* a directory where a file was wanted */
+    PTL_F_NOT_REGULAR, /* FIFO, device, socket... */
+    PTL_F_HARDLINK,    /* st_nlink > 1: another name may be outside the root */
+    PTL_F_TOO_LARGE,   /* larger than the bound (and truncation was not asked) */
+    PTL_F_NOMEM,
+    PTL_F_IO,
+} ptl_fstatus;
+
+/* Short English text for a status ("path escapes the workspace", ...). Static. */
+const char *ptl_fstatus_text(ptl_fstatus s);
+
+/* Opens path, relative to the directory rootfd, beneath it (an absolute path: -EXDEV). Returns a
+ * descriptor (O_CLOEXEC, O_NONBLOCK unless O_PATH; caller closes) or -errno: -EXDEV/-ELOOP for an
+ * escape. */
+int ptl_open_beneath(int rootfd, const char *path, int flags, mode_t mode);
+
+/* Reads the regular file path (relative to root, or absolute inside it) beneath the
+ * directory root: refuses escapes, non-regular files (FIFOs and devices without blocking)
+ * and hard-linked files. At most max bytes: a larger file is PTL_F_TOO_LARGE, or its first
+ * max bytes when truncate. On PTL_F_OK *data is malloc'd, NUL-terminated (caller frees). */
+ptl_fstatus ptl_read_beneath(const char *root, const char *path, size_t max, bool truncate,
+                             char **data, size_t *len);
 
 #ifdef __cplusplus
 }

@@ -258,6 +258,9 @@ void pw_store_free(pw_store *s);
  * until pw_store_clear_interrupt. */
 void pw_store_interrupt(pw_store *s);
 void pw_store_clear_interrupt(pw_store *s);
+/* Is the interrupt flag raised? Host functions doing long work on guest data poll it
+ * and end the call (a trap) when it is. */
+bool pw_store_interrupted(const pw_store *s);
 
 /* ---------------------------------------------------------------- instantiation */
 

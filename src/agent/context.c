@@ -2,10 +2,13 @@
  * context.c — the frozen context: the system prompt a session keeps for its life.
  *
  * Built once at session creation from the project instructions file (AGENTS.md,
- * else PERI.md, in cwd; at most 64 KiB), the date and the cwd, then persisted with
- * the thread so a reload sees the same text rather than today's files.
+ * else PERI.md, in cwd; at most 64 KiB; read confined beneath cwd by ptl_read_beneath,
+ * so no symlink, FIFO, device or hard link can bring in or block on an outside file),
+ * the date and the cwd, then persisted with the thread so a reload sees the same text
+ * rather than today's files.
  */
 #include "peri/agent.h"
+#include "peri/tools.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,21 +17,14 @@
 
 #define MAX_INSTRUCTIONS (64u << 10)
 
+/* The guide file `name` in cwd, read through ptl_read_beneath: a symlink leading out of
+ * the workspace, a FIFO, a device, a /proc magic link or a hard-linked file is never read
+ * (nothing outside the workspace reaches the model provider or the session store, and
+ * nothing blocks). At most MAX_INSTRUCTIONS bytes. NULL when absent or refused. */
 static char *read_capped(const char *dir, const char *name, size_t *len) {
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *path = malloc(n);
-    if (!path) return NULL;
-    snprintf(path, n, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    free(path);
-    if (!f) return NULL;
-    char *buf = malloc(MAX_INSTRUCTIONS + 1);
-    if (buf) {
-        *len = fread(buf, 1, MAX_INSTRUCTIONS, f);
-        buf[*len] = '\0';
-    }
-    fclose(f);
-    return buf;
+    char *data = NULL;
+    if (ptl_read_beneath(dir, name, MAX_INSTRUCTIONS, true, &data, len) != PTL_F_OK) return NULL;
+    return data;
 }
 
 char *pag_frozen_context(const char *cwd, int64_t now_ms) {

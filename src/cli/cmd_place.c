@@ -136,8 +136,7 @@ int peri_cmd_place(int argc, char **argv) {
         return 1;
     }
     char self[PATH_MAX];
-    ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
-    self[sl > 0 ? sl : 0] = 0;
+    ssize_t sl = peri_self_peri(self, sizeof self) ? 1 : 0; /* peri, next to peri-agent */
 #if defined(__SANITIZE_ADDRESS__)
     /* LeakSanitizer stops the world with ptrace, which the sandbox's seccomp denies */
     const char *runner[] = {

@@ -1,30 +1,68 @@
 /*
- * cmd_run.c — `peri run FILE.wasm [ARGS...] [--file GUEST=HOSTPATH]... [--out DIR]`:
- * the human-friendly way into the room. Computes the digest itself, puts the given
- * host files into the room's file system, streams the program's stdout and stderr as
- * they are written, exits with the program's exit code, and copies the files the
- * run returns (/数据/ and /响应/) into DIR.
+ * cmd_run.c — `peri run [OPTIONS] FILE.wasm [ARGS...]`: a WASI preview 1 runtime on
+ * the room. Options come before the module; everything after it goes to the program
+ * (or to the --invoke function). Host directories are preopened with --dir (resolved
+ * beneath them by the room, src/room/hostdir.c), the environment is only what
+ * --env / --inherit-env give, stdin is connected, output streams as raw bytes, and
+ * the exit code is the program's (134 and a message on stderr for a trap). The limits
+ * are this command's own generous defaults (see usage), not the contract's: those
+ * apply to `peri isolate`. --file/--out move files in and out of the room's in-memory
+ * file system (the "/" the program sees when no --dir is named "/").
  */
 #include "cli/commands.h"
+#include "cli/values.h"
 #include "peri/room.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
 
 #define MAX_FILES 256
+#define MAX_DIRS  64
+
+/* The defaults of `peri run` (docs/wasi.md): a program may run for an hour of CPU and
+ * wall time and use the whole 32-bit address space; its output is not limited. */
+#define RUN_CPU_MS_DEFAULT     3600000u
+#define RUN_WALL_MS_DEFAULT    3600000u
+#define RUN_MEMORY_MIB_DEFAULT 4096u
+#define RUN_VERSION            "peri run 0.1.0 (WASI preview 1; peri-c-room/0.1.0)"
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: peri run FILE.wasm [ARGS...] [--file GUEST=HOSTPATH]... [--out DIR]\n"
-               "                [--cpu-ms N] [--deterministic] [--stdin FILE]\n"
-               "                [--ruby SCRIPT.rb] [--repeat N] [--time]\n"
-               "  --ruby     FILE.wasm is Ruby's ruby+stdlib.wasm; run SCRIPT.rb with it\n"
-               "  --repeat   run N times in one process (later runs start from the snapshot)\n"
-               "  --time     print each run's wall time on stderr\n"
-               "Options are recognised anywhere before a '--'; ARGS after '--' pass as is.\n");
+    fprintf(
+        f,
+        "usage: peri run [OPTIONS] FILE.wasm [ARGS...]\n"
+        "Runs a WASI preview 1 program. Options come before the module; everything after\n"
+        "the module goes to the program (with --invoke: to the function).\n"
+        "\n"
+        "  --dir HOST[::GUEST]   preopen host directory HOST as GUEST (default: HOST); paths\n"
+        "                        stay beneath it (no .., absolute path or symlink escape)\n"
+        "  --env NAME=VALUE      set an environment variable (the environment is empty\n"
+        "                        otherwise)\n"
+        "  --inherit-env         pass this process's environment (before any --env)\n"
+        "  --argv0 NAME          argv[0] of the program (default: /程序.wasm)\n"
+        "  --invoke FUNC         call export FUNC with ARGS (by parameter type) and print\n"
+        "                        its results, instead of _start\n"
+        "  --file GUEST=HOST     put host file HOST at GUEST in the in-memory / (at most 256)\n"
+        "  --out DIR             copy the returned files (/数据/, /响应/) of the in-memory /\n"
+        "                        into DIR\n"
+        "  --cpu-ms N            CPU time limit (default %u = 1 hour)\n"
+        "  --wall-ms N           wall-clock limit (default %u = 1 hour)\n"
+        "  --max-memory-mib N    linear memory + GC heap limit; memory.grow past it returns -1\n"
+        "                        (default %u)\n"
+        "  --max-output N        limit on stdout+stderr bytes (default: none)\n"
+        "  --deterministic       clocks and random_get a fixed function of the program\n"
+        "  --version             print the version\n"
+        "  -h, --help            this text\n"
+        "\n"
+        "stdin is connected. Exit status: the program's; 134 and a message on stderr when\n"
+        "it traps; 1 when it cannot run (limits, link errors); 2 for a usage error.\n",
+        RUN_CPU_MS_DEFAULT, RUN_WALL_MS_DEFAULT, RUN_MEMORY_MIB_DEFAULT);
 }
 
 static unsigned char *read_file(const char *path, size_t *len) {
@@ -52,11 +90,17 @@ static unsigned char *read_file(const char *path, size_t *len) {
     return b;
 }
 
-static void on_output(void *ud, int stream, const char *text, size_t len) {
+/* Raw output straight to our descriptors 1 and 2 (no stdio buffering in between). */
+static void on_output(void *ud, int stream, const char *bytes, size_t len) {
     (void)ud;
-    FILE *f = stream == PR_STDERR ? stderr : stdout;
-    fwrite(text, 1, len, f);
-    fflush(f);
+    int fd = stream == PR_STDERR ? 2 : 1;
+    while (len) {
+        ssize_t k = write(fd, bytes, len);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return; /* a closed pipe: the program's output goes nowhere */
+        bytes += k;
+        len -= (size_t)k;
+    }
 }
 
 /* Creates the parent directories of path (which lies under an existing dir). */
@@ -97,144 +141,305 @@ static int copy_out(pr_fs *fs, const char *dir) {
     return rc;
 }
 
-int peri_cmd_run(int argc, char **argv) {
-    const char *wasm = NULL, *out_dir = NULL, *ruby = NULL, *stdin_path = NULL;
-    unsigned long repeat = 1;
-    bool timed = false;
+/* Parses a decimal option value in 1..max. */
+static bool parse_num(const char *s, uint64_t max, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || s[0] == '-' || v == 0 || v > max) return false;
+    *out = v;
+    return true;
+}
+
+typedef struct run_opts {
+    const char *wasm, *out_dir, *invoke;
     const char *files[MAX_FILES];
-    size_t nfiles = 0;
-    pr_str *args = calloc((size_t)argc, sizeof *args);
-    size_t nargs = 0;
-    pr_host_config cfg = {0};
-    bool opts = true;
-    if (!args) return 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (opts && strcmp(a, "--") == 0) {
-            opts = false;
-        } else if (opts && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) && !wasm) {
+    size_t nfiles;
+    pr_dir dirs[MAX_DIRS];
+    char *dir_hosts[MAX_DIRS]; /* owned copies of the HOST parts */
+    size_t ndirs;
+    pr_str *env;
+    size_t nenv;
+    pr_str argv0;
+    pr_host_config cfg;
+    uint64_t max_output;
+    char **rest; /* after the module */
+    int nrest;
+} run_opts;
+
+static void opts_free(run_opts *o) {
+    for (size_t i = 0; i < o->ndirs; i++) {
+        if (o->dirs[i].fd >= 0) close(o->dirs[i].fd);
+        free(o->dir_hosts[i]);
+    }
+    free(o->env);
+}
+
+static bool add_env(run_opts *o, const char *s, size_t cap) {
+    if (o->nenv == cap) return false;
+    o->env[o->nenv++] = (pr_str){s, strlen(s)};
+    return true;
+}
+
+/* 0 ok, 2 usage error (message printed), 1 other error, -1 handled (--help). */
+static int parse(run_opts *o, int argc, char **argv) {
+    size_t nenviron = 0;
+    while (environ && environ[nenviron])
+        nenviron++;
+    size_t envcap = nenviron + (size_t)argc;
+    o->env = calloc(envcap, sizeof *o->env);
+    if (!o->env) return 1;
+    o->cfg.cpu_ms = RUN_CPU_MS_DEFAULT;
+    o->cfg.wall_ms = RUN_WALL_MS_DEFAULT;
+    o->cfg.memory_cap = (uint64_t)RUN_MEMORY_MIB_DEFAULT << 20;
+    o->cfg.beyond_contract = true;
+    o->max_output = UINT64_MAX;
+    bool inherit = false;
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        uint64_t n;
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (a[0] != '-') break; /* the module */
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
-            free(args);
-            return 0;
-        } else if (opts && strcmp(a, "--file") == 0 && i + 1 < argc && nfiles < MAX_FILES &&
-                   strchr(argv[i + 1], '=')) {
-            files[nfiles++] = argv[++i];
-        } else if (opts && strcmp(a, "--out") == 0 && i + 1 < argc) {
-            out_dir = argv[++i];
-        } else if (opts && strcmp(a, "--cpu-ms") == 0 && i + 1 < argc) {
-            char *end;
-            unsigned long v = strtoul(argv[++i], &end, 10);
-            if (*end || v == 0 || v > PR_CPU_MS_MAX) goto bad;
-            cfg.cpu_ms = (uint32_t)v;
-        } else if (opts && strcmp(a, "--ruby") == 0 && i + 1 < argc) {
-            ruby = argv[++i];
-        } else if (opts && strcmp(a, "--stdin") == 0 && i + 1 < argc) {
-            stdin_path = argv[++i];
-        } else if (opts && strcmp(a, "--repeat") == 0 && i + 1 < argc) {
-            char *end;
-            repeat = strtoul(argv[++i], &end, 10);
-            if (*end || repeat == 0 || repeat > 100000) goto bad;
-        } else if (opts && strcmp(a, "--time") == 0) {
-            timed = true;
-        } else if (opts && strcmp(a, "--deterministic") == 0) {
-            cfg.deterministic = true;
-        } else if (opts && a[0] == '-' && a[1] == '-' && !wasm) {
-            goto bad;
-        } else if (!wasm) {
-            wasm = a;
+            return -1;
+        } else if (strcmp(a, "--version") == 0) {
+            printf("%s\n", RUN_VERSION);
+            return -1;
+        } else if (strcmp(a, "--deterministic") == 0) {
+            o->cfg.deterministic = true;
+            continue;
+        } else if (strcmp(a, "--inherit-env") == 0) {
+            inherit = true;
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr, "peri run: %s needs a value\n", a);
+            return 2;
+        }
+        i++;
+        if (strcmp(a, "--file") == 0) {
+            if (!strchr(v, '=')) {
+                fprintf(stderr, "peri run: --file wants GUEST=HOSTPATH, got \"%s\"\n", v);
+                return 2;
+            }
+            if (o->nfiles == MAX_FILES) {
+                fprintf(stderr, "peri run: at most %d --file options\n", MAX_FILES);
+                return 2;
+            }
+            o->files[o->nfiles++] = v;
+        } else if (strcmp(a, "--dir") == 0) {
+            if (o->ndirs == MAX_DIRS) {
+                fprintf(stderr, "peri run: at most %d --dir options\n", MAX_DIRS);
+                return 2;
+            }
+            const char *sep = strstr(v, "::");
+            size_t hl = sep ? (size_t)(sep - v) : strlen(v);
+            char *host = strndup(v, hl);
+            if (!host) return 1;
+            const char *guest = sep ? sep + 2 : v;
+            o->dir_hosts[o->ndirs] = host;
+            o->dirs[o->ndirs] = (pr_dir){-1, guest};
+            o->ndirs++;
+            if (!*host || !*guest) {
+                fprintf(stderr, "peri run: --dir wants HOST[::GUEST], got \"%s\"\n", v);
+                return 2;
+            }
+            int fd = open(host, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (fd < 0) {
+                fprintf(stderr, "peri run: --dir %s: %s\n", host, strerror(errno));
+                return 1;
+            }
+            o->dirs[o->ndirs - 1].fd = fd;
+        } else if (strcmp(a, "--env") == 0) {
+            if (!strchr(v, '=') || v[0] == '=') {
+                fprintf(stderr, "peri run: --env wants NAME=VALUE, got \"%s\"\n", v);
+                return 2;
+            }
+            add_env(o, v, envcap);
+        } else if (strcmp(a, "--argv0") == 0) {
+            o->argv0 = (pr_str){v, strlen(v)};
+        } else if (strcmp(a, "--invoke") == 0) {
+            o->invoke = v;
+        } else if (strcmp(a, "--out") == 0) {
+            o->out_dir = v;
+        } else if (strcmp(a, "--cpu-ms") == 0 && parse_num(v, UINT32_MAX, &n)) {
+            o->cfg.cpu_ms = (uint32_t)n;
+        } else if (strcmp(a, "--wall-ms") == 0 && parse_num(v, UINT32_MAX, &n)) {
+            o->cfg.wall_ms = (uint32_t)n;
+        } else if (strcmp(a, "--max-memory-mib") == 0 && parse_num(v, 1u << 20, &n)) {
+            o->cfg.memory_cap = n << 20;
+        } else if (strcmp(a, "--max-output") == 0 && parse_num(v, UINT64_MAX - 1, &n)) {
+            o->max_output = n;
+        } else if (strcmp(a, "--cpu-ms") == 0 || strcmp(a, "--wall-ms") == 0 ||
+                   strcmp(a, "--max-memory-mib") == 0 || strcmp(a, "--max-output") == 0) {
+            fprintf(stderr, "peri run: %s wants a positive number, got \"%s\"\n", a, v);
+            return 2;
         } else {
-            args[nargs++] = (pr_str){a, strlen(a)};
+            fprintf(stderr, "peri run: unknown option %s\n", a);
+            return 2;
         }
     }
-    if (!wasm) goto bad;
+    if (i >= argc) {
+        fprintf(stderr, "peri run: no module given\n");
+        return 2;
+    }
+    o->wasm = argv[i];
+    o->rest = argv + i + 1;
+    o->nrest = argc - i - 1;
+    if (inherit) { /* the process environment first, so --env can override by order */
+        pr_str *old = o->env;
+        size_t nold = o->nenv;
+        pr_str *e = calloc(envcap, sizeof *e);
+        if (!e) return 1;
+        size_t k = 0;
+        for (size_t j = 0; j < nenviron; j++)
+            e[k++] = (pr_str){environ[j], strlen(environ[j])};
+        for (size_t j = 0; j < nold; j++)
+            e[k++] = old[j];
+        free(old);
+        o->env = e;
+        o->nenv = k;
+    }
+    for (size_t d = 0; d < o->ndirs; d++)
+        if (o->nfiles && strcmp(o->dirs[d].guest, "/") == 0) {
+            fprintf(stderr,
+                    "peri run: --file puts files in the in-memory /, which --dir "
+                    "%s::/ replaces\n",
+                    o->dir_hosts[d]);
+            return 2;
+        }
+    return 0;
+}
 
-    size_t len;
-    unsigned char *bytes = read_file(wasm, &len);
+int peri_cmd_run(int argc, char **argv) {
+    run_opts o;
+    memset(&o, 0, sizeof o);
+    int prc = parse(&o, argc, argv);
+    if (prc) {
+        if (prc == 2) fprintf(stderr, "`peri run --help` lists the options.\n");
+        opts_free(&o);
+        return prc < 0 ? 0 : prc;
+    }
+    pr_str *args = calloc((size_t)o.nrest + 1, sizeof *args);
+    pw_val *vals = NULL;
+    size_t len = 0;
+    unsigned char *bytes = args ? read_file(o.wasm, &len) : NULL;
     if (!bytes) {
-        fprintf(stderr, "peri run: cannot read %s\n", wasm);
+        fprintf(stderr, "peri run: cannot read %s\n", o.wasm);
         free(args);
+        opts_free(&o);
         return 1;
     }
+    for (int i = 0; i < o.nrest; i++)
+        args[i] = (pr_str){o.rest[i], strlen(o.rest[i])};
     int rc = 1;
     pr_error err;
-    pr_fs *fs = NULL;
-    size_t src_len = 0, in_len = 0;
-    unsigned char *src = ruby ? read_file(ruby, &src_len) : NULL;
-    unsigned char *in = stdin_path ? read_file(stdin_path, &in_len) : NULL;
-    pr_host *h = pr_host_new(&cfg, &err);
+    pr_host *h = pr_host_new(&o.cfg, &err);
+    pr_fs *fs = pr_fs_new();
     pr_program *p = h ? pr_program_load(h, (pr_str){"cli", 3}, bytes, len, &err) : NULL;
-    if ((ruby && !src) || (stdin_path && !in)) {
-        fprintf(stderr, "peri run: cannot read %s\n", ruby && !src ? ruby : stdin_path);
+    if (!h || !fs || !p) {
+        fprintf(stderr, "%s\n", fs ? err.message : "peri run: out of memory");
         goto done;
     }
-    if (!h || !p) {
-        fprintf(stderr, "%s\n", err.message);
+    pw_functype ft;
+    if (o.invoke) {
+        if (!pw_module_export_functype(pr_program_module(p), o.invoke, strlen(o.invoke), &ft)) {
+            fprintf(stderr, "peri run: %s exports no function \"%s\"\n", o.wasm, o.invoke);
+            rc = 2;
+            goto done;
+        }
+        if ((uint32_t)o.nrest != ft.nparams) {
+            fprintf(stderr, "peri run: %s takes %u argument%s, %d given\n", o.invoke, ft.nparams,
+                    ft.nparams == 1 ? "" : "s", o.nrest);
+            rc = 2;
+            goto done;
+        }
+        vals = calloc((size_t)ft.nparams + ft.nresults + 1, sizeof *vals);
+        if (!vals) goto done;
+        for (uint32_t k = 0; k < ft.nparams; k++)
+            if (!peri_val_parse(o.rest[k], ft.params[k], &vals[k])) {
+                fprintf(stderr, "peri run: argument %u: \"%s\" is not a valid %s\n", k + 1,
+                        o.rest[k], peri_val_type_name(ft.params[k]));
+                rc = 2;
+                goto done;
+            }
+    }
+    for (size_t i = 0; i < o.nfiles; i++) {
+        const char *eq = strchr(o.files[i], '=');
+        size_t flen;
+        unsigned char *data = read_file(eq + 1, &flen);
+        if (!data) {
+            fprintf(stderr, "peri run: cannot read %s\n", eq + 1);
+            goto done;
+        }
+        int w = pr_fs_write(fs, o.files[i], (size_t)(eq - o.files[i]), data, flen);
+        free(data);
+        if (w) {
+            fprintf(stderr, "peri run: the room's file system is full (128 MiB)\n");
+            goto done;
+        }
+    }
+    /* Deterministic runs are seeded from the program alone: SHA-256 of its bytes. */
+    uint8_t seed[32] = {0};
+    if (o.cfg.deterministic) pr_program_digest(p, seed);
+    pr_exec_options opt = {.args = args,
+                           .nargs = o.invoke ? 0 : (size_t)o.nrest,
+                           .fs = fs,
+                           .on_output = on_output,
+                           .seed = o.cfg.deterministic ? seed : NULL,
+                           .env = o.env,
+                           .nenv = o.nenv,
+                           .argv0 = o.argv0,
+                           .stdin_connected = true,
+                           .stdin_fd = 0,
+                           .dirs = o.dirs,
+                           .ndirs = o.ndirs,
+                           /* Like other WASI runtimes: no file system unless asked for. */
+                           .no_memory_root = !o.nfiles && !o.out_dir,
+                           .output_max = o.max_output,
+                           .raw_output = true,
+                           .invoke = o.invoke,
+                           .invoke_args = vals,
+                           .invoke_nargs = o.invoke ? ft.nparams : 0,
+                           .invoke_results = o.invoke ? vals + ft.nparams : NULL,
+                           .invoke_nresults = o.invoke ? ft.nresults : 0};
+    pr_outcome oc;
+    if (!pr_exec(h, p, &opt, &oc, &err)) {
+        fprintf(stderr, "peri run: %s\n", err.message);
         goto done;
     }
-    for (unsigned long run = 0; run < repeat; run++) {
-        pr_fs_free(fs);
-        fs = pr_fs_new();
-        if (!fs) {
-            fprintf(stderr, "peri run: out of memory\n");
-            goto done;
-        }
-        for (size_t i = 0; i < nfiles; i++) {
-            const char *eq = strchr(files[i], '=');
-            size_t flen;
-            unsigned char *data = read_file(eq + 1, &flen);
-            if (!data) {
-                fprintf(stderr, "peri run: cannot read %s\n", eq + 1);
-                goto done;
-            }
-            int w = pr_fs_write(fs, files[i], (size_t)(eq - files[i]), data, flen);
-            free(data);
-            if (w) {
-                fprintf(stderr, "peri run: the room's file system is full (128 MiB)\n");
-                goto done;
-            }
-        }
-        /* Deterministic runs are seeded from the program alone: SHA-256 of its bytes. */
-        uint8_t seed[32] = {0};
-        if (cfg.deterministic) pr_program_digest(p, seed);
-        pr_exec_options opt = {.args = args,
-                               .nargs = nargs,
-                               .fs = fs,
-                               .on_output = on_output,
-                               .seed = cfg.deterministic ? seed : NULL,
-                               .stdin_data = in,
-                               .stdin_len = in_len,
-                               .source = {(const char *)src, src_len}};
-        pr_outcome oc;
-        struct timespec t0, t1, c0, c1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
-        if (!pr_exec(h, p, &opt, &oc, &err)) {
-            fprintf(stderr, "%s\n", err.message);
-            goto done;
-        }
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
-        if (timed)
-            fprintf(stderr, "peri run: run %lu: %.1f ms (cpu %.1f ms)\n", run + 1,
-                    (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
-                    (double)(c1.tv_sec - c0.tv_sec) * 1e3 +
-                        (double)(c1.tv_nsec - c0.tv_nsec) / 1e6);
-        if (oc.error) fprintf(stderr, "peri run: %s\n", oc.error);
+    if (oc.trapped) {
+        fprintf(stderr, "peri run: %s: trap: %s\n", o.wasm, oc.error ? oc.error : "?");
+        rc = 134;
+    } else if (oc.error) {
+        if (strcmp(oc.error, "输出超过 64 KB") == 0 && o.max_output != UINT64_MAX)
+            fprintf(stderr, "peri run: output over --max-output %llu bytes\n",
+                    (unsigned long long)o.max_output);
+        else
+            fprintf(stderr, "peri run: %s\n", oc.error);
+        rc = oc.exit_code ? oc.exit_code : 1;
+    } else {
         rc = oc.exit_code;
-        if (out_dir && copy_out(fs, out_dir) != 0 && rc == 0) rc = 1;
-        pr_outcome_clear(&oc);
+        if (o.invoke && oc.ok) {
+            for (uint32_t k = 0; k < ft.nresults; k++)
+                peri_val_print(ft.results[k], vals[ft.nparams + k]);
+            fflush(stdout);
+        }
     }
+    if (o.out_dir && copy_out(fs, o.out_dir) != 0 && rc == 0) rc = 1;
+    pr_outcome_clear(&oc);
 done:
-    free(src);
-    free(in);
     pr_program_release(p);
     pr_fs_free(fs);
     pr_host_free(h);
     free(bytes);
     free(args);
+    free(vals);
+    opts_free(&o);
     return rc;
-bad:
-    usage(stderr);
-    free(args);
-    return 2;
 }

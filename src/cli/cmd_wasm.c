@@ -12,6 +12,7 @@
  * exits 1 (spec wording, or V8's with --v8-messages). Usage errors exit 2.
  */
 #include "cli/commands.h"
+#include "cli/values.h"
 #include "peri/wasm.h"
 
 #include <errno.h>
@@ -106,107 +107,6 @@ static int wasm_validate(int argc, char **argv) {
     return 1;
 }
 
-static const char *wasm_type_name(pw_valtype t) {
-    switch (PW_VT_KIND(t)) {
-    case PW_K_I32: return "i32";
-    case PW_K_I64: return "i64";
-    case PW_K_F32: return "f32";
-    case PW_K_F64: return "f64";
-    case PW_K_V128: return "v128";
-    case PW_K_REF: return "ref";
-    default: return "?";
-    }
-}
-
-/* Parses one argument by its parameter type; false on a malformed value. */
-static bool wasm_parse_arg(const char *s, pw_valtype t, pw_val *out) {
-    char *end = NULL;
-    errno = 0;
-    out->bits = 0;
-    switch (PW_VT_KIND(t)) {
-    case PW_K_I32:
-    case PW_K_I64: {
-        bool neg = s[0] == '-';
-        uint64_t mag = strtoull(neg ? s + 1 : s, &end, 0);
-        if (errno || end == s || *end || (neg && (s[1] < '0' || s[1] > '9'))) return false;
-        if (PW_VT_KIND(t) == PW_K_I32) {
-            if (neg ? mag > 0x80000000u : mag > 0xffffffffu) return false;
-            out->i32 = (int32_t)(uint32_t)(neg ? 0u - (uint32_t)mag : (uint32_t)mag);
-        } else {
-            if (neg && mag > 0x8000000000000000ull) return false;
-            out->i64 = (int64_t)(neg ? 0 - mag : mag);
-        }
-        return true;
-    }
-    case PW_K_F32: {
-        float f = strtof(s, &end);
-        if (end == s || *end) return false;
-        memcpy(&out->f32, &f, 4);
-        return true;
-    }
-    case PW_K_F64: {
-        double d = strtod(s, &end);
-        if (end == s || *end) return false;
-        memcpy(&out->f64, &d, 8);
-        return true;
-    }
-    case PW_K_REF:
-        if (strcmp(s, "null") != 0) return false;
-        out->ref = PW_NULL_REF;
-        return true;
-    default: return false;
-    }
-}
-
-/* Shortest %g form that reads back to the same bits; NaNs with their payload. */
-static void wasm_print_float(uint64_t bits, bool is64) {
-    if (is64) {
-        double d;
-        memcpy(&d, &bits, 8);
-        if (isnan(d)) {
-            uint64_t payload = bits & 0x000fffffffffffffull;
-            printf("%snan", bits >> 63 ? "-" : "");
-            if (payload != 0x0008000000000000ull) printf(":0x%" PRIx64, payload);
-            putchar('\n');
-            return;
-        }
-        char buf[40];
-        for (int p = 1; p <= 17; p++) {
-            snprintf(buf, sizeof buf, "%.*g", p, d);
-            if (strtod(buf, NULL) == d) break;
-        }
-        printf("%s\n", buf);
-    } else {
-        uint32_t b = (uint32_t)bits;
-        float f;
-        memcpy(&f, &b, 4);
-        if (isnan(f)) {
-            uint32_t payload = b & 0x7fffffu;
-            printf("%snan", b >> 31 ? "-" : "");
-            if (payload != 0x400000u) printf(":0x%" PRIx32, payload);
-            putchar('\n');
-            return;
-        }
-        char buf[40];
-        for (int p = 1; p <= 9; p++) {
-            snprintf(buf, sizeof buf, "%.*g", p, (double)f);
-            if (strtof(buf, NULL) == f) break;
-        }
-        printf("%s\n", buf);
-    }
-}
-
-static void wasm_print_result(pw_valtype t, pw_val v) {
-    switch (PW_VT_KIND(t)) {
-    case PW_K_I32: printf("%" PRId32 "\n", v.i32); break;
-    case PW_K_I64: printf("%" PRId64 "\n", v.i64); break;
-    case PW_K_F32: wasm_print_float(v.f32, false); break;
-    case PW_K_F64: wasm_print_float(v.f64, true); break;
-    case PW_K_REF: printf("%s\n", v.ref == PW_NULL_REF ? "null" : "ref"); break;
-    default: printf("?\n"); break;
-    }
-}
-
 static const char *wasm_kind_name(pw_extern_kind k) {
     switch (k) {
     case PW_EXTERN_FUNC: return "function";
@@ -294,7 +194,7 @@ static int wasm_invoke(int argc, char **argv) {
         fprintf(stderr, "peri wasm invoke: %s takes %u argument%s (", func, ft.nparams,
                 ft.nparams == 1 ? "" : "s");
         for (uint32_t k = 0; k < ft.nparams; k++)
-            fprintf(stderr, "%s%s", k ? " " : "", wasm_type_name(ft.params[k]));
+            fprintf(stderr, "%s%s", k ? " " : "", peri_val_type_name(ft.params[k]));
         fprintf(stderr, "), %u given\n", nargs);
         rc = 2;
         goto out;
@@ -307,9 +207,9 @@ static int wasm_invoke(int argc, char **argv) {
     }
     pw_val *argv_vals = vals, *results = vals + ncells;
     for (uint32_t k = 0; k < nargs; k++)
-        if (!wasm_parse_arg(args[k], ft.params[k], &argv_vals[k])) {
+        if (!peri_val_parse(args[k], ft.params[k], &argv_vals[k])) {
             fprintf(stderr, "peri wasm invoke: argument %u: \"%s\" is not a valid %s\n", k + 1,
-                    args[k], wasm_type_name(ft.params[k]));
+                    args[k], peri_val_type_name(ft.params[k]));
             rc = 2;
             goto out;
         }
@@ -342,7 +242,7 @@ static int wasm_invoke(int argc, char **argv) {
         fprintf(stderr, "%s: %s: %s\n", func, wasm_status_word(st), err.message);
     } else {
         for (uint32_t k = 0; k < ft.nresults; k++)
-            wasm_print_result(ft.results[k], results[k]);
+            peri_val_print(ft.results[k], results[k]);
         rc = 0;
     }
     if (timing)

@@ -3,7 +3,8 @@
  * environment onto the ACP server's placement options. Ruby's module is
  * $PERI_RUBY_WASM, else scripts/deps.sh's cache
  * ($XDG_CACHE_HOME or $HOME/.cache)/peri/ruby-3.4-wasm-wasi-2.10.1/ruby+stdlib.wasm; a
- * WASI module promoted to the native sandbox runs as `<this peri> run MODULE -- ARGS`.
+ * WASI module promoted to the native sandbox runs as `<peri> run MODULE -- ARGS`, the
+ * `peri` next to this program (peri-agent).
  * $PERI_BWRAP overrides the sandbox's bubblewrap binary (tests use it to make the
  * sandbox unavailable). The strings live in the caller's peri_place_opts.
  */
@@ -33,14 +34,29 @@ void peri_place_opts_fill(peri_place_opts *po, pacp_options *opt) {
         snprintf(po->bwrap, sizeof po->bwrap, "%s", bw);
         opt->bwrap = po->bwrap;
     }
-    ssize_t n = readlink("/proc/self/exe", po->exe, sizeof po->exe - 1);
-    if (n > 0) {
-        po->exe[n] = 0;
-        po->runner[0] = po->exe;
-        po->runner[1] = "run";
-        po->runner[2] = "{module}";
-        po->runner[3] = "--";
+    if (peri_self_peri(po->exe, sizeof po->exe)) {
+        size_t k = 0;
+#if defined(__SANITIZE_ADDRESS__)
+        /* LeakSanitizer stops the world with ptrace, which the sandbox's seccomp denies */
+        po->runner[k++] = "/usr/bin/env";
+        po->runner[k++] = "ASAN_OPTIONS=detect_leaks=0";
+#endif
+        po->runner[k++] = po->exe;
+        po->runner[k++] = "run";
+        po->runner[k++] = "{module}";
+        po->runner[k++] = "--";
         opt->wasm_runner = po->runner;
-        opt->nwasm_runner = 4;
+        opt->nwasm_runner = k;
     }
+}
+
+bool peri_self_peri(char *buf, size_t n) {
+    if (n < 8) return false;
+    ssize_t k = readlink("/proc/self/exe", buf, n - 6);
+    if (k <= 0) return false;
+    buf[k] = 0;
+    char *slash = strrchr(buf, '/');
+    if (!slash) return false;
+    strcpy(slash + 1, "peri"); /* n - 6 left room for it */
+    return true;
 }

@@ -37,7 +37,7 @@ static void free_list(char **l, size_t n) {
 pr_host *pr_host_new(const pr_host_config *cfg, pr_error *err) {
     pr_host_config d = {0};
     if (!cfg) cfg = &d;
-    if (cfg->cpu_ms > PR_CPU_MS_MAX) {
+    if (cfg->cpu_ms > PR_CPU_MS_MAX && !cfg->beyond_contract) {
         pr_err_set(err, PR_KIND_VIOLATION, "CPU 时间上限不能超过 %u ms", PR_CPU_MS_MAX);
         return NULL;
     }
@@ -47,6 +47,7 @@ pr_host *pr_host_new(const pr_host_config *cfg, pr_error *err) {
     h->wall_ms = cfg->wall_ms ? cfg->wall_ms : PR_WALL_MS_DEFAULT;
     h->memory_cap = cfg->memory_cap ? cfg->memory_cap : PR_MEMORY_CAP_DEFAULT;
     h->deterministic = cfg->deterministic;
+    h->beyond_contract = cfg->beyond_contract;
     if (!copy_list(&h->granted, &h->ngranted, cfg->granted, cfg->ngranted, "LOADER")) goto nomem;
     if (cfg->bound) {
         if (!copy_list(&h->bound, &h->nbound, cfg->bound, cfg->nbound, NULL)) goto nomem;

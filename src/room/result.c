@@ -24,12 +24,12 @@ static void interface_failure(pr_error *err, const char *body, size_t n) {
 }
 
 bool pr_result_json(const pr_outcome *o, const pr_fs *fs, pr_buf *out, pr_error *err) {
-    char num[32];
+    char num[48];
     bool ok = pr_buf_puts(out, o->ok ? "{\"ok\":true,\"stdout\":" : "{\"ok\":false,\"stdout\":") &&
               pr_json_str(out, o->stdout_text ? o->stdout_text : "", o->stdout_len) &&
               pr_buf_puts(out, ",\"stderr\":") &&
               pr_json_str(out, o->stderr_text ? o->stderr_text : "", o->stderr_len);
-    snprintf(num, sizeof num, ",\"exitCode\":%d", o->exit_code);
+    pr_json_exit_code(num, sizeof num, o->exit_code);
     ok = ok && pr_buf_puts(out, num);
     if (ok && o->error)
         ok = pr_buf_puts(out, ",\"error\":") && pr_json_str(out, o->error, strlen(o->error));

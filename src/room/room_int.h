@@ -51,6 +51,10 @@ size_t pr_utf8_cut_utf16(const char *s, size_t n, size_t max_units);
 
 /* Appends s as a JSON string exactly like JavaScript JSON.stringify (s is valid UTF-8). */
 bool pr_json_str(pr_buf *b, const char *s, size_t n);
+/* Writes `,"exitCode":N` into buf (>= 48 bytes): v as the reference's JavaScript
+ * Number(v) prints: exact up to 2^53, beyond that the nearest double in JavaScript's
+ * shortest round-trip digits (9223372036854775807 -> 9223372036854776000). */
+void pr_json_exit_code(char *buf, size_t cap, int64_t v);
 
 /* ---------------------------------------------------------------- base64.c */
 
@@ -262,7 +266,7 @@ typedef struct pr_run_state {
     size_t out_bytes; /* raw stdout+stderr bytes, counted before appending */
     /* How the run ended when a host function stopped it. */
     enum { PR_END_NONE, PR_END_EXIT, PR_END_OUTPUT, PR_END_HOST, PR_END_PLATFORM } end;
-    int exit_code;
+    int64_t exit_code;  /* 退出进程 takes an i64; WASI's proc_exit an i32 */
     char end_msg[1024]; /* PR_END_HOST: the run's error text; PR_END_PLATFORM: the exception */
     uint64_t rng[4];    /* deterministic xoshiro state */
     uint64_t det_clock;
@@ -321,6 +325,7 @@ struct pr_host {
     uint32_t cpu_ms, wall_ms;
     uint64_t memory_cap;
     bool deterministic;
+    bool beyond_contract; /* peri run: caller's limits; memory.grow fails softly */
     pr_cache cache;
     pr_watchdog wd;
     /* Mapping pools (pw_pool) of idle runs: a run takes one and puts it back, so each
@@ -343,5 +348,10 @@ bool pr_host_bound(const pr_host *h, pr_str runner);
 /* Collects /数据/ and /响应/ files and writes the return JSON into out. false + err
  * (interface) on the limits / strict UTF-8. */
 bool pr_result_json(const pr_outcome *o, const pr_fs *fs, pr_buf *out, pr_error *err);
+
+/* ---------------------------------------------------------------- wasi_sig.c */
+
+/* The exact type of wasi_snapshot_preview1 function name; false if it has none. */
+bool pr_wasi_functype(const char *name, pw_functype *out);
 
 #endif

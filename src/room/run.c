@@ -120,12 +120,21 @@ pr_program *pr_program_load(pr_host *h, pr_str scope, const uint8_t *bytes, size
     return pr_program_load_digest(h, scope, hex, bytes, len, (pr_str){NULL, 0}, err);
 }
 
+const pw_module *pr_program_module(const pr_program *p) {
+    return p->module;
+}
+
 bool pr_run_output(pr_run_state *rs, int stream, const uint8_t *data, size_t n) {
-    if (n > PR_OUTPUT_MAX - rs->out_bytes) {
+    uint64_t max = rs->opt->output_max ? rs->opt->output_max : PR_OUTPUT_MAX;
+    if (n > max - rs->out_bytes) {
         rs->end = PR_END_OUTPUT;
         return false;
     }
     rs->out_bytes += n;
+    if (rs->opt->raw_output) { /* peri run: the bytes as they are, nothing kept */
+        if (rs->opt->on_output && n) rs->opt->on_output(rs->opt->ud, stream, (const char *)data, n);
+        return true;
+    }
     pr_buf *b = stream == PR_STDERR ? &rs->err : &rs->out;
     size_t at = b->len;
     if (!pr_utf8_lenient(b, data, n)) {
@@ -214,7 +223,8 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
     /* The contract makes the memory cap a platform limit (an exception), not a -1
      * from memory.grow that the program could ignore. */
     pw_pool *pool = pr_host_pool_take(h);
-    pw_store_config sc = {.memory_cap = h->memory_cap, .cap_is_fatal = true, .pool = pool};
+    pw_store_config sc = {
+        .memory_cap = h->memory_cap, .cap_is_fatal = !h->beyond_contract, .pool = pool};
     rs.store = pw_store_new(&sc, &pe);
     if (!rs.store) {
         pr_host_pool_put(h, pool);
@@ -272,9 +282,11 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
         ok = false;
     } else if (st == PW_ERR_TRAP) {
         out->exit_code = 1;
+        out->trapped = true;
         ok = set_error(out, trap_text(&pe));
     } else if (st == PW_ERR_EXCEPTION) {
         out->exit_code = 1;
+        out->trapped = true;
         ok = set_error(out, p->abi->uncaught ? p->abi->uncaught : "uncaught Wasm exception");
     } else if (st == PW_ERR_UNLINKABLE || st == PW_ERR_ARG) {
         pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：%s", pe.message);

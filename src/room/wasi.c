@@ -7,10 +7,19 @@
  * creating a file creates its parents). Clocks and random_get are real, or with the
  * deterministic option a fixed function of (digest, input): see docs/room.md.
  * Symbolic/hard links and sockets do not exist in the room (ENOTSUP / ENOTSOCK).
+ * For `peri run` (docs/wasi.md) the options add an environment, argv[0], a connected
+ * stdin, --invoke, and host directories (K_HDIR/K_HFILE descriptors, every path
+ * resolved beneath them by hostdir.c). Rights are enforced on every descriptor: a
+ * directory never has read/write/seek rights, a dropped right stays dropped.
  */
+#include "hostdir.h"
 #include "room_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,20 +51,53 @@ enum {
 };
 enum { FT_UNKNOWN = 0, FT_CHAR = 2, FT_DIR = 3, FT_FILE = 4 };
 enum { O_CREAT_ = 1, O_DIRECTORY_ = 2, O_EXCL_ = 4, O_TRUNC_ = 8 };
-enum { FDF_APPEND = 1 };
+enum { FDF_APPEND = 1, FDF_NONBLOCK = 4 };
 enum { FST_ATIM = 1, FST_ATIM_NOW = 2, FST_MTIM = 4, FST_MTIM_NOW = 8 };
 
+#define R_FD_DATASYNC     (1ull << 0)
 #define R_FD_READ         (1ull << 1)
 #define R_FD_SEEK         (1ull << 2)
+#define R_FD_SET_FLAGS    (1ull << 3)
+#define R_FD_SYNC         (1ull << 4)
 #define R_FD_TELL         (1ull << 5)
 #define R_FD_WRITE        (1ull << 6)
+#define R_FD_ADVISE       (1ull << 7)
+#define R_FD_ALLOCATE     (1ull << 8)
+#define R_MKDIR           (1ull << 9)
+#define R_CREATE_FILE     (1ull << 10)
+#define R_LINK_SOURCE     (1ull << 11)
+#define R_LINK_TARGET     (1ull << 12)
+#define R_PATH_OPEN       (1ull << 13)
+#define R_FD_READDIR      (1ull << 14)
+#define R_READLINK        (1ull << 15)
+#define R_RENAME_SOURCE   (1ull << 16)
+#define R_RENAME_TARGET   (1ull << 17)
+#define R_PATH_STAT       (1ull << 18)
+#define R_PATH_SET_SIZE   (1ull << 19)
+#define R_PATH_SET_TIMES  (1ull << 20)
 #define R_FD_FILESTAT_GET (1ull << 21)
+#define R_FD_SET_SIZE     (1ull << 22)
+#define R_FD_SET_TIMES    (1ull << 23)
+#define R_SYMLINK         (1ull << 24)
+#define R_RMDIR           (1ull << 25)
+#define R_UNLINK          (1ull << 26)
 #define R_POLL            (1ull << 27)
 #define R_ALL             ((1ull << 30) - 1)
 #define R_STDOUT          (R_FD_WRITE | R_FD_FILESTAT_GET | R_POLL)
 #define R_STDIN           (R_FD_READ | R_FD_FILESTAT_GET | R_POLL)
+/* What a descriptor of each type can ever have: a directory has no read, write or
+ * seek right, a file no path rights. */
+#define R_DIR_ALL                                                                                  \
+    (R_FD_DATASYNC | R_FD_SET_FLAGS | R_FD_SYNC | R_MKDIR | R_CREATE_FILE | R_LINK_SOURCE |        \
+     R_LINK_TARGET | R_PATH_OPEN | R_FD_READDIR | R_READLINK | R_RENAME_SOURCE | R_RENAME_TARGET | \
+     R_PATH_STAT | R_PATH_SET_SIZE | R_PATH_SET_TIMES | R_FD_FILESTAT_GET | R_FD_SET_TIMES |       \
+     R_SYMLINK | R_RMDIR | R_UNLINK | R_POLL)
+#define R_FILE_ALL                                                                                 \
+    (R_FD_DATASYNC | R_FD_READ | R_FD_SEEK | R_FD_SET_FLAGS | R_FD_SYNC | R_FD_TELL | R_FD_WRITE | \
+     R_FD_ADVISE | R_FD_ALLOCATE | R_FD_FILESTAT_GET | R_FD_SET_SIZE | R_FD_SET_TIMES | R_POLL)
 
-enum { K_FREE = 0, K_STDIN, K_STDOUT, K_STDERR, K_DIR, K_FILE };
+/* K_HDIR / K_HFILE: host directories and files (peri run --dir), through hostdir.c. */
+enum { K_FREE = 0, K_STDIN, K_STDOUT, K_STDERR, K_DIR, K_FILE, K_HDIR, K_HFILE };
 
 typedef struct wfd {
     uint8_t kind;
@@ -65,6 +107,8 @@ typedef struct wfd {
     char *dir; /* normalised path of a directory descriptor (owned; NULL = "/") */
     size_t dir_len;
     uint64_t off;
+    int os;              /* K_HDIR / K_HFILE: the host descriptor (owned) */
+    const char *preopen; /* a preopened directory's guest name (NUL-terminated), or NULL */
 } wfd;
 
 #define NFIXED  16
@@ -136,10 +180,30 @@ static wfd *getfd(void *env, uint32_t fd) {
     return &w->fds[fd];
 }
 
+static bool is_host(const wfd *f) {
+    return f->kind == K_HDIR || f->kind == K_HFILE;
+}
+
+/* E_NOTCAPABLE unless descriptor f holds every right in need. */
+#define NEED(f, need)                                                                              \
+    do {                                                                                           \
+        if (((f)->rights & (need)) != (need)) RET(E_NOTCAPABLE);                                   \
+    } while (0)
+
+/* The guest's bytes of a path for the host backend (not NUL-terminated). */
+static int guest_path(pw_call_ctx *cx, uint32_t ptr, uint32_t len, const char **out) {
+    const uint8_t *p = mem(cx, ptr, len);
+    if (!p) return E_FAULT;
+    if (memchr(p, 0, len)) return E_INVAL;
+    *out = (const char *)p;
+    return E_SUCCESS;
+}
+
 static void closefd(wfd *f) {
     if (f->kind == K_FILE && f->file) {
         if (--f->file->nopen == 0 && f->file->dead) pr_fs_release_dead(f->file);
     }
+    if (is_host(f)) close(f->os);
     free(f->dir);
     memset(f, 0, sizeof *f);
 }
@@ -231,7 +295,7 @@ static const char ARGV0[] = "/程序.wasm";
 
 HOST(args_sizes_get) {
     const pr_exec_options *o = RS(env)->opt;
-    uint64_t size = sizeof ARGV0;
+    uint64_t size = o->argv0.ptr ? o->argv0.len + 1 : sizeof ARGV0;
     for (size_t i = 0; i < o->nargs; i++)
         size += o->args[i].len + 1;
     uint8_t *pc = mem(cx, U32(0), 4), *ps = mem(cx, U32(1), 4);
@@ -248,8 +312,8 @@ HOST(args_get) {
     uint8_t *pv = mem(cx, argv, 4 * (uint64_t)(o->nargs + 1));
     if (!pv) RET(E_FAULT);
     for (size_t i = 0; i <= o->nargs; i++) {
-        const char *s = i ? o->args[i - 1].ptr : ARGV0;
-        size_t n = i ? o->args[i - 1].len : sizeof ARGV0 - 1;
+        const char *s = i ? o->args[i - 1].ptr : o->argv0.ptr ? o->argv0.ptr : ARGV0;
+        size_t n = i ? o->args[i - 1].len : o->argv0.ptr ? o->argv0.len : sizeof ARGV0 - 1;
         uint8_t *pb = mem(cx, buf, n + 1);
         if (!pb) RET(E_FAULT);
         pv = mem(cx, argv, 4 * (uint64_t)(o->nargs + 1)); /* memory is stable; re-get anyway */
@@ -261,15 +325,33 @@ HOST(args_get) {
     RET(E_SUCCESS);
 }
 
+/* The environment is empty in the contract's room; `peri run --env` fills it. */
 HOST(environ_sizes_get) {
+    const pr_exec_options *o = RS(env)->opt;
     uint8_t *pc = mem(cx, U32(0), 4), *ps = mem(cx, U32(1), 4);
     if (!pc || !ps) RET(E_FAULT);
-    st32(pc, 0);
-    st32(ps, 0);
+    uint64_t size = 0;
+    for (size_t i = 0; i < o->nenv; i++)
+        size += o->env[i].len + 1;
+    if (size > UINT32_MAX) RET(E_OVERFLOW);
+    st32(pc, (uint32_t)o->nenv);
+    st32(ps, (uint32_t)size);
     RET(E_SUCCESS);
 }
 
 HOST(environ_get) {
+    const pr_exec_options *o = RS(env)->opt;
+    uint32_t ev = U32(0), buf = U32(1);
+    if (!mem(cx, ev, 4 * (uint64_t)o->nenv)) RET(E_FAULT);
+    for (size_t i = 0; i < o->nenv; i++) {
+        size_t n = o->env[i].len;
+        uint8_t *pb = mem(cx, buf, n + 1);
+        if (!pb) RET(E_FAULT);
+        st32(mem(cx, ev, 4 * (uint64_t)o->nenv) + 4 * i, buf);
+        memcpy(pb, o->env[i].ptr, n);
+        pb[n] = 0;
+        buf += (uint32_t)n + 1;
+    }
     RET(E_SUCCESS);
 }
 
@@ -360,8 +442,10 @@ static uint8_t filetype(const wfd *f) {
     case K_STDIN:
     case K_STDOUT:
     case K_STDERR: return FT_CHAR;
-    case K_DIR: return FT_DIR;
+    case K_DIR:
+    case K_HDIR: return FT_DIR;
     case K_FILE: return FT_FILE;
+    case K_HFILE: return pr_hd_filetype(f->os);
     default: return FT_UNKNOWN;
     }
 }
@@ -382,7 +466,16 @@ HOST(fd_fdstat_get) {
 HOST(fd_fdstat_set_flags) {
     wfd *f = getfd(env, U32(0));
     if (!f) RET(E_BADF);
-    if (f->kind == K_FILE) f->flags = (uint16_t)U32(1);
+    NEED(f, R_FD_SET_FLAGS);
+    uint16_t fl = (uint16_t)U32(1);
+    if (f->kind == K_HFILE) {
+        int cur = fcntl(f->os, F_GETFL);
+        if (cur < 0) RET(pr_hd_errno(errno));
+        cur = (cur & ~(O_APPEND | O_NONBLOCK)) | (fl & FDF_APPEND ? O_APPEND : 0) |
+              (fl & FDF_NONBLOCK ? O_NONBLOCK : 0);
+        if (fcntl(f->os, F_SETFL, cur) != 0) RET(pr_hd_errno(errno));
+    }
+    if (f->kind == K_FILE || f->kind == K_HFILE) f->flags = fl;
     RET(E_SUCCESS);
 }
 
@@ -398,21 +491,22 @@ HOST(fd_fdstat_set_rights) {
 
 HOST(fd_prestat_get) {
     wfd *f = getfd(env, U32(0));
-    if (!f || U32(0) != 3 || f->kind != K_DIR) RET(E_BADF);
+    if (!f || !f->preopen) RET(E_BADF);
     uint8_t *p = mem(cx, U32(1), 8);
     if (!p) RET(E_FAULT);
     memset(p, 0, 8);
-    st32(p + 4, 1);
+    st32(p + 4, (uint32_t)strlen(f->preopen));
     RET(E_SUCCESS);
 }
 
 HOST(fd_prestat_dir_name) {
     wfd *f = getfd(env, U32(0));
-    if (!f || U32(0) != 3 || f->kind != K_DIR) RET(E_BADF);
-    if (U32(2) < 1) RET(E_INVAL);
-    uint8_t *p = mem(cx, U32(1), 1);
+    if (!f || !f->preopen) RET(E_BADF);
+    size_t n = strlen(f->preopen);
+    if (U32(2) < n) RET(E_INVAL);
+    uint8_t *p = mem(cx, U32(1), n);
     if (!p) RET(E_FAULT);
-    p[0] = '/';
+    memcpy(p, f->preopen, n);
     RET(E_SUCCESS);
 }
 
@@ -431,8 +525,10 @@ static int stat_fd(const wfd *f, uint8_t *p) {
 HOST(fd_filestat_get) {
     wfd *f = getfd(env, U32(0));
     if (!f) RET(E_BADF);
+    NEED(f, R_FD_FILESTAT_GET);
     uint8_t *p = mem(cx, U32(1), 64);
     if (!p) RET(E_FAULT);
+    if (is_host(f)) RET(pr_hd_fstat(f->os, p));
     RET(stat_fd(f, p));
 }
 
@@ -443,7 +539,13 @@ static int fs_errno(int rc) {
 HOST(fd_filestat_set_size) {
     wfd *f = getfd(env, U32(0));
     if (!f) RET(E_BADF);
-    if (f->kind != K_FILE) RET(f->kind == K_DIR ? E_ISDIR : E_INVAL);
+    if (f->kind == K_DIR || f->kind == K_HDIR) RET(E_ISDIR);
+    NEED(f, R_FD_SET_SIZE);
+    if (f->kind == K_HFILE) {
+        if (U64(1) > INT64_MAX) RET(E_INVAL);
+        RET(ftruncate(f->os, (off_t)U64(1)) == 0 ? E_SUCCESS : pr_hd_errno(errno));
+    }
+    if (f->kind != K_FILE) RET(E_INVAL);
     if (!(f->rights & R_FD_WRITE)) RET(E_BADF);
     if (U64(1) > SIZE_MAX) RET(E_NOSPC);
     RET(fs_errno(pr_fs_truncate(RS(env)->fs, f->file, (size_t)U64(1))));
@@ -463,6 +565,8 @@ static int set_times(pr_fs *fs, pr_file *f, uint64_t mtim, uint32_t flags) {
 HOST(fd_filestat_set_times) {
     wfd *f = getfd(env, U32(0));
     if (!f) RET(E_BADF);
+    NEED(f, R_FD_SET_TIMES);
+    if (is_host(f)) RET(pr_hd_futimes(f->os, U64(1), U64(2), U32(3)));
     RET(set_times(RS(env)->fs, f->kind == K_FILE ? f->file : NULL, U64(2), U32(3)));
 }
 
@@ -470,12 +574,22 @@ HOST(fd_advise) {
     wfd *f = getfd(env, U32(0));
     if (!f) RET(E_BADF);
     if (U32(3) > 5) RET(E_INVAL);
+    if (f->kind == K_HDIR) RET(E_BADF);
+    NEED(f, R_FD_ADVISE);
+    if (f->kind == K_HFILE) RET(E_SUCCESS); /* advice only */
     RET(f->kind == K_FILE ? E_SUCCESS : f->kind == K_DIR ? E_BADF : E_SPIPE);
 }
 
 HOST(fd_allocate) {
     wfd *f = getfd(env, U32(0));
     if (!f) RET(E_BADF);
+    if (f->kind == K_HDIR) RET(E_BADF);
+    NEED(f, R_FD_ALLOCATE);
+    if (f->kind == K_HFILE) {
+        if (U64(1) > INT64_MAX || U64(2) > INT64_MAX) RET(E_INVAL);
+        int rc = posix_fallocate(f->os, (off_t)U64(1), (off_t)U64(2));
+        RET(rc == 0 ? E_SUCCESS : rc == EOPNOTSUPP ? E_NOTSUP : pr_hd_errno(rc));
+    }
     if (f->kind != K_FILE) RET(f->kind == K_DIR ? E_BADF : E_SPIPE);
     uint64_t end = U64(1) + U64(2);
     if (end < U64(1) || end > SIZE_MAX) RET(E_NOSPC);
@@ -484,7 +598,10 @@ HOST(fd_allocate) {
 }
 
 HOST(fd_sync) {
-    RET(getfd(env, U32(0)) ? E_SUCCESS : E_BADF);
+    wfd *f = getfd(env, U32(0));
+    if (!f) RET(E_BADF);
+    if (is_host(f) && fsync(f->os) != 0 && errno != EINVAL) RET(pr_hd_errno(errno));
+    RET(E_SUCCESS);
 }
 
 /* ---------------------------------------------------------------- read and write */
@@ -510,6 +627,15 @@ static int read_file(pw_call_ctx *cx, pr_file *f, uint32_t iovs, uint32_t n, uin
     return E_SUCCESS;
 }
 
+/* readv/preadv on a host descriptor straight into guest memory. */
+static int host_rw(pw_call_ctx *cx, int fd, uint32_t iovs, uint32_t n, bool write, int64_t off,
+                   uint32_t *count) {
+    uint64_t size = 0;
+    uint8_t *base = pw_ctx_memory(cx, &size);
+    if (!base) return E_FAULT;
+    return pr_hd_rw(fd, base, size, iovs, n, write, off, count);
+}
+
 HOST(fd_read) {
     wfd *f = getfd(env, U32(0));
     if (!f) RET(E_BADF);
@@ -517,25 +643,36 @@ HOST(fd_read) {
     if (!pn) RET(E_FAULT);
     uint32_t nread = 0;
     if (f->kind == K_STDIN) {
-        /* opt->stdin_data (empty when absent), read once from the start. */
-        pr_run_state *rs = RS(env);
-        const pr_exec_options *o = rs->opt;
-        uint8_t *v = mem(cx, U32(1), 8 * (uint64_t)U32(2));
-        if (!v) RET(E_FAULT);
-        for (uint32_t i = 0; i < U32(2) && f->off < o->stdin_len; i++) {
-            uint32_t len = ld32(v + 8 * i + 4);
-            uint8_t *d = mem(cx, ld32(v + 8 * i), len);
-            if (!d) RET(E_FAULT);
-            uint64_t k = o->stdin_len - f->off < len ? o->stdin_len - f->off : len;
-            memcpy(d, o->stdin_data + f->off, (size_t)k);
-            f->off += k;
-            nread += (uint32_t)k;
-            if (k < len) break;
+        const pr_exec_options *o = RS(env)->opt;
+        if (o->stdin_connected) {
+            int e = host_rw(cx, o->stdin_fd, U32(1), U32(2), false, -1, &nread);
+            if (e) RET(e);
+        } else {
+            /* o->stdin_data (issue 11; empty when absent), read once from the start. */
+            uint8_t *v = mem(cx, U32(1), 8 * (uint64_t)U32(2));
+            if (!v) RET(E_FAULT);
+            for (uint32_t i = 0; i < U32(2) && f->off < o->stdin_len; i++) {
+                uint32_t len = ld32(v + 8 * i + 4);
+                uint8_t *d = mem(cx, ld32(v + 8 * i), len);
+                if (!d) RET(E_FAULT);
+                uint64_t k = o->stdin_len - f->off < len ? o->stdin_len - f->off : len;
+                memcpy(d, o->stdin_data + f->off, (size_t)k);
+                f->off += k;
+                nread += (uint32_t)k;
+                if (k < len) break;
+            }
         }
         st32(mem(cx, U32(3), 4), nread);
         RET(E_SUCCESS);
     }
-    if (f->kind == K_DIR) RET(E_ISDIR);
+    if (f->kind == K_DIR || f->kind == K_HDIR) RET(E_ISDIR);
+    if (f->kind == K_HFILE) {
+        NEED(f, R_FD_READ);
+        int e = host_rw(cx, f->os, U32(1), U32(2), false, -1, &nread);
+        if (e) RET(e);
+        st32(mem(cx, U32(3), 4), nread);
+        RET(E_SUCCESS);
+    }
     if (f->kind != K_FILE || !(f->rights & R_FD_READ)) RET(E_BADF);
     int e = read_file(cx, f->file, U32(1), U32(2), f->off, &nread);
     if (e) RET(e);
@@ -547,7 +684,18 @@ HOST(fd_read) {
 HOST(fd_pread) {
     wfd *f = getfd(env, U32(0));
     if (!f) RET(E_BADF);
-    if (f->kind == K_DIR) RET(E_ISDIR);
+    if (f->kind == K_DIR || f->kind == K_HDIR) RET(E_ISDIR);
+    if (f->kind == K_HFILE) {
+        NEED(f, R_FD_READ | R_FD_SEEK);
+        if (U64(3) > INT64_MAX) RET(E_INVAL);
+        uint32_t nread = 0;
+        int e = host_rw(cx, f->os, U32(1), U32(2), false, (int64_t)U64(3), &nread);
+        if (e) RET(e);
+        uint8_t *pn = mem(cx, U32(4), 4);
+        if (!pn) RET(E_FAULT);
+        st32(pn, nread);
+        RET(E_SUCCESS);
+    }
     if (f->kind != K_FILE) RET(f->kind == K_STDIN ? E_SPIPE : E_BADF);
     if (!(f->rights & R_FD_READ)) RET(E_BADF);
     uint32_t nread = 0;
@@ -559,34 +707,77 @@ HOST(fd_pread) {
     RET(E_SUCCESS);
 }
 
-/* Gathers the iovecs into one buffer: one fd_write is one "write" of the reference
- * host (decoded on its own, counted whole). *heap is set when buf was malloc'd. */
-static int gather(pw_call_ctx *cx, uint32_t iovs, uint32_t n, uint8_t *stackbuf, size_t cap,
-                  uint8_t **out, size_t *len) {
+/* Output gathers only after the budget is checked: the iovecs' total (they may
+ * overlap, each up to the whole memory) is summed first, and a write past the output
+ * limit or the file-system budget fails before anything is copied. One fd_write to
+ * stdout/stderr is one "write" of the reference host (decoded on its own, counted
+ * whole): at most 64 KiB is gathered. A file write goes iovec by iovec straight into
+ * the file (one logical mtime, as one write), so host memory stays within the room's
+ * bounds (docs/room.md). */
+static int iov_total(pw_call_ctx *cx, uint32_t iovs, uint32_t n, uint64_t *total) {
     uint8_t *v = mem(cx, iovs, 8 * (uint64_t)n);
     if (!v) return E_FAULT;
-    uint64_t total = 0;
+    uint64_t t = 0;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t ptr = ld32(v + 8 * i), l = ld32(v + 8 * i + 4);
         if (!mem(cx, ptr, l)) return E_FAULT;
-        total += l;
+        t += l;
     }
-    if (n == 1) { /* common case: no copy */
-        *out = mem(cx, ld32(v), ld32(v + 4));
-        *len = ld32(v + 4);
-        return E_SUCCESS;
-    }
-    uint8_t *b = total <= cap ? stackbuf : malloc(total ? total : 1);
-    if (!b) return E_NOMEM;
-    size_t k = 0;
+    *total = t;
+    return E_SUCCESS;
+}
+
+static void iov_copy(pw_call_ctx *cx, uint32_t iovs, uint32_t n, uint8_t *b) {
+    uint8_t *v = mem(cx, iovs, 8 * (uint64_t)n);
     for (uint32_t i = 0; i < n; i++) {
         uint32_t ptr = ld32(v + 8 * i), l = ld32(v + 8 * i + 4);
-        memcpy(b + k, mem(cx, ptr, l), l);
-        k += l;
+        memcpy(b, mem(cx, ptr, l), l);
+        b += l;
     }
-    *out = b;
-    *len = k;
+}
+
+/* 0 and *st set (PW_OK, or the trap that ends the run), or an errno. */
+static int write_out(pw_call_ctx *cx, pr_run_state *rs, int stream, uint32_t iovs, uint32_t n,
+                     uint64_t total, pw_status *st) {
+    *st = PW_OK;
+    if (total > PR_OUTPUT_MAX - rs->out_bytes) {
+        rs->end = PR_END_OUTPUT; /* what pr_run_output decides, without the copy */
+        *st = pw_ctx_trap(cx, "%s", "输出超过 64 KB");
+        return E_SUCCESS;
+    }
+    uint8_t stackbuf[4096], *b = stackbuf;
+    if (n == 1) /* common case: no copy */
+        b = mem(cx, ld32(mem(cx, iovs, 8)), (uint32_t)total);
+    else if (total > sizeof stackbuf && !(b = malloc((size_t)total)))
+        return E_NOMEM;
+    if (n != 1) iov_copy(cx, iovs, n, b);
+    bool ok = pr_run_output(rs, stream, b, (size_t)total);
+    if (b != stackbuf && n != 1) free(b);
+    if (!ok) *st = pw_ctx_trap(cx, "%s", rs->end == PR_END_OUTPUT ? "输出超过 64 KB" : rs->end_msg);
     return E_SUCCESS;
+}
+
+static int write_file(pw_call_ctx *cx, pr_fs *fs, pr_file *f, uint32_t iovs, uint32_t n,
+                      uint64_t total, uint64_t off) {
+    if (off > SIZE_MAX || total > SIZE_MAX - off) return E_NOSPC;
+    size_t end = (size_t)(off + total);
+    size_t counted = f->dead ? 0 : fs->total; /* as fs.c's grow */
+    if (end > f->len && end - f->len > PR_FS_MAX - counted) return E_NOSPC;
+    uint64_t clock = fs->clock;
+    int rc = 0;
+    if (total == 0) {
+        rc = pr_fs_pwrite(fs, f, NULL, 0, (size_t)off);
+    } else {
+        uint8_t *v = mem(cx, iovs, 8 * (uint64_t)n);
+        size_t at = (size_t)off;
+        for (uint32_t i = 0; i < n && rc == 0; i++) {
+            uint32_t ptr = ld32(v + 8 * i), l = ld32(v + 8 * i + 4);
+            if (l) rc = pr_fs_pwrite(fs, f, mem(cx, ptr, l), l, at);
+            at += l;
+        }
+    }
+    if (rc == 0) f->mtime = fs->clock = clock + 1; /* one write, one tick */
+    return rc ? fs_errno(rc) : E_SUCCESS;
 }
 
 static pw_status do_write(pw_call_ctx *cx, void *env, const pw_val *a, pw_val *r, bool positional) {
@@ -598,21 +789,19 @@ static pw_status do_write(pw_call_ctx *cx, void *env, const pw_val *a, pw_val *r
     if (f->kind == K_STDIN) RET(E_BADF);
     if (positional && f->kind != K_FILE) RET(E_SPIPE);
     if (f->kind == K_FILE && !(f->rights & R_FD_WRITE)) RET(E_BADF);
-    uint8_t stackbuf[4096], *data;
-    size_t len;
-    int e = gather(cx, U32(1), U32(2), stackbuf, sizeof stackbuf, &data, &len);
+    uint64_t len;
+    int e = iov_total(cx, U32(1), U32(2), &len);
     if (e) RET(e);
-    bool heap = data != stackbuf && U32(2) != 1;
     if (f->kind == K_STDOUT || f->kind == K_STDERR) {
-        bool ok = pr_run_output(rs, f->kind == K_STDOUT ? PR_STDOUT : PR_STDERR, data, len);
-        if (heap) free(data);
-        if (!ok)
-            return pw_ctx_trap(cx, "%s", rs->end == PR_END_OUTPUT ? "输出超过 64 KB" : rs->end_msg);
+        pw_status st;
+        e = write_out(cx, rs, f->kind == K_STDOUT ? PR_STDOUT : PR_STDERR, U32(1), U32(2), len,
+                      &st);
+        if (e) RET(e);
+        if (st != PW_OK) return st;
     } else {
         uint64_t off = positional ? U64(3) : (f->flags & FDF_APPEND) ? f->file->len : f->off;
-        int rc = off > SIZE_MAX ? -2 : pr_fs_pwrite(rs->fs, f->file, data, len, (size_t)off);
-        if (heap) free(data);
-        if (rc) RET(fs_errno(rc));
+        e = write_file(cx, rs->fs, f->file, U32(1), U32(2), len, off);
+        if (e) RET(e);
         if (!positional) f->off = off + len;
     }
     uint8_t *pn = mem(cx, nw_ptr, 4);
@@ -621,17 +810,54 @@ static pw_status do_write(pw_call_ctx *cx, void *env, const pw_val *a, pw_val *r
     RET(E_SUCCESS);
 }
 
+/* fd_write / fd_pwrite on a host file: writev/pwritev from guest memory. */
+static pw_status host_write(pw_call_ctx *cx, wfd *f, const pw_val *a, pw_val *r, bool positional) {
+    if (positional && U64(3) > INT64_MAX) RET(E_INVAL);
+    uint32_t n = 0;
+    int e = host_rw(cx, f->os, U32(1), U32(2), true, positional ? (int64_t)U64(3) : -1, &n);
+    if (e) RET(e);
+    uint8_t *pn = mem(cx, positional ? U32(4) : U32(3), 4);
+    if (!pn) RET(E_FAULT);
+    st32(pn, n);
+    RET(E_SUCCESS);
+}
+
 HOST(fd_write) {
+    wfd *f = getfd(env, U32(0));
+    if (f && f->kind == K_HDIR) RET(E_ISDIR);
+    if (f && f->kind == K_HFILE) {
+        NEED(f, R_FD_WRITE);
+        return host_write(cx, f, a, r, false);
+    }
     return do_write(cx, env, a, r, false);
 }
 
 HOST(fd_pwrite) {
+    wfd *f = getfd(env, U32(0));
+    if (f && f->kind == K_HDIR) RET(E_ISDIR);
+    if (f && f->kind == K_HFILE) {
+        NEED(f, R_FD_WRITE | R_FD_SEEK);
+        return host_write(cx, f, a, r, true);
+    }
     return do_write(cx, env, a, r, true);
 }
 
 HOST(fd_seek) {
     wfd *f = getfd(env, U32(0));
     if (!f) RET(E_BADF);
+    if (f->kind == K_DIR || f->kind == K_HDIR) RET(E_BADF); /* no seek right, ever */
+    if (f->kind != K_FILE && f->kind != K_HFILE) RET(E_SPIPE);
+    NEED(f, a[1].i64 == 0 && U32(2) == 1 ? R_FD_TELL : R_FD_SEEK);
+    if (f->kind == K_HFILE) {
+        if (U32(2) > 2) RET(E_INVAL);
+        static const int whence[3] = {SEEK_SET, SEEK_CUR, SEEK_END};
+        off_t o = lseek(f->os, (off_t)a[1].i64, whence[U32(2)]);
+        if (o < 0) RET(pr_hd_errno(errno));
+        uint8_t *p = mem(cx, U32(3), 8);
+        if (!p) RET(E_FAULT);
+        st64(p, (uint64_t)o);
+        RET(E_SUCCESS);
+    }
     if (f->kind != K_FILE) RET(f->kind == K_DIR ? E_BADF : E_SPIPE);
     int64_t off = a[1].i64, base;
     switch (U32(2)) {
@@ -651,6 +877,17 @@ HOST(fd_seek) {
 HOST(fd_tell) {
     wfd *f = getfd(env, U32(0));
     if (!f) RET(E_BADF);
+    if (f->kind == K_DIR || f->kind == K_HDIR) RET(E_BADF);
+    if (f->kind != K_FILE && f->kind != K_HFILE) RET(E_SPIPE);
+    NEED(f, R_FD_TELL);
+    if (f->kind == K_HFILE) {
+        off_t o = lseek(f->os, 0, SEEK_CUR);
+        if (o < 0) RET(pr_hd_errno(errno));
+        uint8_t *p = mem(cx, U32(1), 8);
+        if (!p) RET(E_FAULT);
+        st64(p, (uint64_t)o);
+        RET(E_SUCCESS);
+    }
     if (f->kind != K_FILE) RET(f->kind == K_DIR ? E_BADF : E_SPIPE);
     uint8_t *p = mem(cx, U32(1), 8);
     if (!p) RET(E_FAULT);
@@ -705,10 +942,18 @@ static bool readdir_child(void *ud, const char *name, size_t n, bool is_dir) {
 HOST(fd_readdir) {
     wfd *f = getfd(env, U32(0));
     if (!f) RET(E_BADF);
-    if (f->kind != K_DIR) RET(E_NOTDIR);
+    if (f->kind != K_DIR && f->kind != K_HDIR) RET(E_NOTDIR);
+    NEED(f, R_FD_READDIR);
     uint32_t cap = U32(2);
     uint8_t *buf = mem(cx, U32(1), cap), *pu = mem(cx, U32(4), 4);
     if (!buf || !pu) RET(E_FAULT);
+    if (f->kind == K_HDIR) {
+        uint32_t used = 0;
+        int e = pr_hd_readdir(f->os, buf, cap, U64(3), &used);
+        if (e) RET(e);
+        st32(pu, used);
+        RET(E_SUCCESS);
+    }
     readdir_ctx c = {buf, cap, 0, U64(3), 0, f->dir ? f->dir : "/", f->dir ? f->dir_len : 1};
     uint64_t ino = path_ino(c.dir, c.dir_len);
     if (cap && put_dirent(&c, ".", 1, FT_DIR, ino) && put_dirent(&c, "..", 2, FT_DIR, 0))
@@ -719,6 +964,40 @@ HOST(fd_readdir) {
 
 /* ---------------------------------------------------------------- paths */
 
+/* path_open below a host directory: the new descriptor's rights are the requested
+ * ones within what the directory hands down, and within what its type can have. */
+static pw_status host_open(pw_call_ctx *cx, void *env, wfd *d, const pw_val *a, pw_val *r) {
+    wasi *w = W(env);
+    uint32_t oflags = U32(4);
+    uint64_t rights = U64(5) & d->inherit, inherit = U64(6) & d->inherit;
+    uint16_t fdflags = (uint16_t)U32(7);
+    const char *path;
+    int e = guest_path(cx, U32(2), U32(3), &path);
+    if (e) RET(e);
+    if ((oflags & O_CREAT_) && !(d->rights & R_CREATE_FILE)) RET(E_NOTCAPABLE);
+    if ((oflags & O_TRUNC_) && !(d->rights & R_PATH_SET_SIZE)) RET(E_NOTCAPABLE);
+    bool rd = rights & (R_FD_READ | R_FD_READDIR);
+    bool wr = (rights & (R_FD_WRITE | R_FD_ALLOCATE | R_FD_SET_SIZE)) || (fdflags & FDF_APPEND);
+    int os;
+    bool is_dir;
+    e = pr_hd_open(d->os, path, U32(3), U32(1), oflags, fdflags, rd, wr, &os, &is_dir);
+    if (e) RET(e);
+    int64_t fd = allocfd(w);
+    if (fd < 0) {
+        close(os);
+        RET(E_MFILE);
+    }
+    wfd *f = &w->fds[fd];
+    memset(f, 0, sizeof *f);
+    f->kind = is_dir ? K_HDIR : K_HFILE;
+    f->os = os;
+    f->rights = rights & (is_dir ? R_DIR_ALL : R_FILE_ALL);
+    f->inherit = inherit;
+    f->flags = is_dir ? 0 : fdflags;
+    st32(mem(cx, U32(8), 4), (uint32_t)fd);
+    RET(E_SUCCESS);
+}
+
 HOST(path_open) {
     pr_run_state *rs = RS(env);
     wasi *w = W(env);
@@ -727,6 +1006,13 @@ HOST(path_open) {
     uint16_t fdflags = (uint16_t)U32(7);
     uint8_t *pfd = mem(cx, U32(8), 4);
     if (!pfd) RET(E_FAULT);
+    wfd *d = getfd(env, U32(0));
+    if (d && (d->kind == K_DIR || d->kind == K_HDIR)) NEED(d, R_PATH_OPEN);
+    if (d && d->kind == K_HDIR) return host_open(cx, env, d, a, r);
+    if (d && d->kind == K_DIR) {
+        rights &= d->inherit;
+        inherit &= d->inherit;
+    }
     char *norm;
     size_t n;
     int e = resolve(cx, env, U32(0), U32(2), U32(3), &norm, &n);
@@ -738,7 +1024,7 @@ HOST(path_open) {
         e = E_EXIST;
     else if ((oflags & O_DIRECTORY_) && !is_dir)
         e = file ? E_NOTDIR : E_NOENT;
-    else if (is_dir && (rights & R_FD_WRITE) && !(oflags & O_DIRECTORY_))
+    else if (is_dir && (rights & R_FD_WRITE))
         e = E_ISDIR;
     else if (!file && !is_dir) {
         if (!(oflags & O_CREAT_))
@@ -763,9 +1049,9 @@ HOST(path_open) {
     }
     wfd *f = &w->fds[fd];
     memset(f, 0, sizeof *f);
-    f->rights = rights & R_ALL;
+    f->rights = rights & (is_dir ? R_DIR_ALL : R_FILE_ALL);
     f->inherit = inherit & R_ALL;
-    f->flags = fdflags;
+    f->flags = is_dir ? 0 : fdflags;
     if (is_dir) {
         f->kind = K_DIR;
         f->dir = norm;
@@ -781,6 +1067,16 @@ HOST(path_open) {
 }
 
 HOST(path_create_directory) {
+    {
+        wfd *d = getfd(env, U32(0));
+        if (d && (d->kind == K_DIR || d->kind == K_HDIR)) NEED(d, R_MKDIR);
+        if (d && d->kind == K_HDIR) {
+            const char *path;
+            int he = guest_path(cx, U32(1), U32(2), &path);
+            if (he) RET(he);
+            RET(pr_hd_mkdir(d->os, path, U32(2)));
+        }
+    }
     pr_run_state *rs = RS(env);
     char *norm;
     size_t n;
@@ -797,6 +1093,17 @@ HOST(path_create_directory) {
 }
 
 HOST(path_filestat_get) {
+    {
+        wfd *d = getfd(env, U32(0));
+        if (d && (d->kind == K_DIR || d->kind == K_HDIR)) NEED(d, R_PATH_STAT);
+        if (d && d->kind == K_HDIR) {
+            const char *path;
+            int he = guest_path(cx, U32(2), U32(3), &path);
+            if (he) RET(he);
+            RET(mem(cx, U32(4), 64) ? pr_hd_stat(d->os, U32(1), path, U32(3), mem(cx, U32(4), 64))
+                                    : E_FAULT);
+        }
+    }
     pr_run_state *rs = RS(env);
     uint8_t *p = mem(cx, U32(4), 64);
     if (!p) RET(E_FAULT);
@@ -816,6 +1123,16 @@ HOST(path_filestat_get) {
 }
 
 HOST(path_filestat_set_times) {
+    {
+        wfd *d = getfd(env, U32(0));
+        if (d && (d->kind == K_DIR || d->kind == K_HDIR)) NEED(d, R_PATH_SET_TIMES);
+        if (d && d->kind == K_HDIR) {
+            const char *path;
+            int he = guest_path(cx, U32(2), U32(3), &path);
+            if (he) RET(he);
+            RET(pr_hd_set_times(d->os, U32(1), path, U32(3), U64(4), U64(5), U32(6)));
+        }
+    }
     pr_run_state *rs = RS(env);
     char *norm;
     size_t n;
@@ -832,7 +1149,26 @@ HOST(path_filestat_set_times) {
     RET(e);
 }
 
+static int host_readlink(pw_call_ctx *cx, wfd *d, const char *path, const pw_val *a) {
+    uint8_t *buf = mem(cx, U32(3), U32(4)), *pn = mem(cx, U32(5), 4);
+    if (!buf || !pn) return E_FAULT;
+    uint32_t n = 0;
+    int e = pr_hd_readlink(d->os, path, U32(2), buf, U32(4), &n);
+    if (!e) st32(pn, n);
+    return e;
+}
+
 HOST(path_readlink) {
+    {
+        wfd *d = getfd(env, U32(0));
+        if (d && (d->kind == K_DIR || d->kind == K_HDIR)) NEED(d, R_READLINK);
+        if (d && d->kind == K_HDIR) {
+            const char *path;
+            int he = guest_path(cx, U32(1), U32(2), &path);
+            if (he) RET(he);
+            RET(host_readlink(cx, d, path, a));
+        }
+    }
     pr_run_state *rs = RS(env);
     char *norm;
     size_t n;
@@ -844,6 +1180,16 @@ HOST(path_readlink) {
 }
 
 HOST(path_remove_directory) {
+    {
+        wfd *d = getfd(env, U32(0));
+        if (d && (d->kind == K_DIR || d->kind == K_HDIR)) NEED(d, R_RMDIR);
+        if (d && d->kind == K_HDIR) {
+            const char *path;
+            int he = guest_path(cx, U32(1), U32(2), &path);
+            if (he) RET(he);
+            RET(pr_hd_rmdir(d->os, path, U32(2)));
+        }
+    }
     pr_run_state *rs = RS(env);
     char *norm;
     size_t n;
@@ -874,6 +1220,16 @@ HOST(path_remove_directory) {
 }
 
 HOST(path_unlink_file) {
+    {
+        wfd *d = getfd(env, U32(0));
+        if (d && (d->kind == K_DIR || d->kind == K_HDIR)) NEED(d, R_UNLINK);
+        if (d && d->kind == K_HDIR) {
+            const char *path;
+            int he = guest_path(cx, U32(1), U32(2), &path);
+            if (he) RET(he);
+            RET(pr_hd_unlink(d->os, path, U32(2)));
+        }
+    }
     pr_run_state *rs = RS(env);
     char *norm;
     size_t n;
@@ -936,7 +1292,32 @@ static int rename_tree(pr_fs *fs, const char *old, size_t on, const char *nw, si
     return e;
 }
 
+/* The two directories of a rename or link: both host, or both in memory. */
+static int two_dirs(void *env, uint32_t fd1, uint64_t r1, uint32_t fd2, uint64_t r2, wfd **a,
+                    wfd **b) {
+    *a = getfd(env, fd1);
+    *b = getfd(env, fd2);
+    if (!*a || !*b) return E_BADF;
+    bool ha = (*a)->kind == K_HDIR, hb = (*b)->kind == K_HDIR;
+    if ((!ha && (*a)->kind != K_DIR) || (!hb && (*b)->kind != K_DIR)) return E_NOTDIR;
+    if (((*a)->rights & r1) != r1 || ((*b)->rights & r2) != r2) return E_NOTCAPABLE;
+    if (ha != hb) return 75; /* EXDEV: across file systems */
+    return E_SUCCESS;
+}
+
 HOST(path_rename) {
+    {
+        wfd *da, *db;
+        int e = two_dirs(env, U32(0), R_RENAME_SOURCE, U32(3), R_RENAME_TARGET, &da, &db);
+        if (e) RET(e);
+        if (da->kind == K_HDIR) {
+            const char *p1, *p2;
+            if ((e = guest_path(cx, U32(1), U32(2), &p1)) ||
+                (e = guest_path(cx, U32(4), U32(5), &p2)))
+                RET(e);
+            RET(pr_hd_rename(da->os, p1, U32(2), db->os, p2, U32(5)));
+        }
+    }
     pr_run_state *rs = RS(env);
     char *on, *nw;
     size_t onl, nwl;
@@ -982,11 +1363,28 @@ HOST(path_rename) {
 }
 
 HOST(path_link) {
-    RET(E_NOTSUP);
+    wfd *da, *db;
+    int e = two_dirs(env, U32(0), R_LINK_SOURCE, U32(4), R_LINK_TARGET, &da, &db);
+    if (e) RET(e);
+    if (da->kind != K_HDIR) RET(E_NOTSUP); /* the room's file system has no links */
+    const char *p1, *p2;
+    if ((e = guest_path(cx, U32(2), U32(3), &p1)) || (e = guest_path(cx, U32(5), U32(6), &p2)))
+        RET(e);
+    RET(pr_hd_link(da->os, U32(1), p1, U32(3), db->os, p2, U32(6)));
 }
 
 HOST(path_symlink) {
-    RET(E_NOTSUP);
+    wfd *d = getfd(env, U32(2));
+    if (!d) RET(E_BADF);
+    if (d->kind != K_DIR && d->kind != K_HDIR) RET(E_NOTDIR);
+    NEED(d, R_SYMLINK);
+    if (d->kind != K_HDIR) RET(E_NOTSUP);
+    const char *target, *path;
+    int e;
+    if ((e = guest_path(cx, U32(0), U32(1), &target)) ||
+        (e = guest_path(cx, U32(3), U32(4), &path)))
+        RET(e);
+    RET(pr_hd_symlink(target, U32(1), d->os, path, U32(4)));
 }
 
 /* ---------------------------------------------------------------- poll, sockets */
@@ -1016,6 +1414,23 @@ static bool room_sleep(const pr_run_state *rs, uint64_t ns) {
     return !cut;
 }
 
+/* A read subscription on a connected stdin (peri run): the one descriptor that can be
+ * not ready. Everything else in the room is always ready. */
+static bool stdin_sub(pr_run_state *rs, void *env, const uint8_t *s) {
+    if (s[8] != 1 || !rs->opt->stdin_connected) return false;
+    wfd *f = getfd(env, ld32(s + 16));
+    return f && f->kind == K_STDIN;
+}
+
+/* Waits up to ms (-1: no bound) for stdin to be readable (or at its end). */
+static bool stdin_wait(int fd, int ms) {
+    struct pollfd p = {fd, POLLIN, 0};
+    int rc;
+    while ((rc = poll(&p, 1, ms)) < 0 && errno == EINTR)
+        ;
+    return rc > 0;
+}
+
 HOST(poll_oneoff) {
     pr_run_state *rs = RS(env);
     uint32_t nsubs = U32(2);
@@ -1024,16 +1439,23 @@ HOST(poll_oneoff) {
             *out = mem(cx, U32(1), 32 * (uint64_t)nsubs);
     uint8_t *pn = mem(cx, U32(3), 4);
     if (!in || !out || !pn) RET(E_FAULT);
-    /* Descriptors in the room are always ready (stdin at EOF, files, stdout): when a
-     * descriptor subscription exists, poll returns those at once. Otherwise it waits for
+    /* Descriptors in the room are always ready (stdin at EOF, files, stdout), except a
+     * connected stdin (peri run), which poll(2) asks: when a ready descriptor
+     * subscription exists, poll returns those at once. Otherwise it waits for
      * the earliest clock subscription: real clocks sleep (bounded by the run's wall
      * limit; sleeping costs no CPU time), deterministic clocks just move forward. */
     uint32_t nev = 0;
-    bool any_fd = false;
+    bool any_fd = false, has_stdin = false, stdin_now = false;
+    int in_fd = rs->opt->stdin_fd;
     uint64_t wait = UINT64_MAX;
     for (uint32_t i = 0; i < nsubs; i++) {
         const uint8_t *s = in + 48 * i;
-        if (s[8] == 1 || s[8] == 2) any_fd = true;
+        if (stdin_sub(rs, env, s)) {
+            has_stdin = true;
+            if (!stdin_now && stdin_wait(in_fd, 0)) stdin_now = any_fd = true;
+        } else if (s[8] == 1 || s[8] == 2) {
+            any_fd = true;
+        }
         if (s[8] != 0) continue;
         uint32_t id = ld32(s + 16);
         if (id > 3) {
@@ -1048,7 +1470,26 @@ HOST(poll_oneoff) {
         if (rel < wait) wait = rel;
     }
     if (any_fd) wait = 0;
-    if (wait && wait != UINT64_MAX) {
+    if (has_stdin && !any_fd && !rs->opt->seed) {
+        /* Wait for stdin or the earliest clock, within the run's wall limit. */
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        uint64_t t = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+        uint64_t left = t < rs->wall_deadline_ns ? rs->wall_deadline_ns - t : 0;
+        uint64_t w = wait < left ? wait : left;
+        int ms = w / 1000000ull > INT32_MAX ? INT32_MAX : (int)((w + 999999ull) / 1000000ull);
+        if (stdin_wait(in_fd, ms)) {
+            stdin_now = any_fd = true;
+            wait = 0;
+        } else if (wait > left) {
+            rs->end = PR_END_PLATFORM;
+            snprintf(rs->end_msg, sizeof rs->end_msg, "隔离运行失败：运行时间超过 %u ms",
+                     rs->host->wall_ms);
+            return pw_ctx_trap(cx, "%s", rs->end_msg);
+        }
+        /* Otherwise the earliest clock expired while waiting: reported below. */
+    }
+    if (wait && wait != UINT64_MAX && !(has_stdin && !rs->opt->seed)) {
         if (rs->opt->seed) {
             rs->det_clock += wait;
         } else if (!room_sleep(rs, wait)) {
@@ -1076,6 +1517,13 @@ HOST(poll_oneoff) {
                 }
                 if (any_fd ? rel > 0 : rel > wait) continue; /* not expired */
             }
+        } else if (stdin_sub(rs, env, s)) {
+            if (!stdin_now) continue; /* not ready */
+            int avail = 0;
+            if (ioctl(in_fd, FIONREAD, &avail) != 0 || avail <= 0)
+                st16(ev + 24, 1); /* hang-up: nothing to read is the end */
+            else
+                st64(ev + 16, (uint64_t)avail);
         } else if (tag == 1 || tag == 2) {
             wfd *f = getfd(env, ld32(s + 16));
             if (!f)
@@ -1177,6 +1625,15 @@ static bool wasi_matches(const pw_module *m) {
     return true;
 }
 
+static void wasi_free(wasi *w) {
+    for (uint32_t i = 0; i < w->nfds; i++)
+        if (w->fds[i].kind != K_FREE) closefd(&w->fds[i]);
+    if (w->fds != w->fixed) free(w->fds);
+    free(w);
+}
+
+/* Descriptors 0-2, then the host directories in order, then the room's "/" unless a
+ * host directory is the guest's "/". */
 static wasi *state(pr_run_state *rs) {
     if (rs->abi_state) return rs->abi_state;
     wasi *w = calloc(1, sizeof *w);
@@ -1186,7 +1643,28 @@ static wasi *state(pr_run_state *rs) {
     w->fixed[0] = (wfd){.kind = K_STDIN, .rights = R_STDIN};
     w->fixed[1] = (wfd){.kind = K_STDOUT, .rights = R_STDOUT};
     w->fixed[2] = (wfd){.kind = K_STDERR, .rights = R_STDOUT};
-    w->fixed[3] = (wfd){.kind = K_DIR, .rights = R_ALL, .inherit = R_ALL};
+    const pr_exec_options *o = rs->opt;
+    bool root_taken = false;
+    for (size_t i = 0; i < o->ndirs; i++) {
+        int64_t fd = allocfd(w);
+        int os = fd < 0 ? -1 : fcntl(o->dirs[i].fd, F_DUPFD_CLOEXEC, 3);
+        if (os < 0) {
+            wasi_free(w);
+            return NULL;
+        }
+        const char *name = o->dirs[i].guest ? o->dirs[i].guest : "/";
+        w->fds[fd] =
+            (wfd){.kind = K_HDIR, .os = os, .rights = R_DIR_ALL, .inherit = R_ALL, .preopen = name};
+        root_taken |= strcmp(name, "/") == 0;
+    }
+    if (!root_taken && !o->no_memory_root) {
+        int64_t fd = allocfd(w);
+        if (fd < 0) {
+            wasi_free(w);
+            return NULL;
+        }
+        w->fds[fd] = (wfd){.kind = K_DIR, .rights = R_DIR_ALL, .inherit = R_ALL, .preopen = "/"};
+    }
     rs->abi_state = w;
     return w;
 }
@@ -1200,8 +1678,14 @@ static bool wasi_resolve(void *ctx, pw_store *s, const pw_module *m, const pw_im
         if (strlen(FUNCS[i].name) != imp->name_len ||
             memcmp(FUNCS[i].name, imp->name, imp->name_len) != 0)
             continue;
+        /* Built with the function's own type (wasi_sig.c), never the import's: an
+         * import of another type fails to link (incompatible import type). */
+        (void)m;
         pw_error e;
-        pw_func *f = pw_func_new_host_for_import(s, m, imp->index, FUNCS[i].fn, rs, &e);
+        pw_functype ft;
+        pw_func *f = pr_wasi_functype(FUNCS[i].name, &ft)
+                         ? pw_func_new_host(s, &ft, FUNCS[i].fn, rs, &e)
+                         : NULL;
         if (!f) return false;
         out->kind = PW_EXTERN_FUNC;
         out->u.func = f;
@@ -1216,6 +1700,18 @@ static pw_status wasi_start(pr_run_state *rs, pw_error *err) {
         return PW_ERR_NOMEM;
     }
     pw_extern ex;
+    const char *inv = rs->opt->invoke;
+    if (inv) { /* peri run --invoke: the caller checked the export's type */
+        if (!pw_instance_export(rs->inst, inv, strlen(inv), &ex) || ex.kind != PW_EXTERN_FUNC) {
+            rs->end = PR_END_HOST;
+            snprintf(rs->end_msg, sizeof rs->end_msg, "程序没有导出 %s", inv);
+            err->status = PW_ERR_TRAP;
+            err->trap = PW_TRAP_HOST;
+            return PW_ERR_TRAP;
+        }
+        return pw_call(rs->store, ex.u.func, rs->opt->invoke_args, rs->opt->invoke_nargs,
+                       rs->opt->invoke_results, rs->opt->invoke_nresults, err);
+    }
     if (!pw_instance_export(rs->inst, "_start", 6, &ex) || ex.kind != PW_EXTERN_FUNC) {
         rs->end = PR_END_HOST;
         snprintf(rs->end_msg, sizeof rs->end_msg, "程序没有导出 _start");
@@ -1229,10 +1725,7 @@ static pw_status wasi_start(pr_run_state *rs, pw_error *err) {
 static void wasi_finish(pr_run_state *rs) {
     wasi *w = rs->abi_state;
     if (!w) return;
-    for (uint32_t i = 0; i < w->nfds; i++)
-        if (w->fds[i].kind != K_FREE) closefd(&w->fds[i]);
-    if (w->fds != w->fixed) free(w->fds);
-    free(w);
+    wasi_free(w);
     rs->abi_state = NULL;
 }
 

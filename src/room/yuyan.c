@@ -98,7 +98,9 @@ static bool struct_of(const pw_module *m, uint32_t ti, pw_valtype want) {
     pw_valtype t;
     uint8_t pk;
     bool mut;
-    return pw_module_type_form(m, ti) == 0x5F && pw_module_type_nfields(m, ti) >= 1 &&
+    /* Exactly one field: the host builds these structs from one value (a second field
+     * would be filled from nothing, and a reference field from host memory). */
+    return pw_module_type_form(m, ti) == 0x5F && pw_module_type_nfields(m, ti) == 1 &&
            pw_module_type_field(m, ti, 0, &t, &pk, &mut) && !pk && t == want;
 }
 
@@ -291,18 +293,44 @@ static bool is_tuple(yy_call *c, pw_ref r) {
            pw_ref_test_type(pw_ctx_store(c->cx), inst_of(c), r, c->y->t_tuple);
 }
 
-/* Nested (in-tuple) scalars: i31 or $big for 整, $float for 小, i31 0/1 for 爻. */
+/* Nested (in-tuple) scalars: i31 or $big for 整, $float for 小, i31 0/1 for 爻. Every
+ * guest value is checked for its exact type before the host reads it: a struct's
+ * field 0 is read only from the module's own $big / $float (one field of that type). */
 static bool nested_int(yy_call *c, pw_ref r, int64_t *out) {
     if (pw_ref_kind_of(r) == PW_REF_I31) {
         *out = pw_i31_get_s(r);
         return true;
     }
+    pw_store *s = pw_ctx_store(c->cx);
     pw_val v;
-    if (pw_ref_kind_of(r) == PW_REF_STRUCT && pw_struct_get(pw_ctx_store(c->cx), r, 0, true, &v)) {
+    if (c->y->have_big && pw_ref_kind_of(r) == PW_REF_STRUCT &&
+        pw_ref_test_type(s, inst_of(c), r, c->y->t_big) && pw_struct_get(s, r, 0, true, &v)) {
         *out = v.i64;
         return true;
     }
     return false;
+}
+
+static bool nested_float(yy_call *c, pw_ref r, double *out) {
+    pw_store *s = pw_ctx_store(c->cx);
+    pw_val v;
+    int64_t i;
+    if (c->y->have_float && pw_ref_kind_of(r) == PW_REF_STRUCT &&
+        pw_ref_test_type(s, inst_of(c), r, c->y->t_float) && pw_struct_get(s, r, 0, false, &v)) {
+        memcpy(out, &v.f64, 8);
+        return true;
+    }
+    if (!nested_int(c, r, &i)) return false;
+    *out = (double)i;
+    return true;
+}
+
+/* A 串 value: an i8 array, of the module's $bytes type when it has one. */
+static const uint8_t *nested_bytes(yy_call *c, pw_ref r, uint32_t *n) {
+    if (pw_ref_kind_of(r) != PW_REF_ARRAY) return NULL;
+    if (c->y->have_bytes && !pw_ref_test_type(pw_ctx_store(c->cx), inst_of(c), r, c->y->t_bytes))
+        return NULL;
+    return pw_array_bytes(r, n);
 }
 
 static pw_status nested_out(yy_call *c, uint8_t shape, const yy_val *r, pw_ref *out) {
@@ -339,7 +367,8 @@ static pw_status nested_out(yy_call *c, uint8_t shape, const yy_val *r, pw_ref *
 static pw_status bad_call(yy_call *c, const char *what, const uint8_t *name, uint32_t n) {
     pr_buf m = {0};
     pw_status st;
-    if (pr_buf_puts(&m, what) && pr_buf_puts(&m, "：") && yy_text(&m, name, n))
+    size_t max = sizeof c->rs->end_msg; /* the message is cut there anyway */
+    if (pr_buf_puts(&m, what) && pr_buf_puts(&m, "：") && yy_text(&m, name, n < max ? n : max))
         st = yy_fail(c, "%s", m.p);
     else
         st = yy_platform(c, "隔离运行失败：内存不足");
@@ -352,7 +381,7 @@ static pw_status host_gc_call(pw_call_ctx *cx, void *env, const pw_val *args, pw
     yy_call c = {cx, b->y, b->y->rs};
     prepare(c.y, inst_of(&c));
     uint32_t nl;
-    const uint8_t *name = pw_array_bytes(args[0].ref, &nl);
+    const uint8_t *name = nested_bytes(&c, args[0].ref, &nl);
     if (!name) return yy_fail(&c, "宿主原语名不是字节串");
     static const char pre[] = "豫言_";
     size_t pl = sizeof pre - 1;
@@ -364,34 +393,26 @@ static pw_status host_gc_call(pw_call_ctx *cx, void *env, const pw_val *args, pw
     yy_sig sig;
     if (!yy_sig_parse(fn->sig, strlen(fn->sig), &sig)) return yy_fail(&c, "宿主签名有误");
     pw_ref tup = args[1].ref;
-    /* Elements are read as references: the argument list must be a $tuple. */
-    if (sig.nparams && (!c.y->have_tuple || !is_tuple(&c, tup)))
+    /* Elements are read as references: the argument list must be a $tuple of exactly
+     * the primitive's arity (no arguments: null or an empty $tuple). */
+    if ((tup || sig.nparams) && !is_tuple(&c, tup))
         return bad_call(&c, "宿主原语参数不是元组", name, nl);
-    if (sig.nparams && pw_array_len(tup) < sig.nparams)
-        return bad_call(&c, "宿主原语参数个数不符", name, nl);
+    if (pw_array_len(tup) != sig.nparams) return bad_call(&c, "宿主原语参数个数不符", name, nl);
     yy_val a[YY_MAX_PARAMS];
     memset(a, 0, sizeof a);
     for (uint32_t k = 0; k < sig.nparams; k++) {
         pw_val e;
-        pw_array_get(tup, k, false, &e);
-        bool ok = true;
-        switch (sig.params[k]) {
+        bool ok = pw_array_get(tup, k, false, &e);
+        switch (ok ? sig.params[k] : YS_NONE) {
         case YS_INT:
         case YS_BOOL: ok = nested_int(&c, e.ref, &a[k].i); break;
-        case YS_FLOAT: {
-            pw_val v;
-            int64_t i;
-            if (pw_ref_kind_of(e.ref) == PW_REF_STRUCT &&
-                pw_struct_get(pw_ctx_store(cx), e.ref, 0, false, &v))
-                memcpy(&a[k].f, &v.f64, 8);
-            else if (nested_int(&c, e.ref, &i))
-                a[k].f = (double)i;
-            else
-                ok = false;
+        case YS_FLOAT: ok = nested_float(&c, e.ref, &a[k].f); break;
+        case YS_STR: ok = (a[k].s = nested_bytes(&c, e.ref, &a[k].n)) != NULL; break;
+        case YS_TUPLE:
+            ok = is_tuple(&c, e.ref);
+            a[k].ref = e.ref;
             break;
-        }
-        case YS_STR: ok = (a[k].s = pw_array_bytes(e.ref, &a[k].n)) != NULL; break;
-        default: a[k].ref = e.ref; break;
+        default: ok = false; break; /* no primitive takes other shapes */
         }
         if (!ok) return bad_call(&c, "宿主原语参数类型不符", name, nl);
     }
@@ -416,44 +437,81 @@ static pw_status host_web_check(pw_call_ctx *cx, void *env, const pw_val *args, 
 }
 
 /* String(value) of the reference's value bridge (桥.解): text for bytes, decimal for
- * integers, arrays joined by ",", null as "". */
-static bool js_string(yy_call *c, pr_buf *b, pw_ref r, int depth, bool top) {
+ * integers, arrays joined by ",", null as "". Host work on a guest value graph is
+ * bounded: a tuple already on the path prints as "" (Array.prototype.join's cycle
+ * rule), nesting stops at JS_DEPTH, the text stops growing at the contract's output
+ * limit (the message keeps far less), and the CPU/wall limit is polled as it walks. */
+#define JS_DEPTH 256
+#define JS_LIMIT (PR_OUTPUT_MAX + 64)
+
+typedef struct js_walk {
+    yy_call *c;
+    pr_buf *b;
+    pw_ref path[JS_DEPTH + 1]; /* tuples being joined (not GC-moved: no allocation here) */
+    uint32_t depth;
+    uint32_t steps;
+    int stop; /* 0 go on, 1 the text is full, -1 out of memory, -2 interrupted */
+} js_walk;
+
+static bool js_full(js_walk *w) {
+    if (w->b->len >= JS_LIMIT) w->stop = 1;
+    if ((++w->steps & 1023) == 0 && pw_store_interrupted(pw_ctx_store(w->c->cx))) w->stop = -2;
+    return w->stop != 0;
+}
+
+static void js_puts(js_walk *w, const char *s) {
+    if (!pr_buf_puts(w->b, s)) w->stop = -1;
+}
+
+static void js_string(js_walk *w, pw_ref r, bool top) {
+    yy_call *c = w->c;
     pw_store *s = pw_ctx_store(c->cx);
     uint32_t n;
     const uint8_t *p;
     int64_t i;
     char num[32];
-    if (depth > 256) return true;
-    if (!r) return top ? pr_buf_puts(b, "null") : true;
-    if ((p = pw_array_bytes(r, &n)) != NULL) {
-        if (top) return yy_text(b, p, n);
-        for (uint32_t k = 0; k < n; k++) { /* a Uint8Array inside an array: "1,2,3" */
-            snprintf(num, sizeof num, k ? ",%u" : "%u", p[k]);
-            if (!pr_buf_puts(b, num)) return false;
-        }
-        return true;
+    if (js_full(w) || w->depth > JS_DEPTH) return;
+    if (!r) {
+        if (top) js_puts(w, "null");
+        return;
     }
-    if (nested_int(c, r, &i) && pw_ref_kind_of(r) == PW_REF_I31) {
+    if ((p = pw_array_bytes(r, &n)) != NULL) {
+        if (top) {
+            if (!yy_text(w->b, p, n < JS_LIMIT ? n : JS_LIMIT)) w->stop = -1;
+            return;
+        }
+        for (uint32_t k = 0; k < n && !js_full(w); k++) { /* a Uint8Array in an array */
+            snprintf(num, sizeof num, k ? ",%u" : "%u", p[k]);
+            js_puts(w, num);
+        }
+        return;
+    }
+    if (pw_ref_kind_of(r) == PW_REF_I31 && nested_int(c, r, &i)) {
         snprintf(num, sizeof num, "%lld", (long long)i);
-        return pr_buf_puts(b, num);
+        js_puts(w, num);
+        return;
     }
     if (is_tuple(c, r)) {
+        for (uint32_t d = 0; d < w->depth; d++)
+            if (w->path[d] == r) return; /* a cycle joins as "" */
+        w->path[w->depth++] = r;
         uint32_t len = pw_array_len(r);
-        for (uint32_t k = 0; k < len; k++) {
+        for (uint32_t k = 0; k < len && !js_full(w); k++) {
             pw_val e;
-            if (k && !pr_buf_putc(b, ',')) return false;
-            if (pw_array_get(r, k, false, &e) && !js_string(c, b, e.ref, depth + 1, false))
-                return false;
+            if (k && !pr_buf_putc(w->b, ',')) w->stop = -1;
+            if (!w->stop && pw_array_get(r, k, false, &e)) js_string(w, e.ref, false);
         }
-        return true;
+        w->depth--;
+        return;
     }
     pw_val v;
-    if (c->y->have_big && pw_ref_test_type(s, inst_of(c), r, c->y->t_big) &&
-        pw_struct_get(s, r, 0, true, &v)) {
+    if (c->y->have_big && pw_ref_kind_of(r) == PW_REF_STRUCT &&
+        pw_ref_test_type(s, inst_of(c), r, c->y->t_big) && pw_struct_get(s, r, 0, true, &v)) {
         snprintf(num, sizeof num, "%lld", (long long)v.i64);
-        return pr_buf_puts(b, num);
+        js_puts(w, num);
+        return;
     }
-    return pr_buf_puts(b, "[object Object]");
+    js_puts(w, "[object Object]");
 }
 
 static pw_status host_web_fail(pw_call_ctx *cx, void *env, const pw_val *args, pw_val *results) {
@@ -463,10 +521,19 @@ static pw_status host_web_fail(pw_call_ctx *cx, void *env, const pw_val *args, p
     prepare(c.y, inst_of(&c));
     pr_buf m = {0};
     pw_status st;
-    if (pr_buf_puts(&m, "未捕捉的豫言异常：\n") && js_string(&c, &m, args[0].ref, 0, true))
+    js_walk *w = NULL;
+    if (pr_buf_puts(&m, "未捕捉的豫言异常：\n") && (w = calloc(1, sizeof *w)) != NULL) {
+        w->c = &c;
+        w->b = &m;
+        js_string(w, args[0].ref, true);
+    }
+    if (w && w->stop == -2)
+        st = pw_ctx_trap(cx, "interrupted"); /* the watchdog fired: run.c reports the limit */
+    else if (w && w->stop != -1)
         st = yy_fail(&c, "%s", m.p);
     else
         st = yy_platform(&c, "隔离运行失败：内存不足");
+    free(w);
     pr_buf_free(&m);
     return st;
 }

@@ -2,9 +2,10 @@
  * yuyan_std.c — the 36 標准库 functions the file-style host implements, and 构建基础
  * (research §2.5), over the room's in-memory file system and counted output. Every
  * other field of a linked interface module is a stub (yuyan.c).
- * Errors: a missing file in 同步读取文件(字节串) ends the run ("文件不存在：<path>");
- * the other reference errors (取得真实路径 of a missing path, an unsupported date
- * directive, 获取随机整数 with n <= 0) are catchable 豫言 errors (tag yy_错误).
+ * Errors: a missing file in 同步读取文件(字节串) or 取得真实路径 ends the run
+ * ("文件不存在：<path>", ok false, exitCode 1, output and files so far); the other
+ * reference errors (an unsupported date directive, 获取随机整数 with n <= 0) are
+ * catchable 豫言 errors (tag yy_错误).
  */
 #include "yuyan_int.h"
 
@@ -213,7 +214,7 @@ static pw_status real_path(yy_call *c, const yy_val *a, yy_val *r) {
     if (file_at(c->rs->fs, &np) || is_dir(c->rs->fs, &np))
         st = yy_new_str(c, np.p, np.n, &r->ref);
     else
-        st = missing(c, a, true);
+        st = missing(c, a, false); /* ends the run, as the reference host does */
     norm_free(&np);
     return st;
 }
@@ -238,6 +239,10 @@ static pw_status emit(yy_call *c, int stream, const yy_val *a, bool newline) {
     const uint8_t *data = a->s;
     size_t n = a->n;
     uint8_t stack[512], *tmp = NULL;
+    if (n + newline > PR_OUTPUT_MAX - c->rs->out_bytes) { /* before copying the value */
+        c->rs->end = PR_END_OUTPUT;
+        return pw_ctx_trap(c->cx, "%s", "输出超过 64 KB");
+    }
     if (newline) {
         /* One write of value + "\n", counted and decoded as one, like the reference. */
         tmp = n + 1 <= sizeof stack ? stack : malloc(n + 1);
@@ -369,7 +374,7 @@ static pw_status parse_float(yy_call *c, const yy_val *a, yy_val *r) {
 static pw_status exit_process(yy_call *c, const yy_val *a, yy_val *r) {
     (void)r;
     c->rs->end = PR_END_EXIT;
-    c->rs->exit_code = a->i > INT32_MAX ? INT32_MAX : a->i < INT32_MIN ? INT32_MIN : (int)a->i;
+    c->rs->exit_code = a->i; /* the whole i64: result.c writes it as the reference's Number */
     return pw_ctx_trap(c->cx, "程序退出");
 }
 

@@ -1,15 +1,24 @@
 /*
  * fs.c — the file tools: read (offset/limit by lines), write (create/overwrite), edit
  * (exact-match replace, unique unless replace_all) and list (one directory).
+ *
+ * Every path is resolved once beneath the workspace root (confine.c) and the tool works
+ * on the descriptor it got. read and edit refuse FIFOs, devices and hard-linked files.
+ * write and edit never change a file in place: the new content goes to a temporary file
+ * beside it (mode and owner kept, fsync'd) that is renamed over it, so a failure half-way
+ * leaves the old file whole. Results are bounded by MAX_FILE (an edit with replace_all
+ * cannot amplify a small input into a huge file).
  */
 #include "tools_int.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define MAX_FILE           (32u << 20) /* files larger than this are not loaded */
 #define DIFF_MAX           (1u << 20)  /* oldText/newText above this are left out of the diff */
@@ -20,12 +29,63 @@ static ptl_status bad_input(ptl_result *r, const char *tool, const char *what) {
     return ptl__error(r, "%s: %s", tool, what);
 }
 
-static ptl_status file_error(ptl_result *r, const char *path, int rc) {
-    if (rc == -2) return ptl__error(r, "file too large (over %u MiB): %s", MAX_FILE >> 20, path);
-    if (errno == EISDIR) return ptl__error(r, "is a directory, not a file: %s", path);
-    if (errno == EINVAL) return ptl__error(r, "not a regular file: %s", path);
-    if (errno == ENOMEM) return PTL_ERR_NOMEM;
+/* A tool error for a confined-file status (ptl_fstatus). */
+static ptl_status status_error(ptl_result *r, const char *path, ptl_fstatus s) {
+    switch (s) {
+    case PTL_F_OK: break;
+    case PTL_F_MISSING: return ptl__error(r, "no such file or directory: %s", path);
+    case PTL_F_ESCAPES: return ptl__error(r, "path escapes the workspace: %s", path);
+    case PTL_F_IS_DIR: return ptl__error(r, "is a directory, not a file: %s", path);
+    case PTL_F_NOT_REGULAR: return ptl__error(r, "not a regular file: %s", path);
+    case PTL_F_HARDLINK:
+        return ptl__error(r,
+                          "refused: %s has other hard links, which may lie outside the "
+                          "workspace",
+                          path);
+    case PTL_F_TOO_LARGE:
+        return ptl__error(r, "file too large (over %u MiB): %s", MAX_FILE >> 20, path);
+    case PTL_F_NOMEM: return PTL_ERR_NOMEM;
+    case PTL_F_IO: break;
+    }
     return ptl__error(r, "cannot read %s: %s", path, strerror(errno));
+}
+
+/* The workspace root descriptor and the path relative to it. On failure the tool error is
+ * in r (returned through *st) and -1 is returned. */
+static int open_root(const ptl_ctx *ctx, ptl_result *r, const char *path, char **rel,
+                     ptl_status *st) {
+    *rel = NULL;
+    if (!*path) {
+        *st = ptl__error(r, "empty path");
+        return -1;
+    }
+    int rc = ptl__rel(ctx->cwd, path, rel);
+    if (rc < 0) {
+        *st = rc == -ENOMEM ? PTL_ERR_NOMEM : status_error(r, path, ptl__errno_status(-rc));
+        return -1;
+    }
+    int fd = ptl__root_fd(ctx->cwd);
+    if (fd < 0) {
+        free(*rel);
+        *rel = NULL;
+        *st = ptl__error(r, "the workspace directory is not accessible: %s", ctx->cwd);
+        return -1;
+    }
+    return fd;
+}
+
+/* A tool error for a -errno from target resolution. */
+static ptl_status target_error(ptl_result *r, const char *path, int neg) {
+    if (neg == -ENOMEM) return PTL_ERR_NOMEM;
+    if (neg == -EISDIR) return status_error(r, path, PTL_F_IS_DIR);
+    if (neg == -ENOTDIR) return ptl__error(r, "not a directory: a parent of %s", path);
+    ptl_fstatus s = ptl__errno_status(-neg);
+    if (s == PTL_F_IO) return ptl__error(r, "cannot write %s: %s", path, strerror(-neg));
+    return status_error(r, path, s);
+}
+
+static bool cancelled(const ptl_ctx *ctx) {
+    return ctx->cancel && atomic_load(ctx->cancel);
 }
 
 ptl_status ptl__read(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
@@ -39,15 +99,26 @@ ptl_status ptl__read(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
                          "(integers)");
     if (offset < 1 || limit < 1) return bad_input(r, "read", "offset and limit must be >= 1");
     ptl_status st = PTL_OK;
-    char *abs = ptl__resolve(ctx, r, path, false, &st);
-    if (!abs) return st;
-    char *data;
+    char *rel;
+    int rootfd = open_root(ctx, r, path, &rel, &st);
+    if (rootfd < 0) return st;
+    int fd;
+    struct stat sb;
+    char *data = NULL, *abs = NULL;
     size_t len;
-    int rc = ptl__read_file(abs, MAX_FILE, &data, &len);
-    if (rc != 0) {
-        st = file_error(r, path, rc);
+    ptl_fstatus fs = ptl__open_regular(rootfd, rel, &fd, &sb);
+    if (fs == PTL_F_OK) {
+        fs = ptl__read_fd(fd, MAX_FILE, false, &data, &len);
+        abs = ptl__fd_path(fd, ctx->cwd, rel);
+        close(fd);
+        if (fs == PTL_F_OK && !abs) fs = PTL_F_NOMEM;
+    }
+    close(rootfd);
+    free(rel);
+    if (fs != PTL_F_OK) {
+        free(data);
         free(abs);
-        return st;
+        return status_error(r, path, fs);
     }
     if (ptl__is_binary(data, len)) {
         free(data);
@@ -114,6 +185,26 @@ static ptl_status diff_content(ptl_result *r, const char *abs, const char *old_t
     return r->content_json ? PTL_OK : PTL_ERR_NOMEM;
 }
 
+/* The existing file at dirfd/name, for write and edit: *fd (-1 when there is none), its
+ * stat. Symlinks at name were resolved by ptl__target_at; one raced in now is refused. */
+static ptl_fstatus open_existing(int dirfd, const char *name, int *fd, struct stat *st) {
+    *fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (*fd < 0) return errno == ENOENT ? PTL_F_MISSING : ptl__errno_status(errno);
+    ptl_fstatus s = ptl__check_regular(*fd, st);
+    if (s != PTL_F_OK && s != PTL_F_HARDLINK) {
+        close(*fd);
+        *fd = -1;
+    }
+    return s;
+}
+
+static char *join_path(int dirfd, const ptl_ctx *ctx, const char *name) {
+    char *dir = ptl__fd_path(dirfd, ctx->cwd, "."), *out = NULL;
+    if (dir && asprintf(&out, "%s/%s", dir, name) < 0) out = NULL;
+    free(dir);
+    return out;
+}
+
 ptl_status ptl__write(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     bool bad = false;
     const char *path = ptl__str(in, "path", &bad);
@@ -122,37 +213,68 @@ ptl_status ptl__write(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
         return bad_input(r, "write", "needs \"path\" and \"content\" (strings)");
     const char *content = json_string_value(cv);
     size_t clen = json_string_length(cv);
+    if (clen > MAX_FILE)
+        return ptl__error(r, "write: content of %zu bytes is over the %u MiB limit: %s", clen,
+                          MAX_FILE >> 20, path);
     ptl_status st = PTL_OK;
-    char *abs = ptl__resolve(ctx, r, path, true, &st);
-    if (!abs) return st;
-    char *root = ptl__root(ctx);
-    char *old = NULL;
+    char *rel, *name = NULL, *old = NULL, *abs = NULL;
     size_t old_len = 0;
-    int rc = root ? ptl__read_file(abs, MAX_FILE, &old, &old_len) : 0;
-    if (rc == -1 && errno == EISDIR) {
-        st = ptl__error(r, "is a directory, not a file: %s", path);
+    int dirfd = -1, fd = -1;
+    int rootfd = open_root(ctx, r, path, &rel, &st);
+    if (rootfd < 0) return st;
+    int rc = ptl__target_at(rootfd, rel, true, &dirfd, &name);
+    if (rc < 0) {
+        st = target_error(r, path, rc);
         goto done;
     }
-    if (!root) {
+    struct stat sb;
+    ptl_fstatus fs = open_existing(dirfd, name, &fd, &sb);
+    bool exists = fs == PTL_F_OK || fs == PTL_F_HARDLINK;
+    if (!exists && fs != PTL_F_MISSING) {
+        st = status_error(r, path, fs);
+        goto done;
+    }
+    /* the old text goes into the diff, unless another name of the file may be outside */
+    if (fs == PTL_F_OK && ptl__read_fd(fd, MAX_FILE, false, &old, &old_len) != PTL_F_OK) {
+        free(old);
+        old = NULL;
+        old_len = 0;
+    }
+    if (fd >= 0) close(fd);
+    fd = -1;
+    abs = join_path(dirfd, ctx, name);
+    if (!abs) {
         st = PTL_ERR_NOMEM;
         goto done;
     }
-    int werr = ptl__write_file(root, abs, content, clen);
+    int werr = ptl__replace_at(dirfd, name, content, clen, exists ? &sb : NULL, ctx->cancel);
     if (werr) {
-        st = ptl__error(r, "cannot write %s: %s", path,
-                        werr == EPERM ? "path escapes the workspace" : strerror(werr));
+        if (werr == ECANCELED) {
+            st = ptl__error(r, "cancelled: %s was not changed", path);
+            if (st == PTL_OK) st = PTL_CANCELLED;
+        } else {
+            st = ptl__error(r, "cannot write %s: %s", path, strerror(werr));
+        }
         goto done;
     }
     ptl__out o;
     ptl__out_init(&o, ctx->max_output);
-    ptl__out_addf(&o, "%s %s (%zu bytes)", rc == 0 ? "Overwrote" : "Created", path, clen);
+    ptl__out_addf(&o, "%s %s (%zu bytes)", exists ? "Overwrote" : "Created", path, clen);
     st = ptl__finish(r, &o, false);
-    if (st == PTL_OK) st = diff_content(r, abs, rc == 0 ? old : NULL, old_len, content, clen);
+    if (st == PTL_OK) {
+        static const char hidden[] = "(not shown: the file has other hard links)";
+        const char *ot = !exists ? NULL : old ? old : hidden;
+        st = diff_content(r, abs, ot, old ? old_len : sizeof hidden - 1, content, clen);
+    }
     if (st == PTL_OK) st = ptl__location(r, abs, 0);
 done:
+    if (fd >= 0) close(fd);
+    if (dirfd >= 0) close(dirfd);
+    close(rootfd);
     free(old);
-    free(root);
     free(abs);
+    free(name);
+    free(rel);
     return st;
 }
 
@@ -184,13 +306,21 @@ ptl_status ptl__edit(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     if (olen == nlen && memcmp(olds, news, olen) == 0)
         return bad_input(r, "edit", "old_string and new_string are identical");
     ptl_status st = PTL_OK;
-    char *abs = ptl__resolve(ctx, r, path, false, &st);
-    if (!abs) return st;
-    char *root = NULL, *data = NULL, *result = NULL;
-    size_t len;
-    int rc = ptl__read_file(abs, MAX_FILE, &data, &len);
-    if (rc != 0) {
-        st = file_error(r, path, rc);
+    char *rel, *name = NULL, *data = NULL, *result = NULL, *abs = NULL;
+    int dirfd = -1, fd = -1;
+    size_t len = 0;
+    int rootfd = open_root(ctx, r, path, &rel, &st);
+    if (rootfd < 0) return st;
+    int rc = ptl__target_at(rootfd, rel, false, &dirfd, &name);
+    if (rc < 0) {
+        st = target_error(r, path, rc);
+        goto done;
+    }
+    struct stat sb;
+    ptl_fstatus fs = open_existing(dirfd, name, &fd, &sb);
+    if (fs == PTL_F_OK) fs = ptl__read_fd(fd, MAX_FILE, false, &data, &len);
+    if (fs != PTL_F_OK) {
+        st = status_error(r, path, fs);
         goto done;
     }
     size_t n = count_occurrences(data, len, olds, olen);
@@ -208,10 +338,19 @@ ptl_status ptl__edit(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
                         n, path);
         goto done;
     }
-    size_t out_len = len - n * olen + n * nlen;
+    /* the result is bounded like a write: no amplification into a huge file */
+    size_t grow = 0, out_len = 0;
+    if (__builtin_mul_overflow(n, nlen, &grow) ||
+        __builtin_add_overflow(len - n * olen, grow, &out_len) || out_len > MAX_FILE) {
+        st = ptl__error(r,
+                        "edit: %zu replacements would make %s larger than the %u MiB limit; "
+                        "nothing was changed",
+                        n, path, MAX_FILE >> 20);
+        goto done;
+    }
     result = malloc(out_len + 1);
-    root = ptl__root(ctx);
-    if (!result || !root) {
+    abs = join_path(dirfd, ctx, name);
+    if (!result || !abs) {
         st = PTL_ERR_NOMEM;
         goto done;
     }
@@ -227,9 +366,17 @@ ptl_status ptl__edit(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     }
     memcpy(w, p, (size_t)(end - p));
     result[out_len] = '\0';
-    int werr = ptl__write_file(root, abs, result, out_len);
+    close(fd);
+    fd = -1;
+    int werr = ptl__replace_at(dirfd, name, result, out_len, &sb, ctx->cancel);
     if (werr) {
-        st = ptl__error(r, "cannot write %s: %s", path, strerror(werr));
+        if (werr == ECANCELED) {
+            st = ptl__error(r, "cancelled: %s was not changed", path);
+            if (st == PTL_OK) st = PTL_CANCELLED;
+        } else {
+            st = ptl__error(r, "cannot write %s: %s (the file was not changed)", path,
+                            strerror(werr));
+        }
         goto done;
     }
     ptl__out o;
@@ -239,10 +386,14 @@ ptl_status ptl__edit(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     if (st == PTL_OK) st = diff_content(r, abs, data, len, result, out_len);
     if (st == PTL_OK) st = ptl__location(r, abs, 0);
 done:
+    if (fd >= 0) close(fd);
+    if (dirfd >= 0) close(dirfd);
+    close(rootfd);
     free(result);
     free(data);
-    free(root);
     free(abs);
+    free(name);
+    free(rel);
     return st;
 }
 
@@ -256,19 +407,44 @@ ptl_status ptl__list(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     if (bad) return bad_input(r, "list", "\"path\" must be a string");
     if (!path) path = ".";
     ptl_status st = PTL_OK;
-    char *abs = ptl__resolve(ctx, r, path, false, &st);
-    if (!abs) return st;
-    DIR *d = opendir(abs);
-    if (!d) {
-        st = ptl__error(r, errno == ENOTDIR ? "not a directory: %s" : "cannot list %s", path);
+    char *rel;
+    int rootfd = open_root(ctx, r, path, &rel, &st);
+    if (rootfd < 0) return st;
+    int fd = ptl__open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY, 0, 0);
+    close(rootfd);
+    if (fd < 0) {
+        if (fd == -ENOTDIR) {
+            /* a file, or a parent that is not a directory */
+            st = ptl__error(r, "not a directory: %s", path);
+        } else {
+            ptl_fstatus fs = ptl__errno_status(-fd);
+            st = fs == PTL_F_IO ? ptl__error(r, "cannot list %s: %s", path, strerror(-fd))
+                                : status_error(r, path, fs);
+        }
+        free(rel);
+        return st;
+    }
+    char *abs = ptl__fd_path(fd, ctx->cwd, rel);
+    free(rel);
+    int lfd = dup(fd);
+    DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+    if (!d || !abs) {
+        if (lfd >= 0 && !d) close(lfd);
+        st = abs ? ptl__error(r, "cannot list %s: %s", path, strerror(errno)) : PTL_ERR_NOMEM;
+        close(fd);
         free(abs);
         return st;
     }
     char **names = NULL;
     size_t n = 0, cap = 0, total = 0;
+    bool stop = false;
     struct dirent *e;
     while ((e = readdir(d))) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        if ((total & 1023) == 0 && cancelled(ctx)) {
+            stop = true;
+            break;
+        }
         total++;
         if (n >= MAX_LIST) continue;
         if (n == cap) {
@@ -280,35 +456,37 @@ ptl_status ptl__list(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
             }
             names = nn;
         }
-        bool dir = e->d_type == DT_DIR;
-        if (e->d_type == DT_UNKNOWN) {
+        unsigned char type = e->d_type;
+        if (type == DT_UNKNOWN) {
             struct stat sb;
-            char *full = NULL;
-            if (asprintf(&full, "%s/%s", abs, e->d_name) >= 0 && lstat(full, &sb) == 0)
-                dir = S_ISDIR(sb.st_mode);
-            free(full);
+            if (fstatat(fd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+                type = S_ISDIR(sb.st_mode) ? DT_DIR : S_ISLNK(sb.st_mode) ? DT_LNK : DT_REG;
         }
-        bool link = e->d_type == DT_LNK;
-        if (asprintf(&names[n], "%s%s", e->d_name, dir ? "/" : link ? "@" : "") < 0) {
+        if (asprintf(&names[n], "%s%s", e->d_name,
+                     type == DT_DIR   ? "/"
+                     : type == DT_LNK ? "@"
+                                      : "") < 0) {
             st = PTL_ERR_NOMEM;
             break;
         }
         n++;
     }
     closedir(d);
+    close(fd);
     if (st == PTL_OK) {
-        qsort(names, n, sizeof *names, cmp_str);
+        if (n > 1) qsort(names, n, sizeof *names, cmp_str); /* qsort(NULL, 0) is UB */
         ptl__out o;
         ptl__out_init(&o, ctx->max_output);
         for (size_t i = 0; i < n; i++) {
             ptl__out_add(&o, names[i], strlen(names[i]));
             ptl__out_add(&o, "\n", 1);
         }
-        if (total == 0) ptl__out_addf(&o, "(empty directory)");
+        if (total == 0 && !stop) ptl__out_addf(&o, "(empty directory)");
         if (total > n) ptl__out_addf(&o, "[%zu more entries not shown]\n", total - n);
         st = ptl__finish(r, &o, false);
         if (st == PTL_OK) st = ptl__text_content(r);
         if (st == PTL_OK) st = ptl__location(r, abs, 0);
+        if (st == PTL_OK && stop) st = PTL_CANCELLED;
     }
     for (size_t i = 0; i < n; i++)
         free(names[i]);

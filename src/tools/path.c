@@ -1,9 +1,8 @@
 /*
- * path.c — workspace confinement. A requested path is resolved against the session cwd;
- * the longest existing prefix is canonicalised with realpath() (so symlinks, final or
- * intermediate, are followed to where they really lead) and must stay inside the
- * canonical cwd; the missing rest may not contain "..". Plus the file helpers the tools
- * use to read and write inside the workspace.
+ * path.c — ptl_resolve_path (the confinement CHECK exposed to tests and hosts) and small
+ * path helpers. The check uses the same beneath-the-root resolution as the tools
+ * (confine.c), so it gives the same answers; the tools themselves never re-open a
+ * checked name: they work on the descriptor of one resolution.
  */
 #include "tools_int.h"
 
@@ -16,16 +15,34 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static bool inside(const char *root, const char *p) {
-    size_t n = strlen(root);
-    if (strcmp(root, "/") == 0) return p[0] == '/';
-    return strncmp(p, root, n) == 0 && (p[n] == '\0' || p[n] == '/');
-}
-
 static int set_err(char *errbuf, size_t errlen, const char *fmt, const char *path,
                    const char *extra) {
     if (errbuf && errlen) snprintf(errbuf, errlen, fmt, path, extra ? extra : "");
     return -1;
+}
+
+/* For a missing path: the descriptor of its longest existing prefix (beneath rootfd) and
+ * the offset in rel where the missing tail starts. -errno on failure. */
+static int existing_prefix(int rootfd, char *rel, size_t *tail) {
+    size_t n = strlen(rel);
+    for (;;) {
+        while (n > 0 && rel[n - 1] == '/')
+            n--;
+        while (n > 0 && rel[n - 1] != '/')
+            n--; /* drop the last component */
+        size_t end = n;
+        while (end > 0 && rel[end - 1] == '/')
+            end--;
+        char saved = rel[end];
+        rel[end] = '\0';
+        int fd = ptl__open_beneath(rootfd, end ? rel : ".", O_PATH | O_DIRECTORY, 0, 0);
+        rel[end] = saved;
+        if (fd >= 0) {
+            *tail = n;
+            return fd;
+        }
+        if (fd != -ENOENT || end == 0) return fd;
+    }
 }
 
 int ptl_resolve_path(const char *cwd, const char *path, bool for_create, char **out, char *errbuf,
@@ -34,111 +51,72 @@ int ptl_resolve_path(const char *cwd, const char *path, bool for_create, char **
     if (!path || !*path) return set_err(errbuf, errlen, "empty path%s%s", "", NULL);
     if (strlen(path) >= PATH_MAX)
         return set_err(errbuf, errlen, "path too long: %.200s%s", path, NULL);
-    char *root = realpath(cwd, NULL);
-    if (!root)
+    char *rel = NULL;
+    int rc = ptl__rel(cwd, path, &rel);
+    if (rc == -EXDEV)
+        return set_err(errbuf, errlen, "path escapes the workspace: %s%s", path, NULL);
+    if (rc < 0) return set_err(errbuf, errlen, "cannot resolve %s: %s", path, strerror(-rc));
+    int rootfd = ptl__root_fd(cwd);
+    if (rootfd < 0) {
+        free(rel);
         return set_err(errbuf, errlen, "the workspace directory is not accessible: %s%s", cwd,
                        NULL);
-    char *joined = NULL, *prefix = NULL, *canon = NULL;
-    int rc = -1;
-    if (asprintf(&joined, "%s%s%s", path[0] == '/' ? "" : root, path[0] == '/' ? "" : "/", path) <
-        0) {
-        joined = NULL;
-        set_err(errbuf, errlen, "out of memory%s%s", "", NULL);
-        goto done;
     }
-    /* drop trailing slashes (but keep "/") */
-    for (size_t n = strlen(joined); n > 1 && joined[n - 1] == '/'; n--)
-        joined[n - 1] = '\0';
-    prefix = strdup(joined);
-    if (!prefix) {
-        set_err(errbuf, errlen, "out of memory%s%s", "", NULL);
-        goto done;
-    }
-    /* walk up until a prefix exists; tail = joined + strlen(prefix) */
-    size_t plen = strlen(prefix);
-    for (;;) {
-        canon = realpath(prefix, NULL);
-        if (canon) break;
-        if (errno != ENOENT && errno != ENOTDIR) {
-            set_err(errbuf, errlen, "cannot resolve %s: %s", path, strerror(errno));
-            goto done;
-        }
-        char *slash = strrchr(prefix, '/');
-        if (!slash || slash == prefix) { /* nothing exists below "/" (cannot happen) */
-            set_err(errbuf, errlen, "path escapes the workspace: %s%s", path, NULL);
-            goto done;
-        }
-        *slash = '\0';
-        plen = (size_t)(slash - prefix);
-    }
-    const char *tail = joined + plen; /* "" or "/a/b" */
-    if (!inside(root, canon)) {
+    int result = -1;
+    int fd = ptl__open_beneath(rootfd, rel, O_PATH, 0, 0);
+    if (fd >= 0) {
+        *out = ptl__fd_path(fd, cwd, rel);
+        close(fd);
+        result = *out ? 0 : set_err(errbuf, errlen, "out of memory%s%s", "", NULL);
+    } else if (fd == -EXDEV || fd == -ELOOP) {
         set_err(errbuf, errlen, "path escapes the workspace: %s%s", path, NULL);
-        goto done;
-    }
-    if (*tail) {
-        /* ".." after a missing directory would be resolved lexically by the kernel later;
-         * refuse it rather than reason about it. */
-        const char *s = tail;
-        while (*s) {
-            while (*s == '/')
-                s++;
-            size_t n = strcspn(s, "/");
-            if (n == 2 && s[0] == '.' && s[1] == '.') {
-                set_err(errbuf, errlen, "path escapes the workspace: %s%s", path, NULL);
-                goto done;
-            }
-            s += n;
-        }
-        /* the first missing component may still exist as a dangling symlink: following it
-         * when creating the file could land anywhere */
-        char *first = NULL;
-        size_t n = strcspn(tail + 1, "/");
-        struct stat st;
-        if (asprintf(&first, "%s/%.*s", canon, (int)n, tail + 1) >= 0) {
-            bool link = lstat(first, &st) == 0;
-            free(first);
-            if (link) {
-                set_err(errbuf, errlen, "path escapes the workspace: %s%s", path,
-                        " (dangling symlink)");
-                goto done;
-            }
-        }
-        if (!for_create) {
-            set_err(errbuf, errlen, "no such file or directory: %s%s", path, NULL);
-            goto done;
-        }
-        char *full = NULL;
-        if (asprintf(&full, "%s%s", strcmp(canon, "/") == 0 ? "" : canon, tail) < 0) {
-            set_err(errbuf, errlen, "out of memory%s%s", "", NULL);
-            goto done;
-        }
-        *out = full;
+    } else if (fd != -ENOENT) {
+        set_err(errbuf, errlen, "cannot resolve %s: %s", path, strerror(-fd));
     } else {
-        *out = canon;
-        canon = NULL;
+        size_t tail = 0;
+        int pfd = existing_prefix(rootfd, rel, &tail);
+        if (pfd == -EXDEV || pfd == -ELOOP) {
+            set_err(errbuf, errlen, "path escapes the workspace: %s%s", path, NULL);
+        } else if (pfd < 0) {
+            set_err(errbuf, errlen, "cannot resolve %s: %s", path, strerror(-pfd));
+        } else {
+            /* the missing rest: no "..", and its first component is not a dangling link */
+            bool bad = false, dangling = false;
+            for (const char *s = rel + tail; *s;) {
+                while (*s == '/')
+                    s++;
+                size_t n = strcspn(s, "/");
+                if (n == 2 && s[0] == '.' && s[1] == '.') bad = true;
+                s += n;
+            }
+            size_t first = strcspn(rel + tail, "/");
+            char *c = strndup(rel + tail, first);
+            struct stat st;
+            if (c && fstatat(pfd, c, &st, AT_SYMLINK_NOFOLLOW) == 0) dangling = true;
+            free(c);
+            if (bad || dangling) {
+                set_err(errbuf, errlen, "path escapes the workspace: %s%s", path,
+                        dangling ? " (dangling symlink)" : NULL);
+            } else if (!for_create) {
+                set_err(errbuf, errlen, "no such file or directory: %s%s", path, NULL);
+            } else {
+                char *dir = ptl__fd_path(pfd, cwd, ".");
+                if (dir &&
+                    asprintf(out, "%s%s%s", strcmp(dir, "/") == 0 ? "" : dir, "/", rel + tail) < 0)
+                    *out = NULL;
+                free(dir);
+                result = *out ? 0 : set_err(errbuf, errlen, "out of memory%s%s", "", NULL);
+            }
+            close(pfd);
+        }
     }
-    rc = 0;
-done:
-    free(root);
-    free(joined);
-    free(prefix);
-    free(canon);
-    return rc;
+    close(rootfd);
+    free(rel);
+    return result;
 }
 
 char *ptl__root(const ptl_ctx *ctx) {
     return realpath(ctx->cwd, NULL);
-}
-
-char *ptl__resolve(const ptl_ctx *ctx, ptl_result *r, const char *path, bool for_create,
-                   ptl_status *st) {
-    char err[512], *out = NULL;
-    if (ptl_resolve_path(ctx->cwd, path, for_create, &out, err, sizeof err) != 0) {
-        *st = ptl__error(r, "%s", err);
-        return NULL;
-    }
-    return out;
 }
 
 char *ptl__relative(const char *root, const char *abs) {
@@ -149,118 +127,6 @@ char *ptl__relative(const char *root, const char *abs) {
     return strdup(abs);
 }
 
-int ptl__read_file(const char *path, size_t max, char **data, size_t *len) {
-    *data = NULL;
-    *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        close(fd);
-        return -1;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        close(fd);
-        errno = EISDIR;
-        return -1;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        errno = EINVAL;
-        return -1;
-    }
-    if ((size_t)st.st_size > max) {
-        close(fd);
-        return -2;
-    }
-    size_t cap = (size_t)st.st_size + 1, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) {
-        close(fd);
-        errno = ENOMEM;
-        return -1;
-    }
-    for (;;) {
-        if (n + 1 >= cap) { /* the file grew while we read it */
-            if (cap > max) {
-                free(buf);
-                close(fd);
-                return -2;
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                close(fd);
-                errno = ENOMEM;
-                return -1;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        ssize_t r = read(fd, buf + n, cap - n - 1);
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            int e = errno;
-            free(buf);
-            close(fd);
-            errno = e;
-            return -1;
-        }
-        if (r == 0) break;
-        n += (size_t)r;
-    }
-    close(fd);
-    buf[n] = '\0';
-    *data = buf;
-    *len = n;
-    return 0;
-}
-
 bool ptl__is_binary(const char *data, size_t len) {
     return memchr(data, '\0', len < 8192 ? len : 8192) != NULL;
-}
-
-/* mkdir -p of the directories of path that lie below root; each new directory is
- * re-checked with realpath so a symlink raced into place cannot lead us outside. */
-static int make_parents(const char *root, const char *path) {
-    char *p = strdup(path);
-    if (!p) return ENOMEM;
-    size_t rn = strlen(root);
-    int rc = 0;
-    for (char *s = p + rn + 1; (s = strchr(s, '/')); s++) {
-        *s = '\0';
-        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-            rc = errno;
-            break;
-        }
-        char *c = realpath(p, NULL);
-        if (!c || !inside(root, c)) {
-            free(c);
-            rc = EPERM;
-            break;
-        }
-        free(c);
-        *s = '/';
-    }
-    free(p);
-    return rc;
-}
-
-int ptl__write_file(const char *root, const char *path, const char *data, size_t len) {
-    int rc = make_parents(root, path);
-    if (rc) return rc;
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0) return errno;
-    size_t off = 0;
-    while (off < len) {
-        ssize_t w = write(fd, data + off, len - off);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            rc = errno;
-            break;
-        }
-        off += (size_t)w;
-    }
-    if (close(fd) != 0 && !rc) rc = errno;
-    return rc;
 }

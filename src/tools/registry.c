@@ -143,6 +143,19 @@ char *ptl_title(const ptl_tool *t, const char *input_json) {
             if (n > 80) n = 80;
             if (asprintf(&out, "Run `%.*s%s`", (int)n, cmd, cut ? "…" : "") < 0) out = NULL;
         }
+    } else if (strcmp(t->name, "write") == 0 && arg) {
+        /* the permission request says how much will be written */
+        size_t n = json_string_length(json_object_get(in, "content"));
+        if (asprintf(&out, "Write %s (%zu bytes)", arg, n) < 0) out = NULL;
+    } else if (strcmp(t->name, "edit") == 0 && arg) {
+        /* ... and what an edit replaces with what; with replace_all the result is bounded
+         * by the tool (32 MiB), and the prompt says every occurrence changes */
+        size_t o = json_string_length(json_object_get(in, "old_string"));
+        size_t n = json_string_length(json_object_get(in, "new_string"));
+        bool all = json_is_true(json_object_get(in, "replace_all"));
+        if (asprintf(&out, "Edit %s (replace %zu bytes with %zu bytes%s)", arg, o, n,
+                     all ? ", every occurrence" : "") < 0)
+            out = NULL;
     } else if (verb && arg) {
         if (asprintf(&out, "%s %s", verb, arg) < 0) out = NULL;
     }

@@ -7,12 +7,13 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fnmatch.h>
+#include <fcntl.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define MAX_SEGMENTS     128
 #define MAX_VISIT        200000 /* entries a walk may look at */
@@ -43,56 +44,149 @@ static bool split(const char *p, segs *out) {
     return true;
 }
 
-static bool seg_match(const char *pat, size_t pn, const char *name, size_t nn) {
-    char pb[512], nb[512];
-    if (pn >= sizeof pb || nn >= sizeof nb) return false;
-    memcpy(pb, pat, pn);
-    pb[pn] = '\0';
-    memcpy(nb, name, nn);
-    nb[nn] = '\0';
-    return fnmatch(pb, nb, FNM_PERIOD) == 0;
+/* One pattern token at p[*pi] against the character c: '?', '[...]' ('!' or '^' negates,
+ * a-z ranges), '\x' escapes, else a literal. Advances *pi past the token on a match. */
+static bool token_match(const char *p, size_t pn, size_t *pi, unsigned char c) {
+    size_t i = *pi;
+    if (p[i] == '?') {
+        *pi = i + 1;
+        return true;
+    }
+    if (p[i] == '\\' && i + 1 < pn) {
+        *pi = i + 2;
+        return (unsigned char)p[i + 1] == c;
+    }
+    if (p[i] == '[') {
+        size_t j = i + 1;
+        bool neg = j < pn && (p[j] == '!' || p[j] == '^');
+        if (neg) j++;
+        bool hit = false, first = true;
+        while (j < pn && (p[j] != ']' || first)) {
+            first = false;
+            unsigned char lo = (unsigned char)p[j], hi = lo;
+            if (j + 2 < pn && p[j + 1] == '-' && p[j + 2] != ']') {
+                hi = (unsigned char)p[j + 2];
+                j += 3;
+            } else {
+                j++;
+            }
+            if (c >= lo && c <= hi) hit = true;
+        }
+        if (j < pn) { /* a closed class */
+            *pi = j + 1;
+            return hit != neg;
+        }
+        /* no closing ']': the '[' is a literal */
+    }
+    *pi = i + 1;
+    return (unsigned char)p[i] == c;
 }
 
-static bool match_from(const segs *pat, size_t pi, const segs *path, size_t si) {
-    while (pi < pat->count) {
-        if (pat->n[pi] == 2 && memcmp(pat->s[pi], "**", 2) == 0) {
-            /* "**" eats zero or more whole segments (not hidden ones) */
-            for (size_t k = si; k <= path->count; k++) {
-                if (match_from(pat, pi + 1, path, k)) return true;
-                if (k < path->count && path->s[k][0] == '.') return false;
+/* fnmatch for one path segment, in O(len(pattern) * len(name)) at worst: '*' keeps only
+ * its latest backtrack point (enough, since every other token matches one character).
+ * period: a leading '.' of the name must be matched by a literal '.' (FNM_PERIOD). */
+static bool seg_match(const char *p, size_t pn, const char *s, size_t sn, bool period) {
+    if (period && sn && s[0] == '.' && !(pn && p[0] == '.')) return false;
+    size_t pi = 0, si = 0, star_p = (size_t)-1, star_s = 0;
+    while (si < sn) {
+        if (pi < pn) {
+            if (p[pi] == '*') {
+                star_p = ++pi;
+                star_s = si;
+                continue;
             }
-            return false;
+            size_t next = pi;
+            if (token_match(p, pn, &next, (unsigned char)s[si])) {
+                pi = next;
+                si++;
+                continue;
+            }
         }
-        if (si >= path->count || !seg_match(pat->s[pi], pat->n[pi], path->s[si], path->n[si]))
-            return false;
-        pi++;
-        si++;
+        if (star_p == (size_t)-1) return false;
+        pi = star_p;
+        si = ++star_s;
     }
-    return si == path->count;
+    while (pi < pn && p[pi] == '*')
+        pi++;
+    return pi == pn;
+}
+
+/* Whole-path matching with "**" (zero or more segments, not hidden ones). Memoised on
+ * (pattern index, path index): at most (MAX_SEGMENTS + 1)^2 states, each tried once, so
+ * any number of "**" stays polynomial. memo: 0 unknown, 1 no, 2 yes. */
+typedef struct matcher {
+    const segs *pat, *path;
+    unsigned char memo[MAX_SEGMENTS + 1][MAX_SEGMENTS + 1];
+} matcher;
+
+static bool match_from(matcher *m, size_t pi, size_t si) {
+    if (m->memo[pi][si]) return m->memo[pi][si] == 2;
+    const segs *pat = m->pat, *path = m->path;
+    bool ok;
+    if (pi == pat->count) {
+        ok = si == path->count;
+    } else if (pat->n[pi] == 2 && memcmp(pat->s[pi], "**", 2) == 0) {
+        ok = false;
+        for (size_t k = si; k <= path->count && !ok; k++) {
+            if (match_from(m, pi + 1, k))
+                ok = true;
+            else if (k < path->count && path->s[k][0] == '.')
+                break;
+        }
+    } else {
+        ok = si < path->count &&
+             seg_match(pat->s[pi], pat->n[pi], path->s[si], path->n[si], true) &&
+             match_from(m, pi + 1, si + 1);
+    }
+    m->memo[pi][si] = ok ? 2 : 1;
+    return ok;
 }
 
 bool ptl__glob_match(const char *pattern, const char *path) {
     segs p, s;
     if (!split(pattern, &p) || !split(path, &s)) return false;
-    return match_from(&p, 0, &s, 0);
+    matcher *m = calloc(1, sizeof *m);
+    if (!m) return false;
+    m->pat = &p;
+    m->path = &s;
+    bool ok = match_from(m, 0, 0);
+    free(m);
+    return ok;
 }
 
 /* ---------------------------------------------------------------- tree walk */
 
+static int cmp_name(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+#define MAX_DEPTH 256 /* directory levels below the start (each holds a descriptor) */
+
 typedef struct walk {
     const ptl_ctx *ctx;
-    const char *root; /* canonical workspace root */
     size_t visited;
     bool cancelled, limit_hit;
-    /* called for each regular file; rel is relative to the walk start, abs absolute.
+    /* called for each regular file (dirfd/name; rel is relative to the walk start).
      * Returns false to stop the walk. */
-    bool (*on_file)(struct walk *w, const char *abs, const char *rel);
+    bool (*on_file)(struct walk *w, int dirfd, const char *name, const char *rel);
     void *ud;
 } walk;
 
-static bool walk_dir(walk *w, const char *abs, const char *rel) {
-    DIR *d = opendir(abs);
-    if (!d) return true; /* unreadable directories are skipped */
+static bool walk_cancelled(walk *w) {
+    if (w->ctx->cancel && atomic_load(w->ctx->cancel)) w->cancelled = true;
+    return w->cancelled;
+}
+
+/* Walks the directory open at dfd (not closed here). Every child is reached through
+ * its parent's descriptor with O_NOFOLLOW: a symlink swapped in during the walk is never
+ * followed out of the workspace. */
+static bool walk_dir(walk *w, int dfd, const char *rel, int depth) {
+    int lfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+    if (!d) {
+        if (lfd >= 0) close(lfd);
+        return true; /* unreadable directories are skipped */
+    }
     struct dirent *e;
     bool go = true;
     char **names = NULL;
@@ -101,6 +195,10 @@ static bool walk_dir(walk *w, const char *abs, const char *rel) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
             strcmp(e->d_name, ".git") == 0)
             continue;
+        if ((n & 1023) == 0 && walk_cancelled(w)) {
+            go = false;
+            break;
+        }
         if (n == cap) {
             cap = cap ? cap * 2 : 32;
             char **nn = realloc(names, cap * sizeof *nn);
@@ -112,15 +210,9 @@ static bool walk_dir(walk *w, const char *abs, const char *rel) {
     }
     closedir(d);
     /* sorted so results are stable across file systems */
-    for (size_t i = 1; i < n; i++)
-        for (size_t j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
-            char *t = names[j];
-            names[j] = names[j - 1];
-            names[j - 1] = t;
-        }
+    if (n > 1) qsort(names, n, sizeof *names, cmp_name);
     for (size_t i = 0; i < n && go; i++) {
-        if (w->ctx->cancel && atomic_load(w->ctx->cancel)) {
-            w->cancelled = true;
+        if (walk_cancelled(w)) {
             go = false;
             break;
         }
@@ -129,17 +221,21 @@ static bool walk_dir(walk *w, const char *abs, const char *rel) {
             go = false;
             break;
         }
-        char *cabs = NULL, *crel = NULL;
-        if (asprintf(&cabs, "%s/%s", abs, names[i]) < 0) cabs = NULL;
+        char *crel = NULL;
         if (asprintf(&crel, "%s%s%s", rel, *rel ? "/" : "", names[i]) < 0) crel = NULL;
         struct stat sb;
-        if (cabs && crel && lstat(cabs, &sb) == 0) { /* lstat: symlinks are not followed */
-            if (S_ISDIR(sb.st_mode))
-                go = walk_dir(w, cabs, crel);
-            else if (S_ISREG(sb.st_mode))
-                go = w->on_file(w, cabs, crel);
+        if (crel && fstatat(dfd, names[i], &sb, AT_SYMLINK_NOFOLLOW) == 0) {
+            if (S_ISDIR(sb.st_mode) && depth < MAX_DEPTH) {
+                int cfd = openat(dfd, names[i],
+                                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+                if (cfd >= 0) {
+                    go = walk_dir(w, cfd, crel, depth + 1);
+                    close(cfd);
+                }
+            } else if (S_ISREG(sb.st_mode)) {
+                go = w->on_file(w, dfd, names[i], crel);
+            }
         }
-        free(cabs);
         free(crel);
     }
     for (size_t i = 0; i < n; i++)
@@ -158,8 +254,8 @@ typedef struct glob_state {
     bool oom;
 } glob_state;
 
-static bool glob_file(walk *w, const char *abs, const char *rel) {
-    (void)abs;
+static bool glob_file(walk *w, int dirfd, const char *name, const char *rel) {
+    (void)dirfd, (void)name;
     glob_state *g = w->ud;
     if (!ptl__glob_match(g->pattern, rel)) return true;
     g->total++;
@@ -181,23 +277,49 @@ static bool glob_file(walk *w, const char *abs, const char *rel) {
     return true;
 }
 
-/* Resolves an optional directory argument; returns abs + prefix (relative to root). */
-static ptl_status start_dir(const ptl_ctx *ctx, ptl_result *r, const char *path, char **abs,
-                            char **root, char **prefix) {
-    ptl_status st = PTL_OK;
-    *root = *prefix = NULL;
-    *abs = ptl__resolve(ctx, r, path ? path : ".", false, &st);
-    if (!*abs) return st;
-    *root = ptl__root(ctx);
-    *prefix = *root ? ptl__relative(*root, *abs) : NULL;
-    if (!*root || !*prefix) {
-        free(*abs);
-        free(*root);
-        free(*prefix);
-        *abs = *root = *prefix = NULL;
+/* Resolves an optional path argument beneath the root: *fd (O_RDONLY, a directory or a
+ * regular file; caller closes) and *prefix, its path relative to the root ("" for the
+ * root). On failure the tool error is in r and *fd is -1. */
+static ptl_status start_at(const ptl_ctx *ctx, ptl_result *r, const char *tool, const char *path,
+                           int *fd, struct stat *sb, char **prefix) {
+    *fd = -1;
+    *prefix = NULL;
+    if (!path) path = ".";
+    char *rel = NULL;
+    int rc = *path ? ptl__rel(ctx->cwd, path, &rel) : -ENOENT;
+    int rootfd = rc < 0 ? rc : ptl__root_fd(ctx->cwd);
+    if (rootfd < 0) {
+        free(rel);
+        if (rc == -ENOMEM) return PTL_ERR_NOMEM;
+        if (rc == -EXDEV) return ptl__error(r, "path escapes the workspace: %s", path);
+        if (rc < 0) return ptl__error(r, "no such file or directory: %s", path);
+        return ptl__error(r, "the workspace directory is not accessible: %s", ctx->cwd);
+    }
+    int f = ptl__open_beneath(rootfd, rel, O_RDONLY, 0, 0);
+    close(rootfd);
+    if (f < 0) {
+        free(rel);
+        ptl_fstatus s = ptl__errno_status(-f);
+        if (s == PTL_F_NOMEM) return PTL_ERR_NOMEM;
+        return ptl__error(r, "%s: %s: %s", tool, ptl_fstatus_text(s), path);
+    }
+    if (fstat(f, sb) != 0 || !(S_ISDIR(sb->st_mode) || S_ISREG(sb->st_mode))) {
+        close(f);
+        free(rel);
+        return ptl__error(r, "%s: not a directory or regular file: %s", tool, path);
+    }
+    /* the prefix shown in results: the normalised path below the root */
+    char *root = realpath(ctx->cwd, NULL), *abs = ptl__fd_path(f, ctx->cwd, rel);
+    *prefix = root && abs ? ptl__relative(root, abs) : NULL;
+    free(root);
+    free(abs);
+    free(rel);
+    if (!*prefix) {
+        close(f);
         return PTL_ERR_NOMEM;
     }
     if (strcmp(*prefix, ".") == 0) (*prefix)[0] = '\0';
+    *fd = f;
     return PTL_OK;
 }
 
@@ -206,17 +328,18 @@ ptl_status ptl__glob(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     const char *pattern = ptl__str(in, "pattern", &bad), *path = ptl__str(in, "path", &bad);
     if (bad || !pattern || !*pattern)
         return ptl__error(r, "glob: needs \"pattern\" (string) and optional \"path\"");
-    char *abs, *root, *prefix;
-    ptl_status st = start_dir(ctx, r, path, &abs, &root, &prefix);
-    if (!abs) return st;
+    int fd;
     struct stat sb;
-    if (stat(abs, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+    char *prefix;
+    ptl_status st = start_at(ctx, r, "glob", path, &fd, &sb, &prefix);
+    if (fd < 0) return st;
+    if (!S_ISDIR(sb.st_mode)) {
         st = ptl__error(r, "glob: not a directory: %s", path);
         goto done;
     }
     glob_state g = {.pattern = pattern, .prefix = prefix};
-    walk w = {.ctx = ctx, .root = root, .on_file = glob_file, .ud = &g};
-    walk_dir(&w, abs, "");
+    walk w = {.ctx = ctx, .on_file = glob_file, .ud = &g};
+    walk_dir(&w, fd, "", 0);
     if (g.oom) {
         st = PTL_ERR_NOMEM;
     } else {
@@ -227,6 +350,7 @@ ptl_status ptl__glob(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
         if (g.total == 0) ptl__out_addf(&o, "no files match %s", pattern);
         if (g.total > g.n) ptl__out_addf(&o, "[%zu more matches not shown]\n", g.total - g.n);
         if (w.limit_hit) ptl__out_addf(&o, "[search stopped after %d entries]\n", MAX_VISIT);
+        if (w.cancelled) ptl__out_addf(&o, "[cancelled]\n");
         st = ptl__finish(r, &o, false);
         if (st == PTL_OK) st = ptl__text_content(r);
         if (st == PTL_OK && w.cancelled) st = PTL_CANCELLED;
@@ -235,8 +359,7 @@ ptl_status ptl__glob(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
         free(g.hits[i]);
     free(g.hits);
 done:
-    free(abs);
-    free(root);
+    close(fd);
     free(prefix);
     return st;
 }
@@ -256,23 +379,39 @@ static bool file_glob_ok(const char *glob, const char *rel) {
     if (!glob) return true;
     if (strchr(glob, '/')) return ptl__glob_match(glob, rel);
     const char *base = strrchr(rel, '/');
-    return fnmatch(glob, base ? base + 1 : rel, 0) == 0;
+    base = base ? base + 1 : rel;
+    return seg_match(glob, strlen(glob), base, strlen(base), false);
 }
 
-static bool grep_file(walk *w, const char *abs, const char *rel) {
+static bool grep_buffer(walk *w, char *data, size_t len, const char *rel);
+
+static bool grep_file(walk *w, int dirfd, const char *name, const char *rel) {
     grep_state *g = w->ud;
     if (!file_glob_ok(g->file_glob, rel)) return true;
-    char *data;
-    size_t len;
-    if (ptl__read_file(abs, MAX_GREP_FILE, &data, &len) != 0) return true;
-    if (ptl__is_binary(data, len)) {
-        free(data);
-        return true;
-    }
+    /* opened through its directory's descriptor, never followed if it became a symlink;
+     * FIFOs, devices and hard-linked files are skipped */
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return true;
+    struct stat sb;
+    char *data = NULL;
+    size_t len = 0;
+    ptl_fstatus fs = ptl__check_regular(fd, &sb);
+    if (fs == PTL_F_OK) fs = ptl__read_fd(fd, MAX_GREP_FILE, false, &data, &len);
+    close(fd);
+    bool go = fs != PTL_F_OK || grep_buffer(w, data, len, rel);
+    free(data);
+    return go;
+}
+
+/* Greps one file's content (data is changed: newlines become NULs). */
+static bool grep_buffer(walk *w, char *data, size_t len, const char *rel) {
+    grep_state *g = w->ud;
+    if (ptl__is_binary(data, len)) return true;
     bool any = false;
     long long lineno = 0;
     char *p = data, *end = data + len;
     while (p < end) {
+        if ((lineno & 255) == 0 && walk_cancelled(w)) break;
         char *nl = memchr(p, '\n', (size_t)(end - p));
         if (nl) *nl = '\0';
         lineno++;
@@ -287,9 +426,8 @@ static bool grep_file(walk *w, const char *abs, const char *rel) {
         if (!nl) break;
         p = nl + 1;
     }
-    free(data);
     g->files_with_hits += any;
-    return g->results < g->max_results && !g->o->truncated;
+    return g->results < g->max_results && !g->o->truncated && !w->cancelled;
 }
 
 ptl_status ptl__grep(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
@@ -308,32 +446,49 @@ ptl_status ptl__grep(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
         regerror(rc, &g.re, msg, sizeof msg);
         return ptl__error(r, "grep: bad regular expression: %s", msg);
     }
-    char *abs, *root, *prefix;
-    ptl_status st = start_dir(ctx, r, path, &abs, &root, &prefix);
-    if (!abs) {
+    int fd;
+    struct stat sb;
+    char *prefix;
+    ptl_status st = start_at(ctx, r, "grep", path, &fd, &sb, &prefix);
+    if (fd < 0) {
         regfree(&g.re);
         return st;
     }
     ptl__out o;
     ptl__out_init(&o, ctx->max_output);
     g.o = &o;
-    walk w = {.ctx = ctx, .root = root, .on_file = grep_file, .ud = &g};
-    struct stat sb;
-    if (stat(abs, &sb) == 0 && S_ISREG(sb.st_mode)) {
-        /* a single file: report it relative to the root */
+    walk w = {.ctx = ctx, .on_file = grep_file, .ud = &g};
+    if (S_ISREG(sb.st_mode) && sb.st_nlink > 1) {
+        /* refused like by read: another name of the file may be outside */
+        close(fd);
+        regfree(&g.re);
+        free(prefix);
+        ptl__out_free(&o);
+        return ptl__error(r, "grep: %s: %s", ptl_fstatus_text(PTL_F_HARDLINK), path);
+    }
+    if (S_ISREG(sb.st_mode)) {
+        /* a single file: report it relative to the root; read through its descriptor */
         char *slash = strrchr(prefix, '/');
-        const char *name = slash ? slash + 1 : prefix;
+        char *name = strdup(slash ? slash + 1 : prefix);
         if (slash)
             *slash = '\0';
         else
             prefix[0] = '\0';
         g.prefix = prefix;
         g.file_glob = NULL;
-        grep_file(&w, abs, name);
+        if (name) {
+            char *data = NULL;
+            size_t len = 0;
+            if (ptl__read_fd(fd, MAX_GREP_FILE, false, &data, &len) == PTL_F_OK)
+                grep_buffer(&w, data, len, name);
+            free(data);
+        }
+        free(name);
     } else {
         g.prefix = prefix;
-        walk_dir(&w, abs, "");
+        walk_dir(&w, fd, "", 0);
     }
+    close(fd);
     if (g.results == 0)
         ptl__out_addf(&o, "no matches for %s", pattern);
     else if (g.results >= g.max_results)
@@ -343,8 +498,6 @@ ptl_status ptl__grep(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     if (st == PTL_OK) st = ptl__text_content(r);
     if (st == PTL_OK && w.cancelled) st = PTL_CANCELLED;
     regfree(&g.re);
-    free(abs);
-    free(root);
     free(prefix);
     return st;
 }

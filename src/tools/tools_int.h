@@ -57,21 +57,44 @@ bool ptl__bool(json_t *in, const char *key, bool def, bool *bad);
 
 /* ---------------------------------------------------------------- paths */
 
-/* ptl_resolve_path with the workspace error text in r (tool error) on failure. Returns
- * malloc'd canonical path or NULL (then r is already filled unless OOM: *oom set). */
-char *ptl__resolve(const ptl_ctx *ctx, ptl_result *r, const char *path, bool for_create,
-                   ptl_status *st);
 /* Path of abs relative to root ("." for root itself), malloc'd. */
 char *ptl__relative(const char *root, const char *abs);
 /* Canonical cwd (malloc'd) or NULL. */
 char *ptl__root(const ptl_ctx *ctx);
-/* Reads a whole regular file (bounded by max bytes). 0 ok; -1 errno set; -2 too large. */
-int ptl__read_file(const char *path, size_t max, char **data, size_t *len);
 /* True if the first 8 KiB contain a NUL byte. */
 bool ptl__is_binary(const char *data, size_t len);
-/* Writes data to path atomically enough: O_NOFOLLOW, creating missing parent directories
- * (which were checked to be inside the workspace). 0 ok, else errno. */
-int ptl__write_file(const char *root, const char *path, const char *data, size_t len);
+/* ---------------------------------------------------------------- confined handles
+ * (confine.c). Every tool resolves a path once, beneath a descriptor of the root. */
+
+#include <sys/stat.h>
+
+#define PTL__WALK_ONLY 1u /* how: skip openat2 (tests of the portable walk) */
+
+/* ptl_open_beneath with a choice of implementation. */
+int ptl__open_beneath(int rootfd, const char *rel, int flags, mode_t mode, unsigned how);
+/* open(cwd, O_RDONLY|O_DIRECTORY): fd or -errno. */
+int ptl__root_fd(const char *cwd);
+/* The path relative to the root: relative paths as given, absolute ones with the root
+ * (cwd as given, or canonical) stripped; -EXDEV when absolute elsewhere. *rel malloc'd. */
+int ptl__rel(const char *cwd, const char *path, char **rel);
+/* fstat + regular, not hard-linked. */
+ptl_fstatus ptl__check_regular(int fd, struct stat *st);
+ptl_fstatus ptl__errno_status(int err);
+/* Opens a regular, singly-linked file beneath rootfd for reading (blocking reads). */
+ptl_fstatus ptl__open_regular(int rootfd, const char *rel, int *fd, struct stat *st);
+/* Reads an open file, bounded. */
+ptl_fstatus ptl__read_fd(int fd, size_t max, bool truncate, char **data, size_t *len);
+/* Where a write of rel lands: the descriptor of its (real) directory and the final name,
+ * which is not a symlink (inside symlinks are followed by text, beneath the root). Missing
+ * directories are created when create_dirs. 0 or -errno (-EXDEV escape). */
+int ptl__target_at(int rootfd, const char *rel, bool create_dirs, int *dirfd, char **name);
+/* Writes data to a temporary file beside dirfd/name, fsyncs it and renames it over name;
+ * old (the replaced file's stat, or NULL) gives the mode and owner to keep. 0 or errno;
+ * on failure the original file is untouched. */
+int ptl__replace_at(int dirfd, const char *name, const char *data, size_t len,
+                    const struct stat *old, atomic_int *cancel);
+/* Display path of an open descriptor (from /proc/self/fd, else root/rel). malloc'd. */
+char *ptl__fd_path(int fd, const char *root, const char *rel);
 
 /* ---------------------------------------------------------------- the tools */
 

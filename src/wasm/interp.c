@@ -324,6 +324,8 @@ static pw_status run(pw_store *s, pw_func *entry, pw_slot *fp, const int32_t **t
         fr++;
         memset(fp + cf->nparams, 0, (cf->nlocals - cf->nparams) * sizeof(pw_slot));
         pc = cf->code;
+        /* Entry from the host (also a host function re-entering Wasm): interruptible. */
+        if (__builtin_expect(atomic_load_explicit(intr, memory_order_relaxed), 0)) goto interrupted;
         DISPATCH();
     }
 
@@ -531,6 +533,9 @@ L_THROW_REF:
     pc += 2;
     goto throw_exn;
 throw_exn : {
+    /* A catch may branch backwards (try_table inside a loop, a catch to the loop's own
+     * label): every throw, throw_ref and exception from a host is a back-edge. */
+    if (__builtin_expect(atomic_load_explicit(intr, memory_order_relaxed), 0)) goto interrupted;
     unwind_state u = {pc, fp, inst, fr};
     if (!unwind(&u, exn)) {
         s->exn = exn;

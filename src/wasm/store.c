@@ -128,6 +128,10 @@ void pw_store_interrupt(pw_store *s) {
     atomic_store(&s->interrupt, 1);
 }
 
+bool pw_store_interrupted(const pw_store *s) {
+    return atomic_load_explicit(&s->interrupt, memory_order_relaxed) != 0;
+}
+
 void pw_store_clear_interrupt(pw_store *s) {
     atomic_store(&s->interrupt, 0);
 }

@@ -5,7 +5,7 @@ usage: e2e.py PERI_BINARY MOCK_MODEL_PY SCENARIO
 
 Each scenario starts a private HOME, the mock model on 127.0.0.1 and the agent as a
 subprocess, speaks newline-delimited JSON-RPC to it and checks the ACP contract.
-Every wait is bounded. Exit 0 = pass, 1 = fail, 77 = skipped.
+Every wait is bounded. Exit 0 = pass, 1 = fail (a broken harness is a failure too).
 """
 import json
 import os
@@ -17,9 +17,15 @@ import sys
 import tempfile
 import threading
 import time
+
 import urllib.request
 
 TIMEOUT = 10.0
+
+# "Did not hang" bound for cancels: generous, so that a loaded 2-core machine running the
+# ASan build never flakes; exact properties (no update after the answer, the command did
+# not run on, the model was not called) are checked separately.
+CANCEL_BOUND_S = TIMEOUT
 
 
 class Fail(Exception):
@@ -381,7 +387,11 @@ def s_cancel(E):
     a.notify("session/cancel", {"sessionId": sid})
     t_resp, r = a.wait(lambda f: f.get("id") == rid, what="cancelled response")
     check(r.get("result") == {"stopReason": "cancelled"}, "cancel result %r" % r)
-    check(t_resp - t_cancel < 0.2, "cancel took %.0f ms" % ((t_resp - t_cancel) * 1000))
+    # "did not hang" (the mock never finishes this stream): a generous bound that a loaded
+    # 2-core machine under ASan still meets; the exact property is checked below (no update
+    # after the answer)
+    check(t_resp - t_cancel < CANCEL_BOUND_S,
+          "cancel took %.0f ms" % ((t_resp - t_cancel) * 1000))
     time.sleep(0.5)
     late = [u for t, u in a.updates(sid) if t > t_resp]
     check(not late, "updates after the cancelled answer: %r" % late)
@@ -389,7 +399,7 @@ def s_cancel(E):
     # mid-tool (a shell command that would run for seconds)
     a.permission_answer = "allow_once"
     E.mock.script([{"tool_calls": [{"id": "sh1", "name": "shell",
-                                    "arguments": {"command": "sleep 5; echo late"}}]},
+                                    "arguments": {"command": "sleep 60; echo late"}}]},
                    {"text": "after"}])
     rid = prompt(a, sid, "run it")
     a.wait(lambda f: f.get("method") == "session/update" and
@@ -399,7 +409,12 @@ def s_cancel(E):
     a.notify("session/cancel", {"sessionId": sid})
     t_resp, r = a.wait(lambda f: f.get("id") == rid, what="cancelled tool response")
     check(r.get("result") == {"stopReason": "cancelled"}, "cancel result %r" % r)
-    check(t_resp - t_cancel < 0.2, "tool cancel took %.0f ms" % ((t_resp - t_cancel) * 1000))
+    # the command would run 60 s: finishing well before tells a cancel from a completion
+    check(t_resp - t_cancel < CANCEL_BOUND_S,
+          "tool cancel took %.0f ms" % ((t_resp - t_cancel) * 1000))
+    outs = [json.dumps(u.get("content")) for _, u in a.updates(sid)
+            if u["sessionUpdate"] == "tool_call_update" and u.get("toolCallId") == "sh1"]
+    check(not any("late" in o for o in outs), "the command ran on: %r" % outs)
     time.sleep(0.5)
     late = [u for t, u in a.updates(sid) if t > t_resp]
     check(not late, "updates after the cancelled tool answer: %r" % late)
@@ -429,8 +444,14 @@ def s_cancel(E):
                            "params": {"sessionId": sid}}))
     r = a.response(pid)
     check(r.get("result") == {"stopReason": "cancelled"}, "early cancel %r" % r)
-    time.sleep(0.2)
-    n_before = len(E.mock.requests())
+    time.sleep(0.5)
+    n_after = len(E.mock.requests())
+    check(n_after == n_before,
+          "an early-cancelled prompt reached the model (%d requests)" % (n_after - n_before))
+    late = [u for t, u in a.updates(sid) if u.get("sessionUpdate") == "agent_message_chunk"
+            and "should not run" in json.dumps(u)]
+    check(not late, "the early-cancelled prompt produced output: %r" % late)
+    n_before = n_after
 
     # prompts of one session run in arrival order
     ids = [prompt(a, sid, "order %d" % i) for i in range(4)]
@@ -872,11 +893,69 @@ def s_fuzz(E):
     check(a.close_stdin() == 0, "exit status after fuzz")
 
 
+def s_hostile(E):
+    """Issue 9 (findings 4, 5, 8): a hostile workspace. The project guide as a symlink out
+    or as a FIFO, a read of a FIFO and a glob with repeated ** never leak, never block the
+    server, and the sessions still close."""
+    outside = os.path.join(E.tmp, "outside-guide.txt")
+    with open(outside, "w") as f:
+        f.write("GUIDE-SECRET-1234")
+    guide = os.path.join(E.cwd, "AGENTS.md")
+    a = E.agent()
+    for target in (outside, "../outside-guide.txt", "/proc/self/fd/0"):
+        os.symlink(target, guide)
+        sid = E.new_session(a)
+        E.mock.script([{"text": "ok"}])
+        n0 = len(E.mock.requests())
+        r = a.response(prompt(a, sid, "hi"))
+        check(r.get("result") == {"stopReason": "end_turn"}, "turn with a linked guide %r" % r)
+        reqs = E.mock.requests()[n0:]
+        check(len(reqs) == 1, "one model request, got %d" % len(reqs))
+        check("GUIDE-SECRET" not in json.dumps(reqs),
+              "the guide behind %s reached the model provider" % target)
+        check(a.result("session/close", {"sessionId": sid}) == {}, "close")
+        os.unlink(guide)
+    # a FIFO with no writer: session/new still answers (a.result fails after TIMEOUT)
+    os.mkfifo(guide)
+    sid = E.new_session(a)
+    # the read tool on a FIFO fails at once and the session closes afterwards
+    os.mkfifo(os.path.join(E.cwd, "pipe"))
+    E.mock.script([{"tool_calls": [{"id": "r1", "name": "read", "arguments": {"path": "pipe"}}]},
+                   {"text": "done"}])
+    t0 = time.monotonic()
+    r = a.response(prompt(a, sid, "read the pipe"))
+    check(r.get("result") == {"stopReason": "end_turn"}, "FIFO read turn %r" % r)
+    ups = [u for _, u in a.updates(sid, t0) if u["sessionUpdate"] == "tool_call_update"
+           and u.get("toolCallId") == "r1" and u.get("status") in ("completed", "failed")]
+    check(ups and ups[0]["status"] == "failed" and "not a regular file" in json.dumps(ups[0]),
+          "FIFO read result %r" % ups)
+    check(a.result("session/close", {"sessionId": sid}) == {}, "close after the FIFO read")
+    os.unlink(guide)
+    # a glob with 30 "**" over a deep tree finishes (polynomial), and close answers {}
+    deep = E.cwd
+    for _ in range(24):
+        deep = os.path.join(deep, "d")
+    os.makedirs(deep)
+    open(os.path.join(deep, "leaf.c"), "w").close()
+    sid = E.new_session(a)
+    E.mock.script([{"tool_calls": [{"id": "g1", "name": "glob",
+                                    "arguments": {"pattern": "**/" * 30 + "nomatch.h"}}]},
+                   {"text": "after"}])
+    t0 = time.monotonic()
+    r = a.response(prompt(a, sid, "glob"))
+    check(r.get("result") == {"stopReason": "end_turn"}, "glob turn %r" % r)
+    ups = [u for _, u in a.updates(sid, t0) if u["sessionUpdate"] == "tool_call_update"
+           and u.get("toolCallId") == "g1" and u.get("status") == "completed"]
+    check(ups and "no files match" in json.dumps(ups[0]), "glob result %r" % ups)
+    check(a.result("session/close", {"sessionId": sid}) == {}, "close after the glob")
+    check(a.close_stdin() == 0, "exit after EOF")
+
+
 SCENARIOS = {"basic": s_basic, "tools": s_tools, "confine": s_confine, "cancel": s_cancel,
              "close": s_close, "load": s_load, "errors": s_errors, "malformed": s_malformed,
              "kill9": s_kill9, "print": s_print, "anthropic": s_anthropic,
              "concurrent": s_concurrent, "compact": s_compact, "list": s_list,
-             "fuzz": s_fuzz}
+             "fuzz": s_fuzz, "hostile": s_hostile}
 
 
 def main():
@@ -884,13 +963,15 @@ def main():
         print(__doc__ + "\nscenarios: " + " ".join(SCENARIOS), file=sys.stderr)
         return 2
     peri, mock_py, name = sys.argv[1:]
+    # a broken harness is a failure, never a skip: a test that cannot run did not pass
     if not os.path.exists(mock_py):
-        print("SKIP: mock model %s not found" % mock_py)
-        return 77
+        print("FAIL: mock model %s not found" % mock_py)
+        return 1
     probe = subprocess.run([peri, "acp", "--help"], capture_output=True, timeout=10)
-    if b"unknown command" in probe.stderr:
-        print("SKIP: this peri build has no acp command yet")
-        return 77
+    if probe.returncode != 0 or b"unknown command" in probe.stderr:
+        print("FAIL: `%s acp --help` does not work (exit %d): %s"
+              % (peri, probe.returncode, probe.stderr.decode(errors="replace")[-500:]))
+        return 1
     E = Env(peri, mock_py)
     try:
         SCENARIOS[name](E)

@@ -43,11 +43,11 @@ def iso_run(*extra, stdin=None, digest=PROBE_D, program=pfile, input_=ifile):
     return subprocess.run(args, input=stdin, capture_output=True)
 
 
+PROGRAM_A_OUT = ('{"ok":true,"stdout":"你好\\n","stderr":"","exitCode":0,"files":{'
+                 '"/数据/旧.txt":"旧","/数据/记录.txt":"见：/x\\n","/响应/正文.txt":"回显：/x\\n"}}\n')
 r = iso_run()
 check(r.returncode == 0, "isolate run exit 0")
-check(r.stdout.decode() == '{"ok":true,"stdout":"你好\\n","stderr":"","exitCode":0,"files":{'
-      '"/数据/旧.txt":"旧","/数据/记录.txt":"见：/x\\n","/响应/正文.txt":"回显：/x\\n"}}\n',
-      "isolate run program A output: %r" % r.stdout)
+check(r.stdout.decode() == PROGRAM_A_OUT, "isolate run program A output: %r" % r.stdout)
 r = iso_run(digest="0" * 64)
 check(r.returncode == 1 and r.stderr.decode().split("\n")[0] == "运行产物摘要不匹配",
       "isolate run digest mismatch: %r" % r.stderr)
@@ -58,7 +58,8 @@ r = iso_run(stdin=b'{"args":["fail"]}', input_="-")
 check(r.returncode == 0 and r.stdout.decode() ==
       '{"ok":false,"stdout":"","stderr":"","exitCode":3,"files":{}}\n', "input from stdin")
 r = iso_run(stdin=open(pfile, "rb").read(), program="-")
-check(r.returncode == 0, "program from stdin")
+check(r.returncode == 0 and r.stdout.decode() == PROGRAM_A_OUT,
+      "program from stdin: %r" % r.stdout)
 r = iso_run(program="-", input_="-")
 check(r.returncode == 2, "both from stdin is a usage error")
 r = subprocess.run([PERI, "isolate", "run", "--runner", "LOADER"], capture_output=True)
@@ -80,8 +81,8 @@ out_dir = os.path.join(tmp, "out")
 os.mkdir(out_dir)
 req_file = os.path.join(tmp, "path.txt")
 open(req_file, "w").write("/y")
-r = subprocess.run([PERI, "run", os.path.join(FIX, "probe.wasm"), "echo", "--file",
-                    "/请求/路径.txt=" + req_file, "--out", out_dir], capture_output=True)
+r = subprocess.run([PERI, "run", "--file", "/请求/路径.txt=" + req_file, "--out", out_dir,
+                    os.path.join(FIX, "probe.wasm"), "echo"], capture_output=True)
 check(r.returncode == 0 and r.stdout.decode() == "你好\n", "peri run echo: %r" % (r,))
 check(open(os.path.join(out_dir, "数据", "记录.txt")).read() == "见：/y\n", "peri run --out copies")
 check(not os.path.exists(os.path.join(out_dir, "其他")), "peri run copies only returned dirs")
@@ -89,9 +90,10 @@ r = subprocess.run([PERI, "run", os.path.join(FIX, "probe.wasm"), "fail"], captu
 check(r.returncode == 3, "peri run exit code")
 r = subprocess.run([PERI, "run", os.path.join(FIX, "probe.wasm"), "stderr"], capture_output=True)
 check(r.stdout.decode() == "照常\n" and r.stderr.decode() == "警告：探针\n", "peri run streams")
-r = subprocess.run([PERI, "run", os.path.join(FIX, "probe.wasm"), "--", "args", "--out"],
+# Options only before the module: everything after it (even "--") goes to the program.
+r = subprocess.run([PERI, "run", "--", os.path.join(FIX, "probe.wasm"), "args", "--out", "--"],
                    capture_output=True)
-check(r.stdout.decode() == "[/程序.wasm]\n[args]\n[--out]\n", "peri run -- args: %r" % r.stdout)
+check(r.stdout.decode() == "[/程序.wasm]\n[args]\n[--out]\n[--]\n", "peri run args: %r" % r.stdout)
 
 # ---------------------------------------------------------------- serve
 
@@ -222,9 +224,19 @@ for i in range(1000):
     s.send(run_req(i, PROBE_B64, PROBE_D, '{"args":["trap"]}' if i % 2 else '{"args":[1]}'))
 ans = s.wait(1000)
 check(len(ans) == 1000, "1000 failing runs answered")
-check(all(("result" in a and '"error":"unreachable"' in a["result"]["output"]) or
-          a.get("error", {}).get("message") == "隔离运行输入无效：args 须为字符串数组" for a in ans),
-      "1000 failing runs have the right outcomes")
+# each answer is checked against the outcome of ITS request (odd ids trap, even ids have
+# bad args), exactly: neither outcome is accepted for the other
+TRAP_ANSWER = {"output": '{"ok":false,"stdout":"","stderr":"","exitCode":1,"error":"unreachable",'
+                         '"files":{}}', "isolate": "s:" + PROBE_D}
+ARGS_ERROR = {"code": -32000, "message": "隔离运行输入无效：args 须为字符串数组",
+              "data": {"kind": "violation"}}
+by_id = {a.get("id"): a for a in ans}
+check(sorted(by_id) == list(range(1000)), "one answer per failing run")
+wrong = [i for i in range(1000)
+         if (by_id.get(i, {}).get("result") != TRAP_ANSWER if i % 2
+             else by_id.get(i, {}).get("error") != ARGS_ERROR)]
+check(not wrong, "failing runs with the wrong outcome: %r (first: %r)"
+      % (wrong[:10], by_id.get(wrong[0]) if wrong else None))
 s.answers.clear()
 after = s.stats()
 print("serve: fds %d→%d threads %d→%d rss %d→%d KiB (peak %d KiB); 1000 hello runs in %.2f s"

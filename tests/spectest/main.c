@@ -11,7 +11,8 @@
  * counted as skipped. The default scope is PERI_SPECTEST_DEFAULT_SCOPE (CMake cache
  * variable PERI_SPECTEST_SCOPE), overridden by the environment variable of the same
  * name, overridden by --scope. The data folder is SPECTEST_DIR or the compiled-in
- * default; when it is absent the runner says so and exits 0.
+ * default; when it is absent the runner says so and exits 1 (a failure: nothing was
+ * tested), or 77 with --skip-if-absent.
  *
  * Each script runs in a child process, so an engine crash or hang (PERI_SPECTEST_TIMEOUT
  * seconds, default 120) fails that script only. Output: one line per script, failure
@@ -182,10 +183,11 @@ int main(int argc, char **argv) {
     const char *dir = getenv("SPECTEST_DIR");
     if (!dir || !*dir) dir = PERI_SPECTEST_DEFAULT_DIR;
     if (!is_dir(dir)) {
+        /* absent data is a failure: a run that tested nothing did not pass */
         printf("peri-spectest: the spec testsuite folder %s is absent; nothing to run "
                "(set SPECTEST_DIR)\n0 passed, 0 failed, 0 skipped\n",
                dir);
-        return skip_if_absent ? 77 : 0;
+        return skip_if_absent ? 77 : 1;
     }
     const char *env_timeout = getenv("PERI_SPECTEST_TIMEOUT");
     unsigned timeout = env_timeout ? (unsigned)strtoul(env_timeout, NULL, 10) : 120;

@@ -120,7 +120,7 @@ int main(int argc, char **argv) {
                 spit(path, ok ? oc.stderr_text : "", ok ? oc.stderr_len : 0);
             }
             if (ok)
-                snprintf(code, sizeof code, "%d", oc.exit_code);
+                snprintf(code, sizeof code, "%lld", (long long)oc.exit_code);
             else
                 snprintf(code, sizeof code, "platform: %s", err.message);
             snprintf(path, sizeof path, "%s/%s.code", argv[2], name);

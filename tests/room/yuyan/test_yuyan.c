@@ -312,7 +312,6 @@ static const char STD_STDOUT[] =
     "链接可执行=假假\\n"
     "真实路径=/甲/乙.txt\\n"
     "真实路径目录=/甲/丁\\n"
-    "真实路径无=错误:文件不存在：/无/文件\\n"
     "删后=.|..|乙.txt|丁\\n"
     "重建=.|..|乙.txt|丁|丙.txt\\n"
     "处理器=1\\n"
@@ -402,6 +401,25 @@ static void test_std_errors(void **st) {
     free(got);
     expectp(*st, P_STD, "{\"args\":[\"exit5\"]}",
             "{\"ok\":false,\"stdout\":\"\",\"stderr\":\"退出五\\n\",\"exitCode\":5,\"files\":{}}");
+    /* 退出进程 takes an i64; exitCode is the reference's Number(code): exact up to 2^53,
+     * beyond it the nearest double as JavaScript prints it. */
+    static const char *const codes[][2] = {
+        {"exit2p32", "4294967296"},         {"exit2p53", "9007199254740992"},
+        {"exit-2p53", "-9007199254740992"}, {"exit2p53p1", "9007199254740992"},
+        {"exitmax", "9223372036854776000"}, {"exitmin", "-9223372036854776000"},
+    };
+    for (size_t i = 0; i < sizeof codes / sizeof *codes; i++) {
+        char in[64], want[160];
+        snprintf(in, sizeof in, "{\"args\":[\"%s\"]}", codes[i][0]);
+        snprintf(want, sizeof want,
+                 "{\"ok\":false,\"stdout\":\"\",\"stderr\":\"\",\"exitCode\":%s,\"files\":{}}",
+                 codes[i][1]);
+        expectp(*st, P_STD, in, want);
+    }
+    /* 取得真实路径 of a missing path ends the run like a missing file: not catchable. */
+    expectp(*st, P_STD, "{\"args\":[\"realmissing\"]}",
+            "{\"ok\":false,\"stdout\":\"之前\\n\",\"stderr\":\"\",\"exitCode\":1,\"error\":"
+            "\"文件不存在：/无/文件\",\"files\":{\"/数据/前.txt\":\"留\"}}");
 }
 
 static void test_link_mismatch(void **st) {
