@@ -1,10 +1,11 @@
 /*
  * place_bench.c — per-run overhead of placement, measured side by side.
  *
- *   peri-place-bench [ROUNDS] [HELLO.wasm]
+ *   peri-place-bench [ROUNDS] [HELLO.wasm] [CGROUP_ROOT]
  *
  * Every round runs each case once, in a fixed interleaved order, so load bursts on a
- * shared machine hit all cases alike; prints the median and p90 wall time per run:
+ * shared machine hit all cases alike; prints the median and p90 wall time per run and
+ * the median CPU time (user + sys of this process and of its reaped descendants):
  *   sh -c true            fork + exec of /bin/sh -c true (the floor)
  *   bare bwrap            bwrap with the sandbox's namespaces (user, pid, ipc, uts,
  *                         cgroup, net), /usr read-only, running /bin/sh -c true
@@ -16,6 +17,7 @@
 #include "peri/place.h"
 
 #include <spawn.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,17 @@ static double now_us(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+/* CPU time (user + sys) of this process and of its reaped descendants, in us. */
+static double cpu_us(void) {
+    struct rusage a, b;
+    getrusage(RUSAGE_SELF, &a);
+    getrusage(RUSAGE_CHILDREN, &b);
+    return (double)(a.ru_utime.tv_sec + a.ru_stime.tv_sec + b.ru_utime.tv_sec + b.ru_stime.tv_sec) *
+               1e6 +
+           (double)(a.ru_utime.tv_usec + a.ru_stime.tv_usec + b.ru_utime.tv_usec +
+                    b.ru_stime.tv_usec);
 }
 
 static int spawn_wait(char *const argv[]) {
@@ -54,7 +67,9 @@ int main(int argc, char **argv) {
     const char *hello = argc > 2 ? argv[2] : PLACE_BENCH_HELLO;
     if (rounds < 1) rounds = 1;
     pl_error err;
-    pl_ctx *pc = pl_new(NULL, &err);
+    /* argv[3]: another cgroup root ("none": a path that does not exist, i.e. no cgroup) */
+    pl_config cfg = {.cgroup_root = argc > 3 ? argv[3] : NULL};
+    pl_ctx *pc = pl_new(&cfg, &err);
     if (!pc) {
         fprintf(stderr, "pl_new: %s\n", err.message);
         return 1;
@@ -66,24 +81,60 @@ int main(int argc, char **argv) {
         return 1;
     }
     char *sh[] = {"/bin/sh", "-c", "true", NULL};
-    char *bw[] = {"/usr/bin/bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc",
-                  "--unshare-uts", "--unshare-cgroup-try", "--unshare-net", "--as-pid-1",
-                  "--uid", "1000", "--gid", "1000", "--die-with-parent", "--tmpfs", "/",
-                  "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink",
-                  "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--proc", "/proc",
-                  "--dev", "/dev", "/bin/sh", "-c", "true", NULL};
-    pl_request nat = {.run_id = "bench", .kind = PL_PROGRAM_SHELL, .program = "true",
+    char *bw[] = {"/usr/bin/bwrap",
+                  "--unshare-user",
+                  "--unshare-pid",
+                  "--unshare-ipc",
+                  "--unshare-uts",
+                  "--unshare-cgroup-try",
+                  "--unshare-net",
+                  "--as-pid-1",
+                  "--uid",
+                  "1000",
+                  "--gid",
+                  "1000",
+                  "--die-with-parent",
+                  "--tmpfs",
+                  "/",
+                  "--ro-bind",
+                  "/usr",
+                  "/usr",
+                  "--symlink",
+                  "usr/bin",
+                  "/bin",
+                  "--symlink",
+                  "usr/lib",
+                  "/lib",
+                  "--symlink",
+                  "usr/lib64",
+                  "/lib64",
+                  "--proc",
+                  "/proc",
+                  "--dev",
+                  "/dev",
+                  "/bin/sh",
+                  "-c",
+                  "true",
+                  NULL};
+    pl_request nat = {.run_id = "bench",
+                      .kind = PL_PROGRAM_SHELL,
+                      .program = "true",
                       .requirements = PL_REQ_SHELL};
     pl_request wasm = {.run_id = "bench", .kind = PL_PROGRAM_WASM, .program = hello};
-    double *t[NC];
-    for (int c = 0; c < NC; c++) t[c] = calloc((size_t)rounds, sizeof(double));
+    double *t[NC], *u[NC];
+    for (int c = 0; c < NC; c++) {
+        t[c] = calloc((size_t)rounds, sizeof(double));
+        u[c] = calloc((size_t)rounds, sizeof(double));
+    }
     int bad = 0;
     for (int r = -1; r < rounds; r++) { /* round -1 warms up */
         for (int c = 0; c < NC; c++) {
-            double t0 = now_us();
+            double t0 = now_us(), c0 = cpu_us();
             bool ok = true;
-            if (c == C_SH) ok = spawn_wait(sh) == 0;
-            else if (c == C_BWRAP) ok = spawn_wait(bw) == 0;
+            if (c == C_SH)
+                ok = spawn_wait(sh) == 0;
+            else if (c == C_BWRAP)
+                ok = spawn_wait(bw) == 0;
             else {
                 pl_report rep;
                 ok = pl_run(pc, c == C_NATIVE ? &nat : &wasm, NULL, NULL, &rep, &err) &&
@@ -92,21 +143,30 @@ int main(int argc, char **argv) {
                          (c == C_NATIVE ? PL_BACKEND_NATIVE_SANDBOX : PL_BACKEND_WASM_ROOM);
                 pl_report_clear(&rep);
             }
-            double dt = now_us() - t0;
+            double dt = now_us() - t0, dc = cpu_us() - c0;
             if (!ok) bad++;
-            if (r >= 0) t[c][r] = dt;
+            if (r >= 0) {
+                t[c][r] = dt;
+                u[c][r] = dc;
+            }
         }
     }
-    printf("%-38s %12s %12s\n", "case (per run)", "median ms", "p90 ms");
-    double med[NC];
+    printf("%-38s %10s %10s %12s\n", "case (per run)", "wall ms", "p90 ms", "CPU ms");
+    double med[NC], cmed[NC];
     for (int c = 0; c < NC; c++) {
         qsort(t[c], (size_t)rounds, sizeof(double), cmp);
+        qsort(u[c], (size_t)rounds, sizeof(double), cmp);
         med[c] = t[c][rounds / 2];
-        printf("%-38s %12.2f %12.2f\n", NAMES[c], med[c] / 1e3, t[c][(rounds * 9) / 10] / 1e3);
+        cmed[c] = u[c][rounds / 2];
+        printf("%-38s %10.2f %10.2f %12.2f\n", NAMES[c], med[c] / 1e3,
+               t[c][(rounds * 9) / 10] / 1e3, cmed[c] / 1e3);
         free(t[c]);
+        free(u[c]);
     }
-    printf("native sandbox / bare bwrap: %.2fx   wasm_room hello / sh -c true: %.2fx\n",
-           med[C_NATIVE] / med[C_BWRAP], med[C_WASM] / med[C_SH]);
+    printf("native sandbox / bare bwrap: %.2fx wall, %.2fx CPU\n", med[C_NATIVE] / med[C_BWRAP],
+           cmed[C_NATIVE] / cmed[C_BWRAP]);
+    printf("wasm_room hello / sh -c true: %.2fx wall, %.2fx CPU\n", med[C_WASM] / med[C_SH],
+           cmed[C_WASM] / cmed[C_SH]);
     if (bad) fprintf(stderr, "%d runs failed\n", bad);
     pl_free(pc);
     return bad ? 1 : 0;

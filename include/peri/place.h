@@ -35,11 +35,11 @@
  * ok = false and an error text, not a host error. A decision with status `unavailable`
  * also produces a result (ok = false, error names why) and no attempt.
  *
- * Cancel: pl_cancel_trigger (any thread, async-signal-unsafe but lock-free) makes a
+ * Cancel: pl_cancel_trigger (any thread; lock-free and async-signal-safe) makes a
  * running native attempt kill its whole process tree (SIGKILL to the sandbox's PID
  * namespace and every process in its cgroup) and return within a few milliseconds;
  * the result says "cancelled" and the evidence says whether the stop was confirmed.
- * A room attempt is stopped at the room's next limit check.
+ * A room attempt is not interrupted: it ends at the room's own CPU or wall limit.
  *
  * Ownership: everything a pl_ function returns through an out-parameter is owned by
  * the caller and freed with the matching _free/_clear function. Borrowed pointers in

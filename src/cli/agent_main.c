@@ -1,5 +1,5 @@
 /*
- * agent_main.c — peri-agent: the agent commands of `peri` (acp, print) in their own
+ * agent_main.c — peri-agent: the agent commands of `peri` (acp, print, place) in their own
  * program, so that only they load the HTTP and store libraries. `peri acp ...` execs
  * `peri-agent acp ...` (agent_exec.c); the arguments mean the same.
  */
@@ -13,6 +13,7 @@ int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "print") == 0) return peri_cmd_print(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "place") == 0) return peri_cmd_place(argc - 1, argv + 1);
     fprintf(stderr,
-            "usage: peri-agent acp|print|place [arguments]  (started by `peri acp`, ...)\n");
+            "usage: peri-agent acp|print|place [arguments]  (started by `peri acp`, `peri print`,\n"
+            "       `peri place`)\n");
     return 2;
 }

@@ -9,7 +9,9 @@
  * ({"evidence":{...}}) and last the result ({"result":{...}}). `decide` prints only
  * the L1 decision. Exit 0 when a result (or decision) was printed, whatever the guest
  * did; 1 on a host error (message on stderr); 2 on a usage error. WASI programs
- * promoted to native run as `<this peri> run MODULE -- ARGS` inside the sandbox.
+ * promoted to native run as `peri run MODULE -- ARGS` inside the sandbox (the peri next
+ * to peri-agent, where this command lives so that `peri` itself links no jansson,
+ * libcrypto or libseccomp: docs/wasi.md, "Cold start").
  */
 #include "cli/commands.h"
 #include "peri/place.h"
@@ -135,8 +137,15 @@ int peri_cmd_place(int argc, char **argv) {
         pl_policy_free(pol);
         return 1;
     }
+    /* This runs in peri-agent; `peri run` (the WASI runner) is the peri next to it. */
     char self[PATH_MAX];
-    ssize_t sl = peri_self_peri(self, sizeof self) ? 1 : 0; /* peri, next to peri-agent */
+    ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 8);
+    self[sl > 0 ? sl : 0] = 0;
+    char *slash = strrchr(self, '/');
+    if (slash && strcmp(slash + 1, "peri") != 0) {
+        strcpy(slash + 1, "peri");
+        if (access(self, X_OK) != 0) sl = 0;
+    }
 #if defined(__SANITIZE_ADDRESS__)
     /* LeakSanitizer stops the world with ptrace, which the sandbox's seccomp denies */
     const char *runner[] = {

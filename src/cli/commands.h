@@ -14,7 +14,9 @@ int peri_cmd_run(int argc, char **argv);     /* cmd_run.c: run a WASI program in
 int peri_cmd_ruby(int argc, char **argv);    /* cmd_ruby.c: a Ruby script in the room (issue 11) */
 int peri_cmd_acp(int argc, char **argv);     /* cmd_acp.c: ACP agent on stdio */
 int peri_cmd_print(int argc, char **argv);   /* cmd_print.c: one-shot ACP client */
-int peri_cmd_place(int argc, char **argv);   /* cmd_place.c: placement run, decide */
+/* agent_exec.c: runs `peri-agent <argv...>` (acp, print live there, not in peri). */
+int peri_cmd_agent(int argc, char **argv);
+int peri_cmd_place(int argc, char **argv); /* cmd_place.c: placement run, decide (in peri-agent) */
 
 /* place_opts.c (issue 11): the placement options of `peri acp` / `peri print` from the
  * environment (Ruby's module path, the native WASI runner). */
@@ -22,13 +24,11 @@ int peri_cmd_place(int argc, char **argv);   /* cmd_place.c: placement run, deci
 #include <stdbool.h>
 typedef struct peri_place_opts {
     char ruby[4096], exe[4096], bwrap[4096];
-    const char *runner[6];
+    const char *runner[8];
 } peri_place_opts;
 void peri_place_opts_fill(peri_place_opts *po, pacp_options *opt);
 /* The path of `peri` next to the running program (peri or peri-agent) into buf; false
- * when /proc/self/exe cannot be read. Native WASI runs use `<peri> run MODULE -- ARGS`. */
+ * when /proc/self/exe cannot be read. Native WASI runs use `<peri> run ... MODULE ARGS`. */
 bool peri_self_peri(char *buf, size_t n);
-/* agent_exec.c: runs `peri-agent <argv...>` (acp, print live there, not in peri). */
-int peri_cmd_agent(int argc, char **argv);
 
 #endif

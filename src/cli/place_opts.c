@@ -3,8 +3,8 @@
  * environment onto the ACP server's placement options. Ruby's module is
  * $PERI_RUBY_WASM, else scripts/deps.sh's cache
  * ($XDG_CACHE_HOME or $HOME/.cache)/peri/ruby-3.4-wasm-wasi-2.10.1/ruby+stdlib.wasm; a
- * WASI module promoted to the native sandbox runs as `<peri> run MODULE -- ARGS`, the
- * `peri` next to this program (peri-agent).
+ * WASI module promoted to the native sandbox runs as `<peri> run --dir / -- MODULE ARGS`,
+ * the `peri` next to this program (peri-agent).
  * $PERI_BWRAP overrides the sandbox's bubblewrap binary (tests use it to make the
  * sandbox unavailable). The strings live in the caller's peri_place_opts.
  */
@@ -41,10 +41,14 @@ void peri_place_opts_fill(peri_place_opts *po, pacp_options *opt) {
         po->runner[k++] = "/usr/bin/env";
         po->runner[k++] = "ASAN_OPTIONS=detect_leaks=0";
 #endif
+        /* `peri run [OPTIONS] -- MODULE ARGS`: the sandbox's root is the program's "/"
+         * (its /请求/, /数据/, /响应/ are there); ARGS are appended after the module. */
         po->runner[k++] = po->exe;
         po->runner[k++] = "run";
-        po->runner[k++] = "{module}";
+        po->runner[k++] = "--dir";
+        po->runner[k++] = "/";
         po->runner[k++] = "--";
+        po->runner[k++] = "{module}";
         opt->wasm_runner = po->runner;
         opt->nwasm_runner = k;
     }

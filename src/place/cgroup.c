@@ -59,7 +59,8 @@ static bool own_path(const char *ctl, char *out, size_t cap) {
     while (!found && fgets(line, sizeof line, f)) {
         char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
         if (!b) continue;
-        *b = 0;
+        *a = 0; /* line: the hierarchy id ("0" for v2) */
+        *b = 0; /* a + 1: its controllers ("" for v2) */
         char *path = b + 1;
         path[strcspn(path, "\n")] = 0;
         const char *ctls = a + 1;

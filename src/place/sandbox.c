@@ -3,23 +3,27 @@
  * a WASI module (through the configured runner) under bubblewrap, and its evidence
  * `peri.native-lifecycle.v1`.
  *
- * The sandbox: new user, PID, IPC, UTS, cgroup and network namespaces (the network
- * namespace is shared only when the request asks for network AND the policy permits
- * it); the root is a private scratch directory (the request's files at their guest
- * paths, results collected from /数据/ and /响应/); /usr and the /bin,/lib* links
- * read-only; a minimal /etc; no $HOME, /root, /tmp or processes of the host; a clean
- * environment (PATH, HOME=/home, LANG, TMPDIR); rlimits (CPU, address space, processes,
- * file size, open files, no core); a cgroup leaf (memory, pids, CPU accounting) when
- * the machine allows one; the seccomp filter of seccomp.c; --die-with-parent and
- * --disable-userns. When the caller is root the sandbox runs as a fresh unprivileged
- * uid (a per-run uid above 2,000,000,000), so the kernel's RLIMIT_NPROC applies and
- * host files stay protected by their modes; for native_workspace_ref it runs as the
- * workspace's owner, and as root only with the cgroup pids limit in place.
+ * The sandbox: new user, PID (the command is PID 1), IPC, UTS, cgroup and network
+ * namespaces (the network namespace is shared only when the request asks for network
+ * AND the policy permits it); a tmpfs root on which the top-level entries of a private
+ * scratch directory are bound (/tmp, /home, /数据, /响应 and the request's files at
+ * their guest paths; results collected from /数据/ and /响应/); /usr and the /bin,
+ * /lib* links read-only; a minimal /etc; no $HOME, /root, /tmp or processes of the
+ * host; a clean environment (PATH, HOME=/home, LANG, TMPDIR); rlimits (CPU, processes,
+ * file size, open files, no core; address space only without a memory cgroup); a
+ * cgroup leaf (memory, pids, CPU accounting) when the machine allows one; the seccomp
+ * filter of seccomp.c; --die-with-parent and --disable-userns. When the caller is
+ * root the sandbox runs as a fresh unprivileged uid (a per-run uid above
+ * 2,000,000,000), so the kernel's RLIMIT_NPROC applies and host files stay protected
+ * by their modes; for native_workspace_ref it runs as the workspace's owner, and as
+ * root only with the cgroup pids limit in place.
  *
  * Stopping: at the CPU limit (cgroup CPU accounting polled every 10 ms, RLIMIT_CPU as
- * a backstop), the wall limit, the output limit or a cancel, the outer bwrap is
- * SIGKILLed (its child, PID 1 of the namespace, dies by PDEATHSIG and the kernel kills
- * the namespace) and every process left in the cgroup is SIGKILLed. The evidence says
+ * a backstop), the wall limit, the output limit or a cancel (an eventfd in the poll
+ * set), every process of the cgroup but the outer bwrap is SIGKILLed, so that the
+ * outer bwrap reaps the namespace's PID 1 and exits (no zombie is left to init); it is
+ * SIGKILLed itself 300 ms later if it has not. Without a cgroup the outer bwrap is
+ * SIGKILLed and the namespace dies with its PID 1 (PDEATHSIG). The evidence says
  * "confirmed" only after the reap was seen (outer bwrap reaped and the cgroup empty).
  *
  * Invariants: the scratch directory and the cgroup leaf are removed before return
@@ -122,11 +126,13 @@ static bool mkparents(char *path, uid_t uid, gid_t gid, bool chown_them, size_t 
     return true;
 }
 
+/* Removes one entry; failures are not fatal here: remove_tree checks the result. */
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f) {
     (void)st;
     (void)f;
-    if (flag == FTW_DP || flag == FTW_D) return rmdir(p) == 0 || errno == ENOENT ? 0 : 0;
-    return unlink(p) == 0 || errno == ENOENT ? 0 : 0;
+    if (flag == FTW_DP || flag == FTW_D) (void)rmdir(p);
+    else (void)unlink(p);
+    return 0;
 }
 
 static int chmod_dirs(const char *p, const struct stat *st, int flag, struct FTW *f) {
@@ -721,8 +727,14 @@ static bool run_native(native_ctx *n, pl_error *err) {
             sv_add(&argv, p);
             sv_add(&argv, "/.peri");
         }
-        if (r->kind == PL_PROGRAM_WASM && strncmp(pc->wasm_runner[0], "/usr/", 5) != 0)
-            add_etc(&argv, pc->wasm_runner[0]);
+        /* the runner's binaries (absolute paths outside /usr), read-only at their paths */
+        for (size_t i = 0; r->kind == PL_PROGRAM_WASM && i < pc->nwasm_runner; i++) {
+            const char *a = pc->wasm_runner[i];
+            struct stat rs;
+            if (a[0] == '/' && strncmp(a, "/usr/", 5) != 0 && stat(a, &rs) == 0 &&
+                S_ISREG(rs.st_mode))
+                add_etc(&argv, a);
+        }
         if (r->kind == PL_PROGRAM_RUBY && strncmp(pc->ruby, "/usr/", 5) != 0)
             add_etc(&argv, pc->ruby);
         if (ws) {
@@ -900,7 +912,11 @@ static bool run_native(native_ctx *n, pl_error *err) {
         if (!reaped) {
             int st;
             pid_t w = wait4(child, &st, WNOHANG, &ru);
-            if (w == child) {
+            if (w < 0 && errno == ECHILD) {
+                /* the application ignores SIGCHLD: the kernel reaped it, status lost */
+                reaped = true;
+                if (cg.mode && !pl_cg_empty(&cg)) pl_cg_kill_all(&cg);
+            } else if (w == child) {
                 reaped = true;
                 if (WIFEXITED(st))
                     exit_code = WEXITSTATUS(st);

@@ -64,7 +64,7 @@ static void test_l1_branches(void **st) {
     assert_string_equal(d.runtime_profile, "room-wasi-p1-yuyan-v1");
     assert_true(pl_digest_well_formed(d.runtime_sha256));
 
-    if (!g_native) skip();
+    NEED_NATIVE();
     pl_request s = r;
     s.state_class = PL_STATE_OPAQUE;
     s.model_risk = true;
@@ -169,6 +169,21 @@ static void test_availability(void **st) {
     j = pl_decision_json(&d, NULL);
     assert_non_null(strstr(j, "\"unsandboxed\":true"));
     free(j);
+    /* ...and the run: no sandbox, but the clean environment, the limits, the scratch dir */
+    sh.program = "echo \"[$PERI_PLACE_TEST_SECRET]\"; echo data > \"$HOME/../数据/o.txt\"";
+    setenv("PERI_PLACE_TEST_SECRET", "leak", 1);
+    assert_true(pl_run(g_nobwrap, &sh, &uns, NULL, &rep, &e));
+    unsetenv("PERI_PLACE_TEST_SECRET");
+    assert_true(rep.result.ok);
+    assert_string_equal(rep.result.stdout_text, "[]\n");
+    assert_int_equal(rep.result.nfiles, 1);
+    assert_string_equal(rep.result.files[0].path, "/数据/o.txt");
+    assert_int_equal(rep.ndecisions, 1);
+    assert_true(rep.decisions[0].unsandboxed);
+    assert_non_null(strstr(rep.evidence[0], "\"sandbox\":\"none\""));
+    assert_non_null(strstr(rep.evidence[0], "\"scratch_removed\":true"));
+    pl_report_clear(&rep);
+    sh.program = "true";
     /* native disabled by policy */
     pl_policy no = {.native = PL_NATIVE_NO};
     d = decide(g_pc, &sh, &no);
