@@ -201,6 +201,9 @@ bool pl_room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t ra
     }
     /* A contract exception: the room's exact message is the error. */
     pl_result_fail(res, perr.message);
-    *at->evidence = room_evidence(at, "passed", true, ran, pr_kind_name(perr.kind), perr.message);
+    /* conservative: only a contract violation proves the guest never started */
+    bool maybe_started = ran && perr.kind != PR_KIND_VIOLATION;
+    *at->evidence =
+        room_evidence(at, "passed", true, maybe_started, pr_kind_name(perr.kind), perr.message);
     return pl_result_finish(res, at->dec) || pl_fail(err, PL_ERR_HOST, "out of memory");
 }

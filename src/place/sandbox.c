@@ -130,8 +130,10 @@ static bool mkparents(char *path, uid_t uid, gid_t gid, bool chown_them, size_t 
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f) {
     (void)st;
     (void)f;
-    if (flag == FTW_DP || flag == FTW_D) (void)rmdir(p);
-    else (void)unlink(p);
+    if (flag == FTW_DP || flag == FTW_D)
+        (void)rmdir(p);
+    else
+        (void)unlink(p);
     return 0;
 }
 

@@ -312,6 +312,9 @@ extern const pr_abi pr_abi_yuyan; /* yuyan.c: the 豫言 file-style ABI */
 /* Output from the guest: counts raw bytes against the limit first; false when the
  * write would pass 65,536 bytes (rs->end set to PR_END_OUTPUT, nothing appended). */
 bool pr_run_output(pr_run_state *rs, int stream, const uint8_t *data, size_t n);
+/* The run's output budget in raw bytes: the contract's 65,536, or what `peri run`
+ * set (pr_exec_options.output_max; UINT64_MAX: none). */
+uint64_t pr_run_output_max(const pr_run_state *rs);
 /* A fresh 64-bit random value (CSPRNG, or the deterministic generator). */
 uint64_t pr_run_random(pr_run_state *rs);
 

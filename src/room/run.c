@@ -124,8 +124,12 @@ const pw_module *pr_program_module(const pr_program *p) {
     return p->module;
 }
 
+uint64_t pr_run_output_max(const pr_run_state *rs) {
+    return rs->opt->output_max ? rs->opt->output_max : PR_OUTPUT_MAX;
+}
+
 bool pr_run_output(pr_run_state *rs, int stream, const uint8_t *data, size_t n) {
-    uint64_t max = rs->opt->output_max ? rs->opt->output_max : PR_OUTPUT_MAX;
+    uint64_t max = pr_run_output_max(rs);
     if (n > max - rs->out_bytes) {
         rs->end = PR_END_OUTPUT;
         return false;

@@ -740,17 +740,16 @@ static void iov_copy(pw_call_ctx *cx, uint32_t iovs, uint32_t n, uint8_t *b) {
 static int write_out(pw_call_ctx *cx, pr_run_state *rs, int stream, uint32_t iovs, uint32_t n,
                      uint64_t total, pw_status *st) {
     *st = PW_OK;
-    uint64_t max = rs->opt->output_max ? rs->opt->output_max : PR_OUTPUT_MAX;
-    if (total > max - rs->out_bytes) {
+    if (total > pr_run_output_max(rs) - rs->out_bytes) {
         rs->end = PR_END_OUTPUT; /* what pr_run_output decides, without the copy */
         *st = pw_ctx_trap(cx, "%s", "输出超过 64 KB");
         return E_SUCCESS;
     }
-    if (rs->opt->raw_output && n != 1) { /* peri run: streamed iovec by iovec, no gather */
+    if (rs->opt->raw_output) { /* peri run: each iovec straight out, nothing gathered */
         uint8_t *v = mem(cx, iovs, 8 * (uint64_t)n);
         for (uint32_t i = 0; i < n; i++) {
-            uint32_t ptr = ld32(v + 8 * i), l = ld32(v + 8 * i + 4);
-            if (!pr_run_output(rs, stream, mem(cx, ptr, l), l)) {
+            uint32_t l = ld32(v + 8 * i + 4);
+            if (l && !pr_run_output(rs, stream, mem(cx, ld32(v + 8 * i), l), l)) {
                 *st = pw_ctx_trap(cx, "%s",
                                   rs->end == PR_END_OUTPUT ? "输出超过 64 KB" : rs->end_msg);
                 break;

@@ -239,7 +239,7 @@ static pw_status emit(yy_call *c, int stream, const yy_val *a, bool newline) {
     const uint8_t *data = a->s;
     size_t n = a->n;
     uint8_t stack[512], *tmp = NULL;
-    if (n + newline > PR_OUTPUT_MAX - c->rs->out_bytes) { /* before copying the value */
+    if (n + newline > pr_run_output_max(c->rs) - c->rs->out_bytes) { /* before copying */
         c->rs->end = PR_END_OUTPUT;
         return pw_ctx_trap(c->cx, "%s", "输出超过 64 KB");
     }

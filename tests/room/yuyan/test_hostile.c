@@ -300,9 +300,9 @@ static char *run_wasi_import(const uint8_t *params, uint8_t np, const uint8_t *r
     types[t++] = 2; /* two types */
     types[t++] = 0x60;
     types[t++] = np;
-    memcpy(types + t, params, np), t += np;
+    if (np) memcpy(types + t, params, np), t += np;
     types[t++] = nr;
-    memcpy(types + t, results, nr), t += nr;
+    if (nr) memcpy(types + t, results, nr), t += nr;
     types[t++] = 0x60, types[t++] = 0, types[t++] = 0;
     m[k++] = 1, m[k++] = (uint8_t)t;
     memcpy(m + k, types, t), k += t;
