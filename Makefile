@@ -43,7 +43,7 @@ bench: build
 
 fuzz: deps
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPERI_FUZZ=ON -DPERI_SANITIZE=ON >/dev/null
-	@$(MAKE) --no-print-directory -C build-fuzz -j$(JOBS) fuzz-wasm-decode fuzz-room-yuyan fuzz-room-wasi
+	@$(MAKE) --no-print-directory -C build-fuzz -j$(JOBS) fuzz-wasm-decode fuzz-room-yuyan fuzz-room-wasi fuzz-mcp-decode
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -33,6 +33,14 @@ typedef struct pct_sink {
                                      atomic_int *cancel);
     /* The answer of one prompt (token from pct_prompt); called exactly once. */
     void (*on_prompt_done)(void *ctx, void *token, const pag_turn_result *r);
+    /* Issue 12, optional: the client's file system (ACP fs/read_text_file and
+     * fs/write_text_file) for the read/write/edit tools. Paths are canonical and already
+     * confined to the session's cwd. 0 ok (read: *data malloc'd), 1 not offered by the
+     * client (the disk is used), -1 failed with errno set. */
+    int (*fs_read)(void *ctx, const char *session_id, const char *abs_path, char **data,
+                   size_t *len);
+    int (*fs_write)(void *ctx, const char *session_id, const char *abs_path, const char *data,
+                    size_t len);
 } pct_sink;
 
 typedef struct pct_config {
@@ -73,6 +81,20 @@ int pct_free(pct_controller *c, long wait_ms);
 /* Creates a session for an absolute existing directory. out_id receives its id. */
 pct_status pct_session_new(pct_controller *c, const char *cwd, char out_id[PST_ID_LEN],
                            pct_error *err);
+/* ---- MCP (issue 12) ----
+ * Like pct_session_new / pct_session_load, with the client's ACP mcpServers (JSON array
+ * text, NULL for none). Servers from <home>/.peri/settings.json and
+ * <cwd>/.peri/settings.json ("mcpServers") are connected for every session, too; their
+ * tools join the session's tool list as mcp__<server>__<tool>, and the connections
+ * close with the session. A server that fails does not fail the call: *notices (may be
+ * NULL) receives malloc'd lines describing it (NULL when all went well); they are also
+ * printed to stderr. For an already live session, mcp_json is ignored. */
+pct_status pct_session_new_mcp(pct_controller *c, const char *cwd, const char *mcp_json,
+                               char out_id[PST_ID_LEN], char **notices, pct_error *err);
+pct_status pct_session_load_mcp(pct_controller *c, const char *id, bool replay,
+                                const char *mcp_json, char **notices, pct_error *err);
+/* ---- end MCP ---- */
+
 /* Emits the session's available commands (after the session/new answer). */
 void pct_session_announce(pct_controller *c, const char *id);
 /* Makes a stored session live. With replay, emits the whole history (before

@@ -27,6 +27,8 @@
  *   write/edit state sizes ("Write p (N bytes)", "Edit p (replace N bytes with M bytes[,
  *   every occurrence])"); symlinks with absolute targets are no longer followed even when
  *   they point inside the workspace.
+ *   issue 12: ptl_ctx.client_fs — read/write/edit may read and write files through the
+ *             ACP client (the editor's buffers) after the same confinement.
  *   issue 11: the `run` tool (WASI programs and Ruby scripts, placed by pl_run: the
  *   WebAssembly room first); `shell` through placement when ctx->sandbox is set
  *   (native sandbox: cwd read-write, no network); ptl_ctx.sandbox, ptl_result.meta_json
@@ -76,6 +78,16 @@ bool ptl_needs_permission(const ptl_tool *t); /* write, edit, shell: true */
  * unless out of memory; falls back to the tool name on bad input. Caller frees. */
 char *ptl_title(const ptl_tool *t, const char *input_json);
 
+/* The editor's view of files (ACP fs/read_text_file, fs/write_text_file), issue 12.
+ * Paths given are canonical and already confined. Each returns 0 on success, 1 when the
+ * client does not offer it (the disk is used), -1 on failure with errno set. read's
+ * *data is malloc'd (caller frees). Either function may be NULL (= the disk). */
+typedef struct ptl_client_fs {
+    void *ctx;
+    int (*read)(void *ctx, const char *abs_path, char **data, size_t *len);
+    int (*write)(void *ctx, const char *abs_path, const char *data, size_t len);
+} ptl_client_fs;
+
 struct pl_ctx;
 struct pl_policy;
 
@@ -102,11 +114,15 @@ typedef struct ptl_sandbox {
 bool ptl_tool_needs_permission(const ptl_tool *t, const char *input_json);
 
 typedef struct ptl_ctx {
-    const char *cwd;            /* absolute session directory (required) */
-    atomic_int *cancel;         /* may be NULL; non-zero = stop now */
-    size_t max_output;          /* bytes of output kept for the model; 0: 65536 */
-    long timeout_ms;            /* shell default timeout when the input has none; 0: 120000 */
-    const ptl_sandbox *sandbox; /* see ptl_sandbox; may be NULL */
+    const char *cwd;    /* absolute session directory (required) */
+    atomic_int *cancel; /* may be NULL; non-zero = stop now */
+    size_t max_output;  /* bytes of output kept for the model; 0: 65536 */
+    long timeout_ms;    /* shell default timeout when the input has none; 0: 120000 */
+
+    /* Issue 12: may be NULL (files are read and written on disk). */
+    const ptl_client_fs *client_fs;
+    /* Issue 11: how shell and run execute; may be NULL (see ptl_sandbox). */
+    const ptl_sandbox *sandbox;
 } ptl_ctx;
 
 typedef struct ptl_result {

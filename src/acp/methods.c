@@ -48,7 +48,7 @@ static void ok_empty(pacp_reply *r) {
 /* ---------------------------------------------------------------- initialize */
 
 static void m_initialize(pacp_server *srv, json_t *params, pacp_reply *r) {
-    (void)srv;
+    pacp_fs_caps(srv, json_object_get(params, "clientCapabilities")); /* issue 12 */
     json_t *pv = json_object_get(params, "protocolVersion");
     if (pv && !json_is_integer(pv)) {
         bad_params(r, "protocolVersion must be an integer");
@@ -58,7 +58,7 @@ static void m_initialize(pacp_server *srv, json_t *params, pacp_reply *r) {
         "{s:i, s:{s:b, s:{s:b, s:b, s:b}, s:{s:b, s:b}, s:{s:{}, s:{}, s:{}, s:{}}}, s:[], "
         "s:{s:s, s:s, s:s}}",
         "protocolVersion", 1, "agentCapabilities", "loadSession", 1, "promptCapabilities", "image",
-        0, "audio", 0, "embeddedContext", 1, "mcpCapabilities", "http", 0, "sse", 0,
+        0, "audio", 0, "embeddedContext", 1, "mcpCapabilities", "http", 1, "sse", 1,
         "sessionCapabilities", "list", "close", "resume", "delete", "authMethods", "agentInfo",
         "name", "peri-c", "title", "Peri-C", "version", PERI_VERSION);
     if (!r->result) pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
@@ -81,6 +81,28 @@ static int check_mcp(json_t *params, pacp_reply *r) {
     return 0;
 }
 
+/* MCP (issue 12): the mcpServers array as JSON text for the controller (NULL if none). */
+static char *mcp_text(json_t *params) {
+    json_t *m = json_object_get(params, "mcpServers");
+    return json_is_array(m) && json_array_size(m) ? json_dumps(m, JSON_COMPACT) : NULL;
+}
+
+/* MCP (issue 12): servers that could not start are reported in the result's _meta as
+ * {"peri.mcpErrors": ["MCP server \"x\" is unavailable: ...", ...]}. */
+static void mcp_notices(json_t *result, char *notices) {
+    if (!result || !notices) {
+        free(notices);
+        return;
+    }
+    json_t *arr = json_array();
+    char *save = NULL;
+    for (char *line = strtok_r(notices, "\n", &save); arr && line;
+         line = strtok_r(NULL, "\n", &save))
+        json_array_append_new(arr, json_string(line));
+    json_object_set_new(result, "_meta", json_pack("{s:o}", "peri.mcpErrors", arr));
+    free(notices);
+}
+
 static void m_new(pacp_server *srv, json_t *params, pacp_reply *r) {
     if (check_mcp(params, r)) return;
     json_t *cwdv = json_object_get(params, "cwd");
@@ -97,11 +119,16 @@ static void m_new(pacp_server *srv, json_t *params, pacp_reply *r) {
         cwd = here;
     pct_error e = {0};
     char sid[PST_ID_LEN];
-    if (pct_session_new(srv->ctl, cwd, sid, &e) != PCT_OK) {
+    char *mcp = mcp_text(params), *notices = NULL;
+    pct_status st = pct_session_new_mcp(srv->ctl, cwd, mcp, sid, &notices, &e);
+    free(mcp);
+    if (st != PCT_OK) {
+        free(notices);
         ctl_error(r, &e, NULL);
         return;
     }
     r->result = json_pack("{s:s}", "sessionId", sid);
+    mcp_notices(r->result, notices);
     if (!r->result)
         pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
     else
@@ -116,11 +143,16 @@ static void load_or_resume(pacp_server *srv, json_t *params, pacp_reply *r, bool
     }
     if (check_mcp(params, r)) return;
     pct_error e = {0};
-    if (pct_session_load(srv->ctl, sid, replay, &e) != PCT_OK) {
+    char *mcp = mcp_text(params), *notices = NULL;
+    pct_status st = pct_session_load_mcp(srv->ctl, sid, replay, mcp, &notices, &e);
+    free(mcp);
+    if (st != PCT_OK) {
+        free(notices);
         ctl_error(r, &e, sid);
         return;
     }
     ok_empty(r);
+    mcp_notices(r->result, notices);
 }
 
 static void m_load(pacp_server *srv, json_t *params, pacp_reply *r) {

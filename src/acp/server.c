@@ -131,6 +131,8 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
 
 static void on_response(pacp_server *srv, pacp_msg *m) {
     if (!json_is_integer(m->id)) return; /* not one of ours: ignore */
+    /* Issue 12: answers to fs/read_text_file and fs/write_text_file. */
+    if (pacp_fs_on_response(srv, m)) return;
     json_int_t id = json_integer_value(m->id);
     /* Decoded here so that no json_t crosses threads; errors and unknown outcomes
      * refuse. */
@@ -224,7 +226,9 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
     pct_sink sink = {.ctx = &srv,
                      .on_event = sink_event,
                      .ask_permission = sink_ask,
-                     .on_prompt_done = sink_prompt_done};
+                     .on_prompt_done = sink_prompt_done,
+                     .fs_read = pacp_fs_read, /* issue 12 */
+                     .fs_write = pacp_fs_write};
     pct_config cfg = {.db_path = db,
                       .home = home,
                       .machine_id_env = getenv("PERI_MACHINE_ID"),

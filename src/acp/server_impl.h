@@ -11,6 +11,7 @@
 #include "peri/acp.h"
 #include "peri/controller.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 
 typedef struct pacp_outreq {
@@ -18,6 +19,11 @@ typedef struct pacp_outreq {
     json_int_t id;
     int outcome; /* pag_permission decoded by the reader thread (no json_t crosses threads) */
     bool done;
+    /* Issue 12: fs/read_text_file and fs/write_text_file answers (clientfs.c). */
+    bool fs;    /* an fs/... request: answered by pacp_fs_on_response */
+    bool error; /* the client answered with an error */
+    char *text; /* fs/read_text_file: the content (malloc'd), text_len bytes */
+    size_t text_len;
 } pacp_outreq;
 
 typedef struct pacp_server {
@@ -29,6 +35,8 @@ typedef struct pacp_server {
     json_int_t next_id;
     pacp_outreq *pending;
     bool eof;
+    /* Issue 12: what the client advertised in initialize (clientCapabilities.fs). */
+    atomic_bool fs_read, fs_write;
 } pacp_server;
 
 /* A reply: exactly one of result / error. */
@@ -48,6 +56,14 @@ void pacp_notify(pacp_server *srv, const char *method, json_t *params);
 
 /* session/update params for one stamped event; NULL for events with no wire form. */
 json_t *pacp_update_params(const pag_event *ev);
+
+/* Issue 12 (clientfs.c): the controller sink's fs hooks, the capability record made by
+ * initialize, and the reader's hook for fs/... answers (true when it took the response). */
+int pacp_fs_read(void *ctx, const char *session_id, const char *abs_path, char **data, size_t *len);
+int pacp_fs_write(void *ctx, const char *session_id, const char *abs_path, const char *data,
+                  size_t len);
+void pacp_fs_caps(pacp_server *srv, json_t *client_capabilities);
+bool pacp_fs_on_response(pacp_server *srv, pacp_msg *m);
 
 void pacp_reply_error(pacp_reply *r, int code, const char *msg);
 void pacp_send_reply(pacp_server *srv, json_t *id, pacp_reply *r);

@@ -206,6 +206,13 @@ bool pag_settings_allows(const pag_settings *s, const char *tool_name) {
     for (size_t i = 0; i < s->nallow; i++)
         if (strcmp(s->allow_tools[i], "*") == 0 || strcmp(s->allow_tools[i], tool_name) == 0)
             return true;
+    /* MCP (issue 12): "mcp__server__*" allows every tool of one server. */
+    for (size_t i = 0; i < s->nallow; i++) {
+        size_t n = strlen(s->allow_tools[i]);
+        if (n > 6 && !strncmp(s->allow_tools[i], "mcp__", 5) && s->allow_tools[i][n - 1] == '*' &&
+            !strncmp(s->allow_tools[i], tool_name, n - 1))
+            return true;
+    }
     return false;
 }
 

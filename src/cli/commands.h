@@ -31,4 +31,6 @@ void peri_place_opts_fill(peri_place_opts *po, pacp_options *opt);
  * when /proc/self/exe cannot be read. Native WASI runs use `<peri> run ... MODULE ARGS`. */
 bool peri_self_peri(char *buf, size_t n);
 
+int peri_cmd_mcp(int argc, char **argv); /* cmd_mcp.c: workspace MCP server on stdio (peri-agent) */
+
 #endif

@@ -23,6 +23,7 @@ static const peri_command peri_commands[] = {
     {"acp", peri_cmd_agent, "run the agent as an ACP server on stdio"},
     {"print", peri_cmd_agent, "run one prompt through the agent and print the answer"},
     {"place", peri_cmd_agent, "run a request where placement decides: WASM room or native sandbox"},
+    {"mcp", peri_cmd_agent, "serve the workspace tools as an MCP server on stdio (mcp workspace)"},
 };
 
 static void peri_usage(FILE *f) {

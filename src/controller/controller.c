@@ -38,6 +38,8 @@ void pct_sess_retain(void *h) {
 void pct_sess_release(pct_sess *s) {
     if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
     pag_session_free(s->agent);
+    pmcp_pool_close(s->mcp); /* no server process survives the session */
+    free(s->tools);
     pm_client_free(s->client);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
@@ -77,9 +79,13 @@ static pm_status port_reason(void *ctx, const pm_request *req, pm_event_fn on_ev
 static int port_run_tool(void *ctx, const char *name, const char *args, atomic_int *cancel,
                          pag_tool_output *out) {
     pct_sess *s = ctx;
+    if (pmcp_pool_has(s->mcp, name))
+        return pmcp_pool_call(s->mcp, name, args, cancel, &out->output, &out->is_error,
+                              &out->content_json);
     const ptl_tool *t = ptl_find(name);
     if (!t) return -1;
     ptl_ctx tc = {.cwd = s->cwd, .cancel = cancel, .sandbox = &s->c->sandbox};
+    if (s->c->sink.fs_read || s->c->sink.fs_write) tc.client_fs = &s->client_fs;
     ptl_result r;
     ptl_status st = ptl_run(t, args, &tc, &r);
     out->output = r.output;
@@ -91,6 +97,19 @@ static int port_run_tool(void *ctx, const char *name, const char *args, atomic_i
     r.output = r.content_json = r.locations_json = r.meta_json = r.raw_output_json = NULL;
     ptl_result_clear(&r);
     return st == PTL_OK ? 0 : st == PTL_CANCELLED ? 1 : -1;
+}
+
+/* Issue 12: the tools' client file system, bound to this session. */
+static int client_read(void *ctx, const char *abs, char **data, size_t *len) {
+    pct_sess *s = ctx;
+    if (!s->c->sink.fs_read) return 1;
+    return s->c->sink.fs_read(s->c->sink.ctx, s->id, abs, data, len);
+}
+
+static int client_write(void *ctx, const char *abs, const char *data, size_t len) {
+    pct_sess *s = ctx;
+    if (!s->c->sink.fs_write) return 1;
+    return s->c->sink.fs_write(s->c->sink.ctx, s->id, abs, data, len);
 }
 
 static char *port_tool_title(void *ctx, const char *name, const char *args) {
@@ -157,6 +176,11 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
     }
     c->settings = cfg->settings;
     c->sink = *sink;
+    if (cfg->home && !(c->home = strdup(cfg->home))) {
+        free(c);
+        set_err(err, PCT_FAILED, "out of memory%s", NULL);
+        return NULL;
+    }
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
     pst_error pe;
@@ -231,6 +255,7 @@ fail:
     pst_close(c->store);
     prt_free(c->rt);
     free(c->tools);
+    free(c->home);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
     free(c);
@@ -260,15 +285,47 @@ int pct_free(pct_controller *c, long wait_ms) {
     pst_close(c->store);
     prt_free(c->rt);
     free(c->tools);
+    free(c->home);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
     free(c);
     return 0;
 }
 
+/* MCP (issue 12): connects the session's MCP servers and builds its tool list
+ * (builtin tools first, then mcp__<server>__<tool>). Failures become notices. */
+static int open_mcp(pct_sess *s, const char *mcp_json, char **notices) {
+    pct_controller *c = s->c;
+    pmcp_pool_opts po = {.cwd = s->cwd, .home = c->home, .acp_servers_json = mcp_json};
+    char *why = NULL;
+    s->mcp = pmcp_pool_open(&po, &why);
+    size_t nm = pmcp_pool_tool_count(s->mcp);
+    s->tools = calloc(c->ntools + nm + 1, sizeof *s->tools);
+    if (!s->mcp || !s->tools) {
+        free(why);
+        return -1;
+    }
+    memcpy(s->tools, c->tools, c->ntools * sizeof *s->tools);
+    for (size_t i = 0; i < nm; i++) {
+        const pmcp_pool_tool *t = pmcp_pool_tool_at(s->mcp, i);
+        s->tools[c->ntools + i] = (pag_tool_info){.name = t->name,
+                                                  .description = t->description,
+                                                  .schema_json = t->schema_json,
+                                                  .kind = "other",
+                                                  .needs_permission = true};
+    }
+    s->ntools = c->ntools + nm;
+    if (why) fprintf(stderr, "peri: session %s: %s", s->id, why);
+    if (notices)
+        *notices = why;
+    else
+        free(why);
+    return 0;
+}
+
 /* Builds the live session for a stored thread and maps it. */
-static pct_status make_live(pct_controller *c, const pst_thread *th, pct_sess **out,
-                            pct_error *err) {
+static pct_status make_live(pct_controller *c, const pst_thread *th, const char *mcp_json,
+                            char **notices, pct_sess **out, pct_error *err) {
     pct_sess *s = calloc(1, sizeof *s);
     if (!s || !(s->cwd = strdup(th->cwd))) {
         free(s);
@@ -282,6 +339,12 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, pct_sess **
     pthread_cond_init(&s->cv, NULL);
     pthread_mutex_init(&s->emit_mu, NULL);
     s->titled = th->title != NULL;
+    s->client_fs = (ptl_client_fs){.ctx = s, .read = client_read, .write = client_write};
+    if (open_mcp(s, mcp_json, notices) != 0) {
+        pct_sess_release(s);
+        set_err(err, PCT_FAILED, "out of memory%s", NULL);
+        return PCT_FAILED;
+    }
     const char *model = NULL;
     if (pag_settings_model(c->settings, &s->model_cfg, &model, s->model_missing,
                            sizeof s->model_missing) != 0)
@@ -296,8 +359,8 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, pct_sess **
                        .reason = port_reason,
                        .model_name = model,
                        .model_missing_reason = s->model_missing,
-                       .tools = c->tools,
-                       .ntools = c->ntools,
+                       .tools = s->tools,
+                       .ntools = s->ntools,
                        .run_tool = port_run_tool,
                        .tool_title = port_tool_title,
                        .ask_permission = port_ask,
@@ -334,6 +397,12 @@ static pct_status insert_live(pct_controller *c, pct_sess *s, pct_error *err) {
 
 pct_status pct_session_new(pct_controller *c, const char *cwd, char out_id[PST_ID_LEN],
                            pct_error *err) {
+    return pct_session_new_mcp(c, cwd, NULL, out_id, NULL, err);
+}
+
+pct_status pct_session_new_mcp(pct_controller *c, const char *cwd, const char *mcp_json,
+                               char out_id[PST_ID_LEN], char **notices, pct_error *err) {
+    if (notices) *notices = NULL;
     if (!cwd || cwd[0] != '/') {
         set_err(err, PCT_BAD_ARG, "cwd must be an absolute path%s", NULL);
         return PCT_BAD_ARG;
@@ -370,7 +439,7 @@ pct_status pct_session_new(pct_controller *c, const char *cwd, char out_id[PST_I
         return PCT_FAILED;
     }
     pct_sess *s = NULL;
-    pct_status rc = make_live(c, &th, &s, err);
+    pct_status rc = make_live(c, &th, mcp_json, notices, &s, err);
     if (rc == PCT_OK) rc = insert_live(c, s, err);
     if (rc == PCT_OK) memcpy(out_id, th.id, PST_ID_LEN);
     pst_thread_clear(&th);
@@ -391,6 +460,12 @@ static void replay_emit(void *ctx, const pag_event *ev) {
 }
 
 pct_status pct_session_load(pct_controller *c, const char *id, bool replay, pct_error *err) {
+    return pct_session_load_mcp(c, id, replay, NULL, NULL, err);
+}
+
+pct_status pct_session_load_mcp(pct_controller *c, const char *id, bool replay,
+                                const char *mcp_json, char **notices, pct_error *err) {
+    if (notices) *notices = NULL;
     pct_sess *s = pct_sess_get(c, id);
     if (s) {
         pthread_mutex_lock(&s->mu);
@@ -421,7 +496,7 @@ pct_status pct_session_load(pct_controller *c, const char *id, bool replay, pct_
         set_err(err, PCT_FAILED, "store: %s", pe.message);
         return PCT_FAILED;
     }
-    pct_status rc = make_live(c, &th, &s, err);
+    pct_status rc = make_live(c, &th, mcp_json, notices, &s, err);
     pst_thread_clear(&th);
     if (rc != PCT_OK) return rc;
     pst_message_list ml;

@@ -7,6 +7,7 @@
 
 #include "peri/place.h"
 #include "peri/controller.h"
+#include "peri/mcp.h"
 #include "peri/runtime.h"
 #include "peri/tools.h"
 
@@ -36,6 +37,10 @@ typedef struct pct_sess {
     pthread_mutex_t emit_mu;
     uint64_t gate_gen; /* events of turns <= gate_gen are dropped */
     bool titled;
+    pmcp_pool *mcp;       /* MCP servers of this session (issue 12); closed on release */
+    pag_tool_info *tools; /* builtin + MCP tools; the agent's ports point here */
+    size_t ntools;
+    ptl_client_fs client_fs; /* issue 12: files through the ACP client when offered */
 } pct_sess;
 
 struct pct_controller {
@@ -46,6 +51,7 @@ struct pct_controller {
     char machine_id[PST_ID_LEN];
     pag_tool_info *tools;
     size_t ntools;
+    char *home; /* for the user's settings.json (MCP servers) */
     /* Issue 11: code runs through placement (room first, native sandbox when needed). */
     pr_host *room;
     pr_ruby *ruby;

@@ -84,6 +84,36 @@ static ptl_status target_error(ptl_result *r, const char *path, int neg) {
     return status_error(r, path, s);
 }
 
+/* Issue 12: after confinement, the editor's view of the file through the ACP client when
+ * it offers one (ctx->client_fs); otherwise *data stays as read from disk. */
+static ptl_fstatus client_read(const ptl_ctx *ctx, const char *abs, char **data, size_t *len) {
+    const ptl_client_fs *c = ctx->client_fs;
+    if (!c || !c->read) return PTL_F_OK;
+    char *d = NULL;
+    size_t n = 0;
+    int rc = c->read(c->ctx, abs, &d, &n);
+    if (rc == 1) return PTL_F_OK; /* not offered: the disk's content stands */
+    if (rc != 0) return errno == ENOENT ? PTL_F_MISSING : PTL_F_IO;
+    if (n > MAX_FILE) {
+        free(d);
+        return PTL_F_TOO_LARGE;
+    }
+    free(*data);
+    *data = d;
+    *len = n;
+    return PTL_F_OK;
+}
+
+/* Issue 12: a write through the ACP client. -1: not offered (write the disk), 0: written,
+ * else an errno value. */
+static int client_write(const ptl_ctx *ctx, const char *abs, const char *data, size_t len) {
+    const ptl_client_fs *c = ctx->client_fs;
+    if (!c || !c->write) return -1;
+    int rc = c->write(c->ctx, abs, data, len);
+    if (rc == 1) return -1;
+    return rc == 0 ? 0 : errno ? errno : EIO;
+}
+
 static bool cancelled(const ptl_ctx *ctx) {
     return ctx->cancel && atomic_load(ctx->cancel);
 }
@@ -112,6 +142,7 @@ ptl_status ptl__read(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
         abs = ptl__fd_path(fd, ctx->cwd, rel);
         close(fd);
         if (fs == PTL_F_OK && !abs) fs = PTL_F_NOMEM;
+        if (fs == PTL_F_OK) fs = client_read(ctx, abs, &data, &len); /* issue 12 */
     }
     close(rootfd);
     free(rel);
@@ -247,7 +278,14 @@ ptl_status ptl__write(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
         st = PTL_ERR_NOMEM;
         goto done;
     }
-    int werr = ptl__replace_at(dirfd, name, content, clen, exists ? &sb : NULL, ctx->cancel);
+    if (exists && old && client_read(ctx, abs, &old, &old_len) != PTL_F_OK) { /* issue 12 */
+        free(old);
+        old = NULL;
+        old_len = 0;
+    }
+    int werr = client_write(ctx, abs, content, clen); /* issue 12 */
+    if (werr < 0)
+        werr = ptl__replace_at(dirfd, name, content, clen, exists ? &sb : NULL, ctx->cancel);
     if (werr) {
         if (werr == ECANCELED) {
             st = ptl__error(r, "cancelled: %s was not changed", path);
@@ -319,6 +357,10 @@ ptl_status ptl__edit(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     struct stat sb;
     ptl_fstatus fs = open_existing(dirfd, name, &fd, &sb);
     if (fs == PTL_F_OK) fs = ptl__read_fd(fd, MAX_FILE, false, &data, &len);
+    if (fs == PTL_F_OK && ctx->client_fs) { /* issue 12: the editor's buffer */
+        abs = join_path(dirfd, ctx, name);
+        fs = abs ? client_read(ctx, abs, &data, &len) : PTL_F_NOMEM;
+    }
     if (fs != PTL_F_OK) {
         st = status_error(r, path, fs);
         goto done;
@@ -349,7 +391,7 @@ ptl_status ptl__edit(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
         goto done;
     }
     result = malloc(out_len + 1);
-    abs = join_path(dirfd, ctx, name);
+    if (!abs) abs = join_path(dirfd, ctx, name);
     if (!result || !abs) {
         st = PTL_ERR_NOMEM;
         goto done;
@@ -368,7 +410,8 @@ ptl_status ptl__edit(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     result[out_len] = '\0';
     close(fd);
     fd = -1;
-    int werr = ptl__replace_at(dirfd, name, result, out_len, &sb, ctx->cancel);
+    int werr = client_write(ctx, abs, result, out_len); /* issue 12 */
+    if (werr < 0) werr = ptl__replace_at(dirfd, name, result, out_len, &sb, ctx->cancel);
     if (werr) {
         if (werr == ECANCELED) {
             st = ptl__error(r, "cancelled: %s was not changed", path);

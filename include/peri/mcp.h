@@ -1,0 +1,211 @@
+/*
+ * peri/mcp.h — Model Context Protocol (revision 2025-06-18, also accepting 2025-03-26
+ * and 2024-11-05) client, server and per-session client pool (prefix pmcp_).
+ *
+ * Layering: MCP sits above the workspace tools (src/tools) and below the agent host.
+ * The server side serves whatever the tools registry provides (ptl_count/ptl_at), so a
+ * tool added to the registry is served without touching this module.
+ *
+ * Transports (client side):
+ *   stdio  — the server is spawned in its own process group with PR_SET_PDEATHSIG
+ *            (SIGKILL), its stderr is logged line by line to our stderr prefixed with
+ *            "peri mcp[<name>]: ", and on close stdin is closed, then the whole group
+ *            gets SIGTERM and after a grace period SIGKILL, then it is reaped.
+ *   http   — streamable HTTP (libcurl): POST per message, JSON or SSE answers,
+ *            Mcp-Session-Id kept and sent back, DELETE on close.
+ *   sse    — legacy HTTP+SSE: GET event stream, "endpoint" event, POSTs to it.
+ *   inproc — the builtin workspace server on a thread over a socketpair.
+ *
+ * Tool names seen by the model: "mcp__<server>__<tool>", where <server> is the
+ * configured name with every character outside [A-Za-z0-9_-] replaced by '_'. Tool
+ * names longer than 64 characters are not offered (providers refuse them).
+ *
+ * The program must ignore SIGPIPE (a server that died is then a write error) and call
+ * curl_global_init once (pm_global_init does) before using the HTTP transports.
+ *
+ * Threads: a client may be used from any thread; calls may run concurrently. The pool
+ * is per session. Nothing here keeps global mutable state; nothing reads environment
+ * variables (the caller passes home and cwd).
+ *
+ * Ownership: every char* returned is malloc'd and owned by the caller unless noted.
+ */
+#ifndef PERI_MCP_H
+#define PERI_MCP_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PMCP_PROTOCOL_VERSION "2025-06-18"
+
+/* ---------------------------------------------------------------- server config */
+
+typedef enum pmcp_transport_kind {
+    PMCP_STDIO = 0,
+    PMCP_HTTP,   /* streamable HTTP */
+    PMCP_SSE,    /* legacy HTTP+SSE */
+    PMCP_INPROC, /* builtin workspace server, in process */
+} pmcp_transport_kind;
+
+typedef struct pmcp_kv {
+    char *name;  /* owned */
+    char *value; /* owned */
+} pmcp_kv;
+
+typedef struct pmcp_server_config {
+    char *name; /* owned; as configured */
+    pmcp_transport_kind kind;
+    char *command; /* stdio: program (PATH searched), owned */
+    char **args;   /* stdio: arguments after the program, owned */
+    size_t nargs;
+    pmcp_kv *env; /* stdio: added to the inherited environment, owned */
+    size_t nenv;
+    char *url;        /* http / sse, owned */
+    pmcp_kv *headers; /* http / sse, owned */
+    size_t nheaders;
+    char *root; /* inproc: workspace root, owned */
+} pmcp_server_config;
+
+void pmcp_server_config_clear(pmcp_server_config *c);
+
+/* Parses servers from JSON text in either shape into a growing array (*out, *n; free
+ * each with pmcp_server_config_clear and the array with free):
+ *   ACP  mcpServers: [{"name","command","args":[..],"env":[{"name","value"}]},
+ *                     {"type":"http"|"sse","name","url","headers":[{"name","value"}]}]
+ *   settings / Claude Code .mcp.json: {"mcpServers": {"<name>": {"command","args",
+ *                     "env":{K:V}} | {"type":"http"|"sse","url","headers":{K:V}}}}
+ * Bad entries are skipped with a line appended to *errors (malloc'd, may be NULL).
+ * Returns 0, or -1 when the text is not JSON of either shape (message in *errors). */
+int pmcp_parse_servers(const char *json_text, const char *origin, pmcp_server_config **out,
+                       size_t *n, char **errors);
+
+/* ---------------------------------------------------------------- client */
+
+typedef struct pmcp_client pmcp_client;
+
+typedef struct pmcp_client_opts {
+    const char *cwd;      /* stdio: working directory of the server; NULL: inherit */
+    long init_timeout_ms; /* initialize + first tools/list; 0: 30000 */
+    long call_timeout_ms; /* default per request; 0: 600000 */
+} pmcp_client_opts;
+
+typedef struct pmcp_tool {
+    char *name;        /* the server's name */
+    char *title;       /* may be NULL */
+    char *description; /* never NULL ("" when absent) */
+    char *schema_json; /* inputSchema passed through as JSON text */
+    bool read_only;    /* annotations.readOnlyHint */
+} pmcp_tool;
+
+/* Connects, negotiates (initialize, notifications/initialized) and lists the tools
+ * (following nextCursor). NULL with a message in err on any failure; then no process
+ * or thread is left behind. */
+pmcp_client *pmcp_client_connect(const pmcp_server_config *cfg, const pmcp_client_opts *opt,
+                                 char *err, size_t errlen);
+/* Closes the transport (stdio: kills the process group) and frees. NULL is a no-op. */
+void pmcp_client_close(pmcp_client *c);
+
+const char *pmcp_client_name(const pmcp_client *c);
+const char *pmcp_client_protocol(const pmcp_client *c); /* negotiated version */
+/* The server's capabilities object as JSON text (borrowed; "{}" when none). */
+const char *pmcp_client_capabilities(const pmcp_client *c);
+
+/* Tool snapshot: copies of the current list (caller frees with pmcp_tools_free). */
+int pmcp_client_tools(pmcp_client *c, pmcp_tool **out, size_t *n);
+void pmcp_tools_free(pmcp_tool *t, size_t n);
+/* True once notifications/tools/list_changed arrived since the last refresh. */
+bool pmcp_client_tools_changed(pmcp_client *c);
+/* Re-lists the tools (all pages). 0 or -1 with err. */
+int pmcp_client_refresh_tools(pmcp_client *c, char *err, size_t errlen);
+
+typedef void (*pmcp_progress_fn)(void *ctx, double progress, double total, const char *message);
+
+typedef struct pmcp_call_result {
+    char *content_json;    /* the MCP content array as JSON text ("[]" if absent) */
+    char *structured_json; /* structuredContent or NULL */
+    char *text;            /* text for the model: text parts joined, others summarised */
+    bool is_error;         /* the tool reported isError, or the request failed */
+} pmcp_call_result;
+
+typedef enum pmcp_status {
+    PMCP_OK = 0,       /* answered (result->is_error tells a tool failure) */
+    PMCP_CANCELLED,    /* *cancel was raised: notifications/cancelled was sent */
+    PMCP_TIMEOUT,      /* no answer in time: the request was cancelled */
+    PMCP_ERR_RPC,      /* JSON-RPC error answer; result->text holds "code: message" */
+    PMCP_ERR_TRANSPORT /* the connection is gone or could not send */
+} pmcp_status;
+
+/* tools/call. progress may be NULL (then no progressToken is sent). cancel may be NULL.
+ * timeout_ms 0: the client default. out is always initialised; clear it. */
+pmcp_status pmcp_client_call(pmcp_client *c, const char *tool, const char *args_json,
+                             atomic_int *cancel, pmcp_progress_fn progress, void *pctx,
+                             long timeout_ms, pmcp_call_result *out);
+void pmcp_call_result_clear(pmcp_call_result *r);
+
+/* Generic request: params_json may be NULL; *result_json receives the result object
+ * text. Used for ping, resources/list, resources/read. */
+pmcp_status pmcp_client_request(pmcp_client *c, const char *method, const char *params_json,
+                                atomic_int *cancel, long timeout_ms, char **result_json, char *err,
+                                size_t errlen);
+
+/* ---------------------------------------------------------------- server */
+
+typedef struct pmcp_server_opts {
+    const char *root;      /* workspace root (absolute, existing) */
+    const char *name;      /* serverInfo.name; NULL: "peri-workspace" */
+    size_t page_size;      /* tools/list page size; 0: 100 */
+    long shell_timeout_ms; /* 0: the tools default */
+} pmcp_server_opts;
+
+/* Serves the workspace tools on a pair of fds (one JSON-RPC frame per line) until
+ * EOF on in_fd; in-flight calls are cancelled and joined before it returns 0. -1 with a
+ * message on stderr when it could not start (bad root). */
+int pmcp_serve(const pmcp_server_opts *opt, int in_fd, int out_fd);
+
+/* ---------------------------------------------------------------- pool */
+
+typedef struct pmcp_pool pmcp_pool;
+
+typedef struct pmcp_pool_tool {
+    const char *name;        /* "mcp__server__tool" (borrowed from the pool) */
+    const char *description; /* borrowed */
+    const char *schema_json; /* borrowed */
+    bool read_only;
+} pmcp_pool_tool;
+
+typedef struct pmcp_pool_opts {
+    const char *cwd;              /* session directory: stdio cwd and <cwd>/.peri/settings.json */
+    const char *home;             /* <home>/.peri/settings.json; NULL: not read */
+    const char *acp_servers_json; /* ACP mcpServers array text or NULL */
+    long init_timeout_ms;         /* per server; 0: 30000 */
+} pmcp_pool_opts;
+
+/* Connects every configured server (user settings, then project settings, then ACP;
+ * a later entry with the same name replaces an earlier one). Never fails for a server:
+ * a server that cannot start is left out and described in *notices (malloc'd lines,
+ * NULL when all went well), which the caller reports. NULL only when out of memory. */
+pmcp_pool *pmcp_pool_open(const pmcp_pool_opts *opt, char **notices);
+/* Closes every connection (no server process survives) and frees. NULL: no-op. */
+void pmcp_pool_close(pmcp_pool *p);
+
+size_t pmcp_pool_tool_count(const pmcp_pool *p);
+const pmcp_pool_tool *pmcp_pool_tool_at(const pmcp_pool *p, size_t i);
+bool pmcp_pool_has(const pmcp_pool *p, const char *namespaced);
+
+/* Runs "mcp__server__tool". Fills text (for the model) and content_json (ACP
+ * ToolCallContent[] text: text, image, resource, resource_link mapped). Returns 0 when
+ * it ran (is_error tells a tool failure), 1 when cancelled, -1 when unknown/failed. */
+int pmcp_pool_call(pmcp_pool *p, const char *namespaced, const char *args_json, atomic_int *cancel,
+                   char **text, bool *is_error, char **content_json);
+
+/* MCP content array text -> ACP ToolCallContent[] text (exposed for tests). */
+char *pmcp_content_to_acp(const char *mcp_content_json);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

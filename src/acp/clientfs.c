@@ -1,0 +1,136 @@
+/*
+ * clientfs.c — ACP client file system (issue 12): when the client advertised
+ * clientCapabilities.fs.readTextFile / writeTextFile in initialize, the workspace
+ * read/write/edit tools read and write through fs/read_text_file and
+ * fs/write_text_file, so the editor sees unsaved buffers and keeps its own undo.
+ *
+ * Invariants: paths reaching here were already confined by the tools (default deny is
+ * unchanged); a request waits at most 30 s, and gives up at EOF of the client; answers
+ * are decoded on the reader thread into plain C strings (no json_t crosses threads).
+ */
+#include "acp/server_impl.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define FS_TIMEOUT_MS 30000
+
+void pacp_fs_caps(pacp_server *srv, json_t *caps) {
+    json_t *fs = json_object_get(caps, "fs");
+    atomic_store(&srv->fs_read, json_is_true(json_object_get(fs, "readTextFile")));
+    atomic_store(&srv->fs_write, json_is_true(json_object_get(fs, "writeTextFile")));
+}
+
+bool pacp_fs_on_response(pacp_server *srv, pacp_msg *m) {
+    json_int_t id = json_integer_value(m->id);
+    bool taken = false;
+    pthread_mutex_lock(&srv->mu);
+    for (pacp_outreq *r = srv->pending; r; r = r->next) {
+        if (r->id != id || !r->fs || r->done) continue;
+        json_t *content = json_object_get(m->result, "content");
+        if (m->error || !m->result) {
+            r->error = true;
+        } else if (json_is_string(content)) {
+            size_t n = json_string_length(content);
+            r->text = malloc(n + 1);
+            if (r->text) {
+                memcpy(r->text, json_string_value(content), n + 1);
+                r->text_len = n;
+            } else {
+                r->error = true;
+            }
+        }
+        r->done = true;
+        taken = true;
+        pthread_cond_broadcast(&srv->cv);
+        break;
+    }
+    pthread_mutex_unlock(&srv->mu);
+    return taken;
+}
+
+/* Sends one fs/... request and waits for its answer. Returns the finished request (the
+ * caller frees it and its text) or NULL when it could not be sent / timed out. */
+static pacp_outreq *fs_call(pacp_server *srv, const char *method, json_t *params) {
+    pacp_outreq *req = calloc(1, sizeof *req);
+    if (!req || !params) {
+        free(req);
+        json_decref(params);
+        return NULL;
+    }
+    req->fs = true;
+    pthread_mutex_lock(&srv->mu);
+    if (srv->eof) {
+        pthread_mutex_unlock(&srv->mu);
+        json_decref(params);
+        free(req);
+        return NULL;
+    }
+    req->id = ++srv->next_id;
+    req->next = srv->pending;
+    srv->pending = req;
+    pthread_mutex_unlock(&srv->mu);
+    json_t *f = pacp_make_request(req->id, method, params);
+    int sent = f && pacp_writer_send(&srv->w, f) == 0;
+    json_decref(f);
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += FS_TIMEOUT_MS / 1000;
+    pthread_mutex_lock(&srv->mu);
+    while (sent && !req->done && !srv->eof) {
+        if (pthread_cond_timedwait(&srv->cv, &srv->mu, &dl) != 0) break;
+    }
+    for (pacp_outreq **p = &srv->pending; *p; p = &(*p)->next) {
+        if (*p == req) {
+            *p = req->next;
+            break;
+        }
+    }
+    bool done = req->done;
+    pthread_mutex_unlock(&srv->mu);
+    if (!done) {
+        free(req->text);
+        free(req);
+        return NULL;
+    }
+    return req;
+}
+
+int pacp_fs_read(void *ctx, const char *session_id, const char *abs_path, char **data,
+                 size_t *len) {
+    pacp_server *srv = ctx;
+    if (!atomic_load(&srv->fs_read)) return 1;
+    pacp_outreq *r = fs_call(srv, "fs/read_text_file",
+                             json_pack("{s:s, s:s}", "sessionId", session_id, "path", abs_path));
+    if (!r || r->error || !r->text) {
+        int e = r ? ENOENT : EIO; /* an error answer: the client has no such file */
+        if (r) free(r->text);
+        free(r);
+        errno = e;
+        return -1;
+    }
+    *data = r->text;
+    *len = r->text_len;
+    free(r);
+    return 0;
+}
+
+int pacp_fs_write(void *ctx, const char *session_id, const char *abs_path, const char *data,
+                  size_t len) {
+    pacp_server *srv = ctx;
+    if (!atomic_load(&srv->fs_write)) return 1;
+    json_t *content = json_stringn(data, len);
+    if (!content) { /* not UTF-8: the text API cannot carry it; write it on disk */
+        return 1;
+    }
+    pacp_outreq *r = fs_call(srv, "fs/write_text_file",
+                             json_pack("{s:s, s:s, s:o}", "sessionId", session_id, "path", abs_path,
+                                       "content", content));
+    int rc = r && !r->error ? 0 : -1;
+    if (r) free(r->text);
+    if (rc) errno = EIO;
+    free(r);
+    return rc;
+}

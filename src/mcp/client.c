@@ -1,0 +1,614 @@
+/*
+ * client.c — the MCP client: request/response matching over any link, the
+ * initialize handshake with version negotiation, tools/list with pagination,
+ * tools/call with progress and cancellation, list_changed tracking, and answers to
+ * the server's own requests (ping; everything else: method not found, since the client
+ * declares no roots/sampling/elicitation capability).
+ *
+ * Invariants: ids are integers we allocate; a response whose id is unknown, a string,
+ * or a duplicate is dropped (logged) and never completes the wrong waiter; a waiter
+ * gives up on cancel, timeout or close and then sends notifications/cancelled; once
+ * the link reports closed every waiter fails fast. Decoded frames are handed from the
+ * reader thread to exactly one waiter (single owner).
+ */
+#include "mcp/mcp_int.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_TOOL_PAGES 1000
+
+typedef struct pending {
+    struct pending *next;
+    json_int_t id;
+    bool done;
+    json_t *resp; /* owned once done: the response frame */
+    pmcp_progress_fn progress;
+    void *pctx;
+} pending;
+
+struct pmcp_client {
+    pmcp__link *link;
+    char *name;
+    pthread_mutex_t mu; /* everything below */
+    pthread_cond_t cv;
+    json_int_t next_id;
+    pending *pending;
+    bool closed;
+    char closed_why[256];
+    bool tools_changed;
+    pmcp_tool *tools;
+    size_t ntools;
+    char protocol[32];
+    char *caps_json;
+    long call_timeout_ms;
+    bool has_tools;
+};
+
+static const char *const k_versions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
+
+/* ---------------------------------------------------------------- tools */
+
+void pmcp_tools_free(pmcp_tool *t, size_t n) {
+    for (size_t i = 0; t && i < n; i++) {
+        free(t[i].name);
+        free(t[i].title);
+        free(t[i].description);
+        free(t[i].schema_json);
+    }
+    free(t);
+}
+
+static char *dup_or(const char *s, const char *dflt) {
+    return strdup(s ? s : dflt);
+}
+
+/* ---------------------------------------------------------------- link callbacks */
+
+static void send_json(pmcp_client *c, json_t *frame) {
+    size_t n;
+    char *t = pmcp__encode(frame, &n);
+    if (t) c->link->send(c->link, t, n);
+    free(t);
+    json_decref(frame);
+}
+
+static void on_notification(pmcp_client *c, pmcp__msg *m) {
+    if (!strcmp(m->method, "notifications/progress")) {
+        json_t *tok = json_object_get(m->params, "progressToken");
+        if (!json_is_integer(tok)) return;
+        json_int_t id = json_integer_value(tok);
+        double progress = json_number_value(json_object_get(m->params, "progress"));
+        double total = json_number_value(json_object_get(m->params, "total"));
+        const char *msg = json_string_value(json_object_get(m->params, "message"));
+        pthread_mutex_lock(&c->mu);
+        for (pending *p = c->pending; p; p = p->next)
+            if (p->id == id && !p->done && p->progress) p->progress(p->pctx, progress, total, msg);
+        pthread_mutex_unlock(&c->mu);
+    } else if (!strcmp(m->method, "notifications/tools/list_changed")) {
+        pthread_mutex_lock(&c->mu);
+        c->tools_changed = true;
+        pthread_mutex_unlock(&c->mu);
+    } else if (!strcmp(m->method, "notifications/message")) {
+        json_t *d = json_object_get(m->params, "data");
+        char *txt = d ? json_dumps(d, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+        fprintf(stderr, "peri mcp[%s]: %s: %.2000s\n", c->name,
+                json_string_value(json_object_get(m->params, "level")) ?: "log",
+                json_is_string(d) ? json_string_value(d)
+                : txt             ? txt
+                                  : "");
+        free(txt);
+    }
+    /* others (resources/updated, cancelled of server requests, ...) need no action */
+}
+
+static void on_frame(void *ctx, const char *text, size_t len) {
+    pmcp_client *c = ctx;
+    pmcp__msg m;
+    pmcp__decode(text, len, &m);
+    switch (m.kind) {
+    case PMCP__INVALID:
+        fprintf(stderr, "peri mcp[%s]: ignored a malformed frame (%s)\n", c->name, m.err_msg);
+        if (m.id && json_object_get(m.root, "method"))
+            send_json(c, pmcp__error(m.id, m.err_code, m.err_msg));
+        break;
+    case PMCP__NOTIFICATION: on_notification(c, &m); break;
+    case PMCP__REQUEST:
+        if (!strcmp(m.method, "ping"))
+            send_json(c, pmcp__result(m.id, json_object()));
+        else
+            send_json(c, pmcp__error(m.id, PMCP_METHOD_NOT_FOUND, "Method not found"));
+        break;
+    case PMCP__RESPONSE: {
+        bool matched = false;
+        if (json_is_integer(m.id)) {
+            json_int_t id = json_integer_value(m.id);
+            pthread_mutex_lock(&c->mu);
+            for (pending *p = c->pending; p; p = p->next) {
+                if (p->id == id && !p->done) {
+                    p->resp = m.root;
+                    m.root = NULL;
+                    p->done = true;
+                    matched = true;
+                    pthread_cond_broadcast(&c->cv);
+                    break;
+                }
+            }
+            pthread_mutex_unlock(&c->mu);
+        }
+        if (!matched)
+            fprintf(stderr, "peri mcp[%s]: dropped a response with an unknown id\n", c->name);
+        break;
+    }
+    }
+    pmcp__msg_clear(&m);
+}
+
+static void on_closed(void *ctx, const char *why) {
+    pmcp_client *c = ctx;
+    pthread_mutex_lock(&c->mu);
+    c->closed = true;
+    snprintf(c->closed_why, sizeof c->closed_why, "%s", why ? why : "connection closed");
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* ---------------------------------------------------------------- requests */
+
+static void deadline_in(struct timespec *ts, long ms) {
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+static bool passed(const struct timespec *dl) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return now.tv_sec > dl->tv_sec || (now.tv_sec == dl->tv_sec && now.tv_nsec >= dl->tv_nsec);
+}
+
+/* Sends a request and waits. On PMCP_OK *result is the result (new reference); on
+ * PMCP_ERR_RPC err holds "MCP error <code>: <message>". */
+static pmcp_status request(pmcp_client *c, const char *method, json_t *params, atomic_int *cancel,
+                           long timeout_ms, pmcp_progress_fn progress, void *pctx, json_t **result,
+                           char *err, size_t errlen) {
+    *result = NULL;
+    pending *p = calloc(1, sizeof *p);
+    if (!p) {
+        json_decref(params);
+        snprintf(err, errlen, "out of memory");
+        return PMCP_ERR_TRANSPORT;
+    }
+    pthread_mutex_lock(&c->mu);
+    if (c->closed) {
+        pthread_mutex_unlock(&c->mu);
+        free(p);
+        json_decref(params);
+        snprintf(err, errlen, "MCP server %s is gone: %s", c->name, c->closed_why);
+        return PMCP_ERR_TRANSPORT;
+    }
+    p->id = ++c->next_id;
+    p->progress = progress;
+    p->pctx = pctx;
+    p->next = c->pending;
+    c->pending = p;
+    pthread_mutex_unlock(&c->mu);
+    if (progress && params) {
+        json_t *meta = json_object_get(params, "_meta");
+        if (!meta) json_object_set_new(params, "_meta", meta = json_object());
+        json_object_set_new(meta, "progressToken", json_integer(p->id));
+    }
+    json_t *frame = pmcp__request(p->id, method, params);
+    size_t n;
+    char *text = pmcp__encode(frame, &n);
+    json_decref(frame);
+    int sent = text ? c->link->send(c->link, text, n) : -1;
+    free(text);
+
+    struct timespec dl;
+    deadline_in(&dl, timeout_ms > 0 ? timeout_ms : c->call_timeout_ms);
+    pmcp_status st = PMCP_ERR_TRANSPORT;
+    pthread_mutex_lock(&c->mu);
+    if (sent != 0) snprintf(err, errlen, "could not send to MCP server %s", c->name);
+    while (sent == 0) {
+        if (p->done) {
+            st = PMCP_OK;
+            break;
+        }
+        if (c->closed) {
+            snprintf(err, errlen, "MCP server %s is gone: %s", c->name, c->closed_why);
+            break;
+        }
+        if (cancel && atomic_load(cancel)) {
+            st = PMCP_CANCELLED;
+            snprintf(err, errlen, "cancelled");
+            break;
+        }
+        if (passed(&dl)) {
+            st = PMCP_TIMEOUT;
+            snprintf(err, errlen, "MCP server %s did not answer %s in time", c->name, method);
+            break;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+    }
+    for (pending **pp = &c->pending; *pp; pp = &(*pp)->next) {
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    }
+    bool closed = c->closed;
+    pthread_mutex_unlock(&c->mu);
+    if ((st == PMCP_CANCELLED || st == PMCP_TIMEOUT) && !closed) {
+        send_json(c, pmcp__notification(
+                         "notifications/cancelled",
+                         json_pack("{s:I, s:s}", "requestId", p->id, "reason",
+                                   st == PMCP_CANCELLED ? "cancelled by the user" : "timed out")));
+    }
+    if (st == PMCP_OK) {
+        json_t *e = json_object_get(p->resp, "error");
+        if (e) {
+            const char *msg = json_string_value(json_object_get(e, "message"));
+            snprintf(err, errlen, "MCP error %d: %s",
+                     (int)json_integer_value(json_object_get(e, "code")),
+                     msg ? msg : "(no message)");
+            st = PMCP_ERR_RPC;
+        } else {
+            *result = json_incref(json_object_get(p->resp, "result"));
+            if (!json_is_object(*result)) {
+                json_decref(*result);
+                *result = NULL;
+                snprintf(err, errlen, "MCP server %s answered %s with a non-object result", c->name,
+                         method);
+                st = PMCP_ERR_RPC;
+            }
+        }
+    }
+    json_decref(p->resp);
+    free(p);
+    return st;
+}
+
+static int list_tools(pmcp_client *c, long timeout_ms, char *err, size_t errlen) {
+    pmcp_tool *tools = NULL;
+    size_t n = 0, cap = 0;
+    char *cursor = NULL;
+    int rc = 0;
+    pthread_mutex_lock(&c->mu); /* a list_changed arriving from now on is kept */
+    c->tools_changed = false;
+    pthread_mutex_unlock(&c->mu);
+    for (int page = 0;; page++) {
+        if (page >= MAX_TOOL_PAGES) {
+            snprintf(err, errlen, "tools/list did not end after %d pages", MAX_TOOL_PAGES);
+            rc = -1;
+            break;
+        }
+        json_t *params = cursor ? json_pack("{s:s}", "cursor", cursor) : json_object();
+        json_t *res;
+        pmcp_status st =
+            request(c, "tools/list", params, NULL, timeout_ms, NULL, NULL, &res, err, errlen);
+        free(cursor);
+        cursor = NULL;
+        if (st != PMCP_OK) {
+            rc = -1;
+            break;
+        }
+        json_t *arr = json_object_get(res, "tools");
+        size_t i;
+        json_t *t;
+        json_array_foreach(arr, i, t) {
+            const char *name = json_string_value(json_object_get(t, "name"));
+            if (!name || !name[0]) continue;
+            json_t *schema = json_object_get(t, "inputSchema");
+            if (n == cap) {
+                size_t nc = cap ? cap * 2 : 16;
+                pmcp_tool *nt = realloc(tools, nc * sizeof *nt);
+                if (!nt) {
+                    rc = -1;
+                    break;
+                }
+                tools = nt;
+                cap = nc;
+            }
+            pmcp_tool *o = &tools[n];
+            memset(o, 0, sizeof *o);
+            o->name = strdup(name);
+            const char *title = json_string_value(json_object_get(t, "title"));
+            o->title = title ? strdup(title) : NULL;
+            o->description = dup_or(json_string_value(json_object_get(t, "description")), "");
+            o->schema_json = json_is_object(schema) ? json_dumps(schema, JSON_COMPACT)
+                                                    : strdup("{\"type\":\"object\"}");
+            o->read_only =
+                json_is_true(json_object_get(json_object_get(t, "annotations"), "readOnlyHint"));
+            n++;
+            if (!o->name || !o->description || !o->schema_json) {
+                rc = -1;
+                break;
+            }
+        }
+        const char *next = json_string_value(json_object_get(res, "nextCursor"));
+        if (rc == 0 && next && next[0]) cursor = strdup(next);
+        json_decref(res);
+        if (rc != 0) {
+            snprintf(err, errlen, "out of memory");
+            break;
+        }
+        if (!cursor) break;
+    }
+    free(cursor);
+    if (rc != 0) {
+        pmcp_tools_free(tools, n);
+        return -1;
+    }
+    pthread_mutex_lock(&c->mu);
+    pmcp_tools_free(c->tools, c->ntools);
+    c->tools = tools;
+    c->ntools = n;
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- public */
+
+pmcp_client *pmcp_client_connect(const pmcp_server_config *cfg, const pmcp_client_opts *opt,
+                                 char *err, size_t errlen) {
+    long init_ms = opt && opt->init_timeout_ms > 0 ? opt->init_timeout_ms : 30000;
+    pmcp_client *c = calloc(1, sizeof *c);
+    if (!c || !(c->name = strdup(cfg->name ? cfg->name : "?"))) {
+        free(c);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    c->call_timeout_ms = opt && opt->call_timeout_ms > 0 ? opt->call_timeout_ms : 600000;
+    pmcp__link_cb cb = {.ctx = c, .on_frame = on_frame, .on_closed = on_closed};
+    char lerr[256] = "";
+    switch (cfg->kind) {
+    case PMCP_STDIO:
+        c->link = pmcp__link_stdio(cfg, opt ? opt->cwd : NULL, &cb, lerr, sizeof lerr);
+        break;
+    case PMCP_HTTP: c->link = pmcp__link_http(cfg, &cb, lerr, sizeof lerr); break;
+    case PMCP_SSE: c->link = pmcp__link_sse(cfg, &cb, init_ms, lerr, sizeof lerr); break;
+    case PMCP_INPROC: c->link = pmcp__link_inproc(cfg->root, &cb, lerr, sizeof lerr); break;
+    }
+    if (!c->link) {
+        snprintf(err, errlen, "%s", lerr[0] ? lerr : "cannot connect");
+        pmcp_client_close(c);
+        return NULL;
+    }
+    json_t *params =
+        json_pack("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", PMCP_PROTOCOL_VERSION,
+                  "capabilities", "clientInfo", "name", "peri-c", "version", "0.1.0");
+    json_t *res;
+    char rerr[512];
+    pmcp_status st =
+        request(c, "initialize", params, NULL, init_ms, NULL, NULL, &res, rerr, sizeof rerr);
+    if (st != PMCP_OK) {
+        snprintf(err, errlen, "initialize failed: %s", rerr);
+        pmcp_client_close(c);
+        return NULL;
+    }
+    const char *ver = json_string_value(json_object_get(res, "protocolVersion"));
+    bool known = false;
+    for (size_t i = 0; ver && i < sizeof k_versions / sizeof k_versions[0]; i++)
+        known = known || !strcmp(ver, k_versions[i]);
+    json_t *caps = json_object_get(res, "capabilities");
+    if (!known) {
+        snprintf(err, errlen, "the server speaks MCP %.40s, which Peri-C does not support",
+                 ver ? ver : "(no version)");
+        json_decref(res);
+        pmcp_client_close(c);
+        return NULL;
+    }
+    snprintf(c->protocol, sizeof c->protocol, "%s", ver);
+    c->caps_json = json_is_object(caps) ? json_dumps(caps, JSON_COMPACT) : strdup("{}");
+    c->has_tools = json_is_object(json_object_get(caps, "tools"));
+    json_decref(res);
+    if (c->link->set_protocol) c->link->set_protocol(c->link, c->protocol);
+    send_json(c, pmcp__notification("notifications/initialized", NULL));
+    if (c->has_tools && list_tools(c, init_ms, rerr, sizeof rerr) != 0) {
+        snprintf(err, errlen, "tools/list failed: %s", rerr);
+        pmcp_client_close(c);
+        return NULL;
+    }
+    return c;
+}
+
+void pmcp_client_close(pmcp_client *c) {
+    if (!c) return;
+    if (c->link) c->link->close(c->link);
+    pmcp_tools_free(c->tools, c->ntools);
+    free(c->caps_json);
+    free(c->name);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    free(c);
+}
+
+const char *pmcp_client_name(const pmcp_client *c) {
+    return c->name;
+}
+
+const char *pmcp_client_protocol(const pmcp_client *c) {
+    return c->protocol;
+}
+
+const char *pmcp_client_capabilities(const pmcp_client *c) {
+    return c->caps_json ? c->caps_json : "{}";
+}
+
+int pmcp_client_tools(pmcp_client *c, pmcp_tool **out, size_t *n) {
+    pthread_mutex_lock(&c->mu);
+    pmcp_tool *t = calloc(c->ntools ? c->ntools : 1, sizeof *t);
+    int rc = t ? 0 : -1;
+    for (size_t i = 0; t && i < c->ntools; i++) {
+        t[i].name = strdup(c->tools[i].name);
+        t[i].title = c->tools[i].title ? strdup(c->tools[i].title) : NULL;
+        t[i].description = strdup(c->tools[i].description);
+        t[i].schema_json = strdup(c->tools[i].schema_json);
+        t[i].read_only = c->tools[i].read_only;
+        if (!t[i].name || !t[i].description || !t[i].schema_json) rc = -1;
+    }
+    size_t cnt = c->ntools;
+    pthread_mutex_unlock(&c->mu);
+    if (rc != 0) {
+        pmcp_tools_free(t, t ? cnt : 0);
+        return -1;
+    }
+    *out = t;
+    *n = cnt;
+    return 0;
+}
+
+bool pmcp_client_tools_changed(pmcp_client *c) {
+    pthread_mutex_lock(&c->mu);
+    bool v = c->tools_changed;
+    pthread_mutex_unlock(&c->mu);
+    return v;
+}
+
+int pmcp_client_refresh_tools(pmcp_client *c, char *err, size_t errlen) {
+    return list_tools(c, 0, err, errlen);
+}
+
+void pmcp_call_result_clear(pmcp_call_result *r) {
+    if (!r) return;
+    free(r->content_json);
+    free(r->structured_json);
+    free(r->text);
+    memset(r, 0, sizeof *r);
+}
+
+static int append(char **buf, size_t *len, const char *s) {
+    size_t n = strlen(s);
+    char *nb = realloc(*buf, *len + n + 2);
+    if (!nb) return -1;
+    *buf = nb;
+    if (*len) nb[(*len)++] = '\n';
+    memcpy(nb + *len, s, n + 1);
+    *len += n;
+    return 0;
+}
+
+/* Text for the model from an MCP content array. */
+static char *model_text(json_t *content, json_t *structured) {
+    char *out = calloc(1, 1);
+    size_t len = 0;
+    size_t i;
+    json_t *b;
+    json_array_foreach(content, i, b) {
+        const char *type = json_string_value(json_object_get(b, "type"));
+        char tmp[1024];
+        const char *piece = tmp;
+        if (!type) continue;
+        if (!strcmp(type, "text")) {
+            piece = json_string_value(json_object_get(b, "text"));
+            if (!piece) continue;
+        } else if (!strcmp(type, "image") || !strcmp(type, "audio")) {
+            const char *mime = json_string_value(json_object_get(b, "mimeType"));
+            const char *data = json_string_value(json_object_get(b, "data"));
+            snprintf(tmp, sizeof tmp, "[%s %s, %zu bytes of base64, shown to the user]", type,
+                     mime ? mime : "?", data ? strlen(data) : (size_t)0);
+        } else if (!strcmp(type, "resource")) {
+            json_t *r = json_object_get(b, "resource");
+            const char *text = json_string_value(json_object_get(r, "text"));
+            const char *uri = json_string_value(json_object_get(r, "uri"));
+            snprintf(tmp, sizeof tmp, "[resource %.900s]", uri ? uri : "?");
+            if (out && append(&out, &len, tmp)) goto oom;
+            if (!text) continue;
+            piece = text;
+        } else if (!strcmp(type, "resource_link")) {
+            const char *uri = json_string_value(json_object_get(b, "uri"));
+            const char *name = json_string_value(json_object_get(b, "name"));
+            snprintf(tmp, sizeof tmp, "[resource link %.200s](%.700s)", name ? name : "",
+                     uri ? uri : "");
+        } else {
+            snprintf(tmp, sizeof tmp, "[%.100s content]", type);
+        }
+        if (!out || append(&out, &len, piece)) goto oom;
+    }
+    if (out && len == 0 && structured) {
+        char *s = json_dumps(structured, JSON_COMPACT);
+        if (s && append(&out, &len, s)) {
+            free(s);
+            goto oom;
+        }
+        free(s);
+    }
+    return out;
+oom:
+    free(out);
+    return NULL;
+}
+
+pmcp_status pmcp_client_call(pmcp_client *c, const char *tool, const char *args_json,
+                             atomic_int *cancel, pmcp_progress_fn progress, void *pctx,
+                             long timeout_ms, pmcp_call_result *out) {
+    memset(out, 0, sizeof *out);
+    char err[600];
+    json_t *args = args_json && args_json[0] ? json_loads(args_json, 0, NULL) : json_object();
+    if (!json_is_object(args)) {
+        json_decref(args);
+        out->is_error = true;
+        out->text = strdup("tool arguments must be a JSON object");
+        out->content_json = strdup("[]");
+        return PMCP_ERR_RPC;
+    }
+    json_t *params = json_pack("{s:s, s:o}", "name", tool, "arguments", args);
+    json_t *res;
+    pmcp_status st =
+        request(c, "tools/call", params, cancel, timeout_ms, progress, pctx, &res, err, sizeof err);
+    if (st != PMCP_OK) {
+        out->is_error = true;
+        out->text = strdup(err);
+        out->content_json = strdup("[]");
+        return st;
+    }
+    json_t *content = json_object_get(res, "content");
+    json_t *structured = json_object_get(res, "structuredContent");
+    out->is_error = json_is_true(json_object_get(res, "isError"));
+    out->content_json = json_is_array(content) ? json_dumps(content, JSON_COMPACT) : strdup("[]");
+    out->structured_json =
+        structured ? json_dumps(structured, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    out->text = model_text(json_is_array(content) ? content : NULL, structured);
+    json_decref(res);
+    return PMCP_OK;
+}
+
+pmcp_status pmcp_client_request(pmcp_client *c, const char *method, const char *params_json,
+                                atomic_int *cancel, long timeout_ms, char **result_json, char *err,
+                                size_t errlen) {
+    *result_json = NULL;
+    json_t *params = params_json ? json_loads(params_json, 0, NULL) : NULL;
+    if (params_json && !json_is_object(params)) {
+        json_decref(params);
+        snprintf(err, errlen, "params must be a JSON object");
+        return PMCP_ERR_RPC;
+    }
+    json_t *res;
+    pmcp_status st = request(c, method, params, cancel, timeout_ms, NULL, NULL, &res, err, errlen);
+    if (st == PMCP_OK) {
+        *result_json = json_dumps(res, JSON_COMPACT);
+        json_decref(res);
+        if (!*result_json) {
+            snprintf(err, errlen, "out of memory");
+            return PMCP_ERR_TRANSPORT;
+        }
+    }
+    return st;
+}

@@ -1,0 +1,570 @@
+/*
+ * http.c — MCP over HTTP (libcurl): the streamable HTTP transport (2025-03-26+) and
+ * the legacy HTTP+SSE transport (2024-11-05), plus the SSE event parser both use.
+ *
+ * Streamable HTTP: every frame is one POST (Accept: application/json,
+ * text/event-stream). Requests are posted on their own thread so a long call streaming
+ * progress over SSE does not block a concurrent cancel or ping; notifications and
+ * responses are posted synchronously (so notifications/initialized is delivered before
+ * the next request). The Mcp-Session-Id answered to initialize is sent on every later
+ * POST and on the DELETE issued by close(). A failed POST of a request is turned into a
+ * JSON-RPC error answer for that id, so a waiting caller learns it at once.
+ *
+ * Legacy SSE: one long GET delivers an "endpoint" event (URL resolved against the
+ * stream's URL) and then every server frame as a "message" event; frames are POSTed
+ * to the endpoint.
+ *
+ * Invariant: close() aborts every transfer (progress callback), joins every thread and
+ * only then frees; callbacks never run after it returns. The library never calls
+ * curl_global_init (the program does, see pm_global_init).
+ */
+#include "mcp/mcp_int.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+/* ---------------------------------------------------------------- SSE parser */
+
+static int grow(char **p, size_t *cap, size_t need) {
+    if (need <= *cap) return 0;
+    size_t nc = *cap ? *cap : 256;
+    while (nc < need)
+        nc *= 2;
+    char *np = realloc(*p, nc);
+    if (!np) return -1;
+    *p = np;
+    *cap = nc;
+    return 0;
+}
+
+static int sse_line(pmcp__sse *p, pmcp__sse_fn fn, void *ctx) {
+    char *l = p->line ? p->line : "";
+    size_t n = p->len;
+    if (n && l[n - 1] == '\r') n--;
+    if (n == 0) { /* dispatch */
+        if (p->dlen > 0 || p->event[0]) {
+            if (p->dlen && p->data[p->dlen - 1] == '\n') p->dlen--;
+            if (grow(&p->data, &p->dcap, p->dlen + 1)) return -1;
+            p->data[p->dlen] = '\0';
+            if (!p->overflow) fn(ctx, p->event[0] ? p->event : "message", p->data, p->dlen);
+        }
+        p->dlen = 0;
+        p->event[0] = '\0';
+        p->overflow = false;
+        return 0;
+    }
+    if (l[0] == ':') return 0; /* comment */
+    size_t k = 0;
+    while (k < n && l[k] != ':')
+        k++;
+    const char *val = k < n ? l + k + 1 : l + n;
+    size_t vlen = k < n ? n - k - 1 : 0;
+    if (vlen && val[0] == ' ') {
+        val++;
+        vlen--;
+    }
+    if (k == 4 && !memcmp(l, "data", 4)) {
+        if (p->dlen + vlen + 1 > PMCP_MAX_FRAME) {
+            p->overflow = true;
+            return 0;
+        }
+        if (grow(&p->data, &p->dcap, p->dlen + vlen + 2)) return -1;
+        memcpy(p->data + p->dlen, val, vlen);
+        p->dlen += vlen;
+        p->data[p->dlen++] = '\n';
+    } else if (k == 5 && !memcmp(l, "event", 5)) {
+        snprintf(p->event, sizeof p->event, "%.*s", (int)vlen, val);
+    }
+    return 0;
+}
+
+int pmcp__sse_feed(pmcp__sse *p, const char *bytes, size_t n, pmcp__sse_fn fn, void *ctx) {
+    for (size_t i = 0; i < n; i++) {
+        if (bytes[i] == '\n') {
+            if (sse_line(p, fn, ctx)) return -1;
+            p->len = 0;
+            continue;
+        }
+        if (p->len > PMCP_MAX_FRAME) continue; /* absurd line: ignore the rest */
+        if (grow(&p->line, &p->cap, p->len + 2)) return -1;
+        p->line[p->len++] = bytes[i];
+    }
+    return 0;
+}
+
+void pmcp__sse_free(pmcp__sse *p) {
+    free(p->line);
+    free(p->data);
+    memset(p, 0, sizeof *p);
+}
+
+/* ---------------------------------------------------------------- common */
+
+typedef struct post_thread {
+    struct post_thread *next;
+    pthread_t th;
+    atomic_bool done;
+    struct http_link *link;
+    char *body;
+    size_t len;
+} post_thread;
+
+typedef struct http_link {
+    pmcp__link base;
+    pmcp__link_cb cb;
+    char *url;      /* streamable: the endpoint; sse: the stream URL */
+    char *post_url; /* sse: the endpoint from the "endpoint" event */
+    struct curl_slist *headers;
+    bool legacy;
+    atomic_bool closing;
+    pthread_mutex_t mu; /* session_id, protocol, threads, post_url, cv */
+    pthread_cond_t cv;
+    char session_id[256];
+    char protocol[32];
+    post_thread *threads;
+    pthread_mutex_t cbmu; /* one on_frame at a time */
+    /* legacy */
+    pthread_t get_th;
+    bool has_get;
+    bool stream_ended;
+    char stream_err[256];
+} http_link;
+
+static int on_xfer(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d) {
+    (void)a, (void)b, (void)c, (void)d;
+    return atomic_load(&((http_link *)ud)->closing) ? 1 : 0;
+}
+
+static void deliver(http_link *h, const char *text, size_t len) {
+    pthread_mutex_lock(&h->cbmu);
+    if (!atomic_load(&h->closing)) h->cb.on_frame(h->cb.ctx, text, len);
+    pthread_mutex_unlock(&h->cbmu);
+}
+
+/* The id of a request frame we sent, for synthesised error answers (NULL if none). */
+static json_t *request_id(const char *body, size_t len) {
+    json_t *f = json_loadb(body, len, 0, NULL);
+    json_t *id = json_object_get(f, "method") ? json_object_get(f, "id") : NULL;
+    if (id) json_incref(id);
+    json_decref(f);
+    return id;
+}
+
+static void fail_request(http_link *h, const char *body, size_t len, const char *why) {
+    json_t *id = request_id(body, len);
+    if (!id) {
+        fprintf(stderr, "peri mcp: %s\n", why);
+        return;
+    }
+    json_t *e = pmcp__error(id, PMCP_INTERNAL_ERROR, why);
+    size_t n;
+    char *t = pmcp__encode(e, &n);
+    if (t) deliver(h, t, n);
+    free(t);
+    json_decref(e);
+    json_decref(id);
+}
+
+static struct curl_slist *base_headers(http_link *h, bool json_body) {
+    struct curl_slist *l = NULL, *t;
+    for (struct curl_slist *x = h->headers; x; x = x->next)
+        if ((t = curl_slist_append(l, x->data))) l = t;
+    if (json_body && (t = curl_slist_append(l, "Content-Type: application/json"))) l = t;
+    pthread_mutex_lock(&h->mu);
+    char line[320];
+    if (h->session_id[0]) {
+        snprintf(line, sizeof line, "Mcp-Session-Id: %s", h->session_id);
+        if ((t = curl_slist_append(l, line))) l = t;
+    }
+    if (h->protocol[0]) {
+        snprintf(line, sizeof line, "MCP-Protocol-Version: %s", h->protocol);
+        if ((t = curl_slist_append(l, line))) l = t;
+    }
+    pthread_mutex_unlock(&h->mu);
+    return l;
+}
+
+static CURL *easy(http_link *h, const char *url, struct curl_slist *hdrs) {
+    CURL *e = curl_easy_init();
+    if (!e) return NULL;
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_xfer);
+    curl_easy_setopt(e, CURLOPT_XFERINFODATA, h);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    return e;
+}
+
+/* ---------------------------------------------------------------- one POST */
+
+typedef struct post_ctx {
+    http_link *h;
+    bool sse;
+    bool ctype_known;
+    pmcp__sse parser;
+    char *body;
+    size_t blen, bcap;
+    bool oom;
+} post_ctx;
+
+static size_t on_header(char *b, size_t sz, size_t n, void *ud) {
+    post_ctx *p = ud;
+    size_t len = sz * n;
+    char line[512];
+    snprintf(line, sizeof line, "%.*s", (int)(len < 511 ? len : 511), b);
+    line[strcspn(line, "\r\n")] = '\0';
+    if (!strncasecmp(line, "content-type:", 13)) {
+        p->ctype_known = true;
+        p->sse = strstr(line + 13, "text/event-stream") != NULL;
+    } else if (!strncasecmp(line, "mcp-session-id:", 15)) {
+        const char *v = line + 15;
+        while (*v == ' ' || *v == '\t')
+            v++;
+        pthread_mutex_lock(&p->h->mu);
+        snprintf(p->h->session_id, sizeof p->h->session_id, "%.255s", v);
+        pthread_mutex_unlock(&p->h->mu);
+    }
+    return len;
+}
+
+static void on_sse_event(void *ctx, const char *event, const char *data, size_t len) {
+    http_link *h = ctx;
+    if (strcmp(event, "message") == 0 && len > 0) deliver(h, data, len);
+}
+
+static size_t on_body(char *b, size_t sz, size_t n, void *ud) {
+    post_ctx *p = ud;
+    size_t len = sz * n;
+    if (p->sse) {
+        if (pmcp__sse_feed(&p->parser, b, len, on_sse_event, p->h)) p->oom = true;
+        return len;
+    }
+    if (p->blen + len > PMCP_MAX_FRAME) {
+        p->oom = true;
+        return len;
+    }
+    if (grow(&p->body, &p->bcap, p->blen + len + 1)) {
+        p->oom = true;
+        return len;
+    }
+    memcpy(p->body + p->blen, b, len);
+    p->blen += len;
+    return len;
+}
+
+/* Posts one frame and delivers what comes back. */
+static void post_frame(http_link *h, const char *url, const char *body, size_t len) {
+    struct curl_slist *hdrs = base_headers(h, true);
+    struct curl_slist *t = curl_slist_append(hdrs, "Accept: application/json, text/event-stream");
+    if (t) hdrs = t;
+    post_ctx p = {.h = h};
+    CURL *e = easy(h, url, hdrs);
+    if (!e) {
+        curl_slist_free_all(hdrs);
+        fail_request(h, body, len, "out of memory");
+        return;
+    }
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)len);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, &p);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &p);
+    CURLcode rc = curl_easy_perform(e);
+    long status = 0;
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+    char why[512];
+    if (atomic_load(&h->closing)) {
+        /* closing: nobody listens any more */
+    } else if (rc != CURLE_OK) {
+        snprintf(why, sizeof why, "HTTP transport failed: %s", curl_easy_strerror(rc));
+        fail_request(h, body, len, why);
+    } else if (status < 200 || status >= 300) {
+        snprintf(why, sizeof why, "HTTP %ld from the MCP server%s%.200s", status,
+                 p.blen ? ": " : "", p.blen ? p.body : "");
+        fail_request(h, body, len, why);
+    } else if (!p.sse && p.blen > 0 && !h->legacy) {
+        p.body[p.blen] = '\0';
+        deliver(h, p.body, p.blen);
+    } else if (p.oom) {
+        fail_request(h, body, len, "answer too large or out of memory");
+    }
+    curl_easy_cleanup(e);
+    curl_slist_free_all(hdrs);
+    pmcp__sse_free(&p.parser);
+    free(p.body);
+}
+
+static void *post_main(void *arg) {
+    post_thread *pt = arg;
+    post_frame(pt->link, pt->link->url, pt->body, pt->len);
+    free(pt->body);
+    pt->body = NULL;
+    atomic_store(&pt->done, true);
+    return NULL;
+}
+
+/* Joins finished POST threads (caller holds h->mu). */
+static void reap(http_link *h, bool all) {
+    for (post_thread **pp = &h->threads; *pp;) {
+        post_thread *pt = *pp;
+        if (all || atomic_load(&pt->done)) {
+            *pp = pt->next;
+            pthread_join(pt->th, NULL);
+            free(pt->body);
+            free(pt);
+        } else {
+            pp = &pt->next;
+        }
+    }
+}
+
+static bool is_request(const char *text, size_t len) {
+    json_t *id = request_id(text, len);
+    json_decref(id);
+    return id != NULL;
+}
+
+static int http_send(pmcp__link *l, const char *text, size_t len) {
+    http_link *h = (http_link *)l;
+    if (atomic_load(&h->closing)) return -1;
+    if (!is_request(text, len)) {
+        post_frame(h, h->url, text, len);
+        return 0;
+    }
+    post_thread *pt = calloc(1, sizeof *pt);
+    if (!pt || !(pt->body = malloc(len + 1))) {
+        free(pt);
+        return -1;
+    }
+    memcpy(pt->body, text, len);
+    pt->body[len] = '\0';
+    pt->len = len;
+    pt->link = h;
+    pthread_mutex_lock(&h->mu);
+    reap(h, false);
+    if (pthread_create(&pt->th, NULL, post_main, pt) != 0) {
+        pthread_mutex_unlock(&h->mu);
+        free(pt->body);
+        free(pt);
+        return -1;
+    }
+    pt->next = h->threads;
+    h->threads = pt;
+    pthread_mutex_unlock(&h->mu);
+    return 0;
+}
+
+static void http_set_protocol(pmcp__link *l, const char *version) {
+    http_link *h = (http_link *)l;
+    pthread_mutex_lock(&h->mu);
+    snprintf(h->protocol, sizeof h->protocol, "%s", version ? version : "");
+    pthread_mutex_unlock(&h->mu);
+}
+
+static size_t discard(char *b, size_t sz, size_t n, void *ud) {
+    (void)b, (void)ud;
+    return sz * n;
+}
+
+static void http_free(http_link *h) {
+    curl_slist_free_all(h->headers);
+    free(h->url);
+    free(h->post_url);
+    pthread_mutex_destroy(&h->mu);
+    pthread_mutex_destroy(&h->cbmu);
+    pthread_cond_destroy(&h->cv);
+    free(h);
+}
+
+static void http_close(pmcp__link *l) {
+    http_link *h = (http_link *)l;
+    atomic_store(&h->closing, true); /* aborts transfers, stops deliveries */
+    pthread_mutex_lock(&h->cbmu);    /* barrier: no delivery in progress after this */
+    pthread_mutex_unlock(&h->cbmu);
+    pthread_mutex_lock(&h->mu);
+    reap(h, true);
+    bool has_session = h->session_id[0] != '\0';
+    pthread_mutex_unlock(&h->mu);
+    if (!h->legacy && has_session) { /* end the server's session (best effort) */
+        atomic_store(&h->closing, false);
+        struct curl_slist *hdrs = base_headers(h, false);
+        CURL *e = easy(h, h->url, hdrs);
+        if (e) {
+            curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "DELETE");
+            curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
+            curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 2000L);
+            curl_easy_perform(e);
+            curl_easy_cleanup(e);
+        }
+        curl_slist_free_all(hdrs);
+        atomic_store(&h->closing, true);
+    }
+    if (h->has_get) pthread_join(h->get_th, NULL);
+    http_free(h);
+}
+
+static http_link *http_new(const pmcp_server_config *cfg, const pmcp__link_cb *cb, char *err,
+                           size_t errlen) {
+    if (!cfg->url || (strncmp(cfg->url, "http://", 7) && strncmp(cfg->url, "https://", 8))) {
+        snprintf(err, errlen, "url must be http:// or https://");
+        return NULL;
+    }
+    http_link *h = calloc(1, sizeof *h);
+    if (!h || !(h->url = strdup(cfg->url))) {
+        free(h);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    h->base.send = http_send;
+    h->base.close = http_close;
+    h->base.set_protocol = http_set_protocol;
+    h->cb = *cb;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_mutex_init(&h->cbmu, NULL);
+    pthread_cond_init(&h->cv, NULL);
+    for (size_t i = 0; i < cfg->nheaders; i++) {
+        char line[2048];
+        if (strpbrk(cfg->headers[i].name, "\r\n:") || strpbrk(cfg->headers[i].value, "\r\n")) {
+            snprintf(err, errlen, "bad header %.100s", cfg->headers[i].name);
+            http_free(h);
+            return NULL;
+        }
+        snprintf(line, sizeof line, "%s: %s", cfg->headers[i].name, cfg->headers[i].value);
+        struct curl_slist *t = curl_slist_append(h->headers, line);
+        if (!t) {
+            snprintf(err, errlen, "out of memory");
+            http_free(h);
+            return NULL;
+        }
+        h->headers = t;
+    }
+    return h;
+}
+
+pmcp__link *pmcp__link_http(const pmcp_server_config *cfg, const pmcp__link_cb *cb, char *err,
+                            size_t errlen) {
+    http_link *h = http_new(cfg, cb, err, errlen);
+    return h ? &h->base : NULL;
+}
+
+/* ---------------------------------------------------------------- legacy SSE */
+
+static void on_legacy_event(void *ctx, const char *event, const char *data, size_t len) {
+    http_link *h = ctx;
+    if (!strcmp(event, "endpoint")) {
+        char *abs = NULL;
+        CURLU *u = curl_url();
+        if (u && curl_url_set(u, CURLUPART_URL, h->url, 0) == CURLUE_OK &&
+            curl_url_set(u, CURLUPART_URL, data, 0) == CURLUE_OK)
+            curl_url_get(u, CURLUPART_URL, &abs, 0);
+        curl_url_cleanup(u);
+        pthread_mutex_lock(&h->mu);
+        if (abs && !h->post_url) h->post_url = strdup(abs);
+        pthread_cond_broadcast(&h->cv);
+        pthread_mutex_unlock(&h->mu);
+        curl_free(abs);
+    } else if (!strcmp(event, "message") && len > 0) {
+        deliver(h, data, len);
+    }
+}
+
+typedef struct get_ctx {
+    http_link *h;
+    pmcp__sse parser;
+} get_ctx;
+
+static size_t on_stream(char *b, size_t sz, size_t n, void *ud) {
+    get_ctx *g = ud;
+    if (pmcp__sse_feed(&g->parser, b, sz * n, on_legacy_event, g->h)) return 0;
+    return sz * n;
+}
+
+static void *get_main(void *arg) {
+    http_link *h = arg;
+    get_ctx g = {.h = h};
+    struct curl_slist *hdrs = base_headers(h, false);
+    struct curl_slist *t = curl_slist_append(hdrs, "Accept: text/event-stream");
+    if (t) hdrs = t;
+    CURL *e = easy(h, h->url, hdrs);
+    CURLcode rc = CURLE_OUT_OF_MEMORY;
+    long status = 0;
+    if (e) {
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_stream);
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, &g);
+        rc = curl_easy_perform(e);
+        curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_cleanup(e);
+    }
+    curl_slist_free_all(hdrs);
+    pmcp__sse_free(&g.parser);
+    pthread_mutex_lock(&h->mu);
+    h->stream_ended = true;
+    if (rc != CURLE_OK)
+        snprintf(h->stream_err, sizeof h->stream_err, "event stream: %s", curl_easy_strerror(rc));
+    else
+        snprintf(h->stream_err, sizeof h->stream_err, "event stream ended (HTTP %ld)", status);
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_lock(&h->cbmu);
+    if (!atomic_load(&h->closing) && h->cb.on_closed) h->cb.on_closed(h->cb.ctx, h->stream_err);
+    pthread_mutex_unlock(&h->cbmu);
+    return NULL;
+}
+
+static int sse_send(pmcp__link *l, const char *text, size_t len) {
+    http_link *h = (http_link *)l;
+    if (atomic_load(&h->closing)) return -1;
+    pthread_mutex_lock(&h->mu);
+    char *url = h->post_url ? strdup(h->post_url) : NULL;
+    pthread_mutex_unlock(&h->mu);
+    if (!url) return -1;
+    post_frame(h, url, text, len);
+    free(url);
+    return 0;
+}
+
+pmcp__link *pmcp__link_sse(const pmcp_server_config *cfg, const pmcp__link_cb *cb, long timeout_ms,
+                           char *err, size_t errlen) {
+    http_link *h = http_new(cfg, cb, err, errlen);
+    if (!h) return NULL;
+    h->legacy = true;
+    h->base.send = sse_send;
+    h->base.set_protocol = NULL;
+    if (pthread_create(&h->get_th, NULL, get_main, h) != 0) {
+        snprintf(err, errlen, "cannot start the event stream thread");
+        http_free(h);
+        return NULL;
+    }
+    h->has_get = true;
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += timeout_ms / 1000;
+    dl.tv_nsec += (timeout_ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&h->mu);
+    int w = 0;
+    while (!h->post_url && !h->stream_ended && w == 0)
+        w = pthread_cond_timedwait(&h->cv, &h->mu, &dl);
+    bool ok = h->post_url != NULL;
+    if (!ok)
+        snprintf(err, errlen, "no endpoint event from %s: %s", h->url,
+                 h->stream_ended ? h->stream_err : "timed out");
+    pthread_mutex_unlock(&h->mu);
+    if (!ok) {
+        http_close(&h->base);
+        return NULL;
+    }
+    return &h->base;
+}

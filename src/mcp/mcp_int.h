@@ -1,0 +1,126 @@
+/*
+ * mcp_int.h — MCP internals shared by the files of src/mcp/ (prefix pmcp__).
+ *
+ * frame.c    : JSON-RPC 2.0 frame decoding (the fuzzed surface) and frame builders.
+ * fdlink.c   : the line transport over fds (stdio child process, in-process pair).
+ * http.c     : streamable HTTP and legacy HTTP+SSE transports (libcurl), SSE parser.
+ * client.c   : request/response matching, initialize, tools, progress, cancellation.
+ * server.c   : the workspace server over the tools registry.
+ * pool.c     : configuration parsing, the per-session pool, content mapping.
+ *
+ * A transport delivers every received frame to on_frame (from its own threads, one
+ * at a time per transport) and reports the end of the connection once via on_closed.
+ * After close() returns no callback runs any more.
+ */
+#ifndef PMCP_INT_H
+#define PMCP_INT_H
+
+#include "peri/mcp.h"
+
+#include <jansson.h>
+#include <stddef.h>
+
+#define PMCP_MAX_FRAME (16u << 20) /* longer lines are dropped and reported */
+
+#define PMCP_PARSE_ERROR      (-32700)
+#define PMCP_INVALID_REQUEST  (-32600)
+#define PMCP_METHOD_NOT_FOUND (-32601)
+#define PMCP_INVALID_PARAMS   (-32602)
+#define PMCP_INTERNAL_ERROR   (-32603)
+
+typedef enum pmcp__kind {
+    PMCP__INVALID = 0, /* err_code / err_msg say why; id set when readable */
+    PMCP__REQUEST,
+    PMCP__NOTIFICATION,
+    PMCP__RESPONSE, /* result or error; id is an integer or string */
+} pmcp__kind;
+
+typedef struct pmcp__msg {
+    pmcp__kind kind;
+    json_t *root;       /* owned */
+    json_t *id;         /* borrowed */
+    const char *method; /* borrowed */
+    json_t *params;     /* borrowed, object or NULL */
+    json_t *result;     /* borrowed */
+    json_t *error;      /* borrowed (object with integer code and string message) */
+    int err_code;
+    const char *err_msg; /* static */
+} pmcp__msg;
+
+/* Decodes one frame (never crashes on any bytes). Always fills *out; clear after. */
+void pmcp__decode(const char *text, size_t len, pmcp__msg *out);
+void pmcp__msg_clear(pmcp__msg *m);
+
+/* Builders: steal params/result/data, borrow id. NULL on allocation failure. */
+json_t *pmcp__request(json_int_t id, const char *method, json_t *params);
+json_t *pmcp__notification(const char *method, json_t *params);
+json_t *pmcp__result(json_t *id, json_t *result);
+json_t *pmcp__error(json_t *id, int code, const char *message);
+/* Compact one-line text without the newline. Caller frees. */
+char *pmcp__encode(const json_t *frame, size_t *len);
+
+/* ---------------------------------------------------------------- transports */
+
+typedef struct pmcp__link pmcp__link;
+
+typedef struct pmcp__link_cb {
+    void *ctx;
+    void (*on_frame)(void *ctx, const char *text, size_t len);
+    void (*on_closed)(void *ctx, const char *why);
+} pmcp__link_cb;
+
+struct pmcp__link {
+    /* Sends one frame (text without newline). 0, or -1 when the link is gone. */
+    int (*send)(pmcp__link *l, const char *text, size_t len);
+    /* Stops every thread, kills/reaps a child, frees the link. */
+    void (*close)(pmcp__link *l);
+    /* After initialize: the negotiated version for the MCP-Protocol-Version header
+     * (HTTP links); NULL for links without headers. */
+    void (*set_protocol)(pmcp__link *l, const char *version);
+};
+
+/* stdio child. NULL with err on failure (nothing left running). */
+pmcp__link *pmcp__link_stdio(const pmcp_server_config *cfg, const char *cwd,
+                             const pmcp__link_cb *cb, char *err, size_t errlen);
+/* In-process workspace server on a thread over a socketpair. */
+pmcp__link *pmcp__link_inproc(const char *root, const pmcp__link_cb *cb, char *err, size_t errlen);
+/* Streamable HTTP. */
+pmcp__link *pmcp__link_http(const pmcp_server_config *cfg, const pmcp__link_cb *cb, char *err,
+                            size_t errlen);
+/* Legacy HTTP+SSE (waits for the endpoint event, up to timeout_ms). */
+pmcp__link *pmcp__link_sse(const pmcp_server_config *cfg, const pmcp__link_cb *cb, long timeout_ms,
+                           char *err, size_t errlen);
+
+/* ---------------------------------------------------------------- SSE parsing */
+
+typedef struct pmcp__sse {
+    char *line;
+    size_t len, cap;
+    char *data;
+    size_t dlen, dcap;
+    char event[64];
+    bool overflow;
+} pmcp__sse;
+
+typedef void (*pmcp__sse_fn)(void *ctx, const char *event, const char *data, size_t len);
+/* Feeds bytes; dispatches each complete event. 0, or -1 when out of memory. */
+int pmcp__sse_feed(pmcp__sse *p, const char *bytes, size_t n, pmcp__sse_fn fn, void *ctx);
+void pmcp__sse_free(pmcp__sse *p);
+
+/* Reads lines from fd and delivers frames until EOF (shared by links and server).
+ * Returns when EOF or error; too long lines are reported through on_frame as NULL. */
+typedef struct pmcp__lines {
+    int fd;
+    char *buf;
+    size_t len, cap, start;
+    bool eof, dropping;
+} pmcp__lines;
+void pmcp__lines_init(pmcp__lines *r, int fd);
+void pmcp__lines_free(pmcp__lines *r);
+/* 1: a line in *line and *len (valid until next call), 0: EOF, -1: error, 2: line too long
+ * (dropped). */
+int pmcp__lines_next(pmcp__lines *r, char **line, size_t *len);
+/* Writes all bytes (EINTR, partial writes). 0 or -1. */
+int pmcp__write_all(int fd, const char *p, size_t n);
+
+#endif

@@ -1,0 +1,525 @@
+/*
+ * pool.c — MCP server configuration and the per-session client pool.
+ *
+ * Owns: parsing server lists (ACP mcpServers arrays and the settings/.mcp.json
+ * "mcpServers" object), merging user settings, project settings and ACP entries (a
+ * later entry with the same name replaces an earlier one), connecting every server in
+ * parallel, exposing their tools under "mcp__<server>__<tool>" and mapping tools/call
+ * results onto ACP ToolCallContent.
+ *
+ * Invariants: a server that fails never fails the pool (it is described in the
+ * notices and its tools are absent); the tool table is immutable after open, so reads
+ * need no lock; close() closes every client, which kills stdio process groups.
+ */
+#include "mcp/mcp_int.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_TOOL_NAME  64
+#define MAX_MODEL_TEXT (64u << 10) /* like the builtin tools' default max_output */
+
+void pmcp_server_config_clear(pmcp_server_config *c) {
+    if (!c) return;
+    free(c->name);
+    free(c->command);
+    for (size_t i = 0; i < c->nargs; i++)
+        free(c->args[i]);
+    free(c->args);
+    for (size_t i = 0; i < c->nenv; i++) {
+        free(c->env[i].name);
+        free(c->env[i].value);
+    }
+    free(c->env);
+    free(c->url);
+    for (size_t i = 0; i < c->nheaders; i++) {
+        free(c->headers[i].name);
+        free(c->headers[i].value);
+    }
+    free(c->headers);
+    free(c->root);
+    memset(c, 0, sizeof *c);
+}
+
+static void note(char **errors, const char *fmt, const char *a, const char *b) {
+    if (!errors) return;
+    char line[600];
+    snprintf(line, sizeof line, fmt, a ? a : "", b ? b : "");
+    size_t old = *errors ? strlen(*errors) : 0, n = strlen(line);
+    char *nb = realloc(*errors, old + n + 2);
+    if (!nb) return;
+    memcpy(nb + old, line, n);
+    nb[old + n] = '\n';
+    nb[old + n + 1] = '\0';
+    *errors = nb;
+}
+
+/* [{"name","value"}] or {K: V} -> kv array. 0, or -1 on a bad shape / OOM. */
+static int parse_kv(json_t *v, pmcp_kv **out, size_t *n) {
+    *out = NULL;
+    *n = 0;
+    if (!v || json_is_null(v)) return 0;
+    size_t cnt = json_is_array(v)    ? json_array_size(v)
+                 : json_is_object(v) ? json_object_size(v)
+                                     : 0;
+    if (!json_is_array(v) && !json_is_object(v)) return -1;
+    pmcp_kv *kv = calloc(cnt ? cnt : 1, sizeof *kv);
+    if (!kv) return -1;
+    size_t k = 0;
+    int rc = 0;
+    if (json_is_array(v)) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(v, i, e) {
+            const char *nm = json_string_value(json_object_get(e, "name"));
+            const char *val = json_string_value(json_object_get(e, "value"));
+            if (!nm || !val) {
+                rc = -1;
+                break;
+            }
+            kv[k].name = strdup(nm);
+            kv[k].value = strdup(val);
+            if (!kv[k].name || !kv[k].value) rc = -1;
+            k++;
+        }
+    } else {
+        const char *key;
+        json_t *e;
+        json_object_foreach(v, key, e) {
+            if (!json_is_string(e)) {
+                rc = -1;
+                break;
+            }
+            kv[k].name = strdup(key);
+            kv[k].value = strdup(json_string_value(e));
+            if (!kv[k].name || !kv[k].value) rc = -1;
+            k++;
+        }
+    }
+    *out = kv;
+    *n = k;
+    return rc;
+}
+
+/* One server entry; name given separately for the settings shape. */
+static int parse_entry(const char *name, json_t *e, pmcp_server_config *c, char *why,
+                       size_t whylen) {
+    memset(c, 0, sizeof *c);
+    if (!json_is_object(e)) {
+        snprintf(why, whylen, "entry is not an object");
+        return -1;
+    }
+    if (!name) name = json_string_value(json_object_get(e, "name"));
+    if (!name || !name[0]) {
+        snprintf(why, whylen, "entry without a name");
+        return -1;
+    }
+    const char *type = json_string_value(json_object_get(e, "type"));
+    if (!(c->name = strdup(name))) goto oom;
+    if (type &&
+        (!strcmp(type, "http") || !strcmp(type, "streamable-http") || !strcmp(type, "sse"))) {
+        c->kind = strcmp(type, "sse") ? PMCP_HTTP : PMCP_SSE;
+        const char *url = json_string_value(json_object_get(e, "url"));
+        if (!url) {
+            snprintf(why, whylen, "%s entry without a url", type);
+            return -1;
+        }
+        if (!(c->url = strdup(url))) goto oom;
+        if (parse_kv(json_object_get(e, "headers"), &c->headers, &c->nheaders)) {
+            snprintf(why, whylen, "headers must be [{name,value}] or an object of strings");
+            return -1;
+        }
+        return 0;
+    }
+    if (type && strcmp(type, "stdio") != 0) {
+        snprintf(why, whylen, "unknown transport type \"%.40s\"", type);
+        return -1;
+    }
+    c->kind = PMCP_STDIO;
+    const char *cmd = json_string_value(json_object_get(e, "command"));
+    if (!cmd || !cmd[0]) {
+        snprintf(why, whylen, "stdio entry without a command");
+        return -1;
+    }
+    if (!(c->command = strdup(cmd))) goto oom;
+    json_t *args = json_object_get(e, "args");
+    if (args && !json_is_array(args)) {
+        snprintf(why, whylen, "args must be an array of strings");
+        return -1;
+    }
+    c->args = calloc(json_array_size(args) + 1, sizeof *c->args);
+    if (!c->args) goto oom;
+    size_t i;
+    json_t *a;
+    json_array_foreach(args, i, a) {
+        if (!json_is_string(a)) {
+            snprintf(why, whylen, "args must be an array of strings");
+            return -1;
+        }
+        if (!(c->args[c->nargs++] = strdup(json_string_value(a)))) goto oom;
+    }
+    if (parse_kv(json_object_get(e, "env"), &c->env, &c->nenv)) {
+        snprintf(why, whylen, "env must be [{name,value}] or an object of strings");
+        return -1;
+    }
+    return 0;
+oom:
+    snprintf(why, whylen, "out of memory");
+    return -1;
+}
+
+static int push(pmcp_server_config **arr, size_t *n, pmcp_server_config *c) {
+    /* same name: the later entry replaces the earlier one */
+    for (size_t i = 0; i < *n; i++) {
+        if (!strcmp((*arr)[i].name, c->name)) {
+            pmcp_server_config_clear(&(*arr)[i]);
+            (*arr)[i] = *c;
+            return 0;
+        }
+    }
+    pmcp_server_config *na = realloc(*arr, (*n + 1) * sizeof *na);
+    if (!na) return -1;
+    *arr = na;
+    na[(*n)++] = *c;
+    return 0;
+}
+
+int pmcp_parse_servers(const char *json_text, const char *origin, pmcp_server_config **out,
+                       size_t *n, char **errors) {
+    json_error_t je;
+    json_t *root = json_text ? json_loads(json_text, 0, &je) : NULL;
+    const char *org = origin ? origin : "mcpServers";
+    if (!root) {
+        note(errors, "%s: not valid JSON%s", org, NULL);
+        return -1;
+    }
+    int rc = 0;
+    char why[256];
+    if (json_is_array(root)) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(root, i, e) {
+            pmcp_server_config c;
+            if (parse_entry(NULL, e, &c, why, sizeof why) != 0 || push(out, n, &c) != 0) {
+                char where[300];
+                snprintf(where, sizeof where, "%s: entry %zu", org, i);
+                note(errors, "%s skipped: %s", where, why);
+                pmcp_server_config_clear(&c);
+            }
+        }
+    } else if (json_is_object(root)) {
+        json_t *servers = json_object_get(root, "mcpServers");
+        if (servers && !json_is_object(servers)) {
+            note(errors, "%s: \"mcpServers\" must be an object%s", org, NULL);
+            rc = -1;
+        }
+        const char *key;
+        json_t *e;
+        json_object_foreach(servers, key, e) {
+            pmcp_server_config c;
+            if (parse_entry(key, e, &c, why, sizeof why) != 0 || push(out, n, &c) != 0) {
+                char where[300];
+                snprintf(where, sizeof where, "%s: server \"%.100s\"", org, key);
+                note(errors, "%s skipped: %s", where, why);
+                pmcp_server_config_clear(&c);
+            }
+        }
+    } else {
+        note(errors, "%s: expected an array or an object%s", org, NULL);
+        rc = -1;
+    }
+    json_decref(root);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- content mapping */
+
+static json_t *acp_block(json_t *b) {
+    const char *type = json_string_value(json_object_get(b, "type"));
+    static const char *const keep[] = {"text",     "data",       "mimeType",    "uri",
+                                       "name",     "title",      "description", "size",
+                                       "resource", "annotations"};
+    if (type && (!strcmp(type, "text") || !strcmp(type, "image") || !strcmp(type, "audio") ||
+                 !strcmp(type, "resource") || !strcmp(type, "resource_link"))) {
+        json_t *o = json_pack("{s:s}", "type", type);
+        for (size_t i = 0; o && i < sizeof keep / sizeof keep[0]; i++) {
+            json_t *v = json_object_get(b, keep[i]);
+            if (v) json_object_set(o, keep[i], v);
+        }
+        return o;
+    }
+    char tmp[160];
+    snprintf(tmp, sizeof tmp, "[%.100s content]", type ? type : "unknown");
+    return json_pack("{s:s, s:s}", "type", "text", "text", tmp);
+}
+
+char *pmcp_content_to_acp(const char *mcp_content_json) {
+    json_t *in = mcp_content_json ? json_loads(mcp_content_json, 0, NULL) : NULL;
+    json_t *out = json_array();
+    size_t i;
+    json_t *b;
+    json_array_foreach(in, i, b) {
+        json_t *blk = acp_block(b);
+        if (blk)
+            json_array_append_new(out, json_pack("{s:s, s:o}", "type", "content", "content", blk));
+    }
+    char *s = out ? json_dumps(out, JSON_COMPACT) : NULL;
+    json_decref(out);
+    json_decref(in);
+    return s;
+}
+
+/* ---------------------------------------------------------------- the pool */
+
+typedef struct pool_tool {
+    pmcp_pool_tool pub;
+    char *ns_name;
+    char *desc;
+    char *schema;
+    char *orig; /* the server's name for it */
+    size_t server;
+} pool_tool;
+
+typedef struct pool_server {
+    pmcp_server_config cfg;
+    pmcp_client *client;
+    char err[512];
+    const pmcp_pool_opts *opt;
+    pthread_t th;
+} pool_server;
+
+struct pmcp_pool {
+    pool_server *servers;
+    size_t nservers;
+    pool_tool *tools;
+    size_t ntools;
+};
+
+static void *connect_main(void *arg) {
+    pool_server *ps = arg;
+    pmcp_client_opts co = {.cwd = ps->opt->cwd, .init_timeout_ms = ps->opt->init_timeout_ms};
+    ps->client = pmcp_client_connect(&ps->cfg, &co, ps->err, sizeof ps->err);
+    return NULL;
+}
+
+static char *read_file(const char *path, bool *missing) {
+    *missing = false;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        *missing = true;
+        return NULL;
+    }
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (cap - len < 4096) {
+            if (cap > (4u << 20)) break; /* settings files are small */
+            char *nb = realloc(buf, cap = cap ? cap * 2 : 8192);
+            if (!nb) break;
+            buf = nb;
+        }
+        size_t got = fread(buf + len, 1, cap - len - 1, f);
+        if (got == 0) break;
+        len += got;
+    }
+    fclose(f);
+    if (buf) buf[len] = '\0';
+    return buf;
+}
+
+static void load_settings(const char *dir, pmcp_server_config **cfgs, size_t *n, char **notices) {
+    if (!dir) return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/.peri/settings.json", dir);
+    bool missing;
+    char *txt = read_file(path, &missing);
+    if (missing) return;
+    json_t *root = txt ? json_loads(txt, 0, NULL) : NULL;
+    bool has = json_object_get(root, "mcpServers") != NULL;
+    if (!root) note(notices, "%s: not valid JSON; its MCP servers are ignored%s", path, NULL);
+    json_decref(root);
+    if (has) pmcp_parse_servers(txt, path, cfgs, n, notices);
+    free(txt);
+}
+
+static char *sanitize(const char *s) {
+    char *o = strdup(s);
+    for (char *p = o; p && *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '_' || *p == '-'))
+            *p = '_';
+    return o;
+}
+
+static int add_tools(pmcp_pool *p, size_t si, char **notices) {
+    pool_server *ps = &p->servers[si];
+    pmcp_tool *t;
+    size_t n;
+    if (pmcp_client_tools(ps->client, &t, &n) != 0) return -1;
+    char *sname = sanitize(ps->cfg.name);
+    int rc = sname ? 0 : -1;
+    pool_tool *nt = rc == 0 ? realloc(p->tools, (p->ntools + n + 1) * sizeof *nt) : NULL;
+    if (!nt)
+        rc = -1;
+    else
+        p->tools = nt;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        char *tname = sanitize(t[i].name);
+        size_t need = strlen(sname) + (tname ? strlen(tname) : 0) + 8;
+        char *ns = malloc(need);
+        if (!tname || !ns) {
+            free(tname);
+            free(ns);
+            rc = -1;
+            break;
+        }
+        snprintf(ns, need, "mcp__%s__%s", sname, tname);
+        free(tname);
+        if (strlen(ns) > MAX_TOOL_NAME || pmcp_pool_has(p, ns)) {
+            note(notices, "MCP tool %s left out: name too long or duplicate%s", ns, NULL);
+            free(ns);
+            continue;
+        }
+        pool_tool *pt = &p->tools[p->ntools];
+        memset(pt, 0, sizeof *pt);
+        pt->ns_name = ns;
+        pt->desc = t[i].description;
+        pt->schema = t[i].schema_json;
+        pt->orig = t[i].name;
+        t[i].description = t[i].schema_json = t[i].name = NULL;
+        pt->server = si;
+        pt->pub = (pmcp_pool_tool){.name = pt->ns_name,
+                                   .description = pt->desc,
+                                   .schema_json = pt->schema,
+                                   .read_only = t[i].read_only};
+        p->ntools++;
+    }
+    free(sname);
+    pmcp_tools_free(t, n);
+    return rc;
+}
+
+pmcp_pool *pmcp_pool_open(const pmcp_pool_opts *opt, char **notices) {
+    if (notices) *notices = NULL;
+    pmcp_pool *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    pmcp_server_config *cfgs = NULL;
+    size_t n = 0;
+    load_settings(opt->home, &cfgs, &n, notices);
+    if (opt->cwd && (!opt->home || strcmp(opt->cwd, opt->home) != 0))
+        load_settings(opt->cwd, &cfgs, &n, notices);
+    if (opt->acp_servers_json)
+        pmcp_parse_servers(opt->acp_servers_json, "session mcpServers", &cfgs, &n, notices);
+    if (n == 0) {
+        free(cfgs);
+        return p;
+    }
+    p->servers = calloc(n, sizeof *p->servers);
+    if (!p->servers) {
+        for (size_t i = 0; i < n; i++)
+            pmcp_server_config_clear(&cfgs[i]);
+        free(cfgs);
+        free(p);
+        return NULL;
+    }
+    p->nservers = n;
+    for (size_t i = 0; i < n; i++) {
+        p->servers[i].cfg = cfgs[i];
+        p->servers[i].opt = opt;
+    }
+    free(cfgs);
+    bool *started = calloc(n, sizeof *started);
+    for (size_t i = 0; i < n; i++) {
+        bool ok =
+            started && pthread_create(&p->servers[i].th, NULL, connect_main, &p->servers[i]) == 0;
+        if (started) started[i] = ok;
+        if (!ok) connect_main(&p->servers[i]); /* no thread: connect here */
+    }
+    for (size_t i = 0; i < n; i++)
+        if (started && started[i]) pthread_join(p->servers[i].th, NULL);
+    free(started);
+    for (size_t i = 0; i < n; i++) {
+        pool_server *ps = &p->servers[i];
+        if (!ps->client) {
+            note(notices, "MCP server \"%s\" is unavailable: %s", ps->cfg.name, ps->err);
+            continue;
+        }
+        if (add_tools(p, i, notices) != 0)
+            note(notices, "MCP server \"%s\": out of memory listing its tools%s", ps->cfg.name,
+                 NULL);
+    }
+    return p;
+}
+
+void pmcp_pool_close(pmcp_pool *p) {
+    if (!p) return;
+    for (size_t i = 0; i < p->nservers; i++) {
+        pmcp_client_close(p->servers[i].client);
+        pmcp_server_config_clear(&p->servers[i].cfg);
+    }
+    for (size_t i = 0; i < p->ntools; i++) {
+        free(p->tools[i].ns_name);
+        free(p->tools[i].desc);
+        free(p->tools[i].schema);
+        free(p->tools[i].orig);
+    }
+    free(p->tools);
+    free(p->servers);
+    free(p);
+}
+
+size_t pmcp_pool_tool_count(const pmcp_pool *p) {
+    return p ? p->ntools : 0;
+}
+
+const pmcp_pool_tool *pmcp_pool_tool_at(const pmcp_pool *p, size_t i) {
+    return p && i < p->ntools ? &p->tools[i].pub : NULL;
+}
+
+static const pool_tool *find(const pmcp_pool *p, const char *ns) {
+    for (size_t i = 0; p && ns && i < p->ntools; i++)
+        if (!strcmp(p->tools[i].ns_name, ns)) return &p->tools[i];
+    return NULL;
+}
+
+bool pmcp_pool_has(const pmcp_pool *p, const char *namespaced) {
+    return find(p, namespaced) != NULL;
+}
+
+/* Cuts text for the model to MAX_MODEL_TEXT bytes at a UTF-8 boundary, saying so. */
+static char *cap_text(char *text) {
+    size_t n = text ? strlen(text) : 0;
+    if (n <= MAX_MODEL_TEXT) return text;
+    size_t cut = MAX_MODEL_TEXT;
+    while (cut > 0 && ((unsigned char)text[cut] & 0xC0) == 0x80)
+        cut--;
+    char note[96];
+    int k = snprintf(note, sizeof note, "\n[output truncated: %zu of %zu bytes shown]", cut, n);
+    char *out = malloc(cut + (size_t)k + 1);
+    if (!out) return text;
+    memcpy(out, text, cut);
+    memcpy(out + cut, note, (size_t)k + 1);
+    free(text);
+    return out;
+}
+
+int pmcp_pool_call(pmcp_pool *p, const char *namespaced, const char *args_json, atomic_int *cancel,
+                   char **text, bool *is_error, char **content_json) {
+    *text = *content_json = NULL;
+    *is_error = true;
+    const pool_tool *t = find(p, namespaced);
+    if (!t) return -1;
+    pmcp_call_result r;
+    pmcp_status st = pmcp_client_call(p->servers[t->server].client, t->orig, args_json, cancel,
+                                      NULL, NULL, 0, &r);
+    *is_error = r.is_error || st != PMCP_OK;
+    *text = cap_text(r.text);
+    r.text = NULL;
+    if (st == PMCP_OK) *content_json = pmcp_content_to_acp(r.content_json);
+    pmcp_call_result_clear(&r);
+    if (!*text) *text = strdup(st == PMCP_OK ? "" : "MCP call failed");
+    if (st == PMCP_CANCELLED) return 1;
+    return *text ? 0 : -1;
+}

@@ -1,0 +1,376 @@
+/*
+ * server.c — the builtin Workspace MCP server: serves every tool of the tools
+ * registry (ptl_count/ptl_at, so tools added there are served automatically) and the
+ * workspace files as resources, over one JSON-RPC frame per line on a pair of fds.
+ *
+ * Methods: initialize (echoes a supported protocolVersion, else offers the newest),
+ * ping, tools/list (pagination by an opaque index cursor), tools/call (each call on its
+ * own thread so ping and notifications/cancelled stay responsive; a progressToken gets
+ * a start notification), resources/list (empty: files are addressed by URI),
+ * resources/templates/list (file:///{path}), resources/read (file:// URIs confined
+ * exactly like the read tool). Unknown methods: -32601. Unknown tool: -32602.
+ *
+ * Invariants: every path goes through the tools' confinement (ptl_resolve_path), so
+ * escapes are refused with the same message as the builtin tools; a cancelled call gets
+ * no answer; at EOF every running call is cancelled and joined before returning; frames
+ * are written whole under one mutex.
+ */
+#include "mcp/mcp_int.h"
+#include "peri/tools.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_CALLS       32
+#define MAX_RESOURCE_SZ (8u << 20)
+
+typedef struct call {
+    struct call *next;
+    struct srv *srv;
+    json_t *id; /* owned copy */
+    const ptl_tool *tool;
+    char *args;
+    json_t *progress_token; /* owned or NULL */
+    atomic_int cancel;
+    atomic_bool by_client; /* cancelled by notifications/cancelled: no answer */
+    atomic_bool done;
+    pthread_t th;
+} call;
+
+typedef struct srv {
+    const pmcp_server_opts *opt;
+    char root[PATH_MAX];
+    int out_fd;
+    pthread_mutex_t wmu;
+    pthread_mutex_t mu; /* calls */
+    call *calls;
+    size_t ncalls;
+} srv;
+
+static const char *const k_versions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
+
+static void send_frame(srv *s, json_t *frame) {
+    size_t n;
+    char *t = pmcp__encode(frame, &n);
+    json_decref(frame);
+    if (!t) return;
+    pthread_mutex_lock(&s->wmu);
+    if (pmcp__write_all(s->out_fd, t, n) == 0) pmcp__write_all(s->out_fd, "\n", 1);
+    pthread_mutex_unlock(&s->wmu);
+    free(t);
+}
+
+static void reply_error(srv *s, json_t *id, int code, const char *msg) {
+    send_frame(s, pmcp__error(id, code, msg));
+}
+
+/* ---------------------------------------------------------------- tools */
+
+static json_t *tool_json(const ptl_tool *t) {
+    json_t *schema = json_loads(ptl_schema_json(t), 0, NULL);
+    if (!json_is_object(schema)) {
+        json_decref(schema);
+        schema = json_pack("{s:s}", "type", "object");
+    }
+    return json_pack("{s:s, s:s, s:o, s:{s:b, s:b}}", "name", ptl_name(t), "description",
+                     ptl_description(t), "inputSchema", schema, "annotations", "readOnlyHint",
+                     !ptl_needs_permission(t), "destructiveHint",
+                     ptl_kind_of(t) == PTL_KIND_EDIT || ptl_kind_of(t) == PTL_KIND_EXECUTE);
+}
+
+static void m_tools_list(srv *s, json_t *id, json_t *params) {
+    size_t page = s->opt->page_size ? s->opt->page_size : 100;
+    size_t from = 0;
+    json_t *cur = json_object_get(params, "cursor");
+    if (cur) {
+        const char *cs = json_string_value(cur);
+        char *end = NULL;
+        unsigned long long v = cs ? strtoull(cs, &end, 10) : 0;
+        if (!cs || !cs[0] || *end || v > ptl_count()) {
+            reply_error(s, id, PMCP_INVALID_PARAMS, "Invalid cursor");
+            return;
+        }
+        from = (size_t)v;
+    }
+    json_t *arr = json_array();
+    size_t i = from;
+    for (; arr && i < ptl_count() && i < from + page; i++)
+        json_array_append_new(arr, tool_json(ptl_at(i)));
+    json_t *res = json_pack("{s:o}", "tools", arr);
+    if (res && i < ptl_count()) {
+        char next[32];
+        snprintf(next, sizeof next, "%zu", i);
+        json_object_set_new(res, "nextCursor", json_string(next));
+    }
+    send_frame(s, pmcp__result(id, res));
+}
+
+static void *call_main(void *arg) {
+    call *c = arg;
+    srv *s = c->srv;
+    if (c->progress_token)
+        send_frame(
+            s, pmcp__notification("notifications/progress",
+                                  json_pack("{s:O, s:i, s:s}", "progressToken", c->progress_token,
+                                            "progress", 0, "message", ptl_name(c->tool))));
+    ptl_ctx ctx = {.cwd = s->root, .cancel = &c->cancel, .timeout_ms = s->opt->shell_timeout_ms};
+    ptl_result r;
+    ptl_status st = ptl_run(c->tool, c->args, &ctx, &r);
+    if (atomic_load(&c->by_client)) {
+        /* cancelled: the client no longer waits for an answer */
+    } else if (st == PTL_OK) {
+        json_t *res = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text",
+                                r.output ? r.output : "", "isError", r.is_error);
+        send_frame(s, pmcp__result(c->id, res));
+    } else {
+        json_t *res =
+            json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text",
+                      r.output && r.output[0] ? r.output : "internal tool failure", "isError", 1);
+        send_frame(s, pmcp__result(c->id, res));
+    }
+    ptl_result_clear(&r);
+    atomic_store(&c->done, true);
+    return NULL;
+}
+
+static void call_free(call *c) {
+    json_decref(c->id);
+    json_decref(c->progress_token);
+    free(c->args);
+    free(c);
+}
+
+/* Joins finished calls; with all, cancels and joins every call. */
+static void reap(srv *s, bool all) {
+    pthread_mutex_lock(&s->mu);
+    for (call **pp = &s->calls; *pp;) {
+        call *c = *pp;
+        if (all) atomic_store(&c->cancel, 1);
+        if (all || atomic_load(&c->done)) {
+            *pp = c->next;
+            s->ncalls--;
+            pthread_mutex_unlock(&s->mu);
+            pthread_join(c->th, NULL);
+            call_free(c);
+            pthread_mutex_lock(&s->mu);
+        } else {
+            pp = &c->next;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void m_tools_call(srv *s, json_t *id, json_t *params) {
+    const char *name = json_string_value(json_object_get(params, "name"));
+    json_t *args = json_object_get(params, "arguments");
+    if (!name) {
+        reply_error(s, id, PMCP_INVALID_PARAMS, "tools/call needs a tool name");
+        return;
+    }
+    const ptl_tool *t = ptl_find(name);
+    if (!t) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "Unknown tool: %.150s", name);
+        reply_error(s, id, PMCP_INVALID_PARAMS, msg);
+        return;
+    }
+    if (args && !json_is_object(args) && !json_is_null(args)) {
+        reply_error(s, id, PMCP_INVALID_PARAMS, "arguments must be an object");
+        return;
+    }
+    reap(s, false);
+    call *c = calloc(1, sizeof *c);
+    if (!c) {
+        reply_error(s, id, PMCP_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    c->srv = s;
+    c->tool = t;
+    c->id = json_deep_copy(id);
+    c->args = json_is_object(args) ? json_dumps(args, JSON_COMPACT) : strdup("{}");
+    json_t *tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
+    if (json_is_string(tok) || json_is_integer(tok)) c->progress_token = json_incref(tok);
+    if (!c->id || !c->args) {
+        call_free(c);
+        reply_error(s, id, PMCP_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    pthread_mutex_lock(&s->mu);
+    bool full = s->ncalls >= MAX_CALLS;
+    if (!full && pthread_create(&c->th, NULL, call_main, c) == 0) {
+        c->next = s->calls;
+        s->calls = c;
+        s->ncalls++;
+        c = NULL;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (c) {
+        call_free(c);
+        reply_error(s, id, PMCP_INTERNAL_ERROR,
+                    full ? "too many concurrent tool calls" : "cannot start the tool");
+    }
+}
+
+static void on_cancelled(srv *s, json_t *params) {
+    json_t *rid = json_object_get(params, "requestId");
+    if (!rid) return;
+    pthread_mutex_lock(&s->mu);
+    for (call *c = s->calls; c; c = c->next)
+        if (json_equal(c->id, rid)) {
+            atomic_store(&c->by_client, true);
+            atomic_store(&c->cancel, 1);
+        }
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ---------------------------------------------------------------- resources */
+
+static void m_resources_read(srv *s, json_t *id, json_t *params) {
+    const char *uri = json_string_value(json_object_get(params, "uri"));
+    if (!uri || strncmp(uri, "file://", 7) != 0) {
+        reply_error(s, id, PMCP_INVALID_PARAMS, "only file:// resources are served");
+        return;
+    }
+    const char *path = uri + 7;
+    char errbuf[PATH_MAX + 64];
+    char *abs = NULL;
+    if (ptl_resolve_path(s->root, path, false, &abs, errbuf, sizeof errbuf) != 0) {
+        reply_error(s, id, PMCP_INVALID_PARAMS, errbuf);
+        return;
+    }
+    int fd = open(abs, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    char *buf = NULL;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > MAX_RESOURCE_SZ) {
+        snprintf(errbuf, sizeof errbuf, "Resource not found or too large: %.200s", uri);
+        reply_error(s, id, -32002, errbuf);
+    } else if (!(buf = malloc((size_t)st.st_size + 1))) {
+        reply_error(s, id, PMCP_INTERNAL_ERROR, "out of memory");
+    } else {
+        size_t got = 0;
+        while (got < (size_t)st.st_size) {
+            ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) break;
+            got += (size_t)r;
+        }
+        buf[got] = '\0';
+        char full[PATH_MAX + 8];
+        snprintf(full, sizeof full, "file://%s", abs);
+        json_t *txt = json_stringn(buf, got); /* NULL when not UTF-8 */
+        json_t *res = txt ? json_pack("{s:[{s:s, s:s, s:o}]}", "contents", "uri", full, "mimeType",
+                                      "text/plain", "text", txt)
+                          : NULL;
+        if (res)
+            send_frame(s, pmcp__result(id, res));
+        else
+            reply_error(s, id, PMCP_INVALID_PARAMS, "resource is not UTF-8 text");
+    }
+    free(buf);
+    if (fd >= 0) close(fd);
+    free(abs);
+}
+
+/* ---------------------------------------------------------------- dispatch */
+
+static void on_request(srv *s, pmcp__msg *m) {
+    const char *meth = m->method;
+    json_t *id = m->id;
+    if (!strcmp(meth, "initialize")) {
+        const char *want = json_string_value(json_object_get(m->params, "protocolVersion"));
+        const char *ver = k_versions[0];
+        for (size_t i = 0; want && i < sizeof k_versions / sizeof k_versions[0]; i++)
+            if (!strcmp(want, k_versions[i])) ver = k_versions[i];
+        json_t *res = json_pack(
+            "{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s}, s:s}", "protocolVersion", ver, "capabilities",
+            "tools", "listChanged", 0, "resources", "serverInfo", "name",
+            s->opt->name ? s->opt->name : "peri-workspace", "version", "0.1.0", "instructions",
+            "Peri-C workspace tools: every path is confined to the workspace root.");
+        send_frame(s, pmcp__result(id, res));
+    } else if (!strcmp(meth, "ping")) {
+        send_frame(s, pmcp__result(id, json_object()));
+    } else if (!strcmp(meth, "tools/list")) {
+        m_tools_list(s, id, m->params);
+    } else if (!strcmp(meth, "tools/call")) {
+        m_tools_call(s, id, m->params);
+    } else if (!strcmp(meth, "resources/list")) {
+        send_frame(s, pmcp__result(id, json_pack("{s:[]}", "resources")));
+    } else if (!strcmp(meth, "resources/templates/list")) {
+        send_frame(s, pmcp__result(id, json_pack("{s:[{s:s, s:s, s:s}]}", "resourceTemplates",
+                                                 "uriTemplate", "file:///{path}", "name",
+                                                 "workspace file", "mimeType", "text/plain")));
+    } else if (!strcmp(meth, "resources/read")) {
+        m_resources_read(s, id, m->params);
+    } else {
+        char msg[300];
+        snprintf(msg, sizeof msg, "Method not found: %.200s", meth);
+        reply_error(s, id, PMCP_METHOD_NOT_FOUND, msg);
+    }
+}
+
+int pmcp_serve(const pmcp_server_opts *opt, int in_fd, int out_fd) {
+    srv s;
+    memset(&s, 0, sizeof s);
+    s.opt = opt;
+    s.out_fd = out_fd;
+    struct stat st;
+    if (!opt || !opt->root || !realpath(opt->root, s.root) || stat(s.root, &st) != 0 ||
+        !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "peri mcp: workspace root is not an existing directory: %s\n",
+                opt && opt->root ? opt->root : "(none)");
+        return -1;
+    }
+    pthread_mutex_init(&s.wmu, NULL);
+    pthread_mutex_init(&s.mu, NULL);
+    pmcp__lines r;
+    pmcp__lines_init(&r, in_fd);
+    for (;;) {
+        char *line;
+        size_t len;
+        int rs = pmcp__lines_next(&r, &line, &len);
+        if (rs <= 0) break;
+        if (rs == 2) {
+            reply_error(&s, NULL, PMCP_INVALID_REQUEST, "Invalid Request: frame too long");
+            continue;
+        }
+        size_t k = 0;
+        while (k < len && (line[k] == ' ' || line[k] == '\t'))
+            k++;
+        if (k == len) continue;
+        pmcp__msg m;
+        pmcp__decode(line, len, &m);
+        switch (m.kind) {
+        case PMCP__INVALID: reply_error(&s, m.id, m.err_code, m.err_msg); break;
+        case PMCP__REQUEST: on_request(&s, &m); break;
+        case PMCP__NOTIFICATION:
+            if (!strcmp(m.method, "notifications/cancelled")) on_cancelled(&s, m.params);
+            break;
+        case PMCP__RESPONSE: break; /* we send no requests */
+        }
+        pmcp__msg_clear(&m);
+    }
+    pmcp__lines_free(&r);
+    /* EOF: running calls get a short grace to answer (a client may have half-closed),
+     * then are cancelled; either way they are joined before returning. */
+    for (int i = 0; i < 200; i++) {
+        reap(&s, false);
+        pthread_mutex_lock(&s.mu);
+        size_t left = s.ncalls;
+        pthread_mutex_unlock(&s.mu);
+        if (!left) break;
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    reap(&s, true);
+    pthread_mutex_destroy(&s.wmu);
+    pthread_mutex_destroy(&s.mu);
+    return 0;
+}

@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""acp_e2e.py: ACP end-to-end tests of MCP servers in sessions (issue 12, acceptance 3).
+
+usage: acp_e2e.py PERI_BINARY MOCK_MODEL_PY SCENARIO
+
+Reuses the harness of tests/acp/e2e.py (private HOME, mock model, `peri acp` subprocess).
+The MCP server under test is Peri-C's own `peri mcp workspace --root DIR` over stdio, so
+these scenarios need no npm package. Exit 0 = pass, 1 = fail, 77 = skipped.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "acp"))
+import e2e  # noqa: E402
+from e2e import Fail, check, prompt  # noqa: E402
+
+
+def server_procs(marker):
+    """pids of live processes whose command line contains marker."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open("/proc/%s/stat" % pid) as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in cmd and state != "Z":
+            out.append(int(pid))
+    return out
+
+
+def wait_gone(marker, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while server_procs(marker):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def ws_entry(E, name, root):
+    return {"name": name, "command": E.peri, "args": ["mcp", "workspace", "--root", root],
+            "env": []}
+
+
+def make_root(E, name):
+    root = os.path.join(E.tmp, name)
+    os.makedirs(root)
+    with open(os.path.join(root, "hello.txt"), "w") as f:
+        f.write("mcp-secret-77\n")
+    return root
+
+
+def model_tools(body):
+    return {t["function"]["name"]: t["function"] for t in body.get("tools", [])}
+
+
+def s_session(E):
+    root = make_root(E, "mcproot")
+    a = E.agent()
+    init = [f for _, f in a.log if f.get("id") == 101][0]["result"]
+    check(init["agentCapabilities"]["mcpCapabilities"] == {"http": True, "sse": True},
+          "mcpCapabilities %r" % init["agentCapabilities"]["mcpCapabilities"])
+    r = a.result("session/new", {"cwd": E.cwd, "mcpServers": [
+        ws_entry(E, "ws", root),
+        {"name": "broken", "command": "/nonexistent/mcp-server", "args": [], "env": []},
+        {"type": "http", "name": "deadhttp", "url": "http://127.0.0.1:9/mcp", "headers": []}]})
+    sid = r["sessionId"]
+    errs = r.get("_meta", {}).get("peri.mcpErrors", [])
+    check(any('"broken"' in e and "No such file" in e for e in errs), "broken server %r" % errs)
+    check(any('"deadhttp"' in e for e in errs), "dead http server %r" % errs)
+    check(not any('"ws"' in e for e in errs), "ws reported broken %r" % errs)
+    check(server_procs(root), "workspace MCP server not running")
+    E.mock.script([
+        {"tool_calls": [{"id": "m1", "name": "mcp__ws__read", "arguments": {"path": "hello.txt"}}]},
+        {"tool_calls": [{"id": "m2", "name": "mcp__ws__read",
+                         "arguments": {"path": "../../etc/passwd"}}]},
+        {"text": "done"}])
+    a.permission_answer = "allow_once"
+    resp = a.response(prompt(a, sid, "use the mcp tool"), timeout=30)
+    check(resp.get("result") == {"stopReason": "end_turn"}, "turn %r" % resp)
+    reqs = E.mock.requests()
+    tools = model_tools(reqs[0]["body"])
+    for t in ("read", "mcp__ws__read", "mcp__ws__write", "mcp__ws__shell"):
+        check(t in tools, "model tool list lacks %s: %r" % (t, sorted(tools)))
+    check(not any(n.startswith("mcp__broken") for n in tools), "broken server has tools")
+    check("path" in tools["mcp__ws__read"]["parameters"].get("properties", {}),
+          "schema not passed through: %r" % tools["mcp__ws__read"])
+    perms = [f for _, f in a.log if f.get("method") == "session/request_permission"]
+    check(perms and perms[0]["params"]["toolCall"]["toolCallId"] == "m1",
+          "MCP call did not go through the permission port")
+    ups = a.updates(sid)
+    calls = [u for _, u in ups if u["sessionUpdate"] == "tool_call" and u["toolCallId"] == "m1"]
+    check(calls, "no tool_call for m1")
+    done = [u for _, u in ups if u["sessionUpdate"] == "tool_call_update"
+            and u["toolCallId"] == "m1" and u.get("status") == "completed"]
+    check(done and done[0]["content"][0]["content"]["text"].find("mcp-secret-77") >= 0,
+          "tool_call_update content %r" % done)
+    esc = [u for _, u in ups if u["sessionUpdate"] == "tool_call_update"
+           and u["toolCallId"] == "m2" and u.get("status") in ("completed", "failed")]
+    check(esc and esc[0]["status"] == "failed" and
+          "path escapes the workspace: ../../etc/passwd" in json.dumps(esc[0]),
+          "escape via MCP not refused: %r" % esc)
+    tool_msgs = [m for m in reqs[1]["body"]["messages"] if m["role"] == "tool"]
+    check(tool_msgs and "mcp-secret-77" in json.dumps(tool_msgs),
+          "MCP result did not reach the model")
+    a.result("session/close", {"sessionId": sid})
+    check(wait_gone(root), "MCP server survived session/close: %r" % server_procs(root))
+    # a session with only broken servers still answers prompts
+    r = a.result("session/new", {"cwd": E.cwd, "mcpServers": [
+        {"name": "broken", "command": "/nonexistent/mcp-server", "args": [], "env": []}]})
+    E.mock.script([{"text": "still fine"}])
+    resp = a.response(prompt(a, r["sessionId"], "hi"))
+    check(resp.get("result") == {"stopReason": "end_turn"}, "session with broken server %r" % resp)
+    check(a.close_stdin() == 0, "exit after EOF")
+    check("broken" in "".join(a.stderr), "no stderr message for the broken server")
+
+
+def s_settings(E):
+    root = make_root(E, "setroot")
+    E.settings({"maxRetries": 0, "permissions": {"allow": ["mcp__fromsettings__*"]},
+                "mcpServers": {"fromsettings": {"command": E.peri,
+                                                "args": ["mcp", "workspace", "--root", root]}}})
+    proj = make_root(E, "projroot")
+    os.makedirs(os.path.join(E.cwd, ".peri"), exist_ok=True)
+    with open(os.path.join(E.cwd, ".peri", "settings.json"), "w") as f:
+        json.dump({"mcpServers": {"proj": {"type": "stdio", "command": E.peri,
+                                           "args": ["mcp", "workspace", "--root", proj]}}}, f)
+    a = E.agent()
+    sid = E.new_session(a)
+    E.mock.script([{"tool_calls": [{"id": "s1", "name": "mcp__fromsettings__read",
+                                    "arguments": {"path": "hello.txt"}}]},
+                   {"text": "ok"}])
+    resp = a.response(prompt(a, sid, "go"), timeout=30)
+    check(resp.get("result") == {"stopReason": "end_turn"}, "turn %r" % resp)
+    tools = model_tools(E.mock.requests()[0]["body"])
+    check("mcp__fromsettings__read" in tools and "mcp__proj__read" in tools,
+          "settings servers missing: %r" % sorted(tools))
+    perms = [f for _, f in a.log if f.get("method") == "session/request_permission"]
+    check(not perms, "allow-list mcp__fromsettings__* did not apply")
+    check(a.close_stdin() == 0, "exit after EOF")
+    check(wait_gone(root) and wait_gone(proj), "servers survived the agent's exit")
+
+
+def stubborn_entry(E, name, root, marker):
+    """A server that outlives its stdin: after the workspace server exits at EOF, the
+    shell keeps running `sleep` — only the process-group kill can end it."""
+    return {"name": name, "command": "sh", "args": [
+        "-c", "'%s' mcp workspace --root '%s'; sleep %s; :" % (E.peri, root, marker)],
+        "env": []}
+
+
+def s_kill9(E):
+    root = make_root(E, "killroot")
+    os.makedirs(root + "-s")
+    marker = "299.%d" % os.getpid()
+    a = E.agent()
+    r = a.result("session/new", {"cwd": E.cwd, "mcpServers": [
+        ws_entry(E, "ws", root), stubborn_entry(E, "stubborn", root + "-s", marker)]})
+    check("peri.mcpErrors" not in r.get("_meta", {}), "servers failed: %r" % r)
+    check(server_procs(root), "server not started")
+    os.kill(a.proc.pid, signal.SIGKILL)
+    a.proc.wait(5)
+    check(wait_gone(root), "MCP server orphaned after kill -9 of the agent: %r"
+          % server_procs(root))
+    check(wait_gone("sleep " + marker), "grandchild orphaned after kill -9 of the agent")
+    # the same stubborn server is also gone after a plain session/close
+    b = E.agent()
+    sid = b.result("session/new", {"cwd": E.cwd, "mcpServers": [
+        stubborn_entry(E, "stubborn", root + "-s", marker)]})["sessionId"]
+    b.result("session/close", {"sessionId": sid})
+    check(wait_gone(root + "-s") and wait_gone("sleep " + marker),
+          "stubborn server survived session/close")
+
+
+def s_cancel(E):
+    root = make_root(E, "cancelroot")
+    a = E.agent()
+    sid = a.result("session/new", {"cwd": E.cwd, "mcpServers": [ws_entry(E, "ws", root)]})[
+        "sessionId"]
+    a.permission_answer = "allow_once"
+    E.mock.script([{"tool_calls": [{"id": "c1", "name": "mcp__ws__shell",
+                                    "arguments": {"command": "sleep 29.75"}}]},
+                   {"text": "after"}])
+    rid = prompt(a, sid, "run it")
+    a.wait(lambda f: f.get("method") == "session/update" and
+           f["params"]["update"].get("toolCallId") == "c1" and
+           f["params"]["update"].get("status") == "in_progress", timeout=20, what="in_progress")
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    a.notify("session/cancel", {"sessionId": sid})
+    r = a.response(rid, timeout=10)
+    check(r.get("result") == {"stopReason": "cancelled"}, "cancel answer %r" % r)
+    check(time.monotonic() - t0 < 5, "cancel of an MCP call took too long")
+    check(wait_gone("sleep 29.75"), "the cancelled MCP shell call is still running")
+    a.result("session/close", {"sessionId": sid})
+    check(wait_gone(root), "server survived close after cancel")
+
+
+def s_clientfs(E):
+    """clientCapabilities.fs: read/write/edit go through fs/read_text_file and
+    fs/write_text_file (the editor's buffers); escapes are still refused locally."""
+    with open(os.path.join(E.cwd, "buf.txt"), "w") as f:
+        f.write("on-disk-content\n")
+    a = e2e.Agent(E.peri, E.env(), E.db)
+    E.agents.append(a)
+    a.result("initialize", {"protocolVersion": 1, "clientCapabilities": {
+        "fs": {"readTextFile": True, "writeTextFile": True}}})
+    sid = E.new_session(a)
+    a.permission_answer = "allow_once"
+    E.mock.script([
+        {"tool_calls": [{"id": "r1", "name": "read", "arguments": {"path": "buf.txt"}}]},
+        {"tool_calls": [{"id": "w1", "name": "write",
+                         "arguments": {"path": "new.txt", "content": "from-the-model"}}]},
+        {"tool_calls": [{"id": "x1", "name": "read", "arguments": {"path": "../outside.txt"}}]},
+        {"text": "done"}])
+    rid = prompt(a, sid, "read and write")
+    _, req = a.wait(lambda f: f.get("method") == "fs/read_text_file", what="fs/read_text_file")
+    check(req["params"] == {"sessionId": sid, "path": os.path.join(os.path.realpath(E.cwd),
+                                                                   "buf.txt")},
+          "fs/read_text_file params %r" % req["params"])
+    a.send({"jsonrpc": "2.0", "id": req["id"], "result": {"content": "UNSAVED-BUFFER\n"}})
+    _, req = a.wait(lambda f: f.get("method") == "fs/write_text_file", what="fs/write_text_file")
+    check(req["params"]["content"] == "from-the-model" and
+          req["params"]["path"].endswith("/new.txt"), "fs/write_text_file %r" % req["params"])
+    a.send({"jsonrpc": "2.0", "id": req["id"], "result": None})
+    r = a.response(rid, timeout=20)
+    check(r.get("result") == {"stopReason": "end_turn"}, "turn %r" % r)
+    check(not os.path.exists(os.path.join(E.cwd, "new.txt")),
+          "the agent wrote the disk although the client owns writes")
+    ups = a.updates(sid)
+    done = {u["toolCallId"]: u for _, u in ups if u["sessionUpdate"] == "tool_call_update"
+            and u.get("status") in ("completed", "failed")}
+    check("UNSAVED-BUFFER" in json.dumps(done["r1"]) and
+          "on-disk-content" not in json.dumps(done["r1"]), "read did not use the buffer")
+    check(done["w1"]["status"] == "completed" and
+          done["w1"]["content"][0]["type"] == "diff", "write result %r" % done["w1"])
+    check(done["x1"]["status"] == "failed" and
+          "path escapes the workspace" in json.dumps(done["x1"]), "escape via client fs")
+    reads = [f for _, f in a.log if f.get("method") == "fs/read_text_file"]
+    check(len(reads) == 1, "escape (or a read of a new file) reached the client: %r" % reads)
+    check(a.close_stdin() == 0, "exit after EOF")
+
+
+def s_load(E):
+    """session/load connects the mcpServers it is given; the tools reach the model."""
+    root = make_root(E, "loadroot")
+    a = E.agent()
+    sid = E.new_session(a)
+    a.result("session/close", {"sessionId": sid})
+    r = a.result("session/load", {"sessionId": sid, "cwd": E.cwd,
+                                  "mcpServers": [ws_entry(E, "loaded", root)]})
+    check("peri.mcpErrors" not in r.get("_meta", {}), "load reported errors %r" % r)
+    E.mock.script([{"text": "ok"}])
+    resp = a.response(prompt(a, sid, "hi"), timeout=20)
+    check(resp.get("result") == {"stopReason": "end_turn"}, "turn %r" % resp)
+    check("mcp__loaded__read" in model_tools(E.mock.requests()[-1]["body"]),
+          "loaded server's tools missing")
+    a.result("session/close", {"sessionId": sid})
+    check(wait_gone(root), "server survived close after load")
+
+
+SCENARIOS = {"load": s_load, "clientfs": s_clientfs, "session": s_session, "settings": s_settings, "kill9": s_kill9, "cancel": s_cancel}
+
+
+def main():
+    if len(sys.argv) != 4 or sys.argv[3] not in SCENARIOS:
+        print(__doc__ + "\nscenarios: " + " ".join(SCENARIOS), file=sys.stderr)
+        return 2
+    peri, mock_py, name = sys.argv[1:]
+    E = e2e.Env(peri, mock_py)
+    try:
+        SCENARIOS[name](E)
+    except Fail as e:
+        print("FAIL %s: %s" % (name, e))
+        for a in E.agents:
+            sys.stderr.write("".join(a.stderr)[-4000:])
+        return 1
+    finally:
+        E.cleanup()
+    print("PASS " + name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,624 @@
+/*
+ * test_mcp.c — cmocka tests of src/mcp: the JSON-RPC decoder on malformed frames, the
+ * line reader on huge lines, the SSE parser, the client against a hostile fake server
+ * (wrong ids, garbage, huge lines, string ids, duplicates), the workspace server on raw
+ * frames (pagination, unknown tools, escapes, cancellation), the in-process pair,
+ * configuration parsing and the MCP -> ACP content mapping.
+ *
+ * usage: test_mcp PERI_BINARY
+ */
+#include "mcp/mcp_int.h"
+#include "peri/tools.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *g_peri;
+
+/* ---------------------------------------------------------------- decoder */
+
+static pmcp__kind kind_of(const char *s) {
+    pmcp__msg m;
+    pmcp__decode(s, strlen(s), &m);
+    pmcp__kind k = m.kind;
+    pmcp__msg_clear(&m);
+    return k;
+}
+
+static void test_decode(void **state) {
+    (void)state;
+    assert_int_equal(kind_of("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}"), PMCP__REQUEST);
+    assert_int_equal(kind_of("{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"x\",\"params\":{}}"),
+                     PMCP__REQUEST);
+    assert_int_equal(kind_of("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}"),
+                     PMCP__NOTIFICATION);
+    assert_int_equal(kind_of("{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}"), PMCP__RESPONSE);
+    assert_int_equal(kind_of("{\"jsonrpc\":\"2.0\",\"id\":3,\"error\":{\"code\":-1,\"message\":"
+                             "\"m\"}}"),
+                     PMCP__RESPONSE);
+    static const char *const bad[] = {
+        "",
+        "not json",
+        "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", /* batches are refused */
+        "{\"id\":1,\"method\":\"ping\"}",
+        "{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":5}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\\u0000b\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":[1]}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"x\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"x\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":true,\"result\":{}}",
+        "{\"jsonrpc\":\"2.0\",\"result\":{}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"error\":{\"code\":1}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"message\":\"no code\"}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"x\"}",
+        "\"just a string\"",
+        "{\"jsonrpc\":\"2.0\",\"id\":99999999999999999999999999,\"method\":\"x\"}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        pmcp__msg m;
+        pmcp__decode(bad[i], strlen(bad[i]), &m);
+        if (m.kind != PMCP__INVALID) fail_msg("accepted: %s", bad[i]);
+        assert_true(m.err_code == PMCP_PARSE_ERROR || m.err_code == PMCP_INVALID_REQUEST);
+        pmcp__msg_clear(&m);
+    }
+    /* embedded NUL bytes and invalid UTF-8 */
+    const char nul[] = "{\"jsonrpc\":\"2.0\",\0\"id\":1}";
+    pmcp__msg m;
+    pmcp__decode(nul, sizeof nul - 1, &m);
+    assert_int_equal(m.kind, PMCP__INVALID);
+    pmcp__msg_clear(&m);
+    const char utf[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\xfe\"}";
+    pmcp__decode(utf, sizeof utf - 1, &m);
+    assert_int_equal(m.kind, PMCP__INVALID);
+    pmcp__msg_clear(&m);
+    pmcp__decode(NULL, 0, &m);
+    assert_int_equal(m.kind, PMCP__INVALID);
+    pmcp__msg_clear(&m);
+    /* deep nesting does not crash */
+    size_t depth = 100000;
+    char *deep = malloc(depth * 2 + 1);
+    assert_non_null(deep);
+    memset(deep, '[', depth);
+    memset(deep + depth, ']', depth);
+    deep[depth * 2] = '\0';
+    pmcp__decode(deep, depth * 2, &m);
+    assert_int_equal(m.kind, PMCP__INVALID);
+    pmcp__msg_clear(&m);
+    free(deep);
+}
+
+/* ---------------------------------------------------------------- line reader */
+
+typedef struct feeder {
+    int fd;
+    size_t huge;
+} feeder;
+
+static void *feed_main(void *arg) {
+    feeder *f = arg;
+    char *blk = malloc(1 << 20);
+    memset(blk, 'x', 1 << 20);
+    for (size_t left = f->huge; left > 0;) {
+        size_t n = left < (1u << 20) ? left : (1u << 20);
+        if (pmcp__write_all(f->fd, blk, n) != 0) break;
+        left -= n;
+    }
+    free(blk);
+    const char tail[] = "\nsecond\r\nthird";
+    pmcp__write_all(f->fd, tail, sizeof tail - 1);
+    close(f->fd);
+    return NULL;
+}
+
+static void test_lines_huge(void **state) {
+    (void)state;
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    feeder f = {p[1], (size_t)PMCP_MAX_FRAME + 12345};
+    pthread_t th;
+    pthread_create(&th, NULL, feed_main, &f);
+    pmcp__lines r;
+    pmcp__lines_init(&r, p[0]);
+    char *line;
+    size_t len;
+    assert_int_equal(pmcp__lines_next(&r, &line, &len), 2); /* dropped */
+    assert_int_equal(pmcp__lines_next(&r, &line, &len), 1);
+    assert_string_equal(line, "second");
+    assert_int_equal(pmcp__lines_next(&r, &line, &len), 1);
+    assert_string_equal(line, "third");
+    assert_int_equal(pmcp__lines_next(&r, &line, &len), 0);
+    pmcp__lines_free(&r);
+    pthread_join(th, NULL);
+    close(p[0]);
+}
+
+/* ---------------------------------------------------------------- SSE */
+
+typedef struct sse_log {
+    char buf[1024];
+} sse_log;
+
+static void on_ev(void *ctx, const char *event, const char *data, size_t len) {
+    sse_log *l = ctx;
+    size_t n = strlen(l->buf);
+    snprintf(l->buf + n, sizeof l->buf - n, "[%s|%.*s]", event, (int)len, data);
+}
+
+static void test_sse(void **state) {
+    (void)state;
+    const char *in = ": comment\r\nevent: endpoint\r\ndata: /msg?s=1\r\n\r\n"
+                     "data: {\"a\":\ndata: 1}\n\nid: 7\nretry: 10\ndata:x\n\n";
+    pmcp__sse p;
+    memset(&p, 0, sizeof p);
+    sse_log l = {""};
+    /* byte by byte: chunk boundaries anywhere */
+    for (size_t i = 0; in[i]; i++)
+        assert_int_equal(pmcp__sse_feed(&p, in + i, 1, on_ev, &l), 0);
+    assert_string_equal(l.buf, "[endpoint|/msg?s=1][message|{\"a\":\n1}][message|x]");
+    pmcp__sse_free(&p);
+}
+
+/* ---------------------------------------------------------------- config */
+
+static void test_parse_servers(void **state) {
+    (void)state;
+    pmcp_server_config *c = NULL;
+    size_t n = 0;
+    char *errs = NULL;
+    const char *acp =
+        "[{\"name\":\"a\",\"command\":\"x\",\"args\":[\"1\",\"2\"],\"env\":[{\"name\":"
+        "\"K\",\"value\":\"V\"}]},{\"type\":\"http\",\"name\":\"h\",\"url\":\"http://"
+        "h/mcp\",\"headers\":[{\"name\":\"Authorization\",\"value\":\"B\"}]},"
+        "{\"type\":\"sse\",\"name\":\"s\",\"url\":\"http://h/sse\",\"headers\":[]},"
+        "{\"name\":\"bad\"},{\"command\":\"noname\"},{\"type\":\"ws\",\"name\":\"w\","
+        "\"url\":\"x\"},{\"name\":\"badargs\",\"command\":\"x\",\"args\":[1]}]";
+    assert_int_equal(pmcp_parse_servers(acp, "acp", &c, &n, &errs), 0);
+    assert_int_equal(n, 3);
+    assert_int_equal(c[0].kind, PMCP_STDIO);
+    assert_int_equal(c[0].nargs, 2);
+    assert_string_equal(c[0].env[0].name, "K");
+    assert_int_equal(c[1].kind, PMCP_HTTP);
+    assert_string_equal(c[1].headers[0].value, "B");
+    assert_int_equal(c[2].kind, PMCP_SSE);
+    assert_non_null(errs);
+    assert_non_null(strstr(errs, "stdio entry without a command"));
+    assert_non_null(strstr(errs, "entry without a name"));
+    assert_non_null(strstr(errs, "unknown transport type \"ws\""));
+    assert_non_null(strstr(errs, "args must be an array of strings"));
+    /* settings shape; same name replaces */
+    const char *set = "{\"mcpServers\":{\"a\":{\"command\":\"y\",\"env\":{\"A\":\"1\"}},"
+                      "\"web\":{\"type\":\"http\",\"url\":\"https://x/mcp\",\"headers\":{\"X\":"
+                      "\"y\"}}}}";
+    assert_int_equal(pmcp_parse_servers(set, "settings", &c, &n, &errs), 0);
+    assert_int_equal(n, 4);
+    assert_string_equal(c[0].command, "y");
+    assert_string_equal(c[0].env[0].value, "1");
+    assert_string_equal(c[3].name, "web");
+    assert_string_equal(c[3].headers[0].name, "X");
+    assert_int_equal(pmcp_parse_servers("{nope", "x", &c, &n, &errs), -1);
+    assert_int_equal(pmcp_parse_servers("{\"mcpServers\":[]}", "y", &c, &n, &errs), -1);
+    for (size_t i = 0; i < n; i++)
+        pmcp_server_config_clear(&c[i]);
+    free(c);
+    free(errs);
+}
+
+static void test_content_to_acp(void **state) {
+    (void)state;
+    char *s = pmcp_content_to_acp(
+        "[{\"type\":\"text\",\"text\":\"t\"},{\"type\":\"image\",\"data\":\"AAA\",\"mimeType\":"
+        "\"image/png\"},{\"type\":\"resource_link\",\"uri\":\"file:///a\",\"name\":\"a\"},"
+        "{\"type\":\"resource\",\"resource\":{\"uri\":\"file:///b\",\"text\":\"B\"}},"
+        "{\"type\":\"weird\"},5]");
+    assert_non_null(s);
+    assert_string_equal(
+        s, "[{\"type\":\"content\",\"content\":{\"type\":\"text\",\"text\":\"t\"}},"
+           "{\"type\":\"content\",\"content\":{\"type\":\"image\",\"data\":\"AAA\",\"mimeType\":"
+           "\"image/png\"}},{\"type\":\"content\",\"content\":{\"type\":\"resource_link\","
+           "\"uri\":\"file:///a\",\"name\":\"a\"}},{\"type\":\"content\",\"content\":{\"type\":"
+           "\"resource\",\"resource\":{\"uri\":\"file:///b\",\"text\":\"B\"}}},{\"type\":"
+           "\"content\",\"content\":{\"type\":\"text\",\"text\":\"[weird content]\"}},{\"type\":"
+           "\"content\",\"content\":{\"type\":\"text\",\"text\":\"[unknown content]\"}}]");
+    free(s);
+    s = pmcp_content_to_acp("garbage");
+    assert_string_equal(s, "[]");
+    free(s);
+}
+
+/* ---------------------------------------------------------------- server, raw frames */
+
+typedef struct raw_srv {
+    int fd;
+    pmcp_server_opts o;
+    pthread_t th;
+    pmcp__lines r;
+    int cfd;
+} raw_srv;
+
+static void *raw_main(void *arg) {
+    raw_srv *s = arg;
+    pmcp_serve(&s->o, s->fd, s->fd);
+    shutdown(s->fd, SHUT_RDWR);
+    return NULL;
+}
+
+static void raw_start(raw_srv *s, const char *root, size_t page) {
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    s->fd = sv[1];
+    s->cfd = sv[0];
+    s->o = (pmcp_server_opts){.root = root, .page_size = page};
+    pmcp__lines_init(&s->r, s->cfd);
+    pthread_create(&s->th, NULL, raw_main, s);
+}
+
+static void raw_send(raw_srv *s, const char *line) {
+    assert_int_equal(pmcp__write_all(s->cfd, line, strlen(line)), 0);
+    assert_int_equal(pmcp__write_all(s->cfd, "\n", 1), 0);
+}
+
+/* Next frame from the server, decoded (caller decrefs). */
+static json_t *raw_next(raw_srv *s) {
+    char *line;
+    size_t len;
+    int st = pmcp__lines_next(&s->r, &line, &len);
+    assert_int_equal(st, 1);
+    json_t *j = json_loadb(line, len, 0, NULL);
+    assert_non_null(j);
+    return j;
+}
+
+static void raw_stop(raw_srv *s) {
+    shutdown(s->cfd, SHUT_WR);
+    pthread_join(s->th, NULL);
+    pmcp__lines_free(&s->r);
+    close(s->cfd);
+    close(s->fd);
+}
+
+static int err_code(json_t *j) {
+    return (int)json_integer_value(json_object_get(json_object_get(j, "error"), "code"));
+}
+
+static char g_root[256];
+
+static void test_server_raw(void **state) {
+    (void)state;
+    raw_srv s;
+    raw_start(&s, g_root, 3);
+    raw_send(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+                 "\"protocolVersion\":\"2024-11-05\",\"capabilities\":{},\"clientInfo\":{"
+                 "\"name\":\"t\",\"version\":\"1\"}}}");
+    json_t *j = raw_next(&s);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(j, "result"), "protocolVersion")),
+        "2024-11-05");
+    json_decref(j);
+    raw_send(&s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"initialize\",\"params\":{"
+                 "\"protocolVersion\":\"1999-01-01\"}}");
+    j = raw_next(&s);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(j, "result"), "protocolVersion")),
+        PMCP_PROTOCOL_VERSION);
+    json_decref(j);
+    /* pagination: pages of 3 until every registry tool was listed */
+    size_t seen = 0;
+    char cursor[64] = "";
+    for (int page = 0; page < 100; page++) {
+        char req[200];
+        if (cursor[0])
+            snprintf(req, sizeof req,
+                     "{\"jsonrpc\":\"2.0\",\"id\":\"p%d\",\"method\":\"tools/list\",\"params\":{"
+                     "\"cursor\":\"%s\"}}",
+                     page, cursor);
+        else
+            snprintf(req, sizeof req,
+                     "{\"jsonrpc\":\"2.0\",\"id\":\"p%d\",\"method\":\"tools/list\"}", page);
+        raw_send(&s, req);
+        j = raw_next(&s);
+        json_t *res = json_object_get(j, "result");
+        size_t k = json_array_size(json_object_get(res, "tools"));
+        assert_true(k <= 3);
+        for (size_t i = 0; i < k; i++)
+            assert_string_equal(json_string_value(json_object_get(
+                                    json_array_get(json_object_get(res, "tools"), i), "name")),
+                                ptl_name(ptl_at(seen + i)));
+        seen += k;
+        const char *next = json_string_value(json_object_get(res, "nextCursor"));
+        snprintf(cursor, sizeof cursor, "%s", next ? next : "");
+        json_decref(j);
+        if (!next) break;
+    }
+    assert_int_equal(seen, ptl_count());
+    /* malformed frames, each answered with the right code, the server keeps going */
+    raw_send(&s, "garbage");
+    j = raw_next(&s);
+    assert_int_equal(err_code(j), PMCP_PARSE_ERROR);
+    assert_true(json_is_null(json_object_get(j, "id")));
+    json_decref(j);
+    raw_send(&s, "{\"jsonrpc\":\"2.0\",\"id\":[1],\"method\":\"ping\"}");
+    j = raw_next(&s);
+    assert_int_equal(err_code(j), PMCP_INVALID_REQUEST);
+    json_decref(j);
+    raw_send(&s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\",\"params\":{"
+                 "\"cursor\":\"zz\"}}");
+    j = raw_next(&s);
+    assert_int_equal(err_code(j), PMCP_INVALID_PARAMS);
+    json_decref(j);
+    raw_send(&s, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"nope/nope\"}");
+    j = raw_next(&s);
+    assert_int_equal(err_code(j), PMCP_METHOD_NOT_FOUND);
+    json_decref(j);
+    raw_send(&s, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":"
+                 "\"no-such-tool\"}}");
+    j = raw_next(&s);
+    assert_int_equal(err_code(j), PMCP_INVALID_PARAMS);
+    json_decref(j);
+    /* a response and an unknown cancellation are ignored silently */
+    raw_send(&s, "{\"jsonrpc\":\"2.0\",\"id\":77,\"result\":{}}");
+    raw_send(&s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{"
+                 "\"requestId\":12345}}");
+    /* escapes: tool error, exactly the builtin message; resources/read refused */
+    raw_send(&s, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":"
+                 "\"read\",\"arguments\":{\"path\":\"../../etc/passwd\"}}}");
+    j = raw_next(&s);
+    json_t *res = json_object_get(j, "result");
+    assert_true(json_is_true(json_object_get(res, "isError")));
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(res, "content"), 0), "text")),
+                        "path escapes the workspace: ../../etc/passwd");
+    json_decref(j);
+    raw_send(&s, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"resources/read\",\"params\":{"
+                 "\"uri\":\"file:///etc/passwd\"}}");
+    j = raw_next(&s);
+    assert_int_equal(err_code(j), PMCP_INVALID_PARAMS);
+    json_decref(j);
+    /* cancellation: a long shell call is cancelled and gets no answer; ping still works */
+    raw_send(&s, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"tools/call\",\"params\":{\"name\":"
+                 "\"shell\",\"arguments\":{\"command\":\"sleep 20\"},\"_meta\":{"
+                 "\"progressToken\":\"tok\"}}}");
+    j = raw_next(&s); /* the start progress notification */
+    assert_string_equal(json_string_value(json_object_get(j, "method")), "notifications/progress");
+    json_decref(j);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    raw_send(&s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{"
+                 "\"requestId\":10}}");
+    raw_send(&s, "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"ping\"}");
+    j = raw_next(&s);
+    assert_int_equal(json_integer_value(json_object_get(j, "id")), 11);
+    json_decref(j);
+    raw_stop(&s);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_true(t1.tv_sec - t0.tv_sec < 10); /* did not wait for sleep 20 */
+}
+
+/* ---------------------------------------------------------------- client */
+
+static void test_inproc(void **state) {
+    (void)state;
+    char path[300];
+    snprintf(path, sizeof path, "%s/inproc.txt", g_root);
+    FILE *f = fopen(path, "w");
+    fputs("inproc-data", f);
+    fclose(f);
+    pmcp_server_config cfg = {.name = "ws", .kind = PMCP_INPROC, .root = g_root};
+    char err[256];
+    pmcp_client *c = pmcp_client_connect(&cfg, NULL, err, sizeof err);
+    assert_non_null(c);
+    pmcp_tool *t;
+    size_t n;
+    assert_int_equal(pmcp_client_tools(c, &t, &n), 0);
+    assert_int_equal(n, ptl_count());
+    pmcp_tools_free(t, n);
+    pmcp_call_result r;
+    assert_int_equal(
+        pmcp_client_call(c, "read", "{\"path\":\"inproc.txt\"}", NULL, NULL, NULL, 0, &r), PMCP_OK);
+    assert_false(r.is_error);
+    assert_non_null(strstr(r.text, "inproc-data"));
+    pmcp_call_result_clear(&r);
+    assert_int_equal(pmcp_client_call(c, "read", "[1]", NULL, NULL, NULL, 0, &r), PMCP_ERR_RPC);
+    pmcp_call_result_clear(&r);
+    assert_int_equal(pmcp_client_call(c, "missing", "{}", NULL, NULL, NULL, 0, &r), PMCP_ERR_RPC);
+    assert_non_null(strstr(r.text, "Unknown tool: missing"));
+    pmcp_call_result_clear(&r);
+    atomic_int cancel = 1;
+    assert_int_equal(
+        pmcp_client_call(c, "shell", "{\"command\":\"sleep 20\"}", &cancel, NULL, NULL, 0, &r),
+        PMCP_CANCELLED);
+    pmcp_call_result_clear(&r);
+    char *res = NULL;
+    char params[400];
+    snprintf(params, sizeof params, "{\"uri\":\"file://%s\"}", path);
+    assert_int_equal(
+        pmcp_client_request(c, "resources/read", params, NULL, 0, &res, err, sizeof err), PMCP_OK);
+    assert_non_null(strstr(res, "inproc-data"));
+    free(res);
+    pmcp_client_close(c);
+}
+
+/* A hostile server: before the real answer it sends garbage, a huge line, answers with
+ * wrong, string and duplicate ids, a request of its own and a notification. */
+static const char *k_fake =
+    "import sys,json\n"
+    "def out(o):\n"
+    "    sys.stdout.write(o if isinstance(o,str) else json.dumps(o)); sys.stdout.write('\\n');"
+    " sys.stdout.flush()\n"
+    "for line in sys.stdin:\n"
+    "    m=json.loads(line)\n"
+    "    if 'id' not in m or 'method' not in m: continue\n"
+    "    i=m['id']\n"
+    "    if m['method']=='initialize':\n"
+    "        out({'jsonrpc':'2.0','id':i,'result':{'protocolVersion':'2025-03-26',"
+    "'capabilities':{'tools':{'listChanged':True}},'serverInfo':{'name':'f','version':'1'}}})\n"
+    "        continue\n"
+    "    if m.get('params',{}).get('cursor')=='c2':\n"
+    "        out({'jsonrpc':'2.0','id':i,'result':{'tools':[{'name':'t3'}]}})\n"
+    "        out({'jsonrpc':'2.0','id':'srv1','method':'ping'})\n"
+    "        out({'jsonrpc':'2.0','method':'notifications/tools/list_changed'})\n"
+    "        continue\n"
+    "    out('garbage {')\n"
+    "    out('x'*(17<<20))\n"
+    "    out({'jsonrpc':'2.0','id':i+1000,'result':{'tools':[]}})\n"
+    "    out({'jsonrpc':'2.0','id':str(i),'result':{'tools':[]}})\n"
+    "    out({'jsonrpc':'2.0','id':i,'result':{'tools':[{'name':'t1','inputSchema':"
+    "{'type':'object','properties':{'q':{'type':'string'}}}},{'nameless':1},"
+    "{'name':'t2','description':'second'}],'nextCursor':'c2'}})\n"
+    "    out({'jsonrpc':'2.0','id':i,'result':{'tools':[]}})\n";
+
+static void test_hostile_server(void **state) {
+    (void)state;
+    char *args[] = {"-c", (char *)k_fake};
+    pmcp_server_config cfg = {
+        .name = "fake", .kind = PMCP_STDIO, .command = "python3", .args = args, .nargs = 2};
+    char err[256];
+    pmcp_client_opts o = {.init_timeout_ms = 20000};
+    pmcp_client *c = pmcp_client_connect(&cfg, &o, err, sizeof err);
+    if (!c) fail_msg("connect: %s", err);
+    assert_string_equal(pmcp_client_protocol(c), "2025-03-26");
+    pmcp_tool *t;
+    size_t n;
+    assert_int_equal(pmcp_client_tools(c, &t, &n), 0);
+    assert_int_equal(n, 3); /* two pages; the nameless tool skipped */
+    assert_string_equal(t[0].name, "t1");
+    assert_non_null(strstr(t[0].schema_json, "\"q\""));
+    assert_string_equal(t[1].schema_json, "{\"type\":\"object\"}");
+    assert_string_equal(t[2].name, "t3");
+    pmcp_tools_free(t, n);
+    for (int i = 0; i < 200 && !pmcp_client_tools_changed(c); i++)
+        usleep(10000);
+    assert_true(pmcp_client_tools_changed(c));
+    pmcp_client_close(c);
+}
+
+static void test_stdio_failures(void **state) {
+    (void)state;
+    char err[256];
+    pmcp_server_config cfg = {.name = "x", .kind = PMCP_STDIO, .command = "/nonexistent/srv"};
+    assert_null(pmcp_client_connect(&cfg, NULL, err, sizeof err));
+    assert_non_null(strstr(err, "No such file"));
+    char *args[] = {"-c", "exit 3"};
+    pmcp_server_config dies = {
+        .name = "d", .kind = PMCP_STDIO, .command = "sh", .args = args, .nargs = 2};
+    assert_null(pmcp_client_connect(&dies, NULL, err, sizeof err));
+    assert_non_null(strstr(err, "initialize failed"));
+    pmcp_server_config http = {.name = "h", .kind = PMCP_HTTP, .url = "ftp://x"};
+    assert_null(pmcp_client_connect(&http, NULL, err, sizeof err));
+    pmcp_server_config sse = {.name = "s", .kind = PMCP_SSE, .url = "http://127.0.0.1:9/sse"};
+    pmcp_client_opts o = {.init_timeout_ms = 3000};
+    assert_null(pmcp_client_connect(&sse, &o, err, sizeof err));
+    /* the pool keeps going and says why */
+    char *notices = NULL;
+    char acp[1024];
+    snprintf(acp, sizeof acp,
+             "[{\"name\":\"ws\",\"command\":\"%s\",\"args\":[\"mcp\",\"workspace\",\"--root\","
+             "\"%s\"]},{\"name\":\"gone\",\"command\":\"/nonexistent/srv\"}]",
+             g_peri, g_root);
+    pmcp_pool_opts po = {.cwd = g_root, .acp_servers_json = acp};
+    pmcp_pool *p = pmcp_pool_open(&po, &notices);
+    assert_non_null(p);
+    assert_non_null(notices);
+    assert_non_null(strstr(notices, "MCP server \"gone\" is unavailable"));
+    assert_true(pmcp_pool_has(p, "mcp__ws__read"));
+    assert_int_equal(pmcp_pool_tool_count(p), ptl_count());
+    char *text, *content;
+    bool is_err;
+    assert_int_equal(pmcp_pool_call(p, "mcp__ws__list", "{}", NULL, &text, &is_err, &content), 0);
+    assert_false(is_err);
+    assert_non_null(strstr(content, "\"type\":\"content\""));
+    free(text);
+    free(content);
+    assert_int_equal(pmcp_pool_call(p, "mcp__nope__x", "{}", NULL, &text, &is_err, &content), -1);
+    pmcp_pool_close(p);
+    free(notices);
+}
+
+/* A minimal server whose one tool answers 400,000 bytes of UTF-8 text. */
+static const char *k_big = "import sys,json\n"
+                           "for line in sys.stdin:\n"
+                           "    m=json.loads(line)\n"
+                           "    if 'id' not in m: continue\n"
+                           "    r={'protocolVersion':'2025-06-18','capabilities':{'tools':{}},"
+                           "'serverInfo':{'name':'b','version':'1'}}\n"
+                           "    if m['method']=='tools/list': r={'tools':[{'name':'big'}]}\n"
+                           "    if m['method']=='tools/call': r={'content':[{'type':'text',"
+                           "'text':'\u00e9'*200000}]}\n"
+                           "    print(json.dumps({'jsonrpc':'2.0','id':m['id'],'result':r}),"
+                           "flush=True)\n";
+
+static void test_pool_caps_text(void **state) {
+    (void)state;
+    char script[300];
+    snprintf(script, sizeof script, "%s/big.py", g_root);
+    FILE *f = fopen(script, "w");
+    assert_non_null(f);
+    fputs(k_big, f);
+    fclose(f);
+    char acp[600];
+    snprintf(acp, sizeof acp, "[{\"name\":\"b\",\"command\":\"python3\",\"args\":[\"%s\"]}]",
+             script);
+    char *notices = NULL;
+    pmcp_pool_opts po = {.cwd = g_root, .acp_servers_json = acp};
+    pmcp_pool *p = pmcp_pool_open(&po, &notices);
+    assert_non_null(p);
+    assert_null(notices);
+    char *text, *content;
+    bool is_err;
+    assert_int_equal(pmcp_pool_call(p, "mcp__b__big", "{}", NULL, &text, &is_err, &content), 0);
+    assert_false(is_err);
+    assert_true(strlen(text) < 70000);
+    assert_non_null(strstr(text, "[output truncated: 65536 of 400000 bytes shown]"));
+    json_t *ok = json_string(text); /* still valid UTF-8 */
+    assert_non_null(ok);
+    json_decref(ok);
+    assert_true(strlen(content) > 400000); /* the client sees everything */
+    free(text);
+    free(content);
+    pmcp_pool_close(p);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_mcp PERI_BINARY\n");
+        return 2;
+    }
+    static char peri_abs[4096];
+    if (!realpath(argv[1], peri_abs)) return 2;
+    g_peri = peri_abs;
+    signal(SIGPIPE, SIG_IGN);
+    char tmpl[] = "/tmp/peri-mcp-test-XXXXXX";
+    if (!mkdtemp(tmpl)) return 1;
+    snprintf(g_root, sizeof g_root, "%s", tmpl);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_decode),
+        cmocka_unit_test(test_lines_huge),
+        cmocka_unit_test(test_sse),
+        cmocka_unit_test(test_parse_servers),
+        cmocka_unit_test(test_content_to_acp),
+        cmocka_unit_test(test_server_raw),
+        cmocka_unit_test(test_inproc),
+        cmocka_unit_test(test_hostile_server),
+        cmocka_unit_test(test_stdio_failures),
+        cmocka_unit_test(test_pool_caps_text),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_root);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_root);
+    return rc;
+}
