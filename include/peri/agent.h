@@ -144,8 +144,8 @@ typedef struct pag_ports {
     /* Human title for a tool call (malloc'd, caller frees); NULL port = the tool name. */
     char *(*tool_title)(void *ctx, const char *name, const char *args_json);
     pag_permission (*ask_permission)(void *ctx, const pag_event *tool_call, atomic_int *cancel);
-    /* Optional: whether this call needs permission (NULL: pag_tool_info.needs_permission);
-     * e.g. `run` asks only when it would run natively. */
+    /* Optional: whether this call needs permission although its pag_tool_info says it
+     * does not (e.g. `run` asks only when it would run natively). */
     bool (*tool_needs_permission)(void *ctx, const char *name, const char *args_json);
     /* Persists messages as one atomic batch (role + pm_message_to_json). 0 or -1. */
     int (*persist)(void *ctx, const pm_message *msgs, size_t n);

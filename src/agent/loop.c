@@ -140,9 +140,9 @@ static void act_one(turn *t, const pm_part *call, pm_message *results) {
         fixed = "error: unknown tool";
     } else if (cancelled(t)) {
         fixed = "cancelled: the user interrupted the turn before this tool ran";
-    } else if ((s->ports.tool_needs_permission
-                    ? s->ports.tool_needs_permission(s->ports.ctx, ti->name, args)
-                    : ti->needs_permission) &&
+    } else if ((ti->needs_permission ||
+                (s->ports.tool_needs_permission &&
+                 s->ports.tool_needs_permission(s->ports.ctx, ti->name, args))) &&
                s->ports.ask_permission) {
         pag_permission p = s->ports.ask_permission(s->ports.ctx, &ev, &s->cancel);
         if (p == PAG_PERM_REJECT)
