@@ -52,3 +52,61 @@ if [ -f "$probe" ]; then
   fi
   echo "the room returned exactly the contract's answer"
 fi
+
+# ---- issue 11: one agent turn end to end, with both placements -----------------------
+# The model is SCRIPTED (tests/host/mock_model.py on 127.0.0.1; no network, no key): it
+# writes a small Ruby program, runs it with `run` in the WebAssembly room, runs a
+# `shell` command in the native sandbox, and answers.
+ruby_wasm="${PERI_RUBY_WASM:-${XDG_CACHE_HOME:-$HOME/.cache}/peri/ruby-3.4-wasm-wasi-2.10.1/ruby+stdlib.wasm}"
+if [ ! -f "$ruby_wasm" ]; then
+  echo "demo: FAILED: Ruby's WebAssembly build is missing at $ruby_wasm (scripts/deps.sh fetches it)" >&2
+  exit 1
+fi
+work="$(mktemp -d "${TMPDIR:-/tmp}/peri-demo-agent.XXXXXX")"
+mock_pid=""
+cleanup_agent() { [ -n "$mock_pid" ] && kill "$mock_pid" 2>/dev/null; rm -rf "$work"; }
+trap cleanup_agent EXIT
+mkdir -p "$work/home/.peri" "$work/project"
+echo '{"maxRetries": 0}' > "$work/home/.peri/settings.json"
+program='words = File.read("/请求/words.txt").split
+counts = words.tally.sort_by { |w, c| [-c, w] }
+counts.first(3).each { |w, c| puts "#{w}: #{c}" }
+File.write("/响应/top.txt", counts.first.first + "\n")
+'
+python3 - "$work/script.json" "$program" <<'PY'
+import json, sys
+path, program = sys.argv[1], sys.argv[2]
+words = "the room runs the code and the sandbox runs the shell"
+json.dump({"responses": [
+    {"text": "I'll write a small word-count program, run it in the room, then check the project from a shell.",
+     "tool_calls": [{"id": "call_write", "name": "write",
+                     "arguments": {"path": "wordcount.rb", "content": program}}]},
+    {"tool_calls": [{"id": "call_run", "name": "run",
+                     "arguments": {"ruby": program, "files": {"/请求/words.txt": words}}}]},
+    {"tool_calls": [{"id": "call_shell", "name": "shell",
+                     "arguments": {"command": "ls -l && wc -l wordcount.rb && id -u && (ping -c1 -W1 127.0.0.1 >/dev/null 2>&1 && echo network: yes || echo network: no)"}}]},
+    {"text": "\n\nThe most frequent word is \"the\" (4 times), then \"runs\" (2). The program ran in the WebAssembly room; the shell command ran in the native sandbox, where only the project is writable and there is no network."}],
+    "default": {"text": "done"}}, open(path, "w"))
+PY
+python3 "$root/tests/host/mock_model.py" --script "$work/script.json" --port-file "$work/port" --quiet --timeout 120 >/dev/null 2>&1 &
+mock_pid=$!
+for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.05; done
+[ -s "$work/port" ] || { echo "demo: FAILED: the scripted model server did not start" >&2; exit 1; }
+port=$(cat "$work/port")
+echo
+echo "== one agent turn (scripted model on 127.0.0.1:$port; no network, no key)"
+echo "\$ peri print \"Count the words in my text with a small program, then look at the project.\" --allow"
+out="$work/out.txt"; err="$work/err.txt"
+HOME="$work/home" PERI_MODEL=openai:scripted OPENAI_API_KEY=demo-key OPENAI_BASE_URL="http://127.0.0.1:$port/v1" \
+  PERI_RUBY_WASM="$ruby_wasm" \
+  "$peri" print "Count the words in my text with a small program, then look at the project." \
+  --cwd "$work/project" --db "$work/peri.db" --allow > "$out" 2> "$err" || {
+  cat "$out" "$err" >&2; echo "demo: FAILED: the agent turn did not end normally" >&2; exit 1; }
+cat "$err"
+echo "-- answer:"
+cat "$out"
+grep -q "placement: wasm_room" "$err" || { echo "demo: FAILED: no run in the room" >&2; exit 1; }
+grep -q "placement: native_sandbox" "$err" || { echo "demo: FAILED: no shell in the sandbox" >&2; exit 1; }
+grep -q "the: 4" "$err" || { echo "demo: FAILED: the program's output is missing" >&2; exit 1; }
+[ -f "$work/project/wordcount.rb" ] || { echo "demo: FAILED: the program was not written" >&2; exit 1; }
+echo "the agent turn ran code in both placements: the room (run) and the native sandbox (shell)"

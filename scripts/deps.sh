@@ -89,3 +89,40 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 install_acp_sdk
+
+# ---- issue 11: Ruby's WebAssembly build, from the npm registry, into a cache ----------
+# Pinned version and the registry's sha512 integrity; the build never needs it (without
+# it the room's `ruby` program kind is unavailable and the Ruby tests say so).
+RUBY_WASM_PKG="@ruby/3.4-wasm-wasi"
+RUBY_WASM_VER="2.10.1"
+RUBY_WASM_SHA512="sha512-qrzIJ/7TGSpsZpFyLJb9OXO6TYAq18XoLd11We17Sr78hWpb5IGGFgMQ9A2Y8Ww5n0k8uKA/I8/P8MJdzlJX0Q=="
+cache="${PERI_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/peri}/ruby-3.4-wasm-wasi-$RUBY_WASM_VER"
+if [ ! -s "$cache/ruby+stdlib.wasm" ] && [ "${PERI_NO_RUBY_WASM:-}" != 1 ]; then
+  if ! command -v npm >/dev/null; then
+    echo "deps.sh: installing npm (to fetch $RUBY_WASM_PKG)" >&2
+    if [ "$(id -u)" -eq 0 ] || [ -n "$SUDO" ]; then
+      $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null || true
+    fi
+  fi
+  tmp="$(mktemp -d)"
+  if command -v npm >/dev/null &&
+     (cd "$tmp" && npm pack --silent "$RUBY_WASM_PKG@$RUBY_WASM_VER" >/dev/null 2>&1); then
+    tgz="$tmp/ruby-3.4-wasm-wasi-$RUBY_WASM_VER.tgz"
+    got="sha512-$(openssl dgst -sha512 -binary "$tgz" | base64 -w0)"
+    if [ "$got" != "$RUBY_WASM_SHA512" ]; then
+      echo "deps.sh: $RUBY_WASM_PKG@$RUBY_WASM_VER failed its integrity check ($got); not installed" >&2
+    else
+      mkdir -p "$cache"
+      tar -xzf "$tgz" -C "$tmp" package/dist/ruby+stdlib.wasm package/dist/LICENSE 2>/dev/null ||
+        tar -xzf "$tgz" -C "$tmp" package/dist/ruby+stdlib.wasm
+      mv "$tmp/package/dist/ruby+stdlib.wasm" "$cache/ruby+stdlib.wasm.part"
+      [ -f "$tmp/package/dist/LICENSE" ] && mv "$tmp/package/dist/LICENSE" "$cache/LICENSE"
+      echo "$RUBY_WASM_PKG@$RUBY_WASM_VER $RUBY_WASM_SHA512" > "$cache/INTEGRITY"
+      mv "$cache/ruby+stdlib.wasm.part" "$cache/ruby+stdlib.wasm"
+      echo "deps.sh: $RUBY_WASM_PKG@$RUBY_WASM_VER -> $cache" >&2
+    fi
+  else
+    echo "deps.sh: could not fetch $RUBY_WASM_PKG@$RUBY_WASM_VER with npm; Ruby in the room stays unavailable" >&2
+  fi
+  rm -rf "$tmp"
+fi

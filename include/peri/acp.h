@@ -49,6 +49,11 @@ typedef struct pacp_options {
     /* Optional: the user's home for user-level files other than settings (e.g.
      * ~/.peri/commands). NULL: none. `peri acp` passes $HOME. */
     const char *home;
+    /* Issue 11 (pct_config): Ruby's ruby+stdlib.wasm, the native WASI runner argv. */
+    const char *ruby_wasm;
+    const char *const *wasm_runner;
+    size_t nwasm_runner;
+    const char *bwrap; /* the sandbox's bubblewrap binary; NULL: /usr/bin/bwrap */
 } pacp_options;
 
 /* Serves until EOF on in_fd, then closes every session like session/close and

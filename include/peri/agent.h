@@ -65,6 +65,10 @@ typedef struct pag_settings {
     size_t nproviders;
     pag_model_entry *models; /* the model selector's choices, owned */
     size_t nmodels;
+    /* "sandbox": {"network": bool, "writable": [dirs], "mode": "off"} (issue 11) */
+    bool sandbox_off, sandbox_network;
+    char **sandbox_writable; /* owned */
+    size_t nwritable;
     char *model;        /* "openai:gpt-4o-mini" style, owned, NULL if unset */
     char **allow_tools; /* tool names allowed without asking ("*" = all), owned */
     size_t nallow;
@@ -169,16 +173,17 @@ typedef struct pag_event {
     const char *tool_call_id;
     const char *tool_name;
     const char *title;
-    const char *tool_kind;      /* ACP ToolKind */
-    const char *status;         /* pending / in_progress / completed / failed */
-    const char *raw_input;      /* JSON text */
-    const char *content_json;   /* TOOL_UPDATE: ACP ToolCallContent[] JSON text or NULL */
-    const char *locations_json; /* TOOL_CALL/UPDATE: ACP locations JSON text or NULL */
+    const char *tool_kind;       /* ACP ToolKind */
+    const char *status;          /* pending / in_progress / completed / failed */
+    const char *raw_input;       /* JSON text */
+    const char *content_json;    /* TOOL_UPDATE: ACP ToolCallContent[] JSON text or NULL */
+    const char *locations_json;  /* TOOL_CALL/UPDATE: ACP locations JSON text or NULL */
+    const char *meta_json;       /* the update's ACP _meta object text or NULL (placement, subagent nesting) */
+    const char *raw_output_json; /* TOOL_UPDATE: ACP rawOutput JSON text or NULL */
     int64_t used, size;
     int64_t input_tokens, output_tokens; /* USAGE: the call's split of `used` */
     bool has_cost;                       /* USAGE: cost_usd is known */
     double cost_usd;                     /* USAGE: session cost so far (USD) */
-    const char *meta_json; /* optional JSON object text merged into the update's _meta */
     /* Stamped by the runtime on the way up. */
     const char *session_id;
     uint64_t session_seq;
@@ -198,8 +203,10 @@ typedef struct pag_tool_info {
 typedef struct pag_tool_output {
     char *output; /* text for the model */
     bool is_error;
-    char *content_json;   /* ACP ToolCallContent[] JSON text or NULL */
-    char *locations_json; /* ACP locations JSON text or NULL */
+    char *content_json;    /* ACP ToolCallContent[] JSON text or NULL */
+    char *locations_json;  /* ACP locations JSON text or NULL */
+    char *meta_json;       /* ACP _meta object text (e.g. the placement decision) or NULL */
+    char *raw_output_json; /* ACP rawOutput JSON text or NULL (default {"output": text}) */
 } pag_tool_output;
 
 void pag_tool_output_clear(pag_tool_output *o);
@@ -245,6 +252,9 @@ typedef struct pag_ports {
     /* Human title for a tool call (malloc'd, caller frees); NULL port = the tool name. */
     char *(*tool_title)(void *ctx, const char *name, const char *args_json);
     pag_permission (*ask_permission)(void *ctx, const pag_event *tool_call, atomic_int *cancel);
+    /* Optional: whether this call needs permission although its pag_tool_info says it
+     * does not (e.g. `run` asks only when it would run natively). */
+    bool (*tool_needs_permission)(void *ctx, const char *name, const char *args_json);
     /* Persists messages as one atomic batch (role + pm_message_to_json). 0 or -1. */
     int (*persist)(void *ctx, const pm_message *msgs, size_t n);
     void (*emit)(void *ctx, const pag_event *ev);

@@ -53,6 +53,12 @@ typedef struct pct_config {
     const char *machine_id;
     bool shared_store;            /* other machines write the store too */
     const pag_settings *settings; /* borrowed; must outlive the controller */
+    /* Issue 11: code runs through placement. ruby_wasm: Ruby's ruby+stdlib.wasm (NULL: the
+     * room has no Ruby); wasm_runner: argv that runs a WASI module natively (NULL: none). */
+    const char *ruby_wasm;
+    const char *const *wasm_runner;
+    size_t nwasm_runner;
+    const char *bwrap; /* NULL: /usr/bin/bwrap */
 } pct_config;
 
 typedef enum pct_status {

@@ -202,6 +202,10 @@ typedef struct pl_ruby_hook {
     void *ud;
 } pl_ruby_hook;
 
+/* The hook that runs {"ruby": ...} requests with the room's Ruby (pr_ruby, room.h);
+ * rb must outlive every pl_ctx configured with it. */
+pl_ruby_hook pl_ruby_room_hook(pr_ruby *rb);
+
 typedef struct pl_config {
     pr_host *room;            /* borrowed room host; NULL: pl_new creates one (defaults) */
     const char *bwrap;        /* NULL: "/usr/bin/bwrap" */

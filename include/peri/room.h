@@ -107,6 +107,10 @@ typedef struct pr_response {
  * On a contract exception returns false and fills *err. Never aborts. */
 bool pr_run(pr_host *h, const pr_request *req, pr_response *out, pr_error *err);
 void pr_response_clear(pr_response *r);
+/* pr_run whose run stops (隔离运行失败：已取消) once cancelled(ud) returns true; polled by
+ * the watchdog every few ms (issue 11: a cancelled tool call). */
+bool pr_run_cancellable(pr_host *h, const pr_request *req, bool (*cancelled)(void *), void *ud,
+                        pr_response *out, pr_error *err);
 
 /* ---------------------------------------------------------------- lower level */
 
@@ -168,6 +172,16 @@ typedef struct pr_exec_options {
     uint32_t invoke_nargs;
     pw_val *invoke_results;
     uint32_t invoke_nresults;
+    /* ---- issue 11 ---- */
+    const uint8_t *stdin_data; /* fd 0 reads these bytes, then EOF (unless stdin_connected) */
+    size_t stdin_len;
+    /* For a language runtime module (the Ruby ABI, docs/ruby.md): the script's source
+     * text, run as file "main.rb". Ignored by plain WASI programs. */
+    pr_str source;
+    /* Optional: polled every few ms while the program runs; when it returns true the
+     * run stops (pr_exec fails with 隔离运行失败：已取消, kind run_failed). */
+    bool (*cancelled)(void *cancel_ud);
+    void *cancel_ud;
 } pr_exec_options;
 
 typedef struct pr_outcome {
@@ -183,6 +197,35 @@ typedef struct pr_outcome {
  * true); platform failures (CPU limit, link error, memory cap) return false with err. */
 bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *out, pr_error *err);
 void pr_outcome_clear(pr_outcome *o);
+
+/* ---------------------------------------------------------------- Ruby */
+
+/* Ruby in the room (docs/ruby.md): Ruby's official WebAssembly build
+ * (@ruby/3.4-wasm-wasi's dist/ruby+stdlib.wasm, fetched by scripts/deps.sh) run as a
+ * room program. The module is read and compiled on the first run (then cached in the
+ * host's isolate cache, with the startup snapshot that makes later runs start fast). */
+typedef struct pr_ruby pr_ruby;
+/* wasm_path is copied; nothing is read yet. NULL when out of memory. Free with
+ * pr_ruby_free (after every run on it has returned). h must outlive it. */
+pr_ruby *pr_ruby_new(pr_host *h, const char *wasm_path);
+void pr_ruby_free(pr_ruby *rb);
+
+typedef struct pr_ruby_job {
+    pr_str source;       /* the script, run as main.rb */
+    const pr_str *paths; /* room files (e.g. "/请求/in.txt") and their contents */
+    const pr_str *contents;
+    size_t nfiles;
+    pr_str stdin_data;
+    bool (*cancelled)(void *cancel_ud); /* as in pr_exec_options; may be NULL */
+    void *cancel_ud;
+} pr_ruby_job;
+
+/* Runs the script once in a fresh room. On success out->output is the room's result
+ * JSON ({"ok","stdout","stderr","exitCode"[,"error"],"files"}, as pr_run returns) and
+ * out->isolate "ruby:<digest>". false + err when Ruby is unavailable (the module is
+ * missing: the message names the path and scripts/deps.sh), on a platform failure
+ * (CPU limit, cancel, memory) or bad input. Thread-safe. */
+bool pr_ruby_run(pr_ruby *rb, const pr_ruby_job *job, pr_response *out, pr_error *err);
 
 /* ---------------------------------------------------------------- serve */
 

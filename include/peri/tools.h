@@ -29,6 +29,10 @@
  *   they point inside the workspace.
  *   issue 12: ptl_ctx.client_fs — read/write/edit may read and write files through the
  *             ACP client (the editor's buffers) after the same confinement.
+ *   issue 11: the `run` tool (WASI programs and Ruby scripts, placed by pl_run: the
+ *   WebAssembly room first); `shell` through placement when ctx->sandbox is set
+ *   (native sandbox: cwd read-write, no network); ptl_ctx.sandbox, ptl_result.meta_json
+ *   and raw_output_json; ptl_tool_needs_permission.
  */
 #ifndef PERI_TOOLS_H
 #define PERI_TOOLS_H
@@ -84,6 +88,31 @@ typedef struct ptl_client_fs {
     int (*write)(void *ctx, const char *abs_path, const char *data, size_t len);
 } ptl_client_fs;
 
+struct pl_ctx;
+struct pl_policy;
+
+/* How `shell` and `run` execute (issue 11, docs/run-tools.md).
+ *   place set, off false: through placement (pl_run). shell: requirements ["shell"],
+ *     state_class native_workspace_ref — the native sandbox with the cwd bound read-write
+ *     at its own path, the policy's extra writable dirs, network only if the policy
+ *     allows it; if the sandbox is unavailable the tool fails with a clear error.
+ *     run: the room first; declared requirements send it to the native sandbox.
+ *   off true: the settings said "sandbox": {"mode": "off"}: shell runs unsandboxed (the
+ *     direct runner) and warn() is called for every such call; run still uses the room.
+ * ctx->sandbox NULL (embedders and tests only; Peri's controller always sets it):
+ *   shell is the direct runner, run fails with "run: placement is not configured". */
+typedef struct ptl_sandbox {
+    struct pl_ctx *place;
+    const struct pl_policy *policy;
+    bool off;
+    void (*warn)(void *ud, const char *msg);
+    void *warn_ud;
+} ptl_sandbox;
+
+/* Whether this call needs the user's permission: the tool's flag, except `run`, which
+ * asks only when it would run natively (declared requirements or network). */
+bool ptl_tool_needs_permission(const ptl_tool *t, const char *input_json);
+
 typedef struct ptl_ctx {
     const char *cwd;    /* absolute session directory (required) */
     atomic_int *cancel; /* may be NULL; non-zero = stop now */
@@ -92,18 +121,22 @@ typedef struct ptl_ctx {
 
     /* Issue 12: may be NULL (files are read and written on disk). */
     const ptl_client_fs *client_fs;
+    /* Issue 11: how shell and run execute; may be NULL (see ptl_sandbox). */
+    const ptl_sandbox *sandbox;
 } ptl_ctx;
 
 typedef struct ptl_result {
-    char *output;         /* text for the model (NULL only after PTL_ERR_NOMEM) */
-    bool is_error;        /* tool-level failure: output explains it */
-    char *content_json;   /* ACP ToolCallContent[] JSON text, or NULL: e.g. for edit/write
-                             [{"type":"diff","path":ABS,"oldText":..,"newText":..}];
-                             otherwise [{"type":"content","content":{"type":"text",..}}] */
-    char *locations_json; /* ACP locations JSON array ([{"path":ABS,"line":N}]) or NULL */
-    int exit_code;        /* shell: exit status, 128+signal if killed; -1 otherwise */
-    bool timed_out;       /* shell: killed by its timeout */
-    bool truncated;       /* output was cut to max_output */
+    char *output;          /* text for the model (NULL only after PTL_ERR_NOMEM) */
+    bool is_error;         /* tool-level failure: output explains it */
+    char *content_json;    /* ACP ToolCallContent[] JSON text, or NULL: e.g. for edit/write
+                              [{"type":"diff","path":ABS,"oldText":..,"newText":..}];
+                              otherwise [{"type":"content","content":{"type":"text",..}}] */
+    char *locations_json;  /* ACP locations JSON array ([{"path":ABS,"line":N}]) or NULL */
+    int exit_code;         /* shell: exit status, 128+signal if killed; -1 otherwise */
+    bool timed_out;        /* shell: killed by its timeout */
+    bool truncated;        /* output was cut to max_output */
+    char *meta_json;       /* run/shell via placement: {"peri.placement":{...}} or NULL */
+    char *raw_output_json; /* run/shell via placement: the placement result JSON or NULL */
 } ptl_result;
 
 typedef enum ptl_status {

@@ -278,6 +278,34 @@ pw_instance *pw_instantiate(pw_store *s, const pw_module *m, pw_resolve_fn resol
 bool pw_instance_export(pw_instance *inst, const char *name, size_t name_len, pw_extern *out);
 const pw_module *pw_instance_module(const pw_instance *inst);
 
+/* ---------------------------------------------------------------- snapshots */
+
+/*
+ * A snapshot is the state of one instance's own memories, globals and tables at a
+ * moment (e.g. after a slow initialisation), detached from its store. Instances made
+ * from it start in exactly that state: each memory is a private copy-on-write mapping
+ * of the snapshot's bytes (a page is copied only when the new instance writes it),
+ * so any number of stores on any threads may use one snapshot at once and no write
+ * of one instance is ever seen by another. Immutable after creation; thread-safe.
+ * Supported: numeric globals (a reference-typed global must be null), function
+ * tables holding null or functions of the instance (its own or its imports).
+ */
+typedef struct pw_snapshot pw_snapshot;
+
+/* Captures inst's defined memories, globals and tables (and which segments were
+ * dropped). Call it outside any Wasm call of inst's store. NULL with err on failure
+ * (PW_ERR_ARG: state a snapshot cannot hold; PW_ERR_NOMEM). Caller frees with
+ * pw_snapshot_free; the snapshot may outlive inst and its store, not the module. */
+pw_snapshot *pw_snapshot_take(pw_instance *inst, pw_error *err);
+void pw_snapshot_free(pw_snapshot *snap);
+/* The bytes of memory the snapshot holds (for cache accounting). */
+uint64_t pw_snapshot_bytes(const pw_snapshot *snap);
+/* Instantiates m (the module snap was taken from) in s like pw_instantiate, imports
+ * resolved the same way, but starting from the snapshot's state: no segment
+ * initialisation and no start function (both happened before the snapshot). */
+pw_instance *pw_instantiate_snapshot(pw_store *s, const pw_module *m, const pw_snapshot *snap,
+                                     pw_resolve_fn resolve, void *ctx, pw_error *err);
+
 /* ---------------------------------------------------------------- calls */
 
 void pw_func_type(const pw_func *f, pw_functype *out); /* valid while f lives */

@@ -365,7 +365,11 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
                       .home = opt->home,
                       .machine_id = opt->machine_id,
                       .shared_store = opt->storage.shared,
-                      .settings = settings};
+                      .settings = settings,
+                      .ruby_wasm = opt->ruby_wasm, /* issue 11: how code runs */
+                      .wasm_runner = opt->wasm_runner,
+                      .nwasm_runner = opt->nwasm_runner,
+                      .bwrap = opt->bwrap};
     pct_error ce = {0};
     int rc = 0;
     if (!(srv->ctl = pct_new(&cfg, &sink, &ce))) {

@@ -78,7 +78,14 @@ static json_t *tool_update(const pag_event *ev) {
     if (!content)
         content = json_pack("[{s:s, s:o}]", "type", "content", "content", text_block(ev->text));
     json_object_set_new(u, "content", content ? content : json_array());
-    json_object_set_new(u, "rawOutput", json_pack("{s:s}", "output", ev->text ? ev->text : ""));
+    json_t *raw = ev->raw_output_json ? json_loads(ev->raw_output_json, 0, NULL) : NULL;
+    json_object_set_new(u, "rawOutput",
+                        raw ? raw : json_pack("{s:s}", "output", ev->text ? ev->text : ""));
+    json_t *meta = ev->meta_json ? json_loads(ev->meta_json, 0, NULL) : NULL;
+    if (json_is_object(meta))
+        json_object_set_new(u, "_meta", meta); /* e.g. {"peri.placement": {...}} */
+    else
+        json_decref(meta);
     if (ev->locations_json) json_object_set_new(u, "locations", json_or_string(ev->locations_json));
     return u;
 }

@@ -124,14 +124,19 @@ static size_t compact(pag_session *s) {
 /* Whether a tool call must ask the user, may run, or is refused, by mode. */
 typedef enum gate { GATE_RUN = 0, GATE_ASK, GATE_REFUSE } gate;
 
-static gate mode_gate(const pag_session *s, const pag_tool_info *ti) {
+static gate mode_gate(const pag_session *s, const pag_tool_info *ti, const char *args) {
+    /* A tool asks by its flag, or when the port says this call needs it (e.g. `run`
+     * asks only when its request goes to the native sandbox). */
+    bool needs = ti->needs_permission ||
+                 (s->ports.tool_needs_permission &&
+                  s->ports.tool_needs_permission(s->ports.ctx, ti->name, args));
     switch (pag_session_mode(s)) {
     case PAG_MODE_PLAN: return ti->read_only ? GATE_RUN : GATE_REFUSE;
     case PAG_MODE_BYPASS: return GATE_RUN;
     case PAG_MODE_ACCEPT_EDITS:
         if (ti->kind && strcmp(ti->kind, "edit") == 0) return GATE_RUN;
-        return ti->needs_permission ? GATE_ASK : GATE_RUN;
-    default: return ti->needs_permission ? GATE_ASK : GATE_RUN;
+        return needs ? GATE_ASK : GATE_RUN;
+    default: return needs ? GATE_ASK : GATE_RUN;
     }
 }
 
@@ -158,10 +163,10 @@ static void act_one(turn *t, const pm_part *call, pm_message *results) {
         fixed = "error: unknown tool";
     } else if (cancelled(t)) {
         fixed = "cancelled: the user interrupted the turn before this tool ran";
-    } else if (mode_gate(s, ti) == GATE_REFUSE) {
+    } else if (mode_gate(s, ti, args) == GATE_REFUSE) {
         fixed = "refused: plan mode allows read-only tools only; describe the change in your "
                 "plan instead of making it";
-    } else if (mode_gate(s, ti) == GATE_ASK && s->ports.ask_permission) {
+    } else if (mode_gate(s, ti, args) == GATE_ASK && s->ports.ask_permission) {
         pag_permission p = s->ports.ask_permission(s->ports.ctx, &ev, s->cancelp);
         if (p == PAG_PERM_REJECT || p == PAG_PERM_REJECT_ALWAYS)
             fixed = "rejected: the user did not allow this tool call";
@@ -194,6 +199,8 @@ static void act_one(turn *t, const pm_part *call, pm_message *results) {
     up.text = text;
     up.content_json = o.content_json;
     up.locations_json = o.locations_json;
+    up.meta_json = o.meta_json;
+    up.raw_output_json = o.raw_output_json;
     emit(t, &up);
     pm_message_add_tool_result(results, id, text, is_error);
     pag_tool_output_clear(&o);

@@ -15,6 +15,8 @@ void pag_tool_output_clear(pag_tool_output *o) {
     free(o->output);
     free(o->content_json);
     free(o->locations_json);
+    free(o->meta_json);
+    free(o->raw_output_json);
     memset(o, 0, sizeof *o);
 }
 

@@ -10,12 +10,16 @@
  *    "permissions": {"allow": ["write", "edit", "shell"]}   (or "allow": "*"),
  *    "contextBudget": 100000, "maxSteps": 50, "maxRetries": 3, "closeGraceMs": 500,
  *    "models": [{"id": "openai:gpt-4o", "name": "GPT-4o", "contextWindow": 128000,
- *                "price": {"input": 2.5, "output": 10}}]}
+ *                "price": {"input": 2.5, "output": 10}}],
+ *    "sandbox": {"network": false, "writable": ["/extra/dir"], "mode": "off"}}
  * Other keys of "providers" name extra providers: {"local": {"type": "openai",
  * "baseUrl": ..., "apiKey": ...}}, used as "local:model-name".
  * A private deep copy of the document stays in pag_settings.doc so that other modules
  * read their own keys from the same object. A provider counts as configured when it
  * has a base URL or a key; a missing provider is reported at the first prompt.
+ * "sandbox" (issue 11) shapes the native sandbox of the shell tool; "mode": "off" (the
+ * only accepted mode) runs shell commands unsandboxed, with a warning per call. The
+ * CLI takes it from the user's file only: a project cannot loosen the user's sandbox.
  */
 #include "peri/agent.h"
 
@@ -130,6 +134,39 @@ static int load_doc(pag_settings *s, json_t *root, const char *path, char *err, 
         set_str(&s->model, json_string_value(v)))
         goto oom;
     if (load_allow(s, json_object_get(json_object_get(root, "permissions"), "allow"))) goto oom;
+    json_t *sb = json_object_get(root, "sandbox");
+    if (sb && !json_is_object(sb)) {
+        snprintf(err, errlen, "%s: \"sandbox\" must be an object", path);
+        goto done;
+    }
+    if (json_is_object(sb)) {
+        json_t *mode = json_object_get(sb, "mode"), *net = json_object_get(sb, "network");
+        json_t *wr = json_object_get(sb, "writable");
+        if ((mode && !(json_is_string(mode) && strcmp(json_string_value(mode), "off") == 0)) ||
+            (net && !json_is_boolean(net)) || (wr && !json_is_array(wr))) {
+            snprintf(err, errlen,
+                     "%s: \"sandbox\" is {\"network\": bool, \"writable\": [absolute dirs], "
+                     "\"mode\": \"off\"}",
+                     path);
+            goto done;
+        }
+        s->sandbox_off = mode != NULL;
+        s->sandbox_network = json_is_true(net);
+        size_t n = json_array_size(wr);
+        if (n) {
+            s->sandbox_writable = calloc(n, sizeof(char *));
+            if (!s->sandbox_writable) goto oom;
+            for (size_t i = 0; i < n; i++) {
+                const char *d = json_string_value(json_array_get(wr, i));
+                if (!d || d[0] != '/') {
+                    snprintf(err, errlen, "%s: sandbox.writable entries are absolute paths", path);
+                    goto done;
+                }
+                if (!(s->sandbox_writable[s->nwritable] = strdup(d))) goto oom;
+                s->nwritable++;
+            }
+        }
+    }
     if (json_is_integer(v = json_object_get(root, "contextBudget")) && json_integer_value(v) > 0)
         s->context_budget = json_integer_value(v);
     if (json_is_integer(v = json_object_get(root, "maxSteps")) && json_integer_value(v) > 0)
@@ -181,6 +218,9 @@ void pag_settings_clear(pag_settings *s) {
     free(s->anthropic.base_url);
     free(s->anthropic.api_key);
     free(s->model);
+    for (size_t i = 0; i < s->nwritable; i++)
+        free(s->sandbox_writable[i]);
+    free(s->sandbox_writable);
     for (size_t i = 0; i < s->nallow; i++)
         free(s->allow_tools[i]);
     free(s->allow_tools);

@@ -31,6 +31,7 @@ static void usage(FILE *f) {
 
 int peri_cmd_acp(int argc, char **argv) {
     peri_host_args a = {0};
+    peri_place_opts po; /* issue 11: how code runs (Ruby module, bwrap, WASI runner) */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -58,6 +59,7 @@ int peri_cmd_acp(int argc, char **argv) {
         fprintf(stderr, "peri acp: %s\n", err);
         return 1;
     }
+    peri_place_opts_fill(&po, &h.opt);
     if (pm_global_init() != PM_OK) {
         fprintf(stderr, "peri acp: cannot initialise libcurl\n");
         peri_host_start_clear(&h);

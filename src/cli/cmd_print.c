@@ -67,6 +67,25 @@ static json_t *read_frame(FILE *in) {
     }
 }
 
+/* Issue 11: where a shell/run call ran (the update's _meta) and its output, indented. */
+static void show_placement(json_t *u) {
+    json_t *p = json_object_get(json_object_get(u, "_meta"), "peri.placement");
+    if (!json_is_object(p)) return;
+    const char *id = json_string_value(json_object_get(p, "identity"));
+    fprintf(stderr, "       placement: %s (reason %s%s) decision %.19s%s\n",
+            json_string_value(json_object_get(p, "backend")),
+            json_string_value(json_object_get(p, "reason")),
+            json_is_true(json_object_get(p, "unsandboxed")) ? ", UNSANDBOXED" : "", id ? id : "",
+            id && strlen(id) > 19 ? "…" : "");
+    json_t *c = json_array_get(json_object_get(u, "content"), 1);
+    const char *text = json_string_value(json_object_get(json_object_get(c, "content"), "text"));
+    for (int lines = 0; text && *text && lines < 12; lines++) {
+        size_t n = strcspn(text, "\n");
+        fprintf(stderr, "       | %.*s\n", (int)n, text);
+        text += n + (text[n] == '\n');
+    }
+}
+
 static void show_update(json_t *params) {
     json_t *u = json_object_get(params, "update");
     const char *tag = json_string_value(json_object_get(u, "sessionUpdate"));
@@ -81,8 +100,10 @@ static void show_update(json_t *params) {
         fprintf(stderr, "[tool] %s\n", json_string_value(json_object_get(u, "title")));
     } else if (!strcmp(tag, "tool_call_update")) {
         const char *st = json_string_value(json_object_get(u, "status"));
-        if (st && (!strcmp(st, "completed") || !strcmp(st, "failed")))
+        if (st && (!strcmp(st, "completed") || !strcmp(st, "failed"))) {
             fprintf(stderr, "[tool] %s\n", st);
+            show_placement(u);
+        }
     }
 }
 
@@ -96,6 +117,7 @@ int peri_cmd_print(int argc, char **argv) {
     const char *cwd = NULL;
     int allow = 0;
     server_job job = {0};
+    peri_place_opts po; /* issue 11: how code runs (Ruby module, bwrap, WASI runner) */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -130,6 +152,7 @@ int peri_cmd_print(int argc, char **argv) {
         fprintf(stderr, "peri print: %s\n", herr);
         return 1;
     }
+    peri_place_opts_fill(&po, &job.host.opt);
     if (pm_global_init() != PM_OK) {
         peri_host_start_clear(&job.host);
         return 1;

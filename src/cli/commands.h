@@ -11,11 +11,25 @@ int peri_cmd_wasm(int argc, char **argv); /* cmd_wasm.c: validate, invoke */
 
 int peri_cmd_isolate(int argc, char **argv); /* cmd_isolate.c: run, serve (the room) */
 int peri_cmd_run(int argc, char **argv);     /* cmd_run.c: run a WASI program in the room */
+int peri_cmd_ruby(int argc, char **argv);    /* cmd_ruby.c: a Ruby script in the room (issue 11) */
 int peri_cmd_acp(int argc, char **argv);     /* cmd_acp.c: ACP agent on stdio */
 int peri_cmd_print(int argc, char **argv);   /* cmd_print.c: one-shot ACP client */
 /* agent_exec.c: runs `peri-agent <argv...>` (acp, print live there, not in peri). */
 int peri_cmd_agent(int argc, char **argv);
-int peri_cmd_place(int argc, char **argv);   /* cmd_place.c: placement run, decide (in peri-agent) */
+int peri_cmd_place(int argc, char **argv); /* cmd_place.c: placement run, decide (in peri-agent) */
+
+/* place_opts.c (issue 11): the placement options of `peri acp` / `peri print` from the
+ * environment (Ruby's module path, the native WASI runner). */
+#include "peri/acp.h"
+#include <stdbool.h>
+typedef struct peri_place_opts {
+    char ruby[4096], exe[4096], bwrap[4096];
+    const char *runner[8];
+} peri_place_opts;
+void peri_place_opts_fill(peri_place_opts *po, pacp_options *opt);
+/* The path of `peri` next to the running program (peri or peri-agent) into buf; false
+ * when /proc/self/exe cannot be read. Native WASI runs use `<peri> run ... MODULE ARGS`. */
+bool peri_self_peri(char *buf, size_t n);
 
 int peri_cmd_mcp(int argc, char **argv); /* cmd_mcp.c: workspace MCP server on stdio (peri-agent) */
 

@@ -100,7 +100,7 @@ int pct_run_tool(pct_sess *s, const char *name, const char *args, atomic_int *ca
     if (hr != -2) return hr;
     const ptl_tool *t = ptl_find(name);
     if (!t) return -1;
-    ptl_ctx tc = {.cwd = s->cwd, .cancel = cancel};
+    ptl_ctx tc = {.cwd = s->cwd, .cancel = cancel, .sandbox = &s->c->sandbox};
     if (s->c->sink.fs_read || s->c->sink.fs_write) tc.client_fs = &s->client_fs;
     ptl_result r;
     ptl_status st = ptl_run(t, args, &tc, &r);
@@ -108,7 +108,9 @@ int pct_run_tool(pct_sess *s, const char *name, const char *args, atomic_int *ca
     out->is_error = r.is_error;
     out->content_json = r.content_json;
     out->locations_json = r.locations_json;
-    r.output = r.content_json = r.locations_json = NULL;
+    out->meta_json = r.meta_json;
+    out->raw_output_json = r.raw_output_json;
+    r.output = r.content_json = r.locations_json = r.meta_json = r.raw_output_json = NULL;
     ptl_result_clear(&r);
     return st == PTL_OK ? 0 : st == PTL_CANCELLED ? 1 : -1;
 }
@@ -171,6 +173,17 @@ static void remember(pct_sess *s, const char *tool, bool allow) {
     }
     pthread_mutex_unlock(&s->mu);
     pct_save_meta(s);
+}
+
+static bool port_needs_permission(void *ctx, const char *name, const char *args) {
+    (void)ctx;
+    const ptl_tool *t = ptl_find(name);
+    return t && ptl_tool_needs_permission(t, args);
+}
+
+static void warn_unsandboxed(void *ud, const char *msg) {
+    (void)ud;
+    fprintf(stderr, "peri: warning: %s\n", msg);
 }
 
 pag_permission pct_port_ask(void *ctx, const pag_event *call, atomic_int *cancel) {
@@ -297,6 +310,41 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
         set_err(err, PCT_FAILED, "out of memory%s", NULL);
         goto fail;
     }
+    /* Placement: the room (with Ruby when its module is configured) and the native
+     * sandbox; the settings' "sandbox" shapes the policy. */
+    pr_error re;
+    pl_error le;
+    c->room = pr_host_new(NULL, &re);
+    if (!c->room) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "%.190s", re.message);
+        set_err(err, PCT_FAILED, "room: %s", msg);
+        goto fail;
+    }
+    if (cfg->ruby_wasm && !(c->ruby = pr_ruby_new(c->room, cfg->ruby_wasm))) {
+        set_err(err, PCT_FAILED, "out of memory%s", NULL);
+        goto fail;
+    }
+    c->ruby_hook = pl_ruby_room_hook(c->ruby);
+    pl_config pcfg = {.room = c->room,
+                      .wasm_runner = cfg->wasm_runner,
+                      .nwasm_runner = cfg->nwasm_runner,
+                      .bwrap = cfg->bwrap,
+                      .ruby_hook = c->ruby ? &c->ruby_hook : NULL};
+    c->place = pl_new(&pcfg, &le);
+    if (!c->place) {
+        set_err(err, PCT_FAILED, "placement: %s", le.message);
+        goto fail;
+    }
+    const pag_settings *st = cfg->settings;
+    c->policy = (pl_policy){.native = PL_NATIVE_AUTO,
+                            .network_allowed = st && st->sandbox_network,
+                            .writable = st ? (const char *const *)st->sandbox_writable : NULL,
+                            .nwritable = st ? st->nwritable : 0};
+    c->sandbox = (ptl_sandbox){.place = c->place,
+                               .policy = &c->policy,
+                               .off = st && st->sandbox_off,
+                               .warn = warn_unsandboxed};
     for (size_t i = 0; i < c->ntools; i++) {
         const ptl_tool *t = ptl_at(i);
         c->tools[i] = (pag_tool_info){.name = ptl_name(t),
@@ -310,6 +358,9 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
     pct_host_tools_add(c->tools, &c->ntools);
     return c;
 fail:
+    pl_free(c->place);
+    pr_ruby_free(c->ruby);
+    pr_host_free(c->room);
     pst_close(c->store);
     prt_free(c->rt);
     free(c->tools);
@@ -337,6 +388,9 @@ int pct_free(pct_controller *c, long wait_ms) {
         fprintf(stderr, "peri: %d prompt worker(s) still unwinding at exit\n", left);
         return 1;
     }
+    pl_free(c->place);
+    pr_ruby_free(c->ruby);
+    pr_host_free(c->room);
     pst_close(c->store);
     prt_free(c->rt);
     free(c->tools);
@@ -439,6 +493,7 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
                        .run_tool = port_run_tool,
                        .tool_title = port_tool_title,
                        .ask_permission = pct_port_ask,
+                       .tool_needs_permission = port_needs_permission,
                        .persist = port_persist,
                        .emit = port_emit};
     pag_session_config sc = {.id = th->id,

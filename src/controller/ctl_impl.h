@@ -5,6 +5,7 @@
 #ifndef PCT_IMPL_H
 #define PCT_IMPL_H
 
+#include "peri/place.h"
 #include "peri/controller.h"
 #include "peri/mcp.h"
 #include "peri/runtime.h"
@@ -60,6 +61,13 @@ struct pct_controller {
     pag_tool_info *tools;
     size_t ntools;
     char *home;         /* for the user's settings.json (MCP servers) and ~/.peri/commands */
+    /* Issue 11: code runs through placement (room first, native sandbox when needed). */
+    pr_host *room;
+    pr_ruby *ruby;
+    pl_ruby_hook ruby_hook;
+    pl_ctx *place;
+    pl_policy policy;
+    ptl_sandbox sandbox;
     pthread_mutex_t mu; /* workers count */
     pthread_cond_t cv;
     int workers;

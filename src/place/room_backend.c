@@ -119,6 +119,11 @@ static char *room_evidence(const pl_attempt *at, const char *admission, bool fs_
     return s;
 }
 
+/* The room's watchdog polls this: a cancelled request stops its room run (issue 11). */
+static bool room_cancelled(void *ud) {
+    return pl_cancel_triggered((const pl_cancel *)ud);
+}
+
 bool pl_room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t raw_len,
                      pl_cancel *cancel, pl_attempt *at, bool *promotable, pl_outcome *outcome,
                      pl_error *err) {
@@ -133,7 +138,7 @@ bool pl_room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t ra
         pl_result_fail(res, "runtime_unsupported: the room does not provide the required features");
         return pl_result_finish(res, at->dec) || pl_fail(err, PL_ERR_HOST, "out of memory");
     }
-    if (r->stdin_len) {
+    if (r->stdin_len && r->kind != PL_PROGRAM_RUBY) { /* the Ruby hook passes stdin on */
         *at->evidence = room_evidence(at, "refused", false, false, "not_started",
                                       "stdin is not available in the room");
         pl_result_fail(res, "stdin is not available to programs in the room");
@@ -182,7 +187,7 @@ bool pl_room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t ra
         }
         pr_request q = {
             {"LOADER", 6}, {"place", 5}, {digest + 7, 64}, {prog, strlen(prog)}, {input, in_len}};
-        have = pr_run(pc->room, &q, &resp, &perr);
+        have = pr_run_cancellable(pc->room, &q, room_cancelled, cancel, &resp, &perr);
         ran = true;
         free(prog);
         free(input);

@@ -31,6 +31,8 @@ bool pr_cache_init(pr_cache *c, size_t limit) {
 }
 
 void pr_program_free_(pr_program *p) {
+    pw_snapshot_free(p->snap);
+    pthread_mutex_destroy(&p->snap_mu);
     pw_module_free(p->module);
     free(p->key);
     free(p->text);
@@ -157,4 +159,15 @@ void pr_host_cache_stats(pr_host *h, pr_cache_stats *out) {
     pthread_mutex_lock(&h->cache.mu);
     *out = h->cache.st;
     pthread_mutex_unlock(&h->cache.mu);
+}
+
+void pr_cache_charge(pr_cache *c, pr_program *p, size_t extra) {
+    pthread_mutex_lock(&c->mu);
+    p->bytes += extra;
+    if (p->in_cache) {
+        c->st.bytes += extra;
+        while (c->st.bytes > c->limit && c->lru_tail && c->lru_tail != p)
+            evict(c, c->lru_tail);
+    }
+    pthread_mutex_unlock(&c->mu);
 }

@@ -185,6 +185,10 @@ struct pr_program {
     size_t text_len;
     struct pr_program *lru_prev, *lru_next, *hnext;
     bool in_cache;
+    /* The state after a language runtime's initialisation (ruby.c), taken by the
+     * first run and used by every later one; NULL until then. Guarded by snap_mu. */
+    pthread_mutex_t snap_mu;
+    pw_snapshot *snap;
 };
 
 typedef struct pr_cache {
@@ -204,6 +208,8 @@ pr_program *pr_cache_get(pr_cache *c, const char *key, size_t key_len);
  * program to use (p, or the one already cached, with a reference for the caller). */
 pr_program *pr_cache_put(pr_cache *c, pr_program *p);
 void pr_program_free_(pr_program *p);
+/* Charges p extra bytes (a snapshot made after it was cached), evicting others. */
+void pr_cache_charge(pr_cache *c, pr_program *p, size_t extra);
 
 /* ---------------------------------------------------------------- watchdog.c */
 
@@ -213,9 +219,12 @@ typedef struct pr_watch_slot {
     clockid_t cpu_clock;
     struct timespec cpu_start, wall_start;
     int fired; /* 0, PR_FIRED_CPU or PR_FIRED_WALL: set by the watchdog thread */
+    uint32_t extra_ms; /* added to both limits (a runtime's one-time initialisation) */
+    bool (*cancelled)(void *ud); /* polled by the watchdog; true stops the run */
+    void *cancel_ud;
 } pr_watch_slot;
 
-enum { PR_FIRED_CPU = 1, PR_FIRED_WALL = 2 };
+enum { PR_FIRED_CPU = 1, PR_FIRED_WALL = 2, PR_FIRED_CANCEL = 3 };
 
 typedef struct pr_watchdog {
     pthread_mutex_t mu;
@@ -230,6 +239,10 @@ bool pr_watchdog_init(pr_watchdog *w, uint32_t cpu_ms, uint32_t wall_ms);
 void pr_watchdog_destroy(pr_watchdog *w);
 /* Starts watching the calling thread's CPU clock for store s. */
 bool pr_watch_begin(pr_watchdog *w, pr_watch_slot *slot, pw_store *s);
+/* A one-time initialisation (ruby.c) gets extra_ms more CPU and wall time; the
+ * program itself then starts from zero with pr_watch_restart (limits as usual). */
+void pr_watch_grant(pr_watchdog *w, pr_watch_slot *slot, uint32_t extra_ms);
+void pr_watch_restart(pr_watchdog *w, pr_watch_slot *slot);
 /* Stops watching; returns slot->fired. */
 int pr_watch_end(pr_watchdog *w, pr_watch_slot *slot);
 
@@ -259,6 +272,8 @@ typedef struct pr_run_state {
     uint64_t det_clock;
     uint64_t wall_deadline_ns; /* CLOCK_MONOTONIC time at which the wall limit is reached */
     void *abi_state;
+    void *lang_state; /* a language ABI's own state on top of WASI (ruby.c) */
+    pr_watch_slot *watch; /* the run's watchdog slot */
 } pr_run_state;
 
 struct pr_abi {
@@ -273,6 +288,8 @@ struct pr_abi {
     /* The result's error text when a Wasm exception escapes the entry point (NULL:
      * "uncaught Wasm exception"). */
     const char *uncaught;
+    /* Optional: makes the instance (NULL: pw_instantiate with resolve). */
+    pw_instance *(*instantiate)(pr_run_state *rs, pw_error *err);
 };
 
 pr_program *pr_program_load_digest(pr_host *h, pr_str scope, const char hex[64],
@@ -283,6 +300,13 @@ size_t pr_program_key(pr_str scope, const char hex[64], char *buf);
 size_t pr_program_key_max(pr_str scope);
 
 extern const pr_abi pr_abi_wasi;
+extern const pr_abi pr_abi_ruby; /* ruby.c: Ruby's reactor build (@ruby/3.4-wasm-wasi) */
+/* wasi.c, for ABIs built on WASI: its import resolver, per-run cleanup, and whether
+ * only the initial descriptors (0-3, untouched stdin) are open. */
+bool pr_wasi_resolve(void *ctx, pw_store *s, const pw_module *m, const pw_import_desc *imp,
+                     pw_extern *out);
+void pr_wasi_finish(pr_run_state *rs);
+bool pr_wasi_only_std_fds(const pr_run_state *rs);
 extern const pr_abi pr_abi_yuyan; /* yuyan.c: the 豫言 file-style ABI */
 
 /* Output from the guest: counts raw bytes against the limit first; false when the

@@ -18,7 +18,7 @@
 
 /* Guest ABIs, tried in order. The 豫言 file-style ABI (GC values) joins this list
  * once the engine has GC and exceptions; WASI is the fallback for everything else. */
-static const pr_abi *const ABIS[] = {&pr_abi_yuyan, &pr_abi_wasi};
+static const pr_abi *const ABIS[] = {&pr_abi_yuyan, &pr_abi_ruby, &pr_abi_wasi};
 
 static const pr_abi *choose_abi(const pw_module *m) {
     for (size_t i = 0; i < sizeof ABIS / sizeof *ABIS; i++)
@@ -76,6 +76,13 @@ pr_program *pr_program_load_digest(pr_host *h, pr_str scope, const char hex[64],
     if (key != stackkey) free(key);
     if (t) memcpy(t, text.ptr, text.len);
     atomic_init(&p->refs, 1);
+    if (pthread_mutex_init(&p->snap_mu, NULL) != 0) {
+        free(p);
+        free(k);
+        free(t);
+        pw_module_free(m);
+        goto nomem;
+    }
     p->module = m;
     p->key = k;
     p->key_len = full;
@@ -228,17 +235,22 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
         pr_err_set(err, PR_KIND_RUN_FAILED, MSG_NOMEM);
         return false;
     }
-    pr_watch_slot slot;
+    pr_watch_slot slot = {0};
+    /* Set before the slot is published; pr_watch_begin leaves them as they are. */
+    slot.cancelled = opt->cancelled;
+    slot.cancel_ud = opt->cancel_ud;
     if (!pr_watch_begin(&h->wd, &slot, rs.store)) {
         pw_store_free(rs.store);
         pr_host_pool_put(h, pool);
         pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：无法启动运行限制");
         return false;
     }
+    rs.watch = &slot;
     rs.wall_deadline_ns = (uint64_t)slot.wall_start.tv_sec * 1000000000ull +
                           (uint64_t)slot.wall_start.tv_nsec + (uint64_t)h->wall_ms * 1000000ull;
     pw_status st;
-    rs.inst = pw_instantiate(rs.store, p->module, p->abi->resolve, &rs, &pe);
+    rs.inst = p->abi->instantiate ? p->abi->instantiate(&rs, &pe)
+                                  : pw_instantiate(rs.store, p->module, p->abi->resolve, &rs, &pe);
     if (rs.inst)
         st = p->abi->start(&rs, &pe);
     else
@@ -251,6 +263,9 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
     bool ok = true;
     if (fired == PR_FIRED_CPU) {
         pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：CPU 时间超过 %u ms", h->cpu_ms);
+        ok = false;
+    } else if (fired == PR_FIRED_CANCEL) {
+        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：已取消");
         ok = false;
     } else if (fired == PR_FIRED_WALL) {
         pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：运行时间超过 %u ms", h->wall_ms);

@@ -644,9 +644,24 @@ HOST(fd_read) {
     uint32_t nread = 0;
     if (f->kind == K_STDIN) {
         const pr_exec_options *o = RS(env)->opt;
-        int e = o->stdin_connected ? host_rw(cx, o->stdin_fd, U32(1), U32(2), false, -1, &nread)
-                                   : E_SUCCESS; /* the room's stdin is empty */
-        if (e) RET(e);
+        if (o->stdin_connected) {
+            int e = host_rw(cx, o->stdin_fd, U32(1), U32(2), false, -1, &nread);
+            if (e) RET(e);
+        } else {
+            /* o->stdin_data (issue 11; empty when absent), read once from the start. */
+            uint8_t *v = mem(cx, U32(1), 8 * (uint64_t)U32(2));
+            if (!v) RET(E_FAULT);
+            for (uint32_t i = 0; i < U32(2) && f->off < o->stdin_len; i++) {
+                uint32_t len = ld32(v + 8 * i + 4);
+                uint8_t *d = mem(cx, ld32(v + 8 * i), len);
+                if (!d) RET(E_FAULT);
+                uint64_t k = o->stdin_len - f->off < len ? o->stdin_len - f->off : len;
+                memcpy(d, o->stdin_data + f->off, (size_t)k);
+                f->off += k;
+                nread += (uint32_t)k;
+                if (k < len) break;
+            }
+        }
         st32(mem(cx, U32(3), 4), nread);
         RET(E_SUCCESS);
     }
@@ -1724,6 +1739,30 @@ static void wasi_finish(pr_run_state *rs) {
     if (!w) return;
     wasi_free(w);
     rs->abi_state = NULL;
+}
+
+bool pr_wasi_resolve(void *ctx, pw_store *s, const pw_module *m, const pw_import_desc *imp,
+                     pw_extern *out) {
+    return wasi_resolve(ctx, s, m, imp, out);
+}
+
+void pr_wasi_finish(pr_run_state *rs) {
+    wasi_finish(rs);
+}
+
+bool pr_wasi_only_std_fds(const pr_run_state *rs) {
+    const wasi *w = rs->abi_state;
+    if (!w) return true;
+    for (uint32_t i = 0; i < w->nfds; i++) {
+        uint8_t want = i == 0   ? K_STDIN
+                       : i == 1 ? K_STDOUT
+                       : i == 2 ? K_STDERR
+                       : i == 3 ? K_DIR
+                                : K_FREE;
+        if (w->fds[i].kind != want || (i == 3 && w->fds[i].dir) || (i == 0 && w->fds[i].off))
+            return false;
+    }
+    return true;
 }
 
 const pr_abi pr_abi_wasi = {.name = "wasi_snapshot_preview1",

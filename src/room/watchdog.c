@@ -25,11 +25,17 @@ static void *watch_main(void *arg) {
         clock_gettime(CLOCK_MONOTONIC, &wall);
         for (pr_watch_slot *s = w->active; s; s = s->next) {
             if (s->fired) continue;
+            if (s->cancelled && s->cancelled(s->cancel_ud)) {
+                s->fired = PR_FIRED_CANCEL;
+                pw_store_interrupt(s->store);
+                continue;
+            }
             struct timespec cpu;
             if (clock_gettime(s->cpu_clock, &cpu) == 0 &&
-                ns_between(&s->cpu_start, &cpu) >= (int64_t)w->cpu_ms * 1000000) {
+                ns_between(&s->cpu_start, &cpu) >= ((int64_t)w->cpu_ms + s->extra_ms) * 1000000) {
                 s->fired = PR_FIRED_CPU;
-            } else if (ns_between(&s->wall_start, &wall) >= (int64_t)w->wall_ms * 1000000) {
+            } else if (ns_between(&s->wall_start, &wall) >=
+                       ((int64_t)w->wall_ms + s->extra_ms) * 1000000) {
                 s->fired = PR_FIRED_WALL;
             }
             if (s->fired) pw_store_interrupt(s->store);
@@ -76,8 +82,12 @@ void pr_watchdog_destroy(pr_watchdog *w) {
 }
 
 bool pr_watch_begin(pr_watchdog *w, pr_watch_slot *slot, pw_store *s) {
+    bool (*cancelled)(void *) = slot->cancelled; /* the caller's, kept */
+    void *cancel_ud = slot->cancel_ud;
     memset(slot, 0, sizeof *slot);
     slot->store = s;
+    slot->cancelled = cancelled;
+    slot->cancel_ud = cancel_ud;
     if (pthread_getcpuclockid(pthread_self(), &slot->cpu_clock) != 0) return false;
     clock_gettime(slot->cpu_clock, &slot->cpu_start);
     clock_gettime(CLOCK_MONOTONIC, &slot->wall_start);
@@ -107,4 +117,20 @@ int pr_watch_end(pr_watchdog *w, pr_watch_slot *slot) {
     int fired = slot->fired;
     pthread_mutex_unlock(&w->mu);
     return fired;
+}
+
+void pr_watch_grant(pr_watchdog *w, pr_watch_slot *slot, uint32_t extra_ms) {
+    pthread_mutex_lock(&w->mu);
+    slot->extra_ms = extra_ms;
+    pthread_mutex_unlock(&w->mu);
+}
+
+void pr_watch_restart(pr_watchdog *w, pr_watch_slot *slot) {
+    pthread_mutex_lock(&w->mu);
+    slot->extra_ms = 0;
+    if (!slot->fired) {
+        clock_gettime(slot->cpu_clock, &slot->cpu_start);
+        clock_gettime(CLOCK_MONOTONIC, &slot->wall_start);
+    }
+    pthread_mutex_unlock(&w->mu);
 }

@@ -64,14 +64,17 @@ static const ptl_tool TOOLS[] = {
      "\"required\":[\"pattern\"],\"additionalProperties\":false}",
      PTL_KIND_SEARCH, false, ptl__grep},
     {"shell",
-     "Run a shell command (/bin/sh -c) in the workspace directory. Returns its combined "
-     "stdout and stderr and its exit code.",
+     "Run a shell command (/bin/sh -c) in the workspace directory, inside the native "
+     "sandbox: the workspace is writable, the rest of the machine read-only or hidden, no "
+     "network unless the user allowed it. Returns its combined stdout and stderr and its "
+     "exit code. For pure computation prefer the run tool.",
      "{\"type\":\"object\",\"properties\":{"
      "\"command\":{\"type\":\"string\",\"description\":\"The command line\"},"
      "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"Kill the command "
      "after this many milliseconds (default 120000)\"}},"
      "\"required\":[\"command\"],\"additionalProperties\":false}",
-     PTL_KIND_EXECUTE, true, ptl__shell},
+     PTL_KIND_EXECUTE, true, ptl__shell_placed},
+    {"run", PTL__RUN_DESCRIPTION, PTL__RUN_SCHEMA, PTL_KIND_EXECUTE, false, ptl__run},
 };
 #define NTOOLS (sizeof TOOLS / sizeof TOOLS[0])
 
@@ -129,7 +132,9 @@ char *ptl_title(const ptl_tool *t, const char *input_json) {
         verb = "Find", arg = json_string_value(json_object_get(in, "pattern"));
     else if (strcmp(t->name, "grep") == 0)
         verb = "Search for", arg = json_string_value(json_object_get(in, "pattern"));
-    if (strcmp(t->name, "shell") == 0) {
+    if (strcmp(t->name, "run") == 0) {
+        out = ptl__run_title(in);
+    } else if (strcmp(t->name, "shell") == 0) {
         const char *cmd = json_string_value(json_object_get(in, "command"));
         if (cmd) {
             /* first line, at most 80 bytes: titles are one-line labels */
@@ -163,6 +168,8 @@ void ptl_result_clear(ptl_result *r) {
     free(r->output);
     free(r->content_json);
     free(r->locations_json);
+    free(r->meta_json);
+    free(r->raw_output_json);
     memset(r, 0, sizeof *r);
     r->exit_code = -1;
 }

@@ -105,6 +105,13 @@ ptl_status ptl__list(json_t *in, const ptl_ctx *ctx, ptl_result *out);
 ptl_status ptl__glob(json_t *in, const ptl_ctx *ctx, ptl_result *out);
 ptl_status ptl__grep(json_t *in, const ptl_ctx *ctx, ptl_result *out);
 ptl_status ptl__shell(json_t *in, const ptl_ctx *ctx, ptl_result *out);
+/* placed.c (issue 11): shell through placement (or the direct runner when the sandbox
+ * is explicitly off / not configured), the run tool, its title. */
+ptl_status ptl__shell_placed(json_t *in, const ptl_ctx *ctx, ptl_result *out);
+ptl_status ptl__run(json_t *in, const ptl_ctx *ctx, ptl_result *out);
+char *ptl__run_title(json_t *in);
+extern const char PTL__RUN_DESCRIPTION[];
+extern const char PTL__RUN_SCHEMA[];
 
 /* Glob matching of a relative path ("a/b/c.c") against a pattern with "**" segments. */
 bool ptl__glob_match(const char *pattern, const char *path);

@@ -25,6 +25,7 @@
 #include "wasm/runtime.h"
 
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 enum { LOC_STACK = 0, LOC_LOCAL = 1, LOC_CONST = 2 };
@@ -467,8 +468,15 @@ static uint32_t emit_cond(comp *c, const cond *k) {
 /* ---------------------------------------------------------------- control */
 
 static bool push_ctl(comp *c, uint8_t kind, const pw_instr *in) {
-    if (c->ncs == c->capcs && !grow((void **)&c->cs, &c->capcs, c->ncs + 1, sizeof *c->cs))
-        return false;
+    if (c->ncs == c->capcs) {
+        /* A block with one value result points `results` at its own `single`: when the
+         * stack moves, those self-pointers must move with it (else they dangle). */
+        uintptr_t old = (uintptr_t)c->cs;
+        if (!grow((void **)&c->cs, &c->capcs, c->ncs + 1, sizeof *c->cs)) return false;
+        for (uint32_t i = 0; i < c->ncs; i++)
+            if ((uintptr_t)c->cs[i].results == old + i * sizeof *c->cs + offsetof(ctl, single))
+                c->cs[i].results = &c->cs[i].single;
+    }
     ctl *l = &c->cs[c->ncs++];
     memset(l, 0, sizeof *l);
     l->kind = kind;

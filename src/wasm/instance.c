@@ -187,7 +187,9 @@ static pw_status register_types(pw_instance *inst) {
     return PW_OK;
 }
 
-static pw_status init_segments(pw_instance *inst, pw_error *err) {
+/* Evaluates every element segment's references; when `apply`, also runs the active
+ * segments (a snapshot instance has their effects already). */
+static pw_status init_segments(pw_instance *inst, bool apply, pw_error *err) {
     const pw_module *m = inst->mod;
     pw_store *s = inst->store;
     /* Evaluate every element segment's references first (they are constant). */
@@ -207,6 +209,7 @@ static pw_status init_segments(pw_instance *inst, pw_error *err) {
             }
         }
     }
+    if (!apply) return PW_OK;
     for (uint32_t k = 0; k < m->nelems; k++) {
         const pw_elem *e = &m->elems[k];
         if (e->mode == PW_SEG_ACTIVE) {
@@ -234,8 +237,10 @@ static pw_status init_segments(pw_instance *inst, pw_error *err) {
     return PW_OK;
 }
 
-pw_instance *pw_instantiate(pw_store *s, const pw_module *m, pw_resolve_fn resolve, void *ctx,
-                            pw_error *err) {
+/* pw_instantiate and pw_instantiate_snapshot (snap != NULL: state from the snapshot,
+ * no segment initialisation, no start function). */
+static pw_instance *instantiate(pw_store *s, const pw_module *m, const pw_snapshot *snap,
+                                pw_resolve_fn resolve, void *ctx, pw_error *err) {
     pw_error local;
     if (!err) err = &local;
     pw_instance *inst = pw_store_alloc_obj(s, sizeof *inst, PW_OBJ_INSTANCE);
@@ -285,7 +290,8 @@ pw_instance *pw_instantiate(pw_store *s, const pw_module *m, pw_resolve_fn resol
         inst->tables[i] = t;
     }
     for (uint32_t i = m->nmem_imports; i < m->nmems; i++) {
-        pw_memory *mem = pw_memory_create(s, m->mems[i].min, m->mems[i].max);
+        /* From a snapshot the contents are mapped in afterwards: start empty. */
+        pw_memory *mem = pw_memory_create(s, snap ? 0 : m->mems[i].min, m->mems[i].max);
         if (!mem) {
             pw_fail(err, PW_ERR_OOM, "memory allocation failed or over the store's cap");
             return NULL;
@@ -305,12 +311,33 @@ pw_instance *pw_instantiate(pw_store *s, const pw_module *m, pw_resolve_fn resol
         tg->hdr.type_id = inst->type_ids[tg->type];
         inst->tags[i] = tg;
     }
-    if (init_segments(inst, err)) return NULL;
+    if (init_segments(inst, !snap, err)) return NULL;
+    if (snap) {
+        if (!pw_snapshot_apply(inst, snap, err)) return NULL;
+        err->status = PW_OK;
+        return inst;
+    }
     if (m->start != UINT32_MAX) {
         if (pw_call(s, inst->funcs[m->start], NULL, 0, NULL, 0, err) != PW_OK) return NULL;
     }
     err->status = PW_OK;
     return inst;
+}
+
+pw_instance *pw_instantiate(pw_store *s, const pw_module *m, pw_resolve_fn resolve, void *ctx,
+                            pw_error *err) {
+    return instantiate(s, m, NULL, resolve, ctx, err);
+}
+
+pw_instance *pw_instantiate_snapshot(pw_store *s, const pw_module *m, const pw_snapshot *snap,
+                                     pw_resolve_fn resolve, void *ctx, pw_error *err) {
+    pw_error local;
+    if (!err) err = &local;
+    if (!snap || !pw_snapshot_matches(snap, m)) {
+        pw_fail(err, PW_ERR_ARG, "snapshot was taken from another module");
+        return NULL;
+    }
+    return instantiate(s, m, snap, resolve, ctx, err);
 }
 
 bool pw_instance_export(pw_instance *inst, const char *name, size_t name_len, pw_extern *out) {

@@ -260,6 +260,12 @@ pw_table *pw_table_create(pw_store *s, pw_valtype elem, const pw_module *tmod, u
                           uint64_t max, pw_ref init);
 int64_t pw_table_grow(pw_table *t, uint32_t delta, pw_ref init); /* as pw_memory_grow */
 
+/* snapshot.c: gives a fresh instance (imports linked, functions made, memories,
+ * tables and globals not yet created) the snapshot's memories, tables, globals and
+ * segment state. */
+bool pw_snapshot_apply(pw_instance *inst, const pw_snapshot *snap, pw_error *err);
+bool pw_snapshot_matches(const pw_snapshot *snap, const pw_module *m);
+
 /* func.c */
 pw_func *pw_func_create_wasm(pw_store *s, pw_instance *inst, uint32_t func_index);
 /* Run f with arguments at s->stack_top (results replace them). */

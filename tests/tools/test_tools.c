@@ -119,11 +119,16 @@ static void expect_error(fx *f, const char *tool, const char *input, const char 
 
 static void test_registry(void **state) {
     (void)state;
-    static const char *names[] = {"read", "write", "edit", "list", "glob", "grep", "shell"};
-    static const char *kinds[] = {"read", "edit", "edit", "read", "search", "search", "execute"};
-    static const bool perm[] = {false, true, true, false, false, false, true};
-    assert_int_equal(ptl_count(), 7);
-    for (size_t i = 0; i < 7; i++) {
+    static const char *names[] = {"read", "write", "edit", "list", "glob", "grep", "shell", "run"};
+    static const char *kinds[] = {"read",   "edit",   "edit",    "read",
+                                  "search", "search", "execute", "execute"};
+    static const bool perm[] = {false, true, true, false, false, false, true, false};
+    assert_int_equal(ptl_count(), 8);
+    /* run asks only when it would run natively (issue 11) */
+    assert_false(ptl_tool_needs_permission(ptl_find("run"), "{\"ruby\":\"1\"}"));
+    assert_true(ptl_tool_needs_permission(ptl_find("run"),
+                                          "{\"ruby\":\"1\",\"requirements\":[\"subprocess\"]}"));
+    for (size_t i = 0; i < 8; i++) {
         const ptl_tool *t = ptl_at(i);
         assert_string_equal(ptl_name(t), names[i]);
         assert_ptr_equal(ptl_find(names[i]), t);
@@ -136,7 +141,7 @@ static void test_registry(void **state) {
         assert_string_equal(json_string_value(json_object_get(schema, "type")), "object");
         json_decref(schema);
     }
-    assert_null(ptl_at(7));
+    assert_null(ptl_at(8));
     assert_null(ptl_find("rm"));
     char *t = ptl_title(ptl_find("read"), "{\"path\":\"src/main.c\"}");
     assert_string_equal(t, "Read src/main.c");

@@ -1,0 +1,66 @@
+/*
+ * place_opts.c — how `peri acp` and `peri print` run code (issue 11): maps the
+ * environment onto the ACP server's placement options. Ruby's module is
+ * $PERI_RUBY_WASM, else scripts/deps.sh's cache
+ * ($XDG_CACHE_HOME or $HOME/.cache)/peri/ruby-3.4-wasm-wasi-2.10.1/ruby+stdlib.wasm; a
+ * WASI module promoted to the native sandbox runs as `<peri> run --dir / -- MODULE ARGS`,
+ * the `peri` next to this program (peri-agent).
+ * $PERI_BWRAP overrides the sandbox's bubblewrap binary (tests use it to make the
+ * sandbox unavailable). The strings live in the caller's peri_place_opts.
+ */
+#include "cli/commands.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void peri_place_opts_fill(peri_place_opts *po, pacp_options *opt) {
+    memset(po, 0, sizeof *po);
+    const char *env = getenv("PERI_RUBY_WASM");
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (env && *env)
+        snprintf(po->ruby, sizeof po->ruby, "%s", env);
+    else if (xdg && *xdg)
+        snprintf(po->ruby, sizeof po->ruby, "%s/peri/ruby-3.4-wasm-wasi-2.10.1/ruby+stdlib.wasm",
+                 xdg);
+    else if (home && *home)
+        snprintf(po->ruby, sizeof po->ruby,
+                 "%s/.cache/peri/ruby-3.4-wasm-wasi-2.10.1/ruby+stdlib.wasm", home);
+    opt->ruby_wasm = po->ruby[0] ? po->ruby : NULL;
+    const char *bw = getenv("PERI_BWRAP");
+    if (bw && *bw) {
+        snprintf(po->bwrap, sizeof po->bwrap, "%s", bw);
+        opt->bwrap = po->bwrap;
+    }
+    if (peri_self_peri(po->exe, sizeof po->exe)) {
+        size_t k = 0;
+#if defined(__SANITIZE_ADDRESS__)
+        /* LeakSanitizer stops the world with ptrace, which the sandbox's seccomp denies */
+        po->runner[k++] = "/usr/bin/env";
+        po->runner[k++] = "ASAN_OPTIONS=detect_leaks=0";
+#endif
+        /* `peri run [OPTIONS] -- MODULE ARGS`: the sandbox's root is the program's "/"
+         * (its /请求/, /数据/, /响应/ are there); ARGS are appended after the module. */
+        po->runner[k++] = po->exe;
+        po->runner[k++] = "run";
+        po->runner[k++] = "--dir";
+        po->runner[k++] = "/";
+        po->runner[k++] = "--";
+        po->runner[k++] = "{module}";
+        opt->wasm_runner = po->runner;
+        opt->nwasm_runner = k;
+    }
+}
+
+bool peri_self_peri(char *buf, size_t n) {
+    if (n < 8) return false;
+    ssize_t k = readlink("/proc/self/exe", buf, n - 6);
+    if (k <= 0) return false;
+    buf[k] = 0;
+    char *slash = strrchr(buf, '/');
+    if (!slash) return false;
+    strcpy(slash + 1, "peri"); /* n - 6 left room for it */
+    return true;
+}

@@ -1,0 +1,51 @@
+/*
+ * ruby_hook.c — placement's Ruby hook filled with the room's Ruby (pr_ruby): a
+ * {"ruby": SOURCE} request placed in wasm_room runs the script in a fresh room with
+ * the request's files and stdin, and the run stops when the request is cancelled.
+ * The limits are the room host's own (its CPU limit is at most 1000 ms).
+ */
+#include "place_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool hook_cancelled(void *ud) {
+    return pl_cancel_triggered((const pl_cancel *)ud);
+}
+
+static bool hook_run(void *ud, pr_host *room, const char *source, size_t source_len,
+                     const pl_file *files, size_t nfiles, const char *stdin_data, size_t stdin_len,
+                     const pl_limits *limits, const struct pl_cancel *cancel, pr_response *out,
+                     pr_error *err) {
+    (void)room;
+    (void)limits;
+    pr_str *paths = nfiles ? calloc(nfiles, sizeof *paths) : NULL;
+    pr_str *texts = nfiles ? calloc(nfiles, sizeof *texts) : NULL;
+    if (nfiles && (!paths || !texts)) {
+        free(paths);
+        free(texts);
+        snprintf(err->message, sizeof err->message, "隔离运行失败：内存不足");
+        err->kind = PR_KIND_RUN_FAILED;
+        return false;
+    }
+    for (size_t i = 0; i < nfiles; i++) {
+        paths[i] = (pr_str){files[i].path, strlen(files[i].path)};
+        texts[i] = (pr_str){files[i].text, files[i].text_len};
+    }
+    pr_ruby_job job = {.source = {source, source_len},
+                       .paths = paths,
+                       .contents = texts,
+                       .nfiles = nfiles,
+                       .stdin_data = {stdin_data, stdin_len},
+                       .cancelled = cancel ? hook_cancelled : NULL,
+                       .cancel_ud = (void *)cancel};
+    bool ok = pr_ruby_run((pr_ruby *)ud, &job, out, err);
+    free(paths);
+    free(texts);
+    return ok;
+}
+
+pl_ruby_hook pl_ruby_room_hook(pr_ruby *rb) {
+    return (pl_ruby_hook){.run = hook_run, .ud = rb};
+}

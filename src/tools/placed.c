@@ -1,0 +1,360 @@
+/*
+ * placed.c — the tools that run code, through placement (issue 11; docs/run-tools.md):
+ *
+ *   shell  {"command", "timeout_ms"}: a {"shell": COMMAND} request with requirements
+ *          ["shell"] and state_class native_workspace_ref, i.e. the native sandbox with
+ *          the session's cwd bound read-write at its own path and no network (unless the
+ *          policy allows it). An unavailable sandbox is a tool error naming what is
+ *          missing; the only unsandboxed path is ctx->sandbox->off (settings
+ *          "sandbox": {"mode": "off"}), which warns on every call.
+ *   run    {"wasm": PATH, "args"} or {"ruby": SOURCE}, with "stdin", "files",
+ *          "requirements": the WebAssembly room first (fresh instance, in-memory files,
+ *          CPU limit, no network, no host files but those passed in); declared
+ *          requirements send it to the native sandbox, and admission may promote once.
+ *
+ * Each call's placement decision goes back as meta_json ({"peri.placement": {backend,
+ * reason, identity, unsandboxed, decisions}}) and the placement result JSON as
+ * raw_output_json, for the ACP tool_call_update (_meta, rawOutput).
+ *
+ * Cancel: a bridge thread turns ctx->cancel into pl_cancel_trigger within POLL_MS, so
+ * a native run's process tree is killed and a room run stops at the watchdog's next
+ * check; the tool then returns PTL_CANCELLED.
+ */
+#include "peri/place.h"
+#include "tools_int.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define POLL_MS        10
+#define RUN_FILES_MAX  64
+#define RUN_SOURCE_MAX (1u << 20)
+
+const char PTL__RUN_DESCRIPTION[] =
+    "Run code in an isolated WebAssembly room (fresh instance, in-memory file system, CPU "
+    "limit about 1 s, no network, no access to the workspace or any host file). Give "
+    "either \"ruby\" (a Ruby 3.4 script; the standard library is available, e.g. require "
+    "'json') or \"wasm\" (the workspace path of a WASI command module) with \"args\". "
+    "\"files\" maps room paths to text contents: put inputs under /请求/ or /数据/; files "
+    "the program writes under /数据/ and /响应/ are returned. \"stdin\" is its standard "
+    "input. Returns stdout, stderr, the exit code and the returned files. To keep a result, "
+    "write it to the workspace with the write tool. Only if the code truly needs a native "
+    "feature (e.g. \"subprocess\", \"network\", \"native_extension\") declare it in "
+    "\"requirements\": it then runs in the native sandbox, after the user's permission.";
+
+const char PTL__RUN_SCHEMA[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"ruby\":{\"type\":\"string\",\"description\":\"Ruby source to run as main.rb\"},"
+    "\"wasm\":{\"type\":\"string\",\"description\":\"Workspace path of a WASI .wasm module\"},"
+    "\"args\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"argv[1..] "
+    "for wasm\"},"
+    "\"stdin\":{\"type\":\"string\",\"description\":\"Standard input\"},"
+    "\"files\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},"
+    "\"description\":\"Room path (e.g. /请求/input.csv) -> text content\"},"
+    "\"requirements\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":["
+    "\"browser_runtime\",\"daemon\",\"dynamic_package_install\",\"native_extension\","
+    "\"native_threads\",\"network\",\"posix\",\"shell\",\"subprocess\"]},"
+    "\"description\":\"Native features the code needs (usually none)\"}},"
+    "\"additionalProperties\":false}";
+
+/* ---------------------------------------------------------------- cancel bridge */
+
+typedef struct bridge {
+    atomic_int *flag;
+    pl_cancel *cancel;
+    atomic_int done;
+    pthread_t th;
+    bool started;
+} bridge;
+
+static void *bridge_main(void *arg) {
+    bridge *b = arg;
+    while (!atomic_load(&b->done)) {
+        if (atomic_load(b->flag)) {
+            pl_cancel_trigger(b->cancel);
+            break;
+        }
+        struct timespec ts = {0, POLL_MS * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+static void bridge_start(bridge *b, atomic_int *flag, pl_cancel *c) {
+    b->flag = flag;
+    b->cancel = c;
+    atomic_init(&b->done, 0);
+    b->started = flag && pthread_create(&b->th, NULL, bridge_main, b) == 0;
+}
+
+static void bridge_stop(bridge *b) {
+    atomic_store(&b->done, 1);
+    if (b->started) pthread_join(b->th, NULL);
+}
+
+/* ---------------------------------------------------------------- results */
+
+static char *meta_of(const pl_report *rep) {
+    json_t *decs = json_array();
+    for (size_t i = 0; decs && i < rep->ndecisions; i++) {
+        char *dj = pl_decision_json(&rep->decisions[i], NULL);
+        json_t *d = dj ? json_loads(dj, 0, NULL) : NULL;
+        free(dj);
+        if (d) json_array_append_new(decs, d);
+    }
+    const pl_decision *last = rep->ndecisions ? &rep->decisions[rep->ndecisions - 1] : NULL;
+    json_t *p = json_pack("{s:s, s:s, s:s, s:b, s:b, s:o*}", "backend",
+                          last ? pl_backend_name(last->backend) : "", "reason",
+                          last ? pl_reason_name(last->reason) : "", "identity",
+                          last ? last->identity : "", "selected", last ? last->selected : 0,
+                          "unsandboxed", last ? last->unsandboxed : 0, "decisions", decs);
+    json_t *m = p ? json_pack("{s:o}", "peri.placement", p) : NULL;
+    char *s = m ? json_dumps(m, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(m);
+    return s;
+}
+
+/* content: the command or script, then the output. */
+static char *content_of(const char *shown, const char *lang, const char *output) {
+    size_t n = strlen(shown) + strlen(lang) + 16;
+    char *code = malloc(n);
+    if (!code) return NULL;
+    snprintf(code, n, "```%s\n%s\n```", lang, shown);
+    json_t *c = json_pack("[{s:s, s:{s:s, s:s}}, {s:s, s:{s:s, s:s}}]", "type", "content",
+                          "content", "type", "text", "text", code, "type", "content", "content",
+                          "type", "text", "text", output);
+    free(code);
+    char *s = c ? json_dumps(c, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(c);
+    return s;
+}
+
+/* Runs rq through placement and fills r. shown/lang: what the content shows first. */
+static ptl_status place_and_run(const ptl_ctx *ctx, const pl_request *rq, const char *shown,
+                                const char *lang, ptl_result *r) {
+    const ptl_sandbox *sb = ctx->sandbox;
+    pl_policy none = {0};
+    pl_cancel *cancel = pl_cancel_new();
+    if (!cancel) return PTL_ERR_NOMEM;
+    bridge br;
+    bridge_start(&br, ctx->cancel, cancel);
+    pl_report rep;
+    memset(&rep, 0, sizeof rep);
+    pl_error err = {0};
+    bool ran = pl_run(sb->place, rq, sb->policy ? sb->policy : &none, cancel, &rep, &err);
+    bridge_stop(&br);
+    bool was_cancelled = pl_cancel_triggered(cancel) || (ctx->cancel && atomic_load(ctx->cancel));
+    pl_cancel_free(cancel);
+    if (!ran) {
+        ptl_status st = ptl__error(r, "%s: %s", rq->kind == PL_PROGRAM_SHELL ? "shell" : "run",
+                                   err.message[0] ? err.message : "placement failed");
+        return st;
+    }
+    const pl_result *res = &rep.result;
+    size_t limit = ctx->max_output ? ctx->max_output : PTL_DEFAULT_MAX_OUTPUT;
+    ptl__out o;
+    ptl__out_init(&o, limit);
+    if (res->stdout_len) ptl__out_add(&o, res->stdout_text, res->stdout_len);
+    if (res->stderr_len) {
+        if (o.len && o.p[o.len - 1] != '\n') ptl__out_add(&o, "\n", 1);
+        ptl__out_addf(&o, "[stderr]\n");
+        ptl__out_add(&o, res->stderr_text, res->stderr_len);
+    }
+    for (size_t i = 0; i < res->nfiles; i++) {
+        if (o.len && o.p[o.len - 1] != '\n') ptl__out_add(&o, "\n", 1);
+        ptl__out_addf(&o, "[file %s]\n", res->files[i].path);
+        ptl__out_add(&o, res->files[i].text, res->files[i].len);
+    }
+    if (o.len && o.p[o.len - 1] != '\n') ptl__out_add(&o, "\n", 1);
+    const pl_decision *last = rep.ndecisions ? &rep.decisions[rep.ndecisions - 1] : NULL;
+    ptl__out_addf(&o, "[exit code %d; ran in %s]", res->exit_code,
+                  last && last->selected ? pl_backend_name(last->backend) : "nothing");
+    if (res->error) ptl__out_addf(&o, "\nerror: %s", res->error);
+    r->exit_code = res->exit_code;
+    r->truncated = o.truncated;
+    ptl_status st = ptl__finish(r, &o, !res->ok);
+    if (st == PTL_OK && r->output) {
+        r->meta_json = meta_of(&rep);
+        r->raw_output_json = res->json ? strdup(res->json) : NULL;
+        r->content_json = content_of(shown, lang, r->output);
+    }
+    pl_report_clear(&rep);
+    if (st == PTL_OK && was_cancelled) st = PTL_CANCELLED;
+    return st;
+}
+
+/* ---------------------------------------------------------------- shell */
+
+ptl_status ptl__shell_placed(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
+    const ptl_sandbox *sb = ctx->sandbox;
+    if (!sb) return ptl__shell(in, ctx, r); /* embedders/tests without a sandbox config */
+    bool bad = false;
+    const char *cmd = ptl__str(in, "command", &bad);
+    long long timeout = ptl__int(
+        in, "timeout_ms", ctx->timeout_ms > 0 ? ctx->timeout_ms : PTL_DEFAULT_TIMEOUT_MS, &bad);
+    if (bad || !cmd) return ptl__error(r, "shell: \"command\" (a string) is required");
+    if (timeout < 1 || timeout > 3600000) timeout = PTL_DEFAULT_TIMEOUT_MS;
+    if (sb->off) {
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "sandbox mode is off: running the shell command UNSANDBOXED in %s: %.120s",
+                 ctx->cwd, cmd);
+        if (sb->warn) sb->warn(sb->warn_ud, msg);
+        ptl_status st = ptl__shell(in, ctx, r);
+        if (st == PTL_OK || st == PTL_CANCELLED)
+            r->meta_json = strdup("{\"peri.placement\":{\"backend\":\"unsandboxed\",\"reason\":"
+                                  "\"sandbox_mode_off\",\"identity\":\"\",\"selected\":true,"
+                                  "\"unsandboxed\":true,\"decisions\":[]}}");
+        return st;
+    }
+    if (!sb->place) return ptl__error(r, "shell: the native sandbox is not configured");
+    char run_id[64];
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(run_id, sizeof run_id, "shell-%lld-%09ld", (long long)ts.tv_sec, ts.tv_nsec);
+    pl_request rq = {.run_id = run_id,
+                     .kind = PL_PROGRAM_SHELL,
+                     .program = cmd,
+                     .requirements = PL_REQ_SHELL,
+                     .state_class = PL_STATE_NATIVE_WORKSPACE_REF,
+                     .workspace = ctx->cwd,
+                     .network = sb->policy && sb->policy->network_allowed,
+                     .limits = {.cpu_ms = (uint32_t)timeout,
+                                .wall_ms = (uint32_t)timeout,
+                                .memory_mib = 2048,
+                                .processes = 256}};
+    return place_and_run(ctx, &rq, cmd, "sh", r);
+}
+
+/* ---------------------------------------------------------------- run */
+
+static uint32_t requirement_bits(json_t *a, bool *bad) {
+    uint32_t bits = 0;
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v) {
+        const char *s = json_string_value(v);
+        bool known = false;
+        for (unsigned b = 0; s && b < PL_REQ_COUNT; b++)
+            if (strcmp(pl_feature_name(b), s) == 0) {
+                bits |= 1u << b;
+                known = true;
+            }
+        if (!known) *bad = true;
+    }
+    return bits;
+}
+
+bool ptl_tool_needs_permission(const ptl_tool *t, const char *input_json) {
+    if (strcmp(t->name, "run") != 0) return t->needs_permission;
+    json_t *in = json_loads(input_json && *input_json ? input_json : "{}", 0, NULL);
+    json_t *req = json_object_get(in, "requirements");
+    bool native = json_is_array(req) && json_array_size(req) > 0;
+    json_decref(in);
+    return native; /* the room cannot touch the host: only native runs ask */
+}
+
+char *ptl__run_title(json_t *in) {
+    const char *ruby = json_string_value(json_object_get(in, "ruby"));
+    const char *wasm = json_string_value(json_object_get(in, "wasm"));
+    char *out = NULL;
+    if (ruby) {
+        size_t n = strcspn(ruby, "\n");
+        bool cut = n > 60 || ruby[n] == '\n';
+        if (n > 60) n = 60;
+        if (asprintf(&out, "Run Ruby `%.*s%s`", (int)n, ruby, cut ? "…" : "") < 0) out = NULL;
+    } else if (wasm) {
+        if (asprintf(&out, "Run %s", wasm) < 0) out = NULL;
+    }
+    return out;
+}
+
+ptl_status ptl__run(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
+    const ptl_sandbox *sb = ctx->sandbox;
+    if (!sb || !sb->place) return ptl__error(r, "run: placement is not configured");
+    json_t *ruby = json_object_get(in, "ruby"), *wasm = json_object_get(in, "wasm");
+    json_t *args = json_object_get(in, "args"), *stdin_v = json_object_get(in, "stdin");
+    json_t *files = json_object_get(in, "files"), *req = json_object_get(in, "requirements");
+    const char *key;
+    json_t *v;
+    json_object_foreach(in, key, v) {
+        if (strcmp(key, "ruby") && strcmp(key, "wasm") && strcmp(key, "args") &&
+            strcmp(key, "stdin") && strcmp(key, "files") && strcmp(key, "requirements"))
+            return ptl__error(r, "run: unknown field \"%s\"", key);
+    }
+    if (!!ruby == !!wasm)
+        return ptl__error(r, "run: give exactly one of \"ruby\" (source) or \"wasm\" (path)");
+    if ((ruby && !json_is_string(ruby)) || (wasm && !json_is_string(wasm)))
+        return ptl__error(r, "run: \"ruby\" and \"wasm\" are strings");
+    if (ruby && json_string_length(ruby) > RUN_SOURCE_MAX)
+        return ptl__error(r, "run: the Ruby source is over 1 MiB");
+    if (args && (!json_is_array(args) || !wasm))
+        return ptl__error(r, "run: \"args\" is an array of strings, for \"wasm\" only");
+    if (stdin_v && !json_is_string(stdin_v)) return ptl__error(r, "run: \"stdin\" is a string");
+    if (files && (!json_is_object(files) || json_object_size(files) > RUN_FILES_MAX))
+        return ptl__error(r, "run: \"files\" maps at most %d room paths to strings", RUN_FILES_MAX);
+    if (req && !json_is_array(req)) return ptl__error(r, "run: \"requirements\" is an array");
+    bool bad = false;
+    uint32_t bits = req ? requirement_bits(req, &bad) : 0;
+    if (bad) return ptl__error(r, "run: unknown requirement (see the tool's schema)");
+
+    size_t nargs = args ? json_array_size(args) : 0, nfiles = files ? json_object_size(files) : 0;
+    const char **av = calloc(nargs ? nargs : 1, sizeof *av);
+    pl_file *pf = calloc(nfiles ? nfiles : 1, sizeof *pf);
+    char *module = NULL;
+    ptl_status st;
+    if (!av || !pf) {
+        st = PTL_ERR_NOMEM;
+        goto done;
+    }
+    for (size_t i = 0; i < nargs; i++) {
+        av[i] = json_string_value(json_array_get(args, i));
+        if (!av[i]) {
+            st = ptl__error(r, "run: \"args\" items are strings");
+            goto done;
+        }
+    }
+    size_t k = 0;
+    json_object_foreach(files, key, v) {
+        if (!json_is_string(v) || key[0] != '/') {
+            st = ptl__error(r, "run: \"files\" keys are absolute room paths (e.g. /请求/in.txt) "
+                               "and values strings");
+            goto done;
+        }
+        pf[k++] = (pl_file){key, json_string_value(v), json_string_length(v)};
+    }
+    if (wasm) {
+        /* The module is a workspace file: confined like every path argument. */
+        char errbuf[512];
+        if (ptl_resolve_path(ctx->cwd, json_string_value(wasm), false, &module, errbuf,
+                             sizeof errbuf) != 0) {
+            st = ptl__error(r, "run: %s", errbuf);
+            goto done;
+        }
+    }
+    char run_id[64];
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(run_id, sizeof run_id, "run-%lld-%09ld", (long long)ts.tv_sec, ts.tv_nsec);
+    pl_request rq = {.run_id = run_id,
+                     .kind = ruby ? PL_PROGRAM_RUBY : PL_PROGRAM_WASM,
+                     .program = ruby ? json_string_value(ruby) : module,
+                     .args = av,
+                     .nargs = nargs,
+                     .stdin_data = stdin_v ? json_string_value(stdin_v) : NULL,
+                     .stdin_len = stdin_v ? json_string_length(stdin_v) : 0,
+                     .files = pf,
+                     .nfiles = nfiles,
+                     .requirements = bits,
+                     .network = (bits & PL_REQ_NETWORK) != 0};
+    st = place_and_run(ctx, &rq, ruby ? json_string_value(ruby) : json_string_value(wasm),
+                       ruby ? "ruby" : "", r);
+done:
+    free(av);
+    free(pf);
+    free(module);
+    return st;
+}

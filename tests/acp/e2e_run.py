@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""e2e_run.py: end-to-end tests of the code-running tools (issue 11) over ACP.
+
+usage: e2e_run.py PERI_BINARY MOCK_MODEL_PY RUBY_WASM WASI_HELLO SCENARIO
+
+Built on e2e.py's harness (private HOME, tests/host/mock_model.py, `peri acp` on stdio).
+Scenarios:
+  shell   a shell call writes a file in the cwd (visible afterwards), cannot write
+          outside the cwd, cannot connect to a listener the test opened on 127.0.0.1,
+          cannot read a file the test placed in $HOME; it asks permission; _meta carries
+          the placement decision (native_sandbox); without a sandbox (PERI_BWRAP missing)
+          shell fails clearly and runs nothing; sandbox mode off runs unsandboxed
+          with a warning on stderr per call.
+  run     `run` of a WASI program and of a Ruby script returns the right output without
+          asking permission (room); _meta says wasm_room; an endless loop ends at the
+          CPU limit with a clear tool error and the turn continues; declared
+          requirements go native and ask.
+  cancel  cancel during a long shell call and during long run calls (Ruby, WASI) ends the turn as
+          cancelled within 200 ms, and the shell's process tree is gone.
+Exit 0 pass, 1 fail, 77 skipped (never under CI=true).
+"""
+import json
+import os
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e  # noqa: E402
+from e2e import Env, check, prompt, Fail  # noqa: E402
+
+RUBY = None
+HELLO = None
+
+
+def env_with_ruby(E, **extra):
+    return E.env(PERI_RUBY_WASM=RUBY, **extra)
+
+
+def agent(E, **extra):
+    a = e2e.Agent(E.peri, env_with_ruby(E, **extra), E.db)
+    E.agents.append(a)
+    init = a.result("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    check(init["protocolVersion"] == 1, "protocolVersion")
+    return a
+
+
+def final_updates(a, sid, since=0.0):
+    return [u for _, u in a.updates(sid, since) if u["sessionUpdate"] == "tool_call_update"
+            and u.get("status") in ("completed", "failed")]
+
+
+def tool_turn(E, a, sid, calls, text="done", timeout=60):
+    """Scripts one turn: the tool calls, then a text answer. Returns (result, finals)."""
+    t0 = time.monotonic()
+    E.mock.script([{"tool_calls": calls}, {"text": text}])
+    r = a.response(prompt(a, sid, "go"), timeout=timeout)
+    return r, final_updates(a, sid, t0), t0
+
+
+def perms_since(a, t0):
+    return [f for t, f in a.log if f.get("method") == "session/request_permission" and t >= t0]
+
+
+def s_shell(E):
+    secret = os.path.join(E.home, "secret.txt")
+    with open(secret, "w") as f:
+        f.write("home-secret-77\n")
+    outside = os.path.join(E.tmp, "outside-dir")
+    os.makedirs(outside)
+    lst = socket.socket()
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(5)
+    port = lst.getsockname()[1]
+    a = agent(E)
+    sid = E.new_session(a)
+    a.permission_answer = "allow_once"
+    r, fin, t0 = tool_turn(E, a, sid, [
+        {"id": "w", "name": "shell", "arguments": {"command": "echo made-in-sandbox > made.txt && cat made.txt"}},
+        {"id": "o", "name": "shell", "arguments": {"command": "echo x > %s/escape.txt" % outside}},
+        {"id": "n", "name": "shell", "arguments": {"command":
+            "python3 -c \"import socket; socket.create_connection(('127.0.0.1', %d), 2); print('CONNECTED')\"" % port}},
+        {"id": "h", "name": "shell", "arguments": {"command": "cat %s" % secret}},
+    ])
+    check(r.get("result") == {"stopReason": "end_turn"}, "shell turn %r" % r)
+    by = {u["toolCallId"]: u for u in fin}
+    check(set(by) == {"w", "o", "n", "h"}, "tool results %r" % list(by))
+    check(open(os.path.join(E.cwd, "made.txt")).read() == "made-in-sandbox\n", "file in cwd")
+    check("made-in-sandbox" in json.dumps(by["w"]["content"]), "shell output in content")
+    meta = by["w"].get("_meta", {}).get("peri.placement", {})
+    check(meta.get("backend") == "native_sandbox" and meta.get("identity", "").startswith("sha256:")
+          and meta.get("reason"), "placement _meta %r" % meta)
+    check(not os.path.exists(os.path.join(outside, "escape.txt")), "wrote outside the cwd")
+    check(by["o"]["status"] == "failed", "outside write should fail: %r" % by["o"])
+    check("CONNECTED" not in by["n"]["rawOutput"].get("stdout", "") and by["n"]["status"] == "failed",
+          "connected to the host's listener: %r" % by["n"])
+    check("home-secret-77" not in json.dumps(by["h"]["rawOutput"]) and by["h"]["status"] == "failed",
+          "read a file in $HOME: %r" % by["h"])
+    check(len(perms_since(a, t0)) == 4, "shell should ask permission for each call")
+    check("rawOutput" in by["w"] and "backend" in json.dumps(by["w"]["rawOutput"]), "rawOutput")
+    lst.close()
+    check(a.close_stdin() == 0, "exit")
+
+    # No sandbox on the machine: a clear error naming what is missing, nothing runs.
+    c = agent(E, PERI_BWRAP="/nonexistent/bwrap")
+    sid = E.new_session(c)
+    c.permission_answer = "allow_once"
+    r, fin, _ = tool_turn(E, c, sid, [{"id": "x", "name": "shell",
+                                       "arguments": {"command": "echo ran > unsandboxed.txt"}}])
+    check(r.get("result") == {"stopReason": "end_turn"}, "no-sandbox turn %r" % r)
+    check(fin[0]["status"] == "failed" and "bwrap" in json.dumps(fin[0]), "no-sandbox error %r" % fin[0])
+    check(not os.path.exists(os.path.join(E.cwd, "unsandboxed.txt")), "ran without the sandbox")
+    check(c.close_stdin() == 0, "exit")
+
+    # "sandbox": {"mode": "off"} is the only way to run unsandboxed, and it warns.
+    E.settings({"maxRetries": 0, "sandbox": {"mode": "off"}, "permissions": {"allow": ["shell"]}})
+    b = agent(E)
+    sid = E.new_session(b)
+    r, fin, _ = tool_turn(E, b, sid, [{"id": "u", "name": "shell",
+                                       "arguments": {"command": "cat %s" % secret}}])
+    check(r.get("result") == {"stopReason": "end_turn"}, "off turn %r" % r)
+    check("home-secret-77" in json.dumps(fin[0]), "mode off should run unsandboxed")
+    check(fin[0].get("_meta", {}).get("peri.placement", {}).get("unsandboxed") is True, "off _meta")
+    check(b.close_stdin() == 0, "exit")
+    check(any("UNSANDBOXED" in l for l in b.stderr), "no warning logged: %r" % b.stderr[-5:])
+
+
+def s_run(E):
+    import shutil
+    shutil.copy(HELLO, os.path.join(E.cwd, "hello.wasm"))
+    a = agent(E)
+    sid = E.new_session(a)
+    a.permission_answer = "reject_once"  # the room must not ask
+    script = 'require "json"\nputs JSON.generate({"sum" => (1..10).sum})\nFile.write("/响应/r.txt", "ok")\n'
+    r, fin, t0 = tool_turn(E, a, sid, [
+        {"id": "rb", "name": "run", "arguments": {"ruby": script}},
+        {"id": "wa", "name": "run", "arguments": {"wasm": "hello.wasm"}},
+        {"id": "in", "name": "run", "arguments": {"ruby": "puts File.read('/请求/a.txt').upcase\nputs $stdin.read.size",
+                                                   "files": {"/请求/a.txt": "abc"}, "stdin": "12345"}},
+    ], timeout=120)
+    check(r.get("result") == {"stopReason": "end_turn"}, "run turn %r" % r)
+    by = {u["toolCallId"]: u for u in fin}
+    check(by["rb"]["status"] == "completed" and by["rb"]["rawOutput"]["stdout"] == '{"sum":55}\n',
+          "ruby result %r" % by["rb"])
+    check(by["rb"]["rawOutput"]["files"] == {"/响应/r.txt": "ok"}, "returned file")
+    meta = by["rb"].get("_meta", {}).get("peri.placement", {})
+    check(meta.get("backend") == "wasm_room", "ruby placement %r" % meta)
+    check(by["wa"]["status"] == "completed", "wasm result %r" % by["wa"])
+    check(by["wa"]["rawOutput"]["stdout"] == "hello\n", "wasm stdout %r" % by["wa"]["rawOutput"])
+    check(by["in"]["rawOutput"]["stdout"] == "ABC\n5\n",
+          "files/stdin %r" % by["in"])
+    check(not perms_since(a, t0), "the room asked permission")
+
+    # endless loop: CPU limit, a clear tool error, and the turn continues
+    r, fin, t0 = tool_turn(E, a, sid, [{"id": "sp", "name": "run", "arguments": {"ruby": "loop { }"}}],
+                           text="the loop was stopped")
+    check(r.get("result") == {"stopReason": "end_turn"}, "spin turn %r" % r)
+    limit = json.dumps(fin[0], ensure_ascii=False)  # CPU limit; wall limit if starved
+    check(fin[0]["status"] == "failed" and ("CPU 时间超过" in limit or "运行时间超过" in limit),
+          "cpu limit error %r" % fin[0])
+    check("the loop was stopped" in e2e.text_of(a.updates(sid, t0)), "turn did not continue")
+
+    # declared requirements: native, and it asks
+    a.permission_answer = "allow_once"
+    r, fin, t0 = tool_turn(E, a, sid, [{"id": "nv", "name": "run", "arguments": {
+        "ruby": "puts `echo from-subprocess`", "requirements": ["subprocess"]}}])
+    check(r.get("result") == {"stopReason": "end_turn"}, "native run turn %r" % r)
+    check(len(perms_since(a, t0)) == 1, "native run should ask permission")
+    meta = fin[0].get("_meta", {}).get("peri.placement", {})
+    check(meta.get("backend") == "native_sandbox", "native run placement %r" % meta)
+    check(fin[0]["rawOutput"].get("stdout") == "from-subprocess\n", "native run output %r" % fin[0])
+    check(a.close_stdin() == 0, "exit")
+
+
+def procs_with(marker):
+    out = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % p, "rb") as f:
+                if marker.encode() in f.read():
+                    out.append(p)
+        except OSError:
+            pass
+    return out
+
+
+def s_cancel(E):
+    E.settings({"maxRetries": 0, "permissions": {"allow": ["shell"]}})
+    a = agent(E)
+    sid = E.new_session(a)
+    marker = "31.%d" % (os.getpid() % 1000)
+    import shutil
+    shutil.copy(os.path.join(os.path.dirname(HELLO), "probe.wasm"), os.path.join(E.cwd, "probe.wasm"))
+    for name, args in (("shell", {"command": "sleep %s & sleep %s; echo late" % (marker, marker)}),
+                       ("run", {"ruby": "loop { }"}),
+                       ("run", {"wasm": "probe.wasm", "args": ["loop"]})):
+        E.mock.script([{"tool_calls": [{"id": "c-%s-%d" % (name, len(args)), "name": name, "arguments": args}]},
+                       {"text": "after"}])
+        rid = prompt(a, sid, "long " + name)
+        a.wait(lambda f: f.get("method") == "session/update" and
+               f["params"]["update"].get("status") == "in_progress", what="tool in progress",
+               timeout=60)
+        time.sleep(0.3)
+        if name == "shell":
+            deadline = time.monotonic() + 10  # the sandbox may be slow to start under load
+            while not procs_with("sleep " + marker) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            check(procs_with("sleep " + marker), "the shell's sleep is not running")
+        t_cancel = time.monotonic()
+        a.notify("session/cancel", {"sessionId": sid})
+        t_resp, r = a.wait(lambda f: f.get("id") == rid, what="cancelled response")
+        check(r.get("result") == {"stopReason": "cancelled"}, "%s cancel result %r" % (name, r))
+        check(t_resp - t_cancel < 0.2, "%s cancel took %.0f ms" % (name, (t_resp - t_cancel) * 1000))
+        if name == "shell":
+            deadline = time.monotonic() + 2
+            while procs_with("sleep " + marker) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            check(not procs_with("sleep " + marker), "the shell's process tree survived the cancel")
+    check(a.close_stdin() == 0, "exit")
+
+
+SCENARIOS = {"shell": s_shell, "run": s_run, "cancel": s_cancel}
+
+
+def main():
+    global RUBY, HELLO
+    if len(sys.argv) != 6 or sys.argv[5] not in SCENARIOS:
+        print(__doc__, file=sys.stderr)
+        return 2
+    peri, mock_py, RUBY, HELLO, name = sys.argv[1:]
+    ci = os.environ.get("CI") == "true"
+    missing = [p for p in (RUBY, HELLO) if not os.path.exists(p)]
+    if missing and name == "run":
+        print(("FAIL" if ci else "SKIP") + ": missing %s (scripts/deps.sh)" % missing)
+        return 1 if ci else 77
+    if not os.path.exists("/usr/bin/bwrap"):
+        print(("FAIL" if ci else "SKIP") + ": bubblewrap is not installed (scripts/deps.sh)")
+        return 1 if ci else 77
+    E = Env(peri, mock_py)
+    try:
+        SCENARIOS[name](E)
+    except Fail as e:
+        print("FAIL %s: %s" % (name, e))
+        for a in E.agents:
+            sys.stderr.write("".join(a.stderr)[-3000:])
+        return 1
+    finally:
+        E.cleanup()
+    print("PASS " + name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,3 @@
+puts "Hello, world"
+print "no newline", "\n"
+p 42

@@ -1,0 +1,3 @@
+puts "never printed"
+def broken(
+  1 +

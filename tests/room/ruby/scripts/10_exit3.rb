@@ -1,0 +1,4 @@
+puts "before exit"
+$stdout.flush
+exit 3
+puts "after exit"

@@ -1,0 +1,5 @@
+def inner
+  raise "boom from inner"
+end
+puts "start"
+inner

@@ -1,0 +1,2 @@
+puts "working"
+abort("fatal: cannot continue")

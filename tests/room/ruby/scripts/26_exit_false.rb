@@ -1,0 +1,2 @@
+puts "checking"
+exit false

@@ -1,0 +1,2 @@
+puts "calling"
+nil.upcase
