@@ -178,8 +178,11 @@ typedef struct pmcp_pool_tool {
 } pmcp_pool_tool;
 
 typedef struct pmcp_pool_opts {
-    const char *cwd;              /* session directory: stdio cwd and <cwd>/.peri/settings.json */
-    const char *home;             /* <home>/.peri/settings.json; NULL: not read */
+    const char *cwd; /* session directory: stdio cwd and <cwd>/.peri/settings.json */
+    /* The user-level settings document's text (the host supplies it: `peri acp` maps
+     * ~/.peri/settings.json into the start object); its "mcpServers" are read. The pool
+     * never reads the user's files itself. NULL: none. */
+    const char *user_settings_json;
     const char *acp_servers_json; /* ACP mcpServers array text or NULL */
     long init_timeout_ms;         /* per server; 0: 30000 */
 } pmcp_pool_opts;

@@ -405,9 +405,15 @@ int pct_free(pct_controller *c, long wait_ms) {
  * (builtin tools first, then mcp__<server>__<tool>). Failures become notices. */
 static int open_mcp(pct_sess *s, const char *mcp_json, char **notices) {
     pct_controller *c = s->c;
-    pmcp_pool_opts po = {.cwd = s->cwd, .home = c->home, .acp_servers_json = mcp_json};
+    /* User-level servers come from the settings document the host supplied. */
+    json_t *servers = c->settings ? json_object_get(c->settings->doc, "mcpServers") : NULL;
+    json_t *wrap = servers ? json_pack("{s:O}", "mcpServers", servers) : NULL;
+    char *user = wrap ? json_dumps(wrap, JSON_COMPACT) : NULL;
+    json_decref(wrap);
+    pmcp_pool_opts po = {.cwd = s->cwd, .user_settings_json = user, .acp_servers_json = mcp_json};
     char *why = NULL;
     s->mcp = pmcp_pool_open(&po, &why);
+    free(user);
     size_t nm = pmcp_pool_tool_count(s->mcp);
     s->tools = calloc(c->ntools + nm + 1, sizeof *s->tools);
     if (!s->mcp || !s->tools) {

@@ -407,9 +407,9 @@ pmcp_pool *pmcp_pool_open(const pmcp_pool_opts *opt, char **notices) {
     if (!p) return NULL;
     pmcp_server_config *cfgs = NULL;
     size_t n = 0;
-    load_settings(opt->home, &cfgs, &n, notices);
-    if (opt->cwd && (!opt->home || strcmp(opt->cwd, opt->home) != 0))
-        load_settings(opt->cwd, &cfgs, &n, notices);
+    if (opt->user_settings_json)
+        pmcp_parse_servers(opt->user_settings_json, "settings", &cfgs, &n, notices);
+    if (opt->cwd) load_settings(opt->cwd, &cfgs, &n, notices);
     if (opt->acp_servers_json)
         pmcp_parse_servers(opt->acp_servers_json, "session mcpServers", &cfgs, &n, notices);
     if (n == 0) {
