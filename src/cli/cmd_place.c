@@ -149,9 +149,12 @@ int peri_cmd_place(int argc, char **argv) {
 #if defined(__SANITIZE_ADDRESS__)
     /* LeakSanitizer stops the world with ptrace, which the sandbox's seccomp denies */
     const char *runner[] = {
-        "/usr/bin/env", "ASAN_OPTIONS=detect_leaks=0", self, "run", "{module}", "--"};
+        "/usr/bin/env", "ASAN_OPTIONS=detect_leaks=0", self, "run", "--dir", "/", "--", "{module}"};
 #else
-    const char *runner[] = {self, "run", "{module}", "--"};
+    /* `peri run --dir / -- MODULE ARGS`: options end before the module (everything after
+     * it is the guest's), and the sandbox's root, where the request's files are laid out
+     * at their guest paths, is the program's "/". */
+    const char *runner[] = {self, "run", "--dir", "/", "--", "{module}"};
 #endif
     size_t nrunner = sizeof runner / sizeof runner[0];
     pl_config cfg = {.wasm_runner = sl > 0 ? runner : NULL,
