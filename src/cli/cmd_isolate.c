@@ -26,36 +26,6 @@ static void usage(FILE *f) {
             "granted LOADER list is \"LOADER\".\n");
 }
 
-/* Reads a whole file ("-" = stdin). Caller frees. NULL on failure. */
-static char *read_all(const char *path, size_t *len) {
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *b = malloc(cap);
-    while (b) {
-        if (n == cap) {
-            char *nb = cap > ((size_t)1 << 40) ? NULL : realloc(b, cap * 2);
-            if (!nb) {
-                free(b);
-                b = NULL;
-                break;
-            }
-            b = nb;
-            cap *= 2;
-        }
-        size_t k = fread(b + n, 1, cap - n, f);
-        if (k == 0) break;
-        n += k;
-    }
-    if (b && ferror(f)) {
-        free(b);
-        b = NULL;
-    }
-    if (f != stdin) fclose(f);
-    *len = n;
-    return b;
-}
-
 typedef struct common_opts {
     const char *grants[MAX_GRANTS];
     size_t ngrants;
@@ -137,12 +107,12 @@ static int isolate_run(int argc, char **argv) {
     if (!runner || !scope || !digest || !program || !input) goto bad;
     if (strcmp(program, "-") == 0 && strcmp(input, "-") == 0) goto bad;
     size_t plen, ilen;
-    char *ptext = read_all(program, &plen);
+    char *ptext = peri_read_file(program, true, &plen);
     if (!ptext) {
         fprintf(stderr, "peri isolate run: cannot read %s\n", program);
         return 2;
     }
-    char *itext = read_all(input, &ilen);
+    char *itext = peri_read_file(input, true, &ilen);
     if (!itext) {
         fprintf(stderr, "peri isolate run: cannot read %s\n", input);
         free(ptext);

@@ -30,35 +30,6 @@ static void usage(FILE *f) {
                "See docs/placement.md for the request, policy and output formats.\n");
 }
 
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 14, n = 0;
-    char *b = malloc(cap);
-    while (b) {
-        if (n == cap) {
-            char *nb = cap >= ((size_t)1 << 30) ? NULL : realloc(b, cap * 2);
-            if (!nb) {
-                free(b);
-                b = NULL;
-                break;
-            }
-            b = nb;
-            cap *= 2;
-        }
-        size_t k = fread(b + n, 1, cap - n, f);
-        if (k == 0) break;
-        n += k;
-    }
-    if (b && ferror(f)) {
-        free(b);
-        b = NULL;
-    }
-    if (f != stdin) fclose(f);
-    *len = n;
-    return b;
-}
-
 static void line(const char *key, const char *json) {
     printf("{\"%s\":%s}\n", key, json);
 }
@@ -106,7 +77,7 @@ int peri_cmd_place(int argc, char **argv) {
     pl_policy defaults = {0};
     if (policy_path) {
         size_t n;
-        char *t = slurp(policy_path, &n);
+        char *t = peri_read_file(policy_path, true, &n);
         if (!t) {
             fprintf(stderr, "peri place: cannot read %s\n", policy_path);
             return 1;
@@ -124,7 +95,7 @@ int peri_cmd_place(int argc, char **argv) {
                     : !strcmp(native, "no") ? PL_NATIVE_NO
                                             : PL_NATIVE_AUTO;
     size_t n;
-    char *text = slurp(req_path, &n);
+    char *text = peri_read_file(req_path, true, &n);
     if (!text) {
         fprintf(stderr, "peri place: cannot read %s\n", req_path);
         pl_policy_free(pol);

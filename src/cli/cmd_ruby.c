@@ -26,35 +26,6 @@ static void usage(FILE *f) {
                "  --time          print each run's wall and CPU time on stderr\n");
 }
 
-static unsigned char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    unsigned char *b = malloc(cap);
-    while (b) {
-        if (n == cap) {
-            unsigned char *nb = cap > ((size_t)1 << 30) ? NULL : realloc(b, cap * 2);
-            if (!nb) {
-                free(b);
-                b = NULL;
-                break;
-            }
-            b = nb;
-            cap *= 2;
-        }
-        size_t k = fread(b + n, 1, cap - n, f);
-        if (k == 0) break;
-        n += k;
-    }
-    if (b && ferror(f)) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    *len = n;
-    return b;
-}
-
 static void on_output(void *ud, int stream, const char *s, size_t n) {
     (void)ud;
     fwrite(s, 1, n, stream == PR_STDERR ? stderr : stdout);
@@ -117,8 +88,10 @@ int peri_cmd_ruby(int argc, char **argv) {
         }
     }
     size_t wlen = 0, slen = 0, inlen = 0;
-    unsigned char *mod = slurp(wasm, &wlen), *src = slurp(script, &slen);
-    unsigned char *in = stdin_path ? slurp(stdin_path, &inlen) : NULL;
+    unsigned char *mod = (unsigned char *)peri_read_file(wasm, false, &wlen),
+                  *src = (unsigned char *)peri_read_file(script, false, &slen);
+    unsigned char *in =
+        stdin_path ? (unsigned char *)peri_read_file(stdin_path, false, &inlen) : NULL;
     int rc = 1;
     pr_error err;
     pr_host *h = NULL;
@@ -149,7 +122,7 @@ int peri_cmd_ruby(int argc, char **argv) {
         for (size_t i = 0; i < nfiles; i++) {
             const char *eq = strchr(files[i], '=');
             size_t flen;
-            unsigned char *data = slurp(eq + 1, &flen);
+            unsigned char *data = (unsigned char *)peri_read_file(eq + 1, false, &flen);
             int w = data ? pr_fs_write(fs, files[i], (size_t)(eq - files[i]), data, flen) : -1;
             free(data);
             if (w) {

@@ -65,31 +65,6 @@ static void usage(FILE *f) {
         RUN_CPU_MS_DEFAULT, RUN_WALL_MS_DEFAULT, RUN_MEMORY_MIB_DEFAULT);
 }
 
-static unsigned char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    unsigned char *b = malloc(cap);
-    while (b) {
-        if (n == cap) {
-            unsigned char *nb = realloc(b, cap * 2);
-            if (!nb) {
-                free(b);
-                b = NULL;
-                break;
-            }
-            b = nb;
-            cap *= 2;
-        }
-        size_t k = fread(b + n, 1, cap - n, f);
-        if (k == 0) break;
-        n += k;
-    }
-    fclose(f);
-    *len = n;
-    return b;
-}
-
 /* Raw output straight to our descriptors 1 and 2 (no stdio buffering in between). */
 static void on_output(void *ud, int stream, const char *bytes, size_t len) {
     (void)ud;
@@ -328,7 +303,7 @@ int peri_cmd_run(int argc, char **argv) {
     pr_str *args = calloc((size_t)o.nrest + 1, sizeof *args);
     pw_val *vals = NULL;
     size_t len = 0;
-    unsigned char *bytes = args ? read_file(o.wasm, &len) : NULL;
+    unsigned char *bytes = args ? (unsigned char *)peri_read_file(o.wasm, false, &len) : NULL;
     if (!bytes) {
         fprintf(stderr, "peri run: cannot read %s\n", o.wasm);
         free(args);
@@ -372,7 +347,7 @@ int peri_cmd_run(int argc, char **argv) {
     for (size_t i = 0; i < o.nfiles; i++) {
         const char *eq = strchr(o.files[i], '=');
         size_t flen;
-        unsigned char *data = read_file(eq + 1, &flen);
+        unsigned char *data = (unsigned char *)peri_read_file(eq + 1, false, &flen);
         if (!data) {
             fprintf(stderr, "peri run: cannot read %s\n", eq + 1);
             goto done;

@@ -33,4 +33,8 @@ bool peri_self_peri(char *buf, size_t n);
 
 int peri_cmd_mcp(int argc, char **argv); /* cmd_mcp.c: workspace MCP server on stdio (peri-agent) */
 
+/* readfile.c: the whole file (with dash_is_stdin, "-" is stdin), NUL-terminated; caller
+ * frees. NULL with errno set on failure. */
+char *peri_read_file(const char *path, bool dash_is_stdin, size_t *len);
+
 #endif
