@@ -176,15 +176,16 @@ void pr_fs_remove(pr_fs *fs, pr_file *f) {
             break;
         }
     }
-    fs->total -= f->len;
     f->dead = true;
     fs->nlive--;
-    if (!f->nopen) pr_fs_release_dead(f); /* else readable until the last close */
+    /* As in POSIX, an unlinked file's bytes stay counted until its last close: an open
+     * descriptor keeps it readable and writable, and host memory must stay within the
+     * budget however often a guest unlinks open files. */
+    if (!f->nopen) pr_fs_release_dead(fs, f);
 }
 
 static int grow(pr_fs *fs, pr_file *f, size_t len) {
-    size_t total = f->dead ? 0 : fs->total; /* unlinked files count against nothing */
-    if (len > f->len && len - f->len > PR_FS_MAX - total) return -2;
+    if (len > f->len && len - f->len > PR_FS_MAX - fs->total) return -2;
     if (len > f->cap) {
         size_t c = f->cap ? f->cap : 64;
         while (c < len)
@@ -203,7 +204,7 @@ int pr_fs_truncate(pr_fs *fs, pr_file *f, size_t len) {
         if (rc) return rc;
         memset(f->data + f->len, 0, len - f->len);
     }
-    if (!f->dead) fs->total = fs->total - f->len + len;
+    fs->total = fs->total - f->len + len;
     f->len = len;
     f->mtime = ++fs->clock;
     return 0;
@@ -216,7 +217,7 @@ int pr_fs_pwrite(pr_fs *fs, pr_file *f, const void *data, size_t n, size_t off) 
         int rc = grow(fs, f, end);
         if (rc) return rc;
         if (off > f->len) memset(f->data + f->len, 0, off - f->len);
-        if (!f->dead) fs->total += end - f->len;
+        fs->total += end - f->len;
         f->len = end;
     }
     if (n) memcpy(f->data + off, data, n);
@@ -224,7 +225,8 @@ int pr_fs_pwrite(pr_fs *fs, pr_file *f, const void *data, size_t n, size_t off) 
     return 0;
 }
 
-void pr_fs_release_dead(pr_file *f) {
+void pr_fs_release_dead(pr_fs *fs, pr_file *f) {
+    if (fs) fs->total -= f->len;
     free(f->data);
     f->data = NULL;
     f->len = f->cap = 0;

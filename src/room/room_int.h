@@ -159,7 +159,9 @@ int pr_fs_truncate(pr_fs *fs, pr_file *f, size_t len);
 int pr_fs_pwrite(pr_fs *fs, pr_file *f, const void *data, size_t n, size_t off);
 void pr_fs_touch(pr_fs *fs, pr_file *f);
 /* Frees the contents of a removed file (when its last descriptor closes). */
-void pr_fs_release_dead(pr_file *f);
+/* Frees an unlinked file's contents after its last close and gives its bytes back to
+ * fs's budget (fs NULL: the run is over, nothing to account). */
+void pr_fs_release_dead(pr_fs *fs, pr_file *f);
 /* True if norm is an implicit (some file under it) or explicit directory; "/" always. */
 bool pr_fs_is_dir(const pr_fs *fs, const char *norm, size_t n);
 /* Direct children of a directory in first-write order, unique; calls fn per name.
@@ -218,8 +220,8 @@ typedef struct pr_watch_slot {
     pw_store *store;
     clockid_t cpu_clock;
     struct timespec cpu_start, wall_start;
-    int fired; /* 0, PR_FIRED_CPU or PR_FIRED_WALL: set by the watchdog thread */
-    uint32_t extra_ms; /* added to both limits (a runtime's one-time initialisation) */
+    int fired;                   /* 0, PR_FIRED_CPU or PR_FIRED_WALL: set by the watchdog thread */
+    uint32_t extra_ms;           /* added to both limits (a runtime's one-time initialisation) */
     bool (*cancelled)(void *ud); /* polled by the watchdog; true stops the run */
     void *cancel_ud;
 } pr_watch_slot;
@@ -272,7 +274,7 @@ typedef struct pr_run_state {
     uint64_t det_clock;
     uint64_t wall_deadline_ns; /* CLOCK_MONOTONIC time at which the wall limit is reached */
     void *abi_state;
-    void *lang_state; /* a language ABI's own state on top of WASI (ruby.c) */
+    void *lang_state;     /* a language ABI's own state on top of WASI (ruby.c) */
     pr_watch_slot *watch; /* the run's watchdog slot */
 } pr_run_state;
 

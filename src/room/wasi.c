@@ -199,9 +199,10 @@ static int guest_path(pw_call_ctx *cx, uint32_t ptr, uint32_t len, const char **
     return E_SUCCESS;
 }
 
-static void closefd(wfd *f) {
+/* fs: the run's file system, for the budget (NULL once the run is over). */
+static void closefd(pr_fs *fs, wfd *f) {
     if (f->kind == K_FILE && f->file) {
-        if (--f->file->nopen == 0 && f->file->dead) pr_fs_release_dead(f->file);
+        if (--f->file->nopen == 0 && f->file->dead) pr_fs_release_dead(fs, f->file);
     }
     if (is_host(f)) close(f->os);
     free(f->dir);
@@ -423,7 +424,7 @@ HOST(proc_exit) {
 HOST(fd_close) {
     wfd *f = getfd(env, U32(0));
     if (!f) RET(E_BADF);
-    closefd(f);
+    closefd(RS(env)->fs, f);
     RET(E_SUCCESS);
 }
 
@@ -431,7 +432,7 @@ HOST(fd_renumber) {
     wfd *from = getfd(env, U32(0)), *to = getfd(env, U32(1));
     if (!from || !to) RET(E_BADF);
     if (from == to) RET(E_SUCCESS);
-    closefd(to);
+    closefd(RS(env)->fs, to);
     *to = *from;
     memset(from, 0, sizeof *from);
     RET(E_SUCCESS);
@@ -773,8 +774,7 @@ static int write_file(pw_call_ctx *cx, pr_fs *fs, pr_file *f, uint32_t iovs, uin
                       uint64_t total, uint64_t off) {
     if (off > SIZE_MAX || total > SIZE_MAX - off) return E_NOSPC;
     size_t end = (size_t)(off + total);
-    size_t counted = f->dead ? 0 : fs->total; /* as fs.c's grow */
-    if (end > f->len && end - f->len > PR_FS_MAX - counted) return E_NOSPC;
+    if (end > f->len && end - f->len > PR_FS_MAX - fs->total) return E_NOSPC; /* as grow */
     uint64_t clock = fs->clock;
     int rc = 0;
     if (total == 0) {
@@ -1639,7 +1639,7 @@ static bool wasi_matches(const pw_module *m) {
 
 static void wasi_free(wasi *w) {
     for (uint32_t i = 0; i < w->nfds; i++)
-        if (w->fds[i].kind != K_FREE) closefd(&w->fds[i]);
+        if (w->fds[i].kind != K_FREE) closefd(NULL, &w->fds[i]);
     if (w->fds != w->fixed) free(w->fds);
     free(w);
 }

@@ -501,6 +501,42 @@ static void test_fs_cap(void **st) {
     pr_fs_free(fs);
 }
 
+/* Issue 9: an unlinked file that a descriptor still holds keeps its bytes counted, so
+ * unlinking open files and writing new ones cannot grow host memory past the budget.
+ * Variants: the held file is grown after the unlink; several files are held at once;
+ * the bytes come back at the last close (pr_fs_release_dead). */
+static void test_fs_unlinked_open_counts(void **st) {
+    (void)st;
+    pr_fs *fs = pr_fs_new();
+    size_t half = PR_FS_MAX / 2;
+    char *big = calloc(1, half + 1);
+    assert_non_null(big);
+    assert_int_equal(pr_fs_write(fs, "/a", 2, big, half), 0);
+    pr_file *a = pr_fs_find(fs, "/a", 2);
+    a->nopen = 1; /* as an open WASI descriptor */
+    pr_fs_remove(fs, a);
+    assert_int_equal(pr_fs_write(fs, "/b", 2, big, half), 0);
+    pr_file *b = pr_fs_find(fs, "/b", 2);
+    b->nopen = 1;
+    pr_fs_remove(fs, b);
+    /* Both halves are still held: nothing more fits, live or through the dead files. */
+    assert_int_equal(pr_fs_write(fs, "/c", 2, big, 1), -2);
+    assert_int_equal(pr_fs_pwrite(fs, a, "x", 1, half), -2);
+    assert_int_equal(pr_fs_truncate(fs, b, half + 1), -2);
+    /* Shrinking a held file gives its bytes back at once. */
+    assert_int_equal(pr_fs_truncate(fs, b, 0), 0);
+    assert_int_equal(pr_fs_write(fs, "/c", 2, big, half), 0);
+    /* The last close of the other one frees its half. */
+    a->nopen = 0;
+    pr_fs_release_dead(fs, a);
+    assert_int_equal(pr_fs_write(fs, "/d", 2, big, half), 0);
+    assert_int_equal(pr_fs_write(fs, "/e", 2, big, 1), -2);
+    b->nopen = 0;
+    pr_fs_release_dead(fs, b);
+    free(big);
+    pr_fs_free(fs);
+}
+
 /* Entries have their own 128 MiB budget (paths count), and removed entries are
  * reclaimed, so neither long names nor create/unlink churn grow host memory. */
 static void test_fs_entries_budget(void **st) {
@@ -789,6 +825,7 @@ int main(void) {
         cmocka_unit_test(test_input),
         cmocka_unit_test(test_fs),
         cmocka_unit_test(test_fs_cap),
+        cmocka_unit_test(test_fs_unlinked_open_counts),
         cmocka_unit_test(test_fs_entries_budget),
         cmocka_unit_test(test_fs_children),
         cmocka_unit_test(test_cache),
