@@ -16,6 +16,7 @@
 
 #include "peri/agent.h"
 #include "peri/store.h"
+#include "peri/tools.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -41,6 +42,11 @@ typedef struct pct_sink {
                    size_t *len);
     int (*fs_write)(void *ctx, const char *session_id, const char *abs_path, const char *data,
                     size_t len);
+    /* Issue 12 item 4, optional: the client's terminal (ACP terminal/... requests) for the shell
+     * tool when the sandbox mode is off; same contract as ptl_client_term.run. */
+    int (*term_run)(void *ctx, const char *session_id, const char *cwd, const char *command,
+                    long long timeout_ms, size_t max_output, atomic_int *cancel,
+                    ptl_term_result *out);
 } pct_sink;
 
 typedef struct pct_config {

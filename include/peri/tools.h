@@ -29,6 +29,8 @@
  *   they point inside the workspace.
  *   issue 12: ptl_ctx.client_fs — read/write/edit may read and write files through the
  *             ACP client (the editor's buffers) after the same confinement.
+ *   issue 12 item 4: ptl_ctx.client_term, ptl_client_term, ptl_term_result — with the
+ *             sandbox mode off, shell runs in the ACP client's terminal when offered.
  *   issue 11: the `run` tool (WASI programs and Ruby scripts, placed by pl_run: the
  *   WebAssembly room first); `shell` through placement when ctx->sandbox is set
  *   (native sandbox: cwd read-write, no network); ptl_ctx.sandbox, ptl_result.meta_json
@@ -88,6 +90,24 @@ typedef struct ptl_client_fs {
     int (*write)(void *ctx, const char *abs_path, const char *data, size_t len);
 } ptl_client_fs;
 
+/* The client's terminal (ACP terminal/... requests), issue 12 item 4: used ONLY by the shell tool
+ * when the sandbox mode is off (the client's terminal is not our sandbox). run() runs
+ * /bin/sh -c command in cwd in a client-created terminal, waits for its exit (killing it
+ * at timeout_ms or when *cancel becomes non-zero) and fills *out. 0 ran (out->output
+ * malloc'd, caller frees), 1 the client offers no terminal, -1 failed (errno set). */
+typedef struct ptl_term_result {
+    char terminal_id[128];
+    char *output;
+    int exit_code; /* -1 unknown; 128+9 when the client reports a signal */
+    bool truncated, timed_out, cancelled;
+} ptl_term_result;
+
+typedef struct ptl_client_term {
+    void *ctx;
+    int (*run)(void *ctx, const char *cwd, const char *command, long long timeout_ms,
+               size_t max_output, atomic_int *cancel, ptl_term_result *out);
+} ptl_client_term;
+
 struct pl_ctx;
 struct pl_policy;
 
@@ -121,6 +141,8 @@ typedef struct ptl_ctx {
 
     /* Issue 12: may be NULL (files are read and written on disk). */
     const ptl_client_fs *client_fs;
+    /* Issue 12 item 4: may be NULL; used only when sandbox->off (see ptl_client_term). */
+    const ptl_client_term *client_term;
     /* Issue 11: how shell and run execute; may be NULL (see ptl_sandbox). */
     const ptl_sandbox *sandbox;
 } ptl_ctx;

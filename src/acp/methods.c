@@ -54,6 +54,7 @@ static void ok_empty(pacp_reply *r) {
 
 static void m_initialize(pacp_server *srv, json_t *params, pacp_reply *r) {
     pacp_fs_caps(srv, json_object_get(params, "clientCapabilities")); /* issue 12 */
+    pacp_term_caps(srv, json_object_get(params, "clientCapabilities"));
     json_t *pv = json_object_get(params, "protocolVersion");
     if (pv && !json_is_integer(pv)) {
         bad_params(r, "protocolVersion must be an integer");

@@ -81,7 +81,11 @@ void pacp_notify(pacp_server *srv, const char *method, json_t *params) {
 static void sink_event(void *ctx, const pag_event *ev) {
     pacp_server *srv = ctx;
     json_t *p = pacp_update_params(ev);
-    if (p) pacp_notify(srv, "session/update", p);
+    if (!p) return;
+    json_incref(p);
+    pacp_notify(srv, "session/update", p);
+    pacp_term_after_update(srv, p); /* issue 12 item 4: shown, so release it now */
+    json_decref(p);
 }
 
 static void sink_prompt_done(void *ctx, void *token, const pag_turn_result *r) {
@@ -187,6 +191,7 @@ static void on_response(pacp_server *srv, pacp_msg *m) {
     if (!json_is_integer(m->id)) return; /* not one of ours: ignore */
     /* Issue 12: answers to fs/read_text_file and fs/write_text_file. */
     if (pacp_fs_on_response(srv, m)) return;
+    if (pacp_term_on_response(srv, m)) return; /* issue 12 item 4 */
     json_int_t id = json_integer_value(m->id);
     /* Decoded here so that no json_t crosses threads; errors and unknown outcomes
      * refuse. */
@@ -360,7 +365,8 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
                      .ask_permission = sink_ask,
                      .on_prompt_done = sink_prompt_done,
                      .fs_read = pacp_fs_read, /* issue 12 */
-                     .fs_write = pacp_fs_write};
+                     .fs_write = pacp_fs_write,
+                     .term_run = pacp_term_run};
     pct_config cfg = {.db_path = opt->storage.locator,
                       .home = opt->home,
                       .machine_id = opt->machine_id,
@@ -407,6 +413,7 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
             return 0;
         }
     }
+    pacp_term_release_all(srv); /* issue 12 item 4: the client is gone; free the records */
     pthread_mutex_destroy(&srv->mu);
     pthread_cond_destroy(&srv->cv);
     pacp_writer_destroy(&srv->w);

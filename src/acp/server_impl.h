@@ -24,6 +24,7 @@ typedef struct pacp_outreq {
     bool error; /* the client answered with an error */
     char *text; /* fs/read_text_file: the content (malloc'd), text_len bytes */
     size_t text_len;
+    bool term; /* issue 12 item 4: a terminal/... request (clientterm.c); text = result JSON */
 } pacp_outreq;
 
 typedef struct pacp_server {
@@ -40,6 +41,10 @@ typedef struct pacp_server {
     bool eof;
     /* Issue 12: what the client advertised in initialize (clientCapabilities.fs). */
     atomic_bool fs_read, fs_write;
+    /* Issue 12 item 4: clientCapabilities.terminal, and the client terminals created for
+     * shell calls that are not released yet (guarded by mu; clientterm.c). */
+    atomic_bool term;
+    struct pacp_term *terms;
 } pacp_server;
 
 /* A reply: exactly one of result / error. */
@@ -67,6 +72,17 @@ int pacp_fs_write(void *ctx, const char *session_id, const char *abs_path, const
                   size_t len);
 void pacp_fs_caps(pacp_server *srv, json_t *client_capabilities);
 bool pacp_fs_on_response(pacp_server *srv, pacp_msg *m);
+
+/* Issue 12 item 4 (clientterm.c): the sink's terminal hook, the capability record, the
+ * reader's hook for terminal/... answers, the release of terminals embedded in an update
+ * just written (params of that session/update), and the release of all left at the end. */
+int pacp_term_run(void *ctx, const char *session_id, const char *cwd, const char *command,
+                  long long timeout_ms, size_t max_output, atomic_int *cancel,
+                  ptl_term_result *out);
+void pacp_term_caps(pacp_server *srv, json_t *client_capabilities);
+bool pacp_term_on_response(pacp_server *srv, pacp_msg *m);
+void pacp_term_after_update(pacp_server *srv, json_t *params);
+void pacp_term_release_all(pacp_server *srv);
 
 void pacp_reply_error(pacp_reply *r, int code, const char *msg);
 void pacp_send_reply(pacp_server *srv, json_t *id, pacp_reply *r);

@@ -102,6 +102,7 @@ int pct_run_tool(pct_sess *s, const char *name, const char *args, atomic_int *ca
     if (!t) return -1;
     ptl_ctx tc = {.cwd = s->cwd, .cancel = cancel, .sandbox = &s->c->sandbox};
     if (s->c->sink.fs_read || s->c->sink.fs_write) tc.client_fs = &s->client_fs;
+    if (s->c->sink.term_run) tc.client_term = &s->client_term;
     ptl_result r;
     ptl_status st = ptl_run(t, args, &tc, &r);
     out->output = r.output;
@@ -126,6 +127,14 @@ static int client_write(void *ctx, const char *abs, const char *data, size_t len
     pct_sess *s = ctx;
     if (!s->c->sink.fs_write) return 1;
     return s->c->sink.fs_write(s->c->sink.ctx, s->id, abs, data, len);
+}
+
+static int client_term_run(void *ctx, const char *cwd, const char *command, long long timeout_ms,
+                           size_t max_output, atomic_int *cancel, ptl_term_result *out) {
+    pct_sess *s = ctx;
+    if (!s->c->sink.term_run) return 1;
+    return s->c->sink.term_run(s->c->sink.ctx, s->id, cwd, command, timeout_ms, max_output, cancel,
+                               out);
 }
 
 static char *port_tool_title(void *ctx, const char *name, const char *args) {
@@ -455,6 +464,7 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
     pthread_mutex_init(&s->emit_mu, NULL);
     s->titled = th->title != NULL;
     s->client_fs = (ptl_client_fs){.ctx = s, .read = client_read, .write = client_write};
+    s->client_term = (ptl_client_term){.ctx = s, .run = client_term_run};
     if (open_mcp(s, mcp_json, notices) != 0) {
         pct_sess_release(s);
         set_err(err, PCT_FAILED, "out of memory%s", NULL);

@@ -40,7 +40,8 @@ typedef struct pct_sess {
     pmcp_pool *mcp;       /* MCP servers of this session (issue 12); closed on release */
     pag_tool_info *tools; /* builtin + MCP tools; the agent's ports point here */
     size_t ntools;
-    ptl_client_fs client_fs; /* issue 12: files through the ACP client when offered */
+    ptl_client_fs client_fs;     /* issue 12: files through the ACP client when offered */
+    ptl_client_term client_term; /* issue 12 item 4: shell in the client's terminal */
     /* ---- issue 13 (guarded by mu unless noted) */
     char *frozen;        /* frozen context text, owned (immutable after creation) */
     char *model_spec;    /* chosen "provider:model", owned; NULL = settings default */
@@ -60,7 +61,7 @@ struct pct_controller {
     bool shared_store;
     pag_tool_info *tools;
     size_t ntools;
-    char *home;         /* for the user's settings.json (MCP servers) and ~/.peri/commands */
+    char *home; /* for the user's settings.json (MCP servers) and ~/.peri/commands */
     /* Issue 11: code runs through placement (room first, native sandbox when needed). */
     pr_host *room;
     pr_ruby *ruby;

@@ -23,6 +23,7 @@
 #include "peri/place.h"
 #include "tools_int.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,6 +189,54 @@ static ptl_status place_and_run(const ptl_ctx *ctx, const pl_request *rq, const 
 
 /* ---------------------------------------------------------------- shell */
 
+/* Issue 12 item 4: sandbox mode off and the ACP client offers terminals: the command runs
+ * in a terminal the client creates, and the content embeds it. Returns false when the
+ * client offers none (the direct runner is used); otherwise *st is the outcome. */
+static bool shell_in_client_term(const ptl_ctx *ctx, const char *cmd, long long timeout,
+                                 ptl_result *r, ptl_status *st) {
+    const ptl_client_term *ct = ctx->client_term;
+    if (!ct || !ct->run) return false;
+    char *root = ptl__root(ctx);
+    if (!root) {
+        *st = ptl__error(r, "the workspace directory is not accessible: %s", ctx->cwd);
+        return true;
+    }
+    size_t limit = ctx->max_output ? ctx->max_output : PTL_DEFAULT_MAX_OUTPUT;
+    ptl_term_result tr = {.exit_code = -1};
+    int rc = ct->run(ct->ctx, root, cmd, timeout, limit, ctx->cancel, &tr);
+    free(root);
+    if (rc == 1) return false;
+    if (rc != 0) {
+        *st = ptl__error(r, "shell: the client's terminal failed: %s", strerror(errno));
+        return true;
+    }
+    r->exit_code = tr.exit_code;
+    r->timed_out = tr.timed_out;
+    r->truncated = tr.truncated;
+    ptl__out o;
+    ptl__out_init(&o, limit + 256);
+    size_t n = strlen(tr.output);
+    ptl__out_add(&o, tr.output, n);
+    if (n && tr.output[n - 1] != '\n') ptl__out_add(&o, "\n", 1);
+    if (tr.truncated) ptl__out_addf(&o, "[output truncated by the terminal]\n");
+    if (tr.cancelled)
+        ptl__out_addf(&o, "[cancelled]");
+    else if (tr.timed_out)
+        ptl__out_addf(&o, "[timed out after %lld ms]", timeout);
+    else
+        ptl__out_addf(&o, "[exit code %d]", tr.exit_code);
+    free(tr.output);
+    *st = ptl__finish(r, &o, tr.cancelled || tr.timed_out || tr.exit_code != 0);
+    if (*st == PTL_OK) {
+        json_t *c = json_pack("[{s:s, s:s}]", "type", "terminal", "terminalId", tr.terminal_id);
+        r->content_json = c ? json_dumps(c, JSON_COMPACT) : NULL;
+        json_decref(c);
+        if (!r->content_json) *st = PTL_ERR_NOMEM;
+    }
+    if (*st == PTL_OK && tr.cancelled) *st = PTL_CANCELLED;
+    return true;
+}
+
 ptl_status ptl__shell_placed(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     const ptl_sandbox *sb = ctx->sandbox;
     if (!sb) return ptl__shell(in, ctx, r); /* embedders/tests without a sandbox config */
@@ -203,7 +252,8 @@ ptl_status ptl__shell_placed(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
                  "sandbox mode is off: running the shell command UNSANDBOXED in %s: %.120s",
                  ctx->cwd, cmd);
         if (sb->warn) sb->warn(sb->warn_ud, msg);
-        ptl_status st = ptl__shell(in, ctx, r);
+        ptl_status st;
+        if (!shell_in_client_term(ctx, cmd, timeout, r, &st)) st = ptl__shell(in, ctx, r);
         if (st == PTL_OK || st == PTL_CANCELLED)
             r->meta_json = strdup("{\"peri.placement\":{\"backend\":\"unsandboxed\",\"reason\":"
                                   "\"sandbox_mode_off\",\"identity\":\"\",\"selected\":true,"

@@ -1,0 +1,229 @@
+/*
+ * clientterm.c — ACP client terminals (issue 12 item 4): when the client advertised
+ * clientCapabilities.terminal and the user turned the sandbox off ("sandbox": {"mode":
+ * "off"}), the shell tool runs its command in a terminal the CLIENT creates
+ * (terminal/create, terminal/wait_for_exit, terminal/output; terminal/kill on cancel or
+ * timeout), and the tool call content embeds {"type":"terminal","terminalId":ID}.
+ *
+ * Invariants: never used for sandboxed runs (the client's terminal is not our sandbox);
+ * every terminal created is released exactly once: after the tool_call_update that embeds
+ * it has been written (sink_event -> pacp_term_after_update), so the client can keep
+ * showing it, or here when the run did not complete. Answers are kept as JSON text by the
+ * reader thread and decoded on the tool thread (no json_t crosses threads).
+ */
+#include "acp/server_impl.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define TERM_REQ_TIMEOUT_MS 30000
+#define TERM_POLL_MS        50
+
+typedef struct pacp_term {
+    struct pacp_term *next;
+    char sid[PST_ID_LEN];
+    char id[128];
+} pacp_term;
+
+void pacp_term_caps(pacp_server *srv, json_t *caps) {
+    atomic_store(&srv->term, json_is_true(json_object_get(caps, "terminal")));
+}
+
+bool pacp_term_on_response(pacp_server *srv, pacp_msg *m) {
+    json_int_t id = json_integer_value(m->id);
+    bool taken = false;
+    pthread_mutex_lock(&srv->mu);
+    for (pacp_outreq *r = srv->pending; r; r = r->next) {
+        if (r->id != id || !r->term || r->done) continue;
+        if (m->error || !m->result)
+            r->error = true;
+        else if (!(r->text = json_dumps(m->result, JSON_COMPACT)))
+            r->error = true;
+        r->done = true;
+        taken = true;
+        pthread_cond_broadcast(&srv->cv);
+        break;
+    }
+    pthread_mutex_unlock(&srv->mu);
+    return taken;
+}
+
+/* Sends a request; returns its id (0: not sent). Fire-and-forget when !wait. */
+static json_int_t send_req(pacp_server *srv, const char *method, json_t *params, pacp_outreq *req) {
+    if (!params) return 0;
+    pthread_mutex_lock(&srv->mu);
+    if (srv->eof) {
+        pthread_mutex_unlock(&srv->mu);
+        json_decref(params);
+        return 0;
+    }
+    json_int_t id = ++srv->next_id;
+    if (req) {
+        req->id = id;
+        req->term = true;
+        req->next = srv->pending;
+        srv->pending = req;
+    }
+    pthread_mutex_unlock(&srv->mu);
+    json_t *f = pacp_make_request(id, method, params);
+    int ok = f && pacp_writer_send(&srv->w, f) == 0;
+    json_decref(f);
+    return ok ? id : 0;
+}
+
+/* One terminal/... request; waits for the answer. With `cancel`, stops waiting (returns
+ * NULL, *stopped set) when *cancel becomes non-zero or `deadline_ms` (monotonic) passes.
+ * Returns the decoded result (caller decrefs) or NULL. */
+static json_t *term_call(pacp_server *srv, const char *method, json_t *params, atomic_int *cancel,
+                         long long deadline_ms, bool *stopped) {
+    pacp_outreq *req = calloc(1, sizeof *req);
+    if (!req) {
+        json_decref(params);
+        return NULL;
+    }
+    bool sent = send_req(srv, method, params, req) != 0;
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    long long t0 = (long long)start.tv_sec * 1000 + start.tv_nsec / 1000000;
+    pthread_mutex_lock(&srv->mu);
+    while (sent && !req->done && !srv->eof) {
+        struct timespec now, dl;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long long ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+        if (cancel && (atomic_load(cancel) || ms >= deadline_ms)) {
+            if (stopped) *stopped = true;
+            break;
+        }
+        if (!cancel && ms - t0 >= TERM_REQ_TIMEOUT_MS) break;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_nsec += TERM_POLL_MS * 1000000L;
+        if (dl.tv_nsec >= 1000000000L) {
+            dl.tv_sec++;
+            dl.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&srv->cv, &srv->mu, &dl);
+    }
+    for (pacp_outreq **p = &srv->pending; *p; p = &(*p)->next)
+        if (*p == req) {
+            *p = req->next;
+            break;
+        }
+    pthread_mutex_unlock(&srv->mu);
+    json_t *res = req->done && !req->error && req->text ? json_loads(req->text, 0, NULL) : NULL;
+    free(req->text);
+    free(req);
+    return res;
+}
+
+static long long mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void release(pacp_server *srv, const char *sid, const char *tid) {
+    send_req(srv, "terminal/release", json_pack("{s:s, s:s}", "sessionId", sid, "terminalId", tid),
+             NULL);
+}
+
+int pacp_term_run(void *ctx, const char *sid, const char *cwd, const char *command,
+                  long long timeout_ms, size_t max_output, atomic_int *cancel,
+                  ptl_term_result *out) {
+    pacp_server *srv = ctx;
+    if (!atomic_load(&srv->term)) return 1;
+    json_t *cr = term_call(srv, "terminal/create",
+                           json_pack("{s:s, s:s, s:[s,s], s:s, s:I}", "sessionId", sid, "command",
+                                     "/bin/sh", "args", "-c", command, "cwd", cwd,
+                                     "outputByteLimit", (json_int_t)max_output),
+                           NULL, 0, NULL);
+    const char *tid = json_string_value(json_object_get(cr, "terminalId"));
+    if (!tid || strlen(tid) >= sizeof out->terminal_id) {
+        json_decref(cr);
+        errno = EIO;
+        return -1;
+    }
+    snprintf(out->terminal_id, sizeof out->terminal_id, "%s", tid);
+    json_decref(cr);
+    bool stopped = false;
+    json_t *w = term_call(srv, "terminal/wait_for_exit",
+                          json_pack("{s:s, s:s}", "sessionId", sid, "terminalId", out->terminal_id),
+                          cancel, mono_ms() + timeout_ms, &stopped);
+    if (stopped) {
+        out->cancelled = cancel && atomic_load(cancel);
+        out->timed_out = !out->cancelled;
+        json_decref(
+            term_call(srv, "terminal/kill",
+                      json_pack("{s:s, s:s}", "sessionId", sid, "terminalId", out->terminal_id),
+                      NULL, 0, NULL));
+    }
+    json_decref(w);
+    json_t *o = term_call(srv, "terminal/output",
+                          json_pack("{s:s, s:s}", "sessionId", sid, "terminalId", out->terminal_id),
+                          NULL, 0, NULL);
+    const char *text = json_string_value(json_object_get(o, "output"));
+    out->output = strdup(text ? text : "");
+    out->truncated = json_is_true(json_object_get(o, "truncated"));
+    json_t *es = json_object_get(o, "exitStatus");
+    json_t *code = json_object_get(es, "exitCode");
+    out->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1;
+    if (!json_is_integer(code) && json_is_string(json_object_get(es, "signal")))
+        out->exit_code = 128 + 9; /* killed by a signal the client named */
+    json_decref(o);
+    if (!out->output) {
+        release(srv, sid, out->terminal_id);
+        errno = ENOMEM;
+        return -1;
+    }
+    if (out->cancelled) { /* no completed update will embed it */
+        release(srv, sid, out->terminal_id);
+        return 0;
+    }
+    pacp_term *t = calloc(1, sizeof *t);
+    if (!t) {
+        release(srv, sid, out->terminal_id);
+        return 0;
+    }
+    snprintf(t->sid, sizeof t->sid, "%s", sid);
+    snprintf(t->id, sizeof t->id, "%s", out->terminal_id);
+    pthread_mutex_lock(&srv->mu);
+    t->next = srv->terms;
+    srv->terms = t;
+    pthread_mutex_unlock(&srv->mu);
+    return 0;
+}
+
+void pacp_term_after_update(pacp_server *srv, json_t *params) {
+    json_t *content = json_object_get(json_object_get(params, "update"), "content");
+    size_t i;
+    json_t *c;
+    json_array_foreach(content, i, c) {
+        const char *tid = json_string_value(json_object_get(c, "terminalId"));
+        if (!tid) continue;
+        pacp_term *hit = NULL;
+        pthread_mutex_lock(&srv->mu);
+        for (pacp_term **p = &srv->terms; *p; p = &(*p)->next)
+            if (!strcmp((*p)->id, tid)) {
+                hit = *p;
+                *p = hit->next;
+                break;
+            }
+        pthread_mutex_unlock(&srv->mu);
+        if (hit) release(srv, hit->sid, hit->id);
+        free(hit);
+    }
+}
+
+void pacp_term_release_all(pacp_server *srv) {
+    pthread_mutex_lock(&srv->mu);
+    pacp_term *t = srv->terms;
+    srv->terms = NULL;
+    pthread_mutex_unlock(&srv->mu);
+    while (t) {
+        pacp_term *n = t->next;
+        release(srv, t->sid, t->id);
+        free(t);
+        t = n;
+    }
+}
