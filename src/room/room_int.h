@@ -128,10 +128,12 @@ typedef struct pr_file {
     uint8_t *data;
     size_t len, cap;
     uint64_t mtime; /* logical: the FS clock after the write */
+    uint64_t atime; /* beyond the contract only: a stored atime (own_atime set) */
     uint32_t hash;
     uint32_t nopen; /* open WASI descriptors */
     bool dir;       /* explicit directory (WASI path_create_directory) */
     bool dead;      /* removed; kept for order until compaction */
+    bool own_atime; /* atime set through WASI (never in contract runs); else atime = mtime */
 } pr_file;
 
 struct pr_fs {

@@ -290,6 +290,12 @@ static void filestat(uint8_t *b, uint8_t type, uint64_t ino, uint64_t size, uint
     st64(b + 56, mtime);
 }
 
+/* A file's filestat: atim is its own only when set beyond the contract. */
+static void file_stat(uint8_t *b, uint64_t ino, const pr_file *f) {
+    filestat(b, FT_FILE, ino, f->len, f->mtime);
+    if (f->own_atime) st64(b + 40, f->atime);
+}
+
 /* ---------------------------------------------------------------- args, environ */
 
 static const char ARGV0[] = "/程序.wasm";
@@ -513,8 +519,7 @@ HOST(fd_prestat_dir_name) {
 
 static int stat_fd(const wfd *f, uint8_t *p) {
     if (f->kind == K_FILE) {
-        filestat(p, FT_FILE, path_ino(f->file->path, f->file->path_len), f->file->len,
-                 f->file->mtime);
+        file_stat(p, path_ino(f->file->path, f->file->path_len), f->file);
     } else if (f->kind == K_DIR) {
         filestat(p, FT_DIR, path_ino(f->dir ? f->dir : "/", f->dir ? f->dir_len : 1), 0, 0);
     } else {
@@ -552,7 +557,10 @@ HOST(fd_filestat_set_size) {
     RET(fs_errno(pr_fs_truncate(RS(env)->fs, f->file, (size_t)U64(1))));
 }
 
-static int set_times(pr_fs *fs, pr_file *f, uint64_t mtim, uint32_t flags) {
+/* Contract runs store an explicit mtime only (atim follows mtim, as in the reference);
+ * runs beyond the contract (beyond) also store atim: explicit, or "now" = the FS clock. */
+static int set_times(pr_fs *fs, pr_file *f, bool beyond, uint64_t atim, uint64_t mtim,
+                     uint32_t flags) {
     if ((flags & FST_ATIM && flags & FST_ATIM_NOW) || (flags & FST_MTIM && flags & FST_MTIM_NOW))
         return E_INVAL;
     if (!f) return E_SUCCESS; /* directories have no stored times */
@@ -560,6 +568,10 @@ static int set_times(pr_fs *fs, pr_file *f, uint64_t mtim, uint32_t flags) {
         f->mtime = mtim;
     else if (flags & FST_MTIM_NOW)
         pr_fs_touch(fs, f);
+    if (beyond && flags & (FST_ATIM | FST_ATIM_NOW)) {
+        f->atime = flags & FST_ATIM ? atim : fs->clock;
+        f->own_atime = true;
+    }
     return E_SUCCESS;
 }
 
@@ -568,7 +580,8 @@ HOST(fd_filestat_set_times) {
     if (!f) RET(E_BADF);
     NEED(f, R_FD_SET_TIMES);
     if (is_host(f)) RET(pr_hd_futimes(f->os, U64(1), U64(2), U32(3)));
-    RET(set_times(RS(env)->fs, f->kind == K_FILE ? f->file : NULL, U64(2), U32(3)));
+    RET(set_times(RS(env)->fs, f->kind == K_FILE ? f->file : NULL, RS(env)->host->beyond_contract,
+                  U64(1), U64(2), U32(3)));
 }
 
 HOST(fd_advise) {
@@ -1125,7 +1138,7 @@ HOST(path_filestat_get) {
     if (e) RET(e);
     pr_file *f = pr_fs_find(rs->fs, norm, n);
     if (f && !f->dir)
-        filestat(p, FT_FILE, path_ino(norm, n), f->len, f->mtime);
+        file_stat(p, path_ino(norm, n), f);
     else if (f || pr_fs_is_dir(rs->fs, norm, n))
         filestat(p, FT_DIR, path_ino(norm, n), 0, 0);
     else
@@ -1152,9 +1165,9 @@ HOST(path_filestat_set_times) {
     if (e) RET(e);
     pr_file *f = pr_fs_find(rs->fs, norm, n);
     if (f && !f->dir)
-        e = set_times(rs->fs, f, U64(5), U32(6));
+        e = set_times(rs->fs, f, rs->host->beyond_contract, U64(4), U64(5), U32(6));
     else if (f || pr_fs_is_dir(rs->fs, norm, n))
-        e = set_times(rs->fs, NULL, 0, U32(6));
+        e = set_times(rs->fs, NULL, false, 0, 0, U32(6));
     else
         e = E_NOENT;
     free(norm);
@@ -1294,6 +1307,8 @@ static int rename_tree(pr_fs *fs, const char *old, size_t on, const char *nw, si
         g->len = f->len;
         g->cap = f->cap;
         g->mtime = f->mtime;
+        g->atime = f->atime;
+        g->own_atime = f->own_atime;
         fs->total -= f->len;
         f->data = NULL;
         f->len = f->cap = 0;

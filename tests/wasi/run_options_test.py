@@ -191,6 +191,17 @@ with tempfile.TemporaryDirectory() as t:
     check(out in ["drop 0 regain %d read %d dirseek %d\n" % (E_NOTCAPABLE, e, E_BADF)
                   for e in (E_BADF, E_NOTCAPABLE)],
           "rights enforced in the in-memory file system: %r" % out)
+    # Beyond the contract the in-memory file system stores atim and mtim as given
+    # (a contract run keeps atim = mtim, the reference host's logical clock).
+    times_out = ("times: errno 0 0 atim 1000000000 mtim 2000000000\n"
+                 "atim now: errno 0 0 atim changed 1 mtim 2000000000\n")
+    rc, out, _ = run("--file", "/f=" + src, PROBE, "times", "f")
+    check(rc == 0 and out == times_out, "in-memory set_times store atim and mtim: %r" % out)
+    hd = os.path.join(t, "hd")
+    os.mkdir(hd)
+    open(os.path.join(hd, "f"), "w").write("x")
+    rc, out, _ = run("--dir", hd + "::/", PROBE, "times", "f")
+    check(rc == 0 and out == times_out, "host set_times answer alike: %r" % out)
 
 print("run options: %s" % ("ok" if not failures else "%d failures" % failures))
 sys.exit(1 if failures else 0)
