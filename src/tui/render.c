@@ -11,6 +11,7 @@
 
 #define PREVIEW_LINES 4
 #define DIFF_LINES 12
+#define USER_LINES 12 /* a long paste shows its start */
 
 static int para(pt_lines *out, const char *s, size_t n, uint16_t attr, int width, const char *first,
                 const char *rest, uint16_t pattr, bool utf8) {
@@ -123,7 +124,7 @@ int pt_render_entry(pt_lines *out, const pt_entry *e, int width, const pt_style 
     case PT_E_USER:
         if (!pt_lines_push(out)) return -1;
         return lines_of(out, e->text.s ? e->text.s : "", e->text.n, PT_BOLD, width,
-                        u ? "\xE2\x9D\xAF " : "> ", "  ", PT_FG(PT_BLUE) | PT_BOLD, u, 0);
+                        u ? "\xE2\x9D\xAF " : "> ", "  ", PT_FG(PT_BLUE) | PT_BOLD, u, USER_LINES);
     case PT_E_AGENT:
         if (!pt_lines_push(out)) return -1;
         return pt_markdown(out, e->text.s ? e->text.s : "", e->text.n, width, u);
