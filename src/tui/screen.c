@@ -79,11 +79,10 @@ static int input_lines(pt_lines *ls, const pt_input *in, int width, bool utf8, i
             }
             col = 0;
         }
-        for (size_t k = 0; k < tmp.n; k++)
-            if (pt_line_add(l, tmp.s + k, 1, 0, utf8)) {
-                pt_line_free(&tmp);
-                return -1;
-            }
+        if (pt_line_append(l, &tmp)) {
+            pt_line_free(&tmp);
+            return -1;
+        }
         pt_line_free(&tmp);
         col += cw;
         i += len;
@@ -119,8 +118,7 @@ static int status_line(pt_line *l, const char *left, const char *right, int cols
         if (pt_line_add(l, " ", 1, a, utf8)) return -1;
         w++;
     }
-    for (size_t i = 0; i < r.n; i++)
-        if (pt_line_add(l, r.s + i, 1, r.a[i], utf8)) return -1;
+    if (pt_line_append(l, &r)) return -1;
     pt_line_free(&r);
     w = pt_line_width(l);
     while (w < cols) {
@@ -156,9 +154,7 @@ int pt_screen_draw(pt_screen *s, pt_frame *f) {
         if (!l) goto done;
         const char *pre = first + i == 0 ? (u ? "\xE2\x80\xBA " : "> ") : "  ";
         if (pt_line_adds(l, pre, PT_BOLD | PT_FG(PT_BLUE), u)) goto done;
-        pt_line *src = &inl.v[first + i];
-        for (size_t k = 0; k < src->n; k++)
-            if (pt_line_add(l, src->s + k, 1, 0, u)) goto done;
+        if (pt_line_append(l, &inl.v[first + i])) goto done;
     }
     if (f->hint && *f->hint) {
         pt_lines hl = {0};
@@ -186,8 +182,7 @@ int pt_screen_draw(pt_screen *s, pt_frame *f) {
     for (size_t i = 0; f->extra && i < f->extra->n; i++) {
         pt_line *l = pt_lines_push(&trans);
         if (!l) goto done;
-        for (size_t k = 0; k < f->extra->v[i].n; k++)
-            if (pt_line_add(l, f->extra->v[i].s + k, 1, f->extra->v[i].a[k], u)) goto done;
+        if (pt_line_append(l, &f->extra->v[i])) goto done;
         pt_line_cut(l, cols);
     }
     int bh = (int)bottom.n > rows ? rows : (int)bottom.n;

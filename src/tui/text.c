@@ -108,6 +108,16 @@ int pt_line_add(pt_line *l, const char *s, size_t n, uint16_t attr, bool utf8) {
     return 0;
 }
 
+int pt_line_append(pt_line *l, const pt_line *src) {
+    if (reserve(l, src->n)) return -1;
+    if (src->n) {
+        memcpy(l->s + l->n, src->s, src->n);
+        memcpy(l->a + l->n, src->a, src->n * sizeof *l->a);
+    }
+    l->n += src->n;
+    return 0;
+}
+
 int pt_line_adds(pt_line *l, const char *s, uint16_t attr, bool utf8) {
     return s ? pt_line_add(l, s, strlen(s), attr, utf8) : 0;
 }

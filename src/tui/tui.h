@@ -71,6 +71,8 @@ void pt_line_free(pt_line *l);
  * and, when !utf8, every non-ASCII character become '?'. -1 when out of memory. */
 int pt_line_add(pt_line *l, const char *s, size_t n, uint16_t attr, bool utf8);
 int pt_line_adds(pt_line *l, const char *s, uint16_t attr, bool utf8);
+/* Appends an already sanitised line as is. */
+int pt_line_append(pt_line *l, const pt_line *src);
 /* Display width of a sanitised line. */
 int pt_line_width(const pt_line *l);
 /* Byte length and display width of the character at s (sanitised text). */

@@ -26,9 +26,11 @@ TIMEOUT = 20.0
 
 class Tmux:
     """One private tmux server (socket in the test's temp dir) with one window."""
+    n = 0
 
     def __init__(self, tmp, cols, rows):
-        self.sock = os.path.join(tmp, "tmux.sock")
+        Tmux.n += 1  # one server per window: a killed server's socket is never reused
+        self.sock = os.path.join(tmp, "tmux%d.sock" % Tmux.n)
         self.cols, self.rows = cols, rows
         self.env = dict(os.environ, LC_ALL="C.UTF-8", LANG="C.UTF-8")
         self.started = False
@@ -83,6 +85,8 @@ class Tui:
         env.update(extra_env or {})
         self.log = os.path.join(E.tmp, "agent.log")
         self.pidfile = os.path.join(E.tmp, "tui.pid")
+        if os.path.exists(self.pidfile):
+            os.unlink(self.pidfile)
         script = os.path.join(E.tmp, "run.sh")
         with open(script, "w") as f:
             f.write("".join("export %s=%s\n" % (k, shlex.quote(v)) for k, v in env.items()))
