@@ -36,11 +36,13 @@ static void peri_usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-    /* issue 16: `peri` alone on a terminal, `peri --continue`, `peri --resume ID` start
-     * the TUI (in peri-agent); without a terminal `peri` alone prints the usage. */
+    /* issue 16: `peri` alone on a terminal, `peri --continue`, `peri --resume ID` (and the
+     * other options of `peri tui`) start the TUI (in peri-agent); without a terminal
+     * `peri` alone prints the usage. */
     if ((argc < 2 && isatty(0) && isatty(1)) ||
         (argc >= 2 && (!strcmp(argv[1], "--continue") || !strcmp(argv[1], "-c") ||
-                       !strcmp(argv[1], "--resume")))) {
+                       !strcmp(argv[1], "--resume") || !strcmp(argv[1], "--cwd") ||
+                       !strcmp(argv[1], "--db") || !strcmp(argv[1], "--log")))) {
         char *tui[argc + 2];
         tui[0] = argv[0];
         tui[1] = "tui";

@@ -21,9 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CLOSE_GRACE_MS 3000
+#define CLOSE_GRACE_MS   3000
 #define CTRL_C_WINDOW_MS 2000
-#define ESC_WAIT_MS 25
+#define ESC_WAIT_MS      25
 
 typedef enum rq_kind {
     RQ_NONE,
@@ -47,23 +47,23 @@ typedef struct app {
         int id;
         rq_kind kind;
     } rq[64];
-    char sid[128];     /* the session shown */
-    bool ready;        /* a session is open */
-    int prompts;       /* prompts in flight */
+    char sid[128]; /* the session shown */
+    bool ready;    /* a session is open */
+    int prompts;   /* prompts in flight */
     bool cancelling;
-    json_t *perm_id;     /* an open permission request (its JSON-RPC id), or NULL */
-    json_t *perm;        /* its params */
-    json_t *pick;        /* /resume: the sessions offered, or NULL */
+    json_t *perm_id; /* an open permission request (its JSON-RPC id), or NULL */
+    json_t *perm;    /* its params */
+    json_t *pick;    /* /resume: the sessions offered, or NULL */
     size_t pick_sel;
-    json_t *commands;    /* availableCommands */
+    json_t *commands; /* availableCommands */
     char model[128], mode[64], title[160];
     long long used, size;
     double cost;
     bool has_usage, has_cost;
-    char msg[256];       /* a transient hint (errors, "press Ctrl-C again") */
+    char msg[256]; /* a transient hint (errors, "press Ctrl-C again") */
     uint16_t msg_attr;
-    long long ctrlc_at;  /* ms of the first Ctrl-C, 0 = not armed */
-    long long esc_at;    /* ms when a lone ESC began waiting */
+    long long ctrlc_at; /* ms of the first Ctrl-C, 0 = not armed */
+    long long esc_at;   /* ms when a lone ESC began waiting */
     int scroll;
     bool quit;
     unsigned spin;
@@ -158,7 +158,8 @@ static void take_config(app *a, json_t *cfg) {
 }
 
 static void take_session(app *a, json_t *res) {
-    const char *m = json_string_value(json_object_get(json_object_get(res, "modes"), "currentModeId"));
+    const char *m =
+        json_string_value(json_object_get(json_object_get(res, "modes"), "currentModeId"));
     if (m) snprintf(a->mode, sizeof a->mode, "%s", m);
     take_config(a, json_object_get(res, "configOptions"));
     a->ready = true;
@@ -347,7 +348,8 @@ static void answer_permission(app *a, size_t k) {
 
 static void cancel_turn(app *a) {
     if (a->perm_id) {
-        pt_client_reply(&a->c, a->perm_id, json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled"));
+        pt_client_reply(&a->c, a->perm_id,
+                        json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled"));
         json_decref(a->perm_id);
         json_decref(a->perm);
         a->perm_id = a->perm = NULL;
@@ -561,8 +563,10 @@ static void on_key(app *a, const pt_key *k) {
             break;
         }
         case 'd':
-            if (!a->in.b.n) a->quit = true;
-            else pt_input_delete(&a->in);
+            if (!a->in.b.n)
+                a->quit = true;
+            else
+                pt_input_delete(&a->in);
             break;
         case 'a': pt_input_home(&a->in); break;
         case 'e': pt_input_end(&a->in); break;
@@ -598,7 +602,8 @@ static void extra_lines(app *a, pt_lines *ls) {
         const char *title = json_string_value(json_object_get(tc, "title"));
         const char *kind = json_string_value(json_object_get(tc, "kind"));
         pt_lines_push(ls);
-        snprintf(buf, sizeof buf, "Permission: %s (%s)", title ? title : "tool", kind ? kind : "other");
+        snprintf(buf, sizeof buf, "Permission: %s (%s)", title ? title : "tool",
+                 kind ? kind : "other");
         add_line(ls, buf, PT_BOLD | PT_FG(PT_YELLOW), w, u, u ? "\xE2\x9A\xA0 " : "! ", "  ");
         json_t *ri = json_object_get(tc, "rawInput");
         const char *cmd = json_string_value(json_object_get(ri, "command"));
@@ -617,7 +622,8 @@ static void extra_lines(app *a, pt_lines *ls) {
     }
     if (a->pick) {
         pt_lines_push(ls);
-        add_line(ls, "Resume a session (1-9 or arrows + Enter; Esc closes):", PT_BOLD, w, u, "", "");
+        add_line(ls, "Resume a session (1-9 or arrows + Enter; Esc closes):", PT_BOLD, w, u, "",
+                 "");
         size_t i;
         json_t *s;
         json_array_foreach(a->pick, i, s) {
@@ -627,8 +633,8 @@ static void extra_lines(app *a, pt_lines *ls) {
             const char *id = json_string_value(json_object_get(s, "sessionId"));
             snprintf(buf, sizeof buf, "%s  %.16s", title ? title : id ? id : "?", at ? at : "");
             char pre[16];
-            snprintf(pre, sizeof pre, "%s%zu. ", i == a->pick_sel ? (u ? "\xE2\x80\xBA " : "> ") : "  ",
-                     i + 1);
+            snprintf(pre, sizeof pre, "%s%zu. ",
+                     i == a->pick_sel ? (u ? "\xE2\x80\xBA " : "> ") : "  ", i + 1);
             add_line(ls, buf, i == a->pick_sel ? PT_REV : 0, w, u, pre, "     ");
         }
     }
@@ -707,8 +713,8 @@ int ptui_run(const ptui_options *o) {
     pt_term_size(&a->scr.rows, &a->scr.cols);
     request(a, "initialize",
             json_pack("{s:i, s:{s:{s:b, s:b}, s:b}, s:{s:s, s:s}}", "protocolVersion", 1,
-                      "clientCapabilities", "fs", "readTextFile", 0, "writeTextFile", 0,
-                      "terminal", 0, "clientInfo", "name", "peri-tui", "version", "1"),
+                      "clientCapabilities", "fs", "readTextFile", 0, "writeTextFile", 0, "terminal",
+                      0, "clientInfo", "name", "peri-tui", "version", "1"),
             RQ_INIT);
     bool dirty = true;
     long long last_spin = now_ms();
@@ -776,7 +782,8 @@ int ptui_run(const ptui_options *o) {
     }
     pt_term_restore();
     if (a->perm_id)
-        pt_client_reply(&a->c, a->perm_id, json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled"));
+        pt_client_reply(&a->c, a->perm_id,
+                        json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled"));
     if (a->prompts > 0 && a->sid[0])
         pt_client_notify(&a->c, "session/cancel", json_pack("{s:s}", "sessionId", a->sid));
     pt_client_close(&a->c, CLOSE_GRACE_MS);

@@ -32,8 +32,8 @@ int pt_client_start(pt_client *c, const ptui_options *o, char *err, size_t errle
         close(to[1]);
         return -1;
     }
-    int logfd = open(o->log ? o->log : "/dev/null", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-                     0600);
+    int logfd =
+        open(o->log ? o->log : "/dev/null", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     const char *argv[8];
     int n = 0;
     argv[n++] = o->agent;

@@ -180,7 +180,11 @@ int pt_keys_next(pt_keys *k, pt_key *out, bool flush) {
         out->ctrl = (char)('a' + c - 1);
         return 1;
     }
-    size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
+    size_t len = c < 0x80             ? 1
+                 : (c & 0xE0) == 0xC0 ? 2
+                 : (c & 0xF0) == 0xE0 ? 3
+                 : (c & 0xF8) == 0xF0 ? 4
+                                      : 1;
     if (k->n < len) {
         if (!flush) return 0;
         len = k->n;

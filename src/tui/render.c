@@ -10,8 +10,8 @@
 #include <string.h>
 
 #define PREVIEW_LINES 4
-#define DIFF_LINES 12
-#define USER_LINES 12 /* a long paste shows its start */
+#define DIFF_LINES    12
+#define USER_LINES    12 /* a long paste shows its start */
 
 static int para(pt_lines *out, const char *s, size_t n, uint16_t attr, int width, const char *first,
                 const char *rest, uint16_t pattr, bool utf8) {
@@ -78,12 +78,11 @@ static int tool(pt_lines *out, const pt_entry *e, int width, bool utf8) {
     pt_line_free(&p);
     if (rc) return -1;
     const char *hook = utf8 ? "  \xE2\x8E\xBF " : "  | ";
-    if (e->placement &&
-        para(out, e->placement, strlen(e->placement), PT_FG(PT_BLUE), width, hook, "    ", PT_DIM,
-             utf8))
+    if (e->placement && para(out, e->placement, strlen(e->placement), PT_FG(PT_BLUE), width, hook,
+                             "    ", PT_DIM, utf8))
         return -1;
-    if (e->diff.n && lines_of(out, e->diff.s, e->diff.n, 0xFFFF, width, e->placement ? "    " : hook,
-                              "    ", PT_DIM, utf8, DIFF_LINES))
+    if (e->diff.n && lines_of(out, e->diff.s, e->diff.n, 0xFFFF, width,
+                              e->placement ? "    " : hook, "    ", PT_DIM, utf8, DIFF_LINES))
         return -1;
     else if (!e->diff.n && e->text.n) {
         /* the preview: a fenced command block is skipped, the output shown */

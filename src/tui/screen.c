@@ -164,7 +164,8 @@ int pt_screen_draw(pt_screen *s, pt_frame *f) {
         pt_line_free(&p);
         for (size_t i = 0; !e && i < hl.n && i < 3; i++) {
             pt_line *l = pt_lines_push(&bottom);
-            if (!l) e = -1;
+            if (!l)
+                e = -1;
             else {
                 *l = hl.v[i];
                 memset(&hl.v[i], 0, sizeof hl.v[i]);

@@ -82,7 +82,8 @@ static const char *text_of(json_t *u) {
 static void chunk(pt_transcript *t, pt_kind kind, json_t *u) {
     const char *s = text_of(u);
     if (!s) {
-        const char *type = json_string_value(json_object_get(json_object_get(u, "content"), "type"));
+        const char *type =
+            json_string_value(json_object_get(json_object_get(u, "content"), "type"));
         if (kind != PT_E_USER || !type) return;
         s = !strcmp(type, "image")           ? "[image]"
             : !strcmp(type, "resource_link") ? "[file]"
@@ -161,7 +162,8 @@ static void tool_content(pt_entry *e, json_t *content) {
         const char *type = json_string_value(json_object_get(c, "type"));
         if (!type) continue;
         if (!strcmp(type, "content")) {
-            const char *s = json_string_value(json_object_get(json_object_get(c, "content"), "text"));
+            const char *s =
+                json_string_value(json_object_get(json_object_get(c, "content"), "text"));
             if (s) last_text = s;
         } else if (!strcmp(type, "diff")) {
             make_diff(&e->diff, json_string_value(json_object_get(c, "oldText")),
@@ -182,8 +184,8 @@ static void tool_placement(pt_entry *e, json_t *u) {
     const char *backend = json_string_value(json_object_get(p, "backend"));
     const char *reason = json_string_value(json_object_get(p, "reason"));
     char buf[256];
-    snprintf(buf, sizeof buf, "ran in %s%s%s%s%s", backend ? backend : "?",
-             reason ? " (" : "", reason ? reason : "", reason ? ")" : "",
+    snprintf(buf, sizeof buf, "ran in %s%s%s%s%s", backend ? backend : "?", reason ? " (" : "",
+             reason ? reason : "", reason ? ")" : "",
              json_is_true(json_object_get(p, "unsandboxed")) ? " UNSANDBOXED" : "");
     set_str(&e->placement, buf);
 }

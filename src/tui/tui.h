@@ -50,7 +50,7 @@ enum {
 };
 /* Colours (attr bits 8..11): 0 = default. */
 enum { PT_RED = 1, PT_GREEN, PT_YELLOW, PT_BLUE, PT_MAGENTA, PT_CYAN, PT_GREY };
-#define PT_FG(c) ((uint16_t)((c) << 8))
+#define PT_FG(c)    ((uint16_t)((c) << 8))
 #define PT_FG_OF(a) (((a) >> 8) & 15)
 
 /* One line of styled text: bytes (sanitised UTF-8, or ASCII) and one attribute per
@@ -108,15 +108,15 @@ void pt_buf_free(pt_buf *b);
 
 typedef struct pt_entry {
     pt_kind kind;
-    pt_buf text;      /* user/agent/thought/notice text; tool: output preview */
-    char *id;         /* tool call id */
-    char *title;      /* tool title */
-    char *tkind;      /* tool kind */
-    char *status;     /* tool status */
-    char *placement;  /* "room (reason x)" / "sandbox ..." */
-    pt_buf diff;      /* "-old\n+new\n" lines */
-    json_t *plan;     /* plan entries (owned) */
-    uint16_t attr;    /* notice style */
+    pt_buf text;     /* user/agent/thought/notice text; tool: output preview */
+    char *id;        /* tool call id */
+    char *title;     /* tool title */
+    char *tkind;     /* tool kind */
+    char *status;    /* tool status */
+    char *placement; /* "room (reason x)" / "sandbox ..." */
+    pt_buf diff;     /* "-old\n+new\n" lines */
+    json_t *plan;    /* plan entries (owned) */
+    uint16_t attr;   /* notice style */
 } pt_entry;
 
 typedef struct pt_transcript {
@@ -154,7 +154,7 @@ typedef enum pt_keytype {
     PK_PGDN,
     PK_TAB,
     PK_ESC,
-    PK_CTRL, /* ctrl holds the letter: 'c', 'd', 'a', 'e', 'k', 'u', 'w', 'l', 'j' */
+    PK_CTRL,  /* ctrl holds the letter: 'c', 'd', 'a', 'e', 'k', 'u', 'w', 'l', 'j' */
     PK_PASTE, /* paste holds the pasted bytes (owned by the decoder until the next call) */
 } pt_keytype;
 

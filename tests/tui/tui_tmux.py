@@ -92,9 +92,10 @@ class Tui:
             f.write("".join("export %s=%s\n" % (k, shlex.quote(v)) for k, v in env.items()))
             f.write("cd %s\n" % shlex.quote(E.cwd))
             # exec keeps the pid: $$ is the TUI's process (peri execs peri-agent in place)
-            f.write("sh -c 'echo $$ > %s; exec %s %s --db %s --log %s'\n" % (
-                self.pidfile, shlex.quote(E.peri), args, shlex.quote(E.db),
-                shlex.quote(self.log)))
+            opts = "" if args is None else "%s --db %s --log %s" % (
+                args, shlex.quote(E.db), shlex.quote(self.log))
+            f.write("sh -c 'echo $$ > %s; exec %s %s'\n" % (
+                self.pidfile, shlex.quote(E.peri), opts))
             f.write("echo \"TUI-EXIT $?\"\n")
             f.write("stty -a | tr -s ' ;' '\\n\\n' | grep -xE -- '-?(echo|icanon|isig)' "
                     "| tr '\\n' ' '; echo STTY-END\n")
@@ -336,7 +337,7 @@ LONG = ("This answer is deliberately long so that it has to wrap on a narrow ter
 
 def s_resize(E, capture=None):
     """Resize to 40 columns: everything re-wraps, the status and input stay."""
-    u = Tui(E, cols=100, rows=30, args="")  # `peri` alone on a terminal starts the TUI
+    u = Tui(E, cols=100, rows=30, args=None)  # `peri` alone on a terminal starts the TUI
     try:
         u.ready()
         mock_script(E, [
@@ -349,6 +350,7 @@ def s_resize(E, capture=None):
         u.t.tmux("resize-window", "-t", "t", "-x", "40", "-y", "24")
         s = u.t.wait(lambda s: max(len(l) for l in s.splitlines()) <= 40 and "ZEBRA" in s
                      and "[completed]" in s, "the layout at 40 columns")
+        print(s)
         lines = s.rstrip("\n").splitlines()
         check(len(lines) <= 24, "rows %d" % len(lines))
         joined = " ".join(l.strip() for l in lines)
