@@ -685,6 +685,49 @@ static void draw(app *a) {
     pt_lines_clear(&extra);
 }
 
+/* ------------------------------------------------------------------ close */
+
+/* The bounded close (as libperi-sdk's): session/close, replayed every 50 ms while the
+ * agent answers -32010 (not settled yet), within CLOSE_GRACE_MS. Requests that arrive
+ * meanwhile are answered "cancelled" / not supported. 0 closed, -1 not settled or no
+ * answer in time (then the agent's stdin is closed anyway). */
+static int close_session(app *a) {
+    long long deadline = now_ms() + CLOSE_GRACE_MS;
+    int id = pt_client_request(&a->c, "session/close", json_pack("{s:s}", "sessionId", a->sid));
+    while (id > 0 && !a->c.eof) {
+        long long left = deadline - now_ms();
+        if (left <= 0) return -1;
+        struct pollfd p = {a->c.rfd, POLLIN, 0};
+        if (poll(&p, 1, (int)left) <= 0) continue;
+        if (pt_client_read(&a->c) < 0 && a->c.eof) break;
+        json_t *f;
+        while ((f = pt_client_next(&a->c))) {
+            json_t *fid = json_object_get(f, "id");
+            const char *method = json_string_value(json_object_get(f, "method"));
+            if (method && fid) {
+                if (!strcmp(method, "session/request_permission"))
+                    pt_client_reply(&a->c, fid,
+                                    json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled"));
+                else
+                    pt_client_error(&a->c, fid, -32601, "method not supported by this client");
+            } else if (!method && json_is_integer(fid) && json_integer_value(fid) == id) {
+                json_t *err = json_object_get(f, "error");
+                long long code = json_integer_value(json_object_get(err, "code"));
+                json_decref(f);
+                if (!err) return 0;
+                if (code != -32010) return -1;
+                struct timespec ts = {0, 50 * 1000 * 1000};
+                nanosleep(&ts, NULL);
+                id = pt_client_request(&a->c, "session/close",
+                                       json_pack("{s:s}", "sessionId", a->sid));
+                break;
+            }
+            json_decref(f);
+        }
+    }
+    return -1;
+}
+
 /* ------------------------------------------------------------------ loop */
 
 int ptui_run(const ptui_options *o) {
@@ -786,7 +829,11 @@ int ptui_run(const ptui_options *o) {
                         json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled"));
     if (a->prompts > 0 && a->sid[0])
         pt_client_notify(&a->c, "session/cancel", json_pack("{s:s}", "sessionId", a->sid));
+    int closed = a->ready && a->sid[0] ? close_session(a) : 0;
     pt_client_close(&a->c, CLOSE_GRACE_MS);
+    if (closed < 0)
+        fprintf(stderr, "peri tui: the agent did not settle session %s within %d ms\n", a->sid,
+                CLOSE_GRACE_MS);
     if (a->ready && a->sid[0] && !pt_term_quit_signal())
         printf("Resume this session with: peri --resume %s\n", a->sid);
     int sig = pt_term_quit_signal();

@@ -122,8 +122,13 @@ class Tui:
     def quit_and_check_restored(self):
         self.t.keys("C-c")
         self.t.wait("Press Ctrl-C again", "the Ctrl-C hint")
+        t0 = time.monotonic()
         self.t.keys("C-c")
         s = self.t.wait("STTY-END", "the TUI to exit and the shell to run stty", timeout=15)
+        # bounded close: session/close (3 s budget), EOF, then at most 3 s + 1 s for the agent
+        quit_s = time.monotonic() - t0
+        print("quit: Ctrl-C -> shell back in %.0f ms" % (quit_s * 1000))
+        check(quit_s < 8, "quit took %.1f s" % quit_s)
         check("TUI-EXIT 0" in s, "exit status:\n" + s)
         line = [l for l in s.splitlines() if "STTY-END" in l][0]
         flags = line.split()
@@ -268,6 +273,10 @@ def s_cancel(E, capture=None):
         mock_script(E, [{"text": "after cancel"}])
         u.send("next")
         u.t.wait("after cancel", "a turn after the cancel")
+        # Ctrl-C twice during a running (hanging) turn still quits, bounded
+        mock_script(E, [{"text": ["never ends"], "hang": True, "hang_after": 2}])
+        u.send("hang again")
+        u.t.wait("never ends", "the hanging turn")
         u.quit_and_check_restored()
     finally:
         u.t.kill()
