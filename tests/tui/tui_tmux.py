@@ -6,7 +6,7 @@ database, as in tests/acp/e2e.py). Every check polls the screen with a generous
 timeout; the cancel check measures send-keys -> screen.
 
 usage: tui_tmux.py PERI_BINARY MOCK_MODEL_PY SCENARIO [--capture FILE]
-Scenarios: turn, cancel, resume, resize, restore, plain.
+Scenarios: turn, placement, cancel, resume, resize, plain, restore.
 Exit 0 = pass, 1 = fail, 77 = skipped (tmux missing; a failure when CI=true).
 """
 import json
@@ -428,7 +428,34 @@ def s_restore(E, capture=None):
             time.sleep(0.1)
 
 
-SCENARIOS = {"turn": s_turn, "cancel": s_cancel, "resume": s_resume, "resize": s_resize,
+def s_placement(E, capture=None):
+    """Where code ran (_meta peri.placement): a WASI module in the room, a shell command
+    in the native sandbox after a permission answered with a key."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    shutil.copy(os.path.join(here, "..", "room", "fixtures", "hello.wasm"), E.cwd)
+    u = Tui(E, cols=90, rows=40)
+    try:
+        u.ready()
+        mock_script(E, [{"tool_calls": [{"id": "wa", "name": "run",
+                                         "arguments": {"wasm": "hello.wasm"}}]},
+                        {"tool_calls": [{"id": "sh", "name": "shell",
+                                         "arguments": {"command": "echo from-the-sandbox"}}]},
+                        {"text": "both ran"}])
+        u.send("run hello.wasm, then echo")
+        s = u.t.wait("Permission:", "the shell permission prompt", timeout=60)
+        check("echo from-the-sandbox" in s, "the command is not shown in the prompt:\n" + s)
+        u.t.keys("1")
+        s = u.t.wait("both ran", "the end of the turn", timeout=60)
+        print(s)
+        check("ran in wasm_room" in s, "the room placement is not shown:\n" + s)
+        check("ran in native_sandbox" in s, "the sandbox placement is not shown:\n" + s)
+        check("from-the-sandbox" in s, "the shell output preview:\n" + s)
+        u.quit_and_check_restored()
+    finally:
+        u.t.kill()
+
+
+SCENARIOS = {"turn": s_turn, "placement": s_placement, "cancel": s_cancel, "resume": s_resume, "resize": s_resize,
              "plain": s_plain, "restore": s_restore}
 
 
