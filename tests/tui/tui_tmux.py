@@ -178,6 +178,9 @@ def s_turn(E, capture=None):
         s = u.t.wait("Permission:", "the permission prompt")
         check("1. Allow once" in s and "Reject" in s, "options not shown:\n" + s)
         check(not os.path.exists(os.path.join(E.cwd, "notes.txt")), "wrote before the answer")
+        if capture:
+            with open(capture + ".permission", "w") as f:
+                f.write(s)
         u.t.keys("1")
         s = u.t.wait("Anything else?", "the end of the turn")
         check(open(os.path.join(E.cwd, "notes.txt")).read() == "apples\npears\n", "file")
