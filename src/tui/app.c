@@ -75,6 +75,10 @@ static long long now_ms(void) {
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static const char *or_empty(const char *s) {
+    return s ? s : "";
+}
+
 static void set_msg(app *a, uint16_t attr, const char *fmt, const char *arg) {
     snprintf(a->msg, sizeof a->msg, fmt, arg ? arg : "");
     a->msg_attr = attr;
@@ -207,7 +211,7 @@ static void on_response(app *a, json_t *f) {
             break;
         }
         snprintf(a->sid, sizeof a->sid, "%s",
-                 json_string_value(json_object_get(res, "sessionId")) ?: "");
+                 or_empty(json_string_value(json_object_get(res, "sessionId"))));
         take_session(a, res);
         break;
     case RQ_LOAD:
@@ -336,7 +340,10 @@ static void answer_permission(app *a, size_t k) {
     char buf[320];
     const char *title =
         json_string_value(json_object_get(json_object_get(a->perm, "toolCall"), "title"));
-    snprintf(buf, sizeof buf, "  %s: %s", json_string_value(json_object_get(opt, "name")) ?: oid,
+    snprintf(buf, sizeof buf, "  %s: %s",
+             json_string_value(json_object_get(opt, "name"))
+                 ? json_string_value(json_object_get(opt, "name"))
+                 : oid,
              title ? title : "tool");
     const char *kind = json_string_value(json_object_get(opt, "kind"));
     notice(a, (kind && !strncmp(kind, "reject", 6) ? PT_FG(PT_RED) : PT_FG(PT_GREEN)) | PT_DIM,
@@ -791,7 +798,8 @@ int ptui_run(const ptui_options *o) {
         if (p[0].revents & (POLLIN | POLLHUP)) {
             char b[4096];
             ssize_t n = read(0, b, sizeof b);
-            if (n <= 0 && errno != EINTR && errno != EAGAIN) break; /* the terminal is gone */
+            if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+                break; /* the terminal is gone */
             if (n > 0) pt_keys_feed(&a->keys, b, (size_t)n);
             if (n > 0 && b[n - 1] == 0x1b) a->esc_at = now_ms();
         }
@@ -802,9 +810,12 @@ int ptui_run(const ptui_options *o) {
             dirty = true;
         }
         if (!a->c.eof && (p[1].revents & (POLLIN | POLLHUP))) {
-            if (pt_client_read(&a->c) < 0 && a->c.eof)
+            if (pt_client_read(&a->c) < 0 && a->c.eof) {
                 notice(a, PT_FG(PT_RED) | PT_BOLD,
                        "The agent exited. Ctrl-C twice quits; details in the log (--log FILE).");
+                a->prompts = 0; /* nothing will answer them */
+                a->ready = false;
+            }
             json_t *f;
             while ((f = pt_client_next(&a->c))) {
                 on_frame(a, f);

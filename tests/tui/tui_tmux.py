@@ -405,7 +405,19 @@ def s_plain(E, capture=None):
 
 
 def s_restore(E, capture=None):
-    """The terminal is restored after a terminating signal and after a crash."""
+    """The terminal is restored after a terminating signal and after a crash; a dead
+    agent is shown and the TUI still quits cleanly."""
+    u = Tui(E)
+    try:
+        u.ready()
+        r = subprocess.run(["pgrep", "-P", str(u.pid())], capture_output=True, text=True)
+        check(r.stdout.strip(), "no agent child")
+        for p in r.stdout.split():
+            subprocess.run(["kill", "-KILL", p])
+        u.t.wait("The agent exited", "the dead agent notice")
+        u.quit_and_check_restored()
+    finally:
+        u.t.kill()
     for sig, code in (("TERM", 143), ("SEGV", 139)):
         u = Tui(E)
         try:
