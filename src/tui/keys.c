@@ -101,7 +101,8 @@ static int csi(pt_keys *k, pt_key *out, bool flush) {
         if (n == 200) {
             k->in_paste = true;
             k->paste.n = 0;
-            return paste(k, out) || 1; /* NONE now unless already complete */
+            /* the paste may be complete already; else a NONE event for now */
+            return paste(k, out) < 0 ? -1 : 1;
         }
         break;
     }

@@ -187,8 +187,8 @@ int pt_wrap(pt_lines *out, const pt_line *p, int width, const char *first, const
         if (!l || pt_line_adds(l, firstline ? first : rest, prefix_attr, utf8)) return -1;
         firstline = false;
         int w = pt_line_width(l);
-        if (w >= width) { /* a prefix wider than the screen: cut it, no room for text */
-            pt_line_cut(l, width > 1 ? width - 1 : width);
+        if (w >= width) { /* a prefix as wide as the screen: cut it, keep room for text */
+            pt_line_cut(l, width - 1);
             w = pt_line_width(l);
         }
         size_t start = i, j = i, brk = 0;

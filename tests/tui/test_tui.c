@@ -123,8 +123,10 @@ static void test_wrap(void **st) {
         assert_true(pt_line_width(&out.v[i]) <= 5);
     assert_int_equal(out.n, 6); /* abcde fghij klmno "p" 你你 你 */
     pt_lines_clear(&out);
-    /* width 1 still terminates */
-    assert_int_equal(pt_wrap(&out, &p, 1, "", "", 0, true), 0);
+    /* width 1 still terminates; a prefix never leaves the text no room */
+    assert_int_equal(pt_wrap(&out, &p, 1, "> ", "> ", 0, true), 0);
+    for (size_t i = 0; i < out.n; i++)
+        assert_true(out.v[i].n > 0);
     pt_lines_clear(&out);
     pt_line_free(&p);
 }
@@ -242,12 +244,50 @@ static void test_input(void **st) {
     pt_input_free(&in);
 }
 
+/* Random bytes: the decoder, the sanitiser, Markdown and wrap never crash, never emit a
+ * control byte, never exceed the width. */
+static void test_random(void **st) {
+    (void)st;
+    unsigned seed = 12345;
+    for (int round = 0; round < 300; round++) {
+        char buf[257];
+        size_t n = (size_t)(rand_r(&seed) % 256);
+        for (size_t i = 0; i < n; i++) {
+            int r = rand_r(&seed) % 10;
+            buf[i] = r < 2   ? '\x1b'
+                     : r < 3 ? '\n'
+                     : r < 4 ? '['
+                     : r < 5 ? ' '
+                             : (char)rand_r(&seed);
+        }
+        buf[n] = 0;
+        pt_keys k = {0};
+        pt_keys_feed(&k, buf, n);
+        pt_key e;
+        int guard = 0;
+        while (pt_keys_next(&k, &e, true) == 1 && guard++ < 1000) {
+        }
+        assert_true(guard < 1000);
+        pt_keys_free(&k);
+        int width = 1 + rand_r(&seed) % 50;
+        pt_lines out = {0};
+        assert_int_equal(pt_markdown(&out, buf, n, width, round % 2), 0);
+        for (size_t i = 0; i < out.n; i++) {
+            assert_true(pt_line_width(&out.v[i]) <= width);
+            for (size_t b = 0; b < out.v[i].n; b++)
+                assert_true((unsigned char)out.v[i].s[b] >= 0x20 && out.v[i].s[b] != 0x7f);
+        }
+        pt_lines_clear(&out);
+    }
+}
+
 int main(void) {
     setlocale(LC_ALL, "C.UTF-8");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_keys),       cmocka_unit_test(test_sanitise),
         cmocka_unit_test(test_wrap),       cmocka_unit_test(test_markdown),
         cmocka_unit_test(test_transcript), cmocka_unit_test(test_input),
+        cmocka_unit_test(test_random),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
