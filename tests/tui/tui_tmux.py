@@ -8,6 +8,7 @@ timeout; the cancel check measures send-keys -> screen.
 usage: tui_tmux.py PERI_BINARY MOCK_MODEL_PY SCENARIO [--capture FILE]
 Scenarios: turn, placement, cancel, resume, resize, plain, restore.
 Exit 0 = pass, 1 = fail, 77 = skipped (tmux missing; a failure when CI=true).
+TUI_CTL_LOG=FILE logs every line of the tmux control client (debugging).
 """
 import json
 import os
@@ -47,19 +48,59 @@ class Tmux:
                   "sh " + shlex.quote(script))
         self.tmux("set-option", "-g", "remain-on-exit", "on")
         self.started = True
+        # A control-mode client (tmux -C) carries send-keys and capture-pane: no process
+        # per poll (about 1 ms a capture instead of tens under load), so the timings
+        # measure the TUI, not the harness. It has no size, so it never resizes the window.
+        self.ctl = subprocess.Popen(["tmux", "-S", self.sock, "-f", "/dev/null", "-C", "attach",
+                                     "-t", "t"], env=self.env, stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, bufsize=0)
+        # the attach answers an empty block first: read blocks until our marker's
+        self.ctl.stdin.write(b"display-message -p sync-marker\n")
+        while self.block() != "sync-marker\n":
+            pass
+
+    def cmd(self, line):
+        """One command through the control client: its output (%begin ... %end)."""
+        self.ctl.stdin.write((line + "\n").encode())
+        return self.block(line)
+
+    def block(self, line=None):
+        out = None
+        while True:
+            raw = self.ctl.stdout.readline()
+            if not raw:
+                raise Fail("tmux control client ended (command %r)" % line)
+            l = raw.decode("utf-8", "replace").rstrip("\n")
+            if os.environ.get("TUI_CTL_LOG"):
+                with open(os.environ["TUI_CTL_LOG"], "a") as f:
+                    f.write(repr(l)[:200] + "\n")
+            if l.startswith("%begin"):
+                # flags 1: a command of this client; others (the attach's) are skipped
+                out = [] if l.split()[-1] == "1" else None
+            elif (l.startswith("%end") or l.startswith("%error")) and out is not None:
+                if l.startswith("%error"):
+                    raise Fail("tmux %s: %s" % (line, "\n".join(out)))
+                return "\n".join(out) + "\n"
+            elif out is not None:
+                out.append(l)
+            # else: a notification (%output, %layout-change, ...): ignored
+
+    @staticmethod
+    def q(s):
+        check("'" not in s, "a single quote cannot be sent through control mode: %r" % s)
+        return "'" + s + "'"
 
     def screen(self, escapes=False):
-        args = ["capture-pane", "-p", "-t", "t"] + (["-e"] if escapes else [])
-        return self.tmux(*args)
+        return self.cmd("capture-pane -p -t t" + (" -e" if escapes else ""))
 
     def keys(self, *keys):
-        self.tmux("send-keys", "-t", "t", *keys)
+        self.cmd("send-keys -t t " + " ".join(self.q(k) for k in keys))
 
     def text(self, s):
-        self.tmux("send-keys", "-t", "t", "-l", s)
+        self.cmd("send-keys -t t -l " + self.q(s))
 
     def fmt(self, f):
-        return self.tmux("display-message", "-p", "-t", "t", f).strip()
+        return self.cmd("display-message -p -t t " + self.q(f)).strip()
 
     def wait(self, pred, what, timeout=TIMEOUT):
         deadline = time.monotonic() + timeout
@@ -72,6 +113,12 @@ class Tmux:
             time.sleep(0.01)
 
     def kill(self):
+        if getattr(self, "ctl", None):
+            try:
+                self.ctl.stdin.close()
+                self.ctl.wait(5)
+            except (OSError, subprocess.TimeoutExpired):
+                self.ctl.kill()
         if self.started:
             subprocess.run(["tmux", "-S", self.sock, "kill-server"], capture_output=True,
                            timeout=10)
@@ -134,10 +181,8 @@ class Tui:
         flags = line.split()
         check("echo" in flags and "icanon" in flags and "isig" in flags,
               "terminal modes not restored: %r" % line)
-        check(self.t.fmt("#{alternate_on}") == "0", "the alternate screen is still on")
-        check(self.t.fmt("#{cursor_flag}") == "1", "the cursor is still hidden")
-        check(self.t.fmt("#{bracketed_paste_flag}") == "0" if self.t.fmt(
-            "#{bracketed_paste_flag}") != "" else True, "bracketed paste still on")
+        modes = self.t.fmt("#{alternate_on} #{cursor_flag}")
+        check(modes == "0 1", "alternate screen, cursor: %r (want '0 1')" % modes)
         return s
 
 
@@ -271,7 +316,7 @@ def s_cancel(E, capture=None):
             ms = (time.monotonic() - t0) * 1000
             worst.append(ms)
             print("cancel %d: Esc -> 'Turn cancelled' on screen in %.0f ms" % (i, ms))
-        check(min(worst) <= 200, "Esc took %r ms to show the cancel (bound 200 ms)" % worst)
+        check(max(worst) <= 200, "Esc took %r ms to show the cancel (bound 200 ms)" % worst)
         # the session goes on after a cancel
         mock_script(E, [{"text": "after cancel"}])
         u.send("next")
