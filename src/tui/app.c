@@ -35,6 +35,11 @@ static void send_input(pt_app *a) {
         return;
     }
     if (!strcmp(s, "/resume")) {
+        if (a->prompts > 0) {
+            pt_app_msg(a, PT_FG(PT_YELLOW), "A turn is running: Esc cancels it, then /resume.%s",
+                       "");
+            return;
+        }
         free(pt_input_take(&a->in));
         pt_app_request(a, "session/list", json_pack("{s:s}", "cwd", a->o->cwd), RQ_LIST);
         return;
