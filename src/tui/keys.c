@@ -11,6 +11,7 @@
 #include <string.h>
 
 int pt_keys_feed(pt_keys *k, const void *bytes, size_t n) {
+    if (!n) return 0;
     if (k->n + n > k->cap) {
         size_t cap = k->cap ? k->cap * 2 : 256;
         while (cap < k->n + n)

@@ -202,10 +202,12 @@ int pt_wrap(pt_lines *out, const pt_line *p, int width, const char *first, const
         }
         size_t end = j;
         if (j < p->n && brk > start) end = brk;
-        if (reserve(l, end - start)) return -1;
-        memcpy(l->s + l->n, p->s + start, end - start);
-        memcpy(l->a + l->n, p->a + start, (end - start) * sizeof *l->a);
-        l->n += end - start;
+        if (end > start) {
+            if (reserve(l, end - start)) return -1;
+            memcpy(l->s + l->n, p->s + start, end - start);
+            memcpy(l->a + l->n, p->a + start, (end - start) * sizeof *l->a);
+            l->n += end - start;
+        }
         i = end;
         if (i < p->n)
             while (i < p->n && p->s[i] == ' ')
