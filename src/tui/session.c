@@ -201,7 +201,13 @@ static void on_response(pt_app *a, json_t *f) {
             break;
         }
         json_decref(a->pick);
-        a->pick = json_incref(json_object_get(res, "sessions"));
+        a->pick = json_array(); /* top-level sessions only: subagent threads are not resumed */
+        size_t i;
+        json_t *it;
+        json_array_foreach(json_object_get(res, "sessions"), i, it) {
+            if (!json_object_get(json_object_get(it, "_meta"), "peri.parentSessionId"))
+                json_array_append(a->pick, it);
+        }
         a->pick_sel = 0;
         if (!json_array_size(a->pick)) {
             json_decref(a->pick);
