@@ -1,9 +1,10 @@
 /*
  * client.c — the TUI's ACP connection: spawns `peri-agent acp` with its stdin/stdout on
- * pipes (stderr to a log file, never the screen), writes JSON-RPC frames one per line,
- * splits what comes back into frames, and closes with a bound: EOF on the agent's
- * stdin (the agent then closes its sessions), at most grace_ms, then SIGTERM, SIGKILL.
- * Request ids are increasing integers from 1; the caller matches responses to them.
+ * pipes (stderr to a log file, never the screen; in its own session, without the
+ * terminal), writes JSON-RPC frames one per line, splits what comes back into frames,
+ * and closes with a bound: EOF on the agent's stdin (the agent then closes its
+ * sessions), at most grace_ms, then SIGTERM, SIGKILL. Request ids are increasing
+ * integers from 1; the caller matches responses to them.
  */
 #include "tui/tui.h"
 
@@ -47,6 +48,9 @@ int pt_client_start(pt_client *c, const ptui_options *o, char *err, size_t errle
     argv[n] = NULL;
     pid_t pid = fork();
     if (pid == 0) {
+        /* its own session: no controlling terminal, so neither the agent nor anything it
+         * runs can write on the screen or get the terminal's signals; it ends on EOF */
+        setsid();
         dup2(to[0], 0);
         dup2(from[1], 1);
         if (logfd >= 0) dup2(logfd, 2);
