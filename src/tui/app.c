@@ -296,6 +296,8 @@ static void draw(pt_app *a) {
         hattr = a->msg_attr;
     }
     if (!hint[0] && !a->ready) snprintf(hint, sizeof hint, "Starting the agent...");
+    if (!hint[0] && a->scroll > 0)
+        snprintf(hint, sizeof hint, "Scrolled back (PgDn, Esc: back to the end)");
     if (!hint[0] && a->prompts > 0) {
         const char *sp = a->scr.st.utf8 ? spin_u[a->spin % 8] : spin_a[a->spin % 4];
         snprintf(hint, sizeof hint, "%s %s", sp,
@@ -313,8 +315,11 @@ static void draw(pt_app *a) {
                   .status_right = right,
                   .scroll = a->scroll};
     pt_screen_draw(&a->scr, &f);
-    a->scroll = f.scroll;
     pt_lines_clear(&extra);
+    if (f.scroll != a->scroll) { /* clamped to the transcript: redraw with the true hint */
+        a->scroll = f.scroll;
+        draw(a);
+    }
 }
 
 /* ------------------------------------------------------------------ loop */

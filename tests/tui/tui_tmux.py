@@ -291,6 +291,12 @@ def s_turn(E, capture=None):
         u.t.text("x")
         u.t.wait("\u203a /compact x", "completed /compact")
         u.t.keys("C-u")
+        # scrolling back: PgUp shows older lines and says so; Esc returns to the end
+        u.t.keys("PPage")
+        s = u.t.wait("Scrolled back", "the scroll hint")
+        check("say hello" in s, "PgUp did not show the start of the transcript:\n" + s)
+        u.t.keys("Escape")
+        u.t.wait(lambda s: "Scrolled back" not in s and "got the paste" in s, "back at the end")
         u.quit_and_check_restored()
     finally:
         u.t.kill()
