@@ -136,6 +136,8 @@ int pt_screen_draw(pt_screen *s, pt_frame *f) {
     pt_lines trans = {0}, inl = {0}, bottom = {0};
     pt_line **grid = calloc((size_t)rows, sizeof *grid);
     pt_buf row = {0};
+    pt_lines *parts = NULL; /* one rendering per visible entry, newest first */
+    size_t np = 0, capp = 0;
     if (!grid) return -1;
     /* bottom part: rule, input, hint, status */
     int crow, ccol;
@@ -177,20 +179,43 @@ int pt_screen_draw(pt_screen *s, pt_frame *f) {
     pt_line *st = pt_lines_push(&bottom);
     if (!st || status_line(st, f->status_left ? f->status_left : "", f->status_right, cols, u))
         goto done;
-    /* the transcript above, bottom-aligned */
-    for (size_t i = 0; f->t && i < f->t->n; i++)
-        if (pt_render_entry(&trans, &f->t->v[i], cols, &s->st)) goto done;
+    /* the transcript above, bottom-aligned. Only what can be seen is rendered: entries
+     * from the last one back until the rows (plus the scroll) are filled. */
+    int bh = (int)bottom.n > rows ? rows : (int)bottom.n;
+    int th = rows - bh;
+    if (f->scroll < 0) f->scroll = 0;
+    size_t need = (size_t)th + (size_t)f->scroll, have = f->extra ? f->extra->n : 0;
+    size_t from = f->t ? f->t->n : 0;
+    while (from > 0 && have < need) {
+        if (np == capp) {
+            size_t cap = capp ? capp * 2 : 16;
+            pt_lines *v = realloc(parts, cap * sizeof *v);
+            if (!v) goto done;
+            parts = v;
+            capp = cap;
+        }
+        memset(&parts[np], 0, sizeof parts[np]);
+        if (pt_render_entry(&parts[np++], &f->t->v[from - 1], cols, &s->st)) goto done;
+        have += parts[np - 1].n;
+        from--;
+    }
+    for (size_t k = np; k-- > 0;) /* oldest first; the lines move, not copy */
+        for (size_t i = 0; i < parts[k].n; i++) {
+            pt_line *l = pt_lines_push(&trans);
+            if (!l) goto done;
+            *l = parts[k].v[i];
+            memset(&parts[k].v[i], 0, sizeof parts[k].v[i]);
+        }
     for (size_t i = 0; f->extra && i < f->extra->n; i++) {
         pt_line *l = pt_lines_push(&trans);
         if (!l) goto done;
         if (pt_line_append(l, &f->extra->v[i])) goto done;
         pt_line_cut(l, cols);
     }
-    int bh = (int)bottom.n > rows ? rows : (int)bottom.n;
-    int th = rows - bh;
-    int maxscroll = (int)trans.n - th > 0 ? (int)trans.n - th : 0;
-    if (f->scroll > maxscroll) f->scroll = maxscroll;
-    if (f->scroll < 0) f->scroll = 0;
+    if (from == 0) { /* everything rendered: the scroll cannot go past the first line */
+        int maxscroll = (int)trans.n - th > 0 ? (int)trans.n - th : 0;
+        if (f->scroll > maxscroll) f->scroll = maxscroll;
+    }
     int end = (int)trans.n - f->scroll; /* one past the last transcript line shown */
     for (int r = 0; r < th; r++) {
         int idx = end - th + r;
@@ -236,6 +261,9 @@ int pt_screen_draw(pt_screen *s, pt_frame *f) {
     s->full = false;
     rc = pt_term_write(s->out.s, s->out.n);
 done:
+    for (size_t k = 0; k < np; k++)
+        pt_lines_clear(&parts[k]);
+    free(parts);
     free(grid);
     pt_buf_free(&row);
     pt_lines_clear(&trans);
