@@ -365,11 +365,10 @@ int ptui_run(const ptui_options *o) {
             int l = left < 0 ? 0 : (int)left + 1;
             timeout = timeout < 0 || timeout > l ? l : timeout;
         }
-        struct pollfd p[3] = {{0, POLLIN, 0}, {a->c.rfd, POLLIN, 0}, {sig_fd, POLLIN, 0}};
-        int pr = poll(p, a->c.eof ? 1 : 2, timeout);
-        (void)pr;
-        struct pollfd ps = {sig_fd, POLLIN, 0};
-        if (poll(&ps, 1, 0) > 0) {
+        /* the terminal, the signal pipe (SIGWINCH, terminating signals), the agent */
+        struct pollfd p[3] = {{0, POLLIN, 0}, {sig_fd, POLLIN, 0}, {a->c.rfd, POLLIN, 0}};
+        if (poll(p, a->c.eof ? 2 : 3, timeout) < 0 && errno != EINTR) break;
+        if (p[1].revents & POLLIN) {
             char b[64];
             while (read(sig_fd, b, sizeof b) > 0) {
             }
@@ -392,7 +391,7 @@ int ptui_run(const ptui_options *o) {
             if (k.type != PK_NONE) on_key(a, &k);
             dirty = true;
         }
-        if (!a->c.eof && (p[1].revents & (POLLIN | POLLHUP))) {
+        if (!a->c.eof && (p[2].revents & (POLLIN | POLLHUP))) {
             if (pt_client_read(&a->c) < 0 && a->c.eof) {
                 pt_app_notice(
                     a, PT_FG(PT_RED) | PT_BOLD,
