@@ -161,6 +161,7 @@ static void on_key(pt_app *a, const pt_key *k) {
     case PK_PGUP: a->scroll += a->scr.rows / 2 > 1 ? a->scr.rows / 2 : 1; break;
     case PK_PGDN: a->scroll -= a->scr.rows / 2 > 1 ? a->scr.rows / 2 : 1; break;
     case PK_TAB: complete(a); break;
+    case PK_BACKTAB: pt_session_next_mode(a); break;
     case PK_ESC:
         if (a->prompts > 0 || a->perm_id)
             pt_session_cancel(a);
@@ -435,6 +436,7 @@ int ptui_run(const ptui_options *o) {
     json_decref(a->perm);
     json_decref(a->pick);
     json_decref(a->commands);
+    json_decref(a->modes);
     pt_transcript_free(&a->t);
     pt_input_free(&a->in);
     pt_keys_free(&a->keys);

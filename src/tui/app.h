@@ -42,6 +42,7 @@ typedef struct pt_app {
     json_t *pick;    /* /resume: the sessions offered, or NULL */
     size_t pick_sel;
     json_t *commands; /* availableCommands */
+    json_t *modes;    /* availableModes of the session (Shift-Tab cycles them) */
     char model[128], mode[64], title[160];
     long long used, size;
     double cost;
@@ -70,6 +71,7 @@ void pt_session_load(pt_app *a, const char *id);  /* close the shown session, lo
 void pt_session_answer(pt_app *a, size_t option); /* the open permission prompt */
 void pt_session_cancel(pt_app *a);                /* Esc: session/cancel (+ the prompt) */
 void pt_session_prompt(pt_app *a, const char *text);
+void pt_session_next_mode(pt_app *a); /* Shift-Tab: session/set_mode to the next mode */
 /* Bounded close of the shown session: 0 closed, -1 not settled in CLOSE_GRACE_MS. */
 int pt_session_close(pt_app *a);
 

@@ -91,7 +91,7 @@ static int csi(pt_keys *k, pt_key *out, bool flush) {
     case 'D': out->type = PK_LEFT; break;
     case 'H': out->type = PK_HOME; break;
     case 'F': out->type = PK_END; break;
-    case 'Z': out->type = PK_TAB; break;
+    case 'Z': out->type = PK_BACKTAB; break;
     case '~': {
         int n = atoi(params);
         if (n == 1 || n == 7) out->type = PK_HOME;

@@ -113,6 +113,11 @@ static void take_session(pt_app *a, json_t *res) {
     const char *m =
         json_string_value(json_object_get(json_object_get(res, "modes"), "currentModeId"));
     if (m) snprintf(a->mode, sizeof a->mode, "%s", m);
+    json_t *avail = json_object_get(json_object_get(res, "modes"), "availableModes");
+    if (json_is_array(avail)) {
+        json_decref(a->modes);
+        a->modes = json_incref(avail);
+    }
     take_config(a, json_object_get(res, "configOptions"));
     a->ready = true;
 }
@@ -411,4 +416,19 @@ void pt_session_start(pt_app *a) {
                              "clientCapabilities", "fs", "readTextFile", 0, "writeTextFile", 0,
                              "terminal", 0, "clientInfo", "name", "peri-tui", "version", "1"),
                    RQ_INIT);
+}
+
+void pt_session_next_mode(pt_app *a) {
+    size_t n = json_array_size(a->modes), cur = 0;
+    if (!a->ready || n < 2) return;
+    for (size_t i = 0; i < n; i++) {
+        const char *id = json_string_value(json_object_get(json_array_get(a->modes, i), "id"));
+        if (id && !strcmp(id, a->mode)) cur = i;
+    }
+    const char *next =
+        json_string_value(json_object_get(json_array_get(a->modes, (cur + 1) % n), "id"));
+    /* the status line follows current_mode_update, not the request */
+    if (next)
+        pt_app_request(a, "session/set_mode",
+                       json_pack("{s:s, s:s}", "sessionId", a->sid, "modeId", next), RQ_OTHER);
 }

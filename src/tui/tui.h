@@ -153,6 +153,7 @@ typedef enum pt_keytype {
     PK_PGUP,
     PK_PGDN,
     PK_TAB,
+    PK_BACKTAB, /* Shift-Tab */
     PK_ESC,
     PK_CTRL,  /* ctrl holds the letter: 'c', 'd', 'a', 'e', 'k', 'u', 'w', 'l', 'j' */
     PK_PASTE, /* paste holds the pasted bytes (owned by the decoder until the next call) */

@@ -48,6 +48,9 @@ static void test_keys(void **st) {
     assert_int_equal(e.type, PK_CHAR);
     assert_string_equal(e.text, "a");
     assert_int_equal(pt_keys_next(&k, &e, false), 0);
+    feed(&k, "\x1b[Z");
+    assert_int_equal(pt_keys_next(&k, &e, false), 1);
+    assert_int_equal(e.type, PK_BACKTAB);
     /* a lone ESC waits for the quiet time; an arrow split across reads is one key */
     feed(&k, "\x1b");
     assert_int_equal(pt_keys_next(&k, &e, false), 0);

@@ -291,6 +291,11 @@ def s_turn(E, capture=None):
         u.t.text("x")
         u.t.wait("\u203a /compact x", "completed /compact")
         u.t.keys("C-u")
+        # Shift-Tab cycles the mode (session/set_mode; the status follows the update)
+        u.t.keys("BTab")
+        u.t.wait(lambda s: "acceptEdits" in s.rstrip("\n").splitlines()[-1], "mode acceptEdits")
+        u.t.keys("BTab")
+        u.t.wait(lambda s: " plan " in s.rstrip("\n").splitlines()[-1], "mode plan")
         # scrolling back: PgUp shows older lines and says so; Esc returns to the end
         u.t.keys("PPage")
         s = u.t.wait("Scrolled back", "the scroll hint")
