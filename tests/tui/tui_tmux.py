@@ -427,6 +427,14 @@ def s_resize(E, capture=None):
         check("mock-model" in lines[-1] or "default" in lines[-1], "status line: %r" % lines[-1])
         check(any(l.startswith("\u203a") for l in lines), "no input line:\n" + s)
         check("\u2022 item two" in s, "list at 40 columns:\n" + s)
+        # tiny sizes do not break it (nothing drawn outside, no crash)
+        for x, y in ((8, 4), (1, 1), (3, 2)):
+            u.t.tmux("resize-window", "-t", "t", "-x", str(x), "-y", str(y))
+            time.sleep(0.2)
+            try:
+                os.kill(u.pid(), 0)
+            except ProcessLookupError:
+                raise Fail("the TUI died at %dx%d:\n%s" % (x, y, u.t.screen()))
         # and back to wide
         u.t.tmux("resize-window", "-t", "t", "-x", "100", "-y", "30")
         u.t.wait(lambda s: any(len(l) > 60 for l in s.splitlines()) and "ZEBRA" in s,
