@@ -122,48 +122,77 @@ size_t pr_path_normalize(const char *in, size_t n, char *out);
 
 /* ---------------------------------------------------------------- fs.c */
 
+/* A node holds what a name points at: contents and times. Names (pr_file) that are
+ * hard links share one node; a node's bytes count once in the budget. A node lives
+ * while a name or an open WASI descriptor holds it: the last unlink of a node still
+ * open keeps its bytes counted until its last close (pr_fs_node_close). Symbolic links
+ * (beyond the contract only) are nodes of kind PR_NODE_LINK whose data is the target.
+ * Contract runs never make links: every node has exactly one name there. */
+enum { PR_NODE_FILE = 0, PR_NODE_LINK = 1 };
+
+typedef struct pr_node {
+    uint8_t *data;
+    size_t len, cap;
+    uint64_t mtime;  /* logical: the FS clock after the write */
+    uint64_t atime;  /* beyond the contract only: a stored atime (own_atime set) */
+    uint64_t ino;    /* contract: FNV-1a of the node's path (follows renames) */
+    uint64_t serial; /* beyond the contract: the node's inode number (1, 2, ...) */
+    uint32_t nopen;  /* open WASI descriptors */
+    uint32_t nlink;  /* names (live pr_file entries) pointing here */
+    uint8_t kind;    /* PR_NODE_FILE / PR_NODE_LINK */
+    bool own_atime;  /* atime set through WASI (never in contract runs); else atime = mtime */
+} pr_node;
+
 typedef struct pr_file {
     char *path;
     size_t path_len;
-    uint8_t *data;
-    size_t len, cap;
-    uint64_t mtime; /* logical: the FS clock after the write */
-    uint64_t atime; /* beyond the contract only: a stored atime (own_atime set) */
+    pr_node *node; /* NULL for an explicit directory, and once removed */
     uint32_t hash;
-    uint32_t nopen; /* open WASI descriptors */
-    bool dir;       /* explicit directory (WASI path_create_directory) */
-    bool dead;      /* removed; kept for order until compaction */
-    bool own_atime; /* atime set through WASI (never in contract runs); else atime = mtime */
+    bool dir;  /* explicit directory (WASI path_create_directory) */
+    bool dead; /* removed; kept for order until compaction */
 } pr_file;
+
+static inline bool pr_file_is_link(const pr_file *f) {
+    return f->node && f->node->kind == PR_NODE_LINK;
+}
 
 struct pr_fs {
     pr_file **order; /* first-write order, may contain dead entries */
     size_t norder, cap_order, nlive;
     uint32_t *slots; /* open addressing: index+1 into order, 0 empty, UINT32_MAX tomb */
     size_t nslots;
-    pr_file **grave; /* unlinked entries still open through a WASI descriptor */
-    size_t ngrave, cap_grave;
     uint64_t clock;
-    size_t total;   /* bytes of file contents (≤ 128 MiB) */
-    size_t meta;    /* bytes of entries: struct + path (≤ 128 MiB) */
-    int create_err; /* why pr_fs_create last returned NULL: -1 no memory, -2 full */
+    uint64_t serial; /* nodes made so far (their serial numbers) */
+    size_t total;    /* bytes of node contents (≤ 128 MiB), each node once */
+    size_t meta;     /* bytes of entries and nodes: structs + paths (≤ 128 MiB) */
+    int create_err;  /* why pr_fs_create last returned NULL: -1 no memory, -2 full */
 };
 
+/* FNV-1a 64 of a path: the contract's inode numbers (wasi.c, fs.c). */
+uint64_t pr_path_ino(const char *p, size_t n);
 pr_file *pr_fs_find(const pr_fs *fs, const char *norm, size_t n);
-/* Creates an empty file (or directory) at normalised path; NULL when out of memory
- * or over the entries' budget (fs->create_err -1 / -2). May free removed entries that
- * no descriptor holds: do not keep pointers to removed entries across it. */
+/* Creates an empty file with a new node (or an explicit directory, no node) at
+ * normalised path; NULL when out of memory or over the entries' budget
+ * (fs->create_err -1 / -2). May free removed entries: do not keep pointers to removed
+ * entries across it (nodes stay valid while a name or descriptor holds them). */
 pr_file *pr_fs_create(pr_fs *fs, const char *norm, size_t n, bool dir);
+/* A new name for an existing node (a hard link; rename): nlink + 1. NULL as above. */
+pr_file *pr_fs_link(pr_fs *fs, const char *norm, size_t n, pr_node *node);
+/* A new symbolic link at norm whose target is t[0..tn). NULL as above (-2 also when
+ * the target does not fit the contents' budget). */
+pr_file *pr_fs_symlink(pr_fs *fs, const char *norm, size_t n, const char *t, size_t tn);
+/* Removes a name; its node goes with its last name unless a descriptor holds it. */
 void pr_fs_remove(pr_fs *fs, pr_file *f);
-/* Sets the file's length (zero-fills growth). 0 ok, -1 nomem, -2 over 128 MiB. */
-int pr_fs_truncate(pr_fs *fs, pr_file *f, size_t len);
-/* Writes at offset, growing the file. 0 / -1 / -2 as above. Bumps mtime. */
-int pr_fs_pwrite(pr_fs *fs, pr_file *f, const void *data, size_t n, size_t off);
-void pr_fs_touch(pr_fs *fs, pr_file *f);
-/* Frees the contents of a removed file (when its last descriptor closes). */
-/* Frees an unlinked file's contents after its last close and gives its bytes back to
- * fs's budget (fs NULL: the run is over, nothing to account). */
-void pr_fs_release_dead(pr_fs *fs, pr_file *f);
+/* Sets the node's length (zero-fills growth). 0 ok, -1 nomem, -2 over 128 MiB. */
+int pr_fs_truncate(pr_fs *fs, pr_node *f, size_t len);
+/* Writes at offset, growing the node. 0 / -1 / -2 as above. Bumps mtime. */
+int pr_fs_pwrite(pr_fs *fs, pr_node *f, const void *data, size_t n, size_t off);
+void pr_fs_touch(pr_fs *fs, pr_node *f);
+/* A WASI descriptor opens / closes a node. The last close of a node without names
+ * frees it and gives its bytes back to fs's budget (fs NULL: the run is over, nothing
+ * to account). */
+void pr_fs_node_open(pr_node *f);
+void pr_fs_node_close(pr_fs *fs, pr_node *f);
 /* True if norm is an implicit (some file under it) or explicit directory; "/" always. */
 bool pr_fs_is_dir(const pr_fs *fs, const char *norm, size_t n);
 /* Direct children of a directory in first-write order, unique; calls fn per name.
