@@ -308,8 +308,10 @@ int pr_fs_write(pr_fs *fs, const char *path, size_t path_len, const void *data, 
     if (f && f->dir) {
         /* An explicit directory replaced by a file: the reference FS has no such
          * thing, so the file simply takes the entry. */
-        if (!attach_node(fs, f, PR_NODE_FILE)) rc = -1;
-        else f->dir = false;
+        if (!attach_node(fs, f, PR_NODE_FILE))
+            rc = -1;
+        else
+            f->dir = false;
     }
     if (!f && !rc) {
         if (len > PR_FS_MAX - fs->total)

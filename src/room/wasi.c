@@ -104,7 +104,7 @@ typedef struct wfd {
     uint16_t flags;
     uint64_t rights, inherit;
     pr_node *file; /* K_FILE: the node (its names may change or go) */
-    char *dir; /* normalised path of a directory descriptor (owned; NULL = "/") */
+    char *dir;     /* normalised path of a directory descriptor (owned; NULL = "/") */
     size_t dir_len;
     uint64_t off;
     int os;              /* K_HDIR / K_HFILE: the host descriptor (owned) */
@@ -228,11 +228,11 @@ static int64_t allocfd(wasi *w) {
     return at;
 }
 
-#define MAX_LINKS    40   /* symbolic links followed per resolution (as Linux, hostdir.c) */
-#define LINK_MAX_LEN 4096 /* bytes of a symbolic link's target (in-memory FS) */
-#define E_LOOP       32
+#define MAX_LINKS     40   /* symbolic links followed per resolution (as Linux, hostdir.c) */
+#define LINK_MAX_LEN  4096 /* bytes of a symbolic link's target (in-memory FS) */
+#define E_LOOP        32
 #define E_NAMETOOLONG 37
-#define E_PERM       63
+#define E_PERM        63
 
 /* Beyond the contract: the walk of guest path p[0..len) from directory dp[0..dl) in
  * the in-memory FS, one component at a time. ".." pops a level and stays at "/" (the
@@ -243,8 +243,8 @@ static int64_t allocfd(wasi *w) {
  * is no error here (as in the contract, creating a file creates its parents).
  * *slash: the path ended in '/' (the result must then be a directory). On success
  * *out (caller frees, NUL-terminated) is the normalised path of the last component. */
-static int walk(const pr_fs *fs, const char *dp, size_t dl, const char *p, size_t len,
-                bool follow, char **out, size_t *out_len, bool *slash) {
+static int walk(const pr_fs *fs, const char *dp, size_t dl, const char *p, size_t len, bool follow,
+                char **out, size_t *out_len, bool *slash) {
     size_t ccap = dl + len + 16, cl = dl;
     char *cur = malloc(ccap), *rem = malloc(len + 1);
     if (!cur || !rem) {
@@ -1100,9 +1100,8 @@ static bool readdir_child(void *ud, const char *name, size_t n, bool is_dir) {
         memcpy(path + k, name, n);
         ino = path_ino(path, k + n);
         /* Beyond the contract: a symbolic link's type, a node's own number. */
-        const pr_file *f = is_dir || !c->rs->host->beyond_contract
-                               ? NULL
-                               : pr_fs_find(c->rs->fs, path, k + n);
+        const pr_file *f =
+            is_dir || !c->rs->host->beyond_contract ? NULL : pr_fs_find(c->rs->fs, path, k + n);
         if (f && f->node) {
             ino = node_ino(c->rs, f->node);
             if (pr_file_is_link(f)) type = FT_SYMLINK;
@@ -1126,7 +1125,7 @@ HOST(fd_readdir) {
         st32(pu, used);
         RET(E_SUCCESS);
     }
-    readdir_ctx c = {buf,          cap, 0, U64(3), 0, f->dir ? f->dir : "/", f->dir ? f->dir_len : 1,
+    readdir_ctx c = {buf,    cap, 0, U64(3), 0, f->dir ? f->dir : "/", f->dir ? f->dir_len : 1,
                      RS(env)};
     uint64_t ino = path_ino(c.dir, c.dir_len);
     if (cap && put_dirent(&c, ".", 1, FT_DIR, ino) && put_dirent(&c, "..", 2, FT_DIR, 0))
