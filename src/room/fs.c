@@ -41,6 +41,10 @@ pr_fs *pr_fs_new(void) {
     return fs;
 }
 
+void pr_fs_set_clock(pr_fs *fs, uint64_t start) {
+    if (start > fs->clock) fs->clock = start;
+}
+
 /* Frees a node that no name and no descriptor holds; its bytes leave the budget. */
 static void node_free(pr_fs *fs, pr_node *nd) {
     if (fs) {

@@ -252,6 +252,11 @@ static int walk(const pr_fs *fs, const char *dp, size_t dl, const char *p, size_
         free(rem);
         return E_NOMEM;
     }
+    if (p[0] == '/') { /* WASI paths are relative, as on a host directory */
+        free(cur);
+        free(rem);
+        return E_NOTCAPABLE;
+    }
     memcpy(cur, dp, dl);
     memcpy(rem, p, len);
     size_t rl = len, pos = 0;
@@ -700,7 +705,11 @@ static int set_times(pr_fs *fs, pr_node *f, bool beyond, uint64_t atim, uint64_t
                      uint32_t flags) {
     if ((flags & FST_ATIM && flags & FST_ATIM_NOW) || (flags & FST_MTIM && flags & FST_MTIM_NOW))
         return E_INVAL;
-    if (!f) return E_SUCCESS; /* directories have no stored times */
+    if (!f) return E_SUCCESS;      /* directories have no stored times */
+    if (beyond && !f->own_atime) { /* atim stays where it was when only mtim changes */
+        f->atime = f->mtime;
+        f->own_atime = true;
+    }
     if (flags & FST_MTIM)
         f->mtime = mtim;
     else if (flags & FST_MTIM_NOW)
@@ -1184,6 +1193,12 @@ HOST(path_open) {
     if (d && d->kind == K_DIR) {
         rights &= d->inherit;
         inherit &= d->inherit;
+        /* Beyond the contract, creating and truncating need their rights, as below a
+         * host directory (a contract run answers as it always has). */
+        if (rs->host->beyond_contract) {
+            if ((oflags & O_CREAT_) && !(d->rights & R_CREATE_FILE)) RET(E_NOTCAPABLE);
+            if ((oflags & O_TRUNC_) && !(d->rights & R_PATH_SET_SIZE)) RET(E_NOTCAPABLE);
+        }
     }
     char *norm;
     size_t n;

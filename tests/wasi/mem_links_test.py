@@ -9,7 +9,8 @@
   links with O_CREAT and O_CREAT|O_EXCL). Its transcript must equal the literal below
   AND the transcript of the same program on a real host directory (--dir, the kernel's
   semantics): the in-memory FS answers as a real file system does.
-- clamp: ".." and climbing link targets stay at the preopen's "/" (in memory).
+- clamp: ".." and climbing link targets stay at the preopen's "/" (in memory); an
+  absolute path is refused (ENOTCAPABLE), as on a host directory.
 - hostile (argument "hostile"): link churn. 3000 hard links of a 64 MiB file count it
   once; 2000 symlink loops end in ELOOP; a 2000-component self-link ends in ELOOP;
   link/unlink churn reuses the budget; long names until the entries' budget is full
@@ -121,6 +122,7 @@ stat l2 0: type 7 size 2 nlink 1
 
 CLAMP = """write f: errno 0
 read ../../f: root
+read /f: errno 76
 symlink ../../../f up: errno 0
 read up: root
 mkdir a: errno 0
