@@ -11,7 +11,7 @@
 
 /* clang before 15 does not know the "sha" feature of __builtin_cpu_supports (the
  * fuzz build uses clang-14): the portable code there. */
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) &&                            \
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) &&                           \
     !(defined(__clang__) && __clang_major__ < 15)
 #include <immintrin.h>
 #define PR_SHA_NI 1

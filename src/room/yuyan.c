@@ -711,5 +711,4 @@ static void yy_finish(pr_run_state *rs) {
     rs->abi_state = NULL;
 }
 
-const pr_abi pr_abi_yuyan = {"豫言",    yy_matches,     yy_resolve, yy_start,
-                             yy_finish, "illegal cast", NULL};
+const pr_abi pr_abi_yuyan = {"豫言", yy_matches, yy_resolve, yy_start, yy_finish, "illegal cast", NULL};
