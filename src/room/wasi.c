@@ -6,7 +6,10 @@
  * like the reference FS (normalised, ".." never above "/", directories implicit;
  * creating a file creates its parents). Clocks and random_get are real, or with the
  * deterministic option a fixed function of (digest, input): see docs/room.md.
- * Symbolic/hard links and sockets do not exist in the room (ENOTSUP / ENOTSOCK).
+ * Sockets do not exist in the room (ENOTSOCK). Symbolic and hard links do not exist
+ * in a contract run (ENOTSUP); beyond the contract (peri run --file) the in-memory FS
+ * has them: paths are then walked component by component (walk), symbolic links
+ * spliced in, ".." stopping at "/", absolute paths and link targets refused.
  * For `peri run` (docs/wasi.md) the options add an environment, argv[0], a connected
  * stdin, --invoke, and host directories (K_HDIR/K_HFILE descriptors, every path
  * resolved beneath them by hostdir.c). Rights are enforced on every descriptor: a
