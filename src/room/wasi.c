@@ -1213,7 +1213,15 @@ HOST(path_open) {
     pr_file *file = pr_fs_find(rs->fs, norm, n);
     bool is_dir = (file && file->dir) || (!file && pr_fs_is_dir(rs->fs, norm, n));
     if (file && file->dir) file = NULL;
-    if (excl && (file || is_dir))
+    /* Beyond the contract, as below a host directory (hostdir.c): a trailing '/' asks
+     * for a directory, and a directory is never opened for writing. */
+    bool beyond = rs->host->beyond_contract;
+    bool wr = (rights & (R_FD_WRITE | R_FD_ALLOCATE | R_FD_SET_SIZE)) || (fdflags & FDF_APPEND);
+    if (beyond && (oflags & O_DIRECTORY_) && (oflags & (O_CREAT_ | O_TRUNC_)))
+        e = E_INVAL;
+    else if (beyond && ((oflags & O_DIRECTORY_) || slash) && wr)
+        e = E_ISDIR;
+    else if (excl && (file || is_dir))
         e = E_EXIST;
     else if (file && pr_file_is_link(file)) /* a final symbolic link, not followed */
         e = (oflags & O_DIRECTORY_) || slash ? E_NOTDIR : E_LOOP;
@@ -1390,8 +1398,8 @@ HOST(path_readlink) {
             memcpy(buf, f->node->data, k);
             st32(pn, k);
         }
-    } else if (f && pr_file_is_link(f)) {
-        e = E_NOTDIR;
+    } else if (slash) {
+        e = E_NOTDIR; /* "name/" is never a link (as hostdir.c) */
     } else {
         e = (f || pr_fs_is_dir(rs->fs, norm, n)) ? E_INVAL : E_NOENT;
     }
@@ -1601,14 +1609,12 @@ static int mem_link(pw_call_ctx *cx, void *env, const pw_val *a) {
     pr_file *src = pr_fs_find(fs, on, onl);
     if (!src && !pr_fs_is_dir(fs, on, onl))
         e = E_NOENT;
+    else if (sa || sb) /* as linkat(2) on Linux (and hostdir.c) */
+        e = !src || src->dir ? E_PERM : sa ? E_NOTDIR : E_NOENT;
+    else if (pr_fs_find(fs, nw, nwl) || pr_fs_is_dir(fs, nw, nwl))
+        e = E_EXIST; /* checked before the source's type, as linkat(2) */
     else if (!src || src->dir)
         e = E_PERM;
-    else if (sa)
-        e = E_NOTDIR;
-    else if (pr_fs_find(fs, nw, nwl) || pr_fs_is_dir(fs, nw, nwl))
-        e = E_EXIST;
-    else if (sb)
-        e = E_NOENT;
     else if (ancestor_is_file(fs, nw, nwl))
         e = E_NOTDIR;
     else if (!pr_fs_link(fs, nw, nwl, src->node))

@@ -9,6 +9,11 @@
   links with O_CREAT and O_CREAT|O_EXCL). Its transcript must equal the literal below
   AND the transcript of the same program on a real host directory (--dir, the kernel's
   semantics): the in-memory FS answers as a real file system does.
+- differential: 80 random sequences of 40 calls (symlink, link with and without
+  following, unlink, rename, mkdir, rmdir, write, read with and without following,
+  readlink, stat; names with and without a trailing '/') give the same answers in
+  memory and on a host directory. (Targets that climb above "/" or pass through a
+  missing directory are left out: there the in-memory FS clamps / creates parents.)
 - clamp: ".." and climbing link targets stay at the preopen's "/" (in memory); an
   absolute path is refused (ENOTCAPABLE), as on a host directory.
 - hostile (argument "hostile"): link churn. 3000 hard links of a 64 MiB file count it
@@ -18,6 +23,7 @@
   under 400 MiB although the names asked for would need more than 600 MiB.
 usage: mem_links_test.py PERI FIXTURES_DIR [hostile [sanitized|plain]]"""
 import os
+import random
 import resource
 import subprocess
 import sys
@@ -167,6 +173,36 @@ with tempfile.TemporaryDirectory() as t:
         os.mkdir(hd)
         rc, hout, err = run("--dir", hd + "::/", PROBE, "links")
         check(rc == 0 and hout == out, "host directory answers alike: rc %d\n%s" % (rc, hout))
+        names = ["a", "b", "c", "d/a", "d/b", "d/e", "s", "t", "d/s"]
+        targets = ["a", "b", "d", "s", "t", "x", "a/", "d/", ".", "e"]
+        kinds = ["sym", "link", "linkf", "unlink", "rename", "mkdir", "rmdir", "write", "read",
+                 "readn", "readlink", "stat", "statf"]
+
+        def one(r):
+            k = r.choice(kinds)
+            n = r.choice(names) + r.choice(["", "", "", "/"])
+            if k == "sym":
+                return "sym:%s:%s" % (r.choice(targets), n)
+            if k in ("link", "linkf", "rename"):
+                return "%s:%s:%s" % (k, r.choice(names) + r.choice(["", "", "/"]), n)
+            if k == "write":
+                return "write:%s:%s" % (n, r.choice(["x", "yy"]))
+            return "%s:%s" % (k, n)
+
+        diverged = 0
+        for seed in range(80):
+            r = random.Random(seed)
+            ops = ["mkdir:d"] + [one(r) for _ in range(40)]
+            with tempfile.TemporaryDirectory() as h:
+                _, hout, _ = run("--dir", h + "::/", PROBE, "ops", *ops)
+            _, mout, _ = run(*mem, PROBE, "ops", *ops)
+            if hout != mout or hout.count("\n") != len(ops):
+                diverged += 1
+                hl, ml = hout.splitlines(), mout.splitlines()
+                first = next((i for i in range(min(len(hl), len(ml))) if hl[i] != ml[i]), None)
+                print("seed %d: host %r, memory %r" % (seed, hl[first] if first is not None else hout[-200:],
+                                                       ml[first] if first is not None else mout[-200:]))
+        check(diverged == 0, "differential: %d of 80 sequences diverged" % diverged)
         rc, out, err = run(*mem, PROBE, "clamp")
         check(rc == 0 and out == CLAMP, "'..' clamped at the in-memory root: %r %r" % (out, err))
 
