@@ -17,14 +17,23 @@
 #include <unistd.h>
 
 #define LINE_MAX_BYTES (64u << 20)
+/* Finished jobs are kept for reuse with their line buffers (no malloc, free, page
+ * faults or heap trimming per request), at most SPARE_MAX of them and only buffers up
+ * to SPARE_LINE_MAX bytes: at most 8 MiB kept idle. */
+#define SPARE_MAX      8
+#define SPARE_LINE_MAX (1u << 20)
 
 typedef struct job {
     struct job *next;
-    char *line; /* the request as read; parsed by the worker, then freed */
-    size_t n;
+    char *line; /* the request as read (NUL-terminated), parsed by the worker */
+    size_t n, cap;
     char *id; /* serialised JSON id, or NULL for a notification */
     char *fields[5];
     size_t lens[5];
+    /* When the program text was recognised in the line as a cached program's text
+     * (the text index, cache.c): that program (one reference), whose text then stands
+     * for fields[3] (left NULL); else NULL. */
+    pr_program *prog;
 } job;
 
 typedef struct server {
@@ -34,16 +43,30 @@ typedef struct server {
     pthread_cond_t have_job, have_room;
     job *head, *tail;
     size_t queued, max_queued;
+    bool reader_waits; /* the reader sleeps on have_room until the queue is half empty */
+    job *spare;        /* finished jobs for reuse (under mu) */
+    size_t nspare;
     bool eof;
     bool io_error;
 } server;
 
-static void job_free(job *j) {
-    if (!j) return;
-    free(j->line);
+/* Frees what a request's parse and run left in j; keeps the line buffer. */
+static void job_reset(job *j) {
     free(j->id);
     for (int i = 0; i < 5; i++)
         free(j->fields[i]);
+    pr_program_release(j->prog);
+    char *line = j->line;
+    size_t cap = j->cap;
+    memset(j, 0, sizeof *j);
+    j->line = line;
+    j->cap = cap;
+}
+
+static void job_free(job *j) {
+    if (!j) return;
+    job_reset(j);
+    free(j->line);
     free(j);
 }
 
@@ -79,10 +102,14 @@ static void send_error(server *sv, const char *id, int code, const char *msg, co
 }
 
 static void run_job(server *sv, job *j) {
+    /* A recognised text is passed as the cached program's own bytes: pr_run then still
+     * makes every check, and its verified-text memo sees the same pointer (room.c). */
+    pr_str program =
+        j->prog ? (pr_str){j->prog->text, j->prog->text_len} : (pr_str){j->fields[3], j->lens[3]};
     pr_request req = {{j->fields[0], j->lens[0]},
                       {j->fields[1], j->lens[1]},
                       {j->fields[2], j->lens[2]},
-                      {j->fields[3], j->lens[3]},
+                      program,
                       {j->fields[4], j->lens[4]}};
     pr_response res;
     pr_error err;
@@ -111,29 +138,43 @@ static bool parse_line(server *sv, job *j);
 
 static void *worker_main(void *arg) {
     server *sv = arg;
+    job *done = NULL;
     for (;;) {
+        if (done) job_reset(done);
         pthread_mutex_lock(&sv->mu);
+        if (done && sv->nspare < SPARE_MAX && done->cap <= SPARE_LINE_MAX) {
+            done->next = sv->spare;
+            sv->spare = done;
+            sv->nspare++;
+            done = NULL;
+        }
         while (!sv->head && !sv->eof)
             pthread_cond_wait(&sv->have_job, &sv->mu);
         job *j = sv->head;
-        if (!j) {
-            pthread_mutex_unlock(&sv->mu);
-            return NULL;
+        if (j) {
+            sv->head = j->next;
+            if (!sv->head) sv->tail = NULL;
+            sv->queued--;
+            /* Wake the reader once half the queue is free, not per request. */
+            if (sv->reader_waits && sv->queued <= sv->max_queued / 2) {
+                sv->reader_waits = false;
+                pthread_cond_signal(&sv->have_room);
+            }
         }
-        sv->head = j->next;
-        if (!sv->head) sv->tail = NULL;
-        sv->queued--;
-        pthread_cond_signal(&sv->have_room);
         pthread_mutex_unlock(&sv->mu);
+        job_free(done);
+        if (!j) return NULL;
         if (parse_line(sv, j)) run_job(sv, j);
-        job_free(j);
+        done = j;
     }
 }
 
 static void enqueue(server *sv, job *j) {
     pthread_mutex_lock(&sv->mu);
-    while (sv->queued >= sv->max_queued)
+    while (sv->queued >= sv->max_queued) {
+        sv->reader_waits = true;
         pthread_cond_wait(&sv->have_room, &sv->mu);
+    }
     if (sv->tail)
         sv->tail->next = j;
     else
@@ -156,17 +197,71 @@ static bool string_is(const char *line, size_t n, size_t at, const char *want) {
     return eq;
 }
 
+/* Strings shorter than this are scanned as usual: looking them up costs more. */
+#define KNOWN_MIN 64
+
+/* The last string of a request line found to be a cached program's text. */
+typedef struct line_match {
+    pr_cache *cache;
+    size_t at, len; /* its content's offset in the line and its length */
+    pr_program *prog;
+} line_match;
+
+/* The scanner's `known` hook (pr_json_keys): is the string at `at` a cached program's
+ * text? The closing quote is found with memchr; when the bytes before it are byte for
+ * byte a cached JSON-plain text (length and sample hash, then memcmp), they are that
+ * string's whole content (a plain text has no backslash, so that quote is not escaped)
+ * and need no scanning, no UTF-8 check and no copy. */
+static size_t known_text(void *ud, const char *s, size_t n, size_t at) {
+    line_match *m = ud;
+    if (n - at < KNOWN_MIN) return 0;
+    const char *q = memchr(s + at, '"', n - at);
+    size_t len = q ? (size_t)(q - (s + at)) : 0;
+    if (len < KNOWN_MIN) return 0;
+    pr_program *p = pr_cache_find_text(m->cache, s + at, len);
+    if (!p) return 0;
+    pr_program_release(m->prog);
+    m->prog = p;
+    m->at = at;
+    m->len = len;
+    return len;
+}
+
+/* The line is valid UTF-8; the recognised text (ASCII) is not read again. */
+static bool line_utf8(const char *line, size_t n, const line_match *m) {
+    const uint8_t *u = (const uint8_t *)line;
+    if (!m->prog) return pr_utf8_valid(u, n);
+    return pr_utf8_valid(u, m->at) && pr_utf8_valid(u + m->at + m->len, n - m->at - m->len);
+}
+
 /* Checks one request line (in a worker) and fills j's id and fields, or answers it
- * with an error and returns false. The room's own strict JSON parser reads it: no tree
- * is built, the program text is copied once, and the id is echoed back exactly as the
- * client wrote it. */
+ * with an error and returns false. The room's own strict JSON parser reads it in one
+ * pass (the params' members are found on the way): no tree is built, the id is echoed
+ * back exactly as the client wrote it, and the program text is either recognised as a
+ * cached one (known_text) or copied once. */
 static bool parse_line(server *sv, job *j) {
     const char *line = j->line;
     size_t n = j->n;
     static const char *const TOP[4] = {"jsonrpc", "id", "method", "params"};
     size_t at[4], pat[5];
-    pr_json_keys top = {TOP, 4, at}, params = {PARAMS, 5, pat};
-    if (!pr_utf8_valid((const uint8_t *)line, n) || !pr_json_scan(line, n, &top)) {
+    line_match m = {&sv->host->cache, 0, 0, NULL};
+    pr_json_keys params = {.names = PARAMS, .n = 5, .at = pat};
+    pr_json_keys top = {.names = TOP,
+                        .n = 4,
+                        .at = at,
+                        .sub = &params,
+                        .sub_of = 3,
+                        .known = known_text,
+                        .known_ud = &m};
+    bool valid = pr_json_scan(line, n, &top) && line_utf8(line, n, &m);
+    /* Used only when it is the (last) program member's value. */
+    if (m.prog && pat[3] == m.at) {
+        j->prog = m.prog;
+        j->lens[3] = m.len;
+    } else {
+        pr_program_release(m.prog);
+    }
+    if (!valid) {
         send_error(sv, NULL, -32700, "Parse error", NULL);
         return false;
     }
@@ -198,40 +293,48 @@ static bool parse_line(server *sv, job *j) {
         free(id);
         return false;
     }
-    if (at[3])
-        pr_json_members(line, n, at[3] - 1, &params);
-    else
-        memset(pat, 0, sizeof pat);
     j->id = id; /* freed with j from here on */
     for (int f = 0; f < 5; f++) {
         if (!pat[f] || line[pat[f] - 1] != '"') {
             if (id) send_error(sv, id, -32602, "Invalid params", NULL);
             return false;
         }
+        if (f == 3 && j->prog) continue;
         j->fields[f] = pr_json_string_dup(line, n, pat[f] - 1, &j->lens[f]);
         if (!j->fields[f]) {
             if (id) send_error(sv, id, -32603, "Internal error", NULL);
             return false;
         }
     }
-    free(j->line);
-    j->line = NULL;
     return true;
 }
 
 /* The reading thread only splits lines: parsing a request (a 56 KB program text is
  * usual) is left to the workers, so that more workers also parse more requests. */
 static void queue_line(server *sv, const char *line, size_t n) {
-    job *j = calloc(1, sizeof *j);
-    char *copy = j ? malloc(n + 1) : NULL;
-    if (!copy) {
-        free(j);
+    pthread_mutex_lock(&sv->mu);
+    job *j = sv->spare;
+    if (j) {
+        sv->spare = j->next;
+        sv->nspare--;
+        j->next = NULL;
+    }
+    pthread_mutex_unlock(&sv->mu);
+    if (!j) j = calloc(1, sizeof *j);
+    if (j && j->cap < n + 1) {
+        char *grown = realloc(j->line, n + 1);
+        if (grown) {
+            j->line = grown;
+            j->cap = n + 1;
+        }
+    }
+    if (!j || j->cap < n + 1) {
+        job_free(j);
         send_error(sv, NULL, -32603, "Internal error", NULL);
         return;
     }
-    memcpy(copy, line, n);
-    copy[n] = 0;
-    j->line = copy;
+    memcpy(j->line, line, n);
+    j->line[n] = 0;
     j->n = n;
     enqueue(sv, j);
 }
@@ -264,18 +367,22 @@ int pr_serve(pr_host *h, int in_fd, int out_fd, unsigned workers) {
     if (!started) rc = -1;
 
     pr_buf in = {0};
-    size_t scan = 0;
-    bool skipping = false; /* inside an over-long line: drop until its newline */
+    size_t start = 0, scan = 0; /* the current line begins at start; no '\n' before scan */
+    bool skipping = false;      /* inside an over-long line: drop until its newline */
     while (rc == 0) {
         char *nl = in.len > scan ? memchr(in.p + scan, '\n', in.len - scan) : NULL;
         if (nl) {
-            size_t n = (size_t)(nl - in.p);
-            if (!skipping && !blank(in.p, n)) queue_line(&sv, in.p, n);
+            size_t n = (size_t)(nl - in.p) - start;
+            if (!skipping && !blank(in.p + start, n)) queue_line(&sv, in.p + start, n);
             skipping = false;
-            memmove(in.p, nl + 1, in.len - n - 1);
-            in.len -= n + 1;
-            scan = 0;
+            start = scan = (size_t)(nl - in.p) + 1;
             continue;
+        }
+        /* No complete line left: move the partial one to the front, once per read. */
+        if (start) {
+            memmove(in.p, in.p + start, in.len - start);
+            in.len -= start;
+            start = 0;
         }
         scan = in.len;
         if (in.len > LINE_MAX_BYTES) {
@@ -303,6 +410,11 @@ int pr_serve(pr_host *h, int in_fd, int out_fd, unsigned workers) {
     for (unsigned i = 0; i < started; i++)
         pthread_join(tids[i], NULL);
     free(tids);
+    while (sv.spare) {
+        job *j = sv.spare;
+        sv.spare = j->next;
+        job_free(j);
+    }
     pthread_cond_destroy(&sv.have_job);
     pthread_cond_destroy(&sv.have_room);
     pthread_mutex_destroy(&sv.mu);
