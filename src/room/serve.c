@@ -1,22 +1,35 @@
 /*
  * serve.c — `isolate serve`: newline-delimited JSON-RPC 2.0. The calling thread
  * splits the input into lines; `workers` threads check and run them (pr_run) and write each
- * answer as one line under a mutex, so answers may come out of order (matched by
- * id). The queue is bounded: a fast client is slowed down rather than buffered
- * without limit. Method: "isolate/run", params {runner, scope, digest, program,
- * input} (strings); result {"output", "isolate"}; a contract exception is error
+ * answer as one line, so answers may come out of order (matched by id). The queue is
+ * bounded (in lines and bytes): a fast client is slowed down rather than buffered
+ * without limit. Answers are written at once when no other request is waiting; while
+ * requests are queued (a pipelining client) they are gathered into one write, never
+ * held more than FLUSH_DELAY_MS (the flusher thread). Method: "isolate/run", params {runner, scope,
+ * digest, program, input} (strings); result {"output", "isolate"}; a contract exception is error
  * -32000 with data.kind; malformed requests get the standard codes (a JSON array,
  * i.e. a batch, is answered -32600).
  */
 #include "room_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define LINE_MAX_BYTES (64u << 20)
+/* The queue of read, not yet parsed lines: at most QUEUE_PER_WORKER per worker and
+ * QUEUE_BYTES in all (one line always fits). */
+#define QUEUE_PER_WORKER 16
+#define QUEUE_BYTES      (16u << 20)
+/* Gathered answers are written once they reach OUT_GATHER bytes, or FLUSH_DELAY_MS
+ * after the first of them at the latest. */
+#define OUT_GATHER     (64u << 10)
+#define FLUSH_DELAY_MS 1
+/* Pipes are asked for this much buffer (fewer reads, writes and wake-ups). */
+#define PIPE_BYTES (1 << 20)
 /* Finished jobs are kept for reuse with their line buffers (no malloc, free, page
  * faults or heap trimming per request), at most SPARE_MAX of them and only buffers up
  * to SPARE_LINE_MAX bytes: at most 8 MiB kept idle. */
@@ -42,11 +55,16 @@ typedef struct server {
     pthread_mutex_t mu, out_mu;
     pthread_cond_t have_job, have_room;
     job *head, *tail;
-    size_t queued, max_queued;
+    size_t queued, max_queued, queued_bytes;
     bool reader_waits; /* the reader sleeps on have_room until the queue is half empty */
     job *spare;        /* finished jobs for reuse (under mu) */
     size_t nspare;
     bool eof;
+    /* Output, under out_mu: answers gathered for one write, and the flusher thread
+     * that writes them at the latest FLUSH_DELAY_MS after they were first deferred. */
+    pr_buf out;
+    pthread_cond_t flush_cv;
+    bool flush_armed, flush_stop;
     bool io_error;
 } server;
 
@@ -70,11 +88,10 @@ static void job_free(job *j) {
     free(j);
 }
 
-static void write_line(server *sv, pr_buf *b) {
-    if (!pr_buf_putc(b, '\n')) return;
-    pthread_mutex_lock(&sv->out_mu);
+/* Writes b->p[0..len) to out_fd (called under out_mu); empties b. */
+static void write_out(server *sv, pr_buf *b) {
     size_t off = 0;
-    while (off < b->len) {
+    while (off < b->len && !sv->io_error) {
         ssize_t k = write(sv->out_fd, b->p + off, b->len - off);
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0) {
@@ -83,25 +100,72 @@ static void write_line(server *sv, pr_buf *b) {
         }
         off += (size_t)k;
     }
-    pthread_mutex_unlock(&sv->out_mu);
+    b->len = 0;
 }
 
-static void send_error(server *sv, const char *id, int code, const char *msg, const char *kind) {
-    pr_buf b = {0};
+/* Hands a thread's finished answer lines (ans, emptied) to the output. Written now,
+ * with everything gathered before, unless `defer` (another request is already queued,
+ * so a worker will be back soon): then gathered, and written by the next emit that does
+ * not defer, once OUT_GATHER bytes are gathered, or by the flusher. */
+static void emit(server *sv, pr_buf *ans, bool defer) {
+    if (!ans->len) return;
+    pthread_mutex_lock(&sv->out_mu);
+    if (!pr_buf_put(&sv->out, ans->p, ans->len)) {
+        write_out(sv, &sv->out); /* out of memory: no gathering */
+        write_out(sv, ans);
+    } else if (!defer || sv->out.len >= OUT_GATHER) {
+        write_out(sv, &sv->out);
+    } else if (!sv->flush_armed) {
+        sv->flush_armed = true;
+        pthread_cond_signal(&sv->flush_cv);
+    }
+    pthread_mutex_unlock(&sv->out_mu);
+    ans->len = 0;
+}
+
+static void *flusher_main(void *arg) {
+    server *sv = arg;
+    pthread_mutex_lock(&sv->out_mu);
+    while (!sv->flush_stop) {
+        if (!sv->flush_armed) {
+            pthread_cond_wait(&sv->flush_cv, &sv->out_mu);
+            continue;
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += FLUSH_DELAY_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        while (!sv->flush_stop &&
+               pthread_cond_timedwait(&sv->flush_cv, &sv->out_mu, &until) != ETIMEDOUT) {
+        }
+        write_out(sv, &sv->out);
+        sv->flush_armed = false;
+    }
+    write_out(sv, &sv->out);
+    pthread_mutex_unlock(&sv->out_mu);
+    return NULL;
+}
+
+/* Appends one error answer line to ans (nothing when out of memory). */
+static void send_error(pr_buf *ans, const char *id, int code, const char *msg, const char *kind) {
+    size_t start = ans->len;
     char num[32];
     snprintf(num, sizeof num, "%d", code);
-    bool ok = pr_buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":") &&
-              pr_buf_puts(&b, id ? id : "null") && pr_buf_puts(&b, ",\"error\":{\"code\":") &&
-              pr_buf_puts(&b, num) && pr_buf_puts(&b, ",\"message\":") &&
-              pr_json_str(&b, msg, strlen(msg));
+    bool ok = pr_buf_puts(ans, "{\"jsonrpc\":\"2.0\",\"id\":") &&
+              pr_buf_puts(ans, id ? id : "null") && pr_buf_puts(ans, ",\"error\":{\"code\":") &&
+              pr_buf_puts(ans, num) && pr_buf_puts(ans, ",\"message\":") &&
+              pr_json_str(ans, msg, strlen(msg));
     if (ok && kind)
-        ok = pr_buf_puts(&b, ",\"data\":{\"kind\":") && pr_json_str(&b, kind, strlen(kind)) &&
-             pr_buf_putc(&b, '}');
-    if (ok && pr_buf_puts(&b, "}}")) write_line(sv, &b);
-    pr_buf_free(&b);
+        ok = pr_buf_puts(ans, ",\"data\":{\"kind\":") && pr_json_str(ans, kind, strlen(kind)) &&
+             pr_buf_putc(ans, '}');
+    if (!(ok && pr_buf_puts(ans, "}}\n"))) ans->len = start;
 }
 
-static void run_job(server *sv, job *j) {
+/* Runs a parsed request; its answer line goes to ans. */
+static void run_job(server *sv, job *j, pr_buf *ans) {
     /* A recognised text is passed as the cached program's own bytes: pr_run then still
      * makes every check, and its verified-text memo sees the same pointer (room.c). */
     pr_str program =
@@ -119,26 +183,43 @@ static void run_job(server *sv, job *j) {
         return;
     }
     if (!ok) {
-        send_error(sv, j->id, -32000, err.message, pr_kind_name(err.kind));
+        send_error(ans, j->id, -32000, err.message, pr_kind_name(err.kind));
         return;
     }
-    pr_buf b = {0};
-    if (pr_buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":") && pr_buf_puts(&b, j->id) &&
-        pr_buf_puts(&b, ",\"result\":{\"output\":") &&
-        pr_json_str(&b, res.output, res.output_len) && pr_buf_puts(&b, ",\"isolate\":") &&
-        pr_json_str(&b, res.isolate, strlen(res.isolate)) && pr_buf_puts(&b, "}}"))
-        write_line(sv, &b);
-    else
-        send_error(sv, j->id, -32603, "Internal error", NULL);
-    pr_buf_free(&b);
+    size_t start = ans->len;
+    if (!(pr_buf_puts(ans, "{\"jsonrpc\":\"2.0\",\"id\":") && pr_buf_puts(ans, j->id) &&
+          pr_buf_puts(ans, ",\"result\":{\"output\":") &&
+          pr_json_str(ans, res.output, res.output_len) && pr_buf_puts(ans, ",\"isolate\":") &&
+          pr_json_str(ans, res.isolate, strlen(res.isolate)) && pr_buf_puts(ans, "}}\n"))) {
+        ans->len = start;
+        send_error(ans, j->id, -32603, "Internal error", NULL);
+    }
     pr_response_clear(&res);
 }
 
-static bool parse_line(server *sv, job *j);
+static bool parse_line(server *sv, job *j, pr_buf *ans);
+
+/* Takes the first queued job (under mu), or NULL. */
+static job *dequeue(server *sv) {
+    job *j = sv->head;
+    if (!j) return NULL;
+    sv->head = j->next;
+    if (!sv->head) sv->tail = NULL;
+    sv->queued--;
+    sv->queued_bytes -= j->n;
+    /* Wake the reader once half the queue is free, not per request. */
+    if (sv->reader_waits && sv->queued <= sv->max_queued / 2 &&
+        sv->queued_bytes <= QUEUE_BYTES / 2) {
+        sv->reader_waits = false;
+        pthread_cond_signal(&sv->have_room);
+    }
+    return j;
+}
 
 static void *worker_main(void *arg) {
     server *sv = arg;
     job *done = NULL;
+    pr_buf ans = {0}; /* this worker's answer lines not yet handed to the output */
     for (;;) {
         if (done) job_reset(done);
         pthread_mutex_lock(&sv->mu);
@@ -148,30 +229,30 @@ static void *worker_main(void *arg) {
             sv->nspare++;
             done = NULL;
         }
-        while (!sv->head && !sv->eof)
-            pthread_cond_wait(&sv->have_job, &sv->mu);
-        job *j = sv->head;
-        if (j) {
-            sv->head = j->next;
-            if (!sv->head) sv->tail = NULL;
-            sv->queued--;
-            /* Wake the reader once half the queue is free, not per request. */
-            if (sv->reader_waits && sv->queued <= sv->max_queued / 2) {
-                sv->reader_waits = false;
-                pthread_cond_signal(&sv->have_room);
-            }
-        }
+        job *j = dequeue(sv);
         pthread_mutex_unlock(&sv->mu);
         job_free(done);
-        if (!j) return NULL;
-        if (parse_line(sv, j)) run_job(sv, j);
+        /* With a next request in hand the answer may wait for company; before going
+         * idle it is written. */
+        emit(sv, &ans, j != NULL);
+        if (!j) {
+            pthread_mutex_lock(&sv->mu);
+            while (!sv->head && !sv->eof)
+                pthread_cond_wait(&sv->have_job, &sv->mu);
+            j = dequeue(sv);
+            pthread_mutex_unlock(&sv->mu);
+            if (!j) break;
+        }
+        if (parse_line(sv, j, &ans)) run_job(sv, j, &ans);
         done = j;
     }
+    pr_buf_free(&ans);
+    return NULL;
 }
 
 static void enqueue(server *sv, job *j) {
     pthread_mutex_lock(&sv->mu);
-    while (sv->queued >= sv->max_queued) {
+    while (sv->queued && (sv->queued >= sv->max_queued || sv->queued_bytes + j->n > QUEUE_BYTES)) {
         sv->reader_waits = true;
         pthread_cond_wait(&sv->have_room, &sv->mu);
     }
@@ -181,6 +262,7 @@ static void enqueue(server *sv, job *j) {
         sv->head = j;
     sv->tail = j;
     sv->queued++;
+    sv->queued_bytes += j->n;
     pthread_cond_signal(&sv->have_job);
     pthread_mutex_unlock(&sv->mu);
 }
@@ -239,7 +321,7 @@ static bool line_utf8(const char *line, size_t n, const line_match *m) {
  * pass (the params' members are found on the way): no tree is built, the id is echoed
  * back exactly as the client wrote it, and the program text is either recognised as a
  * cached one (known_text) or copied once. */
-static bool parse_line(server *sv, job *j) {
+static bool parse_line(server *sv, job *j, pr_buf *ans) {
     const char *line = j->line;
     size_t n = j->n;
     static const char *const TOP[4] = {"jsonrpc", "id", "method", "params"};
@@ -262,7 +344,7 @@ static bool parse_line(server *sv, job *j) {
         pr_program_release(m.prog);
     }
     if (!valid) {
-        send_error(sv, NULL, -32700, "Parse error", NULL);
+        send_error(ans, NULL, -32700, "Parse error", NULL);
         return false;
     }
     size_t i = 0;
@@ -273,36 +355,36 @@ static bool parse_line(server *sv, job *j) {
     if (is_obj && at[1]) {
         char k = line[at[1] - 1];
         if (!(k == '"' || k == 'n' || k == '-' || (k >= '0' && k <= '9'))) {
-            send_error(sv, NULL, -32600, "Invalid Request", NULL);
+            send_error(ans, NULL, -32600, "Invalid Request", NULL);
             return false;
         }
         size_t end = pr_json_value_end(line, n, at[1] - 1);
         id = strndup(line + at[1] - 1, end - (at[1] - 1));
         if (!id) {
-            send_error(sv, NULL, -32603, "Internal error", NULL);
+            send_error(ans, NULL, -32603, "Internal error", NULL);
             return false;
         }
     }
     if (!is_obj || !string_is(line, n, at[0], "2.0") || !at[2] || line[at[2] - 1] != '"') {
-        send_error(sv, id, -32600, "Invalid Request", NULL);
+        send_error(ans, id, -32600, "Invalid Request", NULL);
         free(id);
         return false;
     }
     if (!string_is(line, n, at[2], "isolate/run")) {
-        if (id) send_error(sv, id, -32601, "Method not found", NULL);
+        if (id) send_error(ans, id, -32601, "Method not found", NULL);
         free(id);
         return false;
     }
     j->id = id; /* freed with j from here on */
     for (int f = 0; f < 5; f++) {
         if (!pat[f] || line[pat[f] - 1] != '"') {
-            if (id) send_error(sv, id, -32602, "Invalid params", NULL);
+            if (id) send_error(ans, id, -32602, "Invalid params", NULL);
             return false;
         }
         if (f == 3 && j->prog) continue;
         j->fields[f] = pr_json_string_dup(line, n, pat[f] - 1, &j->lens[f]);
         if (!j->fields[f]) {
-            if (id) send_error(sv, id, -32603, "Internal error", NULL);
+            if (id) send_error(ans, id, -32603, "Internal error", NULL);
             return false;
         }
     }
@@ -311,6 +393,14 @@ static bool parse_line(server *sv, job *j) {
 
 /* The reading thread only splits lines: parsing a request (a 56 KB program text is
  * usual) is left to the workers, so that more workers also parse more requests. */
+/* An error answer from the reading thread, written at once. */
+static void reader_error(server *sv, int code, const char *msg) {
+    pr_buf b = {0};
+    send_error(&b, NULL, code, msg, NULL);
+    emit(sv, &b, false);
+    pr_buf_free(&b);
+}
+
 static void queue_line(server *sv, const char *line, size_t n) {
     pthread_mutex_lock(&sv->mu);
     job *j = sv->spare;
@@ -330,7 +420,7 @@ static void queue_line(server *sv, const char *line, size_t n) {
     }
     if (!j || j->cap < n + 1) {
         job_free(j);
-        send_error(sv, NULL, -32603, "Internal error", NULL);
+        reader_error(sv, -32603, "Internal error");
         return;
     }
     memcpy(j->line, line, n);
@@ -351,16 +441,26 @@ int pr_serve(pr_host *h, int in_fd, int out_fd, unsigned workers) {
     memset(&sv, 0, sizeof sv);
     sv.host = h;
     sv.out_fd = out_fd;
-    sv.max_queued = 4 * (size_t)workers;
+    sv.max_queued = QUEUE_PER_WORKER * (size_t)workers;
     pthread_mutex_init(&sv.mu, NULL);
     pthread_mutex_init(&sv.out_mu, NULL);
     pthread_cond_init(&sv.have_job, NULL);
     pthread_cond_init(&sv.have_room, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&sv.flush_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    /* Best effort, for pipes only (other descriptors refuse it harmlessly). */
+    (void)fcntl(in_fd, F_SETPIPE_SZ, PIPE_BYTES);
+    (void)fcntl(out_fd, F_SETPIPE_SZ, PIPE_BYTES);
+    pthread_t flusher;
+    bool flushing = pthread_create(&flusher, NULL, flusher_main, &sv) == 0;
     pthread_t *tids = calloc(workers, sizeof *tids);
     unsigned started = 0;
     int rc = 0;
-    if (!tids) rc = -1;
-    for (unsigned i = 0; tids && i < workers; i++) {
+    if (!tids || !flushing) rc = -1;
+    for (unsigned i = 0; rc == 0 && i < workers; i++) {
         if (pthread_create(&tids[i], NULL, worker_main, &sv) != 0) break;
         started++;
     }
@@ -386,11 +486,11 @@ int pr_serve(pr_host *h, int in_fd, int out_fd, unsigned workers) {
         }
         scan = in.len;
         if (in.len > LINE_MAX_BYTES) {
-            if (!skipping) send_error(&sv, NULL, -32600, "Invalid Request", NULL);
+            if (!skipping) reader_error(&sv, -32600, "Invalid Request");
             skipping = true;
             in.len = scan = 0;
         }
-        if (!pr_buf_reserve(&in, 1 << 16)) {
+        if (!pr_buf_reserve(&in, PIPE_BYTES)) {
             rc = -1;
             break;
         }
@@ -410,6 +510,15 @@ int pr_serve(pr_host *h, int in_fd, int out_fd, unsigned workers) {
     for (unsigned i = 0; i < started; i++)
         pthread_join(tids[i], NULL);
     free(tids);
+    if (flushing) { /* writes what is left */
+        pthread_mutex_lock(&sv.out_mu);
+        sv.flush_stop = true;
+        pthread_cond_signal(&sv.flush_cv);
+        pthread_mutex_unlock(&sv.out_mu);
+        pthread_join(flusher, NULL);
+    }
+    pr_buf_free(&sv.out);
+    pthread_cond_destroy(&sv.flush_cv);
     while (sv.spare) {
         job *j = sv.spare;
         sv.spare = j->next;
