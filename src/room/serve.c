@@ -30,16 +30,27 @@
 #define FLUSH_DELAY_MS 1
 /* Pipes are asked for this much buffer (fewer reads, writes and wake-ups). */
 #define PIPE_BYTES (1 << 20)
-/* Finished jobs are kept for reuse with their line buffers (no malloc, free, page
- * faults or heap trimming per request), at most SPARE_MAX of them and only buffers up
- * to SPARE_LINE_MAX bytes: at most 8 MiB kept idle. */
-#define SPARE_MAX      8
-#define SPARE_LINE_MAX (1u << 20)
+/* Input is read into chunks of CHUNK_BYTES (more for a longer line); finished chunks
+ * are kept for reuse, at most SPARE_CHUNKS of them (no malloc, free, page faults or
+ * heap trimming per chunk; at most 4 MiB idle). */
+#define CHUNK_BYTES  (1u << 20)
+#define SPARE_CHUNKS 4
+
+/* A block of input as read. A line lying wholly inside it is handed to a worker in
+ * place, with a reference: the reader never writes over bytes it has handed out, and
+ * copies only a line cut by the chunk's end, into the next chunk. */
+typedef struct chunk {
+    atomic_uint refs; /* the reader's (while it reads into it) + one per job */
+    size_t cap;
+    struct chunk *next; /* in the spare list */
+    char data[];
+} chunk;
 
 typedef struct job {
     struct job *next;
-    char *line; /* the request as read (NUL-terminated), parsed by the worker */
-    size_t n, cap;
+    const char *line; /* the request as read, inside `chunk`; parsed by the worker */
+    size_t n;
+    chunk *chunk;
     char *id; /* serialised JSON id, or NULL for a notification */
     char *fields[5];
     size_t lens[5];
@@ -57,7 +68,7 @@ typedef struct server {
     job *head, *tail;
     size_t queued, max_queued, queued_bytes;
     bool reader_waits; /* the reader sleeps on have_room until the queue is half empty */
-    job *spare;        /* finished jobs for reuse (under mu) */
+    chunk *spare;      /* finished chunks for reuse (under mu) */
     size_t nspare;
     bool eof;
     /* Output, under out_mu: answers gathered for one write, and the flusher thread
@@ -68,23 +79,47 @@ typedef struct server {
     bool io_error;
 } server;
 
-/* Frees what a request's parse and run left in j; keeps the line buffer. */
-static void job_reset(job *j) {
+/* A chunk of at least cap bytes: a spare one or a new one (NULL: out of memory). */
+static chunk *chunk_take(server *sv, size_t cap) {
+    chunk *c = NULL;
+    if (cap <= CHUNK_BYTES) {
+        cap = CHUNK_BYTES;
+        pthread_mutex_lock(&sv->mu);
+        c = sv->spare;
+        if (c) {
+            sv->spare = c->next;
+            sv->nspare--;
+        }
+        pthread_mutex_unlock(&sv->mu);
+    }
+    if (!c) c = malloc(sizeof *c + cap);
+    if (!c) return NULL;
+    atomic_init(&c->refs, 1);
+    c->cap = cap;
+    c->next = NULL;
+    return c;
+}
+
+static void chunk_release(server *sv, chunk *c) {
+    if (!c || atomic_fetch_sub(&c->refs, 1) != 1) return;
+    pthread_mutex_lock(&sv->mu);
+    if (c->cap == CHUNK_BYTES && sv->nspare < SPARE_CHUNKS) {
+        c->next = sv->spare;
+        sv->spare = c;
+        sv->nspare++;
+        c = NULL;
+    }
+    pthread_mutex_unlock(&sv->mu);
+    free(c);
+}
+
+static void job_free(server *sv, job *j) {
+    if (!j) return;
     free(j->id);
     for (int i = 0; i < 5; i++)
         free(j->fields[i]);
     pr_program_release(j->prog);
-    char *line = j->line;
-    size_t cap = j->cap;
-    memset(j, 0, sizeof *j);
-    j->line = line;
-    j->cap = cap;
-}
-
-static void job_free(job *j) {
-    if (!j) return;
-    job_reset(j);
-    free(j->line);
+    chunk_release(sv, j->chunk);
     free(j);
 }
 
@@ -218,20 +253,11 @@ static job *dequeue(server *sv) {
 
 static void *worker_main(void *arg) {
     server *sv = arg;
-    job *done = NULL;
     pr_buf ans = {0}; /* this worker's answer lines not yet handed to the output */
     for (;;) {
-        if (done) job_reset(done);
         pthread_mutex_lock(&sv->mu);
-        if (done && sv->nspare < SPARE_MAX && done->cap <= SPARE_LINE_MAX) {
-            done->next = sv->spare;
-            sv->spare = done;
-            sv->nspare++;
-            done = NULL;
-        }
         job *j = dequeue(sv);
         pthread_mutex_unlock(&sv->mu);
-        job_free(done);
         /* With a next request in hand the answer may wait for company; before going
          * idle it is written. */
         emit(sv, &ans, j != NULL);
@@ -244,7 +270,7 @@ static void *worker_main(void *arg) {
             if (!j) break;
         }
         if (parse_line(sv, j, &ans)) run_job(sv, j, &ans);
-        done = j;
+        job_free(sv, j);
     }
     pr_buf_free(&ans);
     return NULL;
@@ -348,9 +374,9 @@ static bool parse_line(server *sv, job *j, pr_buf *ans) {
         return false;
     }
     size_t i = 0;
-    while (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == '\n')
+    while (i < n && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == '\n'))
         i++;
-    bool is_obj = line[i] == '{';
+    bool is_obj = i < n && line[i] == '{';
     char *id = NULL;
     if (is_obj && at[1]) {
         char k = line[at[1] - 1];
@@ -401,30 +427,16 @@ static void reader_error(server *sv, int code, const char *msg) {
     pr_buf_free(&b);
 }
 
-static void queue_line(server *sv, const char *line, size_t n) {
-    pthread_mutex_lock(&sv->mu);
-    job *j = sv->spare;
-    if (j) {
-        sv->spare = j->next;
-        sv->nspare--;
-        j->next = NULL;
-    }
-    pthread_mutex_unlock(&sv->mu);
-    if (!j) j = calloc(1, sizeof *j);
-    if (j && j->cap < n + 1) {
-        char *grown = realloc(j->line, n + 1);
-        if (grown) {
-            j->line = grown;
-            j->cap = n + 1;
-        }
-    }
-    if (!j || j->cap < n + 1) {
-        job_free(j);
+/* Queues the line at c->data[at..at+n) (a new reference to c). */
+static void queue_line(server *sv, chunk *c, size_t at, size_t n) {
+    job *j = calloc(1, sizeof *j);
+    if (!j) {
         reader_error(sv, -32603, "Internal error");
         return;
     }
-    memcpy(j->line, line, n);
-    j->line[n] = 0;
+    atomic_fetch_add(&c->refs, 1);
+    j->chunk = c;
+    j->line = c->data + at;
     j->n = n;
     enqueue(sv, j);
 }
@@ -466,42 +478,56 @@ int pr_serve(pr_host *h, int in_fd, int out_fd, unsigned workers) {
     }
     if (!started) rc = -1;
 
-    pr_buf in = {0};
-    size_t start = 0, scan = 0; /* the current line begins at start; no '\n' before scan */
-    bool skipping = false;      /* inside an over-long line: drop until its newline */
+    /* The current chunk holds bytes [0, len); the current line begins at start and
+     * has no '\n' before scan. Bytes before start may belong to queued jobs. */
+    chunk *cur = rc == 0 ? chunk_take(&sv, CHUNK_BYTES) : NULL;
+    size_t len = 0, start = 0, scan = 0;
+    bool skipping = false; /* inside an over-long line: drop until its newline */
+    if (!cur) rc = -1;
     while (rc == 0) {
-        char *nl = in.len > scan ? memchr(in.p + scan, '\n', in.len - scan) : NULL;
+        char *nl = len > scan ? memchr(cur->data + scan, '\n', len - scan) : NULL;
         if (nl) {
-            size_t n = (size_t)(nl - in.p) - start;
-            if (!skipping && !blank(in.p + start, n)) queue_line(&sv, in.p + start, n);
+            size_t end = (size_t)(nl - cur->data);
+            if (!skipping && !blank(cur->data + start, end - start))
+                queue_line(&sv, cur, start, end - start);
             skipping = false;
-            start = scan = (size_t)(nl - in.p) + 1;
+            start = scan = end + 1;
             continue;
         }
-        /* No complete line left: move the partial one to the front, once per read. */
-        if (start) {
-            memmove(in.p, in.p + start, in.len - start);
-            in.len -= start;
-            start = 0;
-        }
-        scan = in.len;
-        if (in.len > LINE_MAX_BYTES) {
+        scan = len;
+        if (len - start > LINE_MAX_BYTES) {
             if (!skipping) reader_error(&sv, -32600, "Invalid Request");
             skipping = true;
-            in.len = scan = 0;
+            start = scan = len; /* dropped */
         }
-        if (!pr_buf_reserve(&in, PIPE_BYTES)) {
-            rc = -1;
-            break;
+        if (len == cur->cap) {
+            /* Full: the cut line moves to the front, in place when no job holds this
+             * chunk any more, else into a new chunk (twice its size when it is long). */
+            size_t part = len - start;
+            if (atomic_load(&cur->refs) == 1 && part < cur->cap / 2) {
+                memmove(cur->data, cur->data + start, part);
+            } else {
+                chunk *next = chunk_take(&sv, part < CHUNK_BYTES / 2 ? CHUNK_BYTES : part * 2);
+                if (!next) {
+                    rc = -1;
+                    break;
+                }
+                memcpy(next->data, cur->data + start, part);
+                chunk_release(&sv, cur);
+                cur = next;
+            }
+            len = scan = part;
+            start = 0;
         }
-        ssize_t k = read(in_fd, in.p + in.len, in.cap - in.len - 1);
+        ssize_t k = read(in_fd, cur->data + len, cur->cap - len);
         if (k < 0 && errno == EINTR) continue;
         if (k < 0) rc = -1;
         if (k <= 0) break;
-        in.len += (size_t)k;
+        len += (size_t)k;
     }
-    if (rc == 0 && !skipping && in.len && !blank(in.p, in.len)) queue_line(&sv, in.p, in.len);
-    pr_buf_free(&in);
+    if (rc == 0 && !skipping && len > start && !blank(cur->data + start, len - start))
+        queue_line(&sv, cur, start, len - start);
+    chunk_release(&sv, cur);
 
     pthread_mutex_lock(&sv.mu);
     sv.eof = true;
@@ -520,9 +546,9 @@ int pr_serve(pr_host *h, int in_fd, int out_fd, unsigned workers) {
     pr_buf_free(&sv.out);
     pthread_cond_destroy(&sv.flush_cv);
     while (sv.spare) {
-        job *j = sv.spare;
-        sv.spare = j->next;
-        job_free(j);
+        chunk *c = sv.spare;
+        sv.spare = c->next;
+        free(c);
     }
     pthread_cond_destroy(&sv.have_job);
     pthread_cond_destroy(&sv.have_room);
