@@ -488,7 +488,9 @@ int pr_serve(pr_host *h, int in_fd, int out_fd, unsigned workers) {
         char *nl = len > scan ? memchr(cur->data + scan, '\n', len - scan) : NULL;
         if (nl) {
             size_t end = (size_t)(nl - cur->data);
-            if (!skipping && !blank(cur->data + start, end - start))
+            if (!skipping && end - start > LINE_MAX_BYTES)
+                reader_error(&sv, -32600, "Invalid Request");
+            else if (!skipping && !blank(cur->data + start, end - start))
                 queue_line(&sv, cur, start, end - start);
             skipping = false;
             start = scan = end + 1;

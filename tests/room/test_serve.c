@@ -367,6 +367,63 @@ static void test_evicted_text(void **st) {
     pr_host_free(h);
 }
 
+/* Input chunking: requests across 1 MiB chunk boundaries, blank lines, a line over
+ * 64 MiB (refused once with -32600 and skipped), a last line without '\n'. */
+static void test_chunk_boundaries(void **st) {
+    (void)st;
+    pr_error e;
+    pr_host *h = pr_host_new(NULL, &e);
+    req r = with(&hello, "{}");
+    pr_buf in = {0};
+    for (int i = 0; i < 40; i++) {
+        request_line(&in, 1, &r);
+        if (i % 7 == 0) assert_true(pr_buf_puts(&in, " \r\n\n"));
+    }
+    size_t big = (64u << 20) + 10;
+    assert_true(pr_buf_reserve(&in, big + 1));
+    memset(in.p + in.len, 'x', big);
+    in.len += big;
+    assert_true(pr_buf_putc(&in, '\n'));
+    request_line(&in, 1, &r);
+    in.len--; /* no final newline */
+    int in_fd = temp_fd(), out_fd = temp_fd();
+    for (size_t off = 0; off < in.len;) {
+        ssize_t k = write(in_fd, in.p + off, in.len - off);
+        assert_true(k > 0);
+        off += (size_t)k;
+    }
+    assert_int_equal(lseek(in_fd, 0, SEEK_SET), 0);
+    assert_int_equal(pr_serve(h, in_fd, out_fd, 1), 0);
+    pr_buf_free(&in);
+    off_t size = lseek(out_fd, 0, SEEK_END);
+    char *out = malloc((size_t)size + 1);
+    assert_int_equal(pread(out_fd, out, (size_t)size, 0), (ssize_t)size);
+    out[size] = 0;
+    char *want = full_path_answer(1, &r);
+    int results = 0, refused = 0, other = 0;
+    for (char *line = out, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+        *nl = 0;
+        if (strcmp(line, want) == 0)
+            results++;
+        else if (strcmp(line, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,"
+                              "\"message\":\"Invalid Request\"}}") == 0)
+            refused++;
+        else
+            other++;
+    }
+    assert_int_equal(results, 41);
+    assert_int_equal(refused, 1);
+    assert_int_equal(other, 0);
+    pr_cache_stats cs;
+    pr_host_cache_stats(h, &cs);
+    assert_int_equal(cs.line_hits, 40);
+    free(want);
+    free(out);
+    close(in_fd);
+    close(out_fd);
+    pr_host_free(h);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_identical_text_hits),
@@ -375,6 +432,7 @@ int main(void) {
         cmocka_unit_test(test_escaped_text),
         cmocka_unit_test(test_two_programs),
         cmocka_unit_test(test_evicted_text),
+        cmocka_unit_test(test_chunk_boundaries),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
