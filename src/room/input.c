@@ -606,13 +606,6 @@ bool pr_json_scan(const char *s, size_t n, pr_json_keys *keys) {
     return ok && p.i == n;
 }
 
-void pr_json_members(const char *s, size_t n, size_t at, pr_json_keys *keys) {
-    for (size_t w = 0; w < keys->n; w++)
-        keys->at[w] = 0;
-    parser p = {s, n, at, NULL};
-    if (at < n && s[at] == '{') object(&p, keys);
-}
-
 size_t pr_json_value_end(const char *s, size_t n, size_t at) {
     parser p = {s, n, at, NULL};
     value(&p, NULL);

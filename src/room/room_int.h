@@ -119,8 +119,6 @@ typedef struct pr_json_keys {
 /* Validates s as one JSON value (whitespace around allowed); when it is an object,
  * records where its named members' values start. */
 bool pr_json_scan(const char *s, size_t n, pr_json_keys *keys);
-/* The same for the (already validated) object value at offset at. */
-void pr_json_members(const char *s, size_t n, size_t at, pr_json_keys *keys);
 /* The end offset of the (already validated) value at offset at. */
 size_t pr_json_value_end(const char *s, size_t n, size_t at);
 /* The decoded string value at at, malloc'd and NUL-terminated; NULL if not a string. */

@@ -1,14 +1,17 @@
 /*
- * serve.c — `isolate serve`: newline-delimited JSON-RPC 2.0. The calling thread
- * splits the input into lines; `workers` threads check and run them (pr_run) and write each
- * answer as one line, so answers may come out of order (matched by id). The queue is
- * bounded (in lines and bytes): a fast client is slowed down rather than buffered
- * without limit. Answers are written at once when no other request is waiting; while
- * requests are queued (a pipelining client) they are gathered into one write, never
- * held more than FLUSH_DELAY_MS (the flusher thread). Method: "isolate/run", params {runner, scope,
- * digest, program, input} (strings); result {"output", "isolate"}; a contract exception is error
- * -32000 with data.kind; malformed requests get the standard codes (a JSON array,
- * i.e. a batch, is answered -32600).
+ * serve.c — `isolate serve`: newline-delimited JSON-RPC 2.0. The calling thread reads
+ * the input in chunks and splits it into lines, handed over in place; `workers` threads
+ * check and run them (pr_run) and write each answer as one line, so answers may come
+ * out of order (matched by id). The queue is bounded (in lines and bytes): a fast
+ * client is slowed down rather than buffered without limit. Answers are written at
+ * once when no other request is waiting; while requests are queued (a pipelining
+ * client) they are gathered into one write, never held more than FLUSH_DELAY_MS (the
+ * flusher thread). A program text byte-identical to a cached one is recognised in the
+ * line without being scanned (known_text; docs/room.md, "serve fast path").
+ * Method: "isolate/run", params {runner, scope, digest, program, input} (strings);
+ * result {"output", "isolate"}; a contract exception is error -32000 with data.kind;
+ * malformed requests get the standard codes (a JSON array, i.e. a batch, is answered
+ * -32600).
  */
 #include "room_int.h"
 
