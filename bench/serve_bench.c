@@ -21,6 +21,7 @@
 #include "peri/room.h"
 #include "room/room_int.h"
 
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,8 +78,35 @@ static char *b64(const uint8_t *d, size_t n, size_t *out_len) {
 
 typedef struct serve_result {
     double per_s, cpu_us;
+    double reader_us, worker_us; /* CPU per request of the reading and the worker thread */
     int ok;
 } serve_result;
+
+/* CPU time (s) of each thread of pid, from /proc/PID/task/TID/schedstat (its first
+ * field: nanoseconds on a CPU): the main (reading) thread's and the largest other one's
+ * (the worker). */
+static void thread_cpu(pid_t pid, double *reader, double *worker) {
+    char path[64];
+    *reader = *worker = 0;
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        char sp[300];
+        snprintf(sp, sizeof sp, "/proc/%d/task/%s/schedstat", (int)pid, e->d_name);
+        FILE *f = fopen(sp, "r");
+        unsigned long long ns = 0;
+        bool got = f && fscanf(f, "%llu", &ns) == 1;
+        if (f) fclose(f);
+        if (!got) continue;
+        double cpu = (double)ns / 1e9;
+        if (atoi(e->d_name) == pid)
+            *reader = cpu;
+        else if (cpu > *worker)
+            *worker = cpu;
+    }
+    if (d) closedir(d);
+}
 
 static void write_all(int fd, const char *p, size_t n) {
     while (n) {
@@ -92,9 +120,9 @@ static void write_all(int fd, const char *p, size_t n) {
 /* One serve round: RUNS pipelined requests, every answer checked. */
 static serve_result serve_round(const char *peri, const char *line, size_t n, const char *want,
                                 int runs) {
-    serve_result r = {0, 0, 0};
-    int in[2], out[2];
-    if (pipe(in) || pipe(out)) return r;
+    serve_result r = {0, 0, 0, 0, 0};
+    int in[2], out[2], hold[2];
+    if (pipe(in) || pipe(out) || pipe(hold)) return r;
     pid_t pid = fork();
     if (pid == 0) {
         dup2(in[0], 0);
@@ -103,6 +131,8 @@ static serve_result serve_round(const char *peri, const char *line, size_t n, co
         close(in[1]);
         close(out[0]);
         close(out[1]);
+        close(hold[0]);
+        close(hold[1]);
         execl(peri, peri, "isolate", "serve", "--workers", "1", (char *)NULL);
         _exit(127);
     }
@@ -112,11 +142,18 @@ static serve_result serve_round(const char *peri, const char *line, size_t n, co
     pid_t wp = fork(); /* the writer: keeps the request pipe full */
     if (wp == 0) {
         close(out[0]);
+        close(hold[1]);
         for (int i = 0; i < runs; i++)
             write_all(in[1], line, n);
+        /* Keeps the server's input open (the server alive, its threads readable) until
+         * every answer is in. */
+        char c;
+        while (read(hold[0], &c, 1) > 0) {
+        }
         _exit(0);
     }
     close(in[1]);
+    close(hold[0]);
     size_t want_n = strlen(want), cap = 1 << 20, len = 0;
     char *buf = malloc(cap);
     int got = 0;
@@ -135,6 +172,11 @@ static serve_result serve_round(const char *peri, const char *line, size_t n, co
         if (len == cap) break; /* an answer longer than 1 MiB: wrong anyway */
     }
     double secs = now() - t0;
+    double reader, worker;
+    thread_cpu(pid, &reader, &worker);
+    r.reader_us = reader / runs * 1e6;
+    r.worker_us = worker / runs * 1e6;
+    close(hold[1]); /* the writer ends, the server sees end of input */
     free(buf);
     close(out[0]);
     waitpid(wp, NULL, 0);
@@ -230,7 +272,7 @@ int main(int argc, char **argv) {
     printf("WASI hello: %zu bytes of Wasm, %zu of Base64; request line %zu bytes; "
            "%d requests per round, %d rounds\n",
            n, tl, line.len, runs, rounds);
-    double ex[100], ca[100], sv[2][100], cpu[2][100];
+    double ex[100], ca[100], sv[2][100], cpu[2][100], rd[2][100], wk[2][100];
     int bad = 0, nb = argc == 4 ? 2 : 1;
     bool wrong = false;
     api_round(h, p, &req, true, runs / 10, &bad); /* warm-up, caches the call's program */
@@ -243,9 +285,11 @@ int main(int argc, char **argv) {
             serve_result s = serve_round(argv[2 + b], line.p, line.len, want.p, runs);
             sv[b][r] = s.per_s;
             cpu[b][r] = s.cpu_us;
+            rd[b][r] = s.reader_us;
+            wk[b][r] = s.worker_us;
             wrong |= s.ok != runs;
-            printf(", serve%s %6.0f/s (%5.1f us CPU, %d ok)", b ? " (base)" : "", s.per_s, s.cpu_us,
-                   s.ok);
+            printf(", serve%s %6.0f/s (%5.1f us CPU: reader %5.1f, worker %5.1f; %d ok)",
+                   b ? " (base)" : "", s.per_s, s.cpu_us, s.reader_us, s.worker_us, s.ok);
         }
         printf("\n");
         fflush(stdout);
@@ -254,8 +298,10 @@ int main(int argc, char **argv) {
     printf("median: pr_exec %.0f runs/s (%.1f us/run), pr_run %.0f runs/s (%.1f us/run)\n", mex,
            1e6 / mex, mca, 1e6 / mca);
     for (int b = 0; b < nb; b++)
-        printf("median: serve%s %.0f runs/s per worker, %.1f us server CPU per request (%s)\n",
-               b ? " (base)" : "", median(sv[b], rounds), median(cpu[b], rounds), argv[2 + b]);
+        printf("median: serve%s %.0f runs/s per worker, %.1f us server CPU per request "
+               "(reading thread %.1f, worker thread %.1f) (%s)\n",
+               b ? " (base)" : "", median(sv[b], rounds), median(cpu[b], rounds),
+               median(rd[b], rounds), median(wk[b], rounds), argv[2 + b]);
     if (bad || wrong) printf("WRONG RESULTS (%d API runs)\n", bad);
     pr_program_release(p);
     pr_host_free(h);
