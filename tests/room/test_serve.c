@@ -14,9 +14,11 @@
 
 #include "room/room_int.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef ROOM_FIXTURES
@@ -424,6 +426,71 @@ static void test_chunk_boundaries(void **st) {
     pr_host_free(h);
 }
 
+typedef struct serve_thread {
+    pr_host *h;
+    int in_fd, out_fd, rc;
+} serve_thread;
+
+static void *serve_main(void *arg) {
+    serve_thread *t = arg;
+    t->rc = pr_serve(t->h, t->in_fd, t->out_fd, 1);
+    close(t->out_fd);
+    return NULL;
+}
+
+static double mono(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Gathered answers are not held back by a long request behind them: a quick answer
+ * followed by a request that runs into the CPU limit (300 ms) arrives long before the
+ * second answer (FLUSH_DELAY_MS, 1 ms; the bound here only says "not held"). */
+static void test_answer_not_held(void **st) {
+    (void)st;
+    pr_error e;
+    pr_host_config cfg = {.cpu_ms = 300};
+    pr_host *h = pr_host_new(&cfg, &e);
+    assert_non_null(h);
+    int in[2], out[2];
+    assert_int_equal(pipe(in), 0);
+    assert_int_equal(pipe(out), 0);
+    serve_thread t = {h, in[0], out[1], -1};
+    pthread_t tid;
+    assert_int_equal(pthread_create(&tid, NULL, serve_main, &t), 0);
+    req quick = with(&hello, "{}"), loop = with(&probe, "{\"args\":[\"loop\"]}");
+    pr_buf b = {0};
+    request_line(&b, 1, &quick);
+    request_line(&b, 2, &loop);
+    double t0 = mono();
+    assert_int_equal(write(in[1], b.p, b.len), (ssize_t)b.len);
+    char got[4096];
+    size_t len = 0;
+    double first = 0;
+    for (ssize_t k; (k = read(out[0], got + len, sizeof got - 1 - len)) > 0;) {
+        len += (size_t)k;
+        got[len] = 0;
+        if (!first && strchr(got, '\n')) first = mono() - t0;
+        if (strchr(got, '\n') != strrchr(got, '\n')) break; /* two answers */
+    }
+    double second = mono() - t0;
+    close(in[1]);
+    pthread_join(tid, NULL);
+    assert_int_equal(t.rc, 0);
+    char *want1 = full_path_answer(1, &quick);
+    assert_true(strncmp(got, want1, strlen(want1)) == 0);
+    assert_non_null(strstr(got, "\"id\":2,\"error\":{\"code\":-32000,\"message\":"
+                                "\"隔离运行失败：CPU 时间超过 300 ms\""));
+    /* The second answer needs at least 300 ms of CPU; the first came well before. */
+    assert_true(second >= 0.29);
+    assert_true(first < second - 0.1);
+    free(want1);
+    pr_buf_free(&b);
+    close(out[0]);
+    pr_host_free(h);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_identical_text_hits),
@@ -433,6 +500,7 @@ int main(void) {
         cmocka_unit_test(test_two_programs),
         cmocka_unit_test(test_evicted_text),
         cmocka_unit_test(test_chunk_boundaries),
+        cmocka_unit_test(test_answer_not_held),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
