@@ -88,6 +88,11 @@ const char *pr_host_resource_version(void);
 
 typedef struct pr_cache_stats {
     size_t entries, bytes, hits, misses, evictions;
+    /* text_hits: contract calls whose program text was byte-identical to the text a
+     * cached program was verified from, so Base64 decoding and SHA-256 were skipped.
+     * line_hits: `isolate serve` requests whose program text was recognised in the
+     * request line by the text index (one memcmp instead of scanning and copying it). */
+    size_t text_hits, line_hits;
 } pr_cache_stats;
 void pr_host_cache_stats(pr_host *h, pr_cache_stats *out);
 

@@ -105,12 +105,20 @@ typedef struct pr_json_keys {
     const char *const *names;
     size_t n;
     size_t *at; /* per name: offset of the member's value + 1 (last wins), 0 = absent */
+    /* Optional (pr_json_scan): the members of the object value of names[sub_of] are
+     * recorded in *sub too (from the last such member; all 0 if it is not an object). */
+    struct pr_json_keys *sub;
+    size_t sub_of;
+    /* Optional (pr_json_scan): called at every string of the text, at = offset of its
+     * first content byte. A nonzero return L promises that s[at..at+L) is a string's
+     * whole raw content, ends at a '"' (s[at+L]) and holds no '\\', no control and no
+     * non-ASCII byte; the scanner then skips those bytes unread. 0: scan as usual. */
+    size_t (*known)(void *ud, const char *s, size_t n, size_t at);
+    void *known_ud;
 } pr_json_keys;
 /* Validates s as one JSON value (whitespace around allowed); when it is an object,
  * records where its named members' values start. */
 bool pr_json_scan(const char *s, size_t n, pr_json_keys *keys);
-/* The same for the (already validated) object value at offset at. */
-void pr_json_members(const char *s, size_t n, size_t at, pr_json_keys *keys);
 /* The end offset of the (already validated) value at offset at. */
 size_t pr_json_value_end(const char *s, size_t n, size_t at);
 /* The decoded string value at at, malloc'd and NUL-terminated; NULL if not a string. */
@@ -216,7 +224,13 @@ struct pr_program {
      * and hashing: both are pure functions of the text. NULL when unknown. */
     char *text;
     size_t text_len;
-    struct pr_program *lru_prev, *lru_next, *hnext;
+    /* Set by pr_cache_put: the text is "JSON-plain" (only bytes 0x20..0x7E other than
+     * '"' and '\\', so a JSON string with exactly these raw bytes has exactly this
+     * value) and its sample hash (pr_cache_text_sample). Only plain texts are in the
+     * cache's text index. */
+    bool text_plain;
+    uint64_t text_sample;
+    struct pr_program *lru_prev, *lru_next, *hnext, *tnext;
     bool in_cache;
     /* The state after a language runtime's initialisation (ruby.c), taken by the
      * first run and used by every later one; NULL until then. Guarded by snap_mu. */
@@ -227,7 +241,8 @@ struct pr_program {
 typedef struct pr_cache {
     pthread_mutex_t mu;
     pr_program **buckets;
-    size_t nbuckets;
+    pr_program **tbuckets;           /* the text index: plain texts by (length, sample hash) */
+    size_t nbuckets;                 /* of both tables */
     pr_program *lru_head, *lru_tail; /* head = most recent */
     size_t limit;
     pr_cache_stats st;
@@ -243,6 +258,15 @@ pr_program *pr_cache_put(pr_cache *c, pr_program *p);
 void pr_program_free_(pr_program *p);
 /* Charges p extra bytes (a snapshot made after it was cached), evicting others. */
 void pr_cache_charge(pr_cache *c, pr_program *p, size_t extra);
+/* A cheap hash of a text's length and eight 8-byte windows spread over it (the whole
+ * text when shorter than 64 bytes): the key of the text index. */
+uint64_t pr_cache_text_sample(const char *s, size_t n);
+/* The text index: a new reference to a cached program whose plain text is byte for
+ * byte s[0..n), or NULL. Compares the whole text (memcmp) outside the lock; counts a
+ * hit in stats.line_hits. */
+pr_program *pr_cache_find_text(pr_cache *c, const char *s, size_t n);
+/* Counts one contract call that skipped Base64 decoding and SHA-256 (stats.text_hits). */
+void pr_cache_count_text_hit(pr_cache *c);
 
 /* ---------------------------------------------------------------- watchdog.c */
 

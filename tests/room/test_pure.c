@@ -869,7 +869,7 @@ static void test_fuzz_parsers(void **st) {
         }
         size_t at[2];
         static const char *const names[2] = {"id", "params"};
-        pr_json_keys keys = {names, 2, at};
+        pr_json_keys keys = {.names = names, .n = 2, .at = at};
         if (pr_json_scan(buf, n, &keys) && at[0]) {
             size_t end = pr_json_value_end(buf, n, at[0] - 1);
             assert_true(end <= n && end > at[0] - 1);
