@@ -384,7 +384,7 @@ pmcp_client *pmcp_client_connect(const pmcp_server_config *cfg, const pmcp_clien
         break;
     case PMCP_HTTP: c->link = pmcp__link_http(cfg, &cb, lerr, sizeof lerr); break;
     case PMCP_SSE: c->link = pmcp__link_sse(cfg, &cb, init_ms, lerr, sizeof lerr); break;
-    case PMCP_INPROC: c->link = pmcp__link_inproc(cfg->root, &cb, lerr, sizeof lerr); break;
+    case PMCP_INPROC: c->link = pmcp__link_inproc(cfg, &cb, lerr, sizeof lerr); break;
     }
     if (!c->link) {
         snprintf(err, errlen, "%s", lerr[0] ? lerr : "cannot connect");
@@ -588,6 +588,26 @@ pmcp_status pmcp_client_call(pmcp_client *c, const char *tool, const char *args_
     out->text = model_text(json_is_array(content) ? content : NULL, structured);
     json_decref(res);
     return PMCP_OK;
+}
+
+pmcp_status pmcp__client_call_raw(pmcp_client *c, const char *tool, const char *args_json,
+                                  atomic_int *cancel, long timeout_ms, json_t **result, char *err,
+                                  size_t errlen) {
+    *result = NULL;
+    json_t *args = args_json ? json_loads(args_json, 0, NULL) : NULL;
+    json_t *params = NULL;
+    if (json_is_object(args)) {
+        params = json_pack("{s:s, s:o}", "name", tool, "arguments", args);
+    } else {
+        json_decref(args);
+        params = json_pack("{s:s, s:{}, s:{s:s}}", "name", tool, "arguments", "_meta",
+                           "peri/rawArguments", args_json ? args_json : "");
+    }
+    if (!params) {
+        snprintf(err, errlen, "out of memory");
+        return PMCP_ERR_TRANSPORT;
+    }
+    return request(c, "tools/call", params, cancel, timeout_ms, NULL, NULL, result, err, errlen);
 }
 
 pmcp_status pmcp_client_request(pmcp_client *c, const char *method, const char *params_json,

@@ -113,6 +113,23 @@ static void m_tools_list(srv *s, json_t *id, json_t *params) {
     send_frame(s, pmcp__result(id, res));
 }
 
+/* _meta["peri/acp"] of a result (acp_meta servers): what the ACP update needs beyond
+ * the text, taken from the registry's result without change. JSON texts the tools
+ * produced are embedded as JSON (a text that does not parse is left out). */
+static json_t *acp_meta(const ptl_tool *t, ptl_status st, const ptl_result *r) {
+    json_t *m = json_pack("{s:s}", "kind", ptl_kind_name(ptl_kind_of(t)));
+    if (!m) return NULL;
+    static const char *const keys[] = {"content", "locations", "rawOutput", "meta"};
+    const char *texts[] = {r->content_json, r->locations_json, r->raw_output_json, r->meta_json};
+    for (size_t i = 0; i < 4; i++) {
+        json_t *v = texts[i] ? json_loads(texts[i], JSON_DECODE_ANY, NULL) : NULL;
+        if (v) json_object_set_new(m, keys[i], v);
+    }
+    if (st != PTL_OK)
+        json_object_set_new(m, "status", json_string(st == PTL_CANCELLED ? "cancelled" : "error"));
+    return m;
+}
+
 static void *call_main(void *arg) {
     call *c = arg;
     srv *s = c->srv;
@@ -121,19 +138,21 @@ static void *call_main(void *arg) {
             s, pmcp__notification("notifications/progress",
                                   json_pack("{s:O, s:i, s:s}", "progressToken", c->progress_token,
                                             "progress", 0, "message", ptl_name(c->tool))));
-    ptl_ctx ctx = {.cwd = s->root, .cancel = &c->cancel, .timeout_ms = s->opt->shell_timeout_ms};
+    ptl_ctx ctx = {.cwd = s->root, .timeout_ms = s->opt->shell_timeout_ms};
+    if (s->opt->tool_ctx) ctx = *s->opt->tool_ctx; /* the session's own context */
+    ctx.cancel = &c->cancel;
     ptl_result r;
     ptl_status st = ptl_run(c->tool, c->args, &ctx, &r);
     if (atomic_load(&c->by_client)) {
         /* cancelled: the client no longer waits for an answer */
-    } else if (st == PTL_OK) {
-        json_t *res = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text",
-                                r.output ? r.output : "", "isError", r.is_error);
-        send_frame(s, pmcp__result(c->id, res));
     } else {
-        json_t *res =
-            json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text",
-                      r.output && r.output[0] ? r.output : "internal tool failure", "isError", 1);
+        const char *text = r.output ? r.output : "";
+        if (st != PTL_OK && !s->opt->acp_meta && !text[0]) text = "internal tool failure";
+        json_t *res = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", text,
+                                "isError", st != PTL_OK || r.is_error);
+        if (res && s->opt->acp_meta)
+            json_object_set_new(res, "_meta",
+                                json_pack("{s:o}", "peri/acp", acp_meta(c->tool, st, &r)));
         send_frame(s, pmcp__result(c->id, res));
     }
     ptl_result_clear(&r);
@@ -195,7 +214,15 @@ static void m_tools_call(srv *s, json_t *id, json_t *params) {
     c->srv = s;
     c->tool = t;
     c->id = json_deep_copy(id);
-    c->args = json_is_object(args) ? json_dumps(args, JSON_COMPACT) : strdup("{}");
+    /* An in-process client passes arguments that are not a JSON object as their text
+     * in _meta["peri/rawArguments"], so the tool reports them exactly as when called
+     * directly. */
+    const char *raw = s->opt->acp_meta ? json_string_value(json_object_get(
+                                             json_object_get(params, "_meta"), "peri/rawArguments"))
+                                       : NULL;
+    c->args = raw                    ? strdup(raw)
+              : json_is_object(args) ? json_dumps(args, JSON_COMPACT)
+                                     : strdup("{}");
     json_t *tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
     if (json_is_string(tok) || json_is_integer(tok)) c->progress_token = json_incref(tok);
     if (!c->id || !c->args) {
@@ -322,10 +349,11 @@ int pmcp_serve(const pmcp_server_opts *opt, int in_fd, int out_fd) {
     s.opt = opt;
     s.out_fd = out_fd;
     struct stat st;
-    if (!opt || !opt->root || !realpath(opt->root, s.root) || stat(s.root, &st) != 0 ||
+    const char *root = opt && opt->tool_ctx ? opt->tool_ctx->cwd : opt ? opt->root : NULL;
+    if (!opt || !root || !realpath(root, s.root) || stat(s.root, &st) != 0 ||
         !S_ISDIR(st.st_mode)) {
         fprintf(stderr, "peri mcp: workspace root is not an existing directory: %s\n",
-                opt && opt->root ? opt->root : "(none)");
+                root ? root : "(none)");
         return -1;
     }
     pthread_mutex_init(&s.wmu, NULL);
