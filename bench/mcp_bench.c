@@ -1,11 +1,12 @@
 /*
  * mcp_bench.c — per-call overhead of the builtin tools through the session pool's
  * in-process Workspace MCP pair (issue 12) against calling the tools registry directly,
- * measured side by side in one process (alternating rounds, medians).
+ * measured side by side in one process (interleaved calls, medians).
  *
- * usage: peri-mcp-bench [CALLS_PER_ROUND] [ROUNDS]
+ * usage: peri-mcp-bench [CALLS]
  * For `read` of a small file, `read` of a 60 KiB file, `list` and `write` (diff content),
- * prints the median per-call time of each route and the difference.
+ * times CALLS calls of each route, interleaved call by call (so load changes hit both
+ * alike), and prints the median and 90th percentile per call of each route.
  */
 #include "peri/mcp.h"
 #include "peri/tools.h"
@@ -32,38 +33,34 @@ static double median(double *v, int n) {
     return v[n / 2];
 }
 
-/* one round of n calls; returns microseconds per call */
-static double round_direct(const ptl_ctx *ctx, const char *tool, const char *args, int n) {
+static double one_direct(const ptl_ctx *ctx, const char *tool, const char *args) {
     const ptl_tool *t = ptl_find(tool);
     double t0 = now_us();
-    for (int i = 0; i < n; i++) {
-        ptl_result r;
-        if (ptl_run(t, args, ctx, &r) != PTL_OK || r.is_error) {
-            fprintf(stderr, "direct %s failed: %s\n", tool, r.output ? r.output : "?");
-            exit(1);
-        }
-        ptl_result_clear(&r);
+    ptl_result r;
+    if (ptl_run(t, args, ctx, &r) != PTL_OK || r.is_error) {
+        fprintf(stderr, "direct %s failed: %s\n", tool, r.output ? r.output : "?");
+        exit(1);
     }
-    return (now_us() - t0) / n;
+    ptl_result_clear(&r);
+    return now_us() - t0;
 }
 
-static double round_pool(pmcp_pool *p, const char *tool, const char *args, int n) {
+static double one_pool(pmcp_pool *p, const char *tool, const char *args) {
     double t0 = now_us();
-    for (int i = 0; i < n; i++) {
-        pmcp_pool_result r;
-        if (pmcp_pool_run(p, tool, args, NULL, NULL, NULL, &r) != 0 || r.is_error) {
-            fprintf(stderr, "pool %s failed: %s\n", tool, r.text ? r.text : "?");
-            exit(1);
-        }
-        pmcp_pool_result_clear(&r);
+    pmcp_pool_result r;
+    if (pmcp_pool_run(p, tool, args, NULL, NULL, NULL, &r) != 0 || r.is_error) {
+        fprintf(stderr, "pool %s failed: %s\n", tool, r.text ? r.text : "?");
+        exit(1);
     }
-    return (now_us() - t0) / n;
+    pmcp_pool_result_clear(&r);
+    return now_us() - t0;
 }
 
 int main(int argc, char **argv) {
-    int calls = argc > 1 ? atoi(argv[1]) : 200;
-    int rounds = argc > 2 ? atoi(argv[2]) : 7;
-    if (calls < 1 || rounds < 1 || rounds > 99) return 2;
+    int calls = argc > 1 ? atoi(argv[1]) : 1000;
+    if (calls < 10 || calls > 1000000) return 2;
+    double *d = malloc((size_t)calls * sizeof *d), *m = malloc((size_t)calls * sizeof *m);
+    if (!d || !m) return 1;
     char dir[] = "/tmp/peri-mcp-bench-XXXXXX";
     if (!mkdtemp(dir)) return 1;
     char path[512];
@@ -90,18 +87,23 @@ int main(int argc, char **argv) {
                  {"read 60 KiB", "read", "{\"path\":\"big.txt\"}"},
                  {"list", "list", "{\"path\":\".\"}"},
                  {"write (diff)", "write", "{\"path\":\"w.txt\",\"content\":\"abc\\n\"}"}};
-    printf("%-14s %12s %12s %12s\n", "call", "direct us", "pool us", "overhead us");
+    printf("%-14s %10s %10s %10s %10s %10s\n", "call", "direct", "pool", "overhead", "direct p90",
+           "pool p90");
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        double d[99], m[99];
-        round_direct(&ctx, cases[k].tool, cases[k].args, calls / 10 + 1); /* warm up */
-        round_pool(p, cases[k].tool, cases[k].args, calls / 10 + 1);
-        for (int r = 0; r < rounds; r++) {
-            d[r] = round_direct(&ctx, cases[k].tool, cases[k].args, calls);
-            m[r] = round_pool(p, cases[k].tool, cases[k].args, calls);
+        for (int i = 0; i < calls / 10; i++) { /* warm up */
+            one_direct(&ctx, cases[k].tool, cases[k].args);
+            one_pool(p, cases[k].tool, cases[k].args);
         }
-        double md = median(d, rounds), mm = median(m, rounds);
-        printf("%-14s %12.1f %12.1f %12.1f\n", cases[k].label, md, mm, mm - md);
+        for (int i = 0; i < calls; i++) {
+            d[i] = one_direct(&ctx, cases[k].tool, cases[k].args);
+            m[i] = one_pool(p, cases[k].tool, cases[k].args);
+        }
+        double md = median(d, calls), mm = median(m, calls);
+        printf("%-14s %8.1fus %8.1fus %8.1fus %8.1fus %8.1fus\n", cases[k].label, md, mm, mm - md,
+               d[calls * 9 / 10], m[calls * 9 / 10]);
     }
+    free(d);
+    free(m);
     pmcp_pool_close(p);
     free(notices);
     char cmd[600];

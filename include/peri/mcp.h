@@ -235,7 +235,9 @@ int pmcp_pool_call(pmcp_pool *p, const char *namespaced, const char *args_json, 
 typedef struct pmcp_pool_result {
     char *text; /* for the model (never NULL after a return of 0 or 1) */
     bool is_error;
-    char *content_json;    /* ACP ToolCallContent[] text or NULL */
+    char *content_json;    /* ACP ToolCallContent[] text or NULL (builtin: NULL when it
+                              would be the one text block of `text`, which is how the ACP
+                              layer renders NULL) */
     char *locations_json;  /* ACP locations or NULL */
     char *meta_json;       /* the ACP update's _meta object or NULL */
     char *raw_output_json; /* ACP rawOutput or NULL */

@@ -686,7 +686,10 @@ static int run_builtin(pmcp_pool *p, const char *name, const char *args_json, at
     out->text = strdup(text ? text : "");
     out->is_error = json_is_true(json_object_get(res, "isError"));
     json_t *acp = json_object_get(json_object_get(res, "_meta"), "peri/acp");
-    out->content_json = dump_or_null(json_object_get(acp, "content"));
+    /* textContent: one text block equal to the text. content_json stays NULL, for
+     * which the ACP layer renders exactly that block (and parses nothing). */
+    if (!json_is_true(json_object_get(acp, "textContent")))
+        out->content_json = dump_or_null(json_object_get(acp, "content"));
     out->locations_json = dump_or_null(json_object_get(acp, "locations"));
     out->raw_output_json = dump_or_null(json_object_get(acp, "rawOutput"));
     out->meta_json = dump_or_null(json_object_get(acp, "meta"));

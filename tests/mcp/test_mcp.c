@@ -607,6 +607,7 @@ static int editor_read(void *ctx, const char *abs, char **data, size_t *len) {
 
 static void same_json(const char *a, const char *b) {
     if (!a || !b) {
+        if (a != b) fprintf(stderr, "same_json: %s vs %s\n", a ? a : "NULL", b ? b : "NULL");
         assert_ptr_equal(a, b);
         return;
     }
@@ -663,7 +664,16 @@ static void test_pool_builtin(void **state) {
         assert_int_equal(rc, 0);
         assert_string_equal(r.text, d.output);
         assert_int_equal(r.is_error, d.is_error);
-        same_json(r.content_json, d.content_json);
+        if (r.content_json || !d.content_json) {
+            same_json(r.content_json, d.content_json);
+        } else { /* a plain text block of the text: what the ACP layer renders for NULL */
+            json_t *tb = json_pack("[{s:s, s:{s:s, s:s}}]", "type", "content", "content", "type",
+                                   "text", "text", d.output);
+            char *tbs = json_dumps(tb, JSON_COMPACT);
+            same_json(tbs, d.content_json);
+            free(tbs);
+            json_decref(tb);
+        }
         same_json(r.locations_json, d.locations_json);
         same_json(r.raw_output_json, d.raw_output_json);
         same_json(r.meta_json, d.meta_json);
