@@ -117,15 +117,21 @@ static int64_t mono_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* 3 rather than 3.0 when the number is whole (what servers usually send). */
+static json_t *json_num(double v) {
+    if (v > -9e15 && v < 9e15 && v == (double)(json_int_t)v) return json_integer((json_int_t)v);
+    return json_real(v);
+}
+
 static void on_progress(void *ctx, double progress, double total, const char *message) {
     progress_ctx *pc = ctx;
     int64_t now = mono_ms();
     bool last = total > 0 && progress >= total;
     if (pc->last_ms && now - pc->last_ms < PCT_PROGRESS_MS && !last) return;
     pc->last_ms = now;
-    json_t *meta = json_pack("{s:{s:f}}", "peri.progress", "progress", progress);
+    json_t *meta = json_pack("{s:{s:o}}", "peri.progress", "progress", json_num(progress));
     json_t *pm = json_object_get(meta, "peri.progress");
-    if (total > 0) json_object_set_new(pm, "total", json_real(total));
+    if (total > 0) json_object_set_new(pm, "total", json_num(total));
     if (message) json_object_set_new(pm, "message", json_string(message));
     char line[600];
     if (total > 0)
