@@ -126,7 +126,7 @@ int pmcp_client_tools(pmcp_client *c, pmcp_tool **out, size_t *n);
 void pmcp_tools_free(pmcp_tool *t, size_t n);
 /* True once notifications/tools/list_changed arrived since the last refresh. */
 bool pmcp_client_tools_changed(pmcp_client *c);
-/* Re-lists the tools (all pages). 0 or -1 with err. */
+/* Re-lists the tools (all pages; each page answered within 30 s). 0 or -1 with err. */
 int pmcp_client_refresh_tools(pmcp_client *c, char *err, size_t errlen);
 
 typedef void (*pmcp_progress_fn)(void *ctx, double progress, double total, const char *message);

@@ -483,7 +483,8 @@ bool pmcp_client_tools_changed(pmcp_client *c) {
 }
 
 int pmcp_client_refresh_tools(pmcp_client *c, char *err, size_t errlen) {
-    return list_tools(c, 0, err, errlen);
+    /* bounded like initialize: a session waits for this before its next model request */
+    return list_tools(c, 30000, err, errlen);
 }
 
 void pmcp_call_result_clear(pmcp_call_result *r) {
