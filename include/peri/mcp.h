@@ -211,9 +211,10 @@ typedef struct pmcp_pool_opts {
  * a later entry with the same name replaces an earlier one). Never fails for a server:
  * a server that cannot start is left out and described in *notices (malloc'd lines,
  * NULL when all went well), which the caller reports. NULL only when out of memory.
- * With opt->workspace, the builtin server must start: pmcp_pool_builtin tells. */
+ * With opt->workspace, the builtin server is started at its first call (an idle
+ * session costs no thread and no descriptor). */
 pmcp_pool *pmcp_pool_open(const pmcp_pool_opts *opt, char **notices);
-/* True when the builtin in-process Workspace server is connected. */
+/* True when the pool serves the builtin tools (opened with a workspace context). */
 bool pmcp_pool_builtin(const pmcp_pool *p);
 /* Closes every connection (no server process survives) and frees. NULL: no-op. */
 void pmcp_pool_close(pmcp_pool *p);

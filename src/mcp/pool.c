@@ -9,7 +9,8 @@
  *
  * The pool also holds the builtin Workspace server (issue 12): an in-process pair whose
  * server runs the registry tools with the session's own tool context, and whose results
- * carry the ACP data in _meta["peri/acp"]; its tools keep their plain names.
+ * carry the ACP data in _meta["peri/acp"]; its tools keep their plain names. It starts
+ * at the first builtin call, so an idle session holds no thread and no descriptor.
  *
  * Invariants: a server that fails never fails the pool (it is described in the
  * notices and its tools are absent); the tool table changes only in pmcp_pool_refresh
@@ -311,9 +312,10 @@ struct pmcp_pool {
     pool_tool *tools;
     size_t ntools;
     old_table *retired;
-    pmcp_client *builtin; /* the in-process Workspace server, or NULL */
-    char **bnames;        /* its tool names (plain), immutable after open */
-    size_t nbnames;
+    /* The builtin Workspace server: configured at open (ws), started at its first call
+     * (an idle session costs no thread and no fd), under mu. */
+    const ptl_ctx *ws;
+    pmcp_client *builtin;
 };
 
 static void *connect_main(void *arg) {
@@ -437,34 +439,23 @@ static int add_tools(pmcp_pool *p, size_t si, pool_tool **tools, size_t *ntools,
     return rc;
 }
 
-/* The builtin Workspace server over the session's tool context. */
-static int open_builtin(pmcp_pool *p, const ptl_ctx *ws, char **notices) {
+/* Starts the builtin Workspace server over the session's tool context (p->mu held).
+ * 0, or -1 with err. */
+static int start_builtin(pmcp_pool *p, char *err, size_t errlen) {
+    if (p->builtin) return 0;
     pmcp_server_config cfg = {
-        .name = "workspace", .kind = PMCP_INPROC, .tool_ctx = ws, .acp_meta = true};
+        .name = "workspace", .kind = PMCP_INPROC, .tool_ctx = p->ws, .acp_meta = true};
     /* the tools enforce their own timeouts (the shell's may exceed any default) */
     pmcp_client_opts co = {.call_timeout_ms = 30L * 24 * 3600 * 1000};
-    char err[512];
-    p->builtin = pmcp_client_connect(&cfg, &co, err, sizeof err);
-    if (!p->builtin) {
-        note(notices, "the builtin workspace server did not start: %s%s", err, NULL);
-        return -1;
-    }
-    pmcp_tool *t;
-    size_t n;
-    if (pmcp_client_tools(p->builtin, &t, &n) != 0) return -1;
-    p->bnames = calloc(n ? n : 1, sizeof *p->bnames);
-    for (size_t i = 0; p->bnames && i < n; i++) {
-        p->bnames[p->nbnames++] = t[i].name;
-        t[i].name = NULL;
-    }
-    pmcp_tools_free(t, n);
-    return p->bnames ? 0 : -1;
+    char why[400];
+    p->builtin = pmcp_client_connect(&cfg, &co, why, sizeof why);
+    if (!p->builtin) snprintf(err, errlen, "the builtin workspace server did not start: %s", why);
+    return p->builtin ? 0 : -1;
 }
 
+/* The builtin server serves exactly the tools registry. */
 static bool builtin_has(const pmcp_pool *p, const char *name) {
-    for (size_t i = 0; p && name && i < p->nbnames; i++)
-        if (!strcmp(p->bnames[i], name)) return true;
-    return false;
+    return p && p->ws && name && ptl_find(name) != NULL;
 }
 
 pmcp_pool *pmcp_pool_open(const pmcp_pool_opts *opt, char **notices) {
@@ -472,9 +463,7 @@ pmcp_pool *pmcp_pool_open(const pmcp_pool_opts *opt, char **notices) {
     pmcp_pool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     pthread_mutex_init(&p->mu, NULL);
-    if (opt->workspace && open_builtin(p, opt->workspace, notices) != 0 && !p->builtin) {
-        /* reported in the notices; pmcp_pool_builtin() says false */
-    }
+    p->ws = opt->workspace;
     pmcp_server_config *cfgs = NULL;
     size_t n = 0;
     if (opt->user_settings_json)
@@ -537,16 +526,13 @@ void pmcp_pool_close(pmcp_pool *p) {
         table_free(o->tools, o->ntools);
         free(o);
     }
-    for (size_t i = 0; i < p->nbnames; i++)
-        free(p->bnames[i]);
-    free(p->bnames);
     free(p->servers);
     pthread_mutex_destroy(&p->mu);
     free(p);
 }
 
 bool pmcp_pool_builtin(const pmcp_pool *p) {
-    return p && p->builtin;
+    return p && p->ws;
 }
 
 size_t pmcp_pool_tool_count(const pmcp_pool *p) {
@@ -669,8 +655,15 @@ static int run_builtin(pmcp_pool *p, const char *name, const char *args_json, at
                        pmcp_pool_result *out) {
     json_t *res = NULL;
     char err[600];
-    pmcp_status st =
-        pmcp__client_call_raw(p->builtin, name, args_json, cancel, 0, &res, err, sizeof err);
+    pthread_mutex_lock(&p->mu);
+    pmcp_client *c = start_builtin(p, err, sizeof err) == 0 ? p->builtin : NULL;
+    pthread_mutex_unlock(&p->mu);
+    if (!c) {
+        out->text = strdup(err);
+        out->is_error = true;
+        return -1;
+    }
+    pmcp_status st = pmcp__client_call_raw(c, name, args_json, cancel, 0, &res, err, sizeof err);
     if (st == PMCP_CANCELLED) {
         out->text = strdup("");
         out->is_error = true;
@@ -705,8 +698,7 @@ int pmcp_pool_run(pmcp_pool *p, const char *name, const char *args_json, atomic_
                   pmcp_progress_fn progress, void *pctx, pmcp_pool_result *out) {
     memset(out, 0, sizeof *out);
     out->is_error = true;
-    if (p && p->builtin && builtin_has(p, name))
-        return run_builtin(p, name, args_json, cancel, out);
+    if (builtin_has(p, name)) return run_builtin(p, name, args_json, cancel, out);
     const pool_tool *t = find(p, name);
     if (!t) return -1;
     pmcp_call_result r;
