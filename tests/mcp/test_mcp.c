@@ -3,7 +3,10 @@
  * line reader on huge lines, the SSE parser, the client against a hostile fake server
  * (wrong ids, garbage, huge lines, string ids, duplicates), the workspace server on raw
  * frames (pagination, unknown tools, escapes, cancellation), the in-process pair,
- * configuration parsing and the MCP -> ACP content mapping.
+ * configuration parsing and the MCP -> ACP content mapping; issue 12: the pool's builtin
+ * tools through the in-process pair give exactly the registry's results (text, content,
+ * locations, rawOutput, _meta; the editor hook used), plain clients get no _meta, and
+ * tools/list_changed refreshes the pool's table.
  *
  * usage: test_mcp PERI_BINARY
  */
@@ -607,7 +610,7 @@ static int editor_read(void *ctx, const char *abs, char **data, size_t *len) {
 
 static void same_json(const char *a, const char *b) {
     if (!a || !b) {
-        if (a != b) fprintf(stderr, "same_json: %s vs %s\n", a ? a : "NULL", b ? b : "NULL");
+        if (a != b) fprintf(stderr, "differs: %s vs %s\n", a ? a : "NULL", b ? b : "NULL");
         assert_ptr_equal(a, b);
         return;
     }
