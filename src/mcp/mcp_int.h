@@ -97,7 +97,10 @@ pmcp__link *pmcp__link_sse(const pmcp_server_config *cfg, const pmcp__link_cb *c
 
 /* tools/call returning the raw result object (new reference in *result on PMCP_OK;
  * err says why otherwise). args_json that is not a JSON object is sent as {} with its
- * text in _meta["peri/rawArguments"] (understood by acp_meta servers). */
+ * text in _meta["peri/rawArguments"] (understood by acp_meta servers). On a cancel it
+ * waits up to PMCP_CANCEL_LINGER_MS for the late answer an acp_meta server sends (the
+ * stopped tool's partial result): PMCP_CANCELLED, with *result set when it came. */
+#define PMCP_CANCEL_LINGER_MS 2000
 pmcp_status pmcp__client_call_raw(pmcp_client *c, const char *tool, const char *args_json,
                                   atomic_int *cancel, long timeout_ms, json_t **result, char *err,
                                   size_t errlen);

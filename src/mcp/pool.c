@@ -664,13 +664,13 @@ static int run_builtin(pmcp_pool *p, const char *name, const char *args_json, at
         return -1;
     }
     pmcp_status st = pmcp__client_call_raw(c, name, args_json, cancel, 0, &res, err, sizeof err);
-    if (st == PMCP_CANCELLED) {
+    if (st == PMCP_CANCELLED && !res) { /* no late answer: the agent says "cancelled" */
         out->text = strdup("");
         out->is_error = true;
         return out->text ? 1 : -1;
     }
-    if (st != PMCP_OK) {
-        out->text = strdup(err);
+    if (!res) {
+        out->text = strdup(st == PMCP_OK ? "out of memory" : err);
         out->is_error = true;
         return -1;
     }
@@ -686,12 +686,14 @@ static int run_builtin(pmcp_pool *p, const char *name, const char *args_json, at
     out->locations_json = dump_or_null(json_object_get(acp, "locations"));
     out->raw_output_json = dump_or_null(json_object_get(acp, "rawOutput"));
     out->meta_json = dump_or_null(json_object_get(acp, "meta"));
+    /* the tool's own status decides, as when it was called directly: a tool that
+     * finished before it saw the cancel ran (0) */
     const char *status = json_string_value(json_object_get(acp, "status"));
+    int rc = !status                        ? 0
+             : !strcmp(status, "cancelled") ? 1
+                                            : -1; /* failed inside (out of memory, fork...) */
     json_decref(res);
-    if (!out->text) return -1;
-    if (status && !strcmp(status, "cancelled")) return 1;
-    if (status) return -1; /* the tool failed inside (out of memory, fork...) */
-    return 0;
+    return out->text ? rc : -1;
 }
 
 int pmcp_pool_run(pmcp_pool *p, const char *name, const char *args_json, atomic_int *cancel,

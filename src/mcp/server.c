@@ -198,8 +198,9 @@ static void run_call(call *c) {
     ctx.cancel = &c->cancel;
     ptl_result r;
     ptl_status st = ptl_run(c->tool, c->args, &ctx, &r);
-    if (atomic_load(&c->by_client)) {
-        /* cancelled: the client no longer waits for an answer */
+    if (atomic_load(&c->by_client) && !s->opt->acp_meta) {
+        /* cancelled: the client no longer waits for an answer (MCP). The in-process
+         * client of the agent does wait briefly: it records the partial result. */
     } else {
         const char *text = r.output ? r.output : "";
         if (st != PTL_OK && !s->opt->acp_meta && !text[0]) text = "internal tool failure";

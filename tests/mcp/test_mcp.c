@@ -691,6 +691,46 @@ static void test_pool_builtin(void **state) {
     pmcp_pool_close(p);
 }
 
+typedef struct raise_later {
+    atomic_int *flag;
+    long ms;
+} raise_later;
+
+static void *raise_main(void *arg) {
+    raise_later *r = arg;
+    struct timespec ts = {r->ms / 1000, (r->ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    atomic_store(r->flag, 1);
+    return NULL;
+}
+
+/* A cancelled builtin call returns what the stopped tool returned (its partial output),
+ * as a direct call did, and is reported as cancelled (1). */
+static void test_pool_builtin_cancel(void **state) {
+    (void)state;
+    ptl_ctx ctx = {.cwd = g_root};
+    pmcp_pool_opts po = {.workspace = &ctx};
+    char *notices = NULL;
+    pmcp_pool *p = pmcp_pool_open(&po, &notices);
+    assert_non_null(p);
+    atomic_int cancel = 0;
+    raise_later rl = {&cancel, 500};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, raise_main, &rl), 0);
+    pmcp_pool_result r;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = pmcp_pool_run(p, "shell", "{\"command\":\"echo partial-77; sleep 30\"}", &cancel, NULL,
+                           NULL, &r);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    pthread_join(th, NULL);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(r.text, "partial-77"));
+    assert_true(t1.tv_sec - t0.tv_sec < 10); /* did not wait for the command */
+    pmcp_pool_result_clear(&r);
+    pmcp_pool_close(p);
+}
+
 /* External clients of the same server get plain content, no _meta. */
 static void test_inproc_plain(void **state) {
     (void)state;
@@ -788,6 +828,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_stdio_failures),
         cmocka_unit_test(test_pool_caps_text),
         cmocka_unit_test(test_pool_builtin),
+        cmocka_unit_test(test_pool_builtin_cancel),
         cmocka_unit_test(test_inproc_plain),
         cmocka_unit_test(test_pool_refresh),
     };
