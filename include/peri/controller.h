@@ -116,6 +116,11 @@ void pct_session_announce(pct_controller *c, const char *id);
 pct_status pct_session_load(pct_controller *c, const char *id, bool replay, pct_error *err);
 pct_status pct_session_list(pct_controller *c, const char *cwd, const char *cursor,
                             pst_thread_page *out, pct_error *err);
+/* Issue 15: all_machines 1 lists every machine's sessions (items whose machine_id differs
+ * from pct_machine_id are read-only here), 0 only this machine's, -1 the default: all on
+ * a PostgreSQL store, own only on SQLite. */
+pct_status pct_session_list_ex(pct_controller *c, const char *cwd, const char *cursor,
+                               int all_machines, pst_thread_page *out, pct_error *err);
 /* Deletes a session (closing it first if live). Unknown ids succeed. */
 pct_status pct_session_delete(pct_controller *c, const char *id, pct_error *err);
 
