@@ -296,8 +296,8 @@ static void m_list(pacp_server *srv, json_t *params, pacp_reply *r) {
     int all = json_is_boolean(allv) ? json_is_true(allv) : -1;
     pst_thread_page page;
     pct_error e = {0};
-    if (pct_session_list_ex(srv->ctl, json_string_value(cwdv), json_string_value(curv), all,
-                            &page, &e) != PCT_OK) {
+    if (pct_session_list_ex(srv->ctl, json_string_value(cwdv), json_string_value(curv), all, &page,
+                            &e) != PCT_OK) {
         ctl_error(r, &e, NULL);
         return;
     }
