@@ -10,6 +10,7 @@ PKGS=(
   wasi-libc libclang-rt-14-dev-wasm32 python3
   bubblewrap libseccomp-dev ruby # placement: the native sandbox and native Ruby
   nodejs # issue 13: the ACP SDK client end-to-end tests (acp.sdk.*)
+  postgresql libpq-dev # issue 15: the shared session store (libpq) and its tests' server
 )
 
 # ---- npm packages (issue 13): the ACP SDK client of the acp.sdk.* tests ----
