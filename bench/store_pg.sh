@@ -16,8 +16,8 @@ export PSQL
 
 inner() {
     set -euo pipefail
-    local label=$1 n=0
-    mkdb() { n=$((n + 1)); local d="bench_${n}_$$"; "$PSQL" -X -q -d "$PERI_TEST_PG_URL" -c "CREATE DATABASE $d" >/dev/null
+    local label=$1
+    mkdb() { local d="bench_${RANDOM}_${RANDOM}"; "$PSQL" -X -q -d "$PERI_TEST_PG_URL" -c "CREATE DATABASE $d" >/dev/null
              echo "postgresql:///$d?${PERI_TEST_PG_URL#*\?}"; }
     for i in 1 2 3; do
         [ "$label" = durable ] && echo "sqlite acp: $("$B"/peri-acp-bench 600 10 200 | grep '^turns')"

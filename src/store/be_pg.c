@@ -144,6 +144,10 @@ static pst_status ensure_conn(be_pg *b, pst_error *err) {
     return PST_OK;
 }
 
+#define MAXP 16
+static pst_status text_params(const psb_val *params, int nparams, const char *vals[MAXP],
+                              char nums[MAXP][24], pst_error *err);
+
 static pst_status be_exec(void *be, const char *sql, const psb_val *params, int nparams,
                           psb_row_fn fn, void *ctx, int64_t *changes, psb_violation *viol,
                           pst_error *err) {
@@ -151,20 +155,10 @@ static pst_status be_exec(void *be, const char *sql, const psb_val *params, int 
     if (viol) *viol = PSB_V_NONE;
     pst_status r = ensure_conn(b, err);
     if (r != PST_OK) return r;
-    enum { MAXP = 16 };
     const char *vals[MAXP];
     char nums[MAXP][24];
-    if (nparams > MAXP) return pst__fail(err, PST_ERR_ARG, 0, "too many parameters");
-    for (int i = 0; i < nparams; i++) {
-        switch (params[i].kind) {
-        case PSB_NULL: vals[i] = NULL; break;
-        case PSB_TEXT: vals[i] = params[i].text; break;
-        case PSB_INT:
-            snprintf(nums[i], sizeof nums[i], "%" PRId64, params[i].i);
-            vals[i] = nums[i];
-            break;
-        }
-    }
+    r = text_params(params, nparams, vals, nums, err);
+    if (r != PST_OK) return r;
     PGresult *res = PQexecParams(b->conn, sql, nparams, NULL, vals, NULL, NULL, 0);
     ExecStatusType rs = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
     if (rs != PGRES_COMMAND_OK && rs != PGRES_TUPLES_OK) {
@@ -190,6 +184,95 @@ static pst_status be_exec(void *be, const char *sql, const psb_val *params, int 
         *changes = t && *t ? strtoll(t, NULL, 10) : 0;
     }
     PQclear(res);
+    return r;
+}
+
+/* Parameters as text for libpq; nums holds the formatted integers. */
+static pst_status text_params(const psb_val *params, int nparams, const char *vals[MAXP],
+                              char nums[MAXP][24], pst_error *err) {
+    if (nparams > MAXP) return pst__fail(err, PST_ERR_ARG, 0, "too many parameters");
+    for (int i = 0; i < nparams; i++) {
+        switch (params[i].kind) {
+        case PSB_NULL: vals[i] = NULL; break;
+        case PSB_TEXT: vals[i] = params[i].text; break;
+        case PSB_INT:
+            snprintf(nums[i], sizeof nums[i], "%" PRId64, params[i].i);
+            vals[i] = nums[i];
+            break;
+        }
+    }
+    return PST_OK;
+}
+
+/* Pipeline mode: every statement sent, one Sync, one round trip. The statements up to
+ * the Sync form one implicit transaction: an error anywhere rolls all of them back. */
+static pst_status be_batch(void *be, const psb_stmt *stmts, int n, psb_row_fn fn, void *ctx,
+                           int *failed_at, psb_violation *viol, pst_error *err) {
+    be_pg *b = be;
+    if (failed_at) *failed_at = -1;
+    if (viol) *viol = PSB_V_NONE;
+    pst_status r = ensure_conn(b, err);
+    if (r != PST_OK) return r;
+    if (b->in_tx || PQenterPipelineMode(b->conn) != 1)
+        return pst__fail(err, PST_ERR_IO, 0, "cannot enter pipeline mode");
+    int sent = 0;
+    for (; sent < n && r == PST_OK; sent++) {
+        const char *vals[MAXP];
+        char nums[MAXP][24];
+        r = text_params(stmts[sent].params, stmts[sent].nparams, vals, nums, err);
+        if (r == PST_OK && PQsendQueryParams(b->conn, stmts[sent].sql, stmts[sent].nparams, NULL,
+                                             vals, NULL, NULL, 0) != 1)
+            r = conn_dead(b) ? conn_fail(b, err) : pst__fail(err, PST_ERR_IO, 0, "send failed");
+    }
+    if (r == PST_OK && PQpipelineSync(b->conn) != 1) r = conn_fail(b, err);
+    if (r != PST_OK) {
+        PQexitPipelineMode(b->conn); /* fails while results are pending: reset next time */
+        if (!conn_dead(b)) PQreset(b->conn);
+        return r;
+    }
+    /* Read every statement's result, then the Sync's. */
+    for (int i = 0; i <= n; i++) {
+        PGresult *res;
+        bool first = true;
+        while ((res = PQgetResult(b->conn)) != NULL) {
+            ExecStatusType st = PQresultStatus(res);
+            if (st == PGRES_PIPELINE_SYNC) {
+                PQclear(res);
+                goto synced;
+            }
+            if (first && r == PST_OK) {
+                if (st == PGRES_TUPLES_OK && i == 0 && fn) {
+                    int ncol = PQnfields(res) > 16 ? 16 : PQnfields(res);
+                    const char *colv[16];
+                    for (int row = 0; row < PQntuples(res) && r == PST_OK; row++) {
+                        for (int c = 0; c < ncol; c++)
+                            colv[c] = PQgetisnull(res, row, c) ? NULL : PQgetvalue(res, row, c);
+                        psb_row pr = {.ncol = ncol, .col = colv};
+                        r = fn(ctx, &pr, err);
+                    }
+                } else if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
+                    r = st == PGRES_PIPELINE_ABORTED ? PST_ERR_IO : res_fail(b, res, err, viol);
+                    if (failed_at && st != PGRES_PIPELINE_ABORTED) *failed_at = i;
+                }
+            }
+            first = false;
+            PQclear(res);
+        }
+        if (conn_dead(b)) {
+            PQexitPipelineMode(b->conn);
+            return conn_fail(b, err);
+        }
+    }
+synced:
+    if (PQexitPipelineMode(b->conn) != 1) {
+        PGresult *left;
+        while ((left = PQgetResult(b->conn)) != NULL)
+            PQclear(left);
+        if (PQexitPipelineMode(b->conn) != 1) {
+            PQreset(b->conn); /* never leave the connection in pipeline mode */
+            if (r == PST_OK) r = conn_fail(b, err);
+        }
+    }
     return r;
 }
 
@@ -272,6 +355,7 @@ static void be_close(void *be) {
 static const psb_ops pg_ops = {
     .name = "postgresql",
     .exec = be_exec,
+    .batch = be_batch,
     .begin = be_begin,
     .commit = be_commit,
     .rollback = be_rollback,

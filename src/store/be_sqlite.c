@@ -168,6 +168,25 @@ static pst_status be_exec(void *be, const char *sql, const psb_val *params, int 
     return r;
 }
 
+static pst_status be_begin(void *be, pst_error *err);
+static pst_status be_commit(void *be, pst_error *err);
+static void be_rollback(void *be);
+
+static pst_status be_batch(void *be, const psb_stmt *stmts, int n, psb_row_fn fn, void *ctx,
+                           int *failed_at, psb_violation *viol, pst_error *err) {
+    if (failed_at) *failed_at = -1;
+    if (viol) *viol = PSB_V_NONE;
+    pst_status r = be_begin(be, err);
+    for (int i = 0; i < n && r == PST_OK; i++) {
+        r = be_exec(be, stmts[i].sql, stmts[i].params, stmts[i].nparams, i == 0 ? fn : NULL, ctx,
+                    NULL, viol, err);
+        if (r != PST_OK && failed_at) *failed_at = i;
+    }
+    if (r == PST_OK) r = be_commit(be, err);
+    if (r != PST_OK) be_rollback(be);
+    return r;
+}
+
 static pst_status be_begin(void *be, pst_error *err) {
     be_sqlite *b = be;
     /* IMMEDIATE: take the write lock now, so read-then-write cannot deadlock. */
@@ -249,6 +268,7 @@ static void be_close(void *be) {
 static const psb_ops sqlite_ops = {
     .name = "sqlite",
     .exec = be_exec,
+    .batch = be_batch,
     .begin = be_begin,
     .commit = be_commit,
     .rollback = be_rollback,

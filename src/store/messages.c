@@ -40,47 +40,89 @@ static pst_status append_locked(pst_store *s, const char *thread_id, const pst_m
         *first = seq;
         return PST_OK;
     }
-    pst_status r = s->ops->begin(s->be, err);
-    if (r != PST_OK) return pst__ctx(err, r, "begin append");
+    /* One transaction, one round trip on PostgreSQL (pipeline): the UPDATE reserves the
+     * range, each INSERT takes its seq from the updated row (same guard: a foreign or
+     * missing thread yields NULL and the batch fails on seq NOT NULL). */
+    enum { MAXB = 64 };
+    size_t chunk = n <= MAXB ? n : MAXB;
+    psb_stmt st[MAXB + 1];
     psb_val up[] = {PSB_T(thread_id), PSB_I((int64_t)n), PSB_I(now), pst__owner_param(s)};
-    r = PSB_EXEC(s,
-                 "UPDATE threads SET next_seq = next_seq + $2, "
-                 "message_count = message_count + $2, "
-                 "updated_at = CASE WHEN updated_at > $3 THEN updated_at ELSE $3 END "
-                 "WHERE id = $1 AND (CAST($4 AS TEXT) IS NULL OR workspace_id IN "
-                 "(SELECT id FROM workspaces WHERE machine_id = $4)) "
-                 "RETURNING next_seq - $2",
-                 up, take_i64, &seq, NULL, NULL, err);
-    if (r != PST_OK) pst__ctx(err, r, "append messages");
-    if (r == PST_OK && seq < 0) {
-        s->ops->rollback(s->be);
-        r = pst__thread_owner_check(s, thread_id, err);
-        if (r == PST_OK) r = pst__fail(err, PST_ERR_NOT_FOUND, 0, "no such session: %s", thread_id);
-        return r;
-    }
-    for (size_t i = 0; i < n && r == PST_OK; i++) {
-        psb_val p[] = {PSB_T(thread_id),       PSB_I(seq + (int64_t)i), PSB_T(msgs[i].role),
-                       PSB_T(msgs[i].content), PSB_T(msgs[i].meta),     PSB_I(now)};
-        psb_violation v;
-        r = PSB_EXEC(s,
-                     "INSERT INTO messages(thread_id, seq, role, content, meta, created_at) "
-                     "VALUES($1, $2, $3, $4, $5, $6)",
-                     p, NULL, NULL, NULL, &v, err);
-        if (r == PST_ERR_ARG && v == PSB_V_CHECK)
-            pst__fail(err, r, err ? err->sqlite_code : 0,
-                      "message %zu: content/meta is not valid JSON or role is empty", i);
-        else if (r != PST_OK)
-            pst__ctx(err, r, "append messages");
-    }
-    if (r == PST_OK) {
-        r = s->ops->commit(s->be, err);
-        if (r != PST_OK) pst__ctx(err, r, "commit append");
-    }
-    if (r != PST_OK)
-        s->ops->rollback(s->be);
-    else
+    st[0] = (psb_stmt){"UPDATE threads SET next_seq = next_seq + $2, "
+                       "message_count = message_count + $2, "
+                       "updated_at = CASE WHEN updated_at > $3 THEN updated_at ELSE $3 END "
+                       "WHERE id = $1 AND (CAST($4 AS TEXT) IS NULL OR workspace_id IN "
+                       "(SELECT id FROM workspaces WHERE machine_id = $4)) "
+                       "RETURNING next_seq - $2",
+                       up, 4};
+    if (n > MAXB) { /* large batches: an explicit transaction, statement by statement */
+        pst_status r = s->ops->begin(s->be, err);
+        if (r != PST_OK) return pst__ctx(err, r, "begin append");
+        r = s->ops->exec(s->be, st[0].sql, up, 4, take_i64, &seq, NULL, NULL, err);
+        for (size_t i = 0; i < n && r == PST_OK && seq >= 0; i++) {
+            psb_val p[] = {PSB_T(thread_id),       PSB_I(seq + (int64_t)i), PSB_T(msgs[i].role),
+                           PSB_T(msgs[i].content), PSB_T(msgs[i].meta),     PSB_I(now)};
+            psb_violation v;
+            r = PSB_EXEC(s,
+                         "INSERT INTO messages(thread_id, seq, role, content, meta, created_at) "
+                         "VALUES($1, $2, $3, $4, $5, $6)",
+                         p, NULL, NULL, NULL, &v, err);
+            if (r == PST_ERR_ARG && v == PSB_V_CHECK)
+                pst__fail(err, r, err ? err->sqlite_code : 0,
+                          "message %zu: content/meta is not valid JSON or role is empty", i);
+        }
+        if (r == PST_OK && seq < 0) {
+            s->ops->rollback(s->be);
+            r = pst__thread_owner_check(s, thread_id, err);
+            return r == PST_OK
+                       ? pst__fail(err, PST_ERR_NOT_FOUND, 0, "no such session: %s", thread_id)
+                       : r;
+        }
+        if (r == PST_OK) r = s->ops->commit(s->be, err);
+        if (r != PST_OK) {
+            s->ops->rollback(s->be);
+            return r;
+        }
         *first = seq;
-    return r;
+        return PST_OK;
+    }
+    psb_val ins[MAXB][7];
+    for (size_t i = 0; i < chunk; i++) {
+        psb_val *p = ins[i];
+        p[0] = PSB_T(thread_id);
+        p[1] = PSB_I((int64_t)(n - i)); /* seq = next_seq (after the UPDATE) - (n - i) */
+        p[2] = PSB_T(msgs[i].role);
+        p[3] = PSB_T(msgs[i].content);
+        p[4] = PSB_T(msgs[i].meta);
+        p[5] = PSB_I(now);
+        p[6] = pst__owner_param(s);
+        st[i + 1] =
+            (psb_stmt){"INSERT INTO messages(thread_id, seq, role, content, meta, created_at) "
+                       "VALUES($1, (SELECT next_seq FROM threads WHERE id = $1 AND "
+                       "(CAST($7 AS TEXT) IS NULL OR workspace_id IN "
+                       "(SELECT id FROM workspaces WHERE machine_id = $7))) - $2, $3, $4, $5, $6)",
+                       p, 7};
+    }
+    int failed_at = -1;
+    psb_violation v = PSB_V_NONE;
+    pst_status r = s->ops->batch(s->be, st, (int)chunk + 1, take_i64, &seq, &failed_at, &v, err);
+    if (r == PST_ERR_CONN || r == PST_ERR_NOMEM) return pst__ctx(err, r, "append messages");
+    if (r != PST_OK || seq < 0) {
+        /* missing or foreign thread first; else the failing message's own fault */
+        pst_error own;
+        pst_status o = pst__thread_owner_check(s, thread_id, &own);
+        if (o != PST_OK) {
+            if (err) *err = own;
+            return o;
+        }
+        if (r == PST_OK) return pst__fail(err, PST_ERR_IO, 0, "append: no sequence reserved");
+        if (r == PST_ERR_ARG && v == PSB_V_CHECK && failed_at >= 1)
+            return pst__fail(err, r, err ? err->sqlite_code : 0,
+                             "message %d: content/meta is not valid JSON or role is empty",
+                             failed_at - 1);
+        return pst__ctx(err, r, "append messages");
+    }
+    *first = seq;
+    return PST_OK;
 }
 
 pst_status pst_messages_append(pst_store *s, const char *thread_id, const pst_message_in *msgs,

@@ -53,12 +53,25 @@ typedef struct psb_row {
 /* Returns PST_OK to continue, anything else stops and is returned by exec. */
 typedef pst_status (*psb_row_fn)(void *ctx, const psb_row *row, pst_error *err);
 
+/* One statement of a batch. */
+typedef struct psb_stmt {
+    const char *sql;
+    const psb_val *params;
+    int nparams;
+} psb_stmt;
+
 typedef struct psb_ops {
     const char *name; /* "sqlite" or "postgresql" */
     /* Runs one statement; fn (may be NULL) gets each row; *changes (may be NULL) the
      * number of rows changed; *viol (may be NULL) the violation kind on failure. */
     pst_status (*exec)(void *be, const char *sql, const psb_val *params, int nparams, psb_row_fn fn,
                        void *ctx, int64_t *changes, psb_violation *viol, pst_error *err);
+    /* Runs stmts[0..n) as ONE transaction, in one round trip where the backend can
+     * (PostgreSQL: pipeline mode, one implicit transaction); all or nothing. fn gets the
+     * rows of stmts[0]. On failure *failed_at (may be NULL) is the failing statement's
+     * index (-1: the transaction itself) and the transaction is rolled back. */
+    pst_status (*batch)(void *be, const psb_stmt *stmts, int n, psb_row_fn fn, void *ctx,
+                        int *failed_at, psb_violation *viol, pst_error *err);
     pst_status (*begin)(void *be, pst_error *err); /* a write transaction */
     pst_status (*commit)(void *be, pst_error *err);
     void (*rollback)(void *be);
