@@ -4,13 +4,14 @@
  * and the vtable the rules run on.
  *
  * Connection parameters come ONLY from the URL (postgresql://user:pass@host:port/db?...,
- * including passfile=, sslmode=, ...): host, port, user, dbname, passfile and
- * connect_timeout the URL leaves out are filled with fixed defaults (the Debian socket
- * directory /var/run/postgresql, 5432, the OS user from getpwuid, the same name as
- * database, <home>/.pgpass, 10 s) so that libpq's PG* environment cannot redirect the
- * library; the CLI maps the standard libpq environment into the URL (src/cli/host_env.c).
- * libpq still consults PGPASSWORD when neither the URL nor the passfile gives a password
- * (documented in docs/store.md).
+ * including passfile=, sslmode=, ...): host, port, user, dbname, passfile,
+ * connect_timeout, application_name, client_encoding, sslmode, gssencmode and
+ * target_session_attrs the URL leaves out are filled with fixed defaults (the Debian
+ * socket directory /var/run/postgresql, 5432, the OS user from getpwuid, the same name as
+ * database, <home>/.pgpass, 10 s, peri, UTF8, prefer, prefer, any) so that libpq's PG*
+ * environment cannot redirect the library; the CLI maps the standard libpq environment into the URL
+ * (src/cli/host_env.c). libpq still consults PGPASSWORD when neither the URL nor the passfile gives
+ * a password (documented in docs/store.md).
  *
  * Errors: SQLSTATE classes map to pst_status (23503 → foreign key, 23505 → unique,
  * 23xxx/22xxx → check/bad value, 40xxx/55P03 → busy, 08xxx/57Pxx or a dead connection →
@@ -386,9 +387,21 @@ void *psb_pg_open(const char *url, const psb_ops **ops, pst_error *err) {
                              "passfile",
                              "connect_timeout",
                              "application_name",
-                             "client_encoding"};
-    const char *def_val[] = {"/var/run/postgresql",         "5432", osuser, NULL,
-                             passfile[0] ? passfile : NULL, "10",   "peri", "UTF8"};
+                             "client_encoding",
+                             "sslmode",
+                             "gssencmode",
+                             "target_session_attrs"};
+    const char *def_val[] = {"/var/run/postgresql",
+                             "5432",
+                             osuser,
+                             NULL,
+                             passfile[0] ? passfile : NULL,
+                             "10",
+                             "peri",
+                             "UTF8",
+                             "prefer",
+                             "prefer",
+                             "any"};
     enum { NDEF = sizeof def_key / sizeof def_key[0] };
     size_t nopt = 0;
     for (PQconninfoOption *o = opts; o->keyword; o++)
