@@ -13,7 +13,9 @@ killed with SIGKILL in the middle of a turn while B keeps prompting. Checks:
   * session/list from A and from B shows both machines' sessions, the other machine's
     flagged _meta."peri.readOnly" with its "peri.machineId";
   * B loading / prompting A's session is refused naming the owner;
-  * B keeps working after A's death; a restarted A loads its session and continues.
+  * B keeps working after A's death; when the server drops B's connection the next turn
+    answers (error or result) and the one after reconnects;
+  * a restarted A loads its session and continues.
 Exit 0 = pass, 1 = fail.
 """
 import glob
@@ -233,6 +235,21 @@ def run(peri, mock_py, url, tmp):
         for sid in sb:
             B.sent[sid] += extra[sid]
         check_messages(url, B)
+        # 6b) the server drops B's connection: the next turn answers (an error or a
+        # result, never a hang or a crash), the one after reconnects and works
+        rows(url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                  "WHERE application_name = 'peri'")
+        time.sleep(0.2)
+        r = B.a.response(prompt(B.a, sb[0], "B during outage"), timeout=30)
+        check("result" in r or "error" in r, "B after connection loss: %r" % r)
+        print("turn during the outage answered: %s" % json.dumps(r.get("result", r.get("error"))))
+        r = B.a.response(prompt(B.a, sb[0], "B reconnected"), timeout=30)
+        check(r.get("result") == {"stopReason": "end_turn"}, "B after reconnect: %r" % r)
+        got = rows(url, "SELECT seq FROM messages WHERE thread_id = '%s' ORDER BY seq" % sb[0])
+        check([int(x[0]) for x in got] == list(range(1, len(got) + 1)), "seq after outage")
+        last = rows(url, "SELECT content FROM messages WHERE thread_id = '%s' AND role = 'user' "
+                         "ORDER BY seq DESC LIMIT 1" % sb[0])
+        check(json.loads(last[0][0])["parts"][0]["text"] == "B reconnected", "last user text")
         # 7) A restarts (same machine id): loads its session and continues
         A.mock.script({"responses": [], "default": {"text": "ok"}})
         A.start()
