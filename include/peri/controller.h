@@ -57,7 +57,9 @@ typedef struct pct_config {
     /* The machine identity (1..36 printable characters). NULL: a fresh UUID for this
      * controller on a private store; on a shared store, no identity: writes refused. */
     const char *machine_id;
-    bool shared_store;            /* other machines write the store too */
+    bool shared_store; /* other machines write the store too */
+    /* Issue 15: the store credential (PostgreSQL password when the URL has none). */
+    const char *db_credential;
     const pag_settings *settings; /* borrowed; must outlive the controller */
     /* Issue 11: code runs through placement. ruby_wasm: Ruby's ruby+stdlib.wasm (NULL: the
      * room has no Ruby); wasm_runner: argv that runs a WASI module natively (NULL: none). */

@@ -32,7 +32,8 @@
  *     from (machine_id, path) instead of a random one (existing rows keep theirs).
  *   - issue 15: PostgreSQL backend (pst_open/pst_open_ex with a postgresql:// URL);
  *     pst_open_ex + pst_open_options (owner machine, read-only); pst_locator_is_remote;
- *     pst_backend_name; statuses PST_ERR_CONN and PST_ERR_FOREIGN (appended at the end).
+ *     pst_backend_name; statuses PST_ERR_CONN and PST_ERR_FOREIGN (appended at the end);
+ *     pst_open_options.password.
  *     pst_error.sqlite_code stays the SQLite extended code; it is 0 for PostgreSQL (the
  *     SQLSTATE is in the message).
  */
@@ -117,6 +118,9 @@ typedef struct pst_open_options {
     const char *owner_machine_id;
     /* Every write fails with PST_ERR_FOREIGN (a shared store without machine identity). */
     bool read_only;
+    /* PostgreSQL: the password when the URL gives none (keeps it off URLs and command
+     * lines); ignored by SQLite. NULL: none (libpq may then use the passfile). */
+    const char *password;
 } pst_open_options;
 
 /* locator: an SQLite file path or ":memory:" as for pst_open, or a PostgreSQL URL

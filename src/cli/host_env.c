@@ -216,18 +216,6 @@ int peri_host_start_init(peri_host_start *h, const peri_host_args *a, char *err,
             return -1;
         }
     }
-    /* store: --store/--db, else $PERI_STORE (issue 15), else ~/.peri/peri.db. A
-     * postgresql:// URL gets the standard libpq environment (PGHOST, PGPASSWORD, ...)
-     * for what it leaves out: the library itself reads none. */
-    const char *loc = a->db ? a->db : env_value(plain_getenv, "PERI_STORE");
-    if (loc && pst_locator_is_remote(loc))
-        h->db = peri_store_url_apply_env(loc, NULL);
-    else
-        h->db = loc ? strdup(loc) : pst_default_db_path(home);
-    if (!h->db) {
-        snprintf(err, errlen, "no database path: set HOME or pass --db");
-        return -1;
-    }
     /* settings: --settings FILE|-, else ~/.peri/settings.json; then the environment */
     if (a->settings) {
         h->settings = peri_settings_read(a->settings, false, err, errlen);
@@ -246,6 +234,21 @@ int peri_host_start_init(peri_host_start *h, const peri_host_args *a, char *err,
     if (!h->settings) goto fail;
     if (peri_settings_apply_env(h->settings, NULL) != 0) {
         snprintf(err, errlen, "out of memory reading the environment");
+        goto fail;
+    }
+    /* store: --store/--db, else $PERI_STORE, else the settings' "storage" string (issue
+     * 15), else ~/.peri/peri.db. A postgresql:// URL gets the standard libpq environment
+     * (PGHOST, PGPASSWORD, ...) for what it leaves out: the library itself reads none. */
+    const char *loc = a->db ? a->db : env_value(plain_getenv, "PERI_STORE");
+    if (!loc && json_is_string(json_object_get(h->settings, "storage")) &&
+        json_string_length(json_object_get(h->settings, "storage")) > 0)
+        loc = json_string_value(json_object_get(h->settings, "storage"));
+    if (loc && pst_locator_is_remote(loc))
+        h->db = peri_store_url_apply_env(loc, NULL);
+    else
+        h->db = loc ? strdup(loc) : pst_default_db_path(home);
+    if (!h->db) {
+        snprintf(err, errlen, "no database path: set HOME or pass --db");
         goto fail;
     }
     /* machine identity: --machine-id, PERI_MACHINE_ID, ~/.peri/machine-id */

@@ -306,7 +306,8 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
     /* Ownership is enforced by the store itself too (issue 15): writes go only to this
      * machine's workspaces; a shared store without an identity is opened read-only. */
     pst_open_options so = {.owner_machine_id = c->machine_id[0] ? c->machine_id : NULL,
-                           .read_only = !c->machine_id[0]};
+                           .read_only = !c->machine_id[0],
+                           .password = cfg->db_credential};
     c->store = pst_open_ex(cfg->db_path, &so, &pe);
     c->list_all = pst_locator_is_remote(cfg->db_path);
     if (!c->store) {

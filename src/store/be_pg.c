@@ -364,7 +364,7 @@ static const psb_ops pg_ops = {
     .close = be_close,
 };
 
-void *psb_pg_open(const char *url, const psb_ops **ops, pst_error *err) {
+void *psb_pg_open(const char *url, const char *password, const psb_ops **ops, pst_error *err) {
     char *perr = NULL;
     PQconninfoOption *opts = PQconninfoParse(url, &perr);
     if (!opts) {
@@ -390,7 +390,8 @@ void *psb_pg_open(const char *url, const psb_ops **ops, pst_error *err) {
                              "client_encoding",
                              "sslmode",
                              "gssencmode",
-                             "target_session_attrs"};
+                             "target_session_attrs",
+                             "password"};
     const char *def_val[] = {"/var/run/postgresql",
                              "5432",
                              osuser,
@@ -401,7 +402,8 @@ void *psb_pg_open(const char *url, const psb_ops **ops, pst_error *err) {
                              "UTF8",
                              "prefer",
                              "prefer",
-                             "any"};
+                             "any",
+                             password};
     enum { NDEF = sizeof def_key / sizeof def_key[0] };
     size_t nopt = 0;
     for (PQconninfoOption *o = opts; o->keyword; o++)

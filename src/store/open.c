@@ -38,7 +38,7 @@ pst_store *pst_open_ex(const char *locator, const pst_open_options *o, pst_error
         pst__fail(err, PST_ERR_IO, 0, "cannot create the store mutex");
         return NULL;
     }
-    s->be = psb_is_pg_url(locator) ? psb_pg_open(locator, &s->ops, err)
+    s->be = psb_is_pg_url(locator) ? psb_pg_open(locator, o ? o->password : NULL, &s->ops, err)
                                    : psb_sqlite_open(locator, &s->ops, err);
     if (!s->be) goto fail;
     if (s->ops->migrate(s->be, PST_SCHEMA_VERSION, &s->version, err) != PST_OK) goto fail;
