@@ -801,6 +801,11 @@ pct_status pct_session_fork(pct_controller *c, const char *id, char out_id[PST_I
         set_err(err, PCT_FAILED, "store: %s", pe.message);
         return PCT_FAILED;
     }
+    if (strcmp(src.machine_id, c->machine_id) != 0) { /* issue 15: the fork would be written */
+        pct_status frc = foreign(c, id, src.machine_id, err); /* into a foreign workspace */
+        pst_thread_clear(&src);
+        return frc;
+    }
     if (src.meta) meta_txt = src.meta;
     char title[160];
     snprintf(title, sizeof title, "Fork of %.120s", src.title ? src.title : "session");

@@ -12,7 +12,8 @@ killed with SIGKILL in the middle of a turn while B keeps prompting. Checks:
   * the killed turn's committed user message is there, its answer is not;
   * session/list from A and from B shows both machines' sessions, the other machine's
     flagged _meta."peri.readOnly" with its "peri.machineId";
-  * B loading / prompting A's session is refused naming the owner;
+  * B loading / resuming / prompting / forking / deleting A's session is refused naming
+    the owner;
   * B keeps working after A's death; when the server drops B's connection the next turn
     answers (error or result) and the one after reconnects;
   * a restarted A loads its session and continues.
@@ -186,6 +187,13 @@ def run(peri, mock_py, url, tmp):
               and "belongs to machine" in r["error"]["message"], "foreign load: %r" % r)
         r = B.a.response(prompt(B.a, sa[0], "hijack"))
         check("error" in r and MA in r["error"]["message"], "foreign prompt: %r" % r)
+        for method in ("session/fork", "session/delete", "session/resume"):
+            params = {"sessionId": sa[0], "cwd": B.cwd, "mcpServers": []}
+            if method == "session/delete":
+                params = {"sessionId": sa[0]}
+            r = B.a.call(method, params)
+            check(r.get("error", {}).get("code") == -32602 and MA in r["error"]["message"],
+                  "foreign %s: %r" % (method, r))
         # 4) A's remaining turns (10) and B's (10) concurrently
         errors = []
         ths = [threading.Thread(target=h.turns, args=(s, 5, errors)) for h, s in ((A, sa),
