@@ -8,7 +8,8 @@
  * Everything runs in one process: a tiny HTTP server on 127.0.0.1 answers every
  * chat-completions call at once with a canned two-chunk OpenAI stream, the ACP
  * server runs on a thread over a pipe pair (the path `peri print` uses), and the
- * main thread is the client. Usage: peri-acp-bench [TURNS] [SESSIONS] [MESSAGES]
+ * main thread is the client. Usage: peri-acp-bench [TURNS] [SESSIONS] [MESSAGES] [STORE]
+ * STORE (issue 15): a postgresql:// URL to run against instead of a temp SQLite file.
  */
 #include "peri/acp.h"
 #include "peri/model.h"
@@ -245,6 +246,7 @@ int main(int argc, char **argv) {
     char home[300], db[300], url[100];
     snprintf(home, sizeof home, "%s", tmp);
     snprintf(db, sizeof db, "%s/bench.db", tmp);
+    if (argc > 4 && strlen(argv[4]) < sizeof db) snprintf(db, sizeof db, "%s", argv[4]);
     int port = start_http();
     if (port < 0) return 1;
     snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", port);

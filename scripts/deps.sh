@@ -11,6 +11,7 @@ PKGS=(
   bubblewrap libseccomp-dev ruby # placement: the native sandbox and native Ruby
   nodejs # issue 13: the ACP SDK client end-to-end tests (acp.sdk.*)
   tmux # issue 16: the TUI tests drive `peri tui` in tmux (tui.*)
+  postgresql libpq-dev # issue 15: the shared session store (libpq) and its tests' server
 )
 
 # ---- npm packages (issue 13): the ACP SDK client of the acp.sdk.* tests ----

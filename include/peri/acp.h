@@ -18,9 +18,11 @@
 
 /* Where the host keeps sessions, and how it may write there. */
 typedef struct pacp_storage {
-    const char *locator;    /* required: a SQLite file path (parents created) or ":memory:" */
+    const char *locator;    /* required: a SQLite file path (parents created) or ":memory:",
+                               or a postgresql:// URL (issue 15, docs/store.md) */
     bool shared;            /* other machines write this store too: writing needs machine_id */
-    const char *credential; /* the store credential; a SQLite file needs none (unused) */
+    const char *credential; /* the store credential: the PostgreSQL password when the URL
+                               has none; a SQLite file needs none (unused) */
 } pacp_storage;
 
 /* The host start object (Peri's WASM start object, in C). The library reads no

@@ -173,12 +173,13 @@ typedef struct pag_event {
     const char *tool_call_id;
     const char *tool_name;
     const char *title;
-    const char *tool_kind;       /* ACP ToolKind */
-    const char *status;          /* pending / in_progress / completed / failed */
-    const char *raw_input;       /* JSON text */
-    const char *content_json;    /* TOOL_UPDATE: ACP ToolCallContent[] JSON text or NULL */
-    const char *locations_json;  /* TOOL_CALL/UPDATE: ACP locations JSON text or NULL */
-    const char *meta_json;       /* the update's ACP _meta object text or NULL (placement, subagent nesting) */
+    const char *tool_kind;      /* ACP ToolKind */
+    const char *status;         /* pending / in_progress / completed / failed */
+    const char *raw_input;      /* JSON text */
+    const char *content_json;   /* TOOL_UPDATE: ACP ToolCallContent[] JSON text or NULL */
+    const char *locations_json; /* TOOL_CALL/UPDATE: ACP locations JSON text or NULL */
+    const char
+        *meta_json; /* the update's ACP _meta object text or NULL (placement, subagent nesting) */
     const char *raw_output_json; /* TOOL_UPDATE: ACP rawOutput JSON text or NULL */
     int64_t used, size;
     int64_t input_tokens, output_tokens; /* USAGE: the call's split of `used` */

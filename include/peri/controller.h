@@ -57,7 +57,9 @@ typedef struct pct_config {
     /* The machine identity (1..36 printable characters). NULL: a fresh UUID for this
      * controller on a private store; on a shared store, no identity: writes refused. */
     const char *machine_id;
-    bool shared_store;            /* other machines write the store too */
+    bool shared_store; /* other machines write the store too */
+    /* Issue 15: the store credential (PostgreSQL password when the URL has none). */
+    const char *db_credential;
     const pag_settings *settings; /* borrowed; must outlive the controller */
     /* Issue 11: code runs through placement. ruby_wasm: Ruby's ruby+stdlib.wasm (NULL: the
      * room has no Ruby); wasm_runner: argv that runs a WASI module natively (NULL: none). */
@@ -116,6 +118,11 @@ void pct_session_announce(pct_controller *c, const char *id);
 pct_status pct_session_load(pct_controller *c, const char *id, bool replay, pct_error *err);
 pct_status pct_session_list(pct_controller *c, const char *cwd, const char *cursor,
                             pst_thread_page *out, pct_error *err);
+/* Issue 15: all_machines 1 lists every machine's sessions (items whose machine_id differs
+ * from pct_machine_id are read-only here), 0 only this machine's, -1 the default: all on
+ * a PostgreSQL store, own only on SQLite. */
+pct_status pct_session_list_ex(pct_controller *c, const char *cwd, const char *cursor,
+                               int all_machines, pst_thread_page *out, pct_error *err);
 /* Deletes a session (closing it first if live). Unknown ids succeed. */
 pct_status pct_session_delete(pct_controller *c, const char *id, pct_error *err);
 

@@ -1,6 +1,8 @@
 /*
- * peri/store.h — the session store: SQLite (WAL) with Peri's machine → workspace →
- * thread (= session) → messages model (prefix pst_).
+ * peri/store.h — the session store: Peri's machine → workspace → thread (= session) →
+ * messages model (prefix pst_) on one of two backends sharing all rules (src/store/):
+ * SQLite (WAL, default, a file) or PostgreSQL (a postgresql:// URL: the shared store of
+ * several hosts). See docs/store.md.
  *
  * Schema (see docs/host-lower.md):
  *   schema_version(version)                      migrations run in one transaction at open
@@ -13,9 +15,10 @@
  *            PRIMARY KEY(thread_id, seq))
  *
  * Objects and ownership:
- *   pst_store   one SQLite connection guarded by a mutex: any thread may call any
- *               function; calls are serialised. Open several stores on the same file from
- *               several processes if needed (WAL + busy timeout).
+ *   pst_store   one database connection guarded by a mutex: any thread may call any
+ *               function; calls are serialised. Open several stores on the same file /
+ *               database from several processes if needed (SQLite: WAL + busy timeout;
+ *               PostgreSQL: row locks on the thread).
  *   pst_thread  value filled by get/create/list; its heap strings are owned by it and
  *               freed by pst_thread_clear.
  *
@@ -27,6 +30,12 @@
  * CHANGES (after first publication; additive only):
  *   - pst_workspace_id: workspaces created from now on get a name-based id derived
  *     from (machine_id, path) instead of a random one (existing rows keep theirs).
+ *   - issue 15: PostgreSQL backend (pst_open/pst_open_ex with a postgresql:// URL);
+ *     pst_open_ex + pst_open_options (owner machine, read-only); pst_locator_is_remote;
+ *     pst_backend_name; statuses PST_ERR_CONN and PST_ERR_FOREIGN (appended at the end);
+ *     pst_open_options.password.
+ *     pst_error.sqlite_code stays the SQLite extended code; it is 0 for PostgreSQL (the
+ *     SQLSTATE is in the message).
  */
 #ifndef PERI_STORE_H
 #define PERI_STORE_H
@@ -50,6 +59,11 @@ typedef enum pst_status {
     PST_ERR_SCHEMA,    /* the file has a newer or unknown schema version */
     PST_ERR_ARG,       /* bad argument (NULL, empty id, bad cursor, bad JSON) */
     PST_ERR_NOMEM,
+    PST_ERR_CONN,    /* the database server is unreachable or the connection was lost: the
+                        operation did not happen (or its transaction rolled back); the next
+                        call reconnects */
+    PST_ERR_FOREIGN, /* a write to another machine's session/workspace, or any write on a
+                        read-only store (shared store, no machine identity) */
 } pst_status;
 
 typedef struct pst_error {
@@ -95,6 +109,30 @@ typedef struct pst_store pst_store;
 pst_store *pst_open(const char *path, pst_error *err);
 void pst_close(pst_store *s);
 int pst_schema_version(pst_store *s);
+
+/* Open options (issue 15). */
+typedef struct pst_open_options {
+    /* Non-NULL: this store writes only threads of workspaces owned by this machine (and
+     * creates/changes no other machine); other writes fail with PST_ERR_FOREIGN. Reads
+     * are never restricted. */
+    const char *owner_machine_id;
+    /* Every write fails with PST_ERR_FOREIGN (a shared store without machine identity). */
+    bool read_only;
+    /* PostgreSQL: the password when the URL gives none (keeps it off URLs and command
+     * lines); ignored by SQLite. NULL: none (libpq may then use the passfile). */
+    const char *password;
+} pst_open_options;
+
+/* locator: an SQLite file path or ":memory:" as for pst_open, or a PostgreSQL URL
+ * "postgresql://[user[:password]@][host][:port][/dbname][?param=value&...]" (also
+ * "postgres://"; libpq's URI parameters such as host=/socket/dir, passfile=, sslmode=).
+ * Connection parameters come only from the URL: no environment variable is read by this
+ * library (see docs/store.md for libpq's PGPASSWORD caveat). o may be NULL. */
+pst_store *pst_open_ex(const char *locator, const pst_open_options *o, pst_error *err);
+/* True for a postgresql:// or postgres:// locator. */
+bool pst_locator_is_remote(const char *locator);
+/* "sqlite" or "postgresql". */
+const char *pst_backend_name(const pst_store *s);
 
 /* ---------------------------------------------------------------- machines, workspaces */
 

@@ -291,10 +291,13 @@ static void m_list(pacp_server *srv, json_t *params, pacp_reply *r) {
         bad_params(r, "cwd and cursor must be strings");
         return;
     }
+    /* _meta."peri.allMachines": true/false overrides the store's default (issue 15) */
+    json_t *allv = json_object_get(json_object_get(params, "_meta"), "peri.allMachines");
+    int all = json_is_boolean(allv) ? json_is_true(allv) : -1;
     pst_thread_page page;
     pct_error e = {0};
-    if (pct_session_list(srv->ctl, json_string_value(cwdv), json_string_value(curv), &page, &e) !=
-        PCT_OK) {
+    if (pct_session_list_ex(srv->ctl, json_string_value(cwdv), json_string_value(curv), all, &page,
+                            &e) != PCT_OK) {
         ctl_error(r, &e, NULL);
         return;
     }
@@ -304,9 +307,18 @@ static void m_list(pacp_server *srv, json_t *params, pacp_reply *r) {
         json_t *o = json_pack("{s:s, s:s, s:o}", "sessionId", t->id, "cwd", t->cwd ? t->cwd : "",
                               "updatedAt", iso_time(t->updated_at));
         if (o && t->title) json_object_set_new(o, "title", json_string(t->title));
-        if (o && t->parent_id[0])
-            json_object_set_new(o, "_meta",
-                                json_pack("{s:s}", "peri.parentSessionId", t->parent_id));
+        json_t *meta = o ? json_object() : NULL;
+        if (meta && t->parent_id[0])
+            json_object_set_new(meta, "peri.parentSessionId", json_string(t->parent_id));
+        if (meta && strcmp(t->machine_id, pct_machine_id(srv->ctl)) != 0) {
+            /* another machine's session: history readable, never written here */
+            json_object_set_new(meta, "peri.machineId", json_string(t->machine_id));
+            json_object_set_new(meta, "peri.readOnly", json_true());
+        }
+        if (meta && json_object_size(meta) > 0)
+            json_object_set_new(o, "_meta", meta);
+        else
+            json_decref(meta);
         if (!o || json_array_append_new(arr, o)) {
             json_decref(arr);
             arr = NULL;

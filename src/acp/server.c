@@ -371,6 +371,7 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
                       .home = opt->home,
                       .machine_id = opt->machine_id,
                       .shared_store = opt->storage.shared,
+                      .db_credential = opt->storage.credential, /* issue 15 */
                       .settings = settings,
                       .ruby_wasm = opt->ruby_wasm, /* issue 11: how code runs */
                       .wasm_runner = opt->wasm_runner,

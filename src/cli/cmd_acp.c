@@ -1,8 +1,8 @@
 /*
- * cmd_acp.c — `peri acp [--cwd DIR] [--db PATH] [--settings FILE|-] [--machine-id ID]
- * [--shared-store]`: the ACP agent on stdio. The environment and ~/.peri/ are mapped
- * into the host start object by host_env.c; stdout carries only protocol frames;
- * diagnostics go to stderr.
+ * cmd_acp.c — `peri acp [--cwd DIR] [--db PATH | --store URL] [--settings FILE|-]
+ * [--machine-id ID] [--shared-store]`: the ACP agent on stdio. The environment and ~/.peri/ are
+ * mapped into the host start object by host_env.c; stdout carries only protocol frames; diagnostics
+ * go to stderr.
  */
 #include "cli/commands.h"
 #include "cli/host_env.h"
@@ -14,12 +14,17 @@
 #include <string.h>
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: peri acp [--cwd DIR] [--db PATH] [--settings FILE|-] [--machine-id ID]\n"
-               "                [--shared-store]\n"
+    fprintf(f, "usage: peri acp [--cwd DIR] [--db PATH | --store URL] [--settings FILE|-]\n"
+               "                [--machine-id ID] [--shared-store]\n"
                "  Runs the Agent Client Protocol server on stdin/stdout.\n"
                "  --cwd DIR          the host's working directory (created; default: the\n"
                "                     current directory); session/new still names its own cwd\n"
-               "  --db PATH          session database (default $HOME/.peri/peri.db)\n"
+               "  --db PATH          session database (default $PERI_STORE, else\n"
+               "                     $HOME/.peri/peri.db)\n"
+               "  --store URL        the shared PostgreSQL store, postgresql://... (libpq URI;\n"
+               "                     PGHOST, PGPORT, PGUSER, PGPASSWORD, PGPASSFILE,\n"
+               "                     PGDATABASE, PGSSLMODE fill what the URL leaves out);\n"
+               "                     implies --shared-store\n"
                "  --settings FILE|-  the whole settings document, replacing\n"
                "                     ~/.peri/settings.json; '-' reads it from the first line\n"
                "                     of stdin, before any JSON-RPC frame. Environment\n"
@@ -38,7 +43,7 @@ int peri_cmd_acp(int argc, char **argv) {
             return 0;
         } else if (!strcmp(argv[i], "--cwd") && i + 1 < argc) {
             a.cwd = argv[++i];
-        } else if (!strcmp(argv[i], "--db") && i + 1 < argc) {
+        } else if ((!strcmp(argv[i], "--db") || !strcmp(argv[i], "--store")) && i + 1 < argc) {
             a.db = argv[++i];
         } else if (!strcmp(argv[i], "--settings") && i + 1 < argc) {
             a.settings = argv[++i];

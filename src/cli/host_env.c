@@ -8,6 +8,7 @@
 #include "cli/host_env.h"
 
 #include <errno.h>
+#include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,81 @@ json_t *peri_settings_read(const char *path, bool optional, char *err, size_t er
     return doc;
 }
 
+/* ---- issue 15: the standard libpq environment -> the PostgreSQL store URL ---- */
+
+static int url_append(char **url, size_t *len, size_t *cap, const char *s, bool encode) {
+    for (; *s; s++) {
+        char buf[4];
+        size_t n = 1;
+        unsigned char c = (unsigned char)*s;
+        if (encode && !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                        (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~')) {
+            snprintf(buf, sizeof buf, "%%%02X", c);
+            n = 3;
+        } else {
+            buf[0] = (char)c;
+        }
+        if (*len + n + 1 > *cap) {
+            size_t nc = (*cap + n + 1) * 2;
+            char *g = realloc(*url, nc);
+            if (!g) return -1;
+            *url = g;
+            *cap = nc;
+        }
+        memcpy(*url + *len, buf, n);
+        *len += n;
+        (*url)[*len] = '\0';
+    }
+    return 0;
+}
+
+char *peri_store_url_apply_env(const char *url, const char *(*getenv_fn)(const char *)) {
+    static const struct {
+        const char *env, *key;
+    } map[] = {{"PGHOST", "host"},
+               {"PGHOSTADDR", "hostaddr"},
+               {"PGPORT", "port"},
+               {"PGUSER", "user"},
+               {"PGPASSWORD", "password"},
+               {"PGPASSFILE", "passfile"},
+               {"PGDATABASE", "dbname"},
+               {"PGSSLMODE", "sslmode"},
+               {"PGSSLROOTCERT", "sslrootcert"},
+               {"PGCONNECT_TIMEOUT", "connect_timeout"},
+               {"PGAPPNAME", "application_name"},
+               {"PGOPTIONS", "options"}};
+    const char *(*ge)(const char *) = getenv_fn ? getenv_fn : plain_getenv;
+    char *perr = NULL;
+    PQconninfoOption *opts = PQconninfoParse(url, &perr);
+    PQfreemem(perr);
+    size_t len = 0, cap = strlen(url) + 64;
+    char *out = malloc(cap);
+    if (!out) goto fail;
+    out[0] = '\0';
+    if (url_append(&out, &len, &cap, url, false)) goto fail;
+    if (!opts) return out; /* not a valid URL: the store reports it */
+    bool has_query = strchr(url, '?') != NULL;
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+        const char *v = env_value(ge, map[i].env);
+        if (!v) continue;
+        bool given = false;
+        for (PQconninfoOption *o = opts; o->keyword; o++)
+            if (!strcmp(o->keyword, map[i].key)) given = o->val && *o->val;
+        if (given) continue; /* the URL wins over the environment */
+        if (url_append(&out, &len, &cap, has_query ? "&" : "?", false) ||
+            url_append(&out, &len, &cap, map[i].key, false) ||
+            url_append(&out, &len, &cap, "=", false) || url_append(&out, &len, &cap, v, true))
+            goto fail;
+        has_query = true;
+    }
+    PQconninfoFree(opts);
+    return out;
+fail:
+    PQconninfoFree(opts);
+    free(out);
+    return NULL;
+}
+
 int peri_host_start_init(peri_host_start *h, const peri_host_args *a, char *err, size_t errlen) {
     memset(h, 0, sizeof *h);
     const char *home = env_value(plain_getenv, "HOME");
@@ -139,12 +215,6 @@ int peri_host_start_init(peri_host_start *h, const peri_host_args *a, char *err,
             snprintf(err, errlen, "cwd too long");
             return -1;
         }
-    }
-    /* store */
-    h->db = a->db ? strdup(a->db) : pst_default_db_path(home);
-    if (!h->db) {
-        snprintf(err, errlen, "no database path: set HOME or pass --db");
-        return -1;
     }
     /* settings: --settings FILE|-, else ~/.peri/settings.json; then the environment */
     if (a->settings) {
@@ -166,6 +236,21 @@ int peri_host_start_init(peri_host_start *h, const peri_host_args *a, char *err,
         snprintf(err, errlen, "out of memory reading the environment");
         goto fail;
     }
+    /* store: --store/--db, else $PERI_STORE, else the settings' "storage" string (issue
+     * 15), else ~/.peri/peri.db. A postgresql:// URL gets the standard libpq environment
+     * (PGHOST, PGPASSWORD, ...) for what it leaves out: the library itself reads none. */
+    const char *loc = a->db ? a->db : env_value(plain_getenv, "PERI_STORE");
+    if (!loc && json_is_string(json_object_get(h->settings, "storage")) &&
+        json_string_length(json_object_get(h->settings, "storage")) > 0)
+        loc = json_string_value(json_object_get(h->settings, "storage"));
+    if (loc && pst_locator_is_remote(loc))
+        h->db = peri_store_url_apply_env(loc, NULL);
+    else
+        h->db = loc ? strdup(loc) : pst_default_db_path(home);
+    if (!h->db) {
+        snprintf(err, errlen, "no database path: set HOME or pass --db");
+        goto fail;
+    }
     /* machine identity: --machine-id, PERI_MACHINE_ID, ~/.peri/machine-id */
     pst_error pe;
     const char *mid = a->machine_id ? a->machine_id : env_value(plain_getenv, "PERI_MACHINE_ID");
@@ -176,7 +261,8 @@ int peri_host_start_init(peri_host_start *h, const peri_host_args *a, char *err,
     h->opt.cwd = h->cwd;
     h->opt.settings = h->settings;
     h->opt.storage.locator = h->db;
-    h->opt.storage.shared = a->shared_store;
+    /* a PostgreSQL store is shared by nature (several hosts, one history) */
+    h->opt.storage.shared = a->shared_store || pst_locator_is_remote(h->db);
     h->opt.machine_id = h->machine_id;
     if (home && !(h->home = strdup(home))) {
         snprintf(err, errlen, "out of memory");

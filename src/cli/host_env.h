@@ -15,7 +15,8 @@
 /* What the command line said; NULL fields take the defaults below. */
 typedef struct peri_host_args {
     const char *cwd;        /* NULL: the process cwd; relative: resolved against it */
-    const char *db;         /* NULL: $HOME/.peri/peri.db */
+    const char *db;         /* --db PATH or --store URL; NULL: $PERI_STORE, else
+                               $HOME/.peri/peri.db */
     const char *settings;   /* FILE, or "-" = the first line of stdin; NULL:
                                $HOME/.peri/settings.json when it exists */
     const char *machine_id; /* NULL: $PERI_MACHINE_ID, else $HOME/.peri/machine-id
@@ -47,5 +48,11 @@ int peri_settings_apply_env(json_t *doc, const char *(*getenv_fn)(const char *))
  * that the JSON-RPC frames after it stay unread). Missing file with optional: {}.
  * Returns a new object or NULL with err ("settings must be an object", parse error). */
 json_t *peri_settings_read(const char *path, bool optional, char *err, size_t errlen);
+
+/* Issue 15: url (postgresql://...) with the standard libpq environment variables
+ * (PGHOST, PGHOSTADDR, PGPORT, PGUSER, PGPASSWORD, PGPASSFILE, PGDATABASE, PGSSLMODE,
+ * PGSSLROOTCERT, PGCONNECT_TIMEOUT, PGAPPNAME, PGOPTIONS) appended as URI parameters
+ * for what the URL does not already give (the URL wins). malloc'd; NULL on OOM. */
+char *peri_store_url_apply_env(const char *url, const char *(*getenv_fn)(const char *));
 
 #endif

@@ -371,7 +371,13 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
         set_err(err, PCT_FAILED, "no randomness for a machine id%s", NULL);
         goto fail;
     } /* shared store without an identity: machine_id stays "" and nothing is written */
-    c->store = pst_open(cfg->db_path, &pe);
+    /* Ownership is enforced by the store itself too (issue 15): writes go only to this
+     * machine's workspaces; a shared store without an identity is opened read-only. */
+    pst_open_options so = {.owner_machine_id = c->machine_id[0] ? c->machine_id : NULL,
+                           .read_only = !c->machine_id[0],
+                           .password = cfg->db_credential};
+    c->store = pst_open_ex(cfg->db_path, &so, &pe);
+    c->list_all = pst_locator_is_remote(cfg->db_path);
     if (!c->store) {
         set_err(err, PCT_FAILED, "store: %s", pe.message);
         goto fail;
@@ -834,11 +840,20 @@ pct_status pct_session_load_mcp(pct_controller *c, const char *id, bool replay,
 
 pct_status pct_session_list(pct_controller *c, const char *cwd, const char *cursor,
                             pst_thread_page *out, pct_error *err) {
+    return pct_session_list_ex(c, cwd, cursor, -1, out, err);
+}
+
+pct_status pct_session_list_ex(pct_controller *c, const char *cwd, const char *cursor,
+                               int all_machines, pst_thread_page *out, pct_error *err) {
     char real[PATH_MAX];
     if (cwd && realpath(cwd, real)) cwd = real; /* workspaces are keyed by canonical path */
-    /* A host lists the sessions of its own machine only (with their child threads). */
-    pst_list_query q = {
-        .cwd = cwd, .cursor = cursor, .machine_id = c->machine_id, .include_children = true};
+    /* A host lists the sessions of its own machine (with their child threads); on a
+     * PostgreSQL store (or when asked) every machine's, the foreign ones read-only. */
+    bool all = all_machines < 0 ? c->list_all : all_machines > 0;
+    pst_list_query q = {.cwd = cwd,
+                        .cursor = cursor,
+                        .machine_id = all ? NULL : c->machine_id,
+                        .include_children = true};
     pst_error pe;
     pst_status ps = pst_thread_list(c->store, &q, out, &pe);
     if (ps == PST_ERR_ARG) {
@@ -900,6 +915,11 @@ pct_status pct_session_fork(pct_controller *c, const char *id, char out_id[PST_I
     if (ps != PST_OK) {
         set_err(err, PCT_FAILED, "store: %s", pe.message);
         return PCT_FAILED;
+    }
+    if (strcmp(src.machine_id, c->machine_id) != 0) { /* issue 15: the fork would be written */
+        pct_status frc = foreign(c, id, src.machine_id, err); /* into a foreign workspace */
+        pst_thread_clear(&src);
+        return frc;
     }
     if (src.meta) meta_txt = src.meta;
     char title[160];

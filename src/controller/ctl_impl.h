@@ -70,6 +70,7 @@ struct pct_controller {
     pct_sink sink;
     char machine_id[PST_ID_LEN]; /* "" = no identity (shared store, none given) */
     bool shared_store;
+    bool list_all; /* session/list shows every machine's sessions (PostgreSQL store) */
     pag_tool_info *tools;
     size_t ntools;
     char *home; /* for the user's settings.json (MCP servers) and ~/.peri/commands */

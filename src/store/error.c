@@ -18,15 +18,17 @@ const char *pst_status_name(pst_status s) {
     case PST_ERR_SCHEMA: return "schema";
     case PST_ERR_ARG: return "arg";
     case PST_ERR_NOMEM: return "nomem";
+    case PST_ERR_CONN: return "conn";
+    case PST_ERR_FOREIGN: return "foreign";
     }
     return "unknown";
 }
 
-pst_status pst__fail(pst_error *err, pst_status st, int sqlite_code, const char *fmt, ...) {
+pst_status pst__fail(pst_error *err, pst_status st, int code, const char *fmt, ...) {
     if (err) {
         va_list ap;
         err->status = st;
-        err->sqlite_code = sqlite_code;
+        err->sqlite_code = code;
         va_start(ap, fmt);
         vsnprintf(err->message, sizeof err->message, fmt, ap);
         va_end(ap);
@@ -34,17 +36,21 @@ pst_status pst__fail(pst_error *err, pst_status st, int sqlite_code, const char 
     return st;
 }
 
-pst_status pst__sqlfail(sqlite3 *db, pst_error *err, const char *what) {
-    int code = sqlite3_extended_errcode(db);
-    pst_status st;
-    switch (code & 0xff) {
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED: st = PST_ERR_BUSY; break;
-    case SQLITE_NOMEM: st = PST_ERR_NOMEM; break;
-    case SQLITE_CONSTRAINT: st = PST_ERR_ARG; break;
-    default: st = PST_ERR_IO; break;
+pst_status pst__ctx(pst_error *err, pst_status st, const char *what) {
+    if (err && what) {
+        char tmp[sizeof err->message];
+        memcpy(tmp, err->message, sizeof tmp);
+        tmp[sizeof tmp - 1] = '\0';
+        size_t n = strlen(what);
+        if (n > 64) n = 64;
+        memcpy(err->message, what, n);
+        memcpy(err->message + n, ": ", 2);
+        size_t room = sizeof err->message - n - 3;
+        size_t m = strnlen(tmp, room);
+        memcpy(err->message + n + 2, tmp, m);
+        err->message[n + 2 + m] = '\0';
     }
-    return pst__fail(err, st, code, "%s: %s", what, sqlite3_errmsg(db));
+    return st;
 }
 
 void pst__ok(pst_error *err) {
@@ -61,10 +67,10 @@ int64_t pst__now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int pst__exec(sqlite3 *db, const char *sql) {
-    return sqlite3_exec(db, sql, NULL, NULL, NULL);
-}
-
 char *pst__strdup(const char *s) {
     return s ? strdup(s) : NULL;
+}
+
+int64_t pst__i64(const char *s) {
+    return s ? strtoll(s, NULL, 10) : 0;
 }

@@ -1,6 +1,13 @@
 /*
- * messages.c — a thread's transcript: atomic batch append (an assistant message and its
- * tool results commit together or not at all), ordered load, count.
+ * messages.c — the rules for a thread's transcript: atomic batch append (an assistant
+ * message and its tool results commit together or not at all), ordered load, count.
+ *
+ * Sequence numbering: one transaction does
+ *   UPDATE threads SET next_seq = next_seq + n ... WHERE id = $1 <owner guard> RETURNING
+ * then inserts the n messages at the returned range. The UPDATE takes the thread's row
+ * lock (PostgreSQL) / the write lock (SQLite BEGIN IMMEDIATE) first, so concurrent writers
+ * from any number of processes queue on it: no seq is lost or handed out twice, and a
+ * batch is never interleaved with another.
  */
 #include "store_int.h"
 
@@ -14,67 +21,108 @@ static bool id_ok(const char *id) {
     return id && *id && strlen(id) < PST_ID_LEN;
 }
 
-/* Reads next_seq of the thread inside the open transaction. */
-static pst_status next_seq_of(pst_store *s, const char *thread_id, int64_t *seq, pst_error *err) {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(s->db, "SELECT next_seq FROM threads WHERE id = ?1", -1, &st, NULL) !=
-        SQLITE_OK)
-        return pst__sqlfail(s->db, err, "append messages");
-    sqlite3_bind_text(st, 1, thread_id, -1, SQLITE_TRANSIENT);
-    int rc = sqlite3_step(st);
-    pst_status r = PST_OK;
-    if (rc == SQLITE_ROW)
-        *seq = sqlite3_column_int64(st, 0);
-    else if (rc == SQLITE_DONE)
-        r = pst__fail(err, PST_ERR_NOT_FOUND, 0, "no such session: %s", thread_id);
-    else
-        r = pst__sqlfail(s->db, err, "append messages");
-    sqlite3_finalize(st);
-    return r;
+static pst_status take_i64(void *ctx, const psb_row *row, pst_error *err) {
+    (void)err;
+    int64_t *v = ctx;
+    *v = pst__i64(row->col[0]);
+    return PST_OK;
 }
 
-static pst_status insert_all(pst_store *s, const char *thread_id, const pst_message_in *msgs,
-                             size_t n, int64_t seq, int64_t now, pst_error *err) {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(s->db,
-                           "INSERT INTO messages(thread_id, seq, role, content, meta, "
-                           "created_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
-                           -1, &st, NULL) != SQLITE_OK)
-        return pst__sqlfail(s->db, err, "append messages");
-    pst_status r = PST_OK;
-    for (size_t i = 0; i < n && r == PST_OK; i++) {
-        sqlite3_reset(st);
-        sqlite3_bind_text(st, 1, thread_id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, seq + (int64_t)i);
-        sqlite3_bind_text(st, 3, msgs[i].role, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 4, msgs[i].content, -1, SQLITE_STATIC);
-        if (msgs[i].meta)
-            sqlite3_bind_text(st, 5, msgs[i].meta, -1, SQLITE_STATIC);
-        else
-            sqlite3_bind_null(st, 5);
-        sqlite3_bind_int64(st, 6, now);
-        if (sqlite3_step(st) != SQLITE_DONE) {
-            if ((sqlite3_extended_errcode(s->db) & 0xff) == SQLITE_CONSTRAINT)
-                r = pst__fail(err, PST_ERR_ARG, sqlite3_extended_errcode(s->db),
-                              "message %zu: content/meta is not valid JSON or role is empty", i);
-            else
-                r = pst__sqlfail(s->db, err, "append messages");
-        }
+static pst_status append_locked(pst_store *s, const char *thread_id, const pst_message_in *msgs,
+                                size_t n, int64_t *first, pst_error *err) {
+    int64_t now = pst__now_ms(), seq = -1;
+    if (n == 0) { /* nothing to write: report where the next message would go */
+        psb_val p[] = {PSB_T(thread_id)};
+        pst_status r = PSB_EXEC(s, "SELECT next_seq FROM threads WHERE id = $1", p, take_i64, &seq,
+                                NULL, NULL, err);
+        if (r != PST_OK) return pst__ctx(err, r, "append messages");
+        if (seq < 0) return pst__fail(err, PST_ERR_NOT_FOUND, 0, "no such session: %s", thread_id);
+        *first = seq;
+        return PST_OK;
     }
-    sqlite3_finalize(st);
-    if (r != PST_OK) return r;
-    if (sqlite3_prepare_v2(s->db,
-                           "UPDATE threads SET next_seq = ?2, message_count = message_count + "
-                           "?3, updated_at = max(updated_at, ?4) WHERE id = ?1",
-                           -1, &st, NULL) != SQLITE_OK)
-        return pst__sqlfail(s->db, err, "append messages");
-    sqlite3_bind_text(st, 1, thread_id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, seq + (int64_t)n);
-    sqlite3_bind_int64(st, 3, (int64_t)n);
-    sqlite3_bind_int64(st, 4, now);
-    if (sqlite3_step(st) != SQLITE_DONE) r = pst__sqlfail(s->db, err, "append messages");
-    sqlite3_finalize(st);
-    return r;
+    /* One transaction, one round trip on PostgreSQL (pipeline): the UPDATE reserves the
+     * range, each INSERT takes its seq from the updated row (same guard: a foreign or
+     * missing thread yields NULL and the batch fails on seq NOT NULL). */
+    enum { MAXB = 64 };
+    size_t chunk = n <= MAXB ? n : MAXB;
+    psb_stmt st[MAXB + 1];
+    psb_val up[] = {PSB_T(thread_id), PSB_I((int64_t)n), PSB_I(now), pst__owner_param(s)};
+    st[0] = (psb_stmt){"UPDATE threads SET next_seq = next_seq + $2, "
+                       "message_count = message_count + $2, "
+                       "updated_at = CASE WHEN updated_at > $3 THEN updated_at ELSE $3 END "
+                       "WHERE id = $1 AND (CAST($4 AS TEXT) IS NULL OR workspace_id IN "
+                       "(SELECT id FROM workspaces WHERE machine_id = $4)) "
+                       "RETURNING next_seq - $2",
+                       up, 4};
+    if (n > MAXB) { /* large batches: an explicit transaction, statement by statement */
+        pst_status r = s->ops->begin(s->be, err);
+        if (r != PST_OK) return pst__ctx(err, r, "begin append");
+        r = s->ops->exec(s->be, st[0].sql, up, 4, take_i64, &seq, NULL, NULL, err);
+        for (size_t i = 0; i < n && r == PST_OK && seq >= 0; i++) {
+            psb_val p[] = {PSB_T(thread_id),       PSB_I(seq + (int64_t)i), PSB_T(msgs[i].role),
+                           PSB_T(msgs[i].content), PSB_T(msgs[i].meta),     PSB_I(now)};
+            psb_violation v;
+            r = PSB_EXEC(s,
+                         "INSERT INTO messages(thread_id, seq, role, content, meta, created_at) "
+                         "VALUES($1, $2, $3, $4, $5, $6)",
+                         p, NULL, NULL, NULL, &v, err);
+            if (r == PST_ERR_ARG && v == PSB_V_CHECK)
+                pst__fail(err, r, err ? err->sqlite_code : 0,
+                          "message %zu: content/meta is not valid JSON or role is empty", i);
+        }
+        if (r == PST_OK && seq < 0) {
+            s->ops->rollback(s->be);
+            r = pst__thread_owner_check(s, thread_id, err);
+            return r == PST_OK
+                       ? pst__fail(err, PST_ERR_NOT_FOUND, 0, "no such session: %s", thread_id)
+                       : r;
+        }
+        if (r == PST_OK) r = s->ops->commit(s->be, err);
+        if (r != PST_OK) {
+            s->ops->rollback(s->be);
+            return r;
+        }
+        *first = seq;
+        return PST_OK;
+    }
+    psb_val ins[MAXB][7];
+    for (size_t i = 0; i < chunk; i++) {
+        psb_val *p = ins[i];
+        p[0] = PSB_T(thread_id);
+        p[1] = PSB_I((int64_t)(n - i)); /* seq = next_seq (after the UPDATE) - (n - i) */
+        p[2] = PSB_T(msgs[i].role);
+        p[3] = PSB_T(msgs[i].content);
+        p[4] = PSB_T(msgs[i].meta);
+        p[5] = PSB_I(now);
+        p[6] = pst__owner_param(s);
+        st[i + 1] =
+            (psb_stmt){"INSERT INTO messages(thread_id, seq, role, content, meta, created_at) "
+                       "VALUES($1, (SELECT next_seq FROM threads WHERE id = $1 AND "
+                       "(CAST($7 AS TEXT) IS NULL OR workspace_id IN "
+                       "(SELECT id FROM workspaces WHERE machine_id = $7))) - $2, $3, $4, $5, $6)",
+                       p, 7};
+    }
+    int failed_at = -1;
+    psb_violation v = PSB_V_NONE;
+    pst_status r = s->ops->batch(s->be, st, (int)chunk + 1, take_i64, &seq, &failed_at, &v, err);
+    if (r == PST_ERR_CONN || r == PST_ERR_NOMEM) return pst__ctx(err, r, "append messages");
+    if (r != PST_OK || seq < 0) {
+        /* missing or foreign thread first; else the failing message's own fault */
+        pst_error own;
+        pst_status o = pst__thread_owner_check(s, thread_id, &own);
+        if (o != PST_OK) {
+            if (err) *err = own;
+            return o;
+        }
+        if (r == PST_OK) return pst__fail(err, PST_ERR_IO, 0, "append: no sequence reserved");
+        if (r == PST_ERR_ARG && v == PSB_V_CHECK && failed_at >= 1)
+            return pst__fail(err, r, err ? err->sqlite_code : 0,
+                             "message %d: content/meta is not valid JSON or role is empty",
+                             failed_at - 1);
+        return pst__ctx(err, r, "append messages");
+    }
+    *first = seq;
+    return PST_OK;
 }
 
 pst_status pst_messages_append(pst_store *s, const char *thread_id, const pst_message_in *msgs,
@@ -86,22 +134,11 @@ pst_status pst_messages_append(pst_store *s, const char *thread_id, const pst_me
         if (!msgs[i].role || !*msgs[i].role || !msgs[i].content)
             return pst__fail(err, PST_ERR_ARG, 0, "message %zu has no role or content", i);
     LOCK(s);
-    pst_status r = PST_OK;
-    int64_t seq = 0;
-    if (pst__exec(s->db, "BEGIN IMMEDIATE") != SQLITE_OK) {
-        r = pst__sqlfail(s->db, err, "begin append");
-        goto out;
-    }
-    r = next_seq_of(s, thread_id, &seq, err);
-    if (r == PST_OK && n > 0) r = insert_all(s, thread_id, msgs, n, seq, pst__now_ms(), err);
-    if (r == PST_OK && pst__exec(s->db, "COMMIT") != SQLITE_OK)
-        r = pst__sqlfail(s->db, err, "commit append");
-    if (r != PST_OK)
-        pst__exec(s->db, "ROLLBACK");
-    else if (first_seq)
-        *first_seq = seq;
-out:
+    int64_t first = 0;
+    pst_status r = pst__write_ok(s, err);
+    if (r == PST_OK) r = append_locked(s, thread_id, msgs, n, &first, err);
     UNLOCK(s);
+    if (r == PST_OK && first_seq) *first_seq = first;
     return r;
 }
 
@@ -116,17 +153,29 @@ void pst_message_list_clear(pst_message_list *l) {
     memset(l, 0, sizeof *l);
 }
 
-static char *dup_col(sqlite3_stmt *st, int i, size_t *len) {
-    const void *v = sqlite3_column_text(st, i);
-    int n = sqlite3_column_bytes(st, i);
-    if (!v) return NULL;
-    char *p = malloc((size_t)n + 1);
-    if (p) {
-        memcpy(p, v, (size_t)n);
-        p[n] = '\0';
+typedef struct list_fill {
+    pst_message_list *out;
+    size_t cap;
+} list_fill;
+
+static pst_status take_message(void *ctx, const psb_row *row, pst_error *err) {
+    list_fill *f = ctx;
+    if (f->out->count == f->cap) {
+        size_t cap = f->cap ? 2 * f->cap : 64;
+        pst_message *grown = realloc(f->out->items, cap * sizeof *grown);
+        if (!grown) return pst__fail(err, PST_ERR_NOMEM, 0, "out of memory");
+        f->out->items = grown;
+        f->cap = cap;
     }
-    if (len) *len = (size_t)n;
-    return p;
+    pst_message *m = &f->out->items[f->out->count++];
+    m->seq = pst__i64(row->col[0]);
+    m->role = pst__strdup(row->col[1] ? row->col[1] : "");
+    m->content = pst__strdup(row->col[2] ? row->col[2] : "");
+    m->meta = pst__strdup(row->col[3]);
+    m->created_at = pst__i64(row->col[4]);
+    if (!m->role || !m->content || (!m->meta && row->col[3]))
+        return pst__fail(err, PST_ERR_NOMEM, 0, "out of memory");
+    return PST_OK;
 }
 
 pst_status pst_messages_load(pst_store *s, const char *thread_id, pst_message_list *out,
@@ -136,68 +185,28 @@ pst_status pst_messages_load(pst_store *s, const char *thread_id, pst_message_li
     if (!s || !id_ok(thread_id) || !out)
         return pst__fail(err, PST_ERR_ARG, 0, "bad load arguments");
     LOCK(s);
-    pst_status r = PST_OK;
-    sqlite3_stmt *st = NULL;
-    size_t cap = 0;
-    int64_t expected = 0;
-    if (sqlite3_prepare_v2(s->db, "SELECT message_count FROM threads WHERE id = ?1", -1, &st,
-                           NULL) != SQLITE_OK) {
-        r = pst__sqlfail(s->db, err, "load messages");
-        goto out;
-    }
-    sqlite3_bind_text(st, 1, thread_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_DONE) {
+    int64_t count = -1;
+    psb_val p[] = {PSB_T(thread_id)};
+    pst_status r = PSB_EXEC(s, "SELECT message_count FROM threads WHERE id = $1", p, take_i64,
+                            &count, NULL, NULL, err);
+    list_fill f = {.out = out};
+    if (r == PST_OK && count < 0)
         r = pst__fail(err, PST_ERR_NOT_FOUND, 0, "no such session: %s", thread_id);
-        goto out;
-    } else if (rc != SQLITE_ROW) {
-        r = pst__sqlfail(s->db, err, "load messages");
-        goto out;
+    if (r == PST_OK && count > 0) {
+        f.cap = (size_t)count;
+        out->items = malloc(f.cap * sizeof *out->items);
+        if (!out->items) r = pst__fail(err, PST_ERR_NOMEM, 0, "out of memory");
     }
-    expected = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    st = NULL;
-    cap = expected > 0 ? (size_t)expected : 8;
-    out->items = malloc(cap * sizeof *out->items);
-    if (!out->items) {
-        r = pst__fail(err, PST_ERR_NOMEM, 0, "out of memory");
-        goto out;
-    }
-    if (sqlite3_prepare_v2(s->db,
-                           "SELECT seq, role, content, meta, created_at FROM messages "
-                           "WHERE thread_id = ?1 ORDER BY seq",
-                           -1, &st, NULL) != SQLITE_OK) {
-        r = pst__sqlfail(s->db, err, "load messages");
-        goto out;
-    }
-    sqlite3_bind_text(st, 1, thread_id, -1, SQLITE_STATIC);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (out->count == cap) {
-            pst_message *grown = realloc(out->items, 2 * cap * sizeof *grown);
-            if (!grown) {
-                r = pst__fail(err, PST_ERR_NOMEM, 0, "out of memory");
-                goto out;
-            }
-            out->items = grown;
-            cap *= 2;
-        }
-        pst_message *m = &out->items[out->count];
-        m->seq = sqlite3_column_int64(st, 0);
-        m->role = dup_col(st, 1, NULL);
-        m->content = dup_col(st, 2, NULL);
-        m->meta = dup_col(st, 3, NULL);
-        m->created_at = sqlite3_column_int64(st, 4);
-        out->count++;
-        if (!m->role || !m->content || (!m->meta && sqlite3_column_type(st, 3) != SQLITE_NULL)) {
-            r = pst__fail(err, PST_ERR_NOMEM, 0, "out of memory");
-            goto out;
-        }
-    }
-    if (rc != SQLITE_DONE) r = pst__sqlfail(s->db, err, "load messages");
-out:
-    sqlite3_finalize(st);
+    if (r == PST_OK)
+        r = PSB_EXEC(s,
+                     "SELECT seq, role, content, meta, created_at FROM messages "
+                     "WHERE thread_id = $1 ORDER BY seq",
+                     p, take_message, &f, NULL, NULL, err);
     UNLOCK(s);
-    if (r != PST_OK) pst_message_list_clear(out);
+    if (r != PST_OK) {
+        pst__ctx(err, r, "load messages");
+        pst_message_list_clear(out);
+    }
     return r;
 }
 
@@ -206,22 +215,13 @@ pst_status pst_messages_count(pst_store *s, const char *thread_id, int64_t *coun
     if (!s || !id_ok(thread_id) || !count)
         return pst__fail(err, PST_ERR_ARG, 0, "bad count arguments");
     LOCK(s);
-    sqlite3_stmt *st = NULL;
-    pst_status r = PST_OK;
-    if (sqlite3_prepare_v2(s->db, "SELECT message_count FROM threads WHERE id = ?1", -1, &st,
-                           NULL) != SQLITE_OK) {
-        r = pst__sqlfail(s->db, err, "count messages");
-    } else {
-        sqlite3_bind_text(st, 1, thread_id, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW)
-            *count = sqlite3_column_int64(st, 0);
-        else if (rc == SQLITE_DONE)
-            r = pst__fail(err, PST_ERR_NOT_FOUND, 0, "no such session: %s", thread_id);
-        else
-            r = pst__sqlfail(s->db, err, "count messages");
-    }
-    sqlite3_finalize(st);
+    int64_t n = -1;
+    psb_val p[] = {PSB_T(thread_id)};
+    pst_status r = PSB_EXEC(s, "SELECT message_count FROM threads WHERE id = $1", p, take_i64, &n,
+                            NULL, NULL, err);
     UNLOCK(s);
-    return r;
+    if (r != PST_OK) return pst__ctx(err, r, "count messages");
+    if (n < 0) return pst__fail(err, PST_ERR_NOT_FOUND, 0, "no such session: %s", thread_id);
+    *count = n;
+    return PST_OK;
 }

@@ -1,6 +1,9 @@
 /*
- * threads.c — machines, workspaces and threads (= sessions): ensure, create, get,
- * rename/archive/model/meta updates, delete, and the cursor-paged list.
+ * threads.c — the rules for machines, workspaces and threads (= sessions): ensure,
+ * create, get, rename/archive/model/meta updates, delete, the cursor-paged list, and the
+ * ownership checks every write passes (a store opened with an owner machine writes only
+ * threads of that machine's workspaces; a read-only store writes nothing). Portable SQL
+ * with $N placeholders, run by the backend (be_sqlite.c / be_pg.c).
  */
 #include "store_int.h"
 
@@ -16,13 +19,6 @@ static bool id_ok(const char *id) {
     return id && *id && strlen(id) < PST_ID_LEN;
 }
 
-static void bind_text_or_null(sqlite3_stmt *st, int i, const char *v) {
-    if (v)
-        sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
-    else
-        sqlite3_bind_null(st, i);
-}
-
 void pst_thread_clear(pst_thread *t) {
     if (!t) return;
     free(t->cwd);
@@ -32,22 +28,69 @@ void pst_thread_clear(pst_thread *t) {
     memset(t, 0, sizeof *t);
 }
 
+/* ---------------------------------------------------------------- ownership */
+
+psb_val pst__owner_param(const pst_store *s) {
+    return s->owner[0] ? PSB_T(s->owner) : PSB_NULLV;
+}
+
+pst_status pst__write_ok(pst_store *s, pst_error *err) {
+    if (s->read_only)
+        return pst__fail(err, PST_ERR_FOREIGN, 0,
+                         "this host has no machine identity: writes to the shared store are "
+                         "refused (set machineId / --machine-id)");
+    return PST_OK;
+}
+
+static pst_status foreign(pst_error *err, const char *what, const char *id, const char *owner,
+                          const char *me) {
+    return pst__fail(err, PST_ERR_FOREIGN, 0,
+                     "%s %.40s belongs to machine %.40s, not to this host's machine %.40s: "
+                     "read-only here",
+                     what, id, owner, me);
+}
+
+static pst_status copy_first(void *ctx, const psb_row *row, pst_error *err) {
+    (void)err;
+    char *out = ctx;
+    snprintf(out, PST_ID_LEN, "%s", row->col[0] ? row->col[0] : "");
+    return PST_OK;
+}
+
+pst_status pst__thread_owner_check(pst_store *s, const char *thread_id, pst_error *err) {
+    char owner[PST_ID_LEN] = "";
+    psb_val p[] = {PSB_T(thread_id)};
+    pst_status r = PSB_EXEC(s,
+                            "SELECT w.machine_id FROM threads t JOIN workspaces w ON "
+                            "w.id = t.workspace_id WHERE t.id = $1",
+                            p, copy_first, owner, NULL, NULL, err);
+    if (r != PST_OK) return r;
+    if (!owner[0]) return pst__fail(err, PST_ERR_NOT_FOUND, 0, "no such session: %s", thread_id);
+    if (s->owner[0] && strcmp(owner, s->owner) != 0)
+        return foreign(err, "session", thread_id, owner, s->owner);
+    return PST_OK;
+}
+
+/* A machine other than the owner may not be created or changed by this store. */
+static pst_status machine_write_ok(pst_store *s, const char *machine_id, pst_error *err) {
+    pst_status r = pst__write_ok(s, err);
+    if (r == PST_OK && s->owner[0] && strcmp(machine_id, s->owner) != 0)
+        r = pst__fail(err, PST_ERR_FOREIGN, 0,
+                      "machine %.40s is not this host's machine %.40s: read-only here", machine_id,
+                      s->owner);
+    return r;
+}
+
 /* ---------------------------------------------------------------- machines/workspaces */
 
 static pst_status machine_ensure_locked(pst_store *s, const char *machine_id, const char *name,
                                         pst_error *err) {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(s->db,
-                           "INSERT INTO machines(id, name, created_at) VALUES(?1, ?2, ?3) "
-                           "ON CONFLICT(id) DO UPDATE SET name = coalesce(?2, name)",
-                           -1, &st, NULL) != SQLITE_OK)
-        return pst__sqlfail(s->db, err, "ensure machine");
-    sqlite3_bind_text(st, 1, machine_id, -1, SQLITE_TRANSIENT);
-    bind_text_or_null(st, 2, name);
-    sqlite3_bind_int64(st, 3, pst__now_ms());
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? PST_OK : pst__sqlfail(s->db, err, "ensure machine");
+    psb_val p[] = {PSB_T(machine_id), PSB_T(name), PSB_I(pst__now_ms())};
+    pst_status r = PSB_EXEC(s,
+                            "INSERT INTO machines(id, name, created_at) VALUES($1, $2, $3) "
+                            "ON CONFLICT(id) DO UPDATE SET name = coalesce($2, machines.name)",
+                            p, NULL, NULL, NULL, NULL, err);
+    return r == PST_OK ? r : pst__ctx(err, r, "ensure machine");
 }
 
 pst_status pst_machine_ensure(pst_store *s, const char *machine_id, const char *name,
@@ -55,31 +98,20 @@ pst_status pst_machine_ensure(pst_store *s, const char *machine_id, const char *
     pst__ok(err);
     if (!s || !id_ok(machine_id)) return pst__fail(err, PST_ERR_ARG, 0, "bad machine id");
     LOCK(s);
-    pst_status r = machine_ensure_locked(s, machine_id, name, err);
+    pst_status r = machine_write_ok(s, machine_id, err);
+    if (r == PST_OK) r = machine_ensure_locked(s, machine_id, name, err);
     UNLOCK(s);
     return r;
 }
 
 static pst_status find_workspace(pst_store *s, const char *machine_id, const char *path,
                                  char out_id[PST_ID_LEN], pst_error *err) {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(s->db, "SELECT id FROM workspaces WHERE machine_id=?1 AND path=?2", -1,
-                           &st, NULL) != SQLITE_OK)
-        return pst__sqlfail(s->db, err, "find workspace");
-    sqlite3_bind_text(st, 1, machine_id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, path, -1, SQLITE_TRANSIENT);
-    int rc = sqlite3_step(st);
-    pst_status r;
-    if (rc == SQLITE_ROW) {
-        snprintf(out_id, PST_ID_LEN, "%s", (const char *)sqlite3_column_text(st, 0));
-        r = PST_OK;
-    } else if (rc == SQLITE_DONE) {
-        r = PST_ERR_NOT_FOUND;
-    } else {
-        r = pst__sqlfail(s->db, err, "find workspace");
-    }
-    sqlite3_finalize(st);
-    return r;
+    out_id[0] = '\0';
+    psb_val p[] = {PSB_T(machine_id), PSB_T(path)};
+    pst_status r = PSB_EXEC(s, "SELECT id FROM workspaces WHERE machine_id = $1 AND path = $2", p,
+                            copy_first, out_id, NULL, NULL, err);
+    if (r != PST_OK) return pst__ctx(err, r, "find workspace");
+    return out_id[0] ? PST_OK : PST_ERR_NOT_FOUND;
 }
 
 pst_status pst_workspace_ensure(pst_store *s, const char *machine_id, const char *path,
@@ -90,36 +122,29 @@ pst_status pst_workspace_ensure(pst_store *s, const char *machine_id, const char
     LOCK(s);
     pst_status r = find_workspace(s, machine_id, path, out_id, err);
     if (r != PST_ERR_NOT_FOUND) goto out;
-    if (pst__exec(s->db, "BEGIN IMMEDIATE") != SQLITE_OK) {
-        r = pst__sqlfail(s->db, err, "begin");
+    r = machine_write_ok(s, machine_id, err);
+    if (r != PST_OK) goto out;
+    /* Name-based: the same machine and root give the same id in every store. */
+    if (!pst_workspace_id(machine_id, path, out_id)) {
+        r = pst__fail(err, PST_ERR_IO, 0, "cannot derive a workspace id");
         goto out;
     }
-    /* Someone else may have inserted it between our read and the write lock. */
-    r = find_workspace(s, machine_id, path, out_id, err);
-    if (r == PST_ERR_NOT_FOUND) {
-        r = machine_ensure_locked(s, machine_id, NULL, err);
-        sqlite3_stmt *st = NULL;
-        /* Name-based: the same machine and root give the same id in every store. */
-        if (r == PST_OK && !pst_workspace_id(machine_id, path, out_id))
-            r = pst__fail(err, PST_ERR_IO, 0, "cannot derive a workspace id");
-        if (r == PST_OK &&
-            sqlite3_prepare_v2(s->db,
-                               "INSERT INTO workspaces(id, machine_id, path, created_at) "
-                               "VALUES(?1, ?2, ?3, ?4)",
-                               -1, &st, NULL) != SQLITE_OK)
-            r = pst__sqlfail(s->db, err, "insert workspace");
-        if (r == PST_OK) {
-            sqlite3_bind_text(st, 1, out_id, -1, SQLITE_TRANSIENT);
-            sqlite3_bind_text(st, 2, machine_id, -1, SQLITE_TRANSIENT);
-            sqlite3_bind_text(st, 3, path, -1, SQLITE_TRANSIENT);
-            sqlite3_bind_int64(st, 4, pst__now_ms());
-            if (sqlite3_step(st) != SQLITE_DONE) r = pst__sqlfail(s->db, err, "insert workspace");
-        }
-        sqlite3_finalize(st);
+    r = s->ops->begin(s->be, err);
+    if (r != PST_OK) goto out;
+    r = machine_ensure_locked(s, machine_id, NULL, err);
+    if (r == PST_OK) {
+        /* Another writer may have inserted it meanwhile: then it is the same row. */
+        psb_val p[] = {PSB_T(out_id), PSB_T(machine_id), PSB_T(path), PSB_I(pst__now_ms())};
+        r = PSB_EXEC(s,
+                     "INSERT INTO workspaces(id, machine_id, path, created_at) "
+                     "VALUES($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                     p, NULL, NULL, NULL, NULL, err);
+        if (r != PST_OK) pst__ctx(err, r, "insert workspace");
     }
-    if (r == PST_OK && pst__exec(s->db, "COMMIT") != SQLITE_OK)
-        r = pst__sqlfail(s->db, err, "commit");
-    if (r != PST_OK) pst__exec(s->db, "ROLLBACK");
+    if (r == PST_OK) r = find_workspace(s, machine_id, path, out_id, err);
+    if (r == PST_ERR_NOT_FOUND) r = pst__fail(err, PST_ERR_IO, 0, "workspace vanished");
+    if (r == PST_OK) r = s->ops->commit(s->be, err);
+    if (r != PST_OK) s->ops->rollback(s->be);
 out:
     UNLOCK(s);
     return r;
@@ -131,54 +156,52 @@ out:
     "t.id, t.workspace_id, coalesce(t.parent_thread_id, ''), w.machine_id, w.path, t.title, "      \
     "t.model, t.meta, t.archived, t.message_count, t.created_at, t.updated_at "
 
-static char *col_dup(sqlite3_stmt *st, int i) {
-    const unsigned char *v = sqlite3_column_text(st, i);
-    return v ? strdup((const char *)v) : NULL;
-}
-
 /* Fills t from a row selected with THREAD_COLUMNS. */
-static pst_status read_thread_row(sqlite3_stmt *st, pst_thread *t, pst_error *err) {
+static pst_status read_thread_row(const psb_row *row, pst_thread *t, pst_error *err) {
+    const char *const *c = row->col;
     memset(t, 0, sizeof *t);
-    snprintf(t->id, PST_ID_LEN, "%s", (const char *)sqlite3_column_text(st, 0));
-    snprintf(t->workspace_id, PST_ID_LEN, "%s", (const char *)sqlite3_column_text(st, 1));
-    snprintf(t->parent_id, PST_ID_LEN, "%s", (const char *)sqlite3_column_text(st, 2));
-    snprintf(t->machine_id, PST_ID_LEN, "%s", (const char *)sqlite3_column_text(st, 3));
-    t->cwd = col_dup(st, 4);
-    t->title = col_dup(st, 5);
-    t->model = col_dup(st, 6);
-    t->meta = col_dup(st, 7);
-    t->archived = sqlite3_column_int(st, 8) != 0;
-    t->message_count = sqlite3_column_int64(st, 9);
-    t->created_at = sqlite3_column_int64(st, 10);
-    t->updated_at = sqlite3_column_int64(st, 11);
-    if (!t->cwd || (!t->title && sqlite3_column_type(st, 5) != SQLITE_NULL) ||
-        (!t->model && sqlite3_column_type(st, 6) != SQLITE_NULL) ||
-        (!t->meta && sqlite3_column_type(st, 7) != SQLITE_NULL)) {
+    snprintf(t->id, PST_ID_LEN, "%s", c[0] ? c[0] : "");
+    snprintf(t->workspace_id, PST_ID_LEN, "%s", c[1] ? c[1] : "");
+    snprintf(t->parent_id, PST_ID_LEN, "%s", c[2] ? c[2] : "");
+    snprintf(t->machine_id, PST_ID_LEN, "%s", c[3] ? c[3] : "");
+    t->cwd = pst__strdup(c[4] ? c[4] : "");
+    t->title = pst__strdup(c[5]);
+    t->model = pst__strdup(c[6]);
+    t->meta = pst__strdup(c[7]);
+    t->archived = pst__i64(c[8]) != 0;
+    t->message_count = pst__i64(c[9]);
+    t->created_at = pst__i64(c[10]);
+    t->updated_at = pst__i64(c[11]);
+    if (!t->cwd || (!t->title && c[5]) || (!t->model && c[6]) || (!t->meta && c[7])) {
         pst_thread_clear(t);
         return pst__fail(err, PST_ERR_NOMEM, 0, "out of memory");
     }
     return PST_OK;
 }
 
+typedef struct one_thread {
+    pst_thread *out;
+    bool found;
+} one_thread;
+
+static pst_status take_thread(void *ctx, const psb_row *row, pst_error *err) {
+    one_thread *o = ctx;
+    if (o->found) return PST_OK;
+    o->found = true;
+    return o->out ? read_thread_row(row, o->out, err) : PST_OK;
+}
+
 static pst_status get_locked(pst_store *s, const char *id, pst_thread *out, pst_error *err) {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(s->db,
-                           "SELECT " THREAD_COLUMNS
-                           "FROM threads t JOIN workspaces w ON w.id = t.workspace_id "
-                           "WHERE t.id = ?1",
-                           -1, &st, NULL) != SQLITE_OK)
-        return pst__sqlfail(s->db, err, "get thread");
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
-    int rc = sqlite3_step(st);
-    pst_status r;
-    if (rc == SQLITE_ROW)
-        r = out ? read_thread_row(st, out, err) : PST_OK;
-    else if (rc == SQLITE_DONE)
-        r = pst__fail(err, PST_ERR_NOT_FOUND, 0, "no such session: %s", id);
-    else
-        r = pst__sqlfail(s->db, err, "get thread");
-    sqlite3_finalize(st);
-    return r;
+    one_thread o = {.out = out};
+    psb_val p[] = {PSB_T(id)};
+    pst_status r = PSB_EXEC(s,
+                            "SELECT " THREAD_COLUMNS
+                            "FROM threads t JOIN workspaces w ON w.id = t.workspace_id "
+                            "WHERE t.id = $1",
+                            p, take_thread, &o, NULL, NULL, err);
+    if (r != PST_OK) return pst__ctx(err, r, "get thread");
+    if (!o.found) return pst__fail(err, PST_ERR_NOT_FOUND, 0, "no such session: %s", id);
+    return PST_OK;
 }
 
 pst_status pst_thread_get(pst_store *s, const char *id, pst_thread *out, pst_error *err) {
@@ -204,88 +227,101 @@ pst_status pst_thread_create(pst_store *s, const pst_thread_new *in, pst_thread 
     else if (!pst_uuid_v7(id))
         return pst__fail(err, PST_ERR_IO, 0, "no randomness for a session id");
     LOCK(s);
-    sqlite3_stmt *st = NULL;
-    pst_status r = PST_OK;
-    if (sqlite3_prepare_v2(s->db,
-                           "INSERT INTO threads(id, workspace_id, parent_thread_id, title, "
-                           "model, meta, created_at, updated_at) "
-                           "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
-                           -1, &st, NULL) != SQLITE_OK) {
-        r = pst__sqlfail(s->db, err, "create thread");
-        goto out;
+    pst_status r = pst__write_ok(s, err);
+    if (r == PST_OK && s->owner[0]) {
+        char owner[PST_ID_LEN] = "";
+        psb_val p[] = {PSB_T(in->workspace_id)};
+        r = PSB_EXEC(s, "SELECT machine_id FROM workspaces WHERE id = $1", p, copy_first, owner,
+                     NULL, NULL, err);
+        if (r == PST_OK && !owner[0])
+            r = pst__fail(err, PST_ERR_NOT_FOUND, 0, "unknown workspace or parent session");
+        else if (r == PST_OK && strcmp(owner, s->owner) != 0)
+            r = foreign(err, "workspace", in->workspace_id, owner, s->owner);
     }
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, in->workspace_id, -1, SQLITE_TRANSIENT);
-    bind_text_or_null(st, 3, in->parent_id);
-    bind_text_or_null(st, 4, in->title);
-    bind_text_or_null(st, 5, in->model);
-    bind_text_or_null(st, 6, in->meta);
-    sqlite3_bind_int64(st, 7, pst__now_ms());
-    if (sqlite3_step(st) != SQLITE_DONE) {
-        int code = sqlite3_extended_errcode(s->db);
-        if (code == SQLITE_CONSTRAINT_FOREIGNKEY)
-            r = pst__fail(err, PST_ERR_NOT_FOUND, code, "unknown workspace or parent session");
-        else if (code == SQLITE_CONSTRAINT_PRIMARYKEY)
-            r = pst__fail(err, PST_ERR_ARG, code, "session %s already exists", id);
-        else
-            r = pst__sqlfail(s->db, err, "create thread");
-        goto out;
-    }
-    if (out) r = get_locked(s, id, out, err);
+    if (r != PST_OK) goto out;
+    psb_val p[] = {PSB_T(id),           PSB_T(in->workspace_id), PSB_T(in->parent_id),
+                   PSB_T(in->title),    PSB_T(in->model),        PSB_T(in->meta),
+                   PSB_I(pst__now_ms())};
+    psb_violation v;
+    r = PSB_EXEC(s,
+                 "INSERT INTO threads(id, workspace_id, parent_thread_id, title, "
+                 "model, meta, created_at, updated_at) VALUES($1, $2, $3, $4, $5, $6, $7, $7)",
+                 p, NULL, NULL, NULL, &v, err);
+    if (r == PST_ERR_ARG && v == PSB_V_FOREIGN_KEY)
+        r = pst__fail(err, PST_ERR_NOT_FOUND, err ? err->sqlite_code : 0,
+                      "unknown workspace or parent session");
+    else if (r == PST_ERR_ARG && v == PSB_V_UNIQUE)
+        r = pst__fail(err, PST_ERR_ARG, err ? err->sqlite_code : 0, "session %s already exists",
+                      id);
+    else if (r != PST_OK)
+        pst__ctx(err, r, "create thread");
+    if (r == PST_OK && out) r = get_locked(s, id, out, err);
 out:
-    sqlite3_finalize(st);
     UNLOCK(s);
     return r;
 }
 
-/* Runs an UPDATE/DELETE with ?1 = id and optional ?2 text, then reports NOT_FOUND when no
- * row changed. */
+/* Runs an UPDATE/DELETE with $1 = id, $2 text, $3 number, $4 the owner guard, then tells
+ * NOT_FOUND / FOREIGN apart when no row changed. */
 static pst_status update_one(pst_store *s, const char *sql, const char *id, const char *text,
                              int64_t num, pst_error *err) {
     pst__ok(err);
     if (!s || !id_ok(id)) return pst__fail(err, PST_ERR_ARG, 0, "bad session id");
     LOCK(s);
-    sqlite3_stmt *st = NULL;
-    pst_status r = PST_OK;
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
-        r = pst__sqlfail(s->db, err, "update thread");
-        goto out;
+    pst_status r = pst__write_ok(s, err);
+    int64_t changed = 0;
+    if (r == PST_OK) {
+        psb_val p[] = {PSB_T(id), PSB_T(text), PSB_I(num), pst__owner_param(s)};
+        r = PSB_EXEC(s, sql, p, NULL, NULL, &changed, NULL, err);
+        if (r != PST_OK) pst__ctx(err, r, "update thread");
     }
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
-    if (sqlite3_bind_parameter_count(st) >= 2) bind_text_or_null(st, 2, text);
-    if (sqlite3_bind_parameter_count(st) >= 3) sqlite3_bind_int64(st, 3, num);
-    if (sqlite3_step(st) != SQLITE_DONE)
-        r = pst__sqlfail(s->db, err, "update thread");
-    else if (sqlite3_changes(s->db) == 0)
-        r = pst__fail(err, PST_ERR_NOT_FOUND, 0, "no such session: %s", id);
-out:
-    sqlite3_finalize(st);
+    if (r == PST_OK && changed == 0) {
+        r = pst__thread_owner_check(s, id, err);
+        if (r == PST_OK) r = pst__fail(err, PST_ERR_NOT_FOUND, 0, "no such session: %s", id);
+    }
     UNLOCK(s);
     return r;
 }
 
+/* The owner guard every thread write carries ($4: NULL = no check). */
+#define OWNED                                                                                      \
+    " AND (CAST($4 AS TEXT) IS NULL OR workspace_id IN "                                           \
+    "(SELECT id FROM workspaces WHERE machine_id = $4))"
+
 pst_status pst_thread_delete(pst_store *s, const char *id, pst_error *err) {
-    /* Children and messages go through ON DELETE CASCADE (foreign_keys=ON). */
-    return update_one(s, "DELETE FROM threads WHERE id = ?1", id, NULL, 0, err);
+    /* Children and messages go through ON DELETE CASCADE. $2/$3 unused but typed. */
+    return update_one(s,
+                      "DELETE FROM threads WHERE id = $1 AND CAST($2 AS TEXT) IS NULL "
+                      "AND CAST($3 AS BIGINT) IS NOT NULL" OWNED,
+                      id, NULL, 0, err);
 }
 
 pst_status pst_thread_set_archived(pst_store *s, const char *id, bool archived, pst_error *err) {
-    return update_one(s, "UPDATE threads SET archived = ?3 WHERE id = ?1", id, NULL,
-                      archived ? 1 : 0, err);
+    return update_one(s,
+                      "UPDATE threads SET archived = CAST($3 AS INTEGER) WHERE id = $1 "
+                      "AND CAST($2 AS TEXT) IS NULL" OWNED,
+                      id, NULL, archived ? 1 : 0, err);
 }
 
 pst_status pst_thread_rename(pst_store *s, const char *id, const char *title, pst_error *err) {
-    return update_one(s, "UPDATE threads SET title = ?2, updated_at = ?3 WHERE id = ?1", id, title,
-                      pst__now_ms(), err);
+    return update_one(s, "UPDATE threads SET title = $2, updated_at = $3 WHERE id = $1" OWNED, id,
+                      title, pst__now_ms(), err);
 }
 
 pst_status pst_thread_set_model(pst_store *s, const char *id, const char *model, pst_error *err) {
-    return update_one(s, "UPDATE threads SET model = ?2 WHERE id = ?1", id, model, 0, err);
+    return update_one(s,
+                      "UPDATE threads SET model = $2 WHERE id = $1 "
+                      "AND CAST($3 AS BIGINT) IS NOT NULL" OWNED,
+                      id, model, 0, err);
 }
 
 pst_status pst_thread_set_meta(pst_store *s, const char *id, const char *meta_json,
                                pst_error *err) {
-    return update_one(s, "UPDATE threads SET meta = ?2 WHERE id = ?1", id, meta_json, 0, err);
+    pst_status r = update_one(s,
+                              "UPDATE threads SET meta = $2 WHERE id = $1 "
+                              "AND CAST($3 AS BIGINT) IS NOT NULL" OWNED,
+                              id, meta_json, 0, err);
+    return r;
 }
 
 /* ---------------------------------------------------------------- list */
@@ -313,6 +349,23 @@ static bool parse_cursor(const char *c, int64_t *ts, char id[PST_ID_LEN]) {
     return true;
 }
 
+typedef struct page_fill {
+    pst_thread_page *out;
+    size_t limit;
+    bool more;
+} page_fill;
+
+static pst_status take_page_row(void *ctx, const psb_row *row, pst_error *err) {
+    page_fill *f = ctx;
+    if (f->out->count == f->limit) {
+        f->more = true;
+        return PST_OK;
+    }
+    pst_status r = read_thread_row(row, &f->out->items[f->out->count], err);
+    if (r == PST_OK) f->out->count++;
+    return r;
+}
+
 pst_status pst_thread_list(pst_store *s, const pst_list_query *q, pst_thread_page *out,
                            pst_error *err) {
     pst__ok(err);
@@ -324,62 +377,39 @@ pst_status pst_thread_list(pst_store *s, const pst_list_query *q, pst_thread_pag
     char cur_id[PST_ID_LEN] = "";
     if (q->cursor && !parse_cursor(q->cursor, &cur_ts, cur_id))
         return pst__fail(err, PST_ERR_ARG, 0, "bad cursor");
-    LOCK(s);
-    sqlite3_stmt *st = NULL;
-    pst_status r = PST_OK;
-    if (sqlite3_prepare_v2(
-            s->db,
-            "SELECT " THREAD_COLUMNS "FROM threads t JOIN workspaces w ON w.id = t.workspace_id "
-            "WHERE (?1 IS NULL OR w.path = ?1) AND (?2 IS NULL OR w.machine_id = ?2) "
-            "AND (?3 OR t.archived = 0) AND (?4 OR t.message_count > 0) "
-            "AND (?5 OR t.parent_thread_id IS NULL) "
-            "AND (?6 IS NULL OR t.updated_at < ?6 OR (t.updated_at = ?6 AND t.id < ?7)) "
-            "ORDER BY t.updated_at DESC, t.id DESC LIMIT ?8",
-            -1, &st, NULL) != SQLITE_OK) {
-        r = pst__sqlfail(s->db, err, "list threads");
-        goto out;
-    }
-    bind_text_or_null(st, 1, q->cwd);
-    bind_text_or_null(st, 2, q->machine_id);
-    sqlite3_bind_int(st, 3, q->include_archived);
-    sqlite3_bind_int(st, 4, q->include_empty);
-    sqlite3_bind_int(st, 5, q->include_children);
-    if (q->cursor)
-        sqlite3_bind_int64(st, 6, cur_ts);
-    else
-        sqlite3_bind_null(st, 6);
-    sqlite3_bind_text(st, 7, cur_id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(st, 8, limit + 1); /* one extra row tells whether a next page exists */
     out->items = calloc((size_t)limit + 1, sizeof *out->items);
-    if (!out->items) {
-        r = pst__fail(err, PST_ERR_NOMEM, 0, "out of memory");
-        goto out;
-    }
-    int rc;
-    bool more = false;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (out->count == (size_t)limit) {
-            more = true;
-            break;
-        }
-        r = read_thread_row(st, &out->items[out->count], err);
-        if (r != PST_OK) goto out;
-        out->count++;
-    }
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        r = pst__sqlfail(s->db, err, "list threads");
-        goto out;
-    }
-    if (more) {
+    if (!out->items) return pst__fail(err, PST_ERR_NOMEM, 0, "out of memory");
+    LOCK(s);
+    psb_val p[] = {PSB_T(q->cwd),
+                   PSB_T(q->machine_id),
+                   PSB_I(q->include_archived),
+                   PSB_I(q->include_empty),
+                   PSB_I(q->include_children),
+                   q->cursor ? PSB_I(cur_ts) : PSB_NULLV,
+                   PSB_T(cur_id),
+                   PSB_I(limit + 1)}; /* one extra row tells whether a next page exists */
+    page_fill f = {.out = out, .limit = (size_t)limit};
+    pst_status r = PSB_EXEC(s,
+                            "SELECT " THREAD_COLUMNS
+                            "FROM threads t JOIN workspaces w ON w.id = t.workspace_id "
+                            "WHERE (CAST($1 AS TEXT) IS NULL OR w.path = $1) "
+                            "AND (CAST($2 AS TEXT) IS NULL OR w.machine_id = $2) "
+                            "AND ($3 = 1 OR t.archived = 0) AND ($4 = 1 OR t.message_count > 0) "
+                            "AND ($5 = 1 OR t.parent_thread_id IS NULL) "
+                            "AND (CAST($6 AS BIGINT) IS NULL OR t.updated_at < $6 "
+                            "OR (t.updated_at = $6 AND t.id < $7)) "
+                            "ORDER BY t.updated_at DESC, t.id DESC LIMIT $8",
+                            p, take_page_row, &f, NULL, NULL, err);
+    UNLOCK(s);
+    if (r != PST_OK) {
+        pst__ctx(err, r, "list threads");
+    } else if (f.more) {
         const pst_thread *last = &out->items[out->count - 1];
         char buf[64];
         snprintf(buf, sizeof buf, "%" PRId64 ":%s", last->updated_at, last->id);
         out->next_cursor = strdup(buf);
         if (!out->next_cursor) r = pst__fail(err, PST_ERR_NOMEM, 0, "out of memory");
     }
-out:
-    sqlite3_finalize(st);
-    UNLOCK(s);
     if (r != PST_OK) pst_thread_page_clear(out);
     return r;
 }

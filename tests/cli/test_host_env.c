@@ -126,11 +126,39 @@ static void test_start_object(void **state) {
     assert_int_equal(system(cmd), 0);
 }
 
+/* Issue 15: the standard libpq environment fills what a store URL leaves out; the URL
+ * wins; values are percent-encoded; non-URLs pass through. */
+static void test_store_url_env(void **state) {
+    (void)state;
+    memset(env_vals, 0, sizeof env_vals);
+    env_vals[0][0] = "PGHOST";
+    env_vals[0][1] = "/run/pg sock";
+    env_vals[1][0] = "PGPASSWORD";
+    env_vals[1][1] = "p&w=d";
+    env_vals[2][0] = "PGUSER";
+    env_vals[2][1] = "envuser";
+    env_vals[3][0] = "PGPORT";
+    env_vals[3][1] = ""; /* empty = unset */
+    char *u = peri_store_url_apply_env("postgresql://urluser@/peri", fake_getenv);
+    assert_non_null(u);
+    assert_string_equal(u, "postgresql://urluser@/peri?host=%2Frun%2Fpg%20sock&password=p%26w%3Dd");
+    free(u);
+    u = peri_store_url_apply_env("postgresql:///peri?sslmode=require&host=/h", fake_getenv);
+    assert_string_equal(
+        u, "postgresql:///peri?sslmode=require&host=/h&user=envuser&password=p%26w%3Dd");
+    free(u);
+    memset(env_vals, 0, sizeof env_vals);
+    u = peri_store_url_apply_env("postgres://h:5433/db", fake_getenv);
+    assert_string_equal(u, "postgres://h:5433/db");
+    free(u);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_env_overrides),
         cmocka_unit_test(test_settings_file_and_stdin),
         cmocka_unit_test(test_start_object),
+        cmocka_unit_test(test_store_url_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,12 @@
 /*
- * test_store.c — the SQLite store: migrations, machine-id rules, workspaces, thread
- * CRUD/list/paging, atomic message batches, load speed, reopen and kill -9 persistence.
+ * test_store.c — the store on both backends (issue 15: the same tests, parameterised):
+ * migrations, machine-id rules, workspaces, thread CRUD/list/paging, atomic message
+ * batches, load speed, reopen and kill -9 persistence, concurrent writers, ownership.
+ *
+ *   test_store            SQLite (a temp file per test)
+ *   test_store pg         PostgreSQL: $PERI_TEST_PG_URL is an admin URL of a throwaway
+ *                         cluster (tests/store/pg_cluster.sh); each test gets a fresh
+ *                         database, dropped afterwards. Plus connection-loss tests.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +16,7 @@
 
 #include "peri/store.h"
 
+#include <libpq-fe.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -23,14 +30,58 @@
 
 typedef struct fixture {
     char dir[128];
-    char db[192];
+    char db[512];    /* SQLite path or PostgreSQL URL of this test's database */
+    char dbname[64]; /* PostgreSQL: the database's name */
 } fixture;
+
+static const char *g_pg_admin; /* NULL: SQLite run */
+static int g_pg_seq;
+
+static PGconn *pg_connect(const char *url) {
+    PGconn *c = PQconnectdb(url);
+    if (PQstatus(c) != CONNECTION_OK) fail_msg("connect %s: %s", url, PQerrorMessage(c));
+    return c;
+}
+
+static void pg_run(PGconn *c, const char *sql) {
+    PGresult *r = PQexec(c, sql);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", sql, PQresultErrorMessage(r));
+    PQclear(r);
+}
+
+/* Raw SQL on the test's database, outside the store (inspection / sabotage). */
+static void raw_exec(const fixture *f, const char *sql) {
+    if (g_pg_admin) {
+        PGconn *c = pg_connect(f->db);
+        pg_run(c, sql);
+        PQfinish(c);
+    } else {
+        sqlite3 *db;
+        assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+    }
+}
 
 static int setup(void **state) {
     fixture *f = calloc(1, sizeof *f);
     snprintf(f->dir, sizeof f->dir, "/tmp/peri-store-XXXXXX");
     if (!mkdtemp(f->dir)) return -1;
-    snprintf(f->db, sizeof f->db, "%s/sub/dir/peri.db", f->dir);
+    if (g_pg_admin) {
+        snprintf(f->dbname, sizeof f->dbname, "peri_t_%ld_%d", (long)getpid(), ++g_pg_seq);
+        char sql[128];
+        snprintf(sql, sizeof sql, "CREATE DATABASE %s", f->dbname);
+        PGconn *c = pg_connect(g_pg_admin);
+        pg_run(c, sql);
+        PQfinish(c);
+        /* same server and user as the admin URL, another database */
+        const char *q = strchr(g_pg_admin, '?');
+        snprintf(f->db, sizeof f->db, "postgresql:///%s%s", f->dbname, q ? q : "");
+    } else {
+        snprintf(f->db, sizeof f->db, "%s/sub/dir/peri.db", f->dir);
+    }
     *state = f;
     return 0;
 }
@@ -40,6 +91,12 @@ static int teardown(void **state) {
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
     if (system(cmd) != 0) return -1;
+    if (g_pg_admin) {
+        snprintf(cmd, sizeof cmd, "DROP DATABASE %s WITH (FORCE)", f->dbname);
+        PGconn *c = pg_connect(g_pg_admin);
+        pg_run(c, cmd);
+        PQfinish(c);
+    }
     free(f);
     return 0;
 }
@@ -98,32 +155,52 @@ static void test_migrations(void **state) {
     assert_int_equal(pst_schema_version(s), PST_SCHEMA_VERSION);
     pst_close(s);
 
-    /* WAL mode and the schema tables are really there */
-    sqlite3 *db;
-    assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
-    sqlite3_stmt *st;
-    assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    assert_string_equal((const char *)sqlite3_column_text(st, 0), "wal");
-    sqlite3_finalize(st);
-    assert_int_equal(sqlite3_prepare_v2(db,
-                                        "SELECT count(*) FROM sqlite_master WHERE name IN "
-                                        "('machines','workspaces','threads','messages',"
-                                        "'schema_version')",
-                                        -1, &st, NULL),
-                     SQLITE_OK);
-    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    assert_int_equal(sqlite3_column_int(st, 0), 5);
-    sqlite3_finalize(st);
+    if (g_pg_admin) {
+        /* the schema tables are really there, in the PostgreSQL dialect */
+        PGconn *c = pg_connect(f->db);
+        PGresult *r = PQexec(c, "SELECT count(*) FROM pg_tables WHERE tablename IN "
+                                "('machines','workspaces','threads','messages','schema_version')");
+        assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+        assert_string_equal(PQgetvalue(r, 0, 0), "5");
+        PQclear(r);
+        PQfinish(c);
+    } else {
+        /* WAL mode and the schema tables are really there */
+        sqlite3 *db;
+        assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+        sqlite3_stmt *st;
+        assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        assert_string_equal((const char *)sqlite3_column_text(st, 0), "wal");
+        sqlite3_finalize(st);
+        assert_int_equal(sqlite3_prepare_v2(db,
+                                            "SELECT count(*) FROM sqlite_master WHERE name IN "
+                                            "('machines','workspaces','threads','messages',"
+                                            "'schema_version')",
+                                            -1, &st, NULL),
+                         SQLITE_OK);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        assert_int_equal(sqlite3_column_int(st, 0), 5);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+    }
     /* a newer schema is refused, not silently used */
-    assert_int_equal(sqlite3_exec(db, "UPDATE schema_version SET version = 99", NULL, NULL, NULL),
-                     SQLITE_OK);
-    sqlite3_close(db);
+    raw_exec(f, "UPDATE schema_version SET version = 99");
     pst_error err;
     assert_null(pst_open(f->db, &err));
     assert_int_equal(err.status, PST_ERR_SCHEMA);
     assert_non_null(strstr(err.message, "99"));
 
+    if (g_pg_admin) {
+        /* no server there: a typed connection error, not a crash */
+        char url[300];
+        snprintf(url, sizeof url, "postgresql:///nodb?host=%s&connect_timeout=2", f->dir);
+        assert_null(pst_open(url, &err));
+        assert_int_equal(err.status, PST_ERR_CONN);
+        assert_null(pst_open("postgresql://bad url with spaces/%zz?=", &err));
+        assert_int_not_equal(err.status, PST_OK);
+        return;
+    }
     /* a file that is not a database is an error, not a crash */
     char bad[256];
     snprintf(bad, sizeof bad, "%s/garbage.db", f->dir);
@@ -438,12 +515,19 @@ static void test_kill9(void **state) {
         for (int i = 0; i < 50; i++)
             add_msg(cs, t.id, "committed");
         /* open a write transaction by hand and die inside it */
-        sqlite3 *db;
-        if (sqlite3_open(f->db, &db) != SQLITE_OK) _exit(3);
-        sqlite3_exec(db,
-                     "BEGIN IMMEDIATE; INSERT INTO messages VALUES((SELECT id FROM "
-                     "threads LIMIT 1), 999, 'user', '{}', NULL, 0);",
-                     NULL, NULL, NULL);
+        if (g_pg_admin) {
+            PGconn *c = PQconnectdb(f->db);
+            if (PQstatus(c) != CONNECTION_OK) _exit(3);
+            PQclear(PQexec(c, "BEGIN; INSERT INTO messages VALUES((SELECT id FROM "
+                              "threads LIMIT 1), 999, 'user', '{}', NULL, 0);"));
+        } else {
+            sqlite3 *db;
+            if (sqlite3_open(f->db, &db) != SQLITE_OK) _exit(3);
+            sqlite3_exec(db,
+                         "BEGIN IMMEDIATE; INSERT INTO messages VALUES((SELECT id FROM "
+                         "threads LIMIT 1), 999, 'user', '{}', NULL, 0);",
+                         NULL, NULL, NULL);
+        }
         if (write(pipefd[1], "x", 1) != 1) _exit(4);
         for (;;)
             pause();
@@ -533,7 +617,128 @@ static void test_concurrent_appends(void **state) {
     pst_close(s);
 }
 
-int main(void) {
+/* Ownership rules (issue 15): a store opened for machine A reads everything but writes
+ * only A's threads; a read-only store writes nothing. */
+static void test_ownership(void **state) {
+    fixture *f = *state;
+    const char *ma = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa";
+    const char *mb = "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb";
+    pst_error err;
+    pst_open_options oa = {.owner_machine_id = ma}, ob = {.owner_machine_id = mb};
+    pst_store *a = pst_open_ex(f->db, &oa, &err);
+    assert_non_null(a);
+    pst_store *b = pst_open_ex(f->db, &ob, &err);
+    assert_non_null(b);
+    char wa[PST_ID_LEN], wb[PST_ID_LEN], tmp[PST_ID_LEN];
+    assert_int_equal(pst_workspace_ensure(a, ma, "/proj", wa, &err), PST_OK);
+    assert_int_equal(pst_workspace_ensure(b, mb, "/proj", wb, &err), PST_OK);
+    /* B may not create workspaces or machines for A (and cannot see a missing one) */
+    assert_int_equal(pst_workspace_ensure(b, ma, "/elsewhere", tmp, &err), PST_ERR_FOREIGN);
+    assert_int_equal(pst_machine_ensure(b, ma, "x", &err), PST_ERR_FOREIGN);
+    /* an existing workspace of A is found (read) by B */
+    assert_int_equal(pst_workspace_ensure(b, ma, "/proj", tmp, &err), PST_OK);
+    assert_string_equal(tmp, wa);
+    pst_thread ta;
+    pst_thread_new in = {.workspace_id = wa};
+    assert_int_equal(pst_thread_create(a, &in, &ta, &err), PST_OK);
+    add_msg(a, ta.id, "from a");
+    /* B: no thread in A's workspace, no append/rename/meta/archive/delete on A's thread */
+    pst_thread_new inb = {.workspace_id = wa};
+    assert_int_equal(pst_thread_create(b, &inb, NULL, &err), PST_ERR_FOREIGN);
+    assert_non_null(strstr(err.message, ma));
+    pst_message_in m = {.role = "user", .content = "{}"};
+    assert_int_equal(pst_messages_append(b, ta.id, &m, 1, NULL, &err), PST_ERR_FOREIGN);
+    assert_non_null(strstr(err.message, "belongs to machine"));
+    assert_int_equal(pst_thread_rename(b, ta.id, "x", &err), PST_ERR_FOREIGN);
+    assert_int_equal(pst_thread_set_meta(b, ta.id, "{}", &err), PST_ERR_FOREIGN);
+    assert_int_equal(pst_thread_set_archived(b, ta.id, true, &err), PST_ERR_FOREIGN);
+    assert_int_equal(pst_thread_set_model(b, ta.id, "m", &err), PST_ERR_FOREIGN);
+    assert_int_equal(pst_thread_delete(b, ta.id, &err), PST_ERR_FOREIGN);
+    /* missing stays NOT_FOUND, not FOREIGN */
+    assert_int_equal(pst_messages_append(b, "nope", &m, 1, NULL, &err), PST_ERR_NOT_FOUND);
+    assert_int_equal(pst_thread_rename(b, "nope", "x", &err), PST_ERR_NOT_FOUND);
+    /* but B reads A's history and lists both machines */
+    pst_message_list l;
+    assert_int_equal(pst_messages_load(b, ta.id, &l, &err), PST_OK);
+    assert_int_equal(l.count, 1);
+    pst_message_list_clear(&l);
+    pst_thread tb;
+    pst_thread_new in2 = {.workspace_id = wb};
+    assert_int_equal(pst_thread_create(b, &in2, &tb, &err), PST_OK);
+    add_msg(b, tb.id, "from b");
+    pst_list_query q = {0};
+    pst_thread_page p;
+    assert_int_equal(pst_thread_list(b, &q, &p, &err), PST_OK);
+    assert_int_equal(p.count, 2);
+    pst_thread_page_clear(&p);
+    /* a read-only store (shared, no identity) writes nothing, reads everything */
+    pst_open_options ro = {.read_only = true};
+    pst_store *r = pst_open_ex(f->db, &ro, &err);
+    assert_non_null(r);
+    assert_int_equal(pst_messages_append(r, ta.id, &m, 1, NULL, &err), PST_ERR_FOREIGN);
+    assert_non_null(strstr(err.message, "no machine identity"));
+    assert_int_equal(pst_workspace_ensure(r, mb, "/new", tmp, &err), PST_ERR_FOREIGN);
+    assert_int_equal(pst_thread_delete(r, tb.id, &err), PST_ERR_FOREIGN);
+    assert_int_equal(pst_messages_load(r, tb.id, &l, &err), PST_OK);
+    pst_message_list_clear(&l);
+    assert_int_equal(pst_thread_delete(a, ta.id, &err), PST_OK); /* the owner may */
+    pst_thread_clear(&ta);
+    pst_thread_clear(&tb);
+    pst_close(r);
+    pst_close(a);
+    pst_close(b);
+}
+
+/* PostgreSQL only: the server drops our connection (pg_terminate_backend, as on a
+ * restart or network cut): the next call fails with PST_ERR_CONN and nothing half-done
+ * remains; the call after it reconnects and works. */
+static void test_connection_loss(void **state) {
+    fixture *f = *state;
+    char ws[PST_ID_LEN];
+    pst_store *s = open_with_ws(f, ws, "/proj");
+    pst_error err;
+    pst_thread t;
+    pst_thread_new in = {.workspace_id = ws};
+    assert_int_equal(pst_thread_create(s, &in, &t, &err), PST_OK);
+    add_msg(s, t.id, "before");
+    for (int round = 0; round < 2; round++) {
+        PGconn *admin = pg_connect(g_pg_admin);
+        char sql[256];
+        snprintf(sql, sizeof sql,
+                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '%s' "
+                 "AND application_name = 'peri'",
+                 f->dbname);
+        pg_run(admin, sql);
+        PQfinish(admin);
+        usleep(100 * 1000);
+        pst_message_in m = {.role = "user", .content = "{\"lost\":true}"};
+        if (round == 0) /* inside the append transaction */
+            assert_int_equal(pst_messages_append(s, t.id, &m, 1, NULL, &err), PST_ERR_CONN);
+        else /* a plain read */
+            assert_int_equal(pst_thread_get(s, t.id, NULL, &err), PST_ERR_CONN);
+        assert_non_null(strstr(err.message, "connection"));
+        add_msg(s, t.id, "after"); /* reconnects */
+    }
+    pst_message_list l;
+    assert_int_equal(pst_messages_load(s, t.id, &l, &err), PST_OK);
+    assert_int_equal(l.count, 3);
+    for (size_t i = 0; i < l.count; i++)
+        assert_int_equal(l.items[i].seq, (int64_t)i + 1);
+    pst_message_list_clear(&l);
+    pst_thread_clear(&t);
+    pst_close(s);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "pg")) {
+        g_pg_admin = getenv("PERI_TEST_PG_URL");
+        if (!g_pg_admin || !*g_pg_admin) {
+            fprintf(stderr, "test_store pg: PERI_TEST_PG_URL is not set "
+                            "(run through tests/store/pg_cluster.sh)\n");
+            return 1;
+        }
+        print_message("store tests on PostgreSQL\n");
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uuid),
         cmocka_unit_test_setup_teardown(test_migrations, setup, teardown),
@@ -546,6 +751,13 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_kill9, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_appends, setup, teardown),
         cmocka_unit_test(test_memory_store),
+        cmocka_unit_test_setup_teardown(test_ownership, setup, teardown),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    /* PostgreSQL only: a server that drops the connection */
+    const struct CMUnitTest pg_only[] = {
+        cmocka_unit_test_setup_teardown(test_connection_loss, setup, teardown),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    if (g_pg_admin) failed += cmocka_run_group_tests(pg_only, NULL, NULL);
+    return failed;
 }

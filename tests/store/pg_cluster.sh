@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# pg_cluster.sh — run a command against a throwaway PostgreSQL cluster (issue 15).
+#
+#   tests/store/pg_cluster.sh COMMAND [ARGS...]
+#
+# initdb + pg_ctl in a fresh temp dir, socket-only (unix socket in that dir, no TCP port,
+# so parallel runs never collide), trust auth for the superuser "peri". The command runs
+# with PERI_TEST_PG_URL=postgresql:///postgres?host=<dir>&user=peri (an admin URL: tests
+# create and drop their own databases) and PERI_TEST_PG_SOCKDIR=<dir>. The cluster is
+# stopped and the dir removed on every exit path (trap), and the command's exit status
+# is returned. initdb refuses root: as root the server runs as nobody:nogroup (setpriv).
+# Extra server settings: PERI_PG_SERVER_OPTS (default "-c fsync=off": a throwaway
+# cluster needs no power-loss safety; set it to "" for a durable one, as the benchmark does).
+# No PostgreSQL found: exit 1 with a message (never a silent skip).
+set -euo pipefail
+
+find_bin() {
+    local b
+    for b in /usr/lib/postgresql/*/bin/"$1"; do
+        [ -x "$b" ] && { echo "$b"; return 0; }
+    done
+    command -v "$1" 2>/dev/null && return 0
+    return 1
+}
+
+INITDB=$(find_bin initdb) || { echo "pg_cluster.sh: PostgreSQL (initdb) not found: install postgresql (scripts/deps.sh)" >&2; exit 1; }
+PGCTL=$(find_bin pg_ctl) || { echo "pg_cluster.sh: pg_ctl not found" >&2; exit 1; }
+
+DIR=$(mktemp -d /tmp/peri-pg-XXXXXX)
+chmod 0755 "$DIR"
+AS=()
+if [ "$(id -u)" = 0 ]; then
+    chown nobody:nogroup "$DIR"
+    AS=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
+fi
+
+cleanup() {
+    local rc=$?
+    if [ -f "$DIR/data/postmaster.pid" ]; then
+        (cd "$DIR" && "${AS[@]}" "$PGCTL" -D "$DIR/data" -m immediate -w stop >/dev/null 2>&1) || true
+    fi
+    rm -rf "$DIR"
+    exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+(cd "$DIR" && "${AS[@]}" "$INITDB" -D "$DIR/data" -U peri --auth=trust --no-sync -E UTF8 \
+    --locale=C >"$DIR/initdb.log" 2>&1) || { cat "$DIR/initdb.log" >&2; exit 1; }
+(cd "$DIR" && "${AS[@]}" "$PGCTL" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 \
+    -o "-k $DIR -c listen_addresses= -c max_connections=60 ${PERI_PG_SERVER_OPTS--c fsync=off}" start \
+    >/dev/null) || { cat "$DIR/server.log" >&2; exit 1; }
+
+export PERI_TEST_PG_URL="postgresql:///postgres?host=$DIR&user=peri"
+export PERI_TEST_PG_SOCKDIR="$DIR"
+set +e
+"$@"
+rc=$?
+set -e
+exit $rc
