@@ -11,6 +11,7 @@
  */
 #include "wasm/interp.h"
 #include "wasm/gc.h"
+#include "wasm/jit/jit.h"
 #include "wasm/runtime.h"
 
 #include <math.h>
@@ -311,6 +312,7 @@ static pw_status run(pw_store *s, pw_func *entry, pw_slot *fp, const int32_t **t
     pw_func *f;
     pw_slot *argp;
     pw_exn *exn;
+    const bool jit_on = s->jit_on;
     RELOAD_INST();
     {
         const pw_cfunc *cf = entry->code;
@@ -365,6 +367,13 @@ L_RETURN:
     }
     DISPATCH();
 L_CALL : {
+    if (__builtin_expect(jit_on, 0)) {
+        /* The JIT tier may have the callee: the generic path asks it. */
+        f = inst->funcs[inst->mod->nfunc_imports + IMM(1)];
+        argp = fp + IMM(2);
+        pc += 3;
+        goto call_func;
+    }
     const pw_cfunc *cf = &cfuncs[IMM(1)];
     pw_slot *nfp = fp + IMM(2);
     if (__builtin_expect(fr >= fr_end || nfp + cf->frame_slots > stack_end, 0))
@@ -419,6 +428,21 @@ call_func:
         RELOAD_MEM();
         DISPATCH();
     } else {
+        if (__builtin_expect(jit_on, 0)) {
+            int st = pw_jit_call_from_interp(s, f, argp, pc, fp, inst, fr);
+            if (st != PW_JIT_INTERPRET) {
+                if (st != PW_OK) {
+                    if (st == PW_ERR_EXCEPTION && s->exn) {
+                        exn = s->exn;
+                        goto throw_exn;
+                    }
+                    s->frame_top = fr_entry;
+                    return (pw_status)st;
+                }
+                RELOAD_MEM();
+                DISPATCH();
+            }
+        }
         const pw_cfunc *cf = f->code;
         if (fr >= fr_end || argp + cf->frame_slots > stack_end) TRAP(PW_TRAP_STACK_EXHAUSTED);
         fr->ret_pc = pc;
