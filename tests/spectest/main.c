@@ -181,8 +181,7 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "peri-spectest: unknown engine \"%s\" (interp, jit or auto)\n", e);
                 return 2;
             }
-        }
-        else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             usage(stdout);
             return 0;
         } else {
