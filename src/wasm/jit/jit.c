@@ -20,6 +20,7 @@
  * interpreter (per-function fallback), never a partial translation.
  */
 #include "wasm/jit/jit.h"
+#include "wasm/fops.h"
 #include "wasm/interp.h"
 #include "wasm/jit/x64.h"
 
@@ -459,7 +460,131 @@ static void bitscan(jc *c, uint32_t pos, bool w, bool clz) {
     st(c, w, SLOT(1), X_RAX);
 }
 
+/* Float arithmetic and compares inline in SSE2: the same instructions the C
+ * compiler uses for the interpreter's `a + b` and `a < b`, so the same bits (NaN
+ * payloads included). */
+typedef struct fpinfo {
+    uint8_t kind; /* 1 arith, 2 compare */
+    uint8_t sub;  /* SSE opcode, or the compare (0 eq 1 ne 2 lt 3 gt 4 le 5 ge) */
+    uint8_t d;    /* f64 */
+    uint8_t imm;  /* immediate form */
+} fpinfo;
+#define FA_ADD X_SSE_ADD
+#define FA_SUB X_SSE_SUB
+#define FA_MUL X_SSE_MUL
+#define FA_DIV X_SSE_DIV
+#define FC_EQ  0
+#define FC_NE  1
+#define FC_LT  2
+#define FC_GT  3
+#define FC_LE  4
+#define FC_GE  5
+#define OFA(n, e)                                                                                  \
+    [PW_OP_F32_##n] = {1, FA_##n, 0, 0}, [PW_OP_F64_##n] = {1, FA_##n, 1, 0},                      \
+    [PW_OP_F32_##n##_I] = {1, FA_##n, 0, 1}, [PW_OP_F64_##n##_I] = {1, FA_##n, 1, 1},
+#define OFC(n, e) [PW_OP_F32_##n] = {2, FC_##n, 0, 0}, [PW_OP_F64_##n] = {2, FC_##n, 1, 0},
+static const fpinfo fpops[PW_OP_COUNT_] = {PW_F_ARITH(OFA) PW_F_CMP(OFC)};
+#undef OFA
+#undef OFC
+
+/* Everything else on floats runs in C (jit_fop), by the interpreter's own expressions
+ * (interp.h's X-macros and fops.h), so both tiers compute identical bits. */
+#define OFH(n, ...) [PW_OP_##n] = 1,
+static const uint8_t fop_helper[PW_OP_COUNT_] = {
+    PW_UNOPS(OFH) PW_TRUNCS(OFH)[PW_OP_F32_MIN] = 2, [PW_OP_F32_MAX] = 2, [PW_OP_F64_MIN] = 2,
+    [PW_OP_F64_MAX] = 2};
+#undef OFH
+
+static uint32_t jit_fop(uint32_t op, pw_slot *dst, const pw_slot *pa, const pw_slot *pb) {
+    switch (op) {
+#define U(n, fin, fout, e)                                                                         \
+    case PW_OP_##n: {                                                                              \
+        __typeof__(pa->fin) a = pa->fin;                                                           \
+        dst->fout = (e);                                                                           \
+        return 0;                                                                                  \
+    }
+        PW_UNOPS(U)
+#undef U
+#define T(n, fin, fout, Ty, lo, hi)                                                                \
+    case PW_OP_##n: {                                                                              \
+        __typeof__(pa->fin) a = pa->fin;                                                           \
+        if (a != a) return PW_TRAP_INVALID_CONV;                                                   \
+        if (!(a > (lo) && a < (hi))) return PW_TRAP_INT_OVERFLOW;                                  \
+        dst->fout = (Ty)a;                                                                         \
+        return 0;                                                                                  \
+    }
+        PW_TRUNCS(T)
+#undef T
+    case PW_OP_F32_MIN: dst->u32 = f32_minmax(*pa, *pb, false); return 0;
+    case PW_OP_F32_MAX: dst->u32 = f32_minmax(*pa, *pb, true); return 0;
+    case PW_OP_F64_MIN: dst->u64 = f64_minmax(*pa, *pb, false); return 0;
+    case PW_OP_F64_MAX: dst->u64 = f64_minmax(*pa, *pb, true); return 0;
+    default: return PW_TRAP_UNREACHABLE; /* not reached: only listed ops are emitted */
+    }
+}
+
+static void fparith(jc *c, uint32_t pos, const fpinfo *fi, uint32_t *len) {
+    pw_x64 *x = &c->x;
+    int pfx = fi->d ? 0xF2 : 0xF3;
+    *len = fi->imm && fi->d ? 5 : 4;
+    x64_sse_rm(x, pfx, X_SSE_MOVLD, false, 0, SLOT(2));
+    if (fi->kind == 1) {
+        if (fi->imm) {
+            uint64_t bits = fi->d ? (uint64_t)IMM(3) | ((uint64_t)IMM(4) << 32) : IMM(3);
+            x64_mov_ri64(x, X_RAX, bits);
+            x64_sse_rr(x, 0x66, X_SSE_MOVD, fi->d, 1, X_RAX);
+            x64_sse_rr(x, pfx, fi->sub, false, 0, 1);
+        } else {
+            x64_sse_rm(x, pfx, fi->sub, false, 0, SLOT(3));
+        }
+        x64_sse_rm(x, pfx, X_SSE_MOVST, false, 0, SLOT(1));
+        return;
+    }
+    int ucpfx = fi->d ? 0x66 : -1;
+    x64_sse_rm(x, pfx, X_SSE_MOVLD, false, 1, SLOT(3));
+    switch (fi->sub) {
+    case FC_EQ:
+    case FC_NE:
+        x64_sse_rr(x, ucpfx, X_SSE_UCOMI, false, 0, 1);
+        x64_setcc(x, fi->sub == FC_EQ ? X_CC_E : X_CC_NE, X_RAX);
+        x64_setcc(x, fi->sub == FC_EQ ? X_CC_NP : X_CC_P, X_RCX);
+        x64_movzx8(x, X_RAX, X_RAX);
+        x64_movzx8(x, X_RCX, X_RCX);
+        x64_alu_rr(x, fi->sub == FC_EQ ? X_AND : X_OR, false, X_RAX, X_RCX);
+        break;
+    case FC_GT:
+    case FC_GE: /* unordered sets CF: "above" / "above or equal" are false */
+        x64_sse_rr(x, ucpfx, X_SSE_UCOMI, false, 0, 1);
+        x64_setcc(x, fi->sub == FC_GT ? X_CC_A : X_CC_AE, X_RAX);
+        x64_movzx8(x, X_RAX, X_RAX);
+        break;
+    default: /* a < b is b > a */
+        x64_sse_rr(x, ucpfx, X_SSE_UCOMI, false, 1, 0);
+        x64_setcc(x, fi->sub == FC_LT ? X_CC_A : X_CC_AE, X_RAX);
+        x64_movzx8(x, X_RAX, X_RAX);
+        break;
+    }
+    st(c, false, SLOT(1), X_RAX);
+}
+
+static void fophelper(jc *c, uint32_t pos, int op, uint32_t *len) {
+    pw_x64 *x = &c->x;
+    bool bin = fop_helper[op] == 2;
+    *len = bin ? 4 : 3;
+    pw_xmem d = SLOT(1), a = SLOT(2), b = bin ? SLOT(3) : SLOT(2);
+    x64_mov_ri32(x, X_RDI, (uint32_t)op);
+    x64_lea(x, true, X_RSI, d);
+    x64_lea(x, true, X_RDX, a);
+    x64_lea(x, true, X_RCX, b);
+    x64_mov_ri64(x, X_RAX, (uint64_t)(uintptr_t)jit_fop);
+    x64_call_r(x, X_RAX);
+    x64_test_rr(x, false, X_RAX, X_RAX);
+    jcc_to(c, X_CC_NE, special(c, LAB_TRAPC)); /* eax = the trap code */
+}
+
 /* Helpers called by JIT code. */
+static pw_status jit_call_indirect(pw_store *s, pw_instance *inst, const uint32_t *pc, pw_slot *fp);
+static pw_status jit_call_ref(pw_store *s, pw_instance *inst, const uint32_t *pc, pw_slot *fp);
 static pw_status jit_call(pw_store *s, pw_instance *inst, pw_func *f, pw_slot *argp, pw_slot *fp,
                           const uint32_t *ret_pc);
 static int64_t jit_memory_grow(pw_store *s, pw_instance *inst, uint32_t delta);
@@ -497,6 +622,10 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
     }
     if (memops[op].bytes) {
         memop(c, pos, &memops[op], len);
+        return;
+    }
+    if (fpops[op].kind) {
+        fparith(c, pos, &fpops[op], len);
         return;
     }
     *len = 3;
@@ -559,6 +688,27 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         if (IMM(1) >= c->m->nfunc_imports) c->fail = true;
         call_func(c, pos, IMM(1), IMM(2), 3);
         return;
+    case PW_OP_CALL_INDIRECT:
+    case PW_OP_CALL_REF: {
+        /* The helper decodes the instruction's operands from its code words. */
+        bool ind = op == PW_OP_CALL_INDIRECT;
+        *len = ind ? 5 : 3;
+        if (ind && (IMM(1) >= c->m->ntypes || IMM(2) >= c->m->ntables)) {
+            c->fail = true;
+            return;
+        }
+        (void)SLOT(ind ? 3 : 1);
+        if ((ind ? IMM(4) : IMM(2)) >= c->cf->frame_slots) c->fail = true;
+        x64_mov_rr(x, true, X_RDI, X_R15);
+        x64_mov_rr(x, true, X_RSI, X_R14);
+        x64_mov_ri64(x, X_RDX, (uint64_t)(uintptr_t)(c->code + pos));
+        x64_mov_rr(x, true, X_RCX, X_RBX);
+        call_abs(c, ind ? (const void *)jit_call_indirect : (const void *)jit_call_ref);
+        x64_test_rr(x, false, X_RAX, X_RAX);
+        jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
+        reload_mem(c);
+        return;
+    }
     case PW_OP_COPY:
         ld(c, true, X_RAX, SLOT(2));
         st(c, true, SLOT(1), X_RAX);
@@ -772,6 +922,10 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         st(c, true, SLOT(1), X_RAX);
         return;
     default:
+        if (fop_helper[op]) {
+            fophelper(c, pos, op, len);
+            return;
+        }
         /* Not in the supported set: the function stays on the interpreter. */
         c->fail = true;
         return;
@@ -943,6 +1097,25 @@ static pw_status jit_call(pw_store *s, pw_instance *inst, pw_func *f, pw_slot *a
     pw_status st = f->host ? pw_call_host(s, inst, f, argp) : exec_wasm(s, f, argp);
     s->frame_top = fr;
     return st;
+}
+
+/* CALL_INDIRECT type table idx argbase: the interpreter's checks and traps. */
+static pw_status jit_call_indirect(pw_store *s, pw_instance *inst, const uint32_t *pc, pw_slot *fp) {
+    pw_table *t = inst->tables[pc[2]];
+    uint32_t i = fp[pc[3]].u32;
+    if (i >= t->size) return trap(s, PW_TRAP_UNDEF_ELEM);
+    pw_func *f = (pw_func *)t->elems[i];
+    if (!f) return trap(s, PW_TRAP_UNINIT_ELEM);
+    if (f->hdr.type_id != inst->type_ids[pc[1]] && !pw_func_type_sub(f, inst->mod, pc[1]))
+        return trap(s, PW_TRAP_SIG_MISMATCH);
+    return jit_call(s, inst, f, fp + pc[4], fp, pc + 5);
+}
+
+/* CALL_REF ref argbase. */
+static pw_status jit_call_ref(pw_store *s, pw_instance *inst, const uint32_t *pc, pw_slot *fp) {
+    pw_func *f = (pw_func *)fp[pc[1]].ref;
+    if (!f) return trap(s, PW_TRAP_NULL_FUNC_REF);
+    return jit_call(s, inst, f, fp + pc[2], fp, pc + 3);
 }
 
 static int64_t jit_memory_grow(pw_store *s, pw_instance *inst, uint32_t delta) {

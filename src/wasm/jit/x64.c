@@ -241,3 +241,12 @@ void x64_patch32(pw_x64 *x, size_t at, int32_t v) {
     if (x->oom || at + 4 > x->len) return;
     memcpy(x->buf + at, &v, 4);
 }
+
+void x64_sse_rr(pw_x64 *x, int prefix, uint8_t op, bool w, int xreg, int rm_reg) {
+    uint8_t ops[2] = {0x0F, op};
+    x64_modrm(x, prefix, w, ops, 2, xreg, rm_reg, NULL, false);
+}
+void x64_sse_rm(pw_x64 *x, int prefix, uint8_t op, bool w, int xreg, pw_xmem m) {
+    uint8_t ops[2] = {0x0F, op};
+    x64_modrm(x, prefix, w, ops, 2, xreg, -1, &m, false);
+}

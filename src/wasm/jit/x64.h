@@ -134,4 +134,20 @@ size_t x64_jmp32(pw_x64 *x);
 size_t x64_lea_rip(pw_x64 *x, int dst);
 void x64_patch32(pw_x64 *x, size_t at, int32_t v);
 
+/* SSE2 (scalar floats). prefix: 0xF3 (ss), 0xF2 (sd), 0x66, or -1; op: the byte after
+ * 0x0F. The xmm register goes in ModRM.reg; the other operand is xmm/GPR `rm_reg`
+ * (register-direct) or memory. */
+void x64_sse_rr(pw_x64 *x, int prefix, uint8_t op, bool w, int xreg, int rm_reg);
+void x64_sse_rm(pw_x64 *x, int prefix, uint8_t op, bool w, int xreg, pw_xmem m);
+enum {
+    X_SSE_MOVLD = 0x10, /* movss/movsd xmm, m */
+    X_SSE_MOVST = 0x11, /* movss/movsd m, xmm */
+    X_SSE_UCOMI = 0x2E, /* ucomiss (no prefix) / ucomisd (0x66) */
+    X_SSE_ADD = 0x58,
+    X_SSE_MUL = 0x59,
+    X_SSE_SUB = 0x5C,
+    X_SSE_DIV = 0x5E,
+    X_SSE_MOVD = 0x6E /* 0x66: movd xmm, r32 / movq xmm, r64 (w) */
+};
+
 #endif
