@@ -34,18 +34,16 @@
 
 typedef pw_status (*pw_jit_entry)(pw_slot *fp, pw_instance *inst, pw_store *s);
 
-typedef struct pw_jitfn {
-    pw_jit_entry entry;
-    void *map;
-    size_t maplen;
-    size_t codelen;
-} pw_jitfn;
-
 #define JIT_FALLBACK ((void *)1)
 
 struct pw_jitmod {
     uint32_t nfuncs;
-    _Atomic(void *) *fns; /* NULL: not tried; JIT_FALLBACK; else pw_jitfn * */
+    _Atomic(void *) *fns; /* NULL: not tried; JIT_FALLBACK; else the entry point */
+    /* The module's code: one mapping for all its functions, translated together at
+     * the first call of any of them (one mmap + one mprotect per module: those take
+     * the process's mm lock and cost tens of microseconds each on a loaded VM). */
+    _Atomic(void *) map;
+    size_t maplen;
     /* Reverse map of the interpreter's handler offsets, sorted by offset. */
     uint32_t nops;
     int32_t *off;
@@ -83,17 +81,10 @@ struct pw_jitmod *pw_jit_module_new(const struct pw_cmodule *cm) {
 
 void pw_jit_module_free(struct pw_jitmod *jm) {
     if (!jm) return;
-    if (jm->fns) {
-        for (uint32_t i = 0; i < jm->nfuncs; i++) {
-            pw_jitfn *j = atomic_load_explicit(&jm->fns[i], memory_order_acquire);
-            if (j && j != JIT_FALLBACK) {
 #if PW_JIT_AVAILABLE
-                munmap(j->map, j->maplen);
+    void *map = atomic_load_explicit(&jm->map, memory_order_acquire);
+    if (map) munmap(map, jm->maplen);
 #endif
-                free(j);
-            }
-        }
-    }
     free(jm->fns);
     free(jm->off);
     free(jm->op);
@@ -972,10 +963,14 @@ static void epilogue(jc *c) {
     x64_ret(x);
 }
 
-/* Translate function i of m. Returns NULL when it falls back (or on OOM). */
-static pw_jitfn *compile_func(const struct pw_jitmod *jm, const pw_module *m, uint32_t i) {
+/* Translate function i of m, appending its code to out (16-byte aligned). Returns its
+ * offset in out, or -1 when it falls back (out is then unchanged) or on OOM. The code
+ * is position independent (relative branches, rip-relative tables; helpers by
+ * absolute address). */
+static int64_t compile_func(const struct pw_jitmod *jm, const pw_module *m, uint32_t i,
+                            pw_x64 *out) {
     const pw_cfunc *cf = &m->code->funcs[i];
-    if (cf->nhandlers || cf->frame_slots >= (1u << 27) || cf->ncode == 0) return NULL;
+    if (cf->nhandlers || cf->frame_slots >= (1u << 27) || cf->ncode == 0) return -1;
     jc c;
     memset(&c, 0, sizeof c);
     c.jm = jm;
@@ -984,9 +979,11 @@ static pw_jitfn *compile_func(const struct pw_jitmod *jm, const pw_module *m, ui
     c.code = cf->code;
     c.n = cf->ncode;
     c.lab = malloc(((size_t)c.n + LAB_NSPECIAL) * sizeof *c.lab);
-    if (!c.lab) return NULL;
+    if (!c.lab) return -1;
     for (uint32_t k = 0; k < c.n + LAB_NSPECIAL; k++)
         c.lab[k] = -1;
+    /* about 8 bytes of machine code per code word, plus the trap stubs */
+    x64_reserve(&c.x, (size_t)c.n * 8 + 512);
     prologue(&c);
     for (uint32_t pos = 0; pos < c.n && !c.fail;) {
         int op = op_of(jm, c.code[pos]);
@@ -1010,58 +1007,97 @@ static pw_jitfn *compile_func(const struct pw_jitmod *jm, const pw_module *m, ui
         }
         x64_patch32(&c.x, f->at, t - (int32_t)f->base);
     }
-    pw_jitfn *j = NULL;
-    if (!c.fail && !c.x.oom) j = calloc(1, sizeof *j);
-    if (j) {
-        long pg = sysconf(_SC_PAGESIZE);
-        size_t ps = pg > 0 ? (size_t)pg : 4096;
-        j->maplen = (c.x.len + ps - 1) / ps * ps;
-        j->codelen = c.x.len;
-        /* Written while read/write, then made read/execute: never both at once. */
-        void *p = mmap(NULL, j->maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) {
-            free(j);
-            j = NULL;
-        } else {
-            memcpy(p, c.x.buf, c.x.len);
-            if (mprotect(p, j->maplen, PROT_READ | PROT_EXEC) != 0) {
-                munmap(p, j->maplen);
-                free(j);
-                j = NULL;
-            } else {
-                j->map = p;
-                j->entry = (pw_jit_entry)p;
-            }
+    int64_t at = -1;
+    if (!c.fail && !c.x.oom) {
+        size_t save = out->len;
+        while (out->len % 16)
+            x64_byte(out, 0xCC); /* int3 padding */
+        at = (int64_t)out->len;
+        x64_bytes(out, c.x.buf, c.x.len);
+        if (out->oom) {
+            out->len = save;
+            at = -1;
         }
     }
     free(c.x.buf);
     free(c.lab);
     free(c.fx);
-    return j;
+    return at;
+}
+
+/* Translate every function of the module into one buffer, map it read/write, copy,
+ * make it read/execute (never both at once), and publish the entries. Two threads
+ * may race: one mapping wins (compare-and-swap), the other is unmapped. */
+static void compile_module(struct pw_jitmod *jm, const pw_module *m) {
+    uint32_t n = jm->nfuncs;
+    int64_t *offs = malloc((n ? n : 1) * sizeof *offs);
+    if (!offs) { /* OOM: everything stays on the interpreter */
+        for (uint32_t i = 0; i < n; i++) {
+            void *none = NULL;
+            atomic_compare_exchange_strong_explicit(&jm->fns[i], &none, JIT_FALLBACK,
+                                                    memory_order_acq_rel, memory_order_acquire);
+        }
+        return;
+    }
+    pw_x64 out = {0};
+    size_t words = 0;
+    for (uint32_t i = 0; i < n; i++)
+        words += m->code->funcs[i].ncode;
+    x64_reserve(&out, words * 8 + 4096);
+    for (uint32_t i = 0; i < n; i++)
+        offs[i] = compile_func(jm, m, i, &out);
+    void *p = MAP_FAILED;
+    size_t maplen = 0;
+    if (!out.oom && out.len) {
+        long pg = sysconf(_SC_PAGESIZE);
+        size_t ps = pg > 0 ? (size_t)pg : 4096;
+        maplen = (out.len + ps - 1) / ps * ps;
+        p = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+                 -1, 0);
+        if (p != MAP_FAILED) {
+            memcpy(p, out.buf, out.len);
+            if (mprotect(p, maplen, PROT_READ | PROT_EXEC) != 0) {
+                munmap(p, maplen);
+                p = MAP_FAILED;
+            }
+        }
+    }
+    free(out.buf);
+    void *expect = NULL;
+    if (p != MAP_FAILED) {
+        jm->maplen = maplen; /* written before the mapping is published */
+        if (!atomic_compare_exchange_strong_explicit(&jm->map, &expect, p, memory_order_acq_rel,
+                                                     memory_order_acquire)) {
+            munmap(p, maplen); /* another thread's translation won */
+            free(offs);
+            return;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        void *want = p != MAP_FAILED && offs[i] >= 0 ? (void *)((char *)p + offs[i]) : JIT_FALLBACK;
+        void *none = NULL;
+        atomic_compare_exchange_strong_explicit(&jm->fns[i], &none, want, memory_order_acq_rel,
+                                                memory_order_acquire);
+    }
+    free(offs);
 }
 
 /* ---------------------------------------------------------------- run time */
 
-static pw_jitfn *jit_get(pw_store *s, const pw_func *f) {
+static pw_jit_entry jit_get(pw_store *s, const pw_func *f) {
     if (!s->jit_on || !f->inst) return NULL;
     const pw_module *m = f->inst->mod;
     struct pw_jitmod *jm = m->code->jit;
     if (!jm) return NULL;
     uint32_t i = (uint32_t)(f->code - m->code->funcs);
     void *p = atomic_load_explicit(&jm->fns[i], memory_order_acquire);
-    if (p == JIT_FALLBACK) return NULL;
-    if (p) return p;
-    pw_jitfn *j = compile_func(jm, m, i);
-    void *want = j ? (void *)j : JIT_FALLBACK, *expect = NULL;
-    if (!atomic_compare_exchange_strong_explicit(&jm->fns[i], &expect, want, memory_order_acq_rel,
-                                                 memory_order_acquire)) {
-        if (j) {
-            munmap(j->map, j->maplen);
-            free(j);
-        }
-        return expect == JIT_FALLBACK ? NULL : expect;
+    if (!p) {
+        compile_module(jm, m);
+        p = atomic_load_explicit(&jm->fns[i], memory_order_acquire);
     }
-    return j;
+    /* NULL here: another thread is publishing; this call is interpreted. */
+    if (!p || p == JIT_FALLBACK) return NULL;
+    return (pw_jit_entry)p;
 }
 
 static pw_status trap(pw_store *s, pw_trap_code code) {
@@ -1073,14 +1109,14 @@ static pw_status trap(pw_store *s, pw_trap_code code) {
  * it has none or the native stack budget is used up (the interpreter does not
  * recurse on the C stack, so depth is then bounded only by the frame records). */
 static pw_status exec_wasm(pw_store *s, pw_func *f, pw_slot *fp) {
-    pw_jitfn *j = jit_get(s, f);
+    pw_jit_entry j = jit_get(s, f);
     if (!j || (char *)__builtin_frame_address(0) < s->jit_stack_limit) return pw_interp(s, f, fp);
     const pw_cfunc *cf = f->code;
     if (fp + cf->frame_slots > s->stack_end) return trap(s, PW_TRAP_STACK_EXHAUSTED);
     memset(fp + cf->nparams, 0, (cf->nlocals - cf->nparams) * sizeof *fp);
     if (atomic_load_explicit(&s->interrupt, memory_order_relaxed))
         return trap(s, PW_TRAP_INTERRUPTED);
-    return j->entry(fp, f->inst, s);
+    return j(fp, f->inst, s);
 }
 
 static pw_status jit_call(pw_store *s, pw_instance *inst, pw_func *f, pw_slot *argp, pw_slot *fp,
@@ -1100,7 +1136,8 @@ static pw_status jit_call(pw_store *s, pw_instance *inst, pw_func *f, pw_slot *a
 }
 
 /* CALL_INDIRECT type table idx argbase: the interpreter's checks and traps. */
-static pw_status jit_call_indirect(pw_store *s, pw_instance *inst, const uint32_t *pc, pw_slot *fp) {
+static pw_status jit_call_indirect(pw_store *s, pw_instance *inst, const uint32_t *pc,
+                                   pw_slot *fp) {
     pw_table *t = inst->tables[pc[2]];
     uint32_t i = fp[pc[3]].u32;
     if (i >= t->size) return trap(s, PW_TRAP_UNDEF_ELEM);
@@ -1138,7 +1175,7 @@ pw_status pw_exec(pw_store *s, pw_func *f, pw_slot *fp) {
 
 int pw_jit_call_from_interp(pw_store *s, pw_func *f, pw_slot *argp, const uint32_t *ret_pc,
                             pw_slot *fp, pw_instance *inst, pw_frame *fr) {
-    pw_jitfn *j = jit_get(s, f);
+    pw_jit_entry j = jit_get(s, f);
     if (!j || (char *)__builtin_frame_address(0) < s->jit_stack_limit) return PW_JIT_INTERPRET;
     if (fr >= s->frames_end) return trap(s, PW_TRAP_STACK_EXHAUSTED);
     fr->ret_pc = ret_pc;

@@ -26,6 +26,16 @@ void x64_byte(pw_x64 *x, uint8_t b) {
     if (reserve(x, 1)) x->buf[x->len++] = b;
 }
 
+void x64_bytes(pw_x64 *x, const uint8_t *p, size_t n) {
+    if (!n || !reserve(x, n)) return;
+    memcpy(x->buf + x->len, p, n);
+    x->len += n;
+}
+
+bool x64_reserve(pw_x64 *x, size_t n) {
+    return reserve(x, n);
+}
+
 void x64_u32(pw_x64 *x, uint32_t v) {
     if (!reserve(x, 4)) return;
     memcpy(x->buf + x->len, &v, 4); /* x86-64 is little-endian */

@@ -88,6 +88,9 @@ typedef enum {
 typedef enum { X_LD8U, X_LD8S, X_LD16U, X_LD16S, X_LD32, X_LD32S, X_LD64 } pw_xld;
 
 void x64_byte(pw_x64 *x, uint8_t b);
+void x64_bytes(pw_x64 *x, const uint8_t *p, size_t n);
+/* Make room for n more bytes up front (false on OOM, which is then also recorded). */
+bool x64_reserve(pw_x64 *x, size_t n);
 void x64_u32(pw_x64 *x, uint32_t v);
 void x64_u64(pw_x64 *x, uint64_t v);
 /* Generic form: [prefix] [REX] opcode bytes (1..3) ModRM [SIB] [disp32]. `reg` is a
