@@ -586,17 +586,73 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
         c->fail = true;
         return;
     }
-    x64_mov_rr(&c->x, true, X_RDI, X_R15);
-    x64_mov_rr(&c->x, true, X_RSI, X_R14);
-    x64_load(&c->x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, funcs)));
-    x64_load(&c->x, X_LD64, X_RDX, x_mem(X_RAX, (int32_t)(fidx * 8)));
-    x64_lea(&c->x, true, X_RCX, x_mem(X_RBX, (int32_t)(argbase * 8)));
-    x64_mov_rr(&c->x, true, X_R8, X_RBX);
-    x64_mov_ri64(&c->x, X_R9, (uint64_t)(uintptr_t)(c->code + pos + len));
+    pw_x64 *x = &c->x;
+    size_t slow = 0, done = 0;
+    bool fast = false;
+    const uint32_t *ret_pc = c->code + pos + len;
+    if (fidx >= c->m->nfunc_imports) {
+        /* A defined function of this module: when its JIT code exists, call it
+         * directly, doing inline what jit_call + exec_wasm do (same checks, same
+         * frame record, same traps); otherwise (not yet compiled, fallback, native
+         * stack budget used up, many locals to zero) the helper path below. */
+        uint32_t d = fidx - c->m->nfunc_imports;
+        const pw_cfunc *ce = &c->m->code->funcs[d];
+        uint32_t nz = ce->nlocals - ce->nparams;
+        if (nz <= 32 && (uint64_t)argbase + ce->frame_slots < (1u << 27)) {
+            fast = true;
+            x64_mov_ri64(x, X_RAX, (uint64_t)(uintptr_t)&c->jm->fns[d]);
+            x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, 0));
+            x64_alu_ri(x, X_CMP, true, X_RAX, 1);
+            slow = x64_jcc32(x, X_CC_BE); /* NULL or JIT_FALLBACK */
+            x64_alu_rm(x, X_CMP, true, X_RSP,
+                       x_mem(X_R15, (int32_t)offsetof(pw_store, jit_stack_limit)));
+            size_t slow2 = x64_jcc32(x, X_CC_B);
+            poll_interrupt(c);
+            /* frame record room, value stack room */
+            x64_load(x, X_LD64, X_RDX, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)));
+            x64_alu_rm(x, X_CMP, true, X_RDX,
+                       x_mem(X_R15, (int32_t)offsetof(pw_store, frames_end)));
+            trap_if(c, X_CC_AE, PW_TRAP_STACK_EXHAUSTED);
+            x64_lea(x, true, X_RSI, x_mem(X_RBX, (int32_t)((argbase + ce->frame_slots) * 8)));
+            x64_alu_rm(x, X_CMP, true, X_RSI, x_mem(X_R15, (int32_t)offsetof(pw_store, stack_end)));
+            trap_if(c, X_CC_A, PW_TRAP_STACK_EXHAUSTED);
+            /* the caller's frame record */
+            x64_mov_ri64(x, X_RCX, (uint64_t)(uintptr_t)ret_pc);
+            x64_store(x, 8, x_mem(X_RDX, (int32_t)offsetof(pw_frame, ret_pc)), X_RCX);
+            x64_store(x, 8, x_mem(X_RDX, (int32_t)offsetof(pw_frame, fp)), X_RBX);
+            x64_store(x, 8, x_mem(X_RDX, (int32_t)offsetof(pw_frame, inst)), X_R14);
+            x64_alu_ri(x, X_ADD, true, X_RDX, (int32_t)sizeof(pw_frame));
+            x64_store(x, 8, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)), X_RDX);
+            /* the callee's declared locals start at zero */
+            x64_alu_rr(x, X_XOR, false, X_RCX, X_RCX);
+            for (uint32_t k = ce->nparams; k < ce->nlocals; k++)
+                x64_store(x, 8, x_mem(X_RBX, (int32_t)((argbase + k) * 8)), X_RCX);
+            x64_lea(x, true, X_RDI, x_mem(X_RBX, (int32_t)(argbase * 8)));
+            x64_mov_rr(x, true, X_RSI, X_R14);
+            x64_mov_rr(x, true, X_RDX, X_R15);
+            x64_call_r(x, X_RAX);
+            x64_alu_mi(x, X_SUB, true, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)),
+                       (int32_t)sizeof(pw_frame));
+            x64_test_rr(x, false, X_RAX, X_RAX);
+            jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
+            reload_mem(c);
+            done = x64_jmp32(x);
+            x64_patch32(x, slow, (int32_t)(x->len - (slow + 4)));
+            x64_patch32(x, slow2, (int32_t)(x->len - (slow2 + 4)));
+        }
+    }
+    x64_mov_rr(x, true, X_RDI, X_R15);
+    x64_mov_rr(x, true, X_RSI, X_R14);
+    x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, funcs)));
+    x64_load(x, X_LD64, X_RDX, x_mem(X_RAX, (int32_t)(fidx * 8)));
+    x64_lea(x, true, X_RCX, x_mem(X_RBX, (int32_t)(argbase * 8)));
+    x64_mov_rr(x, true, X_R8, X_RBX);
+    x64_mov_ri64(x, X_R9, (uint64_t)(uintptr_t)ret_pc);
     call_abs(c, (const void *)jit_call);
-    x64_test_rr(&c->x, false, X_RAX, X_RAX);
+    x64_test_rr(x, false, X_RAX, X_RAX);
     jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
     reload_mem(c);
+    if (fast) x64_patch32(x, done, (int32_t)(x->len - (done + 4)));
 }
 
 static bool popcnt_ok(void) {
