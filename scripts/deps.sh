@@ -10,6 +10,7 @@ PKGS=(
   wasi-libc libclang-rt-14-dev-wasm32 python3
   bubblewrap libseccomp-dev ruby # placement: the native sandbox and native Ruby
   nodejs # issue 13: the ACP SDK client end-to-end tests (acp.sdk.*)
+  tmux # issue 16: the TUI tests drive `peri tui` in tmux (tui.*)
 )
 
 # ---- npm packages (issue 13): the ACP SDK client of the acp.sdk.* tests ----

@@ -244,6 +244,10 @@ typedef struct pag_ports {
     const char *model_missing_reason;
     const pag_tool_info *tools;
     size_t ntools;
+    /* Optional (issue 12, MCP tools/list_changed): called before each model request;
+     * returns the tool list to use from now on (*ntools set), which must stay valid
+     * until the next call. NULL port: tools/ntools above never change. */
+    const pag_tool_info *(*tools_now)(void *ctx, size_t *ntools);
     /* Runs a tool; fills *out (strings malloc'd, freed by the agent with
      * pag_tool_output_clear). Returns 0 when it ran (out->is_error tells a tool failure),
      * 1 when cancelled, -1 for an internal failure (out->output may explain). */

@@ -32,6 +32,8 @@
 #ifndef PERI_MCP_H
 #define PERI_MCP_H
 
+#include "peri/tools.h"
+
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -68,6 +70,11 @@ typedef struct pmcp_server_config {
     pmcp_kv *headers; /* http / sse, owned */
     size_t nheaders;
     char *root; /* inproc: workspace root, owned */
+    /* inproc (issue 12): the tool context every call runs with (borrowed, must outlive
+     * the client; its cancel is replaced per call); NULL: {cwd = root}. acp_meta adds
+     * _meta["peri/acp"] to every tools/call result (docs/mcp.md). */
+    const ptl_ctx *tool_ctx;
+    bool acp_meta;
 } pmcp_server_config;
 
 void pmcp_server_config_clear(pmcp_server_config *c);
@@ -119,7 +126,7 @@ int pmcp_client_tools(pmcp_client *c, pmcp_tool **out, size_t *n);
 void pmcp_tools_free(pmcp_tool *t, size_t n);
 /* True once notifications/tools/list_changed arrived since the last refresh. */
 bool pmcp_client_tools_changed(pmcp_client *c);
-/* Re-lists the tools (all pages). 0 or -1 with err. */
+/* Re-lists the tools (all pages; each page answered within 30 s). 0 or -1 with err. */
 int pmcp_client_refresh_tools(pmcp_client *c, char *err, size_t errlen);
 
 typedef void (*pmcp_progress_fn)(void *ctx, double progress, double total, const char *message);
@@ -159,6 +166,14 @@ typedef struct pmcp_server_opts {
     const char *name;      /* serverInfo.name; NULL: "peri-workspace" */
     size_t page_size;      /* tools/list page size; 0: 100 */
     long shell_timeout_ms; /* 0: the tools default */
+    /* Issue 12, in-process use: the tool context every call runs with (cwd, client file
+     * system, client terminal, sandbox policy; borrowed, must outlive the server; its
+     * cancel is replaced per call). NULL: {cwd = root, timeout_ms = shell_timeout_ms}. */
+    const ptl_ctx *tool_ctx;
+    /* Adds _meta["peri/acp"] = {kind, content, locations, rawOutput, meta, status} to
+     * every tools/call result, so an in-process client can rebuild the exact ACP update
+     * (docs/mcp.md). External clients get plain text content only. */
+    bool acp_meta;
 } pmcp_server_opts;
 
 /* Serves the workspace tools on a pair of fds (one JSON-RPC frame per line) until
@@ -185,13 +200,22 @@ typedef struct pmcp_pool_opts {
     const char *user_settings_json;
     const char *acp_servers_json; /* ACP mcpServers array text or NULL */
     long init_timeout_ms;         /* per server; 0: 30000 */
+    /* Issue 12: the builtin Workspace server, in process, over this tool context
+     * (borrowed, must outlive the pool). Its tools keep their plain names ("read",
+     * "write", ...) and are not listed by pmcp_pool_tool_at (the host lists them from the
+     * registry); pmcp_pool_has / pmcp_pool_run reach them. NULL: no builtin server. */
+    const ptl_ctx *workspace;
 } pmcp_pool_opts;
 
 /* Connects every configured server (user settings, then project settings, then ACP;
  * a later entry with the same name replaces an earlier one). Never fails for a server:
  * a server that cannot start is left out and described in *notices (malloc'd lines,
- * NULL when all went well), which the caller reports. NULL only when out of memory. */
+ * NULL when all went well), which the caller reports. NULL only when out of memory.
+ * With opt->workspace, the builtin server is started at its first call (an idle
+ * session costs no thread and no descriptor). */
 pmcp_pool *pmcp_pool_open(const pmcp_pool_opts *opt, char **notices);
+/* True when the pool serves the builtin tools (opened with a workspace context). */
+bool pmcp_pool_builtin(const pmcp_pool *p);
 /* Closes every connection (no server process survives) and frees. NULL: no-op. */
 void pmcp_pool_close(pmcp_pool *p);
 
@@ -204,6 +228,38 @@ bool pmcp_pool_has(const pmcp_pool *p, const char *namespaced);
  * it ran (is_error tells a tool failure), 1 when cancelled, -1 when unknown/failed. */
 int pmcp_pool_call(pmcp_pool *p, const char *namespaced, const char *args_json, atomic_int *cancel,
                    char **text, bool *is_error, char **content_json);
+
+/* Issue 12: a tool call with everything the ACP update needs. For builtin tools the
+ * fields come from the result's _meta["peri/acp"], so they equal what the tools
+ * registry returned (content with diffs, locations, rawOutput, the placement _meta);
+ * for other servers content_json maps the MCP content and the rest are NULL. */
+typedef struct pmcp_pool_result {
+    char *text; /* for the model (never NULL after a return of 0 or 1) */
+    bool is_error;
+    char *content_json;    /* ACP ToolCallContent[] text or NULL (builtin: NULL when it
+                              would be the one text block of `text`, which is how the ACP
+                              layer renders NULL) */
+    char *locations_json;  /* ACP locations or NULL */
+    char *meta_json;       /* the ACP update's _meta object or NULL */
+    char *raw_output_json; /* ACP rawOutput or NULL */
+} pmcp_pool_result;
+void pmcp_pool_result_clear(pmcp_pool_result *r);
+
+/* Runs a pool tool (a builtin plain name or "mcp__server__tool"). progress (may be
+ * NULL) receives notifications/progress of an MCP server's call (builtin calls send no
+ * progress token, so their ACP updates stay as they were). out is always initialised;
+ * clear it. Returns 0 when it ran (is_error tells a tool failure), 1 when cancelled,
+ * -1 when unknown or failed (text explains). */
+int pmcp_pool_run(pmcp_pool *p, const char *name, const char *args_json, atomic_int *cancel,
+                  pmcp_progress_fn progress, void *pctx, pmcp_pool_result *out);
+
+/* notifications/tools/list_changed (issue 12): re-lists the tools of every server that
+ * sent it since its last listing and rebuilds the table when the list really changed.
+ * Returns 1 when the table changed (re-read pmcp_pool_tool_count/at), 0 when not, -1 when
+ * out of memory. Pointers from before stay valid until pmcp_pool_close (an old table
+ * is kept, not freed), so a caller that copied them is never left dangling. Call it
+ * between model requests, not concurrently with itself. */
+int pmcp_pool_refresh(pmcp_pool *p, char **notices);
 
 /* MCP content array text -> ACP ToolCallContent[] text (exposed for tests). */
 char *pmcp_content_to_acp(const char *mcp_content_json);

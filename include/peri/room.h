@@ -91,6 +91,11 @@ const char *pr_host_resource_version(void);
 
 typedef struct pr_cache_stats {
     size_t entries, bytes, hits, misses, evictions;
+    /* text_hits: contract calls whose program text was byte-identical to the text a
+     * cached program was verified from, so Base64 decoding and SHA-256 were skipped.
+     * line_hits: `isolate serve` requests whose program text was recognised in the
+     * request line by the text index (one memcmp instead of scanning and copying it). */
+    size_t text_hits, line_hits;
 } pr_cache_stats;
 void pr_host_cache_stats(pr_host *h, pr_cache_stats *out);
 
@@ -133,6 +138,10 @@ const pw_module *pr_program_module(const pr_program *p);
 
 pr_fs *pr_fs_new(void); /* NULL when out of memory; free with pr_fs_free */
 void pr_fs_free(pr_fs *fs);
+/* Beyond the contract (peri run): the file system's logical clock starts at start
+ * instead of 1, e.g. the run's start time in ns, so that timestamps read as times;
+ * every write still advances it by one. Contract runs never call it. */
+void pr_fs_set_clock(pr_fs *fs, uint64_t start);
 /* Writes a whole file (path normalised). 0 ok, -1 out of memory, -2 over 128 MiB. */
 int pr_fs_write(pr_fs *fs, const char *path, size_t path_len, const void *data, size_t len);
 /* Iterates files in first-write order: returns false at the end. *cursor starts at 0. */

@@ -262,6 +262,8 @@ static int step(turn *t) {
             return 0;
         }
     }
+    if (s->ports.tools_now) /* a server's tool list may have changed since the last request */
+        s->ports.tools = s->ports.tools_now(s->ports.ctx, &s->ports.ntools);
     pm_tool_def *defs = calloc(s->ports.ntools ? s->ports.ntools : 1, sizeof *defs);
     if (!defs) {
         free(system);

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -334,6 +335,13 @@ int peri_cmd_run(int argc, char **argv) {
         fprintf(stderr, "%s\n", fs ? err.message : "peri run: out of memory");
         goto done;
     }
+    /* The in-memory FS's timestamps count from the run's start in ns (issue 17), or
+     * from the deterministic epoch (2026-01-01) with --deterministic. */
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    pr_fs_set_clock(fs, o.cfg.deterministic
+                            ? 1767225600000000000ull
+                            : (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec);
     pw_functype ft;
     if (o.invoke) {
         if (!pw_module_export_functype(pr_program_module(p), o.invoke, strlen(o.invoke), &ft)) {

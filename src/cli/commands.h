@@ -32,6 +32,7 @@ void peri_place_opts_fill(peri_place_opts *po, pacp_options *opt);
 bool peri_self_peri(char *buf, size_t n);
 
 int peri_cmd_mcp(int argc, char **argv); /* cmd_mcp.c: workspace MCP server on stdio (peri-agent) */
+int peri_cmd_tui(int argc, char **argv); /* cmd_tui.c: the interactive terminal client (issue 16) */
 
 /* readfile.c: the whole file (with dash_is_stdin, "-" is stdin), NUL-terminated; caller
  * frees. NULL with errno set on failure. */

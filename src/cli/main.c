@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct peri_command {
     const char *name;
@@ -24,6 +25,7 @@ static const peri_command peri_commands[] = {
     {"print", peri_cmd_agent, "run one prompt through the agent and print the answer"},
     {"place", peri_cmd_agent, "run a request where placement decides: WASM room or native sandbox"},
     {"mcp", peri_cmd_agent, "serve the workspace tools as an MCP server on stdio (mcp workspace)"},
+    {"tui", peri_cmd_agent, "the interactive terminal client (also: peri alone on a terminal)"},
 };
 
 static void peri_usage(FILE *f) {
@@ -34,6 +36,20 @@ static void peri_usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    /* issue 16: `peri` alone on a terminal, `peri --continue`, `peri --resume ID` (and the
+     * other options of `peri tui`) start the TUI (in peri-agent); without a terminal
+     * `peri` alone prints the usage. */
+    if ((argc < 2 && isatty(0) && isatty(1)) ||
+        (argc >= 2 && (!strcmp(argv[1], "--continue") || !strcmp(argv[1], "-c") ||
+                       !strcmp(argv[1], "--resume") || !strcmp(argv[1], "--cwd") ||
+                       !strcmp(argv[1], "--db") || !strcmp(argv[1], "--log")))) {
+        char *tui[argc + 2];
+        tui[0] = argv[0];
+        tui[1] = "tui";
+        for (int i = 1; i <= argc; i++)
+            tui[i + 1] = argv[i]; /* argv[argc] is NULL */
+        return peri_cmd_agent(argc, tui + 1);
+    }
     if (argc < 2) {
         peri_usage(stderr);
         return 2;

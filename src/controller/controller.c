@@ -40,6 +40,12 @@ void pct_sess_release(pct_sess *s) {
     pag_session_free(s->agent);
     pmcp_pool_close(s->mcp); /* no server process survives the session */
     free(s->tools);
+    while (s->old_tools) {
+        pct_old_tools *o = s->old_tools;
+        s->old_tools = o->next;
+        free(o->tools);
+        free(o);
+    }
     pm_client_free(s->client);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
@@ -90,30 +96,92 @@ static int port_run_tool(void *ctx, const char *name, const char *args, atomic_i
     return pct_run_tool(ctx, name, args, cancel, out, false);
 }
 
+/* MCP progress (issue 12): a notifications/progress of a running MCP call becomes a
+ * tool_call_update of that call (status in_progress, a text content line and
+ * _meta["peri.progress"] = {progress, total?, message?}), at most one per
+ * PCT_PROGRESS_MS per call, except that the last step (progress == total) always
+ * passes. Runs on the MCP client's reader thread while the caller waits, so the
+ * struct on the caller's stack is alive and every update precedes the final one. */
+#define PCT_PROGRESS_MS 100
+
+typedef struct progress_ctx {
+    pct_sess *s;
+    char call_id[128];
+    uint64_t turn;
+    int64_t last_ms; /* monotonic ms of the last update sent, 0 = none */
+} progress_ctx;
+
+static int64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* 3 rather than 3.0 when the number is whole (what servers usually send). */
+static json_t *json_num(double v) {
+    if (v > -9e15 && v < 9e15 && v == (double)(json_int_t)v) return json_integer((json_int_t)v);
+    return json_real(v);
+}
+
+static void on_progress(void *ctx, double progress, double total, const char *message) {
+    progress_ctx *pc = ctx;
+    int64_t now = mono_ms();
+    bool last = total > 0 && progress >= total;
+    if (pc->last_ms && now - pc->last_ms < PCT_PROGRESS_MS && !last) return;
+    pc->last_ms = now;
+    json_t *meta = json_pack("{s:{s:o}}", "peri.progress", "progress", json_num(progress));
+    json_t *pm = json_object_get(meta, "peri.progress");
+    if (total > 0) json_object_set_new(pm, "total", json_num(total));
+    if (message) json_object_set_new(pm, "message", json_string(message));
+    char line[600];
+    if (total > 0)
+        snprintf(line, sizeof line, "%s%s%g/%g", message ? message : "", message ? " " : "",
+                 progress, total);
+    else
+        snprintf(line, sizeof line, "%s%s%g", message ? message : "", message ? " " : "", progress);
+    json_t *content = json_pack("[{s:s, s:{s:s, s:s}}]", "type", "content", "content", "type",
+                                "text", "text", line);
+    char *mt = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
+    char *ct = content ? json_dumps(content, JSON_COMPACT) : NULL;
+    json_decref(meta);
+    json_decref(content);
+    if (mt && ct) {
+        pag_event ev = {.kind = PAG_EV_TOOL_UPDATE,
+                        .turn = pc->turn,
+                        .tool_call_id = pc->call_id,
+                        .status = "in_progress",
+                        .content_json = ct,
+                        .meta_json = mt};
+        pct_emit(pc->s, &ev);
+    }
+    free(mt);
+    free(ct);
+}
+
 int pct_run_tool(pct_sess *s, const char *name, const char *args, atomic_int *cancel,
                  pag_tool_output *out, bool child) {
-    if (pmcp_pool_has(s->mcp, name))
-        return pmcp_pool_call(s->mcp, name, args, cancel, &out->output, &out->is_error,
-                              &out->content_json);
+    /* The workspace tools (through the builtin in-process Workspace server) and every
+     * configured MCP server's tools: one route, the session's pool. */
+    if (pmcp_pool_has(s->mcp, name)) {
+        progress_ctx pc = {.s = s, .turn = pag_session_turn_gen(s->agent)};
+        snprintf(pc.call_id, sizeof pc.call_id, "%s", s->cur_call);
+        bool forward = !child && s->cur_call[0];
+        pmcp_pool_result r;
+        int rc = pmcp_pool_run(s->mcp, name, args, cancel, forward ? on_progress : NULL,
+                               forward ? &pc : NULL, &r);
+        out->output = r.text;
+        out->is_error = r.is_error;
+        out->content_json = r.content_json;
+        out->locations_json = r.locations_json;
+        out->meta_json = r.meta_json;
+        out->raw_output_json = r.raw_output_json;
+        memset(&r, 0, sizeof r);
+        return rc;
+    }
     if (!child && name && strcmp(name, "task") == 0) return pct_subagent_run(s, args, cancel, out);
     int hr = pct_host_tool(s, name, args, out);
     if (hr != -2) return hr;
-    const ptl_tool *t = ptl_find(name);
-    if (!t) return -1;
-    ptl_ctx tc = {.cwd = s->cwd, .cancel = cancel, .sandbox = &s->c->sandbox};
-    if (s->c->sink.fs_read || s->c->sink.fs_write) tc.client_fs = &s->client_fs;
-    if (s->c->sink.term_run) tc.client_term = &s->client_term;
-    ptl_result r;
-    ptl_status st = ptl_run(t, args, &tc, &r);
-    out->output = r.output;
-    out->is_error = r.is_error;
-    out->content_json = r.content_json;
-    out->locations_json = r.locations_json;
-    out->meta_json = r.meta_json;
-    out->raw_output_json = r.raw_output_json;
-    r.output = r.content_json = r.locations_json = r.meta_json = r.raw_output_json = NULL;
-    ptl_result_clear(&r);
-    return st == PTL_OK ? 0 : st == PTL_CANCELLED ? 1 : -1;
+    return -1; /* unknown: the workspace tools are all served by the pool */
 }
 
 /* Issue 12: the tools' client file system, bound to this session. */
@@ -410,8 +478,58 @@ int pct_free(pct_controller *c, long wait_ms) {
     return 0;
 }
 
-/* MCP (issue 12): connects the session's MCP servers and builds its tool list
- * (builtin tools first, then mcp__<server>__<tool>). Failures become notices. */
+/* The session's tool list: builtin and host tools first, then mcp__<server>__<tool>
+ * as the pool has them now. */
+static int build_tools(pct_sess *s) {
+    pct_controller *c = s->c;
+    size_t nm = pmcp_pool_tool_count(s->mcp);
+    pag_tool_info *t = calloc(c->ntools + nm + 1, sizeof *t);
+    if (!t) return -1;
+    memcpy(t, c->tools, c->ntools * sizeof *t);
+    size_t k = c->ntools;
+    for (size_t i = 0; i < nm; i++) {
+        const pmcp_pool_tool *pt = pmcp_pool_tool_at(s->mcp, i);
+        if (!pt) break;
+        t[k++] = (pag_tool_info){.name = pt->name,
+                                 .description = pt->description,
+                                 .schema_json = pt->schema_json,
+                                 .kind = "other",
+                                 .needs_permission = true};
+    }
+    s->tools = t;
+    s->ntools = k;
+    return 0;
+}
+
+/* The tools_now port: before each model request, a server's list_changed is taken in
+ * (the pool re-lists that server) and the new list is what the model sees. */
+static const pag_tool_info *port_tools_now(void *ctx, size_t *ntools) {
+    pct_sess *s = ctx;
+    char *why = NULL;
+    int rc = pmcp_pool_refresh(s->mcp, &why);
+    if (why) fprintf(stderr, "peri: session %s: %s", s->id, why);
+    free(why);
+    if (rc == 1) {
+        pct_old_tools *o = calloc(1, sizeof *o);
+        pag_tool_info *prev = s->tools;
+        size_t nprev = s->ntools;
+        if (o && build_tools(s) == 0) {
+            o->tools = prev;
+            o->next = s->old_tools;
+            s->old_tools = o;
+        } else {
+            free(o);
+            s->tools = prev;
+            s->ntools = nprev;
+        }
+    }
+    *ntools = s->ntools;
+    return s->tools;
+}
+
+/* MCP (issue 12): opens the session's pool — the builtin Workspace server in process,
+ * over the session's own tool context, and every configured server — and builds the
+ * tool list. Failures of configured servers become notices. */
 static int open_mcp(pct_sess *s, const char *mcp_json, char **notices) {
     pct_controller *c = s->c;
     /* User-level servers come from the settings document the host supplied. */
@@ -419,26 +537,21 @@ static int open_mcp(pct_sess *s, const char *mcp_json, char **notices) {
     json_t *wrap = servers ? json_pack("{s:O}", "mcpServers", servers) : NULL;
     char *user = wrap ? json_dumps(wrap, JSON_COMPACT) : NULL;
     json_decref(wrap);
-    pmcp_pool_opts po = {.cwd = s->cwd, .user_settings_json = user, .acp_servers_json = mcp_json};
+    s->tool_ctx = (ptl_ctx){.cwd = s->cwd, .sandbox = &c->sandbox};
+    if (c->sink.fs_read || c->sink.fs_write) s->tool_ctx.client_fs = &s->client_fs;
+    if (c->sink.term_run) s->tool_ctx.client_term = &s->client_term;
+    pmcp_pool_opts po = {.cwd = s->cwd,
+                         .user_settings_json = user,
+                         .acp_servers_json = mcp_json,
+                         .workspace = &s->tool_ctx};
     char *why = NULL;
     s->mcp = pmcp_pool_open(&po, &why);
     free(user);
-    size_t nm = pmcp_pool_tool_count(s->mcp);
-    s->tools = calloc(c->ntools + nm + 1, sizeof *s->tools);
-    if (!s->mcp || !s->tools) {
+    if (!s->mcp || !pmcp_pool_builtin(s->mcp) || build_tools(s) != 0) {
+        if (why) fprintf(stderr, "peri: session %s: %s", s->id, why);
         free(why);
         return -1;
     }
-    memcpy(s->tools, c->tools, c->ntools * sizeof *s->tools);
-    for (size_t i = 0; i < nm; i++) {
-        const pmcp_pool_tool *t = pmcp_pool_tool_at(s->mcp, i);
-        s->tools[c->ntools + i] = (pag_tool_info){.name = t->name,
-                                                  .description = t->description,
-                                                  .schema_json = t->schema_json,
-                                                  .kind = "other",
-                                                  .needs_permission = true};
-    }
-    s->ntools = c->ntools + nm;
     if (why) fprintf(stderr, "peri: session %s: %s", s->id, why);
     if (notices)
         *notices = why;
@@ -467,7 +580,8 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
     s->client_term = (ptl_client_term){.ctx = s, .run = client_term_run};
     if (open_mcp(s, mcp_json, notices) != 0) {
         pct_sess_release(s);
-        set_err(err, PCT_FAILED, "out of memory%s", NULL);
+        set_err(err, PCT_FAILED, "cannot start the session's tools (builtin workspace server)%s",
+                NULL);
         return PCT_FAILED;
     }
     char *frozen = NULL;
@@ -506,6 +620,7 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
                        .model_missing_reason = s->model_missing,
                        .tools = s->tools,
                        .ntools = s->ntools,
+                       .tools_now = port_tools_now,
                        .run_tool = port_run_tool,
                        .tool_title = port_tool_title,
                        .ask_permission = pct_port_ask,

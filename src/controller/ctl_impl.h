@@ -13,6 +13,11 @@
 
 #include <pthread.h>
 
+typedef struct pct_old_tools { /* a replaced session tool array */
+    struct pct_old_tools *next;
+    pag_tool_info *tools;
+} pct_old_tools;
+
 typedef enum sess_state { SESS_OPEN = 0, SESS_CLOSING, SESS_CLOSED } sess_state;
 
 typedef struct pct_sess {
@@ -40,6 +45,12 @@ typedef struct pct_sess {
     pmcp_pool *mcp;       /* MCP servers of this session (issue 12); closed on release */
     pag_tool_info *tools; /* builtin + MCP tools; the agent's ports point here */
     size_t ntools;
+    /* Tool arrays replaced after a server's tools/list_changed (worker thread only),
+     * kept until release like the pool's old tables. */
+    struct pct_old_tools *old_tools;
+    /* Issue 12: the context the builtin tools run with, inside the pool's in-process
+     * Workspace server (cwd, client fs, client terminal, sandbox; cancel per call). */
+    ptl_ctx tool_ctx;
     ptl_client_fs client_fs;     /* issue 12: files through the ACP client when offered */
     ptl_client_term client_term; /* issue 12 item 4: shell in the client's terminal */
     /* ---- issue 13 (guarded by mu unless noted) */

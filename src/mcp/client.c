@@ -174,11 +174,34 @@ static bool passed(const struct timespec *dl) {
     return now.tv_sec > dl->tv_sec || (now.tv_sec == dl->tv_sec && now.tv_nsec >= dl->tv_nsec);
 }
 
+/* Waits on the client's condition for at most 20 ms (c->mu held). */
+static void wait_a_bit(pmcp_client *c) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 20 * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+}
+
+static void unlink_pending(pmcp_client *c, pending *p) {
+    for (pending **pp = &c->pending; *pp; pp = &(*pp)->next) {
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    }
+}
+
 /* Sends a request and waits. On PMCP_OK *result is the result (new reference); on
- * PMCP_ERR_RPC err holds "MCP error <code>: <message>". */
-static pmcp_status request(pmcp_client *c, const char *method, json_t *params, atomic_int *cancel,
-                           long timeout_ms, pmcp_progress_fn progress, void *pctx, json_t **result,
-                           char *err, size_t errlen) {
+ * PMCP_ERR_RPC err holds "MCP error <code>: <message>". linger_ms > 0: after a cancel,
+ * waits that long for a late answer (PMCP_CANCELLED with *result set when it came). */
+static pmcp_status request_ex(pmcp_client *c, const char *method, json_t *params,
+                              atomic_int *cancel, long timeout_ms, long linger_ms,
+                              pmcp_progress_fn progress, void *pctx, json_t **result, char *err,
+                              size_t errlen) {
     *result = NULL;
     pending *p = calloc(1, sizeof *p);
     if (!p) {
@@ -236,28 +259,34 @@ static pmcp_status request(pmcp_client *c, const char *method, json_t *params, a
             snprintf(err, errlen, "MCP server %s did not answer %s in time", c->name, method);
             break;
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 20 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-    }
-    for (pending **pp = &c->pending; *pp; pp = &(*pp)->next) {
-        if (*pp == p) {
-            *pp = p->next;
-            break;
-        }
+        wait_a_bit(c);
     }
     bool closed = c->closed;
+    bool linger = st == PMCP_CANCELLED && linger_ms > 0 && !closed;
+    if (!linger) unlink_pending(c, p);
     pthread_mutex_unlock(&c->mu);
     if ((st == PMCP_CANCELLED || st == PMCP_TIMEOUT) && !closed) {
         send_json(c, pmcp__notification(
                          "notifications/cancelled",
                          json_pack("{s:I, s:s}", "requestId", p->id, "reason",
                                    st == PMCP_CANCELLED ? "cancelled by the user" : "timed out")));
+    }
+    if (linger) {
+        /* Our own in-process server still answers a cancelled call with what the tool
+         * returned when it stopped (the partial output): wait for it briefly. */
+        deadline_in(&dl, linger_ms);
+        pthread_mutex_lock(&c->mu);
+        while (!p->done && !c->closed && !passed(&dl))
+            wait_a_bit(c);
+        unlink_pending(c, p);
+        pthread_mutex_unlock(&c->mu);
+        if (p->done && !json_object_get(p->resp, "error")) {
+            *result = json_incref(json_object_get(p->resp, "result"));
+            if (!json_is_object(*result)) {
+                json_decref(*result);
+                *result = NULL;
+            }
+        }
     }
     if (st == PMCP_OK) {
         json_t *e = json_object_get(p->resp, "error");
@@ -281,6 +310,13 @@ static pmcp_status request(pmcp_client *c, const char *method, json_t *params, a
     json_decref(p->resp);
     free(p);
     return st;
+}
+
+static pmcp_status request(pmcp_client *c, const char *method, json_t *params, atomic_int *cancel,
+                           long timeout_ms, pmcp_progress_fn progress, void *pctx, json_t **result,
+                           char *err, size_t errlen) {
+    return request_ex(c, method, params, cancel, timeout_ms, 0, progress, pctx, result, err,
+                      errlen);
 }
 
 static int list_tools(pmcp_client *c, long timeout_ms, char *err, size_t errlen) {
@@ -384,7 +420,7 @@ pmcp_client *pmcp_client_connect(const pmcp_server_config *cfg, const pmcp_clien
         break;
     case PMCP_HTTP: c->link = pmcp__link_http(cfg, &cb, lerr, sizeof lerr); break;
     case PMCP_SSE: c->link = pmcp__link_sse(cfg, &cb, init_ms, lerr, sizeof lerr); break;
-    case PMCP_INPROC: c->link = pmcp__link_inproc(cfg->root, &cb, lerr, sizeof lerr); break;
+    case PMCP_INPROC: c->link = pmcp__link_inproc(cfg, &cb, lerr, sizeof lerr); break;
     }
     if (!c->link) {
         snprintf(err, errlen, "%s", lerr[0] ? lerr : "cannot connect");
@@ -483,7 +519,8 @@ bool pmcp_client_tools_changed(pmcp_client *c) {
 }
 
 int pmcp_client_refresh_tools(pmcp_client *c, char *err, size_t errlen) {
-    return list_tools(c, 0, err, errlen);
+    /* bounded like initialize: a session waits for this before its next model request */
+    return list_tools(c, 30000, err, errlen);
 }
 
 void pmcp_call_result_clear(pmcp_call_result *r) {
@@ -588,6 +625,28 @@ pmcp_status pmcp_client_call(pmcp_client *c, const char *tool, const char *args_
     out->text = model_text(json_is_array(content) ? content : NULL, structured);
     json_decref(res);
     return PMCP_OK;
+}
+
+pmcp_status pmcp__client_call_raw(pmcp_client *c, const char *tool, const char *args_json,
+                                  atomic_int *cancel, long timeout_ms, json_t **result, char *err,
+                                  size_t errlen) {
+    *result = NULL;
+    json_t *args = args_json ? json_loads(args_json, 0, NULL) : NULL;
+    json_t *params = NULL;
+    if (json_is_object(args)) {
+        params = json_pack("{s:s, s:o}", "name", tool, "arguments", args);
+    } else {
+        json_decref(args);
+        params = json_pack("{s:s, s:{}, s:{s:s}}", "name", tool, "arguments", "_meta",
+                           "peri/rawArguments", args_json ? args_json : "");
+    }
+    if (!params) {
+        snprintf(err, errlen, "out of memory");
+        return PMCP_ERR_TRANSPORT;
+    }
+    /* our in-process server answers a cancelled call with its partial result */
+    return request_ex(c, "tools/call", params, cancel, timeout_ms, PMCP_CANCEL_LINGER_MS, NULL,
+                      NULL, result, err, errlen);
 }
 
 pmcp_status pmcp_client_request(pmcp_client *c, const char *method, const char *params_json,

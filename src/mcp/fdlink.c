@@ -43,8 +43,10 @@ typedef struct fdlink {
     pthread_mutex_t wmu;
     pthread_t reader, errlog, server;
     bool has_reader, has_errlog, has_server;
-    int server_fd; /* inproc: the server's end */
-    char *root;    /* inproc */
+    int server_fd;           /* inproc: the server's end */
+    char *root;              /* inproc */
+    const ptl_ctx *tool_ctx; /* inproc: borrowed (the session's) */
+    bool acp_meta;           /* inproc */
 } fdlink;
 
 static int fd_send(pmcp__link *l, const char *text, size_t len) {
@@ -360,15 +362,24 @@ fail:
 
 static void *server_main(void *arg) {
     fdlink *f = arg;
-    pmcp_server_opts o = {.root = f->root, .name = "peri-workspace"};
+    pmcp_server_opts o = {.root = f->root,
+                          .name = "peri-workspace",
+                          .tool_ctx = f->tool_ctx,
+                          .acp_meta = f->acp_meta};
     pmcp_serve(&o, f->server_fd, f->server_fd);
     shutdown(f->server_fd, SHUT_RDWR); /* the client's reader sees EOF */
     return NULL;
 }
 
-pmcp__link *pmcp__link_inproc(const char *root, const pmcp__link_cb *cb, char *err, size_t errlen) {
+pmcp__link *pmcp__link_inproc(const pmcp_server_config *cfg, const pmcp__link_cb *cb, char *err,
+                              size_t errlen) {
     int sv[2];
+    const char *root = cfg->tool_ctx ? cfg->tool_ctx->cwd : cfg->root;
     fdlink *f = fdlink_new("workspace", cb);
+    if (f) {
+        f->tool_ctx = cfg->tool_ctx;
+        f->acp_meta = cfg->acp_meta;
+    }
     if (!f || !(f->root = strdup(root ? root : "/"))) {
         snprintf(err, errlen, "out of memory");
         if (f) fd_close(&f->base);

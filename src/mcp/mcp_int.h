@@ -82,14 +82,28 @@ struct pmcp__link {
 /* stdio child. NULL with err on failure (nothing left running). */
 pmcp__link *pmcp__link_stdio(const pmcp_server_config *cfg, const char *cwd,
                              const pmcp__link_cb *cb, char *err, size_t errlen);
-/* In-process workspace server on a thread over a socketpair. */
-pmcp__link *pmcp__link_inproc(const char *root, const pmcp__link_cb *cb, char *err, size_t errlen);
+/* In-process workspace server on a thread over a socketpair (cfg: root, tool_ctx,
+ * acp_meta). */
+pmcp__link *pmcp__link_inproc(const pmcp_server_config *cfg, const pmcp__link_cb *cb, char *err,
+                              size_t errlen);
 /* Streamable HTTP. */
 pmcp__link *pmcp__link_http(const pmcp_server_config *cfg, const pmcp__link_cb *cb, char *err,
                             size_t errlen);
 /* Legacy HTTP+SSE (waits for the endpoint event, up to timeout_ms). */
 pmcp__link *pmcp__link_sse(const pmcp_server_config *cfg, const pmcp__link_cb *cb, long timeout_ms,
                            char *err, size_t errlen);
+
+/* ---------------------------------------------------------------- client internals */
+
+/* tools/call returning the raw result object (new reference in *result on PMCP_OK;
+ * err says why otherwise). args_json that is not a JSON object is sent as {} with its
+ * text in _meta["peri/rawArguments"] (understood by acp_meta servers). On a cancel it
+ * waits up to PMCP_CANCEL_LINGER_MS for the late answer an acp_meta server sends (the
+ * stopped tool's partial result): PMCP_CANCELLED, with *result set when it came. */
+#define PMCP_CANCEL_LINGER_MS 2000
+pmcp_status pmcp__client_call_raw(pmcp_client *c, const char *tool, const char *args_json,
+                                  atomic_int *cancel, long timeout_ms, json_t **result, char *err,
+                                  size_t errlen);
 
 /* ---------------------------------------------------------------- SSE parsing */
 

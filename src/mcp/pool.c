@@ -7,9 +7,16 @@
  * parallel, exposing their tools under "mcp__<server>__<tool>" and mapping tools/call
  * results onto ACP ToolCallContent.
  *
+ * The pool also holds the builtin Workspace server (issue 12): an in-process pair whose
+ * server runs the registry tools with the session's own tool context, and whose results
+ * carry the ACP data in _meta["peri/acp"]; its tools keep their plain names. It starts
+ * at the first builtin call, so an idle session holds no thread and no descriptor.
+ *
  * Invariants: a server that fails never fails the pool (it is described in the
- * notices and its tools are absent); the tool table is immutable after open, so reads
- * need no lock; close() closes every client, which kills stdio process groups.
+ * notices and its tools are absent); the tool table changes only in pmcp_pool_refresh
+ * (notifications/tools/list_changed), under the pool's mutex, and a replaced table is
+ * kept until close so borrowed pointers never dangle; close() closes every client,
+ * which kills stdio process groups and joins the in-process server.
  */
 #include "mcp/mcp_int.h"
 
@@ -290,11 +297,25 @@ typedef struct pool_server {
     pthread_t th;
 } pool_server;
 
+/* A tool table replaced by pmcp_pool_refresh: kept until close, so pointers a caller
+ * copied from it (names, descriptions, schemas) never dangle. */
+typedef struct old_table {
+    struct old_table *next;
+    pool_tool *tools;
+    size_t ntools;
+} old_table;
+
 struct pmcp_pool {
+    pthread_mutex_t mu; /* tools, ntools, retired (refresh swaps the table) */
     pool_server *servers;
     size_t nservers;
     pool_tool *tools;
     size_t ntools;
+    old_table *retired;
+    /* The builtin Workspace server: configured at open (ws), started at its first call
+     * (an idle session costs no thread and no fd), under mu. */
+    const ptl_ctx *ws;
+    pmcp_client *builtin;
 };
 
 static void *connect_main(void *arg) {
@@ -353,18 +374,35 @@ static char *sanitize(const char *s) {
     return o;
 }
 
-static int add_tools(pmcp_pool *p, size_t si, char **notices) {
+static void table_free(pool_tool *t, size_t n) {
+    for (size_t i = 0; t && i < n; i++) {
+        free(t[i].ns_name);
+        free(t[i].desc);
+        free(t[i].schema);
+        free(t[i].orig);
+    }
+    free(t);
+}
+
+static bool table_has(const pool_tool *t, size_t n, const char *ns) {
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(t[i].ns_name, ns)) return true;
+    return false;
+}
+
+/* Appends server si's current tools to the table (*tools, *ntools). */
+static int add_tools(pmcp_pool *p, size_t si, pool_tool **tools, size_t *ntools, char **notices) {
     pool_server *ps = &p->servers[si];
     pmcp_tool *t;
     size_t n;
     if (pmcp_client_tools(ps->client, &t, &n) != 0) return -1;
     char *sname = sanitize(ps->cfg.name);
     int rc = sname ? 0 : -1;
-    pool_tool *nt = rc == 0 ? realloc(p->tools, (p->ntools + n + 1) * sizeof *nt) : NULL;
+    pool_tool *nt = rc == 0 ? realloc(*tools, (*ntools + n + 1) * sizeof *nt) : NULL;
     if (!nt)
         rc = -1;
     else
-        p->tools = nt;
+        *tools = nt;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         char *tname = sanitize(t[i].name);
         size_t need = strlen(sname) + (tname ? strlen(tname) : 0) + 8;
@@ -377,12 +415,12 @@ static int add_tools(pmcp_pool *p, size_t si, char **notices) {
         }
         snprintf(ns, need, "mcp__%s__%s", sname, tname);
         free(tname);
-        if (strlen(ns) > MAX_TOOL_NAME || pmcp_pool_has(p, ns)) {
+        if (strlen(ns) > MAX_TOOL_NAME || table_has(*tools, *ntools, ns)) {
             note(notices, "MCP tool %s left out: name too long or duplicate%s", ns, NULL);
             free(ns);
             continue;
         }
-        pool_tool *pt = &p->tools[p->ntools];
+        pool_tool *pt = &(*tools)[*ntools];
         memset(pt, 0, sizeof *pt);
         pt->ns_name = ns;
         pt->desc = t[i].description;
@@ -394,17 +432,38 @@ static int add_tools(pmcp_pool *p, size_t si, char **notices) {
                                    .description = pt->desc,
                                    .schema_json = pt->schema,
                                    .read_only = t[i].read_only};
-        p->ntools++;
+        (*ntools)++;
     }
     free(sname);
     pmcp_tools_free(t, n);
     return rc;
 }
 
+/* Starts the builtin Workspace server over the session's tool context (p->mu held).
+ * 0, or -1 with err. */
+static int start_builtin(pmcp_pool *p, char *err, size_t errlen) {
+    if (p->builtin) return 0;
+    pmcp_server_config cfg = {
+        .name = "workspace", .kind = PMCP_INPROC, .tool_ctx = p->ws, .acp_meta = true};
+    /* the tools enforce their own timeouts (the shell's may exceed any default) */
+    pmcp_client_opts co = {.call_timeout_ms = 30L * 24 * 3600 * 1000};
+    char why[400];
+    p->builtin = pmcp_client_connect(&cfg, &co, why, sizeof why);
+    if (!p->builtin) snprintf(err, errlen, "the builtin workspace server did not start: %s", why);
+    return p->builtin ? 0 : -1;
+}
+
+/* The builtin server serves exactly the tools registry. */
+static bool builtin_has(const pmcp_pool *p, const char *name) {
+    return p && p->ws && name && ptl_find(name) != NULL;
+}
+
 pmcp_pool *pmcp_pool_open(const pmcp_pool_opts *opt, char **notices) {
     if (notices) *notices = NULL;
     pmcp_pool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
+    pthread_mutex_init(&p->mu, NULL);
+    p->ws = opt->workspace;
     pmcp_server_config *cfgs = NULL;
     size_t n = 0;
     if (opt->user_settings_json)
@@ -421,7 +480,7 @@ pmcp_pool *pmcp_pool_open(const pmcp_pool_opts *opt, char **notices) {
         for (size_t i = 0; i < n; i++)
             pmcp_server_config_clear(&cfgs[i]);
         free(cfgs);
-        free(p);
+        pmcp_pool_close(p);
         return NULL;
     }
     p->nservers = n;
@@ -446,7 +505,7 @@ pmcp_pool *pmcp_pool_open(const pmcp_pool_opts *opt, char **notices) {
             note(notices, "MCP server \"%s\" is unavailable: %s", ps->cfg.name, ps->err);
             continue;
         }
-        if (add_tools(p, i, notices) != 0)
+        if (add_tools(p, i, &p->tools, &p->ntools, notices) != 0)
             note(notices, "MCP server \"%s\": out of memory listing its tools%s", ps->cfg.name,
                  NULL);
     }
@@ -455,37 +514,107 @@ pmcp_pool *pmcp_pool_open(const pmcp_pool_opts *opt, char **notices) {
 
 void pmcp_pool_close(pmcp_pool *p) {
     if (!p) return;
+    pmcp_client_close(p->builtin);
     for (size_t i = 0; i < p->nservers; i++) {
         pmcp_client_close(p->servers[i].client);
         pmcp_server_config_clear(&p->servers[i].cfg);
     }
-    for (size_t i = 0; i < p->ntools; i++) {
-        free(p->tools[i].ns_name);
-        free(p->tools[i].desc);
-        free(p->tools[i].schema);
-        free(p->tools[i].orig);
+    table_free(p->tools, p->ntools);
+    while (p->retired) {
+        old_table *o = p->retired;
+        p->retired = o->next;
+        table_free(o->tools, o->ntools);
+        free(o);
     }
-    free(p->tools);
     free(p->servers);
+    pthread_mutex_destroy(&p->mu);
     free(p);
 }
 
+bool pmcp_pool_builtin(const pmcp_pool *p) {
+    return p && p->ws;
+}
+
 size_t pmcp_pool_tool_count(const pmcp_pool *p) {
-    return p ? p->ntools : 0;
+    if (!p) return 0;
+    pthread_mutex_lock((pthread_mutex_t *)&p->mu);
+    size_t n = p->ntools;
+    pthread_mutex_unlock((pthread_mutex_t *)&p->mu);
+    return n;
 }
 
 const pmcp_pool_tool *pmcp_pool_tool_at(const pmcp_pool *p, size_t i) {
-    return p && i < p->ntools ? &p->tools[i].pub : NULL;
+    if (!p) return NULL;
+    pthread_mutex_lock((pthread_mutex_t *)&p->mu);
+    const pmcp_pool_tool *t = i < p->ntools ? &p->tools[i].pub : NULL;
+    pthread_mutex_unlock((pthread_mutex_t *)&p->mu);
+    return t;
 }
 
+/* The current entry for ns (stays valid until close: tables are retired, not freed). */
 static const pool_tool *find(const pmcp_pool *p, const char *ns) {
-    for (size_t i = 0; p && ns && i < p->ntools; i++)
-        if (!strcmp(p->tools[i].ns_name, ns)) return &p->tools[i];
-    return NULL;
+    if (!p || !ns) return NULL;
+    const pool_tool *t = NULL;
+    pthread_mutex_lock((pthread_mutex_t *)&p->mu);
+    for (size_t i = 0; i < p->ntools && !t; i++)
+        if (!strcmp(p->tools[i].ns_name, ns)) t = &p->tools[i];
+    pthread_mutex_unlock((pthread_mutex_t *)&p->mu);
+    return t;
 }
 
-bool pmcp_pool_has(const pmcp_pool *p, const char *namespaced) {
-    return find(p, namespaced) != NULL;
+bool pmcp_pool_has(const pmcp_pool *p, const char *name) {
+    return builtin_has(p, name) || find(p, name) != NULL;
+}
+
+static bool same_table(const pool_tool *a, size_t na, const pool_tool *b, size_t nb) {
+    if (na != nb) return false;
+    for (size_t i = 0; i < na; i++)
+        if (a[i].server != b[i].server || strcmp(a[i].ns_name, b[i].ns_name) ||
+            strcmp(a[i].desc, b[i].desc) || strcmp(a[i].schema, b[i].schema) ||
+            strcmp(a[i].orig, b[i].orig) || a[i].pub.read_only != b[i].pub.read_only)
+            return false;
+    return true;
+}
+
+int pmcp_pool_refresh(pmcp_pool *p, char **notices) {
+    if (!p) return 0;
+    bool any = false;
+    for (size_t i = 0; i < p->nservers; i++) {
+        pool_server *ps = &p->servers[i];
+        if (!ps->client || !pmcp_client_tools_changed(ps->client)) continue;
+        char err[512];
+        if (pmcp_client_refresh_tools(ps->client, err, sizeof err) != 0)
+            note(notices, "MCP server \"%s\": re-listing its tools failed: %s", ps->cfg.name, err);
+        any = true; /* the old list may be stale either way; rebuild from what we have */
+    }
+    if (!any) return 0;
+    pool_tool *nt = NULL;
+    size_t nn = 0;
+    for (size_t i = 0; i < p->nservers; i++) {
+        if (!p->servers[i].client) continue;
+        if (add_tools(p, i, &nt, &nn, notices) != 0) {
+            table_free(nt, nn);
+            return -1;
+        }
+    }
+    if (same_table(p->tools, p->ntools, nt, nn)) {
+        table_free(nt, nn);
+        return 0;
+    }
+    old_table *o = calloc(1, sizeof *o);
+    if (!o) {
+        table_free(nt, nn);
+        return -1;
+    }
+    pthread_mutex_lock(&p->mu);
+    o->tools = p->tools;
+    o->ntools = p->ntools;
+    o->next = p->retired;
+    p->retired = o;
+    p->tools = nt;
+    p->ntools = nn;
+    pthread_mutex_unlock(&p->mu);
+    return 1;
 }
 
 /* Cuts text for the model to MAX_MODEL_TEXT bytes at a UTF-8 boundary, saying so. */
@@ -505,21 +634,96 @@ static char *cap_text(char *text) {
     return out;
 }
 
-int pmcp_pool_call(pmcp_pool *p, const char *namespaced, const char *args_json, atomic_int *cancel,
-                   char **text, bool *is_error, char **content_json) {
-    *text = *content_json = NULL;
-    *is_error = true;
-    const pool_tool *t = find(p, namespaced);
+void pmcp_pool_result_clear(pmcp_pool_result *r) {
+    if (!r) return;
+    free(r->text);
+    free(r->content_json);
+    free(r->locations_json);
+    free(r->meta_json);
+    free(r->raw_output_json);
+    memset(r, 0, sizeof *r);
+}
+
+static char *dump_or_null(json_t *v) {
+    return v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+}
+
+/* A builtin tool through the in-process pair: the ACP data comes back in
+ * _meta["peri/acp"] and is handed on unchanged (no model-text cap: the tools cap their
+ * own output). */
+static int run_builtin(pmcp_pool *p, const char *name, const char *args_json, atomic_int *cancel,
+                       pmcp_pool_result *out) {
+    json_t *res = NULL;
+    char err[600];
+    pthread_mutex_lock(&p->mu);
+    pmcp_client *c = start_builtin(p, err, sizeof err) == 0 ? p->builtin : NULL;
+    pthread_mutex_unlock(&p->mu);
+    if (!c) {
+        out->text = strdup(err);
+        out->is_error = true;
+        return -1;
+    }
+    pmcp_status st = pmcp__client_call_raw(c, name, args_json, cancel, 0, &res, err, sizeof err);
+    if (st == PMCP_CANCELLED && !res) { /* no late answer: the agent says "cancelled" */
+        out->text = strdup("");
+        out->is_error = true;
+        return out->text ? 1 : -1;
+    }
+    if (!res) {
+        out->text = strdup(st == PMCP_OK ? "out of memory" : err);
+        out->is_error = true;
+        return -1;
+    }
+    json_t *content = json_object_get(res, "content");
+    const char *text = json_string_value(json_object_get(json_array_get(content, 0), "text"));
+    out->text = strdup(text ? text : "");
+    out->is_error = json_is_true(json_object_get(res, "isError"));
+    json_t *acp = json_object_get(json_object_get(res, "_meta"), "peri/acp");
+    /* textContent: one text block equal to the text. content_json stays NULL, for
+     * which the ACP layer renders exactly that block (and parses nothing). */
+    if (!json_is_true(json_object_get(acp, "textContent")))
+        out->content_json = dump_or_null(json_object_get(acp, "content"));
+    out->locations_json = dump_or_null(json_object_get(acp, "locations"));
+    out->raw_output_json = dump_or_null(json_object_get(acp, "rawOutput"));
+    out->meta_json = dump_or_null(json_object_get(acp, "meta"));
+    /* the tool's own status decides, as when it was called directly: a tool that
+     * finished before it saw the cancel ran (0) */
+    const char *status = json_string_value(json_object_get(acp, "status"));
+    int rc = !status                        ? 0
+             : !strcmp(status, "cancelled") ? 1
+                                            : -1; /* failed inside (out of memory, fork...) */
+    json_decref(res);
+    return out->text ? rc : -1;
+}
+
+int pmcp_pool_run(pmcp_pool *p, const char *name, const char *args_json, atomic_int *cancel,
+                  pmcp_progress_fn progress, void *pctx, pmcp_pool_result *out) {
+    memset(out, 0, sizeof *out);
+    out->is_error = true;
+    if (builtin_has(p, name)) return run_builtin(p, name, args_json, cancel, out);
+    const pool_tool *t = find(p, name);
     if (!t) return -1;
     pmcp_call_result r;
     pmcp_status st = pmcp_client_call(p->servers[t->server].client, t->orig, args_json, cancel,
-                                      NULL, NULL, 0, &r);
-    *is_error = r.is_error || st != PMCP_OK;
-    *text = cap_text(r.text);
+                                      progress, pctx, 0, &r);
+    out->is_error = r.is_error || st != PMCP_OK;
+    out->text = cap_text(r.text);
     r.text = NULL;
-    if (st == PMCP_OK) *content_json = pmcp_content_to_acp(r.content_json);
+    if (st == PMCP_OK) out->content_json = pmcp_content_to_acp(r.content_json);
     pmcp_call_result_clear(&r);
-    if (!*text) *text = strdup(st == PMCP_OK ? "" : "MCP call failed");
+    if (!out->text) out->text = strdup(st == PMCP_OK ? "" : "MCP call failed");
     if (st == PMCP_CANCELLED) return 1;
-    return *text ? 0 : -1;
+    return out->text ? 0 : -1;
+}
+
+int pmcp_pool_call(pmcp_pool *p, const char *namespaced, const char *args_json, atomic_int *cancel,
+                   char **text, bool *is_error, char **content_json) {
+    pmcp_pool_result r;
+    int rc = pmcp_pool_run(p, namespaced, args_json, cancel, NULL, NULL, &r);
+    *text = r.text;
+    *content_json = r.content_json;
+    *is_error = r.is_error;
+    r.text = r.content_json = NULL;
+    pmcp_pool_result_clear(&r);
+    return rc;
 }

@@ -4,11 +4,12 @@
  * workspace files as resources, over one JSON-RPC frame per line on a pair of fds.
  *
  * Methods: initialize (echoes a supported protocolVersion, else offers the newest),
- * ping, tools/list (pagination by an opaque index cursor), tools/call (each call on its
- * own thread so ping and notifications/cancelled stay responsive; a progressToken gets
- * a start notification), resources/list (empty: files are addressed by URI),
- * resources/templates/list (file:///{path}), resources/read (file:// URIs confined
- * exactly like the read tool). Unknown methods: -32601. Unknown tool: -32602.
+ * ping, tools/list (pagination by an opaque index cursor), tools/call (each call on a
+ * worker thread of its own — workers are reused, at most MAX_CALLS — so ping and
+ * notifications/cancelled stay responsive; a progressToken gets a start notification),
+ * resources/list (empty: files are addressed by URI), resources/templates/list (file:///{path}),
+ * resources/read (file:// URIs confined exactly like the read tool). Unknown methods: -32601.
+ * Unknown tool: -32602.
  *
  * Invariants: every path goes through the tools' confinement (ptl_resolve_path), so
  * escapes are refused with the same message as the builtin tools; a cancelled call gets
@@ -41,31 +42,68 @@ typedef struct call {
     json_t *progress_token; /* owned or NULL */
     atomic_int cancel;
     atomic_bool by_client; /* cancelled by notifications/cancelled: no answer */
-    atomic_bool done;
-    pthread_t th;
+    struct call *qnext;    /* in the start queue */
 } call;
+
+typedef struct wbuf {
+    int fd;
+    size_t len;
+    int failed;
+    char b[32768];
+} wbuf;
 
 typedef struct srv {
     const pmcp_server_opts *opt;
     char root[PATH_MAX];
     int out_fd;
-    pthread_mutex_t wmu;
-    pthread_mutex_t mu; /* calls */
-    call *calls;
+    pthread_mutex_t wmu; /* frames are written whole; wb */
+    wbuf wb;
+    pthread_mutex_t mu; /* everything below */
+    pthread_cond_t cv;
+    call *calls; /* accepted and not finished (queued or running) */
     size_t ncalls;
+    call *qhead, *qtail; /* accepted, not started */
+    size_t nqueued, nidle;
+    pthread_t workers[MAX_CALLS];
+    size_t nworkers;
+    bool stopping;
 } srv;
 
 static const char *const k_versions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
 
+/* Streams the frame's JSON into the socket through a fixed buffer (no whole-frame
+ * allocation: a large result would otherwise be built in a doubling buffer and copied;
+ * measured in bench/mcp_bench.c). */
+static int wbuf_put(const char *p, size_t n, void *ctx) {
+    wbuf *w = ctx;
+    if (w->failed) return -1;
+    if (w->len + n > sizeof w->b) {
+        if (pmcp__write_all(w->fd, w->b, w->len) != 0) return w->failed = -1;
+        w->len = 0;
+        if (n > sizeof w->b) {
+            if (pmcp__write_all(w->fd, p, n) != 0) return w->failed = -1;
+            return 0;
+        }
+    }
+    memcpy(w->b + w->len, p, n);
+    w->len += n;
+    return 0;
+}
+
 static void send_frame(srv *s, json_t *frame) {
-    size_t n;
-    char *t = pmcp__encode(frame, &n);
-    json_decref(frame);
-    if (!t) return;
+    if (!frame) return;
     pthread_mutex_lock(&s->wmu);
-    if (pmcp__write_all(s->out_fd, t, n) == 0) pmcp__write_all(s->out_fd, "\n", 1);
+    wbuf *w = &s->wb;
+    w->fd = s->out_fd;
+    w->len = 0;
+    w->failed = 0;
+    if (json_dump_callback(frame, wbuf_put, w, JSON_COMPACT | JSON_ENCODE_ANY) == 0 &&
+        wbuf_put("\n", 1, w) == 0)
+        pmcp__write_all(w->fd, w->b, w->len);
+    else if (!w->failed) /* cut short: end the line so the peer drops it as malformed */
+        pmcp__write_all(w->fd, "\n", 1);
     pthread_mutex_unlock(&s->wmu);
-    free(t);
+    json_decref(frame);
 }
 
 static void reply_error(srv *s, json_t *id, int code, const char *msg) {
@@ -113,32 +151,67 @@ static void m_tools_list(srv *s, json_t *id, json_t *params) {
     send_frame(s, pmcp__result(id, res));
 }
 
-static void *call_main(void *arg) {
-    call *c = arg;
+/* _meta["peri/acp"] of a result (acp_meta servers): what the ACP update needs beyond
+ * the text, taken from the registry's result without change. JSON texts the tools
+ * produced are embedded as JSON (a text that does not parse is left out). */
+static bool is_text_content(json_t *v, const char *text) {
+    json_t *b = json_array_size(v) == 1 ? json_array_get(v, 0) : NULL;
+    json_t *in = json_object_get(b, "content");
+    const char *ty = json_string_value(json_object_get(b, "type"));
+    const char *ity = json_string_value(json_object_get(in, "type"));
+    json_t *tx = json_object_get(in, "text");
+    return text && json_object_size(b) == 2 && json_object_size(in) == 2 && ty && ity &&
+           !strcmp(ty, "content") && !strcmp(ity, "text") && json_is_string(tx) &&
+           json_string_length(tx) == strlen(text) && !strcmp(json_string_value(tx), text);
+}
+
+static json_t *acp_meta(const ptl_tool *t, ptl_status st, const ptl_result *r) {
+    json_t *m = json_pack("{s:s}", "kind", ptl_kind_name(ptl_kind_of(t)));
+    if (!m) return NULL;
+    static const char *const keys[] = {"content", "locations", "rawOutput", "meta"};
+    const char *texts[] = {r->content_json, r->locations_json, r->raw_output_json, r->meta_json};
+    for (size_t i = 0; i < 4; i++) {
+        json_t *v = texts[i] ? json_loads(texts[i], JSON_DECODE_ANY, NULL) : NULL;
+        if (i == 0 && v && is_text_content(v, r->output)) {
+            /* the common case: one text block equal to the result's text, which the
+             * frame already carries; the client rebuilds it (half the bytes) */
+            json_decref(v);
+            json_object_set_new(m, "textContent", json_true());
+            continue;
+        }
+        if (v) json_object_set_new(m, keys[i], v);
+    }
+    if (st != PTL_OK)
+        json_object_set_new(m, "status", json_string(st == PTL_CANCELLED ? "cancelled" : "error"));
+    return m;
+}
+
+static void run_call(call *c) {
     srv *s = c->srv;
     if (c->progress_token)
         send_frame(
             s, pmcp__notification("notifications/progress",
                                   json_pack("{s:O, s:i, s:s}", "progressToken", c->progress_token,
                                             "progress", 0, "message", ptl_name(c->tool))));
-    ptl_ctx ctx = {.cwd = s->root, .cancel = &c->cancel, .timeout_ms = s->opt->shell_timeout_ms};
+    ptl_ctx ctx = {.cwd = s->root, .timeout_ms = s->opt->shell_timeout_ms};
+    if (s->opt->tool_ctx) ctx = *s->opt->tool_ctx; /* the session's own context */
+    ctx.cancel = &c->cancel;
     ptl_result r;
     ptl_status st = ptl_run(c->tool, c->args, &ctx, &r);
-    if (atomic_load(&c->by_client)) {
-        /* cancelled: the client no longer waits for an answer */
-    } else if (st == PTL_OK) {
-        json_t *res = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text",
-                                r.output ? r.output : "", "isError", r.is_error);
-        send_frame(s, pmcp__result(c->id, res));
+    if (atomic_load(&c->by_client) && !s->opt->acp_meta) {
+        /* cancelled: the client no longer waits for an answer (MCP). The in-process
+         * client of the agent does wait briefly: it records the partial result. */
     } else {
-        json_t *res =
-            json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text",
-                      r.output && r.output[0] ? r.output : "internal tool failure", "isError", 1);
+        const char *text = r.output ? r.output : "";
+        if (st != PTL_OK && !s->opt->acp_meta && !text[0]) text = "internal tool failure";
+        json_t *res = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", text,
+                                "isError", st != PTL_OK || r.is_error);
+        if (res && s->opt->acp_meta)
+            json_object_set_new(res, "_meta",
+                                json_pack("{s:o}", "peri/acp", acp_meta(c->tool, st, &r)));
         send_frame(s, pmcp__result(c->id, res));
     }
     ptl_result_clear(&r);
-    atomic_store(&c->done, true);
-    return NULL;
 }
 
 static void call_free(call *c) {
@@ -148,24 +221,50 @@ static void call_free(call *c) {
     free(c);
 }
 
-/* Joins finished calls; with all, cancels and joins every call. */
-static void reap(srv *s, bool all) {
+/* A call worker: runs queued calls one after another and waits for the next, so a
+ * call costs no thread start (measured: most of the in-process overhead); stops when
+ * the server stops and the queue is empty. */
+static void *worker_main(void *arg) {
+    srv *s = arg;
     pthread_mutex_lock(&s->mu);
-    for (call **pp = &s->calls; *pp;) {
-        call *c = *pp;
-        if (all) atomic_store(&c->cancel, 1);
-        if (all || atomic_load(&c->done)) {
-            *pp = c->next;
-            s->ncalls--;
-            pthread_mutex_unlock(&s->mu);
-            pthread_join(c->th, NULL);
-            call_free(c);
-            pthread_mutex_lock(&s->mu);
-        } else {
-            pp = &c->next;
+    for (;;) {
+        while (!s->qhead && !s->stopping) {
+            s->nidle++;
+            pthread_cond_wait(&s->cv, &s->mu);
+            s->nidle--;
         }
+        call *c = s->qhead;
+        if (!c) break; /* stopping */
+        s->qhead = c->qnext;
+        if (!s->qhead) s->qtail = NULL;
+        s->nqueued--;
+        pthread_mutex_unlock(&s->mu);
+        run_call(c);
+        pthread_mutex_lock(&s->mu);
+        for (call **pp = &s->calls; *pp; pp = &(*pp)->next)
+            if (*pp == c) {
+                *pp = c->next;
+                break;
+            }
+        s->ncalls--;
+        call_free(c);
+        pthread_cond_broadcast(&s->cv);
     }
     pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* Cancels every call, stops the workers and joins them. */
+static void stop_all(srv *s) {
+    pthread_mutex_lock(&s->mu);
+    for (call *c = s->calls; c; c = c->next)
+        atomic_store(&c->cancel, 1);
+    s->stopping = true;
+    pthread_cond_broadcast(&s->cv);
+    size_t n = s->nworkers;
+    pthread_mutex_unlock(&s->mu);
+    for (size_t i = 0; i < n; i++)
+        pthread_join(s->workers[i], NULL);
 }
 
 static void m_tools_call(srv *s, json_t *id, json_t *params) {
@@ -186,7 +285,6 @@ static void m_tools_call(srv *s, json_t *id, json_t *params) {
         reply_error(s, id, PMCP_INVALID_PARAMS, "arguments must be an object");
         return;
     }
-    reap(s, false);
     call *c = calloc(1, sizeof *c);
     if (!c) {
         reply_error(s, id, PMCP_INTERNAL_ERROR, "out of memory");
@@ -195,7 +293,15 @@ static void m_tools_call(srv *s, json_t *id, json_t *params) {
     c->srv = s;
     c->tool = t;
     c->id = json_deep_copy(id);
-    c->args = json_is_object(args) ? json_dumps(args, JSON_COMPACT) : strdup("{}");
+    /* An in-process client passes arguments that are not a JSON object as their text
+     * in _meta["peri/rawArguments"], so the tool reports them exactly as when called
+     * directly. */
+    const char *raw = s->opt->acp_meta ? json_string_value(json_object_get(
+                                             json_object_get(params, "_meta"), "peri/rawArguments"))
+                                       : NULL;
+    c->args = raw                    ? strdup(raw)
+              : json_is_object(args) ? json_dumps(args, JSON_COMPACT)
+                                     : strdup("{}");
     json_t *tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
     if (json_is_string(tok) || json_is_integer(tok)) c->progress_token = json_incref(tok);
     if (!c->id || !c->args) {
@@ -205,10 +311,25 @@ static void m_tools_call(srv *s, json_t *id, json_t *params) {
     }
     pthread_mutex_lock(&s->mu);
     bool full = s->ncalls >= MAX_CALLS;
-    if (!full && pthread_create(&c->th, NULL, call_main, c) == 0) {
+    bool ok = !full;
+    /* a worker per call that no idle worker will take */
+    if (ok && s->nqueued + 1 > s->nidle) {
+        ok = s->nworkers < MAX_CALLS &&
+             pthread_create(&s->workers[s->nworkers], NULL, worker_main, s) == 0;
+        if (ok) s->nworkers++;
+        if (!ok && s->nworkers > 0) ok = true; /* a busy worker takes it later */
+    }
+    if (ok) {
         c->next = s->calls;
         s->calls = c;
         s->ncalls++;
+        if (s->qtail)
+            s->qtail->qnext = c;
+        else
+            s->qhead = c;
+        s->qtail = c;
+        s->nqueued++;
+        pthread_cond_signal(&s->cv);
         c = NULL;
     }
     pthread_mutex_unlock(&s->mu);
@@ -322,14 +443,16 @@ int pmcp_serve(const pmcp_server_opts *opt, int in_fd, int out_fd) {
     s.opt = opt;
     s.out_fd = out_fd;
     struct stat st;
-    if (!opt || !opt->root || !realpath(opt->root, s.root) || stat(s.root, &st) != 0 ||
+    const char *root = opt && opt->tool_ctx ? opt->tool_ctx->cwd : opt ? opt->root : NULL;
+    if (!opt || !root || !realpath(root, s.root) || stat(s.root, &st) != 0 ||
         !S_ISDIR(st.st_mode)) {
         fprintf(stderr, "peri mcp: workspace root is not an existing directory: %s\n",
-                opt && opt->root ? opt->root : "(none)");
+                root ? root : "(none)");
         return -1;
     }
     pthread_mutex_init(&s.wmu, NULL);
     pthread_mutex_init(&s.mu, NULL);
+    pthread_cond_init(&s.cv, NULL);
     pmcp__lines r;
     pmcp__lines_init(&r, in_fd);
     for (;;) {
@@ -360,17 +483,16 @@ int pmcp_serve(const pmcp_server_opts *opt, int in_fd, int out_fd) {
     pmcp__lines_free(&r);
     /* EOF: running calls get a short grace to answer (a client may have half-closed),
      * then are cancelled; either way they are joined before returning. */
-    for (int i = 0; i < 200; i++) {
-        reap(&s, false);
-        pthread_mutex_lock(&s.mu);
-        size_t left = s.ncalls;
-        pthread_mutex_unlock(&s.mu);
-        if (!left) break;
-        struct timespec ts = {0, 10 * 1000000L};
-        nanosleep(&ts, NULL);
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 2;
+    pthread_mutex_lock(&s.mu);
+    while (s.ncalls > 0 && pthread_cond_timedwait(&s.cv, &s.mu, &dl) == 0) {
     }
-    reap(&s, true);
+    pthread_mutex_unlock(&s.mu);
+    stop_all(&s);
     pthread_mutex_destroy(&s.wmu);
     pthread_mutex_destroy(&s.mu);
+    pthread_cond_destroy(&s.cv);
     return 0;
 }

@@ -6,6 +6,13 @@
  * write takes the next value) and a 128 MiB cap on file contents.
  * Explicit (empty) directories made through WASI are entries with dir set; they never
  * appear in the output files.
+ * Names and contents are apart: an entry (pr_file, keyed by path) points at a node
+ * (pr_node: contents, times, link and open counts). Beyond the contract (peri run)
+ * several entries may share a node (hard links) and a node may be a symbolic link;
+ * contract runs only ever have one entry per node. Budget invariants: fs->total is the
+ * sum of the lengths of the nodes alive (each once, however many names), fs->meta the
+ * bytes of entries and nodes; a node is freed when its last name goes and no
+ * descriptor holds it, or at its last close after that.
  */
 #include "room_int.h"
 
@@ -21,24 +28,49 @@ static uint32_t hash_path(const char *s, size_t n) {
     return h ? h : 1;
 }
 
+uint64_t pr_path_ino(const char *p, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)p[i]) * 1099511628211ull;
+    return h;
+}
+
 pr_fs *pr_fs_new(void) {
     pr_fs *fs = calloc(1, sizeof *fs);
     if (fs) fs->clock = 1;
     return fs;
 }
 
+void pr_fs_set_clock(pr_fs *fs, uint64_t start) {
+    if (start > fs->clock) fs->clock = start;
+}
+
+/* Frees a node that no name and no descriptor holds; its bytes leave the budget. */
+static void node_free(pr_fs *fs, pr_node *nd) {
+    if (fs) {
+        fs->total -= nd->len;
+        fs->meta -= sizeof *nd;
+    }
+    free(nd->data);
+    free(nd);
+}
+
+/* One name less for nd; freed with its last name unless a descriptor holds it (or
+ * always, when the whole file system goes: force). */
+static void node_unref(pr_fs *fs, pr_node *nd, bool force) {
+    if (!nd) return;
+    nd->nlink--;
+    if (nd->nlink == 0 && (nd->nopen == 0 || force)) node_free(fs, nd);
+}
+
 void pr_fs_free(pr_fs *fs) {
     if (!fs) return;
     for (size_t i = 0; i < fs->norder; i++) {
-        free(fs->order[i]->data);
-        free(fs->order[i]);
-    }
-    for (size_t i = 0; i < fs->ngrave; i++) {
-        free(fs->grave[i]->data);
-        free(fs->grave[i]);
+        pr_file *f = fs->order[i];
+        if (!f->dead) node_unref(NULL, f->node, true);
+        free(f);
     }
     free(fs->order);
-    free(fs->grave);
     free(fs->slots);
     free(fs);
 }
@@ -60,54 +92,21 @@ static size_t entry_cost(const pr_file *f) {
     return sizeof *f + f->path_len + 1;
 }
 
-static void free_entry(pr_fs *fs, pr_file *f) {
-    fs->meta -= entry_cost(f);
-    free(f->data);
-    free(f);
-}
-
-/* Rebuilds the hash table with nslots slots and compacts the order array. Removed
- * entries are freed, except those an open WASI descriptor still points at: those wait
- * in the graveyard (and are freed at the next compaction after their last close). */
+/* Rebuilds the hash table with nslots slots and compacts the order array, freeing
+ * removed entries (their nodes are managed by pr_fs_remove / pr_fs_node_close). */
 static bool rehash(pr_fs *fs, size_t nslots) {
     uint32_t *s = calloc(nslots, sizeof *s);
     if (!s) return false;
-    size_t keep = 0;
-    for (size_t i = 0; i < fs->norder; i++)
-        keep += fs->order[i]->dead && fs->order[i]->nopen;
-    for (size_t i = 0; i < fs->ngrave; i++)
-        keep += fs->grave[i]->nopen > 0;
-    if (keep > fs->cap_grave) {
-        size_t c = fs->cap_grave ? fs->cap_grave : 16;
-        while (c < keep)
-            c *= 2;
-        pr_file **g = realloc(fs->grave, c * sizeof *g);
-        if (!g) {
-            free(s);
-            return false;
-        }
-        fs->grave = g;
-        fs->cap_grave = c;
-    }
-    size_t ng = 0;
-    for (size_t i = 0; i < fs->ngrave; i++) {
-        pr_file *f = fs->grave[i];
-        if (f->nopen)
-            fs->grave[ng++] = f;
-        else
-            free_entry(fs, f);
-    }
     size_t k = 0;
     for (size_t i = 0; i < fs->norder; i++) {
         pr_file *f = fs->order[i];
-        if (!f->dead)
+        if (!f->dead) {
             fs->order[k++] = f;
-        else if (f->nopen)
-            fs->grave[ng++] = f;
-        else
-            free_entry(fs, f);
+        } else {
+            fs->meta -= entry_cost(f);
+            free(f);
+        }
     }
-    fs->ngrave = ng;
     fs->norder = k;
     for (size_t i = 0; i < k; i++) {
         size_t j = fs->order[i]->hash & (nslots - 1);
@@ -121,11 +120,13 @@ static bool rehash(pr_fs *fs, size_t nslots) {
     return true;
 }
 
-pr_file *pr_fs_create(pr_fs *fs, const char *norm, size_t n, bool dir) {
+/* A new entry (name) at norm, with no node yet; extra = bytes of a node made with it,
+ * charged to the entries' budget too. */
+static pr_file *new_entry(pr_fs *fs, const char *norm, size_t n, bool dir, size_t extra) {
     fs->create_err = -1;
     /* Entries (paths and bookkeeping) have their own 128 MiB budget next to the
      * contents': a guest must not grow host memory through names or unlink churn. */
-    size_t cost = sizeof(pr_file) + n + 1;
+    size_t cost = sizeof(pr_file) + n + 1 + extra;
     if (cost > PR_FS_MAX - fs->meta) {
         if (fs->nslots && fs->norder > fs->nlive) rehash(fs, fs->nslots); /* reclaim */
         if (cost > PR_FS_MAX - fs->meta) {
@@ -154,8 +155,7 @@ pr_file *pr_fs_create(pr_fs *fs, const char *norm, size_t n, bool dir) {
     f->path_len = n;
     f->hash = hash_path(norm, n);
     f->dir = dir;
-    f->mtime = fs->clock; /* only writes advance the clock, as in the reference */
-    fs->meta += cost;
+    fs->meta += cost - extra;
     fs->order[fs->norder++] = f;
     fs->nlive++;
     size_t mask = fs->nslots - 1;
@@ -163,6 +163,65 @@ pr_file *pr_fs_create(pr_fs *fs, const char *norm, size_t n, bool dir) {
     while (fs->slots[j] && fs->slots[j] != TOMB)
         j = (j + 1) & mask;
     fs->slots[j] = (uint32_t)fs->norder;
+    return f;
+}
+
+/* A new node of kind for entry f (owned by f: nlink 1). false when out of memory. */
+static bool attach_node(pr_fs *fs, pr_file *f, uint8_t kind) {
+    pr_node *nd = calloc(1, sizeof *nd);
+    if (!nd) return false;
+    nd->kind = kind;
+    nd->nlink = 1;
+    nd->mtime = fs->clock; /* only writes advance the clock, as in the reference */
+    nd->ino = pr_path_ino(f->path, f->path_len);
+    nd->serial = ++fs->serial;
+    fs->meta += sizeof *nd;
+    f->node = nd;
+    return true;
+}
+
+/* Takes back an entry just made (out of memory for its node). */
+static void drop_entry(pr_fs *fs, pr_file *f) {
+    pr_fs_remove(fs, f);
+}
+
+pr_file *pr_fs_create(pr_fs *fs, const char *norm, size_t n, bool dir) {
+    pr_file *f = new_entry(fs, norm, n, dir, dir ? 0 : sizeof(pr_node));
+    if (!f || dir) return f;
+    if (!attach_node(fs, f, PR_NODE_FILE)) {
+        drop_entry(fs, f);
+        fs->create_err = -1;
+        return NULL;
+    }
+    return f;
+}
+
+pr_file *pr_fs_link(pr_fs *fs, const char *norm, size_t n, pr_node *node) {
+    pr_file *f = new_entry(fs, norm, n, false, 0);
+    if (!f) return NULL;
+    f->node = node;
+    node->nlink++;
+    return f;
+}
+
+pr_file *pr_fs_symlink(pr_fs *fs, const char *norm, size_t n, const char *t, size_t tn) {
+    if (tn > PR_FS_MAX - fs->total) {
+        fs->create_err = -2;
+        return NULL;
+    }
+    pr_file *f = new_entry(fs, norm, n, false, sizeof(pr_node));
+    if (!f) return NULL;
+    uint8_t *d = malloc(tn ? tn : 1);
+    if (!d || !attach_node(fs, f, PR_NODE_LINK)) {
+        free(d);
+        drop_entry(fs, f);
+        fs->create_err = -1;
+        return NULL;
+    }
+    memcpy(d, t, tn);
+    f->node->data = d;
+    f->node->len = f->node->cap = tn;
+    fs->total += tn;
     return f;
 }
 
@@ -178,13 +237,15 @@ void pr_fs_remove(pr_fs *fs, pr_file *f) {
     }
     f->dead = true;
     fs->nlive--;
-    /* As in POSIX, an unlinked file's bytes stay counted until its last close: an open
+    /* As in POSIX, an unlinked node's bytes stay counted until its last close: an open
      * descriptor keeps it readable and writable, and host memory must stay within the
      * budget however often a guest unlinks open files. */
-    if (!f->nopen) pr_fs_release_dead(fs, f);
+    pr_node *nd = f->node;
+    f->node = NULL;
+    node_unref(fs, nd, false);
 }
 
-static int grow(pr_fs *fs, pr_file *f, size_t len) {
+static int grow(pr_fs *fs, pr_node *f, size_t len) {
     if (len > f->len && len - f->len > PR_FS_MAX - fs->total) return -2;
     if (len > f->cap) {
         size_t c = f->cap ? f->cap : 64;
@@ -198,7 +259,7 @@ static int grow(pr_fs *fs, pr_file *f, size_t len) {
     return 0;
 }
 
-int pr_fs_truncate(pr_fs *fs, pr_file *f, size_t len) {
+int pr_fs_truncate(pr_fs *fs, pr_node *f, size_t len) {
     if (len > f->len) {
         int rc = grow(fs, f, len);
         if (rc) return rc;
@@ -210,7 +271,7 @@ int pr_fs_truncate(pr_fs *fs, pr_file *f, size_t len) {
     return 0;
 }
 
-int pr_fs_pwrite(pr_fs *fs, pr_file *f, const void *data, size_t n, size_t off) {
+int pr_fs_pwrite(pr_fs *fs, pr_node *f, const void *data, size_t n, size_t off) {
     if (off > SIZE_MAX - n) return -2;
     size_t end = off + n;
     if (end > f->len) {
@@ -225,14 +286,15 @@ int pr_fs_pwrite(pr_fs *fs, pr_file *f, const void *data, size_t n, size_t off) 
     return 0;
 }
 
-void pr_fs_release_dead(pr_fs *fs, pr_file *f) {
-    if (fs) fs->total -= f->len;
-    free(f->data);
-    f->data = NULL;
-    f->len = f->cap = 0;
+void pr_fs_node_open(pr_node *f) {
+    f->nopen++;
 }
 
-void pr_fs_touch(pr_fs *fs, pr_file *f) {
+void pr_fs_node_close(pr_fs *fs, pr_node *f) {
+    if (--f->nopen == 0 && f->nlink == 0) node_free(fs, f);
+}
+
+void pr_fs_touch(pr_fs *fs, pr_node *f) {
     f->mtime = ++fs->clock;
 }
 
@@ -243,32 +305,40 @@ int pr_fs_write(pr_fs *fs, const char *path, size_t path_len, const void *data, 
     size_t n = pr_path_normalize(path, path_len, norm);
     pr_file *f = pr_fs_find(fs, norm, n);
     int rc = 0;
+    if (f && pr_file_is_link(f)) { /* a symbolic link (beyond the contract) is replaced */
+        pr_fs_remove(fs, f);
+        f = NULL;
+    }
     if (f && f->dir) {
         /* An explicit directory replaced by a file: the reference FS has no such
          * thing, so the file simply takes the entry. */
-        f->dir = false;
+        if (!attach_node(fs, f, PR_NODE_FILE))
+            rc = -1;
+        else
+            f->dir = false;
     }
-    if (!f) {
+    if (!f && !rc) {
         if (len > PR_FS_MAX - fs->total)
             rc = -2;
         else if (!(f = pr_fs_create(fs, norm, n, false)))
             rc = fs->create_err;
     }
     if (!rc) {
-        size_t old = f->len;
+        pr_node *nd = f->node;
+        size_t old = nd->len;
         if (len > old && len - old > PR_FS_MAX - fs->total)
             rc = -2;
         else {
             fs->total -= old;
-            f->len = 0;
-            rc = grow(fs, f, len);
+            nd->len = 0;
+            rc = grow(fs, nd, len);
             if (!rc) {
-                if (len) memcpy(f->data, data, len);
-                f->len = len;
+                if (len) memcpy(nd->data, data, len);
+                nd->len = len;
                 fs->total += len;
-                f->mtime = ++fs->clock;
+                nd->mtime = ++fs->clock;
             } else {
-                f->len = old;
+                nd->len = old;
                 fs->total += old;
             }
         }
@@ -281,11 +351,11 @@ bool pr_fs_next(const pr_fs *fs, size_t *cursor, const char **path, size_t *path
                 const uint8_t **data, size_t *len) {
     while (*cursor < fs->norder) {
         pr_file *f = fs->order[(*cursor)++];
-        if (f->dead || f->dir) continue;
+        if (f->dead || f->dir || pr_file_is_link(f)) continue;
         *path = f->path;
         *path_len = f->path_len;
-        *data = f->data;
-        *len = f->len;
+        *data = f->node->data;
+        *len = f->node->len;
         return true;
     }
     return false;

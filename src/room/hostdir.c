@@ -363,7 +363,9 @@ int pr_hd_open(int dirfd, const char *path, size_t len, uint32_t lookup, uint32_
                uint16_t fdflags, bool read, bool write, int *out, bool *is_dir) {
     (void)read;
     walk w;
-    int e = walk_path(dirfd, path, len, lookup & 1, &w);
+    /* O_CREAT | O_EXCL never follows a final symlink: it exists (EEXIST), as in POSIX. */
+    bool excl = (oflags & O_CREAT_) && (oflags & O_EXCL_);
+    int e = walk_path(dirfd, path, len, (lookup & 1) && !excl, &w);
     if (e) return e;
     int fl = O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK;
     if (oflags & O_CREAT_) fl |= O_CREAT;

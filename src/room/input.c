@@ -20,6 +20,7 @@
 typedef struct parser {
     const char *s;
     size_t n, i;
+    const pr_json_keys *hook; /* its `known` recogniser, or NULL */
 } parser;
 
 static void ws(parser *p) {
@@ -89,6 +90,14 @@ static inline bool plain8(const unsigned char *u) {
 static bool string(parser *p, char *out, size_t *len) {
     size_t i = p->i + 1, k = 0;
     const unsigned char *u = (const unsigned char *)p->s;
+    if (p->hook && !out) {
+        size_t known = p->hook->known(p->hook->known_ud, p->s, p->n, i);
+        if (known) {
+            p->i = i + known + 1;
+            if (len) *len = known;
+            return true;
+        }
+    }
     for (;;) {
         /* Fast path: a run of plain characters is scanned eight bytes at a time, then
          * copied at once (program texts are megabytes of plain characters). */
@@ -208,14 +217,26 @@ static bool object(parser *p, spans *top) {
             const char *k = p->s + key_at;
             size_t klen = key_end - key_at;
             if (klen <= 36 && memchr(k, '\\', klen)) {
-                parser q = {p->s, p->n, key_at - 1};
+                parser q = {p->s, p->n, key_at - 1, NULL};
                 if (string(&q, kb, &kl)) k = kb, klen = kl;
             }
+            bool nested = false;
             for (size_t w = 0; w < top->n; w++)
-                if (strlen(top->names[w]) == klen && memcmp(k, top->names[w], klen) == 0)
+                if (strlen(top->names[w]) == klen && memcmp(k, top->names[w], klen) == 0) {
                     top->at[w] = p->i + 1;
+                    nested = top->sub && w == top->sub_of;
+                }
+            if (nested) {
+                for (size_t w = 0; w < top->sub->n; w++)
+                    top->sub->at[w] = 0;
+                if (p->i < p->n && p->s[p->i] == '{') {
+                    if (!object(p, top->sub)) return false;
+                    goto next;
+                }
+            }
         }
         if (!value(p, NULL)) return false;
+    next:
         ws(p);
         if (p->i >= p->n) return false;
         if (p->s[p->i] == ',') {
@@ -499,8 +520,8 @@ bool pr_input_parse(const char *text, size_t n, pr_input *in, pr_error *err) {
     }
     static const char *const names[2] = {"args", "files"};
     size_t at[2] = {0, 0};
-    spans top = {names, 2, at};
-    parser p = {s, n, 0};
+    spans top = {.names = names, .n = 2, .at = at};
+    parser p = {s, n, 0, NULL};
     ws(&p);
     bool ok = value(&p, p.i < n && s[p.i] == '{' ? &top : NULL);
     ws(&p);
@@ -575,37 +596,36 @@ size_t pr_path_normalize(const char *in, size_t n, char *out) {
 bool pr_json_scan(const char *s, size_t n, pr_json_keys *keys) {
     for (size_t w = 0; w < keys->n; w++)
         keys->at[w] = 0;
-    parser p = {s, n, 0};
+    if (keys->sub)
+        for (size_t w = 0; w < keys->sub->n; w++)
+            keys->sub->at[w] = 0;
+    parser p = {s, n, 0, keys->known ? keys : NULL};
     ws(&p);
     bool ok = value(&p, p.i < n && s[p.i] == '{' ? keys : NULL);
     ws(&p);
     return ok && p.i == n;
 }
 
-void pr_json_members(const char *s, size_t n, size_t at, pr_json_keys *keys) {
-    for (size_t w = 0; w < keys->n; w++)
-        keys->at[w] = 0;
-    parser p = {s, n, at};
-    if (at < n && s[at] == '{') object(&p, keys);
-}
-
 size_t pr_json_value_end(const char *s, size_t n, size_t at) {
-    parser p = {s, n, at};
+    parser p = {s, n, at, NULL};
     value(&p, NULL);
     return p.i;
 }
 
 char *pr_json_string_dup(const char *s, size_t n, size_t at, size_t *len) {
-    parser p = {s, n, at};
+    parser p = {s, n, at, NULL};
     if (at >= n || s[at] != '"') return NULL;
-    /* The value is never longer than the rest of the text: one pass, then shrink. */
-    char *out = malloc(n - at + 1);
+    /* A first pass measures the value, so that a short string in a long text does
+     * not allocate the rest of the text. */
+    size_t want;
+    if (!string(&p, NULL, &want)) return NULL;
+    char *out = malloc(want + 1);
     if (!out) return NULL;
+    p.i = at;
     if (!string(&p, out, len)) {
         free(out);
         return NULL;
     }
     out[*len] = 0;
-    char *fit = realloc(out, *len + 1);
-    return fit ? fit : out;
+    return out;
 }

@@ -28,7 +28,9 @@ static bool build_fs(pr_fs *fs, const pr_input *in, pr_error *err) {
 
 /* The cached program for (scope, digest) when it was verified from exactly this
  * Base64 text: decoding and hashing it again would give the same bytes and digest,
- * so the Base64, length and SHA-256 rules hold without redoing them. */
+ * so the Base64, length and SHA-256 rules hold without redoing them. The text is
+ * compared byte for byte, unless it is that program's own text (`isolate serve` passes
+ * the cached text it recognised in the request line; serve.c). */
 static pr_program *verified(pr_host *h, const pr_request *req) {
     char stackkey[256];
     size_t kmax = pr_program_key_max(req->scope);
@@ -36,8 +38,10 @@ static pr_program *verified(pr_host *h, const pr_request *req) {
     size_t n = pr_program_key(req->scope, req->digest.ptr, stackkey);
     pr_program *p = pr_cache_get(&h->cache, stackkey, n);
     if (p && p->text_len == req->program.len &&
-        memcmp(p->text, req->program.ptr, req->program.len) == 0)
+        (p->text == req->program.ptr || memcmp(p->text, req->program.ptr, req->program.len) == 0)) {
+        pr_cache_count_text_hit(&h->cache);
         return p;
+    }
     pr_program_release(p);
     return NULL;
 }

@@ -105,12 +105,20 @@ typedef struct pr_json_keys {
     const char *const *names;
     size_t n;
     size_t *at; /* per name: offset of the member's value + 1 (last wins), 0 = absent */
+    /* Optional (pr_json_scan): the members of the object value of names[sub_of] are
+     * recorded in *sub too (from the last such member; all 0 if it is not an object). */
+    struct pr_json_keys *sub;
+    size_t sub_of;
+    /* Optional (pr_json_scan): called at every string of the text, at = offset of its
+     * first content byte. A nonzero return L promises that s[at..at+L) is a string's
+     * whole raw content, ends at a '"' (s[at+L]) and holds no '\\', no control and no
+     * non-ASCII byte; the scanner then skips those bytes unread. 0: scan as usual. */
+    size_t (*known)(void *ud, const char *s, size_t n, size_t at);
+    void *known_ud;
 } pr_json_keys;
 /* Validates s as one JSON value (whitespace around allowed); when it is an object,
  * records where its named members' values start. */
 bool pr_json_scan(const char *s, size_t n, pr_json_keys *keys);
-/* The same for the (already validated) object value at offset at. */
-void pr_json_members(const char *s, size_t n, size_t at, pr_json_keys *keys);
 /* The end offset of the (already validated) value at offset at. */
 size_t pr_json_value_end(const char *s, size_t n, size_t at);
 /* The decoded string value at at, malloc'd and NUL-terminated; NULL if not a string. */
@@ -122,48 +130,77 @@ size_t pr_path_normalize(const char *in, size_t n, char *out);
 
 /* ---------------------------------------------------------------- fs.c */
 
+/* A node holds what a name points at: contents and times. Names (pr_file) that are
+ * hard links share one node; a node's bytes count once in the budget. A node lives
+ * while a name or an open WASI descriptor holds it: the last unlink of a node still
+ * open keeps its bytes counted until its last close (pr_fs_node_close). Symbolic links
+ * (beyond the contract only) are nodes of kind PR_NODE_LINK whose data is the target.
+ * Contract runs never make links: every node has exactly one name there. */
+enum { PR_NODE_FILE = 0, PR_NODE_LINK = 1 };
+
+typedef struct pr_node {
+    uint8_t *data;
+    size_t len, cap;
+    uint64_t mtime;  /* logical: the FS clock after the write */
+    uint64_t atime;  /* beyond the contract only: a stored atime (own_atime set) */
+    uint64_t ino;    /* contract: FNV-1a of the node's path (follows renames) */
+    uint64_t serial; /* beyond the contract: the node's inode number (1, 2, ...) */
+    uint32_t nopen;  /* open WASI descriptors */
+    uint32_t nlink;  /* names (live pr_file entries) pointing here */
+    uint8_t kind;    /* PR_NODE_FILE / PR_NODE_LINK */
+    bool own_atime;  /* atime set through WASI (never in contract runs); else atime = mtime */
+} pr_node;
+
 typedef struct pr_file {
     char *path;
     size_t path_len;
-    uint8_t *data;
-    size_t len, cap;
-    uint64_t mtime; /* logical: the FS clock after the write */
-    uint64_t atime; /* beyond the contract only: a stored atime (own_atime set) */
+    pr_node *node; /* NULL for an explicit directory, and once removed */
     uint32_t hash;
-    uint32_t nopen; /* open WASI descriptors */
-    bool dir;       /* explicit directory (WASI path_create_directory) */
-    bool dead;      /* removed; kept for order until compaction */
-    bool own_atime; /* atime set through WASI (never in contract runs); else atime = mtime */
+    bool dir;  /* explicit directory (WASI path_create_directory) */
+    bool dead; /* removed; kept for order until compaction */
 } pr_file;
+
+static inline bool pr_file_is_link(const pr_file *f) {
+    return f->node && f->node->kind == PR_NODE_LINK;
+}
 
 struct pr_fs {
     pr_file **order; /* first-write order, may contain dead entries */
     size_t norder, cap_order, nlive;
     uint32_t *slots; /* open addressing: index+1 into order, 0 empty, UINT32_MAX tomb */
     size_t nslots;
-    pr_file **grave; /* unlinked entries still open through a WASI descriptor */
-    size_t ngrave, cap_grave;
     uint64_t clock;
-    size_t total;   /* bytes of file contents (≤ 128 MiB) */
-    size_t meta;    /* bytes of entries: struct + path (≤ 128 MiB) */
-    int create_err; /* why pr_fs_create last returned NULL: -1 no memory, -2 full */
+    uint64_t serial; /* nodes made so far (their serial numbers) */
+    size_t total;    /* bytes of node contents (≤ 128 MiB), each node once */
+    size_t meta;     /* bytes of entries and nodes: structs + paths (≤ 128 MiB) */
+    int create_err;  /* why pr_fs_create last returned NULL: -1 no memory, -2 full */
 };
 
+/* FNV-1a 64 of a path: the contract's inode numbers (wasi.c, fs.c). */
+uint64_t pr_path_ino(const char *p, size_t n);
 pr_file *pr_fs_find(const pr_fs *fs, const char *norm, size_t n);
-/* Creates an empty file (or directory) at normalised path; NULL when out of memory
- * or over the entries' budget (fs->create_err -1 / -2). May free removed entries that
- * no descriptor holds: do not keep pointers to removed entries across it. */
+/* Creates an empty file with a new node (or an explicit directory, no node) at
+ * normalised path; NULL when out of memory or over the entries' budget
+ * (fs->create_err -1 / -2). May free removed entries: do not keep pointers to removed
+ * entries across it (nodes stay valid while a name or descriptor holds them). */
 pr_file *pr_fs_create(pr_fs *fs, const char *norm, size_t n, bool dir);
+/* A new name for an existing node (a hard link; rename): nlink + 1. NULL as above. */
+pr_file *pr_fs_link(pr_fs *fs, const char *norm, size_t n, pr_node *node);
+/* A new symbolic link at norm whose target is t[0..tn). NULL as above (-2 also when
+ * the target does not fit the contents' budget). */
+pr_file *pr_fs_symlink(pr_fs *fs, const char *norm, size_t n, const char *t, size_t tn);
+/* Removes a name; its node goes with its last name unless a descriptor holds it. */
 void pr_fs_remove(pr_fs *fs, pr_file *f);
-/* Sets the file's length (zero-fills growth). 0 ok, -1 nomem, -2 over 128 MiB. */
-int pr_fs_truncate(pr_fs *fs, pr_file *f, size_t len);
-/* Writes at offset, growing the file. 0 / -1 / -2 as above. Bumps mtime. */
-int pr_fs_pwrite(pr_fs *fs, pr_file *f, const void *data, size_t n, size_t off);
-void pr_fs_touch(pr_fs *fs, pr_file *f);
-/* Frees the contents of a removed file (when its last descriptor closes). */
-/* Frees an unlinked file's contents after its last close and gives its bytes back to
- * fs's budget (fs NULL: the run is over, nothing to account). */
-void pr_fs_release_dead(pr_fs *fs, pr_file *f);
+/* Sets the node's length (zero-fills growth). 0 ok, -1 nomem, -2 over 128 MiB. */
+int pr_fs_truncate(pr_fs *fs, pr_node *f, size_t len);
+/* Writes at offset, growing the node. 0 / -1 / -2 as above. Bumps mtime. */
+int pr_fs_pwrite(pr_fs *fs, pr_node *f, const void *data, size_t n, size_t off);
+void pr_fs_touch(pr_fs *fs, pr_node *f);
+/* A WASI descriptor opens / closes a node. The last close of a node without names
+ * frees it and gives its bytes back to fs's budget (fs NULL: the run is over, nothing
+ * to account). */
+void pr_fs_node_open(pr_node *f);
+void pr_fs_node_close(pr_fs *fs, pr_node *f);
 /* True if norm is an implicit (some file under it) or explicit directory; "/" always. */
 bool pr_fs_is_dir(const pr_fs *fs, const char *norm, size_t n);
 /* Direct children of a directory in first-write order, unique; calls fn per name.
@@ -187,7 +224,13 @@ struct pr_program {
      * and hashing: both are pure functions of the text. NULL when unknown. */
     char *text;
     size_t text_len;
-    struct pr_program *lru_prev, *lru_next, *hnext;
+    /* Set by pr_cache_put: the text is "JSON-plain" (only bytes 0x20..0x7E other than
+     * '"' and '\\', so a JSON string with exactly these raw bytes has exactly this
+     * value) and its sample hash (pr_cache_text_sample). Only plain texts are in the
+     * cache's text index. */
+    bool text_plain;
+    uint64_t text_sample;
+    struct pr_program *lru_prev, *lru_next, *hnext, *tnext;
     bool in_cache;
     /* The state after a language runtime's initialisation (ruby.c), taken by the
      * first run and used by every later one; NULL until then. Guarded by snap_mu. */
@@ -198,7 +241,8 @@ struct pr_program {
 typedef struct pr_cache {
     pthread_mutex_t mu;
     pr_program **buckets;
-    size_t nbuckets;
+    pr_program **tbuckets;           /* the text index: plain texts by (length, sample hash) */
+    size_t nbuckets;                 /* of both tables */
     pr_program *lru_head, *lru_tail; /* head = most recent */
     size_t limit;
     pr_cache_stats st;
@@ -214,6 +258,15 @@ pr_program *pr_cache_put(pr_cache *c, pr_program *p);
 void pr_program_free_(pr_program *p);
 /* Charges p extra bytes (a snapshot made after it was cached), evicting others. */
 void pr_cache_charge(pr_cache *c, pr_program *p, size_t extra);
+/* A cheap hash of a text's length and eight 8-byte windows spread over it (the whole
+ * text when shorter than 64 bytes): the key of the text index. */
+uint64_t pr_cache_text_sample(const char *s, size_t n);
+/* The text index: a new reference to a cached program whose plain text is byte for
+ * byte s[0..n), or NULL. Compares the whole text (memcmp) outside the lock; counts a
+ * hit in stats.line_hits. */
+pr_program *pr_cache_find_text(pr_cache *c, const char *s, size_t n);
+/* Counts one contract call that skipped Base64 decoding and SHA-256 (stats.text_hits). */
+void pr_cache_count_text_hit(pr_cache *c);
 
 /* ---------------------------------------------------------------- watchdog.c */
 

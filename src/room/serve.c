@@ -1,30 +1,66 @@
 /*
- * serve.c — `isolate serve`: newline-delimited JSON-RPC 2.0. The calling thread
- * splits the input into lines; `workers` threads check and run them (pr_run) and write each
- * answer as one line under a mutex, so answers may come out of order (matched by
- * id). The queue is bounded: a fast client is slowed down rather than buffered
- * without limit. Method: "isolate/run", params {runner, scope, digest, program,
- * input} (strings); result {"output", "isolate"}; a contract exception is error
- * -32000 with data.kind; malformed requests get the standard codes (a JSON array,
- * i.e. a batch, is answered -32600).
+ * serve.c — `isolate serve`: newline-delimited JSON-RPC 2.0. The calling thread reads
+ * the input in chunks and splits it into lines, handed over in place; `workers` threads
+ * check and run them (pr_run) and write each answer as one line, so answers may come
+ * out of order (matched by id). The queue is bounded (in lines and bytes): a fast
+ * client is slowed down rather than buffered without limit. Answers are written at
+ * once when no other request is waiting; while requests are queued (a pipelining
+ * client) they are gathered into one write, never held more than FLUSH_DELAY_MS (the
+ * flusher thread). A program text byte-identical to a cached one is recognised in the
+ * line without being scanned (known_text; docs/room.md, "serve fast path").
+ * Method: "isolate/run", params {runner, scope, digest, program, input} (strings);
+ * result {"output", "isolate"}; a contract exception is error -32000 with data.kind;
+ * malformed requests get the standard codes (a JSON array, i.e. a batch, is answered
+ * -32600).
  */
 #include "room_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define LINE_MAX_BYTES (64u << 20)
+/* The queue of read, not yet parsed lines: at most QUEUE_PER_WORKER per worker and
+ * QUEUE_BYTES in all (one line always fits). */
+#define QUEUE_PER_WORKER 16
+#define QUEUE_BYTES      (16u << 20)
+/* Gathered answers are written once they reach OUT_GATHER bytes, or FLUSH_DELAY_MS
+ * after the first of them at the latest. */
+#define OUT_GATHER     (64u << 10)
+#define FLUSH_DELAY_MS 1
+/* Pipes are asked for this much buffer (fewer reads, writes and wake-ups). */
+#define PIPE_BYTES (1 << 20)
+/* Input is read into chunks of CHUNK_BYTES (more for a longer line); finished chunks
+ * are kept for reuse, at most SPARE_CHUNKS of them (no malloc, free, page faults or
+ * heap trimming per chunk; at most 4 MiB idle). */
+#define CHUNK_BYTES  (1u << 20)
+#define SPARE_CHUNKS 4
+
+/* A block of input as read. A line lying wholly inside it is handed to a worker in
+ * place, with a reference: the reader never writes over bytes it has handed out, and
+ * copies only a line cut by the chunk's end, into the next chunk. */
+typedef struct chunk {
+    atomic_uint refs; /* the reader's (while it reads into it) + one per job */
+    size_t cap;
+    struct chunk *next; /* in the spare list */
+    char data[];
+} chunk;
 
 typedef struct job {
     struct job *next;
-    char *line; /* the request as read; parsed by the worker, then freed */
+    const char *line; /* the request as read, inside `chunk`; parsed by the worker */
     size_t n;
+    chunk *chunk;
     char *id; /* serialised JSON id, or NULL for a notification */
     char *fields[5];
     size_t lens[5];
+    /* When the program text was recognised in the line as a cached program's text
+     * (the text index, cache.c): that program (one reference), whose text then stands
+     * for fields[3] (left NULL); else NULL. */
+    pr_program *prog;
 } job;
 
 typedef struct server {
@@ -33,25 +69,67 @@ typedef struct server {
     pthread_mutex_t mu, out_mu;
     pthread_cond_t have_job, have_room;
     job *head, *tail;
-    size_t queued, max_queued;
+    size_t queued, max_queued, queued_bytes;
+    bool reader_waits; /* the reader sleeps on have_room until the queue is half empty */
+    chunk *spare;      /* finished chunks for reuse (under mu) */
+    size_t nspare;
     bool eof;
+    /* Output, under out_mu: answers gathered for one write, and the flusher thread
+     * that writes them at the latest FLUSH_DELAY_MS after they were first deferred. */
+    pr_buf out;
+    pthread_cond_t flush_cv;
+    bool flush_armed, flush_stop;
     bool io_error;
 } server;
 
-static void job_free(job *j) {
+/* A chunk of at least cap bytes: a spare one or a new one (NULL: out of memory). */
+static chunk *chunk_take(server *sv, size_t cap) {
+    chunk *c = NULL;
+    if (cap <= CHUNK_BYTES) {
+        cap = CHUNK_BYTES;
+        pthread_mutex_lock(&sv->mu);
+        c = sv->spare;
+        if (c) {
+            sv->spare = c->next;
+            sv->nspare--;
+        }
+        pthread_mutex_unlock(&sv->mu);
+    }
+    if (!c) c = malloc(sizeof *c + cap);
+    if (!c) return NULL;
+    atomic_init(&c->refs, 1);
+    c->cap = cap;
+    c->next = NULL;
+    return c;
+}
+
+static void chunk_release(server *sv, chunk *c) {
+    if (!c || atomic_fetch_sub(&c->refs, 1) != 1) return;
+    pthread_mutex_lock(&sv->mu);
+    if (c->cap == CHUNK_BYTES && sv->nspare < SPARE_CHUNKS) {
+        c->next = sv->spare;
+        sv->spare = c;
+        sv->nspare++;
+        c = NULL;
+    }
+    pthread_mutex_unlock(&sv->mu);
+    free(c);
+}
+
+static void job_free(server *sv, job *j) {
     if (!j) return;
-    free(j->line);
     free(j->id);
     for (int i = 0; i < 5; i++)
         free(j->fields[i]);
+    pr_program_release(j->prog);
+    chunk_release(sv, j->chunk);
     free(j);
 }
 
-static void write_line(server *sv, pr_buf *b) {
-    if (!pr_buf_putc(b, '\n')) return;
-    pthread_mutex_lock(&sv->out_mu);
+/* Writes b->p[0..len) to out_fd (called under out_mu); empties b. */
+static void write_out(server *sv, pr_buf *b) {
     size_t off = 0;
-    while (off < b->len) {
+    while (off < b->len && !sv->io_error) {
         ssize_t k = write(sv->out_fd, b->p + off, b->len - off);
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0) {
@@ -60,29 +138,80 @@ static void write_line(server *sv, pr_buf *b) {
         }
         off += (size_t)k;
     }
-    pthread_mutex_unlock(&sv->out_mu);
+    b->len = 0;
 }
 
-static void send_error(server *sv, const char *id, int code, const char *msg, const char *kind) {
-    pr_buf b = {0};
+/* Hands a thread's finished answer lines (ans, emptied) to the output. Written now,
+ * with everything gathered before, unless `defer` (another request is already queued,
+ * so a worker will be back soon): then gathered, and written by the next emit that does
+ * not defer, once OUT_GATHER bytes are gathered, or by the flusher. */
+static void emit(server *sv, pr_buf *ans, bool defer) {
+    if (!ans->len) return;
+    pthread_mutex_lock(&sv->out_mu);
+    if (!pr_buf_put(&sv->out, ans->p, ans->len)) {
+        write_out(sv, &sv->out); /* out of memory: no gathering */
+        write_out(sv, ans);
+    } else if (!defer || sv->out.len >= OUT_GATHER) {
+        write_out(sv, &sv->out);
+    } else if (!sv->flush_armed) {
+        sv->flush_armed = true;
+        pthread_cond_signal(&sv->flush_cv);
+    }
+    pthread_mutex_unlock(&sv->out_mu);
+    ans->len = 0;
+}
+
+static void *flusher_main(void *arg) {
+    server *sv = arg;
+    pthread_mutex_lock(&sv->out_mu);
+    while (!sv->flush_stop) {
+        if (!sv->flush_armed) {
+            pthread_cond_wait(&sv->flush_cv, &sv->out_mu);
+            continue;
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += FLUSH_DELAY_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        while (!sv->flush_stop &&
+               pthread_cond_timedwait(&sv->flush_cv, &sv->out_mu, &until) != ETIMEDOUT) {
+        }
+        write_out(sv, &sv->out);
+        sv->flush_armed = false;
+    }
+    write_out(sv, &sv->out);
+    pthread_mutex_unlock(&sv->out_mu);
+    return NULL;
+}
+
+/* Appends one error answer line to ans (nothing when out of memory). */
+static void send_error(pr_buf *ans, const char *id, int code, const char *msg, const char *kind) {
+    size_t start = ans->len;
     char num[32];
     snprintf(num, sizeof num, "%d", code);
-    bool ok = pr_buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":") &&
-              pr_buf_puts(&b, id ? id : "null") && pr_buf_puts(&b, ",\"error\":{\"code\":") &&
-              pr_buf_puts(&b, num) && pr_buf_puts(&b, ",\"message\":") &&
-              pr_json_str(&b, msg, strlen(msg));
+    bool ok = pr_buf_puts(ans, "{\"jsonrpc\":\"2.0\",\"id\":") &&
+              pr_buf_puts(ans, id ? id : "null") && pr_buf_puts(ans, ",\"error\":{\"code\":") &&
+              pr_buf_puts(ans, num) && pr_buf_puts(ans, ",\"message\":") &&
+              pr_json_str(ans, msg, strlen(msg));
     if (ok && kind)
-        ok = pr_buf_puts(&b, ",\"data\":{\"kind\":") && pr_json_str(&b, kind, strlen(kind)) &&
-             pr_buf_putc(&b, '}');
-    if (ok && pr_buf_puts(&b, "}}")) write_line(sv, &b);
-    pr_buf_free(&b);
+        ok = pr_buf_puts(ans, ",\"data\":{\"kind\":") && pr_json_str(ans, kind, strlen(kind)) &&
+             pr_buf_putc(ans, '}');
+    if (!(ok && pr_buf_puts(ans, "}}\n"))) ans->len = start;
 }
 
-static void run_job(server *sv, job *j) {
+/* Runs a parsed request; its answer line goes to ans. */
+static void run_job(server *sv, job *j, pr_buf *ans) {
+    /* A recognised text is passed as the cached program's own bytes: pr_run then still
+     * makes every check, and its verified-text memo sees the same pointer (room.c). */
+    pr_str program =
+        j->prog ? (pr_str){j->prog->text, j->prog->text_len} : (pr_str){j->fields[3], j->lens[3]};
     pr_request req = {{j->fields[0], j->lens[0]},
                       {j->fields[1], j->lens[1]},
                       {j->fields[2], j->lens[2]},
-                      {j->fields[3], j->lens[3]},
+                      program,
                       {j->fields[4], j->lens[4]}};
     pr_response res;
     pr_error err;
@@ -92,54 +221,77 @@ static void run_job(server *sv, job *j) {
         return;
     }
     if (!ok) {
-        send_error(sv, j->id, -32000, err.message, pr_kind_name(err.kind));
+        send_error(ans, j->id, -32000, err.message, pr_kind_name(err.kind));
         return;
     }
-    pr_buf b = {0};
-    if (pr_buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":") && pr_buf_puts(&b, j->id) &&
-        pr_buf_puts(&b, ",\"result\":{\"output\":") &&
-        pr_json_str(&b, res.output, res.output_len) && pr_buf_puts(&b, ",\"isolate\":") &&
-        pr_json_str(&b, res.isolate, strlen(res.isolate)) && pr_buf_puts(&b, "}}"))
-        write_line(sv, &b);
-    else
-        send_error(sv, j->id, -32603, "Internal error", NULL);
-    pr_buf_free(&b);
+    size_t start = ans->len;
+    if (!(pr_buf_puts(ans, "{\"jsonrpc\":\"2.0\",\"id\":") && pr_buf_puts(ans, j->id) &&
+          pr_buf_puts(ans, ",\"result\":{\"output\":") &&
+          pr_json_str(ans, res.output, res.output_len) && pr_buf_puts(ans, ",\"isolate\":") &&
+          pr_json_str(ans, res.isolate, strlen(res.isolate)) && pr_buf_puts(ans, "}}\n"))) {
+        ans->len = start;
+        send_error(ans, j->id, -32603, "Internal error", NULL);
+    }
     pr_response_clear(&res);
 }
 
-static bool parse_line(server *sv, job *j);
+static bool parse_line(server *sv, job *j, pr_buf *ans);
+
+/* Takes the first queued job (under mu), or NULL. */
+static job *dequeue(server *sv) {
+    job *j = sv->head;
+    if (!j) return NULL;
+    sv->head = j->next;
+    if (!sv->head) sv->tail = NULL;
+    sv->queued--;
+    sv->queued_bytes -= j->n;
+    /* Wake the reader once half the queue is free, not per request. */
+    if (sv->reader_waits && sv->queued <= sv->max_queued / 2 &&
+        sv->queued_bytes <= QUEUE_BYTES / 2) {
+        sv->reader_waits = false;
+        pthread_cond_signal(&sv->have_room);
+    }
+    return j;
+}
 
 static void *worker_main(void *arg) {
     server *sv = arg;
+    pr_buf ans = {0}; /* this worker's answer lines not yet handed to the output */
     for (;;) {
         pthread_mutex_lock(&sv->mu);
-        while (!sv->head && !sv->eof)
-            pthread_cond_wait(&sv->have_job, &sv->mu);
-        job *j = sv->head;
-        if (!j) {
-            pthread_mutex_unlock(&sv->mu);
-            return NULL;
-        }
-        sv->head = j->next;
-        if (!sv->head) sv->tail = NULL;
-        sv->queued--;
-        pthread_cond_signal(&sv->have_room);
+        job *j = dequeue(sv);
         pthread_mutex_unlock(&sv->mu);
-        if (parse_line(sv, j)) run_job(sv, j);
-        job_free(j);
+        /* With a next request in hand the answer may wait for company; before going
+         * idle it is written. */
+        emit(sv, &ans, j != NULL);
+        if (!j) {
+            pthread_mutex_lock(&sv->mu);
+            while (!sv->head && !sv->eof)
+                pthread_cond_wait(&sv->have_job, &sv->mu);
+            j = dequeue(sv);
+            pthread_mutex_unlock(&sv->mu);
+            if (!j) break;
+        }
+        if (parse_line(sv, j, &ans)) run_job(sv, j, &ans);
+        job_free(sv, j);
     }
+    pr_buf_free(&ans);
+    return NULL;
 }
 
 static void enqueue(server *sv, job *j) {
     pthread_mutex_lock(&sv->mu);
-    while (sv->queued >= sv->max_queued)
+    while (sv->queued && (sv->queued >= sv->max_queued || sv->queued_bytes + j->n > QUEUE_BYTES)) {
+        sv->reader_waits = true;
         pthread_cond_wait(&sv->have_room, &sv->mu);
+    }
     if (sv->tail)
         sv->tail->next = j;
     else
         sv->head = j;
     sv->tail = j;
     sv->queued++;
+    sv->queued_bytes += j->n;
     pthread_cond_signal(&sv->have_job);
     pthread_mutex_unlock(&sv->mu);
 }
@@ -156,82 +308,138 @@ static bool string_is(const char *line, size_t n, size_t at, const char *want) {
     return eq;
 }
 
+/* Strings shorter than this are scanned as usual: looking them up costs more. */
+#define KNOWN_MIN 64
+
+/* The last string of a request line found to be a cached program's text. */
+typedef struct line_match {
+    pr_cache *cache;
+    size_t at, len; /* its content's offset in the line and its length */
+    pr_program *prog;
+} line_match;
+
+/* The scanner's `known` hook (pr_json_keys): is the string at `at` a cached program's
+ * text? The closing quote is found with memchr; when the bytes before it are byte for
+ * byte a cached JSON-plain text (length and sample hash, then memcmp), they are that
+ * string's whole content (a plain text has no backslash, so that quote is not escaped)
+ * and need no scanning, no UTF-8 check and no copy. */
+static size_t known_text(void *ud, const char *s, size_t n, size_t at) {
+    line_match *m = ud;
+    if (n - at < KNOWN_MIN) return 0;
+    const char *q = memchr(s + at, '"', n - at);
+    size_t len = q ? (size_t)(q - (s + at)) : 0;
+    if (len < KNOWN_MIN) return 0;
+    pr_program *p = pr_cache_find_text(m->cache, s + at, len);
+    if (!p) return 0;
+    pr_program_release(m->prog);
+    m->prog = p;
+    m->at = at;
+    m->len = len;
+    return len;
+}
+
+/* The line is valid UTF-8; the recognised text (ASCII) is not read again. */
+static bool line_utf8(const char *line, size_t n, const line_match *m) {
+    const uint8_t *u = (const uint8_t *)line;
+    if (!m->prog) return pr_utf8_valid(u, n);
+    return pr_utf8_valid(u, m->at) && pr_utf8_valid(u + m->at + m->len, n - m->at - m->len);
+}
+
 /* Checks one request line (in a worker) and fills j's id and fields, or answers it
- * with an error and returns false. The room's own strict JSON parser reads it: no tree
- * is built, the program text is copied once, and the id is echoed back exactly as the
- * client wrote it. */
-static bool parse_line(server *sv, job *j) {
+ * with an error and returns false. The room's own strict JSON parser reads it in one
+ * pass (the params' members are found on the way): no tree is built, the id is echoed
+ * back exactly as the client wrote it, and the program text is either recognised as a
+ * cached one (known_text) or copied once. */
+static bool parse_line(server *sv, job *j, pr_buf *ans) {
     const char *line = j->line;
     size_t n = j->n;
     static const char *const TOP[4] = {"jsonrpc", "id", "method", "params"};
     size_t at[4], pat[5];
-    pr_json_keys top = {TOP, 4, at}, params = {PARAMS, 5, pat};
-    if (!pr_utf8_valid((const uint8_t *)line, n) || !pr_json_scan(line, n, &top)) {
-        send_error(sv, NULL, -32700, "Parse error", NULL);
+    line_match m = {&sv->host->cache, 0, 0, NULL};
+    pr_json_keys params = {.names = PARAMS, .n = 5, .at = pat};
+    pr_json_keys top = {.names = TOP,
+                        .n = 4,
+                        .at = at,
+                        .sub = &params,
+                        .sub_of = 3,
+                        .known = known_text,
+                        .known_ud = &m};
+    bool valid = pr_json_scan(line, n, &top) && line_utf8(line, n, &m);
+    /* Used only when it is the (last) program member's value. */
+    if (m.prog && pat[3] == m.at) {
+        j->prog = m.prog;
+        j->lens[3] = m.len;
+    } else {
+        pr_program_release(m.prog);
+    }
+    if (!valid) {
+        send_error(ans, NULL, -32700, "Parse error", NULL);
         return false;
     }
     size_t i = 0;
-    while (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == '\n')
+    while (i < n && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == '\n'))
         i++;
-    bool is_obj = line[i] == '{';
+    bool is_obj = i < n && line[i] == '{';
     char *id = NULL;
     if (is_obj && at[1]) {
         char k = line[at[1] - 1];
         if (!(k == '"' || k == 'n' || k == '-' || (k >= '0' && k <= '9'))) {
-            send_error(sv, NULL, -32600, "Invalid Request", NULL);
+            send_error(ans, NULL, -32600, "Invalid Request", NULL);
             return false;
         }
         size_t end = pr_json_value_end(line, n, at[1] - 1);
         id = strndup(line + at[1] - 1, end - (at[1] - 1));
         if (!id) {
-            send_error(sv, NULL, -32603, "Internal error", NULL);
+            send_error(ans, NULL, -32603, "Internal error", NULL);
             return false;
         }
     }
     if (!is_obj || !string_is(line, n, at[0], "2.0") || !at[2] || line[at[2] - 1] != '"') {
-        send_error(sv, id, -32600, "Invalid Request", NULL);
+        send_error(ans, id, -32600, "Invalid Request", NULL);
         free(id);
         return false;
     }
     if (!string_is(line, n, at[2], "isolate/run")) {
-        if (id) send_error(sv, id, -32601, "Method not found", NULL);
+        if (id) send_error(ans, id, -32601, "Method not found", NULL);
         free(id);
         return false;
     }
-    if (at[3])
-        pr_json_members(line, n, at[3] - 1, &params);
-    else
-        memset(pat, 0, sizeof pat);
     j->id = id; /* freed with j from here on */
     for (int f = 0; f < 5; f++) {
         if (!pat[f] || line[pat[f] - 1] != '"') {
-            if (id) send_error(sv, id, -32602, "Invalid params", NULL);
+            if (id) send_error(ans, id, -32602, "Invalid params", NULL);
             return false;
         }
+        if (f == 3 && j->prog) continue;
         j->fields[f] = pr_json_string_dup(line, n, pat[f] - 1, &j->lens[f]);
         if (!j->fields[f]) {
-            if (id) send_error(sv, id, -32603, "Internal error", NULL);
+            if (id) send_error(ans, id, -32603, "Internal error", NULL);
             return false;
         }
     }
-    free(j->line);
-    j->line = NULL;
     return true;
 }
 
 /* The reading thread only splits lines: parsing a request (a 56 KB program text is
  * usual) is left to the workers, so that more workers also parse more requests. */
-static void queue_line(server *sv, const char *line, size_t n) {
+/* An error answer from the reading thread, written at once. */
+static void reader_error(server *sv, int code, const char *msg) {
+    pr_buf b = {0};
+    send_error(&b, NULL, code, msg, NULL);
+    emit(sv, &b, false);
+    pr_buf_free(&b);
+}
+
+/* Queues the line at c->data[at..at+n) (a new reference to c). */
+static void queue_line(server *sv, chunk *c, size_t at, size_t n) {
     job *j = calloc(1, sizeof *j);
-    char *copy = j ? malloc(n + 1) : NULL;
-    if (!copy) {
-        free(j);
-        send_error(sv, NULL, -32603, "Internal error", NULL);
+    if (!j) {
+        reader_error(sv, -32603, "Internal error");
         return;
     }
-    memcpy(copy, line, n);
-    copy[n] = 0;
-    j->line = copy;
+    atomic_fetch_add(&c->refs, 1);
+    j->chunk = c;
+    j->line = c->data + at;
     j->n = n;
     enqueue(sv, j);
 }
@@ -248,53 +456,83 @@ int pr_serve(pr_host *h, int in_fd, int out_fd, unsigned workers) {
     memset(&sv, 0, sizeof sv);
     sv.host = h;
     sv.out_fd = out_fd;
-    sv.max_queued = 4 * (size_t)workers;
+    sv.max_queued = QUEUE_PER_WORKER * (size_t)workers;
     pthread_mutex_init(&sv.mu, NULL);
     pthread_mutex_init(&sv.out_mu, NULL);
     pthread_cond_init(&sv.have_job, NULL);
     pthread_cond_init(&sv.have_room, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&sv.flush_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    /* Best effort, for pipes only (other descriptors refuse it harmlessly). */
+    (void)fcntl(in_fd, F_SETPIPE_SZ, PIPE_BYTES);
+    (void)fcntl(out_fd, F_SETPIPE_SZ, PIPE_BYTES);
+    pthread_t flusher;
+    bool flushing = pthread_create(&flusher, NULL, flusher_main, &sv) == 0;
     pthread_t *tids = calloc(workers, sizeof *tids);
     unsigned started = 0;
     int rc = 0;
-    if (!tids) rc = -1;
-    for (unsigned i = 0; tids && i < workers; i++) {
+    if (!tids || !flushing) rc = -1;
+    for (unsigned i = 0; rc == 0 && i < workers; i++) {
         if (pthread_create(&tids[i], NULL, worker_main, &sv) != 0) break;
         started++;
     }
     if (!started) rc = -1;
 
-    pr_buf in = {0};
-    size_t scan = 0;
+    /* The current chunk holds bytes [0, len); the current line begins at start and
+     * has no '\n' before scan. Bytes before start may belong to queued jobs. */
+    chunk *cur = rc == 0 ? chunk_take(&sv, CHUNK_BYTES) : NULL;
+    size_t len = 0, start = 0, scan = 0;
     bool skipping = false; /* inside an over-long line: drop until its newline */
+    if (!cur) rc = -1;
     while (rc == 0) {
-        char *nl = in.len > scan ? memchr(in.p + scan, '\n', in.len - scan) : NULL;
+        char *nl = len > scan ? memchr(cur->data + scan, '\n', len - scan) : NULL;
         if (nl) {
-            size_t n = (size_t)(nl - in.p);
-            if (!skipping && !blank(in.p, n)) queue_line(&sv, in.p, n);
+            size_t end = (size_t)(nl - cur->data);
+            if (!skipping && end - start > LINE_MAX_BYTES)
+                reader_error(&sv, -32600, "Invalid Request");
+            else if (!skipping && !blank(cur->data + start, end - start))
+                queue_line(&sv, cur, start, end - start);
             skipping = false;
-            memmove(in.p, nl + 1, in.len - n - 1);
-            in.len -= n + 1;
-            scan = 0;
+            start = scan = end + 1;
             continue;
         }
-        scan = in.len;
-        if (in.len > LINE_MAX_BYTES) {
-            if (!skipping) send_error(&sv, NULL, -32600, "Invalid Request", NULL);
+        scan = len;
+        if (len - start > LINE_MAX_BYTES) {
+            if (!skipping) reader_error(&sv, -32600, "Invalid Request");
             skipping = true;
-            in.len = scan = 0;
+            start = scan = len; /* dropped */
         }
-        if (!pr_buf_reserve(&in, 1 << 16)) {
-            rc = -1;
-            break;
+        if (len == cur->cap) {
+            /* Full: the cut line moves to the front, in place when no job holds this
+             * chunk any more, else into a new chunk (twice its size when it is long). */
+            size_t part = len - start;
+            if (atomic_load(&cur->refs) == 1 && part < cur->cap / 2) {
+                memmove(cur->data, cur->data + start, part);
+            } else {
+                chunk *next = chunk_take(&sv, part < CHUNK_BYTES / 2 ? CHUNK_BYTES : part * 2);
+                if (!next) {
+                    rc = -1;
+                    break;
+                }
+                memcpy(next->data, cur->data + start, part);
+                chunk_release(&sv, cur);
+                cur = next;
+            }
+            len = scan = part;
+            start = 0;
         }
-        ssize_t k = read(in_fd, in.p + in.len, in.cap - in.len - 1);
+        ssize_t k = read(in_fd, cur->data + len, cur->cap - len);
         if (k < 0 && errno == EINTR) continue;
         if (k < 0) rc = -1;
         if (k <= 0) break;
-        in.len += (size_t)k;
+        len += (size_t)k;
     }
-    if (rc == 0 && !skipping && in.len && !blank(in.p, in.len)) queue_line(&sv, in.p, in.len);
-    pr_buf_free(&in);
+    if (rc == 0 && !skipping && len > start && !blank(cur->data + start, len - start))
+        queue_line(&sv, cur, start, len - start);
+    chunk_release(&sv, cur);
 
     pthread_mutex_lock(&sv.mu);
     sv.eof = true;
@@ -303,6 +541,20 @@ int pr_serve(pr_host *h, int in_fd, int out_fd, unsigned workers) {
     for (unsigned i = 0; i < started; i++)
         pthread_join(tids[i], NULL);
     free(tids);
+    if (flushing) { /* writes what is left */
+        pthread_mutex_lock(&sv.out_mu);
+        sv.flush_stop = true;
+        pthread_cond_signal(&sv.flush_cv);
+        pthread_mutex_unlock(&sv.out_mu);
+        pthread_join(flusher, NULL);
+    }
+    pr_buf_free(&sv.out);
+    pthread_cond_destroy(&sv.flush_cv);
+    while (sv.spare) {
+        chunk *c = sv.spare;
+        sv.spare = c->next;
+        free(c);
+    }
     pthread_cond_destroy(&sv.have_job);
     pthread_cond_destroy(&sv.have_room);
     pthread_mutex_destroy(&sv.mu);

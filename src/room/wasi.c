@@ -6,7 +6,10 @@
  * like the reference FS (normalised, ".." never above "/", directories implicit;
  * creating a file creates its parents). Clocks and random_get are real, or with the
  * deterministic option a fixed function of (digest, input): see docs/room.md.
- * Symbolic/hard links and sockets do not exist in the room (ENOTSUP / ENOTSOCK).
+ * Sockets do not exist in the room (ENOTSOCK). Symbolic and hard links do not exist
+ * in a contract run (ENOTSUP); beyond the contract (peri run --file) the in-memory FS
+ * has them: paths are then walked component by component (walk), symbolic links
+ * spliced in, ".." stopping at "/", absolute paths and link targets refused.
  * For `peri run` (docs/wasi.md) the options add an environment, argv[0], a connected
  * stdin, --invoke, and host directories (K_HDIR/K_HFILE descriptors, every path
  * resolved beneath them by hostdir.c). Rights are enforced on every descriptor: a
@@ -49,7 +52,7 @@ enum {
     E_SPIPE = 70,
     E_NOTCAPABLE = 76,
 };
-enum { FT_UNKNOWN = 0, FT_CHAR = 2, FT_DIR = 3, FT_FILE = 4 };
+enum { FT_UNKNOWN = 0, FT_CHAR = 2, FT_DIR = 3, FT_FILE = 4, FT_SYMLINK = 7 };
 enum { O_CREAT_ = 1, O_DIRECTORY_ = 2, O_EXCL_ = 4, O_TRUNC_ = 8 };
 enum { FDF_APPEND = 1, FDF_NONBLOCK = 4 };
 enum { FST_ATIM = 1, FST_ATIM_NOW = 2, FST_MTIM = 4, FST_MTIM_NOW = 8 };
@@ -103,8 +106,8 @@ typedef struct wfd {
     uint8_t kind;
     uint16_t flags;
     uint64_t rights, inherit;
-    pr_file *file;
-    char *dir; /* normalised path of a directory descriptor (owned; NULL = "/") */
+    pr_node *file; /* K_FILE: the node (its names may change or go) */
+    char *dir;     /* normalised path of a directory descriptor (owned; NULL = "/") */
     size_t dir_len;
     uint64_t off;
     int os;              /* K_HDIR / K_HFILE: the host descriptor (owned) */
@@ -201,9 +204,7 @@ static int guest_path(pw_call_ctx *cx, uint32_t ptr, uint32_t len, const char **
 
 /* fs: the run's file system, for the budget (NULL once the run is over). */
 static void closefd(pr_fs *fs, wfd *f) {
-    if (f->kind == K_FILE && f->file) {
-        if (--f->file->nopen == 0 && f->file->dead) pr_fs_release_dead(fs, f->file);
-    }
+    if (f->kind == K_FILE && f->file) pr_fs_node_close(fs, f->file);
     if (is_host(f)) close(f->os);
     free(f->dir);
     memset(f, 0, sizeof *f);
@@ -230,10 +231,147 @@ static int64_t allocfd(wasi *w) {
     return at;
 }
 
+#define MAX_LINKS     40   /* symbolic links followed per resolution (as Linux, hostdir.c) */
+#define LINK_MAX_LEN  4096 /* bytes of a symbolic link's target (in-memory FS) */
+#define E_LOOP        32
+#define E_NAMETOOLONG 37
+#define E_PERM        63
+
+/* Beyond the contract: the walk of guest path p[0..len) from directory dp[0..dl) in
+ * the in-memory FS, one component at a time. ".." pops a level and stays at "/" (the
+ * preopen); a symbolic link met on the way (or last, when follow) has its target
+ * spliced in front of the rest of the path and the walk goes on from the link's
+ * directory; an absolute target is refused (ENOTCAPABLE, as hostdir.c), more than 40
+ * links give ELOOP, a regular file on the way ENOTDIR. A missing directory on the way
+ * is no error here (as in the contract, creating a file creates its parents).
+ * *slash: the path ended in '/' (the result must then be a directory). On success
+ * *out (caller frees, NUL-terminated) is the normalised path of the last component. */
+static int walk(const pr_fs *fs, const char *dp, size_t dl, const char *p, size_t len, bool follow,
+                char **out, size_t *out_len, bool *slash) {
+    size_t ccap = dl + len + 16, cl = dl;
+    char *cur = malloc(ccap), *rem = malloc(len + 1);
+    if (!cur || !rem) {
+        free(cur);
+        free(rem);
+        return E_NOMEM;
+    }
+    if (p[0] == '/') { /* WASI paths are relative, as on a host directory */
+        free(cur);
+        free(rem);
+        return E_NOTCAPABLE;
+    }
+    memcpy(cur, dp, dl);
+    memcpy(rem, p, len);
+    size_t rl = len, pos = 0;
+    int links = 0, e = E_SUCCESS;
+    *slash = false;
+    for (;;) {
+        while (pos < rl && rem[pos] == '/')
+            pos++;
+        if (pos == rl) { /* nothing after the slashes: the directory reached */
+            *slash = true;
+            break;
+        }
+        size_t start = pos;
+        while (pos < rl && rem[pos] != '/')
+            pos++;
+        size_t nl = pos - start, after = pos;
+        while (after < rl && rem[after] == '/')
+            after++;
+        bool last = after == rl, trail = last && after > pos;
+        const char *name = rem + start;
+        if (nl == 1 && name[0] == '.') {
+            if (last) {
+                *slash = trail;
+                break;
+            }
+            continue;
+        }
+        if (nl == 2 && name[0] == '.' && name[1] == '.') {
+            while (cl > 1 && cur[cl - 1] != '/') /* never above "/" */
+                cl--;
+            if (cl > 1) cl--;
+            if (last) {
+                *slash = trail;
+                break;
+            }
+            continue;
+        }
+        if (cl + nl + 2 > ccap) {
+            size_t nc = (cl + nl + 2) * 2;
+            char *c = realloc(cur, nc);
+            if (!c) {
+                e = E_NOMEM;
+                break;
+            }
+            cur = c;
+            ccap = nc;
+        }
+        size_t base = cl == 1 ? 1 : cl + 1;
+        if (cl > 1) cur[cl] = '/';
+        memcpy(cur + base, name, nl);
+        size_t cand = base + nl;
+        if (last && !follow) { /* the operation acts on the name itself */
+            cl = cand;
+            *slash = trail;
+            break;
+        }
+        const pr_file *f = pr_fs_find(fs, cur, cand);
+        if (f && pr_file_is_link(f)) {
+            const pr_node *t = f->node;
+            if (++links > MAX_LINKS) {
+                e = E_LOOP;
+                break;
+            }
+            if (t->len == 0 || t->data[0] == '/') {
+                e = t->len ? E_NOTCAPABLE : E_NOENT; /* absolute: it points out */
+                break;
+            }
+            /* rem = target + "/" + rest (the "/" also when the path ended in one) */
+            size_t rest = rl - after, k = t->len;
+            char *b = malloc(t->len + rest + 2);
+            if (!b) {
+                e = E_NOMEM;
+                break;
+            }
+            memcpy(b, t->data, t->len);
+            if (rest || trail) b[k++] = '/';
+            memcpy(b + k, rem + after, rest);
+            free(rem);
+            rem = b;
+            rl = k + rest;
+            pos = 0;
+            continue; /* from the link's directory: cur is unchanged */
+        }
+        cl = cand;
+        if (last) {
+            *slash = trail;
+            break;
+        }
+        if (f && !f->dir) {
+            e = E_NOTDIR;
+            break;
+        }
+    }
+    free(rem);
+    if (e) {
+        free(cur);
+        return e;
+    }
+    cur[cl] = 0;
+    *out = cur;
+    *out_len = cl;
+    return E_SUCCESS;
+}
+
 /* Resolves a guest path against a directory descriptor into a normalised path in a
- * malloc'd buffer (*out; caller frees). Returns an errno. */
+ * malloc'd buffer (*out; caller frees). Returns an errno. A contract run normalises
+ * the path as the reference FS does (no links exist there; *slash is always false);
+ * beyond the contract the path is walked (walk: symbolic links, follow says whether a
+ * final one is followed). */
 static int resolve(pw_call_ctx *cx, void *env, uint32_t dirfd, uint32_t ptr, uint32_t len,
-                   char **out, size_t *out_len) {
+                   bool follow, char **out, size_t *out_len, bool *slash) {
+    *slash = false;
     wfd *d = getfd(env, dirfd);
     if (!d) return E_BADF;
     if (d->kind != K_DIR) return E_NOTDIR;
@@ -246,6 +384,8 @@ static int resolve(pw_call_ctx *cx, void *env, uint32_t dirfd, uint32_t ptr, uin
     if (!pr_utf8_valid(p, len)) return E_ILSEQ;
     const char *dp = d->dir ? d->dir : "/";
     size_t dl = d->dir ? d->dir_len : 1;
+    if (RS(env)->host->beyond_contract)
+        return walk(RS(env)->fs, dp, dl, (const char *)p, len, follow, out, out_len, slash);
     char *joined = malloc(dl + 1 + len + 2);
     if (!joined) return E_NOMEM;
     memcpy(joined, dp, dl);
@@ -273,10 +413,13 @@ static bool ancestor_is_file(const pr_fs *fs, const char *norm, size_t n) {
 }
 
 static uint64_t path_ino(const char *p, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)p[i]) * 1099511628211ull;
-    return h;
+    return pr_path_ino(p, n);
+}
+
+/* A node's inode number: the contract's path hash, or beyond the contract the node's
+ * own serial number (hard links share it, renames keep it). */
+static uint64_t node_ino(const pr_run_state *rs, const pr_node *nd) {
+    return rs->host->beyond_contract ? nd->serial : nd->ino;
 }
 
 static void filestat(uint8_t *b, uint8_t type, uint64_t ino, uint64_t size, uint64_t mtime) {
@@ -290,10 +433,12 @@ static void filestat(uint8_t *b, uint8_t type, uint64_t ino, uint64_t size, uint
     st64(b + 56, mtime);
 }
 
-/* A file's filestat: atim is its own only when set beyond the contract. */
-static void file_stat(uint8_t *b, uint64_t ino, const pr_file *f) {
-    filestat(b, FT_FILE, ino, f->len, f->mtime);
+/* A node's filestat: atim is its own only when set beyond the contract, and so are
+ * the link count and the symbolic-link type (a contract run has neither). */
+static void file_stat(const pr_run_state *rs, uint8_t *b, uint64_t ino, const pr_node *f) {
+    filestat(b, f->kind == PR_NODE_LINK ? FT_SYMLINK : FT_FILE, ino, f->len, f->mtime);
     if (f->own_atime) st64(b + 40, f->atime);
+    if (rs->host->beyond_contract) st64(b + 24, f->nlink);
 }
 
 /* ---------------------------------------------------------------- args, environ */
@@ -517,9 +662,9 @@ HOST(fd_prestat_dir_name) {
     RET(E_SUCCESS);
 }
 
-static int stat_fd(const wfd *f, uint8_t *p) {
+static int stat_fd(const pr_run_state *rs, const wfd *f, uint8_t *p) {
     if (f->kind == K_FILE) {
-        file_stat(p, path_ino(f->file->path, f->file->path_len), f->file);
+        file_stat(rs, p, node_ino(rs, f->file), f->file);
     } else if (f->kind == K_DIR) {
         filestat(p, FT_DIR, path_ino(f->dir ? f->dir : "/", f->dir ? f->dir_len : 1), 0, 0);
     } else {
@@ -535,7 +680,7 @@ HOST(fd_filestat_get) {
     uint8_t *p = mem(cx, U32(1), 64);
     if (!p) RET(E_FAULT);
     if (is_host(f)) RET(pr_hd_fstat(f->os, p));
-    RET(stat_fd(f, p));
+    RET(stat_fd(RS(env), f, p));
 }
 
 static int fs_errno(int rc) {
@@ -559,11 +704,15 @@ HOST(fd_filestat_set_size) {
 
 /* Contract runs store an explicit mtime only (atim follows mtim, as in the reference);
  * runs beyond the contract (beyond) also store atim: explicit, or "now" = the FS clock. */
-static int set_times(pr_fs *fs, pr_file *f, bool beyond, uint64_t atim, uint64_t mtim,
+static int set_times(pr_fs *fs, pr_node *f, bool beyond, uint64_t atim, uint64_t mtim,
                      uint32_t flags) {
     if ((flags & FST_ATIM && flags & FST_ATIM_NOW) || (flags & FST_MTIM && flags & FST_MTIM_NOW))
         return E_INVAL;
-    if (!f) return E_SUCCESS; /* directories have no stored times */
+    if (!f) return E_SUCCESS;      /* directories have no stored times */
+    if (beyond && !f->own_atime) { /* atim stays where it was when only mtim changes */
+        f->atime = f->mtime;
+        f->own_atime = true;
+    }
     if (flags & FST_MTIM)
         f->mtime = mtim;
     else if (flags & FST_MTIM_NOW)
@@ -621,7 +770,7 @@ HOST(fd_sync) {
 /* ---------------------------------------------------------------- read and write */
 
 /* Reads up to the iovecs' total from file f at off into guest memory. */
-static int read_file(pw_call_ctx *cx, pr_file *f, uint32_t iovs, uint32_t n, uint64_t off,
+static int read_file(pw_call_ctx *cx, pr_node *f, uint32_t iovs, uint32_t n, uint64_t off,
                      uint32_t *nread) {
     uint8_t *v = mem(cx, iovs, 8 * (uint64_t)n);
     if (!v) return E_FAULT;
@@ -783,7 +932,7 @@ static int write_out(pw_call_ctx *cx, pr_run_state *rs, int stream, uint32_t iov
     return E_SUCCESS;
 }
 
-static int write_file(pw_call_ctx *cx, pr_fs *fs, pr_file *f, uint32_t iovs, uint32_t n,
+static int write_file(pw_call_ctx *cx, pr_fs *fs, pr_node *f, uint32_t iovs, uint32_t n,
                       uint64_t total, uint64_t off) {
     if (off > SIZE_MAX || total > SIZE_MAX - off) return E_NOSPC;
     size_t end = (size_t)(off + total);
@@ -928,6 +1077,7 @@ typedef struct readdir_ctx {
     uint64_t cookie, index;
     const char *dir;
     size_t dir_len;
+    const pr_run_state *rs;
 } readdir_ctx;
 
 static bool put_dirent(readdir_ctx *c, const char *name, size_t n, uint8_t type, uint64_t ino) {
@@ -954,14 +1104,22 @@ static bool readdir_child(void *ud, const char *name, size_t n, bool is_dir) {
     readdir_ctx *c = ud;
     char path[1024];
     uint64_t ino = 0;
+    uint8_t type = is_dir ? FT_DIR : FT_FILE;
     if (c->dir_len + 1 + n <= sizeof path) {
         memcpy(path, c->dir, c->dir_len);
         size_t k = c->dir_len == 1 ? 1 : c->dir_len + 1;
         path[k - 1] = '/';
         memcpy(path + k, name, n);
         ino = path_ino(path, k + n);
+        /* Beyond the contract: a symbolic link's type, a node's own number. */
+        const pr_file *f =
+            is_dir || !c->rs->host->beyond_contract ? NULL : pr_fs_find(c->rs->fs, path, k + n);
+        if (f && f->node) {
+            ino = node_ino(c->rs, f->node);
+            if (pr_file_is_link(f)) type = FT_SYMLINK;
+        }
     }
-    return put_dirent(c, name, n, is_dir ? FT_DIR : FT_FILE, ino);
+    return put_dirent(c, name, n, type, ino);
 }
 
 HOST(fd_readdir) {
@@ -979,7 +1137,8 @@ HOST(fd_readdir) {
         st32(pu, used);
         RET(E_SUCCESS);
     }
-    readdir_ctx c = {buf, cap, 0, U64(3), 0, f->dir ? f->dir : "/", f->dir ? f->dir_len : 1};
+    readdir_ctx c = {buf,    cap, 0, U64(3), 0, f->dir ? f->dir : "/", f->dir ? f->dir_len : 1,
+                     RS(env)};
     uint64_t ino = path_ino(c.dir, c.dir_len);
     if (cap && put_dirent(&c, ".", 1, FT_DIR, ino) && put_dirent(&c, "..", 2, FT_DIR, 0))
         pr_fs_children(RS(env)->fs, c.dir, c.dir_len, readdir_child, &c);
@@ -1037,16 +1196,37 @@ HOST(path_open) {
     if (d && d->kind == K_DIR) {
         rights &= d->inherit;
         inherit &= d->inherit;
+        /* Beyond the contract, creating and truncating need their rights, as below a
+         * host directory (a contract run answers as it always has). */
+        if (rs->host->beyond_contract) {
+            if ((oflags & O_CREAT_) && !(d->rights & R_CREATE_FILE)) RET(E_NOTCAPABLE);
+            if ((oflags & O_TRUNC_) && !(d->rights & R_PATH_SET_SIZE)) RET(E_NOTCAPABLE);
+        }
     }
     char *norm;
     size_t n;
-    int e = resolve(cx, env, U32(0), U32(2), U32(3), &norm, &n);
+    bool slash;
+    /* O_CREAT | O_EXCL never follows a final symbolic link (it exists: EEXIST). */
+    bool excl = (oflags & O_CREAT_) && (oflags & O_EXCL_);
+    int e = resolve(cx, env, U32(0), U32(2), U32(3), (U32(1) & 1) && !excl, &norm, &n, &slash);
     if (e) RET(e);
     pr_file *file = pr_fs_find(rs->fs, norm, n);
     bool is_dir = (file && file->dir) || (!file && pr_fs_is_dir(rs->fs, norm, n));
     if (file && file->dir) file = NULL;
-    if ((oflags & O_CREAT_) && (oflags & O_EXCL_) && (file || is_dir))
+    /* Beyond the contract, as below a host directory (hostdir.c): a trailing '/' asks
+     * for a directory, and a directory is never opened for writing. */
+    bool beyond = rs->host->beyond_contract;
+    bool wr = (rights & (R_FD_WRITE | R_FD_ALLOCATE | R_FD_SET_SIZE)) || (fdflags & FDF_APPEND);
+    if (beyond && (oflags & O_DIRECTORY_) && (oflags & (O_CREAT_ | O_TRUNC_)))
+        e = E_INVAL;
+    else if (beyond && ((oflags & O_DIRECTORY_) || slash) && wr)
+        e = E_ISDIR;
+    else if (excl && (file || is_dir))
         e = E_EXIST;
+    else if (file && pr_file_is_link(file)) /* a final symbolic link, not followed */
+        e = (oflags & O_DIRECTORY_) || slash ? E_NOTDIR : E_LOOP;
+    else if (slash && !is_dir)
+        e = file ? E_NOTDIR : (oflags & O_CREAT_) ? E_ISDIR : E_NOENT;
     else if ((oflags & O_DIRECTORY_) && !is_dir)
         e = file ? E_NOTDIR : E_NOENT;
     else if (is_dir && (rights & R_FD_WRITE))
@@ -1059,9 +1239,9 @@ HOST(path_open) {
         else if (!(file = pr_fs_create(rs->fs, norm, n, false)))
             e = rs->fs->create_err == -2 ? E_NOSPC : E_NOMEM;
         else
-            pr_fs_touch(rs->fs, file); /* creating is the file's first write */
+            pr_fs_touch(rs->fs, file->node); /* creating is the file's first write */
     } else if (file && (oflags & O_TRUNC_)) {
-        e = fs_errno(pr_fs_truncate(rs->fs, file, 0));
+        e = fs_errno(pr_fs_truncate(rs->fs, file->node, 0));
     }
     if (e) {
         free(norm);
@@ -1084,8 +1264,8 @@ HOST(path_open) {
     } else {
         free(norm);
         f->kind = K_FILE;
-        f->file = file;
-        file->nopen++;
+        f->file = file->node;
+        pr_fs_node_open(file->node);
     }
     st32(mem(cx, U32(8), 4), (uint32_t)fd);
     RET(E_SUCCESS);
@@ -1105,7 +1285,8 @@ HOST(path_create_directory) {
     pr_run_state *rs = RS(env);
     char *norm;
     size_t n;
-    int e = resolve(cx, env, U32(0), U32(1), U32(2), &norm, &n);
+    bool slash;
+    int e = resolve(cx, env, U32(0), U32(1), U32(2), false, &norm, &n, &slash);
     if (e) RET(e);
     if (pr_fs_find(rs->fs, norm, n) || pr_fs_is_dir(rs->fs, norm, n))
         e = E_EXIST;
@@ -1134,11 +1315,14 @@ HOST(path_filestat_get) {
     if (!p) RET(E_FAULT);
     char *norm;
     size_t n;
-    int e = resolve(cx, env, U32(0), U32(2), U32(3), &norm, &n);
+    bool slash;
+    int e = resolve(cx, env, U32(0), U32(2), U32(3), U32(1) & 1, &norm, &n, &slash);
     if (e) RET(e);
     pr_file *f = pr_fs_find(rs->fs, norm, n);
-    if (f && !f->dir)
-        file_stat(p, path_ino(norm, n), f);
+    if (f && !f->dir && slash)
+        e = E_NOTDIR;
+    else if (f && !f->dir)
+        file_stat(rs, p, rs->host->beyond_contract ? f->node->serial : path_ino(norm, n), f->node);
     else if (f || pr_fs_is_dir(rs->fs, norm, n))
         filestat(p, FT_DIR, path_ino(norm, n), 0, 0);
     else
@@ -1161,11 +1345,14 @@ HOST(path_filestat_set_times) {
     pr_run_state *rs = RS(env);
     char *norm;
     size_t n;
-    int e = resolve(cx, env, U32(0), U32(2), U32(3), &norm, &n);
+    bool slash;
+    int e = resolve(cx, env, U32(0), U32(2), U32(3), U32(1) & 1, &norm, &n, &slash);
     if (e) RET(e);
     pr_file *f = pr_fs_find(rs->fs, norm, n);
-    if (f && !f->dir)
-        e = set_times(rs->fs, f, rs->host->beyond_contract, U64(4), U64(5), U32(6));
+    if (f && !f->dir && slash)
+        e = E_NOTDIR;
+    else if (f && !f->dir)
+        e = set_times(rs->fs, f->node, rs->host->beyond_contract, U64(4), U64(5), U32(6));
     else if (f || pr_fs_is_dir(rs->fs, norm, n))
         e = set_times(rs->fs, NULL, false, 0, 0, U32(6));
     else
@@ -1197,9 +1384,25 @@ HOST(path_readlink) {
     pr_run_state *rs = RS(env);
     char *norm;
     size_t n;
-    int e = resolve(cx, env, U32(0), U32(1), U32(2), &norm, &n);
+    bool slash;
+    int e = resolve(cx, env, U32(0), U32(1), U32(2), false, &norm, &n, &slash);
     if (e) RET(e);
-    e = (pr_fs_find(rs->fs, norm, n) || pr_fs_is_dir(rs->fs, norm, n)) ? E_INVAL : E_NOENT;
+    pr_file *f = pr_fs_find(rs->fs, norm, n);
+    if (f && pr_file_is_link(f) && !slash) {
+        /* As readlink(2): at most the buffer's size, cut (no NUL); bufused says how much. */
+        uint8_t *buf = mem(cx, U32(3), U32(4)), *pn = mem(cx, U32(5), 4);
+        if (!buf || !pn)
+            e = E_FAULT;
+        else {
+            uint32_t k = f->node->len < U32(4) ? (uint32_t)f->node->len : U32(4);
+            memcpy(buf, f->node->data, k);
+            st32(pn, k);
+        }
+    } else if (slash) {
+        e = E_NOTDIR; /* "name/" is never a link (as hostdir.c) */
+    } else {
+        e = (f || pr_fs_is_dir(rs->fs, norm, n)) ? E_INVAL : E_NOENT;
+    }
     free(norm);
     RET(e);
 }
@@ -1218,7 +1421,8 @@ HOST(path_remove_directory) {
     pr_run_state *rs = RS(env);
     char *norm;
     size_t n;
-    int e = resolve(cx, env, U32(0), U32(1), U32(2), &norm, &n);
+    bool slash;
+    int e = resolve(cx, env, U32(0), U32(1), U32(2), false, &norm, &n, &slash);
     if (e) RET(e);
     pr_file *f = pr_fs_find(rs->fs, norm, n);
     if (n == 1)
@@ -1258,11 +1462,14 @@ HOST(path_unlink_file) {
     pr_run_state *rs = RS(env);
     char *norm;
     size_t n;
-    int e = resolve(cx, env, U32(0), U32(1), U32(2), &norm, &n);
+    bool slash;
+    int e = resolve(cx, env, U32(0), U32(1), U32(2), false, &norm, &n, &slash);
     if (e) RET(e);
     pr_file *f = pr_fs_find(rs->fs, norm, n);
-    if (f && !f->dir)
-        pr_fs_remove(rs->fs, f);
+    if (f && !f->dir && slash)
+        e = E_NOTDIR; /* "name/" names a directory */
+    else if (f && !f->dir)
+        pr_fs_remove(rs->fs, f); /* a symbolic link goes, not its target */
     else
         e = (f || pr_fs_is_dir(rs->fs, norm, n)) ? E_ISDIR : E_NOENT;
     free(norm);
@@ -1296,24 +1503,15 @@ static int rename_tree(pr_fs *fs, const char *old, size_t on, const char *nw, si
         memcpy(target + nn, f->path + on, f->path_len - on);
         pr_file *g = pr_fs_find(fs, target, tl);
         if (g) pr_fs_remove(fs, g);
-        g = pr_fs_create(fs, target, tl, f->dir);
+        /* The node moves to the new name (open descriptors keep it); the total stays. */
+        g = f->node ? pr_fs_link(fs, target, tl, f->node) : pr_fs_create(fs, target, tl, f->dir);
+        if (g && g->node) g->node->ino = pr_path_ino(target, tl); /* the contract's number */
         free(target);
         if (!g) {
             e = fs->create_err == -2 ? E_NOSPC : E_NOMEM;
             break;
         }
-        /* Hand the contents over without copying; the total stays the same. */
-        g->data = f->data;
-        g->len = f->len;
-        g->cap = f->cap;
-        g->mtime = f->mtime;
-        g->atime = f->atime;
-        g->own_atime = f->own_atime;
-        fs->total -= f->len;
-        f->data = NULL;
-        f->len = f->cap = 0;
         pr_fs_remove(fs, f);
-        fs->total += g->len;
     }
     free(list);
     return e;
@@ -1348,9 +1546,10 @@ HOST(path_rename) {
     pr_run_state *rs = RS(env);
     char *on, *nw;
     size_t onl, nwl;
-    int e = resolve(cx, env, U32(0), U32(1), U32(2), &on, &onl);
+    bool sa, sb;
+    int e = resolve(cx, env, U32(0), U32(1), U32(2), false, &on, &onl, &sa);
     if (e) RET(e);
-    e = resolve(cx, env, U32(3), U32(4), U32(5), &nw, &nwl);
+    e = resolve(cx, env, U32(3), U32(4), U32(5), false, &nw, &nwl, &sb);
     if (e) {
         free(on);
         RET(e);
@@ -1363,8 +1562,11 @@ HOST(path_rename) {
         e = E_NOENT;
     else if (onl == 1 || nwl == 1)
         e = E_BUSY;
-    else if (onl == nwl && memcmp(on, nw, onl) == 0)
-        e = E_SUCCESS;
+    else if (!src_dir && (sa || sb)) /* "name/" names a directory */
+        e = E_NOTDIR;
+    else if ((onl == nwl && memcmp(on, nw, onl) == 0) ||
+             (src && dst && src->node && src->node == dst->node))
+        e = E_SUCCESS; /* the same name, or two links of one file: nothing to do */
     else if (!src_dir && dst_dir)
         e = E_ISDIR;
     else if (src_dir && dst && !dst->dir)
@@ -1389,15 +1591,89 @@ HOST(path_rename) {
     RET(e);
 }
 
+/* Beyond the contract: path_link in the in-memory FS. The new name shares the node
+ * (its bytes count once); a directory cannot be linked (EPERM), an existing name is
+ * never replaced (EEXIST). */
+static int mem_link(pw_call_ctx *cx, void *env, const pw_val *a) {
+    pr_fs *fs = RS(env)->fs;
+    char *on, *nw;
+    size_t onl, nwl;
+    bool sa, sb;
+    int e = resolve(cx, env, U32(0), U32(2), U32(3), U32(1) & 1, &on, &onl, &sa);
+    if (e) return e;
+    e = resolve(cx, env, U32(4), U32(5), U32(6), false, &nw, &nwl, &sb);
+    if (e) {
+        free(on);
+        return e;
+    }
+    pr_file *src = pr_fs_find(fs, on, onl);
+    if (!src && !pr_fs_is_dir(fs, on, onl))
+        e = E_NOENT;
+    else if (sa || sb) /* as linkat(2) on Linux (and hostdir.c) */
+        e = !src || src->dir ? E_PERM : sa ? E_NOTDIR : E_NOENT;
+    else if (pr_fs_find(fs, nw, nwl) || pr_fs_is_dir(fs, nw, nwl))
+        e = E_EXIST; /* checked before the source's type, as linkat(2) */
+    else if (!src || src->dir)
+        e = E_PERM;
+    else if (ancestor_is_file(fs, nw, nwl))
+        e = E_NOTDIR;
+    else if (!pr_fs_link(fs, nw, nwl, src->node))
+        e = fs->create_err == -2 ? E_NOSPC : E_NOMEM;
+    free(on);
+    free(nw);
+    return e;
+}
+
 HOST(path_link) {
     wfd *da, *db;
     int e = two_dirs(env, U32(0), R_LINK_SOURCE, U32(4), R_LINK_TARGET, &da, &db);
     if (e) RET(e);
-    if (da->kind != K_HDIR) RET(E_NOTSUP); /* the room's file system has no links */
+    if (da->kind != K_HDIR) {
+        /* The contract's file system has no links; beyond the contract it has. */
+        if (!RS(env)->host->beyond_contract) RET(E_NOTSUP);
+        RET(mem_link(cx, env, a));
+    }
     const char *p1, *p2;
     if ((e = guest_path(cx, U32(2), U32(3), &p1)) || (e = guest_path(cx, U32(5), U32(6), &p2)))
         RET(e);
     RET(pr_hd_link(da->os, U32(1), p1, U32(3), db->os, p2, U32(6)));
+}
+
+/* Beyond the contract: path_symlink in the in-memory FS. As on a host directory an
+ * absolute target is refused (EPERM): a link never points out of the preopen. */
+static int mem_symlink(pw_call_ctx *cx, void *env, const pw_val *a) {
+    pr_fs *fs = RS(env)->fs;
+    const char *t;
+    int e = guest_path(cx, U32(0), U32(1), &t);
+    if (e) return e;
+    uint32_t tn = U32(1);
+    if (tn == 0) return E_NOENT;
+    if (t[0] == '/') return E_PERM;
+    if (tn > LINK_MAX_LEN) return E_NAMETOOLONG;
+    if (!pr_utf8_valid((const uint8_t *)t, tn)) return E_ILSEQ;
+    char *nw;
+    size_t nwl;
+    bool slash;
+    e = resolve(cx, env, U32(2), U32(3), U32(4), false, &nw, &nwl, &slash);
+    if (e) return e;
+    /* The target's bytes are copied first: guest memory is the caller's to change. */
+    char small[256], *tc = tn <= sizeof small ? small : malloc(tn);
+    if (!tc) {
+        free(nw);
+        return E_NOMEM;
+    }
+    memcpy(tc, t, tn);
+    if (pr_fs_find(fs, nw, nwl) || pr_fs_is_dir(fs, nw, nwl))
+        e = E_EXIST;
+    else if (slash)
+        e = E_NOENT;
+    else if (ancestor_is_file(fs, nw, nwl))
+        e = E_NOTDIR;
+    else if (!pr_fs_symlink(fs, nw, nwl, tc, tn))
+        e = fs->create_err == -2 ? E_NOSPC : E_NOMEM;
+    if (tc != small) free(tc);
+    free(nw);
+    return e;
 }
 
 HOST(path_symlink) {
@@ -1405,7 +1681,7 @@ HOST(path_symlink) {
     if (!d) RET(E_BADF);
     if (d->kind != K_DIR && d->kind != K_HDIR) RET(E_NOTDIR);
     NEED(d, R_SYMLINK);
-    if (d->kind != K_HDIR) RET(E_NOTSUP);
+    if (d->kind != K_HDIR) RET(RS(env)->host->beyond_contract ? mem_symlink(cx, env, a) : E_NOTSUP);
     const char *target, *path;
     int e;
     if ((e = guest_path(cx, U32(0), U32(1), &target)) ||
@@ -1652,9 +1928,9 @@ static bool wasi_matches(const pw_module *m) {
     return true;
 }
 
-static void wasi_free(wasi *w) {
+static void wasi_free(wasi *w, pr_fs *fs) {
     for (uint32_t i = 0; i < w->nfds; i++)
-        if (w->fds[i].kind != K_FREE) closefd(NULL, &w->fds[i]);
+        if (w->fds[i].kind != K_FREE) closefd(fs, &w->fds[i]);
     if (w->fds != w->fixed) free(w->fds);
     free(w);
 }
@@ -1676,7 +1952,7 @@ static wasi *state(pr_run_state *rs) {
         int64_t fd = allocfd(w);
         int os = fd < 0 ? -1 : fcntl(o->dirs[i].fd, F_DUPFD_CLOEXEC, 3);
         if (os < 0) {
-            wasi_free(w);
+            wasi_free(w, NULL);
             return NULL;
         }
         const char *name = o->dirs[i].guest ? o->dirs[i].guest : "/";
@@ -1687,7 +1963,7 @@ static wasi *state(pr_run_state *rs) {
     if (!root_taken && !o->no_memory_root) {
         int64_t fd = allocfd(w);
         if (fd < 0) {
-            wasi_free(w);
+            wasi_free(w, NULL);
             return NULL;
         }
         w->fds[fd] = (wfd){.kind = K_DIR, .rights = R_DIR_ALL, .inherit = R_ALL, .preopen = "/"};
@@ -1752,7 +2028,7 @@ static pw_status wasi_start(pr_run_state *rs, pw_error *err) {
 static void wasi_finish(pr_run_state *rs) {
     wasi *w = rs->abi_state;
     if (!w) return;
-    wasi_free(w);
+    wasi_free(w, rs->fs);
     rs->abi_state = NULL;
 }
 

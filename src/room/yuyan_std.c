@@ -101,7 +101,7 @@ static pw_status mtime(yy_call *c, const yy_val *a, yy_val *r) {
     npath np;
     if (!norm(&np, a)) return NOMEM(c);
     pr_file *f = file_at(c->rs->fs, &np);
-    r->i = f ? (int64_t)f->mtime : 1;
+    r->i = f ? (int64_t)f->node->mtime : 1;
     norm_free(&np);
     return PW_OK;
 }
@@ -112,7 +112,7 @@ static pw_status read_file(yy_call *c, const yy_val *a, yy_val *r) {
     pr_file *f = file_at(c->rs->fs, &np);
     norm_free(&np);
     if (!f) return missing(c, a, false);
-    return yy_new_str(c, f->data, f->len, &r->ref);
+    return yy_new_str(c, f->node->data, f->node->len, &r->ref);
 }
 
 static pw_status write_file(yy_call *c, const yy_val *a, yy_val *r) {

@@ -268,7 +268,80 @@ def s_load(E):
     check(wait_gone(root), "server survived close after load")
 
 
-SCENARIOS = {"load": s_load, "clientfs": s_clientfs, "session": s_session, "settings": s_settings, "kill9": s_kill9, "cancel": s_cancel}
+def s_listchanged(E):
+    """notifications/tools/list_changed in a live session: a scripted server adds a tool
+    during the first call; the next model request of the same turn lists it, and it can
+    be called."""
+    srv = os.path.join(os.path.dirname(os.path.abspath(__file__)), "listchanged_server.py")
+    a = E.agent()
+    r = a.result("session/new", {"cwd": E.cwd, "mcpServers": [
+        {"name": "lc", "command": sys.executable, "args": [srv], "env": []}]})
+    check("peri.mcpErrors" not in r.get("_meta", {}), "server failed: %r" % r)
+    sid = r["sessionId"]
+    a.permission_answer = "allow_once"
+    E.mock.script([{"tool_calls": [{"id": "l1", "name": "mcp__lc__first", "arguments": {}}]},
+                   {"tool_calls": [{"id": "l2", "name": "mcp__lc__second",
+                                    "arguments": {"x": "y"}}]},
+                   {"text": "done"}])
+    resp = a.response(prompt(a, sid, "go"), timeout=30)
+    check(resp.get("result") == {"stopReason": "end_turn"}, "turn %r" % resp)
+    reqs = E.mock.requests()
+    check(len(reqs) == 3, "model requests %d" % len(reqs))
+    t0, t1 = model_tools(reqs[0]["body"]), model_tools(reqs[1]["body"])
+    check("mcp__lc__first" in t0 and "mcp__lc__second" not in t0,
+          "first request tools %r" % sorted(t0))
+    check("mcp__lc__second" in t1 and "x" in t1["mcp__lc__second"]["parameters"]["properties"],
+          "list_changed not reflected in the next request: %r" % sorted(t1))
+    check("read" in t1 and "mcp__lc__first" in t1, "other tools lost: %r" % sorted(t1))
+    tool_msgs = [m for m in reqs[2]["body"]["messages"] if m["role"] == "tool"]
+    check("second-ran" in json.dumps(tool_msgs), "the added tool did not run: %r" % tool_msgs)
+    check(a.close_stdin() == 0, "exit after EOF")
+
+
+def s_progress(E):
+    """notifications/progress of a running MCP call (server-everything's long-running
+    tool, 50 steps in 1 s) become in_progress tool_call_updates of that call with
+    _meta["peri.progress"], at most ~10 per second, all before the final update."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import interop  # noqa: E402
+    why = interop.need_packages()
+    if why:
+        if os.environ.get("CI") == "true":
+            raise Fail("npm MCP packages missing under CI=true: %s" % why)
+        print("SKIP progress: %s" % why)
+        sys.exit(77)
+    a = E.agent()
+    r = a.result("session/new", {"cwd": E.cwd, "mcpServers": [
+        {"name": "ev", "command": "node", "args": [interop.EVERYTHING, "stdio"], "env": []}]})
+    check("peri.mcpErrors" not in r.get("_meta", {}), "server failed: %r" % r)
+    sid = r["sessionId"]
+    a.permission_answer = "allow_once"
+    E.mock.script([{"tool_calls": [{"id": "p1", "name": "mcp__ev__trigger-long-running-operation",
+                                    "arguments": {"duration": 1, "steps": 50}}]},
+                   {"text": "done"}])
+    t0 = time.monotonic()
+    resp = a.response(prompt(a, sid, "go"), timeout=60)
+    elapsed = time.monotonic() - t0
+    check(resp.get("result") == {"stopReason": "end_turn"}, "turn %r" % resp)
+    ups = [u for _, u in a.updates(sid) if u["sessionUpdate"] == "tool_call_update"
+           and u["toolCallId"] == "p1"]
+    final = [i for i, u in enumerate(ups) if u.get("status") in ("completed", "failed")]
+    check(len(final) == 1 and ups[final[0]]["status"] == "completed", "final %r" % ups[-1:])
+    prog = [u for u in ups if "peri.progress" in u.get("_meta", {})]
+    check(len(prog) >= 3, "too few progress updates: %r" % prog)
+    check(all(u["status"] == "in_progress" for u in prog), "progress status %r" % prog)
+    check(ups.index(prog[-1]) < final[0], "a progress update followed the final one")
+    vals = [u["_meta"]["peri.progress"]["progress"] for u in prog]
+    check(vals == sorted(vals), "progress not increasing %r" % vals)
+    check(prog[0]["_meta"]["peri.progress"].get("total") == 50, "total %r" % prog[0])
+    check(prog[-1]["content"][0]["content"]["text"].endswith("/50"), "content %r" % prog[-1])
+    # rate limit: <= 10/s per call (plus the last step), over the call's whole duration
+    check(len(prog) <= 10 * elapsed + 2, "%d progress updates in %.2f s" % (len(prog), elapsed))
+    check(a.close_stdin() == 0, "exit after EOF")
+
+
+SCENARIOS = {"load": s_load, "clientfs": s_clientfs, "session": s_session, "settings": s_settings, "kill9": s_kill9, "cancel": s_cancel,
+             "listchanged": s_listchanged, "progress": s_progress}
 
 
 def main():

@@ -3,7 +3,10 @@
  * line reader on huge lines, the SSE parser, the client against a hostile fake server
  * (wrong ids, garbage, huge lines, string ids, duplicates), the workspace server on raw
  * frames (pagination, unknown tools, escapes, cancellation), the in-process pair,
- * configuration parsing and the MCP -> ACP content mapping.
+ * configuration parsing and the MCP -> ACP content mapping; issue 12: the pool's builtin
+ * tools through the in-process pair give exactly the registry's results (text, content,
+ * locations, rawOutput, _meta; the editor hook used), plain clients get no _meta, and
+ * tools/list_changed refreshes the pool's table.
  *
  * usage: test_mcp PERI_BINARY
  */
@@ -592,6 +595,215 @@ static void test_pool_caps_text(void **state) {
     pmcp_pool_close(p);
 }
 
+/* ---------------------------------------------------------------- builtin pair (issue 12) */
+
+static int g_editor_reads;
+
+static int editor_read(void *ctx, const char *abs, char **data, size_t *len) {
+    (void)ctx;
+    (void)abs;
+    g_editor_reads++;
+    *data = strdup("FROM-EDITOR\n");
+    *len = strlen(*data);
+    return 0;
+}
+
+static void same_json(const char *a, const char *b) {
+    if (!a || !b) {
+        if (a != b) fprintf(stderr, "differs: %s vs %s\n", a ? a : "NULL", b ? b : "NULL");
+        assert_ptr_equal(a, b);
+        return;
+    }
+    json_t *x = json_loads(a, JSON_DECODE_ANY, NULL), *y = json_loads(b, JSON_DECODE_ANY, NULL);
+    assert_non_null(x);
+    assert_true(json_equal(x, y));
+    json_decref(x);
+    json_decref(y);
+}
+
+/* The pool's builtin tools run with the given context (the editor hook is used) and
+ * hand back exactly what the registry returns: text, content (diffs), locations. */
+static void test_pool_builtin(void **state) {
+    (void)state;
+    char path[512];
+    snprintf(path, sizeof path, "%s/b.txt", g_root);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("on disk\n", f);
+    fclose(f);
+    ptl_client_fs cfs = {.read = editor_read};
+    ptl_ctx ctx = {.cwd = g_root, .client_fs = &cfs};
+    pmcp_pool_opts po = {.workspace = &ctx};
+    char *notices = NULL;
+    pmcp_pool *p = pmcp_pool_open(&po, &notices);
+    assert_non_null(p);
+    assert_null(notices);
+    assert_true(pmcp_pool_builtin(p));
+    assert_int_equal(pmcp_pool_tool_count(p), 0); /* the host lists builtin tools itself */
+    assert_true(pmcp_pool_has(p, "read") && pmcp_pool_has(p, "shell"));
+    static const char *const calls[][2] = {
+        {"read", "{\"path\":\"b.txt\"}"},
+        {"write", "{\"path\":\"new/w.txt\",\"content\":\"x\\n\"}"},
+        {"edit", "{\"path\":\"new/w.txt\",\"old_string\":\"x\",\"new_string\":\"y\"}"},
+        {"read", "{\"path\":\"../etc/passwd\"}"},
+        {"read", "{bad json"},
+        {"grep", "{\"pattern\":\"disk\"}"},
+        {"shell", "{\"command\":\"echo hi; exit 3\"}"}};
+    for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+        const ptl_tool *t = ptl_find(calls[i][0]);
+        /* the direct result first, then the pool's on the same state (write/edit:
+         * the pool runs on a copy of the state the direct call started from) */
+        ptl_result d;
+        ptl_run(t, calls[i][1], &ctx, &d);
+        if (!strcmp(calls[i][0], "write")) remove(strcat(strcpy(path, g_root), "/new/w.txt"));
+        if (!strcmp(calls[i][0], "edit")) {
+            f = fopen(strcat(strcpy(path, g_root), "/new/w.txt"), "w");
+            fputs("x\n", f);
+            fclose(f);
+        }
+        int before = g_editor_reads;
+        pmcp_pool_result r;
+        int rc = pmcp_pool_run(p, calls[i][0], calls[i][1], NULL, NULL, NULL, &r);
+        assert_int_equal(rc, 0);
+        assert_string_equal(r.text, d.output);
+        assert_int_equal(r.is_error, d.is_error);
+        if (r.content_json || !d.content_json) {
+            same_json(r.content_json, d.content_json);
+        } else { /* a plain text block of the text: what the ACP layer renders for NULL */
+            json_t *tb = json_pack("[{s:s, s:{s:s, s:s}}]", "type", "content", "content", "type",
+                                   "text", "text", d.output);
+            char *tbs = json_dumps(tb, JSON_COMPACT);
+            same_json(tbs, d.content_json);
+            free(tbs);
+            json_decref(tb);
+        }
+        same_json(r.locations_json, d.locations_json);
+        same_json(r.raw_output_json, d.raw_output_json);
+        same_json(r.meta_json, d.meta_json);
+        if (i == 0) {
+            assert_int_equal(g_editor_reads, before + 1);
+            assert_non_null(strstr(r.text, "FROM-EDITOR"));
+        }
+        if (i == 1) assert_non_null(strstr(r.content_json, "\"type\":\"diff\""));
+        pmcp_pool_result_clear(&r);
+        ptl_result_clear(&d);
+    }
+    pmcp_pool_close(p);
+}
+
+typedef struct raise_later {
+    atomic_int *flag;
+    long ms;
+} raise_later;
+
+static void *raise_main(void *arg) {
+    raise_later *r = arg;
+    struct timespec ts = {r->ms / 1000, (r->ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    atomic_store(r->flag, 1);
+    return NULL;
+}
+
+/* A cancelled builtin call returns what the stopped tool returned (its partial output),
+ * as a direct call did, and is reported as cancelled (1). */
+static void test_pool_builtin_cancel(void **state) {
+    (void)state;
+    ptl_ctx ctx = {.cwd = g_root};
+    pmcp_pool_opts po = {.workspace = &ctx};
+    char *notices = NULL;
+    pmcp_pool *p = pmcp_pool_open(&po, &notices);
+    assert_non_null(p);
+    atomic_int cancel = 0;
+    raise_later rl = {&cancel, 500};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, raise_main, &rl), 0);
+    pmcp_pool_result r;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = pmcp_pool_run(p, "shell", "{\"command\":\"echo partial-77; sleep 30\"}", &cancel, NULL,
+                           NULL, &r);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    pthread_join(th, NULL);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(r.text, "partial-77"));
+    assert_true(t1.tv_sec - t0.tv_sec < 10); /* did not wait for the command */
+    pmcp_pool_result_clear(&r);
+    pmcp_pool_close(p);
+}
+
+/* External clients of the same server get plain content, no _meta. */
+static void test_inproc_plain(void **state) {
+    (void)state;
+    pmcp_server_config cfg = {.name = "ws", .kind = PMCP_INPROC, .root = g_root};
+    char err[256];
+    pmcp_client *c = pmcp_client_connect(&cfg, NULL, err, sizeof err);
+    assert_non_null(c);
+    json_t *res = NULL;
+    assert_int_equal(pmcp__client_call_raw(c, "write", "{\"path\":\"p.txt\",\"content\":\"z\"}",
+                                           NULL, 0, &res, err, sizeof err),
+                     PMCP_OK);
+    assert_null(json_object_get(res, "_meta"));
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(res, "content"), 0), "type")),
+                        "text");
+    json_decref(res);
+    pmcp_client_close(c);
+}
+
+/* A server that adds a tool during the first call and sends list_changed first. */
+static const char *k_lc = "import sys,json\n"
+                          "T=[{'name':'first','inputSchema':{'type':'object'}}]\n"
+                          "def out(o): print(json.dumps(o),flush=True)\n"
+                          "for line in sys.stdin:\n"
+                          "    m=json.loads(line)\n"
+                          "    if 'id' not in m: continue\n"
+                          "    r={'protocolVersion':'2025-06-18','capabilities':{'tools':"
+                          "{'listChanged':True}},'serverInfo':{'name':'l','version':'1'}}\n"
+                          "    if m['method']=='tools/list': r={'tools':T}\n"
+                          "    if m['method']=='tools/call':\n"
+                          "        if len(T)==1: T.append({'name':'second',"
+                          "'inputSchema':{'type':'object'}})\n"
+                          "        out({'jsonrpc':'2.0','method':"
+                          "'notifications/tools/list_changed'})\n"
+                          "        r={'content':[{'type':'text','text':'ok'}]}\n"
+                          "    out({'jsonrpc':'2.0','id':m['id'],'result':r})\n";
+
+static void test_pool_refresh(void **state) {
+    (void)state;
+    char script[300];
+    snprintf(script, sizeof script, "%s/lc.py", g_root);
+    FILE *f = fopen(script, "w");
+    assert_non_null(f);
+    fputs(k_lc, f);
+    fclose(f);
+    char acp[600];
+    snprintf(acp, sizeof acp, "[{\"name\":\"l\",\"command\":\"python3\",\"args\":[\"%s\"]}]",
+             script);
+    char *notices = NULL;
+    pmcp_pool_opts po = {.cwd = g_root, .acp_servers_json = acp};
+    pmcp_pool *p = pmcp_pool_open(&po, &notices);
+    assert_non_null(p);
+    assert_null(notices);
+    assert_int_equal(pmcp_pool_refresh(p, &notices), 0); /* nothing changed yet */
+    assert_int_equal(pmcp_pool_tool_count(p), 1);
+    const char *old_name = pmcp_pool_tool_at(p, 0)->name;
+    pmcp_pool_result r;
+    assert_int_equal(pmcp_pool_run(p, "mcp__l__first", "{}", NULL, NULL, NULL, &r), 0);
+    pmcp_pool_result_clear(&r);
+    assert_int_equal(pmcp_pool_refresh(p, &notices), 1);
+    assert_null(notices);
+    assert_int_equal(pmcp_pool_tool_count(p), 2);
+    assert_string_equal(pmcp_pool_tool_at(p, 1)->name, "mcp__l__second");
+    assert_string_equal(old_name, "mcp__l__first"); /* the old table is kept */
+    assert_int_equal(pmcp_pool_run(p, "mcp__l__second", "{}", NULL, NULL, NULL, &r), 0);
+    pmcp_pool_result_clear(&r);
+    /* list_changed again, same list: no rebuild */
+    assert_int_equal(pmcp_pool_run(p, "mcp__l__first", "{}", NULL, NULL, NULL, &r), 0);
+    pmcp_pool_result_clear(&r);
+    assert_int_equal(pmcp_pool_refresh(p, &notices), 0);
+    pmcp_pool_close(p);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_mcp PERI_BINARY\n");
@@ -615,6 +827,10 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_hostile_server),
         cmocka_unit_test(test_stdio_failures),
         cmocka_unit_test(test_pool_caps_text),
+        cmocka_unit_test(test_pool_builtin),
+        cmocka_unit_test(test_pool_builtin_cancel),
+        cmocka_unit_test(test_inproc_plain),
+        cmocka_unit_test(test_pool_refresh),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[300];

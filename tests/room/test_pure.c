@@ -451,8 +451,8 @@ static void test_fs(void **st) {
     assert_int_equal(pr_fs_write(fs, "/b/./x", 6, "333", 3), 0); /* rewrite keeps place */
     pr_file *f = pr_fs_find(fs, "/b/x", 4);
     assert_non_null(f);
-    assert_int_equal(f->len, 3);
-    assert_int_equal(f->mtime, 4); /* clock starts at 1; three writes */
+    assert_int_equal(f->node->len, 3);
+    assert_int_equal(f->node->mtime, 4); /* clock starts at 1; three writes */
     assert_true(pr_fs_is_dir(fs, "/b", 2));
     assert_true(pr_fs_is_dir(fs, "/", 1));
     assert_false(pr_fs_is_dir(fs, "/a", 2));
@@ -504,7 +504,7 @@ static void test_fs_cap(void **st) {
 /* Issue 9: an unlinked file that a descriptor still holds keeps its bytes counted, so
  * unlinking open files and writing new ones cannot grow host memory past the budget.
  * Variants: the held file is grown after the unlink; several files are held at once;
- * the bytes come back at the last close (pr_fs_release_dead). */
+ * the bytes come back at the last close (pr_fs_node_close). */
 static void test_fs_unlinked_open_counts(void **st) {
     (void)st;
     pr_fs *fs = pr_fs_new();
@@ -512,13 +512,14 @@ static void test_fs_unlinked_open_counts(void **st) {
     char *big = calloc(1, half + 1);
     assert_non_null(big);
     assert_int_equal(pr_fs_write(fs, "/a", 2, big, half), 0);
-    pr_file *a = pr_fs_find(fs, "/a", 2);
-    a->nopen = 1; /* as an open WASI descriptor */
-    pr_fs_remove(fs, a);
+    pr_node *a = pr_fs_find(fs, "/a", 2)->node;
+    pr_fs_node_open(a); /* as an open WASI descriptor */
+    pr_fs_remove(fs, pr_fs_find(fs, "/a", 2));
     assert_int_equal(pr_fs_write(fs, "/b", 2, big, half), 0);
-    pr_file *b = pr_fs_find(fs, "/b", 2);
-    b->nopen = 1;
-    pr_fs_remove(fs, b);
+    pr_node *b = pr_fs_find(fs, "/b", 2)->node;
+    pr_fs_node_open(b);
+    pr_fs_remove(fs, pr_fs_find(fs, "/b", 2));
+    assert_int_equal(a->nlink, 0);
     /* Both halves are still held: nothing more fits, live or through the dead files. */
     assert_int_equal(pr_fs_write(fs, "/c", 2, big, 1), -2);
     assert_int_equal(pr_fs_pwrite(fs, a, "x", 1, half), -2);
@@ -527,12 +528,83 @@ static void test_fs_unlinked_open_counts(void **st) {
     assert_int_equal(pr_fs_truncate(fs, b, 0), 0);
     assert_int_equal(pr_fs_write(fs, "/c", 2, big, half), 0);
     /* The last close of the other one frees its half. */
-    a->nopen = 0;
-    pr_fs_release_dead(fs, a);
+    pr_fs_node_close(fs, a);
     assert_int_equal(pr_fs_write(fs, "/d", 2, big, half), 0);
     assert_int_equal(pr_fs_write(fs, "/e", 2, big, 1), -2);
-    b->nopen = 0;
-    pr_fs_release_dead(fs, b);
+    pr_fs_node_close(fs, b);
+    free(big);
+    pr_fs_free(fs);
+}
+
+/* Issue 17: the inode layer under the names. Hard links share one node, whose bytes
+ * count once in the budget and which goes with its last name; a node unlinked while
+ * open stays counted until its last close; symbolic links are nodes too. */
+static void test_fs_nodes(void **st) {
+    (void)st;
+    pr_fs *fs = pr_fs_new();
+    size_t half = PR_FS_MAX / 2;
+    char *big = calloc(1, half + 1);
+    assert_non_null(big);
+    assert_int_equal(pr_fs_write(fs, "/a", 2, big, half), 0);
+    pr_node *nd = pr_fs_find(fs, "/a", 2)->node;
+    assert_int_equal(nd->nlink, 1);
+    /* 1000 links: the half counts once, and the other half still fits. */
+    char name[32];
+    for (int i = 0; i < 1000; i++) {
+        int k = snprintf(name, sizeof name, "/l/%d", i);
+        assert_non_null(pr_fs_link(fs, name, (size_t)k, nd));
+    }
+    assert_int_equal(nd->nlink, 1001);
+    assert_int_equal(fs->total, half);
+    assert_int_equal(pr_fs_write(fs, "/b", 2, big, half), 0);
+    assert_int_equal(pr_fs_write(fs, "/c", 2, big, 1), -2);
+    /* A write through one name is seen through every other (one node). */
+    assert_int_equal(pr_fs_write(fs, "/l/7", 4, "shared", 6), 0);
+    assert_int_equal(pr_fs_find(fs, "/a", 2)->node->len, 6);
+    assert_memory_equal(pr_fs_find(fs, "/l/999", 6)->node->data, "shared", 6);
+    assert_int_equal(fs->total, half + 6);
+    /* Removing names keeps the node until the last one; an open node stays counted
+     * after its last name until its last close. */
+    pr_fs_node_open(nd);
+    pr_fs_remove(fs, pr_fs_find(fs, "/a", 2));
+    for (int i = 0; i < 1000; i++) {
+        int k = snprintf(name, sizeof name, "/l/%d", i);
+        pr_fs_remove(fs, pr_fs_find(fs, name, (size_t)k));
+    }
+    assert_int_equal(nd->nlink, 0);
+    assert_int_equal(pr_fs_pwrite(fs, nd, big, half - 6, 6), 0); /* grows while unlinked */
+    assert_int_equal(fs->total, 2 * half);
+    assert_int_equal(pr_fs_write(fs, "/c", 2, big, 1), -2);
+    pr_fs_node_close(fs, nd); /* freed: its half comes back */
+    assert_int_equal(fs->total, half);
+    assert_int_equal(pr_fs_write(fs, "/c", 2, big, half), 0);
+    /* A symbolic link is a node of its own (its target counts as contents), never an
+     * output file, and writing its name replaces it with a file. */
+    pr_fs_remove(fs, pr_fs_find(fs, "/c", 2));
+    size_t before = fs->total;
+    pr_file *s = pr_fs_symlink(fs, "/s", 2, "b", 1);
+    assert_non_null(s);
+    assert_true(pr_file_is_link(s));
+    assert_int_equal(fs->total, before + 1);
+    size_t cur = 0, pl, l;
+    const char *p;
+    const uint8_t *d;
+    int nfiles = 0;
+    while (pr_fs_next(fs, &cur, &p, &pl, &d, &l))
+        nfiles++;
+    assert_int_equal(nfiles, 1); /* /b only */
+    assert_int_equal(pr_fs_write(fs, "/s", 2, "x", 1), 0);
+    assert_false(pr_file_is_link(pr_fs_find(fs, "/s", 2)));
+    assert_int_equal(fs->total, before + 1);
+    /* Churn of links and names does not grow the entries' budget. */
+    size_t meta = fs->meta;
+    pr_node *b = pr_fs_find(fs, "/b", 2)->node;
+    for (int i = 0; i < 100000; i++) {
+        assert_non_null(pr_fs_link(fs, "/churn", 6, b));
+        pr_fs_remove(fs, pr_fs_find(fs, "/churn", 6));
+    }
+    assert_true(fs->meta < meta + 64 * 1024);
+    assert_int_equal(b->nlink, 1);
     free(big);
     pr_fs_free(fs);
 }
@@ -797,7 +869,7 @@ static void test_fuzz_parsers(void **st) {
         }
         size_t at[2];
         static const char *const names[2] = {"id", "params"};
-        pr_json_keys keys = {names, 2, at};
+        pr_json_keys keys = {.names = names, .n = 2, .at = at};
         if (pr_json_scan(buf, n, &keys) && at[0]) {
             size_t end = pr_json_value_end(buf, n, at[0] - 1);
             assert_true(end <= n && end > at[0] - 1);
@@ -826,6 +898,7 @@ int main(void) {
         cmocka_unit_test(test_fs),
         cmocka_unit_test(test_fs_cap),
         cmocka_unit_test(test_fs_unlinked_open_counts),
+        cmocka_unit_test(test_fs_nodes),
         cmocka_unit_test(test_fs_entries_budget),
         cmocka_unit_test(test_fs_children),
         cmocka_unit_test(test_cache),

@@ -650,6 +650,34 @@ static void test_thousand_runs(void **st) {
     }
 }
 
+/* Issue 17: links exist only beyond the contract (peri run --file). A contract run of
+ * the links probe (tests/wasi/fixtures/wasi_probe.wasm) gets ENOTSUP (58) from
+ * path_symlink and path_link and EINVAL (28) from path_readlink, and paths are
+ * normalised as the reference FS does: ".." stops at "/", an absolute path is taken
+ * from "/" (both refused or walked only beyond the contract). */
+static void test_no_links_in_contract(void **st) {
+    prog wp;
+    assert_true(load_prog(&wp, "../../wasi/fixtures/wasi_probe.wasm"));
+    char *got = run4(*st, "LOADER", "测试", &wp, "{\"args\":[\"links\"]}", NULL);
+    const char *want[] = {"\"ok\":true",
+                          "link f h: errno 58\\n",
+                          "symlink d/../f s: errno 58\\n",
+                          "readlink f 255: errno 28 []\\n",
+                          "link d dl: errno 58\\n",
+                          "symlink /etc/passwd abs: errno 58\\n",
+                          "stat f 0: type 4 size 5 nlink 1\\n",
+                          "stat f/ 1: type 4 size 5 nlink 1\\n",
+                          "read s: errno 44\\n"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        if (!strstr(got, want[i])) fail_msg("%s not in %s", want[i], got);
+    free(got);
+    got = run4(*st, "LOADER", "测试", &wp, "{\"args\":[\"clamp\"]}", NULL);
+    if (!strstr(got, "read ../../f: root\\nread /f: root\\nsymlink ../../../f up: errno 58"))
+        fail_msg("clamp: %s", got);
+    free(got);
+    free(wp.b64);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_program_a),
@@ -668,6 +696,7 @@ int main(void) {
         cmocka_unit_test(test_sleep),
         cmocka_unit_test(test_wall_limit),
         cmocka_unit_test(test_thousand_runs),
+        cmocka_unit_test(test_no_links_in_contract),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

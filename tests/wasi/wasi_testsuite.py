@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """The official WASI preview 1 testsuite on `peri run` (Python standard library only).
 
-usage: wasi_testsuite.py PERI SUITE_DIR [-v] [--only NAME]
+usage: wasi_testsuite.py PERI SUITE_DIR [-v] [--only NAME[,NAME...]] [--mem]
 
 Reads SUITE_DIR/tests/<language>/wasm32-wasip1/*.wasm with their NAME.json specs as
 SUITE_DIR/SPECIFICATION.md describes (legacy keys args/env/root/dirs/exit_code/stdout/
 stderr, or the operation list run/read/wait). A spec's root (or dirs) folder is copied
 to a fresh temporary directory first and preopened as the guest's "/" (--dir COPY::/),
 so a failing test cannot leave debris behind. The environment is exactly the spec's.
+With --mem the folder's files are loaded into the room's in-memory file system instead
+(--file /PATH=HOST, its "/" preopen; an argument naming the folder becomes "/"): the
+suite then tests the in-memory FS beyond the contract (docs/wasi.md). CTest runs the
+link tests so (wasi-testsuite.mem_links).
 Prints one line per failing test (every test with -v), `LANG: N passed, M failed` per
 language and `N passed, M failed` overall; exits 1 when a test failed.
 """
@@ -67,7 +71,7 @@ def writable_copy(src, dst):
     os.chmod(dst, os.stat(dst).st_mode | stat.S_IWUSR | stat.S_IRUSR | stat.S_IXUSR)
 
 
-def run_test(peri, wasm, verbose):
+def run_test(peri, wasm, verbose, mem=False):
     here = os.path.dirname(wasm)
     try:
         run, expect = load_spec(wasm)
@@ -81,13 +85,21 @@ def run_test(peri, wasm, verbose):
             roots.append((run["root"], "/"))
         for d in run.get("dirs") or []:
             roots.append((d, d))
+        args = list(run.get("args") or [])
         for i, (folder, guest) in enumerate(roots):
             copy = os.path.join(tmp, "d%d" % i)
             writable_copy(os.path.join(here, folder), copy)
-            cmd += ["--dir", "%s::%s" % (copy, guest)]
+            if not mem:
+                cmd += ["--dir", "%s::%s" % (copy, guest)]
+                continue
+            for base, _, files in os.walk(copy):
+                for name in files:
+                    host = os.path.join(base, name)
+                    cmd += ["--file", "/%s=%s" % (os.path.relpath(host, copy), host)]
+            args = ["/" if a == guest else a for a in args]
         for k, v in (run.get("env") or {}).items():
             cmd += ["--env", "%s=%s" % (k, v)]
-        cmd += ["--", wasm] + list(run.get("args") or [])
+        cmd += ["--", wasm] + args
         try:
             r = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True,
                                timeout=TIMEOUT, env={})
@@ -112,6 +124,7 @@ def run_test(peri, wasm, verbose):
 def main():
     argv = sys.argv[1:]
     verbose = "-v" in argv
+    mem = "--mem" in argv
     only = None
     if "--only" in argv:
         only = argv[argv.index("--only") + 1]
@@ -135,9 +148,9 @@ def main():
                 shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
         passed = failed = 0
         for f in sorted(os.listdir(d)):
-            if not f.endswith(".wasm") or (only and only not in f):
+            if not f.endswith(".wasm") or (only and not any(o in f for o in only.split(","))):
                 continue
-            ok, why = run_test(peri, os.path.join(d, f), verbose)
+            ok, why = run_test(peri, os.path.join(d, f), verbose, mem)
             if ok:
                 passed += 1
             else:

@@ -1,0 +1,434 @@
+/*
+ * session.c — the session half of the TUI client: every ACP request it makes and what
+ * their answers do (initialize, then session/new, session/load for --resume, or
+ * session/list + session/load for --continue; /resume's list; prompts), session/update
+ * notifications (status fields here, the rest to the transcript), permission requests
+ * (kept open until a key answers them), cancel, @mentions as resource links, and the
+ * bounded close. Only updates of the shown session are applied.
+ */
+#include "tui/app.h"
+
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+long long pt_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const char *or_empty(const char *s) {
+    return s ? s : "";
+}
+
+void pt_app_msg(pt_app *a, uint16_t attr, const char *fmt, const char *arg) {
+    snprintf(a->msg, sizeof a->msg, fmt, arg ? arg : "");
+    a->msg_attr = attr;
+}
+
+void pt_app_notice(pt_app *a, uint16_t attr, const char *text) {
+    pt_transcript_add(&a->t, PT_E_NOTICE, text, attr);
+}
+
+static void track(pt_app *a, int id, pt_rq kind) {
+    if (id <= 0) return;
+    for (size_t i = 0; i < sizeof a->rq / sizeof a->rq[0]; i++)
+        if (a->rq[i].kind == RQ_NONE) {
+            a->rq[i].id = id;
+            a->rq[i].kind = kind;
+            return;
+        }
+}
+
+static pt_rq untrack(pt_app *a, json_t *id) {
+    if (!json_is_integer(id)) return RQ_NONE;
+    for (size_t i = 0; i < sizeof a->rq / sizeof a->rq[0]; i++)
+        if (a->rq[i].kind != RQ_NONE && a->rq[i].id == json_integer_value(id)) {
+            pt_rq k = a->rq[i].kind;
+            a->rq[i].kind = RQ_NONE;
+            return k;
+        }
+    return RQ_NONE;
+}
+
+void pt_app_request(pt_app *a, const char *method, json_t *params, pt_rq kind) {
+    int id = pt_client_request(&a->c, method, params);
+    if (id < 0)
+        pt_app_msg(a, PT_FG(PT_RED), "cannot reach the agent (%s)", method);
+    else
+        track(a, id, kind);
+}
+
+/* ------------------------------------------------------------------ session */
+
+static void new_session(pt_app *a) {
+    pt_app_request(a, "session/new", json_pack("{s:s, s:[]}", "cwd", a->o->cwd, "mcpServers"),
+                   RQ_NEW);
+}
+
+void pt_session_load(pt_app *a, const char *id) {
+    if (a->ready && a->sid[0])
+        pt_app_request(a, "session/close", json_pack("{s:s}", "sessionId", a->sid), RQ_OTHER);
+    pt_transcript_free(&a->t);
+    a->ready = false;
+    a->prompts = 0;
+    a->title[0] = 0;
+    a->has_usage = a->has_cost = false;
+    a->scroll = 0;
+    snprintf(a->sid, sizeof a->sid, "%s", id);
+    pt_app_request(a, "session/load",
+                   json_pack("{s:s, s:s, s:[]}", "sessionId", id, "cwd", a->o->cwd, "mcpServers"),
+                   RQ_LOAD);
+}
+
+/* modes and configOptions of a session/new or session/load answer, or an update */
+static void take_config(pt_app *a, json_t *cfg) {
+    size_t i;
+    json_t *o;
+    json_array_foreach(cfg, i, o) {
+        const char *id = json_string_value(json_object_get(o, "id"));
+        const char *cur = json_string_value(json_object_get(o, "currentValue"));
+        if (!id || !cur) continue;
+        if (!strcmp(id, "mode")) snprintf(a->mode, sizeof a->mode, "%s", cur);
+        if (!strcmp(id, "model")) {
+            const char *name = cur;
+            size_t k;
+            json_t *c;
+            json_array_foreach(json_object_get(o, "options"), k, c) {
+                const char *v = json_string_value(json_object_get(c, "value"));
+                const char *nm = json_string_value(json_object_get(c, "name"));
+                if (v && nm && !strcmp(v, cur)) name = nm;
+            }
+            snprintf(a->model, sizeof a->model, "%s", name);
+        }
+    }
+}
+
+static void take_session(pt_app *a, json_t *res) {
+    const char *m =
+        json_string_value(json_object_get(json_object_get(res, "modes"), "currentModeId"));
+    if (m) snprintf(a->mode, sizeof a->mode, "%s", m);
+    json_t *avail = json_object_get(json_object_get(res, "modes"), "availableModes");
+    if (json_is_array(avail)) {
+        json_decref(a->modes);
+        a->modes = json_incref(avail);
+    }
+    take_config(a, json_object_get(res, "configOptions"));
+    a->ready = true;
+}
+
+/* --continue: the most recently updated top-level session */
+static const char *latest(json_t *sessions) {
+    const char *best = NULL, *best_at = "";
+    size_t i;
+    json_t *s;
+    json_array_foreach(sessions, i, s) {
+        if (json_object_get(json_object_get(s, "_meta"), "peri.parentSessionId")) continue;
+        const char *id = json_string_value(json_object_get(s, "sessionId"));
+        const char *at = json_string_value(json_object_get(s, "updatedAt"));
+        if (id && (!best || (at && strcmp(at, best_at) > 0))) {
+            best = id;
+            best_at = at ? at : "";
+        }
+    }
+    return best;
+}
+
+static void on_response(pt_app *a, json_t *f) {
+    pt_rq k = untrack(a, json_object_get(f, "id"));
+    json_t *res = json_object_get(f, "result");
+    json_t *err = json_object_get(f, "error");
+    const char *emsg = json_string_value(json_object_get(err, "message"));
+    char buf[512];
+    switch (k) {
+    case RQ_INIT:
+        if (err) {
+            pt_app_msg(a, PT_FG(PT_RED), "the agent refused initialize: %s", emsg);
+        } else if (a->o->resume_id) {
+            pt_session_load(a, a->o->resume_id);
+        } else if (a->o->cont) {
+            pt_app_request(a, "session/list", json_pack("{s:s}", "cwd", a->o->cwd),
+                           RQ_LIST_CONTINUE);
+        } else {
+            new_session(a);
+        }
+        break;
+    case RQ_NEW:
+        if (err) {
+            snprintf(buf, sizeof buf, "Cannot start a session: %s", emsg ? emsg : "error");
+            pt_app_notice(a, PT_FG(PT_RED) | PT_BOLD, buf);
+            break;
+        }
+        snprintf(a->sid, sizeof a->sid, "%s",
+                 or_empty(json_string_value(json_object_get(res, "sessionId"))));
+        take_session(a, res);
+        break;
+    case RQ_LOAD:
+        if (err) {
+            snprintf(buf, sizeof buf, "Cannot resume %s: %s", a->sid, emsg ? emsg : "error");
+            pt_app_notice(a, PT_FG(PT_RED) | PT_BOLD, buf);
+            a->sid[0] = 0;
+            new_session(a);
+            break;
+        }
+        take_session(a, res);
+        snprintf(buf, sizeof buf, "Resumed session %s", a->sid);
+        pt_app_notice(a, PT_DIM, "");
+        pt_app_notice(a, PT_DIM | PT_FG(PT_GREEN), buf);
+        break;
+    case RQ_PROMPT: {
+        if (a->prompts > 0) a->prompts--;
+        const char *stop = json_string_value(json_object_get(res, "stopReason"));
+        if (err) {
+            snprintf(buf, sizeof buf, "Error: %s", emsg ? emsg : "the turn failed");
+            pt_app_notice(a, PT_FG(PT_RED) | PT_BOLD, "");
+            pt_app_notice(a, PT_FG(PT_RED) | PT_BOLD, buf);
+        } else if (stop && !strcmp(stop, "cancelled")) {
+            pt_app_notice(a, PT_FG(PT_YELLOW), "");
+            pt_app_notice(a, PT_FG(PT_YELLOW) | PT_BOLD,
+                          a->scr.st.utf8 ? "\xE2\x96\xA0 Turn cancelled" : "[x] Turn cancelled");
+        } else if (stop && strcmp(stop, "end_turn")) {
+            snprintf(buf, sizeof buf, "Stopped: %s", stop);
+            pt_app_notice(a, PT_FG(PT_YELLOW), "");
+            pt_app_notice(a, PT_FG(PT_YELLOW), buf);
+        }
+        if (!a->prompts) a->cancelling = false;
+        break;
+    }
+    case RQ_LIST:
+        if (err) {
+            pt_app_msg(a, PT_FG(PT_RED), "session/list failed: %s", emsg);
+            break;
+        }
+        json_decref(a->pick);
+        a->pick = json_array(); /* top-level sessions only: subagent threads are not resumed */
+        size_t i;
+        json_t *it;
+        json_array_foreach(json_object_get(res, "sessions"), i, it) {
+            if (!json_object_get(json_object_get(it, "_meta"), "peri.parentSessionId"))
+                json_array_append(a->pick, it);
+        }
+        a->pick_sel = 0;
+        if (!json_array_size(a->pick)) {
+            json_decref(a->pick);
+            a->pick = NULL;
+            pt_app_msg(a, PT_DIM, "No earlier sessions in this directory.%s", "");
+        }
+        break;
+    case RQ_LIST_CONTINUE: {
+        const char *id = err ? NULL : latest(json_object_get(res, "sessions"));
+        if (id) {
+            char copy[128];
+            snprintf(copy, sizeof copy, "%s", id);
+            pt_session_load(a, copy);
+        } else {
+            pt_app_notice(a, PT_DIM, "No earlier session in this directory: starting a new one.");
+            new_session(a);
+        }
+        break;
+    }
+    default: break;
+    }
+}
+
+static void on_update(pt_app *a, json_t *params) {
+    const char *sid = json_string_value(json_object_get(params, "sessionId"));
+    if (!sid || strcmp(sid, a->sid)) return;
+    json_t *u = json_object_get(params, "update");
+    const char *tag = json_string_value(json_object_get(u, "sessionUpdate"));
+    if (!tag) return;
+    if (!strcmp(tag, "available_commands_update")) {
+        json_decref(a->commands);
+        a->commands = json_incref(json_object_get(u, "availableCommands"));
+    } else if (!strcmp(tag, "current_mode_update")) {
+        const char *m = json_string_value(json_object_get(u, "currentModeId"));
+        if (m) snprintf(a->mode, sizeof a->mode, "%s", m);
+    } else if (!strcmp(tag, "config_option_update")) {
+        take_config(a, json_object_get(u, "configOptions"));
+    } else if (!strcmp(tag, "usage_update")) {
+        a->used = json_integer_value(json_object_get(u, "used"));
+        a->size = json_integer_value(json_object_get(u, "size"));
+        a->has_usage = true;
+        json_t *cost = json_object_get(json_object_get(u, "cost"), "amount");
+        if (json_is_number(cost)) {
+            a->cost = json_number_value(cost);
+            a->has_cost = true;
+        }
+    } else if (!strcmp(tag, "session_info_update")) {
+        const char *t = json_string_value(json_object_get(u, "title"));
+        if (t) snprintf(a->title, sizeof a->title, "%s", t);
+    } else {
+        pt_transcript_update(&a->t, u);
+    }
+}
+
+void pt_session_frame(pt_app *a, json_t *f) {
+    const char *method = json_string_value(json_object_get(f, "method"));
+    json_t *id = json_object_get(f, "id");
+    if (!method) {
+        on_response(a, f);
+    } else if (!strcmp(method, "session/update")) {
+        on_update(a, json_object_get(f, "params"));
+    } else if (!strcmp(method, "session/request_permission") && id) {
+        if (a->perm_id) /* only one open at a time: the older one is cancelled */
+            pt_client_reply(&a->c, a->perm_id,
+                            json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled"));
+        json_decref(a->perm_id);
+        json_decref(a->perm);
+        a->perm_id = json_incref(id);
+        a->perm = json_incref(json_object_get(f, "params"));
+        a->scroll = 0;
+    } else if (id) {
+        pt_client_error(&a->c, id, -32601, "method not supported by this client");
+    }
+}
+
+void pt_session_answer(pt_app *a, size_t k) {
+    json_t *opts = json_object_get(a->perm, "options");
+    json_t *opt = json_array_get(opts, k);
+    const char *oid = json_string_value(json_object_get(opt, "optionId"));
+    if (!oid) return;
+    pt_client_reply(&a->c, a->perm_id,
+                    json_pack("{s:{s:s, s:s}}", "outcome", "outcome", "selected", "optionId", oid));
+    char buf[320];
+    const char *title =
+        json_string_value(json_object_get(json_object_get(a->perm, "toolCall"), "title"));
+    snprintf(buf, sizeof buf, "  %s: %s",
+             json_string_value(json_object_get(opt, "name"))
+                 ? json_string_value(json_object_get(opt, "name"))
+                 : oid,
+             title ? title : "tool");
+    const char *kind = json_string_value(json_object_get(opt, "kind"));
+    pt_app_notice(
+        a, (kind && !strncmp(kind, "reject", 6) ? PT_FG(PT_RED) : PT_FG(PT_GREEN)) | PT_DIM, buf);
+    json_decref(a->perm_id);
+    json_decref(a->perm);
+    a->perm_id = a->perm = NULL;
+}
+
+void pt_session_cancel(pt_app *a) {
+    if (a->perm_id) {
+        pt_client_reply(&a->c, a->perm_id,
+                        json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled"));
+        json_decref(a->perm_id);
+        json_decref(a->perm);
+        a->perm_id = a->perm = NULL;
+    }
+    if (a->prompts > 0 && a->sid[0]) {
+        pt_client_notify(&a->c, "session/cancel", json_pack("{s:s}", "sessionId", a->sid));
+        a->cancelling = true;
+    }
+}
+
+/* Mentions: every "@path" naming an existing file or directory beneath or at an
+ * absolute path becomes a resource_link block after the text. */
+static void add_mentions(pt_app *a, json_t *blocks, const char *text) {
+    for (const char *p = text; (p = strchr(p, '@'));) {
+        bool start = p == text || p[-1] == ' ' || p[-1] == '\n' || p[-1] == '\t';
+        const char *q = ++p;
+        while (*q && *q != ' ' && *q != '\n' && *q != '\t')
+            q++;
+        size_t n = (size_t)(q - p);
+        while (n && strchr(",.;:!?)\"'", p[n - 1]))
+            n--;
+        if (!start || !n || n > PATH_MAX / 2) continue;
+        char rel[PATH_MAX], abs[PATH_MAX];
+        if (p[0] == '/')
+            snprintf(rel, sizeof rel, "%.*s", (int)n, p);
+        else
+            snprintf(rel, sizeof rel, "%s/%.*s", a->o->cwd, (int)n, p);
+        struct stat sb;
+        if (!realpath(rel, abs) || stat(abs, &sb)) continue;
+        const char *base = strrchr(abs, '/');
+        char uri[PATH_MAX + 8];
+        snprintf(uri, sizeof uri, "file://%s", abs);
+        json_array_append_new(blocks, json_pack("{s:s, s:s, s:s}", "type", "resource_link", "uri",
+                                                uri, "name", base && base[1] ? base + 1 : abs));
+    }
+}
+
+/* ------------------------------------------------------------------ close */
+
+/* The bounded close (as libperi-sdk's): session/close, replayed every 50 ms while the
+ * agent answers -32010 (not settled yet), within CLOSE_GRACE_MS. Requests that arrive
+ * meanwhile are answered "cancelled" / not supported. 0 closed, -1 not settled or no
+ * answer in time (then the agent's stdin is closed anyway). */
+int pt_session_close(pt_app *a) {
+    long long deadline = pt_now_ms() + CLOSE_GRACE_MS;
+    int id = pt_client_request(&a->c, "session/close", json_pack("{s:s}", "sessionId", a->sid));
+    while (id > 0 && !a->c.eof) {
+        long long left = deadline - pt_now_ms();
+        if (left <= 0) return -1;
+        struct pollfd p = {a->c.rfd, POLLIN, 0};
+        if (poll(&p, 1, (int)left) <= 0) continue;
+        if (pt_client_read(&a->c) < 0 && a->c.eof) break;
+        json_t *f;
+        while ((f = pt_client_next(&a->c))) {
+            json_t *fid = json_object_get(f, "id");
+            const char *method = json_string_value(json_object_get(f, "method"));
+            if (method && fid) {
+                if (!strcmp(method, "session/request_permission"))
+                    pt_client_reply(&a->c, fid,
+                                    json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled"));
+                else
+                    pt_client_error(&a->c, fid, -32601, "method not supported by this client");
+            } else if (!method && json_is_integer(fid) && json_integer_value(fid) == id) {
+                json_t *err = json_object_get(f, "error");
+                long long code = json_integer_value(json_object_get(err, "code"));
+                json_decref(f);
+                if (!err) return 0;
+                if (code != -32010) return -1;
+                struct timespec ts = {0, 50 * 1000 * 1000};
+                nanosleep(&ts, NULL);
+                id = pt_client_request(&a->c, "session/close",
+                                       json_pack("{s:s}", "sessionId", a->sid));
+                break;
+            }
+            json_decref(f);
+        }
+    }
+    return -1;
+}
+
+/* Sends text as a prompt (text block + resource links of its @mentions) and shows it. */
+void pt_session_prompt(pt_app *a, const char *text) {
+    json_t *blocks = json_pack("[{s:s, s:s}]", "type", "text", "text", text);
+    if (blocks) add_mentions(a, blocks, text);
+    pt_transcript_add(&a->t, PT_E_USER, text, 0);
+    int id = pt_client_request(&a->c, "session/prompt",
+                               json_pack("{s:s, s:o}", "sessionId", a->sid, "prompt", blocks));
+    if (id < 0) {
+        pt_app_notice(a, PT_FG(PT_RED), "The agent is gone: the prompt was not sent.");
+        return;
+    }
+    track(a, id, RQ_PROMPT);
+    a->prompts++;
+}
+
+void pt_session_start(pt_app *a) {
+    pt_app_request(a, "initialize",
+                   json_pack("{s:i, s:{s:{s:b, s:b}, s:b}, s:{s:s, s:s}}", "protocolVersion", 1,
+                             "clientCapabilities", "fs", "readTextFile", 0, "writeTextFile", 0,
+                             "terminal", 0, "clientInfo", "name", "peri-tui", "version", "1"),
+                   RQ_INIT);
+}
+
+void pt_session_next_mode(pt_app *a) {
+    size_t n = json_array_size(a->modes), cur = 0;
+    if (!a->ready || n < 2) return;
+    for (size_t i = 0; i < n; i++) {
+        const char *id = json_string_value(json_object_get(json_array_get(a->modes, i), "id"));
+        if (id && !strcmp(id, a->mode)) cur = i;
+    }
+    const char *next =
+        json_string_value(json_object_get(json_array_get(a->modes, (cur + 1) % n), "id"));
+    /* the status line follows current_mode_update, not the request */
+    if (next)
+        pt_app_request(a, "session/set_mode",
+                       json_pack("{s:s, s:s}", "sessionId", a->sid, "modeId", next), RQ_OTHER);
+}

@@ -1,0 +1,245 @@
+/*
+ * transcript.c — the TUI's transcript model: what session/update notifications said,
+ * as a list of entries (user turns, agent text, thoughts, tool calls, plans, notices).
+ * Pure data: no terminal here. Consecutive chunks of the same kind merge into one
+ * entry; a tool_call_update finds its call by id; a plan replaces the plan of the
+ * current turn. Unknown or malformed updates are ignored (never a crash).
+ */
+#include "tui/tui.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int pt_buf_add(pt_buf *b, const char *s, size_t n) {
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 128;
+        while (cap < b->n + n + 1)
+            cap *= 2;
+        char *p = realloc(b->s, cap);
+        if (!p) return -1;
+        b->s = p;
+        b->cap = cap;
+    }
+    if (n) memcpy(b->s + b->n, s, n);
+    b->n += n;
+    b->s[b->n] = 0;
+    return 0;
+}
+
+void pt_buf_free(pt_buf *b) {
+    free(b->s);
+    memset(b, 0, sizeof *b);
+}
+
+static void entry_free(pt_entry *e) {
+    pt_buf_free(&e->text);
+    pt_buf_free(&e->diff);
+    free(e->id);
+    free(e->title);
+    free(e->tkind);
+    free(e->status);
+    free(e->placement);
+    json_decref(e->plan);
+}
+
+void pt_transcript_free(pt_transcript *t) {
+    for (size_t i = 0; i < t->n; i++)
+        entry_free(&t->v[i]);
+    free(t->v);
+    memset(t, 0, sizeof *t);
+}
+
+pt_entry *pt_transcript_add(pt_transcript *t, pt_kind kind, const char *text, uint16_t attr) {
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 32;
+        pt_entry *v = realloc(t->v, cap * sizeof *v);
+        if (!v) return NULL;
+        t->v = v;
+        t->cap = cap;
+    }
+    pt_entry *e = &t->v[t->n++];
+    memset(e, 0, sizeof *e);
+    e->kind = kind;
+    e->attr = attr;
+    if (text) pt_buf_add(&e->text, text, strlen(text));
+    t->version++;
+    return e;
+}
+
+static void set_str(char **dst, const char *s) {
+    if (!s) return;
+    char *d = strdup(s);
+    if (!d) return;
+    free(*dst);
+    *dst = d;
+}
+
+static const char *text_of(json_t *u) {
+    return json_string_value(json_object_get(json_object_get(u, "content"), "text"));
+}
+
+static void chunk(pt_transcript *t, pt_kind kind, json_t *u) {
+    const char *s = text_of(u);
+    if (!s) {
+        const char *type =
+            json_string_value(json_object_get(json_object_get(u, "content"), "type"));
+        if (kind != PT_E_USER || !type) return;
+        s = !strcmp(type, "image")           ? "[image]"
+            : !strcmp(type, "resource_link") ? "[file]"
+                                             : "[content]";
+    }
+    pt_entry *e = t->n ? &t->v[t->n - 1] : NULL;
+    if (!e || e->kind != kind) e = pt_transcript_add(t, kind, NULL, 0);
+    if (!e) return;
+    pt_buf_add(&e->text, s, strlen(s));
+    t->version++;
+}
+
+static pt_entry *find_tool(pt_transcript *t, const char *id) {
+    for (size_t i = t->n; i-- > 0;)
+        if (t->v[i].kind == PT_E_TOOL && t->v[i].id && !strcmp(t->v[i].id, id)) return &t->v[i];
+    return NULL;
+}
+
+/* Lines of s as [start, end) pairs walked by the caller. */
+static size_t count_lines(const char *s) {
+    size_t n = 0;
+    for (const char *p = s; *p; p++)
+        n += *p == '\n';
+    return n + (*s && s[strlen(s) - 1] != '\n');
+}
+
+static const char *nth_line(const char *s, size_t k, size_t *len) {
+    while (k-- && s)
+        s = (s = strchr(s, '\n')) ? s + 1 : NULL;
+    if (!s) return NULL;
+    *len = strcspn(s, "\n");
+    return s;
+}
+
+static bool same_line(const char *a, size_t k, const char *b, size_t m) {
+    size_t la = 0, lb = 0;
+    const char *x = nth_line(a, k, &la), *y = nth_line(b, m, &lb);
+    return x && y && la == lb && !memcmp(x, y, la);
+}
+
+/* A whole-file change as -/+ lines: the common head and tail are left out. */
+static void make_diff(pt_buf *d, const char *old_text, const char *new_text) {
+    const char *o = old_text ? old_text : "";
+    const char *n = new_text ? new_text : "";
+    size_t on = count_lines(o), nn = count_lines(n), head = 0, tail = 0;
+    while (head < on && head < nn && same_line(o, head, n, head))
+        head++;
+    while (tail < on - head && tail < nn - head && same_line(o, on - 1 - tail, n, nn - 1 - tail))
+        tail++;
+    d->n = 0;
+    if (d->s) d->s[0] = 0;
+    for (size_t k = head; k < on - tail; k++) {
+        size_t len = 0;
+        const char *l = nth_line(o, k, &len);
+        if (!l) break;
+        pt_buf_add(d, "-", 1);
+        pt_buf_add(d, l, len);
+        pt_buf_add(d, "\n", 1);
+    }
+    for (size_t k = head; k < nn - tail; k++) {
+        size_t len = 0;
+        const char *l = nth_line(n, k, &len);
+        if (!l) break;
+        pt_buf_add(d, "+", 1);
+        pt_buf_add(d, l, len);
+        pt_buf_add(d, "\n", 1);
+    }
+}
+
+static void tool_content(pt_entry *e, json_t *content) {
+    if (!json_is_array(content)) return;
+    const char *last_text = NULL;
+    size_t i;
+    json_t *c;
+    json_array_foreach(content, i, c) {
+        const char *type = json_string_value(json_object_get(c, "type"));
+        if (!type) continue;
+        if (!strcmp(type, "content")) {
+            const char *s =
+                json_string_value(json_object_get(json_object_get(c, "content"), "text"));
+            if (s) last_text = s;
+        } else if (!strcmp(type, "diff")) {
+            make_diff(&e->diff, json_string_value(json_object_get(c, "oldText")),
+                      json_string_value(json_object_get(c, "newText")));
+        } else if (!strcmp(type, "terminal")) {
+            last_text = "(output in the client's terminal)";
+        }
+    }
+    if (last_text) {
+        e->text.n = 0;
+        pt_buf_add(&e->text, last_text, strlen(last_text));
+    }
+}
+
+static void tool_placement(pt_entry *e, json_t *u) {
+    json_t *p = json_object_get(json_object_get(u, "_meta"), "peri.placement");
+    if (!json_is_object(p)) return;
+    const char *backend = json_string_value(json_object_get(p, "backend"));
+    const char *reason = json_string_value(json_object_get(p, "reason"));
+    char buf[256];
+    snprintf(buf, sizeof buf, "ran in %s%s%s%s%s", backend ? backend : "?", reason ? " (" : "",
+             reason ? reason : "", reason ? ")" : "",
+             json_is_true(json_object_get(p, "unsandboxed")) ? " UNSANDBOXED" : "");
+    set_str(&e->placement, buf);
+}
+
+static void tool(pt_transcript *t, json_t *u, bool is_update) {
+    const char *id = json_string_value(json_object_get(u, "toolCallId"));
+    if (!id) return;
+    pt_entry *e = find_tool(t, id);
+    if (!e) {
+        if (!(e = pt_transcript_add(t, PT_E_TOOL, NULL, 0))) return;
+        set_str(&e->id, id);
+        if (!e->id) {
+            t->n--;
+            entry_free(e);
+            return;
+        }
+    }
+    set_str(&e->title, json_string_value(json_object_get(u, "title")));
+    set_str(&e->tkind, json_string_value(json_object_get(u, "kind")));
+    set_str(&e->status, json_string_value(json_object_get(u, "status")));
+    if (!e->status) set_str(&e->status, "pending");
+    if (is_update || json_object_get(u, "content")) tool_content(e, json_object_get(u, "content"));
+    tool_placement(e, u);
+    t->version++;
+}
+
+static void plan(pt_transcript *t, json_t *u) {
+    json_t *entries = json_object_get(u, "entries");
+    if (!json_is_array(entries)) return;
+    pt_entry *e = NULL;
+    for (size_t i = t->n; i-- > 0 && t->v[i].kind != PT_E_USER;)
+        if (t->v[i].kind == PT_E_PLAN) {
+            e = &t->v[i];
+            break;
+        }
+    if (!e && !(e = pt_transcript_add(t, PT_E_PLAN, NULL, 0))) return;
+    json_decref(e->plan);
+    e->plan = json_incref(entries);
+    t->version++;
+}
+
+void pt_transcript_update(pt_transcript *t, json_t *u) {
+    const char *tag = json_string_value(json_object_get(u, "sessionUpdate"));
+    if (!tag) return;
+    if (!strcmp(tag, "agent_message_chunk"))
+        chunk(t, PT_E_AGENT, u);
+    else if (!strcmp(tag, "agent_thought_chunk"))
+        chunk(t, PT_E_THOUGHT, u);
+    else if (!strcmp(tag, "user_message_chunk"))
+        chunk(t, PT_E_USER, u);
+    else if (!strcmp(tag, "tool_call"))
+        tool(t, u, false);
+    else if (!strcmp(tag, "tool_call_update"))
+        tool(t, u, true);
+    else if (!strcmp(tag, "plan"))
+        plan(t, u);
+}
