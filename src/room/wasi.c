@@ -9,7 +9,7 @@
  * Sockets do not exist in the room (ENOTSOCK). Symbolic and hard links do not exist
  * in a contract run (ENOTSUP); beyond the contract (peri run --file) the in-memory FS
  * has them: paths are then walked component by component (walk), symbolic links
- * spliced in, ".." stopping at "/", absolute paths and link targets refused.
+ * spliced in, ".." above "/" refused, absolute paths and link targets refused.
  * For `peri run` (docs/wasi.md) the options add an environment, argv[0], a connected
  * stdin, --invoke, and host directories (K_HDIR/K_HFILE descriptors, every path
  * resolved beneath them by hostdir.c). Rights are enforced on every descriptor: a
@@ -238,8 +238,8 @@ static int64_t allocfd(wasi *w) {
 #define E_PERM        63
 
 /* Beyond the contract: the walk of guest path p[0..len) from directory dp[0..dl) in
- * the in-memory FS, one component at a time. ".." pops a level and stays at "/" (the
- * preopen); a symbolic link met on the way (or last, when follow) has its target
+ * the in-memory FS, one component at a time. ".." pops a level; above "/" (the
+ * preopen) it is refused with ENOTCAPABLE, as hostdir.c and wasmtime do; a symbolic link met on the way (or last, when follow) has its target
  * spliced in front of the rest of the path and the walk goes on from the link's
  * directory; an absolute target is refused (ENOTCAPABLE, as hostdir.c), more than 40
  * links give ELOOP, a regular file on the way ENOTDIR. A missing directory on the way
@@ -288,7 +288,11 @@ static int walk(const pr_fs *fs, const char *dp, size_t dl, const char *p, size_
             continue;
         }
         if (nl == 2 && name[0] == '.' && name[1] == '.') {
-            while (cl > 1 && cur[cl - 1] != '/') /* never above "/" */
+            if (cl <= 1) { /* above the preopen: refused, as on a host directory */
+                e = E_NOTCAPABLE;
+                break;
+            }
+            while (cl > 1 && cur[cl - 1] != '/')
                 cl--;
             if (cl > 1) cl--;
             if (last) {
