@@ -5,7 +5,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build build-asan demo test test-release test-asan spectest bench fuzz format clean
+.PHONY: all deps build build-asan demo test test-release test-asan spectest bench fuzz fuzz-diff format clean
 
 all: build
 
@@ -43,7 +43,15 @@ bench: build
 
 fuzz: deps
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPERI_FUZZ=ON -DPERI_SANITIZE=ON >/dev/null
-	@$(MAKE) --no-print-directory -C build-fuzz -j$(JOBS) fuzz-wasm-decode fuzz-room-yuyan fuzz-room-wasi fuzz-mcp-decode
+	@$(MAKE) --no-print-directory -C build-fuzz -j$(JOBS) fuzz-wasm-decode fuzz-room-yuyan fuzz-room-wasi fuzz-mcp-decode fuzz-wasm-diff
+
+# Issue 18: the differential fuzzer (interpreter vs JIT) for FUZZ_SECONDS (default 600),
+# seeded with the spec testsuite's modules.
+FUZZ_SECONDS ?= 600
+fuzz-diff: fuzz
+	mkdir -p build-fuzz/corpus-diff
+	./build-fuzz/fuzz-wasm-diff -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=20 \
+	  build-fuzz/corpus-diff $$(ls -d ../shared/spectest/core/*/ 2>/dev/null | head -200)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

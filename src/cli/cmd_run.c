@@ -58,6 +58,8 @@ static void usage(FILE *f) {
         "                        (default %u)\n"
         "  --max-output N        limit on stdout+stderr bytes (default: none)\n"
         "  --deterministic       clocks and random_get a fixed function of the program\n"
+        "  --engine E            execution tier: interp (default), jit or auto (the baseline\n"
+        "                        JIT where the host has one; docs/jit.md)\n"
         "  --version             print the version\n"
         "  -h, --help            this text\n"
         "\n"
@@ -243,6 +245,17 @@ static int parse(run_opts *o, int argc, char **argv) {
             o->invoke = v;
         } else if (strcmp(a, "--out") == 0) {
             o->out_dir = v;
+        } else if (strcmp(a, "--engine") == 0) {
+            if (strcmp(v, "interp") == 0)
+                o->cfg.engine = PW_ENGINE_INTERP;
+            else if (strcmp(v, "jit") == 0)
+                o->cfg.engine = PW_ENGINE_JIT;
+            else if (strcmp(v, "auto") == 0)
+                o->cfg.engine = PW_ENGINE_AUTO;
+            else {
+                fprintf(stderr, "peri run: --engine wants interp, jit or auto, got \"%s\"\n", v);
+                return 2;
+            }
         } else if (strcmp(a, "--cpu-ms") == 0 && parse_num(v, UINT32_MAX, &n)) {
             o->cfg.cpu_ms = (uint32_t)n;
         } else if (strcmp(a, "--wall-ms") == 0 && parse_num(v, UINT32_MAX, &n)) {

@@ -2,7 +2,7 @@
  * cmd_wasm.c — `peri wasm`: a small tool for humans around the engine.
  *
  *   peri wasm validate FILE                   decode + validate; "valid" or the error
- *   peri wasm invoke [--v8-messages] [--time] FILE FUNC [ARGS...]
+ *   peri wasm invoke [--v8-messages] [--time] [--engine E] FILE FUNC [ARGS...]
  *                                             instantiate (no imports) and call FUNC
  *
  * Arguments are parsed by the function's parameter types (i32/i64 decimal or 0x hex,
@@ -25,11 +25,12 @@
 
 static int wasm_usage(FILE *f) {
     fprintf(f, "usage: peri wasm validate FILE\n"
-               "       peri wasm invoke [--v8-messages] [--time] FILE FUNC [ARGS...]\n"
+               "       peri wasm invoke [--v8-messages] [--time] [--engine E] FILE FUNC [ARGS...]\n"
                "  validate       decode and validate FILE; prints \"valid\" or the error\n"
                "  invoke         instantiate FILE (it must have no imports) and call the\n"
                "                 exported function FUNC with ARGS; prints the results\n"
                "  --v8-messages  trap messages in V8's wording instead of the spec's\n"
+               "  --engine E     execution tier: interp (default), jit or auto (docs/jit.md)\n"
                "  --time         print compile/instantiate/call times on stderr\n");
     return f == stdout ? 0 : 2;
 }
@@ -128,13 +129,26 @@ static bool wasm_no_imports(void *ctx, pw_store *s, const pw_module *m, const pw
 static int wasm_invoke(int argc, char **argv) {
     pw_msg_style style = PW_MSG_SPEC;
     bool timing = false;
+    pw_store_config cfg = {0};
     int i = 1;
     for (; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
         if (strcmp(argv[i], "--v8-messages") == 0)
             style = PW_MSG_V8;
         else if (strcmp(argv[i], "--time") == 0)
             timing = true;
-        else if (strcmp(argv[i], "--") == 0) {
+        else if (strcmp(argv[i], "--engine") == 0 && i + 1 < argc) {
+            const char *e = argv[++i];
+            if (strcmp(e, "interp") == 0)
+                cfg.engine = PW_ENGINE_INTERP;
+            else if (strcmp(e, "jit") == 0)
+                cfg.engine = PW_ENGINE_JIT;
+            else if (strcmp(e, "auto") == 0)
+                cfg.engine = PW_ENGINE_AUTO;
+            else {
+                fprintf(stderr, "peri wasm invoke: --engine wants interp, jit or auto\n");
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--") == 0) {
             i++;
             break;
         } else {
@@ -213,7 +227,7 @@ static int wasm_invoke(int argc, char **argv) {
             rc = 2;
             goto out;
         }
-    store = pw_store_new(NULL, &err);
+    store = pw_store_new(&cfg, &err);
     if (!store) {
         fprintf(stderr, "peri wasm invoke: %s\n", err.message);
         goto out;

@@ -48,6 +48,7 @@ pr_host *pr_host_new(const pr_host_config *cfg, pr_error *err) {
     h->memory_cap = cfg->memory_cap ? cfg->memory_cap : PR_MEMORY_CAP_DEFAULT;
     h->deterministic = cfg->deterministic;
     h->beyond_contract = cfg->beyond_contract;
+    h->engine = cfg->engine;
     if (!copy_list(&h->granted, &h->ngranted, cfg->granted, cfg->ngranted, "LOADER")) goto nomem;
     if (cfg->bound) {
         if (!copy_list(&h->bound, &h->nbound, cfg->bound, cfg->nbound, NULL)) goto nomem;

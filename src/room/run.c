@@ -227,8 +227,10 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
     /* The contract makes the memory cap a platform limit (an exception), not a -1
      * from memory.grow that the program could ignore. */
     pw_pool *pool = pr_host_pool_take(h);
-    pw_store_config sc = {
-        .memory_cap = h->memory_cap, .cap_is_fatal = !h->beyond_contract, .pool = pool};
+    pw_store_config sc = {.memory_cap = h->memory_cap,
+                          .cap_is_fatal = !h->beyond_contract,
+                          .pool = pool,
+                          .engine = h->engine};
     rs.store = pw_store_new(&sc, &pe);
     if (!rs.store) {
         pr_host_pool_put(h, pool);

@@ -22,6 +22,7 @@
 #include "wasm/gc.h"
 #include "wasm/instr.h"
 #include "wasm/interp.h"
+#include "wasm/jit/jit.h"
 #include "wasm/runtime.h"
 
 #include <stdlib.h>
@@ -1678,6 +1679,7 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
         pw_compile_free(cm);
         return st;
     }
+    cm->jit = pw_jit_module_new(cm); /* NULL (OOM): every function stays interpreted */
     m->code = cm;
     return PW_OK;
 }
@@ -1690,5 +1692,6 @@ void pw_compile_free(struct pw_cmodule *code) {
     pw_gc_free_layouts(code);
     free(code->gc_sites);
     free(code->gc_maps);
+    pw_jit_module_free(code->jit);
     free(code);
 }

@@ -2,6 +2,7 @@
  * func.c — function instances (Wasm and host), the embedder's call entry point
  * pw_call, and the host-call context (pw_ctx_*).
  */
+#include "wasm/jit/jit.h"
 #include "wasm/runtime.h"
 
 #include <stdarg.h>
@@ -114,7 +115,7 @@ pw_status pw_invoke(pw_store *s, pw_func *f, pw_error *err) {
     }
     s->host_depth++;
     s->trap = PW_TRAP_NONE;
-    pw_status st = f->host ? pw_call_host(s, NULL, f, argp) : pw_interp(s, f, argp);
+    pw_status st = f->host ? pw_call_host(s, NULL, f, argp) : pw_exec(s, f, argp);
     s->host_depth--;
     if (st == PW_ERR_TRAP && err) {
         err->status = PW_ERR_TRAP;

@@ -6,6 +6,7 @@
  */
 #include "wasm/gc.h"
 #include "wasm/instr.h"
+#include "wasm/jit/jit.h"
 #include "wasm/runtime.h"
 
 #include <stdlib.h>
@@ -261,6 +262,9 @@ static pw_instance *instantiate(pw_store *s, const pw_module *m, const pw_snapsh
             nomem(err);
             return NULL;
         }
+        /* Eager JIT compilation (store option): every function now, not at its first
+         * call. A function the JIT does not translate stays interpreted either way. */
+        if (s->jit_on && s->cfg.jit_eager) pw_jit_prepare(s, inst->funcs[i]);
     }
     for (uint32_t i = m->nglobal_imports; i < m->nglobals; i++) {
         const pw_global_def *gd = &m->globals[i];

@@ -11,70 +11,12 @@
  */
 #include "wasm/interp.h"
 #include "wasm/gc.h"
+#include "wasm/fops.h"
+#include "wasm/jit/jit.h"
 #include "wasm/runtime.h"
 
 #include <math.h>
 #include <string.h>
-
-static inline int32_t pw_sat_i32(double a) {
-    if (a != a) return 0;
-    if (a <= -2147483648.0) return INT32_MIN;
-    if (a >= 2147483647.0) return INT32_MAX;
-    return (int32_t)a;
-}
-static inline uint32_t pw_sat_u32(double a) {
-    if (a != a || a <= 0.0) return 0;
-    if (a >= 4294967295.0) return UINT32_MAX;
-    return (uint32_t)a;
-}
-static inline int64_t pw_sat_i64(double a) {
-    if (a != a) return 0;
-    if (a < -9223372036854775808.0) return INT64_MIN;
-    if (a >= 9223372036854775808.0) return INT64_MAX;
-    return (int64_t)a;
-}
-static inline uint64_t pw_sat_u64(double a) {
-    if (a != a || a <= 0.0) return 0;
-    if (a >= 18446744073709551616.0) return UINT64_MAX;
-    return (uint64_t)a;
-}
-
-/* libm's rounding functions return a signalling NaN unchanged; Wasm wants it quieted. */
-#define PW_QUIET(fn, T)                                                                            \
-    static inline T pw_##fn(T a) {                                                                 \
-        return a != a ? a + a : fn(a);                                                             \
-    }
-PW_QUIET(ceilf, float)
-PW_QUIET(floorf, float)
-PW_QUIET(truncf, float)
-PW_QUIET(nearbyintf, float)
-PW_QUIET(ceil, double)
-PW_QUIET(floor, double)
-PW_QUIET(trunc, double)
-PW_QUIET(nearbyint, double)
-
-static inline uint32_t f32_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-static inline uint64_t f64_bits(double f) {
-    uint64_t u;
-    memcpy(&u, &f, 8);
-    return u;
-}
-
-/* min/max per spec: NaN if either is NaN; -0 < +0. */
-static uint32_t f32_minmax(pw_slot a, pw_slot b, bool max) {
-    if (a.f32 != a.f32 || b.f32 != b.f32) return f32_bits(a.f32 + b.f32);
-    if (a.f32 == b.f32) return max ? (a.u32 & b.u32) : (a.u32 | b.u32);
-    return (a.f32 < b.f32) != max ? a.u32 : b.u32;
-}
-static uint64_t f64_minmax(pw_slot a, pw_slot b, bool max) {
-    if (a.f64 != a.f64 || b.f64 != b.f64) return f64_bits(a.f64 + b.f64);
-    if (a.f64 == b.f64) return max ? (a.u64 & b.u64) : (a.u64 | b.u64);
-    return (a.f64 < b.f64) != max ? a.u64 : b.u64;
-}
 
 /* ---------------------------------------------------------------- slow paths */
 
@@ -311,6 +253,7 @@ static pw_status run(pw_store *s, pw_func *entry, pw_slot *fp, const int32_t **t
     pw_func *f;
     pw_slot *argp;
     pw_exn *exn;
+    const bool jit_on = s->jit_on;
     RELOAD_INST();
     {
         const pw_cfunc *cf = entry->code;
@@ -365,6 +308,13 @@ L_RETURN:
     }
     DISPATCH();
 L_CALL : {
+    if (__builtin_expect(jit_on, 0)) {
+        /* The JIT tier may have the callee: the generic path asks it. */
+        f = inst->funcs[inst->mod->nfunc_imports + IMM(1)];
+        argp = fp + IMM(2);
+        pc += 3;
+        goto call_func;
+    }
     const pw_cfunc *cf = &cfuncs[IMM(1)];
     pw_slot *nfp = fp + IMM(2);
     if (__builtin_expect(fr >= fr_end || nfp + cf->frame_slots > stack_end, 0))
@@ -419,6 +369,21 @@ call_func:
         RELOAD_MEM();
         DISPATCH();
     } else {
+        if (__builtin_expect(jit_on, 0)) {
+            int st = pw_jit_call_from_interp(s, f, argp, pc, fp, inst, fr);
+            if (st != PW_JIT_INTERPRET) {
+                if (st != PW_OK) {
+                    if (st == PW_ERR_EXCEPTION && s->exn) {
+                        exn = s->exn;
+                        goto throw_exn;
+                    }
+                    s->frame_top = fr_entry;
+                    return (pw_status)st;
+                }
+                RELOAD_MEM();
+                DISPATCH();
+            }
+        }
         const pw_cfunc *cf = f->code;
         if (fr >= fr_end || argp + cf->frame_slots > stack_end) TRAP(PW_TRAP_STACK_EXHAUSTED);
         fr->ret_pc = pc;

@@ -82,6 +82,7 @@ struct pw_cmodule {
     struct pw_gcsite *gc_sites; /* sorted by pc */
     uint32_t gc_nsites;
     uint32_t *gc_maps;
+    struct pw_jitmod *jit; /* JIT code per function (jit/jit.h); NULL: none */
 };
 
 /* ---------------------------------------------------------------- store objects */
@@ -220,6 +221,10 @@ struct pw_store {
     pw_ref *handles;                /* host handles (pw_handle_new); 0 = free */
     uint32_t nhandles, caphandles, free_handle;
     uint64_t cast_cache[256]; /* (obj type id, target id) << 1 | is-subtype */
+    /* Baseline JIT (jit/jit.h): enabled for this store; native stack bound of the
+     * current outermost entry (below it, calls run on the interpreter). */
+    bool jit_on;
+    char *jit_stack_limit;
 };
 
 struct pw_call_ctx {

@@ -4,6 +4,7 @@
  * (extern) references.
  */
 #include "wasm/gc.h"
+#include "wasm/jit/jit.h"
 #include "wasm/runtime.h"
 
 #include <stdlib.h>
@@ -24,6 +25,7 @@ pw_store *pw_store_new(const pw_store_config *cfg, pw_error *err) {
     if (!s->cfg.memory_cap) s->cfg.memory_cap = (uint64_t)4 << 30;
     if (!s->cfg.max_call_depth) s->cfg.max_call_depth = PW_DEFAULT_DEPTH;
     if (!s->cfg.value_stack_bytes) s->cfg.value_stack_bytes = PW_DEFAULT_STACK;
+    s->jit_on = PW_JIT_AVAILABLE && s->cfg.engine != PW_ENGINE_INTERP;
     atomic_init(&s->interrupt, 0);
     s->empty_mem = pw_memory_create(s, 0, 0);
     if (!s->empty_mem) {

@@ -483,6 +483,51 @@ static void test_cpu_limit(void **st) {
     pr_host_free(h);
 }
 
+/* Issue 18: the JIT tier gives the room the same outputs, traps and limits as the
+ * interpreter (deterministic mode, so clocks and randomness cannot differ), and an
+ * endless loop under the JIT stops at the CPU limit with the interpreter's message. */
+static void test_jit_engine(void **st) {
+    (void)st;
+    pr_error e;
+    pr_host_config ci = {.wall_ms = 120000, .deterministic = true};
+    pr_host_config cj = {.wall_ms = 120000, .deterministic = true, .engine = PW_ENGINE_JIT};
+    pr_host *hi = pr_host_new(&ci, &e), *hj = pr_host_new(&cj, &e);
+    assert_non_null(hi);
+    assert_non_null(hj);
+    static const char *const inputs[] = {
+        "{\"args\":[\"echo\"],\"files\":{\"/请求/路径.txt\":\"/x\"}}",
+        "{\"args\":[\"fail\"]}",
+        "{\"args\":[\"trap\"]}",
+        "{\"args\":[\"recurse\"]}",
+        "{\"args\":[\"grow\"]}",
+        "{\"args\":[\"fsops\"]}",
+        "{\"args\":[\"fsops2\"]}",
+        "{\"args\":[\"rand\"]}",
+        "{\"args\":[\"env\"]}",
+        "{\"args\":[\"args\",\"a b\",\"\\u4f60\",\"\"]}",
+        "{\"args\":[\"big:1048577\"]}",
+        "{\"args\":[\"out\",\"65537\",\"65537\"]}",
+        "{\"args\":[\"ls\",\"/\"]}",
+    };
+    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
+        char *a = run(hi, inputs[i]), *b = run(hj, inputs[i]);
+        if (strcmp(a, b) != 0) fail_msg("input %s:\n interp %s\n jit    %s", inputs[i], a, b);
+        free(a);
+        free(b);
+    }
+    pr_host_free(hi);
+    pr_host_free(hj);
+    pr_host_config cfg = {.cpu_ms = 100, .wall_ms = 120000, .engine = PW_ENGINE_JIT};
+    pr_host *h = pr_host_new(&cfg, &e);
+    double t0 = cpu_now();
+    char *got = run(h, "{\"args\":[\"loop\"]}");
+    double used = cpu_now() - t0;
+    assert_string_equal(got, "!隔离运行失败：CPU 时间超过 100 ms");
+    assert_true(used >= 0.099 && used < 0.5);
+    free(got);
+    pr_host_free(h);
+}
+
 typedef struct chunks {
     char text[256];
     int writes[3];
@@ -645,6 +690,7 @@ int main(void) {
         cmocka_unit_test(test_room_environment),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_cpu_limit),
+        cmocka_unit_test(test_jit_engine),
         cmocka_unit_test(test_readdir_many),
         cmocka_unit_test(test_exec_api),
         cmocka_unit_test(test_sleep),

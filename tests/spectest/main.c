@@ -39,7 +39,7 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: peri-spectest [--only NAME] [--scope wasm2|wasm3] [--strict] "
-            "[--no-fork] [--skip-if-absent] [-v]\n"
+            "[--no-fork] [--skip-if-absent] [--engine interp|jit|auto] [-v]\n"
             "  --only NAME   run one script (core/NAME, or GROUP/NAME), in scope or not\n"
             "  --scope S     wasm2 (default " PERI_SPECTEST_DEFAULT_SCOPE
             ") or wasm3 (= wasm2 + wasm3)\n"
@@ -47,6 +47,7 @@ static void usage(FILE *f) {
             "                reverse) fails the assertion\n"
             "  --no-fork     run scripts in this process (for debuggers)\n"
             "  --skip-if-absent  exit 77 (CTest: skipped) when the data folder is absent\n"
+            "  --engine E    execution tier: interp (default), jit or auto\n"
             "  -v            print every failure detail and every skipped script\n"
             "environment: SPECTEST_DIR (data folder, default %s),\n"
             "             PERI_SPECTEST_SCOPE, PERI_SPECTEST_TIMEOUT (seconds per script)\n",
@@ -151,7 +152,7 @@ static void skip_one(const char *dir, const char *name, const char *why, const s
 }
 
 int main(int argc, char **argv) {
-    st_opts o = {0, false};
+    st_opts o = {0, false, PW_ENGINE_INTERP};
     const char *only = NULL, *scope = getenv("PERI_SPECTEST_SCOPE");
     bool no_fork = false, skip_if_absent = false;
     if (!scope || !*scope) scope = PERI_SPECTEST_DEFAULT_SCOPE;
@@ -168,7 +169,19 @@ int main(int argc, char **argv) {
             only = argv[++i];
         else if (strcmp(argv[i], "--scope") == 0 && i + 1 < argc)
             scope = argv[++i];
-        else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+        else if (strcmp(argv[i], "--engine") == 0 && i + 1 < argc) {
+            const char *e = argv[++i];
+            if (strcmp(e, "interp") == 0)
+                o.engine = PW_ENGINE_INTERP;
+            else if (strcmp(e, "jit") == 0)
+                o.engine = PW_ENGINE_JIT;
+            else if (strcmp(e, "auto") == 0)
+                o.engine = PW_ENGINE_AUTO;
+            else {
+                fprintf(stderr, "peri-spectest: unknown engine \"%s\" (interp, jit or auto)\n", e);
+                return 2;
+            }
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             usage(stdout);
             return 0;
         } else {

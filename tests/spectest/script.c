@@ -605,7 +605,8 @@ bool st_run_script(const char *json_path, const char *name, const st_opts *o, st
     st_script sc = {.o = o, .dir = dir, .name = name, .c = c, .cmd = "setup"};
     pw_error err;
     memset(&err, 0, sizeof err);
-    sc.store = pw_store_new(NULL, &err);
+    pw_store_config cfg = {.engine = o->engine};
+    sc.store = pw_store_new(&cfg, &err);
     if (sc.store) sc.host = st_host_new(sc.store, &err);
     json_t *cmds = json_object_get(root, "commands");
     if (!sc.store || !sc.host || !st_push(&sc.regs, "spectest", 8, NULL)) {

@@ -25,6 +25,7 @@ typedef struct st_counts {
 typedef struct st_opts {
     int verbose; /* 0: at most ST_MAX_DETAILS failure details per script; 1: all */
     bool strict; /* count malformed/invalid category mismatches as failures */
+    int engine;  /* pw_store_config.engine (--engine) */
 } st_opts;
 
 #define ST_MAX_DETAILS 10

@@ -1,0 +1,1277 @@
+/*
+ * jit.c — the baseline JIT: translation of internal code to x86-64 and the glue
+ * between JIT code, the interpreter and host functions (design: docs/jit.md).
+ *
+ * Register assignment inside JIT code (System V callee-saved registers, so helper
+ * calls keep them): rbx = frame pointer (slot i at [rbx + 8i]), r12 = memory 0 base,
+ * r13 = memory 0 size in bytes, r14 = the instance, r15 = the store. rax, rcx, rdx
+ * and the argument registers are scratch within one instruction: no value lives in a
+ * register across instructions (step 1 of the design: a stack machine in memory).
+ *
+ * A JIT function is `pw_status fn(pw_slot *fp, pw_instance *inst, pw_store *s)`. Its
+ * caller (exec_wasm) checks value-stack room, zeroes declared locals and polls the
+ * interrupt flag, exactly as the interpreter's call does. Every call made by JIT code
+ * goes through jit_call(), which pushes the interpreter's frame record for the caller
+ * (so the GC's stack walk and the exception unwinder see JIT frames as ordinary
+ * frames) and then runs the callee by whichever tier has it.
+ *
+ * Invariant: a function is translated only if every internal instruction in it is in
+ * the supported set below; anything else makes the whole function stay on the
+ * interpreter (per-function fallback), never a partial translation.
+ */
+#include "wasm/jit/jit.h"
+#include "wasm/fops.h"
+#include "wasm/interp.h"
+#include "wasm/jit/x64.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if PW_JIT_AVAILABLE
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
+typedef pw_status (*pw_jit_entry)(pw_slot *fp, pw_instance *inst, pw_store *s);
+
+#define JIT_FALLBACK ((void *)1)
+
+struct pw_jitmod {
+    uint32_t nfuncs;
+    _Atomic(void *) *fns; /* NULL: not tried; JIT_FALLBACK; else the entry point */
+    /* The module's code: one mapping for all its functions, translated together at
+     * the first call of any of them (one mmap + one mprotect per module: those take
+     * the process's mm lock and cost tens of microseconds each on a loaded VM). */
+    _Atomic(void *) map;
+    size_t maplen;
+    /* Reverse map of the interpreter's handler offsets, sorted by offset. */
+    uint32_t nops;
+    int32_t *off;
+    uint16_t *op;
+};
+
+/* ---------------------------------------------------------------- module table */
+
+struct pw_jitmod *pw_jit_module_new(const struct pw_cmodule *cm) {
+    struct pw_jitmod *jm = calloc(1, sizeof *jm);
+    if (!jm) return NULL;
+    jm->nfuncs = cm->nfuncs;
+    jm->fns = calloc(cm->nfuncs ? cm->nfuncs : 1, sizeof *jm->fns);
+    jm->off = malloc(PW_OP_COUNT_ * sizeof *jm->off);
+    jm->op = malloc(PW_OP_COUNT_ * sizeof *jm->op);
+    if (!jm->fns || !jm->off || !jm->op) {
+        pw_jit_module_free(jm);
+        return NULL;
+    }
+    /* Insertion sort of (offset, op): a few hundred entries, once per module. */
+    const int32_t *h = pw_interp_handlers();
+    for (uint32_t i = 0; i < PW_OP_COUNT_; i++) {
+        uint32_t j = i;
+        while (j > 0 && jm->off[j - 1] > h[i]) {
+            jm->off[j] = jm->off[j - 1];
+            jm->op[j] = jm->op[j - 1];
+            j--;
+        }
+        jm->off[j] = h[i];
+        jm->op[j] = (uint16_t)i;
+    }
+    jm->nops = PW_OP_COUNT_;
+    return jm;
+}
+
+void pw_jit_module_free(struct pw_jitmod *jm) {
+    if (!jm) return;
+#if PW_JIT_AVAILABLE
+    void *map = atomic_load_explicit(&jm->map, memory_order_acquire);
+    if (map) munmap(map, jm->maplen);
+#endif
+    free(jm->fns);
+    free(jm->off);
+    free(jm->op);
+    free(jm);
+}
+
+/* The internal opcode of a handler word; -1 when unknown or ambiguous (two handlers
+ * at one address: then no translation can tell them apart). */
+static int op_of(const struct pw_jitmod *jm, uint32_t w) {
+    int32_t v = (int32_t)w;
+    uint32_t lo = 0, hi = jm->nops;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (jm->off[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo >= jm->nops || jm->off[lo] != v) return -1;
+    if (lo + 1 < jm->nops && jm->off[lo + 1] == v) return -1;
+    return jm->op[lo];
+}
+
+#if PW_JIT_AVAILABLE
+
+/* ---------------------------------------------------------------- translation */
+
+/* Operation classes of the binary operators (table below). */
+enum { BK_NONE = 0, BK_ALU, BK_MUL, BK_SHIFT, BK_CMP };
+
+typedef struct opinfo {
+    uint8_t kind, sub; /* BK_*, and the x64 ALU op / shift op / condition */
+    uint8_t form;      /* 0 dst a b, 1 dst a imm, 2 branch a b, 3 branch a imm */
+    uint8_t w;         /* 64-bit operands */
+} opinfo;
+
+#define BI_ADD   BK_ALU, X_ADD
+#define BI_SUB   BK_ALU, X_SUB
+#define BI_AND   BK_ALU, X_AND
+#define BI_OR    BK_ALU, X_OR
+#define BI_XOR   BK_ALU, X_XOR
+#define BI_MUL   BK_MUL, 0
+#define BI_SHL   BK_SHIFT, X_SHL
+#define BI_SHR_S BK_SHIFT, X_SAR
+#define BI_SHR_U BK_SHIFT, X_SHR
+#define BI_ROTL  BK_SHIFT, X_ROL
+#define BI_ROTR  BK_SHIFT, X_ROR
+#define BI_EQ    BK_CMP, X_CC_E
+#define BI_NE    BK_CMP, X_CC_NE
+#define BI_LT_S  BK_CMP, X_CC_L
+#define BI_LT_U  BK_CMP, X_CC_B
+#define BI_GT_S  BK_CMP, X_CC_G
+#define BI_GT_U  BK_CMP, X_CC_A
+#define BI_LE_S  BK_CMP, X_CC_LE
+#define BI_LE_U  BK_CMP, X_CC_BE
+#define BI_GE_S  BK_CMP, X_CC_GE
+#define BI_GE_U  BK_CMP, X_CC_AE
+
+#define OI32(n, e)                                                                                 \
+    [PW_OP_I32_##n] = {BI_##n, 0, 0}, [PW_OP_I32_##n##_I] = {BI_##n, 1, 0},                        \
+    [PW_OP_BR_I32_##n] = {BI_##n, 2, 0}, [PW_OP_BR_I32_##n##_I] = {BI_##n, 3, 0},
+#define OI64(n, e) [PW_OP_I64_##n] = {BI_##n, 0, 1}, [PW_OP_I64_##n##_I] = {BI_##n, 1, 1},
+static const opinfo binops[PW_OP_COUNT_] = {PW_I32_BINOPS(OI32) PW_I64_BINOPS(OI64)
+                                                PW_I64_CMPOPS(OI64)};
+#undef OI32
+#undef OI64
+
+/* Loads and stores: access width, x64 load kind, bytes written to the slot, and
+ * whether the loaded 32-bit value is sign-extended to 64 bits. */
+typedef struct meminfo {
+    uint8_t bytes, ld, slot_bytes, sext64, store; /* store: 1 for stores */
+    uint8_t form;                                 /* 0 plain, 1 _A, 2 _R */
+} meminfo;
+
+#define I32_LOAD_MI     4, X_LD32, 4
+#define I64_LOAD_MI     8, X_LD64, 8
+#define F32_LOAD_MI     4, X_LD32, 4
+#define F64_LOAD_MI     8, X_LD64, 8
+#define I32_LOAD8_S_MI  1, X_LD8S, 4
+#define I32_LOAD8_U_MI  1, X_LD8U, 4
+#define I32_LOAD16_S_MI 2, X_LD16S, 4
+#define I32_LOAD16_U_MI 2, X_LD16U, 4
+#define I64_LOAD8_S_MI  1, X_LD8S, 8, 1
+#define I64_LOAD8_U_MI  1, X_LD8U, 8
+#define I64_LOAD16_S_MI 2, X_LD16S, 8, 1
+#define I64_LOAD16_U_MI 2, X_LD16U, 8
+#define I64_LOAD32_S_MI 4, X_LD32S, 8
+#define I64_LOAD32_U_MI 4, X_LD32, 8
+#define I32_STORE_MI    4, 0, 0
+#define I64_STORE_MI    8, 0, 0
+#define F32_STORE_MI    4, 0, 0
+#define F64_STORE_MI    8, 0, 0
+#define I32_STORE8_MI   1, 0, 0
+#define I32_STORE16_MI  2, 0, 0
+#define I64_STORE8_MI   1, 0, 0
+#define I64_STORE16_MI  2, 0, 0
+#define I64_STORE32_MI  4, 0, 0
+/* Loads give 3 or 4 fields (the fourth: sign-extend to 64 bits), stores 3. */
+#define ML(n, ...)                                                                                 \
+    [PW_OP_##n] = ml(n##_MI), [PW_OP_##n##_A] = mlf(1, n##_MI), [PW_OP_##n##_R] = mlf(2, n##_MI),
+#define MS(n, ...)                                                                                 \
+    [PW_OP_##n] = msf(0, n##_MI), [PW_OP_##n##_A] = msf(1, n##_MI),                                \
+    [PW_OP_##n##_R] = msf(2, n##_MI),
+#define ml(...)     mlf(0, __VA_ARGS__)
+#define mlf(f, ...) mlx(f, __VA_ARGS__, 0, 0)
+#define mlx(f, b, k, sb, sx, ...)                                                                  \
+    { b, k, sb, sx, 0, f }
+#define msf(f, ...) msx(f, __VA_ARGS__)
+#define msx(f, b, ...)                                                                             \
+    { b, 0, 0, 0, 1, f }
+static const meminfo memops[PW_OP_COUNT_] = {PW_LOADS(ML) PW_STORES(MS)};
+#undef ML
+#undef MS
+
+/* A branch or table entry to patch: value = label position - base. */
+typedef struct fixup {
+    uint32_t at, label, base;
+} fixup;
+
+/* Special labels after the per-word ones. */
+enum { LAB_EXIT = PW_TRAP_COUNT_, LAB_RET, LAB_TRAPC, LAB_NSPECIAL };
+
+typedef struct jc {
+    pw_x64 x;
+    const struct pw_jitmod *jm;
+    const pw_module *m;
+    const pw_cfunc *cf;
+    const uint32_t *code;
+    uint32_t n;
+    int32_t *lab; /* native offset of each word index (instruction starts), then specials */
+    fixup *fx;
+    uint32_t nfx, capfx;
+    bool fail;
+} jc;
+
+static pw_xmem S_(jc *c, uint32_t w) {
+    uint32_t slot = c->code[w];
+    if (slot >= c->cf->frame_slots) c->fail = true;
+    return x_mem(X_RBX, (int32_t)(slot * 8));
+}
+#define SLOT(k) S_(c, pos + (k))
+#define IMM(k)  c->code[pos + (k)]
+
+static void add_fix(jc *c, size_t at, uint32_t label, size_t base) {
+    if (c->nfx == c->capfx) {
+        uint32_t cap = c->capfx ? c->capfx * 2 : 64;
+        fixup *f = realloc(c->fx, cap * sizeof *f);
+        if (!f) {
+            c->fail = true;
+            return;
+        }
+        c->fx = f;
+        c->capfx = cap;
+    }
+    c->fx[c->nfx++] = (fixup){(uint32_t)at, label, (uint32_t)base};
+}
+
+static uint32_t special(jc *c, uint32_t k) {
+    return c->n + k;
+}
+
+static void jcc_to(jc *c, pw_xcc cc, uint32_t label) {
+    size_t at = x64_jcc32(&c->x, cc);
+    add_fix(c, at, label, at + 4);
+}
+static void jmp_to(jc *c, uint32_t label) {
+    size_t at = x64_jmp32(&c->x);
+    add_fix(c, at, label, at + 4);
+}
+static void trap_if(jc *c, pw_xcc cc, pw_trap_code code) {
+    jcc_to(c, cc, special(c, code));
+}
+static void poll_interrupt(jc *c) {
+    x64_alu_mi(&c->x, X_CMP, false, x_mem(X_R15, (int32_t)offsetof(pw_store, interrupt)), 0);
+    trap_if(c, X_CC_NE, PW_TRAP_INTERRUPTED);
+}
+
+/* Branch (cc, or always when cc < 0) from the instruction at pos to pos + off. A
+ * backward target is a possible loop: poll the interrupt flag first, as the
+ * interpreter does on every taken branch. */
+static void branch(jc *c, int cc, uint32_t pos, uint32_t off) {
+    uint32_t t = pos + off;
+    if (t >= c->n) {
+        c->fail = true;
+        return;
+    }
+    if (t <= pos) {
+        size_t skip = 0;
+        if (cc >= 0) skip = x64_jcc32(&c->x, (pw_xcc)(cc ^ 1));
+        poll_interrupt(c);
+        jmp_to(c, t);
+        if (cc >= 0) x64_patch32(&c->x, skip, (int32_t)(c->x.len - (skip + 4)));
+    } else if (cc >= 0) {
+        jcc_to(c, (pw_xcc)cc, t);
+    } else {
+        jmp_to(c, t);
+    }
+}
+
+static void ld(jc *c, bool w, int r, pw_xmem m) {
+    x64_load(&c->x, w ? X_LD64 : X_LD32, r, m);
+}
+static void st(jc *c, bool w, pw_xmem m, int r) {
+    x64_store(&c->x, w ? 8 : 4, m, r);
+}
+
+static void reload_mem(jc *c) {
+    x64_load(&c->x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, mem0)));
+    x64_load(&c->x, X_LD64, X_R12, x_mem(X_RAX, (int32_t)offsetof(pw_memory, data)));
+    x64_load(&c->x, X_LD64, X_R13, x_mem(X_RAX, (int32_t)offsetof(pw_memory, size)));
+}
+
+static void call_abs(jc *c, const void *fn) {
+    x64_mov_ri64(&c->x, X_RAX, (uint64_t)(uintptr_t)fn);
+    x64_call_r(&c->x, X_RAX);
+}
+
+/* Binary operator: a in rax, b from a slot or an immediate. */
+static void binop(jc *c, uint32_t pos, const opinfo *oi) {
+    bool w = oi->w, imm = oi->form & 1, br = oi->form >= 2;
+    pw_xmem a = br ? SLOT(1) : SLOT(2);
+    uint32_t bw = br ? 2 : 3;
+    int32_t bi = (int32_t)IMM(bw);
+    ld(c, w, X_RAX, a);
+    switch (oi->kind) {
+    case BK_ALU:
+    case BK_CMP: {
+        pw_xalu op = oi->kind == BK_CMP ? X_CMP : (pw_xalu)oi->sub;
+        if (imm)
+            x64_alu_ri(&c->x, op, w, X_RAX, bi);
+        else
+            x64_alu_rm(&c->x, op, w, X_RAX, SLOT(bw));
+        break;
+    }
+    case BK_MUL:
+        if (imm) {
+            x64_imul_rri(&c->x, w, X_RAX, X_RAX, bi);
+        } else {
+            ld(c, w, X_RCX, SLOT(bw));
+            x64_imul_rr(&c->x, w, X_RAX, X_RCX);
+        }
+        break;
+    case BK_SHIFT:
+        if (imm) {
+            x64_shift_i(&c->x, (pw_xshift)oi->sub, w, X_RAX, (uint8_t)(bi & (w ? 63 : 31)));
+        } else {
+            ld(c, false, X_RCX, SLOT(bw));
+            x64_shift_cl(&c->x, (pw_xshift)oi->sub, w, X_RAX);
+        }
+        break;
+    default: c->fail = true; return;
+    }
+    if (br) {
+        if (oi->kind == BK_CMP) {
+            branch(c, oi->sub, pos, IMM(3));
+        } else {
+            x64_test_rr(&c->x, false, X_RAX, X_RAX);
+            branch(c, X_CC_NE, pos, IMM(3));
+        }
+    } else if (oi->kind == BK_CMP) {
+        x64_setcc(&c->x, (pw_xcc)oi->sub, X_RAX);
+        x64_movzx8(&c->x, X_RAX, X_RAX);
+        st(c, false, SLOT(1), X_RAX);
+    } else {
+        st(c, w, SLOT(1), X_RAX);
+    }
+}
+
+/* Effective address into rax (zero-extended 32-bit sum plus the offset), bounds
+ * check against r13 (the cached memory size): ea + width > size traps, computed in
+ * 64 bits so that it cannot wrap (as in the interpreter). */
+static void address(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
+    uint32_t offw;
+    ld(c, false, X_RAX, SLOT(mi->store ? 1 : 2));
+    if (mi->form == 0) {
+        offw = 3;
+        *len = 4;
+    } else {
+        if (mi->form == 1)
+            x64_alu_ri(&c->x, X_ADD, false, X_RAX, (int32_t)IMM(mi->store ? 2 : 3));
+        else
+            x64_alu_rm(&c->x, X_ADD, false, X_RAX, mi->store ? SLOT(2) : SLOT(3));
+        offw = 4;
+        *len = 5;
+    }
+    uint32_t off = IMM(offw);
+    if (off) {
+        if (off <= INT32_MAX) {
+            x64_alu_ri(&c->x, X_ADD, true, X_RAX, (int32_t)off);
+        } else {
+            x64_mov_ri32(&c->x, X_RCX, off);
+            x64_alu_rr(&c->x, X_ADD, true, X_RAX, X_RCX);
+        }
+    }
+    x64_lea(&c->x, true, X_RDX, x_mem(X_RAX, mi->bytes));
+    x64_alu_rr(&c->x, X_CMP, true, X_RDX, X_R13);
+    trap_if(c, X_CC_A, PW_TRAP_MEM_OOB);
+}
+
+static void memop(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
+    address(c, pos, mi, len);
+    pw_xmem m = x_memi(X_R12, X_RAX, 1, 0);
+    if (mi->store) {
+        ld(c, true, X_RCX, mi->form == 0 ? SLOT(2) : SLOT(3));
+        x64_store(&c->x, mi->bytes, m, X_RCX);
+    } else {
+        x64_load(&c->x, (pw_xld)mi->ld, X_RCX, m);
+        if (mi->sext64) x64_movsx_rr(&c->x, 4, true, X_RCX, X_RCX);
+        st(c, mi->slot_bytes == 8, SLOT(1), X_RCX);
+    }
+}
+
+/* Integer division and remainder: the traps of the interpreter, then div/idiv. */
+static void divrem(jc *c, uint32_t pos, bool w, bool sign, bool rem) {
+    ld(c, w, X_RAX, SLOT(2));
+    ld(c, w, X_RCX, SLOT(3));
+    x64_test_rr(&c->x, w, X_RCX, X_RCX);
+    trap_if(c, X_CC_E, PW_TRAP_DIV_ZERO);
+    size_t done = 0;
+    bool have_done = false;
+    if (sign) {
+        x64_alu_ri(&c->x, X_CMP, w, X_RCX, -1);
+        size_t normal = x64_jcc32(&c->x, X_CC_NE);
+        if (rem) {
+            x64_alu_rr(&c->x, X_XOR, false, X_RDX, X_RDX); /* x rem -1 = 0 */
+            done = x64_jmp32(&c->x);
+            have_done = true;
+        } else {
+            /* INT_MIN / -1 overflows: the only case with b == -1 that traps */
+            if (w) {
+                x64_mov_ri64(&c->x, X_RDX, (uint64_t)INT64_MIN);
+                x64_alu_rr(&c->x, X_CMP, true, X_RAX, X_RDX);
+            } else {
+                x64_alu_ri(&c->x, X_CMP, false, X_RAX, INT32_MIN);
+            }
+            trap_if(c, X_CC_E, PW_TRAP_INT_OVERFLOW);
+        }
+        x64_patch32(&c->x, normal, (int32_t)(c->x.len - (normal + 4)));
+        x64_cdq(&c->x, w);
+    } else {
+        x64_alu_rr(&c->x, X_XOR, false, X_RDX, X_RDX);
+    }
+    x64_div(&c->x, w, sign, X_RCX);
+    if (have_done) x64_patch32(&c->x, done, (int32_t)(c->x.len - (done + 4)));
+    st(c, w, SLOT(1), rem ? X_RDX : X_RAX);
+}
+
+/* clz / ctz: bsr / bsf with the zero case done explicitly (bsr/bsf leave the
+ * destination undefined for 0). */
+static void bitscan(jc *c, uint32_t pos, bool w, bool clz) {
+    ld(c, w, X_RAX, SLOT(2));
+    x64_test_rr(&c->x, w, X_RAX, X_RAX);
+    size_t z = x64_jcc32(&c->x, X_CC_E);
+    if (clz) {
+        x64_bsr(&c->x, w, X_RAX, X_RAX);
+        x64_alu_ri(&c->x, X_XOR, w, X_RAX, w ? 63 : 31);
+    } else {
+        x64_bsf(&c->x, w, X_RAX, X_RAX);
+    }
+    size_t d = x64_jmp32(&c->x);
+    x64_patch32(&c->x, z, (int32_t)(c->x.len - (z + 4)));
+    x64_mov_ri32(&c->x, X_RAX, w ? 64 : 32);
+    x64_patch32(&c->x, d, (int32_t)(c->x.len - (d + 4)));
+    st(c, w, SLOT(1), X_RAX);
+}
+
+/* Float arithmetic and compares inline in SSE2: the same instructions the C
+ * compiler uses for the interpreter's `a + b` and `a < b`, so the same bits (NaN
+ * payloads included). */
+typedef struct fpinfo {
+    uint8_t kind; /* 1 arith, 2 compare */
+    uint8_t sub;  /* SSE opcode, or the compare (0 eq 1 ne 2 lt 3 gt 4 le 5 ge) */
+    uint8_t d;    /* f64 */
+    uint8_t imm;  /* immediate form */
+} fpinfo;
+#define FA_ADD X_SSE_ADD
+#define FA_SUB X_SSE_SUB
+#define FA_MUL X_SSE_MUL
+#define FA_DIV X_SSE_DIV
+#define FC_EQ  0
+#define FC_NE  1
+#define FC_LT  2
+#define FC_GT  3
+#define FC_LE  4
+#define FC_GE  5
+#define OFA(n, e)                                                                                  \
+    [PW_OP_F32_##n] = {1, FA_##n, 0, 0}, [PW_OP_F64_##n] = {1, FA_##n, 1, 0},                      \
+    [PW_OP_F32_##n##_I] = {1, FA_##n, 0, 1}, [PW_OP_F64_##n##_I] = {1, FA_##n, 1, 1},
+#define OFC(n, e) [PW_OP_F32_##n] = {2, FC_##n, 0, 0}, [PW_OP_F64_##n] = {2, FC_##n, 1, 0},
+static const fpinfo fpops[PW_OP_COUNT_] = {PW_F_ARITH(OFA) PW_F_CMP(OFC)};
+#undef OFA
+#undef OFC
+
+/* Everything else on floats runs in C (jit_fop), by the interpreter's own expressions
+ * (interp.h's X-macros and fops.h), so both tiers compute identical bits. */
+#define OFH(n, ...) [PW_OP_##n] = 1,
+static const uint8_t fop_helper[PW_OP_COUNT_] = {
+    PW_UNOPS(OFH) PW_TRUNCS(OFH)[PW_OP_F32_MIN] = 2, [PW_OP_F32_MAX] = 2, [PW_OP_F64_MIN] = 2,
+    [PW_OP_F64_MAX] = 2};
+#undef OFH
+
+static uint32_t jit_fop(uint32_t op, pw_slot *dst, const pw_slot *pa, const pw_slot *pb) {
+    switch (op) {
+#define U(n, fin, fout, e)                                                                         \
+    case PW_OP_##n: {                                                                              \
+        __typeof__(pa->fin) a = pa->fin;                                                           \
+        dst->fout = (e);                                                                           \
+        return 0;                                                                                  \
+    }
+        PW_UNOPS(U)
+#undef U
+#define T(n, fin, fout, Ty, lo, hi)                                                                \
+    case PW_OP_##n: {                                                                              \
+        __typeof__(pa->fin) a = pa->fin;                                                           \
+        if (a != a) return PW_TRAP_INVALID_CONV;                                                   \
+        if (!(a > (lo) && a < (hi))) return PW_TRAP_INT_OVERFLOW;                                  \
+        dst->fout = (Ty)a;                                                                         \
+        return 0;                                                                                  \
+    }
+        PW_TRUNCS(T)
+#undef T
+    case PW_OP_F32_MIN: dst->u32 = f32_minmax(*pa, *pb, false); return 0;
+    case PW_OP_F32_MAX: dst->u32 = f32_minmax(*pa, *pb, true); return 0;
+    case PW_OP_F64_MIN: dst->u64 = f64_minmax(*pa, *pb, false); return 0;
+    case PW_OP_F64_MAX: dst->u64 = f64_minmax(*pa, *pb, true); return 0;
+    default: return PW_TRAP_UNREACHABLE; /* not reached: only listed ops are emitted */
+    }
+}
+
+static void fparith(jc *c, uint32_t pos, const fpinfo *fi, uint32_t *len) {
+    pw_x64 *x = &c->x;
+    int pfx = fi->d ? 0xF2 : 0xF3;
+    *len = fi->imm && fi->d ? 5 : 4;
+    x64_sse_rm(x, pfx, X_SSE_MOVLD, false, 0, SLOT(2));
+    if (fi->kind == 1) {
+        if (fi->imm) {
+            uint64_t bits = fi->d ? (uint64_t)IMM(3) | ((uint64_t)IMM(4) << 32) : IMM(3);
+            x64_mov_ri64(x, X_RAX, bits);
+            x64_sse_rr(x, 0x66, X_SSE_MOVD, fi->d, 1, X_RAX);
+            x64_sse_rr(x, pfx, fi->sub, false, 0, 1);
+        } else {
+            x64_sse_rm(x, pfx, fi->sub, false, 0, SLOT(3));
+        }
+        x64_sse_rm(x, pfx, X_SSE_MOVST, false, 0, SLOT(1));
+        return;
+    }
+    int ucpfx = fi->d ? 0x66 : -1;
+    x64_sse_rm(x, pfx, X_SSE_MOVLD, false, 1, SLOT(3));
+    switch (fi->sub) {
+    case FC_EQ:
+    case FC_NE:
+        x64_sse_rr(x, ucpfx, X_SSE_UCOMI, false, 0, 1);
+        x64_setcc(x, fi->sub == FC_EQ ? X_CC_E : X_CC_NE, X_RAX);
+        x64_setcc(x, fi->sub == FC_EQ ? X_CC_NP : X_CC_P, X_RCX);
+        x64_movzx8(x, X_RAX, X_RAX);
+        x64_movzx8(x, X_RCX, X_RCX);
+        x64_alu_rr(x, fi->sub == FC_EQ ? X_AND : X_OR, false, X_RAX, X_RCX);
+        break;
+    case FC_GT:
+    case FC_GE: /* unordered sets CF: "above" / "above or equal" are false */
+        x64_sse_rr(x, ucpfx, X_SSE_UCOMI, false, 0, 1);
+        x64_setcc(x, fi->sub == FC_GT ? X_CC_A : X_CC_AE, X_RAX);
+        x64_movzx8(x, X_RAX, X_RAX);
+        break;
+    default: /* a < b is b > a */
+        x64_sse_rr(x, ucpfx, X_SSE_UCOMI, false, 1, 0);
+        x64_setcc(x, fi->sub == FC_LT ? X_CC_A : X_CC_AE, X_RAX);
+        x64_movzx8(x, X_RAX, X_RAX);
+        break;
+    }
+    st(c, false, SLOT(1), X_RAX);
+}
+
+static void fophelper(jc *c, uint32_t pos, int op, uint32_t *len) {
+    pw_x64 *x = &c->x;
+    bool bin = fop_helper[op] == 2;
+    *len = bin ? 4 : 3;
+    pw_xmem d = SLOT(1), a = SLOT(2), b = bin ? SLOT(3) : SLOT(2);
+    x64_mov_ri32(x, X_RDI, (uint32_t)op);
+    x64_lea(x, true, X_RSI, d);
+    x64_lea(x, true, X_RDX, a);
+    x64_lea(x, true, X_RCX, b);
+    x64_mov_ri64(x, X_RAX, (uint64_t)(uintptr_t)jit_fop);
+    x64_call_r(x, X_RAX);
+    x64_test_rr(x, false, X_RAX, X_RAX);
+    jcc_to(c, X_CC_NE, special(c, LAB_TRAPC)); /* eax = the trap code */
+}
+
+/* Helpers called by JIT code. */
+static pw_status jit_call_indirect(pw_store *s, pw_instance *inst, const uint32_t *pc, pw_slot *fp);
+static pw_status jit_call_ref(pw_store *s, pw_instance *inst, const uint32_t *pc, pw_slot *fp);
+static pw_status jit_call(pw_store *s, pw_instance *inst, pw_func *f, pw_slot *argp, pw_slot *fp,
+                          const uint32_t *ret_pc);
+static int64_t jit_memory_grow(pw_store *s, pw_instance *inst, uint32_t delta);
+
+/* A call through jit_call: f = inst->funcs[fidx] (CALL, CALL_IMPORT). */
+static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint32_t len) {
+    if (fidx >= c->m->nfuncs || argbase >= c->cf->frame_slots) {
+        c->fail = true;
+        return;
+    }
+    pw_x64 *x = &c->x;
+    size_t slow = 0, done = 0;
+    bool fast = false;
+    const uint32_t *ret_pc = c->code + pos + len;
+    if (fidx >= c->m->nfunc_imports) {
+        /* A defined function of this module: when its JIT code exists, call it
+         * directly, doing inline what jit_call + exec_wasm do (same checks, same
+         * frame record, same traps); otherwise (not yet compiled, fallback, native
+         * stack budget used up, many locals to zero) the helper path below. */
+        uint32_t d = fidx - c->m->nfunc_imports;
+        const pw_cfunc *ce = &c->m->code->funcs[d];
+        uint32_t nz = ce->nlocals - ce->nparams;
+        if (nz <= 32 && (uint64_t)argbase + ce->frame_slots < (1u << 27)) {
+            fast = true;
+            x64_mov_ri64(x, X_RAX, (uint64_t)(uintptr_t)&c->jm->fns[d]);
+            x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, 0));
+            x64_alu_ri(x, X_CMP, true, X_RAX, 1);
+            slow = x64_jcc32(x, X_CC_BE); /* NULL or JIT_FALLBACK */
+            x64_alu_rm(x, X_CMP, true, X_RSP,
+                       x_mem(X_R15, (int32_t)offsetof(pw_store, jit_stack_limit)));
+            size_t slow2 = x64_jcc32(x, X_CC_B);
+            poll_interrupt(c);
+            /* frame record room, value stack room */
+            x64_load(x, X_LD64, X_RDX, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)));
+            x64_alu_rm(x, X_CMP, true, X_RDX,
+                       x_mem(X_R15, (int32_t)offsetof(pw_store, frames_end)));
+            trap_if(c, X_CC_AE, PW_TRAP_STACK_EXHAUSTED);
+            x64_lea(x, true, X_RSI, x_mem(X_RBX, (int32_t)((argbase + ce->frame_slots) * 8)));
+            x64_alu_rm(x, X_CMP, true, X_RSI, x_mem(X_R15, (int32_t)offsetof(pw_store, stack_end)));
+            trap_if(c, X_CC_A, PW_TRAP_STACK_EXHAUSTED);
+            /* the caller's frame record */
+            x64_mov_ri64(x, X_RCX, (uint64_t)(uintptr_t)ret_pc);
+            x64_store(x, 8, x_mem(X_RDX, (int32_t)offsetof(pw_frame, ret_pc)), X_RCX);
+            x64_store(x, 8, x_mem(X_RDX, (int32_t)offsetof(pw_frame, fp)), X_RBX);
+            x64_store(x, 8, x_mem(X_RDX, (int32_t)offsetof(pw_frame, inst)), X_R14);
+            x64_alu_ri(x, X_ADD, true, X_RDX, (int32_t)sizeof(pw_frame));
+            x64_store(x, 8, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)), X_RDX);
+            /* the callee's declared locals start at zero */
+            x64_alu_rr(x, X_XOR, false, X_RCX, X_RCX);
+            for (uint32_t k = ce->nparams; k < ce->nlocals; k++)
+                x64_store(x, 8, x_mem(X_RBX, (int32_t)((argbase + k) * 8)), X_RCX);
+            x64_lea(x, true, X_RDI, x_mem(X_RBX, (int32_t)(argbase * 8)));
+            x64_mov_rr(x, true, X_RSI, X_R14);
+            x64_mov_rr(x, true, X_RDX, X_R15);
+            x64_call_r(x, X_RAX);
+            x64_alu_mi(x, X_SUB, true, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)),
+                       (int32_t)sizeof(pw_frame));
+            x64_test_rr(x, false, X_RAX, X_RAX);
+            jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
+            reload_mem(c);
+            done = x64_jmp32(x);
+            x64_patch32(x, slow, (int32_t)(x->len - (slow + 4)));
+            x64_patch32(x, slow2, (int32_t)(x->len - (slow2 + 4)));
+        }
+    }
+    x64_mov_rr(x, true, X_RDI, X_R15);
+    x64_mov_rr(x, true, X_RSI, X_R14);
+    x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, funcs)));
+    x64_load(x, X_LD64, X_RDX, x_mem(X_RAX, (int32_t)(fidx * 8)));
+    x64_lea(x, true, X_RCX, x_mem(X_RBX, (int32_t)(argbase * 8)));
+    x64_mov_rr(x, true, X_R8, X_RBX);
+    x64_mov_ri64(x, X_R9, (uint64_t)(uintptr_t)ret_pc);
+    call_abs(c, (const void *)jit_call);
+    x64_test_rr(x, false, X_RAX, X_RAX);
+    jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
+    reload_mem(c);
+    if (fast) x64_patch32(x, done, (int32_t)(x->len - (done + 4)));
+}
+
+static bool popcnt_ok(void) {
+    return __builtin_cpu_supports("popcnt");
+}
+
+/* Translate one instruction at pos; *len = its length in words. */
+static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
+    pw_x64 *x = &c->x;
+    if (binops[op].kind) {
+        *len = 4;
+        binop(c, pos, &binops[op]);
+        return;
+    }
+    if (memops[op].bytes) {
+        memop(c, pos, &memops[op], len);
+        return;
+    }
+    if (fpops[op].kind) {
+        fparith(c, pos, &fpops[op], len);
+        return;
+    }
+    *len = 3;
+    switch (op) {
+    case PW_OP_UNREACHABLE:
+        *len = 1;
+        jmp_to(c, special(c, PW_TRAP_UNREACHABLE));
+        return;
+    case PW_OP_BR:
+        *len = 2;
+        branch(c, -1, pos, IMM(1));
+        return;
+    case PW_OP_BR_IF:
+    case PW_OP_BR_IFZ:
+    case PW_OP_BR_IF64:
+    case PW_OP_BR_IF64Z: {
+        bool w = op == PW_OP_BR_IF64 || op == PW_OP_BR_IF64Z;
+        ld(c, w, X_RAX, SLOT(1));
+        x64_test_rr(x, w, X_RAX, X_RAX);
+        branch(c, op == PW_OP_BR_IF || op == PW_OP_BR_IF64 ? X_CC_NE : X_CC_E, pos, IMM(2));
+        return;
+    }
+    case PW_OP_BR_TABLE: {
+        uint32_t n = IMM(2);
+        if (n >= c->n || pos + 4 + (uint64_t)n > c->n) {
+            c->fail = true;
+            return;
+        }
+        *len = 4 + n;
+        /* Any entry may be a loop back-edge: poll once before the indirect jump. */
+        poll_interrupt(c);
+        ld(c, false, X_RAX, SLOT(1));
+        x64_mov_ri32(x, X_RCX, n);
+        x64_alu_rr(x, X_CMP, false, X_RAX, X_RCX);
+        x64_cmov(x, X_CC_A, false, X_RAX, X_RCX); /* i > n: the default, off[n] */
+        size_t lea = x64_lea_rip(x, X_RCX);
+        x64_load(x, X_LD32S, X_RAX, x_memi(X_RCX, X_RAX, 4, 0));
+        x64_alu_rr(x, X_ADD, true, X_RAX, X_RCX);
+        x64_jmp_r(x, X_RAX);
+        size_t table = x->len;
+        x64_patch32(x, lea, (int32_t)(table - (lea + 4)));
+        for (uint32_t i = 0; i <= n; i++) {
+            uint32_t t = pos + IMM(3 + i);
+            if (t >= c->n) {
+                c->fail = true;
+                return;
+            }
+            size_t at = x->len;
+            x64_u32(x, 0);
+            add_fix(c, at, t, table);
+        }
+        return;
+    }
+    case PW_OP_RETURN:
+        *len = 1;
+        jmp_to(c, special(c, LAB_RET));
+        return;
+    case PW_OP_CALL: call_func(c, pos, c->m->nfunc_imports + IMM(1), IMM(2), 3); return;
+    case PW_OP_CALL_IMPORT:
+        if (IMM(1) >= c->m->nfunc_imports) c->fail = true;
+        call_func(c, pos, IMM(1), IMM(2), 3);
+        return;
+    case PW_OP_CALL_INDIRECT:
+    case PW_OP_CALL_REF: {
+        /* The helper decodes the instruction's operands from its code words. */
+        bool ind = op == PW_OP_CALL_INDIRECT;
+        *len = ind ? 5 : 3;
+        if (ind && (IMM(1) >= c->m->ntypes || IMM(2) >= c->m->ntables)) {
+            c->fail = true;
+            return;
+        }
+        (void)SLOT(ind ? 3 : 1);
+        if ((ind ? IMM(4) : IMM(2)) >= c->cf->frame_slots) c->fail = true;
+        x64_mov_rr(x, true, X_RDI, X_R15);
+        x64_mov_rr(x, true, X_RSI, X_R14);
+        x64_mov_ri64(x, X_RDX, (uint64_t)(uintptr_t)(c->code + pos));
+        x64_mov_rr(x, true, X_RCX, X_RBX);
+        call_abs(c, ind ? (const void *)jit_call_indirect : (const void *)jit_call_ref);
+        x64_test_rr(x, false, X_RAX, X_RAX);
+        jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
+        reload_mem(c);
+        return;
+    }
+    case PW_OP_COPY:
+        ld(c, true, X_RAX, SLOT(2));
+        st(c, true, SLOT(1), X_RAX);
+        return;
+    case PW_OP_COPY2:
+        *len = 5;
+        /* sequential, as in the interpreter (the second may read the first's dst) */
+        ld(c, true, X_RAX, SLOT(2));
+        st(c, true, SLOT(1), X_RAX);
+        ld(c, true, X_RCX, SLOT(4));
+        st(c, true, SLOT(3), X_RCX);
+        return;
+    case PW_OP_CONST32:
+        x64_mov_ri32(x, X_RAX, IMM(2));
+        st(c, true, SLOT(1), X_RAX);
+        return;
+    case PW_OP_CONST64:
+        *len = 4;
+        x64_mov_ri64(x, X_RAX, (uint64_t)IMM(2) | ((uint64_t)IMM(3) << 32));
+        st(c, true, SLOT(1), X_RAX);
+        return;
+    case PW_OP_SELECT:
+        *len = 5;
+        ld(c, true, X_RAX, SLOT(2));
+        ld(c, true, X_RCX, SLOT(3));
+        ld(c, false, X_RDX, SLOT(4));
+        x64_test_rr(x, false, X_RDX, X_RDX);
+        x64_cmov(x, X_CC_E, true, X_RAX, X_RCX);
+        st(c, true, SLOT(1), X_RAX);
+        return;
+    case PW_OP_GLOBAL_GET:
+    case PW_OP_GLOBAL_SET: {
+        bool get = op == PW_OP_GLOBAL_GET;
+        uint32_t g = get ? IMM(2) : IMM(1);
+        if (g >= c->m->nglobals) {
+            c->fail = true;
+            return;
+        }
+        x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, globals)));
+        x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, (int32_t)(g * 8)));
+        pw_xmem gv = x_mem(X_RAX, (int32_t)offsetof(pw_global, val));
+        if (get) {
+            ld(c, true, X_RCX, gv);
+            st(c, true, SLOT(1), X_RCX);
+        } else {
+            ld(c, true, X_RCX, SLOT(2));
+            st(c, true, gv, X_RCX);
+        }
+        return;
+    }
+    case PW_OP_REF_FUNC:
+        if (IMM(2) >= c->m->nfuncs) {
+            c->fail = true;
+            return;
+        }
+        x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, funcs)));
+        x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, (int32_t)(IMM(2) * 8)));
+        st(c, true, SLOT(1), X_RAX);
+        return;
+    case PW_OP_I32_DIV_S:
+        *len = 4;
+        divrem(c, pos, false, true, false);
+        return;
+    case PW_OP_I32_DIV_U:
+        *len = 4;
+        divrem(c, pos, false, false, false);
+        return;
+    case PW_OP_I32_REM_S:
+        *len = 4;
+        divrem(c, pos, false, true, true);
+        return;
+    case PW_OP_I32_REM_U:
+        *len = 4;
+        divrem(c, pos, false, false, true);
+        return;
+    case PW_OP_I64_DIV_S:
+        *len = 4;
+        divrem(c, pos, true, true, false);
+        return;
+    case PW_OP_I64_DIV_U:
+        *len = 4;
+        divrem(c, pos, true, false, false);
+        return;
+    case PW_OP_I64_REM_S:
+        *len = 4;
+        divrem(c, pos, true, true, true);
+        return;
+    case PW_OP_I64_REM_U:
+        *len = 4;
+        divrem(c, pos, true, false, true);
+        return;
+    case PW_OP_F32_COPYSIGN:
+    case PW_OP_F64_COPYSIGN: {
+        bool w = op == PW_OP_F64_COPYSIGN;
+        *len = 4;
+        ld(c, w, X_RAX, SLOT(2));
+        ld(c, w, X_RCX, SLOT(3));
+        if (w) {
+            x64_mov_ri64(x, X_RDX, 0x7fffffffffffffffull);
+            x64_alu_rr(x, X_AND, true, X_RAX, X_RDX);
+        }
+        if (w) {
+            x64_mov_ri64(x, X_RDX, 0x8000000000000000ull);
+            x64_alu_rr(x, X_AND, true, X_RCX, X_RDX);
+            x64_alu_rr(x, X_OR, true, X_RAX, X_RCX);
+        } else {
+            x64_alu_ri(x, X_AND, false, X_RAX, 0x7fffffff);
+            x64_alu_ri(x, X_AND, false, X_RCX, INT32_MIN);
+            x64_alu_rr(x, X_OR, false, X_RAX, X_RCX);
+        }
+        st(c, w, SLOT(1), X_RAX);
+        return;
+    }
+    case PW_OP_MEMORY_SIZE:
+        *len = 2;
+        x64_mov_rr(x, true, X_RAX, X_R13);
+        x64_shift_i(x, X_SHR, true, X_RAX, 16);
+        st(c, false, SLOT(1), X_RAX);
+        return;
+    case PW_OP_MEMORY_GROW:
+        if (c->m->nmems == 0) {
+            c->fail = true;
+            return;
+        }
+        x64_mov_rr(x, true, X_RDI, X_R15);
+        x64_mov_rr(x, true, X_RSI, X_R14);
+        ld(c, false, X_RDX, SLOT(2));
+        call_abs(c, (const void *)jit_memory_grow);
+        /* INT64_MIN: the store's cap was hit with cap_is_fatal (ends the run, OOM) */
+        x64_mov_ri64(x, X_RCX, (uint64_t)INT64_MIN);
+        x64_alu_rr(x, X_CMP, true, X_RAX, X_RCX);
+        {
+            size_t ok = x64_jcc32(x, X_CC_NE);
+            x64_mov_ri32(x, X_RAX, PW_ERR_OOM);
+            jmp_to(c, special(c, LAB_EXIT));
+            x64_patch32(x, ok, (int32_t)(x->len - (ok + 4)));
+        }
+        st(c, false, SLOT(1), X_RAX);
+        reload_mem(c);
+        return;
+    /* Unary integer operators and bit-pattern float operators. */
+    case PW_OP_I32_EQZ:
+    case PW_OP_I64_EQZ: {
+        bool w = op == PW_OP_I64_EQZ;
+        ld(c, w, X_RAX, SLOT(2));
+        x64_test_rr(x, w, X_RAX, X_RAX);
+        x64_setcc(x, X_CC_E, X_RAX);
+        x64_movzx8(x, X_RAX, X_RAX);
+        st(c, false, SLOT(1), X_RAX);
+        return;
+    }
+    case PW_OP_I32_CLZ: bitscan(c, pos, false, true); return;
+    case PW_OP_I64_CLZ: bitscan(c, pos, true, true); return;
+    case PW_OP_I32_CTZ: bitscan(c, pos, false, false); return;
+    case PW_OP_I64_CTZ: bitscan(c, pos, true, false); return;
+    case PW_OP_I32_POPCNT:
+    case PW_OP_I64_POPCNT: {
+        bool w = op == PW_OP_I64_POPCNT;
+        if (!popcnt_ok()) {
+            c->fail = true;
+            return;
+        }
+        ld(c, w, X_RAX, SLOT(2));
+        x64_popcnt(x, w, X_RAX, X_RAX);
+        st(c, w, SLOT(1), X_RAX);
+        return;
+    }
+    case PW_OP_I32_EXTEND8_S:
+    case PW_OP_I32_EXTEND16_S:
+        ld(c, false, X_RAX, SLOT(2));
+        x64_movsx_rr(x, op == PW_OP_I32_EXTEND8_S ? 1 : 2, false, X_RAX, X_RAX);
+        st(c, false, SLOT(1), X_RAX);
+        return;
+    case PW_OP_I64_EXTEND8_S:
+    case PW_OP_I64_EXTEND16_S:
+    case PW_OP_I64_EXTEND32_S:
+        ld(c, true, X_RAX, SLOT(2));
+        x64_movsx_rr(x,
+                     op == PW_OP_I64_EXTEND8_S    ? 1
+                     : op == PW_OP_I64_EXTEND16_S ? 2
+                                                  : 4,
+                     true, X_RAX, X_RAX);
+        st(c, true, SLOT(1), X_RAX);
+        return;
+    case PW_OP_I32_WRAP_I64:
+        ld(c, false, X_RAX, SLOT(2));
+        st(c, false, SLOT(1), X_RAX);
+        return;
+    case PW_OP_I64_EXTEND_I32_S:
+        x64_load(x, X_LD32S, X_RAX, SLOT(2));
+        st(c, true, SLOT(1), X_RAX);
+        return;
+    case PW_OP_I64_EXTEND_I32_U:
+        ld(c, false, X_RAX, SLOT(2));
+        st(c, true, SLOT(1), X_RAX);
+        return;
+    case PW_OP_F32_ABS:
+    case PW_OP_F32_NEG:
+        ld(c, false, X_RAX, SLOT(2));
+        if (op == PW_OP_F32_ABS)
+            x64_alu_ri(x, X_AND, false, X_RAX, 0x7fffffff);
+        else
+            x64_alu_ri(x, X_XOR, false, X_RAX, INT32_MIN);
+        st(c, false, SLOT(1), X_RAX);
+        return;
+    case PW_OP_F64_ABS:
+    case PW_OP_F64_NEG:
+        ld(c, true, X_RAX, SLOT(2));
+        x64_mov_ri64(x, X_RCX, op == PW_OP_F64_ABS ? 0x7fffffffffffffffull : 0x8000000000000000ull);
+        x64_alu_rr(x, op == PW_OP_F64_ABS ? X_AND : X_XOR, true, X_RAX, X_RCX);
+        st(c, true, SLOT(1), X_RAX);
+        return;
+    default:
+        if (fop_helper[op]) {
+            fophelper(c, pos, op, len);
+            return;
+        }
+        /* Not in the supported set: the function stays on the interpreter. */
+        c->fail = true;
+        return;
+    }
+}
+
+static void prologue(jc *c) {
+    pw_x64 *x = &c->x;
+    x64_push(x, X_RBP);
+    x64_push(x, X_RBX);
+    x64_push(x, X_R12);
+    x64_push(x, X_R13);
+    x64_push(x, X_R14);
+    x64_push(x, X_R15);
+    x64_alu_ri(x, X_SUB, true, X_RSP, 8); /* 16-byte alignment for helper calls */
+    x64_mov_rr(x, true, X_RBX, X_RDI);
+    x64_mov_rr(x, true, X_R14, X_RSI);
+    x64_mov_rr(x, true, X_R15, X_RDX);
+    reload_mem(c);
+}
+
+static void epilogue(jc *c) {
+    pw_x64 *x = &c->x;
+    /* trap stubs: eax = code, then the common trap exit */
+    for (uint32_t k = 1; k < PW_TRAP_COUNT_; k++) {
+        c->lab[special(c, k)] = (int32_t)x->len;
+        x64_mov_ri32(x, X_RAX, k);
+        jmp_to(c, special(c, LAB_TRAPC));
+    }
+    c->lab[special(c, LAB_TRAPC)] = (int32_t)x->len;
+    x64_store(x, 4, x_mem(X_R15, (int32_t)offsetof(pw_store, trap)), X_RAX);
+    x64_mov_ri32(x, X_RAX, PW_ERR_TRAP);
+    jmp_to(c, special(c, LAB_EXIT));
+    c->lab[special(c, LAB_RET)] = (int32_t)x->len;
+    x64_alu_rr(x, X_XOR, false, X_RAX, X_RAX);
+    c->lab[special(c, LAB_EXIT)] = (int32_t)x->len;
+    x64_alu_ri(x, X_ADD, true, X_RSP, 8);
+    x64_pop(x, X_R15);
+    x64_pop(x, X_R14);
+    x64_pop(x, X_R13);
+    x64_pop(x, X_R12);
+    x64_pop(x, X_RBX);
+    x64_pop(x, X_RBP);
+    x64_ret(x);
+}
+
+/* Translate function i of m, appending its code to out (16-byte aligned). Returns its
+ * offset in out, or -1 when it falls back (out is then unchanged) or on OOM. The code
+ * is position independent (relative branches, rip-relative tables; helpers by
+ * absolute address). */
+static int64_t compile_func(const struct pw_jitmod *jm, const pw_module *m, uint32_t i,
+                            pw_x64 *out) {
+    const pw_cfunc *cf = &m->code->funcs[i];
+    if (cf->nhandlers || cf->frame_slots >= (1u << 27) || cf->ncode == 0) return -1;
+    jc c;
+    memset(&c, 0, sizeof c);
+    c.jm = jm;
+    c.m = m;
+    c.cf = cf;
+    c.code = cf->code;
+    c.n = cf->ncode;
+    c.lab = malloc(((size_t)c.n + LAB_NSPECIAL) * sizeof *c.lab);
+    if (!c.lab) return -1;
+    for (uint32_t k = 0; k < c.n + LAB_NSPECIAL; k++)
+        c.lab[k] = -1;
+    /* about 8 bytes of machine code per code word, plus the trap stubs */
+    x64_reserve(&c.x, (size_t)c.n * 8 + 512);
+    prologue(&c);
+    for (uint32_t pos = 0; pos < c.n && !c.fail;) {
+        int op = op_of(jm, c.code[pos]);
+        if (op < 0) {
+            c.fail = true;
+            break;
+        }
+        c.lab[pos] = (int32_t)c.x.len;
+        uint32_t len = 0;
+        translate(&c, pos, op, &len);
+        if (len == 0 || pos + len > c.n) c.fail = true;
+        pos += len;
+    }
+    if (!c.fail) epilogue(&c);
+    for (uint32_t k = 0; k < c.nfx && !c.fail; k++) {
+        const fixup *f = &c.fx[k];
+        int32_t t = c.lab[f->label];
+        if (t < 0) {
+            c.fail = true;
+            break;
+        }
+        x64_patch32(&c.x, f->at, t - (int32_t)f->base);
+    }
+    int64_t at = -1;
+    if (!c.fail && !c.x.oom) {
+        size_t save = out->len;
+        while (out->len % 16)
+            x64_byte(out, 0xCC); /* int3 padding */
+        at = (int64_t)out->len;
+        x64_bytes(out, c.x.buf, c.x.len);
+        if (out->oom) {
+            out->len = save;
+            at = -1;
+        }
+    }
+    free(c.x.buf);
+    free(c.lab);
+    free(c.fx);
+    return at;
+}
+
+/* Translate every function of the module into one buffer, map it read/write, copy,
+ * make it read/execute (never both at once), and publish the entries. Two threads
+ * may race: one mapping wins (compare-and-swap), the other is unmapped. */
+static void compile_module(struct pw_jitmod *jm, const pw_module *m) {
+    uint32_t n = jm->nfuncs;
+    int64_t *offs = malloc((n ? n : 1) * sizeof *offs);
+    if (!offs) { /* OOM: everything stays on the interpreter */
+        for (uint32_t i = 0; i < n; i++) {
+            void *none = NULL;
+            atomic_compare_exchange_strong_explicit(&jm->fns[i], &none, JIT_FALLBACK,
+                                                    memory_order_acq_rel, memory_order_acquire);
+        }
+        return;
+    }
+    pw_x64 out = {0};
+    size_t words = 0;
+    for (uint32_t i = 0; i < n; i++)
+        words += m->code->funcs[i].ncode;
+    x64_reserve(&out, words * 8 + 4096);
+    for (uint32_t i = 0; i < n; i++)
+        offs[i] = compile_func(jm, m, i, &out);
+    void *p = MAP_FAILED;
+    size_t maplen = 0;
+    if (!out.oom && out.len) {
+        long pg = sysconf(_SC_PAGESIZE);
+        size_t ps = pg > 0 ? (size_t)pg : 4096;
+        maplen = (out.len + ps - 1) / ps * ps;
+        p = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+                 -1, 0);
+        if (p != MAP_FAILED) {
+            memcpy(p, out.buf, out.len);
+            if (mprotect(p, maplen, PROT_READ | PROT_EXEC) != 0) {
+                munmap(p, maplen);
+                p = MAP_FAILED;
+            }
+        }
+    }
+    free(out.buf);
+    void *expect = NULL;
+    if (p != MAP_FAILED) {
+        jm->maplen = maplen; /* written before the mapping is published */
+        if (!atomic_compare_exchange_strong_explicit(&jm->map, &expect, p, memory_order_acq_rel,
+                                                     memory_order_acquire)) {
+            munmap(p, maplen); /* another thread's translation won */
+            free(offs);
+            return;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        void *want = p != MAP_FAILED && offs[i] >= 0 ? (void *)((char *)p + offs[i]) : JIT_FALLBACK;
+        void *none = NULL;
+        atomic_compare_exchange_strong_explicit(&jm->fns[i], &none, want, memory_order_acq_rel,
+                                                memory_order_acquire);
+    }
+    free(offs);
+}
+
+/* ---------------------------------------------------------------- run time */
+
+static pw_jit_entry jit_get(pw_store *s, const pw_func *f) {
+    if (!s->jit_on || !f->inst) return NULL;
+    const pw_module *m = f->inst->mod;
+    struct pw_jitmod *jm = m->code->jit;
+    if (!jm) return NULL;
+    uint32_t i = (uint32_t)(f->code - m->code->funcs);
+    void *p = atomic_load_explicit(&jm->fns[i], memory_order_acquire);
+    if (!p) {
+        compile_module(jm, m);
+        p = atomic_load_explicit(&jm->fns[i], memory_order_acquire);
+    }
+    /* NULL here: another thread is publishing; this call is interpreted. */
+    if (!p || p == JIT_FALLBACK) return NULL;
+    return (pw_jit_entry)p;
+}
+
+static pw_status trap(pw_store *s, pw_trap_code code) {
+    s->trap = code;
+    return PW_ERR_TRAP;
+}
+
+/* Run Wasm function f (arguments at fp) by its JIT code, or by the interpreter when
+ * it has none or the native stack budget is used up (the interpreter does not
+ * recurse on the C stack, so depth is then bounded only by the frame records). */
+static pw_status exec_wasm(pw_store *s, pw_func *f, pw_slot *fp) {
+    pw_jit_entry j = jit_get(s, f);
+    if (!j || (char *)__builtin_frame_address(0) < s->jit_stack_limit) return pw_interp(s, f, fp);
+    const pw_cfunc *cf = f->code;
+    if (fp + cf->frame_slots > s->stack_end) return trap(s, PW_TRAP_STACK_EXHAUSTED);
+    memset(fp + cf->nparams, 0, (cf->nlocals - cf->nparams) * sizeof *fp);
+    if (atomic_load_explicit(&s->interrupt, memory_order_relaxed))
+        return trap(s, PW_TRAP_INTERRUPTED);
+    return j(fp, f->inst, s);
+}
+
+static pw_status jit_call(pw_store *s, pw_instance *inst, pw_func *f, pw_slot *argp, pw_slot *fp,
+                          const uint32_t *ret_pc) {
+    if (atomic_load_explicit(&s->interrupt, memory_order_relaxed))
+        return trap(s, PW_TRAP_INTERRUPTED);
+    pw_frame *fr = s->frame_top;
+    if (fr >= s->frames_end) return trap(s, PW_TRAP_STACK_EXHAUSTED);
+    /* The caller's frame record, as the interpreter writes it (GC walk, unwinding). */
+    fr->ret_pc = ret_pc;
+    fr->fp = fp;
+    fr->inst = inst;
+    s->frame_top = fr + 1;
+    pw_status st = f->host ? pw_call_host(s, inst, f, argp) : exec_wasm(s, f, argp);
+    s->frame_top = fr;
+    return st;
+}
+
+/* CALL_INDIRECT type table idx argbase: the interpreter's checks and traps. */
+static pw_status jit_call_indirect(pw_store *s, pw_instance *inst, const uint32_t *pc,
+                                   pw_slot *fp) {
+    pw_table *t = inst->tables[pc[2]];
+    uint32_t i = fp[pc[3]].u32;
+    if (i >= t->size) return trap(s, PW_TRAP_UNDEF_ELEM);
+    pw_func *f = (pw_func *)t->elems[i];
+    if (!f) return trap(s, PW_TRAP_UNINIT_ELEM);
+    if (f->hdr.type_id != inst->type_ids[pc[1]] && !pw_func_type_sub(f, inst->mod, pc[1]))
+        return trap(s, PW_TRAP_SIG_MISMATCH);
+    return jit_call(s, inst, f, fp + pc[4], fp, pc + 5);
+}
+
+/* CALL_REF ref argbase. */
+static pw_status jit_call_ref(pw_store *s, pw_instance *inst, const uint32_t *pc, pw_slot *fp) {
+    pw_func *f = (pw_func *)fp[pc[1]].ref;
+    if (!f) return trap(s, PW_TRAP_NULL_FUNC_REF);
+    return jit_call(s, inst, f, fp + pc[2], fp, pc + 3);
+}
+
+static int64_t jit_memory_grow(pw_store *s, pw_instance *inst, uint32_t delta) {
+    int64_t r = pw_memory_grow(inst->mem0, delta);
+    if (r == PW_GROW_OVER_CAP) {
+        if (s->cfg.cap_is_fatal) return INT64_MIN;
+        r = -1;
+    }
+    return (int64_t)(uint32_t)(int32_t)r;
+}
+
+pw_status pw_exec(pw_store *s, pw_func *f, pw_slot *fp) {
+    if (!s->jit_on) return pw_interp(s, f, fp);
+    if (s->host_depth <= 1) {
+        size_t budget = s->cfg.jit_native_stack ? s->cfg.jit_native_stack : (512u << 10);
+        s->jit_stack_limit = (char *)__builtin_frame_address(0) - budget;
+    }
+    return exec_wasm(s, f, fp);
+}
+
+int pw_jit_call_from_interp(pw_store *s, pw_func *f, pw_slot *argp, const uint32_t *ret_pc,
+                            pw_slot *fp, pw_instance *inst, pw_frame *fr) {
+    pw_jit_entry j = jit_get(s, f);
+    if (!j || (char *)__builtin_frame_address(0) < s->jit_stack_limit) return PW_JIT_INTERPRET;
+    if (fr >= s->frames_end) return trap(s, PW_TRAP_STACK_EXHAUSTED);
+    fr->ret_pc = ret_pc;
+    fr->fp = fp;
+    fr->inst = inst;
+    s->frame_top = fr + 1;
+    pw_status st = exec_wasm(s, f, argp);
+    s->frame_top = fr;
+    return st;
+}
+
+int pw_jit_state(const pw_func *f) {
+    if (!f->inst || !f->inst->mod->code->jit) return 0;
+    const struct pw_cmodule *cm = f->inst->mod->code;
+    void *p = atomic_load_explicit(&cm->jit->fns[f->code - cm->funcs], memory_order_acquire);
+    return !p ? 0 : p == JIT_FALLBACK ? 2 : 1;
+}
+
+int pw_jit_prepare(pw_store *s, pw_func *f) {
+    if (!f->host) jit_get(s, f);
+    return pw_jit_state(f);
+}
+
+#else /* no JIT on this host: everything runs on the interpreter */
+
+pw_status pw_exec(pw_store *s, pw_func *f, pw_slot *fp) {
+    return pw_interp(s, f, fp);
+}
+int pw_jit_call_from_interp(pw_store *s, pw_func *f, pw_slot *argp, const uint32_t *ret_pc,
+                            pw_slot *fp, pw_instance *inst, pw_frame *fr) {
+    (void)s, (void)f, (void)argp, (void)ret_pc, (void)fp, (void)inst, (void)fr;
+    return PW_JIT_INTERPRET;
+}
+int pw_jit_state(const pw_func *f) {
+    (void)f;
+    return 0;
+}
+int pw_jit_prepare(pw_store *s, pw_func *f) {
+    (void)s, (void)f;
+    return 0;
+}
+
+#endif

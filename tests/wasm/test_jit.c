@@ -1,0 +1,595 @@
+/*
+ * test_jit.c — the baseline JIT tier (issue 18; docs/jit.md).
+ *
+ * 1. The x86-64 encoder against `objdump -d`: every instruction form the JIT uses is
+ *    encoded into one buffer, disassembled by binutils, and compared line by line with
+ *    the expected Intel-syntax text (a missing objdump fails the test under CI=true).
+ * 2. Tiers agree: a hand-assembled module (loop sum, recursive fib, div, load, an
+ *    endless loop, runaway recursion) runs under PW_ENGINE_JIT; the functions are
+ *    really JIT-compiled (pw_jit_state), results and trap codes/messages equal the
+ *    interpreter's; the interrupt flag stops the endless loop under the JIT; runaway
+ *    recursion ends with "call stack exhausted" (native stack budget, then frames).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "peri/wasm.h"
+#include "wasm/jit/jit.h"
+#include "wasm/jit/x64.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- encoder */
+
+typedef void (*emit_fn)(pw_x64 *x);
+typedef struct enc_case {
+    emit_fn emit;
+    const char *text; /* objdump -M intel, mnemonic and operands, spaces collapsed */
+} enc_case;
+
+static void e0(pw_x64 *x) {
+    x64_alu_rr(x, X_ADD, false, X_RAX, X_RCX);
+}
+static void e1(pw_x64 *x) {
+    x64_alu_rr(x, X_SUB, true, X_R8, X_R15);
+}
+static void e2(pw_x64 *x) {
+    x64_alu_rm(x, X_XOR, false, X_RAX, x_mem(X_RBX, 0x18));
+}
+static void e3(pw_x64 *x) {
+    x64_alu_rm(x, X_CMP, true, X_R9, x_mem(X_R12, 8));
+}
+static void e4(pw_x64 *x) {
+    x64_alu_ri(x, X_AND, false, X_RAX, 0x7fffffff);
+}
+static void e5(pw_x64 *x) {
+    x64_alu_ri(x, X_ADD, true, X_RSP, 8);
+}
+static void e6(pw_x64 *x) {
+    x64_alu_mi(x, X_CMP, false, x_mem(X_R15, 0x10), 0);
+}
+static void e7(pw_x64 *x) {
+    x64_load(x, X_LD8S, X_RCX, x_memi(X_R12, X_RAX, 1, 0));
+}
+static void e8(pw_x64 *x) {
+    x64_load(x, X_LD16U, X_RCX, x_memi(X_R12, X_RAX, 1, 0));
+}
+static void e9(pw_x64 *x) {
+    x64_load(x, X_LD32S, X_RAX, x_memi(X_RCX, X_RAX, 4, 0));
+}
+static void e10(pw_x64 *x) {
+    x64_load(x, X_LD64, X_R13, x_mem(X_RAX, 0x10));
+}
+static void e11(pw_x64 *x) {
+    x64_store(x, 1, x_memi(X_R12, X_RAX, 1, 0), X_RCX);
+}
+static void e12(pw_x64 *x) {
+    x64_store(x, 2, x_memi(X_R12, X_RAX, 1, 0), X_RCX);
+}
+static void e13(pw_x64 *x) {
+    x64_store(x, 8, x_mem(X_RBX, 0x40), X_RAX);
+}
+static void e14(pw_x64 *x) {
+    x64_mov_ri64(x, X_RAX, 0x8000000000000000ull);
+}
+static void e15(pw_x64 *x) {
+    x64_mov_ri64(x, X_R9, 0xffffffffffffffffull);
+}
+static void e16(pw_x64 *x) {
+    x64_mov_ri32(x, X_R10, 7);
+}
+static void e17(pw_x64 *x) {
+    x64_shift_cl(x, X_SAR, true, X_RAX);
+}
+static void e18(pw_x64 *x) {
+    x64_shift_i(x, X_ROL, false, X_RAX, 5);
+}
+static void e19(pw_x64 *x) {
+    x64_imul_rr(x, true, X_RAX, X_RCX);
+}
+static void e20(pw_x64 *x) {
+    x64_imul_rri(x, false, X_RAX, X_RAX, 1000);
+}
+static void e21(pw_x64 *x) {
+    x64_div(x, true, true, X_RCX);
+}
+static void e22(pw_x64 *x) {
+    x64_div(x, false, false, X_RCX);
+}
+static void e23(pw_x64 *x) {
+    x64_cdq(x, true);
+}
+static void e24(pw_x64 *x) {
+    x64_setcc(x, X_CC_L, X_RAX);
+}
+static void e25(pw_x64 *x) {
+    x64_movzx8(x, X_RAX, X_RAX);
+}
+static void e26(pw_x64 *x) {
+    x64_cmov(x, X_CC_A, false, X_RAX, X_RCX);
+}
+static void e27(pw_x64 *x) {
+    x64_bsr(x, true, X_RAX, X_RAX);
+}
+static void e28(pw_x64 *x) {
+    x64_popcnt(x, false, X_RAX, X_RAX);
+}
+static void e29(pw_x64 *x) {
+    x64_movsx_rr(x, 1, true, X_RAX, X_RAX);
+}
+static void e30(pw_x64 *x) {
+    x64_movsx_rr(x, 4, true, X_RCX, X_RCX);
+}
+static void e31(pw_x64 *x) {
+    x64_push(x, X_R15);
+}
+static void e32(pw_x64 *x) {
+    x64_pop(x, X_RBX);
+}
+static void e33(pw_x64 *x) {
+    x64_call_r(x, X_RAX);
+}
+static void e34(pw_x64 *x) {
+    x64_jmp_r(x, X_RAX);
+}
+static void e35(pw_x64 *x) {
+    x64_lea(x, true, X_RDX, x_mem(X_RAX, 4));
+}
+static void e36(pw_x64 *x) {
+    x64_test_rr(x, false, X_RAX, X_RAX);
+}
+static void e37(pw_x64 *x) {
+    x64_mov_rr(x, true, X_RBX, X_RDI);
+}
+static void e38(pw_x64 *x) {
+    x64_bsf(x, false, X_RAX, X_RAX);
+}
+static void e39(pw_x64 *x) {
+    x64_ret(x);
+}
+
+static const enc_case cases[] = {
+    {e0, "add eax,ecx"},
+    {e1, "sub r8,r15"},
+    {e2, "xor eax,DWORD PTR [rbx+0x18]"},
+    {e3, "cmp r9,QWORD PTR [r12+0x8]"},
+    {e4, "and eax,0x7fffffff"},
+    {e5, "add rsp,0x8"},
+    {e6, "cmp DWORD PTR [r15+0x10],0x0"},
+    {e7, "movsx ecx,BYTE PTR [r12+rax*1+0x0]"},
+    {e8, "movzx ecx,WORD PTR [r12+rax*1+0x0]"},
+    {e9, "movsxd rax,DWORD PTR [rcx+rax*4+0x0]"},
+    {e10, "mov r13,QWORD PTR [rax+0x10]"},
+    {e11, "mov BYTE PTR [r12+rax*1+0x0],cl"},
+    {e12, "mov WORD PTR [r12+rax*1+0x0],cx"},
+    {e13, "mov QWORD PTR [rbx+0x40],rax"},
+    {e14, "movabs rax,0x8000000000000000"},
+    {e15, "mov r9,0xffffffffffffffff"},
+    {e16, "mov r10d,0x7"},
+    {e17, "sar rax,cl"},
+    {e18, "rol eax,0x5"},
+    {e19, "imul rax,rcx"},
+    {e20, "imul eax,eax,0x3e8"},
+    {e21, "idiv rcx"},
+    {e22, "div ecx"},
+    {e23, "cqo"},
+    {e24, "setl al"},
+    {e25, "movzx eax,al"},
+    {e26, "cmova eax,ecx"},
+    {e27, "bsr rax,rax"},
+    {e28, "popcnt eax,eax"},
+    {e29, "movsx rax,al"},
+    {e30, "movsxd rcx,ecx"},
+    {e31, "push r15"},
+    {e32, "pop rbx"},
+    {e33, "call rax"},
+    {e34, "jmp rax"},
+    {e35, "lea rdx,[rax+0x4]"},
+    {e36, "test eax,eax"},
+    {e37, "mov rbx,rdi"},
+    {e38, "bsf eax,eax"},
+    {e39, "ret"},
+};
+#define NCASES (sizeof cases / sizeof cases[0])
+
+/* Collapse runs of spaces and drop them after commas. */
+static void norm(char *s) {
+    char *o = s;
+    bool sp = false;
+    for (char *p = s; *p; p++) {
+        if (*p == ' ' || *p == '\t') {
+            sp = true;
+            continue;
+        }
+        if (sp && o != s && o[-1] != ',' && *p != ',') *o++ = ' ';
+        sp = false;
+        *o++ = *p;
+    }
+    *o = 0;
+}
+
+static void test_encoder_objdump(void **state) {
+    (void)state;
+    if (access("/usr/bin/objdump", X_OK) != 0) {
+        const char *ci = getenv("CI");
+        if (ci && strcmp(ci, "true") == 0) fail_msg("objdump (binutils) is required in CI");
+        skip();
+    }
+    char dir[] = "/tmp/peri-jit-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char bin[256], cmd[1024];
+    snprintf(bin, sizeof bin, "%s/code.bin", dir);
+    /* One instruction per case; each case's start offset is recorded. */
+    pw_x64 x = {0};
+    size_t starts[NCASES];
+    for (size_t i = 0; i < NCASES; i++) {
+        starts[i] = x.len;
+        cases[i].emit(&x);
+    }
+    assert_false(x.oom);
+    FILE *f = fopen(bin, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(x.buf, 1, x.len, f), x.len);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "objdump -D -b binary -m i386:x86-64 -M intel --no-show-raw-insn %s",
+             bin);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char line[512];
+    size_t seen = 0;
+    while (fgets(line, sizeof line, p)) {
+        unsigned long off;
+        char text[400];
+        if (sscanf(line, " %lx: %399[^\n]", &off, text) != 2) continue;
+        norm(text);
+        size_t i = 0;
+        while (i < NCASES && starts[i] != off)
+            i++;
+        if (i == NCASES) fail_msg("objdump split an instruction: offset %lx '%s'", off, text);
+        if (strcmp(text, cases[i].text) != 0)
+            fail_msg("case %zu: objdump says '%s', expected '%s'", i, text, cases[i].text);
+        seen++;
+    }
+    pclose(p);
+    assert_int_equal(seen, NCASES);
+    free(x.buf);
+    unlink(bin);
+    rmdir(dir);
+}
+
+/* ---------------------------------------------------------------- tiers */
+
+/* Types: 0 (i32)->i32, 1 ()->(). Functions: 0 sum (loop), 1 spin (loop br 0),
+ * 2 div (100 / x), 3 load (i32.load x), 4 fib (recursive), 5 runaway (call self).
+ * One memory of one page. */
+static const uint8_t MOD[] = {0x00,
+                              0x61,
+                              0x73,
+                              0x6d,
+                              0x01,
+                              0x00,
+                              0x00,
+                              0x00,
+                              /* type */ 0x01,
+                              0x09,
+                              0x02,
+                              0x60,
+                              0x01,
+                              0x7f,
+                              0x01,
+                              0x7f,
+                              0x60,
+                              0x00,
+                              0x00,
+                              /* func */ 0x03,
+                              0x07,
+                              0x06,
+                              0x00,
+                              0x01,
+                              0x00,
+                              0x00,
+                              0x00,
+                              0x01,
+                              /* memory */ 0x05,
+                              0x03,
+                              0x01,
+                              0x00,
+                              0x01,
+                              /* export */ 0x07,
+                              0x2b,
+                              0x06,
+                              0x03,
+                              's',
+                              'u',
+                              'm',
+                              0x00,
+                              0x00,
+                              0x04,
+                              's',
+                              'p',
+                              'i',
+                              'n',
+                              0x00,
+                              0x01,
+                              0x03,
+                              'd',
+                              'i',
+                              'v',
+                              0x00,
+                              0x02,
+                              0x04,
+                              'l',
+                              'o',
+                              'a',
+                              'd',
+                              0x00,
+                              0x03,
+                              0x03,
+                              'f',
+                              'i',
+                              'b',
+                              0x00,
+                              0x04,
+                              0x07,
+                              'r',
+                              'u',
+                              'n',
+                              'a',
+                              'w',
+                              'a',
+                              'y',
+                              0x00,
+                              0x05,
+                              /* code */ 0x0a,
+                              0x5e,
+                              0x06,
+                              /* sum */ 0x21,
+                              0x01,
+                              0x01,
+                              0x7f,
+                              0x02,
+                              0x40,
+                              0x03,
+                              0x40,
+                              0x20,
+                              0x00,
+                              0x45,
+                              0x0d,
+                              0x01,
+                              0x20,
+                              0x01,
+                              0x20,
+                              0x00,
+                              0x6a,
+                              0x21,
+                              0x01,
+                              0x20,
+                              0x00,
+                              0x41,
+                              0x01,
+                              0x6b,
+                              0x21,
+                              0x00,
+                              0x0c,
+                              0x00,
+                              0x0b,
+                              0x0b,
+                              0x20,
+                              0x01,
+                              0x0b,
+                              /* spin */ 0x07,
+                              0x00,
+                              0x03,
+                              0x40,
+                              0x0c,
+                              0x00,
+                              0x0b,
+                              0x0b,
+                              /* div */ 0x08,
+                              0x00,
+                              0x41,
+                              0xe4,
+                              0x00,
+                              0x20,
+                              0x00,
+                              0x6d,
+                              0x0b,
+                              /* load */ 0x07,
+                              0x00,
+                              0x20,
+                              0x00,
+                              0x28,
+                              0x02,
+                              0x00,
+                              0x0b,
+                              /* fib */ 0x1c,
+                              0x00,
+                              0x20,
+                              0x00,
+                              0x41,
+                              0x02,
+                              0x48,
+                              0x04,
+                              0x7f,
+                              0x20,
+                              0x00,
+                              0x05,
+                              0x20,
+                              0x00,
+                              0x41,
+                              0x01,
+                              0x6b,
+                              0x10,
+                              0x04,
+                              0x20,
+                              0x00,
+                              0x41,
+                              0x02,
+                              0x6b,
+                              0x10,
+                              0x04,
+                              0x6a,
+                              0x0b,
+                              0x0b,
+                              /* runaway */ 0x04,
+                              0x00,
+                              0x10,
+                              0x05,
+                              0x0b};
+
+typedef struct rig {
+    pw_module *m;
+    pw_store *s;
+    pw_instance *inst;
+} rig;
+
+static void rig_open(rig *r, int engine) {
+    pw_error err;
+    r->m = pw_module_new(MOD, sizeof MOD, NULL, &err);
+    if (!r->m) fail_msg("module: %s", err.message);
+    pw_store_config cfg = {.engine = engine};
+    r->s = pw_store_new(&cfg, &err);
+    assert_non_null(r->s);
+    r->inst = pw_instantiate(r->s, r->m, NULL, NULL, &err);
+    if (!r->inst) fail_msg("instantiate: %s", err.message);
+}
+
+static void rig_close(rig *r) {
+    pw_store_free(r->s);
+    pw_module_free(r->m);
+}
+
+static pw_func *fn(rig *r, const char *name) {
+    pw_extern ex;
+    assert_true(pw_instance_export(r->inst, name, strlen(name), &ex));
+    return ex.u.func;
+}
+
+/* Call name(arg) -> status, result, error text. */
+static pw_status call1(rig *r, const char *name, int32_t arg, int32_t *res, pw_error *err) {
+    pw_val a = {.bits = (uint32_t)arg}, out = {0};
+    pw_status st = pw_call(r->s, fn(r, name), &a, 1, &out, 1, err);
+    *res = (int32_t)out.bits;
+    return st;
+}
+
+static void test_tiers_agree(void **state) {
+    (void)state;
+    if (!PW_JIT_AVAILABLE) skip();
+    rig in, jt;
+    rig_open(&in, PW_ENGINE_INTERP);
+    rig_open(&jt, PW_ENGINE_JIT);
+    static const struct {
+        const char *name;
+        int32_t arg;
+    } calls[] = {{"sum", 0},   {"sum", 1000}, {"div", 7},      {"div", 0},
+                 {"div", -1},  {"load", 0},   {"load", 65532}, {"load", 65533},
+                 {"load", -1}, {"fib", 20},   {"fib", 1}};
+    for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+        pw_error e1, e2;
+        int32_t r1 = 0, r2 = 0;
+        memset(&e1, 0, sizeof e1);
+        memset(&e2, 0, sizeof e2);
+        pw_status s1 = call1(&in, calls[i].name, calls[i].arg, &r1, &e1);
+        pw_status s2 = call1(&jt, calls[i].name, calls[i].arg, &r2, &e2);
+        assert_int_equal(s1, s2);
+        if (s1 == PW_OK) {
+            assert_int_equal(r1, r2);
+        } else {
+            assert_int_equal(e1.trap, e2.trap);
+            assert_string_equal(e1.message, e2.message);
+        }
+        /* really compiled by the JIT, not left on the interpreter */
+        assert_int_equal(pw_jit_state(fn(&jt, calls[i].name)), 1);
+        assert_int_equal(pw_jit_state(fn(&in, calls[i].name)), 0);
+    }
+    int32_t r;
+    pw_error e;
+    assert_int_equal(call1(&jt, "sum", 1000, &r, &e), PW_OK);
+    assert_int_equal(r, 500500);
+    assert_int_equal(call1(&jt, "fib", 20, &r, &e), PW_OK);
+    assert_int_equal(r, 6765);
+    assert_int_equal(call1(&jt, "div", 0, &r, &e), PW_ERR_TRAP);
+    assert_string_equal(e.message, "integer divide by zero");
+    assert_int_equal(call1(&jt, "load", 65533, &r, &e), PW_ERR_TRAP);
+    assert_string_equal(e.message, "out of bounds memory access");
+    rig_close(&in);
+    rig_close(&jt);
+}
+
+static void test_runaway_recursion(void **state) {
+    (void)state;
+    rig jt;
+    rig_open(&jt, PW_ENGINE_JIT);
+    pw_error e;
+    assert_int_equal(pw_call(jt.s, fn(&jt, "runaway"), NULL, 0, NULL, 0, &e), PW_ERR_TRAP);
+    assert_string_equal(e.message, "call stack exhausted");
+    if (PW_JIT_AVAILABLE) assert_int_equal(pw_jit_state(fn(&jt, "runaway")), 1);
+    /* the store stays usable */
+    int32_t r;
+    assert_int_equal(call1(&jt, "fib", 10, &r, &e), PW_OK);
+    assert_int_equal(r, 55);
+    rig_close(&jt);
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+typedef struct raiser {
+    pw_store *s;
+    double at;
+} raiser;
+
+static void *raise_later(void *arg) {
+    raiser *it = arg;
+    struct timespec d = {0, 50 * 1000 * 1000};
+    nanosleep(&d, NULL);
+    it->at = now_ms();
+    pw_store_interrupt(it->s);
+    return NULL;
+}
+
+static void test_interrupt_under_jit(void **state) {
+    (void)state;
+    rig jt;
+    rig_open(&jt, PW_ENGINE_JIT);
+    raiser it = {jt.s, 0};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, raise_later, &it), 0);
+    pw_error e;
+    pw_status st = pw_call(jt.s, fn(&jt, "spin"), NULL, 0, NULL, 0, &e);
+    double stopped = now_ms();
+    pthread_join(th, NULL);
+    assert_int_equal(st, PW_ERR_TRAP);
+    assert_int_equal(e.trap, PW_TRAP_INTERRUPTED);
+    assert_true(stopped - it.at < 2000.0); /* "did not hang" */
+    if (PW_JIT_AVAILABLE) assert_int_equal(pw_jit_state(fn(&jt, "spin")), 1);
+    /* a call that starts with the flag raised stops at once (function entry) */
+    int32_t r;
+    assert_int_equal(call1(&jt, "fib", 25, &r, &e), PW_ERR_TRAP);
+    assert_int_equal(e.trap, PW_TRAP_INTERRUPTED);
+    pw_store_clear_interrupt(jt.s);
+    assert_int_equal(call1(&jt, "fib", 10, &r, &e), PW_OK);
+    rig_close(&jt);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_encoder_objdump),
+        cmocka_unit_test(test_tiers_agree),
+        cmocka_unit_test(test_runaway_recursion),
+        cmocka_unit_test(test_interrupt_under_jit),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
