@@ -363,6 +363,8 @@ def s_resume(E, capture=None):
         mock_script(E, [{"text": "noted: pears"}])
         u.send("remember pears")
         u.t.wait("noted: pears", "the second session's answer")
+        # /resume waits for the running turn: wait until the turn has ended
+        u.t.wait(lambda s: "Working" not in s, "the end of the turn")
         u.send("/resume")
         s = u.t.wait("Resume a session", "the session picker")
         lines = [l for l in s.splitlines() if re.match(r"^\s*(\u203a )?\s*\d\. ", l)]
