@@ -21,52 +21,16 @@
 #define ROOM_FIXTURES "tests/room/fixtures"
 #endif
 
-typedef struct prog {
-    char *b64;
-    size_t b64_len;
-    char digest[65];
-} prog;
+#include "room_prog.h"
 
 static prog probe, hello;
 
-static char *b64enc(const uint8_t *d, size_t n, size_t *out_len) {
-    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char *o = malloc((n + 2) / 3 * 4 + 1);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)d[i] << 16 | (i + 1 < n ? (uint32_t)d[i + 1] << 8 : 0) |
-                     (i + 2 < n ? d[i + 2] : 0);
-        o[k++] = A[v >> 18];
-        o[k++] = A[(v >> 12) & 63];
-        o[k++] = i + 1 < n ? A[(v >> 6) & 63] : '=';
-        o[k++] = i + 2 < n ? A[v & 63] : '=';
-    }
-    o[k] = 0;
-    *out_len = k;
-    return o;
-}
-
 static void make_prog(prog *p, const uint8_t *bytes, size_t n) {
-    uint8_t d[32];
-    pr_sha256(bytes, n, d);
-    pr_hex(d, 32, p->digest);
-    p->b64 = b64enc(bytes, n, &p->b64_len);
+    assert_true(room_prog_make(p, bytes, n));
 }
 
 static bool load_prog(prog *p, const char *name) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", ROOM_FIXTURES, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc((size_t)n);
-    if (fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
-    fclose(f);
-    make_prog(p, b, (size_t)n);
-    free(b);
-    return n > 0;
+    return room_prog_load(p, ROOM_FIXTURES, name);
 }
 
 /* Runs and returns the output text, or "!" + the exception message. Caller frees. */

@@ -38,34 +38,13 @@
 #define YY_FIXTURES "tests/room/yuyan/fixtures"
 #endif
 
-typedef struct prog {
-    char *b64;
-    size_t b64_len;
-    char digest[65];
-} prog;
+#include "../room_prog.h"
 
 enum { P_HOSTILE, P_FORGE, P_IOV, P_COUNT };
 static const char *const NAMES[P_COUNT] = {"hostile.wasm", "forge.wasm", "wasi_iov.wasm"};
 static prog progs[P_COUNT];
 static pr_host *host;      /* CPU limit 1000 ms, long wall limit */
 static pr_host *wall_host; /* wall limit 300 ms */
-
-static char *b64enc(const uint8_t *d, size_t n, size_t *out_len) {
-    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char *o = malloc((n + 2) / 3 * 4 + 1);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)d[i] << 16 | (i + 1 < n ? (uint32_t)d[i + 1] << 8 : 0) |
-                     (i + 2 < n ? d[i + 2] : 0);
-        o[k++] = A[v >> 18];
-        o[k++] = A[(v >> 12) & 63];
-        o[k++] = i + 1 < n ? A[(v >> 6) & 63] : '=';
-        o[k++] = i + 2 < n ? A[v & 63] : '=';
-    }
-    o[k] = 0;
-    *out_len = k;
-    return o;
-}
 
 static bool load_prog(prog *p, const char *name) {
     char path[512];
@@ -82,7 +61,7 @@ static bool load_prog(prog *p, const char *name) {
         uint8_t d[32];
         pr_sha256(b, (size_t)len, d);
         pr_hex(d, 32, p->digest);
-        p->b64 = b64enc(b, (size_t)len, &p->b64_len);
+        p->b64 = room_b64enc(b, (size_t)len, &p->b64_len);
     }
     free(b);
     return ok;
@@ -321,7 +300,7 @@ static char *run_wasi_import(const uint8_t *params, uint8_t np, const uint8_t *r
     uint8_t d[32];
     pr_sha256(m, k, d);
     pr_hex(d, 32, p.digest);
-    p.b64 = b64enc(m, k, &p.b64_len);
+    p.b64 = room_b64enc(m, k, &p.b64_len);
     prog saved = progs[P_IOV];
     progs[P_IOV] = p;
     char *got = run_on(host, P_IOV, "{}");

@@ -25,33 +25,12 @@
 #define YY_FIXTURES "tests/room/yuyan/fixtures"
 #endif
 
-typedef struct prog {
-    char *b64;
-    size_t b64_len;
-    char digest[65];
-} prog;
+#include "../room_prog.h"
 
 enum { P_PROBE, P_STD, P_LEGACY, P_MISMATCH, P_NULLABLE, P_NOTAG, P_COUNT };
 static const char *const NAMES[P_COUNT] = {"probe.wasm",    "std.wasm",      "legacy.wasm",
                                            "mismatch.wasm", "nullable.wasm", "notag.wasm"};
 static prog progs[P_COUNT];
-
-static char *b64enc(const uint8_t *d, size_t n, size_t *out_len) {
-    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char *o = malloc((n + 2) / 3 * 4 + 1);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)d[i] << 16 | (i + 1 < n ? (uint32_t)d[i + 1] << 8 : 0) |
-                     (i + 2 < n ? d[i + 2] : 0);
-        o[k++] = A[v >> 18];
-        o[k++] = A[(v >> 12) & 63];
-        o[k++] = i + 1 < n ? A[(v >> 6) & 63] : '=';
-        o[k++] = i + 2 < n ? A[v & 63] : '=';
-    }
-    o[k] = 0;
-    *out_len = k;
-    return o;
-}
 
 static uint8_t *slurp(const char *name, size_t *n) {
     char path[512];
@@ -79,7 +58,7 @@ static bool load_prog(prog *p, const char *name) {
     uint8_t d[32];
     pr_sha256(b, n, d);
     pr_hex(d, 32, p->digest);
-    p->b64 = b64enc(b, n, &p->b64_len);
+    p->b64 = room_b64enc(b, n, &p->b64_len);
     free(b);
     return true;
 }
