@@ -238,8 +238,9 @@ static int64_t allocfd(wasi *w) {
 #define E_PERM        63
 
 /* Beyond the contract: the walk of guest path p[0..len) from directory dp[0..dl) in
- * the in-memory FS, one component at a time. ".." pops a level; above "/" (the
- * preopen) it is refused with ENOTCAPABLE, as hostdir.c and wasmtime do; a symbolic link met on the way (or last, when follow) has its target
+ * the in-memory FS, one component at a time. ".." pops a level; above the directory
+ * dp (the descriptor the path is relative to) it is refused with ENOTCAPABLE, as
+ * hostdir.c and wasmtime do; a symbolic link met on the way (or last, when follow) has its target
  * spliced in front of the rest of the path and the walk goes on from the link's
  * directory; an absolute target is refused (ENOTCAPABLE, as hostdir.c), more than 40
  * links give ELOOP, a regular file on the way ENOTDIR. A missing directory on the way
@@ -288,7 +289,8 @@ static int walk(const pr_fs *fs, const char *dp, size_t dl, const char *p, size_
             continue;
         }
         if (nl == 2 && name[0] == '.' && name[1] == '.') {
-            if (cl <= 1) { /* above the preopen: refused, as on a host directory */
+            if (cl <= dl) { /* above the directory the walk started from: refused, as
+                             * beneath a host directory descriptor (hostdir.c) */
                 e = E_NOTCAPABLE;
                 break;
             }
