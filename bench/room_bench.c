@@ -79,25 +79,6 @@ static uint8_t *slurp(const char *path, size_t *n) {
     return l < 0 ? NULL : b;
 }
 
-/* Owned by the caller (free); NULL when out of memory. */
-static char *b64(const uint8_t *d, size_t n, size_t *out_len) {
-    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char *o = malloc((n + 2) / 3 * 4 + 1);
-    size_t k = 0;
-    if (!o) return NULL;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)d[i] << 16 | (i + 1 < n ? (uint32_t)d[i + 1] << 8 : 0) |
-                     (i + 2 < n ? d[i + 2] : 0);
-        o[k++] = A[v >> 18];
-        o[k++] = A[(v >> 12) & 63];
-        o[k++] = i + 1 < n ? A[(v >> 6) & 63] : '=';
-        o[k++] = i + 2 < n ? A[v & 63] : '=';
-    }
-    o[k] = 0;
-    *out_len = k;
-    return o;
-}
-
 typedef struct job {
     const bench_case *c;
     pr_host *h;
@@ -260,7 +241,7 @@ static void bench_serve(const bench_case *c, const char *peri, const char *text,
 static void bench_cold(pr_host *h, const char *big_path) {
     size_t bn, btl;
     uint8_t *big = slurp(big_path, &bn), d[32];
-    char bhex[65], *btext = big ? b64(big, bn, &btl) : NULL;
+    char bhex[65], *btext = big ? pr_base64_encode(big, bn, &btl) : NULL;
     if (!btext) {
         fprintf(stderr, "%s: cannot read\n", big_path);
         free(big);
@@ -291,7 +272,7 @@ static int bench_case_run(pr_host *h, const bench_case *c, const char *wasm, con
                           int runs) {
     size_t n, tl;
     uint8_t *bytes = slurp(wasm, &n), d[32];
-    char hex[65], *text = bytes ? b64(bytes, n, &tl) : NULL;
+    char hex[65], *text = bytes ? pr_base64_encode(bytes, n, &tl) : NULL;
     if (!text) {
         fprintf(stderr, "%s: cannot read\n", wasm);
         free(bytes);

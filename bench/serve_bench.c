@@ -57,25 +57,6 @@ static uint8_t *slurp(const char *path, size_t *n) {
     return b;
 }
 
-/* Owned by the caller (free). */
-static char *b64(const uint8_t *d, size_t n, size_t *out_len) {
-    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char *o = malloc((n + 2) / 3 * 4 + 1);
-    size_t k = 0;
-    if (!o) return NULL;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)d[i] << 16 | (i + 1 < n ? (uint32_t)d[i + 1] << 8 : 0) |
-                     (i + 2 < n ? d[i + 2] : 0);
-        o[k++] = A[v >> 18];
-        o[k++] = A[(v >> 12) & 63];
-        o[k++] = i + 1 < n ? A[(v >> 6) & 63] : '=';
-        o[k++] = i + 2 < n ? A[v & 63] : '=';
-    }
-    o[k] = 0;
-    *out_len = k;
-    return o;
-}
-
 typedef struct serve_result {
     double per_s, cpu_us;
     double reader_us, worker_us; /* CPU per request of the reading and the worker thread */
@@ -242,7 +223,7 @@ int main(int argc, char **argv) {
     if (rounds < 1 || rounds > 100) rounds = 5;
     size_t n, tl;
     uint8_t *bytes = slurp(argv[1], &n), d[32];
-    char hex[65], *text = bytes ? b64(bytes, n, &tl) : NULL;
+    char hex[65], *text = bytes ? pr_base64_encode(bytes, n, &tl) : NULL;
     if (!text) {
         fprintf(stderr, "%s: cannot read\n", argv[1]);
         return 1;

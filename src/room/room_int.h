@@ -61,6 +61,10 @@ void pr_json_exit_code(char *buf, size_t cap, int64_t v);
 /* JavaScript atob rules. Returns 0 ok (caller frees *out), -1 not valid Base64,
  * -2 decoded length outside 1..max (nothing allocated), -3 out of memory. */
 int pr_base64_decode(const char *in, size_t n, size_t max, uint8_t **out, size_t *out_len);
+/* Standard Base64 with padding, the inverse for well-formed text. Returns a malloc'd
+ * NUL-terminated text (caller frees; length in *out_len) or NULL on OOM/overflow. Used
+ * by tests and benchmarks to build requests; not on the request path. */
+char *pr_base64_encode(const uint8_t *in, size_t n, size_t *out_len);
 
 /* ---------------------------------------------------------------- sha256.c */
 

@@ -196,6 +196,36 @@ static int b64(const char *s, char *out, size_t *n) {
     return rc;
 }
 
+/* The encoder: known vectors, and decode(encode(x)) == x for every length 1..300. */
+static void test_base64_encode(void **st) {
+    (void)st;
+    size_t n;
+    char *t = pr_base64_encode((const uint8_t *)"foob", 4, &n);
+    assert_non_null(t);
+    assert_string_equal(t, "Zm9vYg==");
+    assert_int_equal(n, 8);
+    free(t);
+    t = pr_base64_encode((const uint8_t *)"", 0, &n);
+    assert_non_null(t);
+    assert_string_equal(t, "");
+    free(t);
+    uint8_t src[300];
+    for (size_t i = 0; i < sizeof src; i++)
+        src[i] = (uint8_t)(i * 37 + 11);
+    for (size_t len = 1; len <= sizeof src; len++) {
+        t = pr_base64_encode(src, len, &n);
+        assert_non_null(t);
+        assert_int_equal(n, (len + 2) / 3 * 4);
+        uint8_t *b;
+        size_t bl;
+        assert_int_equal(pr_base64_decode(t, n, len, &b, &bl), 0);
+        assert_int_equal(bl, len);
+        assert_memory_equal(b, src, len);
+        free(b);
+        free(t);
+    }
+}
+
 static void test_base64_atob(void **st) {
     (void)st;
     char o[128];
@@ -883,27 +913,17 @@ static void test_fuzz_parsers(void **st) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_runner_bounds),
-        cmocka_unit_test(test_scope_bounds),
-        cmocka_unit_test(test_digest_rules),
-        cmocka_unit_test(test_program_and_input_bounds),
-        cmocka_unit_test(test_order),
-        cmocka_unit_test(test_base64_atob),
-        cmocka_unit_test(test_decoded_length_bound),
-        cmocka_unit_test(test_sha256),
-        cmocka_unit_test(test_json_stringify),
-        cmocka_unit_test(test_utf8),
-        cmocka_unit_test(test_path_normalize),
-        cmocka_unit_test(test_input),
-        cmocka_unit_test(test_fs),
-        cmocka_unit_test(test_fs_cap),
-        cmocka_unit_test(test_fs_unlinked_open_counts),
-        cmocka_unit_test(test_fs_nodes),
-        cmocka_unit_test(test_fs_entries_budget),
-        cmocka_unit_test(test_fs_children),
-        cmocka_unit_test(test_cache),
-        cmocka_unit_test(test_result_json),
-        cmocka_unit_test(test_result_limits),
+        cmocka_unit_test(test_runner_bounds), cmocka_unit_test(test_scope_bounds),
+        cmocka_unit_test(test_digest_rules),  cmocka_unit_test(test_program_and_input_bounds),
+        cmocka_unit_test(test_order),         cmocka_unit_test(test_base64_atob),
+        cmocka_unit_test(test_base64_encode), cmocka_unit_test(test_decoded_length_bound),
+        cmocka_unit_test(test_sha256),        cmocka_unit_test(test_json_stringify),
+        cmocka_unit_test(test_utf8),          cmocka_unit_test(test_path_normalize),
+        cmocka_unit_test(test_input),         cmocka_unit_test(test_fs),
+        cmocka_unit_test(test_fs_cap),        cmocka_unit_test(test_fs_unlinked_open_counts),
+        cmocka_unit_test(test_fs_nodes),      cmocka_unit_test(test_fs_entries_budget),
+        cmocka_unit_test(test_fs_children),   cmocka_unit_test(test_cache),
+        cmocka_unit_test(test_result_json),   cmocka_unit_test(test_result_limits),
         cmocka_unit_test(test_fuzz_parsers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

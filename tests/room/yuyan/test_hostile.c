@@ -61,7 +61,7 @@ static bool load_prog(prog *p, const char *name) {
         uint8_t d[32];
         pr_sha256(b, (size_t)len, d);
         pr_hex(d, 32, p->digest);
-        p->b64 = room_b64enc(b, (size_t)len, &p->b64_len);
+        p->b64 = pr_base64_encode(b, (size_t)len, &p->b64_len);
     }
     free(b);
     return ok;
@@ -300,7 +300,7 @@ static char *run_wasi_import(const uint8_t *params, uint8_t np, const uint8_t *r
     uint8_t d[32];
     pr_sha256(m, k, d);
     pr_hex(d, 32, p.digest);
-    p.b64 = room_b64enc(m, k, &p.b64_len);
+    p.b64 = pr_base64_encode(m, k, &p.b64_len);
     prog saved = progs[P_IOV];
     progs[P_IOV] = p;
     char *got = run_on(host, P_IOV, "{}");

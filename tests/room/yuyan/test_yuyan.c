@@ -58,7 +58,7 @@ static bool load_prog(prog *p, const char *name) {
     uint8_t d[32];
     pr_sha256(b, n, d);
     pr_hex(d, 32, p->digest);
-    p->b64 = room_b64enc(b, n, &p->b64_len);
+    p->b64 = pr_base64_encode(b, n, &p->b64_len);
     free(b);
     return true;
 }
