@@ -209,7 +209,7 @@ def ver(cmd):
         return f"? ({x})"
 
 print(f"Run {t_start}, Peri-C at `{git_short(here)}`"
-      + (f", alt build at `{git_short(os.path.dirname(alt[0]))}`" if alt else "")
+      + (f", column jit@{alt[1]} from {os.path.dirname(alt[0])}" if alt else "")
       + f": {rounds} rounds" + (" after a discarded warm-up round" if warmup else "")
       + f", shuffled order. Load average (1/5/15 min) {'/'.join(load0)} before, "
       f"{'/'.join(load1)} after; 1-min load after each round: {', '.join(loads)}.")
