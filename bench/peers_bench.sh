@@ -238,7 +238,8 @@ for col, title in ((1, "CPU time (user+sys)"), (0, "Wall time")):
                 cells.append(fmt(med[e, p]))
         print(f"| {p} | " + " | ".join(cells) + " |")
     print("| geomean vs native | 1x | " + " | ".join(
-        f"**{geo(ratios[e]):.2f}x**" + ("" if len(ratios[e]) == len(progs) else
+        ("-" if not ratios[e] else f"**{geo(ratios[e]):.2f}x**") +
+        ("" if len(ratios[e]) == len(progs) else
                                        f" ({len(ratios[e])} programs)")
         for e in engines[1:]) + " |")
 if coremark:
