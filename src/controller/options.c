@@ -229,7 +229,8 @@ char *pct_session_config(pct_controller *c, const char *id) {
 pct_status pct_set_mode(pct_controller *c, const char *id, const char *mode_id, pct_error *err) {
     pct_sess *s = live(c, id, err);
     if (!s) return PCT_NOT_FOUND;
-    pct_status rc = pct_sess_set_mode(s, mode_id, 0, err);
+    pct_status rc = pct_sess_writable(s, err); /* read-only: the options are persisted */
+    if (rc == PCT_OK) rc = pct_sess_set_mode(s, mode_id, 0, err);
     pct_sess_release(s);
     return rc;
 }
@@ -238,8 +239,9 @@ pct_status pct_set_config(pct_controller *c, const char *id, const char *config_
                           const char *value, pct_error *err) {
     pct_sess *s = live(c, id, err);
     if (!s) return PCT_NOT_FOUND;
-    pct_status rc;
-    if (config_id && !strcmp(config_id, "model")) {
+    pct_status rc = pct_sess_writable(s, err); /* read-only: the options are persisted */
+    if (rc != PCT_OK) {
+    } else if (config_id && !strcmp(config_id, "model")) {
         rc = pct_sess_set_model(s, value, 0, err);
     } else if (config_id && !strcmp(config_id, "mode")) {
         rc = pct_sess_set_mode(s, value, 0, err);
@@ -255,6 +257,10 @@ pct_status pct_set_config(pct_controller *c, const char *id, const char *config_
 void pct_notice(pct_controller *c, const char *id, const char *text) {
     pct_sess *s = live(c, id, NULL);
     if (!s) return;
+    if (s->read_only) { /* its prompt is refused: nothing to tell about it */
+        pct_sess_release(s);
+        return;
+    }
     pag_event ev = {.kind = PAG_EV_TEXT, .text = text};
     pct_emit(s, &ev);
     pct_sess_release(s);
