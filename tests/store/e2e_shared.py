@@ -249,7 +249,8 @@ def foreign_replay(url, A, B):
           "foreign load result: %r" % res_b)
     check(ups_b == ups_a, "B's replay differs from A's:\n A %s\n B %s"
           % (json.dumps(ups_a)[:1500], json.dumps(ups_b)[:1500]))
-    print("foreign replay: %d updates, identical to the owner's" % len(ups_b))
+    print("foreign replay: %d updates, identical to the owner's: %s"
+          % (len(ups_b), " ".join(u["sessionUpdate"] for u in ups_b)))
     refused(B, sr, MA)
     check(rows(url, "SELECT title, meta, model, updated_at, message_count, next_seq "
                     "FROM threads WHERE id = '%s'" % sr) == before, "A's thread row changed")
@@ -269,7 +270,8 @@ def foreign_replay(url, A, B):
     check(r.get("result") == {"stopReason": "end_turn"}, "A third turn: %r" % r)
     res_a, ups_a = load_replay(A, sr)
     res_b, ups_b = load_replay(B, sr)
-    check(any(u.get("content", {}).get("text") == "one more from A" for u in ups_b),
+    check(any(u["sessionUpdate"] == "user_message_chunk"
+              and u["content"].get("text") == "one more from A" for u in ups_b),
           "B's reload misses A's new message")
     check(ups_b == ups_a, "B's reload differs from A's load")
     check(res_b.get("_meta") == {"peri.readOnly": True, "peri.machineId": MA}, "reload meta")
