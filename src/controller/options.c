@@ -226,9 +226,14 @@ char *pct_session_config(pct_controller *c, const char *id) {
     return t;
 }
 
+/* Not live here: another machine's session is named as such, else not found. */
+static pct_status not_live(pct_controller *c, const char *id, pct_error *err) {
+    return pct_check_owner(c, id, err) != PCT_OK ? PCT_FOREIGN : PCT_NOT_FOUND;
+}
+
 pct_status pct_set_mode(pct_controller *c, const char *id, const char *mode_id, pct_error *err) {
     pct_sess *s = live(c, id, err);
-    if (!s) return PCT_NOT_FOUND;
+    if (!s) return not_live(c, id, err);
     pct_status rc = pct_sess_writable(s, err); /* read-only: the options are persisted */
     if (rc == PCT_OK) rc = pct_sess_set_mode(s, mode_id, 0, err);
     pct_sess_release(s);
@@ -238,7 +243,7 @@ pct_status pct_set_mode(pct_controller *c, const char *id, const char *mode_id, 
 pct_status pct_set_config(pct_controller *c, const char *id, const char *config_id,
                           const char *value, pct_error *err) {
     pct_sess *s = live(c, id, err);
-    if (!s) return PCT_NOT_FOUND;
+    if (!s) return not_live(c, id, err);
     pct_status rc = pct_sess_writable(s, err); /* read-only: the options are persisted */
     if (rc != PCT_OK) {
     } else if (config_id && !strcmp(config_id, "model")) {

@@ -268,6 +268,19 @@ static void test_foreign_read_only(void **state) {
     assert_int_equal(b.log.n, 0);
     assert_int_equal(pct_close(b.c, tid, &e), PCT_OK);
     assert_false(pct_session_read_only(b.c, tid, NULL));
+    /* not live on B any more: still named as A's, never "not found" */
+    memset(&e, 0, sizeof e);
+    assert_int_equal(pct_set_mode(b.c, tid, "default", &e), PCT_FOREIGN);
+    assert_non_null(strstr(e.message, why));
+    memset(&e, 0, sizeof e);
+    assert_int_equal(pct_set_config(b.c, tid, "mode", "default", &e), PCT_FOREIGN);
+    assert_non_null(strstr(e.message, why));
+    memset(&e, 0, sizeof e);
+    assert_int_equal(pct_prompt(b.c, tid, "hijack", &token, &e), PCT_FOREIGN);
+    assert_non_null(strstr(e.message, why));
+    memset(&e, 0, sizeof e);
+    assert_int_equal(pct_set_mode(b.c, "00000000-0000-7000-8000-000000000000", "plan", &e),
+                     PCT_NOT_FOUND);
 
     free(before);
     free(ra);
