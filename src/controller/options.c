@@ -244,8 +244,9 @@ pct_status pct_set_config(pct_controller *c, const char *id, const char *config_
                           const char *value, pct_error *err) {
     pct_sess *s = live(c, id, err);
     if (!s) return not_live(c, id, err);
-    pct_status rc = pct_sess_writable(s, err); /* read-only: the options are persisted */
-    if (rc != PCT_OK) {
+    pct_status rc;
+    if (s->read_only) { /* the options are persisted: not for another machine's session */
+        rc = pct_sess_writable(s, err);
     } else if (config_id && !strcmp(config_id, "model")) {
         rc = pct_sess_set_model(s, value, 0, err);
     } else if (config_id && !strcmp(config_id, "mode")) {
