@@ -22,7 +22,9 @@ killed with SIGKILL in the middle of a turn while B keeps prompting. Checks:
     read-only, loads it and receives exactly the replay A's own load sends; B's writes
     are refused, A's thread row is unchanged and the server's statement log
     (log_statement=mod, per application name) shows no write of B meanwhile; A appends
-    and B's next load shows it; resume is read-only too.
+    and B's next load shows it; resume is read-only too;
+  * `peri acp` with a wrong password fails naming neither password; PGPASSWORD (mapped by
+    the CLI) with the right one connects; no password in the server's log.
 Exit 0 = pass, 1 = fail.
 """
 import glob
@@ -283,6 +285,40 @@ def foreign_replay(url, A, B):
     refused(B, sr, MA)
 
 
+def password_cli(peri, url, tmp):
+    """`peri acp` against a role that needs its password (pg_cluster.sh: scram-sha-256 for
+    every role but the admin): a wrong one fails with a clear message naming neither
+    password; the right one via PGPASSWORD (mapped by the CLI only) connects."""
+    sock = os.environ["PERI_TEST_PG_SOCKDIR"]
+    right, wrong = "cli-Right-%d" % os.getpid(), "cli-Wrong-%d" % os.getpid()
+    rows(url, "CREATE ROLE peri_cli LOGIN SUPERUSER PASSWORD '%s'" % right)
+    home = os.path.join(tmp, "home-pw")
+    os.makedirs(home, exist_ok=True)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}
+    for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+        if k in os.environ:
+            env[k] = os.environ[k]
+    base = "postgresql:///postgres?host=%s&user=peri_cli&passfile=%s/none" % (sock, tmp)
+    r = subprocess.run([peri, "acp", "--store", base + "&password=" + wrong, "--machine-id",
+                        "pw-host"], stdin=subprocess.DEVNULL, capture_output=True, env=env,
+                       timeout=60)
+    err = r.stderr.decode(errors="replace")
+    check(r.returncode != 0 and "password authentication failed" in err,
+          "wrong password: rc %d, %r" % (r.returncode, err[-400:]))
+    check(wrong not in err and right not in err and wrong not in r.stdout.decode(),
+          "a password in peri's output: %r" % err[-400:])
+    print("wrong password: %s" % err.strip().splitlines()[-1])
+    a = Agent(peri, dict(env, PGPASSWORD=right), base, ["--machine-id", "pw-host"])
+    try:
+        init = a.result("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        check(init["protocolVersion"] == 1, "initialize with PGPASSWORD")
+        a.result("session/list", {})
+    finally:
+        a.kill()
+    log = open(os.path.join(sock, "server.log"), errors="replace").read()
+    check(right not in log and wrong not in log, "a password in the server's log")
+
+
 def run(peri, mock_py, url, tmp):
     os.makedirs(os.path.join(tmp, "mb"))
     # distinct application names: the statement log tells the hosts apart
@@ -391,6 +427,8 @@ def run(peri, mock_py, url, tmp):
         # 8) B opens one of A's sessions read-only: the owner's exact replay, refusals,
         # no write reaching the store, and A's later appends on the next load
         foreign_replay(url, A, B)
+        # 9) the password path through the CLI
+        password_cli(peri, url, tmp)
     finally:
         for h in hosts:
             try:
