@@ -34,6 +34,12 @@
 #define HELLO_WANT                                                                                 \
     "{\"ok\":true,\"stdout\":\"hello\\n\",\"stderr\":\"\",\"exitCode\":0,\"files\":{}}"
 
+static double thread_cpu_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
 static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -172,10 +178,11 @@ static serve_result serve_round(const char *peri, const char *line, size_t n, co
     return r;
 }
 
-/* pr_exec + result JSON of the cached program, or (call) the whole pr_run; runs/s. */
+/* pr_exec + result JSON of the cached program, or (call) the whole pr_run; runs/s, and
+ * the CPU time per run (µs, this thread's clock) in *cpu_us. */
 static double api_round(pr_host *h, pr_program *p, const pr_request *req, bool call, int runs,
-                        int *bad) {
-    double t0 = now();
+                        int *bad, double *cpu_us) {
+    double t0 = now(), c0 = thread_cpu_now();
     for (int i = 0; i < runs; i++) {
         pr_error e;
         bool good;
@@ -198,6 +205,7 @@ static double api_round(pr_host *h, pr_program *p, const pr_request *req, bool c
         }
         *bad += !good;
     }
+    *cpu_us = (thread_cpu_now() - c0) / runs * 1e6;
     return runs / (now() - t0);
 }
 
@@ -253,21 +261,25 @@ int main(int argc, char **argv) {
     printf("WASI hello: %zu bytes of Wasm, %zu of Base64; request line %zu bytes; "
            "%d requests per round, %d rounds\n",
            n, tl, line.len, runs, rounds);
-    double ex[100], ca[100], sv[2][100], cpu[2][100], rd[2][100], wk[2][100];
+    double ex[100], ca[100], exc[100], cac[100], sv[2][100], cpu[2][100], rd[2][100], wk[2][100];
+    double ratio[2][100], cratio[2][100]; /* serve / pr_exec: answers/s, CPU per request */
+    double warm;
     int bad = 0, nb = argc == 4 ? 2 : 1;
     bool wrong = false;
-    api_round(h, p, &req, true, runs / 10, &bad); /* warm-up, caches the call's program */
+    api_round(h, p, &req, true, runs / 10, &bad, &warm); /* warm-up, caches the program */
     for (int r = 0; r < rounds; r++) {
-        ex[r] = api_round(h, p, &req, false, runs, &bad);
-        ca[r] = api_round(h, p, &req, true, runs, &bad);
-        printf("round %d: pr_exec %6.0f runs/s (%5.1f us), pr_run %6.0f runs/s (%5.1f us)", r + 1,
-               ex[r], 1e6 / ex[r], ca[r], 1e6 / ca[r]);
+        ex[r] = api_round(h, p, &req, false, runs, &bad, &exc[r]);
+        ca[r] = api_round(h, p, &req, true, runs, &bad, &cac[r]);
+        printf("round %d: pr_exec %6.0f runs/s (%5.1f us CPU), pr_run %6.0f runs/s (%5.1f us CPU)",
+               r + 1, ex[r], exc[r], ca[r], cac[r]);
         for (int b = 0; b < nb; b++) {
             serve_result s = serve_round(argv[2 + b], line.p, line.len, want.p, runs);
             sv[b][r] = s.per_s;
             cpu[b][r] = s.cpu_us;
             rd[b][r] = s.reader_us;
             wk[b][r] = s.worker_us;
+            ratio[b][r] = s.per_s / ex[r];
+            cratio[b][r] = s.cpu_us / exc[r];
             wrong |= s.ok != runs;
             printf(", serve%s %6.0f/s (%5.1f us CPU: reader %5.1f, worker %5.1f; %d ok)",
                    b ? " (base)" : "", s.per_s, s.cpu_us, s.reader_us, s.worker_us, s.ok);
@@ -276,13 +288,17 @@ int main(int argc, char **argv) {
         fflush(stdout);
     }
     double mex = median(ex, rounds), mca = median(ca, rounds);
-    printf("median: pr_exec %.0f runs/s (%.1f us/run), pr_run %.0f runs/s (%.1f us/run)\n", mex,
-           1e6 / mex, mca, 1e6 / mca);
-    for (int b = 0; b < nb; b++)
+    printf("median: pr_exec %.0f runs/s (%.1f us CPU/run), pr_run %.0f runs/s (%.1f us CPU/run)\n",
+           mex, median(exc, rounds), mca, median(cac, rounds));
+    for (int b = 0; b < nb; b++) {
         printf("median: serve%s %.0f runs/s per worker, %.1f us server CPU per request "
                "(reading thread %.1f, worker thread %.1f) (%s)\n",
                b ? " (base)" : "", median(sv[b], rounds), median(cpu[b], rounds),
                median(rd[b], rounds), median(wk[b], rounds), argv[2 + b]);
+        printf("median per round: serve%s / pr_exec: %.2f x the runs/s, %.2f x the CPU per "
+               "request\n",
+               b ? " (base)" : "", median(ratio[b], rounds), median(cratio[b], rounds));
+    }
     if (bad || wrong) printf("WRONG RESULTS (%d API runs)\n", bad);
     pr_program_release(p);
     pr_host_free(h);

@@ -94,8 +94,11 @@ typedef struct pr_cache_stats {
     /* text_hits: contract calls whose program text was byte-identical to the text a
      * cached program was verified from, so Base64 decoding and SHA-256 were skipped.
      * line_hits: `isolate serve` requests whose program text was recognised in the
-     * request line by the text index (one memcmp instead of scanning and copying it). */
-    size_t text_hits, line_hits;
+     * request line by the text index (one memcmp instead of scanning and copying it).
+     * line_hint_hits: those of line_hits whose text the reading thread had already
+     * compared with the text the previous request had at the same place (no byte of it
+     * read by the worker; serve.c). */
+    size_t text_hits, line_hits, line_hint_hits;
 } pr_cache_stats;
 void pr_host_cache_stats(pr_host *h, pr_cache_stats *out);
 

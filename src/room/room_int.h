@@ -269,6 +269,10 @@ uint64_t pr_cache_text_sample(const char *s, size_t n);
  * byte s[0..n), or NULL. Compares the whole text (memcmp) outside the lock; counts a
  * hit in stats.line_hits. */
 pr_program *pr_cache_find_text(pr_cache *c, const char *s, size_t n);
+/* A request line holds p's text, compared byte for byte by the caller (serve's reading
+ * thread): true, counting a hit in stats.line_hits and line_hint_hits, while p is still
+ * cached (an evicted program is no longer found by its text). */
+bool pr_cache_claim_text(pr_cache *c, const pr_program *p);
 /* Counts one contract call that skipped Base64 decoding and SHA-256 (stats.text_hits). */
 void pr_cache_count_text_hit(pr_cache *c);
 

@@ -7,7 +7,10 @@
  * once when no other request is waiting; while requests are queued (a pipelining
  * client) they are gathered into one write, never held more than FLUSH_DELAY_MS (the
  * flusher thread). A program text byte-identical to a cached one is recognised in the
- * line without being scanned (known_text; docs/room.md, "serve fast path").
+ * line without being scanned (known_text; docs/room.md, "serve fast path"): the reading
+ * thread, which must look at every byte for the newline anyway, compares the bytes where
+ * the last recognised text stood with that text instead (reader_hint), so that the
+ * worker then reads none of them.
  * Method: "isolate/run", params {runner, scope, digest, program, input} (strings);
  * result {"output", "isolate"}; a contract exception is error -32000 with data.kind;
  * malformed requests get the standard codes (a JSON array, i.e. a batch, is answered
@@ -61,6 +64,10 @@ typedef struct job {
      * (the text index, cache.c): that program (one reference), whose text then stands
      * for fields[3] (left NULL); else NULL. */
     pr_program *prog;
+    /* Set by the reader: line[hint_at, hint_at + hint->text_len) is byte for byte
+     * hint's text (one reference); else NULL. */
+    pr_program *hint;
+    size_t hint_at;
 } job;
 
 typedef struct server {
@@ -80,7 +87,20 @@ typedef struct server {
     pthread_cond_t flush_cv;
     bool flush_armed, flush_stop;
     bool io_error;
+    /* The cached text a worker last recognised in a line and its offset there (one
+     * reference; under mu), and a generation count of its changes: the reader's hint. */
+    pr_program *seen;
+    size_t seen_at;
+    atomic_uint seen_gen; /* written under mu, read without it by the reader */
 } server;
+
+/* The reading thread's copy of server.seen: where the next line probably holds that
+ * text. Changed only between lines (in enqueue). */
+typedef struct reader_hint {
+    pr_program *prog; /* one reference, or NULL */
+    size_t at;
+    unsigned gen; /* of server.seen when copied */
+} reader_hint;
 
 /* A chunk of at least cap bytes: a spare one or a new one (NULL: out of memory). */
 static chunk *chunk_take(server *sv, size_t cap) {
@@ -122,6 +142,7 @@ static void job_free(server *sv, job *j) {
     for (int i = 0; i < 5; i++)
         free(j->fields[i]);
     pr_program_release(j->prog);
+    pr_program_release(j->hint);
     chunk_release(sv, j->chunk);
     free(j);
 }
@@ -279,6 +300,7 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
+/* Queues j, waiting while the queue is full. */
 static void enqueue(server *sv, job *j) {
     pthread_mutex_lock(&sv->mu);
     while (sv->queued && (sv->queued >= sv->max_queued || sv->queued_bytes + j->n > QUEUE_BYTES)) {
@@ -294,6 +316,35 @@ static void enqueue(server *sv, job *j) {
     sv->queued_bytes += j->n;
     pthread_cond_signal(&sv->have_job);
     pthread_mutex_unlock(&sv->mu);
+}
+
+/* Brings the reader's hint up to date with server.seen (a lock only when it changed). */
+static void refresh_hint(server *sv, reader_hint *rh) {
+    if (atomic_load(&sv->seen_gen) == rh->gen) return;
+    pthread_mutex_lock(&sv->mu);
+    pr_program *old = rh->prog;
+    rh->prog = sv->seen;
+    if (rh->prog) atomic_fetch_add(&rh->prog->refs, 1);
+    rh->at = sv->seen_at;
+    rh->gen = atomic_load(&sv->seen_gen);
+    pthread_mutex_unlock(&sv->mu);
+    pr_program_release(old);
+}
+
+/* A worker recognised p's text at offset `at` of a line by the text index: the reader
+ * compares the next lines' bytes there with it. */
+static void publish_seen(server *sv, pr_program *p, size_t at) {
+    pthread_mutex_lock(&sv->mu);
+    pr_program *old = NULL;
+    if (sv->seen != p || sv->seen_at != at) {
+        old = sv->seen;
+        atomic_fetch_add(&p->refs, 1);
+        sv->seen = p;
+        sv->seen_at = at;
+        atomic_fetch_add(&sv->seen_gen, 1);
+    }
+    pthread_mutex_unlock(&sv->mu);
+    pr_program_release(old);
 }
 
 static const char *const PARAMS[5] = {"runner", "scope", "digest", "program", "input"};
@@ -316,16 +367,37 @@ typedef struct line_match {
     pr_cache *cache;
     size_t at, len; /* its content's offset in the line and its length */
     pr_program *prog;
+    bool by_hint; /* prog was the reader's hint */
+    /* The reader's hint (job.hint, moved here: one reference, tried once), or NULL. */
+    pr_program *hint;
+    size_t hint_at;
 } line_match;
 
 /* The scanner's `known` hook (pr_json_keys): is the string at `at` a cached program's
  * text? The closing quote is found with memchr; when the bytes before it are byte for
  * byte a cached JSON-plain text (length and sample hash, then memcmp), they are that
  * string's whole content (a plain text has no backslash, so that quote is not escaped)
- * and need no scanning, no UTF-8 check and no copy. */
+ * and need no scanning, no UTF-8 check and no copy.
+ * When the reader has already compared the bytes at `at` with a cached text (the
+ * hint), only the byte after them is read: a '"' there is the quote memchr would find
+ * (the text holds none), so the answer is the same without reading the text again. */
 static size_t known_text(void *ud, const char *s, size_t n, size_t at) {
     line_match *m = ud;
     if (n - at < KNOWN_MIN) return 0;
+    if (m->hint && at == m->hint_at) {
+        pr_program *h = m->hint;
+        size_t len = h->text_len;
+        m->hint = NULL;
+        if (len < n - at && s[at + len] == '"' && pr_cache_claim_text(m->cache, h)) {
+            pr_program_release(m->prog);
+            m->prog = h;
+            m->at = at;
+            m->len = len;
+            m->by_hint = true;
+            return len;
+        }
+        pr_program_release(h);
+    }
     const char *q = memchr(s + at, '"', n - at);
     size_t len = q ? (size_t)(q - (s + at)) : 0;
     if (len < KNOWN_MIN) return 0;
@@ -335,6 +407,7 @@ static size_t known_text(void *ud, const char *s, size_t n, size_t at) {
     m->prog = p;
     m->at = at;
     m->len = len;
+    m->by_hint = false;
     return len;
 }
 
@@ -355,7 +428,8 @@ static bool parse_line(server *sv, job *j, pr_buf *ans) {
     size_t n = j->n;
     static const char *const TOP[4] = {"jsonrpc", "id", "method", "params"};
     size_t at[4], pat[5];
-    line_match m = {&sv->host->cache, 0, 0, NULL};
+    line_match m = {&sv->host->cache, 0, 0, NULL, false, j->hint, j->hint_at};
+    j->hint = NULL; /* moved into m */
     pr_json_keys params = {.names = PARAMS, .n = 5, .at = pat};
     pr_json_keys top = {.names = TOP,
                         .n = 4,
@@ -365,10 +439,12 @@ static bool parse_line(server *sv, job *j, pr_buf *ans) {
                         .known = known_text,
                         .known_ud = &m};
     bool valid = pr_json_scan(line, n, &top) && line_utf8(line, n, &m);
+    pr_program_release(m.hint); /* not reached by the scan */
     /* Used only when it is the (last) program member's value. */
     if (m.prog && pat[3] == m.at) {
         j->prog = m.prog;
         j->lens[3] = m.len;
+        if (!m.by_hint) publish_seen(sv, m.prog, m.at);
     } else {
         pr_program_release(m.prog);
     }
@@ -430,8 +506,9 @@ static void reader_error(server *sv, int code, const char *msg) {
     pr_buf_free(&b);
 }
 
-/* Queues the line at c->data[at..at+n) (a new reference to c). */
-static void queue_line(server *sv, chunk *c, size_t at, size_t n) {
+/* Queues the line at c->data[at..at+n) (a new reference to c); `hit`: its bytes at
+ * rh->at are rh's text. */
+static void queue_line(server *sv, chunk *c, size_t at, size_t n, bool hit, reader_hint *rh) {
     job *j = calloc(1, sizeof *j);
     if (!j) {
         reader_error(sv, -32603, "Internal error");
@@ -441,6 +518,11 @@ static void queue_line(server *sv, chunk *c, size_t at, size_t n) {
     j->chunk = c;
     j->line = c->data + at;
     j->n = n;
+    if (hit) {
+        atomic_fetch_add(&rh->prog->refs, 1);
+        j->hint = rh->prog;
+        j->hint_at = rh->at;
+    }
     enqueue(sv, j);
 }
 
@@ -457,6 +539,7 @@ int pr_serve(pr_host *h, int in_fd, int out_fd, unsigned workers) {
     sv.host = h;
     sv.out_fd = out_fd;
     sv.max_queued = QUEUE_PER_WORKER * (size_t)workers;
+    atomic_init(&sv.seen_gen, 0);
     pthread_mutex_init(&sv.mu, NULL);
     pthread_mutex_init(&sv.out_mu, NULL);
     pthread_cond_init(&sv.have_job, NULL);
@@ -486,23 +569,62 @@ int pr_serve(pr_host *h, int in_fd, int out_fd, unsigned workers) {
     chunk *cur = rc == 0 ? chunk_take(&sv, CHUNK_BYTES) : NULL;
     size_t len = 0, start = 0, scan = 0;
     bool skipping = false; /* inside an over-long line: drop until its newline */
+    /* The hint: the current line's bytes from start + rh.at are being compared with
+     * rh's text (hint_on; [start + rh.at, scan) matched so far), or all of them matched
+     * (hint_hit). A plain text holds no '\n', so matched bytes need no newline search:
+     * each byte of the line is still looked at once, by memchr or memcmp. */
+    reader_hint rh = {NULL, 0, 0};
+    bool hint_on = false, hint_hit = false;
+    bool fresh = true; /* no byte of the current line seen yet */
     if (!cur) rc = -1;
     while (rc == 0) {
-        char *nl = len > scan ? memchr(cur->data + scan, '\n', len - scan) : NULL;
+        char *nl = NULL;
+        if (fresh && len > start) {
+            /* The hint is taken when the line's first bytes are in: by then a worker
+             * may have recognised the text of the line before. */
+            fresh = false;
+            refresh_hint(&sv, &rh);
+            hint_on = rh.prog != NULL && !skipping;
+        }
+        if (hint_on) {
+            size_t t0 = start + rh.at, t1 = t0 + rh.prog->text_len;
+            if (scan < t0) {
+                size_t lim = len < t0 ? len : t0;
+                nl = lim > scan ? memchr(cur->data + scan, '\n', lim - scan) : NULL;
+                if (nl)
+                    hint_on = false;
+                else
+                    scan = lim;
+            }
+            if (hint_on && scan >= t0) {
+                size_t lim = len < t1 ? len : t1;
+                if (memcmp(cur->data + scan, rh.prog->text + (scan - t0), lim - scan) == 0) {
+                    scan = lim;
+                    hint_hit = scan == t1;
+                    hint_on = !hint_hit;
+                } else {
+                    hint_on = false; /* the newline search goes on from scan */
+                }
+            }
+        }
+        if (!nl) nl = len > scan ? memchr(cur->data + scan, '\n', len - scan) : NULL;
         if (nl) {
             size_t end = (size_t)(nl - cur->data);
             if (!skipping && end - start > LINE_MAX_BYTES)
                 reader_error(&sv, -32600, "Invalid Request");
             else if (!skipping && !blank(cur->data + start, end - start))
-                queue_line(&sv, cur, start, end - start);
+                queue_line(&sv, cur, start, end - start, hint_hit, &rh);
             skipping = false;
             start = scan = end + 1;
+            hint_on = hint_hit = false;
+            fresh = true;
             continue;
         }
         scan = len;
         if (len - start > LINE_MAX_BYTES) {
             if (!skipping) reader_error(&sv, -32600, "Invalid Request");
             skipping = true;
+            hint_on = hint_hit = false;
             start = scan = len; /* dropped */
         }
         if (len == cur->cap) {
@@ -531,8 +653,9 @@ int pr_serve(pr_host *h, int in_fd, int out_fd, unsigned workers) {
         len += (size_t)k;
     }
     if (rc == 0 && !skipping && len > start && !blank(cur->data + start, len - start))
-        queue_line(&sv, cur, start, len - start);
+        queue_line(&sv, cur, start, len - start, false, &rh);
     chunk_release(&sv, cur);
+    pr_program_release(rh.prog);
 
     pthread_mutex_lock(&sv.mu);
     sv.eof = true;
@@ -549,6 +672,7 @@ int pr_serve(pr_host *h, int in_fd, int out_fd, unsigned workers) {
         pthread_join(flusher, NULL);
     }
     pr_buf_free(&sv.out);
+    pr_program_release(sv.seen);
     pthread_cond_destroy(&sv.flush_cv);
     while (sv.spare) {
         chunk *c = sv.spare;
