@@ -34,6 +34,11 @@
  * after the first of them at the latest. */
 #define OUT_GATHER     (64u << 10)
 #define FLUSH_DELAY_MS 1
+/* An idle worker is woken once WAKE_BATCH requests wait for it, or when the reader is
+ * about to read (and perhaps sleep): a pipelining client's requests are then taken a
+ * few at a time, with one wake-up (futex call) on each side instead of one per request,
+ * and their answers written together. */
+#define WAKE_BATCH 4
 /* Pipes are asked for this much buffer (fewer reads, writes and wake-ups). */
 #define PIPE_BYTES (1 << 20)
 /* Input is read into chunks of CHUNK_BYTES (more for a longer line); finished chunks
@@ -58,7 +63,10 @@ typedef struct job {
     size_t n;
     chunk *chunk;
     char *id; /* serialised JSON id, or NULL for a notification */
-    char *fields[5];
+    /* The params' values: in place in the line when written without escapes, else
+     * decoded copies (owned[i], freed with the job). */
+    const char *fields[5];
+    char *owned[5];
     size_t lens[5];
     /* When the program text was recognised in the line as a cached program's text
      * (the text index, cache.c): that program (one reference), whose text then stands
@@ -74,10 +82,12 @@ typedef struct server {
     pr_host *host;
     int out_fd;
     pthread_mutex_t mu, out_mu;
+    pthread_mutex_t io_mu; /* held while writing to out_fd (after out_mu, never before) */
     pthread_cond_t have_job, have_room;
     job *head, *tail;
     size_t queued, max_queued, queued_bytes;
     bool reader_waits; /* the reader sleeps on have_room until the queue is half empty */
+    atomic_uint idle;  /* workers sleeping on have_job (changed under mu) */
     chunk *spare;      /* finished chunks for reuse (under mu) */
     size_t nspare;
     bool eof;
@@ -86,7 +96,7 @@ typedef struct server {
     pr_buf out;
     pthread_cond_t flush_cv;
     bool flush_armed, flush_stop;
-    bool io_error;
+    bool io_error; /* under io_mu */
     /* The cached text a worker last recognised in a line and its offset there (one
      * reference; under mu), and a generation count of its changes: the reader's hint. */
     pr_program *seen;
@@ -140,14 +150,14 @@ static void job_free(server *sv, job *j) {
     if (!j) return;
     free(j->id);
     for (int i = 0; i < 5; i++)
-        free(j->fields[i]);
+        free(j->owned[i]);
     pr_program_release(j->prog);
     pr_program_release(j->hint);
     chunk_release(sv, j->chunk);
     free(j);
 }
 
-/* Writes b->p[0..len) to out_fd (called under out_mu); empties b. */
+/* Writes b->p[0..len) to out_fd (called holding io_mu); empties b. */
 static void write_out(server *sv, pr_buf *b) {
     size_t off = 0;
     while (off < b->len && !sv->io_error) {
@@ -162,6 +172,21 @@ static void write_out(server *sv, pr_buf *b) {
     b->len = 0;
 }
 
+/* Called holding out_mu: moves the gathered answers into w (the buffers are swapped,
+ * nothing is copied), releases out_mu and writes them. io_mu is taken before out_mu is
+ * released, so writes keep the order in which answers were gathered, while other
+ * threads gather the next answers during the write. */
+static void write_gathered(server *sv, pr_buf *w) {
+    pr_buf t = sv->out;
+    sv->out = *w;
+    sv->out.len = 0;
+    *w = t;
+    pthread_mutex_lock(&sv->io_mu);
+    pthread_mutex_unlock(&sv->out_mu);
+    write_out(sv, w);
+    pthread_mutex_unlock(&sv->io_mu);
+}
+
 /* Hands a thread's finished answer lines (ans, emptied) to the output. Written now,
  * with everything gathered before, unless `defer` (another request is already queued,
  * so a worker will be back soon): then gathered, and written by the next emit that does
@@ -170,41 +195,60 @@ static void emit(server *sv, pr_buf *ans, bool defer) {
     if (!ans->len) return;
     pthread_mutex_lock(&sv->out_mu);
     if (!pr_buf_put(&sv->out, ans->p, ans->len)) {
-        write_out(sv, &sv->out); /* out of memory: no gathering */
-        write_out(sv, ans);
-    } else if (!defer || sv->out.len >= OUT_GATHER) {
+        pthread_mutex_lock(&sv->io_mu); /* out of memory: no gathering */
         write_out(sv, &sv->out);
-    } else if (!sv->flush_armed) {
+        write_out(sv, ans);
+        pthread_mutex_unlock(&sv->io_mu);
+        pthread_mutex_unlock(&sv->out_mu);
+        return;
+    }
+    ans->len = 0;
+    if (!defer || sv->out.len >= OUT_GATHER) {
+        write_gathered(sv, ans); /* ans comes back empty, maybe another buffer */
+        return;
+    }
+    if (!sv->flush_armed) {
         sv->flush_armed = true;
         pthread_cond_signal(&sv->flush_cv);
     }
     pthread_mutex_unlock(&sv->out_mu);
-    ans->len = 0;
 }
 
+/* Once armed, the flusher writes what was gathered every FLUSH_DELAY_MS and stays
+ * armed while there was something to write: a steady stream of deferred answers costs
+ * no wake-up per batch. It disarms (sleeps until the next deferred answer) after an
+ * empty period. */
 static void *flusher_main(void *arg) {
     server *sv = arg;
+    pr_buf w = {0};
     pthread_mutex_lock(&sv->out_mu);
-    while (!sv->flush_stop) {
-        if (!sv->flush_armed) {
+    for (;;) {
+        if (!sv->flush_stop && !sv->flush_armed) {
             pthread_cond_wait(&sv->flush_cv, &sv->out_mu);
             continue;
         }
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += FLUSH_DELAY_MS * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
+        if (!sv->flush_stop) {
+            struct timespec until;
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            until.tv_nsec += FLUSH_DELAY_MS * 1000000L;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            while (!sv->flush_stop &&
+                   pthread_cond_timedwait(&sv->flush_cv, &sv->out_mu, &until) != ETIMEDOUT) {
+            }
         }
-        while (!sv->flush_stop &&
-               pthread_cond_timedwait(&sv->flush_cv, &sv->out_mu, &until) != ETIMEDOUT) {
+        if (!sv->out.len) {
+            sv->flush_armed = false;
+            if (sv->flush_stop) break;
+            continue;
         }
-        write_out(sv, &sv->out);
-        sv->flush_armed = false;
+        write_gathered(sv, &w);
+        pthread_mutex_lock(&sv->out_mu);
     }
-    write_out(sv, &sv->out);
     pthread_mutex_unlock(&sv->out_mu);
+    pr_buf_free(&w);
     return NULL;
 }
 
@@ -287,8 +331,11 @@ static void *worker_main(void *arg) {
         emit(sv, &ans, j != NULL);
         if (!j) {
             pthread_mutex_lock(&sv->mu);
-            while (!sv->head && !sv->eof)
+            while (!sv->head && !sv->eof) {
+                atomic_fetch_add(&sv->idle, 1);
                 pthread_cond_wait(&sv->have_job, &sv->mu);
+                atomic_fetch_sub(&sv->idle, 1);
+            }
             j = dequeue(sv);
             pthread_mutex_unlock(&sv->mu);
             if (!j) break;
@@ -300,11 +347,23 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
+/* Wakes idle workers for the queued requests (the reader is about to read or wait). */
+static void wake_workers(server *sv) {
+    /* A worker going idle after this load saw the queue the reader filled before. */
+    if (!atomic_load(&sv->idle)) return;
+    pthread_mutex_lock(&sv->mu);
+    size_t idle = atomic_load(&sv->idle), n = idle < sv->queued ? idle : sv->queued;
+    pthread_mutex_unlock(&sv->mu);
+    for (size_t i = 0; i < n; i++)
+        pthread_cond_signal(&sv->have_job);
+}
+
 /* Queues j, waiting while the queue is full. */
 static void enqueue(server *sv, job *j) {
     pthread_mutex_lock(&sv->mu);
     while (sv->queued && (sv->queued >= sv->max_queued || sv->queued_bytes + j->n > QUEUE_BYTES)) {
         sv->reader_waits = true;
+        if (sv->idle) pthread_cond_broadcast(&sv->have_job);
         pthread_cond_wait(&sv->have_room, &sv->mu);
     }
     if (sv->tail)
@@ -314,8 +373,10 @@ static void enqueue(server *sv, job *j) {
     sv->tail = j;
     sv->queued++;
     sv->queued_bytes += j->n;
-    pthread_cond_signal(&sv->have_job);
+    bool wake = sv->idle && sv->queued >= WAKE_BATCH;
     pthread_mutex_unlock(&sv->mu);
+    /* Signalled after unlocking, so the woken worker does not block on mu at once. */
+    if (wake) pthread_cond_signal(&sv->have_job);
 }
 
 /* Brings the reader's hint up to date with server.seen (a lock only when it changed). */
@@ -349,10 +410,23 @@ static void publish_seen(server *sv, pr_program *p, size_t at) {
 
 static const char *const PARAMS[5] = {"runner", "scope", "digest", "program", "input"};
 
+/* The string whose opening quote is at `at` in a validated line, when it holds no
+ * backslash: its value is then exactly its raw bytes, line[*at, *at + *len). */
+static bool plain_string(const char *line, size_t n, size_t at, size_t *start, size_t *len) {
+    const char *s = line + at + 1;
+    const char *q = memchr(s, '"', n - at - 1);
+    if (!q || memchr(s, '\\', (size_t)(q - s))) return false;
+    *start = at + 1;
+    *len = (size_t)(q - s);
+    return true;
+}
+
 /* The decoded string at a member offset (at = offset + 1, 0 = absent) equals want. */
 static bool string_is(const char *line, size_t n, size_t at, const char *want) {
     if (!at || line[at - 1] != '"') return false;
-    size_t len;
+    size_t len, start;
+    if (plain_string(line, n, at - 1, &start, &len))
+        return len == strlen(want) && memcmp(line + start, want, len) == 0;
     char *v = pr_json_string_dup(line, n, at - 1, &len);
     bool eq = v && len == strlen(want) && memcmp(v, want, len) == 0;
     free(v);
@@ -487,7 +561,12 @@ static bool parse_line(server *sv, job *j, pr_buf *ans) {
             return false;
         }
         if (f == 3 && j->prog) continue;
-        j->fields[f] = pr_json_string_dup(line, n, pat[f] - 1, &j->lens[f]);
+        size_t start;
+        if (plain_string(line, n, pat[f] - 1, &start, &j->lens[f])) {
+            j->fields[f] = line + start; /* the job holds the line's chunk */
+            continue;
+        }
+        j->fields[f] = j->owned[f] = pr_json_string_dup(line, n, pat[f] - 1, &j->lens[f]);
         if (!j->fields[f]) {
             if (id) send_error(ans, id, -32603, "Internal error", NULL);
             return false;
@@ -542,6 +621,8 @@ int pr_serve(pr_host *h, int in_fd, int out_fd, unsigned workers) {
     atomic_init(&sv.seen_gen, 0);
     pthread_mutex_init(&sv.mu, NULL);
     pthread_mutex_init(&sv.out_mu, NULL);
+    pthread_mutex_init(&sv.io_mu, NULL);
+    atomic_init(&sv.idle, 0);
     pthread_cond_init(&sv.have_job, NULL);
     pthread_cond_init(&sv.have_room, NULL);
     pthread_condattr_t ca;
@@ -646,6 +727,7 @@ int pr_serve(pr_host *h, int in_fd, int out_fd, unsigned workers) {
             len = scan = part;
             start = 0;
         }
+        wake_workers(&sv);
         ssize_t k = read(in_fd, cur->data + len, cur->cap - len);
         if (k < 0 && errno == EINTR) continue;
         if (k < 0) rc = -1;
@@ -683,5 +765,6 @@ int pr_serve(pr_host *h, int in_fd, int out_fd, unsigned workers) {
     pthread_cond_destroy(&sv.have_room);
     pthread_mutex_destroy(&sv.mu);
     pthread_mutex_destroy(&sv.out_mu);
+    pthread_mutex_destroy(&sv.io_mu);
     return rc == 0 && !sv.io_error ? 0 : -1;
 }
