@@ -599,6 +599,118 @@ static void test_answer_not_held(void **st) {
     pr_host_free(h);
 }
 
+static int64_t ns_of(const struct timespec *t) {
+    return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+/* The CPU-clock memo of serve's workers (pr_cpu_memo, watchdog.c): a run starting
+ * within 1 ms of the memo's reading on the same thread takes memo.cpu + the wall time
+ * since as its CPU start (an upper bound: its CPU is never over-counted); an older
+ * memo or another thread's is replaced by a real reading. */
+static void test_cpu_memo(void **st) {
+    (void)st;
+    pr_watchdog w;
+    assert_true(pr_watchdog_init(&w, 1000, 5000));
+    pw_error pe = {0};
+    pw_store *s = pw_store_new(NULL, &pe);
+    assert_non_null(s);
+    pr_cpu_memo memo = {0};
+    pr_watch_slot slot = {0};
+    slot.cpu_memo = &memo;
+    struct timespec before;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &before);
+    assert_true(pr_watch_begin(&w, &slot, s));
+    assert_int_equal(pr_watch_end(&w, &slot), 0);
+    assert_true(memo.valid); /* a real reading */
+    assert_true(ns_of(&memo.cpu) >= ns_of(&before));
+    assert_true(ns_of(&memo.cpu) == ns_of(&slot.cpu_start));
+    assert_true(ns_of(&memo.wall) == ns_of(&slot.wall_start));
+    pr_cpu_memo first = memo;
+    /* Within 1 ms: the bound, no new reading. */
+    slot = (pr_watch_slot){.cpu_memo = &memo};
+    assert_true(pr_watch_begin(&w, &slot, s));
+    pr_watch_end(&w, &slot);
+    int64_t gap = ns_of(&slot.wall_start) - ns_of(&first.wall);
+    if (gap < PR_CPU_MEMO_NS) {
+        assert_true(ns_of(&memo.wall) == ns_of(&first.wall));
+        assert_true(ns_of(&slot.cpu_start) == ns_of(&first.cpu) + gap);
+        /* The bound is at least the CPU the thread had when the run began. */
+        assert_true(ns_of(&slot.cpu_start) >= ns_of(&first.cpu));
+        assert_true(ns_of(&slot.cpu_start) - ns_of(&first.cpu) <= PR_CPU_MEMO_NS);
+    }
+    /* Over 1 ms later: a new reading. */
+    usleep(3000);
+    slot = (pr_watch_slot){.cpu_memo = &memo};
+    assert_true(pr_watch_begin(&w, &slot, s));
+    pr_watch_end(&w, &slot);
+    assert_true(ns_of(&memo.wall) == ns_of(&slot.wall_start));
+    assert_true(ns_of(&memo.cpu) == ns_of(&slot.cpu_start));
+    assert_true(ns_of(&memo.wall) - ns_of(&first.wall) >= 3000000);
+    /* Another thread's memo is not used. */
+    memo.thread = (pthread_t)0;
+    struct timespec old = memo.wall;
+    slot = (pr_watch_slot){.cpu_memo = &memo};
+    assert_true(pr_watch_begin(&w, &slot, s));
+    pr_watch_end(&w, &slot);
+    assert_true(pthread_equal(memo.thread, pthread_self()));
+    assert_true(ns_of(&memo.wall) >= ns_of(&old));
+    assert_true(ns_of(&memo.wall) == ns_of(&slot.wall_start));
+    pw_store_free(s);
+    pr_watchdog_destroy(&w);
+}
+
+/* With the memo, serve's CPU limit still ends an infinite loop run right after quick
+ * runs on the same worker, with the exact message, and the server answers the next
+ * request. */
+static void test_cpu_limit_after_quick_runs(void **st) {
+    (void)st;
+    pr_error e;
+    pr_host_config cfg = {.cpu_ms = 100};
+    pr_host *h = pr_host_new(&cfg, &e);
+    assert_non_null(h);
+    req quick = with(&hello, "{}"), loop = with(&probe, "{\"args\":[\"loop\"]}");
+    req rs[5] = {quick, quick, loop, quick, loop};
+    pr_buf in = {0};
+    for (int i = 0; i < 5; i++)
+        request_line(&in, i + 1, &rs[i]);
+    int in_fd = temp_fd(), out_fd = temp_fd();
+    assert_int_equal(write(in_fd, in.p, in.len), (ssize_t)in.len);
+    assert_int_equal(lseek(in_fd, 0, SEEK_SET), 0);
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    assert_int_equal(pr_serve(h, in_fd, out_fd, 1), 0);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    /* Two loops of at least 100 ms of CPU each. */
+    assert_true(ns_of(&c1) - ns_of(&c0) >= 200000000);
+    off_t size = lseek(out_fd, 0, SEEK_END);
+    char *out = malloc((size_t)size + 1);
+    assert_int_equal(pread(out_fd, out, (size_t)size, 0), (ssize_t)size);
+    out[size] = 0;
+    char *want = full_path_answer(1, &quick);
+    char *line = out;
+    for (int i = 0; i < 5; i++) {
+        char *nl = strchr(line, '\n');
+        assert_non_null(nl);
+        *nl = 0;
+        char head[64];
+        snprintf(head, sizeof head, "{\"jsonrpc\":\"2.0\",\"id\":%d,", i + 1);
+        assert_true(strncmp(line, head, strlen(head)) == 0);
+        if (rs[i].input == loop.input)
+            assert_non_null(strstr(line, "\"error\":{\"code\":-32000,\"message\":"
+                                         "\"隔离运行失败：CPU 时间超过 100 ms\""));
+        else
+            assert_string_equal(line + strlen(head),
+                                want + strlen("{\"jsonrpc\":\"2.0\",\"id\":1,"));
+        line = nl + 1;
+    }
+    free(want);
+    free(out);
+    pr_buf_free(&in);
+    close(in_fd);
+    close(out_fd);
+    pr_host_free(h);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_identical_text_hits),
@@ -609,6 +721,8 @@ int main(void) {
         cmocka_unit_test(test_evicted_text),
         cmocka_unit_test(test_chunk_boundaries),
         cmocka_unit_test(test_reader_hint),
+        cmocka_unit_test(test_cpu_memo),
+        cmocka_unit_test(test_cpu_limit_after_quick_runs),
         cmocka_unit_test(test_answer_not_held),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
