@@ -395,6 +395,20 @@ static void refresh_hint(server *sv, reader_hint *rh) {
     pr_program_release(old);
 }
 
+/* The hint's program p was evicted from the cache: the reader lets go of it at its
+ * next line (so the hint keeps no evicted program alive beyond one request). */
+static void forget_seen(server *sv, pr_program *p) {
+    pthread_mutex_lock(&sv->mu);
+    pr_program *old = NULL;
+    if (sv->seen == p) {
+        old = p;
+        sv->seen = NULL;
+        atomic_fetch_add(&sv->seen_gen, 1);
+    }
+    pthread_mutex_unlock(&sv->mu);
+    pr_program_release(old);
+}
+
 /* A worker recognised p's text at offset `at` of a line by the text index: the reader
  * compares the next lines' bytes there with it. */
 static void publish_seen(server *sv, pr_program *p, size_t at) {
@@ -448,6 +462,9 @@ typedef struct line_match {
     /* The reader's hint (job.hint, moved here: one reference, tried once), or NULL. */
     pr_program *hint;
     size_t hint_at;
+    /* The hint, when its program has left the cache since (one reference): the
+     * server then forgets it as the reader's hint. */
+    pr_program *evicted;
 } line_match;
 
 /* The scanner's `known` hook (pr_json_keys): is the string at `at` a cached program's
@@ -465,15 +482,19 @@ static size_t known_text(void *ud, const char *s, size_t n, size_t at) {
         pr_program *h = m->hint;
         size_t len = h->text_len;
         m->hint = NULL;
-        if (len < n - at && s[at + len] == '"' && pr_cache_claim_text(m->cache, h)) {
-            pr_program_release(m->prog);
-            m->prog = h;
-            m->at = at;
-            m->len = len;
-            m->by_hint = true;
-            return len;
+        if (len < n - at && s[at + len] == '"') {
+            if (pr_cache_claim_text(m->cache, h)) {
+                pr_program_release(m->prog);
+                m->prog = h;
+                m->at = at;
+                m->len = len;
+                m->by_hint = true;
+                return len;
+            }
+            m->evicted = h; /* not used: an evicted program is not found by its text */
+        } else {
+            pr_program_release(h);
         }
-        pr_program_release(h);
     }
     const char *q = memchr(s + at, '"', n - at);
     size_t len = q ? (size_t)(q - (s + at)) : 0;
@@ -505,7 +526,7 @@ static bool parse_line(server *sv, job *j, pr_buf *ans) {
     size_t n = j->n;
     static const char *const TOP[4] = {"jsonrpc", "id", "method", "params"};
     size_t at[4], pat[5];
-    line_match m = {&sv->host->cache, 0, 0, NULL, false, j->hint, j->hint_at};
+    line_match m = {&sv->host->cache, 0, 0, NULL, false, j->hint, j->hint_at, NULL};
     j->hint = NULL; /* moved into m */
     pr_json_keys params = {.names = PARAMS, .n = 5, .at = pat};
     pr_json_keys top = {.names = TOP,
@@ -517,6 +538,10 @@ static bool parse_line(server *sv, job *j, pr_buf *ans) {
                         .known_ud = &m};
     bool valid = pr_json_scan(line, n, &top) && line_utf8(line, n, &m);
     pr_program_release(m.hint); /* not reached by the scan */
+    if (m.evicted) {
+        forget_seen(sv, m.evicted);
+        pr_program_release(m.evicted);
+    }
     /* Used only when it is the (last) program member's value. */
     if (m.prog && pat[3] == m.at) {
         j->prog = m.prog;

@@ -342,6 +342,30 @@ static void test_evicted_text(void **st) {
     pr_host_free(h);
 }
 
+static pr_cache_stats serve_lockstep(pr_host *h, const req *rs, size_t n);
+
+/* The reader's hint names an evicted program: it is not used (the text then takes the
+ * full path and is cached again), and the server lets go of it. */
+static void test_evicted_hint(void **st) {
+    (void)st;
+    pr_error e;
+    pr_host_config cfg = {.cache_bytes = probe.b64_len * 13 / 4 + hello.b64_len * 13 / 8};
+    pr_host *h = pr_host_new(&cfg, &e);
+    assert_non_null(h);
+    req he = with(&hello, "{}"), pr = with(&probe, "{\"args\":[\"args\"]}");
+    /* 1 compiles hello, 2 recognises it (the hint), 3 evicts it, 4 carries the stale
+     * hint (not used: compiled and cached again), 5 by the index, 6 by the new hint. */
+    req rs[6] = {he, he, pr, he, he, he};
+    pr_cache_stats d = serve_lockstep(h, rs, 6);
+    pr_cache_stats now;
+    pr_host_cache_stats(h, &now);
+    assert_true(now.evictions >= 1);
+    assert_int_equal(d.line_hits, 3);
+    assert_int_equal(d.line_hint_hits, 1);
+    assert_int_equal(d.text_hits, 3);
+    pr_host_free(h);
+}
+
 /* Input chunking: requests across 1 MiB chunk boundaries, blank lines, a line over
  * 64 MiB (refused once with -32600 and skipped), a last line without '\n'. */
 static void test_chunk_boundaries(void **st) {
@@ -721,6 +745,7 @@ int main(void) {
         cmocka_unit_test(test_evicted_text),
         cmocka_unit_test(test_chunk_boundaries),
         cmocka_unit_test(test_reader_hint),
+        cmocka_unit_test(test_evicted_hint),
         cmocka_unit_test(test_cpu_memo),
         cmocka_unit_test(test_cpu_limit_after_quick_runs),
         cmocka_unit_test(test_answer_not_held),
