@@ -105,7 +105,7 @@ typedef struct server {
 } server;
 
 /* The reading thread's copy of server.seen: where the next line probably holds that
- * text. Changed only between lines (in enqueue). */
+ * text. Taken when a line's first bytes are in (refresh_hint), kept for that line. */
 typedef struct reader_hint {
     pr_program *prog; /* one reference, or NULL */
     size_t at;
@@ -428,7 +428,7 @@ static void publish_seen(server *sv, pr_program *p, size_t at) {
 static const char *const PARAMS[5] = {"runner", "scope", "digest", "program", "input"};
 
 /* The string whose opening quote is at `at` in a validated line, when it holds no
- * backslash: its value is then exactly its raw bytes, line[*at, *at + *len). */
+ * backslash: its value is then exactly its raw bytes, line[*start, *start + *len). */
 static bool plain_string(const char *line, size_t n, size_t at, size_t *start, size_t *len) {
     const char *s = line + at + 1;
     const char *q = memchr(s, '"', n - at - 1);
