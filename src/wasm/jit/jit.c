@@ -204,6 +204,27 @@ typedef struct fixup {
     uint32_t at, label, base;
 } fixup;
 
+/* How an instruction template touches a slot operand (pass 1 records them; a slot is
+ * pinned only to a register class every one of its uses can take):
+ *   U_LDST  whole-slot load/store through ld()/st() (a GPR or an xmm register, with
+ *           movd/movq, can stand for the slot)
+ *   U_GPR   an integer instruction's r/m operand (a GPR can stand for it)
+ *   U_SSE   an SSE instruction's r/m operand (an xmm register can stand for it)
+ *   U_MEM   its address is taken (helpers read the frame): memory only */
+enum { U_LDST = 1, U_GPR = 2, U_SSE = 4, U_MEM = 8 };
+
+/* Registers that can hold pinned slots: GPRs not used by the templates (rbp is
+ * callee-saved, the others caller-saved) and xmm2..xmm15 (xmm0/xmm1 are scratch). */
+static const int8_t pin_gprs[] = {X_RBP, X_RSI, X_RDI, X_R8, X_R9, X_R10, X_R11};
+#define NPIN_GPR ((int)(sizeof pin_gprs / sizeof pin_gprs[0]))
+#define NPIN_XMM 14
+#define PIN_MAX  (NPIN_GPR + NPIN_XMM)
+#define PIN_XMM0 16 /* pin[] value 16 + n: xmm n */
+
+typedef struct slotuse {
+    uint32_t pos, slot; /* slot UINT32_MAX: a call (every pin is spilled/reloaded) */
+} slotuse;
+
 /* Special labels after the per-word ones. */
 enum { LAB_EXIT = PW_TRAP_COUNT_, LAB_RET, LAB_TRAPC, LAB_NSPECIAL };
 
@@ -218,15 +239,65 @@ typedef struct jc {
     fixup *fx;
     uint32_t nfx, capfx;
     bool fail;
+    /* Register pinning (docs/jit.md "Registers"). */
+    bool analyze; /* pass 1: record slot uses and loops; its code is thrown away */
+    bool memonly; /* inside a call sequence: pinned slots are spilled, use memory */
+    uint32_t curpos;
+    uint8_t *use; /* per slot: U_* bits */
+    int8_t *pin;  /* per slot: -1, a GPR, or PIN_XMM0 + n */
+    slotuse *acc; /* pass 1: slot accesses and calls, in code order */
+    uint32_t nacc, capacc;
+    uint32_t *loops; /* pass 1: backward branches as (target, source) pairs */
+    uint32_t nloops, caploops;
+    uint32_t npins;
+    uint32_t pslot[PIN_MAX];
+    int8_t preg[PIN_MAX];
 } jc;
 
-static pw_xmem S_(jc *c, uint32_t w) {
+static bool grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
+    if (need <= *cap) return true;
+    uint32_t n = *cap ? *cap * 2 : 64;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, (size_t)n * elem);
+    if (!q) return false;
+    *p = q;
+    *cap = n;
+    return true;
+}
+
+static void note_access(jc *c, uint32_t slot) {
+    if (!grow((void **)&c->acc, &c->capacc, c->nacc + 1, sizeof *c->acc)) {
+        c->fail = true;
+        return;
+    }
+    c->acc[c->nacc++] = (slotuse){c->curpos, slot};
+}
+
+/* Slot operand at word w used as `cls`: its register when pinned (outside call
+ * sequences), else its frame cell [rbx + 8 slot]. */
+static pw_xmem S_(jc *c, uint32_t w, int cls) {
     uint32_t slot = c->code[w];
-    if (slot >= c->cf->frame_slots) c->fail = true;
+    if (slot >= c->cf->frame_slots) {
+        c->fail = true;
+        return x_mem(X_RBX, 0);
+    }
+    if (c->analyze) {
+        c->use[slot] |= (uint8_t)cls;
+        note_access(c, slot);
+    } else if (c->pin && c->pin[slot] >= 0 && !c->memonly) {
+        int r = c->pin[slot];
+        if (r >= PIN_XMM0 && (cls == U_LDST || cls == U_SSE)) return x_xreg(r - PIN_XMM0);
+        if (r < PIN_XMM0 && (cls == U_LDST || cls == U_GPR)) return x_reg(r);
+        c->fail = true; /* not reached: pass 1 saw every use */
+    }
     return x_mem(X_RBX, (int32_t)(slot * 8));
 }
-#define SLOT(k) S_(c, pos + (k))
-#define IMM(k)  c->code[pos + (k)]
+#define SL(k)  S_(c, pos + (k), U_LDST)
+#define SG(k)  S_(c, pos + (k), U_GPR)
+#define SF(k)  S_(c, pos + (k), U_SSE)
+#define SM(k)  S_(c, pos + (k), U_MEM)
+#define IMM(k) c->code[pos + (k)]
 
 static void add_fix(jc *c, size_t at, uint32_t label, size_t base) {
     if (c->nfx == c->capfx) {
@@ -272,6 +343,14 @@ static void branch(jc *c, int cc, uint32_t pos, uint32_t off) {
         return;
     }
     if (t <= pos) {
+        if (c->analyze) {
+            if (!grow((void **)&c->loops, &c->caploops, c->nloops + 2, sizeof *c->loops)) {
+                c->fail = true;
+                return;
+            }
+            c->loops[c->nloops++] = t;
+            c->loops[c->nloops++] = pos;
+        }
         size_t skip = 0;
         if (cc >= 0) skip = x64_jcc32(&c->x, (pw_xcc)(cc ^ 1));
         poll_interrupt(c);
@@ -284,11 +363,54 @@ static void branch(jc *c, int cc, uint32_t pos, uint32_t off) {
     }
 }
 
+/* Whole-slot load/store (4 or 8 bytes) between a GPR and a slot operand, which may be
+ * a pinned GPR or xmm register (movd/movq). A 4-byte write to a pinned register
+ * zero-extends; the upper half of a slot holding an i32/f32 is never read (docs). */
 static void ld(jc *c, bool w, int r, pw_xmem m) {
-    x64_load(&c->x, w ? X_LD64 : X_LD32, r, m);
+    if (m.index == X_DIRECTX)
+        x64_sse_rr(&c->x, 0x66, X_SSE_MOVDST, w, m.base, r);
+    else if (m.index == X_DIRECT && m.base == r && !w)
+        x64_mov_rr(&c->x, false, r, r);
+    else if (!(m.index == X_DIRECT && m.base == r))
+        x64_load(&c->x, w ? X_LD64 : X_LD32, r, m);
 }
 static void st(jc *c, bool w, pw_xmem m, int r) {
-    x64_store(&c->x, w ? 8 : 4, m, r);
+    if (m.index == X_DIRECTX)
+        x64_sse_rr(&c->x, 0x66, X_SSE_MOVD, w, m.base, r);
+    else
+        x64_store(&c->x, w ? 8 : 4, m, r);
+}
+
+/* Pinned slots to their frame cells (before anything that reads the frame or
+ * clobbers caller-saved registers), and back. */
+static void spill_pins(jc *c) {
+    for (uint32_t k = 0; k < c->npins; k++) {
+        pw_xmem m = x_mem(X_RBX, (int32_t)(c->pslot[k] * 8));
+        if (c->preg[k] >= PIN_XMM0)
+            x64_sse_rm(&c->x, 0xF2, X_SSE_MOVST, false, c->preg[k] - PIN_XMM0, m);
+        else
+            x64_store(&c->x, 8, m, c->preg[k]);
+    }
+}
+static void reload_pins(jc *c) {
+    for (uint32_t k = 0; k < c->npins; k++) {
+        pw_xmem m = x_mem(X_RBX, (int32_t)(c->pslot[k] * 8));
+        if (c->preg[k] >= PIN_XMM0)
+            x64_sse_rm(&c->x, 0xF2, X_SSE_MOVLD, false, c->preg[k] - PIN_XMM0, m);
+        else
+            x64_load(&c->x, X_LD64, c->preg[k], m);
+    }
+}
+/* A call sequence: spill, then slot operands are read/written in memory until
+ * call_end reloads every pin (results land in the frame). */
+static void call_begin(jc *c) {
+    if (c->analyze) note_access(c, UINT32_MAX);
+    spill_pins(c);
+    c->memonly = true;
+}
+static void call_end(jc *c) {
+    c->memonly = false;
+    reload_pins(c);
 }
 
 static void reload_mem(jc *c) {
@@ -305,7 +427,7 @@ static void call_abs(jc *c, const void *fn) {
 /* Binary operator: a in rax, b from a slot or an immediate. */
 static void binop(jc *c, uint32_t pos, const opinfo *oi) {
     bool w = oi->w, imm = oi->form & 1, br = oi->form >= 2;
-    pw_xmem a = br ? SLOT(1) : SLOT(2);
+    pw_xmem a = br ? SL(1) : SL(2);
     uint32_t bw = br ? 2 : 3;
     int32_t bi = (int32_t)IMM(bw);
     ld(c, w, X_RAX, a);
@@ -316,14 +438,14 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
         if (imm)
             x64_alu_ri(&c->x, op, w, X_RAX, bi);
         else
-            x64_alu_rm(&c->x, op, w, X_RAX, SLOT(bw));
+            x64_alu_rm(&c->x, op, w, X_RAX, SG(bw));
         break;
     }
     case BK_MUL:
         if (imm) {
             x64_imul_rri(&c->x, w, X_RAX, X_RAX, bi);
         } else {
-            ld(c, w, X_RCX, SLOT(bw));
+            ld(c, w, X_RCX, SL(bw));
             x64_imul_rr(&c->x, w, X_RAX, X_RCX);
         }
         break;
@@ -331,7 +453,7 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
         if (imm) {
             x64_shift_i(&c->x, (pw_xshift)oi->sub, w, X_RAX, (uint8_t)(bi & (w ? 63 : 31)));
         } else {
-            ld(c, false, X_RCX, SLOT(bw));
+            ld(c, false, X_RCX, SL(bw));
             x64_shift_cl(&c->x, (pw_xshift)oi->sub, w, X_RAX);
         }
         break;
@@ -347,9 +469,9 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
     } else if (oi->kind == BK_CMP) {
         x64_setcc(&c->x, (pw_xcc)oi->sub, X_RAX);
         x64_movzx8(&c->x, X_RAX, X_RAX);
-        st(c, false, SLOT(1), X_RAX);
+        st(c, false, SL(1), X_RAX);
     } else {
-        st(c, w, SLOT(1), X_RAX);
+        st(c, w, SL(1), X_RAX);
     }
 }
 
@@ -358,7 +480,7 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
  * 64 bits so that it cannot wrap (as in the interpreter). */
 static void address(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
     uint32_t offw;
-    ld(c, false, X_RAX, SLOT(mi->store ? 1 : 2));
+    ld(c, false, X_RAX, SL(mi->store ? 1 : 2));
     if (mi->form == 0) {
         offw = 3;
         *len = 4;
@@ -366,7 +488,7 @@ static void address(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
         if (mi->form == 1)
             x64_alu_ri(&c->x, X_ADD, false, X_RAX, (int32_t)IMM(mi->store ? 2 : 3));
         else
-            x64_alu_rm(&c->x, X_ADD, false, X_RAX, mi->store ? SLOT(2) : SLOT(3));
+            x64_alu_rm(&c->x, X_ADD, false, X_RAX, mi->store ? SG(2) : SG(3));
         offw = 4;
         *len = 5;
     }
@@ -388,19 +510,19 @@ static void memop(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
     address(c, pos, mi, len);
     pw_xmem m = x_memi(X_R12, X_RAX, 1, 0);
     if (mi->store) {
-        ld(c, true, X_RCX, mi->form == 0 ? SLOT(2) : SLOT(3));
+        ld(c, true, X_RCX, mi->form == 0 ? SL(2) : SL(3));
         x64_store(&c->x, mi->bytes, m, X_RCX);
     } else {
         x64_load(&c->x, (pw_xld)mi->ld, X_RCX, m);
         if (mi->sext64) x64_movsx_rr(&c->x, 4, true, X_RCX, X_RCX);
-        st(c, mi->slot_bytes == 8, SLOT(1), X_RCX);
+        st(c, mi->slot_bytes == 8, SL(1), X_RCX);
     }
 }
 
 /* Integer division and remainder: the traps of the interpreter, then div/idiv. */
 static void divrem(jc *c, uint32_t pos, bool w, bool sign, bool rem) {
-    ld(c, w, X_RAX, SLOT(2));
-    ld(c, w, X_RCX, SLOT(3));
+    ld(c, w, X_RAX, SL(2));
+    ld(c, w, X_RCX, SL(3));
     x64_test_rr(&c->x, w, X_RCX, X_RCX);
     trap_if(c, X_CC_E, PW_TRAP_DIV_ZERO);
     size_t done = 0;
@@ -429,13 +551,13 @@ static void divrem(jc *c, uint32_t pos, bool w, bool sign, bool rem) {
     }
     x64_div(&c->x, w, sign, X_RCX);
     if (have_done) x64_patch32(&c->x, done, (int32_t)(c->x.len - (done + 4)));
-    st(c, w, SLOT(1), rem ? X_RDX : X_RAX);
+    st(c, w, SL(1), rem ? X_RDX : X_RAX);
 }
 
 /* clz / ctz: bsr / bsf with the zero case done explicitly (bsr/bsf leave the
  * destination undefined for 0). */
 static void bitscan(jc *c, uint32_t pos, bool w, bool clz) {
-    ld(c, w, X_RAX, SLOT(2));
+    ld(c, w, X_RAX, SL(2));
     x64_test_rr(&c->x, w, X_RAX, X_RAX);
     size_t z = x64_jcc32(&c->x, X_CC_E);
     if (clz) {
@@ -448,7 +570,7 @@ static void bitscan(jc *c, uint32_t pos, bool w, bool clz) {
     x64_patch32(&c->x, z, (int32_t)(c->x.len - (z + 4)));
     x64_mov_ri32(&c->x, X_RAX, w ? 64 : 32);
     x64_patch32(&c->x, d, (int32_t)(c->x.len - (d + 4)));
-    st(c, w, SLOT(1), X_RAX);
+    st(c, w, SL(1), X_RAX);
 }
 
 /* Float arithmetic and compares inline in SSE2: the same instructions the C
@@ -518,7 +640,7 @@ static void fparith(jc *c, uint32_t pos, const fpinfo *fi, uint32_t *len) {
     pw_x64 *x = &c->x;
     int pfx = fi->d ? 0xF2 : 0xF3;
     *len = fi->imm && fi->d ? 5 : 4;
-    x64_sse_rm(x, pfx, X_SSE_MOVLD, false, 0, SLOT(2));
+    x64_sse_rm(x, pfx, X_SSE_MOVLD, false, 0, SF(2));
     if (fi->kind == 1) {
         if (fi->imm) {
             uint64_t bits = fi->d ? (uint64_t)IMM(3) | ((uint64_t)IMM(4) << 32) : IMM(3);
@@ -526,13 +648,13 @@ static void fparith(jc *c, uint32_t pos, const fpinfo *fi, uint32_t *len) {
             x64_sse_rr(x, 0x66, X_SSE_MOVD, fi->d, 1, X_RAX);
             x64_sse_rr(x, pfx, fi->sub, false, 0, 1);
         } else {
-            x64_sse_rm(x, pfx, fi->sub, false, 0, SLOT(3));
+            x64_sse_rm(x, pfx, fi->sub, false, 0, SF(3));
         }
-        x64_sse_rm(x, pfx, X_SSE_MOVST, false, 0, SLOT(1));
+        x64_sse_rm(x, pfx, X_SSE_MOVST, false, 0, SF(1));
         return;
     }
     int ucpfx = fi->d ? 0x66 : -1;
-    x64_sse_rm(x, pfx, X_SSE_MOVLD, false, 1, SLOT(3));
+    x64_sse_rm(x, pfx, X_SSE_MOVLD, false, 1, SF(3));
     switch (fi->sub) {
     case FC_EQ:
     case FC_NE:
@@ -555,14 +677,15 @@ static void fparith(jc *c, uint32_t pos, const fpinfo *fi, uint32_t *len) {
         x64_movzx8(x, X_RAX, X_RAX);
         break;
     }
-    st(c, false, SLOT(1), X_RAX);
+    st(c, false, SL(1), X_RAX);
 }
 
 static void fophelper(jc *c, uint32_t pos, int op, uint32_t *len) {
     pw_x64 *x = &c->x;
     bool bin = fop_helper[op] == 2;
     *len = bin ? 4 : 3;
-    pw_xmem d = SLOT(1), a = SLOT(2), b = bin ? SLOT(3) : SLOT(2);
+    pw_xmem d = SM(1), a = SM(2), b = bin ? SM(3) : SM(2);
+    call_begin(c);
     x64_mov_ri32(x, X_RDI, (uint32_t)op);
     x64_lea(x, true, X_RSI, d);
     x64_lea(x, true, X_RDX, a);
@@ -571,6 +694,7 @@ static void fophelper(jc *c, uint32_t pos, int op, uint32_t *len) {
     x64_call_r(x, X_RAX);
     x64_test_rr(x, false, X_RAX, X_RAX);
     jcc_to(c, X_CC_NE, special(c, LAB_TRAPC)); /* eax = the trap code */
+    call_end(c);
 }
 
 /* Helpers called by JIT code. */
@@ -589,6 +713,7 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
     pw_x64 *x = &c->x;
     size_t slow = 0, done = 0;
     bool fast = false;
+    call_begin(c);
     const uint32_t *ret_pc = c->code + pos + len;
     if (fidx >= c->m->nfunc_imports) {
         /* A defined function of this module: when its JIT code exists, call it
@@ -653,6 +778,7 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
     jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
     reload_mem(c);
     if (fast) x64_patch32(x, done, (int32_t)(x->len - (done + 4)));
+    call_end(c);
 }
 
 static bool popcnt_ok(void) {
@@ -690,7 +816,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
     case PW_OP_BR_IF64:
     case PW_OP_BR_IF64Z: {
         bool w = op == PW_OP_BR_IF64 || op == PW_OP_BR_IF64Z;
-        ld(c, w, X_RAX, SLOT(1));
+        ld(c, w, X_RAX, SL(1));
         x64_test_rr(x, w, X_RAX, X_RAX);
         branch(c, op == PW_OP_BR_IF || op == PW_OP_BR_IF64 ? X_CC_NE : X_CC_E, pos, IMM(2));
         return;
@@ -704,7 +830,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         *len = 4 + n;
         /* Any entry may be a loop back-edge: poll once before the indirect jump. */
         poll_interrupt(c);
-        ld(c, false, X_RAX, SLOT(1));
+        ld(c, false, X_RAX, SL(1));
         x64_mov_ri32(x, X_RCX, n);
         x64_alu_rr(x, X_CMP, false, X_RAX, X_RCX);
         x64_cmov(x, X_CC_A, false, X_RAX, X_RCX); /* i > n: the default, off[n] */
@@ -744,8 +870,9 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
             c->fail = true;
             return;
         }
-        (void)SLOT(ind ? 3 : 1);
+        (void)SL(ind ? 3 : 1);
         if ((ind ? IMM(4) : IMM(2)) >= c->cf->frame_slots) c->fail = true;
+        call_begin(c);
         x64_mov_rr(x, true, X_RDI, X_R15);
         x64_mov_rr(x, true, X_RSI, X_R14);
         x64_mov_ri64(x, X_RDX, (uint64_t)(uintptr_t)(c->code + pos));
@@ -754,37 +881,38 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         x64_test_rr(x, false, X_RAX, X_RAX);
         jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
         reload_mem(c);
+        call_end(c);
         return;
     }
     case PW_OP_COPY:
-        ld(c, true, X_RAX, SLOT(2));
-        st(c, true, SLOT(1), X_RAX);
+        ld(c, true, X_RAX, SL(2));
+        st(c, true, SL(1), X_RAX);
         return;
     case PW_OP_COPY2:
         *len = 5;
         /* sequential, as in the interpreter (the second may read the first's dst) */
-        ld(c, true, X_RAX, SLOT(2));
-        st(c, true, SLOT(1), X_RAX);
-        ld(c, true, X_RCX, SLOT(4));
-        st(c, true, SLOT(3), X_RCX);
+        ld(c, true, X_RAX, SL(2));
+        st(c, true, SL(1), X_RAX);
+        ld(c, true, X_RCX, SL(4));
+        st(c, true, SL(3), X_RCX);
         return;
     case PW_OP_CONST32:
         x64_mov_ri32(x, X_RAX, IMM(2));
-        st(c, true, SLOT(1), X_RAX);
+        st(c, true, SL(1), X_RAX);
         return;
     case PW_OP_CONST64:
         *len = 4;
         x64_mov_ri64(x, X_RAX, (uint64_t)IMM(2) | ((uint64_t)IMM(3) << 32));
-        st(c, true, SLOT(1), X_RAX);
+        st(c, true, SL(1), X_RAX);
         return;
     case PW_OP_SELECT:
         *len = 5;
-        ld(c, true, X_RAX, SLOT(2));
-        ld(c, true, X_RCX, SLOT(3));
-        ld(c, false, X_RDX, SLOT(4));
+        ld(c, true, X_RAX, SL(2));
+        ld(c, true, X_RCX, SL(3));
+        ld(c, false, X_RDX, SL(4));
         x64_test_rr(x, false, X_RDX, X_RDX);
         x64_cmov(x, X_CC_E, true, X_RAX, X_RCX);
-        st(c, true, SLOT(1), X_RAX);
+        st(c, true, SL(1), X_RAX);
         return;
     case PW_OP_GLOBAL_GET:
     case PW_OP_GLOBAL_SET: {
@@ -799,9 +927,9 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         pw_xmem gv = x_mem(X_RAX, (int32_t)offsetof(pw_global, val));
         if (get) {
             ld(c, true, X_RCX, gv);
-            st(c, true, SLOT(1), X_RCX);
+            st(c, true, SL(1), X_RCX);
         } else {
-            ld(c, true, X_RCX, SLOT(2));
+            ld(c, true, X_RCX, SL(2));
             st(c, true, gv, X_RCX);
         }
         return;
@@ -813,7 +941,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         }
         x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, funcs)));
         x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, (int32_t)(IMM(2) * 8)));
-        st(c, true, SLOT(1), X_RAX);
+        st(c, true, SL(1), X_RAX);
         return;
     case PW_OP_I32_DIV_S:
         *len = 4;
@@ -851,8 +979,8 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
     case PW_OP_F64_COPYSIGN: {
         bool w = op == PW_OP_F64_COPYSIGN;
         *len = 4;
-        ld(c, w, X_RAX, SLOT(2));
-        ld(c, w, X_RCX, SLOT(3));
+        ld(c, w, X_RAX, SL(2));
+        ld(c, w, X_RCX, SL(3));
         if (w) {
             x64_mov_ri64(x, X_RDX, 0x7fffffffffffffffull);
             x64_alu_rr(x, X_AND, true, X_RAX, X_RDX);
@@ -866,23 +994,24 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
             x64_alu_ri(x, X_AND, false, X_RCX, INT32_MIN);
             x64_alu_rr(x, X_OR, false, X_RAX, X_RCX);
         }
-        st(c, w, SLOT(1), X_RAX);
+        st(c, w, SL(1), X_RAX);
         return;
     }
     case PW_OP_MEMORY_SIZE:
         *len = 2;
         x64_mov_rr(x, true, X_RAX, X_R13);
         x64_shift_i(x, X_SHR, true, X_RAX, 16);
-        st(c, false, SLOT(1), X_RAX);
+        st(c, false, SL(1), X_RAX);
         return;
     case PW_OP_MEMORY_GROW:
         if (c->m->nmems == 0) {
             c->fail = true;
             return;
         }
+        call_begin(c);
         x64_mov_rr(x, true, X_RDI, X_R15);
         x64_mov_rr(x, true, X_RSI, X_R14);
-        ld(c, false, X_RDX, SLOT(2));
+        ld(c, false, X_RDX, SL(2));
         call_abs(c, (const void *)jit_memory_grow);
         /* INT64_MIN: the store's cap was hit with cap_is_fatal (ends the run, OOM) */
         x64_mov_ri64(x, X_RCX, (uint64_t)INT64_MIN);
@@ -893,18 +1022,19 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
             jmp_to(c, special(c, LAB_EXIT));
             x64_patch32(x, ok, (int32_t)(x->len - (ok + 4)));
         }
-        st(c, false, SLOT(1), X_RAX);
+        st(c, false, SL(1), X_RAX);
         reload_mem(c);
+        call_end(c);
         return;
     /* Unary integer operators and bit-pattern float operators. */
     case PW_OP_I32_EQZ:
     case PW_OP_I64_EQZ: {
         bool w = op == PW_OP_I64_EQZ;
-        ld(c, w, X_RAX, SLOT(2));
+        ld(c, w, X_RAX, SL(2));
         x64_test_rr(x, w, X_RAX, X_RAX);
         x64_setcc(x, X_CC_E, X_RAX);
         x64_movzx8(x, X_RAX, X_RAX);
-        st(c, false, SLOT(1), X_RAX);
+        st(c, false, SL(1), X_RAX);
         return;
     }
     case PW_OP_I32_CLZ: bitscan(c, pos, false, true); return;
@@ -918,55 +1048,55 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
             c->fail = true;
             return;
         }
-        ld(c, w, X_RAX, SLOT(2));
+        ld(c, w, X_RAX, SL(2));
         x64_popcnt(x, w, X_RAX, X_RAX);
-        st(c, w, SLOT(1), X_RAX);
+        st(c, w, SL(1), X_RAX);
         return;
     }
     case PW_OP_I32_EXTEND8_S:
     case PW_OP_I32_EXTEND16_S:
-        ld(c, false, X_RAX, SLOT(2));
+        ld(c, false, X_RAX, SL(2));
         x64_movsx_rr(x, op == PW_OP_I32_EXTEND8_S ? 1 : 2, false, X_RAX, X_RAX);
-        st(c, false, SLOT(1), X_RAX);
+        st(c, false, SL(1), X_RAX);
         return;
     case PW_OP_I64_EXTEND8_S:
     case PW_OP_I64_EXTEND16_S:
     case PW_OP_I64_EXTEND32_S:
-        ld(c, true, X_RAX, SLOT(2));
+        ld(c, true, X_RAX, SL(2));
         x64_movsx_rr(x,
                      op == PW_OP_I64_EXTEND8_S    ? 1
                      : op == PW_OP_I64_EXTEND16_S ? 2
                                                   : 4,
                      true, X_RAX, X_RAX);
-        st(c, true, SLOT(1), X_RAX);
+        st(c, true, SL(1), X_RAX);
         return;
     case PW_OP_I32_WRAP_I64:
-        ld(c, false, X_RAX, SLOT(2));
-        st(c, false, SLOT(1), X_RAX);
+        ld(c, false, X_RAX, SL(2));
+        st(c, false, SL(1), X_RAX);
         return;
     case PW_OP_I64_EXTEND_I32_S:
-        x64_load(x, X_LD32S, X_RAX, SLOT(2));
-        st(c, true, SLOT(1), X_RAX);
+        x64_load(x, X_LD32S, X_RAX, SG(2));
+        st(c, true, SL(1), X_RAX);
         return;
     case PW_OP_I64_EXTEND_I32_U:
-        ld(c, false, X_RAX, SLOT(2));
-        st(c, true, SLOT(1), X_RAX);
+        ld(c, false, X_RAX, SL(2));
+        st(c, true, SL(1), X_RAX);
         return;
     case PW_OP_F32_ABS:
     case PW_OP_F32_NEG:
-        ld(c, false, X_RAX, SLOT(2));
+        ld(c, false, X_RAX, SL(2));
         if (op == PW_OP_F32_ABS)
             x64_alu_ri(x, X_AND, false, X_RAX, 0x7fffffff);
         else
             x64_alu_ri(x, X_XOR, false, X_RAX, INT32_MIN);
-        st(c, false, SLOT(1), X_RAX);
+        st(c, false, SL(1), X_RAX);
         return;
     case PW_OP_F64_ABS:
     case PW_OP_F64_NEG:
-        ld(c, true, X_RAX, SLOT(2));
+        ld(c, true, X_RAX, SL(2));
         x64_mov_ri64(x, X_RCX, op == PW_OP_F64_ABS ? 0x7fffffffffffffffull : 0x8000000000000000ull);
         x64_alu_rr(x, op == PW_OP_F64_ABS ? X_AND : X_XOR, true, X_RAX, X_RCX);
-        st(c, true, SLOT(1), X_RAX);
+        st(c, true, SL(1), X_RAX);
         return;
     default:
         if (fop_helper[op]) {
@@ -992,6 +1122,7 @@ static void prologue(jc *c) {
     x64_mov_rr(x, true, X_R14, X_RSI);
     x64_mov_rr(x, true, X_R15, X_RDX);
     reload_mem(c);
+    reload_pins(c); /* params as passed, declared locals zeroed by the caller */
 }
 
 static void epilogue(jc *c) {
@@ -1007,6 +1138,14 @@ static void epilogue(jc *c) {
     x64_mov_ri32(x, X_RAX, PW_ERR_TRAP);
     jmp_to(c, special(c, LAB_EXIT));
     c->lab[special(c, LAB_RET)] = (int32_t)x->len;
+    for (uint32_t k = 0; k < c->npins; k++) /* the results: slots 0..nresults-1 */
+        if (c->pslot[k] < c->cf->nresults) {
+            pw_xmem m = x_mem(X_RBX, (int32_t)(c->pslot[k] * 8));
+            if (c->preg[k] >= PIN_XMM0)
+                x64_sse_rm(x, 0xF2, X_SSE_MOVST, false, c->preg[k] - PIN_XMM0, m);
+            else
+                x64_store(x, 8, m, c->preg[k]);
+        }
     x64_alu_rr(x, X_XOR, false, X_RAX, X_RAX);
     c->lab[special(c, LAB_EXIT)] = (int32_t)x->len;
     x64_alu_ri(x, X_ADD, true, X_RSP, 8);
@@ -1019,10 +1158,94 @@ static void epilogue(jc *c) {
     x64_ret(x);
 }
 
+/* One translation pass over the function into c->x (labels, fixups patched). */
+static void run_pass(jc *c) {
+    c->x.len = 0;
+    c->nfx = 0;
+    c->fail = false;
+    c->memonly = false;
+    for (uint32_t k = 0; k < c->n + LAB_NSPECIAL; k++)
+        c->lab[k] = -1;
+    prologue(c);
+    for (uint32_t pos = 0; pos < c->n && !c->fail;) {
+        int op = op_of(c->jm, c->code[pos]);
+        if (op < 0) {
+            c->fail = true;
+            break;
+        }
+        c->lab[pos] = (int32_t)c->x.len;
+        c->curpos = pos;
+        uint32_t len = 0;
+        translate(c, pos, op, &len);
+        if (len == 0 || pos + len > c->n) c->fail = true;
+        pos += len;
+    }
+    if (!c->fail) epilogue(c);
+    for (uint32_t k = 0; k < c->nfx && !c->fail; k++) {
+        const fixup *f = &c->fx[k];
+        int32_t t = c->lab[f->label];
+        if (t < 0) {
+            c->fail = true;
+            break;
+        }
+        x64_patch32(&c->x, f->at, t - (int32_t)f->base);
+    }
+}
+
+/* Choose the pinned slots from pass 1's record: each access weighs 8^d (d = loop
+ * nesting at its position, counted by backward-branch ranges, at most 3); a call
+ * costs every pin a spill and a reload. The heaviest slots whose every use a GPR can
+ * take go to GPRs, those whose every use an xmm register can take (at least one an
+ * SSE operation) to xmm registers; a slot must gain more than it costs. */
+static void choose_pins(jc *c) {
+    uint32_t ns = c->cf->frame_slots;
+    int32_t *d = calloc((size_t)c->n + 1, sizeof *d);
+    uint64_t *wt = calloc(ns ? ns : 1, sizeof *wt);
+    if (!d || !wt) goto out;
+    for (uint32_t k = 0; k + 1 < c->nloops; k += 2) {
+        d[c->loops[k]]++;
+        d[c->loops[k + 1] + 1]--;
+    }
+    for (uint32_t i = 1; i <= c->n; i++)
+        d[i] += d[i - 1];
+    uint64_t callw = 0;
+    for (uint32_t k = 0; k < c->nacc; k++) {
+        int32_t dep = d[c->acc[k].pos];
+        uint64_t w = 1ull << (3 * (dep < 0 ? 0 : dep > 3 ? 3 : dep));
+        if (c->acc[k].slot == UINT32_MAX)
+            callw += w;
+        else
+            wt[c->acc[k].slot] += w;
+    }
+    uint64_t cost = 2 * callw + 2;
+    for (int cls = 0; cls < 2; cls++) {
+        int limit = cls ? NPIN_XMM : NPIN_GPR;
+        for (int r = 0; r < limit; r++) {
+            uint32_t best = UINT32_MAX;
+            for (uint32_t sl = 0; sl < ns; sl++) {
+                uint8_t u = c->use[sl];
+                bool ok = cls ? !(u & (U_GPR | U_MEM)) && (u & U_SSE) : u && !(u & (U_SSE | U_MEM));
+                if (ok && c->pin[sl] < 0 && wt[sl] > cost &&
+                    (best == UINT32_MAX || wt[sl] > wt[best]))
+                    best = sl;
+            }
+            if (best == UINT32_MAX) break;
+            int8_t reg = cls ? (int8_t)(PIN_XMM0 + 2 + r) : pin_gprs[r];
+            c->pin[best] = reg;
+            c->pslot[c->npins] = best;
+            c->preg[c->npins++] = reg;
+        }
+    }
+out:
+    free(d);
+    free(wt);
+}
+
 /* Translate function i of m, appending its code to out (16-byte aligned). Returns its
  * offset in out, or -1 when it falls back (out is then unchanged) or on OOM. The code
  * is position independent (relative branches, rip-relative tables; helpers by
- * absolute address). */
+ * absolute address). Pass 1 records slot uses, pass 2 emits with the chosen pins; if
+ * pass 2 fails with pins, a pass without pins decides. */
 static int64_t compile_func(const struct pw_jitmod *jm, const pw_module *m, uint32_t i,
                             pw_x64 *out) {
     const pw_cfunc *cf = &m->code->funcs[i];
@@ -1035,35 +1258,25 @@ static int64_t compile_func(const struct pw_jitmod *jm, const pw_module *m, uint
     c.code = cf->code;
     c.n = cf->ncode;
     c.lab = malloc(((size_t)c.n + LAB_NSPECIAL) * sizeof *c.lab);
-    if (!c.lab) return -1;
-    for (uint32_t k = 0; k < c.n + LAB_NSPECIAL; k++)
-        c.lab[k] = -1;
+    c.use = calloc(cf->frame_slots ? cf->frame_slots : 1, 1);
+    c.pin = malloc(cf->frame_slots ? cf->frame_slots : 1);
+    int64_t at = -1;
+    if (!c.lab || !c.use || !c.pin) goto done;
+    memset(c.pin, -1, cf->frame_slots);
     /* about 8 bytes of machine code per code word, plus the trap stubs */
     x64_reserve(&c.x, (size_t)c.n * 8 + 512);
-    prologue(&c);
-    for (uint32_t pos = 0; pos < c.n && !c.fail;) {
-        int op = op_of(jm, c.code[pos]);
-        if (op < 0) {
-            c.fail = true;
-            break;
-        }
-        c.lab[pos] = (int32_t)c.x.len;
-        uint32_t len = 0;
-        translate(&c, pos, op, &len);
-        if (len == 0 || pos + len > c.n) c.fail = true;
-        pos += len;
+    c.analyze = true;
+    run_pass(&c);
+    c.analyze = false;
+    if (c.fail || c.x.oom) goto done;
+    choose_pins(&c);
+    run_pass(&c);
+    if ((c.fail || c.x.oom) && c.npins) {
+        c.npins = 0;
+        memset(c.pin, -1, cf->frame_slots);
+        c.x.oom = false;
+        run_pass(&c);
     }
-    if (!c.fail) epilogue(&c);
-    for (uint32_t k = 0; k < c.nfx && !c.fail; k++) {
-        const fixup *f = &c.fx[k];
-        int32_t t = c.lab[f->label];
-        if (t < 0) {
-            c.fail = true;
-            break;
-        }
-        x64_patch32(&c.x, f->at, t - (int32_t)f->base);
-    }
-    int64_t at = -1;
     if (!c.fail && !c.x.oom) {
         size_t save = out->len;
         while (out->len % 16)
@@ -1075,9 +1288,14 @@ static int64_t compile_func(const struct pw_jitmod *jm, const pw_module *m, uint
             at = -1;
         }
     }
+done:
     free(c.x.buf);
     free(c.lab);
     free(c.fx);
+    free(c.use);
+    free(c.pin);
+    free(c.acc);
+    free(c.loops);
     return at;
 }
 
