@@ -223,6 +223,7 @@ static const int8_t pin_gprs[] = {X_RBP, X_RSI, X_RDI, X_R8, X_R9, X_R10, X_R11}
 
 typedef struct slotuse {
     uint32_t pos, slot; /* slot UINT32_MAX: a call (every pin is spilled/reloaded) */
+    uint32_t cls;       /* U_* */
 } slotuse;
 
 /* Special labels after the per-word ones. */
@@ -266,12 +267,12 @@ static bool grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
     return true;
 }
 
-static void note_access(jc *c, uint32_t slot) {
+static void note_access(jc *c, uint32_t slot, int cls) {
     if (!grow((void **)&c->acc, &c->capacc, c->nacc + 1, sizeof *c->acc)) {
         c->fail = true;
         return;
     }
-    c->acc[c->nacc++] = (slotuse){c->curpos, slot};
+    c->acc[c->nacc++] = (slotuse){c->curpos, slot, (uint32_t)cls};
 }
 
 /* Slot operand at word w used as `cls`: its register when pinned (outside call
@@ -284,12 +285,15 @@ static pw_xmem S_(jc *c, uint32_t w, int cls) {
     }
     if (c->analyze) {
         c->use[slot] |= (uint8_t)cls;
-        note_access(c, slot);
+        note_access(c, slot, cls);
     } else if (c->pin && c->pin[slot] >= 0 && !c->memonly) {
         int r = c->pin[slot];
-        if (r >= PIN_XMM0 && (cls == U_LDST || cls == U_SSE)) return x_xreg(r - PIN_XMM0);
-        if (r < PIN_XMM0 && (cls == U_LDST || cls == U_GPR)) return x_reg(r);
-        c->fail = true; /* not reached: pass 1 saw every use */
+        if (cls == U_MEM) {
+            c->fail = true; /* not reached: pass 1 saw every use */
+        } else {
+            /* any class: the templates convert between GPR and xmm (alu_m, sse_ld) */
+            return r >= PIN_XMM0 ? x_xreg(r - PIN_XMM0) : x_reg(r);
+        }
     }
     return x_mem(X_RBX, (int32_t)(slot * 8));
 }
@@ -381,6 +385,36 @@ static void st(jc *c, bool w, pw_xmem m, int r) {
         x64_store(&c->x, w ? 8 : 4, m, r);
 }
 
+/* dst op= slot operand m (dst is not rcx: an xmm-pinned m goes through rcx). */
+static void alu_m(jc *c, pw_xalu op, bool w, int dst, pw_xmem m) {
+    if (m.index == X_DIRECTX) {
+        ld(c, w, X_RCX, m);
+        x64_alu_rr(&c->x, op, w, dst, X_RCX);
+    } else {
+        x64_alu_rm(&c->x, op, w, dst, m);
+    }
+}
+/* xmm xr = slot operand m as a float (pfx 0xF3 f32, 0xF2 f64). */
+static void sse_ld(jc *c, int pfx, int xr, pw_xmem m) {
+    if (m.index == X_DIRECTX) {
+        if (m.base != xr) x64_sse_rr(&c->x, pfx, X_SSE_MOVLD, false, xr, m.base);
+    } else if (m.index == X_DIRECT) {
+        x64_sse_rr(&c->x, 0x66, X_SSE_MOVD, pfx == 0xF2, xr, m.base);
+    } else {
+        x64_sse_rm(&c->x, pfx, X_SSE_MOVLD, false, xr, m);
+    }
+}
+/* slot operand m = xmm xr as a float. */
+static void sse_st(jc *c, int pfx, pw_xmem m, int xr) {
+    if (m.index == X_DIRECTX) {
+        if (m.base != xr) x64_sse_rr(&c->x, pfx, X_SSE_MOVLD, false, m.base, xr);
+    } else if (m.index == X_DIRECT) {
+        x64_sse_rr(&c->x, 0x66, X_SSE_MOVDST, pfx == 0xF2, xr, m.base);
+    } else {
+        x64_sse_rm(&c->x, pfx, X_SSE_MOVST, false, xr, m);
+    }
+}
+
 /* Pinned slots to their frame cells (before anything that reads the frame or
  * clobbers caller-saved registers), and back. */
 static void spill_pins(jc *c) {
@@ -404,7 +438,7 @@ static void reload_pins(jc *c) {
 /* A call sequence: spill, then slot operands are read/written in memory until
  * call_end reloads every pin (results land in the frame). */
 static void call_begin(jc *c) {
-    if (c->analyze) note_access(c, UINT32_MAX);
+    if (c->analyze) note_access(c, UINT32_MAX, 0);
     spill_pins(c);
     c->memonly = true;
 }
@@ -424,37 +458,51 @@ static void call_abs(jc *c, const void *fn) {
     x64_call_r(&c->x, X_RAX);
 }
 
-/* Binary operator: a in rax, b from a slot or an immediate. */
+/* Binary operator: computed in a pinned destination register when there is one (and
+ * b is not in it), else in rax; b from a slot (register or memory) or an immediate.
+ * Compares against a pinned register use it in place. */
 static void binop(jc *c, uint32_t pos, const opinfo *oi) {
     bool w = oi->w, imm = oi->form & 1, br = oi->form >= 2;
     pw_xmem a = br ? SL(1) : SL(2);
     uint32_t bw = br ? 2 : 3;
     int32_t bi = (int32_t)IMM(bw);
-    ld(c, w, X_RAX, a);
+    pw_xmem b = imm ? x_mem(X_RBX, 0) : SG(bw);
+    pw_xmem d = br ? x_mem(X_RBX, 0) : SL(1);
+    int r = X_RAX;
+    if (!br && oi->kind != BK_CMP && d.index == X_DIRECT &&
+        !(b.index == X_DIRECT && b.base == d.base))
+        r = d.base;
+    if (oi->kind == BK_CMP && a.index == X_DIRECT) {
+        r = a.base; /* cmp reg, b */
+    } else if (!(a.index == X_DIRECT && a.base == r)) {
+        ld(c, w, r, a);
+    }
     switch (oi->kind) {
     case BK_ALU:
     case BK_CMP: {
         pw_xalu op = oi->kind == BK_CMP ? X_CMP : (pw_xalu)oi->sub;
         if (imm)
-            x64_alu_ri(&c->x, op, w, X_RAX, bi);
+            x64_alu_ri(&c->x, op, w, r, bi);
         else
-            x64_alu_rm(&c->x, op, w, X_RAX, SG(bw));
+            alu_m(c, op, w, r, b);
         break;
     }
     case BK_MUL:
         if (imm) {
-            x64_imul_rri(&c->x, w, X_RAX, X_RAX, bi);
+            x64_imul_rri(&c->x, w, r, r, bi);
+        } else if (b.index == X_DIRECT) {
+            x64_imul_rr(&c->x, w, r, b.base);
         } else {
-            ld(c, w, X_RCX, SL(bw));
-            x64_imul_rr(&c->x, w, X_RAX, X_RCX);
+            ld(c, w, X_RCX, b);
+            x64_imul_rr(&c->x, w, r, X_RCX);
         }
         break;
     case BK_SHIFT:
         if (imm) {
-            x64_shift_i(&c->x, (pw_xshift)oi->sub, w, X_RAX, (uint8_t)(bi & (w ? 63 : 31)));
+            x64_shift_i(&c->x, (pw_xshift)oi->sub, w, r, (uint8_t)(bi & (w ? 63 : 31)));
         } else {
-            ld(c, false, X_RCX, SL(bw));
-            x64_shift_cl(&c->x, (pw_xshift)oi->sub, w, X_RAX);
+            ld(c, false, X_RCX, b);
+            x64_shift_cl(&c->x, (pw_xshift)oi->sub, w, r);
         }
         break;
     default: c->fail = true; return;
@@ -463,15 +511,15 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
         if (oi->kind == BK_CMP) {
             branch(c, oi->sub, pos, IMM(3));
         } else {
-            x64_test_rr(&c->x, false, X_RAX, X_RAX);
+            x64_test_rr(&c->x, false, r, r);
             branch(c, X_CC_NE, pos, IMM(3));
         }
     } else if (oi->kind == BK_CMP) {
         x64_setcc(&c->x, (pw_xcc)oi->sub, X_RAX);
         x64_movzx8(&c->x, X_RAX, X_RAX);
-        st(c, false, SL(1), X_RAX);
-    } else {
-        st(c, w, SL(1), X_RAX);
+        st(c, false, d, X_RAX);
+    } else if (r == X_RAX) {
+        st(c, w, d, X_RAX);
     }
 }
 
@@ -488,7 +536,7 @@ static void address(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
         if (mi->form == 1)
             x64_alu_ri(&c->x, X_ADD, false, X_RAX, (int32_t)IMM(mi->store ? 2 : 3));
         else
-            x64_alu_rm(&c->x, X_ADD, false, X_RAX, mi->store ? SG(2) : SG(3));
+            alu_m(c, X_ADD, false, X_RAX, mi->store ? SG(2) : SG(3));
         offw = 4;
         *len = 5;
     }
@@ -640,21 +688,32 @@ static void fparith(jc *c, uint32_t pos, const fpinfo *fi, uint32_t *len) {
     pw_x64 *x = &c->x;
     int pfx = fi->d ? 0xF2 : 0xF3;
     *len = fi->imm && fi->d ? 5 : 4;
-    x64_sse_rm(x, pfx, X_SSE_MOVLD, false, 0, SF(2));
+    pw_xmem a = SF(2);
     if (fi->kind == 1) {
+        /* computed in a pinned destination xmm register when b is not in it */
+        pw_xmem d = SF(1), b = fi->imm ? x_mem(X_RBX, 0) : SF(3);
+        int r = 0;
+        if (d.index == X_DIRECTX && !(b.index == X_DIRECTX && b.base == d.base)) r = d.base;
+        sse_ld(c, pfx, r, a);
         if (fi->imm) {
             uint64_t bits = fi->d ? (uint64_t)IMM(3) | ((uint64_t)IMM(4) << 32) : IMM(3);
             x64_mov_ri64(x, X_RAX, bits);
             x64_sse_rr(x, 0x66, X_SSE_MOVD, fi->d, 1, X_RAX);
-            x64_sse_rr(x, pfx, fi->sub, false, 0, 1);
+            x64_sse_rr(x, pfx, fi->sub, false, r, 1);
+        } else if (b.index == X_DIRECTX) {
+            x64_sse_rr(x, pfx, fi->sub, false, r, b.base);
+        } else if (b.index == X_DIRECT) {
+            sse_ld(c, pfx, 1, b);
+            x64_sse_rr(x, pfx, fi->sub, false, r, 1);
         } else {
-            x64_sse_rm(x, pfx, fi->sub, false, 0, SF(3));
+            x64_sse_rm(x, pfx, fi->sub, false, r, b);
         }
-        x64_sse_rm(x, pfx, X_SSE_MOVST, false, 0, SF(1));
+        sse_st(c, pfx, d, r);
         return;
     }
     int ucpfx = fi->d ? 0x66 : -1;
-    x64_sse_rm(x, pfx, X_SSE_MOVLD, false, 1, SF(3));
+    sse_ld(c, pfx, 0, a);
+    sse_ld(c, pfx, 1, SF(3));
     switch (fi->sub) {
     case FC_EQ:
     case FC_NE:
@@ -1075,7 +1134,8 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         st(c, false, SL(1), X_RAX);
         return;
     case PW_OP_I64_EXTEND_I32_S:
-        x64_load(x, X_LD32S, X_RAX, SG(2));
+        ld(c, false, X_RAX, SL(2));
+        x64_movsx_rr(x, 4, true, X_RAX, X_RAX);
         st(c, true, SL(1), X_RAX);
         return;
     case PW_OP_I64_EXTEND_I32_U:
@@ -1098,6 +1158,18 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         x64_alu_rr(x, op == PW_OP_F64_ABS ? X_AND : X_XOR, true, X_RAX, X_RCX);
         st(c, true, SL(1), X_RAX);
         return;
+    case PW_OP_F32_SQRT:
+    case PW_OP_F64_SQRT: {
+        /* sqrtss/sqrtsd: what the C library's sqrtf/sqrt compute on x86-64 (also the
+         * NaN bits: default NaN for negatives, quieted payloads) */
+        int pfx = op == PW_OP_F64_SQRT ? 0xF2 : 0xF3;
+        pw_xmem d = SF(1), a = SF(2);
+        int r = d.index == X_DIRECTX ? d.base : 0;
+        sse_ld(c, pfx, r, a);
+        x64_sse_rr(x, pfx, X_SSE_SQRT, false, r, r);
+        sse_st(c, pfx, d, r);
+        return;
+    }
     default:
         if (fop_helper[op]) {
             fophelper(c, pos, op, len);
@@ -1201,7 +1273,9 @@ static void choose_pins(jc *c) {
     uint32_t ns = c->cf->frame_slots;
     int32_t *d = calloc((size_t)c->n + 1, sizeof *d);
     uint64_t *wt = calloc(ns ? ns : 1, sizeof *wt);
-    if (!d || !wt) goto out;
+    uint64_t *fw = calloc(ns ? ns : 1, sizeof *fw); /* weight of SSE uses */
+    uint64_t *gw = calloc(ns ? ns : 1, sizeof *gw); /* weight of integer r/m uses */
+    if (!d || !wt || !fw || !gw) goto out;
     for (uint32_t k = 0; k + 1 < c->nloops; k += 2) {
         d[c->loops[k]]++;
         d[c->loops[k + 1] + 1]--;
@@ -1212,10 +1286,14 @@ static void choose_pins(jc *c) {
     for (uint32_t k = 0; k < c->nacc; k++) {
         int32_t dep = d[c->acc[k].pos];
         uint64_t w = 1ull << (3 * (dep < 0 ? 0 : dep > 3 ? 3 : dep));
-        if (c->acc[k].slot == UINT32_MAX)
+        uint32_t sl = c->acc[k].slot;
+        if (sl == UINT32_MAX) {
             callw += w;
-        else
-            wt[c->acc[k].slot] += w;
+        } else {
+            wt[sl] += w;
+            if (c->acc[k].cls == U_SSE) fw[sl] += w;
+            if (c->acc[k].cls == U_GPR) gw[sl] += w;
+        }
     }
     uint64_t cost = 2 * callw + 2;
     for (int cls = 0; cls < 2; cls++) {
@@ -1224,7 +1302,7 @@ static void choose_pins(jc *c) {
             uint32_t best = UINT32_MAX;
             for (uint32_t sl = 0; sl < ns; sl++) {
                 uint8_t u = c->use[sl];
-                bool ok = cls ? !(u & (U_GPR | U_MEM)) && (u & U_SSE) : u && !(u & (U_SSE | U_MEM));
+                bool ok = u && !(u & U_MEM) && (cls ? fw[sl] > gw[sl] : fw[sl] <= gw[sl]);
                 if (ok && c->pin[sl] < 0 && wt[sl] > cost &&
                     (best == UINT32_MAX || wt[sl] > wt[best]))
                     best = sl;
@@ -1239,6 +1317,8 @@ static void choose_pins(jc *c) {
 out:
     free(d);
     free(wt);
+    free(fw);
+    free(gw);
 }
 
 /* Translate function i of m, appending its code to out (16-byte aligned). Returns its
@@ -1277,6 +1357,25 @@ static int64_t compile_func(const struct pw_jitmod *jm, const pw_module *m, uint
         c.x.oom = false;
         run_pass(&c);
     }
+        snprintf(nm, sizeof nm, "/tmp/jitdump/f%u.txt", i);
+        df = fopen(nm, "w"); /* TEMPDUMP */
+        if (df) {
+            for (uint32_t k = 0; k < c.npins; k++)
+                fprintf(df, "slot %u -> %d\n", c.pslot[k], c.preg[k]); /* TEMPDUMP */
+            for (uint32_t p = 0; p < c.n;) {
+                int op = op_of(jm, c.code[p]);
+                fprintf(df, "%u: op%d", p, op); /* TEMPDUMP */
+                uint32_t q = p + 1;
+                while (q < c.n && c.lab[q] < 0)
+                    q++;
+                for (uint32_t z = p + 1; z < q; z++)
+                    fprintf(df, " %u", c.code[z]); /* TEMPDUMP */
+                fprintf(df, "  @%x\n", c.lab[p]);
+                p = q;
+            }
+            fclose(df);
+        }
+    } /* TEMPDUMP */
     if (!c.fail && !c.x.oom) {
         size_t save = out->len;
         while (out->len % 16)
