@@ -1357,25 +1357,6 @@ static int64_t compile_func(const struct pw_jitmod *jm, const pw_module *m, uint
         c.x.oom = false;
         run_pass(&c);
     }
-        snprintf(nm, sizeof nm, "/tmp/jitdump/f%u.txt", i);
-        df = fopen(nm, "w"); /* TEMPDUMP */
-        if (df) {
-            for (uint32_t k = 0; k < c.npins; k++)
-                fprintf(df, "slot %u -> %d\n", c.pslot[k], c.preg[k]); /* TEMPDUMP */
-            for (uint32_t p = 0; p < c.n;) {
-                int op = op_of(jm, c.code[p]);
-                fprintf(df, "%u: op%d", p, op); /* TEMPDUMP */
-                uint32_t q = p + 1;
-                while (q < c.n && c.lab[q] < 0)
-                    q++;
-                for (uint32_t z = p + 1; z < q; z++)
-                    fprintf(df, " %u", c.code[z]); /* TEMPDUMP */
-                fprintf(df, "  @%x\n", c.lab[p]);
-                p = q;
-            }
-            fclose(df);
-        }
-    } /* TEMPDUMP */
     if (!c.fail && !c.x.oom) {
         size_t save = out->len;
         while (out->len % 16)
