@@ -557,13 +557,28 @@ static void address(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
 static void memop(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
     address(c, pos, mi, len);
     pw_xmem m = x_memi(X_R12, X_RAX, 1, 0);
+    /* a pinned value is stored from / loaded into its register directly */
     if (mi->store) {
-        ld(c, true, X_RCX, mi->form == 0 ? SL(2) : SL(3));
-        x64_store(&c->x, mi->bytes, m, X_RCX);
+        pw_xmem v = mi->form == 0 ? SL(2) : SL(3);
+        if (v.index == X_DIRECT) {
+            x64_store(&c->x, mi->bytes, m, v.base);
+        } else if (v.index == X_DIRECTX && mi->bytes >= 4) {
+            x64_sse_rm(&c->x, mi->bytes == 8 ? 0xF2 : 0xF3, X_SSE_MOVST, false, v.base, m);
+        } else {
+            ld(c, true, X_RCX, v);
+            x64_store(&c->x, mi->bytes, m, X_RCX);
+        }
     } else {
-        x64_load(&c->x, (pw_xld)mi->ld, X_RCX, m);
-        if (mi->sext64) x64_movsx_rr(&c->x, 4, true, X_RCX, X_RCX);
-        st(c, mi->slot_bytes == 8, SL(1), X_RCX);
+        pw_xmem d = SL(1);
+        bool plain = mi->ld == X_LD64 || (mi->ld == X_LD32 && mi->slot_bytes == 4);
+        if (d.index == X_DIRECTX && plain) {
+            x64_sse_rm(&c->x, mi->ld == X_LD64 ? 0xF2 : 0xF3, X_SSE_MOVLD, false, d.base, m);
+            return;
+        }
+        int r = d.index == X_DIRECT ? d.base : X_RCX;
+        x64_load(&c->x, (pw_xld)mi->ld, r, m);
+        if (mi->sext64) x64_movsx_rr(&c->x, 4, true, r, r);
+        if (r == X_RCX) st(c, mi->slot_bytes == 8, d, X_RCX);
     }
 }
 
@@ -743,8 +758,10 @@ static void fophelper(jc *c, uint32_t pos, int op, uint32_t *len) {
     pw_x64 *x = &c->x;
     bool bin = fop_helper[op] == 2;
     *len = bin ? 4 : 3;
-    pw_xmem d = SM(1), a = SM(2), b = bin ? SM(3) : SM(2);
+    /* after the spill, the operands are read and the result written in the frame
+     * (call_end reloads the pins) */
     call_begin(c);
+    pw_xmem d = SL(1), a = SL(2), b = bin ? SL(3) : SL(2);
     x64_mov_ri32(x, X_RDI, (uint32_t)op);
     x64_lea(x, true, X_RSI, d);
     x64_lea(x, true, X_RDX, a);
@@ -1158,6 +1175,35 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         x64_alu_rr(x, op == PW_OP_F64_ABS ? X_AND : X_XOR, true, X_RAX, X_RCX);
         st(c, true, SL(1), X_RAX);
         return;
+    case PW_OP_F32_CONVERT_I32_S:
+    case PW_OP_F32_CONVERT_I32_U:
+    case PW_OP_F32_CONVERT_I64_S:
+    case PW_OP_F64_CONVERT_I32_S:
+    case PW_OP_F64_CONVERT_I32_U:
+    case PW_OP_F64_CONVERT_I64_S: {
+        /* cvtsi2ss/cvtsi2sd: what the C casts (float)a / (double)a compile to; an
+         * unsigned i32 converts exactly as the zero-extended i64 */
+        bool f64 = op >= PW_OP_F64_CONVERT_I32_S;
+        bool s32 = op == PW_OP_F32_CONVERT_I32_S || op == PW_OP_F64_CONVERT_I32_S;
+        bool i64 = op == PW_OP_F32_CONVERT_I64_S || op == PW_OP_F64_CONVERT_I64_S;
+        pw_xmem d = SF(1), a = SL(2);
+        int r = d.index == X_DIRECTX ? d.base : 0;
+        ld(c, i64, X_RAX, a);
+        x64_sse_rr(x, f64 ? 0xF2 : 0xF3, X_SSE_CVTSI2, !s32, r, X_RAX);
+        sse_st(c, f64 ? 0xF2 : 0xF3, d, r);
+        return;
+    }
+    case PW_OP_F32_DEMOTE_F64:
+    case PW_OP_F64_PROMOTE_F32: {
+        /* cvtsd2ss / cvtss2sd, as the C casts */
+        bool dem = op == PW_OP_F32_DEMOTE_F64;
+        pw_xmem d = SF(1), a = SF(2);
+        int r = d.index == X_DIRECTX ? d.base : 0;
+        sse_ld(c, dem ? 0xF2 : 0xF3, 1, a);
+        x64_sse_rr(x, dem ? 0xF2 : 0xF3, X_SSE_CVTF, false, r, 1);
+        sse_st(c, dem ? 0xF3 : 0xF2, d, r);
+        return;
+    }
     case PW_OP_F32_SQRT:
     case PW_OP_F64_SQRT: {
         /* sqrtss/sqrtsd: what the C library's sqrtf/sqrt compute on x86-64 (also the
