@@ -397,7 +397,7 @@ static void alu_m(jc *c, pw_xalu op, bool w, int dst, pw_xmem m) {
 /* xmm xr = slot operand m as a float (pfx 0xF3 f32, 0xF2 f64). */
 static void sse_ld(jc *c, int pfx, int xr, pw_xmem m) {
     if (m.index == X_DIRECTX) {
-        if (m.base != xr) x64_sse_rr(&c->x, pfx, X_SSE_MOVLD, false, xr, m.base);
+        if (m.base != xr) x64_sse_rr(&c->x, -1, X_SSE_MOVAPS, false, xr, m.base);
     } else if (m.index == X_DIRECT) {
         x64_sse_rr(&c->x, 0x66, X_SSE_MOVD, pfx == 0xF2, xr, m.base);
     } else {
@@ -407,7 +407,7 @@ static void sse_ld(jc *c, int pfx, int xr, pw_xmem m) {
 /* slot operand m = xmm xr as a float. */
 static void sse_st(jc *c, int pfx, pw_xmem m, int xr) {
     if (m.index == X_DIRECTX) {
-        if (m.base != xr) x64_sse_rr(&c->x, pfx, X_SSE_MOVLD, false, m.base, xr);
+        if (m.base != xr) x64_sse_rr(&c->x, -1, X_SSE_MOVAPS, false, m.base, xr);
     } else if (m.index == X_DIRECT) {
         x64_sse_rr(&c->x, 0x66, X_SSE_MOVDST, pfx == 0xF2, xr, m.base);
     } else {
