@@ -774,7 +774,8 @@ static void fophelper(jc *c, uint32_t pos, int op, uint32_t *len) {
 }
 
 /* Helpers called by JIT code. */
-static pw_status jit_call_indirect(pw_store *s, pw_instance *inst, const uint32_t *pc, pw_slot *fp);
+static pw_status jit_call_indirect(pw_store *s, pw_instance *inst, const uint32_t *pc, pw_slot *fp,
+                                   const struct pw_jitmod *jm, const pw_cfunc *funcs);
 static pw_status jit_call_ref(pw_store *s, pw_instance *inst, const uint32_t *pc, pw_slot *fp);
 static pw_status jit_call(pw_store *s, pw_instance *inst, pw_func *f, pw_slot *argp, pw_slot *fp,
                           const uint32_t *ret_pc);
@@ -953,6 +954,8 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         x64_mov_rr(x, true, X_RSI, X_R14);
         x64_mov_ri64(x, X_RDX, (uint64_t)(uintptr_t)(c->code + pos));
         x64_mov_rr(x, true, X_RCX, X_RBX);
+        x64_mov_ri64(x, X_R8, (uint64_t)(uintptr_t)c->jm);
+        x64_mov_ri64(x, X_R9, (uint64_t)(uintptr_t)c->m->code->funcs);
         call_abs(c, ind ? (const void *)jit_call_indirect : (const void *)jit_call_ref);
         x64_test_rr(x, false, X_RAX, X_RAX);
         jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
@@ -1536,8 +1539,8 @@ static pw_status jit_call(pw_store *s, pw_instance *inst, pw_func *f, pw_slot *a
 }
 
 /* CALL_INDIRECT type table idx argbase: the interpreter's checks and traps. */
-static pw_status jit_call_indirect(pw_store *s, pw_instance *inst, const uint32_t *pc,
-                                   pw_slot *fp) {
+static pw_status jit_call_indirect(pw_store *s, pw_instance *inst, const uint32_t *pc, pw_slot *fp,
+                                   const struct pw_jitmod *jm, const pw_cfunc *funcs) {
     pw_table *t = inst->tables[pc[2]];
     uint32_t i = fp[pc[3]].u32;
     if (i >= t->size) return trap(s, PW_TRAP_UNDEF_ELEM);
@@ -1545,7 +1548,34 @@ static pw_status jit_call_indirect(pw_store *s, pw_instance *inst, const uint32_
     if (!f) return trap(s, PW_TRAP_UNINIT_ELEM);
     if (f->hdr.type_id != inst->type_ids[pc[1]] && !pw_func_type_sub(f, inst->mod, pc[1]))
         return trap(s, PW_TRAP_SIG_MISMATCH);
-    return jit_call(s, inst, f, fp + pc[4], fp, pc + 5);
+    pw_slot *argp = fp + pc[4];
+    /* Fast path: a function of this instance (so of the caller's module, whose JIT
+     * table and code array the caller passes) that has JIT code: the same steps as
+     * jit_call + exec_wasm, in the same order, without looking the module up. */
+    size_t d = !f->host && f->inst == inst ? (size_t)(f->code - funcs) : SIZE_MAX;
+    if (d < jm->nfuncs) {
+        void *p = atomic_load_explicit(&jm->fns[d], memory_order_acquire);
+        if (p && p != JIT_FALLBACK && (char *)__builtin_frame_address(0) >= s->jit_stack_limit) {
+            if (atomic_load_explicit(&s->interrupt, memory_order_relaxed))
+                return trap(s, PW_TRAP_INTERRUPTED);
+            pw_frame *fr = s->frame_top;
+            if (fr >= s->frames_end) return trap(s, PW_TRAP_STACK_EXHAUSTED);
+            const pw_cfunc *cf = f->code;
+            if (argp + cf->frame_slots > s->stack_end) return trap(s, PW_TRAP_STACK_EXHAUSTED);
+            fr->ret_pc = pc + 5;
+            fr->fp = fp;
+            fr->inst = inst;
+            s->frame_top = fr + 1;
+            for (uint32_t k = cf->nparams; k < cf->nlocals; k++) {
+                argp[k].u64 = 0;
+                __asm__ volatile("" ::: "memory"); /* a few stores, not a memset call */
+            }
+            pw_status st = ((pw_jit_entry)p)(argp, inst, s);
+            s->frame_top = fr;
+            return st;
+        }
+    }
+    return jit_call(s, inst, f, argp, fp, pc + 5);
 }
 
 /* CALL_REF ref argbase. */
