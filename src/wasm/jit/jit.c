@@ -35,6 +35,8 @@
 typedef pw_status (*pw_jit_entry)(pw_slot *fp, pw_instance *inst, pw_store *s);
 
 #define JIT_FALLBACK ((void *)1)
+/* Offset of a JIT function's inner entry from its published (outer) entry. */
+#define JIT_INNER 64
 
 struct pw_jitmod {
     uint32_t nfuncs;
@@ -426,8 +428,11 @@ static void spill_pins(jc *c) {
             x64_store(&c->x, 8, m, c->preg[k]);
     }
 }
-static void reload_pins(jc *c) {
+/* keep: slots below it kept their value if their register is callee-saved (rbp):
+ * a callee's frame starts at the call's argbase, so it writes nothing below. */
+static void reload_pins(jc *c, uint32_t keep) {
     for (uint32_t k = 0; k < c->npins; k++) {
+        if (c->preg[k] == X_RBP && c->pslot[k] < keep) continue;
         pw_xmem m = x_mem(X_RBX, (int32_t)(c->pslot[k] * 8));
         if (c->preg[k] >= PIN_XMM0)
             x64_sse_rm(&c->x, 0xF2, X_SSE_MOVLD, false, c->preg[k] - PIN_XMM0, m);
@@ -442,9 +447,9 @@ static void call_begin(jc *c) {
     spill_pins(c);
     c->memonly = true;
 }
-static void call_end(jc *c) {
+static void call_end(jc *c, uint32_t keep) {
     c->memonly = false;
-    reload_pins(c);
+    reload_pins(c, keep);
 }
 
 static void reload_mem(jc *c) {
@@ -770,7 +775,7 @@ static void fophelper(jc *c, uint32_t pos, int op, uint32_t *len) {
     x64_call_r(x, X_RAX);
     x64_test_rr(x, false, X_RAX, X_RAX);
     jcc_to(c, X_CC_NE, special(c, LAB_TRAPC)); /* eax = the trap code */
-    call_end(c);
+    call_end(c, 0);
 }
 
 /* Helpers called by JIT code. */
@@ -830,8 +835,7 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
             for (uint32_t k = ce->nparams; k < ce->nlocals; k++)
                 x64_store(x, 8, x_mem(X_RBX, (int32_t)((argbase + k) * 8)), X_RCX);
             x64_lea(x, true, X_RDI, x_mem(X_RBX, (int32_t)(argbase * 8)));
-            x64_mov_rr(x, true, X_RSI, X_R14);
-            x64_mov_rr(x, true, X_RDX, X_R15);
+            x64_alu_ri(x, X_ADD, true, X_RAX, JIT_INNER); /* the inner entry */
             x64_call_r(x, X_RAX);
             x64_alu_mi(x, X_SUB, true, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)),
                        (int32_t)sizeof(pw_frame));
@@ -855,7 +859,7 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
     jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
     reload_mem(c);
     if (fast) x64_patch32(x, done, (int32_t)(x->len - (done + 4)));
-    call_end(c);
+    call_end(c, argbase);
 }
 
 static bool popcnt_ok(void) {
@@ -960,7 +964,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         x64_test_rr(x, false, X_RAX, X_RAX);
         jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
         reload_mem(c);
-        call_end(c);
+        call_end(c, ind ? IMM(4) : IMM(2));
         return;
     }
     case PW_OP_COPY:
@@ -1103,7 +1107,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         }
         st(c, false, SL(1), X_RAX);
         reload_mem(c);
-        call_end(c);
+        call_end(c, 0);
         return;
     /* Unary integer operators and bit-pattern float operators. */
     case PW_OP_I32_EQZ:
@@ -1230,6 +1234,12 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
     }
 }
 
+/* Two entries. The outer one (offset 0, the published entry, called from C as
+ * pw_jit_entry) saves the callee-saved registers, sets r14/r15 and the memory
+ * registers and calls the inner one, which starts JIT_INNER bytes later. JIT code
+ * of the same module calls the inner entry directly (rdi = the callee's frame; r12-
+ * r15 already right): it saves only rbx and rbp, the registers it changes that the
+ * caller relies on (the caller reloads r12/r13 after every call). */
 static void prologue(jc *c) {
     pw_x64 *x = &c->x;
     x64_push(x, X_RBP);
@@ -1239,11 +1249,30 @@ static void prologue(jc *c) {
     x64_push(x, X_R14);
     x64_push(x, X_R15);
     x64_alu_ri(x, X_SUB, true, X_RSP, 8); /* 16-byte alignment for helper calls */
-    x64_mov_rr(x, true, X_RBX, X_RDI);
     x64_mov_rr(x, true, X_R14, X_RSI);
     x64_mov_rr(x, true, X_R15, X_RDX);
     reload_mem(c);
-    reload_pins(c); /* params as passed, declared locals zeroed by the caller */
+    x64_byte(x, 0xE8); /* call rel32: the inner entry */
+    size_t at = x->len;
+    x64_u32(x, 0);
+    x64_alu_ri(x, X_ADD, true, X_RSP, 8);
+    x64_pop(x, X_R15);
+    x64_pop(x, X_R14);
+    x64_pop(x, X_R13);
+    x64_pop(x, X_R12);
+    x64_pop(x, X_RBX);
+    x64_pop(x, X_RBP);
+    x64_ret(x);
+    if (x->len > JIT_INNER) c->fail = true;
+    while (x->len < JIT_INNER)
+        x64_byte(x, 0xCC);
+    x64_patch32(x, at, (int32_t)(JIT_INNER - (at + 4)));
+    /* inner entry */
+    x64_push(x, X_RBP);
+    x64_push(x, X_RBX);
+    x64_alu_ri(x, X_SUB, true, X_RSP, 8); /* 16-byte alignment for helper calls */
+    x64_mov_rr(x, true, X_RBX, X_RDI);
+    reload_pins(c, 0); /* params as passed, declared locals zeroed by the caller */
 }
 
 static void epilogue(jc *c) {
@@ -1268,12 +1297,8 @@ static void epilogue(jc *c) {
                 x64_store(x, 8, m, c->preg[k]);
         }
     x64_alu_rr(x, X_XOR, false, X_RAX, X_RAX);
-    c->lab[special(c, LAB_EXIT)] = (int32_t)x->len;
+    c->lab[special(c, LAB_EXIT)] = (int32_t)x->len; /* the inner entry's exit */
     x64_alu_ri(x, X_ADD, true, X_RSP, 8);
-    x64_pop(x, X_R15);
-    x64_pop(x, X_R14);
-    x64_pop(x, X_R13);
-    x64_pop(x, X_R12);
     x64_pop(x, X_RBX);
     x64_pop(x, X_RBP);
     x64_ret(x);
