@@ -532,10 +532,11 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
     }
 }
 
-/* Effective address into rax (zero-extended 32-bit sum plus the offset), bounds
+/* Effective address ea = rax + the returned displacement (rax: the zero-extended
+ * 32-bit sum, plus the offset when it is too large for a displacement), bounds
  * check against r13 (the cached memory size): ea + width > size traps, computed in
  * 64 bits so that it cannot wrap (as in the interpreter). */
-static void address(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
+static int32_t address(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
     uint32_t offw;
     ld(c, false, X_RAX, SL(mi->store ? 1 : 2));
     if (mi->form == 0) {
@@ -549,23 +550,24 @@ static void address(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
         offw = 4;
         *len = 5;
     }
+    /* a small offset rides in the displacements (lea and the access): the access
+     * is [r12 + rax + disp] with ea = rax + disp */
     uint32_t off = IMM(offw);
-    if (off) {
-        if (off <= INT32_MAX) {
-            x64_alu_ri(&c->x, X_ADD, true, X_RAX, (int32_t)off);
-        } else {
-            x64_mov_ri32(&c->x, X_RCX, off);
-            x64_alu_rr(&c->x, X_ADD, true, X_RAX, X_RCX);
-        }
+    int32_t disp = 0;
+    if (off <= INT32_MAX - 8) {
+        disp = (int32_t)off;
+    } else {
+        x64_mov_ri32(&c->x, X_RCX, off);
+        x64_alu_rr(&c->x, X_ADD, true, X_RAX, X_RCX);
     }
-    x64_lea(&c->x, true, X_RDX, x_mem(X_RAX, mi->bytes));
+    x64_lea(&c->x, true, X_RDX, x_mem(X_RAX, disp + mi->bytes));
     x64_alu_rr(&c->x, X_CMP, true, X_RDX, X_R13);
     trap_if(c, X_CC_A, PW_TRAP_MEM_OOB);
+    return disp;
 }
 
 static void memop(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
-    address(c, pos, mi, len);
-    pw_xmem m = x_memi(X_R12, X_RAX, 1, 0);
+    pw_xmem m = x_memi(X_R12, X_RAX, 1, address(c, pos, mi, len));
     /* a pinned value is stored from / loaded into its register directly */
     if (mi->store) {
         pw_xmem v = mi->form == 0 ? SL(2) : SL(3);
