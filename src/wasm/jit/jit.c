@@ -1375,7 +1375,8 @@ static void choose_pins(jc *c) {
             if (c->acc[k].cls == U_GPR) gw[sl] += w;
         }
     }
-    uint64_t cost = 2 * callw + 2;
+    /* straight-line code runs once per call: a pin must save several accesses */
+    uint64_t cost = 2 * callw + (c->nloops ? 2 : 6);
     for (int cls = 0; cls < 2; cls++) {
         int limit = cls ? NPIN_XMM : NPIN_GPR;
         for (int r = 0; r < limit; r++) {
@@ -1430,7 +1431,7 @@ static int64_t compile_func(const struct pw_jitmod *jm, const pw_module *m, uint
     c.analyze = false;
     if (c.fail || c.x.oom) goto done;
     choose_pins(&c);
-    run_pass(&c);
+    if (c.npins) run_pass(&c); /* else pass 1's code is the code (nothing pinned) */
     if ((c.fail || c.x.oom) && c.npins) {
         c.npins = 0;
         memset(c.pin, -1, cf->frame_slots);
