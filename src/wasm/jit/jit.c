@@ -1375,8 +1375,7 @@ static void choose_pins(jc *c) {
             if (c->acc[k].cls == U_GPR) gw[sl] += w;
         }
     }
-    /* straight-line code runs once per call: a pin must save several accesses */
-    uint64_t cost = 2 * callw + (c->nloops ? 2 : 6);
+    uint64_t cost = 2 * callw + 2;
     for (int cls = 0; cls < 2; cls++) {
         int limit = cls ? NPIN_XMM : NPIN_GPR;
         for (int r = 0; r < limit; r++) {
