@@ -453,7 +453,7 @@ static void test_cpu_limit(void **st) {
 static void test_jit_engine(void **st) {
     (void)st;
     pr_error e;
-    pr_host_config ci = {.wall_ms = 120000, .deterministic = true};
+    pr_host_config ci = {.wall_ms = 120000, .deterministic = true, .engine = PW_ENGINE_INTERP};
     pr_host_config cj = {.wall_ms = 120000, .deterministic = true, .engine = PW_ENGINE_JIT};
     pr_host *hi = pr_host_new(&ci, &e), *hj = pr_host_new(&cj, &e);
     assert_non_null(hi);
