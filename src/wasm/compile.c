@@ -1567,6 +1567,7 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
     struct pw_cmodule *cm = calloc(1, sizeof *cm);
     if (!cm) return pw_fail(err, PW_ERR_NOMEM, "out of memory");
     atomic_init(&cm->tier_calls, 0);
+    atomic_init(&cm->tier_state, 0);
     uint32_t nd = m->nfuncs - m->nfunc_imports;
     cm->nfuncs = nd;
     cm->funcs = calloc(nd ? nd : 1, sizeof *cm->funcs);
@@ -1688,6 +1689,7 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
 
 void pw_compile_free(struct pw_cmodule *code) {
     if (!code) return;
+    pw_tier_free(code); /* first: a background translation reads all of it (tier.c) */
     free(code->code);
     free(code->handlers);
     free(code->funcs);

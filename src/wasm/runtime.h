@@ -77,8 +77,12 @@ struct pw_cmodule {
     uint32_t *code; /* the code of all functions (pw_cfunc.code points into it) */
     size_t ncode;   /* words in code (the `auto` tier's measure of a module) */
     /* The `auto` tier (tier.c): interpreted calls counted by every store that ran this
-     * module and has not turned to the JIT, added at the end of each entry. */
+     * module and has not turned to the JIT, added at the end of each entry; the
+     * background translation (0 not started, 1 started: tier_job, joined by
+     * pw_tier_free when the code is freed; 2 could not start). */
     atomic_uint_least64_t tier_calls;
+    atomic_int tier_state;
+    struct pw_tierjob *tier_job;
     pw_handler *handlers; /* the handler tables of all functions */
     /* Wasm 3.0 GC (gc.h): layouts per type index, precise stack maps. */
     struct pw_gclayout *gc_layouts; /* gc_nlayouts = the module's type count */
@@ -249,6 +253,8 @@ void pw_tier_enter(pw_store *s, const pw_func *f);
 bool pw_tier_hot(pw_store *s, pw_func *f);
 /* The end of that entry: adds the store's count to f's module. */
 void pw_tier_leave(pw_store *s, const pw_func *f);
+/* Waits for the module's background translation, if any, and frees its job. */
+void pw_tier_free(struct pw_cmodule *cm);
 
 /* store.c */
 void *pw_store_alloc_obj(pw_store *s, size_t size, uint8_t kind); /* zeroed, linked */
