@@ -243,7 +243,8 @@ typedef struct pw_store_config {
     /* JIT: bytes of native (C) stack that nested JIT calls may use below an entry
      * from the host; deeper calls continue on the interpreter. 0 = 512 KiB. */
     size_t jit_native_stack;
-    /* JIT: compile every function at instantiation instead of at its first call. */
+    /* PW_ENGINE_JIT: compile every function at instantiation instead of at its first
+     * call (ignored by auto, which translates when the module is hot). */
     bool jit_eager;
 } pw_store_config;
 
