@@ -244,9 +244,13 @@ struct pw_call_ctx {
     pw_instance *inst;
 };
 
-/* tier.c: the `auto` tier policy (docs/jit.md, "Choosing the tier"). Entry from the
- * host into Wasm function f: turns the store to the JIT at once when f's module is
- * already translated (by an earlier store sharing the compiled module). */
+/* tier.c: the `auto` tier policy (docs/jit.md, "Choosing the tier"). A module of at
+ * most PW_TIER_SMALL_WORDS internal code words is translated at its first call; a
+ * bigger one after ncode / PW_TIER_WORDS_PER_CALL interpreted calls, in the
+ * background. Entry from the host into Wasm function f: turns the store to the JIT
+ * at once when f's module is small or already translated. */
+#define PW_TIER_SMALL_WORDS    65536u
+#define PW_TIER_WORDS_PER_CALL 2u
 void pw_tier_enter(pw_store *s, const pw_func *f);
 /* A call of Wasm function f made by the interpreter while s->jit_auto: counts it and
  * returns true when the store has turned to the JIT (f's module then translated). */

@@ -2,19 +2,22 @@
  * tier.c — the `auto` execution tier (pw_store_config.engine = PW_ENGINE_AUTO, the
  * default; docs/jit.md, "Choosing the tier").
  *
- * The JIT translates a whole module at once (jit/jit.c). For a big module that costs
- * about as much as a short run (Ruby's 30 MB build printing one line) and, done in the
- * middle of a run, it would count against that run's CPU limit. So `auto`:
+ * The JIT translates a whole module at once (jit/jit.c), about 60,000 internal code
+ * words per millisecond. A small module (at most PW_TIER_SMALL_WORDS words: at most
+ * about a millisecond, once per compiled module) is translated at its first call, as
+ * under `jit`: the store turns at once. For a big module translation costs about as
+ * much as a short run (Ruby's 30 MB build printing one line) and, done in the middle
+ * of a run, it would count against that run's CPU limit. So for a big module `auto`:
  *
  *  1. starts every store on the interpreter and counts the calls the interpreter makes
  *     to Wasm functions, per compiled module: each store counts in a plain field and
  *     adds its count to the module (one atomic add) when an entry from the host
  *     returns, so the short runs of a module the room's cache shares add up;
  *  2. once a module's count reaches its size in internal code words divided by
- *     PW_TIER_WORDS_PER_CALL (at least PW_TIER_MIN_CALLS: translation cost and
- *     threshold both grow with the size, a ski-rental rule), starts its translation on
- *     a background thread, once per module, and goes on interpreting: the translation
- *     is never on the running thread's CPU clock (the room's CPU limit);
+ *     PW_TIER_WORDS_PER_CALL (translation cost and threshold both grow with the size,
+ *     a ski-rental rule), starts its translation on a background thread, once per
+ *     module, and goes on interpreting: the translation is never on the running
+ *     thread's CPU clock (the room's CPU limit);
  *  3. turns a store to the JIT (s->jit_on) at the first call, or entry from the host,
  *     that finds the whole module translated; from then on it runs as under `jit`.
  *
@@ -35,13 +38,12 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-/* Internal code words per interpreted call before the module is translated. Ruby's
- * build has 11.2 M words (threshold 5.6 M calls); its first run (startup and
- * `puts 1`) makes 3-5 M calls, about 1 s of interpretation, and translating it costs
- * about as much (BENCHMARKS.md). A hello-world module turns after about a thousand. */
-#define PW_TIER_WORDS_PER_CALL 2u
-#define PW_TIER_MIN_CALLS      64u
-#define PW_TIER_NATIVE_STACK   (512u << 10)
+/* PW_TIER_SMALL_WORDS, PW_TIER_WORDS_PER_CALL (runtime.h): Ruby's build has 11.2 M
+ * words (threshold 5.6 M calls); its first run (startup and `puts 1`) makes 3-5 M
+ * calls, about 1 s of interpretation, and translating it costs about as much
+ * (BENCHMARKS.md). The six benchmark programs, hello.wasm and the room's probe.wasm
+ * have 2,500-30,000 words and are translated at their first call. */
+#define PW_TIER_NATIVE_STACK (512u << 10)
 
 enum { TIER_IDLE = 0, TIER_STARTED = 1, TIER_NEVER = 2 };
 
@@ -97,12 +99,16 @@ void pw_tier_enter(pw_store *s, const pw_func *f) {
         size_t budget = s->cfg.jit_native_stack ? s->cfg.jit_native_stack : PW_TIER_NATIVE_STACK;
         s->jit_stack_limit = (char *)__builtin_frame_address(0) - budget;
     }
-    if (f->inst && translated(f)) turn(s);
+    if (f->inst && (f->inst->mod->code->ncode <= PW_TIER_SMALL_WORDS || translated(f))) turn(s);
 }
 
 bool pw_tier_hot(pw_store *s, pw_func *f) {
     if (!s->jit_auto || !f->inst) return s->jit_on;
     struct pw_cmodule *cm = f->inst->mod->code;
+    if (cm->ncode <= PW_TIER_SMALL_WORDS) {
+        turn(s);
+        return true;
+    }
     int state = atomic_load_explicit(&cm->tier_state, memory_order_relaxed);
     if (state == TIER_STARTED && translated(f)) {
         turn(s);
@@ -110,7 +116,6 @@ bool pw_tier_hot(pw_store *s, pw_func *f) {
     }
     if (state != TIER_IDLE) return false;
     uint64_t need = cm->ncode / PW_TIER_WORDS_PER_CALL;
-    if (need < PW_TIER_MIN_CALLS) need = PW_TIER_MIN_CALLS;
     uint64_t n = ++s->jit_auto_calls;
     if (n >= need || n + atomic_load_explicit(&cm->tier_calls, memory_order_relaxed) >= need)
         start(cm, f);
