@@ -2,9 +2,9 @@
  * tier.c — the `auto` execution tier (pw_store_config.engine = PW_ENGINE_AUTO, the
  * default; docs/jit.md, "Choosing the tier").
  *
- * The JIT translates a whole module at once (jit/jit.c), about 60,000 internal code
- * words per millisecond. A small module (at most PW_TIER_SMALL_WORDS words: at most
- * about a millisecond, once per compiled module) is translated at its first call, as
+ * The JIT translates a whole module at once (jit/jit.c), some 30,000-60,000 internal
+ * code words per millisecond. A small module (at most PW_TIER_SMALL_WORDS words: a
+ * millisecond or two, once per compiled module) is translated at its first call, as
  * under `jit`: the store turns at once. For a big module translation costs about as
  * much as a short run (Ruby's 30 MB build printing one line) and, done in the middle
  * of a run, it would count against that run's CPU limit. So for a big module `auto`:
