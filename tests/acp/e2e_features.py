@@ -13,8 +13,9 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import Env, Fail, check, prompt, text_of, TIMEOUT  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from acp_harness import (TIMEOUT, check, end_agents_cleanly, prompt,  # noqa: E402
+                         scenario_main, text_of)
 
 PNG = base64.b64encode(bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -675,36 +676,8 @@ SCENARIOS = {"modes": s_modes, "config": s_config, "permissions": s_permissions,
 
 
 def main():
-    if len(sys.argv) != 4 or sys.argv[3] not in SCENARIOS:
-        print(__doc__ + "\nscenarios: " + " ".join(SCENARIOS), file=sys.stderr)
-        return 2
-    peri, mock_py, name = sys.argv[1:]
-    E = Env(peri, mock_py)
-    try:
-        SCENARIOS[name](E)
-        # every agent still running ends cleanly on EOF: exit 0 and no sanitizer report
-        # (leaks are reported at exit under the ASan build)
-        for a in E.agents:
-            if a.proc.poll() is None:
-                a.proc.stdin.close()
-                try:
-                    a.proc.wait(TIMEOUT)
-                except Exception:
-                    raise Fail("agent did not exit after EOF")
-            time.sleep(0.05)
-            err = "".join(a.stderr)
-            check(a.proc.returncode == 0, "agent exit status %r" % a.proc.returncode)
-            check("Sanitizer" not in err and "runtime error:" not in err,
-                  "sanitizer report: %s" % err[-2000:])
-    except Fail as e:
-        print("FAIL %s: %s" % (name, e))
-        for a in E.agents:
-            sys.stderr.write("".join(a.stderr)[-3000:])
-        return 1
-    finally:
-        E.cleanup()
-    print("PASS " + name)
-    return 0
+    # every agent still running ends cleanly on EOF (exit 0, no sanitizer report)
+    return scenario_main(__doc__, SCENARIOS, at_end=end_agents_cleanly)
 
 
 if __name__ == "__main__":
