@@ -30,9 +30,9 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "acp"))
-import e2e  # noqa: E402  (the ACP harness: Agent, Mock, check, Fail)
-from e2e import Agent, Fail, Mock, check, prompt  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import acp_harness  # noqa: E402  (the ACP harness: Agent, Mock, check, Fail)
+from acp_harness import Agent, Fail, Mock, check, prompt  # noqa: E402
 
 MA = "aaaaaaaa-aaaa-4aaa-8aaa-000000000001"
 MB = "bbbbbbbb-bbbb-4bbb-8bbb-000000000002"
@@ -304,5 +304,5 @@ def main():
 
 
 if __name__ == "__main__":
-    e2e.TIMEOUT = 30.0
+    acp_harness.TIMEOUT = 30.0  # the mock model's start-up bound
     sys.exit(main())
