@@ -37,9 +37,8 @@ def s_basic(E):
     rid = a.request("session/new", {"cwd": E.cwd, "mcpServers": []})
     t_resp, resp = a.wait(lambda f: f.get("id") == rid, what="session/new")
     sid = resp["result"]["sessionId"]
-    t_cmd, _ = a.wait(lambda f: f.get("method") == "session/update" and
-                      f["params"]["update"]["sessionUpdate"] == "available_commands_update",
-                      what="available_commands_update")
+    t_cmd, _ = a.wait_update(lambda u: u["sessionUpdate"] == "available_commands_update",
+                             "available_commands_update")
     check(t_cmd >= t_resp, "available_commands_update came before the session/new response")
     E.mock.script([{"text": ["Hello", ", ", "world"], "usage": {"input": 7, "output": 3}}])
     rid = prompt(a, sid, "say hello")
@@ -179,8 +178,7 @@ def s_cancel(E):
     # mid-stream
     E.mock.script([{"text": ["first", "second"], "hang": True, "hang_after": 2}])
     rid = prompt(a, sid, "long answer")
-    a.wait(lambda f: f.get("method") == "session/update" and
-           f["params"]["update"]["sessionUpdate"] == "agent_message_chunk", what="first chunk")
+    a.wait_update(lambda u: u["sessionUpdate"] == "agent_message_chunk", "first chunk")
     t_cancel = time.monotonic()
     a.notify("session/cancel", {"sessionId": sid})
     t_resp, r = a.wait(lambda f: f.get("id") == rid, what="cancelled response")
@@ -200,8 +198,7 @@ def s_cancel(E):
                                     "arguments": {"command": "sleep 60; echo late"}}]},
                    {"text": "after"}])
     rid = prompt(a, sid, "run it")
-    a.wait(lambda f: f.get("method") == "session/update" and
-           f["params"]["update"].get("status") == "in_progress", what="tool in progress")
+    a.wait_update(lambda u: u.get("status") == "in_progress", "tool in progress")
     time.sleep(0.1)
     t_cancel = time.monotonic()
     a.notify("session/cancel", {"sessionId": sid})
@@ -271,9 +268,7 @@ def s_close(E):
         sid = E.new_session(a)
         E.mock.script([{"text": "x", "hang": True, "hang_after": 2}])
         rid = prompt(a, sid, "hang")
-        a.wait(lambda f: f.get("method") == "session/update" and f["params"]["sessionId"] == sid
-               and f["params"]["update"]["sessionUpdate"] == "agent_message_chunk",
-               what="chunk")
+        a.wait_update(lambda u: u["sessionUpdate"] == "agent_message_chunk", "chunk", sid=sid)
         # close and a prompt in one write: the prompt is read microseconds after the
         # close answer, while the cancelled turn is still unwinding
         a.next_id += 2
@@ -319,8 +314,7 @@ def s_close(E):
     sid3 = E.new_session(a)
     E.mock.script([{"text": "x", "hang": True, "hang_after": 2}])
     rid = prompt(a, sid3, "hang again")
-    a.wait(lambda f: f.get("method") == "session/update" and f["params"]["sessionId"] == sid3
-           and f["params"]["update"]["sessionUpdate"] == "agent_message_chunk", what="chunk 3")
+    a.wait_update(lambda u: u["sessionUpdate"] == "agent_message_chunk", "chunk 3", sid=sid3)
     t0 = time.monotonic()
     check(a.close_stdin() == 0, "exit status after EOF with a running prompt")
     check(time.monotonic() - t0 < 3.0, "EOF shutdown too slow")

@@ -27,9 +27,7 @@ def upd(a, sid, tag, since=0.0):
 
 
 def wait_update(a, sid, tag, what=None):
-    return a.wait(lambda f: f.get("method") == "session/update"
-                  and f["params"]["sessionId"] == sid
-                  and f["params"]["update"]["sessionUpdate"] == tag, what=what or tag)[1]
+    return a.wait_update(lambda u: u["sessionUpdate"] == tag, what or tag, sid=sid)[1]
 
 
 def perms(a, since=0.0):

@@ -177,9 +177,7 @@ def s_cancel(E):
         E.mock.script([{"tool_calls": [{"id": "c-%s-%d" % (name, len(args)), "name": name, "arguments": args}]},
                        {"text": "after"}])
         rid = prompt(a, sid, "long " + name)
-        a.wait(lambda f: f.get("method") == "session/update" and
-               f["params"]["update"].get("status") == "in_progress", what="tool in progress",
-               timeout=60)
+        a.wait_update(lambda u: u.get("status") == "in_progress", "tool in progress", 60)
         time.sleep(0.3)
         if name == "shell":
             deadline = time.monotonic() + 10  # the sandbox may be slow to start under load

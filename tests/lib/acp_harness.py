@@ -160,6 +160,13 @@ class Agent:
                 return t, f
             self.pending.append((t, f))
 
+    def wait_update(self, pred, what, timeout=TIMEOUT, sid=None):
+        """wait() for a session/update (of session sid, when given) whose update
+        satisfies pred."""
+        return self.wait(lambda f: f.get("method") == "session/update"
+                         and (sid is None or f["params"]["sessionId"] == sid)
+                         and pred(f["params"]["update"]), timeout, what)
+
     def response(self, rid, timeout=TIMEOUT):
         return self.wait(lambda f: f.get("id") == rid and "method" not in f, timeout,
                          "response %d" % rid)[1]

@@ -164,9 +164,8 @@ def s_cancel(E):
                                     "arguments": {"command": "sleep 29.75"}}]},
                    {"text": "after"}])
     rid = prompt(a, sid, "run it")
-    a.wait(lambda f: f.get("method") == "session/update" and
-           f["params"]["update"].get("toolCallId") == "c1" and
-           f["params"]["update"].get("status") == "in_progress", timeout=20, what="in_progress")
+    a.wait_update(lambda u: u.get("toolCallId") == "c1" and u.get("status") == "in_progress",
+                  "in_progress", 20)
     time.sleep(0.3)
     t0 = time.monotonic()
     a.notify("session/cancel", {"sessionId": sid})
