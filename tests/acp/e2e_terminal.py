@@ -172,11 +172,8 @@ def s_cancel(E):
     while "terminal/wait_for_exit" not in methods(a):
         check(time.monotonic() < deadline, "no terminal/wait_for_exit")
         time.sleep(0.02)
-    t_cancel = time.monotonic()
-    a.notify("session/cancel", {"sessionId": sid})
-    r = a.response(rid, timeout=30)
-    check(r.get("result") == {"stopReason": "cancelled"}, "cancel turn %r" % r)
-    check(time.monotonic() - t_cancel < 10, "cancel took too long")
+    t_cancel, t_resp = a.cancel(sid, rid, "cancel turn", timeout=30)
+    check(t_resp - t_cancel < 10, "cancel took too long")
     deadline = time.monotonic() + 10
     while "terminal/release" not in methods(a) and time.monotonic() < deadline:
         time.sleep(0.02)

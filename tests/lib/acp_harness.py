@@ -174,6 +174,16 @@ class Agent:
     def call(self, method, params=None, timeout=TIMEOUT):
         return self.response(self.request(method, params), timeout)
 
+    def cancel(self, sid, rid, what="cancel", timeout=TIMEOUT):
+        """session/cancel of session sid, then the answer to its prompt rid, which must be
+        stopReason "cancelled". Returns (time of the cancel, time the answer came)."""
+        t_cancel = time.monotonic()
+        self.notify("session/cancel", {"sessionId": sid})
+        t_resp, r = self.wait(lambda f: f.get("id") == rid and "method" not in f, timeout,
+                              "the answer after " + what)
+        check(r.get("result") == {"stopReason": "cancelled"}, "%s: %r" % (what, r))
+        return t_cancel, t_resp
+
     def result(self, method, params=None, timeout=TIMEOUT):
         r = self.call(method, params, timeout)
         check("result" in r, "%s failed: %s" % (method, json.dumps(r)))
