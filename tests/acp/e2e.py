@@ -69,8 +69,7 @@ def s_basic(E):
 
 
 def s_tools(E):
-    with open(os.path.join(E.cwd, "notes.txt"), "w") as f:
-        f.write("secret-content-42\n")
+    E.put("notes.txt", "secret-content-42\n")
     a = E.agent()
     sid = E.new_session(a)
     E.mock.script([
@@ -315,8 +314,7 @@ def s_close(E):
 
 
 def s_load(E):
-    with open(os.path.join(E.cwd, "f.txt"), "w") as f:
-        f.write("abc")
+    E.put("f.txt", "abc")
     a = E.agent()
     sid = E.new_session(a)
     E.mock.script([{"text": "one"},
@@ -452,8 +450,7 @@ def s_malformed(E):
 
 
 def s_kill9(E):
-    with open(os.path.join(E.cwd, "a.txt"), "w") as f:
-        f.write("alpha")
+    E.put("a.txt", "alpha")
     a = E.agent()
     sid = E.new_session(a)
     E.mock.script([{"text": "first answer"}])
@@ -494,8 +491,7 @@ def s_print(E):
 
 
 def s_anthropic(E):
-    with open(os.path.join(E.cwd, "b.txt"), "w") as f:
-        f.write("bravo-77")
+    E.put("b.txt", "bravo-77")
     a = E.agent(PERI_MODEL="anthropic:claude-mock", ANTHROPIC_API_KEY="ak",
                 ANTHROPIC_BASE_URL=E.mock.url, OPENAI_API_KEY="", OPENAI_BASE_URL="")
     sid = E.new_session(a)
@@ -540,8 +536,7 @@ def s_concurrent(E):
 
 
 def s_compact(E):
-    with open(os.path.join(E.cwd, "c.txt"), "w") as f:
-        f.write("c")
+    E.put("c.txt", "c")
     a = E.agent(PERI_CONTEXT_BUDGET="400")
     sid = E.new_session(a)
     big = "word " * 300  # ~375 tokens by the bytes/4 estimate

@@ -61,8 +61,7 @@ def s_modes(E):
     u = wait_update(a, sid, "current_mode_update")
     check(u["params"]["update"]["currentModeId"] == "plan", "current_mode_update %r" % u)
     # plan mode: a write tool is refused without asking; read-only tools run
-    with open(os.path.join(E.cwd, "r.txt"), "w") as f:
-        f.write("readable")
+    E.put("r.txt", "readable")
     E.mock.script([
         {"tool_calls": [{"id": "w1", "name": "write",
                          "arguments": {"path": "plan.txt", "content": "x"}},
@@ -524,8 +523,7 @@ def s_fork(E):
 # ---------------------------------------------------------------- 9 subagents
 
 def s_subagent(E):
-    with open(os.path.join(E.cwd, "data.txt"), "w") as f:
-        f.write("child-secret-7")
+    E.put("data.txt", "child-secret-7")
     a = E.agent()
     sid = E.new_session(a)
     E.mock.script([
@@ -602,10 +600,8 @@ def s_subagent(E):
 # ---------------------------------------------------------------- 10 guidance and skills
 
 def s_guidance(E):
-    with open(os.path.join(E.cwd, "AGENTS.md"), "w") as f:
-        f.write("AGENTS-GUIDE-TEXT")
-    with open(os.path.join(E.cwd, "CLAUDE.md"), "w") as f:
-        f.write("CLAUDE-GUIDE-TEXT")
+    E.put("AGENTS.md", "AGENTS-GUIDE-TEXT")
+    E.put("CLAUDE.md", "CLAUDE-GUIDE-TEXT")
     outside = os.path.join(E.tmp, "outside.md")
     with open(outside, "w") as f:
         f.write("OUTSIDE-SECRET")

@@ -221,6 +221,11 @@ class Env:
         self.agents = []
         self.settings({"maxRetries": 0})
 
+    def put(self, name, text):
+        """Writes text to the file name in the work directory (the sessions' cwd)."""
+        with open(os.path.join(self.cwd, name), "w") as f:
+            f.write(text)
+
     def settings(self, obj):
         with open(os.path.join(self.home, ".peri", "settings.json"), "w") as f:
             json.dump(obj, f)

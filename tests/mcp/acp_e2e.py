@@ -177,8 +177,7 @@ def s_cancel(E):
 def s_clientfs(E):
     """clientCapabilities.fs: read/write/edit go through fs/read_text_file and
     fs/write_text_file (the editor's buffers); escapes are still refused locally."""
-    with open(os.path.join(E.cwd, "buf.txt"), "w") as f:
-        f.write("on-disk-content\n")
+    E.put("buf.txt", "on-disk-content\n")
     a = E.agent(caps={"fs": {"readTextFile": True, "writeTextFile": True}})
     sid = E.new_session(a)
     a.permission_answer = "allow_once"

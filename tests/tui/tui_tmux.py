@@ -256,8 +256,7 @@ def s_turn(E, capture=None):
                  "write my notes to notes.txt" in "".join(s.splitlines()[-4:]), "history")
         u.t.keys("C-u")
         # multi-line: \ + Enter and Alt-Enter add lines; mentions become resource links
-        with open(os.path.join(E.cwd, "notes2.md"), "w") as f:
-            f.write("x")
+        E.put("notes2.md", "x")
         mock_script(E, [{"text": "seen"}])
         u.t.text("line one\\")
         u.t.keys("Enter")
@@ -413,8 +412,7 @@ def s_resize(E, capture=None):
         mock_script(E, [
             {"tool_calls": [{"id": "r1", "name": "read", "arguments": {"path": "in.txt"}}]},
             {"text": "## Heading\n" + LONG + "\n- item one\n- item two"}])
-        with open(os.path.join(E.cwd, "in.txt"), "w") as f:
-            f.write("content of in.txt\n")
+        E.put("in.txt", "content of in.txt\n")
         u.send("read in.txt and explain at length")
         u.t.wait("ZEBRA", "the answer at 100 columns")
         u.t.tmux("resize-window", "-t", "t", "-x", "40", "-y", "24")
