@@ -1,6 +1,7 @@
 """acp_harness.py: the shared harness of the Python end-to-end tests that drive `peri acp`
 over stdio (tests/acp/e2e*.py, tests/mcp/acp_e2e.py, tests/store/e2e_shared.py,
-tests/tui/tui_tmux.py) and of tests/mcp/interop.py. Python 3 standard library only.
+tests/tui/tui_tmux.py), and the parts tests/mcp/interop.py and tests/sdk/embed_test.py
+use. Python 3 standard library only.
 
 A test imports it through a path computed from its own file:
 
@@ -13,11 +14,13 @@ What it owns:
     scripted with POST /_script, its requests read from /_requests.
   - Agent: one `peri acp --db DB` subprocess; newline-delimited JSON-RPC; a reader thread
     timestamps every frame (log) and answers session/request_permission with
-    permission_answer; wait() bounds every wait and keeps frames that do not match for
-    later waits. Request ids start at 101.
+    permission_answer (on_request: a subclass adds client methods); wait() bounds every
+    wait and keeps frames that do not match for later waits; wait_update, response,
+    call, result, cancel build on it. Request ids start at 101.
   - Env: a private temp dir (HOME with .peri/settings.json, a work dir, the database),
-    one Mock, the agents started in it; cleanup() kills them, checks that none wrote a
-    non-JSON line on stdout, and removes the temp dir.
+    one Mock, the agents started in it (agent(): started and initialized); cleanup()
+    kills them, checks that none wrote a non-JSON line on stdout, and removes the temp
+    dir. base_env: the environment of a child (PATH, HOME, sanitizer options).
   - run_scenario / scenario_main: run one scenario in a fresh Env; print PASS NAME or
     FAIL NAME: WHY plus the tail of every agent's stderr; exit status 0 or 1.
   - missing_dependency: 77 (skip) for a missing dependency, 1 under CI=true.
@@ -35,7 +38,7 @@ import threading
 import time
 import urllib.request
 
-TIMEOUT = 10.0  # every wait's default bound, in seconds (read when a Mock starts)
+TIMEOUT = 10.0  # every wait's default bound, in seconds (a Mock reads it when it starts)
 
 SANITIZER_VARS = ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS")
 
