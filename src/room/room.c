@@ -47,11 +47,16 @@ static pr_program *verified(pr_host *h, const pr_request *req) {
 }
 
 bool pr_run(pr_host *h, const pr_request *req, pr_response *out, pr_error *err) {
-    return pr_run_cancellable(h, req, NULL, NULL, out, err);
+    return pr_run_memo(h, req, NULL, NULL, NULL, out, err);
 }
 
 bool pr_run_cancellable(pr_host *h, const pr_request *req, bool (*cancelled)(void *), void *ud,
                         pr_response *out, pr_error *err) {
+    return pr_run_memo(h, req, cancelled, ud, NULL, out, err);
+}
+
+bool pr_run_memo(pr_host *h, const pr_request *req, bool (*cancelled)(void *), void *ud,
+                 pr_cpu_memo *memo, pr_response *out, pr_error *err) {
     memset(out, 0, sizeof *out);
     if (!pr_check_shape(req, err)) return false;
     pr_program *prog = verified(h, req);
@@ -106,7 +111,8 @@ bool pr_run_cancellable(pr_host *h, const pr_request *req, bool (*cancelled)(voi
                            .fs = fs,
                            .seed = h->deterministic ? seed : NULL,
                            .cancelled = cancelled,
-                           .cancel_ud = ud};
+                           .cancel_ud = ud,
+                           .cpu_memo = memo};
     pr_outcome oc;
     if (!pr_exec(h, prog, &opt, &oc, err)) goto done_input;
     pr_buf res = {0};

@@ -241,6 +241,7 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
     /* Set before the slot is published; pr_watch_begin leaves them as they are. */
     slot.cancelled = opt->cancelled;
     slot.cancel_ud = opt->cancel_ud;
+    slot.cpu_memo = opt->cpu_memo;
     if (!pr_watch_begin(&h->wd, &slot, rs.store)) {
         pw_store_free(rs.store);
         pr_host_pool_put(h, pool);
