@@ -9,223 +9,20 @@ Every wait is bounded. Exit 0 = pass, 1 = fail (a broken harness is a failure to
 """
 import json
 import os
-import queue
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 
-import urllib.request
-
-TIMEOUT = 10.0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+# the shared harness; its names are re-exported here for tests that import e2e
+from acp_harness import (TIMEOUT, Agent, Env, Fail, Mock, check, prompt,  # noqa: E402,F401
+                         scenario_main, text_of)
 
 # "Did not hang" bound for cancels: generous, so that a loaded 2-core machine running the
 # ASan build never flakes; exact properties (no update after the answer, the command did
 # not run on, the model was not called) are checked separately.
 CANCEL_BOUND_S = TIMEOUT
-
-
-class Fail(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
-
-
-class Mock:
-    def __init__(self, script_path, tmp):
-        port_file = os.path.join(tmp, "mock.port")
-        self.proc = subprocess.Popen(
-            [sys.executable, script_path, "--port-file", port_file, "--quiet", "--timeout", "120"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + TIMEOUT
-        while not os.path.exists(port_file):
-            check(time.monotonic() < deadline, "mock model did not start")
-            time.sleep(0.02)
-        self.port = int(open(port_file).read().strip())
-        self.url = "http://127.0.0.1:%d" % self.port
-
-    def script(self, script):
-        req = urllib.request.Request(self.url + "/_script", data=json.dumps(script).encode(),
-                                     method="POST", headers={"Content-Type": "application/json"})
-        urllib.request.urlopen(req, timeout=5).read()
-
-    def requests(self):
-        return json.loads(urllib.request.urlopen(self.url + "/_requests", timeout=5).read())
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-
-
-class Agent:
-    """One `peri acp` subprocess and a reader thread that timestamps every frame."""
-
-    def __init__(self, peri, env, db, extra_args=()):
-        self.proc = subprocess.Popen([peri, "acp", "--db", db] + list(extra_args),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env=env)
-        self.frames = queue.Queue()
-        self.log = []  # (time, frame) of everything received
-        self.next_id = 100
-        self.pending = []
-        self.bad_lines = []
-        self.permission_answer = "allow_once"
-        threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._drain_err, daemon=True).start()
-        self.stderr = []
-
-    def _read(self):
-        for line in self.proc.stdout:
-            try:
-                f = json.loads(line)
-            except ValueError:
-                self.bad_lines.append(line)
-                continue
-            t = time.monotonic()
-            self.log.append((t, f))
-            if f.get("method") == "session/request_permission" and "id" in f:
-                self.send({"jsonrpc": "2.0", "id": f["id"], "result": {
-                    "outcome": {"outcome": "selected", "optionId": self.permission_answer}}})
-            self.frames.put((t, f))
-        self.frames.put((time.monotonic(), None))
-
-    def _drain_err(self):
-        for line in self.proc.stderr:
-            self.stderr.append(line.decode(errors="replace"))
-
-    def send_raw(self, text):
-        self.proc.stdin.write(text.encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def send(self, obj):
-        self.send_raw(json.dumps(obj))
-
-    def request(self, method, params=None):
-        self.next_id += 1
-        msg = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
-        if params is not None:
-            msg["params"] = params
-        self.send(msg)
-        return self.next_id
-
-    def notify(self, method, params):
-        self.send({"jsonrpc": "2.0", "method": method, "params": params})
-
-    def wait(self, pred, timeout=TIMEOUT, what="frame"):
-        """Returns (time, frame) of the first unconsumed frame satisfying pred.
-        Frames that do not match stay available for later waits."""
-        for i, (t, f) in enumerate(self.pending):
-            if pred(f):
-                del self.pending[i]
-                return t, f
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            check(left > 0, "timed out waiting for " + what)
-            try:
-                t, f = self.frames.get(timeout=left)
-            except queue.Empty:
-                raise Fail("timed out waiting for " + what)
-            check(f is not None, "agent closed stdout while waiting for %s; stderr: %s"
-                  % (what, "".join(self.stderr)[-2000:]))
-            if pred(f):
-                return t, f
-            self.pending.append((t, f))
-
-    def response(self, rid, timeout=TIMEOUT):
-        return self.wait(lambda f: f.get("id") == rid and "method" not in f, timeout,
-                         "response %d" % rid)[1]
-
-    def call(self, method, params=None, timeout=TIMEOUT):
-        return self.response(self.request(method, params), timeout)
-
-    def result(self, method, params=None, timeout=TIMEOUT):
-        r = self.call(method, params, timeout)
-        check("result" in r, "%s failed: %s" % (method, json.dumps(r)))
-        return r["result"]
-
-    def updates(self, sid, since=0.0):
-        return [(t, f["params"]["update"]) for t, f in list(self.log)
-                if f.get("method") == "session/update" and f["params"]["sessionId"] == sid
-                and t >= since]
-
-    def close_stdin(self, timeout=TIMEOUT):
-        self.proc.stdin.close()
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            raise Fail("agent did not exit after EOF")
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(5)
-
-
-class Env:
-    def __init__(self, peri, mock_py):
-        self.tmp = tempfile.mkdtemp(prefix="peri-e2e-")
-        self.home = os.path.join(self.tmp, "home")
-        self.cwd = os.path.join(self.tmp, "work")
-        os.makedirs(os.path.join(self.home, ".peri"))
-        os.makedirs(self.cwd)
-        self.db = os.path.join(self.tmp, "peri.db")
-        self.peri = peri
-        self.mock = Mock(mock_py, self.tmp)
-        self.agents = []
-        self.settings({"maxRetries": 0})
-
-    def settings(self, obj):
-        with open(os.path.join(self.home, ".peri", "settings.json"), "w") as f:
-            json.dump(obj, f)
-
-    def env(self, model=True, **extra):
-        e = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self.home}
-        for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"):
-            if k in os.environ:
-                e[k] = os.environ[k]
-        if model:
-            e.update({"PERI_MODEL": "openai:mock-model", "OPENAI_API_KEY": "test-key",
-                      "OPENAI_BASE_URL": self.mock.url + "/v1"})
-        e.update(extra)
-        return e
-
-    def agent(self, model=True, **extra):
-        a = Agent(self.peri, self.env(model, **extra), self.db)
-        self.agents.append(a)
-        init = a.result("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
-        check(init["protocolVersion"] == 1, "protocolVersion")
-        return a
-
-    def new_session(self, a):
-        r = a.result("session/new", {"cwd": self.cwd, "mcpServers": []})
-        return r["sessionId"]
-
-    def cleanup(self):
-        for a in self.agents:
-            a.kill()
-            check(not a.bad_lines, "non-JSON output on stdout: %r" % a.bad_lines[:3])
-        self.mock.stop()
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
-
-def prompt(a, sid, text):
-    return a.request("session/prompt", {"sessionId": sid,
-                                        "prompt": [{"type": "text", "text": text}]})
-
-
-def text_of(updates, tag="agent_message_chunk"):
-    return "".join(u["content"]["text"] for _, u in updates if u["sessionUpdate"] == tag)
 
 
 # ---------------------------------------------------------------- scenarios
@@ -240,9 +37,8 @@ def s_basic(E):
     rid = a.request("session/new", {"cwd": E.cwd, "mcpServers": []})
     t_resp, resp = a.wait(lambda f: f.get("id") == rid, what="session/new")
     sid = resp["result"]["sessionId"]
-    t_cmd, _ = a.wait(lambda f: f.get("method") == "session/update" and
-                      f["params"]["update"]["sessionUpdate"] == "available_commands_update",
-                      what="available_commands_update")
+    t_cmd, _ = a.wait_update(lambda u: u["sessionUpdate"] == "available_commands_update",
+                             "available_commands_update")
     check(t_cmd >= t_resp, "available_commands_update came before the session/new response")
     E.mock.script([{"text": ["Hello", ", ", "world"], "usage": {"input": 7, "output": 3}}])
     rid = prompt(a, sid, "say hello")
@@ -273,8 +69,7 @@ def s_basic(E):
 
 
 def s_tools(E):
-    with open(os.path.join(E.cwd, "notes.txt"), "w") as f:
-        f.write("secret-content-42\n")
+    E.put("notes.txt", "secret-content-42\n")
     a = E.agent()
     sid = E.new_session(a)
     E.mock.script([
@@ -382,12 +177,8 @@ def s_cancel(E):
     # mid-stream
     E.mock.script([{"text": ["first", "second"], "hang": True, "hang_after": 2}])
     rid = prompt(a, sid, "long answer")
-    a.wait(lambda f: f.get("method") == "session/update" and
-           f["params"]["update"]["sessionUpdate"] == "agent_message_chunk", what="first chunk")
-    t_cancel = time.monotonic()
-    a.notify("session/cancel", {"sessionId": sid})
-    t_resp, r = a.wait(lambda f: f.get("id") == rid, what="cancelled response")
-    check(r.get("result") == {"stopReason": "cancelled"}, "cancel result %r" % r)
+    a.wait_update(lambda u: u["sessionUpdate"] == "agent_message_chunk", "first chunk")
+    t_cancel, t_resp = a.cancel(sid, rid, "cancel mid-stream")
     # "did not hang" (the mock never finishes this stream): a generous bound that a loaded
     # 2-core machine under ASan still meets; the exact property is checked below (no update
     # after the answer)
@@ -403,13 +194,9 @@ def s_cancel(E):
                                     "arguments": {"command": "sleep 60; echo late"}}]},
                    {"text": "after"}])
     rid = prompt(a, sid, "run it")
-    a.wait(lambda f: f.get("method") == "session/update" and
-           f["params"]["update"].get("status") == "in_progress", what="tool in progress")
+    a.wait_update(lambda u: u.get("status") == "in_progress", "tool in progress")
     time.sleep(0.1)
-    t_cancel = time.monotonic()
-    a.notify("session/cancel", {"sessionId": sid})
-    t_resp, r = a.wait(lambda f: f.get("id") == rid, what="cancelled tool response")
-    check(r.get("result") == {"stopReason": "cancelled"}, "cancel result %r" % r)
+    t_cancel, t_resp = a.cancel(sid, rid, "cancel mid-tool")
     # the command would run 60 s: finishing well before tells a cancel from a completion
     check(t_resp - t_cancel < CANCEL_BOUND_S,
           "tool cancel took %.0f ms" % ((t_resp - t_cancel) * 1000))
@@ -426,9 +213,7 @@ def s_cancel(E):
     time.sleep(0.2)
     rid2 = prompt(a, sid, "second")
     time.sleep(0.1)
-    a.notify("session/cancel", {"sessionId": sid})
-    r1 = a.response(rid1)
-    check(r1.get("result") == {"stopReason": "cancelled"}, "first %r" % r1)
+    a.cancel(sid, rid1, "cancel of the first prompt")
     r2 = a.response(rid2)
     check(r2.get("result") == {"stopReason": "end_turn"}, "queued prompt %r" % r2)
     check("queued ran" in text_of(a.updates(sid)), "queued prompt output missing")
@@ -474,9 +259,7 @@ def s_close(E):
         sid = E.new_session(a)
         E.mock.script([{"text": "x", "hang": True, "hang_after": 2}])
         rid = prompt(a, sid, "hang")
-        a.wait(lambda f: f.get("method") == "session/update" and f["params"]["sessionId"] == sid
-               and f["params"]["update"]["sessionUpdate"] == "agent_message_chunk",
-               what="chunk")
+        a.wait_update(lambda u: u["sessionUpdate"] == "agent_message_chunk", "chunk", sid=sid)
         # close and a prompt in one write: the prompt is read microseconds after the
         # close answer, while the cancelled turn is still unwinding
         a.next_id += 2
@@ -522,8 +305,7 @@ def s_close(E):
     sid3 = E.new_session(a)
     E.mock.script([{"text": "x", "hang": True, "hang_after": 2}])
     rid = prompt(a, sid3, "hang again")
-    a.wait(lambda f: f.get("method") == "session/update" and f["params"]["sessionId"] == sid3
-           and f["params"]["update"]["sessionUpdate"] == "agent_message_chunk", what="chunk 3")
+    a.wait_update(lambda u: u["sessionUpdate"] == "agent_message_chunk", "chunk 3", sid=sid3)
     t0 = time.monotonic()
     check(a.close_stdin() == 0, "exit status after EOF with a running prompt")
     check(time.monotonic() - t0 < 3.0, "EOF shutdown too slow")
@@ -532,8 +314,7 @@ def s_close(E):
 
 
 def s_load(E):
-    with open(os.path.join(E.cwd, "f.txt"), "w") as f:
-        f.write("abc")
+    E.put("f.txt", "abc")
     a = E.agent()
     sid = E.new_session(a)
     E.mock.script([{"text": "one"},
@@ -669,8 +450,7 @@ def s_malformed(E):
 
 
 def s_kill9(E):
-    with open(os.path.join(E.cwd, "a.txt"), "w") as f:
-        f.write("alpha")
+    E.put("a.txt", "alpha")
     a = E.agent()
     sid = E.new_session(a)
     E.mock.script([{"text": "first answer"}])
@@ -711,8 +491,7 @@ def s_print(E):
 
 
 def s_anthropic(E):
-    with open(os.path.join(E.cwd, "b.txt"), "w") as f:
-        f.write("bravo-77")
+    E.put("b.txt", "bravo-77")
     a = E.agent(PERI_MODEL="anthropic:claude-mock", ANTHROPIC_API_KEY="ak",
                 ANTHROPIC_BASE_URL=E.mock.url, OPENAI_API_KEY="", OPENAI_BASE_URL="")
     sid = E.new_session(a)
@@ -757,8 +536,7 @@ def s_concurrent(E):
 
 
 def s_compact(E):
-    with open(os.path.join(E.cwd, "c.txt"), "w") as f:
-        f.write("c")
+    E.put("c.txt", "c")
     a = E.agent(PERI_CONTEXT_BUDGET="400")
     sid = E.new_session(a)
     big = "word " * 300  # ~375 tokens by the bytes/4 estimate
@@ -962,11 +740,7 @@ SCENARIOS = {"basic": s_basic, "tools": s_tools, "confine": s_confine, "cancel":
              "fuzz": s_fuzz, "hostile": s_hostile}
 
 
-def main():
-    if len(sys.argv) != 4 or sys.argv[3] not in SCENARIOS:
-        print(__doc__ + "\nscenarios: " + " ".join(SCENARIOS), file=sys.stderr)
-        return 2
-    peri, mock_py, name = sys.argv[1:]
+def preflight(peri, mock_py):
     # a broken harness is a failure, never a skip: a test that cannot run did not pass
     if not os.path.exists(mock_py):
         print("FAIL: mock model %s not found" % mock_py)
@@ -976,18 +750,11 @@ def main():
         print("FAIL: `%s acp --help` does not work (exit %d): %s"
               % (peri, probe.returncode, probe.stderr.decode(errors="replace")[-500:]))
         return 1
-    E = Env(peri, mock_py)
-    try:
-        SCENARIOS[name](E)
-    except Fail as e:
-        print("FAIL %s: %s" % (name, e))
-        for a in E.agents:
-            sys.stderr.write("".join(a.stderr)[-3000:])
-        return 1
-    finally:
-        E.cleanup()
-    print("PASS " + name)
     return 0
+
+
+def main():
+    return scenario_main(__doc__, SCENARIOS, preflight)
 
 
 if __name__ == "__main__":

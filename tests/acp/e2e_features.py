@@ -13,8 +13,9 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import Env, Fail, check, prompt, text_of, TIMEOUT  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from acp_harness import (TIMEOUT, check, end_agents_cleanly, prompt,  # noqa: E402
+                         scenario_main, text_of)
 
 PNG = base64.b64encode(bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -26,9 +27,7 @@ def upd(a, sid, tag, since=0.0):
 
 
 def wait_update(a, sid, tag, what=None):
-    return a.wait(lambda f: f.get("method") == "session/update"
-                  and f["params"]["sessionId"] == sid
-                  and f["params"]["update"]["sessionUpdate"] == tag, what=what or tag)[1]
+    return a.wait_update(lambda u: u["sessionUpdate"] == tag, what or tag, sid=sid)[1]
 
 
 def perms(a, since=0.0):
@@ -62,8 +61,7 @@ def s_modes(E):
     u = wait_update(a, sid, "current_mode_update")
     check(u["params"]["update"]["currentModeId"] == "plan", "current_mode_update %r" % u)
     # plan mode: a write tool is refused without asking; read-only tools run
-    with open(os.path.join(E.cwd, "r.txt"), "w") as f:
-        f.write("readable")
+    E.put("r.txt", "readable")
     E.mock.script([
         {"tool_calls": [{"id": "w1", "name": "write",
                          "arguments": {"path": "plan.txt", "content": "x"}},
@@ -525,8 +523,7 @@ def s_fork(E):
 # ---------------------------------------------------------------- 9 subagents
 
 def s_subagent(E):
-    with open(os.path.join(E.cwd, "data.txt"), "w") as f:
-        f.write("child-secret-7")
+    E.put("data.txt", "child-secret-7")
     a = E.agent()
     sid = E.new_session(a)
     E.mock.script([
@@ -591,9 +588,7 @@ def s_subagent(E):
     while len(E.mock.requests()) < n0 + 2:
         check(time.monotonic() < deadline, "child call never came")
         time.sleep(0.02)
-    a.notify("session/cancel", {"sessionId": sid})
-    r = a.response(rid)
-    check(r.get("result") == {"stopReason": "cancelled"}, "parent cancel %r" % r)
+    a.cancel(sid, rid, "parent cancel")
     time.sleep(0.5)
     check(len(E.mock.requests()) == n0 + 2, "the child or parent went on after cancel")
     # the session is usable afterwards (the child unwound)
@@ -605,10 +600,8 @@ def s_subagent(E):
 # ---------------------------------------------------------------- 10 guidance and skills
 
 def s_guidance(E):
-    with open(os.path.join(E.cwd, "AGENTS.md"), "w") as f:
-        f.write("AGENTS-GUIDE-TEXT")
-    with open(os.path.join(E.cwd, "CLAUDE.md"), "w") as f:
-        f.write("CLAUDE-GUIDE-TEXT")
+    E.put("AGENTS.md", "AGENTS-GUIDE-TEXT")
+    E.put("CLAUDE.md", "CLAUDE-GUIDE-TEXT")
     outside = os.path.join(E.tmp, "outside.md")
     with open(outside, "w") as f:
         f.write("OUTSIDE-SECRET")
@@ -675,36 +668,8 @@ SCENARIOS = {"modes": s_modes, "config": s_config, "permissions": s_permissions,
 
 
 def main():
-    if len(sys.argv) != 4 or sys.argv[3] not in SCENARIOS:
-        print(__doc__ + "\nscenarios: " + " ".join(SCENARIOS), file=sys.stderr)
-        return 2
-    peri, mock_py, name = sys.argv[1:]
-    E = Env(peri, mock_py)
-    try:
-        SCENARIOS[name](E)
-        # every agent still running ends cleanly on EOF: exit 0 and no sanitizer report
-        # (leaks are reported at exit under the ASan build)
-        for a in E.agents:
-            if a.proc.poll() is None:
-                a.proc.stdin.close()
-                try:
-                    a.proc.wait(TIMEOUT)
-                except Exception:
-                    raise Fail("agent did not exit after EOF")
-            time.sleep(0.05)
-            err = "".join(a.stderr)
-            check(a.proc.returncode == 0, "agent exit status %r" % a.proc.returncode)
-            check("Sanitizer" not in err and "runtime error:" not in err,
-                  "sanitizer report: %s" % err[-2000:])
-    except Fail as e:
-        print("FAIL %s: %s" % (name, e))
-        for a in E.agents:
-            sys.stderr.write("".join(a.stderr)[-3000:])
-        return 1
-    finally:
-        E.cleanup()
-    print("PASS " + name)
-    return 0
+    # every agent still running ends cleanly on EOF (exit 0, no sanitizer report)
+    return scenario_main(__doc__, SCENARIOS, at_end=end_agents_cleanly)
 
 
 if __name__ == "__main__":

@@ -25,24 +25,16 @@ import socket
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import e2e  # noqa: E402
-from e2e import Env, check, prompt, Fail  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from acp_harness import (Env, check, missing_dependency, procs_with, prompt,  # noqa: E402
+                         run_scenario, text_of, wait_gone)
 
 RUBY = None
 HELLO = None
 
 
-def env_with_ruby(E, **extra):
-    return E.env(PERI_RUBY_WASM=RUBY, **extra)
-
-
 def agent(E, **extra):
-    a = e2e.Agent(E.peri, env_with_ruby(E, **extra), E.db)
-    E.agents.append(a)
-    init = a.result("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
-    check(init["protocolVersion"] == 1, "protocolVersion")
-    return a
+    return E.agent(PERI_RUBY_WASM=RUBY, **extra)
 
 
 def final_updates(a, sid, since=0.0):
@@ -158,7 +150,7 @@ def s_run(E):
     limit = json.dumps(fin[0], ensure_ascii=False)  # CPU limit; wall limit if starved
     check(fin[0]["status"] == "failed" and ("CPU 时间超过" in limit or "运行时间超过" in limit),
           "cpu limit error %r" % fin[0])
-    check("the loop was stopped" in e2e.text_of(a.updates(sid, t0)), "turn did not continue")
+    check("the loop was stopped" in text_of(a.updates(sid, t0)), "turn did not continue")
 
     # declared requirements: native, and it asks
     a.permission_answer = "allow_once"
@@ -170,20 +162,6 @@ def s_run(E):
     check(meta.get("backend") == "native_sandbox", "native run placement %r" % meta)
     check(fin[0]["rawOutput"].get("stdout") == "from-subprocess\n", "native run output %r" % fin[0])
     check(a.close_stdin() == 0, "exit")
-
-
-def procs_with(marker):
-    out = []
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % p, "rb") as f:
-                if marker.encode() in f.read():
-                    out.append(p)
-        except OSError:
-            pass
-    return out
 
 
 def s_cancel(E):
@@ -199,25 +177,17 @@ def s_cancel(E):
         E.mock.script([{"tool_calls": [{"id": "c-%s-%d" % (name, len(args)), "name": name, "arguments": args}]},
                        {"text": "after"}])
         rid = prompt(a, sid, "long " + name)
-        a.wait(lambda f: f.get("method") == "session/update" and
-               f["params"]["update"].get("status") == "in_progress", what="tool in progress",
-               timeout=60)
+        a.wait_update(lambda u: u.get("status") == "in_progress", "tool in progress", 60)
         time.sleep(0.3)
         if name == "shell":
             deadline = time.monotonic() + 10  # the sandbox may be slow to start under load
             while not procs_with("sleep " + marker) and time.monotonic() < deadline:
                 time.sleep(0.05)
             check(procs_with("sleep " + marker), "the shell's sleep is not running")
-        t_cancel = time.monotonic()
-        a.notify("session/cancel", {"sessionId": sid})
-        t_resp, r = a.wait(lambda f: f.get("id") == rid, what="cancelled response")
-        check(r.get("result") == {"stopReason": "cancelled"}, "%s cancel result %r" % (name, r))
+        t_cancel, t_resp = a.cancel(sid, rid, name + " cancel")
         check(t_resp - t_cancel < 0.2, "%s cancel took %.0f ms" % (name, (t_resp - t_cancel) * 1000))
         if name == "shell":
-            deadline = time.monotonic() + 2
-            while procs_with("sleep " + marker) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            check(not procs_with("sleep " + marker), "the shell's process tree survived the cancel")
+            check(wait_gone("sleep " + marker, 2), "the shell's process tree survived the cancel")
     check(a.close_stdin() == 0, "exit")
 
 
@@ -230,26 +200,12 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     peri, mock_py, RUBY, HELLO, name = sys.argv[1:]
-    ci = os.environ.get("CI") == "true"
     missing = [p for p in (RUBY, HELLO) if not os.path.exists(p)]
     if missing and name == "run":
-        print(("FAIL" if ci else "SKIP") + ": missing %s (scripts/deps.sh)" % missing)
-        return 1 if ci else 77
+        return missing_dependency("missing %s (scripts/deps.sh)" % missing)
     if not os.path.exists("/usr/bin/bwrap"):
-        print(("FAIL" if ci else "SKIP") + ": bubblewrap is not installed (scripts/deps.sh)")
-        return 1 if ci else 77
-    E = Env(peri, mock_py)
-    try:
-        SCENARIOS[name](E)
-    except Fail as e:
-        print("FAIL %s: %s" % (name, e))
-        for a in E.agents:
-            sys.stderr.write("".join(a.stderr)[-3000:])
-        return 1
-    finally:
-        E.cleanup()
-    print("PASS " + name)
-    return 0
+        return missing_dependency("bubblewrap is not installed (scripts/deps.sh)")
+    return run_scenario(name, SCENARIOS[name], lambda: Env(peri, mock_py))
 
 
 if __name__ == "__main__":

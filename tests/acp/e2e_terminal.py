@@ -22,12 +22,12 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import e2e  # noqa: E402
-from e2e import Env, check, prompt, Fail  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from acp_harness import (Agent, Env, check, missing_dependency, prompt,  # noqa: E402
+                         run_scenario)
 
 
-class TermAgent(e2e.Agent):
+class TermAgent(Agent):
     """An Agent whose client side implements the ACP terminal methods."""
 
     def __init__(self, *a, **k):
@@ -89,22 +89,11 @@ class TermAgent(e2e.Agent):
             self.send({"jsonrpc": "2.0", "id": rid,
                        "error": {"code": -32601, "message": "Method not found"}})
 
-    def _read(self):
-        for line in self.proc.stdout:
-            try:
-                f = json.loads(line)
-            except ValueError:
-                self.bad_lines.append(line)
-                continue
-            t = time.monotonic()
-            self.log.append((t, f))
-            if str(f.get("method", "")).startswith("terminal/") and "id" in f:
-                self._handle(f)
-            elif f.get("method") == "session/request_permission" and "id" in f:
-                self.send({"jsonrpc": "2.0", "id": f["id"], "result": {
-                    "outcome": {"outcome": "selected", "optionId": self.permission_answer}}})
-            self.frames.put((t, f))
-        self.frames.put((time.monotonic(), None))
+    def on_request(self, f):
+        if str(f.get("method", "")).startswith("terminal/"):
+            self._handle(f)
+        else:
+            super().on_request(f)
 
     def kill(self):
         for t in self.terms.values():
@@ -115,12 +104,7 @@ class TermAgent(e2e.Agent):
 
 
 def agent(E, terminal=True):
-    a = TermAgent(E.peri, E.env(), E.db)
-    E.agents.append(a)
-    caps = {"terminal": True} if terminal else {}
-    init = a.result("initialize", {"protocolVersion": 1, "clientCapabilities": caps})
-    check(init["protocolVersion"] == 1, "protocolVersion")
-    return a
+    return E.agent(agent_class=TermAgent, caps={"terminal": True} if terminal else {})
 
 
 def finals(a, sid, since):
@@ -188,11 +172,8 @@ def s_cancel(E):
     while "terminal/wait_for_exit" not in methods(a):
         check(time.monotonic() < deadline, "no terminal/wait_for_exit")
         time.sleep(0.02)
-    t_cancel = time.monotonic()
-    a.notify("session/cancel", {"sessionId": sid})
-    r = a.response(rid, timeout=30)
-    check(r.get("result") == {"stopReason": "cancelled"}, "cancel turn %r" % r)
-    check(time.monotonic() - t_cancel < 10, "cancel took too long")
+    t_cancel, t_resp = a.cancel(sid, rid, "cancel turn", timeout=30)
+    check(t_resp - t_cancel < 10, "cancel took too long")
     deadline = time.monotonic() + 10
     while "terminal/release" not in methods(a) and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -230,22 +211,11 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     peri, mock_py = sys.argv[1:]
-    ci = os.environ.get("CI") == "true"
     if not os.path.exists("/usr/bin/bwrap"):
-        print(("FAIL" if ci else "SKIP") + ": bubblewrap is not installed (scripts/deps.sh)")
-        return 1 if ci else 77
+        return missing_dependency("bubblewrap is not installed (scripts/deps.sh)")
     for name, fn in SCENARIOS.items():
-        E = Env(peri, mock_py)
-        try:
-            fn(E)
-        except Fail as e:
-            print("FAIL %s: %s" % (name, e))
-            for a in E.agents:
-                sys.stderr.write("".join(a.stderr)[-3000:])
+        if run_scenario(name, fn, lambda: Env(peri, mock_py)):
             return 1
-        finally:
-            E.cleanup()
-        print("PASS " + name)
     return 0
 
 

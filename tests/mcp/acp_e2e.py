@@ -3,47 +3,20 @@
 
 usage: acp_e2e.py PERI_BINARY MOCK_MODEL_PY SCENARIO
 
-Reuses the harness of tests/acp/e2e.py (private HOME, mock model, `peri acp` subprocess).
+Uses the shared harness tests/lib/acp_harness.py (private HOME, mock model, `peri acp`
+subprocess).
 The MCP server under test is Peri-C's own `peri mcp workspace --root DIR` over stdio, so
 these scenarios need no npm package. Exit 0 = pass, 1 = fail, 77 = skipped.
 """
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "acp"))
-import e2e  # noqa: E402
-from e2e import Fail, check, prompt  # noqa: E402
-
-
-def server_procs(marker):
-    """pids of live processes whose command line contains marker."""
-    out = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % pid, "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-            with open("/proc/%s/stat" % pid) as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker in cmd and state != "Z":
-            out.append(int(pid))
-    return out
-
-
-def wait_gone(marker, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while server_procs(marker):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from acp_harness import (Fail, check, print_agent_stderr, procs_with, prompt,  # noqa: E402
+                         scenario_main, wait_gone)
 
 
 def ws_entry(E, name, root):
@@ -78,7 +51,7 @@ def s_session(E):
     check(any('"broken"' in e and "No such file" in e for e in errs), "broken server %r" % errs)
     check(any('"deadhttp"' in e for e in errs), "dead http server %r" % errs)
     check(not any('"ws"' in e for e in errs), "ws reported broken %r" % errs)
-    check(server_procs(root), "workspace MCP server not running")
+    check(procs_with(root), "workspace MCP server not running")
     E.mock.script([
         {"tool_calls": [{"id": "m1", "name": "mcp__ws__read", "arguments": {"path": "hello.txt"}}]},
         {"tool_calls": [{"id": "m2", "name": "mcp__ws__read",
@@ -113,7 +86,7 @@ def s_session(E):
     check(tool_msgs and "mcp-secret-77" in json.dumps(tool_msgs),
           "MCP result did not reach the model")
     a.result("session/close", {"sessionId": sid})
-    check(wait_gone(root), "MCP server survived session/close: %r" % server_procs(root))
+    check(wait_gone(root), "MCP server survived session/close: %r" % procs_with(root))
     # a session with only broken servers still answers prompts
     r = a.result("session/new", {"cwd": E.cwd, "mcpServers": [
         {"name": "broken", "command": "/nonexistent/mcp-server", "args": [], "env": []}]})
@@ -166,11 +139,11 @@ def s_kill9(E):
     r = a.result("session/new", {"cwd": E.cwd, "mcpServers": [
         ws_entry(E, "ws", root), stubborn_entry(E, "stubborn", root + "-s", marker)]})
     check("peri.mcpErrors" not in r.get("_meta", {}), "servers failed: %r" % r)
-    check(server_procs(root), "server not started")
+    check(procs_with(root), "server not started")
     os.kill(a.proc.pid, signal.SIGKILL)
     a.proc.wait(5)
     check(wait_gone(root), "MCP server orphaned after kill -9 of the agent: %r"
-          % server_procs(root))
+          % procs_with(root))
     check(wait_gone("sleep " + marker), "grandchild orphaned after kill -9 of the agent")
     # the same stubborn server is also gone after a plain session/close
     b = E.agent()
@@ -191,15 +164,11 @@ def s_cancel(E):
                                     "arguments": {"command": "sleep 29.75"}}]},
                    {"text": "after"}])
     rid = prompt(a, sid, "run it")
-    a.wait(lambda f: f.get("method") == "session/update" and
-           f["params"]["update"].get("toolCallId") == "c1" and
-           f["params"]["update"].get("status") == "in_progress", timeout=20, what="in_progress")
+    a.wait_update(lambda u: u.get("toolCallId") == "c1" and u.get("status") == "in_progress",
+                  "in_progress", 20)
     time.sleep(0.3)
-    t0 = time.monotonic()
-    a.notify("session/cancel", {"sessionId": sid})
-    r = a.response(rid, timeout=10)
-    check(r.get("result") == {"stopReason": "cancelled"}, "cancel answer %r" % r)
-    check(time.monotonic() - t0 < 5, "cancel of an MCP call took too long")
+    t0, t_resp = a.cancel(sid, rid, "cancel of an MCP call", timeout=10)
+    check(t_resp - t0 < 5, "cancel of an MCP call took too long")
     check(wait_gone("sleep 29.75"), "the cancelled MCP shell call is still running")
     a.result("session/close", {"sessionId": sid})
     check(wait_gone(root), "server survived close after cancel")
@@ -208,12 +177,8 @@ def s_cancel(E):
 def s_clientfs(E):
     """clientCapabilities.fs: read/write/edit go through fs/read_text_file and
     fs/write_text_file (the editor's buffers); escapes are still refused locally."""
-    with open(os.path.join(E.cwd, "buf.txt"), "w") as f:
-        f.write("on-disk-content\n")
-    a = e2e.Agent(E.peri, E.env(), E.db)
-    E.agents.append(a)
-    a.result("initialize", {"protocolVersion": 1, "clientCapabilities": {
-        "fs": {"readTextFile": True, "writeTextFile": True}}})
+    E.put("buf.txt", "on-disk-content\n")
+    a = E.agent(caps={"fs": {"readTextFile": True, "writeTextFile": True}})
     sid = E.new_session(a)
     a.permission_answer = "allow_once"
     E.mock.script([
@@ -345,22 +310,7 @@ SCENARIOS = {"load": s_load, "clientfs": s_clientfs, "session": s_session, "sett
 
 
 def main():
-    if len(sys.argv) != 4 or sys.argv[3] not in SCENARIOS:
-        print(__doc__ + "\nscenarios: " + " ".join(SCENARIOS), file=sys.stderr)
-        return 2
-    peri, mock_py, name = sys.argv[1:]
-    E = e2e.Env(peri, mock_py)
-    try:
-        SCENARIOS[name](E)
-    except Fail as e:
-        print("FAIL %s: %s" % (name, e))
-        for a in E.agents:
-            sys.stderr.write("".join(a.stderr)[-4000:])
-        return 1
-    finally:
-        E.cleanup()
-    print("PASS " + name)
-    return 0
+    return scenario_main(__doc__, SCENARIOS, on_fail=lambda E: print_agent_stderr(E, 4000))
 
 
 if __name__ == "__main__":

@@ -27,6 +27,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from acp_harness import Fail, check, missing_dependency, procs_with  # noqa: E402
+
 NPM_DIR = os.environ.get("PERI_NPM_DIR", os.path.expanduser("~/.cache/peri-c/npm"))
 MODS = os.path.join(NPM_DIR, "node_modules", "@modelcontextprotocol")
 EVERYTHING = os.path.join(MODS, "server-everything", "dist", "index.js")
@@ -34,15 +37,6 @@ FILESYSTEM = os.path.join(MODS, "server-filesystem", "dist", "index.js")
 INSPECTOR = os.path.join(MODS, "inspector-cli", "build", "index.js")
 PINNED = {"server-everything": "2026.8.31", "server-filesystem": "2026.8.31",
           "inspector-cli": "1.0.3"}
-
-
-class Fail(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
 
 
 def need_packages():
@@ -67,21 +61,6 @@ def probe(probe_bin, conn, actions, timeout=90):
           % (lines[:1], p.stderr.decode()[-2000:]))
     check(lines[-1].get("closed"), "probe did not close cleanly: %s" % p.stderr.decode()[-2000:])
     return lines[1:-1], lines[-1], p.stderr.decode()
-
-
-def procs_with(marker):
-    out = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            cmd = open("/proc/%s/cmdline" % pid, "rb").read().replace(b"\0", b" ").decode()
-            state = open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()[0]
-        except (OSError, UnicodeDecodeError):
-            continue
-        if marker in cmd and state != "Z":
-            out.append(int(pid))
-    return out
 
 
 EVERYTHING_ACTIONS = [
@@ -149,26 +128,24 @@ def s_everything_stdio(peri, probe_bin, tmp):
     check("peri mcp[probe]:" in err, "server stderr not logged with its name")
 
 
-def s_everything_http(peri, probe_bin, tmp):
-    p, port = http_server("streamableHttp")
+def everything_over_http(probe_bin, mode, flag, path):
+    """server-everything started in mode, probed over flag at http://127.0.0.1:PORT/path."""
+    p, port = http_server(mode)
     try:
-        out, closed, _ = probe(probe_bin, ["--http", "http://127.0.0.1:%d/mcp" % port],
+        out, closed, _ = probe(probe_bin, [flag, "http://127.0.0.1:%d/%s" % (port, path)],
                                EVERYTHING_ACTIONS)
         check_everything(out)
     finally:
         p.kill()
         p.wait()
+
+
+def s_everything_http(peri, probe_bin, tmp):
+    everything_over_http(probe_bin, "streamableHttp", "--http", "mcp")
 
 
 def s_everything_sse(peri, probe_bin, tmp):
-    p, port = http_server("sse")
-    try:
-        out, closed, _ = probe(probe_bin, ["--sse", "http://127.0.0.1:%d/sse" % port],
-                               EVERYTHING_ACTIONS)
-        check_everything(out)
-    finally:
-        p.kill()
-        p.wait()
+    everything_over_http(probe_bin, "sse", "--sse", "sse")
 
 
 def s_filesystem(peri, probe_bin, tmp):
@@ -241,11 +218,7 @@ def main():
     peri, probe_bin, name = sys.argv[1:]
     why = need_packages()
     if why:
-        if os.environ.get("CI") == "true":
-            print("FAIL %s: npm MCP packages missing under CI=true: %s" % (name, why))
-            return 1
-        print("SKIP %s: %s" % (name, why))
-        return 77
+        return missing_dependency("%s: npm MCP packages missing: %s" % (name, why))
     tmp = tempfile.mkdtemp(prefix="peri-mcp-")
     try:
         SCENARIOS[name](peri, probe_bin, tmp)

@@ -6,34 +6,28 @@ Checks the streamed text and that the last line is "closed"; then a budget-0 clo
 while a turn hangs prints either "closed" or the incomplete error text, and exits.
 Exit 0 = pass, 1 = fail (77 = skipped outside CI when python cannot run the mock).
 """
-import json, os, shutil, subprocess, sys, tempfile, time, urllib.request
+import json, os, shutil, subprocess, sys, tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from acp_harness import Fail, Mock, base_env  # noqa: E402
 
 embed, peri, mock_py = sys.argv[1:4]
 tmp = tempfile.mkdtemp(prefix="peri-embed-")
-port_file = os.path.join(tmp, "port")
-mock = subprocess.Popen([sys.executable, mock_py, "--port-file", port_file, "--quiet",
-                         "--timeout", "120"], stdout=subprocess.DEVNULL)
+mock = None
 try:
-    t = time.monotonic()
-    while not os.path.exists(port_file):
-        if time.monotonic() - t > 10:
-            print("mock model did not start")
-            sys.exit(1)
-        time.sleep(0.02)
-    url = "http://127.0.0.1:%d" % int(open(port_file).read())
-
-    def script(obj):
-        urllib.request.urlopen(urllib.request.Request(
-            url + "/_script", data=json.dumps(obj).encode(), method="POST"), timeout=5).read()
+    try:
+        mock = Mock(mock_py, tmp)
+    except Fail as e:
+        print(e)
+        sys.exit(1)
+    url = mock.url
+    script = mock.script
 
     settings = os.path.join(tmp, "settings.json")
     with open(settings, "w") as f:
         json.dump({"model": "openai:m", "closeGraceMs": 100,
                    "providers": {"openai": {"baseUrl": url + "/v1", "apiKey": "k"}}}, f)
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp}
-    for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
-        if k in os.environ:
-            env[k] = os.environ[k]
+    env = base_env(tmp)
     agent = ["--agent", peri, "acp", "--db", os.path.join(tmp, "db"), "--settings", settings,
              "--cwd", tmp, "--"]
     script([{"text": ["Hello ", "embed"]}])
@@ -58,6 +52,6 @@ try:
         sys.exit(1)
     print("ok")
 finally:
-    mock.terminate()
-    mock.wait(5)
+    if mock:
+        mock.stop()
     shutil.rmtree(tmp, ignore_errors=True)

@@ -254,6 +254,23 @@ static void close_env(env *e) {
     free(e->f);
 }
 
+/* open_env(0) with the fake host answering every session/close with -32010 (the turn is
+ * still active): no close settles until the test scripts other answers. */
+static env open_env_busy(void) {
+    env e = open_env(0);
+    int codes[] = {-32010};
+    script(e.f, 1, codes, NULL);
+    return e;
+}
+
+/* psdk_session_close(e->s, budget_ms, err), timed: *el_us is how long it took. */
+static psdk_status timed_close(env *e, int64_t budget_ms, psdk_error *err, int64_t *el_us) {
+    int64_t t0 = now_us();
+    psdk_status rc = psdk_session_close(e->s, budget_ms, err);
+    *el_us = now_us() - t0;
+    return rc;
+}
+
 static int nclose(fake *f) {
     pthread_mutex_lock(&f->mu);
     int n = f->nclose;
@@ -314,13 +331,10 @@ static void test_close_settles_after_replays(void **state) {
 
 static void test_close_cadence_and_exhaustion(void **state) {
     (void)state;
-    env e = open_env(0);
-    int codes[] = {-32010};
-    script(e.f, 1, codes, NULL);
+    env e = open_env_busy();
     psdk_error err;
-    int64_t t0 = now_us();
-    assert_int_equal(psdk_session_close(e.s, 1000, &err), PSDK_ERR_SESSION_CLOSE_INCOMPLETE);
-    int64_t el = now_us() - t0;
+    int64_t el;
+    assert_int_equal(timed_close(&e, 1000, &err, &el), PSDK_ERR_SESSION_CLOSE_INCOMPLETE);
     int n = nclose(e.f);
     /* Sends happen at >= 0, 50, 100, ... 1000 ms: at most 21; a loaded machine may fit
      * fewer. The budget is used up, and not much more. */
@@ -350,13 +364,10 @@ static void test_close_cadence_and_exhaustion(void **state) {
 
 static void test_close_last_sleep_is_remaining(void **state) {
     (void)state;
-    env e = open_env(0);
-    int codes[] = {-32010};
-    script(e.f, 1, codes, NULL);
+    env e = open_env_busy();
     psdk_error err;
-    int64_t t0 = now_us();
-    assert_int_equal(psdk_session_close(e.s, 120, &err), PSDK_ERR_SESSION_CLOSE_INCOMPLETE);
-    int64_t el = now_us() - t0;
+    int64_t el;
+    assert_int_equal(timed_close(&e, 120, &err, &el), PSDK_ERR_SESSION_CLOSE_INCOMPLETE);
     /* 0, 50, 100, then a 20 ms sleep to 120: never more than 4 attempts. */
     assert_true(nclose(e.f) <= 4);
     assert_true(nclose(e.f) >= 1);
@@ -367,9 +378,7 @@ static void test_close_last_sleep_is_remaining(void **state) {
 
 static void test_close_budget_zero(void **state) {
     (void)state;
-    env e = open_env(0);
-    int codes[] = {-32010};
-    script(e.f, 1, codes, NULL);
+    env e = open_env_busy();
     psdk_error err;
     assert_int_equal(psdk_session_close(e.s, 0, &err), PSDK_ERR_SESSION_CLOSE_INCOMPLETE);
     assert_int_equal(nclose(e.f), 1);
@@ -447,9 +456,9 @@ static void test_close_answer_timeout(void **state) {
     env e = open_env(200);
     e.f->close_silent = true;
     psdk_error err;
-    int64_t t0 = now_us();
-    assert_int_equal(psdk_session_close(e.s, 0, &err), PSDK_ERR_TIMEOUT);
-    assert_true(now_us() - t0 < 3000 * 1000);
+    int64_t el;
+    assert_int_equal(timed_close(&e, 0, &err, &el), PSDK_ERR_TIMEOUT);
+    assert_true(el < 3000 * 1000);
     assert_null(strstr(err.message, "stopped"));
     assert_false(psdk_session_is_closed(e.s));
     close_env(&e);
@@ -472,9 +481,7 @@ static void *close_thread(void *arg) {
 
 static void test_close_concurrent_one_stream(void **state) {
     (void)state;
-    env e = open_env(0);
-    int codes[] = {-32010};
-    script(e.f, 1, codes, NULL);
+    env e = open_env_busy();
     e.f->answer_delay_ms = 5; /* keep a request in flight so that the callers overlap */
     pthread_barrier_t go;
     pthread_barrier_init(&go, NULL, 2);

@@ -38,9 +38,9 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "acp"))
-import e2e  # noqa: E402  (the ACP harness: Agent, Mock, check, Fail)
-from e2e import Agent, Fail, Mock, check, prompt  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import acp_harness  # noqa: E402  (the ACP harness: Agent, Mock, check, Fail)
+from acp_harness import Agent, Fail, Mock, base_env, check, prompt  # noqa: E402
 
 MA = "aaaaaaaa-aaaa-4aaa-8aaa-000000000001"
 MB = "bbbbbbbb-bbbb-4bbb-8bbb-000000000002"
@@ -74,12 +74,8 @@ class Host:
         self.sent = {}  # sid -> user texts sent, in order
 
     def start(self):
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self.home,
-               "PERI_MODEL": "openai:mock-model", "OPENAI_API_KEY": "k",
-               "OPENAI_BASE_URL": self.mock.url + "/v1"}
-        for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
-            if k in os.environ:
-                env[k] = os.environ[k]
+        env = dict(base_env(self.home), PERI_MODEL="openai:mock-model", OPENAI_API_KEY="k",
+                   OPENAI_BASE_URL=self.mock.url + "/v1")
         a = Agent(self.peri, env, self.url, ["--machine-id", self.machine])
         # Agent passes "--db URL": --db and --store are the same option
         self.agents.append(a)
@@ -464,5 +460,5 @@ def main():
 
 
 if __name__ == "__main__":
-    e2e.TIMEOUT = 30.0
+    acp_harness.TIMEOUT = 30.0  # the mock model's start-up bound
     sys.exit(main())

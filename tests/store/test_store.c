@@ -117,6 +117,17 @@ static pst_store *open_with_ws(fixture *f, char ws[PST_ID_LEN], const char *path
     return s;
 }
 
+/* A store with the workspace "/proj" and one new thread in it (*t: the caller clears it
+ * with pst_thread_clear; the store: pst_close). */
+static pst_store *open_with_thread(fixture *f, pst_thread *t) {
+    char ws[PST_ID_LEN];
+    pst_store *s = open_with_ws(f, ws, "/proj");
+    pst_error err;
+    pst_thread_new in = {.workspace_id = ws};
+    assert_int_equal(pst_thread_create(s, &in, t, &err), PST_OK);
+    return s;
+}
+
 static void add_msg(pst_store *s, const char *tid, const char *text) {
     char buf[256];
     snprintf(buf, sizeof buf, "{\"role\":\"user\",\"parts\":[{\"type\":\"text\",\"text\":\"%s\"}]}",
@@ -407,12 +418,9 @@ static void test_list_and_paging(void **state) {
 
 static void test_atomic_batch(void **state) {
     fixture *f = *state;
-    char ws[PST_ID_LEN];
-    pst_store *s = open_with_ws(f, ws, "/proj");
-    pst_error err;
     pst_thread t;
-    pst_thread_new in = {.workspace_id = ws};
-    assert_int_equal(pst_thread_create(s, &in, &t, &err), PST_OK);
+    pst_store *s = open_with_thread(f, &t);
+    pst_error err;
     add_msg(s, t.id, "question");
     pst_message_in batch[3] = {
         {.role = "assistant",
@@ -460,12 +468,9 @@ static double now_s(void) {
 
 static void test_load_10k_and_reopen(void **state) {
     fixture *f = *state;
-    char ws[PST_ID_LEN];
-    pst_store *s = open_with_ws(f, ws, "/proj");
-    pst_error err;
     pst_thread t;
-    pst_thread_new in = {.workspace_id = ws};
-    assert_int_equal(pst_thread_create(s, &in, &t, &err), PST_OK);
+    pst_store *s = open_with_thread(f, &t);
+    pst_error err;
     static pst_message_in batch[100];
     static char bodies[100][200];
     for (int b = 0; b < 100; b++) {
@@ -498,12 +503,9 @@ static void test_load_10k_and_reopen(void **state) {
  * uncommitted part is not, and the store still works. */
 static void test_kill9(void **state) {
     fixture *f = *state;
-    char ws[PST_ID_LEN];
-    pst_store *s = open_with_ws(f, ws, "/proj");
-    pst_error err;
     pst_thread t;
-    pst_thread_new in = {.workspace_id = ws};
-    assert_int_equal(pst_thread_create(s, &in, &t, &err), PST_OK);
+    pst_store *s = open_with_thread(f, &t);
+    pst_error err;
     pst_close(s);
     int pipefd[2];
     assert_int_equal(pipe(pipefd), 0);
@@ -589,12 +591,9 @@ static void *write_many(void *p) {
  * to the same thread at once: every batch lands, seq stays dense and unique. */
 static void test_concurrent_appends(void **state) {
     fixture *f = *state;
-    char ws[PST_ID_LEN];
-    pst_store *s = open_with_ws(f, ws, "/proj");
-    pst_error err;
     pst_thread t;
-    pst_thread_new in = {.workspace_id = ws};
-    assert_int_equal(pst_thread_create(s, &in, &t, &err), PST_OK);
+    pst_store *s = open_with_thread(f, &t);
+    pst_error err;
     writer w[4] = {
         {f->db, t.id, NULL, 0}, {f->db, t.id, NULL, 0}, {f->db, t.id, s, 0}, {f->db, t.id, s, 0}};
     pthread_t th[4];
@@ -694,12 +693,9 @@ static void test_ownership(void **state) {
  * remains; the call after it reconnects and works. */
 static void test_connection_loss(void **state) {
     fixture *f = *state;
-    char ws[PST_ID_LEN];
-    pst_store *s = open_with_ws(f, ws, "/proj");
-    pst_error err;
     pst_thread t;
-    pst_thread_new in = {.workspace_id = ws};
-    assert_int_equal(pst_thread_create(s, &in, &t, &err), PST_OK);
+    pst_store *s = open_with_thread(f, &t);
+    pst_error err;
     add_msg(s, t.id, "before");
     for (int round = 0; round < 2; round++) {
         PGconn *admin = pg_connect(g_pg_admin);

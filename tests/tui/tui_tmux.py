@@ -19,8 +19,8 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "acp"))
-from e2e import Env, Fail, check  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from acp_harness import Env, Fail, check, missing_dependency, run_scenario  # noqa: E402
 
 TIMEOUT = 20.0
 
@@ -256,8 +256,7 @@ def s_turn(E, capture=None):
                  "write my notes to notes.txt" in "".join(s.splitlines()[-4:]), "history")
         u.t.keys("C-u")
         # multi-line: \ + Enter and Alt-Enter add lines; mentions become resource links
-        with open(os.path.join(E.cwd, "notes2.md"), "w") as f:
-            f.write("x")
+        E.put("notes2.md", "x")
         mock_script(E, [{"text": "seen"}])
         u.t.text("line one\\")
         u.t.keys("Enter")
@@ -413,8 +412,7 @@ def s_resize(E, capture=None):
         mock_script(E, [
             {"tool_calls": [{"id": "r1", "name": "read", "arguments": {"path": "in.txt"}}]},
             {"text": "## Heading\n" + LONG + "\n- item one\n- item two"}])
-        with open(os.path.join(E.cwd, "in.txt"), "w") as f:
-            f.write("content of in.txt\n")
+        E.put("in.txt", "content of in.txt\n")
         u.send("read in.txt and explain at length")
         u.t.wait("ZEBRA", "the answer at 100 columns")
         u.t.tmux("resize-window", "-t", "t", "-x", "40", "-y", "24")
@@ -540,6 +538,12 @@ SCENARIOS = {"turn": s_turn, "placement": s_placement, "cancel": s_cancel, "resu
              "plain": s_plain, "restore": s_restore}
 
 
+def agent_log(E):
+    log = os.path.join(E.tmp, "agent.log")
+    if os.path.exists(log):
+        print("--- agent log (tail):\n" + open(log).read()[-3000:])
+
+
 def main():
     if len(sys.argv) < 4 or sys.argv[3] not in SCENARIOS:
         print(__doc__)
@@ -548,22 +552,11 @@ def main():
     if "--capture" in sys.argv:
         capture = sys.argv[sys.argv.index("--capture") + 1]
     if not shutil.which("tmux"):
-        print("tmux not found (Debian package tmux; scripts/deps.sh installs it)")
-        return 1 if os.environ.get("CI") == "true" else 77
-    peri = os.path.abspath(sys.argv[1])
-    E = Env(peri, sys.argv[2])
-    try:
-        SCENARIOS[sys.argv[3]](E, capture)
-        print("PASS", sys.argv[3])
-        return 0
-    except Fail as e:
-        print("FAIL %s: %s" % (sys.argv[3], e))
-        log = os.path.join(E.tmp, "agent.log")
-        if os.path.exists(log):
-            print("--- agent log (tail):\n" + open(log).read()[-3000:])
-        return 1
-    finally:
-        E.cleanup()
+        return missing_dependency("tmux not found (Debian package tmux; scripts/deps.sh "
+                                  "installs it)")
+    peri, name = os.path.abspath(sys.argv[1]), sys.argv[3]
+    return run_scenario(name, lambda E: SCENARIOS[name](E, capture),
+                        lambda: Env(peri, sys.argv[2]), on_fail=agent_log)
 
 
 if __name__ == "__main__":

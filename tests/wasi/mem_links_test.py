@@ -16,6 +16,9 @@
   missing directory are left out: there the in-memory FS clamps / creates parents.)
 - clamp: ".." and climbing link targets stay at the preopen's "/" (in memory); an
   absolute path is refused (ENOTCAPABLE), as on a host directory.
+- below: from a directory descriptor opened under the preopen (as the official suite's
+  rust/interesting_paths does), ".." in a path or a link target may climb back to that
+  directory but not above it (ENOTCAPABLE), in memory and on a host directory alike.
 - hostile (argument "hostile"): link churn. 3000 hard links of a 64 MiB file count it
   once; 2000 symlink loops end in ELOOP; a 2000-component self-link ends in ELOOP;
   link/unlink churn reuses the budget; long names until the entries' budget is full
@@ -136,6 +139,21 @@ symlink ../../x/../f a/up2: errno 0
 read a/up2: errno 76
 """
 
+BELOW = """mkdir d/n: errno 0 0
+write f d/n/g: errno 0 0
+open d: errno 0
+read d:n/g: deep
+read d:n/../n/g: deep
+read d:n/../../d/n/g: errno 76
+read d:../f: errno 76
+read d:../../f: errno 76
+symlink d:up d:n/up2: errno 0 0
+read d:up: errno 76
+read d:n/up2: errno 76
+symlink d:n/in: errno 0
+read d:n/in: deep
+"""
+
 HOSTILE = """3000 links: 0 failed
 63 MiB more: errno 0
 1 MiB more (128 MiB): errno 0
@@ -205,6 +223,15 @@ with tempfile.TemporaryDirectory() as t:
         check(diverged == 0, "differential: %d of 80 sequences diverged" % diverged)
         rc, out, err = run(*mem, PROBE, "clamp")
         check(rc == 0 and out == CLAMP, "'..' above the in-memory root refused: %r %r" % (out, err))
+        # below: '..' never climbs above a directory descriptor opened under the preopen
+        # (rust/interesting_paths), in memory and on a host directory alike
+        rc, out, err = run(*mem, PROBE, "below")
+        check(rc == 0 and out == BELOW, "in memory, '..' above a directory descriptor: rc %d\n%s%s"
+              % (rc, out, err))
+        with tempfile.TemporaryDirectory() as hb:
+            rc, hout, err = run("--dir", hb + "::/", PROBE, "below")
+        check(rc == 0 and hout == BELOW, "on a host directory, '..' above a directory "
+              "descriptor: rc %d\n%s%s" % (rc, hout, err))
 
 print("in-memory links: %s" % ("ok" if not failures else "%d failures" % failures))
 sys.exit(1 if failures else 0)
