@@ -47,11 +47,21 @@ static pr_program *verified(pr_host *h, const pr_request *req) {
 }
 
 bool pr_run(pr_host *h, const pr_request *req, pr_response *out, pr_error *err) {
-    return pr_run_cancellable(h, req, NULL, NULL, out, err);
+    return pr_run_with(h, req, NULL, out, err);
 }
 
 bool pr_run_cancellable(pr_host *h, const pr_request *req, bool (*cancelled)(void *), void *ud,
                         pr_response *out, pr_error *err) {
+    pr_run_opts o = {.cancelled = cancelled, .cancel_ud = ud};
+    return pr_run_with(h, req, &o, out, err);
+}
+
+/* opts NULL: the contract call itself (the host's limits, no cancel). */
+bool pr_run_with(pr_host *h, const pr_request *req, const pr_run_opts *opts, pr_response *out,
+                 pr_error *err) {
+    static const pr_run_opts none = {0};
+    if (!opts) opts = &none;
+    if (err) err->stop = PR_STOP_NONE;
     memset(out, 0, sizeof *out);
     if (!pr_check_shape(req, err)) return false;
     pr_program *prog = verified(h, req);
@@ -105,8 +115,15 @@ bool pr_run_cancellable(pr_host *h, const pr_request *req, bool (*cancelled)(voi
                            .nargs = in.nargs,
                            .fs = fs,
                            .seed = h->deterministic ? seed : NULL,
-                           .cancelled = cancelled,
-                           .cancel_ud = ud};
+                           .cancelled = opts->cancelled,
+                           .cancel_ud = opts->cancel_ud,
+                           .cpu_ms = opts->limits.cpu_ms,
+                           .wall_ms = opts->limits.wall_ms,
+                           .memory_cap = opts->limits.memory_cap,
+                           .output_max =
+                               opts->limits.output_max && opts->limits.output_max < PR_OUTPUT_MAX
+                                   ? opts->limits.output_max
+                                   : 0};
     pr_outcome oc;
     if (!pr_exec(h, prog, &opt, &oc, err)) goto done_input;
     pr_buf res = {0};
@@ -117,6 +134,7 @@ bool pr_run_cancellable(pr_host *h, const pr_request *req, bool (*cancelled)(voi
             out->isolate[req->scope.len] = ':';
             memcpy(out->isolate + req->scope.len + 1, req->digest.ptr, 64);
             out->isolate[req->scope.len + 65] = 0;
+            out->stop = oc.stop;
             ok = true;
         } else {
             pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
