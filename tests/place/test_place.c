@@ -803,6 +803,61 @@ static void test_room_cancel(void **st) {
     pl_cancel_free(c);
 }
 
+/* The same through the room's Ruby (the ruby hook): the request's CPU limit and a
+ * cancel reach a Ruby script's room run. Needs scripts/deps.sh's Ruby wasm. */
+static void test_room_ruby_limits(void **st) {
+    (void)st;
+    if (access(PLACE_RUBY_WASM, R_OK) != 0) {
+        if (getenv("CI") && !strcmp(getenv("CI"), "true"))
+            fail_msg("missing %s (scripts/deps.sh)", PLACE_RUBY_WASM);
+        skip();
+    }
+    pl_error e;
+    pr_error pe;
+    pr_host *room = pr_host_new(NULL, &pe);
+    assert_non_null(room);
+    pr_ruby *rb = pr_ruby_new(room, PLACE_RUBY_WASM);
+    assert_non_null(rb);
+    pl_ruby_hook hook = pl_ruby_room_hook(rb);
+    pl_ctx *pc = pl_new(&(pl_config){.room = room, .ruby_hook = &hook}, &e);
+    assert_non_null(pc);
+    pl_request r = {.run_id = "rb1",
+                    .kind = PL_PROGRAM_RUBY,
+                    .program = "i = 0; loop { i += 1 }",
+                    .limits = {.cpu_ms = 200}};
+    pl_report rep;
+    assert_true(pl_run(pc, &r, NULL, NULL, &rep, &e)); /* the first run also boots Ruby */
+    assert_int_equal(rep.result.backend, PL_BACKEND_WASM_ROOM);
+    assert_int_equal(rep.result.stop, PL_STOP_CPU);
+    assert_string_equal(rep.result.error, "隔离运行失败：CPU 时间超过 200 ms");
+    pl_report_clear(&rep);
+    r.program = "print 'x' * 3000";
+    r.limits = (pl_limits){.output_bytes = 1000};
+    assert_true(pl_run(pc, &r, NULL, NULL, &rep, &e));
+    assert_int_equal(rep.result.stop, PL_STOP_OUTPUT);
+    assert_string_equal(rep.result.error, "输出超过 1000 字节");
+    pl_report_clear(&rep);
+    r.program = "loop { }";
+    r.limits = (pl_limits){0};
+    pl_cancel *c = pl_cancel_new();
+    cancel_arg a = {c, 200};
+    pthread_t th;
+    double t0 = now_s();
+    assert_int_equal(pthread_create(&th, NULL, canceller, &a), 0);
+    assert_true(pl_run(pc, &r, NULL, c, &rep, &e));
+    double dt = now_s() - t0;
+    pthread_join(th, NULL);
+    fprintf(stderr, "room Ruby cancel: returned %.0f ms after the cancel\n", (dt - 0.2) * 1e3);
+    assert_true(dt - 0.2 < 0.5);
+    assert_int_equal(rep.result.stop, PL_STOP_CANCELLED);
+    assert_string_equal(rep.result.error, "cancelled");
+    pl_report_clear(&rep);
+    pl_cancel_free(c);
+    pl_free(pc);
+    pr_ruby_free(rb);
+    pr_host_free(room);
+}
+
 int main(void) {
     static const unsigned char envf[] = {0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01,
                                          0x04, 0x01, 0x60, 0x00, 0x00, 0x02, 0x09, 0x01, 0x03,
@@ -840,6 +895,7 @@ int main(void) {
         cmocka_unit_test(test_room_output_limit),
         cmocka_unit_test(test_room_memory_limit),
         cmocka_unit_test(test_room_cancel),
+        cmocka_unit_test(test_room_ruby_limits),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     pl_free(g_pc);
