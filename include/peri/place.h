@@ -200,8 +200,11 @@ struct pl_cancel;
 /* The room's Ruby adapter (filled in by the room's Ruby support). run executes the
  * source once in a fresh room and fills *out like a WASI command's outcome (stdout,
  * stderr, exit code, files under /数据/ and /响应/ as room JSON text in out->output).
- * Returns false with *err on a platform failure (pr_error kinds as pr_run's). It should
- * poll pl_cancel_triggered(cancel) (cancel may be NULL) and stop early when set. */
+ * Returns false with *err on a platform failure (pr_error kinds as pr_run's). limits are
+ * the attempt's applied limits (the tighter of the request's and the room host's),
+ * which the run must not exceed; out->stop / err->stop say which one stopped it. It
+ * should poll pl_cancel_triggered(cancel) (cancel may be NULL) and stop early when set
+ * (err->stop = PR_STOP_CANCEL). */
 typedef struct pl_ruby_hook {
     bool (*run)(void *ud, pr_host *room, const char *source, size_t source_len,
                 const pl_file *files, size_t nfiles, const char *stdin_data, size_t stdin_len,
