@@ -288,7 +288,9 @@ const char *pag_session_cwd(const pag_session *s);
  * message (a /compact summary or /clear marker). 0, or -1 when out of memory. */
 int pag_session_restore(pag_session *s, const char *const *message_json, size_t n, size_t *skipped);
 /* Emits the replay events (user_message_chunk, agent_message_chunk, tool_call, ...)
- * for the whole history through emit(ctx, ev). */
+ * for the whole history through emit(ctx, ev). Replayed tool_call and tool_call_update
+ * events carry the call's tool_name (so the host can replay what its own tools showed,
+ * e.g. a plan). */
 void pag_session_replay(const pag_session *s, void (*emit)(void *, const pag_event *), void *ctx);
 size_t pag_session_history_len(const pag_session *s);
 

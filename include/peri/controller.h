@@ -114,7 +114,8 @@ pct_status pct_session_load_mcp(pct_controller *c, const char *id, bool replay,
 /* Emits the session's available commands (after the session/new answer). */
 void pct_session_announce(pct_controller *c, const char *id);
 /* Makes a stored session live. With replay, emits the whole history (before
- * returning) as replay events. */
+ * returning) as replay events. Another machine's session is made live read-only (see
+ * pct_session_read_only) instead of being refused. */
 pct_status pct_session_load(pct_controller *c, const char *id, bool replay, pct_error *err);
 pct_status pct_session_list(pct_controller *c, const char *cwd, const char *cursor,
                             pst_thread_page *out, pct_error *err);
@@ -123,6 +124,12 @@ pct_status pct_session_list(pct_controller *c, const char *cwd, const char *curs
  * a PostgreSQL store, own only on SQLite. */
 pct_status pct_session_list_ex(pct_controller *c, const char *cwd, const char *cursor,
                                int all_machines, pst_thread_page *out, pct_error *err);
+/* Issue 15 follow-up: true when the live session `id` is another machine's session,
+ * opened read-only by pct_session_load (owner, may be NULL, receives its machine id).
+ * Such a session replays its history; prompt, fork, delete, set_mode and
+ * set_config_option answer PCT_FOREIGN naming the owner, and nothing is written to the
+ * store for it. A new load with replay re-reads it from the store. */
+bool pct_session_read_only(pct_controller *c, const char *id, char owner[PST_ID_LEN]);
 /* Deletes a session (closing it first if live). Unknown ids succeed. */
 pct_status pct_session_delete(pct_controller *c, const char *id, pct_error *err);
 

@@ -17,9 +17,11 @@
 #ifndef PERI_ROOM_H
 #define PERI_ROOM_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "peri/wasm.h"
 
@@ -106,8 +108,11 @@ typedef struct pr_cache_stats {
     /* text_hits: contract calls whose program text was byte-identical to the text a
      * cached program was verified from, so Base64 decoding and SHA-256 were skipped.
      * line_hits: `isolate serve` requests whose program text was recognised in the
-     * request line by the text index (one memcmp instead of scanning and copying it). */
-    size_t text_hits, line_hits;
+     * request line by the text index (one memcmp instead of scanning and copying it).
+     * line_hint_hits: those of line_hits whose text the reading thread had already
+     * compared with the text the previous request had at the same place (no byte of it
+     * read by the worker; serve.c). */
+    size_t text_hits, line_hits, line_hint_hits;
 } pr_cache_stats;
 void pr_host_cache_stats(pr_host *h, pr_cache_stats *out);
 
@@ -238,7 +243,23 @@ typedef struct pr_exec_options {
      * output cap is output_max above. */
     uint32_t cpu_ms, wall_ms;
     uint64_t memory_cap;
+    /* Optional: the calling thread's CPU-clock memo (pr_cpu_memo), for a thread that
+     * makes many short runs (serve's workers). */
+    struct pr_cpu_memo *cpu_memo;
 } pr_exec_options;
+
+/* A caller-owned, per-thread memo of one reading of that thread's CPU clock and the
+ * monotonic clock just before it (zero-initialise; use it from one thread only). The
+ * CPU limit needs the thread's CPU time at the start of each run, a system call; with
+ * a memo, a run starting less than 1 ms (PR_CPU_MEMO_NS) after the memo's reading
+ * takes instead memo.cpu + the wall time since: an upper bound (a thread never spends
+ * more CPU than wall time passes), so the run's CPU is never over-counted and the
+ * limit fires at most 1 ms later than with a reading of its own. */
+typedef struct pr_cpu_memo {
+    bool valid;
+    pthread_t thread;
+    struct timespec wall, cpu;
+} pr_cpu_memo;
 
 typedef struct pr_outcome {
     bool ok;

@@ -191,6 +191,17 @@ static void load_or_resume(pacp_server *srv, json_t *params, pacp_reply *r, bool
     ok_empty(r);
     mcp_notices(r->result, notices);
     if (r->result) add_options(srv, sid, r->result);
+    char owner[PST_ID_LEN];
+    if (r->result && pct_session_read_only(srv->ctl, sid, owner)) {
+        /* another machine's session: open here for reading only (issue 15 follow-up) */
+        json_t *meta = json_object_get(r->result, "_meta");
+        if (!json_is_object(meta)) {
+            meta = json_object();
+            json_object_set_new(r->result, "_meta", meta);
+        }
+        json_object_set_new(meta, "peri.readOnly", json_true());
+        json_object_set_new(meta, "peri.machineId", json_string(owner));
+    }
 }
 
 /* ---------------------------------------------------------------- issue 13 */

@@ -139,6 +139,7 @@ static void replay_part(const pag_session *s, size_t mi, const pm_part *p,
                           : NULL;
         ev.kind = PAG_EV_TOOL_CALL;
         ev.tool_call_id = p->id ? p->id : "";
+        ev.tool_name = p->name;
         ev.title = title ? title : (p->name ? p->name : "tool");
         ev.tool_kind = ti ? ti->kind : "other";
         ev.status = "pending";
@@ -165,6 +166,7 @@ static void replay_part(const pag_session *s, size_t mi, const pm_part *p,
         const pm_part *call = find_call(s, mi, p->id);
         ev.kind = PAG_EV_TOOL_UPDATE;
         ev.tool_call_id = p->id ? p->id : "";
+        ev.tool_name = call ? call->name : NULL;
         ev.status = p->is_error ? "failed" : "completed";
         ev.text = p->text ? p->text : "";
         ev.raw_input = call ? call->arguments : NULL;

@@ -584,7 +584,21 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
     s->titled = th->title != NULL;
     s->client_fs = (ptl_client_fs){.ctx = s, .read = client_read, .write = client_write};
     s->client_term = (ptl_client_term){.ctx = s, .run = client_term_run};
-    if (open_mcp(s, mcp_json, notices) != 0) {
+    /* Another machine's session (issue 15 follow-up): open for reading only. Its cwd is a
+     * path on that machine, so nothing here touches it: no tool pool (no MCP server, no
+     * workspace server), only the static tool catalogue so that replayed tool calls get
+     * the same kinds and titles as on the owner. */
+    s->read_only = strcmp(th->machine_id, c->machine_id) != 0;
+    memcpy(s->owner, th->machine_id, PST_ID_LEN);
+    if (s->read_only) {
+        if (!(s->tools = calloc(c->ntools + 1, sizeof *s->tools))) {
+            pct_sess_release(s);
+            set_err(err, PCT_FAILED, "out of memory%s", NULL);
+            return PCT_FAILED;
+        }
+        memcpy(s->tools, c->tools, c->ntools * sizeof *s->tools);
+        s->ntools = c->ntools;
+    } else if (open_mcp(s, mcp_json, notices) != 0) {
         pct_sess_release(s);
         set_err(err, PCT_FAILED, "cannot start the session's tools (builtin workspace server)%s",
                 NULL);
@@ -594,7 +608,7 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
     json_t *meta = th->meta ? json_loads(th->meta, 0, NULL) : NULL;
     json_t *fz = json_object_get(meta, "frozenContext");
     if (json_is_string(fz)) frozen = strdup(json_string_value(fz));
-    if (!frozen) frozen = pag_frozen_context(th->cwd, now_ms());
+    if (!frozen) frozen = s->read_only ? strdup("") : pag_frozen_context(th->cwd, now_ms());
     pag_mode mode = PAG_MODE_DEFAULT;
     if (!pag_mode_parse(json_string_value(json_object_get(meta, "mode")), &mode))
         mode = PAG_MODE_DEFAULT;
@@ -684,6 +698,18 @@ static pct_status foreign(const pct_controller *c, const char *id, const char *o
     return PCT_FOREIGN;
 }
 
+pct_status pct_sess_writable(const pct_sess *s, pct_error *err) {
+    return s->read_only ? foreign(s->c, s->id, s->owner, err) : PCT_OK;
+}
+
+bool pct_session_read_only(pct_controller *c, const char *id, char owner[PST_ID_LEN]) {
+    pct_sess *s = pct_sess_get(c, id);
+    bool ro = s && s->read_only;
+    if (ro && owner) memcpy(owner, s->owner, PST_ID_LEN);
+    pct_sess_release(s);
+    return ro;
+}
+
 pct_status pct_check_owner(pct_controller *c, const char *id, pct_error *err) {
     pst_thread th;
     if (!id || pst_thread_get(c->store, id, &th, NULL) != PST_OK) return PCT_OK;
@@ -759,8 +785,21 @@ void pct_session_announce(pct_controller *c, const char *id) {
     pct_sess_release(s);
 }
 
+/* Replay: the history's events as the agent rebuilds them, plus what the host's own
+ * tools showed live: a completed todo call is preceded by its plan update, as in the
+ * turn. Same code for an own session and a read-only foreign one, so both replays of
+ * one history are identical. */
 static void replay_emit(void *ctx, const pag_event *ev) {
     pag_event copy = *ev;
+    if (ev->kind == PAG_EV_TOOL_UPDATE && ev->tool_name && !strcmp(ev->tool_name, "todo") &&
+        ev->status && !strcmp(ev->status, "completed")) {
+        char *plan = pct_plan_of_todo(ev->raw_input);
+        if (plan) {
+            pag_event pe = {.kind = PAG_EV_PLAN, .replay = true, .content_json = plan};
+            pct_emit(ctx, &pe);
+            free(plan);
+        }
+    }
     pct_emit(ctx, &copy);
 }
 
@@ -772,6 +811,14 @@ pct_status pct_session_load_mcp(pct_controller *c, const char *id, bool replay,
                                 const char *mcp_json, char **notices, pct_error *err) {
     if (notices) *notices = NULL;
     pct_sess *s = pct_sess_get(c, id);
+    if (s && s->read_only && replay) {
+        /* A foreign session is a snapshot of the store: its owner may have appended since.
+         * A new load reads it again (close the old view; it never runs anything). */
+        pct_sess_release(s);
+        s = NULL;
+        pct_status crc = pct_close(c, id, err);
+        if (crc != PCT_OK) return crc;
+    }
     if (s) {
         pthread_mutex_lock(&s->mu);
         sess_state st = s->state;
@@ -801,11 +848,8 @@ pct_status pct_session_load_mcp(pct_controller *c, const char *id, bool replay,
         set_err(err, PCT_FAILED, "store: %s", pe.message);
         return PCT_FAILED;
     }
-    if (strcmp(th.machine_id, c->machine_id) != 0) {
-        pct_status frc = foreign(c, id, th.machine_id, err);
-        pst_thread_clear(&th);
-        return frc;
-    }
+    /* Another machine's session opens read-only (make_live marks it): the history is
+     * replayed from the store's read path, and every write is refused naming the owner. */
     pct_status rc = make_live(c, &th, mcp_json, notices, &s, err);
     pst_thread_clear(&th);
     if (rc != PCT_OK) return rc;
@@ -890,6 +934,11 @@ pct_status pct_session_fork(pct_controller *c, const char *id, char out_id[PST_I
                             pct_error *err) {
     pct_sess *live = pct_sess_get(c, id);
     char *meta_txt = NULL;
+    if (live && live->read_only) { /* issue 15: the fork would be written into a foreign */
+        pct_status frc = pct_sess_writable(live, err); /* workspace */
+        pct_sess_release(live);
+        return frc;
+    }
     if (live) {
         pthread_mutex_lock(&live->mu);
         bool busy = live->running || live->qhead != NULL;

@@ -61,6 +61,11 @@ typedef struct pct_sess {
     size_t nallow, nreject;
     double cost_usd;    /* session cost so far (emit_mu) */
     char cur_call[128]; /* id of the tool call being run (worker thread only) */
+    /* ---- issue 15 follow-up: another machine's session opened read-only (replay only).
+     * Immutable after make_live. No tool pool, no model call, and nothing is written to
+     * the store for it: every writing entry point refuses it naming `owner`. */
+    bool read_only;
+    char owner[PST_ID_LEN];
 } pct_sess;
 
 struct pct_controller {
@@ -94,6 +99,12 @@ void pct_emit(pct_sess *s, pag_event *ev);
 /* PCT_FOREIGN (err filled, naming the owner) when the stored session `id` belongs to
  * another machine; PCT_OK when it is ours or not stored. */
 pct_status pct_check_owner(pct_controller *c, const char *id, pct_error *err);
+/* PCT_FOREIGN with the owner-naming message when s is a read-only (foreign) session;
+ * PCT_OK otherwise. Every writing entry point calls it first. */
+pct_status pct_sess_writable(const pct_sess *s, pct_error *err);
+/* The plan entries (ACP PlanEntry[] JSON, malloc'd) of a todo call's arguments, NULL when
+ * they are not a valid plan (replay of the plan a todo call showed). */
+char *pct_plan_of_todo(const char *args_json);
 
 /* ---- issue 13 internals */
 #define PCT_HOST_TOOLS 3 /* todo, skill, task */

@@ -62,12 +62,18 @@ static int tool_error(pag_tool_output *out, const char *msg) {
     return out->output ? 0 : -1;
 }
 
-static int run_todo(pct_sess *s, json_t *args, pag_tool_output *out) {
+/* The plan entries (ACP PlanEntry[] JSON text, malloc'd into *txt) of todo arguments,
+ * counting each status. 0 ok; 1 invalid (msg says why, *txt NULL); -1 out of memory. */
+static int plan_entries(json_t *args, char **txt, size_t counts[3], char *msg, size_t cap) {
+    *txt = NULL;
     json_t *todos = json_object_get(args, "todos");
-    if (!json_is_array(todos)) return tool_error(out, "todo: \"todos\" must be an array");
+    if (!json_is_array(todos)) {
+        snprintf(msg, cap, "todo: \"todos\" must be an array");
+        return 1;
+    }
     json_t *entries = json_array();
     if (!entries) return -1;
-    size_t i, counts[3] = {0, 0, 0};
+    size_t i;
     json_t *t;
     static const char *const st_names[3] = {"pending", "in_progress", "completed"};
     json_array_foreach(todos, i, t) {
@@ -79,12 +85,11 @@ static int run_todo(pct_sess *s, json_t *args, pag_tool_output *out) {
             if (!strcmp(status, st_names[j])) k = j;
         if (!content || k < 0) {
             json_decref(entries);
-            char msg[160];
-            snprintf(msg, sizeof msg,
+            snprintf(msg, cap,
                      "todo: item %zu needs \"content\" and a \"status\" of pending, in_progress "
                      "or completed",
                      i);
-            return tool_error(out, msg);
+            return 1;
         }
         if (!prio || (strcmp(prio, "high") && strcmp(prio, "medium") && strcmp(prio, "low")))
             prio = "medium";
@@ -92,17 +97,33 @@ static int run_todo(pct_sess *s, json_t *args, pag_tool_output *out) {
         json_array_append_new(entries, json_pack("{s:s, s:s, s:s}", "content", content, "priority",
                                                  prio, "status", st_names[k]));
     }
-    char *txt = json_dumps(entries, JSON_COMPACT);
+    *txt = json_dumps(entries, JSON_COMPACT);
     json_decref(entries);
-    if (!txt) return -1;
+    return *txt ? 0 : -1;
+}
+
+char *pct_plan_of_todo(const char *args_json) {
+    json_t *a = args_json ? json_loads(args_json, 0, NULL) : NULL;
+    char *txt = NULL, msg[160];
+    size_t counts[3] = {0, 0, 0};
+    if (json_is_object(a) && plan_entries(a, &txt, counts, msg, sizeof msg) != 0) txt = NULL;
+    json_decref(a);
+    return txt;
+}
+
+static int run_todo(pct_sess *s, json_t *args, pag_tool_output *out) {
+    char *txt = NULL, msg[160];
+    size_t counts[3] = {0, 0, 0};
+    int rc = plan_entries(args, &txt, counts, msg, sizeof msg);
+    if (rc > 0) return tool_error(out, msg);
+    if (rc < 0) return -1;
     pag_event ev = {
         .kind = PAG_EV_PLAN, .turn = pag_session_turn_gen(s->agent), .content_json = txt};
     pct_emit(s, &ev);
     free(txt);
-    char msg[160];
     snprintf(msg, sizeof msg,
              "Plan updated: %zu items (%zu completed, %zu in progress, %zu pending)",
-             json_array_size(todos), counts[2], counts[1], counts[0]);
+             json_array_size(json_object_get(args, "todos")), counts[2], counts[1], counts[0]);
     out->output = strdup(msg);
     return out->output ? 0 : -1;
 }

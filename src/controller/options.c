@@ -226,10 +226,16 @@ char *pct_session_config(pct_controller *c, const char *id) {
     return t;
 }
 
+/* Not live here: another machine's session is named as such, else not found. */
+static pct_status not_live(pct_controller *c, const char *id, pct_error *err) {
+    return pct_check_owner(c, id, err) != PCT_OK ? PCT_FOREIGN : PCT_NOT_FOUND;
+}
+
 pct_status pct_set_mode(pct_controller *c, const char *id, const char *mode_id, pct_error *err) {
     pct_sess *s = live(c, id, err);
-    if (!s) return PCT_NOT_FOUND;
-    pct_status rc = pct_sess_set_mode(s, mode_id, 0, err);
+    if (!s) return not_live(c, id, err);
+    pct_status rc = pct_sess_writable(s, err); /* read-only: the options are persisted */
+    if (rc == PCT_OK) rc = pct_sess_set_mode(s, mode_id, 0, err);
     pct_sess_release(s);
     return rc;
 }
@@ -237,9 +243,11 @@ pct_status pct_set_mode(pct_controller *c, const char *id, const char *mode_id, 
 pct_status pct_set_config(pct_controller *c, const char *id, const char *config_id,
                           const char *value, pct_error *err) {
     pct_sess *s = live(c, id, err);
-    if (!s) return PCT_NOT_FOUND;
+    if (!s) return not_live(c, id, err);
     pct_status rc;
-    if (config_id && !strcmp(config_id, "model")) {
+    if (s->read_only) { /* the options are persisted: not for another machine's session */
+        rc = pct_sess_writable(s, err);
+    } else if (config_id && !strcmp(config_id, "model")) {
         rc = pct_sess_set_model(s, value, 0, err);
     } else if (config_id && !strcmp(config_id, "mode")) {
         rc = pct_sess_set_mode(s, value, 0, err);
@@ -255,6 +263,10 @@ pct_status pct_set_config(pct_controller *c, const char *id, const char *config_
 void pct_notice(pct_controller *c, const char *id, const char *text) {
     pct_sess *s = live(c, id, NULL);
     if (!s) return;
+    if (s->read_only) { /* its prompt is refused: nothing to tell about it */
+        pct_sess_release(s);
+        return;
+    }
     pag_event ev = {.kind = PAG_EV_TEXT, .text = text};
     pct_emit(s, &ev);
     pct_sess_release(s);

@@ -173,6 +173,11 @@ pct_status pct_prompt_message(pct_controller *c, const char *id, pm_message *msg
         snprintf(err->message, sizeof err->message, "Session not found: %s", id ? id : "");
         return PCT_NOT_FOUND;
     }
+    if (pct_sess_writable(s, err) != PCT_OK) { /* another machine's session: read-only */
+        free(text);
+        pct_sess_release(s);
+        return PCT_FOREIGN;
+    }
     job *j = calloc(1, sizeof *j);
     char *t = text;
     pthread_mutex_lock(&s->mu);

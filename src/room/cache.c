@@ -269,6 +269,17 @@ pr_program *pr_cache_find_text(pr_cache *c, const char *s, size_t n) {
     return hit;
 }
 
+bool pr_cache_claim_text(pr_cache *c, const pr_program *p) {
+    pthread_mutex_lock(&c->mu);
+    bool cached = p->in_cache && p->text_plain;
+    if (cached) {
+        c->st.line_hits++;
+        c->st.line_hint_hits++;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return cached;
+}
+
 void pr_cache_count_text_hit(pr_cache *c) {
     pthread_mutex_lock(&c->mu);
     c->st.text_hits++;

@@ -46,19 +46,34 @@ static pr_program *verified(pr_host *h, const pr_request *req) {
     return NULL;
 }
 
+static bool run_call(pr_host *h, const pr_request *req, const pr_run_opts *opts, pr_cpu_memo *memo,
+                     pr_response *out, pr_error *err);
+
 bool pr_run(pr_host *h, const pr_request *req, pr_response *out, pr_error *err) {
-    return pr_run_with(h, req, NULL, out, err);
+    return run_call(h, req, NULL, NULL, out, err);
 }
 
 bool pr_run_cancellable(pr_host *h, const pr_request *req, bool (*cancelled)(void *), void *ud,
                         pr_response *out, pr_error *err) {
     pr_run_opts o = {.cancelled = cancelled, .cancel_ud = ud};
-    return pr_run_with(h, req, &o, out, err);
+    return run_call(h, req, &o, NULL, out, err);
 }
 
-/* opts NULL: the contract call itself (the host's limits, no cancel). */
+bool pr_run_memo(pr_host *h, const pr_request *req, bool (*cancelled)(void *), void *ud,
+                 pr_cpu_memo *memo, pr_response *out, pr_error *err) {
+    pr_run_opts o = {.cancelled = cancelled, .cancel_ud = ud};
+    return run_call(h, req, &o, memo, out, err);
+}
+
 bool pr_run_with(pr_host *h, const pr_request *req, const pr_run_opts *opts, pr_response *out,
                  pr_error *err) {
+    return run_call(h, req, opts, NULL, out, err);
+}
+
+/* The call: opts NULL is the contract call itself (the host's limits, no cancel); memo
+ * is the calling thread's CPU-clock memo or NULL. */
+static bool run_call(pr_host *h, const pr_request *req, const pr_run_opts *opts, pr_cpu_memo *memo,
+                     pr_response *out, pr_error *err) {
     static const pr_run_opts none = {0};
     if (!opts) opts = &none;
     if (err) err->stop = PR_STOP_NONE;
@@ -123,7 +138,8 @@ bool pr_run_with(pr_host *h, const pr_request *req, const pr_run_opts *opts, pr_
                            .output_max =
                                opts->limits.output_max && opts->limits.output_max < PR_OUTPUT_MAX
                                    ? opts->limits.output_max
-                                   : 0};
+                                   : 0,
+                           .cpu_memo = memo};
     pr_outcome oc;
     if (!pr_exec(h, prog, &opt, &oc, err)) goto done_input;
     pr_buf res = {0};

@@ -85,6 +85,9 @@ void pr_hex(const uint8_t *in, size_t n, char *out /* 2n+1 */);
 /* Rules 1-5 of the reference order (runner, scope, digest, program length, input
  * size). false + err on the first broken rule. */
 bool pr_check_shape(const pr_request *req, pr_error *err);
+/* pr_run_cancellable with the calling thread's CPU-clock memo (or NULL; room.c). */
+bool pr_run_memo(pr_host *h, const pr_request *req, bool (*cancelled)(void *), void *ud,
+                 pr_cpu_memo *memo, pr_response *out, pr_error *err);
 /* Rules 6-8: Base64, decoded length, SHA-256. On success *bytes (caller frees). */
 bool pr_check_program(const pr_request *req, uint8_t **bytes, size_t *len, pr_error *err);
 
@@ -269,6 +272,10 @@ uint64_t pr_cache_text_sample(const char *s, size_t n);
  * byte s[0..n), or NULL. Compares the whole text (memcmp) outside the lock; counts a
  * hit in stats.line_hits. */
 pr_program *pr_cache_find_text(pr_cache *c, const char *s, size_t n);
+/* A request line holds p's text, compared byte for byte by the caller (serve's reading
+ * thread): true, counting a hit in stats.line_hits and line_hint_hits, while p is still
+ * cached (an evicted program is no longer found by its text). */
+bool pr_cache_claim_text(pr_cache *c, const pr_program *p);
 /* Counts one contract call that skipped Base64 decoding and SHA-256 (stats.text_hits). */
 void pr_cache_count_text_hit(pr_cache *c);
 
@@ -284,7 +291,11 @@ typedef struct pr_watch_slot {
     uint32_t cpu_ms, wall_ms;    /* this run's limits (0: the watchdog's); set before begin */
     bool (*cancelled)(void *ud); /* polled by the watchdog; true stops the run */
     void *cancel_ud;
+    pr_cpu_memo *cpu_memo; /* or NULL: cpu_start is then always read */
 } pr_watch_slot;
+
+/* How old a pr_cpu_memo reading may be to stand for a run's CPU start. */
+#define PR_CPU_MEMO_NS 1000000
 
 enum { PR_FIRED_CPU = 1, PR_FIRED_WALL = 2, PR_FIRED_CANCEL = 3 };
 
@@ -299,7 +310,8 @@ typedef struct pr_watchdog {
 
 bool pr_watchdog_init(pr_watchdog *w, uint32_t cpu_ms, uint32_t wall_ms);
 void pr_watchdog_destroy(pr_watchdog *w);
-/* Starts watching the calling thread's CPU clock for store s. */
+/* Starts watching the calling thread's CPU clock for store s (slot->cancelled,
+ * cancel_ud and cpu_memo are kept as the caller set them). */
 bool pr_watch_begin(pr_watchdog *w, pr_watch_slot *slot, pw_store *s);
 /* A one-time initialisation (ruby.c) gets extra_ms more CPU and wall time; the
  * program itself then starts from zero with pr_watch_restart (limits as usual). */

@@ -248,6 +248,7 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
     slot.cancel_ud = opt->cancel_ud;
     slot.cpu_ms = rs.cpu_ms;
     slot.wall_ms = rs.wall_ms;
+    slot.cpu_memo = opt->cpu_memo;
     if (!pr_watch_begin(&h->wd, &slot, rs.store)) {
         pw_store_free(rs.store);
         pr_host_pool_put(h, pool);

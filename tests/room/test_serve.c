@@ -55,6 +55,9 @@ typedef struct req {
     size_t program_len;
     const char *raw_program; /* NULL: the value is written as is */
     const char *input;
+    const char *line; /* non-NULL: sent instead of the line the fields make (no '\n') */
+    int id;           /* the id in line (0: the line has none of its own) */
+    const char *want; /* non-NULL: the answer expected (an error before pr_run) */
 } req;
 
 static void put_json(pr_buf *b, const char *s, size_t n) {
@@ -62,6 +65,11 @@ static void put_json(pr_buf *b, const char *s, size_t n) {
 }
 
 static void request_line(pr_buf *b, int id, const req *r) {
+    if (r->line) {
+        assert_true(pr_buf_puts(b, r->line));
+        assert_true(pr_buf_putc(b, '\n'));
+        return;
+    }
     char head[64];
     snprintf(head, sizeof head, "{\"jsonrpc\":\"2.0\",\"id\":%d,", id);
     assert_true(pr_buf_puts(b, head));
@@ -164,7 +172,7 @@ static pr_cache_stats serve_batch(pr_host *h, const req *rs, size_t n) {
 }
 
 static req with(const prog *p, const char *input) {
-    return (req){"LOADER", "甲", p->digest, p->b64, p->b64_len, NULL, input};
+    return (req){"LOADER", "甲", p->digest, p->b64, p->b64_len, NULL, input, NULL, 0, NULL};
 }
 
 static int setup(void **st) {
@@ -334,6 +342,30 @@ static void test_evicted_text(void **st) {
     pr_host_free(h);
 }
 
+static pr_cache_stats serve_lockstep(pr_host *h, const req *rs, size_t n);
+
+/* The reader's hint names an evicted program: it is not used (the text then takes the
+ * full path and is cached again), and the server lets go of it. */
+static void test_evicted_hint(void **st) {
+    (void)st;
+    pr_error e;
+    pr_host_config cfg = {.cache_bytes = probe.b64_len * 13 / 4 + hello.b64_len * 13 / 8};
+    pr_host *h = pr_host_new(&cfg, &e);
+    assert_non_null(h);
+    req he = with(&hello, "{}"), pr = with(&probe, "{\"args\":[\"args\"]}");
+    /* 1 compiles hello, 2 recognises it (the hint), 3 evicts it, 4 carries the stale
+     * hint (not used: compiled and cached again), 5 by the index, 6 by the new hint. */
+    req rs[6] = {he, he, pr, he, he, he};
+    pr_cache_stats d = serve_lockstep(h, rs, 6);
+    pr_cache_stats now;
+    pr_host_cache_stats(h, &now);
+    assert_true(now.evictions >= 1);
+    assert_int_equal(d.line_hits, 3);
+    assert_int_equal(d.line_hint_hits, 1);
+    assert_int_equal(d.text_hits, 3);
+    pr_host_free(h);
+}
+
 /* Input chunking: requests across 1 MiB chunk boundaries, blank lines, a line over
  * 64 MiB (refused once with -32600 and skipped), a last line without '\n'. */
 static void test_chunk_boundaries(void **st) {
@@ -403,6 +435,141 @@ static void *serve_main(void *arg) {
     return NULL;
 }
 
+/* Reads one answer line from fd (buffered in *acc); returns it (owned by the caller). */
+static char *read_answer(int fd, pr_buf *acc) {
+    for (;;) {
+        char *nl = acc->len ? memchr(acc->p, '\n', acc->len) : NULL;
+        if (nl) {
+            size_t n = (size_t)(nl - acc->p);
+            char *line = strndup(acc->p, n);
+            memmove(acc->p, nl + 1, acc->len - n - 1);
+            acc->len -= n + 1;
+            return line;
+        }
+        char tmp[4096];
+        ssize_t k = read(fd, tmp, sizeof tmp);
+        assert_true(k > 0);
+        assert_true(pr_buf_put(acc, tmp, (size_t)k));
+    }
+}
+
+/* Like serve_batch, but through pipes, one request at a time: each is written (in three
+ * pieces, 1 ms apart, so the server reads it in parts) after the previous answer came
+ * back, so the reading thread already knows where the last recognised text stood (its
+ * hint) when the next line arrives. Every answer is compared with the full path. */
+static pr_cache_stats serve_lockstep(pr_host *h, const req *rs, size_t n) {
+    int in[2], out[2];
+    assert_int_equal(pipe(in), 0);
+    assert_int_equal(pipe(out), 0);
+    serve_thread t = {h, in[0], out[1], -1};
+    pr_cache_stats before, after;
+    pr_host_cache_stats(h, &before);
+    pthread_t tid;
+    assert_int_equal(pthread_create(&tid, NULL, serve_main, &t), 0);
+    pr_buf acc = {0};
+    for (size_t i = 0; i < n; i++) {
+        pr_buf b = {0};
+        int id = rs[i].id ? rs[i].id : (int)i + 1;
+        request_line(&b, id, &rs[i]);
+        size_t cut[4] = {0, b.len / 3, b.len * 2 / 3, b.len};
+        for (int k = 0; k < 3; k++) {
+            assert_int_equal(write(in[1], b.p + cut[k], cut[k + 1] - cut[k]),
+                             (ssize_t)(cut[k + 1] - cut[k]));
+            if (k < 2) usleep(1000);
+        }
+        pr_buf_free(&b);
+        char *line = read_answer(out[0], &acc);
+        char *want = rs[i].want ? strdup(rs[i].want) : full_path_answer(id, &rs[i]);
+        if (getenv("SERVE_TEST_SHOW")) fprintf(stderr, "%.300s\n", line);
+        assert_string_equal(line, want);
+        free(want);
+        free(line);
+    }
+    close(in[1]);
+    pthread_join(tid, NULL);
+    assert_int_equal(t.rc, 0);
+    assert_int_equal(acc.len, 0);
+    char rest[16];
+    assert_int_equal(read(out[0], rest, sizeof rest), 0); /* nothing more */
+    close(out[0]);
+    pr_buf_free(&acc);
+    pr_host_cache_stats(h, &after);
+    return (pr_cache_stats){.text_hits = after.text_hits - before.text_hits,
+                            .line_hits = after.line_hits - before.line_hits,
+                            .line_hint_hits = after.line_hint_hits - before.line_hint_hits,
+                            .misses = after.misses - before.misses};
+}
+
+/* The reading thread's hint: once a worker has recognised a text, the reader compares
+ * the next lines' bytes at the same place with it, and the worker reads none of them
+ * (line_hint_hits). Whatever those bytes are — the same text, one byte off, the text
+ * and more, a line that ends inside it, the same text in another member — every
+ * answer is the full path's. */
+static void test_reader_hint(void **st) {
+    (void)st;
+    pr_error e;
+    pr_host *h = pr_host_new(NULL, &e);
+    assert_non_null(h);
+    req base = with(&hello, "{}");
+    /* 1 compiles, 2 is found by the text index (and becomes the hint), 3 and 4 by the
+     * hint. */
+    req rs[4] = {base, base, base, base};
+    pr_cache_stats d = serve_lockstep(h, rs, 4);
+    assert_int_equal(d.line_hits, 3);
+    assert_int_equal(d.line_hint_hits, 2);
+    assert_int_equal(d.text_hits, 3);
+
+    /* The hint of the next server comes from its own first recognition. */
+    size_t mid = (hello.b64_len - 8) / 7 * 3 + 100;
+    char *m1 = mutate(&hello, mid, hello.b64[mid] == 'A' ? 'B' : 'A');
+    char *longer = malloc(hello.b64_len + 2);
+    memcpy(longer, hello.b64, hello.b64_len);
+    memcpy(longer + hello.b64_len, "AA", 2);
+    /* A line cut inside the text: a parse error, not a wait for the rest. */
+    pr_buf cut = {0};
+    request_line(&cut, 7, &base);
+    cut.len = cut.len / 2;
+    assert_true(pr_buf_putc(&cut, 0));
+    /* The same text as "input", at the very offset of "program" (the member names
+     * padded with blanks to the same length): recognised, but not the program. */
+    pr_buf swap = {0};
+    char head[400];
+    snprintf(head, sizeof head,
+             "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"isolate/run\",\"params\":{"
+             "\"runner\":\"LOADER\",\"scope\":\"甲\",\"digest\":\"%s\",\"input\":  \"",
+             hello.digest);
+    assert_true(pr_buf_puts(&swap, head) && pr_buf_put(&swap, hello.b64, hello.b64_len) &&
+                pr_buf_puts(&swap, "\",\"program\":\"QUJD\"}}") && pr_buf_putc(&swap, 0));
+    req r_m1 = base, r_long = base, r_cut = base, r_swap = base, r_id = base, r_junk = base;
+    r_m1.program = m1;
+    r_long.program = longer;
+    r_long.program_len = hello.b64_len + 2;
+    r_cut.line = cut.p;
+    r_cut.want = "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,"
+                 "\"message\":\"Parse error\"}}";
+    r_swap.line = swap.p;
+    r_swap.id = 8;
+    r_swap.program = "QUJD";
+    r_swap.program_len = 4;
+    r_swap.input = hello.b64;
+    r_id.id = 123456; /* a longer id: the text one byte further on */
+    r_junk.line = "[]";
+    r_junk.want = "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,"
+                  "\"message\":\"Invalid Request\"}}";
+    req more[12] = {base, base, r_m1, base, r_long, base, r_cut, r_swap, r_id, r_id, r_junk, r_id};
+    d = serve_lockstep(h, more, 12);
+    pr_buf_free(&cut);
+    pr_buf_free(&swap);
+    free(m1);
+    free(longer);
+    /* Hits: base x4 (the first by the index, then the hint: after m1 and after the
+     * longer text it still holds), swap (by the hint, not used as the program), r_id x3
+     * (the index, then the new hint, also after the junk line). */
+    assert_int_equal(d.line_hits, 8);
+    assert_int_equal(d.line_hint_hits, 6);
+    pr_host_free(h);
+}
+
 static double mono(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -456,6 +623,118 @@ static void test_answer_not_held(void **st) {
     pr_host_free(h);
 }
 
+static int64_t ns_of(const struct timespec *t) {
+    return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+/* The CPU-clock memo of serve's workers (pr_cpu_memo, watchdog.c): a run starting
+ * within 1 ms of the memo's reading on the same thread takes memo.cpu + the wall time
+ * since as its CPU start (an upper bound: its CPU is never over-counted); an older
+ * memo or another thread's is replaced by a real reading. */
+static void test_cpu_memo(void **st) {
+    (void)st;
+    pr_watchdog w;
+    assert_true(pr_watchdog_init(&w, 1000, 5000));
+    pw_error pe = {0};
+    pw_store *s = pw_store_new(NULL, &pe);
+    assert_non_null(s);
+    pr_cpu_memo memo = {0};
+    pr_watch_slot slot = {0};
+    slot.cpu_memo = &memo;
+    struct timespec before;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &before);
+    assert_true(pr_watch_begin(&w, &slot, s));
+    assert_int_equal(pr_watch_end(&w, &slot), 0);
+    assert_true(memo.valid); /* a real reading */
+    assert_true(ns_of(&memo.cpu) >= ns_of(&before));
+    assert_true(ns_of(&memo.cpu) == ns_of(&slot.cpu_start));
+    assert_true(ns_of(&memo.wall) == ns_of(&slot.wall_start));
+    pr_cpu_memo first = memo;
+    /* Within 1 ms: the bound, no new reading. */
+    slot = (pr_watch_slot){.cpu_memo = &memo};
+    assert_true(pr_watch_begin(&w, &slot, s));
+    pr_watch_end(&w, &slot);
+    int64_t gap = ns_of(&slot.wall_start) - ns_of(&first.wall);
+    if (gap < PR_CPU_MEMO_NS) {
+        assert_true(ns_of(&memo.wall) == ns_of(&first.wall));
+        assert_true(ns_of(&slot.cpu_start) == ns_of(&first.cpu) + gap);
+        /* The bound is at least the CPU the thread had when the run began. */
+        assert_true(ns_of(&slot.cpu_start) >= ns_of(&first.cpu));
+        assert_true(ns_of(&slot.cpu_start) - ns_of(&first.cpu) <= PR_CPU_MEMO_NS);
+    }
+    /* Over 1 ms later: a new reading. */
+    usleep(3000);
+    slot = (pr_watch_slot){.cpu_memo = &memo};
+    assert_true(pr_watch_begin(&w, &slot, s));
+    pr_watch_end(&w, &slot);
+    assert_true(ns_of(&memo.wall) == ns_of(&slot.wall_start));
+    assert_true(ns_of(&memo.cpu) == ns_of(&slot.cpu_start));
+    assert_true(ns_of(&memo.wall) - ns_of(&first.wall) >= 3000000);
+    /* Another thread's memo is not used. */
+    memo.thread = (pthread_t)0;
+    struct timespec old = memo.wall;
+    slot = (pr_watch_slot){.cpu_memo = &memo};
+    assert_true(pr_watch_begin(&w, &slot, s));
+    pr_watch_end(&w, &slot);
+    assert_true(pthread_equal(memo.thread, pthread_self()));
+    assert_true(ns_of(&memo.wall) >= ns_of(&old));
+    assert_true(ns_of(&memo.wall) == ns_of(&slot.wall_start));
+    pw_store_free(s);
+    pr_watchdog_destroy(&w);
+}
+
+/* With the memo, serve's CPU limit still ends an infinite loop run right after quick
+ * runs on the same worker, with the exact message, and the server answers the next
+ * request. */
+static void test_cpu_limit_after_quick_runs(void **st) {
+    (void)st;
+    pr_error e;
+    pr_host_config cfg = {.cpu_ms = 100};
+    pr_host *h = pr_host_new(&cfg, &e);
+    assert_non_null(h);
+    req quick = with(&hello, "{}"), loop = with(&probe, "{\"args\":[\"loop\"]}");
+    req rs[5] = {quick, quick, loop, quick, loop};
+    pr_buf in = {0};
+    for (int i = 0; i < 5; i++)
+        request_line(&in, i + 1, &rs[i]);
+    int in_fd = temp_fd(), out_fd = temp_fd();
+    assert_int_equal(write(in_fd, in.p, in.len), (ssize_t)in.len);
+    assert_int_equal(lseek(in_fd, 0, SEEK_SET), 0);
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    assert_int_equal(pr_serve(h, in_fd, out_fd, 1), 0);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    /* Two loops of at least 100 ms of CPU each. */
+    assert_true(ns_of(&c1) - ns_of(&c0) >= 200000000);
+    off_t size = lseek(out_fd, 0, SEEK_END);
+    char *out = malloc((size_t)size + 1);
+    assert_int_equal(pread(out_fd, out, (size_t)size, 0), (ssize_t)size);
+    out[size] = 0;
+    char *want = full_path_answer(1, &quick);
+    char *line = out;
+    for (int i = 0; i < 5; i++) {
+        char *nl = strchr(line, '\n');
+        assert_non_null(nl);
+        *nl = 0;
+        char head[64];
+        snprintf(head, sizeof head, "{\"jsonrpc\":\"2.0\",\"id\":%d,", i + 1);
+        assert_true(strncmp(line, head, strlen(head)) == 0);
+        if (rs[i].input == loop.input)
+            assert_non_null(strstr(line, "\"error\":{\"code\":-32000,\"message\":"
+                                         "\"隔离运行失败：CPU 时间超过 100 ms\""));
+        else
+            assert_string_equal(line + strlen(head),
+                                want + strlen("{\"jsonrpc\":\"2.0\",\"id\":1,"));
+        line = nl + 1;
+    }
+    free(want);
+    free(out);
+    pr_buf_free(&in);
+    close(in_fd);
+    close(out_fd);
+    pr_host_free(h);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_identical_text_hits),
@@ -465,6 +744,10 @@ int main(void) {
         cmocka_unit_test(test_two_programs),
         cmocka_unit_test(test_evicted_text),
         cmocka_unit_test(test_chunk_boundaries),
+        cmocka_unit_test(test_reader_hint),
+        cmocka_unit_test(test_evicted_hint),
+        cmocka_unit_test(test_cpu_memo),
+        cmocka_unit_test(test_cpu_limit_after_quick_runs),
         cmocka_unit_test(test_answer_not_held),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

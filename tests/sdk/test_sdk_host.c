@@ -393,16 +393,21 @@ static void test_two_hosts_one_process(void **state) {
     assert_true(lists(B.a, psdk_session_id(s_b)));
     assert_false(lists(B.a, psdk_session_id(s_a)));
 
-    /* B may not load or prompt A's session; the error names A's machine. */
-    assert_null(psdk_session_load(B.a, psdk_session_id(s_a), NULL, NULL, &err));
-    assert_int_equal(err.status, PSDK_ERR_RPC);
+    /* B may read A's session (load opens it read-only, issue 15 follow-up) but not prompt
+     * it; the error names A's machine. */
+    psdk_session *foreign = psdk_session_load(B.a, psdk_session_id(s_a), NULL, NULL, &err);
+    assert_non_null(foreign);
+    assert_int_equal(psdk_session_prompt(foreign, "hijack", stop, sizeof stop, &err), PSDK_ERR_RPC);
     assert_int_equal(err.rpc_code, -32602);
     assert_non_null(strstr(err.message, "belongs to machine " MID_A));
     assert_non_null(strstr(err.message, MID_B));
-    /* a handle pointing at A's session, used on B's connection */
-    psdk_session *foreign = psdk_session_resume(B.a, psdk_session_id(s_a), NULL, NULL, &err);
-    assert_null(foreign);
+    assert_int_equal(psdk_session_close(foreign, 3000, &err), PSDK_OK);
+    /* resume (no replay) is read-only too */
+    foreign = psdk_session_resume(B.a, psdk_session_id(s_a), NULL, NULL, &err);
+    assert_non_null(foreign);
+    assert_int_equal(psdk_session_prompt(foreign, "hijack", stop, sizeof stop, &err), PSDK_ERR_RPC);
     assert_non_null(strstr(err.message, "belongs to machine " MID_A));
+    assert_int_equal(psdk_session_close(foreign, 3000, &err), PSDK_OK);
 
     assert_int_equal(psdk_session_close(s_a, 3000, &err), PSDK_OK);
     assert_int_equal(psdk_session_close(s_b, 3000, &err), PSDK_OK);

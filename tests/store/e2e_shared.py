@@ -12,11 +12,19 @@ killed with SIGKILL in the middle of a turn while B keeps prompting. Checks:
   * the killed turn's committed user message is there, its answer is not;
   * session/list from A and from B shows both machines' sessions, the other machine's
     flagged _meta."peri.readOnly" with its "peri.machineId";
-  * B loading / resuming / prompting / forking / deleting A's session is refused naming
-    the owner;
+  * B loading A's session opens it read-only (_meta peri.readOnly, peri.machineId);
+    prompting / forking / deleting / set_mode / set_config_option is refused naming the
+    owner;
   * B keeps working after A's death; when the server drops B's connection the next turn
     answers (error or result) and the one after reconnects;
-  * a restarted A loads its session and continues.
+  * a restarted A loads its session and continues;
+  * (issue 15 follow-up) A runs a turn with thinking, a tool call and a plan; B lists it
+    read-only, loads it and receives exactly the replay A's own load sends; B's writes
+    are refused, A's thread row is unchanged and the server's statement log
+    (log_statement=mod, per application name) shows no write of B meanwhile; A appends
+    and B's next load shows it; resume is read-only too;
+  * `peri acp` with a wrong password fails naming neither password; PGPASSWORD (mapped by
+    the CLI) with the right one connects; no password in the server's log.
 Exit 0 = pass, 1 = fail.
 """
 import glob
@@ -157,10 +165,165 @@ def check_messages(url, host, extra_user=None):
               "%s: thread counters %r vs %d rows" % (sid, count, len(got)))
 
 
+def refused(host, sid, owner):
+    """Every writing request on another machine's session: -32602 naming the owner."""
+    r = host.a.response(prompt(host.a, sid, "hijack"))
+    check(r.get("error", {}).get("code") == -32602 and owner in r["error"]["message"]
+          and "belongs to machine" in r["error"]["message"], "foreign prompt: %r" % r)
+    for method, params in (("session/fork", {"cwd": host.cwd, "mcpServers": []}),
+                           ("session/delete", {}),
+                           ("session/set_mode", {"modeId": "plan"}),
+                           ("session/set_config_option", {"configId": "mode",
+                                                          "value": "plan"})):
+        params = dict(params, sessionId=sid)
+        r = host.a.call(method, params)
+        check(r.get("error", {}).get("code") == -32602 and owner in r["error"]["message"]
+              and "belongs to machine" in r["error"]["message"]
+              and r["error"].get("data", {}).get("sessionId") == sid,
+              "foreign %s: %r" % (method, r))
+
+
+def load_replay(host, sid):
+    """session/load of sid on host: (result, the replayed updates before the answer)."""
+    t0 = time.monotonic()
+    rid = host.a.request("session/load", {"sessionId": sid, "cwd": host.cwd, "mcpServers": []})
+    t_resp, r = host.a.wait(lambda f: f.get("id") == rid and "method" not in f,
+                            what="load response")
+    check("result" in r, "%s load %s: %r" % (host.name, sid, r))
+    ups = [u for t, u in host.a.updates(sid, t0) if t <= t_resp]
+    return r["result"], ups
+
+
+def log_text(path, start):
+    with open(path, "rb") as f:
+        f.seek(start)
+        return f.read().decode(errors="replace")
+
+
+def writes_of(text, app):
+    """Data-modifying statements logged (log_statement=mod) for application app."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith(app + "|") and ("statement:" in line or "execute" in line):
+            if any(k in line.upper() for k in ("INSERT", "UPDATE", "DELETE")):
+                out.append(line)
+    return out
+
+
+def foreign_replay(url, A, B):
+    """Issue 15 follow-up: B opens a session of A read-only and sees exactly A's replay."""
+    with open(os.path.join(A.cwd, "f.txt"), "w") as f:
+        f.write("abc")
+    sr = A.new_session()
+    todo = {"todos": [{"content": "read f.txt", "status": "completed"},
+                      {"content": "answer", "status": "in_progress", "priority": "high"}]}
+    A.mock.script({"responses": [
+        {"thinking": "let me look", "text": "reading",
+         "tool_calls": [{"id": "c1", "name": "read", "arguments": {"path": "f.txt"}}]},
+        {"tool_calls": [{"id": "c2", "name": "todo", "arguments": todo}]},
+        {"text": "f.txt says abc"}], "default": {"text": "ok"}})
+    r = A.a.response(prompt(A.a, sr, "what is in f.txt?"))
+    check(r.get("result") == {"stopReason": "end_turn"}, "A tool turn: %r" % r)
+    r = A.a.response(prompt(A.a, sr, "thanks"))
+    check(r.get("result") == {"stopReason": "end_turn"}, "A second turn: %r" % r)
+    # A's own load is the reference
+    res_a, ups_a = load_replay(A, sr)
+    check("_meta" not in res_a or "peri.readOnly" not in res_a["_meta"], "own load: %r" % res_a)
+    kinds = [u["sessionUpdate"] for u in ups_a]
+    for k in ("user_message_chunk", "agent_thought_chunk", "agent_message_chunk", "tool_call",
+              "tool_call_update", "plan"):
+        check(k in kinds, "A's replay has no %s: %r" % (k, kinds))
+    # B: listed read-only, then loaded: the identical replay
+    entry = [s for s in listed(B) if s["sessionId"] == sr]
+    check(entry and entry[0].get("_meta", {}).get("peri.readOnly") is True, "B list: %r" % entry)
+    sock = os.environ["PERI_TEST_PG_SOCKDIR"]
+    log = os.path.join(sock, "server.log")
+    # from here every data-modifying statement is logged with its application name
+    rows(url, "ALTER SYSTEM SET log_statement = 'mod'")
+    rows(url, "ALTER SYSTEM SET log_line_prefix = '%a|'")
+    rows(url, "SELECT pg_reload_conf()")
+    time.sleep(0.5)
+    before = rows(url, "SELECT title, meta, model, updated_at, message_count, next_seq "
+                       "FROM threads WHERE id = '%s'" % sr)
+    start = os.path.getsize(log)
+    res_b, ups_b = load_replay(B, sr)
+    check(res_b.get("_meta") == {"peri.readOnly": True, "peri.machineId": MA},
+          "foreign load result: %r" % res_b)
+    check(ups_b == ups_a, "B's replay differs from A's:\n A %s\n B %s"
+          % (json.dumps(ups_a)[:1500], json.dumps(ups_b)[:1500]))
+    print("foreign replay: %d updates, identical to the owner's: %s"
+          % (len(ups_b), " ".join(u["sessionUpdate"] for u in ups_b)))
+    refused(B, sr, MA)
+    check(rows(url, "SELECT title, meta, model, updated_at, message_count, next_seq "
+                    "FROM threads WHERE id = '%s'" % sr) == before, "A's thread row changed")
+    time.sleep(0.3)
+    w = writes_of(log_text(log, start), "peri-B")
+    check(not w, "B wrote to the store while reading A's session: %r" % w[:3])
+    # the check can fail: B's own write (set_mode on its session) is in the log
+    B.a.result("session/set_mode", {"sessionId": list(B.sent)[0], "modeId": "default"})
+    deadline = time.monotonic() + 5
+    while not writes_of(log_text(log, start), "peri-B"):
+        check(time.monotonic() < deadline, "statement log shows no write of B at all")
+        time.sleep(0.1)
+    rows(url, "ALTER SYSTEM RESET log_statement")
+    rows(url, "SELECT pg_reload_conf()")
+    # A appends; B's next load reads the store again and shows it, still A's exact replay
+    r = A.a.response(prompt(A.a, sr, "one more from A"))
+    check(r.get("result") == {"stopReason": "end_turn"}, "A third turn: %r" % r)
+    res_a, ups_a = load_replay(A, sr)
+    res_b, ups_b = load_replay(B, sr)
+    check(any(u["sessionUpdate"] == "user_message_chunk"
+              and u["content"].get("text") == "one more from A" for u in ups_b),
+          "B's reload misses A's new message")
+    check(ups_b == ups_a, "B's reload differs from A's load")
+    check(res_b.get("_meta") == {"peri.readOnly": True, "peri.machineId": MA}, "reload meta")
+    # resume (no replay) of a foreign session is read-only too
+    t0 = time.monotonic()
+    r = B.a.result("session/resume", {"sessionId": sr, "cwd": B.cwd})
+    check(r.get("_meta") == {"peri.readOnly": True, "peri.machineId": MA}, "resume: %r" % r)
+    check(not B.a.updates(sr, t0), "resume replayed")
+    refused(B, sr, MA)
+
+
+def password_cli(peri, url, tmp):
+    """`peri acp` against a role that needs its password (pg_cluster.sh: scram-sha-256 for
+    every role but the admin): a wrong one fails with a clear message naming neither
+    password; the right one via PGPASSWORD (mapped by the CLI only) connects."""
+    sock = os.environ["PERI_TEST_PG_SOCKDIR"]
+    right, wrong = "cli-Right-%d" % os.getpid(), "cli-Wrong-%d" % os.getpid()
+    rows(url, "CREATE ROLE peri_cli LOGIN SUPERUSER PASSWORD '%s'" % right)
+    home = os.path.join(tmp, "home-pw")
+    os.makedirs(home, exist_ok=True)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}
+    for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+        if k in os.environ:
+            env[k] = os.environ[k]
+    base = "postgresql:///postgres?host=%s&user=peri_cli&passfile=%s/none" % (sock, tmp)
+    r = subprocess.run([peri, "acp", "--store", base + "&password=" + wrong, "--machine-id",
+                        "pw-host"], stdin=subprocess.DEVNULL, capture_output=True, env=env,
+                       timeout=60)
+    err = r.stderr.decode(errors="replace")
+    check(r.returncode != 0 and "password authentication failed" in err,
+          "wrong password: rc %d, %r" % (r.returncode, err[-400:]))
+    check(wrong not in err and right not in err and wrong not in r.stdout.decode(),
+          "a password in peri's output: %r" % err[-400:])
+    print("wrong password: %s" % err.strip().splitlines()[-1])
+    a = Agent(peri, dict(env, PGPASSWORD=right), base, ["--machine-id", "pw-host"])
+    try:
+        init = a.result("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        check(init["protocolVersion"] == 1, "initialize with PGPASSWORD")
+        a.result("session/list", {})
+    finally:
+        a.kill()
+    log = open(os.path.join(sock, "server.log"), errors="replace").read()
+    check(right not in log and wrong not in log, "a password in the server's log")
+
+
 def run(peri, mock_py, url, tmp):
     os.makedirs(os.path.join(tmp, "mb"))
-    A = Host("A", MA, peri, mock_py, tmp, url)
-    B = Host("B", MB, peri, mock_py, tmp, url)
+    # distinct application names: the statement log tells the hosts apart
+    A = Host("A", MA, peri, mock_py, tmp, url + "&application_name=peri-A")
+    B = Host("B", MB, peri, mock_py, tmp, url + "&application_name=peri-B")
     hosts = [A, B]
     try:
         A.start()
@@ -181,19 +344,11 @@ def run(peri, mock_py, url, tmp):
         # 2) both list both machines' sessions; the foreign ones read-only
         check_list(A, sa, sb, MB)
         check_list(B, sb, sa, MA)
-        # 3) B may not load or prompt A's session (reading via list is fine)
+        # 3) B may read A's session (load: read-only) but neither prompt nor change it
         r = B.a.call("session/load", {"sessionId": sa[0], "cwd": B.cwd, "mcpServers": []})
-        check(r.get("error", {}).get("code") == -32602 and MA in r["error"]["message"]
-              and "belongs to machine" in r["error"]["message"], "foreign load: %r" % r)
-        r = B.a.response(prompt(B.a, sa[0], "hijack"))
-        check("error" in r and MA in r["error"]["message"], "foreign prompt: %r" % r)
-        for method in ("session/fork", "session/delete", "session/resume"):
-            params = {"sessionId": sa[0], "cwd": B.cwd, "mcpServers": []}
-            if method == "session/delete":
-                params = {"sessionId": sa[0]}
-            r = B.a.call(method, params)
-            check(r.get("error", {}).get("code") == -32602 and MA in r["error"]["message"],
-                  "foreign %s: %r" % (method, r))
+        check(r.get("result", {}).get("_meta") == {"peri.readOnly": True, "peri.machineId": MA},
+              "foreign load: %r" % r)
+        refused(B, sa[0], MA)
         # 4) A's remaining turns (10) and B's (10) concurrently
         errors = []
         ths = [threading.Thread(target=h.turns, args=(s, 5, errors)) for h, s in ((A, sa),
@@ -246,7 +401,7 @@ def run(peri, mock_py, url, tmp):
         # 6b) the server drops B's connection: the next turn answers (an error or a
         # result, never a hang or a crash), the one after reconnects and works
         rows(url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                  "WHERE application_name = 'peri'")
+                  "WHERE application_name LIKE 'peri%'")
         time.sleep(0.2)
         r = B.a.response(prompt(B.a, sb[0], "B during outage"), timeout=30)
         check("result" in r or "error" in r, "B after connection loss: %r" % r)
@@ -269,6 +424,11 @@ def run(peri, mock_py, url, tmp):
         got = rows(url, "SELECT role FROM messages WHERE thread_id = '%s' ORDER BY seq" % sa[0])
         check([r[0] for r in got[-3:]] == ["user", "user", "assistant"],
               "after restart: %r" % got[-3:])
+        # 8) B opens one of A's sessions read-only: the owner's exact replay, refusals,
+        # no write reaching the store, and A's later appends on the next load
+        foreign_replay(url, A, B)
+        # 9) the password path through the CLI
+        password_cli(peri, url, tmp)
     finally:
         for h in hosts:
             try:

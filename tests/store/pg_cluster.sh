@@ -4,7 +4,10 @@
 #   tests/store/pg_cluster.sh COMMAND [ARGS...]
 #
 # initdb + pg_ctl in a fresh temp dir, socket-only (unix socket in that dir, no TCP port,
-# so parallel runs never collide), trust auth for the superuser "peri". The command runs
+# so parallel runs never collide), trust auth for the superuser "peri" only: every other
+# role must log in with its password (scram-sha-256, pg_hba.conf), so a test can create a
+# role with a password and check the password path (test_store's test_password). The
+# command runs
 # with PERI_TEST_PG_URL=postgresql:///postgres?host=<dir>&user=peri (an admin URL: tests
 # create and drop their own databases) and PERI_TEST_PG_SOCKDIR=<dir>. The cluster is
 # stopped and the dir removed on every exit path (trap), and the command's exit status
@@ -47,6 +50,10 @@ trap 'exit 130' INT TERM
 
 (cd "$DIR" && "${AS[@]}" "$INITDB" -D "$DIR/data" -U peri --auth=trust --no-sync -E UTF8 \
     --locale=C >"$DIR/initdb.log" 2>&1) || { cat "$DIR/initdb.log" >&2; exit 1; }
+# Who may log in how: the admin role "peri" is trusted (the harness and the tests' own
+# setup connect as it); any other role needs its password (scram-sha-256).
+(cd "$DIR" && "${AS[@]}" sh -c "printf '%s\n' 'local all peri trust' \
+    'local all all scram-sha-256' >'$DIR/data/pg_hba.conf'")
 (cd "$DIR" && "${AS[@]}" "$PGCTL" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 \
     -o "-k $DIR -c listen_addresses= -c max_connections=60 ${PERI_PG_SERVER_OPTS--c fsync=off}" start \
     >/dev/null) || { cat "$DIR/server.log" >&2; exit 1; }

@@ -729,6 +729,130 @@ static void test_connection_loss(void **state) {
     pst_close(s);
 }
 
+/* True when the file contains needle (a missing file contains nothing). */
+static bool file_has(const char *path, const char *needle) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return false;
+    size_t cap = 1 << 20, n = 0;
+    char *buf = malloc(cap + 1);
+    assert_non_null(buf);
+    bool found = false;
+    size_t got, keep = strlen(needle);
+    /* a sliding window: the last keep-1 bytes stay in front of the next chunk */
+    while ((got = fread(buf + n, 1, cap - n, fp)) > 0) {
+        n += got;
+        buf[n] = '\0';
+        if (memmem(buf, n, needle, keep)) found = true;
+        if (n > keep) {
+            memmove(buf, buf + n - (keep - 1), keep - 1);
+            n = keep - 1;
+        }
+    }
+    fclose(fp);
+    free(buf);
+    return found;
+}
+
+/* Percent-encodes s for a URL's userinfo. */
+static void url_enc(const char *s, char *out, size_t cap) {
+    size_t k = 0;
+    for (; *s && k + 4 < cap; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))
+            out[k++] = (char)ch;
+        else
+            k += (size_t)snprintf(out + k, cap - k, "%%%02X", ch);
+    }
+    out[k] = '\0';
+}
+
+/* PostgreSQL only: a role that must log in with its password (pg_cluster.sh trusts only
+ * the admin role; every other role needs scram-sha-256). pst_open_ex with the right
+ * password (option or URL) connects and works; a wrong or missing one fails with
+ * PST_ERR_CONN and a message saying what went wrong, and the password appears in no error
+ * text and not in the server's log. */
+static void test_password(void **state) {
+    fixture *f = *state;
+    char role[64], pw[64], wrong[64], sql[512];
+    snprintf(role, sizeof role, "peri_pw_%ld", (long)getpid());
+    /* a space, quotes and a backslash: passed as a libpq parameter, never quoted by us */
+    snprintf(pw, sizeof pw, "s3cr'et \\\"%ld-%ld", (long)getpid(), (long)time(NULL));
+    snprintf(wrong, sizeof wrong, "not-the-password-%ld", (long)getpid());
+    PGconn *admin = pg_connect(g_pg_admin);
+    char *lit = PQescapeLiteral(admin, pw, strlen(pw));
+    assert_non_null(lit);
+    snprintf(sql, sizeof sql, "CREATE ROLE %s LOGIN PASSWORD %s", role, lit);
+    PQfreemem(lit);
+    pg_run(admin, sql);
+    snprintf(sql, sizeof sql, "ALTER DATABASE %s OWNER TO %s", f->dbname, role);
+    pg_run(admin, sql);
+    PQfinish(admin);
+    const char *sock = getenv("PERI_TEST_PG_SOCKDIR");
+    assert_non_null(sock);
+    /* passfile= a file that does not exist: ~/.pgpass of whoever runs the test is out */
+    char url[700];
+    snprintf(url, sizeof url, "postgresql:///%s?host=%s&user=%s&passfile=%s/none", f->dbname, sock,
+             role, f->dir);
+    const char *mid = "11111111-1111-4111-8111-111111111111";
+
+    /* right password (the option): connects, migrates (creates the tables) and writes */
+    pst_error err;
+    pst_open_options o = {.owner_machine_id = mid, .password = pw};
+    pst_store *s = pst_open_ex(url, &o, &err);
+    if (!s) fail_msg("open with the right password: %s", err.message);
+    char ws[PST_ID_LEN];
+    assert_int_equal(pst_workspace_ensure(s, mid, "/pw", ws, &err), PST_OK);
+    assert_int_equal(pst_schema_version(s), PST_SCHEMA_VERSION);
+    pst_close(s);
+
+    /* right password in the URL (percent-encoded) */
+    char enc[200], url2[900];
+    url_enc(pw, enc, sizeof enc);
+    snprintf(url2, sizeof url2, "postgresql://%s:%s@/%s?host=%s&passfile=%s/none", role, enc,
+             f->dbname, sock, f->dir);
+    s = pst_open_ex(url2, NULL, &err);
+    if (!s) fail_msg("open with the password in the URL: %s", err.message);
+    pst_close(s);
+
+    /* wrong password */
+    o.password = wrong;
+    memset(&err, 0, sizeof err);
+    assert_null(pst_open_ex(url, &o, &err));
+    assert_int_equal(err.status, PST_ERR_CONN);
+    print_message("wrong password: %s\n", err.message);
+    assert_non_null(strstr(err.message, "cannot connect to PostgreSQL"));
+    assert_non_null(strstr(err.message, "password authentication failed"));
+    assert_null(strstr(err.message, wrong));
+    assert_null(strstr(err.message, pw));
+
+    /* wrong password in the URL: the URL (with it) is not echoed either */
+    url_enc(wrong, enc, sizeof enc);
+    snprintf(url2, sizeof url2, "postgresql://%s:%s@/%s?host=%s&passfile=%s/none", role, enc,
+             f->dbname, sock, f->dir);
+    memset(&err, 0, sizeof err);
+    assert_null(pst_open_ex(url2, NULL, &err));
+    assert_int_equal(err.status, PST_ERR_CONN);
+    assert_non_null(strstr(err.message, "password authentication failed"));
+    assert_null(strstr(err.message, wrong));
+
+    /* no password at all */
+    o.password = NULL;
+    memset(&err, 0, sizeof err);
+    assert_null(pst_open_ex(url, &o, &err));
+    assert_int_equal(err.status, PST_ERR_CONN);
+    print_message("no password: %s\n", err.message);
+    assert_non_null(strstr(err.message, "no password supplied"));
+
+    /* the server's log names the failed logins, never a password */
+    char log[600];
+    snprintf(log, sizeof log, "%s/server.log", sock);
+    assert_true(file_has(log, "password authentication failed"));
+    assert_false(file_has(log, pw));
+    assert_false(file_has(log, wrong));
+
+    /* the database goes with teardown; the role lives as long as the throwaway cluster */
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "pg")) {
         g_pg_admin = getenv("PERI_TEST_PG_URL");
@@ -737,6 +861,9 @@ int main(int argc, char **argv) {
                             "(run through tests/store/pg_cluster.sh)\n");
             return 1;
         }
+        /* libpq itself would take $PGPASSWORD when no password is given (docs/store.md):
+         * the password tests must not see one from the environment */
+        unsetenv("PGPASSWORD");
         print_message("store tests on PostgreSQL\n");
     }
     const struct CMUnitTest tests[] = {
@@ -756,6 +883,7 @@ int main(int argc, char **argv) {
     /* PostgreSQL only: a server that drops the connection */
     const struct CMUnitTest pg_only[] = {
         cmocka_unit_test_setup_teardown(test_connection_loss, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_password, setup, teardown),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     if (g_pg_admin) failed += cmocka_run_group_tests(pg_only, NULL, NULL);
