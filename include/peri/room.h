@@ -88,8 +88,8 @@ typedef struct pr_host_config {
      * 1000), and memory.grow past memory_cap returns -1 to the guest instead of ending
      * the run. */
     bool beyond_contract;
-    /* Engine tier of every run (pw_store_config.engine: PW_ENGINE_INTERP = 0, the
-     * default; PW_ENGINE_JIT; PW_ENGINE_AUTO). Results, traps and limits are the same. */
+    /* Engine tier of every run (pw_store_config.engine: PW_ENGINE_AUTO = 0, the
+     * default; PW_ENGINE_INTERP; PW_ENGINE_JIT). Results, traps and limits are the same. */
     int engine;
 } pr_host_config;
 

@@ -233,19 +233,22 @@ typedef struct pw_store_config {
     /* Optional mapping pool (pw_pool_new): the store takes its stacks and linear
      * memories from it and gives them back in pw_store_free. NULL: mmap/munmap. */
     struct pw_pool *pool;
-    /* Execution tier (docs/jit.md): PW_ENGINE_INTERP (0, the default), PW_ENGINE_JIT
-     * (the baseline JIT for every function it can translate, the interpreter for the
-     * rest) or PW_ENGINE_AUTO (the JIT where the host has one). On hosts without a JIT
-     * (anything but x86-64 Linux) every setting runs the interpreter. */
+    /* Execution tier (docs/jit.md, "Choosing the tier"): PW_ENGINE_AUTO (0, the
+     * default: the interpreter first, the baseline JIT for a module once it is hot),
+     * PW_ENGINE_INTERP (the interpreter only) or PW_ENGINE_JIT (the JIT from the first
+     * call for every function it can translate, the interpreter for the rest). On
+     * hosts without a JIT (anything but x86-64 Linux) every setting runs the
+     * interpreter. Results, traps and limits are the same in every tier. */
     int engine;
     /* JIT: bytes of native (C) stack that nested JIT calls may use below an entry
      * from the host; deeper calls continue on the interpreter. 0 = 512 KiB. */
     size_t jit_native_stack;
-    /* JIT: compile every function at instantiation instead of at its first call. */
+    /* PW_ENGINE_JIT: compile every function at instantiation instead of at its first
+     * call (ignored by auto, which translates when the module is hot). */
     bool jit_eager;
 } pw_store_config;
 
-enum { PW_ENGINE_INTERP = 0, PW_ENGINE_JIT = 1, PW_ENGINE_AUTO = 2 };
+enum { PW_ENGINE_AUTO = 0, PW_ENGINE_INTERP = 1, PW_ENGINE_JIT = 2 };
 
 /* A cache of the mappings stores use (value/frame stacks, linear-memory
  * reservations), so a short run makes no mmap/munmap/mprotect call: those take the

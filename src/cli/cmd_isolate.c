@@ -19,11 +19,12 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: peri isolate run --runner NAME --scope SCOPE --digest HEX --program PATH\n"
             "                        --input PATH [--grant NAME]... [--cpu-ms N] [--wall-ms N]\n"
-            "                        [--deterministic]\n"
+            "                        [--deterministic] [--engine auto|interp|jit]\n"
             "       peri isolate serve [--grant NAME]... [--workers N] [--cpu-ms N] [--wall-ms N]\n"
-            "                          [--deterministic]\n"
+            "                          [--deterministic] [--engine auto|interp|jit]\n"
             "PATH may be '-' (stdin) for one of --program/--input. Without --grant the\n"
-            "granted LOADER list is \"LOADER\".\n");
+            "granted LOADER list is \"LOADER\". --engine: the execution tier (docs/jit.md;\n"
+            "default $PERI_ENGINE, else auto).\n");
 }
 
 typedef struct common_opts {
@@ -31,6 +32,7 @@ typedef struct common_opts {
     size_t ngrants;
     unsigned long cpu_ms, wall_ms;
     bool deterministic;
+    int engine; /* PW_ENGINE_* (issue 18) */
 } common_opts;
 
 /* Parses an option shared by run and serve at argv[*i]; 1 taken, 0 not ours, -1 bad. */
@@ -40,10 +42,15 @@ static int common_opt(common_opts *o, int argc, char **argv, int *i) {
         o->deterministic = true;
         return 1;
     }
-    if (strcmp(a, "--grant") != 0 && strcmp(a, "--cpu-ms") != 0 && strcmp(a, "--wall-ms") != 0)
+    if (strcmp(a, "--grant") != 0 && strcmp(a, "--cpu-ms") != 0 && strcmp(a, "--wall-ms") != 0 &&
+        strcmp(a, "--engine") != 0)
         return 0;
     if (*i + 1 >= argc) return -1;
     const char *v = argv[++*i];
+    if (strcmp(a, "--engine") == 0) {
+        o->engine = peri_engine_parse(v);
+        return o->engine < 0 ? -1 : 1;
+    }
     if (strcmp(a, "--grant") == 0) {
         if (o->ngrants == MAX_GRANTS) return -1;
         o->grants[o->ngrants++] = v;
@@ -73,6 +80,7 @@ static pr_host *make_host(const common_opts *o) {
     cfg.cpu_ms = (uint32_t)o->cpu_ms;
     cfg.wall_ms = (uint32_t)o->wall_ms;
     cfg.deterministic = o->deterministic;
+    cfg.engine = o->engine;
     pr_error err;
     pr_host *h = pr_host_new(&cfg, &err);
     if (!h) fprintf(stderr, "%s\n", err.message);
@@ -80,7 +88,8 @@ static pr_host *make_host(const common_opts *o) {
 }
 
 static int isolate_run(int argc, char **argv) {
-    common_opts o = {0};
+    common_opts o = {.engine = peri_engine_default()};
+    if (o.engine < 0) return 2;
     const char *runner = NULL, *scope = NULL, *digest = NULL, *program = NULL, *input = NULL;
     for (int i = 1; i < argc; i++) {
         int c = common_opt(&o, argc, argv, &i);
@@ -148,7 +157,8 @@ bad:
 }
 
 static int isolate_serve(int argc, char **argv) {
-    common_opts o = {0};
+    common_opts o = {.engine = peri_engine_default()};
+    if (o.engine < 0) return 2;
     unsigned long workers = 1;
     for (int i = 1; i < argc; i++) {
         int c = common_opt(&o, argc, argv, &i);

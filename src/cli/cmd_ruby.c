@@ -23,7 +23,9 @@ static void usage(FILE *f) {
                "  --file GUEST=HOST  put host file HOST at GUEST in the room (e.g. /请求/in.txt)\n"
                "  --cpu-ms N      CPU limit per run (default 1000, at most 1000)\n"
                "  --repeat N      run N times in one process (later runs start from the snapshot)\n"
-               "  --time          print each run's wall and CPU time on stderr\n");
+               "  --time          print each run's wall and CPU time on stderr\n"
+               "  --engine E      execution tier: auto (default; $PERI_ENGINE if set), interp\n"
+               "                  or jit (docs/jit.md)\n");
 }
 
 static void on_output(void *ud, int stream, const char *s, size_t n) {
@@ -43,6 +45,8 @@ int peri_cmd_ruby(int argc, char **argv) {
     size_t nfiles = 0;
     unsigned long repeat = 1, cpu = 0;
     bool timed = false;
+    int engine = peri_engine_default();
+    if (engine < 0) return 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
@@ -51,6 +55,8 @@ int peri_cmd_ruby(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "--time")) {
             timed = true;
+        } else if (!strcmp(a, "--engine") && v) {
+            if ((engine = peri_engine_parse(argv[++i])) < 0) goto bad;
         } else if (!strcmp(a, "--wasm") && v) {
             wasm = argv[++i];
         } else if (!strcmp(a, "--stdin") && v) {
@@ -108,7 +114,7 @@ int peri_cmd_ruby(int argc, char **argv) {
         fprintf(stderr, "peri ruby: cannot read %s\n", !src ? script : stdin_path);
         goto done;
     }
-    pr_host_config cfg = {.cpu_ms = (uint32_t)cpu};
+    pr_host_config cfg = {.cpu_ms = (uint32_t)cpu, .engine = engine};
     h = pr_host_new(&cfg, &err);
     p = h ? pr_program_load(h, (pr_str){"ruby", 4}, mod, wlen, &err) : NULL;
     if (!p) {

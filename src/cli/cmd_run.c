@@ -58,8 +58,9 @@ static void usage(FILE *f) {
         "                        (default %u)\n"
         "  --max-output N        limit on stdout+stderr bytes (default: none)\n"
         "  --deterministic       clocks and random_get a fixed function of the program\n"
-        "  --engine E            execution tier: interp (default), jit or auto (the baseline\n"
-        "                        JIT where the host has one; docs/jit.md)\n"
+        "  --engine E            execution tier: auto (default: the interpreter, then the\n"
+        "                        baseline JIT once the module is hot), interp or jit\n"
+        "                        (docs/jit.md); the default comes from $PERI_ENGINE if set\n"
         "  --version             print the version\n"
         "  -h, --help            this text\n"
         "\n"
@@ -168,6 +169,8 @@ static int parse(run_opts *o, int argc, char **argv) {
     o->env = calloc(envcap, sizeof *o->env);
     if (!o->env) return 1;
     o->cfg.cpu_ms = RUN_CPU_MS_DEFAULT;
+    o->cfg.engine = peri_engine_default();
+    if (o->cfg.engine < 0) return 2;
     o->cfg.wall_ms = RUN_WALL_MS_DEFAULT;
     o->cfg.memory_cap = (uint64_t)RUN_MEMORY_MIB_DEFAULT << 20;
     o->cfg.beyond_contract = true;
@@ -246,13 +249,8 @@ static int parse(run_opts *o, int argc, char **argv) {
         } else if (strcmp(a, "--out") == 0) {
             o->out_dir = v;
         } else if (strcmp(a, "--engine") == 0) {
-            if (strcmp(v, "interp") == 0)
-                o->cfg.engine = PW_ENGINE_INTERP;
-            else if (strcmp(v, "jit") == 0)
-                o->cfg.engine = PW_ENGINE_JIT;
-            else if (strcmp(v, "auto") == 0)
-                o->cfg.engine = PW_ENGINE_AUTO;
-            else {
+            o->cfg.engine = peri_engine_parse(v);
+            if (o->cfg.engine < 0) {
                 fprintf(stderr, "peri run: --engine wants interp, jit or auto, got \"%s\"\n", v);
                 return 2;
             }

@@ -30,7 +30,7 @@ static int wasm_usage(FILE *f) {
                "  invoke         instantiate FILE (it must have no imports) and call the\n"
                "                 exported function FUNC with ARGS; prints the results\n"
                "  --v8-messages  trap messages in V8's wording instead of the spec's\n"
-               "  --engine E     execution tier: interp (default), jit or auto (docs/jit.md)\n"
+               "  --engine E     execution tier: auto (default), interp or jit (docs/jit.md)\n"
                "  --time         print compile/instantiate/call times on stderr\n");
     return f == stdout ? 0 : 2;
 }
@@ -129,7 +129,8 @@ static bool wasm_no_imports(void *ctx, pw_store *s, const pw_module *m, const pw
 static int wasm_invoke(int argc, char **argv) {
     pw_msg_style style = PW_MSG_SPEC;
     bool timing = false;
-    pw_store_config cfg = {0};
+    pw_store_config cfg = {.engine = peri_engine_default()};
+    if (cfg.engine < 0) return 2;
     int i = 1;
     for (; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
         if (strcmp(argv[i], "--v8-messages") == 0)
@@ -137,14 +138,8 @@ static int wasm_invoke(int argc, char **argv) {
         else if (strcmp(argv[i], "--time") == 0)
             timing = true;
         else if (strcmp(argv[i], "--engine") == 0 && i + 1 < argc) {
-            const char *e = argv[++i];
-            if (strcmp(e, "interp") == 0)
-                cfg.engine = PW_ENGINE_INTERP;
-            else if (strcmp(e, "jit") == 0)
-                cfg.engine = PW_ENGINE_JIT;
-            else if (strcmp(e, "auto") == 0)
-                cfg.engine = PW_ENGINE_AUTO;
-            else {
+            cfg.engine = peri_engine_parse(argv[++i]);
+            if (cfg.engine < 0) {
                 fprintf(stderr, "peri wasm invoke: --engine wants interp, jit or auto\n");
                 return 2;
             }

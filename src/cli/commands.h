@@ -38,4 +38,9 @@ int peri_cmd_tui(int argc, char **argv); /* cmd_tui.c: the interactive terminal 
  * frees. NULL with errno set on failure. */
 char *peri_read_file(const char *path, bool dash_is_stdin, size_t *len);
 
+/* engine_opt.c (issue 18): PW_ENGINE_* of "interp"/"jit"/"auto", -1 for anything else;
+ * the default tier: $PERI_ENGINE, unset or empty = auto (-1 and a message if invalid). */
+int peri_engine_parse(const char *v);
+int peri_engine_default(void);
+
 #endif

@@ -1566,6 +1566,8 @@ static void reset(comp *c) {
 pw_status pw_compile_module(pw_module *m, pw_error *err) {
     struct pw_cmodule *cm = calloc(1, sizeof *cm);
     if (!cm) return pw_fail(err, PW_ERR_NOMEM, "out of memory");
+    atomic_init(&cm->tier_calls, 0);
+    atomic_init(&cm->tier_state, 0);
     uint32_t nd = m->nfuncs - m->nfunc_imports;
     cm->nfuncs = nd;
     cm->funcs = calloc(nd ? nd : 1, sizeof *cm->funcs);
@@ -1648,6 +1650,7 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
         uint32_t *shrunk = c.ncode ? realloc(c.code, c.ncode * sizeof *c.code) : NULL;
         if (shrunk) c.code = shrunk;
         cm->code = c.code;
+        cm->ncode = c.ncode;
         c.code = NULL;
         cm->handlers = c.hs;
         c.hs = NULL;
@@ -1686,6 +1689,7 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
 
 void pw_compile_free(struct pw_cmodule *code) {
     if (!code) return;
+    pw_tier_free(code); /* first: a background translation reads all of it (tier.c) */
     free(code->code);
     free(code->handlers);
     free(code->funcs);

@@ -115,7 +115,9 @@ pw_status pw_invoke(pw_store *s, pw_func *f, pw_error *err) {
     }
     s->host_depth++;
     s->trap = PW_TRAP_NONE;
+    if (s->jit_auto && !f->host) pw_tier_enter(s, f);
     pw_status st = f->host ? pw_call_host(s, NULL, f, argp) : pw_exec(s, f, argp);
+    if (s->jit_auto && !f->host) pw_tier_leave(s, f);
     s->host_depth--;
     if (st == PW_ERR_TRAP && err) {
         err->status = PW_ERR_TRAP;

@@ -253,7 +253,9 @@ static pw_status run(pw_store *s, pw_func *entry, pw_slot *fp, const int32_t **t
     pw_func *f;
     pw_slot *argp;
     pw_exn *exn;
-    const bool jit_on = s->jit_on;
+    /* With the JIT on, or in the `auto` tier's counting phase (tier.c), calls take the
+     * generic path, which asks the JIT tier. */
+    const bool jit_on = s->jit_on || s->jit_auto;
     RELOAD_INST();
     {
         const pw_cfunc *cf = entry->code;
@@ -369,7 +371,7 @@ call_func:
         RELOAD_MEM();
         DISPATCH();
     } else {
-        if (__builtin_expect(jit_on, 0)) {
+        if (__builtin_expect(jit_on, 0) && (s->jit_on || pw_tier_hot(s, f))) {
             int st = pw_jit_call_from_interp(s, f, argp, pc, fp, inst, fr);
             if (st != PW_JIT_INTERPRET) {
                 if (st != PW_OK) {

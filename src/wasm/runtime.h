@@ -74,7 +74,15 @@ typedef struct pw_cfunc {
 struct pw_cmodule {
     uint32_t nfuncs; /* defined functions */
     pw_cfunc *funcs;
-    uint32_t *code;       /* the code of all functions (pw_cfunc.code points into it) */
+    uint32_t *code; /* the code of all functions (pw_cfunc.code points into it) */
+    size_t ncode;   /* words in code (the `auto` tier's measure of a module) */
+    /* The `auto` tier (tier.c): interpreted calls counted by every store that ran this
+     * module and has not turned to the JIT, added at the end of each entry; the
+     * background translation (0 not started, 1 started: tier_job, joined by
+     * pw_tier_free when the code is freed; 2 could not start). */
+    atomic_uint_least64_t tier_calls;
+    atomic_int tier_state;
+    struct pw_tierjob *tier_job;
     pw_handler *handlers; /* the handler tables of all functions */
     /* Wasm 3.0 GC (gc.h): layouts per type index, precise stack maps. */
     struct pw_gclayout *gc_layouts; /* gc_nlayouts = the module's type count */
@@ -225,12 +233,32 @@ struct pw_store {
      * current outermost entry (below it, calls run on the interpreter). */
     bool jit_on;
     char *jit_stack_limit;
+    /* The `auto` tier (tier.c): true while the store still interprets and counts its
+     * calls (jit_on is then false); cleared when the store turns to the JIT. */
+    bool jit_auto;
+    uint64_t jit_auto_calls; /* counted in this entry from the host, not yet added */
 };
 
 struct pw_call_ctx {
     pw_store *store;
     pw_instance *inst;
 };
+
+/* tier.c: the `auto` tier policy (docs/jit.md, "Choosing the tier"). A module of at
+ * most PW_TIER_SMALL_WORDS internal code words is translated at its first call; a
+ * bigger one after ncode / PW_TIER_WORDS_PER_CALL interpreted calls, in the
+ * background. Entry from the host into Wasm function f: turns the store to the JIT
+ * at once when f's module is small or already translated. */
+#define PW_TIER_SMALL_WORDS    65536u
+#define PW_TIER_WORDS_PER_CALL 2u
+void pw_tier_enter(pw_store *s, const pw_func *f);
+/* A call of Wasm function f made by the interpreter while s->jit_auto: counts it and
+ * returns true when the store has turned to the JIT (f's module then translated). */
+bool pw_tier_hot(pw_store *s, pw_func *f);
+/* The end of that entry: adds the store's count to f's module. */
+void pw_tier_leave(pw_store *s, const pw_func *f);
+/* Waits for the module's background translation, if any, and frees its job. */
+void pw_tier_free(struct pw_cmodule *cm);
 
 /* store.c */
 void *pw_store_alloc_obj(pw_store *s, size_t size, uint8_t kind); /* zeroed, linked */

@@ -69,7 +69,7 @@ static int setup(void **st) {
         return -1;
     }
     pr_error e;
-    *st = pr_host_new(NULL, &e);
+    *st = room_host_new(NULL, &e);
     return *st ? 0 : -1;
 }
 
@@ -290,7 +290,7 @@ static void test_wasm_and_binding(void **st) {
     const char *granted[] = {"A", "B"}, *bound[] = {"A"};
     pr_host_config cfg = {.granted = granted, .ngranted = 2, .bound = bound, .nbound = 1};
     pr_error e;
-    pr_host *h2 = pr_host_new(&cfg, &e);
+    pr_host *h2 = room_host_new(&cfg, &e);
     got = run4(h2, "B", "s", &hello, "{}", NULL);
     assert_string_equal(got, "!隔离运行失败：绑定不存在：B");
     free(got);
@@ -303,13 +303,13 @@ static void test_wasm_and_binding(void **st) {
     free(got);
     pr_host_free(h2);
     cfg = (pr_host_config){.cpu_ms = 1001};
-    assert_null(pr_host_new(&cfg, &e));
+    assert_null(room_host_new(&cfg, &e));
 }
 
 static void test_isolate_identity(void **st) {
     (void)st;
     pr_error e;
-    pr_host *h = pr_host_new(NULL, &e);
+    pr_host *h = room_host_new(NULL, &e);
     char a[200], b[200], c[200];
     char *o1 = run4(h, "LOADER", "甲", &hello, "{}", a);
     char *o2 = run4(h, "LOADER", "甲", &hello, "{}", b);
@@ -393,7 +393,7 @@ static void test_deterministic(void **st) {
     (void)st;
     pr_host_config cfg = {.deterministic = true};
     pr_error e;
-    pr_host *h = pr_host_new(&cfg, &e);
+    pr_host *h = room_host_new(&cfg, &e);
     char *a = run(h, "{\"args\":[\"rand\"]}");
     char *b = run(h, "{\"args\":[\"rand\"]}");
     char *c = run(h, "{\"args\":[\"rand\"],\"x\":1}");
@@ -405,7 +405,7 @@ static void test_deterministic(void **st) {
     free(b);
     free(c);
     pr_host_free(h);
-    h = pr_host_new(NULL, &e);
+    h = room_host_new(NULL, &e);
     a = run(h, "{\"args\":[\"rand\"]}");
     b = run(h, "{\"args\":[\"rand\"]}");
     assert_string_not_equal(a, b);
@@ -425,7 +425,7 @@ static void test_cpu_limit(void **st) {
     pr_error e;
     /* A long wall-clock bound: on a loaded machine 1 s of CPU can take over 5 s. */
     pr_host_config c1 = {.wall_ms = 120000};
-    pr_host *h = pr_host_new(&c1, &e);
+    pr_host *h = room_host_new(&c1, &e);
     double t0 = cpu_now();
     char *got = run(h, "{\"args\":[\"loop\"]}");
     double used = cpu_now() - t0;
@@ -437,7 +437,7 @@ static void test_cpu_limit(void **st) {
            "{\"ok\":false,\"stdout\":\"\",\"stderr\":\"\",\"exitCode\":3,\"files\":{}}");
     pr_host_free(h);
     pr_host_config cfg = {.cpu_ms = 100, .wall_ms = 120000};
-    h = pr_host_new(&cfg, &e);
+    h = room_host_new(&cfg, &e);
     t0 = cpu_now();
     got = run(h, "{\"args\":[\"loop\"]}");
     used = cpu_now() - t0;
@@ -453,9 +453,9 @@ static void test_cpu_limit(void **st) {
 static void test_jit_engine(void **st) {
     (void)st;
     pr_error e;
-    pr_host_config ci = {.wall_ms = 120000, .deterministic = true};
+    pr_host_config ci = {.wall_ms = 120000, .deterministic = true, .engine = PW_ENGINE_INTERP};
     pr_host_config cj = {.wall_ms = 120000, .deterministic = true, .engine = PW_ENGINE_JIT};
-    pr_host *hi = pr_host_new(&ci, &e), *hj = pr_host_new(&cj, &e);
+    pr_host *hi = room_host_new(&ci, &e), *hj = room_host_new(&cj, &e);
     assert_non_null(hi);
     assert_non_null(hj);
     static const char *const inputs[] = {
@@ -482,7 +482,7 @@ static void test_jit_engine(void **st) {
     pr_host_free(hi);
     pr_host_free(hj);
     pr_host_config cfg = {.cpu_ms = 100, .wall_ms = 120000, .engine = PW_ENGINE_JIT};
-    pr_host *h = pr_host_new(&cfg, &e);
+    pr_host *h = room_host_new(&cfg, &e);
     double t0 = cpu_now();
     char *got = run(h, "{\"args\":[\"loop\"]}");
     double used = cpu_now() - t0;
@@ -550,7 +550,7 @@ static void test_wall_limit(void **st) {
     (void)st;
     pr_host_config cfg = {.wall_ms = 50};
     pr_error e;
-    pr_host *h = pr_host_new(&cfg, &e);
+    pr_host *h = room_host_new(&cfg, &e);
     char *got = run(h, "{\"args\":[\"loop\"]}");
     assert_string_equal(got, "!隔离运行失败：运行时间超过 50 ms");
     free(got);
@@ -571,14 +571,14 @@ static void test_sleep(void **st) {
     (void)st;
     pr_error e;
     pr_host_config det = {.deterministic = true};
-    pr_host *h = pr_host_new(&det, &e);
+    pr_host *h = room_host_new(&det, &e);
     double t0 = wall_now();
     expect(h, "{\"args\":[\"sleep\"]}",
            "{\"ok\":true,\"stdout\":\"slept>=2s=1\\n\",\"stderr\":\"\",\"exitCode\":0,"
            "\"files\":{}}");
     assert_true(wall_now() - t0 < 1.0);
     pr_host_free(h);
-    h = pr_host_new(NULL, &e);
+    h = room_host_new(NULL, &e);
     t0 = wall_now();
     expect(h, "{\"args\":[\"sleep\"]}",
            "{\"ok\":true,\"stdout\":\"slept>=2s=1\\n\",\"stderr\":\"\",\"exitCode\":0,"
@@ -586,7 +586,7 @@ static void test_sleep(void **st) {
     assert_true(wall_now() - t0 >= 2.0);
     pr_host_free(h);
     pr_host_config shortwall = {.wall_ms = 300};
-    h = pr_host_new(&shortwall, &e);
+    h = room_host_new(&shortwall, &e);
     t0 = wall_now();
     char *got = run(h, "{\"args\":[\"sleep\"]}");
     assert_string_equal(got, "!隔离运行失败：运行时间超过 300 ms");
@@ -642,7 +642,8 @@ static void test_no_links_in_contract(void **st) {
     free(wp.b64);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    if (!room_engine_args(argc, argv)) return 2;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_program_a),
         cmocka_unit_test(test_program_failures),

@@ -155,6 +155,50 @@ static void e38(pw_x64 *x) {
 static void e39(pw_x64 *x) {
     x64_ret(x);
 }
+/* Register pinning (issue 18): slot operands that are registers (x_reg / x_xreg),
+ * GPR <-> xmm moves, register copies and the inline float conversions. */
+static void e40(pw_x64 *x) {
+    x64_alu_rm(x, X_ADD, false, X_RAX, x_reg(X_RBP));
+}
+static void e41(pw_x64 *x) {
+    x64_load(x, X_LD64, X_RCX, x_reg(X_R11));
+}
+static void e42(pw_x64 *x) {
+    x64_store(x, 4, x_reg(X_RSI), X_RAX);
+}
+static void e43(pw_x64 *x) {
+    x64_alu_mi(x, X_CMP, false, x_reg(X_R8), 2);
+}
+static void e44(pw_x64 *x) {
+    x64_sse_rm(x, 0xF2, X_SSE_ADD, false, 0, x_xreg(9));
+}
+static void e45(pw_x64 *x) {
+    x64_sse_rr(x, 0x66, X_SSE_MOVDST, true, 3, X_RCX);
+}
+static void e46(pw_x64 *x) {
+    x64_sse_rr(x, 0x66, X_SSE_MOVD, false, 12, X_RAX);
+}
+static void e47(pw_x64 *x) {
+    x64_sse_rr(x, -1, X_SSE_MOVAPS, false, 2, 15);
+}
+static void e48(pw_x64 *x) {
+    x64_sse_rr(x, 0xF2, X_SSE_SQRT, false, 5, 5);
+}
+static void e49(pw_x64 *x) {
+    x64_sse_rr(x, 0xF2, X_SSE_CVTSI2, true, 0, X_RAX);
+}
+static void e50(pw_x64 *x) {
+    x64_sse_rr(x, 0xF3, X_SSE_CVTSI2, false, 1, X_RAX);
+}
+static void e51(pw_x64 *x) {
+    x64_sse_rr(x, 0xF2, X_SSE_CVTF, false, 0, 1);
+}
+static void e52(pw_x64 *x) {
+    x64_sse_rm(x, 0xF2, X_SSE_MOVST, false, 10, x_mem(X_R12, 0));
+}
+static void e53(pw_x64 *x) {
+    x64_store(x, 1, x_memi(X_R12, X_RAX, 1, 0), X_RSI);
+}
 
 static const enc_case cases[] = {
     {e0, "add eax,ecx"},
@@ -197,6 +241,20 @@ static const enc_case cases[] = {
     {e37, "mov rbx,rdi"},
     {e38, "bsf eax,eax"},
     {e39, "ret"},
+    {e40, "add eax,ebp"},
+    {e41, "mov rcx,r11"},
+    {e42, "mov esi,eax"},
+    {e43, "cmp r8d,0x2"},
+    {e44, "addsd xmm0,xmm9"},
+    {e45, "movq rcx,xmm3"},
+    {e46, "movd xmm12,eax"},
+    {e47, "movaps xmm2,xmm15"},
+    {e48, "sqrtsd xmm5,xmm5"},
+    {e49, "cvtsi2sd xmm0,rax"},
+    {e50, "cvtsi2ss xmm1,eax"},
+    {e51, "cvtsd2ss xmm0,xmm1"},
+    {e52, "movsd QWORD PTR [r12+0x0],xmm10"},
+    {e53, "mov BYTE PTR [r12+rax*1+0x0],sil"},
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 

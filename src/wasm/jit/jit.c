@@ -4,9 +4,13 @@
  *
  * Register assignment inside JIT code (System V callee-saved registers, so helper
  * calls keep them): rbx = frame pointer (slot i at [rbx + 8i]), r12 = memory 0 base,
- * r13 = memory 0 size in bytes, r14 = the instance, r15 = the store. rax, rcx, rdx
- * and the argument registers are scratch within one instruction: no value lives in a
- * register across instructions (step 1 of the design: a stack machine in memory).
+ * r13 = memory 0 size in bytes, r14 = the instance, r15 = the store. rax, rcx, rdx,
+ * xmm0 and xmm1 are scratch within one instruction. The hottest slots of a function
+ * are pinned to rbp, rsi, rdi, r8-r11 and xmm2-xmm15 for the whole function (pass 1
+ * records slot uses, choose_pins picks); invariant: a pinned slot's frame cell is
+ * written before every call sequence and at the return (results) and reloaded after
+ * calls, so whatever reads the frame (callees, the GC, host functions) sees the
+ * interpreter's values (docs/jit.md "Registers").
  *
  * A JIT function is `pw_status fn(pw_slot *fp, pw_instance *inst, pw_store *s)`. Its
  * caller (exec_wasm) checks value-stack room, zeroes declared locals and polls the
@@ -35,6 +39,8 @@
 typedef pw_status (*pw_jit_entry)(pw_slot *fp, pw_instance *inst, pw_store *s);
 
 #define JIT_FALLBACK ((void *)1)
+/* Offset of a JIT function's inner entry from its published (outer) entry. */
+#define JIT_INNER 64
 
 struct pw_jitmod {
     uint32_t nfuncs;
@@ -204,6 +210,28 @@ typedef struct fixup {
     uint32_t at, label, base;
 } fixup;
 
+/* How an instruction template touches a slot operand (pass 1 records them; a slot is
+ * pinned only to a register class every one of its uses can take):
+ *   U_LDST  whole-slot load/store through ld()/st() (a GPR or an xmm register, with
+ *           movd/movq, can stand for the slot)
+ *   U_GPR   an integer instruction's r/m operand (a GPR can stand for it)
+ *   U_SSE   an SSE instruction's r/m operand (an xmm register can stand for it)
+ *   U_MEM   its address is taken (helpers read the frame): memory only */
+enum { U_LDST = 1, U_GPR = 2, U_SSE = 4, U_MEM = 8 };
+
+/* Registers that can hold pinned slots: GPRs not used by the templates (rbp is
+ * callee-saved, the others caller-saved) and xmm2..xmm15 (xmm0/xmm1 are scratch). */
+static const int8_t pin_gprs[] = {X_RBP, X_RSI, X_RDI, X_R8, X_R9, X_R10, X_R11};
+#define NPIN_GPR ((int)(sizeof pin_gprs / sizeof pin_gprs[0]))
+#define NPIN_XMM 14
+#define PIN_MAX  (NPIN_GPR + NPIN_XMM)
+#define PIN_XMM0 16 /* pin[] value 16 + n: xmm n */
+
+typedef struct slotuse {
+    uint32_t pos, slot; /* slot UINT32_MAX: a call (every pin is spilled/reloaded) */
+    uint32_t cls;       /* U_* */
+} slotuse;
+
 /* Special labels after the per-word ones. */
 enum { LAB_EXIT = PW_TRAP_COUNT_, LAB_RET, LAB_TRAPC, LAB_NSPECIAL };
 
@@ -218,15 +246,68 @@ typedef struct jc {
     fixup *fx;
     uint32_t nfx, capfx;
     bool fail;
+    /* Register pinning (docs/jit.md "Registers"). */
+    bool analyze; /* pass 1: record slot uses and loops; its code is thrown away */
+    bool memonly; /* inside a call sequence: pinned slots are spilled, use memory */
+    uint32_t curpos;
+    uint8_t *use; /* per slot: U_* bits */
+    int8_t *pin;  /* per slot: -1, a GPR, or PIN_XMM0 + n */
+    slotuse *acc; /* pass 1: slot accesses and calls, in code order */
+    uint32_t nacc, capacc;
+    uint32_t *loops; /* pass 1: backward branches as (target, source) pairs */
+    uint32_t nloops, caploops;
+    uint32_t npins;
+    uint32_t pslot[PIN_MAX];
+    int8_t preg[PIN_MAX];
 } jc;
 
-static pw_xmem S_(jc *c, uint32_t w) {
+static bool grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
+    if (need <= *cap) return true;
+    uint32_t n = *cap ? *cap * 2 : 64;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, (size_t)n * elem);
+    if (!q) return false;
+    *p = q;
+    *cap = n;
+    return true;
+}
+
+static void note_access(jc *c, uint32_t slot, int cls) {
+    if (!grow((void **)&c->acc, &c->capacc, c->nacc + 1, sizeof *c->acc)) {
+        c->fail = true;
+        return;
+    }
+    c->acc[c->nacc++] = (slotuse){c->curpos, slot, (uint32_t)cls};
+}
+
+/* Slot operand at word w used as `cls`: its register when pinned (outside call
+ * sequences), else its frame cell [rbx + 8 slot]. */
+static pw_xmem S_(jc *c, uint32_t w, int cls) {
     uint32_t slot = c->code[w];
-    if (slot >= c->cf->frame_slots) c->fail = true;
+    if (slot >= c->cf->frame_slots) {
+        c->fail = true;
+        return x_mem(X_RBX, 0);
+    }
+    if (c->analyze) {
+        c->use[slot] |= (uint8_t)cls;
+        note_access(c, slot, cls);
+    } else if (c->pin && c->pin[slot] >= 0 && !c->memonly) {
+        int r = c->pin[slot];
+        if (cls == U_MEM) {
+            c->fail = true; /* not reached: pass 1 saw every use */
+        } else {
+            /* any class: the templates convert between GPR and xmm (alu_m, sse_ld) */
+            return r >= PIN_XMM0 ? x_xreg(r - PIN_XMM0) : x_reg(r);
+        }
+    }
     return x_mem(X_RBX, (int32_t)(slot * 8));
 }
-#define SLOT(k) S_(c, pos + (k))
-#define IMM(k)  c->code[pos + (k)]
+#define SL(k)  S_(c, pos + (k), U_LDST)
+#define SG(k)  S_(c, pos + (k), U_GPR)
+#define SF(k)  S_(c, pos + (k), U_SSE)
+#define SM(k)  S_(c, pos + (k), U_MEM)
+#define IMM(k) c->code[pos + (k)]
 
 static void add_fix(jc *c, size_t at, uint32_t label, size_t base) {
     if (c->nfx == c->capfx) {
@@ -272,6 +353,14 @@ static void branch(jc *c, int cc, uint32_t pos, uint32_t off) {
         return;
     }
     if (t <= pos) {
+        if (c->analyze) {
+            if (!grow((void **)&c->loops, &c->caploops, c->nloops + 2, sizeof *c->loops)) {
+                c->fail = true;
+                return;
+            }
+            c->loops[c->nloops++] = t;
+            c->loops[c->nloops++] = pos;
+        }
         size_t skip = 0;
         if (cc >= 0) skip = x64_jcc32(&c->x, (pw_xcc)(cc ^ 1));
         poll_interrupt(c);
@@ -284,11 +373,87 @@ static void branch(jc *c, int cc, uint32_t pos, uint32_t off) {
     }
 }
 
+/* Whole-slot load/store (4 or 8 bytes) between a GPR and a slot operand, which may be
+ * a pinned GPR or xmm register (movd/movq). A 4-byte write to a pinned register
+ * zero-extends; the upper half of a slot holding an i32/f32 is never read (docs). */
 static void ld(jc *c, bool w, int r, pw_xmem m) {
-    x64_load(&c->x, w ? X_LD64 : X_LD32, r, m);
+    if (m.index == X_DIRECTX)
+        x64_sse_rr(&c->x, 0x66, X_SSE_MOVDST, w, m.base, r);
+    else if (m.index == X_DIRECT && m.base == r && !w)
+        x64_mov_rr(&c->x, false, r, r);
+    else if (!(m.index == X_DIRECT && m.base == r))
+        x64_load(&c->x, w ? X_LD64 : X_LD32, r, m);
 }
 static void st(jc *c, bool w, pw_xmem m, int r) {
-    x64_store(&c->x, w ? 8 : 4, m, r);
+    if (m.index == X_DIRECTX)
+        x64_sse_rr(&c->x, 0x66, X_SSE_MOVD, w, m.base, r);
+    else
+        x64_store(&c->x, w ? 8 : 4, m, r);
+}
+
+/* dst op= slot operand m (dst is not rcx: an xmm-pinned m goes through rcx). */
+static void alu_m(jc *c, pw_xalu op, bool w, int dst, pw_xmem m) {
+    if (m.index == X_DIRECTX) {
+        ld(c, w, X_RCX, m);
+        x64_alu_rr(&c->x, op, w, dst, X_RCX);
+    } else {
+        x64_alu_rm(&c->x, op, w, dst, m);
+    }
+}
+/* xmm xr = slot operand m as a float (pfx 0xF3 f32, 0xF2 f64). */
+static void sse_ld(jc *c, int pfx, int xr, pw_xmem m) {
+    if (m.index == X_DIRECTX) {
+        if (m.base != xr) x64_sse_rr(&c->x, -1, X_SSE_MOVAPS, false, xr, m.base);
+    } else if (m.index == X_DIRECT) {
+        x64_sse_rr(&c->x, 0x66, X_SSE_MOVD, pfx == 0xF2, xr, m.base);
+    } else {
+        x64_sse_rm(&c->x, pfx, X_SSE_MOVLD, false, xr, m);
+    }
+}
+/* slot operand m = xmm xr as a float. */
+static void sse_st(jc *c, int pfx, pw_xmem m, int xr) {
+    if (m.index == X_DIRECTX) {
+        if (m.base != xr) x64_sse_rr(&c->x, -1, X_SSE_MOVAPS, false, m.base, xr);
+    } else if (m.index == X_DIRECT) {
+        x64_sse_rr(&c->x, 0x66, X_SSE_MOVDST, pfx == 0xF2, xr, m.base);
+    } else {
+        x64_sse_rm(&c->x, pfx, X_SSE_MOVST, false, xr, m);
+    }
+}
+
+/* Pinned slots to their frame cells (before anything that reads the frame or
+ * clobbers caller-saved registers), and back. */
+static void spill_pins(jc *c) {
+    for (uint32_t k = 0; k < c->npins; k++) {
+        pw_xmem m = x_mem(X_RBX, (int32_t)(c->pslot[k] * 8));
+        if (c->preg[k] >= PIN_XMM0)
+            x64_sse_rm(&c->x, 0xF2, X_SSE_MOVST, false, c->preg[k] - PIN_XMM0, m);
+        else
+            x64_store(&c->x, 8, m, c->preg[k]);
+    }
+}
+/* keep: slots below it kept their value if their register is callee-saved (rbp):
+ * a callee's frame starts at the call's argbase, so it writes nothing below. */
+static void reload_pins(jc *c, uint32_t keep) {
+    for (uint32_t k = 0; k < c->npins; k++) {
+        if (c->preg[k] == X_RBP && c->pslot[k] < keep) continue;
+        pw_xmem m = x_mem(X_RBX, (int32_t)(c->pslot[k] * 8));
+        if (c->preg[k] >= PIN_XMM0)
+            x64_sse_rm(&c->x, 0xF2, X_SSE_MOVLD, false, c->preg[k] - PIN_XMM0, m);
+        else
+            x64_load(&c->x, X_LD64, c->preg[k], m);
+    }
+}
+/* A call sequence: spill, then slot operands are read/written in memory until
+ * call_end reloads every pin (results land in the frame). */
+static void call_begin(jc *c) {
+    if (c->analyze) note_access(c, UINT32_MAX, 0);
+    spill_pins(c);
+    c->memonly = true;
+}
+static void call_end(jc *c, uint32_t keep) {
+    c->memonly = false;
+    reload_pins(c, keep);
 }
 
 static void reload_mem(jc *c) {
@@ -302,37 +467,51 @@ static void call_abs(jc *c, const void *fn) {
     x64_call_r(&c->x, X_RAX);
 }
 
-/* Binary operator: a in rax, b from a slot or an immediate. */
+/* Binary operator: computed in a pinned destination register when there is one (and
+ * b is not in it), else in rax; b from a slot (register or memory) or an immediate.
+ * Compares against a pinned register use it in place. */
 static void binop(jc *c, uint32_t pos, const opinfo *oi) {
     bool w = oi->w, imm = oi->form & 1, br = oi->form >= 2;
-    pw_xmem a = br ? SLOT(1) : SLOT(2);
+    pw_xmem a = br ? SL(1) : SL(2);
     uint32_t bw = br ? 2 : 3;
     int32_t bi = (int32_t)IMM(bw);
-    ld(c, w, X_RAX, a);
+    pw_xmem b = imm ? x_mem(X_RBX, 0) : SG(bw);
+    pw_xmem d = br ? x_mem(X_RBX, 0) : SL(1);
+    int r = X_RAX;
+    if (!br && oi->kind != BK_CMP && d.index == X_DIRECT &&
+        !(b.index == X_DIRECT && b.base == d.base))
+        r = d.base;
+    if (oi->kind == BK_CMP && a.index == X_DIRECT) {
+        r = a.base; /* cmp reg, b */
+    } else if (!(a.index == X_DIRECT && a.base == r)) {
+        ld(c, w, r, a);
+    }
     switch (oi->kind) {
     case BK_ALU:
     case BK_CMP: {
         pw_xalu op = oi->kind == BK_CMP ? X_CMP : (pw_xalu)oi->sub;
         if (imm)
-            x64_alu_ri(&c->x, op, w, X_RAX, bi);
+            x64_alu_ri(&c->x, op, w, r, bi);
         else
-            x64_alu_rm(&c->x, op, w, X_RAX, SLOT(bw));
+            alu_m(c, op, w, r, b);
         break;
     }
     case BK_MUL:
         if (imm) {
-            x64_imul_rri(&c->x, w, X_RAX, X_RAX, bi);
+            x64_imul_rri(&c->x, w, r, r, bi);
+        } else if (b.index == X_DIRECT) {
+            x64_imul_rr(&c->x, w, r, b.base);
         } else {
-            ld(c, w, X_RCX, SLOT(bw));
-            x64_imul_rr(&c->x, w, X_RAX, X_RCX);
+            ld(c, w, X_RCX, b);
+            x64_imul_rr(&c->x, w, r, X_RCX);
         }
         break;
     case BK_SHIFT:
         if (imm) {
-            x64_shift_i(&c->x, (pw_xshift)oi->sub, w, X_RAX, (uint8_t)(bi & (w ? 63 : 31)));
+            x64_shift_i(&c->x, (pw_xshift)oi->sub, w, r, (uint8_t)(bi & (w ? 63 : 31)));
         } else {
-            ld(c, false, X_RCX, SLOT(bw));
-            x64_shift_cl(&c->x, (pw_xshift)oi->sub, w, X_RAX);
+            ld(c, false, X_RCX, b);
+            x64_shift_cl(&c->x, (pw_xshift)oi->sub, w, r);
         }
         break;
     default: c->fail = true; return;
@@ -341,24 +520,25 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
         if (oi->kind == BK_CMP) {
             branch(c, oi->sub, pos, IMM(3));
         } else {
-            x64_test_rr(&c->x, false, X_RAX, X_RAX);
+            x64_test_rr(&c->x, false, r, r);
             branch(c, X_CC_NE, pos, IMM(3));
         }
     } else if (oi->kind == BK_CMP) {
         x64_setcc(&c->x, (pw_xcc)oi->sub, X_RAX);
         x64_movzx8(&c->x, X_RAX, X_RAX);
-        st(c, false, SLOT(1), X_RAX);
-    } else {
-        st(c, w, SLOT(1), X_RAX);
+        st(c, false, d, X_RAX);
+    } else if (r == X_RAX) {
+        st(c, w, d, X_RAX);
     }
 }
 
-/* Effective address into rax (zero-extended 32-bit sum plus the offset), bounds
+/* Effective address ea = rax + the returned displacement (rax: the zero-extended
+ * 32-bit sum, plus the offset when it is too large for a displacement), bounds
  * check against r13 (the cached memory size): ea + width > size traps, computed in
  * 64 bits so that it cannot wrap (as in the interpreter). */
-static void address(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
+static int32_t address(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
     uint32_t offw;
-    ld(c, false, X_RAX, SLOT(mi->store ? 1 : 2));
+    ld(c, false, X_RAX, SL(mi->store ? 1 : 2));
     if (mi->form == 0) {
         offw = 3;
         *len = 4;
@@ -366,41 +546,57 @@ static void address(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
         if (mi->form == 1)
             x64_alu_ri(&c->x, X_ADD, false, X_RAX, (int32_t)IMM(mi->store ? 2 : 3));
         else
-            x64_alu_rm(&c->x, X_ADD, false, X_RAX, mi->store ? SLOT(2) : SLOT(3));
+            alu_m(c, X_ADD, false, X_RAX, mi->store ? SG(2) : SG(3));
         offw = 4;
         *len = 5;
     }
+    /* a small offset rides in the displacements (lea and the access): the access
+     * is [r12 + rax + disp] with ea = rax + disp */
     uint32_t off = IMM(offw);
-    if (off) {
-        if (off <= INT32_MAX) {
-            x64_alu_ri(&c->x, X_ADD, true, X_RAX, (int32_t)off);
-        } else {
-            x64_mov_ri32(&c->x, X_RCX, off);
-            x64_alu_rr(&c->x, X_ADD, true, X_RAX, X_RCX);
-        }
+    int32_t disp = 0;
+    if (off <= INT32_MAX - 8) {
+        disp = (int32_t)off;
+    } else {
+        x64_mov_ri32(&c->x, X_RCX, off);
+        x64_alu_rr(&c->x, X_ADD, true, X_RAX, X_RCX);
     }
-    x64_lea(&c->x, true, X_RDX, x_mem(X_RAX, mi->bytes));
+    x64_lea(&c->x, true, X_RDX, x_mem(X_RAX, disp + mi->bytes));
     x64_alu_rr(&c->x, X_CMP, true, X_RDX, X_R13);
     trap_if(c, X_CC_A, PW_TRAP_MEM_OOB);
+    return disp;
 }
 
 static void memop(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
-    address(c, pos, mi, len);
-    pw_xmem m = x_memi(X_R12, X_RAX, 1, 0);
+    pw_xmem m = x_memi(X_R12, X_RAX, 1, address(c, pos, mi, len));
+    /* a pinned value is stored from / loaded into its register directly */
     if (mi->store) {
-        ld(c, true, X_RCX, mi->form == 0 ? SLOT(2) : SLOT(3));
-        x64_store(&c->x, mi->bytes, m, X_RCX);
+        pw_xmem v = mi->form == 0 ? SL(2) : SL(3);
+        if (v.index == X_DIRECT) {
+            x64_store(&c->x, mi->bytes, m, v.base);
+        } else if (v.index == X_DIRECTX && mi->bytes >= 4) {
+            x64_sse_rm(&c->x, mi->bytes == 8 ? 0xF2 : 0xF3, X_SSE_MOVST, false, v.base, m);
+        } else {
+            ld(c, true, X_RCX, v);
+            x64_store(&c->x, mi->bytes, m, X_RCX);
+        }
     } else {
-        x64_load(&c->x, (pw_xld)mi->ld, X_RCX, m);
-        if (mi->sext64) x64_movsx_rr(&c->x, 4, true, X_RCX, X_RCX);
-        st(c, mi->slot_bytes == 8, SLOT(1), X_RCX);
+        pw_xmem d = SL(1);
+        bool plain = mi->ld == X_LD64 || (mi->ld == X_LD32 && mi->slot_bytes == 4);
+        if (d.index == X_DIRECTX && plain) {
+            x64_sse_rm(&c->x, mi->ld == X_LD64 ? 0xF2 : 0xF3, X_SSE_MOVLD, false, d.base, m);
+            return;
+        }
+        int r = d.index == X_DIRECT ? d.base : X_RCX;
+        x64_load(&c->x, (pw_xld)mi->ld, r, m);
+        if (mi->sext64) x64_movsx_rr(&c->x, 4, true, r, r);
+        if (r == X_RCX) st(c, mi->slot_bytes == 8, d, X_RCX);
     }
 }
 
 /* Integer division and remainder: the traps of the interpreter, then div/idiv. */
 static void divrem(jc *c, uint32_t pos, bool w, bool sign, bool rem) {
-    ld(c, w, X_RAX, SLOT(2));
-    ld(c, w, X_RCX, SLOT(3));
+    ld(c, w, X_RAX, SL(2));
+    ld(c, w, X_RCX, SL(3));
     x64_test_rr(&c->x, w, X_RCX, X_RCX);
     trap_if(c, X_CC_E, PW_TRAP_DIV_ZERO);
     size_t done = 0;
@@ -429,13 +625,13 @@ static void divrem(jc *c, uint32_t pos, bool w, bool sign, bool rem) {
     }
     x64_div(&c->x, w, sign, X_RCX);
     if (have_done) x64_patch32(&c->x, done, (int32_t)(c->x.len - (done + 4)));
-    st(c, w, SLOT(1), rem ? X_RDX : X_RAX);
+    st(c, w, SL(1), rem ? X_RDX : X_RAX);
 }
 
 /* clz / ctz: bsr / bsf with the zero case done explicitly (bsr/bsf leave the
  * destination undefined for 0). */
 static void bitscan(jc *c, uint32_t pos, bool w, bool clz) {
-    ld(c, w, X_RAX, SLOT(2));
+    ld(c, w, X_RAX, SL(2));
     x64_test_rr(&c->x, w, X_RAX, X_RAX);
     size_t z = x64_jcc32(&c->x, X_CC_E);
     if (clz) {
@@ -448,7 +644,7 @@ static void bitscan(jc *c, uint32_t pos, bool w, bool clz) {
     x64_patch32(&c->x, z, (int32_t)(c->x.len - (z + 4)));
     x64_mov_ri32(&c->x, X_RAX, w ? 64 : 32);
     x64_patch32(&c->x, d, (int32_t)(c->x.len - (d + 4)));
-    st(c, w, SLOT(1), X_RAX);
+    st(c, w, SL(1), X_RAX);
 }
 
 /* Float arithmetic and compares inline in SSE2: the same instructions the C
@@ -518,21 +714,32 @@ static void fparith(jc *c, uint32_t pos, const fpinfo *fi, uint32_t *len) {
     pw_x64 *x = &c->x;
     int pfx = fi->d ? 0xF2 : 0xF3;
     *len = fi->imm && fi->d ? 5 : 4;
-    x64_sse_rm(x, pfx, X_SSE_MOVLD, false, 0, SLOT(2));
+    pw_xmem a = SF(2);
     if (fi->kind == 1) {
+        /* computed in a pinned destination xmm register when b is not in it */
+        pw_xmem d = SF(1), b = fi->imm ? x_mem(X_RBX, 0) : SF(3);
+        int r = 0;
+        if (d.index == X_DIRECTX && !(b.index == X_DIRECTX && b.base == d.base)) r = d.base;
+        sse_ld(c, pfx, r, a);
         if (fi->imm) {
             uint64_t bits = fi->d ? (uint64_t)IMM(3) | ((uint64_t)IMM(4) << 32) : IMM(3);
             x64_mov_ri64(x, X_RAX, bits);
             x64_sse_rr(x, 0x66, X_SSE_MOVD, fi->d, 1, X_RAX);
-            x64_sse_rr(x, pfx, fi->sub, false, 0, 1);
+            x64_sse_rr(x, pfx, fi->sub, false, r, 1);
+        } else if (b.index == X_DIRECTX) {
+            x64_sse_rr(x, pfx, fi->sub, false, r, b.base);
+        } else if (b.index == X_DIRECT) {
+            sse_ld(c, pfx, 1, b);
+            x64_sse_rr(x, pfx, fi->sub, false, r, 1);
         } else {
-            x64_sse_rm(x, pfx, fi->sub, false, 0, SLOT(3));
+            x64_sse_rm(x, pfx, fi->sub, false, r, b);
         }
-        x64_sse_rm(x, pfx, X_SSE_MOVST, false, 0, SLOT(1));
+        sse_st(c, pfx, d, r);
         return;
     }
     int ucpfx = fi->d ? 0x66 : -1;
-    x64_sse_rm(x, pfx, X_SSE_MOVLD, false, 1, SLOT(3));
+    sse_ld(c, pfx, 0, a);
+    sse_ld(c, pfx, 1, SF(3));
     switch (fi->sub) {
     case FC_EQ:
     case FC_NE:
@@ -555,14 +762,17 @@ static void fparith(jc *c, uint32_t pos, const fpinfo *fi, uint32_t *len) {
         x64_movzx8(x, X_RAX, X_RAX);
         break;
     }
-    st(c, false, SLOT(1), X_RAX);
+    st(c, false, SL(1), X_RAX);
 }
 
 static void fophelper(jc *c, uint32_t pos, int op, uint32_t *len) {
     pw_x64 *x = &c->x;
     bool bin = fop_helper[op] == 2;
     *len = bin ? 4 : 3;
-    pw_xmem d = SLOT(1), a = SLOT(2), b = bin ? SLOT(3) : SLOT(2);
+    /* after the spill, the operands are read and the result written in the frame
+     * (call_end reloads the pins) */
+    call_begin(c);
+    pw_xmem d = SL(1), a = SL(2), b = bin ? SL(3) : SL(2);
     x64_mov_ri32(x, X_RDI, (uint32_t)op);
     x64_lea(x, true, X_RSI, d);
     x64_lea(x, true, X_RDX, a);
@@ -571,10 +781,12 @@ static void fophelper(jc *c, uint32_t pos, int op, uint32_t *len) {
     x64_call_r(x, X_RAX);
     x64_test_rr(x, false, X_RAX, X_RAX);
     jcc_to(c, X_CC_NE, special(c, LAB_TRAPC)); /* eax = the trap code */
+    call_end(c, 0);
 }
 
 /* Helpers called by JIT code. */
-static pw_status jit_call_indirect(pw_store *s, pw_instance *inst, const uint32_t *pc, pw_slot *fp);
+static pw_status jit_call_indirect(pw_store *s, pw_instance *inst, const uint32_t *pc, pw_slot *fp,
+                                   const struct pw_jitmod *jm, const pw_cfunc *funcs);
 static pw_status jit_call_ref(pw_store *s, pw_instance *inst, const uint32_t *pc, pw_slot *fp);
 static pw_status jit_call(pw_store *s, pw_instance *inst, pw_func *f, pw_slot *argp, pw_slot *fp,
                           const uint32_t *ret_pc);
@@ -589,6 +801,7 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
     pw_x64 *x = &c->x;
     size_t slow = 0, done = 0;
     bool fast = false;
+    call_begin(c);
     const uint32_t *ret_pc = c->code + pos + len;
     if (fidx >= c->m->nfunc_imports) {
         /* A defined function of this module: when its JIT code exists, call it
@@ -628,8 +841,7 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
             for (uint32_t k = ce->nparams; k < ce->nlocals; k++)
                 x64_store(x, 8, x_mem(X_RBX, (int32_t)((argbase + k) * 8)), X_RCX);
             x64_lea(x, true, X_RDI, x_mem(X_RBX, (int32_t)(argbase * 8)));
-            x64_mov_rr(x, true, X_RSI, X_R14);
-            x64_mov_rr(x, true, X_RDX, X_R15);
+            x64_alu_ri(x, X_ADD, true, X_RAX, JIT_INNER); /* the inner entry */
             x64_call_r(x, X_RAX);
             x64_alu_mi(x, X_SUB, true, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)),
                        (int32_t)sizeof(pw_frame));
@@ -653,6 +865,7 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
     jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
     reload_mem(c);
     if (fast) x64_patch32(x, done, (int32_t)(x->len - (done + 4)));
+    call_end(c, argbase);
 }
 
 static bool popcnt_ok(void) {
@@ -690,7 +903,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
     case PW_OP_BR_IF64:
     case PW_OP_BR_IF64Z: {
         bool w = op == PW_OP_BR_IF64 || op == PW_OP_BR_IF64Z;
-        ld(c, w, X_RAX, SLOT(1));
+        ld(c, w, X_RAX, SL(1));
         x64_test_rr(x, w, X_RAX, X_RAX);
         branch(c, op == PW_OP_BR_IF || op == PW_OP_BR_IF64 ? X_CC_NE : X_CC_E, pos, IMM(2));
         return;
@@ -704,7 +917,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         *len = 4 + n;
         /* Any entry may be a loop back-edge: poll once before the indirect jump. */
         poll_interrupt(c);
-        ld(c, false, X_RAX, SLOT(1));
+        ld(c, false, X_RAX, SL(1));
         x64_mov_ri32(x, X_RCX, n);
         x64_alu_rr(x, X_CMP, false, X_RAX, X_RCX);
         x64_cmov(x, X_CC_A, false, X_RAX, X_RCX); /* i > n: the default, off[n] */
@@ -744,47 +957,51 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
             c->fail = true;
             return;
         }
-        (void)SLOT(ind ? 3 : 1);
+        (void)SL(ind ? 3 : 1);
         if ((ind ? IMM(4) : IMM(2)) >= c->cf->frame_slots) c->fail = true;
+        call_begin(c);
         x64_mov_rr(x, true, X_RDI, X_R15);
         x64_mov_rr(x, true, X_RSI, X_R14);
         x64_mov_ri64(x, X_RDX, (uint64_t)(uintptr_t)(c->code + pos));
         x64_mov_rr(x, true, X_RCX, X_RBX);
+        x64_mov_ri64(x, X_R8, (uint64_t)(uintptr_t)c->jm);
+        x64_mov_ri64(x, X_R9, (uint64_t)(uintptr_t)c->m->code->funcs);
         call_abs(c, ind ? (const void *)jit_call_indirect : (const void *)jit_call_ref);
         x64_test_rr(x, false, X_RAX, X_RAX);
         jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
         reload_mem(c);
+        call_end(c, ind ? IMM(4) : IMM(2));
         return;
     }
     case PW_OP_COPY:
-        ld(c, true, X_RAX, SLOT(2));
-        st(c, true, SLOT(1), X_RAX);
+        ld(c, true, X_RAX, SL(2));
+        st(c, true, SL(1), X_RAX);
         return;
     case PW_OP_COPY2:
         *len = 5;
         /* sequential, as in the interpreter (the second may read the first's dst) */
-        ld(c, true, X_RAX, SLOT(2));
-        st(c, true, SLOT(1), X_RAX);
-        ld(c, true, X_RCX, SLOT(4));
-        st(c, true, SLOT(3), X_RCX);
+        ld(c, true, X_RAX, SL(2));
+        st(c, true, SL(1), X_RAX);
+        ld(c, true, X_RCX, SL(4));
+        st(c, true, SL(3), X_RCX);
         return;
     case PW_OP_CONST32:
         x64_mov_ri32(x, X_RAX, IMM(2));
-        st(c, true, SLOT(1), X_RAX);
+        st(c, true, SL(1), X_RAX);
         return;
     case PW_OP_CONST64:
         *len = 4;
         x64_mov_ri64(x, X_RAX, (uint64_t)IMM(2) | ((uint64_t)IMM(3) << 32));
-        st(c, true, SLOT(1), X_RAX);
+        st(c, true, SL(1), X_RAX);
         return;
     case PW_OP_SELECT:
         *len = 5;
-        ld(c, true, X_RAX, SLOT(2));
-        ld(c, true, X_RCX, SLOT(3));
-        ld(c, false, X_RDX, SLOT(4));
+        ld(c, true, X_RAX, SL(2));
+        ld(c, true, X_RCX, SL(3));
+        ld(c, false, X_RDX, SL(4));
         x64_test_rr(x, false, X_RDX, X_RDX);
         x64_cmov(x, X_CC_E, true, X_RAX, X_RCX);
-        st(c, true, SLOT(1), X_RAX);
+        st(c, true, SL(1), X_RAX);
         return;
     case PW_OP_GLOBAL_GET:
     case PW_OP_GLOBAL_SET: {
@@ -799,9 +1016,9 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         pw_xmem gv = x_mem(X_RAX, (int32_t)offsetof(pw_global, val));
         if (get) {
             ld(c, true, X_RCX, gv);
-            st(c, true, SLOT(1), X_RCX);
+            st(c, true, SL(1), X_RCX);
         } else {
-            ld(c, true, X_RCX, SLOT(2));
+            ld(c, true, X_RCX, SL(2));
             st(c, true, gv, X_RCX);
         }
         return;
@@ -813,7 +1030,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         }
         x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, funcs)));
         x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, (int32_t)(IMM(2) * 8)));
-        st(c, true, SLOT(1), X_RAX);
+        st(c, true, SL(1), X_RAX);
         return;
     case PW_OP_I32_DIV_S:
         *len = 4;
@@ -851,8 +1068,8 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
     case PW_OP_F64_COPYSIGN: {
         bool w = op == PW_OP_F64_COPYSIGN;
         *len = 4;
-        ld(c, w, X_RAX, SLOT(2));
-        ld(c, w, X_RCX, SLOT(3));
+        ld(c, w, X_RAX, SL(2));
+        ld(c, w, X_RCX, SL(3));
         if (w) {
             x64_mov_ri64(x, X_RDX, 0x7fffffffffffffffull);
             x64_alu_rr(x, X_AND, true, X_RAX, X_RDX);
@@ -866,23 +1083,24 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
             x64_alu_ri(x, X_AND, false, X_RCX, INT32_MIN);
             x64_alu_rr(x, X_OR, false, X_RAX, X_RCX);
         }
-        st(c, w, SLOT(1), X_RAX);
+        st(c, w, SL(1), X_RAX);
         return;
     }
     case PW_OP_MEMORY_SIZE:
         *len = 2;
         x64_mov_rr(x, true, X_RAX, X_R13);
         x64_shift_i(x, X_SHR, true, X_RAX, 16);
-        st(c, false, SLOT(1), X_RAX);
+        st(c, false, SL(1), X_RAX);
         return;
     case PW_OP_MEMORY_GROW:
         if (c->m->nmems == 0) {
             c->fail = true;
             return;
         }
+        call_begin(c);
         x64_mov_rr(x, true, X_RDI, X_R15);
         x64_mov_rr(x, true, X_RSI, X_R14);
-        ld(c, false, X_RDX, SLOT(2));
+        ld(c, false, X_RDX, SL(2));
         call_abs(c, (const void *)jit_memory_grow);
         /* INT64_MIN: the store's cap was hit with cap_is_fatal (ends the run, OOM) */
         x64_mov_ri64(x, X_RCX, (uint64_t)INT64_MIN);
@@ -893,18 +1111,19 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
             jmp_to(c, special(c, LAB_EXIT));
             x64_patch32(x, ok, (int32_t)(x->len - (ok + 4)));
         }
-        st(c, false, SLOT(1), X_RAX);
+        st(c, false, SL(1), X_RAX);
         reload_mem(c);
+        call_end(c, 0);
         return;
     /* Unary integer operators and bit-pattern float operators. */
     case PW_OP_I32_EQZ:
     case PW_OP_I64_EQZ: {
         bool w = op == PW_OP_I64_EQZ;
-        ld(c, w, X_RAX, SLOT(2));
+        ld(c, w, X_RAX, SL(2));
         x64_test_rr(x, w, X_RAX, X_RAX);
         x64_setcc(x, X_CC_E, X_RAX);
         x64_movzx8(x, X_RAX, X_RAX);
-        st(c, false, SLOT(1), X_RAX);
+        st(c, false, SL(1), X_RAX);
         return;
     }
     case PW_OP_I32_CLZ: bitscan(c, pos, false, true); return;
@@ -918,56 +1137,98 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
             c->fail = true;
             return;
         }
-        ld(c, w, X_RAX, SLOT(2));
+        ld(c, w, X_RAX, SL(2));
         x64_popcnt(x, w, X_RAX, X_RAX);
-        st(c, w, SLOT(1), X_RAX);
+        st(c, w, SL(1), X_RAX);
         return;
     }
     case PW_OP_I32_EXTEND8_S:
     case PW_OP_I32_EXTEND16_S:
-        ld(c, false, X_RAX, SLOT(2));
+        ld(c, false, X_RAX, SL(2));
         x64_movsx_rr(x, op == PW_OP_I32_EXTEND8_S ? 1 : 2, false, X_RAX, X_RAX);
-        st(c, false, SLOT(1), X_RAX);
+        st(c, false, SL(1), X_RAX);
         return;
     case PW_OP_I64_EXTEND8_S:
     case PW_OP_I64_EXTEND16_S:
     case PW_OP_I64_EXTEND32_S:
-        ld(c, true, X_RAX, SLOT(2));
+        ld(c, true, X_RAX, SL(2));
         x64_movsx_rr(x,
                      op == PW_OP_I64_EXTEND8_S    ? 1
                      : op == PW_OP_I64_EXTEND16_S ? 2
                                                   : 4,
                      true, X_RAX, X_RAX);
-        st(c, true, SLOT(1), X_RAX);
+        st(c, true, SL(1), X_RAX);
         return;
     case PW_OP_I32_WRAP_I64:
-        ld(c, false, X_RAX, SLOT(2));
-        st(c, false, SLOT(1), X_RAX);
+        ld(c, false, X_RAX, SL(2));
+        st(c, false, SL(1), X_RAX);
         return;
     case PW_OP_I64_EXTEND_I32_S:
-        x64_load(x, X_LD32S, X_RAX, SLOT(2));
-        st(c, true, SLOT(1), X_RAX);
+        ld(c, false, X_RAX, SL(2));
+        x64_movsx_rr(x, 4, true, X_RAX, X_RAX);
+        st(c, true, SL(1), X_RAX);
         return;
     case PW_OP_I64_EXTEND_I32_U:
-        ld(c, false, X_RAX, SLOT(2));
-        st(c, true, SLOT(1), X_RAX);
+        ld(c, false, X_RAX, SL(2));
+        st(c, true, SL(1), X_RAX);
         return;
     case PW_OP_F32_ABS:
     case PW_OP_F32_NEG:
-        ld(c, false, X_RAX, SLOT(2));
+        ld(c, false, X_RAX, SL(2));
         if (op == PW_OP_F32_ABS)
             x64_alu_ri(x, X_AND, false, X_RAX, 0x7fffffff);
         else
             x64_alu_ri(x, X_XOR, false, X_RAX, INT32_MIN);
-        st(c, false, SLOT(1), X_RAX);
+        st(c, false, SL(1), X_RAX);
         return;
     case PW_OP_F64_ABS:
     case PW_OP_F64_NEG:
-        ld(c, true, X_RAX, SLOT(2));
+        ld(c, true, X_RAX, SL(2));
         x64_mov_ri64(x, X_RCX, op == PW_OP_F64_ABS ? 0x7fffffffffffffffull : 0x8000000000000000ull);
         x64_alu_rr(x, op == PW_OP_F64_ABS ? X_AND : X_XOR, true, X_RAX, X_RCX);
-        st(c, true, SLOT(1), X_RAX);
+        st(c, true, SL(1), X_RAX);
         return;
+    case PW_OP_F32_CONVERT_I32_S:
+    case PW_OP_F32_CONVERT_I32_U:
+    case PW_OP_F32_CONVERT_I64_S:
+    case PW_OP_F64_CONVERT_I32_S:
+    case PW_OP_F64_CONVERT_I32_U:
+    case PW_OP_F64_CONVERT_I64_S: {
+        /* cvtsi2ss/cvtsi2sd: what the C casts (float)a / (double)a compile to; an
+         * unsigned i32 converts exactly as the zero-extended i64 */
+        bool f64 = op >= PW_OP_F64_CONVERT_I32_S;
+        bool s32 = op == PW_OP_F32_CONVERT_I32_S || op == PW_OP_F64_CONVERT_I32_S;
+        bool i64 = op == PW_OP_F32_CONVERT_I64_S || op == PW_OP_F64_CONVERT_I64_S;
+        pw_xmem d = SF(1), a = SL(2);
+        int r = d.index == X_DIRECTX ? d.base : 0;
+        ld(c, i64, X_RAX, a);
+        x64_sse_rr(x, f64 ? 0xF2 : 0xF3, X_SSE_CVTSI2, !s32, r, X_RAX);
+        sse_st(c, f64 ? 0xF2 : 0xF3, d, r);
+        return;
+    }
+    case PW_OP_F32_DEMOTE_F64:
+    case PW_OP_F64_PROMOTE_F32: {
+        /* cvtsd2ss / cvtss2sd, as the C casts */
+        bool dem = op == PW_OP_F32_DEMOTE_F64;
+        pw_xmem d = SF(1), a = SF(2);
+        int r = d.index == X_DIRECTX ? d.base : 0;
+        sse_ld(c, dem ? 0xF2 : 0xF3, 1, a);
+        x64_sse_rr(x, dem ? 0xF2 : 0xF3, X_SSE_CVTF, false, r, 1);
+        sse_st(c, dem ? 0xF3 : 0xF2, d, r);
+        return;
+    }
+    case PW_OP_F32_SQRT:
+    case PW_OP_F64_SQRT: {
+        /* sqrtss/sqrtsd: what the C library's sqrtf/sqrt compute on x86-64 (also the
+         * NaN bits: default NaN for negatives, quieted payloads) */
+        int pfx = op == PW_OP_F64_SQRT ? 0xF2 : 0xF3;
+        pw_xmem d = SF(1), a = SF(2);
+        int r = d.index == X_DIRECTX ? d.base : 0;
+        sse_ld(c, pfx, r, a);
+        x64_sse_rr(x, pfx, X_SSE_SQRT, false, r, r);
+        sse_st(c, pfx, d, r);
+        return;
+    }
     default:
         if (fop_helper[op]) {
             fophelper(c, pos, op, len);
@@ -979,6 +1240,12 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
     }
 }
 
+/* Two entries. The outer one (offset 0, the published entry, called from C as
+ * pw_jit_entry) saves the callee-saved registers, sets r14/r15 and the memory
+ * registers and calls the inner one, which starts JIT_INNER bytes later. JIT code
+ * of the same module calls the inner entry directly (rdi = the callee's frame; r12-
+ * r15 already right): it saves only rbx and rbp, the registers it changes that the
+ * caller relies on (the caller reloads r12/r13 after every call). */
 static void prologue(jc *c) {
     pw_x64 *x = &c->x;
     x64_push(x, X_RBP);
@@ -988,10 +1255,30 @@ static void prologue(jc *c) {
     x64_push(x, X_R14);
     x64_push(x, X_R15);
     x64_alu_ri(x, X_SUB, true, X_RSP, 8); /* 16-byte alignment for helper calls */
-    x64_mov_rr(x, true, X_RBX, X_RDI);
     x64_mov_rr(x, true, X_R14, X_RSI);
     x64_mov_rr(x, true, X_R15, X_RDX);
     reload_mem(c);
+    x64_byte(x, 0xE8); /* call rel32: the inner entry */
+    size_t at = x->len;
+    x64_u32(x, 0);
+    x64_alu_ri(x, X_ADD, true, X_RSP, 8);
+    x64_pop(x, X_R15);
+    x64_pop(x, X_R14);
+    x64_pop(x, X_R13);
+    x64_pop(x, X_R12);
+    x64_pop(x, X_RBX);
+    x64_pop(x, X_RBP);
+    x64_ret(x);
+    if (x->len > JIT_INNER) c->fail = true;
+    while (x->len < JIT_INNER)
+        x64_byte(x, 0xCC);
+    x64_patch32(x, at, (int32_t)(JIT_INNER - (at + 4)));
+    /* inner entry */
+    x64_push(x, X_RBP);
+    x64_push(x, X_RBX);
+    x64_alu_ri(x, X_SUB, true, X_RSP, 8); /* 16-byte alignment for helper calls */
+    x64_mov_rr(x, true, X_RBX, X_RDI);
+    reload_pins(c, 0); /* params as passed, declared locals zeroed by the caller */
 }
 
 static void epilogue(jc *c) {
@@ -1007,22 +1294,118 @@ static void epilogue(jc *c) {
     x64_mov_ri32(x, X_RAX, PW_ERR_TRAP);
     jmp_to(c, special(c, LAB_EXIT));
     c->lab[special(c, LAB_RET)] = (int32_t)x->len;
+    for (uint32_t k = 0; k < c->npins; k++) /* the results: slots 0..nresults-1 */
+        if (c->pslot[k] < c->cf->nresults) {
+            pw_xmem m = x_mem(X_RBX, (int32_t)(c->pslot[k] * 8));
+            if (c->preg[k] >= PIN_XMM0)
+                x64_sse_rm(x, 0xF2, X_SSE_MOVST, false, c->preg[k] - PIN_XMM0, m);
+            else
+                x64_store(x, 8, m, c->preg[k]);
+        }
     x64_alu_rr(x, X_XOR, false, X_RAX, X_RAX);
-    c->lab[special(c, LAB_EXIT)] = (int32_t)x->len;
+    c->lab[special(c, LAB_EXIT)] = (int32_t)x->len; /* the inner entry's exit */
     x64_alu_ri(x, X_ADD, true, X_RSP, 8);
-    x64_pop(x, X_R15);
-    x64_pop(x, X_R14);
-    x64_pop(x, X_R13);
-    x64_pop(x, X_R12);
     x64_pop(x, X_RBX);
     x64_pop(x, X_RBP);
     x64_ret(x);
 }
 
+/* One translation pass over the function into c->x (labels, fixups patched). */
+static void run_pass(jc *c) {
+    c->x.len = 0;
+    c->nfx = 0;
+    c->fail = false;
+    c->memonly = false;
+    for (uint32_t k = 0; k < c->n + LAB_NSPECIAL; k++)
+        c->lab[k] = -1;
+    prologue(c);
+    for (uint32_t pos = 0; pos < c->n && !c->fail;) {
+        int op = op_of(c->jm, c->code[pos]);
+        if (op < 0) {
+            c->fail = true;
+            break;
+        }
+        c->lab[pos] = (int32_t)c->x.len;
+        c->curpos = pos;
+        uint32_t len = 0;
+        translate(c, pos, op, &len);
+        if (len == 0 || pos + len > c->n) c->fail = true;
+        pos += len;
+    }
+    if (!c->fail) epilogue(c);
+    for (uint32_t k = 0; k < c->nfx && !c->fail; k++) {
+        const fixup *f = &c->fx[k];
+        int32_t t = c->lab[f->label];
+        if (t < 0) {
+            c->fail = true;
+            break;
+        }
+        x64_patch32(&c->x, f->at, t - (int32_t)f->base);
+    }
+}
+
+/* Choose the pinned slots from pass 1's record: each access weighs 8^d (d = loop
+ * nesting at its position, counted by backward-branch ranges, at most 3); a call
+ * costs every pin a spill and a reload. The heaviest slots whose every use a GPR can
+ * take go to GPRs, those whose every use an xmm register can take (at least one an
+ * SSE operation) to xmm registers; a slot must gain more than it costs. */
+static void choose_pins(jc *c) {
+    uint32_t ns = c->cf->frame_slots;
+    int32_t *d = calloc((size_t)c->n + 1, sizeof *d);
+    uint64_t *wt = calloc(ns ? ns : 1, sizeof *wt);
+    uint64_t *fw = calloc(ns ? ns : 1, sizeof *fw); /* weight of SSE uses */
+    uint64_t *gw = calloc(ns ? ns : 1, sizeof *gw); /* weight of integer r/m uses */
+    if (!d || !wt || !fw || !gw) goto out;
+    for (uint32_t k = 0; k + 1 < c->nloops; k += 2) {
+        d[c->loops[k]]++;
+        d[c->loops[k + 1] + 1]--;
+    }
+    for (uint32_t i = 1; i <= c->n; i++)
+        d[i] += d[i - 1];
+    uint64_t callw = 0;
+    for (uint32_t k = 0; k < c->nacc; k++) {
+        int32_t dep = d[c->acc[k].pos];
+        uint64_t w = 1ull << (3 * (dep < 0 ? 0 : dep > 3 ? 3 : dep));
+        uint32_t sl = c->acc[k].slot;
+        if (sl == UINT32_MAX) {
+            callw += w;
+        } else {
+            wt[sl] += w;
+            if (c->acc[k].cls == U_SSE) fw[sl] += w;
+            if (c->acc[k].cls == U_GPR) gw[sl] += w;
+        }
+    }
+    uint64_t cost = 2 * callw + 2;
+    for (int cls = 0; cls < 2; cls++) {
+        int limit = cls ? NPIN_XMM : NPIN_GPR;
+        for (int r = 0; r < limit; r++) {
+            uint32_t best = UINT32_MAX;
+            for (uint32_t sl = 0; sl < ns; sl++) {
+                uint8_t u = c->use[sl];
+                bool ok = u && !(u & U_MEM) && (cls ? fw[sl] > gw[sl] : fw[sl] <= gw[sl]);
+                if (ok && c->pin[sl] < 0 && wt[sl] > cost &&
+                    (best == UINT32_MAX || wt[sl] > wt[best]))
+                    best = sl;
+            }
+            if (best == UINT32_MAX) break;
+            int8_t reg = cls ? (int8_t)(PIN_XMM0 + 2 + r) : pin_gprs[r];
+            c->pin[best] = reg;
+            c->pslot[c->npins] = best;
+            c->preg[c->npins++] = reg;
+        }
+    }
+out:
+    free(d);
+    free(wt);
+    free(fw);
+    free(gw);
+}
+
 /* Translate function i of m, appending its code to out (16-byte aligned). Returns its
  * offset in out, or -1 when it falls back (out is then unchanged) or on OOM. The code
  * is position independent (relative branches, rip-relative tables; helpers by
- * absolute address). */
+ * absolute address). Pass 1 records slot uses, pass 2 emits with the chosen pins; if
+ * pass 2 fails with pins, a pass without pins decides. */
 static int64_t compile_func(const struct pw_jitmod *jm, const pw_module *m, uint32_t i,
                             pw_x64 *out) {
     const pw_cfunc *cf = &m->code->funcs[i];
@@ -1035,35 +1418,25 @@ static int64_t compile_func(const struct pw_jitmod *jm, const pw_module *m, uint
     c.code = cf->code;
     c.n = cf->ncode;
     c.lab = malloc(((size_t)c.n + LAB_NSPECIAL) * sizeof *c.lab);
-    if (!c.lab) return -1;
-    for (uint32_t k = 0; k < c.n + LAB_NSPECIAL; k++)
-        c.lab[k] = -1;
+    c.use = calloc(cf->frame_slots ? cf->frame_slots : 1, 1);
+    c.pin = malloc(cf->frame_slots ? cf->frame_slots : 1);
+    int64_t at = -1;
+    if (!c.lab || !c.use || !c.pin) goto done;
+    memset(c.pin, -1, cf->frame_slots);
     /* about 8 bytes of machine code per code word, plus the trap stubs */
     x64_reserve(&c.x, (size_t)c.n * 8 + 512);
-    prologue(&c);
-    for (uint32_t pos = 0; pos < c.n && !c.fail;) {
-        int op = op_of(jm, c.code[pos]);
-        if (op < 0) {
-            c.fail = true;
-            break;
-        }
-        c.lab[pos] = (int32_t)c.x.len;
-        uint32_t len = 0;
-        translate(&c, pos, op, &len);
-        if (len == 0 || pos + len > c.n) c.fail = true;
-        pos += len;
+    c.analyze = true;
+    run_pass(&c);
+    c.analyze = false;
+    if (c.fail || c.x.oom) goto done;
+    choose_pins(&c);
+    if (c.npins) run_pass(&c); /* else pass 1's code is the code (nothing pinned) */
+    if ((c.fail || c.x.oom) && c.npins) {
+        c.npins = 0;
+        memset(c.pin, -1, cf->frame_slots);
+        c.x.oom = false;
+        run_pass(&c);
     }
-    if (!c.fail) epilogue(&c);
-    for (uint32_t k = 0; k < c.nfx && !c.fail; k++) {
-        const fixup *f = &c.fx[k];
-        int32_t t = c.lab[f->label];
-        if (t < 0) {
-            c.fail = true;
-            break;
-        }
-        x64_patch32(&c.x, f->at, t - (int32_t)f->base);
-    }
-    int64_t at = -1;
     if (!c.fail && !c.x.oom) {
         size_t save = out->len;
         while (out->len % 16)
@@ -1075,9 +1448,14 @@ static int64_t compile_func(const struct pw_jitmod *jm, const pw_module *m, uint
             at = -1;
         }
     }
+done:
     free(c.x.buf);
     free(c.lab);
     free(c.fx);
+    free(c.use);
+    free(c.pin);
+    free(c.acc);
+    free(c.loops);
     return at;
 }
 
@@ -1192,8 +1570,8 @@ static pw_status jit_call(pw_store *s, pw_instance *inst, pw_func *f, pw_slot *a
 }
 
 /* CALL_INDIRECT type table idx argbase: the interpreter's checks and traps. */
-static pw_status jit_call_indirect(pw_store *s, pw_instance *inst, const uint32_t *pc,
-                                   pw_slot *fp) {
+static pw_status jit_call_indirect(pw_store *s, pw_instance *inst, const uint32_t *pc, pw_slot *fp,
+                                   const struct pw_jitmod *jm, const pw_cfunc *funcs) {
     pw_table *t = inst->tables[pc[2]];
     uint32_t i = fp[pc[3]].u32;
     if (i >= t->size) return trap(s, PW_TRAP_UNDEF_ELEM);
@@ -1201,7 +1579,34 @@ static pw_status jit_call_indirect(pw_store *s, pw_instance *inst, const uint32_
     if (!f) return trap(s, PW_TRAP_UNINIT_ELEM);
     if (f->hdr.type_id != inst->type_ids[pc[1]] && !pw_func_type_sub(f, inst->mod, pc[1]))
         return trap(s, PW_TRAP_SIG_MISMATCH);
-    return jit_call(s, inst, f, fp + pc[4], fp, pc + 5);
+    pw_slot *argp = fp + pc[4];
+    /* Fast path: a function of this instance (so of the caller's module, whose JIT
+     * table and code array the caller passes) that has JIT code: the same steps as
+     * jit_call + exec_wasm, in the same order, without looking the module up. */
+    size_t d = !f->host && f->inst == inst ? (size_t)(f->code - funcs) : SIZE_MAX;
+    if (d < jm->nfuncs) {
+        void *p = atomic_load_explicit(&jm->fns[d], memory_order_acquire);
+        if (p && p != JIT_FALLBACK && (char *)__builtin_frame_address(0) >= s->jit_stack_limit) {
+            if (atomic_load_explicit(&s->interrupt, memory_order_relaxed))
+                return trap(s, PW_TRAP_INTERRUPTED);
+            pw_frame *fr = s->frame_top;
+            if (fr >= s->frames_end) return trap(s, PW_TRAP_STACK_EXHAUSTED);
+            const pw_cfunc *cf = f->code;
+            if (argp + cf->frame_slots > s->stack_end) return trap(s, PW_TRAP_STACK_EXHAUSTED);
+            fr->ret_pc = pc + 5;
+            fr->fp = fp;
+            fr->inst = inst;
+            s->frame_top = fr + 1;
+            for (uint32_t k = cf->nparams; k < cf->nlocals; k++) {
+                argp[k].u64 = 0;
+                __asm__ volatile("" ::: "memory"); /* a few stores, not a memset call */
+            }
+            pw_status st = ((pw_jit_entry)p)(argp, inst, s);
+            s->frame_top = fr;
+            return st;
+        }
+    }
+    return jit_call(s, inst, f, argp, fp, pc + 5);
 }
 
 /* CALL_REF ref argbase. */

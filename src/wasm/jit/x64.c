@@ -50,6 +50,7 @@ void x64_u64(pw_x64 *x, uint64_t v) {
 
 void x64_modrm(pw_x64 *x, int prefix, bool w, const uint8_t *op, int nop, int reg, int rm_reg,
                const pw_xmem *m, bool byte_regs) {
+    if (rm_reg < 0 && m->index <= X_DIRECT) rm_reg = m->base; /* x_reg / x_xreg */
     if (prefix >= 0) x64_byte(x, (uint8_t)prefix);
     int rb = rm_reg >= 0 ? rm_reg : m->base;
     int ix = rm_reg >= 0 ? X_NOREG : m->index;

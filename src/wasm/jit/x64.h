@@ -59,6 +59,20 @@ static inline pw_xmem x_mem(int base, int32_t disp) {
 static inline pw_xmem x_memi(int base, int index, int scale, int32_t disp) {
     return (pw_xmem){(int8_t)base, (int8_t)index, (uint8_t)scale, disp};
 }
+/* A register standing where a memory operand is expected (ModRM mod = 11): the JIT's
+ * frame slots pinned to registers. X_DIRECT names a GPR, X_DIRECTX an xmm register;
+ * every form that takes an r/m operand encodes either as register-direct. */
+#define X_DIRECT  (-2)
+#define X_DIRECTX (-3)
+static inline pw_xmem x_reg(int r) {
+    return (pw_xmem){(int8_t)r, X_DIRECT, 1, 0};
+}
+static inline pw_xmem x_xreg(int r) {
+    return (pw_xmem){(int8_t)r, X_DIRECTX, 1, 0};
+}
+static inline bool x_is_reg(pw_xmem m) {
+    return m.index <= X_DIRECT;
+}
 
 /* ALU group (table in x64.c): the r/m,r opcode is 8*op+1, the immediate form 0x81 /op. */
 typedef enum { X_ADD = 0, X_OR = 1, X_AND = 4, X_SUB = 5, X_XOR = 6, X_CMP = 7 } pw_xalu;
@@ -150,7 +164,12 @@ enum {
     X_SSE_MUL = 0x59,
     X_SSE_SUB = 0x5C,
     X_SSE_DIV = 0x5E,
-    X_SSE_MOVD = 0x6E /* 0x66: movd xmm, r32 / movq xmm, r64 (w) */
+    X_SSE_MOVD = 0x6E,   /* 0x66: movd xmm, r32 / movq xmm, r64 (w) */
+    X_SSE_MOVDST = 0x7E, /* 0x66: movd r32, xmm / movq r64, xmm (w) */
+    X_SSE_SQRT = 0x51,
+    X_SSE_MOVAPS = 0x28, /* movaps xmm, xmm (no prefix): a whole-register copy */
+    X_SSE_CVTSI2 = 0x2A, /* cvtsi2ss (F3) / cvtsi2sd (F2) xmm, r32/r64 (w) */
+    X_SSE_CVTF = 0x5A    /* cvtss2sd (F3) / cvtsd2ss (F2) */
 };
 
 #endif

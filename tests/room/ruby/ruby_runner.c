@@ -3,7 +3,7 @@
  * host (so every run after the first starts from the startup snapshot), and writes what
  * each run returned for ruby_test.py to compare with native `ruby`.
  *
- *   ruby_runner RUBY.wasm OUTDIR SCRIPT.rb...
+ *   ruby_runner [--engine auto|interp|jit] RUBY.wasm OUTDIR SCRIPT.rb...
  *
  * For SCRIPT NAME.rb: NAME.in (if present) is the room file /请求/in.txt and NAME.stdin
  * (if present) is stdin. Writes OUTDIR/NAME.out, NAME.err, NAME.code (the exit status,
@@ -56,8 +56,22 @@ static void parents(char *path) {
 }
 
 int main(int argc, char **argv) {
+    pr_host_config cfg = {0}; /* engine: PW_ENGINE_AUTO, the default */
+    if (argc > 2 && strcmp(argv[1], "--engine") == 0) {
+        const char *e = argv[2];
+        cfg.engine = !strcmp(e, "interp") ? PW_ENGINE_INTERP
+                     : !strcmp(e, "jit")  ? PW_ENGINE_JIT
+                     : !strcmp(e, "auto") ? PW_ENGINE_AUTO
+                                          : -1;
+        if (cfg.engine < 0) {
+            fprintf(stderr, "ruby_runner: --engine wants auto, interp or jit\n");
+            return 2;
+        }
+        argc -= 2;
+        argv += 2;
+    }
     if (argc < 4) {
-        fprintf(stderr, "usage: ruby_runner RUBY.wasm OUTDIR SCRIPT.rb...\n");
+        fprintf(stderr, "usage: ruby_runner [--engine E] RUBY.wasm OUTDIR SCRIPT.rb...\n");
         return 2;
     }
     size_t wlen;
@@ -67,7 +81,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     pr_error err;
-    pr_host *h = pr_host_new(NULL, &err);
+    pr_host *h = pr_host_new(&cfg, &err);
     pr_program *prog = h ? pr_program_load(h, (pr_str){"test", 4}, wasm, wlen, &err) : NULL;
     free(wasm);
     if (!prog) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ruby_test.py RUNNER RUBY_WASM SCRIPTS_DIR — Ruby in the room against native `ruby`.
+"""ruby_test.py RUNNER RUBY_WASM SCRIPTS_DIR [ENGINE] — Ruby in the room against native `ruby`.
 
 Runs every scripts/*.rb in the room (ruby_runner: one host, so all runs after the
 first start from the startup snapshot) and with Debian's native `ruby` inside
@@ -14,6 +14,11 @@ bubblewrap (the same /请求/in.txt, /响应/ paths and stdin), then compares:
 Also checks: the run after 28_leak_set sees none of its state (29_leak_check), a
 script that calls into JavaScript gets a clear error, an endless loop ends at the
 CPU limit, and warm runs are fast.
+
+ENGINE (auto, interp or jit; default: the library's default) is the room's execution
+tier for every run. With ENGINE jit, the scripts also run once more under the
+interpreter and every output (stdout, stderr, exit status, files) must be byte-identical
+between the two tiers (issue 18).
 
 Without the Ruby wasm (scripts/deps.sh fetches it) or native ruby/bwrap the test
 says it was skipped (exit 77); under CI=true that is a failure instead.
@@ -90,6 +95,8 @@ def exc_class(err):
 
 def main():
     runner, wasm, sdir = sys.argv[1], sys.argv[2], sys.argv[3]
+    engine = sys.argv[4] if len(sys.argv) > 4 else None
+    eng = ["--engine", engine] if engine else []
     if not os.path.exists(wasm):
         skip(f"{wasm} is missing (scripts/deps.sh fetches @ruby/3.4-wasm-wasi)")
     for tool in ("ruby", "bwrap"):
@@ -101,7 +108,7 @@ def main():
     try:
         out = os.path.join(tmp, "room")
         os.makedirs(out)
-        r = subprocess.run([runner, wasm, out] + scripts, capture_output=True, timeout=900)
+        r = subprocess.run([runner] + eng + [wasm, out] + scripts, capture_output=True, timeout=900)
         if r.returncode != 0:
             print(r.stdout.decode(), r.stderr.decode())
             print("FAIL: ruby_runner exited", r.returncode)
@@ -138,6 +145,25 @@ def main():
                 print("     ", p)
             if problems:
                 failures.append(name)
+        if engine == "jit":
+            # Issue 18: the JIT gives byte-identical outputs to the interpreter.
+            iout = os.path.join(tmp, "room-interp")
+            os.makedirs(iout)
+            r = subprocess.run([runner, "--engine", "interp", wasm, iout] + scripts,
+                               capture_output=True, timeout=900)
+            if r.returncode != 0:
+                print(r.stdout.decode(), r.stderr.decode())
+                failures.append("interp-runner")
+            jt, it = tree(out), tree(iout)
+            if sorted(jt) != sorted(it):
+                failures.append("tiers: files")
+                print("FAIL tiers: jit files", sorted(jt), "interp files", sorted(it))
+            for k in sorted(set(jt) & set(it)):
+                if jt[k] != it[k]:
+                    failures.append("tiers: " + k)
+                    print(f"FAIL tiers: {k}: jit {jt[k][:200]!r} interp {it[k][:200]!r}")
+            if not any(f.startswith("tiers") or f == "interp-runner" for f in failures):
+                print(f"ok   tiers: {len(jt)} output files byte-identical under jit and interp")
         # The snapshot leaks nothing from one run into the next.
         if read(os.path.join(out, "29_leak_check.out")).decode().splitlines()[-1:] != ["clean"] or \
                 b"leaked" in read(os.path.join(out, "29_leak_check.out")):
@@ -154,7 +180,7 @@ def main():
             f.write('puts 1 + 1\n')
         sres = os.path.join(spec, "out")
         os.makedirs(sres)
-        r = subprocess.run([runner, wasm, sres] + [os.path.join(spec, n) for n in ("js.rb", "spin.rb", "after.rb")],
+        r = subprocess.run([runner] + eng + [wasm, sres] + [os.path.join(spec, n) for n in ("js.rb", "spin.rb", "after.rb")],
                            capture_output=True, timeout=600)
         js_err = read(os.path.join(sres, "js.err")).decode()
         js_code = read(os.path.join(sres, "js.code"), "r")

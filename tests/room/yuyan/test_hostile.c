@@ -345,9 +345,9 @@ static int setup(void **st) {
     pr_error e;
     /* A long wall-clock bound: on a loaded machine 1 s of CPU can take over 5 s. */
     pr_host_config cfg = {.wall_ms = 120000};
-    host = pr_host_new(&cfg, &e);
+    host = room_host_new(&cfg, &e);
     pr_host_config wcfg = {.wall_ms = 300};
-    wall_host = pr_host_new(&wcfg, &e);
+    wall_host = room_host_new(&wcfg, &e);
     return host && wall_host ? 0 : -1;
 }
 
@@ -360,7 +360,8 @@ static int teardown(void **st) {
     return 0;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    if (!room_engine_args(argc, argv)) return 2;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_host_memory_bounded),  cmocka_unit_test(test_legacy_types),
         cmocka_unit_test(test_legacy_arity),         cmocka_unit_test(test_forged_prototypes),

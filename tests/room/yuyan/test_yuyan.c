@@ -103,7 +103,7 @@ static int setup(void **st) {
     /* A long wall-clock bound: on a loaded machine 1 s of CPU can take over 5 s. */
     pr_host_config cfg = {.wall_ms = 120000};
     pr_error e;
-    *st = pr_host_new(&cfg, &e);
+    *st = room_host_new(&cfg, &e);
     return *st ? 0 : -1;
 }
 
@@ -476,7 +476,7 @@ static void test_limits(void **unused) {
      * the 1000 ms ceiling; the heap cap still ends these runs as a platform limit). */
     pr_host_config cfg = {.wall_ms = 120000, .cpu_ms = 60000, .beyond_contract = true};
     pr_error e;
-    pr_host *h = pr_host_new(&cfg, &e);
+    pr_host *h = room_host_new(&cfg, &e);
     assert_non_null(h);
     expectp(h, P_PROBE, "{\"args\":[\"oom\"]}", "!隔离运行失败：内存超过上限");
     /* ... also when the host allocates the value (同步读取文件 of 70 MiB, twice). */
@@ -492,7 +492,7 @@ static void test_deterministic(void **st) {
     (void)st;
     pr_host_config cfg = {.deterministic = true};
     pr_error e;
-    pr_host *h = pr_host_new(&cfg, &e);
+    pr_host *h = room_host_new(&cfg, &e);
     assert_non_null(h);
     char *a = runp(h, P_STD, "{\"args\":[\"date\"]}");
     char *b = runp(h, P_STD, "{\"args\":[\"date\"]}");
@@ -568,7 +568,7 @@ static void test_mutations(void **st) {
     (void)st;
     pr_host_config cfg = {.cpu_ms = 30, .cache_bytes = 1 << 20};
     pr_error e;
-    pr_host *h = pr_host_new(&cfg, &e);
+    pr_host *h = room_host_new(&cfg, &e);
     assert_non_null(h);
     /* YY_FUZZ_ITERS / YY_FUZZ_SEED widen a local fuzzing session; CTest uses defaults. */
     const char *ie = getenv("YY_FUZZ_ITERS"), *se = getenv("YY_FUZZ_SEED");
@@ -725,7 +725,8 @@ static void test_signatures(void **st) {
 #undef SIG
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    if (!room_engine_args(argc, argv)) return 2;
     const struct CMUnitTest pure[] = {
         cmocka_unit_test(test_float_table),
         cmocka_unit_test(test_parse_float),

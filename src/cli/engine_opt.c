@@ -1,0 +1,30 @@
+/*
+ * engine_opt.c — the execution tier on the command line (issue 18, docs/jit.md):
+ * `--engine interp|jit|auto` and, as the default of every `peri` command that runs
+ * Wasm (run, ruby, isolate run/serve, wasm invoke), the environment variable
+ * PERI_ENGINE (the library reads no environment; tests use it to run whole CLI
+ * suites under one tier). Unset or empty: auto.
+ */
+#include "cli/commands.h"
+#include "peri/wasm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int peri_engine_parse(const char *v) {
+    if (!v) return -1;
+    if (strcmp(v, "auto") == 0) return PW_ENGINE_AUTO;
+    if (strcmp(v, "interp") == 0) return PW_ENGINE_INTERP;
+    if (strcmp(v, "jit") == 0) return PW_ENGINE_JIT;
+    return -1;
+}
+
+int peri_engine_default(void) {
+    const char *v = getenv("PERI_ENGINE");
+    if (!v || !*v) return PW_ENGINE_AUTO;
+    int e = peri_engine_parse(v);
+    if (e >= 0) return e;
+    fprintf(stderr, "peri: PERI_ENGINE wants interp, jit or auto, got \"%s\"\n", v);
+    return -1;
+}
