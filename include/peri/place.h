@@ -38,8 +38,16 @@
  * Cancel: pl_cancel_trigger (any thread; lock-free and async-signal-safe) makes a
  * running native attempt kill its whole process tree (SIGKILL to the sandbox's PID
  * namespace and every process in its cgroup) and return within a few milliseconds;
- * the result says "cancelled" and the evidence says whether the stop was confirmed.
- * A room attempt is not interrupted: it ends at the room's own CPU or wall limit.
+ * a running room attempt is interrupted by the room's watchdog (it polls the caller's
+ * pl_cancel every 5 ms and raises the engine's interrupt, which the guest sees at its
+ * next loop back-edge or call). Either way the result says "cancelled"
+ * (pl_result.stop = PL_STOP_CANCELLED) and the evidence says how the run ended.
+ *
+ * Limits: a native attempt runs under the request's limits; a room attempt under the
+ * tighter of the request's and the room host's (CPU <= 1000 ms, wall 5000 ms, memory
+ * 128 MiB, output 64 KiB by default): a request above a ceiling is lowered to it,
+ * never refused, and the result and evidence record the applied limits and which
+ * were lowered (docs/placement.md).
  *
  * Ownership: everything a pl_ function returns through an out-parameter is owned by
  * the caller and freed with the matching _free/_clear function. Borrowed pointers in
@@ -192,8 +200,11 @@ struct pl_cancel;
 /* The room's Ruby adapter (filled in by the room's Ruby support). run executes the
  * source once in a fresh room and fills *out like a WASI command's outcome (stdout,
  * stderr, exit code, files under /数据/ and /响应/ as room JSON text in out->output).
- * Returns false with *err on a platform failure (pr_error kinds as pr_run's). It should
- * poll pl_cancel_triggered(cancel) (cancel may be NULL) and stop early when set. */
+ * Returns false with *err on a platform failure (pr_error kinds as pr_run's). limits are
+ * the attempt's applied limits (the tighter of the request's and the room host's),
+ * which the run must not exceed; out->stop / err->stop say which one stopped it. It
+ * should poll pl_cancel_triggered(cancel) (cancel may be NULL) and stop early when set
+ * (err->stop = PR_STOP_CANCEL). */
 typedef struct pl_ruby_hook {
     bool (*run)(void *ud, pr_host *room, const char *source, size_t source_len,
                 const pl_file *files, size_t nfiles, const char *stdin_data, size_t stdin_len,
@@ -306,6 +317,27 @@ void pl_cancel_trigger(pl_cancel *c);
 bool pl_cancel_triggered(const pl_cancel *c);
 void pl_cancel_free(pl_cancel *c);
 
+/* Why the host stopped a run (pl_result.stop, result JSON "stopped_by"): the request
+ * limit that was reached, or a cancel. A limit is never reported as a cancel, a cancel
+ * never as a limit or a trap. */
+typedef enum pl_stop {
+    PL_STOP_NONE = 0,
+    PL_STOP_CPU,      /* "cpu_ms" */
+    PL_STOP_WALL,     /* "wall_ms" */
+    PL_STOP_MEMORY,   /* "memory_mib" */
+    PL_STOP_OUTPUT,   /* "output_bytes" */
+    PL_STOP_CANCELLED /* "cancelled" */
+} pl_stop;
+const char *pl_stop_name(pl_stop s); /* the names above; "" for PL_STOP_NONE */
+
+/* pl_result.capped bits: a request limit above the backend's ceiling, lowered to it. */
+enum {
+    PL_LIMIT_CPU_MS = 1u << 0,
+    PL_LIMIT_WALL_MS = 1u << 1,
+    PL_LIMIT_MEMORY_MIB = 1u << 2,
+    PL_LIMIT_OUTPUT_BYTES = 1u << 3,
+};
+
 typedef struct pl_out_file {
     char *path; /* guest path, e.g. "/响应/out.txt" */
     char *text;
@@ -322,8 +354,16 @@ typedef struct pl_result {
     char *error; /* NULL when ok */
     pl_backend backend;
     char decision[PL_DIGEST_LEN]; /* identity of the decision that produced it */
+    /* The limits the attempt ran under (has_limits): the request's (defaults filled
+     * in), in the room lowered to the room host's ceilings; `capped` says which request
+     * values were lowered. stop: which limit stopped the run, or a cancel. */
+    bool has_limits;
+    pl_limits limits;
+    unsigned capped; /* PL_LIMIT_* bits */
+    pl_stop stop;
     char *json; /* {"ok":...,"stdout":...,"stderr":...,"exitCode":...,"files":{...},
-                   "backend":...,"decision":...} */
+                   "backend":...,"decision":...[,"limits":{cpu_ms,wall_ms,memory_mib,
+                   output_bytes[,processes]}][,"capped":[...]][,"stopped_by":...]} */
     size_t json_len;
 } pl_result;
 

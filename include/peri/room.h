@@ -41,9 +41,21 @@ typedef enum pr_kind {
 /* "violation", "run_failed", "interface" (or "none"); a static string. */
 const char *pr_kind_name(pr_kind k);
 
+/* Why the room stopped a run (beyond the contract: the contract's messages are
+ * unchanged; this says which limit class a message belongs to). */
+typedef enum pr_stop {
+    PR_STOP_NONE = 0,
+    PR_STOP_CPU,    /* 隔离运行失败：CPU 时间超过 N ms */
+    PR_STOP_WALL,   /* 隔离运行失败：运行时间超过 N ms */
+    PR_STOP_MEMORY, /* 隔离运行失败：内存超过上限 */
+    PR_STOP_OUTPUT, /* result error 输出超过 64 KB (or 输出超过 N 字节 under a lower cap) */
+    PR_STOP_CANCEL, /* 隔离运行失败：已取消 */
+} pr_stop;
+
 typedef struct pr_error {
     pr_kind kind;
     char message[1600]; /* the exact contract message, UTF-8, NUL-terminated */
+    pr_stop stop;       /* the limit class of a run_failed exception, or PR_STOP_NONE */
 } pr_error;
 
 /* A byte string that need not be NUL-terminated (contract strings may contain NUL). */
@@ -114,6 +126,7 @@ typedef struct pr_response {
     char *output; /* the return JSON text, NUL-terminated; free with pr_response_clear */
     size_t output_len;
     char isolate[200]; /* the isolate identity "scope:digest" (NUL-terminated) */
+    pr_stop stop;      /* PR_STOP_OUTPUT when the output limit ended the run (ok false) */
 } pr_response;
 
 /* Runs the request. On success returns true and fills *out (caller owns out->output).
@@ -124,6 +137,33 @@ void pr_response_clear(pr_response *r);
  * the watchdog every few ms (issue 11: a cancelled tool call). */
 bool pr_run_cancellable(pr_host *h, const pr_request *req, bool (*cancelled)(void *), void *ud,
                         pr_response *out, pr_error *err);
+
+/* Per-run limits, beyond the contract (placement, docs/placement.md): each field 0
+ * keeps the host's own limit; a value above the host's is lowered to it (a run never
+ * gets more than its host). output_max counts stdout + stderr bytes (host: 65,536). */
+typedef struct pr_limits {
+    uint32_t cpu_ms, wall_ms;
+    uint64_t memory_cap; /* bytes of linear memory + GC heap */
+    uint64_t output_max;
+} pr_limits;
+
+/* The host's own limits (its ceilings for pr_run_with). */
+void pr_host_limits(const pr_host *h, pr_limits *out);
+
+typedef struct pr_run_opts {
+    pr_limits limits;            /* tighter per-run limits (0 fields: the host's) */
+    bool (*cancelled)(void *ud); /* optional, as pr_run_cancellable */
+    void *cancel_ud;
+} pr_run_opts;
+
+/* pr_run with per-run limits and cancel. A run stopped at a limit ends with the room's
+ * message for that class, carrying the applied (lower) number: CPU and wall
+ * exceptions say the run's own limit, the memory exception is the contract's text,
+ * and the output result error is 输出超过 64 KB at the contract's cap, else
+ * 输出超过 N 字节. Which class stopped it: err->stop (an exception) or out->stop (the
+ * output limit, a result). With all limits 0 and no cancel it is exactly pr_run. */
+bool pr_run_with(pr_host *h, const pr_request *req, const pr_run_opts *opts, pr_response *out,
+                 pr_error *err);
 
 /* ---------------------------------------------------------------- lower level */
 
@@ -199,6 +239,10 @@ typedef struct pr_exec_options {
      * run stops (pr_exec fails with 隔离运行失败：已取消, kind run_failed). */
     bool (*cancelled)(void *cancel_ud);
     void *cancel_ud;
+    /* Optional per-run limits (pr_run_with): 0 keeps the host's; never above it. The
+     * output cap is output_max above. */
+    uint32_t cpu_ms, wall_ms;
+    uint64_t memory_cap;
     /* Optional: the calling thread's CPU-clock memo (pr_cpu_memo), for a thread that
      * makes many short runs (serve's workers). */
     struct pr_cpu_memo *cpu_memo;
@@ -224,6 +268,7 @@ typedef struct pr_outcome {
     size_t stdout_len, stderr_len;
     char *error;  /* NULL, or why the program failed (owned) */
     bool trapped; /* the program trapped (or threw an uncaught exception) */
+    pr_stop stop; /* PR_STOP_OUTPUT when the output limit ended it, else PR_STOP_NONE */
 } pr_outcome;
 
 /* Runs p once in a fresh instance over opt->fs. Program failures are outcomes (returns
@@ -251,6 +296,8 @@ typedef struct pr_ruby_job {
     pr_str stdin_data;
     bool (*cancelled)(void *cancel_ud); /* as in pr_exec_options; may be NULL */
     void *cancel_ud;
+    pr_limits limits; /* optional tighter limits, as pr_run_with (0 fields: the host's);
+                         out->stop / err->stop say which one stopped the run */
 } pr_ruby_job;
 
 /* Runs the script once in a fresh room. On success out->output is the room's result

@@ -105,6 +105,14 @@ bool pl_result_finish(pl_result *res, const pl_decision *d); /* builds res->json
 bool pl_utf8_valid(const char *s, size_t n);
 char *pl_utf8_lenient(const char *s, size_t n, size_t *out_len);
 
+/* The applied limits as {"cpu_ms","wall_ms","memory_mib","output_bytes"[,"processes"]}
+ * and the capped bits as a sorted name array (new references, NULL on OOM). */
+json_t *pl_limits_json(const pl_limits *l, bool processes);
+json_t *pl_capped_json(unsigned capped);
+/* The result's extra fields ("limits", "capped", "stopped_by") as JSON members
+ * without braces ("" when none), to append to the room's own result text. Owned. */
+char *pl_result_extra_text(const pl_result *res, size_t *len);
+
 /* "portable_value", ... */
 const char *pl_state_name(pl_state_class s);
 /* Strict JSON load (duplicate keys and trailing data rejected); NULL with *err. */

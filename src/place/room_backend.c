@@ -9,7 +9,15 @@
  * guest prints afterwards is a result, never an outcome.
  *
  * The result JSON of a wasm program is the room's return text, byte for byte as
- * `peri isolate run` prints it, with "backend" and "decision" appended.
+ * `peri isolate run` prints it, with "backend", "decision", the applied "limits"
+ * (and "capped", "stopped_by" when there is something to say) appended.
+ *
+ * Limits: the attempt runs under the tighter of the request's limits (defaults filled
+ * in) and the room host's ceilings (pr_host_limits); a request value above a ceiling
+ * is lowered to it and named in "capped", never refused. The room stops the run at
+ * them with its own message for the class (pr_run_with); "stopped_by" names the class.
+ * Cancel: the caller's pl_cancel is polled by the room's watchdog, which raises the
+ * engine's interrupt; the result is then "cancelled", never a limit or a trap.
  */
 #include "place_int.h"
 
@@ -87,14 +95,18 @@ static bool from_room_text(pl_result *res, const char *text, size_t len, const p
     if (!ok || !pl_result_finish(res, d)) return false;
     /* The room's own bytes, then backend and decision. */
     const char *be = pl_backend_name(d->backend);
-    size_t cap = len + strlen(be) + strlen(d->identity) + 64;
-    char *j = malloc(cap);
+    size_t xlen = 0;
+    char *extra = pl_result_extra_text(res, &xlen);
+    size_t cap = len + strlen(be) + strlen(d->identity) + xlen + 64;
+    char *j = extra ? malloc(cap) : NULL;
     if (!j || len < 2 || text[len - 1] != '}') {
         free(j);
+        free(extra);
         return true; /* keep the re-serialised form */
     }
-    int m = snprintf(j, cap, "%.*s,\"backend\":\"%s\",\"decision\":\"%s\"}", (int)(len - 1), text,
-                     be, d->identity);
+    int m = snprintf(j, cap, "%.*s,\"backend\":\"%s\",\"decision\":\"%s\"%s%s}", (int)(len - 1),
+                     text, be, d->identity, xlen ? "," : "", extra);
+    free(extra);
     free(res->json);
     res->json = j;
     res->json_len = (size_t)m;
@@ -105,6 +117,7 @@ static char *room_evidence(const pl_attempt *at, const char *admission, bool fs_
                            const char *end, const char *error) {
     json_t *o = json_object();
     if (!o) return NULL;
+    const pl_result *res = at->res;
     bool ok = !json_object_set_new(o, "schema_version", json_string("peri.room-lifecycle.v1")) &&
               !json_object_set_new(o, "execution_id", json_string(at->execution_id)) &&
               !json_object_set_new(o, "decision", json_string(at->dec->identity)) &&
@@ -113,6 +126,9 @@ static char *room_evidence(const pl_attempt *at, const char *admission, bool fs_
               !json_object_set_new(o, "workspace_acquired", json_boolean(fs_built)) &&
               !json_object_set_new(o, "guest_started", json_boolean(started)) &&
               !json_object_set_new(o, "end", json_string(end));
+    if (ok && res->has_limits)
+        ok = !json_object_set_new(o, "limits", pl_limits_json(&res->limits, false));
+    if (ok && res->capped) ok = !json_object_set_new(o, "capped", pl_capped_json(res->capped));
     if (ok && error) ok = !json_object_set_new(o, "error", json_string(error));
     char *s = ok ? pl_json_dump(o, NULL) : NULL;
     json_decref(o);
@@ -124,11 +140,68 @@ static bool room_cancelled(void *ud) {
     return pl_cancel_triggered((const pl_cancel *)ud);
 }
 
+#define MIB (1024u * 1024u)
+
+/* The room attempt's limits: the tighter of the request's (defaults filled in) and the
+ * room host's; *capped names the request values above a ceiling (0 = "not given" is
+ * never capped). processes does not apply in the room (one thread, no processes). */
+static void room_limits(pl_ctx *pc, const pl_limits *asked, pl_limits *applied, unsigned *capped,
+                        pr_limits *pr) {
+    pr_limits ceil;
+    pr_host_limits(pc->room, &ceil);
+    pl_limits want = pl_limits_effective(asked);
+    uint64_t mem_mib = ceil.memory_cap / MIB ? ceil.memory_cap / MIB : 1;
+    *capped = 0;
+    applied->cpu_ms = want.cpu_ms < ceil.cpu_ms ? want.cpu_ms : ceil.cpu_ms;
+    applied->wall_ms = want.wall_ms < ceil.wall_ms ? want.wall_ms : ceil.wall_ms;
+    applied->memory_mib = want.memory_mib < mem_mib ? want.memory_mib : (uint32_t)mem_mib;
+    applied->output_bytes =
+        want.output_bytes < ceil.output_max ? want.output_bytes : ceil.output_max;
+    applied->processes = 0;
+    if (asked->cpu_ms > ceil.cpu_ms) *capped |= PL_LIMIT_CPU_MS;
+    if (asked->wall_ms > ceil.wall_ms) *capped |= PL_LIMIT_WALL_MS;
+    if (asked->memory_mib > mem_mib) *capped |= PL_LIMIT_MEMORY_MIB;
+    if (asked->output_bytes > ceil.output_max) *capped |= PL_LIMIT_OUTPUT_BYTES;
+    pr->cpu_ms = applied->cpu_ms;
+    pr->wall_ms = applied->wall_ms;
+    /* a memory ceiling that is not whole MiB stays the host's own */
+    pr->memory_cap = (uint64_t)applied->memory_mib * MIB < ceil.memory_cap
+                         ? (uint64_t)applied->memory_mib * MIB
+                         : ceil.memory_cap;
+    pr->output_max = applied->output_bytes;
+}
+
+static pl_stop stop_of(pr_stop s) {
+    switch (s) {
+    case PR_STOP_CPU: return PL_STOP_CPU;
+    case PR_STOP_WALL: return PL_STOP_WALL;
+    case PR_STOP_MEMORY: return PL_STOP_MEMORY;
+    case PR_STOP_OUTPUT: return PL_STOP_OUTPUT;
+    case PR_STOP_CANCEL: return PL_STOP_CANCELLED;
+    default: return PL_STOP_NONE;
+    }
+}
+
+/* The evidence's "end" for a run the room stopped (the native evidence's names). */
+static const char *end_of(pl_stop s, pr_kind kind) {
+    switch (s) {
+    case PL_STOP_CPU: return "cpu_limit";
+    case PL_STOP_WALL: return "wall_limit";
+    case PL_STOP_MEMORY: return "memory_limit";
+    case PL_STOP_OUTPUT: return "output_limit";
+    case PL_STOP_CANCELLED: return "cancelled";
+    default: return kind == PR_KIND_NONE ? "exited" : pr_kind_name(kind);
+    }
+}
+
 bool pl_room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t raw_len,
                      pl_cancel *cancel, pl_attempt *at, bool *promotable, pl_outcome *outcome,
                      pl_error *err) {
     *promotable = false;
     pl_result *res = at->res;
+    pr_limits prl;
+    res->has_limits = true;
+    room_limits(pc, &r->limits, &res->limits, &res->capped, &prl);
     /* 1. Admission: before any room file system exists, before any guest code. */
     uint32_t unsupported = r->requirements | (r->network ? PL_REQ_NETWORK : 0);
     if (unsupported) {
@@ -146,6 +219,7 @@ bool pl_room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t ra
     }
     if (pl_cancel_triggered(cancel)) {
         *at->evidence = room_evidence(at, "passed", false, false, "cancelled", NULL);
+        res->stop = PL_STOP_CANCELLED;
         pl_result_fail(res, "cancelled");
         return pl_result_finish(res, at->dec) || pl_fail(err, PL_ERR_HOST, "out of memory");
     }
@@ -160,10 +234,9 @@ bool pl_room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t ra
                                 "is installed in this room host)");
             return pl_result_finish(res, at->dec) || pl_fail(err, PL_ERR_HOST, "out of memory");
         }
-        pl_limits lim = pl_limits_effective(&r->limits);
         have = pc->ruby_hook->run(pc->ruby_hook->ud, pc->room, r->program, strlen(r->program),
-                                  r->files, r->nfiles, r->stdin_data, r->stdin_len, &lim, cancel,
-                                  &resp, &perr);
+                                  r->files, r->nfiles, r->stdin_data, r->stdin_len, &res->limits,
+                                  cancel, &resp, &perr);
         ran = true;
     } else {
         uint8_t *mod = NULL;
@@ -187,23 +260,28 @@ bool pl_room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t ra
         }
         pr_request q = {
             {"LOADER", 6}, {"place", 5}, {digest + 7, 64}, {prog, strlen(prog)}, {input, in_len}};
-        have = pr_run_cancellable(pc->room, &q, room_cancelled, cancel, &resp, &perr);
+        pr_run_opts ro = {.limits = prl, .cancelled = room_cancelled, .cancel_ud = cancel};
+        have = pr_run_with(pc->room, &q, &ro, &resp, &perr);
         ran = true;
         free(prog);
         free(input);
     }
     if (have) {
+        res->stop = stop_of(resp.stop); /* the output limit: a result with the room's text */
         bool ok = from_room_text(res, resp.output, resp.output_len, at->dec);
         pr_response_clear(&resp);
         if (!ok) return pl_fail(err, PL_ERR_HOST, "out of memory reading the room's result");
-        *at->evidence = room_evidence(at, "passed", true, ran, "exited", NULL);
+        *at->evidence = room_evidence(at, "passed", true, ran, end_of(res->stop, PR_KIND_NONE),
+                                      res->stop ? res->error : NULL);
         return *at->evidence || pl_fail(err, PL_ERR_HOST, "out of memory");
     }
-    /* A contract exception: the room's exact message is the error. */
-    pl_result_fail(res, perr.message);
+    /* A contract exception: the room's exact message is the error; a cancel is the
+     * typed "cancelled" (the room's text stays in the evidence). */
+    res->stop = perr.kind == PR_KIND_RUN_FAILED ? stop_of(perr.stop) : PL_STOP_NONE;
+    pl_result_fail(res, res->stop == PL_STOP_CANCELLED ? "cancelled" : perr.message);
     /* conservative: only a contract violation proves the guest never started */
     bool maybe_started = ran && perr.kind != PR_KIND_VIOLATION;
-    *at->evidence =
-        room_evidence(at, "passed", true, maybe_started, pr_kind_name(perr.kind), perr.message);
+    *at->evidence = room_evidence(at, "passed", true, maybe_started, end_of(res->stop, perr.kind),
+                                  perr.message);
     return pl_result_finish(res, at->dec) || pl_fail(err, PL_ERR_HOST, "out of memory");
 }

@@ -1,8 +1,9 @@
 /*
  * ruby_hook.c — placement's Ruby hook filled with the room's Ruby (pr_ruby): a
  * {"ruby": SOURCE} request placed in wasm_room runs the script in a fresh room with
- * the request's files and stdin, and the run stops when the request is cancelled.
- * The limits are the room host's own (its CPU limit is at most 1000 ms).
+ * the request's files and stdin, under the attempt's limits (the tighter of the
+ * request's and the room host's, room_backend.c), and the run stops when the request
+ * is cancelled.
  */
 #include "place_int.h"
 
@@ -19,7 +20,6 @@ static bool hook_run(void *ud, pr_host *room, const char *source, size_t source_
                      const pl_limits *limits, const struct pl_cancel *cancel, pr_response *out,
                      pr_error *err) {
     (void)room;
-    (void)limits;
     pr_str *paths = nfiles ? calloc(nfiles, sizeof *paths) : NULL;
     pr_str *texts = nfiles ? calloc(nfiles, sizeof *texts) : NULL;
     if (nfiles && (!paths || !texts)) {
@@ -40,6 +40,11 @@ static bool hook_run(void *ud, pr_host *room, const char *source, size_t source_
                        .stdin_data = {stdin_data, stdin_len},
                        .cancelled = cancel ? hook_cancelled : NULL,
                        .cancel_ud = (void *)cancel};
+    if (limits)
+        job.limits = (pr_limits){.cpu_ms = limits->cpu_ms,
+                                 .wall_ms = limits->wall_ms,
+                                 .memory_cap = (uint64_t)limits->memory_mib << 20,
+                                 .output_max = limits->output_bytes};
     bool ok = pr_ruby_run((pr_ruby *)ud, &job, out, err);
     free(paths);
     free(texts);

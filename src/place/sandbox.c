@@ -1002,6 +1002,15 @@ cleanup:;
         snprintf(msg, sizeof msg, "the process tree could not be confirmed stopped");
     free(file_err);
     res->ok = !msg[0] && exit_code == 0;
+    res->has_limits = true;
+    res->limits = lim;
+    res->stop = end == END_CPU         ? PL_STOP_CPU
+                : end == END_WALL      ? PL_STOP_WALL
+                : end == END_MEMORY    ? PL_STOP_MEMORY
+                : end == END_OUTPUT    ? PL_STOP_OUTPUT
+                : end == END_CANCELLED ? PL_STOP_CANCELLED
+                                       : PL_STOP_NONE;
+    if (failed_setup) res->stop = PL_STOP_NONE;
     if (msg[0] && !(res->error = strdup(msg))) return pl_fail(err, PL_ERR_HOST, "out of memory");
     if (!res->stdout_text || !res->stderr_text) return pl_fail(err, PL_ERR_HOST, "out of memory");
     if (n->evidence)

@@ -55,6 +55,69 @@ pl_limits pl_limits_effective(const pl_limits *l) {
     return e;
 }
 
+const char *pl_stop_name(pl_stop s) {
+    switch (s) {
+    case PL_STOP_CPU: return "cpu_ms";
+    case PL_STOP_WALL: return "wall_ms";
+    case PL_STOP_MEMORY: return "memory_mib";
+    case PL_STOP_OUTPUT: return "output_bytes";
+    case PL_STOP_CANCELLED: return "cancelled";
+    default: return "";
+    }
+}
+
+static const char *const LIMIT_NAMES[] = {"cpu_ms", "wall_ms", "memory_mib", "output_bytes"};
+
+json_t *pl_limits_json(const pl_limits *l, bool processes) {
+    json_t *o = json_object();
+    bool ok = o && !json_object_set_new(o, "cpu_ms", json_integer(l->cpu_ms)) &&
+              !json_object_set_new(o, "wall_ms", json_integer(l->wall_ms)) &&
+              !json_object_set_new(o, "memory_mib", json_integer(l->memory_mib)) &&
+              !json_object_set_new(o, "output_bytes", json_integer((json_int_t)l->output_bytes));
+    if (ok && processes) ok = !json_object_set_new(o, "processes", json_integer(l->processes));
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+json_t *pl_capped_json(unsigned capped) {
+    json_t *a = json_array();
+    for (unsigned i = 0; a && i < 4; i++)
+        if ((capped & (1u << i)) && json_array_append_new(a, json_string(LIMIT_NAMES[i]))) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+/* Adds "limits", "capped" and "stopped_by" (each only when there is something to say). */
+static bool result_extra(const pl_result *res, json_t *o) {
+    bool ok = true;
+    if (res->has_limits)
+        ok = !json_object_set_new(
+            o, "limits", pl_limits_json(&res->limits, res->backend == PL_BACKEND_NATIVE_SANDBOX));
+    if (ok && res->capped) ok = !json_object_set_new(o, "capped", pl_capped_json(res->capped));
+    if (ok && res->stop)
+        ok = !json_object_set_new(o, "stopped_by", json_string(pl_stop_name(res->stop)));
+    return ok;
+}
+
+char *pl_result_extra_text(const pl_result *res, size_t *len) {
+    json_t *o = json_object();
+    bool ok = o && result_extra(res, o);
+    size_t n = 0;
+    char *s = ok ? pl_json_dump(o, &n) : NULL;
+    json_decref(o);
+    if (!s) return NULL;
+    /* "{...}" → "..." (or "" when empty) */
+    memmove(s, s + 1, n - 2);
+    s[n - 2] = 0;
+    *len = n - 2;
+    return s;
+}
+
 char *pl_json_dump(json_t *j, size_t *len) {
     if (!j) return NULL;
     char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
@@ -213,7 +276,7 @@ bool pl_result_finish(pl_result *res, const pl_decision *d) {
     }
     if (!gave) json_decref(files);
     ok = ok && !json_object_set_new(o, "backend", json_string(pl_backend_name(res->backend))) &&
-         !json_object_set_new(o, "decision", json_string(res->decision));
+         !json_object_set_new(o, "decision", json_string(res->decision)) && result_extra(res, o);
     free(res->json);
     res->json = ok ? pl_json_dump(o, &res->json_len) : NULL;
     json_decref(o);

@@ -51,6 +51,7 @@ char *pr_buf_take(pr_buf *b, size_t *len) {
 void pr_err_set(pr_error *err, pr_kind kind, const char *fmt, ...) {
     if (!err) return;
     err->kind = kind;
+    err->stop = PR_STOP_NONE;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err->message, sizeof err->message, fmt, ap);

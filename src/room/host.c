@@ -90,6 +90,13 @@ void pr_host_free(pr_host *h) {
     free(h);
 }
 
+void pr_host_limits(const pr_host *h, pr_limits *out) {
+    out->cpu_ms = h->cpu_ms;
+    out->wall_ms = h->wall_ms;
+    out->memory_cap = h->memory_cap;
+    out->output_max = PR_OUTPUT_MAX;
+}
+
 static bool in_list(char *const *l, size_t n, pr_str s) {
     for (size_t i = 0; i < n; i++)
         if (strlen(l[i]) == s.len && memcmp(l[i], s.ptr, s.len) == 0) return true;

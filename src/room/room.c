@@ -46,17 +46,37 @@ static pr_program *verified(pr_host *h, const pr_request *req) {
     return NULL;
 }
 
+static bool run_call(pr_host *h, const pr_request *req, const pr_run_opts *opts, pr_cpu_memo *memo,
+                     pr_response *out, pr_error *err);
+
 bool pr_run(pr_host *h, const pr_request *req, pr_response *out, pr_error *err) {
-    return pr_run_memo(h, req, NULL, NULL, NULL, out, err);
+    return run_call(h, req, NULL, NULL, out, err);
 }
 
 bool pr_run_cancellable(pr_host *h, const pr_request *req, bool (*cancelled)(void *), void *ud,
                         pr_response *out, pr_error *err) {
-    return pr_run_memo(h, req, cancelled, ud, NULL, out, err);
+    pr_run_opts o = {.cancelled = cancelled, .cancel_ud = ud};
+    return run_call(h, req, &o, NULL, out, err);
 }
 
 bool pr_run_memo(pr_host *h, const pr_request *req, bool (*cancelled)(void *), void *ud,
                  pr_cpu_memo *memo, pr_response *out, pr_error *err) {
+    pr_run_opts o = {.cancelled = cancelled, .cancel_ud = ud};
+    return run_call(h, req, &o, memo, out, err);
+}
+
+bool pr_run_with(pr_host *h, const pr_request *req, const pr_run_opts *opts, pr_response *out,
+                 pr_error *err) {
+    return run_call(h, req, opts, NULL, out, err);
+}
+
+/* The call: opts NULL is the contract call itself (the host's limits, no cancel); memo
+ * is the calling thread's CPU-clock memo or NULL. */
+static bool run_call(pr_host *h, const pr_request *req, const pr_run_opts *opts, pr_cpu_memo *memo,
+                     pr_response *out, pr_error *err) {
+    static const pr_run_opts none = {0};
+    if (!opts) opts = &none;
+    if (err) err->stop = PR_STOP_NONE;
     memset(out, 0, sizeof *out);
     if (!pr_check_shape(req, err)) return false;
     pr_program *prog = verified(h, req);
@@ -110,8 +130,15 @@ bool pr_run_memo(pr_host *h, const pr_request *req, bool (*cancelled)(void *), v
                            .nargs = in.nargs,
                            .fs = fs,
                            .seed = h->deterministic ? seed : NULL,
-                           .cancelled = cancelled,
-                           .cancel_ud = ud,
+                           .cancelled = opts->cancelled,
+                           .cancel_ud = opts->cancel_ud,
+                           .cpu_ms = opts->limits.cpu_ms,
+                           .wall_ms = opts->limits.wall_ms,
+                           .memory_cap = opts->limits.memory_cap,
+                           .output_max =
+                               opts->limits.output_max && opts->limits.output_max < PR_OUTPUT_MAX
+                                   ? opts->limits.output_max
+                                   : 0,
                            .cpu_memo = memo};
     pr_outcome oc;
     if (!pr_exec(h, prog, &opt, &oc, err)) goto done_input;
@@ -123,6 +150,7 @@ bool pr_run_memo(pr_host *h, const pr_request *req, bool (*cancelled)(void *), v
             out->isolate[req->scope.len] = ':';
             memcpy(out->isolate + req->scope.len + 1, req->digest.ptr, 64);
             out->isolate[req->scope.len + 65] = 0;
+            out->stop = oc.stop;
             ok = true;
         } else {
             pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");

@@ -288,6 +288,7 @@ typedef struct pr_watch_slot {
     struct timespec cpu_start, wall_start;
     int fired;                   /* 0, PR_FIRED_CPU or PR_FIRED_WALL: set by the watchdog thread */
     uint32_t extra_ms;           /* added to both limits (a runtime's one-time initialisation) */
+    uint32_t cpu_ms, wall_ms;    /* this run's limits (0: the watchdog's); set before begin */
     bool (*cancelled)(void *ud); /* polled by the watchdog; true stops the run */
     void *cancel_ud;
     pr_cpu_memo *cpu_memo; /* or NULL: cpu_start is then always read */
@@ -345,8 +346,10 @@ typedef struct pr_run_state {
     uint64_t det_clock;
     uint64_t wall_deadline_ns; /* CLOCK_MONOTONIC time at which the wall limit is reached */
     void *abi_state;
-    void *lang_state;     /* a language ABI's own state on top of WASI (ruby.c) */
-    pr_watch_slot *watch; /* the run's watchdog slot */
+    void *lang_state;         /* a language ABI's own state on top of WASI (ruby.c) */
+    pr_watch_slot *watch;     /* the run's watchdog slot */
+    uint32_t cpu_ms, wall_ms; /* this run's limits: the host's, or lower (pr_run_with) */
+    pr_stop stop;             /* PR_END_PLATFORM: the limit class of end_msg, if any */
 } pr_run_state;
 
 struct pr_abi {

@@ -301,7 +301,7 @@ static pw_status ruby_start(pr_run_state *rs, pw_error *err) {
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         rs->wall_deadline_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec +
-                               (uint64_t)rs->host->wall_ms * 1000000ull;
+                               (uint64_t)rs->wall_ms * 1000000ull;
     }
     pw_func *eval = export_fn(rs->inst, "rb-eval-string-protect");
     pw_func *re = export_fn(rs->inst, "cabi_realloc");

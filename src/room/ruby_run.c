@@ -144,7 +144,14 @@ bool pr_ruby_run(pr_ruby *rb, const pr_ruby_job *job, pr_response *out, pr_error
                            .stdin_len = job->stdin_data.len,
                            .source = job->source,
                            .cancelled = job->cancelled,
-                           .cancel_ud = job->cancel_ud};
+                           .cancel_ud = job->cancel_ud,
+                           .cpu_ms = job->limits.cpu_ms,
+                           .wall_ms = job->limits.wall_ms,
+                           .memory_cap = job->limits.memory_cap,
+                           .output_max =
+                               job->limits.output_max && job->limits.output_max < PR_OUTPUT_MAX
+                                   ? job->limits.output_max
+                                   : 0};
     pr_outcome oc;
     if (!pr_exec(rb->host, p, &opt, &oc, err)) goto done;
     pr_buf res = {0};
@@ -156,6 +163,7 @@ bool pr_ruby_run(pr_ruby *rb, const pr_ruby_job *job, pr_response *out, pr_error
             pr_program_digest(p, d);
             pr_hex(d, 32, hex);
             snprintf(out->isolate, sizeof out->isolate, "ruby:%s", hex);
+            out->stop = oc.stop;
             ok = true;
         } else {
             pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");

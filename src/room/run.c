@@ -223,11 +223,16 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
         memcpy(rs.rng, opt->seed, sizeof rs.rng);
         if (!(rs.rng[0] | rs.rng[1] | rs.rng[2] | rs.rng[3])) rs.rng[0] = 1;
     }
+    /* The run's limits: the host's, or lower ones the caller asked for (pr_run_with). */
+    rs.cpu_ms = opt->cpu_ms && opt->cpu_ms < h->cpu_ms ? opt->cpu_ms : h->cpu_ms;
+    rs.wall_ms = opt->wall_ms && opt->wall_ms < h->wall_ms ? opt->wall_ms : h->wall_ms;
+    uint64_t memory_cap =
+        opt->memory_cap && opt->memory_cap < h->memory_cap ? opt->memory_cap : h->memory_cap;
     pw_error pe = {0};
     /* The contract makes the memory cap a platform limit (an exception), not a -1
      * from memory.grow that the program could ignore. */
     pw_pool *pool = pr_host_pool_take(h);
-    pw_store_config sc = {.memory_cap = h->memory_cap,
+    pw_store_config sc = {.memory_cap = memory_cap,
                           .cap_is_fatal = !h->beyond_contract,
                           .pool = pool,
                           .engine = h->engine};
@@ -241,6 +246,8 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
     /* Set before the slot is published; pr_watch_begin leaves them as they are. */
     slot.cancelled = opt->cancelled;
     slot.cancel_ud = opt->cancel_ud;
+    slot.cpu_ms = rs.cpu_ms;
+    slot.wall_ms = rs.wall_ms;
     slot.cpu_memo = opt->cpu_memo;
     if (!pr_watch_begin(&h->wd, &slot, rs.store)) {
         pw_store_free(rs.store);
@@ -250,7 +257,7 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
     }
     rs.watch = &slot;
     rs.wall_deadline_ns = (uint64_t)slot.wall_start.tv_sec * 1000000000ull +
-                          (uint64_t)slot.wall_start.tv_nsec + (uint64_t)h->wall_ms * 1000000ull;
+                          (uint64_t)slot.wall_start.tv_nsec + (uint64_t)rs.wall_ms * 1000000ull;
     pw_status st;
     rs.inst = p->abi->instantiate ? p->abi->instantiate(&rs, &pe)
                                   : pw_instantiate(rs.store, p->module, p->abi->resolve, &rs, &pe);
@@ -265,13 +272,16 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
 
     bool ok = true;
     if (fired == PR_FIRED_CPU) {
-        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：CPU 时间超过 %u ms", h->cpu_ms);
+        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：CPU 时间超过 %u ms", rs.cpu_ms);
+        err->stop = PR_STOP_CPU;
         ok = false;
     } else if (fired == PR_FIRED_CANCEL) {
         pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：已取消");
+        err->stop = PR_STOP_CANCEL;
         ok = false;
     } else if (fired == PR_FIRED_WALL) {
-        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：运行时间超过 %u ms", h->wall_ms);
+        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：运行时间超过 %u ms", rs.wall_ms);
+        err->stop = PR_STOP_WALL;
         ok = false;
     } else if (st == PW_OK) {
         out->ok = true;
@@ -280,12 +290,21 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
         out->ok = rs.exit_code == 0;
     } else if (rs.end == PR_END_OUTPUT) {
         out->exit_code = 1;
-        ok = set_error(out, "输出超过 64 KB");
+        out->stop = PR_STOP_OUTPUT;
+        uint64_t max = pr_run_output_max(&rs);
+        if (max == PR_OUTPUT_MAX || max == UINT64_MAX || opt->raw_output) {
+            ok = set_error(out, "输出超过 64 KB"); /* the contract's text (and peri run's) */
+        } else {                                   /* a lower cap (pr_run_with): its own number */
+            char msg[64];
+            snprintf(msg, sizeof msg, "输出超过 %llu 字节", (unsigned long long)max);
+            ok = set_error(out, msg);
+        }
     } else if (rs.end == PR_END_HOST) {
         out->exit_code = 1;
         ok = set_error(out, rs.end_msg);
     } else if (rs.end == PR_END_PLATFORM) {
         pr_err_set(err, PR_KIND_RUN_FAILED, "%s", rs.end_msg);
+        err->stop = rs.stop;
         ok = false;
     } else if (st == PW_ERR_TRAP) {
         out->exit_code = 1;
@@ -300,6 +319,7 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
         ok = false;
     } else if (st == PW_ERR_OOM) {
         pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存超过上限");
+        err->stop = PR_STOP_MEMORY;
         ok = false;
     } else {
         pr_err_set(err, PR_KIND_RUN_FAILED, "%s", MSG_NOMEM);

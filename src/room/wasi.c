@@ -1792,8 +1792,9 @@ HOST(poll_oneoff) {
             wait = 0;
         } else if (wait > left) {
             rs->end = PR_END_PLATFORM;
+            rs->stop = PR_STOP_WALL;
             snprintf(rs->end_msg, sizeof rs->end_msg, "隔离运行失败：运行时间超过 %u ms",
-                     rs->host->wall_ms);
+                     rs->wall_ms);
             return pw_ctx_trap(cx, "%s", rs->end_msg);
         }
         /* Otherwise the earliest clock expired while waiting: reported below. */
@@ -1803,8 +1804,9 @@ HOST(poll_oneoff) {
             rs->det_clock += wait;
         } else if (!room_sleep(rs, wait)) {
             rs->end = PR_END_PLATFORM;
+            rs->stop = PR_STOP_WALL;
             snprintf(rs->end_msg, sizeof rs->end_msg, "隔离运行失败：运行时间超过 %u ms",
-                     rs->host->wall_ms);
+                     rs->wall_ms);
             return pw_ctx_trap(cx, "%s", rs->end_msg);
         }
     }

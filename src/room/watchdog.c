@@ -32,10 +32,11 @@ static void *watch_main(void *arg) {
             }
             struct timespec cpu;
             if (clock_gettime(s->cpu_clock, &cpu) == 0 &&
-                ns_between(&s->cpu_start, &cpu) >= ((int64_t)w->cpu_ms + s->extra_ms) * 1000000) {
+                ns_between(&s->cpu_start, &cpu) >=
+                    ((int64_t)(s->cpu_ms ? s->cpu_ms : w->cpu_ms) + s->extra_ms) * 1000000) {
                 s->fired = PR_FIRED_CPU;
             } else if (ns_between(&s->wall_start, &wall) >=
-                       ((int64_t)w->wall_ms + s->extra_ms) * 1000000) {
+                       ((int64_t)(s->wall_ms ? s->wall_ms : w->wall_ms) + s->extra_ms) * 1000000) {
                 s->fired = PR_FIRED_WALL;
             }
             if (s->fired) pw_store_interrupt(s->store);
@@ -109,11 +110,14 @@ static void cpu_start(pr_watch_slot *slot) {
 bool pr_watch_begin(pr_watchdog *w, pr_watch_slot *slot, pw_store *s) {
     bool (*cancelled)(void *) = slot->cancelled; /* the caller's, kept */
     void *cancel_ud = slot->cancel_ud;
+    uint32_t cpu_ms = slot->cpu_ms, wall_ms = slot->wall_ms; /* the run's own limits */
     pr_cpu_memo *memo = slot->cpu_memo;
     memset(slot, 0, sizeof *slot);
     slot->store = s;
     slot->cancelled = cancelled;
     slot->cancel_ud = cancel_ud;
+    slot->cpu_ms = cpu_ms;
+    slot->wall_ms = wall_ms;
     slot->cpu_memo = memo;
     if (pthread_getcpuclockid(pthread_self(), &slot->cpu_clock) != 0) return false;
     clock_gettime(CLOCK_MONOTONIC, &slot->wall_start);

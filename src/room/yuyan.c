@@ -431,7 +431,7 @@ static pw_status host_web_check(pw_call_ctx *cx, void *env, const pw_val *args, 
     clock_gettime(CLOCK_MONOTONIC, &now);
     int64_t ms =
         (int64_t)(now.tv_sec - c.y->t0.tv_sec) * 1000 + (now.tv_nsec - c.y->t0.tv_nsec) / 1000000;
-    uint32_t limit = c.rs->host->wall_ms ? c.rs->host->wall_ms : 5000;
+    uint32_t limit = c.rs->wall_ms ? c.rs->wall_ms : 5000;
     if (ms >= (int64_t)limit) return yy_fail(&c, "Wasm 执行超过时限");
     return PW_OK;
 }

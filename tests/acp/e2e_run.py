@@ -16,7 +16,8 @@ Scenarios:
           CPU limit with a clear tool error and the turn continues; declared
           requirements go native and ask.
   cancel  cancel during a long shell call and during long run calls (Ruby, WASI) ends the turn as
-          cancelled within 200 ms, and the shell's process tree is gone.
+          cancelled within 200 ms, and the shell's process tree is gone; the run calls'
+          result is the typed "cancelled" (stopped_by), not the room's CPU limit.
 Exit 0 pass, 1 fail, 77 skipped (never under CI=true).
 """
 import json
@@ -164,6 +165,13 @@ def s_run(E):
     check(a.close_stdin() == 0, "exit")
 
 
+def cpu_s(pid):
+    """User + system CPU seconds of a process (all its threads)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def s_cancel(E):
     E.settings({"maxRetries": 0, "permissions": {"allow": ["shell"]}})
     a = agent(E)
@@ -171,6 +179,10 @@ def s_cancel(E):
     marker = "31.%d" % (os.getpid() % 1000)
     import shutil
     shutil.copy(os.path.join(os.path.dirname(HELLO), "probe.wasm"), os.path.join(E.cwd, "probe.wasm"))
+    # Ruby's first run in a host compiles its 30 MB module (not interruptible, nor a
+    # room run yet); warm it so that the cancel below lands in the room run itself.
+    r, fin, _ = tool_turn(E, a, sid, [{"id": "warm", "name": "run", "arguments": {"ruby": "puts 1"}}])
+    check(fin and fin[0]["status"] == "completed", "ruby warm-up %r" % fin)
     for name, args in (("shell", {"command": "sleep %s & sleep %s; echo late" % (marker, marker)}),
                        ("run", {"ruby": "loop { }"}),
                        ("run", {"wasm": "probe.wasm", "args": ["loop"]})):
@@ -184,8 +196,22 @@ def s_cancel(E):
             while not procs_with("sleep " + marker) and time.monotonic() < deadline:
                 time.sleep(0.05)
             check(procs_with("sleep " + marker), "the shell's sleep is not running")
+        cpu_at_cancel = cpu_s(a.proc.pid)
         t_cancel, t_resp = a.cancel(sid, rid, name + " cancel")
         check(t_resp - t_cancel < 0.2, "%s cancel took %.0f ms" % (name, (t_resp - t_cancel) * 1000))
+        if name == "run":
+            # The room run was really interrupted (the prompt itself is answered at once,
+            # whatever the tool does): the next prompt of the session starts only when the
+            # cancelled turn has ended, and the agent spent little CPU until then. A room
+            # run left going would first use the rest of its 1000 ms CPU limit (>= 600 ms
+            # here: the cancel came 300 ms into it), whatever the machine's load.
+            E.mock.script([{"text": "next"}])
+            r2 = a.response(prompt(a, sid, "next"), timeout=60)
+            cpu_after = cpu_s(a.proc.pid) - cpu_at_cancel
+            check(r2.get("result", {}).get("stopReason") == "end_turn", "%s next turn %r" % (name, r2))
+            print("%s %s: cancelled turn ended after %.0f ms of agent CPU" % (name, args, cpu_after * 1000))
+            check(cpu_after < 0.45, "%s %s: the room run went on after the cancel (%.0f ms CPU)"
+                  % (name, args, cpu_after * 1000))
         if name == "shell":
             check(wait_gone("sleep " + marker, 2), "the shell's process tree survived the cancel")
     check(a.close_stdin() == 0, "exit")

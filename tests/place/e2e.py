@@ -7,6 +7,9 @@ usage: e2e.py PERI FIXTURES
   3. a WASM request that admission rejects (network) -> one promoted native child with
      parent_decision_id = the parent's identity
   4. `decide` prints only the L1 decision; exit codes 0 / 1 / 2
+  5. a room run honours the request's limits (the tighter of the request's and the
+     room's): cpu_ms 100 stops an endless loop with the room's exact CPU message and
+     "stopped_by"; a request above the room's ceiling is capped and says so
 Without bubblewrap: exit 77 (skipped), or failure under CI=true.
 """
 import base64, hashlib, json, os, shutil, subprocess, sys, tempfile
@@ -76,7 +79,9 @@ for prog, args, files in [("hello.wasm", [], {}),
                               "--input", inf], capture_output=True, timeout=60)
     check(iso.returncode == 0, f"isolate run {iso.stderr}")
     room = iso.stdout.decode().rstrip("\n")
-    want = '{"result":' + room[:-1] + ',"backend":"wasm_room","decision":"' + dec[0]["identity"] + '"}}'
+    # the room's bytes, then backend, decision and the limits the room run had
+    want = ('{"result":' + room[:-1] + ',"backend":"wasm_room","decision":"' + dec[0]["identity"] + '"'
+            + ',"limits":{"cpu_ms":1000,"wall_ms":5000,"memory_mib":128,"output_bytes":65536}}}')
     got = out.splitlines()[-1]
     check(got == want, f"wasm result bytes\n got {got}\nwant {want}")
 
@@ -133,6 +138,27 @@ rc, _, _, err = place(["run"], '{"run_id":"x","program":{"shell":"true"},"bogus"
 check(rc == 1 and "unknown field" in err, f"bad request rc {rc} {err}")
 rc, _, _, err = place(["run", "--native", "sometimes"], {"run_id": "x", "program": {"shell": "true"}})
 check(rc == 2, f"usage rc {rc}")
+
+# 5. request limits in the room
+probe = os.path.join(fixtures, "probe.wasm")
+rc, lines, out, err = place(["run"], {"run_id": "e8", "program": {"wasm": probe, "args": ["loop"]},
+                                      "limits": {"cpu_ms": 100}})
+res = lines[-1]["result"] if lines else {}
+ev = [l["evidence"] for l in lines if "evidence" in l]
+check(rc == 0 and res.get("ok") is False and res.get("error") == "隔离运行失败：CPU 时间超过 100 ms"
+      and res.get("stopped_by") == "cpu_ms" and res.get("limits", {}).get("cpu_ms") == 100,
+      f"cpu_ms 100 {res}")
+check(ev and ev[0]["end"] == "cpu_limit" and ev[0]["limits"]["cpu_ms"] == 100
+      and ev[0]["error"] == "隔离运行失败：CPU 时间超过 100 ms", f"cpu evidence {ev}")
+rc, lines, out, err = place(["run"], {"run_id": "e9", "program": {"wasm": probe, "args": ["out", "3000", "1"]},
+                                      "limits": {"cpu_ms": 60000, "memory_mib": 64, "output_bytes": 1000}})
+res = lines[-1]["result"] if lines else {}
+ev = [l["evidence"] for l in lines if "evidence" in l]
+check(rc == 0 and res.get("limits") == {"cpu_ms": 1000, "wall_ms": 5000, "memory_mib": 64, "output_bytes": 1000}
+      and res.get("capped") == ["cpu_ms"] and res.get("stopped_by") == "output_bytes"
+      and res.get("error") == "输出超过 1000 字节" and res.get("ok") is False
+      and res.get("stdout") == "x" * 1000, f"capped / output {res}")
+check(ev and ev[0]["capped"] == ["cpu_ms"] and ev[0]["end"] == "output_limit", f"capped evidence {ev}")
 
 if failures:
     print(f"{len(failures)} failure(s)")

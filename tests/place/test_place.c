@@ -628,6 +628,236 @@ static void test_cancel(void **st) {
     pl_cancel_free(c);
 }
 
+/* ---------------------------------------------------------------- room limits and cancel */
+
+static double thread_cpu_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static pl_report room_run(pl_request *r, pl_cancel *c) {
+    pl_report rep;
+    pl_error e;
+    if (!pl_run(g_pc, r, NULL, c, &rep, &e)) fail_msg("run: %s", e.message);
+    assert_int_equal(rep.ndecisions, 1);
+    assert_int_equal(rep.decisions[0].backend, PL_BACKEND_WASM_ROOM);
+    assert_int_equal(rep.nevidence, 1);
+    return rep;
+}
+
+/* limits.cpu_ms = 100: an endless loop stops at ~100 ms of CPU (the room runs the guest
+ * on the calling thread), with the room's CPU message carrying 100 and stopped_by. */
+static void test_room_cpu_limit(void **st) {
+    (void)st;
+    const char *args[] = {"loop"};
+    pl_request r = {.run_id = "l1",
+                    .kind = PL_PROGRAM_WASM,
+                    .program = PROBE,
+                    .args = args,
+                    .nargs = 1,
+                    .limits = {.cpu_ms = 100}};
+    /* The wall bound is generous, but 2 cores are shared by parallel builds: the best
+     * of up to three tries counts (the CPU bounds hold on every try). */
+    pl_report rep;
+    double best = 1e9;
+    for (int i = 0; i < 3 && best >= 0.6; i++) {
+        if (i) pl_report_clear(&rep);
+        double w0 = now_s(), c0 = thread_cpu_s();
+        rep = room_run(&r, NULL);
+        double wall = now_s() - w0, cpu = thread_cpu_s() - c0;
+        fprintf(stderr, "cpu_ms=100 loop: %.0f ms wall, %.0f ms CPU\n", wall * 1e3, cpu * 1e3);
+        assert_true(cpu > 0.080); /* it was the CPU limit, not something earlier */
+        assert_true(cpu < 0.5);   /* and not the room's own 1000 ms */
+        if (wall < best) best = wall;
+    }
+    assert_true(best < 0.6); /* generous: it did not run to the room's 1000 ms */
+    assert_false(rep.result.ok);
+    assert_int_equal(rep.result.stop, PL_STOP_CPU);
+    assert_string_equal(rep.result.error, "隔离运行失败：CPU 时间超过 100 ms");
+    assert_true(rep.result.has_limits);
+    assert_int_equal(rep.result.limits.cpu_ms, 100);
+    assert_int_equal(rep.result.capped, 0);
+    assert_non_null(strstr(rep.result.json, ",\"stopped_by\":\"cpu_ms\"}"));
+    assert_non_null(strstr(rep.evidence[0], "\"end\":\"cpu_limit\""));
+    assert_non_null(strstr(rep.evidence[0], "\"limits\":{\"cpu_ms\":100,\"wall_ms\":5000,"
+                                            "\"memory_mib\":128,\"output_bytes\":65536}"));
+    pl_report_clear(&rep);
+    /* a wall limit below the CPU limit: the wall message, never "stopped" or a cancel */
+    r.limits = (pl_limits){.cpu_ms = 1000, .wall_ms = 50};
+    rep = room_run(&r, NULL);
+    assert_int_equal(rep.result.stop, PL_STOP_WALL);
+    assert_string_equal(rep.result.error, "隔离运行失败：运行时间超过 50 ms");
+    assert_non_null(strstr(rep.evidence[0], "\"end\":\"wall_limit\""));
+    pl_report_clear(&rep);
+    /* above the room's ceilings: lowered to them and named, not refused */
+    r.limits = (pl_limits){
+        .cpu_ms = 60000, .wall_ms = 100000, .memory_mib = 4096, .output_bytes = 1u << 30};
+    rep = room_run(&r, NULL);
+    assert_int_equal(rep.result.stop, PL_STOP_CPU);
+    assert_string_equal(rep.result.error, "隔离运行失败：CPU 时间超过 1000 ms");
+    assert_int_equal(rep.result.limits.cpu_ms, 1000);
+    assert_int_equal(rep.result.capped, PL_LIMIT_CPU_MS | PL_LIMIT_WALL_MS | PL_LIMIT_MEMORY_MIB |
+                                            PL_LIMIT_OUTPUT_BYTES);
+    assert_non_null(strstr(rep.result.json, "\"capped\":[\"cpu_ms\",\"wall_ms\",\"memory_mib\","
+                                            "\"output_bytes\"]"));
+    assert_non_null(strstr(rep.evidence[0], "\"capped\":[\"cpu_ms\",\"wall_ms\",\"memory_mib\","
+                                            "\"output_bytes\"]"));
+    pl_report_clear(&rep);
+}
+
+static void test_room_output_limit(void **st) {
+    (void)st;
+    const char *args[] = {"out", "5000", "100"};
+    pl_request r = {.run_id = "l2",
+                    .kind = PL_PROGRAM_WASM,
+                    .program = PROBE,
+                    .args = args,
+                    .nargs = 3,
+                    .limits = {.output_bytes = 1000}};
+    pl_report rep = room_run(&r, NULL);
+    assert_false(rep.result.ok);
+    assert_int_equal(rep.result.stop, PL_STOP_OUTPUT);
+    assert_string_equal(rep.result.error, "输出超过 1000 字节");
+    assert_int_equal(rep.result.stdout_len, 1000); /* ten writes of 100, the 11th refused */
+    assert_non_null(strstr(rep.evidence[0], "\"end\":\"output_limit\""));
+    pl_report_clear(&rep);
+    /* under the limit: the room's result, no stop */
+    r.limits.output_bytes = 5000;
+    rep = room_run(&r, NULL);
+    assert_true(rep.result.ok);
+    assert_int_equal(rep.result.stop, PL_STOP_NONE);
+    assert_int_equal(rep.result.stdout_len, 5000);
+    assert_null(strstr(rep.result.json, "stopped_by"));
+    pl_report_clear(&rep);
+    /* at the room's own cap the contract's text stays */
+    const char *big[] = {"bigout"};
+    r.args = big;
+    r.nargs = 1;
+    r.limits.output_bytes = 0;
+    rep = room_run(&r, NULL);
+    assert_int_equal(rep.result.stop, PL_STOP_OUTPUT);
+    assert_string_equal(rep.result.error, "输出超过 64 KB");
+    pl_report_clear(&rep);
+}
+
+static void test_room_memory_limit(void **st) {
+    (void)st;
+    /* (func $_start (drop (memory.grow (i32.const 512)))): 1 + 512 pages = 32 MiB + 64 KiB */
+    static const unsigned char grow[] = {
+        0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01, 0x04, 0x01, 0x60, 0x00, 0x00,
+        0x03, 0x02, 0x01, 0x00, 0x05, 0x03, 0x01, 0x00, 0x01, 0x07, 0x13, 0x02, 0x06, '_',
+        's',  't',  'a',  'r',  't',  0x00, 0x00, 0x06, 'm',  'e',  'm',  'o',  'r',  'y',
+        0x02, 0x00, 0x0a, 0x0a, 0x01, 0x08, 0x00, 0x41, 0x80, 0x04, 0x40, 0x00, 0x1a, 0x0b};
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/peri-place-grow-XXXXXX");
+    write_bytes(path, grow, sizeof grow);
+    pl_request r = {
+        .run_id = "l3", .kind = PL_PROGRAM_WASM, .program = path, .limits = {.memory_mib = 16}};
+    pl_report rep = room_run(&r, NULL);
+    assert_false(rep.result.ok);
+    assert_int_equal(rep.result.stop, PL_STOP_MEMORY);
+    assert_string_equal(rep.result.error, "隔离运行失败：内存超过上限");
+    assert_int_equal(rep.result.limits.memory_mib, 16);
+    assert_non_null(strstr(rep.evidence[0], "\"end\":\"memory_limit\""));
+    pl_report_clear(&rep);
+    /* the same grow under a limit that holds it (and under the room's default) */
+    r.limits.memory_mib = 64;
+    rep = room_run(&r, NULL);
+    assert_true(rep.result.ok);
+    assert_int_equal(rep.result.stop, PL_STOP_NONE);
+    pl_report_clear(&rep);
+    unlink(path);
+}
+
+/* cancel of an endless room run from another thread: the typed "cancelled" within
+ * 500 ms, not a CPU/wall limit, not a trap message. */
+static void test_room_cancel(void **st) {
+    (void)st;
+    const char *args[] = {"loop"};
+    pl_request r = {.run_id = "l4",
+                    .kind = PL_PROGRAM_WASM,
+                    .program = PROBE,
+                    .args = args,
+                    .nargs = 1,
+                    .limits = {.cpu_ms = 1000, .wall_ms = 5000}};
+    pl_cancel *c = pl_cancel_new();
+    assert_non_null(c);
+    cancel_arg a = {c, 200};
+    pthread_t th;
+    double t0 = now_s();
+    assert_int_equal(pthread_create(&th, NULL, canceller, &a), 0);
+    pl_report rep = room_run(&r, c);
+    double dt = now_s() - t0;
+    pthread_join(th, NULL);
+    fprintf(stderr, "room cancel: the run returned %.0f ms after the cancel\n", (dt - 0.2) * 1e3);
+    assert_true(dt - 0.2 < 0.5);
+    assert_false(rep.result.ok);
+    assert_int_equal(rep.result.stop, PL_STOP_CANCELLED);
+    assert_string_equal(rep.result.error, "cancelled");
+    assert_non_null(strstr(rep.result.json, ",\"stopped_by\":\"cancelled\"}"));
+    assert_non_null(strstr(rep.evidence[0], "\"end\":\"cancelled\""));
+    assert_non_null(strstr(rep.evidence[0], "\"error\":\"隔离运行失败：已取消\""));
+    assert_false(rep.has_outcome); /* never a promotion */
+    pl_report_clear(&rep);
+    pl_cancel_free(c);
+}
+
+/* The same through the room's Ruby (the ruby hook): the request's CPU limit and a
+ * cancel reach a Ruby script's room run. Needs scripts/deps.sh's Ruby wasm. */
+static void test_room_ruby_limits(void **st) {
+    (void)st;
+    if (access(PLACE_RUBY_WASM, R_OK) != 0) {
+        if (getenv("CI") && !strcmp(getenv("CI"), "true"))
+            fail_msg("missing %s (scripts/deps.sh)", PLACE_RUBY_WASM);
+        skip();
+    }
+    pl_error e;
+    pr_error pe;
+    pr_host *room = pr_host_new(NULL, &pe);
+    assert_non_null(room);
+    pr_ruby *rb = pr_ruby_new(room, PLACE_RUBY_WASM);
+    assert_non_null(rb);
+    pl_ruby_hook hook = pl_ruby_room_hook(rb);
+    pl_ctx *pc = pl_new(&(pl_config){.room = room, .ruby_hook = &hook}, &e);
+    assert_non_null(pc);
+    pl_request r = {.run_id = "rb1",
+                    .kind = PL_PROGRAM_RUBY,
+                    .program = "i = 0; loop { i += 1 }",
+                    .limits = {.cpu_ms = 200}};
+    pl_report rep;
+    assert_true(pl_run(pc, &r, NULL, NULL, &rep, &e)); /* the first run also boots Ruby */
+    assert_int_equal(rep.result.backend, PL_BACKEND_WASM_ROOM);
+    assert_int_equal(rep.result.stop, PL_STOP_CPU);
+    assert_string_equal(rep.result.error, "隔离运行失败：CPU 时间超过 200 ms");
+    pl_report_clear(&rep);
+    r.program = "print 'x' * 3000";
+    r.limits = (pl_limits){.output_bytes = 1000};
+    assert_true(pl_run(pc, &r, NULL, NULL, &rep, &e));
+    assert_int_equal(rep.result.stop, PL_STOP_OUTPUT);
+    assert_string_equal(rep.result.error, "输出超过 1000 字节");
+    pl_report_clear(&rep);
+    r.program = "loop { }";
+    r.limits = (pl_limits){0};
+    pl_cancel *c = pl_cancel_new();
+    cancel_arg a = {c, 200};
+    pthread_t th;
+    double t0 = now_s();
+    assert_int_equal(pthread_create(&th, NULL, canceller, &a), 0);
+    assert_true(pl_run(pc, &r, NULL, c, &rep, &e));
+    double dt = now_s() - t0;
+    pthread_join(th, NULL);
+    fprintf(stderr, "room Ruby cancel: returned %.0f ms after the cancel\n", (dt - 0.2) * 1e3);
+    assert_true(dt - 0.2 < 0.5);
+    assert_int_equal(rep.result.stop, PL_STOP_CANCELLED);
+    assert_string_equal(rep.result.error, "cancelled");
+    pl_report_clear(&rep);
+    pl_cancel_free(c);
+    pl_free(pc);
+    pr_ruby_free(rb);
+    pr_host_free(room);
+}
+
 int main(void) {
     static const unsigned char envf[] = {0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01,
                                          0x04, 0x01, 0x60, 0x00, 0x00, 0x02, 0x09, 0x01, 0x03,
@@ -652,11 +882,20 @@ int main(void) {
     g_native = pl_native_available(g_pc, why, sizeof why);
     if (!g_native) fprintf(stderr, "native sandbox unavailable: %s\n", why);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_l1_branches),     cmocka_unit_test(test_l1_ruby_hook),
-        cmocka_unit_test(test_availability),    cmocka_unit_test(test_identity),
-        cmocka_unit_test(test_request_decoder), cmocka_unit_test(test_outcome),
-        cmocka_unit_test(test_promotion_rules), cmocka_unit_test(test_promotion_runs),
+        cmocka_unit_test(test_l1_branches),
+        cmocka_unit_test(test_l1_ruby_hook),
+        cmocka_unit_test(test_availability),
+        cmocka_unit_test(test_identity),
+        cmocka_unit_test(test_request_decoder),
+        cmocka_unit_test(test_outcome),
+        cmocka_unit_test(test_promotion_rules),
+        cmocka_unit_test(test_promotion_runs),
         cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_room_cpu_limit),
+        cmocka_unit_test(test_room_output_limit),
+        cmocka_unit_test(test_room_memory_limit),
+        cmocka_unit_test(test_room_cancel),
+        cmocka_unit_test(test_room_ruby_limits),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     pl_free(g_pc);
