@@ -135,10 +135,7 @@ static bool run_call(pr_host *h, const pr_request *req, const pr_run_opts *opts,
                            .cpu_ms = opts->limits.cpu_ms,
                            .wall_ms = opts->limits.wall_ms,
                            .memory_cap = opts->limits.memory_cap,
-                           .output_max =
-                               opts->limits.output_max && opts->limits.output_max < PR_OUTPUT_MAX
-                                   ? opts->limits.output_max
-                                   : 0,
+                           .output_max = pr_output_cap(opts->limits.output_max),
                            .cpu_memo = memo};
     pr_outcome oc;
     if (!pr_exec(h, prog, &opt, &oc, err)) goto done_input;

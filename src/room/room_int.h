@@ -82,6 +82,22 @@ void pr_hex(const uint8_t *in, size_t n, char *out /* 2n+1 */);
 #define PR_FILES_BYTES_MAX  1048576u
 #define PR_FS_MAX           (128u << 20)
 
+/* The output cap of one run: a per-run limit only ever lowers the room's own (0 = none). */
+static inline size_t pr_output_cap(size_t per_run) {
+    return per_run && per_run < PR_OUTPUT_MAX ? per_run : 0;
+}
+
+/* *t = CLOCK_MONOTONIC now + ms, normalised; the absolute deadline of a timed wait. */
+static inline void pr_deadline_in(struct timespec *t, long ms) {
+    clock_gettime(CLOCK_MONOTONIC, t);
+    t->tv_sec += ms / 1000;
+    t->tv_nsec += (ms % 1000) * 1000000L;
+    if (t->tv_nsec >= 1000000000L) {
+        t->tv_sec++;
+        t->tv_nsec -= 1000000000L;
+    }
+}
+
 /* Rules 1-5 of the reference order (runner, scope, digest, program length, input
  * size). false + err on the first broken rule. */
 bool pr_check_shape(const pr_request *req, pr_error *err);

@@ -148,10 +148,7 @@ bool pr_ruby_run(pr_ruby *rb, const pr_ruby_job *job, pr_response *out, pr_error
                            .cpu_ms = job->limits.cpu_ms,
                            .wall_ms = job->limits.wall_ms,
                            .memory_cap = job->limits.memory_cap,
-                           .output_max =
-                               job->limits.output_max && job->limits.output_max < PR_OUTPUT_MAX
-                                   ? job->limits.output_max
-                                   : 0};
+                           .output_max = pr_output_cap(job->limits.output_max)};
     pr_outcome oc;
     if (!pr_exec(rb->host, p, &opt, &oc, err)) goto done;
     pr_buf res = {0};

@@ -229,12 +229,7 @@ static void *flusher_main(void *arg) {
         }
         if (!sv->flush_stop) {
             struct timespec until;
-            clock_gettime(CLOCK_MONOTONIC, &until);
-            until.tv_nsec += FLUSH_DELAY_MS * 1000000L;
-            if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-            }
+            pr_deadline_in(&until, FLUSH_DELAY_MS);
             while (!sv->flush_stop &&
                    pthread_cond_timedwait(&sv->flush_cv, &sv->out_mu, &until) != ETIMEDOUT) {
             }

@@ -42,12 +42,7 @@ static void *watch_main(void *arg) {
             if (s->fired) pw_store_interrupt(s->store);
         }
         struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += POLL_MS * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        pr_deadline_in(&until, POLL_MS);
         pthread_cond_timedwait(&w->cv, &w->mu, &until);
     }
     pthread_mutex_unlock(&w->mu);
