@@ -109,24 +109,6 @@ static pr_host *fz_host(void) {
     return h;
 }
 
-static char *fz_b64(const uint8_t *d, size_t n, size_t *out_len) {
-    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char *o = malloc((n + 2) / 3 * 4 + 1);
-    if (!o) abort();
-    size_t k = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)d[i] << 16 | (i + 1 < n ? (uint32_t)d[i + 1] << 8 : 0) |
-                     (i + 2 < n ? d[i + 2] : 0);
-        o[k++] = A[v >> 18];
-        o[k++] = A[(v >> 12) & 63];
-        o[k++] = i + 1 < n ? A[(v >> 6) & 63] : '=';
-        o[k++] = i + 2 < n ? A[v & 63] : '=';
-    }
-    o[k] = 0;
-    *out_len = k;
-    return o;
-}
-
 /* Runs module m; returns 1 if it ran (a result), 0 if the contract threw. Aborts on a
  * broken invariant. */
 static int fz_run(const uint8_t *m, size_t n, const char *input) {
@@ -135,7 +117,8 @@ static int fz_run(const uint8_t *m, size_t n, const char *input) {
     if (!pr_sha256(m, n, d)) abort();
     pr_hex(d, 32, hex);
     size_t bl;
-    char *b64 = fz_b64(m, n, &bl);
+    char *b64 = pr_base64_encode(m, n, &bl);
+    if (!b64) abort();
     static const char runner[] = "LOADER", scope[] = "fuzz";
     pr_request r = {{runner, sizeof runner - 1},
                     {scope, sizeof scope - 1},
