@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "peri/wasm.h"
+#include "raiser.h"
 #include "wasm/jit/jit.h"
 #include "wasm/jit/x64.h"
 
@@ -598,31 +599,11 @@ static void test_runaway_recursion(void **state) {
     rig_close(&jt);
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-typedef struct raiser {
-    pw_store *s;
-    double at;
-} raiser;
-
-static void *raise_later(void *arg) {
-    raiser *it = arg;
-    struct timespec d = {0, 50 * 1000 * 1000};
-    nanosleep(&d, NULL);
-    it->at = now_ms();
-    pw_store_interrupt(it->s);
-    return NULL;
-}
-
 static void test_interrupt_under_jit(void **state) {
     (void)state;
     rig jt;
     rig_open(&jt, PW_ENGINE_JIT);
-    raiser it = {jt.s, 0};
+    raiser it = {jt.s, 50, 0};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, raise_later, &it), 0);
     pw_error e;

@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "peri/wasm.h"
+#include "raiser.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -76,26 +77,6 @@ static uint8_t *bytes;
 static size_t nbytes;
 static pw_module *mod;
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-typedef struct raiser {
-    pw_store *s;
-    double at;
-} raiser;
-
-static void *raise_later(void *arg) {
-    raiser *r = arg;
-    struct timespec d = {0, 20 * 1000 * 1000};
-    nanosleep(&d, NULL);
-    r->at = now_ms();
-    pw_store_interrupt(r->s);
-    return NULL;
-}
-
 static void instance(env *en) {
     pw_error err;
     memset(en, 0, sizeof *en);
@@ -116,7 +97,7 @@ static void stops(const char *name) {
     instance(&en);
     pw_extern ex;
     if (!pw_instance_export(en.inst, name, strlen(name), &ex)) fail_msg("no export %s", name);
-    raiser r = {en.s, 0};
+    raiser r = {en.s, 20, 0};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, raise_later, &r), 0);
     pw_error err;

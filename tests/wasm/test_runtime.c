@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "peri/wasm.h"
+#include "raiser.h"
 
 /* (func (export "spin") (loop (br 0))) */
 static const uint8_t SPIN[] = {0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01, 0x04,
@@ -81,26 +82,6 @@ static pw_func *export_func(pw_instance *inst, const char *name) {
     return ex.u.func;
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-typedef struct interrupter {
-    pw_store *s;
-    double at; /* when the flag was raised */
-} interrupter;
-
-static void *raise_later(void *arg) {
-    interrupter *it = arg;
-    struct timespec d = {0, 100 * 1000 * 1000};
-    nanosleep(&d, NULL);
-    it->at = now_ms();
-    pw_store_interrupt(it->s);
-    return NULL;
-}
-
 static void test_interrupt_infinite_loop(void **state) {
     (void)state;
     pw_error err;
@@ -110,7 +91,7 @@ static void test_interrupt_infinite_loop(void **state) {
     pw_instance *inst = pw_instantiate(s, m, NULL, NULL, &err);
     assert_non_null(inst);
     pw_func *spin = export_func(inst, "spin");
-    interrupter it = {s, 0};
+    raiser it = {s, 100, 0};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, raise_later, &it), 0);
     pw_status st = pw_call(s, spin, NULL, 0, NULL, 0, &err);
