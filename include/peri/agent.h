@@ -118,12 +118,47 @@ char *pag_read_beneath(const char *root, const char *rel, size_t max, size_t *le
  * *value receives a malloc'd copy of key's value (NULL if absent); returns a pointer to
  * the body inside text. */
 const char *pag_front_matter(const char *text, const char *key, char **value);
-/* True when <cwd>/.peri/settings.json's permissions.allow names the tool ("*" is not
- * honoured there: that file may come with the repository). */
-bool pag_project_allows(const char *cwd, const char *tool_name);
-/* Adds the tool to <cwd>/.peri/settings.json's permissions.allow (creating the file;
- * other keys kept; written atomically, confined beneath cwd). 0, or -1 with err. */
-int pag_project_allow_add(const char *cwd, const char *tool_name, char *err, size_t errlen);
+/* ---- project trust (src/agent/trust.c, docs/security.md)
+ * A project's .peri/settings.json may name MCP servers and allow rules. Neither takes
+ * effect before the user trusted that exact content: a SHA-256 of its canonical form,
+ * bound to the project's real path, kept in <home>/.peri/trust.json (user state). */
+#define PAG_TRUST_DIGEST_HEX 65
+typedef struct pag_project_config {
+    char *real_path;    /* the project's real path (NULL when there is nothing to trust) */
+    char *material;     /* canonical JSON of every trust-relevant value, NULL if none */
+    char digest[PAG_TRUST_DIGEST_HEX]; /* SHA-256 hex of path + material */
+    char *servers_json; /* {"mcpServers": {...}} of the project, or NULL */
+    char **allow;       /* the project's permissions.allow entries */
+    size_t nallow;
+    bool broken; /* the file exists but is not a JSON object: nothing of it applies */
+} pag_project_config;
+/* Reads <cwd>/.peri/settings.json once, through the confined reader. 0 (an absent or
+ * unreadable file gives an empty config), or -1 when out of memory / cwd is not a
+ * directory. Free with pag_project_config_free. */
+int pag_project_config_read(const char *cwd, pag_project_config *out);
+void pag_project_config_free(pag_project_config *pc);
+/* True when the config has anything that needs trust. */
+bool pag_project_config_any(const pag_project_config *pc);
+/* True when the user trusted exactly this content of this project. */
+bool pag_trust_is_trusted(const char *home, const pag_project_config *pc);
+/* Records the user's trust in exactly this content. 0, or -1 with err. */
+int pag_trust_record(const char *home, const pag_project_config *pc, char *err, size_t errlen);
+/* Forgets every decision about the project at cwd. 0, or -1 with err. */
+int pag_trust_revoke(const char *home, const char *cwd, char *err, size_t errlen);
+/* The store's "projects" object as indented JSON (malloc'd), NULL when out of memory. */
+char *pag_trust_list(const char *home);
+/* "Always allow in this project": the user's answers, kept in the user's trust store
+ * (never in the project). */
+bool pag_trust_user_allows(const char *home, const char *cwd, const char *tool);
+int pag_trust_user_allow_add(const char *home, const char *cwd, const char *tool, char *err,
+                             size_t errlen);
+/* True when the tool may run without asking because of the project: the user's own
+ * "always in this project" answer, or the project file's permissions.allow naming it
+ * (whole names only, "*" never) once that content is trusted. */
+bool pag_project_allows(const char *home, const char *cwd, const char *tool_name);
+/* True (with why) when cwd must not be a session directory: "/" or the user's home or
+ * any directory containing it (the agent could rewrite ~/.peri). */
+bool pag_cwd_refused(const char *cwd, const char *home, char *why, size_t whylen);
 /* A skill's SKILL.md body (front matter removed) from <cwd>/.peri/skills/<name>/; NULL
  * when absent or the name is not a plain directory name. Caller frees. */
 char *pag_skill_body(const char *cwd, const char *name);
@@ -218,8 +253,14 @@ typedef enum pag_permission {
     PAG_PERM_CANCELLED,
     PAG_PERM_ALLOW_ALWAYS,  /* broker answers only: remembered for the session */
     PAG_PERM_REJECT_ALWAYS, /* remembered for the session */
-    PAG_PERM_ALLOW_PROJECT, /* remembered and written to the project allow-list */
+    PAG_PERM_ALLOW_PROJECT, /* remembered in the user's trust store for this project */
+    /* the answer to a project-trust request (tool_name PAG_TRUST_REQUEST_TOOL) only: the
+     * user trusts exactly the configuration shown; no other option of any request maps
+     * here, so a client that picks "allow" blindly never grants trust */
+    PAG_PERM_TRUST_PROJECT,
 } pag_permission;
+/* The tool name of a project-trust permission request (never a real tool). */
+#define PAG_TRUST_REQUEST_TOOL "peri.trust_project"
 
 /* ---------------------------------------------------------------- modes */
 

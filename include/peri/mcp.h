@@ -193,11 +193,16 @@ typedef struct pmcp_pool_tool {
 } pmcp_pool_tool;
 
 typedef struct pmcp_pool_opts {
-    const char *cwd; /* session directory: stdio cwd and <cwd>/.peri/settings.json */
+    const char *cwd; /* session directory: where stdio servers start. The pool reads no
+                      * file there: project servers come in project_servers_json. */
     /* The user-level settings document's text (the host supplies it: `peri acp` maps
      * ~/.peri/settings.json into the start object); its "mcpServers" are read. The pool
      * never reads the user's files itself. NULL: none. */
     const char *user_settings_json;
+    /* {"mcpServers": {...}} of the project, passed ONLY once the user trusted that exact
+     * content (agent layer, trust.c). A project server never replaces a user or client
+     * server of the same name: it is refused with a notice. NULL: none. */
+    const char *project_servers_json;
     const char *acp_servers_json; /* ACP mcpServers array text or NULL */
     long init_timeout_ms;         /* per server; 0: 30000 */
     /* Issue 12: the builtin Workspace server, in process, over this tool context
@@ -207,13 +212,17 @@ typedef struct pmcp_pool_opts {
     const ptl_ctx *workspace;
 } pmcp_pool_opts;
 
-/* Connects every configured server (user settings, then project settings, then ACP;
- * a later entry with the same name replaces an earlier one). Never fails for a server:
+/* Connects every configured server (user settings, then trusted project servers, then
+ * ACP; an ACP entry replaces an earlier one of the same name, a project one never does). Never fails for a server:
  * a server that cannot start is left out and described in *notices (malloc'd lines,
  * NULL when all went well), which the caller reports. NULL only when out of memory.
  * With opt->workspace, the builtin server is started at its first call (an idle
  * session costs no thread and no descriptor). */
 pmcp_pool *pmcp_pool_open(const pmcp_pool_opts *opt, char **notices);
+/* Connects the project's servers once the user trusted them mid-session (same rules as
+ * project_servers_json). Call it between turns, like pmcp_pool_refresh. Returns 1 when
+ * the tool table changed, 0 when nothing was added, -1 when out of memory. */
+int pmcp_pool_add_project(pmcp_pool *p, const char *project_servers_json, char **notices);
 /* True when the pool serves the builtin tools (opened with a workspace context). */
 bool pmcp_pool_builtin(const pmcp_pool *p);
 /* Closes every connection (no server process survives) and frees. NULL: no-op. */

@@ -128,22 +128,43 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
         else
             json_decref(mj);
     }
-    /* "always" answers: remembered for the session, or also written to the project's
-     * allow-list (.peri/settings.json) - the option name says which. */
+    if (tc && call->content_json) {
+        json_t *cj = json_loads(call->content_json, 0, NULL);
+        if (json_is_array(cj))
+            json_object_set_new(tc, "content", cj);
+        else
+            json_decref(cj);
+    }
     const char *tool = call->tool_name ? call->tool_name : "this tool";
-    char always[160], project[200], never[160];
-    snprintf(always, sizeof always, "Always allow %.60s in this session", tool);
-    snprintf(project, sizeof project,
-             "Always allow %.60s in this project (adds it to .peri/settings.json)", tool);
-    snprintf(never, sizeof never, "Always reject %.60s in this session", tool);
-    json_t *params = json_pack(
-        "{s:s, s:o, s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}, "
-        "{s:s, s:s, s:s}]}",
-        "sessionId", session_id, "toolCall", tc, "options", "optionId", "allow_once", "name",
-        "Allow once", "kind", "allow_once", "optionId", "allow_always", "name", always, "kind",
-        "allow_always", "optionId", "allow_always_project", "name", project, "kind", "allow_always",
-        "optionId", "reject_once", "name", "Reject", "kind", "reject_once", "optionId",
-        "reject_always", "name", never, "kind", "reject_always");
+    bool trust = !strcmp(tool, PAG_TRUST_REQUEST_TOOL);
+    json_t *params;
+    if (trust) {
+        /* A project-trust question: trust exactly what is shown, or not now. No "allow
+         * once" is offered, so a client that answers every request with it grants
+         * nothing here. */
+        params = json_pack("{s:s, s:o, s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}]}", "sessionId",
+                           session_id, "toolCall", tc, "options", "optionId", "trust_project",
+                           "name", "Trust this exact configuration", "kind", "allow_always",
+                           "optionId", "reject_once", "name", "Not now", "kind", "reject_once");
+    } else {
+        /* "always" answers: remembered for the session, or for this project in the user's
+         * own state (never in a project file) - the option name says which. */
+        char always[160], project[200], never[160];
+        snprintf(always, sizeof always, "Always allow %.60s in this session", tool);
+        snprintf(project, sizeof project,
+                 "Always allow %.60s in this project (kept in your ~/.peri, not in the project)",
+                 tool);
+        snprintf(never, sizeof never, "Always reject %.60s in this session", tool);
+        params = json_pack(
+            "{s:s, s:o, s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}, "
+            "{s:s, s:s, s:s}]}",
+            "sessionId", session_id, "toolCall", tc, "options", "optionId", "allow_once", "name",
+            "Allow once", "kind", "allow_once", "optionId", "allow_always", "name", always,
+            "kind", "allow_always", "optionId", "allow_always_project", "name", project, "kind",
+            "allow_always", "optionId", "reject_once", "name", "Reject", "kind", "reject_once",
+            "optionId", "reject_always", "name", never, "kind", "reject_always");
+    }
+    req->trust = trust;
     pthread_mutex_lock(&srv->mu);
     if (srv->eof || atomic_load(cancel)) {
         pthread_mutex_unlock(&srv->mu);
@@ -198,21 +219,25 @@ static void on_response(pacp_server *srv, pacp_msg *m) {
     json_t *oc = json_object_get(m->result, "outcome");
     const char *kind = json_string_value(json_object_get(oc, "outcome"));
     const char *opt = json_string_value(json_object_get(oc, "optionId"));
-    int outcome = PAG_PERM_REJECT;
+    bool sel = kind && !strcmp(kind, "selected") && opt;
+    int outcome = PAG_PERM_REJECT, trust_outcome = PAG_PERM_REJECT;
     if (kind && !strcmp(kind, "cancelled"))
-        outcome = PAG_PERM_CANCELLED;
-    else if (kind && !strcmp(kind, "selected") && opt && !strcmp(opt, "allow_once"))
+        outcome = trust_outcome = PAG_PERM_CANCELLED;
+    else if (sel && !strcmp(opt, "allow_once"))
         outcome = PAG_PERM_ALLOW;
-    else if (kind && !strcmp(kind, "selected") && opt && !strcmp(opt, "allow_always"))
+    else if (sel && !strcmp(opt, "allow_always"))
         outcome = PAG_PERM_ALLOW_ALWAYS;
-    else if (kind && !strcmp(kind, "selected") && opt && !strcmp(opt, "allow_always_project"))
+    else if (sel && !strcmp(opt, "allow_always_project"))
         outcome = PAG_PERM_ALLOW_PROJECT;
-    else if (kind && !strcmp(kind, "selected") && opt && !strcmp(opt, "reject_always"))
+    else if (sel && !strcmp(opt, "reject_always"))
         outcome = PAG_PERM_REJECT_ALWAYS;
+    else if (sel && !strcmp(opt, "trust_project"))
+        trust_outcome = PAG_PERM_TRUST_PROJECT;
     pthread_mutex_lock(&srv->mu);
     for (pacp_outreq *r = srv->pending; r; r = r->next) {
         if (r->id == id && !r->done) {
-            r->outcome = outcome;
+            /* each request accepts only the options it offered */
+            r->outcome = r->trust ? trust_outcome : outcome;
             r->done = true;
             pthread_cond_broadcast(&srv->cv);
             break;

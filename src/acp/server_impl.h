@@ -25,6 +25,7 @@ typedef struct pacp_outreq {
     char *text; /* fs/read_text_file: the content (malloc'd), text_len bytes */
     size_t text_len;
     bool term; /* issue 12 item 4: a terminal/... request (clientterm.c); text = result JSON */
+    bool trust; /* a project-trust request: only "trust_project" grants anything */
 } pacp_outreq;
 
 typedef struct pacp_server {

@@ -1,14 +1,13 @@
 /*
  * project.c — the project's own files the agent reads or writes: guides, skills, user
- * slash commands and the project permission allow-list, all confined beneath the
- * session's cwd.
+ * slash commands, all confined beneath the session's cwd. (The project's permission
+ * allow-list and MCP servers are trust-gated: trust.c.)
  *
  * Invariants: a project file is read through the tools layer's ptl_read_beneath
  * (resolved once beneath the cwd's descriptor: no "..", no symlink leading out, no magic
  * link, O_NONBLOCK so a FIFO cannot block, regular files only, no hard links, bounded);
  * the directories listed here (commands) are opened component by component with
- * openat(O_NOFOLLOW). The allow-list is rewritten through a temporary file and renameat() in
- * the same confined directory. Nothing here keeps global state.
+ * openat(O_NOFOLLOW). Nothing here writes inside the project or keeps global state.
  */
 #include "peri/agent.h"
 #include "peri/tools.h"
@@ -98,96 +97,6 @@ const char *pag_front_matter(const char *text, const char *key, char **value) {
         p = eol + 1;
     }
     return text; /* unterminated front matter: treat the whole text as body */
-}
-
-/* ---------------------------------------------------------------- project allow-list */
-
-static json_t *load_project_settings(const char *cwd) {
-    char *txt = pag_read_beneath(cwd, ".peri/settings.json", 1u << 20, NULL);
-    if (!txt) return NULL;
-    json_t *root = json_loads(txt, 0, NULL);
-    free(txt);
-    if (!json_is_object(root)) {
-        json_decref(root);
-        return NULL;
-    }
-    return root;
-}
-
-bool pag_project_allows(const char *cwd, const char *tool_name) {
-    json_t *root = load_project_settings(cwd);
-    json_t *allow = json_object_get(json_object_get(root, "permissions"), "allow");
-    bool ok = false;
-    size_t i;
-    json_t *v;
-    /* Only tool names: a wildcard in a file that came with the repository must not
-     * silence every prompt. */
-    json_array_foreach(allow, i, v) {
-        const char *t = json_string_value(v);
-        if (t && !strcmp(t, tool_name)) ok = true;
-    }
-    json_decref(root);
-    return ok;
-}
-
-int pag_project_allow_add(const char *cwd, const char *tool_name, char *err, size_t errlen) {
-    json_t *root = load_project_settings(cwd);
-    if (!root) root = json_object();
-    json_t *perm = json_object_get(root, "permissions");
-    if (!json_is_object(perm)) {
-        perm = json_object();
-        json_object_set_new(root, "permissions", perm);
-    }
-    json_t *allow = json_object_get(perm, "allow");
-    if (!json_is_array(allow)) {
-        allow = json_array();
-        json_object_set_new(perm, "allow", allow);
-    }
-    bool have = false;
-    size_t i;
-    json_t *v;
-    json_array_foreach(allow, i, v) {
-        if (json_is_string(v) && !strcmp(json_string_value(v), tool_name)) have = true;
-    }
-    if (!have) json_array_append_new(allow, json_string(tool_name));
-    char *txt = json_dumps(root, JSON_INDENT(2));
-    json_decref(root);
-    if (!txt) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    int rc = -1;
-    int cfd = open(cwd, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int dfd = -1, fd = -1;
-    if (cfd < 0) goto fail;
-    if (mkdirat(cfd, ".peri", 0755) != 0 && errno != EEXIST) goto fail;
-    dfd = openat(cfd, ".peri", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd < 0) goto fail;
-    char tmp[64];
-    snprintf(tmp, sizeof tmp, ".settings.json.%ld.tmp", (long)getpid());
-    fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0) goto fail;
-    size_t n = strlen(txt), off = 0;
-    while (off < n) {
-        ssize_t w = write(fd, txt + off, n - off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) goto fail_unlink;
-        off += (size_t)w;
-    }
-    if (write(fd, "\n", 1) != 1 || fsync(fd) != 0) goto fail_unlink;
-    if (renameat(dfd, tmp, dfd, "settings.json") != 0) goto fail_unlink;
-    rc = 0;
-    goto done;
-fail_unlink:
-    unlinkat(dfd, tmp, 0);
-fail:
-    snprintf(err, errlen, "cannot write .peri/settings.json: %s", strerror(errno));
-done:
-    if (fd >= 0) close(fd);
-    if (dfd >= 0) close(dfd);
-    if (cfd >= 0) close(cfd);
-    free(txt);
-    return rc;
 }
 
 /* ---------------------------------------------------------------- skills */

@@ -14,6 +14,7 @@ int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "place") == 0) return peri_cmd_place(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "mcp") == 0) return peri_cmd_mcp(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "tui") == 0) return peri_cmd_tui(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "trust") == 0) return peri_cmd_trust(argc - 1, argv + 1);
     fprintf(stderr, "usage: peri-agent acp|print|place|mcp [arguments]  (started by `peri acp`,\n"
                     "       `peri print`, `peri place`, `peri mcp`)\n");
     return 2;

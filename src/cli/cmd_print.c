@@ -184,13 +184,21 @@ int peri_cmd_print(int argc, char **argv) {
         if (method && !strcmp(method, "session/update")) {
             show_update(json_object_get(f, "params"));
         } else if (method && !strcmp(method, "session/request_permission")) {
-            const char *title = json_string_value(json_object_get(
-                json_object_get(json_object_get(f, "params"), "toolCall"), "title"));
-            fprintf(stderr, "[permission] %s: %s\n", title ? title : "tool",
-                    allow ? "allowed (--allow)" : "rejected (run with --allow to permit)");
+            json_t *tc = json_object_get(json_object_get(f, "params"), "toolCall");
+            const char *title = json_string_value(json_object_get(tc, "title"));
+            /* A project-trust question is never answered yes here, not even with --allow:
+             * trusting a project is a decision the user makes with `peri trust`. */
+            bool trust_q = json_object_get(json_object_get(tc, "_meta"), "peri.trustRequest");
+            if (trust_q)
+                fprintf(stderr,
+                        "[trust] %s: not trusted (review and trust it with `peri trust DIR`)\n",
+                        title ? title : "project configuration");
+            else
+                fprintf(stderr, "[permission] %s: %s\n", title ? title : "tool",
+                        allow ? "allowed (--allow)" : "rejected (run with --allow to permit)");
             send_frame(wfd, json_pack("{s:s, s:O, s:{s:{s:s, s:s}}}", "jsonrpc", "2.0", "id", id,
                                       "result", "outcome", "outcome", "selected", "optionId",
-                                      allow ? "allow_once" : "reject_once"));
+                                      allow && !trust_q ? "allow_once" : "reject_once"));
         } else if (json_is_integer(id) && err) {
             fprintf(stderr, "peri print: %s\n", json_string_value(json_object_get(err, "message")));
             json_decref(f);

@@ -272,16 +272,18 @@ pag_permission pct_port_ask(void *ctx, const pag_event *call, atomic_int *cancel
     bool reject = in_list(s->reject_always, s->nreject, tool);
     pthread_mutex_unlock(&s->mu);
     if (reject) return PAG_PERM_REJECT;
-    if (allow || pag_project_allows(s->cwd, tool)) return PAG_PERM_ALLOW;
+    if (allow || pag_project_allows(s->c->home, s->cwd, tool)) return PAG_PERM_ALLOW;
     if (!s->c->sink.ask_permission) return PAG_PERM_REJECT;
     pag_permission p = s->c->sink.ask_permission(s->c->sink.ctx, s->id, call, cancel);
     switch (p) {
+    case PAG_PERM_TRUST_PROJECT: return PAG_PERM_REJECT; /* not an answer to a tool call */
     case PAG_PERM_ALLOW_ALWAYS: remember(s, tool, true); return PAG_PERM_ALLOW;
     case PAG_PERM_REJECT_ALWAYS: remember(s, tool, false); return PAG_PERM_REJECT;
     case PAG_PERM_ALLOW_PROJECT: {
+        /* user state only: the project's own files are never written for this */
         remember(s, tool, true);
         char e[256];
-        if (pag_project_allow_add(s->cwd, tool, e, sizeof e) != 0)
+        if (pag_trust_user_allow_add(s->c->home, s->cwd, tool, e, sizeof e) != 0)
             fprintf(stderr, "peri: session %s: %s\n", s->id, e);
         return PAG_PERM_ALLOW;
     }
@@ -515,22 +517,25 @@ static const pag_tool_info *port_tools_now(void *ctx, size_t *ntools) {
     int rc = pmcp_pool_refresh(s->mcp, &why);
     if (why) fprintf(stderr, "peri: session %s: %s", s->id, why);
     free(why);
-    if (rc == 1) {
-        pct_old_tools *o = calloc(1, sizeof *o);
-        pag_tool_info *prev = s->tools;
-        size_t nprev = s->ntools;
-        if (o && build_tools(s) == 0) {
-            o->tools = prev;
-            o->next = s->old_tools;
-            s->old_tools = o;
-        } else {
-            free(o);
-            s->tools = prev;
-            s->ntools = nprev;
-        }
-    }
+    if (rc == 1) pct_rebuild_tools(s);
     *ntools = s->ntools;
     return s->tools;
+}
+
+int pct_rebuild_tools(pct_sess *s) {
+    pct_old_tools *o = calloc(1, sizeof *o);
+    pag_tool_info *prev = s->tools;
+    size_t nprev = s->ntools;
+    if (o && build_tools(s) == 0) {
+        o->tools = prev;
+        o->next = s->old_tools;
+        s->old_tools = o;
+        return 0;
+    }
+    free(o);
+    s->tools = prev;
+    s->ntools = nprev;
+    return -1;
 }
 
 /* MCP (issue 12): opens the session's pool — the builtin Workspace server in process,
@@ -546,13 +551,33 @@ static int open_mcp(pct_sess *s, const char *mcp_json, char **notices) {
     s->tool_ctx = (ptl_ctx){.cwd = s->cwd, .sandbox = &c->sandbox};
     if (c->sink.fs_read || c->sink.fs_write) s->tool_ctx.client_fs = &s->client_fs;
     if (c->sink.term_run) s->tool_ctx.client_term = &s->client_term;
+    /* The project's own servers start only when the user trusted that exact content;
+     * otherwise the first prompt asks (pct_trust_before_turn). */
+    pag_project_config pc;
+    bool have_pc = pag_project_config_read(s->cwd, &pc) == 0;
+    bool trusted = have_pc && pc.servers_json && pag_trust_is_trusted(c->home, &pc);
     pmcp_pool_opts po = {.cwd = s->cwd,
                          .user_settings_json = user,
+                         .project_servers_json = trusted ? pc.servers_json : NULL,
                          .acp_servers_json = mcp_json,
                          .workspace = &s->tool_ctx};
+    if (trusted) memcpy(s->project_on, pc.digest, sizeof s->project_on);
     char *why = NULL;
     s->mcp = pmcp_pool_open(&po, &why);
     free(user);
+    if (have_pc && pag_project_config_any(&pc) && !pag_trust_is_trusted(c->home, &pc)) {
+        static const char msg[] =
+            "this project's .peri/settings.json names MCP servers or allow rules that you "
+            "have not trusted: none of them applies. You will be asked at the first prompt "
+            "(or run `peri trust DIR`).\n";
+        size_t ol = why ? strlen(why) : 0;
+        char *nw = realloc(why, ol + sizeof msg);
+        if (nw) {
+            memcpy(nw + ol, msg, sizeof msg);
+            why = nw;
+        }
+    }
+    if (have_pc) pag_project_config_free(&pc);
     if (!s->mcp || !pmcp_pool_builtin(s->mcp) || build_tools(s) != 0) {
         if (why) fprintf(stderr, "peri: session %s: %s", s->id, why);
         free(why);
@@ -590,6 +615,12 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
      * the same kinds and titles as on the owner. */
     s->read_only = strcmp(th->machine_id, c->machine_id) != 0;
     memcpy(s->owner, th->machine_id, PST_ID_LEN);
+    char why[512];
+    if (!s->read_only && pag_cwd_refused(th->cwd, c->home, why, sizeof why)) {
+        pct_sess_release(s);
+        set_err(err, PCT_BAD_ARG, "%s", why);
+        return PCT_BAD_ARG;
+    }
     if (s->read_only) {
         if (!(s->tools = calloc(c->ntools + 1, sizeof *s->tools))) {
             pct_sess_release(s);
@@ -740,6 +771,11 @@ pct_status pct_session_new_mcp(pct_controller *c, const char *cwd, const char *m
     struct stat st;
     if (!realpath(cwd, real) || stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
         set_err(err, PCT_BAD_ARG, "cwd is not an existing directory: %s", cwd);
+        return PCT_BAD_ARG;
+    }
+    char why[512];
+    if (pag_cwd_refused(real, c->home, why, sizeof why)) {
+        set_err(err, PCT_BAD_ARG, "%s", why);
         return PCT_BAD_ARG;
     }
     char ws[PST_ID_LEN];

@@ -66,7 +66,22 @@ typedef struct pct_sess {
      * the store for it: every writing entry point refuses it naming `owner`. */
     bool read_only;
     char owner[PST_ID_LEN];
+    /* Project trust (worker thread only after make_live): the digest of the project
+     * configuration whose servers run in this session's pool ("" = none), and the digest
+     * the user was last asked about, so that a changed file asks again. */
+    char project_on[PAG_TRUST_DIGEST_HEX];
+    char trust_asked[PAG_TRUST_DIGEST_HEX];
+    atomic_int trust_cancel; /* set by a cancel while the trust question is open */
 } pct_sess;
+
+/* Before a turn: when the project's configuration needs trust and the user has not
+ * decided on this exact content in this session, says so and asks (through the sink's
+ * permission broker); a trusted configuration's servers are started in the pool. Runs on
+ * the prompt's worker thread, never on the request thread. */
+void pct_trust_before_turn(pct_sess *s, uint64_t turn);
+/* Rebuilds the session's tool list after the pool's table changed (worker thread); the
+ * previous list is kept until release. 0, or -1 (the previous list stays). */
+int pct_rebuild_tools(pct_sess *s);
 
 struct pct_controller {
     pst_store *store;

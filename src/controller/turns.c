@@ -118,6 +118,7 @@ static void *worker(void *arg) {
     pthread_mutex_unlock(&s->mu);
 
     pct_apply_model(s); /* a model chosen since the last turn */
+    pct_trust_before_turn(s, gen); /* project configuration: trusted content only */
     pag_turn_result r;
     if (!pct_command_run(s, &j->msg, &r)) {
         maybe_title(s, j->text, gen);
@@ -242,6 +243,7 @@ static void cancel_sess(pct_sess *s) {
     if (s->running) {
         s->gate_gen = pag_session_turn_gen(s->agent);
         pag_session_cancel(s->agent);
+        atomic_store(&s->trust_cancel, 1);
         if (!s->cur_answered) {
             s->cur_answered = true;
             token = s->cur_token;
@@ -270,6 +272,7 @@ static void cancel_token(pct_sess *s, void *want) {
     if (s->running && s->cur_token == want && !s->cur_answered) {
         s->gate_gen = pag_session_turn_gen(s->agent);
         pag_session_cancel(s->agent);
+        atomic_store(&s->trust_cancel, 1);
         s->cur_answered = true;
         token = s->cur_token;
     }

@@ -1,9 +1,10 @@
 /*
  * pool.c — MCP server configuration and the per-session client pool.
  *
- * Owns: parsing server lists (ACP mcpServers arrays and the settings/.mcp.json
- * "mcpServers" object), merging user settings, project settings and ACP entries (a
- * later entry with the same name replaces an earlier one), connecting every server in
+ * Owns: parsing server lists (ACP mcpServers arrays and the settings' "mcpServers"
+ * object), merging user settings, the project's servers (only those the host passes in:
+ * trusted content, never replacing a user server of the same name) and ACP entries (an
+ * ACP entry replaces an earlier one of the same name), connecting every server in
  * parallel, exposing their tools under "mcp__<server>__<tool>" and mapping tools/call
  * results onto ACP ToolCallContent.
  *
@@ -293,7 +294,7 @@ typedef struct pool_server {
     pmcp_server_config cfg;
     pmcp_client *client;
     char err[512];
-    const pmcp_pool_opts *opt;
+    const struct pmcp_pool *pool;
     pthread_t th;
 } pool_server;
 
@@ -316,53 +317,15 @@ struct pmcp_pool {
      * (an idle session costs no thread and no fd), under mu. */
     const ptl_ctx *ws;
     pmcp_client *builtin;
+    char *cwd; /* owned: stdio servers start here */
+    long init_timeout_ms;
 };
 
 static void *connect_main(void *arg) {
     pool_server *ps = arg;
-    pmcp_client_opts co = {.cwd = ps->opt->cwd, .init_timeout_ms = ps->opt->init_timeout_ms};
+    pmcp_client_opts co = {.cwd = ps->pool->cwd, .init_timeout_ms = ps->pool->init_timeout_ms};
     ps->client = pmcp_client_connect(&ps->cfg, &co, ps->err, sizeof ps->err);
     return NULL;
-}
-
-static char *read_file(const char *path, bool *missing) {
-    *missing = false;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        *missing = true;
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (cap - len < 4096) {
-            if (cap > (4u << 20)) break; /* settings files are small */
-            char *nb = realloc(buf, cap = cap ? cap * 2 : 8192);
-            if (!nb) break;
-            buf = nb;
-        }
-        size_t got = fread(buf + len, 1, cap - len - 1, f);
-        if (got == 0) break;
-        len += got;
-    }
-    fclose(f);
-    if (buf) buf[len] = '\0';
-    return buf;
-}
-
-static void load_settings(const char *dir, pmcp_server_config **cfgs, size_t *n, char **notices) {
-    if (!dir) return;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/.peri/settings.json", dir);
-    bool missing;
-    char *txt = read_file(path, &missing);
-    if (missing) return;
-    json_t *root = txt ? json_loads(txt, 0, NULL) : NULL;
-    bool has = json_object_get(root, "mcpServers") != NULL;
-    if (!root) note(notices, "%s: not valid JSON; its MCP servers are ignored%s", path, NULL);
-    json_decref(root);
-    if (has) pmcp_parse_servers(txt, path, cfgs, n, notices);
-    free(txt);
 }
 
 static char *sanitize(const char *s) {
@@ -371,6 +334,19 @@ static char *sanitize(const char *s) {
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
               *p == '_' || *p == '-'))
             *p = '_';
+    return o;
+}
+
+/* A server's part of "mcp__<server>__<tool>": sanitized, and without "__" inside, so that
+ * the first "__" after "mcp__" always ends the server name and an allow rule
+ * "mcp__files__*" can never match a server called "files__x". */
+static char *server_part(const char *s) {
+    char *o = sanitize(s);
+    if (!o) return NULL;
+    size_t w = 0;
+    for (size_t r = 0; o[r]; r++)
+        if (!(o[r] == '_' && w > 0 && o[w - 1] == '_')) o[w++] = o[r];
+    o[w] = '\0';
     return o;
 }
 
@@ -396,7 +372,7 @@ static int add_tools(pmcp_pool *p, size_t si, pool_tool **tools, size_t *ntools,
     pmcp_tool *t;
     size_t n;
     if (pmcp_client_tools(ps->client, &t, &n) != 0) return -1;
-    char *sname = sanitize(ps->cfg.name);
+    char *sname = server_part(ps->cfg.name);
     int rc = sname ? 0 : -1;
     pool_tool *nt = rc == 0 ? realloc(*tools, (*ntools + n + 1) * sizeof *nt) : NULL;
     if (!nt)
@@ -458,17 +434,119 @@ static bool builtin_has(const pmcp_pool *p, const char *name) {
     return p && p->ws && name && ptl_find(name) != NULL;
 }
 
+static bool has_name(const pmcp_server_config *c, size_t n, const char *name) {
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(c[i].name, name)) return true;
+    return false;
+}
+
+/* Appends the servers of project_json to cfgs, except those whose name a user-level (or
+ * earlier) server already holds: a project entry never replaces one (it is refused, with
+ * a notice). `taken` servers of the pool (p may be NULL) count as held too. */
+static void add_project(const pmcp_pool *p, const char *project_json, pmcp_server_config **cfgs,
+                        size_t *n, char **notices) {
+    pmcp_server_config *pc = NULL;
+    size_t np = 0;
+    pmcp_parse_servers(project_json, "project .peri/settings.json", &pc, &np, notices);
+    for (size_t i = 0; i < np; i++) {
+        bool taken = has_name(*cfgs, *n, pc[i].name);
+        for (size_t k = 0; p && !taken && k < p->nservers; k++)
+            taken = !strcmp(p->servers[k].cfg.name, pc[i].name);
+        if (taken || push(cfgs, n, &pc[i]) != 0) {
+            note(notices,
+                 "project MCP server \"%s\" refused: %s", pc[i].name,
+                 taken ? "a server of that name is configured by the user or the client"
+                       : "out of memory");
+            pmcp_server_config_clear(&pc[i]);
+        }
+    }
+    free(pc);
+}
+
+/* Connects cfgs[0..n) as servers first..first+n of the pool (in parallel) and adds
+ * their tools to the current table (a new table; the old one is retired). p->servers
+ * must already have room. Takes ownership of cfgs' contents. */
+static int connect_new(pmcp_pool *p, pmcp_server_config *cfgs, size_t n, char **notices) {
+    size_t first = p->nservers;
+    for (size_t i = 0; i < n; i++) {
+        memset(&p->servers[first + i], 0, sizeof p->servers[first + i]);
+        p->servers[first + i].cfg = cfgs[i];
+        p->servers[first + i].pool = p;
+    }
+    bool *started = calloc(n, sizeof *started);
+    for (size_t i = 0; i < n; i++) {
+        pool_server *ps = &p->servers[first + i];
+        bool ok = started && pthread_create(&ps->th, NULL, connect_main, ps) == 0;
+        if (started) started[i] = ok;
+        if (!ok) connect_main(ps); /* no thread: connect here */
+    }
+    for (size_t i = 0; i < n; i++)
+        if (started && started[i]) pthread_join(p->servers[first + i].th, NULL);
+    free(started);
+    pool_tool *nt = NULL;
+    size_t nn = 0;
+    int rc = 0;
+    if (p->ntools) {
+        /* copy the current table's entries (owned strings are duplicated) */
+        nt = calloc(p->ntools + 1, sizeof *nt);
+        if (!nt) rc = -1;
+        for (size_t i = 0; rc == 0 && i < p->ntools; i++) {
+            pool_tool *d = &nt[nn], *o = &p->tools[i];
+            *d = *o;
+            d->ns_name = strdup(o->ns_name);
+            d->desc = strdup(o->desc ? o->desc : "");
+            d->schema = strdup(o->schema ? o->schema : "{}");
+            d->orig = strdup(o->orig);
+            nn++;
+            if (!d->ns_name || !d->desc || !d->schema || !d->orig) rc = -1;
+            d->pub.name = d->ns_name;
+            d->pub.description = d->desc;
+            d->pub.schema_json = d->schema;
+        }
+    }
+    p->nservers = first + n;
+    for (size_t i = first; rc == 0 && i < p->nservers; i++) {
+        pool_server *ps = &p->servers[i];
+        if (!ps->client) {
+            note(notices, "MCP server \"%s\" is unavailable: %s", ps->cfg.name, ps->err);
+            continue;
+        }
+        if (add_tools(p, i, &nt, &nn, notices) != 0) rc = -1;
+    }
+    old_table *o = rc == 0 ? calloc(1, sizeof *o) : NULL;
+    if (!o) {
+        table_free(nt, nn);
+        return -1;
+    }
+    pthread_mutex_lock(&p->mu);
+    o->tools = p->tools;
+    o->ntools = p->ntools;
+    o->next = p->retired;
+    p->retired = o;
+    p->tools = nt;
+    p->ntools = nn;
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+}
+
 pmcp_pool *pmcp_pool_open(const pmcp_pool_opts *opt, char **notices) {
     if (notices) *notices = NULL;
     pmcp_pool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     pthread_mutex_init(&p->mu, NULL);
     p->ws = opt->workspace;
+    p->init_timeout_ms = opt->init_timeout_ms;
+    if (opt->cwd && !(p->cwd = strdup(opt->cwd))) {
+        pmcp_pool_close(p);
+        return NULL;
+    }
     pmcp_server_config *cfgs = NULL;
     size_t n = 0;
+    /* user settings, then the trusted project servers (never replacing a user server),
+     * then the client's session/new entries (which do replace: the client is the user's) */
     if (opt->user_settings_json)
         pmcp_parse_servers(opt->user_settings_json, "settings", &cfgs, &n, notices);
-    if (opt->cwd) load_settings(opt->cwd, &cfgs, &n, notices);
+    if (opt->project_servers_json) add_project(NULL, opt->project_servers_json, &cfgs, &n, notices);
     if (opt->acp_servers_json)
         pmcp_parse_servers(opt->acp_servers_json, "session mcpServers", &cfgs, &n, notices);
     if (n == 0) {
@@ -483,33 +561,36 @@ pmcp_pool *pmcp_pool_open(const pmcp_pool_opts *opt, char **notices) {
         pmcp_pool_close(p);
         return NULL;
     }
-    p->nservers = n;
-    for (size_t i = 0; i < n; i++) {
-        p->servers[i].cfg = cfgs[i];
-        p->servers[i].opt = opt;
-    }
+    int rc = connect_new(p, cfgs, n, notices);
     free(cfgs);
-    bool *started = calloc(n, sizeof *started);
-    for (size_t i = 0; i < n; i++) {
-        bool ok =
-            started && pthread_create(&p->servers[i].th, NULL, connect_main, &p->servers[i]) == 0;
-        if (started) started[i] = ok;
-        if (!ok) connect_main(&p->servers[i]); /* no thread: connect here */
-    }
-    for (size_t i = 0; i < n; i++)
-        if (started && started[i]) pthread_join(p->servers[i].th, NULL);
-    free(started);
-    for (size_t i = 0; i < n; i++) {
-        pool_server *ps = &p->servers[i];
-        if (!ps->client) {
-            note(notices, "MCP server \"%s\" is unavailable: %s", ps->cfg.name, ps->err);
-            continue;
-        }
-        if (add_tools(p, i, &p->tools, &p->ntools, notices) != 0)
-            note(notices, "MCP server \"%s\": out of memory listing its tools%s", ps->cfg.name,
-                 NULL);
-    }
+    if (rc != 0)
+        note(notices, "MCP servers: out of memory listing their tools%s%s", NULL, NULL);
     return p;
+}
+
+int pmcp_pool_add_project(pmcp_pool *p, const char *project_servers_json, char **notices) {
+    if (notices) *notices = NULL;
+    if (!p || !project_servers_json) return 0;
+    pmcp_server_config *cfgs = NULL;
+    size_t n = 0;
+    add_project(p, project_servers_json, &cfgs, &n, notices);
+    if (n == 0) {
+        free(cfgs);
+        return 0;
+    }
+    pool_server *ns = realloc(p->servers, (p->nservers + n) * sizeof *ns);
+    if (!ns) {
+        for (size_t i = 0; i < n; i++)
+            pmcp_server_config_clear(&cfgs[i]);
+        free(cfgs);
+        return -1;
+    }
+    pthread_mutex_lock(&p->mu);
+    p->servers = ns;
+    pthread_mutex_unlock(&p->mu);
+    int rc = connect_new(p, cfgs, n, notices);
+    free(cfgs);
+    return rc < 0 ? -1 : 1;
 }
 
 void pmcp_pool_close(pmcp_pool *p) {
@@ -527,6 +608,7 @@ void pmcp_pool_close(pmcp_pool *p) {
         free(o);
     }
     free(p->servers);
+    free(p->cwd);
     pthread_mutex_destroy(&p->mu);
     free(p);
 }

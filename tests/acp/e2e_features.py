@@ -230,15 +230,20 @@ def s_permissions(E):
     b.response(prompt(b, sid, "write c"))
     check(not perms(b) and os.path.exists(os.path.join(E.cwd, "c.txt")),
           "allow_always lost after load")
-    # allow_always_project writes the project allow-list; a new session does not ask
+    # allow_always_project is kept in the user's own state (~/.peri/trust.json), never in
+    # the project (which the sandbox or a cloned repo could write); a new session does not
+    # ask
     sid2 = E.new_session(b)
     b.permission_answer = "allow_always_project"
     E.mock.script([{"tool_calls": [{"id": "e1", "name": "shell",
                                     "arguments": {"command": "echo p > p.txt"}}]},
                    {"text": "ok"}])
     b.response(prompt(b, sid2, "project shell"))
-    proj = json.load(open(os.path.join(E.cwd, ".peri", "settings.json")))
-    check("shell" in proj["permissions"]["allow"], "project allow-list %r" % proj)
+    check(not os.path.exists(os.path.join(E.cwd, ".peri", "settings.json")),
+          "allow_always_project wrote into the project")
+    trust = json.load(open(os.path.join(E.home, ".peri", "trust.json")))
+    entry = trust["projects"][os.path.realpath(E.cwd)]
+    check("shell" in entry["allow"], "user-state allow-list %r" % trust)
     sid3 = E.new_session(b)
     n = len(perms(b))
     b.permission_answer = "reject_once"
@@ -247,7 +252,7 @@ def s_permissions(E):
                    {"text": "ok"}])
     b.response(prompt(b, sid3, "again"))
     check(len(perms(b)) == n and os.path.exists(os.path.join(E.cwd, "q.txt")),
-          "project allow-list not honoured")
+          "user-state project allow-list not honoured")
 
 
 # ---------------------------------------------------------------- 4 slash commands

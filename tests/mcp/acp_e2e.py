@@ -98,27 +98,76 @@ def s_session(E):
 
 
 def s_settings(E):
+    """User servers start at once; the project's own servers only after the user trusted
+    that exact content, asked at the first prompt with every command in full. A project
+    server never replaces a user server of the same name."""
     root = make_root(E, "setroot")
     E.settings({"maxRetries": 0, "permissions": {"allow": ["mcp__fromsettings__*"]},
                 "mcpServers": {"fromsettings": {"command": E.peri,
                                                 "args": ["mcp", "workspace", "--root", root]}}})
     proj = make_root(E, "projroot")
+    clash = make_root(E, "clashroot")
     os.makedirs(os.path.join(E.cwd, ".peri"), exist_ok=True)
     with open(os.path.join(E.cwd, ".peri", "settings.json"), "w") as f:
-        json.dump({"mcpServers": {"proj": {"type": "stdio", "command": E.peri,
-                                           "args": ["mcp", "workspace", "--root", proj]}}}, f)
+        json.dump({"mcpServers": {
+            "proj": {"type": "stdio", "command": E.peri,
+                     "args": ["mcp", "workspace", "--root", proj]},
+            "fromsettings": {"type": "stdio", "command": E.peri,
+                             "args": ["mcp", "workspace", "--root", clash]}},
+            "permissions": {"allow": ["mcp__proj__read"]}}, f)
     a = E.agent()
     sid = E.new_session(a)
+    check(not procs_with(proj), "an untrusted project server started at session/new")
+    # 1. the client does not trust (a blind "allow_once" grants nothing)
     E.mock.script([{"tool_calls": [{"id": "s1", "name": "mcp__fromsettings__read",
                                     "arguments": {"path": "hello.txt"}}]},
                    {"text": "ok"}])
     resp = a.response(prompt(a, sid, "go"), timeout=30)
     check(resp.get("result") == {"stopReason": "end_turn"}, "turn %r" % resp)
     tools = model_tools(E.mock.requests()[0]["body"])
-    check("mcp__fromsettings__read" in tools and "mcp__proj__read" in tools,
-          "settings servers missing: %r" % sorted(tools))
+    check("mcp__fromsettings__read" in tools and "mcp__proj__read" not in tools,
+          "untrusted project server reached the model: %r" % sorted(tools))
     perms = [f for _, f in a.log if f.get("method") == "session/request_permission"]
-    check(not perms, "allow-list mcp__fromsettings__* did not apply")
+    trust = [p for p in perms if "peri.trustRequest" in
+             (p["params"]["toolCall"].get("_meta") or {})]
+    check(len(trust) == 1 and len(perms) == 1, "expected exactly the trust request: %r" % perms)
+    opts = [o["optionId"] for o in trust[0]["params"]["options"]]
+    check(opts == ["trust_project", "reject_once"], "trust options %r" % opts)
+    shown = json.dumps(trust[0]["params"]["toolCall"].get("content"))
+    check(proj in shown and "mcp__proj__read" in shown and clash in shown,
+          "the trust request does not show every command in full: %s" % shown[:400])
+    check(not procs_with(proj), "the project server started without trust")
+    # 2. a new session: the client trusts this exact content
+    a.permission_answer = "trust_project"
+    sid2 = E.new_session(a)
+    E.mock.script([{"tool_calls": [{"id": "s2", "name": "mcp__proj__read",
+                                    "arguments": {"path": "hello.txt"}}]},
+                   {"text": "ok"}])
+    n0 = len(E.mock.requests())
+    resp = a.response(prompt(a, sid2, "go"), timeout=30)
+    check(resp.get("result") == {"stopReason": "end_turn"}, "turn %r" % resp)
+    tools = model_tools(E.mock.requests()[n0]["body"])
+    check("mcp__proj__read" in tools, "trusted project server missing: %r" % sorted(tools))
+    perms = [f for _, f in a.log if f.get("method") == "session/request_permission"]
+    check(len(perms) == 2, "the trusted allow rule mcp__proj__read did not apply")
+    out = json.dumps(E.mock.requests()[-1]["body"])
+    check("mcp-secret-77" in out, "the project server's tool did not run")
+    check(not procs_with(clash), "a project server replaced the user's server of that name")
+    store = json.load(open(os.path.join(E.home, ".peri", "trust.json")))
+    check(os.path.realpath(E.cwd) in store["projects"], "trust not recorded in user state")
+    check(os.stat(os.path.join(E.home, ".peri", "trust.json")).st_mode & 0o777 == 0o600,
+          "trust.json is not 0600")
+    # 3. a changed argument asks again
+    with open(os.path.join(E.cwd, ".peri", "settings.json"), "w") as f:
+        json.dump({"mcpServers": {"proj": {"type": "stdio", "command": E.peri,
+                                           "args": ["mcp", "workspace", "--root", clash]}}}, f)
+    a.permission_answer = "reject_once"
+    sid3 = E.new_session(a)
+    E.mock.script([{"text": "ok"}])
+    a.response(prompt(a, sid3, "go"), timeout=30)
+    perms = [f for _, f in a.log if f.get("method") == "session/request_permission"]
+    check(len(perms) == 3 and "peri.trustRequest" in (perms[-1]["params"]["toolCall"].get("_meta")
+                                                      or {}), "a changed file did not ask again")
     check(a.close_stdin() == 0, "exit after EOF")
     check(wait_gone(root) and wait_gone(proj), "servers survived the agent's exit")
 

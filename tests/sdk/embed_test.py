@@ -28,10 +28,12 @@ try:
         json.dump({"model": "openai:m", "closeGraceMs": 100,
                    "providers": {"openai": {"baseUrl": url + "/v1", "apiKey": "k"}}}, f)
     env = base_env(tmp)
+    work = os.path.join(tmp, "work")  # HOME is tmp: a session may not run in the home itself
+    os.makedirs(work)
     agent = ["--agent", peri, "acp", "--db", os.path.join(tmp, "db"), "--settings", settings,
-             "--cwd", tmp, "--"]
+             "--cwd", work, "--"]
     script([{"text": ["Hello ", "embed"]}])
-    r = subprocess.run([embed] + agent + ["hi"], cwd=tmp, env=env, capture_output=True,
+    r = subprocess.run([embed] + agent + ["hi"], cwd=work, env=env, capture_output=True,
                        text=True, timeout=60)
     lines = r.stdout.strip().split("\n")
     ok = r.returncode == 0 and "Hello embed" in r.stdout and lines[-1] == "closed"
@@ -40,7 +42,7 @@ try:
         sys.exit(1)
     # Budget 0: exactly one close attempt; embed reports what the host said.
     script([{"text": ["a", "b", "c"], "delay_ms": 50}])
-    r = subprocess.run([embed] + agent + ["--close-budget-ms", "0", "slow"], cwd=tmp, env=env,
+    r = subprocess.run([embed] + agent + ["--close-budget-ms", "0", "slow"], cwd=work, env=env,
                        capture_output=True, text=True, timeout=60)
     last = r.stdout.strip().split("\n")[-1]
     if not (last == "closed" or last.startswith("Session close is incomplete: ")):

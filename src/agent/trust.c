@@ -1,0 +1,357 @@
+/*
+ * trust.c — project trust: which parts of a project's own configuration may take effect.
+ *
+ * A project's `.peri/settings.json` can name MCP servers (programs the host starts) and
+ * permission allow rules (tools that then run without asking). Both came with the
+ * repository, or were written by code that ran in it, so neither takes effect until the
+ * user trusted that exact content. This file owns:
+ *   - the trust material: a canonical JSON text (sorted keys, compact) of every
+ *     trust-relevant value of the project file ("mcpServers" whole: commands, arguments,
+ *     environment, URLs, headers; "permissions.allow"), read once through the confined
+ *     reader, and its SHA-256 bound to the project's real path;
+ *   - the trust store, `<home>/.peri/trust.json`: user state, never inside a project. It
+ *     maps a project's real path to the digest the user trusted and to the tools the user
+ *     allowed "always in this project". It is written through a temporary file, fsync and
+ *     rename, mode 0600; a missing, oversized or corrupt store trusts nothing.
+ *
+ * Invariants: the digest and the allow rules a caller acts on come from ONE read of the
+ * project file (no check-then-read race); a changed file has another digest and so is
+ * untrusted again; nothing here writes inside a project; no global state.
+ */
+#include "peri/agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PROJECT_FILE    ".peri/settings.json"
+#define PROJECT_MAX     (1u << 20)
+#define STORE_MAX       (4u << 20)
+#define STORE_REL       ".peri/trust.json"
+#define STORE_DIR_REL   ".peri"
+
+void pag_project_config_free(pag_project_config *pc) {
+    if (!pc) return;
+    free(pc->material);
+    free(pc->servers_json);
+    for (size_t i = 0; i < pc->nallow; i++)
+        free(pc->allow[i]);
+    free(pc->allow);
+    free(pc->real_path);
+    memset(pc, 0, sizeof *pc);
+}
+
+static void hex(const unsigned char *d, size_t n, char *out) {
+    static const char x[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = x[d[i] >> 4];
+        out[2 * i + 1] = x[d[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+static int digest_of(const char *path, const char *material, char out[PAG_TRUST_DIGEST_HEX]) {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdl = 0;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
+             EVP_DigestUpdate(ctx, "peri-project-trust-v1\n", 22) == 1 &&
+             EVP_DigestUpdate(ctx, path, strlen(path) + 1) == 1 &&
+             EVP_DigestUpdate(ctx, material, strlen(material)) == 1 &&
+             EVP_DigestFinal_ex(ctx, md, &mdl) == 1 && mdl == 32;
+    EVP_MD_CTX_free(ctx);
+    if (!ok) return -1;
+    hex(md, 32, out);
+    return 0;
+}
+
+int pag_project_config_read(const char *cwd, pag_project_config *out) {
+    memset(out, 0, sizeof *out);
+    if (!cwd || cwd[0] != '/') return -1;
+    char real[PATH_MAX];
+    if (!realpath(cwd, real)) return -1;
+    size_t len = 0;
+    char *txt = pag_read_beneath(real, PROJECT_FILE, PROJECT_MAX, &len);
+    if (!txt) return 0; /* absent or refused: nothing to trust */
+    json_error_t je;
+    json_t *root = json_loadb(txt, len, 0, &je);
+    free(txt);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        out->broken = true;
+        return 0;
+    }
+    json_t *servers = json_object_get(root, "mcpServers");
+    json_t *allow = json_object_get(json_object_get(root, "permissions"), "allow");
+    json_t *mat = json_object();
+    int rc = mat ? 0 : -1;
+    if (rc == 0 && servers) rc = json_object_set(mat, "mcpServers", servers);
+    if (rc == 0 && allow) rc = json_object_set(mat, "allow", allow);
+    if (rc == 0 && json_object_size(mat) > 0) {
+        out->material = json_dumps(mat, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENSURE_ASCII);
+        out->real_path = strdup(real);
+        if (!out->material || !out->real_path || digest_of(real, out->material, out->digest))
+            rc = -1;
+    }
+    if (rc == 0 && json_is_object(servers) && json_object_size(servers) > 0) {
+        json_t *wrap = json_pack("{s:O}", "mcpServers", servers);
+        out->servers_json = wrap ? json_dumps(wrap, JSON_COMPACT) : NULL;
+        json_decref(wrap);
+        if (!out->servers_json) rc = -1;
+    }
+    if (rc == 0 && json_is_array(allow)) {
+        size_t n = json_array_size(allow), i;
+        json_t *v;
+        out->allow = calloc(n ? n : 1, sizeof *out->allow);
+        if (!out->allow) rc = -1;
+        json_array_foreach(allow, i, v) {
+            if (rc || !json_is_string(v)) continue;
+            if (!(out->allow[out->nallow] = strdup(json_string_value(v))))
+                rc = -1;
+            else
+                out->nallow++;
+        }
+    }
+    json_decref(mat);
+    json_decref(root);
+    if (rc != 0) pag_project_config_free(out);
+    return rc;
+}
+
+bool pag_project_config_any(const pag_project_config *pc) {
+    return pc && pc->material != NULL;
+}
+
+/* ---------------------------------------------------------------- the store */
+
+/* The store's document: {"version":1,"projects":{path:{"digest":..,"allow":[..]}}}.
+ * Never NULL unless out of memory: a missing or corrupt file gives an empty store. */
+static json_t *store_load(const char *home, bool *corrupt) {
+    if (corrupt) *corrupt = false;
+    char *txt = NULL;
+    size_t len = 0;
+    if (home && home[0] == '/') txt = pag_read_beneath(home, STORE_REL, STORE_MAX, &len);
+    json_t *doc = txt ? json_loadb(txt, len, 0, NULL) : NULL;
+    free(txt);
+    if (txt && !json_is_object(json_object_get(doc, "projects"))) {
+        if (corrupt) *corrupt = true;
+        json_decref(doc);
+        doc = NULL;
+    }
+    if (!doc) doc = json_pack("{s:i, s:{}}", "version", 1, "projects");
+    return doc;
+}
+
+static int store_save(const char *home, json_t *doc, char *err, size_t errlen) {
+    if (!home || home[0] != '/') {
+        snprintf(err, errlen, "no home directory to keep trust decisions in");
+        return -1;
+    }
+    char *txt = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);
+    if (!txt) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = -1, hfd = -1, dfd = -1, fd = -1;
+    char tmp[64] = "";
+    hfd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (hfd < 0) goto fail;
+    if (mkdirat(hfd, STORE_DIR_REL, 0700) != 0 && errno != EEXIST) goto fail;
+    dfd = openat(hfd, STORE_DIR_REL, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) goto fail;
+    snprintf(tmp, sizeof tmp, ".trust.json.%ld.tmp", (long)getpid());
+    fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) goto fail;
+    if (fchmod(fd, 0600) != 0) goto fail_unlink;
+    size_t n = strlen(txt), off = 0;
+    while (off < n) {
+        ssize_t w = write(fd, txt + off, n - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) goto fail_unlink;
+        off += (size_t)w;
+    }
+    if (write(fd, "\n", 1) != 1 || fsync(fd) != 0) goto fail_unlink;
+    if (close(fd) != 0) {
+        fd = -1;
+        goto fail_unlink;
+    }
+    fd = -1;
+    if (renameat(dfd, tmp, dfd, "trust.json") != 0) goto fail_unlink;
+    fsync(dfd);
+    rc = 0;
+    goto done;
+fail_unlink:
+    unlinkat(dfd, tmp, 0);
+fail:
+    snprintf(err, errlen, "cannot write %s/%s: %s", home, STORE_REL, strerror(errno));
+done:
+    if (fd >= 0) close(fd);
+    if (dfd >= 0) close(dfd);
+    if (hfd >= 0) close(hfd);
+    free(txt);
+    return rc;
+}
+
+static json_t *project_entry(json_t *doc, const char *real, bool create) {
+    json_t *projects = json_object_get(doc, "projects");
+    json_t *e = json_object_get(projects, real);
+    if (!json_is_object(e) && create) {
+        e = json_object();
+        if (!e || json_object_set_new(projects, real, e) != 0) return NULL;
+    }
+    return json_is_object(e) ? e : NULL;
+}
+
+bool pag_trust_is_trusted(const char *home, const pag_project_config *pc) {
+    if (!pag_project_config_any(pc)) return false;
+    json_t *doc = store_load(home, NULL);
+    json_t *e = project_entry(doc, pc->real_path, false);
+    const char *d = json_string_value(json_object_get(e, "digest"));
+    bool ok = d && strcmp(d, pc->digest) == 0;
+    json_decref(doc);
+    return ok;
+}
+
+int pag_trust_record(const char *home, const pag_project_config *pc, char *err, size_t errlen) {
+    if (!pag_project_config_any(pc)) {
+        snprintf(err, errlen, "the project has no configuration to trust");
+        return -1;
+    }
+    json_t *doc = store_load(home, NULL);
+    json_t *e = doc ? project_entry(doc, pc->real_path, true) : NULL;
+    int rc = -1;
+    if (!e || json_object_set_new(e, "digest", json_string(pc->digest)) != 0)
+        snprintf(err, errlen, "out of memory");
+    else
+        rc = store_save(home, doc, err, errlen);
+    json_decref(doc);
+    return rc;
+}
+
+int pag_trust_revoke(const char *home, const char *cwd, char *err, size_t errlen) {
+    char real[PATH_MAX];
+    if (!cwd || !realpath(cwd, real)) {
+        snprintf(err, errlen, "%s: %s", cwd ? cwd : "(null)", strerror(errno));
+        return -1;
+    }
+    json_t *doc = store_load(home, NULL);
+    int rc = -1;
+    if (!doc)
+        snprintf(err, errlen, "out of memory");
+    else {
+        json_object_del(json_object_get(doc, "projects"), real);
+        rc = store_save(home, doc, err, errlen);
+    }
+    json_decref(doc);
+    return rc;
+}
+
+char *pag_trust_list(const char *home) {
+    bool corrupt;
+    json_t *doc = store_load(home, &corrupt);
+    char *txt = doc ? json_dumps(json_object_get(doc, "projects"), JSON_INDENT(2) | JSON_SORT_KEYS)
+                    : NULL;
+    json_decref(doc);
+    return txt;
+}
+
+/* The project's real path, or false. */
+static bool real_of(const char *cwd, char real[PATH_MAX]) {
+    return cwd && cwd[0] == '/' && realpath(cwd, real) != NULL;
+}
+
+bool pag_trust_user_allows(const char *home, const char *cwd, const char *tool) {
+    char real[PATH_MAX];
+    if (!tool || !real_of(cwd, real)) return false;
+    json_t *doc = store_load(home, NULL);
+    json_t *allow = json_object_get(project_entry(doc, real, false), "allow");
+    bool ok = false;
+    size_t i;
+    json_t *v;
+    json_array_foreach(allow, i, v) {
+        if (json_is_string(v) && !strcmp(json_string_value(v), tool)) ok = true;
+    }
+    json_decref(doc);
+    return ok;
+}
+
+int pag_trust_user_allow_add(const char *home, const char *cwd, const char *tool, char *err,
+                             size_t errlen) {
+    char real[PATH_MAX];
+    if (!tool || !real_of(cwd, real)) {
+        snprintf(err, errlen, "%s: not a directory", cwd ? cwd : "(null)");
+        return -1;
+    }
+    json_t *doc = store_load(home, NULL);
+    json_t *e = doc ? project_entry(doc, real, true) : NULL;
+    json_t *allow = json_object_get(e, "allow");
+    if (e && !json_is_array(allow)) {
+        allow = json_array();
+        if (allow && json_object_set_new(e, "allow", allow) != 0) allow = NULL;
+    }
+    int rc = -1;
+    if (!allow) {
+        snprintf(err, errlen, "out of memory");
+    } else {
+        bool have = false;
+        size_t i;
+        json_t *v;
+        json_array_foreach(allow, i, v) {
+            if (json_is_string(v) && !strcmp(json_string_value(v), tool)) have = true;
+        }
+        if (!have && json_array_append_new(allow, json_string(tool)) != 0)
+            snprintf(err, errlen, "out of memory");
+        else
+            rc = store_save(home, doc, err, errlen);
+    }
+    json_decref(doc);
+    return rc;
+}
+
+bool pag_project_allows(const char *home, const char *cwd, const char *tool_name) {
+    if (!tool_name) return false;
+    /* The user's own "always in this project" answers (user state). */
+    if (pag_trust_user_allows(home, cwd, tool_name)) return true;
+    /* The project file's rules: only once the user trusted that exact content, and only
+     * whole tool names ("*" is never honoured from a project). */
+    pag_project_config pc;
+    if (pag_project_config_read(cwd, &pc) != 0) return false;
+    bool ok = false;
+    if (pc.nallow && pag_trust_is_trusted(home, &pc))
+        for (size_t i = 0; i < pc.nallow && !ok; i++)
+            ok = strcmp(pc.allow[i], tool_name) == 0;
+    pag_project_config_free(&pc);
+    return ok;
+}
+
+bool pag_cwd_refused(const char *cwd, const char *home, char *why, size_t whylen) {
+    char real[PATH_MAX], rhome[PATH_MAX];
+    if (!cwd || !realpath(cwd, real)) return false; /* existence is checked elsewhere */
+    if (!strcmp(real, "/")) {
+        snprintf(why, whylen,
+                 "the session directory is \"/\": the agent's tools and sandbox would reach the "
+                 "whole machine. Open a project directory instead");
+        return true;
+    }
+    if (home && realpath(home, rhome)) {
+        size_t n = strlen(real);
+        /* the home itself, or any ancestor of it (which contains ~/.peri) */
+        if (!strcmp(real, rhome) ||
+            (!strncmp(rhome, real, n) && (rhome[n] == '/' || real[n - 1] == '/'))) {
+            snprintf(why, whylen,
+                     "the session directory %s is your home directory (or contains it): the "
+                     "agent could change your own settings in ~/.peri. Open a project "
+                     "directory instead",
+                     real);
+            return true;
+        }
+    }
+    return false;
+}

@@ -1,0 +1,140 @@
+/*
+ * cmd_trust.c — `peri trust [DIR] [--yes] | --list | --revoke DIR`: the terminal's way to
+ * decide whether a project's own configuration (.peri/settings.json: MCP servers that
+ * start on this machine, tools allowed without asking) may take effect.
+ *
+ * It prints exactly what trusting would allow (JSON, control characters and non-ASCII
+ * escaped, so nothing hides) with its digest, then asks on the terminal; `--yes` accepts
+ * without asking (for scripts that already reviewed the content). The decision lands in
+ * ~/.peri/trust.json (user state), bound to the content: a changed file asks again.
+ */
+#include "cli/commands.h"
+#include "peri/agent.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: peri trust [DIR] [--yes]   review and trust DIR's .peri/settings.json\n"
+               "       peri trust --list          list the trusted projects\n"
+               "       peri trust --revoke DIR    forget every decision about DIR\n"
+               "DIR defaults to the current directory. Exit status: 0 trusted (or listed,\n"
+               "revoked), 1 not trusted or an error, 2 usage error.\n");
+}
+
+static void show(const pag_project_config *pc) {
+    json_t *m = json_loads(pc->material, 0, NULL);
+    int flags = JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENSURE_ASCII;
+    json_t *servers = json_object_get(m, "mcpServers");
+    json_t *allow = json_object_get(m, "allow");
+    char *sv = servers ? json_dumps(servers, flags) : NULL;
+    char *al = allow ? json_dumps(allow, flags) : NULL;
+    printf("Project: %s\nContent SHA-256: %s\n\n", pc->real_path, pc->digest);
+    printf("MCP servers it would start on this machine (outside the sandbox, as you):\n%s\n\n",
+           sv ? sv : "(none)");
+    printf("Tools it would let run without asking:\n%s\n\n", al ? al : "(none)");
+    free(sv);
+    free(al);
+    json_decref(m);
+}
+
+int peri_cmd_trust(int argc, char **argv) {
+    const char *dir = NULL, *revoke = NULL;
+    bool yes = false, list = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--yes") || !strcmp(argv[i], "-y"))
+            yes = true;
+        else if (!strcmp(argv[i], "--list"))
+            list = true;
+        else if (!strcmp(argv[i], "--revoke") && i + 1 < argc)
+            revoke = argv[++i];
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (argv[i][0] != '-' && !dir)
+            dir = argv[i];
+        else {
+            fprintf(stderr, "peri trust: unknown argument '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    const char *home = getenv("HOME");
+    if (!home || home[0] != '/') {
+        fprintf(stderr, "peri trust: HOME is not set: trust decisions live in ~/.peri\n");
+        return 1;
+    }
+    char err[600];
+    if (list) {
+        char *txt = pag_trust_list(home);
+        printf("%s\n", txt ? txt : "{}");
+        free(txt);
+        return 0;
+    }
+    if (revoke) {
+        if (pag_trust_revoke(home, revoke, err, sizeof err) != 0) {
+            fprintf(stderr, "peri trust: %s\n", err);
+            return 1;
+        }
+        printf("Forgot every trust decision about %s.\n", revoke);
+        return 0;
+    }
+    char cwd[PATH_MAX];
+    if (!dir) dir = getcwd(cwd, sizeof cwd) ? cwd : ".";
+    char real[PATH_MAX];
+    if (!realpath(dir, real)) {
+        fprintf(stderr, "peri trust: %s: no such directory\n", dir);
+        return 1;
+    }
+    pag_project_config pc;
+    if (pag_project_config_read(real, &pc) != 0) {
+        fprintf(stderr, "peri trust: %s: cannot read the project configuration\n", real);
+        return 1;
+    }
+    int rc = 1;
+    if (pc.broken) {
+        fprintf(stderr, "peri trust: %s/.peri/settings.json is not a JSON object: nothing of it "
+                        "applies; fix the file first\n", real);
+        goto out;
+    }
+    if (!pag_project_config_any(&pc)) {
+        printf("%s has no MCP servers or allow rules in .peri/settings.json: nothing to trust.\n",
+               real);
+        rc = 0;
+        goto out;
+    }
+    show(&pc);
+    if (pag_trust_is_trusted(home, &pc)) {
+        printf("Already trusted (this exact content).\n");
+        rc = 0;
+        goto out;
+    }
+    if (!yes) {
+        if (!isatty(0)) {
+            fprintf(stderr, "peri trust: not a terminal: review the content above and run "
+                            "`peri trust %s --yes` to trust it\n", real);
+            goto out;
+        }
+        printf("Trust this exact configuration? [y/N] ");
+        fflush(stdout);
+        char line[16];
+        if (!fgets(line, sizeof line, stdin) || (line[0] != 'y' && line[0] != 'Y')) {
+            printf("Not trusted.\n");
+            goto out;
+        }
+    }
+    if (pag_trust_record(home, &pc, err, sizeof err) != 0) {
+        fprintf(stderr, "peri trust: %s\n", err);
+        goto out;
+    }
+    printf("Trusted. Sessions in %s now start its MCP servers and honour its allow rules.\n",
+           real);
+    rc = 0;
+out:
+    pag_project_config_free(&pc);
+    return rc;
+}
