@@ -385,6 +385,11 @@ bool pl_run(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_cancel *ca
             pl_report *out, pl_error *err);
 void pl_report_clear(pl_report *rep);
 
+/* True when a workspace-relative path is one of the agent's control files, which the
+ * native sandbox never lets sandboxed code write (docs/placement.md, "Sandbox
+ * integrity"): .peri/..., .git/..., .mcp.json, AGENTS.md, PERI.md, CLAUDE.md. */
+bool pl_is_control_path(const char *rel);
+
 #ifdef __cplusplus
 }
 #endif

@@ -152,12 +152,21 @@ static bool remove_tree(const char *dir) {
 
 /* ---------------------------------------------------------------- output files */
 
+/* Entries (of any type) the host looks at after a run, in all: the guest controls how
+ * many names it leaves, so the walk is bounded before any sort or stat. */
+#define WALK_ENTRIES_MAX 8192
+
 typedef struct collect {
     pl_result *res;
     size_t cap, total;
+    size_t seen; /* directory entries read so far (WALK_ENTRIES_MAX) */
     const char *fail; /* the room's interface message when over a limit / not UTF-8 */
     char bad_path[512];
 } collect;
+
+static int cmp_names(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 static void walk(int dfd, char *guest, size_t glen, collect *c, int depth) {
     DIR *d = fdopendir(dfd);
@@ -171,6 +180,10 @@ static void walk(int dfd, char *guest, size_t glen, collect *c, int depth) {
     size_t n = 0, cap = 0;
     while ((e = readdir(d))) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        if (++c->seen > WALK_ENTRIES_MAX) {
+            c->fail = "隔离运行失败：500：运行数据超过上限";
+            break;
+        }
         if (n == cap) {
             size_t nc = cap ? cap * 2 : 16;
             char **nn = realloc(names, nc * sizeof *nn);
@@ -181,12 +194,7 @@ static void walk(int dfd, char *guest, size_t glen, collect *c, int depth) {
         if (!(names[n] = strdup(e->d_name))) break;
         n++;
     }
-    for (size_t i = 1; i < n; i++)
-        for (size_t j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
-            char *t = names[j];
-            names[j] = names[j - 1];
-            names[j - 1] = t;
-        }
+    qsort(names, n, sizeof *names, cmp_names);
     for (size_t i = 0; i < n && !c->fail; i++) {
         size_t nl = strlen(names[i]);
         if (glen + 1 + nl >= 4096) continue;
@@ -545,6 +553,10 @@ static bool layout(native_ctx *n, const char *scr, uid_t uid, gid_t gid, bool ch
     return ok;
 }
 
+static void sv_add_cb(void *a, const char *arg) {
+    sv_add(a, arg);
+}
+
 static bool run_native(native_ctx *n, pl_error *err) {
     pl_ctx *pc = n->pc;
     const pl_request *r = n->r;
@@ -571,6 +583,12 @@ static bool run_native(native_ctx *n, pl_error *err) {
         }
     }
     bool switch_ids = root && uid != 0;
+    struct stat rs;
+    if (switch_ids && stat(pc->scratch_root, &rs) == 0 && !(rs.st_mode & S_IXOTH))
+        return pl_fail(err, PL_ERR_HOST,
+                       "scratch directory %s cannot be entered by other users (mode %03o); "
+                       "use mode 0711 or 0755: the sandbox runs as its own uid",
+                       pc->scratch_root, (unsigned)(rs.st_mode & 0777));
     char scr[PATH_MAX];
     snprintf(scr, sizeof scr, "%s/peri-sbx-XXXXXX", pc->scratch_root);
     if (!mkdtemp(scr)) return pl_fail(err, PL_ERR_HOST, "scratch directory: %s", strerror(errno));
@@ -590,6 +608,8 @@ static bool run_native(native_ctx *n, pl_error *err) {
     char *file_err = NULL;
     char root_dir[PATH_MAX + 8];
     snprintf(root_dir, sizeof root_dir, "%s/root", scr);
+    pl_masks masks;
+    masks.ncreated = 0;
 
     if (!layout(n, scr, uid, gid, switch_ids, &prog_name, why, sizeof why)) {
         failed_setup = true;
@@ -747,6 +767,11 @@ static bool run_native(native_ctx *n, pl_error *err) {
                 sv_add(&argv, "--bind-try");
                 sv_add(&argv, n->pol->writable[i]);
                 sv_add(&argv, n->pol->writable[i]);
+            }
+            /* the agent's control files stay read-only (masks.c) */
+            if (!pl_masks_add(&masks, scr, r->workspace, sv_add_cb, &argv, why, sizeof why)) {
+                failed_setup = true;
+                goto cleanup;
             }
         }
         sv_add(&argv, "--chdir");
@@ -963,6 +988,7 @@ cleanup:;
     int fds_to_close[] = {out_p[0], out_p[1], err_p[0], err_p[1], pidfd, etc_p[0], etc_p[1]};
     for (size_t i = 0; i < 7; i++)
         if (fds_to_close[i] >= 0) close(fds_to_close[i]);
+    pl_masks_cleanup(&masks);
     if (!failed_setup) file_err = collect_files(root_dir, res);
     bool scratch_removed = remove_tree(scr);
     sv_free(&argv);

@@ -31,4 +31,21 @@ bool pl_cg_remove(pl_cgroup *cg);
  * Returns a pointer into the ctx (valid for its lifetime) or NULL. */
 const unsigned char *pl_seccomp_bpf(pl_ctx *pc, bool network, size_t *len);
 
+/* masks.c: read-only masks over the agent's control files in a read-write workspace. */
+#define PL_MASKS_MAX 12
+typedef struct pl_masks {
+    char empty_file[4096], empty_dir[4096]; /* in the scratch directory */
+    struct {
+        char kind; /* 'f' or 'd' */
+        char path[4096];
+    } created[PL_MASKS_MAX]; /* mount points bubblewrap will create (missing paths) */
+    size_t ncreated;
+} pl_masks;
+/* Appends the mask arguments for workspace ws (through add(a, arg)); false with why when
+ * the run must not start (ws is "/", .git is a symlink, the masks cannot be prepared). */
+bool pl_masks_add(pl_masks *m, const char *scratch, const char *ws,
+                  void (*add)(void *, const char *), void *a, char *why, size_t whylen);
+/* After the run: removes the mount points the masks made, while they are still empty. */
+void pl_masks_cleanup(const pl_masks *m);
+
 #endif

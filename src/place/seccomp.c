@@ -6,7 +6,9 @@
  * init/finit/delete_module, setns, unshare and clone with CLONE_NEWUSER (clone3 gets
  * ENOSYS so libc falls back to clone, whose flags can be inspected), userfaultfd,
  * open_by_handle_at, swapon/off, reboot, acct, quotactl, syslog, and — with the network
- * off — socket() of any family but AF_UNIX (EAFNOSUPPORT). System calls of a foreign
+ * off — socket() of any family but AF_UNIX (EAFNOSUPPORT); any mode with the setuid or
+ * setgid bit in chmod/fchmod/fchmodat(2), open/openat/creat, mkdir(at), mknod(at) (EPERM;
+ * openat2 ENOSYS). System calls of a foreign
  * architecture are killed (libseccomp's default for a bad arch).
  *
  * The two programs (network off/on) are built once per context under its mutex.
@@ -20,6 +22,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const DENY[] = {
@@ -77,6 +80,29 @@ static unsigned char *build(bool network, size_t *len) {
                               SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
     if (rc == 0) {
         int nr = seccomp_syscall_resolve_name("clone3");
+        if (nr != __NR_SCMP_ERROR) rc = seccomp_rule_add(f, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
+    }
+    /* No setuid or setgid bit on anything the command leaves behind: a setuid file in the
+     * workspace would hand the workspace owner's uid to any local user who runs it. The
+     * mode argument of every call that sets or creates a mode is checked; openat2 (whose
+     * mode sits in a struct the filter cannot read) reports ENOSYS, and libc falls back. */
+    static const struct {
+        const char *name;
+        unsigned arg;
+    } MODES[] = {{"chmod", 1},  {"fchmod", 1},  {"fchmodat", 2}, {"fchmodat2", 2},
+                 {"open", 2},   {"openat", 3},  {"creat", 1},    {"mkdir", 1},
+                 {"mkdirat", 2}, {"mknod", 1},  {"mknodat", 2}};
+    for (size_t i = 0; rc == 0 && i < sizeof MODES / sizeof MODES[0]; i++) {
+        int nr = seccomp_syscall_resolve_name(MODES[i].name);
+        if (nr == __NR_SCMP_ERROR) continue;
+        for (int bit = 0; rc == 0 && bit < 2; bit++) {
+            scmp_datum_t m = bit ? S_ISGID : S_ISUID;
+            struct scmp_arg_cmp c = {MODES[i].arg, SCMP_CMP_MASKED_EQ, m, m};
+            rc = seccomp_rule_add_array(f, SCMP_ACT_ERRNO(EPERM), nr, 1, &c);
+        }
+    }
+    if (rc == 0) {
+        int nr = seccomp_syscall_resolve_name("openat2");
         if (nr != __NR_SCMP_ERROR) rc = seccomp_rule_add(f, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
     }
     if (rc == 0 && !network)
