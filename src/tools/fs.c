@@ -10,6 +10,9 @@
  * cannot amplify a small input into a huge file).
  */
 #include "tools_int.h"
+#include "peri/place.h"
+
+#include <limits.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -72,6 +75,28 @@ static int open_root(const ptl_ctx *ctx, ptl_result *r, const char *path, char *
         return -1;
     }
     return fd;
+}
+
+/* True when the resolved target (the parent directory's descriptor plus a name) is one of
+ * the agent's control files that no tool may write: anything in .peri or .git, .mcp.json (the
+ * guides stay writable: /init writes AGENTS.md, and every write asks permission). The
+ * real paths of the descriptors are compared, so a symlink or ".." that leads into
+ * .git is caught as well as a plain path. */
+static bool control_target(int rootfd, int dirfd, const char *name) {
+    char lp[64], root[PATH_MAX], dir[PATH_MAX];
+    snprintf(lp, sizeof lp, "/proc/self/fd/%d", rootfd);
+    ssize_t rn = readlink(lp, root, sizeof root - 1);
+    snprintf(lp, sizeof lp, "/proc/self/fd/%d", dirfd);
+    ssize_t dn = readlink(lp, dir, sizeof dir - 1);
+    if (rn <= 0 || dn <= 0) return true; /* cannot tell: refuse */
+    root[rn] = dir[dn] = '\0';
+    size_t n = (size_t)rn;
+    if (strncmp(dir, root, n) != 0 || (dir[n] != '\0' && dir[n] != '/')) return true;
+    char rel[PATH_MAX * 2];
+    snprintf(rel, sizeof rel, "%s%s%s", dir[n] ? dir + n + 1 : "", dir[n] ? "/" : "", name);
+    if (!pl_is_control_path(rel)) return false;
+    return strncmp(rel, ".peri", 5) == 0 || strncmp(rel, ".git", 4) == 0 ||
+           strcmp(rel, ".mcp.json") == 0;
 }
 
 /* A tool error for a -errno from target resolution. */
@@ -258,6 +283,12 @@ ptl_status ptl__write(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
         st = target_error(r, path, rc);
         goto done;
     }
+    if (control_target(rootfd, dirfd, name)) {
+        st = ptl__error(r, "write: %s is one of the agent's control files (.peri, .git, "
+                           ".mcp.json), which tools never write; the user edits them",
+                        path);
+        goto done;
+    }
     struct stat sb;
     ptl_fstatus fs = open_existing(dirfd, name, &fd, &sb);
     bool exists = fs == PTL_F_OK || fs == PTL_F_HARDLINK;
@@ -352,6 +383,12 @@ ptl_status ptl__edit(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     int rc = ptl__target_at(rootfd, rel, false, &dirfd, &name);
     if (rc < 0) {
         st = target_error(r, path, rc);
+        goto done;
+    }
+    if (control_target(rootfd, dirfd, name)) {
+        st = ptl__error(r, "edit: %s is one of the agent's control files (.peri, .git, "
+                           ".mcp.json), which tools never write; the user edits them",
+                        path);
         goto done;
     }
     struct stat sb;

@@ -276,6 +276,42 @@ static void test_read(void **state) {
     ptl_result_clear(&r);
 }
 
+/* The agent's control files are never written by a tool, by any spelling of the path. */
+static void test_control_files(void **state) {
+    fx *f = *state;
+    char p[512];
+    snprintf(p, sizeof p, "%s/.git", f->ws);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/.git/hooks", f->ws);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/.git/config", f->ws);
+    FILE *c = fopen(p, "w");
+    assert_non_null(c);
+    fputs("[core]\n", c);
+    fclose(c);
+    snprintf(p, sizeof p, "%s/gitlink", f->ws);
+    assert_int_equal(symlink(".git", p), 0);
+    static const char *const paths[] = {
+        ".peri/settings.json", "./.peri/settings.json", "src/../.peri/settings.json",
+        ".git/hooks/pre-commit", ".git/config", "gitlink/hooks/post-checkout", ".mcp.json",
+        ".git"};
+    char args[256];
+    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+        snprintf(args, sizeof args, "{\"path\":\"%s\",\"content\":\"x\"}", paths[i]);
+        expect_error(f, "write", args, "control files");
+    }
+    expect_error(f, "edit",
+                 "{\"path\":\".git/config\",\"old_string\":\"[core]\",\"new_string\":"
+                 "\"[core] fsmonitor=x\"}",
+                 "control files");
+    snprintf(p, sizeof p, "%s/.git/config", f->ws);
+    assert_string_equal(slurp(p), "[core]\n");
+    snprintf(p, sizeof p, "%s/.git/hooks/post-checkout", f->ws);
+    assert_int_equal(access(p, F_OK), -1);
+    /* the guides stay writable (through the usual permission) */
+    expect_ok(f, "write", "{\"path\":\"AGENTS.md\",\"content\":\"guide\"}", "Created");
+}
+
 static void test_write_and_edit(void **state) {
     fx *f = *state;
     char p[512];
@@ -513,6 +549,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_tools_refuse_escapes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_and_edit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_control_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_glob_grep, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shell_basic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shell_timeout, setup, teardown),
