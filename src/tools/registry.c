@@ -137,11 +137,11 @@ char *ptl_title(const ptl_tool *t, const char *input_json) {
     } else if (strcmp(t->name, "shell") == 0) {
         const char *cmd = json_string_value(json_object_get(in, "command"));
         if (cmd) {
-            /* first line, at most 80 bytes: titles are one-line labels */
-            size_t n = strcspn(cmd, "\n");
-            bool cut = n > 80 || cmd[n] == '\n';
-            if (n > 80) n = 80;
-            if (asprintf(&out, "Run `%.*s%s`", (int)n, cmd, cut ? "…" : "") < 0) out = NULL;
+            /* one line, every character visible (a newline cannot hide a second command
+             * behind the first one's comment); long commands cut with a marker */
+            char *v = ptl_visible(cmd, 200, false);
+            if (v && asprintf(&out, "Run `%s`", v) < 0) out = NULL;
+            free(v);
         }
     } else if (strcmp(t->name, "write") == 0 && arg) {
         /* the permission request says how much will be written */

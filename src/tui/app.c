@@ -8,6 +8,7 @@
  * with a bound (session.c). All state lives in one pt_app on the heap (app.h).
  */
 #include "tui/app.h"
+#include "peri/tools.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -235,13 +236,25 @@ static void extra_lines(pt_app *a, pt_lines *ls) {
         const char *title = json_string_value(json_object_get(tc, "title"));
         const char *kind = json_string_value(json_object_get(tc, "kind"));
         pt_lines_push(ls);
-        snprintf(buf, sizeof buf, "Permission: %s (%s)", title ? title : "tool",
-                 kind ? kind : "other");
+        char *vt = ptl_visible(title ? title : "tool", 300, false);
+        snprintf(buf, sizeof buf, "Permission: %s (%s)", vt ? vt : "tool", kind ? kind : "other");
+        free(vt);
         add_line(ls, buf, PT_BOLD | PT_FG(PT_YELLOW), w, u, u ? "\xE2\x9A\xA0 " : "! ", "  ");
         json_t *ri = json_object_get(tc, "rawInput");
         const char *cmd = json_string_value(json_object_get(ri, "command"));
         if (!cmd) cmd = json_string_value(json_object_get(ri, "path"));
-        if (cmd) add_line(ls, cmd, PT_DIM, w, u, "    ", "    ");
+        if (cmd) {
+            /* the exact text that will run: controls made visible, one screen line per
+             * line of the command, long commands cut with a marker */
+            char *v = ptl_visible(cmd, 4000, true);
+            for (char *line = v, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+                nl = strchr(line, '\n');
+                if (nl) *nl = '\0';
+                add_line(ls, line, PT_DIM, w, u, "    ", "    ");
+                if (!nl) break;
+            }
+            free(v);
+        }
         size_t i;
         json_t *opt;
         json_array_foreach(json_object_get(a->perm, "options"), i, opt) {
