@@ -99,7 +99,9 @@ char *pl_decision_json(const pl_decision *d, size_t *len) {
 bool pl_read_file(const char *path, size_t max, uint8_t **out, size_t *len) {
     *out = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO or a device in the workspace must never block the host in
+     * open(); anything but a regular file is refused below */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) return false;
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {

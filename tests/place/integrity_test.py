@@ -167,6 +167,19 @@ p = subprocess.run([peri, "place", "run", "--scratch", s700, rf], capture_output
 check(b"cannot be entered by other users" in p.stdout and b"0711" in p.stdout,
       f"scratch 0700: {p.stdout[-400:]}")
 
+# A module path that is a FIFO never blocks the host: an error at once.
+fifo = os.path.join(top, "mod.wasm")
+os.mkfifo(fifo)
+rf = os.path.join(top, "fifo.json")
+with open(rf, "w") as f:
+    json.dump({"run_id": "fifo", "program": {"wasm": fifo}}, f)
+try:
+    p = subprocess.run([peri, "place", "run", "--scratch", scratch, rf], capture_output=True,
+                       timeout=30)
+    check(b"cannot read the WebAssembly module" in p.stdout, f"fifo: {p.stdout[-300:]}")
+except subprocess.TimeoutExpired:
+    check(False, "fifo: the host blocked opening a FIFO module")
+
 shutil.rmtree(top, ignore_errors=True)
 print(f"{checks[0] - len(failures)} passed, {len(failures)} failed")
 sys.exit(1 if failures else 0)
