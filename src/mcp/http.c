@@ -458,17 +458,50 @@ pmcp__link *pmcp__link_http(const pmcp_server_config *cfg, const pmcp__link_cb *
 
 /* ---------------------------------------------------------------- legacy SSE */
 
+/* The origin (scheme://host:port, default port filled in) of a URL, malloc'd or NULL. */
+static char *origin_of(CURLU *u) {
+    char *sch = NULL, *host = NULL, *port = NULL, *o = NULL;
+    if (curl_url_get(u, CURLUPART_SCHEME, &sch, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
+        size_t n = strlen(sch) + strlen(host) + strlen(port) + 8;
+        if ((o = malloc(n))) snprintf(o, n, "%s://%s:%s", sch, host, port);
+        for (char *p = o; p && *p; p++)
+            if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
+    }
+    curl_free(sch);
+    curl_free(host);
+    curl_free(port);
+    return o;
+}
+
 static void on_legacy_event(void *ctx, const char *event, const char *data, size_t len) {
     http_link *h = ctx;
     if (!strcmp(event, "endpoint")) {
-        char *abs = NULL;
+        /* The endpoint must be same-origin with the configured URL: every POST carries the
+         * configured headers (Authorization), which must never reach another origin. */
+        char *abs = NULL, *want = NULL, *got = NULL;
         CURLU *u = curl_url();
         if (u && curl_url_set(u, CURLUPART_URL, h->url, 0) == CURLUE_OK &&
-            curl_url_set(u, CURLUPART_URL, data, 0) == CURLUE_OK)
-            curl_url_get(u, CURLUPART_URL, &abs, 0);
+            (want = origin_of(u)) && curl_url_set(u, CURLUPART_URL, data, 0) == CURLUE_OK &&
+            (got = origin_of(u)) && curl_url_get(u, CURLUPART_URL, &abs, 0) == CURLUE_OK &&
+            strcmp(want, got) != 0) {
+            pthread_mutex_lock(&h->mu);
+            if (!h->post_url && !h->stream_ended) {
+                h->stream_ended = true;
+                snprintf(h->stream_err, sizeof h->stream_err,
+                         "the endpoint event names another origin (%.200s); refused", got);
+            }
+            pthread_cond_broadcast(&h->cv);
+            pthread_mutex_unlock(&h->mu);
+            curl_free(abs);
+            abs = NULL;
+        }
+        free(want);
+        free(got);
         curl_url_cleanup(u);
         pthread_mutex_lock(&h->mu);
-        if (abs && !h->post_url) h->post_url = strdup(abs);
+        if (abs && !h->post_url && !h->stream_ended) h->post_url = strdup(abs);
         pthread_cond_broadcast(&h->cv);
         pthread_mutex_unlock(&h->mu);
         curl_free(abs);
