@@ -367,23 +367,19 @@ static void m_resources_read(srv *s, json_t *id, json_t *params) {
         reply_error(s, id, PMCP_INVALID_PARAMS, errbuf);
         return;
     }
-    int fd = open(abs, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    struct stat st;
+    /* The tools' confined reader: resolved once beneath the root's descriptor (no
+     * symlink or ".." out, no magic link), non-blocking (a FIFO answers at once), regular
+     * files only, no hard links (one could name a file outside the root), bounded. */
     char *buf = NULL;
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > MAX_RESOURCE_SZ) {
-        snprintf(errbuf, sizeof errbuf, "Resource not found or too large: %.200s", uri);
-        reply_error(s, id, -32002, errbuf);
-    } else if (!(buf = malloc((size_t)st.st_size + 1))) {
+    size_t got = 0;
+    ptl_fstatus fs = ptl_read_beneath(s->root, abs, MAX_RESOURCE_SZ, false, &buf, &got);
+    if (fs == PTL_F_NOMEM) {
         reply_error(s, id, PMCP_INTERNAL_ERROR, "out of memory");
+    } else if (fs != PTL_F_OK) {
+        snprintf(errbuf, sizeof errbuf, "Resource not readable (%s): %.200s",
+                 ptl_fstatus_text(fs), uri);
+        reply_error(s, id, -32002, errbuf);
     } else {
-        size_t got = 0;
-        while (got < (size_t)st.st_size) {
-            ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-            if (r < 0 && errno == EINTR) continue;
-            if (r <= 0) break;
-            got += (size_t)r;
-        }
-        buf[got] = '\0';
         char full[PATH_MAX + 8];
         snprintf(full, sizeof full, "file://%s", abs);
         json_t *txt = json_stringn(buf, got); /* NULL when not UTF-8 */
@@ -396,7 +392,6 @@ static void m_resources_read(srv *s, json_t *id, json_t *params) {
             reply_error(s, id, PMCP_INVALID_PARAMS, "resource is not UTF-8 text");
     }
     free(buf);
-    if (fd >= 0) close(fd);
     free(abs);
 }
 
