@@ -248,6 +248,97 @@ static void on_response(pacp_server *srv, pacp_msg *m) {
 
 /* ---------------------------------------------------------------- the loop */
 
+/* ---------------------------------------------------------------- slow requests */
+
+/* Requests that open sessions: they connect MCP servers (which may be slow or hostile)
+ * and replay history, so each runs on a thread of its own and answers from there. */
+static bool is_slow(const char *method) {
+    return !strcmp(method, "session/new") || !strcmp(method, "session/load") ||
+           !strcmp(method, "session/resume") || !strcmp(method, "session/fork");
+}
+
+typedef struct slow_job {
+    pacp_server *srv;
+    char *method;
+    json_t *params, *id;
+} slow_job;
+
+static void slow_run(slow_job *j) {
+    pacp_reply rep = {0};
+    pacp_dispatch(j->srv, j->method, j->params, &rep);
+    pacp_send_reply(j->srv, j->id, &rep);
+    /* available_commands_update must follow the session/new answer. */
+    if (rep.announce[0]) pct_session_announce(j->srv->ctl, rep.announce);
+    free(j->method);
+    json_decref(j->params);
+    json_decref(j->id);
+}
+
+static void *slow_main(void *arg) {
+    slow_job *j = arg;
+    pacp_server *srv = j->srv;
+    slow_run(j);
+    free(j);
+    pthread_mutex_lock(&srv->mu);
+    srv->slow_running--;
+    pthread_cond_broadcast(&srv->cv);
+    pthread_mutex_unlock(&srv->mu);
+    return NULL;
+}
+
+/* Starts a slow request on its own thread; false when it must run here instead. */
+static bool start_slow(pacp_server *srv, const char *method, json_t *params, json_t *id) {
+    slow_job *j = calloc(1, sizeof *j);
+    if (!j) return false;
+    *j = (slow_job){.srv = srv,
+                    .method = strdup(method),
+                    .params = params ? json_deep_copy(params) : NULL,
+                    .id = id ? json_deep_copy(id) : NULL};
+    pthread_attr_t at;
+    pthread_t th;
+    bool ok = j->method && (!params || j->params) && (!id || j->id) &&
+              pthread_attr_init(&at) == 0;
+    if (ok) {
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        pthread_mutex_lock(&srv->mu);
+        srv->slow_running++;
+        pthread_mutex_unlock(&srv->mu);
+        if (pthread_create(&th, &at, slow_main, j) != 0) {
+            pthread_mutex_lock(&srv->mu);
+            srv->slow_running--;
+            pthread_mutex_unlock(&srv->mu);
+            ok = false;
+        }
+        pthread_attr_destroy(&at);
+    }
+    if (!ok) {
+        free(j->method);
+        json_decref(j->params);
+        json_decref(j->id);
+        free(j);
+    }
+    return ok;
+}
+
+/* Waits up to ms for the slow requests; true when none is left. */
+static bool wait_slow(pacp_server *srv, long ms) {
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += ms / 1000;
+    dl.tv_nsec += (ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&srv->mu);
+    int w = 0;
+    while (srv->slow_running > 0 && w == 0)
+        w = pthread_cond_timedwait(&srv->cv, &srv->mu, &dl);
+    bool done = srv->slow_running == 0;
+    pthread_mutex_unlock(&srv->mu);
+    return done;
+}
+
 static void on_frame(pacp_server *srv, const char *line, size_t len) {
     pacp_msg m;
     pacp_decode(line, len, &m);
@@ -283,6 +374,7 @@ static void on_frame(pacp_server *srv, const char *line, size_t len) {
                 break;
             }
         }
+        if (!tok && is_slow(m.method) && start_slow(srv, m.method, m.params, m.id)) break;
         rep.prompt_token = tok;
         if (tok) {
             /* Registered before dispatch: the answer may come before dispatch returns. */
@@ -433,6 +525,10 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
         srv->eof = true; /* pending permission requests resolve as rejected */
         pthread_cond_broadcast(&srv->cv);
         pthread_mutex_unlock(&srv->mu);
+        /* Session openings still connecting: each MCP connect is bounded by its init
+         * timeout; one still running past this bound keeps srv and the controller
+         * alive (a bounded leak at exit) rather than freeing them under it. */
+        if (!wait_slow(srv, 65000)) return 0;
         if (pct_free(srv->ctl, settings->close_grace_ms > 2000 ? settings->close_grace_ms : 2000)) {
             /* A worker is still unwinding and may touch srv and the settings: leave
              * them allocated (a bounded leak, reported by pct_free). */

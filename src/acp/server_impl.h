@@ -46,6 +46,10 @@ typedef struct pacp_server {
      * shell calls that are not released yet (guarded by mu; clientterm.c). */
     atomic_bool term;
     struct pacp_term *terms;
+    /* session/new, load, resume and fork run on threads of their own (they start MCP
+     * servers and read the store): the reading thread never waits on them. Guarded by
+     * mu; EOF waits for them (bounded) before the controller goes. */
+    int slow_running;
 } pacp_server;
 
 /* A reply: exactly one of result / error. */

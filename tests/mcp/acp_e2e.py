@@ -410,9 +410,32 @@ def s_sse_origin(E):
         srv.shutdown()
 
 
+def s_slow_server(E):
+    """A server that never answers initialize does not hold the request thread: another
+    session opens, prompts and is cancelled meanwhile; the slow session/new answers later
+    with the failure in its notices."""
+    a = E.agent()
+    rid = a.request("session/new", {"cwd": E.cwd, "mcpServers": [
+        {"name": "slow", "command": "sh", "args": ["-c", "sleep 6"], "env": []}]})
+    t0 = time.monotonic()
+    sid2 = a.result("session/new", {"cwd": E.cwd, "mcpServers": []})["sessionId"]
+    check(time.monotonic() - t0 < 3, "a second session/new waited %.1f s behind a slow server"
+          % (time.monotonic() - t0))
+    E.mock.script([{"text": "quick"}])
+    t0 = time.monotonic()
+    resp = a.response(prompt(a, sid2, "hi"), timeout=30)
+    check(resp.get("result") == {"stopReason": "end_turn"} and time.monotonic() - t0 < 5,
+          "a prompt of another session was held up: %r" % resp)
+    first = a.response(rid, timeout=60)
+    errs = first.get("result", {}).get("_meta", {}).get("peri.mcpErrors", [])
+    check("sessionId" in first.get("result", {}) and any('"slow"' in e for e in errs),
+          "slow session/new: %r" % first)
+    check(a.close_stdin() == 0, "exit after EOF")
+
+
 SCENARIOS = {"load": s_load, "clientfs": s_clientfs, "session": s_session, "settings": s_settings, "kill9": s_kill9, "cancel": s_cancel,
              "listchanged": s_listchanged, "progress": s_progress,
-             "sse_origin": s_sse_origin}
+             "sse_origin": s_sse_origin, "slow_server": s_slow_server}
 
 
 def main():
