@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#define MAX_TOOL_PAGES 1000
+#define MAX_TOOL_PAGES 100 /* and the whole listing within one timeout, not one per page */
 
 typedef struct pending {
     struct pending *next;
@@ -327,16 +327,28 @@ static int list_tools(pmcp_client *c, long timeout_ms, char *err, size_t errlen)
     pthread_mutex_lock(&c->mu); /* a list_changed arriving from now on is kept */
     c->tools_changed = false;
     pthread_mutex_unlock(&c->mu);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int page = 0;; page++) {
         if (page >= MAX_TOOL_PAGES) {
             snprintf(err, errlen, "tools/list did not end after %d pages", MAX_TOOL_PAGES);
             rc = -1;
             break;
         }
+        /* a server that pages slowly cannot stretch the listing past one timeout */
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long spent = (long)(now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+        if (timeout_ms > 0 && spent >= timeout_ms) {
+            snprintf(err, errlen, "tools/list took longer than %ld ms in all", timeout_ms);
+            rc = -1;
+            break;
+        }
         json_t *params = cursor ? json_pack("{s:s}", "cursor", cursor) : json_object();
         json_t *res;
-        pmcp_status st =
-            request(c, "tools/list", params, NULL, timeout_ms, NULL, NULL, &res, err, errlen);
+        pmcp_status st = request(c, "tools/list", params, NULL,
+                                 timeout_ms > 0 ? timeout_ms - spent : timeout_ms, NULL, NULL, &res,
+                                 err, errlen);
         free(cursor);
         cursor = NULL;
         if (st != PMCP_OK) {
