@@ -19,6 +19,7 @@
 #include <spawn.h>
 #include <sys/resource.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -57,9 +58,10 @@ static int cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-enum { C_SH, C_BWRAP, C_NATIVE, C_WASM, NC };
+enum { C_SH, C_BWRAP, C_NATIVE, C_WSHELL, C_WASM, NC };
 static const char *const NAMES[NC] = {"sh -c true", "bare bwrap (sh -c true)",
                                       "native sandbox: {\"shell\":\"true\"}",
+                                      "workspace shell (agent's shell tool)",
                                       "wasm_room: WASI hello"};
 
 int main(int argc, char **argv) {
@@ -121,6 +123,23 @@ int main(int argc, char **argv) {
                       .program = "true",
                       .requirements = PL_REQ_SHELL};
     pl_request wasm = {.run_id = "bench", .kind = PL_PROGRAM_WASM, .program = hello};
+    /* the agent's shell tool: a workspace run, here a project with .git and .peri (the
+     * masks over its control files are part of the cost) */
+    char ws[] = "/tmp/peri-place-bench-ws-XXXXXX";
+    if (!mkdtemp(ws)) return 1;
+    char sub[sizeof ws + 32];
+    snprintf(sub, sizeof sub, "%s/.git", ws);
+    mkdir(sub, 0755);
+    snprintf(sub, sizeof sub, "%s/.git/hooks", ws);
+    mkdir(sub, 0755);
+    snprintf(sub, sizeof sub, "%s/.peri", ws);
+    mkdir(sub, 0755);
+    pl_request wsh = {.run_id = "bench",
+                      .kind = PL_PROGRAM_SHELL,
+                      .program = "true",
+                      .requirements = PL_REQ_SHELL,
+                      .state_class = PL_STATE_NATIVE_WORKSPACE_REF,
+                      .workspace = ws};
     double *t[NC], *u[NC];
     for (int c = 0; c < NC; c++) {
         t[c] = calloc((size_t)rounds, sizeof(double));
@@ -137,10 +156,10 @@ int main(int argc, char **argv) {
                 ok = spawn_wait(bw) == 0;
             else {
                 pl_report rep;
-                ok = pl_run(pc, c == C_NATIVE ? &nat : &wasm, NULL, NULL, &rep, &err) &&
-                     rep.result.ok &&
-                     rep.result.backend ==
-                         (c == C_NATIVE ? PL_BACKEND_NATIVE_SANDBOX : PL_BACKEND_WASM_ROOM);
+                const pl_request *rq = c == C_NATIVE ? &nat : c == C_WSHELL ? &wsh : &wasm;
+                ok = pl_run(pc, rq, NULL, NULL, &rep, &err) && rep.result.ok &&
+                     rep.result.backend == (c == C_WASM ? PL_BACKEND_WASM_ROOM
+                                                        : PL_BACKEND_NATIVE_SANDBOX);
                 pl_report_clear(&rep);
             }
             double dt = now_us() - t0, dc = cpu_us() - c0;
@@ -168,6 +187,9 @@ int main(int argc, char **argv) {
     printf("wasm_room hello / sh -c true: %.2fx wall, %.2fx CPU\n", med[C_WASM] / med[C_SH],
            cmed[C_WASM] / cmed[C_SH]);
     if (bad) fprintf(stderr, "%d runs failed\n", bad);
+    char rm[sizeof ws + 16];
+    snprintf(rm, sizeof rm, "rm -rf %s", ws);
+    if (system(rm) != 0) fprintf(stderr, "could not remove %s\n", ws);
     pl_free(pc);
     return bad ? 1 : 0;
 }
