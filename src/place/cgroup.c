@@ -12,6 +12,7 @@
 #include "place_int.h"
 #include "sandbox_int.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -253,4 +254,41 @@ bool pl_cg_remove(pl_cgroup *cg) {
     }
     cg->ndir = 0;
     return ok;
+}
+
+/* Leaves of dead owners under one parent: their processes (if any survived) are killed,
+ * then the leaf is removed. */
+static void reclaim_under(const char *parent) {
+    DIR *d = opendir(parent);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (!pl_owner_dead(e->d_name, "peri-")) continue;
+        char p[PL_CG_PATH + 300];
+        if (snprintf(p, sizeof p, "%s/%s", parent, e->d_name) >= (int)sizeof p) continue;
+        char procs[PL_CG_PATH + 320];
+        snprintf(procs, sizeof procs, "%s/cgroup.procs", p);
+        FILE *f = fopen(procs, "re");
+        for (long pid; f && fscanf(f, "%ld", &pid) == 1;)
+            if (pid > 1) kill((pid_t)pid, SIGKILL);
+        if (f) fclose(f);
+        for (int t = 0; t < 50 && rmdir(p) != 0 && errno == EBUSY; t++) {
+            struct timespec ts = {0, 2 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (d) closedir(d);
+}
+
+void pl_cg_reclaim(pl_ctx *pc) {
+    const char *root = pc->cgroup_root;
+    char own[512], p[PL_CG_PATH];
+    static const char *const v1[] = {"memory", "pids", "cpuacct"};
+    if (own_path("", own, sizeof own)) {
+        snprintf(p, sizeof p, "%s%s", root, own);
+        reclaim_under(p);
+    }
+    for (size_t i = 0; i < 3; i++) {
+        if (!own_path(v1[i], own, sizeof own)) continue;
+        snprintf(p, sizeof p, "%s/%s%s", root, v1[i], own);
+        reclaim_under(p);
+    }
 }

@@ -13,6 +13,7 @@
  * anything after the room's file system was built), is returned as it is.
  */
 #include "place_int.h"
+#include "sandbox_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,7 @@ pl_ctx *pl_new(const pl_config *cfg, pl_error *err) {
         pl_fail(err, PL_ERR_HOST, "out of memory");
         return NULL;
     }
+    pl_reclaim_stale(pc); /* what runs of dead processes left behind */
     return pc;
 }
 

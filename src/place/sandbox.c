@@ -143,7 +143,7 @@ static int chmod_dirs(const char *p, const struct stat *st, int flag, struct FTW
     return 0;
 }
 
-static bool remove_tree(const char *dir) {
+bool pl_remove_tree(const char *dir) {
     if (geteuid() != 0) nftw(dir, chmod_dirs, 32, FTW_PHYS);
     nftw(dir, rm_one, 32, FTW_DEPTH | FTW_PHYS);
     struct stat st;
@@ -590,7 +590,9 @@ static bool run_native(native_ctx *n, pl_error *err) {
                        "use mode 0711 or 0755: the sandbox runs as its own uid",
                        pc->scratch_root, (unsigned)(rs.st_mode & 0777));
     char scr[PATH_MAX];
-    snprintf(scr, sizeof scr, "%s/peri-sbx-XXXXXX", pc->scratch_root);
+    /* the owner's pid in the name: a later context reclaims it if this process dies
+     * before cleanup (pl_reclaim_stale) */
+    snprintf(scr, sizeof scr, "%s/peri-sbx-%d-XXXXXX", pc->scratch_root, (int)getpid());
     if (!mkdtemp(scr)) return pl_fail(err, PL_ERR_HOST, "scratch directory: %s", strerror(errno));
     chmod(scr, 0711);
     const char *prog_name = NULL;
@@ -990,7 +992,7 @@ cleanup:;
         if (fds_to_close[i] >= 0) close(fds_to_close[i]);
     pl_masks_cleanup(&masks);
     if (!failed_setup) file_err = collect_files(root_dir, res);
-    bool scratch_removed = remove_tree(scr);
+    bool scratch_removed = pl_remove_tree(scr);
     sv_free(&argv);
     sv_free(&envp);
 

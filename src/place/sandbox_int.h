@@ -31,6 +31,16 @@ bool pl_cg_remove(pl_cgroup *cg);
  * Returns a pointer into the ctx (valid for its lifetime) or NULL. */
 const unsigned char *pl_seccomp_bpf(pl_ctx *pc, bool network, size_t *len);
 
+/* Removes a directory tree (no symlink followed); true when it is gone. */
+bool pl_remove_tree(const char *dir);
+/* Reclaims what runs of dead processes left: scratch directories peri-sbx-<pid>-* under
+ * the scratch root and cgroup leaves peri-<pid>-* under our own cgroups, only when
+ * <pid> is gone (kill(pid, 0) says ESRCH); a live process's are never touched. */
+void pl_reclaim_stale(pl_ctx *pc);
+/* True when name is "<prefix><pid>-..." and <pid> is not a live process. */
+bool pl_owner_dead(const char *name, const char *prefix);
+void pl_cg_reclaim(pl_ctx *pc);
+
 /* masks.c: read-only masks over the agent's control files in a read-write workspace. */
 #define PL_MASKS_MAX 12
 typedef struct pl_masks {

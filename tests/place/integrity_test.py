@@ -167,6 +167,31 @@ p = subprocess.run([peri, "place", "run", "--scratch", s700, rf], capture_output
 check(b"cannot be entered by other users" in p.stdout and b"0711" in p.stdout,
       f"scratch 0700: {p.stdout[-400:]}")
 
+# kill -9 in the middle of a run: what it left is reclaimed by the next context.
+rf = os.path.join(top, "long.json")
+with open(rf, "w") as f:
+    json.dump({"run_id": "long", "program": {"shell": "sleep 30"}, "requirements": ["shell"],
+               "limits": {"wall_ms": 60000, "cpu_ms": 60000}}, f)
+victim = subprocess.Popen([peri, "place", "run", "--scratch", scratch, rf],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+left = []
+for _ in range(100):
+    left = [n for n in os.listdir(scratch) if n.startswith("peri-sbx-%d-" % victim.pid)]
+    if left:
+        break
+    time.sleep(0.05)
+time.sleep(0.3)
+victim.kill()
+victim.wait()
+check(left and all(os.path.exists(os.path.join(scratch, n)) for n in left),
+      "kill9: no scratch directory seen during the run")
+res, _ = run("after-kill", None, "true", workspace=False)  # checks the scratch root is empty
+check(not any(n.startswith("peri-sbx-%d-" % victim.pid) for n in os.listdir(scratch)),
+      "kill9: the dead run's scratch directory was not reclaimed")
+cg = [p for p in __import__("glob").glob("/sys/fs/cgroup/**/peri-%d-*" % victim.pid,
+                                          recursive=True)]
+check(cg == [], "kill9: cgroup leaves of the dead run left: %r" % cg)
+
 # A module path that is a FIFO never blocks the host: an error at once.
 fifo = os.path.join(top, "mod.wasm")
 os.mkfifo(fifo)
