@@ -243,6 +243,12 @@ static void extra_lines(pt_app *a, pt_lines *ls) {
         json_t *ri = json_object_get(tc, "rawInput");
         const char *cmd = json_string_value(json_object_get(ri, "command"));
         if (!cmd) cmd = json_string_value(json_object_get(ri, "path"));
+        /* a request that explains itself in its content (e.g. trusting a project's
+         * configuration: every server command in full) shows that text */
+        if (!cmd)
+            cmd = json_string_value(json_object_get(
+                json_object_get(json_array_get(json_object_get(tc, "content"), 0), "content"),
+                "text"));
         if (cmd) {
             /* the exact text that will run: controls made visible, one screen line per
              * line of the command, long commands cut with a marker */
