@@ -59,10 +59,9 @@ static int cmp(const void *a, const void *b) {
 }
 
 enum { C_SH, C_BWRAP, C_NATIVE, C_WSHELL, C_WASM, NC };
-static const char *const NAMES[NC] = {"sh -c true", "bare bwrap (sh -c true)",
-                                      "native sandbox: {\"shell\":\"true\"}",
-                                      "workspace shell (agent's shell tool)",
-                                      "wasm_room: WASI hello"};
+static const char *const NAMES[NC] = {
+    "sh -c true", "bare bwrap (sh -c true)", "native sandbox: {\"shell\":\"true\"}",
+    "workspace shell (agent's shell tool)", "wasm_room: WASI hello"};
 
 int main(int argc, char **argv) {
     int rounds = argc > 1 ? atoi(argv[1]) : 30;
@@ -158,8 +157,8 @@ int main(int argc, char **argv) {
                 pl_report rep;
                 const pl_request *rq = c == C_NATIVE ? &nat : c == C_WSHELL ? &wsh : &wasm;
                 ok = pl_run(pc, rq, NULL, NULL, &rep, &err) && rep.result.ok &&
-                     rep.result.backend == (c == C_WASM ? PL_BACKEND_WASM_ROOM
-                                                        : PL_BACKEND_NATIVE_SANDBOX);
+                     rep.result.backend ==
+                         (c == C_WASM ? PL_BACKEND_WASM_ROOM : PL_BACKEND_NATIVE_SANDBOX);
                 pl_report_clear(&rep);
             }
             double dt = now_us() - t0, dc = cpu_us() - c0;

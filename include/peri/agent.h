@@ -124,11 +124,11 @@ const char *pag_front_matter(const char *text, const char *key, char **value);
  * bound to the project's real path, kept in <home>/.peri/trust.json (user state). */
 #define PAG_TRUST_DIGEST_HEX 65
 typedef struct pag_project_config {
-    char *real_path;    /* the project's real path (NULL when there is nothing to trust) */
-    char *material;     /* canonical JSON of every trust-relevant value, NULL if none */
+    char *real_path; /* the project's real path (NULL when there is nothing to trust) */
+    char *material;  /* canonical JSON of every trust-relevant value, NULL if none */
     char digest[PAG_TRUST_DIGEST_HEX]; /* SHA-256 hex of path + material */
-    char *servers_json; /* {"mcpServers": {...}} of the project, or NULL */
-    char **allow;       /* the project's permissions.allow entries */
+    char *servers_json;                /* {"mcpServers": {...}} of the project, or NULL */
+    char **allow;                      /* the project's permissions.allow entries */
     size_t nallow;
     bool broken; /* the file exists but is not a JSON object: nothing of it applies */
 } pag_project_config;

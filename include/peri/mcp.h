@@ -213,11 +213,11 @@ typedef struct pmcp_pool_opts {
 } pmcp_pool_opts;
 
 /* Connects every configured server (user settings, then trusted project servers, then
- * ACP; an ACP entry replaces an earlier one of the same name, a project one never does). Never fails for a server:
- * a server that cannot start is left out and described in *notices (malloc'd lines,
- * NULL when all went well), which the caller reports. NULL only when out of memory.
- * With opt->workspace, the builtin server is started at its first call (an idle
- * session costs no thread and no descriptor). */
+ * ACP; an ACP entry replaces an earlier one of the same name, a project one never does). Never
+ * fails for a server: a server that cannot start is left out and described in *notices (malloc'd
+ * lines, NULL when all went well), which the caller reports. NULL only when out of memory. With
+ * opt->workspace, the builtin server is started at its first call (an idle session costs no thread
+ * and no descriptor). */
 pmcp_pool *pmcp_pool_open(const pmcp_pool_opts *opt, char **notices);
 /* Connects the project's servers once the user trusted them mid-session (same rules as
  * project_servers_json). Call it between turns, like pmcp_pool_refresh. Returns 1 when

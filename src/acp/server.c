@@ -159,8 +159,8 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
             "{s:s, s:o, s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}, "
             "{s:s, s:s, s:s}]}",
             "sessionId", session_id, "toolCall", tc, "options", "optionId", "allow_once", "name",
-            "Allow once", "kind", "allow_once", "optionId", "allow_always", "name", always,
-            "kind", "allow_always", "optionId", "allow_always_project", "name", project, "kind",
+            "Allow once", "kind", "allow_once", "optionId", "allow_always", "name", always, "kind",
+            "allow_always", "optionId", "allow_always_project", "name", project, "kind",
             "allow_always", "optionId", "reject_once", "name", "Reject", "kind", "reject_once",
             "optionId", "reject_always", "name", never, "kind", "reject_always");
     }
@@ -296,8 +296,7 @@ static bool start_slow(pacp_server *srv, const char *method, json_t *params, jso
                     .id = id ? json_deep_copy(id) : NULL};
     pthread_attr_t at;
     pthread_t th;
-    bool ok = j->method && (!params || j->params) && (!id || j->id) &&
-              pthread_attr_init(&at) == 0;
+    bool ok = j->method && (!params || j->params) && (!id || j->id) && pthread_attr_init(&at) == 0;
     if (ok) {
         pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
         pthread_mutex_lock(&srv->mu);

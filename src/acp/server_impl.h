@@ -24,7 +24,7 @@ typedef struct pacp_outreq {
     bool error; /* the client answered with an error */
     char *text; /* fs/read_text_file: the content (malloc'd), text_len bytes */
     size_t text_len;
-    bool term; /* issue 12 item 4: a terminal/... request (clientterm.c); text = result JSON */
+    bool term;  /* issue 12 item 4: a terminal/... request (clientterm.c); text = result JSON */
     bool trust; /* a project-trust request: only "trust_project" grants anything */
 } pacp_outreq;
 

@@ -31,11 +31,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define PROJECT_FILE    ".peri/settings.json"
-#define PROJECT_MAX     (1u << 20)
-#define STORE_MAX       (4u << 20)
-#define STORE_REL       ".peri/trust.json"
-#define STORE_DIR_REL   ".peri"
+#define PROJECT_FILE  ".peri/settings.json"
+#define PROJECT_MAX   (1u << 20)
+#define STORE_MAX     (4u << 20)
+#define STORE_REL     ".peri/trust.json"
+#define STORE_DIR_REL ".peri"
 
 void pag_project_config_free(pag_project_config *pc) {
     if (!pc) return;
@@ -256,8 +256,8 @@ int pag_trust_revoke(const char *home, const char *cwd, char *err, size_t errlen
 char *pag_trust_list(const char *home) {
     bool corrupt;
     json_t *doc = store_load(home, &corrupt);
-    char *txt = doc ? json_dumps(json_object_get(doc, "projects"), JSON_INDENT(2) | JSON_SORT_KEYS)
-                    : NULL;
+    char *txt =
+        doc ? json_dumps(json_object_get(doc, "projects"), JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
     json_decref(doc);
     return txt;
 }

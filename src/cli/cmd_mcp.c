@@ -66,9 +66,8 @@ int peri_cmd_mcp(int argc, char **argv) {
     peri_place_opts po;
     pacp_options ao = {0};
     peri_place_opts_fill(&po, &ao);
-    pl_config pcfg = {.bwrap = ao.bwrap,
-                      .wasm_runner = ao.wasm_runner,
-                      .nwasm_runner = ao.nwasm_runner};
+    pl_config pcfg = {
+        .bwrap = ao.bwrap, .wasm_runner = ao.wasm_runner, .nwasm_runner = ao.nwasm_runner};
     pl_error pe = {0};
     pl_ctx *place = pl_new(&pcfg, &pe);
     if (!place) {
@@ -76,8 +75,7 @@ int peri_cmd_mcp(int argc, char **argv) {
         return 1;
     }
     pl_policy pol = {.native = PL_NATIVE_AUTO, .network_allowed = false};
-    ptl_sandbox sb = {.place = place, .policy = &pol, .off = unsandboxed,
-                      .warn = warn_unsandboxed};
+    ptl_sandbox sb = {.place = place, .policy = &pol, .off = unsandboxed, .warn = warn_unsandboxed};
     char real[4096];
     if (!realpath(root, real)) {
         fprintf(stderr, "peri mcp workspace: %s: no such directory\n", root);

@@ -97,8 +97,10 @@ int peri_cmd_trust(int argc, char **argv) {
     }
     int rc = 1;
     if (pc.broken) {
-        fprintf(stderr, "peri trust: %s/.peri/settings.json is not a JSON object: nothing of it "
-                        "applies; fix the file first\n", real);
+        fprintf(stderr,
+                "peri trust: %s/.peri/settings.json is not a JSON object: nothing of it "
+                "applies; fix the file first\n",
+                real);
         goto out;
     }
     if (!pag_project_config_any(&pc)) {
@@ -115,8 +117,10 @@ int peri_cmd_trust(int argc, char **argv) {
     }
     if (!yes) {
         if (!isatty(0)) {
-            fprintf(stderr, "peri trust: not a terminal: review the content above and run "
-                            "`peri trust %s --yes` to trust it\n", real);
+            fprintf(stderr,
+                    "peri trust: not a terminal: review the content above and run "
+                    "`peri trust %s --yes` to trust it\n",
+                    real);
             goto out;
         }
         printf("Trust this exact configuration? [y/N] ");
@@ -131,8 +135,7 @@ int peri_cmd_trust(int argc, char **argv) {
         fprintf(stderr, "peri trust: %s\n", err);
         goto out;
     }
-    printf("Trusted. Sessions in %s now start its MCP servers and honour its allow rules.\n",
-           real);
+    printf("Trusted. Sessions in %s now start its MCP servers and honour its allow rules.\n", real);
     rc = 0;
 out:
     pag_project_config_free(&pc);

@@ -47,7 +47,8 @@ static char *describe(const pag_project_config *pc) {
     size_t n = strlen(fmt) + strlen(pc->real_path) + 16 + (sv ? strlen(sv) : 6) +
                (al ? strlen(al) : 6) + 1;
     char *out = malloc(n);
-    if (out) snprintf(out, n, fmt, pc->real_path, pc->digest, sv ? sv : "(none)", al ? al : "(none)");
+    if (out)
+        snprintf(out, n, fmt, pc->real_path, pc->digest, sv ? sv : "(none)", al ? al : "(none)");
     free(sv);
     free(al);
     return out;
@@ -91,9 +92,9 @@ static bool ask(pct_sess *s, uint64_t turn, const pag_project_config *pc) {
                       .content_json = cj,
                       .meta_json = mj};
     atomic_store(&s->trust_cancel, 0);
-    pag_permission p = text && cj && mj ? s->c->sink.ask_permission(s->c->sink.ctx, s->id, &call,
-                                                                     &s->trust_cancel)
-                                        : PAG_PERM_REJECT;
+    pag_permission p =
+        text && cj && mj ? s->c->sink.ask_permission(s->c->sink.ctx, s->id, &call, &s->trust_cancel)
+                         : PAG_PERM_REJECT;
     free(text);
     free(cj);
     free(mj);

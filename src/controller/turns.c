@@ -117,7 +117,7 @@ static void *worker(void *arg) {
     uint64_t gen = pag_session_begin_turn(s->agent);
     pthread_mutex_unlock(&s->mu);
 
-    pct_apply_model(s); /* a model chosen since the last turn */
+    pct_apply_model(s);            /* a model chosen since the last turn */
     pct_trust_before_turn(s, gen); /* project configuration: trusted content only */
     pag_turn_result r;
     if (!pct_command_run(s, &j->msg, &r)) {

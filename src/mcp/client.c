@@ -346,9 +346,9 @@ static int list_tools(pmcp_client *c, long timeout_ms, char *err, size_t errlen)
         }
         json_t *params = cursor ? json_pack("{s:s}", "cursor", cursor) : json_object();
         json_t *res;
-        pmcp_status st = request(c, "tools/list", params, NULL,
-                                 timeout_ms > 0 ? timeout_ms - spent : timeout_ms, NULL, NULL, &res,
-                                 err, errlen);
+        pmcp_status st =
+            request(c, "tools/list", params, NULL, timeout_ms > 0 ? timeout_ms - spent : timeout_ms,
+                    NULL, NULL, &res, err, errlen);
         free(cursor);
         cursor = NULL;
         if (st != PMCP_OK) {

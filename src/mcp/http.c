@@ -482,10 +482,9 @@ static void on_legacy_event(void *ctx, const char *event, const char *data, size
          * configured headers (Authorization), which must never reach another origin. */
         char *abs = NULL, *want = NULL, *got = NULL;
         CURLU *u = curl_url();
-        if (u && curl_url_set(u, CURLUPART_URL, h->url, 0) == CURLUE_OK &&
-            (want = origin_of(u)) && curl_url_set(u, CURLUPART_URL, data, 0) == CURLUE_OK &&
-            (got = origin_of(u)) && curl_url_get(u, CURLUPART_URL, &abs, 0) == CURLUE_OK &&
-            strcmp(want, got) != 0) {
+        if (u && curl_url_set(u, CURLUPART_URL, h->url, 0) == CURLUE_OK && (want = origin_of(u)) &&
+            curl_url_set(u, CURLUPART_URL, data, 0) == CURLUE_OK && (got = origin_of(u)) &&
+            curl_url_get(u, CURLUPART_URL, &abs, 0) == CURLUE_OK && strcmp(want, got) != 0) {
             pthread_mutex_lock(&h->mu);
             if (!h->post_url && !h->stream_ended) {
                 h->stream_ended = true;

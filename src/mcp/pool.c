@@ -434,6 +434,25 @@ static bool builtin_has(const pmcp_pool *p, const char *name) {
     return p && p->ws && name && ptl_find(name) != NULL;
 }
 
+/* Makes (nt, nn) the current tool table; the old one is retired (kept until close, so
+ * borrowed pointers never dangle). 0, or -1 (out of memory; nt freed, table unchanged). */
+static int install_table(pmcp_pool *p, pool_tool *nt, size_t nn) {
+    old_table *o = calloc(1, sizeof *o);
+    if (!o) {
+        table_free(nt, nn);
+        return -1;
+    }
+    pthread_mutex_lock(&p->mu);
+    o->tools = p->tools;
+    o->ntools = p->ntools;
+    o->next = p->retired;
+    p->retired = o;
+    p->tools = nt;
+    p->ntools = nn;
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+}
+
 static bool has_name(const pmcp_server_config *c, size_t n, const char *name) {
     for (size_t i = 0; i < n; i++)
         if (!strcmp(c[i].name, name)) return true;
@@ -453,8 +472,7 @@ static void add_project(const pmcp_pool *p, const char *project_json, pmcp_serve
         for (size_t k = 0; p && !taken && k < p->nservers; k++)
             taken = !strcmp(p->servers[k].cfg.name, pc[i].name);
         if (taken || push(cfgs, n, &pc[i]) != 0) {
-            note(notices,
-                 "project MCP server \"%s\" refused: %s", pc[i].name,
+            note(notices, "project MCP server \"%s\" refused: %s", pc[i].name,
                  taken ? "a server of that name is configured by the user or the client"
                        : "out of memory");
             pmcp_server_config_clear(&pc[i]);
@@ -513,20 +531,11 @@ static int connect_new(pmcp_pool *p, pmcp_server_config *cfgs, size_t n, char **
         }
         if (add_tools(p, i, &nt, &nn, notices) != 0) rc = -1;
     }
-    old_table *o = rc == 0 ? calloc(1, sizeof *o) : NULL;
-    if (!o) {
+    if (rc != 0) {
         table_free(nt, nn);
         return -1;
     }
-    pthread_mutex_lock(&p->mu);
-    o->tools = p->tools;
-    o->ntools = p->ntools;
-    o->next = p->retired;
-    p->retired = o;
-    p->tools = nt;
-    p->ntools = nn;
-    pthread_mutex_unlock(&p->mu);
-    return 0;
+    return install_table(p, nt, nn);
 }
 
 pmcp_pool *pmcp_pool_open(const pmcp_pool_opts *opt, char **notices) {
@@ -563,8 +572,7 @@ pmcp_pool *pmcp_pool_open(const pmcp_pool_opts *opt, char **notices) {
     }
     int rc = connect_new(p, cfgs, n, notices);
     free(cfgs);
-    if (rc != 0)
-        note(notices, "MCP servers: out of memory listing their tools%s%s", NULL, NULL);
+    if (rc != 0) note(notices, "MCP servers: out of memory listing their tools%s%s", NULL, NULL);
     return p;
 }
 
@@ -683,20 +691,7 @@ int pmcp_pool_refresh(pmcp_pool *p, char **notices) {
         table_free(nt, nn);
         return 0;
     }
-    old_table *o = calloc(1, sizeof *o);
-    if (!o) {
-        table_free(nt, nn);
-        return -1;
-    }
-    pthread_mutex_lock(&p->mu);
-    o->tools = p->tools;
-    o->ntools = p->ntools;
-    o->next = p->retired;
-    p->retired = o;
-    p->tools = nt;
-    p->ntools = nn;
-    pthread_mutex_unlock(&p->mu);
-    return 1;
+    return install_table(p, nt, nn) == 0 ? 1 : -1;
 }
 
 /* Cuts text for the model to MAX_MODEL_TEXT bytes at a UTF-8 boundary, saying so. */

@@ -376,8 +376,8 @@ static void m_resources_read(srv *s, json_t *id, json_t *params) {
     if (fs == PTL_F_NOMEM) {
         reply_error(s, id, PMCP_INTERNAL_ERROR, "out of memory");
     } else if (fs != PTL_F_OK) {
-        snprintf(errbuf, sizeof errbuf, "Resource not readable (%s): %.200s",
-                 ptl_fstatus_text(fs), uri);
+        snprintf(errbuf, sizeof errbuf, "Resource not readable (%s): %.200s", ptl_fstatus_text(fs),
+                 uri);
         reply_error(s, id, -32002, errbuf);
     } else {
         char full[PATH_MAX + 8];

@@ -40,8 +40,7 @@ bool pl_is_control_path(const char *rel) {
     while (rel[0] == '.' && rel[1] == '/')
         rel += 2;
     size_t n = strcspn(rel, "/");
-    if ((n == 5 && !strncmp(rel, ".peri", 5)) || (n == 4 && !strncmp(rel, ".git", 4)))
-        return true;
+    if ((n == 5 && !strncmp(rel, ".peri", 5)) || (n == 4 && !strncmp(rel, ".git", 4))) return true;
     for (size_t i = 0; i < sizeof top_files / sizeof *top_files; i++)
         if (strlen(top_files[i]) == n && !strncmp(rel, top_files[i], n) && rel[n] == '\0')
             return true;
@@ -82,8 +81,7 @@ bool pl_masks_add(pl_masks *m, const char *scratch, const char *ws,
     snprintf(m->empty_file, sizeof m->empty_file, "%s/mask-file", scratch);
     snprintf(m->empty_dir, sizeof m->empty_dir, "%s/mask-dir", scratch);
     FILE *f = fopen(m->empty_file, "wx");
-    if (!f || fclose(f) != 0 || chmod(m->empty_file, 0444) != 0 ||
-        mkdir(m->empty_dir, 0555) != 0) {
+    if (!f || fclose(f) != 0 || chmod(m->empty_file, 0444) != 0 || mkdir(m->empty_dir, 0555) != 0) {
         snprintf(why, whylen, "cannot prepare the control-file masks: %s", strerror(errno));
         return false;
     }

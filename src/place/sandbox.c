@@ -159,7 +159,7 @@ bool pl_remove_tree(const char *dir) {
 typedef struct collect {
     pl_result *res;
     size_t cap, total;
-    size_t seen; /* directory entries read so far (WALK_ENTRIES_MAX) */
+    size_t seen;      /* directory entries read so far (WALK_ENTRIES_MAX) */
     const char *fail; /* the room's interface message when over a limit / not UTF-8 */
     char bad_path[512];
 } collect;

@@ -89,8 +89,8 @@ static unsigned char *build(bool network, size_t *len) {
     static const struct {
         const char *name;
         unsigned arg;
-    } MODES[] = {{"chmod", 1},  {"fchmod", 1},  {"fchmodat", 2}, {"fchmodat2", 2},
-                 {"open", 2},   {"openat", 3},  {"creat", 1},    {"mkdir", 1},
+    } MODES[] = {{"chmod", 1},   {"fchmod", 1}, {"fchmodat", 2}, {"fchmodat2", 2},
+                 {"open", 2},    {"openat", 3}, {"creat", 1},    {"mkdir", 1},
                  {"mkdirat", 2}, {"mknod", 1},  {"mknodat", 2}};
     for (size_t i = 0; rc == 0 && i < sizeof MODES / sizeof MODES[0]; i++) {
         int nr = seccomp_syscall_resolve_name(MODES[i].name);

@@ -284,8 +284,9 @@ ptl_status ptl__write(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
         goto done;
     }
     if (control_target(rootfd, dirfd, name)) {
-        st = ptl__error(r, "write: %s is one of the agent's control files (.peri, .git, "
-                           ".mcp.json), which tools never write; the user edits them",
+        st = ptl__error(r,
+                        "write: %s is one of the agent's control files (.peri, .git, "
+                        ".mcp.json), which tools never write; the user edits them",
                         path);
         goto done;
     }
@@ -386,8 +387,9 @@ ptl_status ptl__edit(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
         goto done;
     }
     if (control_target(rootfd, dirfd, name)) {
-        st = ptl__error(r, "edit: %s is one of the agent's control files (.peri, .git, "
-                           ".mcp.json), which tools never write; the user edits them",
+        st = ptl__error(r,
+                        "edit: %s is one of the agent's control files (.peri, .git, "
+                        ".mcp.json), which tools never write; the user edits them",
                         path);
         goto done;
     }

@@ -519,16 +519,11 @@ static void test_image_json(void **st) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_read_beneath),
-        cmocka_unit_test(test_front_matter),
-        cmocka_unit_test(test_user_commands),
-        cmocka_unit_test(test_project_trust),
-        cmocka_unit_test(test_cwd_refused),
-        cmocka_unit_test(test_skills_and_context),
-        cmocka_unit_test(test_settings_models),
-        cmocka_unit_test(test_modes),
-        cmocka_unit_test(test_compact_clear),
-        cmocka_unit_test(test_image_json),
+        cmocka_unit_test(test_read_beneath),    cmocka_unit_test(test_front_matter),
+        cmocka_unit_test(test_user_commands),   cmocka_unit_test(test_project_trust),
+        cmocka_unit_test(test_cwd_refused),     cmocka_unit_test(test_skills_and_context),
+        cmocka_unit_test(test_settings_models), cmocka_unit_test(test_modes),
+        cmocka_unit_test(test_compact_clear),   cmocka_unit_test(test_image_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -307,10 +307,14 @@ static void test_control_files(void **state) {
     fclose(c);
     snprintf(p, sizeof p, "%s/gitlink", f->ws);
     assert_int_equal(symlink(".git", p), 0);
-    static const char *const paths[] = {
-        ".peri/settings.json", "./.peri/settings.json", "src/../.peri/settings.json",
-        ".git/hooks/pre-commit", ".git/config", "gitlink/hooks/post-checkout", ".mcp.json",
-        ".git"};
+    static const char *const paths[] = {".peri/settings.json",
+                                        "./.peri/settings.json",
+                                        "src/../.peri/settings.json",
+                                        ".git/hooks/pre-commit",
+                                        ".git/config",
+                                        "gitlink/hooks/post-checkout",
+                                        ".mcp.json",
+                                        ".git"};
     char args[256];
     for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
         snprintf(args, sizeof args, "{\"path\":\"%s\",\"content\":\"x\"}", paths[i]);
