@@ -194,7 +194,7 @@ static void walk(int dfd, char *guest, size_t glen, collect *c, int depth) {
         if (!(names[n] = strdup(e->d_name))) break;
         n++;
     }
-    qsort(names, n, sizeof *names, cmp_names);
+    if (n > 1) qsort(names, n, sizeof *names, cmp_names);
     for (size_t i = 0; i < n && !c->fail; i++) {
         size_t nl = strlen(names[i]);
         if (glen + 1 + nl >= 4096) continue;
