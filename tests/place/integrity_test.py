@@ -168,23 +168,28 @@ check(b"cannot be entered by other users" in p.stdout and b"0711" in p.stdout,
       f"scratch 0700: {p.stdout[-400:]}")
 
 # kill -9 in the middle of a run: what it left is reclaimed by the next context.
+naptime = "37.%d" % os.getpid()  # a unique command line to wait for
 rf = os.path.join(top, "long.json")
 with open(rf, "w") as f:
-    json.dump({"run_id": "long", "program": {"shell": "sleep 30"}, "requirements": ["shell"],
-               "limits": {"wall_ms": 60000, "cpu_ms": 60000}}, f)
+    json.dump({"run_id": "long", "program": {"shell": "sleep " + naptime},
+               "requirements": ["shell"], "limits": {"wall_ms": 90000, "cpu_ms": 60000}}, f)
 victim = subprocess.Popen([peri, "place", "run", "--scratch", scratch, rf],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-left = []
-for _ in range(100):
-    left = [n for n in os.listdir(scratch) if n.startswith("peri-sbx-%d-" % victim.pid)]
-    if left:
+running = False
+for _ in range(600):  # until the sandboxed command really runs (30 s at most)
+    ps = subprocess.run(["pgrep", "-f", "sleep " + naptime], capture_output=True, text=True)
+    if ps.stdout.strip():
+        running = True
+        break
+    if victim.poll() is not None:
         break
     time.sleep(0.05)
-time.sleep(0.3)
+left = [n for n in os.listdir(scratch) if n.startswith("peri-sbx-%d-" % victim.pid)]
 victim.kill()
 victim.wait()
-check(left and all(os.path.exists(os.path.join(scratch, n)) for n in left),
-      "kill9: no scratch directory seen during the run")
+check(running and left, "kill9: the run did not start (exit %s, scratch %r)"
+      % (victim.returncode, os.listdir(scratch)))
+subprocess.run(["pkill", "-9", "-f", "sleep " + naptime])
 res, _ = run("after-kill", None, "true", workspace=False)  # checks the scratch root is empty
 check(not any(n.startswith("peri-sbx-%d-" % victim.pid) for n in os.listdir(scratch)),
       "kill9: the dead run's scratch directory was not reclaimed")
