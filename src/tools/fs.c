@@ -99,6 +99,14 @@ static bool control_target(int rootfd, int dirfd, const char *name) {
            strcmp(rel, ".mcp.json") == 0;
 }
 
+/* The refusal of a write to a control file (control_target). */
+static ptl_status control_error(ptl_result *r, const char *tool, const char *path) {
+    return ptl__error(r,
+                      "%s: %s is one of the agent's control files (.peri, .git, .mcp.json), "
+                      "which tools never write; the user edits them",
+                      tool, path);
+}
+
 /* A tool error for a -errno from target resolution. */
 static ptl_status target_error(ptl_result *r, const char *path, int neg) {
     if (neg == -ENOMEM) return PTL_ERR_NOMEM;
@@ -284,10 +292,7 @@ ptl_status ptl__write(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
         goto done;
     }
     if (control_target(rootfd, dirfd, name)) {
-        st = ptl__error(r,
-                        "write: %s is one of the agent's control files (.peri, .git, "
-                        ".mcp.json), which tools never write; the user edits them",
-                        path);
+        st = control_error(r, "write", path);
         goto done;
     }
     struct stat sb;
@@ -387,10 +392,7 @@ ptl_status ptl__edit(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
         goto done;
     }
     if (control_target(rootfd, dirfd, name)) {
-        st = ptl__error(r,
-                        "edit: %s is one of the agent's control files (.peri, .git, "
-                        ".mcp.json), which tools never write; the user edits them",
-                        path);
+        st = control_error(r, "edit", path);
         goto done;
     }
     struct stat sb;

@@ -10,34 +10,12 @@
  * valid UTF-8 "\xNN". Past `max` input bytes the text is cut at a character boundary
  * and ends with "… [N more bytes]", so a cut is never silent.
  */
-#include "peri/tools.h"
+#include "tools_int.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct vbuf {
-    char *p;
-    size_t n, cap;
-    bool oom;
-} vbuf;
-
-static void put(vbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t nc = (b->cap ? b->cap * 2 : 64) + n;
-        char *np = realloc(b->p, nc);
-        if (!np) {
-            b->oom = true;
-            return;
-        }
-        b->p = np;
-        b->cap = nc;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
 
 /* Length of the valid UTF-8 sequence at s (1..4), 0 when invalid; *cp its code point. */
 static size_t utf8_at(const unsigned char *s, size_t avail, unsigned *cp) {
@@ -61,9 +39,11 @@ static bool hidden_format(unsigned cp) {
            (cp >= 0x2066 && cp <= 0x2069) || cp == 0xFEFF;
 }
 
+/* The text grows in the tools' output buffer (output.c) with no limit of its own: the
+ * cut at max is made here, on input bytes, with its marker. */
 char *ptl_visible(const char *text, size_t max, bool multiline) {
-    vbuf b = {0};
-    put(&b, "", 0);
+    ptl__out b;
+    ptl__out_init(&b, SIZE_MAX / 2);
     const unsigned char *s = (const unsigned char *)(text ? text : "");
     size_t len = strlen((const char *)s), i = 0;
     char tmp[24];
@@ -72,38 +52,38 @@ char *ptl_visible(const char *text, size_t max, bool multiline) {
         size_t n = utf8_at(s + i, len - i, &cp);
         if (n == 0) {
             snprintf(tmp, sizeof tmp, "\\x%02X", s[i]);
-            put(&b, tmp, strlen(tmp));
+            ptl__out_add(&b, tmp, strlen(tmp));
             i++;
             continue;
         }
         if (i + n > max) break;
         if (cp == '\n')
-            put(&b, multiline ? "\xE2\x8F\x8E\n" : "\xE2\x8F\x8E", multiline ? 4 : 3);
+            ptl__out_add(&b, multiline ? "\xE2\x8F\x8E\n" : "\xE2\x8F\x8E", multiline ? 4 : 3);
         else if (cp == '\t')
-            put(&b, "\\t", 2);
+            ptl__out_add(&b, "\\t", 2);
         else if (cp == '\r')
-            put(&b, "\\r", 2);
+            ptl__out_add(&b, "\\r", 2);
         else if (cp == 0x1B)
-            put(&b, "\xE2\x90\x9B", 3);
+            ptl__out_add(&b, "\xE2\x90\x9B", 3);
         else if (cp < 0x20 || cp == 0x7F) {
             snprintf(tmp, sizeof tmp, "\\x%02X", cp);
-            put(&b, tmp, strlen(tmp));
+            ptl__out_add(&b, tmp, strlen(tmp));
         } else if (hidden_format(cp)) {
             snprintf(tmp, sizeof tmp, "<U+%04X>", cp);
-            put(&b, tmp, strlen(tmp));
+            ptl__out_add(&b, tmp, strlen(tmp));
         } else
-            put(&b, (const char *)s + i, n);
+            ptl__out_add(&b, (const char *)s + i, n);
         i += n;
     }
     if (i < len) {
         snprintf(tmp, sizeof tmp, "%zu", len - i);
-        put(&b, "\xE2\x80\xA6 [", 5);
-        put(&b, tmp, strlen(tmp));
-        put(&b, " more bytes]", 12);
+        ptl__out_add(&b, "\xE2\x80\xA6 [", 5);
+        ptl__out_add(&b, tmp, strlen(tmp));
+        ptl__out_add(&b, " more bytes]", 12);
     }
     if (b.oom) {
-        free(b.p);
+        ptl__out_free(&b);
         return NULL;
     }
-    return b.p;
+    return b.p ? b.p : strdup("");
 }
