@@ -331,6 +331,12 @@ bool pag_project_allows(const char *home, const char *cwd, const char *tool_name
     return ok;
 }
 
+/* True when path is dir or lies beneath it (both absolute, without trailing '/'). */
+static bool beneath(const char *path, const char *dir) {
+    size_t n = strlen(dir);
+    return !strncmp(path, dir, n) && (path[n] == '\0' || path[n] == '/');
+}
+
 bool pag_cwd_refused(const char *cwd, const char *home, char *why, size_t whylen) {
     char real[PATH_MAX], rhome[PATH_MAX];
     if (!cwd || !realpath(cwd, real)) return false; /* existence is checked elsewhere */
@@ -341,6 +347,20 @@ bool pag_cwd_refused(const char *cwd, const char *home, char *why, size_t whylen
         return true;
     }
     if (home && realpath(home, rhome)) {
+        /* the user config dir itself or anything inside it (spelled under the home, or
+         * where ~/.peri really lives when it is a symlink): the sandbox would bind the
+         * user's settings (which start MCP servers without asking) and the trust store
+         * read-write */
+        char cfg[PATH_MAX + 8], rcfg[PATH_MAX];
+        snprintf(cfg, sizeof cfg, "%s/%s", rhome, STORE_DIR_REL);
+        if (beneath(real, cfg) || (realpath(cfg, rcfg) && beneath(real, rcfg))) {
+            snprintf(why, whylen,
+                     "the session directory %s is inside your Peri configuration directory "
+                     "(%s): the agent could change your own settings and trust decisions. "
+                     "Open a project directory instead",
+                     real, cfg);
+            return true;
+        }
         size_t n = strlen(real);
         /* the home itself, or any ancestor of it (which contains ~/.peri) */
         if (!strcmp(real, rhome) ||

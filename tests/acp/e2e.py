@@ -422,6 +422,16 @@ def s_malformed(E):
     check(r["error"]["code"] == -32602, "array params %r" % r)
     r = a.call("session/new", {"cwd": "relative/path", "mcpServers": []})
     check(r["error"]["code"] == -32602, "relative cwd %r" % r)
+    # session directories that would put the user's own state (settings that start MCP
+    # servers without asking, the trust store) in the sandbox's read-write workspace
+    os.makedirs(os.path.join(E.home, ".peri", "commands"), exist_ok=True)
+    for cwd, why in (("/", '"/"'), (E.home, "home directory"), (E.tmp, "home directory"),
+                     (os.path.join(E.home, ".peri"), "configuration directory"),
+                     (os.path.join(E.home, ".peri", "commands"), "configuration directory"),
+                     (os.path.join(E.cwd, "..", "home", ".peri"), "configuration directory")):
+        r = a.call("session/new", {"cwd": cwd, "mcpServers": []})
+        check(r.get("error", {}).get("code") == -32602 and why in r["error"]["message"] and
+              "Open a project directory" in r["error"]["message"], "cwd %s: %r" % (cwd, r))
     r = a.call("session/new", {"cwd": E.cwd, "mcpServers": "nope"})
     check(r["error"]["code"] == -32602, "bad mcpServers %r" % r)
     sid = E.new_session(a)

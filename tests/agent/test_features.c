@@ -241,7 +241,8 @@ static void test_project_trust(void **st) {
     free(home);
 }
 
-/* "/" and the user's home (or anything containing it) are never session directories. */
+/* "/", the user's home (or anything containing it) and the user config dir (or anything
+ * inside it) are never session directories. */
 static void test_cwd_refused(void **st) {
     (void)st;
     char *home = tmpdir();
@@ -256,6 +257,31 @@ static void test_cwd_refused(void **st) {
     sub(home, "proj");
     snprintf(child, sizeof child, "%s/proj", home);
     assert_false(pag_cwd_refused(child, home, why, sizeof why));
+    /* the user config dir itself and anything inside it */
+    sub(home, ".peri");
+    sub(home, ".peri/commands");
+    snprintf(child, sizeof child, "%s/.peri", home);
+    assert_true(pag_cwd_refused(child, home, why, sizeof why));
+    assert_non_null(strstr(why, "configuration directory"));
+    snprintf(child, sizeof child, "%s/.peri/commands", home);
+    assert_true(pag_cwd_refused(child, home, why, sizeof why));
+    /* ...however the path is spelled, and where a symlinked ~/.peri really lives */
+    snprintf(child, sizeof child, "%s/proj/../.peri/./commands", home);
+    assert_true(pag_cwd_refused(child, home, why, sizeof why));
+    char *real_cfg = tmpdir(), lnk[1100];
+    sub(real_cfg, "sub");
+    snprintf(child, sizeof child, "%s/.peri", home);
+    rm_rf(child); /* ~/.peri becomes a symlink to real_cfg */
+    assert_int_equal(symlink(real_cfg, child), 0);
+    assert_true(pag_cwd_refused(real_cfg, home, why, sizeof why));
+    snprintf(lnk, sizeof lnk, "%s/sub", real_cfg);
+    assert_true(pag_cwd_refused(lnk, home, why, sizeof why));
+    /* a sibling whose name only starts like it is fine */
+    sub(home, ".peri-notes");
+    snprintf(child, sizeof child, "%s/.peri-notes", home);
+    assert_false(pag_cwd_refused(child, home, why, sizeof why));
+    rm_rf(real_cfg);
+    free(real_cfg);
     rm_rf(home);
     free(home);
 }
