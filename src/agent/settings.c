@@ -243,12 +243,19 @@ bool pag_settings_allows(const pag_settings *s, const char *tool_name) {
     for (size_t i = 0; i < s->nallow; i++)
         if (strcmp(s->allow_tools[i], "*") == 0 || strcmp(s->allow_tools[i], tool_name) == 0)
             return true;
-    /* MCP (issue 12): "mcp__server__*" allows every tool of one server. */
-    for (size_t i = 0; i < s->nallow; i++) {
-        size_t n = strlen(s->allow_tools[i]);
-        if (n > 6 && !strncmp(s->allow_tools[i], "mcp__", 5) && s->allow_tools[i][n - 1] == '*' &&
-            !strncmp(s->allow_tools[i], tool_name, n - 1))
-            return true;
+    /* "mcp__<server>__*" allows every tool of that one server, matched on the whole
+     * server name: in a tool name "mcp__<server>__<tool>" the server part never contains
+     * "__" nor ends in '_' (mcp/pool.c), so it runs up to the first "__" after "mcp__".
+     * A rule whose server part could not be such a name matches nothing. */
+    const char *ts = !strncmp(tool_name, "mcp__", 5) ? tool_name + 5 : NULL;
+    const char *te = ts ? strstr(ts, "__") : NULL;
+    for (size_t i = 0; te && i < s->nallow; i++) {
+        const char *r = s->allow_tools[i];
+        size_t n = strlen(r);
+        if (n < 9 || strncmp(r, "mcp__", 5) || strcmp(r + n - 3, "__*")) continue;
+        const char *rs = r + 5;
+        size_t rn = n - 8; /* the rule's server part */
+        if (rn == (size_t)(te - ts) && !strncmp(rs, ts, rn) && rs[rn - 1] != '_') return true;
     }
     return false;
 }

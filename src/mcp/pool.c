@@ -337,17 +337,31 @@ static char *sanitize(const char *s) {
     return o;
 }
 
-/* A server's part of "mcp__<server>__<tool>": sanitized, and without "__" inside, so that
- * the first "__" after "mcp__" always ends the server name and an allow rule
- * "mcp__files__*" can never match a server called "files__x". */
+/* A server's part of "mcp__<server>__<tool>": sanitized, without "__" inside and never
+ * ending in '_', so that the first "__" after "mcp__" always ends the server name (a tool
+ * name may begin with '_'): an allow rule "mcp__files__*" can match neither a server
+ * called "files__x" nor one called "files_" or "files.". Never empty ("_" for a name of
+ * nothing but separators). */
 static char *server_part(const char *s) {
     char *o = sanitize(s);
     if (!o) return NULL;
     size_t w = 0;
     for (size_t r = 0; o[r]; r++)
         if (!(o[r] == '_' && w > 0 && o[w - 1] == '_')) o[w++] = o[r];
+    while (w > 1 && o[w - 1] == '_')
+        w--;
     o[w] = '\0';
     return o;
+}
+
+/* True when two server names give the same part of the tool names (so one server's tools
+ * would pass for the other's). */
+static bool same_part(const char *a, const char *b) {
+    char *pa = server_part(a), *pb = server_part(b);
+    bool same = !pa || !pb || !strcmp(pa, pb); /* out of memory: treat as taken */
+    free(pa);
+    free(pb);
+    return same;
 }
 
 static void table_free(pool_tool *t, size_t n) {
@@ -455,13 +469,14 @@ static int install_table(pmcp_pool *p, pool_tool *nt, size_t nn) {
 
 static bool has_name(const pmcp_server_config *c, size_t n, const char *name) {
     for (size_t i = 0; i < n; i++)
-        if (!strcmp(c[i].name, name)) return true;
+        if (same_part(c[i].name, name)) return true;
     return false;
 }
 
 /* Appends the servers of project_json to cfgs, except those whose name a user-level (or
- * earlier) server already holds: a project entry never replaces one (it is refused, with
- * a notice). `taken` servers of the pool (p may be NULL) count as held too. */
+ * earlier) server already holds, spelled alike in tool names ("files." and "files_" hold
+ * "files"): a project entry never replaces one nor passes for one (it is refused, with a
+ * notice). Servers of the pool (p may be NULL) count as held too. */
 static void add_project(const pmcp_pool *p, const char *project_json, pmcp_server_config **cfgs,
                         size_t *n, char **notices) {
     pmcp_server_config *pc = NULL;
@@ -470,10 +485,11 @@ static void add_project(const pmcp_pool *p, const char *project_json, pmcp_serve
     for (size_t i = 0; i < np; i++) {
         bool taken = has_name(*cfgs, *n, pc[i].name);
         for (size_t k = 0; p && !taken && k < p->nservers; k++)
-            taken = !strcmp(p->servers[k].cfg.name, pc[i].name);
+            taken = same_part(p->servers[k].cfg.name, pc[i].name);
         if (taken || push(cfgs, n, &pc[i]) != 0) {
             note(notices, "project MCP server \"%s\" refused: %s", pc[i].name,
-                 taken ? "a server of that name is configured by the user or the client"
+                 taken ? "a server of that name (or one spelled alike in tool names) is configured "
+                         "by the user or the client"
                        : "out of memory");
             pmcp_server_config_clear(&pc[i]);
         }

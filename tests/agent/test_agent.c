@@ -393,6 +393,35 @@ static void test_settings(void **state) {
     assert_string_equal(cfg.base_url, "https://api.anthropic.com");
     pag_settings_clear(&s);
 
+    /* "mcp__<server>__*" matches that whole server name only: not a server "files__x"
+     * (tool names never carry "__" in the server part), "files_x", "filesx", and not a
+     * look-alike whose part would end in '_' (the pool never makes one). */
+    {
+        json_t *d2 = json_loads("{\"permissions\":{\"allow\":[\"mcp__files__*\","
+                                "\"mcp__a__b__*\",\"mcp__dup___*\",\"mcp__pre*\","
+                                "\"mcp__*\",\"mcp____*\"]}}",
+                                0, NULL);
+        pag_settings s2;
+        assert_int_equal(pag_settings_from_doc(&s2, d2, err, sizeof err), 0);
+        assert_true(pag_settings_allows(&s2, "mcp__files__read"));
+        assert_true(pag_settings_allows(&s2, "mcp__files__a__b"));
+        assert_true(
+            pag_settings_allows(&s2, "mcp__files___hidden")); /* server files, tool _hidden */
+        assert_false(pag_settings_allows(&s2, "mcp__files_x__read"));
+        assert_false(pag_settings_allows(&s2, "mcp__filesx__read"));
+        assert_false(pag_settings_allows(&s2, "mcp__file__read"));
+        assert_false(pag_settings_allows(&s2, "mcp__files"));
+        assert_false(pag_settings_allows(&s2, "files__read"));
+        /* rules that could not name a server part match nothing */
+        assert_false(pag_settings_allows(&s2, "mcp__a__b__read"));
+        assert_false(pag_settings_allows(&s2, "mcp__dup___read"));
+        assert_false(pag_settings_allows(&s2, "mcp__prefix__read"));
+        assert_false(pag_settings_allows(&s2, "mcp__other__read"));
+        assert_false(pag_settings_allows(&s2, "mcp____read"));
+        pag_settings_clear(&s2);
+        json_decref(d2);
+    }
+
     /* A provider named but not configured is a clear error. */
     json_object_set_new(doc, "model", json_string("openai:gpt-x"));
     assert_int_equal(pag_settings_from_doc(&s, doc, err, sizeof err), 0);

@@ -107,13 +107,16 @@ def s_settings(E):
                                                 "args": ["mcp", "workspace", "--root", root]}}})
     proj = make_root(E, "projroot")
     clash = make_root(E, "clashroot")
+    alike = make_root(E, "alikeroot")  # "fromsettings." would pass for "fromsettings"
     os.makedirs(os.path.join(E.cwd, ".peri"), exist_ok=True)
     with open(os.path.join(E.cwd, ".peri", "settings.json"), "w") as f:
         json.dump({"mcpServers": {
             "proj": {"type": "stdio", "command": E.peri,
                      "args": ["mcp", "workspace", "--root", proj]},
             "fromsettings": {"type": "stdio", "command": E.peri,
-                             "args": ["mcp", "workspace", "--root", clash]}},
+                             "args": ["mcp", "workspace", "--root", clash]},
+            "fromsettings.": {"type": "stdio", "command": E.peri,
+                              "args": ["mcp", "workspace", "--root", alike]}},
             "permissions": {"allow": ["mcp__proj__read"]}}, f)
     a = E.agent()
     sid = E.new_session(a)
@@ -153,6 +156,12 @@ def s_settings(E):
     out = json.dumps(E.mock.requests()[-1]["body"])
     check("mcp-secret-77" in out, "the project server's tool did not run")
     check(not procs_with(clash), "a project server replaced the user's server of that name")
+    check(not procs_with(alike), "a project server named like a user server started")
+    check(not any(t.startswith("mcp__fromsettings___") for t in tools),
+          "a look-alike project server's tools reached the model: %r" % sorted(tools))
+    said = json.dumps([u for _, u in a.updates(sid2)])
+    check('\\"fromsettings.\\" refused' in said and "spelled alike" in said,
+          "no notice for the look-alike project server: %s" % said[:600])
     store = json.load(open(os.path.join(E.home, ".peri", "trust.json")))
     check(os.path.realpath(E.cwd) in store["projects"], "trust not recorded in user state")
     check(os.stat(os.path.join(E.home, ".peri", "trust.json")).st_mode & 0o777 == 0o600,
