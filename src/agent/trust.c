@@ -12,7 +12,9 @@
  *   - the trust store, `<home>/.peri/trust.json`: user state, never inside a project. It
  *     maps a project's real path to the digest the user trusted and to the tools the user
  *     allowed "always in this project". It is written through a temporary file, fsync and
- *     rename, mode 0600; a missing, oversized or corrupt store trusts nothing.
+ *     rename, mode 0600, each read-modify-write under an exclusive flock of
+ *     `<home>/.peri` (no lost or torn updates between sessions or processes); a missing,
+ *     oversized or corrupt store trusts nothing.
  *
  * Invariants: the digest and the allow rules a caller acts on come from ONE read of the
  * project file (no check-then-read race); a changed file has another digest and so is
@@ -28,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -149,25 +152,55 @@ static json_t *store_load(const char *home, bool *corrupt) {
     return doc;
 }
 
-static int store_save(const char *home, json_t *doc, char *err, size_t errlen) {
+/* Opens <home>/.peri (created 0700 when missing, never through a symlink) and takes the
+ * store's lock: an exclusive flock on that directory, held by the caller for one whole
+ * read-modify-write so that concurrent writers (sessions of one agent, `peri trust` in a
+ * terminal) neither lose each other's decisions nor share a temporary file. flock locks
+ * of separate opens conflict within one process too. The wait is bounded (the holders
+ * are the user's own Peri processes). Returns the locked directory (close to release) or
+ * -1 with err. */
+#define LOCK_TRIES    2000
+#define LOCK_PAUSE_US 5000
+static int store_lock(const char *home, char *err, size_t errlen) {
     if (!home || home[0] != '/') {
         snprintf(err, errlen, "no home directory to keep trust decisions in");
         return -1;
     }
+    int dfd = -1, hfd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (hfd >= 0 && (mkdirat(hfd, STORE_DIR_REL, 0700) == 0 || errno == EEXIST))
+        dfd = openat(hfd, STORE_DIR_REL, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int saved = errno;
+    if (hfd >= 0) close(hfd);
+    if (dfd < 0) {
+        snprintf(err, errlen, "cannot open %s/%s: %s", home, STORE_DIR_REL, strerror(saved));
+        return -1;
+    }
+    for (int i = 0; i < LOCK_TRIES; i++) {
+        if (flock(dfd, LOCK_EX | LOCK_NB) == 0) return dfd;
+        if (errno != EWOULDBLOCK && errno != EINTR) break;
+        usleep(LOCK_PAUSE_US);
+    }
+    snprintf(err, errlen, "cannot lock %s/%s: %s", home, STORE_DIR_REL,
+             errno == EWOULDBLOCK ? "another Peri process holds it" : strerror(errno));
+    close(dfd);
+    return -1;
+}
+
+/* Replaces the store in the locked directory dfd (store_lock) by doc: a temporary file
+ * (0600), fsync, rename, fsync of the directory. */
+static int store_save(int dfd, const char *home, json_t *doc, char *err, size_t errlen) {
     char *txt = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);
     if (!txt) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    int rc = -1, hfd = -1, dfd = -1, fd = -1;
-    char tmp[64] = "";
-    hfd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (hfd < 0) goto fail;
-    if (mkdirat(hfd, STORE_DIR_REL, 0700) != 0 && errno != EEXIST) goto fail;
-    dfd = openat(hfd, STORE_DIR_REL, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd < 0) goto fail;
+    int rc = -1, fd = -1;
+    char tmp[64];
+    /* one writer at a time holds the lock, so one name per process is enough; O_EXCL
+     * after an unlink of a leftover from a crashed run of this pid */
     snprintf(tmp, sizeof tmp, ".trust.json.%ld.tmp", (long)getpid());
-    fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    unlinkat(dfd, tmp, 0);
+    fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) goto fail;
     if (fchmod(fd, 0600) != 0) goto fail_unlink;
     size_t n = strlen(txt), off = 0;
@@ -193,8 +226,6 @@ fail:
     snprintf(err, errlen, "cannot write %s/%s: %s", home, STORE_REL, strerror(errno));
 done:
     if (fd >= 0) close(fd);
-    if (dfd >= 0) close(dfd);
-    if (hfd >= 0) close(hfd);
     free(txt);
     return rc;
 }
@@ -224,14 +255,17 @@ int pag_trust_record(const char *home, const pag_project_config *pc, char *err, 
         snprintf(err, errlen, "the project has no configuration to trust");
         return -1;
     }
+    int dfd = store_lock(home, err, errlen);
+    if (dfd < 0) return -1;
     json_t *doc = store_load(home, NULL);
     json_t *e = doc ? project_entry(doc, pc->real_path, true) : NULL;
     int rc = -1;
     if (!e || json_object_set_new(e, "digest", json_string(pc->digest)) != 0)
         snprintf(err, errlen, "out of memory");
     else
-        rc = store_save(home, doc, err, errlen);
+        rc = store_save(dfd, home, doc, err, errlen);
     json_decref(doc);
+    close(dfd);
     return rc;
 }
 
@@ -241,15 +275,18 @@ int pag_trust_revoke(const char *home, const char *cwd, char *err, size_t errlen
         snprintf(err, errlen, "%s: %s", cwd ? cwd : "(null)", strerror(errno));
         return -1;
     }
+    int dfd = store_lock(home, err, errlen);
+    if (dfd < 0) return -1;
     json_t *doc = store_load(home, NULL);
     int rc = -1;
     if (!doc)
         snprintf(err, errlen, "out of memory");
     else {
         json_object_del(json_object_get(doc, "projects"), real);
-        rc = store_save(home, doc, err, errlen);
+        rc = store_save(dfd, home, doc, err, errlen);
     }
     json_decref(doc);
+    close(dfd);
     return rc;
 }
 
@@ -289,6 +326,8 @@ int pag_trust_user_allow_add(const char *home, const char *cwd, const char *tool
         snprintf(err, errlen, "%s: not a directory", cwd ? cwd : "(null)");
         return -1;
     }
+    int dfd = store_lock(home, err, errlen);
+    if (dfd < 0) return -1;
     json_t *doc = store_load(home, NULL);
     json_t *e = doc ? project_entry(doc, real, true) : NULL;
     json_t *allow = json_object_get(e, "allow");
@@ -309,9 +348,10 @@ int pag_trust_user_allow_add(const char *home, const char *cwd, const char *tool
         if (!have && json_array_append_new(allow, json_string(tool)) != 0)
             snprintf(err, errlen, "out of memory");
         else
-            rc = store_save(home, doc, err, errlen);
+            rc = store_save(dfd, home, doc, err, errlen);
     }
     json_decref(doc);
+    close(dfd);
     return rc;
 }
 

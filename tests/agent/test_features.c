@@ -16,6 +16,7 @@
 
 #include <fcntl.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,6 +239,56 @@ static void test_project_trust(void **st) {
     rm_rf(home);
     free(cwd);
     free(other);
+    free(home);
+}
+
+/* Concurrent decisions (sessions of one agent, `peri trust` in a terminal) never lose
+ * each other's entries nor leave a torn store. */
+#define RACERS 8
+#define ROUNDS 12
+typedef struct {
+    const char *home, *cwd;
+    int failures;
+} racer;
+
+static void *race(void *arg) {
+    racer *r = arg;
+    char err[256], tool[32];
+    for (int i = 0; i < ROUNDS; i++) {
+        snprintf(tool, sizeof tool, "tool%d", i);
+        if (pag_trust_user_allow_add(r->home, r->cwd, tool, err, sizeof err) != 0) r->failures++;
+    }
+    return NULL;
+}
+
+static void test_store_concurrent(void **st) {
+    (void)st;
+    char *home = tmpdir(), *cwds[RACERS];
+    pthread_t th[RACERS];
+    racer rs[RACERS];
+    for (int i = 0; i < RACERS; i++) {
+        cwds[i] = tmpdir();
+        rs[i] = (racer){.home = home, .cwd = cwds[i]};
+        assert_int_equal(pthread_create(&th[i], NULL, race, &rs[i]), 0);
+    }
+    for (int i = 0; i < RACERS; i++)
+        pthread_join(th[i], NULL);
+    char tool[32];
+    for (int i = 0; i < RACERS; i++) {
+        assert_int_equal(rs[i].failures, 0);
+        for (int k = 0; k < ROUNDS; k++) {
+            snprintf(tool, sizeof tool, "tool%d", k);
+            assert_true(pag_trust_user_allows(home, cwds[i], tool));
+        }
+        rm_rf(cwds[i]);
+        free(cwds[i]);
+    }
+    char path[1200];
+    snprintf(path, sizeof path, "%s/.peri/trust.json", home);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0600);
+    rm_rf(home);
     free(home);
 }
 
@@ -545,11 +596,17 @@ static void test_image_json(void **st) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_read_beneath),    cmocka_unit_test(test_front_matter),
-        cmocka_unit_test(test_user_commands),   cmocka_unit_test(test_project_trust),
-        cmocka_unit_test(test_cwd_refused),     cmocka_unit_test(test_skills_and_context),
-        cmocka_unit_test(test_settings_models), cmocka_unit_test(test_modes),
-        cmocka_unit_test(test_compact_clear),   cmocka_unit_test(test_image_json),
+        cmocka_unit_test(test_read_beneath),
+        cmocka_unit_test(test_front_matter),
+        cmocka_unit_test(test_user_commands),
+        cmocka_unit_test(test_project_trust),
+        cmocka_unit_test(test_cwd_refused),
+        cmocka_unit_test(test_store_concurrent),
+        cmocka_unit_test(test_skills_and_context),
+        cmocka_unit_test(test_settings_models),
+        cmocka_unit_test(test_modes),
+        cmocka_unit_test(test_compact_clear),
+        cmocka_unit_test(test_image_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
