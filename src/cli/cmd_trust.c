@@ -4,12 +4,15 @@
  * start on this machine, tools allowed without asking) may take effect.
  *
  * It prints exactly what trusting would allow (JSON, control characters and non-ASCII
- * escaped, so nothing hides) with its digest, then asks on the terminal; `--yes` accepts
- * without asking (for scripts that already reviewed the content). The decision lands in
- * ~/.peri/trust.json (user state), bound to the content: a changed file asks again.
+ * escaped, so nothing hides; the path with its control characters made visible) with its
+ * digest, then asks on the terminal. `--digest SHA256` accepts without asking exactly the
+ * content that was reviewed (refused when the file changed since); `--yes` accepts
+ * whatever the file holds now (for scripts). The decision lands in ~/.peri/trust.json
+ * (user state), bound to the content: a changed file asks again.
  */
 #include "cli/commands.h"
 #include "peri/agent.h"
+#include "peri/tools.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -20,6 +23,9 @@
 
 static void usage(FILE *f) {
     fprintf(f, "usage: peri trust [DIR] [--yes]   review and trust DIR's .peri/settings.json\n"
+               "       peri trust [DIR] --digest SHA256\n"
+               "                                  trust it only if it is still the content\n"
+               "                                  of that digest (the one shown on review)\n"
                "       peri trust --list          list the trusted projects\n"
                "       peri trust --revoke DIR    forget every decision about DIR\n"
                "DIR defaults to the current directory. Exit status: 0 trusted (or listed,\n"
@@ -33,7 +39,9 @@ static void show(const pag_project_config *pc) {
     json_t *allow = json_object_get(m, "allow");
     char *sv = servers ? json_dumps(servers, flags) : NULL;
     char *al = allow ? json_dumps(allow, flags) : NULL;
-    printf("Project: %s\nContent SHA-256: %s\n\n", pc->real_path, pc->digest);
+    char *where = ptl_visible(pc->real_path, 4096, false);
+    printf("Project: %s\nContent SHA-256: %s\n\n", where ? where : "(out of memory)", pc->digest);
+    free(where);
     printf("MCP servers it would start on this machine (outside the sandbox, as you):\n%s\n\n",
            sv ? sv : "(none)");
     printf("Tools it would let run without asking:\n%s\n\n", al ? al : "(none)");
@@ -43,7 +51,7 @@ static void show(const pag_project_config *pc) {
 }
 
 int peri_cmd_trust(int argc, char **argv) {
-    const char *dir = NULL, *revoke = NULL;
+    const char *dir = NULL, *revoke = NULL, *digest = NULL;
     bool yes = false, list = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--yes") || !strcmp(argv[i], "-y"))
@@ -52,6 +60,8 @@ int peri_cmd_trust(int argc, char **argv) {
             list = true;
         else if (!strcmp(argv[i], "--revoke") && i + 1 < argc)
             revoke = argv[++i];
+        else if (!strcmp(argv[i], "--digest") && i + 1 < argc)
+            digest = argv[++i];
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
             return 0;
@@ -90,9 +100,16 @@ int peri_cmd_trust(int argc, char **argv) {
         fprintf(stderr, "peri trust: %s: no such directory\n", dir);
         return 1;
     }
+    /* the path as printed: a directory name may hold control characters too */
+    char *shown = ptl_visible(real, 4096, false);
+    if (!shown) {
+        fprintf(stderr, "peri trust: out of memory\n");
+        return 1;
+    }
     pag_project_config pc;
     if (pag_project_config_read(real, &pc) != 0) {
-        fprintf(stderr, "peri trust: %s: cannot read the project configuration\n", real);
+        fprintf(stderr, "peri trust: %s: cannot read the project configuration\n", shown);
+        free(shown);
         return 1;
     }
     int rc = 1;
@@ -100,12 +117,12 @@ int peri_cmd_trust(int argc, char **argv) {
         fprintf(stderr,
                 "peri trust: %s/.peri/settings.json is not a JSON object: nothing of it "
                 "applies; fix the file first\n",
-                real);
+                shown);
         goto out;
     }
     if (!pag_project_config_any(&pc)) {
         printf("%s has no MCP servers or allow rules in .peri/settings.json: nothing to trust.\n",
-               real);
+               shown);
         rc = 0;
         goto out;
     }
@@ -115,12 +132,19 @@ int peri_cmd_trust(int argc, char **argv) {
         rc = 0;
         goto out;
     }
-    if (!yes) {
+    if (digest && strcmp(digest, pc.digest) != 0) {
+        fprintf(stderr,
+                "peri trust: the content is not the one you reviewed (its SHA-256 is now %s, "
+                "not %s): review it again\n",
+                pc.digest, digest);
+        goto out;
+    }
+    if (!yes && !digest) {
         if (!isatty(0)) {
             fprintf(stderr,
-                    "peri trust: not a terminal: review the content above and run "
-                    "`peri trust %s --yes` to trust it\n",
-                    real);
+                    "peri trust: not a terminal: review the content above and run `peri trust "
+                    "DIR --digest %s` to trust exactly it\n",
+                    pc.digest);
             goto out;
         }
         printf("Trust this exact configuration? [y/N] ");
@@ -135,9 +159,11 @@ int peri_cmd_trust(int argc, char **argv) {
         fprintf(stderr, "peri trust: %s\n", err);
         goto out;
     }
-    printf("Trusted. Sessions in %s now start its MCP servers and honour its allow rules.\n", real);
+    printf("Trusted. Sessions in %s now start its MCP servers and honour its allow rules.\n",
+           shown);
     rc = 0;
 out:
     pag_project_config_free(&pc);
+    free(shown);
     return rc;
 }

@@ -44,11 +44,12 @@ static char *describe(const pag_project_config *pc) {
                       "your user's rights:\n%s\n\nTools it would let run without asking:\n%s\n\n"
                       "Trust it only if you know where this project comes from. Any change to "
                       "these entries asks again.";
-    size_t n = strlen(fmt) + strlen(pc->real_path) + 16 + (sv ? strlen(sv) : 6) +
+    char *where = ptl_visible(pc->real_path, 4096, false); /* a path may hold controls too */
+    size_t n = strlen(fmt) + (where ? strlen(where) : 0) + 16 + (sv ? strlen(sv) : 6) +
                (al ? strlen(al) : 6) + 1;
-    char *out = malloc(n);
-    if (out)
-        snprintf(out, n, fmt, pc->real_path, pc->digest, sv ? sv : "(none)", al ? al : "(none)");
+    char *out = where ? malloc(n) : NULL;
+    if (out) snprintf(out, n, fmt, where, pc->digest, sv ? sv : "(none)", al ? al : "(none)");
+    free(where);
     free(sv);
     free(al);
     return out;
@@ -80,7 +81,10 @@ static bool ask(pct_sess *s, uint64_t turn, const pag_project_config *pc) {
     json_decref(meta);
     char id[40], title[300];
     snprintf(id, sizeof id, "peri-trust-%.16s", pc->digest);
-    snprintf(title, sizeof title, "Trust the configuration of project %.200s?", pc->real_path);
+    char *where = ptl_visible(pc->real_path, 160, false);
+    snprintf(title, sizeof title, "Trust the configuration of project %s?",
+             where ? where : "(out of memory)");
+    free(where);
     pag_event call = {.kind = PAG_EV_TOOL_CALL,
                       .turn = turn,
                       .tool_call_id = id,
