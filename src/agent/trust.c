@@ -250,17 +250,15 @@ bool pag_trust_is_trusted(const char *home, const pag_project_config *pc) {
     return ok;
 }
 
-int pag_trust_record(const char *home, const pag_project_config *pc, char *err, size_t errlen) {
-    if (!pag_project_config_any(pc)) {
-        snprintf(err, errlen, "the project has no configuration to trust");
-        return -1;
-    }
+/* One change of the store: under the lock, load, apply edit (0, or -1 when out of
+ * memory), save. 0, or -1 with err. */
+static int store_edit(const char *home, int (*edit)(json_t *doc, const void *arg), const void *arg,
+                      char *err, size_t errlen) {
     int dfd = store_lock(home, err, errlen);
     if (dfd < 0) return -1;
     json_t *doc = store_load(home, NULL);
-    json_t *e = doc ? project_entry(doc, pc->real_path, true) : NULL;
     int rc = -1;
-    if (!e || json_object_set_new(e, "digest", json_string(pc->digest)) != 0)
+    if (!doc || edit(doc, arg) != 0)
         snprintf(err, errlen, "out of memory");
     else
         rc = store_save(dfd, home, doc, err, errlen);
@@ -269,25 +267,32 @@ int pag_trust_record(const char *home, const pag_project_config *pc, char *err, 
     return rc;
 }
 
+static int edit_record(json_t *doc, const void *arg) {
+    const pag_project_config *pc = arg;
+    json_t *e = project_entry(doc, pc->real_path, true);
+    return e && json_object_set_new(e, "digest", json_string(pc->digest)) == 0 ? 0 : -1;
+}
+
+int pag_trust_record(const char *home, const pag_project_config *pc, char *err, size_t errlen) {
+    if (!pag_project_config_any(pc)) {
+        snprintf(err, errlen, "the project has no configuration to trust");
+        return -1;
+    }
+    return store_edit(home, edit_record, pc, err, errlen);
+}
+
+static int edit_revoke(json_t *doc, const void *real) {
+    json_object_del(json_object_get(doc, "projects"), real);
+    return 0;
+}
+
 int pag_trust_revoke(const char *home, const char *cwd, char *err, size_t errlen) {
     char real[PATH_MAX];
     if (!cwd || !realpath(cwd, real)) {
         snprintf(err, errlen, "%s: %s", cwd ? cwd : "(null)", strerror(errno));
         return -1;
     }
-    int dfd = store_lock(home, err, errlen);
-    if (dfd < 0) return -1;
-    json_t *doc = store_load(home, NULL);
-    int rc = -1;
-    if (!doc)
-        snprintf(err, errlen, "out of memory");
-    else {
-        json_object_del(json_object_get(doc, "projects"), real);
-        rc = store_save(dfd, home, doc, err, errlen);
-    }
-    json_decref(doc);
-    close(dfd);
-    return rc;
+    return store_edit(home, edit_revoke, real, err, errlen);
 }
 
 char *pag_trust_list(const char *home) {
@@ -319,6 +324,27 @@ bool pag_trust_user_allows(const char *home, const char *cwd, const char *tool) 
     return ok;
 }
 
+typedef struct allow_arg {
+    const char *real, *tool;
+} allow_arg;
+
+static int edit_allow_add(json_t *doc, const void *arg) {
+    const allow_arg *aa = arg;
+    json_t *e = project_entry(doc, aa->real, true);
+    json_t *allow = json_object_get(e, "allow");
+    if (e && !json_is_array(allow)) {
+        allow = json_array();
+        if (allow && json_object_set_new(e, "allow", allow) != 0) allow = NULL;
+    }
+    if (!allow) return -1;
+    size_t i;
+    json_t *v;
+    json_array_foreach(allow, i, v) {
+        if (json_is_string(v) && !strcmp(json_string_value(v), aa->tool)) return 0;
+    }
+    return json_array_append_new(allow, json_string(aa->tool)) == 0 ? 0 : -1;
+}
+
 int pag_trust_user_allow_add(const char *home, const char *cwd, const char *tool, char *err,
                              size_t errlen) {
     char real[PATH_MAX];
@@ -326,33 +352,8 @@ int pag_trust_user_allow_add(const char *home, const char *cwd, const char *tool
         snprintf(err, errlen, "%s: not a directory", cwd ? cwd : "(null)");
         return -1;
     }
-    int dfd = store_lock(home, err, errlen);
-    if (dfd < 0) return -1;
-    json_t *doc = store_load(home, NULL);
-    json_t *e = doc ? project_entry(doc, real, true) : NULL;
-    json_t *allow = json_object_get(e, "allow");
-    if (e && !json_is_array(allow)) {
-        allow = json_array();
-        if (allow && json_object_set_new(e, "allow", allow) != 0) allow = NULL;
-    }
-    int rc = -1;
-    if (!allow) {
-        snprintf(err, errlen, "out of memory");
-    } else {
-        bool have = false;
-        size_t i;
-        json_t *v;
-        json_array_foreach(allow, i, v) {
-            if (json_is_string(v) && !strcmp(json_string_value(v), tool)) have = true;
-        }
-        if (!have && json_array_append_new(allow, json_string(tool)) != 0)
-            snprintf(err, errlen, "out of memory");
-        else
-            rc = store_save(dfd, home, doc, err, errlen);
-    }
-    json_decref(doc);
-    close(dfd);
-    return rc;
+    allow_arg aa = {.real = real, .tool = tool};
+    return store_edit(home, edit_allow_add, &aa, err, errlen);
 }
 
 bool pag_project_allows(const char *home, const char *cwd, const char *tool_name) {

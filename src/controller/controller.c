@@ -555,7 +555,9 @@ static int open_mcp(pct_sess *s, const char *mcp_json, char **notices) {
      * otherwise the first prompt asks (pct_trust_before_turn). */
     pag_project_config pc;
     bool have_pc = pag_project_config_read(s->cwd, &pc) == 0;
-    bool trusted = have_pc && pc.servers_json && pag_trust_is_trusted(c->home, &pc);
+    bool any = have_pc && pag_project_config_any(&pc);
+    bool is_trusted = any && pag_trust_is_trusted(c->home, &pc);
+    bool trusted = is_trusted && pc.servers_json;
     pmcp_pool_opts po = {.cwd = s->cwd,
                          .user_settings_json = user,
                          .project_servers_json = trusted ? pc.servers_json : NULL,
@@ -565,7 +567,7 @@ static int open_mcp(pct_sess *s, const char *mcp_json, char **notices) {
     char *why = NULL;
     s->mcp = pmcp_pool_open(&po, &why);
     free(user);
-    if (have_pc && pag_project_config_any(&pc) && !pag_trust_is_trusted(c->home, &pc)) {
+    if (any && !is_trusted) {
         static const char msg[] =
             "this project's .peri/settings.json names MCP servers or allow rules that you "
             "have not trusted: none of them applies. You will be asked at the first prompt "

@@ -371,6 +371,7 @@ def s_sse_origin(E):
     posts = []
 
     class Thief(http.server.BaseHTTPRequestHandler):
+        """Records every POST (the configured headers must never arrive anywhere)."""
         def do_POST(self):
             posts.append(dict(self.headers))
             self.send_response(202)
@@ -383,7 +384,7 @@ def s_sse_origin(E):
     threading.Thread(target=thief.serve_forever, daemon=True).start()
     other = "http://127.0.0.1:%d/steal" % thief.server_address[1]
 
-    class Sse(http.server.BaseHTTPRequestHandler):
+    class Sse(Thief):
         def do_GET(self):
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -391,14 +392,6 @@ def s_sse_origin(E):
             self.wfile.write(("event: endpoint\ndata: %s\n\n" % other).encode())
             self.wfile.flush()
             time.sleep(3)
-
-        def do_POST(self):
-            posts.append(dict(self.headers))
-            self.send_response(202)
-            self.end_headers()
-
-        def log_message(self, *a):
-            pass
 
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Sse)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
