@@ -10,7 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PERI_VERSION "0.1.0"
+#ifndef PERI_VERSION
+#define PERI_VERSION "0.0.0-unknown" /* set by CMake from project(VERSION) */
+#endif
 
 typedef void (*handler)(pacp_server *, json_t *, pacp_reply *);
 
