@@ -43,6 +43,16 @@ def need_packages():
     """None when every pinned package is installed, else why not."""
     if not shutil.which("node"):
         return "node is not installed"
+    try:
+        ver = subprocess.run(["node", "--version"], capture_output=True, text=True,
+                             timeout=30).stdout.strip()
+        major = int(ver.lstrip("v").split(".")[0])
+    except (OSError, ValueError, subprocess.SubprocessError):
+        ver, major = "unknown", 0
+    if major < 20:
+        return ("node %s is older than 20, which the pinned MCP packages need "
+                "(scripts/deps.sh installs one into ~/.cache/peri/node; `make test` puts it on PATH)"
+                % ver)
     for name, ver in PINNED.items():
         pj = os.path.join(MODS, name, "package.json")
         try:
