@@ -110,13 +110,8 @@ int peri_cmd_place(int argc, char **argv) {
     }
     /* This runs in peri-agent; `peri run` (the WASI runner) is the peri next to it. */
     char self[PATH_MAX];
-    ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 8);
-    self[sl > 0 ? sl : 0] = 0;
-    char *slash = strrchr(self, '/');
-    if (slash && strcmp(slash + 1, "peri") != 0) {
-        strcpy(slash + 1, "peri");
-        if (access(self, X_OK) != 0) sl = 0;
-    }
+    ssize_t sl = peri_self_peri(self, sizeof self) ? (ssize_t)strlen(self) : 0;
+    if (!sl) self[0] = 0;
 #if defined(__SANITIZE_ADDRESS__)
     /* LeakSanitizer stops the world with ptrace, which the sandbox's seccomp denies */
     const char *runner[] = {

@@ -27,8 +27,12 @@ typedef struct peri_place_opts {
     const char *runner[8];
 } peri_place_opts;
 void peri_place_opts_fill(peri_place_opts *po, pacp_options *opt);
-/* The path of `peri` next to the running program (peri or peri-agent) into buf; false
- * when /proc/self/exe cannot be read. Native WASI runs use `<peri> run ... MODULE ARGS`. */
+/* locate.c: the real path of the program NAME of this installation (`peri` or
+ * `peri-agent`) into out: beside the running program, else PREFIX/libexec/peri or
+ * PREFIX/bin relative to it. False when none is found or out is too small. */
+bool peri_locate(const char *name, char *out, size_t n);
+/* The path of `peri` for the running program (peri_locate("peri")). Native WASI runs use
+ * `<peri> run ... MODULE ARGS`. */
 bool peri_self_peri(char *buf, size_t n);
 
 int peri_cmd_mcp(int argc, char **argv); /* cmd_mcp.c: workspace MCP server on stdio (peri-agent) */

@@ -53,14 +53,3 @@ void peri_place_opts_fill(peri_place_opts *po, pacp_options *opt) {
         opt->nwasm_runner = k;
     }
 }
-
-bool peri_self_peri(char *buf, size_t n) {
-    if (n < 8) return false;
-    ssize_t k = readlink("/proc/self/exe", buf, n - 6);
-    if (k <= 0) return false;
-    buf[k] = 0;
-    char *slash = strrchr(buf, '/');
-    if (!slash) return false;
-    strcpy(slash + 1, "peri"); /* n - 6 left room for it */
-    return true;
-}
