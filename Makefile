@@ -10,7 +10,7 @@ PERI_CACHE_DIR ?= $(if $(XDG_CACHE_HOME),$(XDG_CACHE_HOME),$(HOME)/.cache)/peri
 export PERI_CACHE_DIR
 export PATH := $(PERI_CACHE_DIR)/node/bin:$(PATH)
 
-.PHONY: all deps build build-asan demo test test-release test-asan spectest bench fuzz fuzz-diff format clean
+.PHONY: all deps build build-asan demo test test-release test-asan spectest bench fuzz fuzz-diff format clean install deb
 
 all: build
 
@@ -57,6 +57,16 @@ fuzz-diff: fuzz
 	mkdir -p build-fuzz/corpus-diff
 	./build-fuzz/fuzz-wasm-diff -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=20 \
 	  build-fuzz/corpus-diff $$(ls -d build-fuzz/testdata/spectest/core/*/ 2>/dev/null | head -200)
+
+# make install [PREFIX=/usr/local] [DESTDIR=/staging]: bin/peri, libexec/peri/peri-agent,
+# the library, headers and docs (cmake/package.cmake).
+PREFIX ?= /usr/local
+install: build
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix $(PREFIX)
+
+# make deb: build/peri_<version>_<arch>.deb (apt install ./build/peri_*.deb)
+deb: build
+	cd $(BUILD) && cpack -G DEB >/dev/null && ls -1 $$PWD/peri_*.deb
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
