@@ -34,7 +34,8 @@ static void peri_usage(FILE *f) {
     fprintf(f, "usage: peri <command> [arguments]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof peri_commands / sizeof peri_commands[0]; i++)
         fprintf(f, "  %-10s %s\n", peri_commands[i].name, peri_commands[i].summary);
-    fprintf(f, "\n`peri <command> --help` describes a command.\n");
+    fprintf(f, "\n`peri <command> --help` describes a command; `peri --version` prints the "
+               "version.\n");
 }
 
 int main(int argc, char **argv) {
