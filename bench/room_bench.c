@@ -100,14 +100,14 @@ static bool exec_once(const job *j) {
     pr_exec_options opt = {.args = c->args, .nargs = c->nargs, .fs = fs};
     pr_outcome oc;
     pr_error e;
-    pr_buf out = {0};
+    pb_buf out = {0};
     if (good && pr_exec(j->h, j->p, &opt, &oc, &e)) {
         good = pr_result_json(&oc, fs, &out, &e) && strcmp(out.p, c->want) == 0;
         pr_outcome_clear(&oc);
     } else {
         good = false;
     }
-    pr_buf_free(&out);
+    pb_buf_free(&out);
     pr_fs_free(fs);
     return good;
 }

@@ -239,13 +239,13 @@ static double api_round(pr_host *h, pr_program *p, const pr_request *req, bool c
             pr_fs *fs = pr_fs_new();
             pr_exec_options opt = {.fs = fs};
             pr_outcome oc;
-            pr_buf out = {0};
+            pb_buf out = {0};
             good = fs && pr_exec(h, p, &opt, &oc, &e);
             if (good) {
                 good = pr_result_json(&oc, fs, &out, &e) && strcmp(out.p, HELLO_WANT) == 0;
                 pr_outcome_clear(&oc);
             }
-            pr_buf_free(&out);
+            pb_buf_free(&out);
             pr_fs_free(fs);
         }
         *bad += !good;
@@ -285,16 +285,16 @@ int main(int argc, char **argv) {
     pr_hex(d, 32, hex);
 
     /* The request line and the exact answer (id 1, scope "bench"). */
-    pr_buf line = {0}, want = {0};
-    bool ok = pr_buf_puts(&line, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"isolate/run\","
+    pb_buf line = {0}, want = {0};
+    bool ok = pb_buf_puts(&line, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"isolate/run\","
                                  "\"params\":{\"runner\":\"LOADER\",\"scope\":\"bench\","
                                  "\"digest\":\"") &&
-              pr_buf_puts(&line, hex) && pr_buf_puts(&line, "\",\"program\":\"") &&
-              pr_buf_put(&line, text, tl) && pr_buf_puts(&line, "\",\"input\":\"{}\"}}\n") &&
-              pr_buf_puts(&want, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"output\":") &&
+              pb_buf_puts(&line, hex) && pb_buf_puts(&line, "\",\"program\":\"") &&
+              pb_buf_put(&line, text, tl) && pb_buf_puts(&line, "\",\"input\":\"{}\"}}\n") &&
+              pb_buf_puts(&want, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"output\":") &&
               pr_json_str(&want, HELLO_WANT, strlen(HELLO_WANT)) &&
-              pr_buf_puts(&want, ",\"isolate\":\"bench:") && pr_buf_puts(&want, hex) &&
-              pr_buf_puts(&want, "\"}}");
+              pb_buf_puts(&want, ",\"isolate\":\"bench:") && pb_buf_puts(&want, hex) &&
+              pb_buf_puts(&want, "\"}}");
     pr_error e;
     pr_host *h = ok ? pr_host_new(NULL, &e) : NULL;
     pr_program *p = h ? pr_program_load(h, (pr_str){"bench-exec", 10}, bytes, n, &e) : NULL;
@@ -353,8 +353,8 @@ int main(int argc, char **argv) {
     if (bad || wrong) printf("WRONG RESULTS (%d API runs)\n", bad);
     pr_program_release(p);
     pr_host_free(h);
-    pr_buf_free(&line);
-    pr_buf_free(&want);
+    pb_buf_free(&line);
+    pb_buf_free(&want);
     free(text);
     free(bytes);
     return bad || wrong;

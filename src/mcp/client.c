@@ -158,16 +158,6 @@ static void on_closed(void *ctx, const char *why) {
 
 /* ---------------------------------------------------------------- requests */
 
-static void deadline_in(struct timespec *ts, long ms) {
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 static bool passed(const struct timespec *dl) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
@@ -176,13 +166,7 @@ static bool passed(const struct timespec *dl) {
 
 /* Waits on the client's condition for at most 20 ms (c->mu held). */
 static void wait_a_bit(pmcp_client *c) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 20 * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = pb_deadline(CLOCK_REALTIME, 20);
     pthread_cond_timedwait(&c->cv, &c->mu, &ts);
 }
 
@@ -236,7 +220,7 @@ static pmcp_status request_ex(pmcp_client *c, const char *method, json_t *params
     free(text);
 
     struct timespec dl;
-    deadline_in(&dl, timeout_ms > 0 ? timeout_ms : c->call_timeout_ms);
+    dl = pb_deadline(CLOCK_MONOTONIC, timeout_ms > 0 ? timeout_ms : c->call_timeout_ms);
     pmcp_status st = PMCP_ERR_TRANSPORT;
     pthread_mutex_lock(&c->mu);
     if (sent != 0) snprintf(err, errlen, "could not send to MCP server %s", c->name);
@@ -274,7 +258,7 @@ static pmcp_status request_ex(pmcp_client *c, const char *method, json_t *params
     if (linger) {
         /* Our own in-process server still answers a cancelled call with what the tool
          * returned when it stopped (the partial output): wait for it briefly. */
-        deadline_in(&dl, linger_ms);
+        dl = pb_deadline(CLOCK_MONOTONIC, linger_ms);
         pthread_mutex_lock(&c->mu);
         while (!p->done && !c->closed && !passed(&dl))
             wait_a_bit(c);

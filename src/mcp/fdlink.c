@@ -52,8 +52,8 @@ typedef struct fdlink {
 static int fd_send(pmcp__link *l, const char *text, size_t len) {
     fdlink *f = (fdlink *)l;
     pthread_mutex_lock(&f->wmu);
-    int rc = f->out_fd < 0 ? -1 : pmcp__write_all(f->out_fd, text, len);
-    if (rc == 0) rc = pmcp__write_all(f->out_fd, "\n", 1);
+    int rc = f->out_fd < 0 ? -1 : pb_write_all(f->out_fd, text, len);
+    if (rc == 0) rc = pb_write_all(f->out_fd, "\n", 1);
     pthread_mutex_unlock(&f->wmu);
     return rc;
 }

@@ -163,16 +163,3 @@ int pmcp__lines_next(pmcp__lines *r, char **line, size_t *len) {
         r->len += (size_t)got;
     }
 }
-
-int pmcp__write_all(int fd, const char *p, size_t n) {
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}

@@ -577,14 +577,7 @@ pmcp__link *pmcp__link_sse(const pmcp_server_config *cfg, const pmcp__link_cb *c
         return NULL;
     }
     h->has_get = true;
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += timeout_ms / 1000;
-    dl.tv_nsec += (timeout_ms % 1000) * 1000000L;
-    if (dl.tv_nsec >= 1000000000L) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000L;
-    }
+    struct timespec dl = pb_deadline(CLOCK_REALTIME, timeout_ms);
     pthread_mutex_lock(&h->mu);
     int w = 0;
     while (!h->post_url && !h->stream_ended && w == 0)

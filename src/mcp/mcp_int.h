@@ -15,6 +15,7 @@
 #ifndef PMCP_INT_H
 #define PMCP_INT_H
 
+#include "peri/base.h"
 #include "peri/mcp.h"
 
 #include <jansson.h>
@@ -134,7 +135,5 @@ void pmcp__lines_free(pmcp__lines *r);
 /* 1: a line in *line and *len (valid until next call), 0: EOF, -1: error, 2: line too long
  * (dropped). */
 int pmcp__lines_next(pmcp__lines *r, char **line, size_t *len);
-/* Writes all bytes (EINTR, partial writes). 0 or -1. */
-int pmcp__write_all(int fd, const char *p, size_t n);
 
 #endif

@@ -78,10 +78,10 @@ static int wbuf_put(const char *p, size_t n, void *ctx) {
     wbuf *w = ctx;
     if (w->failed) return -1;
     if (w->len + n > sizeof w->b) {
-        if (pmcp__write_all(w->fd, w->b, w->len) != 0) return w->failed = -1;
+        if (pb_write_all(w->fd, w->b, w->len) != 0) return w->failed = -1;
         w->len = 0;
         if (n > sizeof w->b) {
-            if (pmcp__write_all(w->fd, p, n) != 0) return w->failed = -1;
+            if (pb_write_all(w->fd, p, n) != 0) return w->failed = -1;
             return 0;
         }
     }
@@ -99,9 +99,9 @@ static void send_frame(srv *s, json_t *frame) {
     w->failed = 0;
     if (json_dump_callback(frame, wbuf_put, w, JSON_COMPACT | JSON_ENCODE_ANY) == 0 &&
         wbuf_put("\n", 1, w) == 0)
-        pmcp__write_all(w->fd, w->b, w->len);
+        pb_write_all(w->fd, w->b, w->len);
     else if (!w->failed) /* cut short: end the line so the peer drops it as malformed */
-        pmcp__write_all(w->fd, "\n", 1);
+        pb_write_all(w->fd, "\n", 1);
     pthread_mutex_unlock(&s->wmu);
     json_decref(frame);
 }

@@ -62,17 +62,17 @@ static json_t *blocks_of(const pm_message *m) {
 
 char *pm__anthropic_body(const pm_request *req, bool stream, pm_error *err) {
     json_t *root = json_object(), *msgs = json_array();
-    pm__buf system = {0};
+    pb_buf system = {0};
     int bad = !root || !msgs;
-    if (req->system && *req->system) bad |= pm__buf_add(&system, req->system, strlen(req->system));
+    if (req->system && *req->system) bad |= !pb_buf_put(&system, req->system, strlen(req->system));
     json_t *last = NULL;
     const char *last_role = NULL;
     for (size_t i = 0; !bad && i < req->nmessages; i++) {
         const pm_message *m = &req->messages[i];
         if (m->role == PM_ROLE_SYSTEM) {
             char *t = pm_message_text(m);
-            bad |= !t || (system.len && pm__buf_add(&system, "\n\n", 2)) ||
-                   pm__buf_add(&system, t, strlen(t));
+            bad |= !t || (system.len && !pb_buf_put(&system, "\n\n", 2)) ||
+                   !pb_buf_put(&system, t, strlen(t));
             free(t);
             continue;
         }
@@ -118,7 +118,7 @@ char *pm__anthropic_body(const pm_request *req, bool stream, pm_error *err) {
             json_decref(schema);
             json_decref(msgs);
             json_decref(root);
-            pm__buf_free(&system);
+            pb_buf_free(&system);
             pm__fail(err, PM_ERR_ARG, "tool %s: input schema is not a JSON object",
                      t->name ? t->name : "?");
             return NULL;
@@ -133,7 +133,7 @@ char *pm__anthropic_body(const pm_request *req, bool stream, pm_error *err) {
     char *out = bad ? NULL : json_dumps(root, JSON_COMPACT);
     json_decref(msgs);
     json_decref(root);
-    pm__buf_free(&system);
+    pb_buf_free(&system);
     if (!out) pm__fail(err, PM_ERR_NOMEM, "out of memory building the request");
     return out;
 }
@@ -209,7 +209,7 @@ static int block_delta(pm__decoder *d, int index, json_t *delta) {
                                  "input_json_delta for block %d that is not a tool_use", index);
         size_t n = strlen(s);
         if (n == 0) return 0;
-        if (pm__buf_add(&t->args, s, n))
+        if (!pb_buf_put(&t->args, s, n))
             return pm__sink_fail(d->sink, PM_ERR_NOMEM, "out of memory");
         pm_stream_event ev = {
             .kind = PM_EV_TOOL_CALL_DELTA, .index = (int)tool_pos(d, t), .text = s, .len = n};
@@ -296,7 +296,7 @@ int pm__anthropic_full(pm__decoder *d, json_t *obj) {
             char *args = input ? json_dumps(input, JSON_COMPACT) : strdup("{}");
             int bad = !t || !args || !(t->id = strdup(id ? id : "")) ||
                       !(t->name = strdup(name ? name : "")) ||
-                      pm__buf_add(&t->args, args, strlen(args));
+                      !pb_buf_put(&t->args, args, strlen(args));
             free(args);
             if (bad) return pm__sink_fail(d->sink, PM_ERR_NOMEM, "out of memory");
             if (pm__tool_finish(d, t, tool_pos(d, t))) return -1;

@@ -1,5 +1,5 @@
 /*
- * buf.c — the adapter's growable byte buffer and typed-error helper.
+ * buf.c — the adapters' typed-error helper and small JSON accessors.
  */
 #include "model_int.h"
 
@@ -7,43 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int pm__buf_add(pm__buf *b, const char *s, size_t n) {
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->len + n + 1) {
-            if (cap > SIZE_MAX / 2) return -1;
-            cap *= 2;
-        }
-        char *p = realloc(b->p, cap);
-        if (!p) return -1;
-        b->p = p;
-        b->cap = cap;
-    }
-    if (n) memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-    return 0;
-}
-
-void pm__buf_reset(pm__buf *b) {
-    b->len = 0;
-    if (b->p) b->p[0] = '\0';
-}
-
-void pm__buf_free(pm__buf *b) {
-    free(b->p);
-    b->p = NULL;
-    b->len = b->cap = 0;
-}
-
-char *pm__buf_take(pm__buf *b) {
-    char *p = b->p;
-    if (!p) p = strdup("");
-    b->p = NULL;
-    b->len = b->cap = 0;
-    return p;
-}
 
 pm_status pm__fail(pm_error *err, pm_status st, const char *fmt, ...) {
     if (err) {

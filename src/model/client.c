@@ -159,7 +159,7 @@ static pm_status call(pm_client *c, const pm_request *req, bool stream, pm_event
     size_t ulen = strlen(c->base_url) + 32;
     char *url = malloc(ulen);
     struct curl_slist *hdrs = NULL;
-    pm__buf hbuf = {0};
+    pb_buf hbuf = {0};
     pm_status st = PM_OK;
     if (!url) {
         st = pm__fail(err, PM_ERR_NOMEM, "out of memory");
@@ -178,16 +178,16 @@ static pm_status call(pm_client *c, const pm_request *req, bool stream, pm_event
     if (h && *c->api_key) {
         const char *pre =
             c->provider == PM_PROVIDER_OPENAI ? "Authorization: Bearer " : "x-api-key: ";
-        if (pm__buf_add(&hbuf, pre, strlen(pre)) ||
-            pm__buf_add(&hbuf, c->api_key, strlen(c->api_key)))
+        if (!pb_buf_put(&hbuf, pre, strlen(pre)) ||
+            !pb_buf_put(&hbuf, c->api_key, strlen(c->api_key)))
             h = NULL;
         else
             h = curl_slist_append(hdrs, hbuf.p);
     }
     if (h && c->provider == PM_PROVIDER_ANTHROPIC) {
-        pm__buf_reset(&hbuf);
-        if (pm__buf_add(&hbuf, "anthropic-version: ", 19) ||
-            pm__buf_add(&hbuf, c->anthropic_version, strlen(c->anthropic_version)))
+        pb_buf_reset(&hbuf);
+        if (!pb_buf_put(&hbuf, "anthropic-version: ", 19) ||
+            !pb_buf_put(&hbuf, c->anthropic_version, strlen(c->anthropic_version)))
             h = NULL;
         else
             h = curl_slist_append(hdrs, hbuf.p);
@@ -253,7 +253,7 @@ static pm_status call(pm_client *c, const pm_request *req, bool stream, pm_event
         pm__sink_flush(&sink); /* a failed call still hands back the text that arrived */
         pm__decoder_free(&a.dec);
         pm__sse_free(&a.sse);
-        pm__buf_free(&a.body);
+        pb_buf_free(&a.body);
         pm__sink_free(&sink);
         if (!again) break;
         if (!sleep_cancellable(wait, cancel)) {
@@ -265,7 +265,7 @@ static pm_status call(pm_client *c, const pm_request *req, bool stream, pm_event
 done:
     free(body);
     free(url);
-    pm__buf_free(&hbuf);
+    pb_buf_free(&hbuf);
     curl_slist_free_all(hdrs);
     if (!out) pm_response_clear(&scratch);
     return st;

@@ -58,10 +58,10 @@ static size_t on_write(char *data, size_t size, size_t n, void *ud) {
             return 0;
         }
         len = keep > a->body.len ? keep - a->body.len : 0;
-        if (len && pm__buf_add(&a->body, data, len)) return 0;
+        if (len && !pb_buf_put(&a->body, data, len)) return 0;
         return size * n;
     }
-    if (pm__buf_add(&a->body, data, len)) {
+    if (!pb_buf_put(&a->body, data, len)) {
         pm__sink_fail(a->sink, PM_ERR_NOMEM, "out of memory");
         a->stopped = true;
         return 0;
@@ -133,7 +133,7 @@ CURLcode pm__perform(pm__attempt *a, const char *url, struct curl_slist *hdrs, c
 }
 
 /* Pulls "error.message" (both providers) out of an error body. */
-void pm__explain_body(pm_error *err, const pm__buf *body) {
+void pm__explain_body(pm_error *err, const pb_buf *body) {
     if (!err || !body->p) return;
     snprintf(err->body, sizeof err->body, "%s", body->p);
     json_error_t je;

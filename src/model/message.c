@@ -115,14 +115,14 @@ pm_status pm_message_copy(pm_message *dst, const pm_message *src) {
 }
 
 char *pm_message_text(const pm_message *m) {
-    pm__buf b = {0};
+    pb_buf b = {0};
     for (size_t i = 0; i < m->nparts; i++)
         if (m->parts[i].kind == PM_PART_TEXT && m->parts[i].text &&
-            pm__buf_add(&b, m->parts[i].text, strlen(m->parts[i].text))) {
-            pm__buf_free(&b);
+            !pb_buf_put(&b, m->parts[i].text, strlen(m->parts[i].text))) {
+            pb_buf_free(&b);
             return NULL;
         }
-    return pm__buf_take(&b);
+    return pb_buf_take(&b, NULL);
 }
 
 /* ---------------------------------------------------------------- JSON form */

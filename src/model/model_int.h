@@ -8,21 +8,14 @@
 
 #include "peri/model.h"
 
+#include "peri/base.h"
+
 #include <curl/curl.h>
 #include <jansson.h>
 
 /* ---------------------------------------------------------------- byte buffer */
 
-typedef struct pm__buf {
-    char *p; /* always NUL-terminated when non-NULL */
-    size_t len, cap;
-} pm__buf;
-
-int pm__buf_add(pm__buf *b, const char *s, size_t n); /* 0 ok, -1 out of memory */
-void pm__buf_reset(pm__buf *b);                       /* len = 0, keeps memory */
-void pm__buf_free(pm__buf *b);
-/* Moves the contents out as a malloc'd string ("" if empty); NULL on OOM. */
-char *pm__buf_take(pm__buf *b);
+/* The byte buffer is the base layer's pb_buf (peri/base.h). */
 
 /* ---------------------------------------------------------------- errors */
 
@@ -37,9 +30,9 @@ pm_status pm__fail(pm_error *err, pm_status st, const char *fmt, ...)
 typedef int (*pm__sse_fn)(void *ctx, const char *event, const char *data, size_t len);
 
 typedef struct pm__sse {
-    pm__buf line;  /* the current, unfinished line */
-    pm__buf event; /* event type of the pending event */
-    pm__buf data;  /* data of the pending event */
+    pb_buf line;  /* the current, unfinished line */
+    pb_buf event; /* event type of the pending event */
+    pb_buf data;  /* data of the pending event */
     bool has_data;
     bool skip_lf;    /* the previous feed ended in \r: a leading \n belongs to it */
     size_t max_line; /* bound on a line/event, 0: 16 MiB */
@@ -58,7 +51,7 @@ typedef struct pm__sink {
     pm_event_fn fn;
     void *ctx;
     pm_response *resp;   /* assembled answer */
-    pm__buf cur;         /* text of the part being assembled */
+    pb_buf cur;         /* text of the part being assembled */
     int cur_kind;        /* PM_PART_TEXT / PM_PART_THINKING, or -1 */
     char *cur_signature; /* thinking signature for the current part */
     size_t delivered;    /* events handed to fn: once > 0 no retry is allowed */
@@ -85,7 +78,7 @@ int pm__sink_flush(pm__sink *s);
 
 typedef struct pm__tool_acc {
     char *id, *name;
-    pm__buf args;
+    pb_buf args;
     int block; /* Anthropic content block index; OpenAI tool index */
     bool started, ended;
 } pm__tool_acc;
@@ -152,7 +145,7 @@ typedef struct pm__attempt {
     pm__sse sse;
     pm__decoder dec;
     pm__sink *sink;
-    pm__buf body; /* non-streaming answer, or an error body */
+    pb_buf body; /* non-streaming answer, or an error body */
     long status;
     long retry_after_ms;
     bool body_too_big;
@@ -165,6 +158,6 @@ typedef struct pm__attempt {
 CURLcode pm__perform(pm__attempt *a, const char *url, struct curl_slist *hdrs, const char *body,
                      char *errbuf);
 /* Appends the body's "error.message" (both providers) to err->message; keeps an excerpt. */
-void pm__explain_body(pm_error *err, const pm__buf *body);
+void pm__explain_body(pm_error *err, const pb_buf *body);
 
 #endif

@@ -12,16 +12,16 @@
 /* ---------------------------------------------------------------- request */
 
 static json_t *text_of(const pm_message *m) {
-    pm__buf b = {0};
+    pb_buf b = {0};
     for (size_t i = 0; i < m->nparts; i++) {
         const pm_part *p = &m->parts[i];
-        if (p->kind == PM_PART_TEXT && p->text && pm__buf_add(&b, p->text, strlen(p->text))) {
-            pm__buf_free(&b);
+        if (p->kind == PM_PART_TEXT && p->text && !pb_buf_put(&b, p->text, strlen(p->text))) {
+            pb_buf_free(&b);
             return NULL;
         }
     }
     json_t *s = json_string(b.p ? b.p : "");
-    pm__buf_free(&b);
+    pb_buf_free(&b);
     return s;
 }
 
@@ -190,7 +190,7 @@ static int tool_delta(pm__decoder *d, json_t *tc) {
         if (pm__emit(d->sink, &ev)) return -1;
     }
     if (args && *args) {
-        if (pm__buf_add(&t->args, args, strlen(args)))
+        if (!pb_buf_put(&t->args, args, strlen(args)))
             return pm__sink_fail(d->sink, PM_ERR_NOMEM, "out of memory");
         if (t->started) {
             pm_stream_event ev = {.kind = PM_EV_TOOL_CALL_DELTA,

@@ -20,7 +20,7 @@ void pm__sink_init(pm__sink *s, pm_event_fn fn, void *ctx, pm_response *resp, pm
 }
 
 void pm__sink_free(pm__sink *s) {
-    pm__buf_free(&s->cur);
+    pb_buf_free(&s->cur);
     free(s->cur_signature);
     s->cur_signature = NULL;
 }
@@ -42,7 +42,7 @@ int pm__sink_fail(pm__sink *s, pm_status st, const char *fmt, ...) {
 int pm__sink_flush(pm__sink *s) {
     if (s->cur_kind < 0) return 0;
     pm_status st;
-    char *text = pm__buf_take(&s->cur);
+    char *text = pb_buf_take(&s->cur, NULL);
     if (!text) return pm__sink_fail(s, PM_ERR_NOMEM, "out of memory");
     if (s->cur_kind == PM_PART_TEXT)
         st = pm_message_add_text(&s->resp->message, text);
@@ -85,7 +85,7 @@ static int assemble(pm__sink *s, const pm_stream_event *ev) {
         int kind = ev->kind == PM_EV_TEXT_DELTA ? PM_PART_TEXT : PM_PART_THINKING;
         if (s->cur_kind != kind && pm__sink_flush(s)) return -1;
         s->cur_kind = kind;
-        if (pm__buf_add(&s->cur, ev->text, ev->len))
+        if (!pb_buf_put(&s->cur, ev->text, ev->len))
             return pm__sink_fail(s, PM_ERR_NOMEM, "out of memory");
         return 0;
     }
@@ -136,7 +136,7 @@ void pm__decoder_free(pm__decoder *d) {
     for (size_t i = 0; i < d->ntools; i++) {
         free(d->tools[i].id);
         free(d->tools[i].name);
-        pm__buf_free(&d->tools[i].args);
+        pb_buf_free(&d->tools[i].args);
     }
     free(d->tools);
     free(d->stop_raw);

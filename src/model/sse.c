@@ -13,9 +13,9 @@ void pm__sse_init(pm__sse *p) {
 }
 
 void pm__sse_free(pm__sse *p) {
-    pm__buf_free(&p->line);
-    pm__buf_free(&p->event);
-    pm__buf_free(&p->data);
+    pb_buf_free(&p->line);
+    pb_buf_free(&p->event);
+    pb_buf_free(&p->data);
 }
 
 static int dispatch(pm__sse *p, pm__sse_fn fn, void *ctx) {
@@ -26,8 +26,8 @@ static int dispatch(pm__sse *p, pm__sse_fn fn, void *ctx) {
             n--;
         rc = fn(ctx, p->event.len ? p->event.p : "message", n ? p->data.p : "", n);
     }
-    pm__buf_reset(&p->data);
-    pm__buf_reset(&p->event);
+    pb_buf_reset(&p->data);
+    pb_buf_reset(&p->event);
     p->has_data = false;
     return rc;
 }
@@ -45,11 +45,11 @@ static int process_line(pm__sse *p, const char *line, size_t n, pm__sse_fn fn, v
         value_len--;
     }
     if (name_len == 4 && memcmp(line, "data", 4) == 0) {
-        if (pm__buf_add(&p->data, value, value_len) || pm__buf_add(&p->data, "\n", 1)) return -1;
+        if (!pb_buf_put(&p->data, value, value_len) || !pb_buf_put(&p->data, "\n", 1)) return -1;
         p->has_data = true;
     } else if (name_len == 5 && memcmp(line, "event", 5) == 0) {
-        pm__buf_reset(&p->event);
-        if (pm__buf_add(&p->event, value, value_len)) return -1;
+        pb_buf_reset(&p->event);
+        if (!pb_buf_put(&p->event, value, value_len)) return -1;
     }
     /* id, retry and unknown fields are ignored: the adapters do not reconnect. */
     return 0;
@@ -68,14 +68,14 @@ int pm__sse_feed(pm__sse *p, const char *bytes, size_t n, pm__sse_fn fn, void *c
         while (j < n && bytes[j] != '\n' && bytes[j] != '\r')
             j++;
         if (j == n) { /* unfinished: keep for the next feed */
-            if (p->line.len + (n - i) > max || pm__buf_add(&p->line, bytes + i, n - i)) return -1;
+            if (p->line.len + (n - i) > max || !pb_buf_put(&p->line, bytes + i, n - i)) return -1;
             return 0;
         }
         int rc;
         if (p->line.len) {
-            if (p->line.len + (j - i) > max || pm__buf_add(&p->line, bytes + i, j - i)) return -1;
+            if (p->line.len + (j - i) > max || !pb_buf_put(&p->line, bytes + i, j - i)) return -1;
             rc = process_line(p, p->line.p, p->line.len, fn, ctx);
-            pm__buf_reset(&p->line);
+            pb_buf_reset(&p->line);
         } else {
             rc = process_line(p, bytes + i, j - i, fn, ctx);
         }
@@ -97,7 +97,7 @@ int pm__sse_finish(pm__sse *p, pm__sse_fn fn, void *ctx) {
     int rc = 0;
     if (p->line.len) {
         rc = process_line(p, p->line.p, p->line.len, fn, ctx);
-        pm__buf_reset(&p->line);
+        pb_buf_reset(&p->line);
     }
     if (!rc) rc = dispatch(p, fn, ctx);
     return rc;

@@ -510,7 +510,7 @@ out:
 bool pr_input_parse(const char *text, size_t n, pr_input *in, pr_error *err) {
     memset(in, 0, sizeof *in);
     /* request.text(): lenient UTF-8 with the BOM dropped. Valid input is used as is. */
-    pr_buf dec = {0};
+    pb_buf dec = {0};
     const char *s = text;
     if (!pr_utf8_valid((const uint8_t *)text, n) ||
         (n >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0)) {
@@ -526,7 +526,7 @@ bool pr_input_parse(const char *text, size_t n, pr_input *in, pr_error *err) {
     bool ok = value(&p, p.i < n && s[p.i] == '{' ? &top : NULL);
     ws(&p);
     if (!ok || p.i != n) {
-        pr_buf_free(&dec);
+        pb_buf_free(&dec);
         pr_err_set(err, PR_KIND_VIOLATION, MSG_JSON);
         return false;
     }
@@ -534,7 +534,7 @@ bool pr_input_parse(const char *text, size_t n, pr_input *in, pr_error *err) {
     if (!in->arena) goto nomem;
     if (at[0] && !is_null_at(&p, at[0] - 1)) {
         if (kind_at(&p, at[0] - 1) != '[' || !get_args(&p, at[0] - 1, in)) {
-            pr_buf_free(&dec);
+            pb_buf_free(&dec);
             pr_input_free(in);
             pr_err_set(err, PR_KIND_VIOLATION, MSG_ARGS);
             return false;
@@ -544,16 +544,16 @@ bool pr_input_parse(const char *text, size_t n, pr_input *in, pr_error *err) {
         int rc = kind_at(&p, at[1] - 1) == '{' ? get_files(&p, at[1] - 1, in) : 0;
         if (rc == -1) goto nomem;
         if (rc == 0) {
-            pr_buf_free(&dec);
+            pb_buf_free(&dec);
             pr_input_free(in);
             pr_err_set(err, PR_KIND_VIOLATION, MSG_FILES);
             return false;
         }
     }
-    pr_buf_free(&dec);
+    pb_buf_free(&dec);
     return true;
 nomem:
-    pr_buf_free(&dec);
+    pb_buf_free(&dec);
     pr_input_free(in);
     pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
     return false;

@@ -12,14 +12,14 @@
 
 static const char HEX[] = "0123456789abcdef";
 
-bool pr_json_str(pr_buf *b, const char *s, size_t n) {
-    if (!pr_buf_reserve(b, n + 2)) return false;
+bool pr_json_str(pb_buf *b, const char *s, size_t n) {
+    if (!pb_buf_reserve(b, n + 2)) return false;
     b->p[b->len++] = '"';
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x20 && c != '"' && c != '\\') continue;
-        if (!pr_buf_put(b, s + run, i - run)) return false;
+        if (!pb_buf_put(b, s + run, i - run)) return false;
         char esc[6] = {'\\', 0};
         size_t k = 2;
         switch (c) {
@@ -38,10 +38,10 @@ bool pr_json_str(pr_buf *b, const char *s, size_t n) {
             esc[5] = HEX[c & 15];
             k = 6;
         }
-        if (!pr_buf_put(b, esc, k)) return false;
+        if (!pb_buf_put(b, esc, k)) return false;
         run = i + 1;
     }
-    return pr_buf_put(b, s + run, n - run) && pr_buf_putc(b, '"');
+    return pb_buf_put(b, s + run, n - run) && pb_buf_putc(b, '"');
 }
 
 void pr_json_exit_code(char *buf, size_t cap, int64_t v) {

@@ -117,10 +117,10 @@ static bool run_call(pr_host *h, const pr_request *req, const pr_run_opts *opts,
     uint8_t seed[32];
     if (h->deterministic) {
         /* seed = SHA-256(digest hex ‖ input bytes) */
-        pr_buf sb = {0};
-        bool sok = pr_buf_put(&sb, req->digest.ptr, 64) &&
-                   pr_buf_put(&sb, req->input.ptr, req->input.len) && pr_sha256(sb.p, sb.len, seed);
-        pr_buf_free(&sb);
+        pb_buf sb = {0};
+        bool sok = pb_buf_put(&sb, req->digest.ptr, 64) &&
+                   pb_buf_put(&sb, req->input.ptr, req->input.len) && pr_sha256(sb.p, sb.len, seed);
+        pb_buf_free(&sb);
         if (!sok) {
             pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
             goto done_input;
@@ -139,9 +139,9 @@ static bool run_call(pr_host *h, const pr_request *req, const pr_run_opts *opts,
                            .cpu_memo = memo};
     pr_outcome oc;
     if (!pr_exec(h, prog, &opt, &oc, err)) goto done_input;
-    pr_buf res = {0};
+    pb_buf res = {0};
     if (pr_result_json(&oc, fs, &res, err)) {
-        out->output = pr_buf_take(&res, &out->output_len);
+        out->output = pb_buf_take(&res, &out->output_len);
         if (out->output) {
             memcpy(out->isolate, req->scope.ptr, req->scope.len);
             out->isolate[req->scope.len] = ':';
@@ -153,7 +153,7 @@ static bool run_call(pr_host *h, const pr_request *req, const pr_run_opts *opts,
             pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
         }
     }
-    pr_buf_free(&res);
+    pb_buf_free(&res);
     pr_outcome_clear(&oc);
 done_input:
     pr_fs_free(fs);

@@ -8,6 +8,8 @@
 #include "peri/room.h"
 #include "peri/wasm.h"
 
+#include "peri/base.h"
+
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -15,24 +17,7 @@
 
 /* ---------------------------------------------------------------- buf.c */
 
-/* A growable byte buffer; always keeps room for a NUL after len. */
-typedef struct pr_buf {
-    char *p;
-    size_t len, cap;
-} pr_buf;
-
-bool pr_buf_reserve(pr_buf *b, size_t extra);
-bool pr_buf_put(pr_buf *b, const void *data, size_t n);
-static inline bool pr_buf_putc(pr_buf *b, char c) {
-    if (b->len + 2 > b->cap && !pr_buf_reserve(b, 1)) return false;
-    b->p[b->len++] = c;
-    b->p[b->len] = 0;
-    return true;
-}
-bool pr_buf_puts(pr_buf *b, const char *s);
-void pr_buf_free(pr_buf *b);
-/* Hands the bytes over to the caller (who frees them); b becomes empty. */
-char *pr_buf_take(pr_buf *b, size_t *len);
+/* The byte buffer is the base layer's pb_buf (peri/base.h). */
 
 void pr_err_set(pr_error *err, pr_kind kind, const char *fmt, ...);
 
@@ -40,7 +25,7 @@ void pr_err_set(pr_error *err, pr_kind kind, const char *fmt, ...);
 
 /* Appends bytes decoded like WHATWG TextDecoder("utf-8") (non-fatal, a leading BOM
  * removed, maximal ill-formed subparts → U+FFFD). */
-bool pr_utf8_lenient(pr_buf *out, const uint8_t *in, size_t n);
+bool pr_utf8_lenient(pb_buf *out, const uint8_t *in, size_t n);
 /* Strict (fatal) decoding: true if valid UTF-8. */
 bool pr_utf8_valid(const uint8_t *in, size_t n);
 /* The number of bytes of s that keep at most max UTF-16 code units, cut at a code
@@ -50,7 +35,7 @@ size_t pr_utf8_cut_utf16(const char *s, size_t n, size_t max_units);
 /* ---------------------------------------------------------------- json_out.c */
 
 /* Appends s as a JSON string exactly like JavaScript JSON.stringify (s is valid UTF-8). */
-bool pr_json_str(pr_buf *b, const char *s, size_t n);
+bool pr_json_str(pb_buf *b, const char *s, size_t n);
 /* Writes `,"exitCode":N` into buf (>= 48 bytes): v as the reference's JavaScript
  * Number(v) prints: exact up to 2^53, beyond that the nearest double in JavaScript's
  * shortest round-trip digits (9223372036854775807 -> 9223372036854776000). */
@@ -85,17 +70,6 @@ void pr_hex(const uint8_t *in, size_t n, char *out /* 2n+1 */);
 /* The output cap of one run: a per-run limit only ever lowers the room's own (0 = none). */
 static inline size_t pr_output_cap(size_t per_run) {
     return per_run && per_run < PR_OUTPUT_MAX ? per_run : 0;
-}
-
-/* *t = CLOCK_MONOTONIC now + ms, normalised; the absolute deadline of a timed wait. */
-static inline void pr_deadline_in(struct timespec *t, long ms) {
-    clock_gettime(CLOCK_MONOTONIC, t);
-    t->tv_sec += ms / 1000;
-    t->tv_nsec += (ms % 1000) * 1000000L;
-    if (t->tv_nsec >= 1000000000L) {
-        t->tv_sec++;
-        t->tv_nsec -= 1000000000L;
-    }
 }
 
 /* Rules 1-5 of the reference order (runner, scope, digest, program length, input
@@ -352,7 +326,7 @@ typedef struct pr_run_state {
     pw_store *store;
     pw_instance *inst;
     pr_fs *fs;
-    pr_buf out, err;  /* decoded stdout / stderr text */
+    pb_buf out, err;  /* decoded stdout / stderr text */
     size_t out_bytes; /* raw stdout+stderr bytes, counted before appending */
     /* How the run ended when a host function stopped it. */
     enum { PR_END_NONE, PR_END_EXIT, PR_END_OUTPUT, PR_END_HOST, PR_END_PLATFORM } end;
@@ -443,7 +417,7 @@ bool pr_host_bound(const pr_host *h, pr_str runner);
 
 /* Collects /数据/ and /响应/ files and writes the return JSON into out. false + err
  * (interface) on the limits / strict UTF-8. */
-bool pr_result_json(const pr_outcome *o, const pr_fs *fs, pr_buf *out, pr_error *err);
+bool pr_result_json(const pr_outcome *o, const pr_fs *fs, pb_buf *out, pr_error *err);
 
 /* ---------------------------------------------------------------- wasi_sig.c */
 

@@ -219,21 +219,21 @@ static pw_instance *ruby_instantiate(pr_run_state *rs, pw_error *err) {
 
 /* Appends s as a Ruby double-quoted string literal: every byte outside [A-Za-z0-9 ]
  * as \xNN, so no source text can end the literal or interpolate. */
-static bool ruby_literal(pr_buf *b, const char *s, size_t n) {
+static bool ruby_literal(pb_buf *b, const char *s, size_t n) {
     static const char HEX[] = "0123456789abcdef";
-    if (!pr_buf_reserve(b, n * 4 + 2)) return false;
-    pr_buf_putc(b, '"');
+    if (!pb_buf_reserve(b, n * 4 + 2)) return false;
+    pb_buf_putc(b, '"');
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
             c == ' ') {
-            pr_buf_putc(b, (char)c);
+            pb_buf_putc(b, (char)c);
         } else {
             char e[4] = {'\\', 'x', HEX[c >> 4], HEX[c & 15]};
-            pr_buf_put(b, e, 4);
+            pb_buf_put(b, e, 4);
         }
     }
-    return pr_buf_putc(b, '"');
+    return pb_buf_putc(b, '"');
 }
 
 /* The driver: runs the script as main.rb at top level and exits like `ruby main.rb`. */
@@ -307,18 +307,18 @@ static pw_status ruby_start(pr_run_state *rs, pw_error *err) {
     pw_func *re = export_fn(rs->inst, "cabi_realloc");
     if (!eval) return missing(rs, err, "rb-eval-string-protect");
     if (!re) return missing(rs, err, "cabi_realloc");
-    pr_buf drv = {0};
+    pb_buf drv = {0};
     const pr_str src = rs->opt->source;
-    if (!pr_buf_puts(&drv, DRIVER_HEAD) || !ruby_literal(&drv, src.ptr ? src.ptr : "", src.len) ||
-        !pr_buf_puts(&drv, ")\n")) {
-        pr_buf_free(&drv);
+    if (!pb_buf_puts(&drv, DRIVER_HEAD) || !ruby_literal(&drv, src.ptr ? src.ptr : "", src.len) ||
+        !pb_buf_puts(&drv, ")\n")) {
+        pb_buf_free(&drv);
         err->status = PW_ERR_NOMEM;
         return PW_ERR_NOMEM;
     }
     uint32_t at;
     s = guest_copy(rs, re, drv.p, drv.len, 1, &at, err);
     size_t dlen = drv.len;
-    pr_buf_free(&drv);
+    pb_buf_free(&drv);
     if (s != PW_OK) return s;
     pw_val a[2] = {{.i32 = (int32_t)at}, {.i32 = (int32_t)dlen}}, r;
     s = pw_call(rs->store, eval, a, 2, &r, 1, err);

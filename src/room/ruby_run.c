@@ -151,9 +151,9 @@ bool pr_ruby_run(pr_ruby *rb, const pr_ruby_job *job, pr_response *out, pr_error
                            .output_max = pr_output_cap(job->limits.output_max)};
     pr_outcome oc;
     if (!pr_exec(rb->host, p, &opt, &oc, err)) goto done;
-    pr_buf res = {0};
+    pb_buf res = {0};
     if (pr_result_json(&oc, fs, &res, err)) {
-        out->output = pr_buf_take(&res, &out->output_len);
+        out->output = pb_buf_take(&res, &out->output_len);
         if (out->output) {
             uint8_t d[32];
             char hex[65];
@@ -166,7 +166,7 @@ bool pr_ruby_run(pr_ruby *rb, const pr_ruby_job *job, pr_response *out, pr_error
             pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
         }
     }
-    pr_buf_free(&res);
+    pb_buf_free(&res);
     pr_outcome_clear(&oc);
 done:
     pr_fs_free(fs);

@@ -139,7 +139,7 @@ bool pr_run_output(pr_run_state *rs, int stream, const uint8_t *data, size_t n) 
         if (rs->opt->on_output && n) rs->opt->on_output(rs->opt->ud, stream, (const char *)data, n);
         return true;
     }
-    pr_buf *b = stream == PR_STDERR ? &rs->err : &rs->out;
+    pb_buf *b = stream == PR_STDERR ? &rs->err : &rs->out;
     size_t at = b->len;
     if (!pr_utf8_lenient(b, data, n)) {
         rs->end = PR_END_PLATFORM;
@@ -326,15 +326,15 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
         ok = false;
     }
     if (ok) {
-        out->stdout_text = pr_buf_take(&rs.out, &out->stdout_len);
-        out->stderr_text = pr_buf_take(&rs.err, &out->stderr_len);
+        out->stdout_text = pb_buf_take(&rs.out, &out->stdout_len);
+        out->stderr_text = pb_buf_take(&rs.err, &out->stderr_len);
         if (!out->stdout_text || !out->stderr_text) {
             pr_err_set(err, PR_KIND_RUN_FAILED, "%s", MSG_NOMEM);
             ok = false;
         }
     }
-    pr_buf_free(&rs.out);
-    pr_buf_free(&rs.err);
+    pb_buf_free(&rs.out);
+    pb_buf_free(&rs.err);
     if (!ok) pr_outcome_clear(out);
     return ok;
 }

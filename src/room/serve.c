@@ -93,7 +93,7 @@ typedef struct server {
     bool eof;
     /* Output, under out_mu: answers gathered for one write, and the flusher thread
      * that writes them at the latest FLUSH_DELAY_MS after they were first deferred. */
-    pr_buf out;
+    pb_buf out;
     pthread_cond_t flush_cv;
     bool flush_armed, flush_stop;
     bool io_error; /* under io_mu */
@@ -158,7 +158,7 @@ static void job_free(server *sv, job *j) {
 }
 
 /* Writes b->p[0..len) to out_fd (called holding io_mu); empties b. */
-static void write_out(server *sv, pr_buf *b) {
+static void write_out(server *sv, pb_buf *b) {
     size_t off = 0;
     while (off < b->len && !sv->io_error) {
         ssize_t k = write(sv->out_fd, b->p + off, b->len - off);
@@ -176,8 +176,8 @@ static void write_out(server *sv, pr_buf *b) {
  * nothing is copied), releases out_mu and writes them. io_mu is taken before out_mu is
  * released, so writes keep the order in which answers were gathered, while other
  * threads gather the next answers during the write. */
-static void write_gathered(server *sv, pr_buf *w) {
-    pr_buf t = sv->out;
+static void write_gathered(server *sv, pb_buf *w) {
+    pb_buf t = sv->out;
     sv->out = *w;
     sv->out.len = 0;
     *w = t;
@@ -191,10 +191,10 @@ static void write_gathered(server *sv, pr_buf *w) {
  * with everything gathered before, unless `defer` (another request is already queued,
  * so a worker will be back soon): then gathered, and written by the next emit that does
  * not defer, once OUT_GATHER bytes are gathered, or by the flusher. */
-static void emit(server *sv, pr_buf *ans, bool defer) {
+static void emit(server *sv, pb_buf *ans, bool defer) {
     if (!ans->len) return;
     pthread_mutex_lock(&sv->out_mu);
-    if (!pr_buf_put(&sv->out, ans->p, ans->len)) {
+    if (!pb_buf_put(&sv->out, ans->p, ans->len)) {
         pthread_mutex_lock(&sv->io_mu); /* out of memory: no gathering */
         write_out(sv, &sv->out);
         write_out(sv, ans);
@@ -220,7 +220,7 @@ static void emit(server *sv, pr_buf *ans, bool defer) {
  * empty period. */
 static void *flusher_main(void *arg) {
     server *sv = arg;
-    pr_buf w = {0};
+    pb_buf w = {0};
     pthread_mutex_lock(&sv->out_mu);
     for (;;) {
         if (!sv->flush_stop && !sv->flush_armed) {
@@ -229,7 +229,7 @@ static void *flusher_main(void *arg) {
         }
         if (!sv->flush_stop) {
             struct timespec until;
-            pr_deadline_in(&until, FLUSH_DELAY_MS);
+            until = pb_deadline(CLOCK_MONOTONIC, FLUSH_DELAY_MS);
             while (!sv->flush_stop &&
                    pthread_cond_timedwait(&sv->flush_cv, &sv->out_mu, &until) != ETIMEDOUT) {
             }
@@ -243,27 +243,27 @@ static void *flusher_main(void *arg) {
         pthread_mutex_lock(&sv->out_mu);
     }
     pthread_mutex_unlock(&sv->out_mu);
-    pr_buf_free(&w);
+    pb_buf_free(&w);
     return NULL;
 }
 
 /* Appends one error answer line to ans (nothing when out of memory). */
-static void send_error(pr_buf *ans, const char *id, int code, const char *msg, const char *kind) {
+static void send_error(pb_buf *ans, const char *id, int code, const char *msg, const char *kind) {
     size_t start = ans->len;
     char num[32];
     snprintf(num, sizeof num, "%d", code);
-    bool ok = pr_buf_puts(ans, "{\"jsonrpc\":\"2.0\",\"id\":") &&
-              pr_buf_puts(ans, id ? id : "null") && pr_buf_puts(ans, ",\"error\":{\"code\":") &&
-              pr_buf_puts(ans, num) && pr_buf_puts(ans, ",\"message\":") &&
+    bool ok = pb_buf_puts(ans, "{\"jsonrpc\":\"2.0\",\"id\":") &&
+              pb_buf_puts(ans, id ? id : "null") && pb_buf_puts(ans, ",\"error\":{\"code\":") &&
+              pb_buf_puts(ans, num) && pb_buf_puts(ans, ",\"message\":") &&
               pr_json_str(ans, msg, strlen(msg));
     if (ok && kind)
-        ok = pr_buf_puts(ans, ",\"data\":{\"kind\":") && pr_json_str(ans, kind, strlen(kind)) &&
-             pr_buf_putc(ans, '}');
-    if (!(ok && pr_buf_puts(ans, "}}\n"))) ans->len = start;
+        ok = pb_buf_puts(ans, ",\"data\":{\"kind\":") && pr_json_str(ans, kind, strlen(kind)) &&
+             pb_buf_putc(ans, '}');
+    if (!(ok && pb_buf_puts(ans, "}}\n"))) ans->len = start;
 }
 
 /* Runs a parsed request; its answer line goes to ans. memo: the worker thread's. */
-static void run_job(server *sv, job *j, pr_buf *ans, pr_cpu_memo *memo) {
+static void run_job(server *sv, job *j, pb_buf *ans, pr_cpu_memo *memo) {
     /* A recognised text is passed as the cached program's own bytes: pr_run then still
      * makes every check, and its verified-text memo sees the same pointer (room.c). */
     pr_str program =
@@ -285,17 +285,17 @@ static void run_job(server *sv, job *j, pr_buf *ans, pr_cpu_memo *memo) {
         return;
     }
     size_t start = ans->len;
-    if (!(pr_buf_puts(ans, "{\"jsonrpc\":\"2.0\",\"id\":") && pr_buf_puts(ans, j->id) &&
-          pr_buf_puts(ans, ",\"result\":{\"output\":") &&
-          pr_json_str(ans, res.output, res.output_len) && pr_buf_puts(ans, ",\"isolate\":") &&
-          pr_json_str(ans, res.isolate, strlen(res.isolate)) && pr_buf_puts(ans, "}}\n"))) {
+    if (!(pb_buf_puts(ans, "{\"jsonrpc\":\"2.0\",\"id\":") && pb_buf_puts(ans, j->id) &&
+          pb_buf_puts(ans, ",\"result\":{\"output\":") &&
+          pr_json_str(ans, res.output, res.output_len) && pb_buf_puts(ans, ",\"isolate\":") &&
+          pr_json_str(ans, res.isolate, strlen(res.isolate)) && pb_buf_puts(ans, "}}\n"))) {
         ans->len = start;
         send_error(ans, j->id, -32603, "Internal error", NULL);
     }
     pr_response_clear(&res);
 }
 
-static bool parse_line(server *sv, job *j, pr_buf *ans);
+static bool parse_line(server *sv, job *j, pb_buf *ans);
 
 /* Takes the first queued job (under mu), or NULL. */
 static job *dequeue(server *sv) {
@@ -316,7 +316,7 @@ static job *dequeue(server *sv) {
 
 static void *worker_main(void *arg) {
     server *sv = arg;
-    pr_buf ans = {0}; /* this worker's answer lines not yet handed to the output */
+    pb_buf ans = {0}; /* this worker's answer lines not yet handed to the output */
     /* One CPU-clock reading stands for the start of the runs of the next 1 ms (the
      * CPU limit's start; pr_cpu_memo): no clock system call per request. */
     pr_cpu_memo memo = {0};
@@ -341,7 +341,7 @@ static void *worker_main(void *arg) {
         if (parse_line(sv, j, &ans)) run_job(sv, j, &ans, &memo);
         job_free(sv, j);
     }
-    pr_buf_free(&ans);
+    pb_buf_free(&ans);
     return NULL;
 }
 
@@ -516,7 +516,7 @@ static bool line_utf8(const char *line, size_t n, const line_match *m) {
  * pass (the params' members are found on the way): no tree is built, the id is echoed
  * back exactly as the client wrote it, and the program text is either recognised as a
  * cached one (known_text) or copied once. */
-static bool parse_line(server *sv, job *j, pr_buf *ans) {
+static bool parse_line(server *sv, job *j, pb_buf *ans) {
     const char *line = j->line;
     size_t n = j->n;
     static const char *const TOP[4] = {"jsonrpc", "id", "method", "params"};
@@ -602,10 +602,10 @@ static bool parse_line(server *sv, job *j, pr_buf *ans) {
  * usual) is left to the workers, so that more workers also parse more requests. */
 /* An error answer from the reading thread, written at once. */
 static void reader_error(server *sv, int code, const char *msg) {
-    pr_buf b = {0};
+    pb_buf b = {0};
     send_error(&b, NULL, code, msg, NULL);
     emit(sv, &b, false);
-    pr_buf_free(&b);
+    pb_buf_free(&b);
 }
 
 /* Queues the line at c->data[at..at+n) (a new reference to c); `hit`: its bytes at
@@ -776,7 +776,7 @@ int pr_serve(pr_host *h, int in_fd, int out_fd, unsigned workers) {
         pthread_mutex_unlock(&sv.out_mu);
         pthread_join(flusher, NULL);
     }
-    pr_buf_free(&sv.out);
+    pb_buf_free(&sv.out);
     pr_program_release(sv.seen);
     pthread_cond_destroy(&sv.flush_cv);
     while (sv.spare) {

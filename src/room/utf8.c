@@ -46,9 +46,9 @@ static size_t skip_bom(const uint8_t *in, size_t n) {
     return n >= 3 && in[0] == 0xEF && in[1] == 0xBB && in[2] == 0xBF ? 3 : 0;
 }
 
-bool pr_utf8_lenient(pr_buf *out, const uint8_t *in, size_t n) {
+bool pr_utf8_lenient(pb_buf *out, const uint8_t *in, size_t n) {
     size_t i = skip_bom(in, n), run = i;
-    if (!pr_buf_reserve(out, n - i)) return false;
+    if (!pb_buf_reserve(out, n - i)) return false;
     while (i < n) {
         if (in[i] < 0x80) {
             i++;
@@ -59,11 +59,11 @@ bool pr_utf8_lenient(pr_buf *out, const uint8_t *in, size_t n) {
             i += k;
             continue;
         }
-        if (!pr_buf_put(out, in + run, i - run) || !pr_buf_put(out, REPLACEMENT, 3)) return false;
+        if (!pb_buf_put(out, in + run, i - run) || !pb_buf_put(out, REPLACEMENT, 3)) return false;
         i += bad;
         run = i;
     }
-    return pr_buf_put(out, in + run, n - run);
+    return pb_buf_put(out, in + run, n - run);
 }
 
 bool pr_utf8_valid(const uint8_t *in, size_t n) {

@@ -42,7 +42,7 @@ static void *watch_main(void *arg) {
             if (s->fired) pw_store_interrupt(s->store);
         }
         struct timespec until;
-        pr_deadline_in(&until, POLL_MS);
+        until = pb_deadline(CLOCK_MONOTONIC, POLL_MS);
         pthread_cond_timedwait(&w->cv, &w->mu, &until);
     }
     pthread_mutex_unlock(&w->mu);

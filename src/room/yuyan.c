@@ -88,7 +88,7 @@ pw_status yy_platform(yy_call *c, const char *msg) {
     return pw_ctx_trap(c->cx, "%s", msg);
 }
 
-bool yy_text(pr_buf *b, const uint8_t *s, size_t n) {
+bool yy_text(pb_buf *b, const uint8_t *s, size_t n) {
     return pr_utf8_lenient(b, s, n);
 }
 
@@ -365,14 +365,14 @@ static pw_status nested_out(yy_call *c, uint8_t shape, const yy_val *r, pw_ref *
 /* Ends the run with "<what>：<primitive name>" (the name decoded leniently: it is the
  * program's bytes, and the result JSON needs valid UTF-8). */
 static pw_status bad_call(yy_call *c, const char *what, const uint8_t *name, uint32_t n) {
-    pr_buf m = {0};
+    pb_buf m = {0};
     pw_status st;
     size_t max = sizeof c->rs->end_msg; /* the message is cut there anyway */
-    if (pr_buf_puts(&m, what) && pr_buf_puts(&m, "：") && yy_text(&m, name, n < max ? n : max))
+    if (pb_buf_puts(&m, what) && pb_buf_puts(&m, "：") && yy_text(&m, name, n < max ? n : max))
         st = yy_fail(c, "%s", m.p);
     else
         st = yy_platform(c, "隔离运行失败：内存不足");
-    pr_buf_free(&m);
+    pb_buf_free(&m);
     return st;
 }
 
@@ -446,7 +446,7 @@ static pw_status host_web_check(pw_call_ctx *cx, void *env, const pw_val *args, 
 
 typedef struct js_walk {
     yy_call *c;
-    pr_buf *b;
+    pb_buf *b;
     pw_ref path[JS_DEPTH + 1]; /* tuples being joined (not GC-moved: no allocation here) */
     uint32_t depth;
     uint32_t steps;
@@ -460,7 +460,7 @@ static bool js_full(js_walk *w) {
 }
 
 static void js_puts(js_walk *w, const char *s) {
-    if (!pr_buf_puts(w->b, s)) w->stop = -1;
+    if (!pb_buf_puts(w->b, s)) w->stop = -1;
 }
 
 static void js_string(js_walk *w, pw_ref r, bool top) {
@@ -498,7 +498,7 @@ static void js_string(js_walk *w, pw_ref r, bool top) {
         uint32_t len = pw_array_len(r);
         for (uint32_t k = 0; k < len && !js_full(w); k++) {
             pw_val e;
-            if (k && !pr_buf_putc(w->b, ',')) w->stop = -1;
+            if (k && !pb_buf_putc(w->b, ',')) w->stop = -1;
             if (!w->stop && pw_array_get(r, k, false, &e)) js_string(w, e.ref, false);
         }
         w->depth--;
@@ -519,10 +519,10 @@ static pw_status host_web_fail(pw_call_ctx *cx, void *env, const pw_val *args, p
     yy_bind *b = env;
     yy_call c = {cx, b->y, b->y->rs};
     prepare(c.y, inst_of(&c));
-    pr_buf m = {0};
+    pb_buf m = {0};
     pw_status st;
     js_walk *w = NULL;
-    if (pr_buf_puts(&m, "未捕捉的豫言异常：\n") && (w = calloc(1, sizeof *w)) != NULL) {
+    if (pb_buf_puts(&m, "未捕捉的豫言异常：\n") && (w = calloc(1, sizeof *w)) != NULL) {
         w->c = &c;
         w->b = &m;
         js_string(w, args[0].ref, true);
@@ -534,7 +534,7 @@ static pw_status host_web_fail(pw_call_ctx *cx, void *env, const pw_val *args, p
     else
         st = yy_platform(&c, "隔离运行失败：内存不足");
     free(w);
-    pr_buf_free(&m);
+    pb_buf_free(&m);
     return st;
 }
 

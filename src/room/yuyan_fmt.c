@@ -45,7 +45,7 @@ static bool round_half_up(char *d, size_t n, size_t keep) {
 }
 
 /* toFixed(f) of finite |x| < 1e21, sign added by the caller's x. */
-static bool to_fixed(pr_buf *b, double x, int f) {
+static bool to_fixed(pb_buf *b, double x, int f) {
     exact e;
     exact_of(&e, fabs(x));
     /* digits without the point: int part then fraction */
@@ -57,10 +57,10 @@ static bool to_fixed(pr_buf *b, double x, int f) {
     bool carry = round_half_up(d, n, keep);
     /* JS toFixed: "-" exactly when x < 0, so a negative value that rounds to zero
      * keeps its sign ("-0.000000"). */
-    if (x < 0 && !pr_buf_putc(b, '-')) return false;
-    if (carry && !pr_buf_putc(b, '1')) return false;
-    if (!pr_buf_put(b, d, il)) return false;
-    if (f > 0 && (!pr_buf_putc(b, '.') || !pr_buf_put(b, d + il, (size_t)f))) return false;
+    if (x < 0 && !pb_buf_putc(b, '-')) return false;
+    if (carry && !pb_buf_putc(b, '1')) return false;
+    if (!pb_buf_put(b, d, il)) return false;
+    if (f > 0 && (!pb_buf_putc(b, '.') || !pb_buf_put(b, d + il, (size_t)f))) return false;
     return true;
 }
 
@@ -88,8 +88,8 @@ static void to_exp17(double x, char dig[18], int *exp10) {
     *exp10 = ex;
 }
 
-static bool nonfinite(pr_buf *b, double x) {
-    return pr_buf_puts(b, isnan(x) ? "nan" : x > 0 ? "inf" : "-inf");
+static bool nonfinite(pb_buf *b, double x) {
+    return pb_buf_puts(b, isnan(x) ? "nan" : x > 0 ? "inf" : "-inf");
 }
 
 /* Could rounding |x| to 17 significant digits meet an exact half (where JavaScript and
@@ -106,7 +106,7 @@ static bool near_half17(double ax) {
 }
 
 /* Strips fraction zeros, then a bare point, from the number written since at. */
-static void strip_zeros(pr_buf *b, size_t at) {
+static void strip_zeros(pb_buf *b, size_t at) {
     if (!memchr(b->p + at, '.', b->len - at)) return;
     while (b->len > at && b->p[b->len - 1] == '0')
         b->len--;
@@ -114,9 +114,9 @@ static void strip_zeros(pr_buf *b, size_t at) {
     b->p[b->len] = 0;
 }
 
-bool yy_fmt_exact(pr_buf *b, double x) {
+bool yy_fmt_exact(pb_buf *b, double x) {
     if (!isfinite(x)) return nonfinite(b, x);
-    if (x == 0) return pr_buf_puts(b, signbit(x) ? "-0" : "0");
+    if (x == 0) return pb_buf_puts(b, signbit(x) ? "-0" : "0");
     char dig[18];
     int ex;
     bool slow = near_half17(fabs(x));
@@ -136,9 +136,9 @@ bool yy_fmt_exact(pr_buf *b, double x) {
             n--;
         char tail[16];
         snprintf(tail, sizeof tail, "e%c%02d", ex >= 0 ? '+' : '-', ex >= 0 ? ex : -ex);
-        return (x >= 0 || pr_buf_putc(b, '-')) && pr_buf_put(b, dig, 1) &&
-               (n == 1 || (pr_buf_putc(b, '.') && pr_buf_put(b, dig + 1, n - 1))) &&
-               pr_buf_puts(b, tail);
+        return (x >= 0 || pb_buf_putc(b, '-')) && pb_buf_put(b, dig, 1) &&
+               (n == 1 || (pb_buf_putc(b, '.') && pb_buf_put(b, dig + 1, n - 1))) &&
+               pb_buf_puts(b, tail);
     }
     size_t at = b->len;
     int f = 16 - ex > 0 ? 16 - ex : 0;
@@ -147,26 +147,26 @@ bool yy_fmt_exact(pr_buf *b, double x) {
     } else {
         char t[64];
         snprintf(t, sizeof t, "%.*f", f, x);
-        if (!pr_buf_puts(b, t)) return false;
+        if (!pb_buf_puts(b, t)) return false;
     }
     strip_zeros(b, at);
     return true;
 }
 
-bool yy_fmt_fixed(pr_buf *b, double x) {
+bool yy_fmt_fixed(pb_buf *b, double x) {
     if (!isfinite(x)) return nonfinite(b, x);
-    if (x == 0 && signbit(x)) return pr_buf_puts(b, "-0.000000");
+    if (x == 0 && signbit(x)) return pb_buf_puts(b, "-0.000000");
     if (fabs(x) >= 1e21) {
         char tmp[400];
         snprintf(tmp, sizeof tmp, "%.0f.000000", x); /* integers: printed exactly */
-        return pr_buf_puts(b, tmp);
+        return pb_buf_puts(b, tmp);
     }
     /* An exact half at the 6th decimal needs 2·|x|·10^6 odd, i.e. |x|·128 an odd
      * integer: only then round it here (half away from zero); else printf agrees. */
     if (fmod(fabs(x) * 128, 2.0) == 1.0) return to_fixed(b, x, 6);
     char t[64];
     snprintf(t, sizeof t, "%.6f", x);
-    return pr_buf_puts(b, t);
+    return pb_buf_puts(b, t);
 }
 
 /* ECMAScript WhiteSpace + LineTerminator (String.prototype.trim), as UTF-8. */
@@ -234,13 +234,13 @@ double yy_parse_float(const uint8_t *s, size_t n) {
     return v;
 }
 
-int yy_fmt_date(pr_buf *b, const uint8_t *fmt, size_t n, const struct tm *tm) {
+int yy_fmt_date(pb_buf *b, const uint8_t *fmt, size_t n, const struct tm *tm) {
     for (size_t i = 0; i < n; i++) {
         uint8_t c = fmt[i];
         bool letter = i + 1 < n && (((fmt[i + 1] | 0x20) >= 'a' && (fmt[i + 1] | 0x20) <= 'z') ||
                                     fmt[i + 1] == '%');
         if (c != '%' || !letter) {
-            if (!pr_buf_putc(b, (char)c)) return -1;
+            if (!pb_buf_putc(b, (char)c)) return -1;
             continue;
         }
         char k = (char)fmt[++i], tmp[32];
@@ -254,7 +254,7 @@ int yy_fmt_date(pr_buf *b, const uint8_t *fmt, size_t n, const struct tm *tm) {
         case '%': snprintf(tmp, sizeof tmp, "%%"); break;
         default: return (unsigned char)k + 1;
         }
-        if (!pr_buf_puts(b, tmp)) return -1;
+        if (!pb_buf_puts(b, tmp)) return -1;
     }
     return 0;
 }

@@ -57,15 +57,15 @@ const char *yy_bound_declared(const pw_module *m, const char *mod, size_t modlen
 
 /* C "%f" with the reference's special cases (nan, inf, -inf, -0.000000, |x| >= 1e21
  * written as an integer). Appends to b. */
-bool yy_fmt_fixed(pr_buf *b, double x);
+bool yy_fmt_fixed(pb_buf *b, double x);
 /* "%.17g" with trailing zeros stripped; -0 → "-0"; nan / inf / -inf. */
-bool yy_fmt_exact(pr_buf *b, double x);
+bool yy_fmt_exact(pb_buf *b, double x);
 /* Like the reference's 理解小数: leading/trailing white space trimmed, nan / inf
  * prefixes, else the longest decimal prefix (parseFloat), 0 when none. */
 double yy_parse_float(const uint8_t *s, size_t n);
 /* strftime with only %Y %m %d %H %M %S %% (UTC). Returns 0 ok, -1 nomem, or the
  * unsupported directive character + 1 (as a positive value). */
-int yy_fmt_date(pr_buf *b, const uint8_t *fmt, size_t n, const struct tm *tm);
+int yy_fmt_date(pb_buf *b, const uint8_t *fmt, size_t n, const struct tm *tm);
 
 /* ---------------------------------------------------------------- yuyan.c (values) */
 
@@ -116,7 +116,7 @@ pw_status yy_raise(yy_call *c, const char *msg, size_t n);
 /* Ends the run as a platform failure (exception 隔离运行失败：…). */
 pw_status yy_platform(yy_call *c, const char *msg);
 /* Lenient UTF-8 text of bytes for messages. */
-bool yy_text(pr_buf *b, const uint8_t *s, size_t n);
+bool yy_text(pb_buf *b, const uint8_t *s, size_t n);
 
 /* ---------------------------------------------------------------- yuyan_std.c */
 

@@ -49,13 +49,13 @@ static bool is_dir(const pr_fs *fs, const npath *np) {
 #define NOMEM(c) yy_platform(c, "隔离运行失败：内存不足")
 
 static pw_status missing(yy_call *c, const yy_val *a, bool catchable) {
-    pr_buf m = {0};
-    if (!pr_buf_puts(&m, NOT_FOUND) || !yy_text(&m, a->s, a->n)) {
-        pr_buf_free(&m);
+    pb_buf m = {0};
+    if (!pb_buf_puts(&m, NOT_FOUND) || !yy_text(&m, a->s, a->n)) {
+        pb_buf_free(&m);
         return NOMEM(c);
     }
     pw_status st = catchable ? yy_raise(c, m.p, m.len) : yy_fail(c, "%s", m.p);
-    pr_buf_free(&m);
+    pb_buf_free(&m);
     return st;
 }
 
@@ -302,7 +302,7 @@ static pw_status date_time(yy_call *c, const yy_val *a, yy_val *r) {
     }
     struct tm tm;
     gmtime_r(&now, &tm); /* the reference room (a Worker) runs in UTC */
-    pr_buf b = {0};
+    pb_buf b = {0};
     int rc = yy_fmt_date(&b, a->s, a->n, &tm);
     pw_status st;
     if (rc > 0) {
@@ -315,7 +315,7 @@ static pw_status date_time(yy_call *c, const yy_val *a, yy_val *r) {
     } else {
         st = yy_new_str(c, b.p ? b.p : "", b.len, &r->ref);
     }
-    pr_buf_free(&b);
+    pb_buf_free(&b);
     return st;
 }
 
@@ -345,13 +345,13 @@ static pw_status rand_float(yy_call *c, const yy_val *a, yy_val *r) {
 /* ---------------------------------------------------------------- floats */
 
 static pw_status float_text(yy_call *c, double x, bool exact, yy_val *r) {
-    pr_buf b = {0};
+    pb_buf b = {0};
     pw_status st;
     if (!(exact ? yy_fmt_exact(&b, x) : yy_fmt_fixed(&b, x)))
         st = NOMEM(c);
     else
         st = yy_new_str(c, b.p, b.len, &r->ref);
-    pr_buf_free(&b);
+    pb_buf_free(&b);
     return st;
 }
 

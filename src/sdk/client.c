@@ -132,13 +132,7 @@ static psdk_status rpc_ex(psdk_agent *a, const char *method, json_t *params, lon
 
     struct timespec dl;
     if (timeout_ms >= 0) {
-        clock_gettime(CLOCK_MONOTONIC, &dl);
-        dl.tv_sec += timeout_ms / 1000;
-        dl.tv_nsec += (timeout_ms % 1000) * 1000000L;
-        if (dl.tv_nsec >= 1000000000L) {
-            dl.tv_sec++;
-            dl.tv_nsec -= 1000000000L;
-        }
+        dl = pb_deadline(CLOCK_MONOTONIC, timeout_ms);
     }
     pthread_mutex_lock(&a->mu);
     bool timed_out = false;

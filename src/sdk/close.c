@@ -35,7 +35,7 @@ static psdk_status incomplete(psdk_error *out, const psdk_error *last) {
 /* One close operation: the replay loop. */
 static psdk_status close_op(psdk_session *s, int64_t budget_ms, psdk_error *out) {
     psdk_agent *a = s->a;
-    int64_t deadline = psdk__now_us() + budget_ms * 1000; /* us: never give up early */
+    int64_t deadline = pb_mono_us() + budget_ms * 1000; /* us: never give up early */
     bool had_incomplete = false;
     psdk_cause first = {0};
     for (;;) {
@@ -50,7 +50,7 @@ static psdk_status close_op(psdk_session *s, int64_t budget_ms, psdk_error *out)
         if (rc == PSDK_ERR_RPC && e.rpc_code == PSDK_RPC_CLOSE_INCOMPLETE) {
             had_incomplete = true;
             to_cause(&first, &e);
-            int64_t remaining = deadline - psdk__now_us();
+            int64_t remaining = deadline - pb_mono_us();
             if (remaining <= 0) {
                 incomplete(out, &e);
                 out->ncauses = 1;
@@ -58,7 +58,7 @@ static psdk_status close_op(psdk_session *s, int64_t budget_ms, psdk_error *out)
                 return PSDK_ERR_SESSION_CLOSE_INCOMPLETE;
             }
             int64_t replay_us = (int64_t)PSDK_CLOSE_REPLAY_MS * 1000;
-            psdk__sleep_us(remaining < replay_us ? remaining : replay_us);
+            pb_sleep_us(remaining < replay_us ? remaining : replay_us);
             continue;
         }
         if (!had_incomplete) {

@@ -40,32 +40,3 @@ psdk_status psdk__fail(psdk_error *e, psdk_status st, const char *fmt, ...) {
     return st;
 }
 
-int64_t psdk__now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t psdk__now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-void psdk__sleep_ms(int64_t ms) {
-    psdk__sleep_us(ms * 1000);
-}
-
-void psdk__sleep_us(int64_t us) {
-    if (us <= 0) return;
-    struct timespec dl;
-    clock_gettime(CLOCK_MONOTONIC, &dl);
-    dl.tv_sec += us / 1000000;
-    dl.tv_nsec += (us % 1000000) * 1000L;
-    if (dl.tv_nsec >= 1000000000L) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000L;
-    }
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &dl, NULL) == EINTR) {
-    }
-}

@@ -10,6 +10,7 @@
 #ifndef PSDK_INT_H
 #define PSDK_INT_H
 
+#include "peri/base.h"
 #include "peri/sdk.h"
 
 #include <jansson.h>
@@ -69,10 +70,6 @@ struct psdk_agent {
 void psdk__ok(psdk_error *e);
 psdk_status psdk__fail(psdk_error *e, psdk_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-int64_t psdk__now_ms(void); /* CLOCK_MONOTONIC */
-void psdk__sleep_ms(int64_t ms);
-int64_t psdk__now_us(void); /* CLOCK_MONOTONIC: the close budget is timed in us */
-void psdk__sleep_us(int64_t us);
 
 /* client.c */
 /* Sends method(params) (params stolen) and waits for the answer. timeout_ms < 0: no

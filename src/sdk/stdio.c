@@ -28,13 +28,13 @@ typedef struct child {
 
 /* Waits up to ms for pid; true when reaped. */
 static bool reap_within(pid_t pid, long ms) {
-    int64_t end = psdk__now_ms() + ms;
+    int64_t end = pb_mono_ms() + ms;
     for (;;) {
         int st;
         pid_t r = waitpid(pid, &st, WNOHANG);
         if (r == pid || (r < 0 && errno != EINTR)) return true;
-        if (psdk__now_ms() >= end) return false;
-        psdk__sleep_ms(10);
+        if (pb_mono_ms() >= end) return false;
+        pb_sleep_us(10 * 1000);
     }
 }
 

@@ -118,12 +118,12 @@ static void *feed_main(void *arg) {
     memset(blk, 'x', 1 << 20);
     for (size_t left = f->huge; left > 0;) {
         size_t n = left < (1u << 20) ? left : (1u << 20);
-        if (pmcp__write_all(f->fd, blk, n) != 0) break;
+        if (pb_write_all(f->fd, blk, n) != 0) break;
         left -= n;
     }
     free(blk);
     const char tail[] = "\nsecond\r\nthird";
-    pmcp__write_all(f->fd, tail, sizeof tail - 1);
+    pb_write_all(f->fd, tail, sizeof tail - 1);
     close(f->fd);
     return NULL;
 }
@@ -271,8 +271,8 @@ static void raw_start(raw_srv *s, const char *root, size_t page) {
 }
 
 static void raw_send(raw_srv *s, const char *line) {
-    assert_int_equal(pmcp__write_all(s->cfd, line, strlen(line)), 0);
-    assert_int_equal(pmcp__write_all(s->cfd, "\n", 1), 0);
+    assert_int_equal(pb_write_all(s->cfd, line, strlen(line)), 0);
+    assert_int_equal(pb_write_all(s->cfd, "\n", 1), 0);
 }
 
 /* Next frame from the server, decoded (caller decrefs). */

@@ -39,7 +39,7 @@ int main(int argc, char **argv) {
         n = 0;
         if (!b) return 1;
         if (mode == 'j' || mode == 'u') {
-            pr_buf o = {0};
+            pb_buf o = {0};
             if (mode == 'j') {
                 pr_json_str(&o, (const char *)b, len);
                 fwrite(o.p, 1, o.len, stdout);
@@ -47,7 +47,7 @@ int main(int argc, char **argv) {
                 pr_utf8_lenient(&o, b, len);
                 hex_out(o.p, o.len);
             }
-            pr_buf_free(&o);
+            pb_buf_free(&o);
         } else if (mode == 's') {
             printf("%d", pr_utf8_valid(b, len));
         } else if (mode == 'b') {

@@ -289,10 +289,10 @@ static void test_sha256(void **st) {
 }
 
 static void json_is(const char *in, size_t n, const char *want) {
-    pr_buf b = {0};
+    pb_buf b = {0};
     assert_true(pr_json_str(&b, in, n));
     assert_string_equal(b.p, want);
-    pr_buf_free(&b);
+    pb_buf_free(&b);
 }
 
 static void test_json_stringify(void **st) {
@@ -306,12 +306,12 @@ static void test_json_stringify(void **st) {
 }
 
 static void lenient_is(const char *in, size_t n, const char *want) {
-    pr_buf b = {0};
+    pb_buf b = {0};
     assert_true(pr_utf8_lenient(&b, (const uint8_t *)in, n));
     assert_non_null(b.p);
     assert_int_equal(b.len, strlen(want));
     assert_memory_equal(b.p, want, b.len);
-    pr_buf_free(&b);
+    pb_buf_free(&b);
 }
 
 #define FFFD "\xEF\xBF\xBD"
@@ -676,8 +676,8 @@ static void test_fs_entries_budget(void **st) {
 }
 
 static bool collect_child(void *ud, const char *name, size_t n, bool is_dir) {
-    pr_buf *b = ud;
-    return pr_buf_put(b, name, n) && pr_buf_putc(b, is_dir ? 'D' : 'F') && pr_buf_putc(b, ',');
+    pb_buf *b = ud;
+    return pb_buf_put(b, name, n) && pb_buf_putc(b, is_dir ? 'D' : 'F') && pb_buf_putc(b, ',');
 }
 
 static void test_fs_children(void **st) {
@@ -688,7 +688,7 @@ static void test_fs_children(void **st) {
     pr_fs_write(fs, "/x/b2", 5, "", 0);
     pr_fs_write(fs, "/x/a/2", 6, "", 0);
     pr_fs_write(fs, "/xy", 3, "", 0);
-    pr_buf b = {0};
+    pb_buf b = {0};
     assert_true(pr_fs_children(fs, "/x", 2, collect_child, &b));
     assert_string_equal(b.p, "bF,aD,b2F,");
     b.len = 0;
@@ -707,7 +707,7 @@ static void test_fs_children(void **st) {
         commas += b.p[i] == ',';
     assert_int_equal(commas, 1000);
     assert_memory_equal(b.p, "0D,1D,2D,", 9);
-    pr_buf_free(&b);
+    pb_buf_free(&b);
     pr_fs_free(fs);
 }
 
@@ -771,13 +771,13 @@ static void test_result_json(void **st) {
                     .stderr_text = "",
                     .stderr_len = 0,
                     .error = "输出超过 64 KB"};
-    pr_buf b = {0};
+    pb_buf b = {0};
     pr_error e;
     assert_true(pr_result_json(&o, fs, &b, &e));
     assert_string_equal(b.p, "{\"ok\":false,\"stdout\":\"你好\\n\",\"stderr\":\"\",\"exitCode\":1,"
                              "\"error\":\"输出超过 64 KB\",\"files\":{\"/数据/旧.txt\":\"旧\","
                              "\"/响应/正文.txt\":\"\\\"b\\\"\\n\"}}");
-    pr_buf_free(&b);
+    pb_buf_free(&b);
     o.ok = true;
     o.exit_code = 0;
     o.error = NULL;
@@ -785,7 +785,7 @@ static void test_result_json(void **st) {
     assert_false(pr_result_json(&o, fs, &b, &e));
     assert_int_equal(e.kind, PR_KIND_INTERFACE);
     assert_string_equal(e.message, "隔离运行失败：500：输出文件不是有效 UTF-8：/响应/坏.txt");
-    pr_buf_free(&b);
+    pb_buf_free(&b);
     pr_fs_free(fs);
 }
 
@@ -800,12 +800,12 @@ static void test_result_limits(void **st) {
             pr_fs_write(fs, name, (size_t)k, "a", 1);
         }
         pr_fs_write(fs, "/其他", strlen("/其他"), "a", 1);
-        pr_buf b = {0};
+        pb_buf b = {0};
         pr_error e;
         bool ok = pr_result_json(&o, fs, &b, &e);
         assert_int_equal(ok, total == 256);
         if (!ok) assert_string_equal(e.message, "隔离运行失败：500：运行数据超过上限");
-        pr_buf_free(&b);
+        pb_buf_free(&b);
         pr_fs_free(fs);
     }
     char *big = repeat('x', PR_FILES_BYTES_MAX + 1);
@@ -813,12 +813,12 @@ static void test_result_limits(void **st) {
         pr_fs *fs = pr_fs_new();
         pr_fs_write(fs, "/数据/大.txt", strlen("/数据/大.txt"), big, len);
         pr_fs_write(fs, "/请求/大.txt", strlen("/请求/大.txt"), big, len); /* not counted */
-        pr_buf b = {0};
+        pb_buf b = {0};
         pr_error e;
         bool ok = pr_result_json(&o, fs, &b, &e);
         assert_int_equal(ok, len == PR_FILES_BYTES_MAX);
         if (!ok) assert_string_equal(e.message, "隔离运行失败：500：运行数据超过上限");
-        pr_buf_free(&b);
+        pb_buf_free(&b);
         pr_fs_free(fs);
     }
     free(big);
@@ -827,14 +827,14 @@ static void test_result_limits(void **st) {
     char *lp = repeat('p', 400);
     memcpy(lp, "/数据/", strlen("/数据/"));
     pr_fs_write(fs, lp, 400, "\xff", 1);
-    pr_buf b = {0};
+    pb_buf b = {0};
     pr_error e;
     assert_false(pr_result_json(&o, fs, &b, &e));
     const char *pre = "隔离运行失败：500：";
     /* 15 characters of text, 4 of "/数据/", then 281 of the path's "p"s. */
     assert_int_equal(strlen(e.message) - strlen(pre),
                      strlen("输出文件不是有效 UTF-8：") + strlen("/数据/") + 281);
-    pr_buf_free(&b);
+    pb_buf_free(&b);
     pr_fs_free(fs);
     free(lp);
 }
@@ -904,10 +904,10 @@ static void test_fuzz_parsers(void **st) {
             size_t end = pr_json_value_end(buf, n, at[0] - 1);
             assert_true(end <= n && end > at[0] - 1);
         }
-        pr_buf o = {0};
+        pb_buf o = {0};
         assert_true(pr_utf8_lenient(&o, (const uint8_t *)buf, n));
         assert_true(pr_utf8_valid((const uint8_t *)o.p, o.len));
-        pr_buf_free(&o);
+        pb_buf_free(&o);
     }
 }
 

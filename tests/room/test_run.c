@@ -371,22 +371,22 @@ static void test_room_environment(void **st) {
 
 /* fd_readdir over many entries: wasi-libc reads in several calls with cookies. */
 static void test_readdir_many(void **st) {
-    pr_buf in = {0}, want = {0};
+    pb_buf in = {0}, want = {0};
     char line[128];
-    pr_buf_puts(&in, "{\"args\":[\"ls\",\"/d\"],\"files\":{");
-    pr_buf_puts(&want, "{\"ok\":true,\"stdout\":\"./\\n../\\n");
+    pb_buf_puts(&in, "{\"args\":[\"ls\",\"/d\"],\"files\":{");
+    pb_buf_puts(&want, "{\"ok\":true,\"stdout\":\"./\\n../\\n");
     for (int i = 0; i < 300; i++) {
         snprintf(line, sizeof line, "%s\"/d/a-rather-long-file-name-number-%03d\":\"x\"",
                  i ? "," : "", (i * 7) % 300);
-        pr_buf_puts(&in, line);
+        pb_buf_puts(&in, line);
         snprintf(line, sizeof line, "a-rather-long-file-name-number-%03d\\n", (i * 7) % 300);
-        pr_buf_puts(&want, line);
+        pb_buf_puts(&want, line);
     }
-    pr_buf_puts(&in, ",\"/d/sub/x\":\"\"}}");
-    pr_buf_puts(&want, "sub/\\n\",\"stderr\":\"\",\"exitCode\":0,\"files\":{}}");
+    pb_buf_puts(&in, ",\"/d/sub/x\":\"\"}}");
+    pb_buf_puts(&want, "sub/\\n\",\"stderr\":\"\",\"exitCode\":0,\"files\":{}}");
     expect(*st, in.p, want.p);
-    pr_buf_free(&in);
-    pr_buf_free(&want);
+    pb_buf_free(&in);
+    pb_buf_free(&want);
 }
 
 static void test_deterministic(void **st) {

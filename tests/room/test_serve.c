@@ -60,33 +60,33 @@ typedef struct req {
     const char *want; /* non-NULL: the answer expected (an error before pr_run) */
 } req;
 
-static void put_json(pr_buf *b, const char *s, size_t n) {
+static void put_json(pb_buf *b, const char *s, size_t n) {
     assert_true(pr_json_str(b, s, n));
 }
 
-static void request_line(pr_buf *b, int id, const req *r) {
+static void request_line(pb_buf *b, int id, const req *r) {
     if (r->line) {
-        assert_true(pr_buf_puts(b, r->line));
-        assert_true(pr_buf_putc(b, '\n'));
+        assert_true(pb_buf_puts(b, r->line));
+        assert_true(pb_buf_putc(b, '\n'));
         return;
     }
     char head[64];
     snprintf(head, sizeof head, "{\"jsonrpc\":\"2.0\",\"id\":%d,", id);
-    assert_true(pr_buf_puts(b, head));
-    assert_true(pr_buf_puts(b, "\"method\":\"isolate/run\",\"params\":{\"runner\":"));
+    assert_true(pb_buf_puts(b, head));
+    assert_true(pb_buf_puts(b, "\"method\":\"isolate/run\",\"params\":{\"runner\":"));
     put_json(b, r->runner, strlen(r->runner));
-    assert_true(pr_buf_puts(b, ",\"scope\":"));
+    assert_true(pb_buf_puts(b, ",\"scope\":"));
     put_json(b, r->scope, strlen(r->scope));
-    assert_true(pr_buf_puts(b, ",\"digest\":"));
+    assert_true(pb_buf_puts(b, ",\"digest\":"));
     put_json(b, r->digest, strlen(r->digest));
-    assert_true(pr_buf_puts(b, ",\"program\":\""));
+    assert_true(pb_buf_puts(b, ",\"program\":\""));
     if (r->raw_program)
-        assert_true(pr_buf_puts(b, r->raw_program));
+        assert_true(pb_buf_puts(b, r->raw_program));
     else
-        assert_true(pr_buf_put(b, r->program, r->program_len));
-    assert_true(pr_buf_puts(b, "\",\"input\":"));
+        assert_true(pb_buf_put(b, r->program, r->program_len));
+    assert_true(pb_buf_puts(b, "\",\"input\":"));
     put_json(b, r->input, strlen(r->input));
-    assert_true(pr_buf_puts(b, "}}\n"));
+    assert_true(pb_buf_puts(b, "}}\n"));
 }
 
 /* The answer the full path gives: pr_run on a host with an empty cache. */
@@ -100,27 +100,27 @@ static char *full_path_answer(int id, const req *r) {
                     {r->program, r->program_len},
                     {r->input, strlen(r->input)}};
     pr_response res;
-    pr_buf b = {0};
+    pb_buf b = {0};
     char head[64];
     snprintf(head, sizeof head, "{\"jsonrpc\":\"2.0\",\"id\":%d,", id);
-    assert_true(pr_buf_puts(&b, head));
+    assert_true(pb_buf_puts(&b, head));
     if (pr_run(h, &q, &res, &e)) {
-        assert_true(pr_buf_puts(&b, "\"result\":{\"output\":"));
+        assert_true(pb_buf_puts(&b, "\"result\":{\"output\":"));
         put_json(&b, res.output, res.output_len);
-        assert_true(pr_buf_puts(&b, ",\"isolate\":"));
+        assert_true(pb_buf_puts(&b, ",\"isolate\":"));
         put_json(&b, res.isolate, strlen(res.isolate));
-        assert_true(pr_buf_puts(&b, "}}"));
+        assert_true(pb_buf_puts(&b, "}}"));
         pr_response_clear(&res);
     } else {
-        assert_true(pr_buf_puts(&b, "\"error\":{\"code\":-32000,\"message\":"));
+        assert_true(pb_buf_puts(&b, "\"error\":{\"code\":-32000,\"message\":"));
         put_json(&b, e.message, strlen(e.message));
-        assert_true(pr_buf_puts(&b, ",\"data\":{\"kind\":"));
+        assert_true(pb_buf_puts(&b, ",\"data\":{\"kind\":"));
         put_json(&b, pr_kind_name(e.kind), strlen(pr_kind_name(e.kind)));
-        assert_true(pr_buf_puts(&b, "}}}"));
+        assert_true(pb_buf_puts(&b, "}}}"));
     }
     pr_host_free(h);
     size_t len;
-    return pr_buf_take(&b, &len);
+    return pb_buf_take(&b, &len);
 }
 
 static int temp_fd(void) {
@@ -136,7 +136,7 @@ static int temp_fd(void) {
 /* Serves the requests (one worker, so answers come in order) on host h and checks
  * every answer against the full path. Returns the change of h's stats. */
 static pr_cache_stats serve_batch(pr_host *h, const req *rs, size_t n) {
-    pr_buf in = {0};
+    pb_buf in = {0};
     for (size_t i = 0; i < n; i++)
         request_line(&in, (int)i + 1, &rs[i]);
     int in_fd = temp_fd(), out_fd = temp_fd();
@@ -163,7 +163,7 @@ static pr_cache_stats serve_batch(pr_host *h, const req *rs, size_t n) {
     }
     assert_string_equal(line, ""); /* nothing more */
     free(out);
-    pr_buf_free(&in);
+    pb_buf_free(&in);
     close(in_fd);
     close(out_fd);
     return (pr_cache_stats){.text_hits = after.text_hits - before.text_hits,
@@ -373,16 +373,16 @@ static void test_chunk_boundaries(void **st) {
     pr_error e;
     pr_host *h = pr_host_new(NULL, &e);
     req r = with(&hello, "{}");
-    pr_buf in = {0};
+    pb_buf in = {0};
     for (int i = 0; i < 40; i++) {
         request_line(&in, 1, &r);
-        if (i % 7 == 0) assert_true(pr_buf_puts(&in, " \r\n\n"));
+        if (i % 7 == 0) assert_true(pb_buf_puts(&in, " \r\n\n"));
     }
     size_t big = (64u << 20) + 10;
-    assert_true(pr_buf_reserve(&in, big + 1));
+    assert_true(pb_buf_reserve(&in, big + 1));
     memset(in.p + in.len, 'x', big);
     in.len += big;
-    assert_true(pr_buf_putc(&in, '\n'));
+    assert_true(pb_buf_putc(&in, '\n'));
     request_line(&in, 1, &r);
     in.len--; /* no final newline */
     int in_fd = temp_fd(), out_fd = temp_fd();
@@ -393,7 +393,7 @@ static void test_chunk_boundaries(void **st) {
     }
     assert_int_equal(lseek(in_fd, 0, SEEK_SET), 0);
     assert_int_equal(pr_serve(h, in_fd, out_fd, 1), 0);
-    pr_buf_free(&in);
+    pb_buf_free(&in);
     off_t size = lseek(out_fd, 0, SEEK_END);
     char *out = malloc((size_t)size + 1);
     assert_int_equal(pread(out_fd, out, (size_t)size, 0), (ssize_t)size);
@@ -436,7 +436,7 @@ static void *serve_main(void *arg) {
 }
 
 /* Reads one answer line from fd (buffered in *acc); returns it (owned by the caller). */
-static char *read_answer(int fd, pr_buf *acc) {
+static char *read_answer(int fd, pb_buf *acc) {
     for (;;) {
         char *nl = acc->len ? memchr(acc->p, '\n', acc->len) : NULL;
         if (nl) {
@@ -449,7 +449,7 @@ static char *read_answer(int fd, pr_buf *acc) {
         char tmp[4096];
         ssize_t k = read(fd, tmp, sizeof tmp);
         assert_true(k > 0);
-        assert_true(pr_buf_put(acc, tmp, (size_t)k));
+        assert_true(pb_buf_put(acc, tmp, (size_t)k));
     }
 }
 
@@ -466,9 +466,9 @@ static pr_cache_stats serve_lockstep(pr_host *h, const req *rs, size_t n) {
     pr_host_cache_stats(h, &before);
     pthread_t tid;
     assert_int_equal(pthread_create(&tid, NULL, serve_main, &t), 0);
-    pr_buf acc = {0};
+    pb_buf acc = {0};
     for (size_t i = 0; i < n; i++) {
-        pr_buf b = {0};
+        pb_buf b = {0};
         int id = rs[i].id ? rs[i].id : (int)i + 1;
         request_line(&b, id, &rs[i]);
         size_t cut[4] = {0, b.len / 3, b.len * 2 / 3, b.len};
@@ -477,7 +477,7 @@ static pr_cache_stats serve_lockstep(pr_host *h, const req *rs, size_t n) {
                              (ssize_t)(cut[k + 1] - cut[k]));
             if (k < 2) usleep(1000);
         }
-        pr_buf_free(&b);
+        pb_buf_free(&b);
         char *line = read_answer(out[0], &acc);
         char *want = rs[i].want ? strdup(rs[i].want) : full_path_answer(id, &rs[i]);
         if (getenv("SERVE_TEST_SHOW")) fprintf(stderr, "%.300s\n", line);
@@ -492,7 +492,7 @@ static pr_cache_stats serve_lockstep(pr_host *h, const req *rs, size_t n) {
     char rest[16];
     assert_int_equal(read(out[0], rest, sizeof rest), 0); /* nothing more */
     close(out[0]);
-    pr_buf_free(&acc);
+    pb_buf_free(&acc);
     pr_host_cache_stats(h, &after);
     return (pr_cache_stats){.text_hits = after.text_hits - before.text_hits,
                             .line_hits = after.line_hits - before.line_hits,
@@ -526,20 +526,20 @@ static void test_reader_hint(void **st) {
     memcpy(longer, hello.b64, hello.b64_len);
     memcpy(longer + hello.b64_len, "AA", 2);
     /* A line cut inside the text: a parse error, not a wait for the rest. */
-    pr_buf cut = {0};
+    pb_buf cut = {0};
     request_line(&cut, 7, &base);
     cut.len = cut.len / 2;
-    assert_true(pr_buf_putc(&cut, 0));
+    assert_true(pb_buf_putc(&cut, 0));
     /* The same text as "input", at the very offset of "program" (the member names
      * padded with blanks to the same length): recognised, but not the program. */
-    pr_buf swap = {0};
+    pb_buf swap = {0};
     char head[400];
     snprintf(head, sizeof head,
              "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"isolate/run\",\"params\":{"
              "\"runner\":\"LOADER\",\"scope\":\"甲\",\"digest\":\"%s\",\"input\":  \"",
              hello.digest);
-    assert_true(pr_buf_puts(&swap, head) && pr_buf_put(&swap, hello.b64, hello.b64_len) &&
-                pr_buf_puts(&swap, "\",\"program\":\"QUJD\"}}") && pr_buf_putc(&swap, 0));
+    assert_true(pb_buf_puts(&swap, head) && pb_buf_put(&swap, hello.b64, hello.b64_len) &&
+                pb_buf_puts(&swap, "\",\"program\":\"QUJD\"}}") && pb_buf_putc(&swap, 0));
     req r_m1 = base, r_long = base, r_cut = base, r_swap = base, r_id = base, r_junk = base;
     r_m1.program = m1;
     r_long.program = longer;
@@ -558,8 +558,8 @@ static void test_reader_hint(void **st) {
                   "\"message\":\"Invalid Request\"}}";
     req more[12] = {base, base, r_m1, base, r_long, base, r_cut, r_swap, r_id, r_id, r_junk, r_id};
     d = serve_lockstep(h, more, 12);
-    pr_buf_free(&cut);
-    pr_buf_free(&swap);
+    pb_buf_free(&cut);
+    pb_buf_free(&swap);
     free(m1);
     free(longer);
     /* Hits: base x4 (the first by the index, then the hint: after m1 and after the
@@ -592,7 +592,7 @@ static void test_answer_not_held(void **st) {
     pthread_t tid;
     assert_int_equal(pthread_create(&tid, NULL, serve_main, &t), 0);
     req quick = with(&hello, "{}"), loop = with(&probe, "{\"args\":[\"loop\"]}");
-    pr_buf b = {0};
+    pb_buf b = {0};
     request_line(&b, 1, &quick);
     request_line(&b, 2, &loop);
     double t0 = mono();
@@ -618,7 +618,7 @@ static void test_answer_not_held(void **st) {
     assert_true(second >= 0.29);
     assert_true(first < second - 0.1);
     free(want1);
-    pr_buf_free(&b);
+    pb_buf_free(&b);
     close(out[0]);
     pr_host_free(h);
 }
@@ -694,7 +694,7 @@ static void test_cpu_limit_after_quick_runs(void **st) {
     assert_non_null(h);
     req quick = with(&hello, "{}"), loop = with(&probe, "{\"args\":[\"loop\"]}");
     req rs[5] = {quick, quick, loop, quick, loop};
-    pr_buf in = {0};
+    pb_buf in = {0};
     for (int i = 0; i < 5; i++)
         request_line(&in, i + 1, &rs[i]);
     int in_fd = temp_fd(), out_fd = temp_fd();
@@ -729,7 +729,7 @@ static void test_cpu_limit_after_quick_runs(void **st) {
     }
     free(want);
     free(out);
-    pr_buf_free(&in);
+    pb_buf_free(&in);
     close(in_fd);
     close(out_fd);
     pr_host_free(h);

@@ -604,14 +604,14 @@ static void test_mutations(void **st) {
         pr_exec_options opt = {.args = args, .nargs = 2, .fs = fs};
         pr_outcome oc;
         if (pr_exec(h, p, &opt, &oc, &e)) {
-            pr_buf out = {0};
+            pb_buf out = {0};
             if (pr_result_json(&oc, fs, &out, &e)) {
                 results++;
             } else { /* output files over the limits or not UTF-8 */
                 assert_int_equal(e.kind, PR_KIND_INTERFACE);
                 errors++;
             }
-            pr_buf_free(&out);
+            pb_buf_free(&out);
             pr_outcome_clear(&oc);
         } else {
             assert_true(e.kind != PR_KIND_NONE && e.message[0]);
@@ -643,13 +643,13 @@ static void test_float_table(void **st) {
         uint64_t bits = strtoull(line, NULL, 16);
         double x;
         memcpy(&x, &bits, 8);
-        pr_buf f = {0}, e = {0};
+        pb_buf f = {0}, e = {0};
         assert_true(yy_fmt_fixed(&f, x));
         assert_true(yy_fmt_exact(&e, x));
         assert_string_equal(f.p, a);
         assert_string_equal(e.p, b);
-        pr_buf_free(&f);
-        pr_buf_free(&e);
+        pb_buf_free(&f);
+        pb_buf_free(&e);
         lines++;
     }
     assert_true(lines > 1000);
@@ -686,14 +686,14 @@ static void test_date(void **st) {
     (void)st;
     struct tm tm = {
         .tm_year = 126, .tm_mon = 0, .tm_mday = 2, .tm_hour = 3, .tm_min = 4, .tm_sec = 5};
-    pr_buf b = {0};
+    pb_buf b = {0};
     const char *f = "%Y-%m-%d %H:%M:%S %% %5 %";
     assert_int_equal(yy_fmt_date(&b, (const uint8_t *)f, strlen(f), &tm), 0);
     assert_string_equal(b.p, "2026-01-02 03:04:05 % %5 %");
-    pr_buf_free(&b);
-    b = (pr_buf){0};
+    pb_buf_free(&b);
+    b = (pb_buf){0};
     assert_int_equal(yy_fmt_date(&b, (const uint8_t *)"ok %y", 5, &tm), 'y' + 1);
-    pr_buf_free(&b);
+    pb_buf_free(&b);
 }
 
 static void test_signatures(void **st) {

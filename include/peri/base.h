@@ -1,0 +1,88 @@
+/*
+ * peri/base.h — the bottom layer every other layer uses: growable buffers with
+ * overflow-checked growth, EINTR-safe descriptor loops, clocks and deadlines, ISO 8601
+ * time, and the log hook through which library code reports what it cannot return.
+ *
+ * Prefix pb_. No global state: a logger is a value the caller owns and passes in.
+ */
+#ifndef PERI_BASE_H
+#define PERI_BASE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- buffers (buf.c) --------------------------------------------------------------
+ * A growable byte buffer, always NUL-terminated once anything was put (p[len] == 0).
+ * Zero-initialise it ({0}); growth doubles and refuses sizes that would overflow.
+ * Every function that can allocate returns false on failure and leaves the buffer as
+ * it was. */
+typedef struct pb_buf {
+    char *p;
+    size_t len, cap;
+} pb_buf;
+
+bool pb_buf_reserve(pb_buf *b, size_t extra); /* room for extra more bytes + the NUL */
+bool pb_buf_put(pb_buf *b, const void *data, size_t n);
+bool pb_buf_puts(pb_buf *b, const char *s);
+static inline bool pb_buf_putc(pb_buf *b, char c) { /* inline: per-character output paths */
+    if (b->len + 2 > b->cap && !pb_buf_reserve(b, 1)) return false;
+    b->p[b->len++] = c;
+    b->p[b->len] = 0;
+    return true;
+}
+bool pb_buf_printf(pb_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool pb_buf_vprintf(pb_buf *b, const char *fmt, va_list ap);
+void pb_buf_reset(pb_buf *b); /* length 0, storage kept */
+void pb_buf_free(pb_buf *b);
+/* The contents (NUL-terminated; "" when empty) handed to the caller, who frees them; the
+ * buffer is empty afterwards. NULL only when allocating the empty string fails. */
+char *pb_buf_take(pb_buf *b, size_t *len);
+
+/* ---- descriptors (io.c) -----------------------------------------------------------
+ * Whole writes and reads that retry on EINTR and short counts. */
+int pb_write_all(int fd, const void *p, size_t n); /* 0, or -1 with errno */
+ssize_t pb_read_some(int fd, void *p, size_t n);   /* read(2) without EINTR */
+ssize_t pb_read_full(int fd, void *p, size_t n);   /* up to n bytes; < n only at EOF */
+
+/* ---- clocks (clock.c) -------------------------------------------------------------- */
+int64_t pb_mono_ms(void); /* CLOCK_MONOTONIC in milliseconds */
+int64_t pb_mono_us(void);
+int64_t pb_wall_ms(void); /* CLOCK_REALTIME in milliseconds since the epoch */
+/* The absolute time ms milliseconds from now on clock (for pthread_cond_timedwait with
+ * CLOCK_REALTIME, or clock_nanosleep with CLOCK_MONOTONIC). Negative ms count as 0. */
+struct timespec pb_deadline(clockid_t clock, int64_t ms);
+void pb_sleep_us(int64_t us); /* sleeps the whole time, through signals */
+/* "2026-12-04T05:30:00.123Z" (UTC, milliseconds) into out. */
+#define PB_ISO_TIME_LEN 32
+void pb_iso_time(int64_t wall_ms, char out[PB_ISO_TIME_LEN]);
+
+/* ---- logging (log.c) ----------------------------------------------------------------
+ * Library code never writes to stderr: what it must report outside a return value (a
+ * server's diagnostics, a record that could not be persisted) goes to the logger its
+ * caller configured. A NULL logger or a NULL fn drops the message. The message has no
+ * trailing newline. The callback may be called from any thread the library runs. */
+typedef enum pb_log_level { PB_LOG_DEBUG, PB_LOG_INFO, PB_LOG_WARN, PB_LOG_ERROR } pb_log_level;
+typedef void (*pb_log_fn)(void *ud, pb_log_level level, const char *msg);
+typedef struct pb_logger {
+    pb_log_fn fn;
+    void *ud;
+} pb_logger;
+void pb_log(const pb_logger *lg, pb_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+const char *pb_log_level_name(pb_log_level level); /* "debug", "info", "warning", "error" */
+/* A pb_log_fn that writes "peri: <level>: <msg>\n" to the FILE * in ud (a command's own
+ * choice, e.g. stderr; the library never installs it by itself). */
+void pb_log_to_file(void *ud, pb_log_level level, const char *msg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
