@@ -12,9 +12,15 @@
 #ifndef PERI_ACP_H
 #define PERI_ACP_H
 
+#include "peri/base.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* Where the host keeps sessions, and how it may write there. */
 typedef struct pacp_storage {
@@ -56,6 +62,10 @@ typedef struct pacp_options {
     const char *const *wasm_runner;
     size_t nwasm_runner;
     const char *bwrap; /* the sandbox's bubblewrap binary; NULL: /usr/bin/bwrap */
+    /* The host's log (pb_logger, peri/base.h): unsandboxed runs, state that could not be
+     * persisted, MCP servers' stderr. The library writes nowhere else. {0}: dropped;
+     * `peri acp` logs to stderr. */
+    pb_logger log;
 } pacp_options;
 
 /* Serves until EOF on in_fd, then closes every session like session/close and
@@ -63,4 +73,7 @@ typedef struct pacp_options {
  * start object, store cannot be opened, ...). Bad input never ends the loop. */
 int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t errlen);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

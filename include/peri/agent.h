@@ -25,13 +25,17 @@
 #ifndef PERI_AGENT_H
 #define PERI_AGENT_H
 
+#include "peri/base.h"
 #include "peri/model.h"
 
 #include <jansson.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* ---------------------------------------------------------------- settings */
 
@@ -388,4 +392,7 @@ int64_t pag_estimate_tokens(const pm_message *msgs, size_t n);
  * last user message. */
 size_t pag_compact_start(const pm_message *msgs, size_t n, int64_t budget);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -15,6 +15,15 @@
 #include <sys/types.h>
 #include <time.h>
 
+/* Cancel flags in the API are C11 atomic_int. C++ has <stdatomic.h> only from C++23;
+ * before that std::atomic<int> has the same size, alignment and lock-free operations. */
+#if defined(__cplusplus) && __cplusplus <= 202002L
+#include <atomic>
+using atomic_int = std::atomic<int>;
+#else
+#include <stdatomic.h>
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

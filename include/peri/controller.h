@@ -15,12 +15,16 @@
 #define PERI_CONTROLLER_H
 
 #include "peri/agent.h"
+#include "peri/base.h"
 #include "peri/store.h"
 #include "peri/tools.h"
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct pct_controller pct_controller;
 
@@ -67,6 +71,9 @@ typedef struct pct_config {
     const char *const *wasm_runner;
     size_t nwasm_runner;
     const char *bwrap; /* NULL: /usr/bin/bwrap */
+    /* Where the controller reports what no caller receives: sandbox-off warnings, state
+     * that could not be persisted, MCP servers' diagnostics. {0}: dropped. */
+    pb_logger log;
 } pct_config;
 
 typedef enum pct_status {
@@ -177,4 +184,7 @@ bool pct_session_closing(pct_controller *c, const char *id);
 const char *pct_machine_id(const pct_controller *c);
 size_t pct_live_count(pct_controller *c);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

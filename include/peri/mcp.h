@@ -32,9 +32,9 @@
 #ifndef PERI_MCP_H
 #define PERI_MCP_H
 
+#include "peri/base.h"
 #include "peri/tools.h"
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -95,7 +95,10 @@ int pmcp_parse_servers(const char *json_text, const char *origin, pmcp_server_co
 typedef struct pmcp_client pmcp_client;
 
 typedef struct pmcp_client_opts {
-    const char *cwd;      /* stdio: working directory of the server; NULL: inherit */
+    const char *cwd; /* stdio: working directory of the server; NULL: inherit */
+    /* Where the server's diagnostics go: its stderr lines, notifications/message, frames
+     * dropped as malformed or too long. {0}: dropped. */
+    pb_logger log;
     long init_timeout_ms; /* initialize + first tools/list; 0: 30000 */
     long call_timeout_ms; /* default per request; 0: 600000 */
 } pmcp_client_opts;
@@ -174,11 +177,12 @@ typedef struct pmcp_server_opts {
      * every tools/call result, so an in-process client can rebuild the exact ACP update
      * (docs/mcp.md). External clients get plain text content only. */
     bool acp_meta;
+    pb_logger log; /* why it could not start; {0}: dropped */
 } pmcp_server_opts;
 
 /* Serves the workspace tools on a pair of fds (one JSON-RPC frame per line) until
- * EOF on in_fd; in-flight calls are cancelled and joined before it returns 0. -1 with a
- * message on stderr when it could not start (bad root). */
+ * EOF on in_fd; in-flight calls are cancelled and joined before it returns 0. -1, with
+ * the reason given to opt->log, when it could not start (bad root). */
 int pmcp_serve(const pmcp_server_opts *opt, int in_fd, int out_fd);
 
 /* ---------------------------------------------------------------- pool */
@@ -210,6 +214,7 @@ typedef struct pmcp_pool_opts {
      * "write", ...) and are not listed by pmcp_pool_tool_at (the host lists them from the
      * registry); pmcp_pool_has / pmcp_pool_run reach them. NULL: no builtin server. */
     const ptl_ctx *workspace;
+    pb_logger log; /* every server's diagnostics (pmcp_client_opts.log); {0}: dropped */
 } pmcp_pool_opts;
 
 /* Connects every configured server (user settings, then trusted project servers, then

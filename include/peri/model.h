@@ -38,7 +38,7 @@
 #ifndef PERI_MODEL_H
 #define PERI_MODEL_H
 
-#include <stdatomic.h>
+#include "peri/base.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -13,6 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct prt_runtime prt_runtime;
 typedef void (*prt_retain_fn)(void *handle);
 
@@ -33,4 +37,7 @@ uint64_t prt_next_seq(prt_runtime *rt, const char *session_id);
 size_t prt_list(prt_runtime *rt, char **ids, size_t max);
 size_t prt_count(prt_runtime *rt);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

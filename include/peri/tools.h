@@ -39,7 +39,7 @@
 #ifndef PERI_TOOLS_H
 #define PERI_TOOLS_H
 
-#include <stdatomic.h>
+#include "peri/base.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>

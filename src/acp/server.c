@@ -66,7 +66,7 @@ void pacp_send_reply(pacp_server *srv, json_t *id, pacp_reply *r) {
     if (f)
         pacp_writer_send(&srv->w, f);
     else
-        fprintf(stderr, "peri acp: out of memory building a reply\n");
+        pb_log(&srv->log, PB_LOG_ERROR, "acp: out of memory building a reply");
     json_decref(f);
 }
 
@@ -492,7 +492,9 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
                       .ruby_wasm = opt->ruby_wasm, /* issue 11: how code runs */
                       .wasm_runner = opt->wasm_runner,
                       .nwasm_runner = opt->nwasm_runner,
-                      .bwrap = opt->bwrap};
+                      .bwrap = opt->bwrap,
+                      .log = opt->log};
+    srv->log = opt->log;
     pct_error ce = {0};
     int rc = 0;
     if (!(srv->ctl = pct_new(&cfg, &sink, &ce))) {

@@ -30,6 +30,7 @@ typedef struct pacp_outreq {
 
 typedef struct pacp_server {
     pacp_writer w;
+    pb_logger log;
     pct_controller *ctl;
     const pag_settings *settings; /* the host's settings document, parsed (s->doc: whole) */
     char default_cwd[4096];       /* the start object's cwd, canonical */

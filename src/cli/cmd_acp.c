@@ -65,6 +65,7 @@ int peri_cmd_acp(int argc, char **argv) {
         return 1;
     }
     peri_place_opts_fill(&po, &h.opt);
+    h.opt.log = (pb_logger){pb_log_to_file, stderr}; /* stdout is the protocol */
     if (pm_global_init() != PM_OK) {
         fprintf(stderr, "peri acp: cannot initialise libcurl\n");
         peri_host_start_clear(&h);

@@ -83,7 +83,7 @@ int peri_cmd_mcp(int argc, char **argv) {
         return 1;
     }
     ptl_ctx tc = {.cwd = real, .sandbox = &sb};
-    pmcp_server_opts o = {.root = real, .tool_ctx = &tc};
+    pmcp_server_opts o = {.root = real, .tool_ctx = &tc, .log = {pb_log_to_file, stderr}};
     int rc = pmcp_serve(&o, 0, 1) == 0 ? 0 : 1;
     pl_free(place);
     return rc;

@@ -153,6 +153,7 @@ int peri_cmd_print(int argc, char **argv) {
         return 1;
     }
     peri_place_opts_fill(&po, &job.host.opt);
+    job.host.opt.log = (pb_logger){pb_log_to_file, stderr};
     if (pm_global_init() != PM_OK) {
         peri_host_start_clear(&job.host);
         return 1;

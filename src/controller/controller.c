@@ -259,8 +259,8 @@ static bool port_needs_permission(void *ctx, const char *name, const char *args)
 }
 
 static void warn_unsandboxed(void *ud, const char *msg) {
-    (void)ud;
-    fprintf(stderr, "peri: warning: %s\n", msg);
+    pct_controller *c = ud;
+    pb_log(&c->log, PB_LOG_WARN, "%s", msg);
 }
 
 pag_permission pct_port_ask(void *ctx, const pag_event *call, atomic_int *cancel) {
@@ -284,7 +284,7 @@ pag_permission pct_port_ask(void *ctx, const pag_event *call, atomic_int *cancel
         remember(s, tool, true);
         char e[256];
         if (pag_trust_user_allow_add(s->c->home, s->cwd, tool, e, sizeof e) != 0)
-            fprintf(stderr, "peri: session %s: %s\n", s->id, e);
+            pb_log(&s->c->log, PB_LOG_WARN, "session %s: %s", s->id, e);
         return PAG_PERM_ALLOW;
     }
     default: return p;
@@ -308,7 +308,7 @@ static int port_persist(void *ctx, const pm_message *msgs, size_t n) {
     if (pst_messages_append(s->c->store, s->id, in, n, NULL, &e) == PST_OK)
         rc = 0;
     else
-        fprintf(stderr, "peri: persisting session %s failed: %s\n", s->id, e.message);
+        pb_log(&s->c->log, PB_LOG_ERROR, "persisting session %s failed: %s", s->id, e.message);
 out:
     free(json[0]);
     free(json[1]);
@@ -348,6 +348,7 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
     }
     c->settings = cfg->settings;
     c->sink = *sink;
+    c->log = cfg->log;
     if (cfg->home && !(c->home = strdup(cfg->home))) {
         free(c);
         set_err(err, PCT_FAILED, "out of memory%s", NULL);
@@ -429,7 +430,8 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
     c->sandbox = (ptl_sandbox){.place = c->place,
                                .policy = &c->policy,
                                .off = st && st->sandbox_off,
-                               .warn = warn_unsandboxed};
+                               .warn = warn_unsandboxed,
+                               .warn_ud = c};
     for (size_t i = 0; i < c->ntools; i++) {
         const ptl_tool *t = ptl_at(i);
         c->tools[i] = (pag_tool_info){.name = ptl_name(t),
@@ -470,7 +472,7 @@ int pct_free(pct_controller *c, long wait_ms) {
     int left = c->workers;
     pthread_mutex_unlock(&c->mu);
     if (left > 0) {
-        fprintf(stderr, "peri: %d prompt worker(s) still unwinding at exit\n", left);
+        pb_log(&c->log, PB_LOG_WARN, "%d prompt worker(s) still unwinding at exit", left);
         return 1;
     }
     pl_free(c->place);
@@ -515,7 +517,7 @@ static const pag_tool_info *port_tools_now(void *ctx, size_t *ntools) {
     pct_sess *s = ctx;
     char *why = NULL;
     int rc = pmcp_pool_refresh(s->mcp, &why);
-    if (why) fprintf(stderr, "peri: session %s: %s", s->id, why);
+    if (why) pb_log(&s->c->log, PB_LOG_WARN, "session %s: %s", s->id, why);
     free(why);
     if (rc == 1) pct_rebuild_tools(s);
     *ntools = s->ntools;
@@ -562,7 +564,8 @@ static int open_mcp(pct_sess *s, const char *mcp_json, char **notices) {
                          .user_settings_json = user,
                          .project_servers_json = trusted ? pc.servers_json : NULL,
                          .acp_servers_json = mcp_json,
-                         .workspace = &s->tool_ctx};
+                         .workspace = &s->tool_ctx,
+                         .log = c->log};
     if (trusted) memcpy(s->project_on, pc.digest, sizeof s->project_on);
     char *why = NULL;
     s->mcp = pmcp_pool_open(&po, &why);
@@ -581,11 +584,11 @@ static int open_mcp(pct_sess *s, const char *mcp_json, char **notices) {
     }
     if (have_pc) pag_project_config_free(&pc);
     if (!s->mcp || !pmcp_pool_builtin(s->mcp) || build_tools(s) != 0) {
-        if (why) fprintf(stderr, "peri: session %s: %s", s->id, why);
+        if (why) pb_log(&c->log, PB_LOG_WARN, "session %s: %s", s->id, why);
         free(why);
         return -1;
     }
-    if (why) fprintf(stderr, "peri: session %s: %s", s->id, why);
+    if (why) pb_log(&c->log, PB_LOG_WARN, "session %s: %s", s->id, why);
     if (notices)
         *notices = why;
     else
@@ -911,7 +914,7 @@ pct_status pct_session_load_mcp(pct_controller *c, const char *id, bool replay,
         return PCT_FAILED;
     }
     if (skipped)
-        fprintf(stderr, "peri: session %s: %zu unreadable message(s) skipped\n", id, skipped);
+        pb_log(&c->log, PB_LOG_WARN, "session %s: %zu unreadable message(s) skipped", id, skipped);
     /* Map first so replay events are stamped by the runtime. */
     pct_sess_retain(s);
     rc = insert_live(c, s, err);

@@ -84,6 +84,7 @@ void pct_trust_before_turn(pct_sess *s, uint64_t turn);
 int pct_rebuild_tools(pct_sess *s);
 
 struct pct_controller {
+    pb_logger log;
     pst_store *store;
     prt_runtime *rt;
     const pag_settings *settings;

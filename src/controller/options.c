@@ -34,7 +34,7 @@ void pct_save_meta(pct_sess *s) {
     json_decref(m);
     pst_error pe;
     if (!txt || pst_thread_set_meta(s->c->store, s->id, txt, &pe) != PST_OK)
-        fprintf(stderr, "peri: session %s: options not persisted\n", s->id);
+        pb_log(&s->c->log, PB_LOG_ERROR, "session %s: options not persisted", s->id);
     if (s->model_spec) pst_thread_set_model(s->c->store, s->id, s->model_spec, &pe);
     pthread_mutex_unlock(&s->mu);
     free(txt);

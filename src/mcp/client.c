@@ -46,6 +46,7 @@ struct pmcp_client {
     char *caps_json;
     long call_timeout_ms;
     bool has_tools;
+    pb_logger log;
 };
 
 static const char *const k_versions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
@@ -95,11 +96,11 @@ static void on_notification(pmcp_client *c, pmcp__msg *m) {
     } else if (!strcmp(m->method, "notifications/message")) {
         json_t *d = json_object_get(m->params, "data");
         char *txt = d ? json_dumps(d, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-        fprintf(stderr, "peri mcp[%s]: %s: %.2000s\n", c->name,
-                json_string_value(json_object_get(m->params, "level")) ?: "log",
-                json_is_string(d) ? json_string_value(d)
-                : txt             ? txt
-                                  : "");
+        pb_log(&c->log, PB_LOG_INFO, "mcp[%s]: %s: %.2000s", c->name,
+               json_string_value(json_object_get(m->params, "level")) ?: "log",
+               json_is_string(d) ? json_string_value(d)
+               : txt             ? txt
+                                 : "");
         free(txt);
     }
     /* others (resources/updated, cancelled of server requests, ...) need no action */
@@ -111,7 +112,7 @@ static void on_frame(void *ctx, const char *text, size_t len) {
     pmcp__decode(text, len, &m);
     switch (m.kind) {
     case PMCP__INVALID:
-        fprintf(stderr, "peri mcp[%s]: ignored a malformed frame (%s)\n", c->name, m.err_msg);
+        pb_log(&c->log, PB_LOG_WARN, "mcp[%s]: ignored a malformed frame (%s)", c->name, m.err_msg);
         if (m.id && json_object_get(m.root, "method"))
             send_json(c, pmcp__error(m.id, m.err_code, m.err_msg));
         break;
@@ -140,7 +141,7 @@ static void on_frame(void *ctx, const char *text, size_t len) {
             pthread_mutex_unlock(&c->mu);
         }
         if (!matched)
-            fprintf(stderr, "peri mcp[%s]: dropped a response with an unknown id\n", c->name);
+            pb_log(&c->log, PB_LOG_WARN, "mcp[%s]: dropped a response with an unknown id", c->name);
         break;
     }
     }
@@ -408,7 +409,8 @@ pmcp_client *pmcp_client_connect(const pmcp_server_config *cfg, const pmcp_clien
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
     c->call_timeout_ms = opt && opt->call_timeout_ms > 0 ? opt->call_timeout_ms : 600000;
-    pmcp__link_cb cb = {.ctx = c, .on_frame = on_frame, .on_closed = on_closed};
+    if (opt) c->log = opt->log;
+    pmcp__link_cb cb = {.ctx = c, .on_frame = on_frame, .on_closed = on_closed, .log = c->log};
     char lerr[256] = "";
     switch (cfg->kind) {
     case PMCP_STDIO:

@@ -73,8 +73,8 @@ static void *reader_main(void *arg) {
             break;
         }
         if (st == 2) {
-            fprintf(stderr, "peri mcp[%s]: dropped a frame longer than %u bytes\n", f->name,
-                    PMCP_MAX_FRAME);
+            pb_log(&f->cb.log, PB_LOG_WARN, "mcp[%s]: dropped a frame longer than %u bytes",
+                   f->name, PMCP_MAX_FRAME);
             continue;
         }
         if (len == 0) continue;
@@ -96,7 +96,8 @@ static void *errlog_main(void *arg) {
         int st = pmcp__lines_next(&r, &line, &len);
         if (st <= 0) break;
         if (st == 1)
-            fprintf(stderr, "peri mcp[%s]: %.*s\n", f->name, (int)(len > 4000 ? 4000 : len), line);
+            pb_log(&f->cb.log, PB_LOG_INFO, "mcp[%s]: %.*s", f->name,
+                   (int)(len > 4000 ? 4000 : len), line);
     }
     pmcp__lines_free(&r);
     return NULL;
@@ -333,7 +334,8 @@ pmcp__link *pmcp__link_stdio(const pmcp_server_config *cfg, const char *cwd,
         f = NULL;
         goto fail;
     }
-    fprintf(stderr, "peri mcp[%s]: started `%s` (pid %d)\n", f->name, cfg->command, (int)pid);
+    pb_log(&f->cb.log, PB_LOG_INFO, "mcp[%s]: started `%s` (pid %d)", f->name, cfg->command,
+           (int)pid);
     for (size_t i = 0; i < cfg->nenv; i++)
         free(envs[i]);
     free(envs);

@@ -158,7 +158,7 @@ static json_t *request_id(const char *body, size_t len) {
 static void fail_request(http_link *h, const char *body, size_t len, const char *why) {
     json_t *id = request_id(body, len);
     if (!id) {
-        fprintf(stderr, "peri mcp: %s\n", why);
+        pb_log(&h->cb.log, PB_LOG_WARN, "mcp[%s]: %s", h->url, why);
         return;
     }
     json_t *e = pmcp__error(id, PMCP_INTERNAL_ERROR, why);

@@ -68,6 +68,7 @@ typedef struct pmcp__link_cb {
     void *ctx;
     void (*on_frame)(void *ctx, const char *text, size_t len);
     void (*on_closed)(void *ctx, const char *why);
+    pb_logger log; /* the server's stderr lines and transport diagnostics */
 } pmcp__link_cb;
 
 struct pmcp__link {

@@ -319,11 +319,13 @@ struct pmcp_pool {
     pmcp_client *builtin;
     char *cwd; /* owned: stdio servers start here */
     long init_timeout_ms;
+    pb_logger log;
 };
 
 static void *connect_main(void *arg) {
     pool_server *ps = arg;
-    pmcp_client_opts co = {.cwd = ps->pool->cwd, .init_timeout_ms = ps->pool->init_timeout_ms};
+    pmcp_client_opts co = {
+        .cwd = ps->pool->cwd, .init_timeout_ms = ps->pool->init_timeout_ms, .log = ps->pool->log};
     ps->client = pmcp_client_connect(&ps->cfg, &co, ps->err, sizeof ps->err);
     return NULL;
 }
@@ -561,6 +563,7 @@ pmcp_pool *pmcp_pool_open(const pmcp_pool_opts *opt, char **notices) {
     pthread_mutex_init(&p->mu, NULL);
     p->ws = opt->workspace;
     p->init_timeout_ms = opt->init_timeout_ms;
+    p->log = opt->log;
     if (opt->cwd && !(p->cwd = strdup(opt->cwd))) {
         pmcp_pool_close(p);
         return NULL;

@@ -441,8 +441,8 @@ int pmcp_serve(const pmcp_server_opts *opt, int in_fd, int out_fd) {
     const char *root = opt && opt->tool_ctx ? opt->tool_ctx->cwd : opt ? opt->root : NULL;
     if (!opt || !root || !realpath(root, s.root) || stat(s.root, &st) != 0 ||
         !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "peri mcp: workspace root is not an existing directory: %s\n",
-                root ? root : "(none)");
+        pb_log(opt ? &opt->log : NULL, PB_LOG_ERROR,
+               "mcp: workspace root is not an existing directory: %s", root ? root : "(none)");
         return -1;
     }
     pthread_mutex_init(&s.wmu, NULL);

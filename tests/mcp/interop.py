@@ -135,7 +135,7 @@ def s_everything_stdio(peri, probe_bin, tmp):
                              EVERYTHING_ACTIONS)
     check_everything(out)
     check(not procs_with(EVERYTHING + " stdio"), "server process left after close")
-    check("peri mcp[probe]:" in err, "server stderr not logged with its name")
+    check("peri: mcp[probe]:" in err, "server stderr not logged with its name")
 
 
 def everything_over_http(probe_bin, mode, flag, path):

@@ -91,7 +91,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     char err[512];
-    pmcp_client_opts co = {.init_timeout_ms = 20000, .call_timeout_ms = 30000};
+    pmcp_client_opts co = {
+        .init_timeout_ms = 20000, .call_timeout_ms = 30000, .log = {pb_log_to_file, stderr}};
     long t0 = now_ms();
     pmcp_client *c = pmcp_client_connect(&cfg, &co, err, sizeof err);
     if (!c) {
