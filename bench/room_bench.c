@@ -6,7 +6,7 @@
  *     file, writes files, prints one line.
  * For each program, per worker thread (1 and 2 workers):
  *   exec  = fresh instance + fresh FS (with the input files) + run + result JSON
- *           (pr_exec + pr_result_json)
+ *           (pr_exec + pr__result_json)
  *   call  = the whole contract call pr_run (Base64, SHA-256, checks, input JSON, exec)
  *   serve = `peri isolate serve --workers N` fed newline-delimited requests; prints the
  *           server's peak RSS
@@ -102,7 +102,7 @@ static bool exec_once(const job *j) {
     pr_error e;
     pb_buf out = {0};
     if (good && pr_exec(j->h, j->p, &opt, &oc, &e)) {
-        good = pr_result_json(&oc, fs, &out, &e) && strcmp(out.p, c->want) == 0;
+        good = pr__result_json(&oc, fs, &out, &e) && strcmp(out.p, c->want) == 0;
         pr_outcome_clear(&oc);
     } else {
         good = false;
@@ -241,14 +241,14 @@ static void bench_serve(const bench_case *c, const char *peri, const char *text,
 static void bench_cold(pr_host *h, const char *big_path) {
     size_t bn, btl;
     uint8_t *big = slurp(big_path, &bn), d[32];
-    char bhex[65], *btext = big ? pr_base64_encode(big, bn, &btl) : NULL;
+    char bhex[65], *btext = big ? pr__base64_encode(big, bn, &btl) : NULL;
     if (!btext) {
         fprintf(stderr, "%s: cannot read\n", big_path);
         free(big);
         return;
     }
-    pr_sha256(big, bn, d);
-    pr_hex(d, 32, bhex);
+    pr__sha256(big, bn, d);
+    pr__hex(d, 32, bhex);
     pr_request breq = {{"LOADER", 6}, {"cold", 4}, {bhex, 64}, {btext, btl}, {"{}", 2}};
     pr_error e;
     double t0 = now();
@@ -272,14 +272,14 @@ static int bench_case_run(pr_host *h, const bench_case *c, const char *wasm, con
                           int runs) {
     size_t n, tl;
     uint8_t *bytes = slurp(wasm, &n), d[32];
-    char hex[65], *text = bytes ? pr_base64_encode(bytes, n, &tl) : NULL;
+    char hex[65], *text = bytes ? pr__base64_encode(bytes, n, &tl) : NULL;
     if (!text) {
         fprintf(stderr, "%s: cannot read\n", wasm);
         free(bytes);
         return 1;
     }
-    pr_sha256(bytes, n, d);
-    pr_hex(d, 32, hex);
+    pr__sha256(bytes, n, d);
+    pr__hex(d, 32, hex);
     pr_error e;
     /* exec runs use their own scope: a program loaded without its Base64 text would
      * make every pr_run in the same scope decode and hash again. */

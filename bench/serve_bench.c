@@ -242,7 +242,7 @@ static double api_round(pr_host *h, pr_program *p, const pr_request *req, bool c
             pb_buf out = {0};
             good = fs && pr_exec(h, p, &opt, &oc, &e);
             if (good) {
-                good = pr_result_json(&oc, fs, &out, &e) && strcmp(out.p, HELLO_WANT) == 0;
+                good = pr__result_json(&oc, fs, &out, &e) && strcmp(out.p, HELLO_WANT) == 0;
                 pr_outcome_clear(&oc);
             }
             pb_buf_free(&out);
@@ -276,13 +276,13 @@ int main(int argc, char **argv) {
     if (rounds < 1 || rounds > 100) rounds = 5;
     size_t n, tl;
     uint8_t *bytes = slurp(argv[1], &n), d[32];
-    char hex[65], *text = bytes ? pr_base64_encode(bytes, n, &tl) : NULL;
+    char hex[65], *text = bytes ? pr__base64_encode(bytes, n, &tl) : NULL;
     if (!text) {
         fprintf(stderr, "%s: cannot read\n", argv[1]);
         return 1;
     }
-    pr_sha256(bytes, n, d);
-    pr_hex(d, 32, hex);
+    pr__sha256(bytes, n, d);
+    pr__hex(d, 32, hex);
 
     /* The request line and the exact answer (id 1, scope "bench"). */
     pb_buf line = {0}, want = {0};
@@ -292,7 +292,7 @@ int main(int argc, char **argv) {
               pb_buf_puts(&line, hex) && pb_buf_puts(&line, "\",\"program\":\"") &&
               pb_buf_put(&line, text, tl) && pb_buf_puts(&line, "\",\"input\":\"{}\"}}\n") &&
               pb_buf_puts(&want, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"output\":") &&
-              pr_json_str(&want, HELLO_WANT, strlen(HELLO_WANT)) &&
+              pr__json_str(&want, HELLO_WANT, strlen(HELLO_WANT)) &&
               pb_buf_puts(&want, ",\"isolate\":\"bench:") && pb_buf_puts(&want, hex) &&
               pb_buf_puts(&want, "\"}}");
     pr_error e;

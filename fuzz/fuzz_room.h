@@ -114,10 +114,10 @@ static pr_host *fz_host(void) {
 static int fz_run(const uint8_t *m, size_t n, const char *input) {
     uint8_t d[32];
     char hex[65];
-    if (!pr_sha256(m, n, d)) abort();
-    pr_hex(d, 32, hex);
+    if (!pr__sha256(m, n, d)) abort();
+    pr__hex(d, 32, hex);
     size_t bl;
-    char *b64 = pr_base64_encode(m, n, &bl);
+    char *b64 = pr__base64_encode(m, n, &bl);
     if (!b64) abort();
     static const char runner[] = "LOADER", scope[] = "fuzz";
     pr_request r = {{runner, sizeof runner - 1},
@@ -130,7 +130,7 @@ static int fz_run(const uint8_t *m, size_t n, const char *input) {
     int ran;
     if (pr_run(fz_host(), &r, &res, &e)) {
         if (!res.output || strlen(res.output) != res.output_len ||
-            !pr_utf8_valid((const uint8_t *)res.output, res.output_len) || res.output[0] != '{')
+            !pr__utf8_valid((const uint8_t *)res.output, res.output_len) || res.output[0] != '{')
             abort();
         pr_response_clear(&res);
         ran = 1;

@@ -59,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint8_t decl[NF][10]; /* the declared parameter types (0x7f i32, 0x7e i64) */
     wb_uleb(&s, NF + 1);
     for (size_t i = 0; i < NF; i++) {
-        if (!pr_wasi_functype(NAMES[i], &ft[i])) abort();
+        if (!pr__wasi_functype(NAMES[i], &ft[i])) abort();
         wb_u8(&s, 0x60);
         bool bad = wrong < NF && i == wrong; /* ~18% of inputs: one wrong type */
         uint32_t np = ft[i].nparams + (bad && (fin_u8(&f) & 1) ? 1 : 0);

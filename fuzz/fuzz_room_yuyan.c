@@ -188,9 +188,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     yy_sig sig[MAXTYPED];
     for (uint8_t i = 0; i < ntyped; i++) {
         typed[i] = fin_u8(&f) % (NSTD - 1);
-        const yy_fn *fn = yy_std_find(YY_STD, sizeof YY_STD - 1, STD[typed[i]],
+        const yy_fn *fn = pr__yy_std_find(YY_STD, sizeof YY_STD - 1, STD[typed[i]],
                                       strlen(STD[typed[i]]));
-        if (!fn || !yy_sig_parse(fn->sig, strlen(fn->sig), &sig[i])) abort();
+        if (!fn || !pr__yy_sig_parse(fn->sig, strlen(fn->sig), &sig[i])) abort();
     }
     /* data: every name as 豫言_<name>, then input bytes */
     for (size_t i = 0; i < NSTD; i++) {

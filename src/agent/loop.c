@@ -95,7 +95,7 @@ static int keep_partial_text(turn *t, const pm_message *partial) {
         pm_message m;
         pm_message_init(&m, PM_ROLE_ASSISTANT);
         if (pm_message_add_text(&m, text) == PM_OK && persist(t, &m, 1) == 0)
-            rc = pag_hist_push(t->s, &m);
+            rc = pag__hist_push(t->s, &m);
         pm_message_clear(&m);
     }
     free(text);
@@ -143,7 +143,7 @@ static gate mode_gate(const pag_session *s, const pag_tool_info *ti, const char 
 /* Act: runs one tool call and appends its result to `results`. */
 static void act_one(turn *t, const pm_part *call, pm_message *results) {
     pag_session *s = t->s;
-    const pag_tool_info *ti = pag_tool_find(s, call->name);
+    const pag_tool_info *ti = pag__tool_find(s, call->name);
     const char *args = call->arguments ? call->arguments : "{}";
     const char *id = call->id ? call->id : "";
     char *title =
@@ -313,7 +313,7 @@ static int step(turn *t) {
     resp.message.role = PM_ROLE_ASSISTANT;
     if (!has_tool_calls(&resp.message)) {
         if (persist(t, &resp.message, 1) == 0) {
-            if (pag_hist_push(s, &resp.message))
+            if (pag__hist_push(s, &resp.message))
                 fail(t, "internal", 0, "out of memory");
             else
                 set_result(t, PAG_TURN_COMPLETED, stop_name(resp.stop));
@@ -330,7 +330,7 @@ static int step(turn *t) {
     pm_response_clear(&resp);
     int rc = 0;
     if (persist(t, batch, 2) == 0) {
-        if (pag_hist_push(s, &batch[0]) || pag_hist_push(s, &batch[1])) {
+        if (pag__hist_push(s, &batch[0]) || pag__hist_push(s, &batch[1])) {
             fail(t, "internal", 0, "out of memory");
         } else {
             rc = 1;
@@ -361,7 +361,7 @@ void pag_session_turn_message(pag_session *s, pm_message *user, pag_turn_result 
     pm_message um = *user;
     pm_message_init(user, PM_ROLE_USER);
     um.role = PM_ROLE_USER;
-    if (persist(&t, &um, 1) || pag_hist_push(s, &um)) {
+    if (persist(&t, &um, 1) || pag__hist_push(s, &um)) {
         if (out->state != PAG_TURN_FAILED) fail(&t, "internal", 0, "out of memory");
         pm_message_clear(&um);
         return;
@@ -404,7 +404,7 @@ static int push_marker(turn *t, const char *text) {
         pm_message_clear(&m);
         return -1;
     }
-    if (pag_hist_push(t->s, &m)) {
+    if (pag__hist_push(t->s, &m)) {
         pm_message_clear(&m);
         fail(t, "internal", 0, "out of memory");
         return -1;

@@ -63,7 +63,7 @@ size_t pag_session_history_len(const pag_session *s) {
     return s->nhist;
 }
 
-int pag_hist_push(pag_session *s, pm_message *m) {
+int pag__hist_push(pag_session *s, pm_message *m) {
     if (s->nhist == s->caphist) {
         size_t ncap = s->caphist ? s->caphist * 2 : 16;
         pm_message *nh = realloc(s->hist, ncap * sizeof *nh);
@@ -76,7 +76,7 @@ int pag_hist_push(pag_session *s, pm_message *m) {
     return 0;
 }
 
-const pag_tool_info *pag_tool_find(const pag_session *s, const char *name) {
+const pag_tool_info *pag__tool_find(const pag_session *s, const char *name) {
     for (size_t i = 0; i < s->ports.ntools; i++)
         if (name && strcmp(s->ports.tools[i].name, name) == 0) return &s->ports.tools[i];
     return NULL;
@@ -92,7 +92,7 @@ int pag_session_restore(pag_session *s, const char *const *message_json, size_t 
             continue;
         }
         bool marker = m.role == PM_ROLE_SYSTEM;
-        if (pag_hist_push(s, &m)) {
+        if (pag__hist_push(s, &m)) {
             pm_message_clear(&m);
             if (skipped) *skipped = bad;
             return -1;
@@ -133,7 +133,7 @@ static void replay_part(const pag_session *s, size_t mi, const pm_part *p,
         emit(ctx, &ev);
         break;
     case PM_PART_TOOL_CALL: {
-        const pag_tool_info *ti = pag_tool_find(s, p->name);
+        const pag_tool_info *ti = pag__tool_find(s, p->name);
         char *title = s->ports.tool_title && p->name
                           ? s->ports.tool_title(s->ports.ctx, p->name, p->arguments)
                           : NULL;

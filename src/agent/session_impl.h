@@ -25,7 +25,7 @@ struct pag_session {
 };
 
 /* Moves *m into the history (m is left empty). 0, or -1 when out of memory. */
-int pag_hist_push(struct pag_session *s, pm_message *m);
-const pag_tool_info *pag_tool_find(const struct pag_session *s, const char *name);
+int pag__hist_push(struct pag_session *s, pm_message *m);
+const pag_tool_info *pag__tool_find(const struct pag_session *s, const char *name);
 
 #endif

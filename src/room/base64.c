@@ -31,7 +31,7 @@ static const int8_t T[256] = {
     BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD,
 };
 
-int pr_base64_decode(const char *in, size_t n, size_t max, uint8_t **out, size_t *out_len) {
+int pr__base64_decode(const char *in, size_t n, size_t max, uint8_t **out, size_t *out_len) {
     const uint8_t *s = (const uint8_t *)in;
     /* Every 4 data characters give 3 bytes; whitespace only makes the result smaller. */
     uint8_t *o = malloc(n / 4 * 3 + 3);
@@ -93,7 +93,7 @@ bad:
     return -1;
 }
 
-char *pr_base64_encode(const uint8_t *in, size_t n, size_t *out_len) {
+char *pr__base64_encode(const uint8_t *in, size_t n, size_t *out_len) {
     static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     if (n > (SIZE_MAX - 1) / 4 * 3 - 2) return NULL;
     char *o = malloc((n + 2) / 3 * 4 + 1);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void pr_err_set(pr_error *err, pr_kind kind, const char *fmt, ...) {
+void pr__err_set(pr_error *err, pr_kind kind, const char *fmt, ...) {
     if (!err) return;
     err->kind = kind;
     err->stop = PR_STOP_NONE;

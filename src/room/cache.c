@@ -8,7 +8,7 @@
  * A second index, the text index, finds a cached program by its Base64 text: programs
  * whose text is JSON-plain are also chained by (text length, sample hash), so that
  * `isolate serve` can recognise a known program text inside a request line with one
- * memcmp (pr_cache_find_text). It holds no bytes of its own: the texts belong to their
+ * memcmp (pr__cache_find_text). It holds no bytes of its own: the texts belong to their
  * programs and are already charged to the cache's budget (pr_program.bytes); an
  * evicted program leaves both indexes at once.
  */
@@ -24,7 +24,7 @@ static uint32_t hash_key(const char *s, size_t n) {
     return h;
 }
 
-uint64_t pr_cache_text_sample(const char *s, size_t n) {
+uint64_t pr__cache_text_sample(const char *s, size_t n) {
     uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)n;
     if (n < 64) {
         for (size_t i = 0; i < n; i++)
@@ -52,7 +52,7 @@ static bool json_plain(const char *s, size_t n) {
     return true;
 }
 
-bool pr_cache_init(pr_cache *c, size_t limit) {
+bool pr__cache_init(pr_cache *c, size_t limit) {
     memset(c, 0, sizeof *c);
     c->nbuckets = 64;
     c->buckets = calloc(c->nbuckets, sizeof *c->buckets);
@@ -66,7 +66,7 @@ bool pr_cache_init(pr_cache *c, size_t limit) {
     return true;
 }
 
-void pr_program_free_(pr_program *p) {
+void pr__program_free_(pr_program *p) {
     pw_snapshot_free(p->snap);
     pthread_mutex_destroy(&p->snap_mu);
     pw_module_free(p->module);
@@ -76,10 +76,10 @@ void pr_program_free_(pr_program *p) {
 }
 
 void pr_program_release(pr_program *p) {
-    if (p && atomic_fetch_sub(&p->refs, 1) == 1) pr_program_free_(p);
+    if (p && atomic_fetch_sub(&p->refs, 1) == 1) pr__program_free_(p);
 }
 
-void pr_cache_destroy(pr_cache *c) {
+void pr__cache_destroy(pr_cache *c) {
     for (pr_program *p = c->lru_head, *next; p; p = next) {
         next = p->lru_next;
         p->in_cache = false;
@@ -124,7 +124,7 @@ static void lru_push(pr_cache *c, pr_program *p) {
     if (!c->lru_tail) c->lru_tail = p;
 }
 
-pr_program *pr_cache_get(pr_cache *c, const char *key, size_t key_len) {
+pr_program *pr__cache_get(pr_cache *c, const char *key, size_t key_len) {
     pthread_mutex_lock(&c->mu);
     pr_program *p = *slot_of(c, key, key_len);
     if (p) {
@@ -187,10 +187,10 @@ static void evict(pr_cache *c, pr_program *p) {
     pr_program_release(p);
 }
 
-pr_program *pr_cache_put(pr_cache *c, pr_program *p) {
+pr_program *pr__cache_put(pr_cache *c, pr_program *p) {
     /* Outside the lock: one pass over the text, once per compiled program. */
     p->text_plain = p->text && p->text_len && json_plain(p->text, p->text_len);
-    if (p->text_plain) p->text_sample = pr_cache_text_sample(p->text, p->text_len);
+    if (p->text_plain) p->text_sample = pr__cache_text_sample(p->text, p->text_len);
     pthread_mutex_lock(&c->mu);
     pr_program **pp = slot_of(c, p->key, p->key_len);
     if (*pp) {
@@ -230,7 +230,7 @@ void pr_host_cache_stats(pr_host *h, pr_cache_stats *out) {
     pthread_mutex_unlock(&h->cache.mu);
 }
 
-void pr_cache_charge(pr_cache *c, pr_program *p, size_t extra) {
+void pr__cache_charge(pr_cache *c, pr_program *p, size_t extra) {
     pthread_mutex_lock(&c->mu);
     p->bytes += extra;
     if (p->in_cache) {
@@ -241,11 +241,11 @@ void pr_cache_charge(pr_cache *c, pr_program *p, size_t extra) {
     pthread_mutex_unlock(&c->mu);
 }
 
-pr_program *pr_cache_find_text(pr_cache *c, const char *s, size_t n) {
+pr_program *pr__cache_find_text(pr_cache *c, const char *s, size_t n) {
     enum { MAXC = 4 }; /* candidates tried; more collisions take the full path */
     pr_program *cand[MAXC];
     size_t nc = 0;
-    uint64_t h = pr_cache_text_sample(s, n);
+    uint64_t h = pr__cache_text_sample(s, n);
     pthread_mutex_lock(&c->mu);
     for (pr_program *p = c->tbuckets[h & (c->nbuckets - 1)]; p && nc < MAXC; p = p->tnext)
         if (p->text_sample == h && p->text_len == n) {
@@ -269,7 +269,7 @@ pr_program *pr_cache_find_text(pr_cache *c, const char *s, size_t n) {
     return hit;
 }
 
-bool pr_cache_claim_text(pr_cache *c, const pr_program *p) {
+bool pr__cache_claim_text(pr_cache *c, const pr_program *p) {
     pthread_mutex_lock(&c->mu);
     bool cached = p->in_cache && p->text_plain;
     if (cached) {
@@ -280,7 +280,7 @@ bool pr_cache_claim_text(pr_cache *c, const pr_program *p) {
     return cached;
 }
 
-void pr_cache_count_text_hit(pr_cache *c) {
+void pr__cache_count_text_hit(pr_cache *c) {
     pthread_mutex_lock(&c->mu);
     c->st.text_hits++;
     pthread_mutex_unlock(&c->mu);

@@ -35,57 +35,57 @@ static bool digest_ok(pr_str d) {
     return true;
 }
 
-bool pr_check_shape(const pr_request *req, pr_error *err) {
+bool pr__check_shape(const pr_request *req, pr_error *err) {
     if (req->runner.len < 1 || req->runner.len > PR_NAME_MAX) {
-        pr_err_set(err, PR_KIND_VIOLATION, MSG_RUNNER);
+        pr__err_set(err, PR_KIND_VIOLATION, MSG_RUNNER);
         return false;
     }
     if (!scope_ok(req->scope)) {
-        pr_err_set(err, PR_KIND_VIOLATION, MSG_SCOPE);
+        pr__err_set(err, PR_KIND_VIOLATION, MSG_SCOPE);
         return false;
     }
     if (!digest_ok(req->digest)) {
-        pr_err_set(err, PR_KIND_VIOLATION, MSG_DIGEST);
+        pr__err_set(err, PR_KIND_VIOLATION, MSG_DIGEST);
         return false;
     }
     if (req->program.len < 1 || req->program.len > PR_PROGRAM_TEXT_MAX) {
-        pr_err_set(err, PR_KIND_VIOLATION, MSG_PROGRAM);
+        pr__err_set(err, PR_KIND_VIOLATION, MSG_PROGRAM);
         return false;
     }
     if (req->input.len > PR_INPUT_MAX) {
-        pr_err_set(err, PR_KIND_VIOLATION, MSG_INPUT);
+        pr__err_set(err, PR_KIND_VIOLATION, MSG_INPUT);
         return false;
     }
     return true;
 }
 
-bool pr_check_program(const pr_request *req, uint8_t **bytes, size_t *len, pr_error *err) {
-    int rc = pr_base64_decode(req->program.ptr, req->program.len, PR_PROGRAM_MAX, bytes, len);
+bool pr__check_program(const pr_request *req, uint8_t **bytes, size_t *len, pr_error *err) {
+    int rc = pr__base64_decode(req->program.ptr, req->program.len, PR_PROGRAM_MAX, bytes, len);
     if (rc == -1) {
-        pr_err_set(err, PR_KIND_VIOLATION, MSG_BASE64);
+        pr__err_set(err, PR_KIND_VIOLATION, MSG_BASE64);
         return false;
     }
     if (rc == -2) {
-        pr_err_set(err, PR_KIND_VIOLATION, MSG_PROGRAM);
+        pr__err_set(err, PR_KIND_VIOLATION, MSG_PROGRAM);
         return false;
     }
     if (rc == -3) {
-        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
+        pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
         return false;
     }
     uint8_t d[32];
     char hex[65];
-    if (!pr_sha256(*bytes, *len, d)) {
+    if (!pr__sha256(*bytes, *len, d)) {
         free(*bytes);
         *bytes = NULL;
-        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：SHA-256 不可用");
+        pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：SHA-256 不可用");
         return false;
     }
-    pr_hex(d, 32, hex);
+    pr__hex(d, 32, hex);
     if (memcmp(hex, req->digest.ptr, 64) != 0) {
         free(*bytes);
         *bytes = NULL;
-        pr_err_set(err, PR_KIND_VIOLATION, MSG_MISMATCH);
+        pr__err_set(err, PR_KIND_VIOLATION, MSG_MISMATCH);
         return false;
     }
     return true;

@@ -28,7 +28,7 @@ static uint32_t hash_path(const char *s, size_t n) {
     return h ? h : 1;
 }
 
-uint64_t pr_path_ino(const char *p, size_t n) {
+uint64_t pr__path_ino(const char *p, size_t n) {
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < n; i++)
         h = (h ^ (uint8_t)p[i]) * 1099511628211ull;
@@ -75,7 +75,7 @@ void pr_fs_free(pr_fs *fs) {
     free(fs);
 }
 
-pr_file *pr_fs_find(const pr_fs *fs, const char *norm, size_t n) {
+pr_file *pr__fs_find(const pr_fs *fs, const char *norm, size_t n) {
     if (!fs->nslots) return NULL;
     uint32_t h = hash_path(norm, n);
     size_t mask = fs->nslots - 1;
@@ -93,7 +93,7 @@ static size_t entry_cost(const pr_file *f) {
 }
 
 /* Rebuilds the hash table with nslots slots and compacts the order array, freeing
- * removed entries (their nodes are managed by pr_fs_remove / pr_fs_node_close). */
+ * removed entries (their nodes are managed by pr__fs_remove / pr__fs_node_close). */
 static bool rehash(pr_fs *fs, size_t nslots) {
     uint32_t *s = calloc(nslots, sizeof *s);
     if (!s) return false;
@@ -173,7 +173,7 @@ static bool attach_node(pr_fs *fs, pr_file *f, uint8_t kind) {
     nd->kind = kind;
     nd->nlink = 1;
     nd->mtime = fs->clock; /* only writes advance the clock, as in the reference */
-    nd->ino = pr_path_ino(f->path, f->path_len);
+    nd->ino = pr__path_ino(f->path, f->path_len);
     nd->serial = ++fs->serial;
     fs->meta += sizeof *nd;
     f->node = nd;
@@ -182,10 +182,10 @@ static bool attach_node(pr_fs *fs, pr_file *f, uint8_t kind) {
 
 /* Takes back an entry just made (out of memory for its node). */
 static void drop_entry(pr_fs *fs, pr_file *f) {
-    pr_fs_remove(fs, f);
+    pr__fs_remove(fs, f);
 }
 
-pr_file *pr_fs_create(pr_fs *fs, const char *norm, size_t n, bool dir) {
+pr_file *pr__fs_create(pr_fs *fs, const char *norm, size_t n, bool dir) {
     pr_file *f = new_entry(fs, norm, n, dir, dir ? 0 : sizeof(pr_node));
     if (!f || dir) return f;
     if (!attach_node(fs, f, PR_NODE_FILE)) {
@@ -196,7 +196,7 @@ pr_file *pr_fs_create(pr_fs *fs, const char *norm, size_t n, bool dir) {
     return f;
 }
 
-pr_file *pr_fs_link(pr_fs *fs, const char *norm, size_t n, pr_node *node) {
+pr_file *pr__fs_link(pr_fs *fs, const char *norm, size_t n, pr_node *node) {
     pr_file *f = new_entry(fs, norm, n, false, 0);
     if (!f) return NULL;
     f->node = node;
@@ -204,7 +204,7 @@ pr_file *pr_fs_link(pr_fs *fs, const char *norm, size_t n, pr_node *node) {
     return f;
 }
 
-pr_file *pr_fs_symlink(pr_fs *fs, const char *norm, size_t n, const char *t, size_t tn) {
+pr_file *pr__fs_symlink(pr_fs *fs, const char *norm, size_t n, const char *t, size_t tn) {
     if (tn > PR_FS_MAX - fs->total) {
         fs->create_err = -2;
         return NULL;
@@ -225,7 +225,7 @@ pr_file *pr_fs_symlink(pr_fs *fs, const char *norm, size_t n, const char *t, siz
     return f;
 }
 
-void pr_fs_remove(pr_fs *fs, pr_file *f) {
+void pr__fs_remove(pr_fs *fs, pr_file *f) {
     size_t mask = fs->nslots - 1;
     for (size_t j = f->hash & mask;; j = (j + 1) & mask) {
         uint32_t s = fs->slots[j];
@@ -259,7 +259,7 @@ static int grow(pr_fs *fs, pr_node *f, size_t len) {
     return 0;
 }
 
-int pr_fs_truncate(pr_fs *fs, pr_node *f, size_t len) {
+int pr__fs_truncate(pr_fs *fs, pr_node *f, size_t len) {
     if (len > f->len) {
         int rc = grow(fs, f, len);
         if (rc) return rc;
@@ -271,7 +271,7 @@ int pr_fs_truncate(pr_fs *fs, pr_node *f, size_t len) {
     return 0;
 }
 
-int pr_fs_pwrite(pr_fs *fs, pr_node *f, const void *data, size_t n, size_t off) {
+int pr__fs_pwrite(pr_fs *fs, pr_node *f, const void *data, size_t n, size_t off) {
     if (off > SIZE_MAX - n) return -2;
     size_t end = off + n;
     if (end > f->len) {
@@ -286,15 +286,15 @@ int pr_fs_pwrite(pr_fs *fs, pr_node *f, const void *data, size_t n, size_t off) 
     return 0;
 }
 
-void pr_fs_node_open(pr_node *f) {
+void pr__fs_node_open(pr_node *f) {
     f->nopen++;
 }
 
-void pr_fs_node_close(pr_fs *fs, pr_node *f) {
+void pr__fs_node_close(pr_fs *fs, pr_node *f) {
     if (--f->nopen == 0 && f->nlink == 0) node_free(fs, f);
 }
 
-void pr_fs_touch(pr_fs *fs, pr_node *f) {
+void pr__fs_touch(pr_fs *fs, pr_node *f) {
     f->mtime = ++fs->clock;
 }
 
@@ -302,11 +302,11 @@ int pr_fs_write(pr_fs *fs, const char *path, size_t path_len, const void *data, 
     char stackbuf[512];
     char *norm = path_len + 2 <= sizeof stackbuf ? stackbuf : malloc(path_len + 2);
     if (!norm) return -1;
-    size_t n = pr_path_normalize(path, path_len, norm);
-    pr_file *f = pr_fs_find(fs, norm, n);
+    size_t n = pr__path_normalize(path, path_len, norm);
+    pr_file *f = pr__fs_find(fs, norm, n);
     int rc = 0;
     if (f && pr_file_is_link(f)) { /* a symbolic link (beyond the contract) is replaced */
-        pr_fs_remove(fs, f);
+        pr__fs_remove(fs, f);
         f = NULL;
     }
     if (f && f->dir) {
@@ -320,7 +320,7 @@ int pr_fs_write(pr_fs *fs, const char *path, size_t path_len, const void *data, 
     if (!f && !rc) {
         if (len > PR_FS_MAX - fs->total)
             rc = -2;
-        else if (!(f = pr_fs_create(fs, norm, n, false)))
+        else if (!(f = pr__fs_create(fs, norm, n, false)))
             rc = fs->create_err;
     }
     if (!rc) {
@@ -367,7 +367,7 @@ static bool under(const pr_file *f, const char *norm, size_t n) {
     return f->path_len > n + 1 && f->path[n] == '/' && memcmp(f->path, norm, n) == 0;
 }
 
-bool pr_fs_is_dir(const pr_fs *fs, const char *norm, size_t n) {
+bool pr__fs_is_dir(const pr_fs *fs, const char *norm, size_t n) {
     if (n == 1) return true;
     for (size_t i = 0; i < fs->norder; i++) {
         const pr_file *f = fs->order[i];
@@ -378,7 +378,7 @@ bool pr_fs_is_dir(const pr_fs *fs, const char *norm, size_t n) {
     return false;
 }
 
-bool pr_fs_children(const pr_fs *fs, const char *norm, size_t n, pr_fs_child_fn fn, void *ud) {
+bool pr__fs_children(const pr_fs *fs, const char *norm, size_t n, pr_fs_child_fn fn, void *ud) {
     size_t pre = n == 1 ? 1 : n + 1;
     /* Names already produced, in a small open-addressing set (name pointers into the
      * entries' paths), so listing stays linear in the number of files. */

@@ -38,7 +38,7 @@ pr_host *pr_host_new(const pr_host_config *cfg, pr_error *err) {
     pr_host_config d = {0};
     if (!cfg) cfg = &d;
     if (cfg->cpu_ms > PR_CPU_MS_MAX && !cfg->beyond_contract) {
-        pr_err_set(err, PR_KIND_VIOLATION, "CPU 时间上限不能超过 %u ms", PR_CPU_MS_MAX);
+        pr__err_set(err, PR_KIND_VIOLATION, "CPU 时间上限不能超过 %u ms", PR_CPU_MS_MAX);
         return NULL;
     }
     pr_host *h = calloc(1, sizeof *h);
@@ -56,15 +56,15 @@ pr_host *pr_host_new(const pr_host_config *cfg, pr_error *err) {
         if (!copy_list(&h->bound, &h->nbound, (const char *const *)h->granted, h->ngranted, NULL))
             goto nomem;
     }
-    if (!pr_cache_init(&h->cache, cfg->cache_bytes ? cfg->cache_bytes : PR_CACHE_BYTES_DEFAULT))
+    if (!pr__cache_init(&h->cache, cfg->cache_bytes ? cfg->cache_bytes : PR_CACHE_BYTES_DEFAULT))
         goto nomem;
-    if (!pr_watchdog_init(&h->wd, h->cpu_ms, h->wall_ms)) {
-        pr_cache_destroy(&h->cache);
+    if (!pr__watchdog_init(&h->wd, h->cpu_ms, h->wall_ms)) {
+        pr__cache_destroy(&h->cache);
         goto nomem;
     }
     if (pthread_mutex_init(&h->pool_mu, NULL) != 0) {
-        pr_watchdog_destroy(&h->wd);
-        pr_cache_destroy(&h->cache);
+        pr__watchdog_destroy(&h->wd);
+        pr__cache_destroy(&h->cache);
         goto nomem;
     }
     return h;
@@ -74,14 +74,14 @@ nomem:
         free_list(h->bound, h->nbound);
         free(h);
     }
-    pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
+    pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
     return NULL;
 }
 
 void pr_host_free(pr_host *h) {
     if (!h) return;
-    pr_watchdog_destroy(&h->wd);
-    pr_cache_destroy(&h->cache);
+    pr__watchdog_destroy(&h->wd);
+    pr__cache_destroy(&h->cache);
     for (size_t i = 0; i < h->npools; i++)
         pw_pool_free(h->pools[i]);
     pthread_mutex_destroy(&h->pool_mu);
@@ -103,18 +103,18 @@ static bool in_list(char *const *l, size_t n, pr_str s) {
     return false;
 }
 
-bool pr_host_granted(const pr_host *h, pr_str runner) {
+bool pr__host_granted(const pr_host *h, pr_str runner) {
     return in_list(h->granted, h->ngranted, runner);
 }
 
-bool pr_host_bound(const pr_host *h, pr_str runner) {
+bool pr__host_bound(const pr_host *h, pr_str runner) {
     return in_list(h->bound, h->nbound, runner);
 }
 
 /* A pool is used by one run at a time; the mutex hands it from one thread to the
  * next. Taking one is two uncontended lock operations per run, against the mm-lock
  * traffic and TLB shootdowns of mapping a store's stacks and memory afresh. */
-pw_pool *pr_host_pool_take(pr_host *h) {
+pw_pool *pr__host_pool_take(pr_host *h) {
     pw_pool *p = NULL;
     pthread_mutex_lock(&h->pool_mu);
     if (h->npools) p = h->pools[--h->npools];
@@ -122,7 +122,7 @@ pw_pool *pr_host_pool_take(pr_host *h) {
     return p ? p : pw_pool_new();
 }
 
-void pr_host_pool_put(pr_host *h, pw_pool *p) {
+void pr__host_pool_put(pr_host *h, pw_pool *p) {
     if (!p) return;
     pthread_mutex_lock(&h->pool_mu);
     if (h->npools < PR_POOLS_MAX) {

@@ -35,7 +35,7 @@ enum {
     FT_LNK = 7
 };
 
-int pr_hd_errno(int e) {
+int pr__hd_errno(int e) {
     switch (e) {
     case 0: return 0;
     case E2BIG: return 1;
@@ -206,7 +206,7 @@ static int walk_path(int root, const char *path, size_t len, bool follow, walk *
         }
         int oe = last ? EINVAL : errno;
         if (!last && oe != ENOTDIR && oe != ELOOP) {
-            e = pr_hd_errno(oe);
+            e = pr__hd_errno(oe);
             goto out;
         }
         /* Maybe a symlink: read it and resolve its target here, inside. */
@@ -219,11 +219,11 @@ static int walk_path(int root, const char *path, size_t len, bool follow, walk *
                 w->slash = trail;
                 break;
             }
-            e = pr_hd_errno(oe);
+            e = pr__hd_errno(oe);
             goto out;
         }
         if (le) {
-            e = pr_hd_errno(le);
+            e = pr__hd_errno(le);
             goto out;
         }
         if (++links > MAX_LINKS) {
@@ -246,7 +246,7 @@ static int walk_path(int root, const char *path, size_t len, bool follow, walk *
     }
     if (depth == 0) {
         w->parent = fcntl(root, F_DUPFD_CLOEXEC, 0);
-        if (w->parent < 0) e = pr_hd_errno(errno);
+        if (w->parent < 0) e = pr__hd_errno(errno);
     } else {
         w->parent = st[depth--];
     }
@@ -290,25 +290,25 @@ static void filestat(const struct stat *s, uint8_t out[64]) {
     put64(out + 56, ns(s->st_ctim));
 }
 
-uint8_t pr_hd_filetype(int fd) {
+uint8_t pr__hd_filetype(int fd) {
     struct stat s;
     return fstat(fd, &s) == 0 ? ftype(s.st_mode) : FT_UNKNOWN;
 }
 
-int pr_hd_fstat(int fd, uint8_t out[64]) {
+int pr__hd_fstat(int fd, uint8_t out[64]) {
     struct stat s;
-    if (fstat(fd, &s) != 0) return pr_hd_errno(errno);
+    if (fstat(fd, &s) != 0) return pr__hd_errno(errno);
     filestat(&s, out);
     return 0;
 }
 
-int pr_hd_stat(int dirfd, uint32_t lookup, const char *path, size_t len, uint8_t out[64]) {
+int pr__hd_stat(int dirfd, uint32_t lookup, const char *path, size_t len, uint8_t out[64]) {
     walk w;
     int e = walk_path(dirfd, path, len, lookup & 1, &w);
     if (e) return e;
     struct stat s;
     if (fstatat(w.parent, w.name, &s, AT_SYMLINK_NOFOLLOW) != 0)
-        e = pr_hd_errno(errno);
+        e = pr__hd_errno(errno);
     else if (w.slash && !S_ISDIR(s.st_mode))
         e = PR_E_NOTDIR;
     else
@@ -334,14 +334,14 @@ static int times_of(uint64_t atim, uint64_t mtim, uint32_t fst, struct timespec 
     return 0;
 }
 
-int pr_hd_futimes(int fd, uint64_t atim, uint64_t mtim, uint32_t fst) {
+int pr__hd_futimes(int fd, uint64_t atim, uint64_t mtim, uint32_t fst) {
     struct timespec ts[2];
     int e = times_of(atim, mtim, fst, ts);
     if (e) return e;
-    return futimens(fd, ts) == 0 ? 0 : pr_hd_errno(errno);
+    return futimens(fd, ts) == 0 ? 0 : pr__hd_errno(errno);
 }
 
-int pr_hd_set_times(int dirfd, uint32_t lookup, const char *path, size_t len, uint64_t atim,
+int pr__hd_set_times(int dirfd, uint32_t lookup, const char *path, size_t len, uint64_t atim,
                     uint64_t mtim, uint32_t fst) {
     struct timespec ts[2];
     int e = times_of(atim, mtim, fst, ts);
@@ -349,7 +349,7 @@ int pr_hd_set_times(int dirfd, uint32_t lookup, const char *path, size_t len, ui
     walk w;
     e = walk_path(dirfd, path, len, lookup & 1, &w);
     if (e) return e;
-    if (utimensat(w.parent, w.name, ts, AT_SYMLINK_NOFOLLOW) != 0) e = pr_hd_errno(errno);
+    if (utimensat(w.parent, w.name, ts, AT_SYMLINK_NOFOLLOW) != 0) e = pr__hd_errno(errno);
     close(w.parent);
     return e;
 }
@@ -359,7 +359,7 @@ int pr_hd_set_times(int dirfd, uint32_t lookup, const char *path, size_t len, ui
 enum { O_CREAT_ = 1, O_DIRECTORY_ = 2, O_EXCL_ = 4, O_TRUNC_ = 8 };
 enum { FDF_APPEND = 1, FDF_DSYNC = 2, FDF_NONBLOCK = 4, FDF_RSYNC = 8, FDF_SYNC = 16 };
 
-int pr_hd_open(int dirfd, const char *path, size_t len, uint32_t lookup, uint32_t oflags,
+int pr__hd_open(int dirfd, const char *path, size_t len, uint32_t lookup, uint32_t oflags,
                uint16_t fdflags, bool read, bool write, int *out, bool *is_dir) {
     (void)read;
     walk w;
@@ -391,12 +391,12 @@ int pr_hd_open(int dirfd, const char *path, size_t len, uint32_t lookup, uint32_
         /* O_NOFOLLOW on a final symlink: ELOOP, as WASI expects without SYMLINK_FOLLOW. */
         if (e == ENXIO || e == ENODEV) e = ENOTSUP;
         close(w.parent);
-        return pr_hd_errno(e);
+        return pr__hd_errno(e);
     }
     close(w.parent);
     struct stat s;
     if (fstat(fd, &s) != 0) {
-        e = pr_hd_errno(errno);
+        e = pr__hd_errno(errno);
         close(fd);
         return e;
     }
@@ -411,25 +411,25 @@ int pr_hd_open(int dirfd, const char *path, size_t len, uint32_t lookup, uint32_
 
 /* ---------------------------------------------------------------- namespace changes */
 
-int pr_hd_mkdir(int dirfd, const char *path, size_t len) {
+int pr__hd_mkdir(int dirfd, const char *path, size_t len) {
     walk w;
     int e = walk_path(dirfd, path, len, false, &w);
     if (e) return e;
-    if (mkdirat(w.parent, w.name, 0777) != 0) e = pr_hd_errno(errno);
+    if (mkdirat(w.parent, w.name, 0777) != 0) e = pr__hd_errno(errno);
     close(w.parent);
     return e;
 }
 
-int pr_hd_rmdir(int dirfd, const char *path, size_t len) {
+int pr__hd_rmdir(int dirfd, const char *path, size_t len) {
     walk w;
     int e = walk_path(dirfd, path, len, false, &w);
     if (e) return e;
-    if (unlinkat(w.parent, w.name, AT_REMOVEDIR) != 0) e = pr_hd_errno(errno);
+    if (unlinkat(w.parent, w.name, AT_REMOVEDIR) != 0) e = pr__hd_errno(errno);
     close(w.parent);
     return e;
 }
 
-int pr_hd_unlink(int dirfd, const char *path, size_t len) {
+int pr__hd_unlink(int dirfd, const char *path, size_t len) {
     walk w;
     int e = walk_path(dirfd, path, len, false, &w);
     if (e) return e;
@@ -437,11 +437,11 @@ int pr_hd_unlink(int dirfd, const char *path, size_t len) {
     if (w.slash) {
         /* "name/" names a directory: unlink refuses it either way. */
         if (fstatat(w.parent, w.name, &s, AT_SYMLINK_NOFOLLOW) != 0)
-            e = pr_hd_errno(errno);
+            e = pr__hd_errno(errno);
         else
             e = S_ISDIR(s.st_mode) ? PR_E_ISDIR : PR_E_NOTDIR;
     } else if (unlinkat(w.parent, w.name, 0) != 0) {
-        e = pr_hd_errno(errno);
+        e = pr__hd_errno(errno);
     }
     close(w.parent);
     return e;
@@ -451,11 +451,11 @@ int pr_hd_unlink(int dirfd, const char *path, size_t len) {
 static int slash_ok(const walk *w) {
     if (!w->slash) return 0;
     struct stat s;
-    if (fstatat(w->parent, w->name, &s, AT_SYMLINK_NOFOLLOW) != 0) return pr_hd_errno(errno);
+    if (fstatat(w->parent, w->name, &s, AT_SYMLINK_NOFOLLOW) != 0) return pr__hd_errno(errno);
     return S_ISDIR(s.st_mode) ? 0 : PR_E_NOTDIR;
 }
 
-int pr_hd_rename(int d1, const char *p1, size_t l1, int d2, const char *p2, size_t l2) {
+int pr__hd_rename(int d1, const char *p1, size_t l1, int d2, const char *p2, size_t l2) {
     walk a, b;
     int e = walk_path(d1, p1, l1, false, &a);
     if (e) return e;
@@ -470,13 +470,13 @@ int pr_hd_rename(int d1, const char *p1, size_t l1, int d2, const char *p2, size
         if (fstatat(a.parent, a.name, &s, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(s.st_mode))
             e = PR_E_NOTDIR;
     }
-    if (!e && renameat(a.parent, a.name, b.parent, b.name) != 0) e = pr_hd_errno(errno);
+    if (!e && renameat(a.parent, a.name, b.parent, b.name) != 0) e = pr__hd_errno(errno);
     close(a.parent);
     close(b.parent);
     return e;
 }
 
-int pr_hd_link(int d1, uint32_t lookup, const char *p1, size_t l1, int d2, const char *p2,
+int pr__hd_link(int d1, uint32_t lookup, const char *p1, size_t l1, int d2, const char *p2,
                size_t l2) {
     walk a, b;
     int e = walk_path(d1, p1, l1, lookup & 1, &a);
@@ -489,20 +489,20 @@ int pr_hd_link(int d1, uint32_t lookup, const char *p1, size_t l1, int d2, const
     if (a.slash || b.slash) { /* as linkat(2) on Linux */
         struct stat s;
         if (fstatat(a.parent, a.name, &s, AT_SYMLINK_NOFOLLOW) != 0)
-            e = pr_hd_errno(errno);
+            e = pr__hd_errno(errno);
         else if (S_ISDIR(s.st_mode))
             e = PR_E_PERM;
         else
             e = a.slash ? PR_E_NOTDIR : PR_E_NOENT;
     }
     /* Never AT_SYMLINK_FOLLOW: the walk resolved a final symlink already. */
-    if (!e && linkat(a.parent, a.name, b.parent, b.name, 0) != 0) e = pr_hd_errno(errno);
+    if (!e && linkat(a.parent, a.name, b.parent, b.name, 0) != 0) e = pr__hd_errno(errno);
     close(a.parent);
     close(b.parent);
     return e;
 }
 
-int pr_hd_symlink(const char *target, size_t tlen, int dirfd, const char *path, size_t len) {
+int pr__hd_symlink(const char *target, size_t tlen, int dirfd, const char *path, size_t len) {
     if (tlen == 0) return PR_E_NOENT;
     if (target[0] == '/') return PR_E_PERM; /* a link out of the directory is never made */
     char *t = malloc(tlen + 1);
@@ -516,7 +516,7 @@ int pr_hd_symlink(const char *target, size_t tlen, int dirfd, const char *path, 
             struct stat s;
             e = fstatat(w.parent, w.name, &s, AT_SYMLINK_NOFOLLOW) == 0 ? PR_E_EXIST : PR_E_NOENT;
         } else if (symlinkat(t, w.parent, w.name) != 0) {
-            e = pr_hd_errno(errno);
+            e = pr__hd_errno(errno);
         }
         close(w.parent);
     }
@@ -524,7 +524,7 @@ int pr_hd_symlink(const char *target, size_t tlen, int dirfd, const char *path, 
     return e;
 }
 
-int pr_hd_readlink(int dirfd, const char *path, size_t len, uint8_t *buf, uint32_t cap,
+int pr__hd_readlink(int dirfd, const char *path, size_t len, uint8_t *buf, uint32_t cap,
                    uint32_t *n) {
     walk w;
     int e = walk_path(dirfd, path, len, false, &w);
@@ -533,7 +533,7 @@ int pr_hd_readlink(int dirfd, const char *path, size_t len, uint8_t *buf, uint32
     size_t tn = 0;
     int le = w.slash ? ENOTDIR : read_link(w.parent, w.name, &t, &tn);
     close(w.parent);
-    if (le) return pr_hd_errno(le);
+    if (le) return pr__hd_errno(le);
     uint32_t k = tn < cap ? (uint32_t)tn : cap;
     memcpy(buf, t, k);
     *n = k;
@@ -590,21 +590,21 @@ static uint8_t dtype(int fd, const char *name, unsigned char t) {
     }
 }
 
-int pr_hd_readdir(int fd, uint8_t *buf, uint32_t cap, uint64_t cookie, uint32_t *used) {
+int pr__hd_readdir(int fd, uint8_t *buf, uint32_t cap, uint64_t cookie, uint32_t *used) {
     rd r = {buf, cap, 0};
     *used = 0;
     if (cap == 0) return 0;
     struct stat self, up;
-    if (fstat(fd, &self) != 0) return pr_hd_errno(errno);
+    if (fstat(fd, &self) != 0) return pr__hd_errno(errno);
     if (fstatat(fd, "..", &up, 0) != 0) up.st_ino = 0;
     if (cookie == 0 && !put(&r, 1, self.st_ino, ".", 1, FT_DIR)) goto done;
     if (cookie <= 1 && !put(&r, 2, up.st_ino, "..", 2, FT_DIR)) goto done;
-    if (lseek(fd, 0, SEEK_SET) < 0) return pr_hd_errno(errno);
+    if (lseek(fd, 0, SEEK_SET) < 0) return pr__hd_errno(errno);
     uint64_t index = 2; /* entries after "." and ".." are numbered from 3 */
     _Alignas(8) char kbuf[8192];
     for (;;) {
         long k = syscall(SYS_getdents64, fd, kbuf, sizeof kbuf);
-        if (k < 0) return pr_hd_errno(errno);
+        if (k < 0) return pr__hd_errno(errno);
         if (k == 0) break;
         for (long off = 0; off < k;) {
             struct linux_dirent64 *d = (struct linux_dirent64 *)(void *)(kbuf + off);
@@ -624,7 +624,7 @@ done:
 
 /* ---------------------------------------------------------------- read, write */
 
-int pr_hd_rw(int fd, uint8_t *mem, uint64_t size, uint32_t iovs, uint32_t n, bool write,
+int pr__hd_rw(int fd, uint8_t *mem, uint64_t size, uint32_t iovs, uint32_t n, bool write,
              int64_t off, uint32_t *count) {
     *count = 0;
     if ((uint64_t)iovs + 8ull * n > size) return 21; /* EFAULT */
@@ -649,7 +649,7 @@ int pr_hd_rw(int fd, uint8_t *mem, uint64_t size, uint32_t iovs, uint32_t n, boo
         r = write ? writev(fd, v, cnt) : readv(fd, v, cnt);
     else
         r = write ? pwritev(fd, v, cnt, off) : preadv(fd, v, cnt, off);
-    int e = r < 0 ? pr_hd_errno(errno) : 0;
+    int e = r < 0 ? pr__hd_errno(errno) : 0;
     if (v != small) free(v);
     if (r > 0) *count = r > UINT32_MAX ? UINT32_MAX : (uint32_t)r;
     return e;

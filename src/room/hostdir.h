@@ -37,40 +37,40 @@ enum {
 };
 
 /* Maps a host errno to the WASI errno. */
-int pr_hd_errno(int host_errno);
+int pr__hd_errno(int host_errno);
 
 /* Opens path beneath dirfd. oflags/fdflags/lookup are WASI's; read/write say which
  * access the rights ask for. On success *out is an owned host descriptor and *is_dir
  * whether it is a directory. */
-int pr_hd_open(int dirfd, const char *path, size_t len, uint32_t lookup, uint32_t oflags,
+int pr__hd_open(int dirfd, const char *path, size_t len, uint32_t lookup, uint32_t oflags,
                uint16_t fdflags, bool read, bool write, int *out, bool *is_dir);
-int pr_hd_mkdir(int dirfd, const char *path, size_t len);
-int pr_hd_rmdir(int dirfd, const char *path, size_t len);
-int pr_hd_unlink(int dirfd, const char *path, size_t len);
-int pr_hd_rename(int d1, const char *p1, size_t l1, int d2, const char *p2, size_t l2);
-int pr_hd_link(int d1, uint32_t lookup, const char *p1, size_t l1, int d2, const char *p2,
+int pr__hd_mkdir(int dirfd, const char *path, size_t len);
+int pr__hd_rmdir(int dirfd, const char *path, size_t len);
+int pr__hd_unlink(int dirfd, const char *path, size_t len);
+int pr__hd_rename(int d1, const char *p1, size_t l1, int d2, const char *p2, size_t l2);
+int pr__hd_link(int d1, uint32_t lookup, const char *p1, size_t l1, int d2, const char *p2,
                size_t l2);
 /* target is the symlink's contents: an absolute target is refused (E_PERM). */
-int pr_hd_symlink(const char *target, size_t tlen, int dirfd, const char *path, size_t len);
+int pr__hd_symlink(const char *target, size_t tlen, int dirfd, const char *path, size_t len);
 /* Writes at most cap bytes of the link's contents into buf; *n the count. */
-int pr_hd_readlink(int dirfd, const char *path, size_t len, uint8_t *buf, uint32_t cap,
+int pr__hd_readlink(int dirfd, const char *path, size_t len, uint8_t *buf, uint32_t cap,
                    uint32_t *n);
 /* The 64-byte WASI filestat of path (lookup & 1: follow a final symlink). */
-int pr_hd_stat(int dirfd, uint32_t lookup, const char *path, size_t len, uint8_t out[64]);
-int pr_hd_set_times(int dirfd, uint32_t lookup, const char *path, size_t len, uint64_t atim,
+int pr__hd_stat(int dirfd, uint32_t lookup, const char *path, size_t len, uint8_t out[64]);
+int pr__hd_set_times(int dirfd, uint32_t lookup, const char *path, size_t len, uint64_t atim,
                     uint64_t mtim, uint32_t fst);
 
 /* Descriptor-level operations. */
-int pr_hd_fstat(int fd, uint8_t out[64]);
-int pr_hd_futimes(int fd, uint64_t atim, uint64_t mtim, uint32_t fst);
+int pr__hd_fstat(int fd, uint8_t out[64]);
+int pr__hd_futimes(int fd, uint64_t atim, uint64_t mtim, uint32_t fst);
 /* WASI fd_readdir over a host directory: "." and ".." first, then the entries in the
  * kernel's order; cookies are entry indices. */
-int pr_hd_readdir(int fd, uint8_t *buf, uint32_t cap, uint64_t cookie, uint32_t *used);
+int pr__hd_readdir(int fd, uint8_t *buf, uint32_t cap, uint64_t cookie, uint32_t *used);
 /* The WASI filetype of an open descriptor. */
-uint8_t pr_hd_filetype(int fd);
+uint8_t pr__hd_filetype(int fd);
 /* readv/writev (off < 0: at the descriptor's position) over the guest's iovec array
  * at guest address iovs (n entries) in memory mem[0..size). *count the bytes moved. */
-int pr_hd_rw(int fd, uint8_t *mem, uint64_t size, uint32_t iovs, uint32_t n, bool write,
+int pr__hd_rw(int fd, uint8_t *mem, uint64_t size, uint32_t iovs, uint32_t n, bool write,
              int64_t off, uint32_t *count);
 
 #endif

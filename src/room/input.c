@@ -507,14 +507,14 @@ out:
     return rc;
 }
 
-bool pr_input_parse(const char *text, size_t n, pr_input *in, pr_error *err) {
+bool pr__input_parse(const char *text, size_t n, pr_input *in, pr_error *err) {
     memset(in, 0, sizeof *in);
     /* request.text(): lenient UTF-8 with the BOM dropped. Valid input is used as is. */
     pb_buf dec = {0};
     const char *s = text;
-    if (!pr_utf8_valid((const uint8_t *)text, n) ||
+    if (!pr__utf8_valid((const uint8_t *)text, n) ||
         (n >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0)) {
-        if (!pr_utf8_lenient(&dec, (const uint8_t *)text, n)) goto nomem;
+        if (!pr__utf8_lenient(&dec, (const uint8_t *)text, n)) goto nomem;
         s = dec.p;
         n = dec.len;
     }
@@ -527,7 +527,7 @@ bool pr_input_parse(const char *text, size_t n, pr_input *in, pr_error *err) {
     ws(&p);
     if (!ok || p.i != n) {
         pb_buf_free(&dec);
-        pr_err_set(err, PR_KIND_VIOLATION, MSG_JSON);
+        pr__err_set(err, PR_KIND_VIOLATION, MSG_JSON);
         return false;
     }
     in->arena = malloc(n ? n : 1);
@@ -535,8 +535,8 @@ bool pr_input_parse(const char *text, size_t n, pr_input *in, pr_error *err) {
     if (at[0] && !is_null_at(&p, at[0] - 1)) {
         if (kind_at(&p, at[0] - 1) != '[' || !get_args(&p, at[0] - 1, in)) {
             pb_buf_free(&dec);
-            pr_input_free(in);
-            pr_err_set(err, PR_KIND_VIOLATION, MSG_ARGS);
+            pr__input_free(in);
+            pr__err_set(err, PR_KIND_VIOLATION, MSG_ARGS);
             return false;
         }
     }
@@ -545,8 +545,8 @@ bool pr_input_parse(const char *text, size_t n, pr_input *in, pr_error *err) {
         if (rc == -1) goto nomem;
         if (rc == 0) {
             pb_buf_free(&dec);
-            pr_input_free(in);
-            pr_err_set(err, PR_KIND_VIOLATION, MSG_FILES);
+            pr__input_free(in);
+            pr__err_set(err, PR_KIND_VIOLATION, MSG_FILES);
             return false;
         }
     }
@@ -554,12 +554,12 @@ bool pr_input_parse(const char *text, size_t n, pr_input *in, pr_error *err) {
     return true;
 nomem:
     pb_buf_free(&dec);
-    pr_input_free(in);
-    pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
+    pr__input_free(in);
+    pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
     return false;
 }
 
-void pr_input_free(pr_input *in) {
+void pr__input_free(pr_input *in) {
     free(in->args);
     free(in->paths);
     free(in->texts);
@@ -567,7 +567,7 @@ void pr_input_free(pr_input *in) {
     memset(in, 0, sizeof *in);
 }
 
-size_t pr_path_normalize(const char *in, size_t n, char *out) {
+size_t pr__path_normalize(const char *in, size_t n, char *out) {
     size_t o = 0, i = 0;
     while (i < n) {
         size_t j = i;
@@ -593,7 +593,7 @@ size_t pr_path_normalize(const char *in, size_t n, char *out) {
 
 /* ---------------------------------------------------------------- for serve.c */
 
-bool pr_json_scan(const char *s, size_t n, pr_json_keys *keys) {
+bool pr__json_scan(const char *s, size_t n, pr_json_keys *keys) {
     for (size_t w = 0; w < keys->n; w++)
         keys->at[w] = 0;
     if (keys->sub)
@@ -606,13 +606,13 @@ bool pr_json_scan(const char *s, size_t n, pr_json_keys *keys) {
     return ok && p.i == n;
 }
 
-size_t pr_json_value_end(const char *s, size_t n, size_t at) {
+size_t pr__json_value_end(const char *s, size_t n, size_t at) {
     parser p = {s, n, at, NULL};
     value(&p, NULL);
     return p.i;
 }
 
-char *pr_json_string_dup(const char *s, size_t n, size_t at, size_t *len) {
+char *pr__json_string_dup(const char *s, size_t n, size_t at, size_t *len) {
     parser p = {s, n, at, NULL};
     if (at >= n || s[at] != '"') return NULL;
     /* A first pass measures the value, so that a short string in a long text does

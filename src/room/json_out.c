@@ -12,7 +12,7 @@
 
 static const char HEX[] = "0123456789abcdef";
 
-bool pr_json_str(pb_buf *b, const char *s, size_t n) {
+bool pr__json_str(pb_buf *b, const char *s, size_t n) {
     if (!pb_buf_reserve(b, n + 2)) return false;
     b->p[b->len++] = '"';
     size_t run = 0;
@@ -44,7 +44,7 @@ bool pr_json_str(pb_buf *b, const char *s, size_t n) {
     return pb_buf_put(b, s + run, n - run) && pb_buf_putc(b, '"');
 }
 
-void pr_json_exit_code(char *buf, size_t cap, int64_t v) {
+void pr__json_exit_code(char *buf, size_t cap, int64_t v) {
     const int64_t exact = (int64_t)1 << 53;
     if (v >= -exact && v <= exact) {
         snprintf(buf, cap, ",\"exitCode\":%lld", (long long)v);

@@ -19,20 +19,20 @@ static bool returned_path(const char *p, size_t n) {
 }
 
 static void interface_failure(pr_error *err, const char *body, size_t n) {
-    size_t cut = pr_utf8_cut_utf16(body, n, BODY_MAX);
-    pr_err_set(err, PR_KIND_INTERFACE, "隔离运行失败：500：%.*s", (int)cut, body);
+    size_t cut = pr__utf8_cut_utf16(body, n, BODY_MAX);
+    pr__err_set(err, PR_KIND_INTERFACE, "隔离运行失败：500：%.*s", (int)cut, body);
 }
 
-bool pr_result_json(const pr_outcome *o, const pr_fs *fs, pb_buf *out, pr_error *err) {
+bool pr__result_json(const pr_outcome *o, const pr_fs *fs, pb_buf *out, pr_error *err) {
     char num[48];
     bool ok = pb_buf_puts(out, o->ok ? "{\"ok\":true,\"stdout\":" : "{\"ok\":false,\"stdout\":") &&
-              pr_json_str(out, o->stdout_text ? o->stdout_text : "", o->stdout_len) &&
+              pr__json_str(out, o->stdout_text ? o->stdout_text : "", o->stdout_len) &&
               pb_buf_puts(out, ",\"stderr\":") &&
-              pr_json_str(out, o->stderr_text ? o->stderr_text : "", o->stderr_len);
-    pr_json_exit_code(num, sizeof num, o->exit_code);
+              pr__json_str(out, o->stderr_text ? o->stderr_text : "", o->stderr_len);
+    pr__json_exit_code(num, sizeof num, o->exit_code);
     ok = ok && pb_buf_puts(out, num);
     if (ok && o->error)
-        ok = pb_buf_puts(out, ",\"error\":") && pr_json_str(out, o->error, strlen(o->error));
+        ok = pb_buf_puts(out, ",\"error\":") && pr__json_str(out, o->error, strlen(o->error));
     ok = ok && pb_buf_puts(out, ",\"files\":{");
     size_t cur = 0, count = 0, total = 0;
     const char *path;
@@ -46,7 +46,7 @@ bool pr_result_json(const pr_outcome *o, const pr_fs *fs, pb_buf *out, pr_error 
             interface_failure(err, msg, sizeof msg - 1);
             return false;
         }
-        if (!pr_utf8_valid(data, len)) {
+        if (!pr__utf8_valid(data, len)) {
             pb_buf body = {0};
             if (!pb_buf_puts(&body, "输出文件不是有效 UTF-8：") || !pb_buf_put(&body, path, plen)) {
                 pb_buf_free(&body);
@@ -57,11 +57,11 @@ bool pr_result_json(const pr_outcome *o, const pr_fs *fs, pb_buf *out, pr_error 
             return false;
         }
         size_t skip = len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0; /* TextDecoder */
-        ok = (count == 0 || pb_buf_putc(out, ',')) && pr_json_str(out, path, plen) &&
-             pb_buf_putc(out, ':') && pr_json_str(out, (const char *)data + skip, len - skip);
+        ok = (count == 0 || pb_buf_putc(out, ',')) && pr__json_str(out, path, plen) &&
+             pb_buf_putc(out, ':') && pr__json_str(out, (const char *)data + skip, len - skip);
         count++;
     }
     if (ok && pb_buf_puts(out, "}}")) return true;
-    pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
+    pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
     return false;
 }

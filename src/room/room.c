@@ -15,11 +15,11 @@ static bool build_fs(pr_fs *fs, const pr_input *in, pr_error *err) {
             pr_fs_write(fs, in->paths[i].ptr, in->paths[i].len, in->texts[i].ptr, in->texts[i].len);
         if (rc == -2) {
             /* Unreachable with a 1.5 MiB input, kept for the reference's wording. */
-            pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：编译文件超过 128 MiB 上限");
+            pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：编译文件超过 128 MiB 上限");
             return false;
         }
         if (rc) {
-            pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
+            pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
             return false;
         }
     }
@@ -33,13 +33,13 @@ static bool build_fs(pr_fs *fs, const pr_input *in, pr_error *err) {
  * the cached text it recognised in the request line; serve.c). */
 static pr_program *verified(pr_host *h, const pr_request *req) {
     char stackkey[256];
-    size_t kmax = pr_program_key_max(req->scope);
+    size_t kmax = pr__program_key_max(req->scope);
     if (kmax > sizeof stackkey) return NULL;
-    size_t n = pr_program_key(req->scope, req->digest.ptr, stackkey);
-    pr_program *p = pr_cache_get(&h->cache, stackkey, n);
+    size_t n = pr__program_key(req->scope, req->digest.ptr, stackkey);
+    pr_program *p = pr__cache_get(&h->cache, stackkey, n);
     if (p && p->text_len == req->program.len &&
         (p->text == req->program.ptr || memcmp(p->text, req->program.ptr, req->program.len) == 0)) {
-        pr_cache_count_text_hit(&h->cache);
+        pr__cache_count_text_hit(&h->cache);
         return p;
     }
     pr_program_release(p);
@@ -59,7 +59,7 @@ bool pr_run_cancellable(pr_host *h, const pr_request *req, bool (*cancelled)(voi
     return run_call(h, req, &o, NULL, out, err);
 }
 
-bool pr_run_memo(pr_host *h, const pr_request *req, bool (*cancelled)(void *), void *ud,
+bool pr__run_memo(pr_host *h, const pr_request *req, bool (*cancelled)(void *), void *ud,
                  pr_cpu_memo *memo, pr_response *out, pr_error *err) {
     pr_run_opts o = {.cancelled = cancelled, .cancel_ud = ud};
     return run_call(h, req, &o, memo, out, err);
@@ -78,28 +78,28 @@ static bool run_call(pr_host *h, const pr_request *req, const pr_run_opts *opts,
     if (!opts) opts = &none;
     if (err) err->stop = PR_STOP_NONE;
     memset(out, 0, sizeof *out);
-    if (!pr_check_shape(req, err)) return false;
+    if (!pr__check_shape(req, err)) return false;
     pr_program *prog = verified(h, req);
     uint8_t *bytes = NULL;
     size_t len = 0;
-    if (!prog && !pr_check_program(req, &bytes, &len, err)) return false;
-    if (!pr_host_granted(h, req->runner)) {
+    if (!prog && !pr__check_program(req, &bytes, &len, err)) return false;
+    if (!pr__host_granted(h, req->runner)) {
         pr_program_release(prog);
         free(bytes);
-        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：未授权的LOADER绑定：%.*s",
+        pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：未授权的LOADER绑定：%.*s",
                    (int)req->runner.len, req->runner.ptr);
         return false;
     }
-    if (!pr_host_bound(h, req->runner)) {
+    if (!pr__host_bound(h, req->runner)) {
         pr_program_release(prog);
         free(bytes);
-        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：绑定不存在：%.*s", (int)req->runner.len,
+        pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：绑定不存在：%.*s", (int)req->runner.len,
                    req->runner.ptr);
         return false;
     }
     if (!prog) {
         prog =
-            pr_program_load_digest(h, req->scope, req->digest.ptr, bytes, len, req->program, err);
+            pr__program_load_digest(h, req->scope, req->digest.ptr, bytes, len, req->program, err);
         free(bytes);
         if (!prog) return false;
     }
@@ -107,10 +107,10 @@ static bool run_call(pr_host *h, const pr_request *req, const pr_run_opts *opts,
     pr_input in;
     pr_fs *fs = NULL;
     bool ok = false;
-    if (!pr_input_parse(req->input.ptr, req->input.len, &in, err)) goto done_prog;
+    if (!pr__input_parse(req->input.ptr, req->input.len, &in, err)) goto done_prog;
     fs = pr_fs_new();
     if (!fs) {
-        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
+        pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
         goto done_input;
     }
     if (!build_fs(fs, &in, err)) goto done_input;
@@ -119,10 +119,10 @@ static bool run_call(pr_host *h, const pr_request *req, const pr_run_opts *opts,
         /* seed = SHA-256(digest hex ‖ input bytes) */
         pb_buf sb = {0};
         bool sok = pb_buf_put(&sb, req->digest.ptr, 64) &&
-                   pb_buf_put(&sb, req->input.ptr, req->input.len) && pr_sha256(sb.p, sb.len, seed);
+                   pb_buf_put(&sb, req->input.ptr, req->input.len) && pr__sha256(sb.p, sb.len, seed);
         pb_buf_free(&sb);
         if (!sok) {
-            pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
+            pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
             goto done_input;
         }
     }
@@ -140,7 +140,7 @@ static bool run_call(pr_host *h, const pr_request *req, const pr_run_opts *opts,
     pr_outcome oc;
     if (!pr_exec(h, prog, &opt, &oc, err)) goto done_input;
     pb_buf res = {0};
-    if (pr_result_json(&oc, fs, &res, err)) {
+    if (pr__result_json(&oc, fs, &res, err)) {
         out->output = pb_buf_take(&res, &out->output_len);
         if (out->output) {
             memcpy(out->isolate, req->scope.ptr, req->scope.len);
@@ -150,14 +150,14 @@ static bool run_call(pr_host *h, const pr_request *req, const pr_run_opts *opts,
             out->stop = oc.stop;
             ok = true;
         } else {
-            pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
+            pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
         }
     }
     pb_buf_free(&res);
     pr_outcome_clear(&oc);
 done_input:
     pr_fs_free(fs);
-    pr_input_free(&in);
+    pr__input_free(&in);
 done_prog:
     pr_program_release(prog);
     return ok;

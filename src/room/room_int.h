@@ -19,42 +19,42 @@
 
 /* The byte buffer is the base layer's pb_buf (peri/base.h). */
 
-void pr_err_set(pr_error *err, pr_kind kind, const char *fmt, ...);
+void pr__err_set(pr_error *err, pr_kind kind, const char *fmt, ...);
 
 /* ---------------------------------------------------------------- utf8.c */
 
 /* Appends bytes decoded like WHATWG TextDecoder("utf-8") (non-fatal, a leading BOM
  * removed, maximal ill-formed subparts → U+FFFD). */
-bool pr_utf8_lenient(pb_buf *out, const uint8_t *in, size_t n);
+bool pr__utf8_lenient(pb_buf *out, const uint8_t *in, size_t n);
 /* Strict (fatal) decoding: true if valid UTF-8. */
-bool pr_utf8_valid(const uint8_t *in, size_t n);
+bool pr__utf8_valid(const uint8_t *in, size_t n);
 /* The number of bytes of s that keep at most max UTF-16 code units, cut at a code
  * point boundary (JS String.prototype.slice on whole characters). */
-size_t pr_utf8_cut_utf16(const char *s, size_t n, size_t max_units);
+size_t pr__utf8_cut_utf16(const char *s, size_t n, size_t max_units);
 
 /* ---------------------------------------------------------------- json_out.c */
 
 /* Appends s as a JSON string exactly like JavaScript JSON.stringify (s is valid UTF-8). */
-bool pr_json_str(pb_buf *b, const char *s, size_t n);
+bool pr__json_str(pb_buf *b, const char *s, size_t n);
 /* Writes `,"exitCode":N` into buf (>= 48 bytes): v as the reference's JavaScript
  * Number(v) prints: exact up to 2^53, beyond that the nearest double in JavaScript's
  * shortest round-trip digits (9223372036854775807 -> 9223372036854776000). */
-void pr_json_exit_code(char *buf, size_t cap, int64_t v);
+void pr__json_exit_code(char *buf, size_t cap, int64_t v);
 
 /* ---------------------------------------------------------------- base64.c */
 
 /* JavaScript atob rules. Returns 0 ok (caller frees *out), -1 not valid Base64,
  * -2 decoded length outside 1..max (nothing allocated), -3 out of memory. */
-int pr_base64_decode(const char *in, size_t n, size_t max, uint8_t **out, size_t *out_len);
+int pr__base64_decode(const char *in, size_t n, size_t max, uint8_t **out, size_t *out_len);
 /* Standard Base64 with padding, the inverse for well-formed text. Returns a malloc'd
  * NUL-terminated text (caller frees; length in *out_len) or NULL on OOM/overflow. Used
  * by tests and benchmarks to build requests; not on the request path. */
-char *pr_base64_encode(const uint8_t *in, size_t n, size_t *out_len);
+char *pr__base64_encode(const uint8_t *in, size_t n, size_t *out_len);
 
 /* ---------------------------------------------------------------- sha256.c */
 
-bool pr_sha256(const void *data, size_t n, uint8_t digest[32]);
-void pr_hex(const uint8_t *in, size_t n, char *out /* 2n+1 */);
+bool pr__sha256(const void *data, size_t n, uint8_t digest[32]);
+void pr__hex(const uint8_t *in, size_t n, char *out /* 2n+1 */);
 
 /* ---------------------------------------------------------------- check.c */
 
@@ -74,12 +74,12 @@ static inline size_t pr_output_cap(size_t per_run) {
 
 /* Rules 1-5 of the reference order (runner, scope, digest, program length, input
  * size). false + err on the first broken rule. */
-bool pr_check_shape(const pr_request *req, pr_error *err);
+bool pr__check_shape(const pr_request *req, pr_error *err);
 /* pr_run_cancellable with the calling thread's CPU-clock memo (or NULL; room.c). */
-bool pr_run_memo(pr_host *h, const pr_request *req, bool (*cancelled)(void *), void *ud,
+bool pr__run_memo(pr_host *h, const pr_request *req, bool (*cancelled)(void *), void *ud,
                  pr_cpu_memo *memo, pr_response *out, pr_error *err);
 /* Rules 6-8: Base64, decoded length, SHA-256. On success *bytes (caller frees). */
-bool pr_check_program(const pr_request *req, uint8_t **bytes, size_t *len, pr_error *err);
+bool pr__check_program(const pr_request *req, uint8_t **bytes, size_t *len, pr_error *err);
 
 /* ---------------------------------------------------------------- input.c */
 
@@ -94,19 +94,19 @@ typedef struct pr_input {
 
 /* Parses the input JSON like the reference child (JSON.parse + args/files checks).
  * false + err (隔离运行输入无效：<reason>) or out of memory (run_failed). */
-bool pr_input_parse(const char *text, size_t n, pr_input *in, pr_error *err);
-void pr_input_free(pr_input *in);
+bool pr__input_parse(const char *text, size_t n, pr_input *in, pr_error *err);
+void pr__input_free(pr_input *in);
 
 /* Generic JSON scanning (the same strict parser), used by serve.c. */
 typedef struct pr_json_keys {
     const char *const *names;
     size_t n;
     size_t *at; /* per name: offset of the member's value + 1 (last wins), 0 = absent */
-    /* Optional (pr_json_scan): the members of the object value of names[sub_of] are
+    /* Optional (pr__json_scan): the members of the object value of names[sub_of] are
      * recorded in *sub too (from the last such member; all 0 if it is not an object). */
     struct pr_json_keys *sub;
     size_t sub_of;
-    /* Optional (pr_json_scan): called at every string of the text, at = offset of its
+    /* Optional (pr__json_scan): called at every string of the text, at = offset of its
      * first content byte. A nonzero return L promises that s[at..at+L) is a string's
      * whole raw content, ends at a '"' (s[at+L]) and holds no '\\', no control and no
      * non-ASCII byte; the scanner then skips those bytes unread. 0: scan as usual. */
@@ -115,22 +115,22 @@ typedef struct pr_json_keys {
 } pr_json_keys;
 /* Validates s as one JSON value (whitespace around allowed); when it is an object,
  * records where its named members' values start. */
-bool pr_json_scan(const char *s, size_t n, pr_json_keys *keys);
+bool pr__json_scan(const char *s, size_t n, pr_json_keys *keys);
 /* The end offset of the (already validated) value at offset at. */
-size_t pr_json_value_end(const char *s, size_t n, size_t at);
+size_t pr__json_value_end(const char *s, size_t n, size_t at);
 /* The decoded string value at at, malloc'd and NUL-terminated; NULL if not a string. */
-char *pr_json_string_dup(const char *s, size_t n, size_t at, size_t *len);
+char *pr__json_string_dup(const char *s, size_t n, size_t at, size_t *len);
 
 /* Normalises a path: split on '/', drop empty and '.', '..' pops, leading '/'.
  * Writes at most n+2 bytes (with the NUL) into out; returns the length. */
-size_t pr_path_normalize(const char *in, size_t n, char *out);
+size_t pr__path_normalize(const char *in, size_t n, char *out);
 
 /* ---------------------------------------------------------------- fs.c */
 
 /* A node holds what a name points at: contents and times. Names (pr_file) that are
  * hard links share one node; a node's bytes count once in the budget. A node lives
  * while a name or an open WASI descriptor holds it: the last unlink of a node still
- * open keeps its bytes counted until its last close (pr_fs_node_close). Symbolic links
+ * open keeps its bytes counted until its last close (pr__fs_node_close). Symbolic links
  * (beyond the contract only) are nodes of kind PR_NODE_LINK whose data is the target.
  * Contract runs never make links: every node has exactly one name there. */
 enum { PR_NODE_FILE = 0, PR_NODE_LINK = 1 };
@@ -170,40 +170,40 @@ struct pr_fs {
     uint64_t serial; /* nodes made so far (their serial numbers) */
     size_t total;    /* bytes of node contents (≤ 128 MiB), each node once */
     size_t meta;     /* bytes of entries and nodes: structs + paths (≤ 128 MiB) */
-    int create_err;  /* why pr_fs_create last returned NULL: -1 no memory, -2 full */
+    int create_err;  /* why pr__fs_create last returned NULL: -1 no memory, -2 full */
 };
 
 /* FNV-1a 64 of a path: the contract's inode numbers (wasi.c, fs.c). */
-uint64_t pr_path_ino(const char *p, size_t n);
-pr_file *pr_fs_find(const pr_fs *fs, const char *norm, size_t n);
+uint64_t pr__path_ino(const char *p, size_t n);
+pr_file *pr__fs_find(const pr_fs *fs, const char *norm, size_t n);
 /* Creates an empty file with a new node (or an explicit directory, no node) at
  * normalised path; NULL when out of memory or over the entries' budget
  * (fs->create_err -1 / -2). May free removed entries: do not keep pointers to removed
  * entries across it (nodes stay valid while a name or descriptor holds them). */
-pr_file *pr_fs_create(pr_fs *fs, const char *norm, size_t n, bool dir);
+pr_file *pr__fs_create(pr_fs *fs, const char *norm, size_t n, bool dir);
 /* A new name for an existing node (a hard link; rename): nlink + 1. NULL as above. */
-pr_file *pr_fs_link(pr_fs *fs, const char *norm, size_t n, pr_node *node);
+pr_file *pr__fs_link(pr_fs *fs, const char *norm, size_t n, pr_node *node);
 /* A new symbolic link at norm whose target is t[0..tn). NULL as above (-2 also when
  * the target does not fit the contents' budget). */
-pr_file *pr_fs_symlink(pr_fs *fs, const char *norm, size_t n, const char *t, size_t tn);
+pr_file *pr__fs_symlink(pr_fs *fs, const char *norm, size_t n, const char *t, size_t tn);
 /* Removes a name; its node goes with its last name unless a descriptor holds it. */
-void pr_fs_remove(pr_fs *fs, pr_file *f);
+void pr__fs_remove(pr_fs *fs, pr_file *f);
 /* Sets the node's length (zero-fills growth). 0 ok, -1 nomem, -2 over 128 MiB. */
-int pr_fs_truncate(pr_fs *fs, pr_node *f, size_t len);
+int pr__fs_truncate(pr_fs *fs, pr_node *f, size_t len);
 /* Writes at offset, growing the node. 0 / -1 / -2 as above. Bumps mtime. */
-int pr_fs_pwrite(pr_fs *fs, pr_node *f, const void *data, size_t n, size_t off);
-void pr_fs_touch(pr_fs *fs, pr_node *f);
+int pr__fs_pwrite(pr_fs *fs, pr_node *f, const void *data, size_t n, size_t off);
+void pr__fs_touch(pr_fs *fs, pr_node *f);
 /* A WASI descriptor opens / closes a node. The last close of a node without names
  * frees it and gives its bytes back to fs's budget (fs NULL: the run is over, nothing
  * to account). */
-void pr_fs_node_open(pr_node *f);
-void pr_fs_node_close(pr_fs *fs, pr_node *f);
+void pr__fs_node_open(pr_node *f);
+void pr__fs_node_close(pr_fs *fs, pr_node *f);
 /* True if norm is an implicit (some file under it) or explicit directory; "/" always. */
-bool pr_fs_is_dir(const pr_fs *fs, const char *norm, size_t n);
+bool pr__fs_is_dir(const pr_fs *fs, const char *norm, size_t n);
 /* Direct children of a directory in first-write order, unique; calls fn per name.
  * Returns false if fn returned false or memory ran out. */
 typedef bool (*pr_fs_child_fn)(void *ud, const char *name, size_t n, bool is_dir);
-bool pr_fs_children(const pr_fs *fs, const char *norm, size_t n, pr_fs_child_fn fn, void *ud);
+bool pr__fs_children(const pr_fs *fs, const char *norm, size_t n, pr_fs_child_fn fn, void *ud);
 
 /* ---------------------------------------------------------------- cache.c */
 
@@ -221,9 +221,9 @@ struct pr_program {
      * and hashing: both are pure functions of the text. NULL when unknown. */
     char *text;
     size_t text_len;
-    /* Set by pr_cache_put: the text is "JSON-plain" (only bytes 0x20..0x7E other than
+    /* Set by pr__cache_put: the text is "JSON-plain" (only bytes 0x20..0x7E other than
      * '"' and '\\', so a JSON string with exactly these raw bytes has exactly this
-     * value) and its sample hash (pr_cache_text_sample). Only plain texts are in the
+     * value) and its sample hash (pr__cache_text_sample). Only plain texts are in the
      * cache's text index. */
     bool text_plain;
     uint64_t text_sample;
@@ -245,29 +245,29 @@ typedef struct pr_cache {
     pr_cache_stats st;
 } pr_cache;
 
-bool pr_cache_init(pr_cache *c, size_t limit);
-void pr_cache_destroy(pr_cache *c);
+bool pr__cache_init(pr_cache *c, size_t limit);
+void pr__cache_destroy(pr_cache *c);
 /* A new reference to the cached program for key, or NULL. */
-pr_program *pr_cache_get(pr_cache *c, const char *key, size_t key_len);
+pr_program *pr__cache_get(pr_cache *c, const char *key, size_t key_len);
 /* Inserts p (taking one reference for the cache) unless key is present: returns the
  * program to use (p, or the one already cached, with a reference for the caller). */
-pr_program *pr_cache_put(pr_cache *c, pr_program *p);
-void pr_program_free_(pr_program *p);
+pr_program *pr__cache_put(pr_cache *c, pr_program *p);
+void pr__program_free_(pr_program *p);
 /* Charges p extra bytes (a snapshot made after it was cached), evicting others. */
-void pr_cache_charge(pr_cache *c, pr_program *p, size_t extra);
+void pr__cache_charge(pr_cache *c, pr_program *p, size_t extra);
 /* A cheap hash of a text's length and eight 8-byte windows spread over it (the whole
  * text when shorter than 64 bytes): the key of the text index. */
-uint64_t pr_cache_text_sample(const char *s, size_t n);
+uint64_t pr__cache_text_sample(const char *s, size_t n);
 /* The text index: a new reference to a cached program whose plain text is byte for
  * byte s[0..n), or NULL. Compares the whole text (memcmp) outside the lock; counts a
  * hit in stats.line_hits. */
-pr_program *pr_cache_find_text(pr_cache *c, const char *s, size_t n);
+pr_program *pr__cache_find_text(pr_cache *c, const char *s, size_t n);
 /* A request line holds p's text, compared byte for byte by the caller (serve's reading
  * thread): true, counting a hit in stats.line_hits and line_hint_hits, while p is still
  * cached (an evicted program is no longer found by its text). */
-bool pr_cache_claim_text(pr_cache *c, const pr_program *p);
+bool pr__cache_claim_text(pr_cache *c, const pr_program *p);
 /* Counts one contract call that skipped Base64 decoding and SHA-256 (stats.text_hits). */
-void pr_cache_count_text_hit(pr_cache *c);
+void pr__cache_count_text_hit(pr_cache *c);
 
 /* ---------------------------------------------------------------- watchdog.c */
 
@@ -298,24 +298,24 @@ typedef struct pr_watchdog {
     uint32_t cpu_ms, wall_ms;
 } pr_watchdog;
 
-bool pr_watchdog_init(pr_watchdog *w, uint32_t cpu_ms, uint32_t wall_ms);
-void pr_watchdog_destroy(pr_watchdog *w);
+bool pr__watchdog_init(pr_watchdog *w, uint32_t cpu_ms, uint32_t wall_ms);
+void pr__watchdog_destroy(pr_watchdog *w);
 /* Starts watching the calling thread's CPU clock for store s (slot->cancelled,
  * cancel_ud and cpu_memo are kept as the caller set them). */
-bool pr_watch_begin(pr_watchdog *w, pr_watch_slot *slot, pw_store *s);
+bool pr__watch_begin(pr_watchdog *w, pr_watch_slot *slot, pw_store *s);
 /* A one-time initialisation (ruby.c) gets extra_ms more CPU and wall time; the
- * program itself then starts from zero with pr_watch_restart (limits as usual). */
-void pr_watch_grant(pr_watchdog *w, pr_watch_slot *slot, uint32_t extra_ms);
-void pr_watch_restart(pr_watchdog *w, pr_watch_slot *slot);
+ * program itself then starts from zero with pr__watch_restart (limits as usual). */
+void pr__watch_grant(pr_watchdog *w, pr_watch_slot *slot, uint32_t extra_ms);
+void pr__watch_restart(pr_watchdog *w, pr_watch_slot *slot);
 /* Stops watching; returns slot->fired. */
-int pr_watch_end(pr_watchdog *w, pr_watch_slot *slot);
+int pr__watch_end(pr_watchdog *w, pr_watch_slot *slot);
 
 /* ---------------------------------------------------------------- run.c / abi */
 
 /* Per-run state every guest ABI shares; lives on the run's stack. A host function
  * ends the run by setting `end` and returning pw_ctx_trap(cx, ...):
  *   PR_END_EXIT      exit_code set: ok = (exit_code == 0), no error (proc_exit, 退出进程)
- *   PR_END_OUTPUT    set by pr_run_output when a write would pass 65,536 bytes
+ *   PR_END_OUTPUT    set by pr__run_output when a write would pass 65,536 bytes
  *   PR_END_HOST      end_msg is the result's error text (ok false, exitCode 1)
  *   PR_END_PLATFORM  end_msg is the whole exception message (隔离运行失败：…)
  * Anything else that stops the run is mapped by run.c (traps → V8 wording). */
@@ -358,31 +358,31 @@ struct pr_abi {
     pw_instance *(*instantiate)(pr_run_state *rs, pw_error *err);
 };
 
-pr_program *pr_program_load_digest(pr_host *h, pr_str scope, const char hex[64],
+pr_program *pr__program_load_digest(pr_host *h, pr_str scope, const char hex[64],
                                    const uint8_t *bytes, size_t len, pr_str text, pr_error *err);
 /* The cache key of (scope, digest): "scope:digest" NUL version. Returns its length;
  * buf must hold scope.len + 66 + strlen(version) bytes. */
-size_t pr_program_key(pr_str scope, const char hex[64], char *buf);
-size_t pr_program_key_max(pr_str scope);
+size_t pr__program_key(pr_str scope, const char hex[64], char *buf);
+size_t pr__program_key_max(pr_str scope);
 
-extern const pr_abi pr_abi_wasi;
-extern const pr_abi pr_abi_ruby; /* ruby.c: Ruby's reactor build (@ruby/3.4-wasm-wasi) */
+extern const pr_abi pr__abi_wasi;
+extern const pr_abi pr__abi_ruby; /* ruby.c: Ruby's reactor build (@ruby/3.4-wasm-wasi) */
 /* wasi.c, for ABIs built on WASI: its import resolver, per-run cleanup, and whether
  * only the initial descriptors (0-3, untouched stdin) are open. */
-bool pr_wasi_resolve(void *ctx, pw_store *s, const pw_module *m, const pw_import_desc *imp,
+bool pr__wasi_resolve(void *ctx, pw_store *s, const pw_module *m, const pw_import_desc *imp,
                      pw_extern *out);
-void pr_wasi_finish(pr_run_state *rs);
-bool pr_wasi_only_std_fds(const pr_run_state *rs);
-extern const pr_abi pr_abi_yuyan; /* yuyan.c: the 豫言 file-style ABI */
+void pr__wasi_finish(pr_run_state *rs);
+bool pr__wasi_only_std_fds(const pr_run_state *rs);
+extern const pr_abi pr__abi_yuyan; /* yuyan.c: the 豫言 file-style ABI */
 
 /* Output from the guest: counts raw bytes against the limit first; false when the
  * write would pass 65,536 bytes (rs->end set to PR_END_OUTPUT, nothing appended). */
-bool pr_run_output(pr_run_state *rs, int stream, const uint8_t *data, size_t n);
+bool pr__run_output(pr_run_state *rs, int stream, const uint8_t *data, size_t n);
 /* The run's output budget in raw bytes: the contract's 65,536, or what `peri run`
  * set (pr_exec_options.output_max; UINT64_MAX: none). */
-uint64_t pr_run_output_max(const pr_run_state *rs);
+uint64_t pr__run_output_max(const pr_run_state *rs);
 /* A fresh 64-bit random value (CSPRNG, or the deterministic generator). */
-uint64_t pr_run_random(pr_run_state *rs);
+uint64_t pr__run_random(pr_run_state *rs);
 
 /* ---------------------------------------------------------------- host.c */
 
@@ -407,21 +407,21 @@ struct pr_host {
 
 /* A mapping pool for one run, put back after its store is freed. NULL (out of
  * memory) is fine: the run then maps afresh. */
-pw_pool *pr_host_pool_take(pr_host *h);
-void pr_host_pool_put(pr_host *h, pw_pool *p);
+pw_pool *pr__host_pool_take(pr_host *h);
+void pr__host_pool_put(pr_host *h, pw_pool *p);
 
-bool pr_host_granted(const pr_host *h, pr_str runner);
-bool pr_host_bound(const pr_host *h, pr_str runner);
+bool pr__host_granted(const pr_host *h, pr_str runner);
+bool pr__host_bound(const pr_host *h, pr_str runner);
 
 /* ---------------------------------------------------------------- result.c */
 
 /* Collects /数据/ and /响应/ files and writes the return JSON into out. false + err
  * (interface) on the limits / strict UTF-8. */
-bool pr_result_json(const pr_outcome *o, const pr_fs *fs, pb_buf *out, pr_error *err);
+bool pr__result_json(const pr_outcome *o, const pr_fs *fs, pb_buf *out, pr_error *err);
 
 /* ---------------------------------------------------------------- wasi_sig.c */
 
 /* The exact type of wasi_snapshot_preview1 function name; false if it has none. */
-bool pr_wasi_functype(const char *name, pw_functype *out);
+bool pr__wasi_functype(const char *name, pw_functype *out);
 
 #endif

@@ -100,7 +100,7 @@ static bool ruby_resolve(void *ctx, pw_store *s, const pw_module *m, const pw_im
         (imp->module_len == strlen(JS_HOST) &&
          memcmp(imp->module, JS_HOST, imp->module_len) == 0) ||
         (imp->module_len == strlen(CANON) && memcmp(imp->module, CANON, imp->module_len) == 0);
-    if (!js) return pr_wasi_resolve(ctx, s, m, imp, out);
+    if (!js) return pr__wasi_resolve(ctx, s, m, imp, out);
     if (imp->kind != PW_EXTERN_FUNC) return false;
     ruby_state *st = rstate(rs);
     if (!st) return false;
@@ -279,10 +279,10 @@ static pw_status ruby_start(pr_run_state *rs, pw_error *err) {
     }
     pw_status s;
     if (!st->from_snapshot) {
-        pr_watch_grant(&rs->host->wd, rs->watch, INIT_GRACE);
+        pr__watch_grant(&rs->host->wd, rs->watch, INIT_GRACE);
         s = ruby_boot(rs, err);
         if (s != PW_OK) return s;
-        if (pr_wasi_only_std_fds(rs) && rs->out_bytes == 0) {
+        if (pr__wasi_only_std_fds(rs) && rs->out_bytes == 0) {
             pw_error se = {0};
             pw_snapshot *snap = pw_snapshot_take(rs->inst, &se);
             if (snap) {
@@ -291,13 +291,13 @@ static pw_status ruby_start(pr_run_state *rs, pw_error *err) {
                 if (mine) p->snap = snap;
                 pthread_mutex_unlock(&p->snap_mu);
                 if (mine)
-                    pr_cache_charge(&rs->host->cache, p, (size_t)pw_snapshot_bytes(snap));
+                    pr__cache_charge(&rs->host->cache, p, (size_t)pw_snapshot_bytes(snap));
                 else
                     pw_snapshot_free(snap);
             }
             /* No snapshot (memfd unavailable...): every run boots; still correct. */
         }
-        pr_watch_restart(&rs->host->wd, rs->watch);
+        pr__watch_restart(&rs->host->wd, rs->watch);
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         rs->wall_deadline_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec +
@@ -338,10 +338,10 @@ static void ruby_finish(pr_run_state *rs) {
         free(st);
         rs->lang_state = NULL;
     }
-    pr_wasi_finish(rs);
+    pr__wasi_finish(rs);
 }
 
-const pr_abi pr_abi_ruby = {.name = "ruby",
+const pr_abi pr__abi_ruby = {.name = "ruby",
                             .matches = ruby_matches,
                             .resolve = ruby_resolve,
                             .instantiate = ruby_instantiate,

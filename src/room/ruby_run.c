@@ -87,7 +87,7 @@ static pr_program *program(pr_ruby *rb, pr_error *err) {
         size_t len = 0;
         uint8_t *bytes = rb->path[0] ? read_all(rb->path, &len) : NULL;
         if (!bytes) {
-            pr_err_set(err, PR_KIND_RUN_FAILED,
+            pr__err_set(err, PR_KIND_RUN_FAILED,
                        "ruby program kind unavailable: cannot read Ruby's WebAssembly build at "
                        "%s (%s); scripts/deps.sh fetches @ruby/3.4-wasm-wasi into that cache",
                        rb->path[0] ? rb->path : "(no path configured)",
@@ -95,10 +95,10 @@ static pr_program *program(pr_ruby *rb, pr_error *err) {
         } else {
             rb->prog = pr_program_load(rb->host, (pr_str){"ruby", 4}, bytes, len, err);
             free(bytes);
-            if (rb->prog && rb->prog->abi != &pr_abi_ruby) {
+            if (rb->prog && rb->prog->abi != &pr__abi_ruby) {
                 pr_program_release(rb->prog);
                 rb->prog = NULL;
-                pr_err_set(err, PR_KIND_RUN_FAILED,
+                pr__err_set(err, PR_KIND_RUN_FAILED,
                            "ruby program kind unavailable: %s is not Ruby's reactor build "
                            "(it does not import rb-js-abi-host)",
                            rb->path);
@@ -115,7 +115,7 @@ bool pr_ruby_run(pr_ruby *rb, const pr_ruby_job *job, pr_response *out, pr_error
     memset(out, 0, sizeof *out);
     if (job->source.len > RUBY_SOURCE_MAX || (job->source.len && !job->source.ptr) ||
         job->nfiles > PR_FILES_MAX || (job->nfiles && (!job->paths || !job->contents))) {
-        pr_err_set(err, PR_KIND_VIOLATION, "违规：Ruby 任务无效（源码超过 1 MiB 或文件过多）");
+        pr__err_set(err, PR_KIND_VIOLATION, "违规：Ruby 任务无效（源码超过 1 MiB 或文件过多）");
         return false;
     }
     pr_program *p = program(rb, err);
@@ -123,19 +123,19 @@ bool pr_ruby_run(pr_ruby *rb, const pr_ruby_job *job, pr_response *out, pr_error
     bool ok = false;
     pr_fs *fs = pr_fs_new();
     if (!fs) {
-        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
+        pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
         goto done;
     }
     for (size_t i = 0; i < job->nfiles; i++) {
         if (job->paths[i].len == 0 || job->paths[i].ptr[0] != '/') {
-            pr_err_set(err, PR_KIND_VIOLATION, "违规：文件路径必须以 / 开头：%.*s",
+            pr__err_set(err, PR_KIND_VIOLATION, "违规：文件路径必须以 / 开头：%.*s",
                        (int)(job->paths[i].len > 200 ? 200 : job->paths[i].len),
                        job->paths[i].ptr ? job->paths[i].ptr : "");
             goto done;
         }
         if (pr_fs_write(fs, job->paths[i].ptr, job->paths[i].len, job->contents[i].ptr,
                         job->contents[i].len) != 0) {
-            pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
+            pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
             goto done;
         }
     }
@@ -152,18 +152,18 @@ bool pr_ruby_run(pr_ruby *rb, const pr_ruby_job *job, pr_response *out, pr_error
     pr_outcome oc;
     if (!pr_exec(rb->host, p, &opt, &oc, err)) goto done;
     pb_buf res = {0};
-    if (pr_result_json(&oc, fs, &res, err)) {
+    if (pr__result_json(&oc, fs, &res, err)) {
         out->output = pb_buf_take(&res, &out->output_len);
         if (out->output) {
             uint8_t d[32];
             char hex[65];
             pr_program_digest(p, d);
-            pr_hex(d, 32, hex);
+            pr__hex(d, 32, hex);
             snprintf(out->isolate, sizeof out->isolate, "ruby:%s", hex);
             out->stop = oc.stop;
             ok = true;
         } else {
-            pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
+            pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
         }
     }
     pb_buf_free(&res);

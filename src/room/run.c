@@ -18,19 +18,19 @@
 
 /* Guest ABIs, tried in order. The 豫言 file-style ABI (GC values) joins this list
  * once the engine has GC and exceptions; WASI is the fallback for everything else. */
-static const pr_abi *const ABIS[] = {&pr_abi_yuyan, &pr_abi_ruby, &pr_abi_wasi};
+static const pr_abi *const ABIS[] = {&pr__abi_yuyan, &pr__abi_ruby, &pr__abi_wasi};
 
 static const pr_abi *choose_abi(const pw_module *m) {
     for (size_t i = 0; i < sizeof ABIS / sizeof *ABIS; i++)
         if (ABIS[i]->matches(m)) return ABIS[i];
-    return &pr_abi_wasi;
+    return &pr__abi_wasi;
 }
 
-size_t pr_program_key_max(pr_str scope) {
+size_t pr__program_key_max(pr_str scope) {
     return scope.len + 66 + strlen(pr_host_resource_version());
 }
 
-size_t pr_program_key(pr_str scope, const char hex[64], char *key) {
+size_t pr__program_key(pr_str scope, const char hex[64], char *key) {
     const char *ver = pr_host_resource_version();
     size_t vlen = strlen(ver), klen = scope.len + 1 + 64;
     memcpy(key, scope.ptr, scope.len);
@@ -41,14 +41,14 @@ size_t pr_program_key(pr_str scope, const char hex[64], char *key) {
     return klen + 1 + vlen;
 }
 
-pr_program *pr_program_load_digest(pr_host *h, pr_str scope, const char hex[64],
+pr_program *pr__program_load_digest(pr_host *h, pr_str scope, const char hex[64],
                                    const uint8_t *bytes, size_t len, pr_str text, pr_error *err) {
     char stackkey[256];
-    size_t kmax = pr_program_key_max(scope);
+    size_t kmax = pr__program_key_max(scope);
     char *key = kmax <= sizeof stackkey ? stackkey : malloc(kmax);
     if (!key) goto nomem;
-    size_t full = pr_program_key(scope, hex, key);
-    pr_program *p = pr_cache_get(&h->cache, key, full);
+    size_t full = pr__program_key(scope, hex, key);
+    pr_program *p = pr__cache_get(&h->cache, key, full);
     if (p) {
         if (key != stackkey) free(key);
         return p;
@@ -58,7 +58,7 @@ pr_program *pr_program_load_digest(pr_host *h, pr_str scope, const char hex[64],
     if (!m) {
         if (key != stackkey) free(key);
         if (pe.status == PW_ERR_NOMEM) goto nomem;
-        pr_err_set(err, PR_KIND_RUN_FAILED, MSG_NOT_WASM);
+        pr__err_set(err, PR_KIND_RUN_FAILED, MSG_NOT_WASM);
         return NULL;
     }
     p = calloc(1, sizeof *p);
@@ -92,9 +92,9 @@ pr_program *pr_program_load_digest(pr_host *h, pr_str scope, const char hex[64],
     /* The cache is charged an estimate of the compiled form (the code grows about 3x
      * from bytes to the interpreter's instruction stream) plus the remembered text. */
     p->bytes = len * 3 + text.len + sizeof *p + full;
-    return pr_cache_put(&h->cache, p);
+    return pr__cache_put(&h->cache, p);
 nomem:
-    pr_err_set(err, PR_KIND_RUN_FAILED, MSG_NOMEM);
+    pr__err_set(err, PR_KIND_RUN_FAILED, MSG_NOMEM);
     return NULL;
 }
 
@@ -112,24 +112,24 @@ pr_program *pr_program_load(pr_host *h, pr_str scope, const uint8_t *bytes, size
                             pr_error *err) {
     uint8_t d[32];
     char hex[65];
-    if (!pr_sha256(bytes, len, d)) {
-        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：SHA-256 不可用");
+    if (!pr__sha256(bytes, len, d)) {
+        pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：SHA-256 不可用");
         return NULL;
     }
-    pr_hex(d, 32, hex);
-    return pr_program_load_digest(h, scope, hex, bytes, len, (pr_str){NULL, 0}, err);
+    pr__hex(d, 32, hex);
+    return pr__program_load_digest(h, scope, hex, bytes, len, (pr_str){NULL, 0}, err);
 }
 
 const pw_module *pr_program_module(const pr_program *p) {
     return p->module;
 }
 
-uint64_t pr_run_output_max(const pr_run_state *rs) {
+uint64_t pr__run_output_max(const pr_run_state *rs) {
     return rs->opt->output_max ? rs->opt->output_max : PR_OUTPUT_MAX;
 }
 
-bool pr_run_output(pr_run_state *rs, int stream, const uint8_t *data, size_t n) {
-    uint64_t max = pr_run_output_max(rs);
+bool pr__run_output(pr_run_state *rs, int stream, const uint8_t *data, size_t n) {
+    uint64_t max = pr__run_output_max(rs);
     if (n > max - rs->out_bytes) {
         rs->end = PR_END_OUTPUT;
         return false;
@@ -141,7 +141,7 @@ bool pr_run_output(pr_run_state *rs, int stream, const uint8_t *data, size_t n) 
     }
     pb_buf *b = stream == PR_STDERR ? &rs->err : &rs->out;
     size_t at = b->len;
-    if (!pr_utf8_lenient(b, data, n)) {
+    if (!pr__utf8_lenient(b, data, n)) {
         rs->end = PR_END_PLATFORM;
         snprintf(rs->end_msg, sizeof rs->end_msg, "%s", MSG_NOMEM);
         return false;
@@ -155,7 +155,7 @@ static uint64_t rotl(uint64_t x, int k) {
     return (x << k) | (x >> (64 - k));
 }
 
-uint64_t pr_run_random(pr_run_state *rs) {
+uint64_t pr__run_random(pr_run_state *rs) {
     if (!rs->opt->seed) {
         uint64_t v = 0;
         size_t got = 0;
@@ -210,7 +210,7 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
              pr_error *err) {
     memset(out, 0, sizeof *out);
     if (!opt->fs || (opt->nargs && !opt->args)) {
-        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：pr_exec 需要文件系统");
+        pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：pr_exec 需要文件系统");
         return false;
     }
     pr_run_state rs;
@@ -231,28 +231,28 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
     pw_error pe = {0};
     /* The contract makes the memory cap a platform limit (an exception), not a -1
      * from memory.grow that the program could ignore. */
-    pw_pool *pool = pr_host_pool_take(h);
+    pw_pool *pool = pr__host_pool_take(h);
     pw_store_config sc = {.memory_cap = memory_cap,
                           .cap_is_fatal = !h->beyond_contract,
                           .pool = pool,
                           .engine = h->engine};
     rs.store = pw_store_new(&sc, &pe);
     if (!rs.store) {
-        pr_host_pool_put(h, pool);
-        pr_err_set(err, PR_KIND_RUN_FAILED, MSG_NOMEM);
+        pr__host_pool_put(h, pool);
+        pr__err_set(err, PR_KIND_RUN_FAILED, MSG_NOMEM);
         return false;
     }
     pr_watch_slot slot = {0};
-    /* Set before the slot is published; pr_watch_begin leaves them as they are. */
+    /* Set before the slot is published; pr__watch_begin leaves them as they are. */
     slot.cancelled = opt->cancelled;
     slot.cancel_ud = opt->cancel_ud;
     slot.cpu_ms = rs.cpu_ms;
     slot.wall_ms = rs.wall_ms;
     slot.cpu_memo = opt->cpu_memo;
-    if (!pr_watch_begin(&h->wd, &slot, rs.store)) {
+    if (!pr__watch_begin(&h->wd, &slot, rs.store)) {
         pw_store_free(rs.store);
-        pr_host_pool_put(h, pool);
-        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：无法启动运行限制");
+        pr__host_pool_put(h, pool);
+        pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：无法启动运行限制");
         return false;
     }
     rs.watch = &slot;
@@ -265,22 +265,22 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
         st = p->abi->start(&rs, &pe);
     else
         st = pe.status;
-    int fired = pr_watch_end(&h->wd, &slot);
+    int fired = pr__watch_end(&h->wd, &slot);
     if (p->abi->finish) p->abi->finish(&rs);
     pw_store_free(rs.store);
-    pr_host_pool_put(h, pool);
+    pr__host_pool_put(h, pool);
 
     bool ok = true;
     if (fired == PR_FIRED_CPU) {
-        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：CPU 时间超过 %u ms", rs.cpu_ms);
+        pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：CPU 时间超过 %u ms", rs.cpu_ms);
         err->stop = PR_STOP_CPU;
         ok = false;
     } else if (fired == PR_FIRED_CANCEL) {
-        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：已取消");
+        pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：已取消");
         err->stop = PR_STOP_CANCEL;
         ok = false;
     } else if (fired == PR_FIRED_WALL) {
-        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：运行时间超过 %u ms", rs.wall_ms);
+        pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：运行时间超过 %u ms", rs.wall_ms);
         err->stop = PR_STOP_WALL;
         ok = false;
     } else if (st == PW_OK) {
@@ -291,7 +291,7 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
     } else if (rs.end == PR_END_OUTPUT) {
         out->exit_code = 1;
         out->stop = PR_STOP_OUTPUT;
-        uint64_t max = pr_run_output_max(&rs);
+        uint64_t max = pr__run_output_max(&rs);
         if (max == PR_OUTPUT_MAX || max == UINT64_MAX || opt->raw_output) {
             ok = set_error(out, "输出超过 64 KB"); /* the contract's text (and peri run's) */
         } else {                                   /* a lower cap (pr_run_with): its own number */
@@ -303,7 +303,7 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
         out->exit_code = 1;
         ok = set_error(out, rs.end_msg);
     } else if (rs.end == PR_END_PLATFORM) {
-        pr_err_set(err, PR_KIND_RUN_FAILED, "%s", rs.end_msg);
+        pr__err_set(err, PR_KIND_RUN_FAILED, "%s", rs.end_msg);
         err->stop = rs.stop;
         ok = false;
     } else if (st == PW_ERR_TRAP) {
@@ -315,21 +315,21 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
         out->trapped = true;
         ok = set_error(out, p->abi->uncaught ? p->abi->uncaught : "uncaught Wasm exception");
     } else if (st == PW_ERR_UNLINKABLE || st == PW_ERR_ARG) {
-        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：%s", pe.message);
+        pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：%s", pe.message);
         ok = false;
     } else if (st == PW_ERR_OOM) {
-        pr_err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存超过上限");
+        pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存超过上限");
         err->stop = PR_STOP_MEMORY;
         ok = false;
     } else {
-        pr_err_set(err, PR_KIND_RUN_FAILED, "%s", MSG_NOMEM);
+        pr__err_set(err, PR_KIND_RUN_FAILED, "%s", MSG_NOMEM);
         ok = false;
     }
     if (ok) {
         out->stdout_text = pb_buf_take(&rs.out, &out->stdout_len);
         out->stderr_text = pb_buf_take(&rs.err, &out->stderr_len);
         if (!out->stdout_text || !out->stderr_text) {
-            pr_err_set(err, PR_KIND_RUN_FAILED, "%s", MSG_NOMEM);
+            pr__err_set(err, PR_KIND_RUN_FAILED, "%s", MSG_NOMEM);
             ok = false;
         }
     }

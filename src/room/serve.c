@@ -255,9 +255,9 @@ static void send_error(pb_buf *ans, const char *id, int code, const char *msg, c
     bool ok = pb_buf_puts(ans, "{\"jsonrpc\":\"2.0\",\"id\":") &&
               pb_buf_puts(ans, id ? id : "null") && pb_buf_puts(ans, ",\"error\":{\"code\":") &&
               pb_buf_puts(ans, num) && pb_buf_puts(ans, ",\"message\":") &&
-              pr_json_str(ans, msg, strlen(msg));
+              pr__json_str(ans, msg, strlen(msg));
     if (ok && kind)
-        ok = pb_buf_puts(ans, ",\"data\":{\"kind\":") && pr_json_str(ans, kind, strlen(kind)) &&
+        ok = pb_buf_puts(ans, ",\"data\":{\"kind\":") && pr__json_str(ans, kind, strlen(kind)) &&
              pb_buf_putc(ans, '}');
     if (!(ok && pb_buf_puts(ans, "}}\n"))) ans->len = start;
 }
@@ -275,7 +275,7 @@ static void run_job(server *sv, job *j, pb_buf *ans, pr_cpu_memo *memo) {
                       {j->fields[4], j->lens[4]}};
     pr_response res;
     pr_error err;
-    bool ok = pr_run_memo(sv->host, &req, NULL, NULL, memo, &res, &err);
+    bool ok = pr__run_memo(sv->host, &req, NULL, NULL, memo, &res, &err);
     if (!j->id) {
         if (ok) pr_response_clear(&res);
         return;
@@ -287,8 +287,8 @@ static void run_job(server *sv, job *j, pb_buf *ans, pr_cpu_memo *memo) {
     size_t start = ans->len;
     if (!(pb_buf_puts(ans, "{\"jsonrpc\":\"2.0\",\"id\":") && pb_buf_puts(ans, j->id) &&
           pb_buf_puts(ans, ",\"result\":{\"output\":") &&
-          pr_json_str(ans, res.output, res.output_len) && pb_buf_puts(ans, ",\"isolate\":") &&
-          pr_json_str(ans, res.isolate, strlen(res.isolate)) && pb_buf_puts(ans, "}}\n"))) {
+          pr__json_str(ans, res.output, res.output_len) && pb_buf_puts(ans, ",\"isolate\":") &&
+          pr__json_str(ans, res.isolate, strlen(res.isolate)) && pb_buf_puts(ans, "}}\n"))) {
         ans->len = start;
         send_error(ans, j->id, -32603, "Internal error", NULL);
     }
@@ -439,7 +439,7 @@ static bool string_is(const char *line, size_t n, size_t at, const char *want) {
     size_t len, start;
     if (plain_string(line, n, at - 1, &start, &len))
         return len == strlen(want) && memcmp(line + start, want, len) == 0;
-    char *v = pr_json_string_dup(line, n, at - 1, &len);
+    char *v = pr__json_string_dup(line, n, at - 1, &len);
     bool eq = v && len == strlen(want) && memcmp(v, want, len) == 0;
     free(v);
     return eq;
@@ -478,7 +478,7 @@ static size_t known_text(void *ud, const char *s, size_t n, size_t at) {
         size_t len = h->text_len;
         m->hint = NULL;
         if (len < n - at && s[at + len] == '"') {
-            if (pr_cache_claim_text(m->cache, h)) {
+            if (pr__cache_claim_text(m->cache, h)) {
                 pr_program_release(m->prog);
                 m->prog = h;
                 m->at = at;
@@ -494,7 +494,7 @@ static size_t known_text(void *ud, const char *s, size_t n, size_t at) {
     const char *q = memchr(s + at, '"', n - at);
     size_t len = q ? (size_t)(q - (s + at)) : 0;
     if (len < KNOWN_MIN) return 0;
-    pr_program *p = pr_cache_find_text(m->cache, s + at, len);
+    pr_program *p = pr__cache_find_text(m->cache, s + at, len);
     if (!p) return 0;
     pr_program_release(m->prog);
     m->prog = p;
@@ -507,8 +507,8 @@ static size_t known_text(void *ud, const char *s, size_t n, size_t at) {
 /* The line is valid UTF-8; the recognised text (ASCII) is not read again. */
 static bool line_utf8(const char *line, size_t n, const line_match *m) {
     const uint8_t *u = (const uint8_t *)line;
-    if (!m->prog) return pr_utf8_valid(u, n);
-    return pr_utf8_valid(u, m->at) && pr_utf8_valid(u + m->at + m->len, n - m->at - m->len);
+    if (!m->prog) return pr__utf8_valid(u, n);
+    return pr__utf8_valid(u, m->at) && pr__utf8_valid(u + m->at + m->len, n - m->at - m->len);
 }
 
 /* Checks one request line (in a worker) and fills j's id and fields, or answers it
@@ -531,7 +531,7 @@ static bool parse_line(server *sv, job *j, pb_buf *ans) {
                         .sub_of = 3,
                         .known = known_text,
                         .known_ud = &m};
-    bool valid = pr_json_scan(line, n, &top) && line_utf8(line, n, &m);
+    bool valid = pr__json_scan(line, n, &top) && line_utf8(line, n, &m);
     pr_program_release(m.hint); /* not reached by the scan */
     if (m.evicted) {
         forget_seen(sv, m.evicted);
@@ -560,7 +560,7 @@ static bool parse_line(server *sv, job *j, pb_buf *ans) {
             send_error(ans, NULL, -32600, "Invalid Request", NULL);
             return false;
         }
-        size_t end = pr_json_value_end(line, n, at[1] - 1);
+        size_t end = pr__json_value_end(line, n, at[1] - 1);
         id = strndup(line + at[1] - 1, end - (at[1] - 1));
         if (!id) {
             send_error(ans, NULL, -32603, "Internal error", NULL);
@@ -589,7 +589,7 @@ static bool parse_line(server *sv, job *j, pb_buf *ans) {
             j->fields[f] = line + start; /* the job holds the line's chunk */
             continue;
         }
-        j->fields[f] = j->owned[f] = pr_json_string_dup(line, n, pat[f] - 1, &j->lens[f]);
+        j->fields[f] = j->owned[f] = pr__json_string_dup(line, n, pat[f] - 1, &j->lens[f]);
         if (!j->fields[f]) {
             if (id) send_error(ans, id, -32603, "Internal error", NULL);
             return false;

@@ -110,7 +110,7 @@ static void blocks(uint32_t h[8], const uint8_t *p, size_t nblocks) {
     blocks_portable(h, p, nblocks);
 }
 
-bool pr_sha256(const void *data, size_t n, uint8_t digest[32]) {
+bool pr__sha256(const void *data, size_t n, uint8_t digest[32]) {
     uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                      0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
     const uint8_t *p = data;
@@ -134,7 +134,7 @@ bool pr_sha256(const void *data, size_t n, uint8_t digest[32]) {
     return true;
 }
 
-void pr_hex(const uint8_t *in, size_t n, char *out) {
+void pr__hex(const uint8_t *in, size_t n, char *out) {
     static const char HEX[] = "0123456789abcdef";
     for (size_t i = 0; i < n; i++) {
         out[2 * i] = HEX[in[i] >> 4];

@@ -46,7 +46,7 @@ static size_t skip_bom(const uint8_t *in, size_t n) {
     return n >= 3 && in[0] == 0xEF && in[1] == 0xBB && in[2] == 0xBF ? 3 : 0;
 }
 
-bool pr_utf8_lenient(pb_buf *out, const uint8_t *in, size_t n) {
+bool pr__utf8_lenient(pb_buf *out, const uint8_t *in, size_t n) {
     size_t i = skip_bom(in, n), run = i;
     if (!pb_buf_reserve(out, n - i)) return false;
     while (i < n) {
@@ -66,7 +66,7 @@ bool pr_utf8_lenient(pb_buf *out, const uint8_t *in, size_t n) {
     return pb_buf_put(out, in + run, n - run);
 }
 
-bool pr_utf8_valid(const uint8_t *in, size_t n) {
+bool pr__utf8_valid(const uint8_t *in, size_t n) {
     size_t i = 0;
     while (i < n) {
         /* ASCII runs eight bytes at a time. */
@@ -88,7 +88,7 @@ bool pr_utf8_valid(const uint8_t *in, size_t n) {
     return true;
 }
 
-size_t pr_utf8_cut_utf16(const char *s, size_t n, size_t max_units) {
+size_t pr__utf8_cut_utf16(const char *s, size_t n, size_t max_units) {
     const uint8_t *u = (const uint8_t *)s;
     size_t i = 0, units = 0;
     while (i < n) {

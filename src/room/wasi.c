@@ -204,7 +204,7 @@ static int guest_path(pw_call_ctx *cx, uint32_t ptr, uint32_t len, const char **
 
 /* fs: the run's file system, for the budget (NULL once the run is over). */
 static void closefd(pr_fs *fs, wfd *f) {
-    if (f->kind == K_FILE && f->file) pr_fs_node_close(fs, f->file);
+    if (f->kind == K_FILE && f->file) pr__fs_node_close(fs, f->file);
     if (is_host(f)) close(f->os);
     free(f->dir);
     memset(f, 0, sizeof *f);
@@ -322,7 +322,7 @@ static int walk(const pr_fs *fs, const char *dp, size_t dl, const char *p, size_
             *slash = trail;
             break;
         }
-        const pr_file *f = pr_fs_find(fs, cur, cand);
+        const pr_file *f = pr__fs_find(fs, cur, cand);
         if (f && pr_file_is_link(f)) {
             const pr_node *t = f->node;
             if (++links > MAX_LINKS) {
@@ -387,7 +387,7 @@ static int resolve(pw_call_ctx *cx, void *env, uint32_t dirfd, uint32_t ptr, uin
     if (memchr(p, 0, len)) return E_INVAL;
     /* Paths in the room are text (the reference FS keys are JS strings, and returned
      * paths become JSON keys): bytes that are not UTF-8 name nothing. */
-    if (!pr_utf8_valid(p, len)) return E_ILSEQ;
+    if (!pr__utf8_valid(p, len)) return E_ILSEQ;
     const char *dp = d->dir ? d->dir : "/";
     size_t dl = d->dir ? d->dir_len : 1;
     if (RS(env)->host->beyond_contract)
@@ -402,7 +402,7 @@ static int resolve(pw_call_ctx *cx, void *env, uint32_t dirfd, uint32_t ptr, uin
         free(joined);
         return E_NOMEM;
     }
-    *out_len = pr_path_normalize(joined, dl + 1 + len, norm);
+    *out_len = pr__path_normalize(joined, dl + 1 + len, norm);
     free(joined);
     *out = norm;
     return E_SUCCESS;
@@ -412,14 +412,14 @@ static int resolve(pw_call_ctx *cx, void *env, uint32_t dirfd, uint32_t ptr, uin
 static bool ancestor_is_file(const pr_fs *fs, const char *norm, size_t n) {
     for (size_t i = n; i > 1; i--) {
         if (norm[i - 1] != '/' || i - 1 == 0) continue;
-        pr_file *f = pr_fs_find(fs, norm, i - 1);
+        pr_file *f = pr__fs_find(fs, norm, i - 1);
         if (f && !f->dir) return true;
     }
     return false;
 }
 
 static uint64_t path_ino(const char *p, size_t n) {
-    return pr_path_ino(p, n);
+    return pr__path_ino(p, n);
 }
 
 /* A node's inode number: the contract's path hash, or beyond the contract the node's
@@ -555,7 +555,7 @@ HOST(random_get) {
     uint8_t *p = mem(cx, U32(0), len);
     if (!p) RET(E_FAULT);
     for (uint32_t i = 0; i < len; i += 8) {
-        uint64_t v = pr_run_random(RS(env));
+        uint64_t v = pr__run_random(RS(env));
         memcpy(p + i, &v, len - i < 8 ? len - i : 8);
     }
     RET(E_SUCCESS);
@@ -603,7 +603,7 @@ static uint8_t filetype(const wfd *f) {
     case K_DIR:
     case K_HDIR: return FT_DIR;
     case K_FILE: return FT_FILE;
-    case K_HFILE: return pr_hd_filetype(f->os);
+    case K_HFILE: return pr__hd_filetype(f->os);
     default: return FT_UNKNOWN;
     }
 }
@@ -628,10 +628,10 @@ HOST(fd_fdstat_set_flags) {
     uint16_t fl = (uint16_t)U32(1);
     if (f->kind == K_HFILE) {
         int cur = fcntl(f->os, F_GETFL);
-        if (cur < 0) RET(pr_hd_errno(errno));
+        if (cur < 0) RET(pr__hd_errno(errno));
         cur = (cur & ~(O_APPEND | O_NONBLOCK)) | (fl & FDF_APPEND ? O_APPEND : 0) |
               (fl & FDF_NONBLOCK ? O_NONBLOCK : 0);
-        if (fcntl(f->os, F_SETFL, cur) != 0) RET(pr_hd_errno(errno));
+        if (fcntl(f->os, F_SETFL, cur) != 0) RET(pr__hd_errno(errno));
     }
     if (f->kind == K_FILE || f->kind == K_HFILE) f->flags = fl;
     RET(E_SUCCESS);
@@ -685,7 +685,7 @@ HOST(fd_filestat_get) {
     NEED(f, R_FD_FILESTAT_GET);
     uint8_t *p = mem(cx, U32(1), 64);
     if (!p) RET(E_FAULT);
-    if (is_host(f)) RET(pr_hd_fstat(f->os, p));
+    if (is_host(f)) RET(pr__hd_fstat(f->os, p));
     RET(stat_fd(RS(env), f, p));
 }
 
@@ -700,12 +700,12 @@ HOST(fd_filestat_set_size) {
     NEED(f, R_FD_SET_SIZE);
     if (f->kind == K_HFILE) {
         if (U64(1) > INT64_MAX) RET(E_INVAL);
-        RET(ftruncate(f->os, (off_t)U64(1)) == 0 ? E_SUCCESS : pr_hd_errno(errno));
+        RET(ftruncate(f->os, (off_t)U64(1)) == 0 ? E_SUCCESS : pr__hd_errno(errno));
     }
     if (f->kind != K_FILE) RET(E_INVAL);
     if (!(f->rights & R_FD_WRITE)) RET(E_BADF);
     if (U64(1) > SIZE_MAX) RET(E_NOSPC);
-    RET(fs_errno(pr_fs_truncate(RS(env)->fs, f->file, (size_t)U64(1))));
+    RET(fs_errno(pr__fs_truncate(RS(env)->fs, f->file, (size_t)U64(1))));
 }
 
 /* Contract runs store an explicit mtime only (atim follows mtim, as in the reference);
@@ -722,7 +722,7 @@ static int set_times(pr_fs *fs, pr_node *f, bool beyond, uint64_t atim, uint64_t
     if (flags & FST_MTIM)
         f->mtime = mtim;
     else if (flags & FST_MTIM_NOW)
-        pr_fs_touch(fs, f);
+        pr__fs_touch(fs, f);
     if (beyond && flags & (FST_ATIM | FST_ATIM_NOW)) {
         f->atime = flags & FST_ATIM ? atim : fs->clock;
         f->own_atime = true;
@@ -734,7 +734,7 @@ HOST(fd_filestat_set_times) {
     wfd *f = getfd(env, U32(0));
     if (!f) RET(E_BADF);
     NEED(f, R_FD_SET_TIMES);
-    if (is_host(f)) RET(pr_hd_futimes(f->os, U64(1), U64(2), U32(3)));
+    if (is_host(f)) RET(pr__hd_futimes(f->os, U64(1), U64(2), U32(3)));
     RET(set_times(RS(env)->fs, f->kind == K_FILE ? f->file : NULL, RS(env)->host->beyond_contract,
                   U64(1), U64(2), U32(3)));
 }
@@ -757,19 +757,19 @@ HOST(fd_allocate) {
     if (f->kind == K_HFILE) {
         if (U64(1) > INT64_MAX || U64(2) > INT64_MAX) RET(E_INVAL);
         int rc = posix_fallocate(f->os, (off_t)U64(1), (off_t)U64(2));
-        RET(rc == 0 ? E_SUCCESS : rc == EOPNOTSUPP ? E_NOTSUP : pr_hd_errno(rc));
+        RET(rc == 0 ? E_SUCCESS : rc == EOPNOTSUPP ? E_NOTSUP : pr__hd_errno(rc));
     }
     if (f->kind != K_FILE) RET(f->kind == K_DIR ? E_BADF : E_SPIPE);
     uint64_t end = U64(1) + U64(2);
     if (end < U64(1) || end > SIZE_MAX) RET(E_NOSPC);
     if (end <= f->file->len) RET(E_SUCCESS);
-    RET(fs_errno(pr_fs_truncate(RS(env)->fs, f->file, (size_t)end)));
+    RET(fs_errno(pr__fs_truncate(RS(env)->fs, f->file, (size_t)end)));
 }
 
 HOST(fd_sync) {
     wfd *f = getfd(env, U32(0));
     if (!f) RET(E_BADF);
-    if (is_host(f) && fsync(f->os) != 0 && errno != EINVAL) RET(pr_hd_errno(errno));
+    if (is_host(f) && fsync(f->os) != 0 && errno != EINVAL) RET(pr__hd_errno(errno));
     RET(E_SUCCESS);
 }
 
@@ -802,7 +802,7 @@ static int host_rw(pw_call_ctx *cx, int fd, uint32_t iovs, uint32_t n, bool writ
     uint64_t size = 0;
     uint8_t *base = pw_ctx_memory(cx, &size);
     if (!base) return E_FAULT;
-    return pr_hd_rw(fd, base, size, iovs, n, write, off, count);
+    return pr__hd_rw(fd, base, size, iovs, n, write, off, count);
 }
 
 HOST(fd_read) {
@@ -909,8 +909,8 @@ static void iov_copy(pw_call_ctx *cx, uint32_t iovs, uint32_t n, uint8_t *b) {
 static int write_out(pw_call_ctx *cx, pr_run_state *rs, int stream, uint32_t iovs, uint32_t n,
                      uint64_t total, pw_status *st) {
     *st = PW_OK;
-    if (total > pr_run_output_max(rs) - rs->out_bytes) {
-        rs->end = PR_END_OUTPUT; /* what pr_run_output decides, without the copy */
+    if (total > pr__run_output_max(rs) - rs->out_bytes) {
+        rs->end = PR_END_OUTPUT; /* what pr__run_output decides, without the copy */
         *st = pw_ctx_trap(cx, "%s", "输出超过 64 KB");
         return E_SUCCESS;
     }
@@ -918,7 +918,7 @@ static int write_out(pw_call_ctx *cx, pr_run_state *rs, int stream, uint32_t iov
         uint8_t *v = mem(cx, iovs, 8 * (uint64_t)n);
         for (uint32_t i = 0; i < n; i++) {
             uint32_t l = ld32(v + 8 * i + 4);
-            if (l && !pr_run_output(rs, stream, mem(cx, ld32(v + 8 * i), l), l)) {
+            if (l && !pr__run_output(rs, stream, mem(cx, ld32(v + 8 * i), l), l)) {
                 *st = pw_ctx_trap(cx, "%s",
                                   rs->end == PR_END_OUTPUT ? "输出超过 64 KB" : rs->end_msg);
                 break;
@@ -932,7 +932,7 @@ static int write_out(pw_call_ctx *cx, pr_run_state *rs, int stream, uint32_t iov
     else if (total > sizeof stackbuf && !(b = malloc((size_t)total)))
         return E_NOMEM;
     if (n != 1) iov_copy(cx, iovs, n, b);
-    bool ok = pr_run_output(rs, stream, b, (size_t)total);
+    bool ok = pr__run_output(rs, stream, b, (size_t)total);
     if (b != stackbuf && n != 1) free(b);
     if (!ok) *st = pw_ctx_trap(cx, "%s", rs->end == PR_END_OUTPUT ? "输出超过 64 KB" : rs->end_msg);
     return E_SUCCESS;
@@ -946,13 +946,13 @@ static int write_file(pw_call_ctx *cx, pr_fs *fs, pr_node *f, uint32_t iovs, uin
     uint64_t clock = fs->clock;
     int rc = 0;
     if (total == 0) {
-        rc = pr_fs_pwrite(fs, f, NULL, 0, (size_t)off);
+        rc = pr__fs_pwrite(fs, f, NULL, 0, (size_t)off);
     } else {
         uint8_t *v = mem(cx, iovs, 8 * (uint64_t)n);
         size_t at = (size_t)off;
         for (uint32_t i = 0; i < n && rc == 0; i++) {
             uint32_t ptr = ld32(v + 8 * i), l = ld32(v + 8 * i + 4);
-            if (l) rc = pr_fs_pwrite(fs, f, mem(cx, ptr, l), l, at);
+            if (l) rc = pr__fs_pwrite(fs, f, mem(cx, ptr, l), l, at);
             at += l;
         }
     }
@@ -1032,7 +1032,7 @@ HOST(fd_seek) {
         if (U32(2) > 2) RET(E_INVAL);
         static const int whence[3] = {SEEK_SET, SEEK_CUR, SEEK_END};
         off_t o = lseek(f->os, (off_t)a[1].i64, whence[U32(2)]);
-        if (o < 0) RET(pr_hd_errno(errno));
+        if (o < 0) RET(pr__hd_errno(errno));
         uint8_t *p = mem(cx, U32(3), 8);
         if (!p) RET(E_FAULT);
         st64(p, (uint64_t)o);
@@ -1062,7 +1062,7 @@ HOST(fd_tell) {
     NEED(f, R_FD_TELL);
     if (f->kind == K_HFILE) {
         off_t o = lseek(f->os, 0, SEEK_CUR);
-        if (o < 0) RET(pr_hd_errno(errno));
+        if (o < 0) RET(pr__hd_errno(errno));
         uint8_t *p = mem(cx, U32(1), 8);
         if (!p) RET(E_FAULT);
         st64(p, (uint64_t)o);
@@ -1119,7 +1119,7 @@ static bool readdir_child(void *ud, const char *name, size_t n, bool is_dir) {
         ino = path_ino(path, k + n);
         /* Beyond the contract: a symbolic link's type, a node's own number. */
         const pr_file *f =
-            is_dir || !c->rs->host->beyond_contract ? NULL : pr_fs_find(c->rs->fs, path, k + n);
+            is_dir || !c->rs->host->beyond_contract ? NULL : pr__fs_find(c->rs->fs, path, k + n);
         if (f && f->node) {
             ino = node_ino(c->rs, f->node);
             if (pr_file_is_link(f)) type = FT_SYMLINK;
@@ -1138,7 +1138,7 @@ HOST(fd_readdir) {
     if (!buf || !pu) RET(E_FAULT);
     if (f->kind == K_HDIR) {
         uint32_t used = 0;
-        int e = pr_hd_readdir(f->os, buf, cap, U64(3), &used);
+        int e = pr__hd_readdir(f->os, buf, cap, U64(3), &used);
         if (e) RET(e);
         st32(pu, used);
         RET(E_SUCCESS);
@@ -1147,7 +1147,7 @@ HOST(fd_readdir) {
                      RS(env)};
     uint64_t ino = path_ino(c.dir, c.dir_len);
     if (cap && put_dirent(&c, ".", 1, FT_DIR, ino) && put_dirent(&c, "..", 2, FT_DIR, 0))
-        pr_fs_children(RS(env)->fs, c.dir, c.dir_len, readdir_child, &c);
+        pr__fs_children(RS(env)->fs, c.dir, c.dir_len, readdir_child, &c);
     st32(pu, c.used);
     RET(E_SUCCESS);
 }
@@ -1170,7 +1170,7 @@ static pw_status host_open(pw_call_ctx *cx, void *env, wfd *d, const pw_val *a, 
     bool wr = (rights & (R_FD_WRITE | R_FD_ALLOCATE | R_FD_SET_SIZE)) || (fdflags & FDF_APPEND);
     int os;
     bool is_dir;
-    e = pr_hd_open(d->os, path, U32(3), U32(1), oflags, fdflags, rd, wr, &os, &is_dir);
+    e = pr__hd_open(d->os, path, U32(3), U32(1), oflags, fdflags, rd, wr, &os, &is_dir);
     if (e) RET(e);
     int64_t fd = allocfd(w);
     if (fd < 0) {
@@ -1216,8 +1216,8 @@ HOST(path_open) {
     bool excl = (oflags & O_CREAT_) && (oflags & O_EXCL_);
     int e = resolve(cx, env, U32(0), U32(2), U32(3), (U32(1) & 1) && !excl, &norm, &n, &slash);
     if (e) RET(e);
-    pr_file *file = pr_fs_find(rs->fs, norm, n);
-    bool is_dir = (file && file->dir) || (!file && pr_fs_is_dir(rs->fs, norm, n));
+    pr_file *file = pr__fs_find(rs->fs, norm, n);
+    bool is_dir = (file && file->dir) || (!file && pr__fs_is_dir(rs->fs, norm, n));
     if (file && file->dir) file = NULL;
     /* Beyond the contract, as below a host directory (hostdir.c): a trailing '/' asks
      * for a directory, and a directory is never opened for writing. */
@@ -1242,12 +1242,12 @@ HOST(path_open) {
             e = E_NOENT;
         else if (ancestor_is_file(rs->fs, norm, n))
             e = E_NOTDIR;
-        else if (!(file = pr_fs_create(rs->fs, norm, n, false)))
+        else if (!(file = pr__fs_create(rs->fs, norm, n, false)))
             e = rs->fs->create_err == -2 ? E_NOSPC : E_NOMEM;
         else
-            pr_fs_touch(rs->fs, file->node); /* creating is the file's first write */
+            pr__fs_touch(rs->fs, file->node); /* creating is the file's first write */
     } else if (file && (oflags & O_TRUNC_)) {
-        e = fs_errno(pr_fs_truncate(rs->fs, file->node, 0));
+        e = fs_errno(pr__fs_truncate(rs->fs, file->node, 0));
     }
     if (e) {
         free(norm);
@@ -1271,7 +1271,7 @@ HOST(path_open) {
         free(norm);
         f->kind = K_FILE;
         f->file = file->node;
-        pr_fs_node_open(file->node);
+        pr__fs_node_open(file->node);
     }
     st32(mem(cx, U32(8), 4), (uint32_t)fd);
     RET(E_SUCCESS);
@@ -1285,7 +1285,7 @@ HOST(path_create_directory) {
             const char *path;
             int he = guest_path(cx, U32(1), U32(2), &path);
             if (he) RET(he);
-            RET(pr_hd_mkdir(d->os, path, U32(2)));
+            RET(pr__hd_mkdir(d->os, path, U32(2)));
         }
     }
     pr_run_state *rs = RS(env);
@@ -1294,11 +1294,11 @@ HOST(path_create_directory) {
     bool slash;
     int e = resolve(cx, env, U32(0), U32(1), U32(2), false, &norm, &n, &slash);
     if (e) RET(e);
-    if (pr_fs_find(rs->fs, norm, n) || pr_fs_is_dir(rs->fs, norm, n))
+    if (pr__fs_find(rs->fs, norm, n) || pr__fs_is_dir(rs->fs, norm, n))
         e = E_EXIST;
     else if (ancestor_is_file(rs->fs, norm, n))
         e = E_NOTDIR;
-    else if (!pr_fs_create(rs->fs, norm, n, true))
+    else if (!pr__fs_create(rs->fs, norm, n, true))
         e = rs->fs->create_err == -2 ? E_NOSPC : E_NOMEM;
     free(norm);
     RET(e);
@@ -1312,7 +1312,7 @@ HOST(path_filestat_get) {
             const char *path;
             int he = guest_path(cx, U32(2), U32(3), &path);
             if (he) RET(he);
-            RET(mem(cx, U32(4), 64) ? pr_hd_stat(d->os, U32(1), path, U32(3), mem(cx, U32(4), 64))
+            RET(mem(cx, U32(4), 64) ? pr__hd_stat(d->os, U32(1), path, U32(3), mem(cx, U32(4), 64))
                                     : E_FAULT);
         }
     }
@@ -1324,12 +1324,12 @@ HOST(path_filestat_get) {
     bool slash;
     int e = resolve(cx, env, U32(0), U32(2), U32(3), U32(1) & 1, &norm, &n, &slash);
     if (e) RET(e);
-    pr_file *f = pr_fs_find(rs->fs, norm, n);
+    pr_file *f = pr__fs_find(rs->fs, norm, n);
     if (f && !f->dir && slash)
         e = E_NOTDIR;
     else if (f && !f->dir)
         file_stat(rs, p, rs->host->beyond_contract ? f->node->serial : path_ino(norm, n), f->node);
-    else if (f || pr_fs_is_dir(rs->fs, norm, n))
+    else if (f || pr__fs_is_dir(rs->fs, norm, n))
         filestat(p, FT_DIR, path_ino(norm, n), 0, 0);
     else
         e = E_NOENT;
@@ -1345,7 +1345,7 @@ HOST(path_filestat_set_times) {
             const char *path;
             int he = guest_path(cx, U32(2), U32(3), &path);
             if (he) RET(he);
-            RET(pr_hd_set_times(d->os, U32(1), path, U32(3), U64(4), U64(5), U32(6)));
+            RET(pr__hd_set_times(d->os, U32(1), path, U32(3), U64(4), U64(5), U32(6)));
         }
     }
     pr_run_state *rs = RS(env);
@@ -1354,12 +1354,12 @@ HOST(path_filestat_set_times) {
     bool slash;
     int e = resolve(cx, env, U32(0), U32(2), U32(3), U32(1) & 1, &norm, &n, &slash);
     if (e) RET(e);
-    pr_file *f = pr_fs_find(rs->fs, norm, n);
+    pr_file *f = pr__fs_find(rs->fs, norm, n);
     if (f && !f->dir && slash)
         e = E_NOTDIR;
     else if (f && !f->dir)
         e = set_times(rs->fs, f->node, rs->host->beyond_contract, U64(4), U64(5), U32(6));
-    else if (f || pr_fs_is_dir(rs->fs, norm, n))
+    else if (f || pr__fs_is_dir(rs->fs, norm, n))
         e = set_times(rs->fs, NULL, false, 0, 0, U32(6));
     else
         e = E_NOENT;
@@ -1371,7 +1371,7 @@ static int host_readlink(pw_call_ctx *cx, wfd *d, const char *path, const pw_val
     uint8_t *buf = mem(cx, U32(3), U32(4)), *pn = mem(cx, U32(5), 4);
     if (!buf || !pn) return E_FAULT;
     uint32_t n = 0;
-    int e = pr_hd_readlink(d->os, path, U32(2), buf, U32(4), &n);
+    int e = pr__hd_readlink(d->os, path, U32(2), buf, U32(4), &n);
     if (!e) st32(pn, n);
     return e;
 }
@@ -1393,7 +1393,7 @@ HOST(path_readlink) {
     bool slash;
     int e = resolve(cx, env, U32(0), U32(1), U32(2), false, &norm, &n, &slash);
     if (e) RET(e);
-    pr_file *f = pr_fs_find(rs->fs, norm, n);
+    pr_file *f = pr__fs_find(rs->fs, norm, n);
     if (f && pr_file_is_link(f) && !slash) {
         /* As readlink(2): at most the buffer's size, cut (no NUL); bufused says how much. */
         uint8_t *buf = mem(cx, U32(3), U32(4)), *pn = mem(cx, U32(5), 4);
@@ -1407,7 +1407,7 @@ HOST(path_readlink) {
     } else if (slash) {
         e = E_NOTDIR; /* "name/" is never a link (as hostdir.c) */
     } else {
-        e = (f || pr_fs_is_dir(rs->fs, norm, n)) ? E_INVAL : E_NOENT;
+        e = (f || pr__fs_is_dir(rs->fs, norm, n)) ? E_INVAL : E_NOENT;
     }
     free(norm);
     RET(e);
@@ -1421,7 +1421,7 @@ HOST(path_remove_directory) {
             const char *path;
             int he = guest_path(cx, U32(1), U32(2), &path);
             if (he) RET(he);
-            RET(pr_hd_rmdir(d->os, path, U32(2)));
+            RET(pr__hd_rmdir(d->os, path, U32(2)));
         }
     }
     pr_run_state *rs = RS(env);
@@ -1430,12 +1430,12 @@ HOST(path_remove_directory) {
     bool slash;
     int e = resolve(cx, env, U32(0), U32(1), U32(2), false, &norm, &n, &slash);
     if (e) RET(e);
-    pr_file *f = pr_fs_find(rs->fs, norm, n);
+    pr_file *f = pr__fs_find(rs->fs, norm, n);
     if (n == 1)
         e = E_BUSY;
     else if (f && !f->dir)
         e = E_NOTDIR;
-    else if (!pr_fs_is_dir(rs->fs, norm, n))
+    else if (!pr__fs_is_dir(rs->fs, norm, n))
         e = E_NOENT;
     else {
         /* Implicit directories always have children; explicit ones may be empty. */
@@ -1448,7 +1448,7 @@ HOST(path_remove_directory) {
         if (!empty)
             e = E_NOTEMPTY;
         else
-            pr_fs_remove(rs->fs, f);
+            pr__fs_remove(rs->fs, f);
     }
     free(norm);
     RET(e);
@@ -1462,7 +1462,7 @@ HOST(path_unlink_file) {
             const char *path;
             int he = guest_path(cx, U32(1), U32(2), &path);
             if (he) RET(he);
-            RET(pr_hd_unlink(d->os, path, U32(2)));
+            RET(pr__hd_unlink(d->os, path, U32(2)));
         }
     }
     pr_run_state *rs = RS(env);
@@ -1471,13 +1471,13 @@ HOST(path_unlink_file) {
     bool slash;
     int e = resolve(cx, env, U32(0), U32(1), U32(2), false, &norm, &n, &slash);
     if (e) RET(e);
-    pr_file *f = pr_fs_find(rs->fs, norm, n);
+    pr_file *f = pr__fs_find(rs->fs, norm, n);
     if (f && !f->dir && slash)
         e = E_NOTDIR; /* "name/" names a directory */
     else if (f && !f->dir)
-        pr_fs_remove(rs->fs, f); /* a symbolic link goes, not its target */
+        pr__fs_remove(rs->fs, f); /* a symbolic link goes, not its target */
     else
-        e = (f || pr_fs_is_dir(rs->fs, norm, n)) ? E_ISDIR : E_NOENT;
+        e = (f || pr__fs_is_dir(rs->fs, norm, n)) ? E_ISDIR : E_NOENT;
     free(norm);
     RET(e);
 }
@@ -1507,17 +1507,17 @@ static int rename_tree(pr_fs *fs, const char *old, size_t on, const char *nw, si
         }
         memcpy(target, nw, nn);
         memcpy(target + nn, f->path + on, f->path_len - on);
-        pr_file *g = pr_fs_find(fs, target, tl);
-        if (g) pr_fs_remove(fs, g);
+        pr_file *g = pr__fs_find(fs, target, tl);
+        if (g) pr__fs_remove(fs, g);
         /* The node moves to the new name (open descriptors keep it); the total stays. */
-        g = f->node ? pr_fs_link(fs, target, tl, f->node) : pr_fs_create(fs, target, tl, f->dir);
-        if (g && g->node) g->node->ino = pr_path_ino(target, tl); /* the contract's number */
+        g = f->node ? pr__fs_link(fs, target, tl, f->node) : pr__fs_create(fs, target, tl, f->dir);
+        if (g && g->node) g->node->ino = pr__path_ino(target, tl); /* the contract's number */
         free(target);
         if (!g) {
             e = fs->create_err == -2 ? E_NOSPC : E_NOMEM;
             break;
         }
-        pr_fs_remove(fs, f);
+        pr__fs_remove(fs, f);
     }
     free(list);
     return e;
@@ -1546,7 +1546,7 @@ HOST(path_rename) {
             if ((e = guest_path(cx, U32(1), U32(2), &p1)) ||
                 (e = guest_path(cx, U32(4), U32(5), &p2)))
                 RET(e);
-            RET(pr_hd_rename(da->os, p1, U32(2), db->os, p2, U32(5)));
+            RET(pr__hd_rename(da->os, p1, U32(2), db->os, p2, U32(5)));
         }
     }
     pr_run_state *rs = RS(env);
@@ -1561,9 +1561,9 @@ HOST(path_rename) {
         RET(e);
     }
     pr_fs *fs = rs->fs;
-    pr_file *src = pr_fs_find(fs, on, onl), *dst = pr_fs_find(fs, nw, nwl);
-    bool src_dir = (src && src->dir) || (!src && pr_fs_is_dir(fs, on, onl));
-    bool dst_dir = (dst && dst->dir) || (!dst && pr_fs_is_dir(fs, nw, nwl));
+    pr_file *src = pr__fs_find(fs, on, onl), *dst = pr__fs_find(fs, nw, nwl);
+    bool src_dir = (src && src->dir) || (!src && pr__fs_is_dir(fs, on, onl));
+    bool dst_dir = (dst && dst->dir) || (!dst && pr__fs_is_dir(fs, nw, nwl));
     if (!src && !src_dir)
         e = E_NOENT;
     else if (onl == 1 || nwl == 1)
@@ -1612,18 +1612,18 @@ static int mem_link(pw_call_ctx *cx, void *env, const pw_val *a) {
         free(on);
         return e;
     }
-    pr_file *src = pr_fs_find(fs, on, onl);
-    if (!src && !pr_fs_is_dir(fs, on, onl))
+    pr_file *src = pr__fs_find(fs, on, onl);
+    if (!src && !pr__fs_is_dir(fs, on, onl))
         e = E_NOENT;
     else if (sa || sb) /* as linkat(2) on Linux (and hostdir.c) */
         e = !src || src->dir ? E_PERM : sa ? E_NOTDIR : E_NOENT;
-    else if (pr_fs_find(fs, nw, nwl) || pr_fs_is_dir(fs, nw, nwl))
+    else if (pr__fs_find(fs, nw, nwl) || pr__fs_is_dir(fs, nw, nwl))
         e = E_EXIST; /* checked before the source's type, as linkat(2) */
     else if (!src || src->dir)
         e = E_PERM;
     else if (ancestor_is_file(fs, nw, nwl))
         e = E_NOTDIR;
-    else if (!pr_fs_link(fs, nw, nwl, src->node))
+    else if (!pr__fs_link(fs, nw, nwl, src->node))
         e = fs->create_err == -2 ? E_NOSPC : E_NOMEM;
     free(on);
     free(nw);
@@ -1642,7 +1642,7 @@ HOST(path_link) {
     const char *p1, *p2;
     if ((e = guest_path(cx, U32(2), U32(3), &p1)) || (e = guest_path(cx, U32(5), U32(6), &p2)))
         RET(e);
-    RET(pr_hd_link(da->os, U32(1), p1, U32(3), db->os, p2, U32(6)));
+    RET(pr__hd_link(da->os, U32(1), p1, U32(3), db->os, p2, U32(6)));
 }
 
 /* Beyond the contract: path_symlink in the in-memory FS. As on a host directory an
@@ -1656,7 +1656,7 @@ static int mem_symlink(pw_call_ctx *cx, void *env, const pw_val *a) {
     if (tn == 0) return E_NOENT;
     if (t[0] == '/') return E_PERM;
     if (tn > LINK_MAX_LEN) return E_NAMETOOLONG;
-    if (!pr_utf8_valid((const uint8_t *)t, tn)) return E_ILSEQ;
+    if (!pr__utf8_valid((const uint8_t *)t, tn)) return E_ILSEQ;
     char *nw;
     size_t nwl;
     bool slash;
@@ -1669,13 +1669,13 @@ static int mem_symlink(pw_call_ctx *cx, void *env, const pw_val *a) {
         return E_NOMEM;
     }
     memcpy(tc, t, tn);
-    if (pr_fs_find(fs, nw, nwl) || pr_fs_is_dir(fs, nw, nwl))
+    if (pr__fs_find(fs, nw, nwl) || pr__fs_is_dir(fs, nw, nwl))
         e = E_EXIST;
     else if (slash)
         e = E_NOENT;
     else if (ancestor_is_file(fs, nw, nwl))
         e = E_NOTDIR;
-    else if (!pr_fs_symlink(fs, nw, nwl, tc, tn))
+    else if (!pr__fs_symlink(fs, nw, nwl, tc, tn))
         e = fs->create_err == -2 ? E_NOSPC : E_NOMEM;
     if (tc != small) free(tc);
     free(nw);
@@ -1693,7 +1693,7 @@ HOST(path_symlink) {
     if ((e = guest_path(cx, U32(0), U32(1), &target)) ||
         (e = guest_path(cx, U32(3), U32(4), &path)))
         RET(e);
-    RET(pr_hd_symlink(target, U32(1), d->os, path, U32(4)));
+    RET(pr__hd_symlink(target, U32(1), d->os, path, U32(4)));
 }
 
 /* ---------------------------------------------------------------- poll, sockets */
@@ -1994,7 +1994,7 @@ static bool wasi_resolve(void *ctx, pw_store *s, const pw_module *m, const pw_im
         (void)m;
         pw_error e;
         pw_functype ft;
-        pw_func *f = pr_wasi_functype(FUNCS[i].name, &ft)
+        pw_func *f = pr__wasi_functype(FUNCS[i].name, &ft)
                          ? pw_func_new_host(s, &ft, FUNCS[i].fn, rs, &e)
                          : NULL;
         if (!f) return false;
@@ -2040,16 +2040,16 @@ static void wasi_finish(pr_run_state *rs) {
     rs->abi_state = NULL;
 }
 
-bool pr_wasi_resolve(void *ctx, pw_store *s, const pw_module *m, const pw_import_desc *imp,
+bool pr__wasi_resolve(void *ctx, pw_store *s, const pw_module *m, const pw_import_desc *imp,
                      pw_extern *out) {
     return wasi_resolve(ctx, s, m, imp, out);
 }
 
-void pr_wasi_finish(pr_run_state *rs) {
+void pr__wasi_finish(pr_run_state *rs) {
     wasi_finish(rs);
 }
 
-bool pr_wasi_only_std_fds(const pr_run_state *rs) {
+bool pr__wasi_only_std_fds(const pr_run_state *rs) {
     const wasi *w = rs->abi_state;
     if (!w) return true;
     for (uint32_t i = 0; i < w->nfds; i++) {
@@ -2064,7 +2064,7 @@ bool pr_wasi_only_std_fds(const pr_run_state *rs) {
     return true;
 }
 
-const pr_abi pr_abi_wasi = {.name = "wasi_snapshot_preview1",
+const pr_abi pr__abi_wasi = {.name = "wasi_snapshot_preview1",
                             .matches = wasi_matches,
                             .resolve = wasi_resolve,
                             .start = wasi_start,

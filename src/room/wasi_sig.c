@@ -95,7 +95,7 @@ static const pw_valtype *params_of(const char *p) {
     return NULL;
 }
 
-bool pr_wasi_functype(const char *name, pw_functype *out) {
+bool pr__wasi_functype(const char *name, pw_functype *out) {
     for (size_t i = 0; i < sizeof SIGS / sizeof *SIGS; i++) {
         if (strcmp(SIGS[i].name, name) != 0) continue;
         const pw_valtype *p = params_of(SIGS[i].params);

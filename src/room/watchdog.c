@@ -49,7 +49,7 @@ static void *watch_main(void *arg) {
     return NULL;
 }
 
-bool pr_watchdog_init(pr_watchdog *w, uint32_t cpu_ms, uint32_t wall_ms) {
+bool pr__watchdog_init(pr_watchdog *w, uint32_t cpu_ms, uint32_t wall_ms) {
     memset(w, 0, sizeof *w);
     w->cpu_ms = cpu_ms;
     w->wall_ms = wall_ms;
@@ -66,7 +66,7 @@ bool pr_watchdog_init(pr_watchdog *w, uint32_t cpu_ms, uint32_t wall_ms) {
     return true;
 }
 
-void pr_watchdog_destroy(pr_watchdog *w) {
+void pr__watchdog_destroy(pr_watchdog *w) {
     pthread_mutex_lock(&w->mu);
     w->stop = true;
     bool started = w->started;
@@ -102,7 +102,7 @@ static void cpu_start(pr_watch_slot *slot) {
     }
 }
 
-bool pr_watch_begin(pr_watchdog *w, pr_watch_slot *slot, pw_store *s) {
+bool pr__watch_begin(pr_watchdog *w, pr_watch_slot *slot, pw_store *s) {
     bool (*cancelled)(void *) = slot->cancelled; /* the caller's, kept */
     void *cancel_ud = slot->cancel_ud;
     uint32_t cpu_ms = slot->cpu_ms, wall_ms = slot->wall_ms; /* the run's own limits */
@@ -133,7 +133,7 @@ bool pr_watch_begin(pr_watchdog *w, pr_watch_slot *slot, pw_store *s) {
     return true;
 }
 
-int pr_watch_end(pr_watchdog *w, pr_watch_slot *slot) {
+int pr__watch_end(pr_watchdog *w, pr_watch_slot *slot) {
     pthread_mutex_lock(&w->mu);
     if (slot->prev)
         slot->prev->next = slot->next;
@@ -145,13 +145,13 @@ int pr_watch_end(pr_watchdog *w, pr_watch_slot *slot) {
     return fired;
 }
 
-void pr_watch_grant(pr_watchdog *w, pr_watch_slot *slot, uint32_t extra_ms) {
+void pr__watch_grant(pr_watchdog *w, pr_watch_slot *slot, uint32_t extra_ms) {
     pthread_mutex_lock(&w->mu);
     slot->extra_ms = extra_ms;
     pthread_mutex_unlock(&w->mu);
 }
 
-void pr_watch_restart(pr_watchdog *w, pr_watch_slot *slot) {
+void pr__watch_restart(pr_watchdog *w, pr_watch_slot *slot) {
     pthread_mutex_lock(&w->mu);
     slot->extra_ms = 0;
     if (!slot->fired) {

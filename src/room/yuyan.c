@@ -70,7 +70,7 @@ static void set_end(pr_run_state *rs, int how, const char *msg, size_t n) {
     rs->end = how;
 }
 
-pw_status yy_fail(yy_call *c, const char *fmt, ...) {
+pw_status pr__yy_fail(yy_call *c, const char *fmt, ...) {
     char buf[2048]; /* > end_msg: set_end cuts at a character boundary */
     va_list ap;
     va_start(ap, fmt);
@@ -83,13 +83,13 @@ pw_status yy_fail(yy_call *c, const char *fmt, ...) {
     return pw_ctx_trap(c->cx, "%s", c->rs->end_msg);
 }
 
-pw_status yy_platform(yy_call *c, const char *msg) {
+pw_status pr__yy_platform(yy_call *c, const char *msg) {
     set_end(c->rs, PR_END_PLATFORM, msg, strlen(msg));
     return pw_ctx_trap(c->cx, "%s", msg);
 }
 
-bool yy_text(pb_buf *b, const uint8_t *s, size_t n) {
-    return pr_utf8_lenient(b, s, n);
+bool pr__yy_text(pb_buf *b, const uint8_t *s, size_t n) {
+    return pr__utf8_lenient(b, s, n);
 }
 
 /* ---------------------------------------------------------------- the module's types */
@@ -106,8 +106,8 @@ static bool struct_of(const pw_module *m, uint32_t ti, pw_valtype want) {
 
 static bool type_fits(const pw_module *m, int which, uint32_t ti) {
     switch (which) {
-    case 0: return yy_type_is_bytes(m, ti);
-    case 1: return yy_type_is_tuple(m, ti);
+    case 0: return pr__yy_type_is_bytes(m, ti);
+    case 1: return pr__yy_type_is_tuple(m, ti);
     case 2: return struct_of(m, ti, PW_VT_I64);
     case 3: return struct_of(m, ti, PW_VT_F64);
     default:
@@ -171,30 +171,30 @@ static void prepare(yy_state *y, pw_instance *inst) {
 
 static pw_status need(yy_call *c, bool have, const char *proto) {
     if (have) return PW_OK;
-    return yy_fail(c, "程序没有导出原型 %s", proto);
+    return pr__yy_fail(c, "程序没有导出原型 %s", proto);
 }
 
 static pw_status alloc_failed(yy_call *c, const pw_error *pe) {
-    if (pe->status == PW_ERR_OOM) return yy_platform(c, "隔离运行失败：内存超过上限");
-    if (pe->status == PW_ERR_NOMEM) return yy_platform(c, "隔离运行失败：内存不足");
-    return yy_fail(c, "宿主无法构造值：%s", pe->message);
+    if (pe->status == PW_ERR_OOM) return pr__yy_platform(c, "隔离运行失败：内存超过上限");
+    if (pe->status == PW_ERR_NOMEM) return pr__yy_platform(c, "隔离运行失败：内存不足");
+    return pr__yy_fail(c, "宿主无法构造值：%s", pe->message);
 }
 
 static pw_instance *inst_of(yy_call *c) {
     return c->rs->inst ? c->rs->inst : pw_ctx_instance(c->cx);
 }
 
-pw_status yy_new_str(yy_call *c, const void *bytes, size_t n, pw_ref *out) {
+pw_status pr__yy_new_str(yy_call *c, const void *bytes, size_t n, pw_ref *out) {
     pw_status st = need(c, c->y->have_bytes, "yy_bytes");
     if (st != PW_OK) return st;
-    if (n > UINT32_MAX) return yy_platform(c, "隔离运行失败：内存超过上限");
+    if (n > UINT32_MAX) return pr__yy_platform(c, "隔离运行失败：内存超过上限");
     pw_error pe = {0};
     *out =
         pw_array_new_bytes(pw_ctx_store(c->cx), inst_of(c), c->y->t_bytes, bytes, (uint32_t)n, &pe);
     return *out ? PW_OK : alloc_failed(c, &pe);
 }
 
-pw_status yy_new_tuple(yy_call *c, uint32_t n, pw_ref *out) {
+pw_status pr__yy_new_tuple(yy_call *c, uint32_t n, pw_ref *out) {
     pw_status st = need(c, c->y->have_tuple, "yy_tuple");
     if (st != PW_OK) return st;
     pw_error pe = {0};
@@ -202,16 +202,16 @@ pw_status yy_new_tuple(yy_call *c, uint32_t n, pw_ref *out) {
     return *out ? PW_OK : alloc_failed(c, &pe);
 }
 
-pw_status yy_new_pair(yy_call *c, bool b, const char *s, pw_ref *out) {
+pw_status pr__yy_new_pair(yy_call *c, bool b, const char *s, pw_ref *out) {
     pw_ref str;
-    pw_status st = yy_new_str(c, s, strlen(s), &str);
+    pw_status st = pr__yy_new_str(c, s, strlen(s), &str);
     if (st != PW_OK) return st;
     /* str is not rooted while the tuple is allocated: hold it through a handle. */
     pw_store *ps = pw_ctx_store(c->cx);
     pw_error pe = {0};
     pw_handle h = pw_handle_new(ps, str, &pe);
-    if (!h) return yy_platform(c, "隔离运行失败：内存不足");
-    st = yy_new_tuple(c, 2, out);
+    if (!h) return pr__yy_platform(c, "隔离运行失败：内存不足");
+    st = pr__yy_new_tuple(c, 2, out);
     if (st == PW_OK) {
         pw_array_set(*out, 0, (pw_val){.ref = pw_i31_new(b ? 1 : 0)});
         pw_array_set(*out, 1, (pw_val){.ref = pw_handle_get(ps, h)});
@@ -220,10 +220,10 @@ pw_status yy_new_pair(yy_call *c, bool b, const char *s, pw_ref *out) {
     return st;
 }
 
-pw_status yy_raise(yy_call *c, const char *msg, size_t n) {
-    if (!c->y->tag_err) return yy_fail(c, "%.*s", (int)n, msg);
+pw_status pr__yy_raise(yy_call *c, const char *msg, size_t n) {
+    if (!c->y->tag_err) return pr__yy_fail(c, "%.*s", (int)n, msg);
     pw_ref s;
-    pw_status st = yy_new_str(c, msg, n, &s);
+    pw_status st = pr__yy_new_str(c, msg, n, &s);
     if (st != PW_OK) return st;
     pw_val v = {.ref = s};
     return pw_ctx_throw(c->cx, c->y->tag_err, &v, 1);
@@ -233,7 +233,7 @@ pw_status yy_raise(yy_call *c, const char *msg, size_t n) {
 
 static pw_status arg_str(yy_call *c, pw_ref r, yy_val *v) {
     uint8_t *p = pw_array_bytes(r, &v->n);
-    if (!p) return yy_fail(c, "宿主函数的“串”参数不是字节串");
+    if (!p) return pr__yy_fail(c, "宿主函数的“串”参数不是字节串");
     v->s = p;
     return PW_OK;
 }
@@ -271,7 +271,7 @@ static pw_status host_std(pw_call_ctx *cx, void *env, const pw_val *args, pw_val
          * type index: they must agree, or the guest would see a wrongly typed object. */
         if (b->res_type != UINT32_MAX &&
             !pw_ref_test_type(pw_ctx_store(cx), inst_of(&c), r.ref, b->res_type))
-            return yy_fail(&c, "原型类型与导入类型不一致：%s.%s", b->fn->module, b->fn->name);
+            return pr__yy_fail(&c, "原型类型与导入类型不一致：%s.%s", b->fn->module, b->fn->name);
         results[0].ref = r.ref;
         break;
     }
@@ -282,7 +282,7 @@ static pw_status host_stub(pw_call_ctx *cx, void *env, const pw_val *args, pw_va
     (void)args, (void)results;
     yy_bind *b = env;
     yy_call c = {cx, b->y, b->y->rs};
-    return yy_fail(&c, "%s", b->msg);
+    return pr__yy_fail(&c, "%s", b->msg);
 }
 
 /* ---------------------------------------------------------------- legacy imports */
@@ -368,10 +368,10 @@ static pw_status bad_call(yy_call *c, const char *what, const uint8_t *name, uin
     pb_buf m = {0};
     pw_status st;
     size_t max = sizeof c->rs->end_msg; /* the message is cut there anyway */
-    if (pb_buf_puts(&m, what) && pb_buf_puts(&m, "：") && yy_text(&m, name, n < max ? n : max))
-        st = yy_fail(c, "%s", m.p);
+    if (pb_buf_puts(&m, what) && pb_buf_puts(&m, "：") && pr__yy_text(&m, name, n < max ? n : max))
+        st = pr__yy_fail(c, "%s", m.p);
     else
-        st = yy_platform(c, "隔离运行失败：内存不足");
+        st = pr__yy_platform(c, "隔离运行失败：内存不足");
     pb_buf_free(&m);
     return st;
 }
@@ -382,16 +382,16 @@ static pw_status host_gc_call(pw_call_ctx *cx, void *env, const pw_val *args, pw
     prepare(c.y, inst_of(&c));
     uint32_t nl;
     const uint8_t *name = nested_bytes(&c, args[0].ref, &nl);
-    if (!name) return yy_fail(&c, "宿主原语名不是字节串");
+    if (!name) return pr__yy_fail(&c, "宿主原语名不是字节串");
     static const char pre[] = "豫言_";
     size_t pl = sizeof pre - 1;
     const uint8_t *fnm = name;
     size_t fl = nl;
     if (fl > pl && memcmp(fnm, pre, pl) == 0) fnm += pl, fl -= pl;
-    const yy_fn *fn = yy_std_find(YY_STD, sizeof YY_STD - 1, (const char *)fnm, fl);
+    const yy_fn *fn = pr__yy_std_find(YY_STD, sizeof YY_STD - 1, (const char *)fnm, fl);
     if (!fn) return bad_call(&c, UNBOUND YY_GC ".call", name, nl);
     yy_sig sig;
-    if (!yy_sig_parse(fn->sig, strlen(fn->sig), &sig)) return yy_fail(&c, "宿主签名有误");
+    if (!pr__yy_sig_parse(fn->sig, strlen(fn->sig), &sig)) return pr__yy_fail(&c, "宿主签名有误");
     pw_ref tup = args[1].ref;
     /* Elements are read as references: the argument list must be a $tuple of exactly
      * the primitive's arity (no arguments: null or an empty $tuple). */
@@ -432,7 +432,7 @@ static pw_status host_web_check(pw_call_ctx *cx, void *env, const pw_val *args, 
     int64_t ms =
         (int64_t)(now.tv_sec - c.y->t0.tv_sec) * 1000 + (now.tv_nsec - c.y->t0.tv_nsec) / 1000000;
     uint32_t limit = c.rs->wall_ms ? c.rs->wall_ms : 5000;
-    if (ms >= (int64_t)limit) return yy_fail(&c, "Wasm 执行超过时限");
+    if (ms >= (int64_t)limit) return pr__yy_fail(&c, "Wasm 执行超过时限");
     return PW_OK;
 }
 
@@ -477,7 +477,7 @@ static void js_string(js_walk *w, pw_ref r, bool top) {
     }
     if ((p = pw_array_bytes(r, &n)) != NULL) {
         if (top) {
-            if (!yy_text(w->b, p, n < JS_LIMIT ? n : JS_LIMIT)) w->stop = -1;
+            if (!pr__yy_text(w->b, p, n < JS_LIMIT ? n : JS_LIMIT)) w->stop = -1;
             return;
         }
         for (uint32_t k = 0; k < n && !js_full(w); k++) { /* a Uint8Array in an array */
@@ -530,9 +530,9 @@ static pw_status host_web_fail(pw_call_ctx *cx, void *env, const pw_val *args, p
     if (w && w->stop == -2)
         st = pw_ctx_trap(cx, "interrupted"); /* the watchdog fired: run.c reports the limit */
     else if (w && w->stop != -1)
-        st = yy_fail(&c, "%s", m.p);
+        st = pr__yy_fail(&c, "%s", m.p);
     else
-        st = yy_platform(&c, "隔离运行失败：内存不足");
+        st = pr__yy_platform(&c, "隔离运行失败：内存不足");
     free(w);
     pb_buf_free(&m);
     return st;
@@ -591,8 +591,8 @@ static void note_types(yy_state *y, const pw_module *m, uint32_t i) {
         pw_valtype t = k < ft.nparams ? ft.params[k] : ft.results[k - ft.nparams];
         if (PW_VT_KIND(t) != PW_K_REF || (PW_VT_HEAP(t) & PW_HT_ABS)) continue;
         uint32_t h = PW_VT_HEAP(t);
-        if (!y->have_bytes && yy_type_is_bytes(m, h)) y->have_bytes = true, y->t_bytes = h;
-        if (!y->have_tuple && yy_type_is_tuple(m, h)) y->have_tuple = true, y->t_tuple = h;
+        if (!y->have_bytes && pr__yy_type_is_bytes(m, h)) y->have_bytes = true, y->t_bytes = h;
+        if (!y->have_tuple && pr__yy_type_is_tuple(m, h)) y->have_tuple = true, y->t_tuple = h;
     }
 }
 
@@ -629,14 +629,14 @@ static bool yy_resolve(void *ctx, pw_store *s, const pw_module *m, const pw_impo
                 rs, "隔离运行失败：导入类型不符：%.*s.%.*s 须为 (func (param (ref null eq)))", ml,
                 mod, nl, name);
         fn = host_web_fail;
-    } else if ((b->fn = yy_std_find(mod, imp->module_len, name, imp->name_len)) != NULL) {
-        if (!yy_sig_parse(b->fn->sig, strlen(b->fn->sig), &b->sig))
+    } else if ((b->fn = pr__yy_std_find(mod, imp->module_len, name, imp->name_len)) != NULL) {
+        if (!pr__yy_sig_parse(b->fn->sig, strlen(b->fn->sig), &b->sig))
             return link_fail(rs, "隔离运行失败：宿主签名有误：%s", b->fn->sig);
         char why[400];
-        if (!yy_sig_check(m, imp->index, &b->sig, why, sizeof why)) {
+        if (!pr__yy_sig_check(m, imp->index, &b->sig, why, sizeof why)) {
             size_t dl;
-            const char *decl = yy_bound_declared(m, mod, imp->module_len, name, imp->name_len, &dl);
-            if (decl && pr_utf8_valid((const uint8_t *)decl, dl)) /* section bytes: unchecked */
+            const char *decl = pr__yy_bound_declared(m, mod, imp->module_len, name, imp->name_len, &dl);
+            if (decl && pr__utf8_valid((const uint8_t *)decl, dl)) /* section bytes: unchecked */
                 return link_fail(rs,
                                  "隔离运行失败：导入类型不符：%.*s.%.*s 须为 %s，程序导入为 %s"
                                  "（豫言边界声明 %.*s）",
@@ -711,4 +711,4 @@ static void yy_finish(pr_run_state *rs) {
     rs->abi_state = NULL;
 }
 
-const pr_abi pr_abi_yuyan = {"豫言", yy_matches, yy_resolve, yy_start, yy_finish, "illegal cast", NULL};
+const pr_abi pr__abi_yuyan = {"豫言", yy_matches, yy_resolve, yy_start, yy_finish, "illegal cast", NULL};

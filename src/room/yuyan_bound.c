@@ -78,7 +78,7 @@ static uint8_t shape(cur *c) {
     return r;
 }
 
-bool yy_sig_parse(const char *s, size_t n, yy_sig *out) {
+bool pr__yy_sig_parse(const char *s, size_t n, yy_sig *out) {
     cur c = {s, s + n, 0};
     uint8_t ps[YY_MAX_PARAMS + 1];
     size_t np;
@@ -110,11 +110,11 @@ static bool array_of(const pw_module *m, uint32_t ti, pw_valtype want, uint8_t p
            mut && pk == packed && (packed || t == want);
 }
 
-bool yy_type_is_bytes(const pw_module *m, uint32_t ti) {
+bool pr__yy_type_is_bytes(const pw_module *m, uint32_t ti) {
     return array_of(m, ti, PW_VT_I32, 1);
 }
 
-bool yy_type_is_tuple(const pw_module *m, uint32_t ti) {
+bool pr__yy_type_is_tuple(const pw_module *m, uint32_t ti) {
     return array_of(m, ti, PW_VT_ABSREF(PW_HT_EQ, 1), 0);
 }
 
@@ -128,8 +128,8 @@ static bool type_is(const pw_module *m, pw_valtype t, uint8_t s) {
     case YS_TUPLE:
         if (PW_VT_KIND(t) != PW_K_REF || PW_VT_NULLABLE(t) || (PW_VT_HEAP(t) & PW_HT_ABS))
             return false;
-        return s == YS_STR ? yy_type_is_bytes(m, PW_VT_HEAP(t))
-                           : yy_type_is_tuple(m, PW_VT_HEAP(t));
+        return s == YS_STR ? pr__yy_type_is_bytes(m, PW_VT_HEAP(t))
+                           : pr__yy_type_is_tuple(m, PW_VT_HEAP(t));
     default: return false;
     }
 }
@@ -151,12 +151,12 @@ static const char *type_name(const pw_module *m, pw_valtype t) {
         default: return nul ? "(ref null …)" : "(ref …)";
         }
     }
-    if (yy_type_is_bytes(m, h)) return nul ? "(ref null $bytes)" : "(ref $bytes)";
-    if (yy_type_is_tuple(m, h)) return nul ? "(ref null $tuple)" : "(ref $tuple)";
+    if (pr__yy_type_is_bytes(m, h)) return nul ? "(ref null $bytes)" : "(ref $bytes)";
+    if (pr__yy_type_is_tuple(m, h)) return nul ? "(ref null $tuple)" : "(ref $tuple)";
     return nul ? "(ref null $?)" : "(ref $?)";
 }
 
-bool yy_sig_check(const pw_module *m, uint32_t i, const yy_sig *sig, char *why, size_t whylen) {
+bool pr__yy_sig_check(const pw_module *m, uint32_t i, const yy_sig *sig, char *why, size_t whylen) {
     pw_functype ft;
     if (!pw_module_import_functype(m, i, &ft)) {
         snprintf(why, whylen, "不是函数");
@@ -177,7 +177,7 @@ bool yy_sig_check(const pw_module *m, uint32_t i, const yy_sig *sig, char *why, 
     return false;
 }
 
-const char *yy_bound_declared(const pw_module *m, const char *mod, size_t modlen, const char *field,
+const char *pr__yy_bound_declared(const pw_module *m, const char *mod, size_t modlen, const char *field,
                               size_t fieldlen, size_t *len) {
     static const char tag[] = "导入\t";
     size_t sl;

@@ -114,7 +114,7 @@ static void strip_zeros(pb_buf *b, size_t at) {
     b->p[b->len] = 0;
 }
 
-bool yy_fmt_exact(pb_buf *b, double x) {
+bool pr__yy_fmt_exact(pb_buf *b, double x) {
     if (!isfinite(x)) return nonfinite(b, x);
     if (x == 0) return pb_buf_puts(b, signbit(x) ? "-0" : "0");
     char dig[18];
@@ -153,7 +153,7 @@ bool yy_fmt_exact(pb_buf *b, double x) {
     return true;
 }
 
-bool yy_fmt_fixed(pb_buf *b, double x) {
+bool pr__yy_fmt_fixed(pb_buf *b, double x) {
     if (!isfinite(x)) return nonfinite(b, x);
     if (x == 0 && signbit(x)) return pb_buf_puts(b, "-0.000000");
     if (fabs(x) >= 1e21) {
@@ -192,7 +192,7 @@ static bool prefix_ci(const uint8_t *s, size_t n, const char *w) {
     return true;
 }
 
-double yy_parse_float(const uint8_t *s, size_t n) {
+double pr__yy_parse_float(const uint8_t *s, size_t n) {
     size_t k;
     while ((k = js_space(s, n)) != 0) {
         s += k;
@@ -234,7 +234,7 @@ double yy_parse_float(const uint8_t *s, size_t n) {
     return v;
 }
 
-int yy_fmt_date(pb_buf *b, const uint8_t *fmt, size_t n, const struct tm *tm) {
+int pr__yy_fmt_date(pb_buf *b, const uint8_t *fmt, size_t n, const struct tm *tm) {
     for (size_t i = 0; i < n; i++) {
         uint8_t c = fmt[i];
         bool letter = i + 1 < n && (((fmt[i + 1] | 0x20) >= 'a' && (fmt[i + 1] | 0x20) <= 'z') ||

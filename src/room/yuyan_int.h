@@ -40,32 +40,32 @@ typedef struct yy_sig {
 } yy_sig;
 
 /* Parses "[shape{，shape}]→result" (result may be 异〔shape〕). false if malformed. */
-bool yy_sig_parse(const char *s, size_t n, yy_sig *out);
+bool pr__yy_sig_parse(const char *s, size_t n, yy_sig *out);
 /* Does import i of m have exactly the Wasm type of sig? On a mismatch writes what the
  * import has (as Wasm text-ish) into why. */
-bool yy_sig_check(const pw_module *m, uint32_t i, const yy_sig *sig, char *why, size_t whylen);
+bool pr__yy_sig_check(const pw_module *m, uint32_t i, const yy_sig *sig, char *why, size_t whylen);
 /* Is heap type ti of m the $bytes (array (mut i8)) / $tuple (array (mut (ref null eq)))
  * shape? */
-bool yy_type_is_bytes(const pw_module *m, uint32_t ti);
-bool yy_type_is_tuple(const pw_module *m, uint32_t ti);
+bool pr__yy_type_is_bytes(const pw_module *m, uint32_t ti);
+bool pr__yy_type_is_tuple(const pw_module *m, uint32_t ti);
 /* The declared signature text of (module, field) in the module's 豫言边界 sections,
  * or NULL (*len set). */
-const char *yy_bound_declared(const pw_module *m, const char *mod, size_t modlen, const char *field,
+const char *pr__yy_bound_declared(const pw_module *m, const char *mod, size_t modlen, const char *field,
                               size_t fieldlen, size_t *len);
 
 /* ---------------------------------------------------------------- yuyan_fmt.c */
 
 /* C "%f" with the reference's special cases (nan, inf, -inf, -0.000000, |x| >= 1e21
  * written as an integer). Appends to b. */
-bool yy_fmt_fixed(pb_buf *b, double x);
+bool pr__yy_fmt_fixed(pb_buf *b, double x);
 /* "%.17g" with trailing zeros stripped; -0 → "-0"; nan / inf / -inf. */
-bool yy_fmt_exact(pb_buf *b, double x);
+bool pr__yy_fmt_exact(pb_buf *b, double x);
 /* Like the reference's 理解小数: leading/trailing white space trimmed, nan / inf
  * prefixes, else the longest decimal prefix (parseFloat), 0 when none. */
-double yy_parse_float(const uint8_t *s, size_t n);
+double pr__yy_parse_float(const uint8_t *s, size_t n);
 /* strftime with only %Y %m %d %H %M %S %% (UTC). Returns 0 ok, -1 nomem, or the
  * unsupported directive character + 1 (as a positive value). */
-int yy_fmt_date(pb_buf *b, const uint8_t *fmt, size_t n, const struct tm *tm);
+int pr__yy_fmt_date(pb_buf *b, const uint8_t *fmt, size_t n, const struct tm *tm);
 
 /* ---------------------------------------------------------------- yuyan.c (values) */
 
@@ -104,19 +104,19 @@ typedef struct yy_val {
 typedef pw_status (*yy_impl)(yy_call *c, const yy_val *args, yy_val *res);
 
 /* Result builders (PW_OK, or the status that ends the run). */
-pw_status yy_new_str(yy_call *c, const void *bytes, size_t n, pw_ref *out);
+pw_status pr__yy_new_str(yy_call *c, const void *bytes, size_t n, pw_ref *out);
 /* A $tuple of n elements (null); kept alive through a handle while being filled. */
-pw_status yy_new_tuple(yy_call *c, uint32_t n, pw_ref *out);
+pw_status pr__yy_new_tuple(yy_call *c, uint32_t n, pw_ref *out);
 /* (爻, 串) pair as a $tuple [i31 b, $bytes s]. */
-pw_status yy_new_pair(yy_call *c, bool b, const char *s, pw_ref *out);
+pw_status pr__yy_new_pair(yy_call *c, bool b, const char *s, pw_ref *out);
 /* Ends the run with a host error (ok false, exitCode 1, error msg). */
-pw_status yy_fail(yy_call *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+pw_status pr__yy_fail(yy_call *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A catchable error: throws yy_错误 with msg when the module exports it, else fails. */
-pw_status yy_raise(yy_call *c, const char *msg, size_t n);
+pw_status pr__yy_raise(yy_call *c, const char *msg, size_t n);
 /* Ends the run as a platform failure (exception 隔离运行失败：…). */
-pw_status yy_platform(yy_call *c, const char *msg);
+pw_status pr__yy_platform(yy_call *c, const char *msg);
 /* Lenient UTF-8 text of bytes for messages. */
-bool yy_text(pb_buf *b, const uint8_t *s, size_t n);
+bool pr__yy_text(pb_buf *b, const uint8_t *s, size_t n);
 
 /* ---------------------------------------------------------------- yuyan_std.c */
 
@@ -129,6 +129,6 @@ typedef struct yy_fn {
 } yy_fn;
 
 /* The functions the file-style host implements; NULL if (module, name) is not one. */
-const yy_fn *yy_std_find(const char *mod, size_t modlen, const char *name, size_t namelen);
+const yy_fn *pr__yy_std_find(const char *mod, size_t modlen, const char *name, size_t namelen);
 
 #endif

@@ -27,7 +27,7 @@ typedef struct npath {
 static bool norm(npath *np, const yy_val *a) {
     np->p = a->n + 2 <= sizeof np->stack ? np->stack : malloc(a->n + 2);
     if (!np->p) return false;
-    np->n = pr_path_normalize((const char *)a->s, a->n, np->p);
+    np->n = pr__path_normalize((const char *)a->s, a->n, np->p);
     return true;
 }
 
@@ -36,25 +36,25 @@ static void norm_free(npath *np) {
 }
 
 static pr_file *file_at(const pr_fs *fs, const npath *np) {
-    pr_file *f = pr_fs_find(fs, np->p, np->n);
+    pr_file *f = pr__fs_find(fs, np->p, np->n);
     return f && !f->dead && !f->dir ? f : NULL;
 }
 
 /* The reference's 是目录: some file lies under path + "/" (the root: any file). */
 static bool is_dir(const pr_fs *fs, const npath *np) {
     if (np->n == 1) return fs->nlive > 0;
-    return pr_fs_is_dir(fs, np->p, np->n);
+    return pr__fs_is_dir(fs, np->p, np->n);
 }
 
-#define NOMEM(c) yy_platform(c, "隔离运行失败：内存不足")
+#define NOMEM(c) pr__yy_platform(c, "隔离运行失败：内存不足")
 
 static pw_status missing(yy_call *c, const yy_val *a, bool catchable) {
     pb_buf m = {0};
-    if (!pb_buf_puts(&m, NOT_FOUND) || !yy_text(&m, a->s, a->n)) {
+    if (!pb_buf_puts(&m, NOT_FOUND) || !pr__yy_text(&m, a->s, a->n)) {
         pb_buf_free(&m);
         return NOMEM(c);
     }
-    pw_status st = catchable ? yy_raise(c, m.p, m.len) : yy_fail(c, "%s", m.p);
+    pw_status st = catchable ? pr__yy_raise(c, m.p, m.len) : pr__yy_fail(c, "%s", m.p);
     pb_buf_free(&m);
     return st;
 }
@@ -63,7 +63,7 @@ static pw_status missing(yy_call *c, const yy_val *a, bool catchable) {
 
 static pw_status program_name(yy_call *c, const yy_val *a, yy_val *r) {
     (void)a;
-    return yy_new_str(c, "/程序.wasm", sizeof "/程序.wasm" - 1, &r->ref);
+    return pr__yy_new_str(c, "/程序.wasm", sizeof "/程序.wasm" - 1, &r->ref);
 }
 
 static pw_status args(yy_call *c, const yy_val *a, yy_val *r) {
@@ -72,12 +72,12 @@ static pw_status args(yy_call *c, const yy_val *a, yy_val *r) {
     pw_store *s = pw_ctx_store(c->cx);
     pw_error pe = {0};
     pw_handle h = 0;
-    pw_status st = yy_new_tuple(c, (uint32_t)o->nargs, &r->ref);
+    pw_status st = pr__yy_new_tuple(c, (uint32_t)o->nargs, &r->ref);
     /* The list is not a root while its strings are allocated: hold it by a handle. */
     if (st == PW_OK && !(h = pw_handle_new(s, r->ref, &pe))) st = NOMEM(c);
     for (size_t i = 0; st == PW_OK && i < o->nargs; i++) {
         pw_ref str;
-        st = yy_new_str(c, o->args[i].ptr, o->args[i].len, &str);
+        st = pr__yy_new_str(c, o->args[i].ptr, o->args[i].len, &str);
         if (st == PW_OK) pw_array_set(pw_handle_get(s, h), (uint32_t)i, (pw_val){.ref = str});
     }
     if (st == PW_OK) r->ref = pw_handle_get(s, h);
@@ -87,12 +87,12 @@ static pw_status args(yy_call *c, const yy_val *a, yy_val *r) {
 
 static pw_status cwd(yy_call *c, const yy_val *a, yy_val *r) {
     (void)a;
-    return yy_new_str(c, "/", 1, &r->ref);
+    return pr__yy_new_str(c, "/", 1, &r->ref);
 }
 
 static pw_status none_pair(yy_call *c, const yy_val *a, yy_val *r) {
     (void)a;
-    return yy_new_pair(c, false, "", &r->ref);
+    return pr__yy_new_pair(c, false, "", &r->ref);
 }
 
 /* ---------------------------------------------------------------- files */
@@ -112,13 +112,13 @@ static pw_status read_file(yy_call *c, const yy_val *a, yy_val *r) {
     pr_file *f = file_at(c->rs->fs, &np);
     norm_free(&np);
     if (!f) return missing(c, a, false);
-    return yy_new_str(c, f->node->data, f->node->len, &r->ref);
+    return pr__yy_new_str(c, f->node->data, f->node->len, &r->ref);
 }
 
 static pw_status write_file(yy_call *c, const yy_val *a, yy_val *r) {
     (void)r;
     int rc = pr_fs_write(c->rs->fs, (const char *)a[0].s, a[0].n, a[1].s, a[1].n);
-    if (rc == -2) return yy_fail(c, "编译文件超过 128 MiB 上限");
+    if (rc == -2) return pr__yy_fail(c, "编译文件超过 128 MiB 上限");
     if (rc) return NOMEM(c);
     return PW_OK;
 }
@@ -128,7 +128,7 @@ static pw_status delete_file(yy_call *c, const yy_val *a, yy_val *r) {
     npath np;
     if (!norm(&np, a)) return NOMEM(c);
     pr_file *f = file_at(c->rs->fs, &np);
-    if (f) pr_fs_remove(c->rs->fs, f);
+    if (f) pr__fs_remove(c->rs->fs, f);
     norm_free(&np);
     return PW_OK;
 }
@@ -150,7 +150,7 @@ static bool put_child(void *ud, const char *name, size_t n, bool dir) {
     (void)dir;
     lister *l = ud;
     pw_ref s;
-    l->st = yy_new_str(l->c, name, n, &s);
+    l->st = pr__yy_new_str(l->c, name, n, &s);
     if (l->st != PW_OK) return false;
     pw_store *st = pw_ctx_store(l->c->cx);
     pw_array_set(pw_handle_get(st, l->h), l->at++, (pw_val){.ref = s});
@@ -162,20 +162,20 @@ static pw_status list_dir(yy_call *c, const yy_val *a, yy_val *r) {
     if (!norm(&np, a)) return NOMEM(c);
     lister l = {c, 0, 0, PW_OK};
     pw_status st = PW_OK;
-    if (!pr_fs_children(c->rs->fs, np.p, np.n, count_child, &l)) st = NOMEM(c);
+    if (!pr__fs_children(c->rs->fs, np.p, np.n, count_child, &l)) st = NOMEM(c);
     uint32_t total = l.at + 2;
     pw_store *s = pw_ctx_store(c->cx);
     pw_error pe = {0};
-    if (st == PW_OK) st = yy_new_tuple(c, total, &r->ref);
+    if (st == PW_OK) st = pr__yy_new_tuple(c, total, &r->ref);
     if (st == PW_OK && !(l.h = pw_handle_new(s, r->ref, &pe))) st = NOMEM(c);
     static const char *const dots[2] = {".", ".."};
     for (int i = 0; st == PW_OK && i < 2; i++) {
         pw_ref d;
-        st = yy_new_str(c, dots[i], strlen(dots[i]), &d);
+        st = pr__yy_new_str(c, dots[i], strlen(dots[i]), &d);
         if (st == PW_OK) pw_array_set(pw_handle_get(s, l.h), (uint32_t)i, (pw_val){.ref = d});
     }
     l.at = 2;
-    if (st == PW_OK && !pr_fs_children(c->rs->fs, np.p, np.n, put_child, &l))
+    if (st == PW_OK && !pr__fs_children(c->rs->fs, np.p, np.n, put_child, &l))
         st = l.st != PW_OK ? l.st : NOMEM(c);
     if (st == PW_OK) r->ref = pw_handle_get(s, l.h);
     if (l.h) pw_handle_free(s, l.h);
@@ -212,7 +212,7 @@ static pw_status real_path(yy_call *c, const yy_val *a, yy_val *r) {
     if (!norm(&np, a)) return NOMEM(c);
     pw_status st;
     if (file_at(c->rs->fs, &np) || is_dir(c->rs->fs, &np))
-        st = yy_new_str(c, np.p, np.n, &r->ref);
+        st = pr__yy_new_str(c, np.p, np.n, &r->ref);
     else
         st = missing(c, a, false); /* ends the run, as the reference host does */
     norm_free(&np);
@@ -239,7 +239,7 @@ static pw_status emit(yy_call *c, int stream, const yy_val *a, bool newline) {
     const uint8_t *data = a->s;
     size_t n = a->n;
     uint8_t stack[512], *tmp = NULL;
-    if (n + newline > pr_run_output_max(c->rs) - c->rs->out_bytes) { /* before copying */
+    if (n + newline > pr__run_output_max(c->rs) - c->rs->out_bytes) { /* before copying */
         c->rs->end = PR_END_OUTPUT;
         return pw_ctx_trap(c->cx, "%s", "输出超过 64 KB");
     }
@@ -251,10 +251,10 @@ static pw_status emit(yy_call *c, int stream, const yy_val *a, bool newline) {
         tmp[n++] = '\n';
         data = tmp;
     }
-    bool ok = pr_run_output(c->rs, stream, data, n);
+    bool ok = pr__run_output(c->rs, stream, data, n);
     if (tmp && tmp != stack) free(tmp);
     if (ok) return PW_OK;
-    /* pr_run_output set how the run ends (output limit, or out of memory). */
+    /* pr__run_output set how the run ends (output limit, or out of memory). */
     return pw_ctx_trap(c->cx, "%s", c->rs->end == PR_END_OUTPUT ? "输出超过 64 KB" : "内存不足");
 }
 
@@ -303,17 +303,17 @@ static pw_status date_time(yy_call *c, const yy_val *a, yy_val *r) {
     struct tm tm;
     gmtime_r(&now, &tm); /* the reference room (a Worker) runs in UTC */
     pb_buf b = {0};
-    int rc = yy_fmt_date(&b, a->s, a->n, &tm);
+    int rc = pr__yy_fmt_date(&b, a->s, a->n, &tm);
     pw_status st;
     if (rc > 0) {
         char msg[64];
         int k = rc - 1;
         size_t n = (size_t)snprintf(msg, sizeof msg, "暂不支持日期格式：%%%c", (char)k);
-        st = yy_raise(c, msg, n);
+        st = pr__yy_raise(c, msg, n);
     } else if (rc < 0) {
         st = NOMEM(c);
     } else {
-        st = yy_new_str(c, b.p ? b.p : "", b.len, &r->ref);
+        st = pr__yy_new_str(c, b.p ? b.p : "", b.len, &r->ref);
     }
     pb_buf_free(&b);
     return st;
@@ -330,15 +330,15 @@ static pw_status nanos(yy_call *c, const yy_val *a, yy_val *r) {
 static pw_status rand_int(yy_call *c, const yy_val *a, yy_val *r) {
     if (a->i <= 0) {
         static const char msg[] = "随机整数上界须大于零";
-        return yy_raise(c, msg, sizeof msg - 1);
+        return pr__yy_raise(c, msg, sizeof msg - 1);
     }
-    r->i = (int64_t)(pr_run_random(c->rs) % (uint64_t)a->i);
+    r->i = (int64_t)(pr__run_random(c->rs) % (uint64_t)a->i);
     return PW_OK;
 }
 
 static pw_status rand_float(yy_call *c, const yy_val *a, yy_val *r) {
     (void)a;
-    r->f = (double)(pr_run_random(c->rs) >> 11) * 0x1.0p-53;
+    r->f = (double)(pr__run_random(c->rs) >> 11) * 0x1.0p-53;
     return PW_OK;
 }
 
@@ -347,10 +347,10 @@ static pw_status rand_float(yy_call *c, const yy_val *a, yy_val *r) {
 static pw_status float_text(yy_call *c, double x, bool exact, yy_val *r) {
     pb_buf b = {0};
     pw_status st;
-    if (!(exact ? yy_fmt_exact(&b, x) : yy_fmt_fixed(&b, x)))
+    if (!(exact ? pr__yy_fmt_exact(&b, x) : pr__yy_fmt_fixed(&b, x)))
         st = NOMEM(c);
     else
-        st = yy_new_str(c, b.p, b.len, &r->ref);
+        st = pr__yy_new_str(c, b.p, b.len, &r->ref);
     pb_buf_free(&b);
     return st;
 }
@@ -365,7 +365,7 @@ static pw_status float_exact(yy_call *c, const yy_val *a, yy_val *r) {
 
 static pw_status parse_float(yy_call *c, const yy_val *a, yy_val *r) {
     (void)c;
-    r->f = yy_parse_float(a->s, a->n);
+    r->f = pr__yy_parse_float(a->s, a->n);
     return PW_OK;
 }
 
@@ -383,7 +383,7 @@ static pw_status exit_process(yy_call *c, const yy_val *a, yy_val *r) {
 static pw_status sha_placeholder(yy_call *c, const yy_val *a, yy_val *r) {
     (void)a;
     static const char s[] = "浏览器编译器";
-    return yy_new_str(c, s, sizeof s - 1, &r->ref);
+    return pr__yy_new_str(c, s, sizeof s - 1, &r->ref);
 }
 
 /* ---------------------------------------------------------------- the table */
@@ -432,7 +432,7 @@ static const yy_fn FNS[] = {
     F(YY_BUILD, "获取当前程序SHA256", "→串", sha_placeholder),
 };
 
-const yy_fn *yy_std_find(const char *mod, size_t modlen, const char *name, size_t namelen) {
+const yy_fn *pr__yy_std_find(const char *mod, size_t modlen, const char *name, size_t namelen) {
     for (size_t i = 0; i < sizeof FNS / sizeof *FNS; i++) {
         const yy_fn *f = &FNS[i];
         if (f->name_len == namelen && f->module_len == modlen &&

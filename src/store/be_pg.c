@@ -364,7 +364,7 @@ static const psb_ops pg_ops = {
     .close = be_close,
 };
 
-void *psb_pg_open(const char *url, const char *password, const psb_ops **ops, pst_error *err) {
+void *pst__pg_open(const char *url, const char *password, const psb_ops **ops, pst_error *err) {
     char *perr = NULL;
     PQconninfoOption *opts = PQconninfoParse(url, &perr);
     if (!opts) {

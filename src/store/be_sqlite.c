@@ -297,7 +297,7 @@ static int make_parent_dirs(const char *path) {
     return rc;
 }
 
-void *psb_sqlite_open(const char *path, const psb_ops **ops, pst_error *err) {
+void *pst__sqlite_open(const char *path, const psb_ops **ops, pst_error *err) {
     bool memory = strcmp(path, ":memory:") == 0;
     if (!memory) {
         int rc = make_parent_dirs(path);

@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool psb_is_pg_url(const char *locator) {
+bool pst__is_pg_url(const char *locator) {
     return locator &&
            (!strncmp(locator, "postgresql://", 13) || !strncmp(locator, "postgres://", 11));
 }
 
 bool pst_locator_is_remote(const char *locator) {
-    return psb_is_pg_url(locator);
+    return pst__is_pg_url(locator);
 }
 
 pst_store *pst_open_ex(const char *locator, const pst_open_options *o, pst_error *err) {
@@ -38,8 +38,8 @@ pst_store *pst_open_ex(const char *locator, const pst_open_options *o, pst_error
         pst__fail(err, PST_ERR_IO, 0, "cannot create the store mutex");
         return NULL;
     }
-    s->be = psb_is_pg_url(locator) ? psb_pg_open(locator, o ? o->password : NULL, &s->ops, err)
-                                   : psb_sqlite_open(locator, &s->ops, err);
+    s->be = pst__is_pg_url(locator) ? pst__pg_open(locator, o ? o->password : NULL, &s->ops, err)
+                                   : pst__sqlite_open(locator, &s->ops, err);
     if (!s->be) goto fail;
     if (s->ops->migrate(s->be, PST_SCHEMA_VERSION, &s->version, err) != PST_OK) goto fail;
     if (o && o->owner_machine_id) strcpy(s->owner, o->owner_machine_id);

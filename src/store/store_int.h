@@ -91,9 +91,9 @@ struct pst_store {
 };
 
 /* Backends. locator: a file path / ":memory:" or a postgresql:// URL. NULL + err. */
-void *psb_sqlite_open(const char *path, const psb_ops **ops, pst_error *err);
-void *psb_pg_open(const char *url, const char *password, const psb_ops **ops, pst_error *err);
-bool psb_is_pg_url(const char *locator);
+void *pst__sqlite_open(const char *path, const psb_ops **ops, pst_error *err);
+void *pst__pg_open(const char *url, const char *password, const psb_ops **ops, pst_error *err);
+bool pst__is_pg_url(const char *locator);
 
 /* Fill err (may be NULL) and return st. code: the engine's error code (SQLite extended
  * code, or the PostgreSQL SQLSTATE packed by psb_pg), 0 if none. */

@@ -41,19 +41,19 @@ int main(int argc, char **argv) {
         if (mode == 'j' || mode == 'u') {
             pb_buf o = {0};
             if (mode == 'j') {
-                pr_json_str(&o, (const char *)b, len);
+                pr__json_str(&o, (const char *)b, len);
                 fwrite(o.p, 1, o.len, stdout);
             } else {
-                pr_utf8_lenient(&o, b, len);
+                pr__utf8_lenient(&o, b, len);
                 hex_out(o.p, o.len);
             }
             pb_buf_free(&o);
         } else if (mode == 's') {
-            printf("%d", pr_utf8_valid(b, len));
+            printf("%d", pr__utf8_valid(b, len));
         } else if (mode == 'b') {
             uint8_t *o = NULL;
             size_t ol = 0;
-            int rc = pr_base64_decode((const char *)b, len, 1 << 20, &o, &ol);
+            int rc = pr__base64_decode((const char *)b, len, 1 << 20, &o, &ol);
             if (rc == -1)
                 printf("ERR");
             else if (rc == -2)
@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
         } else {
             pr_input in;
             pr_error e;
-            if (!pr_input_parse((const char *)b, len, &in, &e)) {
+            if (!pr__input_parse((const char *)b, len, &in, &e)) {
                 printf("E:%s", e.message + strlen("隔离运行输入无效："));
             } else {
                 printf("A:");
@@ -77,7 +77,7 @@ int main(int argc, char **argv) {
                     hex_out(in.texts[i].ptr, in.texts[i].len);
                     putchar(',');
                 }
-                pr_input_free(&in);
+                pr__input_free(&in);
             }
         }
         putchar('\n');

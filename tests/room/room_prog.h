@@ -2,7 +2,7 @@
  * room_prog.h — test-only helpers shared by the room's C tests: a program as a
  * contract request carries it (Base64 text + SHA-256 hex digest), built from bytes or
  * loaded from a fixture file. Header-only (static functions) so each test binary stays
- * one translation unit; needs room/room_int.h (pr_sha256, pr_hex, pr_base64_encode) included first.
+ * one translation unit; needs room/room_int.h (pr__sha256, pr__hex, pr__base64_encode) included first.
  * Also the execution tier a test runs under (issue 18): `--engine auto|interp|jit` on
  * the test's command line (room_engine_args) sets the tier of every host the test makes
  * through room_host_new whose config leaves the tier at the default; hosts that name a
@@ -26,9 +26,9 @@ typedef struct prog {
 /* Fills p from the program bytes. False on OOM. */
 static inline bool room_prog_make(prog *p, const uint8_t *bytes, size_t n) {
     uint8_t d[32];
-    pr_sha256(bytes, n, d);
-    pr_hex(d, 32, p->digest);
-    p->b64 = pr_base64_encode(bytes, n, &p->b64_len);
+    pr__sha256(bytes, n, d);
+    pr__hex(d, 32, p->digest);
+    p->b64 = pr__base64_encode(bytes, n, &p->b64_len);
     return p->b64 != NULL;
 }
 

@@ -38,8 +38,8 @@ static pr_request base_req(void) {
     if (!empty_digest[0]) {
         uint8_t d[32];
         const uint8_t mod[8] = {0, 'a', 's', 'm', 1, 0, 0, 0};
-        assert_true(pr_sha256(mod, 8, d));
-        pr_hex(d, 32, empty_digest);
+        assert_true(pr__sha256(mod, 8, d));
+        pr__hex(d, 32, empty_digest);
     }
     pr_request r = {S("LOADER"), S("站点:甲/乙 丙"), {empty_digest, 64}, S(EMPTY_B64), S("{}")};
     return r;
@@ -48,10 +48,10 @@ static pr_request base_req(void) {
 static void expect_shape(const pr_request *r, const char *msg) {
     pr_error e = {0};
     if (!msg) {
-        assert_true(pr_check_shape(r, &e));
+        assert_true(pr__check_shape(r, &e));
         return;
     }
-    assert_false(pr_check_shape(r, &e));
+    assert_false(pr__check_shape(r, &e));
     assert_int_equal(e.kind, PR_KIND_VIOLATION);
     assert_string_equal(e.message, msg);
 }
@@ -166,20 +166,20 @@ static void test_order(void **st) {
     pr_error e;
     uint8_t *b = NULL;
     size_t n;
-    assert_false(pr_check_program(&r, &b, &n, &e));
+    assert_false(pr__check_program(&r, &b, &n, &e));
     assert_string_equal(e.message, "运行产物无效：不是有效的 Base64");
     r.program = S(" \t\n\f\r "); /* whitespace only decodes to nothing */
-    assert_false(pr_check_program(&r, &b, &n, &e));
+    assert_false(pr__check_program(&r, &b, &n, &e));
     assert_string_equal(e.message, "运行产物无效");
     r.program = S("AGFzbQEAAAB="); /* leftover bits ignored: the same 8 bytes */
-    assert_true(pr_check_program(&r, &b, &n, &e));
+    assert_true(pr__check_program(&r, &b, &n, &e));
     free(b);
     r.program = S("AGFzbQEAAAE=");
-    assert_false(pr_check_program(&r, &b, &n, &e));
+    assert_false(pr__check_program(&r, &b, &n, &e));
     assert_int_equal(e.kind, PR_KIND_VIOLATION);
     assert_string_equal(e.message, "运行产物摘要不匹配");
     r.program = S("\r\n  AGFz\r\nbQEA AAA"); /* CRLF, leading spaces, no padding */
-    bool ok = pr_check_program(&r, &b, &n, &e);
+    bool ok = pr__check_program(&r, &b, &n, &e);
     if (!ok) fail_msg("%s", e.message);
     assert_int_equal(n, 8);
     free(b);
@@ -188,7 +188,7 @@ static void test_order(void **st) {
 
 static int b64(const char *s, char *out, size_t *n) {
     uint8_t *b = NULL;
-    int rc = pr_base64_decode(s, strlen(s), 100, &b, n);
+    int rc = pr__base64_decode(s, strlen(s), 100, &b, n);
     if (rc == 0) {
         memcpy(out, b, *n);
         free(b);
@@ -200,12 +200,12 @@ static int b64(const char *s, char *out, size_t *n) {
 static void test_base64_encode(void **st) {
     (void)st;
     size_t n;
-    char *t = pr_base64_encode((const uint8_t *)"foob", 4, &n);
+    char *t = pr__base64_encode((const uint8_t *)"foob", 4, &n);
     assert_non_null(t);
     assert_string_equal(t, "Zm9vYg==");
     assert_int_equal(n, 8);
     free(t);
-    t = pr_base64_encode((const uint8_t *)"", 0, &n);
+    t = pr__base64_encode((const uint8_t *)"", 0, &n);
     assert_non_null(t);
     assert_string_equal(t, "");
     free(t);
@@ -213,12 +213,12 @@ static void test_base64_encode(void **st) {
     for (size_t i = 0; i < sizeof src; i++)
         src[i] = (uint8_t)(i * 37 + 11);
     for (size_t len = 1; len <= sizeof src; len++) {
-        t = pr_base64_encode(src, len, &n);
+        t = pr__base64_encode(src, len, &n);
         assert_non_null(t);
         assert_int_equal(n, (len + 2) / 3 * 4);
         uint8_t *b;
         size_t bl;
-        assert_int_equal(pr_base64_decode(t, n, len, &b, &bl), 0);
+        assert_int_equal(pr__base64_decode(t, n, len, &b, &bl), 0);
         assert_int_equal(bl, len);
         assert_memory_equal(b, src, len);
         free(b);
@@ -255,9 +255,9 @@ static void test_base64_atob(void **st) {
     assert_memory_equal(o, "\xfb\xff\xbf", 3);
     /* Decoded length bound: exactly max passes, one more fails. */
     uint8_t *b = NULL;
-    assert_int_equal(pr_base64_decode("AAAA", 4, 3, &b, &n), 0);
+    assert_int_equal(pr__base64_decode("AAAA", 4, 3, &b, &n), 0);
     free(b);
-    assert_int_equal(pr_base64_decode("AAAAAA", 6, 3, &b, &n), -2);
+    assert_int_equal(pr__base64_decode("AAAAAA", 6, 3, &b, &n), -2);
 }
 
 static void test_decoded_length_bound(void **st) {
@@ -271,10 +271,10 @@ static void test_decoded_length_bound(void **st) {
     pr_error e;
     uint8_t *b = NULL;
     size_t n;
-    assert_false(pr_check_program(&r, &b, &n, &e));
+    assert_false(pr__check_program(&r, &b, &n, &e));
     assert_string_equal(e.message, "运行产物摘要不匹配");
     r.program = dup_str(t, ok_len + 2); /* one more byte */
-    assert_false(pr_check_program(&r, &b, &n, &e));
+    assert_false(pr__check_program(&r, &b, &n, &e));
     assert_string_equal(e.message, "运行产物无效");
     free(t);
 }
@@ -283,14 +283,14 @@ static void test_sha256(void **st) {
     (void)st;
     uint8_t d[32];
     char hex[65];
-    assert_true(pr_sha256("abc", 3, d));
-    pr_hex(d, 32, hex);
+    assert_true(pr__sha256("abc", 3, d));
+    pr__hex(d, 32, hex);
     assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 static void json_is(const char *in, size_t n, const char *want) {
     pb_buf b = {0};
-    assert_true(pr_json_str(&b, in, n));
+    assert_true(pr__json_str(&b, in, n));
     assert_string_equal(b.p, want);
     pb_buf_free(&b);
 }
@@ -307,7 +307,7 @@ static void test_json_stringify(void **st) {
 
 static void lenient_is(const char *in, size_t n, const char *want) {
     pb_buf b = {0};
-    assert_true(pr_utf8_lenient(&b, (const uint8_t *)in, n));
+    assert_true(pr__utf8_lenient(&b, (const uint8_t *)in, n));
     assert_non_null(b.p);
     assert_int_equal(b.len, strlen(want));
     assert_memory_equal(b.p, want, b.len);
@@ -332,19 +332,19 @@ static void test_utf8(void **st) {
     lenient_is("\xF4\x90\x80\x80", 4, FFFD FFFD FFFD FFFD); /* > U+10FFFF */
     lenient_is("\xFF", 1, FFFD);
     lenient_is("\x80\x80", 2, FFFD FFFD);
-    assert_true(pr_utf8_valid((const uint8_t *)"你好", 6));
-    assert_false(pr_utf8_valid((const uint8_t *)"\xE4\xBD", 2));
-    assert_false(pr_utf8_valid((const uint8_t *)"\xED\xA0\x80", 3));
-    assert_true(pr_utf8_valid((const uint8_t *)"\xF0\x9F\x98\x80", 4));
-    assert_int_equal(pr_utf8_cut_utf16("ab😀c", 7, 4), 6);
-    assert_int_equal(pr_utf8_cut_utf16("ab😀c", 7, 3), 2);
-    assert_int_equal(pr_utf8_cut_utf16("ab😀c", 7, 2), 2);
-    assert_int_equal(pr_utf8_cut_utf16("你好", 6, 1), 3);
+    assert_true(pr__utf8_valid((const uint8_t *)"你好", 6));
+    assert_false(pr__utf8_valid((const uint8_t *)"\xE4\xBD", 2));
+    assert_false(pr__utf8_valid((const uint8_t *)"\xED\xA0\x80", 3));
+    assert_true(pr__utf8_valid((const uint8_t *)"\xF0\x9F\x98\x80", 4));
+    assert_int_equal(pr__utf8_cut_utf16("ab😀c", 7, 4), 6);
+    assert_int_equal(pr__utf8_cut_utf16("ab😀c", 7, 3), 2);
+    assert_int_equal(pr__utf8_cut_utf16("ab😀c", 7, 2), 2);
+    assert_int_equal(pr__utf8_cut_utf16("你好", 6, 1), 3);
 }
 
 static void norm_is(const char *in, const char *want) {
     char out[256];
-    size_t n = pr_path_normalize(in, strlen(in), out);
+    size_t n = pr__path_normalize(in, strlen(in), out);
     assert_int_equal(n, strlen(want));
     assert_string_equal(out, want);
 }
@@ -365,7 +365,7 @@ static void test_path_normalize(void **st) {
 static void input_err(const char *text, const char *msg) {
     pr_input in;
     pr_error e = {0};
-    assert_false(pr_input_parse(text, strlen(text), &in, &e));
+    assert_false(pr__input_parse(text, strlen(text), &in, &e));
     assert_int_equal(e.kind, PR_KIND_VIOLATION);
     assert_string_equal(e.message, msg);
 }
@@ -399,7 +399,7 @@ static void test_input(void **st) {
     const char *ok =
         "\xEF\xBB\xBF {\"args\":[\"echo\",\"\\u4f60\\ud83d\\ude00\\ud800\"],\"x\":[1,{\"y\":null}],"
         "\"files\":{\"b\":\"1\",\"7\":\"7\",\"a\":\"2\",\"b\":\"3\",\"0\":\"0\",\"01\":\"x\"}} ";
-    assert_true(pr_input_parse(ok, strlen(ok), &in, &e));
+    assert_true(pr__input_parse(ok, strlen(ok), &in, &e));
     assert_int_equal(in.nargs, 2);
     assert_memory_equal(in.args[0].ptr, "echo", 4);
     assert_int_equal(in.args[1].len, strlen("你😀" FFFD));
@@ -413,25 +413,25 @@ static void test_input(void **st) {
         assert_memory_equal(in.paths[i].ptr, want_k[i], in.paths[i].len);
         assert_memory_equal(in.texts[i].ptr, want_v[i], in.texts[i].len);
     }
-    pr_input_free(&in);
+    pr__input_free(&in);
     /* null, missing and non-object top levels mean "no args, no files". */
     const char *empties[] = {
         "null", "[]", "5", "\"s\"", "{\"args\":null,\"files\":null}", "{}", "{\"\\u0061rgs\":[]}",
         "true"};
     for (size_t i = 0; i < sizeof empties / sizeof *empties; i++) {
-        assert_true(pr_input_parse(empties[i], strlen(empties[i]), &in, &e));
+        assert_true(pr__input_parse(empties[i], strlen(empties[i]), &in, &e));
         assert_int_equal(in.nargs, 0);
         assert_int_equal(in.nfiles, 0);
-        pr_input_free(&in);
+        pr__input_free(&in);
     }
     input_err("{\"\\u0061rgs\":[1]}", A);
     /* A repeated key: JSON.parse keeps the last value, so an early non-string is fine
      * and a late one is not. */
     const char *dup = "{\"files\":{\"a\":1,\"a\":\"2\"}}";
-    assert_true(pr_input_parse(dup, strlen(dup), &in, &e));
+    assert_true(pr__input_parse(dup, strlen(dup), &in, &e));
     assert_int_equal(in.nfiles, 1);
     assert_memory_equal(in.texts[0].ptr, "2", 1);
-    pr_input_free(&in);
+    pr__input_free(&in);
     input_err("{\"files\":{\"a\":\"1\",\"a\":[]}}", F);
     /* Escapes, quotes and control characters at every offset of the 8-byte scan. */
     for (int pos = 0; pos < 20; pos++) {
@@ -439,13 +439,13 @@ static void test_input(void **st) {
         int k = snprintf(text, sizeof text, "{\"args\":[\"%.*s\\n\\\"%s\"]}", pos,
                          "abcdefghijklmnopqrstuvwxyz", "éxyz0123456789");
         assert_true(k > 0);
-        assert_true(pr_input_parse(text, (size_t)k, &in, &e));
+        assert_true(pr__input_parse(text, (size_t)k, &in, &e));
         int w = snprintf(want, sizeof want, "%.*s\n\"%s", pos, "abcdefghijklmnopqrstuvwxyz",
                          "éxyz0123456789");
         assert_int_equal(in.nargs, 1);
         assert_int_equal(in.args[0].len, (size_t)w);
         assert_memory_equal(in.args[0].ptr, want, (size_t)w);
-        pr_input_free(&in);
+        pr__input_free(&in);
         k = snprintf(text, sizeof text, "{\"args\":[\"%.*s\x01zzzzzzzzzz\"]}", pos,
                      "abcdefghijklmnopqrstuvwxyz");
         input_err(text, J);
@@ -460,16 +460,16 @@ static void test_input(void **st) {
     for (size_t i = deep; i-- > 0;)
         nest[k++] = i % 2 ? ']' : '}';
     k += (size_t)sprintf(nest + k, ",\"args\":[\"a\"]}");
-    assert_true(pr_input_parse(nest, k, &in, &e));
+    assert_true(pr__input_parse(nest, k, &in, &e));
     assert_int_equal(in.nargs, 1);
-    pr_input_free(&in);
+    pr__input_free(&in);
     nest[k - 3] = ','; /* break the end: invalid JSON */
-    assert_false(pr_input_parse(nest, k, &in, &e));
+    assert_false(pr__input_parse(nest, k, &in, &e));
     assert_string_equal(e.message, J);
     free(nest);
     const char *big = "{\"n\":-12345678901234567890123.5e+400,\"s\":\"\\u0000\"}";
-    assert_true(pr_input_parse(big, strlen(big), &in, &e));
-    pr_input_free(&in);
+    assert_true(pr__input_parse(big, strlen(big), &in, &e));
+    pr__input_free(&in);
 }
 
 static void test_fs(void **st) {
@@ -479,16 +479,16 @@ static void test_fs(void **st) {
     assert_int_equal(pr_fs_write(fs, "b/x", 3, "1", 1), 0);
     assert_int_equal(pr_fs_write(fs, "/a", 2, "22", 2), 0);
     assert_int_equal(pr_fs_write(fs, "/b/./x", 6, "333", 3), 0); /* rewrite keeps place */
-    pr_file *f = pr_fs_find(fs, "/b/x", 4);
+    pr_file *f = pr__fs_find(fs, "/b/x", 4);
     assert_non_null(f);
     assert_int_equal(f->node->len, 3);
     assert_int_equal(f->node->mtime, 4); /* clock starts at 1; three writes */
-    assert_true(pr_fs_is_dir(fs, "/b", 2));
-    assert_true(pr_fs_is_dir(fs, "/", 1));
-    assert_false(pr_fs_is_dir(fs, "/a", 2));
-    assert_false(pr_fs_is_dir(fs, "/c", 2));
-    pr_fs_remove(fs, pr_fs_find(fs, "/a", 2));
-    assert_null(pr_fs_find(fs, "/a", 2));
+    assert_true(pr__fs_is_dir(fs, "/b", 2));
+    assert_true(pr__fs_is_dir(fs, "/", 1));
+    assert_false(pr__fs_is_dir(fs, "/a", 2));
+    assert_false(pr__fs_is_dir(fs, "/c", 2));
+    pr__fs_remove(fs, pr__fs_find(fs, "/a", 2));
+    assert_null(pr__fs_find(fs, "/a", 2));
     assert_int_equal(pr_fs_write(fs, "/c", 2, "", 0), 0);
     assert_int_equal(pr_fs_write(fs, "/a", 2, "4", 1), 0); /* recreated: moves to the end */
     size_t cur = 0, pl, l;
@@ -507,10 +507,10 @@ static void test_fs(void **st) {
     for (int i = 0; i < 2000; i++) {
         int k = snprintf(name, sizeof name, "/d/%d", i);
         assert_int_equal(pr_fs_write(fs, name, (size_t)k, "z", 1), 0);
-        if (i % 2) pr_fs_remove(fs, pr_fs_find(fs, name, (size_t)k));
+        if (i % 2) pr__fs_remove(fs, pr__fs_find(fs, name, (size_t)k));
     }
-    assert_non_null(pr_fs_find(fs, "/d/1998", 7));
-    assert_null(pr_fs_find(fs, "/d/1999", 7));
+    assert_non_null(pr__fs_find(fs, "/d/1998", 7));
+    assert_null(pr__fs_find(fs, "/d/1999", 7));
     assert_int_equal(fs->total, 4 + 1000);
     pr_fs_free(fs);
 }
@@ -534,7 +534,7 @@ static void test_fs_cap(void **st) {
 /* Issue 9: an unlinked file that a descriptor still holds keeps its bytes counted, so
  * unlinking open files and writing new ones cannot grow host memory past the budget.
  * Variants: the held file is grown after the unlink; several files are held at once;
- * the bytes come back at the last close (pr_fs_node_close). */
+ * the bytes come back at the last close (pr__fs_node_close). */
 static void test_fs_unlinked_open_counts(void **st) {
     (void)st;
     pr_fs *fs = pr_fs_new();
@@ -542,26 +542,26 @@ static void test_fs_unlinked_open_counts(void **st) {
     char *big = calloc(1, half + 1);
     assert_non_null(big);
     assert_int_equal(pr_fs_write(fs, "/a", 2, big, half), 0);
-    pr_node *a = pr_fs_find(fs, "/a", 2)->node;
-    pr_fs_node_open(a); /* as an open WASI descriptor */
-    pr_fs_remove(fs, pr_fs_find(fs, "/a", 2));
+    pr_node *a = pr__fs_find(fs, "/a", 2)->node;
+    pr__fs_node_open(a); /* as an open WASI descriptor */
+    pr__fs_remove(fs, pr__fs_find(fs, "/a", 2));
     assert_int_equal(pr_fs_write(fs, "/b", 2, big, half), 0);
-    pr_node *b = pr_fs_find(fs, "/b", 2)->node;
-    pr_fs_node_open(b);
-    pr_fs_remove(fs, pr_fs_find(fs, "/b", 2));
+    pr_node *b = pr__fs_find(fs, "/b", 2)->node;
+    pr__fs_node_open(b);
+    pr__fs_remove(fs, pr__fs_find(fs, "/b", 2));
     assert_int_equal(a->nlink, 0);
     /* Both halves are still held: nothing more fits, live or through the dead files. */
     assert_int_equal(pr_fs_write(fs, "/c", 2, big, 1), -2);
-    assert_int_equal(pr_fs_pwrite(fs, a, "x", 1, half), -2);
-    assert_int_equal(pr_fs_truncate(fs, b, half + 1), -2);
+    assert_int_equal(pr__fs_pwrite(fs, a, "x", 1, half), -2);
+    assert_int_equal(pr__fs_truncate(fs, b, half + 1), -2);
     /* Shrinking a held file gives its bytes back at once. */
-    assert_int_equal(pr_fs_truncate(fs, b, 0), 0);
+    assert_int_equal(pr__fs_truncate(fs, b, 0), 0);
     assert_int_equal(pr_fs_write(fs, "/c", 2, big, half), 0);
     /* The last close of the other one frees its half. */
-    pr_fs_node_close(fs, a);
+    pr__fs_node_close(fs, a);
     assert_int_equal(pr_fs_write(fs, "/d", 2, big, half), 0);
     assert_int_equal(pr_fs_write(fs, "/e", 2, big, 1), -2);
-    pr_fs_node_close(fs, b);
+    pr__fs_node_close(fs, b);
     free(big);
     pr_fs_free(fs);
 }
@@ -576,13 +576,13 @@ static void test_fs_nodes(void **st) {
     char *big = calloc(1, half + 1);
     assert_non_null(big);
     assert_int_equal(pr_fs_write(fs, "/a", 2, big, half), 0);
-    pr_node *nd = pr_fs_find(fs, "/a", 2)->node;
+    pr_node *nd = pr__fs_find(fs, "/a", 2)->node;
     assert_int_equal(nd->nlink, 1);
     /* 1000 links: the half counts once, and the other half still fits. */
     char name[32];
     for (int i = 0; i < 1000; i++) {
         int k = snprintf(name, sizeof name, "/l/%d", i);
-        assert_non_null(pr_fs_link(fs, name, (size_t)k, nd));
+        assert_non_null(pr__fs_link(fs, name, (size_t)k, nd));
     }
     assert_int_equal(nd->nlink, 1001);
     assert_int_equal(fs->total, half);
@@ -590,29 +590,29 @@ static void test_fs_nodes(void **st) {
     assert_int_equal(pr_fs_write(fs, "/c", 2, big, 1), -2);
     /* A write through one name is seen through every other (one node). */
     assert_int_equal(pr_fs_write(fs, "/l/7", 4, "shared", 6), 0);
-    assert_int_equal(pr_fs_find(fs, "/a", 2)->node->len, 6);
-    assert_memory_equal(pr_fs_find(fs, "/l/999", 6)->node->data, "shared", 6);
+    assert_int_equal(pr__fs_find(fs, "/a", 2)->node->len, 6);
+    assert_memory_equal(pr__fs_find(fs, "/l/999", 6)->node->data, "shared", 6);
     assert_int_equal(fs->total, half + 6);
     /* Removing names keeps the node until the last one; an open node stays counted
      * after its last name until its last close. */
-    pr_fs_node_open(nd);
-    pr_fs_remove(fs, pr_fs_find(fs, "/a", 2));
+    pr__fs_node_open(nd);
+    pr__fs_remove(fs, pr__fs_find(fs, "/a", 2));
     for (int i = 0; i < 1000; i++) {
         int k = snprintf(name, sizeof name, "/l/%d", i);
-        pr_fs_remove(fs, pr_fs_find(fs, name, (size_t)k));
+        pr__fs_remove(fs, pr__fs_find(fs, name, (size_t)k));
     }
     assert_int_equal(nd->nlink, 0);
-    assert_int_equal(pr_fs_pwrite(fs, nd, big, half - 6, 6), 0); /* grows while unlinked */
+    assert_int_equal(pr__fs_pwrite(fs, nd, big, half - 6, 6), 0); /* grows while unlinked */
     assert_int_equal(fs->total, 2 * half);
     assert_int_equal(pr_fs_write(fs, "/c", 2, big, 1), -2);
-    pr_fs_node_close(fs, nd); /* freed: its half comes back */
+    pr__fs_node_close(fs, nd); /* freed: its half comes back */
     assert_int_equal(fs->total, half);
     assert_int_equal(pr_fs_write(fs, "/c", 2, big, half), 0);
     /* A symbolic link is a node of its own (its target counts as contents), never an
      * output file, and writing its name replaces it with a file. */
-    pr_fs_remove(fs, pr_fs_find(fs, "/c", 2));
+    pr__fs_remove(fs, pr__fs_find(fs, "/c", 2));
     size_t before = fs->total;
-    pr_file *s = pr_fs_symlink(fs, "/s", 2, "b", 1);
+    pr_file *s = pr__fs_symlink(fs, "/s", 2, "b", 1);
     assert_non_null(s);
     assert_true(pr_file_is_link(s));
     assert_int_equal(fs->total, before + 1);
@@ -624,14 +624,14 @@ static void test_fs_nodes(void **st) {
         nfiles++;
     assert_int_equal(nfiles, 1); /* /b only */
     assert_int_equal(pr_fs_write(fs, "/s", 2, "x", 1), 0);
-    assert_false(pr_file_is_link(pr_fs_find(fs, "/s", 2)));
+    assert_false(pr_file_is_link(pr__fs_find(fs, "/s", 2)));
     assert_int_equal(fs->total, before + 1);
     /* Churn of links and names does not grow the entries' budget. */
     size_t meta = fs->meta;
-    pr_node *b = pr_fs_find(fs, "/b", 2)->node;
+    pr_node *b = pr__fs_find(fs, "/b", 2)->node;
     for (int i = 0; i < 100000; i++) {
-        assert_non_null(pr_fs_link(fs, "/churn", 6, b));
-        pr_fs_remove(fs, pr_fs_find(fs, "/churn", 6));
+        assert_non_null(pr__fs_link(fs, "/churn", 6, b));
+        pr__fs_remove(fs, pr__fs_find(fs, "/churn", 6));
     }
     assert_true(fs->meta < meta + 64 * 1024);
     assert_int_equal(b->nlink, 1);
@@ -661,14 +661,14 @@ static void test_fs_entries_budget(void **st) {
     const char *path;
     const uint8_t *d;
     while (pr_fs_next(fs, &cur, &path, &pl, &d, &l))
-        pr_fs_remove(fs, pr_fs_find(fs, path, pl));
+        pr__fs_remove(fs, pr__fs_find(fs, path, pl));
     assert_int_equal(pr_fs_write(fs, p, plen, "x", 1), 0);
     pr_fs_free(fs);
     free(p);
     fs = pr_fs_new();
     for (int i = 0; i < 100000; i++) {
         assert_int_equal(pr_fs_write(fs, "/churn", 6, "x", 1), 0);
-        pr_fs_remove(fs, pr_fs_find(fs, "/churn", 6));
+        pr__fs_remove(fs, pr__fs_find(fs, "/churn", 6));
     }
     assert_true(fs->meta < 64 * 1024); /* dead entries were freed, not kept */
     assert_int_equal(fs->total, 0);
@@ -689,10 +689,10 @@ static void test_fs_children(void **st) {
     pr_fs_write(fs, "/x/a/2", 6, "", 0);
     pr_fs_write(fs, "/xy", 3, "", 0);
     pb_buf b = {0};
-    assert_true(pr_fs_children(fs, "/x", 2, collect_child, &b));
+    assert_true(pr__fs_children(fs, "/x", 2, collect_child, &b));
     assert_string_equal(b.p, "bF,aD,b2F,");
     b.len = 0;
-    assert_true(pr_fs_children(fs, "/", 1, collect_child, &b));
+    assert_true(pr__fs_children(fs, "/", 1, collect_child, &b));
     assert_string_equal(b.p, "xD,xyF,");
     /* Many entries: still each name once, in first-write order. */
     char name[64];
@@ -701,7 +701,7 @@ static void test_fs_children(void **st) {
         pr_fs_write(fs, name, (size_t)k, "", 0);
     }
     b.len = 0;
-    assert_true(pr_fs_children(fs, "/m", 2, collect_child, &b));
+    assert_true(pr__fs_children(fs, "/m", 2, collect_child, &b));
     size_t commas = 0;
     for (size_t i = 0; i < b.len; i++)
         commas += b.p[i] == ',';
@@ -723,37 +723,37 @@ static pr_program *mkprog(const char *key, size_t bytes) {
 static void test_cache(void **st) {
     (void)st;
     pr_cache c;
-    assert_true(pr_cache_init(&c, 100));
-    assert_null(pr_cache_get(&c, "s:a", 3));
-    pr_program *a = pr_cache_put(&c, mkprog("s:a", 40));
-    pr_program *b = pr_cache_put(&c, mkprog("s:b", 40));
-    pr_program *a2 = pr_cache_get(&c, "s:a", 3);
+    assert_true(pr__cache_init(&c, 100));
+    assert_null(pr__cache_get(&c, "s:a", 3));
+    pr_program *a = pr__cache_put(&c, mkprog("s:a", 40));
+    pr_program *b = pr__cache_put(&c, mkprog("s:b", 40));
+    pr_program *a2 = pr__cache_get(&c, "s:a", 3);
     assert_ptr_equal(a, a2);
     pr_program_release(a2);
     /* c pushes the total over 100: the least recently used (b) goes. */
-    pr_program *cc = pr_cache_put(&c, mkprog("s:c", 40));
-    assert_null(pr_cache_get(&c, "s:b", 3));
-    pr_program *a3 = pr_cache_get(&c, "s:a", 3);
+    pr_program *cc = pr__cache_put(&c, mkprog("s:c", 40));
+    assert_null(pr__cache_get(&c, "s:b", 3));
+    pr_program *a3 = pr__cache_get(&c, "s:a", 3);
     assert_non_null(a3);
     pr_program_release(a3);
     /* The evicted program stays alive for its holder. */
     assert_int_equal(atomic_load(&b->refs), 1);
     pr_program_release(b);
     /* A second put of a cached key returns the cached program. */
-    pr_program *dup = pr_cache_put(&c, mkprog("s:a", 40));
+    pr_program *dup = pr__cache_put(&c, mkprog("s:a", 40));
     assert_ptr_equal(dup, a);
     pr_program_release(dup);
     /* Different scopes are different keys. */
-    assert_null(pr_cache_get(&c, "t:a", 3));
+    assert_null(pr__cache_get(&c, "t:a", 3));
     assert_int_equal(c.st.entries, 2);
     assert_int_equal(c.st.evictions, 1);
     /* Too big for the cache: returned uncached. */
-    pr_program *huge = pr_cache_put(&c, mkprog("s:h", 1000));
+    pr_program *huge = pr__cache_put(&c, mkprog("s:h", 1000));
     assert_false(huge->in_cache);
     pr_program_release(huge);
     pr_program_release(a);
     pr_program_release(cc);
-    pr_cache_destroy(&c);
+    pr__cache_destroy(&c);
 }
 
 static void test_result_json(void **st) {
@@ -773,7 +773,7 @@ static void test_result_json(void **st) {
                     .error = "输出超过 64 KB"};
     pb_buf b = {0};
     pr_error e;
-    assert_true(pr_result_json(&o, fs, &b, &e));
+    assert_true(pr__result_json(&o, fs, &b, &e));
     assert_string_equal(b.p, "{\"ok\":false,\"stdout\":\"你好\\n\",\"stderr\":\"\",\"exitCode\":1,"
                              "\"error\":\"输出超过 64 KB\",\"files\":{\"/数据/旧.txt\":\"旧\","
                              "\"/响应/正文.txt\":\"\\\"b\\\"\\n\"}}");
@@ -782,7 +782,7 @@ static void test_result_json(void **st) {
     o.exit_code = 0;
     o.error = NULL;
     pr_fs_write(fs, "/响应/坏.txt", strlen("/响应/坏.txt"), "\xff", 1);
-    assert_false(pr_result_json(&o, fs, &b, &e));
+    assert_false(pr__result_json(&o, fs, &b, &e));
     assert_int_equal(e.kind, PR_KIND_INTERFACE);
     assert_string_equal(e.message, "隔离运行失败：500：输出文件不是有效 UTF-8：/响应/坏.txt");
     pb_buf_free(&b);
@@ -802,7 +802,7 @@ static void test_result_limits(void **st) {
         pr_fs_write(fs, "/其他", strlen("/其他"), "a", 1);
         pb_buf b = {0};
         pr_error e;
-        bool ok = pr_result_json(&o, fs, &b, &e);
+        bool ok = pr__result_json(&o, fs, &b, &e);
         assert_int_equal(ok, total == 256);
         if (!ok) assert_string_equal(e.message, "隔离运行失败：500：运行数据超过上限");
         pb_buf_free(&b);
@@ -815,7 +815,7 @@ static void test_result_limits(void **st) {
         pr_fs_write(fs, "/请求/大.txt", strlen("/请求/大.txt"), big, len); /* not counted */
         pb_buf b = {0};
         pr_error e;
-        bool ok = pr_result_json(&o, fs, &b, &e);
+        bool ok = pr__result_json(&o, fs, &b, &e);
         assert_int_equal(ok, len == PR_FILES_BYTES_MAX);
         if (!ok) assert_string_equal(e.message, "隔离运行失败：500：运行数据超过上限");
         pb_buf_free(&b);
@@ -829,7 +829,7 @@ static void test_result_limits(void **st) {
     pr_fs_write(fs, lp, 400, "\xff", 1);
     pb_buf b = {0};
     pr_error e;
-    assert_false(pr_result_json(&o, fs, &b, &e));
+    assert_false(pr__result_json(&o, fs, &b, &e));
     const char *pre = "隔离运行失败：500：";
     /* 15 characters of text, 4 of "/数据/", then 281 of the path's "p"s. */
     assert_int_equal(strlen(e.message) - strlen(pre),
@@ -881,32 +881,32 @@ static void test_fuzz_parsers(void **st) {
         }
         pr_input in;
         pr_error e;
-        if (pr_input_parse(buf, n, &in, &e)) {
+        if (pr__input_parse(buf, n, &in, &e)) {
             for (size_t i = 0; i < in.nfiles; i++) {
                 char norm[300];
-                size_t l = pr_path_normalize(in.paths[i].ptr, in.paths[i].len, norm);
+                size_t l = pr__path_normalize(in.paths[i].ptr, in.paths[i].len, norm);
                 assert_true(l >= 1 && norm[0] == '/');
             }
-            pr_input_free(&in);
+            pr__input_free(&in);
         } else {
             assert_int_not_equal(e.kind, PR_KIND_NONE);
         }
         uint8_t *b = NULL;
         size_t bl;
-        if (pr_base64_decode(buf, n, 1000, &b, &bl) == 0) {
+        if (pr__base64_decode(buf, n, 1000, &b, &bl) == 0) {
             assert_true(bl >= 1 && bl <= n);
             free(b);
         }
         size_t at[2];
         static const char *const names[2] = {"id", "params"};
         pr_json_keys keys = {.names = names, .n = 2, .at = at};
-        if (pr_json_scan(buf, n, &keys) && at[0]) {
-            size_t end = pr_json_value_end(buf, n, at[0] - 1);
+        if (pr__json_scan(buf, n, &keys) && at[0]) {
+            size_t end = pr__json_value_end(buf, n, at[0] - 1);
             assert_true(end <= n && end > at[0] - 1);
         }
         pb_buf o = {0};
-        assert_true(pr_utf8_lenient(&o, (const uint8_t *)buf, n));
-        assert_true(pr_utf8_valid((const uint8_t *)o.p, o.len));
+        assert_true(pr__utf8_lenient(&o, (const uint8_t *)buf, n));
+        assert_true(pr__utf8_valid((const uint8_t *)o.p, o.len));
         pb_buf_free(&o);
     }
 }

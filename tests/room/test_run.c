@@ -517,7 +517,7 @@ static void test_exec_api(void **st) {
     assert_non_null(p);
     uint8_t d[32], want[32];
     pr_program_digest(p, d);
-    pr_sha256(b, n, want);
+    pr__sha256(b, n, want);
     assert_memory_equal(d, want, 32);
     free(b);
     pr_fs *fs = pr_fs_new();

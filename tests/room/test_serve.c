@@ -37,13 +37,13 @@ static bool load_prog(prog *p, const char *name) {
 static void digest_of_text(const char *text, size_t n, char hex[65]) {
     uint8_t *bytes, d[32];
     size_t len;
-    if (pr_base64_decode(text, n, PR_PROGRAM_MAX, &bytes, &len) != 0) {
+    if (pr__base64_decode(text, n, PR_PROGRAM_MAX, &bytes, &len) != 0) {
         memset(hex, 'a', 64);
         hex[64] = 0;
         return;
     }
-    pr_sha256(bytes, len, d);
-    pr_hex(d, 32, hex);
+    pr__sha256(bytes, len, d);
+    pr__hex(d, 32, hex);
     free(bytes);
 }
 
@@ -61,7 +61,7 @@ typedef struct req {
 } req;
 
 static void put_json(pb_buf *b, const char *s, size_t n) {
-    assert_true(pr_json_str(b, s, n));
+    assert_true(pr__json_str(b, s, n));
 }
 
 static void request_line(pb_buf *b, int id, const req *r) {
@@ -265,8 +265,8 @@ static void test_one_byte_off_takes_full_path(void **st) {
     char *m1 = mutate(&hello, mid, hello.b64[mid] == 'A' ? 'B' : 'A');
     char *m2 = mutate(&hello, last, hello.b64[last] == 'A' ? 'B' : 'A');
     char *bad = mutate(&hello, mid, '*'); /* not Base64, same length */
-    assert_true(pr_cache_text_sample(m1, hello.b64_len) ==
-                pr_cache_text_sample(hello.b64, hello.b64_len));
+    assert_true(pr__cache_text_sample(m1, hello.b64_len) ==
+                pr__cache_text_sample(hello.b64, hello.b64_len));
     char d1[65], d2[65];
     digest_of_text(m1, hello.b64_len, d1);
     digest_of_text(m2, hello.b64_len, d2);
@@ -634,7 +634,7 @@ static int64_t ns_of(const struct timespec *t) {
 static void test_cpu_memo(void **st) {
     (void)st;
     pr_watchdog w;
-    assert_true(pr_watchdog_init(&w, 1000, 5000));
+    assert_true(pr__watchdog_init(&w, 1000, 5000));
     pw_error pe = {0};
     pw_store *s = pw_store_new(NULL, &pe);
     assert_non_null(s);
@@ -643,8 +643,8 @@ static void test_cpu_memo(void **st) {
     slot.cpu_memo = &memo;
     struct timespec before;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &before);
-    assert_true(pr_watch_begin(&w, &slot, s));
-    assert_int_equal(pr_watch_end(&w, &slot), 0);
+    assert_true(pr__watch_begin(&w, &slot, s));
+    assert_int_equal(pr__watch_end(&w, &slot), 0);
     assert_true(memo.valid); /* a real reading */
     assert_true(ns_of(&memo.cpu) >= ns_of(&before));
     assert_true(ns_of(&memo.cpu) == ns_of(&slot.cpu_start));
@@ -652,8 +652,8 @@ static void test_cpu_memo(void **st) {
     pr_cpu_memo first = memo;
     /* Within 1 ms: the bound, no new reading. */
     slot = (pr_watch_slot){.cpu_memo = &memo};
-    assert_true(pr_watch_begin(&w, &slot, s));
-    pr_watch_end(&w, &slot);
+    assert_true(pr__watch_begin(&w, &slot, s));
+    pr__watch_end(&w, &slot);
     int64_t gap = ns_of(&slot.wall_start) - ns_of(&first.wall);
     if (gap < PR_CPU_MEMO_NS) {
         assert_true(ns_of(&memo.wall) == ns_of(&first.wall));
@@ -665,8 +665,8 @@ static void test_cpu_memo(void **st) {
     /* Over 1 ms later: a new reading. */
     usleep(3000);
     slot = (pr_watch_slot){.cpu_memo = &memo};
-    assert_true(pr_watch_begin(&w, &slot, s));
-    pr_watch_end(&w, &slot);
+    assert_true(pr__watch_begin(&w, &slot, s));
+    pr__watch_end(&w, &slot);
     assert_true(ns_of(&memo.wall) == ns_of(&slot.wall_start));
     assert_true(ns_of(&memo.cpu) == ns_of(&slot.cpu_start));
     assert_true(ns_of(&memo.wall) - ns_of(&first.wall) >= 3000000);
@@ -674,13 +674,13 @@ static void test_cpu_memo(void **st) {
     memo.thread = (pthread_t)0;
     struct timespec old = memo.wall;
     slot = (pr_watch_slot){.cpu_memo = &memo};
-    assert_true(pr_watch_begin(&w, &slot, s));
-    pr_watch_end(&w, &slot);
+    assert_true(pr__watch_begin(&w, &slot, s));
+    pr__watch_end(&w, &slot);
     assert_true(pthread_equal(memo.thread, pthread_self()));
     assert_true(ns_of(&memo.wall) >= ns_of(&old));
     assert_true(ns_of(&memo.wall) == ns_of(&slot.wall_start));
     pw_store_free(s);
-    pr_watchdog_destroy(&w);
+    pr__watchdog_destroy(&w);
 }
 
 /* With the memo, serve's CPU limit still ends an infinite loop run right after quick

@@ -63,7 +63,7 @@ static int teardown(void **state) {
 static int open_path(fixture *fx, const char *path, uint32_t lookup) {
     int fd = -1;
     bool dir = false;
-    int e = pr_hd_open(fx->rootfd, path, strlen(path), lookup, 0, 0, true, false, &fd, &dir);
+    int e = pr__hd_open(fx->rootfd, path, strlen(path), lookup, 0, 0, true, false, &fd, &dir);
     return e ? -e : fd;
 }
 
@@ -82,17 +82,17 @@ static void test_escapes_refused(void **state) {
         assert_int_equal(-fd, PR_E_NOTCAPABLE);
     }
     uint8_t st[64];
-    assert_int_equal(pr_hd_stat(fx->rootfd, 1, "etc/passwd", 10, st), PR_E_NOTCAPABLE);
-    assert_int_equal(pr_hd_stat(fx->rootfd, 1, "..", 2, st), PR_E_NOTCAPABLE);
-    assert_int_equal(pr_hd_mkdir(fx->rootfd, "../x", 4), PR_E_NOTCAPABLE);
-    assert_int_equal(pr_hd_unlink(fx->rootfd, "etc/passwd", 10), PR_E_NOTCAPABLE);
-    assert_int_equal(pr_hd_symlink("/etc", 4, fx->rootfd, "mine", 4), PR_E_PERM);
-    assert_int_equal(pr_hd_link(fx->rootfd, 1, "up", 2, fx->rootfd, "h", 1), PR_E_NOTCAPABLE);
-    assert_int_equal(pr_hd_rename(fx->rootfd, "d", 1, fx->rootfd, "../d", 4), PR_E_NOTCAPABLE);
+    assert_int_equal(pr__hd_stat(fx->rootfd, 1, "etc/passwd", 10, st), PR_E_NOTCAPABLE);
+    assert_int_equal(pr__hd_stat(fx->rootfd, 1, "..", 2, st), PR_E_NOTCAPABLE);
+    assert_int_equal(pr__hd_mkdir(fx->rootfd, "../x", 4), PR_E_NOTCAPABLE);
+    assert_int_equal(pr__hd_unlink(fx->rootfd, "etc/passwd", 10), PR_E_NOTCAPABLE);
+    assert_int_equal(pr__hd_symlink("/etc", 4, fx->rootfd, "mine", 4), PR_E_PERM);
+    assert_int_equal(pr__hd_link(fx->rootfd, 1, "up", 2, fx->rootfd, "h", 1), PR_E_NOTCAPABLE);
+    assert_int_equal(pr__hd_rename(fx->rootfd, "d", 1, fx->rootfd, "../d", 4), PR_E_NOTCAPABLE);
     /* Not following: the link itself is the object (and unlinking it is fine). */
     int fd = open_path(fx, "etc", 0);
     assert_int_equal(-fd, PR_E_LOOP);
-    assert_int_equal(pr_hd_unlink(fx->rootfd, "etc", 3), 0);
+    assert_int_equal(pr__hd_unlink(fx->rootfd, "etc", 3), 0);
     struct stat s;
     assert_int_equal(stat("/etc/passwd", &s), 0); /* untouched */
     /* Inside is fine. */

@@ -59,9 +59,9 @@ static bool load_prog(prog *p, const char *name) {
     fclose(f);
     if (ok) {
         uint8_t d[32];
-        pr_sha256(b, (size_t)len, d);
-        pr_hex(d, 32, p->digest);
-        p->b64 = pr_base64_encode(b, (size_t)len, &p->b64_len);
+        pr__sha256(b, (size_t)len, d);
+        pr__hex(d, 32, p->digest);
+        p->b64 = pr__base64_encode(b, (size_t)len, &p->b64_len);
     }
     free(b);
     return ok;
@@ -298,9 +298,9 @@ static char *run_wasi_import(const uint8_t *params, uint8_t np, const uint8_t *r
     memcpy(m + k, code, sizeof code), k += sizeof code;
     prog p;
     uint8_t d[32];
-    pr_sha256(m, k, d);
-    pr_hex(d, 32, p.digest);
-    p.b64 = pr_base64_encode(m, k, &p.b64_len);
+    pr__sha256(m, k, d);
+    pr__hex(d, 32, p.digest);
+    p.b64 = pr__base64_encode(m, k, &p.b64_len);
     prog saved = progs[P_IOV];
     progs[P_IOV] = p;
     char *got = run_on(host, P_IOV, "{}");

@@ -56,9 +56,9 @@ static bool load_prog(prog *p, const char *name) {
         return false;
     }
     uint8_t d[32];
-    pr_sha256(b, n, d);
-    pr_hex(d, 32, p->digest);
-    p->b64 = pr_base64_encode(b, n, &p->b64_len);
+    pr__sha256(b, n, d);
+    pr__hex(d, 32, p->digest);
+    p->b64 = pr__base64_encode(b, n, &p->b64_len);
     free(b);
     return true;
 }
@@ -376,7 +376,7 @@ static void test_std_errors(void **st) {
     assert_non_null(err);
     size_t elen = strcspn(err + 9, "\"");
     assert_true(elen <= 1023 && elen > 1000);
-    assert_true(pr_utf8_valid((const uint8_t *)err + 9, elen));
+    assert_true(pr__utf8_valid((const uint8_t *)err + 9, elen));
     free(got);
     expectp(*st, P_STD, "{\"args\":[\"exit5\"]}",
             "{\"ok\":false,\"stdout\":\"\",\"stderr\":\"退出五\\n\",\"exitCode\":5,\"files\":{}}");
@@ -605,7 +605,7 @@ static void test_mutations(void **st) {
         pr_outcome oc;
         if (pr_exec(h, p, &opt, &oc, &e)) {
             pb_buf out = {0};
-            if (pr_result_json(&oc, fs, &out, &e)) {
+            if (pr__result_json(&oc, fs, &out, &e)) {
                 results++;
             } else { /* output files over the limits or not UTF-8 */
                 assert_int_equal(e.kind, PR_KIND_INTERFACE);
@@ -644,8 +644,8 @@ static void test_float_table(void **st) {
         double x;
         memcpy(&x, &bits, 8);
         pb_buf f = {0}, e = {0};
-        assert_true(yy_fmt_fixed(&f, x));
-        assert_true(yy_fmt_exact(&e, x));
+        assert_true(pr__yy_fmt_fixed(&f, x));
+        assert_true(pr__yy_fmt_exact(&e, x));
         assert_string_equal(f.p, a);
         assert_string_equal(e.p, b);
         pb_buf_free(&f);
@@ -657,7 +657,7 @@ static void test_float_table(void **st) {
 }
 
 static double pf(const char *s) {
-    return yy_parse_float((const uint8_t *)s, strlen(s));
+    return pr__yy_parse_float((const uint8_t *)s, strlen(s));
 }
 
 static void test_parse_float(void **st) {
@@ -688,18 +688,18 @@ static void test_date(void **st) {
         .tm_year = 126, .tm_mon = 0, .tm_mday = 2, .tm_hour = 3, .tm_min = 4, .tm_sec = 5};
     pb_buf b = {0};
     const char *f = "%Y-%m-%d %H:%M:%S %% %5 %";
-    assert_int_equal(yy_fmt_date(&b, (const uint8_t *)f, strlen(f), &tm), 0);
+    assert_int_equal(pr__yy_fmt_date(&b, (const uint8_t *)f, strlen(f), &tm), 0);
     assert_string_equal(b.p, "2026-01-02 03:04:05 % %5 %");
     pb_buf_free(&b);
     b = (pb_buf){0};
-    assert_int_equal(yy_fmt_date(&b, (const uint8_t *)"ok %y", 5, &tm), 'y' + 1);
+    assert_int_equal(pr__yy_fmt_date(&b, (const uint8_t *)"ok %y", 5, &tm), 'y' + 1);
     pb_buf_free(&b);
 }
 
 static void test_signatures(void **st) {
     (void)st;
     yy_sig s;
-#define SIG(text) yy_sig_parse(text, strlen(text), &s)
+#define SIG(text) pr__yy_sig_parse(text, strlen(text), &s)
     assert_true(SIG("串→元"));
     assert_int_equal(s.nparams, 1);
     assert_int_equal(s.params[0], YS_STR);
