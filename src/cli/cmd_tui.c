@@ -22,7 +22,8 @@ static void usage(FILE *f) {
                "  --resume ID  resume session ID (/resume inside lists them)\n"
                "  --log FILE   append the agent's diagnostics to FILE (default: discarded)\n"
                "  Keys: Enter sends; \\+Enter, Alt-Enter or Ctrl-J add a line; Up/Down history;\n"
-               "  Tab completes /commands; Shift-Tab cycles the mode; 1-9 answer a permission "
+               "  /help lists the commands; Tab completes /commands; Shift-Tab cycles the mode; "
+               "1-9 answer a permission "
                "prompt; Esc cancels the\n"
                "  turn; PgUp/PgDn scroll; Ctrl-C twice quits. NO_COLOR=1 turns colour off.\n");
 }
