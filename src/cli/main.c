@@ -9,10 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifndef PERI_VERSION
-#define PERI_VERSION "0.0.0-unknown" /* set by CMake from project(VERSION) */
-#endif
-
 typedef struct peri_command {
     const char *name;
     int (*run)(int argc, char **argv);
@@ -34,15 +30,20 @@ static const peri_command peri_commands[] = {
      "review and trust a project's own configuration (.peri/settings.json)"},
 };
 
+/* The exit status of the commands (with `peri --help`). */
+static void peri_exit_codes(FILE *f) {
+    fprintf(f, "Exit status: 0 success; 1 failure (the reason on stderr); 2 usage error (what\n"
+               "was wrong, then the usage). `peri run` and `peri ruby` exit with the program's\n"
+               "status (134 for a trap); `peri place run` exits 3 when its result says\n"
+               "ok:false. Never 0 on a failure.\n");
+}
+
 static void peri_usage(FILE *f) {
     fprintf(f, "usage: peri <command> [arguments]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof peri_commands / sizeof peri_commands[0]; i++)
         fprintf(f, "  %-10s %s\n", peri_commands[i].name, peri_commands[i].summary);
-    fprintf(f, "  %-10s %s\n", "version", "print the version (also: peri --version)");
-    fprintf(f, "\n`peri <command> --help` describes a command.\n"
-               "Exit status: 0 success, 1 failure, 2 usage error; `peri run` and `peri ruby`\n"
-               "exit with the program's status (134 for a trap); `peri place run` exits 3 when\n"
-               "its result says ok:false.\n");
+    fprintf(f, "\n`peri <command> --help` describes a command; `peri --version` prints the "
+               "version.\n");
 }
 
 int main(int argc, char **argv) {
@@ -64,13 +65,14 @@ int main(int argc, char **argv) {
         peri_usage(stderr);
         return 2;
     }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        printf("peri %s\n", PERI_VERSION);
+        return 0;
+    }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         peri_usage(stdout);
-        return 0;
-    }
-    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") || !strcmp(argv[1], "version")) {
-        printf("peri %s\n", PERI_VERSION);
+        peri_exit_codes(stdout);
         return 0;
     }
     for (size_t i = 0; i < sizeof peri_commands / sizeof peri_commands[0]; i++)
