@@ -118,6 +118,7 @@ static void unknown_keys(checker *c, const json_t *obj, const char *where,
 }
 
 static const char *type_name(const json_t *v) {
+    if (!v) return "missing";
     switch (json_typeof(v)) {
     case JSON_OBJECT: return "an object";
     case JSON_ARRAY: return "an array";
@@ -133,7 +134,8 @@ static const char *type_name(const json_t *v) {
 
 /* Each want_* checks one value; false (and an error) when it is not what it must be. */
 static bool want(checker *c, const json_t *v, bool ok, const char *where, const char *what) {
-    if (!ok) finding(c, true, where, "must be %s, not %s", what, type_name(v));
+    if (!ok && !v) finding(c, true, where, "is missing; it must be %s", what);
+    if (!ok && v) finding(c, true, where, "must be %s, not %s", what, type_name(v));
     return ok;
 }
 
@@ -283,7 +285,9 @@ static void check_mcp(checker *c, const json_t *v, const char *where) {
                 finding(c, true, w2, "must be stdio, http, streamable-http or sse, not \"%.40s\"",
                         ts);
         }
-        bool remote = json_is_string(t) && strcmp(json_string_value(t), "stdio") != 0;
+        const char *ts = json_string_value(t);
+        bool remote =
+            ts && (!strcmp(ts, "http") || !strcmp(ts, "streamable-http") || !strcmp(ts, "sse"));
         if ((x = json_object_get(e, "command")))
             want_string(c, x, join(w2, sizeof w2, w, "command"));
         if ((x = json_object_get(e, "url"))) want_string(c, x, join(w2, sizeof w2, w, "url"));
@@ -296,8 +300,8 @@ static void check_mcp(checker *c, const json_t *v, const char *where) {
             want(c, x, json_is_object(x) || json_is_array(x), join(w2, sizeof w2, w, "headers"),
                  "an object of strings");
         if (remote && !json_object_get(e, "url"))
-            finding(c, true, w, "a %s server needs \"url\"", json_string_value(t));
-        if (!remote && !json_object_get(e, "command"))
+            finding(c, true, w, "a server of type \"%s\" needs \"url\"", json_string_value(t));
+        if ((!ts || !strcmp(ts, "stdio")) && !json_object_get(e, "command"))
             finding(c, true, w,
                     "a stdio server needs \"command\" (and \"type\": \"http\" with "
                     "\"url\" for a remote one)");
