@@ -117,6 +117,17 @@ def s_run(peri, fixtures, tmp, **_):
     check(rc == 2 and "--cpu-ms wants a positive number" in err, "run bad value: %r" % err)
     rc, _, err = run([peri, "run"])
     check(rc == 2 and "no module given" in err, "run without module: %r" % err)
+    # peri wasm: what was wrong before the usage; exit codes in --help
+    rc, _, err = run([peri, "wasm", "invoke", probe])
+    check(rc == 2 and err.startswith("peri wasm invoke: the function FUNC to call is missing\n"),
+          "wasm invoke without FUNC: %r" % err[:200])
+    rc, _, err = run([peri, "wasm"])
+    check(rc == 2 and err.startswith("peri wasm: validate or invoke is missing\n"),
+          "wasm alone: %r" % err[:200])
+    rc, _, err = run([peri, "wasm", "validate", src])
+    check(rc == 1 and err.startswith(src + ": malformed"), "wasm validate hello.c: %r" % err)
+    rc, out, _ = run([peri, "wasm", "--help"])
+    check(rc == 0 and "Exit status" in out, "wasm --help: %r" % out)
 
 
 def s_isolate(peri, fixtures, tmp, **_):
