@@ -3,8 +3,11 @@
  * (also `peri` alone on a terminal, `peri --continue`, `peri --resume ID`): the
  * interactive terminal client (src/tui/, docs/tui.md). This file maps the command line
  * and the environment (NO_COLOR, the locale) into ptui_options; the TUI reads neither.
+ * The user's settings file is checked before the screen is taken (host_env.c): a broken
+ * one stops here with the reason, instead of an agent that exits into a log.
  */
 #include "cli/commands.h"
+#include "cli/host_env.h"
 #include "tui/tui.h"
 
 #include <langinfo.h>
@@ -54,6 +57,20 @@ int peri_cmd_tui(int argc, char **argv) {
     if (!isatty(0) || !isatty(1)) {
         fprintf(stderr, "peri tui: needs a terminal (use `peri print` or `peri acp` otherwise)\n");
         return 2;
+    }
+    /* The agent checks the settings too, but its messages go to the log: a broken file
+     * is said here, before the screen is taken; warnings stay visible after the TUI. */
+    const char *home = getenv("HOME");
+    if (home && *home) {
+        char path[PATH_MAX], err[1024];
+        snprintf(path, sizeof path, "%s/.peri/settings.json", home);
+        json_t *doc = peri_settings_read(path, true, err, sizeof err);
+        int bad = !doc || peri_settings_validate(doc, path, stderr, err, sizeof err) != 0;
+        json_decref(doc);
+        if (bad) {
+            fprintf(stderr, "peri tui: %s\n", err);
+            return 1;
+        }
     }
     char abs[PATH_MAX], self[PATH_MAX];
     if (!realpath(cwd ? cwd : ".", abs)) {

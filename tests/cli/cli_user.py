@@ -68,6 +68,32 @@ def run_tty_stderr(args, env=None, timeout=120):
     return p.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 
+def run_tty_all(args, env=None, cwd=None, timeout=60):
+    """The command on a pseudo-terminal (stdin, stdout and stderr): (status, output)."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen(args, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd)
+    os.close(slave)
+    out = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([master], [], [], 0.2)
+        if r:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        elif p.poll() is not None:
+            break
+    if p.poll() is None:
+        p.kill()
+    p.wait(timeout)
+    os.close(master)
+    return p.returncode, out.decode("utf-8", "replace")
+
+
 def has_cjk(s):
     return re.search("[\u4e00-\u9fff]", s) is not None
 
@@ -240,6 +266,12 @@ def s_settings(peri, tmp, **_):
           and "3 settings to fix" in err, "types checked, every field named: %r" % err)
     rc, err = acp('[1]')
     check(rc == 1 and "settings must be an object" in err, "not an object: %r" % err)
+    # the TUI says it before taking the screen (its agent's stderr goes to a log)
+    with open(path, "w") as f:
+        f.write('{"maxSteps": true}')
+    rc, out = run_tty_all([peri, "tui", "--db", db], env=dict(env, TERM="xterm"), cwd=tmp)
+    check(rc == 1 and "maxSteps: must be a positive integer, not a boolean" in out
+          and "peri tui: " + path in out, "tui with broken settings: %r %r" % (rc, out[-600:]))
     # --settings FILE is checked the same way
     other = os.path.join(tmp, "s.json")
     with open(other, "w") as f:
