@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void usage(FILE *f) {
@@ -127,16 +128,23 @@ int peri_cmd_place(int argc, char **argv) {
         pl_policy_free(pol);
         return 1;
     }
-    /* A WASI module that is not there is the user's mistake, not a reason to try the
-     * native sandbox: say so before anything runs. */
+    /* A WASI module that is not there (or is C source, a script) is the user's mistake,
+     * not a reason to try the native sandbox: say so before anything runs. Only regular
+     * files are opened here (a FIFO would block); anything else is placement's to refuse. */
     if (run && rq->kind == PL_PROGRAM_WASM && rq->program) {
-        FILE *mf = fopen(rq->program, "rb");
+        struct stat st;
         unsigned char magic[4] = {0};
-        size_t got = mf ? fread(magic, 1, 4, mf) : 0;
-        int e = errno;
-        if (mf) fclose(mf);
-        if (!mf || got != 4 || memcmp(magic, "\0asm", 4) != 0) {
-            if (!mf)
+        size_t got = 0;
+        int e = stat(rq->program, &st) == 0 ? 0 : errno;
+        if (!e && S_ISREG(st.st_mode)) {
+            FILE *mf = fopen(rq->program, "rb");
+            e = mf ? 0 : errno;
+            got = mf ? fread(magic, 1, 4, mf) : 0;
+            if (mf) fclose(mf);
+        }
+        bool not_wasm = !e && S_ISREG(st.st_mode) && (got != 4 || memcmp(magic, "\0asm", 4));
+        if (e || not_wasm) {
+            if (e)
                 fprintf(stderr, "peri place: program.wasm \"%s\" in %s: %s\n", rq->program,
                         req_path, strerror(e));
             else
