@@ -43,7 +43,7 @@ static void usage(FILE *f) {
 static void contract_error(const char *msg) {
     fprintf(stderr, "%s\n", msg);
     char en[700];
-    if (isatty(2) && peri_explain(msg, en, sizeof en)) fprintf(stderr, "(%s)\n", en);
+    if (isatty(2) && pr_message_english(msg, en, sizeof en)) fprintf(stderr, "(%s)\n", en);
 }
 
 /* A usage error: what was wrong, then the usage. Returns 2. */

@@ -8,6 +8,7 @@
 #include "cli/host_env.h"
 #include "peri/acp.h"
 #include "peri/model.h"
+#include "peri/room.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -79,9 +80,20 @@ static void show_placement(json_t *u) {
             id && strlen(id) > 19 ? "…" : "");
     json_t *c = json_array_get(json_object_get(u, "content"), 1);
     const char *text = json_string_value(json_object_get(json_object_get(c, "content"), "text"));
+    bool tty = isatty(2);
     for (int lines = 0; text && *text && lines < 12; lines++) {
         size_t n = strcspn(text, "\n");
         fprintf(stderr, "       | %.*s\n", (int)n, text);
+        /* a contract message (Chinese, byte for byte) gets its English beside it on a
+         * terminal */
+        char line[1600], en[700];
+        if (tty && n < sizeof line) {
+            memcpy(line, text, n);
+            line[n] = 0;
+            const char *m = strstr(line, "隔离运行");
+            if (!m) m = strstr(line, "输出超过");
+            if (m && pr_message_english(m, en, sizeof en)) fprintf(stderr, "       |   (%s)\n", en);
+        }
         text += n + (text[n] == '\n');
     }
 }

@@ -115,7 +115,7 @@ static double ms(const struct timespec *a, const struct timespec *b) {
 /* A room message in English (the contract's text is Chinese), with the limit's hint. */
 static void ruby_error(const char *script, const char *msg) {
     char en[700];
-    const char *e = peri_explain(msg, en, sizeof en);
+    const char *e = pr_message_english(msg, en, sizeof en);
     const char *hint = strstr(msg, "CPU 时间超过")
                            ? "; the room allows at most 1000 ms of CPU per run (--cpu-ms "
                              "lowers it)"

@@ -89,7 +89,7 @@ static void on_output(void *ud, int stream, const char *bytes, size_t len) {
  * Chinese; `peri run` is not under the contract), with what the user can change. */
 static void run_error(const char *wasm, const char *msg) {
     char en[700];
-    const char *e = peri_explain(msg, en, sizeof en);
+    const char *e = pr_message_english(msg, en, sizeof en);
     const char *hint = "";
     if (strstr(msg, "CPU 时间超过"))
         hint = "; raise it with --cpu-ms N";

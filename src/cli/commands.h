@@ -22,7 +22,6 @@ int peri_cmd_place(int argc, char **argv); /* cmd_place.c: placement run, decide
  * environment (Ruby's module path, the native WASI runner). */
 #include "peri/acp.h"
 #include <stdbool.h>
-#include <stddef.h>
 typedef struct peri_place_opts {
     char ruby[4096], exe[4096], bwrap[4096];
     const char *runner[8];
@@ -39,10 +38,6 @@ int peri_cmd_trust(int argc, char **argv); /* cmd_trust.c: trust a project's con
 /* readfile.c: the whole file (with dash_is_stdin, "-" is stdin), NUL-terminated; caller
  * frees. NULL with errno set on failure. */
 char *peri_read_file(const char *path, bool dash_is_stdin, size_t *len);
-
-/* explain.c: the English meaning of a room contract message (Chinese, byte for byte) into
- * buf; returns buf, or NULL when the message is not one it knows. */
-const char *peri_explain(const char *msg, char *buf, size_t n);
 
 /* engine_opt.c (issue 18): PW_ENGINE_* of "interp"/"jit"/"auto", -1 for anything else;
  * the default tier: $PERI_ENGINE, unset or empty = auto (-1 and a message if invalid). */

@@ -284,7 +284,7 @@ def s_settings(peri, tmp, **_):
     check(rc == 0 and err == "", "valid settings pass silently: %d %r" % (rc, err))
 
 
-def s_print(peri, mock_py, **_):
+def s_print(peri, mock_py, fixtures, **_):
     from acp_harness import Env
     E = Env(peri, mock_py)
     try:
@@ -306,6 +306,24 @@ def s_print(peri, mock_py, **_):
                            env=E.env(), timeout=120)
         check(rc == 1 and out == "" and err.strip() != "", "print on error: %d %r %r"
               % (rc, out, err[-500:]))
+        # the run tool's result keeps the contract's text; a terminal gets the English beside
+        shutil.copy(os.path.join(fixtures, "probe.wasm"), E.cwd)
+        spin = [{"tool_calls": [{"id": "r1", "name": "run",
+                                 "arguments": {"wasm": "probe.wasm", "args": ["loop"]}}]},
+                {"text": "stopped"}]
+        args = [peri, "print", "spin", "--cwd", E.cwd, "--db", E.db]
+        E.mock.script(spin)
+        rc, out, err = run_tty_stderr(args, env=E.env())
+        # the CPU limit; the wall-clock one when the machine is starved
+        check(rc == 0 and out == "stopped\n"
+              and re.search("\\| error: 隔离运行失败：(CPU 时间|运行时间)超过 [0-9]+ ms", err)
+              and re.search("\\|   \\(stopped after [0-9]+ ms of (CPU|wall-clock) time", err),
+              "print on a terminal: contract text and English: %d %r %r" % (rc, out, err[-600:]))
+        E.mock.script(spin)
+        rc, out, err = run(args, env=E.env())
+        check(rc == 0 and re.search("隔离运行失败：(CPU 时间|运行时间)超过", err)
+              and "stopped after" not in err,
+              "print to a pipe: the contract text alone: %d %r" % (rc, err[-600:]))
         rc, out, err = run([peri, "print"], env=E.env())
         check(rc == 2 and err.startswith("peri print: the prompt is missing\n"),
               "print without a prompt: %r" % err[:200])

@@ -1,16 +1,16 @@
 /*
- * explain.c — English explanations of the room's contract messages for the terminal.
+ * explain.c — the English meaning of the room's contract messages, for people.
  *
  * The isolation contract prescribes its error texts in Chinese, byte for byte
  * (`peri isolate`, the run tool's result); they stay as they are wherever the contract
- * applies. The user-facing commands (`peri run`, `peri ruby`) speak English instead,
- * and `peri isolate` adds the English line beside the contract text on a terminal.
- * This file maps a contract message to its English meaning: a table of prefixes (with
- * an optional suffix) whose remainder — a number, a name — is carried into the English
- * text. Unknown messages have no explanation (NULL); the caller then shows the message
- * as it is. Pure functions, no state.
+ * applies, and nothing here changes them. The user-facing commands (`peri run`,
+ * `peri ruby`) speak English instead, and `peri isolate` / `peri print` add the English
+ * beside the contract text on a terminal. The room owns the messages, so it owns their
+ * meanings: a table of prefixes (with an optional suffix) whose remainder — a number, a
+ * name — is carried into the English text. Unknown messages have no explanation (NULL);
+ * the caller then shows the message as it is. Pure functions, no state.
  */
-#include "cli/commands.h"
+#include "peri/room.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -74,7 +74,7 @@ static const explain_row rows[] = {
     {"违规：文件路径必须以 / 开头：", "", "file paths in the room start with /: %s"},
 };
 
-const char *peri_explain(const char *msg, char *buf, size_t n) {
+const char *pr_message_english(const char *msg, char *buf, size_t n) {
     if (!msg || !buf || n == 0) return NULL;
     size_t ml = strlen(msg);
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
