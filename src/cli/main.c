@@ -62,6 +62,7 @@ int main(int argc, char **argv) {
         return peri_cmd_agent(argc, tui + 1);
     }
     if (argc < 2) {
+        fprintf(stderr, "peri: a command is missing\n");
         peri_usage(stderr);
         return 2;
     }

@@ -126,6 +126,10 @@ def s_run(peri, fixtures, tmp, **_):
     missing = os.path.join(tmp, "nope.wasm")
     rc, _, err = run([peri, "run", missing])
     check(rc == 1 and missing in err and "No such file" in err, "run missing: %d %r" % (rc, err))
+    rc, _, err = run([peri, "run", tmp])
+    check(rc == 1 and tmp in err and "Is a directory" in err, "run a directory: %d %r" % (rc, err))
+    rc, _, err = run([peri], stdin=b"")
+    check(rc == 2 and err.startswith("peri: a command is missing\n"), "peri alone: %r" % err[:200])
     broken = os.path.join(tmp, "broken.wasm")
     with open(broken, "wb") as f:
         f.write(b"\0asm\x01\0\0\0\x01\x19\x05\x60")
