@@ -90,6 +90,10 @@ static void progress_start(progress *pg) {
     pthread_cond_init(&pg->cv, NULL);
     pg->tty = isatty(2);
     pg->started = pthread_create(&pg->th, NULL, progress_main, pg) == 0;
+    if (!pg->started) { /* no note then; the run goes on */
+        pthread_cond_destroy(&pg->cv);
+        pthread_mutex_destroy(&pg->mu);
+    }
 }
 
 static void progress_stop(progress *pg) {
@@ -99,6 +103,8 @@ static void progress_stop(progress *pg) {
     pthread_cond_signal(&pg->cv);
     pthread_mutex_unlock(&pg->mu);
     pthread_join(pg->th, NULL);
+    pthread_cond_destroy(&pg->cv);
+    pthread_mutex_destroy(&pg->mu);
     pg->started = false;
 }
 
