@@ -37,8 +37,15 @@ def run(args, stdin=None, env=None, cwd=None, timeout=120):
     """The command with pipes: (status, stdout text, stderr text)."""
     r = subprocess.run(args, input=stdin, capture_output=True, env=env, cwd=cwd,
                        timeout=timeout)
-    return (r.returncode, r.stdout.decode("utf-8", "replace"),
-            r.stderr.decode("utf-8", "replace"))
+    err = r.stderr.decode("utf-8", "replace")
+    no_sanitizer_report(args, err)
+    return (r.returncode, r.stdout.decode("utf-8", "replace"), err)
+
+
+def no_sanitizer_report(args, err):
+    """Under the ASan build an error path must be as clean as a success."""
+    check("Sanitizer" not in err and "runtime error:" not in err,
+          "%s: sanitizer report: %s" % (" ".join(args[1:3]), err[-1500:]))
 
 
 def run_tty_stderr(args, env=None, timeout=120):
@@ -65,6 +72,7 @@ def run_tty_stderr(args, env=None, timeout=120):
     out = p.stdout.read()
     p.wait(timeout)
     os.close(master)
+    no_sanitizer_report(args, err.decode("utf-8", "replace"))
     return p.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 
@@ -91,6 +99,7 @@ def run_tty_all(args, env=None, cwd=None, timeout=60):
         p.kill()
     p.wait(timeout)
     os.close(master)
+    no_sanitizer_report(args, out.decode("utf-8", "replace"))
     return p.returncode, out.decode("utf-8", "replace")
 
 
