@@ -28,7 +28,9 @@ static void usage(FILE *f) {
                "  /help lists the commands; Tab completes /commands; Shift-Tab cycles the mode; "
                "1-9 answer a permission "
                "prompt; Esc cancels the\n"
-               "  turn; PgUp/PgDn scroll; Ctrl-C twice quits. NO_COLOR=1 turns colour off.\n");
+               "  turn; PgUp/PgDn scroll; Ctrl-C twice quits. NO_COLOR=1 turns colour off.\n"
+               "  Exit status: 0 after a quit; 1 when it cannot start (settings, peri-agent);\n"
+               "  2 usage error or no terminal.\n");
 }
 
 int peri_cmd_tui(int argc, char **argv) {
