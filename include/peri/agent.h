@@ -91,6 +91,16 @@ typedef struct pag_settings {
  * environment (src/cli/host_env.c). */
 int pag_settings_from_doc(pag_settings *s, const json_t *doc, char *err, size_t errlen);
 void pag_settings_clear(pag_settings *s);
+
+/* settings_schema.c: checks a settings document against the keys the host reads and
+ * passes each finding to report as one message that names the field by its path
+ * ("providers.openai.baseUrl: must be a string, not an integer"): error = a value of
+ * the wrong type or shape; warning (error false) = a key the host does not read, with
+ * "did you mean" the nearest known key. Returns the number of errors. Reads only doc. */
+typedef void (*pag_settings_report_fn)(void *ud, bool error, const char *message);
+size_t pag_settings_check(const json_t *doc, pag_settings_report_fn report, void *ud);
+/* The edit distance of a and b (with swaps of neighbours; ASCII case folded). */
+size_t pag_edit_distance(const char *a, const char *b);
 bool pag_settings_allows(const pag_settings *s, const char *tool_name);
 
 /* Resolves "provider:model" into a client config. Fills *cfg (strings borrowed from s)

@@ -41,6 +41,11 @@ typedef enum pr_kind {
 /* "violation", "run_failed", "interface" (or "none"); a static string. */
 const char *pr_kind_name(pr_kind k);
 
+/* The English meaning of a contract message (msg is one of the room's Chinese texts)
+ * into buf, for a person reading a terminal; the contract's text itself is unchanged.
+ * Returns buf, or NULL when msg is not a message it knows (src/room/explain.c). */
+const char *pr_message_english(const char *msg, char *buf, size_t n);
+
 /* Why the room stopped a run (beyond the contract: the contract's messages are
  * unchanged; this says which limit class a message belongs to). */
 typedef enum pr_stop {

@@ -120,8 +120,9 @@ static int load_models(pag_settings *s, json_t *models) {
     return 0;
 }
 
-/* Parses the document root; `path` names it in messages. */
-static int load_doc(pag_settings *s, json_t *root, const char *path, char *err, size_t errlen) {
+/* Parses the document root. Messages name the field only: the caller says where the
+ * document came from ("settings: ..."), so they never repeat that prefix. */
+static int load_doc(pag_settings *s, json_t *root, char *err, size_t errlen) {
     int rc = -1;
     json_t *providers = json_object_get(root, "providers");
     json_t *v;
@@ -136,7 +137,7 @@ static int load_doc(pag_settings *s, json_t *root, const char *path, char *err, 
     if (load_allow(s, json_object_get(json_object_get(root, "permissions"), "allow"))) goto oom;
     json_t *sb = json_object_get(root, "sandbox");
     if (sb && !json_is_object(sb)) {
-        snprintf(err, errlen, "%s: \"sandbox\" must be an object", path);
+        snprintf(err, errlen, "\"sandbox\" must be an object");
         goto done;
     }
     if (json_is_object(sb)) {
@@ -145,9 +146,8 @@ static int load_doc(pag_settings *s, json_t *root, const char *path, char *err, 
         if ((mode && !(json_is_string(mode) && strcmp(json_string_value(mode), "off") == 0)) ||
             (net && !json_is_boolean(net)) || (wr && !json_is_array(wr))) {
             snprintf(err, errlen,
-                     "%s: \"sandbox\" is {\"network\": bool, \"writable\": [absolute dirs], "
-                     "\"mode\": \"off\"}",
-                     path);
+                     "\"sandbox\" is {\"network\": bool, \"writable\": [absolute dirs], "
+                     "\"mode\": \"off\"}");
             goto done;
         }
         s->sandbox_off = mode != NULL;
@@ -159,7 +159,7 @@ static int load_doc(pag_settings *s, json_t *root, const char *path, char *err, 
             for (size_t i = 0; i < n; i++) {
                 const char *d = json_string_value(json_array_get(wr, i));
                 if (!d || d[0] != '/') {
-                    snprintf(err, errlen, "%s: sandbox.writable entries are absolute paths", path);
+                    snprintf(err, errlen, "sandbox.writable entries are absolute paths");
                     goto done;
                 }
                 if (!(s->sandbox_writable[s->nwritable] = strdup(d))) goto oom;
@@ -178,7 +178,7 @@ static int load_doc(pag_settings *s, json_t *root, const char *path, char *err, 
     rc = 0;
     goto done;
 oom:
-    snprintf(err, errlen, "out of memory reading %s", path);
+    snprintf(err, errlen, "out of memory");
 done:
     return rc;
 }
@@ -195,7 +195,7 @@ int pag_settings_from_doc(pag_settings *s, const json_t *doc, char *err, size_t 
     }
     s->doc = doc ? json_deep_copy(doc) : json_object();
     if (!s->doc) goto oom;
-    if (load_doc(s, s->doc, "settings", err, errlen)) { /* err says why */
+    if (load_doc(s, s->doc, err, errlen)) { /* err says why */
         pag_settings_clear(s);
         return -1;
     }

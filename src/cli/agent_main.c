@@ -8,14 +8,25 @@
 #include <stdio.h>
 #include <string.h>
 
+#ifndef PERI_VERSION
+#define PERI_VERSION "0.0.0-unknown" /* set by CMake from project(VERSION) */
+#endif
+
 int main(int argc, char **argv) {
+    if (argc >= 2 &&
+        (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") || !strcmp(argv[1], "version"))) {
+        printf("peri-agent %s\n", PERI_VERSION);
+        return 0;
+    }
     if (argc >= 2 && strcmp(argv[1], "acp") == 0) return peri_cmd_acp(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "print") == 0) return peri_cmd_print(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "place") == 0) return peri_cmd_place(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "mcp") == 0) return peri_cmd_mcp(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "tui") == 0) return peri_cmd_tui(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "trust") == 0) return peri_cmd_trust(argc - 1, argv + 1);
-    fprintf(stderr, "usage: peri-agent acp|print|place|mcp [arguments]  (started by `peri acp`,\n"
-                    "       `peri print`, `peri place`, `peri mcp`)\n");
+    if (argc >= 2) fprintf(stderr, "peri-agent: unknown command \"%s\"\n", argv[1]);
+    fprintf(stderr, "usage: peri-agent acp|print|place|mcp|tui|trust [arguments]  (started by\n"
+                    "       `peri acp`, `peri print`, `peri place`, `peri mcp`, `peri tui`,\n"
+                    "       `peri trust`); peri-agent --version prints the version\n");
     return 2;
 }

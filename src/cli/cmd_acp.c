@@ -31,7 +31,11 @@ static void usage(FILE *f) {
                "                     overrides (PERI_MODEL, OPENAI_API_KEY, ...) still apply.\n"
                "  --machine-id ID    persistent machine identity (default $PERI_MACHINE_ID,\n"
                "                     else ~/.peri/machine-id)\n"
-               "  --shared-store     the database is shared with other machines\n");
+               "  --shared-store     the database is shared with other machines\n"
+               "  The settings are checked against their schema: unknown keys are warned\n"
+               "  about (did you mean ...), wrong types and broken JSON stop the start.\n"
+               "  Exit status: 0 at the end of input; 1 when the server cannot start (the\n"
+               "  reason on stderr) or fails; 2 usage error.\n");
 }
 
 int peri_cmd_acp(int argc, char **argv) {

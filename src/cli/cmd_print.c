@@ -8,6 +8,7 @@
 #include "cli/host_env.h"
 #include "peri/acp.h"
 #include "peri/model.h"
+#include "peri/room.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -79,28 +80,70 @@ static void show_placement(json_t *u) {
             id && strlen(id) > 19 ? "…" : "");
     json_t *c = json_array_get(json_object_get(u, "content"), 1);
     const char *text = json_string_value(json_object_get(json_object_get(c, "content"), "text"));
+    bool tty = isatty(2);
     for (int lines = 0; text && *text && lines < 12; lines++) {
         size_t n = strcspn(text, "\n");
         fprintf(stderr, "       | %.*s\n", (int)n, text);
+        /* a contract message (Chinese, byte for byte) gets its English beside it on a
+         * terminal */
+        char line[1600], en[700];
+        if (tty && n < sizeof line) {
+            memcpy(line, text, n);
+            line[n] = 0;
+            const char *m = strstr(line, "隔离运行");
+            if (!m) m = strstr(line, "输出超过");
+            if (m && pr_message_english(m, en, sizeof en)) fprintf(stderr, "       |   (%s)\n", en);
+        }
         text += n + (text[n] == '\n');
     }
 }
 
-static void show_update(json_t *params) {
+/* What has gone to stdout: the answer's text parts are joined as the model wrote them
+ * within one message; text that follows the end of a message (a tool call, a thought,
+ * the usage of a step: the next message of the model) starts on a new line. */
+typedef struct out_state {
+    bool printed; /* some answer text went to stdout */
+    bool at_nl;   /* ... and it ended with a newline */
+    bool gap;     /* something other than answer text came since */
+} out_state;
+
+/* Ends the answer's last line, if it is open (before a message on stderr, at the end). */
+static void finish_line(out_state *o) {
+    if (o->printed && !o->at_nl) {
+        fputc('\n', stdout);
+        fflush(stdout);
+        o->at_nl = true;
+    }
+}
+
+static void show_update(out_state *o, json_t *params) {
     json_t *u = json_object_get(params, "update");
     const char *tag = json_string_value(json_object_get(u, "sessionUpdate"));
     if (!tag) return;
     if (!strcmp(tag, "agent_message_chunk")) {
         const char *t = json_string_value(json_object_get(json_object_get(u, "content"), "text"));
-        if (t) {
+        if (t && *t) {
+            if (o->gap) finish_line(o);
+            o->gap = false;
             fputs(t, stdout);
             fflush(stdout);
+            o->printed = true;
+            o->at_nl = t[strlen(t) - 1] == '\n';
         }
-    } else if (!strcmp(tag, "tool_call")) {
+        return;
+    }
+    /* the end of a model message: its usage, a thought, a tool call or its result, a
+     * plan (not the title, mode or command list, which may come at any time) */
+    if (!strcmp(tag, "usage_update") || !strcmp(tag, "agent_thought_chunk") ||
+        !strncmp(tag, "tool_call", 9) || !strcmp(tag, "plan"))
+        o->gap = true;
+    if (!strcmp(tag, "tool_call")) {
+        finish_line(o);
         fprintf(stderr, "[tool] %s\n", json_string_value(json_object_get(u, "title")));
     } else if (!strcmp(tag, "tool_call_update")) {
         const char *st = json_string_value(json_object_get(u, "status"));
         if (st && (!strcmp(st, "completed") || !strcmp(st, "failed"))) {
+            finish_line(o);
             fprintf(stderr, "[tool] %s\n", st);
             show_placement(u);
         }
@@ -109,7 +152,12 @@ static void show_update(json_t *params) {
 
 static void usage(FILE *f) {
     fprintf(f, "usage: peri print \"PROMPT\" [--cwd DIR] [--db PATH] [--allow]\n"
-               "  --allow  allow tools that need permission (default: reject them)\n");
+               "  --cwd DIR  the session's directory (default: the current one)\n"
+               "  --db PATH  the session store (default: $PERI_STORE, else ~/.peri/peri.db)\n"
+               "  --allow    allow tools that need permission (default: reject them)\n"
+               "The answer goes to stdout, tool activity and errors to stderr.\n"
+               "Exit status: 0 the turn ended normally (end_turn); 1 it did not (an error,\n"
+               "a refusal, the step limit; the reason on stderr); 2 usage error.\n");
 }
 
 int peri_cmd_print(int argc, char **argv) {
@@ -131,12 +179,16 @@ int peri_cmd_print(int argc, char **argv) {
         } else if (!prompt && argv[i][0] != '-') {
             prompt = argv[i];
         } else {
-            fprintf(stderr, "peri print: unexpected argument \"%s\"\n", argv[i]);
+            fprintf(stderr, "peri print: unexpected argument \"%s\"%s\n", argv[i],
+                    !strcmp(argv[i], "--cwd") || !strcmp(argv[i], "--db") ? " (it needs a value)"
+                    : prompt && argv[i][0] != '-' ? " (one prompt only: quote it)"
+                                                  : "");
             usage(stderr);
             return 2;
         }
     }
     if (!prompt) {
+        fprintf(stderr, "peri print: the prompt is missing\n");
         usage(stderr);
         return 2;
     }
@@ -178,18 +230,20 @@ int peri_cmd_print(int argc, char **argv) {
     send_frame(wfd, request(2, "session/new", json_pack("{s:s, s:[]}", "cwd", abs, "mcpServers")));
     json_t *f;
     char sid[64] = "";
+    out_state out = {0};
     while (in && (f = read_frame(in))) {
         json_t *id = json_object_get(f, "id");
         const char *method = json_string_value(json_object_get(f, "method"));
         json_t *err = json_object_get(f, "error");
         if (method && !strcmp(method, "session/update")) {
-            show_update(json_object_get(f, "params"));
+            show_update(&out, json_object_get(f, "params"));
         } else if (method && !strcmp(method, "session/request_permission")) {
             json_t *tc = json_object_get(json_object_get(f, "params"), "toolCall");
             const char *title = json_string_value(json_object_get(tc, "title"));
             /* A project-trust question is never answered yes here, not even with --allow:
              * trusting a project is a decision the user makes with `peri trust`. */
             bool trust_q = json_object_get(json_object_get(tc, "_meta"), "peri.trustRequest");
+            finish_line(&out);
             if (trust_q)
                 fprintf(stderr,
                         "[trust] %s: not trusted (review and trust it with `peri trust DIR`)\n",
@@ -201,7 +255,9 @@ int peri_cmd_print(int argc, char **argv) {
                                       "result", "outcome", "outcome", "selected", "optionId",
                                       allow && !trust_q ? "allow_once" : "reject_once"));
         } else if (json_is_integer(id) && err) {
-            fprintf(stderr, "peri print: %s\n", json_string_value(json_object_get(err, "message")));
+            finish_line(&out);
+            const char *m = json_string_value(json_object_get(err, "message"));
+            fprintf(stderr, "peri print: %s\n", m ? m : "the agent answered an error");
             json_decref(f);
             break;
         } else if (json_is_integer(id) && json_integer_value(id) == 2) {
@@ -214,14 +270,15 @@ int peri_cmd_print(int argc, char **argv) {
         } else if (json_is_integer(id) && json_integer_value(id) == 3) {
             stop = json_string_value(json_object_get(json_object_get(f, "result"), "stopReason"));
             status = stop && !strcmp(stop, "end_turn") ? 0 : 1;
-            if (status) fprintf(stderr, "\nperi print: stopped: %s\n", stop ? stop : "?");
+            finish_line(&out);
+            if (status) fprintf(stderr, "peri print: stopped: %s\n", stop ? stop : "?");
             json_decref(f);
             break;
         }
         json_decref(f);
     }
-    fputc('\n', stdout);
-    close(wfd); /* EOF: the server closes the session and returns */
+    finish_line(&out); /* the answer's last line; nothing when there was no answer */
+    close(wfd);        /* EOF: the server closes the session and returns */
     while (in && (f = read_frame(in)))
         json_decref(f);
     pthread_join(th, NULL);

@@ -32,7 +32,10 @@ extern char **environ;
 #define RUN_CPU_MS_DEFAULT     3600000u
 #define RUN_WALL_MS_DEFAULT    3600000u
 #define RUN_MEMORY_MIB_DEFAULT 4096u
-#define RUN_VERSION            "peri run 0.1.0 (WASI preview 1; peri-c-room/0.1.0)"
+#ifndef PERI_VERSION
+#define PERI_VERSION "0.0.0-unknown" /* set by CMake from project(VERSION) */
+#endif
+#define RUN_VERSION "peri run " PERI_VERSION " (WASI preview 1; peri-c-room/" PERI_VERSION ")"
 
 static void usage(FILE *f) {
     fprintf(
@@ -79,6 +82,40 @@ static void on_output(void *ud, int stream, const char *bytes, size_t len) {
         if (k <= 0) return; /* a closed pipe: the program's output goes nowhere */
         bytes += k;
         len -= (size_t)k;
+    }
+}
+
+/* A room message about FILE in English (the room's own texts are the contract's, in
+ * Chinese; `peri run` is not under the contract), with what the user can change. */
+static void run_error(const char *wasm, const char *msg) {
+    char en[700];
+    const char *e = pr_message_english(msg, en, sizeof en);
+    const char *hint = "";
+    if (strstr(msg, "CPU 时间超过"))
+        hint = "; raise it with --cpu-ms N";
+    else if (strstr(msg, "运行时间超过"))
+        hint = "; raise it with --wall-ms N";
+    else if (strstr(msg, "内存超过上限"))
+        hint = "; raise it with --max-memory-mib N";
+    fprintf(stderr, "peri run: %s: %s%s\n", wasm, e ? e : msg, hint);
+}
+
+/* Why FILE cannot be loaded, for the user: not WebAssembly at all (source code, a
+ * script, Base64) or a damaged / unsupported module. */
+static void load_error(const char *wasm, const unsigned char *bytes, size_t len, const char *msg) {
+    if (strcmp(msg, "隔离运行失败：动态 Worker 程序不是有效 Wasm") != 0) {
+        run_error(wasm, msg);
+    } else if (len < 4 || memcmp(bytes, "\0asm", 4) != 0) {
+        fprintf(stderr,
+                "peri run: %s is not a WebAssembly module (a .wasm file starts with the bytes "
+                "\\0asm).\nCompile the program to WebAssembly first (for C: clang "
+                "--target=wasm32-wasi, or wasi-sdk) and run the .wasm file.\n",
+                wasm);
+    } else {
+        fprintf(stderr,
+                "peri run: %s is not a valid WebAssembly module (malformed, or it uses a "
+                "feature the engine does not support); `peri wasm validate %s` says where.\n",
+                wasm, wasm);
     }
 }
 
@@ -317,7 +354,10 @@ int peri_cmd_run(int argc, char **argv) {
     size_t len = 0;
     unsigned char *bytes = args ? (unsigned char *)peri_read_file(o.wasm, false, &len) : NULL;
     if (!bytes) {
-        fprintf(stderr, "peri run: cannot read %s\n", o.wasm);
+        if (args)
+            fprintf(stderr, "peri run: cannot read the module %s: %s\n", o.wasm, strerror(errno));
+        else
+            fprintf(stderr, "peri run: out of memory\n");
         free(args);
         opts_free(&o);
         return 1;
@@ -330,7 +370,12 @@ int peri_cmd_run(int argc, char **argv) {
     pr_fs *fs = pr_fs_new();
     pr_program *p = h ? pr_program_load(h, (pr_str){"cli", 3}, bytes, len, &err) : NULL;
     if (!h || !fs || !p) {
-        fprintf(stderr, "%s\n", fs ? err.message : "peri run: out of memory");
+        if (!fs)
+            fprintf(stderr, "peri run: out of memory\n");
+        else if (!h)
+            run_error(o.wasm, err.message);
+        else
+            load_error(o.wasm, bytes, len, err.message);
         goto done;
     }
     /* The in-memory FS's timestamps count from the run's start in ns (issue 17), or
@@ -368,7 +413,8 @@ int peri_cmd_run(int argc, char **argv) {
         size_t flen;
         unsigned char *data = (unsigned char *)peri_read_file(eq + 1, false, &flen);
         if (!data) {
-            fprintf(stderr, "peri run: cannot read %s\n", eq + 1);
+            fprintf(stderr, "peri run: --file %s: cannot read %s: %s\n", o.files[i], eq + 1,
+                    strerror(errno));
             goto done;
         }
         int w = pr_fs_write(fs, o.files[i], (size_t)(eq - o.files[i]), data, flen);
@@ -404,7 +450,7 @@ int peri_cmd_run(int argc, char **argv) {
                            .invoke_nresults = o.invoke ? ft.nresults : 0};
     pr_outcome oc;
     if (!pr_exec(h, p, &opt, &oc, &err)) {
-        fprintf(stderr, "peri run: %s\n", err.message);
+        run_error(o.wasm, err.message);
         goto done;
     }
     if (oc.trapped) {
@@ -415,7 +461,7 @@ int peri_cmd_run(int argc, char **argv) {
             fprintf(stderr, "peri run: output over --max-output %llu bytes\n",
                     (unsigned long long)o.max_output);
         else
-            fprintf(stderr, "peri run: %s\n", oc.error);
+            run_error(o.wasm, oc.error);
         rc = oc.exit_code ? oc.exit_code : 1;
     } else {
         rc = oc.exit_code;

@@ -3,8 +3,11 @@
  * (also `peri` alone on a terminal, `peri --continue`, `peri --resume ID`): the
  * interactive terminal client (src/tui/, docs/tui.md). This file maps the command line
  * and the environment (NO_COLOR, the locale) into ptui_options; the TUI reads neither.
+ * The user's settings file is checked before the screen is taken (host_env.c): a broken
+ * one stops here with the reason, instead of an agent that exits into a log.
  */
 #include "cli/commands.h"
+#include "cli/host_env.h"
 #include "tui/tui.h"
 
 #include <langinfo.h>
@@ -22,9 +25,12 @@ static void usage(FILE *f) {
                "  --resume ID  resume session ID (/resume inside lists them)\n"
                "  --log FILE   append the agent's diagnostics to FILE (default: discarded)\n"
                "  Keys: Enter sends; \\+Enter, Alt-Enter or Ctrl-J add a line; Up/Down history;\n"
-               "  Tab completes /commands; Shift-Tab cycles the mode; 1-9 answer a permission "
+               "  /help lists the commands; Tab completes /commands; Shift-Tab cycles the mode; "
+               "1-9 answer a permission "
                "prompt; Esc cancels the\n"
-               "  turn; PgUp/PgDn scroll; Ctrl-C twice quits. NO_COLOR=1 turns colour off.\n");
+               "  turn; PgUp/PgDn scroll; Ctrl-C twice quits. NO_COLOR=1 turns colour off.\n"
+               "  Exit status: 0 after a quit; 1 when it cannot start (settings, peri-agent);\n"
+               "  2 usage error or no terminal.\n");
 }
 
 int peri_cmd_tui(int argc, char **argv) {
@@ -53,6 +59,20 @@ int peri_cmd_tui(int argc, char **argv) {
     if (!isatty(0) || !isatty(1)) {
         fprintf(stderr, "peri tui: needs a terminal (use `peri print` or `peri acp` otherwise)\n");
         return 2;
+    }
+    /* The agent checks the settings too, but its messages go to the log: a broken file
+     * is said here, before the screen is taken; warnings stay visible after the TUI. */
+    const char *home = getenv("HOME");
+    if (home && *home) {
+        char path[PATH_MAX], err[1024];
+        snprintf(path, sizeof path, "%s/.peri/settings.json", home);
+        json_t *doc = peri_settings_read(path, true, err, sizeof err);
+        int bad = !doc || peri_settings_validate(doc, path, stderr, err, sizeof err) != 0;
+        json_decref(doc);
+        if (bad) {
+            fprintf(stderr, "peri tui: %s\n", err);
+            return 1;
+        }
     }
     char abs[PATH_MAX], self[PATH_MAX];
     if (!realpath(cwd ? cwd : ".", abs)) {

@@ -31,7 +31,10 @@ static int wasm_usage(FILE *f) {
                "                 exported function FUNC with ARGS; prints the results\n"
                "  --v8-messages  trap messages in V8's wording instead of the spec's\n"
                "  --engine E     execution tier: auto (default), interp or jit (docs/jit.md)\n"
-               "  --time         print compile/instantiate/call times on stderr\n");
+               "  --time         print compile/instantiate/call times on stderr\n"
+               "Exit status: 0 success (valid; the call returned); 1 the module is malformed,\n"
+               "invalid or cannot be instantiated, the file cannot be read, or the call\n"
+               "trapped; 2 usage error.\n");
     return f == stdout ? 0 : 2;
 }
 
@@ -89,7 +92,11 @@ static const char *wasm_status_word(pw_status s) {
 }
 
 static int wasm_validate(int argc, char **argv) {
-    if (argc != 2) return wasm_usage(stderr);
+    if (argc != 2) {
+        fprintf(stderr, "peri wasm validate: %s\n",
+                argc < 2 ? "the module FILE is missing" : "one FILE only");
+        return wasm_usage(stderr);
+    }
     size_t len;
     uint8_t *bytes = wasm_read_file(argv[1], &len);
     if (!bytes) {
@@ -151,7 +158,12 @@ static int wasm_invoke(int argc, char **argv) {
             return wasm_usage(stderr);
         }
     }
-    if (argc - i < 2) return wasm_usage(stderr);
+    if (argc - i < 2) {
+        fprintf(stderr, "peri wasm invoke: %s\n",
+                argc - i < 1 ? "the module FILE and the function FUNC are missing"
+                             : "the function FUNC to call is missing");
+        return wasm_usage(stderr);
+    }
     const char *file = argv[i], *func = argv[i + 1];
     char **args = argv + i + 2;
     uint32_t nargs = (uint32_t)(argc - i - 2);
@@ -265,7 +277,10 @@ out:
 }
 
 int peri_cmd_wasm(int argc, char **argv) {
-    if (argc < 2) return wasm_usage(stderr);
+    if (argc < 2) {
+        fprintf(stderr, "peri wasm: validate or invoke is missing\n");
+        return wasm_usage(stderr);
+    }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) return wasm_usage(stdout);
     if (strcmp(argv[1], "validate") == 0) return wasm_validate(argc - 1, argv + 1);
     if (strcmp(argv[1], "invoke") == 0) return wasm_invoke(argc - 1, argv + 1);

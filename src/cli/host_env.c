@@ -3,9 +3,13 @@
  *
  * Owns every environment read of the agent host (the library has none): HOME for the
  * default store, settings file and machine-id file; PERI_MACHINE_ID; the provider keys
- * and PERI_* knobs as settings overrides. Everything ends up in pacp_options.
+ * and PERI_* knobs as settings overrides. Everything ends up in pacp_options. The
+ * settings file is checked against the schema (src/agent/settings_schema.c) before the
+ * environment is applied: unknown keys are warned about on stderr, wrong types and
+ * broken JSON stop the start with a message naming the field or line and column.
  */
 #include "cli/host_env.h"
+#include "peri/agent.h"
 
 #include <errno.h>
 #include <libpq-fe.h>
@@ -112,13 +116,40 @@ json_t *peri_settings_read(const char *path, bool optional, char *err, size_t er
         doc = json_loadf(f, 0, &je);
         fclose(f);
     }
+    const char *name = strcmp(path, "-") ? path : "settings from stdin";
+    if (!doc)
+        snprintf(err, errlen,
+                 "%s:%d:%d: not valid JSON: %s (fix the file, or move it away to start "
+                 "without it)",
+                 name, je.line, je.column, je.text);
+    else if (!json_is_object(doc))
+        snprintf(err, errlen, "%s: settings must be an object ({...})", name);
     if (!json_is_object(doc)) {
-        snprintf(err, errlen, "%s: %s", strcmp(path, "-") ? path : "settings from stdin",
-                 doc ? "settings must be an object" : je.text);
         json_decref(doc);
         return NULL;
     }
     return doc;
+}
+
+typedef struct settings_report {
+    const char *name;
+    FILE *to;
+} settings_report;
+
+static void print_finding(void *ud, bool error, const char *message) {
+    settings_report *r = ud;
+    fprintf(r->to, "peri: %s: %s%s\n", r->name, error ? "" : "warning: ", message);
+}
+
+int peri_settings_validate(const json_t *doc, const char *name, FILE *to, char *err,
+                           size_t errlen) {
+    settings_report r = {name, to};
+    size_t n = pag_settings_check(doc, print_finding, &r);
+    if (n) {
+        snprintf(err, errlen, "%s: %zu setting%s to fix (above)", name, n, n == 1 ? "" : "s");
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- issue 15: the standard libpq environment -> the PostgreSQL store URL ---- */
@@ -217,21 +248,22 @@ int peri_host_start_init(peri_host_start *h, const peri_host_args *a, char *err,
         }
     }
     /* settings: --settings FILE|-, else ~/.peri/settings.json; then the environment */
+    /* Both are checked against the schema (unknown keys warned about, wrong types and
+     * broken JSON refused, naming the field or the line and column). */
+    char path[PATH_MAX];
     if (a->settings) {
+        snprintf(path, sizeof path, "%s",
+                 strcmp(a->settings, "-") ? a->settings : "settings from stdin");
         h->settings = peri_settings_read(a->settings, false, err, errlen);
     } else if (home) {
-        char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/.peri/settings.json", home);
         h->settings = peri_settings_read(path, true, err, errlen);
-        if (!h->settings) {
-            /* A broken default file is reported and ignored, as before. */
-            fprintf(stderr, "peri: settings ignored: %s\n", err);
-            h->settings = json_object();
-        }
     } else {
+        path[0] = 0;
         h->settings = json_object();
     }
     if (!h->settings) goto fail;
+    if (path[0] && peri_settings_validate(h->settings, path, stderr, err, errlen) != 0) goto fail;
     if (peri_settings_apply_env(h->settings, NULL) != 0) {
         snprintf(err, errlen, "out of memory reading the environment");
         goto fail;

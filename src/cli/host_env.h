@@ -11,6 +11,7 @@
 #include "peri/store.h"
 
 #include <limits.h>
+#include <stdio.h>
 
 /* What the command line said; NULL fields take the defaults below. */
 typedef struct peri_host_args {
@@ -46,8 +47,14 @@ int peri_settings_apply_env(json_t *doc, const char *(*getenv_fn)(const char *))
 
 /* Reads a settings document: path "-" = the first line of fd 0 (read byte by byte so
  * that the JSON-RPC frames after it stay unread). Missing file with optional: {}.
- * Returns a new object or NULL with err ("settings must be an object", parse error). */
+ * Returns a new object or NULL with err ("settings must be an object", or a parse error
+ * naming the line and column: "FILE:3:5: not valid JSON: ..."). */
 json_t *peri_settings_read(const char *path, bool optional, char *err, size_t errlen);
+
+/* Checks a settings document against the schema (pag_settings_check): each finding is
+ * printed to `to` as "peri: NAME: ..." (warnings too). 0 when there are no errors, else
+ * -1 with a summary in err. */
+int peri_settings_validate(const json_t *doc, const char *name, FILE *to, char *err, size_t errlen);
 
 /* Issue 15: url (postgresql://...) with the standard libpq environment variables
  * (PGHOST, PGHOSTADDR, PGPORT, PGUSER, PGPASSWORD, PGPASSFILE, PGDATABASE, PGSSLMODE,

@@ -30,6 +30,14 @@ static const peri_command peri_commands[] = {
      "review and trust a project's own configuration (.peri/settings.json)"},
 };
 
+/* The exit status of the commands (with `peri --help`). */
+static void peri_exit_codes(FILE *f) {
+    fprintf(f, "Exit status: 0 success; 1 failure (the reason on stderr); 2 usage error (what\n"
+               "was wrong, then the usage). `peri run` and `peri ruby` exit with the program's\n"
+               "status (134 for a trap); `peri place run` exits 3 when its result says\n"
+               "ok:false. Never 0 on a failure.\n");
+}
+
 static void peri_usage(FILE *f) {
     fprintf(f, "usage: peri <command> [arguments]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof peri_commands / sizeof peri_commands[0]; i++)
@@ -54,6 +62,7 @@ int main(int argc, char **argv) {
         return peri_cmd_agent(argc, tui + 1);
     }
     if (argc < 2) {
+        fprintf(stderr, "peri: a command is missing\n");
         peri_usage(stderr);
         return 2;
     }
@@ -64,6 +73,7 @@ int main(int argc, char **argv) {
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         peri_usage(stdout);
+        peri_exit_codes(stdout);
         return 0;
     }
     for (size_t i = 0; i < sizeof peri_commands / sizeof peri_commands[0]; i++)

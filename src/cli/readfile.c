@@ -12,13 +12,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define READ_MAX ((size_t)1 << 31)
 
-/* Caller frees. NULL with errno set on failure (ENOMEM, EFBIG, or fopen's/fread's). */
+/* Caller frees. NULL with errno set on failure (ENOMEM, EFBIG, EISDIR, or fopen's/fread's). */
 char *peri_read_file(const char *path, bool dash_is_stdin, size_t *len) {
     FILE *f = dash_is_stdin && strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (!f) return NULL;
+    struct stat st;
+    if (f != stdin && fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f); /* a directory opens but does not read: say what it is */
+        errno = EISDIR;
+        return NULL;
+    }
     size_t cap = 1 << 16, n = 0;
     char *b = malloc(cap + 1);
     while (b) {

@@ -1,7 +1,8 @@
 /*
  * app.c — the TUI's event loop: one poll over the terminal, the agent's stdout and the
  * signal pipe. Keys edit the input or answer the open prompt (permission, session
- * picker), local commands (/resume, /quit) and completion live here; ACP frames go to
+ * picker), local commands (/help, /resume, /quit; an unknown /name is refused here,
+ * never sent) and completion live here; ACP frames go to
  * session.c; every pass ends with one diffed frame (the prompts and the status line
  * are composed here). Quit (Ctrl-C twice, Ctrl-D on an empty input, /quit, a
  * terminating signal): the terminal is restored first, then the session is closed
@@ -26,13 +27,90 @@
 
 /* ------------------------------------------------------------------ input */
 
+/* Slash commands: the agent's (available_commands_update) and the client's own. */
+static const char *const CLIENT_CMDS[] = {"help", "resume", "quit"};
+#define NCLIENT (sizeof CLIENT_CMDS / sizeof CLIENT_CMDS[0])
+static const char *const CLIENT_DESC[] = {"this list of commands and keys",
+                                          "pick an earlier session of this directory to resume",
+                                          "quit (also /exit, Ctrl-D on an empty line)"};
+
+/* The command name of s into name: "/" + letters, digits, '-', '_', ':' or '.', ended by
+ * a space, a newline or the end. false for anything else ("/usr/lib is ..." is a
+ * prompt, not a command). */
+static bool slash_name(const char *s, char *name, size_t n) {
+    if (s[0] != '/') return false;
+    size_t k = 0;
+    for (const char *p = s + 1; *p && *p != ' ' && *p != '\n'; p++) {
+        char c = *p;
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '-' || c == '_' || c == ':' || c == '.';
+        if (!ok || k + 1 >= n) return false;
+        name[k++] = c;
+    }
+    name[k] = 0;
+    return k > 0;
+}
+
+static bool agent_command(const pt_app *a, const char *name) {
+    for (size_t i = 0; i < json_array_size(a->commands); i++) {
+        const char *c = json_string_value(json_object_get(json_array_get(a->commands, i), "name"));
+        if (c && !strcmp(c, name)) return true;
+    }
+    return false;
+}
+
+/* /help: the commands (the client's, then the agent's with their descriptions) and the
+ * keys, as a notice in the transcript; nothing goes to the agent. */
+static void show_help(pt_app *a) {
+    pt_buf b = {0};
+    char line[512];
+    pt_buf_add(&b, "Commands (handled here):", 24);
+    for (size_t i = 0; i < NCLIENT; i++) {
+        int w = snprintf(line, sizeof line, "\n  /%-10s %s", CLIENT_CMDS[i], CLIENT_DESC[i]);
+        if (w > 0) pt_buf_add(&b, line, strlen(line));
+    }
+    size_t n = json_array_size(a->commands);
+    if (n) pt_buf_add(&b, "\nCommands of the agent:", 23);
+    for (size_t i = 0; i < n; i++) {
+        json_t *c = json_array_get(a->commands, i);
+        const char *name = json_string_value(json_object_get(c, "name"));
+        const char *desc = json_string_value(json_object_get(c, "description"));
+        if (!name) continue;
+        int w = snprintf(line, sizeof line, "\n  /%-10s %.300s", name, desc ? desc : "");
+        if (w > 0) pt_buf_add(&b, line, strlen(line));
+    }
+    const char *keys = "\nKeys: Enter sends; \\+Enter, Alt-Enter or Ctrl-J add a line; Up/Down "
+                       "history; Tab completes /commands; Shift-Tab cycles the mode; Esc cancels "
+                       "the turn; PgUp/PgDn scroll; Ctrl-C twice quits.";
+    pt_buf_add(&b, keys, strlen(keys));
+    pt_app_notice(a, PT_FG(PT_CYAN), b.s ? b.s : "");
+    pt_buf_free(&b);
+}
+
 static void send_input(pt_app *a) {
     const char *s = a->in.b.s ? a->in.b.s : "";
     while (*s == ' ' || *s == '\n')
         s++;
     if (!*s) return;
-    if (!strcmp(s, "/quit") || !strcmp(s, "/exit")) {
+    char name[64];
+    bool cmd = slash_name(s, name, sizeof name);
+    if (cmd && (!strcmp(name, "quit") || !strcmp(name, "exit"))) {
         a->quit = true;
+        return;
+    }
+    if (cmd && !strcmp(name, "help")) {
+        free(pt_input_take(&a->in));
+        a->scroll = 0;
+        a->msg[0] = 0;
+        show_help(a);
+        return;
+    }
+    /* An unknown command stays in the input, unsent, with a word why. Before the agent
+     * has listed its commands nothing can be called unknown. */
+    if (cmd && strcmp(name, "resume") && a->commands && !agent_command(a, name)) {
+        char m[128];
+        snprintf(m, sizeof m, "Unknown command /%s: /help lists the commands.", name);
+        pt_app_msg(a, PT_FG(PT_YELLOW), "%s", m);
         return;
     }
     if (!strcmp(s, "/resume")) {
@@ -57,9 +135,6 @@ static void send_input(pt_app *a) {
     free(text);
 }
 
-/* Slash commands: the agent's (available_commands_update) and the client's own. */
-static const char *const CLIENT_CMDS[] = {"resume", "quit"};
-
 static void complete(pt_app *a) {
     const char *s = a->in.b.s;
     if (!s || s[0] != '/' || strpbrk(s, " \n")) return;
@@ -68,7 +143,7 @@ static void complete(pt_app *a) {
     char common[128] = "";
     int matches = 0;
     size_t n = json_array_size(a->commands);
-    for (size_t i = 0; i < n + 2; i++) {
+    for (size_t i = 0; i < n + NCLIENT; i++) {
         const char *name =
             i < n ? json_string_value(json_object_get(json_array_get(a->commands, i), "name"))
                   : CLIENT_CMDS[i - n];
@@ -94,7 +169,7 @@ static void completion_hint(pt_app *a, char *out, size_t len) {
     if (!s || s[0] != '/' || strpbrk(s, " \n")) return;
     size_t pl = strlen(s + 1), used = 0;
     size_t n = json_array_size(a->commands);
-    for (size_t i = 0; i < n + 2 && used + 1 < len; i++) {
+    for (size_t i = 0; i < n + NCLIENT && used + 1 < len; i++) {
         json_t *c = i < n ? json_array_get(a->commands, i) : NULL;
         const char *name = c ? json_string_value(json_object_get(c, "name")) : CLIENT_CMDS[i - n];
         if (!name || strncmp(name, s + 1, pl)) continue;

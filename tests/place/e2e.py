@@ -45,7 +45,7 @@ if not shutil.which("bwrap"):
 # 1. shell -> L1 native
 rc, lines, _, err = place(["run"], {"run_id": "e1", "program": {"shell": "echo native; echo e >&2; exit 3"},
                                     "requirements": ["shell"]})
-check(rc == 0, f"shell run exit {rc} {err}")
+check(rc == 3, f"shell run exit {rc} (ok:false exits 3) {err}")
 dec = [l["decision"] for l in lines if "decision" in l]
 res = [l["result"] for l in lines if "result" in l]
 check(len(dec) == 1 and dec[0]["backend"] == "native_sandbox"
@@ -115,7 +115,7 @@ outside = tempfile.mkdtemp(prefix="peri-place-outside-")
 rc, lines, _, err = place(["run"], {"run_id": "e6", "program": {"shell": f"pwd; cat a.txt; echo new > b.txt; echo x > {outside}/c.txt"},
                                     "requirements": ["shell"], "state_class": "native_workspace_ref", "workspace": ws})
 res = lines[-1]["result"] if lines else {}
-check(rc == 0 and res.get("stdout") == f"{ws}\nhi\n" and open(os.path.join(ws, "b.txt")).read() == "new\n"
+check(rc == 3 and res.get("stdout") == f"{ws}\nhi\n" and open(os.path.join(ws, "b.txt")).read() == "new\n"
       and os.listdir(outside) == [], f"workspace {res} {os.listdir(outside)}")
 check(lines and lines[0]["decision"]["reason"] == "native_state_dependency", f"workspace decision {lines[:1]}")
 shutil.rmtree(ws); shutil.rmtree(outside)
@@ -130,7 +130,7 @@ check(rc == 0 and lines[0]["decision"]["reason"] == "wasm_runtime_unavailable" a
 rc, lines, _, _ = place(["decide"], {"run_id": "e4", "program": {"shell": "true"}, "requirements": ["shell"]})
 check(rc == 0 and len(lines) == 1 and "decision" in lines[0], f"decide {lines}")
 rc, lines, _, _ = place(["run", "--native", "no"], {"run_id": "e5", "program": {"shell": "true"}, "requirements": ["shell"]})
-check(rc == 0 and lines[0]["decision"]["status"] == "unavailable"
+check(rc == 3 and lines[0]["decision"]["status"] == "unavailable"
       and lines[0]["decision"]["reason"] == "native_unavailable"
       and lines[-1]["result"]["ok"] is False and "native_unavailable" in lines[-1]["result"]["error"],
       f"unavailable {lines}")
@@ -145,7 +145,7 @@ rc, lines, out, err = place(["run"], {"run_id": "e8", "program": {"wasm": probe,
                                       "limits": {"cpu_ms": 100}})
 res = lines[-1]["result"] if lines else {}
 ev = [l["evidence"] for l in lines if "evidence" in l]
-check(rc == 0 and res.get("ok") is False and res.get("error") == "隔离运行失败：CPU 时间超过 100 ms"
+check(rc == 3 and res.get("ok") is False and res.get("error") == "隔离运行失败：CPU 时间超过 100 ms"
       and res.get("stopped_by") == "cpu_ms" and res.get("limits", {}).get("cpu_ms") == 100,
       f"cpu_ms 100 {res}")
 check(ev and ev[0]["end"] == "cpu_limit" and ev[0]["limits"]["cpu_ms"] == 100
@@ -154,7 +154,7 @@ rc, lines, out, err = place(["run"], {"run_id": "e9", "program": {"wasm": probe,
                                       "limits": {"cpu_ms": 60000, "memory_mib": 64, "output_bytes": 1000}})
 res = lines[-1]["result"] if lines else {}
 ev = [l["evidence"] for l in lines if "evidence" in l]
-check(rc == 0 and res.get("limits") == {"cpu_ms": 1000, "wall_ms": 5000, "memory_mib": 64, "output_bytes": 1000}
+check(rc == 3 and res.get("limits") == {"cpu_ms": 1000, "wall_ms": 5000, "memory_mib": 64, "output_bytes": 1000}
       and res.get("capped") == ["cpu_ms"] and res.get("stopped_by") == "output_bytes"
       and res.get("error") == "输出超过 1000 字节" and res.get("ok") is False
       and res.get("stdout") == "x" * 1000, f"capped / output {res}")

@@ -41,9 +41,10 @@ def run(name, shell, limits=None, network=None, env=None, policy=None, timeout=1
     dt = time.monotonic() - t0
     for t in tmp:
         os.unlink(t)
-    check(p.returncode == 0, f"{name}: exit {p.returncode} {err.decode()[:300]}")
     lines = [json.loads(l) for l in out.decode().splitlines() if l.strip()]
     res = next((l["result"] for l in lines if "result" in l), {})
+    # exit 0 for ok:true, 3 for ok:false (docs/placement.md)
+    check(p.returncode == (0 if res.get("ok") else 3), f"{name}: exit {p.returncode} {err.decode()[:300]}")
     ev = next((l["evidence"] for l in lines if "evidence" in l), {})
     # after every case: nothing left behind
     uid = ev.get("uid")

@@ -6,7 +6,7 @@ database, as in tests/acp/e2e.py). Every check polls the screen with a generous
 timeout; the cancel check measures send-keys -> screen.
 
 usage: tui_tmux.py PERI_BINARY MOCK_MODEL_PY SCENARIO [--capture FILE]
-Scenarios: turn, placement, cancel, resume, resize, plain, restore.
+Scenarios: turn, placement, cancel, resume, resize, plain, restore, prompts, help.
 Exit 0 = pass, 1 = fail, 77 = skipped (tmux missing; a failure when CI=true).
 TUI_CTL_LOG=FILE logs every line of the tmux control client (debugging).
 """
@@ -562,7 +562,38 @@ def s_prompts(E, capture=None):
         u.t.kill()
 
 
-SCENARIOS = {"turn": s_turn, "placement": s_placement, "cancel": s_cancel, "resume": s_resume, "resize": s_resize,
+def s_help(E, capture=None):
+    """/help and the other local commands are handled in the TUI: shown in the transcript,
+    never sent to the model; an unknown /name says so and stays unsent; an agent command
+    and a prompt that merely starts with a path still go to the agent."""
+    E.settings({"maxRetries": 0})
+    u = Tui(E, cols=100, rows=40)
+    try:
+        u.ready()
+        before = len(E.mock.requests())
+        u.send("/help")
+        s = u.t.wait("Commands (handled here):", "the /help text")
+        check("/resume" in s and "/quit" in s, "client commands missing from /help:\n" + s)
+        check("Commands of the agent:" in s and "/compact" in s,
+              "agent commands missing from /help:\n" + s)
+        check("Keys:" in s, "keys missing from /help:\n" + s)
+        u.send("/frobnicate now")
+        s = u.t.wait("Unknown command /frobnicate", "the unknown-command message")
+        check("/help lists the commands" in s, "no hint to /help:\n" + s)
+        time.sleep(0.5)
+        check(len(E.mock.requests()) == before,
+              "a local or unknown command reached the model: %r" % E.mock.requests()[before:])
+        u.t.keys("C-u")  # the unknown command stayed in the input: clear it
+        mock_script(E, [{"text": "a path is a prompt"}])
+        u.send("/usr/lib is where it lives")
+        u.t.wait("a path is a prompt", "the answer to a prompt starting with a path")
+        check(len(E.mock.requests()) == before + 1, "the path prompt was not sent once")
+        u.quit_and_check_restored()
+    finally:
+        u.t.kill()
+
+
+SCENARIOS = {"help": s_help, "turn": s_turn, "placement": s_placement, "cancel": s_cancel, "resume": s_resume, "resize": s_resize,
              "plain": s_plain, "restore": s_restore, "prompts": s_prompts}
 
 
