@@ -408,6 +408,36 @@ static int resolve(pw_call_ctx *cx, void *env, uint32_t dirfd, uint32_t ptr, uin
     return E_SUCCESS;
 }
 
+/* What every single-path path_* call starts with. The directory descriptor dirfd must
+ * hold right (when it is a directory); below a host directory (K_HDIR) pa->host is set
+ * with the guest's path bytes in pa->path/pa->len, for hostdir.c; otherwise the path is
+ * resolved in the in-memory tree (resolve; follow: a final symbolic link is followed)
+ * into pa->norm (owned: free it), pa->n and pa->slash. Returns a WASI errno. */
+typedef struct path_arg {
+    wfd *host;
+    const char *path;
+    uint32_t len;
+    char *norm;
+    size_t n;
+    bool slash;
+} path_arg;
+
+static int path_begin(pw_call_ctx *cx, void *env, uint32_t dirfd, uint32_t ptr, uint32_t len,
+                      uint64_t right, bool follow, path_arg *pa) {
+    memset(pa, 0, sizeof *pa);
+    wfd *d = getfd(env, dirfd);
+    if (d && (d->kind == K_DIR || d->kind == K_HDIR) && (d->rights & right) != right)
+        return E_NOTCAPABLE;
+    if (d && d->kind == K_HDIR) {
+        int e = guest_path(cx, ptr, len, &pa->path);
+        if (e) return e;
+        pa->host = d;
+        pa->len = len;
+        return E_SUCCESS;
+    }
+    return resolve(cx, env, dirfd, ptr, len, follow, &pa->norm, &pa->n, &pa->slash);
+}
+
 /* True when some proper ancestor of norm is a regular file (then norm cannot exist). */
 static bool ancestor_is_file(const pr_fs *fs, const char *norm, size_t n) {
     for (size_t i = n; i > 1; i--) {
@@ -1278,22 +1308,13 @@ HOST(path_open) {
 }
 
 HOST(path_create_directory) {
-    {
-        wfd *d = getfd(env, U32(0));
-        if (d && (d->kind == K_DIR || d->kind == K_HDIR)) NEED(d, R_MKDIR);
-        if (d && d->kind == K_HDIR) {
-            const char *path;
-            int he = guest_path(cx, U32(1), U32(2), &path);
-            if (he) RET(he);
-            RET(pr__hd_mkdir(d->os, path, U32(2)));
-        }
-    }
-    pr_run_state *rs = RS(env);
-    char *norm;
-    size_t n;
-    bool slash;
-    int e = resolve(cx, env, U32(0), U32(1), U32(2), false, &norm, &n, &slash);
+    path_arg pa;
+    int e = path_begin(cx, env, U32(0), U32(1), U32(2), R_MKDIR, false, &pa);
     if (e) RET(e);
+    if (pa.host) RET(pr__hd_mkdir(pa.host->os, pa.path, pa.len));
+    pr_run_state *rs = RS(env);
+    char *norm = pa.norm;
+    size_t n = pa.n;
     if (pr__fs_find(rs->fs, norm, n) || pr__fs_is_dir(rs->fs, norm, n))
         e = E_EXIST;
     else if (ancestor_is_file(rs->fs, norm, n))
@@ -1305,25 +1326,16 @@ HOST(path_create_directory) {
 }
 
 HOST(path_filestat_get) {
-    {
-        wfd *d = getfd(env, U32(0));
-        if (d && (d->kind == K_DIR || d->kind == K_HDIR)) NEED(d, R_PATH_STAT);
-        if (d && d->kind == K_HDIR) {
-            const char *path;
-            int he = guest_path(cx, U32(2), U32(3), &path);
-            if (he) RET(he);
-            RET(mem(cx, U32(4), 64) ? pr__hd_stat(d->os, U32(1), path, U32(3), mem(cx, U32(4), 64))
-                                    : E_FAULT);
-        }
-    }
     pr_run_state *rs = RS(env);
     uint8_t *p = mem(cx, U32(4), 64);
     if (!p) RET(E_FAULT);
-    char *norm;
-    size_t n;
-    bool slash;
-    int e = resolve(cx, env, U32(0), U32(2), U32(3), U32(1) & 1, &norm, &n, &slash);
+    path_arg pa;
+    int e = path_begin(cx, env, U32(0), U32(2), U32(3), R_PATH_STAT, U32(1) & 1, &pa);
     if (e) RET(e);
+    if (pa.host) RET(pr__hd_stat(pa.host->os, U32(1), pa.path, pa.len, p));
+    char *norm = pa.norm;
+    size_t n = pa.n;
+    bool slash = pa.slash;
     pr_file *f = pr__fs_find(rs->fs, norm, n);
     if (f && !f->dir && slash)
         e = E_NOTDIR;
@@ -1338,22 +1350,15 @@ HOST(path_filestat_get) {
 }
 
 HOST(path_filestat_set_times) {
-    {
-        wfd *d = getfd(env, U32(0));
-        if (d && (d->kind == K_DIR || d->kind == K_HDIR)) NEED(d, R_PATH_SET_TIMES);
-        if (d && d->kind == K_HDIR) {
-            const char *path;
-            int he = guest_path(cx, U32(2), U32(3), &path);
-            if (he) RET(he);
-            RET(pr__hd_set_times(d->os, U32(1), path, U32(3), U64(4), U64(5), U32(6)));
-        }
-    }
-    pr_run_state *rs = RS(env);
-    char *norm;
-    size_t n;
-    bool slash;
-    int e = resolve(cx, env, U32(0), U32(2), U32(3), U32(1) & 1, &norm, &n, &slash);
+    path_arg pa;
+    int e = path_begin(cx, env, U32(0), U32(2), U32(3), R_PATH_SET_TIMES, U32(1) & 1, &pa);
     if (e) RET(e);
+    if (pa.host)
+        RET(pr__hd_set_times(pa.host->os, U32(1), pa.path, pa.len, U64(4), U64(5), U32(6)));
+    pr_run_state *rs = RS(env);
+    char *norm = pa.norm;
+    size_t n = pa.n;
+    bool slash = pa.slash;
     pr_file *f = pr__fs_find(rs->fs, norm, n);
     if (f && !f->dir && slash)
         e = E_NOTDIR;
@@ -1377,22 +1382,14 @@ static int host_readlink(pw_call_ctx *cx, wfd *d, const char *path, const pw_val
 }
 
 HOST(path_readlink) {
-    {
-        wfd *d = getfd(env, U32(0));
-        if (d && (d->kind == K_DIR || d->kind == K_HDIR)) NEED(d, R_READLINK);
-        if (d && d->kind == K_HDIR) {
-            const char *path;
-            int he = guest_path(cx, U32(1), U32(2), &path);
-            if (he) RET(he);
-            RET(host_readlink(cx, d, path, a));
-        }
-    }
-    pr_run_state *rs = RS(env);
-    char *norm;
-    size_t n;
-    bool slash;
-    int e = resolve(cx, env, U32(0), U32(1), U32(2), false, &norm, &n, &slash);
+    path_arg pa;
+    int e = path_begin(cx, env, U32(0), U32(1), U32(2), R_READLINK, false, &pa);
     if (e) RET(e);
+    if (pa.host) RET(host_readlink(cx, pa.host, pa.path, a));
+    pr_run_state *rs = RS(env);
+    char *norm = pa.norm;
+    size_t n = pa.n;
+    bool slash = pa.slash;
     pr_file *f = pr__fs_find(rs->fs, norm, n);
     if (f && pr_file_is_link(f) && !slash) {
         /* As readlink(2): at most the buffer's size, cut (no NUL); bufused says how much. */
@@ -1414,22 +1411,13 @@ HOST(path_readlink) {
 }
 
 HOST(path_remove_directory) {
-    {
-        wfd *d = getfd(env, U32(0));
-        if (d && (d->kind == K_DIR || d->kind == K_HDIR)) NEED(d, R_RMDIR);
-        if (d && d->kind == K_HDIR) {
-            const char *path;
-            int he = guest_path(cx, U32(1), U32(2), &path);
-            if (he) RET(he);
-            RET(pr__hd_rmdir(d->os, path, U32(2)));
-        }
-    }
-    pr_run_state *rs = RS(env);
-    char *norm;
-    size_t n;
-    bool slash;
-    int e = resolve(cx, env, U32(0), U32(1), U32(2), false, &norm, &n, &slash);
+    path_arg pa;
+    int e = path_begin(cx, env, U32(0), U32(1), U32(2), R_RMDIR, false, &pa);
     if (e) RET(e);
+    if (pa.host) RET(pr__hd_rmdir(pa.host->os, pa.path, pa.len));
+    pr_run_state *rs = RS(env);
+    char *norm = pa.norm;
+    size_t n = pa.n;
     pr_file *f = pr__fs_find(rs->fs, norm, n);
     if (n == 1)
         e = E_BUSY;
@@ -1455,22 +1443,14 @@ HOST(path_remove_directory) {
 }
 
 HOST(path_unlink_file) {
-    {
-        wfd *d = getfd(env, U32(0));
-        if (d && (d->kind == K_DIR || d->kind == K_HDIR)) NEED(d, R_UNLINK);
-        if (d && d->kind == K_HDIR) {
-            const char *path;
-            int he = guest_path(cx, U32(1), U32(2), &path);
-            if (he) RET(he);
-            RET(pr__hd_unlink(d->os, path, U32(2)));
-        }
-    }
-    pr_run_state *rs = RS(env);
-    char *norm;
-    size_t n;
-    bool slash;
-    int e = resolve(cx, env, U32(0), U32(1), U32(2), false, &norm, &n, &slash);
+    path_arg pa;
+    int e = path_begin(cx, env, U32(0), U32(1), U32(2), R_UNLINK, false, &pa);
     if (e) RET(e);
+    if (pa.host) RET(pr__hd_unlink(pa.host->os, pa.path, pa.len));
+    pr_run_state *rs = RS(env);
+    char *norm = pa.norm;
+    size_t n = pa.n;
+    bool slash = pa.slash;
     pr_file *f = pr__fs_find(rs->fs, norm, n);
     if (f && !f->dir && slash)
         e = E_NOTDIR; /* "name/" names a directory */
@@ -2041,7 +2021,7 @@ static void wasi_finish(pr_run_state *rs) {
 }
 
 bool pr__wasi_resolve(void *ctx, pw_store *s, const pw_module *m, const pw_import_desc *imp,
-                     pw_extern *out) {
+                      pw_extern *out) {
     return wasi_resolve(ctx, s, m, imp, out);
 }
 
@@ -2065,7 +2045,7 @@ bool pr__wasi_only_std_fds(const pr_run_state *rs) {
 }
 
 const pr_abi pr__abi_wasi = {.name = "wasi_snapshot_preview1",
-                            .matches = wasi_matches,
-                            .resolve = wasi_resolve,
-                            .start = wasi_start,
-                            .finish = wasi_finish};
+                             .matches = wasi_matches,
+                             .resolve = wasi_resolve,
+                             .start = wasi_start,
+                             .finish = wasi_finish};
