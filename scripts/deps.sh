@@ -8,7 +8,7 @@ PKGS=(
   build-essential cmake pkg-config clang-14 lld-14 clang-format
   libjansson-dev libsqlite3-dev libcurl4-openssl-dev libssl-dev libcmocka-dev
   wasi-libc libclang-rt-14-dev-wasm32 python3
-  bubblewrap libseccomp-dev ruby # placement: the native sandbox and native Ruby
+  bubblewrap libseccomp-dev ruby passt # placement: the native sandbox (passt: its network), native Ruby
   nodejs # issue 13: the ACP SDK client end-to-end tests (acp.sdk.*)
   tmux # issue 16: the TUI tests drive `peri tui` in tmux (tui.*)
   postgresql libpq-dev # issue 15: the shared session store (libpq) and its tests' server
