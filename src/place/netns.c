@@ -242,6 +242,12 @@ int pl_net_wait(pl_net *net, int64_t deadline, int cancel_fd, char *why, size_t 
                  "network: pasta could not connect the sandbox's network namespace (%s %d)%s%s",
                  WIFSIGNALED(st) ? "signal" : "exit",
                  WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), log[0] ? ": " : "", log);
+        if (strstr(log, "tun")) {
+            size_t o = strlen(why);
+            snprintf(why + o, whylen - o,
+                     " (/dev/net/tun must be readable and writable by the user the agent "
+                     "runs as)");
+        }
         return -1;
     }
 }

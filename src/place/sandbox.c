@@ -1140,7 +1140,10 @@ static bool run_native(native_ctx *n, pl_error *err) {
 
 cleanup:;
     pl_net_stop(&net);
-    if (net_failed) failed_setup = true;
+    if (net_failed) { /* the command never ran */
+        failed_setup = true;
+        exit_code = -1;
+    }
     bool tree_gone = reaped;
     bool cg_removed = true;
     uint64_t mem_peak = 0, cpu_ns = 0;

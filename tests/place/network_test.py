@@ -133,7 +133,7 @@ def left_behind(name):
     check(os.listdir(scratch) == [], f"{name}: scratch left: {os.listdir(scratch)}")
 
 
-def run(name, shell, policy, limits=None, network=True, alone=True):
+def run(name, shell, policy, limits=None, network=True, alone=True, as_uid=None):
     req = {"run_id": name, "program": {"shell": shell}, "requirements": ["shell", "network"],
            "network": network}
     if limits:
@@ -145,7 +145,10 @@ def run(name, shell, policy, limits=None, network=True, alone=True):
     with open(pf, "w") as f:
         json.dump(policy, f)
     t0 = time.monotonic()
-    p = subprocess.Popen([peri, "place", "run", "--scratch", scratch, "--policy", pf, rf],
+    for f in (rf, pf):
+        os.chmod(f, 0o644)
+    pre = ["setpriv", f"--reuid={as_uid}", f"--regid={as_uid}", "--clear-groups"] if as_uid else []
+    p = subprocess.Popen(pre + [peri, "place", "run", "--scratch", scratch, "--policy", pf, rf],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     stdout, _ = p.communicate(timeout=120)
     dt = time.monotonic() - t0
@@ -266,6 +269,27 @@ left_behind("par")
 for i in range(3):
     out = results[i][0].get("stdout", "")
     check(f"TCP HELLO-{HOST_ONLY}" in out and "127.0.0.1 TCP-FAIL" in out, f"par{i}: {out}")
+
+# 9. a caller that is not root: pasta runs as that user; /dev/net/tun must be theirs to
+#    open. In a mount namespace of this test, a tun node the user may open, then one they
+#    may not: the run either works like root's or fails closed, saying why.
+if shutil.which("setpriv"):
+    os.chmod(scratch, 0o777)
+    subprocess.run(["mount", "-t", "tmpfs", "tmpfs", "/dev/net"], check=True)
+    subprocess.run(["mknod", "-m", "666", "/dev/net/tun", "c", "10", "200"], check=True)
+    res, ev, _ = run("user", probe_req(), {"network": True}, as_uid=4242)
+    out = res.get("stdout", "")
+    check(ev.get("uid") == 4242 and ev.get("network") == "pasta"
+          and f"TCP HELLO-{HOST_ONLY}" in out and "127.0.0.1 TCP-FAIL" in out
+          and "UNIX-FAIL" in out, f"user: {ev} {out}")
+    os.chmod("/dev/net/tun", 0o600)
+    res, ev, _ = run("user-notun", "echo ran", {"network": True}, as_uid=4242)
+    check(res.get("ok") is False and "/dev/net/tun" in res.get("error", "")
+          and res.get("stdout") == "" and ev.get("end") == "spawn_failed",
+          f"user-notun: {res}")
+    subprocess.run(["umount", "/dev/net"], check=True)
+else:
+    check(False, "setpriv missing (util-linux)")
 
 print(f"{checks[0]} checks, {len(failures)} failures")
 sys.exit(1 if failures else 0)
