@@ -4,19 +4,24 @@
  * `peri.native-lifecycle.v1`.
  *
  * The sandbox: new user, PID (the command is PID 1), IPC, UTS, cgroup and network
- * namespaces (the network namespace is shared only when the request asks for network
- * AND the policy permits it); a tmpfs root on which the top-level entries of a private
+ * namespaces. With the network (the request asks AND the policy permits) the network
+ * namespace is still its own, connected by pasta (netns.c: bwrap holds the command back
+ * until pasta is ready); only the policy's explicit host_network shares the host's. A
+ * tmpfs root on which the top-level entries of a private
  * scratch directory are bound (/tmp, /home, /数据, /响应 and the request's files at
  * their guest paths; results collected from /数据/ and /响应/); /usr and the /bin,
  * /lib* links read-only; a minimal /etc; no $HOME, /root, /tmp or processes of the
  * host; a clean environment (PATH, HOME=/home, LANG, TMPDIR); rlimits (CPU, processes,
  * file size, open files, no core; address space only without a memory cgroup); a
  * cgroup leaf (memory, pids, CPU accounting) when the machine allows one; the seccomp
- * filter of seccomp.c; --die-with-parent and --disable-userns. When the caller is
- * root the sandbox runs as a fresh unprivileged uid (a per-run uid above
- * 2,000,000,000), so the kernel's RLIMIT_NPROC applies and host files stay protected
- * by their modes; for native_workspace_ref it runs as the workspace's owner, and as
- * root only with the cgroup pids limit in place.
+ * filter of seccomp.c; --die-with-parent and --disable-userns.
+ *
+ * Identity: the tree never runs as host uid 0. When the caller is root it runs as a
+ * fresh unprivileged uid (a per-run uid above 2,000,000,000), so the kernel's
+ * RLIMIT_NPROC applies and host files stay protected by their modes; for
+ * native_workspace_ref it runs as the workspace's owner, and when that owner is root,
+ * as the fresh uid with the workspace idmapped to it (idmap.c), so that what it writes
+ * there is root's. A child that gives up before exec says why on a status pipe.
  *
  * Stopping: at the CPU limit (cgroup CPU accounting polled every 10 ms, RLIMIT_CPU as
  * a backstop), the wall limit, the output limit or a cancel (an eventfd in the poll
@@ -25,6 +30,8 @@
  * SIGKILLed itself 300 ms later if it has not. Without a cgroup the outer bwrap is
  * SIGKILLed and the namespace dies with its PID 1 (PDEATHSIG). The evidence says
  * "confirmed" only after the reap was seen (outer bwrap reaped and the cgroup empty).
+ * pasta (in the same cgroup) is killed and reaped when the tree stops or its PID 1 is
+ * reaped; a pasta that fails before it is ready ends the run unstarted (exit -1).
  *
  * Invariants: the scratch directory and the cgroup leaf are removed before return
  * (the evidence records whether that succeeded); no child process outlives the call.
