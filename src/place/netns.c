@@ -85,7 +85,8 @@ pid_t pl_net_read_child_pid(int info_fd, int64_t deadline, int cancel_fd) {
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0) break;
         n += (size_t)k;
-        if (n == sizeof buf - 1) break;
+        buf[n] = 0;
+        if (n == sizeof buf - 1 || strchr(buf, '}')) break; /* the whole object */
     }
     buf[n] = 0;
     const char *k = strstr(buf, "\"child-pid\"");
@@ -210,7 +211,9 @@ static void log_text(pl_net *net, char *out, size_t cap) {
     if (k <= 0) return;
     buf[k] = 0;
     size_t o = 0;
-    for (char *line = strtok(buf, "\n"); line && o + 2 < cap; line = strtok(NULL, "\n")) {
+    char *save = NULL;
+    for (char *line = strtok_r(buf, "\n", &save); line && o + 2 < cap;
+         line = strtok_r(NULL, "\n", &save)) {
         if (!strncmp(line, "Failed to send", 14) || !*line) continue;
         int w = snprintf(out + o, cap - o, "%s%s", o ? "; " : "", line);
         if (w < 0) break;
