@@ -17,7 +17,8 @@
  * and the mount goes away with the run's last process.
  *
  * The map is carried by a user namespace (pl_idmap_userns): a short-lived helper
- * process unshares one, the caller (root) writes its uid_map and gid_map, opens
+ * process is cloned into a new one (sharing the caller's memory, so that no page
+ * tables are copied), the caller (root) writes its uid_map and gid_map, opens
  * /proc/<helper>/ns/user, then lets the helper exit; the fd keeps the namespace.
  *
  * setuid/setgid bits cannot be set through it: the seccomp filter refuses those modes.
@@ -27,8 +28,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -64,30 +68,46 @@ static bool write_map(pid_t pid, const char *file, unsigned from, unsigned to) {
     return close(fd) == 0 && ok;
 }
 
+/* The helper: born in a new user namespace, it only waits for its go pipe to close.
+ * It shares the caller's memory (CLONE_VM, like posix_spawn's child), so it makes raw
+ * system calls only and touches nothing of the caller's state. */
+static int helper(void *arg) {
+    const int *go = arg; /* the pipe: read end, write end (its own copy: closed here) */
+    char c;
+    syscall(SYS_close, go[1]);
+    while (syscall(SYS_read, go[0], &c, 1) < 0) {
+    }
+    syscall(SYS_exit, 0);
+    return 0;
+}
+
 int pl_idmap_userns(uid_t owner, uid_t to, gid_t owner_gid, gid_t to_gid, char *why,
                     size_t whylen) {
-    int go[2], ready[2];
+    enum { STACK = 64 * 1024 };
+    int go[2];
     if (pipe2(go, O_CLOEXEC) != 0) goto fail;
-    if (pipe2(ready, O_CLOEXEC) != 0) {
+    char *stack =
+        mmap(NULL, STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED) {
         close(go[0]);
         close(go[1]);
         goto fail;
     }
-    pid_t h = fork();
-    if (h == 0) { /* async-signal-safe only: unshare, say so, wait for the go pipe's EOF */
-        close(go[1]);
-        close(ready[0]);
-        char c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
-        if (write(ready[1], &c, 1) != 1) _exit(1);
-        while (read(go[0], &c, 1) < 0 && errno == EINTR) {
-        }
-        _exit(0);
-    }
-    close(go[0]);
-    close(ready[1]);
-    int fd = -1, saved = 0;
-    char c = 0;
-    if (h > 0 && read(ready[0], &c, 1) == 1 && c == 'y') {
+    /* a copy of the fd numbers on the helper's own stack page */
+    int *arg = (int *)(void *)(stack + STACK - 64);
+    arg[0] = go[0];
+    arg[1] = go[1];
+    /* CLONE_VM: no copy of the caller's page tables (a fork of a large agent costs
+     * milliseconds); the helper is born in its user namespace, so no unshare */
+    sigset_t all, old; /* no signal handler ever runs on the helper (as posix_spawn) */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid_t h = clone(helper, stack + STACK - 128, CLONE_VM | CLONE_NEWUSER | SIGCHLD, arg);
+    int clone_errno = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = clone_errno;
+    int fd = -1, saved = h < 0 ? errno : 0;
+    if (h > 0) {
         /* the map, as the kernel reads it: "inside outside count"; an idmapped mount
          * shows on-disk id `inside` as `outside` */
         char p[64];
@@ -96,14 +116,13 @@ int pl_idmap_userns(uid_t owner, uid_t to, gid_t owner_gid, gid_t to_gid, char *
             write_map(h, "gid_map", (unsigned)owner_gid, (unsigned)to_gid))
             fd = open(p, O_RDONLY | O_CLOEXEC);
         saved = errno;
-    } else {
-        saved = h < 0 ? errno : EPERM;
     }
-    close(go[1]);
-    close(ready[0]);
+    close(go[1]); /* the helper exits */
     if (h > 0)
-        while (waitpid(h, NULL, 0) < 0 && errno == EINTR) {
+        while (waitpid(h, NULL, __WALL) < 0 && errno == EINTR) {
         }
+    close(go[0]);
+    munmap(stack, STACK);
     if (fd >= 0) return fd;
     errno = saved;
 fail:
