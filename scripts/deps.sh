@@ -32,6 +32,7 @@ PKGS=(
   libjansson-dev libsqlite3-dev libcurl4-openssl-dev libssl-dev libcmocka-dev
   wasi-libc libclang-rt-14-dev-wasm32 python3
   bubblewrap libseccomp-dev ruby # placement: the native sandbox and native Ruby
+  passt                          # the sandbox's own network namespace (pasta) when network is on
   nodejs                         # ACP SDK and MCP interop tests (node >= 20: see part 2)
   tmux                           # the TUI tests drive `peri tui` in tmux
   postgresql libpq-dev           # the shared session store (libpq) and its tests' server

@@ -178,7 +178,15 @@ typedef enum pl_native_mode {
 
 typedef struct pl_policy {
     pl_native_mode native;
-    bool network_allowed;    /* a request's network:true is honoured (native only) */
+    bool network_allowed;    /* a request's network:true is honoured (native only): the
+                                sandbox gets a network namespace of its own, connected by
+                                pasta (user-mode networking; none of the host's loopback
+                                services or abstract sockets is reachable); without pasta
+                                a network run fails with an error saying so */
+    bool host_network;       /* explicit: with network_allowed, share the HOST's network
+                                namespace instead (its loopback services and abstract
+                                AF_UNIX sockets become reachable); recorded in the
+                                evidence ("network": "host") */
     bool native_unsandboxed; /* explicit: run native WITHOUT the sandbox when it is
                                 unavailable; recorded in the decision ("unsandboxed") */
     /* Extra host directories bound read-write (at their own paths) for
@@ -187,7 +195,7 @@ typedef struct pl_policy {
     size_t nwritable;
 } pl_policy;
 
-/* Parses a policy JSON: {"native":"auto|yes|no","network":bool,
+/* Parses a policy JSON: {"native":"auto|yes|no","network":bool,"host_network":bool,
  * "native_unsandboxed":bool,"writable":[dirs]} (all optional, strict). Owned; free with
  * pl_policy_free. */
 pl_policy *pl_policy_parse(const char *json, size_t len, pl_error *err);
@@ -230,6 +238,8 @@ typedef struct pl_config {
     const char *const *wasm_runner;
     size_t nwasm_runner;
     const char *ruby;              /* native ruby interpreter; NULL: "/usr/bin/ruby" */
+    const char *pasta;             /* user-mode networking for network runs (Debian package passt);
+                                      NULL: "/usr/bin/pasta" */
     const pl_ruby_hook *ruby_hook; /* NULL: the room has no Ruby ("ruby program kind
                                       unavailable in the room") */
 } pl_config;

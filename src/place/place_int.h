@@ -33,7 +33,7 @@ struct pl_cancel {
 struct pl_ctx {
     pr_host *room;
     bool own_room;
-    char *bwrap, *scratch_root, *cgroup_root, *ruby;
+    char *bwrap, *scratch_root, *cgroup_root, *ruby, *pasta;
     char **wasm_runner;
     size_t nwasm_runner;
     const pl_ruby_hook *ruby_hook;

@@ -414,7 +414,8 @@ void pl_policy_free(pl_policy *p) {
 }
 
 static bool decode_policy(owned_policy *o, pl_error *err) {
-    static const char *const keys[] = {"native", "network", "native_unsandboxed", "writable", NULL};
+    static const char *const keys[] = {"native",   "network",      "native_unsandboxed",
+                                       "writable", "host_network", NULL};
     json_t *root = o->root, *v;
     if (!json_is_object(root)) return pl_fail(err, PL_ERR_POLICY, "policy: not a JSON object");
     const char *k;
@@ -438,6 +439,10 @@ static bool decode_policy(owned_policy *o, pl_error *err) {
     if ((v = json_object_get(root, "network"))) {
         if (!json_is_boolean(v)) return pl_fail(err, PL_ERR_POLICY, "policy.network: boolean");
         o->p.network_allowed = json_is_true(v);
+    }
+    if ((v = json_object_get(root, "host_network"))) {
+        if (!json_is_boolean(v)) return pl_fail(err, PL_ERR_POLICY, "policy.host_network: boolean");
+        o->p.host_network = json_is_true(v);
     }
     if ((v = json_object_get(root, "native_unsandboxed"))) {
         if (!json_is_boolean(v))

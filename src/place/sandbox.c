@@ -4,19 +4,24 @@
  * `peri.native-lifecycle.v1`.
  *
  * The sandbox: new user, PID (the command is PID 1), IPC, UTS, cgroup and network
- * namespaces (the network namespace is shared only when the request asks for network
- * AND the policy permits it); a tmpfs root on which the top-level entries of a private
+ * namespaces. With the network (the request asks AND the policy permits) the network
+ * namespace is still its own, connected by pasta (netns.c: bwrap holds the command back
+ * until pasta is ready); only the policy's explicit host_network shares the host's. A
+ * tmpfs root on which the top-level entries of a private
  * scratch directory are bound (/tmp, /home, /数据, /响应 and the request's files at
  * their guest paths; results collected from /数据/ and /响应/); /usr and the /bin,
  * /lib* links read-only; a minimal /etc; no $HOME, /root, /tmp or processes of the
  * host; a clean environment (PATH, HOME=/home, LANG, TMPDIR); rlimits (CPU, processes,
  * file size, open files, no core; address space only without a memory cgroup); a
  * cgroup leaf (memory, pids, CPU accounting) when the machine allows one; the seccomp
- * filter of seccomp.c; --die-with-parent and --disable-userns. When the caller is
- * root the sandbox runs as a fresh unprivileged uid (a per-run uid above
- * 2,000,000,000), so the kernel's RLIMIT_NPROC applies and host files stay protected
- * by their modes; for native_workspace_ref it runs as the workspace's owner, and as
- * root only with the cgroup pids limit in place.
+ * filter of seccomp.c; --die-with-parent and --disable-userns.
+ *
+ * Identity: the tree never runs as host uid 0. When the caller is root it runs as a
+ * fresh unprivileged uid (a per-run uid above 2,000,000,000), so the kernel's
+ * RLIMIT_NPROC applies and host files stay protected by their modes; for
+ * native_workspace_ref it runs as the workspace's owner, and when that owner is root,
+ * as the fresh uid with the workspace idmapped to it (idmap.c), so that what it writes
+ * there is root's. A child that gives up before exec says why on a status pipe.
  *
  * Stopping: at the CPU limit (cgroup CPU accounting polled every 10 ms, RLIMIT_CPU as
  * a backstop), the wall limit, the output limit or a cancel (an eventfd in the poll
@@ -25,6 +30,8 @@
  * SIGKILLed itself 300 ms later if it has not. Without a cgroup the outer bwrap is
  * SIGKILLed and the namespace dies with its PID 1 (PDEATHSIG). The evidence says
  * "confirmed" only after the reap was seen (outer bwrap reaped and the cgroup empty).
+ * pasta (in the same cgroup) is killed and reaped when the tree stops or its PID 1 is
+ * reaped; a pasta that fails before it is ready ends the run unstarted (exit -1).
  *
  * Invariants: the scratch directory and the cgroup leaf are removed before return
  * (the evidence records whether that succeeded); no child process outlives the call.
@@ -57,6 +64,7 @@
 #define FILES_MAX       256
 #define FILES_BYTES_MAX 1048576
 #define POLL_CPU_MS     10
+#define PL_IDMAP_MAX    16 /* root-owned writable dirs idmapped besides the workspace */
 
 /* ---------------------------------------------------------------- small helpers */
 
@@ -349,7 +357,12 @@ typedef struct spawn_plan {
     char procs[3][PL_CG_PATH + 16];
     size_t nprocs;
     int in_fd, out_fd, err_fd, bpf_fd;
-    int etc_fd[2]; /* -> fds 4 and 5 (sandboxed runs) */
+    int etc_fd[2];       /* -> fds 4 and 5 (sandboxed runs) */
+    int info_fd, blk_fd; /* -> fds 6 and 7 (network through pasta), else -1 */
+    int status_fd;       /* write end (close-on-exec): a pre-exec failure's stage + errno */
+    int idmap_fd;        /* >= 0: the paths below are idmapped first (idmap.c) */
+    const char *const *idmap_paths;
+    size_t nidmap;
     bool switch_ids;
     uid_t uid;
     gid_t gid;
@@ -357,27 +370,60 @@ typedef struct spawn_plan {
     bool set_nproc, set_as;
 } spawn_plan;
 
+/* What a child reports on the status pipe before it gives up (parent: spawn_status). */
+enum { ST_CGROUP = 1, ST_IDMAP, ST_FDS, ST_IDS, ST_CHDIR, ST_EXEC };
+
+static void child_fail(int fd, int stage) { /* async-signal-safe */
+    int msg[2] = {stage, errno};
+    if (fd >= 0 && write(fd, msg, sizeof msg) < 0) _exit(126);
+    _exit(stage == ST_EXEC ? 127 : 126);
+}
+
 static pid_t spawn(const spawn_plan *p) {
     pid_t pid = fork();
     if (pid != 0) return pid;
     /* child: async-signal-safe calls only */
+    int sfd = p->status_fd;
     char num[24];
     utoa((unsigned long)getpid(), num);
     for (size_t i = 0; i < p->nprocs; i++) {
         int fd = open(p->procs[i], O_WRONLY | O_CLOEXEC);
-        if (fd < 0 || write(fd, num, strlen(num)) < 0) _exit(126);
+        if (fd < 0 || write(fd, num, strlen(num)) < 0) child_fail(sfd, ST_CGROUP);
         close(fd);
     }
-    if (dup2(p->in_fd, 0) < 0 || dup2(p->out_fd, 1) < 0 || dup2(p->err_fd, 2) < 0) _exit(126);
+    if (p->idmap_fd >= 0) {
+        int e = pl_idmap_apply(p->idmap_fd, p->idmap_paths, p->nidmap);
+        if (e) {
+            errno = e;
+            child_fail(sfd, ST_IDMAP);
+        }
+    }
+    if (dup2(p->in_fd, 0) < 0 || dup2(p->out_fd, 1) < 0 || dup2(p->err_fd, 2) < 0)
+        child_fail(sfd, ST_FDS);
     if (p->bpf_fd >= 0) {
-        /* move the three fds above 5 first so that the dup2s below cannot clobber one */
-        int b = fcntl(p->bpf_fd, F_DUPFD, 6), e0 = fcntl(p->etc_fd[0], F_DUPFD, 6),
-            e1 = fcntl(p->etc_fd[1], F_DUPFD, 6);
-        if (b < 0 || e0 < 0 || e1 < 0 || dup2(b, 3) < 0 || dup2(e0, 4) < 0 || dup2(e1, 5) < 0)
-            _exit(126);
-        syscall(SYS_close_range, 6, ~0u, 0);
+        /* move the fds above 9 first so that the dup2s below cannot clobber one */
+        int b = fcntl(p->bpf_fd, F_DUPFD, 10), e0 = fcntl(p->etc_fd[0], F_DUPFD, 10),
+            e1 = fcntl(p->etc_fd[1], F_DUPFD, 10);
+        int inf = p->info_fd >= 0 ? fcntl(p->info_fd, F_DUPFD, 10) : -1;
+        int blk = p->blk_fd >= 0 ? fcntl(p->blk_fd, F_DUPFD, 10) : -1;
+        int s2 = sfd >= 0 ? fcntl(sfd, F_DUPFD_CLOEXEC, 10) : -1;
+        if (b < 0 || e0 < 0 || e1 < 0 || dup2(b, 3) < 0 || dup2(e0, 4) < 0 || dup2(e1, 5) < 0 ||
+            (p->info_fd >= 0 && (inf < 0 || dup2(inf, 6) < 0)) ||
+            (p->blk_fd >= 0 && (blk < 0 || dup2(blk, 7) < 0)) || (sfd >= 0 && s2 < 0))
+            child_fail(sfd, ST_FDS);
+        if (sfd >= 0) {
+            if (dup3(s2, 8, O_CLOEXEC) < 0) child_fail(sfd, ST_FDS);
+            sfd = 8;
+        }
+        syscall(SYS_close_range, 9, ~0u, 0);
+        if (p->info_fd < 0) close(6);
+        if (p->blk_fd < 0) close(7);
+        if (sfd < 0) close(8);
     } else {
-        syscall(SYS_close_range, 3, ~0u, 0);
+        int s2 = sfd >= 0 ? fcntl(sfd, F_DUPFD_CLOEXEC, 10) : -1;
+        if (sfd >= 0 && (s2 < 0 || dup3(s2, 3, O_CLOEXEC) < 0)) child_fail(sfd, ST_FDS);
+        if (sfd >= 0) sfd = 3;
+        syscall(SYS_close_range, sfd >= 0 ? 4 : 3, ~0u, 0);
     }
     setrlimit(RLIMIT_CPU, &p->rl_cpu);
     if (p->set_as) setrlimit(RLIMIT_AS, &p->rl_as);
@@ -388,14 +434,37 @@ static pid_t spawn(const spawn_plan *p) {
     if (p->switch_ids) {
         if (setgroups(0, NULL) != 0 || setresgid(p->gid, p->gid, p->gid) != 0 ||
             setresuid(p->uid, p->uid, p->uid) != 0)
-            _exit(126);
+            child_fail(sfd, ST_IDS);
     }
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* after the id change, which clears it */
     if (getppid() == 1) _exit(126);
     setpgid(0, 0);
-    if (p->cwd && chdir(p->cwd) != 0) _exit(126);
+    if (p->cwd && chdir(p->cwd) != 0) child_fail(sfd, ST_CHDIR);
     execve(p->exe, p->argv, p->envp);
+    child_fail(sfd, ST_EXEC);
     _exit(127);
+}
+
+/* After spawn: blocks until the child has exec'd (the status pipe closes empty) or
+ * reports why it gave up (then why says so and false). */
+static bool spawn_status(int rfd, char *why, size_t whylen) {
+    int msg[2];
+    ssize_t k;
+    do
+        k = read(rfd, msg, sizeof msg);
+    while (k < 0 && errno == EINTR);
+    if (k != (ssize_t)sizeof msg) return true;
+    static const char *const what[] = {"",
+                                       "cannot join the run's cgroup",
+                                       "cannot map the workspace to the run's uid (idmapped "
+                                       "mount; this kernel or file system may not support it)",
+                                       "cannot pass the sandbox's file descriptors",
+                                       "cannot switch to the run's uid",
+                                       "cannot enter the working directory",
+                                       "cannot execute"};
+    int st = msg[0] >= ST_CGROUP && msg[0] <= ST_EXEC ? msg[0] : 0;
+    snprintf(why, whylen, "%s: %s", what[st], strerror(msg[1]));
+    return false;
 }
 
 static void add_etc(strv *a, const char *path) {
@@ -457,10 +526,10 @@ typedef struct native_ctx {
     char **evidence;
 } native_ctx;
 
-static char *native_evidence(const native_ctx *n, const char *sandbox, const pl_cgroup *cg,
-                             end_kind end, bool stop_confirmed, bool reaped, bool cg_removed,
-                             bool scratch_removed, bool ws_lease, uint64_t cpu_ms, long max_rss_kib,
-                             uint64_t mem_peak, unsigned uid) {
+static char *native_evidence(const native_ctx *n, const char *sandbox, const char *network,
+                             const pl_cgroup *cg, end_kind end, bool stop_confirmed, bool reaped,
+                             bool cg_removed, bool scratch_removed, bool ws_lease, uint64_t cpu_ms,
+                             long max_rss_kib, uint64_t mem_peak, unsigned uid) {
     json_t *o = json_object(), *pk = json_object();
     bool ok = o && pk;
     const char *cgname = cg->mode == 2 ? "v2" : cg->mode == 1 ? "v1" : "none";
@@ -470,6 +539,7 @@ static char *native_evidence(const native_ctx *n, const char *sandbox, const pl_
          !json_object_set_new(o, "backend", json_string("native_sandbox")) &&
          !json_object_set_new(o, "sandbox", json_string(sandbox)) &&
          !json_object_set_new(o, "uid", json_integer(uid)) &&
+         !json_object_set_new(o, "network", json_string(network)) &&
          !json_object_set_new(o, "cgroup", json_string(cgname)) &&
          !json_object_set_new(o, "end", json_string(end_name(end))) &&
          !json_object_set_new(o, "stopped",
@@ -563,13 +633,21 @@ static bool run_native(native_ctx *n, pl_error *err) {
     pl_result *res = n->res;
     pl_limits lim = pl_limits_effective(&r->limits);
     bool network = r->network && n->pol && n->pol->network_allowed;
+    /* a namespace of its own connected by pasta, unless the policy explicitly shares
+     * the host's (or the run is unsandboxed, which has no namespaces at all) */
+    bool use_pasta = network && !n->pol->host_network && !n->unsandboxed;
     bool root = geteuid() == 0;
     bool ws = r->state_class == PL_STATE_NATIVE_WORKSPACE_REF && r->workspace;
     char why[512] = "";
     unsigned seq = atomic_fetch_add(&pc->seq, 1);
     uid_t uid = getuid();
     gid_t gid = getgid();
+    /* root-owned directories the run may write, seen through an idmapped mount */
+    const char *idmap_paths[1 + PL_IDMAP_MAX];
+    size_t nidmap = 0;
+    gid_t idmap_gid = 0;
     if (root) {
+        /* never host uid 0: a fresh unprivileged uid, or the workspace's owner */
         uid = gid = UID_BASE + ((unsigned)getpid() * 977u + seq) % UID_RANGE;
         if (ws) {
             struct stat st;
@@ -578,11 +656,24 @@ static bool run_native(native_ctx *n, pl_error *err) {
                 if (n->evidence) *n->evidence = NULL;
                 return true;
             }
-            uid = st.st_uid;
-            gid = st.st_gid;
+            if (st.st_uid != 0) {
+                uid = st.st_uid;
+                gid = st.st_gid;
+            } else {
+                idmap_paths[nidmap++] = r->workspace;
+                idmap_gid = st.st_gid;
+            }
+            /* the policy's writable dirs that root owns, too (past PL_IDMAP_MAX they stay
+             * read-only for the run) */
+            for (size_t i = 0;
+                 nidmap && n->pol && i < n->pol->nwritable && nidmap < 1 + PL_IDMAP_MAX; i++) {
+                struct stat wst;
+                if (stat(n->pol->writable[i], &wst) == 0 && S_ISDIR(wst.st_mode) && wst.st_uid == 0)
+                    idmap_paths[nidmap++] = n->pol->writable[i];
+            }
         }
     }
-    bool switch_ids = root && uid != 0;
+    bool switch_ids = root;
     struct stat rs;
     if (switch_ids && stat(pc->scratch_root, &rs) == 0 && !(rs.st_mode & S_IXOTH))
         return pl_fail(err, PL_ERR_HOST,
@@ -599,12 +690,17 @@ static bool run_native(native_ctx *n, pl_error *err) {
     pl_cgroup cg = {.cpu_fd = -1};
     strv argv = {0}, envp = {0};
     int in_p[2] = {-1, -1}, out_p[2] = {-1, -1}, err_p[2] = {-1, -1}, bpf_p[2] = {-1, -1};
-    int etc_p[2] = {-1, -1}; /* read ends of the passwd and group pipes */
+    int etc_p[2] = {-1, -1};                       /* read ends of the passwd and group pipes */
+    int st_p[2] = {-1, -1};                        /* the child's pre-exec status (spawn_status) */
+    int info_p[2] = {-1, -1}, blk_p[2] = {-1, -1}; /* bwrap --info-fd / --block-fd (pasta) */
+    int idmap_fd = -1;
+    pl_net net;
+    pl_net_init(&net);
     int pidfd = -1;
     pid_t child = -1;
     end_kind end = END_EXITED;
     int exit_code = -1;
-    bool reaped = false, failed_setup = false;
+    bool reaped = false, failed_setup = false, net_failed = false;
     struct rusage ru = {0};
     run_io io = {.max = lim.output_bytes};
     char *file_err = NULL;
@@ -619,11 +715,25 @@ static bool run_native(native_ctx *n, pl_error *err) {
     }
     char cgname[64];
     snprintf(cgname, sizeof cgname, "peri-%d-%u", (int)getpid(), seq);
-    pl_cg_create(pc, cgname, &lim, &cg);
-    if (root && !switch_ids && cg.mode == 0) {
+    pl_limits cglim = lim;
+    if (use_pasta) cglim.processes += 2; /* pasta and its short-lived helper */
+    pl_cg_create(pc, cgname, &cglim, &cg);
+    if (switch_ids && uid == 0) { /* an invariant: the tree never runs as host uid 0 */
+        snprintf(why, sizeof why, "refusing to run the sandbox as host uid 0");
+        failed_setup = true;
+        goto cleanup;
+    }
+    if (use_pasta && access(pc->pasta, X_OK) != 0) {
         snprintf(why, sizeof why,
-                 "cannot enforce the process limit: the run would be root and no cgroup pids "
-                 "controller is available");
+                 "network access needs pasta (Debian package passt), not found at %.200s; "
+                 "install passt, or set \"host_network\": true in the policy to share the "
+                 "host's network (its local services and abstract sockets become reachable)",
+                 pc->pasta);
+        failed_setup = true;
+        goto cleanup;
+    }
+    if (nidmap && !(switch_ids &&
+                    (idmap_fd = pl_idmap_userns(0, uid, idmap_gid, gid, why, sizeof why)) >= 0)) {
         failed_setup = true;
         goto cleanup;
     }
@@ -701,7 +811,19 @@ static bool run_native(native_ctx *n, pl_error *err) {
                                "/usr"};
         for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
             sv_add(&argv, fixed[i]);
-        if (!network) sv_add(&argv, "--unshare-net");
+        if (!network || use_pasta) sv_add(&argv, "--unshare-net");
+        if (use_pasta) {
+            /* bwrap tells us the sandbox's pid (fd 6) and holds the command back until
+             * pasta has connected its network namespace (fd 7) */
+            static const char *const pa[] = {"--info-fd", "6", "--block-fd", "7"};
+            for (size_t i = 0; i < 4; i++)
+                sv_add(&argv, pa[i]);
+            if (pipe2(info_p, O_CLOEXEC) != 0 || pipe2(blk_p, O_CLOEXEC) != 0) {
+                snprintf(why, sizeof why, "pipe: %s", strerror(errno));
+                failed_setup = true;
+                goto cleanup;
+            }
+        }
         /* the guest's writable tree: each top-level entry of the scratch root, bound
          * at its own name (the root itself is a tmpfs, so bwrap's mount points never
          * touch the scratch directory) */
@@ -736,10 +858,23 @@ static bool run_native(native_ctx *n, pl_error *err) {
         for (size_t i = 0; i < 6; i++)
             add_etc(&argv, etc[i]);
         if (network) {
-            static const char *const net[] = {"/etc/resolv.conf", "/etc/hosts", "/etc/gai.conf",
-                                              "/etc/ssl", "/etc/ca-certificates"};
-            for (size_t i = 0; i < 5; i++)
+            /* with pasta, the resolver is pasta's forwarded DNS address */
+            static const char *const net[] = {"/etc/hosts", "/etc/gai.conf", "/etc/ssl",
+                                              "/etc/ca-certificates", "/etc/resolv.conf"};
+            for (size_t i = 0; i < (use_pasta ? 4u : 5u); i++)
                 add_etc(&argv, net[i]);
+            if (use_pasta) {
+                const char *rc = pl_net_resolv_conf();
+                snprintf(p, sizeof p, "%s/resolv.conf", scr);
+                if (!write_all_file(p, rc, strlen(rc), 0644)) {
+                    snprintf(why, sizeof why, "cannot write resolv.conf: %s", strerror(errno));
+                    failed_setup = true;
+                    goto cleanup;
+                }
+                sv_add(&argv, "--ro-bind");
+                sv_add(&argv, p);
+                sv_add(&argv, "/etc/resolv.conf");
+            }
         }
         sv_add(&argv, "--proc");
         sv_add(&argv, "/proc");
@@ -818,7 +953,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
     /* stdin is a socket so that writing to a closed reader gives EPIPE via
      * MSG_NOSIGNAL instead of SIGPIPE (no process-wide signal disposition changes) */
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in_p) || pipe2(out_p, O_CLOEXEC) ||
-        pipe2(err_p, O_CLOEXEC)) {
+        pipe2(err_p, O_CLOEXEC) || pipe2(st_p, O_CLOEXEC)) {
         snprintf(why, sizeof why, "pipe: %s", strerror(errno));
         failed_setup = true;
         goto cleanup;
@@ -833,6 +968,12 @@ static bool run_native(native_ctx *n, pl_error *err) {
         .err_fd = err_p[1],
         .bpf_fd = bpf_p[0],
         .etc_fd = {etc_p[0], etc_p[1]},
+        .info_fd = info_p[1],
+        .blk_fd = blk_p[0],
+        .status_fd = st_p[1],
+        .idmap_fd = idmap_fd,
+        .idmap_paths = idmap_paths,
+        .nidmap = nidmap,
         .switch_ids = switch_ids,
         .uid = uid,
         .gid = gid,
@@ -853,7 +994,8 @@ static bool run_native(native_ctx *n, pl_error *err) {
      * a non-root caller gets it inside the new user namespace (prlimit, see above),
      * where it counts only the run's processes. */
     sp.set_nproc = switch_ids;
-    sp.rl_nproc = (struct rlimit){lim.processes + 2, lim.processes + 2};
+    rlim_t nproc = lim.processes + 2 + (use_pasta && root ? 2 : 0); /* pasta runs as the uid */
+    sp.rl_nproc = (struct rlimit){nproc, nproc};
     int64_t t0 = now_ms();
     child = spawn(&sp);
     if (child < 0) {
@@ -870,7 +1012,41 @@ static bool run_native(native_ctx *n, pl_error *err) {
     for (int i = 0; i < 2; i++)
         if (etc_p[i] >= 0) close(etc_p[i]);
     etc_p[0] = etc_p[1] = -1;
+    int fds_child[] = {st_p[1], info_p[1], blk_p[0]};
+    for (size_t i = 0; i < 3; i++)
+        if (fds_child[i] >= 0) close(fds_child[i]);
+    st_p[1] = info_p[1] = blk_p[0] = -1;
+    if (!spawn_status(st_p[0], why, sizeof why)) {
+        /* the child gave up before exec: nothing of the command ran */
+        int st;
+        if (wait4(child, &st, 0, &ru) == child) reaped = true;
+        failed_setup = true;
+        goto cleanup;
+    }
     pidfd = (int)syscall(SYS_pidfd_open, child, 0);
+    int cfd = n->cancel ? n->cancel->efd : -1;
+    bool killed = false;
+    int64_t kill_by = 0;
+    if (use_pasta) {
+        /* connect the sandbox's network namespace, then let the command start; a cancel
+         * or the wall limit meanwhile is handled by the loop below like any other */
+        pid_t target = pl_net_read_child_pid(info_p[0], t0 + lim.wall_ms, cfd);
+        int w = 0;
+        if (target > 0)
+            w = pl_net_start(pc, &net, target, &cg, root, uid, gid, scr, why, sizeof why)
+                    ? pl_net_wait(&net, t0 + lim.wall_ms, cfd, why, sizeof why)
+                    : -1;
+        if (w == 1 && write(blk_p[1], "x", 1) != 1) {
+            snprintf(why, sizeof why, "network: cannot release the command: %s", strerror(errno));
+            w = -1;
+        }
+        if (w == -1) { /* the command never ran: end the tree, report the setup failure */
+            net_failed = killed = true;
+            kill_by = now_ms() + 300;
+            pl_net_stop(&net);
+            if (!cg.mode || pl_cg_signal_all(&cg, child) <= 0) kill(child, SIGKILL);
+        }
+    }
     fcntl(out_p[0], F_SETFL, O_NONBLOCK);
     fcntl(err_p[0], F_SETFL, O_NONBLOCK);
     fcntl(in_p[1], F_SETFL, O_NONBLOCK);
@@ -881,10 +1057,9 @@ static bool run_native(native_ctx *n, pl_error *err) {
     }
     if (in_p[1] >= 0) shutdown(in_p[1], SHUT_RD);
 
-    bool out_open = true, err_open = true, killed = false;
-    int64_t wall_end = t0 + lim.wall_ms, drain_end = 0, kill_by = 0;
+    bool out_open = true, err_open = true;
+    int64_t wall_end = t0 + lim.wall_ms, drain_end = 0;
     bool use_cpu = pl_cg_has_cpu(&cg);
-    int cfd = n->cancel ? n->cancel->efd : -1;
     while (out_open || err_open || !reaped) {
         struct pollfd fds[5];
         int nf = 0, i_out = -1, i_err = -1, i_in = -1, i_pid = -1, i_can = -1;
@@ -932,6 +1107,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
                 end = stop;
                 killed = true;
                 kill_by = now_ms() + 300;
+                pl_net_stop(&net);
                 if (!cg.mode || pl_cg_signal_all(&cg, child) <= 0) kill(child, SIGKILL);
             }
         } else if (!reaped) {
@@ -947,6 +1123,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
                 if (cg.mode && !pl_cg_empty(&cg)) pl_cg_kill_all(&cg);
             } else if (w == child) {
                 reaped = true;
+                pl_net_stop(&net); /* the namespace's last process is gone */
                 if (WIFEXITED(st))
                     exit_code = WEXITSTATUS(st);
                 else if (WIFSIGNALED(st)) {
@@ -969,6 +1146,11 @@ static bool run_native(native_ctx *n, pl_error *err) {
     }
 
 cleanup:;
+    pl_net_stop(&net);
+    if (net_failed) { /* the command never ran */
+        failed_setup = true;
+        exit_code = -1;
+    }
     bool tree_gone = reaped;
     bool cg_removed = true;
     uint64_t mem_peak = 0, cpu_ns = 0;
@@ -987,8 +1169,9 @@ cleanup:;
         if ((i ? bpf_p : in_p)[0] >= 0) close((i ? bpf_p : in_p)[0]);
         if ((i ? bpf_p : in_p)[1] >= 0) close((i ? bpf_p : in_p)[1]);
     }
-    int fds_to_close[] = {out_p[0], out_p[1], err_p[0], err_p[1], pidfd, etc_p[0], etc_p[1]};
-    for (size_t i = 0; i < 7; i++)
+    int fds_to_close[] = {out_p[0], out_p[1], err_p[0],  err_p[1],  pidfd,    etc_p[0], etc_p[1],
+                          st_p[0],  st_p[1],  info_p[0], info_p[1], blk_p[0], blk_p[1], idmap_fd};
+    for (size_t i = 0; i < sizeof fds_to_close / sizeof *fds_to_close; i++)
         if (fds_to_close[i] >= 0) close(fds_to_close[i]);
     pl_masks_cleanup(&masks);
     if (!failed_setup) file_err = collect_files(root_dir, res);
@@ -1042,8 +1225,11 @@ cleanup:;
     if (msg[0] && !(res->error = strdup(msg))) return pl_fail(err, PL_ERR_HOST, "out of memory");
     if (!res->stdout_text || !res->stderr_text) return pl_fail(err, PL_ERR_HOST, "out of memory");
     if (n->evidence)
-        *n->evidence = native_evidence(n, n->unsandboxed ? "none" : "bubblewrap", &cg,
-                                       failed_setup ? END_SPAWN : end, tree_gone, tree_gone,
+        *n->evidence = native_evidence(n, n->unsandboxed ? "none" : "bubblewrap",
+                                       !network     ? "none"
+                                       : !use_pasta ? "host"
+                                                    : "pasta",
+                                       &cg, failed_setup ? END_SPAWN : end, tree_gone, tree_gone,
                                        cg_removed, scratch_removed, ws, cpu_ns / 1000000u,
                                        ru.ru_maxrss, mem_peak, (unsigned)uid);
     return true;

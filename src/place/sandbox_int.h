@@ -41,6 +41,40 @@ void pl_reclaim_stale(pl_ctx *pc);
 bool pl_owner_dead(const char *name, const char *prefix);
 void pl_cg_reclaim(pl_ctx *pc);
 
+/* netns.c: pasta for a network-on sandbox (see the file's header). */
+#define PL_NET_DNS "169.254.1.1" /* the guest's resolver, forwarded to the host's */
+typedef struct pl_net {
+    pid_t pid;    /* pasta (our child) or -1 */
+    int pidfd;    /* pasta's pidfd or -1 */
+    int ready_fd; /* read end of the FIFO pasta writes its pid to once it is ready */
+    int log_fd;   /* pasta's stderr, a file in the scratch directory */
+    char log_path[4096];
+} pl_net;
+void pl_net_init(pl_net *net);
+/* The sandbox's PID 1 (host pid) from bubblewrap's --info-fd; 0 on EOF without one, at
+ * the deadline (CLOCK_MONOTONIC ms) or when cancel_fd (-1: none) becomes readable. */
+pid_t pl_net_read_child_pid(int info_fd, int64_t deadline, int cancel_fd);
+/* Starts pasta on the network namespace of `target`, as uid/gid when root, in cg.
+ * false with why when it cannot start. */
+bool pl_net_start(pl_ctx *pc, pl_net *net, pid_t target, const pl_cgroup *cg, bool root, uid_t uid,
+                  gid_t gid, const char *scr, char *why, size_t whylen);
+/* 1 ready, 0 deadline or cancel, -1 pasta failed (why says what it reported). */
+int pl_net_wait(pl_net *net, int64_t deadline, int cancel_fd, char *why, size_t whylen);
+/* Kills and reaps pasta; closes the fds. Idempotent. */
+void pl_net_stop(pl_net *net);
+/* The sandbox's /etc/resolv.conf. */
+const char *pl_net_resolv_conf(void);
+
+/* idmap.c: the workspace of a root caller's run, owned by root, seen through an
+ * idmapped mount (see the file's header). */
+/* A user namespace fd whose map sends host uid `owner` to `to` and gid `owner_gid` to
+ * `to_gid` (for MOUNT_ATTR_IDMAP); -1 with why. */
+int pl_idmap_userns(uid_t owner, uid_t to, gid_t owner_gid, gid_t to_gid, char *why, size_t whylen);
+/* In the calling (forked, single-threaded, privileged) child: a private mount namespace
+ * in which each path is replaced by an idmapped clone of itself. Async-signal-safe; 0
+ * or the failing errno. */
+int pl_idmap_apply(int userns_fd, const char *const *paths, size_t n);
+
 /* masks.c: read-only masks over the agent's control files in a read-write workspace. */
 #define PL_MASKS_MAX 12
 typedef struct pl_masks {

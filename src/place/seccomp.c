@@ -8,7 +8,8 @@
  * open_by_handle_at, swapon/off, reboot, acct, quotactl, syslog, and — with the network
  * off — socket() of any family but AF_UNIX (EAFNOSUPPORT); any mode with the setuid or
  * setgid bit in chmod/fchmod/fchmodat(2), open/openat/creat, mkdir(at), mknod(at) (EPERM;
- * openat2 ENOSYS). System calls of a foreign
+ * openat2 and io_uring_setup/enter/register ENOSYS: their modes are out of the filter's
+ * reach). System calls of a foreign
  * architecture are killed (libseccomp's default for a bad arch).
  *
  * The two programs (network off/on) are built once per context under its mutex.
@@ -101,8 +102,12 @@ static unsigned char *build(bool network, size_t *len) {
             rc = seccomp_rule_add_array(f, SCMP_ACT_ERRNO(EPERM), nr, 1, &c);
         }
     }
-    if (rc == 0) {
-        int nr = seccomp_syscall_resolve_name("openat2");
+    /* io_uring performs opens and mkdirs (with their modes) where no filter sees them:
+     * ENOSYS, as on kernels without it, and runtimes fall back to plain system calls */
+    static const char *const NOSYS[] = {"openat2", "io_uring_setup", "io_uring_enter",
+                                        "io_uring_register"};
+    for (size_t i = 0; rc == 0 && i < sizeof NOSYS / sizeof NOSYS[0]; i++) {
+        int nr = seccomp_syscall_resolve_name(NOSYS[i]);
         if (nr != __NR_SCMP_ERROR) rc = seccomp_rule_add(f, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
     }
     if (rc == 0 && !network)

@@ -1,7 +1,8 @@
 /*
  * test_place.c — placement unit tests (cmocka): every L1 branch and availability rule,
  * the decision identity, the request and outcome decoders and validator, and the L2
- * promotion rules (typed outcome only, once, never back to the room). The tests that
+ * promotion rules (typed outcome only, once, never back to the room), network-on runs
+ * (pasta missing fails closed, host_network, cancel). The tests that
  * need the native sandbox (promotion runs, cancel) use the real bubblewrap; without it
  * they fail under CI=true and are skipped otherwise.
  */
@@ -628,6 +629,108 @@ static void test_cancel(void **st) {
     pl_cancel_free(c);
 }
 
+/* ---------------------------------------------------------------- network */
+
+/* Processes of a uid (ps), for "nothing left behind". */
+static int procs_of(const char *evidence) {
+    const char *u = strstr(evidence, "\"uid\":");
+    assert_non_null(u);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "ps -o pid= -u %lu 2>/dev/null | wc -l", strtoul(u + 6, NULL, 10));
+    FILE *f = popen(cmd, "r");
+    int left = -1;
+    assert_int_equal(fscanf(f, "%d", &left), 1);
+    pclose(f);
+    return left;
+}
+
+/* Network on: pasta missing fails closed (nothing runs, the error says what to install),
+ * unless the policy explicitly shares the host's network, which the evidence records; a
+ * cancel while a pasta-connected run sleeps is a cancel and leaves nothing. */
+static void test_network(void **st) {
+    (void)st;
+    NEED_NATIVE();
+    pl_error e;
+    pl_ctx *nopasta = pl_new(&(pl_config){.pasta = "/nonexistent/pasta"}, &e);
+    assert_non_null(nopasta);
+    pl_request r = {.run_id = "n",
+                    .kind = PL_PROGRAM_SHELL,
+                    .program = "echo ran",
+                    .requirements = PL_REQ_SHELL | PL_REQ_NETWORK,
+                    .network = true};
+    pl_policy pol = {.network_allowed = true};
+    pl_report rep;
+    assert_true(pl_run(nopasta, &r, &pol, NULL, &rep, &e));
+    assert_false(rep.result.ok);
+    assert_non_null(strstr(rep.result.error, "network access needs pasta (Debian package passt)"));
+    assert_non_null(strstr(rep.result.error, "/nonexistent/pasta"));
+    assert_string_equal(rep.result.stdout_text, "");
+    assert_non_null(strstr(rep.evidence[0], "\"network\":\"pasta\""));
+    assert_non_null(strstr(rep.evidence[0], "\"end\":\"spawn_failed\""));
+    pl_report_clear(&rep);
+    /* the explicit opt-in: the host's network namespace, recorded */
+    pl_policy host = {.network_allowed = true, .host_network = true};
+    assert_true(pl_run(nopasta, &r, &host, NULL, &rep, &e));
+    assert_true(rep.result.ok);
+    assert_string_equal(rep.result.stdout_text, "ran\n");
+    assert_non_null(strstr(rep.evidence[0], "\"network\":\"host\""));
+    pl_report_clear(&rep);
+    /* network not permitted by the policy: no network at all */
+    assert_true(pl_run(nopasta, &r, NULL, NULL, &rep, &e));
+    assert_true(rep.result.ok);
+    assert_non_null(strstr(rep.evidence[0], "\"network\":\"none\""));
+    pl_report_clear(&rep);
+    pl_free(nopasta);
+    if (access("/usr/bin/pasta", X_OK) != 0) {
+        if (getenv("CI") && !strcmp(getenv("CI"), "true")) fail_msg("pasta missing under CI");
+        skip();
+    }
+    /* a cancel during a network run */
+    pl_request slow = {.run_id = "nc",
+                       .kind = PL_PROGRAM_SHELL,
+                       .program = "sleep 30 & sleep 30",
+                       .requirements = PL_REQ_SHELL | PL_REQ_NETWORK,
+                       .network = true,
+                       .limits = {.wall_ms = 60000, .cpu_ms = 60000}};
+    pl_cancel *c = pl_cancel_new();
+    cancel_arg a = {c, 700};
+    pthread_t th;
+    pthread_create(&th, NULL, canceller, &a);
+    double t0 = now_s();
+    assert_true(pl_run(g_pc, &slow, &pol, c, &rep, &e));
+    double dt = now_s() - t0;
+    pthread_join(th, NULL);
+    assert_true(dt < 5.0);
+    assert_string_equal(rep.result.error, "cancelled");
+    assert_int_equal(rep.result.stop, PL_STOP_CANCELLED);
+    assert_non_null(strstr(rep.evidence[0], "\"network\":\"pasta\""));
+    assert_non_null(strstr(rep.evidence[0], "\"end\":\"cancelled\""));
+    assert_non_null(strstr(rep.evidence[0], "\"stopped\":\"confirmed\""));
+    if (geteuid() == 0) assert_int_equal(procs_of(rep.evidence[0]), 0); /* pasta included */
+    pl_report_clear(&rep);
+    /* a cancel while pasta is still starting: still a cancel */
+    pl_cancel *c2 = pl_cancel_new();
+    a = (cancel_arg){c2, 5};
+    pthread_create(&th, NULL, canceller, &a);
+    assert_true(pl_run(g_pc, &slow, &pol, c2, &rep, &e));
+    pthread_join(th, NULL);
+    assert_string_equal(rep.result.error, "cancelled");
+    if (geteuid() == 0) assert_int_equal(procs_of(rep.evidence[0]), 0);
+    pl_report_clear(&rep);
+    pl_cancel_free(c);
+    pl_cancel_free(c2);
+    /* the policy's host_network is strict JSON like the rest */
+    const char *pj = "{\"network\":true,\"host_network\":true}";
+    pl_policy *pp = pl_policy_parse(pj, strlen(pj), &e);
+    assert_non_null(pp);
+    assert_true(pp->host_network && pp->network_allowed);
+    pl_policy_free(pp);
+    pj = "{\"host_network\":1}";
+    assert_null(pl_policy_parse(pj, strlen(pj), &e));
+    assert_int_equal(e.code, PL_ERR_POLICY);
+    assert_non_null(strstr(e.message, "host_network"));
+}
+
 /* ---------------------------------------------------------------- room limits and cancel */
 
 static double thread_cpu_s(void) {
@@ -891,6 +994,7 @@ int main(void) {
         cmocka_unit_test(test_promotion_rules),
         cmocka_unit_test(test_promotion_runs),
         cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_network),
         cmocka_unit_test(test_room_cpu_limit),
         cmocka_unit_test(test_room_output_limit),
         cmocka_unit_test(test_room_memory_limit),
