@@ -357,6 +357,12 @@ pw_memory *pw_memory_new(pw_store *s, uint64_t min_pages, uint64_t max_pages /* 
 uint8_t *pw_memory_data(pw_memory *mem, uint64_t *size);
 pw_table *pw_table_new(pw_store *s, pw_valtype elem, uint32_t min,
                        uint32_t max /* UINT32_MAX: none */, pw_ref init, pw_error *err);
+/* The same objects with i64 addresses (memory64, table64): they match only imports
+ * that declare i64 addresses, and the plain ones only i32 imports. The engine still
+ * caps a memory at 2^16 pages (4 GiB) and a table at 10^7 elements. */
+pw_memory *pw_memory_new64(pw_store *s, uint64_t min_pages, uint64_t max_pages, pw_error *err);
+pw_table *pw_table_new64(pw_store *s, pw_valtype elem, uint32_t min,
+                         uint64_t max /* UINT64_MAX: none */, pw_ref init, pw_error *err);
 pw_global *pw_global_new(pw_store *s, pw_valtype type, bool mutable_, pw_val init, pw_error *err);
 pw_val pw_global_get(const pw_global *g);
 pw_valtype pw_global_type(const pw_global *g);

@@ -799,6 +799,75 @@ static bool fused_addr(comp *c, uint32_t k, uint32_t *x, uint32_t *y, uint32_t *
     return true;
 }
 
+/* ---------------------------------------------------------------- memory64, table64,
+ * multi-memory. The i32 memory 0 keeps the fast instructions above; any other memory
+ * (memory64, or an index > 0) takes the generic MEM_* instructions, whose handlers
+ * read the address type from the memory. */
+static bool mem_slow(comp *c, uint32_t x) {
+    return x != 0 || (x < c->m->nmems && c->m->mems[x].is64);
+}
+
+static void mem_access_slow(comp *c, const pw_instr *in) {
+    static const uint8_t out[14] = {I32, I64, F32, F64, I32, I32, I32,
+                                    I32, I64, I64, I64, I64, I64, I64};
+    uint32_t op = in->op;
+    if (op <= 0x35) {
+        uint32_t a = pop_slot(c);
+        uint32_t dst = push_stack(c, out[op - 0x28]);
+        uint32_t pos = emit_op(c, PW_OP_MEM_LOAD);
+        emit(c, dst);
+        emit(c, a);
+        emit(c, in->a);
+        emit(c, op);
+        emit(c, (uint32_t)in->offset);
+        emit(c, (uint32_t)(in->offset >> 32));
+        set_pend(c, pos, PW_OP_MEM_LOAD, dst);
+        return;
+    }
+    uint32_t v = pop_slot(c), a = pop_slot(c);
+    emit_op(c, PW_OP_MEM_STORE);
+    emit(c, a);
+    emit(c, v);
+    emit(c, in->a);
+    emit(c, op);
+    emit(c, (uint32_t)in->offset);
+    emit(c, (uint32_t)(in->offset >> 32));
+    c->pend = false;
+}
+
+static bool tab64(comp *c, uint32_t x) {
+    return x < c->m->ntables && c->m->tables[x].type.lim.is64;
+}
+
+/* Replace the i64 table index (or length) at depth d by an i32 saturated at
+ * UINT32_MAX. Tables hold at most PW_TABLE_LIMIT (10^7) elements, so a saturated
+ * value is out of bounds exactly when the original was, and the table instructions
+ * and call_indirect stay the i32 ones. */
+static void clamp_index(comp *c, uint32_t d) {
+    ent *e = at(c, d);
+    if (e->loc == LOC_CONST) {
+        e->cval = e->cval > UINT32_MAX ? UINT32_MAX : e->cval;
+    } else {
+        materialize(c, d);
+        uint32_t sl = slot_of_depth(c, d);
+        emit_op(c, PW_OP_CLAMP32);
+        emit(c, sl);
+        emit(c, sl);
+    }
+    e->type = PW_VT_I32;
+    c->pend = false;
+}
+
+/* The i32 on top of the stack (in its slot) becomes an i64 (unary op `op`). */
+static void widen_top(comp *c, uint32_t op) {
+    uint32_t sl = slot_of_depth(c, c->sp - 1);
+    emit_op(c, op);
+    emit(c, sl);
+    emit(c, sl);
+    top(c, 0)->type = PW_VT_I64;
+    c->pend = false;
+}
+
 /* Materialise LOCAL references to local x (before x is written). */
 /* Before local x is written, entries that still refer to it must get their own copy.
  * All lazy entries below the top are materialised, so that each entry is visited at
@@ -904,6 +973,18 @@ static inline uint32_t leb_u32(const uint8_t **pp) {
     return v;
 }
 
+static inline uint64_t leb_u64(const uint8_t **pp) {
+    const uint8_t *p = *pp;
+    uint64_t v = 0;
+    for (unsigned sh = 0; sh < 70; sh += 7) {
+        uint8_t b = *p++;
+        v |= (uint64_t)(b & 0x7f) << sh;
+        if (!(b & 0x80)) break;
+    }
+    *pp = p;
+    return v;
+}
+
 static inline int32_t leb_s32(const uint8_t **pp) {
     const uint8_t *p = *pp;
     uint32_t v = 0;
@@ -945,7 +1026,7 @@ static inline bool read_instr(pw_reader *r, pw_instr *in) {
             in->op = op;
             in->a = 0;
             in->align = *p++;
-            in->offset = leb_u32(&p);
+            in->offset = leb_u64(&p); /* memory64 offsets take up to 10 bytes */
             r->p = p;
             return true;
         }
@@ -986,7 +1067,11 @@ static bool imm_ok(comp *c, const pw_instr *in) {
     case 0x25:
     case 0x26: return in->a < m->ntables;
     case 0xD2: return in->a < m->nfuncs;
-    case PW_OP_FC(8): return in->a < m->ndatas;
+    case 0x3F:
+    case 0x40: return in->a < m->nmems;
+    case PW_OP_FC(8): return in->a < m->ndatas && in->b < m->nmems;
+    case PW_OP_FC(10): return in->a < m->nmems && in->b < m->nmems;
+    case PW_OP_FC(11): return in->a < m->nmems;
     case PW_OP_FC(9): return in->a < m->ndatas;
     case PW_OP_FC(12): return in->a < m->nelems && in->b < m->ntables;
     case PW_OP_FC(13): return in->a < m->nelems;
@@ -994,7 +1079,7 @@ static bool imm_ok(comp *c, const pw_instr *in) {
     case PW_OP_FC(15):
     case PW_OP_FC(16):
     case PW_OP_FC(17): return in->a < m->ntables;
-    default: return true;
+    default: return op < 0x28 || op > 0x3E || in->a < m->nmems;
     }
 }
 
@@ -1144,6 +1229,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             break;
         }
         case 0x11: { /* call_indirect */
+            if (tab64(c, in.b)) clamp_index(c, c->sp - 1);
             uint32_t idx = pop_slot(c);
             emit_call(c, PW_OP_CALL_INDIRECT, &m->types[in.a], in.a, in.b, idx, true);
             break;
@@ -1234,6 +1320,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
         case 0x15: { /* return_call_ref */
             /* The index/reference must survive the argument moves: its own stack
              * slot lies above every destination. */
+            if (op == 0x13 && tab64(c, in.b)) clamp_index(c, c->sp - 1);
             materialize(c, c->sp - 1);
             uint32_t x = slot_of_depth(c, c->sp - 1);
             popn(c, 1);
@@ -1344,6 +1431,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             break;
         }
         case 0x25: { /* table.get */
+            if (tab64(c, in.a)) clamp_index(c, c->sp - 1);
             uint32_t i = pop_slot(c);
             uint32_t dst = push_stack(c, m->tables[in.a].type.elem);
             uint32_t pos = emit_op(c, PW_OP_TABLE_GET);
@@ -1354,6 +1442,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             break;
         }
         case 0x26: { /* table.set */
+            if (tab64(c, in.a)) clamp_index(c, c->sp - 2);
             uint32_t v = pop_slot(c), i = pop_slot(c);
             emit_op(c, PW_OP_TABLE_SET);
             emit(c, in.a);
@@ -1363,6 +1452,14 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             break;
         }
         case 0x3F: { /* memory.size */
+            if (mem_slow(c, in.a)) {
+                uint32_t dst = push_stack(c, m->mems[in.a].is64 ? PW_VT_I64 : PW_VT_I32);
+                uint32_t pos = emit_op(c, PW_OP_MEMORY_SIZE_X);
+                emit(c, dst);
+                emit(c, in.a);
+                set_pend(c, pos, PW_OP_MEMORY_SIZE_X, dst);
+                break;
+            }
             uint32_t dst = push_stack(c, PW_VT_I32);
             uint32_t pos = emit_op(c, PW_OP_MEMORY_SIZE);
             emit(c, dst);
@@ -1370,6 +1467,16 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             break;
         }
         case 0x40: { /* memory.grow */
+            if (mem_slow(c, in.a)) {
+                uint32_t d = pop_slot(c);
+                uint32_t dst = push_stack(c, m->mems[in.a].is64 ? PW_VT_I64 : PW_VT_I32);
+                uint32_t pos = emit_op(c, PW_OP_MEMORY_GROW_X);
+                emit(c, dst);
+                emit(c, in.a);
+                emit(c, d);
+                set_pend(c, pos, PW_OP_MEMORY_GROW_X, dst);
+                break;
+            }
             uint32_t d = pop_slot(c);
             uint32_t dst = push_stack(c, PW_VT_I32);
             uint32_t pos = emit_op(c, PW_OP_MEMORY_GROW);
@@ -1412,6 +1519,10 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             break;
         }
         default:
+            if (op >= 0x28 && op <= 0x3E && mem_slow(c, in.a)) {
+                mem_access_slow(c, &in);
+                break;
+            }
             if (op >= 0x28 && op <= 0x35) {
                 uint32_t lop = LOADS[op - 0x28].op, x, y, form;
                 if (fused_addr(c, 0, &x, &y, &form)) {
@@ -1467,23 +1578,43 @@ static bool compile_body(comp *c, pw_cfunc *out) {
                 uint32_t sub = op & 0xFF;
                 uint32_t s3 = 0, s2 = 0, s1 = 0;
                 switch (sub) {
-                case 0x08: /* memory.init seg */
+                case 0x08: /* memory.init seg mem */
                     s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
-                    emit_op(c, PW_OP_MEMORY_INIT);
-                    emit(c, in.a);
+                    if (mem_slow(c, in.b)) {
+                        emit_op(c, PW_OP_MEMORY_INIT_X);
+                        emit(c, in.b), emit(c, in.a);
+                    } else {
+                        emit_op(c, PW_OP_MEMORY_INIT);
+                        emit(c, in.a);
+                    }
                     emit(c, s1), emit(c, s2), emit(c, s3);
                     break;
                 case 0x09:
                     emit_op(c, PW_OP_DATA_DROP);
                     emit(c, in.a);
                     break;
-                case 0x0A:
-                case 0x0B:
+                case 0x0A: /* memory.copy dst src */
                     s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
-                    emit_op(c, sub == 0x0A ? PW_OP_MEMORY_COPY : PW_OP_MEMORY_FILL);
+                    if (mem_slow(c, in.a) || mem_slow(c, in.b)) {
+                        emit_op(c, PW_OP_MEMORY_COPY_X);
+                        emit(c, in.a), emit(c, in.b);
+                    } else {
+                        emit_op(c, PW_OP_MEMORY_COPY);
+                    }
+                    emit(c, s1), emit(c, s2), emit(c, s3);
+                    break;
+                case 0x0B: /* memory.fill mem */
+                    s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
+                    if (mem_slow(c, in.a)) {
+                        emit_op(c, PW_OP_MEMORY_FILL_X);
+                        emit(c, in.a);
+                    } else {
+                        emit_op(c, PW_OP_MEMORY_FILL);
+                    }
                     emit(c, s1), emit(c, s2), emit(c, s3);
                     break;
                 case 0x0C: /* table.init elem table */
+                    if (tab64(c, in.b)) clamp_index(c, c->sp - 3);
                     s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
                     emit_op(c, PW_OP_TABLE_INIT);
                     emit(c, in.b), emit(c, in.a);
@@ -1494,25 +1625,37 @@ static bool compile_body(comp *c, pw_cfunc *out) {
                     emit(c, in.a);
                     break;
                 case 0x0E: /* table.copy dst src */
+                    /* every i64 operand clamped: the length too when both are table64 */
+                    if (tab64(c, in.a)) clamp_index(c, c->sp - 3);
+                    if (tab64(c, in.b)) clamp_index(c, c->sp - 2);
+                    if (tab64(c, in.a) && tab64(c, in.b)) clamp_index(c, c->sp - 1);
                     s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
                     emit_op(c, PW_OP_TABLE_COPY);
                     emit(c, in.a), emit(c, in.b);
                     emit(c, s1), emit(c, s2), emit(c, s3);
                     break;
                 case 0x0F: { /* table.grow: init n */
+                    if (tab64(c, in.a)) clamp_index(c, c->sp - 1);
                     s2 = pop_slot(c), s1 = pop_slot(c);
                     uint32_t dst = push_stack(c, PW_VT_I32);
                     emit_op(c, PW_OP_TABLE_GROW);
                     emit(c, dst), emit(c, in.a), emit(c, s1), emit(c, s2);
+                    /* table64: the i32 result (old size or -1) sign-extended */
+                    if (tab64(c, in.a)) widen_top(c, PW_OP_I64_EXTEND_I32_S);
                     break;
                 }
                 case 0x10: {
                     uint32_t dst = push_stack(c, PW_VT_I32);
                     emit_op(c, PW_OP_TABLE_SIZE);
                     emit(c, dst), emit(c, in.a);
+                    if (tab64(c, in.a)) widen_top(c, PW_OP_I64_EXTEND_I32_U);
                     break;
                 }
                 case 0x11: /* table.fill: i v n */
+                    if (tab64(c, in.a)) {
+                        clamp_index(c, c->sp - 3);
+                        clamp_index(c, c->sp - 1);
+                    }
                     s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
                     emit_op(c, PW_OP_TABLE_FILL);
                     emit(c, in.a), emit(c, s1), emit(c, s2), emit(c, s3);

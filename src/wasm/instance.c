@@ -122,7 +122,8 @@ static pw_status link_imports(pw_instance *inst, pw_resolve_fn resolve, void *ct
             break;
         case PW_EXTERN_TABLE: {
             pw_table *t = ex.u.table;
-            if (!valtype_eq(t->tmod, t->elem, m, imp->u.table.elem) ||
+            if (t->is64 != imp->u.table.lim.is64 ||
+                !valtype_eq(t->tmod, t->elem, m, imp->u.table.elem) ||
                 !limits_match(t->size, t->max, &imp->u.table.lim))
                 return unlinkable(err, m, imp, "incompatible import type");
             inst->tables[nt++] = t;
@@ -130,7 +131,8 @@ static pw_status link_imports(pw_instance *inst, pw_resolve_fn resolve, void *ct
         }
         case PW_EXTERN_MEMORY: {
             pw_memory *mem = ex.u.memory;
-            if (!limits_match(mem->size >> 16, mem->max_pages, &imp->u.memory))
+            if (mem->is64 != imp->u.memory.is64 ||
+                !limits_match(mem->size >> 16, mem->max_pages, &imp->u.memory))
                 return unlinkable(err, m, imp, "incompatible import type");
             inst->mems[nm++] = mem;
             break;
@@ -217,8 +219,9 @@ static pw_status init_segments(pw_instance *inst, bool apply, pw_error *err) {
             pw_slot off;
             if (!pw_eval_const(inst, e->offset, &off, err)) return err->status;
             pw_table *t = inst->tables[e->table];
-            if ((uint64_t)off.u32 + e->count > t->size) return pw_trap(err, PW_TRAP_TABLE_OOB);
-            if (e->count) memcpy(t->elems + off.u32, inst->elem_refs[k], e->count * sizeof(pw_ref));
+            uint64_t o = t->is64 ? off.u64 : off.u32;
+            if (o > t->size || e->count > t->size - o) return pw_trap(err, PW_TRAP_TABLE_OOB);
+            if (e->count) memcpy(t->elems + o, inst->elem_refs[k], e->count * sizeof(pw_ref));
             inst->elem_len[k] = 0;
         } else if (e->mode == PW_SEG_DECLARATIVE) {
             inst->elem_len[k] = 0;
@@ -230,8 +233,9 @@ static pw_status init_segments(pw_instance *inst, bool apply, pw_error *err) {
         pw_slot off;
         if (!pw_eval_const(inst, d->offset, &off, err)) return err->status;
         pw_memory *mem = inst->mems[d->memory];
-        if ((uint64_t)off.u32 + d->bytes.len > mem->size) return pw_trap(err, PW_TRAP_MEM_OOB);
-        if (d->bytes.len) memcpy(mem->data + off.u32, m->bytes + d->bytes.off, d->bytes.len);
+        uint64_t o = mem->is64 ? off.u64 : off.u32;
+        if (o > mem->size || d->bytes.len > mem->size - o) return pw_trap(err, PW_TRAP_MEM_OOB);
+        if (d->bytes.len) memcpy(mem->data + o, m->bytes + d->bytes.off, d->bytes.len);
         inst->data_dropped[k] = 1;
     }
     (void)s;
@@ -291,6 +295,7 @@ static pw_instance *instantiate(pw_store *s, const pw_module *m, const pw_snapsh
             pw_fail(err, PW_ERR_OOM, "table allocation failed or over the store's cap");
             return NULL;
         }
+        t->is64 = td->type.lim.is64;
         inst->tables[i] = t;
     }
     for (uint32_t i = m->nmem_imports; i < m->nmems; i++) {
@@ -300,6 +305,7 @@ static pw_instance *instantiate(pw_store *s, const pw_module *m, const pw_snapsh
             pw_fail(err, PW_ERR_OOM, "memory allocation failed or over the store's cap");
             return NULL;
         }
+        mem->is64 = m->mems[i].is64;
         inst->mems[i] = mem;
     }
     inst->mem0 = m->nmems ? inst->mems[0] : s->empty_mem;

@@ -231,7 +231,15 @@
     X(TAIL_CALL_REF)      /* ref */                                                                \
     X(TRY)                /* skip n (kind tag dst off)*n: catch clauses, jumped over */            \
     X(THROW)              /* tag argbase */                                                        \
-    X(THROW_REF)          /* exn */
+    X(THROW_REF)          /* exn */                                                                \
+    X(MEM_LOAD)           /* dst addr mem wop off_lo off_hi: any memory but an i32 memory 0 */     \
+    X(MEM_STORE)          /* addr val mem wop off_lo off_hi (wop: the Wasm opcode) */              \
+    X(MEMORY_SIZE_X)      /* dst mem: memory.size of any memory, as a 64-bit value */              \
+    X(MEMORY_GROW_X)      /* dst mem delta */                                                      \
+    X(MEMORY_FILL_X)      /* mem d v n */                                                          \
+    X(MEMORY_COPY_X)      /* dmem smem d s n */                                                    \
+    X(MEMORY_INIT_X)      /* mem seg d s n */                                                      \
+    X(CLAMP32)            /* dst src: an i64 table index as u32, saturated (table64) */
 
 /* Wasm 3.0 GC instructions (compile_gc.h emits them, interp_gc.h runs them). Struct
  * field offsets are byte offsets into the object's data; `vt` is a reference type

@@ -117,6 +117,7 @@ struct pw_memory {
     uint64_t rw;        /* [0, rw) is read/write (>= size; never shrinks) */
     uint64_t dirty;     /* [size, dirty) may hold a previous store's bytes (pool.c) */
     pw_store *store;
+    bool is64; /* i64 addresses (memory64); its size is still capped at 2^16 pages */
 };
 
 struct pw_table {
@@ -127,6 +128,7 @@ struct pw_table {
     pw_valtype elem;
     const pw_module *tmod; /* module that gives meaning to a concrete elem type */
     pw_store *store;
+    bool is64; /* i64 indices (table64); its size is still at most PW_TABLE_LIMIT */
 };
 
 struct pw_global {

@@ -5,6 +5,7 @@
  * script.c executes the commands of one script (module, register, actions, asserts)
  * value.c  JSON values: arguments in, expected results (patterns) matched, printing
  * host.c   the `spectest` host module of MANIFEST.md §7
+ * scope.c  scripts of scope.json's "later" stage that the engine now passes
  *
  * The runner uses only the public engine API (include/peri/wasm.h).
  */
@@ -34,6 +35,9 @@ typedef struct st_opts {
  * its folder) in a fresh store, printing failure details to stdout. `name` is for
  * messages. Returns false if the script itself cannot be read (counts untouched). */
 bool st_run_script(const char *json_path, const char *name, const st_opts *o, st_counts *c);
+
+/* Is this script of the "later" stage run with scope wasm3 (scope.c)? */
+bool st_scope_promoted(const char *name);
 
 /* Counts the assertions of a script without running it: runnable ones and the
  * text-format ones a binary-only runner skips. False if unreadable. */

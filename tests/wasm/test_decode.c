@@ -122,8 +122,11 @@ static void test_limits_and_types(void **state) {
     expect(B(HDR, 0x05, 0x02, 0x01, 0x08), PW_ERR_MALFORMED, "malformed limits flags");
     /* shared memory (threads) is not Wasm 3.0 */
     expect(B(HDR, 0x05, 0x04, 0x01, 0x03, 0x00, 0x01), PW_ERR_MALFORMED, "malformed limits flags");
-    /* memory64 (i64 limits) is outside this engine's scope */
-    expect(B(HDR, 0x05, 0x03, 0x01, 0x04, 0x00), PW_ERR_MALFORMED, "malformed limits flags");
+    /* memory64: i64 limits (flag 4), with and without a maximum */
+    expect(B(HDR, 0x05, 0x03, 0x01, 0x04, 0x00), PW_OK, "");
+    expect(B(HDR, 0x05, 0x04, 0x01, 0x05, 0x00, 0x01), PW_OK, "");
+    /* a shared memory64 is still shared */
+    expect(B(HDR, 0x05, 0x03, 0x01, 0x06, 0x00), PW_ERR_MALFORMED, "malformed limits flags");
     /* table of a non-reference type */
     expect(B(HDR, 0x04, 0x04, 0x01, 0x7f, 0x00, 0x00), PW_ERR_MALFORMED,
            "malformed reference type");
