@@ -8,12 +8,16 @@
 #include "wasm/instr.h"
 #include "wasm/jit/jit.h"
 #include "wasm/runtime.h"
+#include "wasm/simd.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 /* Evaluate a constant expression. Validation guarantees its shape and types. */
-bool pw_eval_const(pw_instance *inst, pw_span expr, pw_slot *out, pw_error *err) {
+/* Evaluates a constant expression into out[0] (and out[1]: the high half of a v128,
+ * which takes two cells); *ncells is 1 or 2. */
+static bool eval_const(pw_instance *inst, pw_span expr, pw_slot out[2], uint32_t *ncells,
+                       pw_error *err) {
     const pw_module *m = inst->mod;
     pw_reader r = {m->bytes + expr.off, m->bytes + expr.off + expr.len, m->bytes, err};
     pw_slot st[64];
@@ -35,7 +39,16 @@ bool pw_eval_const(pw_instance *inst, pw_span expr, pw_slot *out, pw_error *err)
         case 0x44: st[sp++].u64 = in.bits; break;
         case 0xD0: st[sp++].ref = PW_NULL_REF; break;
         case 0xD2: st[sp++].ref = (pw_ref)inst->funcs[in.a]; break;
-        case 0x23: st[sp++] = inst->globals[in.a]->val; break;
+        case 0x23:
+            st[sp++] = inst->globals[in.a]->val;
+            if (inst->globals[in.a]->type == PW_VT_V128 && sp < 64)
+                st[sp++].u64 = inst->globals[in.a]->hi;
+            break;
+        case PW_OP_FD(0x0C): /* v128.const: two cells */
+            if (sp + 2 > 64) break;
+            memcpy(&st[sp++].u64, in.vec, 8);
+            memcpy(&st[sp++].u64, in.vec + 8, 8);
+            break;
         case 0x6A:
             sp--;
             st[sp - 1].u32 += st[sp].u32;
@@ -69,11 +82,25 @@ bool pw_eval_const(pw_instance *inst, pw_span expr, pw_slot *out, pw_error *err)
         }
         }
     }
-    if (sp != 1) {
+    if (sp != 1 && sp != 2) {
         pw_fail(err, PW_ERR_INVALID, "type mismatch");
         return false;
     }
-    *out = st[0];
+    out[0] = st[0];
+    out[1] = sp == 2 ? st[1] : (pw_slot){.u64 = 0};
+    *ncells = sp;
+    return true;
+}
+
+bool pw_eval_const(pw_instance *inst, pw_span expr, pw_slot *out, pw_error *err) {
+    pw_slot v[2];
+    uint32_t n;
+    if (!eval_const(inst, expr, v, &n, err)) return false;
+    if (n != 1) {
+        pw_fail(err, PW_ERR_INVALID, "type mismatch");
+        return false;
+    }
+    *out = v[0];
     return true;
 }
 
@@ -280,7 +307,15 @@ static pw_instance *instantiate(pw_store *s, const pw_module *m, const pw_snapsh
         g->type = gd->type.type;
         g->mut = gd->type.mut;
         g->tmod = m;
-        if (!pw_eval_const(inst, gd->init, &g->val, err)) return NULL;
+        pw_slot v[2];
+        uint32_t n;
+        if (!eval_const(inst, gd->init, v, &n, err)) return NULL;
+        if (n != (g->type == PW_VT_V128 ? 2u : 1u)) {
+            pw_fail(err, PW_ERR_INVALID, "type mismatch");
+            return NULL;
+        }
+        g->val = v[0];
+        g->hi = v[1].u64;
         inst->globals[i] = g;
     }
     for (uint32_t i = m->ntable_imports; i < m->ntables; i++) {
@@ -317,7 +352,10 @@ static pw_instance *instantiate(pw_store *s, const pw_module *m, const pw_snapsh
         }
         tg->tmod = m;
         tg->type = m->tag_types[i];
+        /* payload cells: a v128 takes two */
         tg->nparams = m->types[tg->type].u.func.nparams;
+        for (uint32_t k = 0; k < m->types[tg->type].u.func.nparams; k++)
+            tg->nparams += m->types[tg->type].u.func.types[k] == PW_VT_V128;
         tg->hdr.type_id = inst->type_ids[tg->type];
         inst->tags[i] = tg;
     }

@@ -14,6 +14,7 @@
 #include "wasm/fops.h"
 #include "wasm/jit/jit.h"
 #include "wasm/runtime.h"
+#include "wasm/simd.h"
 
 #include <math.h>
 #include <string.h>
@@ -940,6 +941,9 @@ L_MEMORY_INIT_X:
     if ((tc = op_memory_init_x(inst, inst->mems[IMM(1)], IMM(2), &S(3), S(4).u32, S(5).u32)))
         goto trap;
     NEXT(6);
+L_SIMD:
+    if ((tc = pw_simd_exec(inst, fp, pc))) goto trap;
+    NEXT(PW_SIMD_WORDS);
 L_CLAMP32:
     S(1).u32 = S(2).u64 > UINT32_MAX ? UINT32_MAX : (uint32_t)S(2).u64;
     NEXT(3);

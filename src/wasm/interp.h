@@ -239,7 +239,8 @@
     X(MEMORY_FILL_X)      /* mem d v n */                                                          \
     X(MEMORY_COPY_X)      /* dmem smem d s n */                                                    \
     X(MEMORY_INIT_X)      /* mem seg d s n */                                                      \
-    X(CLAMP32)            /* dst src: an i64 table index as u32, saturated (table64) */
+    X(CLAMP32)            /* dst src: an i64 table index as u32, saturated (table64) */            \
+    X(SIMD)               /* sub dst a b c x0 x1 x2 x3: one 0xFD instruction (simd.h) */
 
 /* Wasm 3.0 GC instructions (compile_gc.h emits them, interp_gc.h runs them). Struct
  * field offsets are byte offsets into the object's data; `vt` is a reference type

@@ -134,6 +134,7 @@ struct pw_table {
 struct pw_global {
     pw_obj hdr;
     pw_slot val;
+    uint64_t hi; /* v128 globals: the high half (val holds the low half) */
     pw_valtype type;
     bool mut;
     const pw_module *tmod;

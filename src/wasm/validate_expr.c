@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "wasm/limits.h"
+#include "wasm/simd.h"
 #include "wasm/validate.h"
 
 #define VT_BOT       ((pw_valtype)PW_K_BOT)
@@ -446,6 +447,40 @@ static pw_valtype min_at(pw_valtype a, pw_valtype b) {
     return a == PW_VT_I64 && b == PW_VT_I64 ? PW_VT_I64 : PW_VT_I32;
 }
 
+static pw_valtype simd_vt(char k) {
+    switch (k) {
+    case 'v': return PW_VT_V128;
+    case 'i': return PW_VT_I32;
+    case 'l': return PW_VT_I64;
+    case 'f': return PW_VT_F32;
+    default: return PW_VT_F64;
+    }
+}
+
+/* One 0xFD instruction (simd.h): immediates, then operands and result. */
+static pw_status simd_instr(pw_vctx *v, const pw_instr *in) {
+    const pw_simd_info *si = pw_simd_op(PW_FD_SUB(in->op));
+    if (!si) return pw_fail(v->err, PW_ERR_MALFORMED, "illegal opcode %x", in->op);
+    bool mem = si->imm == PW_SI_MEM || si->imm == PW_SI_MEMLANE;
+    pw_valtype at = PW_VT_I32;
+    if (mem) {
+        if (check_mem(v, in->a)) return v->err->status;
+        if (in->align > si->align) return invalid(v, "alignment must not be larger than natural");
+        at = mem_at(v, in->a);
+        if (at == PW_VT_I32 && in->offset > UINT32_MAX) return invalid(v, "offset out of range");
+    }
+    if ((si->imm == PW_SI_LANE || si->imm == PW_SI_MEMLANE) && in->n >= si->lanes)
+        return invalid(v, "invalid lane index");
+    if (si->imm == PW_SI_SHUF)
+        for (int i = 0; i < 16; i++)
+            if (in->vec[i] >= 32) return invalid(v, "invalid lane index");
+    for (int i = 2; i >= 0; i--)
+        if (si->in[i] && pop(v, simd_vt(si->in[i]))) return v->err->status;
+    if (mem && pop(v, at)) return v->err->status;
+    if (si->out && push(v, simd_vt(si->out))) return v->err->status;
+    return PW_OK;
+}
+
 static pw_status check_table(pw_vctx *v, uint32_t x, pw_valtype *elem) {
     *elem = 0;
     if (x >= v->m->ntables) return invalid(v, "unknown table %u", x);
@@ -576,7 +611,8 @@ static bool const_op(pw_vctx *v, const pw_instr *in) {
     case PW_OP_FB(0x08):
     case PW_OP_FB(0x1A):
     case PW_OP_FB(0x1B):
-    case PW_OP_FB(0x1C): return true;
+    case PW_OP_FB(0x1C):
+    case PW_OP_FD(0x0C): return true;
     case 0x23: return in->a < v->nglobals_visible && !v->m->globals[in->a].type.mut;
     default: return false;
     }
@@ -890,6 +926,10 @@ static pw_status run(pw_vctx *v) {
                 pw_valtype a, b, r;
                 numsig(op, &a, &b, &r);
                 if (pop(v, a) || push(v, r)) return v->err->status;
+                break;
+            }
+            if (op >= PW_OP_FD(0) && op < PW_OP_FD(PW_FD_COUNT)) {
+                if (simd_instr(v, &in)) return v->err->status;
                 break;
             }
             goto more;
