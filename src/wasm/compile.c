@@ -823,6 +823,13 @@ static bool fused_addr(comp *c, uint32_t k, uint32_t *x, uint32_t *y, uint32_t *
  * multi-memory. The i32 memory 0 keeps the fast instructions above; any other memory
  * (memory64, or an index > 0) takes the generic MEM_* instructions, whose handlers
  * read the address type from the memory. */
+static uint32_t emit_xop(comp *c, uint32_t kind) {
+    uint32_t pos = emit_op(c, PW_OP_XOP);
+    emit(c, kind);
+    c->pend = false; /* never a pending producer: its dst is not the first operand */
+    return pos;
+}
+
 static bool mem_slow(comp *c, uint32_t x) {
     return x != 0 || (x < c->m->nmems && c->m->mems[x].is64);
 }
@@ -834,18 +841,17 @@ static void mem_access_slow(comp *c, const pw_instr *in) {
     if (op <= 0x35) {
         uint32_t a = pop_slot(c);
         uint32_t dst = push_stack(c, out[op - 0x28]);
-        uint32_t pos = emit_op(c, PW_OP_MEM_LOAD);
+        emit_xop(c, PW_XOP_MEM_LOAD);
         emit(c, dst);
         emit(c, a);
         emit(c, in->a);
         emit(c, op);
         emit(c, (uint32_t)in->offset);
         emit(c, (uint32_t)(in->offset >> 32));
-        set_pend(c, pos, PW_OP_MEM_LOAD, dst);
         return;
     }
     uint32_t v = pop_slot(c), a = pop_slot(c);
-    emit_op(c, PW_OP_MEM_STORE);
+    emit_xop(c, PW_XOP_MEM_STORE);
     emit(c, a);
     emit(c, v);
     emit(c, in->a);
@@ -870,7 +876,7 @@ static void clamp_index(comp *c, uint32_t d) {
     } else {
         materialize(c, d);
         uint32_t sl = slot_of_depth(c, d);
-        emit_op(c, PW_OP_CLAMP32);
+        emit_xop(c, PW_XOP_CLAMP32);
         emit(c, sl);
         emit(c, sl);
     }
@@ -904,7 +910,7 @@ static uint32_t v128_at(comp *c, uint32_t d) {
 
 static void emit_simd(comp *c, uint32_t sub, uint32_t dst, uint32_t a, uint32_t b, uint32_t cc,
                       const uint32_t x[4]) {
-    emit_op(c, PW_OP_SIMD);
+    emit_xop(c, PW_XOP_SIMD);
     emit(c, sub);
     emit(c, dst);
     emit(c, a);
@@ -1605,10 +1611,9 @@ static bool compile_body(comp *c, pw_cfunc *out) {
         case 0x3F: { /* memory.size */
             if (mem_slow(c, in.a)) {
                 uint32_t dst = push_stack(c, m->mems[in.a].is64 ? PW_VT_I64 : PW_VT_I32);
-                uint32_t pos = emit_op(c, PW_OP_MEMORY_SIZE_X);
+                emit_xop(c, PW_XOP_MEMORY_SIZE_X);
                 emit(c, dst);
                 emit(c, in.a);
-                set_pend(c, pos, PW_OP_MEMORY_SIZE_X, dst);
                 break;
             }
             uint32_t dst = push_stack(c, PW_VT_I32);
@@ -1621,11 +1626,10 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             if (mem_slow(c, in.a)) {
                 uint32_t d = pop_slot(c);
                 uint32_t dst = push_stack(c, m->mems[in.a].is64 ? PW_VT_I64 : PW_VT_I32);
-                uint32_t pos = emit_op(c, PW_OP_MEMORY_GROW_X);
+                emit_xop(c, PW_XOP_MEMORY_GROW_X);
                 emit(c, dst);
                 emit(c, in.a);
                 emit(c, d);
-                set_pend(c, pos, PW_OP_MEMORY_GROW_X, dst);
                 break;
             }
             uint32_t d = pop_slot(c);
@@ -1732,7 +1736,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
                 case 0x08: /* memory.init seg mem */
                     s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
                     if (mem_slow(c, in.b)) {
-                        emit_op(c, PW_OP_MEMORY_INIT_X);
+                        emit_xop(c, PW_XOP_MEMORY_INIT_X);
                         emit(c, in.b), emit(c, in.a);
                     } else {
                         emit_op(c, PW_OP_MEMORY_INIT);
@@ -1747,7 +1751,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
                 case 0x0A: /* memory.copy dst src */
                     s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
                     if (mem_slow(c, in.a) || mem_slow(c, in.b)) {
-                        emit_op(c, PW_OP_MEMORY_COPY_X);
+                        emit_xop(c, PW_XOP_MEMORY_COPY_X);
                         emit(c, in.a), emit(c, in.b);
                     } else {
                         emit_op(c, PW_OP_MEMORY_COPY);
@@ -1757,7 +1761,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
                 case 0x0B: /* memory.fill mem */
                     s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
                     if (mem_slow(c, in.a)) {
-                        emit_op(c, PW_OP_MEMORY_FILL_X);
+                        emit_xop(c, PW_XOP_MEMORY_FILL_X);
                         emit(c, in.a);
                     } else {
                         emit_op(c, PW_OP_MEMORY_FILL);

@@ -189,6 +189,63 @@ static __attribute__((noinline)) pw_trap_code op_memory_init_x(pw_instance *inst
     return PW_TRAP_NONE;
 }
 
+/* Words of each extension instruction (handler and kind words included). */
+static const uint8_t xop_words[PW_XOP_COUNT_] = {
+#define PW_W_X(n, w) [PW_XOP_##n] = w,
+    PW_XOPS(PW_W_X)
+#undef PW_W_X
+};
+
+/* Runs the extension instruction at pc (PW_XOPS); its operands start at pc[2]. Returns
+ * the trap code, or PW_TRAP_COUNT_ when memory.grow hit the store's memory cap with
+ * cap_is_fatal. */
+static __attribute__((noinline)) pw_trap_code op_xop(pw_store *s, pw_instance *inst, pw_slot *fp,
+                                                     const uint32_t *pc) {
+    const uint32_t *q = pc + 1; /* q[i]: operand i, as in the other instructions' layouts */
+#define Q(i)  fp[q[i]]
+#define QI(i) q[i]
+    switch (pc[1]) {
+    case PW_XOP_MEM_LOAD:
+        return op_mem_access(inst->mems[QI(3)], QI(4), &Q(2), &Q(1),
+                             (uint64_t)QI(5) | (uint64_t)QI(6) << 32);
+    case PW_XOP_MEM_STORE:
+        return op_mem_access(inst->mems[QI(3)], QI(4), &Q(1), &Q(2),
+                             (uint64_t)QI(5) | (uint64_t)QI(6) << 32);
+    case PW_XOP_MEMORY_SIZE_X: Q(1).u64 = inst->mems[QI(2)]->size >> 16; return PW_TRAP_NONE;
+    case PW_XOP_MEMORY_GROW_X: {
+        pw_memory *gm = inst->mems[QI(2)];
+        int64_t r = pw_memory_grow(gm, mem_addr(gm, &Q(3)));
+        if (r == PW_GROW_OVER_CAP) {
+            if (s->cfg.cap_is_fatal) return PW_TRAP_COUNT_;
+            r = -1;
+        }
+        if (gm->is64)
+            Q(1).i64 = r;
+        else
+            Q(1).i32 = (int32_t)r;
+        return PW_TRAP_NONE;
+    }
+    case PW_XOP_MEMORY_FILL_X:
+        return op_memory_fill_x(inst->mems[QI(1)], &Q(2), Q(3).u32, &Q(4), &s->interrupt);
+    case PW_XOP_MEMORY_COPY_X:
+        return op_memory_copy_x(inst->mems[QI(1)], inst->mems[QI(2)], &Q(3), &Q(4), &Q(5),
+                                &s->interrupt);
+    case PW_XOP_MEMORY_INIT_X:
+        return op_memory_init_x(inst, inst->mems[QI(1)], QI(2), &Q(3), Q(4).u32, Q(5).u32);
+    case PW_XOP_CLAMP32:
+        Q(1).u32 = Q(2).u64 > UINT32_MAX ? UINT32_MAX : (uint32_t)Q(2).u64;
+        return PW_TRAP_NONE;
+    case PW_XOP_SIMD: return pw_simd_exec(inst, fp, q);
+    default: return PW_TRAP_UNREACHABLE; /* not emitted */
+    }
+#undef Q
+#undef QI
+}
+
+pw_trap_code pw_interp_xop(pw_store *s, pw_instance *inst, pw_slot *fp, const uint32_t *pc) {
+    return op_xop(s, inst, fp, pc);
+}
+
 /* ---------------------------------------------------------------- host calls */
 
 pw_status pw_call_host(pw_store *s, pw_instance *caller, pw_func *f, pw_slot *argp) {
@@ -902,51 +959,14 @@ L_DATA_DROP:
     inst->data_dropped[IMM(1)] = 1;
     NEXT(2);
 
-    /* memory64 and multi-memory: slow paths (the i32 memory 0 keeps the handlers above) */
-L_MEM_LOAD:
-    if ((tc = op_mem_access(inst->mems[IMM(3)], IMM(4), &S(2), &S(1),
-                            (uint64_t)IMM(5) | (uint64_t)IMM(6) << 32)))
+    /* extension instructions (interp.h, PW_XOPS): one handler, a noinline helper */
+L_XOP:
+    if ((tc = op_xop(s, inst, fp, pc))) {
+        if (tc == PW_TRAP_COUNT_) goto gc_oom; /* memory.grow over a fatal cap */
         goto trap;
-    NEXT(7);
-L_MEM_STORE:
-    if ((tc = op_mem_access(inst->mems[IMM(3)], IMM(4), &S(1), &S(2),
-                            (uint64_t)IMM(5) | (uint64_t)IMM(6) << 32)))
-        goto trap;
-    NEXT(7);
-L_MEMORY_SIZE_X:
-    S(1).u64 = inst->mems[IMM(2)]->size >> 16;
-    NEXT(3);
-L_MEMORY_GROW_X : {
-    pw_memory *gm = inst->mems[IMM(2)];
-    int64_t r = pw_memory_grow(gm, mem_addr(gm, &S(3)));
-    if (r == PW_GROW_OVER_CAP) {
-        if (s->cfg.cap_is_fatal) goto gc_oom;
-        r = -1;
     }
-    if (gm->is64)
-        S(1).i64 = r;
-    else
-        S(1).i32 = (int32_t)r;
-    RELOAD_MEM();
-    NEXT(4);
-}
-L_MEMORY_FILL_X:
-    if ((tc = op_memory_fill_x(inst->mems[IMM(1)], &S(2), S(3).u32, &S(4), intr))) goto trap;
-    NEXT(5);
-L_MEMORY_COPY_X:
-    if ((tc = op_memory_copy_x(inst->mems[IMM(1)], inst->mems[IMM(2)], &S(3), &S(4), &S(5), intr)))
-        goto trap;
-    NEXT(6);
-L_MEMORY_INIT_X:
-    if ((tc = op_memory_init_x(inst, inst->mems[IMM(1)], IMM(2), &S(3), S(4).u32, S(5).u32)))
-        goto trap;
-    NEXT(6);
-L_SIMD:
-    if ((tc = pw_simd_exec(inst, fp, pc))) goto trap;
-    NEXT(PW_SIMD_WORDS);
-L_CLAMP32:
-    S(1).u32 = S(2).u64 > UINT32_MAX ? UINT32_MAX : (uint32_t)S(2).u64;
-    NEXT(3);
+    RELOAD_MEM(); /* memory.grow of memory 0 when it is an i64 memory */
+    NEXT(xop_words[pc[1] < PW_XOP_COUNT_ ? pc[1] : 0]);
 
     /* ------------------------------------------------------------ tables */
 L_TABLE_GET : {

@@ -313,6 +313,10 @@ pw_status pw_invoke(pw_store *s, pw_func *f, pw_error *err);
 pw_status pw_interp(pw_store *s, pw_func *f, pw_slot *fp);
 /* Handler offsets for compile.c, indexed by internal opcode (interp.h). */
 const int32_t *pw_interp_handlers(void);
+/* For the JIT: runs the extension instruction XOP (interp.h, PW_XOPS) at pc on frame
+ * fp; returns its trap code (PW_TRAP_NONE: done; PW_TRAP_COUNT_: memory.grow hit a
+ * fatal memory cap). */
+pw_trap_code pw_interp_xop(pw_store *s, pw_instance *inst, pw_slot *fp, const uint32_t *pc);
 /* Host call made by the interpreter (args at argp, results replace them). */
 pw_status pw_call_host(pw_store *s, pw_instance *caller, pw_func *f, pw_slot *argp);
 

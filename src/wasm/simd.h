@@ -7,8 +7,8 @@
  * first) wherever values live in cells — frame slots, call arguments and results,
  * exception payloads, pw_val arrays of the public API. The compiler treats the two
  * halves as two stack entries (so moves, branches and calls need nothing new) and
- * every SIMD instruction is one internal instruction, SIMD, whose executor is a
- * noinline function (the dispatch loop stays as lean as before).
+ * every SIMD instruction is one internal instruction (XOP of kind SIMD) whose
+ * executor is a function in this file (the dispatch loop stays as lean as before).
  *
  * Relaxed SIMD is deterministic here, always the same as the corresponding
  * non-relaxed instruction or the plainest exact formula: relaxed_swizzle = swizzle;
@@ -58,11 +58,9 @@ enum {
     PW_SIMD_GLOBAL_SET = 0x1F1, /* a, x0 = global index */
 };
 
-/* The interpreter's SIMD instruction: words [handler, sub, dst, a, b, c, x0..x3]. */
-#define PW_SIMD_WORDS 10u
-
-/* Runs one SIMD instruction (pc at its handler word). Memory accesses use
- * inst->mems[x0] with offset x1 | x2 << 32 and lane x3. */
+/* Runs one SIMD instruction: pc[1] is the sub-opcode, then [dst, a, b, c, x0..x3]
+ * (the interpreter's XOP SIMD instruction from its kind word, interp.h). Memory
+ * accesses use inst->mems[x0] with offset x1 | x2 << 32 and lane x3. */
 pw_trap_code pw_simd_exec(pw_instance *inst, pw_slot *fp, const uint32_t *pc);
 
 #endif

@@ -784,6 +784,47 @@ static void fophelper(jc *c, uint32_t pos, int op, uint32_t *len) {
     call_end(c, 0);
 }
 
+/* The extension instruction XOP (interp.h, PW_XOPS: memory64 and multi-memory
+ * accesses, table64 index saturation, SIMD). CLAMP32 is inline; every other kind is a
+ * call of the interpreter's own helper (pw_interp_xop) on the instruction's words, so
+ * both tiers compute the same bits. Operands are read and results written in the
+ * frame (call_begin spills the pins, call_end reloads them). memory.grow of such
+ * memories is not translated (the function stays on the interpreter): it would have
+ * to reload the memory registers. */
+static void xop(jc *c, uint32_t pos, uint32_t *len) {
+    static const uint8_t words[PW_XOP_COUNT_] = {
+#define PW_W_X(n, w) [PW_XOP_##n] = w,
+        PW_XOPS(PW_W_X)
+#undef PW_W_X
+    };
+    pw_x64 *x = &c->x;
+    uint32_t kind = pos + 1 < c->n ? IMM(1) : PW_XOP_COUNT_;
+    if (kind >= PW_XOP_COUNT_ || kind == PW_XOP_MEMORY_GROW_X ||
+        pos + (uint64_t)words[kind] > c->n) {
+        c->fail = true;
+        return;
+    }
+    *len = words[kind];
+    if (kind == PW_XOP_CLAMP32) { /* dst src: saturated to u32 */
+        ld(c, true, X_RAX, SL(3));
+        x64_mov_ri32(x, X_RCX, UINT32_MAX); /* zero-extended: rcx = 2^32 - 1 */
+        x64_alu_rr(x, X_CMP, true, X_RAX, X_RCX);
+        x64_cmov(x, X_CC_A, true, X_RAX, X_RCX);
+        st(c, false, SL(2), X_RAX);
+        return;
+    }
+    call_begin(c);
+    x64_mov_rr(x, true, X_RDI, X_R15);
+    x64_mov_rr(x, true, X_RSI, X_R14);
+    x64_mov_rr(x, true, X_RDX, X_RBX);
+    x64_mov_ri64(x, X_RCX, (uint64_t)(uintptr_t)(c->code + pos));
+    x64_mov_ri64(x, X_RAX, (uint64_t)(uintptr_t)pw_interp_xop);
+    x64_call_r(x, X_RAX);
+    x64_test_rr(x, false, X_RAX, X_RAX);
+    jcc_to(c, X_CC_NE, special(c, LAB_TRAPC)); /* eax = the trap code */
+    call_end(c, 0);
+}
+
 /* Helpers called by JIT code. */
 static pw_status jit_call_indirect(pw_store *s, pw_instance *inst, const uint32_t *pc, pw_slot *fp,
                                    const struct pw_jitmod *jm, const pw_cfunc *funcs);
@@ -977,6 +1018,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         ld(c, true, X_RAX, SL(2));
         st(c, true, SL(1), X_RAX);
         return;
+    case PW_OP_XOP: xop(c, pos, len); return;
     case PW_OP_COPY2:
         *len = 5;
         /* sequential, as in the interpreter (the second may read the first's dst) */
