@@ -791,6 +791,93 @@ static void fophelper(jc *c, uint32_t pos, int op, uint32_t *len) {
  * frame (call_begin spills the pins, call_end reloads them). memory.grow of such
  * memories is not translated (the function stays on the interpreter): it would have
  * to reload the memory registers. */
+/* A v128 operand (the first of its two cells) at word w: memory only, both cells
+ * (never pinned, so inline SSE code finds the value in the frame). */
+static pw_xmem SV_(jc *c, uint32_t w) {
+    uint32_t slot = c->code[w];
+    if ((uint64_t)slot + 1 >= c->cf->frame_slots) {
+        c->fail = true;
+        return x_mem(X_RBX, 0);
+    }
+    if (c->analyze) {
+        for (uint32_t k = slot; k <= slot + 1; k++) {
+            c->use[k] |= U_MEM;
+            note_access(c, k, U_MEM);
+        }
+    } else if (c->pin && !c->memonly && (c->pin[slot] >= 0 || c->pin[slot + 1] >= 0)) {
+        c->fail = true; /* not reached: pass 1 saw every use */
+    }
+    return x_mem(X_RBX, (int32_t)(slot * 8));
+}
+
+/* SIMD instructions compiled inline with SSE2: lane-wise binary operators whose x86
+ * instruction computes exactly the Wasm result (packed integer add/sub/saturating
+ * add/sub/min/max/avgr/mullo/compares, bitwise and/or/xor/andnot, f32x4/f64x2
+ * add/sub/mul/div, which are the IEEE operations the interpreter's lane loops
+ * perform), and bitselect. prefix -1: none (ps); swap: computes b op a. */
+typedef struct simd_sse {
+    int16_t prefix;
+    uint8_t op, swap;
+} simd_sse;
+
+static bool simd_sse_of(uint32_t sub, simd_sse *o) {
+    static const struct {
+        uint16_t sub;
+        simd_sse e;
+    } T[] = {
+        {0x6E, {0x66, 0xFC, 0}}, {0x6F, {0x66, 0xEC, 0}}, {0x70, {0x66, 0xDC, 0}},
+        {0x71, {0x66, 0xF8, 0}}, {0x72, {0x66, 0xE8, 0}}, {0x73, {0x66, 0xD8, 0}},
+        {0x77, {0x66, 0xDA, 0}}, {0x79, {0x66, 0xDE, 0}}, {0x7B, {0x66, 0xE0, 0}},
+        {0x8E, {0x66, 0xFD, 0}}, {0x8F, {0x66, 0xED, 0}}, {0x90, {0x66, 0xDD, 0}},
+        {0x91, {0x66, 0xF9, 0}}, {0x92, {0x66, 0xE9, 0}}, {0x93, {0x66, 0xD9, 0}},
+        {0x95, {0x66, 0xD5, 0}}, {0x96, {0x66, 0xEA, 0}}, {0x98, {0x66, 0xEE, 0}},
+        {0x9B, {0x66, 0xE3, 0}}, {0xAE, {0x66, 0xFE, 0}}, {0xB1, {0x66, 0xFA, 0}},
+        {0xCE, {0x66, 0xD4, 0}}, {0xD1, {0x66, 0xFB, 0}}, {0x23, {0x66, 0x74, 0}},
+        {0x2D, {0x66, 0x75, 0}}, {0x37, {0x66, 0x76, 0}}, {0x27, {0x66, 0x64, 0}},
+        {0x31, {0x66, 0x65, 0}}, {0x3B, {0x66, 0x66, 0}}, {0x25, {0x66, 0x64, 1}},
+        {0x2F, {0x66, 0x65, 1}}, {0x39, {0x66, 0x66, 1}}, {0x4E, {0x66, 0xDB, 0}},
+        {0x4F, {0x66, 0xDF, 1}}, {0x50, {0x66, 0xEB, 0}}, {0x51, {0x66, 0xEF, 0}},
+        {0xE4, {-1, 0x58, 0}},   {0xE5, {-1, 0x5C, 0}},   {0xE6, {-1, 0x59, 0}},
+        {0xE7, {-1, 0x5E, 0}},   {0xF0, {0x66, 0x58, 0}}, {0xF1, {0x66, 0x5C, 0}},
+        {0xF2, {0x66, 0x59, 0}}, {0xF3, {0x66, 0x5E, 0}},
+    };
+    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
+        if (T[i].sub == sub) {
+            *o = T[i].e;
+            return true;
+        }
+    return false;
+}
+
+#define X_MOVDQU_LD 0x6F /* F3 0F 6F: movdqu xmm, m128 */
+#define X_MOVDQU_ST 0x7F /* F3 0F 7F: movdqu m128, xmm */
+
+/* Words: [XOP, SIMD, sub, dst, a, b, c, ...]. False: not inline (call the helper). */
+static bool simd_inline(jc *c, uint32_t pos) {
+    pw_x64 *x = &c->x;
+    uint32_t sub = IMM(2);
+    simd_sse o;
+    if (sub == 0x52) { /* bitselect: b ^ ((a ^ b) & c) */
+        pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4), b = SV_(c, pos + 5), m = SV_(c, pos + 6);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, b);
+        x64_sse_rr(x, 0x66, 0xEF, false, 0, 1);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, m);
+        x64_sse_rr(x, 0x66, 0xDB, false, 0, 1);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, b);
+        x64_sse_rr(x, 0x66, 0xEF, false, 0, 1);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+        return true;
+    }
+    if (!simd_sse_of(sub, &o)) return false;
+    pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4), b = SV_(c, pos + 5);
+    x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, o.swap ? b : a);
+    x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, o.swap ? a : b);
+    x64_sse_rr(x, o.prefix, o.op, false, 0, 1);
+    x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+    return true;
+}
+
 static void xop(jc *c, uint32_t pos, uint32_t *len) {
     static const uint8_t words[PW_XOP_COUNT_] = {
 #define PW_W_X(n, w) [PW_XOP_##n] = w,
@@ -813,6 +900,7 @@ static void xop(jc *c, uint32_t pos, uint32_t *len) {
         st(c, false, SL(2), X_RAX);
         return;
     }
+    if (kind == PW_XOP_SIMD && simd_inline(c, pos)) return;
     call_begin(c);
     x64_mov_rr(x, true, X_RDI, X_R15);
     x64_mov_rr(x, true, X_RSI, X_R14);
