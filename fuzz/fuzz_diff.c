@@ -4,7 +4,8 @@
  * functions called (arguments derived from the input) once under the interpreter
  * and once under the baseline JIT (pw_store_config.engine), each in a fresh store.
  * The instantiation status and, per call, the status, trap code and result bits must
- * be identical; any difference aborts (a finding).
+ * be identical; any difference aborts (a finding). Numeric and v128 (SIMD: two cells)
+ * parameters and results are covered.
  *
  * Start from valid modules: `make fuzz` builds it; run it with the spec testsuite's
  * binaries as the seed corpus, e.g.
@@ -25,7 +26,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_CALLS 16
-#define MAX_VALS  8
+#define MAX_VALS  8  /* values of a signature */
+#define MAX_CELLS 16 /* their cells: a v128 takes two */
 
 /* The watchdog (harness state, not library state). */
 static pthread_mutex_t wd_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -75,13 +77,13 @@ typedef struct outcome {
     int inst_status;
     uint32_t ncalls;
     int status[MAX_CALLS], trap[MAX_CALLS];
-    uint64_t res[MAX_CALLS][MAX_VALS];
+    uint64_t res[MAX_CALLS][MAX_CELLS];
     bool interrupted;
 } outcome;
 
 static bool numeric(pw_valtype t) {
     pw_valkind k = PW_VT_KIND(t);
-    return k == PW_K_I32 || k == PW_K_I64 || k == PW_K_F32 || k == PW_K_F64;
+    return k == PW_K_I32 || k == PW_K_I64 || k == PW_K_F32 || k == PW_K_F64 || k == PW_K_V128;
 }
 
 static void run(const pw_module *m, int engine, const uint8_t *data, size_t size, outcome *o) {
@@ -121,17 +123,22 @@ static void run(const pw_module *m, int engine, const uint8_t *data, size_t size
         if (!ok) continue;
         pw_extern ex;
         if (!pw_instance_export(inst, d.name, d.name_len, &ex)) abort();
-        pw_val args[MAX_VALS], res[MAX_VALS];
+        pw_val args[MAX_CELLS], res[MAX_CELLS];
+        uint32_t na = 0, nr = 0;
         memset(res, 0, sizeof res);
         for (uint32_t k = 0; k < ft.nparams; k++) {
-            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-            uint64_t v = seed >> 11;
-            /* small values most of the time: loop counts, addresses */
-            args[k].bits = (seed & 3) ? (v & 0xff) : v;
+            for (int h = 0; h < (ft.params[k] == PW_VT_V128 ? 2 : 1); h++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                uint64_t v = seed >> 11;
+                /* small values most of the time: loop counts, addresses */
+                args[na++].bits = (seed & 3) ? (v & 0xff) : v;
+            }
         }
+        for (uint32_t k = 0; k < ft.nresults; k++)
+            nr += ft.results[k] == PW_VT_V128 ? 2 : 1;
         uint32_t c = o->ncalls++;
         wd_arm(s);
-        pw_status st = pw_call(s, ex.u.func, args, ft.nparams, res, ft.nresults, &err);
+        pw_status st = pw_call(s, ex.u.func, args, na, res, nr, &err);
         wd_disarm();
         o->status[c] = st;
         o->trap[c] = st == PW_ERR_TRAP ? (int)err.trap : 0;
@@ -140,11 +147,12 @@ static void run(const pw_module *m, int engine, const uint8_t *data, size_t size
             break;
         }
         if (st == PW_OK) {
-            for (uint32_t k = 0; k < ft.nresults; k++) {
-                uint64_t b = res[k].bits;
+            for (uint32_t k = 0, j = 0; k < ft.nresults; k++) {
                 pw_valkind kind = PW_VT_KIND(ft.results[k]);
+                uint64_t b = res[j++].bits;
                 if (kind == PW_K_I32 || kind == PW_K_F32) b &= 0xffffffffu;
-                o->res[c][k] = b;
+                o->res[c][j - 1] = b;
+                if (kind == PW_K_V128) o->res[c][j] = res[j].bits, j++;
             }
         }
     }

@@ -128,6 +128,7 @@ enum {
 #define PW_VT_I64                    ((pw_valtype)PW_K_I64)
 #define PW_VT_F32                    ((pw_valtype)PW_K_F32)
 #define PW_VT_F64                    ((pw_valtype)PW_K_F64)
+#define PW_VT_V128                   ((pw_valtype)PW_K_V128)
 #define PW_VT_FUNCREF                PW_VT_ABSREF(PW_HT_FUNC, 1)
 #define PW_VT_EXTERNREF              PW_VT_ABSREF(PW_HT_EXTERN, 1)
 
@@ -139,7 +140,10 @@ enum {
 typedef uintptr_t pw_ref;
 #define PW_NULL_REF ((pw_ref)0)
 
-/* An untagged 64-bit value cell; its type comes from context (a function type). */
+/* An untagged 64-bit value cell; its type comes from context (a function type). A
+ * v128 value (SIMD) takes two consecutive cells, the low 64 bits first, in every
+ * array of values: pw_call's arguments and results (nargs and nresults count cells),
+ * host function arguments and results, exception payloads. */
 typedef union pw_val {
     int32_t i32;
     int64_t i64;
@@ -357,8 +361,15 @@ pw_memory *pw_memory_new(pw_store *s, uint64_t min_pages, uint64_t max_pages /* 
 uint8_t *pw_memory_data(pw_memory *mem, uint64_t *size);
 pw_table *pw_table_new(pw_store *s, pw_valtype elem, uint32_t min,
                        uint32_t max /* UINT32_MAX: none */, pw_ref init, pw_error *err);
+/* The same objects with i64 addresses (memory64, table64): they match only imports
+ * that declare i64 addresses, and the plain ones only i32 imports. The engine still
+ * caps a memory at 2^16 pages (4 GiB) and a table at 10^7 elements. */
+pw_memory *pw_memory_new64(pw_store *s, uint64_t min_pages, uint64_t max_pages, pw_error *err);
+pw_table *pw_table_new64(pw_store *s, pw_valtype elem, uint32_t min,
+                         uint64_t max /* UINT64_MAX: none */, pw_ref init, pw_error *err);
 pw_global *pw_global_new(pw_store *s, pw_valtype type, bool mutable_, pw_val init, pw_error *err);
-pw_val pw_global_get(const pw_global *g);
+pw_val pw_global_get(const pw_global *g);      /* a v128 global: its low half */
+uint64_t pw_global_get_hi(const pw_global *g); /* a v128 global's high half, else 0 */
 pw_valtype pw_global_type(const pw_global *g);
 
 /* Host (extern) references: a non-null reference standing for host value v. Two

@@ -24,6 +24,7 @@
 #include "wasm/interp.h"
 #include "wasm/jit/jit.h"
 #include "wasm/runtime.h"
+#include "wasm/simd.h"
 
 #include <stdlib.h>
 #include <stddef.h>
@@ -43,8 +44,9 @@ enum { CT_BLOCK, CT_LOOP, CT_IF, CT_ELSE, CT_FUNC };
 typedef struct ctl {
     uint8_t kind;
     bool unreachable;
-    uint32_t height; /* operand depth below the block's params */
-    uint32_t nparams, nresults;
+    uint32_t height;              /* operand depth below the block's params */
+    uint32_t nparams, nresults;   /* in cells (stack entries) */
+    uint32_t vnparams, vnresults; /* in values (entries of params/results) */
     const pw_valtype *params, *results;
     pw_valtype single;
     uint32_t label_pc; /* loop: its start */
@@ -79,6 +81,7 @@ typedef struct comp {
     uint32_t capwritten;
     bool prefix; /* no loop seen yet in this function */
     uint32_t caplrefs;
+    uint32_t caplmap;
 
     ctl *cs;
     uint32_t ncs, capcs;
@@ -95,9 +98,12 @@ typedef struct comp {
     bool pcopy; /* a COPY waiting for a partner */
     uint32_t pcopy_dst, pcopy_src;
 
-    uint32_t nlocals;
-    uint32_t zero_slot; /* hidden always-zero local, or UINT32_MAX */
-    const pw_valtype *local_types;
+    uint32_t nlocals;  /* cells of the locals (a v128 local takes two, simd.h) */
+    uint32_t nvlocals; /* Wasm locals (params included) */
+    uint32_t *lmap;    /* Wasm local index -> its first cell */
+    uint32_t nparam_cells, nres_cells;
+    uint32_t zero_slot;            /* hidden always-zero local, or UINT32_MAX */
+    const pw_valtype *local_types; /* per cell (both halves of a v128 are PW_VT_V128) */
     const pw_funcdef *fd;
     const pw_deftype *ft;
 
@@ -118,6 +124,14 @@ typedef struct comp {
 } comp;
 
 #define NOIMM 0xFFFFu
+
+/* Cells taken by n values of the given types (simd.h: a v128 takes two). */
+static uint32_t ncells(const pw_valtype *t, uint32_t n) {
+    uint32_t k = n;
+    for (uint32_t i = 0; i < n; i++)
+        k += PW_VT_KIND(t[i]) == PW_K_V128;
+    return k;
+}
 
 static bool grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
     if (need <= *cap) return true;
@@ -388,7 +402,7 @@ static void emit_to_base(comp *c, uint32_t n) {
 }
 
 static void emit_return(comp *c) {
-    emit_to_base(c, c->ft->u.func.nresults);
+    emit_to_base(c, c->nres_cells);
     emit_op(c, PW_OP_RETURN);
 }
 
@@ -486,32 +500,38 @@ static bool push_ctl(comp *c, uint8_t kind, const pw_instr *in) {
     l->try_pos = UINT32_MAX;
     if (in->bt == PW_BT_VAL) {
         l->single = in->t1;
-        l->nresults = 1;
+        l->vnresults = 1;
+        l->nresults = ncells(&in->t1, 1);
         l->results = &l->single;
     } else if (in->bt == PW_BT_TYPE) {
         const pw_deftype *t = &c->m->types[in->a];
-        l->nparams = t->u.func.nparams;
-        l->nresults = t->u.func.nresults;
+        l->vnparams = t->u.func.nparams;
+        l->vnresults = t->u.func.nresults;
         l->params = t->u.func.types;
-        l->results = t->u.func.types + l->nparams;
+        l->results = t->u.func.types + l->vnparams;
+        l->nparams = ncells(l->params, l->vnparams);
+        l->nresults = ncells(l->results, l->vnresults);
     }
     if (c->sp < l->nparams) {
         c->bad = true;
         l->height = 0;
-        l->nparams = 0;
+        l->nparams = l->vnparams = 0;
     } else {
         l->height = c->sp - l->nparams;
     }
     return true;
 }
 
-/* Reset the operand stack to `height` plus STACK entries of the given types. */
+/* Reset the operand stack to `height` plus STACK entries of the given n value types
+ * (two entries for a v128). */
 static void reset_stack(comp *c, uint32_t height, uint32_t n, const pw_valtype *types) {
     if (c->sp > height) popn(c, c->sp - height);
     c->sp = height;
     if (c->sp < c->lazy_lo) c->lazy_lo = c->sp;
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < n; i++) {
         push_stack(c, types[i]);
+        if (PW_VT_KIND(types[i]) == PW_K_V128) push_stack(c, types[i]);
+    }
     c->pend = false;
 }
 
@@ -799,6 +819,178 @@ static bool fused_addr(comp *c, uint32_t k, uint32_t *x, uint32_t *y, uint32_t *
     return true;
 }
 
+/* ---------------------------------------------------------------- memory64, table64,
+ * multi-memory. The i32 memory 0 keeps the fast instructions above; any other memory
+ * (memory64, or an index > 0) takes the generic MEM_* instructions, whose handlers
+ * read the address type from the memory. */
+static uint32_t emit_xop(comp *c, uint32_t kind) {
+    uint32_t pos = emit_op(c, PW_OP_XOP);
+    emit(c, kind);
+    c->pend = false; /* never a pending producer: its dst is not the first operand */
+    return pos;
+}
+
+static bool mem_slow(comp *c, uint32_t x) {
+    return x != 0 || (x < c->m->nmems && c->m->mems[x].is64);
+}
+
+static void mem_access_slow(comp *c, const pw_instr *in) {
+    static const uint8_t out[14] = {I32, I64, F32, F64, I32, I32, I32,
+                                    I32, I64, I64, I64, I64, I64, I64};
+    uint32_t op = in->op;
+    if (op <= 0x35) {
+        uint32_t a = pop_slot(c);
+        uint32_t dst = push_stack(c, out[op - 0x28]);
+        emit_xop(c, PW_XOP_MEM_LOAD);
+        emit(c, dst);
+        emit(c, a);
+        emit(c, in->a);
+        emit(c, op);
+        emit(c, (uint32_t)in->offset);
+        emit(c, (uint32_t)(in->offset >> 32));
+        return;
+    }
+    uint32_t v = pop_slot(c), a = pop_slot(c);
+    emit_xop(c, PW_XOP_MEM_STORE);
+    emit(c, a);
+    emit(c, v);
+    emit(c, in->a);
+    emit(c, op);
+    emit(c, (uint32_t)in->offset);
+    emit(c, (uint32_t)(in->offset >> 32));
+    c->pend = false;
+}
+
+static bool tab64(comp *c, uint32_t x) {
+    return x < c->m->ntables && c->m->tables[x].type.lim.is64;
+}
+
+/* Replace the i64 table index (or length) at depth d by an i32 saturated at
+ * UINT32_MAX. Tables hold at most PW_TABLE_LIMIT (10^7) elements, so a saturated
+ * value is out of bounds exactly when the original was, and the table instructions
+ * and call_indirect stay the i32 ones. */
+static void clamp_index(comp *c, uint32_t d) {
+    ent *e = at(c, d);
+    if (e->loc == LOC_CONST) {
+        e->cval = e->cval > UINT32_MAX ? UINT32_MAX : e->cval;
+    } else {
+        materialize(c, d);
+        uint32_t sl = slot_of_depth(c, d);
+        emit_xop(c, PW_XOP_CLAMP32);
+        emit(c, sl);
+        emit(c, sl);
+    }
+    e->type = PW_VT_I32;
+    c->pend = false;
+}
+
+/* The i32 on top of the stack (in its slot) becomes an i64 (unary op `op`). */
+static void widen_top(comp *c, uint32_t op) {
+    uint32_t sl = slot_of_depth(c, c->sp - 1);
+    emit_op(c, op);
+    emit(c, sl);
+    emit(c, sl);
+    top(c, 0)->type = PW_VT_I64;
+    c->pend = false;
+}
+
+/* ---------------------------------------------------------------- SIMD (simd.h)
+ * A v128 is two stack entries of type PW_VT_V128 (low half below). */
+
+/* The v128 whose low half is the entry at depth d: the first of two consecutive
+ * cells holding it (a v128 local as it is, anything else in its stack slots). */
+static uint32_t v128_at(comp *c, uint32_t d) {
+    ent *lo = at(c, d), *hi = at(c, d + 1);
+    if (lo->loc == LOC_LOCAL && hi->loc == LOC_LOCAL && hi->local == lo->local + 1)
+        return lo->local;
+    materialize(c, d);
+    materialize(c, d + 1);
+    return slot_of_depth(c, d);
+}
+
+static void emit_simd(comp *c, uint32_t sub, uint32_t dst, uint32_t a, uint32_t b, uint32_t cc,
+                      const uint32_t x[4]) {
+    emit_xop(c, PW_XOP_SIMD);
+    emit(c, sub);
+    emit(c, dst);
+    emit(c, a);
+    emit(c, b);
+    emit(c, cc);
+    for (int i = 0; i < 4; i++)
+        emit(c, x[i]);
+    c->pend = false;
+}
+
+static void select_v128(comp *c) {
+    uint32_t cs = slot_at(c, c->sp - 1);
+    uint32_t bh = slot_at(c, c->sp - 2), bl = slot_at(c, c->sp - 3);
+    uint32_t ah = slot_at(c, c->sp - 4), al = slot_at(c, c->sp - 5);
+    popn(c, 5);
+    uint32_t dl = push_stack(c, PW_VT_V128), dh = push_stack(c, PW_VT_V128);
+    emit_op(c, PW_OP_SELECT);
+    emit(c, dl), emit(c, al), emit(c, bl), emit(c, cs);
+    emit_op(c, PW_OP_SELECT);
+    emit(c, dh), emit(c, ah), emit(c, bh), emit(c, cs);
+    c->pend = false;
+}
+
+static void compile_simd(comp *c, const pw_instr *in) {
+    uint32_t sub = PW_FD_SUB(in->op);
+    const pw_simd_info *si = pw_simd_op(sub);
+    bool mem = si && (si->imm == PW_SI_MEM || si->imm == PW_SI_MEMLANE);
+    if (!si || (mem && in->a >= c->m->nmems)) {
+        c->bad = true;
+        return;
+    }
+    if (sub == 0x0C) { /* v128.const: two constants, nothing emitted */
+        uint64_t lo, hi;
+        memcpy(&lo, in->vec, 8);
+        memcpy(&hi, in->vec + 8, 8);
+        push(c, LOC_CONST, 0, lo, PW_VT_V128);
+        push(c, LOC_CONST, 0, hi, PW_VT_V128);
+        return;
+    }
+    /* Operands bottom first: the address of a memory access, then si->in. */
+    char kinds[4];
+    uint32_t nk = 0, width = 0;
+    if (mem) kinds[nk++] = 'i';
+    for (int i = 0; i < 3 && si->in[i]; i++)
+        kinds[nk++] = si->in[i];
+    for (uint32_t i = 0; i < nk; i++)
+        width += kinds[i] == 'v' ? 2 : 1;
+    if (c->sp < width) {
+        c->bad = true;
+        return;
+    }
+    uint32_t sl[4] = {0, 0, 0, 0};
+    for (uint32_t i = 0, d = c->sp - width; i < nk; i++) {
+        sl[i] = kinds[i] == 'v' ? v128_at(c, d) : slot_at(c, d);
+        d += kinds[i] == 'v' ? 2 : 1;
+    }
+    popn(c, width);
+    uint32_t dst = 0;
+    switch (si->out) {
+    case 'v':
+        dst = push_stack(c, PW_VT_V128);
+        push_stack(c, PW_VT_V128);
+        break;
+    case 'i': dst = push_stack(c, PW_VT_I32); break;
+    case 'l': dst = push_stack(c, PW_VT_I64); break;
+    case 'f': dst = push_stack(c, PW_VT_F32); break;
+    case 'd': dst = push_stack(c, PW_VT_F64); break;
+    default: break;
+    }
+    uint32_t x[4] = {0, 0, 0, 0};
+    if (mem) {
+        x[0] = in->a;
+        x[1] = (uint32_t)in->offset;
+        x[2] = (uint32_t)(in->offset >> 32);
+    }
+    if (si->imm == PW_SI_LANE || si->imm == PW_SI_MEMLANE) x[3] = in->n;
+    if (si->imm == PW_SI_SHUF) memcpy(x, in->vec, 16);
+    emit_simd(c, sub, dst, sl[0], sl[1], sl[2], x);
+}
+
 /* Materialise LOCAL references to local x (before x is written). */
 /* Before local x is written, entries that still refer to it must get their own copy.
  * All lazy entries below the top are materialised, so that each entry is visited at
@@ -823,7 +1015,7 @@ static void local_set(comp *c, uint32_t x, bool tee) {
          * is still zero, so storing zero into it is a no-op. */
         bool was = c->written[x];
         c->written[x] = 1;
-        if (!was && x >= c->ft->u.func.nparams && e->loc == LOC_CONST && e->cval == 0) {
+        if (!was && x >= c->nparam_cells && e->loc == LOC_CONST && e->cval == 0) {
             popn(c, 1);
             if (tee) push(c, LOC_CONST, 0, 0, t);
             return;
@@ -867,7 +1059,8 @@ static void local_set(comp *c, uint32_t x, bool tee) {
 
 static void emit_call(comp *c, uint32_t op, const pw_deftype *t, uint32_t a1, uint32_t a2,
                       uint32_t idx_slot, bool indirect) {
-    uint32_t np = t->u.func.nparams, nr = t->u.func.nresults;
+    uint32_t np = ncells(t->u.func.types, t->u.func.nparams), vnp = t->u.func.nparams;
+    uint32_t vnr = t->u.func.nresults;
     begin_moves(c);
     for (uint32_t i = 0; i < np; i++)
         materialize(c, c->sp - np + i);
@@ -882,9 +1075,7 @@ static void emit_call(comp *c, uint32_t op, const pw_deftype *t, uint32_t a1, ui
     emit(c, argbase);
     gc_site(c, c->sp);
     popn(c, np);
-    for (uint32_t i = 0; i < nr; i++)
-        push_stack(c, t->u.func.types[np + i]);
-    c->pend = false;
+    reset_stack(c, c->sp, vnr, t->u.func.types + vnp);
 }
 
 /* ---------------------------------------------------------------- one function */
@@ -898,6 +1089,18 @@ static inline uint32_t leb_u32(const uint8_t **pp) {
     for (unsigned sh = 0; sh < 35; sh += 7) {
         uint8_t b = *p++;
         v |= (uint32_t)(b & 0x7f) << sh;
+        if (!(b & 0x80)) break;
+    }
+    *pp = p;
+    return v;
+}
+
+static inline uint64_t leb_u64(const uint8_t **pp) {
+    const uint8_t *p = *pp;
+    uint64_t v = 0;
+    for (unsigned sh = 0; sh < 70; sh += 7) {
+        uint8_t b = *p++;
+        v |= (uint64_t)(b & 0x7f) << sh;
         if (!(b & 0x80)) break;
     }
     *pp = p;
@@ -945,7 +1148,7 @@ static inline bool read_instr(pw_reader *r, pw_instr *in) {
             in->op = op;
             in->a = 0;
             in->align = *p++;
-            in->offset = leb_u32(&p);
+            in->offset = leb_u64(&p); /* memory64 offsets take up to 10 bytes */
             r->p = p;
             return true;
         }
@@ -980,13 +1183,17 @@ static bool imm_ok(comp *c, const pw_instr *in) {
         return in->a < m->ntypes && m->types[in->a].form == PW_FORM_FUNC && in->b < m->ntables;
     case 0x20:
     case 0x21:
-    case 0x22: return in->a < c->nlocals;
+    case 0x22: return in->a < c->nvlocals;
     case 0x23:
     case 0x24: return in->a < m->nglobals;
     case 0x25:
     case 0x26: return in->a < m->ntables;
     case 0xD2: return in->a < m->nfuncs;
-    case PW_OP_FC(8): return in->a < m->ndatas;
+    case 0x3F:
+    case 0x40: return in->a < m->nmems;
+    case PW_OP_FC(8): return in->a < m->ndatas && in->b < m->nmems;
+    case PW_OP_FC(10): return in->a < m->nmems && in->b < m->nmems;
+    case PW_OP_FC(11): return in->a < m->nmems;
     case PW_OP_FC(9): return in->a < m->ndatas;
     case PW_OP_FC(12): return in->a < m->nelems && in->b < m->ntables;
     case PW_OP_FC(13): return in->a < m->nelems;
@@ -994,7 +1201,7 @@ static bool imm_ok(comp *c, const pw_instr *in) {
     case PW_OP_FC(15):
     case PW_OP_FC(16):
     case PW_OP_FC(17): return in->a < m->ntables;
-    default: return true;
+    default: return op < 0x28 || op > 0x3E || in->a < m->nmems;
     }
 }
 
@@ -1006,8 +1213,9 @@ static bool compile_body(comp *c, pw_cfunc *out) {
     fake.bt = PW_BT_EMPTY;
     if (!push_ctl(c, CT_FUNC, &fake)) return false;
     ctl *fl = &c->cs[0];
-    fl->nresults = c->ft->u.func.nresults;
+    fl->vnresults = c->ft->u.func.nresults;
     fl->results = c->ft->u.func.types + c->ft->u.func.nparams;
+    fl->nresults = c->nres_cells;
     pw_instr in;
     while (c->ncs > 0 && !c->oom) {
         if (r.p >= r.end) return pw_fail(c->err, PW_ERR_MALFORMED, "unexpected end"), false;
@@ -1054,7 +1262,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             cur->else_fix = UINT32_MAX;
             cur->kind = CT_ELSE;
             cur->unreachable = false;
-            reset_stack(c, cur->height, cur->nparams, cur->params);
+            reset_stack(c, cur->height, cur->vnparams, cur->params);
             break;
         case 0x0B: /* end (the function's end returns: its moves handle lazy values) */
             if (!cur->unreachable && cur->kind != CT_FUNC) {
@@ -1078,7 +1286,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
                 c->hs[c->nhs++] = (pw_handler){cur->try_pos - c->fstart, c->ncode - c->fstart};
             }
             if (cur->kind != CT_LOOP) bind_fixups(c, cur->fixups, c->ncode);
-            reset_stack(c, cur->height, cur->nresults, cur->results);
+            reset_stack(c, cur->height, cur->vnresults, cur->results);
             c->ncs--;
             break;
         case 0x0C: /* br */ emit_br(c, &c->cs[c->ncs - 1 - in.a]); goto dead;
@@ -1144,12 +1352,14 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             break;
         }
         case 0x11: { /* call_indirect */
+            if (tab64(c, in.b)) clamp_index(c, c->sp - 1);
             uint32_t idx = pop_slot(c);
             emit_call(c, PW_OP_CALL_INDIRECT, &m->types[in.a], in.a, in.b, idx, true);
             break;
         }
         case 0x08: { /* throw */
-            uint32_t np = m->types[m->tag_types[in.a]].u.func.nparams;
+            const pw_deftype *tt = &m->types[m->tag_types[in.a]];
+            uint32_t np = ncells(tt->u.func.types, tt->u.func.nparams);
             for (uint32_t i = 0; i < np; i++)
                 materialize(c, c->sp - np + i);
             emit_op(c, PW_OP_THROW);
@@ -1189,9 +1399,9 @@ static bool compile_body(comp *c, pw_cfunc *out) {
                 if (l->kind == CT_FUNC) {
                     /* Catching into the function's label returns: the payload goes
                      * to scratch slots above the stack and a stub returns it. */
+                    const pw_deftype *tt = cc.kind < 2 ? &m->types[m->tag_types[cc.tag]] : NULL;
                     uint32_t np =
-                        (cc.kind < 2 ? m->types[m->tag_types[cc.tag]].u.func.nparams : 0) +
-                        (cc.kind & 1);
+                        (tt ? ncells(tt->u.func.types, tt->u.func.nparams) : 0) + (cc.kind & 1);
                     uint32_t base = slot_of_depth(c, c->sp);
                     if (c->sp + np > c->maxsp) c->maxsp = c->sp + np;
                     c->code[w + 2] = base;
@@ -1220,7 +1430,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
         }
         case 0x12: { /* return_call */
             const pw_deftype *t = &m->types[m->func_types[in.a]];
-            emit_to_base(c, t->u.func.nparams);
+            emit_to_base(c, ncells(t->u.func.types, t->u.func.nparams));
             if (in.a >= m->nfunc_imports) {
                 emit_op(c, PW_OP_TAIL_CALL);
                 emit(c, in.a - m->nfunc_imports);
@@ -1234,11 +1444,12 @@ static bool compile_body(comp *c, pw_cfunc *out) {
         case 0x15: { /* return_call_ref */
             /* The index/reference must survive the argument moves: its own stack
              * slot lies above every destination. */
+            if (op == 0x13 && tab64(c, in.b)) clamp_index(c, c->sp - 1);
             materialize(c, c->sp - 1);
             uint32_t x = slot_of_depth(c, c->sp - 1);
             popn(c, 1);
             const pw_deftype *t = &m->types[in.a];
-            emit_to_base(c, t->u.func.nparams);
+            emit_to_base(c, ncells(t->u.func.types, t->u.func.nparams));
             if (op == 0x13) {
                 emit_op(c, PW_OP_TAIL_CALL_INDIRECT);
                 emit(c, in.a);
@@ -1252,7 +1463,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
         case 0x14: { /* call_ref */
             uint32_t x = pop_slot(c);
             const pw_deftype *t = &m->types[in.a];
-            uint32_t np = t->u.func.nparams, nr = t->u.func.nresults;
+            uint32_t vnp = t->u.func.nparams, np = ncells(t->u.func.types, vnp);
             for (uint32_t i = 0; i < np; i++)
                 materialize(c, c->sp - np + i);
             emit_op(c, PW_OP_CALL_REF);
@@ -1260,9 +1471,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             emit(c, slot_of_depth(c, c->sp - np));
             gc_site(c, c->sp);
             popn(c, np);
-            for (uint32_t i = 0; i < nr; i++)
-                push_stack(c, t->u.func.types[np + i]);
-            c->pend = false;
+            reset_stack(c, c->sp, t->u.func.nresults, t->u.func.types + vnp);
             break;
         }
         case 0xD3: { /* ref.eq: references are compared as 64-bit words */
@@ -1307,9 +1516,13 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             c->pend = false;
             break;
         }
-        case 0x1A: popn(c, 1); break; /* drop */
+        case 0x1A: popn(c, top(c, 0)->type == PW_VT_V128 ? 2 : 1); break; /* drop */
         case 0x1B:
         case 0x1C: { /* select */
+            if (top(c, 1)->type == PW_VT_V128) {
+                select_v128(c);
+                break;
+            }
             uint32_t cs = slot_at(c, c->sp - 1);
             uint32_t b = slot_at(c, c->sp - 2);
             uint32_t a = slot_at(c, c->sp - 3);
@@ -1324,10 +1537,35 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             set_pend(c, pos, PW_OP_SELECT, dst);
             break;
         }
-        case 0x20: /* local.get */ push(c, LOC_LOCAL, in.a, 0, c->local_types[in.a]); break;
-        case 0x21: local_set(c, in.a, false); break;
-        case 0x22: local_set(c, in.a, true); break;
+        case 0x20: { /* local.get */
+            uint32_t x = c->lmap[in.a];
+            push(c, LOC_LOCAL, x, 0, c->local_types[x]);
+            if (c->local_types[x] == PW_VT_V128) push(c, LOC_LOCAL, x + 1, 0, PW_VT_V128);
+            break;
+        }
+        case 0x21:
+        case 0x22: {
+            uint32_t x = c->lmap[in.a];
+            if (c->local_types[x] != PW_VT_V128) {
+                local_set(c, x, op == 0x22);
+                break;
+            }
+            /* v128: the high half (on top) first */
+            local_set(c, x + 1, false);
+            local_set(c, x, false);
+            if (op == 0x22) {
+                push(c, LOC_LOCAL, x, 0, PW_VT_V128);
+                push(c, LOC_LOCAL, x + 1, 0, PW_VT_V128);
+            }
+            break;
+        }
         case 0x23: { /* global.get */
+            if (m->globals[in.a].type.type == PW_VT_V128) {
+                reset_stack(c, c->sp, 1, &m->globals[in.a].type.type);
+                emit_simd(c, PW_SIMD_GLOBAL_GET, slot_of_depth(c, c->sp - 2), 0, 0, 0,
+                          (const uint32_t[4]){in.a, 0, 0, 0});
+                break;
+            }
             uint32_t dst = push_stack(c, m->globals[in.a].type.type);
             uint32_t pos = emit_op(c, PW_OP_GLOBAL_GET);
             emit(c, dst);
@@ -1336,6 +1574,12 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             break;
         }
         case 0x24: { /* global.set */
+            if (m->globals[in.a].type.type == PW_VT_V128) {
+                uint32_t v = v128_at(c, c->sp - 2);
+                popn(c, 2);
+                emit_simd(c, PW_SIMD_GLOBAL_SET, 0, v, 0, 0, (const uint32_t[4]){in.a, 0, 0, 0});
+                break;
+            }
             uint32_t s = pop_slot(c);
             emit_op(c, PW_OP_GLOBAL_SET);
             emit(c, in.a);
@@ -1344,6 +1588,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             break;
         }
         case 0x25: { /* table.get */
+            if (tab64(c, in.a)) clamp_index(c, c->sp - 1);
             uint32_t i = pop_slot(c);
             uint32_t dst = push_stack(c, m->tables[in.a].type.elem);
             uint32_t pos = emit_op(c, PW_OP_TABLE_GET);
@@ -1354,6 +1599,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             break;
         }
         case 0x26: { /* table.set */
+            if (tab64(c, in.a)) clamp_index(c, c->sp - 2);
             uint32_t v = pop_slot(c), i = pop_slot(c);
             emit_op(c, PW_OP_TABLE_SET);
             emit(c, in.a);
@@ -1363,6 +1609,13 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             break;
         }
         case 0x3F: { /* memory.size */
+            if (mem_slow(c, in.a)) {
+                uint32_t dst = push_stack(c, m->mems[in.a].is64 ? PW_VT_I64 : PW_VT_I32);
+                emit_xop(c, PW_XOP_MEMORY_SIZE_X);
+                emit(c, dst);
+                emit(c, in.a);
+                break;
+            }
             uint32_t dst = push_stack(c, PW_VT_I32);
             uint32_t pos = emit_op(c, PW_OP_MEMORY_SIZE);
             emit(c, dst);
@@ -1370,6 +1623,15 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             break;
         }
         case 0x40: { /* memory.grow */
+            if (mem_slow(c, in.a)) {
+                uint32_t d = pop_slot(c);
+                uint32_t dst = push_stack(c, m->mems[in.a].is64 ? PW_VT_I64 : PW_VT_I32);
+                emit_xop(c, PW_XOP_MEMORY_GROW_X);
+                emit(c, dst);
+                emit(c, in.a);
+                emit(c, d);
+                break;
+            }
             uint32_t d = pop_slot(c);
             uint32_t dst = push_stack(c, PW_VT_I32);
             uint32_t pos = emit_op(c, PW_OP_MEMORY_GROW);
@@ -1412,6 +1674,10 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             break;
         }
         default:
+            if (op >= 0x28 && op <= 0x3E && mem_slow(c, in.a)) {
+                mem_access_slow(c, &in);
+                break;
+            }
             if (op >= 0x28 && op <= 0x35) {
                 uint32_t lop = LOADS[op - 0x28].op, x, y, form;
                 if (fused_addr(c, 0, &x, &y, &form)) {
@@ -1467,23 +1733,43 @@ static bool compile_body(comp *c, pw_cfunc *out) {
                 uint32_t sub = op & 0xFF;
                 uint32_t s3 = 0, s2 = 0, s1 = 0;
                 switch (sub) {
-                case 0x08: /* memory.init seg */
+                case 0x08: /* memory.init seg mem */
                     s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
-                    emit_op(c, PW_OP_MEMORY_INIT);
-                    emit(c, in.a);
+                    if (mem_slow(c, in.b)) {
+                        emit_xop(c, PW_XOP_MEMORY_INIT_X);
+                        emit(c, in.b), emit(c, in.a);
+                    } else {
+                        emit_op(c, PW_OP_MEMORY_INIT);
+                        emit(c, in.a);
+                    }
                     emit(c, s1), emit(c, s2), emit(c, s3);
                     break;
                 case 0x09:
                     emit_op(c, PW_OP_DATA_DROP);
                     emit(c, in.a);
                     break;
-                case 0x0A:
-                case 0x0B:
+                case 0x0A: /* memory.copy dst src */
                     s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
-                    emit_op(c, sub == 0x0A ? PW_OP_MEMORY_COPY : PW_OP_MEMORY_FILL);
+                    if (mem_slow(c, in.a) || mem_slow(c, in.b)) {
+                        emit_xop(c, PW_XOP_MEMORY_COPY_X);
+                        emit(c, in.a), emit(c, in.b);
+                    } else {
+                        emit_op(c, PW_OP_MEMORY_COPY);
+                    }
+                    emit(c, s1), emit(c, s2), emit(c, s3);
+                    break;
+                case 0x0B: /* memory.fill mem */
+                    s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
+                    if (mem_slow(c, in.a)) {
+                        emit_xop(c, PW_XOP_MEMORY_FILL_X);
+                        emit(c, in.a);
+                    } else {
+                        emit_op(c, PW_OP_MEMORY_FILL);
+                    }
                     emit(c, s1), emit(c, s2), emit(c, s3);
                     break;
                 case 0x0C: /* table.init elem table */
+                    if (tab64(c, in.b)) clamp_index(c, c->sp - 3);
                     s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
                     emit_op(c, PW_OP_TABLE_INIT);
                     emit(c, in.b), emit(c, in.a);
@@ -1494,25 +1780,37 @@ static bool compile_body(comp *c, pw_cfunc *out) {
                     emit(c, in.a);
                     break;
                 case 0x0E: /* table.copy dst src */
+                    /* every i64 operand clamped: the length too when both are table64 */
+                    if (tab64(c, in.a)) clamp_index(c, c->sp - 3);
+                    if (tab64(c, in.b)) clamp_index(c, c->sp - 2);
+                    if (tab64(c, in.a) && tab64(c, in.b)) clamp_index(c, c->sp - 1);
                     s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
                     emit_op(c, PW_OP_TABLE_COPY);
                     emit(c, in.a), emit(c, in.b);
                     emit(c, s1), emit(c, s2), emit(c, s3);
                     break;
                 case 0x0F: { /* table.grow: init n */
+                    if (tab64(c, in.a)) clamp_index(c, c->sp - 1);
                     s2 = pop_slot(c), s1 = pop_slot(c);
                     uint32_t dst = push_stack(c, PW_VT_I32);
                     emit_op(c, PW_OP_TABLE_GROW);
                     emit(c, dst), emit(c, in.a), emit(c, s1), emit(c, s2);
+                    /* table64: the i32 result (old size or -1) sign-extended */
+                    if (tab64(c, in.a)) widen_top(c, PW_OP_I64_EXTEND_I32_S);
                     break;
                 }
                 case 0x10: {
                     uint32_t dst = push_stack(c, PW_VT_I32);
                     emit_op(c, PW_OP_TABLE_SIZE);
                     emit(c, dst), emit(c, in.a);
+                    if (tab64(c, in.a)) widen_top(c, PW_OP_I64_EXTEND_I32_U);
                     break;
                 }
                 case 0x11: /* table.fill: i v n */
+                    if (tab64(c, in.a)) {
+                        clamp_index(c, c->sp - 3);
+                        clamp_index(c, c->sp - 1);
+                    }
                     s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
                     emit_op(c, PW_OP_TABLE_FILL);
                     emit(c, in.a), emit(c, s1), emit(c, s2), emit(c, s3);
@@ -1523,6 +1821,10 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             }
             if ((op >> 8) == 0xFB) {
                 if (!compile_gc(c, &in)) return false;
+                break;
+            }
+            if (op >= PW_OP_FD(0) && op < PW_OP_FD(PW_FD_COUNT)) {
+                compile_simd(c, &in);
                 break;
             }
             pw_fail(c->err, PW_ERR_INVALID, "unsupported instruction %x in compiler", op);
@@ -1575,6 +1877,20 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
         free(cm);
         return pw_fail(err, PW_ERR_NOMEM, "out of memory");
     }
+    /* Not implemented: v128 fields of struct and array types (their layouts have no
+     * 16-byte kind). Such a module is refused as a whole rather than run wrongly. */
+    for (uint32_t i = 0; i < m->ntypes; i++) {
+        const pw_deftype *t = &m->types[i];
+        bool v = t->form == PW_FORM_ARRAY && t->u.array.type == PW_VT_V128;
+        for (uint32_t j = 0; t->form == PW_FORM_STRUCT && j < t->u.strct.nfields; j++)
+            v = v || t->u.strct.fields[j].type == PW_VT_V128;
+        if (v) {
+            free(cm->funcs);
+            free(cm);
+            return pw_fail(err, PW_ERR_INVALID,
+                           "v128 fields in struct and array types are not supported");
+        }
+    }
     comp c;
     memset(&c, 0, sizeof c);
     c.m = m;
@@ -1599,17 +1915,26 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
     for (uint32_t i = 0; i < nd && st == PW_OK; i++) {
         const pw_funcdef *fd = &m->funcs[i];
         const pw_deftype *ft = &m->types[fd->type];
-        uint32_t np = ft->u.func.nparams;
+        uint32_t vnp = ft->u.func.nparams, nv = vnp + fd->nlocals;
+        uint32_t np = ncells(ft->u.func.types, vnp);
         /* Modules with memory get one hidden local that stays zero (constant
-         * addresses, see const_addr). */
-        uint32_t nl = np + fd->nlocals + (m->nmems > 0);
-        if (!grow((void **)&ltypes, &capl, nl + 1, sizeof *ltypes)) {
+         * addresses, see const_addr). A v128 local takes two cells (simd.h). */
+        uint32_t nl = np + ncells(fd->locals, fd->nlocals) + (m->nmems > 0);
+        if (!grow((void **)&ltypes, &capl, nl + 1, sizeof *ltypes) ||
+            !grow((void **)&c.lmap, &c.caplmap, nv + 1, sizeof *c.lmap)) {
             st = pw_fail(err, PW_ERR_NOMEM, "out of memory");
             break;
         }
-        memcpy(ltypes, ft->u.func.types, np * sizeof *ltypes);
-        if (fd->nlocals) memcpy(ltypes + np, fd->locals, fd->nlocals * sizeof *ltypes);
+        for (uint32_t v = 0, k = 0; v < nv; v++) {
+            pw_valtype t = v < vnp ? ft->u.func.types[v] : fd->locals[v - vnp];
+            c.lmap[v] = k;
+            ltypes[k++] = t;
+            if (t == PW_VT_V128) ltypes[k++] = t;
+        }
         if (m->nmems > 0) ltypes[nl - 1] = PW_VT_I32;
+        c.nvlocals = nv;
+        c.nparam_cells = np;
+        c.nres_cells = ncells(ft->u.func.types + vnp, ft->u.func.nresults);
         c.zero_slot = m->nmems > 0 ? nl - 1 : UINT32_MAX;
         reset(&c);
         starts[i] = c.ncode;
@@ -1635,7 +1960,7 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
         c.prefix = true;
         pw_cfunc *cf = &cm->funcs[i];
         cf->nparams = np;
-        cf->nresults = ft->u.func.nresults;
+        cf->nresults = c.nres_cells;
         cf->nlocals = nl;
         cf->type = fd->type;
         if (!compile_body(&c, cf)) {
@@ -1672,6 +1997,7 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
     free(c.fx);
     free(c.lrefs);
     free(c.written);
+    free(c.lmap);
     free(ltypes);
     free(starts);
     free(hstarts);

@@ -75,9 +75,11 @@ static bool rd_limits(dec *d, pw_limits *lim) {
     const uint8_t *at = d->r.p;
     uint8_t flags;
     if (!pw_rd_byte(&d->r, &flags)) return false;
+    /* bit 0: a maximum follows; bit 2: i64 addresses. Shared memories (bit 1, threads)
+     * are not supported. Both address types encode limits as u64 (Wasm 3.0); the
+     * validator checks the range of each. */
     if (flags & 0xFA) return bad(d, at, "malformed limits flags");
-    if (flags & 4)
-        return bad(d, at, "malformed limits flags: i64 addresses (memory64) are not supported");
+    lim->is64 = (flags & 4) != 0;
     if (!pw_rd_u64(&d->r, &lim->min)) return false;
     lim->max = UINT64_MAX;
     if ((flags & 1) && !pw_rd_u64(&d->r, &lim->max)) return false;

@@ -13,6 +13,14 @@
 /* Nested host -> Wasm -> host -> ... entries recurse on the C stack; bound them. */
 #define PW_MAX_HOST_DEPTH 200u
 
+/* pw_func.nparams/nresults count cells: a v128 takes two (peri/wasm.h). */
+static uint32_t cells(const pw_valtype *t, uint32_t n) {
+    uint32_t k = n;
+    for (uint32_t i = 0; i < n; i++)
+        k += t[i] == PW_VT_V128;
+    return k;
+}
+
 static pw_func *new_host(pw_store *s, uint32_t np, const pw_valtype *params, uint32_t nr,
                          const pw_valtype *results, pw_host_fn fn, void *env, pw_error *err) {
     pw_valtype *types = malloc((np + nr + 1) * sizeof *types);
@@ -33,8 +41,8 @@ static pw_func *new_host(pw_store *s, uint32_t np, const pw_valtype *params, uin
     f->hdr.type_id = id;
     f->host = fn;
     f->env = env;
-    f->nparams = np;
-    f->nresults = nr;
+    f->nparams = cells(types, np);
+    f->nresults = cells(types + np, nr);
     f->ft = (pw_functype){np, nr, types, types + np};
     return f;
 oom:
@@ -86,9 +94,10 @@ pw_func *pw_func_create_wasm(pw_store *s, pw_instance *inst, uint32_t idx) {
     f->tidx = ti;
     f->inst = inst;
     f->code = &m->code->funcs[idx - m->nfunc_imports];
-    f->nparams = t->u.func.nparams;
-    f->nresults = t->u.func.nresults;
-    f->ft = (pw_functype){f->nparams, f->nresults, t->u.func.types, t->u.func.types + f->nparams};
+    uint32_t np = t->u.func.nparams, nr = t->u.func.nresults;
+    f->nparams = cells(t->u.func.types, np);
+    f->nresults = cells(t->u.func.types + np, nr);
+    f->ft = (pw_functype){np, nr, t->u.func.types, t->u.func.types + np};
     return f;
 }
 

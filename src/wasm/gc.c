@@ -177,9 +177,10 @@ static const pw_valtype *exn_types(const pw_exn *e) {
 static void trace(gcctx *g, pw_obj *o) {
     if (o->kind == PW_OBJ_EXN) {
         pw_exn *e = (pw_exn *)o;
+        /* payload cells; a v128 parameter takes two */
         const pw_valtype *t = exn_types(e);
-        for (uint32_t i = 0; i < e->n; i++)
-            if (PW_VT_KIND(t[i]) == PW_K_REF) mark_ref(g, e->vals[i].ref);
+        for (uint32_t i = 0, k = 0; k < e->n; k += 1 + (t[i] == PW_VT_V128), i++)
+            if (PW_VT_KIND(t[i]) == PW_K_REF) mark_ref(g, e->vals[k].ref);
         return;
     }
     if (o->kind == PW_OBJ_ARRAY) {
@@ -241,10 +242,12 @@ static void mark_roots(gcctx *g, const pw_gcframe *cur) {
     pw_store *s = g->s;
     if (cur && cur->pc) scan_frame(g, cur->inst, cur->pc, cur->fp);
     if (cur)
-        for (uint32_t i = 0; i < cur->nextra; i++) {
+        for (uint32_t i = 0, k = 0; k < cur->nextra; i++) {
+            /* extra_vt: value types of cells (a v128 takes two); else kinds per cell */
             bool ref = cur->extra_vt ? PW_VT_KIND(cur->extra_vt[i]) == PW_K_REF
                                      : cur->extra_kind[cur->extra_same ? 0 : i] == PW_GK_REF;
-            if (ref) mark_ref(g, cur->extra[i].ref);
+            if (ref) mark_ref(g, cur->extra[k].ref);
+            k += 1 + (cur->extra_vt && cur->extra_vt[i] == PW_VT_V128);
         }
     if (s->exn) mark_ref(g, (pw_ref)s->exn); /* escaped to the embedder */
     if (s->frames)
@@ -253,11 +256,14 @@ static void mark_roots(gcctx *g, const pw_gcframe *cur) {
             if (fr->ret_pc) scan_frame(g, fr->inst, fr->ret_pc, fr->fp);
         }
     for (pw_hostroots *h = s->hostroots; h; h = h->prev) {
+        /* args: the parameters' cells, then the results' (a v128 takes two) */
         const pw_functype *ft = &h->f->ft;
-        for (uint32_t i = 0; i < ft->nparams; i++)
-            mark_valtype(g, ft->params[i], h->args[i]);
-        for (uint32_t i = 0; i < ft->nresults; i++)
-            mark_valtype(g, ft->results[i], h->args[ft->nparams + i]);
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < ft->nparams; k += 1 + (ft->params[i] == PW_VT_V128), i++)
+            mark_valtype(g, ft->params[i], h->args[k]);
+        k = h->f->nparams;
+        for (uint32_t i = 0; i < ft->nresults; k += 1 + (ft->results[i] == PW_VT_V128), i++)
+            mark_valtype(g, ft->results[i], h->args[k]);
     }
     for (uint32_t i = 0; i < s->nhandles; i++)
         mark_ref(g, s->handles[i]);

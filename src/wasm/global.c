@@ -15,6 +15,10 @@ pw_global *pw_global_new(pw_store *s, pw_valtype type, bool mutable_, pw_val ini
     return g;
 }
 
+uint64_t pw_global_get_hi(const pw_global *g) {
+    return g->type == PW_VT_V128 ? g->hi : 0;
+}
+
 pw_val pw_global_get(const pw_global *g) {
     pw_val v;
     v.bits = g->val.u64;

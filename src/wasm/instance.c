@@ -8,12 +8,16 @@
 #include "wasm/instr.h"
 #include "wasm/jit/jit.h"
 #include "wasm/runtime.h"
+#include "wasm/simd.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 /* Evaluate a constant expression. Validation guarantees its shape and types. */
-bool pw_eval_const(pw_instance *inst, pw_span expr, pw_slot *out, pw_error *err) {
+/* Evaluates a constant expression into out[0] (and out[1]: the high half of a v128,
+ * which takes two cells); *ncells is 1 or 2. */
+static bool eval_const(pw_instance *inst, pw_span expr, pw_slot out[2], uint32_t *ncells,
+                       pw_error *err) {
     const pw_module *m = inst->mod;
     pw_reader r = {m->bytes + expr.off, m->bytes + expr.off + expr.len, m->bytes, err};
     pw_slot st[64];
@@ -35,7 +39,16 @@ bool pw_eval_const(pw_instance *inst, pw_span expr, pw_slot *out, pw_error *err)
         case 0x44: st[sp++].u64 = in.bits; break;
         case 0xD0: st[sp++].ref = PW_NULL_REF; break;
         case 0xD2: st[sp++].ref = (pw_ref)inst->funcs[in.a]; break;
-        case 0x23: st[sp++] = inst->globals[in.a]->val; break;
+        case 0x23:
+            st[sp++] = inst->globals[in.a]->val;
+            if (inst->globals[in.a]->type == PW_VT_V128 && sp < 64)
+                st[sp++].u64 = inst->globals[in.a]->hi;
+            break;
+        case PW_OP_FD(0x0C): /* v128.const: two cells */
+            if (sp + 2 > 64) break;
+            memcpy(&st[sp++].u64, in.vec, 8);
+            memcpy(&st[sp++].u64, in.vec + 8, 8);
+            break;
         case 0x6A:
             sp--;
             st[sp - 1].u32 += st[sp].u32;
@@ -69,11 +82,25 @@ bool pw_eval_const(pw_instance *inst, pw_span expr, pw_slot *out, pw_error *err)
         }
         }
     }
-    if (sp != 1) {
+    if (sp != 1 && sp != 2) {
         pw_fail(err, PW_ERR_INVALID, "type mismatch");
         return false;
     }
-    *out = st[0];
+    out[0] = st[0];
+    out[1] = sp == 2 ? st[1] : (pw_slot){.u64 = 0};
+    *ncells = sp;
+    return true;
+}
+
+bool pw_eval_const(pw_instance *inst, pw_span expr, pw_slot *out, pw_error *err) {
+    pw_slot v[2];
+    uint32_t n;
+    if (!eval_const(inst, expr, v, &n, err)) return false;
+    if (n != 1) {
+        pw_fail(err, PW_ERR_INVALID, "type mismatch");
+        return false;
+    }
+    *out = v[0];
     return true;
 }
 
@@ -122,7 +149,8 @@ static pw_status link_imports(pw_instance *inst, pw_resolve_fn resolve, void *ct
             break;
         case PW_EXTERN_TABLE: {
             pw_table *t = ex.u.table;
-            if (!valtype_eq(t->tmod, t->elem, m, imp->u.table.elem) ||
+            if (t->is64 != imp->u.table.lim.is64 ||
+                !valtype_eq(t->tmod, t->elem, m, imp->u.table.elem) ||
                 !limits_match(t->size, t->max, &imp->u.table.lim))
                 return unlinkable(err, m, imp, "incompatible import type");
             inst->tables[nt++] = t;
@@ -130,7 +158,8 @@ static pw_status link_imports(pw_instance *inst, pw_resolve_fn resolve, void *ct
         }
         case PW_EXTERN_MEMORY: {
             pw_memory *mem = ex.u.memory;
-            if (!limits_match(mem->size >> 16, mem->max_pages, &imp->u.memory))
+            if (mem->is64 != imp->u.memory.is64 ||
+                !limits_match(mem->size >> 16, mem->max_pages, &imp->u.memory))
                 return unlinkable(err, m, imp, "incompatible import type");
             inst->mems[nm++] = mem;
             break;
@@ -217,8 +246,9 @@ static pw_status init_segments(pw_instance *inst, bool apply, pw_error *err) {
             pw_slot off;
             if (!pw_eval_const(inst, e->offset, &off, err)) return err->status;
             pw_table *t = inst->tables[e->table];
-            if ((uint64_t)off.u32 + e->count > t->size) return pw_trap(err, PW_TRAP_TABLE_OOB);
-            if (e->count) memcpy(t->elems + off.u32, inst->elem_refs[k], e->count * sizeof(pw_ref));
+            uint64_t o = t->is64 ? off.u64 : off.u32;
+            if (o > t->size || e->count > t->size - o) return pw_trap(err, PW_TRAP_TABLE_OOB);
+            if (e->count) memcpy(t->elems + o, inst->elem_refs[k], e->count * sizeof(pw_ref));
             inst->elem_len[k] = 0;
         } else if (e->mode == PW_SEG_DECLARATIVE) {
             inst->elem_len[k] = 0;
@@ -230,8 +260,9 @@ static pw_status init_segments(pw_instance *inst, bool apply, pw_error *err) {
         pw_slot off;
         if (!pw_eval_const(inst, d->offset, &off, err)) return err->status;
         pw_memory *mem = inst->mems[d->memory];
-        if ((uint64_t)off.u32 + d->bytes.len > mem->size) return pw_trap(err, PW_TRAP_MEM_OOB);
-        if (d->bytes.len) memcpy(mem->data + off.u32, m->bytes + d->bytes.off, d->bytes.len);
+        uint64_t o = mem->is64 ? off.u64 : off.u32;
+        if (o > mem->size || d->bytes.len > mem->size - o) return pw_trap(err, PW_TRAP_MEM_OOB);
+        if (d->bytes.len) memcpy(mem->data + o, m->bytes + d->bytes.off, d->bytes.len);
         inst->data_dropped[k] = 1;
     }
     (void)s;
@@ -276,7 +307,15 @@ static pw_instance *instantiate(pw_store *s, const pw_module *m, const pw_snapsh
         g->type = gd->type.type;
         g->mut = gd->type.mut;
         g->tmod = m;
-        if (!pw_eval_const(inst, gd->init, &g->val, err)) return NULL;
+        pw_slot v[2];
+        uint32_t n;
+        if (!eval_const(inst, gd->init, v, &n, err)) return NULL;
+        if (n != (g->type == PW_VT_V128 ? 2u : 1u)) {
+            pw_fail(err, PW_ERR_INVALID, "type mismatch");
+            return NULL;
+        }
+        g->val = v[0];
+        g->hi = v[1].u64;
         inst->globals[i] = g;
     }
     for (uint32_t i = m->ntable_imports; i < m->ntables; i++) {
@@ -291,6 +330,7 @@ static pw_instance *instantiate(pw_store *s, const pw_module *m, const pw_snapsh
             pw_fail(err, PW_ERR_OOM, "table allocation failed or over the store's cap");
             return NULL;
         }
+        t->is64 = td->type.lim.is64;
         inst->tables[i] = t;
     }
     for (uint32_t i = m->nmem_imports; i < m->nmems; i++) {
@@ -300,6 +340,7 @@ static pw_instance *instantiate(pw_store *s, const pw_module *m, const pw_snapsh
             pw_fail(err, PW_ERR_OOM, "memory allocation failed or over the store's cap");
             return NULL;
         }
+        mem->is64 = m->mems[i].is64;
         inst->mems[i] = mem;
     }
     inst->mem0 = m->nmems ? inst->mems[0] : s->empty_mem;
@@ -311,7 +352,10 @@ static pw_instance *instantiate(pw_store *s, const pw_module *m, const pw_snapsh
         }
         tg->tmod = m;
         tg->type = m->tag_types[i];
+        /* payload cells: a v128 takes two */
         tg->nparams = m->types[tg->type].u.func.nparams;
+        for (uint32_t k = 0; k < m->types[tg->type].u.func.nparams; k++)
+            tg->nparams += m->types[tg->type].u.func.types[k] == PW_VT_V128;
         tg->hdr.type_id = inst->type_ids[tg->type];
         inst->tags[i] = tg;
     }

@@ -5,6 +5,7 @@
  * reference type" (its last alternative), unknown opcodes "illegal opcode XX".
  */
 #include "wasm/instr.h"
+#include "wasm/simd.h"
 
 static bool malformed(pw_reader *r, const uint8_t *at, const char *msg) {
     pw_fail(r->err, PW_ERR_MALFORMED, "%s (at byte %zu)", msg, (size_t)(at - r->base));
@@ -71,7 +72,7 @@ bool pw_rd_valtype(pw_reader *r, pw_valtype *out) {
     case 0x7E: *out = PW_VT_I64; return true;
     case 0x7D: *out = PW_VT_F32; return true;
     case 0x7C: *out = PW_VT_F64; return true;
-    case 0x7B: return malformed(r, at, "malformed value type: v128 (SIMD) is not supported");
+    case 0x7B: *out = PW_VT_V128; return true;
     default: return rd_reftype_rest(r, at, b, out);
     }
 }
@@ -198,6 +199,31 @@ static bool rd_fc(pw_reader *r, const uint8_t *at, pw_instr *in) {
     }
 }
 
+/* 0xFD: SIMD (simd.h). The lane index goes to in->n; v128.const and shuffle bytes
+ * are left in place (in->vec, 16 bytes). */
+static bool rd_fd(pw_reader *r, const uint8_t *at, pw_instr *in) {
+    uint32_t sub;
+    if (!pw_rd_u32(r, &sub)) return false;
+    const pw_simd_info *si = pw_simd_op(sub);
+    if (!si) return illegal(r, at, 0xFD, sub);
+    in->op = PW_OP_FD(sub);
+    uint8_t lane;
+    switch (si->imm) {
+    case PW_SI_MEM: return rd_memarg(r, in);
+    case PW_SI_MEMLANE:
+        if (!rd_memarg(r, in) || !pw_rd_byte(r, &lane)) return false;
+        in->n = lane;
+        return true;
+    case PW_SI_LANE:
+        if (!pw_rd_byte(r, &lane)) return false;
+        in->n = lane;
+        return true;
+    case PW_SI_V128:
+    case PW_SI_SHUF: return pw_rd_bytes(r, 16, &in->vec);
+    default: return true;
+    }
+}
+
 bool pw_instr_read(pw_reader *r, pw_instr *in) {
     const uint8_t *at = r->p;
     /* Fast path: the instructions that make up most code (numeric operators, locals
@@ -321,6 +347,7 @@ bool pw_instr_read(pw_reader *r, pw_instr *in) {
     }
     case 0xFB: return rd_fb(r, at, in);
     case 0xFC: return rd_fc(r, at, in);
+    case 0xFD: return rd_fd(r, at, in);
     default:
         if (op >= 0x28 && op <= 0x3E) return rd_memarg(r, in);
         if (op >= 0x45 && op <= 0xC4) return true;

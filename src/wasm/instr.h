@@ -11,8 +11,9 @@
 
 #include "wasm/reader.h"
 
-/* Opcodes of prefixed instructions are (prefix << 8) | subopcode; their subopcodes
- * are all < 256 in the supported set (SIMD 0xFD is rejected). */
+/* Opcodes of prefixed instructions are (prefix << 8) | subopcode for 0xFB and 0xFC
+ * (subopcodes < 256); SIMD 0xFD instructions are PW_OP_FD(sub) (simd.h), as relaxed
+ * SIMD's subopcodes reach 0x113. */
 #define PW_OP_FB(sub) (0xFB00u | (sub))
 #define PW_OP_FC(sub) (0xFC00u | (sub))
 

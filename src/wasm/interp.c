@@ -14,6 +14,7 @@
 #include "wasm/fops.h"
 #include "wasm/jit/jit.h"
 #include "wasm/runtime.h"
+#include "wasm/simd.h"
 
 #include <math.h>
 #include <string.h>
@@ -93,6 +94,156 @@ op_table_init(pw_instance *inst, pw_table *t, uint32_t seg, uint32_t d, uint32_t
     if ((uint64_t)src + n > len || (uint64_t)d + n > t->size) return PW_TRAP_TABLE_OOB;
     if (n) memcpy(t->elems + d, inst->elem_refs[seg] + src, (size_t)n * sizeof(pw_ref));
     return PW_TRAP_NONE;
+}
+
+/* Memory instructions off the fast path: memory64 (i64 addresses and offsets) and
+ * memories other than memory 0 (multi-memory). An address operand of an i32 memory
+ * is the low half of its slot. Every bounds check is written so that no sum can
+ * wrap: `x > size || n > size - x`. */
+static inline uint64_t mem_addr(const pw_memory *m, const pw_slot *a) {
+    return m->is64 ? a->u64 : a->u32;
+}
+
+static inline bool mem_range_ok(uint64_t size, uint64_t x, uint64_t n) {
+    return x <= size && n <= size - x;
+}
+
+/* Loads and stores: wop is the Wasm opcode (0x28..0x3E), off the memarg offset. */
+static __attribute__((noinline)) pw_trap_code
+op_mem_access(pw_memory *m, uint32_t wop, const pw_slot *a, pw_slot *v, uint64_t off) {
+    static const uint8_t width[23] = {4, 8, 4, 8, 1, 1, 2, 2, 1, 1, 2, 2, 4, 4, /* loads */
+                                      4, 8, 4, 8, 1, 2, 1, 2, 4};               /* stores */
+    if (wop < 0x28 || wop > 0x3E) return PW_TRAP_UNREACHABLE;                   /* not emitted */
+    uint64_t addr = mem_addr(m, a), w = width[wop - 0x28];
+    uint64_t ea = addr + off;
+    if (ea < addr || !mem_range_ok(m->size, ea, w)) return PW_TRAP_MEM_OOB;
+    uint8_t *p = m->data + ea;
+    if (wop >= 0x36) { /* stores: the low w bytes of the value (little-endian host) */
+        uint64_t x = v->u64;
+        memcpy(p, &x, w);
+        return PW_TRAP_NONE;
+    }
+    uint64_t x = 0;
+    memcpy(&x, p, w);
+    switch (wop) {
+    case 0x2C: v->i32 = (int8_t)x; break;
+    case 0x2E: v->i32 = (int16_t)x; break;
+    case 0x30: v->i64 = (int8_t)x; break;
+    case 0x32: v->i64 = (int16_t)x; break;
+    case 0x34: v->i64 = (int32_t)x; break;
+    default: v->u64 = x; break; /* unsigned and full-width loads */
+    }
+    return PW_TRAP_NONE;
+}
+
+static __attribute__((noinline)) pw_trap_code op_memory_fill_x(pw_memory *m, const pw_slot *dp,
+                                                               uint32_t v, const pw_slot *np,
+                                                               const atomic_int *intr) {
+    uint64_t d = mem_addr(m, dp), n = mem_addr(m, np);
+    if (!mem_range_ok(m->size, d, n)) return PW_TRAP_MEM_OOB;
+    while (n) {
+        uint64_t k = n < PW_CHUNK ? n : PW_CHUNK;
+        memset(m->data + d, (int)(v & 0xff), k);
+        d += k;
+        n -= k;
+        if (n && atomic_load_explicit(intr, memory_order_relaxed)) return PW_TRAP_INTERRUPTED;
+    }
+    return PW_TRAP_NONE;
+}
+
+/* memory.copy between any two memories; the length is i64 only when both are. */
+static __attribute__((noinline)) pw_trap_code op_memory_copy_x(pw_memory *dm, pw_memory *sm,
+                                                               const pw_slot *dp, const pw_slot *sp,
+                                                               const pw_slot *np,
+                                                               const atomic_int *intr) {
+    uint64_t d = mem_addr(dm, dp), src = mem_addr(sm, sp);
+    uint64_t n = dm->is64 && sm->is64 ? np->u64 : np->u32;
+    if (!mem_range_ok(dm->size, d, n) || !mem_range_ok(sm->size, src, n)) return PW_TRAP_MEM_OOB;
+    if (n <= PW_CHUNK || dm != sm || d <= src) {
+        while (n) {
+            uint64_t k = n < PW_CHUNK ? n : PW_CHUNK;
+            memmove(dm->data + d, sm->data + src, k);
+            d += k;
+            src += k;
+            n -= k;
+            if (n && atomic_load_explicit(intr, memory_order_relaxed)) return PW_TRAP_INTERRUPTED;
+        }
+    } else {
+        while (n) {
+            uint64_t k = n < PW_CHUNK ? n : PW_CHUNK;
+            n -= k;
+            memmove(dm->data + d + n, sm->data + src + n, k);
+            if (n && atomic_load_explicit(intr, memory_order_relaxed)) return PW_TRAP_INTERRUPTED;
+        }
+    }
+    return PW_TRAP_NONE;
+}
+
+static __attribute__((noinline)) pw_trap_code op_memory_init_x(pw_instance *inst, pw_memory *m,
+                                                               uint32_t seg, const pw_slot *dp,
+                                                               uint32_t src, uint32_t n) {
+    const pw_data *ds = &inst->mod->datas[seg];
+    uint64_t len = inst->data_dropped[seg] ? 0 : ds->bytes.len, d = mem_addr(m, dp);
+    if (!mem_range_ok(len, src, n) || !mem_range_ok(m->size, d, n)) return PW_TRAP_MEM_OOB;
+    if (n) memcpy(m->data + d, inst->mod->bytes + ds->bytes.off + src, n);
+    return PW_TRAP_NONE;
+}
+
+/* Words of each extension instruction (handler and kind words included). */
+static const uint8_t xop_words[PW_XOP_COUNT_] = {
+#define PW_W_X(n, w) [PW_XOP_##n] = w,
+    PW_XOPS(PW_W_X)
+#undef PW_W_X
+};
+
+/* Runs the extension instruction at pc (PW_XOPS); its operands start at pc[2]. Returns
+ * the trap code, or PW_TRAP_COUNT_ when memory.grow hit the store's memory cap with
+ * cap_is_fatal. */
+static __attribute__((noinline)) pw_trap_code op_xop(pw_store *s, pw_instance *inst, pw_slot *fp,
+                                                     const uint32_t *pc) {
+    const uint32_t *q = pc + 1; /* q[i]: operand i, as in the other instructions' layouts */
+#define Q(i)  fp[q[i]]
+#define QI(i) q[i]
+    switch (pc[1]) {
+    case PW_XOP_MEM_LOAD:
+        return op_mem_access(inst->mems[QI(3)], QI(4), &Q(2), &Q(1),
+                             (uint64_t)QI(5) | (uint64_t)QI(6) << 32);
+    case PW_XOP_MEM_STORE:
+        return op_mem_access(inst->mems[QI(3)], QI(4), &Q(1), &Q(2),
+                             (uint64_t)QI(5) | (uint64_t)QI(6) << 32);
+    case PW_XOP_MEMORY_SIZE_X: Q(1).u64 = inst->mems[QI(2)]->size >> 16; return PW_TRAP_NONE;
+    case PW_XOP_MEMORY_GROW_X: {
+        pw_memory *gm = inst->mems[QI(2)];
+        int64_t r = pw_memory_grow(gm, mem_addr(gm, &Q(3)));
+        if (r == PW_GROW_OVER_CAP) {
+            if (s->cfg.cap_is_fatal) return PW_TRAP_COUNT_;
+            r = -1;
+        }
+        if (gm->is64)
+            Q(1).i64 = r;
+        else
+            Q(1).i32 = (int32_t)r;
+        return PW_TRAP_NONE;
+    }
+    case PW_XOP_MEMORY_FILL_X:
+        return op_memory_fill_x(inst->mems[QI(1)], &Q(2), Q(3).u32, &Q(4), &s->interrupt);
+    case PW_XOP_MEMORY_COPY_X:
+        return op_memory_copy_x(inst->mems[QI(1)], inst->mems[QI(2)], &Q(3), &Q(4), &Q(5),
+                                &s->interrupt);
+    case PW_XOP_MEMORY_INIT_X:
+        return op_memory_init_x(inst, inst->mems[QI(1)], QI(2), &Q(3), Q(4).u32, Q(5).u32);
+    case PW_XOP_CLAMP32:
+        Q(1).u32 = Q(2).u64 > UINT32_MAX ? UINT32_MAX : (uint32_t)Q(2).u64;
+        return PW_TRAP_NONE;
+    case PW_XOP_SIMD: return pw_simd_exec(inst, fp, q);
+    default: return PW_TRAP_UNREACHABLE; /* not emitted */
+    }
+#undef Q
+#undef QI
+}
+
+pw_trap_code pw_interp_xop(pw_store *s, pw_instance *inst, pw_slot *fp, const uint32_t *pc) {
+    return op_xop(s, inst, fp, pc);
 }
 
 /* ---------------------------------------------------------------- host calls */
@@ -807,6 +958,15 @@ L_MEMORY_INIT:
 L_DATA_DROP:
     inst->data_dropped[IMM(1)] = 1;
     NEXT(2);
+
+    /* extension instructions (interp.h, PW_XOPS): one handler, a noinline helper */
+L_XOP:
+    if ((tc = op_xop(s, inst, fp, pc))) {
+        if (tc == PW_TRAP_COUNT_) goto gc_oom; /* memory.grow over a fatal cap */
+        goto trap;
+    }
+    RELOAD_MEM(); /* memory.grow of memory 0 when it is an i64 memory */
+    NEXT(xop_words[pc[1] < PW_XOP_COUNT_ ? pc[1] : 0]);
 
     /* ------------------------------------------------------------ tables */
 L_TABLE_GET : {

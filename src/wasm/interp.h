@@ -231,7 +231,8 @@
     X(TAIL_CALL_REF)      /* ref */                                                                \
     X(TRY)                /* skip n (kind tag dst off)*n: catch clauses, jumped over */            \
     X(THROW)              /* tag argbase */                                                        \
-    X(THROW_REF)          /* exn */
+    X(THROW_REF)          /* exn */                                                                \
+    X(XOP)                /* kind ...: one extension instruction (PW_XOPS below) */
 
 /* Wasm 3.0 GC instructions (compile_gc.h emits them, interp_gc.h runs them). Struct
  * field offsets are byte offsets into the object's data; `vt` is a reference type
@@ -276,6 +277,30 @@
     X(REF_CAST)        /* src vt: trap unless it matches */                                        \
     X(BR_ON_CAST)      /* src vt off: jump when it matches */                                      \
     X(BR_ON_CAST_FAIL) /* src vt off: jump when it does not match */
+
+/* Extension instructions: memory64 and multi-memory accesses off the i32 memory 0
+ * fast path, table64 index saturation, SIMD. They share one internal instruction,
+ * XOP, whose second word is the kind, so the interpreter's dispatch loop gains one
+ * handler (and one call to a noinline helper) for all of them: adding handlers to
+ * run() perturbs gcc's register allocation of the hot loop. X(NAME, words
+ * including the handler and kind words, operands after the kind word). */
+#define PW_XOPS(X)                                                                                 \
+    X(MEM_LOAD, 8)      /* dst addr mem wop off_lo off_hi: any memory but an i32 memory 0 */       \
+    X(MEM_STORE, 8)     /* addr val mem wop off_lo off_hi (wop: the Wasm opcode) */                \
+    X(MEMORY_SIZE_X, 4) /* dst mem: memory.size of any memory, as a 64-bit value */                \
+    X(MEMORY_GROW_X, 5) /* dst mem delta */                                                        \
+    X(MEMORY_FILL_X, 6) /* mem d v n */                                                            \
+    X(MEMORY_COPY_X, 7) /* dmem smem d s n */                                                      \
+    X(MEMORY_INIT_X, 7) /* mem seg d s n */                                                        \
+    X(CLAMP32, 4)       /* dst src: an i64 table index as u32, saturated (table64) */              \
+    X(SIMD, 11)         /* sub dst a b c x0 x1 x2 x3: one 0xFD instruction (simd.h) */
+
+enum pw_xop {
+#define PW_E_X(n, w) PW_XOP_##n,
+    PW_XOPS(PW_E_X)
+#undef PW_E_X
+        PW_XOP_COUNT_
+};
 
 enum pw_iop {
 #define PW_E_BIN(n, e) PW_OP_I32_##n, PW_OP_I32_##n##_I, PW_OP_BR_I32_##n, PW_OP_BR_I32_##n##_I,

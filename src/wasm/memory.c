@@ -59,6 +59,7 @@ pw_memory *pw_memory_create(pw_store *s, uint64_t min_pages, uint64_t max_pages)
 int64_t pw_memory_grow(pw_memory *m, uint64_t delta) {
     uint64_t old = m->size / PAGE;
     if (delta == 0) return (int64_t)old;
+    if (delta > 65536) return -1; /* memory64: keeps old + delta from wrapping */
     uint64_t np = old + delta;
     if (np > 65536 || np > m->max_pages) return -1;
     pw_store *s = m->store;
@@ -74,6 +75,12 @@ int64_t pw_memory_grow(pw_memory *m, uint64_t delta) {
 pw_memory *pw_memory_new(pw_store *s, uint64_t min_pages, uint64_t max_pages, pw_error *err) {
     pw_memory *m = pw_memory_create(s, min_pages, max_pages);
     if (!m) pw_fail(err, PW_ERR_OOM, "memory allocation failed or over the store's cap");
+    return m;
+}
+
+pw_memory *pw_memory_new64(pw_store *s, uint64_t min_pages, uint64_t max_pages, pw_error *err) {
+    pw_memory *m = pw_memory_new(s, min_pages, max_pages, err);
+    if (m) m->is64 = true;
     return m;
 }
 

@@ -60,8 +60,12 @@ typedef struct pw_deftype {
     } u;
 } pw_deftype;
 
+/* Limits of a memory (in pages) or table (in elements). is64: the memory or table
+ * has i64 addresses (memory64 / table64); its indices, sizes and segment offsets are
+ * then i64 values, else i32. */
 typedef struct pw_limits {
     uint64_t min, max; /* max == UINT64_MAX when absent */
+    bool is64;
 } pw_limits;
 
 typedef struct pw_tabletype {

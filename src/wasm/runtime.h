@@ -117,6 +117,7 @@ struct pw_memory {
     uint64_t rw;        /* [0, rw) is read/write (>= size; never shrinks) */
     uint64_t dirty;     /* [size, dirty) may hold a previous store's bytes (pool.c) */
     pw_store *store;
+    bool is64; /* i64 addresses (memory64); its size is still capped at 2^16 pages */
 };
 
 struct pw_table {
@@ -127,11 +128,13 @@ struct pw_table {
     pw_valtype elem;
     const pw_module *tmod; /* module that gives meaning to a concrete elem type */
     pw_store *store;
+    bool is64; /* i64 indices (table64); its size is still at most PW_TABLE_LIMIT */
 };
 
 struct pw_global {
     pw_obj hdr;
     pw_slot val;
+    uint64_t hi; /* v128 globals: the high half (val holds the low half) */
     pw_valtype type;
     bool mut;
     const pw_module *tmod;
@@ -310,6 +313,10 @@ pw_status pw_invoke(pw_store *s, pw_func *f, pw_error *err);
 pw_status pw_interp(pw_store *s, pw_func *f, pw_slot *fp);
 /* Handler offsets for compile.c, indexed by internal opcode (interp.h). */
 const int32_t *pw_interp_handlers(void);
+/* For the JIT: runs the extension instruction XOP (interp.h, PW_XOPS) at pc on frame
+ * fp; returns its trap code (PW_TRAP_NONE: done; PW_TRAP_COUNT_: memory.grow hit a
+ * fatal memory cap). */
+pw_trap_code pw_interp_xop(pw_store *s, pw_instance *inst, pw_slot *fp, const uint32_t *pc);
 /* Host call made by the interpreter (args at argp, results replace them). */
 pw_status pw_call_host(pw_store *s, pw_instance *caller, pw_func *f, pw_slot *argp);
 

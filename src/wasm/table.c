@@ -56,3 +56,14 @@ pw_table *pw_table_new(pw_store *s, pw_valtype elem, uint32_t min, uint32_t max,
     if (!t) pw_fail(err, PW_ERR_OOM, "table allocation failed or over the store's cap");
     return t;
 }
+
+pw_table *pw_table_new64(pw_store *s, pw_valtype elem, uint32_t min, uint64_t max, pw_ref init,
+                         pw_error *err) {
+    pw_table *t = pw_table_create(s, elem, NULL, min, max, init);
+    if (!t) {
+        pw_fail(err, PW_ERR_OOM, "table allocation failed or over the store's cap");
+        return NULL;
+    }
+    t->is64 = true;
+    return t;
+}

@@ -3,8 +3,8 @@
  * imports, tags, functions, memories, tables, globals, data, elements, bodies,
  * start, exports. Expressions are checked by validate_expr.c.
  *
- * Multi-memory is outside this engine's scope: a second memory is invalid
- * ("multiple memories", the Wasm 2.0 rule), checked last.
+ * Wasm 3.0 multi-memory and memory64/table64 are in: any number of memories; a
+ * memory or table with i64 addresses takes i64 segment offsets (pw_limits.is64).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -31,12 +31,21 @@ static pw_status check_limits(pw_error *err, const pw_limits *l, uint64_t range,
 }
 
 static pw_status check_mem(pw_error *err, const pw_limits *l) {
+    if (l->is64)
+        return check_limits(err, l, (uint64_t)1 << 48,
+                            "memory size must be at most 2^48 pages (256 TiB) for i64");
     return check_limits(err, l, 65536, "memory size must be at most 2^16 pages (4 GiB) for i32");
 }
 
 static pw_status check_tabletype(pw_vctx *v, const pw_tabletype *t) {
     if (pw_check_valtype(v, t->elem)) return v->err->status;
+    if (t->lim.is64) return check_limits(v->err, &t->lim, UINT64_MAX, "");
     return check_limits(v->err, &t->lim, 0xFFFFFFFFu, "table size must be at most 2^32-1 for i32");
+}
+
+/* The value type of addresses of a memory or table. */
+static pw_valtype addr_type(const pw_limits *l) {
+    return l->is64 ? PW_VT_I64 : PW_VT_I32;
 }
 
 static pw_status check_tag(pw_module *m, pw_error *err, uint32_t x) {
@@ -215,7 +224,8 @@ static pw_status validate_module(pw_module *m, pw_vctx *v) {
         const pw_data *d = &m->datas[i];
         if (d->mode != PW_SEG_ACTIVE) continue;
         if (d->memory >= m->nmems) return invalid(err, "unknown memory %u", d->memory);
-        if (pw_validate_const(v, d->offset, PW_VT_I32, m->nglobals)) return err->status;
+        if (pw_validate_const(v, d->offset, addr_type(&m->mems[d->memory]), m->nglobals))
+            return err->status;
     }
     for (uint32_t i = 0; i < m->nelems; i++) {
         const pw_elem *e = &m->elems[i];
@@ -234,7 +244,9 @@ static pw_status validate_module(pw_module *m, pw_vctx *v) {
                 return pw_fail(err, PW_ERR_INVALID,
                                "type mismatch: element segment's type does not match the "
                                "table's element type");
-            if (pw_validate_const(v, e->offset, PW_VT_I32, m->nglobals)) return err->status;
+            if (pw_validate_const(v, e->offset, addr_type(&m->tables[e->table].type.lim),
+                                  m->nglobals))
+                return err->status;
         }
     }
     uint32_t ndef = m->nfuncs - m->nfunc_imports;
@@ -257,8 +269,6 @@ static pw_status validate_module(pw_module *m, pw_vctx *v) {
                            "start function must not have parameters or results");
     }
     if (check_exports(m, err)) return err->status;
-    /* Last, so that a body's own type errors are reported as the spec reports them. */
-    if (m->nmems > 1) return pw_fail(err, PW_ERR_INVALID, "multiple memories");
     return PW_OK;
 }
 

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "wasm/limits.h"
+#include "wasm/simd.h"
 #include "wasm/validate.h"
 
 #define VT_BOT       ((pw_valtype)PW_K_BOT)
@@ -432,6 +433,54 @@ static pw_status check_mem(pw_vctx *v, uint32_t x) {
     return PW_OK;
 }
 
+/* Address types (memory64, table64): i64 for a memory or table with i64 addresses.
+ * Only called after check_mem / check_table succeeded. */
+static pw_valtype mem_at(pw_vctx *v, uint32_t x) {
+    return v->m->mems[x].is64 ? PW_VT_I64 : PW_VT_I32;
+}
+static pw_valtype tab_at(pw_vctx *v, uint32_t x) {
+    return v->m->tables[x].type.lim.is64 ? PW_VT_I64 : PW_VT_I32;
+}
+/* The type of a length copied between two memories or tables: i64 only when both
+ * have i64 addresses. */
+static pw_valtype min_at(pw_valtype a, pw_valtype b) {
+    return a == PW_VT_I64 && b == PW_VT_I64 ? PW_VT_I64 : PW_VT_I32;
+}
+
+static pw_valtype simd_vt(char k) {
+    switch (k) {
+    case 'v': return PW_VT_V128;
+    case 'i': return PW_VT_I32;
+    case 'l': return PW_VT_I64;
+    case 'f': return PW_VT_F32;
+    default: return PW_VT_F64;
+    }
+}
+
+/* One 0xFD instruction (simd.h): immediates, then operands and result. */
+static pw_status simd_instr(pw_vctx *v, const pw_instr *in) {
+    const pw_simd_info *si = pw_simd_op(PW_FD_SUB(in->op));
+    if (!si) return pw_fail(v->err, PW_ERR_MALFORMED, "illegal opcode %x", in->op);
+    bool mem = si->imm == PW_SI_MEM || si->imm == PW_SI_MEMLANE;
+    pw_valtype at = PW_VT_I32;
+    if (mem) {
+        if (check_mem(v, in->a)) return v->err->status;
+        if (in->align > si->align) return invalid(v, "alignment must not be larger than natural");
+        at = mem_at(v, in->a);
+        if (at == PW_VT_I32 && in->offset > UINT32_MAX) return invalid(v, "offset out of range");
+    }
+    if ((si->imm == PW_SI_LANE || si->imm == PW_SI_MEMLANE) && in->n >= si->lanes)
+        return invalid(v, "invalid lane index");
+    if (si->imm == PW_SI_SHUF)
+        for (int i = 0; i < 16; i++)
+            if (in->vec[i] >= 32) return invalid(v, "invalid lane index");
+    for (int i = 2; i >= 0; i--)
+        if (si->in[i] && pop(v, simd_vt(si->in[i]))) return v->err->status;
+    if (mem && pop(v, at)) return v->err->status;
+    if (si->out && push(v, simd_vt(si->out))) return v->err->status;
+    return PW_OK;
+}
+
 static pw_status check_table(pw_vctx *v, uint32_t x, pw_valtype *elem) {
     *elem = 0;
     if (x >= v->m->ntables) return invalid(v, "unknown table %u", x);
@@ -562,7 +611,8 @@ static bool const_op(pw_vctx *v, const pw_instr *in) {
     case PW_OP_FB(0x08):
     case PW_OP_FB(0x1A):
     case PW_OP_FB(0x1B):
-    case PW_OP_FB(0x1C): return true;
+    case PW_OP_FB(0x1C):
+    case PW_OP_FD(0x0C): return true;
     case 0x23: return in->a < v->nglobals_visible && !v->m->globals[in->a].type.mut;
     default: return false;
     }
@@ -737,7 +787,7 @@ static pw_status run(pw_vctx *v) {
             if (type_idx(v, in.a, PW_FORM_FUNC, &ft)) return v->err->status;
             if (!pw_valtype_sub(m, t, ABSREF(PW_HT_FUNC, 1)))
                 return invalid(v, "type mismatch: instruction requires table of function type");
-            if (pop(v, PW_VT_I32)) return v->err->status;
+            if (pop(v, tab_at(v, in.b))) return v->err->status;
             if (op == 0x13 ? tail_results(v, ft) : func_sig(v, ft)) return v->err->status;
             break;
         case 0x14:
@@ -797,16 +847,18 @@ static pw_status run(pw_vctx *v) {
             if (pop(v, m->globals[in.a].type.type)) return v->err->status;
             break;
         case 0x25:
-            if (check_table(v, in.a, &t) || pop(v, PW_VT_I32) || push(v, t)) return v->err->status;
+            if (check_table(v, in.a, &t) || pop(v, tab_at(v, in.a)) || push(v, t))
+                return v->err->status;
             break;
         case 0x26:
-            if (check_table(v, in.a, &t) || pop(v, t) || pop(v, PW_VT_I32)) return v->err->status;
+            if (check_table(v, in.a, &t) || pop(v, t) || pop(v, tab_at(v, in.a)))
+                return v->err->status;
             break;
         case 0x3F:
-            if (check_mem(v, in.a) || push(v, PW_VT_I32)) return v->err->status;
+            if (check_mem(v, in.a) || push(v, mem_at(v, in.a))) return v->err->status;
             break;
         case 0x40:
-            if (check_mem(v, in.a) || pop(v, PW_VT_I32) || push(v, PW_VT_I32))
+            if (check_mem(v, in.a) || pop(v, mem_at(v, in.a)) || push(v, mem_at(v, in.a)))
                 return v->err->status;
             break;
         case 0x41:
@@ -859,11 +911,13 @@ static pw_status run(pw_vctx *v) {
                 if (check_mem(v, in.a)) return v->err->status;
                 if (in.align > natural_align(op))
                     return invalid(v, "alignment must not be larger than natural");
-                if (in.offset > UINT32_MAX) return invalid(v, "offset out of range");
+                pw_valtype at = mem_at(v, in.a);
+                if (at == PW_VT_I32 && in.offset > UINT32_MAX)
+                    return invalid(v, "offset out of range");
                 pw_valtype mt = mem_type(op);
                 if (op <= 0x35) {
-                    if (pop(v, PW_VT_I32) || push(v, mt)) return v->err->status;
-                } else if (pop(v, mt) || pop(v, PW_VT_I32)) {
+                    if (pop(v, at) || push(v, mt)) return v->err->status;
+                } else if (pop(v, mt) || pop(v, at)) {
                     return v->err->status;
                 }
                 break;
@@ -874,46 +928,64 @@ static pw_status run(pw_vctx *v) {
                 if (pop(v, a) || push(v, r)) return v->err->status;
                 break;
             }
+            if (op >= PW_OP_FD(0) && op < PW_OP_FD(PW_FD_COUNT)) {
+                if (simd_instr(v, &in)) return v->err->status;
+                break;
+            }
             goto more;
         }
         continue;
     more:
         switch (op) {
-        case PW_OP_FC(0x08):
+        case PW_OP_FC(0x08): /* memory.init: [at i32 i32] */
             if (check_mem(v, in.b) || check_data(v, in.a)) return v->err->status;
-            goto three_i32;
+            if (pop(v, PW_VT_I32) || pop(v, PW_VT_I32) || pop(v, mem_at(v, in.b)))
+                return v->err->status;
+            break;
         case PW_OP_FC(0x09):
             if (check_data(v, in.a)) return v->err->status;
             break;
-        case PW_OP_FC(0x0A):
+        case PW_OP_FC(0x0A): { /* memory.copy dst src: [at_d at_s at_min] */
             if (check_mem(v, in.a) || check_mem(v, in.b)) return v->err->status;
-            goto three_i32;
-        case PW_OP_FC(0x0B):
+            pw_valtype ad = mem_at(v, in.a), as = mem_at(v, in.b);
+            if (pop(v, min_at(ad, as)) || pop(v, as) || pop(v, ad)) return v->err->status;
+            break;
+        }
+        case PW_OP_FC(0x0B): /* memory.fill: [at i32 at] */
             if (check_mem(v, in.a)) return v->err->status;
-            goto three_i32;
-        case PW_OP_FC(0x0C): /* table.init elem table */
+            if (pop(v, mem_at(v, in.a)) || pop(v, PW_VT_I32) || pop(v, mem_at(v, in.a)))
+                return v->err->status;
+            break;
+        case PW_OP_FC(0x0C): /* table.init elem table: [at i32 i32] */
             if (check_table(v, in.b, &t) || check_elem(v, in.a, &t2)) return v->err->status;
             if (!pw_valtype_sub(m, t2, t))
                 return invalid(v, "type mismatch: element segment's type does not match table's");
-            goto three_i32;
+            if (pop(v, PW_VT_I32) || pop(v, PW_VT_I32) || pop(v, tab_at(v, in.b)))
+                return v->err->status;
+            break;
         case PW_OP_FC(0x0D):
             if (check_elem(v, in.a, &t)) return v->err->status;
             break;
-        case PW_OP_FC(0x0E): /* table.copy dst src */
+        case PW_OP_FC(0x0E): { /* table.copy dst src: [at_d at_s at_min] */
             if (check_table(v, in.a, &t) || check_table(v, in.b, &t2)) return v->err->status;
             if (!pw_valtype_sub(m, t2, t))
                 return invalid(v, "type mismatch: source element type does not match "
                                   "destination element type");
-            goto three_i32;
+            pw_valtype ad = tab_at(v, in.a), as = tab_at(v, in.b);
+            if (pop(v, min_at(ad, as)) || pop(v, as) || pop(v, ad)) return v->err->status;
+            break;
+        }
         case PW_OP_FC(0x0F):
-            if (check_table(v, in.a, &t) || pop(v, PW_VT_I32) || pop(v, t) || push(v, PW_VT_I32))
+            if (check_table(v, in.a, &t) || pop(v, tab_at(v, in.a)) || pop(v, t) ||
+                push(v, tab_at(v, in.a)))
                 return v->err->status;
             break;
         case PW_OP_FC(0x10):
-            if (check_table(v, in.a, &t) || push(v, PW_VT_I32)) return v->err->status;
+            if (check_table(v, in.a, &t) || push(v, tab_at(v, in.a))) return v->err->status;
             break;
         case PW_OP_FC(0x11):
-            if (check_table(v, in.a, &t) || pop(v, PW_VT_I32) || pop(v, t) || pop(v, PW_VT_I32))
+            if (check_table(v, in.a, &t) || pop(v, tab_at(v, in.a)) || pop(v, t) ||
+                pop(v, tab_at(v, in.a)))
                 return v->err->status;
             break;
         /* GC */
@@ -1072,9 +1144,6 @@ static pw_status run(pw_vctx *v) {
             break;
         default: return pw_fail(v->err, PW_ERR_MALFORMED, "illegal opcode %x", op);
         }
-        continue;
-    three_i32:
-        if (pop(v, PW_VT_I32) || pop(v, PW_VT_I32) || pop(v, PW_VT_I32)) return v->err->status;
     }
 }
 

@@ -1,17 +1,17 @@
 /*
  * host.c — the `spectest` host module (MANIFEST.md §7): print functions that do
- * nothing, four immutable globals, a funcref table (10..20) and a memory (1..2
- * pages). One instance per script, created in the script's store and shared by every
- * module of the script. The objects have fixed types; the engine's import matching
- * decides whether a module may import them ("incompatible import type").
- * table64 and memory64 are not offered: the engine API has no 64-bit address types yet.
+ * nothing, four immutable globals, a funcref table (10..20) and a memory (1..2 pages),
+ * and `table64`, the same table with i64 addresses. One instance per script, created
+ * in the script's store and shared by every module of the script. The objects have
+ * fixed types; the engine's import matching decides whether a module may import them
+ * ("incompatible import type").
  */
 #include "st.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-enum { ST_NFUNC = 7, ST_NGLOBAL = 4, ST_NEXPORTS = ST_NFUNC + ST_NGLOBAL + 2 };
+enum { ST_NFUNC = 7, ST_NGLOBAL = 4, ST_NEXPORTS = ST_NFUNC + ST_NGLOBAL + 3 };
 
 struct st_host {
     struct {
@@ -94,6 +94,10 @@ st_host *st_host_new(pw_store *s, pw_error *err) {
     t.u.table = pw_table_new(s, PW_VT_FUNCREF, 10, 20, PW_NULL_REF, err);
     if (!t.u.table) goto fail;
     st_add(h, "table", t);
+    pw_extern t64 = {.kind = PW_EXTERN_TABLE};
+    t64.u.table = pw_table_new64(s, PW_VT_FUNCREF, 10, 20, PW_NULL_REF, err);
+    if (!t64.u.table) goto fail;
+    st_add(h, "table64", t64);
     pw_extern m = {.kind = PW_EXTERN_MEMORY};
     m.u.memory = pw_memory_new(s, 1, 2, err);
     if (!m.u.memory) goto fail;

@@ -259,13 +259,14 @@ static void st_action(st_script *sc, json_t *a, st_outcome *r) {
         r->n = 1;
         r->one_type = pw_global_type(ext.u.global);
         r->types = &r->one_type;
-        r->vals = malloc(sizeof *r->vals);
+        r->vals = calloc(2, sizeof *r->vals); /* a v128 global takes two cells */
         if (!r->vals) {
             r->performed = false;
             snprintf(r->why, sizeof r->why, "out of memory");
             return;
         }
         r->vals[0] = pw_global_get(ext.u.global);
+        r->vals[1].bits = pw_global_get_hi(ext.u.global);
         return;
     }
     if (!type || strcmp(type, "invoke") != 0) {
@@ -284,15 +285,21 @@ static void st_action(st_script *sc, json_t *a, st_outcome *r) {
         snprintf(r->why, sizeof r->why, "%zu arguments for %u parameters", nargs, ft.nparams);
         return;
     }
-    pw_val *argv = calloc(nargs ? nargs : 1, sizeof *argv);
-    r->vals = calloc(ft.nresults ? ft.nresults : 1, sizeof *r->vals);
+    /* cells: a v128 takes two (peri/wasm.h) */
+    uint32_t nacells = 0, nrcells = 0;
+    for (uint32_t i = 0; i < ft.nparams; i++)
+        nacells += ft.params[i] == PW_VT_V128 ? 2 : 1;
+    for (uint32_t i = 0; i < ft.nresults; i++)
+        nrcells += ft.results[i] == PW_VT_V128 ? 2 : 1;
+    pw_val *argv = calloc(nacells ? nacells : 1, sizeof *argv);
+    r->vals = calloc(nrcells ? nrcells : 1, sizeof *r->vals);
     if (!argv || !r->vals) {
         free(argv);
         snprintf(r->why, sizeof r->why, "out of memory");
         return;
     }
-    for (size_t i = 0; i < nargs; i++)
-        if (!st_value_arg(json_array_get(args, i), sc->store, ft.params[i], &argv[i], r->why,
+    for (size_t i = 0, k = 0; i < nargs; k += ft.params[i] == PW_VT_V128 ? 2 : 1, i++)
+        if (!st_value_arg(json_array_get(args, i), sc->store, ft.params[i], &argv[k], r->why,
                           sizeof r->why)) {
             free(argv);
             return;
@@ -300,8 +307,7 @@ static void st_action(st_script *sc, json_t *a, st_outcome *r) {
     r->performed = true;
     r->n = ft.nresults;
     r->types = ft.results;
-    r->status =
-        pw_call(sc->store, ext.u.func, argv, (uint32_t)nargs, r->vals, ft.nresults, &r->err);
+    r->status = pw_call(sc->store, ext.u.func, argv, nacells, r->vals, nrcells, &r->err);
     free(argv);
 }
 
@@ -316,9 +322,10 @@ static void st_outcome_fmt(const st_outcome *r, char *buf, size_t n) {
         snprintf(buf, n, "%s: %s", st_status_name(r->status), r->err.message);
     else {
         size_t o = (size_t)snprintf(buf, n, "[");
-        for (uint32_t i = 0; i < r->n && o < n; i++) {
+        for (uint32_t i = 0, k = 0; i < r->n && o < n;
+             k += r->types[i] == PW_VT_V128 ? 2 : 1, i++) {
             char v[96];
-            st_value_fmt(r->types[i], r->vals[i], v, sizeof v);
+            st_value_fmt(r->types[i], &r->vals[k], v, sizeof v);
             o += (size_t)snprintf(buf + o, n - o, "%s%s", i ? " " : "", v);
         }
         if (o < n) snprintf(buf + o, n - o, "]");
@@ -342,8 +349,8 @@ static void st_cmd_assert_return(st_script *sc, json_t *cmd) {
     json_t *exp = json_object_get(cmd, "expected");
     size_t nexp = json_array_size(exp);
     bool ok = r.performed && r.status == PW_OK && r.n == nexp;
-    for (size_t i = 0; ok && i < nexp; i++)
-        ok = st_value_match(json_array_get(exp, i), r.types[i], r.vals[i]);
+    for (size_t i = 0, k = 0; ok && i < nexp; k += r.types[i] == PW_VT_V128 ? 2 : 1, i++)
+        ok = st_value_match(json_array_get(exp, i), r.types[i], &r.vals[k]);
     if (ok)
         sc->c->passed++;
     else {

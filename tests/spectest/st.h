@@ -5,6 +5,7 @@
  * script.c executes the commands of one script (module, register, actions, asserts)
  * value.c  JSON values: arguments in, expected results (patterns) matched, printing
  * host.c   the `spectest` host module of MANIFEST.md §7
+ * scope.c  scripts of scope.json's "later" stage that the engine now passes
  *
  * The runner uses only the public engine API (include/peri/wasm.h).
  */
@@ -35,6 +36,9 @@ typedef struct st_opts {
  * messages. Returns false if the script itself cannot be read (counts untouched). */
 bool st_run_script(const char *json_path, const char *name, const st_opts *o, st_counts *c);
 
+/* Is this script of the "later" stage run with scope wasm3 (scope.c)? */
+bool st_scope_promoted(const char *name);
+
 /* Counts the assertions of a script without running it: runnable ones and the
  * text-format ones a binary-only runner skips. False if unreadable. */
 bool st_count_assertions(const char *json_path, long *runnable, long *text_only);
@@ -44,13 +48,14 @@ bool st_is_assertion(const char *type);
 
 /* ---- value.c */
 
-/* Converts argument `v` (MANIFEST §8) into a cell; `want` is the parameter type.
+/* Converts argument `v` (MANIFEST §8) into a cell (two for a v128, low half first, as
+ * the engine API takes them); `want` is the parameter type.
  * False with `why` filled when the value cannot be passed. */
 bool st_value_arg(json_t *v, pw_store *s, pw_valtype want, pw_val *out, char *why, size_t n);
 /* Does result `got` of type `t` match expected pattern `e`? */
-bool st_value_match(json_t *e, pw_valtype t, pw_val got);
+bool st_value_match(json_t *e, pw_valtype t, const pw_val *got);
 /* Human-readable forms for failure messages. */
-void st_value_fmt(pw_valtype t, pw_val v, char *buf, size_t n);
+void st_value_fmt(pw_valtype t, const pw_val *v, char *buf, size_t n);
 void st_value_fmt_expected(json_t *e, char *buf, size_t n);
 
 /* ---- host.c */

@@ -62,13 +62,22 @@ bool st_value_arg(json_t *v, pw_store *s, pw_valtype want, pw_val *out, char *wh
         snprintf(why, n, "unknown argument type %s", type);
         return false;
     }
-    if (jk == PW_K_V128) {
-        snprintf(why, n, "v128 arguments are not supported by the engine API");
-        return false;
-    }
     if (jk != k) {
         snprintf(why, n, "argument of type %s for a %s parameter", type, st_kind_name(k));
         return false;
+    }
+    if (k == PW_K_V128) { /* four u32 lanes (MANIFEST §8.3) */
+        json_t *lanes = json_object_get(v, "value");
+        if (json_array_size(lanes) != 4) {
+            snprintf(why, n, "v128 argument without four i32 lanes");
+            return false;
+        }
+        uint64_t l[4];
+        for (size_t i = 0; i < 4; i++)
+            l[i] = (uint32_t)st_u64(json_string_value(json_array_get(lanes, i)));
+        out[0].bits = l[0] | l[1] << 32;
+        out[1].bits = l[2] | l[3] << 32;
+        return true;
     }
     switch (k) {
     case PW_K_I32: out->i32 = (int32_t)(uint32_t)st_u64(val); return true;
@@ -126,14 +135,40 @@ static bool st_match_ref(const char *type, const char *val, pw_ref r) {
     return false; /* nullref & co. only ever expect null */
 }
 
-bool st_value_match(json_t *e, pw_valtype t, pw_val got) {
+/* A v128 result (two cells) against {"lane_type", "value": [lanes]}. */
+static bool st_match_v128(json_t *e, const pw_val *got) {
+    const char *lt = st_str(e, "lane_type");
+    json_t *lanes = json_object_get(e, "value");
+    if (!lt) return false;
+    unsigned bits = strcmp(lt, "i8") == 0                              ? 8
+                    : strcmp(lt, "i16") == 0                           ? 16
+                    : strcmp(lt, "i32") == 0 || strcmp(lt, "f32") == 0 ? 32
+                                                                       : 64;
+    size_t nl = 128 / bits;
+    if (json_array_size(lanes) != nl) return false;
+    uint8_t b[16];
+    memcpy(b, &got[0].bits, 8);
+    memcpy(b + 8, &got[1].bits, 8);
+    for (size_t i = 0; i < nl; i++) {
+        uint64_t x = 0;
+        memcpy(&x, b + i * bits / 8, bits / 8);
+        const char *val = json_string_value(json_array_get(lanes, i));
+        bool ok = lt[0] == 'f' ? st_match_float(val, x, bits == 64)
+                               : x == (st_u64(val) & (bits == 64 ? ~0ull : (1ull << bits) - 1));
+        if (!ok) return false;
+    }
+    return true;
+}
+
+bool st_value_match(json_t *e, pw_valtype t, const pw_val *gotp) {
+    pw_val got = *gotp;
     const char *type = st_str(e, "type");
     if (!type) return false;
     if (strcmp(type, "either") == 0) {
         json_t *alts = json_object_get(e, "values");
         size_t i;
         json_t *a;
-        json_array_foreach(alts, i, a) if (st_value_match(a, t, got)) return true;
+        json_array_foreach(alts, i, a) if (st_value_match(a, t, gotp)) return true;
         return false;
     }
     const char *val = st_str(e, "value");
@@ -144,11 +179,16 @@ bool st_value_match(json_t *e, pw_valtype t, pw_val got) {
     if (strcmp(type, "f32") == 0) return k == PW_K_F32 && st_match_float(val, got.f32, 0);
     if (strcmp(type, "f64") == 0) return k == PW_K_F64 && st_match_float(val, got.f64, 1);
     if (st_is_ref_type(type)) return k == PW_K_REF && st_match_ref(type, val, got.ref);
-    return false; /* v128 results cannot be returned through pw_val */
+    if (strcmp(type, "v128") == 0) return k == PW_K_V128 && st_match_v128(e, gotp);
+    return false;
 }
 
-void st_value_fmt(pw_valtype t, pw_val v, char *buf, size_t n) {
+void st_value_fmt(pw_valtype t, const pw_val *vp, char *buf, size_t n) {
+    pw_val v = *vp;
     switch (PW_VT_KIND(t)) {
+    case PW_K_V128:
+        snprintf(buf, n, "v128:0x%016" PRIx64 "%016" PRIx64, vp[1].bits, vp[0].bits);
+        break;
     case PW_K_I32: snprintf(buf, n, "i32:%" PRIu32 " (%" PRId32 ")", (uint32_t)v.i32, v.i32); break;
     case PW_K_I64: snprintf(buf, n, "i64:%" PRIu64 " (%" PRId64 ")", (uint64_t)v.i64, v.i64); break;
     case PW_K_F32: snprintf(buf, n, "f32:%" PRIu32 " (0x%08" PRIx32 ")", v.f32, v.f32); break;

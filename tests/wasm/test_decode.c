@@ -122,16 +122,22 @@ static void test_limits_and_types(void **state) {
     expect(B(HDR, 0x05, 0x02, 0x01, 0x08), PW_ERR_MALFORMED, "malformed limits flags");
     /* shared memory (threads) is not Wasm 3.0 */
     expect(B(HDR, 0x05, 0x04, 0x01, 0x03, 0x00, 0x01), PW_ERR_MALFORMED, "malformed limits flags");
-    /* memory64 (i64 limits) is outside this engine's scope */
-    expect(B(HDR, 0x05, 0x03, 0x01, 0x04, 0x00), PW_ERR_MALFORMED, "malformed limits flags");
+    /* memory64: i64 limits (flag 4), with and without a maximum */
+    expect(B(HDR, 0x05, 0x03, 0x01, 0x04, 0x00), PW_OK, "");
+    expect(B(HDR, 0x05, 0x04, 0x01, 0x05, 0x00, 0x01), PW_OK, "");
+    /* a shared memory64 is still shared */
+    expect(B(HDR, 0x05, 0x03, 0x01, 0x06, 0x00), PW_ERR_MALFORMED, "malformed limits flags");
     /* table of a non-reference type */
     expect(B(HDR, 0x04, 0x04, 0x01, 0x7f, 0x00, 0x00), PW_ERR_MALFORMED,
            "malformed reference type");
     /* global mutability 2 */
     expect(B(HDR, 0x06, 0x06, 0x01, 0x7f, 0x02, 0x41, 0x00, 0x0b), PW_ERR_MALFORMED,
            "malformed mutability");
-    /* v128 global: SIMD is not supported */
-    expect(B(HDR, 0x06, 0x06, 0x01, 0x7b, 0x00, 0x41, 0x00, 0x0b), PW_ERR_MALFORMED, "malformed");
+    /* a v128 global decodes; an i32 initializer is then a type error */
+    expect(B(HDR, 0x06, 0x06, 0x01, 0x7b, 0x00, 0x41, 0x00, 0x0b), PW_ERR_INVALID, "type mismatch");
+    expect(B(HDR, 0x06, 0x16, 0x01, 0x7b, 0x00, 0xfd, 0x0c, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+             13, 14, 15, 16, 0x0b),
+           PW_OK, "");
     /* import kind 5 */
     expect(B(HDR, 0x02, 0x05, 0x01, 0x00, 0x00, 0x05, 0x00), PW_ERR_MALFORMED,
            "malformed import kind");
@@ -173,7 +179,10 @@ static void test_opcodes(void **state) {
     expect_body(B(0x06, 0x0b), PW_ERR_MALFORMED, "illegal opcode 06");
     expect_body(B(0xff, 0x0b), PW_ERR_MALFORMED, "illegal opcode ff");
     expect_body(B(0xfc, 0x12, 0x0b), PW_ERR_MALFORMED, "illegal opcode fc 12");
-    expect_body(B(0xfd, 0x0c, 0x0b), PW_ERR_MALFORMED, "illegal opcode");
+    /* SIMD: a reserved 0xFD opcode; v128.const cut short; an unknown relaxed one */
+    expect_body(B(0xfd, 0x9a, 0x01, 0x0b), PW_ERR_MALFORMED, "illegal opcode fd 9a");
+    expect_body(B(0xfd, 0x0c, 0x0b), PW_ERR_MALFORMED, "unexpected end");
+    expect_body(B(0xfd, 0x94, 0x02, 0x0b), PW_ERR_MALFORMED, "illegal opcode fd 114");
     /* else outside if; missing end */
     expect_body(B(0x02, 0x40, 0x05, 0x0b, 0x0b), PW_ERR_MALFORMED, "END opcode expected");
     expect_body(B(0x01), PW_ERR_MALFORMED, "unexpected end");

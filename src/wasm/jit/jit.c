@@ -784,6 +784,227 @@ static void fophelper(jc *c, uint32_t pos, int op, uint32_t *len) {
     call_end(c, 0);
 }
 
+/* The extension instruction XOP (interp.h, PW_XOPS: memory64 and multi-memory
+ * accesses, table64 index saturation, SIMD). CLAMP32 is inline; every other kind is a
+ * call of the interpreter's own helper (pw_interp_xop) on the instruction's words, so
+ * both tiers compute the same bits. Operands are read and results written in the
+ * frame (call_begin spills the pins, call_end reloads them). memory.grow of such
+ * memories is not translated (the function stays on the interpreter): it would have
+ * to reload the memory registers. */
+/* A v128 operand (the first of its two cells) at word w: memory only, both cells
+ * (never pinned, so inline SSE code finds the value in the frame). */
+static pw_xmem SV_(jc *c, uint32_t w) {
+    uint32_t slot = c->code[w];
+    if ((uint64_t)slot + 1 >= c->cf->frame_slots) {
+        c->fail = true;
+        return x_mem(X_RBX, 0);
+    }
+    if (c->analyze) {
+        for (uint32_t k = slot; k <= slot + 1; k++) {
+            c->use[k] |= U_MEM;
+            note_access(c, k, U_MEM);
+        }
+    } else if (c->pin && !c->memonly && (c->pin[slot] >= 0 || c->pin[slot + 1] >= 0)) {
+        c->fail = true; /* not reached: pass 1 saw every use */
+    }
+    return x_mem(X_RBX, (int32_t)(slot * 8));
+}
+
+/* SIMD instructions compiled inline with SSE2: lane-wise binary operators whose x86
+ * instruction computes exactly the Wasm result (packed integer add/sub/saturating
+ * add/sub/min/max/avgr/mullo/compares, bitwise and/or/xor/andnot, f32x4/f64x2
+ * add/sub/mul/div, which are the IEEE operations the interpreter's lane loops
+ * perform), and bitselect. prefix -1: none (ps); swap: computes b op a. */
+typedef struct simd_sse {
+    int16_t prefix;
+    uint8_t op, swap;
+} simd_sse;
+
+static bool simd_sse_of(uint32_t sub, simd_sse *o) {
+    static const struct {
+        uint16_t sub;
+        simd_sse e;
+    } T[] = {
+        {0x6E, {0x66, 0xFC, 0}},
+        {0x6F, {0x66, 0xEC, 0}},
+        {0x70, {0x66, 0xDC, 0}},
+        {0x71, {0x66, 0xF8, 0}},
+        {0x72, {0x66, 0xE8, 0}},
+        {0x73, {0x66, 0xD8, 0}},
+        {0x77, {0x66, 0xDA, 0}},
+        {0x79, {0x66, 0xDE, 0}},
+        {0x7B, {0x66, 0xE0, 0}},
+        {0x8E, {0x66, 0xFD, 0}},
+        {0x8F, {0x66, 0xED, 0}},
+        {0x90, {0x66, 0xDD, 0}},
+        {0x91, {0x66, 0xF9, 0}},
+        {0x92, {0x66, 0xE9, 0}},
+        {0x93, {0x66, 0xD9, 0}},
+        {0x95, {0x66, 0xD5, 0}},
+        {0x96, {0x66, 0xEA, 0}},
+        {0x98, {0x66, 0xEE, 0}},
+        {0x9B, {0x66, 0xE3, 0}},
+        {0xAE, {0x66, 0xFE, 0}},
+        {0xB1, {0x66, 0xFA, 0}},
+        {0xCE, {0x66, 0xD4, 0}},
+        {0xD1, {0x66, 0xFB, 0}},
+        {0x23, {0x66, 0x74, 0}},
+        {0x2D, {0x66, 0x75, 0}},
+        {0x37, {0x66, 0x76, 0}},
+        {0x27, {0x66, 0x64, 0}},
+        {0x31, {0x66, 0x65, 0}},
+        {0x3B, {0x66, 0x66, 0}},
+        {0x25, {0x66, 0x64, 1}},
+        {0x2F, {0x66, 0x65, 1}},
+        {0x39, {0x66, 0x66, 1}},
+        {0x4E, {0x66, 0xDB, 0}},
+        {0x4F, {0x66, 0xDF, 1}},
+        {0x50, {0x66, 0xEB, 0}},
+        {0x51, {0x66, 0xEF, 0}},
+        {0xE4, {-1, 0x58, 0}},
+        {0xE5, {-1, 0x5C, 0}},
+        {0xE6, {-1, 0x59, 0}},
+        {0xE7, {-1, 0x5E, 0}},
+        {0xF0, {0x66, 0x58, 0}},
+        {0xF1, {0x66, 0x5C, 0}},
+        {0xF2, {0x66, 0x59, 0}},
+        {0xF3, {0x66, 0x5E, 0}},
+        /* narrowing with signed saturation (packsswb, packssdw) and signed words to
+         * unsigned bytes (packuswb): a's lanes first, then b's, as in Wasm */
+        {0x65, {0x66, 0x63, 0}},
+        {0x66, {0x66, 0x67, 0}},
+        {0x85, {0x66, 0x6B, 0}},
+    };
+    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
+        if (T[i].sub == sub) {
+            *o = T[i].e;
+            return true;
+        }
+    return false;
+}
+
+#define X_MOVDQU_LD 0x6F /* F3 0F 6F: movdqu xmm, m128 */
+#define X_MOVDQU_ST 0x7F /* F3 0F 7F: movdqu m128, xmm */
+
+/* Words: [XOP, SIMD, sub, dst, a, b, c, ...]. False: not inline (call the helper). */
+static bool simd_inline(jc *c, uint32_t pos) {
+    pw_x64 *x = &c->x;
+    uint32_t sub = IMM(2);
+    simd_sse o;
+    if ((sub == 0x00 || sub == 0x0B) && IMM(7) == 0 && IMM(9) == 0 && c->m->nmems > 0 &&
+        !c->m->mems[0].is64) {
+        /* v128.load / v128.store of the i32 memory 0: the scalar accesses' bounds
+         * check against the size in r13 (ea + 16 computed in 64 bits), then movdqu */
+        ld(c, false, X_RAX, SL(4));
+        uint32_t off = IMM(8);
+        int32_t disp = 0;
+        if (off <= INT32_MAX - 16) {
+            disp = (int32_t)off;
+        } else {
+            x64_mov_ri32(x, X_RCX, off);
+            x64_alu_rr(x, X_ADD, true, X_RAX, X_RCX);
+        }
+        x64_lea(x, true, X_RDX, x_mem(X_RAX, disp + 16));
+        x64_alu_rr(x, X_CMP, true, X_RDX, X_R13);
+        trap_if(c, X_CC_A, PW_TRAP_MEM_OOB);
+        pw_xmem m = x_memi(X_R12, X_RAX, 1, disp);
+        if (sub == 0x00) {
+            x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, m);
+            x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, SV_(c, pos + 3));
+        } else {
+            x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, SV_(c, pos + 5));
+            x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, m);
+        }
+        return true;
+    }
+    /* shifts by an i32 count taken modulo the lane width (x86 would zero the lanes
+     * for a count >= width): psll/psrl/psra with the count in xmm1 */
+    static const struct {
+        uint8_t sub, op, mask;
+    } SH[] = {
+        {0x8B, 0xF1, 15}, {0x8C, 0xE1, 15}, {0x8D, 0xD1, 15}, {0xAB, 0xF2, 31},
+        {0xAC, 0xE2, 31}, {0xAD, 0xD2, 31}, {0xCB, 0xF3, 63}, {0xCD, 0xD3, 63},
+    };
+    for (size_t i = 0; i < sizeof SH / sizeof SH[0]; i++) {
+        if (SH[i].sub != sub) continue;
+        pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4);
+        ld(c, false, X_RCX, SL(5));
+        x64_alu_ri(x, X_AND, false, X_RCX, SH[i].mask);
+        x64_sse_rr(x, 0x66, X_SSE_MOVD, false, 1, X_RCX);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
+        x64_sse_rr(x, 0x66, SH[i].op, false, 0, 1);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+        return true;
+    }
+    /* zero-extension of the low or high half: unpack with a zero register */
+    static const struct {
+        uint8_t sub, op;
+    } EXT[] = {{0x89, 0x60}, {0x8A, 0x68}, {0xA9, 0x61}, {0xAA, 0x69}, {0xC9, 0x62}, {0xCA, 0x6A}};
+    for (size_t i = 0; i < sizeof EXT / sizeof EXT[0]; i++) {
+        if (EXT[i].sub != sub) continue;
+        pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
+        x64_sse_rr(x, 0x66, 0xEF, false, 1, 1); /* pxor xmm1, xmm1 */
+        x64_sse_rr(x, 0x66, EXT[i].op, false, 0, 1);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+        return true;
+    }
+    if (sub == 0x52) { /* bitselect: b ^ ((a ^ b) & c) */
+        pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4), b = SV_(c, pos + 5), m = SV_(c, pos + 6);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, b);
+        x64_sse_rr(x, 0x66, 0xEF, false, 0, 1);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, m);
+        x64_sse_rr(x, 0x66, 0xDB, false, 0, 1);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, b);
+        x64_sse_rr(x, 0x66, 0xEF, false, 0, 1);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+        return true;
+    }
+    if (!simd_sse_of(sub, &o)) return false;
+    pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4), b = SV_(c, pos + 5);
+    x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, o.swap ? b : a);
+    x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, o.swap ? a : b);
+    x64_sse_rr(x, o.prefix, o.op, false, 0, 1);
+    x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+    return true;
+}
+
+static void xop(jc *c, uint32_t pos, uint32_t *len) {
+    static const uint8_t words[PW_XOP_COUNT_] = {
+#define PW_W_X(n, w) [PW_XOP_##n] = w,
+        PW_XOPS(PW_W_X)
+#undef PW_W_X
+    };
+    pw_x64 *x = &c->x;
+    uint32_t kind = pos + 1 < c->n ? IMM(1) : PW_XOP_COUNT_;
+    if (kind >= PW_XOP_COUNT_ || kind == PW_XOP_MEMORY_GROW_X ||
+        pos + (uint64_t)words[kind] > c->n) {
+        c->fail = true;
+        return;
+    }
+    *len = words[kind];
+    if (kind == PW_XOP_CLAMP32) { /* dst src: saturated to u32 */
+        ld(c, true, X_RAX, SL(3));
+        x64_mov_ri32(x, X_RCX, UINT32_MAX); /* zero-extended: rcx = 2^32 - 1 */
+        x64_alu_rr(x, X_CMP, true, X_RAX, X_RCX);
+        x64_cmov(x, X_CC_A, true, X_RAX, X_RCX);
+        st(c, false, SL(2), X_RAX);
+        return;
+    }
+    if (kind == PW_XOP_SIMD && simd_inline(c, pos)) return;
+    call_begin(c);
+    x64_mov_rr(x, true, X_RDI, X_R15);
+    x64_mov_rr(x, true, X_RSI, X_R14);
+    x64_mov_rr(x, true, X_RDX, X_RBX);
+    x64_mov_ri64(x, X_RCX, (uint64_t)(uintptr_t)(c->code + pos));
+    x64_mov_ri64(x, X_RAX, (uint64_t)(uintptr_t)pw_interp_xop);
+    x64_call_r(x, X_RAX);
+    x64_test_rr(x, false, X_RAX, X_RAX);
+    jcc_to(c, X_CC_NE, special(c, LAB_TRAPC)); /* eax = the trap code */
+    call_end(c, 0);
+}
+
 /* Helpers called by JIT code. */
 static pw_status jit_call_indirect(pw_store *s, pw_instance *inst, const uint32_t *pc, pw_slot *fp,
                                    const struct pw_jitmod *jm, const pw_cfunc *funcs);
@@ -977,6 +1198,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         ld(c, true, X_RAX, SL(2));
         st(c, true, SL(1), X_RAX);
         return;
+    case PW_OP_XOP: xop(c, pos, len); return;
     case PW_OP_COPY2:
         *len = 5;
         /* sequential, as in the interpreter (the second may read the first's dst) */
