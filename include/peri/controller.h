@@ -21,8 +21,21 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct pct_controller pct_controller;
+
+/* The identity of one event, beside the runtime's (session_id, session_seq) on the
+ * event itself. session_epoch is new each time a process makes the session live (kept
+ * with the session, never reused); turn_id names one accepted prompt and attempt_id one
+ * run of the agent loop for it (a queued prompt that continues after a cancel is a new
+ * attempt). Both are unique within the session (they embed the epoch). */
+typedef struct pct_event_ids {
+    uint64_t session_epoch;
+    const char *turn_id;    /* NULL: the event belongs to no turn (replay, announce, ...) */
+    const char *attempt_id; /* NULL: no attempt (outside a turn, or a prompt that never ran) */
+    const char *agent_id;   /* the session id for the main agent; a subagent's own id */
+} pct_event_ids;
 
 typedef struct pct_sink {
     void *ctx;
@@ -34,6 +47,15 @@ typedef struct pct_sink {
                                      atomic_int *cancel);
     /* The answer of one prompt (token from pct_prompt); called exactly once. */
     void (*on_prompt_done)(void *ctx, void *token, const pag_turn_result *r);
+    /* Optional: on_event with the event's identity; when set, it is called instead of
+     * on_event (same lock, same order). */
+    void (*on_event_ids)(void *ctx, const pag_event *ev, const pct_event_ids *ids);
+    /* Optional: the terminal event of one turn, called exactly once per accepted prompt,
+     * after every event of that turn and immediately before its on_prompt_done (with the
+     * session's emit lock held). session_seq is the next value of the session's counter
+     * (the terminal event takes its place in the sequence). */
+    void (*on_turn_done)(void *ctx, const char *session_id, uint64_t session_seq,
+                         const pct_event_ids *ids, const pag_turn_result *r);
     /* Issue 12, optional: the client's file system (ACP fs/read_text_file and
      * fs/write_text_file) for the read/write/edit tools. Paths are canonical and already
      * confined to the session's cwd. 0 ok (read: *data malloc'd), 1 not offered by the

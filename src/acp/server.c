@@ -78,14 +78,42 @@ void pacp_notify(pacp_server *srv, const char *method, json_t *params) {
 
 /* ---------------------------------------------------------------- controller sink */
 
-static void sink_event(void *ctx, const pag_event *ev) {
+static void sink_event(void *ctx, const pag_event *ev, const pct_event_ids *ids) {
     pacp_server *srv = ctx;
-    json_t *p = pacp_update_params(ev);
+    json_t *p = pacp_update_params(ev, ids);
     if (!p) return;
     json_incref(p);
     pacp_notify(srv, "session/update", p);
     pacp_term_after_update(srv, p); /* issue 12 item 4: shown, so release it now */
     json_decref(p);
+}
+
+/* The terminal event of a turn: _peri/turn_done, after all of the turn's output and
+ * before the session/prompt answer, for clients that watch notifications only. */
+static void sink_turn_done(void *ctx, const char *session_id, uint64_t seq,
+                           const pct_event_ids *ids, const pag_turn_result *r) {
+    pacp_server *srv = ctx;
+    const char *outcome = r->state == PAG_TURN_FAILED        ? "failed"
+                          : r->state == PAG_TURN_INTERRUPTED ? "interrupted"
+                                                             : "completed";
+    json_t *p = json_pack("{s:s, s:s}", "sessionId", session_id, "outcome", outcome);
+    if (!p) return;
+    if (r->state == PAG_TURN_FAILED)
+        json_object_set_new(p, "error",
+                            json_pack("{s:s, s:s}", "kind",
+                                      r->error_kind ? r->error_kind : "internal", "message",
+                                      r->message));
+    else
+        json_object_set_new(p, "stopReason",
+                            json_string(r->stop_reason ? r->stop_reason : "end_turn"));
+    if (ids->turn_id) json_object_set_new(p, "turnId", json_string(ids->turn_id));
+    if (ids->attempt_id) json_object_set_new(p, "attemptId", json_string(ids->attempt_id));
+    json_t *meta = json_pack("{s:I}", "peri.sessionSeq", (json_int_t)seq);
+    if (meta) {
+        pacp_ids_meta(meta, ids);
+        json_object_set_new(p, "_meta", meta);
+    }
+    pacp_notify(srv, "_peri/turn_done", p);
 }
 
 static void sink_prompt_done(void *ctx, void *token, const pag_turn_result *r) {
@@ -477,7 +505,8 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
     pthread_mutex_init(&srv->mu, NULL);
     pthread_cond_init(&srv->cv, NULL);
     pct_sink sink = {.ctx = srv,
-                     .on_event = sink_event,
+                     .on_event_ids = sink_event,
+                     .on_turn_done = sink_turn_done,
                      .ask_permission = sink_ask,
                      .on_prompt_done = sink_prompt_done,
                      .fs_read = pacp_fs_read, /* issue 12 */

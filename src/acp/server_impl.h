@@ -67,8 +67,12 @@ typedef struct pacp_reply {
 void pacp_dispatch(pacp_server *srv, const char *method, json_t *params, pacp_reply *out);
 void pacp_notify(pacp_server *srv, const char *method, json_t *params);
 
-/* session/update params for one stamped event; NULL for events with no wire form. */
-json_t *pacp_update_params(const pag_event *ev);
+/* session/update params for one stamped event (ids: its identity, may be NULL); NULL
+ * for events with no wire form. */
+json_t *pacp_update_params(const pag_event *ev, const pct_event_ids *ids);
+/* Adds "peri.sessionEpoch", "peri.agentId", "peri.turnId", "peri.attemptId" (those
+ * present) to a _meta object. */
+void pacp_ids_meta(json_t *meta, const pct_event_ids *ids);
 
 /* Issue 12 (clientfs.c): the controller sink's fs hooks, the capability record made by
  * initialize, and the reader's hook for fs/... answers (true when it took the response). */

@@ -69,14 +69,37 @@ pct_sess *pct_sess_get(pct_controller *c, const char *id) {
 
 /* ---------------------------------------------------------------- events */
 
-void pct_emit(pct_sess *s, pag_event *ev) {
+void pct_turn_id(char out[48], uint64_t epoch, uint64_t n) {
+    snprintf(out, 48, "turn-%llu-%llu", (unsigned long long)epoch, (unsigned long long)n);
+}
+
+void pct_attempt_id(char out[48], uint64_t epoch, uint64_t n) {
+    snprintf(out, 48, "attempt-%llu-%llu", (unsigned long long)epoch, (unsigned long long)n);
+}
+
+void pct_emit_agent(pct_sess *s, pag_event *ev, const char *agent_id) {
     pthread_mutex_lock(&s->emit_mu);
-    if (ev->turn == 0 || ev->turn > s->gate_gen) {
+    /* A turn's event passes only while that turn is the running attempt and not gated
+     * by a cancel; events outside turns (turn 0) always pass. */
+    bool pass = ev->turn == 0 || (ev->turn > s->gate_gen && ev->turn == s->cur_gen);
+    uint64_t seq = pass ? prt_next_seq_of(s->c->rt, s->id, s) : 0;
+    if (seq) {
         ev->session_id = s->id;
-        ev->session_seq = prt_next_seq(s->c->rt, s->id);
-        if (s->c->sink.on_event) s->c->sink.on_event(s->c->sink.ctx, ev);
+        ev->session_seq = seq;
+        pct_event_ids ids = {.session_epoch = s->epoch,
+                             .turn_id = ev->turn ? s->cur_turn_id : NULL,
+                             .attempt_id = ev->turn ? s->cur_attempt_id : NULL,
+                             .agent_id = agent_id ? agent_id : s->id};
+        if (s->c->sink.on_event_ids)
+            s->c->sink.on_event_ids(s->c->sink.ctx, ev, &ids);
+        else if (s->c->sink.on_event)
+            s->c->sink.on_event(s->c->sink.ctx, ev);
     }
     pthread_mutex_unlock(&s->emit_mu);
+}
+
+void pct_emit(pct_sess *s, pag_event *ev) {
+    pct_emit_agent(s, ev, NULL);
 }
 
 /* ---------------------------------------------------------------- agent ports */
@@ -642,6 +665,12 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
     json_t *fz = json_object_get(meta, "frozenContext");
     if (json_is_string(fz)) frozen = strdup(json_string_value(fz));
     if (!frozen) frozen = s->read_only ? strdup("") : pag_frozen_context(th->cwd, now_ms());
+    /* A new epoch each time a process makes the session live: one more than any
+     * epoch stored before (kept below by pct_save_meta), so none is ever reused. */
+    json_t *ep = json_object_get(meta, "epoch");
+    s->epoch =
+        (json_is_integer(ep) && json_integer_value(ep) > 0 ? (uint64_t)json_integer_value(ep) : 0) +
+        1;
     pag_mode mode = PAG_MODE_DEFAULT;
     if (!pag_mode_parse(json_string_value(json_object_get(meta, "mode")), &mode))
         mode = PAG_MODE_DEFAULT;
@@ -694,6 +723,7 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
     }
     pag_session_set_mode(s->agent, mode);
     pct_apply_model(s);
+    if (!s->read_only) pct_save_meta(s); /* the epoch is taken */
     *out = s;
     return PCT_OK;
 }

@@ -72,6 +72,14 @@ typedef struct pct_sess {
     char project_on[PAG_TRUST_DIGEST_HEX];
     char trust_asked[PAG_TRUST_DIGEST_HEX];
     atomic_int trust_cancel; /* set by a cancel while the trust question is open */
+    /* ---- event identity. epoch: immutable after make_live (kept in the thread's meta,
+     * one more each time a process makes the session live). turn_seq / attempt_seq:
+     * counters of accepted prompts and started runs in this epoch (mu). cur_*: the running
+     * attempt, written under emit_mu and mu, read under either. */
+    uint64_t epoch;
+    uint64_t turn_seq, attempt_seq;
+    uint64_t cur_gen; /* the agent's turn generation of the running attempt, 0 = none */
+    char cur_turn_id[48], cur_attempt_id[48];
 } pct_sess;
 
 /* Before a turn: when the project's configuration needs trust and the user has not
@@ -109,8 +117,16 @@ struct pct_controller {
 void pct_sess_retain(void *h);
 void pct_sess_release(pct_sess *s);
 pct_sess *pct_sess_get(pct_controller *c, const char *id);
-/* Emits through the gate and the runtime's stamp (takes emit_mu). */
+/* Emits through the gate and the runtime's stamp (takes emit_mu), as the event of the
+ * session's main agent. An event of a turn other than the running attempt's (a late
+ * one) is dropped, as is any event of an instance no longer mapped in the runtime. */
 void pct_emit(pct_sess *s, pag_event *ev);
+/* The same for the event of agent `agent_id` (a subagent's own id; NULL: the main
+ * agent, whose id is the session id). */
+void pct_emit_agent(pct_sess *s, pag_event *ev, const char *agent_id);
+/* The ids of turn number n / attempt number n of epoch e ("turn-<e>-<n>"). */
+void pct_turn_id(char out[48], uint64_t epoch, uint64_t n);
+void pct_attempt_id(char out[48], uint64_t epoch, uint64_t n);
 /* PCT_FOREIGN (err filled, naming the owner) when the stored session `id` belongs to
  * another machine; PCT_OK when it is ours or not stored. */
 pct_status pct_check_owner(pct_controller *c, const char *id, pct_error *err);

@@ -30,6 +30,7 @@ void pct_save_meta(pct_sess *s) {
     if (m && s->model_spec) json_object_set_new(m, "model", json_string(s->model_spec));
     if (m) json_object_set_new(m, "allowAlways", str_array(s->allow_always, s->nallow));
     if (m) json_object_set_new(m, "rejectAlways", str_array(s->reject_always, s->nreject));
+    if (m) json_object_set_new(m, "epoch", json_integer((json_int_t)s->epoch));
     char *txt = m ? json_dumps(m, JSON_COMPACT) : NULL;
     json_decref(m);
     pst_error pe;

@@ -125,7 +125,7 @@ static void c_emit(void *ctx, const pag_event *ev) {
     copy.turn = ch->parent_gen; /* gated with the parent's turn */
     copy.replay = false;
     copy.meta_json = ch->meta_json;
-    pct_emit(ch->parent, &copy);
+    pct_emit_agent(ch->parent, &copy, ch->id); /* the subagent's own event */
 }
 
 static const char *const default_tools[] = {"read", "list", "glob", "grep", "skill"};

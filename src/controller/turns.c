@@ -24,7 +24,8 @@ typedef struct pct_job {
     char *text;     /* the prompt's text (titles) */
     pm_message msg; /* the prompt's content (text and images) */
     void *token;
-    bool cancelled; /* $/cancel_request while queued (s->mu) */
+    bool cancelled;   /* $/cancel_request while queued (s->mu) */
+    char turn_id[48]; /* given when the prompt is accepted */
 } job;
 
 /* Removes j from the session's start queue (s->mu held). */
@@ -47,10 +48,23 @@ static void answer(pct_sess *s, void *token, const pag_turn_result *r) {
     if (s->c->sink.on_prompt_done) s->c->sink.on_prompt_done(s->c->sink.ctx, token, r);
 }
 
-static void answer_cancelled(pct_sess *s, void *token) {
-    pag_turn_result r = {.state = PAG_TURN_INTERRUPTED, .stop_reason = "cancelled"};
-    answer(s, token, &r);
+/* The one terminal state of a turn (s->emit_mu held): the terminal event, after every
+ * event of the turn, then the prompt's answer. attempt_id NULL: the prompt never ran. */
+static void terminal(pct_sess *s, void *token, const char *turn_id, const char *attempt_id,
+                     const pag_turn_result *r) {
+    if (s->c->sink.on_turn_done) {
+        pct_event_ids ids = {.session_epoch = s->epoch,
+                             .turn_id = turn_id,
+                             .attempt_id = attempt_id,
+                             .agent_id = s->id};
+        uint64_t seq = prt_next_seq_of(s->c->rt, s->id, s);
+        s->c->sink.on_turn_done(s->c->sink.ctx, s->id, seq, &ids, r);
+    }
+    answer(s, token, r);
 }
+
+static const pag_turn_result cancelled_result = {.state = PAG_TURN_INTERRUPTED,
+                                                 .stop_reason = "cancelled"};
 
 static int64_t now_ms(void) {
     struct timespec ts;
@@ -90,32 +104,47 @@ static void worker_exit(pct_sess *s) {
     pthread_mutex_unlock(&c->mu);
 }
 
+/* True while job j must wait for its turn (s->mu held). */
+static bool must_wait(pct_sess *s, job *j) {
+    return s->state == SESS_OPEN && !j->cancelled && (s->running || s->qhead != j);
+}
+
 static void *worker(void *arg) {
     job *j = arg;
     pct_sess *s = j->s;
-    pthread_mutex_lock(&s->mu);
-    while (s->state == SESS_OPEN && !j->cancelled && (s->running || s->qhead != j))
-        pthread_cond_wait(&s->cv, &s->mu);
-    unqueue(s, j);
-    if (s->state != SESS_OPEN || j->cancelled) {
-        /* Closed while queued: the prompt never ran. */
+    /* Waits on s->mu alone, then decides holding emit_mu and mu (in that order, as
+     * cancel does), so a cancel sees either no attempt or one whose ids are set. */
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        while (must_wait(s, j))
+            pthread_cond_wait(&s->cv, &s->mu);
         pthread_mutex_unlock(&s->mu);
-        answer_cancelled(s, j->token);
-        goto out;
+        pthread_mutex_lock(&s->emit_mu);
+        pthread_mutex_lock(&s->mu);
+        if (!must_wait(s, j)) break;
+        pthread_mutex_unlock(&s->mu);
+        pthread_mutex_unlock(&s->emit_mu);
     }
-    if (s->cancel_next) {
-        /* The client cancelled before this prompt could start: it is the prompt the
-         * cancel was meant for. Prompts queued behind it survive. */
-        s->cancel_next = false;
+    unqueue(s, j);
+    if (s->state != SESS_OPEN || j->cancelled || s->cancel_next) {
+        /* Closed or cancelled while queued: the prompt never ran. A session/cancel that
+         * came before this prompt could start was meant for it; prompts queued behind
+         * it survive. */
+        if (s->state == SESS_OPEN && !j->cancelled) s->cancel_next = false;
         pthread_mutex_unlock(&s->mu);
-        answer_cancelled(s, j->token);
+        terminal(s, j->token, j->turn_id, NULL, &cancelled_result);
+        pthread_mutex_unlock(&s->emit_mu);
         goto out;
     }
     s->running = true;
     s->cur_token = j->token;
     s->cur_answered = false;
     uint64_t gen = pag_session_begin_turn(s->agent);
+    s->cur_gen = gen;
+    snprintf(s->cur_turn_id, sizeof s->cur_turn_id, "%s", j->turn_id);
+    pct_attempt_id(s->cur_attempt_id, s->epoch, ++s->attempt_seq);
     pthread_mutex_unlock(&s->mu);
+    pthread_mutex_unlock(&s->emit_mu);
 
     pct_apply_model(s);            /* a model chosen since the last turn */
     pct_trust_before_turn(s, gen); /* project configuration: trusted content only */
@@ -133,7 +162,12 @@ static void *worker(void *arg) {
     s->running = false;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
-    if (!answered) answer(s, j->token, &r);
+    if (!answered) terminal(s, j->token, s->cur_turn_id, s->cur_attempt_id, &r);
+    /* From here on, a late event of this attempt finds no running attempt: dropped. */
+    pthread_mutex_lock(&s->mu);
+    s->cur_gen = 0;
+    s->cur_turn_id[0] = s->cur_attempt_id[0] = '\0';
+    pthread_mutex_unlock(&s->mu);
     pthread_mutex_unlock(&s->emit_mu);
 out:
     free(j->text);
@@ -187,6 +221,7 @@ pct_status pct_prompt_message(pct_controller *c, const char *id, pm_message *msg
     bool ok = open && !full && j && t;
     if (ok) {
         s->workers++;
+        pct_turn_id(j->turn_id, s->epoch, ++s->turn_seq);
         j->next = NULL;
         if (s->qtail)
             s->qtail->next = j;
@@ -253,7 +288,7 @@ static void cancel_sess(pct_sess *s) {
         pthread_cond_broadcast(&s->cv);
     }
     pthread_mutex_unlock(&s->mu);
-    if (token) answer_cancelled(s, token);
+    if (token) terminal(s, token, s->cur_turn_id, s->cur_attempt_id, &cancelled_result);
     pthread_mutex_unlock(&s->emit_mu);
 }
 
@@ -277,7 +312,7 @@ static void cancel_token(pct_sess *s, void *want) {
         token = s->cur_token;
     }
     pthread_mutex_unlock(&s->mu);
-    if (token) answer_cancelled(s, token);
+    if (token) terminal(s, token, s->cur_turn_id, s->cur_attempt_id, &cancelled_result);
     pthread_mutex_unlock(&s->emit_mu);
 }
 

@@ -163,7 +163,7 @@ static void test_update_mapping(void **state) {
                     .text = "rejected",
                     .session_id = "s1",
                     .session_seq = 9};
-    json_t *p = pacp_update_params(&ev);
+    json_t *p = pacp_update_params(&ev, NULL);
     char *s = json_dumps(p, JSON_COMPACT | JSON_PRESERVE_ORDER);
     assert_string_equal(
         s, "{\"sessionId\":\"s1\",\"update\":{\"sessionUpdate\":\"tool_call_update\","
@@ -180,7 +180,7 @@ static void test_update_mapping(void **state) {
                     .raw_input = "{\"path\":\"a.txt\"}",
                     .session_id = "s1",
                     .replay = true};
-    p = pacp_update_params(&tc);
+    p = pacp_update_params(&tc, NULL);
     json_t *u = json_object_get(p, "update");
     assert_string_equal(json_string_value(json_object_get(u, "sessionUpdate")), "tool_call");
     assert_string_equal(json_string_value(json_object_get(u, "kind")), "read");
@@ -189,7 +189,7 @@ static void test_update_mapping(void **state) {
     assert_true(json_is_true(json_object_get(json_object_get(p, "_meta"), "periReplay")));
     json_decref(p);
     pag_event us = {.kind = PAG_EV_USAGE, .used = 12, .size = 1000, .session_id = "s"};
-    p = pacp_update_params(&us);
+    p = pacp_update_params(&us, NULL);
     u = json_object_get(p, "update");
     assert_string_equal(json_string_value(json_object_get(u, "sessionUpdate")), "usage_update");
     assert_int_equal(json_integer_value(json_object_get(u, "used")), 12);
