@@ -188,6 +188,40 @@ void pct_cancel_prompt(pct_controller *c, const char *id, void *token);
 
 /* Cancels the running turn of a session (no-op when idle or unknown). */
 void pct_cancel(pct_controller *c, const char *id);
+/* A cancel with a target and the queue's fate. turn_id (NULL: the running turn, like
+ * pct_cancel) names the turn to cancel, attempt_id (may be NULL) its attempt: a turn
+ * that already ended, or another attempt, is left alone, so a repeated cancel is a no-op.
+ * Queued prompts survive a cancel unless clear_queue: then each is answered "cancelled"
+ * without running. */
+typedef struct pct_cancel_opts {
+    const char *turn_id;
+    const char *attempt_id;
+    bool clear_queue;
+} pct_cancel_opts;
+void pct_cancel_ex(pct_controller *c, const char *id, const pct_cancel_opts *o);
+/* The prompts waiting behind the running one, oldest first, as JSON text (malloc'd):
+ * [{"turnId", "text" (its first 200 bytes)}]. */
+pct_status pct_queue_list(pct_controller *c, const char *id, char **json_out, pct_error *err);
+/* Drops every waiting prompt (each is answered "cancelled"); *cleared says how many.
+ * PCT_CLOSING while the session closes. */
+pct_status pct_queue_clear(pct_controller *c, const char *id, size_t *cleared, pct_error *err);
+/* Renames a session (title 1..200 bytes, stored; a live session emits
+ * session_info_update). */
+pct_status pct_session_rename(pct_controller *c, const char *id, const char *title, pct_error *err);
+/* Archives or unarchives a session: an archived one leaves session/list unless the list
+ * asks for archived sessions. */
+pct_status pct_session_archive(pct_controller *c, const char *id, bool archived, pct_error *err);
+/* Drops the last `turns` turns (a turn starts at a user message) of an idle session as a
+ * new history state: the stored rows stay; the thread's meta records the hidden range
+ * and the session is made live again without them (a new epoch). *dropped receives how
+ * many turns were dropped (fewer when the history is shorter). PCT_BUSY while a prompt
+ * runs or waits. */
+pct_status pct_session_rewind(pct_controller *c, const char *id, int turns, int *dropped,
+                              pct_error *err);
+/* session/list with the archived sessions too when include_archived. */
+pct_status pct_session_list_opts(pct_controller *c, const char *cwd, const char *cursor,
+                                 int all_machines, bool include_archived, pst_thread_page *out,
+                                 pct_error *err);
 /* Peri close: cancel, then settle. PCT_OK when settled (also for an already closed or
  * unknown session), PCT_INCOMPLETE with err->message = why. Idempotent. */
 pct_status pct_close(pct_controller *c, const char *id, pct_error *err);

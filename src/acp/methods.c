@@ -81,7 +81,17 @@ static void m_initialize(pacp_server *srv, json_t *params, pacp_reply *r) {
         1, "audio", 0, "embeddedContext", 1, "mcpCapabilities", "http", 1, "sse", 1,
         "sessionCapabilities", "list", "close", "resume", "delete", "fork", "authMethods",
         "agentInfo", "name", "peri-c", "title", "Peri-C", "version", PERI_VERSION);
-    if (!r->result) pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+    if (!r->result) {
+        pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    /* Peri's extensions, as ACP's extensibility rules ask: capability flags in _meta. */
+    json_t *ext =
+        json_pack("{s:b, s:b, s:b, s:b, s:[s, s, s, s, s, s]}", "peri.eventIds", 1, "peri.turnDone",
+                  1, "peri.cancelTarget", 1, "peri.clearQueue", 1, "peri.methods",
+                  "_peri/queue/list", "_peri/queue/clear", "_peri/session/rename",
+                  "_peri/session/archive", "_peri/session/unarchive", "_peri/session/rewind");
+    if (ext) json_object_set_new(json_object_get(r->result, "agentCapabilities"), "_meta", ext);
 }
 
 static void m_authenticate(pacp_server *srv, json_t *params, pacp_reply *r) {
@@ -307,10 +317,13 @@ static void m_list(pacp_server *srv, json_t *params, pacp_reply *r) {
     /* _meta."peri.allMachines": true/false overrides the store's default (issue 15) */
     json_t *allv = json_object_get(json_object_get(params, "_meta"), "peri.allMachines");
     int all = json_is_boolean(allv) ? json_is_true(allv) : -1;
+    /* _meta."peri.includeArchived": true lists archived sessions too */
+    bool arch =
+        json_is_true(json_object_get(json_object_get(params, "_meta"), "peri.includeArchived"));
     pst_thread_page page;
     pct_error e = {0};
-    if (pct_session_list_ex(srv->ctl, json_string_value(cwdv), json_string_value(curv), all, &page,
-                            &e) != PCT_OK) {
+    if (pct_session_list_opts(srv->ctl, json_string_value(cwdv), json_string_value(curv), all, arch,
+                              &page, &e) != PCT_OK) {
         ctl_error(r, &e, NULL);
         return;
     }
@@ -321,6 +334,7 @@ static void m_list(pacp_server *srv, json_t *params, pacp_reply *r) {
                               "updatedAt", iso_time(t->updated_at));
         if (o && t->title) json_object_set_new(o, "title", json_string(t->title));
         json_t *meta = o ? json_object() : NULL;
+        if (meta && t->archived) json_object_set_new(meta, "peri.archived", json_true());
         if (meta && t->parent_id[0])
             json_object_set_new(meta, "peri.parentSessionId", json_string(t->parent_id));
         if (meta && strcmp(t->machine_id, pct_machine_id(srv->ctl)) != 0) {
@@ -372,14 +386,128 @@ static void m_close(pacp_server *srv, json_t *params, pacp_reply *r) {
     ok_empty(r);
 }
 
+void pacp_cancel(pacp_server *srv, json_t *params) {
+    const char *sid = session_id(params);
+    if (!sid) return;
+    /* Peri's cancel target and queue choice: clear_queue (default false) or
+     * _meta["peri.clearQueue"]; _meta["peri.turnId"] / ["peri.attemptId"] name the turn. */
+    json_t *meta = json_object_get(params, "_meta");
+    json_t *cq = json_object_get(params, "clear_queue");
+    if (!cq) cq = json_object_get(meta, "peri.clearQueue");
+    json_t *tid = json_object_get(meta, "peri.turnId");
+    json_t *aid = json_object_get(meta, "peri.attemptId");
+    pct_cancel_opts o = {.turn_id = json_string_value(tid),
+                         .attempt_id = json_string_value(aid),
+                         .clear_queue = json_is_true(cq)};
+    pct_cancel_ex(srv->ctl, sid, &o);
+}
+
 static void m_cancel(pacp_server *srv, json_t *params, pacp_reply *r) {
     const char *sid = session_id(params);
     if (!sid) {
         bad_params(r, "missing sessionId");
         return;
     }
-    pct_cancel(srv->ctl, sid);
+    pacp_cancel(srv, params);
     ok_empty(r);
+}
+
+/* ---------------------------------------------------------------- Peri's extensions */
+
+static void x_queue_list(pacp_server *srv, json_t *params, pacp_reply *r) {
+    const char *sid = session_id(params);
+    if (!sid) {
+        bad_params(r, "missing sessionId");
+        return;
+    }
+    pct_error e = {0};
+    char *txt = NULL;
+    if (pct_queue_list(srv->ctl, sid, &txt, &e) != PCT_OK) {
+        ctl_error(r, &e, sid);
+        return;
+    }
+    json_t *q = json_loads(txt, 0, NULL);
+    free(txt);
+    r->result = q ? json_pack("{s:o}", "queue", q) : NULL;
+    if (!r->result) pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+}
+
+static void x_queue_clear(pacp_server *srv, json_t *params, pacp_reply *r) {
+    const char *sid = session_id(params);
+    if (!sid) {
+        bad_params(r, "missing sessionId");
+        return;
+    }
+    pct_error e = {0};
+    size_t n = 0;
+    if (pct_queue_clear(srv->ctl, sid, &n, &e) != PCT_OK) {
+        ctl_error(r, &e, sid);
+        return;
+    }
+    r->result = json_pack("{s:I}", "cleared", (json_int_t)n);
+    if (!r->result) pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+}
+
+static void x_rename(pacp_server *srv, json_t *params, pacp_reply *r) {
+    const char *sid = session_id(params);
+    json_t *t = json_object_get(params, "title");
+    if (!sid) {
+        bad_params(r, "missing sessionId");
+        return;
+    }
+    if (!json_is_string(t)) {
+        bad_params(r, "title must be a string");
+        return;
+    }
+    pct_error e = {0};
+    if (pct_session_rename(srv->ctl, sid, json_string_value(t), &e) != PCT_OK) {
+        ctl_error(r, &e, sid);
+        return;
+    }
+    ok_empty(r);
+}
+
+static void archive(pacp_server *srv, json_t *params, pacp_reply *r, bool on) {
+    const char *sid = session_id(params);
+    if (!sid) {
+        bad_params(r, "missing sessionId");
+        return;
+    }
+    pct_error e = {0};
+    if (pct_session_archive(srv->ctl, sid, on, &e) != PCT_OK) {
+        ctl_error(r, &e, sid);
+        return;
+    }
+    ok_empty(r);
+}
+
+static void x_archive(pacp_server *srv, json_t *params, pacp_reply *r) {
+    archive(srv, params, r, true);
+}
+
+static void x_unarchive(pacp_server *srv, json_t *params, pacp_reply *r) {
+    archive(srv, params, r, false);
+}
+
+static void x_rewind(pacp_server *srv, json_t *params, pacp_reply *r) {
+    const char *sid = session_id(params);
+    json_t *n = json_object_get(params, "turns");
+    if (!sid) {
+        bad_params(r, "missing sessionId");
+        return;
+    }
+    if (!json_is_integer(n) || json_integer_value(n) < 1 || json_integer_value(n) > 10000) {
+        bad_params(r, "turns must be an integer from 1 to 10000");
+        return;
+    }
+    pct_error e = {0};
+    int dropped = 0;
+    if (pct_session_rewind(srv->ctl, sid, (int)json_integer_value(n), &dropped, &e) != PCT_OK) {
+        ctl_error(r, &e, sid);
+        return;
+    }
+    r->result = json_pack("{s:i}", "dropped", dropped);
+    if (!r->result) pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
 }
 
 /* ---------------------------------------------------------------- prompt */
@@ -596,6 +724,13 @@ static const struct {
     {"session/fork", m_fork},
     {"session/set_mode", m_set_mode},
     {"session/set_config_option", m_set_config},
+    /* Peri's extension methods (advertised in initialize, docs/acp.md) */
+    {"_peri/queue/list", x_queue_list},
+    {"_peri/queue/clear", x_queue_clear},
+    {"_peri/session/rename", x_rename},
+    {"_peri/session/archive", x_archive},
+    {"_peri/session/unarchive", x_unarchive},
+    {"_peri/session/rewind", x_rewind},
 };
 
 void pacp_dispatch(pacp_server *srv, const char *method, json_t *params, pacp_reply *out) {

@@ -378,9 +378,7 @@ static void on_frame(pacp_server *srv, const char *line, size_t len) {
     case PACP_RESPONSE: on_response(srv, &m); break;
     case PACP_NOTIFICATION:
         if (!strcmp(m.method, "session/cancel")) {
-            json_t *sid = json_object_get(m.params, "sessionId");
-            if (!sid) sid = json_object_get(m.params, "session_id");
-            if (json_is_string(sid)) pct_cancel(srv->ctl, json_string_value(sid));
+            if (json_is_object(m.params)) pacp_cancel(srv, m.params);
         } else if (!strcmp(m.method, "$/cancel_request")) {
             cancel_request(srv, m.params);
         }

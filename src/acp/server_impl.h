@@ -66,6 +66,8 @@ typedef struct pacp_reply {
 /* Runs one request. session/prompt takes out->prompt_token and sets out->deferred. */
 void pacp_dispatch(pacp_server *srv, const char *method, json_t *params, pacp_reply *out);
 void pacp_notify(pacp_server *srv, const char *method, json_t *params);
+/* session/cancel (notification or request): the target and clear_queue of params. */
+void pacp_cancel(pacp_server *srv, json_t *params);
 
 /* session/update params for one stamped event (ids: its identity, may be NULL); NULL
  * for events with no wire form. */

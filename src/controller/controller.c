@@ -54,6 +54,8 @@ void pct_sess_release(pct_sess *s) {
     free(s->frozen);
     free(s->model_spec);
     free(s->model_applied);
+    free(s->hidden);
+    free(s->mcp_json);
     for (size_t i = 0; i < s->nallow; i++)
         free(s->allow_always[i]);
     for (size_t i = 0; i < s->nreject; i++)
@@ -665,6 +667,22 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
     json_t *fz = json_object_get(meta, "frozenContext");
     if (json_is_string(fz)) frozen = strdup(json_string_value(fz));
     if (!frozen) frozen = s->read_only ? strdup("") : pag_frozen_context(th->cwd, now_ms());
+    json_t *hid = json_object_get(meta, "hidden");
+    if (json_is_array(hid) && json_array_size(hid) > 0 &&
+        !(s->hidden = json_dumps(hid, JSON_COMPACT))) {
+        json_decref(meta);
+        free(frozen);
+        pct_sess_release(s);
+        set_err(err, PCT_FAILED, "out of memory%s", NULL);
+        return PCT_FAILED;
+    }
+    if (mcp_json && !(s->mcp_json = strdup(mcp_json))) {
+        json_decref(meta);
+        free(frozen);
+        pct_sess_release(s);
+        set_err(err, PCT_FAILED, "out of memory%s", NULL);
+        return PCT_FAILED;
+    }
     /* A new epoch each time a process makes the session live: one more than any
      * epoch stored before (kept below by pct_save_meta), so none is ever reused. */
     json_t *ep = json_object_get(meta, "epoch");
@@ -930,9 +948,10 @@ pct_status pct_session_load_mcp(pct_controller *c, const char *id, bool replay,
     const char **rows = calloc(ml.count ? ml.count : 1, sizeof *rows);
     size_t skipped = 0;
     int ok = rows != NULL;
+    size_t nrows = 0;
     for (size_t i = 0; ok && i < ml.count; i++)
-        rows[i] = ml.items[i].content;
-    if (ok) ok = pag_session_restore(s->agent, rows, ml.count, &skipped) == 0;
+        if (!pct_row_hidden(s->hidden, ml.items[i].seq)) rows[nrows++] = ml.items[i].content;
+    if (ok) ok = pag_session_restore(s->agent, rows, nrows, &skipped) == 0;
     free(rows);
     pst_message_list_clear(&ml);
     if (!ok) {
@@ -957,6 +976,12 @@ pct_status pct_session_list(pct_controller *c, const char *cwd, const char *curs
 
 pct_status pct_session_list_ex(pct_controller *c, const char *cwd, const char *cursor,
                                int all_machines, pst_thread_page *out, pct_error *err) {
+    return pct_session_list_opts(c, cwd, cursor, all_machines, false, out, err);
+}
+
+pct_status pct_session_list_opts(pct_controller *c, const char *cwd, const char *cursor,
+                                 int all_machines, bool include_archived, pst_thread_page *out,
+                                 pct_error *err) {
     char real[PATH_MAX];
     if (cwd && realpath(cwd, real)) cwd = real; /* workspaces are keyed by canonical path */
     /* A host lists the sessions of its own machine (with their child threads); on a
@@ -965,6 +990,7 @@ pct_status pct_session_list_ex(pct_controller *c, const char *cwd, const char *c
     pst_list_query q = {.cwd = cwd,
                         .cursor = cursor,
                         .machine_id = all ? NULL : c->machine_id,
+                        .include_archived = include_archived,
                         .include_children = true};
     pst_error pe;
     pst_status ps = pst_thread_list(c->store, &q, out, &pe);
@@ -1007,6 +1033,10 @@ pct_status pct_session_fork(pct_controller *c, const char *id, char out_id[PST_I
         pct_sess_release(live);
         return frc;
     }
+    if (live && pct_sess_guard(live, err) != PCT_OK) { /* the source is closing */
+        pct_sess_release(live);
+        return PCT_CLOSING;
+    }
     if (live) {
         pthread_mutex_lock(&live->mu);
         bool busy = live->running || live->qhead != NULL;
@@ -1038,7 +1068,26 @@ pct_status pct_session_fork(pct_controller *c, const char *id, char out_id[PST_I
         pst_thread_clear(&src);
         return frc;
     }
-    if (src.meta) meta_txt = src.meta;
+    /* The fork copies the visible history: rows hidden by a rewind stay behind, and the
+     * copy's meta has no hidden range (its rows are numbered afresh). */
+    char *hidden = NULL;
+    json_t *sm = src.meta ? json_loads(src.meta, 0, NULL) : NULL;
+    if (json_is_array(json_object_get(sm, "hidden"))) {
+        hidden = json_dumps(json_object_get(sm, "hidden"), JSON_COMPACT);
+        json_object_del(sm, "hidden");
+        meta_txt = json_dumps(sm, JSON_COMPACT);
+        if (!hidden || !meta_txt) {
+            free(hidden);
+            free(meta_txt);
+            json_decref(sm);
+            pst_thread_clear(&src);
+            set_err(err, PCT_FAILED, "out of memory%s", NULL);
+            return PCT_FAILED;
+        }
+    } else if (src.meta) {
+        meta_txt = strdup(src.meta);
+    }
+    json_decref(sm);
     char title[160];
     snprintf(title, sizeof title, "Fork of %.120s", src.title ? src.title : "session");
     pst_thread_new tn = {.workspace_id = src.workspace_id,
@@ -1049,7 +1098,9 @@ pct_status pct_session_fork(pct_controller *c, const char *id, char out_id[PST_I
     pst_thread th;
     ps = pst_thread_create(c->store, &tn, &th, &pe);
     pst_thread_clear(&src);
+    free(meta_txt);
     if (ps != PST_OK) {
+        free(hidden);
         set_err(err, PCT_FAILED, "store: %s", pe.message);
         return PCT_FAILED;
     }
@@ -1061,15 +1112,18 @@ pct_status pct_session_fork(pct_controller *c, const char *id, char out_id[PST_I
         if (!in) {
             ps = PST_ERR_NOMEM;
         } else {
+            size_t k = 0;
             for (size_t i = 0; i < ml.count; i++)
-                in[i] = (pst_message_in){.role = ml.items[i].role,
-                                         .content = ml.items[i].content,
-                                         .meta = ml.items[i].meta};
-            ps = pst_messages_append(c->store, th.id, in, ml.count, NULL, &pe);
+                if (!pct_row_hidden(hidden, ml.items[i].seq))
+                    in[k++] = (pst_message_in){.role = ml.items[i].role,
+                                               .content = ml.items[i].content,
+                                               .meta = ml.items[i].meta};
+            ps = k ? pst_messages_append(c->store, th.id, in, k, NULL, &pe) : PST_OK;
             free(in);
         }
     }
     if (loaded) pst_message_list_clear(&ml);
+    free(hidden);
     char fid[PST_ID_LEN];
     memcpy(fid, th.id, PST_ID_LEN);
     pst_thread_clear(&th);

@@ -80,6 +80,11 @@ typedef struct pct_sess {
     uint64_t turn_seq, attempt_seq;
     uint64_t cur_gen; /* the agent's turn generation of the running attempt, 0 = none */
     char cur_turn_id[48], cur_attempt_id[48];
+    /* Rewound history (mu; set at make_live and by a rewind): JSON text of [[from_seq, to_seq],
+     * ...], the stored rows no longer part of the history (owned, NULL = none). Kept in the
+     * thread's meta ("hidden"). */
+    char *hidden;
+    char *mcp_json; /* the client's mcpServers of this session (owned, NULL = none) */
 } pct_sess;
 
 /* Before a turn: when the project's configuration needs trust and the user has not
@@ -127,6 +132,11 @@ void pct_emit_agent(pct_sess *s, pag_event *ev, const char *agent_id);
 /* The ids of turn number n / attempt number n of epoch e ("turn-<e>-<n>"). */
 void pct_turn_id(char out[48], uint64_t epoch, uint64_t n);
 void pct_attempt_id(char out[48], uint64_t epoch, uint64_t n);
+/* The closing guard: PCT_CLOSING ("Session is closing") unless s is open. Every
+ * state-changing request calls it first. */
+pct_status pct_sess_guard(pct_sess *s, pct_error *err);
+/* True when stored row `seq` is hidden by a rewind (hidden: the JSON array text). */
+bool pct_row_hidden(const char *hidden, int64_t seq);
 /* PCT_FOREIGN (err filled, naming the owner) when the stored session `id` belongs to
  * another machine; PCT_OK when it is ours or not stored. */
 pct_status pct_check_owner(pct_controller *c, const char *id, pct_error *err);

@@ -31,6 +31,11 @@ void pct_save_meta(pct_sess *s) {
     if (m) json_object_set_new(m, "allowAlways", str_array(s->allow_always, s->nallow));
     if (m) json_object_set_new(m, "rejectAlways", str_array(s->reject_always, s->nreject));
     if (m) json_object_set_new(m, "epoch", json_integer((json_int_t)s->epoch));
+    json_t *hid = m && s->hidden ? json_loads(s->hidden, 0, NULL) : NULL;
+    if (json_is_array(hid))
+        json_object_set_new(m, "hidden", hid);
+    else
+        json_decref(hid);
     char *txt = m ? json_dumps(m, JSON_COMPACT) : NULL;
     json_decref(m);
     pst_error pe;
@@ -235,7 +240,8 @@ static pct_status not_live(pct_controller *c, const char *id, pct_error *err) {
 pct_status pct_set_mode(pct_controller *c, const char *id, const char *mode_id, pct_error *err) {
     pct_sess *s = live(c, id, err);
     if (!s) return not_live(c, id, err);
-    pct_status rc = pct_sess_writable(s, err); /* read-only: the options are persisted */
+    pct_status rc = pct_sess_guard(s, err);
+    if (rc == PCT_OK) rc = pct_sess_writable(s, err); /* read-only: options are persisted */
     if (rc == PCT_OK) rc = pct_sess_set_mode(s, mode_id, 0, err);
     pct_sess_release(s);
     return rc;
@@ -246,7 +252,9 @@ pct_status pct_set_config(pct_controller *c, const char *id, const char *config_
     pct_sess *s = live(c, id, err);
     if (!s) return not_live(c, id, err);
     pct_status rc;
-    if (s->read_only) { /* the options are persisted: not for another machine's session */
+    if (pct_sess_guard(s, err) != PCT_OK) {
+        rc = PCT_CLOSING;
+    } else if (s->read_only) { /* options are persisted: not for another machine's session */
         rc = pct_sess_writable(s, err);
     } else if (config_id && !strcmp(config_id, "model")) {
         rc = pct_sess_set_model(s, value, 0, err);

@@ -11,12 +11,14 @@
 #include "controller/ctl_impl.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define PCT_MAX_QUEUED 32
+#define PCT_MAX_QUEUED    32
+#define PCT_QUEUE_PREVIEW 200 /* bytes of a queued prompt's text that _peri/queue/list shows */
 
 typedef struct pct_job {
     struct pct_job *next;
@@ -314,6 +316,133 @@ static void cancel_token(pct_sess *s, void *want) {
     pthread_mutex_unlock(&s->mu);
     if (token) terminal(s, token, s->cur_turn_id, s->cur_attempt_id, &cancelled_result);
     pthread_mutex_unlock(&s->emit_mu);
+}
+
+/* Marks every queued prompt of s cancelled (s->mu held); returns how many. Their workers
+ * answer them "cancelled" (they never ran). */
+static size_t clear_queue(pct_sess *s) {
+    size_t n = 0;
+    for (job *j = s->qhead; j; j = j->next)
+        if (!j->cancelled) {
+            j->cancelled = true;
+            n++;
+        }
+    pthread_cond_broadcast(&s->cv);
+    return n;
+}
+
+/* Cancels exactly the turn turn_id (and attempt, when given): the running attempt if it is
+ * that one, or that queued prompt. A turn that already ended, or an attempt that is not
+ * the running one, is left alone: repeating a cancel changes nothing. */
+static void cancel_turn(pct_sess *s, const char *turn_id, const char *attempt_id) {
+    pthread_mutex_lock(&s->emit_mu);
+    pthread_mutex_lock(&s->mu);
+    void *token = NULL;
+    for (job *j = s->qhead; j; j = j->next)
+        if (!strcmp(j->turn_id, turn_id) && !attempt_id) {
+            j->cancelled = true;
+            pthread_cond_broadcast(&s->cv);
+        }
+    if (s->running && !s->cur_answered && !strcmp(s->cur_turn_id, turn_id) &&
+        (!attempt_id || !strcmp(s->cur_attempt_id, attempt_id))) {
+        s->gate_gen = pag_session_turn_gen(s->agent);
+        pag_session_cancel(s->agent);
+        atomic_store(&s->trust_cancel, 1);
+        s->cur_answered = true;
+        token = s->cur_token;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (token) terminal(s, token, s->cur_turn_id, s->cur_attempt_id, &cancelled_result);
+    pthread_mutex_unlock(&s->emit_mu);
+}
+
+void pct_cancel_ex(pct_controller *c, const char *id, const pct_cancel_opts *o) {
+    pct_sess *s = pct_sess_get(c, id);
+    if (!s) return;
+    if (o && o->turn_id)
+        cancel_turn(s, o->turn_id, o->attempt_id);
+    else
+        cancel_sess(s);
+    if (o && o->clear_queue) {
+        pthread_mutex_lock(&s->mu);
+        clear_queue(s);
+        s->cancel_next = false; /* nothing is left for it to be meant for */
+        pthread_mutex_unlock(&s->mu);
+    }
+    pct_sess_release(s);
+}
+
+/* The closing guard of a state-changing request (s->mu held). */
+static pct_status open_or_closing(pct_sess *s, pct_error *err) {
+    if (s->state == SESS_OPEN) return PCT_OK;
+    err->status = PCT_CLOSING;
+    snprintf(err->message, sizeof err->message, "Session is closing");
+    return PCT_CLOSING;
+}
+
+static pct_sess *live_sess(pct_controller *c, const char *id, pct_error *err) {
+    pct_sess *s = pct_sess_get(c, id);
+    if (!s) {
+        err->status = PCT_NOT_FOUND;
+        snprintf(err->message, sizeof err->message, "Session not found: %.100s", id ? id : "");
+    }
+    return s;
+}
+
+pct_status pct_queue_list(pct_controller *c, const char *id, char **json_out, pct_error *err) {
+    *json_out = NULL;
+    pct_sess *s = live_sess(c, id, err);
+    if (!s) return PCT_NOT_FOUND;
+    json_t *arr = json_array();
+    pthread_mutex_lock(&s->mu);
+    for (job *j = s->qhead; arr && j; j = j->next) {
+        if (j->cancelled) continue;
+        /* the start of the prompt's text, whole UTF-8 characters */
+        size_t n = j->text ? strlen(j->text) : 0;
+        if (n > PCT_QUEUE_PREVIEW) {
+            n = PCT_QUEUE_PREVIEW;
+            while (n > 0 && ((unsigned char)j->text[n] & 0xC0) == 0x80)
+                n--;
+        }
+        json_t *o =
+            json_pack("{s:s, s:s%}", "turnId", j->turn_id, "text", j->text ? j->text : "", n);
+        if (!o || json_array_append_new(arr, o)) {
+            json_decref(arr);
+            arr = NULL;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    pct_sess_release(s);
+    *json_out = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+    json_decref(arr);
+    if (!*json_out) {
+        err->status = PCT_FAILED;
+        snprintf(err->message, sizeof err->message, "out of memory");
+        return PCT_FAILED;
+    }
+    return PCT_OK;
+}
+
+pct_status pct_queue_clear(pct_controller *c, const char *id, size_t *cleared, pct_error *err) {
+    *cleared = 0;
+    pct_sess *s = live_sess(c, id, err);
+    if (!s) return PCT_NOT_FOUND;
+    pthread_mutex_lock(&s->mu);
+    pct_status rc = open_or_closing(s, err);
+    if (rc == PCT_OK) {
+        *cleared = clear_queue(s);
+        s->cancel_next = false;
+    }
+    pthread_mutex_unlock(&s->mu);
+    pct_sess_release(s);
+    return rc;
+}
+
+pct_status pct_sess_guard(pct_sess *s, pct_error *err) {
+    pthread_mutex_lock(&s->mu);
+    pct_status rc = open_or_closing(s, err);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
 }
 
 void pct_cancel_prompt(pct_controller *c, const char *id, void *token) {

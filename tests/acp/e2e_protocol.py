@@ -14,7 +14,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from acp_harness import (check, end_agents_cleanly, prompt,  # noqa: E402
+from acp_harness import (Fail, check, end_agents_cleanly, prompt,  # noqa: E402
                          scenario_main)
 
 
@@ -98,10 +98,11 @@ def s_ids(E):
     check(own and all(meta_of(f)["peri.agentId"] == sid for f in own), "task call is main's")
 
     # cancel with a queued prompt: the queued one runs as a new turn and a new attempt
-    E.mock.script([{"text": "x", "hang": True}, {"text": "queued ran"}])
+    E.mock.script([{"text": "x", "hang": True, "hang_after": 2}, {"text": "queued ran"}])
     t0 = time.monotonic()
     rid1 = prompt(a, sid, "first")
-    a.wait_update(lambda u: u["sessionUpdate"] == "agent_message_chunk", "hanging chunk", sid=sid)
+    a.wait_update(lambda u: u["sessionUpdate"] == "agent_message_chunk" and
+                  u["content"]["text"] == "x", "hanging chunk", sid=sid)
     rid2 = prompt(a, sid, "second")
     time.sleep(0.2)
     a.cancel(sid, rid1)
@@ -186,7 +187,8 @@ def s_terminal(E):
     E.mock.script([{"text": ["x", "y"], "hang": True, "hang_after": 2}, {"text": "next"}])
     t0 = time.monotonic()
     rid = prompt(a, sid, "long")
-    a.wait_update(lambda u: u["sessionUpdate"] == "agent_message_chunk", "chunk", sid=sid)
+    a.wait_update(lambda u: u["sessionUpdate"] == "agent_message_chunk" and
+                  u["content"]["text"] == "x", "chunk", sid=sid)
     a.cancel(sid, rid)
     a.notify("session/cancel", {"sessionId": sid})
     time.sleep(0.5)
@@ -206,7 +208,263 @@ def s_terminal(E):
           fs[-1]["method"] == "_peri/turn_done", "turn after cancel %r" % ans)
 
 
-SCENARIOS = {"ids": s_ids, "terminal": s_terminal}
+# ---------------------------------------------------------------- 3 cancel and the queue
+
+def turn_done_of(a, rid, t0):
+    """The _peri/turn_done sent just before the answer to rid (already received)."""
+    last = None
+    for _, f in frames_between(a, t0):
+        if f.get("method") == "_peri/turn_done":
+            last = f
+        if f.get("id") == rid and "method" not in f:
+            return last
+    raise Fail("no answer to %d" % rid)
+
+
+def no_answer(a, rid, wait=0.6):
+    time.sleep(wait)
+    return not [f for _, f in list(a.log) if f.get("id") == rid and "method" not in f]
+
+
+def s_queue(E):
+    a = E.agent()
+    sid = E.new_session(a)
+    E.mock.script([{"text": "one", "hang": True, "hang_after": 2},
+                   {"text": "two", "hang": True, "hang_after": 2},
+                   {"text": "three"}])
+    t0 = time.monotonic()
+    rid1 = prompt(a, sid, "first prompt")
+    _, f = a.wait_update(lambda u: u["sessionUpdate"] == "agent_message_chunk" and
+                         u["content"]["text"] == "one", "chunk 1",
+                         sid=sid)
+    t1, a1 = f["params"]["_meta"]["peri.turnId"], f["params"]["_meta"]["peri.attemptId"]
+    rid2 = prompt(a, sid, "second prompt")
+    rid3 = prompt(a, sid, "third prompt " + "x" * 500)
+    time.sleep(0.2)
+    q = a.result("_peri/queue/list", {"sessionId": sid})["queue"]
+    check([e["text"][:13] for e in q] == ["second prompt", "third prompt "], "queue %r" % q)
+    check(len(q[1]["text"]) == 200 and all(e["turnId"] != t1 for e in q), "queue %r" % q)
+    t2, t3 = q[0]["turnId"], q[1]["turnId"]
+    # a cancel naming another attempt of the running turn, or a queued turn's attempt,
+    # changes nothing
+    a.notify("session/cancel", {"sessionId": sid, "_meta": {"peri.turnId": t1,
+                                                            "peri.attemptId": "attempt-9-9"}})
+    check(no_answer(a, rid1), "a cancel of another attempt cancelled the turn")
+    # the cancel naming the running turn and attempt
+    a.notify("session/cancel", {"sessionId": sid, "_meta": {"peri.turnId": t1,
+                                                            "peri.attemptId": a1}})
+    r = a.response(rid1)
+    check(r.get("result") == {"stopReason": "cancelled"}, "targeted cancel %r" % r)
+    # the queue survived: the second prompt runs; the same cancel again is a no-op
+    a.wait_update(lambda u: u["sessionUpdate"] == "agent_message_chunk"
+                  and u["content"]["text"] == "two", "second prompt running", sid=sid)
+    a.notify("session/cancel", {"sessionId": sid, "_meta": {"peri.turnId": t1,
+                                                            "peri.attemptId": a1}})
+    a.notify("session/cancel", {"sessionId": sid, "_meta": {"peri.turnId": t1}})
+    check(no_answer(a, rid2), "a repeated cancel of an ended turn cancelled its successor")
+    q = a.result("_peri/queue/list", {"sessionId": sid})["queue"]
+    check([e["turnId"] for e in q] == [t3], "queue after start %r" % q)
+    # a cancel with clear_queue: the running turn and every queued prompt end
+    n_model = len(E.mock.requests())
+    t0 = time.monotonic()
+    a.notify("session/cancel", {"sessionId": sid, "clear_queue": True})
+    r2, r3 = a.response(rid2), a.response(rid3)
+    check(r2.get("result") == {"stopReason": "cancelled"} and
+          r3.get("result") == {"stopReason": "cancelled"}, "clear_queue %r %r" % (r2, r3))
+    td = turn_done_of(a, rid3, t0)
+    check(td["params"]["turnId"] == t3 and "attemptId" not in td["params"] and
+          td["params"]["outcome"] == "interrupted", "never-ran terminal %r" % td)
+    time.sleep(0.3)
+    check(len(E.mock.requests()) == n_model, "a cleared prompt reached the model")
+    check(a.result("_peri/queue/list", {"sessionId": sid})["queue"] == [], "queue not empty")
+
+    # _peri/queue/clear drops the waiting prompts and leaves the running one
+    E.mock.script([{"text": "four", "hang": True, "hang_after": 2}, {"text": "after"}])
+    rid4 = prompt(a, sid, "fourth")
+    a.wait_update(lambda u: u["sessionUpdate"] == "agent_message_chunk"
+                  and u["content"]["text"] == "four", "fourth running", sid=sid)
+    rid5, rid6 = prompt(a, sid, "fifth"), prompt(a, sid, "sixth")
+    time.sleep(0.2)
+    r = a.result("_peri/queue/clear", {"sessionId": sid})
+    check(r == {"cleared": 2}, "queue/clear %r" % r)
+    for rid in (rid5, rid6):
+        check(a.response(rid).get("result") == {"stopReason": "cancelled"}, "cleared prompt")
+    check(no_answer(a, rid4, 0.3), "queue/clear cancelled the running turn")
+    a.cancel(sid, rid4)
+    # unknown session: -32002; missing sessionId: -32602
+    e = a.call("_peri/queue/list", {"sessionId": "nope"})["error"]
+    check(e["code"] == -32002, "unknown session %r" % e)
+    e = a.call("_peri/queue/clear", {})["error"]
+    check(e["code"] == -32602, "missing sessionId %r" % e)
+    # the session still works
+    E.mock.script([{"text": "fine"}])
+    check(a.response(prompt(a, sid, "ok?")).get("result") == {"stopReason": "end_turn"},
+          "after the queue tests")
+
+
+def s_retry_cancel(E):
+    """cancel > retry: a cancel during the retry wait ends the turn; no retry is sent."""
+    E.settings({"maxRetries": 3})
+    a = E.agent()
+    sid = E.new_session(a)
+    E.mock.script([{"status": 503, "retry_after": "2"}, {"text": "retried"}])
+    rid = prompt(a, sid, "retry me")
+    deadline = time.monotonic() + 5
+    while not E.mock.requests():
+        check(time.monotonic() < deadline, "no model request")
+        time.sleep(0.02)
+    time.sleep(0.2)
+    t_cancel, t_resp = a.cancel(sid, rid)
+    check(t_resp - t_cancel < 1.5, "cancel waited for the retry (%.2f s)" % (t_resp - t_cancel))
+    time.sleep(2.5)
+    check(len(E.mock.requests()) == 1, "a retry was sent after the cancel")
+
+
+# ---------------------------------------------------------------- extension methods
+
+def s_extensions(E):
+    a = E.agent()
+    init = a.log[0][1] if a.log else None
+    check(init and "result" in init, "initialize answer")
+    meta = init["result"]["agentCapabilities"]["_meta"]
+    for m in ("_peri/queue/list", "_peri/queue/clear", "_peri/session/rename",
+              "_peri/session/archive", "_peri/session/unarchive", "_peri/session/rewind"):
+        check(m in meta["peri.methods"], "%s not advertised: %r" % (m, meta))
+    check(meta["peri.turnDone"] is True and meta["peri.eventIds"] is True, "flags %r" % meta)
+    sid = E.new_session(a)
+    E.mock.script([{"text": "answer one"}, {"text": "answer two"}, {"text": "answer three"}])
+    for w in ("one", "two", "three"):
+        check(a.response(prompt(a, sid, "turn " + w)).get("result") ==
+              {"stopReason": "end_turn"}, "turn " + w)
+    # rename
+    check(a.result("_peri/session/rename", {"sessionId": sid, "title": "Renamed"}) == {},
+          "rename")
+    u = a.wait_update(lambda u: u["sessionUpdate"] == "session_info_update" and
+                      u.get("title") == "Renamed", "session_info_update", sid=sid)
+    check(u, "no session_info_update")
+    for bad in ("", "a\nb", "x" * 201):
+        e = a.call("_peri/session/rename", {"sessionId": sid, "title": bad})["error"]
+        check(e["code"] == -32602, "bad title %r: %r" % (bad, e))
+    lst = a.result("session/list", {"cwd": E.cwd})["sessions"]
+    check([s["title"] for s in lst if s["sessionId"] == sid] == ["Renamed"], "list %r" % lst)
+    # archive / unarchive
+    check(a.result("_peri/session/archive", {"sessionId": sid}) == {}, "archive")
+    lst = a.result("session/list", {"cwd": E.cwd})["sessions"]
+    check(sid not in [s["sessionId"] for s in lst], "archived session listed %r" % lst)
+    lst = a.result("session/list", {"cwd": E.cwd, "_meta": {"peri.includeArchived": True}})
+    arch = [s for s in lst["sessions"] if s["sessionId"] == sid]
+    check(arch and arch[0]["_meta"]["peri.archived"] is True, "includeArchived %r" % lst)
+    check(a.result("_peri/session/unarchive", {"sessionId": sid}) == {}, "unarchive")
+    lst = a.result("session/list", {"cwd": E.cwd})["sessions"]
+    check(sid in [s["sessionId"] for s in lst], "unarchived session not listed")
+    # rewind: bad arguments, then drop the last two turns
+    for bad in (0, -1, "2", 10001):
+        e = a.call("_peri/session/rewind", {"sessionId": sid, "turns": bad})["error"]
+        check(e["code"] == -32602, "bad turns %r: %r" % (bad, e))
+    import sqlite3
+    def rows():
+        db = sqlite3.connect(E.db)
+        try:
+            return db.execute("select count(*) from messages where thread_id = ?",
+                              (sid,)).fetchone()[0]
+        finally:
+            db.close()
+    before = rows()
+    r = a.result("_peri/session/rewind", {"sessionId": sid, "turns": 2})
+    check(r == {"dropped": 2}, "rewind %r" % r)
+    check(rows() == before, "rewind rewrote stored rows (%d -> %d)" % (before, rows()))
+    E.mock.script([{"text": "after rewind"}])
+    t0 = time.monotonic()
+    rid = prompt(a, sid, "turn four")
+    fs, ans = turn_frames(a, sid, rid, t0)
+    body = json.dumps(E.mock.requests()[-1]["body"]["messages"])
+    check("turn one" in body and "answer one" in body and "turn two" not in body and
+          "turn three" not in body and "answer three" not in body, "model saw %s" % body)
+    check(meta_of(fs[-1])["peri.sessionEpoch"] == 2, "rewind is a new epoch")
+    # the rewound state survives a restart; the replay shows it
+    check(a.close_stdin() == 0, "exit")
+    b = E.agent()
+    t0 = time.monotonic()
+    b.result("session/load", {"sessionId": sid, "cwd": E.cwd, "mcpServers": []})
+    rep = json.dumps([f for _, f in frames_between(b, t0) if f.get("method") == "session/update"])
+    check("turn one" in rep and "turn four" in rep and "turn two" not in rep and
+          "turn three" not in rep, "replay after rewind %s" % rep[:600])
+    # a rewind of more turns than there are drops what there is; fork copies the state
+    fk = b.result("session/fork", {"sessionId": sid, "cwd": E.cwd, "mcpServers": []})
+    E.mock.script([{"text": "fork ok"}])
+    b.response(prompt(b, fk["sessionId"], "in the fork"))
+    body = json.dumps(E.mock.requests()[-1]["body"]["messages"])
+    check("turn one" in body and "turn four" in body and "turn two" not in body,
+          "fork history %s" % body)
+    r = b.result("_peri/session/rewind", {"sessionId": sid, "turns": 50})
+    check(r == {"dropped": 2}, "rewind all %r" % r)
+    # a rewind while a prompt runs is refused
+    E.mock.script([{"text": "busy", "hang": True, "hang_after": 2}])
+    rid = prompt(b, sid, "busy")
+    b.wait_update(lambda u: u["sessionUpdate"] == "agent_message_chunk" and
+                  u["content"]["text"] == "busy", "busy chunk", sid=sid)
+    e = b.call("_peri/session/rewind", {"sessionId": sid, "turns": 1})["error"]
+    check(e["code"] == -32602 and "active" in e["message"], "rewind while busy %r" % e)
+    b.cancel(sid, rid)
+    e = b.call("_peri/session/rename", {"sessionId": "nope", "title": "x"})["error"]
+    check(e["code"] == -32002, "rename of an unknown session %r" % e)
+
+
+# ---------------------------------------------------------------- 4 the closing guard
+
+GUARDED = [
+    ("session/set_mode", {"modeId": "plan"}),
+    ("session/set_config_option", {"configId": "mode", "value": "plan"}),
+    ("session/fork", {"mcpServers": []}),
+    ("_peri/session/rename", {"title": "t"}),
+    ("_peri/session/rewind", {"turns": 1}),
+    ("_peri/session/archive", {}),
+    ("_peri/session/unarchive", {}),
+    ("_peri/queue/clear", {}),
+    ("session/prompt", {"prompt": [{"type": "text", "text": "x"}]}),
+    ("session/load", {"mcpServers": []}),
+]
+
+
+def s_closing(E):
+    a = E.agent(PERI_CLOSE_GRACE_MS="0")
+    for attempt in range(8):
+        sid = E.new_session(a)
+        E.mock.script([{"text": "x", "hang": True, "hang_after": 2}])
+        rid = prompt(a, sid, "hang")
+        a.wait_update(lambda u: u["sessionUpdate"] == "agent_message_chunk", "chunk", sid=sid)
+        a.next_id += 1
+        cid = a.next_id
+        a.send_raw(json.dumps({"jsonrpc": "2.0", "id": cid, "method": "session/close",
+                               "params": {"sessionId": sid}}))
+        r = a.response(cid)
+        a.response(rid)
+        if "result" in r:
+            continue  # the turn unwound before the close was read: try again
+        check(r["error"]["code"] == -32010, "close %r" % r)
+        break
+    else:
+        raise Fail("close never observed a turn still unwinding")
+    # the session stays closing until a close settles it: every state change refuses
+    for method, extra in GUARDED:
+        params = dict(extra, sessionId=sid, cwd=E.cwd)
+        r = a.call(method, params)
+        check("error" in r and r["error"]["code"] == -32010 and
+              r["error"]["message"] == "Session is closing",
+              "%s while closing: %r" % (method, r))
+    # reading stays possible
+    check("queue" in a.result("_peri/queue/list", {"sessionId": sid}), "queue/list")
+    deadline = time.monotonic() + 3
+    while "error" in a.call("session/close", {"sessionId": sid}):
+        check(time.monotonic() < deadline, "close never settled")
+        time.sleep(0.05)
+    # once closed, the session can be opened again and changed
+    a.result("session/resume", {"sessionId": sid, "cwd": E.cwd, "mcpServers": []})
+    check(a.result("session/set_mode", {"sessionId": sid, "modeId": "plan"}) == {}, "reopened")
+
+
+SCENARIOS = {"ids": s_ids, "terminal": s_terminal, "queue": s_queue,
+             "retry_cancel": s_retry_cancel, "extensions": s_extensions, "closing": s_closing}
 
 
 def main():
