@@ -56,6 +56,12 @@ typedef struct pct_sink {
      * (the terminal event takes its place in the sequence). */
     void (*on_turn_done)(void *ctx, const char *session_id, uint64_t session_seq,
                          const pct_event_ids *ids, const pag_turn_result *r);
+    /* Optional: the session's configured MCP servers finished starting (status_json as
+     * pct_session_mcp_status gives it, with every server "ready" or "failed"). Called once
+     * per live instance that had servers to start, from the thread that started them,
+     * after pct_session_answered. */
+    void (*on_mcp_status)(void *ctx, const char *session_id, uint64_t session_epoch,
+                          const char *status_json);
     /* Issue 12, optional: the client's file system (ACP fs/read_text_file and
      * fs/write_text_file) for the read/write/edit tools. Paths are canonical and already
      * confined to the session's cwd. 0 ok (read: *data malloc'd), 1 not offered by the
@@ -133,6 +139,13 @@ pct_status pct_session_load_mcp(pct_controller *c, const char *id, bool replay,
                                 const char *mcp_json, char **notices, pct_error *err);
 /* ---- end MCP ---- */
 
+/* MCP servers start in the background: session/new, load and resume return before
+ * they are up. The session's status as JSON text (malloc'd; NULL when not live):
+ * {"servers": [{"name", "status": "starting"|"ready"|"failed"}], "errors": [lines]}. */
+char *pct_session_mcp_status(pct_controller *c, const char *id);
+/* The client has the answer naming the session: from now on the final MCP status may be
+ * sent (sink->on_mcp_status; at once when the servers are already up). */
+void pct_session_answered(pct_controller *c, const char *id);
 /* Emits the session's available commands (after the session/new answer). */
 void pct_session_announce(pct_controller *c, const char *id);
 /* Makes a stored session live. With replay, emits the whole history (before

@@ -117,20 +117,26 @@ static char *mcp_text(json_t *params) {
     return json_is_array(m) && json_array_size(m) ? json_dumps(m, JSON_COMPACT) : NULL;
 }
 
-/* MCP (issue 12): servers that could not start are reported in the result's _meta as
- * {"peri.mcpErrors": ["MCP server \"x\" is unavailable: ...", ...]}. */
-static void mcp_notices(json_t *result, char *notices) {
-    if (!result || !notices) {
-        free(notices);
-        return;
+/* MCP: the session's servers as they are when the answer goes out, in the result's _meta:
+ * "peri.mcpServers": [{"name", "status": "starting"|"ready"|"failed"}] and, when something
+ * is already known to be wrong, "peri.mcpErrors": ["MCP server \"x\" is unavailable: ...",
+ * ...]. Servers start in the background: _peri/mcp_status tells when they are up. */
+static void mcp_notices(pacp_server *srv, const char *sid, json_t *result, char *notices) {
+    free(notices); /* the status holds them too */
+    char *st = result ? pct_session_mcp_status(srv->ctl, sid) : NULL;
+    json_t *sj = st ? json_loads(st, 0, NULL) : NULL;
+    free(st);
+    json_t *servers = json_object_get(sj, "servers"), *errors = json_object_get(sj, "errors");
+    if (json_array_size(servers) || json_array_size(errors)) { /* none configured: no _meta */
+        json_t *meta = json_object_get(result, "_meta");
+        if (!json_is_object(meta)) {
+            meta = json_object();
+            json_object_set_new(result, "_meta", meta);
+        }
+        json_object_set(meta, "peri.mcpServers", servers);
+        if (json_array_size(errors)) json_object_set(meta, "peri.mcpErrors", errors);
     }
-    json_t *arr = json_array();
-    char *save = NULL;
-    for (char *line = strtok_r(notices, "\n", &save); arr && line;
-         line = strtok_r(NULL, "\n", &save))
-        json_array_append_new(arr, json_string(line));
-    json_object_set_new(result, "_meta", json_pack("{s:o}", "peri.mcpErrors", arr));
-    free(notices);
+    json_decref(sj);
 }
 
 /* Adds the session's modes and configOptions to a result object. */
@@ -175,13 +181,14 @@ static void m_new(pacp_server *srv, json_t *params, pacp_reply *r) {
         return;
     }
     r->result = json_pack("{s:s}", "sessionId", sid);
-    mcp_notices(r->result, notices);
+    mcp_notices(srv, sid, r->result, notices);
     if (!r->result) {
         pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
         return;
     }
     add_options(srv, sid, r->result);
     memcpy(r->announce, sid, PST_ID_LEN);
+    memcpy(r->answered, sid, PST_ID_LEN);
 }
 
 static void load_or_resume(pacp_server *srv, json_t *params, pacp_reply *r, bool replay) {
@@ -201,8 +208,9 @@ static void load_or_resume(pacp_server *srv, json_t *params, pacp_reply *r, bool
         return;
     }
     ok_empty(r);
-    mcp_notices(r->result, notices);
+    mcp_notices(srv, sid, r->result, notices);
     if (r->result) add_options(srv, sid, r->result);
+    if (r->result) snprintf(r->answered, sizeof r->answered, "%s", sid);
     char owner[PST_ID_LEN];
     if (r->result && pct_session_read_only(srv->ctl, sid, owner)) {
         /* another machine's session: open here for reading only (issue 15 follow-up) */
@@ -238,6 +246,7 @@ static void m_fork(pacp_server *srv, json_t *params, pacp_reply *r) {
     }
     add_options(srv, nid, r->result);
     memcpy(r->announce, nid, PST_ID_LEN);
+    memcpy(r->answered, nid, PST_ID_LEN);
 }
 
 static void m_set_mode(pacp_server *srv, json_t *params, pacp_reply *r) {

@@ -116,6 +116,21 @@ static void sink_turn_done(void *ctx, const char *session_id, uint64_t seq,
     pacp_notify(srv, "_peri/turn_done", p);
 }
 
+/* The session's configured MCP servers finished starting: _peri/mcp_status with every
+ * server "ready" or "failed" and the notice lines (docs/acp.md). */
+static void sink_mcp_status(void *ctx, const char *session_id, uint64_t epoch,
+                            const char *status_json) {
+    pacp_server *srv = ctx;
+    json_t *p = json_loads(status_json, 0, NULL);
+    if (!json_is_object(p)) {
+        json_decref(p);
+        return;
+    }
+    json_object_set_new(p, "sessionId", json_string(session_id));
+    json_object_set_new(p, "_meta", json_pack("{s:I}", "peri.sessionEpoch", (json_int_t)epoch));
+    pacp_notify(srv, "_peri/mcp_status", p);
+}
+
 static void sink_prompt_done(void *ctx, void *token, const pag_turn_result *r) {
     pacp_server *srv = ctx;
     prompt_token *t = token;
@@ -297,6 +312,7 @@ static void slow_run(slow_job *j) {
     pacp_send_reply(j->srv, j->id, &rep);
     /* available_commands_update must follow the session/new answer. */
     if (rep.announce[0]) pct_session_announce(j->srv->ctl, rep.announce);
+    if (rep.answered[0]) pct_session_answered(j->srv->ctl, rep.answered);
     free(j->method);
     json_decref(j->params);
     json_decref(j->id);
@@ -422,6 +438,7 @@ static void on_frame(pacp_server *srv, const char *line, size_t len) {
         pacp_send_reply(srv, m.id, &rep);
         /* available_commands_update must follow the session/new answer. */
         if (rep.announce[0]) pct_session_announce(srv->ctl, rep.announce);
+        if (rep.answered[0]) pct_session_answered(srv->ctl, rep.answered);
         break;
     }
     }
@@ -505,6 +522,7 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
     pct_sink sink = {.ctx = srv,
                      .on_event_ids = sink_event,
                      .on_turn_done = sink_turn_done,
+                     .on_mcp_status = sink_mcp_status,
                      .ask_permission = sink_ask,
                      .on_prompt_done = sink_prompt_done,
                      .fs_read = pacp_fs_read, /* issue 12 */

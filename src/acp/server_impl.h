@@ -61,6 +61,8 @@ typedef struct pacp_reply {
     void *prompt_token;        /* in: the route of the session/prompt answer */
     bool deferred;             /* session/prompt: answered later by the controller */
     char announce[PST_ID_LEN]; /* session/new: announce this session after the reply */
+    char answered[PST_ID_LEN]; /* new/load/resume/fork: the reply named this session (its
+                                  MCP status may follow: pct_session_answered) */
 } pacp_reply;
 
 /* Runs one request. session/prompt takes out->prompt_token and sets out->deferred. */

@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#define PCT_CONNECT_WAIT_S 65 /* at exit: the longest wait for MCP servers still starting */
+
 static void set_err(pct_error *err, pct_status st, const char *fmt, const char *arg) {
     if (!err) return;
     err->status = st;
@@ -39,6 +41,10 @@ void pct_sess_release(pct_sess *s) {
     if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
     pag_session_free(s->agent);
     pmcp_pool_close(s->mcp); /* no server process survives the session */
+    pmcp_pool_close(s->ext);
+    free(s->mcp_names);
+    free(s->mcp_errors);
+    free(s->mcp_final);
     free(s->tools);
     while (s->old_tools) {
         pct_old_tools *o = s->old_tools;
@@ -187,12 +193,13 @@ int pct_run_tool(pct_sess *s, const char *name, const char *args, atomic_int *ca
                  pag_tool_output *out, bool child) {
     /* The workspace tools (through the builtin in-process Workspace server) and every
      * configured MCP server's tools: one route, the session's pool. */
-    if (pmcp_pool_has(s->mcp, name)) {
+    pmcp_pool *pool = pmcp_pool_has(s->mcp, name) ? s->mcp : pct_mcp_ext(s);
+    if (pool && pmcp_pool_has(pool, name)) {
         progress_ctx pc = {.s = s, .turn = pag_session_turn_gen(s->agent)};
         snprintf(pc.call_id, sizeof pc.call_id, "%s", s->cur_call);
         bool forward = !child && s->cur_call[0];
         pmcp_pool_result r;
-        int rc = pmcp_pool_run(s->mcp, name, args, cancel, forward ? on_progress : NULL,
+        int rc = pmcp_pool_run(pool, name, args, cancel, forward ? on_progress : NULL,
                                forward ? &pc : NULL, &r);
         out->output = r.text;
         out->is_error = r.is_error;
@@ -484,6 +491,21 @@ fail:
 int pct_free(pct_controller *c, long wait_ms) {
     if (!c) return 0;
     pct_close_all(c, wait_ms);
+    /* MCP servers still starting: each start is bounded by its initialize timeout (30 s
+     * by default, and each start may page tools/list), and the connector closes what it
+     * started once it sees the session closed, so no server process is left behind. */
+    struct timespec cdl;
+    clock_gettime(CLOCK_REALTIME, &cdl);
+    cdl.tv_sec += PCT_CONNECT_WAIT_S;
+    pthread_mutex_lock(&c->mu);
+    while (c->connectors > 0 && pthread_cond_timedwait(&c->cv, &c->mu, &cdl) == 0) {
+    }
+    int starting = c->connectors;
+    pthread_mutex_unlock(&c->mu);
+    if (starting > 0) {
+        fprintf(stderr, "peri: %d MCP server start(s) still running at exit\n", starting);
+        return 1;
+    }
     /* Workers still alive after the grace period hold references into c: keep c
      * allocated rather than free memory a thread may still touch. */
     struct timespec dl;
@@ -515,13 +537,15 @@ int pct_free(pct_controller *c, long wait_ms) {
  * as the pool has them now. */
 static int build_tools(pct_sess *s) {
     pct_controller *c = s->c;
-    size_t nm = pmcp_pool_tool_count(s->mcp);
+    pmcp_pool *ext = pct_mcp_ext(s);
+    s->ext_built = ext;
+    size_t nm = pmcp_pool_tool_count(ext);
     pag_tool_info *t = calloc(c->ntools + nm + 1, sizeof *t);
     if (!t) return -1;
     memcpy(t, c->tools, c->ntools * sizeof *t);
     size_t k = c->ntools;
     for (size_t i = 0; i < nm; i++) {
-        const pmcp_pool_tool *pt = pmcp_pool_tool_at(s->mcp, i);
+        const pmcp_pool_tool *pt = pmcp_pool_tool_at(ext, i);
         if (!pt) break;
         t[k++] = (pag_tool_info){.name = pt->name,
                                  .description = pt->description,
@@ -539,10 +563,11 @@ static int build_tools(pct_sess *s) {
 static const pag_tool_info *port_tools_now(void *ctx, size_t *ntools) {
     pct_sess *s = ctx;
     char *why = NULL;
-    int rc = pmcp_pool_refresh(s->mcp, &why);
+    pmcp_pool *ext = pct_mcp_ext(s);
+    int rc = pmcp_pool_refresh(ext, &why);
     if (why) fprintf(stderr, "peri: session %s: %s", s->id, why);
     free(why);
-    if (rc == 1) pct_rebuild_tools(s);
+    if (rc == 1 || ext != s->ext_built) pct_rebuild_tools(s); /* servers came up */
     *ntools = s->ntools;
     return s->tools;
 }
@@ -561,61 +586,6 @@ int pct_rebuild_tools(pct_sess *s) {
     s->tools = prev;
     s->ntools = nprev;
     return -1;
-}
-
-/* MCP (issue 12): opens the session's pool — the builtin Workspace server in process,
- * over the session's own tool context, and every configured server — and builds the
- * tool list. Failures of configured servers become notices. */
-static int open_mcp(pct_sess *s, const char *mcp_json, char **notices) {
-    pct_controller *c = s->c;
-    /* User-level servers come from the settings document the host supplied. */
-    json_t *servers = c->settings ? json_object_get(c->settings->doc, "mcpServers") : NULL;
-    json_t *wrap = servers ? json_pack("{s:O}", "mcpServers", servers) : NULL;
-    char *user = wrap ? json_dumps(wrap, JSON_COMPACT) : NULL;
-    json_decref(wrap);
-    s->tool_ctx = (ptl_ctx){.cwd = s->cwd, .sandbox = &c->sandbox};
-    if (c->sink.fs_read || c->sink.fs_write) s->tool_ctx.client_fs = &s->client_fs;
-    if (c->sink.term_run) s->tool_ctx.client_term = &s->client_term;
-    /* The project's own servers start only when the user trusted that exact content;
-     * otherwise the first prompt asks (pct_trust_before_turn). */
-    pag_project_config pc;
-    bool have_pc = pag_project_config_read(s->cwd, &pc) == 0;
-    bool any = have_pc && pag_project_config_any(&pc);
-    bool is_trusted = any && pag_trust_is_trusted(c->home, &pc);
-    bool trusted = is_trusted && pc.servers_json;
-    pmcp_pool_opts po = {.cwd = s->cwd,
-                         .user_settings_json = user,
-                         .project_servers_json = trusted ? pc.servers_json : NULL,
-                         .acp_servers_json = mcp_json,
-                         .workspace = &s->tool_ctx};
-    if (trusted) memcpy(s->project_on, pc.digest, sizeof s->project_on);
-    char *why = NULL;
-    s->mcp = pmcp_pool_open(&po, &why);
-    free(user);
-    if (any && !is_trusted) {
-        static const char msg[] =
-            "this project's .peri/settings.json names MCP servers or allow rules that you "
-            "have not trusted: none of them applies. You will be asked at the first prompt "
-            "(or run `peri trust DIR`).\n";
-        size_t ol = why ? strlen(why) : 0;
-        char *nw = realloc(why, ol + sizeof msg);
-        if (nw) {
-            memcpy(nw + ol, msg, sizeof msg);
-            why = nw;
-        }
-    }
-    if (have_pc) pag_project_config_free(&pc);
-    if (!s->mcp || !pmcp_pool_builtin(s->mcp) || build_tools(s) != 0) {
-        if (why) fprintf(stderr, "peri: session %s: %s", s->id, why);
-        free(why);
-        return -1;
-    }
-    if (why) fprintf(stderr, "peri: session %s: %s", s->id, why);
-    if (notices)
-        *notices = why;
-    else
-        free(why);
-    return 0;
 }
 
 /* Builds the live session for a stored thread and maps it. */
@@ -656,7 +626,7 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
         }
         memcpy(s->tools, c->tools, c->ntools * sizeof *s->tools);
         s->ntools = c->ntools;
-    } else if (open_mcp(s, mcp_json, notices) != 0) {
+    } else if (pct_mcp_open(s, mcp_json, notices) != 0 || build_tools(s) != 0) {
         pct_sess_release(s);
         set_err(err, PCT_FAILED, "cannot start the session's tools (builtin workspace server)%s",
                 NULL);

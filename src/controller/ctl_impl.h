@@ -85,6 +85,18 @@ typedef struct pct_sess {
      * thread's meta ("hidden"). */
     char *hidden;
     char *mcp_json; /* the client's mcpServers of this session (owned, NULL = none) */
+    /* ---- configured MCP servers, started in the background (mcp_start.c). mu guards
+     * ext, mcp_pending, mcp_report, answered, mcp_errors and mcp_final; mcp_names is
+     * immutable once the connector started; ext_built is the worker's (the ext its tool
+     * list was built from). */
+    pmcp_pool *ext;       /* the configured servers' pool; NULL while they start */
+    bool mcp_pending;     /* the connector is still starting them */
+    bool mcp_report;      /* the final status is still to be sent */
+    bool answered;        /* the client has the answer that named this session */
+    char *mcp_names;      /* JSON array of the names starting (owned) */
+    char *mcp_errors;     /* notice lines (owned, NULL = none) */
+    char *mcp_final;      /* JSON array of {"name", "status"} once started (owned) */
+    pmcp_pool *ext_built; /* worker thread only */
 } pct_sess;
 
 /* Before a turn: when the project's configuration needs trust and the user has not
@@ -92,6 +104,15 @@ typedef struct pct_sess {
  * permission broker); a trusted configuration's servers are started in the pool. Runs on
  * the prompt's worker thread, never on the request thread. */
 void pct_trust_before_turn(pct_sess *s, uint64_t turn);
+/* MCP (mcp_start.c): opens the builtin pool and starts the configured servers in the
+ * background (0, or -1 when even the builtin pool cannot open); *notices (may be NULL)
+ * receives what is known at once. pct_mcp_ext: the configured servers' pool or NULL
+ * while they start. pct_mcp_wait: a turn's worker waits for them (cancel of turn gen or
+ * close ends the wait). pct_mcp_status: {"servers", "errors"} JSON text (malloc'd). */
+int pct_mcp_open(pct_sess *s, const char *mcp_json, char **notices);
+pmcp_pool *pct_mcp_ext(pct_sess *s);
+void pct_mcp_wait(pct_sess *s, uint64_t gen);
+char *pct_mcp_status(pct_sess *s);
 /* Rebuilds the session's tool list after the pool's table changed (worker thread); the
  * previous list is kept until release. 0, or -1 (the previous list stays). */
 int pct_rebuild_tools(pct_sess *s);
@@ -114,9 +135,10 @@ struct pct_controller {
     pl_ctx *place;
     pl_policy policy;
     ptl_sandbox sandbox;
-    pthread_mutex_t mu; /* workers count */
+    pthread_mutex_t mu; /* workers and connectors counts */
     pthread_cond_t cv;
     int workers;
+    int connectors; /* MCP connector threads alive (mcp_start.c) */
 };
 
 void pct_sess_retain(void *h);

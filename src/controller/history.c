@@ -197,6 +197,7 @@ pct_status pct_session_rewind(pct_controller *c, const char *id, int turns, int 
     /* Live again from the remaining rows: close this instance, open a new one. */
     rc = pct_close(c, id, err);
     if (rc == PCT_OK) rc = pct_session_load_mcp(c, id, false, mcp, NULL, err);
+    if (rc == PCT_OK) pct_session_answered(c, id); /* the client knows it: status may follow */
     free(mcp);
     if (rc == PCT_OK) *dropped = found;
     return rc;

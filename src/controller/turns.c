@@ -148,6 +148,7 @@ static void *worker(void *arg) {
     pthread_mutex_unlock(&s->mu);
     pthread_mutex_unlock(&s->emit_mu);
 
+    pct_mcp_wait(s, gen);          /* MCP servers still starting: their tools are wanted */
     pct_apply_model(s);            /* a model chosen since the last turn */
     pct_trust_before_turn(s, gen); /* project configuration: trusted content only */
     pag_turn_result r;

@@ -463,7 +463,103 @@ def s_closing(E):
     check(a.result("session/set_mode", {"sessionId": sid, "modeId": "plan"}) == {}, "reopened")
 
 
-SCENARIOS = {"ids": s_ids, "terminal": s_terminal, "queue": s_queue,
+# ---------------------------------------------------------------- MCP servers start late
+
+def late_entry(E, name, root, delay):
+    """An MCP server (Peri's own workspace server) that takes `delay` seconds to start."""
+    return {"name": name, "command": "sh",
+            "args": ["-c", 'sleep %s; exec "$0" mcp workspace --root "$1"' % delay,
+                     os.path.abspath(E.peri), root], "env": []}
+
+
+def s_mcp_start(E):
+    from acp_harness import procs_with, wait_gone
+    a = E.agent()
+    root = os.path.join(E.tmp, "lateroot")
+    os.makedirs(root)
+    with open(os.path.join(root, "late.txt"), "w") as f:
+        f.write("late-secret-5\n")
+    # answered at once, naming the servers still starting
+    t0 = time.monotonic()
+    rid = a.request("session/new", {"cwd": E.cwd, "mcpServers": [
+        late_entry(E, "late", root, 2),
+        {"name": "never", "command": "sh", "args": ["-c", "sleep 8"], "env": []}]})
+    # a prompt in the same breath: its turn waits for the servers on its worker
+    r = a.response(rid)
+    t_ans = time.monotonic()
+    check(t_ans - t0 < 1.5, "session/new waited %.1f s for its MCP servers" % (t_ans - t0))
+    sid = r["result"]["sessionId"]
+    st = r["result"]["_meta"]["peri.mcpServers"]
+    check(st == [{"name": "late", "status": "starting"}, {"name": "never", "status": "starting"}],
+          "starting servers %r" % st)
+    # another session is not held up meanwhile
+    sid2 = E.new_session(a)
+    check(time.monotonic() - t_ans < 1.5, "a second session/new was held up")
+    # the final status comes once every server is ready or failed, after the answer
+    _, f = a.wait(lambda f: f.get("method") == "_peri/mcp_status", 40, "_peri/mcp_status")
+    p = f["params"]
+    check(p["sessionId"] == sid and
+          p["servers"] == [{"name": "late", "status": "ready"}, {"name": "never", "status": "failed"}]
+          and any('"never"' in e for e in p["errors"]) and
+          p["_meta"]["peri.sessionEpoch"] == 1, "final status %r" % p)
+    # the ready server's tools reach the model
+    E.mock.script([{"tool_calls": [{"id": "m1", "name": "mcp__late__read",
+                                    "arguments": {"path": "late.txt"}}]}, {"text": "read it"}])
+    a.permission_answer = "allow_once"
+    check(a.response(prompt(a, sid, "read the late file"), timeout=30).get("result") ==
+          {"stopReason": "end_turn"}, "turn with the late server")
+    tools = [t["function"]["name"] for t in E.mock.requests()[-2]["body"]["tools"]]
+    check("mcp__late__read" in tools and not any(t.startswith("mcp__never") for t in tools),
+          "tools %r" % tools)
+    check("late-secret-5" in json.dumps(E.mock.requests()[-1]["body"]["messages"]),
+          "the MCP tool did not run")
+
+    # a prompt sent right after session/new waits for the servers, and sees their tools
+    root2 = os.path.join(E.tmp, "lateroot2")
+    os.makedirs(root2)
+    E.mock.script([{"text": "seen"}])
+    n0 = len(E.mock.requests())
+    t0 = time.monotonic()
+    r = a.result("session/new", {"cwd": E.cwd, "mcpServers": [late_entry(E, "slowws", root2, 1.5)]})
+    check(time.monotonic() - t0 < 1.2, "session/new waited")
+    sid3 = r["sessionId"]
+    check(a.response(prompt(a, sid3, "hi"), timeout=30).get("result") ==
+          {"stopReason": "end_turn"}, "early prompt")
+    tools = [t["function"]["name"] for t in E.mock.requests()[n0]["body"]["tools"]]
+    check("mcp__slowws__read" in tools, "early prompt did not get the tools: %r" % tools)
+
+    # a cancel ends a turn that waits for servers; closing a session whose servers are
+    # still starting answers at once and leaves no server process behind
+    root3 = os.path.join(E.tmp, "lateroot3")
+    os.makedirs(root3)
+    r = a.result("session/new", {"cwd": E.cwd, "mcpServers": [late_entry(E, "gone", root3, 2)]})
+    sid4 = r["sessionId"]
+    n0 = len(E.mock.requests())
+    rid = prompt(a, sid4, "wait for it")
+    time.sleep(0.3)
+    t_cancel, t_resp = a.cancel(sid4, rid)
+    check(t_resp - t_cancel < 1.0, "cancel waited for the servers")
+    t0 = time.monotonic()
+    check(a.result("session/close", {"sessionId": sid4}) == {}, "close")
+    check(time.monotonic() - t0 < 1.0, "close waited for the servers")
+    time.sleep(3)
+    check(wait_gone(root3, 5.0), "a server of the closed session is still running")
+    check(len(E.mock.requests()) == n0, "the cancelled turn reached the model")
+    check(not [f for _, f in list(a.log) if f.get("method") == "_peri/mcp_status"
+               and f["params"]["sessionId"] == sid4], "status of a closed session sent")
+    # the other sessions still work
+    E.mock.script([{"text": "fine"}])
+    check(a.response(prompt(a, sid2, "ok?")).get("result") == {"stopReason": "end_turn"},
+          "other session")
+    # EOF while a server starts: the agent waits for the start, closes it, exits 0
+    root4 = os.path.join(E.tmp, "lateroot4")
+    os.makedirs(root4)
+    a.result("session/new", {"cwd": E.cwd, "mcpServers": [late_entry(E, "exit", root4, 1)]})
+    check(a.close_stdin(timeout=20) == 0, "exit with a server starting")
+    check(wait_gone(root4, 5.0), "a server outlived the agent")
+
+
+SCENARIOS = {"mcp_start": s_mcp_start, "ids": s_ids, "terminal": s_terminal, "queue": s_queue,
              "retry_cancel": s_retry_cancel, "extensions": s_extensions, "closing": s_closing}
 
 
