@@ -238,6 +238,12 @@ pct_status pct_session_list_opts(pct_controller *c, const char *cwd, const char 
 /* Peri close: cancel, then settle. PCT_OK when settled (also for an already closed or
  * unknown session), PCT_INCOMPLETE with err->message = why. Idempotent. */
 pct_status pct_close(pct_controller *c, const char *id, pct_error *err);
+/* pct_close, telling why it is incomplete: *reason (static) is "active_turn",
+ * "subagent", "background_task", "close_intent_not_persisted" or
+ * "store_settlement_unknown" with PCT_INCOMPLETE, NULL with PCT_OK. Success means: no
+ * turn, subagent or background task of the session is alive, the close intent is in the
+ * store ("closeIntent" in the thread's meta) and the store confirmed the history. */
+pct_status pct_close_why(pct_controller *c, const char *id, pct_error *err, const char **reason);
 /* Closes every live session (EOF of the transport). */
 void pct_close_all(pct_controller *c, long wait_ms);
 bool pct_session_closing(pct_controller *c, const char *id);

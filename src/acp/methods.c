@@ -388,8 +388,12 @@ static void m_close(pacp_server *srv, json_t *params, pacp_reply *r) {
         return;
     }
     pct_error e = {0};
-    if (pct_close(srv->ctl, sid, &e) != PCT_OK) {
+    const char *reason = NULL;
+    if (pct_close_why(srv->ctl, sid, &e, &reason) != PCT_OK) {
         ctl_error(r, &e, sid);
+        /* what keeps the close from settling; the session stays closing for a retry */
+        if (reason && !r->data)
+            r->data = json_pack("{s:s, s:s}", "reason", reason, "sessionId", sid);
         return;
     }
     ok_empty(r);

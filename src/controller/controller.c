@@ -337,10 +337,12 @@ static int port_persist(void *ctx, const pm_message *msgs, size_t n) {
         in[i].meta = NULL;
     }
     pst_error e;
-    if (pst_messages_append(s->c->store, s->id, in, n, NULL, &e) == PST_OK)
+    if (pst_messages_append(s->c->store, s->id, in, n, NULL, &e) == PST_OK) {
         rc = 0;
-    else
+    } else {
+        atomic_store(&s->persist_bad, true); /* close reports it until the store answers */
         fprintf(stderr, "peri: persisting session %s failed: %s\n", s->id, e.message);
+    }
 out:
     free(json[0]);
     free(json[1]);
@@ -506,6 +508,7 @@ int pct_free(pct_controller *c, long wait_ms) {
         fprintf(stderr, "peri: %d MCP server start(s) still running at exit\n", starting);
         return 1;
     }
+    pct_close_all(c, wait_ms); /* the sessions that waited for them settle now */
     /* Workers still alive after the grace period hold references into c: keep c
      * allocated rather than free memory a thread may still touch. */
     struct timespec dl;

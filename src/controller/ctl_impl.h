@@ -97,6 +97,10 @@ typedef struct pct_sess {
     char *mcp_errors;     /* notice lines (owned, NULL = none) */
     char *mcp_final;      /* JSON array of {"name", "status"} once started (owned) */
     pmcp_pool *ext_built; /* worker thread only */
+    /* ---- honest close (turns.c) */
+    atomic_int subagents;    /* subagents running in this session's turn */
+    atomic_bool persist_bad; /* a history write failed: what the store holds is unknown */
+    int64_t close_intent_ms; /* when close began (mu); kept in the meta as "closeIntent" */
 } pct_sess;
 
 /* Before a turn: when the project's configuration needs trust and the user has not
@@ -176,8 +180,9 @@ pag_permission pct_port_ask(void *ctx, const pag_event *call, atomic_int *cancel
 char *pct_tool_title(const char *name, const char *args);
 /* Appends the host tools' descriptors to the catalogue. */
 void pct_host_tools_add(pag_tool_info *tools, size_t *n);
-/* Persists the session's meta (frozen context, mode, model, remembered permissions). */
-void pct_save_meta(pct_sess *s);
+/* Persists the session's meta (frozen context, mode, model, remembered permissions,
+ * epoch, hidden rows, close intent). 0, or -1 when the store refused it. */
+int pct_save_meta(pct_sess *s);
 /* Makes the agent use the chosen model (worker thread, between turns). */
 void pct_apply_model(pct_sess *s);
 /* The current model spec (malloc'd) or NULL. */

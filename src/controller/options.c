@@ -23,7 +23,7 @@ static json_t *str_array(char **l, size_t n) {
     return a;
 }
 
-void pct_save_meta(pct_sess *s) {
+int pct_save_meta(pct_sess *s) {
     pthread_mutex_lock(&s->mu);
     json_t *m = json_pack("{s:s, s:s}", "frozenContext", s->frozen ? s->frozen : "", "mode",
                           pag_mode_id(pag_session_mode(s->agent)));
@@ -31,6 +31,10 @@ void pct_save_meta(pct_sess *s) {
     if (m) json_object_set_new(m, "allowAlways", str_array(s->allow_always, s->nallow));
     if (m) json_object_set_new(m, "rejectAlways", str_array(s->reject_always, s->nreject));
     if (m) json_object_set_new(m, "epoch", json_integer((json_int_t)s->epoch));
+    if (m && s->close_intent_ms)
+        json_object_set_new(m, "closeIntent",
+                            json_pack("{s:I, s:I}", "epoch", (json_int_t)s->epoch, "at",
+                                      (json_int_t)s->close_intent_ms));
     json_t *hid = m && s->hidden ? json_loads(s->hidden, 0, NULL) : NULL;
     if (json_is_array(hid))
         json_object_set_new(m, "hidden", hid);
@@ -39,11 +43,15 @@ void pct_save_meta(pct_sess *s) {
     char *txt = m ? json_dumps(m, JSON_COMPACT) : NULL;
     json_decref(m);
     pst_error pe;
-    if (!txt || pst_thread_set_meta(s->c->store, s->id, txt, &pe) != PST_OK)
+    int rc = 0;
+    if (!txt || pst_thread_set_meta(s->c->store, s->id, txt, &pe) != PST_OK) {
         fprintf(stderr, "peri: session %s: options not persisted\n", s->id);
+        rc = -1;
+    }
     if (s->model_spec) pst_thread_set_model(s->c->store, s->id, s->model_spec, &pe);
     pthread_mutex_unlock(&s->mu);
     free(txt);
+    return rc;
 }
 
 char *pct_current_model(pct_sess *s) {

@@ -151,7 +151,7 @@ static int fail_out(pag_tool_output *out, const char *msg) {
     return out->output ? 0 : -1;
 }
 
-int pct_subagent_run(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out) {
+static int run_child(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out) {
     json_t *a = json_loads(args ? args : "{}", 0, NULL);
     const char *desc = json_string_value(json_object_get(a, "description"));
     const char *prompt = json_string_value(json_object_get(a, "prompt"));
@@ -259,5 +259,12 @@ out:
     free(ch.text);
     free(ch.tools);
     json_decref(a);
+    return rc;
+}
+
+int pct_subagent_run(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out) {
+    atomic_fetch_add(&s->subagents, 1); /* close reports a subagent not handed over */
+    int rc = run_child(s, args, cancel, out);
+    atomic_fetch_sub(&s->subagents, 1);
     return rc;
 }

@@ -480,8 +480,34 @@ static void deadline_after(struct timespec *ts, long ms) {
     }
 }
 
-static pct_status close_with_grace(pct_controller *c, const char *id, long grace_ms,
-                                   pct_error *err) {
+/* Why a close cannot settle yet; NULL when it can (s->mu held). The reasons, most
+ * specific first, and their fixed messages. */
+static const char *unsettled(pct_sess *s, const char **message) {
+    if (atomic_load(&s->subagents) > 0) {
+        *message = "Session close incomplete: a subagent has not handed over";
+        return "subagent";
+    }
+    if (s->workers > 0) {
+        *message = "Session close incomplete: prompt is still active";
+        return "active_turn";
+    }
+    if (s->mcp_pending) {
+        *message = "Session close incomplete: a background task is still running (MCP servers "
+                   "starting)";
+        return "background_task";
+    }
+    return NULL;
+}
+
+/* Peri close, in its fixed order: stop input (closing: no new prompt, queued ones leave) ->
+ * cancel owned tasks (the turn, its subagents) -> join with a deadline -> abort what did
+ * not stop (the gate stays raised; a starting MCP pool is closed by its connector) ->
+ * persist (the close intent, the store's settlement) -> drain (the emit lock) -> unmap.
+ * Success only when every step settled; otherwise PCT_INCOMPLETE with the reason, and the
+ * session stays closing for a retry. */
+static pct_status close_with_grace(pct_controller *c, const char *id, long grace_ms, pct_error *err,
+                                   const char **reason) {
+    *reason = NULL;
     pct_sess *s = pct_sess_get(c, id);
     if (!s) return PCT_OK; /* closed already, or never live: nothing to settle */
     pthread_mutex_lock(&s->mu);
@@ -492,22 +518,49 @@ static pct_status close_with_grace(pct_controller *c, const char *id, long grace
     struct timespec dl;
     deadline_after(&dl, grace_ms);
     pthread_mutex_lock(&s->mu);
-    while (s->workers > 0) {
+    const char *message = NULL;
+    while (unsettled(s, &message)) {
         if (pthread_cond_timedwait(&s->cv, &s->mu, &dl) == ETIMEDOUT) break;
     }
-    bool settled = s->workers == 0;
-    if (settled) s->state = SESS_CLOSED;
+    *reason = unsettled(s, &message);
+    if (*reason && s->running) pag_session_cancel(s->agent); /* abort: raised again */
+    bool intent = !*reason && !s->read_only && !s->close_intent_ms;
+    if (intent) s->close_intent_ms = now_ms();
     pthread_mutex_unlock(&s->mu);
+    if (!*reason && !s->read_only) {
+        /* The close intent is kept before close reports success. */
+        if (intent && pct_save_meta(s) != 0) {
+            pthread_mutex_lock(&s->mu);
+            s->close_intent_ms = 0; /* the retry writes it again */
+            pthread_mutex_unlock(&s->mu);
+            *reason = "close_intent_not_persisted";
+            message = "Session close incomplete: the close could not be recorded in the store";
+        } else if (atomic_load(&s->persist_bad)) {
+            /* A history write failed: settled only once the store answers again. */
+            pst_thread th;
+            if (pst_thread_get(c->store, s->id, &th, NULL) == PST_OK) {
+                pst_thread_clear(&th);
+                atomic_store(&s->persist_bad, false);
+            } else {
+                *reason = "store_settlement_unknown";
+                message = "Session close incomplete: the store did not confirm the session's "
+                          "history";
+            }
+        }
+    }
     pct_status rc = PCT_OK;
-    if (settled) {
-        /* Persistence is synchronous per step, so no worker means nothing to drain. */
+    if (!*reason) {
+        pthread_mutex_lock(&s->emit_mu); /* drain: no emission of s is in flight */
+        pthread_mutex_lock(&s->mu);
+        s->state = SESS_CLOSED;
+        pthread_mutex_unlock(&s->mu);
+        pthread_mutex_unlock(&s->emit_mu);
         pct_sess *mapped = prt_remove(c->rt, id);
         if (mapped) pct_sess_release(mapped);
     } else {
         if (err) {
             err->status = PCT_INCOMPLETE;
-            snprintf(err->message, sizeof err->message,
-                     "Session close incomplete: prompt is still active");
+            snprintf(err->message, sizeof err->message, "%s", message);
         }
         rc = PCT_INCOMPLETE;
     }
@@ -515,8 +568,13 @@ static pct_status close_with_grace(pct_controller *c, const char *id, long grace
     return rc;
 }
 
+pct_status pct_close_why(pct_controller *c, const char *id, pct_error *err, const char **reason) {
+    return close_with_grace(c, id, c->settings->close_grace_ms, err, reason);
+}
+
 pct_status pct_close(pct_controller *c, const char *id, pct_error *err) {
-    return close_with_grace(c, id, c->settings->close_grace_ms, err);
+    const char *reason;
+    return close_with_grace(c, id, c->settings->close_grace_ms, err, &reason);
 }
 
 void pct_close_all(pct_controller *c, long wait_ms) {
@@ -526,7 +584,8 @@ void pct_close_all(pct_controller *c, long wait_ms) {
         if (n == 0) break;
         size_t incomplete = 0;
         for (size_t i = 0; i < n; i++) {
-            if (close_with_grace(c, ids[i], wait_ms, NULL) != PCT_OK) incomplete++;
+            const char *reason;
+            if (close_with_grace(c, ids[i], wait_ms, NULL, &reason) != PCT_OK) incomplete++;
             free(ids[i]);
         }
         if (incomplete == n) break; /* nothing more will settle within the budget */

@@ -540,9 +540,18 @@ def s_mcp_start(E):
     t_cancel, t_resp = a.cancel(sid4, rid)
     check(t_resp - t_cancel < 1.0, "cancel waited for the servers")
     t0 = time.monotonic()
-    check(a.result("session/close", {"sessionId": sid4}) == {}, "close")
+    r = a.call("session/close", {"sessionId": sid4})
     check(time.monotonic() - t0 < 1.0, "close waited for the servers")
-    time.sleep(3)
+    # honest close: a server still starting is a live background task
+    check(r.get("error", {}).get("code") == -32010 and
+          r["error"]["data"] == {"reason": "background_task", "sessionId": sid4},
+          "close while servers start %r" % r)
+    e = a.call("_peri/session/rename", {"sessionId": sid4, "title": "t"})["error"]
+    check(e["message"] == "Session is closing", "closing guard %r" % e)
+    deadline = time.monotonic() + 10
+    while "error" in a.call("session/close", {"sessionId": sid4}):
+        check(time.monotonic() < deadline, "close never settled")
+        time.sleep(0.1)
     check(wait_gone(root3, 5.0), "a server of the closed session is still running")
     check(len(E.mock.requests()) == n0, "the cancelled turn reached the model")
     check(not [f for _, f in list(a.log) if f.get("method") == "_peri/mcp_status"
@@ -559,7 +568,83 @@ def s_mcp_start(E):
     check(wait_gone(root4, 5.0), "a server outlived the agent")
 
 
-SCENARIOS = {"mcp_start": s_mcp_start, "ids": s_ids, "terminal": s_terminal, "queue": s_queue,
+# ---------------------------------------------------------------- 5 honest close
+
+def close_incomplete(a, E, sid, script, wait_text):
+    """Starts a turn with script, waits for an update with wait_text, closes with no grace:
+    the -32010 answer, or None when the turn had already unwound."""
+    E.mock.script(script)
+    rid = prompt(a, sid, "work")
+    a.wait_update(lambda u: wait_text in json.dumps(u), wait_text, sid=sid)
+    r = a.call("session/close", {"sessionId": sid})
+    a.response(rid)
+    return None if "result" in r else r
+
+
+def s_close_honest(E):
+    import sqlite3
+    a = E.agent(PERI_CLOSE_GRACE_MS="0")
+    # an active turn: the reason in data, the fixed message
+    for attempt in range(8):
+        sid = E.new_session(a)
+        r = close_incomplete(a, E, sid, [{"text": "x", "hang": True, "hang_after": 2}], '"x"')
+        if r:
+            break
+    else:
+        raise Fail("close never observed an active turn")
+    check(r["error"] == {"code": -32010,
+                         "message": "Session close incomplete: prompt is still active",
+                         "data": {"reason": "active_turn", "sessionId": sid}}, "active %r" % r)
+    deadline = time.monotonic() + 5
+    while "error" in a.call("session/close", {"sessionId": sid}):
+        check(time.monotonic() < deadline, "close never settled")
+        time.sleep(0.05)
+    # the close intent is in the store once close succeeded
+    db = sqlite3.connect(E.db)
+    meta = json.loads(db.execute("select meta from threads where id = ?", (sid,)).fetchone()[0])
+    db.close()
+    check(meta.get("closeIntent", {}).get("epoch") == 1 and meta["closeIntent"]["at"] > 0,
+          "close intent %r" % meta.get("closeIntent"))
+    # a subagent that has not handed over
+    for attempt in range(8):
+        sid = E.new_session(a)
+        r = close_incomplete(a, E, sid, [
+            {"tool_calls": [{"id": "t1", "name": "task", "arguments": {
+                "description": "d", "prompt": "p"}}]},
+            {"text": "childtext", "hang": True, "hang_after": 2}], '"in_progress"')
+        if r:
+            check(r["error"]["code"] == -32010 and r["error"]["data"]["reason"] in
+                  ("subagent", "active_turn"), "subagent %r" % r)
+            deadline = time.monotonic() + 5
+            while "error" in a.call("session/close", {"sessionId": sid}):
+                check(time.monotonic() < deadline, "close never settled")
+                time.sleep(0.05)
+            if r["error"]["data"]["reason"] == "subagent":
+                check(r["error"]["message"] ==
+                      "Session close incomplete: a subagent has not handed over", "msg %r" % r)
+                break
+    else:
+        raise Fail("close never observed a subagent")
+    # the close intent cannot be recorded (another writer holds the store): incomplete,
+    # the session stays closing; once the store is free, the retry settles
+    sid = E.new_session(a)
+    E.mock.script([{"text": "one turn"}])
+    a.response(prompt(a, sid, "hi"))
+    lock = sqlite3.connect(E.db, timeout=1, isolation_level=None)
+    lock.execute("BEGIN EXCLUSIVE")
+    try:
+        r = a.call("session/close", {"sessionId": sid}, timeout=20)
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    check(r.get("error", {}).get("code") == -32010 and
+          r["error"]["data"]["reason"] == "close_intent_not_persisted", "intent %r" % r)
+    e = a.call("session/set_mode", {"sessionId": sid, "modeId": "plan"})["error"]
+    check(e["message"] == "Session is closing", "still closing %r" % e)
+    check(a.result("session/close", {"sessionId": sid}) == {}, "retry after the store freed")
+
+
+SCENARIOS = {"close_honest": s_close_honest, "mcp_start": s_mcp_start, "ids": s_ids, "terminal": s_terminal, "queue": s_queue,
              "retry_cancel": s_retry_cancel, "extensions": s_extensions, "closing": s_closing}
 
 
