@@ -26,7 +26,8 @@ typedef struct pacp_storage {
 } pacp_storage;
 
 /* The host start object (Peri's WASM start object, in C). The library reads no
- * environment variable and no ~/.peri file: `peri acp` maps those into this struct
+ * environment variable and no ~/.peri file (except that ACP authenticate rewrites
+ * <home>/.peri/settings.json to keep the key given): `peri acp` maps those into this struct
  * (src/cli/host_env.c); an embedder fills it explicitly. Several pacp_serve calls may
  * run at once in one process, each with its own options: nothing is global. */
 typedef struct pacp_options {

@@ -244,6 +244,14 @@ pct_status pct_close(pct_controller *c, const char *id, pct_error *err);
  * turn, subagent or background task of the session is alive, the close intent is in the
  * store ("closeIntent" in the thread's meta) and the store confirmed the history. */
 pct_status pct_close_why(pct_controller *c, const char *id, pct_error *err, const char **reason);
+/* Credentials (auth.c). pct_has_credentials: the default model resolves to a configured
+ * provider (a key or a base URL); why receives the reason when not.
+ * pct_authenticate: keeps `key` for provider "openai" or "anthropic" in the user's
+ * settings (<home>/.peri/settings.json, mode 0600; never in a project) and applies it to
+ * this host at once (new sessions, and existing ones at their next turn). */
+bool pct_has_credentials(pct_controller *c, char *why, size_t whylen);
+pct_status pct_authenticate(pct_controller *c, const char *provider, const char *key,
+                            pct_error *err);
 /* Closes every live session (EOF of the transport). */
 void pct_close_all(pct_controller *c, long wait_ms);
 bool pct_session_closing(pct_controller *c, const char *id);

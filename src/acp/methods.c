@@ -54,6 +54,8 @@ static void ok_empty(pacp_reply *r) {
 
 /* ---------------------------------------------------------------- initialize */
 
+static json_t *auth_methods(void);
+
 static void m_initialize(pacp_server *srv, json_t *params, pacp_reply *r) {
     pacp_fs_caps(srv, json_object_get(params, "clientCapabilities")); /* issue 12 */
     pacp_term_caps(srv, json_object_get(params, "clientCapabilities"));
@@ -75,12 +77,12 @@ static void m_initialize(pacp_server *srv, json_t *params, pacp_reply *r) {
         return;
     }
     r->result = json_pack(
-        "{s:i, s:{s:b, s:{s:b, s:b, s:b}, s:{s:b, s:b}, s:{s:{}, s:{}, s:{}, s:{}, s:{}}}, s:[], "
+        "{s:i, s:{s:b, s:{s:b, s:b, s:b}, s:{s:b, s:b}, s:{s:{}, s:{}, s:{}, s:{}, s:{}}}, s:o, "
         "s:{s:s, s:s, s:s}}",
         "protocolVersion", 1, "agentCapabilities", "loadSession", 1, "promptCapabilities", "image",
         1, "audio", 0, "embeddedContext", 1, "mcpCapabilities", "http", 1, "sse", 1,
         "sessionCapabilities", "list", "close", "resume", "delete", "fork", "authMethods",
-        "agentInfo", "name", "peri-c", "title", "Peri-C", "version", PERI_VERSION);
+        auth_methods(), "agentInfo", "name", "peri-c", "title", "Peri-C", "version", PERI_VERSION);
     if (!r->result) {
         pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
         return;
@@ -94,10 +96,66 @@ static void m_initialize(pacp_server *srv, json_t *params, pacp_reply *r) {
     if (ext) json_object_set_new(json_object_get(r->result, "agentCapabilities"), "_meta", ext);
 }
 
+/* ACP authMethods: one per provider, of ACP's default ("agent") type: the client calls
+ * authenticate with the method's id and the key in _meta["peri.apiKey"]; Peri keeps it
+ * in the user's settings (~/.peri/settings.json, mode 0600), never in the project. The
+ * provider's environment variable (vars) is named too, for clients that set it instead
+ * and start the agent again. */
+static json_t *auth_methods(void) {
+    static const struct {
+        const char *id, *name, *var, *link;
+    } m[] = {{"openai-api-key", "OpenAI API key", "OPENAI_API_KEY",
+              "https://platform.openai.com/api-keys"},
+             {"anthropic-api-key", "Anthropic API key", "ANTHROPIC_API_KEY",
+              "https://console.anthropic.com/settings/keys"}};
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < sizeof m / sizeof m[0]; i++) {
+        char desc[300];
+        snprintf(desc, sizeof desc,
+                 "Authenticate with the key in _meta[\"peri.apiKey\"]: it is kept in your "
+                 "~/.peri/settings.json (mode 0600), never in the project. Or set %s and "
+                 "start the agent again.",
+                 m[i].var);
+        json_array_append_new(arr,
+                              json_pack("{s:s, s:s, s:s, s:{s:[{s:s}], s:s}}", "id", m[i].id,
+                                        "name", m[i].name, "description", desc, "_meta",
+                                        "peri.vars", "name", m[i].var, "peri.link", m[i].link));
+    }
+    return arr ? arr : json_array();
+}
+
 static void m_authenticate(pacp_server *srv, json_t *params, pacp_reply *r) {
-    (void)srv;
-    (void)params;
-    bad_params(r, "no authentication methods are offered");
+    const char *mid = json_string_value(json_object_get(params, "methodId"));
+    const char *provider = !mid                                ? NULL
+                           : !strcmp(mid, "openai-api-key")    ? "openai"
+                           : !strcmp(mid, "anthropic-api-key") ? "anthropic"
+                                                               : NULL;
+    if (!provider) {
+        bad_params(r, "methodId must be one of the authMethods: openai-api-key, "
+                      "anthropic-api-key");
+        return;
+    }
+    json_t *key = json_object_get(json_object_get(params, "_meta"), "peri.apiKey");
+    if (!key) {
+        /* no key given: fine when the host already has usable credentials (e.g. the
+         * client set the provider's environment variable and started the agent again) */
+        char why[300];
+        if (pct_has_credentials(srv->ctl, why, sizeof why))
+            ok_empty(r);
+        else
+            bad_params(r, "_meta[\"peri.apiKey\"] (the provider's API key) is required");
+        return;
+    }
+    if (!json_is_string(key)) {
+        bad_params(r, "_meta[\"peri.apiKey\"] must be a string");
+        return;
+    }
+    pct_error e = {0};
+    if (pct_authenticate(srv->ctl, provider, json_string_value(key), &e) != PCT_OK) {
+        ctl_error(r, &e, NULL);
+        return;
+    }
+    ok_empty(r);
 }
 
 /* ---------------------------------------------------------------- sessions */
@@ -169,6 +227,14 @@ static void m_new(pacp_server *srv, json_t *params, pacp_reply *r) {
         return;
     }
     if (check_mcp(params, r)) return;
+    char why[300];
+    /* (a host without a machine identity writes nothing: the controller says so first) */
+    if (*pct_machine_id(srv->ctl) && !pct_has_credentials(srv->ctl, why, sizeof why)) {
+        /* ACP's auth_required: the client authenticates (authMethods), then retries */
+        pacp_reply_error(r, PACP_AUTH_REQUIRED, "Authentication required");
+        r->data = json_pack("{s:s}", "reason", why);
+        return;
+    }
     const char *cwd = json_string_value(cwdv);
     pct_error e = {0};
     char sid[PST_ID_LEN];

@@ -389,6 +389,7 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
     }
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
+    pthread_mutex_init(&c->auth_mu, NULL);
     pst_error pe;
     c->shared_store = cfg->shared_store;
     if (cfg->machine_id) {
@@ -484,6 +485,14 @@ fail:
     prt_free(c->rt);
     free(c->tools);
     free(c->home);
+    while (c->old_settings) {
+        pct_old_settings *o = c->old_settings;
+        c->old_settings = o->next;
+        pag_settings_clear(o->s);
+        free(o->s);
+        free(o);
+    }
+    pthread_mutex_destroy(&c->auth_mu);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
     free(c);
@@ -530,6 +539,14 @@ int pct_free(pct_controller *c, long wait_ms) {
     prt_free(c->rt);
     free(c->tools);
     free(c->home);
+    while (c->old_settings) {
+        pct_old_settings *o = c->old_settings;
+        c->old_settings = o->next;
+        pag_settings_clear(o->s);
+        free(o->s);
+        free(o);
+    }
+    pthread_mutex_destroy(&c->auth_mu);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
     free(c);

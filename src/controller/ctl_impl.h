@@ -101,6 +101,7 @@ typedef struct pct_sess {
     atomic_int subagents;    /* subagents running in this session's turn */
     atomic_bool persist_bad; /* a history write failed: what the store holds is unknown */
     int64_t close_intent_ms; /* when close began (mu); kept in the meta as "closeIntent" */
+    const pag_settings *settings_applied; /* the version model_cfg was taken from (worker) */
 } pct_sess;
 
 /* Before a turn: when the project's configuration needs trust and the user has not
@@ -117,14 +118,26 @@ int pct_mcp_open(pct_sess *s, const char *mcp_json, char **notices);
 pmcp_pool *pct_mcp_ext(pct_sess *s);
 void pct_mcp_wait(pct_sess *s, uint64_t gen);
 char *pct_mcp_status(pct_sess *s);
+/* True when the default model resolves to a configured provider (why: the reason when
+ * not). */
+bool pct_credentials(pct_controller *c, char *why, size_t whylen);
 /* Rebuilds the session's tool list after the pool's table changed (worker thread); the
  * previous list is kept until release. 0, or -1 (the previous list stays). */
 int pct_rebuild_tools(pct_sess *s);
 
+typedef struct pct_old_settings { /* a settings version replaced by authenticate */
+    struct pct_old_settings *next;
+    pag_settings *s;
+} pct_old_settings;
+
 struct pct_controller {
     pst_store *store;
     prt_runtime *rt;
-    const pag_settings *settings;
+    /* The current settings version: atomic, replaced by pct_authenticate (auth.c); the
+     * first is the host's (borrowed), later ones are kept in old_settings until pct_free. */
+    const pag_settings *_Atomic settings;
+    pthread_mutex_t auth_mu; /* one authenticate at a time */
+    pct_old_settings *old_settings;
     pct_sink sink;
     char machine_id[PST_ID_LEN]; /* "" = no identity (shared store, none given) */
     bool shared_store;

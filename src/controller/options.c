@@ -64,13 +64,16 @@ char *pct_current_model(pct_sess *s) {
 
 void pct_apply_model(pct_sess *s) {
     char *want = pct_current_model(s);
-    if (want && s->model_applied && strcmp(want, s->model_applied) == 0) {
+    const pag_settings *now = s->c->settings; /* a new version after an authenticate */
+    if (want && s->model_applied && strcmp(want, s->model_applied) == 0 &&
+        now == s->settings_applied) {
         free(want);
         return;
     }
+    s->settings_applied = now;
     const char *name = NULL;
     pm_config cfg;
-    if (pag_settings_model_spec(s->c->settings, want, &cfg, &name, s->model_missing,
+    if (pag_settings_model_spec(now, want, &cfg, &name, s->model_missing,
                                 sizeof s->model_missing) != 0)
         name = NULL;
     pm_client_free(s->client);

@@ -644,7 +644,66 @@ def s_close_honest(E):
     check(a.result("session/close", {"sessionId": sid}) == {}, "retry after the store freed")
 
 
-SCENARIOS = {"close_honest": s_close_honest, "mcp_start": s_mcp_start, "ids": s_ids, "terminal": s_terminal, "queue": s_queue,
+# ---------------------------------------------------------------- 9 authentication
+
+def s_auth(E):
+    import stat
+    # no key and no base URL (a base URL alone would be a usable local provider)
+    E.settings({"maxRetries": 0, "model": "openai:mock-model", "keep": "me"})
+    a = E.agent(model=False)
+    init = a.log[0][1]["result"]
+    ids = [m["id"] for m in init["authMethods"]]
+    check(ids == ["openai-api-key", "anthropic-api-key"], "authMethods %r" % init["authMethods"])
+    check(init["authMethods"][0]["_meta"]["peri.vars"] == [{"name": "OPENAI_API_KEY"}],
+          "vars %r" % init["authMethods"][0])
+    # without a usable key: auth_required at session/new, not at the first prompt
+    r = a.call("session/new", {"cwd": E.cwd, "mcpServers": []})
+    check(r.get("error", {}).get("code") == -32000 and
+          r["error"]["message"] == "Authentication required", "auth required %r" % r)
+    # bad authenticate calls change nothing
+    for params in ({"methodId": "nope"}, {"methodId": "openai-api-key"},
+                   {"methodId": "openai-api-key", "_meta": {"peri.apiKey": 5}},
+                   {"methodId": "openai-api-key", "_meta": {"peri.apiKey": "a b"}},
+                   {"methodId": "openai-api-key", "_meta": {"peri.apiKey": "k\n"}},
+                   {"methodId": "openai-api-key", "_meta": {"peri.apiKey": "x" * 513}}):
+        e = a.call("authenticate", params)
+        check(e.get("error", {}).get("code") == -32602, "bad authenticate %r -> %r" % (params, e))
+    path = os.path.join(E.home, ".peri", "settings.json")
+    check("apiKey" not in open(path).read(), "a refused key was stored")
+    # the key: kept in the user's settings (0600), applied at once, never in the project
+    check(a.result("authenticate", {"methodId": "openai-api-key",
+                                    "_meta": {"peri.apiKey": "sk-test-123"}}) == {}, "auth")
+    st = os.stat(path)
+    check(stat.S_IMODE(st.st_mode) == 0o600, "settings mode %o" % stat.S_IMODE(st.st_mode))
+    doc = json.load(open(path))
+    check(doc["providers"]["openai"]["apiKey"] == "sk-test-123" and doc["keep"] == "me",
+          "stored settings %r" % doc)
+    check(not os.path.exists(os.path.join(E.cwd, ".peri")), "something written to the project")
+    # the provider's base URL comes from the environment here (the mock)
+    b = E.agent(model=False, PERI_MODEL="openai:mock-model",
+                OPENAI_BASE_URL=E.mock.url + "/v1")
+    sid = E.new_session(b)
+    E.mock.script([{"text": "authed"}])
+    check(b.response(prompt(b, sid, "hi")).get("result") == {"stopReason": "end_turn"},
+          "turn after authenticate")
+    check(E.mock.requests()[-1]["headers"].get("authorization") == "Bearer sk-test-123",
+          "key not used: %r" % E.mock.requests()[-1]["headers"])
+    # in the first host too, at once: a new session works without a restart
+    r = a.call("session/new", {"cwd": E.cwd, "mcpServers": []})
+    check("result" in r, "session/new after authenticate %r" % r)
+    # authenticate without a key once credentials are usable: {}
+    check(a.result("authenticate", {"methodId": "openai-api-key"}) == {}, "no-key auth")
+    # a symlinked settings file is not followed
+    os.unlink(path)
+    target = os.path.join(E.tmp, "elsewhere.json")
+    open(target, "w").write("{}")
+    os.symlink(target, path)
+    e = a.call("authenticate", {"methodId": "anthropic-api-key",
+                                "_meta": {"peri.apiKey": "sk-ant"}})
+    check("error" in e and open(target).read() == "{}", "symlink followed %r" % e)
+
+
+SCENARIOS = {"auth": s_auth, "close_honest": s_close_honest, "mcp_start": s_mcp_start, "ids": s_ids, "terminal": s_terminal, "queue": s_queue,
              "retry_cancel": s_retry_cancel, "extensions": s_extensions, "closing": s_closing}
 
 
