@@ -475,6 +475,9 @@ void pacp_cancel(pacp_server *srv, json_t *params) {
     if (!cq) cq = json_object_get(meta, "peri.clearQueue");
     json_t *tid = json_object_get(meta, "peri.turnId");
     json_t *aid = json_object_get(meta, "peri.attemptId");
+    /* a target that is not a string names nothing: cancelling "the running turn" instead
+     * could hit a turn the client did not mean */
+    if ((tid && !json_is_string(tid)) || (aid && !json_is_string(aid)) || (aid && !tid)) return;
     pct_cancel_opts o = {.turn_id = json_string_value(tid),
                          .attempt_id = json_string_value(aid),
                          .clear_queue = json_is_true(cq)};

@@ -250,6 +250,11 @@ def s_queue(E):
     a.notify("session/cancel", {"sessionId": sid, "_meta": {"peri.turnId": t1,
                                                             "peri.attemptId": "attempt-9-9"}})
     check(no_answer(a, rid1), "a cancel of another attempt cancelled the turn")
+    # a malformed target names nothing (it does not fall back to the running turn)
+    for bad in ({"peri.turnId": 7}, {"peri.attemptId": a1}, {"peri.turnId": t1,
+                                                              "peri.attemptId": None}):
+        a.notify("session/cancel", {"sessionId": sid, "_meta": bad})
+    check(no_answer(a, rid1, 0.4), "a malformed cancel target cancelled the turn")
     # the cancel naming the running turn and attempt
     a.notify("session/cancel", {"sessionId": sid, "_meta": {"peri.turnId": t1,
                                                             "peri.attemptId": a1}})
@@ -499,7 +504,8 @@ def s_mcp_start(E):
     _, f = a.wait(lambda f: f.get("method") == "_peri/mcp_status", 40, "_peri/mcp_status")
     p = f["params"]
     check(p["sessionId"] == sid and
-          p["servers"] == [{"name": "late", "status": "ready"}, {"name": "never", "status": "failed"}]
+          p["servers"] == [{"name": "late", "status": "ready"},
+                           {"name": "never", "status": "failed"}]
           and any('"never"' in e for e in p["errors"]) and
           p["_meta"]["peri.sessionEpoch"] == 1, "final status %r" % p)
     # the ready server's tools reach the model
@@ -703,8 +709,9 @@ def s_auth(E):
     check("error" in e and open(target).read() == "{}", "symlink followed %r" % e)
 
 
-SCENARIOS = {"auth": s_auth, "close_honest": s_close_honest, "mcp_start": s_mcp_start, "ids": s_ids, "terminal": s_terminal, "queue": s_queue,
-             "retry_cancel": s_retry_cancel, "extensions": s_extensions, "closing": s_closing}
+SCENARIOS = {"ids": s_ids, "terminal": s_terminal, "queue": s_queue,
+             "retry_cancel": s_retry_cancel, "extensions": s_extensions, "closing": s_closing,
+             "close_honest": s_close_honest, "mcp_start": s_mcp_start, "auth": s_auth}
 
 
 def main():
