@@ -19,7 +19,7 @@
 /* Where the host keeps sessions, and how it may write there. */
 typedef struct pacp_storage {
     const char *locator;    /* required: a SQLite file path (parents created) or ":memory:",
-                               or a postgresql:// URL (issue 15, docs/store.md) */
+                               or a postgresql:// URL (docs/store.md) */
     bool shared;            /* other machines write this store too: writing needs machine_id */
     const char *credential; /* the store credential: the PostgreSQL password when the URL
                                has none; a SQLite file needs none (unused) */
@@ -52,7 +52,7 @@ typedef struct pacp_options {
     /* Optional: the user's home for user-level files other than settings (e.g.
      * ~/.peri/commands). NULL: none. `peri acp` passes $HOME. */
     const char *home;
-    /* Issue 11 (pct_config): Ruby's ruby+stdlib.wasm, the native WASI runner argv. */
+    /* pct_config: Ruby's ruby+stdlib.wasm, the native WASI runner argv. */
     const char *ruby_wasm;
     const char *const *wasm_runner;
     size_t nwasm_runner;

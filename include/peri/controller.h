@@ -62,7 +62,7 @@ typedef struct pct_sink {
      * after pct_session_answered. */
     void (*on_mcp_status)(void *ctx, const char *session_id, uint64_t session_epoch,
                           const char *status_json);
-    /* Issue 12, optional: the client's file system (ACP fs/read_text_file and
+    /* optional: the client's file system (ACP fs/read_text_file and
      * fs/write_text_file) for the read/write/edit tools. Paths are canonical and already
      * confined to the session's cwd. 0 ok (read: *data malloc'd), 1 not offered by the
      * client (the disk is used), -1 failed with errno set. */
@@ -70,7 +70,7 @@ typedef struct pct_sink {
                    size_t *len);
     int (*fs_write)(void *ctx, const char *session_id, const char *abs_path, const char *data,
                     size_t len);
-    /* Issue 12 item 4, optional: the client's terminal (ACP terminal/... requests) for the shell
+    /* optional: the client's terminal (ACP terminal/... requests) for the shell
      * tool when the sandbox mode is off; same contract as ptl_client_term.run. */
     int (*term_run)(void *ctx, const char *session_id, const char *cwd, const char *command,
                     long long timeout_ms, size_t max_output, atomic_int *cancel,
@@ -86,10 +86,10 @@ typedef struct pct_config {
      * controller on a private store; on a shared store, no identity: writes refused. */
     const char *machine_id;
     bool shared_store; /* other machines write the store too */
-    /* Issue 15: the store credential (PostgreSQL password when the URL has none). */
+    /* the store credential (PostgreSQL password when the URL has none). */
     const char *db_credential;
     const pag_settings *settings; /* borrowed; must outlive the controller */
-    /* Issue 11: code runs through placement. ruby_wasm: Ruby's ruby+stdlib.wasm (NULL: the
+    /* code runs through placement. ruby_wasm: Ruby's ruby+stdlib.wasm (NULL: the
      * room has no Ruby); wasm_runner: argv that runs a WASI module natively (NULL: none). */
     const char *ruby_wasm;
     const char *const *wasm_runner;
@@ -125,7 +125,7 @@ int pct_free(pct_controller *c, long wait_ms);
 /* Creates a session for an absolute existing directory. out_id receives its id. */
 pct_status pct_session_new(pct_controller *c, const char *cwd, char out_id[PST_ID_LEN],
                            pct_error *err);
-/* ---- MCP (issue 12) ----
+/* ---- MCP ----
  * Like pct_session_new / pct_session_load, with the client's ACP mcpServers (JSON array
  * text, NULL for none). Servers from <home>/.peri/settings.json and
  * <cwd>/.peri/settings.json ("mcpServers") are connected for every session, too; their
@@ -154,12 +154,12 @@ void pct_session_announce(pct_controller *c, const char *id);
 pct_status pct_session_load(pct_controller *c, const char *id, bool replay, pct_error *err);
 pct_status pct_session_list(pct_controller *c, const char *cwd, const char *cursor,
                             pst_thread_page *out, pct_error *err);
-/* Issue 15: all_machines 1 lists every machine's sessions (items whose machine_id differs
+/* all_machines 1 lists every machine's sessions (items whose machine_id differs
  * from pct_machine_id are read-only here), 0 only this machine's, -1 the default: all on
  * a PostgreSQL store, own only on SQLite. */
 pct_status pct_session_list_ex(pct_controller *c, const char *cwd, const char *cursor,
                                int all_machines, pst_thread_page *out, pct_error *err);
-/* Issue 15 follow-up: true when the live session `id` is another machine's session,
+/* true when the live session `id` is another machine's session,
  * opened read-only by pct_session_load (owner, may be NULL, receives its machine id).
  * Such a session replays its history; prompt, fork, delete, set_mode and
  * set_config_option answer PCT_FOREIGN naming the owner, and nothing is written to the
@@ -172,7 +172,7 @@ pct_status pct_session_delete(pct_controller *c, const char *id, pct_error *err)
  * called and the token stays the caller's. */
 pct_status pct_prompt(pct_controller *c, const char *id, const char *text, void *token,
                       pct_error *err);
-/* ---- issue 13: modes, config options, prompt content, fork, request cancel */
+/* ---- modes, config options, prompt content, fork, request cancel */
 
 /* Queues a prompt made of a prepared user message (text and image parts); takes the
  * parts of *msg (left empty) when it returns PCT_OK. */

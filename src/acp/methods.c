@@ -57,7 +57,7 @@ static void ok_empty(pacp_reply *r) {
 static json_t *auth_methods(void);
 
 static void m_initialize(pacp_server *srv, json_t *params, pacp_reply *r) {
-    pacp_fs_caps(srv, json_object_get(params, "clientCapabilities")); /* issue 12 */
+    pacp_fs_caps(srv, json_object_get(params, "clientCapabilities"));
     pacp_term_caps(srv, json_object_get(params, "clientCapabilities"));
     json_t *pv = json_object_get(params, "protocolVersion");
     if (pv && !json_is_integer(pv)) {
@@ -169,7 +169,7 @@ static int check_mcp(json_t *params, pacp_reply *r) {
     return 0;
 }
 
-/* MCP (issue 12): the mcpServers array as JSON text for the controller (NULL if none). */
+/* MCP: the mcpServers array as JSON text for the controller (NULL if none). */
 static char *mcp_text(json_t *params) {
     json_t *m = json_object_get(params, "mcpServers");
     return json_is_array(m) && json_array_size(m) ? json_dumps(m, JSON_COMPACT) : NULL;
@@ -279,7 +279,7 @@ static void load_or_resume(pacp_server *srv, json_t *params, pacp_reply *r, bool
     if (r->result) snprintf(r->answered, sizeof r->answered, "%s", sid);
     char owner[PST_ID_LEN];
     if (r->result && pct_session_read_only(srv->ctl, sid, owner)) {
-        /* another machine's session: open here for reading only (issue 15 follow-up) */
+        /* another machine's session: open here for reading only */
         json_t *meta = json_object_get(r->result, "_meta");
         if (!json_is_object(meta)) {
             meta = json_object();
@@ -290,7 +290,7 @@ static void load_or_resume(pacp_server *srv, json_t *params, pacp_reply *r, bool
     }
 }
 
-/* ---------------------------------------------------------------- issue 13 */
+/* ---------------------------------------------------------------- fork, modes, config */
 
 static void m_fork(pacp_server *srv, json_t *params, pacp_reply *r) {
     const char *sid = session_id(params);
@@ -389,7 +389,7 @@ static void m_list(pacp_server *srv, json_t *params, pacp_reply *r) {
         bad_params(r, "cwd and cursor must be strings");
         return;
     }
-    /* _meta."peri.allMachines": true/false overrides the store's default (issue 15) */
+    /* _meta."peri.allMachines": true/false overrides the store's default */
     json_t *allv = json_object_get(json_object_get(params, "_meta"), "peri.allMachines");
     int all = json_is_boolean(allv) ? json_is_true(allv) : -1;
     /* _meta."peri.includeArchived": true lists archived sessions too */

@@ -15,13 +15,13 @@
 
 /* Prompt answers are routed back to the request id they belong to. */
 typedef struct prompt_token {
-    struct prompt_token *next; /* srv->prompts, under srv->mu (issue 13: $/cancel_request) */
+    struct prompt_token *next; /* srv->prompts, under srv->mu ($/cancel_request) */
     pacp_server *srv;
     json_t *id;
     char sid[PST_ID_LEN];
 } prompt_token;
 
-/* Unlinks t from the in-flight prompts (issue 13). */
+/* Unlinks t from the in-flight prompts. */
 static void forget_prompt(pacp_server *srv, prompt_token *t) {
     pthread_mutex_lock(&srv->mu);
     for (prompt_token **p = &srv->prompts; *p; p = &(*p)->next)
@@ -84,7 +84,7 @@ static void sink_event(void *ctx, const pag_event *ev, const pct_event_ids *ids)
     if (!p) return;
     json_incref(p);
     pacp_notify(srv, "session/update", p);
-    pacp_term_after_update(srv, p); /* issue 12 item 4: shown, so release it now */
+    pacp_term_after_update(srv, p); /* shown, so release it now */
     json_decref(p);
 }
 
@@ -164,7 +164,7 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
         json_t *ri = json_loads(call->raw_input, 0, NULL);
         if (ri) json_object_set_new(tc, "rawInput", ri);
     }
-    if (tc && call->meta_json) { /* a subagent's call: its nesting (issue 13) */
+    if (tc && call->meta_json) { /* a subagent's call: its nesting */
         json_t *mj = json_loads(call->meta_json, 0, NULL);
         if (json_is_object(mj))
             json_object_set_new(tc, "_meta", mj);
@@ -253,9 +253,9 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
 
 static void on_response(pacp_server *srv, pacp_msg *m) {
     if (!json_is_integer(m->id)) return; /* not one of ours: ignore */
-    /* Issue 12: answers to fs/read_text_file and fs/write_text_file. */
+    /* answers to fs/read_text_file and fs/write_text_file. */
     if (pacp_fs_on_response(srv, m)) return;
-    if (pacp_term_on_response(srv, m)) return; /* issue 12 item 4 */
+    if (pacp_term_on_response(srv, m)) return;
     json_int_t id = json_integer_value(m->id);
     /* Decoded here so that no json_t crosses threads; errors and unknown outcomes
      * refuse. */
@@ -525,16 +525,16 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
                      .on_mcp_status = sink_mcp_status,
                      .ask_permission = sink_ask,
                      .on_prompt_done = sink_prompt_done,
-                     .fs_read = pacp_fs_read, /* issue 12 */
+                     .fs_read = pacp_fs_read,
                      .fs_write = pacp_fs_write,
                      .term_run = pacp_term_run};
     pct_config cfg = {.db_path = opt->storage.locator,
                       .home = opt->home,
                       .machine_id = opt->machine_id,
                       .shared_store = opt->storage.shared,
-                      .db_credential = opt->storage.credential, /* issue 15 */
+                      .db_credential = opt->storage.credential,
                       .settings = settings,
-                      .ruby_wasm = opt->ruby_wasm, /* issue 11: how code runs */
+                      .ruby_wasm = opt->ruby_wasm, /* how code runs */
                       .wasm_runner = opt->wasm_runner,
                       .nwasm_runner = opt->nwasm_runner,
                       .bwrap = opt->bwrap};
@@ -579,7 +579,7 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
             return 0;
         }
     }
-    pacp_term_release_all(srv); /* issue 12 item 4: the client is gone; free the records */
+    pacp_term_release_all(srv); /* the client is gone; free the records */
     pthread_mutex_destroy(&srv->mu);
     pthread_cond_destroy(&srv->cv);
     pacp_writer_destroy(&srv->w);

@@ -127,7 +127,7 @@ static int port_run_tool(void *ctx, const char *name, const char *args, atomic_i
     return pct_run_tool(ctx, name, args, cancel, out, false);
 }
 
-/* MCP progress (issue 12): a notifications/progress of a running MCP call becomes a
+/* MCP progress: a notifications/progress of a running MCP call becomes a
  * tool_call_update of that call (status in_progress, a text content line and
  * _meta["peri.progress"] = {progress, total?, message?}), at most one per
  * PCT_PROGRESS_MS per call, except that the last step (progress == total) always
@@ -216,7 +216,7 @@ int pct_run_tool(pct_sess *s, const char *name, const char *args, atomic_int *ca
     return -1; /* unknown: the workspace tools are all served by the pool */
 }
 
-/* Issue 12: the tools' client file system, bound to this session. */
+/* the tools' client file system, bound to this session. */
 static int client_read(void *ctx, const char *abs, char **data, size_t *len) {
     pct_sess *s = ctx;
     if (!s->c->sink.fs_read) return 1;
@@ -408,7 +408,7 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
         set_err(err, PCT_FAILED, "no randomness for a machine id%s", NULL);
         goto fail;
     } /* shared store without an identity: machine_id stays "" and nothing is written */
-    /* Ownership is enforced by the store itself too (issue 15): writes go only to this
+    /* Ownership is enforced by the store itself too: writes go only to this
      * machine's workspaces; a shared store without an identity is opened read-only. */
     pst_open_options so = {.owner_machine_id = c->machine_id[0] ? c->machine_id : NULL,
                            .read_only = !c->machine_id[0],
@@ -626,7 +626,7 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
     s->titled = th->title != NULL;
     s->client_fs = (ptl_client_fs){.ctx = s, .read = client_read, .write = client_write};
     s->client_term = (ptl_client_term){.ctx = s, .run = client_term_run};
-    /* Another machine's session (issue 15 follow-up): open for reading only. Its cwd is a
+    /* Another machine's session: open for reading only. Its cwd is a
      * path on that machine, so nothing here touches it: no tool pool (no MCP server, no
      * workspace server), only the static tool catalogue so that replayed tool calls get
      * the same kinds and titles as on the owner. */
@@ -1012,13 +1012,13 @@ size_t pct_live_count(pct_controller *c) {
     return prt_count(c->rt);
 }
 
-/* ---------------------------------------------------------------- fork (issue 13) */
+/* ---------------------------------------------------------------- fork */
 
 pct_status pct_session_fork(pct_controller *c, const char *id, char out_id[PST_ID_LEN],
                             pct_error *err) {
     pct_sess *live = pct_sess_get(c, id);
     char *meta_txt = NULL;
-    if (live && live->read_only) { /* issue 15: the fork would be written into a foreign */
+    if (live && live->read_only) { /* the fork would be written into a foreign */
         pct_status frc = pct_sess_writable(live, err); /* workspace */
         pct_sess_release(live);
         return frc;
@@ -1053,7 +1053,7 @@ pct_status pct_session_fork(pct_controller *c, const char *id, char out_id[PST_I
         set_err(err, PCT_FAILED, "store: %s", pe.message);
         return PCT_FAILED;
     }
-    if (strcmp(src.machine_id, c->machine_id) != 0) { /* issue 15: the fork would be written */
+    if (strcmp(src.machine_id, c->machine_id) != 0) {         /* the fork would be written */
         pct_status frc = foreign(c, id, src.machine_id, err); /* into a foreign workspace */
         pst_thread_clear(&src);
         return frc;

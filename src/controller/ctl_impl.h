@@ -42,18 +42,18 @@ typedef struct pct_sess {
     pthread_mutex_t emit_mu;
     uint64_t gate_gen; /* events of turns <= gate_gen are dropped */
     bool titled;
-    pmcp_pool *mcp;       /* MCP servers of this session (issue 12); closed on release */
+    pmcp_pool *mcp; /* the builtin Workspace server (configured servers: ext); closed on release */
     pag_tool_info *tools; /* builtin + MCP tools; the agent's ports point here */
     size_t ntools;
     /* Tool arrays replaced after a server's tools/list_changed (worker thread only),
      * kept until release like the pool's old tables. */
     struct pct_old_tools *old_tools;
-    /* Issue 12: the context the builtin tools run with, inside the pool's in-process
+    /* the context the builtin tools run with, inside the pool's in-process
      * Workspace server (cwd, client fs, client terminal, sandbox; cancel per call). */
     ptl_ctx tool_ctx;
-    ptl_client_fs client_fs;     /* issue 12: files through the ACP client when offered */
-    ptl_client_term client_term; /* issue 12 item 4: shell in the client's terminal */
-    /* ---- issue 13 (guarded by mu unless noted) */
+    ptl_client_fs client_fs;     /* files through the ACP client when offered */
+    ptl_client_term client_term; /* shell in the client's terminal */
+    /* ---- editor features (guarded by mu unless noted) */
     char *frozen;        /* frozen context text, owned (immutable after creation) */
     char *model_spec;    /* chosen "provider:model", owned; NULL = settings default */
     char *model_applied; /* the spec the agent uses now, owned (worker thread only) */
@@ -61,7 +61,7 @@ typedef struct pct_sess {
     size_t nallow, nreject;
     double cost_usd;    /* session cost so far (emit_mu) */
     char cur_call[128]; /* id of the tool call being run (worker thread only) */
-    /* ---- issue 15 follow-up: another machine's session opened read-only (replay only).
+    /* ---- another machine's session opened read-only (replay only).
      * Immutable after make_live. No tool pool, no model call, and nothing is written to
      * the store for it: every writing entry point refuses it naming `owner`. */
     bool read_only;
@@ -145,7 +145,7 @@ struct pct_controller {
     pag_tool_info *tools;
     size_t ntools;
     char *home; /* for the user's settings.json (MCP servers) and ~/.peri/commands */
-    /* Issue 11: code runs through placement (room first, native sandbox when needed). */
+    /* code runs through placement (room first, native sandbox when needed). */
     pr_host *room;
     pr_ruby *ruby;
     pl_ruby_hook ruby_hook;
@@ -186,7 +186,7 @@ pct_status pct_sess_writable(const pct_sess *s, pct_error *err);
  * they are not a valid plan (replay of the plan a todo call showed). */
 char *pct_plan_of_todo(const char *args_json);
 
-/* ---- issue 13 internals */
+/* ---- editor feature internals */
 #define PCT_HOST_TOOLS 3 /* todo, skill, task */
 /* The session's permission broker (pag_ports.ask_permission) and tool titles. */
 pag_permission pct_port_ask(void *ctx, const pag_event *call, atomic_int *cancel);

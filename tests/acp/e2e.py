@@ -686,7 +686,7 @@ def s_fuzz(E):
 
 
 def s_hostile(E):
-    """Issue 9 (findings 4, 5, 8): a hostile workspace. The project guide as a symlink out
+    """A hostile workspace. The project guide as a symlink out
     or as a FIFO, a read of a FIFO and a glob with repeated ** never leak, never block the
     server, and the sessions still close."""
     outside = os.path.join(E.tmp, "outside-guide.txt")

@@ -1,6 +1,6 @@
 // sdk_client.mjs: a real ACP client - the client side of the official TypeScript SDK
 // (@agentclientprotocol/sdk, pinned in tests/acp/sdk/package-lock.json, installed by
-// scripts/deps.sh into a cache) - drives every editor feature of issue 13 against
+// scripts/deps.sh into a cache) - drives every editor feature against
 // `peri acp` and tests/host/mock_model.py, for one model format.
 //
 // usage: node sdk_client.mjs PERI_BINARY MOCK_MODEL_PY openai|anthropic
