@@ -59,6 +59,14 @@ typedef struct pacp_options {
     const char *bwrap; /* the sandbox's bubblewrap binary; NULL: /usr/bin/bwrap */
 } pacp_options;
 
+/* A terminal login (`peri login`): keeps the API key of provider "openai" or
+ * "anthropic" in <home>/.peri/settings.json (providers.<provider>.apiKey; the file is
+ * rewritten atomically with mode 0600, other entries kept; a symlinked or foreign-owned
+ * file is refused), exactly as ACP authenticate does, never in a project. 0, or -1 with
+ * a message in err. */
+int pacp_store_api_key(const char *home, const char *provider, const char *key, char *err,
+                       size_t errlen);
+
 /* Serves until EOF on in_fd, then closes every session like session/close and
  * returns 0. Returns -1 with a message in err when the host could not start (bad
  * start object, store cannot be opened, ...). Bad input never ends the loop. */

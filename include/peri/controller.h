@@ -250,6 +250,10 @@ pct_status pct_close_why(pct_controller *c, const char *id, pct_error *err, cons
  * settings (<home>/.peri/settings.json, mode 0600; never in a project) and applies it to
  * this host at once (new sessions, and existing ones at their next turn). */
 bool pct_has_credentials(pct_controller *c, char *why, size_t whylen);
+/* The storing half of pct_authenticate, without a host (for a terminal login): keeps
+ * `key` for provider "openai" or "anthropic" in <home>/.peri/settings.json. */
+pct_status pct_store_api_key(const char *home, const char *provider, const char *key,
+                             pct_error *err);
 pct_status pct_authenticate(pct_controller *c, const char *provider, const char *key,
                             pct_error *err);
 /* Closes every live session (EOF of the transport). */

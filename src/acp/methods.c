@@ -124,6 +124,14 @@ static json_t *auth_methods(void) {
     return arr ? arr : json_array();
 }
 
+int pacp_store_api_key(const char *home, const char *provider, const char *key, char *err,
+                       size_t errlen) {
+    pct_error e = {0};
+    if (pct_store_api_key(home, provider, key, &e) == PCT_OK) return 0;
+    snprintf(err, errlen, "%s", e.message);
+    return -1;
+}
+
 static void m_authenticate(pacp_server *srv, json_t *params, pacp_reply *r) {
     const char *mid = json_string_value(json_object_get(params, "methodId"));
     const char *provider = !mid                                ? NULL

@@ -148,8 +148,8 @@ static pct_status fail(pct_error *err, pct_status st, const char *msg) {
     return st;
 }
 
-pct_status pct_authenticate(pct_controller *c, const char *provider, const char *key,
-                            pct_error *err) {
+/* Checks provider and key. PCT_OK, or PCT_BAD_ARG with err. */
+static pct_status check_key(const char *provider, const char *key, pct_error *err) {
     if (!provider || (strcmp(provider, "openai") != 0 && strcmp(provider, "anthropic") != 0))
         return fail(err, PCT_BAD_ARG, "provider must be openai or anthropic");
     size_t n = key ? strlen(key) : 0;
@@ -158,13 +158,24 @@ pct_status pct_authenticate(pct_controller *c, const char *provider, const char 
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)key[i] <= 0x20 || (unsigned char)key[i] >= 0x7f)
             return fail(err, PCT_BAD_ARG, "the API key must be printable ASCII without spaces");
-    if (!c->home) return fail(err, PCT_FAILED, "no user home to keep the key in");
+    return PCT_OK;
+}
+
+pct_status pct_store_api_key(const char *home, const char *provider, const char *key,
+                             pct_error *err) {
+    if (check_key(provider, key, err) != PCT_OK) return PCT_BAD_ARG;
+    if (!home || home[0] != '/') return fail(err, PCT_FAILED, "no user home to keep the key in");
     char why[300];
+    if (store_key(home, provider, key, why, sizeof why) != 0) return fail(err, PCT_FAILED, why);
+    return PCT_OK;
+}
+
+pct_status pct_authenticate(pct_controller *c, const char *provider, const char *key,
+                            pct_error *err) {
+    if (check_key(provider, key, err) != PCT_OK) return PCT_BAD_ARG;
     pthread_mutex_lock(&c->auth_mu); /* one authenticate at a time: file and settings */
-    pct_status rc = PCT_OK;
-    if (store_key(c->home, provider, key, why, sizeof why) != 0) {
-        rc = fail(err, PCT_FAILED, why);
-    } else {
+    pct_status rc = pct_store_api_key(c->home, provider, key, err);
+    if (rc == PCT_OK) {
         /* the host's settings, with the key: a new version, published atomically */
         const pag_settings *cur = c->settings;
         json_t *doc = cur->doc ? json_deep_copy(cur->doc) : json_object();
