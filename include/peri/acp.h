@@ -25,14 +25,15 @@ extern "C" {
 /* Where the host keeps sessions, and how it may write there. */
 typedef struct pacp_storage {
     const char *locator;    /* required: a SQLite file path (parents created) or ":memory:",
-                               or a postgresql:// URL (issue 15, docs/store.md) */
+                               or a postgresql:// URL (docs/store.md) */
     bool shared;            /* other machines write this store too: writing needs machine_id */
     const char *credential; /* the store credential: the PostgreSQL password when the URL
                                has none; a SQLite file needs none (unused) */
 } pacp_storage;
 
 /* The host start object (Peri's WASM start object, in C). The library reads no
- * environment variable and no ~/.peri file: `peri acp` maps those into this struct
+ * environment variable and no ~/.peri file (except that ACP authenticate rewrites
+ * <home>/.peri/settings.json to keep the key given): `peri acp` maps those into this struct
  * (src/cli/host_env.c); an embedder fills it explicitly. Several pacp_serve calls may
  * run at once in one process, each with its own options: nothing is global. */
 typedef struct pacp_options {
@@ -57,7 +58,7 @@ typedef struct pacp_options {
     /* Optional: the user's home for user-level files other than settings (e.g.
      * ~/.peri/commands). NULL: none. `peri acp` passes $HOME. */
     const char *home;
-    /* Issue 11 (pct_config): Ruby's ruby+stdlib.wasm, the native WASI runner argv. */
+    /* pct_config: Ruby's ruby+stdlib.wasm, the native WASI runner argv. */
     const char *ruby_wasm;
     const char *const *wasm_runner;
     size_t nwasm_runner;
@@ -67,6 +68,14 @@ typedef struct pacp_options {
      * `peri acp` logs to stderr. */
     pb_logger log;
 } pacp_options;
+
+/* A terminal login (`peri login`): keeps the API key of provider "openai" or
+ * "anthropic" in <home>/.peri/settings.json (providers.<provider>.apiKey; the file is
+ * rewritten atomically with mode 0600, other entries kept; a symlinked or foreign-owned
+ * file is refused), exactly as ACP authenticate does, never in a project. 0, or -1 with
+ * a message in err. */
+int pacp_store_api_key(const char *home, const char *provider, const char *key, char *err,
+                       size_t errlen);
 
 /* Serves until EOF on in_fd, then closes every session like session/close and
  * returns 0. Returns -1 with a message in err when the host could not start (bad

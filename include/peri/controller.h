@@ -21,12 +21,25 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct pct_controller pct_controller;
+
+/* The identity of one event, beside the runtime's (session_id, session_seq) on the
+ * event itself. session_epoch is new each time a process makes the session live (kept
+ * with the session, never reused); turn_id names one accepted prompt and attempt_id one
+ * run of the agent loop for it (a queued prompt that continues after a cancel is a new
+ * attempt). Both are unique within the session (they embed the epoch). */
+typedef struct pct_event_ids {
+    uint64_t session_epoch;
+    const char *turn_id;    /* NULL: the event belongs to no turn (replay, announce, ...) */
+    const char *attempt_id; /* NULL: no attempt (outside a turn, or a prompt that never ran) */
+    const char *agent_id;   /* the session id for the main agent; a subagent's own id */
+} pct_event_ids;
 
 typedef struct pct_sink {
     void *ctx;
@@ -38,7 +51,22 @@ typedef struct pct_sink {
                                      atomic_int *cancel);
     /* The answer of one prompt (token from pct_prompt); called exactly once. */
     void (*on_prompt_done)(void *ctx, void *token, const pag_turn_result *r);
-    /* Issue 12, optional: the client's file system (ACP fs/read_text_file and
+    /* Optional: on_event with the event's identity; when set, it is called instead of
+     * on_event (same lock, same order). */
+    void (*on_event_ids)(void *ctx, const pag_event *ev, const pct_event_ids *ids);
+    /* Optional: the terminal event of one turn, called exactly once per accepted prompt,
+     * after every event of that turn and immediately before its on_prompt_done (with the
+     * session's emit lock held). session_seq is the next value of the session's counter
+     * (the terminal event takes its place in the sequence). */
+    void (*on_turn_done)(void *ctx, const char *session_id, uint64_t session_seq,
+                         const pct_event_ids *ids, const pag_turn_result *r);
+    /* Optional: the session's configured MCP servers finished starting (status_json as
+     * pct_session_mcp_status gives it, with every server "ready" or "failed"). Called once
+     * per live instance that had servers to start, from the thread that started them,
+     * after pct_session_answered. */
+    void (*on_mcp_status)(void *ctx, const char *session_id, uint64_t session_epoch,
+                          const char *status_json);
+    /* optional: the client's file system (ACP fs/read_text_file and
      * fs/write_text_file) for the read/write/edit tools. Paths are canonical and already
      * confined to the session's cwd. 0 ok (read: *data malloc'd), 1 not offered by the
      * client (the disk is used), -1 failed with errno set. */
@@ -46,7 +74,7 @@ typedef struct pct_sink {
                    size_t *len);
     int (*fs_write)(void *ctx, const char *session_id, const char *abs_path, const char *data,
                     size_t len);
-    /* Issue 12 item 4, optional: the client's terminal (ACP terminal/... requests) for the shell
+    /* optional: the client's terminal (ACP terminal/... requests) for the shell
      * tool when the sandbox mode is off; same contract as ptl_client_term.run. */
     int (*term_run)(void *ctx, const char *session_id, const char *cwd, const char *command,
                     long long timeout_ms, size_t max_output, atomic_int *cancel,
@@ -62,10 +90,10 @@ typedef struct pct_config {
      * controller on a private store; on a shared store, no identity: writes refused. */
     const char *machine_id;
     bool shared_store; /* other machines write the store too */
-    /* Issue 15: the store credential (PostgreSQL password when the URL has none). */
+    /* the store credential (PostgreSQL password when the URL has none). */
     const char *db_credential;
     const pag_settings *settings; /* borrowed; must outlive the controller */
-    /* Issue 11: code runs through placement. ruby_wasm: Ruby's ruby+stdlib.wasm (NULL: the
+    /* code runs through placement. ruby_wasm: Ruby's ruby+stdlib.wasm (NULL: the
      * room has no Ruby); wasm_runner: argv that runs a WASI module natively (NULL: none). */
     const char *ruby_wasm;
     const char *const *wasm_runner;
@@ -104,7 +132,7 @@ int pct_free(pct_controller *c, long wait_ms);
 /* Creates a session for an absolute existing directory. out_id receives its id. */
 pct_status pct_session_new(pct_controller *c, const char *cwd, char out_id[PST_ID_LEN],
                            pct_error *err);
-/* ---- MCP (issue 12) ----
+/* ---- MCP ----
  * Like pct_session_new / pct_session_load, with the client's ACP mcpServers (JSON array
  * text, NULL for none). Servers from <home>/.peri/settings.json and
  * <cwd>/.peri/settings.json ("mcpServers") are connected for every session, too; their
@@ -118,6 +146,13 @@ pct_status pct_session_load_mcp(pct_controller *c, const char *id, bool replay,
                                 const char *mcp_json, char **notices, pct_error *err);
 /* ---- end MCP ---- */
 
+/* MCP servers start in the background: session/new, load and resume return before
+ * they are up. The session's status as JSON text (malloc'd; NULL when not live):
+ * {"servers": [{"name", "status": "starting"|"ready"|"failed"}], "errors": [lines]}. */
+char *pct_session_mcp_status(pct_controller *c, const char *id);
+/* The client has the answer naming the session: from now on the final MCP status may be
+ * sent (sink->on_mcp_status; at once when the servers are already up). */
+void pct_session_answered(pct_controller *c, const char *id);
 /* Emits the session's available commands (after the session/new answer). */
 void pct_session_announce(pct_controller *c, const char *id);
 /* Makes a stored session live. With replay, emits the whole history (before
@@ -126,12 +161,12 @@ void pct_session_announce(pct_controller *c, const char *id);
 pct_status pct_session_load(pct_controller *c, const char *id, bool replay, pct_error *err);
 pct_status pct_session_list(pct_controller *c, const char *cwd, const char *cursor,
                             pst_thread_page *out, pct_error *err);
-/* Issue 15: all_machines 1 lists every machine's sessions (items whose machine_id differs
+/* all_machines 1 lists every machine's sessions (items whose machine_id differs
  * from pct_machine_id are read-only here), 0 only this machine's, -1 the default: all on
  * a PostgreSQL store, own only on SQLite. */
 pct_status pct_session_list_ex(pct_controller *c, const char *cwd, const char *cursor,
                                int all_machines, pst_thread_page *out, pct_error *err);
-/* Issue 15 follow-up: true when the live session `id` is another machine's session,
+/* true when the live session `id` is another machine's session,
  * opened read-only by pct_session_load (owner, may be NULL, receives its machine id).
  * Such a session replays its history; prompt, fork, delete, set_mode and
  * set_config_option answer PCT_FOREIGN naming the owner, and nothing is written to the
@@ -144,7 +179,7 @@ pct_status pct_session_delete(pct_controller *c, const char *id, pct_error *err)
  * called and the token stays the caller's. */
 pct_status pct_prompt(pct_controller *c, const char *id, const char *text, void *token,
                       pct_error *err);
-/* ---- issue 13: modes, config options, prompt content, fork, request cancel */
+/* ---- modes, config options, prompt content, fork, request cancel */
 
 /* Queues a prompt made of a prepared user message (text and image parts); takes the
  * parts of *msg (left empty) when it returns PCT_OK. */
@@ -173,9 +208,61 @@ void pct_cancel_prompt(pct_controller *c, const char *id, void *token);
 
 /* Cancels the running turn of a session (no-op when idle or unknown). */
 void pct_cancel(pct_controller *c, const char *id);
+/* A cancel with a target and the queue's fate. turn_id (NULL: the running turn, like
+ * pct_cancel) names the turn to cancel, attempt_id (may be NULL) its attempt: a turn
+ * that already ended, or another attempt, is left alone, so a repeated cancel is a no-op.
+ * Queued prompts survive a cancel unless clear_queue: then each is answered "cancelled"
+ * without running. */
+typedef struct pct_cancel_opts {
+    const char *turn_id;
+    const char *attempt_id;
+    bool clear_queue;
+} pct_cancel_opts;
+void pct_cancel_ex(pct_controller *c, const char *id, const pct_cancel_opts *o);
+/* The prompts waiting behind the running one, oldest first, as JSON text (malloc'd):
+ * [{"turnId", "text" (its first 200 bytes)}]. */
+pct_status pct_queue_list(pct_controller *c, const char *id, char **json_out, pct_error *err);
+/* Drops every waiting prompt (each is answered "cancelled"); *cleared says how many.
+ * PCT_CLOSING while the session closes. */
+pct_status pct_queue_clear(pct_controller *c, const char *id, size_t *cleared, pct_error *err);
+/* Renames a session (title 1..200 bytes, stored; a live session emits
+ * session_info_update). */
+pct_status pct_session_rename(pct_controller *c, const char *id, const char *title, pct_error *err);
+/* Archives or unarchives a session: an archived one leaves session/list unless the list
+ * asks for archived sessions. */
+pct_status pct_session_archive(pct_controller *c, const char *id, bool archived, pct_error *err);
+/* Drops the last `turns` turns (a turn starts at a user message) of an idle session as a
+ * new history state: the stored rows stay; the thread's meta records the hidden range
+ * and the session is made live again without them (a new epoch). *dropped receives how
+ * many turns were dropped (fewer when the history is shorter). PCT_BUSY while a prompt
+ * runs or waits. */
+pct_status pct_session_rewind(pct_controller *c, const char *id, int turns, int *dropped,
+                              pct_error *err);
+/* session/list with the archived sessions too when include_archived. */
+pct_status pct_session_list_opts(pct_controller *c, const char *cwd, const char *cursor,
+                                 int all_machines, bool include_archived, pst_thread_page *out,
+                                 pct_error *err);
 /* Peri close: cancel, then settle. PCT_OK when settled (also for an already closed or
  * unknown session), PCT_INCOMPLETE with err->message = why. Idempotent. */
 pct_status pct_close(pct_controller *c, const char *id, pct_error *err);
+/* pct_close, telling why it is incomplete: *reason (static) is "active_turn",
+ * "subagent", "background_task", "close_intent_not_persisted" or
+ * "store_settlement_unknown" with PCT_INCOMPLETE, NULL with PCT_OK. Success means: no
+ * turn, subagent or background task of the session is alive, the close intent is in the
+ * store ("closeIntent" in the thread's meta) and the store confirmed the history. */
+pct_status pct_close_why(pct_controller *c, const char *id, pct_error *err, const char **reason);
+/* Credentials (auth.c). pct_has_credentials: the default model resolves to a configured
+ * provider (a key or a base URL); why receives the reason when not.
+ * pct_authenticate: keeps `key` for provider "openai" or "anthropic" in the user's
+ * settings (<home>/.peri/settings.json, mode 0600; never in a project) and applies it to
+ * this host at once (new sessions, and existing ones at their next turn). */
+bool pct_has_credentials(pct_controller *c, char *why, size_t whylen);
+/* The storing half of pct_authenticate, without a host (for a terminal login): keeps
+ * `key` for provider "openai" or "anthropic" in <home>/.peri/settings.json. */
+pct_status pct_store_api_key(const char *home, const char *provider, const char *key,
+                             pct_error *err);
+pct_status pct_authenticate(pct_controller *c, const char *provider, const char *key,
+                            pct_error *err);
 /* Closes every live session (EOF of the transport). */
 void pct_close_all(pct_controller *c, long wait_ms);
 bool pct_session_closing(pct_controller *c, const char *id);

@@ -228,6 +228,11 @@ pmcp_pool *pmcp_pool_open(const pmcp_pool_opts *opt, char **notices);
  * project_servers_json). Call it between turns, like pmcp_pool_refresh. Returns 1 when
  * the tool table changed, 0 when nothing was added, -1 when out of memory. */
 int pmcp_pool_add_project(pmcp_pool *p, const char *project_servers_json, char **notices);
+/* The configured servers of the pool (not the builtin one), in configuration order:
+ * pmcp_pool_server_at gives server i's name (borrowed until close) and whether it is
+ * connected (false: it failed to start; the notices said why). NULL past the end. */
+size_t pmcp_pool_server_count(const pmcp_pool *p);
+const char *pmcp_pool_server_at(const pmcp_pool *p, size_t i, bool *connected);
 /* True when the pool serves the builtin tools (opened with a workspace context). */
 bool pmcp_pool_builtin(const pmcp_pool *p);
 /* Closes every connection (no server process survives) and frees. NULL: no-op. */

@@ -32,6 +32,10 @@ void *prt_acquire(prt_runtime *rt, const char *session_id);
 void *prt_remove(prt_runtime *rt, const char *session_id);
 /* Next value of the session's monotonic event counter (1, 2, ...); 0 if unmapped. */
 uint64_t prt_next_seq(prt_runtime *rt, const char *session_id);
+/* Like prt_next_seq, but only while session_id is mapped to exactly `handle`: 0 when it
+ * is unmapped or mapped to another handle (a later live instance of the same session),
+ * so a late event of a closed instance can never be stamped into its successor. */
+uint64_t prt_next_seq_of(prt_runtime *rt, const char *session_id, const void *handle);
 /* Copies up to `max` mapped ids (malloc'd, caller frees each) into ids[]; returns
  * how many were copied. */
 size_t prt_list(prt_runtime *rt, char **ids, size_t max);

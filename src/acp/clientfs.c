@@ -1,5 +1,5 @@
 /*
- * clientfs.c — ACP client file system (issue 12): when the client advertised
+ * clientfs.c — ACP client file system: when the client advertised
  * clientCapabilities.fs.readTextFile / writeTextFile in initialize, the workspace
  * read/write/edit tools read and write through fs/read_text_file and
  * fs/write_text_file, so the editor sees unsaved buffers and keeps its own undo.

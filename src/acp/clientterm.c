@@ -1,5 +1,5 @@
 /*
- * clientterm.c — ACP client terminals (issue 12 item 4): when the client advertised
+ * clientterm.c — ACP client terminals: when the client advertised
  * clientCapabilities.terminal and the user turned the sandbox off ("sandbox": {"mode":
  * "off"}), the shell tool runs its command in a terminal the CLIENT creates
  * (terminal/create, terminal/wait_for_exit, terminal/output; terminal/kill on cancel or

@@ -19,6 +19,7 @@
 #define PACP_TURN_FAILED      (-32000)
 #define PACP_NOT_FOUND        (-32002)
 #define PACP_CLOSE_INCOMPLETE (-32010)
+#define PACP_AUTH_REQUIRED    (-32000) /* ACP auth_required: "Authentication required" */
 
 typedef enum pacp_kind {
     PACP_INVALID = 0,  /* see err_code / err_msg; id may be set when it was readable */

@@ -54,8 +54,10 @@ static void ok_empty(pacp_reply *r) {
 
 /* ---------------------------------------------------------------- initialize */
 
+static json_t *auth_methods(void);
+
 static void m_initialize(pacp_server *srv, json_t *params, pacp_reply *r) {
-    pacp_fs_caps(srv, json_object_get(params, "clientCapabilities")); /* issue 12 */
+    pacp_fs_caps(srv, json_object_get(params, "clientCapabilities"));
     pacp_term_caps(srv, json_object_get(params, "clientCapabilities"));
     json_t *pv = json_object_get(params, "protocolVersion");
     if (pv && !json_is_integer(pv)) {
@@ -75,19 +77,93 @@ static void m_initialize(pacp_server *srv, json_t *params, pacp_reply *r) {
         return;
     }
     r->result = json_pack(
-        "{s:i, s:{s:b, s:{s:b, s:b, s:b}, s:{s:b, s:b}, s:{s:{}, s:{}, s:{}, s:{}, s:{}}}, s:[], "
+        "{s:i, s:{s:b, s:{s:b, s:b, s:b}, s:{s:b, s:b}, s:{s:{}, s:{}, s:{}, s:{}, s:{}}}, s:o, "
         "s:{s:s, s:s, s:s}}",
         "protocolVersion", 1, "agentCapabilities", "loadSession", 1, "promptCapabilities", "image",
         1, "audio", 0, "embeddedContext", 1, "mcpCapabilities", "http", 1, "sse", 1,
         "sessionCapabilities", "list", "close", "resume", "delete", "fork", "authMethods",
-        "agentInfo", "name", "peri-c", "title", "Peri-C", "version", PERI_VERSION);
-    if (!r->result) pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+        auth_methods(), "agentInfo", "name", "peri-c", "title", "Peri-C", "version", PERI_VERSION);
+    if (!r->result) {
+        pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    /* Peri's extensions, as ACP's extensibility rules ask: capability flags in _meta. */
+    json_t *ext =
+        json_pack("{s:b, s:b, s:b, s:b, s:[s, s, s, s, s, s]}", "peri.eventIds", 1, "peri.turnDone",
+                  1, "peri.cancelTarget", 1, "peri.clearQueue", 1, "peri.methods",
+                  "_peri/queue/list", "_peri/queue/clear", "_peri/session/rename",
+                  "_peri/session/archive", "_peri/session/unarchive", "_peri/session/rewind");
+    if (ext) json_object_set_new(json_object_get(r->result, "agentCapabilities"), "_meta", ext);
+}
+
+/* ACP authMethods: one per provider, of ACP's default ("agent") type: the client calls
+ * authenticate with the method's id and the key in _meta["peri.apiKey"]; Peri keeps it
+ * in the user's settings (~/.peri/settings.json, mode 0600), never in the project. The
+ * provider's environment variable (vars) is named too, for clients that set it instead
+ * and start the agent again. */
+static json_t *auth_methods(void) {
+    static const struct {
+        const char *id, *name, *var, *link;
+    } m[] = {{"openai-api-key", "OpenAI API key", "OPENAI_API_KEY",
+              "https://platform.openai.com/api-keys"},
+             {"anthropic-api-key", "Anthropic API key", "ANTHROPIC_API_KEY",
+              "https://console.anthropic.com/settings/keys"}};
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < sizeof m / sizeof m[0]; i++) {
+        char desc[300];
+        snprintf(desc, sizeof desc,
+                 "Authenticate with the key in _meta[\"peri.apiKey\"]: it is kept in your "
+                 "~/.peri/settings.json (mode 0600), never in the project. Or set %s and "
+                 "start the agent again.",
+                 m[i].var);
+        json_array_append_new(arr,
+                              json_pack("{s:s, s:s, s:s, s:{s:[{s:s}], s:s}}", "id", m[i].id,
+                                        "name", m[i].name, "description", desc, "_meta",
+                                        "peri.vars", "name", m[i].var, "peri.link", m[i].link));
+    }
+    return arr ? arr : json_array();
+}
+
+int pacp_store_api_key(const char *home, const char *provider, const char *key, char *err,
+                       size_t errlen) {
+    pct_error e = {0};
+    if (pct_store_api_key(home, provider, key, &e) == PCT_OK) return 0;
+    snprintf(err, errlen, "%s", e.message);
+    return -1;
 }
 
 static void m_authenticate(pacp_server *srv, json_t *params, pacp_reply *r) {
-    (void)srv;
-    (void)params;
-    bad_params(r, "no authentication methods are offered");
+    const char *mid = json_string_value(json_object_get(params, "methodId"));
+    const char *provider = !mid                                ? NULL
+                           : !strcmp(mid, "openai-api-key")    ? "openai"
+                           : !strcmp(mid, "anthropic-api-key") ? "anthropic"
+                                                               : NULL;
+    if (!provider) {
+        bad_params(r, "methodId must be one of the authMethods: openai-api-key, "
+                      "anthropic-api-key");
+        return;
+    }
+    json_t *key = json_object_get(json_object_get(params, "_meta"), "peri.apiKey");
+    if (!key) {
+        /* no key given: fine when the host already has usable credentials (e.g. the
+         * client set the provider's environment variable and started the agent again) */
+        char why[300];
+        if (pct_has_credentials(srv->ctl, why, sizeof why))
+            ok_empty(r);
+        else
+            bad_params(r, "_meta[\"peri.apiKey\"] (the provider's API key) is required");
+        return;
+    }
+    if (!json_is_string(key)) {
+        bad_params(r, "_meta[\"peri.apiKey\"] must be a string");
+        return;
+    }
+    pct_error e = {0};
+    if (pct_authenticate(srv->ctl, provider, json_string_value(key), &e) != PCT_OK) {
+        ctl_error(r, &e, NULL);
+        return;
+    }
+    ok_empty(r);
 }
 
 /* ---------------------------------------------------------------- sessions */
@@ -101,26 +177,32 @@ static int check_mcp(json_t *params, pacp_reply *r) {
     return 0;
 }
 
-/* MCP (issue 12): the mcpServers array as JSON text for the controller (NULL if none). */
+/* MCP: the mcpServers array as JSON text for the controller (NULL if none). */
 static char *mcp_text(json_t *params) {
     json_t *m = json_object_get(params, "mcpServers");
     return json_is_array(m) && json_array_size(m) ? json_dumps(m, JSON_COMPACT) : NULL;
 }
 
-/* MCP (issue 12): servers that could not start are reported in the result's _meta as
- * {"peri.mcpErrors": ["MCP server \"x\" is unavailable: ...", ...]}. */
-static void mcp_notices(json_t *result, char *notices) {
-    if (!result || !notices) {
-        free(notices);
-        return;
+/* MCP: the session's servers as they are when the answer goes out, in the result's _meta:
+ * "peri.mcpServers": [{"name", "status": "starting"|"ready"|"failed"}] and, when something
+ * is already known to be wrong, "peri.mcpErrors": ["MCP server \"x\" is unavailable: ...",
+ * ...]. Servers start in the background: _peri/mcp_status tells when they are up. */
+static void mcp_notices(pacp_server *srv, const char *sid, json_t *result, char *notices) {
+    free(notices); /* the status holds them too */
+    char *st = result ? pct_session_mcp_status(srv->ctl, sid) : NULL;
+    json_t *sj = st ? json_loads(st, 0, NULL) : NULL;
+    free(st);
+    json_t *servers = json_object_get(sj, "servers"), *errors = json_object_get(sj, "errors");
+    if (json_array_size(servers) || json_array_size(errors)) { /* none configured: no _meta */
+        json_t *meta = json_object_get(result, "_meta");
+        if (!json_is_object(meta)) {
+            meta = json_object();
+            json_object_set_new(result, "_meta", meta);
+        }
+        json_object_set(meta, "peri.mcpServers", servers);
+        if (json_array_size(errors)) json_object_set(meta, "peri.mcpErrors", errors);
     }
-    json_t *arr = json_array();
-    char *save = NULL;
-    for (char *line = strtok_r(notices, "\n", &save); arr && line;
-         line = strtok_r(NULL, "\n", &save))
-        json_array_append_new(arr, json_string(line));
-    json_object_set_new(result, "_meta", json_pack("{s:o}", "peri.mcpErrors", arr));
-    free(notices);
+    json_decref(sj);
 }
 
 /* Adds the session's modes and configOptions to a result object. */
@@ -153,6 +235,14 @@ static void m_new(pacp_server *srv, json_t *params, pacp_reply *r) {
         return;
     }
     if (check_mcp(params, r)) return;
+    char why[300];
+    /* (a host without a machine identity writes nothing: the controller says so first) */
+    if (*pct_machine_id(srv->ctl) && !pct_has_credentials(srv->ctl, why, sizeof why)) {
+        /* ACP's auth_required: the client authenticates (authMethods), then retries */
+        pacp_reply_error(r, PACP_AUTH_REQUIRED, "Authentication required");
+        r->data = json_pack("{s:s}", "reason", why);
+        return;
+    }
     const char *cwd = json_string_value(cwdv);
     pct_error e = {0};
     char sid[PST_ID_LEN];
@@ -165,13 +255,14 @@ static void m_new(pacp_server *srv, json_t *params, pacp_reply *r) {
         return;
     }
     r->result = json_pack("{s:s}", "sessionId", sid);
-    mcp_notices(r->result, notices);
+    mcp_notices(srv, sid, r->result, notices);
     if (!r->result) {
         pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
         return;
     }
     add_options(srv, sid, r->result);
     memcpy(r->announce, sid, PST_ID_LEN);
+    memcpy(r->answered, sid, PST_ID_LEN);
 }
 
 static void load_or_resume(pacp_server *srv, json_t *params, pacp_reply *r, bool replay) {
@@ -191,11 +282,12 @@ static void load_or_resume(pacp_server *srv, json_t *params, pacp_reply *r, bool
         return;
     }
     ok_empty(r);
-    mcp_notices(r->result, notices);
+    mcp_notices(srv, sid, r->result, notices);
     if (r->result) add_options(srv, sid, r->result);
+    if (r->result) snprintf(r->answered, sizeof r->answered, "%s", sid);
     char owner[PST_ID_LEN];
     if (r->result && pct_session_read_only(srv->ctl, sid, owner)) {
-        /* another machine's session: open here for reading only (issue 15 follow-up) */
+        /* another machine's session: open here for reading only */
         json_t *meta = json_object_get(r->result, "_meta");
         if (!json_is_object(meta)) {
             meta = json_object();
@@ -206,7 +298,7 @@ static void load_or_resume(pacp_server *srv, json_t *params, pacp_reply *r, bool
     }
 }
 
-/* ---------------------------------------------------------------- issue 13 */
+/* ---------------------------------------------------------------- fork, modes, config */
 
 static void m_fork(pacp_server *srv, json_t *params, pacp_reply *r) {
     const char *sid = session_id(params);
@@ -228,6 +320,7 @@ static void m_fork(pacp_server *srv, json_t *params, pacp_reply *r) {
     }
     add_options(srv, nid, r->result);
     memcpy(r->announce, nid, PST_ID_LEN);
+    memcpy(r->answered, nid, PST_ID_LEN);
 }
 
 static void m_set_mode(pacp_server *srv, json_t *params, pacp_reply *r) {
@@ -304,13 +397,16 @@ static void m_list(pacp_server *srv, json_t *params, pacp_reply *r) {
         bad_params(r, "cwd and cursor must be strings");
         return;
     }
-    /* _meta."peri.allMachines": true/false overrides the store's default (issue 15) */
+    /* _meta."peri.allMachines": true/false overrides the store's default */
     json_t *allv = json_object_get(json_object_get(params, "_meta"), "peri.allMachines");
     int all = json_is_boolean(allv) ? json_is_true(allv) : -1;
+    /* _meta."peri.includeArchived": true lists archived sessions too */
+    bool arch =
+        json_is_true(json_object_get(json_object_get(params, "_meta"), "peri.includeArchived"));
     pst_thread_page page;
     pct_error e = {0};
-    if (pct_session_list_ex(srv->ctl, json_string_value(cwdv), json_string_value(curv), all, &page,
-                            &e) != PCT_OK) {
+    if (pct_session_list_opts(srv->ctl, json_string_value(cwdv), json_string_value(curv), all, arch,
+                              &page, &e) != PCT_OK) {
         ctl_error(r, &e, NULL);
         return;
     }
@@ -321,6 +417,7 @@ static void m_list(pacp_server *srv, json_t *params, pacp_reply *r) {
                               "updatedAt", iso_time(t->updated_at));
         if (o && t->title) json_object_set_new(o, "title", json_string(t->title));
         json_t *meta = o ? json_object() : NULL;
+        if (meta && t->archived) json_object_set_new(meta, "peri.archived", json_true());
         if (meta && t->parent_id[0])
             json_object_set_new(meta, "peri.parentSessionId", json_string(t->parent_id));
         if (meta && strcmp(t->machine_id, pct_machine_id(srv->ctl)) != 0) {
@@ -365,11 +462,34 @@ static void m_close(pacp_server *srv, json_t *params, pacp_reply *r) {
         return;
     }
     pct_error e = {0};
-    if (pct_close(srv->ctl, sid, &e) != PCT_OK) {
+    const char *reason = NULL;
+    if (pct_close_why(srv->ctl, sid, &e, &reason) != PCT_OK) {
         ctl_error(r, &e, sid);
+        /* what keeps the close from settling; the session stays closing for a retry */
+        if (reason && !r->data)
+            r->data = json_pack("{s:s, s:s}", "reason", reason, "sessionId", sid);
         return;
     }
     ok_empty(r);
+}
+
+void pacp_cancel(pacp_server *srv, json_t *params) {
+    const char *sid = session_id(params);
+    if (!sid) return;
+    /* Peri's cancel target and queue choice: clear_queue (default false) or
+     * _meta["peri.clearQueue"]; _meta["peri.turnId"] / ["peri.attemptId"] name the turn. */
+    json_t *meta = json_object_get(params, "_meta");
+    json_t *cq = json_object_get(params, "clear_queue");
+    if (!cq) cq = json_object_get(meta, "peri.clearQueue");
+    json_t *tid = json_object_get(meta, "peri.turnId");
+    json_t *aid = json_object_get(meta, "peri.attemptId");
+    /* a target that is not a string names nothing: cancelling "the running turn" instead
+     * could hit a turn the client did not mean */
+    if ((tid && !json_is_string(tid)) || (aid && !json_is_string(aid)) || (aid && !tid)) return;
+    pct_cancel_opts o = {.turn_id = json_string_value(tid),
+                         .attempt_id = json_string_value(aid),
+                         .clear_queue = json_is_true(cq)};
+    pct_cancel_ex(srv->ctl, sid, &o);
 }
 
 static void m_cancel(pacp_server *srv, json_t *params, pacp_reply *r) {
@@ -378,8 +498,106 @@ static void m_cancel(pacp_server *srv, json_t *params, pacp_reply *r) {
         bad_params(r, "missing sessionId");
         return;
     }
-    pct_cancel(srv->ctl, sid);
+    pacp_cancel(srv, params);
     ok_empty(r);
+}
+
+/* ---------------------------------------------------------------- Peri's extensions */
+
+static void x_queue_list(pacp_server *srv, json_t *params, pacp_reply *r) {
+    const char *sid = session_id(params);
+    if (!sid) {
+        bad_params(r, "missing sessionId");
+        return;
+    }
+    pct_error e = {0};
+    char *txt = NULL;
+    if (pct_queue_list(srv->ctl, sid, &txt, &e) != PCT_OK) {
+        ctl_error(r, &e, sid);
+        return;
+    }
+    json_t *q = json_loads(txt, 0, NULL);
+    free(txt);
+    r->result = q ? json_pack("{s:o}", "queue", q) : NULL;
+    if (!r->result) pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+}
+
+static void x_queue_clear(pacp_server *srv, json_t *params, pacp_reply *r) {
+    const char *sid = session_id(params);
+    if (!sid) {
+        bad_params(r, "missing sessionId");
+        return;
+    }
+    pct_error e = {0};
+    size_t n = 0;
+    if (pct_queue_clear(srv->ctl, sid, &n, &e) != PCT_OK) {
+        ctl_error(r, &e, sid);
+        return;
+    }
+    r->result = json_pack("{s:I}", "cleared", (json_int_t)n);
+    if (!r->result) pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+}
+
+static void x_rename(pacp_server *srv, json_t *params, pacp_reply *r) {
+    const char *sid = session_id(params);
+    json_t *t = json_object_get(params, "title");
+    if (!sid) {
+        bad_params(r, "missing sessionId");
+        return;
+    }
+    if (!json_is_string(t)) {
+        bad_params(r, "title must be a string");
+        return;
+    }
+    pct_error e = {0};
+    if (pct_session_rename(srv->ctl, sid, json_string_value(t), &e) != PCT_OK) {
+        ctl_error(r, &e, sid);
+        return;
+    }
+    ok_empty(r);
+}
+
+static void archive(pacp_server *srv, json_t *params, pacp_reply *r, bool on) {
+    const char *sid = session_id(params);
+    if (!sid) {
+        bad_params(r, "missing sessionId");
+        return;
+    }
+    pct_error e = {0};
+    if (pct_session_archive(srv->ctl, sid, on, &e) != PCT_OK) {
+        ctl_error(r, &e, sid);
+        return;
+    }
+    ok_empty(r);
+}
+
+static void x_archive(pacp_server *srv, json_t *params, pacp_reply *r) {
+    archive(srv, params, r, true);
+}
+
+static void x_unarchive(pacp_server *srv, json_t *params, pacp_reply *r) {
+    archive(srv, params, r, false);
+}
+
+static void x_rewind(pacp_server *srv, json_t *params, pacp_reply *r) {
+    const char *sid = session_id(params);
+    json_t *n = json_object_get(params, "turns");
+    if (!sid) {
+        bad_params(r, "missing sessionId");
+        return;
+    }
+    if (!json_is_integer(n) || json_integer_value(n) < 1 || json_integer_value(n) > 10000) {
+        bad_params(r, "turns must be an integer from 1 to 10000");
+        return;
+    }
+    pct_error e = {0};
+    int dropped = 0;
+    if (pct_session_rewind(srv->ctl, sid, (int)json_integer_value(n), &dropped, &e) != PCT_OK) {
+        ctl_error(r, &e, sid);
+        return;
+    }
+    r->result = json_pack("{s:i}", "dropped", dropped);
+    if (!r->result) pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
 }
 
 /* ---------------------------------------------------------------- prompt */
@@ -596,6 +814,13 @@ static const struct {
     {"session/fork", m_fork},
     {"session/set_mode", m_set_mode},
     {"session/set_config_option", m_set_config},
+    /* Peri's extension methods (advertised in initialize, docs/acp.md) */
+    {"_peri/queue/list", x_queue_list},
+    {"_peri/queue/clear", x_queue_clear},
+    {"_peri/session/rename", x_rename},
+    {"_peri/session/archive", x_archive},
+    {"_peri/session/unarchive", x_unarchive},
+    {"_peri/session/rewind", x_rewind},
 };
 
 void pacp_dispatch(pacp_server *srv, const char *method, json_t *params, pacp_reply *out) {

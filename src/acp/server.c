@@ -15,13 +15,13 @@
 
 /* Prompt answers are routed back to the request id they belong to. */
 typedef struct prompt_token {
-    struct prompt_token *next; /* srv->prompts, under srv->mu (issue 13: $/cancel_request) */
+    struct prompt_token *next; /* srv->prompts, under srv->mu ($/cancel_request) */
     pacp_server *srv;
     json_t *id;
     char sid[PST_ID_LEN];
 } prompt_token;
 
-/* Unlinks t from the in-flight prompts (issue 13). */
+/* Unlinks t from the in-flight prompts. */
 static void forget_prompt(pacp_server *srv, prompt_token *t) {
     pthread_mutex_lock(&srv->mu);
     for (prompt_token **p = &srv->prompts; *p; p = &(*p)->next)
@@ -78,14 +78,57 @@ void pacp_notify(pacp_server *srv, const char *method, json_t *params) {
 
 /* ---------------------------------------------------------------- controller sink */
 
-static void sink_event(void *ctx, const pag_event *ev) {
+static void sink_event(void *ctx, const pag_event *ev, const pct_event_ids *ids) {
     pacp_server *srv = ctx;
-    json_t *p = pacp_update_params(ev);
+    json_t *p = pacp_update_params(ev, ids);
     if (!p) return;
     json_incref(p);
     pacp_notify(srv, "session/update", p);
-    pacp_term_after_update(srv, p); /* issue 12 item 4: shown, so release it now */
+    pacp_term_after_update(srv, p); /* shown, so release it now */
     json_decref(p);
+}
+
+/* The terminal event of a turn: _peri/turn_done, after all of the turn's output and
+ * before the session/prompt answer, for clients that watch notifications only. */
+static void sink_turn_done(void *ctx, const char *session_id, uint64_t seq,
+                           const pct_event_ids *ids, const pag_turn_result *r) {
+    pacp_server *srv = ctx;
+    const char *outcome = r->state == PAG_TURN_FAILED        ? "failed"
+                          : r->state == PAG_TURN_INTERRUPTED ? "interrupted"
+                                                             : "completed";
+    json_t *p = json_pack("{s:s, s:s}", "sessionId", session_id, "outcome", outcome);
+    if (!p) return;
+    if (r->state == PAG_TURN_FAILED)
+        json_object_set_new(p, "error",
+                            json_pack("{s:s, s:s}", "kind",
+                                      r->error_kind ? r->error_kind : "internal", "message",
+                                      r->message));
+    else
+        json_object_set_new(p, "stopReason",
+                            json_string(r->stop_reason ? r->stop_reason : "end_turn"));
+    if (ids->turn_id) json_object_set_new(p, "turnId", json_string(ids->turn_id));
+    if (ids->attempt_id) json_object_set_new(p, "attemptId", json_string(ids->attempt_id));
+    json_t *meta = json_pack("{s:I}", "peri.sessionSeq", (json_int_t)seq);
+    if (meta) {
+        pacp_ids_meta(meta, ids);
+        json_object_set_new(p, "_meta", meta);
+    }
+    pacp_notify(srv, "_peri/turn_done", p);
+}
+
+/* The session's configured MCP servers finished starting: _peri/mcp_status with every
+ * server "ready" or "failed" and the notice lines (docs/acp.md). */
+static void sink_mcp_status(void *ctx, const char *session_id, uint64_t epoch,
+                            const char *status_json) {
+    pacp_server *srv = ctx;
+    json_t *p = json_loads(status_json, 0, NULL);
+    if (!json_is_object(p)) {
+        json_decref(p);
+        return;
+    }
+    json_object_set_new(p, "sessionId", json_string(session_id));
+    json_object_set_new(p, "_meta", json_pack("{s:I}", "peri.sessionEpoch", (json_int_t)epoch));
+    pacp_notify(srv, "_peri/mcp_status", p);
 }
 
 static void sink_prompt_done(void *ctx, void *token, const pag_turn_result *r) {
@@ -121,7 +164,7 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
         json_t *ri = json_loads(call->raw_input, 0, NULL);
         if (ri) json_object_set_new(tc, "rawInput", ri);
     }
-    if (tc && call->meta_json) { /* a subagent's call: its nesting (issue 13) */
+    if (tc && call->meta_json) { /* a subagent's call: its nesting */
         json_t *mj = json_loads(call->meta_json, 0, NULL);
         if (json_is_object(mj))
             json_object_set_new(tc, "_meta", mj);
@@ -210,9 +253,9 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
 
 static void on_response(pacp_server *srv, pacp_msg *m) {
     if (!json_is_integer(m->id)) return; /* not one of ours: ignore */
-    /* Issue 12: answers to fs/read_text_file and fs/write_text_file. */
+    /* answers to fs/read_text_file and fs/write_text_file. */
     if (pacp_fs_on_response(srv, m)) return;
-    if (pacp_term_on_response(srv, m)) return; /* issue 12 item 4 */
+    if (pacp_term_on_response(srv, m)) return;
     json_int_t id = json_integer_value(m->id);
     /* Decoded here so that no json_t crosses threads; errors and unknown outcomes
      * refuse. */
@@ -269,6 +312,7 @@ static void slow_run(slow_job *j) {
     pacp_send_reply(j->srv, j->id, &rep);
     /* available_commands_update must follow the session/new answer. */
     if (rep.announce[0]) pct_session_announce(j->srv->ctl, rep.announce);
+    if (rep.answered[0]) pct_session_answered(j->srv->ctl, rep.answered);
     free(j->method);
     json_decref(j->params);
     json_decref(j->id);
@@ -350,9 +394,7 @@ static void on_frame(pacp_server *srv, const char *line, size_t len) {
     case PACP_RESPONSE: on_response(srv, &m); break;
     case PACP_NOTIFICATION:
         if (!strcmp(m.method, "session/cancel")) {
-            json_t *sid = json_object_get(m.params, "sessionId");
-            if (!sid) sid = json_object_get(m.params, "session_id");
-            if (json_is_string(sid)) pct_cancel(srv->ctl, json_string_value(sid));
+            if (json_is_object(m.params)) pacp_cancel(srv, m.params);
         } else if (!strcmp(m.method, "$/cancel_request")) {
             cancel_request(srv, m.params);
         }
@@ -396,6 +438,7 @@ static void on_frame(pacp_server *srv, const char *line, size_t len) {
         pacp_send_reply(srv, m.id, &rep);
         /* available_commands_update must follow the session/new answer. */
         if (rep.announce[0]) pct_session_announce(srv->ctl, rep.announce);
+        if (rep.answered[0]) pct_session_answered(srv->ctl, rep.answered);
         break;
     }
     }
@@ -477,19 +520,21 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
     pthread_mutex_init(&srv->mu, NULL);
     pthread_cond_init(&srv->cv, NULL);
     pct_sink sink = {.ctx = srv,
-                     .on_event = sink_event,
+                     .on_event_ids = sink_event,
+                     .on_turn_done = sink_turn_done,
+                     .on_mcp_status = sink_mcp_status,
                      .ask_permission = sink_ask,
                      .on_prompt_done = sink_prompt_done,
-                     .fs_read = pacp_fs_read, /* issue 12 */
+                     .fs_read = pacp_fs_read,
                      .fs_write = pacp_fs_write,
                      .term_run = pacp_term_run};
     pct_config cfg = {.db_path = opt->storage.locator,
                       .home = opt->home,
                       .machine_id = opt->machine_id,
                       .shared_store = opt->storage.shared,
-                      .db_credential = opt->storage.credential, /* issue 15 */
+                      .db_credential = opt->storage.credential,
                       .settings = settings,
-                      .ruby_wasm = opt->ruby_wasm, /* issue 11: how code runs */
+                      .ruby_wasm = opt->ruby_wasm, /* how code runs */
                       .wasm_runner = opt->wasm_runner,
                       .nwasm_runner = opt->nwasm_runner,
                       .bwrap = opt->bwrap,
@@ -536,7 +581,7 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
             return 0;
         }
     }
-    pacp_term_release_all(srv); /* issue 12 item 4: the client is gone; free the records */
+    pacp_term_release_all(srv); /* the client is gone; free the records */
     pthread_mutex_destroy(&srv->mu);
     pthread_cond_destroy(&srv->cv);
     pacp_writer_destroy(&srv->w);

@@ -19,12 +19,12 @@ typedef struct pacp_outreq {
     json_int_t id;
     int outcome; /* pag_permission decoded by the reader thread (no json_t crosses threads) */
     bool done;
-    /* Issue 12: fs/read_text_file and fs/write_text_file answers (clientfs.c). */
+    /* fs/read_text_file and fs/write_text_file answers (clientfs.c). */
     bool fs;    /* an fs/... request: answered by pacp_fs_on_response */
     bool error; /* the client answered with an error */
     char *text; /* fs/read_text_file: the content (malloc'd), text_len bytes */
     size_t text_len;
-    bool term;  /* issue 12 item 4: a terminal/... request (clientterm.c); text = result JSON */
+    bool term;  /* a terminal/... request (clientterm.c); text = result JSON */
     bool trust; /* a project-trust request: only "trust_project" grants anything */
 } pacp_outreq;
 
@@ -41,9 +41,9 @@ typedef struct pacp_server {
     struct prompt_token
         *prompts; /* in-flight session/prompt tokens (server.c), for $/cancel_request */
     bool eof;
-    /* Issue 12: what the client advertised in initialize (clientCapabilities.fs). */
+    /* what the client advertised in initialize (clientCapabilities.fs). */
     atomic_bool fs_read, fs_write;
-    /* Issue 12 item 4: clientCapabilities.terminal, and the client terminals created for
+    /* clientCapabilities.terminal, and the client terminals created for
      * shell calls that are not released yet (guarded by mu; clientterm.c). */
     atomic_bool term;
     struct pacp_term *terms;
@@ -62,16 +62,24 @@ typedef struct pacp_reply {
     void *prompt_token;        /* in: the route of the session/prompt answer */
     bool deferred;             /* session/prompt: answered later by the controller */
     char announce[PST_ID_LEN]; /* session/new: announce this session after the reply */
+    char answered[PST_ID_LEN]; /* new/load/resume/fork: the reply named this session (its
+                                  MCP status may follow: pct_session_answered) */
 } pacp_reply;
 
 /* Runs one request. session/prompt takes out->prompt_token and sets out->deferred. */
 void pacp_dispatch(pacp_server *srv, const char *method, json_t *params, pacp_reply *out);
 void pacp_notify(pacp_server *srv, const char *method, json_t *params);
+/* session/cancel (notification or request): the target and clear_queue of params. */
+void pacp_cancel(pacp_server *srv, json_t *params);
 
-/* session/update params for one stamped event; NULL for events with no wire form. */
-json_t *pacp_update_params(const pag_event *ev);
+/* session/update params for one stamped event (ids: its identity, may be NULL); NULL
+ * for events with no wire form. */
+json_t *pacp_update_params(const pag_event *ev, const pct_event_ids *ids);
+/* Adds "peri.sessionEpoch", "peri.agentId", "peri.turnId", "peri.attemptId" (those
+ * present) to a _meta object. */
+void pacp_ids_meta(json_t *meta, const pct_event_ids *ids);
 
-/* Issue 12 (clientfs.c): the controller sink's fs hooks, the capability record made by
+/* clientfs.c: the controller sink's fs hooks, the capability record made by
  * initialize, and the reader's hook for fs/... answers (true when it took the response). */
 int pacp_fs_read(void *ctx, const char *session_id, const char *abs_path, char **data, size_t *len);
 int pacp_fs_write(void *ctx, const char *session_id, const char *abs_path, const char *data,
@@ -79,7 +87,7 @@ int pacp_fs_write(void *ctx, const char *session_id, const char *abs_path, const
 void pacp_fs_caps(pacp_server *srv, json_t *client_capabilities);
 bool pacp_fs_on_response(pacp_server *srv, pacp_msg *m);
 
-/* Issue 12 item 4 (clientterm.c): the sink's terminal hook, the capability record, the
+/* clientterm.c: the sink's terminal hook, the capability record, the
  * reader's hook for terminal/... answers, the release of terminals embedded in an update
  * just written (params of that session/update), and the release of all left at the end. */
 int pacp_term_run(void *ctx, const char *session_id, const char *cwd, const char *command,

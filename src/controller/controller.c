@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#define PCT_CONNECT_WAIT_S 65 /* at exit: the longest wait for MCP servers still starting */
+
 static void set_err(pct_error *err, pct_status st, const char *fmt, const char *arg) {
     if (!err) return;
     err->status = st;
@@ -39,6 +41,10 @@ void pct_sess_release(pct_sess *s) {
     if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
     pag_session_free(s->agent);
     pmcp_pool_close(s->mcp); /* no server process survives the session */
+    pmcp_pool_close(s->ext);
+    free(s->mcp_names);
+    free(s->mcp_errors);
+    free(s->mcp_final);
     free(s->tools);
     while (s->old_tools) {
         pct_old_tools *o = s->old_tools;
@@ -54,6 +60,8 @@ void pct_sess_release(pct_sess *s) {
     free(s->frozen);
     free(s->model_spec);
     free(s->model_applied);
+    free(s->hidden);
+    free(s->mcp_json);
     for (size_t i = 0; i < s->nallow; i++)
         free(s->allow_always[i]);
     for (size_t i = 0; i < s->nreject; i++)
@@ -69,14 +77,37 @@ pct_sess *pct_sess_get(pct_controller *c, const char *id) {
 
 /* ---------------------------------------------------------------- events */
 
-void pct_emit(pct_sess *s, pag_event *ev) {
+void pct_turn_id(char out[48], uint64_t epoch, uint64_t n) {
+    snprintf(out, 48, "turn-%llu-%llu", (unsigned long long)epoch, (unsigned long long)n);
+}
+
+void pct_attempt_id(char out[48], uint64_t epoch, uint64_t n) {
+    snprintf(out, 48, "attempt-%llu-%llu", (unsigned long long)epoch, (unsigned long long)n);
+}
+
+void pct_emit_agent(pct_sess *s, pag_event *ev, const char *agent_id) {
     pthread_mutex_lock(&s->emit_mu);
-    if (ev->turn == 0 || ev->turn > s->gate_gen) {
+    /* A turn's event passes only while that turn is the running attempt and not gated
+     * by a cancel; events outside turns (turn 0) always pass. */
+    bool pass = ev->turn == 0 || (ev->turn > s->gate_gen && ev->turn == s->cur_gen);
+    uint64_t seq = pass ? prt_next_seq_of(s->c->rt, s->id, s) : 0;
+    if (seq) {
         ev->session_id = s->id;
-        ev->session_seq = prt_next_seq(s->c->rt, s->id);
-        if (s->c->sink.on_event) s->c->sink.on_event(s->c->sink.ctx, ev);
+        ev->session_seq = seq;
+        pct_event_ids ids = {.session_epoch = s->epoch,
+                             .turn_id = ev->turn ? s->cur_turn_id : NULL,
+                             .attempt_id = ev->turn ? s->cur_attempt_id : NULL,
+                             .agent_id = agent_id ? agent_id : s->id};
+        if (s->c->sink.on_event_ids)
+            s->c->sink.on_event_ids(s->c->sink.ctx, ev, &ids);
+        else if (s->c->sink.on_event)
+            s->c->sink.on_event(s->c->sink.ctx, ev);
     }
     pthread_mutex_unlock(&s->emit_mu);
+}
+
+void pct_emit(pct_sess *s, pag_event *ev) {
+    pct_emit_agent(s, ev, NULL);
 }
 
 /* ---------------------------------------------------------------- agent ports */
@@ -96,7 +127,7 @@ static int port_run_tool(void *ctx, const char *name, const char *args, atomic_i
     return pct_run_tool(ctx, name, args, cancel, out, false);
 }
 
-/* MCP progress (issue 12): a notifications/progress of a running MCP call becomes a
+/* MCP progress: a notifications/progress of a running MCP call becomes a
  * tool_call_update of that call (status in_progress, a text content line and
  * _meta["peri.progress"] = {progress, total?, message?}), at most one per
  * PCT_PROGRESS_MS per call, except that the last step (progress == total) always
@@ -162,12 +193,13 @@ int pct_run_tool(pct_sess *s, const char *name, const char *args, atomic_int *ca
                  pag_tool_output *out, bool child) {
     /* The workspace tools (through the builtin in-process Workspace server) and every
      * configured MCP server's tools: one route, the session's pool. */
-    if (pmcp_pool_has(s->mcp, name)) {
+    pmcp_pool *pool = pmcp_pool_has(s->mcp, name) ? s->mcp : pct_mcp_ext(s);
+    if (pool && pmcp_pool_has(pool, name)) {
         progress_ctx pc = {.s = s, .turn = pag_session_turn_gen(s->agent)};
         snprintf(pc.call_id, sizeof pc.call_id, "%s", s->cur_call);
         bool forward = !child && s->cur_call[0];
         pmcp_pool_result r;
-        int rc = pmcp_pool_run(s->mcp, name, args, cancel, forward ? on_progress : NULL,
+        int rc = pmcp_pool_run(pool, name, args, cancel, forward ? on_progress : NULL,
                                forward ? &pc : NULL, &r);
         out->output = r.text;
         out->is_error = r.is_error;
@@ -184,7 +216,7 @@ int pct_run_tool(pct_sess *s, const char *name, const char *args, atomic_int *ca
     return -1; /* unknown: the workspace tools are all served by the pool */
 }
 
-/* Issue 12: the tools' client file system, bound to this session. */
+/* the tools' client file system, bound to this session. */
 static int client_read(void *ctx, const char *abs, char **data, size_t *len) {
     pct_sess *s = ctx;
     if (!s->c->sink.fs_read) return 1;
@@ -305,10 +337,12 @@ static int port_persist(void *ctx, const pm_message *msgs, size_t n) {
         in[i].meta = NULL;
     }
     pst_error e;
-    if (pst_messages_append(s->c->store, s->id, in, n, NULL, &e) == PST_OK)
+    if (pst_messages_append(s->c->store, s->id, in, n, NULL, &e) == PST_OK) {
         rc = 0;
-    else
+    } else {
+        atomic_store(&s->persist_bad, true); /* close reports it until the store answers */
         pb_log(&s->c->log, PB_LOG_ERROR, "persisting session %s failed: %s", s->id, e.message);
+    }
 out:
     free(json[0]);
     free(json[1]);
@@ -356,6 +390,7 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
     }
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
+    pthread_mutex_init(&c->auth_mu, NULL);
     pst_error pe;
     c->shared_store = cfg->shared_store;
     if (cfg->machine_id) {
@@ -374,7 +409,7 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
         set_err(err, PCT_FAILED, "no randomness for a machine id%s", NULL);
         goto fail;
     } /* shared store without an identity: machine_id stays "" and nothing is written */
-    /* Ownership is enforced by the store itself too (issue 15): writes go only to this
+    /* Ownership is enforced by the store itself too: writes go only to this
      * machine's workspaces; a shared store without an identity is opened read-only. */
     pst_open_options so = {.owner_machine_id = c->machine_id[0] ? c->machine_id : NULL,
                            .read_only = !c->machine_id[0],
@@ -452,6 +487,14 @@ fail:
     prt_free(c->rt);
     free(c->tools);
     free(c->home);
+    while (c->old_settings) {
+        pct_old_settings *o = c->old_settings;
+        c->old_settings = o->next;
+        pag_settings_clear(o->s);
+        free(o->s);
+        free(o);
+    }
+    pthread_mutex_destroy(&c->auth_mu);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
     free(c);
@@ -461,6 +504,22 @@ fail:
 int pct_free(pct_controller *c, long wait_ms) {
     if (!c) return 0;
     pct_close_all(c, wait_ms);
+    /* MCP servers still starting: each start is bounded by its initialize timeout (30 s
+     * by default, and each start may page tools/list), and the connector closes what it
+     * started once it sees the session closed, so no server process is left behind. */
+    struct timespec cdl;
+    clock_gettime(CLOCK_REALTIME, &cdl);
+    cdl.tv_sec += PCT_CONNECT_WAIT_S;
+    pthread_mutex_lock(&c->mu);
+    while (c->connectors > 0 && pthread_cond_timedwait(&c->cv, &c->mu, &cdl) == 0) {
+    }
+    int starting = c->connectors;
+    pthread_mutex_unlock(&c->mu);
+    if (starting > 0) {
+        pb_log(&c->log, PB_LOG_WARN, "%d MCP server start(s) still running at exit", starting);
+        return 1;
+    }
+    pct_close_all(c, wait_ms); /* the sessions that waited for them settle now */
     /* Workers still alive after the grace period hold references into c: keep c
      * allocated rather than free memory a thread may still touch. */
     struct timespec dl;
@@ -482,6 +541,14 @@ int pct_free(pct_controller *c, long wait_ms) {
     prt_free(c->rt);
     free(c->tools);
     free(c->home);
+    while (c->old_settings) {
+        pct_old_settings *o = c->old_settings;
+        c->old_settings = o->next;
+        pag_settings_clear(o->s);
+        free(o->s);
+        free(o);
+    }
+    pthread_mutex_destroy(&c->auth_mu);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
     free(c);
@@ -492,13 +559,15 @@ int pct_free(pct_controller *c, long wait_ms) {
  * as the pool has them now. */
 static int build_tools(pct_sess *s) {
     pct_controller *c = s->c;
-    size_t nm = pmcp_pool_tool_count(s->mcp);
+    pmcp_pool *ext = pct_mcp_ext(s);
+    s->ext_built = ext;
+    size_t nm = pmcp_pool_tool_count(ext);
     pag_tool_info *t = calloc(c->ntools + nm + 1, sizeof *t);
     if (!t) return -1;
     memcpy(t, c->tools, c->ntools * sizeof *t);
     size_t k = c->ntools;
     for (size_t i = 0; i < nm; i++) {
-        const pmcp_pool_tool *pt = pmcp_pool_tool_at(s->mcp, i);
+        const pmcp_pool_tool *pt = pmcp_pool_tool_at(ext, i);
         if (!pt) break;
         t[k++] = (pag_tool_info){.name = pt->name,
                                  .description = pt->description,
@@ -516,10 +585,11 @@ static int build_tools(pct_sess *s) {
 static const pag_tool_info *port_tools_now(void *ctx, size_t *ntools) {
     pct_sess *s = ctx;
     char *why = NULL;
-    int rc = pmcp_pool_refresh(s->mcp, &why);
+    pmcp_pool *ext = pct_mcp_ext(s);
+    int rc = pmcp_pool_refresh(ext, &why);
     if (why) pb_log(&s->c->log, PB_LOG_WARN, "session %s: %s", s->id, why);
     free(why);
-    if (rc == 1) pct_rebuild_tools(s);
+    if (rc == 1 || ext != s->ext_built) pct_rebuild_tools(s); /* servers came up */
     *ntools = s->ntools;
     return s->tools;
 }
@@ -540,62 +610,6 @@ int pct_rebuild_tools(pct_sess *s) {
     return -1;
 }
 
-/* MCP (issue 12): opens the session's pool — the builtin Workspace server in process,
- * over the session's own tool context, and every configured server — and builds the
- * tool list. Failures of configured servers become notices. */
-static int open_mcp(pct_sess *s, const char *mcp_json, char **notices) {
-    pct_controller *c = s->c;
-    /* User-level servers come from the settings document the host supplied. */
-    json_t *servers = c->settings ? json_object_get(c->settings->doc, "mcpServers") : NULL;
-    json_t *wrap = servers ? json_pack("{s:O}", "mcpServers", servers) : NULL;
-    char *user = wrap ? json_dumps(wrap, JSON_COMPACT) : NULL;
-    json_decref(wrap);
-    s->tool_ctx = (ptl_ctx){.cwd = s->cwd, .sandbox = &c->sandbox};
-    if (c->sink.fs_read || c->sink.fs_write) s->tool_ctx.client_fs = &s->client_fs;
-    if (c->sink.term_run) s->tool_ctx.client_term = &s->client_term;
-    /* The project's own servers start only when the user trusted that exact content;
-     * otherwise the first prompt asks (pct_trust_before_turn). */
-    pag_project_config pc;
-    bool have_pc = pag_project_config_read(s->cwd, &pc) == 0;
-    bool any = have_pc && pag_project_config_any(&pc);
-    bool is_trusted = any && pag_trust_is_trusted(c->home, &pc);
-    bool trusted = is_trusted && pc.servers_json;
-    pmcp_pool_opts po = {.cwd = s->cwd,
-                         .user_settings_json = user,
-                         .project_servers_json = trusted ? pc.servers_json : NULL,
-                         .acp_servers_json = mcp_json,
-                         .workspace = &s->tool_ctx,
-                         .log = c->log};
-    if (trusted) memcpy(s->project_on, pc.digest, sizeof s->project_on);
-    char *why = NULL;
-    s->mcp = pmcp_pool_open(&po, &why);
-    free(user);
-    if (any && !is_trusted) {
-        static const char msg[] =
-            "this project's .peri/settings.json names MCP servers or allow rules that you "
-            "have not trusted: none of them applies. You will be asked at the first prompt "
-            "(or run `peri trust DIR`).\n";
-        size_t ol = why ? strlen(why) : 0;
-        char *nw = realloc(why, ol + sizeof msg);
-        if (nw) {
-            memcpy(nw + ol, msg, sizeof msg);
-            why = nw;
-        }
-    }
-    if (have_pc) pag_project_config_free(&pc);
-    if (!s->mcp || !pmcp_pool_builtin(s->mcp) || build_tools(s) != 0) {
-        if (why) pb_log(&c->log, PB_LOG_WARN, "session %s: %s", s->id, why);
-        free(why);
-        return -1;
-    }
-    if (why) pb_log(&c->log, PB_LOG_WARN, "session %s: %s", s->id, why);
-    if (notices)
-        *notices = why;
-    else
-        free(why);
-    return 0;
-}
-
 /* Builds the live session for a stored thread and maps it. */
 static pct_status make_live(pct_controller *c, const pst_thread *th, const char *mcp_json,
                             char **notices, pct_sess **out, pct_error *err) {
@@ -614,7 +628,7 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
     s->titled = th->title != NULL;
     s->client_fs = (ptl_client_fs){.ctx = s, .read = client_read, .write = client_write};
     s->client_term = (ptl_client_term){.ctx = s, .run = client_term_run};
-    /* Another machine's session (issue 15 follow-up): open for reading only. Its cwd is a
+    /* Another machine's session: open for reading only. Its cwd is a
      * path on that machine, so nothing here touches it: no tool pool (no MCP server, no
      * workspace server), only the static tool catalogue so that replayed tool calls get
      * the same kinds and titles as on the owner. */
@@ -634,7 +648,7 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
         }
         memcpy(s->tools, c->tools, c->ntools * sizeof *s->tools);
         s->ntools = c->ntools;
-    } else if (open_mcp(s, mcp_json, notices) != 0) {
+    } else if (pct_mcp_open(s, mcp_json, notices) != 0 || build_tools(s) != 0) {
         pct_sess_release(s);
         set_err(err, PCT_FAILED, "cannot start the session's tools (builtin workspace server)%s",
                 NULL);
@@ -645,6 +659,28 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
     json_t *fz = json_object_get(meta, "frozenContext");
     if (json_is_string(fz)) frozen = strdup(json_string_value(fz));
     if (!frozen) frozen = s->read_only ? strdup("") : pag_frozen_context(th->cwd, now_ms());
+    json_t *hid = json_object_get(meta, "hidden");
+    if (json_is_array(hid) && json_array_size(hid) > 0 &&
+        !(s->hidden = json_dumps(hid, JSON_COMPACT))) {
+        json_decref(meta);
+        free(frozen);
+        pct_sess_release(s);
+        set_err(err, PCT_FAILED, "out of memory%s", NULL);
+        return PCT_FAILED;
+    }
+    if (mcp_json && !(s->mcp_json = strdup(mcp_json))) {
+        json_decref(meta);
+        free(frozen);
+        pct_sess_release(s);
+        set_err(err, PCT_FAILED, "out of memory%s", NULL);
+        return PCT_FAILED;
+    }
+    /* A new epoch each time a process makes the session live: one more than any
+     * epoch stored before (kept below by pct_save_meta), so none is ever reused. */
+    json_t *ep = json_object_get(meta, "epoch");
+    s->epoch =
+        (json_is_integer(ep) && json_integer_value(ep) > 0 ? (uint64_t)json_integer_value(ep) : 0) +
+        1;
     pag_mode mode = PAG_MODE_DEFAULT;
     if (!pag_mode_parse(json_string_value(json_object_get(meta, "mode")), &mode))
         mode = PAG_MODE_DEFAULT;
@@ -697,6 +733,7 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
     }
     pag_session_set_mode(s->agent, mode);
     pct_apply_model(s);
+    if (!s->read_only) pct_save_meta(s); /* the epoch is taken */
     *out = s;
     return PCT_OK;
 }
@@ -903,9 +940,10 @@ pct_status pct_session_load_mcp(pct_controller *c, const char *id, bool replay,
     const char **rows = calloc(ml.count ? ml.count : 1, sizeof *rows);
     size_t skipped = 0;
     int ok = rows != NULL;
+    size_t nrows = 0;
     for (size_t i = 0; ok && i < ml.count; i++)
-        rows[i] = ml.items[i].content;
-    if (ok) ok = pag_session_restore(s->agent, rows, ml.count, &skipped) == 0;
+        if (!pct_row_hidden(s->hidden, ml.items[i].seq)) rows[nrows++] = ml.items[i].content;
+    if (ok) ok = pag_session_restore(s->agent, rows, nrows, &skipped) == 0;
     free(rows);
     pst_message_list_clear(&ml);
     if (!ok) {
@@ -930,6 +968,12 @@ pct_status pct_session_list(pct_controller *c, const char *cwd, const char *curs
 
 pct_status pct_session_list_ex(pct_controller *c, const char *cwd, const char *cursor,
                                int all_machines, pst_thread_page *out, pct_error *err) {
+    return pct_session_list_opts(c, cwd, cursor, all_machines, false, out, err);
+}
+
+pct_status pct_session_list_opts(pct_controller *c, const char *cwd, const char *cursor,
+                                 int all_machines, bool include_archived, pst_thread_page *out,
+                                 pct_error *err) {
     char real[PATH_MAX];
     if (cwd && realpath(cwd, real)) cwd = real; /* workspaces are keyed by canonical path */
     /* A host lists the sessions of its own machine (with their child threads); on a
@@ -938,6 +982,7 @@ pct_status pct_session_list_ex(pct_controller *c, const char *cwd, const char *c
     pst_list_query q = {.cwd = cwd,
                         .cursor = cursor,
                         .machine_id = all ? NULL : c->machine_id,
+                        .include_archived = include_archived,
                         .include_children = true};
     pst_error pe;
     pst_status ps = pst_thread_list(c->store, &q, out, &pe);
@@ -969,16 +1014,20 @@ size_t pct_live_count(pct_controller *c) {
     return prt_count(c->rt);
 }
 
-/* ---------------------------------------------------------------- fork (issue 13) */
+/* ---------------------------------------------------------------- fork */
 
 pct_status pct_session_fork(pct_controller *c, const char *id, char out_id[PST_ID_LEN],
                             pct_error *err) {
     pct_sess *live = pct_sess_get(c, id);
     char *meta_txt = NULL;
-    if (live && live->read_only) { /* issue 15: the fork would be written into a foreign */
+    if (live && live->read_only) { /* the fork would be written into a foreign */
         pct_status frc = pct_sess_writable(live, err); /* workspace */
         pct_sess_release(live);
         return frc;
+    }
+    if (live && pct_sess_guard(live, err) != PCT_OK) { /* the source is closing */
+        pct_sess_release(live);
+        return PCT_CLOSING;
     }
     if (live) {
         pthread_mutex_lock(&live->mu);
@@ -1006,12 +1055,31 @@ pct_status pct_session_fork(pct_controller *c, const char *id, char out_id[PST_I
         set_err(err, PCT_FAILED, "store: %s", pe.message);
         return PCT_FAILED;
     }
-    if (strcmp(src.machine_id, c->machine_id) != 0) { /* issue 15: the fork would be written */
+    if (strcmp(src.machine_id, c->machine_id) != 0) {         /* the fork would be written */
         pct_status frc = foreign(c, id, src.machine_id, err); /* into a foreign workspace */
         pst_thread_clear(&src);
         return frc;
     }
-    if (src.meta) meta_txt = src.meta;
+    /* The fork copies the visible history: rows hidden by a rewind stay behind, and the
+     * copy's meta has no hidden range (its rows are numbered afresh). */
+    char *hidden = NULL;
+    json_t *sm = src.meta ? json_loads(src.meta, 0, NULL) : NULL;
+    if (json_is_array(json_object_get(sm, "hidden"))) {
+        hidden = json_dumps(json_object_get(sm, "hidden"), JSON_COMPACT);
+        json_object_del(sm, "hidden");
+        meta_txt = json_dumps(sm, JSON_COMPACT);
+        if (!hidden || !meta_txt) {
+            free(hidden);
+            free(meta_txt);
+            json_decref(sm);
+            pst_thread_clear(&src);
+            set_err(err, PCT_FAILED, "out of memory%s", NULL);
+            return PCT_FAILED;
+        }
+    } else if (src.meta) {
+        meta_txt = strdup(src.meta);
+    }
+    json_decref(sm);
     char title[160];
     snprintf(title, sizeof title, "Fork of %.120s", src.title ? src.title : "session");
     pst_thread_new tn = {.workspace_id = src.workspace_id,
@@ -1022,7 +1090,9 @@ pct_status pct_session_fork(pct_controller *c, const char *id, char out_id[PST_I
     pst_thread th;
     ps = pst_thread_create(c->store, &tn, &th, &pe);
     pst_thread_clear(&src);
+    free(meta_txt);
     if (ps != PST_OK) {
+        free(hidden);
         set_err(err, PCT_FAILED, "store: %s", pe.message);
         return PCT_FAILED;
     }
@@ -1034,15 +1104,18 @@ pct_status pct_session_fork(pct_controller *c, const char *id, char out_id[PST_I
         if (!in) {
             ps = PST_ERR_NOMEM;
         } else {
+            size_t k = 0;
             for (size_t i = 0; i < ml.count; i++)
-                in[i] = (pst_message_in){.role = ml.items[i].role,
-                                         .content = ml.items[i].content,
-                                         .meta = ml.items[i].meta};
-            ps = pst_messages_append(c->store, th.id, in, ml.count, NULL, &pe);
+                if (!pct_row_hidden(hidden, ml.items[i].seq))
+                    in[k++] = (pst_message_in){.role = ml.items[i].role,
+                                               .content = ml.items[i].content,
+                                               .meta = ml.items[i].meta};
+            ps = k ? pst_messages_append(c->store, th.id, in, k, NULL, &pe) : PST_OK;
             free(in);
         }
     }
     if (loaded) pst_message_list_clear(&ml);
+    free(hidden);
     char fid[PST_ID_LEN];
     memcpy(fid, th.id, PST_ID_LEN);
     pst_thread_clear(&th);

@@ -42,18 +42,18 @@ typedef struct pct_sess {
     pthread_mutex_t emit_mu;
     uint64_t gate_gen; /* events of turns <= gate_gen are dropped */
     bool titled;
-    pmcp_pool *mcp;       /* MCP servers of this session (issue 12); closed on release */
+    pmcp_pool *mcp; /* the builtin Workspace server (configured servers: ext); closed on release */
     pag_tool_info *tools; /* builtin + MCP tools; the agent's ports point here */
     size_t ntools;
     /* Tool arrays replaced after a server's tools/list_changed (worker thread only),
      * kept until release like the pool's old tables. */
     struct pct_old_tools *old_tools;
-    /* Issue 12: the context the builtin tools run with, inside the pool's in-process
+    /* the context the builtin tools run with, inside the pool's in-process
      * Workspace server (cwd, client fs, client terminal, sandbox; cancel per call). */
     ptl_ctx tool_ctx;
-    ptl_client_fs client_fs;     /* issue 12: files through the ACP client when offered */
-    ptl_client_term client_term; /* issue 12 item 4: shell in the client's terminal */
-    /* ---- issue 13 (guarded by mu unless noted) */
+    ptl_client_fs client_fs;     /* files through the ACP client when offered */
+    ptl_client_term client_term; /* shell in the client's terminal */
+    /* ---- editor features (guarded by mu unless noted) */
     char *frozen;        /* frozen context text, owned (immutable after creation) */
     char *model_spec;    /* chosen "provider:model", owned; NULL = settings default */
     char *model_applied; /* the spec the agent uses now, owned (worker thread only) */
@@ -61,7 +61,7 @@ typedef struct pct_sess {
     size_t nallow, nreject;
     double cost_usd;    /* session cost so far (emit_mu) */
     char cur_call[128]; /* id of the tool call being run (worker thread only) */
-    /* ---- issue 15 follow-up: another machine's session opened read-only (replay only).
+    /* ---- another machine's session opened read-only (replay only).
      * Immutable after make_live. No tool pool, no model call, and nothing is written to
      * the store for it: every writing entry point refuses it naming `owner`. */
     bool read_only;
@@ -72,6 +72,36 @@ typedef struct pct_sess {
     char project_on[PAG_TRUST_DIGEST_HEX];
     char trust_asked[PAG_TRUST_DIGEST_HEX];
     atomic_int trust_cancel; /* set by a cancel while the trust question is open */
+    /* ---- event identity. epoch: immutable after make_live (kept in the thread's meta,
+     * one more each time a process makes the session live). turn_seq / attempt_seq:
+     * counters of accepted prompts and started runs in this epoch (mu). cur_*: the running
+     * attempt, written under emit_mu and mu, read under either. */
+    uint64_t epoch;
+    uint64_t turn_seq, attempt_seq;
+    uint64_t cur_gen; /* the agent's turn generation of the running attempt, 0 = none */
+    char cur_turn_id[48], cur_attempt_id[48];
+    /* Rewound history (mu; set at make_live and by a rewind): JSON text of [[from_seq, to_seq],
+     * ...], the stored rows no longer part of the history (owned, NULL = none). Kept in the
+     * thread's meta ("hidden"). */
+    char *hidden;
+    char *mcp_json; /* the client's mcpServers of this session (owned, NULL = none) */
+    /* ---- configured MCP servers, started in the background (mcp_start.c). mu guards
+     * ext, mcp_pending, mcp_report, answered, mcp_errors and mcp_final; mcp_names is
+     * immutable once the connector started; ext_built is the worker's (the ext its tool
+     * list was built from). */
+    pmcp_pool *ext;       /* the configured servers' pool; NULL while they start */
+    bool mcp_pending;     /* the connector is still starting them */
+    bool mcp_report;      /* the final status is still to be sent */
+    bool answered;        /* the client has the answer that named this session */
+    char *mcp_names;      /* JSON array of the names starting (owned) */
+    char *mcp_errors;     /* notice lines (owned, NULL = none) */
+    char *mcp_final;      /* JSON array of {"name", "status"} once started (owned) */
+    pmcp_pool *ext_built; /* worker thread only */
+    /* ---- honest close (turns.c) */
+    atomic_int subagents;    /* subagents running in this session's turn */
+    atomic_bool persist_bad; /* a history write failed: what the store holds is unknown */
+    int64_t close_intent_ms; /* when close began (mu); kept in the meta as "closeIntent" */
+    const pag_settings *settings_applied; /* the version model_cfg was taken from (worker) */
 } pct_sess;
 
 /* Before a turn: when the project's configuration needs trust and the user has not
@@ -79,15 +109,36 @@ typedef struct pct_sess {
  * permission broker); a trusted configuration's servers are started in the pool. Runs on
  * the prompt's worker thread, never on the request thread. */
 void pct_trust_before_turn(pct_sess *s, uint64_t turn);
+/* MCP (mcp_start.c): opens the builtin pool and starts the configured servers in the
+ * background (0, or -1 when even the builtin pool cannot open); *notices (may be NULL)
+ * receives what is known at once. pct_mcp_ext: the configured servers' pool or NULL
+ * while they start. pct_mcp_wait: a turn's worker waits for them (cancel of turn gen or
+ * close ends the wait). pct_mcp_status: {"servers", "errors"} JSON text (malloc'd). */
+int pct_mcp_open(pct_sess *s, const char *mcp_json, char **notices);
+pmcp_pool *pct_mcp_ext(pct_sess *s);
+void pct_mcp_wait(pct_sess *s, uint64_t gen);
+char *pct_mcp_status(pct_sess *s);
+/* True when the default model resolves to a configured provider (why: the reason when
+ * not). */
+bool pct_credentials(pct_controller *c, char *why, size_t whylen);
 /* Rebuilds the session's tool list after the pool's table changed (worker thread); the
  * previous list is kept until release. 0, or -1 (the previous list stays). */
 int pct_rebuild_tools(pct_sess *s);
+
+typedef struct pct_old_settings { /* a settings version replaced by authenticate */
+    struct pct_old_settings *next;
+    pag_settings *s;
+} pct_old_settings;
 
 struct pct_controller {
     pb_logger log;
     pst_store *store;
     prt_runtime *rt;
-    const pag_settings *settings;
+    /* The current settings version: atomic, replaced by pct_authenticate (auth.c); the
+     * first is the host's (borrowed), later ones are kept in old_settings until pct_free. */
+    const pag_settings *_Atomic settings;
+    pthread_mutex_t auth_mu; /* one authenticate at a time */
+    pct_old_settings *old_settings;
     pct_sink sink;
     char machine_id[PST_ID_LEN]; /* "" = no identity (shared store, none given) */
     bool shared_store;
@@ -95,23 +146,37 @@ struct pct_controller {
     pag_tool_info *tools;
     size_t ntools;
     char *home; /* for the user's settings.json (MCP servers) and ~/.peri/commands */
-    /* Issue 11: code runs through placement (room first, native sandbox when needed). */
+    /* code runs through placement (room first, native sandbox when needed). */
     pr_host *room;
     pr_ruby *ruby;
     pl_ruby_hook ruby_hook;
     pl_ctx *place;
     pl_policy policy;
     ptl_sandbox sandbox;
-    pthread_mutex_t mu; /* workers count */
+    pthread_mutex_t mu; /* workers and connectors counts */
     pthread_cond_t cv;
     int workers;
+    int connectors; /* MCP connector threads alive (mcp_start.c) */
 };
 
 void pct_sess_retain(void *h);
 void pct_sess_release(pct_sess *s);
 pct_sess *pct_sess_get(pct_controller *c, const char *id);
-/* Emits through the gate and the runtime's stamp (takes emit_mu). */
+/* Emits through the gate and the runtime's stamp (takes emit_mu), as the event of the
+ * session's main agent. An event of a turn other than the running attempt's (a late
+ * one) is dropped, as is any event of an instance no longer mapped in the runtime. */
 void pct_emit(pct_sess *s, pag_event *ev);
+/* The same for the event of agent `agent_id` (a subagent's own id; NULL: the main
+ * agent, whose id is the session id). */
+void pct_emit_agent(pct_sess *s, pag_event *ev, const char *agent_id);
+/* The ids of turn number n / attempt number n of epoch e ("turn-<e>-<n>"). */
+void pct_turn_id(char out[48], uint64_t epoch, uint64_t n);
+void pct_attempt_id(char out[48], uint64_t epoch, uint64_t n);
+/* The closing guard: PCT_CLOSING ("Session is closing") unless s is open. Every
+ * state-changing request calls it first. */
+pct_status pct_sess_guard(pct_sess *s, pct_error *err);
+/* True when stored row `seq` is hidden by a rewind (hidden: the JSON array text). */
+bool pct_row_hidden(const char *hidden, int64_t seq);
 /* PCT_FOREIGN (err filled, naming the owner) when the stored session `id` belongs to
  * another machine; PCT_OK when it is ours or not stored. */
 pct_status pct_check_owner(pct_controller *c, const char *id, pct_error *err);
@@ -122,15 +187,16 @@ pct_status pct_sess_writable(const pct_sess *s, pct_error *err);
  * they are not a valid plan (replay of the plan a todo call showed). */
 char *pct_plan_of_todo(const char *args_json);
 
-/* ---- issue 13 internals */
+/* ---- editor feature internals */
 #define PCT_HOST_TOOLS 3 /* todo, skill, task */
 /* The session's permission broker (pag_ports.ask_permission) and tool titles. */
 pag_permission pct_port_ask(void *ctx, const pag_event *call, atomic_int *cancel);
 char *pct_tool_title(const char *name, const char *args);
 /* Appends the host tools' descriptors to the catalogue. */
 void pct_host_tools_add(pag_tool_info *tools, size_t *n);
-/* Persists the session's meta (frozen context, mode, model, remembered permissions). */
-void pct_save_meta(pct_sess *s);
+/* Persists the session's meta (frozen context, mode, model, remembered permissions,
+ * epoch, hidden rows, close intent). 0, or -1 when the store refused it. */
+int pct_save_meta(pct_sess *s);
 /* Makes the agent use the chosen model (worker thread, between turns). */
 void pct_apply_model(pct_sess *s);
 /* The current model spec (malloc'd) or NULL. */

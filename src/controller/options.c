@@ -23,21 +23,35 @@ static json_t *str_array(char **l, size_t n) {
     return a;
 }
 
-void pct_save_meta(pct_sess *s) {
+int pct_save_meta(pct_sess *s) {
     pthread_mutex_lock(&s->mu);
     json_t *m = json_pack("{s:s, s:s}", "frozenContext", s->frozen ? s->frozen : "", "mode",
                           pag_mode_id(pag_session_mode(s->agent)));
     if (m && s->model_spec) json_object_set_new(m, "model", json_string(s->model_spec));
     if (m) json_object_set_new(m, "allowAlways", str_array(s->allow_always, s->nallow));
     if (m) json_object_set_new(m, "rejectAlways", str_array(s->reject_always, s->nreject));
+    if (m) json_object_set_new(m, "epoch", json_integer((json_int_t)s->epoch));
+    if (m && s->close_intent_ms)
+        json_object_set_new(m, "closeIntent",
+                            json_pack("{s:I, s:I}", "epoch", (json_int_t)s->epoch, "at",
+                                      (json_int_t)s->close_intent_ms));
+    json_t *hid = m && s->hidden ? json_loads(s->hidden, 0, NULL) : NULL;
+    if (json_is_array(hid))
+        json_object_set_new(m, "hidden", hid);
+    else
+        json_decref(hid);
     char *txt = m ? json_dumps(m, JSON_COMPACT) : NULL;
     json_decref(m);
     pst_error pe;
-    if (!txt || pst_thread_set_meta(s->c->store, s->id, txt, &pe) != PST_OK)
+    int rc = 0;
+    if (!txt || pst_thread_set_meta(s->c->store, s->id, txt, &pe) != PST_OK) {
         pb_log(&s->c->log, PB_LOG_ERROR, "session %s: options not persisted", s->id);
+        rc = -1;
+    }
     if (s->model_spec) pst_thread_set_model(s->c->store, s->id, s->model_spec, &pe);
     pthread_mutex_unlock(&s->mu);
     free(txt);
+    return rc;
 }
 
 char *pct_current_model(pct_sess *s) {
@@ -50,13 +64,16 @@ char *pct_current_model(pct_sess *s) {
 
 void pct_apply_model(pct_sess *s) {
     char *want = pct_current_model(s);
-    if (want && s->model_applied && strcmp(want, s->model_applied) == 0) {
+    const pag_settings *now = s->c->settings; /* a new version after an authenticate */
+    if (want && s->model_applied && strcmp(want, s->model_applied) == 0 &&
+        now == s->settings_applied) {
         free(want);
         return;
     }
+    s->settings_applied = now;
     const char *name = NULL;
     pm_config cfg;
-    if (pag_settings_model_spec(s->c->settings, want, &cfg, &name, s->model_missing,
+    if (pag_settings_model_spec(now, want, &cfg, &name, s->model_missing,
                                 sizeof s->model_missing) != 0)
         name = NULL;
     pm_client_free(s->client);
@@ -234,7 +251,8 @@ static pct_status not_live(pct_controller *c, const char *id, pct_error *err) {
 pct_status pct_set_mode(pct_controller *c, const char *id, const char *mode_id, pct_error *err) {
     pct_sess *s = live(c, id, err);
     if (!s) return not_live(c, id, err);
-    pct_status rc = pct_sess_writable(s, err); /* read-only: the options are persisted */
+    pct_status rc = pct_sess_guard(s, err);
+    if (rc == PCT_OK) rc = pct_sess_writable(s, err); /* read-only: options are persisted */
     if (rc == PCT_OK) rc = pct_sess_set_mode(s, mode_id, 0, err);
     pct_sess_release(s);
     return rc;
@@ -245,7 +263,9 @@ pct_status pct_set_config(pct_controller *c, const char *id, const char *config_
     pct_sess *s = live(c, id, err);
     if (!s) return not_live(c, id, err);
     pct_status rc;
-    if (s->read_only) { /* the options are persisted: not for another machine's session */
+    if (pct_sess_guard(s, err) != PCT_OK) {
+        rc = PCT_CLOSING;
+    } else if (s->read_only) { /* options are persisted: not for another machine's session */
         rc = pct_sess_writable(s, err);
     } else if (config_id && !strcmp(config_id, "model")) {
         rc = pct_sess_set_model(s, value, 0, err);

@@ -125,7 +125,7 @@ static void c_emit(void *ctx, const pag_event *ev) {
     copy.turn = ch->parent_gen; /* gated with the parent's turn */
     copy.replay = false;
     copy.meta_json = ch->meta_json;
-    pct_emit(ch->parent, &copy);
+    pct_emit_agent(ch->parent, &copy, ch->id); /* the subagent's own event */
 }
 
 static const char *const default_tools[] = {"read", "list", "glob", "grep", "skill"};
@@ -151,7 +151,7 @@ static int fail_out(pag_tool_output *out, const char *msg) {
     return out->output ? 0 : -1;
 }
 
-int pct_subagent_run(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out) {
+static int run_child(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out) {
     json_t *a = json_loads(args ? args : "{}", 0, NULL);
     const char *desc = json_string_value(json_object_get(a, "description"));
     const char *prompt = json_string_value(json_object_get(a, "prompt"));
@@ -259,5 +259,12 @@ out:
     free(ch.text);
     free(ch.tools);
     json_decref(a);
+    return rc;
+}
+
+int pct_subagent_run(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out) {
+    atomic_fetch_add(&s->subagents, 1); /* close reports a subagent not handed over */
+    int rc = run_child(s, args, cancel, out);
+    atomic_fetch_sub(&s->subagents, 1);
     return rc;
 }

@@ -57,10 +57,14 @@ static char *describe(const pag_project_config *pc) {
 
 /* Starts the (now trusted) project servers in the session's pool. */
 static void start_servers(pct_sess *s, uint64_t turn, const pag_project_config *pc) {
+    pmcp_pool *ext = pct_mcp_ext(s);
+    if (pc->servers_json && !ext)
+        return; /* servers still starting (a cancelled wait): the
+                    next turn starts these */
     memcpy(s->project_on, pc->digest, sizeof s->project_on);
-    if (!pc->servers_json || !s->mcp) return;
+    if (!pc->servers_json) return;
     char *notes = NULL;
-    int rc = pmcp_pool_add_project(s->mcp, pc->servers_json, &notes);
+    int rc = pmcp_pool_add_project(ext, pc->servers_json, &notes);
     if (rc == 1) pct_rebuild_tools(s);
     if (notes) say(s, turn, notes);
     free(notes);

@@ -11,12 +11,14 @@
 #include "controller/ctl_impl.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define PCT_MAX_QUEUED 32
+#define PCT_MAX_QUEUED    32
+#define PCT_QUEUE_PREVIEW 200 /* bytes of a queued prompt's text that _peri/queue/list shows */
 
 typedef struct pct_job {
     struct pct_job *next;
@@ -24,7 +26,8 @@ typedef struct pct_job {
     char *text;     /* the prompt's text (titles) */
     pm_message msg; /* the prompt's content (text and images) */
     void *token;
-    bool cancelled; /* $/cancel_request while queued (s->mu) */
+    bool cancelled;   /* $/cancel_request while queued (s->mu) */
+    char turn_id[48]; /* given when the prompt is accepted */
 } job;
 
 /* Removes j from the session's start queue (s->mu held). */
@@ -47,10 +50,23 @@ static void answer(pct_sess *s, void *token, const pag_turn_result *r) {
     if (s->c->sink.on_prompt_done) s->c->sink.on_prompt_done(s->c->sink.ctx, token, r);
 }
 
-static void answer_cancelled(pct_sess *s, void *token) {
-    pag_turn_result r = {.state = PAG_TURN_INTERRUPTED, .stop_reason = "cancelled"};
-    answer(s, token, &r);
+/* The one terminal state of a turn (s->emit_mu held): the terminal event, after every
+ * event of the turn, then the prompt's answer. attempt_id NULL: the prompt never ran. */
+static void terminal(pct_sess *s, void *token, const char *turn_id, const char *attempt_id,
+                     const pag_turn_result *r) {
+    if (s->c->sink.on_turn_done) {
+        pct_event_ids ids = {.session_epoch = s->epoch,
+                             .turn_id = turn_id,
+                             .attempt_id = attempt_id,
+                             .agent_id = s->id};
+        uint64_t seq = prt_next_seq_of(s->c->rt, s->id, s);
+        s->c->sink.on_turn_done(s->c->sink.ctx, s->id, seq, &ids, r);
+    }
+    answer(s, token, r);
 }
+
+static const pag_turn_result cancelled_result = {.state = PAG_TURN_INTERRUPTED,
+                                                 .stop_reason = "cancelled"};
 
 static int64_t now_ms(void) {
     struct timespec ts;
@@ -90,33 +106,49 @@ static void worker_exit(pct_sess *s) {
     pthread_mutex_unlock(&c->mu);
 }
 
+/* True while job j must wait for its turn (s->mu held). */
+static bool must_wait(pct_sess *s, job *j) {
+    return s->state == SESS_OPEN && !j->cancelled && (s->running || s->qhead != j);
+}
+
 static void *worker(void *arg) {
     job *j = arg;
     pct_sess *s = j->s;
-    pthread_mutex_lock(&s->mu);
-    while (s->state == SESS_OPEN && !j->cancelled && (s->running || s->qhead != j))
-        pthread_cond_wait(&s->cv, &s->mu);
-    unqueue(s, j);
-    if (s->state != SESS_OPEN || j->cancelled) {
-        /* Closed while queued: the prompt never ran. */
+    /* Waits on s->mu alone, then decides holding emit_mu and mu (in that order, as
+     * cancel does), so a cancel sees either no attempt or one whose ids are set. */
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        while (must_wait(s, j))
+            pthread_cond_wait(&s->cv, &s->mu);
         pthread_mutex_unlock(&s->mu);
-        answer_cancelled(s, j->token);
-        goto out;
+        pthread_mutex_lock(&s->emit_mu);
+        pthread_mutex_lock(&s->mu);
+        if (!must_wait(s, j)) break;
+        pthread_mutex_unlock(&s->mu);
+        pthread_mutex_unlock(&s->emit_mu);
     }
-    if (s->cancel_next) {
-        /* The client cancelled before this prompt could start: it is the prompt the
-         * cancel was meant for. Prompts queued behind it survive. */
-        s->cancel_next = false;
+    unqueue(s, j);
+    if (s->state != SESS_OPEN || j->cancelled || s->cancel_next) {
+        /* Closed or cancelled while queued: the prompt never ran. A session/cancel that
+         * came before this prompt could start was meant for it; prompts queued behind
+         * it survive. */
+        if (s->state == SESS_OPEN && !j->cancelled) s->cancel_next = false;
         pthread_mutex_unlock(&s->mu);
-        answer_cancelled(s, j->token);
+        terminal(s, j->token, j->turn_id, NULL, &cancelled_result);
+        pthread_mutex_unlock(&s->emit_mu);
         goto out;
     }
     s->running = true;
     s->cur_token = j->token;
     s->cur_answered = false;
     uint64_t gen = pag_session_begin_turn(s->agent);
+    s->cur_gen = gen;
+    snprintf(s->cur_turn_id, sizeof s->cur_turn_id, "%s", j->turn_id);
+    pct_attempt_id(s->cur_attempt_id, s->epoch, ++s->attempt_seq);
     pthread_mutex_unlock(&s->mu);
+    pthread_mutex_unlock(&s->emit_mu);
 
+    pct_mcp_wait(s, gen);          /* MCP servers still starting: their tools are wanted */
     pct_apply_model(s);            /* a model chosen since the last turn */
     pct_trust_before_turn(s, gen); /* project configuration: trusted content only */
     pag_turn_result r;
@@ -133,7 +165,12 @@ static void *worker(void *arg) {
     s->running = false;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
-    if (!answered) answer(s, j->token, &r);
+    if (!answered) terminal(s, j->token, s->cur_turn_id, s->cur_attempt_id, &r);
+    /* From here on, a late event of this attempt finds no running attempt: dropped. */
+    pthread_mutex_lock(&s->mu);
+    s->cur_gen = 0;
+    s->cur_turn_id[0] = s->cur_attempt_id[0] = '\0';
+    pthread_mutex_unlock(&s->mu);
     pthread_mutex_unlock(&s->emit_mu);
 out:
     free(j->text);
@@ -187,6 +224,7 @@ pct_status pct_prompt_message(pct_controller *c, const char *id, pm_message *msg
     bool ok = open && !full && j && t;
     if (ok) {
         s->workers++;
+        pct_turn_id(j->turn_id, s->epoch, ++s->turn_seq);
         j->next = NULL;
         if (s->qtail)
             s->qtail->next = j;
@@ -253,7 +291,7 @@ static void cancel_sess(pct_sess *s) {
         pthread_cond_broadcast(&s->cv);
     }
     pthread_mutex_unlock(&s->mu);
-    if (token) answer_cancelled(s, token);
+    if (token) terminal(s, token, s->cur_turn_id, s->cur_attempt_id, &cancelled_result);
     pthread_mutex_unlock(&s->emit_mu);
 }
 
@@ -277,8 +315,135 @@ static void cancel_token(pct_sess *s, void *want) {
         token = s->cur_token;
     }
     pthread_mutex_unlock(&s->mu);
-    if (token) answer_cancelled(s, token);
+    if (token) terminal(s, token, s->cur_turn_id, s->cur_attempt_id, &cancelled_result);
     pthread_mutex_unlock(&s->emit_mu);
+}
+
+/* Marks every queued prompt of s cancelled (s->mu held); returns how many. Their workers
+ * answer them "cancelled" (they never ran). */
+static size_t clear_queue(pct_sess *s) {
+    size_t n = 0;
+    for (job *j = s->qhead; j; j = j->next)
+        if (!j->cancelled) {
+            j->cancelled = true;
+            n++;
+        }
+    pthread_cond_broadcast(&s->cv);
+    return n;
+}
+
+/* Cancels exactly the turn turn_id (and attempt, when given): the running attempt if it is
+ * that one, or that queued prompt. A turn that already ended, or an attempt that is not
+ * the running one, is left alone: repeating a cancel changes nothing. */
+static void cancel_turn(pct_sess *s, const char *turn_id, const char *attempt_id) {
+    pthread_mutex_lock(&s->emit_mu);
+    pthread_mutex_lock(&s->mu);
+    void *token = NULL;
+    for (job *j = s->qhead; j; j = j->next)
+        if (!strcmp(j->turn_id, turn_id) && !attempt_id) {
+            j->cancelled = true;
+            pthread_cond_broadcast(&s->cv);
+        }
+    if (s->running && !s->cur_answered && !strcmp(s->cur_turn_id, turn_id) &&
+        (!attempt_id || !strcmp(s->cur_attempt_id, attempt_id))) {
+        s->gate_gen = pag_session_turn_gen(s->agent);
+        pag_session_cancel(s->agent);
+        atomic_store(&s->trust_cancel, 1);
+        s->cur_answered = true;
+        token = s->cur_token;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (token) terminal(s, token, s->cur_turn_id, s->cur_attempt_id, &cancelled_result);
+    pthread_mutex_unlock(&s->emit_mu);
+}
+
+void pct_cancel_ex(pct_controller *c, const char *id, const pct_cancel_opts *o) {
+    pct_sess *s = pct_sess_get(c, id);
+    if (!s) return;
+    if (o && o->turn_id)
+        cancel_turn(s, o->turn_id, o->attempt_id);
+    else
+        cancel_sess(s);
+    if (o && o->clear_queue) {
+        pthread_mutex_lock(&s->mu);
+        clear_queue(s);
+        s->cancel_next = false; /* nothing is left for it to be meant for */
+        pthread_mutex_unlock(&s->mu);
+    }
+    pct_sess_release(s);
+}
+
+/* The closing guard of a state-changing request (s->mu held). */
+static pct_status open_or_closing(pct_sess *s, pct_error *err) {
+    if (s->state == SESS_OPEN) return PCT_OK;
+    err->status = PCT_CLOSING;
+    snprintf(err->message, sizeof err->message, "Session is closing");
+    return PCT_CLOSING;
+}
+
+static pct_sess *live_sess(pct_controller *c, const char *id, pct_error *err) {
+    pct_sess *s = pct_sess_get(c, id);
+    if (!s) {
+        err->status = PCT_NOT_FOUND;
+        snprintf(err->message, sizeof err->message, "Session not found: %.100s", id ? id : "");
+    }
+    return s;
+}
+
+pct_status pct_queue_list(pct_controller *c, const char *id, char **json_out, pct_error *err) {
+    *json_out = NULL;
+    pct_sess *s = live_sess(c, id, err);
+    if (!s) return PCT_NOT_FOUND;
+    json_t *arr = json_array();
+    pthread_mutex_lock(&s->mu);
+    for (job *j = s->qhead; arr && j; j = j->next) {
+        if (j->cancelled) continue;
+        /* the start of the prompt's text, whole UTF-8 characters */
+        size_t n = j->text ? strlen(j->text) : 0;
+        if (n > PCT_QUEUE_PREVIEW) {
+            n = PCT_QUEUE_PREVIEW;
+            while (n > 0 && ((unsigned char)j->text[n] & 0xC0) == 0x80)
+                n--;
+        }
+        json_t *o =
+            json_pack("{s:s, s:s%}", "turnId", j->turn_id, "text", j->text ? j->text : "", n);
+        if (!o || json_array_append_new(arr, o)) {
+            json_decref(arr);
+            arr = NULL;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    pct_sess_release(s);
+    *json_out = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+    json_decref(arr);
+    if (!*json_out) {
+        err->status = PCT_FAILED;
+        snprintf(err->message, sizeof err->message, "out of memory");
+        return PCT_FAILED;
+    }
+    return PCT_OK;
+}
+
+pct_status pct_queue_clear(pct_controller *c, const char *id, size_t *cleared, pct_error *err) {
+    *cleared = 0;
+    pct_sess *s = live_sess(c, id, err);
+    if (!s) return PCT_NOT_FOUND;
+    pthread_mutex_lock(&s->mu);
+    pct_status rc = open_or_closing(s, err);
+    if (rc == PCT_OK) {
+        *cleared = clear_queue(s);
+        s->cancel_next = false;
+    }
+    pthread_mutex_unlock(&s->mu);
+    pct_sess_release(s);
+    return rc;
+}
+
+pct_status pct_sess_guard(pct_sess *s, pct_error *err) {
+    pthread_mutex_lock(&s->mu);
+    pct_status rc = open_or_closing(s, err);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
 }
 
 void pct_cancel_prompt(pct_controller *c, const char *id, void *token) {
@@ -315,8 +480,34 @@ static void deadline_after(struct timespec *ts, long ms) {
     }
 }
 
-static pct_status close_with_grace(pct_controller *c, const char *id, long grace_ms,
-                                   pct_error *err) {
+/* Why a close cannot settle yet; NULL when it can (s->mu held). The reasons, most
+ * specific first, and their fixed messages. */
+static const char *unsettled(pct_sess *s, const char **message) {
+    if (atomic_load(&s->subagents) > 0) {
+        *message = "Session close incomplete: a subagent has not handed over";
+        return "subagent";
+    }
+    if (s->workers > 0) {
+        *message = "Session close incomplete: prompt is still active";
+        return "active_turn";
+    }
+    if (s->mcp_pending) {
+        *message = "Session close incomplete: a background task is still running (MCP servers "
+                   "starting)";
+        return "background_task";
+    }
+    return NULL;
+}
+
+/* Peri close, in its fixed order: stop input (closing: no new prompt, queued ones leave) ->
+ * cancel owned tasks (the turn, its subagents) -> join with a deadline -> abort what did
+ * not stop (the gate stays raised; a starting MCP pool is closed by its connector) ->
+ * persist (the close intent, the store's settlement) -> drain (the emit lock) -> unmap.
+ * Success only when every step settled; otherwise PCT_INCOMPLETE with the reason, and the
+ * session stays closing for a retry. */
+static pct_status close_with_grace(pct_controller *c, const char *id, long grace_ms, pct_error *err,
+                                   const char **reason) {
+    *reason = NULL;
     pct_sess *s = pct_sess_get(c, id);
     if (!s) return PCT_OK; /* closed already, or never live: nothing to settle */
     pthread_mutex_lock(&s->mu);
@@ -327,22 +518,49 @@ static pct_status close_with_grace(pct_controller *c, const char *id, long grace
     struct timespec dl;
     deadline_after(&dl, grace_ms);
     pthread_mutex_lock(&s->mu);
-    while (s->workers > 0) {
+    const char *message = NULL;
+    while (unsettled(s, &message)) {
         if (pthread_cond_timedwait(&s->cv, &s->mu, &dl) == ETIMEDOUT) break;
     }
-    bool settled = s->workers == 0;
-    if (settled) s->state = SESS_CLOSED;
+    *reason = unsettled(s, &message);
+    if (*reason && s->running) pag_session_cancel(s->agent); /* abort: raised again */
+    bool intent = !*reason && !s->read_only && !s->close_intent_ms;
+    if (intent) s->close_intent_ms = now_ms();
     pthread_mutex_unlock(&s->mu);
+    if (!*reason && !s->read_only) {
+        /* The close intent is kept before close reports success. */
+        if (intent && pct_save_meta(s) != 0) {
+            pthread_mutex_lock(&s->mu);
+            s->close_intent_ms = 0; /* the retry writes it again */
+            pthread_mutex_unlock(&s->mu);
+            *reason = "close_intent_not_persisted";
+            message = "Session close incomplete: the close could not be recorded in the store";
+        } else if (atomic_load(&s->persist_bad)) {
+            /* A history write failed: settled only once the store answers again. */
+            pst_thread th;
+            if (pst_thread_get(c->store, s->id, &th, NULL) == PST_OK) {
+                pst_thread_clear(&th);
+                atomic_store(&s->persist_bad, false);
+            } else {
+                *reason = "store_settlement_unknown";
+                message = "Session close incomplete: the store did not confirm the session's "
+                          "history";
+            }
+        }
+    }
     pct_status rc = PCT_OK;
-    if (settled) {
-        /* Persistence is synchronous per step, so no worker means nothing to drain. */
+    if (!*reason) {
+        pthread_mutex_lock(&s->emit_mu); /* drain: no emission of s is in flight */
+        pthread_mutex_lock(&s->mu);
+        s->state = SESS_CLOSED;
+        pthread_mutex_unlock(&s->mu);
+        pthread_mutex_unlock(&s->emit_mu);
         pct_sess *mapped = prt_remove(c->rt, id);
         if (mapped) pct_sess_release(mapped);
     } else {
         if (err) {
             err->status = PCT_INCOMPLETE;
-            snprintf(err->message, sizeof err->message,
-                     "Session close incomplete: prompt is still active");
+            snprintf(err->message, sizeof err->message, "%s", message);
         }
         rc = PCT_INCOMPLETE;
     }
@@ -350,8 +568,13 @@ static pct_status close_with_grace(pct_controller *c, const char *id, long grace
     return rc;
 }
 
+pct_status pct_close_why(pct_controller *c, const char *id, pct_error *err, const char **reason) {
+    return close_with_grace(c, id, c->settings->close_grace_ms, err, reason);
+}
+
 pct_status pct_close(pct_controller *c, const char *id, pct_error *err) {
-    return close_with_grace(c, id, c->settings->close_grace_ms, err);
+    const char *reason;
+    return close_with_grace(c, id, c->settings->close_grace_ms, err, &reason);
 }
 
 void pct_close_all(pct_controller *c, long wait_ms) {
@@ -361,7 +584,8 @@ void pct_close_all(pct_controller *c, long wait_ms) {
         if (n == 0) break;
         size_t incomplete = 0;
         for (size_t i = 0; i < n; i++) {
-            if (close_with_grace(c, ids[i], wait_ms, NULL) != PCT_OK) incomplete++;
+            const char *reason;
+            if (close_with_grace(c, ids[i], wait_ms, NULL, &reason) != PCT_OK) incomplete++;
             free(ids[i]);
         }
         if (incomplete == n) break; /* nothing more will settle within the budget */

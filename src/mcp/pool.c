@@ -640,6 +640,16 @@ void pmcp_pool_close(pmcp_pool *p) {
     free(p);
 }
 
+size_t pmcp_pool_server_count(const pmcp_pool *p) {
+    return p ? p->nservers : 0;
+}
+
+const char *pmcp_pool_server_at(const pmcp_pool *p, size_t i, bool *connected) {
+    if (!p || i >= p->nservers) return NULL;
+    if (connected) *connected = p->servers[i].client != NULL;
+    return p->servers[i].cfg.name;
+}
+
 bool pmcp_pool_builtin(const pmcp_pool *p) {
     return p && p->ws;
 }

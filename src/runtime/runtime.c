@@ -131,6 +131,15 @@ uint64_t prt_next_seq(prt_runtime *rt, const char *session_id) {
     return s;
 }
 
+uint64_t prt_next_seq_of(prt_runtime *rt, const char *session_id, const void *handle) {
+    uint64_t s = 0;
+    pthread_mutex_lock(&rt->mu);
+    prt_entry *e = *slot(rt, session_id);
+    if (e && e->handle == handle) s = ++e->seq;
+    pthread_mutex_unlock(&rt->mu);
+    return s;
+}
+
 size_t prt_list(prt_runtime *rt, char **ids, size_t max) {
     size_t n = 0;
     pthread_mutex_lock(&rt->mu);

@@ -389,13 +389,13 @@ def s_errors(E):
     r = b.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]})
     check("error" in r and r["error"]["code"] == -32000 and r["error"]["data"]["kind"] == "llm",
           "unreachable %r" % r)
-    # no provider at all: clear error at the first prompt, not at start
+    # no provider at all: session/new answers ACP's auth_required (the client then
+    # authenticates, see e2e_protocol.py auth), not an error at the first prompt
     c = E.agent(model=False)
-    sid = E.new_session(c)
-    r = c.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]})
-    check("error" in r and r["error"]["code"] == -32000 and r["error"]["data"] == {"kind": "llm"},
-          "no provider %r" % r)
-    check("no model provider configured" in r["error"]["message"], "message %r" % r)
+    r = c.call("session/new", {"cwd": E.cwd, "mcpServers": []})
+    check("error" in r and r["error"]["code"] == -32000 and
+          r["error"]["message"] == "Authentication required", "no provider %r" % r)
+    check("no model provider configured" in r["error"]["data"]["reason"], "reason %r" % r)
 
 
 def s_malformed(E):
@@ -686,7 +686,7 @@ def s_fuzz(E):
 
 
 def s_hostile(E):
-    """Issue 9 (findings 4, 5, 8): a hostile workspace. The project guide as a symlink out
+    """A hostile workspace. The project guide as a symlink out
     or as a FIFO, a read of a FIFO and a glob with repeated ** never leak, never block the
     server, and the sessions still close."""
     outside = os.path.join(E.tmp, "outside-guide.txt")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""e2e_features.py: end-to-end tests of the editor features of `peri acp` (issue 13):
+"""e2e_features.py: end-to-end tests of the editor features of `peri acp`:
 modes, config options (model choice), remembered permissions, slash commands, plans,
 image prompts, usage, fork and $/cancel_request, subagents, project guidance and
 skills, session/new validation. Same harness as e2e.py (mock model, private HOME).

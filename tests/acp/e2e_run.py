@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""e2e_run.py: end-to-end tests of the code-running tools (issue 11) over ACP.
+"""e2e_run.py: end-to-end tests of the code-running tools over ACP.
 
 usage: e2e_run.py PERI_BINARY MOCK_MODEL_PY RUBY_WASM WASI_HELLO SCENARIO
 

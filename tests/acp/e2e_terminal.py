@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""e2e_terminal.py: the shell tool in the ACP client's terminal (issue 12 item 4).
+"""e2e_terminal.py: the shell tool in the ACP client's terminal.
 
 usage: e2e_terminal.py PERI_BINARY MOCK_MODEL_PY
 

@@ -1,6 +1,6 @@
 // sdk_client.mjs: a real ACP client - the client side of the official TypeScript SDK
 // (@agentclientprotocol/sdk, pinned in tests/acp/sdk/package-lock.json, installed by
-// scripts/deps.sh into a cache) - drives every editor feature of issue 13 against
+// scripts/deps.sh into a cache) - drives every editor feature against
 // `peri acp` and tests/host/mock_model.py, for one model format.
 //
 // usage: node sdk_client.mjs PERI_BINARY MOCK_MODEL_PY openai|anthropic
@@ -96,7 +96,8 @@ for (const k of ["ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"])
 
 // ---------------------------------------------------------------- the client
 
-const updates = []; // {sessionId, update}
+const updates = []; // {sessionId, update, t, meta}
+const extNotes = []; // {method, params, t}
 const permissionAsks = [];
 let permissionAnswer = "allow_once";
 
@@ -112,7 +113,12 @@ function startAgent() {
       return { outcome: { outcome: "selected", optionId: permissionAnswer } };
     })
     .onNotification(M.client.session.update, async ({ params }) => {
-      updates.push({ sessionId: params.sessionId, update: params.update, t: Date.now() });
+      updates.push({ sessionId: params.sessionId, update: params.update, t: Date.now(),
+                     meta: params._meta || {} });
+    })
+    // Peri's extension notifications (_peri/turn_done, _peri/mcp_status), raw
+    .onNotification("*", async (n) => {
+      extNotes.push({ method: n.method, params: n.params, t: Date.now() });
     });
   return { child, stream, app, stderr: () => stderr };
 }
@@ -152,6 +158,10 @@ async function session1(ctx) {
     clientInfo: { name: "peri-sdk-test", version: "1" } });
   check(init.agentCapabilities.promptCapabilities.image === true, "image capability");
   check(init.agentCapabilities.sessionCapabilities.fork, "fork capability");
+  check(json(init.authMethods.map((m) => m.id)) === json(["openai-api-key", "anthropic-api-key"]),
+        "authMethods " + json(init.authMethods));
+  check(init.agentCapabilities._meta["peri.methods"].includes("_peri/queue/list") &&
+        init.agentCapabilities._meta["peri.turnDone"] === true, "extension flags");
   await expectError(ctx.request(M.agent.session.new, { cwd }), -32602, "new without mcpServers");
   const created = await ctx.request(M.agent.session.new, { cwd, mcpServers: [] });
   const sid = created.sessionId;
@@ -274,6 +284,32 @@ async function session1(ctx) {
                                                u._meta["peri.parentToolCallId"] === "tk");
   check(nested.length === 1 && nested[0].toolCallId === "tk/cr", "nested " + json(nested));
   const childId = nested[0]._meta["peri.childSessionId"];
+  // event identity on every update of every turn so far; the subagent's are its own
+  const mine = updates.filter((u) => u.sessionId === sid);
+  for (const u of mine)
+    check(typeof u.meta["peri.sessionSeq"] === "number" && u.meta["peri.sessionEpoch"] === 1 &&
+          typeof u.meta["peri.agentId"] === "string", "ids missing " + json(u.meta));
+  const inTurns = mine.filter((u) => u.meta["peri.turnId"]);
+  check(new Set(inTurns.map((u) => u.meta["peri.turnId"])).size >= 10 &&
+        inTurns.every((u) => typeof u.meta["peri.attemptId"] === "string"), "turn ids");
+  const childUps = mine.filter((u) => u.update.toolCallId === "tk/cr");
+  check(childUps.length && childUps.every((u) => u.meta["peri.agentId"] === childId),
+        "subagent agent id " + json(childUps.map((u) => u.meta)));
+  // one terminal notification per prompt, each after that turn's updates (the SDK may
+  // hand a notification to its handler after the answer that followed it on the wire)
+  const turnIds = new Set(inTurns.map((u) => u.meta["peri.turnId"]));
+  const doneOf = () =>
+    extNotes.filter((n) => n.method === "_peri/turn_done" && n.params.sessionId === sid);
+  await until(() => [...turnIds].every((t) => doneOf().some((d) => d.params.turnId === t)),
+              "a _peri/turn_done for every turn");
+  const done = doneOf();
+  check([...turnIds].every((t) => done.filter((d) => d.params.turnId === t).length === 1),
+        "more than one turn_done for a turn");
+  for (const d of done) {
+    const last = inTurns.filter((u) => u.meta["peri.turnId"] === d.params.turnId).at(-1);
+    check(!last || last.meta["peri.sessionSeq"] < d.params._meta["peri.sessionSeq"],
+          "turn_done before the turn's last update " + json(d.params));
+  }
   const list = await ctx.request(M.agent.session.list, { cwd });
   const child = list.sessions.find((s) => s.sessionId === childId);
   check(child && child._meta["peri.parentSessionId"] === sid, "child not listed with parent");
@@ -310,6 +346,15 @@ async function session2(ctx, sid) {
   check(r.configOptions.find((o) => o.id === "model").currentValue === models[1],
         "model not persisted");
   check(ups(sid, "user_message_chunk", t0).length > 0, "no replay");
+  const replay = updates.filter((u) => u.sessionId === sid && u.t >= t0);
+  check(replay.every((u) => u.meta["peri.sessionEpoch"] === 2 && !u.meta["peri.turnId"]),
+        "replay ids " + json(replay.slice(0, 2).map((u) => u.meta)));
+  // the closing guard, through the real client: a fresh session closes at once
+  const fresh = await ctx.request(M.agent.session.new, { cwd, mcpServers: [] });
+  await ctx.request(M.agent.session.close, { sessionId: fresh.sessionId });
+  await expectError(ctx.request(M.agent.session.setMode, { sessionId: fresh.sessionId,
+                                                          modeId: "plan" }),
+                    -32002, "set_mode on a closed session");
 }
 
 let failed = null;

@@ -1,7 +1,7 @@
 /*
  * test_codec.c — unit tests of the ACP wire layer: JSON-RPC decoding/encoding, the
- * line reader, the locked writer, the event -> session/update mapping, and the
- * runtime's session map.
+ * line reader, the locked writer, the event -> session/update mapping (with the event's
+ * identity), the runtime's session map, and the key store of authenticate / peri login.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,8 +15,10 @@
 #include "acp/transport.h"
 #include "peri/runtime.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static pacp_kind decode_kind(const char *s, int *code) {
@@ -163,7 +165,7 @@ static void test_update_mapping(void **state) {
                     .text = "rejected",
                     .session_id = "s1",
                     .session_seq = 9};
-    json_t *p = pacp_update_params(&ev);
+    json_t *p = pacp_update_params(&ev, NULL);
     char *s = json_dumps(p, JSON_COMPACT | JSON_PRESERVE_ORDER);
     assert_string_equal(
         s, "{\"sessionId\":\"s1\",\"update\":{\"sessionUpdate\":\"tool_call_update\","
@@ -180,7 +182,7 @@ static void test_update_mapping(void **state) {
                     .raw_input = "{\"path\":\"a.txt\"}",
                     .session_id = "s1",
                     .replay = true};
-    p = pacp_update_params(&tc);
+    p = pacp_update_params(&tc, NULL);
     json_t *u = json_object_get(p, "update");
     assert_string_equal(json_string_value(json_object_get(u, "sessionUpdate")), "tool_call");
     assert_string_equal(json_string_value(json_object_get(u, "kind")), "read");
@@ -189,7 +191,7 @@ static void test_update_mapping(void **state) {
     assert_true(json_is_true(json_object_get(json_object_get(p, "_meta"), "periReplay")));
     json_decref(p);
     pag_event us = {.kind = PAG_EV_USAGE, .used = 12, .size = 1000, .session_id = "s"};
-    p = pacp_update_params(&us);
+    p = pacp_update_params(&us, NULL);
     u = json_object_get(p, "update");
     assert_string_equal(json_string_value(json_object_get(u, "sessionUpdate")), "usage_update");
     assert_int_equal(json_integer_value(json_object_get(u, "used")), 12);
@@ -226,12 +228,104 @@ static void test_runtime(void **state) {
     prt_free(rt);
 }
 
+/* A late event of a closed instance is never stamped into its successor. */
+static void test_runtime_seq_of(void **state) {
+    (void)state;
+    prt_runtime *rt = prt_new(NULL);
+    int old = 1, new = 2;
+    assert_int_equal(prt_insert(rt, "s", &old), 0);
+    assert_int_equal(prt_next_seq_of(rt, "s", &old), 1);
+    assert_ptr_equal(prt_remove(rt, "s"), &old);
+    assert_int_equal(prt_next_seq_of(rt, "s", &old), 0); /* unmapped */
+    assert_int_equal(prt_insert(rt, "s", &new), 0);
+    assert_int_equal(prt_next_seq_of(rt, "s", &old), 0); /* another instance now */
+    assert_int_equal(prt_next_seq_of(rt, "s", &new), 1);
+    prt_free(rt);
+}
+
+static void test_update_ids(void **state) {
+    (void)state;
+    pag_event ev = {.kind = PAG_EV_TEXT, .text = "hi", .session_id = "S", .session_seq = 7};
+    pct_event_ids ids = {
+        .session_epoch = 3, .turn_id = "turn-3-2", .attempt_id = "attempt-3-4", .agent_id = "S"};
+    json_t *p = pacp_update_params(&ev, &ids);
+    json_t *m = json_object_get(p, "_meta");
+    assert_int_equal(json_integer_value(json_object_get(m, "peri.sessionSeq")), 7);
+    assert_int_equal(json_integer_value(json_object_get(m, "peri.sessionEpoch")), 3);
+    assert_string_equal(json_string_value(json_object_get(m, "peri.turnId")), "turn-3-2");
+    assert_string_equal(json_string_value(json_object_get(m, "peri.attemptId")), "attempt-3-4");
+    assert_string_equal(json_string_value(json_object_get(m, "peri.agentId")), "S");
+    json_decref(p);
+    /* outside a turn: no turn and no attempt */
+    pct_event_ids none = {.session_epoch = 1, .agent_id = "S"};
+    p = pacp_update_params(&ev, &none);
+    m = json_object_get(p, "_meta");
+    assert_null(json_object_get(m, "peri.turnId"));
+    assert_null(json_object_get(m, "peri.attemptId"));
+    json_decref(p);
+}
+
+static void test_store_api_key(void **state) {
+    (void)state;
+    char home[] = "/tmp/peri-key-XXXXXX", path[200], err[300];
+    assert_non_null(mkdtemp(home));
+    snprintf(path, sizeof path, "%s/.peri/settings.json", home);
+    /* refused: bad provider, empty key, spaces, controls; nothing written */
+    assert_int_equal(pacp_store_api_key(home, "other", "k", err, sizeof err), -1);
+    assert_int_equal(pacp_store_api_key(home, "openai", "", err, sizeof err), -1);
+    assert_int_equal(pacp_store_api_key(home, "openai", "a b", err, sizeof err), -1);
+    assert_int_equal(pacp_store_api_key(home, "openai", "a\nb", err, sizeof err), -1);
+    assert_int_equal(pacp_store_api_key("relative", "openai", "k", err, sizeof err), -1);
+    struct stat st;
+    assert_int_not_equal(stat(path, &st), 0);
+    /* stored 0600, other entries kept */
+    char dir[200];
+    snprintf(dir, sizeof dir, "%s/.peri", home);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    FILE *f = fopen(path, "w");
+    fputs("{\"keep\": 1, \"providers\": {\"anthropic\": {\"apiKey\": \"a\"}}}", f);
+    fclose(f);
+    assert_int_equal(pacp_store_api_key(home, "openai", "sk-1", err, sizeof err), 0);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    json_t *doc = json_load_file(path, 0, NULL);
+    assert_int_equal(json_integer_value(json_object_get(doc, "keep")), 1);
+    json_t *ps = json_object_get(doc, "providers");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(ps, "openai"), "apiKey")),
+                        "sk-1");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(ps, "anthropic"), "apiKey")), "a");
+    json_decref(doc);
+    /* a file that is not a JSON object is left alone */
+    f = fopen(path, "w");
+    fputs("[1]", f);
+    fclose(f);
+    assert_int_equal(pacp_store_api_key(home, "openai", "sk-2", err, sizeof err), -1);
+    /* a symlink is not followed */
+    char target[200];
+    snprintf(target, sizeof target, "%s/elsewhere.json", home);
+    f = fopen(target, "w");
+    fputs("{}", f);
+    fclose(f);
+    unlink(path);
+    assert_int_equal(symlink(target, path), 0);
+    assert_int_equal(pacp_store_api_key(home, "openai", "sk-3", err, sizeof err), -1);
+    doc = json_load_file(target, 0, NULL);
+    assert_int_equal(json_object_size(doc), 0);
+    json_decref(doc);
+    unlink(path);
+    unlink(target);
+    rmdir(dir);
+    rmdir(home);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode_kinds),    cmocka_unit_test(test_invalid_keeps_id),
         cmocka_unit_test(test_encode),          cmocka_unit_test(test_reader),
         cmocka_unit_test(test_reader_big_line), cmocka_unit_test(test_update_mapping),
-        cmocka_unit_test(test_runtime),
+        cmocka_unit_test(test_runtime),         cmocka_unit_test(test_runtime_seq_of),
+        cmocka_unit_test(test_update_ids),      cmocka_unit_test(test_store_api_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,6 +24,21 @@ def ws_entry(E, name, root):
             "env": []}
 
 
+def mcp_errors(a, r, sid, timeout=60):
+    """The MCP notices of a session/new, load or resume answer r of session sid. Servers
+    start in the background: when the answer lists some as still "starting", the notices
+    are those of the _peri/mcp_status notification that follows (every server then
+    "ready" or "failed")."""
+    meta = r.get("_meta", {})
+    if not any(x["status"] == "starting" for x in meta.get("peri.mcpServers", [])):
+        return meta.get("peri.mcpErrors", [])
+    _, f = a.wait(lambda f: f.get("method") == "_peri/mcp_status" and
+                  f["params"]["sessionId"] == sid, timeout, "_peri/mcp_status")
+    check(all(x["status"] in ("ready", "failed") for x in f["params"]["servers"]),
+          "final status %r" % f["params"])
+    return f["params"]["errors"]
+
+
 def make_root(E, name):
     root = os.path.join(E.tmp, name)
     os.makedirs(root)
@@ -47,7 +62,7 @@ def s_session(E):
         {"name": "broken", "command": "/nonexistent/mcp-server", "args": [], "env": []},
         {"type": "http", "name": "deadhttp", "url": "http://127.0.0.1:9/mcp", "headers": []}]})
     sid = r["sessionId"]
-    errs = r.get("_meta", {}).get("peri.mcpErrors", [])
+    errs = mcp_errors(a, r, sid)
     check(any('"broken"' in e and "No such file" in e for e in errs), "broken server %r" % errs)
     check(any('"deadhttp"' in e for e in errs), "dead http server %r" % errs)
     check(not any('"ws"' in e for e in errs), "ws reported broken %r" % errs)
@@ -196,7 +211,7 @@ def s_kill9(E):
     a = E.agent()
     r = a.result("session/new", {"cwd": E.cwd, "mcpServers": [
         ws_entry(E, "ws", root), stubborn_entry(E, "stubborn", root + "-s", marker)]})
-    check("peri.mcpErrors" not in r.get("_meta", {}), "servers failed: %r" % r)
+    check(not mcp_errors(a, r, r["sessionId"]), "servers failed: %r" % r)
     check(procs_with(root), "server not started")
     os.kill(a.proc.pid, signal.SIGKILL)
     a.proc.wait(5)
@@ -281,7 +296,7 @@ def s_load(E):
     a.result("session/close", {"sessionId": sid})
     r = a.result("session/load", {"sessionId": sid, "cwd": E.cwd,
                                   "mcpServers": [ws_entry(E, "loaded", root)]})
-    check("peri.mcpErrors" not in r.get("_meta", {}), "load reported errors %r" % r)
+    check(not mcp_errors(a, r, sid), "load reported errors %r" % r)
     E.mock.script([{"text": "ok"}])
     resp = a.response(prompt(a, sid, "hi"), timeout=20)
     check(resp.get("result") == {"stopReason": "end_turn"}, "turn %r" % resp)
@@ -299,7 +314,7 @@ def s_listchanged(E):
     a = E.agent()
     r = a.result("session/new", {"cwd": E.cwd, "mcpServers": [
         {"name": "lc", "command": sys.executable, "args": [srv], "env": []}]})
-    check("peri.mcpErrors" not in r.get("_meta", {}), "server failed: %r" % r)
+    check(not mcp_errors(a, r, r["sessionId"]), "server failed: %r" % r)
     sid = r["sessionId"]
     a.permission_answer = "allow_once"
     E.mock.script([{"tool_calls": [{"id": "l1", "name": "mcp__lc__first", "arguments": {}}]},
@@ -336,7 +351,7 @@ def s_progress(E):
     a = E.agent()
     r = a.result("session/new", {"cwd": E.cwd, "mcpServers": [
         {"name": "ev", "command": "node", "args": [interop.EVERYTHING, "stdio"], "env": []}]})
-    check("peri.mcpErrors" not in r.get("_meta", {}), "server failed: %r" % r)
+    check(not mcp_errors(a, r, r["sessionId"]), "server failed: %r" % r)
     sid = r["sessionId"]
     a.permission_answer = "allow_once"
     E.mock.script([{"tool_calls": [{"id": "p1", "name": "mcp__ev__trigger-long-running-operation",
@@ -401,7 +416,7 @@ def s_sse_origin(E):
         r = a.result("session/new", {"cwd": E.cwd, "mcpServers": [
             {"type": "sse", "name": "legacy", "url": url,
              "headers": [{"name": "Authorization", "value": "Bearer secret-77"}]}]})
-        errs = r.get("_meta", {}).get("peri.mcpErrors", [])
+        errs = mcp_errors(a, r, r["sessionId"])
         check(any('"legacy"' in e and "another origin" in e for e in errs),
               "cross-origin endpoint not refused: %r" % errs)
         time.sleep(0.5)
@@ -413,12 +428,17 @@ def s_sse_origin(E):
 
 
 def s_slow_server(E):
-    """A server that never answers initialize does not hold the request thread: another
-    session opens, prompts and is cancelled meanwhile; the slow session/new answers later
-    with the failure in its notices."""
+    """A server that never answers initialize holds neither the request thread nor the
+    answer: session/new answers at once naming it "starting"; another session opens,
+    prompts and is answered meanwhile; _peri/mcp_status later says it failed."""
     a = E.agent()
-    rid = a.request("session/new", {"cwd": E.cwd, "mcpServers": [
+    t0 = time.monotonic()
+    first = a.result("session/new", {"cwd": E.cwd, "mcpServers": [
         {"name": "slow", "command": "sh", "args": ["-c", "sleep 6"], "env": []}]})
+    check(time.monotonic() - t0 < 3, "session/new waited %.1f s for a slow server"
+          % (time.monotonic() - t0))
+    check(first["_meta"]["peri.mcpServers"] == [{"name": "slow", "status": "starting"}],
+          "starting server not named: %r" % first.get("_meta"))
     t0 = time.monotonic()
     sid2 = a.result("session/new", {"cwd": E.cwd, "mcpServers": []})["sessionId"]
     check(time.monotonic() - t0 < 3, "a second session/new waited %.1f s behind a slow server"
@@ -428,10 +448,11 @@ def s_slow_server(E):
     resp = a.response(prompt(a, sid2, "hi"), timeout=30)
     check(resp.get("result") == {"stopReason": "end_turn"} and time.monotonic() - t0 < 5,
           "a prompt of another session was held up: %r" % resp)
-    first = a.response(rid, timeout=60)
-    errs = first.get("result", {}).get("_meta", {}).get("peri.mcpErrors", [])
-    check("sessionId" in first.get("result", {}) and any('"slow"' in e for e in errs),
-          "slow session/new: %r" % first)
+    _, f = a.wait(lambda f: f.get("method") == "_peri/mcp_status", 60, "_peri/mcp_status")
+    st = f["params"]
+    check(st["sessionId"] == first["sessionId"] and
+          st["servers"] == [{"name": "slow", "status": "failed"}] and
+          any('"slow"' in e for e in st["errors"]), "final status %r" % st)
     check(a.close_stdin() == 0, "exit after EOF")
 
 

@@ -316,11 +316,15 @@ typedef struct conn {
     host h;
     psdk_sandbox *sb;
     psdk_agent *a;
+    json_t *keyed; /* the settings when the test gives none: a provider key, so that
+                      session/new does not answer auth_required */
 } conn;
 
 static void conn_open(conn *c, const char *db, bool shared, const char *mid, json_t *settings,
                       const char *cwd, const char *sdk_mid) {
     memset(c, 0, sizeof *c);
+    if (!settings)
+        settings = c->keyed = json_pack("{s:{s:{s:s}}}", "providers", "openai", "apiKey", "k");
     c->h.opt = (pacp_options){.cwd = cwd,
                               .settings = settings,
                               .storage = {.locator = db, .shared = shared},
@@ -338,6 +342,7 @@ static void conn_close(conn *c) {
     psdk_agent_free(c->a);
     if (c->h.started) pthread_join(c->h.th, NULL);
     psdk_sandbox_free(c->sb);
+    json_decref(c->keyed);
 }
 
 static bool lists(psdk_agent *a, const char *sid) {
@@ -520,7 +525,9 @@ static void test_tcp(void **state) {
     assert_int_equal(listen(t.lfd, 1), 0);
     socklen_t sl = sizeof sa;
     getsockname(t.lfd, (struct sockaddr *)&sa, &sl);
-    t.h.opt = (pacp_options){.cwd = root, .storage = {.locator = db}, .machine_id = MID_A};
+    json_t *keyed = json_pack("{s:{s:{s:s}}}", "providers", "openai", "apiKey", "k");
+    t.h.opt = (pacp_options){
+        .cwd = root, .settings = keyed, .storage = {.locator = db}, .machine_id = MID_A};
     pthread_t th;
     pthread_create(&th, NULL, tcp_main, &t);
     psdk_tcp_options to = {.host = "127.0.0.1", .port = ntohs(sa.sin_port)};
@@ -537,6 +544,7 @@ static void test_tcp(void **state) {
     pthread_join(th, NULL);
     close(t.lfd);
     psdk_sandbox_free(sb);
+    json_decref(keyed);
     assert_int_equal(t.h.rc, 0);
 }
 

@@ -1,0 +1,313 @@
+/*
+ * mcp_start.c — a session's MCP servers, started in the background.
+ *
+ * A session has two pools: `mcp`, the builtin Workspace server (opened at once: it starts
+ * nothing until its first call), and `ext`, every configured server (the user's settings,
+ * the project's once trusted, the client's mcpServers), which a connector thread of its
+ * own opens while session/new, load or resume has already answered. Until the connector
+ * publishes `ext` the session says which servers are still starting; then the sink's
+ * on_mcp_status tells the client which are ready and which failed, and the servers'
+ * tools join the tool list before the next model request. A prompt that starts while
+ * the servers are still starting waits for them on its worker thread (cancel ends the
+ * wait); nothing here ever waits on the thread that reads requests.
+ *
+ * Invariants: `ext` is written once, by the connector, under s->mu, and only while the
+ * session is open (a closing session's late pool is closed by the connector itself);
+ * the connector holds a reference to the session, so the session (and its pools) is
+ * freed only after it returns; the controller counts connectors, and pct_free waits for
+ * them (each is bounded by the servers' initialize timeout) before the controller goes.
+ * The status is sent at most once, and only after the client had the answer that
+ * named the session (pct_session_answered).
+ */
+#include "controller/ctl_impl.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct connector {
+    pct_sess *s; /* a reference of its own */
+    char *cwd, *user, *project, *acp;
+} connector;
+
+static void connector_free(connector *k) {
+    free(k->cwd);
+    free(k->user);
+    free(k->project);
+    free(k->acp);
+    free(k);
+}
+
+/* Appends the names of a settings-shaped {"mcpServers": {name: ...}} text to arr. */
+static void names_of_settings(json_t *arr, const char *txt) {
+    json_t *doc = txt ? json_loads(txt, 0, NULL) : NULL;
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(doc, "mcpServers"), k, v) {
+        json_array_append_new(arr, json_string(k));
+    }
+    json_decref(doc);
+}
+
+/* The names of the servers about to start (what the client will see as "starting"); the
+ * pool applies the real rules (replacement, refusal), and the final status says. */
+static json_t *starting_names(const char *user, const char *project, const char *acp) {
+    json_t *arr = json_array();
+    if (!arr) return NULL;
+    names_of_settings(arr, user);
+    names_of_settings(arr, project);
+    json_t *a = acp ? json_loads(acp, 0, NULL) : NULL;
+    size_t i;
+    json_t *e;
+    json_array_foreach(a, i, e) {
+        const char *n = json_string_value(json_object_get(e, "name"));
+        if (n) json_array_append_new(arr, json_string(n));
+    }
+    json_decref(a);
+    /* one entry per name: a client entry replaces a user entry of the same name */
+    json_t *out = json_array();
+    json_array_foreach(arr, i, e) {
+        bool seen = false;
+        size_t k2;
+        json_t *o;
+        json_array_foreach(out, k2, o) {
+            if (json_equal(o, e)) seen = true;
+        }
+        if (!seen) json_array_append(out, e);
+    }
+    json_decref(arr);
+    return out;
+}
+
+/* {"servers": [{"name", "status"}], "errors": [lines]} of s (s->mu held). */
+static json_t *status_locked(pct_sess *s) {
+    json_t *servers = json_array(), *errors = json_array();
+    if (s->mcp_pending) {
+        json_t *names = s->mcp_names ? json_loads(s->mcp_names, 0, NULL) : NULL;
+        size_t i;
+        json_t *n;
+        json_array_foreach(names, i, n) {
+            json_array_append_new(servers,
+                                  json_pack("{s:O, s:s}", "name", n, "status", "starting"));
+        }
+        json_decref(names);
+    } else if (s->mcp_final) {
+        json_t *fin = json_loads(s->mcp_final, 0, NULL);
+        if (json_is_array(fin)) {
+            json_decref(servers);
+            servers = fin;
+        } else {
+            json_decref(fin);
+        }
+    }
+    if (s->mcp_errors) {
+        char *copy = strdup(s->mcp_errors), *save = NULL;
+        for (char *l = copy ? strtok_r(copy, "\n", &save) : NULL; l;
+             l = strtok_r(NULL, "\n", &save))
+            json_array_append_new(errors, json_string(l));
+        free(copy);
+    }
+    json_t *st = json_pack("{s:o, s:o}", "servers", servers ? servers : json_array(), "errors",
+                           errors ? errors : json_array());
+    return st;
+}
+
+char *pct_mcp_status(pct_sess *s) {
+    pthread_mutex_lock(&s->mu);
+    json_t *st = status_locked(s);
+    pthread_mutex_unlock(&s->mu);
+    char *txt = st ? json_dumps(st, JSON_COMPACT) : NULL;
+    json_decref(st);
+    return txt;
+}
+
+/* Sends the final status once the connector is done and the client knows the session
+ * (s->mu NOT held). */
+static void maybe_send_status(pct_sess *s) {
+    pthread_mutex_lock(&s->mu);
+    bool send = s->answered && s->mcp_report && !s->mcp_pending && s->state == SESS_OPEN;
+    if (send) s->mcp_report = false;
+    pthread_mutex_unlock(&s->mu);
+    if (!send || !s->c->sink.on_mcp_status) return;
+    char *txt = pct_mcp_status(s);
+    if (txt) s->c->sink.on_mcp_status(s->c->sink.ctx, s->id, s->epoch, txt);
+    free(txt);
+}
+
+static void *connector_main(void *arg) {
+    connector *k = arg;
+    pct_sess *s = k->s;
+    pct_controller *c = s->c;
+    pmcp_pool_opts po = {.cwd = k->cwd,
+                         .user_settings_json = k->user,
+                         .project_servers_json = k->project,
+                         .acp_servers_json = k->acp,
+                         .log = c->log};
+    char *why = NULL;
+    pmcp_pool *p = pmcp_pool_open(&po, &why);
+    if (why) pb_log(&s->c->log, PB_LOG_WARN, "session %s: %s", s->id, why);
+    /* The final status, read from the pool while it is still this thread's alone. */
+    json_t *fin = json_array();
+    size_t n = pmcp_pool_server_count(p);
+    for (size_t i = 0; fin && i < n; i++) {
+        bool up = false;
+        const char *name = pmcp_pool_server_at(p, i, &up);
+        if (name)
+            json_array_append_new(
+                fin, json_pack("{s:s, s:s}", "name", name, "status", up ? "ready" : "failed"));
+    }
+    char *final = fin ? json_dumps(fin, JSON_COMPACT) : NULL;
+    json_decref(fin);
+    pthread_mutex_lock(&s->mu);
+    s->mcp_final = final;
+    bool keep = s->state == SESS_OPEN && p;
+    if (keep) s->ext = p;
+    if (why) {
+        size_t ol = s->mcp_errors ? strlen(s->mcp_errors) : 0, nl = strlen(why);
+        char *ne = realloc(s->mcp_errors, ol + nl + 1);
+        if (ne) {
+            memcpy(ne + ol, why, nl + 1);
+            s->mcp_errors = ne;
+        }
+    }
+    if (!p && !why) {
+        static const char oom[] = "MCP servers: out of memory starting them\n";
+        free(s->mcp_errors);
+        s->mcp_errors = strdup(oom);
+    }
+    s->mcp_pending = false;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    free(why);
+    if (!keep) pmcp_pool_close(p); /* closed meanwhile: no server outlives the session */
+    maybe_send_status(s);
+    connector_free(k);
+    pct_sess_release(s);
+    pthread_mutex_lock(&c->mu);
+    c->connectors--;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+int pct_mcp_open(pct_sess *s, const char *mcp_json, char **notices) {
+    pct_controller *c = s->c;
+    /* User-level servers come from the settings document the host supplied. */
+    json_t *servers = c->settings ? json_object_get(c->settings->doc, "mcpServers") : NULL;
+    json_t *wrap = servers ? json_pack("{s:O}", "mcpServers", servers) : NULL;
+    char *user = wrap ? json_dumps(wrap, JSON_COMPACT) : NULL;
+    json_decref(wrap);
+    s->tool_ctx = (ptl_ctx){.cwd = s->cwd, .sandbox = &c->sandbox};
+    if (c->sink.fs_read || c->sink.fs_write) s->tool_ctx.client_fs = &s->client_fs;
+    if (c->sink.term_run) s->tool_ctx.client_term = &s->client_term;
+    /* The project's own servers start only when the user trusted that exact content;
+     * otherwise the first prompt asks (pct_trust_before_turn). */
+    pag_project_config pc;
+    bool have_pc = pag_project_config_read(s->cwd, &pc) == 0;
+    bool any = have_pc && pag_project_config_any(&pc);
+    bool is_trusted = any && pag_trust_is_trusted(c->home, &pc);
+    char *project = is_trusted && pc.servers_json ? strdup(pc.servers_json) : NULL;
+    if (project) memcpy(s->project_on, pc.digest, sizeof s->project_on);
+    if (have_pc) pag_project_config_free(&pc);
+    char *why = NULL;
+    if (any && !is_trusted) {
+        static const char msg[] =
+            "this project's .peri/settings.json names MCP servers or allow rules that you "
+            "have not trusted: none of them applies. You will be asked at the first prompt "
+            "(or run `peri trust DIR`).\n";
+        why = strdup(msg);
+        s->mcp_errors = why ? strdup(why) : NULL; /* before any connector can add to it */
+    }
+    /* The builtin Workspace server: opened here (it starts at its first call). */
+    pmcp_pool_opts po = {.cwd = s->cwd, .workspace = &s->tool_ctx, .log = s->c->log};
+    s->mcp = pmcp_pool_open(&po, NULL);
+    json_t *names = starting_names(user, project, mcp_json);
+    int rc = s->mcp && pmcp_pool_builtin(s->mcp) && names ? 0 : -1;
+    if (rc == 0 && json_array_size(names) == 0) {
+        /* Nothing to start: an empty pool at once (project servers trusted later join it). */
+        pmcp_pool_opts none = {.cwd = s->cwd};
+        if (!(s->ext = pmcp_pool_open(&none, NULL))) rc = -1;
+    } else if (rc == 0) {
+        connector *k = calloc(1, sizeof *k);
+        if (k) {
+            k->s = s;
+            k->cwd = strdup(s->cwd);
+            k->user = user;
+            k->project = project;
+            k->acp = mcp_json ? strdup(mcp_json) : NULL;
+            user = project = NULL;
+        }
+        s->mcp_names = json_dumps(names, JSON_COMPACT);
+        if (!k || !k->cwd || (mcp_json && !k->acp) || !s->mcp_names) {
+            if (k) connector_free(k);
+            rc = -1;
+        } else {
+            s->mcp_pending = true;
+            s->mcp_report = true;
+            pct_sess_retain(s);
+            pthread_mutex_lock(&c->mu);
+            c->connectors++;
+            pthread_mutex_unlock(&c->mu);
+            pthread_attr_t at;
+            pthread_t th;
+            bool started = pthread_attr_init(&at) == 0;
+            if (started) {
+                pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+                started = pthread_create(&th, &at, connector_main, k) == 0;
+                pthread_attr_destroy(&at);
+            }
+            if (!started) connector_main(k); /* no thread: connect here, as before */
+        }
+    }
+    json_decref(names);
+    free(user);
+    free(project);
+    if (why) pb_log(&s->c->log, PB_LOG_WARN, "session %s: %s", s->id, why);
+    if (notices)
+        *notices = why;
+    else
+        free(why);
+    return rc;
+}
+
+pmcp_pool *pct_mcp_ext(pct_sess *s) {
+    pthread_mutex_lock(&s->mu);
+    pmcp_pool *p = s->ext;
+    pthread_mutex_unlock(&s->mu);
+    return p;
+}
+
+void pct_mcp_wait(pct_sess *s, uint64_t gen) {
+    pthread_mutex_lock(&s->mu);
+    while (s->mcp_pending && s->state == SESS_OPEN && s->gate_gen < gen) {
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_nsec += 50 * 1000000L; /* a cancel raises gate_gen: looked at every 50 ms */
+        if (dl.tv_nsec >= 1000000000L) {
+            dl.tv_sec++;
+            dl.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&s->cv, &s->mu, &dl);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+void pct_session_answered(pct_controller *c, const char *id) {
+    pct_sess *s = pct_sess_get(c, id);
+    if (!s) return;
+    pthread_mutex_lock(&s->mu);
+    s->answered = true;
+    pthread_mutex_unlock(&s->mu);
+    maybe_send_status(s);
+    pct_sess_release(s);
+}
+
+char *pct_session_mcp_status(pct_controller *c, const char *id) {
+    pct_sess *s = pct_sess_get(c, id);
+    if (!s) return NULL;
+    char *txt = pct_mcp_status(s);
+    pct_sess_release(s);
+    return txt;
+}
