@@ -162,3 +162,13 @@ int pl_idmap_apply(int userns_fd, const char *const *paths, size_t n) {
     }
     return 0;
 }
+
+int pl_reach_apply(bool ns_ready, const char *const *src, const char *const *dst, size_t n) {
+    if (!ns_ready) {
+        if (unshare(CLONE_NEWNS) != 0) return errno;
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) return errno;
+    }
+    for (size_t i = 0; i < n; i++) /* MS_REC: an idmapped workspace keeps its mapping */
+        if (mount(src[i], dst[i], NULL, MS_BIND | MS_REC, NULL) != 0) return errno;
+    return 0;
+}

@@ -50,14 +50,17 @@ bool pl_is_control_path(const char *rel) {
 /* Adds one mask. kind: 'f' file, 'd' dir; rw: bind an existing dir read-write onto itself.
  * Returns false (with why) when the run must not go on. */
 static bool mask(pl_masks *m, void (*add)(void *, const char *), void *a, const char *ws,
-                 const char *rel, char kind, bool rw, char *why, size_t whylen) {
-    char p[PATH_MAX];
-    if (snprintf(p, sizeof p, "%s/%s", ws, rel) >= (int)sizeof p) return true;
+                 const char *src_ws, const char *rel, char kind, bool rw, char *why,
+                 size_t whylen) {
+    char p[PATH_MAX], src[PATH_MAX];
+    if (snprintf(p, sizeof p, "%s/%s", ws, rel) >= (int)sizeof p ||
+        snprintf(src, sizeof src, "%s/%s", src_ws, rel) >= (int)sizeof src)
+        return true;
     struct stat st;
     if (lstat(p, &st) == 0) {
         if (S_ISLNK(st.st_mode)) return true; /* the host never reads through it */
         add(a, rw ? "--bind" : "--ro-bind");
-        add(a, p);
+        add(a, src);
         add(a, p);
         return true;
     }
@@ -75,8 +78,9 @@ static bool mask(pl_masks *m, void (*add)(void *, const char *), void *a, const 
     return true;
 }
 
-bool pl_masks_add(pl_masks *m, const char *scratch, const char *ws,
+bool pl_masks_add(pl_masks *m, const char *scratch, const char *ws, const char *src_ws,
                   void (*add)(void *, const char *), void *a, char *why, size_t whylen) {
+    if (!src_ws) src_ws = ws;
     memset(m, 0, sizeof *m);
     snprintf(m->empty_file, sizeof m->empty_file, "%s/mask-file", scratch);
     snprintf(m->empty_dir, sizeof m->empty_dir, "%s/mask-dir", scratch);
@@ -92,11 +96,11 @@ bool pl_masks_add(pl_masks *m, const char *scratch, const char *ws,
     char git[PATH_MAX];
     snprintf(git, sizeof git, "%s/.git", ws);
     struct stat st;
-    bool ok = mask(m, add, a, ws, ".peri", 'd', false, why, whylen);
+    bool ok = mask(m, add, a, ws, src_ws, ".peri", 'd', false, why, whylen);
     for (size_t i = 0; ok && i < sizeof top_files / sizeof *top_files; i++)
-        ok = mask(m, add, a, ws, top_files[i], 'f', false, why, whylen);
+        ok = mask(m, add, a, ws, src_ws, top_files[i], 'f', false, why, whylen);
     if (!ok) return false;
-    if (lstat(git, &st) != 0) return mask(m, add, a, ws, ".git", 'd', false, why, whylen);
+    if (lstat(git, &st) != 0) return mask(m, add, a, ws, src_ws, ".git", 'd', false, why, whylen);
     if (S_ISLNK(st.st_mode)) {
         snprintf(why, whylen,
                  "%s is a symlink: git would follow it, and the sandbox cannot protect its "
@@ -105,24 +109,26 @@ bool pl_masks_add(pl_masks *m, const char *scratch, const char *ws,
         return false;
     }
     if (!S_ISDIR(st.st_mode)) /* a gitdir file (worktree, submodule): read-only */
-        return mask(m, add, a, ws, ".git", 'f', false, why, whylen);
-    ok = mask(m, add, a, ws, ".git", 'd', true, why, whylen) &&
-         mask(m, add, a, ws, ".git/config", 'f', false, why, whylen) &&
-         mask(m, add, a, ws, ".git/hooks", 'd', false, why, whylen);
+        return mask(m, add, a, ws, src_ws, ".git", 'f', false, why, whylen);
+    ok = mask(m, add, a, ws, src_ws, ".git", 'd', true, why, whylen) &&
+         mask(m, add, a, ws, src_ws, ".git/config", 'f', false, why, whylen) &&
+         mask(m, add, a, ws, src_ws, ".git/hooks", 'd', false, why, whylen);
     for (size_t i = 1; ok && i < sizeof git_dirs / sizeof *git_dirs; i++) {
-        char p[PATH_MAX + 16];
+        char p[PATH_MAX + 16], src[PATH_MAX + 32];
         snprintf(p, sizeof p, "%s/%s", git, git_dirs[i]);
+        snprintf(src, sizeof src, "%s/.git/%s", src_ws, git_dirs[i]);
         if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
             add(a, "--ro-bind");
-            add(a, p);
+            add(a, src);
             add(a, p);
         }
     }
-    char cw[PATH_MAX + 32];
+    char cw[PATH_MAX + 32], cws[PATH_MAX + 32];
     snprintf(cw, sizeof cw, "%s/config.worktree", git);
+    snprintf(cws, sizeof cws, "%s/.git/config.worktree", src_ws);
     if (ok && lstat(cw, &st) == 0 && S_ISREG(st.st_mode)) {
         add(a, "--ro-bind");
-        add(a, cw);
+        add(a, cws);
         add(a, cw);
     }
     return ok;

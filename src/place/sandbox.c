@@ -363,6 +363,8 @@ typedef struct spawn_plan {
     int idmap_fd;        /* >= 0: the paths below are idmapped first (idmap.c) */
     const char *const *idmap_paths;
     size_t nidmap;
+    const char *const *reach_src, *const *reach_dst; /* pl_reach_apply */
+    size_t nreach;
     bool switch_ids;
     uid_t uid;
     gid_t gid;
@@ -371,7 +373,7 @@ typedef struct spawn_plan {
 } spawn_plan;
 
 /* What a child reports on the status pipe before it gives up (parent: spawn_status). */
-enum { ST_CGROUP = 1, ST_IDMAP, ST_FDS, ST_IDS, ST_CHDIR, ST_EXEC };
+enum { ST_CGROUP = 1, ST_IDMAP, ST_REACH, ST_FDS, ST_IDS, ST_CHDIR, ST_EXEC };
 
 static void child_fail(int fd, int stage) { /* async-signal-safe */
     int msg[2] = {stage, errno};
@@ -396,6 +398,13 @@ static pid_t spawn(const spawn_plan *p) {
         if (e) {
             errno = e;
             child_fail(sfd, ST_IDMAP);
+        }
+    }
+    if (p->nreach) {
+        int e = pl_reach_apply(p->idmap_fd >= 0, p->reach_src, p->reach_dst, p->nreach);
+        if (e) {
+            errno = e;
+            child_fail(sfd, ST_REACH);
         }
     }
     if (dup2(p->in_fd, 0) < 0 || dup2(p->out_fd, 1) < 0 || dup2(p->err_fd, 2) < 0)
@@ -458,6 +467,7 @@ static bool spawn_status(int rfd, char *why, size_t whylen) {
                                        "cannot join the run's cgroup",
                                        "cannot map the workspace to the run's uid (idmapped "
                                        "mount; this kernel or file system may not support it)",
+                                       "cannot make a host path reachable for the run's uid",
                                        "cannot pass the sandbox's file descriptors",
                                        "cannot switch to the run's uid",
                                        "cannot enter the working directory",
@@ -556,6 +566,56 @@ static char *native_evidence(const native_ctx *n, const char *sandbox, const cha
     json_decref(pk);
     json_decref(o);
     return s;
+}
+
+/* Host paths the sandbox binds, made reachable for a run with a uid of its own: the
+ * child binds each onto a mount point under the scratch directory (pl_reach_apply)
+ * because an ancestor may be closed to that uid (a root caller's /root/project, a test's
+ * 0700 temporary directory). Without a reach set (no uid switch) paths pass through. */
+#define PL_REACH_MAX (PL_IDMAP_MAX + 12)
+typedef struct reach_set {
+    size_t n;
+    const char *src[PL_REACH_MAX], *dst[PL_REACH_MAX];
+    char dst_buf[PL_REACH_MAX][PATH_MAX + 32];
+} reach_set;
+
+/* The path bubblewrap should take for host path `path`: itself, or a new mount point
+ * (a directory or an empty file owned by the run's uid) under scr/reach. NULL when the
+ * set is full or the mount point cannot be made (errno set). */
+static const char *reach(reach_set *rs, const char *scr, const char *path, uid_t uid, gid_t gid) {
+    struct stat st;
+    if (!rs || stat(path, &st) != 0) return path; /* missing: --bind-try / add_etc decide */
+    if (rs->n >= PL_REACH_MAX) {
+        errno = E2BIG;
+        return NULL;
+    }
+    char *d = rs->dst_buf[rs->n];
+    snprintf(d, PATH_MAX + 32, "%s/reach", scr);
+    if (mkdir(d, 0711) != 0 && errno != EEXIST) return NULL;
+    snprintf(d, PATH_MAX + 32, "%s/reach/%zu", scr, rs->n);
+    if (S_ISDIR(st.st_mode)) {
+        if (mkdir(d, 0700) != 0 || chown(d, uid, gid) != 0) return NULL;
+    } else {
+        int fd = open(d, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0400);
+        if (fd < 0) return NULL;
+        bool ok = fchown(fd, uid, gid) == 0;
+        close(fd);
+        if (!ok) return NULL;
+    }
+    rs->src[rs->n] = path;
+    rs->dst[rs->n] = d;
+    rs->n++;
+    return d;
+}
+
+static bool add_reached(strv *a, reach_set *rs, const char *scr, const char *bind, const char *path,
+                        uid_t uid, gid_t gid) {
+    const char *src = reach(rs, scr, path, uid, gid);
+    if (!src) return false;
+    sv_add(a, bind);
+    sv_add(a, src);
+    sv_add(a, path);
+    return true;
 }
 
 /* Lays out the scratch tree. Returns false (with *why) on failure. */
@@ -708,6 +768,13 @@ static bool run_native(native_ctx *n, pl_error *err) {
     snprintf(root_dir, sizeof root_dir, "%s/root", scr);
     pl_masks masks;
     masks.ncreated = 0;
+    /* with a uid of its own the run cannot count on reaching the host paths it binds */
+    reach_set *reach_p = switch_ids && !n->unsandboxed ? calloc(1, sizeof *reach_p) : NULL;
+    if (switch_ids && !n->unsandboxed && !reach_p) {
+        snprintf(why, sizeof why, "out of memory");
+        failed_setup = true;
+        goto cleanup;
+    }
 
     if (!layout(n, scr, uid, gid, switch_ids, &prog_name, why, sizeof why)) {
         failed_setup = true;
@@ -887,26 +954,40 @@ static bool run_native(native_ctx *n, pl_error *err) {
             sv_add(&argv, "/.peri");
         }
         /* the runner's binaries (absolute paths outside /usr), read-only at their paths */
+        bool reached = true;
         for (size_t i = 0; r->kind == PL_PROGRAM_WASM && i < pc->nwasm_runner; i++) {
             const char *a = pc->wasm_runner[i];
             struct stat rs;
             if (a[0] == '/' && strncmp(a, "/usr/", 5) != 0 && stat(a, &rs) == 0 &&
                 S_ISREG(rs.st_mode))
-                add_etc(&argv, a);
+                reached = reached && add_reached(&argv, reach_p, scr, "--ro-bind", a, uid, gid);
         }
-        if (r->kind == PL_PROGRAM_RUBY && strncmp(pc->ruby, "/usr/", 5) != 0)
-            add_etc(&argv, pc->ruby);
-        if (ws) {
-            sv_add(&argv, "--bind");
-            sv_add(&argv, r->workspace);
-            sv_add(&argv, r->workspace);
-            for (size_t i = 0; n->pol && i < n->pol->nwritable; i++) {
-                sv_add(&argv, "--bind-try");
-                sv_add(&argv, n->pol->writable[i]);
-                sv_add(&argv, n->pol->writable[i]);
+        if (r->kind == PL_PROGRAM_RUBY && strncmp(pc->ruby, "/usr/", 5) != 0 &&
+            access(pc->ruby, F_OK) == 0)
+            reached = reached && add_reached(&argv, reach_p, scr, "--ro-bind", pc->ruby, uid, gid);
+        const char *ws_src = NULL;
+        if (ws && reached) {
+            ws_src = reach(reach_p, scr, r->workspace, uid, gid);
+            reached = ws_src != NULL;
+            if (reached) {
+                sv_add(&argv, "--bind");
+                sv_add(&argv, ws_src);
+                sv_add(&argv, r->workspace);
             }
+            for (size_t i = 0; reached && n->pol && i < n->pol->nwritable; i++)
+                reached =
+                    add_reached(&argv, reach_p, scr, "--bind-try", n->pol->writable[i], uid, gid);
+        }
+        if (!reached) {
+            snprintf(why, sizeof why, "cannot prepare a host path for the run's uid: %s",
+                     strerror(errno));
+            failed_setup = true;
+            goto cleanup;
+        }
+        if (ws) {
             /* the agent's control files stay read-only (masks.c) */
-            if (!pl_masks_add(&masks, scr, r->workspace, sv_add_cb, &argv, why, sizeof why)) {
+            if (!pl_masks_add(&masks, scr, r->workspace, ws_src, sv_add_cb, &argv, why,
+                              sizeof why)) {
                 failed_setup = true;
                 goto cleanup;
             }
@@ -974,6 +1055,9 @@ static bool run_native(native_ctx *n, pl_error *err) {
         .idmap_fd = idmap_fd,
         .idmap_paths = idmap_paths,
         .nidmap = nidmap,
+        .reach_src = reach_p ? reach_p->src : NULL,
+        .reach_dst = reach_p ? reach_p->dst : NULL,
+        .nreach = reach_p ? reach_p->n : 0,
         .switch_ids = switch_ids,
         .uid = uid,
         .gid = gid,
@@ -1174,6 +1258,7 @@ cleanup:;
     for (size_t i = 0; i < sizeof fds_to_close / sizeof *fds_to_close; i++)
         if (fds_to_close[i] >= 0) close(fds_to_close[i]);
     pl_masks_cleanup(&masks);
+    free(reach_p);
     if (!failed_setup) file_err = collect_files(root_dir, res);
     bool scratch_removed = pl_remove_tree(scr);
     sv_free(&argv);
