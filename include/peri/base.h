@@ -55,6 +55,12 @@ void pb_buf_free(pb_buf *b);
  * buffer is empty afterwards. NULL only when allocating the empty string fails. */
 char *pb_buf_take(pb_buf *b, size_t *len);
 
+/* Growth of an array of elem-byte elements whose capacity *cap is full: the array
+ * reallocated to twice the capacity (min_cap when it was 0), checked against overflow.
+ * Returns the new array and updates *cap; NULL (the old array and *cap untouched) when
+ * out of memory or the size would overflow. */
+void *pb_grow(void *array, size_t *cap, size_t elem, size_t min_cap);
+
 /* ---- descriptors (io.c) -----------------------------------------------------------
  * Whole writes and reads that retry on EINTR and short counts. */
 int pb_write_all(int fd, const void *p, size_t n); /* 0, or -1 with errno */

@@ -23,26 +23,12 @@
 #define MAX_SKILLS       64
 
 typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    bool oom;
+    pb_buf b;
+    bool oom; /* the first failed append sticks: checked once at the end */
 } sbuf;
 
 static void sb_add(sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t nc = (b->len + n + 1) * 2;
-        char *np = realloc(b->p, nc);
-        if (!np) {
-            b->oom = true;
-            return;
-        }
-        b->p = np;
-        b->cap = nc;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
+    if (!b->oom) b->oom = !pb_buf_put(&b->b, s, n);
 }
 
 static void sb_str(sbuf *b, const char *s) {
@@ -139,8 +125,8 @@ char *pag_frozen_context(const char *cwd, int64_t now_ms) {
     }
     skills_summary(cwd, &b);
     if (b.oom) {
-        free(b.p);
+        pb_buf_free(&b.b);
         return NULL;
     }
-    return b.p;
+    return b.b.p;
 }

@@ -65,11 +65,9 @@ size_t pag_session_history_len(const pag_session *s) {
 
 int pag__hist_push(pag_session *s, pm_message *m) {
     if (s->nhist == s->caphist) {
-        size_t ncap = s->caphist ? s->caphist * 2 : 16;
-        pm_message *nh = realloc(s->hist, ncap * sizeof *nh);
+        pm_message *nh = pb_grow(s->hist, &s->caphist, sizeof *nh, 16);
         if (!nh) return -1;
         s->hist = nh;
-        s->caphist = ncap;
     }
     s->hist[s->nhist++] = *m;
     pm_message_init(m, m->role);

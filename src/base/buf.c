@@ -1,5 +1,6 @@
 /*
- * buf.c — the growable byte buffer (pb_buf) every layer builds texts in.
+ * buf.c — the growable byte buffer (pb_buf) every layer builds texts in, and the
+ * checked doubling of arrays (pb_grow).
  *
  * Invariants: cap == 0 and p == NULL for an empty, never-grown buffer; otherwise
  * len < cap and p[len] == 0. Growth is checked against SIZE_MAX before it doubles.
@@ -85,5 +86,18 @@ char *pb_buf_take(pb_buf *b, size_t *len) {
     if (len) *len = b->len;
     b->p = NULL;
     b->len = b->cap = 0;
+    return p;
+}
+
+void *pb_grow(void *array, size_t *cap, size_t elem, size_t min_cap) {
+    size_t n = *cap ? *cap : (min_cap ? min_cap : 1);
+    if (*cap) {
+        if (n > SIZE_MAX / 2) return NULL;
+        n *= 2;
+    }
+    if (elem && n > SIZE_MAX / elem) return NULL;
+    void *p = realloc(array, n * elem);
+    if (!p) return NULL;
+    *cap = n;
     return p;
 }

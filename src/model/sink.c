@@ -148,11 +148,9 @@ pm__tool_acc *pm__decoder_tool(pm__decoder *d, int block, bool create) {
         if (d->tools[i].block == block) return &d->tools[i];
     if (!create) return NULL;
     if (d->ntools == d->cap) {
-        size_t cap = d->cap ? d->cap * 2 : 4;
-        pm__tool_acc *t = realloc(d->tools, cap * sizeof *t);
+        pm__tool_acc *t = pb_grow(d->tools, &d->cap, sizeof *t, 4);
         if (!t) return NULL;
         d->tools = t;
-        d->cap = cap;
     }
     pm__tool_acc *t = &d->tools[d->ntools++];
     memset(t, 0, sizeof *t);

@@ -25,21 +25,11 @@ void ptl__out_add(ptl__out *o, const char *s, size_t n) {
             n--;
     }
     if (n == 0) return;
-    if (o->len + n + 1 > o->cap) {
-        size_t cap = o->cap ? o->cap : 256;
-        while (cap < o->len + n + 1)
-            cap *= 2;
-        char *p = realloc(o->p, cap);
-        if (!p) {
-            o->oom = true;
-            return;
-        }
-        o->p = p;
-        o->cap = cap;
-    }
-    memcpy(o->p + o->len, s, n);
-    o->len += n;
-    o->p[o->len] = '\0';
+    pb_buf b = {o->p, o->len, o->cap};
+    o->oom = !pb_buf_put(&b, s, n);
+    o->p = b.p;
+    o->len = b.len;
+    o->cap = b.cap;
 }
 
 void ptl__out_addf(ptl__out *o, const char *fmt, ...) {

@@ -188,11 +188,9 @@ int pt_screen_draw(pt_screen *s, pt_frame *f) {
     size_t from = f->t ? f->t->n : 0;
     while (from > 0 && have < need) {
         if (np == capp) {
-            size_t cap = capp ? capp * 2 : 16;
-            pt_lines *v = realloc(parts, cap * sizeof *v);
+            pt_lines *v = pb_grow(parts, &capp, sizeof *v, 16);
             if (!v) goto done;
             parts = v;
-            capp = cap;
         }
         memset(&parts[np], 0, sizeof parts[np]);
         if (pt_render_entry(&parts[np++], &f->t->v[from - 1], cols, &s->st)) goto done;

@@ -167,11 +167,9 @@ void pt_lines_clear(pt_lines *ls) {
 
 pt_line *pt_lines_push(pt_lines *ls) {
     if (ls->n == ls->cap) {
-        size_t cap = ls->cap ? ls->cap * 2 : 32;
-        pt_line *v = realloc(ls->v, cap * sizeof *v);
+        pt_line *v = pb_grow(ls->v, &ls->cap, sizeof *v, 32);
         if (!v) return NULL;
         ls->v = v;
-        ls->cap = cap;
     }
     pt_line *l = &ls->v[ls->n++];
     memset(l, 0, sizeof *l);

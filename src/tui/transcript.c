@@ -52,11 +52,9 @@ void pt_transcript_free(pt_transcript *t) {
 
 pt_entry *pt_transcript_add(pt_transcript *t, pt_kind kind, const char *text, uint16_t attr) {
     if (t->n == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 32;
-        pt_entry *v = realloc(t->v, cap * sizeof *v);
+        pt_entry *v = pb_grow(t->v, &t->cap, sizeof *v, 32);
         if (!v) return NULL;
         t->v = v;
-        t->cap = cap;
     }
     pt_entry *e = &t->v[t->n++];
     memset(e, 0, sizeof *e);

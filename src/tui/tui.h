@@ -18,6 +18,8 @@
 #ifndef PERI_TUI_H
 #define PERI_TUI_H
 
+#include "peri/base.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
