@@ -9,7 +9,7 @@
  * chat-completions call at once with a canned two-chunk OpenAI stream, the ACP
  * server runs on a thread over a pipe pair (the path `peri print` uses), and the
  * main thread is the client. Usage: peri-acp-bench [TURNS] [SESSIONS] [MESSAGES] [STORE]
- * STORE (issue 15): a postgresql:// URL to run against instead of a temp SQLite file.
+ * STORE: a postgresql:// URL to run against instead of a temp SQLite file.
  */
 #include "peri/acp.h"
 #include "peri/model.h"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Cold start of `peri` against wasm3, side by side (issue 17).
+"""Cold start of `peri` against wasm3, side by side.
 
 usage: cold_start.py PERI WASM3 HELLO.wasm [ROUNDS]
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/jit_bench.sh BUILD_DIR — the six programs under the interpreter and the baseline
 # JIT (`peri wasm invoke --engine interp|jit`) beside the native build, interleaved
-# rounds in shuffled order, CPU time (user+sys) medians (issue 18). Env: ROUNDS (5).
+# rounds in shuffled order, CPU time (user+sys) medians. Env: ROUNDS (5).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 build="$(cd "${1:-build}" && pwd)"

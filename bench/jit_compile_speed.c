@@ -1,5 +1,5 @@
 /*
- * jit_compile_speed.c — how fast the baseline JIT translates code (issue 18): for each
+ * jit_compile_speed.c — how fast the baseline JIT translates code: for each
  * module, the median thread CPU time of pw_module_new + pw_instantiate with the
  * interpreter, and with the JIT compiling every function eagerly
  * (pw_store_config.jit_eager); the difference is the JIT's own time, given in MB/s of

@@ -1,6 +1,6 @@
 /*
  * mcp_bench.c — per-call overhead of the builtin tools through the session pool's
- * in-process Workspace MCP pair (issue 12) against calling the tools registry directly,
+ * in-process Workspace MCP pair against calling the tools registry directly,
  * measured side by side in one process (interleaved calls, medians).
  *
  * usage: peri-mcp-bench [CALLS]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/peers_bench.sh BUILD_DIR — the six programs and CoreMark side by side (issue 18):
+# bench/peers_bench.sh BUILD_DIR — the six programs and CoreMark side by side:
 # native gcc -O2, Peri-C's interpreter and JIT, wasm3, WAMR iwasm (fast interpreter and
 # Fast JIT) and node. Interleaved rounds in shuffled order; every output checked; CPU
 # time (user+sys, wait4) medians with ratios to native and geomeans; CoreMark in

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/ruby.sh BUILD_DIR [RUNS] — Ruby in the room (issue 11): `puts 1+1` and
+# bench/ruby.sh BUILD_DIR [RUNS] — Ruby in the room: `puts 1+1` and
 # `(1..100000).sum` cold (first run of a process: read + compile the 30 MB module,
 # _initialize + ruby-init, snapshot, run) and warm (later runs: from the snapshot),
 # medians over RUNS warm runs; native `ruby -e` side by side for scale.

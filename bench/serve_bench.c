@@ -1,6 +1,6 @@
 /*
  * serve_bench.c — `peri-serve-bench`: cached-hello throughput of `peri isolate serve`
- * with one worker, beside the cost of one cached run through the C API (issue 18).
+ * with one worker, beside the cost of one cached run through the C API.
  *
  * usage: peri-serve-bench HELLO.wasm PERI [PERI_BASE]
  *   env RUNS (default 4000) requests per serve round and runs per API round,

@@ -1,5 +1,5 @@
 /*
- * store_bench.c — session store benchmark (issue 15): message appends per second on one
+ * store_bench.c — session store benchmark: message appends per second on one
  * backend, SQLite or PostgreSQL, through the public pst_* API.
  *
  *   peri-store-bench LOCATOR [APPENDS] [REPS]

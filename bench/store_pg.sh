@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/store_pg.sh [BUILD_DIR] — the session store on SQLite vs PostgreSQL, side by side
-# (issue 15). Starts a throwaway PostgreSQL cluster (tests/store/pg_cluster.sh, unix
+#. Starts a throwaway PostgreSQL cluster (tests/store/pg_cluster.sh, unix
 # socket only, DURABLE settings: fsync on; then again with synchronous_commit=off, the
 # durability class of SQLite's WAL + synchronous=NORMAL: safe against a process crash,
 # not against power loss) and runs, alternating the backends:

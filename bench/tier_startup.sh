@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/tier_startup.sh BUILD_DIR [RUNS] — what the JIT costs at startup (issue 18):
+# bench/tier_startup.sh BUILD_DIR [RUNS] — what the JIT costs at startup:
 # one process each, the three tiers interleaved, CPU time (user+sys, bench/timeit.py)
 # medians over RUNS, for
 #   hello   `peri run tests/room/fixtures/hello.wasm` (a 17 KB C program)

@@ -1,5 +1,5 @@
 /*
- * fuzz_diff.c — libFuzzer target, differential mode of the engine (issue 18): every
+ * fuzz_diff.c — libFuzzer target, differential mode of the engine: every
  * input that decodes and validates as a module is instantiated and its exported
  * functions called (arguments derived from the input) once under the interpreter
  * and once under the baseline JIT (pw_store_config.engine), each in a fresh store.

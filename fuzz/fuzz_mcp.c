@@ -1,5 +1,5 @@
 /*
- * fuzz_mcp.c — libFuzzer target for the MCP JSON-RPC frame decoder (issue 12) and the
+ * fuzz_mcp.c — libFuzzer target for the MCP JSON-RPC frame decoder and the
  * SSE parser that feeds it over HTTP: any bytes must decode to a classified message or
  * a typed error, never a crash, leak or undefined behaviour. The input is also split at
  * every newline and fed to the SSE parser in two chunks.

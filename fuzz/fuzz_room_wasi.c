@@ -1,5 +1,5 @@
 /*
- * fuzz_room_wasi.c — libFuzzer target: WASI calls with random arguments (issue 9).
+ * fuzz_room_wasi.c — libFuzzer target: WASI calls with random arguments.
  *
  * Each input becomes one WASI command module: it imports all 46 preview-1 functions
  * with their own types (wasi_sig.c; now and then one with a wrong type, which must

@@ -1,6 +1,6 @@
 /*
  * fuzz_room_yuyan.c — libFuzzer target: the 豫言 host ABI with random values, types and
- * arities (issue 9).
+ * arities.
  *
  * Each input becomes one 豫言 module: the legacy imports (gc-host call, browser check
  * and fail) and up to 8 typed 标准库 imports (exact types; now and then one of a wrong

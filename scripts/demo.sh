@@ -53,7 +53,7 @@ if [ -f "$probe" ]; then
   echo "the room returned exactly the contract's answer"
 fi
 
-# ---- issue 11: one agent turn end to end, with both placements -----------------------
+# --- one agent turn end to end, with both placements -----------------------
 # The model is SCRIPTED (tests/host/mock_model.py on 127.0.0.1; no network, no key): it
 # writes a small Ruby program, runs it with `run` in the WebAssembly room, runs a
 # `shell` command in the native sandbox, and answers.

@@ -16,7 +16,7 @@
  * builder, because both are agent-owned configuration.
  *
  * CHANGES (after first publication; additive only):
- *   - issue 13: session modes (pag_mode), model switching, view start (/compact, /clear),
+ *   --- session modes (pag_mode), model switching, view start (/compact, /clear),
  *     turns over a prepared user message (images), subagent cancel linking, PLAN/MODE/
  *     CONFIG events, usage token split and cost, "always" permission outcomes,
  *     pag_tool_info.read_only, settings models/named providers, project files (guides,
@@ -69,7 +69,7 @@ typedef struct pag_settings {
     size_t nproviders;
     pag_model_entry *models; /* the model selector's choices, owned */
     size_t nmodels;
-    /* "sandbox": {"network": bool, "writable": [dirs], "mode": "off"} (issue 11) */
+    /* "sandbox": {"network": bool, "writable": [dirs], "mode": "off"} */
     bool sandbox_off, sandbox_network;
     char **sandbox_writable; /* owned */
     size_t nwritable;
@@ -301,7 +301,7 @@ typedef struct pag_ports {
     const char *model_missing_reason;
     const pag_tool_info *tools;
     size_t ntools;
-    /* Optional (issue 12, MCP tools/list_changed): called before each model request;
+    /* Optional (MCP tools/list_changed): called before each model request;
      * returns the tool list to use from now on (*ntools set), which must stay valid
      * until the next call. NULL port: tools/ntools above never change. */
     const pag_tool_info *(*tools_now)(void *ctx, size_t *ntools);

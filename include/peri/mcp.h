@@ -70,7 +70,7 @@ typedef struct pmcp_server_config {
     pmcp_kv *headers; /* http / sse, owned */
     size_t nheaders;
     char *root; /* inproc: workspace root, owned */
-    /* inproc (issue 12): the tool context every call runs with (borrowed, must outlive
+    /* inproc: the tool context every call runs with (borrowed, must outlive
      * the client; its cancel is replaced per call); NULL: {cwd = root}. acp_meta adds
      * _meta["peri/acp"] to every tools/call result (docs/mcp.md). */
     const ptl_ctx *tool_ctx;
@@ -169,7 +169,7 @@ typedef struct pmcp_server_opts {
     const char *name;      /* serverInfo.name; NULL: "peri-workspace" */
     size_t page_size;      /* tools/list page size; 0: 100 */
     long shell_timeout_ms; /* 0: the tools default */
-    /* Issue 12, in-process use: the tool context every call runs with (cwd, client file
+    /* In-process use: the tool context every call runs with (cwd, client file
      * system, client terminal, sandbox policy; borrowed, must outlive the server; its
      * cancel is replaced per call). NULL: {cwd = root, timeout_ms = shell_timeout_ms}. */
     const ptl_ctx *tool_ctx;
@@ -209,7 +209,7 @@ typedef struct pmcp_pool_opts {
     const char *project_servers_json;
     const char *acp_servers_json; /* ACP mcpServers array text or NULL */
     long init_timeout_ms;         /* per server; 0: 30000 */
-    /* Issue 12: the builtin Workspace server, in process, over this tool context
+    /* the builtin Workspace server, in process, over this tool context
      * (borrowed, must outlive the pool). Its tools keep their plain names ("read",
      * "write", ...) and are not listed by pmcp_pool_tool_at (the host lists them from the
      * registry); pmcp_pool_has / pmcp_pool_run reach them. NULL: no builtin server. */
@@ -248,7 +248,7 @@ bool pmcp_pool_has(const pmcp_pool *p, const char *namespaced);
 int pmcp_pool_call(pmcp_pool *p, const char *namespaced, const char *args_json, atomic_int *cancel,
                    char **text, bool *is_error, char **content_json);
 
-/* Issue 12: a tool call with everything the ACP update needs. For builtin tools the
+/* a tool call with everything the ACP update needs. For builtin tools the
  * fields come from the result's _meta["peri/acp"], so they equal what the tools
  * registry returned (content with diffs, locations, rawOutput, the placement _meta);
  * for other servers content_json maps the MCP content and the rest are NULL. */
@@ -272,7 +272,7 @@ void pmcp_pool_result_clear(pmcp_pool_result *r);
 int pmcp_pool_run(pmcp_pool *p, const char *name, const char *args_json, atomic_int *cancel,
                   pmcp_progress_fn progress, void *pctx, pmcp_pool_result *out);
 
-/* notifications/tools/list_changed (issue 12): re-lists the tools of every server that
+/* notifications/tools/list_changed: re-lists the tools of every server that
  * sent it since its last listing and rebuilds the table when the list really changed.
  * Returns 1 when the table changed (re-read pmcp_pool_tool_count/at), 0 when not, -1 when
  * out of memory. Pointers from before stay valid until pmcp_pool_close (an old table

@@ -31,7 +31,7 @@
  * Once the first event went out, a failure is returned as is.
  *
  * CHANGES (after first publication; additive only):
- *   - PM_PART_IMAGE and pm_message_add_image (user images, issue 13).
+ *   - PM_PART_IMAGE and pm_message_add_image (user images).
  *   - pm_config.proxy (last field): NULL keeps libcurl's default, which honours the
  *     http_proxy/https_proxy/no_proxy environment variables; "" disables proxies.
  */

@@ -139,7 +139,7 @@ typedef struct pr_response {
 bool pr_run(pr_host *h, const pr_request *req, pr_response *out, pr_error *err);
 void pr_response_clear(pr_response *r);
 /* pr_run whose run stops (隔离运行失败：已取消) once cancelled(ud) returns true; polled by
- * the watchdog every few ms (issue 11: a cancelled tool call). */
+ * the watchdog every few ms (a cancelled tool call). */
 bool pr_run_cancellable(pr_host *h, const pr_request *req, bool (*cancelled)(void *), void *ud,
                         pr_response *out, pr_error *err);
 
@@ -234,7 +234,7 @@ typedef struct pr_exec_options {
     uint32_t invoke_nargs;
     pw_val *invoke_results;
     uint32_t invoke_nresults;
-    /* ---- issue 11 ---- */
+    /* ---- Ruby and cancellable runs ---- */
     const uint8_t *stdin_data; /* fd 0 reads these bytes, then EOF (unless stdin_connected) */
     size_t stdin_len;
     /* For a language runtime module (the Ruby ABI, docs/ruby.md): the script's source

@@ -30,7 +30,7 @@
  * CHANGES (after first publication; additive only):
  *   - pst_workspace_id: workspaces created from now on get a name-based id derived
  *     from (machine_id, path) instead of a random one (existing rows keep theirs).
- *   - issue 15: PostgreSQL backend (pst_open/pst_open_ex with a postgresql:// URL);
+ *   --- PostgreSQL backend (pst_open/pst_open_ex with a postgresql:// URL);
  *     pst_open_ex + pst_open_options (owner machine, read-only); pst_locator_is_remote;
  *     pst_backend_name; statuses PST_ERR_CONN and PST_ERR_FOREIGN (appended at the end);
  *     pst_open_options.password.
@@ -110,7 +110,7 @@ pst_store *pst_open(const char *path, pst_error *err);
 void pst_close(pst_store *s);
 int pst_schema_version(pst_store *s);
 
-/* Open options (issue 15). */
+/* Open options. */
 typedef struct pst_open_options {
     /* Non-NULL: this store writes only threads of workspaces owned by this machine (and
      * creates/changes no other machine); other writes fail with PST_ERR_FOREIGN. Reads

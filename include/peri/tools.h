@@ -23,15 +23,15 @@
  * ptl_result_clear. Nothing here keeps global mutable state.
  *
  * CHANGES (after first publication; additive only):
- *   issue 9: ptl_fstatus, ptl_fstatus_text, ptl_open_beneath, ptl_read_beneath; titles of
+ *   ptl_fstatus, ptl_fstatus_text, ptl_open_beneath, ptl_read_beneath; titles of
  *   write/edit state sizes ("Write p (N bytes)", "Edit p (replace N bytes with M bytes[,
  *   every occurrence])"); symlinks with absolute targets are no longer followed even when
  *   they point inside the workspace.
- *   issue 12: ptl_ctx.client_fs — read/write/edit may read and write files through the
+ *   ptl_ctx.client_fs — read/write/edit may read and write files through the
  *             ACP client (the editor's buffers) after the same confinement.
- *   issue 12 item 4: ptl_ctx.client_term, ptl_client_term, ptl_term_result — with the
+ *   ptl_ctx.client_term, ptl_client_term, ptl_term_result — with the
  *             sandbox mode off, shell runs in the ACP client's terminal when offered.
- *   issue 11: the `run` tool (WASI programs and Ruby scripts, placed by pl_run: the
+ *   the `run` tool (WASI programs and Ruby scripts, placed by pl_run: the
  *   WebAssembly room first); `shell` through placement when ctx->sandbox is set
  *   (native sandbox: cwd read-write, no network); ptl_ctx.sandbox, ptl_result.meta_json
  *   and raw_output_json; ptl_tool_needs_permission.
@@ -85,7 +85,7 @@ char *ptl_title(const ptl_tool *t, const char *input_json);
  * with "… [N more bytes]". malloc'd; NULL when out of memory. */
 char *ptl_visible(const char *text, size_t max, bool multiline);
 
-/* The editor's view of files (ACP fs/read_text_file, fs/write_text_file), issue 12.
+/* The editor's view of files (ACP fs/read_text_file, fs/write_text_file).
  * Paths given are canonical and already confined. Each returns 0 on success, 1 when the
  * client does not offer it (the disk is used), -1 on failure with errno set. read's
  * *data is malloc'd (caller frees). Either function may be NULL (= the disk). */
@@ -95,7 +95,7 @@ typedef struct ptl_client_fs {
     int (*write)(void *ctx, const char *abs_path, const char *data, size_t len);
 } ptl_client_fs;
 
-/* The client's terminal (ACP terminal/... requests), issue 12 item 4: used ONLY by the shell tool
+/* The client's terminal (ACP terminal/... requests): used ONLY by the shell tool
  * when the sandbox mode is off (the client's terminal is not our sandbox). run() runs
  * /bin/sh -c command in cwd in a client-created terminal, waits for its exit (killing it
  * at timeout_ms or when *cancel becomes non-zero) and fills *out. 0 ran (out->output
@@ -116,7 +116,7 @@ typedef struct ptl_client_term {
 struct pl_ctx;
 struct pl_policy;
 
-/* How `shell` and `run` execute (issue 11, docs/run-tools.md).
+/* How `shell` and `run` execute (docs/run-tools.md).
  *   place set, off false: through placement (pl_run). shell: requirements ["shell"],
  *     state_class native_workspace_ref — the native sandbox with the cwd bound read-write
  *     at its own path, the policy's extra writable dirs, network only if the policy
@@ -144,11 +144,11 @@ typedef struct ptl_ctx {
     size_t max_output;  /* bytes of output kept for the model; 0: 65536 */
     long timeout_ms;    /* shell default timeout when the input has none; 0: 120000 */
 
-    /* Issue 12: may be NULL (files are read and written on disk). */
+    /* may be NULL (files are read and written on disk). */
     const ptl_client_fs *client_fs;
-    /* Issue 12 item 4: may be NULL; used only when sandbox->off (see ptl_client_term). */
+    /* may be NULL; used only when sandbox->off (see ptl_client_term). */
     const ptl_client_term *client_term;
-    /* Issue 11: how shell and run execute; may be NULL (see ptl_sandbox). */
+    /* how shell and run execute; may be NULL (see ptl_sandbox). */
     const ptl_sandbox *sandbox;
 } ptl_ctx;
 
@@ -187,7 +187,7 @@ void ptl_result_clear(ptl_result *r);
 int ptl_resolve_path(const char *cwd, const char *path, bool for_create, char **out, char *errbuf,
                      size_t errlen);
 
-/* ---- Confined file access (CHANGES: added for issue 9) ----
+/* ---- Confined file access ----
  * The tools never check a path and open it again by name: a path is resolved once,
  * beneath a descriptor of the root, and the tool works on the descriptor it got.
  * Resolution refuses "..", absolute symlinks and symlinks leading out of the root, and

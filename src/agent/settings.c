@@ -17,7 +17,7 @@
  * A private deep copy of the document stays in pag_settings.doc so that other modules
  * read their own keys from the same object. A provider counts as configured when it
  * has a base URL or a key; a missing provider is reported at the first prompt.
- * "sandbox" (issue 11) shapes the native sandbox of the shell tool; "mode": "off" (the
+ * "sandbox" shapes the native sandbox of the shell tool; "mode": "off" (the
  * only accepted mode) runs shell commands unsandboxed, with a warning per call. The
  * CLI takes it from the user's file only: a project cannot loosen the user's sandbox.
  */

@@ -40,7 +40,7 @@ static void usage(FILE *f) {
 
 int peri_cmd_acp(int argc, char **argv) {
     peri_host_args a = {0};
-    peri_place_opts po; /* issue 11: how code runs (Ruby module, bwrap, WASI runner) */
+    peri_place_opts po; /* how code runs (Ruby module, bwrap, WASI runner) */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);

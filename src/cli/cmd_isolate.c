@@ -59,7 +59,7 @@ typedef struct common_opts {
     size_t ngrants;
     unsigned long cpu_ms, wall_ms;
     bool deterministic;
-    int engine; /* PW_ENGINE_* (issue 18) */
+    int engine; /* PW_ENGINE_* */
 } common_opts;
 
 /* Parses an option shared by run and serve at argv[*i]; 1 taken, 0 not ours, -1 bad. */

@@ -68,7 +68,7 @@ static json_t *read_frame(FILE *in) {
     }
 }
 
-/* Issue 11: where a shell/run call ran (the update's _meta) and its output, indented. */
+/* where a shell/run call ran (the update's _meta) and its output, indented. */
 static void show_placement(json_t *u) {
     json_t *p = json_object_get(json_object_get(u, "_meta"), "peri.placement");
     if (!json_is_object(p)) return;
@@ -165,7 +165,7 @@ int peri_cmd_print(int argc, char **argv) {
     const char *cwd = NULL;
     int allow = 0;
     server_job job = {0};
-    peri_place_opts po; /* issue 11: how code runs (Ruby module, bwrap, WASI runner) */
+    peri_place_opts po; /* how code runs (Ruby module, bwrap, WASI runner) */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);

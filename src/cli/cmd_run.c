@@ -378,7 +378,7 @@ int peri_cmd_run(int argc, char **argv) {
             load_error(o.wasm, bytes, len, err.message);
         goto done;
     }
-    /* The in-memory FS's timestamps count from the run's start in ns (issue 17), or
+    /* The in-memory FS's timestamps count from the run's start in ns, or
      * from the deterministic epoch (2026-01-01) with --deterministic. */
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);

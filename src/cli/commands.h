@@ -11,14 +11,14 @@ int peri_cmd_wasm(int argc, char **argv); /* cmd_wasm.c: validate, invoke */
 
 int peri_cmd_isolate(int argc, char **argv); /* cmd_isolate.c: run, serve (the room) */
 int peri_cmd_run(int argc, char **argv);     /* cmd_run.c: run a WASI program in the room */
-int peri_cmd_ruby(int argc, char **argv);    /* cmd_ruby.c: a Ruby script in the room (issue 11) */
+int peri_cmd_ruby(int argc, char **argv);    /* cmd_ruby.c: a Ruby script in the room */
 int peri_cmd_acp(int argc, char **argv);     /* cmd_acp.c: ACP agent on stdio */
 int peri_cmd_print(int argc, char **argv);   /* cmd_print.c: one-shot ACP client */
 /* agent_exec.c: runs `peri-agent <argv...>` (acp, print live there, not in peri). */
 int peri_cmd_agent(int argc, char **argv);
 int peri_cmd_place(int argc, char **argv); /* cmd_place.c: placement run, decide (in peri-agent) */
 
-/* place_opts.c (issue 11): the placement options of `peri acp` / `peri print` from the
+/* place_opts.c: the placement options of `peri acp` / `peri print` from the
  * environment (Ruby's module path, the native WASI runner). */
 #include "peri/acp.h"
 #include <stdbool.h>
@@ -36,14 +36,14 @@ bool peri_locate(const char *name, char *out, size_t n);
 bool peri_self_peri(char *buf, size_t n);
 
 int peri_cmd_mcp(int argc, char **argv); /* cmd_mcp.c: workspace MCP server on stdio (peri-agent) */
-int peri_cmd_tui(int argc, char **argv); /* cmd_tui.c: the interactive terminal client (issue 16) */
+int peri_cmd_tui(int argc, char **argv); /* cmd_tui.c: the interactive terminal client */
 int peri_cmd_trust(int argc, char **argv); /* cmd_trust.c: trust a project's configuration */
 
 /* readfile.c: the whole file (with dash_is_stdin, "-" is stdin), NUL-terminated; caller
  * frees. NULL with errno set on failure. */
 char *peri_read_file(const char *path, bool dash_is_stdin, size_t *len);
 
-/* engine_opt.c (issue 18): PW_ENGINE_* of "interp"/"jit"/"auto", -1 for anything else;
+/* engine_opt.c: PW_ENGINE_* of "interp"/"jit"/"auto", -1 for anything else;
  * the default tier: $PERI_ENGINE, unset or empty = auto (-1 and a message if invalid). */
 int peri_engine_parse(const char *v);
 int peri_engine_default(void);

@@ -1,5 +1,5 @@
 /*
- * engine_opt.c — the execution tier on the command line (issue 18, docs/jit.md):
+ * engine_opt.c — the execution tier on the command line (docs/jit.md):
  * `--engine interp|jit|auto` and, as the default of every `peri` command that runs
  * Wasm (run, ruby, isolate run/serve, wasm invoke), the environment variable
  * PERI_ENGINE (the library reads no environment; tests use it to run whole CLI

@@ -152,7 +152,7 @@ int peri_settings_validate(const json_t *doc, const char *name, FILE *to, char *
     return 0;
 }
 
-/* ---- issue 15: the standard libpq environment -> the PostgreSQL store URL ---- */
+/* --- the standard libpq environment -> the PostgreSQL store URL ---- */
 
 static int url_append(char **url, size_t *len, size_t *cap, const char *s, bool encode) {
     for (; *s; s++) {

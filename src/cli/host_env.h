@@ -56,7 +56,7 @@ json_t *peri_settings_read(const char *path, bool optional, char *err, size_t er
  * -1 with a summary in err. */
 int peri_settings_validate(const json_t *doc, const char *name, FILE *to, char *err, size_t errlen);
 
-/* Issue 15: url (postgresql://...) with the standard libpq environment variables
+/* url (postgresql://...) with the standard libpq environment variables
  * (PGHOST, PGHOSTADDR, PGPORT, PGUSER, PGPASSWORD, PGPASSFILE, PGDATABASE, PGSSLMODE,
  * PGSSLROOTCERT, PGCONNECT_TIMEOUT, PGAPPNAME, PGOPTIONS) appended as URI parameters
  * for what the URL does not already give (the URL wins). malloc'd; NULL on OOM. */

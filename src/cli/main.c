@@ -47,7 +47,7 @@ static void peri_usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-    /* issue 16: `peri` alone on a terminal, `peri --continue`, `peri --resume ID` (and the
+    /* `peri` alone on a terminal, `peri --continue`, `peri --resume ID` (and the
      * other options of `peri tui`) start the TUI (in peri-agent); without a terminal
      * `peri` alone prints the usage. */
     if ((argc < 2 && isatty(0) && isatty(1)) ||

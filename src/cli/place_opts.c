@@ -1,5 +1,5 @@
 /*
- * place_opts.c — how `peri acp` and `peri print` run code (issue 11): maps the
+ * place_opts.c — how `peri acp` and `peri print` run code: maps the
  * environment onto the ACP server's placement options. Ruby's module is
  * $PERI_RUBY_WASM, else scripts/deps.sh's cache
  * ($XDG_CACHE_HOME or $HOME/.cache)/peri/ruby-3.4-wasm-wasi-2.10.1/ruby+stdlib.wasm; a

@@ -8,7 +8,7 @@
  * parallel, exposing their tools under "mcp__<server>__<tool>" and mapping tools/call
  * results onto ACP ToolCallContent.
  *
- * The pool also holds the builtin Workspace server (issue 12): an in-process pair whose
+ * The pool also holds the builtin Workspace server: an in-process pair whose
  * server runs the registry tools with the session's own tool context, and whose results
  * carry the ACP data in _meta["peri/acp"]; its tools keep their plain names. It starts
  * at the first builtin call, so an idle session holds no thread and no descriptor.

@@ -135,7 +135,7 @@ static char *room_evidence(const pl_attempt *at, const char *admission, bool fs_
     return s;
 }
 
-/* The room's watchdog polls this: a cancelled request stops its room run (issue 11). */
+/* The room's watchdog polls this: a cancelled request stops its room run. */
 static bool room_cancelled(void *ud) {
     return pl_cancel_triggered((const pl_cancel *)ud);
 }

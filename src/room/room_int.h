@@ -395,7 +395,7 @@ struct pr_host {
     uint64_t memory_cap;
     bool deterministic;
     bool beyond_contract; /* peri run: caller's limits; memory.grow fails softly */
-    int engine;           /* pw_store_config.engine for every run (issue 18) */
+    int engine;           /* pw_store_config.engine for every run */
     pr_cache cache;
     pr_watchdog wd;
     /* Mapping pools (pw_pool) of idle runs: a run takes one and puts it back, so each

@@ -847,7 +847,7 @@ HOST(fd_read) {
             int e = host_rw(cx, o->stdin_fd, U32(1), U32(2), false, -1, &nread);
             if (e) RET(e);
         } else {
-            /* o->stdin_data (issue 11; empty when absent), read once from the start. */
+            /* o->stdin_data (empty when absent), read once from the start. */
             uint8_t *v = mem(cx, U32(1), 8 * (uint64_t)U32(2));
             if (!v) RET(E_FAULT);
             for (uint32_t i = 0; i < U32(2) && f->off < o->stdin_len; i++) {

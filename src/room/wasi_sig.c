@@ -3,7 +3,7 @@
  * preview-1 witx). wasi.c builds its host functions with these types, not with the
  * types the guest's imports declare: an import of another type fails to link
  * ("incompatible import type"), so a host function never reads arguments the guest
- * did not pass or writes a result it has no room for (issue 9, finding 1's class).
+ * did not pass or writes a result it has no room for.
  * Invariant: every name in wasi.c's table has an entry here (wasi_resolve refuses a
  * name without one).
  */

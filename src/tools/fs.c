@@ -117,7 +117,7 @@ static ptl_status target_error(ptl_result *r, const char *path, int neg) {
     return status_error(r, path, s);
 }
 
-/* Issue 12: after confinement, the editor's view of the file through the ACP client when
+/* after confinement, the editor's view of the file through the ACP client when
  * it offers one (ctx->client_fs); otherwise *data stays as read from disk. */
 static ptl_fstatus client_read(const ptl_ctx *ctx, const char *abs, char **data, size_t *len) {
     const ptl_client_fs *c = ctx->client_fs;
@@ -137,7 +137,7 @@ static ptl_fstatus client_read(const ptl_ctx *ctx, const char *abs, char **data,
     return PTL_F_OK;
 }
 
-/* Issue 12: a write through the ACP client. -1: not offered (write the disk), 0: written,
+/* a write through the ACP client. -1: not offered (write the disk), 0: written,
  * else an errno value. */
 static int client_write(const ptl_ctx *ctx, const char *abs, const char *data, size_t len) {
     const ptl_client_fs *c = ctx->client_fs;
@@ -175,7 +175,7 @@ ptl_status ptl__read(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
         abs = ptl__fd_path(fd, ctx->cwd, rel);
         close(fd);
         if (fs == PTL_F_OK && !abs) fs = PTL_F_NOMEM;
-        if (fs == PTL_F_OK) fs = client_read(ctx, abs, &data, &len); /* issue 12 */
+        if (fs == PTL_F_OK) fs = client_read(ctx, abs, &data, &len);
     }
     close(rootfd);
     free(rel);
@@ -315,12 +315,12 @@ ptl_status ptl__write(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
         st = PTL_ERR_NOMEM;
         goto done;
     }
-    if (exists && old && client_read(ctx, abs, &old, &old_len) != PTL_F_OK) { /* issue 12 */
+    if (exists && old && client_read(ctx, abs, &old, &old_len) != PTL_F_OK) {
         free(old);
         old = NULL;
         old_len = 0;
     }
-    int werr = client_write(ctx, abs, content, clen); /* issue 12 */
+    int werr = client_write(ctx, abs, content, clen);
     if (werr < 0)
         werr = ptl__replace_at(dirfd, name, content, clen, exists ? &sb : NULL, ctx->cancel);
     if (werr) {
@@ -398,7 +398,7 @@ ptl_status ptl__edit(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     struct stat sb;
     ptl_fstatus fs = open_existing(dirfd, name, &fd, &sb);
     if (fs == PTL_F_OK) fs = ptl__read_fd(fd, MAX_FILE, false, &data, &len);
-    if (fs == PTL_F_OK && ctx->client_fs) { /* issue 12: the editor's buffer */
+    if (fs == PTL_F_OK && ctx->client_fs) { /* the editor's buffer */
         abs = join_path(dirfd, ctx, name);
         fs = abs ? client_read(ctx, abs, &data, &len) : PTL_F_NOMEM;
     }
@@ -451,7 +451,7 @@ ptl_status ptl__edit(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     result[out_len] = '\0';
     close(fd);
     fd = -1;
-    int werr = client_write(ctx, abs, result, out_len); /* issue 12 */
+    int werr = client_write(ctx, abs, result, out_len);
     if (werr < 0) werr = ptl__replace_at(dirfd, name, result, out_len, &sb, ctx->cancel);
     if (werr) {
         if (werr == ECANCELED) {

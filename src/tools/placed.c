@@ -1,5 +1,5 @@
 /*
- * placed.c — the tools that run code, through placement (issue 11; docs/run-tools.md):
+ * placed.c — the tools that run code, through placement (docs/run-tools.md):
  *
  *   shell  {"command", "timeout_ms"}: a {"shell": COMMAND} request with requirements
  *          ["shell"] and state_class native_workspace_ref, i.e. the native sandbox with
@@ -189,7 +189,7 @@ static ptl_status place_and_run(const ptl_ctx *ctx, const pl_request *rq, const 
 
 /* ---------------------------------------------------------------- shell */
 
-/* Issue 12 item 4: sandbox mode off and the ACP client offers terminals: the command runs
+/* sandbox mode off and the ACP client offers terminals: the command runs
  * in a terminal the client creates, and the content embeds it. Returns false when the
  * client offers none (the direct runner is used); otherwise *st is the outcome. */
 static bool shell_in_client_term(const ptl_ctx *ctx, const char *cmd, long long timeout,

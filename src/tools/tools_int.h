@@ -105,7 +105,7 @@ ptl_status ptl__list(json_t *in, const ptl_ctx *ctx, ptl_result *out);
 ptl_status ptl__glob(json_t *in, const ptl_ctx *ctx, ptl_result *out);
 ptl_status ptl__grep(json_t *in, const ptl_ctx *ctx, ptl_result *out);
 ptl_status ptl__shell(json_t *in, const ptl_ctx *ctx, ptl_result *out);
-/* placed.c (issue 11): shell through placement (or the direct runner when the sandbox
+/* placed.c: shell through placement (or the direct runner when the sandbox
  * is explicitly off / not configured), the run tool, its title. */
 ptl_status ptl__shell_placed(json_t *in, const ptl_ctx *ctx, ptl_result *out);
 ptl_status ptl__run(json_t *in, const ptl_ctx *ctx, ptl_result *out);

@@ -1,5 +1,5 @@
 /*
- * tui.h — the interactive terminal client of `peri tui` (issue 16), internal API.
+ * tui.h — the interactive terminal client of `peri tui`, internal API.
  * The TUI is an ACP endpoint: it spawns `peri-agent acp` and renders only what arrives
  * over ACP (docs/tui.md). One concern per file:
  *   client.c      the ACP connection to the child (spawn, frames, request ids, close)

@@ -126,7 +126,7 @@ static void test_start_object(void **state) {
     assert_int_equal(system(cmd), 0);
 }
 
-/* Issue 15: the standard libpq environment fills what a store URL leaves out; the URL
+/* the standard libpq environment fills what a store URL leaves out; the URL
  * wins; values are percent-encoded; non-URLs pass through. */
 static void test_store_url_env(void **state) {
     (void)state;

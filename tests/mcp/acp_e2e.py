@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""acp_e2e.py: ACP end-to-end tests of MCP servers in sessions (issue 12, acceptance 3).
+"""acp_e2e.py: ACP end-to-end tests of MCP servers in sessions (acceptance 3).
 
 usage: acp_e2e.py PERI_BINARY MOCK_MODEL_PY SCENARIO
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""interop.py: MCP interop with real npm servers and the MCP Inspector CLI (issue 12).
+"""interop.py: MCP interop with real npm servers and the MCP Inspector CLI.
 
 usage: interop.py PERI_BINARY MCP_PROBE SCENARIO
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""listchanged_server.py: a scripted stdio MCP server for the list_changed test (issue 12).
+"""listchanged_server.py: a scripted stdio MCP server for the list_changed test.
 
 It offers one tool, `first`. Calling `first` adds a second tool, `second`, and sends
 notifications/tools/list_changed BEFORE answering the call, so a client that refreshes

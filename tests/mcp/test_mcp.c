@@ -595,7 +595,7 @@ static void test_pool_caps_text(void **state) {
     pmcp_pool_close(p);
 }
 
-/* ---------------------------------------------------------------- builtin pair (issue 12) */
+/* ---------------------------------------------------------------- builtin pair */
 
 static int g_editor_reads;
 

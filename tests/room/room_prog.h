@@ -3,7 +3,7 @@
  * contract request carries it (Base64 text + SHA-256 hex digest), built from bytes or
  * loaded from a fixture file. Header-only (static functions) so each test binary stays
  * one translation unit; needs room/room_int.h (pr__sha256, pr__hex, pr__base64_encode) included first.
- * Also the execution tier a test runs under (issue 18): `--engine auto|interp|jit` on
+ * Also the execution tier a test runs under: `--engine auto|interp|jit` on
  * the test's command line (room_engine_args) sets the tier of every host the test makes
  * through room_host_new whose config leaves the tier at the default; hosts that name a
  * tier keep it. CTest runs the engine-heavy room suites once per forced tier.

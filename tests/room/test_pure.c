@@ -531,7 +531,7 @@ static void test_fs_cap(void **st) {
     pr_fs_free(fs);
 }
 
-/* Issue 9: an unlinked file that a descriptor still holds keeps its bytes counted, so
+/* an unlinked file that a descriptor still holds keeps its bytes counted, so
  * unlinking open files and writing new ones cannot grow host memory past the budget.
  * Variants: the held file is grown after the unlink; several files are held at once;
  * the bytes come back at the last close (pr__fs_node_close). */
@@ -566,7 +566,7 @@ static void test_fs_unlinked_open_counts(void **st) {
     pr_fs_free(fs);
 }
 
-/* Issue 17: the inode layer under the names. Hard links share one node, whose bytes
+/* the inode layer under the names. Hard links share one node, whose bytes
  * count once in the budget and which goes with its last name; a node unlinked while
  * open stays counted until its last close; symbolic links are nodes too. */
 static void test_fs_nodes(void **st) {

@@ -447,7 +447,7 @@ static void test_cpu_limit(void **st) {
     pr_host_free(h);
 }
 
-/* Issue 18: the JIT tier gives the room the same outputs, traps and limits as the
+/* the JIT tier gives the room the same outputs, traps and limits as the
  * interpreter (deterministic mode, so clocks and randomness cannot differ), and an
  * endless loop under the JIT stops at the CPU limit with the interpreter's message. */
 static void test_jit_engine(void **st) {
@@ -614,7 +614,7 @@ static void test_thousand_runs(void **st) {
     }
 }
 
-/* Issue 17: links exist only beyond the contract (peri run --file). A contract run of
+/* links exist only beyond the contract (peri run --file). A contract run of
  * the links probe (tests/wasi/fixtures/wasi_probe.wasm) gets ENOTSUP (58) from
  * path_symlink and path_link and EINVAL (28) from path_readlink, and paths are
  * normalised as the reference FS does: ".." stops at "/", an absolute path is taken

@@ -1,5 +1,5 @@
 /*
- * test_serve.c — the cached-program fast path of `isolate serve` (issue 18 item 4):
+ * test_serve.c — the cached-program fast path of `isolate serve`:
  * a request whose program text is byte-identical to a cached program's text is
  * recognised in the request line (stats.line_hits) and skips Base64 and SHA-256
  * (stats.text_hits); any other text takes the full path. Every answer of the server is

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""e2e_shared.py: two `peri acp` hosts on one PostgreSQL store (issue 15, acceptance 2).
+"""e2e_shared.py: two `peri acp` hosts on one PostgreSQL store (acceptance 2).
 
 usage: e2e_shared.py PERI_BINARY MOCK_MODEL_PY      (run through tests/store/pg_cluster.sh,
                                                      which sets PERI_TEST_PG_URL)

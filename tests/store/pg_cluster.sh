@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pg_cluster.sh — run a command against a throwaway PostgreSQL cluster (issue 15).
+# pg_cluster.sh — run a command against a throwaway PostgreSQL cluster.
 #
 #   tests/store/pg_cluster.sh COMMAND [ARGS...]
 #

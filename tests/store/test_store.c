@@ -616,7 +616,7 @@ static void test_concurrent_appends(void **state) {
     pst_close(s);
 }
 
-/* Ownership rules (issue 15): a store opened for machine A reads everything but writes
+/* Ownership rules: a store opened for machine A reads everything but writes
  * only A's threads; a read-only store writes nothing. */
 static void test_ownership(void **state) {
     fixture *f = *state;

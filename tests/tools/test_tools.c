@@ -124,7 +124,7 @@ static void test_registry(void **state) {
                                   "search", "search", "execute", "execute"};
     static const bool perm[] = {false, true, true, false, false, false, true, false};
     assert_int_equal(ptl_count(), 8);
-    /* run asks only when it would run natively (issue 11) */
+    /* run asks only when it would run natively */
     assert_false(ptl_tool_needs_permission(ptl_find("run"), "{\"ruby\":\"1\"}"));
     assert_true(ptl_tool_needs_permission(ptl_find("run"),
                                           "{\"ruby\":\"1\",\"requirements\":[\"subprocess\"]}"));

@@ -1,5 +1,5 @@
 /*
- * test_tui.c — unit tests of the TUI's pure parts (issue 16): key decoding, text
+ * test_tui.c — unit tests of the TUI's pure parts: key decoding, text
  * sanitising and wrapping, Markdown, the transcript model, the input editor.
  * The terminal-facing parts are tested end to end in tmux (tui_tmux.py).
  */

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tui_tmux.py: end-to-end tests of `peri tui` (issue 16) in a real terminal: Debian's
+"""tui_tmux.py: end-to-end tests of `peri tui` in a real terminal: Debian's
 tmux on a private socket (a temp dir), fixed size, keys sent with send-keys, the screen
 read with capture-pane, against tests/host/mock_model.py (private HOME, temp cwd and
 database, as in tests/acp/e2e.py). Every check polls the screen with a generous

@@ -1,5 +1,5 @@
 /*
- * test_jit.c — the baseline JIT tier (issue 18; docs/jit.md).
+ * test_jit.c — the baseline JIT tier (docs/jit.md).
  *
  * 1. The x86-64 encoder against `objdump -d`: every instruction form the JIT uses is
  *    encoded into one buffer, disassembled by binutils, and compared line by line with
@@ -156,7 +156,7 @@ static void e38(pw_x64 *x) {
 static void e39(pw_x64 *x) {
     x64_ret(x);
 }
-/* Register pinning (issue 18): slot operands that are registers (x_reg / x_xreg),
+/* Register pinning: slot operands that are registers (x_reg / x_xreg),
  * GPR <-> xmm moves, register copies and the inline float conversions. */
 static void e40(pw_x64 *x) {
     x64_alu_rm(x, X_ADD, false, X_RAX, x_reg(X_RBP));

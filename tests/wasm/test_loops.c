@@ -1,6 +1,6 @@
 /*
  * test_loops.c — the interrupt flag (behind the room's CPU and wall limits) stops every
- * endless loop a guest can write (issue 9, finding 2 and acceptance 3). Each export of
+ * endless loop a guest can write (finding 2 and acceptance 3). Each export of
  * gc/loops.wasm (gc/loops.wat, built by gc/build.mjs) loops forever through one kind of
  * control transfer; a thread raises the flag 20 ms into the call, and the call must
  * trap with PW_TRAP_INTERRUPTED (a generous 5 s bound for "did not hang" on a loaded

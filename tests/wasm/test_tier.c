@@ -1,5 +1,5 @@
 /*
- * test_tier.c — the `auto` execution tier, the default (issue 18; src/wasm/tier.c,
+ * test_tier.c — the `auto` execution tier, the default (src/wasm/tier.c,
  * docs/jit.md "Choosing the tier"): a store starts on the interpreter and counts
  * calls per compiled module; at the threshold the module is translated on a
  * background thread and stores turn to the JIT once all of it is published; a module

@@ -18,7 +18,7 @@ CPU limit, and warm runs are fast.
 ENGINE (auto, interp or jit; default: the library's default) is the room's execution
 tier for every run. With ENGINE jit, the scripts also run once more under the
 interpreter and every output (stdout, stderr, exit status, files) must be byte-identical
-between the two tiers (issue 18).
+between the two tiers.
 
 Without the Ruby wasm (scripts/deps.sh fetches it) or native ruby/bwrap the test
 says it was skipped (exit 77); under CI=true that is a failure instead.
@@ -146,7 +146,7 @@ def main():
             if problems:
                 failures.append(name)
         if engine == "jit":
-            # Issue 18: the JIT gives byte-identical outputs to the interpreter.
+            # the JIT gives byte-identical outputs to the interpreter.
             iout = os.path.join(tmp, "room-interp")
             os.makedirs(iout)
             r = subprocess.run([runner, "--engine", "interp", wasm, iout] + scripts,

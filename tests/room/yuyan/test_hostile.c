@@ -1,5 +1,5 @@
 /*
- * test_hostile.c — hostile guests against the room (issue 9, findings 1, 2, 3, 13),
+ * test_hostile.c — hostile guests against the room (2, 3, 13),
  * through the contract call pr_run with WAT-built fixtures (tests/room/yuyan/fixtures,
  * scripts/build-yuyan-fixtures.sh):
  *   hostile.wasm   values of the wrong type / arity through the legacy gc-host call
