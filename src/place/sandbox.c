@@ -623,6 +623,19 @@ static bool layout(native_ctx *n, const char *scr, uid_t uid, gid_t gid, bool ch
     return ok;
 }
 
+/* True when one absolute path is the other or lies below it (a trailing '/' ignored). */
+static bool path_related(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    while (la > 1 && a[la - 1] == '/')
+        la--;
+    while (lb > 1 && b[lb - 1] == '/')
+        lb--;
+    size_t m = la < lb ? la : lb;
+    if (strncmp(a, b, m) != 0) return false;
+    if (la == lb || m == 1) return true; /* equal, or one of them is "/" */
+    return (la < lb ? b : a)[m] == '/';
+}
+
 static void sv_add_cb(void *a, const char *arg) {
     sv_add(a, arg);
 }
@@ -668,7 +681,11 @@ static bool run_native(native_ctx *n, pl_error *err) {
             for (size_t i = 0;
                  nidmap && n->pol && i < n->pol->nwritable && nidmap < 1 + PL_IDMAP_MAX; i++) {
                 struct stat wst;
-                if (stat(n->pol->writable[i], &wst) == 0 && S_ISDIR(wst.st_mode) && wst.st_uid == 0)
+                bool nested = false; /* inside or around one already mapped: leave it */
+                for (size_t k = 0; k < nidmap; k++)
+                    nested = nested || path_related(idmap_paths[k], n->pol->writable[i]);
+                if (!nested && stat(n->pol->writable[i], &wst) == 0 && S_ISDIR(wst.st_mode) &&
+                    wst.st_uid == 0)
                     idmap_paths[nidmap++] = n->pol->writable[i];
             }
         }

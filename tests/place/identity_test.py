@@ -206,6 +206,18 @@ check("ok" in res.get("stdout", ""), f"writable: {res}")
 bad = [e for e in tree(extra) if e[1] != 0]
 check(bad == [] and len(tree(extra)) == 2, f"writable: {tree(extra)}")
 
+# 5b. a writable dir inside the workspace, and one around it: the workspace's mapping
+#     covers the first; the second is left unmapped (read-only to the run) and the run
+#     still works
+ws = workspace("nested")
+inner = os.path.join(ws, "inner")
+os.makedirs(inner)
+res, ev = run("nested", ws, "echo a > inner/a.txt && echo b > b.txt && echo ok",
+              policy={"writable": [inner + "/", top]})
+check("ok" in res.get("stdout", ""), f"nested: {res}")
+bad = [e for e in tree(ws) if e[1] != 0]
+check(bad == [] and os.path.exists(os.path.join(inner, "a.txt")), f"nested: {tree(ws)}")
+
 # 6. the run cannot become root inside and write as root: no setuid binary helps (the
 #    tree has no privilege on the host), and uid 0 inside is not mapped at all
 ws = workspace("becomeroot")
