@@ -33,7 +33,6 @@
 #include <unistd.h>
 
 static const char *const top_files[] = {".mcp.json", "AGENTS.md", "PERI.md", "CLAUDE.md"};
-static const char *const git_dirs[] = {"hooks", "modules", "worktrees"};
 
 bool pl_is_control_path(const char *rel) {
     if (!rel) return false;
@@ -50,14 +49,17 @@ bool pl_is_control_path(const char *rel) {
 /* Adds one mask. kind: 'f' file, 'd' dir; rw: bind an existing dir read-write onto itself.
  * Returns false (with why) when the run must not go on. */
 static bool mask(pl_masks *m, void (*add)(void *, const char *), void *a, const char *ws,
-                 const char *rel, char kind, bool rw, char *why, size_t whylen) {
-    char p[PATH_MAX];
-    if (snprintf(p, sizeof p, "%s/%s", ws, rel) >= (int)sizeof p) return true;
+                 const char *ws_src, const char *rel, char kind, bool rw, char *why,
+                 size_t whylen) {
+    char p[PATH_MAX], src[PATH_MAX];
+    if (snprintf(p, sizeof p, "%s/%s", ws, rel) >= (int)sizeof p ||
+        snprintf(src, sizeof src, "%s/%s", ws_src, rel) >= (int)sizeof src)
+        return true;
     struct stat st;
     if (lstat(p, &st) == 0) {
         if (S_ISLNK(st.st_mode)) return true; /* the host never reads through it */
         add(a, rw ? "--bind" : "--ro-bind");
-        add(a, p);
+        add(a, src);
         add(a, p);
         return true;
     }
@@ -75,7 +77,7 @@ static bool mask(pl_masks *m, void (*add)(void *, const char *), void *a, const 
     return true;
 }
 
-bool pl_masks_add(pl_masks *m, const char *scratch, const char *ws,
+bool pl_masks_add(pl_masks *m, const char *scratch, const char *ws, const char *ws_src,
                   void (*add)(void *, const char *), void *a, char *why, size_t whylen) {
     memset(m, 0, sizeof *m);
     snprintf(m->empty_file, sizeof m->empty_file, "%s/mask-file", scratch);
@@ -92,11 +94,11 @@ bool pl_masks_add(pl_masks *m, const char *scratch, const char *ws,
     char git[PATH_MAX];
     snprintf(git, sizeof git, "%s/.git", ws);
     struct stat st;
-    bool ok = mask(m, add, a, ws, ".peri", 'd', false, why, whylen);
+    bool ok = mask(m, add, a, ws, ws_src, ".peri", 'd', false, why, whylen);
     for (size_t i = 0; ok && i < sizeof top_files / sizeof *top_files; i++)
-        ok = mask(m, add, a, ws, top_files[i], 'f', false, why, whylen);
+        ok = mask(m, add, a, ws, ws_src, top_files[i], 'f', false, why, whylen);
     if (!ok) return false;
-    if (lstat(git, &st) != 0) return mask(m, add, a, ws, ".git", 'd', false, why, whylen);
+    if (lstat(git, &st) != 0) return mask(m, add, a, ws, ws_src, ".git", 'd', false, why, whylen);
     if (S_ISLNK(st.st_mode)) {
         snprintf(why, whylen,
                  "%s is a symlink: git would follow it, and the sandbox cannot protect its "
@@ -105,25 +107,23 @@ bool pl_masks_add(pl_masks *m, const char *scratch, const char *ws,
         return false;
     }
     if (!S_ISDIR(st.st_mode)) /* a gitdir file (worktree, submodule): read-only */
-        return mask(m, add, a, ws, ".git", 'f', false, why, whylen);
-    ok = mask(m, add, a, ws, ".git", 'd', true, why, whylen) &&
-         mask(m, add, a, ws, ".git/config", 'f', false, why, whylen) &&
-         mask(m, add, a, ws, ".git/hooks", 'd', false, why, whylen);
-    for (size_t i = 1; ok && i < sizeof git_dirs / sizeof *git_dirs; i++) {
-        char p[PATH_MAX + 16];
-        snprintf(p, sizeof p, "%s/%s", git, git_dirs[i]);
-        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+        return mask(m, add, a, ws, ws_src, ".git", 'f', false, why, whylen);
+    ok = mask(m, add, a, ws, ws_src, ".git", 'd', true, why, whylen) &&
+         mask(m, add, a, ws, ws_src, ".git/config", 'f', false, why, whylen) &&
+         mask(m, add, a, ws, ws_src, ".git/hooks", 'd', false, why, whylen);
+    /* .git/modules, .git/worktrees and .git/config.worktree when they exist */
+    static const char *const extra[] = {".git/modules", ".git/worktrees", ".git/config.worktree"};
+    for (size_t i = 0; ok && i < sizeof extra / sizeof *extra; i++) {
+        char p[PATH_MAX], src[PATH_MAX];
+        if (snprintf(p, sizeof p, "%s/%s", ws, extra[i]) >= (int)sizeof p ||
+            snprintf(src, sizeof src, "%s/%s", ws_src, extra[i]) >= (int)sizeof src)
+            continue;
+        bool want_dir = i < 2;
+        if (lstat(p, &st) == 0 && (want_dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode))) {
             add(a, "--ro-bind");
-            add(a, p);
+            add(a, src);
             add(a, p);
         }
-    }
-    char cw[PATH_MAX + 32];
-    snprintf(cw, sizeof cw, "%s/config.worktree", git);
-    if (ok && lstat(cw, &st) == 0 && S_ISREG(st.st_mode)) {
-        add(a, "--ro-bind");
-        add(a, cw);
-        add(a, cw);
     }
     return ok;
 }

@@ -361,7 +361,8 @@ typedef struct spawn_plan {
     int info_fd, blk_fd; /* -> fds 6 and 7 (network through pasta), else -1 */
     int status_fd;       /* write end (close-on-exec): a pre-exec failure's stage + errno */
     int idmap_fd;        /* >= 0: the paths below are idmapped first (idmap.c) */
-    const char *const *idmap_paths;
+    const char *const *idmap_paths;   /* host directories ... */
+    const char *const *idmap_targets; /* ... mounted here (empty dirs in the scratch dir) */
     size_t nidmap;
     bool switch_ids;
     uid_t uid;
@@ -392,7 +393,7 @@ static pid_t spawn(const spawn_plan *p) {
         close(fd);
     }
     if (p->idmap_fd >= 0) {
-        int e = pl_idmap_apply(p->idmap_fd, p->idmap_paths, p->nidmap);
+        int e = pl_idmap_apply(p->idmap_fd, p->idmap_paths, p->idmap_targets, p->nidmap);
         if (e) {
             errno = e;
             child_fail(sfd, ST_IDMAP);
@@ -623,6 +624,15 @@ static bool layout(native_ctx *n, const char *scr, uid_t uid, gid_t gid, bool ch
     return ok;
 }
 
+/* Where the child's bubblewrap finds host directory `path`: its idmapped view when it
+ * has one, else the path itself. */
+static const char *idmap_source(const char *path, const char *const *paths,
+                                const char *const *targets, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (paths[i] == path) return targets[i];
+    return path;
+}
+
 /* True when one absolute path is the other or lies below it (a trailing '/' ignored). */
 static bool path_related(const char *a, const char *b) {
     size_t la = strlen(a), lb = strlen(b);
@@ -656,7 +666,8 @@ static bool run_native(native_ctx *n, pl_error *err) {
     uid_t uid = getuid();
     gid_t gid = getgid();
     /* root-owned directories the run may write, seen through an idmapped mount */
-    const char *idmap_paths[1 + PL_IDMAP_MAX];
+    const char *idmap_paths[1 + PL_IDMAP_MAX], *idmap_targets[1 + PL_IDMAP_MAX];
+    char idmap_tgt[1 + PL_IDMAP_MAX][PATH_MAX];
     size_t nidmap = 0;
     gid_t idmap_gid = 0;
     if (root) {
@@ -753,6 +764,20 @@ static bool run_native(native_ctx *n, pl_error *err) {
                     (idmap_fd = pl_idmap_userns(0, uid, idmap_gid, gid, why, sizeof why)) >= 0)) {
         failed_setup = true;
         goto cleanup;
+    }
+    /* The idmapped views are mounted on empty directories of the scratch directory, in
+     * the child's private mount namespace only (the host, and pl_remove_tree, only ever
+     * see the empty directories): the run's uid reaches them there even when a parent of
+     * the workspace is closed to it (a 0700 directory of root's). */
+    for (size_t i = 0; i < nidmap; i++) {
+        snprintf(idmap_tgt[i], sizeof idmap_tgt[i], "%s/idmap-%zu", scr, i);
+        idmap_targets[i] = idmap_tgt[i];
+        if (mkdir(idmap_tgt[i], 0755) != 0) {
+            snprintf(why, sizeof why, "cannot prepare the workspace's mount point: %s",
+                     strerror(errno));
+            failed_setup = true;
+            goto cleanup;
+        }
     }
 
     /* the command */
@@ -914,16 +939,22 @@ static bool run_native(native_ctx *n, pl_error *err) {
         if (r->kind == PL_PROGRAM_RUBY && strncmp(pc->ruby, "/usr/", 5) != 0)
             add_etc(&argv, pc->ruby);
         if (ws) {
-            sv_add(&argv, "--bind");
-            sv_add(&argv, r->workspace);
-            sv_add(&argv, r->workspace);
+            /* an idmapped directory is bound from its view in the scratch directory; the
+             * policy's writable dirs first, so that one around the workspace cannot
+             * cover the workspace's bind and its masks */
             for (size_t i = 0; n->pol && i < n->pol->nwritable; i++) {
                 sv_add(&argv, "--bind-try");
-                sv_add(&argv, n->pol->writable[i]);
+                sv_add(&argv,
+                       idmap_source(n->pol->writable[i], idmap_paths, idmap_targets, nidmap));
                 sv_add(&argv, n->pol->writable[i]);
             }
+            sv_add(&argv, "--bind");
+            sv_add(&argv, idmap_source(r->workspace, idmap_paths, idmap_targets, nidmap));
+            sv_add(&argv, r->workspace);
             /* the agent's control files stay read-only (masks.c) */
-            if (!pl_masks_add(&masks, scr, r->workspace, sv_add_cb, &argv, why, sizeof why)) {
+            if (!pl_masks_add(&masks, scr, r->workspace,
+                              idmap_source(r->workspace, idmap_paths, idmap_targets, nidmap),
+                              sv_add_cb, &argv, why, sizeof why)) {
                 failed_setup = true;
                 goto cleanup;
             }
@@ -979,7 +1010,9 @@ static bool run_native(native_ctx *n, pl_error *err) {
         .argv = argv.v,
         .envp = envp.v,
         .exe = argv.v[0],
-        .cwd = n->unsandboxed ? (ws ? r->workspace : root_dir) : NULL,
+        .cwd = n->unsandboxed ? (ws ? idmap_source(r->workspace, idmap_paths, idmap_targets, nidmap)
+                                    : root_dir)
+                              : NULL,
         .in_fd = in_p[0],
         .out_fd = out_p[1],
         .err_fd = err_p[1],
@@ -990,6 +1023,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
         .status_fd = st_p[1],
         .idmap_fd = idmap_fd,
         .idmap_paths = idmap_paths,
+        .idmap_targets = idmap_targets,
         .nidmap = nidmap,
         .switch_ids = switch_ids,
         .uid = uid,

@@ -71,9 +71,9 @@ const char *pl_net_resolv_conf(void);
  * `to_gid` (for MOUNT_ATTR_IDMAP); -1 with why. */
 int pl_idmap_userns(uid_t owner, uid_t to, gid_t owner_gid, gid_t to_gid, char *why, size_t whylen);
 /* In the calling (forked, single-threaded, privileged) child: a private mount namespace
- * in which each path is replaced by an idmapped clone of itself. Async-signal-safe; 0
- * or the failing errno. */
-int pl_idmap_apply(int userns_fd, const char *const *paths, size_t n);
+ * in which an idmapped clone of each paths[i] is mounted on targets[i] (an empty
+ * directory). Async-signal-safe; 0 or the failing errno. */
+int pl_idmap_apply(int userns_fd, const char *const *paths, const char *const *targets, size_t n);
 
 /* masks.c: read-only masks over the agent's control files in a read-write workspace. */
 #define PL_MASKS_MAX 12
@@ -85,9 +85,10 @@ typedef struct pl_masks {
     } created[PL_MASKS_MAX]; /* mount points bubblewrap will create (missing paths) */
     size_t ncreated;
 } pl_masks;
-/* Appends the mask arguments for workspace ws (through add(a, arg)); false with why when
+/* Appends the mask arguments for workspace ws (through add(a, arg)), bubblewrap finding
+ * the workspace at ws_src (ws itself, or its idmapped view); false with why when
  * the run must not start (ws is "/", .git is a symlink, the masks cannot be prepared). */
-bool pl_masks_add(pl_masks *m, const char *scratch, const char *ws,
+bool pl_masks_add(pl_masks *m, const char *scratch, const char *ws, const char *ws_src,
                   void (*add)(void *, const char *), void *a, char *why, size_t whylen);
 /* After the run: removes the mount points the masks made, while they are still empty. */
 void pl_masks_cleanup(const pl_masks *m);

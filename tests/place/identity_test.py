@@ -218,6 +218,18 @@ check("ok" in res.get("stdout", ""), f"nested: {res}")
 bad = [e for e in tree(ws) if e[1] != 0]
 check(bad == [] and os.path.exists(os.path.join(inner, "a.txt")), f"nested: {tree(ws)}")
 
+# 5c. a workspace below a directory the run's uid may not enter (mkdtemp's 0700 of root):
+#     the run still reaches it (through its idmapped view), and it is still root's
+closed = tempfile.mkdtemp(prefix="closed-", dir=top)
+os.chmod(closed, 0o700)
+ws = os.path.join(closed, "proj")
+os.makedirs(ws)
+os.makedirs(os.path.join(ws, ".git", "hooks"))
+res, ev = run("closed", ws, "echo made > made.txt && cat made.txt && ls -a .git")
+check(res.get("ok") is True and "made" in res.get("stdout", "") and "hooks" in res.get("stdout", ""),
+      f"closed: {res}")
+check(os.stat(os.path.join(ws, "made.txt")).st_uid == 0, "closed: made.txt is not root's")
+
 # 6. the run cannot become root inside and write as root: no setuid binary helps (the
 #    tree has no privilege on the host), and uid 0 inside is not mapped at all
 ws = workspace("becomeroot")
