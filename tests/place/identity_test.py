@@ -242,4 +242,5 @@ check(len(first) == 3 and first[0] == "1000" and first[2] == "1" and ev.get("uid
 check(not any(e[0] != "existing.txt" for e in tree(ws)), f"becomeroot: {tree(ws)}")
 
 print(f"{checks[0]} checks, {len(failures)} failures")
+shutil.rmtree(top, ignore_errors=True)
 sys.exit(1 if failures else 0)

@@ -292,4 +292,5 @@ else:
     check(False, "setpriv missing (util-linux)")
 
 print(f"{checks[0]} checks, {len(failures)} failures")
+shutil.rmtree(top, ignore_errors=True)
 sys.exit(1 if failures else 0)
