@@ -5,6 +5,7 @@
  */
 #include "cli/commands.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,6 +14,10 @@
 #endif
 
 int main(int argc, char **argv) {
+    /* Every agent command writes to pipes whose reader may be gone (a sandbox that
+     * exited early, an editor that closed): that is a write error to report, never a
+     * process killed by SIGPIPE. */
+    signal(SIGPIPE, SIG_IGN);
     if (argc >= 2 &&
         (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") || !strcmp(argv[1], "version"))) {
         printf("peri-agent %s\n", PERI_VERSION);

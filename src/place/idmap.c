@@ -12,9 +12,11 @@
  * existing files appear as U's own, and files U creates are stored as root's. Any other
  * on-disk owner appears as the overflow uid (nobody), so those files stay read-only.
  * The mount is made in a private mount namespace of the forked child just before it
- * drops to U and execs bubblewrap: the host's mount table is never changed, nothing is
- * attached under the scratch directory (whose removal must never reach the project),
- * and the mount goes away with the run's last process.
+ * drops to U and execs bubblewrap, on an empty directory of the run's scratch directory
+ * (which U can reach even when a parent of the workspace is closed to it), and bubblewrap
+ * binds it from there at the workspace's path. The host's mount table is never changed:
+ * on the host that directory stays empty, so the scratch directory's removal can never
+ * reach the project; the mount goes away with the run's last process.
  *
  * The map is carried by a user namespace (pl_idmap_userns): a short-lived helper
  * process is cloned into a new one (sharing the caller's memory, so that no page
@@ -133,7 +135,7 @@ fail:
     return -1;
 }
 
-int pl_idmap_apply(int userns_fd, const char *const *paths, size_t n) {
+int pl_idmap_apply(int userns_fd, const char *const *paths, const char *const *targets, size_t n) {
     if (unshare(CLONE_NEWNS) != 0) return errno;
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) return errno;
     for (size_t i = 0; i < n; i++) {
@@ -153,7 +155,7 @@ int pl_idmap_apply(int userns_fd, const char *const *paths, size_t n) {
             }
         }
         if (t < 0) return errno;
-        if (syscall(SYS_move_mount, t, "", AT_FDCWD, paths[i], MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+        if (syscall(SYS_move_mount, t, "", AT_FDCWD, targets[i], MOVE_MOUNT_F_EMPTY_PATH) != 0) {
             int e = errno;
             close(t);
             return e;
@@ -168,7 +170,7 @@ int pl_reach_apply(bool ns_ready, const char *const *src, const char *const *dst
         if (unshare(CLONE_NEWNS) != 0) return errno;
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) return errno;
     }
-    for (size_t i = 0; i < n; i++) /* MS_REC: an idmapped workspace keeps its mapping */
+    for (size_t i = 0; i < n; i++)
         if (mount(src[i], dst[i], NULL, MS_BIND | MS_REC, NULL) != 0) return errno;
     return 0;
 }

@@ -33,7 +33,6 @@
 #include <unistd.h>
 
 static const char *const top_files[] = {".mcp.json", "AGENTS.md", "PERI.md", "CLAUDE.md"};
-static const char *const git_dirs[] = {"hooks", "modules", "worktrees"};
 
 bool pl_is_control_path(const char *rel) {
     if (!rel) return false;
@@ -50,11 +49,11 @@ bool pl_is_control_path(const char *rel) {
 /* Adds one mask. kind: 'f' file, 'd' dir; rw: bind an existing dir read-write onto itself.
  * Returns false (with why) when the run must not go on. */
 static bool mask(pl_masks *m, void (*add)(void *, const char *), void *a, const char *ws,
-                 const char *src_ws, const char *rel, char kind, bool rw, char *why,
+                 const char *ws_src, const char *rel, char kind, bool rw, char *why,
                  size_t whylen) {
     char p[PATH_MAX], src[PATH_MAX];
     if (snprintf(p, sizeof p, "%s/%s", ws, rel) >= (int)sizeof p ||
-        snprintf(src, sizeof src, "%s/%s", src_ws, rel) >= (int)sizeof src)
+        snprintf(src, sizeof src, "%s/%s", ws_src, rel) >= (int)sizeof src)
         return true;
     struct stat st;
     if (lstat(p, &st) == 0) {
@@ -78,9 +77,8 @@ static bool mask(pl_masks *m, void (*add)(void *, const char *), void *a, const 
     return true;
 }
 
-bool pl_masks_add(pl_masks *m, const char *scratch, const char *ws, const char *src_ws,
+bool pl_masks_add(pl_masks *m, const char *scratch, const char *ws, const char *ws_src,
                   void (*add)(void *, const char *), void *a, char *why, size_t whylen) {
-    if (!src_ws) src_ws = ws;
     memset(m, 0, sizeof *m);
     snprintf(m->empty_file, sizeof m->empty_file, "%s/mask-file", scratch);
     snprintf(m->empty_dir, sizeof m->empty_dir, "%s/mask-dir", scratch);
@@ -96,11 +94,11 @@ bool pl_masks_add(pl_masks *m, const char *scratch, const char *ws, const char *
     char git[PATH_MAX];
     snprintf(git, sizeof git, "%s/.git", ws);
     struct stat st;
-    bool ok = mask(m, add, a, ws, src_ws, ".peri", 'd', false, why, whylen);
+    bool ok = mask(m, add, a, ws, ws_src, ".peri", 'd', false, why, whylen);
     for (size_t i = 0; ok && i < sizeof top_files / sizeof *top_files; i++)
-        ok = mask(m, add, a, ws, src_ws, top_files[i], 'f', false, why, whylen);
+        ok = mask(m, add, a, ws, ws_src, top_files[i], 'f', false, why, whylen);
     if (!ok) return false;
-    if (lstat(git, &st) != 0) return mask(m, add, a, ws, src_ws, ".git", 'd', false, why, whylen);
+    if (lstat(git, &st) != 0) return mask(m, add, a, ws, ws_src, ".git", 'd', false, why, whylen);
     if (S_ISLNK(st.st_mode)) {
         snprintf(why, whylen,
                  "%s is a symlink: git would follow it, and the sandbox cannot protect its "
@@ -109,27 +107,23 @@ bool pl_masks_add(pl_masks *m, const char *scratch, const char *ws, const char *
         return false;
     }
     if (!S_ISDIR(st.st_mode)) /* a gitdir file (worktree, submodule): read-only */
-        return mask(m, add, a, ws, src_ws, ".git", 'f', false, why, whylen);
-    ok = mask(m, add, a, ws, src_ws, ".git", 'd', true, why, whylen) &&
-         mask(m, add, a, ws, src_ws, ".git/config", 'f', false, why, whylen) &&
-         mask(m, add, a, ws, src_ws, ".git/hooks", 'd', false, why, whylen);
-    for (size_t i = 1; ok && i < sizeof git_dirs / sizeof *git_dirs; i++) {
-        char p[PATH_MAX + 16], src[PATH_MAX + 32];
-        snprintf(p, sizeof p, "%s/%s", git, git_dirs[i]);
-        snprintf(src, sizeof src, "%s/.git/%s", src_ws, git_dirs[i]);
-        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+        return mask(m, add, a, ws, ws_src, ".git", 'f', false, why, whylen);
+    ok = mask(m, add, a, ws, ws_src, ".git", 'd', true, why, whylen) &&
+         mask(m, add, a, ws, ws_src, ".git/config", 'f', false, why, whylen) &&
+         mask(m, add, a, ws, ws_src, ".git/hooks", 'd', false, why, whylen);
+    /* .git/modules, .git/worktrees and .git/config.worktree when they exist */
+    static const char *const extra[] = {".git/modules", ".git/worktrees", ".git/config.worktree"};
+    for (size_t i = 0; ok && i < sizeof extra / sizeof *extra; i++) {
+        char p[PATH_MAX], src[PATH_MAX];
+        if (snprintf(p, sizeof p, "%s/%s", ws, extra[i]) >= (int)sizeof p ||
+            snprintf(src, sizeof src, "%s/%s", ws_src, extra[i]) >= (int)sizeof src)
+            continue;
+        bool want_dir = i < 2;
+        if (lstat(p, &st) == 0 && (want_dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode))) {
             add(a, "--ro-bind");
             add(a, src);
             add(a, p);
         }
-    }
-    char cw[PATH_MAX + 32], cws[PATH_MAX + 32];
-    snprintf(cw, sizeof cw, "%s/config.worktree", git);
-    snprintf(cws, sizeof cws, "%s/.git/config.worktree", src_ws);
-    if (ok && lstat(cw, &st) == 0 && S_ISREG(st.st_mode)) {
-        add(a, "--ro-bind");
-        add(a, cws);
-        add(a, cw);
     }
     return ok;
 }

@@ -129,6 +129,9 @@ bool pl_net_start(pl_ctx *pc, pl_net *net, pid_t target, const pl_cgroup *cg, bo
     }
     char procs[3][PL_CG_PATH + 16];
     size_t nprocs = pl_cg_procs_paths(cg, procs);
+    /* a root caller's run uid may not open the host's tun device (often 0600 root) */
+    struct stat ts;
+    bool tun_node = root && !(stat("/dev/net/tun", &ts) == 0 && (ts.st_mode & 0006) == 0006);
     const char *argv[] = {pc->pasta,
                           "--quiet",
                           "--foreground",
@@ -175,13 +178,15 @@ bool pl_net_start(pl_ctx *pc, pl_net *net, pid_t target, const pl_cgroup *cg, bo
             dup2(devnull, 1) < 0 || dup2(l, 2) < 0 || dup2(u, 3) < 0 || dup2(ne, 4) < 0)
             child_fail(net->log_fd, "fds\n");
         syscall(SYS_close_range, 5, ~0u, 0);
-        if (root) {
+        if (tun_node) {
             /* a tun node of the run's uid in a mount namespace of pasta's own */
             if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
                 mount("tmpfs", "/dev/net", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=16k") ||
                 mknod("/dev/net/tun", S_IFCHR | 0600, makedev(10, 200)) ||
                 chown("/dev/net/tun", uid, gid))
                 child_fail(2, "pasta: cannot prepare /dev/net/tun\n");
+        }
+        if (root) {
             if (setgroups(0, NULL) != 0 || setresgid(gid, gid, gid) != 0 ||
                 setresuid(uid, uid, uid) != 0)
                 child_fail(2, "pasta: cannot switch to the run's uid\n");

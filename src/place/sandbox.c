@@ -361,10 +361,11 @@ typedef struct spawn_plan {
     int info_fd, blk_fd; /* -> fds 6 and 7 (network through pasta), else -1 */
     int status_fd;       /* write end (close-on-exec): a pre-exec failure's stage + errno */
     int idmap_fd;        /* >= 0: the paths below are idmapped first (idmap.c) */
-    const char *const *idmap_paths;
-    size_t nidmap;
+    const char *const *idmap_paths;   /* host directories ... */
+    const char *const *idmap_targets; /* ... mounted here (empty dirs in the scratch dir) */
     const char *const *reach_src, *const *reach_dst; /* pl_reach_apply */
     size_t nreach;
+    size_t nidmap;
     bool switch_ids;
     uid_t uid;
     gid_t gid;
@@ -394,7 +395,7 @@ static pid_t spawn(const spawn_plan *p) {
         close(fd);
     }
     if (p->idmap_fd >= 0) {
-        int e = pl_idmap_apply(p->idmap_fd, p->idmap_paths, p->nidmap);
+        int e = pl_idmap_apply(p->idmap_fd, p->idmap_paths, p->idmap_targets, p->nidmap);
         if (e) {
             errno = e;
             child_fail(sfd, ST_IDMAP);
@@ -568,56 +569,6 @@ static char *native_evidence(const native_ctx *n, const char *sandbox, const cha
     return s;
 }
 
-/* Host paths the sandbox binds, made reachable for a run with a uid of its own: the
- * child binds each onto a mount point under the scratch directory (pl_reach_apply)
- * because an ancestor may be closed to that uid (a root caller's /root/project, a test's
- * 0700 temporary directory). Without a reach set (no uid switch) paths pass through. */
-#define PL_REACH_MAX (PL_IDMAP_MAX + 12)
-typedef struct reach_set {
-    size_t n;
-    const char *src[PL_REACH_MAX], *dst[PL_REACH_MAX];
-    char dst_buf[PL_REACH_MAX][PATH_MAX + 32];
-} reach_set;
-
-/* The path bubblewrap should take for host path `path`: itself, or a new mount point
- * (a directory or an empty file owned by the run's uid) under scr/reach. NULL when the
- * set is full or the mount point cannot be made (errno set). */
-static const char *reach(reach_set *rs, const char *scr, const char *path, uid_t uid, gid_t gid) {
-    struct stat st;
-    if (!rs || stat(path, &st) != 0) return path; /* missing: --bind-try / add_etc decide */
-    if (rs->n >= PL_REACH_MAX) {
-        errno = E2BIG;
-        return NULL;
-    }
-    char *d = rs->dst_buf[rs->n];
-    snprintf(d, PATH_MAX + 32, "%s/reach", scr);
-    if (mkdir(d, 0711) != 0 && errno != EEXIST) return NULL;
-    snprintf(d, PATH_MAX + 32, "%s/reach/%zu", scr, rs->n);
-    if (S_ISDIR(st.st_mode)) {
-        if (mkdir(d, 0700) != 0 || chown(d, uid, gid) != 0) return NULL;
-    } else {
-        int fd = open(d, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0400);
-        if (fd < 0) return NULL;
-        bool ok = fchown(fd, uid, gid) == 0;
-        close(fd);
-        if (!ok) return NULL;
-    }
-    rs->src[rs->n] = path;
-    rs->dst[rs->n] = d;
-    rs->n++;
-    return d;
-}
-
-static bool add_reached(strv *a, reach_set *rs, const char *scr, const char *bind, const char *path,
-                        uid_t uid, gid_t gid) {
-    const char *src = reach(rs, scr, path, uid, gid);
-    if (!src) return false;
-    sv_add(a, bind);
-    sv_add(a, src);
-    sv_add(a, path);
-    return true;
-}
-
 /* Lays out the scratch tree. Returns false (with *why) on failure. */
 static bool layout(native_ctx *n, const char *scr, uid_t uid, gid_t gid, bool chown_them,
                    const char **prog_name, char *why, size_t whylen) {
@@ -683,6 +634,65 @@ static bool layout(native_ctx *n, const char *scr, uid_t uid, gid_t gid, bool ch
     return ok;
 }
 
+/* Host paths the sandbox binds without an idmapped view, made reachable for a run with
+ * a uid of its own (pl_reach_apply): each gets a mount point (a directory or an empty
+ * file owned by the run's uid) in the scratch directory. No set: paths pass through. */
+#define PL_REACH_MAX (PL_IDMAP_MAX + 12)
+typedef struct reach_set {
+    size_t n;
+    const char *src[PL_REACH_MAX], *dst[PL_REACH_MAX];
+    char dst_buf[PL_REACH_MAX][PATH_MAX + 32];
+} reach_set;
+
+/* Where bubblewrap should take host path `path` from: itself (no set, or missing: the
+ * bind's own rules decide), or its mount point. NULL (errno) when the set is full or
+ * the mount point cannot be made. */
+static const char *reach(reach_set *rs, const char *scr, const char *path, uid_t uid, gid_t gid) {
+    struct stat st;
+    if (!rs || stat(path, &st) != 0) return path;
+    if (rs->n >= PL_REACH_MAX) {
+        errno = E2BIG;
+        return NULL;
+    }
+    char *d = rs->dst_buf[rs->n];
+    snprintf(d, PATH_MAX + 32, "%s/reach-%zu", scr, rs->n);
+    if (S_ISDIR(st.st_mode)) {
+        if (mkdir(d, 0700) != 0 || chown(d, uid, gid) != 0) return NULL;
+    } else {
+        int fd = open(d, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0400);
+        if (fd < 0) return NULL;
+        bool ok = fchown(fd, uid, gid) == 0;
+        close(fd);
+        if (!ok) return NULL;
+    }
+    rs->src[rs->n] = path;
+    rs->dst[rs->n] = d;
+    rs->n++;
+    return d;
+}
+
+/* Where the child's bubblewrap finds host directory `path`: its idmapped view when it
+ * has one, else the path itself. */
+static const char *idmap_source(const char *path, const char *const *paths,
+                                const char *const *targets, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (paths[i] == path) return targets[i];
+    return path;
+}
+
+/* True when one absolute path is the other or lies below it (a trailing '/' ignored). */
+static bool path_related(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    while (la > 1 && a[la - 1] == '/')
+        la--;
+    while (lb > 1 && b[lb - 1] == '/')
+        lb--;
+    size_t m = la < lb ? la : lb;
+    if (strncmp(a, b, m) != 0) return false;
+    if (la == lb || m == 1) return true; /* equal, or one of them is "/" */
+    return (la < lb ? b : a)[m] == '/';
+}
+
 static void sv_add_cb(void *a, const char *arg) {
     sv_add(a, arg);
 }
@@ -703,7 +713,8 @@ static bool run_native(native_ctx *n, pl_error *err) {
     uid_t uid = getuid();
     gid_t gid = getgid();
     /* root-owned directories the run may write, seen through an idmapped mount */
-    const char *idmap_paths[1 + PL_IDMAP_MAX];
+    const char *idmap_paths[1 + PL_IDMAP_MAX], *idmap_targets[1 + PL_IDMAP_MAX];
+    char idmap_tgt[1 + PL_IDMAP_MAX][PATH_MAX];
     size_t nidmap = 0;
     gid_t idmap_gid = 0;
     if (root) {
@@ -728,7 +739,11 @@ static bool run_native(native_ctx *n, pl_error *err) {
             for (size_t i = 0;
                  nidmap && n->pol && i < n->pol->nwritable && nidmap < 1 + PL_IDMAP_MAX; i++) {
                 struct stat wst;
-                if (stat(n->pol->writable[i], &wst) == 0 && S_ISDIR(wst.st_mode) && wst.st_uid == 0)
+                bool nested = false; /* inside or around one already mapped: leave it */
+                for (size_t k = 0; k < nidmap; k++)
+                    nested = nested || path_related(idmap_paths[k], n->pol->writable[i]);
+                if (!nested && stat(n->pol->writable[i], &wst) == 0 && S_ISDIR(wst.st_mode) &&
+                    wst.st_uid == 0)
                     idmap_paths[nidmap++] = n->pol->writable[i];
             }
         }
@@ -768,7 +783,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
     snprintf(root_dir, sizeof root_dir, "%s/root", scr);
     pl_masks masks;
     masks.ncreated = 0;
-    /* with a uid of its own the run cannot count on reaching the host paths it binds */
+    /* with a uid of its own the run may not reach the host paths it binds (reach) */
     reach_set *reach_p = switch_ids && !n->unsandboxed ? calloc(1, sizeof *reach_p) : NULL;
     if (switch_ids && !n->unsandboxed && !reach_p) {
         snprintf(why, sizeof why, "out of memory");
@@ -803,6 +818,20 @@ static bool run_native(native_ctx *n, pl_error *err) {
                     (idmap_fd = pl_idmap_userns(0, uid, idmap_gid, gid, why, sizeof why)) >= 0)) {
         failed_setup = true;
         goto cleanup;
+    }
+    /* The idmapped views are mounted on empty directories of the scratch directory, in
+     * the child's private mount namespace only (the host, and pl_remove_tree, only ever
+     * see the empty directories): the run's uid reaches them there even when a parent of
+     * the workspace is closed to it (a 0700 directory of root's). */
+    for (size_t i = 0; i < nidmap; i++) {
+        snprintf(idmap_tgt[i], sizeof idmap_tgt[i], "%s/idmap-%zu", scr, i);
+        idmap_targets[i] = idmap_tgt[i];
+        if (mkdir(idmap_tgt[i], 0755) != 0) {
+            snprintf(why, sizeof why, "cannot prepare the workspace's mount point: %s",
+                     strerror(errno));
+            failed_setup = true;
+            goto cleanup;
+        }
     }
 
     /* the command */
@@ -954,30 +983,30 @@ static bool run_native(native_ctx *n, pl_error *err) {
             sv_add(&argv, "/.peri");
         }
         /* the runner's binaries (absolute paths outside /usr), read-only at their paths */
+        const char *from;
         bool reached = true;
         for (size_t i = 0; r->kind == PL_PROGRAM_WASM && i < pc->nwasm_runner; i++) {
             const char *a = pc->wasm_runner[i];
             struct stat rs;
             if (a[0] == '/' && strncmp(a, "/usr/", 5) != 0 && stat(a, &rs) == 0 &&
-                S_ISREG(rs.st_mode))
-                reached = reached && add_reached(&argv, reach_p, scr, "--ro-bind", a, uid, gid);
-        }
-        if (r->kind == PL_PROGRAM_RUBY && strncmp(pc->ruby, "/usr/", 5) != 0 &&
-            access(pc->ruby, F_OK) == 0)
-            reached = reached && add_reached(&argv, reach_p, scr, "--ro-bind", pc->ruby, uid, gid);
-        const char *ws_src = NULL;
-        if (ws && reached) {
-            ws_src = reach(reach_p, scr, r->workspace, uid, gid);
-            reached = ws_src != NULL;
-            if (reached) {
-                sv_add(&argv, "--bind");
-                sv_add(&argv, ws_src);
-                sv_add(&argv, r->workspace);
+                S_ISREG(rs.st_mode) && (reached = (from = reach(reach_p, scr, a, uid, gid)))) {
+                sv_add(&argv, "--ro-bind");
+                sv_add(&argv, from);
+                sv_add(&argv, a);
             }
-            for (size_t i = 0; reached && n->pol && i < n->pol->nwritable; i++)
-                reached =
-                    add_reached(&argv, reach_p, scr, "--bind-try", n->pol->writable[i], uid, gid);
         }
+        if (reached && r->kind == PL_PROGRAM_RUBY && strncmp(pc->ruby, "/usr/", 5) != 0 &&
+            access(pc->ruby, F_OK) == 0 &&
+            (reached = (from = reach(reach_p, scr, pc->ruby, uid, gid)))) {
+            sv_add(&argv, "--ro-bind");
+            sv_add(&argv, from);
+            sv_add(&argv, pc->ruby);
+        }
+        /* a directory without an idmapped view is reached like the runner */
+        const char *ws_from =
+            ws ? idmap_source(r->workspace, idmap_paths, idmap_targets, nidmap) : NULL;
+        if (reached && ws && ws_from == r->workspace)
+            reached = (ws_from = reach(reach_p, scr, r->workspace, uid, gid)) != NULL;
         if (!reached) {
             snprintf(why, sizeof why, "cannot prepare a host path for the run's uid: %s",
                      strerror(errno));
@@ -985,8 +1014,27 @@ static bool run_native(native_ctx *n, pl_error *err) {
             goto cleanup;
         }
         if (ws) {
+            /* an idmapped directory is bound from its view in the scratch directory; the
+             * policy's writable dirs first, so that one around the workspace cannot
+             * cover the workspace's bind and its masks */
+            for (size_t i = 0; n->pol && i < n->pol->nwritable; i++) {
+                const char *w = n->pol->writable[i];
+                const char *wf = idmap_source(w, idmap_paths, idmap_targets, nidmap);
+                if (wf == w && !(wf = reach(reach_p, scr, w, uid, gid))) {
+                    snprintf(why, sizeof why, "cannot prepare %s for the run's uid: %s", w,
+                             strerror(errno));
+                    failed_setup = true;
+                    goto cleanup;
+                }
+                sv_add(&argv, "--bind-try");
+                sv_add(&argv, wf);
+                sv_add(&argv, w);
+            }
+            sv_add(&argv, "--bind");
+            sv_add(&argv, ws_from);
+            sv_add(&argv, r->workspace);
             /* the agent's control files stay read-only (masks.c) */
-            if (!pl_masks_add(&masks, scr, r->workspace, ws_src, sv_add_cb, &argv, why,
+            if (!pl_masks_add(&masks, scr, r->workspace, ws_from, sv_add_cb, &argv, why,
                               sizeof why)) {
                 failed_setup = true;
                 goto cleanup;
@@ -1043,7 +1091,9 @@ static bool run_native(native_ctx *n, pl_error *err) {
         .argv = argv.v,
         .envp = envp.v,
         .exe = argv.v[0],
-        .cwd = n->unsandboxed ? (ws ? r->workspace : root_dir) : NULL,
+        .cwd = n->unsandboxed ? (ws ? idmap_source(r->workspace, idmap_paths, idmap_targets, nidmap)
+                                    : root_dir)
+                              : NULL,
         .in_fd = in_p[0],
         .out_fd = out_p[1],
         .err_fd = err_p[1],
@@ -1054,10 +1104,11 @@ static bool run_native(native_ctx *n, pl_error *err) {
         .status_fd = st_p[1],
         .idmap_fd = idmap_fd,
         .idmap_paths = idmap_paths,
-        .nidmap = nidmap,
+        .idmap_targets = idmap_targets,
         .reach_src = reach_p ? reach_p->src : NULL,
         .reach_dst = reach_p ? reach_p->dst : NULL,
         .nreach = reach_p ? reach_p->n : 0,
+        .nidmap = nidmap,
         .switch_ids = switch_ids,
         .uid = uid,
         .gid = gid,

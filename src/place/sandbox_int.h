@@ -71,14 +71,15 @@ const char *pl_net_resolv_conf(void);
  * `to_gid` (for MOUNT_ATTR_IDMAP); -1 with why. */
 int pl_idmap_userns(uid_t owner, uid_t to, gid_t owner_gid, gid_t to_gid, char *why, size_t whylen);
 /* In the calling (forked, single-threaded, privileged) child: a private mount namespace
- * in which each path is replaced by an idmapped clone of itself. Async-signal-safe; 0
- * or the failing errno. */
-int pl_idmap_apply(int userns_fd, const char *const *paths, size_t n);
+ * in which an idmapped clone of each paths[i] is mounted on targets[i] (an empty
+ * directory). Async-signal-safe; 0 or the failing errno. */
+int pl_idmap_apply(int userns_fd, const char *const *paths, const char *const *targets, size_t n);
 /* In the same child, after pl_idmap_apply (ns_ready) or alone: binds each src onto its
- * dst (a mount point under the scratch directory that the run's uid can reach) in the
- * child's private mount namespace, so that bubblewrap, already running as the run's
- * uid, can take host paths whose ancestors are closed to that uid (a root caller's
- * /root/project). The host's mount table never changes. 0 or the failing errno. */
+ * dst (a mount point in the scratch directory that the run's uid can reach) in the
+ * child's private mount namespace, for host paths without an idmapped view whose
+ * parents may be closed to the run's uid (the native runner below /root, a user's
+ * workspace below a 0700 directory of root's). The host's mount table never changes.
+ * 0 or the failing errno. */
 int pl_reach_apply(bool ns_ready, const char *const *src, const char *const *dst, size_t n);
 
 /* masks.c: read-only masks over the agent's control files in a read-write workspace. */
@@ -91,11 +92,10 @@ typedef struct pl_masks {
     } created[PL_MASKS_MAX]; /* mount points bubblewrap will create (missing paths) */
     size_t ncreated;
 } pl_masks;
-/* Appends the mask arguments for workspace ws (through add(a, arg)); false with why when
+/* Appends the mask arguments for workspace ws (through add(a, arg)), bubblewrap finding
+ * the workspace at ws_src (ws itself, or its idmapped view); false with why when
  * the run must not start (ws is "/", .git is a symlink, the masks cannot be prepared). */
-/* src_ws: where bubblewrap finds the workspace's host files (a reach mount point, see
- * pl_reach_apply; NULL: ws itself); ws: the workspace's path inside the sandbox. */
-bool pl_masks_add(pl_masks *m, const char *scratch, const char *ws, const char *src_ws,
+bool pl_masks_add(pl_masks *m, const char *scratch, const char *ws, const char *ws_src,
                   void (*add)(void *, const char *), void *a, char *why, size_t whylen);
 /* After the run: removes the mount points the masks made, while they are still empty. */
 void pl_masks_cleanup(const pl_masks *m);

@@ -206,6 +206,30 @@ check("ok" in res.get("stdout", ""), f"writable: {res}")
 bad = [e for e in tree(extra) if e[1] != 0]
 check(bad == [] and len(tree(extra)) == 2, f"writable: {tree(extra)}")
 
+# 5b. a writable dir inside the workspace, and one around it: the workspace's mapping
+#     covers the first; the second is left unmapped (read-only to the run) and the run
+#     still works
+ws = workspace("nested")
+inner = os.path.join(ws, "inner")
+os.makedirs(inner)
+res, ev = run("nested", ws, "echo a > inner/a.txt && echo b > b.txt && echo ok",
+              policy={"writable": [inner + "/", top]})
+check("ok" in res.get("stdout", ""), f"nested: {res}")
+bad = [e for e in tree(ws) if e[1] != 0]
+check(bad == [] and os.path.exists(os.path.join(inner, "a.txt")), f"nested: {tree(ws)}")
+
+# 5c. a workspace below a directory the run's uid may not enter (mkdtemp's 0700 of root):
+#     the run still reaches it (through its idmapped view), and it is still root's
+closed = tempfile.mkdtemp(prefix="closed-", dir=top)
+os.chmod(closed, 0o700)
+ws = os.path.join(closed, "proj")
+os.makedirs(ws)
+os.makedirs(os.path.join(ws, ".git", "hooks"))
+res, ev = run("closed", ws, "echo made > made.txt && cat made.txt && ls -a .git")
+check(res.get("ok") is True and "made" in res.get("stdout", "") and "hooks" in res.get("stdout", ""),
+      f"closed: {res}")
+check(os.stat(os.path.join(ws, "made.txt")).st_uid == 0, "closed: made.txt is not root's")
+
 # 6. the run cannot become root inside and write as root: no setuid binary helps (the
 #    tree has no privilege on the host), and uid 0 inside is not mapped at all
 ws = workspace("becomeroot")
@@ -218,4 +242,5 @@ check(len(first) == 3 and first[0] == "1000" and first[2] == "1" and ev.get("uid
 check(not any(e[0] != "existing.txt" for e in tree(ws)), f"becomeroot: {tree(ws)}")
 
 print(f"{checks[0]} checks, {len(failures)} failures")
+shutil.rmtree(top, ignore_errors=True)
 sys.exit(1 if failures else 0)

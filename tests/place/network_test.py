@@ -277,6 +277,9 @@ if shutil.which("setpriv"):
     os.chmod(scratch, 0o777)
     subprocess.run(["mount", "-t", "tmpfs", "tmpfs", "/dev/net"], check=True)
     subprocess.run(["mknod", "-m", "666", "/dev/net/tun", "c", "10", "200"], check=True)
+    res, ev, _ = run("root-tun0666", probe_req(), {"network": True})  # no private node needed
+    out = res.get("stdout", "")
+    check(f"TCP HELLO-{HOST_ONLY}" in out and "127.0.0.1 TCP-FAIL" in out, f"root-tun0666: {out}")
     res, ev, _ = run("user", probe_req(), {"network": True}, as_uid=4242)
     out = res.get("stdout", "")
     check(ev.get("uid") == 4242 and ev.get("network") == "pasta"
@@ -292,4 +295,5 @@ else:
     check(False, "setpriv missing (util-linux)")
 
 print(f"{checks[0]} checks, {len(failures)} failures")
+shutil.rmtree(top, ignore_errors=True)
 sys.exit(1 if failures else 0)

@@ -65,14 +65,19 @@ if not shutil.which("bwrap"):
         print("bubblewrap missing under CI"); sys.exit(1)
     print("bubblewrap missing: skipped"); sys.exit(77)
 
-# 1. TCP connect to a listener the test opened on 127.0.0.1 (network off; and network
-#    asked for but not permitted by the policy)
+# 1. TCP connect to a listener the test opened on 127.0.0.1 (network off; network asked
+#    for but not permitted by the policy; network on, through pasta)
 lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 lsock.bind(("127.0.0.1", 0)); lsock.listen(8); lsock.setblocking(False)
 port = lsock.getsockname()[1]
 probe = (f"python3 -c 'import socket\ntry:\n socket.create_connection((\"127.0.0.1\",{port}),timeout=2); print(\"CONNECTED\")\n"
          f"except Exception as e: print(\"BLOCKED\", e)'")
-for label, net, pol in [("tcp", None, None), ("tcp-net-not-permitted", True, {"network": False})]:
+cases = [("tcp", None, None), ("tcp-net-not-permitted", True, {"network": False})]
+if shutil.which("pasta"):  # network on: a namespace of its own, the host's loopback stays out
+    cases.append(("tcp-net-on", True, {"network": True}))
+elif os.environ.get("CI") == "true":
+    check(False, "pasta (passt) missing under CI")
+for label, net, pol in cases:
     res, ev, _ = run(label, probe, network=net, policy=pol)
     check("BLOCKED" in res.get("stdout", "") and "CONNECTED" not in res.get("stdout", ""), f"{label}: {res}")
 try:
