@@ -791,6 +791,12 @@ static void fophelper(jc *c, uint32_t pos, int op, uint32_t *len) {
  * frame (call_begin spills the pins, call_end reloads them). memory.grow of such
  * memories is not translated (the function stays on the interpreter): it would have
  * to reload the memory registers. */
+/* SSE4.1 (the compiler runtime's CPU probe). Without it those instructions are
+ * helper calls: the plain SSE2 path stays correct. */
+static bool sse41_ok(void) {
+    return __builtin_cpu_supports("sse4.1");
+}
+
 /* A v128 operand (the first of its two cells) at word w: memory only, both cells
  * (never pinned, so inline SSE code finds the value in the frame). */
 static pw_xmem SV_(jc *c, uint32_t w) {
@@ -818,6 +824,7 @@ static pw_xmem SV_(jc *c, uint32_t w) {
 typedef struct simd_sse {
     int16_t prefix;
     uint8_t op, swap;
+    uint8_t sse41; /* 66 0F 38 op (SSE4.1): only when the CPU has it */
 } simd_sse;
 
 static bool simd_sse_of(uint32_t sub, simd_sse *o) {
@@ -825,55 +832,68 @@ static bool simd_sse_of(uint32_t sub, simd_sse *o) {
         uint16_t sub;
         simd_sse e;
     } T[] = {
-        {0x6E, {0x66, 0xFC, 0}},
-        {0x6F, {0x66, 0xEC, 0}},
-        {0x70, {0x66, 0xDC, 0}},
-        {0x71, {0x66, 0xF8, 0}},
-        {0x72, {0x66, 0xE8, 0}},
-        {0x73, {0x66, 0xD8, 0}},
-        {0x77, {0x66, 0xDA, 0}},
-        {0x79, {0x66, 0xDE, 0}},
-        {0x7B, {0x66, 0xE0, 0}},
-        {0x8E, {0x66, 0xFD, 0}},
-        {0x8F, {0x66, 0xED, 0}},
-        {0x90, {0x66, 0xDD, 0}},
-        {0x91, {0x66, 0xF9, 0}},
-        {0x92, {0x66, 0xE9, 0}},
-        {0x93, {0x66, 0xD9, 0}},
-        {0x95, {0x66, 0xD5, 0}},
-        {0x96, {0x66, 0xEA, 0}},
-        {0x98, {0x66, 0xEE, 0}},
-        {0x9B, {0x66, 0xE3, 0}},
-        {0xAE, {0x66, 0xFE, 0}},
-        {0xB1, {0x66, 0xFA, 0}},
-        {0xCE, {0x66, 0xD4, 0}},
-        {0xD1, {0x66, 0xFB, 0}},
-        {0x23, {0x66, 0x74, 0}},
-        {0x2D, {0x66, 0x75, 0}},
-        {0x37, {0x66, 0x76, 0}},
-        {0x27, {0x66, 0x64, 0}},
-        {0x31, {0x66, 0x65, 0}},
-        {0x3B, {0x66, 0x66, 0}},
-        {0x25, {0x66, 0x64, 1}},
-        {0x2F, {0x66, 0x65, 1}},
-        {0x39, {0x66, 0x66, 1}},
-        {0x4E, {0x66, 0xDB, 0}},
-        {0x4F, {0x66, 0xDF, 1}},
-        {0x50, {0x66, 0xEB, 0}},
-        {0x51, {0x66, 0xEF, 0}},
-        {0xE4, {-1, 0x58, 0}},
-        {0xE5, {-1, 0x5C, 0}},
-        {0xE6, {-1, 0x59, 0}},
-        {0xE7, {-1, 0x5E, 0}},
-        {0xF0, {0x66, 0x58, 0}},
-        {0xF1, {0x66, 0x5C, 0}},
-        {0xF2, {0x66, 0x59, 0}},
-        {0xF3, {0x66, 0x5E, 0}},
+        {0x6E, {0x66, 0xFC, 0, 0}},
+        {0x6F, {0x66, 0xEC, 0, 0}},
+        {0x70, {0x66, 0xDC, 0, 0}},
+        {0x71, {0x66, 0xF8, 0, 0}},
+        {0x72, {0x66, 0xE8, 0, 0}},
+        {0x73, {0x66, 0xD8, 0, 0}},
+        {0x77, {0x66, 0xDA, 0, 0}},
+        {0x79, {0x66, 0xDE, 0, 0}},
+        {0x7B, {0x66, 0xE0, 0, 0}},
+        {0x8E, {0x66, 0xFD, 0, 0}},
+        {0x8F, {0x66, 0xED, 0, 0}},
+        {0x90, {0x66, 0xDD, 0, 0}},
+        {0x91, {0x66, 0xF9, 0, 0}},
+        {0x92, {0x66, 0xE9, 0, 0}},
+        {0x93, {0x66, 0xD9, 0, 0}},
+        {0x95, {0x66, 0xD5, 0, 0}},
+        {0x96, {0x66, 0xEA, 0, 0}},
+        {0x98, {0x66, 0xEE, 0, 0}},
+        {0x9B, {0x66, 0xE3, 0, 0}},
+        {0xAE, {0x66, 0xFE, 0, 0}},
+        {0xB1, {0x66, 0xFA, 0, 0}},
+        {0xCE, {0x66, 0xD4, 0, 0}},
+        {0xD1, {0x66, 0xFB, 0, 0}},
+        {0x23, {0x66, 0x74, 0, 0}},
+        {0x2D, {0x66, 0x75, 0, 0}},
+        {0x37, {0x66, 0x76, 0, 0}},
+        {0x27, {0x66, 0x64, 0, 0}},
+        {0x31, {0x66, 0x65, 0, 0}},
+        {0x3B, {0x66, 0x66, 0, 0}},
+        {0x25, {0x66, 0x64, 1, 0}},
+        {0x2F, {0x66, 0x65, 1, 0}},
+        {0x39, {0x66, 0x66, 1, 0}},
+        {0x4E, {0x66, 0xDB, 0, 0}},
+        {0x4F, {0x66, 0xDF, 1, 0}},
+        {0x50, {0x66, 0xEB, 0, 0}},
+        {0x51, {0x66, 0xEF, 0, 0}},
+        {0xE4, {-1, 0x58, 0, 0}},
+        {0xE5, {-1, 0x5C, 0, 0}},
+        {0xE6, {-1, 0x59, 0, 0}},
+        {0xE7, {-1, 0x5E, 0, 0}},
+        {0xF0, {0x66, 0x58, 0, 0}},
+        {0xF1, {0x66, 0x5C, 0, 0}},
+        {0xF2, {0x66, 0x59, 0, 0}},
+        {0xF3, {0x66, 0x5E, 0, 0}},
         /* narrowing with signed saturation (packsswb, packssdw) and signed words to
          * unsigned bytes (packuswb): a's lanes first, then b's, as in Wasm */
-        {0x65, {0x66, 0x63, 0}},
-        {0x66, {0x66, 0x67, 0}},
-        {0x85, {0x66, 0x6B, 0}},
+        {0x65, {0x66, 0x63, 0, 0}},
+        {0x66, {0x66, 0x67, 0, 0}},
+        {0x85, {0x66, 0x6B, 0, 0}},
+        /* SSE4.1: pminsb/pmaxsb, pminuw/pmaxuw, pmin/pmax s/u d, pmulld, packusdw,
+         * pcmpeqq */
+        {0x76, {0x66, 0x38, 0, 1}},
+        {0x78, {0x66, 0x3C, 0, 1}},
+        {0x97, {0x66, 0x3A, 0, 1}},
+        {0x99, {0x66, 0x3E, 0, 1}},
+        {0xB6, {0x66, 0x39, 0, 1}},
+        {0xB7, {0x66, 0x3B, 0, 1}},
+        {0xB8, {0x66, 0x3D, 0, 1}},
+        {0xB9, {0x66, 0x3F, 0, 1}},
+        {0xB5, {0x66, 0x40, 0, 1}},
+        {0x86, {0x66, 0x2B, 0, 1}},
+        {0xD6, {0x66, 0x29, 0, 1}},
     };
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
         if (T[i].sub == sub) {
@@ -949,6 +969,26 @@ static bool simd_inline(jc *c, uint32_t pos) {
         x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
         return true;
     }
+    if (sub == 0x0D) {
+        /* i8x16.shuffle: each result byte picked from a or b by its constant lane
+         * index, gathered into rax (bytes 0-7) and rdx (8-15) with byte loads from
+         * the frame and stored only at the end (the destination may be an operand) */
+        pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4), b = SV_(c, pos + 5);
+        x64_alu_rr(x, X_XOR, false, X_RAX, X_RAX);
+        x64_alu_rr(x, X_XOR, false, X_RDX, X_RDX);
+        for (int i = 0; i < 16; i++) {
+            uint32_t k = (IMM(7 + i / 4) >> (8 * (i % 4))) & 31;
+            pw_xmem src = k < 16 ? a : b;
+            src.disp += (int32_t)(k & 15);
+            x64_load(x, X_LD8U, X_RCX, src);
+            if (i % 8) x64_shift_i(x, X_SHL, true, X_RCX, (uint8_t)(8 * (i % 8)));
+            x64_alu_rr(x, X_OR, true, i < 8 ? X_RAX : X_RDX, X_RCX);
+        }
+        x64_store(x, 8, d, X_RAX);
+        d.disp += 8;
+        x64_store(x, 8, d, X_RDX);
+        return true;
+    }
     if (sub == 0x52) { /* bitselect: b ^ ((a ^ b) & c) */
         pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4), b = SV_(c, pos + 5), m = SV_(c, pos + 6);
         x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
@@ -961,11 +1001,16 @@ static bool simd_inline(jc *c, uint32_t pos) {
         x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
         return true;
     }
-    if (!simd_sse_of(sub, &o)) return false;
+    if (!simd_sse_of(sub, &o) || (o.sse41 && !sse41_ok())) return false;
     pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4), b = SV_(c, pos + 5);
     x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, o.swap ? b : a);
     x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, o.swap ? a : b);
-    x64_sse_rr(x, o.prefix, o.op, false, 0, 1);
+    if (o.sse41) {
+        const uint8_t ops[3] = {0x0F, 0x38, o.op};
+        x64_modrm(x, 0x66, false, ops, 3, 0, 1, NULL, false);
+    } else {
+        x64_sse_rr(x, o.prefix, o.op, false, 0, 1);
+    }
     x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
     return true;
 }
