@@ -906,11 +906,139 @@ static bool simd_sse_of(uint32_t sub, simd_sse *o) {
 #define X_MOVDQU_LD 0x6F /* F3 0F 6F: movdqu xmm, m128 */
 #define X_MOVDQU_ST 0x7F /* F3 0F 7F: movdqu m128, xmm */
 
+/* pcmpeqd xmm1, xmm1 (all ones), then an immediate shift of xmm1: ext 2 (psrl) or 6
+ * (psll) of group 0x72 (dwords) or 0x73 (qwords); n = 0: none. */
+static void ones_xmm1(pw_x64 *x, uint8_t group, uint8_t ext, uint8_t n) {
+    x64_sse_rr(x, 0x66, 0x76, false, 1, 1);
+    if (!n) return;
+    const uint8_t ops[2] = {0x0F, group};
+    x64_modrm(x, 0x66, false, ops, 2, ext, 1, NULL, false);
+    x64_byte(x, n);
+}
+
+/* Lane access, splats, masks, float compares and the other instructions whose result
+ * needs a few SSE2 instructions. False: not one of them. */
+static bool simd_inline2(jc *c, uint32_t pos, uint32_t sub) {
+    pw_x64 *x = &c->x;
+    /* extract_lane: the lane is a scalar load from the operand's cells */
+    static const struct {
+        uint8_t sub, ld, w, bytes;
+    } EX[] = {{0x15, X_LD8S, 0, 1},  {0x16, X_LD8U, 0, 1}, {0x18, X_LD16S, 0, 2},
+              {0x19, X_LD16U, 0, 2}, {0x1B, X_LD32, 0, 4}, {0x1F, X_LD32, 0, 4},
+              {0x1D, X_LD64, 1, 8},  {0x21, X_LD64, 1, 8}};
+    for (size_t i = 0; i < sizeof EX / sizeof EX[0]; i++) {
+        if (EX[i].sub != sub) continue;
+        pw_xmem a = SV_(c, pos + 4);
+        a.disp += (int32_t)((IMM(10) & (16u / EX[i].bytes - 1)) * EX[i].bytes);
+        x64_load(x, (pw_xld)EX[i].ld, X_RAX, a);
+        st(c, EX[i].w, SL(3), X_RAX);
+        return true;
+    }
+    /* replace_lane: copy the vector, then store the scalar into the lane */
+    static const struct {
+        uint8_t sub, w, bytes;
+    } RP[] = {{0x17, 0, 1}, {0x1A, 0, 2}, {0x1C, 0, 4}, {0x20, 0, 4}, {0x1E, 1, 8}, {0x22, 1, 8}};
+    for (size_t i = 0; i < sizeof RP / sizeof RP[0]; i++) {
+        if (RP[i].sub != sub) continue;
+        ld(c, RP[i].w, X_RCX, SL(5));
+        pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+        d.disp += (int32_t)((IMM(10) & (16u / RP[i].bytes - 1)) * RP[i].bytes);
+        x64_store(x, RP[i].bytes, d, X_RCX);
+        return true;
+    }
+    /* splats: movd/movq, then widen the lane to the whole register */
+    if (sub >= 0x0F && sub <= 0x14) {
+        bool w = sub == 0x12 || sub == 0x14;
+        ld(c, w, X_RAX, SL(4));
+        pw_xmem d = SV_(c, pos + 3);
+        x64_sse_rr(x, 0x66, X_SSE_MOVD, w, 0, X_RAX);
+        if (w) {
+            x64_sse_rr(x, 0x66, 0x6C, false, 0, 0); /* punpcklqdq */
+        } else {
+            if (sub == 0x0F) x64_sse_rr(x, 0x66, 0x60, false, 0, 0); /* punpcklbw */
+            if (sub <= 0x10) x64_sse_rr(x, 0x66, 0x61, false, 0, 0); /* punpcklwd */
+            x64_sse_rr(x, 0x66, 0x70, false, 0, 0);                  /* pshufd, 0 */
+            x64_byte(x, 0);
+        }
+        x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+        return true;
+    }
+    /* float compares: cmpps/cmppd with eq 0, lt 1, le 2, neq 4 (true for NaN, as
+     * Wasm's ne); gt and ge are lt and le with the operands swapped */
+    static const struct {
+        uint8_t sub, pd, pred, swap;
+    } FC[] = {{0x41, 0, 0, 0}, {0x42, 0, 4, 0}, {0x43, 0, 1, 0}, {0x44, 0, 1, 1},
+              {0x45, 0, 2, 0}, {0x46, 0, 2, 1}, {0x47, 1, 0, 0}, {0x48, 1, 4, 0},
+              {0x49, 1, 1, 0}, {0x4A, 1, 1, 1}, {0x4B, 1, 2, 0}, {0x4C, 1, 2, 1}};
+    for (size_t i = 0; i < sizeof FC / sizeof FC[0]; i++) {
+        if (FC[i].sub != sub) continue;
+        pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4), b = SV_(c, pos + 5);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, FC[i].swap ? b : a);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, FC[i].swap ? a : b);
+        x64_sse_rr(x, FC[i].pd ? 0x66 : -1, 0xC2, false, 0, 1);
+        x64_byte(x, FC[i].pred);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+        return true;
+    }
+    /* v128.not, float abs and neg: a mask built in xmm1 */
+    if (sub == 0x4D || sub == 0xE0 || sub == 0xE1 || sub == 0xEC || sub == 0xED) {
+        pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
+        switch (sub) {
+        case 0x4D: ones_xmm1(x, 0, 0, 0); break;
+        case 0xE0: ones_xmm1(x, 0x72, 2, 1); break;  /* 0x7fffffff */
+        case 0xE1: ones_xmm1(x, 0x72, 6, 31); break; /* 0x80000000 */
+        case 0xEC: ones_xmm1(x, 0x73, 2, 1); break;
+        default: ones_xmm1(x, 0x73, 6, 63); break;
+        }
+        x64_sse_rr(x, 0x66, sub == 0xE0 || sub == 0xEC ? 0xDB : 0xEF, false, 0, 1);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+        return true;
+    }
+    /* bitmasks and any/all_true: pmovmskb/movmskps/movmskpd into eax */
+    if (sub == 0x64 || sub == 0x84 || sub == 0xA4 || sub == 0xC4 || sub == 0x53 || sub == 0x63 ||
+        sub == 0x83 || sub == 0xA3) {
+        pw_xmem a = SV_(c, pos + 4);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
+        switch (sub) {
+        case 0x64: x64_sse_rr(x, 0x66, 0xD7, false, X_RAX, 0); break;
+        case 0x84:
+            x64_sse_rr(x, 0x66, 0x63, false, 0, 0); /* packsswb: the sign of each word */
+            x64_sse_rr(x, 0x66, 0xD7, false, X_RAX, 0);
+            x64_alu_ri(x, X_AND, false, X_RAX, 0xFF);
+            break;
+        case 0xA4: x64_sse_rr(x, -1, 0x50, false, X_RAX, 0); break;
+        case 0xC4: x64_sse_rr(x, 0x66, 0x50, false, X_RAX, 0); break;
+        default: { /* lanes equal to zero, as a byte mask */
+            uint8_t eq = sub == 0x83 ? 0x75 : sub == 0xA3 ? 0x76 : 0x74;
+            x64_sse_rr(x, 0x66, 0xEF, false, 1, 1);
+            x64_sse_rr(x, 0x66, eq, false, 0, 1);
+            x64_sse_rr(x, 0x66, 0xD7, false, X_RAX, 0);
+            if (sub == 0x53) { /* any_true: some byte is not zero */
+                x64_alu_ri(x, X_CMP, false, X_RAX, 0xFFFF);
+                x64_setcc(x, X_CC_NE, X_RAX);
+            } else { /* all_true: no lane is zero */
+                x64_test_rr(x, false, X_RAX, X_RAX);
+                x64_setcc(x, X_CC_E, X_RAX);
+            }
+            x64_movzx8(x, X_RAX, X_RAX);
+            break;
+        }
+        }
+        st(c, false, SL(3), X_RAX);
+        return true;
+    }
+    return false;
+}
+
 /* Words: [XOP, SIMD, sub, dst, a, b, c, ...]. False: not inline (call the helper). */
 static bool simd_inline(jc *c, uint32_t pos) {
     pw_x64 *x = &c->x;
     uint32_t sub = IMM(2);
     simd_sse o;
+    if (simd_inline2(c, pos, sub)) return true;
     if ((sub == 0x00 || sub == 0x0B) && IMM(7) == 0 && IMM(9) == 0 && c->m->nmems > 0 &&
         !c->m->mems[0].is64) {
         /* v128.load / v128.store of the i32 memory 0: the scalar accesses' bounds
