@@ -791,6 +791,12 @@ static void fophelper(jc *c, uint32_t pos, int op, uint32_t *len) {
  * frame (call_begin spills the pins, call_end reloads them). memory.grow of such
  * memories is not translated (the function stays on the interpreter): it would have
  * to reload the memory registers. */
+/* SSE4.1 (the compiler runtime's CPU probe). Without it those instructions are
+ * helper calls: the plain SSE2 path stays correct. */
+static bool sse41_ok(void) {
+    return __builtin_cpu_supports("sse4.1");
+}
+
 /* A v128 operand (the first of its two cells) at word w: memory only, both cells
  * (never pinned, so inline SSE code finds the value in the frame). */
 static pw_xmem SV_(jc *c, uint32_t w) {
@@ -818,6 +824,7 @@ static pw_xmem SV_(jc *c, uint32_t w) {
 typedef struct simd_sse {
     int16_t prefix;
     uint8_t op, swap;
+    uint8_t sse41; /* 66 0F 38 op (SSE4.1): only when the CPU has it */
 } simd_sse;
 
 static bool simd_sse_of(uint32_t sub, simd_sse *o) {
@@ -825,55 +832,68 @@ static bool simd_sse_of(uint32_t sub, simd_sse *o) {
         uint16_t sub;
         simd_sse e;
     } T[] = {
-        {0x6E, {0x66, 0xFC, 0}},
-        {0x6F, {0x66, 0xEC, 0}},
-        {0x70, {0x66, 0xDC, 0}},
-        {0x71, {0x66, 0xF8, 0}},
-        {0x72, {0x66, 0xE8, 0}},
-        {0x73, {0x66, 0xD8, 0}},
-        {0x77, {0x66, 0xDA, 0}},
-        {0x79, {0x66, 0xDE, 0}},
-        {0x7B, {0x66, 0xE0, 0}},
-        {0x8E, {0x66, 0xFD, 0}},
-        {0x8F, {0x66, 0xED, 0}},
-        {0x90, {0x66, 0xDD, 0}},
-        {0x91, {0x66, 0xF9, 0}},
-        {0x92, {0x66, 0xE9, 0}},
-        {0x93, {0x66, 0xD9, 0}},
-        {0x95, {0x66, 0xD5, 0}},
-        {0x96, {0x66, 0xEA, 0}},
-        {0x98, {0x66, 0xEE, 0}},
-        {0x9B, {0x66, 0xE3, 0}},
-        {0xAE, {0x66, 0xFE, 0}},
-        {0xB1, {0x66, 0xFA, 0}},
-        {0xCE, {0x66, 0xD4, 0}},
-        {0xD1, {0x66, 0xFB, 0}},
-        {0x23, {0x66, 0x74, 0}},
-        {0x2D, {0x66, 0x75, 0}},
-        {0x37, {0x66, 0x76, 0}},
-        {0x27, {0x66, 0x64, 0}},
-        {0x31, {0x66, 0x65, 0}},
-        {0x3B, {0x66, 0x66, 0}},
-        {0x25, {0x66, 0x64, 1}},
-        {0x2F, {0x66, 0x65, 1}},
-        {0x39, {0x66, 0x66, 1}},
-        {0x4E, {0x66, 0xDB, 0}},
-        {0x4F, {0x66, 0xDF, 1}},
-        {0x50, {0x66, 0xEB, 0}},
-        {0x51, {0x66, 0xEF, 0}},
-        {0xE4, {-1, 0x58, 0}},
-        {0xE5, {-1, 0x5C, 0}},
-        {0xE6, {-1, 0x59, 0}},
-        {0xE7, {-1, 0x5E, 0}},
-        {0xF0, {0x66, 0x58, 0}},
-        {0xF1, {0x66, 0x5C, 0}},
-        {0xF2, {0x66, 0x59, 0}},
-        {0xF3, {0x66, 0x5E, 0}},
+        {0x6E, {0x66, 0xFC, 0, 0}},
+        {0x6F, {0x66, 0xEC, 0, 0}},
+        {0x70, {0x66, 0xDC, 0, 0}},
+        {0x71, {0x66, 0xF8, 0, 0}},
+        {0x72, {0x66, 0xE8, 0, 0}},
+        {0x73, {0x66, 0xD8, 0, 0}},
+        {0x77, {0x66, 0xDA, 0, 0}},
+        {0x79, {0x66, 0xDE, 0, 0}},
+        {0x7B, {0x66, 0xE0, 0, 0}},
+        {0x8E, {0x66, 0xFD, 0, 0}},
+        {0x8F, {0x66, 0xED, 0, 0}},
+        {0x90, {0x66, 0xDD, 0, 0}},
+        {0x91, {0x66, 0xF9, 0, 0}},
+        {0x92, {0x66, 0xE9, 0, 0}},
+        {0x93, {0x66, 0xD9, 0, 0}},
+        {0x95, {0x66, 0xD5, 0, 0}},
+        {0x96, {0x66, 0xEA, 0, 0}},
+        {0x98, {0x66, 0xEE, 0, 0}},
+        {0x9B, {0x66, 0xE3, 0, 0}},
+        {0xAE, {0x66, 0xFE, 0, 0}},
+        {0xB1, {0x66, 0xFA, 0, 0}},
+        {0xCE, {0x66, 0xD4, 0, 0}},
+        {0xD1, {0x66, 0xFB, 0, 0}},
+        {0x23, {0x66, 0x74, 0, 0}},
+        {0x2D, {0x66, 0x75, 0, 0}},
+        {0x37, {0x66, 0x76, 0, 0}},
+        {0x27, {0x66, 0x64, 0, 0}},
+        {0x31, {0x66, 0x65, 0, 0}},
+        {0x3B, {0x66, 0x66, 0, 0}},
+        {0x25, {0x66, 0x64, 1, 0}},
+        {0x2F, {0x66, 0x65, 1, 0}},
+        {0x39, {0x66, 0x66, 1, 0}},
+        {0x4E, {0x66, 0xDB, 0, 0}},
+        {0x4F, {0x66, 0xDF, 1, 0}},
+        {0x50, {0x66, 0xEB, 0, 0}},
+        {0x51, {0x66, 0xEF, 0, 0}},
+        {0xE4, {-1, 0x58, 0, 0}},
+        {0xE5, {-1, 0x5C, 0, 0}},
+        {0xE6, {-1, 0x59, 0, 0}},
+        {0xE7, {-1, 0x5E, 0, 0}},
+        {0xF0, {0x66, 0x58, 0, 0}},
+        {0xF1, {0x66, 0x5C, 0, 0}},
+        {0xF2, {0x66, 0x59, 0, 0}},
+        {0xF3, {0x66, 0x5E, 0, 0}},
         /* narrowing with signed saturation (packsswb, packssdw) and signed words to
          * unsigned bytes (packuswb): a's lanes first, then b's, as in Wasm */
-        {0x65, {0x66, 0x63, 0}},
-        {0x66, {0x66, 0x67, 0}},
-        {0x85, {0x66, 0x6B, 0}},
+        {0x65, {0x66, 0x63, 0, 0}},
+        {0x66, {0x66, 0x67, 0, 0}},
+        {0x85, {0x66, 0x6B, 0, 0}},
+        /* SSE4.1: pminsb/pmaxsb, pminuw/pmaxuw, pmin/pmax s/u d, pmulld, packusdw,
+         * pcmpeqq */
+        {0x76, {0x66, 0x38, 0, 1}},
+        {0x78, {0x66, 0x3C, 0, 1}},
+        {0x97, {0x66, 0x3A, 0, 1}},
+        {0x99, {0x66, 0x3E, 0, 1}},
+        {0xB6, {0x66, 0x39, 0, 1}},
+        {0xB7, {0x66, 0x3B, 0, 1}},
+        {0xB8, {0x66, 0x3D, 0, 1}},
+        {0xB9, {0x66, 0x3F, 0, 1}},
+        {0xB5, {0x66, 0x40, 0, 1}},
+        {0x86, {0x66, 0x2B, 0, 1}},
+        {0xD6, {0x66, 0x29, 0, 1}},
     };
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
         if (T[i].sub == sub) {
@@ -886,11 +906,139 @@ static bool simd_sse_of(uint32_t sub, simd_sse *o) {
 #define X_MOVDQU_LD 0x6F /* F3 0F 6F: movdqu xmm, m128 */
 #define X_MOVDQU_ST 0x7F /* F3 0F 7F: movdqu m128, xmm */
 
+/* pcmpeqd xmm1, xmm1 (all ones), then an immediate shift of xmm1: ext 2 (psrl) or 6
+ * (psll) of group 0x72 (dwords) or 0x73 (qwords); n = 0: none. */
+static void ones_xmm1(pw_x64 *x, uint8_t group, uint8_t ext, uint8_t n) {
+    x64_sse_rr(x, 0x66, 0x76, false, 1, 1);
+    if (!n) return;
+    const uint8_t ops[2] = {0x0F, group};
+    x64_modrm(x, 0x66, false, ops, 2, ext, 1, NULL, false);
+    x64_byte(x, n);
+}
+
+/* Lane access, splats, masks, float compares and the other instructions whose result
+ * needs a few SSE2 instructions. False: not one of them. */
+static bool simd_inline2(jc *c, uint32_t pos, uint32_t sub) {
+    pw_x64 *x = &c->x;
+    /* extract_lane: the lane is a scalar load from the operand's cells */
+    static const struct {
+        uint8_t sub, ld, w, bytes;
+    } EX[] = {{0x15, X_LD8S, 0, 1},  {0x16, X_LD8U, 0, 1}, {0x18, X_LD16S, 0, 2},
+              {0x19, X_LD16U, 0, 2}, {0x1B, X_LD32, 0, 4}, {0x1F, X_LD32, 0, 4},
+              {0x1D, X_LD64, 1, 8},  {0x21, X_LD64, 1, 8}};
+    for (size_t i = 0; i < sizeof EX / sizeof EX[0]; i++) {
+        if (EX[i].sub != sub) continue;
+        pw_xmem a = SV_(c, pos + 4);
+        a.disp += (int32_t)((IMM(10) & (16u / EX[i].bytes - 1)) * EX[i].bytes);
+        x64_load(x, (pw_xld)EX[i].ld, X_RAX, a);
+        st(c, EX[i].w, SL(3), X_RAX);
+        return true;
+    }
+    /* replace_lane: copy the vector, then store the scalar into the lane */
+    static const struct {
+        uint8_t sub, w, bytes;
+    } RP[] = {{0x17, 0, 1}, {0x1A, 0, 2}, {0x1C, 0, 4}, {0x20, 0, 4}, {0x1E, 1, 8}, {0x22, 1, 8}};
+    for (size_t i = 0; i < sizeof RP / sizeof RP[0]; i++) {
+        if (RP[i].sub != sub) continue;
+        ld(c, RP[i].w, X_RCX, SL(5));
+        pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+        d.disp += (int32_t)((IMM(10) & (16u / RP[i].bytes - 1)) * RP[i].bytes);
+        x64_store(x, RP[i].bytes, d, X_RCX);
+        return true;
+    }
+    /* splats: movd/movq, then widen the lane to the whole register */
+    if (sub >= 0x0F && sub <= 0x14) {
+        bool w = sub == 0x12 || sub == 0x14;
+        ld(c, w, X_RAX, SL(4));
+        pw_xmem d = SV_(c, pos + 3);
+        x64_sse_rr(x, 0x66, X_SSE_MOVD, w, 0, X_RAX);
+        if (w) {
+            x64_sse_rr(x, 0x66, 0x6C, false, 0, 0); /* punpcklqdq */
+        } else {
+            if (sub == 0x0F) x64_sse_rr(x, 0x66, 0x60, false, 0, 0); /* punpcklbw */
+            if (sub <= 0x10) x64_sse_rr(x, 0x66, 0x61, false, 0, 0); /* punpcklwd */
+            x64_sse_rr(x, 0x66, 0x70, false, 0, 0);                  /* pshufd, 0 */
+            x64_byte(x, 0);
+        }
+        x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+        return true;
+    }
+    /* float compares: cmpps/cmppd with eq 0, lt 1, le 2, neq 4 (true for NaN, as
+     * Wasm's ne); gt and ge are lt and le with the operands swapped */
+    static const struct {
+        uint8_t sub, pd, pred, swap;
+    } FC[] = {{0x41, 0, 0, 0}, {0x42, 0, 4, 0}, {0x43, 0, 1, 0}, {0x44, 0, 1, 1},
+              {0x45, 0, 2, 0}, {0x46, 0, 2, 1}, {0x47, 1, 0, 0}, {0x48, 1, 4, 0},
+              {0x49, 1, 1, 0}, {0x4A, 1, 1, 1}, {0x4B, 1, 2, 0}, {0x4C, 1, 2, 1}};
+    for (size_t i = 0; i < sizeof FC / sizeof FC[0]; i++) {
+        if (FC[i].sub != sub) continue;
+        pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4), b = SV_(c, pos + 5);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, FC[i].swap ? b : a);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, FC[i].swap ? a : b);
+        x64_sse_rr(x, FC[i].pd ? 0x66 : -1, 0xC2, false, 0, 1);
+        x64_byte(x, FC[i].pred);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+        return true;
+    }
+    /* v128.not, float abs and neg: a mask built in xmm1 */
+    if (sub == 0x4D || sub == 0xE0 || sub == 0xE1 || sub == 0xEC || sub == 0xED) {
+        pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
+        switch (sub) {
+        case 0x4D: ones_xmm1(x, 0, 0, 0); break;
+        case 0xE0: ones_xmm1(x, 0x72, 2, 1); break;  /* 0x7fffffff */
+        case 0xE1: ones_xmm1(x, 0x72, 6, 31); break; /* 0x80000000 */
+        case 0xEC: ones_xmm1(x, 0x73, 2, 1); break;
+        default: ones_xmm1(x, 0x73, 6, 63); break;
+        }
+        x64_sse_rr(x, 0x66, sub == 0xE0 || sub == 0xEC ? 0xDB : 0xEF, false, 0, 1);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+        return true;
+    }
+    /* bitmasks and any/all_true: pmovmskb/movmskps/movmskpd into eax */
+    if (sub == 0x64 || sub == 0x84 || sub == 0xA4 || sub == 0xC4 || sub == 0x53 || sub == 0x63 ||
+        sub == 0x83 || sub == 0xA3) {
+        pw_xmem a = SV_(c, pos + 4);
+        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
+        switch (sub) {
+        case 0x64: x64_sse_rr(x, 0x66, 0xD7, false, X_RAX, 0); break;
+        case 0x84:
+            x64_sse_rr(x, 0x66, 0x63, false, 0, 0); /* packsswb: the sign of each word */
+            x64_sse_rr(x, 0x66, 0xD7, false, X_RAX, 0);
+            x64_alu_ri(x, X_AND, false, X_RAX, 0xFF);
+            break;
+        case 0xA4: x64_sse_rr(x, -1, 0x50, false, X_RAX, 0); break;
+        case 0xC4: x64_sse_rr(x, 0x66, 0x50, false, X_RAX, 0); break;
+        default: { /* lanes equal to zero, as a byte mask */
+            uint8_t eq = sub == 0x83 ? 0x75 : sub == 0xA3 ? 0x76 : 0x74;
+            x64_sse_rr(x, 0x66, 0xEF, false, 1, 1);
+            x64_sse_rr(x, 0x66, eq, false, 0, 1);
+            x64_sse_rr(x, 0x66, 0xD7, false, X_RAX, 0);
+            if (sub == 0x53) { /* any_true: some byte is not zero */
+                x64_alu_ri(x, X_CMP, false, X_RAX, 0xFFFF);
+                x64_setcc(x, X_CC_NE, X_RAX);
+            } else { /* all_true: no lane is zero */
+                x64_test_rr(x, false, X_RAX, X_RAX);
+                x64_setcc(x, X_CC_E, X_RAX);
+            }
+            x64_movzx8(x, X_RAX, X_RAX);
+            break;
+        }
+        }
+        st(c, false, SL(3), X_RAX);
+        return true;
+    }
+    return false;
+}
+
 /* Words: [XOP, SIMD, sub, dst, a, b, c, ...]. False: not inline (call the helper). */
 static bool simd_inline(jc *c, uint32_t pos) {
     pw_x64 *x = &c->x;
     uint32_t sub = IMM(2);
     simd_sse o;
+    if (simd_inline2(c, pos, sub)) return true;
     if ((sub == 0x00 || sub == 0x0B) && IMM(7) == 0 && IMM(9) == 0 && c->m->nmems > 0 &&
         !c->m->mems[0].is64) {
         /* v128.load / v128.store of the i32 memory 0: the scalar accesses' bounds
@@ -949,6 +1097,26 @@ static bool simd_inline(jc *c, uint32_t pos) {
         x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
         return true;
     }
+    if (sub == 0x0D) {
+        /* i8x16.shuffle: each result byte picked from a or b by its constant lane
+         * index, gathered into rax (bytes 0-7) and rdx (8-15) with byte loads from
+         * the frame and stored only at the end (the destination may be an operand) */
+        pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4), b = SV_(c, pos + 5);
+        x64_alu_rr(x, X_XOR, false, X_RAX, X_RAX);
+        x64_alu_rr(x, X_XOR, false, X_RDX, X_RDX);
+        for (int i = 0; i < 16; i++) {
+            uint32_t k = (IMM(7 + i / 4) >> (8 * (i % 4))) & 31;
+            pw_xmem src = k < 16 ? a : b;
+            src.disp += (int32_t)(k & 15);
+            x64_load(x, X_LD8U, X_RCX, src);
+            if (i % 8) x64_shift_i(x, X_SHL, true, X_RCX, (uint8_t)(8 * (i % 8)));
+            x64_alu_rr(x, X_OR, true, i < 8 ? X_RAX : X_RDX, X_RCX);
+        }
+        x64_store(x, 8, d, X_RAX);
+        d.disp += 8;
+        x64_store(x, 8, d, X_RDX);
+        return true;
+    }
     if (sub == 0x52) { /* bitselect: b ^ ((a ^ b) & c) */
         pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4), b = SV_(c, pos + 5), m = SV_(c, pos + 6);
         x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
@@ -961,11 +1129,16 @@ static bool simd_inline(jc *c, uint32_t pos) {
         x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
         return true;
     }
-    if (!simd_sse_of(sub, &o)) return false;
+    if (!simd_sse_of(sub, &o) || (o.sse41 && !sse41_ok())) return false;
     pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4), b = SV_(c, pos + 5);
     x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, o.swap ? b : a);
     x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, o.swap ? a : b);
-    x64_sse_rr(x, o.prefix, o.op, false, 0, 1);
+    if (o.sse41) {
+        const uint8_t ops[3] = {0x0F, 0x38, o.op};
+        x64_modrm(x, 0x66, false, ops, 3, 0, 1, NULL, false);
+    } else {
+        x64_sse_rr(x, o.prefix, o.op, false, 0, 1);
+    }
     x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
     return true;
 }
