@@ -6,7 +6,7 @@
  * machines). Leaves are created below the calling process's own cgroup of each
  * hierarchy (read from /proc/self/cgroup), so they nest inside its limits.
  *
- * Invariant: pl_cg_remove is called only after pl_cg_kill_all saw the leaf empty; a
+ * Invariant: pl__cg_remove is called only after pl__cg_kill_all saw the leaf empty; a
  * leaf that cannot be removed is reported (evidence cgroup_removed: false).
  */
 #include "place_int.h"
@@ -93,7 +93,7 @@ static bool make_leaf(const char *root, const char *hier, const char *ctl, const
     return true;
 }
 
-bool pl_cg_create(pl_ctx *pc, const char *name, const pl_limits *lim, pl_cgroup *cg) {
+bool pl__cg_create(pl_ctx *pc, const char *name, const pl_limits *lim, pl_cgroup *cg) {
     memset(cg, 0, sizeof *cg);
     cg->cpu_fd = -1;
     const char *root = pc->cgroup_root;
@@ -113,7 +113,7 @@ bool pl_cg_create(pl_ctx *pc, const char *name, const pl_limits *lim, pl_cgroup 
             snprintf(num, sizeof num, "%u", lim->processes + 2);
             ok = ok && write_str(cg->dir[0], "pids.max", num);
             if (!ok) {
-                pl_cg_remove(cg);
+                pl__cg_remove(cg);
                 cg->mode = 0;
             }
             return cg->mode == 2;
@@ -123,7 +123,7 @@ bool pl_cg_create(pl_ctx *pc, const char *name, const pl_limits *lim, pl_cgroup 
     if (!make_leaf(root, "memory", "memory", name, cg->dir[0])) return false;
     cg->ndir = 1;
     if (!make_leaf(root, "pids", "pids", name, cg->dir[1])) {
-        pl_cg_remove(cg);
+        pl__cg_remove(cg);
         return false;
     }
     cg->ndir = 2;
@@ -135,7 +135,7 @@ bool pl_cg_create(pl_ctx *pc, const char *name, const pl_limits *lim, pl_cgroup 
     snprintf(num, sizeof num, "%u", lim->processes + 2);             /* + the two bwrap processes */
     ok = ok && write_str(cg->dir[1], "pids.max", num);
     if (!ok) {
-        pl_cg_remove(cg);
+        pl__cg_remove(cg);
         cg->mode = 0;
         return false;
     }
@@ -144,13 +144,13 @@ bool pl_cg_create(pl_ctx *pc, const char *name, const pl_limits *lim, pl_cgroup 
 
 /* Prepares "cgroup.procs" paths the forked child writes itself into (no allocation
  * after fork). */
-size_t pl_cg_procs_paths(const pl_cgroup *cg, char paths[3][PL_CG_PATH + 16]) {
+size_t pl__cg_procs_paths(const pl_cgroup *cg, char paths[3][PL_CG_PATH + 16]) {
     for (int i = 0; i < cg->ndir; i++)
         snprintf(paths[i], PL_CG_PATH + 16, "%s/cgroup.procs", cg->dir[i]);
     return (size_t)cg->ndir;
 }
 
-uint64_t pl_cg_cpu_ns(pl_cgroup *cg) {
+uint64_t pl__cg_cpu_ns(pl_cgroup *cg) {
     char b[512];
     if (cg->mode == 1 && cg->ndir == 3) {
         if (cg->cpu_fd < 0) {
@@ -170,11 +170,11 @@ uint64_t pl_cg_cpu_ns(pl_cgroup *cg) {
     return 0;
 }
 
-bool pl_cg_has_cpu(const pl_cgroup *cg) {
+bool pl__cg_has_cpu(const pl_cgroup *cg) {
     return (cg->mode == 1 && cg->ndir == 3) || cg->mode == 2;
 }
 
-void pl_cg_peaks(pl_cgroup *cg, uint64_t *mem_peak, bool *oom) {
+void pl__cg_peaks(pl_cgroup *cg, uint64_t *mem_peak, bool *oom) {
     *mem_peak = 0;
     *oom = false;
     char b[2048];
@@ -196,7 +196,7 @@ void pl_cg_peaks(pl_cgroup *cg, uint64_t *mem_peak, bool *oom) {
 
 /* One round: SIGKILL to every process of the leaf except `spare` (0: none spared).
  * Returns how many were signalled, -1 when the leaf cannot be read. */
-int pl_cg_signal_all(pl_cgroup *cg, pid_t spare) {
+int pl__cg_signal_all(pl_cgroup *cg, pid_t spare) {
     if (!cg->mode) return -1;
     const char *procs_dir = cg->mode == 1 ? cg->dir[1] : cg->dir[0]; /* pids sees all */
     char b[16384];
@@ -218,26 +218,26 @@ int pl_cg_signal_all(pl_cgroup *cg, pid_t spare) {
 }
 
 /* SIGKILLs every process of the leaf until it is empty (or ~2 s pass). True if empty. */
-bool pl_cg_kill_all(pl_cgroup *cg) {
+bool pl__cg_kill_all(pl_cgroup *cg) {
     if (!cg->mode) return false;
     if (cg->mode == 2) (void)write_str(cg->dir[0], "cgroup.kill", "1");
     for (int round = 0; round < 400; round++) {
-        int n = pl_cg_signal_all(cg, 0);
+        int n = pl__cg_signal_all(cg, 0);
         if (n < 0) return false;
-        if (n == 0 && pl_cg_empty(cg)) return true;
+        if (n == 0 && pl__cg_empty(cg)) return true;
         struct timespec ts = {0, 5 * 1000000L};
         nanosleep(&ts, NULL);
     }
     return false;
 }
 
-bool pl_cg_empty(pl_cgroup *cg) {
+bool pl__cg_empty(pl_cgroup *cg) {
     char b[64];
     const char *d = cg->mode == 1 ? cg->dir[1] : cg->dir[0];
     return cg->mode && read_str(d, "cgroup.procs", b, sizeof b) && !b[0];
 }
 
-bool pl_cg_remove(pl_cgroup *cg) {
+bool pl__cg_remove(pl_cgroup *cg) {
     if (cg->cpu_fd >= 0) close(cg->cpu_fd);
     cg->cpu_fd = -1;
     bool ok = true;
@@ -261,7 +261,7 @@ bool pl_cg_remove(pl_cgroup *cg) {
 static void reclaim_under(const char *parent) {
     DIR *d = opendir(parent);
     for (struct dirent *e; d && (e = readdir(d));) {
-        if (!pl_owner_dead(e->d_name, "peri-")) continue;
+        if (!pl__owner_dead(e->d_name, "peri-")) continue;
         char p[PL_CG_PATH + 300];
         if (snprintf(p, sizeof p, "%s/%s", parent, e->d_name) >= (int)sizeof p) continue;
         char procs[PL_CG_PATH + 320];
@@ -278,7 +278,7 @@ static void reclaim_under(const char *parent) {
     if (d) closedir(d);
 }
 
-void pl_cg_reclaim(pl_ctx *pc) {
+void pl__cg_reclaim(pl_ctx *pc) {
     const char *root = pc->cgroup_root;
     char own[512], p[PL_CG_PATH];
     static const char *const v1[] = {"memory", "pids", "cpuacct"};

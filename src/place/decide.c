@@ -61,7 +61,7 @@ static json_t *record(const pl_decision *d) {
     if (ok && d->runtime_profile[0])
         ok = !json_object_set_new(o, "runtime_profile", json_string(d->runtime_profile)) &&
              !json_object_set_new(o, "runtime_sha256", json_string(d->runtime_sha256));
-    ok = ok && !json_object_set_new(o, "state_class", json_string(pl_state_name(d->state_class)));
+    ok = ok && !json_object_set_new(o, "state_class", json_string(pl__state_name(d->state_class)));
     if (ok && d->parent_decision_id[0])
         ok = !json_object_set_new(o, "parent_decision_id", json_string(d->parent_decision_id));
     if (ok && d->unsandboxed) ok = !json_object_set_new(o, "unsandboxed", json_true());
@@ -75,13 +75,13 @@ static json_t *record(const pl_decision *d) {
 void pl_decision_seal(pl_decision *d) {
     json_t *o = record(d);
     size_t n = 0;
-    char *s = pl_json_dump(o, &n);
+    char *s = pl__json_dump(o, &n);
     json_decref(o);
     if (!s) {
         d->identity[0] = 0;
         return;
     }
-    pl_sha256_tag(s, n, d->identity);
+    pl__sha256_tag(s, n, d->identity);
     free(s);
 }
 
@@ -89,14 +89,14 @@ char *pl_decision_json(const pl_decision *d, size_t *len) {
     json_t *o = record(d);
     if (!o) return NULL;
     char *s = NULL;
-    if (!json_object_set_new(o, "identity", json_string(d->identity))) s = pl_json_dump(o, len);
+    if (!json_object_set_new(o, "identity", json_string(d->identity))) s = pl__json_dump(o, len);
     json_decref(o);
     return s;
 }
 
 /* ---------------------------------------------------------------- static analysis */
 
-bool pl_read_file(const char *path, size_t max, uint8_t **out, size_t *len) {
+bool pl__read_file(const char *path, size_t max, uint8_t **out, size_t *len) {
     *out = NULL;
     *len = 0;
     /* O_NONBLOCK: a FIFO or a device in the workspace must never block the host in
@@ -184,7 +184,7 @@ static bool skip_desc(const uint8_t *b, size_t n, size_t *i) {
     }
 }
 
-int pl_wasm_scan_imports(const uint8_t *b, size_t n) {
+int pl__wasm_scan_imports(const uint8_t *b, size_t n) {
     if (n < 8 || memcmp(b, "\0asm\1\0\0\0", 8) != 0) return -1;
     size_t i = 8;
     while (i < n) {
@@ -219,7 +219,7 @@ static void runtime_identity(pl_decision *d) {
     snprintf(d->runtime_profile, sizeof d->runtime_profile, "%s", PL_RUNTIME_PROFILE);
     char buf[256];
     int n = snprintf(buf, sizeof buf, "%s\n%s\n", PL_RUNTIME_PROFILE, pr_host_resource_version());
-    pl_sha256_tag(buf, (size_t)n, d->runtime_sha256);
+    pl__sha256_tag(buf, (size_t)n, d->runtime_sha256);
 }
 
 /* 0: no native reason; else the reason. *wasm_missing: the room has no runtime for the
@@ -237,9 +237,9 @@ static pl_reason native_reason(pl_ctx *pc, const pl_request *r, bool *wasm_missi
         if (stat(r->program, &st) == 0 && S_ISREG(st.st_mode) &&
             (uint64_t)st.st_size > PL_ROOM_MODULE_MAX)
             return PL_REASON_NO_QUALIFIED_RUNTIME; /* over the room's program bound */
-        if (!pl_read_file(r->program, PL_ROOM_MODULE_MAX, &b, &n))
+        if (!pl__read_file(r->program, PL_ROOM_MODULE_MAX, &b, &n))
             return PL_REASON_SOURCE_INDETERMINATE;
-        int v = pl_wasm_scan_imports(b, n);
+        int v = pl__wasm_scan_imports(b, n);
         free(b);
         if (v < 0) return PL_REASON_SOURCE_INDETERMINATE;
         if (v == 0) return PL_REASON_NO_QUALIFIED_RUNTIME;
@@ -253,12 +253,12 @@ static pl_reason native_reason(pl_ctx *pc, const pl_request *r, bool *wasm_missi
     return PL_REASON_SOURCE_INDETERMINATE;
 }
 
-bool pl_decide_l1(pl_ctx *pc, const pl_request *r, const pl_policy *pol, const char *raw,
+bool pl__decide_l1(pl_ctx *pc, const pl_request *r, const pl_policy *pol, const char *raw,
                   size_t raw_len, pl_decision *out, pl_error *err) {
     pl_policy none = {0};
     if (!pol) pol = &none;
     memset(out, 0, sizeof *out);
-    pl_sha256_tag(raw, raw_len, out->request_sha256);
+    pl__sha256_tag(raw, raw_len, out->request_sha256);
     out->state_class = r->state_class;
     bool wasm_missing;
     pl_reason why = native_reason(pc, r, &wasm_missing);
@@ -269,7 +269,7 @@ bool pl_decide_l1(pl_ctx *pc, const pl_request *r, const pl_policy *pol, const c
         char msg[256];
         sandbox_ok = pl_native_available(pc, msg, sizeof msg);
         if (!sandbox_ok && pol->native == PL_NATIVE_YES && !pol->native_unsandboxed)
-            return pl_fail(err, PL_ERR_NATIVE, "native required but unavailable: %s", msg);
+            return pl__fail(err, PL_ERR_NATIVE, "native required but unavailable: %s", msg);
         native_ok = sandbox_ok || pol->native_unsandboxed;
     }
     if (!why && !wasm_missing) {
@@ -293,13 +293,13 @@ bool pl_decide_l1(pl_ctx *pc, const pl_request *r, const pl_policy *pol, const c
 
 bool pl_decide(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_decision *out,
                pl_error *err) {
-    if (!pc) return pl_fail(err, PL_ERR_HOST, "no placement context");
+    if (!pc) return pl__fail(err, PL_ERR_HOST, "no placement context");
     if (!pl_request_validate(r, err)) return false;
     size_t n;
     char *owned;
-    const char *raw = pl_request_raw(r, &n, &owned);
-    if (!raw) return pl_fail(err, PL_ERR_HOST, "out of memory");
-    bool ok = pl_decide_l1(pc, r, pol, raw, n, out, err);
+    const char *raw = pl__request_raw(r, &n, &owned);
+    if (!raw) return pl__fail(err, PL_ERR_HOST, "out of memory");
+    bool ok = pl__decide_l1(pc, r, pol, raw, n, out, err);
     free(owned);
     return ok;
 }

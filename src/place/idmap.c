@@ -18,7 +18,7 @@
  * on the host that directory stays empty, so the scratch directory's removal can never
  * reach the project; the mount goes away with the run's last process.
  *
- * The map is carried by a user namespace (pl_idmap_userns): a short-lived helper
+ * The map is carried by a user namespace (pl__idmap_userns): a short-lived helper
  * process is cloned into a new one (sharing the caller's memory, so that no page
  * tables are copied), the caller (root) writes its uid_map and gid_map, opens
  * /proc/<helper>/ns/user, then lets the helper exit; the fd keeps the namespace.
@@ -83,7 +83,7 @@ static int helper(void *arg) {
     return 0;
 }
 
-int pl_idmap_userns(uid_t owner, uid_t to, gid_t owner_gid, gid_t to_gid, char *why,
+int pl__idmap_userns(uid_t owner, uid_t to, gid_t owner_gid, gid_t to_gid, char *why,
                     size_t whylen) {
     enum { STACK = 64 * 1024 };
     int go[2];
@@ -135,7 +135,7 @@ fail:
     return -1;
 }
 
-int pl_idmap_apply(int userns_fd, const char *const *paths, const char *const *targets, size_t n) {
+int pl__idmap_apply(int userns_fd, const char *const *paths, const char *const *targets, size_t n) {
     if (unshare(CLONE_NEWNS) != 0) return errno;
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) return errno;
     for (size_t i = 0; i < n; i++) {
@@ -165,7 +165,7 @@ int pl_idmap_apply(int userns_fd, const char *const *paths, const char *const *t
     return 0;
 }
 
-int pl_reach_apply(bool ns_ready, const char *const *src, const char *const *dst, size_t n) {
+int pl__reach_apply(bool ns_ready, const char *const *src, const char *const *dst, size_t n) {
     if (!ns_ready) {
         if (unshare(CLONE_NEWNS) != 0) return errno;
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) return errno;

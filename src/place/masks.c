@@ -15,7 +15,7 @@
  *     `config` read-only on top;
  *   - an existing control file is bound read-only onto itself;
  *   - a missing one is covered by an empty read-only file or directory from the scratch
- *     directory; bubblewrap creates the mount point, which pl_masks_cleanup removes after
+ *     directory; bubblewrap creates the mount point, which pl__masks_cleanup removes after
  *     the run when it is still empty;
  *   - a control path that is a symlink cannot carry a mount: for `.git` the run is
  *     refused (git follows it); for the rest the host never reads through a symlink.
@@ -77,7 +77,7 @@ static bool mask(pl_masks *m, void (*add)(void *, const char *), void *a, const 
     return true;
 }
 
-bool pl_masks_add(pl_masks *m, const char *scratch, const char *ws, const char *ws_src,
+bool pl__masks_add(pl_masks *m, const char *scratch, const char *ws, const char *ws_src,
                   void (*add)(void *, const char *), void *a, char *why, size_t whylen) {
     memset(m, 0, sizeof *m);
     snprintf(m->empty_file, sizeof m->empty_file, "%s/mask-file", scratch);
@@ -128,7 +128,7 @@ bool pl_masks_add(pl_masks *m, const char *scratch, const char *ws, const char *
     return ok;
 }
 
-void pl_masks_cleanup(const pl_masks *m) {
+void pl__masks_cleanup(const pl_masks *m) {
     /* deepest first: .git/config before .git */
     for (size_t i = m->ncreated; i-- > 0;) {
         const char *p = m->created[i].path;

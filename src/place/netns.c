@@ -10,7 +10,7 @@
  * own it sees only its loopback and pasta's tap interface.
  *
  * How: bubblewrap reports the sandbox's PID 1 (--info-fd) and holds the command back
- * (--block-fd). pl_net_start opens that process's network namespace and the user
+ * (--block-fd). pl__net_start opens that process's network namespace and the user
  * namespace that owns it (NS_GET_USERNS: bubblewrap nests a second user namespace for
  * --disable-userns, so the process's own one is the wrong one), and starts pasta in
  * the foreground on both (inherited fds, --userns/--netns /proc/self/fd/N). pasta
@@ -28,7 +28,7 @@
  * pasta child then gets a private mount namespace with its own device node for tun,
  * owned by the run's uid, before it drops to that uid; the host's /dev is not changed.
  *
- * Invariants: pasta is our child until pl_net_stop has killed and reaped it; nothing
+ * Invariants: pasta is our child until pl__net_stop has killed and reaped it; nothing
  * is mounted where the host can see it.
  */
 #include "sandbox_int.h"
@@ -60,7 +60,7 @@ static int64_t mono_ms(void) {
     return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-void pl_net_init(pl_net *net) {
+void pl__net_init(pl_net *net) {
     memset(net, 0, sizeof *net);
     net->pid = -1;
     net->ready_fd = -1;
@@ -69,7 +69,7 @@ void pl_net_init(pl_net *net) {
 }
 
 /* Reads bubblewrap's --info-fd JSON ({"child-pid": N, ...}) until EOF or deadline. */
-pid_t pl_net_read_child_pid(int info_fd, int64_t deadline, int cancel_fd) {
+pid_t pl__net_read_child_pid(int info_fd, int64_t deadline, int cancel_fd) {
     char buf[1024];
     size_t n = 0;
     for (;;) {
@@ -104,7 +104,7 @@ static void child_fail(int log_fd, const char *what) { /* async-signal-safe */
     _exit(126);
 }
 
-bool pl_net_start(pl_ctx *pc, pl_net *net, pid_t target, const pl_cgroup *cg, bool root, uid_t uid,
+bool pl__net_start(pl_ctx *pc, pl_net *net, pid_t target, const pl_cgroup *cg, bool root, uid_t uid,
                   gid_t gid, const char *scr, char *why, size_t whylen) {
     char p[PATH_MAX];
     snprintf(p, sizeof p, "/proc/%d/ns/net", (int)target);
@@ -128,7 +128,7 @@ bool pl_net_start(pl_ctx *pc, pl_net *net, pid_t target, const pl_cgroup *cg, bo
         return false;
     }
     char procs[3][PL_CG_PATH + 16];
-    size_t nprocs = pl_cg_procs_paths(cg, procs);
+    size_t nprocs = pl__cg_procs_paths(cg, procs);
     /* a root caller's run uid may not open the host's tun device (often 0600 root) */
     struct stat ts;
     bool tun_node = root && !(stat("/dev/net/tun", &ts) == 0 && (ts.st_mode & 0006) == 0006);
@@ -228,7 +228,7 @@ static void log_text(pl_net *net, char *out, size_t cap) {
         if ((unsigned char)*c < 0x20) *c = ' ';
 }
 
-int pl_net_wait(pl_net *net, int64_t deadline, int cancel_fd, char *why, size_t whylen) {
+int pl__net_wait(pl_net *net, int64_t deadline, int cancel_fd, char *why, size_t whylen) {
     for (;;) {
         int64_t left = deadline - mono_ms();
         if (left <= 0) return 0;
@@ -260,7 +260,7 @@ int pl_net_wait(pl_net *net, int64_t deadline, int cancel_fd, char *why, size_t 
     }
 }
 
-void pl_net_stop(pl_net *net) {
+void pl__net_stop(pl_net *net) {
     if (net->pid > 0) {
         kill(net->pid, SIGKILL);
         waitpid(net->pid, NULL, 0);
@@ -272,6 +272,6 @@ void pl_net_stop(pl_net *net) {
     net->ready_fd = net->log_fd = net->pidfd = -1;
 }
 
-const char *pl_net_resolv_conf(void) {
+const char *pl__net_resolv_conf(void) {
     return "nameserver " PL_NET_DNS "\n";
 }

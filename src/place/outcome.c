@@ -19,16 +19,16 @@
 
 static bool copy_str(json_t *v, char *dst, size_t cap, const char *field, pl_error *err) {
     if (!json_is_string(v))
-        return pl_fail(err, PL_ERR_OUTCOME, "outcome.%s: required string", field);
+        return pl__fail(err, PL_ERR_OUTCOME, "outcome.%s: required string", field);
     if (json_string_length(v) >= cap)
-        return pl_fail(err, PL_ERR_OUTCOME, "outcome.%s: too long", field);
+        return pl__fail(err, PL_ERR_OUTCOME, "outcome.%s: too long", field);
     memcpy(dst, json_string_value(v), json_string_length(v) + 1);
     return true;
 }
 
 bool pl_outcome_decode(const char *json, size_t len, pl_outcome *out, pl_error *err) {
     memset(out, 0, sizeof *out);
-    json_t *root = pl_json_strict(json, len, "outcome", PL_ERR_OUTCOME, err);
+    json_t *root = pl__json_strict(json, len, "outcome", PL_ERR_OUTCOME, err);
     if (!root) return false;
     bool ok = false;
     static const char *const keys[] = {"schema_version",
@@ -43,7 +43,7 @@ bool pl_outcome_decode(const char *json, size_t len, pl_outcome *out, pl_error *
     const char *k;
     json_t *v;
     if (!json_is_object(root)) {
-        pl_fail(err, PL_ERR_OUTCOME, "outcome: not a JSON object");
+        pl__fail(err, PL_ERR_OUTCOME, "outcome: not a JSON object");
         goto done;
     }
     json_object_foreach(root, k, v) {
@@ -51,24 +51,24 @@ bool pl_outcome_decode(const char *json, size_t len, pl_outcome *out, pl_error *
         for (size_t i = 0; keys[i]; i++)
             known = known || strcmp(k, keys[i]) == 0;
         if (!known) {
-            pl_fail(err, PL_ERR_OUTCOME, "outcome: unknown field \"%.100s\"", k);
+            pl__fail(err, PL_ERR_OUTCOME, "outcome: unknown field \"%.100s\"", k);
             goto done;
         }
     }
     for (size_t i = 0; keys[i]; i++)
         if (!json_object_get(root, keys[i])) {
-            pl_fail(err, PL_ERR_OUTCOME, "outcome.%s: missing", keys[i]);
+            pl__fail(err, PL_ERR_OUTCOME, "outcome.%s: missing", keys[i]);
             goto done;
         }
     v = json_object_get(root, "schema_version");
     if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > UINT32_MAX) {
-        pl_fail(err, PL_ERR_OUTCOME, "outcome.schema_version: must be an unsigned integer");
+        pl__fail(err, PL_ERR_OUTCOME, "outcome.schema_version: must be an unsigned integer");
         goto done;
     }
     out->schema_version = (uint32_t)json_integer_value(v);
     v = json_object_get(root, "escalation_required");
     if (!json_is_boolean(v)) {
-        pl_fail(err, PL_ERR_OUTCOME, "outcome.escalation_required: must be a boolean");
+        pl__fail(err, PL_ERR_OUTCOME, "outcome.escalation_required: must be a boolean");
         goto done;
     }
     out->escalation_required = json_is_true(v);
@@ -82,11 +82,11 @@ bool pl_outcome_decode(const char *json, size_t len, pl_outcome *out, pl_error *
         goto done;
     v = json_object_get(root, "required_features");
     if (!json_is_array(v)) {
-        pl_fail(err, PL_ERR_OUTCOME, "outcome.required_features: must be an array");
+        pl__fail(err, PL_ERR_OUTCOME, "outcome.required_features: must be an array");
         goto done;
     }
     if (json_array_size(v) > PL_OUTCOME_FEATURES_MAX) {
-        pl_fail(err, PL_ERR_OUTCOME, "outcome.required_features: too many");
+        pl__fail(err, PL_ERR_OUTCOME, "outcome.required_features: too many");
         goto done;
     }
     for (size_t i = 0; i < json_array_size(v); i++)
@@ -96,7 +96,7 @@ bool pl_outcome_decode(const char *json, size_t len, pl_outcome *out, pl_error *
     out->nfeatures = json_array_size(v);
     v = json_object_get(root, "evidence");
     if (!json_is_object(v) || json_object_size(v) != 1 || !json_object_get(v, "request_sha256")) {
-        pl_fail(err, PL_ERR_OUTCOME,
+        pl__fail(err, PL_ERR_OUTCOME,
                 "outcome.evidence: must be an object with only \"request_sha256\"");
         goto done;
     }
@@ -111,23 +111,23 @@ done:
 
 bool pl_outcome_validate(const pl_outcome *o, const char *raw, size_t raw_len, pl_error *err) {
     if (o->schema_version != 1)
-        return pl_fail(err, PL_ERR_OUTCOME, "outcome.schema_version: must be 1");
+        return pl__fail(err, PL_ERR_OUTCOME, "outcome.schema_version: must be 1");
     if (strcmp(o->kind, KIND) != 0)
-        return pl_fail(err, PL_ERR_OUTCOME, "outcome.kind: must be \"" KIND "\"");
+        return pl__fail(err, PL_ERR_OUTCOME, "outcome.kind: must be \"" KIND "\"");
     if (!o->escalation_required)
-        return pl_fail(err, PL_ERR_OUTCOME, "outcome.escalation_required: must be true");
+        return pl__fail(err, PL_ERR_OUTCOME, "outcome.escalation_required: must be true");
     if (strcmp(o->escalation_reason, REASON) != 0)
-        return pl_fail(err, PL_ERR_OUTCOME, "outcome.escalation_reason: must be \"" REASON "\"");
+        return pl__fail(err, PL_ERR_OUTCOME, "outcome.escalation_reason: must be \"" REASON "\"");
     if (strcmp(o->workspace_disposition, NOT_STARTED) != 0)
-        return pl_fail(err, PL_ERR_OUTCOME,
+        return pl__fail(err, PL_ERR_OUTCOME,
                        "outcome.workspace_disposition: must be \"not_started\" (got \"%s\")",
                        o->workspace_disposition);
     if (strcmp(o->effect_disposition, NOT_STARTED) != 0)
-        return pl_fail(err, PL_ERR_OUTCOME,
+        return pl__fail(err, PL_ERR_OUTCOME,
                        "outcome.effect_disposition: must be \"not_started\" (got \"%s\")",
                        o->effect_disposition);
     if (o->nfeatures < 1 || o->nfeatures > PL_REQ_COUNT)
-        return pl_fail(err, PL_ERR_OUTCOME, "outcome.required_features: 1 to %d entries",
+        return pl__fail(err, PL_ERR_OUTCOME, "outcome.required_features: 1 to %d entries",
                        PL_REQ_COUNT);
     int prev = -1;
     for (size_t i = 0; i < o->nfeatures; i++) {
@@ -135,22 +135,22 @@ bool pl_outcome_validate(const pl_outcome *o, const char *raw, size_t raw_len, p
         for (unsigned j = 0; j < PL_REQ_COUNT; j++)
             if (strcmp(o->features[i], pl_feature_name(j)) == 0) k = (int)j;
         if (k < 0)
-            return pl_fail(err, PL_ERR_OUTCOME, "outcome.required_features: unknown \"%s\"",
+            return pl__fail(err, PL_ERR_OUTCOME, "outcome.required_features: unknown \"%s\"",
                            o->features[i]);
         if (k == prev)
-            return pl_fail(err, PL_ERR_OUTCOME, "outcome.required_features: duplicate \"%s\"",
+            return pl__fail(err, PL_ERR_OUTCOME, "outcome.required_features: duplicate \"%s\"",
                            o->features[i]);
-        if (k < prev) return pl_fail(err, PL_ERR_OUTCOME, "outcome.required_features: not sorted");
+        if (k < prev) return pl__fail(err, PL_ERR_OUTCOME, "outcome.required_features: not sorted");
         prev = k;
     }
-    if (!pl_digest_well_formed(o->request_sha256))
-        return pl_fail(err, PL_ERR_OUTCOME,
+    if (!pl__digest_well_formed(o->request_sha256))
+        return pl__fail(err, PL_ERR_OUTCOME,
                        "outcome.evidence.request_sha256: must be \"sha256:\" + 64 lowercase hex");
     if (raw) {
         char d[PL_DIGEST_LEN];
-        pl_sha256_tag(raw, raw_len, d);
+        pl__sha256_tag(raw, raw_len, d);
         if (strcmp(d, o->request_sha256) != 0)
-            return pl_fail(err, PL_ERR_OUTCOME,
+            return pl__fail(err, PL_ERR_OUTCOME,
                            "outcome.evidence.request_sha256: does not match this request");
     }
     return true;
@@ -170,7 +170,7 @@ char *pl_outcome_json(const pl_outcome *o, size_t *len) {
          !json_object_set_new(j, "workspace_disposition", json_string(o->workspace_disposition)) &&
          !json_object_set_new(j, "effect_disposition", json_string(o->effect_disposition)) &&
          !json_object_set(j, "evidence", ev);
-    char *s = ok ? pl_json_dump(j, len) : NULL;
+    char *s = ok ? pl__json_dump(j, len) : NULL;
     json_decref(f);
     json_decref(ev);
     json_decref(j);
@@ -178,7 +178,7 @@ char *pl_outcome_json(const pl_outcome *o, size_t *len) {
 }
 
 /* The host-authored outcome for `features` (PL_REQ_* bits, non-zero) and raw bytes. */
-void pl_outcome_make(pl_outcome *o, uint32_t features, const char *raw, size_t raw_len) {
+void pl__outcome_make(pl_outcome *o, uint32_t features, const char *raw, size_t raw_len) {
     memset(o, 0, sizeof *o);
     o->schema_version = 1;
     snprintf(o->kind, sizeof o->kind, "%s", KIND);
@@ -189,5 +189,5 @@ void pl_outcome_make(pl_outcome *o, uint32_t features, const char *raw, size_t r
             snprintf(o->features[o->nfeatures++], sizeof o->features[0], "%s", pl_feature_name(i));
     snprintf(o->workspace_disposition, sizeof o->workspace_disposition, NOT_STARTED);
     snprintf(o->effect_disposition, sizeof o->effect_disposition, NOT_STARTED);
-    pl_sha256_tag(raw, raw_len, o->request_sha256);
+    pl__sha256_tag(raw, raw_len, o->request_sha256);
 }

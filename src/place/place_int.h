@@ -46,30 +46,30 @@ struct pl_ctx {
 };
 
 /* Errors */
-bool pl_fail(pl_error *err, pl_code code, const char *fmt, ...)
+bool pl__fail(pl_error *err, pl_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* "sha256:" + hex of SHA-256(data) into out[PL_DIGEST_LEN]. */
-void pl_sha256_tag(const void *data, size_t len, char out[PL_DIGEST_LEN]);
-bool pl_digest_well_formed(const char *s);
+void pl__sha256_tag(const void *data, size_t len, char out[PL_DIGEST_LEN]);
+bool pl__digest_well_formed(const char *s);
 
 /* Effective limits (defaults filled in). */
-pl_limits pl_limits_effective(const pl_limits *l);
+pl_limits pl__limits_effective(const pl_limits *l);
 
 /* The raw bytes a request's digest covers: r->raw or its canonical JSON. *owned is
  * set to a buffer the caller frees (NULL when r->raw is used). */
-const char *pl_request_raw(const pl_request *r, size_t *len, char **owned);
+const char *pl__request_raw(const pl_request *r, size_t *len, char **owned);
 
 /* Guest path check: absolute, UTF-8, no "..", no empty name, <= 4096 bytes. */
-bool pl_guest_path_ok(const char *p);
+bool pl__guest_path_ok(const char *p);
 
 /* L1 (decide.c). */
-bool pl_decide_l1(pl_ctx *pc, const pl_request *r, const pl_policy *pol, const char *raw,
+bool pl__decide_l1(pl_ctx *pc, const pl_request *r, const pl_policy *pol, const char *raw,
                   size_t raw_len, pl_decision *out, pl_error *err);
 /* Static scan of a module's import section: 1 all imports qualified, 0 some import
  * outside the room profile, -1 not analysable (not a module / malformed). */
-int pl_wasm_scan_imports(const uint8_t *b, size_t n);
-bool pl_read_file(const char *path, size_t max, uint8_t **out, size_t *len);
+int pl__wasm_scan_imports(const uint8_t *b, size_t n);
+bool pl__read_file(const char *path, size_t max, uint8_t **out, size_t *len);
 
 /* Room backend (room_backend.c): admission (the only producer of the typed outcome),
  * then the run. Returns true when the attempt ran or was refused; *promotable is set
@@ -80,45 +80,45 @@ typedef struct pl_attempt {
     const pl_decision *dec;
     const char *execution_id;
 } pl_attempt;
-bool pl_room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t raw_len,
+bool pl__room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t raw_len,
                      pl_cancel *cancel, pl_attempt *at, bool *promotable, pl_outcome *outcome,
                      pl_error *err);
 
 /* The host-authored runtime_unsupported outcome (outcome.c). */
-void pl_outcome_make(pl_outcome *o, uint32_t features, const char *raw, size_t raw_len);
+void pl__outcome_make(pl_outcome *o, uint32_t features, const char *raw, size_t raw_len);
 
 /* Native backend (sandbox.c). */
-bool pl_native_attempt(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_cancel *cancel,
+bool pl__native_attempt(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_cancel *cancel,
                        pl_attempt *at, pl_error *err);
 
 /* L2 (run.c): whether a promotion may happen (why says why not), and the child. */
-bool pl_promotion_allowed(const pl_decision *parent, bool typed, const pl_outcome *o,
+bool pl__promotion_allowed(const pl_decision *parent, bool typed, const pl_outcome *o,
                           const char *raw, size_t raw_len, bool native_ok, pl_error *why);
-void pl_child_decision(const pl_decision *parent, bool unsandboxed, pl_decision *child);
+void pl__child_decision(const pl_decision *parent, bool unsandboxed, pl_decision *child);
 
 /* Result helpers (result.c). */
-void pl_result_init(pl_result *res);
-void pl_result_clear(pl_result *res);
-bool pl_result_fail(pl_result *res, const char *error);      /* ok=false, empty outputs */
-bool pl_result_finish(pl_result *res, const pl_decision *d); /* builds res->json */
+void pl__result_init(pl_result *res);
+void pl__result_clear(pl_result *res);
+bool pl__result_fail(pl_result *res, const char *error);      /* ok=false, empty outputs */
+bool pl__result_finish(pl_result *res, const pl_decision *d); /* builds res->json */
 /* Strict UTF-8 check; lenient decode (invalid → U+FFFD) into an owned string. */
-bool pl_utf8_valid(const char *s, size_t n);
-char *pl_utf8_lenient(const char *s, size_t n, size_t *out_len);
+bool pl__utf8_valid(const char *s, size_t n);
+char *pl__utf8_lenient(const char *s, size_t n, size_t *out_len);
 
 /* The applied limits as {"cpu_ms","wall_ms","memory_mib","output_bytes"[,"processes"]}
  * and the capped bits as a sorted name array (new references, NULL on OOM). */
-json_t *pl_limits_json(const pl_limits *l, bool processes);
-json_t *pl_capped_json(unsigned capped);
+json_t *pl__limits_json(const pl_limits *l, bool processes);
+json_t *pl__capped_json(unsigned capped);
 /* The result's extra fields ("limits", "capped", "stopped_by") as JSON members
  * without braces ("" when none), to append to the room's own result text. Owned. */
-char *pl_result_extra_text(const pl_result *res, size_t *len);
+char *pl__result_extra_text(const pl_result *res, size_t *len);
 
 /* "portable_value", ... */
-const char *pl_state_name(pl_state_class s);
+const char *pl__state_name(pl_state_class s);
 /* Strict JSON load (duplicate keys and trailing data rejected); NULL with *err. */
-json_t *pl_json_strict(const char *text, size_t len, const char *what, pl_code code, pl_error *err);
+json_t *pl__json_strict(const char *text, size_t len, const char *what, pl_code code, pl_error *err);
 
 /* JSON emission with a fixed field order (jansson, compact, insertion order). */
-char *pl_json_dump(json_t *j, size_t *len);
+char *pl__json_dump(json_t *j, size_t *len);
 
 #endif

@@ -28,19 +28,19 @@ static pid_t owner_of(const char *name, const char *prefix) {
     return (pid_t)pid;
 }
 
-bool pl_owner_dead(const char *name, const char *prefix) {
+bool pl__owner_dead(const char *name, const char *prefix) {
     pid_t pid = owner_of(name, prefix);
     return pid > 0 && pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH;
 }
 
-void pl_reclaim_stale(pl_ctx *pc) {
+void pl__reclaim_stale(pl_ctx *pc) {
     DIR *d = opendir(pc->scratch_root);
     for (struct dirent *e; d && (e = readdir(d));) {
-        if (!pl_owner_dead(e->d_name, "peri-sbx-")) continue;
+        if (!pl__owner_dead(e->d_name, "peri-sbx-")) continue;
         char p[4096];
         if (snprintf(p, sizeof p, "%s/%s", pc->scratch_root, e->d_name) < (int)sizeof p)
-            pl_remove_tree(p);
+            pl__remove_tree(p);
     }
     if (d) closedir(d);
-    pl_cg_reclaim(pc);
+    pl__cg_reclaim(pc);
 }

@@ -39,13 +39,13 @@ static int feature_index(const char *s) {
 static const char *const STATES[] = {"portable_value", "native_workspace_ref", "native_process_ref",
                                      "opaque"};
 
-const char *pl_state_name(pl_state_class s) {
+const char *pl__state_name(pl_state_class s) {
     return (unsigned)s < 4 ? STATES[s] : "";
 }
 
-bool pl_guest_path_ok(const char *p) {
+bool pl__guest_path_ok(const char *p) {
     size_t n = p ? strlen(p) : 0;
-    if (n < 2 || n > 4096 || p[0] != '/' || !pl_utf8_valid(p, n)) return false;
+    if (n < 2 || n > 4096 || p[0] != '/' || !pl__utf8_valid(p, n)) return false;
     const char *s = p + 1;
     while (*s) {
         const char *e = strchr(s, '/');
@@ -67,61 +67,61 @@ bool pl_guest_path_ok(const char *p) {
 #define PROGRAM_MAX  (16u << 20)
 
 bool pl_request_validate(const pl_request *r, pl_error *err) {
-    if (!r) return pl_fail(err, PL_ERR_REQUEST, "request: missing");
+    if (!r) return pl__fail(err, PL_ERR_REQUEST, "request: missing");
     size_t n = r->run_id ? strlen(r->run_id) : 0;
-    if (n < 1 || n > RUN_ID_MAX || !pl_utf8_valid(r->run_id, n))
-        return pl_fail(err, PL_ERR_REQUEST, "run_id: must be 1..128 bytes of UTF-8");
+    if (n < 1 || n > RUN_ID_MAX || !pl__utf8_valid(r->run_id, n))
+        return pl__fail(err, PL_ERR_REQUEST, "run_id: must be 1..128 bytes of UTF-8");
     if (r->kind < PL_PROGRAM_WASM || r->kind > PL_PROGRAM_RUBY)
-        return pl_fail(err, PL_ERR_REQUEST, "program: unknown kind");
+        return pl__fail(err, PL_ERR_REQUEST, "program: unknown kind");
     size_t pn = r->program ? strlen(r->program) : 0;
-    if (!r->program || pn > PROGRAM_MAX || !pl_utf8_valid(r->program, pn))
-        return pl_fail(err, PL_ERR_REQUEST, "program: missing, over 16 MiB or not UTF-8");
+    if (!r->program || pn > PROGRAM_MAX || !pl__utf8_valid(r->program, pn))
+        return pl__fail(err, PL_ERR_REQUEST, "program: missing, over 16 MiB or not UTF-8");
     if (r->kind != PL_PROGRAM_RUBY && pn == 0)
-        return pl_fail(err, PL_ERR_REQUEST, "program: empty");
+        return pl__fail(err, PL_ERR_REQUEST, "program: empty");
     if (r->nargs && r->kind != PL_PROGRAM_WASM)
-        return pl_fail(err, PL_ERR_REQUEST, "program.args: only for wasm programs");
-    if (r->nargs > 4096) return pl_fail(err, PL_ERR_REQUEST, "program.args: over 4096");
+        return pl__fail(err, PL_ERR_REQUEST, "program.args: only for wasm programs");
+    if (r->nargs > 4096) return pl__fail(err, PL_ERR_REQUEST, "program.args: over 4096");
     for (size_t i = 0; i < r->nargs; i++)
-        if (!r->args || !r->args[i] || !pl_utf8_valid(r->args[i], strlen(r->args[i])))
-            return pl_fail(err, PL_ERR_REQUEST, "program.args[%zu]: not a UTF-8 string", i);
-    if (r->stdin_len && !r->stdin_data) return pl_fail(err, PL_ERR_REQUEST, "stdin: missing");
-    if (r->nfiles > 4096) return pl_fail(err, PL_ERR_REQUEST, "files: over 4096");
+        if (!r->args || !r->args[i] || !pl__utf8_valid(r->args[i], strlen(r->args[i])))
+            return pl__fail(err, PL_ERR_REQUEST, "program.args[%zu]: not a UTF-8 string", i);
+    if (r->stdin_len && !r->stdin_data) return pl__fail(err, PL_ERR_REQUEST, "stdin: missing");
+    if (r->nfiles > 4096) return pl__fail(err, PL_ERR_REQUEST, "files: over 4096");
     for (size_t i = 0; i < r->nfiles; i++) {
         const pl_file *f = &r->files[i];
-        if (!pl_guest_path_ok(f->path))
-            return pl_fail(err, PL_ERR_REQUEST,
+        if (!pl__guest_path_ok(f->path))
+            return pl__fail(err, PL_ERR_REQUEST,
                            "files: path \"%.200s\" must be absolute, without \"..\", \".\" "
                            "or empty names",
                            f->path ? f->path : "");
-        if ((f->text_len && !f->text) || !pl_utf8_valid(f->text, f->text_len))
-            return pl_fail(err, PL_ERR_REQUEST, "files[\"%.200s\"]: not UTF-8 text", f->path);
+        if ((f->text_len && !f->text) || !pl__utf8_valid(f->text, f->text_len))
+            return pl__fail(err, PL_ERR_REQUEST, "files[\"%.200s\"]: not UTF-8 text", f->path);
         for (size_t j = 0; j < i; j++)
             if (strcmp(r->files[j].path, f->path) == 0)
-                return pl_fail(err, PL_ERR_REQUEST, "files: duplicate path \"%.200s\"", f->path);
+                return pl__fail(err, PL_ERR_REQUEST, "files: duplicate path \"%.200s\"", f->path);
     }
     if (r->requirements >> PL_REQ_COUNT)
-        return pl_fail(err, PL_ERR_REQUEST, "requirements: unknown feature bit");
+        return pl__fail(err, PL_ERR_REQUEST, "requirements: unknown feature bit");
     if ((unsigned)r->state_class > PL_STATE_OPAQUE)
-        return pl_fail(err, PL_ERR_REQUEST, "state_class: unknown");
+        return pl__fail(err, PL_ERR_REQUEST, "state_class: unknown");
     bool ws = r->state_class == PL_STATE_NATIVE_WORKSPACE_REF;
     if (ws && (!r->workspace || r->workspace[0] != '/'))
-        return pl_fail(err, PL_ERR_REQUEST,
+        return pl__fail(err, PL_ERR_REQUEST,
                        "workspace: native_workspace_ref needs an absolute host directory");
     if (!ws && r->workspace)
-        return pl_fail(err, PL_ERR_REQUEST, "workspace: only with native_workspace_ref");
+        return pl__fail(err, PL_ERR_REQUEST, "workspace: only with native_workspace_ref");
     if (r->workspace && (strlen(r->workspace) > 4096 || strstr(r->workspace, "/../") ||
                          (strlen(r->workspace) >= 3 &&
                           strcmp(r->workspace + strlen(r->workspace) - 3, "/..") == 0)))
-        return pl_fail(err, PL_ERR_REQUEST, "workspace: must not contain \"..\"");
+        return pl__fail(err, PL_ERR_REQUEST, "workspace: must not contain \"..\"");
     const pl_limits *l = &r->limits;
     if (l->cpu_ms > LIM_MS_MAX || l->wall_ms > LIM_MS_MAX)
-        return pl_fail(err, PL_ERR_REQUEST, "limits: cpu_ms and wall_ms at most 3600000");
+        return pl__fail(err, PL_ERR_REQUEST, "limits: cpu_ms and wall_ms at most 3600000");
     if (l->memory_mib > LIM_MEM_MAX)
-        return pl_fail(err, PL_ERR_REQUEST, "limits.memory_mib: at most 65536");
+        return pl__fail(err, PL_ERR_REQUEST, "limits.memory_mib: at most 65536");
     if (l->output_bytes > LIM_OUT_MAX)
-        return pl_fail(err, PL_ERR_REQUEST, "limits.output_bytes: at most 1073741824");
+        return pl__fail(err, PL_ERR_REQUEST, "limits.output_bytes: at most 1073741824");
     if (l->processes > LIM_PROC_MAX)
-        return pl_fail(err, PL_ERR_REQUEST, "limits.processes: at most 4096");
+        return pl__fail(err, PL_ERR_REQUEST, "limits.processes: at most 4096");
     return true;
 }
 
@@ -152,7 +152,7 @@ static bool only_keys(json_t *obj, const char *const *keys, const char *where, p
         bool known = false;
         for (size_t i = 0; keys[i]; i++)
             known = known || strcmp(k, keys[i]) == 0;
-        if (!known) return pl_fail(err, PL_ERR_REQUEST, "%s: unknown field \"%.100s\"", where, k);
+        if (!known) return pl__fail(err, PL_ERR_REQUEST, "%s: unknown field \"%.100s\"", where, k);
     }
     return true;
 }
@@ -161,7 +161,7 @@ static bool get_u(json_t *lim, const char *key, uint64_t max, uint64_t *out, pl_
     json_t *v = json_object_get(lim, key);
     if (!v) return true;
     if (!json_is_integer(v) || json_integer_value(v) < 1 || (uint64_t)json_integer_value(v) > max)
-        return pl_fail(err, PL_ERR_REQUEST, "limits.%s: an integer from 1 to %llu", key,
+        return pl__fail(err, PL_ERR_REQUEST, "limits.%s: an integer from 1 to %llu", key,
                        (unsigned long long)max);
     *out = (uint64_t)json_integer_value(v);
     return true;
@@ -173,13 +173,13 @@ static bool decode(owned_request *o, pl_error *err) {
     static const char *const top[] = {"run_id",       "program",     "stdin",  "files",
                                       "requirements", "state_class", "limits", "network",
                                       "workspace",    "model_risk",  NULL};
-    if (!json_is_object(root)) return pl_fail(err, PL_ERR_REQUEST, "request: not a JSON object");
+    if (!json_is_object(root)) return pl__fail(err, PL_ERR_REQUEST, "request: not a JSON object");
     if (!only_keys(root, top, "request", err)) return false;
     json_t *v = json_object_get(root, "run_id");
-    if (!json_is_string(v)) return pl_fail(err, PL_ERR_REQUEST, "run_id: required string");
+    if (!json_is_string(v)) return pl__fail(err, PL_ERR_REQUEST, "run_id: required string");
     r->run_id = json_string_value(v);
     json_t *prog = json_object_get(root, "program");
-    if (!json_is_object(prog)) return pl_fail(err, PL_ERR_REQUEST, "program: required object");
+    if (!json_is_object(prog)) return pl__fail(err, PL_ERR_REQUEST, "program: required object");
     static const char *const pk[] = {"wasm", "shell", "ruby", "args", NULL};
     if (!only_keys(prog, pk, "program", err)) return false;
     int kinds = 0;
@@ -188,48 +188,48 @@ static bool decode(owned_request *o, pl_error *err) {
         json_t *p = json_object_get(prog, names[i]);
         if (!p) continue;
         if (!json_is_string(p))
-            return pl_fail(err, PL_ERR_REQUEST, "program.%s: must be a string", names[i]);
+            return pl__fail(err, PL_ERR_REQUEST, "program.%s: must be a string", names[i]);
         kinds++;
         r->kind = (pl_program_kind)(PL_PROGRAM_WASM + i);
         r->program = json_string_value(p);
     }
     if (kinds != 1)
-        return pl_fail(err, PL_ERR_REQUEST,
+        return pl__fail(err, PL_ERR_REQUEST,
                        "program: exactly one of \"wasm\", \"shell\", \"ruby\"");
     json_t *args = json_object_get(prog, "args");
     if (args) {
         if (r->kind != PL_PROGRAM_WASM)
-            return pl_fail(err, PL_ERR_REQUEST, "program.args: only for wasm programs");
+            return pl__fail(err, PL_ERR_REQUEST, "program.args: only for wasm programs");
         if (!json_is_array(args))
-            return pl_fail(err, PL_ERR_REQUEST, "program.args: must be an array of strings");
+            return pl__fail(err, PL_ERR_REQUEST, "program.args: must be an array of strings");
         size_t n = json_array_size(args);
         o->args = calloc(n ? n : 1, sizeof *o->args);
-        if (!o->args) return pl_fail(err, PL_ERR_HOST, "out of memory");
+        if (!o->args) return pl__fail(err, PL_ERR_HOST, "out of memory");
         for (size_t i = 0; i < n; i++) {
             json_t *a = json_array_get(args, i);
             if (!json_is_string(a))
-                return pl_fail(err, PL_ERR_REQUEST, "program.args[%zu]: must be a string", i);
+                return pl__fail(err, PL_ERR_REQUEST, "program.args[%zu]: must be a string", i);
             o->args[i] = json_string_value(a);
         }
         r->args = o->args;
         r->nargs = n;
     }
     if ((v = json_object_get(root, "stdin"))) {
-        if (!json_is_string(v)) return pl_fail(err, PL_ERR_REQUEST, "stdin: must be a string");
+        if (!json_is_string(v)) return pl__fail(err, PL_ERR_REQUEST, "stdin: must be a string");
         r->stdin_data = json_string_value(v);
         r->stdin_len = json_string_length(v);
     }
     if ((v = json_object_get(root, "files"))) {
         if (!json_is_object(v))
-            return pl_fail(err, PL_ERR_REQUEST, "files: must be an object of path to text");
+            return pl__fail(err, PL_ERR_REQUEST, "files: must be an object of path to text");
         size_t n = json_object_size(v), i = 0;
         o->files = calloc(n ? n : 1, sizeof *o->files);
-        if (!o->files) return pl_fail(err, PL_ERR_HOST, "out of memory");
+        if (!o->files) return pl__fail(err, PL_ERR_HOST, "out of memory");
         const char *k;
         json_t *t;
         json_object_foreach(v, k, t) {
             if (!json_is_string(t))
-                return pl_fail(err, PL_ERR_REQUEST, "files[\"%.200s\"]: must be a string", k);
+                return pl__fail(err, PL_ERR_REQUEST, "files[\"%.200s\"]: must be a string", k);
             o->files[i++] = (pl_file){k, json_string_value(t), json_string_length(t)};
         }
         r->files = o->files;
@@ -237,13 +237,13 @@ static bool decode(owned_request *o, pl_error *err) {
     }
     if ((v = json_object_get(root, "requirements"))) {
         if (!json_is_array(v))
-            return pl_fail(err, PL_ERR_REQUEST, "requirements: must be an array of strings");
+            return pl__fail(err, PL_ERR_REQUEST, "requirements: must be an array of strings");
         for (size_t i = 0; i < json_array_size(v); i++) {
             json_t *f = json_array_get(v, i);
             int k = json_is_string(f) ? feature_index(json_string_value(f)) : -1;
-            if (k < 0) return pl_fail(err, PL_ERR_REQUEST, "requirements[%zu]: unknown feature", i);
+            if (k < 0) return pl__fail(err, PL_ERR_REQUEST, "requirements[%zu]: unknown feature", i);
             if (r->requirements & (1u << k))
-                return pl_fail(err, PL_ERR_REQUEST, "requirements: duplicate \"%s\"", FEATURES[k]);
+                return pl__fail(err, PL_ERR_REQUEST, "requirements: duplicate \"%s\"", FEATURES[k]);
             r->requirements |= 1u << k;
         }
     }
@@ -252,7 +252,7 @@ static bool decode(owned_request *o, pl_error *err) {
         for (int i = 0; i < 4 && json_is_string(v); i++)
             if (strcmp(json_string_value(v), STATES[i]) == 0) k = i;
         if (k < 0)
-            return pl_fail(err, PL_ERR_REQUEST,
+            return pl__fail(err, PL_ERR_REQUEST,
                            "state_class: one of portable_value, native_workspace_ref, "
                            "native_process_ref, opaque");
         r->state_class = (pl_state_class)k;
@@ -260,7 +260,7 @@ static bool decode(owned_request *o, pl_error *err) {
     if ((v = json_object_get(root, "limits"))) {
         static const char *const lk[] = {"cpu_ms",       "wall_ms",   "memory_mib",
                                          "output_bytes", "processes", NULL};
-        if (!json_is_object(v)) return pl_fail(err, PL_ERR_REQUEST, "limits: must be an object");
+        if (!json_is_object(v)) return pl__fail(err, PL_ERR_REQUEST, "limits: must be an object");
         if (!only_keys(v, lk, "limits", err)) return false;
         uint64_t c = 0, w = 0, m = 0, b = 0, p = 0;
         if (!get_u(v, "cpu_ms", LIM_MS_MAX, &c, err) || !get_u(v, "wall_ms", LIM_MS_MAX, &w, err) ||
@@ -271,16 +271,16 @@ static bool decode(owned_request *o, pl_error *err) {
         r->limits = (pl_limits){(uint32_t)c, (uint32_t)w, (uint32_t)m, b, (uint32_t)p};
     }
     if ((v = json_object_get(root, "network"))) {
-        if (!json_is_boolean(v)) return pl_fail(err, PL_ERR_REQUEST, "network: must be a boolean");
+        if (!json_is_boolean(v)) return pl__fail(err, PL_ERR_REQUEST, "network: must be a boolean");
         r->network = json_is_true(v);
     }
     if ((v = json_object_get(root, "model_risk"))) {
         if (!json_is_boolean(v))
-            return pl_fail(err, PL_ERR_REQUEST, "model_risk: must be a boolean");
+            return pl__fail(err, PL_ERR_REQUEST, "model_risk: must be a boolean");
         r->model_risk = json_is_true(v);
     }
     if ((v = json_object_get(root, "workspace"))) {
-        if (!json_is_string(v)) return pl_fail(err, PL_ERR_REQUEST, "workspace: must be a string");
+        if (!json_is_string(v)) return pl__fail(err, PL_ERR_REQUEST, "workspace: must be a string");
         r->workspace = json_string_value(v);
     }
     return pl_request_validate(r, err);
@@ -290,14 +290,14 @@ static bool decode(owned_request *o, pl_error *err) {
  * contract names. */
 static bool load_error(const json_error_t *je, const char *what, pl_code code, pl_error *err) {
     if (strstr(je->text, "duplicate object key"))
-        return pl_fail(err, code, "%s: duplicate key (%s)", what, je->text);
+        return pl__fail(err, code, "%s: duplicate key (%s)", what, je->text);
     if (strstr(je->text, "end of file expected"))
-        return pl_fail(err, code, "%s: trailing data after the JSON value (line %d)", what,
+        return pl__fail(err, code, "%s: trailing data after the JSON value (line %d)", what,
                        je->line);
-    return pl_fail(err, code, "%s: invalid JSON: %s (line %d)", what, je->text, je->line);
+    return pl__fail(err, code, "%s: invalid JSON: %s (line %d)", what, je->text, je->line);
 }
 
-json_t *pl_json_strict(const char *text, size_t len, const char *what, pl_code code,
+json_t *pl__json_strict(const char *text, size_t len, const char *what, pl_code code,
                        pl_error *err) {
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
@@ -309,14 +309,14 @@ pl_request *pl_request_parse(const char *json, size_t len, pl_error *err) {
     owned_request *o = calloc(1, sizeof *o);
     if (!o || !(o->raw = malloc(len + 1))) {
         free(o);
-        pl_fail(err, PL_ERR_HOST, "out of memory");
+        pl__fail(err, PL_ERR_HOST, "out of memory");
         return NULL;
     }
     memcpy(o->raw, json, len);
     o->raw[len] = 0;
     o->r.raw = o->raw;
     o->r.raw_len = len;
-    o->root = pl_json_strict(json, len, "request", PL_ERR_REQUEST, err);
+    o->root = pl__json_strict(json, len, "request", PL_ERR_REQUEST, err);
     if (!o->root || !decode(o, err)) {
         pl_request_free(&o->r);
         return NULL;
@@ -381,13 +381,13 @@ char *pl_request_json(const pl_request *r, size_t *len) {
     if (ok && r->network) ok = add(o, "network", json_true());
     if (ok && r->workspace) ok = add(o, "workspace", json_string(r->workspace));
     if (ok && r->model_risk) ok = add(o, "model_risk", json_true());
-    char *s = ok ? pl_json_dump(o, len) : NULL;
+    char *s = ok ? pl__json_dump(o, len) : NULL;
     json_decref(prog);
     json_decref(o);
     return s;
 }
 
-const char *pl_request_raw(const pl_request *r, size_t *len, char **owned) {
+const char *pl__request_raw(const pl_request *r, size_t *len, char **owned) {
     *owned = NULL;
     if (r->raw) {
         *len = r->raw_len;
@@ -417,13 +417,13 @@ static bool decode_policy(owned_policy *o, pl_error *err) {
     static const char *const keys[] = {"native",   "network",      "native_unsandboxed",
                                        "writable", "host_network", NULL};
     json_t *root = o->root, *v;
-    if (!json_is_object(root)) return pl_fail(err, PL_ERR_POLICY, "policy: not a JSON object");
+    if (!json_is_object(root)) return pl__fail(err, PL_ERR_POLICY, "policy: not a JSON object");
     const char *k;
     json_object_foreach(root, k, v) {
         bool known = false;
         for (size_t i = 0; keys[i]; i++)
             known = known || strcmp(k, keys[i]) == 0;
-        if (!known) return pl_fail(err, PL_ERR_POLICY, "policy: unknown field \"%.100s\"", k);
+        if (!known) return pl__fail(err, PL_ERR_POLICY, "policy: unknown field \"%.100s\"", k);
     }
     if ((v = json_object_get(root, "native"))) {
         const char *s = json_is_string(v) ? json_string_value(v) : "";
@@ -434,32 +434,32 @@ static bool decode_policy(owned_policy *o, pl_error *err) {
         else if (strcmp(s, "no") == 0)
             o->p.native = PL_NATIVE_NO;
         else
-            return pl_fail(err, PL_ERR_POLICY, "policy.native: \"auto\", \"yes\" or \"no\"");
+            return pl__fail(err, PL_ERR_POLICY, "policy.native: \"auto\", \"yes\" or \"no\"");
     }
     if ((v = json_object_get(root, "network"))) {
-        if (!json_is_boolean(v)) return pl_fail(err, PL_ERR_POLICY, "policy.network: boolean");
+        if (!json_is_boolean(v)) return pl__fail(err, PL_ERR_POLICY, "policy.network: boolean");
         o->p.network_allowed = json_is_true(v);
     }
     if ((v = json_object_get(root, "host_network"))) {
-        if (!json_is_boolean(v)) return pl_fail(err, PL_ERR_POLICY, "policy.host_network: boolean");
+        if (!json_is_boolean(v)) return pl__fail(err, PL_ERR_POLICY, "policy.host_network: boolean");
         o->p.host_network = json_is_true(v);
     }
     if ((v = json_object_get(root, "native_unsandboxed"))) {
         if (!json_is_boolean(v))
-            return pl_fail(err, PL_ERR_POLICY, "policy.native_unsandboxed: boolean");
+            return pl__fail(err, PL_ERR_POLICY, "policy.native_unsandboxed: boolean");
         o->p.native_unsandboxed = json_is_true(v);
     }
     if ((v = json_object_get(root, "writable"))) {
         if (!json_is_array(v))
-            return pl_fail(err, PL_ERR_POLICY, "policy.writable: array of absolute paths");
+            return pl__fail(err, PL_ERR_POLICY, "policy.writable: array of absolute paths");
         size_t n = json_array_size(v);
         o->writable = calloc(n ? n : 1, sizeof *o->writable);
-        if (!o->writable) return pl_fail(err, PL_ERR_HOST, "out of memory");
+        if (!o->writable) return pl__fail(err, PL_ERR_HOST, "out of memory");
         for (size_t i = 0; i < n; i++) {
             json_t *s = json_array_get(v, i);
             if (!json_is_string(s) || json_string_value(s)[0] != '/' ||
                 strstr(json_string_value(s), ".."))
-                return pl_fail(err, PL_ERR_POLICY,
+                return pl__fail(err, PL_ERR_POLICY,
                                "policy.writable[%zu]: an absolute path without \"..\"", i);
             o->writable[i] = json_string_value(s);
         }
@@ -472,10 +472,10 @@ static bool decode_policy(owned_policy *o, pl_error *err) {
 pl_policy *pl_policy_parse(const char *json, size_t len, pl_error *err) {
     owned_policy *o = calloc(1, sizeof *o);
     if (!o) {
-        pl_fail(err, PL_ERR_HOST, "out of memory");
+        pl__fail(err, PL_ERR_HOST, "out of memory");
         return NULL;
     }
-    o->root = pl_json_strict(json, len, "policy", PL_ERR_POLICY, err);
+    o->root = pl__json_strict(json, len, "policy", PL_ERR_POLICY, err);
     if (!o->root || !decode_policy(o, err)) {
         pl_policy_free(&o->p);
         return NULL;

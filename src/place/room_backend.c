@@ -43,7 +43,7 @@ static char *room_input(const pl_request *r, size_t *len) {
         ok = !json_object_set_new(f, r->files[i].path,
                                   json_stringn(r->files[i].text, r->files[i].text_len));
     ok = ok && !json_object_set(o, "args", a) && !json_object_set(o, "files", f);
-    char *s = ok ? pl_json_dump(o, len) : NULL;
+    char *s = ok ? pl__json_dump(o, len) : NULL;
     json_decref(a);
     json_decref(f);
     json_decref(o);
@@ -92,11 +92,11 @@ static bool from_room_text(pl_result *res, const char *text, size_t len, const p
         }
     }
     json_decref(o);
-    if (!ok || !pl_result_finish(res, d)) return false;
+    if (!ok || !pl__result_finish(res, d)) return false;
     /* The room's own bytes, then backend and decision. */
     const char *be = pl_backend_name(d->backend);
     size_t xlen = 0;
-    char *extra = pl_result_extra_text(res, &xlen);
+    char *extra = pl__result_extra_text(res, &xlen);
     size_t cap = len + strlen(be) + strlen(d->identity) + xlen + 64;
     char *j = extra ? malloc(cap) : NULL;
     if (!j || len < 2 || text[len - 1] != '}') {
@@ -127,10 +127,10 @@ static char *room_evidence(const pl_attempt *at, const char *admission, bool fs_
               !json_object_set_new(o, "guest_started", json_boolean(started)) &&
               !json_object_set_new(o, "end", json_string(end));
     if (ok && res->has_limits)
-        ok = !json_object_set_new(o, "limits", pl_limits_json(&res->limits, false));
-    if (ok && res->capped) ok = !json_object_set_new(o, "capped", pl_capped_json(res->capped));
+        ok = !json_object_set_new(o, "limits", pl__limits_json(&res->limits, false));
+    if (ok && res->capped) ok = !json_object_set_new(o, "capped", pl__capped_json(res->capped));
     if (ok && error) ok = !json_object_set_new(o, "error", json_string(error));
-    char *s = ok ? pl_json_dump(o, NULL) : NULL;
+    char *s = ok ? pl__json_dump(o, NULL) : NULL;
     json_decref(o);
     return s;
 }
@@ -149,7 +149,7 @@ static void room_limits(pl_ctx *pc, const pl_limits *asked, pl_limits *applied, 
                         pr_limits *pr) {
     pr_limits ceil;
     pr_host_limits(pc->room, &ceil);
-    pl_limits want = pl_limits_effective(asked);
+    pl_limits want = pl__limits_effective(asked);
     uint64_t mem_mib = ceil.memory_cap / MIB ? ceil.memory_cap / MIB : 1;
     *capped = 0;
     applied->cpu_ms = want.cpu_ms < ceil.cpu_ms ? want.cpu_ms : ceil.cpu_ms;
@@ -194,7 +194,7 @@ static const char *end_of(pl_stop s, pr_kind kind) {
     }
 }
 
-bool pl_room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t raw_len,
+bool pl__room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t raw_len,
                      pl_cancel *cancel, pl_attempt *at, bool *promotable, pl_outcome *outcome,
                      pl_error *err) {
     *promotable = false;
@@ -205,23 +205,23 @@ bool pl_room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t ra
     /* 1. Admission: before any room file system exists, before any guest code. */
     uint32_t unsupported = r->requirements | (r->network ? PL_REQ_NETWORK : 0);
     if (unsupported) {
-        pl_outcome_make(outcome, unsupported, raw, raw_len);
+        pl__outcome_make(outcome, unsupported, raw, raw_len);
         *promotable = true;
         *at->evidence = room_evidence(at, "runtime_unsupported", false, false, "not_started", NULL);
-        pl_result_fail(res, "runtime_unsupported: the room does not provide the required features");
-        return pl_result_finish(res, at->dec) || pl_fail(err, PL_ERR_HOST, "out of memory");
+        pl__result_fail(res, "runtime_unsupported: the room does not provide the required features");
+        return pl__result_finish(res, at->dec) || pl__fail(err, PL_ERR_HOST, "out of memory");
     }
     if (r->stdin_len && r->kind != PL_PROGRAM_RUBY) { /* the Ruby hook passes stdin on */
         *at->evidence = room_evidence(at, "refused", false, false, "not_started",
                                       "stdin is not available in the room");
-        pl_result_fail(res, "stdin is not available to programs in the room");
-        return pl_result_finish(res, at->dec) || pl_fail(err, PL_ERR_HOST, "out of memory");
+        pl__result_fail(res, "stdin is not available to programs in the room");
+        return pl__result_finish(res, at->dec) || pl__fail(err, PL_ERR_HOST, "out of memory");
     }
     if (pl_cancel_triggered(cancel)) {
         *at->evidence = room_evidence(at, "passed", false, false, "cancelled", NULL);
         res->stop = PL_STOP_CANCELLED;
-        pl_result_fail(res, "cancelled");
-        return pl_result_finish(res, at->dec) || pl_fail(err, PL_ERR_HOST, "out of memory");
+        pl__result_fail(res, "cancelled");
+        return pl__result_finish(res, at->dec) || pl__fail(err, PL_ERR_HOST, "out of memory");
     }
     pr_error perr = {0};
     pr_response resp = {0};
@@ -230,9 +230,9 @@ bool pl_room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t ra
         if (!pc->ruby_hook || !pc->ruby_hook->run) {
             *at->evidence = room_evidence(at, "passed", false, false, "not_started",
                                           "ruby program kind unavailable in the room");
-            pl_result_fail(res, "ruby program kind unavailable in the room (no Ruby runtime "
+            pl__result_fail(res, "ruby program kind unavailable in the room (no Ruby runtime "
                                 "is installed in this room host)");
-            return pl_result_finish(res, at->dec) || pl_fail(err, PL_ERR_HOST, "out of memory");
+            return pl__result_finish(res, at->dec) || pl__fail(err, PL_ERR_HOST, "out of memory");
         }
         have = pc->ruby_hook->run(pc->ruby_hook->ud, pc->room, r->program, strlen(r->program),
                                   r->files, r->nfiles, r->stdin_data, r->stdin_len, &res->limits,
@@ -241,14 +241,14 @@ bool pl_room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t ra
     } else {
         uint8_t *mod = NULL;
         size_t n = 0;
-        if (!pl_read_file(r->program, PL_ROOM_MODULE_MAX, &mod, &n)) {
+        if (!pl__read_file(r->program, PL_ROOM_MODULE_MAX, &mod, &n)) {
             *at->evidence =
                 room_evidence(at, "passed", false, false, "not_started", "cannot read the module");
-            pl_result_fail(res, "cannot read the WebAssembly module");
-            return pl_result_finish(res, at->dec) || pl_fail(err, PL_ERR_HOST, "out of memory");
+            pl__result_fail(res, "cannot read the WebAssembly module");
+            return pl__result_finish(res, at->dec) || pl__fail(err, PL_ERR_HOST, "out of memory");
         }
         char digest[PL_DIGEST_LEN];
-        pl_sha256_tag(mod, n, digest);
+        pl__sha256_tag(mod, n, digest);
         char *prog = b64(mod, n);
         free(mod);
         size_t in_len = 0;
@@ -256,7 +256,7 @@ bool pl_room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t ra
         if (!prog || !input) {
             free(prog);
             free(input);
-            return pl_fail(err, PL_ERR_HOST, "out of memory");
+            return pl__fail(err, PL_ERR_HOST, "out of memory");
         }
         pr_request q = {
             {"LOADER", 6}, {"place", 5}, {digest + 7, 64}, {prog, strlen(prog)}, {input, in_len}};
@@ -270,18 +270,18 @@ bool pl_room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t ra
         res->stop = stop_of(resp.stop); /* the output limit: a result with the room's text */
         bool ok = from_room_text(res, resp.output, resp.output_len, at->dec);
         pr_response_clear(&resp);
-        if (!ok) return pl_fail(err, PL_ERR_HOST, "out of memory reading the room's result");
+        if (!ok) return pl__fail(err, PL_ERR_HOST, "out of memory reading the room's result");
         *at->evidence = room_evidence(at, "passed", true, ran, end_of(res->stop, PR_KIND_NONE),
                                       res->stop ? res->error : NULL);
-        return *at->evidence || pl_fail(err, PL_ERR_HOST, "out of memory");
+        return *at->evidence || pl__fail(err, PL_ERR_HOST, "out of memory");
     }
     /* A contract exception: the room's exact message is the error; a cancel is the
      * typed "cancelled" (the room's text stays in the evidence). */
     res->stop = perr.kind == PR_KIND_RUN_FAILED ? stop_of(perr.stop) : PL_STOP_NONE;
-    pl_result_fail(res, res->stop == PL_STOP_CANCELLED ? "cancelled" : perr.message);
+    pl__result_fail(res, res->stop == PL_STOP_CANCELLED ? "cancelled" : perr.message);
     /* conservative: only a contract violation proves the guest never started */
     bool maybe_started = ran && perr.kind != PR_KIND_VIOLATION;
     *at->evidence = room_evidence(at, "passed", true, maybe_started, end_of(res->stop, perr.kind),
                                   perr.message);
-    return pl_result_finish(res, at->dec) || pl_fail(err, PL_ERR_HOST, "out of memory");
+    return pl__result_finish(res, at->dec) || pl__fail(err, PL_ERR_HOST, "out of memory");
 }

@@ -30,7 +30,7 @@ pl_ctx *pl_new(const pl_config *cfg, pl_error *err) {
     if (!cfg) cfg = &none;
     pl_ctx *pc = calloc(1, sizeof *pc);
     if (!pc) {
-        pl_fail(err, PL_ERR_HOST, "out of memory");
+        pl__fail(err, PL_ERR_HOST, "out of memory");
         return NULL;
     }
     pthread_mutex_init(&pc->mu, NULL);
@@ -58,16 +58,16 @@ pl_ctx *pl_new(const pl_config *cfg, pl_error *err) {
         pc->own_room = true;
         if (!pc->room) {
             pl_free(pc);
-            pl_fail(err, PL_ERR_HOST, "room host: %s", pe.message);
+            pl__fail(err, PL_ERR_HOST, "room host: %s", pe.message);
             return NULL;
         }
     }
     if (!ok) {
         pl_free(pc);
-        pl_fail(err, PL_ERR_HOST, "out of memory");
+        pl__fail(err, PL_ERR_HOST, "out of memory");
         return NULL;
     }
-    pl_reclaim_stale(pc); /* what runs of dead processes left behind */
+    pl__reclaim_stale(pc); /* what runs of dead processes left behind */
     return pc;
 }
 
@@ -92,9 +92,9 @@ void pl_report_clear(pl_report *rep) {
     if (!rep) return;
     for (size_t i = 0; i < rep->nevidence; i++)
         free(rep->evidence[i]);
-    pl_result_clear(&rep->result);
+    pl__result_clear(&rep->result);
     memset(rep, 0, sizeof *rep);
-    pl_result_init(&rep->result);
+    pl__result_init(&rep->result);
 }
 
 static void execution_id(char out[40]) {
@@ -114,38 +114,38 @@ static bool attempt(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_ca
                     bool *promotable, pl_outcome *outcome, pl_error *err) {
     char xid[40];
     execution_id(xid);
-    pl_result_clear(&rep->result);
+    pl__result_clear(&rep->result);
     pl_attempt at = {&rep->result, &rep->evidence[rep->nevidence], d, xid};
     bool ok;
     *promotable = false;
     if (d->backend == PL_BACKEND_WASM_ROOM)
-        ok = pl_room_attempt(pc, r, raw, raw_len, cancel, &at, promotable, outcome, err);
+        ok = pl__room_attempt(pc, r, raw, raw_len, cancel, &at, promotable, outcome, err);
     else
-        ok = pl_native_attempt(pc, r, pol, cancel, &at, err);
+        ok = pl__native_attempt(pc, r, pol, cancel, &at, err);
     if (rep->evidence[rep->nevidence]) rep->nevidence++;
     return ok;
 }
 
-bool pl_promotion_allowed(const pl_decision *parent, bool typed, const pl_outcome *o,
+bool pl__promotion_allowed(const pl_decision *parent, bool typed, const pl_outcome *o,
                           const char *raw, size_t raw_len, bool native_ok, pl_error *why) {
     if (!parent->selected || parent->backend != PL_BACKEND_WASM_ROOM ||
         parent->parent_decision_id[0])
-        return pl_fail(why, PL_ERR_OUTCOME,
+        return pl__fail(why, PL_ERR_OUTCOME,
                        "the parent decision is not an initial wasm_room decision");
-    if (!typed) return pl_fail(why, PL_ERR_OUTCOME, "no typed runtime_unsupported outcome");
+    if (!typed) return pl__fail(why, PL_ERR_OUTCOME, "no typed runtime_unsupported outcome");
     /* The typed value crosses a strict codec: what is validated is what was encoded. */
     size_t n = 0;
     char *j = pl_outcome_json(o, &n);
-    if (!j) return pl_fail(why, PL_ERR_HOST, "out of memory");
+    if (!j) return pl__fail(why, PL_ERR_HOST, "out of memory");
     pl_outcome back;
     bool ok = pl_outcome_decode(j, n, &back, why) && pl_outcome_validate(&back, raw, raw_len, why);
     free(j);
     if (!ok) return false;
-    if (!native_ok) return pl_fail(why, PL_ERR_NATIVE, "native is unavailable");
+    if (!native_ok) return pl__fail(why, PL_ERR_NATIVE, "native is unavailable");
     return true;
 }
 
-void pl_child_decision(const pl_decision *parent, bool unsandboxed, pl_decision *child) {
+void pl__child_decision(const pl_decision *parent, bool unsandboxed, pl_decision *child) {
     memset(child, 0, sizeof *child);
     child->selected = true;
     child->backend = PL_BACKEND_NATIVE_SANDBOX;
@@ -160,16 +160,16 @@ void pl_child_decision(const pl_decision *parent, bool unsandboxed, pl_decision 
 bool pl_run(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_cancel *cancel,
             pl_report *out, pl_error *err) {
     memset(out, 0, sizeof *out);
-    pl_result_init(&out->result);
+    pl__result_init(&out->result);
     pl_policy none = {0};
     if (!pol) pol = &none;
-    if (!pc) return pl_fail(err, PL_ERR_HOST, "no placement context");
+    if (!pc) return pl__fail(err, PL_ERR_HOST, "no placement context");
     if (!pl_request_validate(r, err)) return false;
     size_t raw_len;
     char *owned;
-    const char *raw = pl_request_raw(r, &raw_len, &owned);
-    if (!raw) return pl_fail(err, PL_ERR_HOST, "out of memory");
-    bool ok = pl_decide_l1(pc, r, pol, raw, raw_len, &out->decisions[0], err);
+    const char *raw = pl__request_raw(r, &raw_len, &owned);
+    if (!raw) return pl__fail(err, PL_ERR_HOST, "out of memory");
+    bool ok = pl__decide_l1(pc, r, pol, raw, raw_len, &out->decisions[0], err);
     if (!ok) goto done;
     out->ndecisions = 1;
     const pl_decision *d = &out->decisions[0];
@@ -181,8 +181,8 @@ bool pl_run(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_cancel *ca
                  "native_unavailable: the request needs the native sandbox (%s), "
                  "which is unavailable: %s",
                  pl_reason_name(d->reason), why);
-        ok = (pl_result_fail(&out->result, msg) && pl_result_finish(&out->result, d)) ||
-             pl_fail(err, PL_ERR_HOST, "out of memory");
+        ok = (pl__result_fail(&out->result, msg) && pl__result_finish(&out->result, d)) ||
+             pl__fail(err, PL_ERR_HOST, "out of memory");
         goto done;
     }
     bool promotable = false;
@@ -194,8 +194,8 @@ bool pl_run(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_cancel *ca
     bool sandbox_ok = pol->native != PL_NATIVE_NO && pl_native_available(pc, NULL, 0);
     bool native_ok = sandbox_ok || (pol->native != PL_NATIVE_NO && pol->native_unsandboxed);
     pl_error why;
-    if (!pl_promotion_allowed(d, true, &oc, raw, raw_len, native_ok, &why)) goto done;
-    pl_child_decision(d, !sandbox_ok, &out->decisions[1]);
+    if (!pl__promotion_allowed(d, true, &oc, raw, raw_len, native_ok, &why)) goto done;
+    pl__child_decision(d, !sandbox_ok, &out->decisions[1]);
     out->ndecisions = 2;
     ok = attempt(pc, r, pol, cancel, raw, raw_len, out, &out->decisions[1], &promotable, &oc, err);
 done:

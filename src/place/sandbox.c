@@ -151,7 +151,7 @@ static int chmod_dirs(const char *p, const struct stat *st, int flag, struct FTW
     return 0;
 }
 
-bool pl_remove_tree(const char *dir) {
+bool pl__remove_tree(const char *dir) {
     if (geteuid() != 0) nftw(dir, chmod_dirs, 32, FTW_PHYS);
     nftw(dir, rm_one, 32, FTW_DEPTH | FTW_PHYS);
     struct stat st;
@@ -233,7 +233,7 @@ static void walk(int dfd, char *guest, size_t glen, collect *c, int depth) {
             continue;
         }
         buf[sz] = 0;
-        if (!pl_utf8_valid(buf, sz)) {
+        if (!pl__utf8_valid(buf, sz)) {
             free(buf);
             snprintf(c->bad_path, sizeof c->bad_path, "%s", guest);
             c->fail = "隔离运行失败：500：输出文件不是有效 UTF-8：";
@@ -363,7 +363,7 @@ typedef struct spawn_plan {
     int idmap_fd;        /* >= 0: the paths below are idmapped first (idmap.c) */
     const char *const *idmap_paths;   /* host directories ... */
     const char *const *idmap_targets; /* ... mounted here (empty dirs in the scratch dir) */
-    const char *const *reach_src, *const *reach_dst; /* pl_reach_apply */
+    const char *const *reach_src, *const *reach_dst; /* pl__reach_apply */
     size_t nreach;
     size_t nidmap;
     bool switch_ids;
@@ -395,14 +395,14 @@ static pid_t spawn(const spawn_plan *p) {
         close(fd);
     }
     if (p->idmap_fd >= 0) {
-        int e = pl_idmap_apply(p->idmap_fd, p->idmap_paths, p->idmap_targets, p->nidmap);
+        int e = pl__idmap_apply(p->idmap_fd, p->idmap_paths, p->idmap_targets, p->nidmap);
         if (e) {
             errno = e;
             child_fail(sfd, ST_IDMAP);
         }
     }
     if (p->nreach) {
-        int e = pl_reach_apply(p->idmap_fd >= 0, p->reach_src, p->reach_dst, p->nreach);
+        int e = pl__reach_apply(p->idmap_fd >= 0, p->reach_src, p->reach_dst, p->nreach);
         if (e) {
             errno = e;
             child_fail(sfd, ST_REACH);
@@ -563,7 +563,7 @@ static char *native_evidence(const native_ctx *n, const char *sandbox, const cha
          !json_object_set_new(pk, "max_rss_kib", json_integer(max_rss_kib)) &&
          !json_object_set_new(pk, "memory_bytes", json_integer((json_int_t)mem_peak)) &&
          !json_object_set(o, "peaks", pk);
-    char *s = ok ? pl_json_dump(o, NULL) : NULL;
+    char *s = ok ? pl__json_dump(o, NULL) : NULL;
     json_decref(pk);
     json_decref(o);
     return s;
@@ -601,7 +601,7 @@ static bool layout(native_ctx *n, const char *scr, uid_t uid, gid_t gid, bool ch
     } else if (r->kind == PL_PROGRAM_WASM) {
         uint8_t *b;
         size_t len;
-        if (!pl_read_file(r->program, (size_t)1 << 30, &b, &len)) {
+        if (!pl__read_file(r->program, (size_t)1 << 30, &b, &len)) {
             snprintf(why, whylen, "cannot read the WebAssembly module %.300s", r->program);
             return false;
         }
@@ -635,7 +635,7 @@ static bool layout(native_ctx *n, const char *scr, uid_t uid, gid_t gid, bool ch
 }
 
 /* Host paths the sandbox binds without an idmapped view, made reachable for a run with
- * a uid of its own (pl_reach_apply): each gets a mount point (a directory or an empty
+ * a uid of its own (pl__reach_apply): each gets a mount point (a directory or an empty
  * file owned by the run's uid) in the scratch directory. No set: paths pass through. */
 #define PL_REACH_MAX (PL_IDMAP_MAX + 12)
 typedef struct reach_set {
@@ -701,7 +701,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
     pl_ctx *pc = n->pc;
     const pl_request *r = n->r;
     pl_result *res = n->res;
-    pl_limits lim = pl_limits_effective(&r->limits);
+    pl_limits lim = pl__limits_effective(&r->limits);
     bool network = r->network && n->pol && n->pol->network_allowed;
     /* a namespace of its own connected by pasta, unless the policy explicitly shares
      * the host's (or the run is unsandboxed, which has no namespaces at all) */
@@ -723,7 +723,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
         if (ws) {
             struct stat st;
             if (stat(r->workspace, &st) != 0 || !S_ISDIR(st.st_mode)) {
-                pl_result_fail(res, "workspace: not a directory");
+                pl__result_fail(res, "workspace: not a directory");
                 if (n->evidence) *n->evidence = NULL;
                 return true;
             }
@@ -751,15 +751,15 @@ static bool run_native(native_ctx *n, pl_error *err) {
     bool switch_ids = root;
     struct stat rs;
     if (switch_ids && stat(pc->scratch_root, &rs) == 0 && !(rs.st_mode & S_IXOTH))
-        return pl_fail(err, PL_ERR_HOST,
+        return pl__fail(err, PL_ERR_HOST,
                        "scratch directory %s cannot be entered by other users (mode %03o); "
                        "use mode 0711 or 0755: the sandbox runs as its own uid",
                        pc->scratch_root, (unsigned)(rs.st_mode & 0777));
     char scr[PATH_MAX];
     /* the owner's pid in the name: a later context reclaims it if this process dies
-     * before cleanup (pl_reclaim_stale) */
+     * before cleanup (pl__reclaim_stale) */
     snprintf(scr, sizeof scr, "%s/peri-sbx-%d-XXXXXX", pc->scratch_root, (int)getpid());
-    if (!mkdtemp(scr)) return pl_fail(err, PL_ERR_HOST, "scratch directory: %s", strerror(errno));
+    if (!mkdtemp(scr)) return pl__fail(err, PL_ERR_HOST, "scratch directory: %s", strerror(errno));
     chmod(scr, 0711);
     const char *prog_name = NULL;
     pl_cgroup cg = {.cpu_fd = -1};
@@ -770,7 +770,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
     int info_p[2] = {-1, -1}, blk_p[2] = {-1, -1}; /* bwrap --info-fd / --block-fd (pasta) */
     int idmap_fd = -1;
     pl_net net;
-    pl_net_init(&net);
+    pl__net_init(&net);
     int pidfd = -1;
     pid_t child = -1;
     end_kind end = END_EXITED;
@@ -799,7 +799,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
     snprintf(cgname, sizeof cgname, "peri-%d-%u", (int)getpid(), seq);
     pl_limits cglim = lim;
     if (use_pasta) cglim.processes += 2; /* pasta and its short-lived helper */
-    pl_cg_create(pc, cgname, &cglim, &cg);
+    pl__cg_create(pc, cgname, &cglim, &cg);
     if (switch_ids && uid == 0) { /* an invariant: the tree never runs as host uid 0 */
         snprintf(why, sizeof why, "refusing to run the sandbox as host uid 0");
         failed_setup = true;
@@ -815,12 +815,12 @@ static bool run_native(native_ctx *n, pl_error *err) {
         goto cleanup;
     }
     if (nidmap && !(switch_ids &&
-                    (idmap_fd = pl_idmap_userns(0, uid, idmap_gid, gid, why, sizeof why)) >= 0)) {
+                    (idmap_fd = pl__idmap_userns(0, uid, idmap_gid, gid, why, sizeof why)) >= 0)) {
         failed_setup = true;
         goto cleanup;
     }
     /* The idmapped views are mounted on empty directories of the scratch directory, in
-     * the child's private mount namespace only (the host, and pl_remove_tree, only ever
+     * the child's private mount namespace only (the host, and pl__remove_tree, only ever
      * see the empty directories): the run's uid reaches them there even when a parent of
      * the workspace is closed to it (a 0700 directory of root's). */
     for (size_t i = 0; i < nidmap; i++) {
@@ -873,7 +873,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
             sv_add(&argv, cmd.v[i]);
     } else {
         size_t bl;
-        const unsigned char *bpf = pl_seccomp_bpf(pc, network, &bl);
+        const unsigned char *bpf = pl__seccomp_bpf(pc, network, &bl);
         if (!bpf || pipe2(bpf_p, O_CLOEXEC) != 0 || write(bpf_p[1], bpf, bl) != (ssize_t)bl) {
             sv_free(&cmd);
             snprintf(why, sizeof why, "cannot build the seccomp filter");
@@ -960,7 +960,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
             for (size_t i = 0; i < (use_pasta ? 4u : 5u); i++)
                 add_etc(&argv, net[i]);
             if (use_pasta) {
-                const char *rc = pl_net_resolv_conf();
+                const char *rc = pl__net_resolv_conf();
                 snprintf(p, sizeof p, "%s/resolv.conf", scr);
                 if (!write_all_file(p, rc, strlen(rc), 0644)) {
                     snprintf(why, sizeof why, "cannot write resolv.conf: %s", strerror(errno));
@@ -1034,7 +1034,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
             sv_add(&argv, ws_from);
             sv_add(&argv, r->workspace);
             /* the agent's control files stay read-only (masks.c) */
-            if (!pl_masks_add(&masks, scr, r->workspace, ws_from, sv_add_cb, &argv, why,
+            if (!pl__masks_add(&masks, scr, r->workspace, ws_from, sv_add_cb, &argv, why,
                               sizeof why)) {
                 failed_setup = true;
                 goto cleanup;
@@ -1113,7 +1113,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
         .uid = uid,
         .gid = gid,
     };
-    sp.nprocs = pl_cg_procs_paths(&cg, sp.procs);
+    sp.nprocs = pl__cg_procs_paths(&cg, sp.procs);
     rlim_t cpu_s = (lim.cpu_ms + 999) / 1000 + 1;
     sp.rl_cpu = (struct rlimit){cpu_s, cpu_s + 1};
     rlim_t as = ((rlim_t)lim.memory_mib << 20) + ((rlim_t)64 << 20);
@@ -1165,11 +1165,11 @@ static bool run_native(native_ctx *n, pl_error *err) {
     if (use_pasta) {
         /* connect the sandbox's network namespace, then let the command start; a cancel
          * or the wall limit meanwhile is handled by the loop below like any other */
-        pid_t target = pl_net_read_child_pid(info_p[0], t0 + lim.wall_ms, cfd);
+        pid_t target = pl__net_read_child_pid(info_p[0], t0 + lim.wall_ms, cfd);
         int w = 0;
         if (target > 0)
-            w = pl_net_start(pc, &net, target, &cg, root, uid, gid, scr, why, sizeof why)
-                    ? pl_net_wait(&net, t0 + lim.wall_ms, cfd, why, sizeof why)
+            w = pl__net_start(pc, &net, target, &cg, root, uid, gid, scr, why, sizeof why)
+                    ? pl__net_wait(&net, t0 + lim.wall_ms, cfd, why, sizeof why)
                     : -1;
         if (w == 1 && write(blk_p[1], "x", 1) != 1) {
             snprintf(why, sizeof why, "network: cannot release the command: %s", strerror(errno));
@@ -1178,8 +1178,8 @@ static bool run_native(native_ctx *n, pl_error *err) {
         if (w == -1) { /* the command never ran: end the tree, report the setup failure */
             net_failed = killed = true;
             kill_by = now_ms() + 300;
-            pl_net_stop(&net);
-            if (!cg.mode || pl_cg_signal_all(&cg, child) <= 0) kill(child, SIGKILL);
+            pl__net_stop(&net);
+            if (!cg.mode || pl__cg_signal_all(&cg, child) <= 0) kill(child, SIGKILL);
         }
     }
     fcntl(out_p[0], F_SETFL, O_NONBLOCK);
@@ -1194,7 +1194,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
 
     bool out_open = true, err_open = true;
     int64_t wall_end = t0 + lim.wall_ms, drain_end = 0;
-    bool use_cpu = pl_cg_has_cpu(&cg);
+    bool use_cpu = pl__cg_has_cpu(&cg);
     while (out_open || err_open || !reaped) {
         struct pollfd fds[5];
         int nf = 0, i_out = -1, i_err = -1, i_in = -1, i_pid = -1, i_can = -1;
@@ -1232,7 +1232,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
                 stop = END_OUTPUT;
             else if (pl_cancel_triggered(n->cancel))
                 stop = END_CANCELLED;
-            else if (use_cpu && pl_cg_cpu_ns(&cg) >= (uint64_t)lim.cpu_ms * 1000000u)
+            else if (use_cpu && pl__cg_cpu_ns(&cg) >= (uint64_t)lim.cpu_ms * 1000000u)
                 stop = END_CPU;
             else if (now_ms() >= wall_end && !reaped)
                 stop = END_WALL;
@@ -1242,11 +1242,11 @@ static bool run_native(native_ctx *n, pl_error *err) {
                 end = stop;
                 killed = true;
                 kill_by = now_ms() + 300;
-                pl_net_stop(&net);
-                if (!cg.mode || pl_cg_signal_all(&cg, child) <= 0) kill(child, SIGKILL);
+                pl__net_stop(&net);
+                if (!cg.mode || pl__cg_signal_all(&cg, child) <= 0) kill(child, SIGKILL);
             }
         } else if (!reaped) {
-            if (cg.mode) pl_cg_signal_all(&cg, child);
+            if (cg.mode) pl__cg_signal_all(&cg, child);
             if (now_ms() >= kill_by) kill(child, SIGKILL);
         }
         if (!reaped) {
@@ -1255,22 +1255,22 @@ static bool run_native(native_ctx *n, pl_error *err) {
             if (w < 0 && errno == ECHILD) {
                 /* the application ignores SIGCHLD: the kernel reaped it, status lost */
                 reaped = true;
-                if (cg.mode && !pl_cg_empty(&cg)) pl_cg_kill_all(&cg);
+                if (cg.mode && !pl__cg_empty(&cg)) pl__cg_kill_all(&cg);
             } else if (w == child) {
                 reaped = true;
-                pl_net_stop(&net); /* the namespace's last process is gone */
+                pl__net_stop(&net); /* the namespace's last process is gone */
                 if (WIFEXITED(st))
                     exit_code = WEXITSTATUS(st);
                 else if (WIFSIGNALED(st)) {
                     exit_code = 128 + WTERMSIG(st);
                     if (!killed) end = END_SIGNALED;
                 }
-                if (cg.mode && !pl_cg_empty(&cg)) pl_cg_kill_all(&cg);
+                if (cg.mode && !pl__cg_empty(&cg)) pl__cg_kill_all(&cg);
             }
         }
         if (drain_end && now_ms() >= drain_end) {
             /* a process kept the pipes open after the run ended: end it */
-            if (cg.mode) pl_cg_kill_all(&cg);
+            if (cg.mode) pl__cg_kill_all(&cg);
             break;
         }
     }
@@ -1281,7 +1281,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
     }
 
 cleanup:;
-    pl_net_stop(&net);
+    pl__net_stop(&net);
     if (net_failed) { /* the command never ran */
         failed_setup = true;
         exit_code = -1;
@@ -1291,10 +1291,10 @@ cleanup:;
     uint64_t mem_peak = 0, cpu_ns = 0;
     bool oom = false;
     if (cg.mode) {
-        tree_gone = reaped && (pl_cg_empty(&cg) || pl_cg_kill_all(&cg));
-        cpu_ns = pl_cg_cpu_ns(&cg);
-        pl_cg_peaks(&cg, &mem_peak, &oom);
-        cg_removed = pl_cg_remove(&cg);
+        tree_gone = reaped && (pl__cg_empty(&cg) || pl__cg_kill_all(&cg));
+        cpu_ns = pl__cg_cpu_ns(&cg);
+        pl__cg_peaks(&cg, &mem_peak, &oom);
+        cg_removed = pl__cg_remove(&cg);
     }
     if (!cpu_ns)
         cpu_ns = ((uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
@@ -1308,10 +1308,10 @@ cleanup:;
                           st_p[0],  st_p[1],  info_p[0], info_p[1], blk_p[0], blk_p[1], idmap_fd};
     for (size_t i = 0; i < sizeof fds_to_close / sizeof *fds_to_close; i++)
         if (fds_to_close[i] >= 0) close(fds_to_close[i]);
-    pl_masks_cleanup(&masks);
+    pl__masks_cleanup(&masks);
     free(reach_p);
     if (!failed_setup) file_err = collect_files(root_dir, res);
-    bool scratch_removed = pl_remove_tree(scr);
+    bool scratch_removed = pl__remove_tree(scr);
     sv_free(&argv);
     sv_free(&envp);
 
@@ -1322,8 +1322,8 @@ cleanup:;
         (exit_code == 128 + SIGXCPU || exit_code == 128 + SIGKILL) &&
         cpu_ns >= (uint64_t)lim.cpu_ms * 1000000u)
         end = END_CPU;
-    res->stdout_text = pl_utf8_lenient(io.buf[0] ? io.buf[0] : "", io.len[0], &res->stdout_len);
-    res->stderr_text = pl_utf8_lenient(io.buf[1] ? io.buf[1] : "", io.len[1], &res->stderr_len);
+    res->stdout_text = pl__utf8_lenient(io.buf[0] ? io.buf[0] : "", io.len[0], &res->stdout_len);
+    res->stderr_text = pl__utf8_lenient(io.buf[1] ? io.buf[1] : "", io.len[1], &res->stderr_len);
     free(io.buf[0]);
     free(io.buf[1]);
     res->exit_code = exit_code;
@@ -1358,8 +1358,8 @@ cleanup:;
                 : end == END_CANCELLED ? PL_STOP_CANCELLED
                                        : PL_STOP_NONE;
     if (failed_setup) res->stop = PL_STOP_NONE;
-    if (msg[0] && !(res->error = strdup(msg))) return pl_fail(err, PL_ERR_HOST, "out of memory");
-    if (!res->stdout_text || !res->stderr_text) return pl_fail(err, PL_ERR_HOST, "out of memory");
+    if (msg[0] && !(res->error = strdup(msg))) return pl__fail(err, PL_ERR_HOST, "out of memory");
+    if (!res->stdout_text || !res->stderr_text) return pl__fail(err, PL_ERR_HOST, "out of memory");
     if (n->evidence)
         *n->evidence = native_evidence(n, n->unsandboxed ? "none" : "bubblewrap",
                                        !network     ? "none"
@@ -1371,7 +1371,7 @@ cleanup:;
     return true;
 }
 
-bool pl_native_attempt(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_cancel *cancel,
+bool pl__native_attempt(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_cancel *cancel,
                        pl_attempt *at, pl_error *err) {
     native_ctx n = {pc,
                     r,
@@ -1383,7 +1383,7 @@ bool pl_native_attempt(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl
                     at->res,
                     at->evidence};
     if (!run_native(&n, err)) return false;
-    return pl_result_finish(at->res, at->dec) || pl_fail(err, PL_ERR_HOST, "out of memory");
+    return pl__result_finish(at->res, at->dec) || pl__fail(err, PL_ERR_HOST, "out of memory");
 }
 
 bool pl_native_available(pl_ctx *pc, char *why, size_t why_len) {
@@ -1397,7 +1397,7 @@ bool pl_native_available(pl_ctx *pc, char *why, size_t why_len) {
         } else {
             pl_request q = {.run_id = "probe", .kind = PL_PROGRAM_SHELL, .program = "exit 0"};
             pl_result res;
-            pl_result_init(&res);
+            pl__result_init(&res);
             pl_error e = {0};
             native_ctx n = {pc, &q, NULL, NULL, false, "", "probe", &res, NULL};
             if (!run_native(&n, &e))
@@ -1406,7 +1406,7 @@ bool pl_native_available(pl_ctx *pc, char *why, size_t why_len) {
                 snprintf(msg, sizeof msg,
                          "the sandbox does not start (user namespaces?): exit %d: %.150s",
                          res.exit_code, res.error ? res.error : res.stderr_text);
-            pl_result_clear(&res);
+            pl__result_clear(&res);
         }
         pthread_mutex_lock(&pc->mu);
         pc->probe = msg[0] ? -1 : 1;

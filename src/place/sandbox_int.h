@@ -17,29 +17,29 @@ typedef struct pl_cgroup {
     int cpu_fd;
 } pl_cgroup;
 
-bool pl_cg_create(pl_ctx *pc, const char *name, const pl_limits *lim, pl_cgroup *cg);
-size_t pl_cg_procs_paths(const pl_cgroup *cg, char paths[3][PL_CG_PATH + 16]);
-uint64_t pl_cg_cpu_ns(pl_cgroup *cg);
-bool pl_cg_has_cpu(const pl_cgroup *cg);
-void pl_cg_peaks(pl_cgroup *cg, uint64_t *mem_peak, bool *oom);
-int pl_cg_signal_all(pl_cgroup *cg, pid_t spare);
-bool pl_cg_kill_all(pl_cgroup *cg);
-bool pl_cg_empty(pl_cgroup *cg);
-bool pl_cg_remove(pl_cgroup *cg);
+bool pl__cg_create(pl_ctx *pc, const char *name, const pl_limits *lim, pl_cgroup *cg);
+size_t pl__cg_procs_paths(const pl_cgroup *cg, char paths[3][PL_CG_PATH + 16]);
+uint64_t pl__cg_cpu_ns(pl_cgroup *cg);
+bool pl__cg_has_cpu(const pl_cgroup *cg);
+void pl__cg_peaks(pl_cgroup *cg, uint64_t *mem_peak, bool *oom);
+int pl__cg_signal_all(pl_cgroup *cg, pid_t spare);
+bool pl__cg_kill_all(pl_cgroup *cg);
+bool pl__cg_empty(pl_cgroup *cg);
+bool pl__cg_remove(pl_cgroup *cg);
 
 /* The seccomp program (BPF bytes) for network off (0) or on (1), built once per ctx.
  * Returns a pointer into the ctx (valid for its lifetime) or NULL. */
-const unsigned char *pl_seccomp_bpf(pl_ctx *pc, bool network, size_t *len);
+const unsigned char *pl__seccomp_bpf(pl_ctx *pc, bool network, size_t *len);
 
 /* Removes a directory tree (no symlink followed); true when it is gone. */
-bool pl_remove_tree(const char *dir);
+bool pl__remove_tree(const char *dir);
 /* Reclaims what runs of dead processes left: scratch directories peri-sbx-<pid>-* under
  * the scratch root and cgroup leaves peri-<pid>-* under our own cgroups, only when
  * <pid> is gone (kill(pid, 0) says ESRCH); a live process's are never touched. */
-void pl_reclaim_stale(pl_ctx *pc);
+void pl__reclaim_stale(pl_ctx *pc);
 /* True when name is "<prefix><pid>-..." and <pid> is not a live process. */
-bool pl_owner_dead(const char *name, const char *prefix);
-void pl_cg_reclaim(pl_ctx *pc);
+bool pl__owner_dead(const char *name, const char *prefix);
+void pl__cg_reclaim(pl_ctx *pc);
 
 /* netns.c: pasta for a network-on sandbox (see the file's header). */
 #define PL_NET_DNS "169.254.1.1" /* the guest's resolver, forwarded to the host's */
@@ -50,37 +50,37 @@ typedef struct pl_net {
     int log_fd;   /* pasta's stderr, a file in the scratch directory */
     char log_path[4096];
 } pl_net;
-void pl_net_init(pl_net *net);
+void pl__net_init(pl_net *net);
 /* The sandbox's PID 1 (host pid) from bubblewrap's --info-fd; 0 on EOF without one, at
  * the deadline (CLOCK_MONOTONIC ms) or when cancel_fd (-1: none) becomes readable. */
-pid_t pl_net_read_child_pid(int info_fd, int64_t deadline, int cancel_fd);
+pid_t pl__net_read_child_pid(int info_fd, int64_t deadline, int cancel_fd);
 /* Starts pasta on the network namespace of `target`, as uid/gid when root, in cg.
  * false with why when it cannot start. */
-bool pl_net_start(pl_ctx *pc, pl_net *net, pid_t target, const pl_cgroup *cg, bool root, uid_t uid,
+bool pl__net_start(pl_ctx *pc, pl_net *net, pid_t target, const pl_cgroup *cg, bool root, uid_t uid,
                   gid_t gid, const char *scr, char *why, size_t whylen);
 /* 1 ready, 0 deadline or cancel, -1 pasta failed (why says what it reported). */
-int pl_net_wait(pl_net *net, int64_t deadline, int cancel_fd, char *why, size_t whylen);
+int pl__net_wait(pl_net *net, int64_t deadline, int cancel_fd, char *why, size_t whylen);
 /* Kills and reaps pasta; closes the fds. Idempotent. */
-void pl_net_stop(pl_net *net);
+void pl__net_stop(pl_net *net);
 /* The sandbox's /etc/resolv.conf. */
-const char *pl_net_resolv_conf(void);
+const char *pl__net_resolv_conf(void);
 
 /* idmap.c: the workspace of a root caller's run, owned by root, seen through an
  * idmapped mount (see the file's header). */
 /* A user namespace fd whose map sends host uid `owner` to `to` and gid `owner_gid` to
  * `to_gid` (for MOUNT_ATTR_IDMAP); -1 with why. */
-int pl_idmap_userns(uid_t owner, uid_t to, gid_t owner_gid, gid_t to_gid, char *why, size_t whylen);
+int pl__idmap_userns(uid_t owner, uid_t to, gid_t owner_gid, gid_t to_gid, char *why, size_t whylen);
 /* In the calling (forked, single-threaded, privileged) child: a private mount namespace
  * in which an idmapped clone of each paths[i] is mounted on targets[i] (an empty
  * directory). Async-signal-safe; 0 or the failing errno. */
-int pl_idmap_apply(int userns_fd, const char *const *paths, const char *const *targets, size_t n);
-/* In the same child, after pl_idmap_apply (ns_ready) or alone: binds each src onto its
+int pl__idmap_apply(int userns_fd, const char *const *paths, const char *const *targets, size_t n);
+/* In the same child, after pl__idmap_apply (ns_ready) or alone: binds each src onto its
  * dst (a mount point in the scratch directory that the run's uid can reach) in the
  * child's private mount namespace, for host paths without an idmapped view whose
  * parents may be closed to the run's uid (the native runner below /root, a user's
  * workspace below a 0700 directory of root's). The host's mount table never changes.
  * 0 or the failing errno. */
-int pl_reach_apply(bool ns_ready, const char *const *src, const char *const *dst, size_t n);
+int pl__reach_apply(bool ns_ready, const char *const *src, const char *const *dst, size_t n);
 
 /* masks.c: read-only masks over the agent's control files in a read-write workspace. */
 #define PL_MASKS_MAX 12
@@ -95,9 +95,9 @@ typedef struct pl_masks {
 /* Appends the mask arguments for workspace ws (through add(a, arg)), bubblewrap finding
  * the workspace at ws_src (ws itself, or its idmapped view); false with why when
  * the run must not start (ws is "/", .git is a symlink, the masks cannot be prepared). */
-bool pl_masks_add(pl_masks *m, const char *scratch, const char *ws, const char *ws_src,
+bool pl__masks_add(pl_masks *m, const char *scratch, const char *ws, const char *ws_src,
                   void (*add)(void *, const char *), void *a, char *why, size_t whylen);
 /* After the run: removes the mount points the masks made, while they are still empty. */
-void pl_masks_cleanup(const pl_masks *m);
+void pl__masks_cleanup(const pl_masks *m);
 
 #endif

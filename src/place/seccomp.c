@@ -133,7 +133,7 @@ static unsigned char *build(bool network, size_t *len) {
     return out;
 }
 
-const unsigned char *pl_seccomp_bpf(pl_ctx *pc, bool network, size_t *len) {
+const unsigned char *pl__seccomp_bpf(pl_ctx *pc, bool network, size_t *len) {
     int i = network ? 1 : 0;
     pthread_mutex_lock(&pc->mu);
     if (!pc->bpf[i]) pc->bpf[i] = build(network, &pc->bpf_len[i]);

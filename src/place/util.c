@@ -13,7 +13,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-bool pl_fail(pl_error *err, pl_code code, const char *fmt, ...) {
+bool pl__fail(pl_error *err, pl_code code, const char *fmt, ...) {
     if (err) {
         err->code = code;
         va_list ap;
@@ -24,7 +24,7 @@ bool pl_fail(pl_error *err, pl_code code, const char *fmt, ...) {
     return false;
 }
 
-void pl_sha256_tag(const void *data, size_t len, char out[PL_DIGEST_LEN]) {
+void pl__sha256_tag(const void *data, size_t len, char out[PL_DIGEST_LEN]) {
     unsigned char md[32];
     unsigned int mdlen = 0;
     if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32)
@@ -38,14 +38,14 @@ void pl_sha256_tag(const void *data, size_t len, char out[PL_DIGEST_LEN]) {
     out[71] = 0;
 }
 
-bool pl_digest_well_formed(const char *s) {
+bool pl__digest_well_formed(const char *s) {
     if (!s || strlen(s) != 71 || memcmp(s, "sha256:", 7) != 0) return false;
     for (int i = 7; i < 71; i++)
         if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return false;
     return true;
 }
 
-pl_limits pl_limits_effective(const pl_limits *l) {
+pl_limits pl__limits_effective(const pl_limits *l) {
     pl_limits e = l ? *l : (pl_limits){0};
     if (!e.cpu_ms) e.cpu_ms = PL_DEF_CPU_MS;
     if (!e.wall_ms) e.wall_ms = PL_DEF_WALL_MS;
@@ -68,7 +68,7 @@ const char *pl_stop_name(pl_stop s) {
 
 static const char *const LIMIT_NAMES[] = {"cpu_ms", "wall_ms", "memory_mib", "output_bytes"};
 
-json_t *pl_limits_json(const pl_limits *l, bool processes) {
+json_t *pl__limits_json(const pl_limits *l, bool processes) {
     json_t *o = json_object();
     bool ok = o && !json_object_set_new(o, "cpu_ms", json_integer(l->cpu_ms)) &&
               !json_object_set_new(o, "wall_ms", json_integer(l->wall_ms)) &&
@@ -82,7 +82,7 @@ json_t *pl_limits_json(const pl_limits *l, bool processes) {
     return o;
 }
 
-json_t *pl_capped_json(unsigned capped) {
+json_t *pl__capped_json(unsigned capped) {
     json_t *a = json_array();
     for (unsigned i = 0; a && i < 4; i++)
         if ((capped & (1u << i)) && json_array_append_new(a, json_string(LIMIT_NAMES[i]))) {
@@ -97,18 +97,18 @@ static bool result_extra(const pl_result *res, json_t *o) {
     bool ok = true;
     if (res->has_limits)
         ok = !json_object_set_new(
-            o, "limits", pl_limits_json(&res->limits, res->backend == PL_BACKEND_NATIVE_SANDBOX));
-    if (ok && res->capped) ok = !json_object_set_new(o, "capped", pl_capped_json(res->capped));
+            o, "limits", pl__limits_json(&res->limits, res->backend == PL_BACKEND_NATIVE_SANDBOX));
+    if (ok && res->capped) ok = !json_object_set_new(o, "capped", pl__capped_json(res->capped));
     if (ok && res->stop)
         ok = !json_object_set_new(o, "stopped_by", json_string(pl_stop_name(res->stop)));
     return ok;
 }
 
-char *pl_result_extra_text(const pl_result *res, size_t *len) {
+char *pl__result_extra_text(const pl_result *res, size_t *len) {
     json_t *o = json_object();
     bool ok = o && result_extra(res, o);
     size_t n = 0;
-    char *s = ok ? pl_json_dump(o, &n) : NULL;
+    char *s = ok ? pl__json_dump(o, &n) : NULL;
     json_decref(o);
     if (!s) return NULL;
     /* "{...}" → "..." (or "" when empty) */
@@ -118,7 +118,7 @@ char *pl_result_extra_text(const pl_result *res, size_t *len) {
     return s;
 }
 
-char *pl_json_dump(json_t *j, size_t *len) {
+char *pl__json_dump(json_t *j, size_t *len) {
     if (!j) return NULL;
     char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
     if (s && len) *len = strlen(s);
@@ -181,7 +181,7 @@ static size_t utf8_seq(const unsigned char *s, size_t i, size_t n) {
     return k;
 }
 
-bool pl_utf8_valid(const char *s, size_t n) {
+bool pl__utf8_valid(const char *s, size_t n) {
     const unsigned char *u = (const unsigned char *)s;
     for (size_t i = 0; i < n;) {
         size_t k = utf8_seq(u, i, n);
@@ -191,7 +191,7 @@ bool pl_utf8_valid(const char *s, size_t n) {
     return true;
 }
 
-char *pl_utf8_lenient(const char *s, size_t n, size_t *out_len) {
+char *pl__utf8_lenient(const char *s, size_t n, size_t *out_len) {
     const unsigned char *u = (const unsigned char *)s;
     if (n > SIZE_MAX / 3 - 1) return NULL;
     char *o = malloc(n * 3 + 1);
@@ -222,12 +222,12 @@ char *pl_utf8_lenient(const char *s, size_t n, size_t *out_len) {
 
 /* ---------------------------------------------------------------- results */
 
-void pl_result_init(pl_result *res) {
+void pl__result_init(pl_result *res) {
     memset(res, 0, sizeof *res);
     res->exit_code = -1;
 }
 
-void pl_result_clear(pl_result *res) {
+void pl__result_clear(pl_result *res) {
     if (!res) return;
     free(res->stdout_text);
     free(res->stderr_text);
@@ -238,10 +238,10 @@ void pl_result_clear(pl_result *res) {
     free(res->files);
     free(res->error);
     free(res->json);
-    pl_result_init(res);
+    pl__result_init(res);
 }
 
-bool pl_result_fail(pl_result *res, const char *error) {
+bool pl__result_fail(pl_result *res, const char *error) {
     res->ok = false;
     free(res->error);
     res->error = strdup(error ? error : "failed");
@@ -250,7 +250,7 @@ bool pl_result_fail(pl_result *res, const char *error) {
     return res->error && res->stdout_text && res->stderr_text;
 }
 
-bool pl_result_finish(pl_result *res, const pl_decision *d) {
+bool pl__result_finish(pl_result *res, const pl_decision *d) {
     res->backend = d ? d->backend : PL_BACKEND_NONE;
     snprintf(res->decision, sizeof res->decision, "%s", d ? d->identity : "");
     if (!res->stdout_text && !(res->stdout_text = strdup(""))) return false;
@@ -278,7 +278,7 @@ bool pl_result_finish(pl_result *res, const pl_decision *d) {
     ok = ok && !json_object_set_new(o, "backend", json_string(pl_backend_name(res->backend))) &&
          !json_object_set_new(o, "decision", json_string(res->decision)) && result_extra(res, o);
     free(res->json);
-    res->json = ok ? pl_json_dump(o, &res->json_len) : NULL;
+    res->json = ok ? pl__json_dump(o, &res->json_len) : NULL;
     json_decref(o);
     return res->json != NULL;
 }

@@ -540,7 +540,7 @@ static bool skip_unreachable(pw_reader *r, uint32_t *closing) {
     uint32_t depth = 0;
     pw_instr in;
     while (r->p < r->end) {
-        if (!pw_instr_read(r, &in)) return false;
+        if (!pw__instr_read(r, &in)) return false;
         switch (in.op) {
         case 0x02:
         case 0x03:
@@ -936,7 +936,7 @@ static void select_v128(comp *c) {
 
 static void compile_simd(comp *c, const pw_instr *in) {
     uint32_t sub = PW_FD_SUB(in->op);
-    const pw_simd_info *si = pw_simd_op(sub);
+    const pw_simd_info *si = pw__simd_op(sub);
     bool mem = si && (si->imm == PW_SI_MEM || si->imm == PW_SI_MEMLANE);
     if (!si || (mem && in->a >= c->m->nmems)) {
         c->bad = true;
@@ -1153,7 +1153,7 @@ static inline bool read_instr(pw_reader *r, pw_instr *in) {
             return true;
         }
     }
-    return pw_instr_read(r, in);
+    return pw__instr_read(r, in);
 }
 
 /* Index immediates in range (defence in depth: the validator checks all of this). */
@@ -1218,13 +1218,13 @@ static bool compile_body(comp *c, pw_cfunc *out) {
     fl->nresults = c->nres_cells;
     pw_instr in;
     while (c->ncs > 0 && !c->oom) {
-        if (r.p >= r.end) return pw_fail(c->err, PW_ERR_MALFORMED, "unexpected end"), false;
+        if (r.p >= r.end) return pw__fail(c->err, PW_ERR_MALFORMED, "unexpected end"), false;
         if (!read_instr(&r, &in)) return false;
         uint32_t op = in.op;
         ctl *cur = &c->cs[c->ncs - 1];
         if (!(op >= 0x20 && op <= 0x22) && !(op >= 0x41 && op <= 0x44)) c->lcopy_ok = false;
         if (c->bad || !imm_ok(c, &in)) {
-            pw_fail(c->err, PW_ERR_INVALID, "type mismatch");
+            pw__fail(c->err, PW_ERR_INVALID, "type mismatch");
             return false;
         }
         switch (op) {
@@ -1326,7 +1326,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
                 uint32_t depth = in.a;
                 if (i < n && !pw_rd_u32(&tr, &depth)) return false;
                 if (depth >= c->ncs) {
-                    pw_fail(c->err, PW_ERR_INVALID, "unknown label");
+                    pw__fail(c->err, PW_ERR_INVALID, "unknown label");
                     return false;
                 }
                 ctl *l = &c->cs[c->ncs - 1 - depth];
@@ -1387,9 +1387,9 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             pw_reader cr = {in.vec, r.p, m->bytes, c->err};
             for (uint32_t k = 0; k < n; k++) {
                 pw_catch cc;
-                if (!pw_rd_catch(&cr, &cc)) return false;
+                if (!pw__rd_catch(&cr, &cc)) return false;
                 if (cc.label >= c->ncs || (cc.kind < 2 && cc.tag >= m->ntags)) {
-                    pw_fail(c->err, PW_ERR_INVALID, "unknown label");
+                    pw__fail(c->err, PW_ERR_INVALID, "unknown label");
                     return false;
                 }
                 ctl *l = &c->cs[c->ncs - 1 - cc.label];
@@ -1827,7 +1827,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
                 compile_simd(c, &in);
                 break;
             }
-            pw_fail(c->err, PW_ERR_INVALID, "unsupported instruction %x in compiler", op);
+            pw__fail(c->err, PW_ERR_INVALID, "unsupported instruction %x in compiler", op);
             return false;
         }
         continue;
@@ -1839,7 +1839,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             cur->unreachable = true;
             c->pend = false;
             if (!skip_unreachable(&r, &closing)) {
-                if (!c->err->status) pw_fail(c->err, PW_ERR_MALFORMED, "unexpected end");
+                if (!c->err->status) pw__fail(c->err, PW_ERR_MALFORMED, "unexpected end");
                 return false;
             }
             if (closing == 0x05) goto do_else;
@@ -1848,7 +1848,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
     }
     if (c->oom) return false;
     if (c->bad) {
-        pw_fail(c->err, PW_ERR_INVALID, "type mismatch");
+        pw__fail(c->err, PW_ERR_INVALID, "type mismatch");
         return false;
     }
     out->ncode = c->ncode - c->fstart;
@@ -1865,9 +1865,9 @@ static void reset(comp *c) {
     c->lcopy_ok = false;
 }
 
-pw_status pw_compile_module(pw_module *m, pw_error *err) {
+pw_status pw__compile_module(pw_module *m, pw_error *err) {
     struct pw_cmodule *cm = calloc(1, sizeof *cm);
-    if (!cm) return pw_fail(err, PW_ERR_NOMEM, "out of memory");
+    if (!cm) return pw__fail(err, PW_ERR_NOMEM, "out of memory");
     atomic_init(&cm->tier_calls, 0);
     atomic_init(&cm->tier_state, 0);
     uint32_t nd = m->nfuncs - m->nfunc_imports;
@@ -1875,7 +1875,7 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
     cm->funcs = calloc(nd ? nd : 1, sizeof *cm->funcs);
     if (!cm->funcs) {
         free(cm);
-        return pw_fail(err, PW_ERR_NOMEM, "out of memory");
+        return pw__fail(err, PW_ERR_NOMEM, "out of memory");
     }
     /* Not implemented: v128 fields of struct and array types (their layouts have no
      * 16-byte kind). Such a module is refused as a whole rather than run wrongly. */
@@ -1887,18 +1887,18 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
         if (v) {
             free(cm->funcs);
             free(cm);
-            return pw_fail(err, PW_ERR_INVALID,
+            return pw__fail(err, PW_ERR_INVALID,
                            "v128 fields in struct and array types are not supported");
         }
     }
     comp c;
     memset(&c, 0, sizeof c);
     c.m = m;
-    c.h = pw_interp_handlers();
+    c.h = pw__interp_handlers();
     c.err = err;
-    if (!pw_gc_build_layouts(m, cm)) {
-        pw_compile_free(cm);
-        return pw_fail(err, PW_ERR_NOMEM, "out of memory");
+    if (!pw__gc_build_layouts(m, cm)) {
+        pw__compile_free(cm);
+        return pw__fail(err, PW_ERR_NOMEM, "out of memory");
     }
     c.gc_layouts = cm->gc_layouts;
     pw_valtype *ltypes = NULL;
@@ -1908,8 +1908,8 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
     if (!starts || !hstarts) {
         free(starts);
         free(hstarts);
-        pw_compile_free(cm);
-        return pw_fail(err, PW_ERR_NOMEM, "out of memory");
+        pw__compile_free(cm);
+        return pw__fail(err, PW_ERR_NOMEM, "out of memory");
     }
     pw_status st = PW_OK;
     for (uint32_t i = 0; i < nd && st == PW_OK; i++) {
@@ -1922,7 +1922,7 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
         uint32_t nl = np + ncells(fd->locals, fd->nlocals) + (m->nmems > 0);
         if (!grow((void **)&ltypes, &capl, nl + 1, sizeof *ltypes) ||
             !grow((void **)&c.lmap, &c.caplmap, nv + 1, sizeof *c.lmap)) {
-            st = pw_fail(err, PW_ERR_NOMEM, "out of memory");
+            st = pw__fail(err, PW_ERR_NOMEM, "out of memory");
             break;
         }
         for (uint32_t v = 0, k = 0; v < nv; v++) {
@@ -1940,7 +1940,7 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
         starts[i] = c.ncode;
         hstarts[i] = c.nhs;
         if (!grow((void **)&c.code, &c.capcode, c.ncode + fd->body.len * 2 + 16, sizeof *c.code)) {
-            st = pw_fail(err, PW_ERR_NOMEM, "out of memory");
+            st = pw__fail(err, PW_ERR_NOMEM, "out of memory");
             break;
         }
         c.fd = fd;
@@ -1948,12 +1948,12 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
         c.nlocals = nl;
         c.local_types = ltypes;
         if (!grow((void **)&c.lrefs, &c.caplrefs, nl + 1, sizeof *c.lrefs)) {
-            st = pw_fail(err, PW_ERR_NOMEM, "out of memory");
+            st = pw__fail(err, PW_ERR_NOMEM, "out of memory");
             break;
         }
         memset(c.lrefs, 0, (nl + 1) * sizeof *c.lrefs);
         if (!grow((void **)&c.written, &c.capwritten, nl + 1, 1)) {
-            st = pw_fail(err, PW_ERR_NOMEM, "out of memory");
+            st = pw__fail(err, PW_ERR_NOMEM, "out of memory");
             break;
         }
         memset(c.written, 0, nl + 1);
@@ -1964,8 +1964,8 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
         cf->nlocals = nl;
         cf->type = fd->type;
         if (!compile_body(&c, cf)) {
-            st = c.oom ? pw_fail(err, PW_ERR_NOMEM, "out of memory") : err->status;
-            if (st == PW_OK) st = pw_fail(err, PW_ERR_INVALID, "compile failed");
+            st = c.oom ? pw__fail(err, PW_ERR_NOMEM, "out of memory") : err->status;
+            if (st == PW_OK) st = pw__fail(err, PW_ERR_INVALID, "compile failed");
             break;
         }
         cf->frame_slots = nl + c.maxsp + 1;
@@ -2005,23 +2005,23 @@ pw_status pw_compile_module(pw_module *m, pw_error *err) {
     free(c.gc_sites);
     free(c.gc_maps);
     if (st != PW_OK) {
-        pw_compile_free(cm);
+        pw__compile_free(cm);
         return st;
     }
-    cm->jit = pw_jit_module_new(cm); /* NULL (OOM): every function stays interpreted */
+    cm->jit = pw__jit_module_new(cm); /* NULL (OOM): every function stays interpreted */
     m->code = cm;
     return PW_OK;
 }
 
-void pw_compile_free(struct pw_cmodule *code) {
+void pw__compile_free(struct pw_cmodule *code) {
     if (!code) return;
-    pw_tier_free(code); /* first: a background translation reads all of it (tier.c) */
+    pw__tier_free(code); /* first: a background translation reads all of it (tier.c) */
     free(code->code);
     free(code->handlers);
     free(code->funcs);
-    pw_gc_free_layouts(code);
+    pw__gc_free_layouts(code);
     free(code->gc_sites);
     free(code->gc_maps);
-    pw_jit_module_free(code->jit);
+    pw__jit_module_free(code->jit);
     free(code);
 }

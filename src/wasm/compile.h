@@ -1,7 +1,7 @@
 /*
  * compile.h — the back end's entry points as seen by the front end.
  *
- * pw_compile_module lowers every validated function body of m into the internal
+ * pw__compile_module lowers every validated function body of m into the internal
  * code the interpreter runs and stores it in m->code. It runs once per module; the
  * result is immutable and shared by every instance in every store.
  */
@@ -10,7 +10,7 @@
 
 #include "wasm/module.h"
 
-pw_status pw_compile_module(pw_module *m, pw_error *err);
-void pw_compile_free(struct pw_cmodule *code);
+pw_status pw__compile_module(pw_module *m, pw_error *err);
+void pw__compile_free(struct pw_cmodule *code);
 
 #endif

@@ -302,7 +302,7 @@ static bool compile_gc(comp *c, const pw_instr *in) {
         gc_value_op(c, sub == 0x1D ? PW_OP_I31_GET_S : PW_OP_I31_GET_U, PW_VT_I32, 1, ops, 1);
         break;
     default:
-        pw_fail(c->err, PW_ERR_INVALID, "unsupported instruction fb%02x in compiler", sub);
+        pw__fail(c->err, PW_ERR_INVALID, "unsupported instruction fb%02x in compiler", sub);
         return false;
     }
     return !c->oom && !c->bad;

@@ -10,7 +10,7 @@
  * for the implementation limits).
  *
  * Function bodies are only delimited here (by their sizes); the validator decodes
- * their instructions. When it finds an invalid body, it calls pw_scan_body on the
+ * their instructions. When it finds an invalid body, it calls pw__scan_body on the
  * remaining bodies so that a malformed one still wins, as in the spec, where
  * decoding precedes validation.
  */
@@ -36,12 +36,12 @@ typedef struct dec {
 } dec;
 
 static bool bad(dec *d, const uint8_t *at, const char *msg) {
-    pw_fail(d->err, PW_ERR_MALFORMED, "%s (at byte %zu)", msg, (size_t)(at - d->r.base));
+    pw__fail(d->err, PW_ERR_MALFORMED, "%s (at byte %zu)", msg, (size_t)(at - d->r.base));
     return false;
 }
 
 static bool limit(dec *d, const char *what, uint64_t max) {
-    pw_fail(d->err, PW_ERR_MALFORMED, "implementation limit: too many %s (at most %llu)", what,
+    pw__fail(d->err, PW_ERR_MALFORMED, "implementation limit: too many %s (at most %llu)", what,
             (unsigned long long)max);
     return false;
 }
@@ -59,7 +59,7 @@ static bool rd_name(dec *d, pw_span *out) {
     uint32_t n;
     const uint8_t *s;
     if (!rd_len(d, &n) || !pw_rd_bytes(&d->r, n, &s)) return false;
-    if (!pw_utf8_valid(s, n)) return bad(d, at, "malformed UTF-8 encoding");
+    if (!pw__utf8_valid(s, n)) return bad(d, at, "malformed UTF-8 encoding");
     out->off = (uint32_t)(s - d->r.base);
     out->len = n;
     return true;
@@ -67,7 +67,7 @@ static bool rd_name(dec *d, pw_span *out) {
 
 static void *alloc_array(dec *d, size_t n, size_t size) {
     void *p = calloc(n ? n : 1, size);
-    if (!p) pw_fail(d->err, PW_ERR_NOMEM, "out of memory while decoding");
+    if (!p) pw__fail(d->err, PW_ERR_NOMEM, "out of memory while decoding");
     return p;
 }
 
@@ -80,9 +80,9 @@ static bool rd_limits(dec *d, pw_limits *lim) {
      * validator checks the range of each. */
     if (flags & 0xFA) return bad(d, at, "malformed limits flags");
     lim->is64 = (flags & 4) != 0;
-    if (!pw_rd_u64(&d->r, &lim->min)) return false;
+    if (!pw__rd_u64(&d->r, &lim->min)) return false;
     lim->max = UINT64_MAX;
-    if ((flags & 1) && !pw_rd_u64(&d->r, &lim->max)) return false;
+    if ((flags & 1) && !pw__rd_u64(&d->r, &lim->max)) return false;
     return true;
 }
 
@@ -94,11 +94,11 @@ static bool rd_mut(dec *d, uint8_t *mut) {
 }
 
 static bool rd_tabletype(dec *d, pw_tabletype *t) {
-    return pw_rd_reftype(&d->r, &t->elem) && rd_limits(d, &t->lim);
+    return pw__rd_reftype(&d->r, &t->elem) && rd_limits(d, &t->lim);
 }
 
 static bool rd_globaltype(dec *d, pw_globaltype *g) {
-    return pw_rd_valtype(&d->r, &g->type) && rd_mut(d, &g->mut);
+    return pw__rd_valtype(&d->r, &g->type) && rd_mut(d, &g->mut);
 }
 
 static bool rd_zero(dec *d) {
@@ -115,7 +115,7 @@ static bool ctl_push(dec *d, size_t depth, uint8_t v) {
     if (depth >= d->ctl_cap) {
         size_t cap = d->ctl_cap ? d->ctl_cap * 2 : 256;
         uint8_t *n = realloc(d->ctl, cap);
-        if (!n) return pw_fail(d->err, PW_ERR_NOMEM, "out of memory while decoding"), false;
+        if (!n) return pw__fail(d->err, PW_ERR_NOMEM, "out of memory while decoding"), false;
         d->ctl = n;
         d->ctl_cap = cap;
     }
@@ -131,7 +131,7 @@ static bool scan_expr(dec *d, pw_span *out) {
     pw_instr in;
     for (;;) {
         const uint8_t *at = d->r.p;
-        if (!pw_instr_read(&d->r, &in)) return false;
+        if (!pw__instr_read(&d->r, &in)) return false;
         switch (in.op) {
         case 0x02:
         case 0x03:
@@ -186,7 +186,7 @@ static pw_status scan_body(pw_module *m, uint32_t i, bool datacount, pw_error *e
     return PW_OK;
 }
 
-pw_status pw_scan_body(pw_module *m, uint32_t i, pw_error *err) {
+pw_status pw__scan_body(pw_module *m, uint32_t i, pw_error *err) {
     return scan_body(m, i, true, err);
 }
 
@@ -210,7 +210,7 @@ static bool sec_types(dec *d) {
             while (ncap < m->ntypes + gsize)
                 ncap *= 2;
             pw_deftype *nt = realloc(m->types, (size_t)ncap * sizeof *nt);
-            if (!nt) return pw_fail(d->err, PW_ERR_NOMEM, "out of memory while decoding"), false;
+            if (!nt) return pw__fail(d->err, PW_ERR_NOMEM, "out of memory while decoding"), false;
             memset(nt + cap, 0, (size_t)(ncap - cap) * sizeof *nt);
             m->types = nt;
             cap = ncap;
@@ -249,7 +249,7 @@ static bool sec_types(dec *d) {
                  * re-reading them once the result count is known. */
                 pw_valtype tmp;
                 for (uint32_t i = 0; i < np; i++)
-                    if (!pw_rd_valtype(&d->r, &tmp)) return false;
+                    if (!pw__rd_valtype(&d->r, &tmp)) return false;
                 if (!rd_len(d, &nr)) return false;
                 if (nr > PW_MAX_RESULTS) return limit(d, "results", PW_MAX_RESULTS);
                 const uint8_t *rp = d->r.p;
@@ -261,10 +261,10 @@ static bool sec_types(dec *d) {
                 rr.p = lp;
                 pw_rd_u32(&rr, &np);
                 for (uint32_t i = 0; i < np; i++)
-                    pw_rd_valtype(&rr, &t->u.func.types[i]);
+                    pw__rd_valtype(&rr, &t->u.func.types[i]);
                 rr.p = rp;
                 for (uint32_t i = 0; i < nr; i++)
-                    if (!pw_rd_valtype(&d->r, &t->u.func.types[np + i])) return false;
+                    if (!pw__rd_valtype(&d->r, &t->u.func.types[np + i])) return false;
             } else if (b == PW_FORM_STRUCT || b == PW_FORM_ARRAY) {
                 uint32_t nf = 1;
                 if (b == PW_FORM_STRUCT) {
@@ -284,7 +284,7 @@ static bool sec_types(dec *d) {
                         d->r.p++;
                         fs[i].type = PW_VT_I32;
                         fs[i].packed = fb == 0x78 ? PW_PACK_I8 : PW_PACK_I16;
-                    } else if (!pw_rd_valtype(&d->r, &fs[i].type)) {
+                    } else if (!pw__rd_valtype(&d->r, &fs[i].type)) {
                         if (d->err->status == PW_ERR_MALFORMED && fat < d->r.end && !(fb & 0x80))
                             return bad(d, fat, "malformed storage type");
                         return false;
@@ -497,7 +497,7 @@ static bool sec_elems(dec *d) {
         bool exprs = flags & 4;
         if (flags & 3) {
             if (exprs) {
-                if (!pw_rd_reftype(&d->r, &e->type)) return false;
+                if (!pw__rd_reftype(&d->r, &e->type)) return false;
             } else {
                 const uint8_t *kat = d->r.p;
                 uint8_t kind;
@@ -546,7 +546,7 @@ static bool sec_code(dec *d) {
         for (uint32_t g = 0; g < ngroups; g++) {
             uint32_t cnt;
             pw_valtype t;
-            if (!pw_rd_u32(&d->r, &cnt) || !pw_rd_valtype(&d->r, &t)) return false;
+            if (!pw_rd_u32(&d->r, &cnt) || !pw__rd_valtype(&d->r, &t)) return false;
             total += cnt;
         }
         if (total >= ((uint64_t)1 << 32)) return bad(d, lat, "too many locals");
@@ -564,12 +564,12 @@ static bool sec_code(dec *d) {
                 uint32_t cnt;
                 pw_valtype t;
                 pw_rd_u32(&rr, &cnt);
-                pw_rd_valtype(&rr, &t);
+                pw__rd_valtype(&rr, &t);
                 for (uint32_t j = 0; j < cnt; j++)
                     f->locals[k++] = t;
             }
         }
-        /* The instructions are decoded once, by the validator (pw_scan_body is the
+        /* The instructions are decoded once, by the validator (pw__scan_body is the
          * structure-only fallback that keeps the spec's malformed-before-invalid
          * order). Locals that overrun the body are a size mismatch. */
         if ((size_t)(d->r.end - start) < size) {
@@ -622,7 +622,7 @@ static bool sec_custom(dec *d, uint32_t size) {
     size_t used = (size_t)(d->r.p - start);
     /* The size check allows a size that counts its own LEB bytes (as the spec's
      * does), so the content may still run past the module's end. */
-    if (used > size || size - used > pw_rd_left(&d->r)) return pw_rd_fail_eof(&d->r);
+    if (used > size || size - used > pw_rd_left(&d->r)) return pw__rd_fail_eof(&d->r);
     d->r.p += size - used;
     return true;
 }
@@ -636,9 +636,9 @@ static int section_rank(uint8_t id) {
 static bool decode_module(dec *d) {
     pw_module *m = d->m;
     pw_reader *r = &d->r;
-    if (m->nbytes < 4) return pw_rd_fail_eof(r), false;
+    if (m->nbytes < 4) return pw__rd_fail_eof(r), false;
     if (memcmp(m->bytes, "\0asm", 4) != 0) return bad(d, r->base, "magic header not detected");
-    if (m->nbytes < 8) return r->p = r->end, pw_rd_fail_eof(r);
+    if (m->nbytes < 8) return r->p = r->end, pw__rd_fail_eof(r);
     if (memcmp(m->bytes + 4, "\1\0\0\0", 4) != 0)
         return bad(d, r->base + 4, "unknown binary version");
     r->p += 8;
@@ -687,11 +687,11 @@ static bool decode_module(dec *d) {
     if (m->has_datacount && d->datacount != m->ndatas)
         return bad(d, r->end, "data count and data section have inconsistent lengths");
     /* "data count section required" concerns function bodies only: the validator
-     * (or pw_scan_body) reports it. */
+     * (or pw__scan_body) reports it. */
     return true;
 }
 
-pw_status pw_decode(pw_module *m, pw_error *err) {
+pw_status pw__decode(pw_module *m, pw_error *err) {
     dec d;
     memset(&d, 0, sizeof d);
     d.m = m;

@@ -28,12 +28,12 @@ static pw_func *new_host(pw_store *s, uint32_t np, const pw_valtype *params, uin
     if (np) memcpy(types, params, np * sizeof *types);
     if (nr) memcpy(types + np, results, nr * sizeof *types);
     bool oom = false;
-    uint32_t id = pw_store_type_id(s, np, nr, types, &oom);
+    uint32_t id = pw__store_type_id(s, np, nr, types, &oom);
     if (oom) {
         free(types);
         goto oom;
     }
-    pw_func *f = pw_store_alloc_obj(s, sizeof *f, PW_OBJ_FUNC);
+    pw_func *f = pw__store_alloc_obj(s, sizeof *f, PW_OBJ_FUNC);
     if (!f) {
         free(types);
         goto oom;
@@ -46,14 +46,14 @@ static pw_func *new_host(pw_store *s, uint32_t np, const pw_valtype *params, uin
     f->ft = (pw_functype){np, nr, types, types + np};
     return f;
 oom:
-    pw_fail(err, PW_ERR_NOMEM, "out of memory");
+    pw__fail(err, PW_ERR_NOMEM, "out of memory");
     return NULL;
 }
 
 pw_func *pw_func_new_host(pw_store *s, const pw_functype *type, pw_host_fn fn, void *env,
                           pw_error *err) {
     if (!type || !fn) {
-        pw_fail(err, PW_ERR_ARG, "pw_func_new_host: missing type or function");
+        pw__fail(err, PW_ERR_ARG, "pw_func_new_host: missing type or function");
         return NULL;
     }
     return new_host(s, type->nparams, type->params, type->nresults, type->results, fn, env, err);
@@ -62,7 +62,7 @@ pw_func *pw_func_new_host(pw_store *s, const pw_functype *type, pw_host_fn fn, v
 pw_func *pw_func_new_host_for_import(pw_store *s, const pw_module *m, uint32_t import_index,
                                      pw_host_fn fn, void *env, pw_error *err) {
     if (import_index >= m->nimports || m->imports[import_index].kind != PW_EXTERN_FUNC || !fn) {
-        pw_fail(err, PW_ERR_ARG, "import %u is not a function import", import_index);
+        pw__fail(err, PW_ERR_ARG, "import %u is not a function import", import_index);
         return NULL;
     }
     uint32_t ti = m->imports[import_index].u.func_type;
@@ -72,9 +72,9 @@ pw_func *pw_func_new_host_for_import(pw_store *s, const pw_module *m, uint32_t i
     if (!f) return NULL;
     /* The type may use the module's own types: identify it by (module, index). */
     bool oom = false;
-    uint32_t id = pw_store_type_id_mod(s, m, ti, &oom);
+    uint32_t id = pw__store_type_id_mod(s, m, ti, &oom);
     if (oom) {
-        pw_fail(err, PW_ERR_NOMEM, "out of memory");
+        pw__fail(err, PW_ERR_NOMEM, "out of memory");
         return NULL;
     }
     f->hdr.type_id = id;
@@ -83,9 +83,9 @@ pw_func *pw_func_new_host_for_import(pw_store *s, const pw_module *m, uint32_t i
     return f;
 }
 
-pw_func *pw_func_create_wasm(pw_store *s, pw_instance *inst, uint32_t idx) {
+pw_func *pw__func_create_wasm(pw_store *s, pw_instance *inst, uint32_t idx) {
     const pw_module *m = inst->mod;
-    pw_func *f = pw_store_alloc_obj(s, sizeof *f, PW_OBJ_FUNC);
+    pw_func *f = pw__store_alloc_obj(s, sizeof *f, PW_OBJ_FUNC);
     if (!f) return NULL;
     uint32_t ti = m->func_types[idx];
     const pw_deftype *t = &m->types[ti];
@@ -115,18 +115,18 @@ pw_func *pw_ref_func(pw_ref r) {
     return o->kind == PW_OBJ_FUNC ? (pw_func *)o : NULL;
 }
 
-pw_status pw_invoke(pw_store *s, pw_func *f, pw_error *err) {
+pw_status pw__invoke(pw_store *s, pw_func *f, pw_error *err) {
     pw_slot *argp = s->stack_top;
     uint32_t need = f->nparams > f->nresults ? f->nparams : f->nresults;
     if (argp + need > s->stack_end || s->host_depth >= PW_MAX_HOST_DEPTH) {
         s->trap = PW_TRAP_STACK_EXHAUSTED;
-        return pw_trap(err, PW_TRAP_STACK_EXHAUSTED);
+        return pw__trap(err, PW_TRAP_STACK_EXHAUSTED);
     }
     s->host_depth++;
     s->trap = PW_TRAP_NONE;
-    if (s->jit_auto && !f->host) pw_tier_enter(s, f);
-    pw_status st = f->host ? pw_call_host(s, NULL, f, argp) : pw_exec(s, f, argp);
-    if (s->jit_auto && !f->host) pw_tier_leave(s, f);
+    if (s->jit_auto && !f->host) pw__tier_enter(s, f);
+    pw_status st = f->host ? pw__call_host(s, NULL, f, argp) : pw__exec(s, f, argp);
+    if (s->jit_auto && !f->host) pw__tier_leave(s, f);
     s->host_depth--;
     if (st == PW_ERR_TRAP && err) {
         err->status = PW_ERR_TRAP;
@@ -149,18 +149,18 @@ pw_status pw_invoke(pw_store *s, pw_func *f, pw_error *err) {
 pw_status pw_call(pw_store *s, pw_func *f, const pw_val *args, uint32_t nargs, pw_val *results,
                   uint32_t nresults, pw_error *err) {
     if (!f || nargs != f->nparams || nresults != f->nresults)
-        return pw_fail(err, PW_ERR_ARG, "pw_call: arity mismatch");
-    if (!pw_store_ensure_stack(s)) return pw_fail(err, PW_ERR_NOMEM, "out of memory");
+        return pw__fail(err, PW_ERR_ARG, "pw_call: arity mismatch");
+    if (!pw__store_ensure_stack(s)) return pw__fail(err, PW_ERR_NOMEM, "out of memory");
     pw_slot *argp = s->stack_top;
     uint32_t need = nargs > nresults ? nargs : nresults;
     if (argp + need > s->stack_end) {
         s->trap = PW_TRAP_STACK_EXHAUSTED;
-        return pw_trap(err, PW_TRAP_STACK_EXHAUSTED);
+        return pw__trap(err, PW_TRAP_STACK_EXHAUSTED);
     }
     for (uint32_t i = 0; i < nargs; i++)
         argp[i].u64 = args[i].bits;
     s->trap_msg[0] = 0;
-    pw_status st = pw_invoke(s, f, err);
+    pw_status st = pw__invoke(s, f, err);
     if (st == PW_OK)
         for (uint32_t i = 0; i < nresults; i++)
             results[i].bits = argp[i].u64;

@@ -41,7 +41,7 @@ static uint32_t kind_size(uint8_t k) {
     return sz[k];
 }
 
-bool pw_gc_build_layouts(const pw_module *m, struct pw_cmodule *cm) {
+bool pw__gc_build_layouts(const pw_module *m, struct pw_cmodule *cm) {
     cm->gc_layouts = calloc(m->ntypes ? m->ntypes : 1, sizeof *cm->gc_layouts);
     if (!cm->gc_layouts) return false;
     cm->gc_nlayouts = m->ntypes;
@@ -79,7 +79,7 @@ bool pw_gc_build_layouts(const pw_module *m, struct pw_cmodule *cm) {
     return true;
 }
 
-void pw_gc_free_layouts(struct pw_cmodule *cm) {
+void pw__gc_free_layouts(struct pw_cmodule *cm) {
     if (!cm->gc_layouts) return;
     for (uint32_t i = 0; i < cm->gc_nlayouts; i++) {
         free(cm->gc_layouts[i].kind);
@@ -98,17 +98,17 @@ static const pw_gclayout *obj_layout(const pw_store *s, const pw_obj *o) {
 /* Size of a large object as accounted by gc_heap.c (allocation size + overhead). */
 static uint64_t large_bytes(const pw_gcheap *h, const pw_obj *o) {
     if (o->kind == PW_OBJ_EXN)
-        return pw_gcheap_cost(sizeof(pw_exn) + ((const pw_exn *)o)->n * sizeof(pw_slot));
+        return pw__gcheap_cost(sizeof(pw_exn) + ((const pw_exn *)o)->n * sizeof(pw_slot));
     if (o->kind == PW_OBJ_ARRAY) {
         const pw_array *a = (const pw_array *)o;
-        return pw_gcheap_cost(sizeof(pw_array) + (size_t)a->len * a->esize);
+        return pw__gcheap_cost(sizeof(pw_array) + (size_t)a->len * a->esize);
     }
-    return pw_gcheap_cost(sizeof(pw_struct) + h->lay[o->type_id]->size);
+    return pw__gcheap_cost(sizeof(pw_struct) + h->lay[o->type_id]->size);
 }
 
 /* ---------------------------------------------------------------- field access */
 
-void pw_gc_store_field(uint8_t *p, uint8_t kind, pw_slot v) {
+void pw__gc_store_field(uint8_t *p, uint8_t kind, pw_slot v) {
     switch (kind) {
     case PW_GK_I8: *p = (uint8_t)v.u32; break;
     case PW_GK_I16: {
@@ -121,7 +121,7 @@ void pw_gc_store_field(uint8_t *p, uint8_t kind, pw_slot v) {
     }
 }
 
-pw_slot pw_gc_load_field(const uint8_t *p, uint8_t kind, bool sign) {
+pw_slot pw__gc_load_field(const uint8_t *p, uint8_t kind, bool sign) {
     pw_slot v = {.u64 = 0};
     switch (kind) {
     case PW_GK_I8: v.u32 = sign ? (uint32_t)(int32_t)(int8_t)*p : *p; break;
@@ -307,17 +307,17 @@ static void rescan_one(void *ctx, pw_obj *o) {
 static void rescan(gcctx *g) {
     while (g->overflow) {
         g->overflow = false;
-        pw_gcheap_each(g->s->gc_heap, rescan_one, g);
+        pw__gcheap_each(g->s->gc_heap, rescan_one, g);
     }
 }
 
-void pw_gc_collect(pw_store *s, const pw_gcframe *cur) {
+void pw__gc_collect(pw_store *s, const pw_gcframe *cur) {
     if (!s->gc_heap) return;
     gcctx g = {.s = s};
     mark_roots(&g, cur);
     rescan(&g);
     free(g.stk);
-    uint64_t live = pw_gcheap_sweep(s, s->gc_heap, large_bytes, g.nomap);
+    uint64_t live = pw__gcheap_sweep(s, s->gc_heap, large_bytes, g.nomap);
     s->gc_nomap += g.nomap;
     s->gc_bytes = live;
     s->gc_live = live;
@@ -325,8 +325,8 @@ void pw_gc_collect(pw_store *s, const pw_gcframe *cur) {
     s->gc_count++;
 }
 
-void pw_gc_free_all(pw_store *s) {
-    pw_gcheap_free(s->gc_heap);
+void pw__gc_free_all(pw_store *s) {
+    pw__gcheap_free(s->gc_heap);
     s->gc_heap = NULL;
     free(s->handles);
     s->handles = NULL;
@@ -349,13 +349,13 @@ static void *gc_alloc(pw_store *s, size_t bytes, uint8_t kind, const pw_gcframe 
             return o;
         }
     }
-    if (!h && !(h = s->gc_heap = pw_gcheap_new())) return NULL;
-    uint64_t acct = pw_gcheap_cost(bytes);
+    if (!h && !(h = s->gc_heap = pw__gcheap_new())) return NULL;
+    uint64_t acct = pw__gcheap_cost(bytes);
     if (!s->gc_threshold) s->gc_threshold = PW_GC_MIN;
     if (!s->gc_inhibit &&
-        (s->gc_stress || s->gc_bytes + acct > s->gc_threshold || !pw_gcheap_fits(s, h, bytes)))
-        pw_gc_collect(s, cur);
-    pw_obj *o = pw_gcheap_alloc(s, h, bytes);
+        (s->gc_stress || s->gc_bytes + acct > s->gc_threshold || !pw__gcheap_fits(s, h, bytes)))
+        pw__gc_collect(s, cur);
+    pw_obj *o = pw__gcheap_alloc(s, h, bytes);
     if (!o) return NULL;
     o->kind = kind;
     s->gc_bytes += acct;
@@ -363,13 +363,13 @@ static void *gc_alloc(pw_store *s, size_t bytes, uint8_t kind, const pw_gcframe 
     return o;
 }
 
-pw_struct *pw_gc_new_struct(pw_store *s, pw_instance *inst, uint32_t typeidx,
+pw_struct *pw__gc_new_struct(pw_store *s, pw_instance *inst, uint32_t typeidx,
                             const pw_gcframe *cur) {
     const pw_gclayout *l = &inst->mod->code->gc_layouts[typeidx];
     uint32_t id = inst->type_ids[typeidx];
     pw_gcheap *h = s->gc_heap;
     if (!h || id >= h->nlay || !h->lay[id]) { /* first struct of this store type */
-        if (!h && !(h = s->gc_heap = pw_gcheap_new())) return NULL;
+        if (!h && !(h = s->gc_heap = pw__gcheap_new())) return NULL;
         if (id >= h->nlay) {
             uint32_t n = id + 16;
             const pw_gclayout **nl = realloc(h->lay, n * sizeof *nl);
@@ -385,7 +385,7 @@ pw_struct *pw_gc_new_struct(pw_store *s, pw_instance *inst, uint32_t typeidx,
     return st;
 }
 
-pw_array *pw_gc_new_array(pw_store *s, pw_instance *inst, uint32_t typeidx, uint32_t len,
+pw_array *pw__gc_new_array(pw_store *s, pw_instance *inst, uint32_t typeidx, uint32_t len,
                           const pw_gcframe *cur) {
     const pw_gclayout *l = &inst->mod->code->gc_layouts[typeidx];
     uint64_t bytes = sizeof(pw_array) + (uint64_t)len * l->size;
@@ -399,7 +399,7 @@ pw_array *pw_gc_new_array(pw_store *s, pw_instance *inst, uint32_t typeidx, uint
     return a;
 }
 
-pw_exn *pw_gc_new_exn(pw_store *s, pw_tag *tag, const pw_slot *vals, const pw_gcframe *cur) {
+pw_exn *pw__gc_new_exn(pw_store *s, pw_tag *tag, const pw_slot *vals, const pw_gcframe *cur) {
     pw_gcframe f = cur ? *cur : (pw_gcframe){0};
     f.extra = (const pw_val *)vals;
     f.nextra = tag->nparams;
@@ -421,16 +421,16 @@ static bool type_sub_slow(pw_store *s, pw_obj *o, pw_instance *inst, uint32_t h)
     if (s->cast_cache[slot] >> 1 == key) return s->cast_cache[slot] & 1;
     bool r;
     if (o->kind == PW_OBJ_FUNC) {
-        r = pw_func_type_sub((pw_func *)o, inst->mod, h);
+        r = pw__func_type_sub((pw_func *)o, inst->mod, h);
     } else {
         const pw_regtype *rt = &s->types[a - 1];
-        r = rt->m && pw_deftype_sub_cross(rt->m, rt->idx, inst->mod, h);
+        r = rt->m && pw__deftype_sub_cross(rt->m, rt->idx, inst->mod, h);
     }
     if (a < 0x80000000u) s->cast_cache[slot] = (key << 1) | r;
     return r;
 }
 
-bool pw_gc_ref_test(pw_store *s, pw_instance *inst, pw_ref r, pw_valtype t) {
+bool pw__gc_ref_test(pw_store *s, pw_instance *inst, pw_ref r, pw_valtype t) {
     if (!r) return PW_VT_NULLABLE(t);
     uint32_t h = PW_VT_HEAP(t);
     bool i31 = r & 1;
@@ -456,16 +456,16 @@ bool pw_gc_ref_test(pw_store *s, pw_instance *inst, pw_ref r, pw_valtype t) {
 
 /* ---------------------------------------------------------------- arrays */
 
-pw_trap_code pw_gc_array_fill(pw_array *a, uint32_t d, pw_slot v, uint32_t n) {
+pw_trap_code pw__gc_array_fill(pw_array *a, uint32_t d, pw_slot v, uint32_t n) {
     if ((uint64_t)d + n > a->len) return PW_TRAP_ARRAY_OOB;
     uint8_t k = (uint8_t)a->hdr.flags;
     uint32_t es = a->esize;
     for (uint32_t i = 0; i < n; i++)
-        pw_gc_store_field(a->data + (size_t)(d + i) * es, k, v);
+        pw__gc_store_field(a->data + (size_t)(d + i) * es, k, v);
     return PW_TRAP_NONE;
 }
 
-pw_trap_code pw_gc_array_copy(pw_array *da, uint32_t d, pw_array *sa, uint32_t si, uint32_t n) {
+pw_trap_code pw__gc_array_copy(pw_array *da, uint32_t d, pw_array *sa, uint32_t si, uint32_t n) {
     if ((uint64_t)d + n > da->len || (uint64_t)si + n > sa->len) return PW_TRAP_ARRAY_OOB;
     if (n)
         memmove(da->data + (size_t)d * da->esize, sa->data + (size_t)si * sa->esize,
@@ -473,7 +473,7 @@ pw_trap_code pw_gc_array_copy(pw_array *da, uint32_t d, pw_array *sa, uint32_t s
     return PW_TRAP_NONE;
 }
 
-pw_trap_code pw_gc_array_init_data(pw_instance *inst, pw_array *a, uint32_t seg, uint32_t d,
+pw_trap_code pw__gc_array_init_data(pw_instance *inst, pw_array *a, uint32_t seg, uint32_t d,
                                    uint32_t si, uint32_t n) {
     const pw_data *ds = &inst->mod->datas[seg];
     uint64_t len = inst->data_dropped[seg] ? 0 : ds->bytes.len;
@@ -485,7 +485,7 @@ pw_trap_code pw_gc_array_init_data(pw_instance *inst, pw_array *a, uint32_t seg,
     return PW_TRAP_NONE;
 }
 
-pw_trap_code pw_gc_array_init_elem(pw_instance *inst, pw_array *a, uint32_t seg, uint32_t d,
+pw_trap_code pw__gc_array_init_elem(pw_instance *inst, pw_array *a, uint32_t seg, uint32_t d,
                                    uint32_t si, uint32_t n) {
     uint64_t len = inst->elem_len[seg];
     if ((uint64_t)d + n > a->len) return PW_TRAP_ARRAY_OOB;
@@ -494,25 +494,25 @@ pw_trap_code pw_gc_array_init_elem(pw_instance *inst, pw_array *a, uint32_t seg,
     return PW_TRAP_NONE;
 }
 
-pw_trap_code pw_gc_array_new_data(pw_store *s, pw_instance *inst, uint32_t typeidx, uint32_t seg,
+pw_trap_code pw__gc_array_new_data(pw_store *s, pw_instance *inst, uint32_t typeidx, uint32_t seg,
                                   uint32_t off, uint32_t len, const pw_gcframe *cur,
                                   pw_array **out) {
     const pw_data *ds = &inst->mod->datas[seg];
     uint64_t dlen = inst->data_dropped[seg] ? 0 : ds->bytes.len;
     uint32_t es = inst->mod->code->gc_layouts[typeidx].size;
     if ((uint64_t)off + (uint64_t)len * es > dlen) return PW_TRAP_MEM_OOB;
-    pw_array *a = pw_gc_new_array(s, inst, typeidx, len, cur);
+    pw_array *a = pw__gc_new_array(s, inst, typeidx, len, cur);
     if (!a) return PW_TRAP_COUNT_;
     if (len) memcpy(a->data, inst->mod->bytes + ds->bytes.off + off, (size_t)len * es);
     *out = a;
     return PW_TRAP_NONE;
 }
 
-pw_trap_code pw_gc_array_new_elem(pw_store *s, pw_instance *inst, uint32_t typeidx, uint32_t seg,
+pw_trap_code pw__gc_array_new_elem(pw_store *s, pw_instance *inst, uint32_t typeidx, uint32_t seg,
                                   uint32_t off, uint32_t len, const pw_gcframe *cur,
                                   pw_array **out) {
     if ((uint64_t)off + len > inst->elem_len[seg]) return PW_TRAP_TABLE_OOB;
-    pw_array *a = pw_gc_new_array(s, inst, typeidx, len, cur);
+    pw_array *a = pw__gc_new_array(s, inst, typeidx, len, cur);
     if (!a) return PW_TRAP_COUNT_;
     if (len) memcpy(a->data, inst->elem_refs[seg] + off, (size_t)len * sizeof(pw_ref));
     *out = a;

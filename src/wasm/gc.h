@@ -56,14 +56,14 @@ typedef struct pw_gcheap {
     uint32_t nlay;
 } pw_gcheap;
 
-pw_gcheap *pw_gcheap_new(void);
-void pw_gcheap_free(pw_gcheap *h);
-uint64_t pw_gcheap_cost(size_t bytes);
-bool pw_gcheap_fits(const pw_store *s, const pw_gcheap *h, size_t bytes);
-pw_obj *pw_gcheap_alloc(pw_store *s, pw_gcheap *h, size_t bytes); /* zeroed; NULL: cap */
-uint64_t pw_gcheap_sweep(pw_store *s, pw_gcheap *h,
+pw_gcheap *pw__gcheap_new(void);
+void pw__gcheap_free(pw_gcheap *h);
+uint64_t pw__gcheap_cost(size_t bytes);
+bool pw__gcheap_fits(const pw_store *s, const pw_gcheap *h, size_t bytes);
+pw_obj *pw__gcheap_alloc(pw_store *s, pw_gcheap *h, size_t bytes); /* zeroed; NULL: cap */
+uint64_t pw__gcheap_sweep(pw_store *s, pw_gcheap *h,
                          uint64_t (*large_bytes)(const pw_gcheap *, const pw_obj *), bool keep_all);
-void pw_gcheap_each(pw_gcheap *h, void (*fn)(void *ctx, pw_obj *o), void *ctx);
+void pw__gcheap_each(pw_gcheap *h, void (*fn)(void *ctx, pw_obj *o), void *ctx);
 
 /* A precise stack map site: code index (in the module's code array) of the word
  * right after a call or allocating instruction, and where its slot list starts in
@@ -85,8 +85,8 @@ static inline const pw_gclayout *pw_gc_layout(const pw_module *m, uint32_t idx) 
 }
 
 /* compile_gc: build the layouts of every struct/array type of m (into cm). */
-bool pw_gc_build_layouts(const pw_module *m, struct pw_cmodule *cm);
-void pw_gc_free_layouts(struct pw_cmodule *cm);
+bool pw__gc_build_layouts(const pw_module *m, struct pw_cmodule *cm);
+void pw__gc_free_layouts(struct pw_cmodule *cm);
 
 /* gc.c: allocation. The interpreter passes its current frame (pc just after the
  * allocating instruction, fp, instance) so the collector can scan it; host API callers
@@ -106,52 +106,52 @@ typedef struct pw_gcframe {
     const pw_valtype *extra_vt; /* instead of extra_kind: value types of extra[] */
 } pw_gcframe;
 
-pw_struct *pw_gc_new_struct(pw_store *s, pw_instance *inst, uint32_t typeidx,
+pw_struct *pw__gc_new_struct(pw_store *s, pw_instance *inst, uint32_t typeidx,
                             const pw_gcframe *cur);
-pw_array *pw_gc_new_array(pw_store *s, pw_instance *inst, uint32_t typeidx, uint32_t len,
+pw_array *pw__gc_new_array(pw_store *s, pw_instance *inst, uint32_t typeidx, uint32_t len,
                           const pw_gcframe *cur);
 /* An exception package (exnref) for tag with the payload vals (tag->nparams cells,
  * roots during the allocation); NULL when out of memory. */
-pw_exn *pw_gc_new_exn(pw_store *s, pw_tag *tag, const pw_slot *vals, const pw_gcframe *cur);
+pw_exn *pw__gc_new_exn(pw_store *s, pw_tag *tag, const pw_slot *vals, const pw_gcframe *cur);
 /* Run a full collection now. */
-void pw_gc_collect(pw_store *s, const pw_gcframe *cur);
+void pw__gc_collect(pw_store *s, const pw_gcframe *cur);
 /* Free every GC object (pw_store_free). */
-void pw_gc_free_all(pw_store *s);
+void pw__gc_free_all(pw_store *s);
 
 /* Field access helpers (host API, const exprs, slow paths). */
-void pw_gc_store_field(uint8_t *p, uint8_t kind, pw_slot v);
-pw_slot pw_gc_load_field(const uint8_t *p, uint8_t kind, bool sign);
+void pw__gc_store_field(uint8_t *p, uint8_t kind, pw_slot v);
+pw_slot pw__gc_load_field(const uint8_t *p, uint8_t kind, bool sign);
 
 /* Does reference r match reference type t (heap type relative to inst's module)? */
-bool pw_gc_ref_test(pw_store *s, pw_instance *inst, pw_ref r, pw_valtype t);
+bool pw__gc_ref_test(pw_store *s, pw_instance *inst, pw_ref r, pw_valtype t);
 /* The same, with the common case inline: an object of exactly the target type. */
 static inline bool pw_gc_ref_test_fast(pw_store *s, pw_instance *inst, pw_ref r, pw_valtype t) {
     uint32_t h = PW_VT_HEAP(t);
     if (r && !(r & 1) && !(h & PW_HT_ABS) && ((const pw_obj *)r)->type_id == inst->type_ids[h])
         return true;
-    return pw_gc_ref_test(s, inst, r, t);
+    return pw__gc_ref_test(s, inst, r, t);
 }
 
 /* Array bulk operations; return a trap code or PW_TRAP_NONE. */
-pw_trap_code pw_gc_array_fill(pw_array *a, uint32_t d, pw_slot v, uint32_t n);
-pw_trap_code pw_gc_array_copy(pw_array *da, uint32_t d, pw_array *sa, uint32_t si, uint32_t n);
-pw_trap_code pw_gc_array_init_data(pw_instance *inst, pw_array *a, uint32_t seg, uint32_t d,
+pw_trap_code pw__gc_array_fill(pw_array *a, uint32_t d, pw_slot v, uint32_t n);
+pw_trap_code pw__gc_array_copy(pw_array *da, uint32_t d, pw_array *sa, uint32_t si, uint32_t n);
+pw_trap_code pw__gc_array_init_data(pw_instance *inst, pw_array *a, uint32_t seg, uint32_t d,
                                    uint32_t si, uint32_t n);
-pw_trap_code pw_gc_array_init_elem(pw_instance *inst, pw_array *a, uint32_t seg, uint32_t d,
+pw_trap_code pw__gc_array_init_elem(pw_instance *inst, pw_array *a, uint32_t seg, uint32_t d,
                                    uint32_t si, uint32_t n);
 /* array.new_data / array.new_elem: *out set on success; PW_TRAP_NONE or a trap, or
  * PW_TRAP_COUNT_ for allocation failure (OOM). */
-pw_trap_code pw_gc_array_new_data(pw_store *s, pw_instance *inst, uint32_t typeidx, uint32_t seg,
+pw_trap_code pw__gc_array_new_data(pw_store *s, pw_instance *inst, uint32_t typeidx, uint32_t seg,
                                   uint32_t off, uint32_t len, const pw_gcframe *cur,
                                   pw_array **out);
-pw_trap_code pw_gc_array_new_elem(pw_store *s, pw_instance *inst, uint32_t typeidx, uint32_t seg,
+pw_trap_code pw__gc_array_new_elem(pw_store *s, pw_instance *inst, uint32_t typeidx, uint32_t seg,
                                   uint32_t off, uint32_t len, const pw_gcframe *cur,
                                   pw_array **out);
 
 /* gc_api.c: evaluate a GC instruction of a constant expression on the evaluator's
  * stack st[*sp] (room for 64). 1: done; 0: not a GC instruction; -1: failed (err). */
 struct pw_instr;
-int pw_gc_const_op(pw_instance *inst, const struct pw_instr *in, pw_slot *st, uint32_t *sp,
+int pw__gc_const_op(pw_instance *inst, const struct pw_instr *in, pw_slot *st, uint32_t *sp,
                    pw_error *err);
 
 #endif

@@ -24,7 +24,7 @@ pw_handle pw_handle_new(pw_store *s, pw_ref r, pw_error *err) {
             uint32_t nc = s->caphandles ? s->caphandles * 2 : 64;
             pw_ref *nh = realloc(s->handles, nc * sizeof *nh);
             if (!nh) {
-                pw_fail(err, PW_ERR_NOMEM, "out of memory");
+                pw__fail(err, PW_ERR_NOMEM, "out of memory");
                 return 0;
             }
             s->handles = nh;
@@ -85,7 +85,7 @@ uint32_t pw_i31_get_u(pw_ref r) {
 static const pw_gclayout *host_layout(pw_instance *inst, uint32_t ti, uint8_t form, pw_error *err) {
     const pw_module *m = inst ? inst->mod : NULL;
     if (!m || ti >= m->ntypes || m->types[ti].form != form) {
-        pw_fail(err, PW_ERR_ARG, "type %u is not a %s type of the instance's module", ti,
+        pw__fail(err, PW_ERR_ARG, "type %u is not a %s type of the instance's module", ti,
                 form == PW_FORM_STRUCT ? "struct" : "array");
         return NULL;
     }
@@ -93,7 +93,7 @@ static const pw_gclayout *host_layout(pw_instance *inst, uint32_t ti, uint8_t fo
 }
 
 static pw_ref oom(pw_error *err) {
-    pw_fail(err, PW_ERR_OOM, "out of memory: the GC heap hit the store's memory cap");
+    pw__fail(err, PW_ERR_OOM, "out of memory: the GC heap hit the store's memory cap");
     return PW_NULL_REF;
 }
 
@@ -102,11 +102,11 @@ pw_ref pw_struct_new(pw_store *s, pw_instance *inst, uint32_t ti, const pw_val *
     const pw_gclayout *l = host_layout(inst, ti, PW_FORM_STRUCT, err);
     if (!l) return PW_NULL_REF;
     pw_gcframe cur = {.extra = fields, .extra_kind = l->kind, .nextra = fields ? l->nfields : 0};
-    pw_struct *o = pw_gc_new_struct(s, inst, ti, &cur);
+    pw_struct *o = pw__gc_new_struct(s, inst, ti, &cur);
     if (!o) return oom(err);
     if (fields)
         for (uint32_t i = 0; i < l->nfields; i++)
-            pw_gc_store_field(o->data + l->off[i], l->kind[i], (pw_slot){.u64 = fields[i].bits});
+            pw__gc_store_field(o->data + l->off[i], l->kind[i], (pw_slot){.u64 = fields[i].bits});
     return (pw_ref)o;
 }
 
@@ -116,9 +116,9 @@ pw_ref pw_array_new(pw_store *s, pw_instance *inst, uint32_t ti, uint32_t len, c
     if (!l) return PW_NULL_REF;
     pw_gcframe cur = {
         .extra = init, .extra_kind = l->kind, .nextra = init ? 1 : 0, .extra_same = true};
-    pw_array *a = pw_gc_new_array(s, inst, ti, len, &cur);
+    pw_array *a = pw__gc_new_array(s, inst, ti, len, &cur);
     if (!a) return oom(err);
-    if (init) pw_gc_array_fill(a, 0, (pw_slot){.u64 = init->bits}, len);
+    if (init) pw__gc_array_fill(a, 0, (pw_slot){.u64 = init->bits}, len);
     return (pw_ref)a;
 }
 
@@ -127,10 +127,10 @@ pw_ref pw_array_new_bytes(pw_store *s, pw_instance *inst, uint32_t ti, const uin
     const pw_gclayout *l = host_layout(inst, ti, PW_FORM_ARRAY, err);
     if (!l) return PW_NULL_REF;
     if (l->kind[0] != PW_GK_I8) {
-        pw_fail(err, PW_ERR_ARG, "type %u is not an i8 array type", ti);
+        pw__fail(err, PW_ERR_ARG, "type %u is not an i8 array type", ti);
         return PW_NULL_REF;
     }
-    pw_array *a = pw_gc_new_array(s, inst, ti, len, NULL);
+    pw_array *a = pw__gc_new_array(s, inst, ti, len, NULL);
     if (!a) return oom(err);
     if (len) memcpy(a->data, bytes, len);
     return (pw_ref)a;
@@ -163,7 +163,7 @@ bool pw_struct_get(const pw_store *s, pw_ref r, uint32_t field, bool sign, pw_va
     if (!o) return false;
     const pw_gclayout *l = struct_layout(s, o);
     if (field >= l->nfields) return false;
-    out->bits = pw_gc_load_field(o->data + l->off[field], l->kind[field], sign).u64;
+    out->bits = pw__gc_load_field(o->data + l->off[field], l->kind[field], sign).u64;
     return true;
 }
 
@@ -172,7 +172,7 @@ bool pw_struct_set(const pw_store *s, pw_ref r, uint32_t field, pw_val v) {
     if (!o) return false;
     const pw_gclayout *l = struct_layout(s, o);
     if (field >= l->nfields) return false;
-    pw_gc_store_field(o->data + l->off[field], l->kind[field], (pw_slot){.u64 = v.bits});
+    pw__gc_store_field(o->data + l->off[field], l->kind[field], (pw_slot){.u64 = v.bits});
     return true;
 }
 
@@ -184,14 +184,14 @@ uint32_t pw_array_len(pw_ref r) {
 bool pw_array_get(pw_ref r, uint32_t i, bool sign, pw_val *out) {
     const pw_array *a = as_array(r);
     if (!a || i >= a->len) return false;
-    out->bits = pw_gc_load_field(a->data + (size_t)i * a->esize, (uint8_t)a->hdr.flags, sign).u64;
+    out->bits = pw__gc_load_field(a->data + (size_t)i * a->esize, (uint8_t)a->hdr.flags, sign).u64;
     return true;
 }
 
 bool pw_array_set(pw_ref r, uint32_t i, pw_val v) {
     pw_array *a = as_array(r);
     if (!a || i >= a->len) return false;
-    pw_gc_store_field(a->data + (size_t)i * a->esize, (uint8_t)a->hdr.flags,
+    pw__gc_store_field(a->data + (size_t)i * a->esize, (uint8_t)a->hdr.flags,
                       (pw_slot){.u64 = v.bits});
     return true;
 }
@@ -205,7 +205,7 @@ uint8_t *pw_array_bytes(pw_ref r, uint32_t *len) {
 
 bool pw_ref_test_type(pw_store *s, pw_instance *inst, pw_ref r, uint32_t ti) {
     if (!inst || ti >= inst->mod->ntypes) return false;
-    return pw_gc_ref_test(s, inst, r, PW_VT_MAKE_REF(ti, 0));
+    return pw__gc_ref_test(s, inst, r, PW_VT_MAKE_REF(ti, 0));
 }
 
 void pw_store_gc_stats(const pw_store *s, pw_gc_stats *out) {
@@ -216,14 +216,14 @@ void pw_store_gc_stats(const pw_store *s, pw_gc_stats *out) {
 }
 
 void pw_store_gc(pw_store *s) {
-    pw_gc_collect(s, NULL);
+    pw__gc_collect(s, NULL);
 }
 
 /* ---------------------------------------------------------------- constant exprs */
 
 /* Collection is inhibited while a constant expression runs: its intermediate values
  * live on the evaluator's C stack, which the collector does not scan. */
-int pw_gc_const_op(pw_instance *inst, const pw_instr *in, pw_slot *st, uint32_t *sp,
+int pw__gc_const_op(pw_instance *inst, const pw_instr *in, pw_slot *st, uint32_t *sp,
                    pw_error *err) {
     if ((in->op >> 8) != 0xFB) return 0;
     pw_store *s = inst->store;
@@ -248,23 +248,23 @@ int pw_gc_const_op(pw_instance *inst, const pw_instr *in, pw_slot *st, uint32_t 
     pw_ref r = PW_NULL_REF;
     uint32_t base = *sp - need;
     if (sub <= 0x01) {
-        pw_struct *o = pw_gc_new_struct(s, inst, in->a, NULL);
+        pw_struct *o = pw__gc_new_struct(s, inst, in->a, NULL);
         if (o && sub == 0x00)
             for (uint32_t i = 0; i < l->nfields; i++)
-                pw_gc_store_field(o->data + l->off[i], l->kind[i], st[base + i]);
+                pw__gc_store_field(o->data + l->off[i], l->kind[i], st[base + i]);
         r = (pw_ref)o;
     } else {
         uint32_t len = sub == 0x06 ? st[base + 1].u32 : sub == 0x07 ? st[base].u32 : in->b;
-        pw_array *a = pw_gc_new_array(s, inst, in->a, len, NULL);
-        if (a && sub == 0x06) pw_gc_array_fill(a, 0, st[base], len);
+        pw_array *a = pw__gc_new_array(s, inst, in->a, len, NULL);
+        if (a && sub == 0x06) pw__gc_array_fill(a, 0, st[base], len);
         if (a && sub == 0x08)
             for (uint32_t i = 0; i < len; i++)
-                pw_gc_store_field(a->data + (size_t)i * a->esize, l->kind[0], st[base + i]);
+                pw__gc_store_field(a->data + (size_t)i * a->esize, l->kind[0], st[base + i]);
         r = (pw_ref)a;
     }
     s->gc_inhibit--;
     if (!r) {
-        pw_fail(err, PW_ERR_OOM, "out of memory: the GC heap hit the store's memory cap");
+        pw__fail(err, PW_ERR_OOM, "out of memory: the GC heap hit the store's memory cap");
         return -1;
     }
     *sp = base;

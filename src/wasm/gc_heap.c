@@ -33,7 +33,7 @@ static uint32_t class_of(size_t bytes) {
     return (uint32_t)((bytes + 15) / 16) - 1;
 }
 
-pw_gcheap *pw_gcheap_new(void) {
+pw_gcheap *pw__gcheap_new(void) {
     return calloc(1, sizeof(pw_gcheap));
 }
 
@@ -59,18 +59,18 @@ static bool add_block(pw_store *s, pw_gcheap *h, uint32_t k) {
 }
 
 /* Bytes accounted to an allocation of `bytes` (its cell, or malloc + overhead). */
-uint64_t pw_gcheap_cost(size_t bytes) {
+uint64_t pw__gcheap_cost(size_t bytes) {
     return bytes <= PW_GC_CELL_MAX ? (uint64_t)(class_of(bytes) + 1) * 16 : bytes + LARGE_OVERHEAD;
 }
 
 /* Can an allocation of `bytes` be satisfied without a collection? */
-bool pw_gcheap_fits(const pw_store *s, const pw_gcheap *h, size_t bytes) {
+bool pw__gcheap_fits(const pw_store *s, const pw_gcheap *h, size_t bytes) {
     if (bytes <= PW_GC_CELL_MAX && h->free[class_of(bytes)]) return true;
     uint64_t need = bytes <= PW_GC_CELL_MAX ? BLOCK_BYTES : bytes + LARGE_OVERHEAD;
     return s->mem_used + need <= s->cfg.memory_cap;
 }
 
-pw_obj *pw_gcheap_alloc(pw_store *s, pw_gcheap *h, size_t bytes) {
+pw_obj *pw__gcheap_alloc(pw_store *s, pw_gcheap *h, size_t bytes) {
     if (bytes <= PW_GC_CELL_MAX) {
         uint32_t k = class_of(bytes);
         if (!h->free[k] && !add_block(s, h, k)) return NULL;
@@ -89,9 +89,9 @@ pw_obj *pw_gcheap_alloc(pw_store *s, pw_gcheap *h, size_t bytes) {
     return o;
 }
 
-/* Free unmarked objects, clear marks; returns the bytes kept (pw_gcheap_cost units).
+/* Free unmarked objects, clear marks; returns the bytes kept (pw__gcheap_cost units).
  * keep_all: clear marks only. */
-uint64_t pw_gcheap_sweep(pw_store *s, pw_gcheap *h,
+uint64_t pw__gcheap_sweep(pw_store *s, pw_gcheap *h,
                          uint64_t (*large_bytes)(const pw_gcheap *, const pw_obj *),
                          bool keep_all) {
     uint64_t live = 0;
@@ -141,7 +141,7 @@ uint64_t pw_gcheap_sweep(pw_store *s, pw_gcheap *h,
     return live;
 }
 
-void pw_gcheap_each(pw_gcheap *h, void (*fn)(void *ctx, pw_obj *o), void *ctx) {
+void pw__gcheap_each(pw_gcheap *h, void (*fn)(void *ctx, pw_obj *o), void *ctx) {
     for (uint32_t k = 0; k < PW_GC_NCLASS; k++)
         for (pw_gcblock *b = h->blocks[k]; b; b = b->next)
             for (uint32_t i = 0; i < b->ncells; i++) {
@@ -152,7 +152,7 @@ void pw_gcheap_each(pw_gcheap *h, void (*fn)(void *ctx, pw_obj *o), void *ctx) {
         fn(ctx, o);
 }
 
-void pw_gcheap_free(pw_gcheap *h) {
+void pw__gcheap_free(pw_gcheap *h) {
     if (!h) return;
     for (uint32_t k = 0; k < PW_GC_NCLASS; k++) {
         pw_gcblock *b = h->blocks[k];

@@ -4,9 +4,9 @@
 #include "wasm/runtime.h"
 
 pw_global *pw_global_new(pw_store *s, pw_valtype type, bool mutable_, pw_val init, pw_error *err) {
-    pw_global *g = pw_store_alloc_obj(s, sizeof *g, PW_OBJ_GLOBAL);
+    pw_global *g = pw__store_alloc_obj(s, sizeof *g, PW_OBJ_GLOBAL);
     if (!g) {
-        pw_fail(err, PW_ERR_NOMEM, "out of memory");
+        pw__fail(err, PW_ERR_NOMEM, "out of memory");
         return NULL;
     }
     g->type = type;

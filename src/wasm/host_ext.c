@@ -13,7 +13,7 @@
 pw_status pw_ctx_throw(pw_call_ctx *cx, pw_tag *tag, const pw_val *args, uint32_t nargs) {
     pw_store *s = cx->store;
     if (nargs != tag->nparams) return pw_ctx_trap(cx, "exception payload arity mismatch");
-    pw_exn *e = pw_gc_new_exn(s, tag, (const pw_slot *)args, NULL); /* GC heap */
+    pw_exn *e = pw__gc_new_exn(s, tag, (const pw_slot *)args, NULL); /* GC heap */
     if (!e) return PW_ERR_OOM;
     s->exn = e;
     return PW_ERR_EXCEPTION;

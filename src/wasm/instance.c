@@ -25,11 +25,11 @@ static bool eval_const(pw_instance *inst, pw_span expr, pw_slot out[2], uint32_t
     pw_instr in;
     while (r.p < r.end) {
         memset(&in, 0, sizeof in);
-        if (!pw_instr_read(&r, &in)) return false;
+        if (!pw__instr_read(&r, &in)) return false;
         if (in.op == 0x0B) break;
         if (sp >= 64 && in.op != 0x6A && in.op != 0x6B && in.op != 0x6C && in.op != 0x7C &&
             in.op != 0x7D && in.op != 0x7E) {
-            pw_fail(err, PW_ERR_INVALID, "constant expression too deep");
+            pw__fail(err, PW_ERR_INVALID, "constant expression too deep");
             return false;
         }
         switch (in.op) {
@@ -74,16 +74,16 @@ static bool eval_const(pw_instance *inst, pw_span expr, pw_slot out[2], uint32_t
             st[sp - 1].u64 *= st[sp].u64;
             break;
         default: {
-            int g = pw_gc_const_op(inst, &in, st, &sp, err); /* Wasm 3.0 GC: gc_api.c */
+            int g = pw__gc_const_op(inst, &in, st, &sp, err); /* Wasm 3.0 GC: gc_api.c */
             if (g < 0) return false;
             if (g > 0) break;
-            pw_fail(err, PW_ERR_INVALID, "constant expression required");
+            pw__fail(err, PW_ERR_INVALID, "constant expression required");
             return false;
         }
         }
     }
     if (sp != 1 && sp != 2) {
-        pw_fail(err, PW_ERR_INVALID, "type mismatch");
+        pw__fail(err, PW_ERR_INVALID, "type mismatch");
         return false;
     }
     out[0] = st[0];
@@ -92,12 +92,12 @@ static bool eval_const(pw_instance *inst, pw_span expr, pw_slot out[2], uint32_t
     return true;
 }
 
-bool pw_eval_const(pw_instance *inst, pw_span expr, pw_slot *out, pw_error *err) {
+bool pw__eval_const(pw_instance *inst, pw_span expr, pw_slot *out, pw_error *err) {
     pw_slot v[2];
     uint32_t n;
     if (!eval_const(inst, expr, v, &n, err)) return false;
     if (n != 1) {
-        pw_fail(err, PW_ERR_INVALID, "type mismatch");
+        pw__fail(err, PW_ERR_INVALID, "type mismatch");
         return false;
     }
     *out = v[0];
@@ -112,12 +112,12 @@ static bool limits_match(uint64_t have_min, uint64_t have_max, const pw_limits *
 
 /* Type equivalence across modules (mutable globals, tables): subtyping both ways. */
 static bool valtype_eq(const pw_module *ma, pw_valtype a, const pw_module *mb, pw_valtype b) {
-    return pw_valtype_sub_cross(ma, a, mb, b) && pw_valtype_sub_cross(mb, b, ma, a);
+    return pw__valtype_sub_cross(ma, a, mb, b) && pw__valtype_sub_cross(mb, b, ma, a);
 }
 
 static pw_status unlinkable(pw_error *err, const pw_module *m, const pw_import *imp,
                             const char *what) {
-    return pw_fail(err, PW_ERR_UNLINKABLE, "%s: %.*s.%.*s", what, (int)imp->module.len,
+    return pw__fail(err, PW_ERR_UNLINKABLE, "%s: %.*s.%.*s", what, (int)imp->module.len,
                    (const char *)m->bytes + imp->module.off, (int)imp->name.len,
                    (const char *)m->bytes + imp->name.off);
 }
@@ -143,7 +143,7 @@ static pw_status link_imports(pw_instance *inst, pw_resolve_fn resolve, void *ct
         switch (imp->kind) {
         case PW_EXTERN_FUNC:
             if (ex.u.func->hdr.type_id != inst->type_ids[imp->u.func_type] &&
-                !pw_func_type_sub(ex.u.func, m, imp->u.func_type))
+                !pw__func_type_sub(ex.u.func, m, imp->u.func_type))
                 return unlinkable(err, m, imp, "incompatible import type");
             inst->funcs[nf++] = ex.u.func;
             break;
@@ -168,7 +168,7 @@ static pw_status link_imports(pw_instance *inst, pw_resolve_fn resolve, void *ct
             pw_global *g = ex.u.global;
             if (g->mut != imp->u.global.mut ||
                 (g->mut ? !valtype_eq(g->tmod, g->type, m, imp->u.global.type)
-                        : !pw_valtype_sub_cross(g->tmod, g->type, m, imp->u.global.type)))
+                        : !pw__valtype_sub_cross(g->tmod, g->type, m, imp->u.global.type)))
                 return unlinkable(err, m, imp, "incompatible import type");
             inst->globals[ng++] = g;
             break;
@@ -186,7 +186,7 @@ static pw_status link_imports(pw_instance *inst, pw_resolve_fn resolve, void *ct
 }
 
 static pw_status nomem(pw_error *err) {
-    return pw_fail(err, PW_ERR_NOMEM, "out of memory");
+    return pw__fail(err, PW_ERR_NOMEM, "out of memory");
 }
 
 static pw_status alloc_arrays(pw_instance *inst) {
@@ -211,7 +211,7 @@ static pw_status register_types(pw_instance *inst) {
             continue;
         }
         bool oom = false;
-        inst->type_ids[i] = pw_store_type_id_mod(inst->store, m, i, &oom);
+        inst->type_ids[i] = pw__store_type_id_mod(inst->store, m, i, &oom);
         if (oom) return PW_ERR_NOMEM;
     }
     return PW_OK;
@@ -234,7 +234,7 @@ static pw_status init_segments(pw_instance *inst, bool apply, pw_error *err) {
                 refs[j] = (pw_ref)inst->funcs[e->funcs[j]];
             } else {
                 pw_slot v;
-                if (!pw_eval_const(inst, e->exprs[j], &v, err)) return err->status;
+                if (!pw__eval_const(inst, e->exprs[j], &v, err)) return err->status;
                 refs[j] = v.ref;
             }
         }
@@ -244,10 +244,10 @@ static pw_status init_segments(pw_instance *inst, bool apply, pw_error *err) {
         const pw_elem *e = &m->elems[k];
         if (e->mode == PW_SEG_ACTIVE) {
             pw_slot off;
-            if (!pw_eval_const(inst, e->offset, &off, err)) return err->status;
+            if (!pw__eval_const(inst, e->offset, &off, err)) return err->status;
             pw_table *t = inst->tables[e->table];
             uint64_t o = t->is64 ? off.u64 : off.u32;
-            if (o > t->size || e->count > t->size - o) return pw_trap(err, PW_TRAP_TABLE_OOB);
+            if (o > t->size || e->count > t->size - o) return pw__trap(err, PW_TRAP_TABLE_OOB);
             if (e->count) memcpy(t->elems + o, inst->elem_refs[k], e->count * sizeof(pw_ref));
             inst->elem_len[k] = 0;
         } else if (e->mode == PW_SEG_DECLARATIVE) {
@@ -258,10 +258,10 @@ static pw_status init_segments(pw_instance *inst, bool apply, pw_error *err) {
         const pw_data *d = &m->datas[k];
         if (d->mode != PW_SEG_ACTIVE) continue;
         pw_slot off;
-        if (!pw_eval_const(inst, d->offset, &off, err)) return err->status;
+        if (!pw__eval_const(inst, d->offset, &off, err)) return err->status;
         pw_memory *mem = inst->mems[d->memory];
         uint64_t o = mem->is64 ? off.u64 : off.u32;
-        if (o > mem->size || d->bytes.len > mem->size - o) return pw_trap(err, PW_TRAP_MEM_OOB);
+        if (o > mem->size || d->bytes.len > mem->size - o) return pw__trap(err, PW_TRAP_MEM_OOB);
         if (d->bytes.len) memcpy(mem->data + o, m->bytes + d->bytes.off, d->bytes.len);
         inst->data_dropped[k] = 1;
     }
@@ -275,7 +275,7 @@ static pw_instance *instantiate(pw_store *s, const pw_module *m, const pw_snapsh
                                 pw_resolve_fn resolve, void *ctx, pw_error *err) {
     pw_error local;
     if (!err) err = &local;
-    pw_instance *inst = pw_store_alloc_obj(s, sizeof *inst, PW_OBJ_INSTANCE);
+    pw_instance *inst = pw__store_alloc_obj(s, sizeof *inst, PW_OBJ_INSTANCE);
     if (!inst) {
         nomem(err);
         return NULL;
@@ -288,18 +288,18 @@ static pw_instance *instantiate(pw_store *s, const pw_module *m, const pw_snapsh
     }
     if (link_imports(inst, resolve, ctx, err)) return NULL;
     for (uint32_t i = m->nfunc_imports; i < m->nfuncs; i++) {
-        inst->funcs[i] = pw_func_create_wasm(s, inst, i);
+        inst->funcs[i] = pw__func_create_wasm(s, inst, i);
         if (!inst->funcs[i]) {
             nomem(err);
             return NULL;
         }
         /* Eager JIT compilation (store option): every function now, not at its first
          * call. A function the JIT does not translate stays interpreted either way. */
-        if (s->jit_on && s->cfg.jit_eager) pw_jit_prepare(s, inst->funcs[i]);
+        if (s->jit_on && s->cfg.jit_eager) pw__jit_prepare(s, inst->funcs[i]);
     }
     for (uint32_t i = m->nglobal_imports; i < m->nglobals; i++) {
         const pw_global_def *gd = &m->globals[i];
-        pw_global *g = pw_store_alloc_obj(s, sizeof *g, PW_OBJ_GLOBAL);
+        pw_global *g = pw__store_alloc_obj(s, sizeof *g, PW_OBJ_GLOBAL);
         if (!g) {
             nomem(err);
             return NULL;
@@ -311,7 +311,7 @@ static pw_instance *instantiate(pw_store *s, const pw_module *m, const pw_snapsh
         uint32_t n;
         if (!eval_const(inst, gd->init, v, &n, err)) return NULL;
         if (n != (g->type == PW_VT_V128 ? 2u : 1u)) {
-            pw_fail(err, PW_ERR_INVALID, "type mismatch");
+            pw__fail(err, PW_ERR_INVALID, "type mismatch");
             return NULL;
         }
         g->val = v[0];
@@ -321,13 +321,13 @@ static pw_instance *instantiate(pw_store *s, const pw_module *m, const pw_snapsh
     for (uint32_t i = m->ntable_imports; i < m->ntables; i++) {
         const pw_table_def *td = &m->tables[i];
         pw_slot init = {.ref = PW_NULL_REF};
-        if (td->init.len && !pw_eval_const(inst, td->init, &init, err)) return NULL;
+        if (td->init.len && !pw__eval_const(inst, td->init, &init, err)) return NULL;
         uint64_t min = td->type.lim.min;
         pw_table *t = min > UINT32_MAX ? NULL
-                                       : pw_table_create(s, td->type.elem, m, (uint32_t)min,
+                                       : pw__table_create(s, td->type.elem, m, (uint32_t)min,
                                                          td->type.lim.max, init.ref);
         if (!t) {
-            pw_fail(err, PW_ERR_OOM, "table allocation failed or over the store's cap");
+            pw__fail(err, PW_ERR_OOM, "table allocation failed or over the store's cap");
             return NULL;
         }
         t->is64 = td->type.lim.is64;
@@ -335,9 +335,9 @@ static pw_instance *instantiate(pw_store *s, const pw_module *m, const pw_snapsh
     }
     for (uint32_t i = m->nmem_imports; i < m->nmems; i++) {
         /* From a snapshot the contents are mapped in afterwards: start empty. */
-        pw_memory *mem = pw_memory_create(s, snap ? 0 : m->mems[i].min, m->mems[i].max);
+        pw_memory *mem = pw__memory_create(s, snap ? 0 : m->mems[i].min, m->mems[i].max);
         if (!mem) {
-            pw_fail(err, PW_ERR_OOM, "memory allocation failed or over the store's cap");
+            pw__fail(err, PW_ERR_OOM, "memory allocation failed or over the store's cap");
             return NULL;
         }
         mem->is64 = m->mems[i].is64;
@@ -345,7 +345,7 @@ static pw_instance *instantiate(pw_store *s, const pw_module *m, const pw_snapsh
     }
     inst->mem0 = m->nmems ? inst->mems[0] : s->empty_mem;
     for (uint32_t i = m->ntag_imports; i < m->ntags; i++) {
-        pw_tag *tg = pw_store_alloc_obj(s, sizeof *tg, PW_OBJ_TAG);
+        pw_tag *tg = pw__store_alloc_obj(s, sizeof *tg, PW_OBJ_TAG);
         if (!tg) {
             nomem(err);
             return NULL;
@@ -361,7 +361,7 @@ static pw_instance *instantiate(pw_store *s, const pw_module *m, const pw_snapsh
     }
     if (init_segments(inst, !snap, err)) return NULL;
     if (snap) {
-        if (!pw_snapshot_apply(inst, snap, err)) return NULL;
+        if (!pw__snapshot_apply(inst, snap, err)) return NULL;
         err->status = PW_OK;
         return inst;
     }
@@ -381,8 +381,8 @@ pw_instance *pw_instantiate_snapshot(pw_store *s, const pw_module *m, const pw_s
                                      pw_resolve_fn resolve, void *ctx, pw_error *err) {
     pw_error local;
     if (!err) err = &local;
-    if (!snap || !pw_snapshot_matches(snap, m)) {
-        pw_fail(err, PW_ERR_ARG, "snapshot was taken from another module");
+    if (!snap || !pw__snapshot_matches(snap, m)) {
+        pw__fail(err, PW_ERR_ARG, "snapshot was taken from another module");
         return NULL;
     }
     return instantiate(s, m, snap, resolve, ctx, err);

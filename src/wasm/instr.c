@@ -8,16 +8,16 @@
 #include "wasm/simd.h"
 
 static bool malformed(pw_reader *r, const uint8_t *at, const char *msg) {
-    pw_fail(r->err, PW_ERR_MALFORMED, "%s (at byte %zu)", msg, (size_t)(at - r->base));
+    pw__fail(r->err, PW_ERR_MALFORMED, "%s (at byte %zu)", msg, (size_t)(at - r->base));
     return false;
 }
 
 static bool illegal(pw_reader *r, const uint8_t *at, uint32_t prefix, uint32_t sub) {
     if (prefix)
-        pw_fail(r->err, PW_ERR_MALFORMED, "illegal opcode %02x %02x (at byte %zu)", prefix, sub,
+        pw__fail(r->err, PW_ERR_MALFORMED, "illegal opcode %02x %02x (at byte %zu)", prefix, sub,
                 (size_t)(at - r->base));
     else
-        pw_fail(r->err, PW_ERR_MALFORMED, "illegal opcode %02x (at byte %zu)", sub,
+        pw__fail(r->err, PW_ERR_MALFORMED, "illegal opcode %02x (at byte %zu)", sub,
                 (size_t)(at - r->base));
     return false;
 }
@@ -26,10 +26,10 @@ static bool is_abs_heap(int64_t code) {
     return code >= PW_HT_EXN && code <= PW_HT_NOEXN;
 }
 
-bool pw_rd_heaptype(pw_reader *r, uint32_t *heap) {
+bool pw__rd_heaptype(pw_reader *r, uint32_t *heap) {
     const uint8_t *at = r->p;
     int64_t v;
-    if (!pw_rd_s33(r, &v)) return false;
+    if (!pw__rd_s33(r, &v)) return false;
     if (v >= 0) {
         *heap = v > PW_TYPEIDX_MAX ? PW_TYPEIDX_MAX : (uint32_t)v;
         return true;
@@ -48,7 +48,7 @@ static bool rd_reftype_rest(pw_reader *r, const uint8_t *at, uint8_t b, pw_valty
     }
     if (b == 0x63 || b == 0x64) {
         uint32_t heap;
-        if (!pw_rd_heaptype(r, &heap)) return false;
+        if (!pw__rd_heaptype(r, &heap)) return false;
         *out = PW_VT_MAKE_REF(heap, b == 0x63);
         return true;
     }
@@ -56,14 +56,14 @@ static bool rd_reftype_rest(pw_reader *r, const uint8_t *at, uint8_t b, pw_valty
     return malformed(r, at, "malformed reference type");
 }
 
-bool pw_rd_reftype(pw_reader *r, pw_valtype *out) {
+bool pw__rd_reftype(pw_reader *r, pw_valtype *out) {
     const uint8_t *at = r->p;
     uint8_t b;
     if (!pw_rd_byte(r, &b)) return false;
     return rd_reftype_rest(r, at, b, out);
 }
 
-bool pw_rd_valtype(pw_reader *r, pw_valtype *out) {
+bool pw__rd_valtype(pw_reader *r, pw_valtype *out) {
     const uint8_t *at = r->p;
     uint8_t b;
     if (!pw_rd_byte(r, &b)) return false;
@@ -85,7 +85,7 @@ static bool rd_blocktype(pw_reader *r, pw_instr *in) {
         return true;
     }
     int64_t v;
-    if (!pw_rd_s33(r, &v)) return false;
+    if (!pw__rd_s33(r, &v)) return false;
     if (v >= 0) {
         in->bt = PW_BT_TYPE;
         in->a = (uint32_t)v;
@@ -93,7 +93,7 @@ static bool rd_blocktype(pw_reader *r, pw_instr *in) {
     }
     r->p = at;
     in->bt = PW_BT_VAL;
-    return pw_rd_valtype(r, &in->t1);
+    return pw__rd_valtype(r, &in->t1);
 }
 
 static bool rd_memarg(pw_reader *r, pw_instr *in) {
@@ -104,10 +104,10 @@ static bool rd_memarg(pw_reader *r, pw_instr *in) {
     in->a = 0;
     if ((flags & 0x40) && !pw_rd_u32(r, &in->a)) return false;
     in->align = flags & 0x3f;
-    return pw_rd_u64(r, &in->offset);
+    return pw__rd_u64(r, &in->offset);
 }
 
-bool pw_rd_catch(pw_reader *r, pw_catch *c) {
+bool pw__rd_catch(pw_reader *r, pw_catch *c) {
     const uint8_t *at = r->p;
     if (!pw_rd_byte(r, &c->kind)) return false;
     if (c->kind > 3) return malformed(r, at, "malformed catch clause");
@@ -151,7 +151,7 @@ static bool rd_fb(pw_reader *r, const uint8_t *at, pw_instr *in) {
     case 0x16:
     case 0x17: {
         uint32_t heap;
-        if (!pw_rd_heaptype(r, &heap)) return false;
+        if (!pw__rd_heaptype(r, &heap)) return false;
         in->t1 = PW_VT_MAKE_REF(heap, sub & 1);
         return true;
     }
@@ -162,7 +162,7 @@ static bool rd_fb(pw_reader *r, const uint8_t *at, pw_instr *in) {
         uint32_t h1, h2;
         if (!pw_rd_byte(r, &flags)) return false;
         if (flags & 0xFC) return malformed(r, fat, "malformed br_on_cast flags");
-        if (!pw_rd_u32(r, &in->a) || !pw_rd_heaptype(r, &h1) || !pw_rd_heaptype(r, &h2))
+        if (!pw_rd_u32(r, &in->a) || !pw__rd_heaptype(r, &h1) || !pw__rd_heaptype(r, &h2))
             return false;
         in->t1 = PW_VT_MAKE_REF(h1, flags & 1);
         in->t2 = PW_VT_MAKE_REF(h2, (flags >> 1) & 1);
@@ -204,7 +204,7 @@ static bool rd_fc(pw_reader *r, const uint8_t *at, pw_instr *in) {
 static bool rd_fd(pw_reader *r, const uint8_t *at, pw_instr *in) {
     uint32_t sub;
     if (!pw_rd_u32(r, &sub)) return false;
-    const pw_simd_info *si = pw_simd_op(sub);
+    const pw_simd_info *si = pw__simd_op(sub);
     if (!si) return illegal(r, at, 0xFD, sub);
     in->op = PW_OP_FD(sub);
     uint8_t lane;
@@ -224,7 +224,7 @@ static bool rd_fd(pw_reader *r, const uint8_t *at, pw_instr *in) {
     }
 }
 
-bool pw_instr_read(pw_reader *r, pw_instr *in) {
+bool pw__instr_read(pw_reader *r, pw_instr *in) {
     const uint8_t *at = r->p;
     /* Fast path: the instructions that make up most code (numeric operators, locals
      * and globals with one-byte indices, small i32 constants). */
@@ -292,7 +292,7 @@ bool pw_instr_read(pw_reader *r, pw_instr *in) {
         if (!pw_rd_u32(r, &in->n)) return false;
         /* Each target takes at least one byte: a count beyond the bytes left is a
          * truncation, found without looping over a hostile count. */
-        if (in->n > pw_rd_left(r)) return pw_rd_fail_eof(r);
+        if (in->n > pw_rd_left(r)) return pw__rd_fail_eof(r);
         in->vec = r->p;
         uint32_t x;
         for (uint32_t i = 0; i < in->n; i++)
@@ -301,30 +301,30 @@ bool pw_instr_read(pw_reader *r, pw_instr *in) {
     }
     case 0x1C: {
         if (!pw_rd_u32(r, &in->n)) return false;
-        if (in->n > pw_rd_left(r)) return pw_rd_fail_eof(r);
+        if (in->n > pw_rd_left(r)) return pw__rd_fail_eof(r);
         in->vec = r->p;
         for (uint32_t i = 0; i < in->n; i++)
-            if (!pw_rd_valtype(r, &in->t1)) return false;
+            if (!pw__rd_valtype(r, &in->t1)) return false;
         return true;
     }
     case 0x1F: {
         if (!rd_blocktype(r, in) || !pw_rd_u32(r, &in->n)) return false;
-        if (in->n > pw_rd_left(r)) return pw_rd_fail_eof(r);
+        if (in->n > pw_rd_left(r)) return pw__rd_fail_eof(r);
         in->vec = r->p;
         pw_catch c;
         for (uint32_t i = 0; i < in->n; i++)
-            if (!pw_rd_catch(r, &c)) return false;
+            if (!pw__rd_catch(r, &c)) return false;
         return true;
     }
     case 0x41: {
         int32_t v;
-        if (!pw_rd_s32(r, &v)) return false;
+        if (!pw__rd_s32(r, &v)) return false;
         in->bits = (uint64_t)(int64_t)v;
         return true;
     }
     case 0x42: {
         int64_t v;
-        if (!pw_rd_s64(r, &v)) return false;
+        if (!pw__rd_s64(r, &v)) return false;
         in->bits = (uint64_t)v;
         return true;
     }
@@ -341,7 +341,7 @@ bool pw_instr_read(pw_reader *r, pw_instr *in) {
     }
     case 0xD0: {
         uint32_t heap;
-        if (!pw_rd_heaptype(r, &heap)) return false;
+        if (!pw__rd_heaptype(r, &heap)) return false;
         in->t1 = PW_VT_MAKE_REF(heap, 1);
         return true;
     }

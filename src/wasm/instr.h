@@ -45,17 +45,17 @@ typedef struct pw_instr {
 
 /* Read one instruction at r->p. On success r->p is past it. Errors are MALFORMED.
  * Only the fields the opcode uses are written; the others keep stale values. */
-bool pw_instr_read(pw_reader *r, pw_instr *in);
+bool pw__instr_read(pw_reader *r, pw_instr *in);
 
-bool pw_rd_valtype(pw_reader *r, pw_valtype *out);
-bool pw_rd_reftype(pw_reader *r, pw_valtype *out);
-bool pw_rd_heaptype(pw_reader *r, uint32_t *heap);
+bool pw__rd_valtype(pw_reader *r, pw_valtype *out);
+bool pw__rd_reftype(pw_reader *r, pw_valtype *out);
+bool pw__rd_heaptype(pw_reader *r, uint32_t *heap);
 
 /* One try_table catch clause (re-read from pw_instr.vec). */
 typedef struct pw_catch {
     uint8_t kind; /* 0 catch, 1 catch_ref, 2 catch_all, 3 catch_all_ref */
     uint32_t tag, label;
 } pw_catch;
-bool pw_rd_catch(pw_reader *r, pw_catch *c);
+bool pw__rd_catch(pw_reader *r, pw_catch *c);
 
 #endif

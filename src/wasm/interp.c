@@ -214,7 +214,7 @@ static __attribute__((noinline)) pw_trap_code op_xop(pw_store *s, pw_instance *i
     case PW_XOP_MEMORY_SIZE_X: Q(1).u64 = inst->mems[QI(2)]->size >> 16; return PW_TRAP_NONE;
     case PW_XOP_MEMORY_GROW_X: {
         pw_memory *gm = inst->mems[QI(2)];
-        int64_t r = pw_memory_grow(gm, mem_addr(gm, &Q(3)));
+        int64_t r = pw__memory_grow(gm, mem_addr(gm, &Q(3)));
         if (r == PW_GROW_OVER_CAP) {
             if (s->cfg.cap_is_fatal) return PW_TRAP_COUNT_;
             r = -1;
@@ -235,20 +235,20 @@ static __attribute__((noinline)) pw_trap_code op_xop(pw_store *s, pw_instance *i
     case PW_XOP_CLAMP32:
         Q(1).u32 = Q(2).u64 > UINT32_MAX ? UINT32_MAX : (uint32_t)Q(2).u64;
         return PW_TRAP_NONE;
-    case PW_XOP_SIMD: return pw_simd_exec(inst, fp, q);
+    case PW_XOP_SIMD: return pw__simd_exec(inst, fp, q);
     default: return PW_TRAP_UNREACHABLE; /* not emitted */
     }
 #undef Q
 #undef QI
 }
 
-pw_trap_code pw_interp_xop(pw_store *s, pw_instance *inst, pw_slot *fp, const uint32_t *pc) {
+pw_trap_code pw__interp_xop(pw_store *s, pw_instance *inst, pw_slot *fp, const uint32_t *pc) {
     return op_xop(s, inst, fp, pc);
 }
 
 /* ---------------------------------------------------------------- host calls */
 
-pw_status pw_call_host(pw_store *s, pw_instance *caller, pw_func *f, pw_slot *argp) {
+pw_status pw__call_host(pw_store *s, pw_instance *caller, pw_func *f, pw_slot *argp) {
     pw_slot *res = argp + f->nparams;
     if (res + f->nresults > s->stack_end) {
         s->trap = PW_TRAP_STACK_EXHAUSTED;
@@ -333,7 +333,7 @@ static bool unwind(unwind_state *u, pw_exn *exn) {
 
 /* Exception packages live on the GC heap (gc.c): collected like structs. */
 static pw_exn *new_exn(pw_store *s, pw_tag *tag, const pw_slot *vals, const pw_gcframe *cur) {
-    return pw_gc_new_exn(s, tag, vals, cur);
+    return pw__gc_new_exn(s, tag, vals, cur);
 }
 
 /* ---------------------------------------------------------------- the loop */
@@ -495,7 +495,7 @@ L_CALL_INDIRECT : {
     f = (pw_func *)t->elems[i];
     if (!f) TRAP(PW_TRAP_UNINIT_ELEM);
     if (__builtin_expect(f->hdr.type_id != inst->type_ids[IMM(1)], 0) &&
-        !pw_func_type_sub(f, inst->mod, IMM(1)))
+        !pw__func_type_sub(f, inst->mod, IMM(1)))
         TRAP(PW_TRAP_SIG_MISMATCH);
     argp = fp + IMM(4);
     pc += 5;
@@ -510,7 +510,7 @@ call_func:
         fr->fp = fp;
         fr->inst = inst;
         s->frame_top = fr + 1;
-        pw_status st = pw_call_host(s, inst, f, argp);
+        pw_status st = pw__call_host(s, inst, f, argp);
         if (st != PW_OK) {
             if (st == PW_ERR_EXCEPTION && s->exn) {
                 exn = s->exn;
@@ -522,8 +522,8 @@ call_func:
         RELOAD_MEM();
         DISPATCH();
     } else {
-        if (__builtin_expect(jit_on, 0) && (s->jit_on || pw_tier_hot(s, f))) {
-            int st = pw_jit_call_from_interp(s, f, argp, pc, fp, inst, fr);
+        if (__builtin_expect(jit_on, 0) && (s->jit_on || pw__tier_hot(s, f))) {
+            int st = pw__jit_call_from_interp(s, f, argp, pc, fp, inst, fr);
             if (st != PW_JIT_INTERPRET) {
                 if (st != PW_OK) {
                     if (st == PW_ERR_EXCEPTION && s->exn) {
@@ -584,7 +584,7 @@ L_TAIL_CALL_INDIRECT : {
     f = (pw_func *)t->elems[i];
     if (!f) TRAP(PW_TRAP_UNINIT_ELEM);
     if (__builtin_expect(f->hdr.type_id != inst->type_ids[IMM(1)], 0) &&
-        !pw_func_type_sub(f, inst->mod, IMM(1)))
+        !pw__func_type_sub(f, inst->mod, IMM(1)))
         TRAP(PW_TRAP_SIG_MISMATCH);
     goto tail_func;
 }
@@ -596,7 +596,7 @@ tail_func:
     if (__builtin_expect(atomic_load_explicit(intr, memory_order_relaxed), 0)) goto interrupted;
     if (f->host) {
         s->frame_top = fr;
-        pw_status st = pw_call_host(s, inst, f, fp);
+        pw_status st = pw__call_host(s, inst, f, fp);
         if (st != PW_OK) {
             if (st == PW_ERR_EXCEPTION && s->exn) {
                 /* The tail call replaced this frame: unwind from the caller. */
@@ -937,7 +937,7 @@ L_MEMORY_SIZE:
     S(1).u32 = (uint32_t)(msize >> 16);
     NEXT(2);
 L_MEMORY_GROW : {
-    int64_t r = pw_memory_grow(mem, S(2).u32);
+    int64_t r = pw__memory_grow(mem, S(2).u32);
     if (r == PW_GROW_OVER_CAP) {
         if (s->cfg.cap_is_fatal) goto gc_oom;
         r = -1;
@@ -987,7 +987,7 @@ L_TABLE_SIZE:
     S(1).u32 = inst->tables[IMM(2)]->size;
     NEXT(3);
 L_TABLE_GROW : {
-    int64_t r = pw_table_grow(inst->tables[IMM(2)], S(4).u32, S(3).ref);
+    int64_t r = pw__table_grow(inst->tables[IMM(2)], S(4).u32, S(3).ref);
     if (r == PW_GROW_OVER_CAP) {
         if (s->cfg.cap_is_fatal) goto gc_oom;
         r = -1;
@@ -1025,13 +1025,13 @@ done:
     return PW_OK;
 }
 
-const int32_t *pw_interp_handlers(void) {
+const int32_t *pw__interp_handlers(void) {
     const int32_t *t = NULL;
     run(NULL, NULL, NULL, &t);
     return t;
 }
 
-pw_status pw_interp(pw_store *s, pw_func *f, pw_slot *fp) {
+pw_status pw__interp(pw_store *s, pw_func *f, pw_slot *fp) {
     s->trap = PW_TRAP_NONE;
     return run(s, f, fp, NULL);
 }

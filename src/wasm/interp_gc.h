@@ -12,7 +12,7 @@
 
 L_STRUCT_NEW : {
     PW_GC_FRAME(4);
-    pw_struct *o = pw_gc_new_struct(s, inst, IMM(2), &gcf);
+    pw_struct *o = pw__gc_new_struct(s, inst, IMM(2), &gcf);
     if (!o) goto gc_oom;
     const pw_gclayout *l = &inst->mod->code->gc_layouts[IMM(2)];
     const pw_slot *args = fp + IMM(3);
@@ -20,13 +20,13 @@ L_STRUCT_NEW : {
         memcpy(o->data, args, (size_t)l->nfields * 8); /* slots are the fields */
     else
         for (uint32_t i = 0; i < l->nfields; i++)
-            pw_gc_store_field(o->data + l->off[i], l->kind[i], args[i]);
+            pw__gc_store_field(o->data + l->off[i], l->kind[i], args[i]);
     S(1).ref = (pw_ref)o;
     NEXT(4);
 }
 L_STRUCT_NEW_DEFAULT : {
     PW_GC_FRAME(3);
-    pw_struct *o = pw_gc_new_struct(s, inst, IMM(2), &gcf);
+    pw_struct *o = pw__gc_new_struct(s, inst, IMM(2), &gcf);
     if (!o) goto gc_oom;
     S(1).ref = (pw_ref)o;
     NEXT(3);
@@ -65,15 +65,15 @@ PW_SSET(SET64, uint64_t)
 
 L_ARRAY_NEW : {
     PW_GC_FRAME(5);
-    pw_array *a = pw_gc_new_array(s, inst, IMM(2), S(4).u32, &gcf);
+    pw_array *a = pw__gc_new_array(s, inst, IMM(2), S(4).u32, &gcf);
     if (!a) goto gc_oom;
-    pw_gc_array_fill(a, 0, S(3), a->len);
+    pw__gc_array_fill(a, 0, S(3), a->len);
     S(1).ref = (pw_ref)a;
     NEXT(5);
 }
 L_ARRAY_NEW_DEFAULT : {
     PW_GC_FRAME(4);
-    pw_array *a = pw_gc_new_array(s, inst, IMM(2), S(3).u32, &gcf);
+    pw_array *a = pw__gc_new_array(s, inst, IMM(2), S(3).u32, &gcf);
     if (!a) goto gc_oom;
     S(1).ref = (pw_ref)a;
     NEXT(4);
@@ -81,12 +81,12 @@ L_ARRAY_NEW_DEFAULT : {
 L_ARRAY_NEW_FIXED : {
     PW_GC_FRAME(5);
     uint32_t n = IMM(4);
-    pw_array *a = pw_gc_new_array(s, inst, IMM(2), n, &gcf);
+    pw_array *a = pw__gc_new_array(s, inst, IMM(2), n, &gcf);
     if (!a) goto gc_oom;
     const pw_slot *args = fp + IMM(3);
     uint8_t k = (uint8_t)a->hdr.flags;
     for (uint32_t i = 0; i < n; i++)
-        pw_gc_store_field(a->data + (size_t)i * a->esize, k, args[i]);
+        pw__gc_store_field(a->data + (size_t)i * a->esize, k, args[i]);
     S(1).ref = (pw_ref)a;
     NEXT(5);
 }
@@ -100,8 +100,8 @@ L_ARRAY_NEW_FIXED : {
         S(1).ref = (pw_ref)a;                                                                      \
         NEXT(6);                                                                                   \
     }
-PW_ANEW_SEG(NEW_DATA, pw_gc_array_new_data)
-PW_ANEW_SEG(NEW_ELEM, pw_gc_array_new_elem)
+PW_ANEW_SEG(NEW_DATA, pw__gc_array_new_data)
+PW_ANEW_SEG(NEW_ELEM, pw__gc_array_new_elem)
 #undef PW_ANEW_SEG
 
 #define PW_AGET(name, T, conv)                                                                     \
@@ -148,25 +148,25 @@ L_ARRAY_LEN : {
 L_ARRAY_FILL : {
     pw_array *a = (pw_array *)S(1).ref;
     if (!a) TRAP(PW_TRAP_NULL_ARRAY_REF);
-    if ((tc = pw_gc_array_fill(a, S(2).u32, S(3), S(4).u32))) goto trap;
+    if ((tc = pw__gc_array_fill(a, S(2).u32, S(3), S(4).u32))) goto trap;
     NEXT(5);
 }
 L_ARRAY_COPY : {
     pw_array *da = (pw_array *)S(1).ref, *sa = (pw_array *)S(3).ref;
     if (!da || !sa) TRAP(PW_TRAP_NULL_ARRAY_REF);
-    if ((tc = pw_gc_array_copy(da, S(2).u32, sa, S(4).u32, S(5).u32))) goto trap;
+    if ((tc = pw__gc_array_copy(da, S(2).u32, sa, S(4).u32, S(5).u32))) goto trap;
     NEXT(6);
 }
 L_ARRAY_INIT_DATA : {
     pw_array *a = (pw_array *)S(2).ref;
     if (!a) TRAP(PW_TRAP_NULL_ARRAY_REF);
-    if ((tc = pw_gc_array_init_data(inst, a, IMM(1), S(3).u32, S(4).u32, S(5).u32))) goto trap;
+    if ((tc = pw__gc_array_init_data(inst, a, IMM(1), S(3).u32, S(4).u32, S(5).u32))) goto trap;
     NEXT(6);
 }
 L_ARRAY_INIT_ELEM : {
     pw_array *a = (pw_array *)S(2).ref;
     if (!a) TRAP(PW_TRAP_NULL_ARRAY_REF);
-    if ((tc = pw_gc_array_init_elem(inst, a, IMM(1), S(3).u32, S(4).u32, S(5).u32))) goto trap;
+    if ((tc = pw__gc_array_init_elem(inst, a, IMM(1), S(3).u32, S(4).u32, S(5).u32))) goto trap;
     NEXT(6);
 }
 

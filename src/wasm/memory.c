@@ -31,11 +31,11 @@ static bool extend(pw_memory *m, uint64_t bytes) {
     return true;
 }
 
-pw_memory *pw_memory_create(pw_store *s, uint64_t min_pages, uint64_t max_pages) {
+pw_memory *pw__memory_create(pw_store *s, uint64_t min_pages, uint64_t max_pages) {
     uint64_t cap_pages = s->cfg.memory_cap / PAGE;
     if (cap_pages > 65536) cap_pages = 65536;
     if (min_pages > 65536 || min_pages * PAGE + s->mem_used > s->cfg.memory_cap) return NULL;
-    pw_memory *m = pw_store_alloc_obj(s, sizeof *m, PW_OBJ_MEMORY);
+    pw_memory *m = pw__store_alloc_obj(s, sizeof *m, PW_OBJ_MEMORY);
     if (!m) return NULL;
     m->store = s;
     m->max_pages = max_pages;
@@ -47,7 +47,7 @@ pw_memory *pw_memory_create(pw_store *s, uint64_t min_pages, uint64_t max_pages)
         m->data = NULL;
         return m;
     }
-    if (!pw_mem_map(s->cfg.pool, m, m->reserved)) {
+    if (!pw__mem_map(s->cfg.pool, m, m->reserved)) {
         m->reserved = 0;
         return NULL;
     }
@@ -56,7 +56,7 @@ pw_memory *pw_memory_create(pw_store *s, uint64_t min_pages, uint64_t max_pages)
     return m;
 }
 
-int64_t pw_memory_grow(pw_memory *m, uint64_t delta) {
+int64_t pw__memory_grow(pw_memory *m, uint64_t delta) {
     uint64_t old = m->size / PAGE;
     if (delta == 0) return (int64_t)old;
     if (delta > 65536) return -1; /* memory64: keeps old + delta from wrapping */
@@ -73,8 +73,8 @@ int64_t pw_memory_grow(pw_memory *m, uint64_t delta) {
 }
 
 pw_memory *pw_memory_new(pw_store *s, uint64_t min_pages, uint64_t max_pages, pw_error *err) {
-    pw_memory *m = pw_memory_create(s, min_pages, max_pages);
-    if (!m) pw_fail(err, PW_ERR_OOM, "memory allocation failed or over the store's cap");
+    pw_memory *m = pw__memory_create(s, min_pages, max_pages);
+    if (!m) pw__fail(err, PW_ERR_OOM, "memory allocation failed or over the store's cap");
     return m;
 }
 

@@ -1,6 +1,6 @@
 /*
  * module.c — the module object: creation (decode → validate → compile), release,
- * import/export queries, and the error helper pw_fail shared by the whole engine.
+ * import/export queries, and the error helper pw__fail shared by the whole engine.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include "wasm/compile.h"
 #include "wasm/module.h"
 
-pw_status pw_fail(pw_error *err, pw_status st, const char *fmt, ...) {
+pw_status pw__fail(pw_error *err, pw_status st, const char *fmt, ...) {
     if (!err) return st;
     err->status = st;
     err->trap = PW_TRAP_NONE;
@@ -21,28 +21,28 @@ pw_status pw_fail(pw_error *err, pw_status st, const char *fmt, ...) {
     return st;
 }
 
-/* Decode and validate a copy of bytes. Caller owns the result (pw_module_destroy). */
+/* Decode and validate a copy of bytes. Caller owns the result (pw__module_destroy). */
 static pw_module *load(const uint8_t *bytes, size_t len, pw_error *err) {
     if (len > UINT32_MAX) {
         /* Spans are 32-bit; no real module is this large. */
-        pw_fail(err, PW_ERR_MALFORMED, "implementation limit: module larger than 4 GiB");
+        pw__fail(err, PW_ERR_MALFORMED, "implementation limit: module larger than 4 GiB");
         return NULL;
     }
     pw_module *m = calloc(1, sizeof *m);
     if (!m) {
-        pw_fail(err, PW_ERR_NOMEM, "out of memory");
+        pw__fail(err, PW_ERR_NOMEM, "out of memory");
         return NULL;
     }
     m->bytes = malloc(len ? len : 1);
     if (!m->bytes) {
         free(m);
-        pw_fail(err, PW_ERR_NOMEM, "out of memory");
+        pw__fail(err, PW_ERR_NOMEM, "out of memory");
         return NULL;
     }
     if (len) memcpy(m->bytes, bytes, len);
     m->nbytes = len;
-    if (pw_decode(m, err) != PW_OK || pw_validate(m, err) != PW_OK) {
-        pw_module_destroy(m);
+    if (pw__decode(m, err) != PW_OK || pw__validate(m, err) != PW_OK) {
+        pw__module_destroy(m);
         return NULL;
     }
     return m;
@@ -55,8 +55,8 @@ pw_module *pw_module_new(const uint8_t *bytes, size_t len, const pw_module_confi
     if (!err) err = &local;
     pw_module *m = load(bytes, len, err);
     if (!m) return NULL;
-    if (pw_compile_module(m, err) != PW_OK) {
-        pw_module_destroy(m);
+    if (pw__compile_module(m, err) != PW_OK) {
+        pw__module_destroy(m);
         return NULL;
     }
     err->status = PW_OK;
@@ -69,15 +69,15 @@ pw_status pw_module_validate(const uint8_t *bytes, size_t len, pw_error *err) {
     if (!err) err = &local;
     pw_module *m = load(bytes, len, err);
     if (!m) return err->status;
-    pw_module_destroy(m);
+    pw__module_destroy(m);
     err->status = PW_OK;
     err->message[0] = 0;
     return PW_OK;
 }
 
-void pw_module_destroy(pw_module *m) {
+void pw__module_destroy(pw_module *m) {
     if (!m) return;
-    if (m->code) pw_compile_free(m->code);
+    if (m->code) pw__compile_free(m->code);
     for (uint32_t i = 0; i < m->ntypes; i++) {
         pw_deftype *t = &m->types[i];
         if (t->form == PW_FORM_FUNC)
@@ -109,7 +109,7 @@ void pw_module_destroy(pw_module *m) {
 }
 
 void pw_module_free(pw_module *m) {
-    pw_module_destroy(m);
+    pw__module_destroy(m);
 }
 
 uint32_t pw_module_import_count(const pw_module *m) {
@@ -147,7 +147,7 @@ bool pw_module_export_functype(const pw_module *m, const char *name, size_t name
         if (e->kind != PW_EXTERN_FUNC || e->name.len != name_len ||
             memcmp(m->bytes + e->name.off, name, name_len) != 0)
             continue;
-        const pw_deftype *t = pw_functype_of(m, e->index);
+        const pw_deftype *t = pw__functype_of(m, e->index);
         if (!t) return false;
         out->nparams = t->u.func.nparams;
         out->nresults = t->u.func.nresults;

@@ -184,50 +184,50 @@ struct pw_module {
      * (exports, elem segments, globals), as required by the validator. */
     uint8_t *func_declared; /* nfuncs flags */
 
-    struct pw_cmodule *code; /* set by pw_compile_module */
+    struct pw_cmodule *code; /* set by pw__compile_module */
 };
 
 /* decode.c: parse the binary into m (already zeroed, m->bytes set). On failure returns
  * PW_ERR_MALFORMED (or PW_ERR_INVALID for checks the spec places in validation but
  * that are convenient during decoding) with err filled. */
-pw_status pw_decode(pw_module *m, pw_error *err);
+pw_status pw__decode(pw_module *m, pw_error *err);
 
 /* decode.c: check the structure of the body of defined function i (opcodes,
  * immediates, nesting, size, data count use) without type-checking it. */
-pw_status pw_scan_body(pw_module *m, uint32_t i, pw_error *err);
+pw_status pw__scan_body(pw_module *m, uint32_t i, pw_error *err);
 
 /* validate.c: validate everything decode did not: function bodies, constant
  * expressions, indices, limits, types. */
-pw_status pw_validate(pw_module *m, pw_error *err);
+pw_status pw__validate(pw_module *m, pw_error *err);
 
 /* module.c: release everything a module owns (the module itself too). */
-void pw_module_destroy(pw_module *m);
+void pw__module_destroy(pw_module *m);
 
 /* Type helpers shared by validator, compiler and linker (types.c). */
-const pw_deftype *pw_functype_of(const pw_module *m, uint32_t func_index);
+const pw_deftype *pw__functype_of(const pw_module *m, uint32_t func_index);
 /* Subtyping between value types of the same module (a <: b). Type indices inside
  * the types may be any of an equivalence class: comparisons go through `canon`. */
-bool pw_valtype_sub(const pw_module *m, pw_valtype a, pw_valtype b);
+bool pw__valtype_sub(const pw_module *m, pw_valtype a, pw_valtype b);
 /* Heap types (PW_VT_HEAP values) of the same module: a <: b. */
-bool pw_heaptype_sub(const pw_module *m, uint32_t a, uint32_t b);
+bool pw__heaptype_sub(const pw_module *m, uint32_t a, uint32_t b);
 /* Defined types i, j of the same module: is i a (declared, transitive) subtype of j
  * or equivalent to it? */
-bool pw_deftype_sub(const pw_module *m, uint32_t i, uint32_t j);
+bool pw__deftype_sub(const pw_module *m, uint32_t i, uint32_t j);
 /* The top of heap type h's hierarchy (any, func, extern or exn) as a heap type. */
-uint32_t pw_heaptype_top(const pw_module *m, uint32_t h);
+uint32_t pw__heaptype_top(const pw_module *m, uint32_t h);
 /* Across modules (import matching, call_indirect with a table shared between
  * modules): is type i of module a iso-recursively equivalent to type j of module b?
  * Is type i of a a subtype of type j of b (a's supertype chain reaches a type
  * equivalent to j)? Both are exact Wasm 3.0 rules; they allocate a small work list
  * internally (false on allocation failure) and work for ma == mb too. Both modules
  * must have been validated. */
-bool pw_deftype_equiv(const pw_module *ma, uint32_t i, const pw_module *mb, uint32_t j);
-bool pw_deftype_sub_cross(const pw_module *ma, uint32_t i, const pw_module *mb, uint32_t j);
+bool pw__deftype_equiv(const pw_module *ma, uint32_t i, const pw_module *mb, uint32_t j);
+bool pw__deftype_sub_cross(const pw_module *ma, uint32_t i, const pw_module *mb, uint32_t j);
 /* types.c, for validate.c: check the type section and compute canon/depth. */
-pw_status pw_types_check(pw_module *m, pw_error *err);
+pw_status pw__types_check(pw_module *m, pw_error *err);
 
 /* Fill err (status, message) printf-style; returns err->status. */
-pw_status pw_fail(pw_error *err, pw_status st, const char *fmt, ...)
+pw_status pw__fail(pw_error *err, pw_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -63,16 +63,16 @@ void pw_pool_free(pw_pool *p) {
         free(p);
 }
 
-void pw_pool_attach(pw_pool *p) {
+void pw__pool_attach(pw_pool *p) {
     if (p) p->users++;
 }
 
-void pw_pool_detach(pw_pool *p) {
+void pw__pool_detach(pw_pool *p) {
     if (!p) return;
     if (--p->users == 0 && p->closed) free(p);
 }
 
-void *pw_stack_map(pw_pool *p, size_t bytes) {
+void *pw__stack_map(pw_pool *p, size_t bytes) {
     if (p)
         for (uint32_t i = 0; i < p->nstacks; i++)
             if (p->stacks[i].bytes == bytes) {
@@ -85,7 +85,7 @@ void *pw_stack_map(pw_pool *p, size_t bytes) {
     return b == MAP_FAILED ? NULL : b;
 }
 
-void pw_stack_unmap(pw_pool *p, void *base, size_t bytes) {
+void pw__stack_unmap(pw_pool *p, void *base, size_t bytes) {
     if (p && !p->closed && p->nstacks < POOL_STACKS) {
         p->stacks[p->nstacks++] = (pool_stack){base, bytes};
         return;
@@ -93,7 +93,7 @@ void pw_stack_unmap(pw_pool *p, void *base, size_t bytes) {
     munmap(base, bytes);
 }
 
-bool pw_mem_map(pw_pool *p, pw_memory *m, uint64_t bytes) {
+bool pw__mem_map(pw_pool *p, pw_memory *m, uint64_t bytes) {
     if (p) {
         /* Best fit: the smallest reservation that is large enough. */
         uint32_t best = UINT32_MAX;
@@ -120,7 +120,7 @@ bool pw_mem_map(pw_pool *p, pw_memory *m, uint64_t bytes) {
     return true;
 }
 
-void pw_mem_unmap(pw_pool *p, pw_memory *m) {
+void pw__mem_unmap(pw_pool *p, pw_memory *m) {
     uint64_t dirty = m->size > m->dirty ? m->size : m->dirty;
     if (p && !p->closed && p->nmems < POOL_MEMS && dirty <= POOL_DIRTY_BYTES - p->dirty) {
         p->mems[p->nmems++] = (pool_mem){m->data, m->mapped, m->rw, dirty};
@@ -132,7 +132,7 @@ void pw_mem_unmap(pw_pool *p, pw_memory *m) {
     m->mapped = 0;
 }
 
-void pw_pool_stats(const pw_pool *p, uint32_t *stacks, uint32_t *mems, uint64_t *dirty) {
+void pw__pool_stats(const pw_pool *p, uint32_t *stacks, uint32_t *mems, uint64_t *dirty) {
     *stacks = p->nstacks;
     *mems = p->nmems;
     *dirty = p->dirty;

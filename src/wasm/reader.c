@@ -8,13 +8,13 @@
  */
 #include "wasm/reader.h"
 
-bool pw_rd_fail_eof(pw_reader *r) {
-    pw_fail(r->err, PW_ERR_MALFORMED, PW_MSG_EOF " (at byte %zu)", pw_rd_off(r));
+bool pw__rd_fail_eof(pw_reader *r) {
+    pw__fail(r->err, PW_ERR_MALFORMED, PW_MSG_EOF " (at byte %zu)", pw_rd_off(r));
     return false;
 }
 
 static bool leb_fail(pw_reader *r, const char *what) {
-    pw_fail(r->err, PW_ERR_MALFORMED, "%s (at byte %zu)", what, pw_rd_off(r));
+    pw__fail(r->err, PW_ERR_MALFORMED, "%s (at byte %zu)", what, pw_rd_off(r));
     return false;
 }
 
@@ -24,7 +24,7 @@ static bool rd_uN(pw_reader *r, unsigned bits, uint64_t *out) {
     *out = 0;
     for (unsigned shift = 0;; shift += 7) {
         if (shift >= bits) return leb_fail(r, "integer representation too long");
-        if (r->p >= r->end) return pw_rd_fail_eof(r);
+        if (r->p >= r->end) return pw__rd_fail_eof(r);
         uint8_t b = *r->p++;
         unsigned left = bits - shift;
         if (left < 7 && (b & 0x7f) >= (1u << left)) return leb_fail(r, "integer too large");
@@ -43,7 +43,7 @@ static bool rd_sN(pw_reader *r, unsigned bits, int64_t *out) {
     uint8_t b;
     for (;; shift += 7) {
         if (shift >= bits) return leb_fail(r, "integer representation too long");
-        if (r->p >= r->end) return pw_rd_fail_eof(r);
+        if (r->p >= r->end) return pw__rd_fail_eof(r);
         b = *r->p++;
         unsigned left = bits - shift;
         if (left < 7) {
@@ -59,33 +59,33 @@ static bool rd_sN(pw_reader *r, unsigned bits, int64_t *out) {
     return true;
 }
 
-bool pw_rd_u32_slow(pw_reader *r, uint32_t *out) {
+bool pw__rd_u32_slow(pw_reader *r, uint32_t *out) {
     uint64_t v = 0;
     if (!rd_uN(r, 32, &v)) return false;
     *out = (uint32_t)v;
     return true;
 }
 
-bool pw_rd_u64(pw_reader *r, uint64_t *out) {
+bool pw__rd_u64(pw_reader *r, uint64_t *out) {
     return rd_uN(r, 64, out);
 }
 
-bool pw_rd_s32(pw_reader *r, int32_t *out) {
+bool pw__rd_s32(pw_reader *r, int32_t *out) {
     int64_t v = 0;
     if (!rd_sN(r, 32, &v)) return false;
     *out = (int32_t)v;
     return true;
 }
 
-bool pw_rd_s33(pw_reader *r, int64_t *out) {
+bool pw__rd_s33(pw_reader *r, int64_t *out) {
     return rd_sN(r, 33, out);
 }
 
-bool pw_rd_s64(pw_reader *r, int64_t *out) {
+bool pw__rd_s64(pw_reader *r, int64_t *out) {
     return rd_sN(r, 64, out);
 }
 
-bool pw_utf8_valid(const uint8_t *s, size_t n) {
+bool pw__utf8_valid(const uint8_t *s, size_t n) {
     size_t i = 0;
     while (i < n) {
         uint8_t c = s[i];

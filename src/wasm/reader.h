@@ -20,12 +20,12 @@ typedef struct pw_reader {
 
 #define PW_MSG_EOF "unexpected end of section or function"
 
-bool pw_rd_fail_eof(pw_reader *r);
-bool pw_rd_u32_slow(pw_reader *r, uint32_t *out);
-bool pw_rd_u64(pw_reader *r, uint64_t *out);
-bool pw_rd_s32(pw_reader *r, int32_t *out);
-bool pw_rd_s33(pw_reader *r, int64_t *out);
-bool pw_rd_s64(pw_reader *r, int64_t *out);
+bool pw__rd_fail_eof(pw_reader *r);
+bool pw__rd_u32_slow(pw_reader *r, uint32_t *out);
+bool pw__rd_u64(pw_reader *r, uint64_t *out);
+bool pw__rd_s32(pw_reader *r, int32_t *out);
+bool pw__rd_s33(pw_reader *r, int64_t *out);
+bool pw__rd_s64(pw_reader *r, int64_t *out);
 
 static inline size_t pw_rd_left(const pw_reader *r) {
     return (size_t)(r->end - r->p);
@@ -38,7 +38,7 @@ static inline size_t pw_rd_off(const pw_reader *r) {
 static inline bool pw_rd_byte(pw_reader *r, uint8_t *out) {
     if (r->p >= r->end) {
         *out = 0; /* defined on failure too, which keeps -O2 warnings quiet */
-        return pw_rd_fail_eof(r);
+        return pw__rd_fail_eof(r);
     }
     *out = *r->p++;
     return true;
@@ -49,13 +49,13 @@ static inline bool pw_rd_u32(pw_reader *r, uint32_t *out) {
         *out = *r->p++;
         return true;
     }
-    return pw_rd_u32_slow(r, out);
+    return pw__rd_u32_slow(r, out);
 }
 
 static inline bool pw_rd_bytes(pw_reader *r, size_t n, const uint8_t **out) {
     if (pw_rd_left(r) < n) {
         *out = r->p;
-        return pw_rd_fail_eof(r);
+        return pw__rd_fail_eof(r);
     }
     *out = r->p;
     r->p += n;
@@ -63,6 +63,6 @@ static inline bool pw_rd_bytes(pw_reader *r, size_t n, const uint8_t **out) {
 }
 
 /* Does the UTF-8 text [s, s+n) decode? (No overlongs, no surrogates, <= U+10FFFF.) */
-bool pw_utf8_valid(const uint8_t *s, size_t n);
+bool pw__utf8_valid(const uint8_t *s, size_t n);
 
 #endif

@@ -79,7 +79,7 @@ struct pw_cmodule {
     /* The `auto` tier (tier.c): interpreted calls counted by every store that ran this
      * module and has not turned to the JIT, added at the end of each entry; the
      * background translation (0 not started, 1 started: tier_job, joined by
-     * pw_tier_free when the code is freed; 2 could not start). */
+     * pw__tier_free when the code is freed; 2 could not start). */
     atomic_uint_least64_t tier_calls;
     atomic_int tier_state;
     struct pw_tierjob *tier_job;
@@ -185,7 +185,7 @@ typedef struct pw_frame {
 
 /* A defined type registered in a store: store type ids are indices here (+1). Either
  * a module's type (m, idx; equivalence is iso-recursive, decided by the front end's
- * pw_deftype_equiv) or a host function type (m == NULL; abstract types only). */
+ * pw__deftype_equiv) or a host function type (m == NULL; abstract types only). */
 typedef struct pw_regtype {
     const pw_module *m;
     uint32_t idx;
@@ -254,76 +254,76 @@ struct pw_call_ctx {
  * at once when f's module is small or already translated. */
 #define PW_TIER_SMALL_WORDS    65536u
 #define PW_TIER_WORDS_PER_CALL 2u
-void pw_tier_enter(pw_store *s, const pw_func *f);
+void pw__tier_enter(pw_store *s, const pw_func *f);
 /* A call of Wasm function f made by the interpreter while s->jit_auto: counts it and
  * returns true when the store has turned to the JIT (f's module then translated). */
-bool pw_tier_hot(pw_store *s, pw_func *f);
+bool pw__tier_hot(pw_store *s, pw_func *f);
 /* The end of that entry: adds the store's count to f's module. */
-void pw_tier_leave(pw_store *s, const pw_func *f);
+void pw__tier_leave(pw_store *s, const pw_func *f);
 /* Waits for the module's background translation, if any, and frees its job. */
-void pw_tier_free(struct pw_cmodule *cm);
+void pw__tier_free(struct pw_cmodule *cm);
 
 /* store.c */
-void *pw_store_alloc_obj(pw_store *s, size_t size, uint8_t kind); /* zeroed, linked */
-uint32_t pw_store_type_id(pw_store *s, uint32_t nparams, uint32_t nresults, const pw_valtype *types,
+void *pw__store_alloc_obj(pw_store *s, size_t size, uint8_t kind); /* zeroed, linked */
+uint32_t pw__store_type_id(pw_store *s, uint32_t nparams, uint32_t nresults, const pw_valtype *types,
                           bool *oom);
-uint32_t pw_store_type_id_mod(pw_store *s, const pw_module *m, uint32_t idx, bool *oom);
+uint32_t pw__store_type_id_mod(pw_store *s, const pw_module *m, uint32_t idx, bool *oom);
 /* Is function f's type a subtype of type t of module m (Wasm 3.0 subtyping)? */
-bool pw_func_type_sub(const pw_func *f, const pw_module *m, uint32_t t);
+bool pw__func_type_sub(const pw_func *f, const pw_module *m, uint32_t t);
 /* Is value type a (of module ma; NULL when a is abstract) a subtype of b (of mb)? */
-bool pw_valtype_sub_cross(const pw_module *ma, pw_valtype a, const pw_module *mb, pw_valtype b);
-bool pw_store_ensure_stack(pw_store *s);
+bool pw__valtype_sub_cross(const pw_module *ma, pw_valtype a, const pw_module *mb, pw_valtype b);
+bool pw__store_ensure_stack(pw_store *s);
 
 /* memory.c */
-pw_memory *pw_memory_create(pw_store *s, uint64_t min_pages, uint64_t max_pages);
+pw_memory *pw__memory_create(pw_store *s, uint64_t min_pages, uint64_t max_pages);
 /* Grow results: the old size, -1 (refused), or PW_GROW_OVER_CAP (refused because the
  * store's memory cap would be passed; Wasm sees -1 unless cfg.cap_is_fatal). */
 #define PW_GROW_OVER_CAP (-2)
-int64_t pw_memory_grow(pw_memory *m, uint64_t delta_pages);
+int64_t pw__memory_grow(pw_memory *m, uint64_t delta_pages);
 
 /* pool.c: mappings from the store's pool (cfg.pool; NULL: plain mmap/munmap). */
-void *pw_stack_map(pw_pool *p, size_t bytes); /* read/write; NULL on failure */
-void pw_stack_unmap(pw_pool *p, void *base, size_t bytes);
+void *pw__stack_map(pw_pool *p, size_t bytes); /* read/write; NULL on failure */
+void pw__stack_unmap(pw_pool *p, void *base, size_t bytes);
 /* Sets m->data, mapped, rw, dirty for a reservation of at least `bytes`. */
-bool pw_mem_map(pw_pool *p, pw_memory *m, uint64_t bytes);
-void pw_mem_unmap(pw_pool *p, pw_memory *m);
-void pw_pool_attach(pw_pool *p); /* a store starts using p */
-void pw_pool_detach(pw_pool *p); /* ... and stops (may free a closed pool) */
-void pw_pool_stats(const pw_pool *p, uint32_t *stacks, uint32_t *mems, uint64_t *dirty); /* tests */
+bool pw__mem_map(pw_pool *p, pw_memory *m, uint64_t bytes);
+void pw__mem_unmap(pw_pool *p, pw_memory *m);
+void pw__pool_attach(pw_pool *p); /* a store starts using p */
+void pw__pool_detach(pw_pool *p); /* ... and stops (may free a closed pool) */
+void pw__pool_stats(const pw_pool *p, uint32_t *stacks, uint32_t *mems, uint64_t *dirty); /* tests */
 
 /* table.c */
-pw_table *pw_table_create(pw_store *s, pw_valtype elem, const pw_module *tmod, uint32_t min,
+pw_table *pw__table_create(pw_store *s, pw_valtype elem, const pw_module *tmod, uint32_t min,
                           uint64_t max, pw_ref init);
-int64_t pw_table_grow(pw_table *t, uint32_t delta, pw_ref init); /* as pw_memory_grow */
+int64_t pw__table_grow(pw_table *t, uint32_t delta, pw_ref init); /* as pw__memory_grow */
 
 /* snapshot.c: gives a fresh instance (imports linked, functions made, memories,
  * tables and globals not yet created) the snapshot's memories, tables, globals and
  * segment state. */
-bool pw_snapshot_apply(pw_instance *inst, const pw_snapshot *snap, pw_error *err);
-bool pw_snapshot_matches(const pw_snapshot *snap, const pw_module *m);
+bool pw__snapshot_apply(pw_instance *inst, const pw_snapshot *snap, pw_error *err);
+bool pw__snapshot_matches(const pw_snapshot *snap, const pw_module *m);
 
 /* func.c */
-pw_func *pw_func_create_wasm(pw_store *s, pw_instance *inst, uint32_t func_index);
+pw_func *pw__func_create_wasm(pw_store *s, pw_instance *inst, uint32_t func_index);
 /* Run f with arguments at s->stack_top (results replace them). */
-pw_status pw_invoke(pw_store *s, pw_func *f, pw_error *err);
+pw_status pw__invoke(pw_store *s, pw_func *f, pw_error *err);
 
 /* interp.c */
 /* Execute Wasm function f whose arguments are at fp[0..]; returns PW_OK or PW_ERR_TRAP
  * with s->trap set. */
-pw_status pw_interp(pw_store *s, pw_func *f, pw_slot *fp);
+pw_status pw__interp(pw_store *s, pw_func *f, pw_slot *fp);
 /* Handler offsets for compile.c, indexed by internal opcode (interp.h). */
-const int32_t *pw_interp_handlers(void);
+const int32_t *pw__interp_handlers(void);
 /* For the JIT: runs the extension instruction XOP (interp.h, PW_XOPS) at pc on frame
  * fp; returns its trap code (PW_TRAP_NONE: done; PW_TRAP_COUNT_: memory.grow hit a
  * fatal memory cap). */
-pw_trap_code pw_interp_xop(pw_store *s, pw_instance *inst, pw_slot *fp, const uint32_t *pc);
+pw_trap_code pw__interp_xop(pw_store *s, pw_instance *inst, pw_slot *fp, const uint32_t *pc);
 /* Host call made by the interpreter (args at argp, results replace them). */
-pw_status pw_call_host(pw_store *s, pw_instance *caller, pw_func *f, pw_slot *argp);
+pw_status pw__call_host(pw_store *s, pw_instance *caller, pw_func *f, pw_slot *argp);
 
 /* instance.c: evaluate a constant expression of m for instance inst. */
-bool pw_eval_const(pw_instance *inst, pw_span expr, pw_slot *out, pw_error *err);
+bool pw__eval_const(pw_instance *inst, pw_span expr, pw_slot *out, pw_error *err);
 
 /* trap.c */
-pw_status pw_trap(pw_error *err, pw_trap_code code);
+pw_status pw__trap(pw_error *err, pw_trap_code code);
 
 #endif

@@ -276,7 +276,7 @@ static const pw_simd_info INFO[PW_FD_COUNT] = {
 
 };
 
-const pw_simd_info *pw_simd_op(uint32_t sub) {
+const pw_simd_info *pw__simd_op(uint32_t sub) {
     if (sub >= PW_FD_COUNT || !INFO[sub].valid) return NULL;
     return &INFO[sub];
 }
@@ -441,7 +441,7 @@ static pw_trap_code mem_op(pw_instance *inst, pw_slot *fp, const uint32_t *pc, u
     return PW_TRAP_NONE;
 }
 
-pw_trap_code pw_simd_exec(pw_instance *inst, pw_slot *fp, const uint32_t *pc) {
+pw_trap_code pw__simd_exec(pw_instance *inst, pw_slot *fp, const uint32_t *pc) {
     uint32_t sub = pc[1];
     pw_slot *dst = &fp[pc[2]];
     if (sub == PW_SIMD_GLOBAL_GET) {

@@ -50,7 +50,7 @@ typedef struct pw_simd_info {
 } pw_simd_info;
 
 /* The info of 0xFD sub-opcode sub, or NULL when it is not an instruction. */
-const pw_simd_info *pw_simd_op(uint32_t sub);
+const pw_simd_info *pw__simd_op(uint32_t sub);
 
 /* Internal pseudo sub-opcodes of the SIMD instruction (above every real one). */
 enum {
@@ -61,6 +61,6 @@ enum {
 /* Runs one SIMD instruction: pc[1] is the sub-opcode, then [dst, a, b, c, x0..x3]
  * (the interpreter's XOP SIMD instruction from its kind word, interp.h). Memory
  * accesses use inst->mems[x0] with offset x1 | x2 << 32 and lane x3. */
-pw_trap_code pw_simd_exec(pw_instance *inst, pw_slot *fp, const uint32_t *pc);
+pw_trap_code pw__simd_exec(pw_instance *inst, pw_slot *fp, const uint32_t *pc);
 
 #endif

@@ -70,7 +70,7 @@ uint64_t pw_snapshot_bytes(const pw_snapshot *sn) {
     return sn->total;
 }
 
-bool pw_snapshot_matches(const pw_snapshot *sn, const pw_module *m) {
+bool pw__snapshot_matches(const pw_snapshot *sn, const pw_module *m) {
     return sn->mod == m;
 }
 
@@ -114,7 +114,7 @@ static bool write_sparse(int fd, const uint8_t *data, uint64_t n, uint64_t off) 
 
 static pw_snapshot *fail(pw_snapshot *sn, pw_error *err, pw_status st, const char *msg) {
     pw_snapshot_free(sn);
-    pw_fail(err, st, "%s", msg);
+    pw__fail(err, st, "%s", msg);
     return NULL;
 }
 
@@ -211,7 +211,7 @@ pw_snapshot *pw_snapshot_take(pw_instance *inst, pw_error *err) {
     return sn;
 }
 
-bool pw_snapshot_apply(pw_instance *inst, const pw_snapshot *sn, pw_error *err) {
+bool pw__snapshot_apply(pw_instance *inst, const pw_snapshot *sn, pw_error *err) {
     const pw_module *m = inst->mod;
     pw_store *s = inst->store;
     for (uint32_t i = m->nglobal_imports; i < m->nglobals; i++)
@@ -221,9 +221,9 @@ bool pw_snapshot_apply(pw_instance *inst, const pw_snapshot *sn, pw_error *err) 
         pw_table *tb = inst->tables[t];
         const snap_table *st = &sn->tables[t];
         if (st->size > tb->size) {
-            int64_t g = pw_table_grow(tb, st->size - tb->size, PW_NULL_REF);
+            int64_t g = pw__table_grow(tb, st->size - tb->size, PW_NULL_REF);
             if (g < 0) {
-                pw_fail(err, PW_ERR_OOM, "table allocation failed or over the store's cap");
+                pw__fail(err, PW_ERR_OOM, "table allocation failed or over the store's cap");
                 return false;
             }
         }
@@ -241,13 +241,13 @@ bool pw_snapshot_apply(pw_instance *inst, const pw_snapshot *sn, pw_error *err) 
         uint64_t bytes = sn->mem_size[i];
         if (bytes == 0) continue;
         if (bytes > mem->reserved || s->mem_used + bytes > s->cfg.memory_cap) {
-            pw_fail(err, PW_ERR_OOM, "memory allocation failed or over the store's cap");
+            pw__fail(err, PW_ERR_OOM, "memory allocation failed or over the store's cap");
             return false;
         }
         void *p = mmap(mem->data, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, sn->fd,
                        (off_t)sn->mem_off[i]);
         if (p == MAP_FAILED) {
-            pw_fail(err, PW_ERR_NOMEM, "snapshot: cannot map the memory");
+            pw__fail(err, PW_ERR_NOMEM, "snapshot: cannot map the memory");
             return false;
         }
         if (bytes > mem->rw) mem->rw = bytes;

@@ -17,11 +17,11 @@
 pw_store *pw_store_new(const pw_store_config *cfg, pw_error *err) {
     pw_store *s = calloc(1, sizeof *s);
     if (!s) {
-        pw_fail(err, PW_ERR_NOMEM, "out of memory");
+        pw__fail(err, PW_ERR_NOMEM, "out of memory");
         return NULL;
     }
     if (cfg) s->cfg = *cfg;
-    pw_pool_attach(s->cfg.pool);
+    pw__pool_attach(s->cfg.pool);
     if (!s->cfg.memory_cap) s->cfg.memory_cap = (uint64_t)4 << 30;
     if (!s->cfg.max_call_depth) s->cfg.max_call_depth = PW_DEFAULT_DEPTH;
     if (!s->cfg.value_stack_bytes) s->cfg.value_stack_bytes = PW_DEFAULT_STACK;
@@ -29,10 +29,10 @@ pw_store *pw_store_new(const pw_store_config *cfg, pw_error *err) {
     s->jit_on = PW_JIT_AVAILABLE && s->cfg.engine == PW_ENGINE_JIT;
     s->jit_auto = PW_JIT_AVAILABLE && s->cfg.engine == PW_ENGINE_AUTO;
     atomic_init(&s->interrupt, 0);
-    s->empty_mem = pw_memory_create(s, 0, 0);
+    s->empty_mem = pw__memory_create(s, 0, 0);
     if (!s->empty_mem) {
         pw_store_free(s);
-        pw_fail(err, PW_ERR_NOMEM, "out of memory");
+        pw__fail(err, PW_ERR_NOMEM, "out of memory");
         return NULL;
     }
     return s;
@@ -40,17 +40,17 @@ pw_store *pw_store_new(const pw_store_config *cfg, pw_error *err) {
 
 /* The stacks are reserved lazily (first call) with mmap so untouched pages cost
  * nothing; with a pool they are reused mappings (pool.c: no zeroing needed). */
-bool pw_store_ensure_stack(pw_store *s) {
+bool pw__store_ensure_stack(pw_store *s) {
     if (s->stack) return true;
     size_t nslots = s->cfg.value_stack_bytes / sizeof(pw_slot);
     if (nslots < 4096) nslots = 4096;
     size_t bytes = (nslots + PW_STACK_MARGIN) * sizeof(pw_slot);
-    void *p = pw_stack_map(s->cfg.pool, bytes);
+    void *p = pw__stack_map(s->cfg.pool, bytes);
     if (!p) return false;
     size_t fbytes = (size_t)s->cfg.max_call_depth * sizeof(pw_frame);
-    void *fpg = pw_stack_map(s->cfg.pool, fbytes);
+    void *fpg = pw__stack_map(s->cfg.pool, fbytes);
     if (!fpg) {
-        pw_stack_unmap(s->cfg.pool, p, bytes);
+        pw__stack_unmap(s->cfg.pool, p, bytes);
         return false;
     }
     s->stack = p;
@@ -62,7 +62,7 @@ bool pw_store_ensure_stack(pw_store *s) {
     return true;
 }
 
-void *pw_store_alloc_obj(pw_store *s, size_t size, uint8_t kind) {
+void *pw__store_alloc_obj(pw_store *s, size_t size, uint8_t kind) {
     pw_obj *o = calloc(1, size);
     if (!o) return NULL;
     o->kind = kind;
@@ -80,7 +80,7 @@ static void free_obj(pw_pool *pool, pw_obj *o) {
     }
     case PW_OBJ_MEMORY: {
         pw_memory *m = (pw_memory *)o;
-        if (m->data && m->mapped) pw_mem_unmap(pool, m);
+        if (m->data && m->mapped) pw__mem_unmap(pool, m);
         break;
     }
     case PW_OBJ_TABLE: free(((pw_table *)o)->elems); break;
@@ -107,7 +107,7 @@ static void free_obj(pw_pool *pool, pw_obj *o) {
 
 void pw_store_free(pw_store *s) {
     if (!s) return;
-    pw_gc_free_all(s);
+    pw__gc_free_all(s);
     pw_obj *o = s->objects;
     while (o) {
         pw_obj *n = o->next;
@@ -115,16 +115,16 @@ void pw_store_free(pw_store *s) {
         o = n;
     }
     if (s->stack)
-        pw_stack_unmap(s->cfg.pool, s->stack,
+        pw__stack_unmap(s->cfg.pool, s->stack,
                        (size_t)(s->stack_end - s->stack + PW_STACK_MARGIN) * sizeof(pw_slot));
     if (s->frames)
-        pw_stack_unmap(s->cfg.pool, s->frames,
+        pw__stack_unmap(s->cfg.pool, s->frames,
                        (size_t)(s->frames_end - s->frames) * sizeof(pw_frame));
     for (uint32_t i = 0; i < s->ntypes; i++)
         free(s->types[i].types);
     free(s->types);
     free(s->hostrefs);
-    pw_pool_detach(s->cfg.pool);
+    pw__pool_detach(s->cfg.pool);
     free(s);
 }
 
@@ -192,7 +192,7 @@ static uint32_t add_type(pw_store *s, pw_regtype e, bool *oom) {
     return ++s->ntypes;
 }
 
-uint32_t pw_store_type_id(pw_store *s, uint32_t nparams, uint32_t nresults, const pw_valtype *types,
+uint32_t pw__store_type_id(pw_store *s, uint32_t nparams, uint32_t nresults, const pw_valtype *types,
                           bool *oom) {
     uint32_t n = nparams + nresults;
     uint32_t shape = shape_of(PW_FORM_FUNC, 1, 0, nparams, nresults);
@@ -215,33 +215,33 @@ uint32_t pw_store_type_id(pw_store *s, uint32_t nparams, uint32_t nresults, cons
     return id;
 }
 
-uint32_t pw_store_type_id_mod(pw_store *s, const pw_module *m, uint32_t idx, bool *oom) {
+uint32_t pw__store_type_id_mod(pw_store *s, const pw_module *m, uint32_t idx, bool *oom) {
     uint32_t shape = mod_shape(m, idx);
     for (uint32_t i = 0; i < s->ntypes; i++) {
         pw_regtype *t = &s->types[i];
         if (t->shape != shape) continue;
-        if (t->m ? pw_deftype_equiv(t->m, t->idx, m, idx)
+        if (t->m ? pw__deftype_equiv(t->m, t->idx, m, idx)
                  : host_eq_mod(t->nparams, t->nresults, t->types, m, idx))
             return i + 1;
     }
     return add_type(s, (pw_regtype){m, idx, shape, 0, 0, NULL}, oom);
 }
 
-bool pw_func_type_sub(const pw_func *f, const pw_module *m, uint32_t t) {
-    return f->tmod && pw_deftype_sub_cross(f->tmod, f->tidx, m, t);
+bool pw__func_type_sub(const pw_func *f, const pw_module *m, uint32_t t) {
+    return f->tmod && pw__deftype_sub_cross(f->tmod, f->tidx, m, t);
 }
 
-bool pw_valtype_sub_cross(const pw_module *ma, pw_valtype a, const pw_module *mb, pw_valtype b) {
+bool pw__valtype_sub_cross(const pw_module *ma, pw_valtype a, const pw_module *mb, pw_valtype b) {
     if (a == b && (PW_VT_KIND(a) != PW_K_REF || (PW_VT_HEAP(a) & PW_HT_ABS))) return true;
     if (PW_VT_KIND(a) != PW_VT_KIND(b)) return false;
     if (PW_VT_KIND(a) != PW_K_REF) return true;
     if (PW_VT_NULLABLE(a) && !PW_VT_NULLABLE(b)) return false;
     uint32_t ha = PW_VT_HEAP(a), hb = PW_VT_HEAP(b);
     bool absa = (ha & PW_HT_ABS) != 0, absb = (hb & PW_HT_ABS) != 0;
-    if (absa && absb) return pw_heaptype_sub(NULL, ha, hb);
-    if (absb) return ma && pw_heaptype_sub(ma, ha, hb);
-    if (absa) return mb && pw_heaptype_sub(mb, ha, hb);
-    return ma && mb && pw_deftype_sub_cross(ma, ha, mb, hb);
+    if (absa && absb) return pw__heaptype_sub(NULL, ha, hb);
+    if (absb) return ma && pw__heaptype_sub(ma, ha, hb);
+    if (absa) return mb && pw__heaptype_sub(mb, ha, hb);
+    return ma && mb && pw__deftype_sub_cross(ma, ha, mb, hb);
 }
 
 /* ---------------------------------------------------------------- host references */
@@ -266,7 +266,7 @@ pw_ref pw_externref_new(pw_store *s, uint64_t v, pw_error *err) {
         uint32_t nc = s->caphostrefs ? s->caphostrefs * 2 : 16;
         pw_hostref **nt = calloc(nc, sizeof *nt);
         if (!nt) {
-            pw_fail(err, PW_ERR_NOMEM, "out of memory");
+            pw__fail(err, PW_ERR_NOMEM, "out of memory");
             return PW_NULL_REF;
         }
         for (uint32_t i = 0; i < s->caphostrefs; i++) {
@@ -281,9 +281,9 @@ pw_ref pw_externref_new(pw_store *s, uint64_t v, pw_error *err) {
         s->hostrefs = nt;
         s->caphostrefs = nc;
     }
-    pw_hostref *h = pw_store_alloc_obj(s, sizeof *h, PW_OBJ_HOSTREF);
+    pw_hostref *h = pw__store_alloc_obj(s, sizeof *h, PW_OBJ_HOSTREF);
     if (!h) {
-        pw_fail(err, PW_ERR_NOMEM, "out of memory");
+        pw__fail(err, PW_ERR_NOMEM, "out of memory");
         return PW_NULL_REF;
     }
     h->value = v;

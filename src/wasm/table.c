@@ -8,11 +8,11 @@
 
 #define PW_TABLE_LIMIT 10000000u /* elements; the spec lets an engine fail growth */
 
-pw_table *pw_table_create(pw_store *s, pw_valtype elem, const pw_module *tmod, uint32_t min,
+pw_table *pw__table_create(pw_store *s, pw_valtype elem, const pw_module *tmod, uint32_t min,
                           uint64_t max, pw_ref init) {
     if (min > PW_TABLE_LIMIT || (uint64_t)min * sizeof(pw_ref) + s->mem_used > s->cfg.memory_cap)
         return NULL;
-    pw_table *t = pw_store_alloc_obj(s, sizeof *t, PW_OBJ_TABLE);
+    pw_table *t = pw__store_alloc_obj(s, sizeof *t, PW_OBJ_TABLE);
     if (!t) return NULL;
     t->store = s;
     t->elem = elem;
@@ -28,7 +28,7 @@ pw_table *pw_table_create(pw_store *s, pw_valtype elem, const pw_module *tmod, u
     return t;
 }
 
-int64_t pw_table_grow(pw_table *t, uint32_t delta, pw_ref init) {
+int64_t pw__table_grow(pw_table *t, uint32_t delta, pw_ref init) {
     uint32_t old = t->size;
     uint64_t n = (uint64_t)old + delta;
     if (n > t->max || n > PW_TABLE_LIMIT) return -1;
@@ -52,16 +52,16 @@ int64_t pw_table_grow(pw_table *t, uint32_t delta, pw_ref init) {
 
 pw_table *pw_table_new(pw_store *s, pw_valtype elem, uint32_t min, uint32_t max, pw_ref init,
                        pw_error *err) {
-    pw_table *t = pw_table_create(s, elem, NULL, min, max == UINT32_MAX ? UINT64_MAX : max, init);
-    if (!t) pw_fail(err, PW_ERR_OOM, "table allocation failed or over the store's cap");
+    pw_table *t = pw__table_create(s, elem, NULL, min, max == UINT32_MAX ? UINT64_MAX : max, init);
+    if (!t) pw__fail(err, PW_ERR_OOM, "table allocation failed or over the store's cap");
     return t;
 }
 
 pw_table *pw_table_new64(pw_store *s, pw_valtype elem, uint32_t min, uint64_t max, pw_ref init,
                          pw_error *err) {
-    pw_table *t = pw_table_create(s, elem, NULL, min, max, init);
+    pw_table *t = pw__table_create(s, elem, NULL, min, max, init);
     if (!t) {
-        pw_fail(err, PW_ERR_OOM, "table allocation failed or over the store's cap");
+        pw__fail(err, PW_ERR_OOM, "table allocation failed or over the store's cap");
         return NULL;
     }
     t->is64 = true;

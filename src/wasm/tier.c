@@ -26,8 +26,8 @@
  * every tier, so only the timing can differ.
  *
  * Ownership and invariants: the job (thread, a stand-in store and instance naming the
- * module) belongs to the compiled module; pw_tier_free, called first by
- * pw_compile_free, joins the thread, so the module outlives its translation.
+ * module) belongs to the compiled module; pw__tier_free, called first by
+ * pw__compile_free, joins the thread, so the module outlives its translation.
  * s->jit_auto and s->jit_on are never both true; a store that turned stays on the JIT.
  * Functions running in the interpreter when a store turns finish there (no on-stack
  * replacement); their later calls take the JIT.
@@ -56,7 +56,7 @@ struct pw_tierjob {
 
 static void *translate_main(void *arg) {
     struct pw_tierjob *j = arg;
-    pw_jit_prepare(&j->store, &j->fn); /* the whole module (jit.c, compile_module) */
+    pw__jit_prepare(&j->store, &j->fn); /* the whole module (jit.c, compile_module) */
     return NULL;
 }
 
@@ -66,7 +66,7 @@ static bool translated(const pw_func *f) {
     const struct pw_cmodule *cm = f->inst->mod->code;
     if (!cm->nfuncs) return false;
     pw_func last = {.inst = f->inst, .code = &cm->funcs[cm->nfuncs - 1]};
-    return pw_jit_state(&last) != 0;
+    return pw__jit_state(&last) != 0;
 }
 
 static void turn(pw_store *s) {
@@ -83,7 +83,7 @@ static void start(struct pw_cmodule *cm, const pw_func *f) {
         j->inst.mod = f->inst->mod;
         j->fn.inst = &j->inst;
         j->fn.code = &cm->funcs[0];
-        cm->tier_job = j; /* read only by pw_tier_free, after every store is gone */
+        cm->tier_job = j; /* read only by pw__tier_free, after every store is gone */
         if (pthread_create(&j->thread, NULL, translate_main, j) == 0) return;
         cm->tier_job = NULL;
         free(j);
@@ -92,8 +92,8 @@ static void start(struct pw_cmodule *cm, const pw_func *f) {
     atomic_store(&cm->tier_state, TIER_NEVER);
 }
 
-void pw_tier_enter(pw_store *s, const pw_func *f) {
-    /* The native stack bound pw_exec sets for the JIT, set here too: the store may
+void pw__tier_enter(pw_store *s, const pw_func *f) {
+    /* The native stack bound pw__exec sets for the JIT, set here too: the store may
      * turn in the middle of this entry, deeper in the interpreter. */
     if (s->host_depth <= 1) {
         size_t budget = s->cfg.jit_native_stack ? s->cfg.jit_native_stack : PW_TIER_NATIVE_STACK;
@@ -102,7 +102,7 @@ void pw_tier_enter(pw_store *s, const pw_func *f) {
     if (f->inst && (f->inst->mod->code->ncode <= PW_TIER_SMALL_WORDS || translated(f))) turn(s);
 }
 
-bool pw_tier_hot(pw_store *s, pw_func *f) {
+bool pw__tier_hot(pw_store *s, pw_func *f) {
     if (!s->jit_auto || !f->inst) return s->jit_on;
     struct pw_cmodule *cm = f->inst->mod->code;
     if (cm->ncode <= PW_TIER_SMALL_WORDS) {
@@ -122,14 +122,14 @@ bool pw_tier_hot(pw_store *s, pw_func *f) {
     return false;
 }
 
-void pw_tier_leave(pw_store *s, const pw_func *f) {
+void pw__tier_leave(pw_store *s, const pw_func *f) {
     if (!f->inst || !s->jit_auto_calls) return;
     struct pw_cmodule *cm = f->inst->mod->code;
     atomic_fetch_add_explicit(&cm->tier_calls, s->jit_auto_calls, memory_order_relaxed);
     s->jit_auto_calls = 0;
 }
 
-void pw_tier_free(struct pw_cmodule *cm) {
+void pw__tier_free(struct pw_cmodule *cm) {
     struct pw_tierjob *j = cm->tier_job;
     if (!j) return;
     pthread_join(j->thread, NULL);

@@ -58,7 +58,7 @@ const char *pw_trap_message(pw_trap_code code, pw_msg_style style) {
     return style == PW_MSG_V8 ? v8_msgs[code] : spec_msgs[code];
 }
 
-pw_status pw_trap(pw_error *err, pw_trap_code code) {
+pw_status pw__trap(pw_error *err, pw_trap_code code) {
     if (err) {
         err->status = PW_ERR_TRAP;
         err->trap = code;

@@ -43,7 +43,7 @@ static bool abs_sub(uint32_t a, uint32_t b) {
     }
 }
 
-bool pw_deftype_sub(const pw_module *m, uint32_t a, uint32_t b) {
+bool pw__deftype_sub(const pw_module *m, uint32_t a, uint32_t b) {
     const pw_deftype *t = m->types;
     if (t[a].canon == t[b].canon) return true;
     uint32_t db = t[b].depth;
@@ -52,7 +52,7 @@ bool pw_deftype_sub(const pw_module *m, uint32_t a, uint32_t b) {
     return t[a].canon == t[b].canon;
 }
 
-bool pw_heaptype_sub(const pw_module *m, uint32_t a, uint32_t b) {
+bool pw__heaptype_sub(const pw_module *m, uint32_t a, uint32_t b) {
     if (a == b) return true;
     if (is_abs(a)) {
         uint32_t ca = a & 0xFF;
@@ -70,18 +70,18 @@ bool pw_heaptype_sub(const pw_module *m, uint32_t a, uint32_t b) {
         default: return cb == PW_HT_ARRAY || cb == PW_HT_EQ || cb == PW_HT_ANY;
         }
     }
-    return pw_deftype_sub(m, a, b);
+    return pw__deftype_sub(m, a, b);
 }
 
-bool pw_valtype_sub(const pw_module *m, pw_valtype a, pw_valtype b) {
+bool pw__valtype_sub(const pw_module *m, pw_valtype a, pw_valtype b) {
     if (a == b) return true;
     if (PW_VT_KIND(a) == PW_K_BOT) return true;
     if (PW_VT_KIND(a) != PW_K_REF || PW_VT_KIND(b) != PW_K_REF) return false;
     if (PW_VT_NULLABLE(a) && !PW_VT_NULLABLE(b)) return false;
-    return pw_heaptype_sub(m, PW_VT_HEAP(a), PW_VT_HEAP(b));
+    return pw__heaptype_sub(m, PW_VT_HEAP(a), PW_VT_HEAP(b));
 }
 
-uint32_t pw_heaptype_top(const pw_module *m, uint32_t h) {
+uint32_t pw__heaptype_top(const pw_module *m, uint32_t h) {
     uint32_t c;
     if (is_abs(h)) {
         c = h & 0xFF;
@@ -101,7 +101,7 @@ uint32_t pw_heaptype_top(const pw_module *m, uint32_t h) {
     }
 }
 
-const pw_deftype *pw_functype_of(const pw_module *m, uint32_t func_index) {
+const pw_deftype *pw__functype_of(const pw_module *m, uint32_t func_index) {
     if (func_index >= m->nfuncs) return NULL;
     uint32_t t = m->func_types[func_index];
     if (t >= m->ntypes || m->types[t].form != PW_FORM_FUNC) return NULL;
@@ -110,8 +110,8 @@ const pw_deftype *pw_functype_of(const pw_module *m, uint32_t func_index) {
 
 static bool field_sub(const pw_module *m, const pw_field *a, const pw_field *b) {
     if (a->mut != b->mut || a->packed != b->packed) return false;
-    if (!pw_valtype_sub(m, a->type, b->type)) return false;
-    return !a->mut || pw_valtype_sub(m, b->type, a->type);
+    if (!pw__valtype_sub(m, a->type, b->type)) return false;
+    return !a->mut || pw__valtype_sub(m, b->type, a->type);
 }
 
 /* Does composite type a match composite type b (a <: b)? */
@@ -122,9 +122,9 @@ static bool comp_sub(const pw_module *m, const pw_deftype *a, const pw_deftype *
         uint32_t np = a->u.func.nparams, nr = a->u.func.nresults;
         if (np != b->u.func.nparams || nr != b->u.func.nresults) return false;
         for (uint32_t i = 0; i < np; i++)
-            if (!pw_valtype_sub(m, b->u.func.types[i], a->u.func.types[i])) return false;
+            if (!pw__valtype_sub(m, b->u.func.types[i], a->u.func.types[i])) return false;
         for (uint32_t i = np; i < np + nr; i++)
-            if (!pw_valtype_sub(m, a->u.func.types[i], b->u.func.types[i])) return false;
+            if (!pw__valtype_sub(m, a->u.func.types[i], b->u.func.types[i])) return false;
         return true;
     }
     case PW_FORM_STRUCT:
@@ -212,7 +212,7 @@ typedef struct gslot {
 } gslot;
 
 static pw_status invalid(pw_error *err, const char *fmt, uint32_t a, uint32_t b) {
-    return pw_fail(err, PW_ERR_INVALID, fmt, a, b);
+    return pw__fail(err, PW_ERR_INVALID, fmt, a, b);
 }
 
 static bool vt_ok(pw_valtype t, uint32_t bound, uint32_t *bad) {
@@ -236,7 +236,7 @@ static bool refs_ok(const pw_deftype *t, uint32_t bound, uint32_t *bad) {
     }
 }
 
-pw_status pw_types_check(pw_module *m, pw_error *err) {
+pw_status pw__types_check(pw_module *m, pw_error *err) {
     pw_status st = PW_OK;
     uint32_t ngroups = 0;
     for (uint32_t i = 0; i < m->ntypes; i += m->types[i].rec_len)
@@ -246,7 +246,7 @@ pw_status pw_types_check(pw_module *m, pw_error *err) {
         cap *= 2;
     gslot *tab = malloc(cap * sizeof *tab);
     keybuf k = {0};
-    if (!tab) return pw_fail(err, PW_ERR_NOMEM, "out of memory");
+    if (!tab) return pw__fail(err, PW_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < cap; i++)
         tab[i].first = UINT32_MAX;
 
@@ -279,7 +279,7 @@ pw_status pw_types_check(pw_module *m, pw_error *err) {
         /* Canonical indices of the group. */
         size_t koff = k.len;
         if (!key_group(&k, m, g0, n)) {
-            st = pw_fail(err, PW_ERR_NOMEM, "out of memory");
+            st = pw__fail(err, PW_ERR_NOMEM, "out of memory");
             goto out;
         }
         uint32_t klen = (uint32_t)(k.len - koff);
@@ -445,7 +445,7 @@ static bool xgroup(xcmp *c, uint32_t ga, uint32_t gb) {
     return true;
 }
 
-bool pw_deftype_equiv(const pw_module *ma, uint32_t i, const pw_module *mb, uint32_t j) {
+bool pw__deftype_equiv(const pw_module *ma, uint32_t i, const pw_module *mb, uint32_t j) {
     if (i >= ma->ntypes || j >= mb->ntypes) return false;
     if (ma == mb) return ma->types[i].canon == mb->types[j].canon;
     const pw_deftype *a = &ma->types[i], *b = &mb->types[j];
@@ -461,11 +461,11 @@ bool pw_deftype_equiv(const pw_module *ma, uint32_t i, const pw_module *mb, uint
     return ok && !c.oom;
 }
 
-bool pw_deftype_sub_cross(const pw_module *ma, uint32_t i, const pw_module *mb, uint32_t j) {
+bool pw__deftype_sub_cross(const pw_module *ma, uint32_t i, const pw_module *mb, uint32_t j) {
     if (i >= ma->ntypes || j >= mb->ntypes) return false;
     uint32_t db = mb->types[j].depth;
     if (ma->types[i].depth < db) return false;
     while (ma->types[i].depth > db)
         i = ma->types[i].super;
-    return pw_deftype_equiv(ma, i, mb, j);
+    return pw__deftype_equiv(ma, i, mb, j);
 }

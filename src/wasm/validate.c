@@ -12,7 +12,7 @@
 #include "wasm/validate.h"
 
 static pw_status invalid(pw_error *err, const char *fmt, uint32_t a) {
-    return pw_fail(err, PW_ERR_INVALID, fmt, a);
+    return pw__fail(err, PW_ERR_INVALID, fmt, a);
 }
 
 static pw_status check_functype_idx(pw_module *m, pw_error *err, uint32_t x) {
@@ -24,9 +24,9 @@ static pw_status check_functype_idx(pw_module *m, pw_error *err, uint32_t x) {
 
 static pw_status check_limits(pw_error *err, const pw_limits *l, uint64_t range, const char *msg) {
     if (l->min > range || (l->max != UINT64_MAX && l->max > range))
-        return pw_fail(err, PW_ERR_INVALID, "%s", msg);
+        return pw__fail(err, PW_ERR_INVALID, "%s", msg);
     if (l->max != UINT64_MAX && l->min > l->max)
-        return pw_fail(err, PW_ERR_INVALID, "size minimum must not be greater than maximum");
+        return pw__fail(err, PW_ERR_INVALID, "size minimum must not be greater than maximum");
     return PW_OK;
 }
 
@@ -38,7 +38,7 @@ static pw_status check_mem(pw_error *err, const pw_limits *l) {
 }
 
 static pw_status check_tabletype(pw_vctx *v, const pw_tabletype *t) {
-    if (pw_check_valtype(v, t->elem)) return v->err->status;
+    if (pw__check_valtype(v, t->elem)) return v->err->status;
     if (t->lim.is64) return check_limits(v->err, &t->lim, UINT64_MAX, "");
     return check_limits(v->err, &t->lim, 0xFFFFFFFFu, "table size must be at most 2^32-1 for i32");
 }
@@ -86,7 +86,7 @@ static pw_status collect_refs(pw_module *m, pw_error *err) {
             r.end = r.p + s.len;
             pw_instr in;
             while (r.p < r.end) {
-                if (!pw_instr_read(&r, &in)) return err->status;
+                if (!pw__instr_read(&r, &in)) return err->status;
                 if (in.op == 0xD2 && in.a < m->nfuncs) m->func_declared[in.a] = 1;
             }
         }
@@ -119,7 +119,7 @@ static pw_status check_exports(pw_module *m, pw_error *err) {
     if (m->nexports < 2) return PW_OK;
     /* Duplicate names: sort indices by name, compare neighbours. */
     uint32_t *ix = malloc((size_t)m->nexports * sizeof *ix);
-    if (!ix) return pw_fail(err, PW_ERR_NOMEM, "out of memory");
+    if (!ix) return pw__fail(err, PW_ERR_NOMEM, "out of memory");
     for (uint32_t i = 0; i < m->nexports; i++)
         ix[i] = i;
     /* Heap sort: no recursion, O(n log n) on hostile input. */
@@ -165,7 +165,7 @@ static pw_status check_exports(pw_module *m, pw_error *err) {
         const pw_export *a = &m->exports[ix[i - 1]], *b = &m->exports[ix[i]];
         if (a->name.len == b->name.len &&
             memcmp(m->bytes + a->name.off, m->bytes + b->name.off, a->name.len) == 0)
-            st = pw_fail(err, PW_ERR_INVALID, "duplicate export name \"%.*s\"", (int)a->name.len,
+            st = pw__fail(err, PW_ERR_INVALID, "duplicate export name \"%.*s\"", (int)a->name.len,
                          (const char *)m->bytes + a->name.off);
     }
     free(ix);
@@ -174,7 +174,7 @@ static pw_status check_exports(pw_module *m, pw_error *err) {
 
 static pw_status validate_module(pw_module *m, pw_vctx *v) {
     pw_error *err = v->err;
-    if (pw_types_check(m, err)) return err->status;
+    if (pw__types_check(m, err)) return err->status;
     for (uint32_t i = 0; i < m->nimports; i++) {
         const pw_import *im = &m->imports[i];
         switch (im->kind) {
@@ -188,7 +188,7 @@ static pw_status validate_module(pw_module *m, pw_vctx *v) {
             if (check_mem(err, &im->u.memory)) return err->status;
             break;
         case PW_EXTERN_GLOBAL:
-            if (pw_check_valtype(v, im->u.global.type)) return err->status;
+            if (pw__check_valtype(v, im->u.global.type)) return err->status;
             break;
         case PW_EXTERN_TAG:
             if (check_tag(m, err, im->u.tag_type)) return err->status;
@@ -207,32 +207,32 @@ static pw_status validate_module(pw_module *m, pw_vctx *v) {
         if (check_tabletype(v, &t->type)) return err->status;
         if (t->init.len == 0) {
             if (!PW_VT_NULLABLE(t->type.elem))
-                return pw_fail(err, PW_ERR_INVALID,
+                return pw__fail(err, PW_ERR_INVALID,
                                "type mismatch: a table of non-nullable references needs an "
                                "initializer");
-        } else if (pw_validate_const(v, t->init, t->type.elem, m->nglobal_imports)) {
+        } else if (pw__validate_const(v, t->init, t->type.elem, m->nglobal_imports)) {
             return err->status;
         }
     }
     for (uint32_t i = 0; i < m->nglobals; i++) {
         const pw_global_def *g = &m->globals[i];
-        if (pw_check_valtype(v, g->type.type)) return err->status;
-        if (i >= m->nglobal_imports && pw_validate_const(v, g->init, g->type.type, i))
+        if (pw__check_valtype(v, g->type.type)) return err->status;
+        if (i >= m->nglobal_imports && pw__validate_const(v, g->init, g->type.type, i))
             return err->status;
     }
     for (uint32_t i = 0; i < m->ndatas; i++) {
         const pw_data *d = &m->datas[i];
         if (d->mode != PW_SEG_ACTIVE) continue;
         if (d->memory >= m->nmems) return invalid(err, "unknown memory %u", d->memory);
-        if (pw_validate_const(v, d->offset, addr_type(&m->mems[d->memory]), m->nglobals))
+        if (pw__validate_const(v, d->offset, addr_type(&m->mems[d->memory]), m->nglobals))
             return err->status;
     }
     for (uint32_t i = 0; i < m->nelems; i++) {
         const pw_elem *e = &m->elems[i];
-        if (pw_check_valtype(v, e->type)) return err->status;
+        if (pw__check_valtype(v, e->type)) return err->status;
         if (e->exprs) {
             for (uint32_t k = 0; k < e->count; k++)
-                if (pw_validate_const(v, e->exprs[k], e->type, m->nglobals)) return err->status;
+                if (pw__validate_const(v, e->exprs[k], e->type, m->nglobals)) return err->status;
         } else {
             for (uint32_t k = 0; k < e->count; k++)
                 if (e->funcs[k] >= m->nfuncs)
@@ -240,45 +240,45 @@ static pw_status validate_module(pw_module *m, pw_vctx *v) {
         }
         if (e->mode == PW_SEG_ACTIVE) {
             if (e->table >= m->ntables) return invalid(err, "unknown table %u", e->table);
-            if (!pw_valtype_sub(m, e->type, m->tables[e->table].type.elem))
-                return pw_fail(err, PW_ERR_INVALID,
+            if (!pw__valtype_sub(m, e->type, m->tables[e->table].type.elem))
+                return pw__fail(err, PW_ERR_INVALID,
                                "type mismatch: element segment's type does not match the "
                                "table's element type");
-            if (pw_validate_const(v, e->offset, addr_type(&m->tables[e->table].type.lim),
+            if (pw__validate_const(v, e->offset, addr_type(&m->tables[e->table].type.lim),
                                   m->nglobals))
                 return err->status;
         }
     }
     uint32_t ndef = m->nfuncs - m->nfunc_imports;
     for (uint32_t i = 0; i < ndef; i++) {
-        if (pw_validate_func(v, i) == PW_OK) continue;
+        if (pw__validate_func(v, i) == PW_OK) continue;
         if (err->status != PW_ERR_INVALID) return err->status;
         /* The spec decodes every body before validating any: a malformed body later
          * on takes precedence over this invalid one. */
         pw_error first = *err;
         for (uint32_t j = i; j < ndef; j++)
-            if (pw_scan_body(m, j, err) != PW_OK) return err->status;
+            if (pw__scan_body(m, j, err) != PW_OK) return err->status;
         *err = first;
         return err->status;
     }
     if (m->start != UINT32_MAX) {
-        const pw_deftype *t = pw_functype_of(m, m->start);
+        const pw_deftype *t = pw__functype_of(m, m->start);
         if (m->start >= m->nfuncs) return invalid(err, "unknown function %u", m->start);
         if (!t || t->u.func.nparams || t->u.func.nresults)
-            return pw_fail(err, PW_ERR_INVALID,
+            return pw__fail(err, PW_ERR_INVALID,
                            "start function must not have parameters or results");
     }
     if (check_exports(m, err)) return err->status;
     return PW_OK;
 }
 
-pw_status pw_validate(pw_module *m, pw_error *err) {
+pw_status pw__validate(pw_module *m, pw_error *err) {
     pw_vctx v;
     memset(&v, 0, sizeof v);
     v.m = m;
     v.err = err;
     err->status = PW_OK;
     pw_status st = validate_module(m, &v);
-    pw_vctx_free(&v);
+    pw__vctx_free(&v);
     return st;
 }

@@ -49,11 +49,11 @@ typedef struct pw_vctx {
 } pw_vctx;
 
 /* Validate the function body of defined function `i` (0-based among defined). */
-pw_status pw_validate_func(pw_vctx *v, uint32_t i);
+pw_status pw__validate_func(pw_vctx *v, uint32_t i);
 /* Validate constant expression `e` producing one value of type t. */
-pw_status pw_validate_const(pw_vctx *v, pw_span e, pw_valtype t, uint32_t nglobals_visible);
+pw_status pw__validate_const(pw_vctx *v, pw_span e, pw_valtype t, uint32_t nglobals_visible);
 /* Is value type t well formed (its type index, if any, is known)? */
-pw_status pw_check_valtype(pw_vctx *v, pw_valtype t);
-void pw_vctx_free(pw_vctx *v);
+pw_status pw__check_valtype(pw_vctx *v, pw_valtype t);
+void pw__vctx_free(pw_vctx *v);
 
 #endif

@@ -66,7 +66,7 @@ static pw_status invalid(pw_vctx *v, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return pw_fail(v->err, PW_ERR_INVALID, "%s (at byte %zu)", msg, pw_rd_off(&v->r));
+    return pw__fail(v->err, PW_ERR_INVALID, "%s (at byte %zu)", msg, pw_rd_off(&v->r));
 }
 
 static pw_status mismatch(pw_vctx *v, pw_valtype want, pw_valtype got, bool empty) {
@@ -78,7 +78,7 @@ static pw_status mismatch(pw_vctx *v, pw_valtype want, pw_valtype got, bool empt
 }
 
 static pw_status nomem(pw_vctx *v) {
-    return pw_fail(v->err, PW_ERR_NOMEM, "out of memory while validating");
+    return pw__fail(v->err, PW_ERR_NOMEM, "out of memory while validating");
 }
 
 /* ------------------------------------------------------------------ operand stack */
@@ -128,7 +128,7 @@ static inline pw_status pop(pw_vctx *v, pw_valtype want) {
         return mismatch(v, want, 0, true);
     }
     pw_valtype got = v->vals[--v->nvals];
-    if (got == want || pw_valtype_sub(v->m, got, want)) return PW_OK;
+    if (got == want || pw__valtype_sub(v->m, got, want)) return PW_OK;
     return mismatch(v, want, got, false);
 }
 
@@ -174,7 +174,7 @@ static void set_unreachable(pw_vctx *v) {
 
 /* ------------------------------------------------------------------ types */
 
-pw_status pw_check_valtype(pw_vctx *v, pw_valtype t) {
+pw_status pw__check_valtype(pw_vctx *v, pw_valtype t) {
     if (PW_VT_KIND(t) == PW_K_REF) {
         uint32_t h = PW_VT_HEAP(t);
         if (!(h & PW_HT_ABS) && h >= v->m->ntypes) return invalid(v, "unknown type %u", h);
@@ -235,7 +235,7 @@ static pw_status read_blocktype(pw_vctx *v, const pw_instr *in, pw_vctl *c) {
     c->bt = in->bt;
     if (in->bt == PW_BT_VAL) {
         c->single = in->t1;
-        return pw_check_valtype(v, in->t1);
+        return pw__check_valtype(v, in->t1);
     }
     if (in->bt == PW_BT_TYPE) {
         const pw_deftype *t;
@@ -459,8 +459,8 @@ static pw_valtype simd_vt(char k) {
 
 /* One 0xFD instruction (simd.h): immediates, then operands and result. */
 static pw_status simd_instr(pw_vctx *v, const pw_instr *in) {
-    const pw_simd_info *si = pw_simd_op(PW_FD_SUB(in->op));
-    if (!si) return pw_fail(v->err, PW_ERR_MALFORMED, "illegal opcode %x", in->op);
+    const pw_simd_info *si = pw__simd_op(PW_FD_SUB(in->op));
+    if (!si) return pw__fail(v->err, PW_ERR_MALFORMED, "illegal opcode %x", in->op);
     bool mem = si->imm == PW_SI_MEM || si->imm == PW_SI_MEMLANE;
     pw_valtype at = PW_VT_I32;
     if (mem) {
@@ -497,7 +497,7 @@ static pw_status check_elem(pw_vctx *v, uint32_t x, pw_valtype *t) {
 
 static pw_status check_data(pw_vctx *v, uint32_t x) {
     if (!v->m->has_datacount) /* a decoding rule in the spec: malformed, not invalid */
-        return pw_fail(v->err, PW_ERR_MALFORMED, "data count section required");
+        return pw__fail(v->err, PW_ERR_MALFORMED, "data count section required");
     if (x >= v->m->ndatas) return invalid(v, "unknown data segment %u", x);
     return PW_OK;
 }
@@ -513,7 +513,7 @@ static pw_status tail_results(pw_vctx *v, const pw_deftype *callee) {
     uint32_t nr = callee->u.func.nresults;
     if (nr != self->u.func.nresults) goto bad;
     for (uint32_t i = 0; i < nr; i++)
-        if (!pw_valtype_sub(v->m, callee->u.func.types[callee->u.func.nparams + i],
+        if (!pw__valtype_sub(v->m, callee->u.func.types[callee->u.func.nparams + i],
                             self->u.func.types[self->u.func.nparams + i]))
             goto bad;
     if (pop_n(v, callee->u.func.types, callee->u.func.nparams)) return v->err->status;
@@ -545,14 +545,14 @@ static pw_status array_field(pw_vctx *v, uint32_t x, const pw_field **f) {
 }
 
 static pw_status check_reftype(pw_vctx *v, pw_valtype t) {
-    return pw_check_valtype(v, t);
+    return pw__check_valtype(v, t);
 }
 
 /* br_on_cast(_fail): rt2 <: rt1 and the label's last type takes `branch`. */
 static pw_status br_cast(pw_vctx *v, const pw_instr *in, bool fail) {
     pw_valtype rt1 = in->t1, rt2 = in->t2;
     if (check_reftype(v, rt1) || check_reftype(v, rt2)) return v->err->status;
-    if (!pw_valtype_sub(v->m, rt2, rt1))
+    if (!pw__valtype_sub(v->m, rt2, rt1))
         return invalid(v, "type mismatch on cast: target type does not match source type");
     /* rt1 minus rt2: non-null when rt2 takes the nulls. */
     pw_valtype diff = PW_VT_NULLABLE(rt2) ? (rt1 & ~0x10u) : rt1;
@@ -560,7 +560,7 @@ static pw_status br_cast(pw_vctx *v, const pw_instr *in, bool fail) {
     const pw_valtype *ls;
     uint32_t n;
     if (label_types(v, in->a, &ls, &n)) return v->err->status;
-    if (n == 0 || !pw_valtype_sub(v->m, branch, ls[n - 1]))
+    if (n == 0 || !pw__valtype_sub(v->m, branch, ls[n - 1]))
         return invalid(v, "type mismatch: instruction requires reference type but label has "
                           "another type");
     if (pop(v, rt1) || pop_n(v, ls, n - 1) || push_n(v, ls, n - 1)) return v->err->status;
@@ -582,8 +582,8 @@ static pw_status check_catch(pw_vctx *v, const pw_catch *c) {
     bool ref = c->kind == 1 || c->kind == 3;
     if (n != np + ref) goto bad;
     for (uint32_t i = 0; i < np; i++)
-        if (!pw_valtype_sub(v->m, tt->u.func.types[i], ls[i])) goto bad;
-    if (ref && !pw_valtype_sub(v->m, ABSREF(PW_HT_EXN, 0), ls[np])) goto bad;
+        if (!pw__valtype_sub(v->m, tt->u.func.types[i], ls[i])) goto bad;
+    if (ref && !pw__valtype_sub(v->m, ABSREF(PW_HT_EXN, 0), ls[np])) goto bad;
     return PW_OK;
 bad:
     return invalid(v, "type mismatch: catch handler's types do not match the label's");
@@ -647,7 +647,7 @@ static pw_status run(pw_vctx *v) {
                 continue;
             }
         }
-        if (!pw_instr_read(&v->r, &in)) return v->err->status;
+        if (!pw__instr_read(&v->r, &in)) return v->err->status;
         if (v->const_mode && !const_op(v, &in)) {
             if (in.op == 0x23 && in.a >= v->nglobals_visible)
                 return invalid(v, "unknown global %u", in.a);
@@ -675,7 +675,7 @@ static pw_status run(pw_vctx *v) {
                 cr.p = in.vec;
                 pw_catch c;
                 for (uint32_t i = 0; i < in.n; i++) {
-                    pw_rd_catch(&cr, &c);
+                    pw__rd_catch(&cr, &c);
                     if (check_catch(v, &c)) return v->err->status;
                 }
             }
@@ -689,7 +689,7 @@ static pw_status run(pw_vctx *v) {
         case 0x05: {
             pw_vctl *c = top(v);
             if (c->op != 0x04) /* the enclosing sequence ends here and wants an `end` */
-                return pw_fail(v->err, PW_ERR_MALFORMED, "END opcode expected (at byte %zu)",
+                return pw__fail(v->err, PW_ERR_MALFORMED, "END opcode expected (at byte %zu)",
                                pw_rd_off(&v->r) - 1);
             if (check_frame_end(v, c)) return v->err->status;
             reset_inits(v, c->init_height);
@@ -710,7 +710,7 @@ static pw_status run(pw_vctx *v) {
             if (c.op == 0x04) { /* if without else: the params must pass for results */
                 bool ok = np == nr;
                 for (uint32_t i = 0; ok && i < np; i++)
-                    ok = pw_valtype_sub(m, p[i], r[i]);
+                    ok = pw__valtype_sub(m, p[i], r[i]);
                 if (!ok) return invalid(v, "type mismatch: if without else must not change types");
             }
             reset_inits(v, c.init_height);
@@ -761,7 +761,7 @@ static pw_status run(pw_vctx *v) {
                 for (uint32_t i = 0; i < n; i++) {
                     uint32_t depth = n - 1 - i;   /* from the top */
                     if (depth >= avail) continue; /* bottom */
-                    if (!pw_valtype_sub(m, v->vals[v->nvals - 1 - depth], ls[i]))
+                    if (!pw__valtype_sub(m, v->vals[v->nvals - 1 - depth], ls[i]))
                         return invalid(v, "type mismatch: br_table operand");
                 }
             }
@@ -785,7 +785,7 @@ static pw_status run(pw_vctx *v) {
         case 0x13:
             if (check_table(v, in.b, &t)) return v->err->status;
             if (type_idx(v, in.a, PW_FORM_FUNC, &ft)) return v->err->status;
-            if (!pw_valtype_sub(m, t, ABSREF(PW_HT_FUNC, 1)))
+            if (!pw__valtype_sub(m, t, ABSREF(PW_HT_FUNC, 1)))
                 return invalid(v, "type mismatch: instruction requires table of function type");
             if (pop(v, tab_at(v, in.b))) return v->err->status;
             if (op == 0x13 ? tail_results(v, ft) : func_sig(v, ft)) return v->err->status;
@@ -823,7 +823,7 @@ static pw_status run(pw_vctx *v) {
         case 0x1C:
             if (in.n != 1)
                 return invalid(v, "invalid result arity other than 1 is not (yet) allowed");
-            if (pw_check_valtype(v, in.t1) || pop(v, PW_VT_I32) || pop(v, in.t1) || pop(v, in.t1) ||
+            if (pw__check_valtype(v, in.t1) || pop(v, PW_VT_I32) || pop(v, in.t1) || pop(v, in.t1) ||
                 push(v, in.t1))
                 return v->err->status;
             break;
@@ -870,7 +870,7 @@ static pw_status run(pw_vctx *v) {
             break;
         }
         case 0xD0:
-            if (pw_check_valtype(v, in.t1) || push(v, in.t1)) return v->err->status;
+            if (pw__check_valtype(v, in.t1) || push(v, in.t1)) return v->err->status;
             break;
         case 0xD1:
             if (pop_ref(v, &t) || push(v, PW_VT_I32)) return v->err->status;
@@ -958,7 +958,7 @@ static pw_status run(pw_vctx *v) {
             break;
         case PW_OP_FC(0x0C): /* table.init elem table: [at i32 i32] */
             if (check_table(v, in.b, &t) || check_elem(v, in.a, &t2)) return v->err->status;
-            if (!pw_valtype_sub(m, t2, t))
+            if (!pw__valtype_sub(m, t2, t))
                 return invalid(v, "type mismatch: element segment's type does not match table's");
             if (pop(v, PW_VT_I32) || pop(v, PW_VT_I32) || pop(v, tab_at(v, in.b)))
                 return v->err->status;
@@ -968,7 +968,7 @@ static pw_status run(pw_vctx *v) {
             break;
         case PW_OP_FC(0x0E): { /* table.copy dst src: [at_d at_s at_min] */
             if (check_table(v, in.a, &t) || check_table(v, in.b, &t2)) return v->err->status;
-            if (!pw_valtype_sub(m, t2, t))
+            if (!pw__valtype_sub(m, t2, t))
                 return invalid(v, "type mismatch: source element type does not match "
                                   "destination element type");
             pw_valtype ad = tab_at(v, in.a), as = tab_at(v, in.b);
@@ -1051,7 +1051,7 @@ static pw_status run(pw_vctx *v) {
             break;
         case PW_OP_FB(0x0A):
             if (array_field(v, in.a, &fld) || check_elem(v, in.b, &t)) return v->err->status;
-            if (!pw_valtype_sub(m, t, unpacked(fld)))
+            if (!pw__valtype_sub(m, t, unpacked(fld)))
                 return invalid(v, "type mismatch: element segment's type does not match array's");
             if (pop(v, PW_VT_I32) || pop(v, PW_VT_I32) || push(v, PW_VT_MAKE_REF(in.a, 0)))
                 return v->err->status;
@@ -1085,7 +1085,7 @@ static pw_status run(pw_vctx *v) {
             const pw_field *src;
             if (array_field(v, in.a, &fld) || array_field(v, in.b, &src)) return v->err->status;
             if (!fld->mut) return invalid(v, "immutable array");
-            if (src->packed != fld->packed || !pw_valtype_sub(m, src->type, fld->type))
+            if (src->packed != fld->packed || !pw__valtype_sub(m, src->type, fld->type))
                 return invalid(v, "array types do not match");
             if (pop(v, PW_VT_I32) || pop(v, PW_VT_I32) || pop(v, PW_VT_MAKE_REF(in.b, 1)) ||
                 pop(v, PW_VT_I32) || pop(v, PW_VT_MAKE_REF(in.a, 1)))
@@ -1102,7 +1102,7 @@ static pw_status run(pw_vctx *v) {
                     return invalid(v, "array type is not numeric or vector");
             } else {
                 if (check_elem(v, in.b, &t)) return v->err->status;
-                if (!pw_valtype_sub(m, t, unpacked(fld)))
+                if (!pw__valtype_sub(m, t, unpacked(fld)))
                     return invalid(v, "type mismatch: element segment's type does not match "
                                       "array's");
             }
@@ -1115,7 +1115,7 @@ static pw_status run(pw_vctx *v) {
         case PW_OP_FB(0x16):
         case PW_OP_FB(0x17): {
             if (check_reftype(v, in.t1)) return v->err->status;
-            uint32_t top_ht = pw_heaptype_top(m, PW_VT_HEAP(in.t1));
+            uint32_t top_ht = pw__heaptype_top(m, PW_VT_HEAP(in.t1));
             if (pop(v, PW_VT_MAKE_REF(top_ht, 1))) return v->err->status;
             if (push(v, op <= PW_OP_FB(0x15) ? PW_VT_I32 : in.t1)) return v->err->status;
             break;
@@ -1129,7 +1129,7 @@ static pw_status run(pw_vctx *v) {
             bool to_any = op == PW_OP_FB(0x1A);
             if (pop_ref(v, &t)) return v->err->status;
             t3 = ABSREF(to_any ? PW_HT_EXTERN : PW_HT_ANY, 1);
-            if (!pw_valtype_sub(m, t | 0x10u, t3)) return mismatch(v, t3, t, false);
+            if (!pw__valtype_sub(m, t | 0x10u, t3)) return mismatch(v, t3, t, false);
             bool nul = PW_VT_KIND(t) == PW_K_REF && PW_VT_NULLABLE(t);
             if (PW_VT_HEAP(t) == (PW_HT_ABS | PW_HT_BOT)) nul = false;
             if (push(v, ABSREF(to_any ? PW_HT_ANY : PW_HT_EXTERN, nul))) return v->err->status;
@@ -1142,7 +1142,7 @@ static pw_status run(pw_vctx *v) {
         case PW_OP_FB(0x1E):
             if (pop(v, ABSREF(PW_HT_I31, 1)) || push(v, PW_VT_I32)) return v->err->status;
             break;
-        default: return pw_fail(v->err, PW_ERR_MALFORMED, "illegal opcode %x", op);
+        default: return pw__fail(v->err, PW_ERR_MALFORMED, "illegal opcode %x", op);
         }
     }
 }
@@ -1171,7 +1171,7 @@ static pw_status reserve_locals(pw_vctx *v, uint32_t n) {
     return PW_OK;
 }
 
-pw_status pw_validate_func(pw_vctx *v, uint32_t i) {
+pw_status pw__validate_func(pw_vctx *v, uint32_t i) {
     pw_module *m = v->m;
     const pw_funcdef *f = &m->funcs[i];
     const pw_deftype *ft = &m->types[f->type];
@@ -1186,7 +1186,7 @@ pw_status pw_validate_func(pw_vctx *v, uint32_t i) {
     }
     for (uint32_t k = 0; k < f->nlocals; k++) {
         pw_valtype t = f->locals[k];
-        if (pw_check_valtype(v, t)) return v->err->status;
+        if (pw__check_valtype(v, t)) return v->err->status;
         v->ltypes[np + k] = t;
         v->linit[np + k] = defaultable(t);
     }
@@ -1195,25 +1195,25 @@ pw_status pw_validate_func(pw_vctx *v, uint32_t i) {
     pw_span all = {f->body.off, (uint32_t)(m->nbytes - f->body.off)};
     if (begin(v, all, f->type) || run(v)) return v->err->status;
     if (pw_rd_off(&v->r) != (size_t)f->body.off + f->body.len)
-        return pw_fail(v->err, PW_ERR_MALFORMED, "section size mismatch (function %u)",
+        return pw__fail(v->err, PW_ERR_MALFORMED, "section size mismatch (function %u)",
                        i + m->nfunc_imports);
     return PW_OK;
 }
 
 /* A constant expression is checked as the body of a function [] -> [t]. The frame
  * borrows a block type of one value. */
-pw_status pw_validate_const(pw_vctx *v, pw_span e, pw_valtype t, uint32_t nglobals_visible) {
+pw_status pw__validate_const(pw_vctx *v, pw_span e, pw_valtype t, uint32_t nglobals_visible) {
     v->const_mode = true;
     v->nglobals_visible = nglobals_visible;
     v->nlocals = 0;
-    if (pw_check_valtype(v, t)) return v->err->status;
+    if (pw__check_valtype(v, t)) return v->err->status;
     /* The spec checks that every instruction is constant before typing. */
     pw_reader r = {.base = v->m->bytes, .p = v->m->bytes + e.off, .err = v->err};
     r.end = r.p + e.len;
     pw_instr in;
     v->r = r;
     while (v->r.p < v->r.end) {
-        if (!pw_instr_read(&v->r, &in)) return v->err->status;
+        if (!pw__instr_read(&v->r, &in)) return v->err->status;
         if (!const_op(v, &in)) {
             if (in.op == 0x23 && in.a >= v->nglobals_visible)
                 return invalid(v, "unknown global %u", in.a);
@@ -1231,7 +1231,7 @@ pw_status pw_validate_const(pw_vctx *v, pw_span e, pw_valtype t, uint32_t ngloba
     return st;
 }
 
-void pw_vctx_free(pw_vctx *v) {
+void pw__vctx_free(pw_vctx *v) {
     free(v->vals);
     free(v->ctls);
     free(v->ltypes);

@@ -63,7 +63,7 @@ static void test_l1_branches(void **st) {
     assert_int_equal(d.backend, PL_BACKEND_WASM_ROOM);
     assert_string_equal(pl_reason_name(d.reason), "qualified_wasm_runtime");
     assert_string_equal(d.runtime_profile, "room-wasi-p1-yuyan-v1");
-    assert_true(pl_digest_well_formed(d.runtime_sha256));
+    assert_true(pl__digest_well_formed(d.runtime_sha256));
 
     NEED_NATIVE();
     pl_request s = r;
@@ -203,7 +203,7 @@ static void test_identity(void **st) {
                      .backend = PL_BACKEND_NATIVE_SANDBOX,
                      .reason = PL_REASON_REQUIRED_FEATURE,
                      .state_class = PL_STATE_PORTABLE_VALUE};
-    pl_sha256_tag("x", 1, d.request_sha256);
+    pl__sha256_tag("x", 1, d.request_sha256);
     pl_decision_seal(&d);
     char *j = pl_decision_json(&d, NULL);
     const char *want =
@@ -216,7 +216,7 @@ static void test_identity(void **st) {
     /* identity = sha256 of exactly that canonical text (without identity) */
     char canon[1024], id[PL_DIGEST_LEN];
     snprintf(canon, sizeof canon, "%s}", want);
-    pl_sha256_tag(canon, strlen(canon), id);
+    pl__sha256_tag(canon, strlen(canon), id);
     assert_string_equal(id, d.identity);
     free(j);
     /* stable */
@@ -332,7 +332,7 @@ static const char *RAW = "{\"run_id\":\"a\",\"program\":{\"wasm\":\"/x.wasm\"},\
 
 static char *good_outcome(void) {
     pl_outcome o;
-    pl_outcome_make(&o, PL_REQ_NETWORK | PL_REQ_DAEMON, RAW, strlen(RAW));
+    pl__outcome_make(&o, PL_REQ_NETWORK | PL_REQ_DAEMON, RAW, strlen(RAW));
     return pl_outcome_json(&o, NULL);
 }
 
@@ -360,7 +360,7 @@ static void test_outcome(void **st) {
     char *g = good_outcome();
     char want[512];
     char dg[PL_DIGEST_LEN];
-    pl_sha256_tag(RAW, strlen(RAW), dg);
+    pl__sha256_tag(RAW, strlen(RAW), dg);
     snprintf(want, sizeof want,
              "{\"schema_version\":1,\"kind\":\"runtime_unsupported\",\"escalation_required\":true,"
              "\"escalation_reason\":\"required_features_unsupported\",\"required_features\":"
@@ -448,34 +448,34 @@ static void test_promotion_rules(void **st) {
     (void)st;
     pl_decision parent = {
         .selected = true, .backend = PL_BACKEND_WASM_ROOM, .reason = PL_REASON_QUALIFIED_RUNTIME};
-    pl_sha256_tag(RAW, strlen(RAW), parent.request_sha256);
+    pl__sha256_tag(RAW, strlen(RAW), parent.request_sha256);
     pl_decision_seal(&parent);
     pl_outcome o;
-    pl_outcome_make(&o, PL_REQ_NETWORK, RAW, strlen(RAW));
+    pl__outcome_make(&o, PL_REQ_NETWORK, RAW, strlen(RAW));
     pl_error why;
-    assert_true(pl_promotion_allowed(&parent, true, &o, RAW, strlen(RAW), true, &why));
+    assert_true(pl__promotion_allowed(&parent, true, &o, RAW, strlen(RAW), true, &why));
     /* no typed outcome (a trap, a timeout, a guest that printed "use native") */
-    assert_false(pl_promotion_allowed(&parent, false, &o, RAW, strlen(RAW), true, &why));
+    assert_false(pl__promotion_allowed(&parent, false, &o, RAW, strlen(RAW), true, &why));
     /* native unavailable */
-    assert_false(pl_promotion_allowed(&parent, true, &o, RAW, strlen(RAW), false, &why));
+    assert_false(pl__promotion_allowed(&parent, true, &o, RAW, strlen(RAW), false, &why));
     /* another request's bytes */
-    assert_false(pl_promotion_allowed(&parent, true, &o, "{}", 2, true, &why));
+    assert_false(pl__promotion_allowed(&parent, true, &o, "{}", 2, true, &why));
     /* the workspace was touched: the disposition is not not_started */
     pl_outcome w = o;
     snprintf(w.workspace_disposition, sizeof w.workspace_disposition, "retained");
-    assert_false(pl_promotion_allowed(&parent, true, &w, RAW, strlen(RAW), true, &why));
+    assert_false(pl__promotion_allowed(&parent, true, &w, RAW, strlen(RAW), true, &why));
     /* the child: native, the promotion reason, the parent's identity */
     pl_decision child;
-    pl_child_decision(&parent, false, &child);
+    pl__child_decision(&parent, false, &child);
     assert_int_equal(child.backend, PL_BACKEND_NATIVE_SANDBOX);
     assert_string_equal(pl_reason_name(child.reason), "l2_not_started_promotion");
     assert_string_equal(child.parent_decision_id, parent.identity);
     assert_string_equal(child.request_sha256, parent.request_sha256);
     /* never twice, never back to WASM: a child (or any native decision) never promotes */
-    assert_false(pl_promotion_allowed(&child, true, &o, RAW, strlen(RAW), true, &why));
+    assert_false(pl__promotion_allowed(&child, true, &o, RAW, strlen(RAW), true, &why));
     pl_decision nat = parent;
     nat.backend = PL_BACKEND_NATIVE_SANDBOX;
-    assert_false(pl_promotion_allowed(&nat, true, &o, RAW, strlen(RAW), true, &why));
+    assert_false(pl__promotion_allowed(&nat, true, &o, RAW, strlen(RAW), true, &why));
 }
 
 static pl_report run_json(pl_ctx *pc, const char *json, const pl_policy *pol) {

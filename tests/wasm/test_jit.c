@@ -6,7 +6,7 @@
  *    the expected Intel-syntax text (a missing objdump fails the test under CI=true).
  * 2. Tiers agree: a hand-assembled module (loop sum, recursive fib, div, load, an
  *    endless loop, runaway recursion) runs under PW_ENGINE_JIT; the functions are
- *    really JIT-compiled (pw_jit_state), results and trap codes/messages equal the
+ *    really JIT-compiled (pw__jit_state), results and trap codes/messages equal the
  *    interpreter's; the interrupt flag stops the endless loop under the JIT; runaway
  *    recursion ends with "call stack exhausted" (native stack budget, then frames).
  */
@@ -37,168 +37,168 @@ typedef struct enc_case {
 } enc_case;
 
 static void e0(pw_x64 *x) {
-    x64_alu_rr(x, X_ADD, false, X_RAX, X_RCX);
+    pw__x64_alu_rr(x, X_ADD, false, X_RAX, X_RCX);
 }
 static void e1(pw_x64 *x) {
-    x64_alu_rr(x, X_SUB, true, X_R8, X_R15);
+    pw__x64_alu_rr(x, X_SUB, true, X_R8, X_R15);
 }
 static void e2(pw_x64 *x) {
-    x64_alu_rm(x, X_XOR, false, X_RAX, x_mem(X_RBX, 0x18));
+    pw__x64_alu_rm(x, X_XOR, false, X_RAX, x_mem(X_RBX, 0x18));
 }
 static void e3(pw_x64 *x) {
-    x64_alu_rm(x, X_CMP, true, X_R9, x_mem(X_R12, 8));
+    pw__x64_alu_rm(x, X_CMP, true, X_R9, x_mem(X_R12, 8));
 }
 static void e4(pw_x64 *x) {
-    x64_alu_ri(x, X_AND, false, X_RAX, 0x7fffffff);
+    pw__x64_alu_ri(x, X_AND, false, X_RAX, 0x7fffffff);
 }
 static void e5(pw_x64 *x) {
-    x64_alu_ri(x, X_ADD, true, X_RSP, 8);
+    pw__x64_alu_ri(x, X_ADD, true, X_RSP, 8);
 }
 static void e6(pw_x64 *x) {
-    x64_alu_mi(x, X_CMP, false, x_mem(X_R15, 0x10), 0);
+    pw__x64_alu_mi(x, X_CMP, false, x_mem(X_R15, 0x10), 0);
 }
 static void e7(pw_x64 *x) {
-    x64_load(x, X_LD8S, X_RCX, x_memi(X_R12, X_RAX, 1, 0));
+    pw__x64_load(x, X_LD8S, X_RCX, x_memi(X_R12, X_RAX, 1, 0));
 }
 static void e8(pw_x64 *x) {
-    x64_load(x, X_LD16U, X_RCX, x_memi(X_R12, X_RAX, 1, 0));
+    pw__x64_load(x, X_LD16U, X_RCX, x_memi(X_R12, X_RAX, 1, 0));
 }
 static void e9(pw_x64 *x) {
-    x64_load(x, X_LD32S, X_RAX, x_memi(X_RCX, X_RAX, 4, 0));
+    pw__x64_load(x, X_LD32S, X_RAX, x_memi(X_RCX, X_RAX, 4, 0));
 }
 static void e10(pw_x64 *x) {
-    x64_load(x, X_LD64, X_R13, x_mem(X_RAX, 0x10));
+    pw__x64_load(x, X_LD64, X_R13, x_mem(X_RAX, 0x10));
 }
 static void e11(pw_x64 *x) {
-    x64_store(x, 1, x_memi(X_R12, X_RAX, 1, 0), X_RCX);
+    pw__x64_store(x, 1, x_memi(X_R12, X_RAX, 1, 0), X_RCX);
 }
 static void e12(pw_x64 *x) {
-    x64_store(x, 2, x_memi(X_R12, X_RAX, 1, 0), X_RCX);
+    pw__x64_store(x, 2, x_memi(X_R12, X_RAX, 1, 0), X_RCX);
 }
 static void e13(pw_x64 *x) {
-    x64_store(x, 8, x_mem(X_RBX, 0x40), X_RAX);
+    pw__x64_store(x, 8, x_mem(X_RBX, 0x40), X_RAX);
 }
 static void e14(pw_x64 *x) {
-    x64_mov_ri64(x, X_RAX, 0x8000000000000000ull);
+    pw__x64_mov_ri64(x, X_RAX, 0x8000000000000000ull);
 }
 static void e15(pw_x64 *x) {
-    x64_mov_ri64(x, X_R9, 0xffffffffffffffffull);
+    pw__x64_mov_ri64(x, X_R9, 0xffffffffffffffffull);
 }
 static void e16(pw_x64 *x) {
-    x64_mov_ri32(x, X_R10, 7);
+    pw__x64_mov_ri32(x, X_R10, 7);
 }
 static void e17(pw_x64 *x) {
-    x64_shift_cl(x, X_SAR, true, X_RAX);
+    pw__x64_shift_cl(x, X_SAR, true, X_RAX);
 }
 static void e18(pw_x64 *x) {
-    x64_shift_i(x, X_ROL, false, X_RAX, 5);
+    pw__x64_shift_i(x, X_ROL, false, X_RAX, 5);
 }
 static void e19(pw_x64 *x) {
-    x64_imul_rr(x, true, X_RAX, X_RCX);
+    pw__x64_imul_rr(x, true, X_RAX, X_RCX);
 }
 static void e20(pw_x64 *x) {
-    x64_imul_rri(x, false, X_RAX, X_RAX, 1000);
+    pw__x64_imul_rri(x, false, X_RAX, X_RAX, 1000);
 }
 static void e21(pw_x64 *x) {
-    x64_div(x, true, true, X_RCX);
+    pw__x64_div(x, true, true, X_RCX);
 }
 static void e22(pw_x64 *x) {
-    x64_div(x, false, false, X_RCX);
+    pw__x64_div(x, false, false, X_RCX);
 }
 static void e23(pw_x64 *x) {
-    x64_cdq(x, true);
+    pw__x64_cdq(x, true);
 }
 static void e24(pw_x64 *x) {
-    x64_setcc(x, X_CC_L, X_RAX);
+    pw__x64_setcc(x, X_CC_L, X_RAX);
 }
 static void e25(pw_x64 *x) {
-    x64_movzx8(x, X_RAX, X_RAX);
+    pw__x64_movzx8(x, X_RAX, X_RAX);
 }
 static void e26(pw_x64 *x) {
-    x64_cmov(x, X_CC_A, false, X_RAX, X_RCX);
+    pw__x64_cmov(x, X_CC_A, false, X_RAX, X_RCX);
 }
 static void e27(pw_x64 *x) {
-    x64_bsr(x, true, X_RAX, X_RAX);
+    pw__x64_bsr(x, true, X_RAX, X_RAX);
 }
 static void e28(pw_x64 *x) {
-    x64_popcnt(x, false, X_RAX, X_RAX);
+    pw__x64_popcnt(x, false, X_RAX, X_RAX);
 }
 static void e29(pw_x64 *x) {
-    x64_movsx_rr(x, 1, true, X_RAX, X_RAX);
+    pw__x64_movsx_rr(x, 1, true, X_RAX, X_RAX);
 }
 static void e30(pw_x64 *x) {
-    x64_movsx_rr(x, 4, true, X_RCX, X_RCX);
+    pw__x64_movsx_rr(x, 4, true, X_RCX, X_RCX);
 }
 static void e31(pw_x64 *x) {
-    x64_push(x, X_R15);
+    pw__x64_push(x, X_R15);
 }
 static void e32(pw_x64 *x) {
-    x64_pop(x, X_RBX);
+    pw__x64_pop(x, X_RBX);
 }
 static void e33(pw_x64 *x) {
-    x64_call_r(x, X_RAX);
+    pw__x64_call_r(x, X_RAX);
 }
 static void e34(pw_x64 *x) {
-    x64_jmp_r(x, X_RAX);
+    pw__x64_jmp_r(x, X_RAX);
 }
 static void e35(pw_x64 *x) {
-    x64_lea(x, true, X_RDX, x_mem(X_RAX, 4));
+    pw__x64_lea(x, true, X_RDX, x_mem(X_RAX, 4));
 }
 static void e36(pw_x64 *x) {
-    x64_test_rr(x, false, X_RAX, X_RAX);
+    pw__x64_test_rr(x, false, X_RAX, X_RAX);
 }
 static void e37(pw_x64 *x) {
-    x64_mov_rr(x, true, X_RBX, X_RDI);
+    pw__x64_mov_rr(x, true, X_RBX, X_RDI);
 }
 static void e38(pw_x64 *x) {
-    x64_bsf(x, false, X_RAX, X_RAX);
+    pw__x64_bsf(x, false, X_RAX, X_RAX);
 }
 static void e39(pw_x64 *x) {
-    x64_ret(x);
+    pw__x64_ret(x);
 }
 /* Register pinning: slot operands that are registers (x_reg / x_xreg),
  * GPR <-> xmm moves, register copies and the inline float conversions. */
 static void e40(pw_x64 *x) {
-    x64_alu_rm(x, X_ADD, false, X_RAX, x_reg(X_RBP));
+    pw__x64_alu_rm(x, X_ADD, false, X_RAX, x_reg(X_RBP));
 }
 static void e41(pw_x64 *x) {
-    x64_load(x, X_LD64, X_RCX, x_reg(X_R11));
+    pw__x64_load(x, X_LD64, X_RCX, x_reg(X_R11));
 }
 static void e42(pw_x64 *x) {
-    x64_store(x, 4, x_reg(X_RSI), X_RAX);
+    pw__x64_store(x, 4, x_reg(X_RSI), X_RAX);
 }
 static void e43(pw_x64 *x) {
-    x64_alu_mi(x, X_CMP, false, x_reg(X_R8), 2);
+    pw__x64_alu_mi(x, X_CMP, false, x_reg(X_R8), 2);
 }
 static void e44(pw_x64 *x) {
-    x64_sse_rm(x, 0xF2, X_SSE_ADD, false, 0, x_xreg(9));
+    pw__x64_sse_rm(x, 0xF2, X_SSE_ADD, false, 0, x_xreg(9));
 }
 static void e45(pw_x64 *x) {
-    x64_sse_rr(x, 0x66, X_SSE_MOVDST, true, 3, X_RCX);
+    pw__x64_sse_rr(x, 0x66, X_SSE_MOVDST, true, 3, X_RCX);
 }
 static void e46(pw_x64 *x) {
-    x64_sse_rr(x, 0x66, X_SSE_MOVD, false, 12, X_RAX);
+    pw__x64_sse_rr(x, 0x66, X_SSE_MOVD, false, 12, X_RAX);
 }
 static void e47(pw_x64 *x) {
-    x64_sse_rr(x, -1, X_SSE_MOVAPS, false, 2, 15);
+    pw__x64_sse_rr(x, -1, X_SSE_MOVAPS, false, 2, 15);
 }
 static void e48(pw_x64 *x) {
-    x64_sse_rr(x, 0xF2, X_SSE_SQRT, false, 5, 5);
+    pw__x64_sse_rr(x, 0xF2, X_SSE_SQRT, false, 5, 5);
 }
 static void e49(pw_x64 *x) {
-    x64_sse_rr(x, 0xF2, X_SSE_CVTSI2, true, 0, X_RAX);
+    pw__x64_sse_rr(x, 0xF2, X_SSE_CVTSI2, true, 0, X_RAX);
 }
 static void e50(pw_x64 *x) {
-    x64_sse_rr(x, 0xF3, X_SSE_CVTSI2, false, 1, X_RAX);
+    pw__x64_sse_rr(x, 0xF3, X_SSE_CVTSI2, false, 1, X_RAX);
 }
 static void e51(pw_x64 *x) {
-    x64_sse_rr(x, 0xF2, X_SSE_CVTF, false, 0, 1);
+    pw__x64_sse_rr(x, 0xF2, X_SSE_CVTF, false, 0, 1);
 }
 static void e52(pw_x64 *x) {
-    x64_sse_rm(x, 0xF2, X_SSE_MOVST, false, 10, x_mem(X_R12, 0));
+    pw__x64_sse_rm(x, 0xF2, X_SSE_MOVST, false, 10, x_mem(X_R12, 0));
 }
 static void e53(pw_x64 *x) {
-    x64_store(x, 1, x_memi(X_R12, X_RAX, 1, 0), X_RSI);
+    pw__x64_store(x, 1, x_memi(X_R12, X_RAX, 1, 0), X_RSI);
 }
 
 static const enc_case cases[] = {
@@ -567,8 +567,8 @@ static void test_tiers_agree(void **state) {
             assert_string_equal(e1.message, e2.message);
         }
         /* really compiled by the JIT, not left on the interpreter */
-        assert_int_equal(pw_jit_state(fn(&jt, calls[i].name)), 1);
-        assert_int_equal(pw_jit_state(fn(&in, calls[i].name)), 0);
+        assert_int_equal(pw__jit_state(fn(&jt, calls[i].name)), 1);
+        assert_int_equal(pw__jit_state(fn(&in, calls[i].name)), 0);
     }
     int32_t r;
     pw_error e;
@@ -591,7 +591,7 @@ static void test_runaway_recursion(void **state) {
     pw_error e;
     assert_int_equal(pw_call(jt.s, fn(&jt, "runaway"), NULL, 0, NULL, 0, &e), PW_ERR_TRAP);
     assert_string_equal(e.message, "call stack exhausted");
-    if (PW_JIT_AVAILABLE) assert_int_equal(pw_jit_state(fn(&jt, "runaway")), 1);
+    if (PW_JIT_AVAILABLE) assert_int_equal(pw__jit_state(fn(&jt, "runaway")), 1);
     /* the store stays usable */
     int32_t r;
     assert_int_equal(call1(&jt, "fib", 10, &r, &e), PW_OK);
@@ -613,7 +613,7 @@ static void test_interrupt_under_jit(void **state) {
     assert_int_equal(st, PW_ERR_TRAP);
     assert_int_equal(e.trap, PW_TRAP_INTERRUPTED);
     assert_true(stopped - it.at < 2000.0); /* "did not hang" */
-    if (PW_JIT_AVAILABLE) assert_int_equal(pw_jit_state(fn(&jt, "spin")), 1);
+    if (PW_JIT_AVAILABLE) assert_int_equal(pw__jit_state(fn(&jt, "spin")), 1);
     /* a call that starts with the flag raised stops at once (function entry) */
     int32_t r;
     assert_int_equal(call1(&jt, "fib", 25, &r, &e), PW_ERR_TRAP);

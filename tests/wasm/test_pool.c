@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "peri/wasm.h"
-#include "wasm/runtime.h" /* pw_pool_stats: white-box checks of what the pool keeps */
+#include "wasm/runtime.h" /* pw__pool_stats: white-box checks of what the pool keeps */
 #include "wasm_builder.h"
 
 #define PAGE 65536u
@@ -124,7 +124,7 @@ static void test_reused_memory_reads_zero(void **state) {
     pw_store_free(r.s);
     uint32_t ns, nm;
     uint64_t dirty;
-    pw_pool_stats(pool, &ns, &nm, &dirty);
+    pw__pool_stats(pool, &ns, &nm, &dirty);
     assert_int_equal(nm, 1);
     assert_int_equal(ns, 2); /* value and frame stack */
     assert_int_equal(dirty, 4 * PAGE);
@@ -142,7 +142,7 @@ static void test_reused_memory_reads_zero(void **state) {
     assert_true(all_zero(d, size));
     memset(d, 0xcd, size);
     pw_store_free(r.s);
-    pw_pool_stats(pool, &ns, &nm, &dirty);
+    pw__pool_stats(pool, &ns, &nm, &dirty);
     assert_int_equal(dirty, 4 * PAGE); /* store 1's pages 3-4 are still dirty */
 
     /* Store 3 grows past both: everything reads as zero. */
@@ -251,7 +251,7 @@ static void test_pooled_stacks(void **state) {
     pw_store_free(r.s);
     uint32_t ns, nm;
     uint64_t dirty;
-    pw_pool_stats(pool, &ns, &nm, &dirty);
+    pw__pool_stats(pool, &ns, &nm, &dirty);
     assert_int_equal(ns, 3); /* one value stack, two frame stacks */
     pw_pool_free(pool);
     pw_module_free(m);
@@ -316,7 +316,7 @@ static void test_gc_over_pooled_stacks(void **state) {
     }
     uint32_t ns, nm;
     uint64_t dirty;
-    pw_pool_stats(pool, &ns, &nm, &dirty);
+    pw__pool_stats(pool, &ns, &nm, &dirty);
     assert_int_equal(ns, 2); /* the stacks were indeed reused */
     pw_pool_free(pool);
     pw_module_free(m);
@@ -337,7 +337,7 @@ static void test_pool_bounds(void **state) {
         pw_store_free(rs[i].s);
     uint32_t ns, nm;
     uint64_t dirty;
-    pw_pool_stats(pool, &ns, &nm, &dirty);
+    pw__pool_stats(pool, &ns, &nm, &dirty);
     assert_int_equal(nm, 4);
     assert_int_equal(ns, 4);
     assert_int_equal(dirty, 4 * 2 * PAGE);
@@ -351,13 +351,13 @@ static void test_pool_bounds(void **state) {
     run r = start(m, &big, "grow");
     assert_int_equal(grow(&r, 639), 1);
     pw_store_free(r.s);
-    pw_pool_stats(pool, &ns, &nm, &dirty);
+    pw__pool_stats(pool, &ns, &nm, &dirty);
     assert_int_equal(nm, 0);
     assert_int_equal(dirty, 0);
     r = start(m, &big, "grow");
     assert_int_equal(grow(&r, 319), 1);
     pw_store_free(r.s);
-    pw_pool_stats(pool, &ns, &nm, &dirty);
+    pw__pool_stats(pool, &ns, &nm, &dirty);
     assert_int_equal(nm, 1);
     assert_int_equal(dirty, (uint64_t)20 << 20);
     pw_pool_free(pool);

@@ -128,12 +128,12 @@ static int32_t fib(st *x, int32_t n) {
 static void wait_translated(st *x) {
     const struct pw_cmodule *cm = x->inst->mod->code;
     pw_func last = {.inst = x->inst, .code = &cm->funcs[cm->nfuncs - 1]};
-    for (int i = 0; i < 2000 && pw_jit_state(&last) == 0; i++) {
+    for (int i = 0; i < 2000 && pw__jit_state(&last) == 0; i++) {
         struct timespec d = {0, 10 * 1000 * 1000};
         nanosleep(&d, NULL);
     }
-    assert_int_not_equal(pw_jit_state(&last), 0);
-    assert_int_equal(pw_jit_state(fn(x, "fib")), 1);
+    assert_int_not_equal(pw__jit_state(&last), 0);
+    assert_int_equal(pw__jit_state(fn(x, "fib")), 1);
 }
 
 static void test_counts_then_turns(void **state) {
@@ -201,7 +201,7 @@ static void test_small_module_at_once(void **state) {
     open_store(&a, m, PW_ENGINE_AUTO);
     assert_int_equal(fib(&a, 1), 1);
     assert_true(a.s->jit_on);
-    assert_int_equal(pw_jit_state(fn(&a, "fib")), 1);
+    assert_int_equal(pw__jit_state(fn(&a, "fib")), 1);
     assert_int_equal(atomic_load(&m->code->tier_state), 0); /* no background job */
     pw_store_free(a.s);
     pw_module_free(m);
@@ -215,7 +215,7 @@ static void test_interp_never_translates(void **state) {
     assert_int_equal(fib(&a, 20), 6765);
     assert_int_equal(atomic_load(&m->code->tier_calls), 0);
     assert_int_equal(atomic_load(&m->code->tier_state), 0);
-    assert_int_equal(pw_jit_state(fn(&a, "fib")), 0);
+    assert_int_equal(pw__jit_state(fn(&a, "fib")), 0);
     assert_false(a.s->jit_on || a.s->jit_auto);
     pw_store_free(a.s);
     pw_module_free(m);
@@ -274,7 +274,7 @@ static void test_interrupt_both_phases(void **state) {
         assert_int_equal(fib(&a, 2), 1);
         assert_true(a.s->jit_on);
         spin_stops(&a); /* turned: the JIT */
-        assert_int_equal(pw_jit_state(fn(&a, "spin")), 1);
+        assert_int_equal(pw__jit_state(fn(&a, "spin")), 1);
     }
     assert_int_equal(fib(&a, 10), 55);
     pw_store_free(a.s);

@@ -179,7 +179,7 @@ static pw_module *load(const uint8_t *b, size_t n) {
     memcpy(m->bytes, b, n);
     m->nbytes = n;
     pw_error e;
-    if (pw_decode(m, &e) != PW_OK || pw_validate(m, &e) != PW_OK) fail_msg("load: %s", e.message);
+    if (pw__decode(m, &e) != PW_OK || pw__validate(m, &e) != PW_OK) fail_msg("load: %s", e.message);
     return m;
 }
 
@@ -192,33 +192,33 @@ static void test_canonical_types(void **state) {
     assert_int_equal(a->types[0].canon, 0);
     assert_int_equal(a->types[1].canon, 0);
     assert_int_equal(a->types[2].canon, 2);
-    assert_true(pw_valtype_sub(a, PW_VT_MAKE_REF(1, 0), PW_VT_MAKE_REF(0, 1)));
-    assert_false(pw_valtype_sub(a, PW_VT_MAKE_REF(0, 1), PW_VT_MAKE_REF(1, 0)));
-    assert_true(pw_valtype_sub(a, PW_VT_MAKE_REF(2, 0), PW_VT_ABSREF(PW_HT_STRUCT, 0)));
-    assert_true(pw_valtype_sub(a, PW_VT_MAKE_REF(2, 0), PW_VT_ABSREF(PW_HT_ANY, 1)));
-    assert_false(pw_valtype_sub(a, PW_VT_MAKE_REF(2, 0), PW_VT_ABSREF(PW_HT_FUNC, 1)));
-    assert_true(pw_valtype_sub(a, PW_VT_ABSREF(PW_HT_NONE, 1), PW_VT_MAKE_REF(2, 1)));
+    assert_true(pw__valtype_sub(a, PW_VT_MAKE_REF(1, 0), PW_VT_MAKE_REF(0, 1)));
+    assert_false(pw__valtype_sub(a, PW_VT_MAKE_REF(0, 1), PW_VT_MAKE_REF(1, 0)));
+    assert_true(pw__valtype_sub(a, PW_VT_MAKE_REF(2, 0), PW_VT_ABSREF(PW_HT_STRUCT, 0)));
+    assert_true(pw__valtype_sub(a, PW_VT_MAKE_REF(2, 0), PW_VT_ABSREF(PW_HT_ANY, 1)));
+    assert_false(pw__valtype_sub(a, PW_VT_MAKE_REF(2, 0), PW_VT_ABSREF(PW_HT_FUNC, 1)));
+    assert_true(pw__valtype_sub(a, PW_VT_ABSREF(PW_HT_NONE, 1), PW_VT_MAKE_REF(2, 1)));
     /* 0: (struct)   1: (rec (struct (field (ref null 1)))) */
     pw_module *b =
         load(B(HDR, 0x01, 0x0a, 0x02, 0x5f, 0x00, 0x4e, 0x01, 0x5f, 0x01, 0x63, 0x01, 0x00));
-    assert_true(pw_deftype_equiv(a, 0, b, 1));
-    assert_true(pw_deftype_equiv(a, 1, b, 1));
-    assert_true(pw_deftype_equiv(a, 2, b, 0));
-    assert_false(pw_deftype_equiv(a, 0, b, 0));
-    pw_module_destroy(a);
-    pw_module_destroy(b);
+    assert_true(pw__deftype_equiv(a, 0, b, 1));
+    assert_true(pw__deftype_equiv(a, 1, b, 1));
+    assert_true(pw__deftype_equiv(a, 2, b, 0));
+    assert_false(pw__deftype_equiv(a, 0, b, 0));
+    pw__module_destroy(a);
+    pw__module_destroy(b);
 
     /* 0: (sub (struct))   1: (sub 0 (struct (field i32))) */
     pw_module *c = load(
         B(HDR, 0x01, 0x0c, 0x02, 0x50, 0x00, 0x5f, 0x00, 0x50, 0x01, 0x00, 0x5f, 0x01, 0x7f, 0x00));
     /* 0: (sub (struct)) */
     pw_module *d = load(B(HDR, 0x01, 0x05, 0x01, 0x50, 0x00, 0x5f, 0x00));
-    assert_true(pw_deftype_sub(c, 1, 0));
-    assert_false(pw_deftype_sub(c, 0, 1));
-    assert_true(pw_deftype_sub_cross(c, 1, d, 0));
-    assert_false(pw_deftype_sub_cross(d, 0, c, 1));
-    pw_module_destroy(c);
-    pw_module_destroy(d);
+    assert_true(pw__deftype_sub(c, 1, 0));
+    assert_false(pw__deftype_sub(c, 0, 1));
+    assert_true(pw__deftype_sub_cross(c, 1, d, 0));
+    assert_false(pw__deftype_sub_cross(d, 0, c, 1));
+    pw__module_destroy(c);
+    pw__module_destroy(d);
 }
 
 static void test_subtype_rules(void **state) {

@@ -58,7 +58,7 @@ struct pw_jitmod {
 
 /* ---------------------------------------------------------------- module table */
 
-struct pw_jitmod *pw_jit_module_new(const struct pw_cmodule *cm) {
+struct pw_jitmod *pw__jit_module_new(const struct pw_cmodule *cm) {
     struct pw_jitmod *jm = calloc(1, sizeof *jm);
     if (!jm) return NULL;
     jm->nfuncs = cm->nfuncs;
@@ -66,11 +66,11 @@ struct pw_jitmod *pw_jit_module_new(const struct pw_cmodule *cm) {
     jm->off = malloc(PW_OP_COUNT_ * sizeof *jm->off);
     jm->op = malloc(PW_OP_COUNT_ * sizeof *jm->op);
     if (!jm->fns || !jm->off || !jm->op) {
-        pw_jit_module_free(jm);
+        pw__jit_module_free(jm);
         return NULL;
     }
     /* Insertion sort of (offset, op): a few hundred entries, once per module. */
-    const int32_t *h = pw_interp_handlers();
+    const int32_t *h = pw__interp_handlers();
     for (uint32_t i = 0; i < PW_OP_COUNT_; i++) {
         uint32_t j = i;
         while (j > 0 && jm->off[j - 1] > h[i]) {
@@ -85,7 +85,7 @@ struct pw_jitmod *pw_jit_module_new(const struct pw_cmodule *cm) {
     return jm;
 }
 
-void pw_jit_module_free(struct pw_jitmod *jm) {
+void pw__jit_module_free(struct pw_jitmod *jm) {
     if (!jm) return;
 #if PW_JIT_AVAILABLE
     void *map = atomic_load_explicit(&jm->map, memory_order_acquire);
@@ -328,18 +328,18 @@ static uint32_t special(jc *c, uint32_t k) {
 }
 
 static void jcc_to(jc *c, pw_xcc cc, uint32_t label) {
-    size_t at = x64_jcc32(&c->x, cc);
+    size_t at = pw__x64_jcc32(&c->x, cc);
     add_fix(c, at, label, at + 4);
 }
 static void jmp_to(jc *c, uint32_t label) {
-    size_t at = x64_jmp32(&c->x);
+    size_t at = pw__x64_jmp32(&c->x);
     add_fix(c, at, label, at + 4);
 }
 static void trap_if(jc *c, pw_xcc cc, pw_trap_code code) {
     jcc_to(c, cc, special(c, code));
 }
 static void poll_interrupt(jc *c) {
-    x64_alu_mi(&c->x, X_CMP, false, x_mem(X_R15, (int32_t)offsetof(pw_store, interrupt)), 0);
+    pw__x64_alu_mi(&c->x, X_CMP, false, x_mem(X_R15, (int32_t)offsetof(pw_store, interrupt)), 0);
     trap_if(c, X_CC_NE, PW_TRAP_INTERRUPTED);
 }
 
@@ -362,10 +362,10 @@ static void branch(jc *c, int cc, uint32_t pos, uint32_t off) {
             c->loops[c->nloops++] = pos;
         }
         size_t skip = 0;
-        if (cc >= 0) skip = x64_jcc32(&c->x, (pw_xcc)(cc ^ 1));
+        if (cc >= 0) skip = pw__x64_jcc32(&c->x, (pw_xcc)(cc ^ 1));
         poll_interrupt(c);
         jmp_to(c, t);
-        if (cc >= 0) x64_patch32(&c->x, skip, (int32_t)(c->x.len - (skip + 4)));
+        if (cc >= 0) pw__x64_patch32(&c->x, skip, (int32_t)(c->x.len - (skip + 4)));
     } else if (cc >= 0) {
         jcc_to(c, (pw_xcc)cc, t);
     } else {
@@ -378,46 +378,46 @@ static void branch(jc *c, int cc, uint32_t pos, uint32_t off) {
  * zero-extends; the upper half of a slot holding an i32/f32 is never read (docs). */
 static void ld(jc *c, bool w, int r, pw_xmem m) {
     if (m.index == X_DIRECTX)
-        x64_sse_rr(&c->x, 0x66, X_SSE_MOVDST, w, m.base, r);
+        pw__x64_sse_rr(&c->x, 0x66, X_SSE_MOVDST, w, m.base, r);
     else if (m.index == X_DIRECT && m.base == r && !w)
-        x64_mov_rr(&c->x, false, r, r);
+        pw__x64_mov_rr(&c->x, false, r, r);
     else if (!(m.index == X_DIRECT && m.base == r))
-        x64_load(&c->x, w ? X_LD64 : X_LD32, r, m);
+        pw__x64_load(&c->x, w ? X_LD64 : X_LD32, r, m);
 }
 static void st(jc *c, bool w, pw_xmem m, int r) {
     if (m.index == X_DIRECTX)
-        x64_sse_rr(&c->x, 0x66, X_SSE_MOVD, w, m.base, r);
+        pw__x64_sse_rr(&c->x, 0x66, X_SSE_MOVD, w, m.base, r);
     else
-        x64_store(&c->x, w ? 8 : 4, m, r);
+        pw__x64_store(&c->x, w ? 8 : 4, m, r);
 }
 
 /* dst op= slot operand m (dst is not rcx: an xmm-pinned m goes through rcx). */
 static void alu_m(jc *c, pw_xalu op, bool w, int dst, pw_xmem m) {
     if (m.index == X_DIRECTX) {
         ld(c, w, X_RCX, m);
-        x64_alu_rr(&c->x, op, w, dst, X_RCX);
+        pw__x64_alu_rr(&c->x, op, w, dst, X_RCX);
     } else {
-        x64_alu_rm(&c->x, op, w, dst, m);
+        pw__x64_alu_rm(&c->x, op, w, dst, m);
     }
 }
 /* xmm xr = slot operand m as a float (pfx 0xF3 f32, 0xF2 f64). */
 static void sse_ld(jc *c, int pfx, int xr, pw_xmem m) {
     if (m.index == X_DIRECTX) {
-        if (m.base != xr) x64_sse_rr(&c->x, -1, X_SSE_MOVAPS, false, xr, m.base);
+        if (m.base != xr) pw__x64_sse_rr(&c->x, -1, X_SSE_MOVAPS, false, xr, m.base);
     } else if (m.index == X_DIRECT) {
-        x64_sse_rr(&c->x, 0x66, X_SSE_MOVD, pfx == 0xF2, xr, m.base);
+        pw__x64_sse_rr(&c->x, 0x66, X_SSE_MOVD, pfx == 0xF2, xr, m.base);
     } else {
-        x64_sse_rm(&c->x, pfx, X_SSE_MOVLD, false, xr, m);
+        pw__x64_sse_rm(&c->x, pfx, X_SSE_MOVLD, false, xr, m);
     }
 }
 /* slot operand m = xmm xr as a float. */
 static void sse_st(jc *c, int pfx, pw_xmem m, int xr) {
     if (m.index == X_DIRECTX) {
-        if (m.base != xr) x64_sse_rr(&c->x, -1, X_SSE_MOVAPS, false, m.base, xr);
+        if (m.base != xr) pw__x64_sse_rr(&c->x, -1, X_SSE_MOVAPS, false, m.base, xr);
     } else if (m.index == X_DIRECT) {
-        x64_sse_rr(&c->x, 0x66, X_SSE_MOVDST, pfx == 0xF2, xr, m.base);
+        pw__x64_sse_rr(&c->x, 0x66, X_SSE_MOVDST, pfx == 0xF2, xr, m.base);
     } else {
-        x64_sse_rm(&c->x, pfx, X_SSE_MOVST, false, xr, m);
+        pw__x64_sse_rm(&c->x, pfx, X_SSE_MOVST, false, xr, m);
     }
 }
 
@@ -427,9 +427,9 @@ static void spill_pins(jc *c) {
     for (uint32_t k = 0; k < c->npins; k++) {
         pw_xmem m = x_mem(X_RBX, (int32_t)(c->pslot[k] * 8));
         if (c->preg[k] >= PIN_XMM0)
-            x64_sse_rm(&c->x, 0xF2, X_SSE_MOVST, false, c->preg[k] - PIN_XMM0, m);
+            pw__x64_sse_rm(&c->x, 0xF2, X_SSE_MOVST, false, c->preg[k] - PIN_XMM0, m);
         else
-            x64_store(&c->x, 8, m, c->preg[k]);
+            pw__x64_store(&c->x, 8, m, c->preg[k]);
     }
 }
 /* keep: slots below it kept their value if their register is callee-saved (rbp):
@@ -439,9 +439,9 @@ static void reload_pins(jc *c, uint32_t keep) {
         if (c->preg[k] == X_RBP && c->pslot[k] < keep) continue;
         pw_xmem m = x_mem(X_RBX, (int32_t)(c->pslot[k] * 8));
         if (c->preg[k] >= PIN_XMM0)
-            x64_sse_rm(&c->x, 0xF2, X_SSE_MOVLD, false, c->preg[k] - PIN_XMM0, m);
+            pw__x64_sse_rm(&c->x, 0xF2, X_SSE_MOVLD, false, c->preg[k] - PIN_XMM0, m);
         else
-            x64_load(&c->x, X_LD64, c->preg[k], m);
+            pw__x64_load(&c->x, X_LD64, c->preg[k], m);
     }
 }
 /* A call sequence: spill, then slot operands are read/written in memory until
@@ -457,14 +457,14 @@ static void call_end(jc *c, uint32_t keep) {
 }
 
 static void reload_mem(jc *c) {
-    x64_load(&c->x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, mem0)));
-    x64_load(&c->x, X_LD64, X_R12, x_mem(X_RAX, (int32_t)offsetof(pw_memory, data)));
-    x64_load(&c->x, X_LD64, X_R13, x_mem(X_RAX, (int32_t)offsetof(pw_memory, size)));
+    pw__x64_load(&c->x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, mem0)));
+    pw__x64_load(&c->x, X_LD64, X_R12, x_mem(X_RAX, (int32_t)offsetof(pw_memory, data)));
+    pw__x64_load(&c->x, X_LD64, X_R13, x_mem(X_RAX, (int32_t)offsetof(pw_memory, size)));
 }
 
 static void call_abs(jc *c, const void *fn) {
-    x64_mov_ri64(&c->x, X_RAX, (uint64_t)(uintptr_t)fn);
-    x64_call_r(&c->x, X_RAX);
+    pw__x64_mov_ri64(&c->x, X_RAX, (uint64_t)(uintptr_t)fn);
+    pw__x64_call_r(&c->x, X_RAX);
 }
 
 /* Binary operator: computed in a pinned destination register when there is one (and
@@ -491,27 +491,27 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
     case BK_CMP: {
         pw_xalu op = oi->kind == BK_CMP ? X_CMP : (pw_xalu)oi->sub;
         if (imm)
-            x64_alu_ri(&c->x, op, w, r, bi);
+            pw__x64_alu_ri(&c->x, op, w, r, bi);
         else
             alu_m(c, op, w, r, b);
         break;
     }
     case BK_MUL:
         if (imm) {
-            x64_imul_rri(&c->x, w, r, r, bi);
+            pw__x64_imul_rri(&c->x, w, r, r, bi);
         } else if (b.index == X_DIRECT) {
-            x64_imul_rr(&c->x, w, r, b.base);
+            pw__x64_imul_rr(&c->x, w, r, b.base);
         } else {
             ld(c, w, X_RCX, b);
-            x64_imul_rr(&c->x, w, r, X_RCX);
+            pw__x64_imul_rr(&c->x, w, r, X_RCX);
         }
         break;
     case BK_SHIFT:
         if (imm) {
-            x64_shift_i(&c->x, (pw_xshift)oi->sub, w, r, (uint8_t)(bi & (w ? 63 : 31)));
+            pw__x64_shift_i(&c->x, (pw_xshift)oi->sub, w, r, (uint8_t)(bi & (w ? 63 : 31)));
         } else {
             ld(c, false, X_RCX, b);
-            x64_shift_cl(&c->x, (pw_xshift)oi->sub, w, r);
+            pw__x64_shift_cl(&c->x, (pw_xshift)oi->sub, w, r);
         }
         break;
     default: c->fail = true; return;
@@ -520,12 +520,12 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
         if (oi->kind == BK_CMP) {
             branch(c, oi->sub, pos, IMM(3));
         } else {
-            x64_test_rr(&c->x, false, r, r);
+            pw__x64_test_rr(&c->x, false, r, r);
             branch(c, X_CC_NE, pos, IMM(3));
         }
     } else if (oi->kind == BK_CMP) {
-        x64_setcc(&c->x, (pw_xcc)oi->sub, X_RAX);
-        x64_movzx8(&c->x, X_RAX, X_RAX);
+        pw__x64_setcc(&c->x, (pw_xcc)oi->sub, X_RAX);
+        pw__x64_movzx8(&c->x, X_RAX, X_RAX);
         st(c, false, d, X_RAX);
     } else if (r == X_RAX) {
         st(c, w, d, X_RAX);
@@ -544,7 +544,7 @@ static int32_t address(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
         *len = 4;
     } else {
         if (mi->form == 1)
-            x64_alu_ri(&c->x, X_ADD, false, X_RAX, (int32_t)IMM(mi->store ? 2 : 3));
+            pw__x64_alu_ri(&c->x, X_ADD, false, X_RAX, (int32_t)IMM(mi->store ? 2 : 3));
         else
             alu_m(c, X_ADD, false, X_RAX, mi->store ? SG(2) : SG(3));
         offw = 4;
@@ -557,11 +557,11 @@ static int32_t address(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
     if (off <= INT32_MAX - 8) {
         disp = (int32_t)off;
     } else {
-        x64_mov_ri32(&c->x, X_RCX, off);
-        x64_alu_rr(&c->x, X_ADD, true, X_RAX, X_RCX);
+        pw__x64_mov_ri32(&c->x, X_RCX, off);
+        pw__x64_alu_rr(&c->x, X_ADD, true, X_RAX, X_RCX);
     }
-    x64_lea(&c->x, true, X_RDX, x_mem(X_RAX, disp + mi->bytes));
-    x64_alu_rr(&c->x, X_CMP, true, X_RDX, X_R13);
+    pw__x64_lea(&c->x, true, X_RDX, x_mem(X_RAX, disp + mi->bytes));
+    pw__x64_alu_rr(&c->x, X_CMP, true, X_RDX, X_R13);
     trap_if(c, X_CC_A, PW_TRAP_MEM_OOB);
     return disp;
 }
@@ -572,23 +572,23 @@ static void memop(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
     if (mi->store) {
         pw_xmem v = mi->form == 0 ? SL(2) : SL(3);
         if (v.index == X_DIRECT) {
-            x64_store(&c->x, mi->bytes, m, v.base);
+            pw__x64_store(&c->x, mi->bytes, m, v.base);
         } else if (v.index == X_DIRECTX && mi->bytes >= 4) {
-            x64_sse_rm(&c->x, mi->bytes == 8 ? 0xF2 : 0xF3, X_SSE_MOVST, false, v.base, m);
+            pw__x64_sse_rm(&c->x, mi->bytes == 8 ? 0xF2 : 0xF3, X_SSE_MOVST, false, v.base, m);
         } else {
             ld(c, true, X_RCX, v);
-            x64_store(&c->x, mi->bytes, m, X_RCX);
+            pw__x64_store(&c->x, mi->bytes, m, X_RCX);
         }
     } else {
         pw_xmem d = SL(1);
         bool plain = mi->ld == X_LD64 || (mi->ld == X_LD32 && mi->slot_bytes == 4);
         if (d.index == X_DIRECTX && plain) {
-            x64_sse_rm(&c->x, mi->ld == X_LD64 ? 0xF2 : 0xF3, X_SSE_MOVLD, false, d.base, m);
+            pw__x64_sse_rm(&c->x, mi->ld == X_LD64 ? 0xF2 : 0xF3, X_SSE_MOVLD, false, d.base, m);
             return;
         }
         int r = d.index == X_DIRECT ? d.base : X_RCX;
-        x64_load(&c->x, (pw_xld)mi->ld, r, m);
-        if (mi->sext64) x64_movsx_rr(&c->x, 4, true, r, r);
+        pw__x64_load(&c->x, (pw_xld)mi->ld, r, m);
+        if (mi->sext64) pw__x64_movsx_rr(&c->x, 4, true, r, r);
         if (r == X_RCX) st(c, mi->slot_bytes == 8, d, X_RCX);
     }
 }
@@ -597,34 +597,34 @@ static void memop(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
 static void divrem(jc *c, uint32_t pos, bool w, bool sign, bool rem) {
     ld(c, w, X_RAX, SL(2));
     ld(c, w, X_RCX, SL(3));
-    x64_test_rr(&c->x, w, X_RCX, X_RCX);
+    pw__x64_test_rr(&c->x, w, X_RCX, X_RCX);
     trap_if(c, X_CC_E, PW_TRAP_DIV_ZERO);
     size_t done = 0;
     bool have_done = false;
     if (sign) {
-        x64_alu_ri(&c->x, X_CMP, w, X_RCX, -1);
-        size_t normal = x64_jcc32(&c->x, X_CC_NE);
+        pw__x64_alu_ri(&c->x, X_CMP, w, X_RCX, -1);
+        size_t normal = pw__x64_jcc32(&c->x, X_CC_NE);
         if (rem) {
-            x64_alu_rr(&c->x, X_XOR, false, X_RDX, X_RDX); /* x rem -1 = 0 */
-            done = x64_jmp32(&c->x);
+            pw__x64_alu_rr(&c->x, X_XOR, false, X_RDX, X_RDX); /* x rem -1 = 0 */
+            done = pw__x64_jmp32(&c->x);
             have_done = true;
         } else {
             /* INT_MIN / -1 overflows: the only case with b == -1 that traps */
             if (w) {
-                x64_mov_ri64(&c->x, X_RDX, (uint64_t)INT64_MIN);
-                x64_alu_rr(&c->x, X_CMP, true, X_RAX, X_RDX);
+                pw__x64_mov_ri64(&c->x, X_RDX, (uint64_t)INT64_MIN);
+                pw__x64_alu_rr(&c->x, X_CMP, true, X_RAX, X_RDX);
             } else {
-                x64_alu_ri(&c->x, X_CMP, false, X_RAX, INT32_MIN);
+                pw__x64_alu_ri(&c->x, X_CMP, false, X_RAX, INT32_MIN);
             }
             trap_if(c, X_CC_E, PW_TRAP_INT_OVERFLOW);
         }
-        x64_patch32(&c->x, normal, (int32_t)(c->x.len - (normal + 4)));
-        x64_cdq(&c->x, w);
+        pw__x64_patch32(&c->x, normal, (int32_t)(c->x.len - (normal + 4)));
+        pw__x64_cdq(&c->x, w);
     } else {
-        x64_alu_rr(&c->x, X_XOR, false, X_RDX, X_RDX);
+        pw__x64_alu_rr(&c->x, X_XOR, false, X_RDX, X_RDX);
     }
-    x64_div(&c->x, w, sign, X_RCX);
-    if (have_done) x64_patch32(&c->x, done, (int32_t)(c->x.len - (done + 4)));
+    pw__x64_div(&c->x, w, sign, X_RCX);
+    if (have_done) pw__x64_patch32(&c->x, done, (int32_t)(c->x.len - (done + 4)));
     st(c, w, SL(1), rem ? X_RDX : X_RAX);
 }
 
@@ -632,18 +632,18 @@ static void divrem(jc *c, uint32_t pos, bool w, bool sign, bool rem) {
  * destination undefined for 0). */
 static void bitscan(jc *c, uint32_t pos, bool w, bool clz) {
     ld(c, w, X_RAX, SL(2));
-    x64_test_rr(&c->x, w, X_RAX, X_RAX);
-    size_t z = x64_jcc32(&c->x, X_CC_E);
+    pw__x64_test_rr(&c->x, w, X_RAX, X_RAX);
+    size_t z = pw__x64_jcc32(&c->x, X_CC_E);
     if (clz) {
-        x64_bsr(&c->x, w, X_RAX, X_RAX);
-        x64_alu_ri(&c->x, X_XOR, w, X_RAX, w ? 63 : 31);
+        pw__x64_bsr(&c->x, w, X_RAX, X_RAX);
+        pw__x64_alu_ri(&c->x, X_XOR, w, X_RAX, w ? 63 : 31);
     } else {
-        x64_bsf(&c->x, w, X_RAX, X_RAX);
+        pw__x64_bsf(&c->x, w, X_RAX, X_RAX);
     }
-    size_t d = x64_jmp32(&c->x);
-    x64_patch32(&c->x, z, (int32_t)(c->x.len - (z + 4)));
-    x64_mov_ri32(&c->x, X_RAX, w ? 64 : 32);
-    x64_patch32(&c->x, d, (int32_t)(c->x.len - (d + 4)));
+    size_t d = pw__x64_jmp32(&c->x);
+    pw__x64_patch32(&c->x, z, (int32_t)(c->x.len - (z + 4)));
+    pw__x64_mov_ri32(&c->x, X_RAX, w ? 64 : 32);
+    pw__x64_patch32(&c->x, d, (int32_t)(c->x.len - (d + 4)));
     st(c, w, SL(1), X_RAX);
 }
 
@@ -723,16 +723,16 @@ static void fparith(jc *c, uint32_t pos, const fpinfo *fi, uint32_t *len) {
         sse_ld(c, pfx, r, a);
         if (fi->imm) {
             uint64_t bits = fi->d ? (uint64_t)IMM(3) | ((uint64_t)IMM(4) << 32) : IMM(3);
-            x64_mov_ri64(x, X_RAX, bits);
-            x64_sse_rr(x, 0x66, X_SSE_MOVD, fi->d, 1, X_RAX);
-            x64_sse_rr(x, pfx, fi->sub, false, r, 1);
+            pw__x64_mov_ri64(x, X_RAX, bits);
+            pw__x64_sse_rr(x, 0x66, X_SSE_MOVD, fi->d, 1, X_RAX);
+            pw__x64_sse_rr(x, pfx, fi->sub, false, r, 1);
         } else if (b.index == X_DIRECTX) {
-            x64_sse_rr(x, pfx, fi->sub, false, r, b.base);
+            pw__x64_sse_rr(x, pfx, fi->sub, false, r, b.base);
         } else if (b.index == X_DIRECT) {
             sse_ld(c, pfx, 1, b);
-            x64_sse_rr(x, pfx, fi->sub, false, r, 1);
+            pw__x64_sse_rr(x, pfx, fi->sub, false, r, 1);
         } else {
-            x64_sse_rm(x, pfx, fi->sub, false, r, b);
+            pw__x64_sse_rm(x, pfx, fi->sub, false, r, b);
         }
         sse_st(c, pfx, d, r);
         return;
@@ -743,23 +743,23 @@ static void fparith(jc *c, uint32_t pos, const fpinfo *fi, uint32_t *len) {
     switch (fi->sub) {
     case FC_EQ:
     case FC_NE:
-        x64_sse_rr(x, ucpfx, X_SSE_UCOMI, false, 0, 1);
-        x64_setcc(x, fi->sub == FC_EQ ? X_CC_E : X_CC_NE, X_RAX);
-        x64_setcc(x, fi->sub == FC_EQ ? X_CC_NP : X_CC_P, X_RCX);
-        x64_movzx8(x, X_RAX, X_RAX);
-        x64_movzx8(x, X_RCX, X_RCX);
-        x64_alu_rr(x, fi->sub == FC_EQ ? X_AND : X_OR, false, X_RAX, X_RCX);
+        pw__x64_sse_rr(x, ucpfx, X_SSE_UCOMI, false, 0, 1);
+        pw__x64_setcc(x, fi->sub == FC_EQ ? X_CC_E : X_CC_NE, X_RAX);
+        pw__x64_setcc(x, fi->sub == FC_EQ ? X_CC_NP : X_CC_P, X_RCX);
+        pw__x64_movzx8(x, X_RAX, X_RAX);
+        pw__x64_movzx8(x, X_RCX, X_RCX);
+        pw__x64_alu_rr(x, fi->sub == FC_EQ ? X_AND : X_OR, false, X_RAX, X_RCX);
         break;
     case FC_GT:
     case FC_GE: /* unordered sets CF: "above" / "above or equal" are false */
-        x64_sse_rr(x, ucpfx, X_SSE_UCOMI, false, 0, 1);
-        x64_setcc(x, fi->sub == FC_GT ? X_CC_A : X_CC_AE, X_RAX);
-        x64_movzx8(x, X_RAX, X_RAX);
+        pw__x64_sse_rr(x, ucpfx, X_SSE_UCOMI, false, 0, 1);
+        pw__x64_setcc(x, fi->sub == FC_GT ? X_CC_A : X_CC_AE, X_RAX);
+        pw__x64_movzx8(x, X_RAX, X_RAX);
         break;
     default: /* a < b is b > a */
-        x64_sse_rr(x, ucpfx, X_SSE_UCOMI, false, 1, 0);
-        x64_setcc(x, fi->sub == FC_LT ? X_CC_A : X_CC_AE, X_RAX);
-        x64_movzx8(x, X_RAX, X_RAX);
+        pw__x64_sse_rr(x, ucpfx, X_SSE_UCOMI, false, 1, 0);
+        pw__x64_setcc(x, fi->sub == FC_LT ? X_CC_A : X_CC_AE, X_RAX);
+        pw__x64_movzx8(x, X_RAX, X_RAX);
         break;
     }
     st(c, false, SL(1), X_RAX);
@@ -773,20 +773,20 @@ static void fophelper(jc *c, uint32_t pos, int op, uint32_t *len) {
      * (call_end reloads the pins) */
     call_begin(c);
     pw_xmem d = SL(1), a = SL(2), b = bin ? SL(3) : SL(2);
-    x64_mov_ri32(x, X_RDI, (uint32_t)op);
-    x64_lea(x, true, X_RSI, d);
-    x64_lea(x, true, X_RDX, a);
-    x64_lea(x, true, X_RCX, b);
-    x64_mov_ri64(x, X_RAX, (uint64_t)(uintptr_t)jit_fop);
-    x64_call_r(x, X_RAX);
-    x64_test_rr(x, false, X_RAX, X_RAX);
+    pw__x64_mov_ri32(x, X_RDI, (uint32_t)op);
+    pw__x64_lea(x, true, X_RSI, d);
+    pw__x64_lea(x, true, X_RDX, a);
+    pw__x64_lea(x, true, X_RCX, b);
+    pw__x64_mov_ri64(x, X_RAX, (uint64_t)(uintptr_t)jit_fop);
+    pw__x64_call_r(x, X_RAX);
+    pw__x64_test_rr(x, false, X_RAX, X_RAX);
     jcc_to(c, X_CC_NE, special(c, LAB_TRAPC)); /* eax = the trap code */
     call_end(c, 0);
 }
 
 /* The extension instruction XOP (interp.h, PW_XOPS: memory64 and multi-memory
  * accesses, table64 index saturation, SIMD). CLAMP32 is inline; every other kind is a
- * call of the interpreter's own helper (pw_interp_xop) on the instruction's words, so
+ * call of the interpreter's own helper (pw__interp_xop) on the instruction's words, so
  * both tiers compute the same bits. Operands are read and results written in the
  * frame (call_begin spills the pins, call_end reloads them). memory.grow of such
  * memories is not translated (the function stays on the interpreter): it would have
@@ -909,11 +909,11 @@ static bool simd_sse_of(uint32_t sub, simd_sse *o) {
 /* pcmpeqd xmm1, xmm1 (all ones), then an immediate shift of xmm1: ext 2 (psrl) or 6
  * (psll) of group 0x72 (dwords) or 0x73 (qwords); n = 0: none. */
 static void ones_xmm1(pw_x64 *x, uint8_t group, uint8_t ext, uint8_t n) {
-    x64_sse_rr(x, 0x66, 0x76, false, 1, 1);
+    pw__x64_sse_rr(x, 0x66, 0x76, false, 1, 1);
     if (!n) return;
     const uint8_t ops[2] = {0x0F, group};
-    x64_modrm(x, 0x66, false, ops, 2, ext, 1, NULL, false);
-    x64_byte(x, n);
+    pw__x64_modrm(x, 0x66, false, ops, 2, ext, 1, NULL, false);
+    pw__x64_byte(x, n);
 }
 
 /* Lane access, splats, masks, float compares and the other instructions whose result
@@ -930,7 +930,7 @@ static bool simd_inline2(jc *c, uint32_t pos, uint32_t sub) {
         if (EX[i].sub != sub) continue;
         pw_xmem a = SV_(c, pos + 4);
         a.disp += (int32_t)((IMM(10) & (16u / EX[i].bytes - 1)) * EX[i].bytes);
-        x64_load(x, (pw_xld)EX[i].ld, X_RAX, a);
+        pw__x64_load(x, (pw_xld)EX[i].ld, X_RAX, a);
         st(c, EX[i].w, SL(3), X_RAX);
         return true;
     }
@@ -942,10 +942,10 @@ static bool simd_inline2(jc *c, uint32_t pos, uint32_t sub) {
         if (RP[i].sub != sub) continue;
         ld(c, RP[i].w, X_RCX, SL(5));
         pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4);
-        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
-        x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
+        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
         d.disp += (int32_t)((IMM(10) & (16u / RP[i].bytes - 1)) * RP[i].bytes);
-        x64_store(x, RP[i].bytes, d, X_RCX);
+        pw__x64_store(x, RP[i].bytes, d, X_RCX);
         return true;
     }
     /* splats: movd/movq, then widen the lane to the whole register */
@@ -953,16 +953,16 @@ static bool simd_inline2(jc *c, uint32_t pos, uint32_t sub) {
         bool w = sub == 0x12 || sub == 0x14;
         ld(c, w, X_RAX, SL(4));
         pw_xmem d = SV_(c, pos + 3);
-        x64_sse_rr(x, 0x66, X_SSE_MOVD, w, 0, X_RAX);
+        pw__x64_sse_rr(x, 0x66, X_SSE_MOVD, w, 0, X_RAX);
         if (w) {
-            x64_sse_rr(x, 0x66, 0x6C, false, 0, 0); /* punpcklqdq */
+            pw__x64_sse_rr(x, 0x66, 0x6C, false, 0, 0); /* punpcklqdq */
         } else {
-            if (sub == 0x0F) x64_sse_rr(x, 0x66, 0x60, false, 0, 0); /* punpcklbw */
-            if (sub <= 0x10) x64_sse_rr(x, 0x66, 0x61, false, 0, 0); /* punpcklwd */
-            x64_sse_rr(x, 0x66, 0x70, false, 0, 0);                  /* pshufd, 0 */
-            x64_byte(x, 0);
+            if (sub == 0x0F) pw__x64_sse_rr(x, 0x66, 0x60, false, 0, 0); /* punpcklbw */
+            if (sub <= 0x10) pw__x64_sse_rr(x, 0x66, 0x61, false, 0, 0); /* punpcklwd */
+            pw__x64_sse_rr(x, 0x66, 0x70, false, 0, 0);                  /* pshufd, 0 */
+            pw__x64_byte(x, 0);
         }
-        x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
         return true;
     }
     /* float compares: cmpps/cmppd with eq 0, lt 1, le 2, neq 4 (true for NaN, as
@@ -975,17 +975,17 @@ static bool simd_inline2(jc *c, uint32_t pos, uint32_t sub) {
     for (size_t i = 0; i < sizeof FC / sizeof FC[0]; i++) {
         if (FC[i].sub != sub) continue;
         pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4), b = SV_(c, pos + 5);
-        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, FC[i].swap ? b : a);
-        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, FC[i].swap ? a : b);
-        x64_sse_rr(x, FC[i].pd ? 0x66 : -1, 0xC2, false, 0, 1);
-        x64_byte(x, FC[i].pred);
-        x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, FC[i].swap ? b : a);
+        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, FC[i].swap ? a : b);
+        pw__x64_sse_rr(x, FC[i].pd ? 0x66 : -1, 0xC2, false, 0, 1);
+        pw__x64_byte(x, FC[i].pred);
+        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
         return true;
     }
     /* v128.not, float abs and neg: a mask built in xmm1 */
     if (sub == 0x4D || sub == 0xE0 || sub == 0xE1 || sub == 0xEC || sub == 0xED) {
         pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4);
-        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
+        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
         switch (sub) {
         case 0x4D: ones_xmm1(x, 0, 0, 0); break;
         case 0xE0: ones_xmm1(x, 0x72, 2, 1); break;  /* 0x7fffffff */
@@ -993,37 +993,37 @@ static bool simd_inline2(jc *c, uint32_t pos, uint32_t sub) {
         case 0xEC: ones_xmm1(x, 0x73, 2, 1); break;
         default: ones_xmm1(x, 0x73, 6, 63); break;
         }
-        x64_sse_rr(x, 0x66, sub == 0xE0 || sub == 0xEC ? 0xDB : 0xEF, false, 0, 1);
-        x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+        pw__x64_sse_rr(x, 0x66, sub == 0xE0 || sub == 0xEC ? 0xDB : 0xEF, false, 0, 1);
+        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
         return true;
     }
     /* bitmasks and any/all_true: pmovmskb/movmskps/movmskpd into eax */
     if (sub == 0x64 || sub == 0x84 || sub == 0xA4 || sub == 0xC4 || sub == 0x53 || sub == 0x63 ||
         sub == 0x83 || sub == 0xA3) {
         pw_xmem a = SV_(c, pos + 4);
-        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
+        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
         switch (sub) {
-        case 0x64: x64_sse_rr(x, 0x66, 0xD7, false, X_RAX, 0); break;
+        case 0x64: pw__x64_sse_rr(x, 0x66, 0xD7, false, X_RAX, 0); break;
         case 0x84:
-            x64_sse_rr(x, 0x66, 0x63, false, 0, 0); /* packsswb: the sign of each word */
-            x64_sse_rr(x, 0x66, 0xD7, false, X_RAX, 0);
-            x64_alu_ri(x, X_AND, false, X_RAX, 0xFF);
+            pw__x64_sse_rr(x, 0x66, 0x63, false, 0, 0); /* packsswb: the sign of each word */
+            pw__x64_sse_rr(x, 0x66, 0xD7, false, X_RAX, 0);
+            pw__x64_alu_ri(x, X_AND, false, X_RAX, 0xFF);
             break;
-        case 0xA4: x64_sse_rr(x, -1, 0x50, false, X_RAX, 0); break;
-        case 0xC4: x64_sse_rr(x, 0x66, 0x50, false, X_RAX, 0); break;
+        case 0xA4: pw__x64_sse_rr(x, -1, 0x50, false, X_RAX, 0); break;
+        case 0xC4: pw__x64_sse_rr(x, 0x66, 0x50, false, X_RAX, 0); break;
         default: { /* lanes equal to zero, as a byte mask */
             uint8_t eq = sub == 0x83 ? 0x75 : sub == 0xA3 ? 0x76 : 0x74;
-            x64_sse_rr(x, 0x66, 0xEF, false, 1, 1);
-            x64_sse_rr(x, 0x66, eq, false, 0, 1);
-            x64_sse_rr(x, 0x66, 0xD7, false, X_RAX, 0);
+            pw__x64_sse_rr(x, 0x66, 0xEF, false, 1, 1);
+            pw__x64_sse_rr(x, 0x66, eq, false, 0, 1);
+            pw__x64_sse_rr(x, 0x66, 0xD7, false, X_RAX, 0);
             if (sub == 0x53) { /* any_true: some byte is not zero */
-                x64_alu_ri(x, X_CMP, false, X_RAX, 0xFFFF);
-                x64_setcc(x, X_CC_NE, X_RAX);
+                pw__x64_alu_ri(x, X_CMP, false, X_RAX, 0xFFFF);
+                pw__x64_setcc(x, X_CC_NE, X_RAX);
             } else { /* all_true: no lane is zero */
-                x64_test_rr(x, false, X_RAX, X_RAX);
-                x64_setcc(x, X_CC_E, X_RAX);
+                pw__x64_test_rr(x, false, X_RAX, X_RAX);
+                pw__x64_setcc(x, X_CC_E, X_RAX);
             }
-            x64_movzx8(x, X_RAX, X_RAX);
+            pw__x64_movzx8(x, X_RAX, X_RAX);
             break;
         }
         }
@@ -1049,19 +1049,19 @@ static bool simd_inline(jc *c, uint32_t pos) {
         if (off <= INT32_MAX - 16) {
             disp = (int32_t)off;
         } else {
-            x64_mov_ri32(x, X_RCX, off);
-            x64_alu_rr(x, X_ADD, true, X_RAX, X_RCX);
+            pw__x64_mov_ri32(x, X_RCX, off);
+            pw__x64_alu_rr(x, X_ADD, true, X_RAX, X_RCX);
         }
-        x64_lea(x, true, X_RDX, x_mem(X_RAX, disp + 16));
-        x64_alu_rr(x, X_CMP, true, X_RDX, X_R13);
+        pw__x64_lea(x, true, X_RDX, x_mem(X_RAX, disp + 16));
+        pw__x64_alu_rr(x, X_CMP, true, X_RDX, X_R13);
         trap_if(c, X_CC_A, PW_TRAP_MEM_OOB);
         pw_xmem m = x_memi(X_R12, X_RAX, 1, disp);
         if (sub == 0x00) {
-            x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, m);
-            x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, SV_(c, pos + 3));
+            pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, m);
+            pw__x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, SV_(c, pos + 3));
         } else {
-            x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, SV_(c, pos + 5));
-            x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, m);
+            pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, SV_(c, pos + 5));
+            pw__x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, m);
         }
         return true;
     }
@@ -1077,11 +1077,11 @@ static bool simd_inline(jc *c, uint32_t pos) {
         if (SH[i].sub != sub) continue;
         pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4);
         ld(c, false, X_RCX, SL(5));
-        x64_alu_ri(x, X_AND, false, X_RCX, SH[i].mask);
-        x64_sse_rr(x, 0x66, X_SSE_MOVD, false, 1, X_RCX);
-        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
-        x64_sse_rr(x, 0x66, SH[i].op, false, 0, 1);
-        x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+        pw__x64_alu_ri(x, X_AND, false, X_RCX, SH[i].mask);
+        pw__x64_sse_rr(x, 0x66, X_SSE_MOVD, false, 1, X_RCX);
+        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
+        pw__x64_sse_rr(x, 0x66, SH[i].op, false, 0, 1);
+        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
         return true;
     }
     /* zero-extension of the low or high half: unpack with a zero register */
@@ -1091,10 +1091,10 @@ static bool simd_inline(jc *c, uint32_t pos) {
     for (size_t i = 0; i < sizeof EXT / sizeof EXT[0]; i++) {
         if (EXT[i].sub != sub) continue;
         pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4);
-        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
-        x64_sse_rr(x, 0x66, 0xEF, false, 1, 1); /* pxor xmm1, xmm1 */
-        x64_sse_rr(x, 0x66, EXT[i].op, false, 0, 1);
-        x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
+        pw__x64_sse_rr(x, 0x66, 0xEF, false, 1, 1); /* pxor xmm1, xmm1 */
+        pw__x64_sse_rr(x, 0x66, EXT[i].op, false, 0, 1);
+        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
         return true;
     }
     if (sub == 0x0D) {
@@ -1102,44 +1102,44 @@ static bool simd_inline(jc *c, uint32_t pos) {
          * index, gathered into rax (bytes 0-7) and rdx (8-15) with byte loads from
          * the frame and stored only at the end (the destination may be an operand) */
         pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4), b = SV_(c, pos + 5);
-        x64_alu_rr(x, X_XOR, false, X_RAX, X_RAX);
-        x64_alu_rr(x, X_XOR, false, X_RDX, X_RDX);
+        pw__x64_alu_rr(x, X_XOR, false, X_RAX, X_RAX);
+        pw__x64_alu_rr(x, X_XOR, false, X_RDX, X_RDX);
         for (int i = 0; i < 16; i++) {
             uint32_t k = (IMM(7 + i / 4) >> (8 * (i % 4))) & 31;
             pw_xmem src = k < 16 ? a : b;
             src.disp += (int32_t)(k & 15);
-            x64_load(x, X_LD8U, X_RCX, src);
-            if (i % 8) x64_shift_i(x, X_SHL, true, X_RCX, (uint8_t)(8 * (i % 8)));
-            x64_alu_rr(x, X_OR, true, i < 8 ? X_RAX : X_RDX, X_RCX);
+            pw__x64_load(x, X_LD8U, X_RCX, src);
+            if (i % 8) pw__x64_shift_i(x, X_SHL, true, X_RCX, (uint8_t)(8 * (i % 8)));
+            pw__x64_alu_rr(x, X_OR, true, i < 8 ? X_RAX : X_RDX, X_RCX);
         }
-        x64_store(x, 8, d, X_RAX);
+        pw__x64_store(x, 8, d, X_RAX);
         d.disp += 8;
-        x64_store(x, 8, d, X_RDX);
+        pw__x64_store(x, 8, d, X_RDX);
         return true;
     }
     if (sub == 0x52) { /* bitselect: b ^ ((a ^ b) & c) */
         pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4), b = SV_(c, pos + 5), m = SV_(c, pos + 6);
-        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
-        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, b);
-        x64_sse_rr(x, 0x66, 0xEF, false, 0, 1);
-        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, m);
-        x64_sse_rr(x, 0x66, 0xDB, false, 0, 1);
-        x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, b);
-        x64_sse_rr(x, 0x66, 0xEF, false, 0, 1);
-        x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
+        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, b);
+        pw__x64_sse_rr(x, 0x66, 0xEF, false, 0, 1);
+        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, m);
+        pw__x64_sse_rr(x, 0x66, 0xDB, false, 0, 1);
+        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, b);
+        pw__x64_sse_rr(x, 0x66, 0xEF, false, 0, 1);
+        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
         return true;
     }
     if (!simd_sse_of(sub, &o) || (o.sse41 && !sse41_ok())) return false;
     pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4), b = SV_(c, pos + 5);
-    x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, o.swap ? b : a);
-    x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, o.swap ? a : b);
+    pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, o.swap ? b : a);
+    pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, o.swap ? a : b);
     if (o.sse41) {
         const uint8_t ops[3] = {0x0F, 0x38, o.op};
-        x64_modrm(x, 0x66, false, ops, 3, 0, 1, NULL, false);
+        pw__x64_modrm(x, 0x66, false, ops, 3, 0, 1, NULL, false);
     } else {
-        x64_sse_rr(x, o.prefix, o.op, false, 0, 1);
+        pw__x64_sse_rr(x, o.prefix, o.op, false, 0, 1);
     }
-    x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+    pw__x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
     return true;
 }
 
@@ -1159,21 +1159,21 @@ static void xop(jc *c, uint32_t pos, uint32_t *len) {
     *len = words[kind];
     if (kind == PW_XOP_CLAMP32) { /* dst src: saturated to u32 */
         ld(c, true, X_RAX, SL(3));
-        x64_mov_ri32(x, X_RCX, UINT32_MAX); /* zero-extended: rcx = 2^32 - 1 */
-        x64_alu_rr(x, X_CMP, true, X_RAX, X_RCX);
-        x64_cmov(x, X_CC_A, true, X_RAX, X_RCX);
+        pw__x64_mov_ri32(x, X_RCX, UINT32_MAX); /* zero-extended: rcx = 2^32 - 1 */
+        pw__x64_alu_rr(x, X_CMP, true, X_RAX, X_RCX);
+        pw__x64_cmov(x, X_CC_A, true, X_RAX, X_RCX);
         st(c, false, SL(2), X_RAX);
         return;
     }
     if (kind == PW_XOP_SIMD && simd_inline(c, pos)) return;
     call_begin(c);
-    x64_mov_rr(x, true, X_RDI, X_R15);
-    x64_mov_rr(x, true, X_RSI, X_R14);
-    x64_mov_rr(x, true, X_RDX, X_RBX);
-    x64_mov_ri64(x, X_RCX, (uint64_t)(uintptr_t)(c->code + pos));
-    x64_mov_ri64(x, X_RAX, (uint64_t)(uintptr_t)pw_interp_xop);
-    x64_call_r(x, X_RAX);
-    x64_test_rr(x, false, X_RAX, X_RAX);
+    pw__x64_mov_rr(x, true, X_RDI, X_R15);
+    pw__x64_mov_rr(x, true, X_RSI, X_R14);
+    pw__x64_mov_rr(x, true, X_RDX, X_RBX);
+    pw__x64_mov_ri64(x, X_RCX, (uint64_t)(uintptr_t)(c->code + pos));
+    pw__x64_mov_ri64(x, X_RAX, (uint64_t)(uintptr_t)pw__interp_xop);
+    pw__x64_call_r(x, X_RAX);
+    pw__x64_test_rr(x, false, X_RAX, X_RAX);
     jcc_to(c, X_CC_NE, special(c, LAB_TRAPC)); /* eax = the trap code */
     call_end(c, 0);
 }
@@ -1207,58 +1207,58 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
         uint32_t nz = ce->nlocals - ce->nparams;
         if (nz <= 32 && (uint64_t)argbase + ce->frame_slots < (1u << 27)) {
             fast = true;
-            x64_mov_ri64(x, X_RAX, (uint64_t)(uintptr_t)&c->jm->fns[d]);
-            x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, 0));
-            x64_alu_ri(x, X_CMP, true, X_RAX, 1);
-            slow = x64_jcc32(x, X_CC_BE); /* NULL or JIT_FALLBACK */
-            x64_alu_rm(x, X_CMP, true, X_RSP,
+            pw__x64_mov_ri64(x, X_RAX, (uint64_t)(uintptr_t)&c->jm->fns[d]);
+            pw__x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, 0));
+            pw__x64_alu_ri(x, X_CMP, true, X_RAX, 1);
+            slow = pw__x64_jcc32(x, X_CC_BE); /* NULL or JIT_FALLBACK */
+            pw__x64_alu_rm(x, X_CMP, true, X_RSP,
                        x_mem(X_R15, (int32_t)offsetof(pw_store, jit_stack_limit)));
-            size_t slow2 = x64_jcc32(x, X_CC_B);
+            size_t slow2 = pw__x64_jcc32(x, X_CC_B);
             poll_interrupt(c);
             /* frame record room, value stack room */
-            x64_load(x, X_LD64, X_RDX, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)));
-            x64_alu_rm(x, X_CMP, true, X_RDX,
+            pw__x64_load(x, X_LD64, X_RDX, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)));
+            pw__x64_alu_rm(x, X_CMP, true, X_RDX,
                        x_mem(X_R15, (int32_t)offsetof(pw_store, frames_end)));
             trap_if(c, X_CC_AE, PW_TRAP_STACK_EXHAUSTED);
-            x64_lea(x, true, X_RSI, x_mem(X_RBX, (int32_t)((argbase + ce->frame_slots) * 8)));
-            x64_alu_rm(x, X_CMP, true, X_RSI, x_mem(X_R15, (int32_t)offsetof(pw_store, stack_end)));
+            pw__x64_lea(x, true, X_RSI, x_mem(X_RBX, (int32_t)((argbase + ce->frame_slots) * 8)));
+            pw__x64_alu_rm(x, X_CMP, true, X_RSI, x_mem(X_R15, (int32_t)offsetof(pw_store, stack_end)));
             trap_if(c, X_CC_A, PW_TRAP_STACK_EXHAUSTED);
             /* the caller's frame record */
-            x64_mov_ri64(x, X_RCX, (uint64_t)(uintptr_t)ret_pc);
-            x64_store(x, 8, x_mem(X_RDX, (int32_t)offsetof(pw_frame, ret_pc)), X_RCX);
-            x64_store(x, 8, x_mem(X_RDX, (int32_t)offsetof(pw_frame, fp)), X_RBX);
-            x64_store(x, 8, x_mem(X_RDX, (int32_t)offsetof(pw_frame, inst)), X_R14);
-            x64_alu_ri(x, X_ADD, true, X_RDX, (int32_t)sizeof(pw_frame));
-            x64_store(x, 8, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)), X_RDX);
+            pw__x64_mov_ri64(x, X_RCX, (uint64_t)(uintptr_t)ret_pc);
+            pw__x64_store(x, 8, x_mem(X_RDX, (int32_t)offsetof(pw_frame, ret_pc)), X_RCX);
+            pw__x64_store(x, 8, x_mem(X_RDX, (int32_t)offsetof(pw_frame, fp)), X_RBX);
+            pw__x64_store(x, 8, x_mem(X_RDX, (int32_t)offsetof(pw_frame, inst)), X_R14);
+            pw__x64_alu_ri(x, X_ADD, true, X_RDX, (int32_t)sizeof(pw_frame));
+            pw__x64_store(x, 8, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)), X_RDX);
             /* the callee's declared locals start at zero */
-            x64_alu_rr(x, X_XOR, false, X_RCX, X_RCX);
+            pw__x64_alu_rr(x, X_XOR, false, X_RCX, X_RCX);
             for (uint32_t k = ce->nparams; k < ce->nlocals; k++)
-                x64_store(x, 8, x_mem(X_RBX, (int32_t)((argbase + k) * 8)), X_RCX);
-            x64_lea(x, true, X_RDI, x_mem(X_RBX, (int32_t)(argbase * 8)));
-            x64_alu_ri(x, X_ADD, true, X_RAX, JIT_INNER); /* the inner entry */
-            x64_call_r(x, X_RAX);
-            x64_alu_mi(x, X_SUB, true, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)),
+                pw__x64_store(x, 8, x_mem(X_RBX, (int32_t)((argbase + k) * 8)), X_RCX);
+            pw__x64_lea(x, true, X_RDI, x_mem(X_RBX, (int32_t)(argbase * 8)));
+            pw__x64_alu_ri(x, X_ADD, true, X_RAX, JIT_INNER); /* the inner entry */
+            pw__x64_call_r(x, X_RAX);
+            pw__x64_alu_mi(x, X_SUB, true, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)),
                        (int32_t)sizeof(pw_frame));
-            x64_test_rr(x, false, X_RAX, X_RAX);
+            pw__x64_test_rr(x, false, X_RAX, X_RAX);
             jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
             reload_mem(c);
-            done = x64_jmp32(x);
-            x64_patch32(x, slow, (int32_t)(x->len - (slow + 4)));
-            x64_patch32(x, slow2, (int32_t)(x->len - (slow2 + 4)));
+            done = pw__x64_jmp32(x);
+            pw__x64_patch32(x, slow, (int32_t)(x->len - (slow + 4)));
+            pw__x64_patch32(x, slow2, (int32_t)(x->len - (slow2 + 4)));
         }
     }
-    x64_mov_rr(x, true, X_RDI, X_R15);
-    x64_mov_rr(x, true, X_RSI, X_R14);
-    x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, funcs)));
-    x64_load(x, X_LD64, X_RDX, x_mem(X_RAX, (int32_t)(fidx * 8)));
-    x64_lea(x, true, X_RCX, x_mem(X_RBX, (int32_t)(argbase * 8)));
-    x64_mov_rr(x, true, X_R8, X_RBX);
-    x64_mov_ri64(x, X_R9, (uint64_t)(uintptr_t)ret_pc);
+    pw__x64_mov_rr(x, true, X_RDI, X_R15);
+    pw__x64_mov_rr(x, true, X_RSI, X_R14);
+    pw__x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, funcs)));
+    pw__x64_load(x, X_LD64, X_RDX, x_mem(X_RAX, (int32_t)(fidx * 8)));
+    pw__x64_lea(x, true, X_RCX, x_mem(X_RBX, (int32_t)(argbase * 8)));
+    pw__x64_mov_rr(x, true, X_R8, X_RBX);
+    pw__x64_mov_ri64(x, X_R9, (uint64_t)(uintptr_t)ret_pc);
     call_abs(c, (const void *)jit_call);
-    x64_test_rr(x, false, X_RAX, X_RAX);
+    pw__x64_test_rr(x, false, X_RAX, X_RAX);
     jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
     reload_mem(c);
-    if (fast) x64_patch32(x, done, (int32_t)(x->len - (done + 4)));
+    if (fast) pw__x64_patch32(x, done, (int32_t)(x->len - (done + 4)));
     call_end(c, argbase);
 }
 
@@ -1298,7 +1298,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
     case PW_OP_BR_IF64Z: {
         bool w = op == PW_OP_BR_IF64 || op == PW_OP_BR_IF64Z;
         ld(c, w, X_RAX, SL(1));
-        x64_test_rr(x, w, X_RAX, X_RAX);
+        pw__x64_test_rr(x, w, X_RAX, X_RAX);
         branch(c, op == PW_OP_BR_IF || op == PW_OP_BR_IF64 ? X_CC_NE : X_CC_E, pos, IMM(2));
         return;
     }
@@ -1312,15 +1312,15 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         /* Any entry may be a loop back-edge: poll once before the indirect jump. */
         poll_interrupt(c);
         ld(c, false, X_RAX, SL(1));
-        x64_mov_ri32(x, X_RCX, n);
-        x64_alu_rr(x, X_CMP, false, X_RAX, X_RCX);
-        x64_cmov(x, X_CC_A, false, X_RAX, X_RCX); /* i > n: the default, off[n] */
-        size_t lea = x64_lea_rip(x, X_RCX);
-        x64_load(x, X_LD32S, X_RAX, x_memi(X_RCX, X_RAX, 4, 0));
-        x64_alu_rr(x, X_ADD, true, X_RAX, X_RCX);
-        x64_jmp_r(x, X_RAX);
+        pw__x64_mov_ri32(x, X_RCX, n);
+        pw__x64_alu_rr(x, X_CMP, false, X_RAX, X_RCX);
+        pw__x64_cmov(x, X_CC_A, false, X_RAX, X_RCX); /* i > n: the default, off[n] */
+        size_t lea = pw__x64_lea_rip(x, X_RCX);
+        pw__x64_load(x, X_LD32S, X_RAX, x_memi(X_RCX, X_RAX, 4, 0));
+        pw__x64_alu_rr(x, X_ADD, true, X_RAX, X_RCX);
+        pw__x64_jmp_r(x, X_RAX);
         size_t table = x->len;
-        x64_patch32(x, lea, (int32_t)(table - (lea + 4)));
+        pw__x64_patch32(x, lea, (int32_t)(table - (lea + 4)));
         for (uint32_t i = 0; i <= n; i++) {
             uint32_t t = pos + IMM(3 + i);
             if (t >= c->n) {
@@ -1328,7 +1328,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
                 return;
             }
             size_t at = x->len;
-            x64_u32(x, 0);
+            pw__x64_u32(x, 0);
             add_fix(c, at, t, table);
         }
         return;
@@ -1354,14 +1354,14 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         (void)SL(ind ? 3 : 1);
         if ((ind ? IMM(4) : IMM(2)) >= c->cf->frame_slots) c->fail = true;
         call_begin(c);
-        x64_mov_rr(x, true, X_RDI, X_R15);
-        x64_mov_rr(x, true, X_RSI, X_R14);
-        x64_mov_ri64(x, X_RDX, (uint64_t)(uintptr_t)(c->code + pos));
-        x64_mov_rr(x, true, X_RCX, X_RBX);
-        x64_mov_ri64(x, X_R8, (uint64_t)(uintptr_t)c->jm);
-        x64_mov_ri64(x, X_R9, (uint64_t)(uintptr_t)c->m->code->funcs);
+        pw__x64_mov_rr(x, true, X_RDI, X_R15);
+        pw__x64_mov_rr(x, true, X_RSI, X_R14);
+        pw__x64_mov_ri64(x, X_RDX, (uint64_t)(uintptr_t)(c->code + pos));
+        pw__x64_mov_rr(x, true, X_RCX, X_RBX);
+        pw__x64_mov_ri64(x, X_R8, (uint64_t)(uintptr_t)c->jm);
+        pw__x64_mov_ri64(x, X_R9, (uint64_t)(uintptr_t)c->m->code->funcs);
         call_abs(c, ind ? (const void *)jit_call_indirect : (const void *)jit_call_ref);
-        x64_test_rr(x, false, X_RAX, X_RAX);
+        pw__x64_test_rr(x, false, X_RAX, X_RAX);
         jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
         reload_mem(c);
         call_end(c, ind ? IMM(4) : IMM(2));
@@ -1381,12 +1381,12 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         st(c, true, SL(3), X_RCX);
         return;
     case PW_OP_CONST32:
-        x64_mov_ri32(x, X_RAX, IMM(2));
+        pw__x64_mov_ri32(x, X_RAX, IMM(2));
         st(c, true, SL(1), X_RAX);
         return;
     case PW_OP_CONST64:
         *len = 4;
-        x64_mov_ri64(x, X_RAX, (uint64_t)IMM(2) | ((uint64_t)IMM(3) << 32));
+        pw__x64_mov_ri64(x, X_RAX, (uint64_t)IMM(2) | ((uint64_t)IMM(3) << 32));
         st(c, true, SL(1), X_RAX);
         return;
     case PW_OP_SELECT:
@@ -1394,8 +1394,8 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         ld(c, true, X_RAX, SL(2));
         ld(c, true, X_RCX, SL(3));
         ld(c, false, X_RDX, SL(4));
-        x64_test_rr(x, false, X_RDX, X_RDX);
-        x64_cmov(x, X_CC_E, true, X_RAX, X_RCX);
+        pw__x64_test_rr(x, false, X_RDX, X_RDX);
+        pw__x64_cmov(x, X_CC_E, true, X_RAX, X_RCX);
         st(c, true, SL(1), X_RAX);
         return;
     case PW_OP_GLOBAL_GET:
@@ -1406,8 +1406,8 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
             c->fail = true;
             return;
         }
-        x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, globals)));
-        x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, (int32_t)(g * 8)));
+        pw__x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, globals)));
+        pw__x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, (int32_t)(g * 8)));
         pw_xmem gv = x_mem(X_RAX, (int32_t)offsetof(pw_global, val));
         if (get) {
             ld(c, true, X_RCX, gv);
@@ -1423,8 +1423,8 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
             c->fail = true;
             return;
         }
-        x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, funcs)));
-        x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, (int32_t)(IMM(2) * 8)));
+        pw__x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, funcs)));
+        pw__x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, (int32_t)(IMM(2) * 8)));
         st(c, true, SL(1), X_RAX);
         return;
     case PW_OP_I32_DIV_S:
@@ -1466,25 +1466,25 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         ld(c, w, X_RAX, SL(2));
         ld(c, w, X_RCX, SL(3));
         if (w) {
-            x64_mov_ri64(x, X_RDX, 0x7fffffffffffffffull);
-            x64_alu_rr(x, X_AND, true, X_RAX, X_RDX);
+            pw__x64_mov_ri64(x, X_RDX, 0x7fffffffffffffffull);
+            pw__x64_alu_rr(x, X_AND, true, X_RAX, X_RDX);
         }
         if (w) {
-            x64_mov_ri64(x, X_RDX, 0x8000000000000000ull);
-            x64_alu_rr(x, X_AND, true, X_RCX, X_RDX);
-            x64_alu_rr(x, X_OR, true, X_RAX, X_RCX);
+            pw__x64_mov_ri64(x, X_RDX, 0x8000000000000000ull);
+            pw__x64_alu_rr(x, X_AND, true, X_RCX, X_RDX);
+            pw__x64_alu_rr(x, X_OR, true, X_RAX, X_RCX);
         } else {
-            x64_alu_ri(x, X_AND, false, X_RAX, 0x7fffffff);
-            x64_alu_ri(x, X_AND, false, X_RCX, INT32_MIN);
-            x64_alu_rr(x, X_OR, false, X_RAX, X_RCX);
+            pw__x64_alu_ri(x, X_AND, false, X_RAX, 0x7fffffff);
+            pw__x64_alu_ri(x, X_AND, false, X_RCX, INT32_MIN);
+            pw__x64_alu_rr(x, X_OR, false, X_RAX, X_RCX);
         }
         st(c, w, SL(1), X_RAX);
         return;
     }
     case PW_OP_MEMORY_SIZE:
         *len = 2;
-        x64_mov_rr(x, true, X_RAX, X_R13);
-        x64_shift_i(x, X_SHR, true, X_RAX, 16);
+        pw__x64_mov_rr(x, true, X_RAX, X_R13);
+        pw__x64_shift_i(x, X_SHR, true, X_RAX, 16);
         st(c, false, SL(1), X_RAX);
         return;
     case PW_OP_MEMORY_GROW:
@@ -1493,18 +1493,18 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
             return;
         }
         call_begin(c);
-        x64_mov_rr(x, true, X_RDI, X_R15);
-        x64_mov_rr(x, true, X_RSI, X_R14);
+        pw__x64_mov_rr(x, true, X_RDI, X_R15);
+        pw__x64_mov_rr(x, true, X_RSI, X_R14);
         ld(c, false, X_RDX, SL(2));
         call_abs(c, (const void *)jit_memory_grow);
         /* INT64_MIN: the store's cap was hit with cap_is_fatal (ends the run, OOM) */
-        x64_mov_ri64(x, X_RCX, (uint64_t)INT64_MIN);
-        x64_alu_rr(x, X_CMP, true, X_RAX, X_RCX);
+        pw__x64_mov_ri64(x, X_RCX, (uint64_t)INT64_MIN);
+        pw__x64_alu_rr(x, X_CMP, true, X_RAX, X_RCX);
         {
-            size_t ok = x64_jcc32(x, X_CC_NE);
-            x64_mov_ri32(x, X_RAX, PW_ERR_OOM);
+            size_t ok = pw__x64_jcc32(x, X_CC_NE);
+            pw__x64_mov_ri32(x, X_RAX, PW_ERR_OOM);
             jmp_to(c, special(c, LAB_EXIT));
-            x64_patch32(x, ok, (int32_t)(x->len - (ok + 4)));
+            pw__x64_patch32(x, ok, (int32_t)(x->len - (ok + 4)));
         }
         st(c, false, SL(1), X_RAX);
         reload_mem(c);
@@ -1515,9 +1515,9 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
     case PW_OP_I64_EQZ: {
         bool w = op == PW_OP_I64_EQZ;
         ld(c, w, X_RAX, SL(2));
-        x64_test_rr(x, w, X_RAX, X_RAX);
-        x64_setcc(x, X_CC_E, X_RAX);
-        x64_movzx8(x, X_RAX, X_RAX);
+        pw__x64_test_rr(x, w, X_RAX, X_RAX);
+        pw__x64_setcc(x, X_CC_E, X_RAX);
+        pw__x64_movzx8(x, X_RAX, X_RAX);
         st(c, false, SL(1), X_RAX);
         return;
     }
@@ -1533,21 +1533,21 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
             return;
         }
         ld(c, w, X_RAX, SL(2));
-        x64_popcnt(x, w, X_RAX, X_RAX);
+        pw__x64_popcnt(x, w, X_RAX, X_RAX);
         st(c, w, SL(1), X_RAX);
         return;
     }
     case PW_OP_I32_EXTEND8_S:
     case PW_OP_I32_EXTEND16_S:
         ld(c, false, X_RAX, SL(2));
-        x64_movsx_rr(x, op == PW_OP_I32_EXTEND8_S ? 1 : 2, false, X_RAX, X_RAX);
+        pw__x64_movsx_rr(x, op == PW_OP_I32_EXTEND8_S ? 1 : 2, false, X_RAX, X_RAX);
         st(c, false, SL(1), X_RAX);
         return;
     case PW_OP_I64_EXTEND8_S:
     case PW_OP_I64_EXTEND16_S:
     case PW_OP_I64_EXTEND32_S:
         ld(c, true, X_RAX, SL(2));
-        x64_movsx_rr(x,
+        pw__x64_movsx_rr(x,
                      op == PW_OP_I64_EXTEND8_S    ? 1
                      : op == PW_OP_I64_EXTEND16_S ? 2
                                                   : 4,
@@ -1560,7 +1560,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         return;
     case PW_OP_I64_EXTEND_I32_S:
         ld(c, false, X_RAX, SL(2));
-        x64_movsx_rr(x, 4, true, X_RAX, X_RAX);
+        pw__x64_movsx_rr(x, 4, true, X_RAX, X_RAX);
         st(c, true, SL(1), X_RAX);
         return;
     case PW_OP_I64_EXTEND_I32_U:
@@ -1571,16 +1571,16 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
     case PW_OP_F32_NEG:
         ld(c, false, X_RAX, SL(2));
         if (op == PW_OP_F32_ABS)
-            x64_alu_ri(x, X_AND, false, X_RAX, 0x7fffffff);
+            pw__x64_alu_ri(x, X_AND, false, X_RAX, 0x7fffffff);
         else
-            x64_alu_ri(x, X_XOR, false, X_RAX, INT32_MIN);
+            pw__x64_alu_ri(x, X_XOR, false, X_RAX, INT32_MIN);
         st(c, false, SL(1), X_RAX);
         return;
     case PW_OP_F64_ABS:
     case PW_OP_F64_NEG:
         ld(c, true, X_RAX, SL(2));
-        x64_mov_ri64(x, X_RCX, op == PW_OP_F64_ABS ? 0x7fffffffffffffffull : 0x8000000000000000ull);
-        x64_alu_rr(x, op == PW_OP_F64_ABS ? X_AND : X_XOR, true, X_RAX, X_RCX);
+        pw__x64_mov_ri64(x, X_RCX, op == PW_OP_F64_ABS ? 0x7fffffffffffffffull : 0x8000000000000000ull);
+        pw__x64_alu_rr(x, op == PW_OP_F64_ABS ? X_AND : X_XOR, true, X_RAX, X_RCX);
         st(c, true, SL(1), X_RAX);
         return;
     case PW_OP_F32_CONVERT_I32_S:
@@ -1597,7 +1597,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         pw_xmem d = SF(1), a = SL(2);
         int r = d.index == X_DIRECTX ? d.base : 0;
         ld(c, i64, X_RAX, a);
-        x64_sse_rr(x, f64 ? 0xF2 : 0xF3, X_SSE_CVTSI2, !s32, r, X_RAX);
+        pw__x64_sse_rr(x, f64 ? 0xF2 : 0xF3, X_SSE_CVTSI2, !s32, r, X_RAX);
         sse_st(c, f64 ? 0xF2 : 0xF3, d, r);
         return;
     }
@@ -1608,7 +1608,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         pw_xmem d = SF(1), a = SF(2);
         int r = d.index == X_DIRECTX ? d.base : 0;
         sse_ld(c, dem ? 0xF2 : 0xF3, 1, a);
-        x64_sse_rr(x, dem ? 0xF2 : 0xF3, X_SSE_CVTF, false, r, 1);
+        pw__x64_sse_rr(x, dem ? 0xF2 : 0xF3, X_SSE_CVTF, false, r, 1);
         sse_st(c, dem ? 0xF3 : 0xF2, d, r);
         return;
     }
@@ -1620,7 +1620,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         pw_xmem d = SF(1), a = SF(2);
         int r = d.index == X_DIRECTX ? d.base : 0;
         sse_ld(c, pfx, r, a);
-        x64_sse_rr(x, pfx, X_SSE_SQRT, false, r, r);
+        pw__x64_sse_rr(x, pfx, X_SSE_SQRT, false, r, r);
         sse_st(c, pfx, d, r);
         return;
     }
@@ -1643,36 +1643,36 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
  * caller relies on (the caller reloads r12/r13 after every call). */
 static void prologue(jc *c) {
     pw_x64 *x = &c->x;
-    x64_push(x, X_RBP);
-    x64_push(x, X_RBX);
-    x64_push(x, X_R12);
-    x64_push(x, X_R13);
-    x64_push(x, X_R14);
-    x64_push(x, X_R15);
-    x64_alu_ri(x, X_SUB, true, X_RSP, 8); /* 16-byte alignment for helper calls */
-    x64_mov_rr(x, true, X_R14, X_RSI);
-    x64_mov_rr(x, true, X_R15, X_RDX);
+    pw__x64_push(x, X_RBP);
+    pw__x64_push(x, X_RBX);
+    pw__x64_push(x, X_R12);
+    pw__x64_push(x, X_R13);
+    pw__x64_push(x, X_R14);
+    pw__x64_push(x, X_R15);
+    pw__x64_alu_ri(x, X_SUB, true, X_RSP, 8); /* 16-byte alignment for helper calls */
+    pw__x64_mov_rr(x, true, X_R14, X_RSI);
+    pw__x64_mov_rr(x, true, X_R15, X_RDX);
     reload_mem(c);
-    x64_byte(x, 0xE8); /* call rel32: the inner entry */
+    pw__x64_byte(x, 0xE8); /* call rel32: the inner entry */
     size_t at = x->len;
-    x64_u32(x, 0);
-    x64_alu_ri(x, X_ADD, true, X_RSP, 8);
-    x64_pop(x, X_R15);
-    x64_pop(x, X_R14);
-    x64_pop(x, X_R13);
-    x64_pop(x, X_R12);
-    x64_pop(x, X_RBX);
-    x64_pop(x, X_RBP);
-    x64_ret(x);
+    pw__x64_u32(x, 0);
+    pw__x64_alu_ri(x, X_ADD, true, X_RSP, 8);
+    pw__x64_pop(x, X_R15);
+    pw__x64_pop(x, X_R14);
+    pw__x64_pop(x, X_R13);
+    pw__x64_pop(x, X_R12);
+    pw__x64_pop(x, X_RBX);
+    pw__x64_pop(x, X_RBP);
+    pw__x64_ret(x);
     if (x->len > JIT_INNER) c->fail = true;
     while (x->len < JIT_INNER)
-        x64_byte(x, 0xCC);
-    x64_patch32(x, at, (int32_t)(JIT_INNER - (at + 4)));
+        pw__x64_byte(x, 0xCC);
+    pw__x64_patch32(x, at, (int32_t)(JIT_INNER - (at + 4)));
     /* inner entry */
-    x64_push(x, X_RBP);
-    x64_push(x, X_RBX);
-    x64_alu_ri(x, X_SUB, true, X_RSP, 8); /* 16-byte alignment for helper calls */
-    x64_mov_rr(x, true, X_RBX, X_RDI);
+    pw__x64_push(x, X_RBP);
+    pw__x64_push(x, X_RBX);
+    pw__x64_alu_ri(x, X_SUB, true, X_RSP, 8); /* 16-byte alignment for helper calls */
+    pw__x64_mov_rr(x, true, X_RBX, X_RDI);
     reload_pins(c, 0); /* params as passed, declared locals zeroed by the caller */
 }
 
@@ -1681,28 +1681,28 @@ static void epilogue(jc *c) {
     /* trap stubs: eax = code, then the common trap exit */
     for (uint32_t k = 1; k < PW_TRAP_COUNT_; k++) {
         c->lab[special(c, k)] = (int32_t)x->len;
-        x64_mov_ri32(x, X_RAX, k);
+        pw__x64_mov_ri32(x, X_RAX, k);
         jmp_to(c, special(c, LAB_TRAPC));
     }
     c->lab[special(c, LAB_TRAPC)] = (int32_t)x->len;
-    x64_store(x, 4, x_mem(X_R15, (int32_t)offsetof(pw_store, trap)), X_RAX);
-    x64_mov_ri32(x, X_RAX, PW_ERR_TRAP);
+    pw__x64_store(x, 4, x_mem(X_R15, (int32_t)offsetof(pw_store, trap)), X_RAX);
+    pw__x64_mov_ri32(x, X_RAX, PW_ERR_TRAP);
     jmp_to(c, special(c, LAB_EXIT));
     c->lab[special(c, LAB_RET)] = (int32_t)x->len;
     for (uint32_t k = 0; k < c->npins; k++) /* the results: slots 0..nresults-1 */
         if (c->pslot[k] < c->cf->nresults) {
             pw_xmem m = x_mem(X_RBX, (int32_t)(c->pslot[k] * 8));
             if (c->preg[k] >= PIN_XMM0)
-                x64_sse_rm(x, 0xF2, X_SSE_MOVST, false, c->preg[k] - PIN_XMM0, m);
+                pw__x64_sse_rm(x, 0xF2, X_SSE_MOVST, false, c->preg[k] - PIN_XMM0, m);
             else
-                x64_store(x, 8, m, c->preg[k]);
+                pw__x64_store(x, 8, m, c->preg[k]);
         }
-    x64_alu_rr(x, X_XOR, false, X_RAX, X_RAX);
+    pw__x64_alu_rr(x, X_XOR, false, X_RAX, X_RAX);
     c->lab[special(c, LAB_EXIT)] = (int32_t)x->len; /* the inner entry's exit */
-    x64_alu_ri(x, X_ADD, true, X_RSP, 8);
-    x64_pop(x, X_RBX);
-    x64_pop(x, X_RBP);
-    x64_ret(x);
+    pw__x64_alu_ri(x, X_ADD, true, X_RSP, 8);
+    pw__x64_pop(x, X_RBX);
+    pw__x64_pop(x, X_RBP);
+    pw__x64_ret(x);
 }
 
 /* One translation pass over the function into c->x (labels, fixups patched). */
@@ -1735,7 +1735,7 @@ static void run_pass(jc *c) {
             c->fail = true;
             break;
         }
-        x64_patch32(&c->x, f->at, t - (int32_t)f->base);
+        pw__x64_patch32(&c->x, f->at, t - (int32_t)f->base);
     }
 }
 
@@ -1819,7 +1819,7 @@ static int64_t compile_func(const struct pw_jitmod *jm, const pw_module *m, uint
     if (!c.lab || !c.use || !c.pin) goto done;
     memset(c.pin, -1, cf->frame_slots);
     /* about 8 bytes of machine code per code word, plus the trap stubs */
-    x64_reserve(&c.x, (size_t)c.n * 8 + 512);
+    pw__x64_reserve(&c.x, (size_t)c.n * 8 + 512);
     c.analyze = true;
     run_pass(&c);
     c.analyze = false;
@@ -1835,9 +1835,9 @@ static int64_t compile_func(const struct pw_jitmod *jm, const pw_module *m, uint
     if (!c.fail && !c.x.oom) {
         size_t save = out->len;
         while (out->len % 16)
-            x64_byte(out, 0xCC); /* int3 padding */
+            pw__x64_byte(out, 0xCC); /* int3 padding */
         at = (int64_t)out->len;
-        x64_bytes(out, c.x.buf, c.x.len);
+        pw__x64_bytes(out, c.x.buf, c.x.len);
         if (out->oom) {
             out->len = save;
             at = -1;
@@ -1872,7 +1872,7 @@ static void compile_module(struct pw_jitmod *jm, const pw_module *m) {
     size_t words = 0;
     for (uint32_t i = 0; i < n; i++)
         words += m->code->funcs[i].ncode;
-    x64_reserve(&out, words * 8 + 4096);
+    pw__x64_reserve(&out, words * 8 + 4096);
     for (uint32_t i = 0; i < n; i++)
         offs[i] = compile_func(jm, m, i, &out);
     void *p = MAP_FAILED;
@@ -1939,7 +1939,7 @@ static pw_status trap(pw_store *s, pw_trap_code code) {
  * recurse on the C stack, so depth is then bounded only by the frame records). */
 static pw_status exec_wasm(pw_store *s, pw_func *f, pw_slot *fp) {
     pw_jit_entry j = jit_get(s, f);
-    if (!j || (char *)__builtin_frame_address(0) < s->jit_stack_limit) return pw_interp(s, f, fp);
+    if (!j || (char *)__builtin_frame_address(0) < s->jit_stack_limit) return pw__interp(s, f, fp);
     const pw_cfunc *cf = f->code;
     if (fp + cf->frame_slots > s->stack_end) return trap(s, PW_TRAP_STACK_EXHAUSTED);
     memset(fp + cf->nparams, 0, (cf->nlocals - cf->nparams) * sizeof *fp);
@@ -1959,7 +1959,7 @@ static pw_status jit_call(pw_store *s, pw_instance *inst, pw_func *f, pw_slot *a
     fr->fp = fp;
     fr->inst = inst;
     s->frame_top = fr + 1;
-    pw_status st = f->host ? pw_call_host(s, inst, f, argp) : exec_wasm(s, f, argp);
+    pw_status st = f->host ? pw__call_host(s, inst, f, argp) : exec_wasm(s, f, argp);
     s->frame_top = fr;
     return st;
 }
@@ -1972,7 +1972,7 @@ static pw_status jit_call_indirect(pw_store *s, pw_instance *inst, const uint32_
     if (i >= t->size) return trap(s, PW_TRAP_UNDEF_ELEM);
     pw_func *f = (pw_func *)t->elems[i];
     if (!f) return trap(s, PW_TRAP_UNINIT_ELEM);
-    if (f->hdr.type_id != inst->type_ids[pc[1]] && !pw_func_type_sub(f, inst->mod, pc[1]))
+    if (f->hdr.type_id != inst->type_ids[pc[1]] && !pw__func_type_sub(f, inst->mod, pc[1]))
         return trap(s, PW_TRAP_SIG_MISMATCH);
     pw_slot *argp = fp + pc[4];
     /* Fast path: a function of this instance (so of the caller's module, whose JIT
@@ -2012,7 +2012,7 @@ static pw_status jit_call_ref(pw_store *s, pw_instance *inst, const uint32_t *pc
 }
 
 static int64_t jit_memory_grow(pw_store *s, pw_instance *inst, uint32_t delta) {
-    int64_t r = pw_memory_grow(inst->mem0, delta);
+    int64_t r = pw__memory_grow(inst->mem0, delta);
     if (r == PW_GROW_OVER_CAP) {
         if (s->cfg.cap_is_fatal) return INT64_MIN;
         r = -1;
@@ -2020,8 +2020,8 @@ static int64_t jit_memory_grow(pw_store *s, pw_instance *inst, uint32_t delta) {
     return (int64_t)(uint32_t)(int32_t)r;
 }
 
-pw_status pw_exec(pw_store *s, pw_func *f, pw_slot *fp) {
-    if (!s->jit_on) return pw_interp(s, f, fp);
+pw_status pw__exec(pw_store *s, pw_func *f, pw_slot *fp) {
+    if (!s->jit_on) return pw__interp(s, f, fp);
     if (s->host_depth <= 1) {
         size_t budget = s->cfg.jit_native_stack ? s->cfg.jit_native_stack : (512u << 10);
         s->jit_stack_limit = (char *)__builtin_frame_address(0) - budget;
@@ -2029,7 +2029,7 @@ pw_status pw_exec(pw_store *s, pw_func *f, pw_slot *fp) {
     return exec_wasm(s, f, fp);
 }
 
-int pw_jit_call_from_interp(pw_store *s, pw_func *f, pw_slot *argp, const uint32_t *ret_pc,
+int pw__jit_call_from_interp(pw_store *s, pw_func *f, pw_slot *argp, const uint32_t *ret_pc,
                             pw_slot *fp, pw_instance *inst, pw_frame *fr) {
     pw_jit_entry j = jit_get(s, f);
     if (!j || (char *)__builtin_frame_address(0) < s->jit_stack_limit) return PW_JIT_INTERPRET;
@@ -2043,33 +2043,33 @@ int pw_jit_call_from_interp(pw_store *s, pw_func *f, pw_slot *argp, const uint32
     return st;
 }
 
-int pw_jit_state(const pw_func *f) {
+int pw__jit_state(const pw_func *f) {
     if (!f->inst || !f->inst->mod->code->jit) return 0;
     const struct pw_cmodule *cm = f->inst->mod->code;
     void *p = atomic_load_explicit(&cm->jit->fns[f->code - cm->funcs], memory_order_acquire);
     return !p ? 0 : p == JIT_FALLBACK ? 2 : 1;
 }
 
-int pw_jit_prepare(pw_store *s, pw_func *f) {
+int pw__jit_prepare(pw_store *s, pw_func *f) {
     if (!f->host) jit_get(s, f);
-    return pw_jit_state(f);
+    return pw__jit_state(f);
 }
 
 #else /* no JIT on this host: everything runs on the interpreter */
 
-pw_status pw_exec(pw_store *s, pw_func *f, pw_slot *fp) {
-    return pw_interp(s, f, fp);
+pw_status pw__exec(pw_store *s, pw_func *f, pw_slot *fp) {
+    return pw__interp(s, f, fp);
 }
-int pw_jit_call_from_interp(pw_store *s, pw_func *f, pw_slot *argp, const uint32_t *ret_pc,
+int pw__jit_call_from_interp(pw_store *s, pw_func *f, pw_slot *argp, const uint32_t *ret_pc,
                             pw_slot *fp, pw_instance *inst, pw_frame *fr) {
     (void)s, (void)f, (void)argp, (void)ret_pc, (void)fp, (void)inst, (void)fr;
     return PW_JIT_INTERPRET;
 }
-int pw_jit_state(const pw_func *f) {
+int pw__jit_state(const pw_func *f) {
     (void)f;
     return 0;
 }
-int pw_jit_prepare(pw_store *s, pw_func *f) {
+int pw__jit_prepare(pw_store *s, pw_func *f) {
     (void)s, (void)f;
     return 0;
 }

@@ -10,7 +10,7 @@
  * Ownership: compiled code belongs to the module's pw_cmodule (a table of per-function
  * entries published with an atomic compare-and-swap, so a module shared by several
  * stores and threads compiles each function at most once per winner); freed by
- * pw_jit_module_free with the module's code.
+ * pw__jit_module_free with the module's code.
  */
 #ifndef PW_JIT_H
 #define PW_JIT_H
@@ -27,22 +27,22 @@
 #define PW_JIT_INTERPRET (-1)
 
 /* Per-module table (NULL on OOM: then every function stays on the interpreter). */
-struct pw_jitmod *pw_jit_module_new(const struct pw_cmodule *cm);
-void pw_jit_module_free(struct pw_jitmod *jm);
+struct pw_jitmod *pw__jit_module_new(const struct pw_cmodule *cm);
+void pw__jit_module_free(struct pw_jitmod *jm);
 
-/* Run Wasm function f with its arguments at fp (the entry from pw_invoke). Uses the
+/* Run Wasm function f with its arguments at fp (the entry from pw__invoke). Uses the
  * JIT code when the store's engine allows it and f compiles, else the interpreter. */
-pw_status pw_exec(pw_store *s, pw_func *f, pw_slot *fp);
+pw_status pw__exec(pw_store *s, pw_func *f, pw_slot *fp);
 
 /* A call made by the interpreter to Wasm function f (arguments at argp) from the
  * frame (fp, inst) whose next free frame record is fr, resuming at ret_pc. Returns
  * PW_JIT_INTERPRET when f has no JIT code, else the call's status. */
-int pw_jit_call_from_interp(pw_store *s, pw_func *f, pw_slot *argp, const uint32_t *ret_pc,
+int pw__jit_call_from_interp(pw_store *s, pw_func *f, pw_slot *argp, const uint32_t *ret_pc,
                             pw_slot *fp, pw_instance *inst, pw_frame *fr);
 
 /* Tests and tools: 0 not compiled yet, 1 compiled, 2 stays on the interpreter. */
-int pw_jit_state(const pw_func *f);
+int pw__jit_state(const pw_func *f);
 /* Compile f now (as its first call would). */
-int pw_jit_prepare(pw_store *s, pw_func *f);
+int pw__jit_prepare(pw_store *s, pw_func *f);
 
 #endif

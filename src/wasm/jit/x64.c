@@ -22,98 +22,98 @@ static bool reserve(pw_x64 *x, size_t n) {
     return true;
 }
 
-void x64_byte(pw_x64 *x, uint8_t b) {
+void pw__x64_byte(pw_x64 *x, uint8_t b) {
     if (reserve(x, 1)) x->buf[x->len++] = b;
 }
 
-void x64_bytes(pw_x64 *x, const uint8_t *p, size_t n) {
+void pw__x64_bytes(pw_x64 *x, const uint8_t *p, size_t n) {
     if (!n || !reserve(x, n)) return;
     memcpy(x->buf + x->len, p, n);
     x->len += n;
 }
 
-bool x64_reserve(pw_x64 *x, size_t n) {
+bool pw__x64_reserve(pw_x64 *x, size_t n) {
     return reserve(x, n);
 }
 
-void x64_u32(pw_x64 *x, uint32_t v) {
+void pw__x64_u32(pw_x64 *x, uint32_t v) {
     if (!reserve(x, 4)) return;
     memcpy(x->buf + x->len, &v, 4); /* x86-64 is little-endian */
     x->len += 4;
 }
 
-void x64_u64(pw_x64 *x, uint64_t v) {
+void pw__x64_u64(pw_x64 *x, uint64_t v) {
     if (!reserve(x, 8)) return;
     memcpy(x->buf + x->len, &v, 8);
     x->len += 8;
 }
 
-void x64_modrm(pw_x64 *x, int prefix, bool w, const uint8_t *op, int nop, int reg, int rm_reg,
+void pw__x64_modrm(pw_x64 *x, int prefix, bool w, const uint8_t *op, int nop, int reg, int rm_reg,
                const pw_xmem *m, bool byte_regs) {
     if (rm_reg < 0 && m->index <= X_DIRECT) rm_reg = m->base; /* x_reg / x_xreg */
-    if (prefix >= 0) x64_byte(x, (uint8_t)prefix);
+    if (prefix >= 0) pw__x64_byte(x, (uint8_t)prefix);
     int rb = rm_reg >= 0 ? rm_reg : m->base;
     int ix = rm_reg >= 0 ? X_NOREG : m->index;
     uint8_t rex = (uint8_t)(0x40 | (w ? 8 : 0) | ((reg & 8) ? 4 : 0) |
                             ((ix >= 0 && (ix & 8)) ? 2 : 0) | ((rb & 8) ? 1 : 0));
     bool need =
         rex != 0x40 || (byte_regs && ((rm_reg >= 4 && rm_reg < 8) || (reg >= 4 && reg < 8)));
-    if (need) x64_byte(x, rex);
+    if (need) pw__x64_byte(x, rex);
     for (int i = 0; i < nop; i++)
-        x64_byte(x, op[i]);
+        pw__x64_byte(x, op[i]);
     if (rm_reg >= 0) {
-        x64_byte(x, (uint8_t)(0xC0 | ((reg & 7) << 3) | (rm_reg & 7)));
+        pw__x64_byte(x, (uint8_t)(0xC0 | ((reg & 7) << 3) | (rm_reg & 7)));
         return;
     }
     if (ix < 0 && (rb & 7) != X_RSP) {
-        x64_byte(x, (uint8_t)(0x80 | ((reg & 7) << 3) | (rb & 7)));
+        pw__x64_byte(x, (uint8_t)(0x80 | ((reg & 7) << 3) | (rb & 7)));
     } else {
         uint8_t ss = m->scale == 8 ? 3 : m->scale == 4 ? 2 : m->scale == 2 ? 1 : 0;
-        x64_byte(x, (uint8_t)(0x80 | ((reg & 7) << 3) | 4));
-        x64_byte(x, (uint8_t)((ss << 6) | ((ix < 0 ? 4 : ix & 7) << 3) | (rb & 7)));
+        pw__x64_byte(x, (uint8_t)(0x80 | ((reg & 7) << 3) | 4));
+        pw__x64_byte(x, (uint8_t)((ss << 6) | ((ix < 0 ? 4 : ix & 7) << 3) | (rb & 7)));
     }
-    x64_u32(x, (uint32_t)m->disp);
+    pw__x64_u32(x, (uint32_t)m->disp);
 }
 
 static void rr(pw_x64 *x, bool w, uint8_t op, int reg, int rm) {
-    x64_modrm(x, -1, w, &op, 1, reg, rm, NULL, false);
+    pw__x64_modrm(x, -1, w, &op, 1, reg, rm, NULL, false);
 }
 static void rr2(pw_x64 *x, int prefix, bool w, uint8_t op1, uint8_t op2, int reg, int rm) {
     uint8_t op[2] = {op1, op2};
-    x64_modrm(x, prefix, w, op, 2, reg, rm, NULL, false);
+    pw__x64_modrm(x, prefix, w, op, 2, reg, rm, NULL, false);
 }
 static void rm1(pw_x64 *x, bool w, uint8_t op, int reg, pw_xmem m) {
-    x64_modrm(x, -1, w, &op, 1, reg, -1, &m, false);
+    pw__x64_modrm(x, -1, w, &op, 1, reg, -1, &m, false);
 }
 
-void x64_alu_rr(pw_x64 *x, pw_xalu op, bool w, int dst, int src) {
+void pw__x64_alu_rr(pw_x64 *x, pw_xalu op, bool w, int dst, int src) {
     rr(x, w, (uint8_t)(op * 8 + 1), src, dst);
 }
-void x64_alu_rm(pw_x64 *x, pw_xalu op, bool w, int dst, pw_xmem m) {
+void pw__x64_alu_rm(pw_x64 *x, pw_xalu op, bool w, int dst, pw_xmem m) {
     rm1(x, w, (uint8_t)(op * 8 + 3), dst, m);
 }
-void x64_alu_ri(pw_x64 *x, pw_xalu op, bool w, int dst, int32_t imm) {
+void pw__x64_alu_ri(pw_x64 *x, pw_xalu op, bool w, int dst, int32_t imm) {
     if (imm >= -128 && imm <= 127) {
         rr(x, w, 0x83, op, dst);
-        x64_byte(x, (uint8_t)imm);
+        pw__x64_byte(x, (uint8_t)imm);
     } else {
         rr(x, w, 0x81, op, dst);
-        x64_u32(x, (uint32_t)imm);
+        pw__x64_u32(x, (uint32_t)imm);
     }
 }
-void x64_alu_mi(pw_x64 *x, pw_xalu op, bool w, pw_xmem m, int32_t imm) {
+void pw__x64_alu_mi(pw_x64 *x, pw_xalu op, bool w, pw_xmem m, int32_t imm) {
     if (imm >= -128 && imm <= 127) {
         rm1(x, w, 0x83, op, m);
-        x64_byte(x, (uint8_t)imm);
+        pw__x64_byte(x, (uint8_t)imm);
     } else {
         rm1(x, w, 0x81, op, m);
-        x64_u32(x, (uint32_t)imm);
+        pw__x64_u32(x, (uint32_t)imm);
     }
 }
-void x64_test_rr(pw_x64 *x, bool w, int a, int b) {
+void pw__x64_test_rr(pw_x64 *x, bool w, int a, int b) {
     rr(x, w, 0x85, b, a);
 }
-void x64_mov_rr(pw_x64 *x, bool w, int dst, int src) {
+void pw__x64_mov_rr(pw_x64 *x, bool w, int dst, int src) {
     rr(x, w, 0x89, src, dst);
 }
 
@@ -129,135 +129,135 @@ static const struct {
     [X_LD64] = {{0x8B, 0}, 1, true},
 };
 
-void x64_load(pw_x64 *x, pw_xld k, int dst, pw_xmem m) {
-    x64_modrm(x, -1, ld_tab[k].w, ld_tab[k].op, ld_tab[k].nop, dst, -1, &m, false);
+void pw__x64_load(pw_x64 *x, pw_xld k, int dst, pw_xmem m) {
+    pw__x64_modrm(x, -1, ld_tab[k].w, ld_tab[k].op, ld_tab[k].nop, dst, -1, &m, false);
 }
 
-void x64_store(pw_x64 *x, int bytes, pw_xmem m, int src) {
+void pw__x64_store(pw_x64 *x, int bytes, pw_xmem m, int src) {
     uint8_t op = bytes == 1 ? 0x88 : 0x89;
-    x64_modrm(x, bytes == 2 ? 0x66 : -1, bytes == 8, &op, 1, src, -1, &m, bytes == 1);
+    pw__x64_modrm(x, bytes == 2 ? 0x66 : -1, bytes == 8, &op, 1, src, -1, &m, bytes == 1);
 }
 
-void x64_mov_ri32(pw_x64 *x, int dst, uint32_t imm) {
-    if (dst & 8) x64_byte(x, 0x41);
-    x64_byte(x, (uint8_t)(0xB8 + (dst & 7)));
-    x64_u32(x, imm);
+void pw__x64_mov_ri32(pw_x64 *x, int dst, uint32_t imm) {
+    if (dst & 8) pw__x64_byte(x, 0x41);
+    pw__x64_byte(x, (uint8_t)(0xB8 + (dst & 7)));
+    pw__x64_u32(x, imm);
 }
 
-void x64_mov_ri64(pw_x64 *x, int dst, uint64_t imm) {
+void pw__x64_mov_ri64(pw_x64 *x, int dst, uint64_t imm) {
     if (imm <= UINT32_MAX) {
-        x64_mov_ri32(x, dst, (uint32_t)imm);
+        pw__x64_mov_ri32(x, dst, (uint32_t)imm);
     } else if ((int64_t)imm >= INT32_MIN && (int64_t)imm <= INT32_MAX) {
         rr(x, true, 0xC7, 0, dst); /* sign-extended imm32 */
-        x64_u32(x, (uint32_t)imm);
+        pw__x64_u32(x, (uint32_t)imm);
     } else {
-        x64_byte(x, (uint8_t)(0x48 | ((dst & 8) ? 1 : 0)));
-        x64_byte(x, (uint8_t)(0xB8 + (dst & 7)));
-        x64_u64(x, imm);
+        pw__x64_byte(x, (uint8_t)(0x48 | ((dst & 8) ? 1 : 0)));
+        pw__x64_byte(x, (uint8_t)(0xB8 + (dst & 7)));
+        pw__x64_u64(x, imm);
     }
 }
 
-void x64_lea(pw_x64 *x, bool w, int dst, pw_xmem m) {
+void pw__x64_lea(pw_x64 *x, bool w, int dst, pw_xmem m) {
     rm1(x, w, 0x8D, dst, m);
 }
 
-void x64_shift_cl(pw_x64 *x, pw_xshift op, bool w, int dst) {
+void pw__x64_shift_cl(pw_x64 *x, pw_xshift op, bool w, int dst) {
     rr(x, w, 0xD3, op, dst);
 }
-void x64_shift_i(pw_x64 *x, pw_xshift op, bool w, int dst, uint8_t imm) {
+void pw__x64_shift_i(pw_x64 *x, pw_xshift op, bool w, int dst, uint8_t imm) {
     rr(x, w, 0xC1, op, dst);
-    x64_byte(x, imm);
+    pw__x64_byte(x, imm);
 }
-void x64_imul_rr(pw_x64 *x, bool w, int dst, int src) {
+void pw__x64_imul_rr(pw_x64 *x, bool w, int dst, int src) {
     rr2(x, -1, w, 0x0F, 0xAF, dst, src);
 }
-void x64_imul_rri(pw_x64 *x, bool w, int dst, int src, int32_t imm) {
+void pw__x64_imul_rri(pw_x64 *x, bool w, int dst, int src, int32_t imm) {
     rr(x, w, 0x69, dst, src);
-    x64_u32(x, (uint32_t)imm);
+    pw__x64_u32(x, (uint32_t)imm);
 }
-void x64_div(pw_x64 *x, bool w, bool sign, int src) {
+void pw__x64_div(pw_x64 *x, bool w, bool sign, int src) {
     rr(x, w, 0xF7, sign ? 7 : 6, src);
 }
-void x64_cdq(pw_x64 *x, bool w) {
-    if (w) x64_byte(x, 0x48);
-    x64_byte(x, 0x99);
+void pw__x64_cdq(pw_x64 *x, bool w) {
+    if (w) pw__x64_byte(x, 0x48);
+    pw__x64_byte(x, 0x99);
 }
-void x64_setcc(pw_x64 *x, pw_xcc cc, int dst) {
+void pw__x64_setcc(pw_x64 *x, pw_xcc cc, int dst) {
     uint8_t op[2] = {0x0F, (uint8_t)(0x90 + cc)};
-    x64_modrm(x, -1, false, op, 2, 0, dst, NULL, true);
+    pw__x64_modrm(x, -1, false, op, 2, 0, dst, NULL, true);
 }
-void x64_movzx8(pw_x64 *x, int dst, int src) {
+void pw__x64_movzx8(pw_x64 *x, int dst, int src) {
     uint8_t op[2] = {0x0F, 0xB6};
-    x64_modrm(x, -1, false, op, 2, dst, src, NULL, true);
+    pw__x64_modrm(x, -1, false, op, 2, dst, src, NULL, true);
 }
-void x64_cmov(pw_x64 *x, pw_xcc cc, bool w, int dst, int src) {
+void pw__x64_cmov(pw_x64 *x, pw_xcc cc, bool w, int dst, int src) {
     rr2(x, -1, w, 0x0F, (uint8_t)(0x40 + cc), dst, src);
 }
-void x64_bsr(pw_x64 *x, bool w, int dst, int src) {
+void pw__x64_bsr(pw_x64 *x, bool w, int dst, int src) {
     rr2(x, -1, w, 0x0F, 0xBD, dst, src);
 }
-void x64_bsf(pw_x64 *x, bool w, int dst, int src) {
+void pw__x64_bsf(pw_x64 *x, bool w, int dst, int src) {
     rr2(x, -1, w, 0x0F, 0xBC, dst, src);
 }
-void x64_popcnt(pw_x64 *x, bool w, int dst, int src) {
+void pw__x64_popcnt(pw_x64 *x, bool w, int dst, int src) {
     rr2(x, 0xF3, w, 0x0F, 0xB8, dst, src);
 }
-void x64_movsx_rr(pw_x64 *x, int bytes_from, bool w, int dst, int src) {
+void pw__x64_movsx_rr(pw_x64 *x, int bytes_from, bool w, int dst, int src) {
     if (bytes_from == 4) {
         rr(x, true, 0x63, dst, src);
         return;
     }
     uint8_t op[2] = {0x0F, bytes_from == 1 ? 0xBE : 0xBF};
-    x64_modrm(x, -1, w, op, 2, dst, src, NULL, bytes_from == 1);
+    pw__x64_modrm(x, -1, w, op, 2, dst, src, NULL, bytes_from == 1);
 }
-void x64_push(pw_x64 *x, int r) {
-    if (r & 8) x64_byte(x, 0x41);
-    x64_byte(x, (uint8_t)(0x50 + (r & 7)));
+void pw__x64_push(pw_x64 *x, int r) {
+    if (r & 8) pw__x64_byte(x, 0x41);
+    pw__x64_byte(x, (uint8_t)(0x50 + (r & 7)));
 }
-void x64_pop(pw_x64 *x, int r) {
-    if (r & 8) x64_byte(x, 0x41);
-    x64_byte(x, (uint8_t)(0x58 + (r & 7)));
+void pw__x64_pop(pw_x64 *x, int r) {
+    if (r & 8) pw__x64_byte(x, 0x41);
+    pw__x64_byte(x, (uint8_t)(0x58 + (r & 7)));
 }
-void x64_ret(pw_x64 *x) {
-    x64_byte(x, 0xC3);
+void pw__x64_ret(pw_x64 *x) {
+    pw__x64_byte(x, 0xC3);
 }
-void x64_call_r(pw_x64 *x, int r) {
+void pw__x64_call_r(pw_x64 *x, int r) {
     rr(x, false, 0xFF, 2, r);
 }
-void x64_jmp_r(pw_x64 *x, int r) {
+void pw__x64_jmp_r(pw_x64 *x, int r) {
     rr(x, false, 0xFF, 4, r);
 }
-size_t x64_jcc32(pw_x64 *x, pw_xcc cc) {
-    x64_byte(x, 0x0F);
-    x64_byte(x, (uint8_t)(0x80 + cc));
+size_t pw__x64_jcc32(pw_x64 *x, pw_xcc cc) {
+    pw__x64_byte(x, 0x0F);
+    pw__x64_byte(x, (uint8_t)(0x80 + cc));
     size_t at = x->len;
-    x64_u32(x, 0);
+    pw__x64_u32(x, 0);
     return at;
 }
-size_t x64_jmp32(pw_x64 *x) {
-    x64_byte(x, 0xE9);
+size_t pw__x64_jmp32(pw_x64 *x) {
+    pw__x64_byte(x, 0xE9);
     size_t at = x->len;
-    x64_u32(x, 0);
+    pw__x64_u32(x, 0);
     return at;
 }
-size_t x64_lea_rip(pw_x64 *x, int dst) {
-    x64_byte(x, (uint8_t)(0x48 | ((dst & 8) ? 4 : 0)));
-    x64_byte(x, 0x8D);
-    x64_byte(x, (uint8_t)(0x05 | ((dst & 7) << 3)));
+size_t pw__x64_lea_rip(pw_x64 *x, int dst) {
+    pw__x64_byte(x, (uint8_t)(0x48 | ((dst & 8) ? 4 : 0)));
+    pw__x64_byte(x, 0x8D);
+    pw__x64_byte(x, (uint8_t)(0x05 | ((dst & 7) << 3)));
     size_t at = x->len;
-    x64_u32(x, 0);
+    pw__x64_u32(x, 0);
     return at;
 }
-void x64_patch32(pw_x64 *x, size_t at, int32_t v) {
+void pw__x64_patch32(pw_x64 *x, size_t at, int32_t v) {
     if (x->oom || at + 4 > x->len) return;
     memcpy(x->buf + at, &v, 4);
 }
 
-void x64_sse_rr(pw_x64 *x, int prefix, uint8_t op, bool w, int xreg, int rm_reg) {
+void pw__x64_sse_rr(pw_x64 *x, int prefix, uint8_t op, bool w, int xreg, int rm_reg) {
     uint8_t ops[2] = {0x0F, op};
-    x64_modrm(x, prefix, w, ops, 2, xreg, rm_reg, NULL, false);
+    pw__x64_modrm(x, prefix, w, ops, 2, xreg, rm_reg, NULL, false);
 }
-void x64_sse_rm(pw_x64 *x, int prefix, uint8_t op, bool w, int xreg, pw_xmem m) {
+void pw__x64_sse_rm(pw_x64 *x, int prefix, uint8_t op, bool w, int xreg, pw_xmem m) {
     uint8_t ops[2] = {0x0F, op};
-    x64_modrm(x, prefix, w, ops, 2, xreg, -1, &m, false);
+    pw__x64_modrm(x, prefix, w, ops, 2, xreg, -1, &m, false);
 }

@@ -3,7 +3,7 @@
  *
  * Owns: byte emission into a growable buffer and the encoding of the handful of
  * instruction forms the JIT uses. Every form goes through one ModRM/SIB/REX routine
- * (x64_modrm) and the ALU/shift/condition groups are tables indexed by operation,
+ * (pw__x64_modrm) and the ALU/shift/condition groups are tables indexed by operation,
  * so an encoding rule lives in one place. Tested against `objdump -d` of its output
  * (tests/wasm/test_jit_x64.c).
  *
@@ -98,64 +98,64 @@ typedef enum {
     X_CC_G
 } pw_xcc;
 
-/* Load widths/extensions for x64_load. */
+/* Load widths/extensions for pw__x64_load. */
 typedef enum { X_LD8U, X_LD8S, X_LD16U, X_LD16S, X_LD32, X_LD32S, X_LD64 } pw_xld;
 
-void x64_byte(pw_x64 *x, uint8_t b);
-void x64_bytes(pw_x64 *x, const uint8_t *p, size_t n);
+void pw__x64_byte(pw_x64 *x, uint8_t b);
+void pw__x64_bytes(pw_x64 *x, const uint8_t *p, size_t n);
 /* Make room for n more bytes up front (false on OOM, which is then also recorded). */
-bool x64_reserve(pw_x64 *x, size_t n);
-void x64_u32(pw_x64 *x, uint32_t v);
-void x64_u64(pw_x64 *x, uint64_t v);
+bool pw__x64_reserve(pw_x64 *x, size_t n);
+void pw__x64_u32(pw_x64 *x, uint32_t v);
+void pw__x64_u64(pw_x64 *x, uint64_t v);
 /* Generic form: [prefix] [REX] opcode bytes (1..3) ModRM [SIB] [disp32]. `reg` is a
  * register number or an opcode extension; `rm_reg` >= 0 selects register-direct,
  * else `m` is used. w: REX.W. byte_regs: the operand is a byte register (forces REX
  * for spl..dil). */
-void x64_modrm(pw_x64 *x, int prefix, bool w, const uint8_t *op, int nop, int reg, int rm_reg,
+void pw__x64_modrm(pw_x64 *x, int prefix, bool w, const uint8_t *op, int nop, int reg, int rm_reg,
                const pw_xmem *m, bool byte_regs);
 
-void x64_alu_rr(pw_x64 *x, pw_xalu op, bool w, int dst, int src);       /* dst op= src */
-void x64_alu_rm(pw_x64 *x, pw_xalu op, bool w, int dst, pw_xmem m);     /* dst op= [m] */
-void x64_alu_ri(pw_x64 *x, pw_xalu op, bool w, int dst, int32_t imm);   /* dst op= imm */
-void x64_alu_mi(pw_x64 *x, pw_xalu op, bool w, pw_xmem m, int32_t imm); /* [m] op= imm */
-void x64_test_rr(pw_x64 *x, bool w, int a, int b);
-void x64_mov_rr(pw_x64 *x, bool w, int dst, int src);
-void x64_load(pw_x64 *x, pw_xld k, int dst, pw_xmem m);
-void x64_store(pw_x64 *x, int bytes, pw_xmem m, int src); /* 1, 2, 4, 8 */
-void x64_mov_ri32(pw_x64 *x, int dst, uint32_t imm);      /* zero-extends */
-void x64_mov_ri64(pw_x64 *x, int dst, uint64_t imm);      /* shortest exact form */
-void x64_lea(pw_x64 *x, bool w, int dst, pw_xmem m);
-void x64_shift_cl(pw_x64 *x, pw_xshift op, bool w, int dst);
-void x64_shift_i(pw_x64 *x, pw_xshift op, bool w, int dst, uint8_t imm);
-void x64_imul_rr(pw_x64 *x, bool w, int dst, int src);
-void x64_imul_rri(pw_x64 *x, bool w, int dst, int src, int32_t imm);
-void x64_div(pw_x64 *x, bool w, bool sign, int src); /* rdx:rax / src */
-void x64_cdq(pw_x64 *x, bool w);                     /* cdq / cqo */
-void x64_setcc(pw_x64 *x, pw_xcc cc, int dst);       /* dst8 = cc */
-void x64_movzx8(pw_x64 *x, int dst, int src);        /* dst32 = src8 */
-void x64_cmov(pw_x64 *x, pw_xcc cc, bool w, int dst, int src);
-void x64_bsr(pw_x64 *x, bool w, int dst, int src);
-void x64_bsf(pw_x64 *x, bool w, int dst, int src);
-void x64_popcnt(pw_x64 *x, bool w, int dst, int src);
-void x64_movsx_rr(pw_x64 *x, int bytes_from, bool w, int dst, int src); /* 1, 2, 4 */
-void x64_push(pw_x64 *x, int r);
-void x64_pop(pw_x64 *x, int r);
-void x64_ret(pw_x64 *x);
-void x64_call_r(pw_x64 *x, int r);
-void x64_jmp_r(pw_x64 *x, int r);
+void pw__x64_alu_rr(pw_x64 *x, pw_xalu op, bool w, int dst, int src);       /* dst op= src */
+void pw__x64_alu_rm(pw_x64 *x, pw_xalu op, bool w, int dst, pw_xmem m);     /* dst op= [m] */
+void pw__x64_alu_ri(pw_x64 *x, pw_xalu op, bool w, int dst, int32_t imm);   /* dst op= imm */
+void pw__x64_alu_mi(pw_x64 *x, pw_xalu op, bool w, pw_xmem m, int32_t imm); /* [m] op= imm */
+void pw__x64_test_rr(pw_x64 *x, bool w, int a, int b);
+void pw__x64_mov_rr(pw_x64 *x, bool w, int dst, int src);
+void pw__x64_load(pw_x64 *x, pw_xld k, int dst, pw_xmem m);
+void pw__x64_store(pw_x64 *x, int bytes, pw_xmem m, int src); /* 1, 2, 4, 8 */
+void pw__x64_mov_ri32(pw_x64 *x, int dst, uint32_t imm);      /* zero-extends */
+void pw__x64_mov_ri64(pw_x64 *x, int dst, uint64_t imm);      /* shortest exact form */
+void pw__x64_lea(pw_x64 *x, bool w, int dst, pw_xmem m);
+void pw__x64_shift_cl(pw_x64 *x, pw_xshift op, bool w, int dst);
+void pw__x64_shift_i(pw_x64 *x, pw_xshift op, bool w, int dst, uint8_t imm);
+void pw__x64_imul_rr(pw_x64 *x, bool w, int dst, int src);
+void pw__x64_imul_rri(pw_x64 *x, bool w, int dst, int src, int32_t imm);
+void pw__x64_div(pw_x64 *x, bool w, bool sign, int src); /* rdx:rax / src */
+void pw__x64_cdq(pw_x64 *x, bool w);                     /* cdq / cqo */
+void pw__x64_setcc(pw_x64 *x, pw_xcc cc, int dst);       /* dst8 = cc */
+void pw__x64_movzx8(pw_x64 *x, int dst, int src);        /* dst32 = src8 */
+void pw__x64_cmov(pw_x64 *x, pw_xcc cc, bool w, int dst, int src);
+void pw__x64_bsr(pw_x64 *x, bool w, int dst, int src);
+void pw__x64_bsf(pw_x64 *x, bool w, int dst, int src);
+void pw__x64_popcnt(pw_x64 *x, bool w, int dst, int src);
+void pw__x64_movsx_rr(pw_x64 *x, int bytes_from, bool w, int dst, int src); /* 1, 2, 4 */
+void pw__x64_push(pw_x64 *x, int r);
+void pw__x64_pop(pw_x64 *x, int r);
+void pw__x64_ret(pw_x64 *x);
+void pw__x64_call_r(pw_x64 *x, int r);
+void pw__x64_jmp_r(pw_x64 *x, int r);
 /* Branches with a 32-bit displacement; return the offset of the displacement field
  * (to patch: disp = target - (field + 4)). */
-size_t x64_jcc32(pw_x64 *x, pw_xcc cc);
-size_t x64_jmp32(pw_x64 *x);
+size_t pw__x64_jcc32(pw_x64 *x, pw_xcc cc);
+size_t pw__x64_jmp32(pw_x64 *x);
 /* lea dst, [rip + disp32]; returns the field offset (disp relative to field + 4). */
-size_t x64_lea_rip(pw_x64 *x, int dst);
-void x64_patch32(pw_x64 *x, size_t at, int32_t v);
+size_t pw__x64_lea_rip(pw_x64 *x, int dst);
+void pw__x64_patch32(pw_x64 *x, size_t at, int32_t v);
 
 /* SSE2 (scalar floats). prefix: 0xF3 (ss), 0xF2 (sd), 0x66, or -1; op: the byte after
  * 0x0F. The xmm register goes in ModRM.reg; the other operand is xmm/GPR `rm_reg`
  * (register-direct) or memory. */
-void x64_sse_rr(pw_x64 *x, int prefix, uint8_t op, bool w, int xreg, int rm_reg);
-void x64_sse_rm(pw_x64 *x, int prefix, uint8_t op, bool w, int xreg, pw_xmem m);
+void pw__x64_sse_rr(pw_x64 *x, int prefix, uint8_t op, bool w, int xreg, int rm_reg);
+void pw__x64_sse_rm(pw_x64 *x, int prefix, uint8_t op, bool w, int xreg, pw_xmem m);
 enum {
     X_SSE_MOVLD = 0x10, /* movss/movsd xmm, m */
     X_SSE_MOVST = 0x11, /* movss/movsd m, xmm */
