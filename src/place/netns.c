@@ -105,7 +105,7 @@ static void child_fail(int log_fd, const char *what) { /* async-signal-safe */
 }
 
 bool pl__net_start(pl_ctx *pc, pl_net *net, pid_t target, const pl_cgroup *cg, bool root, uid_t uid,
-                  gid_t gid, const char *scr, char *why, size_t whylen) {
+                   gid_t gid, const char *scr, char *why, size_t whylen) {
     char p[PATH_MAX];
     snprintf(p, sizeof p, "/proc/%d/ns/net", (int)target);
     int nfd = open(p, O_RDONLY | O_CLOEXEC);
@@ -159,6 +159,7 @@ bool pl__net_start(pl_ctx *pc, pl_net *net, pid_t target, const pl_cgroup *cg, b
     pid_t pid = fork();
     if (pid == 0) {
         /* child: async-signal-safe calls only */
+        pl__child_signals_default();
         char num[24], t[24];
         int nd = 0, nn = 0;
         for (unsigned long v = (unsigned long)getpid(); v || !nd; v /= 10)

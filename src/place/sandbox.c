@@ -386,6 +386,7 @@ static pid_t spawn(const spawn_plan *p) {
     pid_t pid = fork();
     if (pid != 0) return pid;
     /* child: async-signal-safe calls only */
+    pl__child_signals_default();
     int sfd = p->status_fd;
     char num[24];
     utoa((unsigned long)getpid(), num);
@@ -752,9 +753,9 @@ static bool run_native(native_ctx *n, pl_error *err) {
     struct stat rs;
     if (switch_ids && stat(pc->scratch_root, &rs) == 0 && !(rs.st_mode & S_IXOTH))
         return pl__fail(err, PL_ERR_HOST,
-                       "scratch directory %s cannot be entered by other users (mode %03o); "
-                       "use mode 0711 or 0755: the sandbox runs as its own uid",
-                       pc->scratch_root, (unsigned)(rs.st_mode & 0777));
+                        "scratch directory %s cannot be entered by other users (mode %03o); "
+                        "use mode 0711 or 0755: the sandbox runs as its own uid",
+                        pc->scratch_root, (unsigned)(rs.st_mode & 0777));
     char scr[PATH_MAX];
     /* the owner's pid in the name: a later context reclaims it if this process dies
      * before cleanup (pl__reclaim_stale) */
@@ -1035,7 +1036,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
             sv_add(&argv, r->workspace);
             /* the agent's control files stay read-only (masks.c) */
             if (!pl__masks_add(&masks, scr, r->workspace, ws_from, sv_add_cb, &argv, why,
-                              sizeof why)) {
+                               sizeof why)) {
                 failed_setup = true;
                 goto cleanup;
             }
@@ -1372,7 +1373,7 @@ cleanup:;
 }
 
 bool pl__native_attempt(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_cancel *cancel,
-                       pl_attempt *at, pl_error *err) {
+                        pl_attempt *at, pl_error *err) {
     native_ctx n = {pc,
                     r,
                     pol,

@@ -6,6 +6,8 @@
 
 #include "place_int.h"
 
+#include <signal.h>
+#include <string.h>
 #include <sys/types.h>
 
 #define PL_CG_PATH 1024
@@ -57,7 +59,7 @@ pid_t pl__net_read_child_pid(int info_fd, int64_t deadline, int cancel_fd);
 /* Starts pasta on the network namespace of `target`, as uid/gid when root, in cg.
  * false with why when it cannot start. */
 bool pl__net_start(pl_ctx *pc, pl_net *net, pid_t target, const pl_cgroup *cg, bool root, uid_t uid,
-                  gid_t gid, const char *scr, char *why, size_t whylen);
+                   gid_t gid, const char *scr, char *why, size_t whylen);
 /* 1 ready, 0 deadline or cancel, -1 pasta failed (why says what it reported). */
 int pl__net_wait(pl_net *net, int64_t deadline, int cancel_fd, char *why, size_t whylen);
 /* Kills and reaps pasta; closes the fds. Idempotent. */
@@ -65,11 +67,27 @@ void pl__net_stop(pl_net *net);
 /* The sandbox's /etc/resolv.conf. */
 const char *pl__net_resolv_conf(void);
 
+/* In a forked child before execve: every signal back to its default action and none
+ * blocked. The host may ignore SIGPIPE or block signals for its own use, and both
+ * survive exec: a sandboxed `yes | head` must end, pasta must install its handlers.
+ * Async-signal-safe. */
+static inline void pl__child_signals_default(void) {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &dfl, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 /* idmap.c: the workspace of a root caller's run, owned by root, seen through an
  * idmapped mount (see the file's header). */
 /* A user namespace fd whose map sends host uid `owner` to `to` and gid `owner_gid` to
  * `to_gid` (for MOUNT_ATTR_IDMAP); -1 with why. */
-int pl__idmap_userns(uid_t owner, uid_t to, gid_t owner_gid, gid_t to_gid, char *why, size_t whylen);
+int pl__idmap_userns(uid_t owner, uid_t to, gid_t owner_gid, gid_t to_gid, char *why,
+                     size_t whylen);
 /* In the calling (forked, single-threaded, privileged) child: a private mount namespace
  * in which an idmapped clone of each paths[i] is mounted on targets[i] (an empty
  * directory). Async-signal-safe; 0 or the failing errno. */
@@ -96,7 +114,7 @@ typedef struct pl_masks {
  * the workspace at ws_src (ws itself, or its idmapped view); false with why when
  * the run must not start (ws is "/", .git is a symlink, the masks cannot be prepared). */
 bool pl__masks_add(pl_masks *m, const char *scratch, const char *ws, const char *ws_src,
-                  void (*add)(void *, const char *), void *a, char *why, size_t whylen);
+                   void (*add)(void *, const char *), void *a, char *why, size_t whylen);
 /* After the run: removes the mount points the masks made, while they are still empty. */
 void pl__masks_cleanup(const pl_masks *m);
 
