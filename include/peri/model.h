@@ -275,6 +275,13 @@ pm_status pm_stream(pm_client *c, const pm_request *req, pm_event_fn on_event, v
 pm_status pm_complete(pm_client *c, const pm_request *req, atomic_int *cancel, pm_response *out,
                       pm_error *err);
 
+/* The models the provider of cfg reports (GET <base>/models, or <base>/v1/models for
+ * Anthropic, with cfg's key): *ids (malloc'd, free with pm_models_free) receives at most
+ * 500 printable ids. One bounded request (timeout_ms, 0: 10000; body at most 4 MiB). */
+pm_status pm_list_models(const pm_config *cfg, long timeout_ms, char ***ids, size_t *n,
+                         pm_error *err);
+void pm_models_free(char **ids, size_t n);
+
 /* The JSON body that would be sent (malloc'd, caller frees); for tests and logging. */
 char *pm_build_body(const pm_client *c, const pm_request *req, bool stream, pm_error *err);
 

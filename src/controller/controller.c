@@ -485,6 +485,7 @@ fail:
     prt_free(c->rt);
     free(c->tools);
     free(c->home);
+    free(c->disc_json);
     while (c->old_settings) {
         pct_old_settings *o = c->old_settings;
         c->old_settings = o->next;
@@ -539,6 +540,7 @@ int pct_free(pct_controller *c, long wait_ms) {
     prt_free(c->rt);
     free(c->tools);
     free(c->home);
+    free(c->disc_json);
     while (c->old_settings) {
         pct_old_settings *o = c->old_settings;
         c->old_settings = o->next;
@@ -798,6 +800,7 @@ pct_status pct_session_new(pct_controller *c, const char *cwd, char out_id[PST_I
 pct_status pct_session_new_mcp(pct_controller *c, const char *cwd, const char *mcp_json,
                                char out_id[PST_ID_LEN], char **notices, pct_error *err) {
     if (notices) *notices = NULL;
+    pct_discover(c, true); /* the model selector lists what the providers report */
     if (!c->machine_id[0]) {
         set_err(err, PCT_BAD_ARG,
                 "machineId is required to write to a shared store: this host has none%s", NULL);
@@ -913,6 +916,7 @@ pct_status pct_session_load_mcp(pct_controller *c, const char *id, bool replay,
         pct_sess_release(s);
         return rc;
     }
+    pct_discover(c, true);
     pst_thread th;
     pst_error pe;
     pst_status ps = pst_thread_get(c->store, id, &th, &pe);

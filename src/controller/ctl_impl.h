@@ -118,6 +118,11 @@ int pct_mcp_open(pct_sess *s, const char *mcp_json, char **notices);
 pmcp_pool *pct_mcp_ext(pct_sess *s);
 void pct_mcp_wait(pct_sess *s, uint64_t gen);
 char *pct_mcp_status(pct_sess *s);
+/* Model discovery: starts a listing when the cache is old (wait: and waits a bounded
+ * time for the first one); pct_discovered: the ids found (JSON array text, malloc'd) or
+ * NULL. */
+void pct_discover(pct_controller *c, bool wait);
+char *pct_discovered(pct_controller *c);
 /* True when the default model resolves to a configured provider (why: the reason when
  * not). */
 bool pct_credentials(pct_controller *c, char *why, size_t whylen);
@@ -155,7 +160,13 @@ struct pct_controller {
     pthread_mutex_t mu; /* workers and connectors counts */
     pthread_cond_t cv;
     int workers;
-    int connectors; /* MCP connector threads alive (mcp_start.c) */
+    int connectors; /* MCP connector and discovery threads alive */
+    /* Model discovery (discover.c), under mu: the "provider:model" ids the providers
+     * reported (JSON array text, owned, NULL = none yet), when, for which settings. */
+    char *disc_json;
+    int64_t disc_at;
+    bool disc_running, disc_done;
+    const pag_settings *disc_settings;
 };
 
 void pct_sess_retain(void *h);

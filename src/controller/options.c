@@ -116,6 +116,16 @@ char *pct_config_json(pct_sess *s) {
         add_choice(models, st, st->models[i].id);
     if (models) add_choice(models, st, pag_settings_default_model(st));
     if (models) add_choice(models, st, cur);
+    /* then what the providers report (discover.c), when a listing succeeded */
+    char *found = pct_discovered(s->c);
+    json_t *fa = found ? json_loads(found, 0, NULL) : NULL;
+    size_t i;
+    json_t *v;
+    json_array_foreach(fa, i, v) {
+        if (models && json_is_string(v)) add_choice(models, st, json_string_value(v));
+    }
+    json_decref(fa);
+    free(found);
     json_t *modes = json_array();
     for (int i = 0; modes && i < PAG_MODE_COUNT; i++)
         json_array_append_new(modes,

@@ -709,7 +709,61 @@ def s_auth(E):
     check("error" in e and open(target).read() == "{}", "symlink followed %r" % e)
 
 
-SCENARIOS = {"ids": s_ids, "terminal": s_terminal, "queue": s_queue,
+# ---------------------------------------------------------------- 8 model discovery
+
+def s_discover(E):
+    import http.server
+    import threading
+    seen = []
+
+    class Models(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_GET(self):
+            seen.append((self.path, self.headers.get("Authorization")))
+            ids = ["m-one", "m-two", "bad id", "x" * 200, "ctl\u0001"]
+            body = json.dumps({"data": [{"id": i} for i in ids] + [{"nope": 1}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Models)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        E.settings({"maxRetries": 0, "providers": {"disc": {
+            "type": "openai", "baseUrl": "http://127.0.0.1:%d/v1" % srv.server_address[1],
+            "apiKey": "dk"}}})
+        a = E.agent()
+        r = a.result("session/new", {"cwd": E.cwd, "mcpServers": []})
+        opts = [o["value"] for o in
+                {c["id"]: c for c in r["configOptions"]}["model"]["options"]]
+        check(opts[0] == "openai:mock-model", "the configured model first %r" % opts)
+        check("disc:m-one" in opts and "disc:m-two" in opts, "discovered models %r" % opts)
+        check(not any(" " in o or len(o) > 140 or "\u0001" in o for o in opts),
+              "a bad id reached the selector %r" % opts)
+        check(seen and seen[0] == ("/v1/models", "Bearer dk"), "listing request %r" % seen)
+        # the mock model provider answers 404 to its listing: logged, nothing added
+        time.sleep(0.2)
+        check("listing the models of provider openai failed" in "".join(a.stderr),
+              "failed listing not logged: %s" % "".join(a.stderr)[-500:])
+        # cached: a second session lists nothing again
+        n = len(seen)
+        a.result("session/new", {"cwd": E.cwd, "mcpServers": []})
+        check(len(seen) == n, "listing not cached (%d -> %d)" % (n, len(seen)))
+        # a discovered model can be chosen
+        sid = r["sessionId"]
+        r = a.result("session/set_config_option", {"sessionId": sid, "configId": "model",
+                                                   "value": "disc:m-two"})
+        check({o["id"]: o for o in r["configOptions"]}["model"]["currentValue"] ==
+              "disc:m-two", "choose a discovered model %r" % r)
+    finally:
+        srv.shutdown()
+
+
+SCENARIOS = {"discover": s_discover, "ids": s_ids, "terminal": s_terminal, "queue": s_queue,
              "retry_cancel": s_retry_cancel, "extensions": s_extensions, "closing": s_closing,
              "close_honest": s_close_honest, "mcp_start": s_mcp_start, "auth": s_auth}
 
