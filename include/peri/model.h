@@ -164,6 +164,10 @@ typedef struct pm_request {
     size_t ntools;
     int max_tokens;     /* 0: provider default (Anthropic requires one: 4096 is used) */
     double temperature; /* < 0: not sent */
+    /* "low", "medium" or "high": OpenAI "reasoning_effort"; Anthropic extended thinking
+     * with a budget of 2048 / 8192 / 24576 tokens (max_tokens grows to hold it, and no
+     * temperature is sent). NULL: not sent. */
+    const char *reasoning_effort;
 } pm_request;
 
 /* ---------------------------------------------------------------- results */
@@ -257,6 +261,8 @@ typedef struct pm_config {
     long retry_after_cap_ms;       /* cap for a server's Retry-After; 0: 30000 */
     const char *proxy;             /* NULL: libcurl default (reads the *_proxy environment
                                       variables); "": never use a proxy; else the proxy URL */
+    bool context_1m;               /* Anthropic: ask for the 1M-token context window
+                                      (header anthropic-beta: context-1m-2025-08-07) */
 } pm_config;
 
 typedef struct pm_client pm_client;

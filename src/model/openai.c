@@ -137,6 +137,8 @@ char *pm__openai_body(const pm_request *req, bool stream, pm_error *err) {
         bad |= json_object_set_new(root, "max_tokens", json_integer(req->max_tokens));
     if (!bad && req->temperature >= 0)
         bad |= json_object_set_new(root, "temperature", json_real(req->temperature));
+    if (!bad && req->reasoning_effort)
+        bad |= json_object_set_new(root, "reasoning_effort", json_string(req->reasoning_effort));
     if (!bad) {
         bad |= json_object_set_new(root, "stream", json_boolean(stream));
         if (stream)

@@ -763,7 +763,81 @@ def s_discover(E):
         srv.shutdown()
 
 
-SCENARIOS = {"discover": s_discover, "ids": s_ids, "terminal": s_terminal, "queue": s_queue,
+# ---------------------------------------------------------------- 7 config options
+
+def s_options(E):
+    E.settings({"maxRetries": 0,
+                "providers": {"alt": {"type": "anthropic", "baseUrl": E.mock.url,
+                                      "apiKey": "alt-key"}},
+                "models": [{"id": "openai:mock-model", "name": "Mock"},
+                           {"id": "openai:o3-mock", "name": "Reasoning mock"},
+                           {"id": "alt:claude-sonnet-4-mock", "name": "Sonnet mock"}]})
+    a = E.agent()
+    r = a.result("session/new", {"cwd": E.cwd, "mcpServers": []})
+    sid = r["sessionId"]
+    ids = [o["id"] for o in r["configOptions"]]
+    check(ids == ["model", "mode"], "a model without effort or 1M offers neither: %r" % ids)
+    e = a.call("session/set_config_option", {"sessionId": sid, "configId": "thinking_effort",
+                                             "value": "high"})["error"]
+    check(e["code"] == -32602 and "not offered" in e["message"], "effort refused %r" % e)
+
+    def opts(r):
+        return {o["id"]: o for o in r["configOptions"]}
+    r = a.result("session/set_config_option", {"sessionId": sid, "configId": "model",
+                                               "value": "openai:o3-mock"})
+    te = opts(r).get("thinking_effort")
+    check(te and te["currentValue"] == "off" and te["category"] == "thought_level" and
+          [v["value"] for v in te["options"]] == ["off", "low", "medium", "high"] and
+          "context_1m" not in opts(r), "o3 options %r" % r["configOptions"])
+    for bad in ("max", "", "HIGH"):
+        e = a.call("session/set_config_option", {"sessionId": sid, "configId": "thinking_effort",
+                                                 "value": bad})["error"]
+        check(e["code"] == -32602, "bad effort %r: %r" % (bad, e))
+    r = a.result("session/set_config_option", {"sessionId": sid, "configId": "thinking_effort",
+                                               "value": "high"})
+    check(opts(r)["thinking_effort"]["currentValue"] == "high", "effort set %r" % r)
+    E.mock.script([{"text": "thought hard"}])
+    a.response(prompt(a, sid, "think"))
+    body = E.mock.requests()[-1]["body"]
+    check(body.get("reasoning_effort") == "high" and body["model"] == "o3-mock",
+          "openai reasoning_effort %r" % {k: body.get(k) for k in ("model", "reasoning_effort")})
+    # an Anthropic model with extended thinking and the 1M context
+    r = a.result("session/set_config_option", {"sessionId": sid, "configId": "model",
+                                               "value": "alt:claude-sonnet-4-mock"})
+    check(opts(r)["thinking_effort"]["currentValue"] == "high" and
+          opts(r)["context_1m"]["currentValue"] == "off", "sonnet options %r" % r)
+    a.result("session/set_config_option", {"sessionId": sid, "configId": "thinking_effort",
+                                           "value": "medium"})
+    a.result("session/set_config_option", {"sessionId": sid, "configId": "context_1m",
+                                           "value": "on"})
+    E.mock.script([{"text": "long context"}])
+    a.response(prompt(a, sid, "with 1M"))
+    q = E.mock.requests()[-1]
+    b = q["body"]
+    check(q["path"].endswith("/messages") and b.get("thinking") == {
+        "type": "enabled", "budget_tokens": 8192} and b["max_tokens"] > 8192 and
+        "temperature" not in b, "anthropic thinking %r" % {k: b.get(k) for k in (
+            "thinking", "max_tokens", "temperature")})
+    check("context-1m" in q["headers"].get("anthropic-beta", ""), "1M header %r" % q["headers"])
+    # back to a model without them: nothing is sent
+    a.result("session/set_config_option", {"sessionId": sid, "configId": "model",
+                                           "value": "openai:mock-model"})
+    E.mock.script([{"text": "plain"}])
+    a.response(prompt(a, sid, "plain"))
+    body = E.mock.requests()[-1]["body"]
+    check("reasoning_effort" not in body, "effort sent to a model without it %r" % body.keys())
+    # kept with the session
+    a.result("session/set_config_option", {"sessionId": sid, "configId": "model",
+                                           "value": "alt:claude-sonnet-4-mock"})
+    check(a.close_stdin() == 0, "exit")
+    b2 = E.agent()
+    r = b2.result("session/load", {"sessionId": sid, "cwd": E.cwd, "mcpServers": []})
+    check(opts(r)["thinking_effort"]["currentValue"] == "medium" and
+          opts(r)["context_1m"]["currentValue"] == "on", "not persisted %r" % r["configOptions"])
+
+
+SCENARIOS = {"options": s_options, "discover": s_discover, "ids": s_ids, "terminal": s_terminal,
+             "queue": s_queue,
              "retry_cancel": s_retry_cancel, "extensions": s_extensions, "closing": s_closing,
              "close_honest": s_close_honest, "mcp_start": s_mcp_start, "auth": s_auth}
 
