@@ -93,6 +93,10 @@ typedef enum pm_part_kind {
     PM_PART_TOOL_CALL,   /* assistant asks for a tool: id, name, arguments (JSON text) */
     PM_PART_TOOL_RESULT, /* answer to a tool call: id (= the call id), text, is_error */
     PM_PART_IMAGE,       /* user image: name = MIME type, text = base64 data */
+    PM_PART_AUDIO,       /* user audio: name = MIME type (audio/wav, audio/mpeg), text = base64;
+                            OpenAI input_audio (Anthropic takes none: a text note is sent) */
+    PM_PART_DOCUMENT,    /* user document: name = MIME type (application/pdf), text = base64;
+                            OpenAI file part, Anthropic document block */
 } pm_part_kind;
 
 typedef struct pm_part {
@@ -126,6 +130,8 @@ pm_status pm_message_add_tool_result(pm_message *m, const char *tool_call_id, co
 /* An image (base64 data, MIME type such as "image/png"); sent to OpenAI as an image_url
  * data URL part and to Anthropic as a base64 image block. */
 pm_status pm_message_add_image(pm_message *m, const char *mime, const char *data_b64);
+pm_status pm_message_add_audio(pm_message *m, const char *mime, const char *data_b64);
+pm_status pm_message_add_document(pm_message *m, const char *mime, const char *data_b64);
 /* Deep copy; dst is initialised by the call. */
 pm_status pm_message_copy(pm_message *dst, const pm_message *src);
 

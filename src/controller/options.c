@@ -150,6 +150,28 @@ bool pct_model_1m(const pag_settings *st, const char *spec) {
     return kind_of(st, spec, &k, &name) && k == PM_PROVIDER_ANTHROPIC && has_prefix(name, one_m);
 }
 
+/* Audio input: OpenAI's audio models (input_audio); no Anthropic model takes audio. */
+static bool model_audio(const pag_settings *st, const char *spec) {
+    pm_provider k;
+    const char *name;
+    return kind_of(st, spec, &k, &name) && k == PM_PROVIDER_OPENAI && strstr(name, "audio");
+}
+
+bool pct_session_audio(pct_controller *c, const char *id, char *model, size_t len) {
+    pct_sess *s = pct_sess_get(c, id);
+    if (!s) return false;
+    char *cur = pct_current_model(s);
+    bool ok = model_audio(c->settings, cur);
+    if (model) snprintf(model, len, "%s", cur ? cur : "(no model)");
+    free(cur);
+    pct_sess_release(s);
+    return ok;
+}
+
+bool pct_default_audio(pct_controller *c) {
+    return model_audio(c->settings, pag_settings_default_model(c->settings));
+}
+
 /* The thinking_effort and context_1m options of the current model, when it has them. */
 static void add_model_options(pct_sess *s, const pag_settings *st, const char *cur, json_t *arr) {
     pthread_mutex_lock(&s->mu);

@@ -50,6 +50,15 @@ static json_t *blocks_of(const pm_message *m) {
                           "media_type", p->name ? p->name : "image/png", "data",
                           p->text ? p->text : "");
             break;
+        case PM_PART_DOCUMENT:
+            b = json_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "document", "source", "type",
+                          "base64", "media_type", p->name ? p->name : "application/pdf", "data",
+                          p->text ? p->text : "");
+            break;
+        case PM_PART_AUDIO: /* Anthropic takes no audio (a history from another model) */
+            b = json_pack("{s:s, s:s}", "type", "text", "text",
+                          "[an audio attachment this model cannot hear]");
+            break;
         }
         bad |= !b || json_array_append_new(arr, b);
     }

@@ -836,8 +836,79 @@ def s_options(E):
           opts(r)["context_1m"]["currentValue"] == "on", "not persisted %r" % r["configOptions"])
 
 
-SCENARIOS = {"options": s_options, "discover": s_discover, "ids": s_ids, "terminal": s_terminal,
-             "queue": s_queue,
+# ---------------------------------------------------------------- 10 attachments
+
+def s_attachments(E):
+    import base64 as b64
+    wav = b64.b64encode(b"RIFF....WAVEfmt fake").decode()
+    pdf = b64.b64encode(b"%PDF-1.4 fake document").decode()
+    E.settings({"maxRetries": 0,
+                "providers": {"alt": {"type": "anthropic", "baseUrl": E.mock.url,
+                                      "apiKey": "alt-key"}},
+                "models": [{"id": "openai:gpt-4o-audio-mock", "name": "Audio"},
+                           {"id": "openai:mock-model", "name": "Mock"},
+                           {"id": "alt:claude-mock", "name": "Claude"}]})
+    a = E.agent(PERI_MODEL="openai:gpt-4o-audio-mock")
+    init = a.log[0][1]["result"]["agentCapabilities"]["promptCapabilities"]
+    check(init["audio"] is True and init["image"] is True and init["embeddedContext"] is True,
+          "prompt capabilities %r" % init)
+    sid = E.new_session(a)
+    # audio to an audio model: OpenAI input_audio; a PDF: an OpenAI file part
+    E.mock.script([{"text": "heard and read"}])
+    r = a.response(a.request("session/prompt", {"sessionId": sid, "prompt": [
+        {"type": "text", "text": "listen"},
+        {"type": "audio", "mimeType": "audio/wav", "data": wav},
+        {"type": "resource", "resource": {"uri": "file:///doc.pdf", "mimeType": "application/pdf",
+                                          "blob": pdf}}]}))
+    check(r.get("result") == {"stopReason": "end_turn"}, "audio turn %r" % r)
+    parts = E.mock.requests()[-1]["body"]["messages"][-1]["content"]
+    check({"type": "input_audio", "input_audio": {"data": wav, "format": "wav"}} in parts,
+          "input_audio part %r" % parts)
+    check({"type": "file", "file": {"filename": "document.pdf",
+                                    "file_data": "data:application/pdf;base64," + pdf}} in parts,
+          "file part %r" % parts)
+    # a model without audio: a clear refusal naming it; the PDF still goes, as an Anthropic
+    # document block
+    a.result("session/set_config_option", {"sessionId": sid, "configId": "model",
+                                           "value": "alt:claude-mock"})
+    E.mock.script([{"text": "read only"}])
+    t0 = time.monotonic()
+    r = a.response(a.request("session/prompt", {"sessionId": sid, "prompt": [
+        {"type": "text", "text": "again"},
+        {"type": "audio", "mimeType": "audio/wav", "data": wav},
+        {"type": "resource", "resource": {"uri": "file:///doc.pdf", "mimeType": "application/pdf",
+                                          "blob": pdf}}]}))
+    check(r.get("result") == {"stopReason": "end_turn"}, "claude turn %r" % r)
+    note = "".join(u["content"]["text"] for _, u in a.updates(sid, t0)
+                   if u["sessionUpdate"] == "agent_message_chunk")
+    check("alt:claude-mock does not take audio" in note, "audio refusal %r" % note)
+    q = E.mock.requests()[-1]
+    blocks = q["body"]["messages"][-1]["content"]
+    check({"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+                                          "data": pdf}} in blocks, "document block %r" % blocks)
+    check(not any(b.get("type") == "input_audio" for b in blocks), "audio sent to claude")
+    # other audio formats are refused alone
+    a.result("session/set_config_option", {"sessionId": sid, "configId": "model",
+                                           "value": "openai:gpt-4o-audio-mock"})
+    e = a.call("session/prompt", {"sessionId": sid, "prompt": [
+        {"type": "audio", "mimeType": "audio/ogg", "data": wav}]})["error"]
+    check(e["code"] == -32602 and "only wav and mp3" in e["message"], "ogg %r" % e)
+    # the history keeps them: replayed as the blocks they came in
+    check(a.close_stdin() == 0, "exit")
+    b = E.agent(PERI_MODEL="openai:gpt-4o-audio-mock")
+    t0 = time.monotonic()
+    b.result("session/load", {"sessionId": sid, "cwd": E.cwd, "mcpServers": []})
+    rep = [u for _, u in b.updates(sid, t0) if u["sessionUpdate"] == "user_message_chunk"]
+    kinds = [u["content"]["type"] for u in rep]
+    check("audio" in kinds and "resource" in kinds, "replayed blocks %r" % kinds)
+    # a host whose default model takes no audio says so in initialize
+    c = E.agent(PERI_MODEL="openai:mock-model")
+    check(c.log[0][1]["result"]["agentCapabilities"]["promptCapabilities"]["audio"] is False,
+          "audio advertised for a model without it")
+
+
+SCENARIOS = {"attachments": s_attachments, "options": s_options, "discover": s_discover,
+             "ids": s_ids, "terminal": s_terminal, "queue": s_queue,
              "retry_cancel": s_retry_cancel, "extensions": s_extensions, "closing": s_closing,
              "close_honest": s_close_honest, "mcp_start": s_mcp_start, "auth": s_auth}
 
