@@ -198,6 +198,11 @@ pct_status pct_session_fork(pct_controller *c, const char *id, char out_id[PST_I
  * host's default model (what initialize advertises). */
 bool pct_session_audio(pct_controller *c, const char *id, char *model, size_t len);
 bool pct_default_audio(pct_controller *c);
+/* The session's epoch and its running turn and attempt ("" when none run): the ids an
+ * agent-to-client request of that turn (a permission question) carries. false when the
+ * session is not live. */
+bool pct_session_turn_ids(pct_controller *c, const char *id, uint64_t *epoch, char turn[48],
+                          char attempt[48]);
 /* Tells the user something about their prompt (an agent_message_chunk, stamped). */
 void pct_notice(pct_controller *c, const char *id, const char *text);
 /* $/cancel_request of a session/prompt: cancels that prompt whether running or queued

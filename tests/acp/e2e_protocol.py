@@ -75,6 +75,22 @@ def s_ids(E):
     check(turns[0][0] != turns[1][0] and turns[0][1] != turns[1][1], "ids reused %r" % turns)
     check(turns[0][2][-1] < turns[1][2][0], "seq not monotonic across turns")
 
+    # a permission question of a turn carries that turn's identity
+    E.mock.script([{"tool_calls": [{"id": "w1", "name": "write",
+                                    "arguments": {"path": "w.txt", "content": "x"}}]},
+                   {"text": "written"}])
+    t0 = time.monotonic()
+    fs, ans = turn_frames(a, sid, prompt(a, sid, "write it"), t0)
+    asks = [f for _, f in frames_between(a, t0) if f.get("method") ==
+            "session/request_permission"]
+    check(len(asks) == 1, "one permission question %r" % asks)
+    m = asks[0]["params"].get("_meta", {})
+    check(m.get("peri.turnId") == meta_of(fs[-1])["peri.turnId"] and
+          m.get("peri.attemptId") == meta_of(fs[-1])["peri.attemptId"] and
+          m.get("peri.agentId") == sid and m.get("peri.sessionEpoch") == 1,
+          "permission ids %r" % m)
+    turns.append((m["peri.turnId"], m["peri.attemptId"], []))
+
     # a subagent's events carry its own agent id
     E.mock.script([
         {"tool_calls": [{"id": "task1", "name": "task", "arguments": {
