@@ -198,6 +198,8 @@ pct_status pct_session_fork(pct_controller *c, const char *id, char out_id[PST_I
  * host's default model (what initialize advertises). */
 bool pct_session_audio(pct_controller *c, const char *id, char *model, size_t len);
 bool pct_default_audio(pct_controller *c);
+/* The live session's directory (canonical) into out; false when not live. */
+bool pct_session_cwd(pct_controller *c, const char *id, char *out, size_t len);
 /* The session's epoch and its running turn and attempt ("" when none run): the ids an
  * agent-to-client request of that turn (a permission question) carries. false when the
  * session is not live. */

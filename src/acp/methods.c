@@ -651,7 +651,26 @@ static bool audio_mime(const char *m) {
 typedef struct accepts {
     bool audio;
     char model[160];
+    char cwd[4096]; /* the session's directory ("" unknown) */
 } accepts;
+
+/* The workspace-relative path of a file:// URI inside cwd, decided on the text alone
+ * (the request thread touches no file): an absolute path without "." or ".." segments,
+ * percent escapes or controls, under cwd. NULL when it is not one. */
+static const char *workspace_path(const char *uri, const char *cwd) {
+    static const char scheme[] = "file://";
+    if (!uri || !cwd[0] || strncmp(uri, scheme, sizeof scheme - 1) != 0) return NULL;
+    const char *p = uri + sizeof scheme - 1;
+    size_t n = strlen(cwd);
+    if (p[0] != '/' || strncmp(p, cwd, n) != 0 || p[n] != '/' || !p[n + 1]) return NULL;
+    for (const char *q = p; *q; q++) {
+        if ((unsigned char)*q < 0x20 || *q == '%' || *q == '\\') return NULL;
+        if (*q == '/' && q[1] == '.' &&
+            (q[2] == '/' || !q[2] || (q[2] == '.' && (q[3] == '/' || !q[3]))))
+            return NULL;
+    }
+    return p + n + 1;
+}
 
 static int build_message(json_t *blocks, pm_message *m, tbuf *notice, pacp_reply *r,
                          const accepts *acc) {
@@ -676,9 +695,18 @@ static int build_message(json_t *blocks, pm_message *m, tbuf *notice, pacp_reply
         } else if (!strcmp(type, "resource_link")) {
             const char *uri = json_string_value(json_object_get(b, "uri"));
             const char *name = json_string_value(json_object_get(b, "name"));
+            const char *rel = workspace_path(uri, acc->cwd);
             if (!uri)
                 why = "a resource_link block without uri";
-            else {
+            else if (rel) {
+                /* a workspace file: the model reads it with its tools */
+                snprintf(tmp, sizeof tmp,
+                         "[Resource: %.300s](%.400s) - the workspace file %.400s (read it with "
+                         "your tools)",
+                         name ? name : uri, uri, rel);
+                tb_add(&text, tmp, "\n");
+                usable++;
+            } else {
                 snprintf(tmp, sizeof tmp, "[Resource: %.500s](%.600s)", name ? name : uri, uri);
                 tb_add(&text, tmp, "\n");
                 usable++;
@@ -698,6 +726,15 @@ static int build_message(json_t *blocks, pm_message *m, tbuf *notice, pacp_reply
                 usable++;
             } else if (blob && image_mime(mime) && base64_ok(blob)) {
                 if (pm_message_add_image(m, mime, blob) != PM_OK) text.oom = true;
+                usable++;
+            } else if (blob && workspace_path(uri, acc->cwd) &&
+                       !(mime && !strcmp(mime, "application/pdf"))) {
+                /* another binary blob of a workspace file: offered as that file */
+                snprintf(tmp, sizeof tmp,
+                         "[Resource: %.400s (%.100s) - the workspace file %.400s (read it with "
+                         "your tools)]",
+                         uri, mime ? mime : "binary", workspace_path(uri, acc->cwd));
+                tb_add(&text, tmp, "\n");
                 usable++;
             } else if (blob && mime && !strcmp(mime, "application/pdf") && base64_ok(blob)) {
                 /* a PDF goes to the model as a document (both providers take them) */
@@ -802,6 +839,7 @@ static void m_prompt(pacp_server *srv, json_t *params, pacp_reply *r) {
     tbuf notice = {0};
     accepts acc = {0};
     acc.audio = pct_session_audio(srv->ctl, sid, acc.model, sizeof acc.model);
+    if (!pct_session_cwd(srv->ctl, sid, acc.cwd, sizeof acc.cwd)) acc.cwd[0] = '\0';
     if (json_is_string(content)) {
         json_t *one = json_pack("[{s:s, s:O}]", "type", "text", "text", content);
         int rc = one ? build_message(one, &msg, &notice, r, &acc) : -1;

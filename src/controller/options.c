@@ -168,6 +168,14 @@ bool pct_session_audio(pct_controller *c, const char *id, char *model, size_t le
     return ok;
 }
 
+bool pct_session_cwd(pct_controller *c, const char *id, char *out, size_t len) {
+    pct_sess *s = pct_sess_get(c, id);
+    if (!s) return false;
+    bool ok = (size_t)snprintf(out, len, "%s", s->cwd) < len;
+    pct_sess_release(s);
+    return ok;
+}
+
 bool pct_default_audio(pct_controller *c) {
     return model_audio(c->settings, pag_settings_default_model(c->settings));
 }

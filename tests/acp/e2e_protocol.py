@@ -909,6 +909,28 @@ def s_attachments(E):
     e = a.call("session/prompt", {"sessionId": sid, "prompt": [
         {"type": "audio", "mimeType": "audio/ogg", "data": wav}]})["error"]
     check(e["code"] == -32602 and "only wav and mp3" in e["message"], "ogg %r" % e)
+    # workspace files: a resource_link, and a binary blob of one, are offered as files the
+    # model reads with its tools; outside the workspace, or escaping it, they are not
+    root = os.path.realpath(E.cwd)
+    E.put("notes.txt", "n")
+    E.mock.script([{"text": "refs"}])
+    t0 = time.monotonic()
+    r = a.response(a.request("session/prompt", {"sessionId": sid, "prompt": [
+        {"type": "resource_link", "name": "notes", "uri": "file://%s/notes.txt" % root},
+        {"type": "resource_link", "name": "esc", "uri": "file://%s/../secret" % root},
+        {"type": "resource", "resource": {"uri": "file://%s/data.bin" % root,
+                                          "mimeType": "application/octet-stream", "blob": pdf}},
+        {"type": "resource", "resource": {"uri": "file:///etc/x.bin",
+                                          "mimeType": "application/octet-stream", "blob": pdf}}]}))
+    check(r.get("result") == {"stopReason": "end_turn"}, "refs turn %r" % r)
+    msg = json.dumps(E.mock.requests()[-1]["body"]["messages"][-1])
+    check("the workspace file notes.txt" in msg and "the workspace file data.bin" in msg,
+          "workspace references %s" % msg[:600])
+    check("the workspace file ../" not in msg and "workspace file secret" not in msg,
+          "an escaping link became a workspace file %s" % msg[:600])
+    note = "".join(u["content"]["text"] for _, u in a.updates(sid, t0)
+                   if u["sessionUpdate"] == "agent_message_chunk")
+    check("file:///etc/x.bin" in note, "an outside blob was not refused %r" % note)
     # the history keeps them: replayed as the blocks they came in
     check(a.close_stdin() == 0, "exit")
     b = E.agent(PERI_MODEL="openai:gpt-4o-audio-mock")
