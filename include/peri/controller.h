@@ -200,6 +200,18 @@ pct_status pct_set_config(pct_controller *c, const char *id, const char *config_
  * whose thread has parent_thread_id = id. PCT_ACTIVE while the source runs a prompt. */
 pct_status pct_session_fork(pct_controller *c, const char *id, char out_id[PST_ID_LEN],
                             pct_error *err);
+/* Whether the session's current model takes audio input (OpenAI audio models); model
+ * (may be NULL) receives the current model's spec. pct_default_audio: the same for the
+ * host's default model (what initialize advertises). */
+bool pct_session_audio(pct_controller *c, const char *id, char *model, size_t len);
+bool pct_default_audio(pct_controller *c);
+/* The live session's directory (canonical) into out; false when not live. */
+bool pct_session_cwd(pct_controller *c, const char *id, char *out, size_t len);
+/* The session's epoch and its running turn and attempt ("" when none run): the ids an
+ * agent-to-client request of that turn (a permission question) carries. false when the
+ * session is not live. */
+bool pct_session_turn_ids(pct_controller *c, const char *id, uint64_t *epoch, char turn[48],
+                          char attempt[48]);
 /* Tells the user something about their prompt (an agent_message_chunk, stamped). */
 void pct_notice(pct_controller *c, const char *id, const char *text);
 /* $/cancel_request of a session/prompt: cancels that prompt whether running or queued

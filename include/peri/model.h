@@ -93,6 +93,10 @@ typedef enum pm_part_kind {
     PM_PART_TOOL_CALL,   /* assistant asks for a tool: id, name, arguments (JSON text) */
     PM_PART_TOOL_RESULT, /* answer to a tool call: id (= the call id), text, is_error */
     PM_PART_IMAGE,       /* user image: name = MIME type, text = base64 data */
+    PM_PART_AUDIO,       /* user audio: name = MIME type (audio/wav, audio/mpeg), text = base64;
+                            OpenAI input_audio (Anthropic takes none: a text note is sent) */
+    PM_PART_DOCUMENT,    /* user document: name = MIME type (application/pdf), text = base64;
+                            OpenAI file part, Anthropic document block */
 } pm_part_kind;
 
 typedef struct pm_part {
@@ -126,6 +130,8 @@ pm_status pm_message_add_tool_result(pm_message *m, const char *tool_call_id, co
 /* An image (base64 data, MIME type such as "image/png"); sent to OpenAI as an image_url
  * data URL part and to Anthropic as a base64 image block. */
 pm_status pm_message_add_image(pm_message *m, const char *mime, const char *data_b64);
+pm_status pm_message_add_audio(pm_message *m, const char *mime, const char *data_b64);
+pm_status pm_message_add_document(pm_message *m, const char *mime, const char *data_b64);
 /* Deep copy; dst is initialised by the call. */
 pm_status pm_message_copy(pm_message *dst, const pm_message *src);
 
@@ -164,6 +170,10 @@ typedef struct pm_request {
     size_t ntools;
     int max_tokens;     /* 0: provider default (Anthropic requires one: 4096 is used) */
     double temperature; /* < 0: not sent */
+    /* "low", "medium" or "high": OpenAI "reasoning_effort"; Anthropic extended thinking
+     * with a budget of 2048 / 8192 / 24576 tokens (max_tokens grows to hold it, and no
+     * temperature is sent). NULL: not sent. */
+    const char *reasoning_effort;
 } pm_request;
 
 /* ---------------------------------------------------------------- results */
@@ -257,6 +267,8 @@ typedef struct pm_config {
     long retry_after_cap_ms;       /* cap for a server's Retry-After; 0: 30000 */
     const char *proxy;             /* NULL: libcurl default (reads the *_proxy environment
                                       variables); "": never use a proxy; else the proxy URL */
+    bool context_1m;               /* Anthropic: ask for the 1M-token context window
+                                      (header anthropic-beta: context-1m-2025-08-07) */
 } pm_config;
 
 typedef struct pm_client pm_client;
@@ -274,6 +286,13 @@ pm_status pm_stream(pm_client *c, const pm_request *req, pm_event_fn on_event, v
 /* Non-streaming call ("stream": false). `out` is initialised by the call. */
 pm_status pm_complete(pm_client *c, const pm_request *req, atomic_int *cancel, pm_response *out,
                       pm_error *err);
+
+/* The models the provider of cfg reports (GET <base>/models, or <base>/v1/models for
+ * Anthropic, with cfg's key): *ids (malloc'd, free with pm_models_free) receives at most
+ * 500 printable ids. One bounded request (timeout_ms, 0: 10000; body at most 4 MiB). */
+pm_status pm_list_models(const pm_config *cfg, long timeout_ms, char ***ids, size_t *n,
+                         pm_error *err);
+void pm_models_free(char **ids, size_t n);
 
 /* The JSON body that would be sent (malloc'd, caller frees); for tests and logging. */
 char *pm_build_body(const pm_client *c, const pm_request *req, bool stream, pm_error *err);

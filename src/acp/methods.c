@@ -80,8 +80,8 @@ static void m_initialize(pacp_server *srv, json_t *params, pacp_reply *r) {
         "{s:i, s:{s:b, s:{s:b, s:b, s:b}, s:{s:b, s:b}, s:{s:{}, s:{}, s:{}, s:{}, s:{}}}, s:o, "
         "s:{s:s, s:s, s:s}}",
         "protocolVersion", 1, "agentCapabilities", "loadSession", 1, "promptCapabilities", "image",
-        1, "audio", 0, "embeddedContext", 1, "mcpCapabilities", "http", 1, "sse", 1,
-        "sessionCapabilities", "list", "close", "resume", "delete", "fork", "authMethods",
+        1, "audio", pct_default_audio(srv->ctl), "embeddedContext", 1, "mcpCapabilities", "http", 1,
+        "sse", 1, "sessionCapabilities", "list", "close", "resume", "delete", "fork", "authMethods",
         auth_methods(), "agentInfo", "name", "peri-c", "title", "Peri-C", "version", PERI_VERSION);
     if (!r->result) {
         pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
@@ -642,7 +642,38 @@ static bool base64_ok(const char *d) {
  * resources become text; images (and image blobs) become image parts. A block that
  * cannot be passed on is refused on its own: the notice says which and why, the rest
  * of the prompt goes through. Returns 0, or -1 with r set (nothing usable, OOM). */
-static int build_message(json_t *blocks, pm_message *m, tbuf *notice, pacp_reply *r) {
+static bool audio_mime(const char *m) {
+    return m && (!strcmp(m, "audio/wav") || !strcmp(m, "audio/x-wav") || !strcmp(m, "audio/wave") ||
+                 !strcmp(m, "audio/mpeg") || !strcmp(m, "audio/mp3"));
+}
+
+/* What the session's model takes beside text and images. */
+typedef struct accepts {
+    bool audio;
+    char model[160];
+    char cwd[4096]; /* the session's directory ("" unknown) */
+} accepts;
+
+/* The workspace-relative path of a file:// URI inside cwd, decided on the text alone
+ * (the request thread touches no file): an absolute path without "." or ".." segments,
+ * percent escapes or controls, under cwd. NULL when it is not one. */
+static const char *workspace_path(const char *uri, const char *cwd) {
+    static const char scheme[] = "file://";
+    if (!uri || !cwd[0] || strncmp(uri, scheme, sizeof scheme - 1) != 0) return NULL;
+    const char *p = uri + sizeof scheme - 1;
+    size_t n = strlen(cwd);
+    if (p[0] != '/' || strncmp(p, cwd, n) != 0 || p[n] != '/' || !p[n + 1]) return NULL;
+    for (const char *q = p; *q; q++) {
+        if ((unsigned char)*q < 0x20 || *q == '%' || *q == '\\') return NULL;
+        if (*q == '/' && q[1] == '.' &&
+            (q[2] == '/' || !q[2] || (q[2] == '.' && (q[3] == '/' || !q[3]))))
+            return NULL;
+    }
+    return p + n + 1;
+}
+
+static int build_message(json_t *blocks, pm_message *m, tbuf *notice, pacp_reply *r,
+                         const accepts *acc) {
     tbuf text = {0};
     size_t i, usable = 0;
     json_t *b;
@@ -664,9 +695,18 @@ static int build_message(json_t *blocks, pm_message *m, tbuf *notice, pacp_reply
         } else if (!strcmp(type, "resource_link")) {
             const char *uri = json_string_value(json_object_get(b, "uri"));
             const char *name = json_string_value(json_object_get(b, "name"));
+            const char *rel = workspace_path(uri, acc->cwd);
             if (!uri)
                 why = "a resource_link block without uri";
-            else {
+            else if (rel) {
+                /* a workspace file: the model reads it with its tools */
+                snprintf(tmp, sizeof tmp,
+                         "[Resource: %.300s](%.400s) - the workspace file %.400s (read it with "
+                         "your tools)",
+                         name ? name : uri, uri, rel);
+                tb_add(&text, tmp, "\n");
+                usable++;
+            } else {
                 snprintf(tmp, sizeof tmp, "[Resource: %.500s](%.600s)", name ? name : uri, uri);
                 tb_add(&text, tmp, "\n");
                 usable++;
@@ -687,10 +727,25 @@ static int build_message(json_t *blocks, pm_message *m, tbuf *notice, pacp_reply
             } else if (blob && image_mime(mime) && base64_ok(blob)) {
                 if (pm_message_add_image(m, mime, blob) != PM_OK) text.oom = true;
                 usable++;
+            } else if (blob && workspace_path(uri, acc->cwd) &&
+                       !(mime && !strcmp(mime, "application/pdf"))) {
+                /* another binary blob of a workspace file: offered as that file */
+                snprintf(tmp, sizeof tmp,
+                         "[Resource: %.400s (%.100s) - the workspace file %.400s (read it with "
+                         "your tools)]",
+                         uri, mime ? mime : "binary", workspace_path(uri, acc->cwd));
+                tb_add(&text, tmp, "\n");
+                usable++;
+            } else if (blob && mime && !strcmp(mime, "application/pdf") && base64_ok(blob)) {
+                /* a PDF goes to the model as a document (both providers take them) */
+                snprintf(tmp, sizeof tmp, "[Document: %.1000s]", uri);
+                tb_add(&text, tmp, "\n");
+                if (pm_message_add_document(m, mime, blob) != PM_OK) text.oom = true;
+                usable++;
             } else {
                 snprintf(tmp, sizeof tmp,
                          "the resource %.300s (%.100s): binary attachments other than images "
-                         "(png, jpeg, gif, webp) are not supported",
+                         "(png, jpeg, gif, webp) and PDF documents are not supported",
                          uri, mime ? mime : "no mimeType");
                 tb_add(notice, tmp, "; ");
                 continue;
@@ -712,7 +767,28 @@ static int build_message(json_t *blocks, pm_message *m, tbuf *notice, pacp_reply
                 usable++;
             }
         } else if (!strcmp(type, "audio")) {
-            why = "an audio block: audio input is not supported";
+            const char *data = json_string_value(json_object_get(b, "data"));
+            const char *mime = json_string_value(json_object_get(b, "mimeType"));
+            if (!acc->audio) {
+                snprintf(tmp, sizeof tmp,
+                         "an audio block: the model %.150s does not take audio input (OpenAI "
+                         "audio models do)",
+                         acc->model);
+                tb_add(notice, tmp, "; ");
+                continue;
+            }
+            if (!audio_mime(mime)) {
+                snprintf(tmp, sizeof tmp, "audio of type %.100s: only wav and mp3 are supported",
+                         mime ? mime : "(none)");
+                tb_add(notice, tmp, "; ");
+                continue;
+            }
+            if (!base64_ok(data)) {
+                why = "an audio block without base64 data";
+            } else {
+                if (pm_message_add_audio(m, mime, data) != PM_OK) text.oom = true;
+                usable++;
+            }
         } else {
             snprintf(tmp, sizeof tmp, "a content block of unsupported type %.100s", type);
             tb_add(notice, tmp, "; ");
@@ -761,13 +837,17 @@ static void m_prompt(pacp_server *srv, json_t *params, pacp_reply *r) {
     json_t *content = json_object_get(json_object_get(params, "message"), "content");
     pm_message msg;
     tbuf notice = {0};
+    accepts acc = {0};
+    acc.audio = pct_session_audio(srv->ctl, sid, acc.model, sizeof acc.model);
+    if (!pct_session_cwd(srv->ctl, sid, acc.cwd, sizeof acc.cwd)) acc.cwd[0] = '\0';
     if (json_is_string(content)) {
         json_t *one = json_pack("[{s:s, s:O}]", "type", "text", "text", content);
-        int rc = one ? build_message(one, &msg, &notice, r) : -1;
+        int rc = one ? build_message(one, &msg, &notice, r, &acc) : -1;
         json_decref(one);
         if (rc) goto fail;
     } else if (json_is_array(blocks) || json_is_array(content)) {
-        if (build_message(json_is_array(blocks) ? blocks : content, &msg, &notice, r)) goto fail;
+        if (build_message(json_is_array(blocks) ? blocks : content, &msg, &notice, r, &acc))
+            goto fail;
     } else {
         bad_params(r, "missing prompt (ContentBlock[])");
         return;

@@ -208,6 +208,24 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
             "optionId", "reject_always", "name", never, "kind", "reject_always");
     }
     req->trust = trust;
+    /* the question's identity: the session's epoch, the turn and attempt that ask, and
+     * the agent (a subagent's own id when it is the one asking) */
+    uint64_t epoch = 0;
+    char turn[48] = "", attempt[48] = "";
+    if (params && pct_session_turn_ids(srv->ctl, session_id, &epoch, turn, attempt)) {
+        json_t *cm = call->meta_json ? json_loads(call->meta_json, 0, NULL) : NULL;
+        const char *child = json_string_value(json_object_get(cm, "peri.childSessionId"));
+        pct_event_ids ids = {.session_epoch = epoch,
+                             .turn_id = turn[0] ? turn : NULL,
+                             .attempt_id = attempt[0] ? attempt : NULL,
+                             .agent_id = child ? child : session_id};
+        json_t *meta = json_object();
+        if (meta) {
+            pacp_ids_meta(meta, &ids);
+            json_object_set_new(params, "_meta", meta);
+        }
+        json_decref(cm);
+    }
     pthread_mutex_lock(&srv->mu);
     if (srv->eof || atomic_load(cancel)) {
         pthread_mutex_unlock(&srv->mu);

@@ -12,6 +12,8 @@
 
 static int64_t part_bytes(const pm_part *p) {
     if (p->kind == PM_PART_IMAGE) return 6000; /* ~1500 tokens, whatever its base64 size */
+    if (p->kind == PM_PART_AUDIO || p->kind == PM_PART_DOCUMENT) /* base64: ~3/4 of a byte each */
+        return p->text ? strlen(p->text) : 0;
     int64_t b = 16;
     if (p->text) b += (int64_t)strlen(p->text);
     if (p->id) b += (int64_t)strlen(p->id);

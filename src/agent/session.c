@@ -146,10 +146,19 @@ static void replay_part(const pag_session *s, size_t mi, const pm_part *p,
         free(title);
         break;
     }
-    case PM_PART_IMAGE: {
-        /* replayed as an ACP image ContentBlock */
-        json_t *b = json_pack("{s:s, s:s, s:s}", "type", "image", "mimeType",
-                              p->name ? p->name : "image/png", "data", p->text ? p->text : "");
+    case PM_PART_IMAGE:
+    case PM_PART_AUDIO:
+    case PM_PART_DOCUMENT: {
+        /* replayed as the ACP ContentBlock it came in: image, audio, or an embedded
+         * blob resource (a document) */
+        json_t *b =
+            p->kind == PM_PART_DOCUMENT
+                ? json_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "resource", "resource", "uri",
+                            "attachment:document.pdf", "mimeType",
+                            p->name ? p->name : "application/pdf", "blob", p->text ? p->text : "")
+                : json_pack("{s:s, s:s, s:s}", "type", p->kind == PM_PART_AUDIO ? "audio" : "image",
+                            "mimeType", p->name ? p->name : "image/png", "data",
+                            p->text ? p->text : "");
         char *block = b ? json_dumps(b, JSON_COMPACT) : NULL;
         json_decref(b);
         if (!block) break;

@@ -119,7 +119,16 @@ static pm_status port_reason(void *ctx, const pm_request *req, pm_event_fn on_ev
         memset(out, 0, sizeof *out);
         return err->status;
     }
-    return pm_stream(s->client, req, on_event, ev_ctx, cancel, out, err);
+    /* the session's thinking effort, when its model takes one */
+    pm_request r = *req;
+    pthread_mutex_lock(&s->mu);
+    static const char *const efforts[] = {"low", "medium", "high"};
+    for (size_t i = 0; i < 3; i++)
+        if (!strcmp(s->effort, efforts[i])) r.reasoning_effort = efforts[i];
+    pthread_mutex_unlock(&s->mu);
+    if (r.reasoning_effort && !pct_model_effort(s->settings_applied, s->model_applied))
+        r.reasoning_effort = NULL;
+    return pm_stream(s->client, &r, on_event, ev_ctx, cancel, out, err);
 }
 
 static int port_run_tool(void *ctx, const char *name, const char *args, atomic_int *cancel,
@@ -487,6 +496,7 @@ fail:
     prt_free(c->rt);
     free(c->tools);
     free(c->home);
+    free(c->disc_json);
     while (c->old_settings) {
         pct_old_settings *o = c->old_settings;
         c->old_settings = o->next;
@@ -541,6 +551,7 @@ int pct_free(pct_controller *c, long wait_ms) {
     prt_free(c->rt);
     free(c->tools);
     free(c->home);
+    free(c->disc_json);
     while (c->old_settings) {
         pct_old_settings *o = c->old_settings;
         c->old_settings = o->next;
@@ -675,6 +686,10 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
         set_err(err, PCT_FAILED, "out of memory%s", NULL);
         return PCT_FAILED;
     }
+    const char *eff = json_string_value(json_object_get(meta, "thinkingEffort"));
+    if (eff && (!strcmp(eff, "low") || !strcmp(eff, "medium") || !strcmp(eff, "high")))
+        snprintf(s->effort, sizeof s->effort, "%s", eff);
+    s->ctx1m = json_is_true(json_object_get(meta, "context1m"));
     /* A new epoch each time a process makes the session live: one more than any
      * epoch stored before (kept below by pct_save_meta), so none is ever reused. */
     json_t *ep = json_object_get(meta, "epoch");
@@ -800,6 +815,7 @@ pct_status pct_session_new(pct_controller *c, const char *cwd, char out_id[PST_I
 pct_status pct_session_new_mcp(pct_controller *c, const char *cwd, const char *mcp_json,
                                char out_id[PST_ID_LEN], char **notices, pct_error *err) {
     if (notices) *notices = NULL;
+    pct_discover(c, true); /* the model selector lists what the providers report */
     if (!c->machine_id[0]) {
         set_err(err, PCT_BAD_ARG,
                 "machineId is required to write to a shared store: this host has none%s", NULL);
@@ -915,6 +931,7 @@ pct_status pct_session_load_mcp(pct_controller *c, const char *id, bool replay,
         pct_sess_release(s);
         return rc;
     }
+    pct_discover(c, true);
     pst_thread th;
     pst_error pe;
     pst_status ps = pst_thread_get(c->store, id, &th, &pe);

@@ -102,6 +102,11 @@ typedef struct pct_sess {
     atomic_bool persist_bad; /* a history write failed: what the store holds is unknown */
     int64_t close_intent_ms; /* when close began (mu); kept in the meta as "closeIntent" */
     const pag_settings *settings_applied; /* the version model_cfg was taken from (worker) */
+    /* Config options beside mode and model (mu; kept in the meta): the thinking effort
+     * ("" = off, "low", "medium", "high") and the 1M context, each used only while the
+     * current model supports it; ctx1m_applied: what model_cfg was built with (worker). */
+    char effort[8];
+    bool ctx1m, ctx1m_applied;
 } pct_sess;
 
 /* Before a turn: when the project's configuration needs trust and the user has not
@@ -118,6 +123,11 @@ int pct_mcp_open(pct_sess *s, const char *mcp_json, char **notices);
 pmcp_pool *pct_mcp_ext(pct_sess *s);
 void pct_mcp_wait(pct_sess *s, uint64_t gen);
 char *pct_mcp_status(pct_sess *s);
+/* Model discovery: starts a listing when the cache is old (wait: and waits a bounded
+ * time for the first one); pct_discovered: the ids found (JSON array text, malloc'd) or
+ * NULL. */
+void pct_discover(pct_controller *c, bool wait);
+char *pct_discovered(pct_controller *c);
 /* True when the default model resolves to a configured provider (why: the reason when
  * not). */
 bool pct_credentials(pct_controller *c, char *why, size_t whylen);
@@ -156,7 +166,13 @@ struct pct_controller {
     pthread_mutex_t mu; /* workers and connectors counts */
     pthread_cond_t cv;
     int workers;
-    int connectors; /* MCP connector threads alive (mcp_start.c) */
+    int connectors; /* MCP connector and discovery threads alive */
+    /* Model discovery (discover.c), under mu: the "provider:model" ids the providers
+     * reported (JSON array text, owned, NULL = none yet), when, for which settings. */
+    char *disc_json;
+    int64_t disc_at;
+    bool disc_running, disc_done;
+    const pag_settings *disc_settings;
 };
 
 void pct_sess_retain(void *h);
@@ -216,6 +232,10 @@ char *pct_commands_json(pct_sess *s);
 /* Sets the mode / model and tells the client (current_mode_update, config_option_update). */
 pct_status pct_sess_set_mode(pct_sess *s, const char *mode_id, uint64_t turn, pct_error *err);
 pct_status pct_sess_set_model(pct_sess *s, const char *spec, uint64_t turn, pct_error *err);
+/* What the model `spec` supports: a reasoning effort (OpenAI o-series and gpt-5,
+ * Anthropic models with extended thinking), the 1M-token context (Anthropic Sonnet 4). */
+bool pct_model_effort(const pag_settings *st, const char *spec);
+bool pct_model_1m(const pag_settings *st, const char *spec);
 /* Model choices and the configOptions / modes JSON (malloc'd). */
 char *pct_config_json(pct_sess *s);
 char *pct_modes_json(pct_sess *s);

@@ -31,6 +31,8 @@ int pct_save_meta(pct_sess *s) {
     if (m) json_object_set_new(m, "allowAlways", str_array(s->allow_always, s->nallow));
     if (m) json_object_set_new(m, "rejectAlways", str_array(s->reject_always, s->nreject));
     if (m) json_object_set_new(m, "epoch", json_integer((json_int_t)s->epoch));
+    if (m && s->effort[0]) json_object_set_new(m, "thinkingEffort", json_string(s->effort));
+    if (m && s->ctx1m) json_object_set_new(m, "context1m", json_true());
     if (m && s->close_intent_ms)
         json_object_set_new(m, "closeIntent",
                             json_pack("{s:I, s:I}", "epoch", (json_int_t)s->epoch, "at",
@@ -65,8 +67,11 @@ char *pct_current_model(pct_sess *s) {
 void pct_apply_model(pct_sess *s) {
     char *want = pct_current_model(s);
     const pag_settings *now = s->c->settings; /* a new version after an authenticate */
+    pthread_mutex_lock(&s->mu);
+    bool same_1m = s->ctx1m == s->ctx1m_applied;
+    pthread_mutex_unlock(&s->mu);
     if (want && s->model_applied && strcmp(want, s->model_applied) == 0 &&
-        now == s->settings_applied) {
+        now == s->settings_applied && same_1m) {
         free(want);
         return;
     }
@@ -76,6 +81,10 @@ void pct_apply_model(pct_sess *s) {
     if (pag_settings_model_spec(now, want, &cfg, &name, s->model_missing,
                                 sizeof s->model_missing) != 0)
         name = NULL;
+    pthread_mutex_lock(&s->mu);
+    s->ctx1m_applied = s->ctx1m;
+    pthread_mutex_unlock(&s->mu);
+    cfg.context_1m = s->ctx1m_applied && pct_model_1m(now, want);
     pm_client_free(s->client);
     s->client = NULL;
     s->model_cfg = cfg;
@@ -108,6 +117,96 @@ static void add_choice(json_t *opts, const pag_settings *st, const char *spec) {
     if (o) json_array_append_new(opts, o);
 }
 
+/* The provider kind and model name of spec (name borrowed from spec). */
+static bool kind_of(const pag_settings *st, const char *spec, pm_provider *kind,
+                    const char **name) {
+    pm_config cfg;
+    char why[300];
+    if (!spec || pag_settings_model_spec(st, spec, &cfg, name, why, sizeof why) != 0) return false;
+    *kind = cfg.provider;
+    return true;
+}
+
+static bool has_prefix(const char *s, const char *const *prefixes) {
+    for (; *prefixes; prefixes++)
+        if (!strncmp(s, *prefixes, strlen(*prefixes))) return true;
+    return false;
+}
+
+bool pct_model_effort(const pag_settings *st, const char *spec) {
+    static const char *const openai[] = {"o1", "o3", "o4", "gpt-5", NULL};
+    static const char *const anthropic[] = {"claude-3-7",       "claude-sonnet-4", "claude-opus-4",
+                                            "claude-haiku-4-5", "claude-4",        NULL};
+    pm_provider k;
+    const char *name;
+    if (!kind_of(st, spec, &k, &name)) return false;
+    return has_prefix(name, k == PM_PROVIDER_OPENAI ? openai : anthropic);
+}
+
+bool pct_model_1m(const pag_settings *st, const char *spec) {
+    static const char *const one_m[] = {"claude-sonnet-4", NULL};
+    pm_provider k;
+    const char *name;
+    return kind_of(st, spec, &k, &name) && k == PM_PROVIDER_ANTHROPIC && has_prefix(name, one_m);
+}
+
+/* Audio input: OpenAI's audio models (input_audio); no Anthropic model takes audio. */
+static bool model_audio(const pag_settings *st, const char *spec) {
+    pm_provider k;
+    const char *name;
+    return kind_of(st, spec, &k, &name) && k == PM_PROVIDER_OPENAI && strstr(name, "audio");
+}
+
+bool pct_session_audio(pct_controller *c, const char *id, char *model, size_t len) {
+    pct_sess *s = pct_sess_get(c, id);
+    if (!s) return false;
+    char *cur = pct_current_model(s);
+    bool ok = model_audio(c->settings, cur);
+    if (model) snprintf(model, len, "%s", cur ? cur : "(no model)");
+    free(cur);
+    pct_sess_release(s);
+    return ok;
+}
+
+bool pct_session_cwd(pct_controller *c, const char *id, char *out, size_t len) {
+    pct_sess *s = pct_sess_get(c, id);
+    if (!s) return false;
+    bool ok = (size_t)snprintf(out, len, "%s", s->cwd) < len;
+    pct_sess_release(s);
+    return ok;
+}
+
+bool pct_default_audio(pct_controller *c) {
+    return model_audio(c->settings, pag_settings_default_model(c->settings));
+}
+
+/* The thinking_effort and context_1m options of the current model, when it has them. */
+static void add_model_options(pct_sess *s, const pag_settings *st, const char *cur, json_t *arr) {
+    pthread_mutex_lock(&s->mu);
+    char effort[8];
+    memcpy(effort, s->effort, sizeof effort);
+    bool one_m = s->ctx1m;
+    pthread_mutex_unlock(&s->mu);
+    if (pct_model_effort(st, cur))
+        json_array_append_new(
+            arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}, "
+                           "{s:s, s:s}]}",
+                           "id", "thinking_effort", "name", "Thinking effort", "description",
+                           "How much the model reasons before it answers (reasoning effort, or "
+                           "a thinking budget)",
+                           "category", "thought_level", "type", "select", "currentValue",
+                           effort[0] ? effort : "off", "options", "value", "off", "name", "Off",
+                           "value", "low", "name", "Low", "value", "medium", "name", "Medium",
+                           "value", "high", "name", "High"));
+    if (pct_model_1m(st, cur))
+        json_array_append_new(
+            arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:[{s:s, s:s}, {s:s, s:s}]}", "id",
+                           "context_1m", "name", "1M context", "description",
+                           "Ask the provider for its 1M-token context window", "category",
+                           "model_config", "type", "select", "currentValue", one_m ? "on" : "off",
+                           "options", "value", "off", "name", "Off", "value", "on", "name", "On"));
+}
+
 char *pct_config_json(pct_sess *s) {
     const pag_settings *st = s->c->settings;
     char *cur = pct_current_model(s);
@@ -116,6 +215,16 @@ char *pct_config_json(pct_sess *s) {
         add_choice(models, st, st->models[i].id);
     if (models) add_choice(models, st, pag_settings_default_model(st));
     if (models) add_choice(models, st, cur);
+    /* then what the providers report (discover.c), when a listing succeeded */
+    char *found = pct_discovered(s->c);
+    json_t *fa = found ? json_loads(found, 0, NULL) : NULL;
+    size_t i;
+    json_t *v;
+    json_array_foreach(fa, i, v) {
+        if (models && json_is_string(v)) add_choice(models, st, json_string_value(v));
+    }
+    json_decref(fa);
+    free(found);
     json_t *modes = json_array();
     for (int i = 0; modes && i < PAG_MODE_COUNT; i++)
         json_array_append_new(modes,
@@ -128,6 +237,7 @@ char *pct_config_json(pct_sess *s) {
                                              "The model that answers in this session", "category",
                                              "model", "type", "select", "currentValue",
                                              cur ? cur : "", "options", models));
+    if (arr) add_model_options(s, st, cur, arr);
     if (arr && modes)
         json_array_append_new(
             arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O}", "id", "mode", "name", "Mode",
@@ -258,6 +368,38 @@ pct_status pct_set_mode(pct_controller *c, const char *id, const char *mode_id, 
     return rc;
 }
 
+/* thinking_effort (effort) or context_1m: only while the current model offers it. */
+static pct_status set_model_option(pct_sess *s, bool effort, const char *value, pct_error *err) {
+    char *cur = pct_current_model(s);
+    const pag_settings *st = s->c->settings;
+    bool offered = effort ? pct_model_effort(st, cur) : pct_model_1m(st, cur);
+    bool ok = value && (effort ? (!strcmp(value, "off") || !strcmp(value, "low") ||
+                                  !strcmp(value, "medium") || !strcmp(value, "high"))
+                               : (!strcmp(value, "off") || !strcmp(value, "on")));
+    if (!offered || !ok) {
+        err->status = PCT_BAD_ARG;
+        snprintf(err->message, sizeof err->message, "%s",
+                 !offered ? (effort ? "thinking_effort is not offered by the current model "
+                                      "(see configOptions)"
+                                    : "context_1m is not offered by the current model (see "
+                                      "configOptions)")
+                 : effort ? "unknown value for thinking_effort (off, low, medium, high)"
+                          : "unknown value for context_1m (off, on)");
+        free(cur);
+        return PCT_BAD_ARG;
+    }
+    free(cur);
+    pthread_mutex_lock(&s->mu);
+    if (effort)
+        snprintf(s->effort, sizeof s->effort, "%s", strcmp(value, "off") ? value : "");
+    else
+        s->ctx1m = !strcmp(value, "on");
+    pthread_mutex_unlock(&s->mu);
+    pct_save_meta(s);
+    emit_config(s, 0);
+    return PCT_OK;
+}
+
 pct_status pct_set_config(pct_controller *c, const char *id, const char *config_id,
                           const char *value, pct_error *err) {
     pct_sess *s = live(c, id, err);
@@ -271,9 +413,14 @@ pct_status pct_set_config(pct_controller *c, const char *id, const char *config_
         rc = pct_sess_set_model(s, value, 0, err);
     } else if (config_id && !strcmp(config_id, "mode")) {
         rc = pct_sess_set_mode(s, value, 0, err);
+    } else if (config_id && !strcmp(config_id, "thinking_effort")) {
+        rc = set_model_option(s, true, value, err);
+    } else if (config_id && !strcmp(config_id, "context_1m")) {
+        rc = set_model_option(s, false, value, err);
     } else {
         err->status = rc = PCT_BAD_ARG;
-        snprintf(err->message, sizeof err->message, "unknown configId: %.100s (model, mode)",
+        snprintf(err->message, sizeof err->message,
+                 "unknown configId: %.100s (model, mode, thinking_effort, context_1m)",
                  config_id ? config_id : "");
     }
     pct_sess_release(s);

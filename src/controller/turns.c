@@ -460,6 +460,19 @@ void pct_cancel(pct_controller *c, const char *id) {
     pct_sess_release(s);
 }
 
+bool pct_session_turn_ids(pct_controller *c, const char *id, uint64_t *epoch, char turn[48],
+                          char attempt[48]) {
+    pct_sess *s = pct_sess_get(c, id);
+    if (!s) return false;
+    pthread_mutex_lock(&s->mu);
+    *epoch = s->epoch;
+    memcpy(turn, s->cur_turn_id, 48);
+    memcpy(attempt, s->cur_attempt_id, 48);
+    pthread_mutex_unlock(&s->mu);
+    pct_sess_release(s);
+    return true;
+}
+
 bool pct_session_closing(pct_controller *c, const char *id) {
     pct_sess *s = pct_sess_get(c, id);
     if (!s) return false;

@@ -50,6 +50,15 @@ static json_t *blocks_of(const pm_message *m) {
                           "media_type", p->name ? p->name : "image/png", "data",
                           p->text ? p->text : "");
             break;
+        case PM_PART_DOCUMENT:
+            b = json_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "document", "source", "type",
+                          "base64", "media_type", p->name ? p->name : "application/pdf", "data",
+                          p->text ? p->text : "");
+            break;
+        case PM_PART_AUDIO: /* Anthropic takes no audio (a history from another model) */
+            b = json_pack("{s:s, s:s}", "type", "text", "text",
+                          "[an audio attachment this model cannot hear]");
+            break;
         }
         bad |= !b || json_array_append_new(arr, b);
     }
@@ -127,7 +136,20 @@ char *pm__anthropic_body(const pm_request *req, bool stream, pm_error *err) {
             tools, json_pack("{s:s, s:s, s:o}", "name", t->name ? t->name : "", "description",
                              t->description ? t->description : "", "input_schema", schema));
     }
-    if (!bad && req->temperature >= 0)
+    int budget = !req->reasoning_effort                     ? 0
+                 : !strcmp(req->reasoning_effort, "low")    ? 2048
+                 : !strcmp(req->reasoning_effort, "medium") ? 8192
+                 : !strcmp(req->reasoning_effort, "high")   ? 24576
+                                                            : 0;
+    if (!bad && budget) {
+        /* extended thinking: the budget must fit below max_tokens; no temperature */
+        int mt = req->max_tokens > 0 ? req->max_tokens : DEFAULT_MAX_TOKENS;
+        if (mt <= budget) mt = budget + DEFAULT_MAX_TOKENS;
+        bad |= json_object_set_new(root, "max_tokens", json_integer(mt));
+        bad |= json_object_set_new(
+            root, "thinking", json_pack("{s:s, s:i}", "type", "enabled", "budget_tokens", budget));
+    }
+    if (!bad && req->temperature >= 0 && !budget)
         bad |= json_object_set_new(root, "temperature", json_real(req->temperature));
     if (!bad) bad |= json_object_set_new(root, "stream", json_boolean(stream));
     char *out = bad ? NULL : json_dumps(root, JSON_COMPACT);

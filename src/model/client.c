@@ -100,6 +100,7 @@ pm_client *pm_client_new(const pm_config *cfg, pm_error *err) {
     c->retry_max_ms = cfg->retry_max_ms > 0 ? cfg->retry_max_ms : 8000;
     c->retry_after_cap_ms = cfg->retry_after_cap_ms > 0 ? cfg->retry_after_cap_ms : 30000;
     c->proxy = cfg->proxy ? strdup(cfg->proxy) : NULL;
+    c->context_1m = cfg->context_1m;
     c->easy = curl_easy_init();
     c->multi = curl_multi_init();
     if (!c->base_url || !c->api_key || !c->anthropic_version || !c->easy || !c->multi ||
@@ -192,6 +193,8 @@ static pm_status call(pm_client *c, const pm_request *req, bool stream, pm_event
         else
             h = curl_slist_append(hdrs, hbuf.p);
     }
+    if (h && c->provider == PM_PROVIDER_ANTHROPIC && c->context_1m)
+        h = curl_slist_append(hdrs, "anthropic-beta: context-1m-2025-08-07");
     if (!h) {
         st = pm__fail(err, PM_ERR_NOMEM, "out of memory");
         goto done;

@@ -96,6 +96,16 @@ pm_status pm_message_add_tool_result(pm_message *m, const char *tool_call_id, co
                NULL, NULL, NULL, is_error);
 }
 
+pm_status pm_message_add_audio(pm_message *m, const char *mime, const char *data_b64) {
+    return add(m, PM_PART_AUDIO, data_b64 ? data_b64 : "", NULL, mime ? mime : "audio/wav", NULL,
+               NULL, false);
+}
+
+pm_status pm_message_add_document(pm_message *m, const char *mime, const char *data_b64) {
+    return add(m, PM_PART_DOCUMENT, data_b64 ? data_b64 : "", NULL, mime ? mime : "application/pdf",
+               NULL, NULL, false);
+}
+
 pm_status pm_message_add_image(pm_message *m, const char *mime, const char *data_b64) {
     return add(m, PM_PART_IMAGE, data_b64 ? data_b64 : "", NULL, mime ? mime : "image/png", NULL,
                NULL, false);
@@ -127,7 +137,8 @@ char *pm_message_text(const pm_message *m) {
 
 /* ---------------------------------------------------------------- JSON form */
 
-static const char *const part_types[] = {"text", "thinking", "tool_call", "tool_result", "image"};
+static const char *const part_types[] = {"text",  "thinking", "tool_call", "tool_result",
+                                         "image", "audio",    "document"};
 
 static int set_str(json_t *o, const char *k, const char *v) {
     return v ? json_object_set_new(o, k, json_string(v)) : 0;
@@ -165,6 +176,8 @@ char *pm_message_to_json(const pm_message *m) {
             bad |= json_object_set_new(o, "is_error", json_boolean(p->is_error));
             break;
         case PM_PART_IMAGE:
+        case PM_PART_AUDIO:
+        case PM_PART_DOCUMENT:
             bad |= set_str(o, "mime", p->name ? p->name : "image/png");
             bad |= set_str(o, "data", p->text ? p->text : "");
             break;
@@ -209,6 +222,10 @@ pm_status pm_message_from_json(const char *json, pm_message *m, pm_error *err) {
                                             json_is_true(json_object_get(o, "is_error")));
         else if (strcmp(type, "image") == 0 && pm__jstr(o, "data"))
             st = pm_message_add_image(m, pm__jstr(o, "mime"), pm__jstr(o, "data"));
+        else if (strcmp(type, "audio") == 0 && pm__jstr(o, "data"))
+            st = pm_message_add_audio(m, pm__jstr(o, "mime"), pm__jstr(o, "data"));
+        else if (strcmp(type, "document") == 0 && pm__jstr(o, "data"))
+            st = pm_message_add_document(m, pm__jstr(o, "mime"), pm__jstr(o, "data"));
         else
             st = pm__fail(err, PM_ERR_PROTOCOL, "part %zu has unknown type \"%s\"", i, type);
         if (st == PM_ERR_NOMEM) pm__fail(err, st, "out of memory");

@@ -130,7 +130,8 @@ int64_t pm__jint(json_t *obj, const char *key);     /* integer value or 0 */
 struct pm_client {
     pm_provider provider;
     char *base_url, *api_key, *anthropic_version;
-    char *proxy; /* NULL: libcurl default */
+    char *proxy;     /* NULL: libcurl default */
+    bool context_1m; /* Anthropic: the 1M-context beta header */
     long connect_timeout_ms, request_timeout_ms, idle_timeout_ms;
     int max_retries;
     long retry_base_ms, retry_max_ms, retry_after_cap_ms;

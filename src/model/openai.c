@@ -39,7 +39,8 @@ static int add_message(json_t *arr, const pm_message *m) {
         if (m->role == PM_ROLE_TOOL) return bad;
         bool has_text = false;
         for (size_t i = 0; i < m->nparts; i++)
-            has_text |= m->parts[i].kind == PM_PART_TEXT || m->parts[i].kind == PM_PART_IMAGE;
+            has_text |= m->parts[i].kind == PM_PART_TEXT || m->parts[i].kind == PM_PART_IMAGE ||
+                        m->parts[i].kind == PM_PART_AUDIO || m->parts[i].kind == PM_PART_DOCUMENT;
         if (!has_text && m->nparts > 0) return bad;
     }
     json_t *o = json_object();
@@ -47,7 +48,8 @@ static int add_message(json_t *arr, const pm_message *m) {
     bad |= json_object_set_new(o, "role", json_string(pm_role_name(m->role)));
     bool has_image = false;
     for (size_t i = 0; i < m->nparts; i++)
-        has_image |= m->parts[i].kind == PM_PART_IMAGE;
+        has_image |= m->parts[i].kind == PM_PART_IMAGE || m->parts[i].kind == PM_PART_AUDIO ||
+                     m->parts[i].kind == PM_PART_DOCUMENT;
     if (m->role == PM_ROLE_USER && has_image) {
         /* content parts: text and image_url (data URL) in order */
         json_t *parts = json_array();
@@ -64,6 +66,22 @@ static int add_message(json_t *arr, const pm_message *m) {
                 char *url = malloc(n);
                 if (url) snprintf(url, n, "data:%s;base64,%s", mime, data);
                 c = url ? json_pack("{s:s, s:{s:s}}", "type", "image_url", "image_url", "url", url)
+                        : NULL;
+                free(url);
+            } else if (p->kind == PM_PART_AUDIO) {
+                /* input_audio: the format from the MIME type (wav or mp3) */
+                const char *mime = p->name ? p->name : "audio/wav";
+                const char *fmt = strstr(mime, "mp3") || strstr(mime, "mpeg") ? "mp3" : "wav";
+                c = json_pack("{s:s, s:{s:s, s:s}}", "type", "input_audio", "input_audio", "data",
+                              p->text ? p->text : "", "format", fmt);
+            } else if (p->kind == PM_PART_DOCUMENT) {
+                const char *mime = p->name ? p->name : "application/pdf";
+                const char *data = p->text ? p->text : "";
+                size_t n = strlen(mime) + strlen(data) + 16;
+                char *url = malloc(n);
+                if (url) snprintf(url, n, "data:%s;base64,%s", mime, data);
+                c = url ? json_pack("{s:s, s:{s:s, s:s}}", "type", "file", "file", "filename",
+                                    "document.pdf", "file_data", url)
                         : NULL;
                 free(url);
             } else {
@@ -137,6 +155,8 @@ char *pm__openai_body(const pm_request *req, bool stream, pm_error *err) {
         bad |= json_object_set_new(root, "max_tokens", json_integer(req->max_tokens));
     if (!bad && req->temperature >= 0)
         bad |= json_object_set_new(root, "temperature", json_real(req->temperature));
+    if (!bad && req->reasoning_effort)
+        bad |= json_object_set_new(root, "reasoning_effort", json_string(req->reasoning_effort));
     if (!bad) {
         bad |= json_object_set_new(root, "stream", json_boolean(stream));
         if (stream)

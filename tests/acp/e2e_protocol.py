@@ -75,6 +75,22 @@ def s_ids(E):
     check(turns[0][0] != turns[1][0] and turns[0][1] != turns[1][1], "ids reused %r" % turns)
     check(turns[0][2][-1] < turns[1][2][0], "seq not monotonic across turns")
 
+    # a permission question of a turn carries that turn's identity
+    E.mock.script([{"tool_calls": [{"id": "w1", "name": "write",
+                                    "arguments": {"path": "w.txt", "content": "x"}}]},
+                   {"text": "written"}])
+    t0 = time.monotonic()
+    fs, ans = turn_frames(a, sid, prompt(a, sid, "write it"), t0)
+    asks = [f for _, f in frames_between(a, t0) if f.get("method") ==
+            "session/request_permission"]
+    check(len(asks) == 1, "one permission question %r" % asks)
+    m = asks[0]["params"].get("_meta", {})
+    check(m.get("peri.turnId") == meta_of(fs[-1])["peri.turnId"] and
+          m.get("peri.attemptId") == meta_of(fs[-1])["peri.attemptId"] and
+          m.get("peri.agentId") == sid and m.get("peri.sessionEpoch") == 1,
+          "permission ids %r" % m)
+    turns.append((m["peri.turnId"], m["peri.attemptId"], []))
+
     # a subagent's events carry its own agent id
     E.mock.script([
         {"tool_calls": [{"id": "task1", "name": "task", "arguments": {
@@ -709,7 +725,228 @@ def s_auth(E):
     check("error" in e and open(target).read() == "{}", "symlink followed %r" % e)
 
 
-SCENARIOS = {"ids": s_ids, "terminal": s_terminal, "queue": s_queue,
+# ---------------------------------------------------------------- 8 model discovery
+
+def s_discover(E):
+    import http.server
+    import threading
+    seen = []
+
+    class Models(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_GET(self):
+            seen.append((self.path, self.headers.get("Authorization")))
+            ids = ["m-one", "m-two", "bad id", "x" * 200, "ctl\u0001"]
+            body = json.dumps({"data": [{"id": i} for i in ids] + [{"nope": 1}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Models)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        E.settings({"maxRetries": 0, "providers": {"disc": {
+            "type": "openai", "baseUrl": "http://127.0.0.1:%d/v1" % srv.server_address[1],
+            "apiKey": "dk"}}})
+        a = E.agent()
+        r = a.result("session/new", {"cwd": E.cwd, "mcpServers": []})
+        opts = [o["value"] for o in
+                {c["id"]: c for c in r["configOptions"]}["model"]["options"]]
+        check(opts[0] == "openai:mock-model", "the configured model first %r" % opts)
+        check("disc:m-one" in opts and "disc:m-two" in opts, "discovered models %r" % opts)
+        check(not any(" " in o or len(o) > 140 or "\u0001" in o for o in opts),
+              "a bad id reached the selector %r" % opts)
+        check(seen and seen[0] == ("/v1/models", "Bearer dk"), "listing request %r" % seen)
+        # the mock model provider answers 404 to its listing: logged, nothing added
+        time.sleep(0.2)
+        check("listing the models of provider openai failed" in "".join(a.stderr),
+              "failed listing not logged: %s" % "".join(a.stderr)[-500:])
+        # cached: a second session lists nothing again
+        n = len(seen)
+        a.result("session/new", {"cwd": E.cwd, "mcpServers": []})
+        check(len(seen) == n, "listing not cached (%d -> %d)" % (n, len(seen)))
+        # a discovered model can be chosen
+        sid = r["sessionId"]
+        r = a.result("session/set_config_option", {"sessionId": sid, "configId": "model",
+                                                   "value": "disc:m-two"})
+        check({o["id"]: o for o in r["configOptions"]}["model"]["currentValue"] ==
+              "disc:m-two", "choose a discovered model %r" % r)
+    finally:
+        srv.shutdown()
+
+
+# ---------------------------------------------------------------- 7 config options
+
+def s_options(E):
+    E.settings({"maxRetries": 0,
+                "providers": {"alt": {"type": "anthropic", "baseUrl": E.mock.url,
+                                      "apiKey": "alt-key"}},
+                "models": [{"id": "openai:mock-model", "name": "Mock"},
+                           {"id": "openai:o3-mock", "name": "Reasoning mock"},
+                           {"id": "alt:claude-sonnet-4-mock", "name": "Sonnet mock"}]})
+    a = E.agent()
+    r = a.result("session/new", {"cwd": E.cwd, "mcpServers": []})
+    sid = r["sessionId"]
+    ids = [o["id"] for o in r["configOptions"]]
+    check(ids == ["model", "mode"], "a model without effort or 1M offers neither: %r" % ids)
+    e = a.call("session/set_config_option", {"sessionId": sid, "configId": "thinking_effort",
+                                             "value": "high"})["error"]
+    check(e["code"] == -32602 and "not offered" in e["message"], "effort refused %r" % e)
+
+    def opts(r):
+        return {o["id"]: o for o in r["configOptions"]}
+    r = a.result("session/set_config_option", {"sessionId": sid, "configId": "model",
+                                               "value": "openai:o3-mock"})
+    te = opts(r).get("thinking_effort")
+    check(te and te["currentValue"] == "off" and te["category"] == "thought_level" and
+          [v["value"] for v in te["options"]] == ["off", "low", "medium", "high"] and
+          "context_1m" not in opts(r), "o3 options %r" % r["configOptions"])
+    for bad in ("max", "", "HIGH"):
+        e = a.call("session/set_config_option", {"sessionId": sid, "configId": "thinking_effort",
+                                                 "value": bad})["error"]
+        check(e["code"] == -32602, "bad effort %r: %r" % (bad, e))
+    r = a.result("session/set_config_option", {"sessionId": sid, "configId": "thinking_effort",
+                                               "value": "high"})
+    check(opts(r)["thinking_effort"]["currentValue"] == "high", "effort set %r" % r)
+    E.mock.script([{"text": "thought hard"}])
+    a.response(prompt(a, sid, "think"))
+    body = E.mock.requests()[-1]["body"]
+    check(body.get("reasoning_effort") == "high" and body["model"] == "o3-mock",
+          "openai reasoning_effort %r" % {k: body.get(k) for k in ("model", "reasoning_effort")})
+    # an Anthropic model with extended thinking and the 1M context
+    r = a.result("session/set_config_option", {"sessionId": sid, "configId": "model",
+                                               "value": "alt:claude-sonnet-4-mock"})
+    check(opts(r)["thinking_effort"]["currentValue"] == "high" and
+          opts(r)["context_1m"]["currentValue"] == "off", "sonnet options %r" % r)
+    a.result("session/set_config_option", {"sessionId": sid, "configId": "thinking_effort",
+                                           "value": "medium"})
+    a.result("session/set_config_option", {"sessionId": sid, "configId": "context_1m",
+                                           "value": "on"})
+    E.mock.script([{"text": "long context"}])
+    a.response(prompt(a, sid, "with 1M"))
+    q = E.mock.requests()[-1]
+    b = q["body"]
+    check(q["path"].endswith("/messages") and b.get("thinking") == {
+        "type": "enabled", "budget_tokens": 8192} and b["max_tokens"] > 8192 and
+        "temperature" not in b, "anthropic thinking %r" % {k: b.get(k) for k in (
+            "thinking", "max_tokens", "temperature")})
+    check("context-1m" in q["headers"].get("anthropic-beta", ""), "1M header %r" % q["headers"])
+    # back to a model without them: nothing is sent
+    a.result("session/set_config_option", {"sessionId": sid, "configId": "model",
+                                           "value": "openai:mock-model"})
+    E.mock.script([{"text": "plain"}])
+    a.response(prompt(a, sid, "plain"))
+    body = E.mock.requests()[-1]["body"]
+    check("reasoning_effort" not in body, "effort sent to a model without it %r" % body.keys())
+    # kept with the session
+    a.result("session/set_config_option", {"sessionId": sid, "configId": "model",
+                                           "value": "alt:claude-sonnet-4-mock"})
+    check(a.close_stdin() == 0, "exit")
+    b2 = E.agent()
+    r = b2.result("session/load", {"sessionId": sid, "cwd": E.cwd, "mcpServers": []})
+    check(opts(r)["thinking_effort"]["currentValue"] == "medium" and
+          opts(r)["context_1m"]["currentValue"] == "on", "not persisted %r" % r["configOptions"])
+
+
+# ---------------------------------------------------------------- 10 attachments
+
+def s_attachments(E):
+    import base64 as b64
+    wav = b64.b64encode(b"RIFF....WAVEfmt fake").decode()
+    pdf = b64.b64encode(b"%PDF-1.4 fake document").decode()
+    E.settings({"maxRetries": 0,
+                "providers": {"alt": {"type": "anthropic", "baseUrl": E.mock.url,
+                                      "apiKey": "alt-key"}},
+                "models": [{"id": "openai:gpt-4o-audio-mock", "name": "Audio"},
+                           {"id": "openai:mock-model", "name": "Mock"},
+                           {"id": "alt:claude-mock", "name": "Claude"}]})
+    a = E.agent(PERI_MODEL="openai:gpt-4o-audio-mock")
+    init = a.log[0][1]["result"]["agentCapabilities"]["promptCapabilities"]
+    check(init["audio"] is True and init["image"] is True and init["embeddedContext"] is True,
+          "prompt capabilities %r" % init)
+    sid = E.new_session(a)
+    # audio to an audio model: OpenAI input_audio; a PDF: an OpenAI file part
+    E.mock.script([{"text": "heard and read"}])
+    r = a.response(a.request("session/prompt", {"sessionId": sid, "prompt": [
+        {"type": "text", "text": "listen"},
+        {"type": "audio", "mimeType": "audio/wav", "data": wav},
+        {"type": "resource", "resource": {"uri": "file:///doc.pdf", "mimeType": "application/pdf",
+                                          "blob": pdf}}]}))
+    check(r.get("result") == {"stopReason": "end_turn"}, "audio turn %r" % r)
+    parts = E.mock.requests()[-1]["body"]["messages"][-1]["content"]
+    check({"type": "input_audio", "input_audio": {"data": wav, "format": "wav"}} in parts,
+          "input_audio part %r" % parts)
+    check({"type": "file", "file": {"filename": "document.pdf",
+                                    "file_data": "data:application/pdf;base64," + pdf}} in parts,
+          "file part %r" % parts)
+    # a model without audio: a clear refusal naming it; the PDF still goes, as an Anthropic
+    # document block
+    a.result("session/set_config_option", {"sessionId": sid, "configId": "model",
+                                           "value": "alt:claude-mock"})
+    E.mock.script([{"text": "read only"}])
+    t0 = time.monotonic()
+    r = a.response(a.request("session/prompt", {"sessionId": sid, "prompt": [
+        {"type": "text", "text": "again"},
+        {"type": "audio", "mimeType": "audio/wav", "data": wav},
+        {"type": "resource", "resource": {"uri": "file:///doc.pdf", "mimeType": "application/pdf",
+                                          "blob": pdf}}]}))
+    check(r.get("result") == {"stopReason": "end_turn"}, "claude turn %r" % r)
+    note = "".join(u["content"]["text"] for _, u in a.updates(sid, t0)
+                   if u["sessionUpdate"] == "agent_message_chunk")
+    check("alt:claude-mock does not take audio" in note, "audio refusal %r" % note)
+    q = E.mock.requests()[-1]
+    blocks = q["body"]["messages"][-1]["content"]
+    check({"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+                                          "data": pdf}} in blocks, "document block %r" % blocks)
+    check(not any(b.get("type") == "input_audio" for b in blocks), "audio sent to claude")
+    # other audio formats are refused alone
+    a.result("session/set_config_option", {"sessionId": sid, "configId": "model",
+                                           "value": "openai:gpt-4o-audio-mock"})
+    e = a.call("session/prompt", {"sessionId": sid, "prompt": [
+        {"type": "audio", "mimeType": "audio/ogg", "data": wav}]})["error"]
+    check(e["code"] == -32602 and "only wav and mp3" in e["message"], "ogg %r" % e)
+    # workspace files: a resource_link, and a binary blob of one, are offered as files the
+    # model reads with its tools; outside the workspace, or escaping it, they are not
+    root = os.path.realpath(E.cwd)
+    E.put("notes.txt", "n")
+    E.mock.script([{"text": "refs"}])
+    t0 = time.monotonic()
+    r = a.response(a.request("session/prompt", {"sessionId": sid, "prompt": [
+        {"type": "resource_link", "name": "notes", "uri": "file://%s/notes.txt" % root},
+        {"type": "resource_link", "name": "esc", "uri": "file://%s/../secret" % root},
+        {"type": "resource", "resource": {"uri": "file://%s/data.bin" % root,
+                                          "mimeType": "application/octet-stream", "blob": pdf}},
+        {"type": "resource", "resource": {"uri": "file:///etc/x.bin",
+                                          "mimeType": "application/octet-stream", "blob": pdf}}]}))
+    check(r.get("result") == {"stopReason": "end_turn"}, "refs turn %r" % r)
+    msg = json.dumps(E.mock.requests()[-1]["body"]["messages"][-1])
+    check("the workspace file notes.txt" in msg and "the workspace file data.bin" in msg,
+          "workspace references %s" % msg[:600])
+    check("the workspace file ../" not in msg and "workspace file secret" not in msg,
+          "an escaping link became a workspace file %s" % msg[:600])
+    note = "".join(u["content"]["text"] for _, u in a.updates(sid, t0)
+                   if u["sessionUpdate"] == "agent_message_chunk")
+    check("file:///etc/x.bin" in note, "an outside blob was not refused %r" % note)
+    # the history keeps them: replayed as the blocks they came in
+    check(a.close_stdin() == 0, "exit")
+    b = E.agent(PERI_MODEL="openai:gpt-4o-audio-mock")
+    t0 = time.monotonic()
+    b.result("session/load", {"sessionId": sid, "cwd": E.cwd, "mcpServers": []})
+    rep = [u for _, u in b.updates(sid, t0) if u["sessionUpdate"] == "user_message_chunk"]
+    kinds = [u["content"]["type"] for u in rep]
+    check("audio" in kinds and "resource" in kinds, "replayed blocks %r" % kinds)
+    # a host whose default model takes no audio says so in initialize
+    c = E.agent(PERI_MODEL="openai:mock-model")
+    check(c.log[0][1]["result"]["agentCapabilities"]["promptCapabilities"]["audio"] is False,
+          "audio advertised for a model without it")
+
+
+SCENARIOS = {"attachments": s_attachments, "options": s_options, "discover": s_discover,
+             "ids": s_ids, "terminal": s_terminal, "queue": s_queue,
              "retry_cancel": s_retry_cancel, "extensions": s_extensions, "closing": s_closing,
              "close_honest": s_close_honest, "mcp_start": s_mcp_start, "auth": s_auth}
 
