@@ -17,13 +17,13 @@
 
 #define FS_TIMEOUT_MS 30000
 
-void pacp_fs_caps(pacp_server *srv, json_t *caps) {
+void pacp__fs_caps(pacp_server *srv, json_t *caps) {
     json_t *fs = json_object_get(caps, "fs");
     atomic_store(&srv->fs_read, json_is_true(json_object_get(fs, "readTextFile")));
     atomic_store(&srv->fs_write, json_is_true(json_object_get(fs, "writeTextFile")));
 }
 
-bool pacp_fs_on_response(pacp_server *srv, pacp_msg *m) {
+bool pacp__fs_on_response(pacp_server *srv, pacp_msg *m) {
     json_int_t id = json_integer_value(m->id);
     bool taken = false;
     pthread_mutex_lock(&srv->mu);
@@ -72,8 +72,8 @@ static pacp_outreq *fs_call(pacp_server *srv, const char *method, json_t *params
     req->next = srv->pending;
     srv->pending = req;
     pthread_mutex_unlock(&srv->mu);
-    json_t *f = pacp_make_request(req->id, method, params);
-    int sent = f && pacp_writer_send(&srv->w, f) == 0;
+    json_t *f = pacp__make_request(req->id, method, params);
+    int sent = f && pacp__writer_send(&srv->w, f) == 0;
     json_decref(f);
     struct timespec dl;
     clock_gettime(CLOCK_REALTIME, &dl);
@@ -98,7 +98,7 @@ static pacp_outreq *fs_call(pacp_server *srv, const char *method, json_t *params
     return req;
 }
 
-int pacp_fs_read(void *ctx, const char *session_id, const char *abs_path, char **data,
+int pacp__fs_read(void *ctx, const char *session_id, const char *abs_path, char **data,
                  size_t *len) {
     pacp_server *srv = ctx;
     if (!atomic_load(&srv->fs_read)) return 1;
@@ -117,7 +117,7 @@ int pacp_fs_read(void *ctx, const char *session_id, const char *abs_path, char *
     return 0;
 }
 
-int pacp_fs_write(void *ctx, const char *session_id, const char *abs_path, const char *data,
+int pacp__fs_write(void *ctx, const char *session_id, const char *abs_path, const char *data,
                   size_t len) {
     pacp_server *srv = ctx;
     if (!atomic_load(&srv->fs_write)) return 1;

@@ -7,7 +7,7 @@
  *
  * Invariants: never used for sandboxed runs (the client's terminal is not our sandbox);
  * every terminal created is released exactly once: after the tool_call_update that embeds
- * it has been written (sink_event -> pacp_term_after_update), so the client can keep
+ * it has been written (sink_event -> pacp__term_after_update), so the client can keep
  * showing it, or here when the run did not complete. Answers are kept as JSON text by the
  * reader thread and decoded on the tool thread (no json_t crosses threads).
  */
@@ -27,11 +27,11 @@ typedef struct pacp_term {
     char id[128];
 } pacp_term;
 
-void pacp_term_caps(pacp_server *srv, json_t *caps) {
+void pacp__term_caps(pacp_server *srv, json_t *caps) {
     atomic_store(&srv->term, json_is_true(json_object_get(caps, "terminal")));
 }
 
-bool pacp_term_on_response(pacp_server *srv, pacp_msg *m) {
+bool pacp__term_on_response(pacp_server *srv, pacp_msg *m) {
     json_int_t id = json_integer_value(m->id);
     bool taken = false;
     pthread_mutex_lock(&srv->mu);
@@ -67,8 +67,8 @@ static json_int_t send_req(pacp_server *srv, const char *method, json_t *params,
         srv->pending = req;
     }
     pthread_mutex_unlock(&srv->mu);
-    json_t *f = pacp_make_request(id, method, params);
-    int ok = f && pacp_writer_send(&srv->w, f) == 0;
+    json_t *f = pacp__make_request(id, method, params);
+    int ok = f && pacp__writer_send(&srv->w, f) == 0;
     json_decref(f);
     return ok ? id : 0;
 }
@@ -128,7 +128,7 @@ static void release(pacp_server *srv, const char *sid, const char *tid) {
              NULL);
 }
 
-int pacp_term_run(void *ctx, const char *sid, const char *cwd, const char *command,
+int pacp__term_run(void *ctx, const char *sid, const char *cwd, const char *command,
                   long long timeout_ms, size_t max_output, atomic_int *cancel,
                   ptl_term_result *out) {
     pacp_server *srv = ctx;
@@ -194,7 +194,7 @@ int pacp_term_run(void *ctx, const char *sid, const char *cwd, const char *comma
     return 0;
 }
 
-void pacp_term_after_update(pacp_server *srv, json_t *params) {
+void pacp__term_after_update(pacp_server *srv, json_t *params) {
     json_t *content = json_object_get(json_object_get(params, "update"), "content");
     size_t i;
     json_t *c;
@@ -215,7 +215,7 @@ void pacp_term_after_update(pacp_server *srv, json_t *params) {
     }
 }
 
-void pacp_term_release_all(pacp_server *srv) {
+void pacp__term_release_all(pacp_server *srv) {
     pthread_mutex_lock(&srv->mu);
     pacp_term *t = srv->terms;
     srv->terms = NULL;

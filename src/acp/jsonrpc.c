@@ -20,7 +20,7 @@ static void invalid(pacp_msg *out, int code, const char *msg) {
     out->err_msg = msg;
 }
 
-void pacp_decode(const char *text, size_t len, pacp_msg *out) {
+void pacp__decode(const char *text, size_t len, pacp_msg *out) {
     memset(out, 0, sizeof *out);
     json_error_t jerr;
     out->root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
@@ -70,7 +70,7 @@ void pacp_decode(const char *text, size_t len, pacp_msg *out) {
     invalid(out, PACP_INVALID_REQUEST, "Invalid Request");
 }
 
-void pacp_msg_clear(pacp_msg *m) {
+void pacp__msg_clear(pacp_msg *m) {
     json_decref(m->root);
     memset(m, 0, sizeof *m);
 }
@@ -86,7 +86,7 @@ static json_t *frame(json_t *id) {
     return f;
 }
 
-json_t *pacp_make_result(json_t *id, json_t *result) {
+json_t *pacp__make_result(json_t *id, json_t *result) {
     json_t *f = frame(id);
     if (!f || !result || json_object_set_new(f, "result", result)) {
         if (!f) json_decref(result);
@@ -96,7 +96,7 @@ json_t *pacp_make_result(json_t *id, json_t *result) {
     return f;
 }
 
-json_t *pacp_make_error(json_t *id, int code, const char *message, json_t *data) {
+json_t *pacp__make_error(json_t *id, int code, const char *message, json_t *data) {
     json_t *f = frame(id);
     json_t *e = json_object();
     if (!f || !e || json_object_set_new(e, "code", json_integer(code)) ||
@@ -109,7 +109,7 @@ json_t *pacp_make_error(json_t *id, int code, const char *message, json_t *data)
     return f;
 }
 
-json_t *pacp_make_notification(const char *method, json_t *params) {
+json_t *pacp__make_notification(const char *method, json_t *params) {
     json_t *f = json_object();
     if (!f || !params || json_object_set_new(f, "jsonrpc", json_string("2.0")) ||
         json_object_set_new(f, "method", json_string(method)) ||
@@ -121,8 +121,8 @@ json_t *pacp_make_notification(const char *method, json_t *params) {
     return f;
 }
 
-json_t *pacp_make_request(json_int_t id, const char *method, json_t *params) {
-    json_t *f = pacp_make_notification(method, params);
+json_t *pacp__make_request(json_int_t id, const char *method, json_t *params) {
+    json_t *f = pacp__make_notification(method, params);
     if (!f) return NULL;
     if (json_object_set_new(f, "id", json_integer(id))) {
         json_decref(f);
@@ -131,7 +131,7 @@ json_t *pacp_make_request(json_int_t id, const char *method, json_t *params) {
     return f;
 }
 
-char *pacp_encode(const json_t *frame, size_t *len_out) {
+char *pacp__encode(const json_t *frame, size_t *len_out) {
     /* JSON_COMPACT never emits raw newlines: strings escape them. */
     char *s = json_dumps(frame, JSON_COMPACT | JSON_PRESERVE_ORDER);
     if (!s) return NULL;

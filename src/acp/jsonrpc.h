@@ -40,18 +40,18 @@ typedef struct pacp_msg {
     const char *err_msg;
 } pacp_msg;
 
-/* Decodes one frame. Always fills *out; the caller frees with pacp_msg_clear. */
-void pacp_decode(const char *text, size_t len, pacp_msg *out);
-void pacp_msg_clear(pacp_msg *m);
+/* Decodes one frame. Always fills *out; the caller frees with pacp__msg_clear. */
+void pacp__decode(const char *text, size_t len, pacp_msg *out);
+void pacp__msg_clear(pacp_msg *m);
 
 /* Frame builders. Each returns a new reference (NULL on allocation failure) and
  * steals the reference passed as `result` / `params` / `data`; `id` is borrowed. */
-json_t *pacp_make_result(json_t *id, json_t *result);
-json_t *pacp_make_error(json_t *id, int code, const char *message, json_t *data);
-json_t *pacp_make_notification(const char *method, json_t *params);
-json_t *pacp_make_request(json_int_t id, const char *method, json_t *params);
+json_t *pacp__make_result(json_t *id, json_t *result);
+json_t *pacp__make_error(json_t *id, int code, const char *message, json_t *data);
+json_t *pacp__make_notification(const char *method, json_t *params);
+json_t *pacp__make_request(json_int_t id, const char *method, json_t *params);
 
 /* Serialises a frame as one line ending in '\n'. Caller frees. NULL on failure. */
-char *pacp_encode(const json_t *frame, size_t *len_out);
+char *pacp__encode(const json_t *frame, size_t *len_out);
 
 #endif

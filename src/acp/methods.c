@@ -17,7 +17,7 @@
 typedef void (*handler)(pacp_server *, json_t *, pacp_reply *);
 
 static void bad_params(pacp_reply *r, const char *msg) {
-    pacp_reply_error(r, PACP_INVALID_PARAMS, msg);
+    pacp__reply_error(r, PACP_INVALID_PARAMS, msg);
 }
 
 /* sessionId (or Peri's session_id); NULL when absent or not a string. */
@@ -31,25 +31,25 @@ static const char *session_id(json_t *params) {
 static void ctl_error(pacp_reply *r, const pct_error *e, const char *sid) {
     switch (e->status) {
     case PCT_NOT_FOUND:
-        pacp_reply_error(r, PACP_NOT_FOUND, e->message);
+        pacp__reply_error(r, PACP_NOT_FOUND, e->message);
         r->data = json_pack("{s:s}", "sessionId", sid ? sid : "");
         break;
-    case PCT_CLOSING: pacp_reply_error(r, PACP_CLOSE_INCOMPLETE, "Session is closing"); break;
-    case PCT_INCOMPLETE: pacp_reply_error(r, PACP_CLOSE_INCOMPLETE, e->message); break;
+    case PCT_CLOSING: pacp__reply_error(r, PACP_CLOSE_INCOMPLETE, "Session is closing"); break;
+    case PCT_INCOMPLETE: pacp__reply_error(r, PACP_CLOSE_INCOMPLETE, e->message); break;
     case PCT_BAD_ARG:
     case PCT_BUSY: bad_params(r, e->message); break;
     case PCT_FOREIGN:
         bad_params(r, e->message);
         r->data = json_pack("{s:s}", "sessionId", sid ? sid : "");
         break;
-    case PCT_ACTIVE: pacp_reply_error(r, PACP_CLOSE_INCOMPLETE, e->message); break;
-    default: pacp_reply_error(r, PACP_INTERNAL_ERROR, e->message); break;
+    case PCT_ACTIVE: pacp__reply_error(r, PACP_CLOSE_INCOMPLETE, e->message); break;
+    default: pacp__reply_error(r, PACP_INTERNAL_ERROR, e->message); break;
     }
 }
 
 static void ok_empty(pacp_reply *r) {
     r->result = json_object();
-    if (!r->result) pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+    if (!r->result) pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
 }
 
 /* ---------------------------------------------------------------- initialize */
@@ -57,8 +57,8 @@ static void ok_empty(pacp_reply *r) {
 static json_t *auth_methods(void);
 
 static void m_initialize(pacp_server *srv, json_t *params, pacp_reply *r) {
-    pacp_fs_caps(srv, json_object_get(params, "clientCapabilities"));
-    pacp_term_caps(srv, json_object_get(params, "clientCapabilities"));
+    pacp__fs_caps(srv, json_object_get(params, "clientCapabilities"));
+    pacp__term_caps(srv, json_object_get(params, "clientCapabilities"));
     json_t *pv = json_object_get(params, "protocolVersion");
     if (pv && !json_is_integer(pv)) {
         bad_params(r, "protocolVersion must be an integer");
@@ -84,7 +84,7 @@ static void m_initialize(pacp_server *srv, json_t *params, pacp_reply *r) {
         "sse", 1, "sessionCapabilities", "list", "close", "resume", "delete", "fork", "authMethods",
         auth_methods(), "agentInfo", "name", "peri-c", "title", "Peri-C", "version", PERI_VERSION);
     if (!r->result) {
-        pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+        pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
         return;
     }
     /* Peri's extensions, as ACP's extensibility rules ask: capability flags in _meta. */
@@ -239,7 +239,7 @@ static void m_new(pacp_server *srv, json_t *params, pacp_reply *r) {
     /* (a host without a machine identity writes nothing: the controller says so first) */
     if (*pct_machine_id(srv->ctl) && !pct_has_credentials(srv->ctl, why, sizeof why)) {
         /* ACP's auth_required: the client authenticates (authMethods), then retries */
-        pacp_reply_error(r, PACP_AUTH_REQUIRED, "Authentication required");
+        pacp__reply_error(r, PACP_AUTH_REQUIRED, "Authentication required");
         r->data = json_pack("{s:s}", "reason", why);
         return;
     }
@@ -257,7 +257,7 @@ static void m_new(pacp_server *srv, json_t *params, pacp_reply *r) {
     r->result = json_pack("{s:s}", "sessionId", sid);
     mcp_notices(srv, sid, r->result, notices);
     if (!r->result) {
-        pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+        pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
         return;
     }
     add_options(srv, sid, r->result);
@@ -315,7 +315,7 @@ static void m_fork(pacp_server *srv, json_t *params, pacp_reply *r) {
     }
     r->result = json_pack("{s:s}", "sessionId", nid);
     if (!r->result) {
-        pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+        pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
         return;
     }
     add_options(srv, nid, r->result);
@@ -368,7 +368,7 @@ static void m_set_config(pacp_server *srv, json_t *params, pacp_reply *r) {
     json_t *c = cfg ? json_loads(cfg, 0, NULL) : NULL;
     free(cfg);
     r->result = c ? json_pack("{s:o}", "configOptions", c) : NULL;
-    if (!r->result) pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+    if (!r->result) pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
 }
 
 static void m_load(pacp_server *srv, json_t *params, pacp_reply *r) {
@@ -438,7 +438,7 @@ static void m_list(pacp_server *srv, json_t *params, pacp_reply *r) {
     if (r->result && page.next_cursor)
         json_object_set_new(r->result, "nextCursor", json_string(page.next_cursor));
     pst_thread_page_clear(&page);
-    if (!r->result) pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+    if (!r->result) pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
 }
 
 static void m_delete(pacp_server *srv, json_t *params, pacp_reply *r) {
@@ -473,7 +473,7 @@ static void m_close(pacp_server *srv, json_t *params, pacp_reply *r) {
     ok_empty(r);
 }
 
-void pacp_cancel(pacp_server *srv, json_t *params) {
+void pacp__cancel(pacp_server *srv, json_t *params) {
     const char *sid = session_id(params);
     if (!sid) return;
     /* Peri's cancel target and queue choice: clear_queue (default false) or
@@ -498,7 +498,7 @@ static void m_cancel(pacp_server *srv, json_t *params, pacp_reply *r) {
         bad_params(r, "missing sessionId");
         return;
     }
-    pacp_cancel(srv, params);
+    pacp__cancel(srv, params);
     ok_empty(r);
 }
 
@@ -519,7 +519,7 @@ static void x_queue_list(pacp_server *srv, json_t *params, pacp_reply *r) {
     json_t *q = json_loads(txt, 0, NULL);
     free(txt);
     r->result = q ? json_pack("{s:o}", "queue", q) : NULL;
-    if (!r->result) pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+    if (!r->result) pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
 }
 
 static void x_queue_clear(pacp_server *srv, json_t *params, pacp_reply *r) {
@@ -535,7 +535,7 @@ static void x_queue_clear(pacp_server *srv, json_t *params, pacp_reply *r) {
         return;
     }
     r->result = json_pack("{s:I}", "cleared", (json_int_t)n);
-    if (!r->result) pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+    if (!r->result) pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
 }
 
 static void x_rename(pacp_server *srv, json_t *params, pacp_reply *r) {
@@ -597,7 +597,7 @@ static void x_rewind(pacp_server *srv, json_t *params, pacp_reply *r) {
         return;
     }
     r->result = json_pack("{s:i}", "dropped", dropped);
-    if (!r->result) pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+    if (!r->result) pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
 }
 
 /* ---------------------------------------------------------------- prompt */
@@ -800,7 +800,7 @@ static int build_message(json_t *blocks, pm_message *m, tbuf *notice, pacp_reply
     free(text.p);
     if (text.oom || notice->oom) {
         pm_message_clear(m);
-        pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+        pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
         return -1;
     }
     if (usable == 0) {
@@ -819,7 +819,7 @@ static int build_message(json_t *blocks, pm_message *m, tbuf *notice, pacp_reply
         if (!note || pm_message_add_text(m, note) != PM_OK) {
             free(note);
             pm_message_clear(m);
-            pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+            pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
             return -1;
         }
         free(note);
@@ -872,7 +872,7 @@ static void m_prompt(pacp_server *srv, json_t *params, pacp_reply *r) {
     return;
 fail:
     free(notice.p);
-    if (!r->code) pacp_reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+    if (!r->code) pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
 }
 
 /* ---------------------------------------------------------------- dispatch */
@@ -903,7 +903,7 @@ static const struct {
     {"_peri/session/rewind", x_rewind},
 };
 
-void pacp_dispatch(pacp_server *srv, const char *method, json_t *params, pacp_reply *out) {
+void pacp__dispatch(pacp_server *srv, const char *method, json_t *params, pacp_reply *out) {
     for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
         if (strcmp(methods[i].name, method) != 0) continue;
         if (params && !json_is_object(params)) {
@@ -918,5 +918,5 @@ void pacp_dispatch(pacp_server *srv, const char *method, json_t *params, pacp_re
     }
     char msg[300];
     snprintf(msg, sizeof msg, "Method not found: %.200s", method);
-    pacp_reply_error(out, PACP_METHOD_NOT_FOUND, msg);
+    pacp__reply_error(out, PACP_METHOD_NOT_FOUND, msg);
 }

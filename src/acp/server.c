@@ -51,28 +51,28 @@ static void cancel_request(pacp_server *srv, json_t *params) {
     if (token) pct_cancel_prompt(srv->ctl, sid, token);
 }
 
-void pacp_reply_error(pacp_reply *r, int code, const char *msg) {
+void pacp__reply_error(pacp_reply *r, int code, const char *msg) {
     json_decref(r->result);
     r->result = NULL;
     r->code = code;
     snprintf(r->message, sizeof r->message, "%.300s", msg);
 }
 
-void pacp_send_reply(pacp_server *srv, json_t *id, pacp_reply *r) {
-    json_t *f = r->result ? pacp_make_result(id, r->result)
-                          : pacp_make_error(id, r->code, r->message, r->data);
+void pacp__send_reply(pacp_server *srv, json_t *id, pacp_reply *r) {
+    json_t *f = r->result ? pacp__make_result(id, r->result)
+                          : pacp__make_error(id, r->code, r->message, r->data);
     r->result = NULL;
     r->data = NULL;
     if (f)
-        pacp_writer_send(&srv->w, f);
+        pacp__writer_send(&srv->w, f);
     else
         pb_log(&srv->log, PB_LOG_ERROR, "acp: out of memory building a reply");
     json_decref(f);
 }
 
-void pacp_notify(pacp_server *srv, const char *method, json_t *params) {
-    json_t *f = pacp_make_notification(method, params);
-    if (f) pacp_writer_send(&srv->w, f);
+void pacp__notify(pacp_server *srv, const char *method, json_t *params) {
+    json_t *f = pacp__make_notification(method, params);
+    if (f) pacp__writer_send(&srv->w, f);
     json_decref(f);
 }
 
@@ -80,11 +80,11 @@ void pacp_notify(pacp_server *srv, const char *method, json_t *params) {
 
 static void sink_event(void *ctx, const pag_event *ev, const pct_event_ids *ids) {
     pacp_server *srv = ctx;
-    json_t *p = pacp_update_params(ev, ids);
+    json_t *p = pacp__update_params(ev, ids);
     if (!p) return;
     json_incref(p);
-    pacp_notify(srv, "session/update", p);
-    pacp_term_after_update(srv, p); /* shown, so release it now */
+    pacp__notify(srv, "session/update", p);
+    pacp__term_after_update(srv, p); /* shown, so release it now */
     json_decref(p);
 }
 
@@ -110,10 +110,10 @@ static void sink_turn_done(void *ctx, const char *session_id, uint64_t seq,
     if (ids->attempt_id) json_object_set_new(p, "attemptId", json_string(ids->attempt_id));
     json_t *meta = json_pack("{s:I}", "peri.sessionSeq", (json_int_t)seq);
     if (meta) {
-        pacp_ids_meta(meta, ids);
+        pacp__ids_meta(meta, ids);
         json_object_set_new(p, "_meta", meta);
     }
-    pacp_notify(srv, "_peri/turn_done", p);
+    pacp__notify(srv, "_peri/turn_done", p);
 }
 
 /* The session's configured MCP servers finished starting: _peri/mcp_status with every
@@ -128,7 +128,7 @@ static void sink_mcp_status(void *ctx, const char *session_id, uint64_t epoch,
     }
     json_object_set_new(p, "sessionId", json_string(session_id));
     json_object_set_new(p, "_meta", json_pack("{s:I}", "peri.sessionEpoch", (json_int_t)epoch));
-    pacp_notify(srv, "_peri/mcp_status", p);
+    pacp__notify(srv, "_peri/mcp_status", p);
 }
 
 static void sink_prompt_done(void *ctx, void *token, const pag_turn_result *r) {
@@ -143,10 +143,10 @@ static void sink_prompt_done(void *ctx, void *token, const pag_turn_result *r) {
             json_object_set_new(rep.data, "status", json_integer(r->http_status));
     } else {
         rep.result = json_pack("{s:s}", "stopReason", r->stop_reason ? r->stop_reason : "end_turn");
-        if (!rep.result) pacp_reply_error(&rep, PACP_INTERNAL_ERROR, "out of memory");
+        if (!rep.result) pacp__reply_error(&rep, PACP_INTERNAL_ERROR, "out of memory");
     }
     forget_prompt(srv, t);
-    pacp_send_reply(srv, t->id, &rep);
+    pacp__send_reply(srv, t->id, &rep);
     json_decref(t->id);
     free(t);
 }
@@ -221,7 +221,7 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
                              .agent_id = child ? child : session_id};
         json_t *meta = json_object();
         if (meta) {
-            pacp_ids_meta(meta, &ids);
+            pacp__ids_meta(meta, &ids);
             json_object_set_new(params, "_meta", meta);
         }
         json_decref(cm);
@@ -237,8 +237,8 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
     req->next = srv->pending;
     srv->pending = req;
     pthread_mutex_unlock(&srv->mu);
-    json_t *f = params ? pacp_make_request(req->id, "session/request_permission", params) : NULL;
-    int sent = f && pacp_writer_send(&srv->w, f) == 0;
+    json_t *f = params ? pacp__make_request(req->id, "session/request_permission", params) : NULL;
+    int sent = f && pacp__writer_send(&srv->w, f) == 0;
     json_decref(f);
 
     pag_permission outcome = PAG_PERM_REJECT;
@@ -272,8 +272,8 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
 static void on_response(pacp_server *srv, pacp_msg *m) {
     if (!json_is_integer(m->id)) return; /* not one of ours: ignore */
     /* answers to fs/read_text_file and fs/write_text_file. */
-    if (pacp_fs_on_response(srv, m)) return;
-    if (pacp_term_on_response(srv, m)) return;
+    if (pacp__fs_on_response(srv, m)) return;
+    if (pacp__term_on_response(srv, m)) return;
     json_int_t id = json_integer_value(m->id);
     /* Decoded here so that no json_t crosses threads; errors and unknown outcomes
      * refuse. */
@@ -326,8 +326,8 @@ typedef struct slow_job {
 
 static void slow_run(slow_job *j) {
     pacp_reply rep = {0};
-    pacp_dispatch(j->srv, j->method, j->params, &rep);
-    pacp_send_reply(j->srv, j->id, &rep);
+    pacp__dispatch(j->srv, j->method, j->params, &rep);
+    pacp__send_reply(j->srv, j->id, &rep);
     /* available_commands_update must follow the session/new answer. */
     if (rep.announce[0]) pct_session_announce(j->srv->ctl, rep.announce);
     if (rep.answered[0]) pct_session_answered(j->srv->ctl, rep.answered);
@@ -402,17 +402,17 @@ static bool wait_slow(pacp_server *srv, long ms) {
 
 static void on_frame(pacp_server *srv, const char *line, size_t len) {
     pacp_msg m;
-    pacp_decode(line, len, &m);
+    pacp__decode(line, len, &m);
     pacp_reply rep = {0};
     switch (m.kind) {
     case PACP_INVALID:
-        pacp_reply_error(&rep, m.err_code, m.err_msg);
-        pacp_send_reply(srv, m.id, &rep);
+        pacp__reply_error(&rep, m.err_code, m.err_msg);
+        pacp__send_reply(srv, m.id, &rep);
         break;
     case PACP_RESPONSE: on_response(srv, &m); break;
     case PACP_NOTIFICATION:
         if (!strcmp(m.method, "session/cancel")) {
-            if (json_is_object(m.params)) pacp_cancel(srv, m.params);
+            if (json_is_object(m.params)) pacp__cancel(srv, m.params);
         } else if (!strcmp(m.method, "$/cancel_request")) {
             cancel_request(srv, m.params);
         }
@@ -428,8 +428,8 @@ static void on_frame(pacp_server *srv, const char *line, size_t len) {
             }
             if (!tok || !tok->id) {
                 free(tok);
-                pacp_reply_error(&rep, PACP_INTERNAL_ERROR, "out of memory");
-                pacp_send_reply(srv, m.id, &rep);
+                pacp__reply_error(&rep, PACP_INTERNAL_ERROR, "out of memory");
+                pacp__send_reply(srv, m.id, &rep);
                 break;
             }
         }
@@ -446,21 +446,21 @@ static void on_frame(pacp_server *srv, const char *line, size_t len) {
             srv->prompts = tok;
             pthread_mutex_unlock(&srv->mu);
         }
-        pacp_dispatch(srv, m.method, m.params, &rep);
+        pacp__dispatch(srv, m.method, m.params, &rep);
         if (rep.deferred) break;
         if (tok) {
             forget_prompt(srv, tok);
             json_decref(tok->id);
             free(tok);
         }
-        pacp_send_reply(srv, m.id, &rep);
+        pacp__send_reply(srv, m.id, &rep);
         /* available_commands_update must follow the session/new answer. */
         if (rep.announce[0]) pct_session_announce(srv->ctl, rep.announce);
         if (rep.answered[0]) pct_session_answered(srv->ctl, rep.answered);
         break;
     }
     }
-    pacp_msg_clear(&m);
+    pacp__msg_clear(&m);
 }
 
 /* mkdir -p of an absolute path (0755 for the directories it creates). */
@@ -534,7 +534,7 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
         return -1;
     }
     srv->settings = settings;
-    pacp_writer_init(&srv->w, out_fd);
+    pacp__writer_init(&srv->w, out_fd);
     pthread_mutex_init(&srv->mu, NULL);
     pthread_cond_init(&srv->cv, NULL);
     pct_sink sink = {.ctx = srv,
@@ -543,9 +543,9 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
                      .on_mcp_status = sink_mcp_status,
                      .ask_permission = sink_ask,
                      .on_prompt_done = sink_prompt_done,
-                     .fs_read = pacp_fs_read,
-                     .fs_write = pacp_fs_write,
-                     .term_run = pacp_term_run};
+                     .fs_read = pacp__fs_read,
+                     .fs_write = pacp__fs_write,
+                     .term_run = pacp__term_run};
     pct_config cfg = {.db_path = opt->storage.locator,
                       .home = opt->home,
                       .machine_id = opt->machine_id,
@@ -566,16 +566,16 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
     }
     if (rc == 0) {
         pacp_reader r;
-        pacp_reader_init(&r, in_fd);
+        pacp__reader_init(&r, in_fd);
         for (;;) {
             char *line;
             size_t len;
-            pacp_read_status st = pacp_reader_next(&r, &line, &len);
+            pacp_read_status st = pacp__reader_next(&r, &line, &len);
             if (st == PACP_READ_EOF || st == PACP_READ_ERROR) break;
             if (st == PACP_READ_TOO_LONG) {
                 pacp_reply rep = {0};
-                pacp_reply_error(&rep, PACP_INVALID_REQUEST, "Invalid Request: frame too long");
-                pacp_send_reply(srv, NULL, &rep);
+                pacp__reply_error(&rep, PACP_INVALID_REQUEST, "Invalid Request: frame too long");
+                pacp__send_reply(srv, NULL, &rep);
                 continue;
             }
             size_t k = 0;
@@ -584,7 +584,7 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
             if (k == len) continue; /* blank keep-alive lines */
             on_frame(srv, line, len);
         }
-        pacp_reader_free(&r);
+        pacp__reader_free(&r);
         pthread_mutex_lock(&srv->mu);
         srv->eof = true; /* pending permission requests resolve as rejected */
         pthread_cond_broadcast(&srv->cv);
@@ -599,10 +599,10 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
             return 0;
         }
     }
-    pacp_term_release_all(srv); /* the client is gone; free the records */
+    pacp__term_release_all(srv); /* the client is gone; free the records */
     pthread_mutex_destroy(&srv->mu);
     pthread_cond_destroy(&srv->cv);
-    pacp_writer_destroy(&srv->w);
+    pacp__writer_destroy(&srv->w);
     pag_settings_clear(settings);
     free(settings);
     free(srv);

@@ -20,7 +20,7 @@ typedef struct pacp_outreq {
     int outcome; /* pag_permission decoded by the reader thread (no json_t crosses threads) */
     bool done;
     /* fs/read_text_file and fs/write_text_file answers (clientfs.c). */
-    bool fs;    /* an fs/... request: answered by pacp_fs_on_response */
+    bool fs;    /* an fs/... request: answered by pacp__fs_on_response */
     bool error; /* the client answered with an error */
     char *text; /* fs/read_text_file: the content (malloc'd), text_len bytes */
     size_t text_len;
@@ -67,38 +67,38 @@ typedef struct pacp_reply {
 } pacp_reply;
 
 /* Runs one request. session/prompt takes out->prompt_token and sets out->deferred. */
-void pacp_dispatch(pacp_server *srv, const char *method, json_t *params, pacp_reply *out);
-void pacp_notify(pacp_server *srv, const char *method, json_t *params);
+void pacp__dispatch(pacp_server *srv, const char *method, json_t *params, pacp_reply *out);
+void pacp__notify(pacp_server *srv, const char *method, json_t *params);
 /* session/cancel (notification or request): the target and clear_queue of params. */
-void pacp_cancel(pacp_server *srv, json_t *params);
+void pacp__cancel(pacp_server *srv, json_t *params);
 
 /* session/update params for one stamped event (ids: its identity, may be NULL); NULL
  * for events with no wire form. */
-json_t *pacp_update_params(const pag_event *ev, const pct_event_ids *ids);
+json_t *pacp__update_params(const pag_event *ev, const pct_event_ids *ids);
 /* Adds "peri.sessionEpoch", "peri.agentId", "peri.turnId", "peri.attemptId" (those
  * present) to a _meta object. */
-void pacp_ids_meta(json_t *meta, const pct_event_ids *ids);
+void pacp__ids_meta(json_t *meta, const pct_event_ids *ids);
 
 /* clientfs.c: the controller sink's fs hooks, the capability record made by
  * initialize, and the reader's hook for fs/... answers (true when it took the response). */
-int pacp_fs_read(void *ctx, const char *session_id, const char *abs_path, char **data, size_t *len);
-int pacp_fs_write(void *ctx, const char *session_id, const char *abs_path, const char *data,
+int pacp__fs_read(void *ctx, const char *session_id, const char *abs_path, char **data, size_t *len);
+int pacp__fs_write(void *ctx, const char *session_id, const char *abs_path, const char *data,
                   size_t len);
-void pacp_fs_caps(pacp_server *srv, json_t *client_capabilities);
-bool pacp_fs_on_response(pacp_server *srv, pacp_msg *m);
+void pacp__fs_caps(pacp_server *srv, json_t *client_capabilities);
+bool pacp__fs_on_response(pacp_server *srv, pacp_msg *m);
 
 /* clientterm.c: the sink's terminal hook, the capability record, the
  * reader's hook for terminal/... answers, the release of terminals embedded in an update
  * just written (params of that session/update), and the release of all left at the end. */
-int pacp_term_run(void *ctx, const char *session_id, const char *cwd, const char *command,
+int pacp__term_run(void *ctx, const char *session_id, const char *cwd, const char *command,
                   long long timeout_ms, size_t max_output, atomic_int *cancel,
                   ptl_term_result *out);
-void pacp_term_caps(pacp_server *srv, json_t *client_capabilities);
-bool pacp_term_on_response(pacp_server *srv, pacp_msg *m);
-void pacp_term_after_update(pacp_server *srv, json_t *params);
-void pacp_term_release_all(pacp_server *srv);
+void pacp__term_caps(pacp_server *srv, json_t *client_capabilities);
+bool pacp__term_on_response(pacp_server *srv, pacp_msg *m);
+void pacp__term_after_update(pacp_server *srv, json_t *params);
+void pacp__term_release_all(pacp_server *srv);
 
-void pacp_reply_error(pacp_reply *r, int code, const char *msg);
-void pacp_send_reply(pacp_server *srv, json_t *id, pacp_reply *r);
+void pacp__reply_error(pacp_reply *r, int code, const char *msg);
+void pacp__send_reply(pacp_server *srv, json_t *id, pacp_reply *r);
 
 #endif

@@ -10,12 +10,12 @@
 #include <string.h>
 #include <unistd.h>
 
-void pacp_reader_init(pacp_reader *r, int fd) {
+void pacp__reader_init(pacp_reader *r, int fd) {
     memset(r, 0, sizeof *r);
     r->fd = fd;
 }
 
-void pacp_reader_free(pacp_reader *r) {
+void pacp__reader_free(pacp_reader *r) {
     free(r->buf);
     memset(r, 0, sizeof *r);
     r->fd = -1;
@@ -46,7 +46,7 @@ static int fill(pacp_reader *r) {
     }
 }
 
-pacp_read_status pacp_reader_next(pacp_reader *r, char **line, size_t *len) {
+pacp_read_status pacp__reader_next(pacp_reader *r, char **line, size_t *len) {
     int dropping = 0;
     size_t scanned = 0;
     for (;;) {
@@ -92,19 +92,19 @@ pacp_read_status pacp_reader_next(pacp_reader *r, char **line, size_t *len) {
     }
 }
 
-int pacp_writer_init(pacp_writer *w, int fd) {
+int pacp__writer_init(pacp_writer *w, int fd) {
     w->fd = fd;
     w->broken = 0;
     return pthread_mutex_init(&w->mu, NULL) == 0 ? 0 : -1;
 }
 
-void pacp_writer_destroy(pacp_writer *w) {
+void pacp__writer_destroy(pacp_writer *w) {
     pthread_mutex_destroy(&w->mu);
 }
 
-int pacp_writer_send(pacp_writer *w, const json_t *frame) {
+int pacp__writer_send(pacp_writer *w, const json_t *frame) {
     size_t n;
-    char *line = pacp_encode(frame, &n);
+    char *line = pacp__encode(frame, &n);
     if (!line) return -1;
     int rc = 0;
     pthread_mutex_lock(&w->mu);

@@ -28,9 +28,9 @@ typedef enum pacp_read_status {
     PACP_READ_ERROR,    /* I/O or allocation failure */
 } pacp_read_status;
 
-void pacp_reader_init(pacp_reader *r, int fd);
-void pacp_reader_free(pacp_reader *r);
-pacp_read_status pacp_reader_next(pacp_reader *r, char **line, size_t *len);
+void pacp__reader_init(pacp_reader *r, int fd);
+void pacp__reader_free(pacp_reader *r);
+pacp_read_status pacp__reader_next(pacp_reader *r, char **line, size_t *len);
 
 typedef struct pacp_writer {
     int fd;
@@ -38,9 +38,9 @@ typedef struct pacp_writer {
     pthread_mutex_t mu;
 } pacp_writer;
 
-int pacp_writer_init(pacp_writer *w, int fd);
-void pacp_writer_destroy(pacp_writer *w);
+int pacp__writer_init(pacp_writer *w, int fd);
+void pacp__writer_destroy(pacp_writer *w);
 /* Sends one frame (borrowed). 0 on success, -1 when it could not be written. */
-int pacp_writer_send(pacp_writer *w, const json_t *frame);
+int pacp__writer_send(pacp_writer *w, const json_t *frame);
 
 #endif

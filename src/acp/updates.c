@@ -90,14 +90,14 @@ static json_t *tool_update(const pag_event *ev) {
     return u;
 }
 
-void pacp_ids_meta(json_t *meta, const pct_event_ids *ids) {
+void pacp__ids_meta(json_t *meta, const pct_event_ids *ids) {
     json_object_set_new(meta, "peri.sessionEpoch", json_integer((json_int_t)ids->session_epoch));
     if (ids->agent_id) json_object_set_new(meta, "peri.agentId", json_string(ids->agent_id));
     if (ids->turn_id) json_object_set_new(meta, "peri.turnId", json_string(ids->turn_id));
     if (ids->attempt_id) json_object_set_new(meta, "peri.attemptId", json_string(ids->attempt_id));
 }
 
-json_t *pacp_update_params(const pag_event *ev, const pct_event_ids *ids) {
+json_t *pacp__update_params(const pag_event *ev, const pct_event_ids *ids) {
     json_t *u = NULL;
     switch (ev->kind) {
     case PAG_EV_USER_TEXT:
@@ -142,7 +142,7 @@ json_t *pacp_update_params(const pag_event *ev, const pct_event_ids *ids) {
     }
     if (!u) return NULL;
     json_t *meta = json_pack("{s:I}", "peri.sessionSeq", (json_int_t)ev->session_seq);
-    if (meta && ids) pacp_ids_meta(meta, ids);
+    if (meta && ids) pacp__ids_meta(meta, ids);
     if (meta && ev->replay) json_object_set_new(meta, "periReplay", json_true());
     if (meta && ev->meta_json) {
         /* Extra data for the update itself (subagent nesting): on the update's _meta. */

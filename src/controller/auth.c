@@ -26,14 +26,14 @@
 #define PCT_KEY_MAX      512
 #define PCT_SETTINGS_MAX (1u << 20)
 
-bool pct_credentials(pct_controller *c, char *why, size_t whylen) {
+bool pct__credentials(pct_controller *c, char *why, size_t whylen) {
     pm_config cfg;
     const char *name = NULL;
     return pag_settings_model_spec(c->settings, NULL, &cfg, &name, why, whylen) == 0;
 }
 
 bool pct_has_credentials(pct_controller *c, char *why, size_t whylen) {
-    return pct_credentials(c, why, whylen);
+    return pct__credentials(c, why, whylen);
 }
 
 /* The user's settings document (a new reference; {} when there is none), or NULL with why. */

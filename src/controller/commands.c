@@ -36,7 +36,7 @@ static bool is_builtin(const char *name) {
     return false;
 }
 
-char *pct_commands_json(pct_sess *s) {
+char *pct__commands_json(pct_sess *s) {
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < NBUILTIN; i++) {
         json_t *o = json_pack("{s:s, s:s}", "name", builtins[i].name, "description",
@@ -65,7 +65,7 @@ char *pct_commands_json(pct_sess *s) {
 
 static void say(pct_sess *s, uint64_t gen, const char *text) {
     pag_event ev = {.kind = PAG_EV_TEXT, .turn = gen, .text = text};
-    pct_emit(s, &ev);
+    pct__emit(s, &ev);
 }
 
 /* Replaces the prompt's content by text. */
@@ -75,7 +75,7 @@ static bool rewrite(pm_message *msg, const char *text) {
 }
 
 static void list_options(pct_sess *s, uint64_t gen, const char *which) {
-    char *cfg = pct_config_json(s);
+    char *cfg = pct__config_json(s);
     json_t *arr = cfg ? json_loads(cfg, 0, NULL) : NULL;
     free(cfg);
     size_t i, k;
@@ -102,7 +102,7 @@ static const char init_prompt[] =
     "is, how it is laid out, how to build, test and run it, coding conventions, and anything "
     "an agent must be careful about. Read the build files and README first; keep it concise.";
 
-bool pct_command_run(pct_sess *s, pm_message *msg, pag_turn_result *r) {
+bool pct__command_run(pct_sess *s, pm_message *msg, pag_turn_result *r) {
     char *text = pm_message_text(msg);
     if (!text || text[0] != '/') {
         free(text);
@@ -153,8 +153,8 @@ bool pct_command_run(pct_sess *s, pm_message *msg, pag_turn_result *r) {
         if (!*targs) {
             list_options(s, gen, name);
         } else {
-            pct_status st = model ? pct_sess_set_model(s, targs, gen, &e)
-                                  : pct_sess_set_mode(s, targs, gen, &e);
+            pct_status st = model ? pct__sess_set_model(s, targs, gen, &e)
+                                  : pct__sess_set_mode(s, targs, gen, &e);
             char line[400];
             if (st == PCT_OK)
                 snprintf(line, sizeof line, "%s set to %.200s", model ? "Model" : "Mode", targs);

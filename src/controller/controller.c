@@ -33,11 +33,11 @@ static int64_t now_ms(void) {
 
 /* ---------------------------------------------------------------- refcounting */
 
-void pct_sess_retain(void *h) {
+void pct__sess_retain(void *h) {
     atomic_fetch_add(&((pct_sess *)h)->refs, 1);
 }
 
-void pct_sess_release(pct_sess *s) {
+void pct__sess_release(pct_sess *s) {
     if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
     pag_session_free(s->agent);
     pmcp_pool_close(s->mcp); /* no server process survives the session */
@@ -71,21 +71,21 @@ void pct_sess_release(pct_sess *s) {
     free(s);
 }
 
-pct_sess *pct_sess_get(pct_controller *c, const char *id) {
+pct_sess *pct__sess_get(pct_controller *c, const char *id) {
     return id ? prt_acquire(c->rt, id) : NULL;
 }
 
 /* ---------------------------------------------------------------- events */
 
-void pct_turn_id(char out[48], uint64_t epoch, uint64_t n) {
+void pct__turn_id(char out[48], uint64_t epoch, uint64_t n) {
     snprintf(out, 48, "turn-%llu-%llu", (unsigned long long)epoch, (unsigned long long)n);
 }
 
-void pct_attempt_id(char out[48], uint64_t epoch, uint64_t n) {
+void pct__attempt_id(char out[48], uint64_t epoch, uint64_t n) {
     snprintf(out, 48, "attempt-%llu-%llu", (unsigned long long)epoch, (unsigned long long)n);
 }
 
-void pct_emit_agent(pct_sess *s, pag_event *ev, const char *agent_id) {
+void pct__emit_agent(pct_sess *s, pag_event *ev, const char *agent_id) {
     pthread_mutex_lock(&s->emit_mu);
     /* A turn's event passes only while that turn is the running attempt and not gated
      * by a cancel; events outside turns (turn 0) always pass. */
@@ -106,8 +106,8 @@ void pct_emit_agent(pct_sess *s, pag_event *ev, const char *agent_id) {
     pthread_mutex_unlock(&s->emit_mu);
 }
 
-void pct_emit(pct_sess *s, pag_event *ev) {
-    pct_emit_agent(s, ev, NULL);
+void pct__emit(pct_sess *s, pag_event *ev) {
+    pct__emit_agent(s, ev, NULL);
 }
 
 /* ---------------------------------------------------------------- agent ports */
@@ -126,14 +126,14 @@ static pm_status port_reason(void *ctx, const pm_request *req, pm_event_fn on_ev
     for (size_t i = 0; i < 3; i++)
         if (!strcmp(s->effort, efforts[i])) r.reasoning_effort = efforts[i];
     pthread_mutex_unlock(&s->mu);
-    if (r.reasoning_effort && !pct_model_effort(s->settings_applied, s->model_applied))
+    if (r.reasoning_effort && !pct__model_effort(s->settings_applied, s->model_applied))
         r.reasoning_effort = NULL;
     return pm_stream(s->client, &r, on_event, ev_ctx, cancel, out, err);
 }
 
 static int port_run_tool(void *ctx, const char *name, const char *args, atomic_int *cancel,
                          pag_tool_output *out) {
-    return pct_run_tool(ctx, name, args, cancel, out, false);
+    return pct__run_tool(ctx, name, args, cancel, out, false);
 }
 
 /* MCP progress: a notifications/progress of a running MCP call becomes a
@@ -192,17 +192,17 @@ static void on_progress(void *ctx, double progress, double total, const char *me
                         .status = "in_progress",
                         .content_json = ct,
                         .meta_json = mt};
-        pct_emit(pc->s, &ev);
+        pct__emit(pc->s, &ev);
     }
     free(mt);
     free(ct);
 }
 
-int pct_run_tool(pct_sess *s, const char *name, const char *args, atomic_int *cancel,
+int pct__run_tool(pct_sess *s, const char *name, const char *args, atomic_int *cancel,
                  pag_tool_output *out, bool child) {
     /* The workspace tools (through the builtin in-process Workspace server) and every
      * configured MCP server's tools: one route, the session's pool. */
-    pmcp_pool *pool = pmcp_pool_has(s->mcp, name) ? s->mcp : pct_mcp_ext(s);
+    pmcp_pool *pool = pmcp_pool_has(s->mcp, name) ? s->mcp : pct__mcp_ext(s);
     if (pool && pmcp_pool_has(pool, name)) {
         progress_ctx pc = {.s = s, .turn = pag_session_turn_gen(s->agent)};
         snprintf(pc.call_id, sizeof pc.call_id, "%s", s->cur_call);
@@ -219,8 +219,8 @@ int pct_run_tool(pct_sess *s, const char *name, const char *args, atomic_int *ca
         memset(&r, 0, sizeof r);
         return rc;
     }
-    if (!child && name && strcmp(name, "task") == 0) return pct_subagent_run(s, args, cancel, out);
-    int hr = pct_host_tool(s, name, args, out);
+    if (!child && name && strcmp(name, "task") == 0) return pct__subagent_run(s, args, cancel, out);
+    int hr = pct__host_tool(s, name, args, out);
     if (hr != -2) return hr;
     return -1; /* unknown: the workspace tools are all served by the pool */
 }
@@ -248,10 +248,10 @@ static int client_term_run(void *ctx, const char *cwd, const char *command, long
 
 static char *port_tool_title(void *ctx, const char *name, const char *args) {
     (void)ctx;
-    return pct_tool_title(name, args);
+    return pct__tool_title(name, args);
 }
 
-char *pct_tool_title(const char *name, const char *args) {
+char *pct__tool_title(const char *name, const char *args) {
     const ptl_tool *t = ptl_find(name);
     if (t) return ptl_title(t, args);
     json_t *a = json_loads(args ? args : "{}", 0, NULL);
@@ -290,7 +290,7 @@ static void remember(pct_sess *s, const char *tool, bool allow) {
             free(copy);
     }
     pthread_mutex_unlock(&s->mu);
-    pct_save_meta(s);
+    pct__save_meta(s);
 }
 
 static bool port_needs_permission(void *ctx, const char *name, const char *args) {
@@ -304,7 +304,7 @@ static void warn_unsandboxed(void *ud, const char *msg) {
     pb_log(&c->log, PB_LOG_WARN, "%s", msg);
 }
 
-pag_permission pct_port_ask(void *ctx, const pag_event *call, atomic_int *cancel) {
+pag_permission pct__port_ask(void *ctx, const pag_event *call, atomic_int *cancel) {
     pct_sess *s = ctx;
     const char *tool = call->tool_name ? call->tool_name : "";
     if (pag_settings_allows(s->c->settings, tool)) return PAG_PERM_ALLOW;
@@ -378,7 +378,7 @@ static void port_emit(void *ctx, const pag_event *ev) {
             copy.has_cost = true;
         }
     }
-    pct_emit(s, &copy);
+    pct__emit(s, &copy);
 }
 
 /* ---------------------------------------------------------------- lifecycle */
@@ -433,7 +433,7 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
         set_err(err, PCT_FAILED, "store: %s", pe.message);
         goto fail;
     }
-    c->rt = prt_new(pct_sess_retain);
+    c->rt = prt_new(pct__sess_retain);
     c->ntools = ptl_count();
     c->tools = calloc(c->ntools + PCT_HOST_TOOLS, sizeof *c->tools);
     if (!c->rt || !c->tools) {
@@ -486,7 +486,7 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
                                       .read_only = ptl_kind_of(t) == PTL_KIND_READ ||
                                                    ptl_kind_of(t) == PTL_KIND_SEARCH};
     }
-    pct_host_tools_add(c->tools, &c->ntools);
+    pct__host_tools_add(c->tools, &c->ntools);
     return c;
 fail:
     pl_free(c->place);
@@ -570,7 +570,7 @@ int pct_free(pct_controller *c, long wait_ms) {
  * as the pool has them now. */
 static int build_tools(pct_sess *s) {
     pct_controller *c = s->c;
-    pmcp_pool *ext = pct_mcp_ext(s);
+    pmcp_pool *ext = pct__mcp_ext(s);
     s->ext_built = ext;
     size_t nm = pmcp_pool_tool_count(ext);
     pag_tool_info *t = calloc(c->ntools + nm + 1, sizeof *t);
@@ -596,16 +596,16 @@ static int build_tools(pct_sess *s) {
 static const pag_tool_info *port_tools_now(void *ctx, size_t *ntools) {
     pct_sess *s = ctx;
     char *why = NULL;
-    pmcp_pool *ext = pct_mcp_ext(s);
+    pmcp_pool *ext = pct__mcp_ext(s);
     int rc = pmcp_pool_refresh(ext, &why);
     if (why) pb_log(&s->c->log, PB_LOG_WARN, "session %s: %s", s->id, why);
     free(why);
-    if (rc == 1 || ext != s->ext_built) pct_rebuild_tools(s); /* servers came up */
+    if (rc == 1 || ext != s->ext_built) pct__rebuild_tools(s); /* servers came up */
     *ntools = s->ntools;
     return s->tools;
 }
 
-int pct_rebuild_tools(pct_sess *s) {
+int pct__rebuild_tools(pct_sess *s) {
     pct_old_tools *o = calloc(1, sizeof *o);
     pag_tool_info *prev = s->tools;
     size_t nprev = s->ntools;
@@ -647,20 +647,20 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
     memcpy(s->owner, th->machine_id, PST_ID_LEN);
     char why[512];
     if (!s->read_only && pag_cwd_refused(th->cwd, c->home, why, sizeof why)) {
-        pct_sess_release(s);
+        pct__sess_release(s);
         set_err(err, PCT_BAD_ARG, "%s", why);
         return PCT_BAD_ARG;
     }
     if (s->read_only) {
         if (!(s->tools = calloc(c->ntools + 1, sizeof *s->tools))) {
-            pct_sess_release(s);
+            pct__sess_release(s);
             set_err(err, PCT_FAILED, "out of memory%s", NULL);
             return PCT_FAILED;
         }
         memcpy(s->tools, c->tools, c->ntools * sizeof *s->tools);
         s->ntools = c->ntools;
-    } else if (pct_mcp_open(s, mcp_json, notices) != 0 || build_tools(s) != 0) {
-        pct_sess_release(s);
+    } else if (pct__mcp_open(s, mcp_json, notices) != 0 || build_tools(s) != 0) {
+        pct__sess_release(s);
         set_err(err, PCT_FAILED, "cannot start the session's tools (builtin workspace server)%s",
                 NULL);
         return PCT_FAILED;
@@ -675,14 +675,14 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
         !(s->hidden = json_dumps(hid, JSON_COMPACT))) {
         json_decref(meta);
         free(frozen);
-        pct_sess_release(s);
+        pct__sess_release(s);
         set_err(err, PCT_FAILED, "out of memory%s", NULL);
         return PCT_FAILED;
     }
     if (mcp_json && !(s->mcp_json = strdup(mcp_json))) {
         json_decref(meta);
         free(frozen);
-        pct_sess_release(s);
+        pct__sess_release(s);
         set_err(err, PCT_FAILED, "out of memory%s", NULL);
         return PCT_FAILED;
     }
@@ -691,7 +691,7 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
         snprintf(s->effort, sizeof s->effort, "%s", eff);
     s->ctx1m = json_is_true(json_object_get(meta, "context1m"));
     /* A new epoch each time a process makes the session live: one more than any
-     * epoch stored before (kept below by pct_save_meta), so none is ever reused. */
+     * epoch stored before (kept below by pct__save_meta), so none is ever reused. */
     json_t *ep = json_object_get(meta, "epoch");
     s->epoch =
         (json_is_integer(ep) && json_integer_value(ep) > 0 ? (uint64_t)json_integer_value(ep) : 0) +
@@ -730,7 +730,7 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
                        .tools_now = port_tools_now,
                        .run_tool = port_run_tool,
                        .tool_title = port_tool_title,
-                       .ask_permission = pct_port_ask,
+                       .ask_permission = pct__port_ask,
                        .tool_needs_permission = port_needs_permission,
                        .persist = port_persist,
                        .emit = port_emit};
@@ -742,13 +742,13 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
     s->frozen = frozen;
     s->agent = frozen && !bad ? pag_session_new(&sc, &ports) : NULL;
     if (!s->agent) {
-        pct_sess_release(s);
+        pct__sess_release(s);
         set_err(err, PCT_FAILED, "out of memory%s", NULL);
         return PCT_FAILED;
     }
     pag_session_set_mode(s->agent, mode);
-    pct_apply_model(s);
-    if (!s->read_only) pct_save_meta(s); /* the epoch is taken */
+    pct__apply_model(s);
+    if (!s->read_only) pct__save_meta(s); /* the epoch is taken */
     *out = s;
     return PCT_OK;
 }
@@ -756,7 +756,7 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
 static pct_status insert_live(pct_controller *c, pct_sess *s, pct_error *err) {
     int rc = prt_insert(c->rt, s->id, s);
     if (rc == 0) return PCT_OK;
-    pct_sess_release(s);
+    pct__sess_release(s);
     if (rc > 0) {
         set_err(err, PCT_BUSY, "session %s is already live", s->id);
         return PCT_BUSY;
@@ -786,19 +786,19 @@ static pct_status foreign(const pct_controller *c, const char *id, const char *o
     return PCT_FOREIGN;
 }
 
-pct_status pct_sess_writable(const pct_sess *s, pct_error *err) {
+pct_status pct__sess_writable(const pct_sess *s, pct_error *err) {
     return s->read_only ? foreign(s->c, s->id, s->owner, err) : PCT_OK;
 }
 
 bool pct_session_read_only(pct_controller *c, const char *id, char owner[PST_ID_LEN]) {
-    pct_sess *s = pct_sess_get(c, id);
+    pct_sess *s = pct__sess_get(c, id);
     bool ro = s && s->read_only;
     if (ro && owner) memcpy(owner, s->owner, PST_ID_LEN);
-    pct_sess_release(s);
+    pct__sess_release(s);
     return ro;
 }
 
-pct_status pct_check_owner(pct_controller *c, const char *id, pct_error *err) {
+pct_status pct__check_owner(pct_controller *c, const char *id, pct_error *err) {
     pst_thread th;
     if (!id || pst_thread_get(c->store, id, &th, NULL) != PST_OK) return PCT_OK;
     pct_status rc = PCT_OK;
@@ -815,7 +815,7 @@ pct_status pct_session_new(pct_controller *c, const char *cwd, char out_id[PST_I
 pct_status pct_session_new_mcp(pct_controller *c, const char *cwd, const char *mcp_json,
                                char out_id[PST_ID_LEN], char **notices, pct_error *err) {
     if (notices) *notices = NULL;
-    pct_discover(c, true); /* the model selector lists what the providers report */
+    pct__discover(c, true); /* the model selector lists what the providers report */
     if (!c->machine_id[0]) {
         set_err(err, PCT_BAD_ARG,
                 "machineId is required to write to a shared store: this host has none%s", NULL);
@@ -870,13 +870,13 @@ pct_status pct_session_new_mcp(pct_controller *c, const char *cwd, const char *m
 }
 
 void pct_session_announce(pct_controller *c, const char *id) {
-    pct_sess *s = pct_sess_get(c, id);
+    pct_sess *s = pct__sess_get(c, id);
     if (!s) return;
-    char *cmds = pct_commands_json(s);
+    char *cmds = pct__commands_json(s);
     pag_event ev = {.kind = PAG_EV_COMMANDS, .content_json = cmds};
-    pct_emit(s, &ev);
+    pct__emit(s, &ev);
     free(cmds);
-    pct_sess_release(s);
+    pct__sess_release(s);
 }
 
 /* Replay: the history's events as the agent rebuilds them, plus what the host's own
@@ -887,14 +887,14 @@ static void replay_emit(void *ctx, const pag_event *ev) {
     pag_event copy = *ev;
     if (ev->kind == PAG_EV_TOOL_UPDATE && ev->tool_name && !strcmp(ev->tool_name, "todo") &&
         ev->status && !strcmp(ev->status, "completed")) {
-        char *plan = pct_plan_of_todo(ev->raw_input);
+        char *plan = pct__plan_of_todo(ev->raw_input);
         if (plan) {
             pag_event pe = {.kind = PAG_EV_PLAN, .replay = true, .content_json = plan};
-            pct_emit(ctx, &pe);
+            pct__emit(ctx, &pe);
             free(plan);
         }
     }
-    pct_emit(ctx, &copy);
+    pct__emit(ctx, &copy);
 }
 
 pct_status pct_session_load(pct_controller *c, const char *id, bool replay, pct_error *err) {
@@ -904,11 +904,11 @@ pct_status pct_session_load(pct_controller *c, const char *id, bool replay, pct_
 pct_status pct_session_load_mcp(pct_controller *c, const char *id, bool replay,
                                 const char *mcp_json, char **notices, pct_error *err) {
     if (notices) *notices = NULL;
-    pct_sess *s = pct_sess_get(c, id);
+    pct_sess *s = pct__sess_get(c, id);
     if (s && s->read_only && replay) {
         /* A foreign session is a snapshot of the store: its owner may have appended since.
          * A new load reads it again (close the old view; it never runs anything). */
-        pct_sess_release(s);
+        pct__sess_release(s);
         s = NULL;
         pct_status crc = pct_close(c, id, err);
         if (crc != PCT_OK) return crc;
@@ -928,10 +928,10 @@ pct_status pct_session_load_mcp(pct_controller *c, const char *id, bool replay,
         } else if (replay) {
             pag_session_replay(s->agent, replay_emit, s);
         }
-        pct_sess_release(s);
+        pct__sess_release(s);
         return rc;
     }
-    pct_discover(c, true);
+    pct__discover(c, true);
     pst_thread th;
     pst_error pe;
     pst_status ps = pst_thread_get(c->store, id, &th, &pe);
@@ -950,7 +950,7 @@ pct_status pct_session_load_mcp(pct_controller *c, const char *id, bool replay,
     if (rc != PCT_OK) return rc;
     pst_message_list ml;
     if (pst_messages_load(c->store, id, &ml, &pe) != PST_OK) {
-        pct_sess_release(s);
+        pct__sess_release(s);
         set_err(err, PCT_FAILED, "store: %s", pe.message);
         return PCT_FAILED;
     }
@@ -959,22 +959,22 @@ pct_status pct_session_load_mcp(pct_controller *c, const char *id, bool replay,
     int ok = rows != NULL;
     size_t nrows = 0;
     for (size_t i = 0; ok && i < ml.count; i++)
-        if (!pct_row_hidden(s->hidden, ml.items[i].seq)) rows[nrows++] = ml.items[i].content;
+        if (!pct__row_hidden(s->hidden, ml.items[i].seq)) rows[nrows++] = ml.items[i].content;
     if (ok) ok = pag_session_restore(s->agent, rows, nrows, &skipped) == 0;
     free(rows);
     pst_message_list_clear(&ml);
     if (!ok) {
-        pct_sess_release(s);
+        pct__sess_release(s);
         set_err(err, PCT_FAILED, "out of memory%s", NULL);
         return PCT_FAILED;
     }
     if (skipped)
         pb_log(&c->log, PB_LOG_WARN, "session %s: %zu unreadable message(s) skipped", id, skipped);
     /* Map first so replay events are stamped by the runtime. */
-    pct_sess_retain(s);
+    pct__sess_retain(s);
     rc = insert_live(c, s, err);
     if (rc == PCT_OK && replay) pag_session_replay(s->agent, replay_emit, s);
-    pct_sess_release(s);
+    pct__sess_release(s);
     return rc;
 }
 
@@ -1015,7 +1015,7 @@ pct_status pct_session_list_opts(pct_controller *c, const char *cwd, const char 
 }
 
 pct_status pct_session_delete(pct_controller *c, const char *id, pct_error *err) {
-    if (pct_check_owner(c, id, err) != PCT_OK) return PCT_FOREIGN;
+    if (pct__check_owner(c, id, err) != PCT_OK) return PCT_FOREIGN;
     pct_status rc = pct_close(c, id, err);
     if (rc != PCT_OK) return rc;
     pst_error pe;
@@ -1035,15 +1035,15 @@ size_t pct_live_count(pct_controller *c) {
 
 pct_status pct_session_fork(pct_controller *c, const char *id, char out_id[PST_ID_LEN],
                             pct_error *err) {
-    pct_sess *live = pct_sess_get(c, id);
+    pct_sess *live = pct__sess_get(c, id);
     char *meta_txt = NULL;
     if (live && live->read_only) { /* the fork would be written into a foreign */
-        pct_status frc = pct_sess_writable(live, err); /* workspace */
-        pct_sess_release(live);
+        pct_status frc = pct__sess_writable(live, err); /* workspace */
+        pct__sess_release(live);
         return frc;
     }
-    if (live && pct_sess_guard(live, err) != PCT_OK) { /* the source is closing */
-        pct_sess_release(live);
+    if (live && pct__sess_guard(live, err) != PCT_OK) { /* the source is closing */
+        pct__sess_release(live);
         return PCT_CLOSING;
     }
     if (live) {
@@ -1051,15 +1051,15 @@ pct_status pct_session_fork(pct_controller *c, const char *id, char out_id[PST_I
         bool busy = live->running || live->qhead != NULL;
         pthread_mutex_unlock(&live->mu);
         if (busy) {
-            pct_sess_release(live);
+            pct__sess_release(live);
             set_err(err, PCT_ACTIVE,
                     "Session is active: wait for its prompt to finish (or cancel it) before "
                     "forking%s",
                     NULL);
             return PCT_ACTIVE;
         }
-        pct_save_meta(live); /* the fork copies the current options */
-        pct_sess_release(live);
+        pct__save_meta(live); /* the fork copies the current options */
+        pct__sess_release(live);
     }
     pst_thread src;
     pst_error pe;
@@ -1123,7 +1123,7 @@ pct_status pct_session_fork(pct_controller *c, const char *id, char out_id[PST_I
         } else {
             size_t k = 0;
             for (size_t i = 0; i < ml.count; i++)
-                if (!pct_row_hidden(hidden, ml.items[i].seq))
+                if (!pct__row_hidden(hidden, ml.items[i].seq))
                     in[k++] = (pst_message_in){.role = ml.items[i].role,
                                                .content = ml.items[i].content,
                                                .meta = ml.items[i].meta};

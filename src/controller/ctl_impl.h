@@ -113,27 +113,27 @@ typedef struct pct_sess {
  * decided on this exact content in this session, says so and asks (through the sink's
  * permission broker); a trusted configuration's servers are started in the pool. Runs on
  * the prompt's worker thread, never on the request thread. */
-void pct_trust_before_turn(pct_sess *s, uint64_t turn);
+void pct__trust_before_turn(pct_sess *s, uint64_t turn);
 /* MCP (mcp_start.c): opens the builtin pool and starts the configured servers in the
  * background (0, or -1 when even the builtin pool cannot open); *notices (may be NULL)
- * receives what is known at once. pct_mcp_ext: the configured servers' pool or NULL
- * while they start. pct_mcp_wait: a turn's worker waits for them (cancel of turn gen or
- * close ends the wait). pct_mcp_status: {"servers", "errors"} JSON text (malloc'd). */
-int pct_mcp_open(pct_sess *s, const char *mcp_json, char **notices);
-pmcp_pool *pct_mcp_ext(pct_sess *s);
-void pct_mcp_wait(pct_sess *s, uint64_t gen);
-char *pct_mcp_status(pct_sess *s);
+ * receives what is known at once. pct__mcp_ext: the configured servers' pool or NULL
+ * while they start. pct__mcp_wait: a turn's worker waits for them (cancel of turn gen or
+ * close ends the wait). pct__mcp_status: {"servers", "errors"} JSON text (malloc'd). */
+int pct__mcp_open(pct_sess *s, const char *mcp_json, char **notices);
+pmcp_pool *pct__mcp_ext(pct_sess *s);
+void pct__mcp_wait(pct_sess *s, uint64_t gen);
+char *pct__mcp_status(pct_sess *s);
 /* Model discovery: starts a listing when the cache is old (wait: and waits a bounded
- * time for the first one); pct_discovered: the ids found (JSON array text, malloc'd) or
+ * time for the first one); pct__discovered: the ids found (JSON array text, malloc'd) or
  * NULL. */
-void pct_discover(pct_controller *c, bool wait);
-char *pct_discovered(pct_controller *c);
+void pct__discover(pct_controller *c, bool wait);
+char *pct__discovered(pct_controller *c);
 /* True when the default model resolves to a configured provider (why: the reason when
  * not). */
-bool pct_credentials(pct_controller *c, char *why, size_t whylen);
+bool pct__credentials(pct_controller *c, char *why, size_t whylen);
 /* Rebuilds the session's tool list after the pool's table changed (worker thread); the
  * previous list is kept until release. 0, or -1 (the previous list stays). */
-int pct_rebuild_tools(pct_sess *s);
+int pct__rebuild_tools(pct_sess *s);
 
 typedef struct pct_old_settings { /* a settings version replaced by authenticate */
     struct pct_old_settings *next;
@@ -175,69 +175,69 @@ struct pct_controller {
     const pag_settings *disc_settings;
 };
 
-void pct_sess_retain(void *h);
-void pct_sess_release(pct_sess *s);
-pct_sess *pct_sess_get(pct_controller *c, const char *id);
+void pct__sess_retain(void *h);
+void pct__sess_release(pct_sess *s);
+pct_sess *pct__sess_get(pct_controller *c, const char *id);
 /* Emits through the gate and the runtime's stamp (takes emit_mu), as the event of the
  * session's main agent. An event of a turn other than the running attempt's (a late
  * one) is dropped, as is any event of an instance no longer mapped in the runtime. */
-void pct_emit(pct_sess *s, pag_event *ev);
+void pct__emit(pct_sess *s, pag_event *ev);
 /* The same for the event of agent `agent_id` (a subagent's own id; NULL: the main
  * agent, whose id is the session id). */
-void pct_emit_agent(pct_sess *s, pag_event *ev, const char *agent_id);
+void pct__emit_agent(pct_sess *s, pag_event *ev, const char *agent_id);
 /* The ids of turn number n / attempt number n of epoch e ("turn-<e>-<n>"). */
-void pct_turn_id(char out[48], uint64_t epoch, uint64_t n);
-void pct_attempt_id(char out[48], uint64_t epoch, uint64_t n);
+void pct__turn_id(char out[48], uint64_t epoch, uint64_t n);
+void pct__attempt_id(char out[48], uint64_t epoch, uint64_t n);
 /* The closing guard: PCT_CLOSING ("Session is closing") unless s is open. Every
  * state-changing request calls it first. */
-pct_status pct_sess_guard(pct_sess *s, pct_error *err);
+pct_status pct__sess_guard(pct_sess *s, pct_error *err);
 /* True when stored row `seq` is hidden by a rewind (hidden: the JSON array text). */
-bool pct_row_hidden(const char *hidden, int64_t seq);
+bool pct__row_hidden(const char *hidden, int64_t seq);
 /* PCT_FOREIGN (err filled, naming the owner) when the stored session `id` belongs to
  * another machine; PCT_OK when it is ours or not stored. */
-pct_status pct_check_owner(pct_controller *c, const char *id, pct_error *err);
+pct_status pct__check_owner(pct_controller *c, const char *id, pct_error *err);
 /* PCT_FOREIGN with the owner-naming message when s is a read-only (foreign) session;
  * PCT_OK otherwise. Every writing entry point calls it first. */
-pct_status pct_sess_writable(const pct_sess *s, pct_error *err);
+pct_status pct__sess_writable(const pct_sess *s, pct_error *err);
 /* The plan entries (ACP PlanEntry[] JSON, malloc'd) of a todo call's arguments, NULL when
  * they are not a valid plan (replay of the plan a todo call showed). */
-char *pct_plan_of_todo(const char *args_json);
+char *pct__plan_of_todo(const char *args_json);
 
 /* ---- editor feature internals */
 #define PCT_HOST_TOOLS 3 /* todo, skill, task */
 /* The session's permission broker (pag_ports.ask_permission) and tool titles. */
-pag_permission pct_port_ask(void *ctx, const pag_event *call, atomic_int *cancel);
-char *pct_tool_title(const char *name, const char *args);
+pag_permission pct__port_ask(void *ctx, const pag_event *call, atomic_int *cancel);
+char *pct__tool_title(const char *name, const char *args);
 /* Appends the host tools' descriptors to the catalogue. */
-void pct_host_tools_add(pag_tool_info *tools, size_t *n);
+void pct__host_tools_add(pag_tool_info *tools, size_t *n);
 /* Persists the session's meta (frozen context, mode, model, remembered permissions,
  * epoch, hidden rows, close intent). 0, or -1 when the store refused it. */
-int pct_save_meta(pct_sess *s);
+int pct__save_meta(pct_sess *s);
 /* Makes the agent use the chosen model (worker thread, between turns). */
-void pct_apply_model(pct_sess *s);
+void pct__apply_model(pct_sess *s);
 /* The current model spec (malloc'd) or NULL. */
-char *pct_current_model(pct_sess *s);
+char *pct__current_model(pct_sess *s);
 /* Runs the tool (workspace or host); the port_run_tool contract. */
-int pct_run_tool(pct_sess *s, const char *name, const char *args, atomic_int *cancel,
+int pct__run_tool(pct_sess *s, const char *name, const char *args, atomic_int *cancel,
                  pag_tool_output *out, bool child);
 /* Host tools (todo, skill): returns -2 when name is not a host tool. */
-int pct_host_tool(pct_sess *s, const char *name, const char *args, pag_tool_output *out);
+int pct__host_tool(pct_sess *s, const char *name, const char *args, pag_tool_output *out);
 /* The task tool: runs a subagent in a child thread. */
-int pct_subagent_run(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out);
+int pct__subagent_run(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out);
 /* Slash commands: when the prompt is a command, runs it and returns true (r filled);
  * a user command rewrites *msg and returns false. */
-bool pct_command_run(pct_sess *s, pm_message *msg, pag_turn_result *r);
+bool pct__command_run(pct_sess *s, pm_message *msg, pag_turn_result *r);
 /* availableCommands JSON text (malloc'd). */
-char *pct_commands_json(pct_sess *s);
+char *pct__commands_json(pct_sess *s);
 /* Sets the mode / model and tells the client (current_mode_update, config_option_update). */
-pct_status pct_sess_set_mode(pct_sess *s, const char *mode_id, uint64_t turn, pct_error *err);
-pct_status pct_sess_set_model(pct_sess *s, const char *spec, uint64_t turn, pct_error *err);
+pct_status pct__sess_set_mode(pct_sess *s, const char *mode_id, uint64_t turn, pct_error *err);
+pct_status pct__sess_set_model(pct_sess *s, const char *spec, uint64_t turn, pct_error *err);
 /* What the model `spec` supports: a reasoning effort (OpenAI o-series and gpt-5,
  * Anthropic models with extended thinking), the 1M-token context (Anthropic Sonnet 4). */
-bool pct_model_effort(const pag_settings *st, const char *spec);
-bool pct_model_1m(const pag_settings *st, const char *spec);
+bool pct__model_effort(const pag_settings *st, const char *spec);
+bool pct__model_1m(const pag_settings *st, const char *spec);
 /* Model choices and the configOptions / modes JSON (malloc'd). */
-char *pct_config_json(pct_sess *s);
-char *pct_modes_json(pct_sess *s);
+char *pct__config_json(pct_sess *s);
+char *pct__modes_json(pct_sess *s);
 
 #endif

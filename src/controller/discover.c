@@ -22,14 +22,9 @@
 #define PCT_DISCOVER_HTTP_MS 5000
 #define PCT_DISCOVER_MAX     200 /* choices added to the selector at most */
 
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Lists one provider into arr as "<name>:<id>". */
-static void list_one(const pag_settings *st, const char *name, json_t *arr) {
+static void list_one(const pct_controller *c, const pag_settings *st, const char *name,
+                     json_t *arr) {
     char spec[160], why[300];
     snprintf(spec, sizeof spec, "%.100s:x", name);
     pm_config cfg;
@@ -39,10 +34,10 @@ static void list_one(const pag_settings *st, const char *name, json_t *arr) {
     size_t n = 0;
     pm_error e;
     if (pm_list_models(&cfg, PCT_DISCOVER_HTTP_MS, &ids, &n, &e) != PM_OK) {
-        fprintf(stderr,
-                "peri: listing the models of provider %s failed: %s (the model selector shows "
-                "the configured models only)\n",
-                name, e.message);
+        pb_log(&c->log, PB_LOG_WARN,
+               "listing the models of provider %s failed: %s (the model selector shows the "
+               "configured models only)",
+               name, e.message);
         return;
     }
     for (size_t i = 0; i < n && json_array_size(arr) < PCT_DISCOVER_MAX; i++) {
@@ -58,10 +53,10 @@ static void *discover_main(void *arg) {
     const pag_settings *st = c->settings;
     json_t *arr = json_array();
     if (arr) {
-        if (st->openai.present) list_one(st, "openai", arr);
-        if (st->anthropic.present) list_one(st, "anthropic", arr);
+        if (st->openai.present) list_one(c, st, "openai", arr);
+        if (st->anthropic.present) list_one(c, st, "anthropic", arr);
         for (size_t i = 0; i < st->nproviders; i++)
-            if (st->providers[i].p.present) list_one(st, st->providers[i].name, arr);
+            if (st->providers[i].p.present) list_one(c, st, st->providers[i].name, arr);
     }
     char *txt = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
     json_decref(arr);
@@ -70,7 +65,7 @@ static void *discover_main(void *arg) {
         free(c->disc_json);
         c->disc_json = txt;
     }
-    c->disc_at = mono_ms();
+    c->disc_at = pb_mono_ms();
     c->disc_done = true;
     c->disc_running = false;
     c->connectors--;
@@ -82,7 +77,7 @@ static void *discover_main(void *arg) {
 /* Starts a listing when none runs and the cache is old or missing (c->mu held). */
 static void kick_locked(pct_controller *c) {
     if (c->disc_running) return;
-    if (c->disc_done && mono_ms() - c->disc_at < PCT_DISCOVER_TTL_MS &&
+    if (c->disc_done && pb_mono_ms() - c->disc_at < PCT_DISCOVER_TTL_MS &&
         c->disc_settings == c->settings)
         return;
     c->disc_settings = c->settings; /* a new settings version (authenticate) lists again */
@@ -99,7 +94,7 @@ static void kick_locked(pct_controller *c) {
     pthread_attr_destroy(&at);
 }
 
-void pct_discover(pct_controller *c, bool wait) {
+void pct__discover(pct_controller *c, bool wait) {
     struct timespec dl;
     clock_gettime(CLOCK_REALTIME, &dl);
     dl.tv_sec += PCT_DISCOVER_WAIT_MS / 1000;
@@ -111,7 +106,7 @@ void pct_discover(pct_controller *c, bool wait) {
     pthread_mutex_unlock(&c->mu);
 }
 
-char *pct_discovered(pct_controller *c) {
+char *pct__discovered(pct_controller *c) {
     pthread_mutex_lock(&c->mu);
     char *t = c->disc_json ? strdup(c->disc_json) : NULL;
     pthread_mutex_unlock(&c->mu);

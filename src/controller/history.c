@@ -19,7 +19,7 @@
 #define PCT_TITLE_MAX  200
 #define PCT_REWIND_MAX 10000 /* a bound on the turns one rewind may name */
 
-bool pct_row_hidden(const char *hidden, int64_t seq) {
+bool pct__row_hidden(const char *hidden, int64_t seq) {
     if (!hidden) return false;
     json_t *arr = json_loads(hidden, 0, NULL);
     bool h = false;
@@ -46,17 +46,17 @@ static pct_status fail(pct_error *err, pct_status st, const char *msg) {
 /* The session to change: live (then open and writable) or, when not live, stored and
  * this machine's. *s receives the live session (or NULL). */
 static pct_status target(pct_controller *c, const char *id, pct_sess **s, pct_error *err) {
-    *s = pct_sess_get(c, id);
+    *s = pct__sess_get(c, id);
     if (*s) {
-        pct_status rc = pct_sess_guard(*s, err);
-        if (rc == PCT_OK) rc = pct_sess_writable(*s, err);
+        pct_status rc = pct__sess_guard(*s, err);
+        if (rc == PCT_OK) rc = pct__sess_writable(*s, err);
         if (rc != PCT_OK) {
-            pct_sess_release(*s);
+            pct__sess_release(*s);
             *s = NULL;
         }
         return rc;
     }
-    if (pct_check_owner(c, id, err) != PCT_OK) return PCT_FOREIGN;
+    if (pct__check_owner(c, id, err) != PCT_OK) return PCT_FOREIGN;
     pst_thread th;
     if (!id || pst_thread_get(c->store, id, &th, NULL) != PST_OK) {
         err->status = PCT_NOT_FOUND;
@@ -86,14 +86,14 @@ pct_status pct_session_rename(pct_controller *c, const char *id, const char *tit
     if (rc != PCT_OK) return rc;
     pst_error pe;
     if (pst_thread_rename(c->store, id, title, &pe) != PST_OK) {
-        pct_sess_release(s);
+        pct__sess_release(s);
         return fail(err, PCT_FAILED, "store: the title could not be saved");
     }
     if (s) {
         s->titled = true; /* the first prompt no longer names it */
         pag_event ev = {.kind = PAG_EV_SESSION_INFO, .title = title, .used = now_ms()};
-        pct_emit(s, &ev);
-        pct_sess_release(s);
+        pct__emit(s, &ev);
+        pct__sess_release(s);
     }
     return PCT_OK;
 }
@@ -105,7 +105,7 @@ pct_status pct_session_archive(pct_controller *c, const char *id, bool archived,
     pst_error pe;
     if (pst_thread_set_archived(c->store, id, archived, &pe) != PST_OK)
         rc = fail(err, PCT_FAILED, "store: the archive flag could not be saved");
-    pct_sess_release(s);
+    pct__sess_release(s);
     return rc;
 }
 
@@ -121,7 +121,7 @@ static int rewind_range(pct_controller *c, const char *id, const char *hidden, i
     *from = *to = 0;
     for (size_t i = ml.count; i-- > 0 && *dropped < turns;) {
         const pst_message *m = &ml.items[i];
-        if (pct_row_hidden(hidden, m->seq)) continue;
+        if (pct__row_hidden(hidden, m->seq)) continue;
         if (!*to) *to = m->seq;
         if (m->role && !strcmp(m->role, "user")) {
             (*dropped)++;
@@ -137,16 +137,16 @@ pct_status pct_session_rewind(pct_controller *c, const char *id, int turns, int 
     *dropped = 0;
     if (turns < 1 || turns > PCT_REWIND_MAX)
         return fail(err, PCT_BAD_ARG, "turns must be an integer from 1 to 10000");
-    pct_sess *s = pct_sess_get(c, id);
+    pct_sess *s = pct__sess_get(c, id);
     if (!s) {
         /* Only a live session is rewound: it is idle here and its next load sees it. */
-        if (pct_check_owner(c, id, err) != PCT_OK) return PCT_FOREIGN;
+        if (pct__check_owner(c, id, err) != PCT_OK) return PCT_FOREIGN;
         err->status = PCT_NOT_FOUND;
         snprintf(err->message, sizeof err->message, "Session not found: %.100s", id ? id : "");
         return PCT_NOT_FOUND;
     }
-    pct_status rc = pct_sess_guard(s, err);
-    if (rc == PCT_OK) rc = pct_sess_writable(s, err);
+    pct_status rc = pct__sess_guard(s, err);
+    if (rc == PCT_OK) rc = pct__sess_writable(s, err);
     if (rc == PCT_OK) {
         pthread_mutex_lock(&s->mu);
         bool busy = s->running || s->qhead != NULL;
@@ -162,7 +162,7 @@ pct_status pct_session_rewind(pct_controller *c, const char *id, int turns, int 
         int r = rewind_range(c, id, s->hidden, turns, &from, &to, &found);
         if (r < 0) rc = fail(err, PCT_FAILED, "store: the history could not be read");
         if (r > 0) { /* nothing to drop: the history state stays as it is */
-            pct_sess_release(s);
+            pct__sess_release(s);
             return PCT_OK;
         }
     }
@@ -186,10 +186,10 @@ pct_status pct_session_rewind(pct_controller *c, const char *id, int turns, int 
             free(s->hidden);
             s->hidden = txt;
             pthread_mutex_unlock(&s->mu);
-            pct_save_meta(s);
+            pct__save_meta(s);
         }
     }
-    pct_sess_release(s);
+    pct__sess_release(s);
     if (rc != PCT_OK) {
         free(mcp);
         return rc;

@@ -32,7 +32,7 @@ static const char task_schema[] =
     "may use (default: read, list, glob, grep, skill)\"}},\"required\":[\"description\","
     "\"prompt\"]}";
 
-void pct_host_tools_add(pag_tool_info *tools, size_t *n) {
+void pct__host_tools_add(pag_tool_info *tools, size_t *n) {
     tools[(*n)++] = (pag_tool_info){
         .name = "todo",
         .description = "Record or update your plan for the current task as a todo list. Send "
@@ -102,7 +102,7 @@ static int plan_entries(json_t *args, char **txt, size_t counts[3], char *msg, s
     return *txt ? 0 : -1;
 }
 
-char *pct_plan_of_todo(const char *args_json) {
+char *pct__plan_of_todo(const char *args_json) {
     json_t *a = args_json ? json_loads(args_json, 0, NULL) : NULL;
     char *txt = NULL, msg[160];
     size_t counts[3] = {0, 0, 0};
@@ -119,7 +119,7 @@ static int run_todo(pct_sess *s, json_t *args, pag_tool_output *out) {
     if (rc < 0) return -1;
     pag_event ev = {
         .kind = PAG_EV_PLAN, .turn = pag_session_turn_gen(s->agent), .content_json = txt};
-    pct_emit(s, &ev);
+    pct__emit(s, &ev);
     free(txt);
     snprintf(msg, sizeof msg,
              "Plan updated: %zu items (%zu completed, %zu in progress, %zu pending)",
@@ -141,7 +141,7 @@ static int run_skill(pct_sess *s, json_t *args, pag_tool_output *out) {
     return 0;
 }
 
-int pct_host_tool(pct_sess *s, const char *name, const char *args, pag_tool_output *out) {
+int pct__host_tool(pct_sess *s, const char *name, const char *args, pag_tool_output *out) {
     if (!name || (strcmp(name, "todo") != 0 && strcmp(name, "skill") != 0)) return -2;
     json_t *a = json_loads(args ? args : "{}", 0, NULL);
     int rc;

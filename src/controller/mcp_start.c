@@ -114,7 +114,7 @@ static json_t *status_locked(pct_sess *s) {
     return st;
 }
 
-char *pct_mcp_status(pct_sess *s) {
+char *pct__mcp_status(pct_sess *s) {
     pthread_mutex_lock(&s->mu);
     json_t *st = status_locked(s);
     pthread_mutex_unlock(&s->mu);
@@ -131,7 +131,7 @@ static void maybe_send_status(pct_sess *s) {
     if (send) s->mcp_report = false;
     pthread_mutex_unlock(&s->mu);
     if (!send || !s->c->sink.on_mcp_status) return;
-    char *txt = pct_mcp_status(s);
+    char *txt = pct__mcp_status(s);
     if (txt) s->c->sink.on_mcp_status(s->c->sink.ctx, s->id, s->epoch, txt);
     free(txt);
 }
@@ -184,7 +184,7 @@ static void *connector_main(void *arg) {
     if (!keep) pmcp_pool_close(p); /* closed meanwhile: no server outlives the session */
     maybe_send_status(s);
     connector_free(k);
-    pct_sess_release(s);
+    pct__sess_release(s);
     pthread_mutex_lock(&c->mu);
     c->connectors--;
     pthread_cond_broadcast(&c->cv);
@@ -192,7 +192,7 @@ static void *connector_main(void *arg) {
     return NULL;
 }
 
-int pct_mcp_open(pct_sess *s, const char *mcp_json, char **notices) {
+int pct__mcp_open(pct_sess *s, const char *mcp_json, char **notices) {
     pct_controller *c = s->c;
     /* User-level servers come from the settings document the host supplied. */
     json_t *servers = c->settings ? json_object_get(c->settings->doc, "mcpServers") : NULL;
@@ -203,7 +203,7 @@ int pct_mcp_open(pct_sess *s, const char *mcp_json, char **notices) {
     if (c->sink.fs_read || c->sink.fs_write) s->tool_ctx.client_fs = &s->client_fs;
     if (c->sink.term_run) s->tool_ctx.client_term = &s->client_term;
     /* The project's own servers start only when the user trusted that exact content;
-     * otherwise the first prompt asks (pct_trust_before_turn). */
+     * otherwise the first prompt asks (pct__trust_before_turn). */
     pag_project_config pc;
     bool have_pc = pag_project_config_read(s->cwd, &pc) == 0;
     bool any = have_pc && pag_project_config_any(&pc);
@@ -246,7 +246,7 @@ int pct_mcp_open(pct_sess *s, const char *mcp_json, char **notices) {
         } else {
             s->mcp_pending = true;
             s->mcp_report = true;
-            pct_sess_retain(s);
+            pct__sess_retain(s);
             pthread_mutex_lock(&c->mu);
             c->connectors++;
             pthread_mutex_unlock(&c->mu);
@@ -272,14 +272,14 @@ int pct_mcp_open(pct_sess *s, const char *mcp_json, char **notices) {
     return rc;
 }
 
-pmcp_pool *pct_mcp_ext(pct_sess *s) {
+pmcp_pool *pct__mcp_ext(pct_sess *s) {
     pthread_mutex_lock(&s->mu);
     pmcp_pool *p = s->ext;
     pthread_mutex_unlock(&s->mu);
     return p;
 }
 
-void pct_mcp_wait(pct_sess *s, uint64_t gen) {
+void pct__mcp_wait(pct_sess *s, uint64_t gen) {
     pthread_mutex_lock(&s->mu);
     while (s->mcp_pending && s->state == SESS_OPEN && s->gate_gen < gen) {
         struct timespec dl;
@@ -295,19 +295,19 @@ void pct_mcp_wait(pct_sess *s, uint64_t gen) {
 }
 
 void pct_session_answered(pct_controller *c, const char *id) {
-    pct_sess *s = pct_sess_get(c, id);
+    pct_sess *s = pct__sess_get(c, id);
     if (!s) return;
     pthread_mutex_lock(&s->mu);
     s->answered = true;
     pthread_mutex_unlock(&s->mu);
     maybe_send_status(s);
-    pct_sess_release(s);
+    pct__sess_release(s);
 }
 
 char *pct_session_mcp_status(pct_controller *c, const char *id) {
-    pct_sess *s = pct_sess_get(c, id);
+    pct_sess *s = pct__sess_get(c, id);
     if (!s) return NULL;
-    char *txt = pct_mcp_status(s);
-    pct_sess_release(s);
+    char *txt = pct__mcp_status(s);
+    pct__sess_release(s);
     return txt;
 }

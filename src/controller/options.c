@@ -6,7 +6,7 @@
  * Invariants: the thread meta always holds the whole option set (frozenContext, mode,
  * model, allowAlways, rejectAlways) and is written under the session's mu, so two
  * writers cannot interleave a stale copy. The model switch itself happens on the worker
- * thread between turns (pct_apply_model); a change made during a turn applies to the
+ * thread between turns (pct__apply_model); a change made during a turn applies to the
  * next one. A mode change applies at the next tool call.
  */
 #include "controller/ctl_impl.h"
@@ -23,7 +23,7 @@ static json_t *str_array(char **l, size_t n) {
     return a;
 }
 
-int pct_save_meta(pct_sess *s) {
+int pct__save_meta(pct_sess *s) {
     pthread_mutex_lock(&s->mu);
     json_t *m = json_pack("{s:s, s:s}", "frozenContext", s->frozen ? s->frozen : "", "mode",
                           pag_mode_id(pag_session_mode(s->agent)));
@@ -56,7 +56,7 @@ int pct_save_meta(pct_sess *s) {
     return rc;
 }
 
-char *pct_current_model(pct_sess *s) {
+char *pct__current_model(pct_sess *s) {
     pthread_mutex_lock(&s->mu);
     const char *spec = s->model_spec ? s->model_spec : pag_settings_default_model(s->c->settings);
     char *out = spec ? strdup(spec) : NULL;
@@ -64,8 +64,8 @@ char *pct_current_model(pct_sess *s) {
     return out;
 }
 
-void pct_apply_model(pct_sess *s) {
-    char *want = pct_current_model(s);
+void pct__apply_model(pct_sess *s) {
+    char *want = pct__current_model(s);
     const pag_settings *now = s->c->settings; /* a new version after an authenticate */
     pthread_mutex_lock(&s->mu);
     bool same_1m = s->ctx1m == s->ctx1m_applied;
@@ -84,7 +84,7 @@ void pct_apply_model(pct_sess *s) {
     pthread_mutex_lock(&s->mu);
     s->ctx1m_applied = s->ctx1m;
     pthread_mutex_unlock(&s->mu);
-    cfg.context_1m = s->ctx1m_applied && pct_model_1m(now, want);
+    cfg.context_1m = s->ctx1m_applied && pct__model_1m(now, want);
     pm_client_free(s->client);
     s->client = NULL;
     s->model_cfg = cfg;
@@ -133,7 +133,7 @@ static bool has_prefix(const char *s, const char *const *prefixes) {
     return false;
 }
 
-bool pct_model_effort(const pag_settings *st, const char *spec) {
+bool pct__model_effort(const pag_settings *st, const char *spec) {
     static const char *const openai[] = {"o1", "o3", "o4", "gpt-5", NULL};
     static const char *const anthropic[] = {"claude-3-7",       "claude-sonnet-4", "claude-opus-4",
                                             "claude-haiku-4-5", "claude-4",        NULL};
@@ -143,7 +143,7 @@ bool pct_model_effort(const pag_settings *st, const char *spec) {
     return has_prefix(name, k == PM_PROVIDER_OPENAI ? openai : anthropic);
 }
 
-bool pct_model_1m(const pag_settings *st, const char *spec) {
+bool pct__model_1m(const pag_settings *st, const char *spec) {
     static const char *const one_m[] = {"claude-sonnet-4", NULL};
     pm_provider k;
     const char *name;
@@ -158,21 +158,21 @@ static bool model_audio(const pag_settings *st, const char *spec) {
 }
 
 bool pct_session_audio(pct_controller *c, const char *id, char *model, size_t len) {
-    pct_sess *s = pct_sess_get(c, id);
+    pct_sess *s = pct__sess_get(c, id);
     if (!s) return false;
-    char *cur = pct_current_model(s);
+    char *cur = pct__current_model(s);
     bool ok = model_audio(c->settings, cur);
     if (model) snprintf(model, len, "%s", cur ? cur : "(no model)");
     free(cur);
-    pct_sess_release(s);
+    pct__sess_release(s);
     return ok;
 }
 
 bool pct_session_cwd(pct_controller *c, const char *id, char *out, size_t len) {
-    pct_sess *s = pct_sess_get(c, id);
+    pct_sess *s = pct__sess_get(c, id);
     if (!s) return false;
     bool ok = (size_t)snprintf(out, len, "%s", s->cwd) < len;
-    pct_sess_release(s);
+    pct__sess_release(s);
     return ok;
 }
 
@@ -187,7 +187,7 @@ static void add_model_options(pct_sess *s, const pag_settings *st, const char *c
     memcpy(effort, s->effort, sizeof effort);
     bool one_m = s->ctx1m;
     pthread_mutex_unlock(&s->mu);
-    if (pct_model_effort(st, cur))
+    if (pct__model_effort(st, cur))
         json_array_append_new(
             arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}, "
                            "{s:s, s:s}]}",
@@ -198,7 +198,7 @@ static void add_model_options(pct_sess *s, const pag_settings *st, const char *c
                            effort[0] ? effort : "off", "options", "value", "off", "name", "Off",
                            "value", "low", "name", "Low", "value", "medium", "name", "Medium",
                            "value", "high", "name", "High"));
-    if (pct_model_1m(st, cur))
+    if (pct__model_1m(st, cur))
         json_array_append_new(
             arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:[{s:s, s:s}, {s:s, s:s}]}", "id",
                            "context_1m", "name", "1M context", "description",
@@ -207,16 +207,16 @@ static void add_model_options(pct_sess *s, const pag_settings *st, const char *c
                            "options", "value", "off", "name", "Off", "value", "on", "name", "On"));
 }
 
-char *pct_config_json(pct_sess *s) {
+char *pct__config_json(pct_sess *s) {
     const pag_settings *st = s->c->settings;
-    char *cur = pct_current_model(s);
+    char *cur = pct__current_model(s);
     json_t *models = json_array();
     for (size_t i = 0; models && i < st->nmodels; i++)
         add_choice(models, st, st->models[i].id);
     if (models) add_choice(models, st, pag_settings_default_model(st));
     if (models) add_choice(models, st, cur);
     /* then what the providers report (discover.c), when a listing succeeded */
-    char *found = pct_discovered(s->c);
+    char *found = pct__discovered(s->c);
     json_t *fa = found ? json_loads(found, 0, NULL) : NULL;
     size_t i;
     json_t *v;
@@ -252,7 +252,7 @@ char *pct_config_json(pct_sess *s) {
     return txt;
 }
 
-char *pct_modes_json(pct_sess *s) {
+char *pct__modes_json(pct_sess *s) {
     json_t *avail = json_array();
     for (int i = 0; avail && i < PAG_MODE_COUNT; i++)
         json_array_append_new(avail,
@@ -269,14 +269,14 @@ char *pct_modes_json(pct_sess *s) {
 /* ---------------------------------------------------------------- changes */
 
 static void emit_config(pct_sess *s, uint64_t turn) {
-    char *cfg = pct_config_json(s);
+    char *cfg = pct__config_json(s);
     if (!cfg) return;
     pag_event ev = {.kind = PAG_EV_CONFIG, .turn = turn, .content_json = cfg};
-    pct_emit(s, &ev);
+    pct__emit(s, &ev);
     free(cfg);
 }
 
-pct_status pct_sess_set_mode(pct_sess *s, const char *mode_id, uint64_t turn, pct_error *err) {
+pct_status pct__sess_set_mode(pct_sess *s, const char *mode_id, uint64_t turn, pct_error *err) {
     pag_mode m;
     if (!pag_mode_parse(mode_id, &m)) {
         err->status = PCT_BAD_ARG;
@@ -286,15 +286,15 @@ pct_status pct_sess_set_mode(pct_sess *s, const char *mode_id, uint64_t turn, pc
         return PCT_BAD_ARG;
     }
     pag_session_set_mode(s->agent, m);
-    pct_save_meta(s);
+    pct__save_meta(s);
     pag_event ev = {.kind = PAG_EV_MODE, .turn = turn, .text = pag_mode_id(m)};
-    pct_emit(s, &ev);
+    pct__emit(s, &ev);
     emit_config(s, turn);
     return PCT_OK;
 }
 
-pct_status pct_sess_set_model(pct_sess *s, const char *spec, uint64_t turn, pct_error *err) {
-    char *cfg = pct_config_json(s);
+pct_status pct__sess_set_model(pct_sess *s, const char *spec, uint64_t turn, pct_error *err) {
+    char *cfg = pct__config_json(s);
     json_t *arr = cfg ? json_loads(cfg, 0, NULL) : NULL;
     free(cfg);
     bool ok = false;
@@ -321,7 +321,7 @@ pct_status pct_sess_set_model(pct_sess *s, const char *spec, uint64_t turn, pct_
     free(s->model_spec);
     s->model_spec = copy;
     pthread_mutex_unlock(&s->mu);
-    pct_save_meta(s);
+    pct__save_meta(s);
     emit_config(s, turn);
     return PCT_OK;
 }
@@ -329,7 +329,7 @@ pct_status pct_sess_set_model(pct_sess *s, const char *spec, uint64_t turn, pct_
 /* ---------------------------------------------------------------- public API */
 
 static pct_sess *live(pct_controller *c, const char *id, pct_error *err) {
-    pct_sess *s = pct_sess_get(c, id);
+    pct_sess *s = pct__sess_get(c, id);
     if (!s && err) {
         err->status = PCT_NOT_FOUND;
         snprintf(err->message, sizeof err->message, "Session not found: %.100s", id ? id : "");
@@ -340,39 +340,39 @@ static pct_sess *live(pct_controller *c, const char *id, pct_error *err) {
 char *pct_session_modes(pct_controller *c, const char *id) {
     pct_sess *s = live(c, id, NULL);
     if (!s) return NULL;
-    char *t = pct_modes_json(s);
-    pct_sess_release(s);
+    char *t = pct__modes_json(s);
+    pct__sess_release(s);
     return t;
 }
 
 char *pct_session_config(pct_controller *c, const char *id) {
     pct_sess *s = live(c, id, NULL);
     if (!s) return NULL;
-    char *t = pct_config_json(s);
-    pct_sess_release(s);
+    char *t = pct__config_json(s);
+    pct__sess_release(s);
     return t;
 }
 
 /* Not live here: another machine's session is named as such, else not found. */
 static pct_status not_live(pct_controller *c, const char *id, pct_error *err) {
-    return pct_check_owner(c, id, err) != PCT_OK ? PCT_FOREIGN : PCT_NOT_FOUND;
+    return pct__check_owner(c, id, err) != PCT_OK ? PCT_FOREIGN : PCT_NOT_FOUND;
 }
 
 pct_status pct_set_mode(pct_controller *c, const char *id, const char *mode_id, pct_error *err) {
     pct_sess *s = live(c, id, err);
     if (!s) return not_live(c, id, err);
-    pct_status rc = pct_sess_guard(s, err);
-    if (rc == PCT_OK) rc = pct_sess_writable(s, err); /* read-only: options are persisted */
-    if (rc == PCT_OK) rc = pct_sess_set_mode(s, mode_id, 0, err);
-    pct_sess_release(s);
+    pct_status rc = pct__sess_guard(s, err);
+    if (rc == PCT_OK) rc = pct__sess_writable(s, err); /* read-only: options are persisted */
+    if (rc == PCT_OK) rc = pct__sess_set_mode(s, mode_id, 0, err);
+    pct__sess_release(s);
     return rc;
 }
 
 /* thinking_effort (effort) or context_1m: only while the current model offers it. */
 static pct_status set_model_option(pct_sess *s, bool effort, const char *value, pct_error *err) {
-    char *cur = pct_current_model(s);
+    char *cur = pct__current_model(s);
     const pag_settings *st = s->c->settings;
-    bool offered = effort ? pct_model_effort(st, cur) : pct_model_1m(st, cur);
+    bool offered = effort ? pct__model_effort(st, cur) : pct__model_1m(st, cur);
     bool ok = value && (effort ? (!strcmp(value, "off") || !strcmp(value, "low") ||
                                   !strcmp(value, "medium") || !strcmp(value, "high"))
                                : (!strcmp(value, "off") || !strcmp(value, "on")));
@@ -395,7 +395,7 @@ static pct_status set_model_option(pct_sess *s, bool effort, const char *value, 
     else
         s->ctx1m = !strcmp(value, "on");
     pthread_mutex_unlock(&s->mu);
-    pct_save_meta(s);
+    pct__save_meta(s);
     emit_config(s, 0);
     return PCT_OK;
 }
@@ -405,14 +405,14 @@ pct_status pct_set_config(pct_controller *c, const char *id, const char *config_
     pct_sess *s = live(c, id, err);
     if (!s) return not_live(c, id, err);
     pct_status rc;
-    if (pct_sess_guard(s, err) != PCT_OK) {
+    if (pct__sess_guard(s, err) != PCT_OK) {
         rc = PCT_CLOSING;
     } else if (s->read_only) { /* options are persisted: not for another machine's session */
-        rc = pct_sess_writable(s, err);
+        rc = pct__sess_writable(s, err);
     } else if (config_id && !strcmp(config_id, "model")) {
-        rc = pct_sess_set_model(s, value, 0, err);
+        rc = pct__sess_set_model(s, value, 0, err);
     } else if (config_id && !strcmp(config_id, "mode")) {
-        rc = pct_sess_set_mode(s, value, 0, err);
+        rc = pct__sess_set_mode(s, value, 0, err);
     } else if (config_id && !strcmp(config_id, "thinking_effort")) {
         rc = set_model_option(s, true, value, err);
     } else if (config_id && !strcmp(config_id, "context_1m")) {
@@ -423,7 +423,7 @@ pct_status pct_set_config(pct_controller *c, const char *id, const char *config_
                  "unknown configId: %.100s (model, mode, thinking_effort, context_1m)",
                  config_id ? config_id : "");
     }
-    pct_sess_release(s);
+    pct__sess_release(s);
     return rc;
 }
 
@@ -431,10 +431,10 @@ void pct_notice(pct_controller *c, const char *id, const char *text) {
     pct_sess *s = live(c, id, NULL);
     if (!s) return;
     if (s->read_only) { /* its prompt is refused: nothing to tell about it */
-        pct_sess_release(s);
+        pct__sess_release(s);
         return;
     }
     pag_event ev = {.kind = PAG_EV_TEXT, .text = text};
-    pct_emit(s, &ev);
-    pct_sess_release(s);
+    pct__emit(s, &ev);
+    pct__sess_release(s);
 }

@@ -45,12 +45,12 @@ static pm_status c_reason(void *ctx, const pm_request *req, pm_event_fn on_event
 static int c_run_tool(void *ctx, const char *name, const char *args, atomic_int *cancel,
                       pag_tool_output *out) {
     child *ch = ctx;
-    return pct_run_tool(ch->parent, name, args, cancel, out, true);
+    return pct__run_tool(ch->parent, name, args, cancel, out, true);
 }
 
 static char *c_title(void *ctx, const char *name, const char *args) {
     (void)ctx;
-    return pct_tool_title(name, args);
+    return pct__tool_title(name, args);
 }
 
 /* The parent's broker: remembered answers, project list, then the client. */
@@ -61,7 +61,7 @@ static pag_permission c_ask(void *ctx, const pag_event *call, atomic_int *cancel
     snprintf(id, sizeof id, "%s/%s", ch->call_id, call->tool_call_id ? call->tool_call_id : "");
     e.tool_call_id = id;
     e.meta_json = ch->meta_json;
-    return pct_port_ask(ch->parent, &e, cancel);
+    return pct__port_ask(ch->parent, &e, cancel);
 }
 
 static int c_persist(void *ctx, const pm_message *msgs, size_t n) {
@@ -98,7 +98,7 @@ static void progress(child *ch) {
                     .status = "in_progress",
                     .content_json = cj,
                     .meta_json = ch->meta_json};
-    pct_emit(ch->parent, &up);
+    pct__emit(ch->parent, &up);
     free(cj);
 }
 
@@ -125,7 +125,7 @@ static void c_emit(void *ctx, const pag_event *ev) {
     copy.turn = ch->parent_gen; /* gated with the parent's turn */
     copy.replay = false;
     copy.meta_json = ch->meta_json;
-    pct_emit_agent(ch->parent, &copy, ch->id); /* the subagent's own event */
+    pct__emit_agent(ch->parent, &copy, ch->id); /* the subagent's own event */
 }
 
 static const char *const default_tools[] = {"read", "list", "glob", "grep", "skill"};
@@ -176,7 +176,7 @@ static int run_child(pct_sess *s, const char *args, atomic_int *cancel, pag_tool
         rc = fail_out(out, "task: the parent thread cannot be read");
         goto out;
     }
-    char *spec = pct_current_model(s);
+    char *spec = pct__current_model(s);
     json_t *meta = json_pack("{s:s, s:s}", "frozenContext", s->frozen ? s->frozen : "", "mode",
                              pag_mode_id(pag_session_mode(s->agent)));
     if (meta && spec) json_object_set_new(meta, "model", json_string(spec));
@@ -262,7 +262,7 @@ out:
     return rc;
 }
 
-int pct_subagent_run(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out) {
+int pct__subagent_run(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out) {
     atomic_fetch_add(&s->subagents, 1); /* close reports a subagent not handed over */
     int rc = run_child(s, args, cancel, out);
     atomic_fetch_sub(&s->subagents, 1);

@@ -26,7 +26,7 @@
 
 static void say(pct_sess *s, uint64_t turn, const char *text) {
     pag_event ev = {.kind = PAG_EV_TEXT, .turn = turn, .text = text};
-    pct_emit(s, &ev);
+    pct__emit(s, &ev);
 }
 
 /* The human-readable listing of what trusting would allow (malloc'd). */
@@ -57,7 +57,7 @@ static char *describe(const pag_project_config *pc) {
 
 /* Starts the (now trusted) project servers in the session's pool. */
 static void start_servers(pct_sess *s, uint64_t turn, const pag_project_config *pc) {
-    pmcp_pool *ext = pct_mcp_ext(s);
+    pmcp_pool *ext = pct__mcp_ext(s);
     if (pc->servers_json && !ext)
         return; /* servers still starting (a cancelled wait): the
                     next turn starts these */
@@ -65,7 +65,7 @@ static void start_servers(pct_sess *s, uint64_t turn, const pag_project_config *
     if (!pc->servers_json) return;
     char *notes = NULL;
     int rc = pmcp_pool_add_project(ext, pc->servers_json, &notes);
-    if (rc == 1) pct_rebuild_tools(s);
+    if (rc == 1) pct__rebuild_tools(s);
     if (notes) say(s, turn, notes);
     free(notes);
 }
@@ -109,7 +109,7 @@ static bool ask(pct_sess *s, uint64_t turn, const pag_project_config *pc) {
     return p == PAG_PERM_TRUST_PROJECT;
 }
 
-void pct_trust_before_turn(pct_sess *s, uint64_t turn) {
+void pct__trust_before_turn(pct_sess *s, uint64_t turn) {
     if (s->read_only) return;
     pag_project_config pc;
     if (pag_project_config_read(s->cwd, &pc) != 0) return;

@@ -90,7 +90,7 @@ static void maybe_title(pct_sess *s, const char *text, uint64_t gen) {
     if (pst_thread_rename(s->c->store, s->id, title, &pe) != PST_OK) return;
     s->titled = true;
     pag_event ev = {.kind = PAG_EV_SESSION_INFO, .turn = gen, .title = title, .used = now_ms()};
-    pct_emit(s, &ev);
+    pct__emit(s, &ev);
 }
 
 static void worker_exit(pct_sess *s) {
@@ -99,7 +99,7 @@ static void worker_exit(pct_sess *s) {
     s->workers--;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
-    pct_sess_release(s);
+    pct__sess_release(s);
     pthread_mutex_lock(&c->mu);
     c->workers--;
     pthread_cond_broadcast(&c->cv);
@@ -144,15 +144,15 @@ static void *worker(void *arg) {
     uint64_t gen = pag_session_begin_turn(s->agent);
     s->cur_gen = gen;
     snprintf(s->cur_turn_id, sizeof s->cur_turn_id, "%s", j->turn_id);
-    pct_attempt_id(s->cur_attempt_id, s->epoch, ++s->attempt_seq);
+    pct__attempt_id(s->cur_attempt_id, s->epoch, ++s->attempt_seq);
     pthread_mutex_unlock(&s->mu);
     pthread_mutex_unlock(&s->emit_mu);
 
-    pct_mcp_wait(s, gen);          /* MCP servers still starting: their tools are wanted */
-    pct_apply_model(s);            /* a model chosen since the last turn */
-    pct_trust_before_turn(s, gen); /* project configuration: trusted content only */
+    pct__mcp_wait(s, gen);          /* MCP servers still starting: their tools are wanted */
+    pct__apply_model(s);            /* a model chosen since the last turn */
+    pct__trust_before_turn(s, gen); /* project configuration: trusted content only */
     pag_turn_result r;
-    if (!pct_command_run(s, &j->msg, &r)) {
+    if (!pct__command_run(s, &j->msg, &r)) {
         maybe_title(s, j->text, gen);
         pag_session_turn_message(s->agent, &j->msg, &r);
     }
@@ -202,18 +202,18 @@ pct_status pct_prompt_message(pct_controller *c, const char *id, pm_message *msg
         snprintf(err->message, sizeof err->message, "out of memory");
         return PCT_FAILED;
     }
-    pct_sess *s = pct_sess_get(c, id);
+    pct_sess *s = pct__sess_get(c, id);
     if (!s) {
         free(text);
         /* Not live here: say so plainly when it is another machine's session. */
-        if (pct_check_owner(c, id, err) != PCT_OK) return PCT_FOREIGN;
+        if (pct__check_owner(c, id, err) != PCT_OK) return PCT_FOREIGN;
         err->status = PCT_NOT_FOUND;
         snprintf(err->message, sizeof err->message, "Session not found: %s", id ? id : "");
         return PCT_NOT_FOUND;
     }
-    if (pct_sess_writable(s, err) != PCT_OK) { /* another machine's session: read-only */
+    if (pct__sess_writable(s, err) != PCT_OK) { /* another machine's session: read-only */
         free(text);
-        pct_sess_release(s);
+        pct__sess_release(s);
         return PCT_FOREIGN;
     }
     job *j = calloc(1, sizeof *j);
@@ -224,7 +224,7 @@ pct_status pct_prompt_message(pct_controller *c, const char *id, pm_message *msg
     bool ok = open && !full && j && t;
     if (ok) {
         s->workers++;
-        pct_turn_id(j->turn_id, s->epoch, ++s->turn_seq);
+        pct__turn_id(j->turn_id, s->epoch, ++s->turn_seq);
         j->next = NULL;
         if (s->qtail)
             s->qtail->next = j;
@@ -236,7 +236,7 @@ pct_status pct_prompt_message(pct_controller *c, const char *id, pm_message *msg
     if (!ok) {
         free(j);
         free(t);
-        pct_sess_release(s);
+        pct__sess_release(s);
         err->status = !open ? PCT_CLOSING : full ? PCT_BUSY : PCT_FAILED;
         snprintf(err->message, sizeof err->message, "%s",
                  !open  ? "Session is closing"
@@ -358,7 +358,7 @@ static void cancel_turn(pct_sess *s, const char *turn_id, const char *attempt_id
 }
 
 void pct_cancel_ex(pct_controller *c, const char *id, const pct_cancel_opts *o) {
-    pct_sess *s = pct_sess_get(c, id);
+    pct_sess *s = pct__sess_get(c, id);
     if (!s) return;
     if (o && o->turn_id)
         cancel_turn(s, o->turn_id, o->attempt_id);
@@ -370,7 +370,7 @@ void pct_cancel_ex(pct_controller *c, const char *id, const pct_cancel_opts *o) 
         s->cancel_next = false; /* nothing is left for it to be meant for */
         pthread_mutex_unlock(&s->mu);
     }
-    pct_sess_release(s);
+    pct__sess_release(s);
 }
 
 /* The closing guard of a state-changing request (s->mu held). */
@@ -382,7 +382,7 @@ static pct_status open_or_closing(pct_sess *s, pct_error *err) {
 }
 
 static pct_sess *live_sess(pct_controller *c, const char *id, pct_error *err) {
-    pct_sess *s = pct_sess_get(c, id);
+    pct_sess *s = pct__sess_get(c, id);
     if (!s) {
         err->status = PCT_NOT_FOUND;
         snprintf(err->message, sizeof err->message, "Session not found: %.100s", id ? id : "");
@@ -413,7 +413,7 @@ pct_status pct_queue_list(pct_controller *c, const char *id, char **json_out, pc
         }
     }
     pthread_mutex_unlock(&s->mu);
-    pct_sess_release(s);
+    pct__sess_release(s);
     *json_out = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
     json_decref(arr);
     if (!*json_out) {
@@ -435,11 +435,11 @@ pct_status pct_queue_clear(pct_controller *c, const char *id, size_t *cleared, p
         s->cancel_next = false;
     }
     pthread_mutex_unlock(&s->mu);
-    pct_sess_release(s);
+    pct__sess_release(s);
     return rc;
 }
 
-pct_status pct_sess_guard(pct_sess *s, pct_error *err) {
+pct_status pct__sess_guard(pct_sess *s, pct_error *err) {
     pthread_mutex_lock(&s->mu);
     pct_status rc = open_or_closing(s, err);
     pthread_mutex_unlock(&s->mu);
@@ -447,39 +447,39 @@ pct_status pct_sess_guard(pct_sess *s, pct_error *err) {
 }
 
 void pct_cancel_prompt(pct_controller *c, const char *id, void *token) {
-    pct_sess *s = pct_sess_get(c, id);
+    pct_sess *s = pct__sess_get(c, id);
     if (!s) return;
     cancel_token(s, token);
-    pct_sess_release(s);
+    pct__sess_release(s);
 }
 
 void pct_cancel(pct_controller *c, const char *id) {
-    pct_sess *s = pct_sess_get(c, id);
+    pct_sess *s = pct__sess_get(c, id);
     if (!s) return;
     cancel_sess(s);
-    pct_sess_release(s);
+    pct__sess_release(s);
 }
 
 bool pct_session_turn_ids(pct_controller *c, const char *id, uint64_t *epoch, char turn[48],
                           char attempt[48]) {
-    pct_sess *s = pct_sess_get(c, id);
+    pct_sess *s = pct__sess_get(c, id);
     if (!s) return false;
     pthread_mutex_lock(&s->mu);
     *epoch = s->epoch;
     memcpy(turn, s->cur_turn_id, 48);
     memcpy(attempt, s->cur_attempt_id, 48);
     pthread_mutex_unlock(&s->mu);
-    pct_sess_release(s);
+    pct__sess_release(s);
     return true;
 }
 
 bool pct_session_closing(pct_controller *c, const char *id) {
-    pct_sess *s = pct_sess_get(c, id);
+    pct_sess *s = pct__sess_get(c, id);
     if (!s) return false;
     pthread_mutex_lock(&s->mu);
     bool closing = s->state != SESS_OPEN;
     pthread_mutex_unlock(&s->mu);
-    pct_sess_release(s);
+    pct__sess_release(s);
     return closing;
 }
 
@@ -521,7 +521,7 @@ static const char *unsettled(pct_sess *s, const char **message) {
 static pct_status close_with_grace(pct_controller *c, const char *id, long grace_ms, pct_error *err,
                                    const char **reason) {
     *reason = NULL;
-    pct_sess *s = pct_sess_get(c, id);
+    pct_sess *s = pct__sess_get(c, id);
     if (!s) return PCT_OK; /* closed already, or never live: nothing to settle */
     pthread_mutex_lock(&s->mu);
     if (s->state == SESS_OPEN) s->state = SESS_CLOSING;
@@ -542,7 +542,7 @@ static pct_status close_with_grace(pct_controller *c, const char *id, long grace
     pthread_mutex_unlock(&s->mu);
     if (!*reason && !s->read_only) {
         /* The close intent is kept before close reports success. */
-        if (intent && pct_save_meta(s) != 0) {
+        if (intent && pct__save_meta(s) != 0) {
             pthread_mutex_lock(&s->mu);
             s->close_intent_ms = 0; /* the retry writes it again */
             pthread_mutex_unlock(&s->mu);
@@ -569,7 +569,7 @@ static pct_status close_with_grace(pct_controller *c, const char *id, long grace
         pthread_mutex_unlock(&s->mu);
         pthread_mutex_unlock(&s->emit_mu);
         pct_sess *mapped = prt_remove(c->rt, id);
-        if (mapped) pct_sess_release(mapped);
+        if (mapped) pct__sess_release(mapped);
     } else {
         if (err) {
             err->status = PCT_INCOMPLETE;
@@ -577,7 +577,7 @@ static pct_status close_with_grace(pct_controller *c, const char *id, long grace
         }
         rc = PCT_INCOMPLETE;
     }
-    pct_sess_release(s);
+    pct__sess_release(s);
     return rc;
 }
 

@@ -16,7 +16,7 @@
 #define PM_MODELS_MAX  500
 
 typedef struct body {
-    pm__buf b;
+    pb_buf b;
     bool too_big;
 } body;
 
@@ -27,7 +27,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud) {
         b->too_big = true;
         return 0;
     }
-    return pm__buf_add(&b->b, data, len) ? 0 : len;
+    return !pb_buf_put(&b->b, data, len) ? 0 : len;
 }
 
 static bool id_ok(const char *s) {
@@ -59,20 +59,20 @@ pm_status pm_list_models(const pm_config *cfg, long timeout_ms, char ***ids, siz
     if (!url) return pm__fail(err, PM_ERR_NOMEM, "out of memory");
     snprintf(url, bl + 16, "%.*s%s", (int)bl, cfg->base_url,
              cfg->provider == PM_PROVIDER_OPENAI ? "/models" : "/v1/models");
-    pm__buf h = {0};
+    pb_buf h = {0};
     struct curl_slist *hdrs = curl_slist_append(NULL, "Accept: application/json");
     const char *key = cfg->api_key ? cfg->api_key : "";
     bool oom = !hdrs;
     if (!oom && *key) {
         const char *pre =
             cfg->provider == PM_PROVIDER_OPENAI ? "Authorization: Bearer " : "x-api-key: ";
-        oom = pm__buf_add(&h, pre, strlen(pre)) || pm__buf_add(&h, key, strlen(key)) ||
+        oom = !pb_buf_put(&h, pre, strlen(pre)) || !pb_buf_put(&h, key, strlen(key)) ||
               !curl_slist_append(hdrs, h.p);
     }
     if (!oom && cfg->provider == PM_PROVIDER_ANTHROPIC) {
         const char *v = cfg->anthropic_version ? cfg->anthropic_version : "2023-06-01";
-        pm__buf_reset(&h);
-        oom = pm__buf_add(&h, "anthropic-version: ", 19) || pm__buf_add(&h, v, strlen(v)) ||
+        pb_buf_reset(&h);
+        oom = !pb_buf_put(&h, "anthropic-version: ", 19) || !pb_buf_put(&h, v, strlen(v)) ||
               !curl_slist_append(hdrs, h.p);
     }
     CURL *e = oom ? NULL : curl_easy_init();
@@ -133,8 +133,8 @@ pm_status pm_list_models(const pm_config *cfg, long timeout_ms, char ***ids, siz
 out:
     if (e) curl_easy_cleanup(e);
     curl_slist_free_all(hdrs);
-    pm__buf_free(&h);
-    pm__buf_free(&b.b);
+    pb_buf_free(&h);
+    pb_buf_free(&b.b);
     free(url);
     return st;
 }

@@ -23,10 +23,10 @@
 
 static pacp_kind decode_kind(const char *s, int *code) {
     pacp_msg m;
-    pacp_decode(s, strlen(s), &m);
+    pacp__decode(s, strlen(s), &m);
     pacp_kind k = m.kind;
     if (code) *code = m.err_code;
-    pacp_msg_clear(&m);
+    pacp__msg_clear(&m);
     return k;
 }
 
@@ -74,32 +74,32 @@ static void test_invalid_keeps_id(void **state) {
     (void)state;
     pacp_msg m;
     const char *s = "{\"jsonrpc\":\"1.0\",\"id\":7,\"method\":\"a\"}";
-    pacp_decode(s, strlen(s), &m);
+    pacp__decode(s, strlen(s), &m);
     assert_int_equal(m.kind, PACP_INVALID);
     assert_non_null(m.id);
     assert_int_equal(json_integer_value(m.id), 7);
-    pacp_msg_clear(&m);
+    pacp__msg_clear(&m);
 }
 
 static void test_encode(void **state) {
     (void)state;
     json_t *id = json_integer(4);
-    json_t *f = pacp_make_result(id, json_pack("{s:s}", "text", "a\nb"));
+    json_t *f = pacp__make_result(id, json_pack("{s:s}", "text", "a\nb"));
     size_t n;
-    char *line = pacp_encode(f, &n);
+    char *line = pacp__encode(f, &n);
     assert_string_equal(line, "{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"text\":\"a\\nb\"}}\n");
     assert_int_equal(n, strlen(line));
     free(line);
     json_decref(f);
-    f = pacp_make_error(NULL, PACP_CLOSE_INCOMPLETE, "Session is closing", NULL);
-    line = pacp_encode(f, NULL);
+    f = pacp__make_error(NULL, PACP_CLOSE_INCOMPLETE, "Session is closing", NULL);
+    line = pacp__encode(f, NULL);
     assert_string_equal(
         line, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32010,\"message\":\"Session "
               "is closing\"}}\n");
     free(line);
     json_decref(f);
-    f = pacp_make_error(id, PACP_TURN_FAILED, "boom", json_pack("{s:s}", "kind", "llm"));
-    line = pacp_encode(f, NULL);
+    f = pacp__make_error(id, PACP_TURN_FAILED, "boom", json_pack("{s:s}", "kind", "llm"));
+    line = pacp__encode(f, NULL);
     assert_string_equal(line, "{\"jsonrpc\":\"2.0\",\"id\":4,\"error\":{\"code\":-32000,"
                               "\"message\":\"boom\",\"data\":{\"kind\":\"llm\"}}}\n");
     free(line);
@@ -115,19 +115,19 @@ static void test_reader(void **state) {
     assert_int_equal(write(p[1], in, strlen(in)), (ssize_t)strlen(in));
     close(p[1]);
     pacp_reader r;
-    pacp_reader_init(&r, p[0]);
+    pacp__reader_init(&r, p[0]);
     char *line;
     size_t len;
-    assert_int_equal(pacp_reader_next(&r, &line, &len), PACP_READ_LINE);
+    assert_int_equal(pacp__reader_next(&r, &line, &len), PACP_READ_LINE);
     assert_string_equal(line, "one");
-    assert_int_equal(pacp_reader_next(&r, &line, &len), PACP_READ_LINE);
+    assert_int_equal(pacp__reader_next(&r, &line, &len), PACP_READ_LINE);
     assert_int_equal(len, 0);
-    assert_int_equal(pacp_reader_next(&r, &line, &len), PACP_READ_LINE);
+    assert_int_equal(pacp__reader_next(&r, &line, &len), PACP_READ_LINE);
     assert_string_equal(line, "two");
-    assert_int_equal(pacp_reader_next(&r, &line, &len), PACP_READ_LINE);
+    assert_int_equal(pacp__reader_next(&r, &line, &len), PACP_READ_LINE);
     assert_string_equal(line, "three");
-    assert_int_equal(pacp_reader_next(&r, &line, &len), PACP_READ_EOF);
-    pacp_reader_free(&r);
+    assert_int_equal(pacp__reader_next(&r, &line, &len), PACP_READ_EOF);
+    pacp__reader_free(&r);
     close(p[0]);
 }
 
@@ -144,15 +144,15 @@ static void test_reader_big_line(void **state) {
     assert_int_equal(write(fd, buf, big + 4), (ssize_t)(big + 4));
     lseek(fd, 0, SEEK_SET);
     pacp_reader r;
-    pacp_reader_init(&r, fd);
+    pacp__reader_init(&r, fd);
     char *line;
     size_t len;
-    assert_int_equal(pacp_reader_next(&r, &line, &len), PACP_READ_LINE);
+    assert_int_equal(pacp__reader_next(&r, &line, &len), PACP_READ_LINE);
     assert_int_equal(len, big);
-    assert_int_equal(pacp_reader_next(&r, &line, &len), PACP_READ_LINE);
+    assert_int_equal(pacp__reader_next(&r, &line, &len), PACP_READ_LINE);
     assert_string_equal(line, "ok");
-    assert_int_equal(pacp_reader_next(&r, &line, &len), PACP_READ_EOF);
-    pacp_reader_free(&r);
+    assert_int_equal(pacp__reader_next(&r, &line, &len), PACP_READ_EOF);
+    pacp__reader_free(&r);
     free(buf);
     close(fd);
 }
@@ -165,7 +165,7 @@ static void test_update_mapping(void **state) {
                     .text = "rejected",
                     .session_id = "s1",
                     .session_seq = 9};
-    json_t *p = pacp_update_params(&ev, NULL);
+    json_t *p = pacp__update_params(&ev, NULL);
     char *s = json_dumps(p, JSON_COMPACT | JSON_PRESERVE_ORDER);
     assert_string_equal(
         s, "{\"sessionId\":\"s1\",\"update\":{\"sessionUpdate\":\"tool_call_update\","
@@ -182,7 +182,7 @@ static void test_update_mapping(void **state) {
                     .raw_input = "{\"path\":\"a.txt\"}",
                     .session_id = "s1",
                     .replay = true};
-    p = pacp_update_params(&tc, NULL);
+    p = pacp__update_params(&tc, NULL);
     json_t *u = json_object_get(p, "update");
     assert_string_equal(json_string_value(json_object_get(u, "sessionUpdate")), "tool_call");
     assert_string_equal(json_string_value(json_object_get(u, "kind")), "read");
@@ -191,7 +191,7 @@ static void test_update_mapping(void **state) {
     assert_true(json_is_true(json_object_get(json_object_get(p, "_meta"), "periReplay")));
     json_decref(p);
     pag_event us = {.kind = PAG_EV_USAGE, .used = 12, .size = 1000, .session_id = "s"};
-    p = pacp_update_params(&us, NULL);
+    p = pacp__update_params(&us, NULL);
     u = json_object_get(p, "update");
     assert_string_equal(json_string_value(json_object_get(u, "sessionUpdate")), "usage_update");
     assert_int_equal(json_integer_value(json_object_get(u, "used")), 12);
@@ -248,7 +248,7 @@ static void test_update_ids(void **state) {
     pag_event ev = {.kind = PAG_EV_TEXT, .text = "hi", .session_id = "S", .session_seq = 7};
     pct_event_ids ids = {
         .session_epoch = 3, .turn_id = "turn-3-2", .attempt_id = "attempt-3-4", .agent_id = "S"};
-    json_t *p = pacp_update_params(&ev, &ids);
+    json_t *p = pacp__update_params(&ev, &ids);
     json_t *m = json_object_get(p, "_meta");
     assert_int_equal(json_integer_value(json_object_get(m, "peri.sessionSeq")), 7);
     assert_int_equal(json_integer_value(json_object_get(m, "peri.sessionEpoch")), 3);
@@ -258,7 +258,7 @@ static void test_update_ids(void **state) {
     json_decref(p);
     /* outside a turn: no turn and no attempt */
     pct_event_ids none = {.session_epoch = 1, .agent_id = "S"};
-    p = pacp_update_params(&ev, &none);
+    p = pacp__update_params(&ev, &none);
     m = json_object_get(p, "_meta");
     assert_null(json_object_get(m, "peri.turnId"));
     assert_null(json_object_get(m, "peri.attemptId"));

@@ -10,7 +10,7 @@
  *     the thread row and its messages are unchanged afterwards;
  *   - A appends; B's next load shows the new message;
  *   - the store's owner check is the last line of defence: a write forced past the
- *     controller's guard (pct_save_meta on the read-only session) is refused by the store.
+ *     controller's guard (pct__save_meta on the read-only session) is refused by the store.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -240,16 +240,16 @@ static void test_foreign_read_only(void **state) {
 
     /* The store is the last line of defence: a write forced past the controller's guard
      * (the options save a set_mode would do) is refused by the store itself. */
-    pct_sess *s = pct_sess_get(b.c, tid);
+    pct_sess *s = pct__sess_get(b.c, tid);
     assert_non_null(s);
     assert_true(s->read_only);
-    pct_save_meta(s);
+    pct__save_meta(s);
     pst_message_in in = {.role = "user", .content = "{\"role\":\"user\",\"parts\":[]}"};
     pst_error se;
     assert_int_equal(pst_messages_append(s->c->store, tid, &in, 1, NULL, &se), PST_ERR_FOREIGN);
     assert_non_null(strstr(se.message, MA));
     assert_int_equal(pst_thread_rename(s->c->store, tid, "x", &se), PST_ERR_FOREIGN);
-    pct_sess_release(s);
+    pct__sess_release(s);
     after = row_of(sa, tid);
     assert_string_equal(before, after);
     free(after);
