@@ -97,12 +97,7 @@ static json_t *term_call(pacp_server *srv, const char *method, json_t *params, a
             break;
         }
         if (!cancel && ms - t0 >= TERM_REQ_TIMEOUT_MS) break;
-        clock_gettime(CLOCK_REALTIME, &dl);
-        dl.tv_nsec += TERM_POLL_MS * 1000000L;
-        if (dl.tv_nsec >= 1000000000L) {
-            dl.tv_sec++;
-            dl.tv_nsec -= 1000000000L;
-        }
+        dl = pb_deadline(CLOCK_REALTIME, TERM_POLL_MS);
         pthread_cond_timedwait(&srv->cv, &srv->mu, &dl);
     }
     for (pacp_outreq **p = &srv->pending; *p; p = &(*p)->next)
@@ -129,8 +124,8 @@ static void release(pacp_server *srv, const char *sid, const char *tid) {
 }
 
 int pacp__term_run(void *ctx, const char *sid, const char *cwd, const char *command,
-                  long long timeout_ms, size_t max_output, atomic_int *cancel,
-                  ptl_term_result *out) {
+                   long long timeout_ms, size_t max_output, atomic_int *cancel,
+                   ptl_term_result *out) {
     pacp_server *srv = ctx;
     if (!atomic_load(&srv->term)) return 1;
     json_t *cr = term_call(srv, "terminal/create",

@@ -244,13 +244,7 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
     pag_permission outcome = PAG_PERM_REJECT;
     pthread_mutex_lock(&srv->mu);
     while (sent && !req->done && !srv->eof && !atomic_load(cancel)) {
-        struct timespec dl;
-        clock_gettime(CLOCK_REALTIME, &dl);
-        dl.tv_nsec += 20 * 1000000L; /* poll the cancel flag every 20 ms */
-        if (dl.tv_nsec >= 1000000000L) {
-            dl.tv_sec++;
-            dl.tv_nsec -= 1000000000L;
-        }
+        struct timespec dl = pb_deadline(CLOCK_REALTIME, 20); /* poll the cancel flag */
         pthread_cond_timedwait(&srv->cv, &srv->mu, &dl);
     }
     if (req->done) {
@@ -383,14 +377,7 @@ static bool start_slow(pacp_server *srv, const char *method, json_t *params, jso
 
 /* Waits up to ms for the slow requests; true when none is left. */
 static bool wait_slow(pacp_server *srv, long ms) {
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += ms / 1000;
-    dl.tv_nsec += (ms % 1000) * 1000000L;
-    if (dl.tv_nsec >= 1000000000L) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000L;
-    }
+    struct timespec dl = pb_deadline(CLOCK_REALTIME, ms);
     pthread_mutex_lock(&srv->mu);
     int w = 0;
     while (srv->slow_running > 0 && w == 0)

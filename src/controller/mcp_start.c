@@ -282,13 +282,8 @@ pmcp_pool *pct__mcp_ext(pct_sess *s) {
 void pct__mcp_wait(pct_sess *s, uint64_t gen) {
     pthread_mutex_lock(&s->mu);
     while (s->mcp_pending && s->state == SESS_OPEN && s->gate_gen < gen) {
-        struct timespec dl;
-        clock_gettime(CLOCK_REALTIME, &dl);
-        dl.tv_nsec += 50 * 1000000L; /* a cancel raises gate_gen: looked at every 50 ms */
-        if (dl.tv_nsec >= 1000000000L) {
-            dl.tv_sec++;
-            dl.tv_nsec -= 1000000000L;
-        }
+        /* a cancel raises gate_gen: looked at every 50 ms */
+        struct timespec dl = pb_deadline(CLOCK_REALTIME, 50);
         pthread_cond_timedwait(&s->cv, &s->mu, &dl);
     }
     pthread_mutex_unlock(&s->mu);

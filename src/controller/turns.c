@@ -483,16 +483,6 @@ bool pct_session_closing(pct_controller *c, const char *id) {
     return closing;
 }
 
-static void deadline_after(struct timespec *ts, long ms) {
-    clock_gettime(CLOCK_REALTIME, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 /* Why a close cannot settle yet; NULL when it can (s->mu held). The reasons, most
  * specific first, and their fixed messages. */
 static const char *unsettled(pct_sess *s, const char **message) {
@@ -529,7 +519,7 @@ static pct_status close_with_grace(pct_controller *c, const char *id, long grace
     pthread_mutex_unlock(&s->mu);
     cancel_sess(s);
     struct timespec dl;
-    deadline_after(&dl, grace_ms);
+    dl = pb_deadline(CLOCK_REALTIME, grace_ms);
     pthread_mutex_lock(&s->mu);
     const char *message = NULL;
     while (unsettled(s, &message)) {
