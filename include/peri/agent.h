@@ -71,6 +71,7 @@ typedef struct pag_settings {
     size_t nmodels;
     /* "sandbox": {"network": bool, "writable": [dirs], "mode": "off"} */
     bool sandbox_off, sandbox_network;
+    bool sandbox_host_network; /* "network": "host": share the host's network namespace */
     char **sandbox_writable; /* owned */
     size_t nwritable;
     char *model;        /* "openai:gpt-4o-mini" style, owned, NULL if unset */

@@ -144,14 +144,18 @@ static int load_doc(pag_settings *s, json_t *root, char *err, size_t errlen) {
         json_t *mode = json_object_get(sb, "mode"), *net = json_object_get(sb, "network");
         json_t *wr = json_object_get(sb, "writable");
         if ((mode && !(json_is_string(mode) && strcmp(json_string_value(mode), "off") == 0)) ||
-            (net && !json_is_boolean(net)) || (wr && !json_is_array(wr))) {
+            (net && !json_is_boolean(net) &&
+             !(json_is_string(net) && !strcmp(json_string_value(net), "host"))) ||
+            (wr && !json_is_array(wr))) {
             snprintf(err, errlen,
-                     "\"sandbox\" is {\"network\": bool, \"writable\": [absolute dirs], "
-                     "\"mode\": \"off\"}");
+                     "\"sandbox\" is {\"network\": true | false | \"host\", \"writable\": "
+                     "[absolute dirs], \"mode\": \"off\"}");
             goto done;
         }
         s->sandbox_off = mode != NULL;
-        s->sandbox_network = json_is_true(net);
+        /* true: a network namespace of the run's own (pasta); "host": the host's */
+        s->sandbox_host_network = json_is_string(net);
+        s->sandbox_network = json_is_true(net) || s->sandbox_host_network;
         size_t n = json_array_size(wr);
         if (n) {
             s->sandbox_writable = calloc(n, sizeof(char *));

@@ -247,7 +247,10 @@ static void check_sandbox(checker *c, const json_t *v, const char *where) {
     json_t *x;
     char w[256];
     if ((x = json_object_get(v, "network")))
-        want(c, x, json_is_boolean(x), join(w, sizeof w, where, "network"), "true or false");
+        want(c, x,
+             json_is_boolean(x) || (json_is_string(x) && !strcmp(json_string_value(x), "host")),
+             join(w, sizeof w, where, "network"),
+             "true (own network namespace), false, or \"host\" (the host's network)");
     if ((x = json_object_get(v, "mode")) &&
         !(json_is_string(x) && !strcmp(json_string_value(x), "off")))
         finding(c, true, join(w, sizeof w, where, "mode"),

@@ -199,7 +199,7 @@ static void on_progress(void *ctx, double progress, double total, const char *me
 }
 
 int pct__run_tool(pct_sess *s, const char *name, const char *args, atomic_int *cancel,
-                 pag_tool_output *out, bool child) {
+                  pag_tool_output *out, bool child) {
     /* The workspace tools (through the builtin in-process Workspace server) and every
      * configured MCP server's tools: one route, the session's pool. */
     pmcp_pool *pool = pmcp_pool_has(s->mcp, name) ? s->mcp : pct__mcp_ext(s);
@@ -469,6 +469,7 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
     const pag_settings *st = cfg->settings;
     c->policy = (pl_policy){.native = PL_NATIVE_AUTO,
                             .network_allowed = st && st->sandbox_network,
+                            .host_network = st && st->sandbox_host_network,
                             .writable = st ? (const char *const *)st->sandbox_writable : NULL,
                             .nwritable = st ? st->nwritable : 0};
     c->sandbox = (ptl_sandbox){.place = c->place,
@@ -476,6 +477,10 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
                                .off = st && st->sandbox_off,
                                .warn = warn_unsandboxed,
                                .warn_ud = c};
+    if (c->policy.host_network)
+        pb_log(&c->log, PB_LOG_WARN,
+               "settings: \"sandbox\": {\"network\": \"host\"}: sandboxed commands share "
+               "this machine's network, its local services and abstract sockets included");
     for (size_t i = 0; i < c->ntools; i++) {
         const ptl_tool *t = ptl_at(i);
         c->tools[i] = (pag_tool_info){.name = ptl_name(t),

@@ -126,11 +126,43 @@ static void test_types(void **state) {
     assert_non_null(strstr(f.text, "settings must be a JSON object"));
 }
 
+/* "network": true (own namespace), false, or "host" (the host's, logged); the settings
+ * parser agrees with the schema. */
+static void test_sandbox_network(void **state) {
+    (void)state;
+    findings f;
+    assert_int_equal(check_text("{\"sandbox\": {\"network\": \"host\"}}", &f), 0);
+    assert_int_equal(f.warnings, 0);
+    assert_int_equal(check_text("{\"sandbox\": {\"network\": \"yes\"}}", &f), 1);
+    assert_non_null(strstr(f.text, "E sandbox.network: must be true (own network namespace), "
+                                   "false, or \"host\""));
+    const char *docs[] = {"{\"sandbox\": {\"network\": \"host\"}}",
+                          "{\"sandbox\": {\"network\": true}}", "{}"};
+    const bool net[] = {true, true, false}, host[] = {true, false, false};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *doc = json_loads(docs[i], 0, NULL);
+        assert_non_null(doc);
+        pag_settings st;
+        char err[256] = "";
+        assert_int_equal(pag_settings_from_doc(&st, doc, err, sizeof err), 0);
+        assert_int_equal(st.sandbox_network, net[i]);
+        assert_int_equal(st.sandbox_host_network, host[i]);
+        pag_settings_clear(&st);
+        json_decref(doc);
+    }
+    json_t *bad = json_loads("{\"sandbox\": {\"network\": \"yes\"}}", 0, NULL);
+    pag_settings st;
+    char err[256] = "";
+    assert_int_not_equal(pag_settings_from_doc(&st, bad, err, sizeof err), 0);
+    pag_settings_clear(&st);
+    assert_non_null(strstr(err, "\"host\""));
+    json_decref(bad);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_distance),
-        cmocka_unit_test(test_valid),
-        cmocka_unit_test(test_unknown_keys),
+        cmocka_unit_test(test_sandbox_network), cmocka_unit_test(test_distance),
+        cmocka_unit_test(test_valid),           cmocka_unit_test(test_unknown_keys),
         cmocka_unit_test(test_types),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
