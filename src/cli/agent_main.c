@@ -29,9 +29,11 @@ int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "mcp") == 0) return peri_cmd_mcp(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "tui") == 0) return peri_cmd_tui(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "trust") == 0) return peri_cmd_trust(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "login") == 0) return peri_cmd_login(argc - 1, argv + 1);
     if (argc >= 2) fprintf(stderr, "peri-agent: unknown command \"%s\"\n", argv[1]);
-    fprintf(stderr, "usage: peri-agent acp|print|place|mcp|tui|trust [arguments]  (started by\n"
-                    "       `peri acp`, `peri print`, `peri place`, `peri mcp`, `peri tui`,\n"
-                    "       `peri trust`); peri-agent --version prints the version\n");
+    fprintf(stderr,
+            "usage: peri-agent acp|print|place|mcp|tui|trust|login [arguments]  (started\n"
+            "       by `peri acp`, `peri print`, `peri place`, `peri mcp`, `peri tui`,\n"
+            "       `peri trust`, `peri login`); peri-agent --version prints the version\n");
     return 2;
 }

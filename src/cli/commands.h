@@ -38,6 +38,7 @@ bool peri_self_peri(char *buf, size_t n);
 int peri_cmd_mcp(int argc, char **argv); /* cmd_mcp.c: workspace MCP server on stdio (peri-agent) */
 int peri_cmd_tui(int argc, char **argv); /* cmd_tui.c: the interactive terminal client */
 int peri_cmd_trust(int argc, char **argv); /* cmd_trust.c: trust a project's configuration */
+int peri_cmd_login(int argc, char **argv); /* cmd_login.c: keep a provider's API key */
 
 /* readfile.c: the whole file (with dash_is_stdin, "-" is stdin), NUL-terminated; caller
  * frees. NULL with errno set on failure. */

@@ -26,6 +26,7 @@ static const peri_command peri_commands[] = {
     {"place", peri_cmd_agent, "run a request where placement decides: WASM room or native sandbox"},
     {"mcp", peri_cmd_agent, "serve the workspace tools as an MCP server on stdio (mcp workspace)"},
     {"tui", peri_cmd_agent, "the interactive terminal client (also: peri alone on a terminal)"},
+    {"login", peri_cmd_agent, "keep a provider's API key in ~/.peri/settings.json"},
     {"trust", peri_cmd_agent,
      "review and trust a project's own configuration (.peri/settings.json)"},
 };
