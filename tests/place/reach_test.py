@@ -77,8 +77,11 @@ try:
     # (`yes | head` would spin until the CPU limit)
     rc, res, out = place(bindir, {"run_id": "reach3", "program": {"shell": "grep -E '^SigIgn' /proc/$$/status"},
                                   "requirements": ["shell"]})
-    check(rc == 0 and res.get("ok") and res.get("stdout") == "SigIgn:\t0000000000000000\n",
-          "the sandboxed shell inherited ignored signals: rc %d\n%s" % (rc, out[-800:]))
+    # signals 1-31 (SIGPIPE is 13); glibc keeps 32 and 33 for itself and never lets a
+    # program change their disposition, so whatever the caller had there stays
+    ign = (res.get("stdout") or "").split("\t")[-1].strip()
+    check(rc == 0 and res.get("ok") and ign and int(ign, 16) & 0x7FFFFFFF == 0,
+          "the sandboxed shell inherited ignored signals (%r): rc %d\n%s" % (ign, rc, out[-800:]))
 
     # nothing of the run is left mounted or behind in the scratch directory
     mounts = open("/proc/self/mountinfo").read()
