@@ -274,7 +274,7 @@ def s_settings(peri, tmp, **_):
     check(rc == 1 and path + ":3:1: not valid JSON" in err, "broken JSON: line and column: %r" % err)
     rc, err = acp('{"maxSteps": "50", "sandbox": {"network": "yes"}, "models": [{"id": "gpt"}]}')
     check(rc == 1 and "maxSteps: must be a positive integer, not a string" in err
-          and "sandbox.network: must be true or false, not a string" in err
+          and "sandbox.network: must be true (own network namespace), false, or \"host\"" in err
           and "models[0].id: must look like provider:model" in err
           and "3 settings to fix" in err, "types checked, every field named: %r" % err)
     rc, err = acp('[1]')
