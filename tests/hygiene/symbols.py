@@ -39,6 +39,8 @@ for line in nm.stdout.splitlines():
         continue
     where, _kind, sym = parts
     obj = where.split(":")[1] if ":" in where else where
+    if sym.startswith(("__odr_asan", "__asan", "___asan", "__ubsan", "__sancov")):
+        continue  # the sanitizers' own companions of our symbols
     defined += 1
     m = re.match(r"^(%s)(__?)([A-Za-z0-9].*)$" % "|".join(PREFIXES), sym, re.I)
     if not m:
