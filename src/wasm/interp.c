@@ -38,29 +38,30 @@ static __attribute__((noinline)) pw_trap_code op_memory_fill(pw_memory *m, uint3
     return PW_TRAP_NONE;
 }
 
+/* memory.copy's bytes, PW_CHUNK at a time so an interrupt is seen between chunks. With
+ * backward (the ranges overlap, the destination higher) the chunks go from the end, so
+ * each chunk's source is read before it is overwritten. */
+static pw_trap_code copy_chunked(uint8_t *dst, const uint8_t *src, uint64_t n, bool backward,
+                                 const atomic_int *intr) {
+    while (n) {
+        uint64_t k = n < PW_CHUNK ? n : PW_CHUNK;
+        n -= k;
+        if (backward) {
+            memmove(dst + n, src + n, k);
+        } else {
+            memmove(dst, src, k);
+            dst += k;
+            src += k;
+        }
+        if (n && atomic_load_explicit(intr, memory_order_relaxed)) return PW_TRAP_INTERRUPTED;
+    }
+    return PW_TRAP_NONE;
+}
+
 static __attribute__((noinline)) pw_trap_code op_memory_copy(pw_memory *m, uint32_t d, uint32_t src,
                                                              uint32_t n, const atomic_int *intr) {
     if ((uint64_t)d + n > m->size || (uint64_t)src + n > m->size) return PW_TRAP_MEM_OOB;
-    if (n <= PW_CHUNK || d <= src) {
-        /* forward: chunks from the start are safe when the destination is lower */
-        while (n) {
-            uint32_t k = n < PW_CHUNK ? n : PW_CHUNK;
-            memmove(m->data + d, m->data + src, k);
-            d += k;
-            src += k;
-            n -= k;
-            if (n && atomic_load_explicit(intr, memory_order_relaxed)) return PW_TRAP_INTERRUPTED;
-        }
-    } else {
-        /* overlapping with the destination higher: chunks from the end */
-        while (n) {
-            uint32_t k = n < PW_CHUNK ? n : PW_CHUNK;
-            n -= k;
-            memmove(m->data + d + n, m->data + src + n, k);
-            if (n && atomic_load_explicit(intr, memory_order_relaxed)) return PW_TRAP_INTERRUPTED;
-        }
-    }
-    return PW_TRAP_NONE;
+    return copy_chunked(m->data + d, m->data + src, n, n > PW_CHUNK && d > src, intr);
 }
 
 static __attribute__((noinline)) pw_trap_code op_memory_init(pw_instance *inst, uint32_t seg,
@@ -159,24 +160,7 @@ static __attribute__((noinline)) pw_trap_code op_memory_copy_x(pw_memory *dm, pw
     uint64_t d = mem_addr(dm, dp), src = mem_addr(sm, sp);
     uint64_t n = dm->is64 && sm->is64 ? np->u64 : np->u32;
     if (!mem_range_ok(dm->size, d, n) || !mem_range_ok(sm->size, src, n)) return PW_TRAP_MEM_OOB;
-    if (n <= PW_CHUNK || dm != sm || d <= src) {
-        while (n) {
-            uint64_t k = n < PW_CHUNK ? n : PW_CHUNK;
-            memmove(dm->data + d, sm->data + src, k);
-            d += k;
-            src += k;
-            n -= k;
-            if (n && atomic_load_explicit(intr, memory_order_relaxed)) return PW_TRAP_INTERRUPTED;
-        }
-    } else {
-        while (n) {
-            uint64_t k = n < PW_CHUNK ? n : PW_CHUNK;
-            n -= k;
-            memmove(dm->data + d + n, sm->data + src + n, k);
-            if (n && atomic_load_explicit(intr, memory_order_relaxed)) return PW_TRAP_INTERRUPTED;
-        }
-    }
-    return PW_TRAP_NONE;
+    return copy_chunked(dm->data + d, sm->data + src, n, n > PW_CHUNK && dm == sm && d > src, intr);
 }
 
 static __attribute__((noinline)) pw_trap_code op_memory_init_x(pw_instance *inst, pw_memory *m,
