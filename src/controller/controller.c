@@ -383,6 +383,31 @@ static void port_emit(void *ctx, const pag_event *ev) {
 
 /* ---------------------------------------------------------------- lifecycle */
 
+/* Frees what a controller owns, in the order its parts depend on each other (placement
+ * before the room it runs in, the store last but the runtime). Also the failure path of
+ * pct_new, so every part may still be NULL. */
+static void destroy(pct_controller *c) {
+    pl_free(c->place);
+    pr_ruby_free(c->ruby);
+    pr_host_free(c->room);
+    pst_close(c->store);
+    prt_free(c->rt);
+    free(c->tools);
+    free(c->home);
+    free(c->disc_json);
+    while (c->old_settings) {
+        pct_old_settings *o = c->old_settings;
+        c->old_settings = o->next;
+        pag_settings_clear(o->s);
+        free(o->s);
+        free(o);
+    }
+    pthread_mutex_destroy(&c->auth_mu);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    free(c);
+}
+
 pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *err) {
     pct_controller *c = calloc(1, sizeof *c);
     if (!c) {
@@ -494,25 +519,7 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
     pct__host_tools_add(c->tools, &c->ntools);
     return c;
 fail:
-    pl_free(c->place);
-    pr_ruby_free(c->ruby);
-    pr_host_free(c->room);
-    pst_close(c->store);
-    prt_free(c->rt);
-    free(c->tools);
-    free(c->home);
-    free(c->disc_json);
-    while (c->old_settings) {
-        pct_old_settings *o = c->old_settings;
-        c->old_settings = o->next;
-        pag_settings_clear(o->s);
-        free(o->s);
-        free(o);
-    }
-    pthread_mutex_destroy(&c->auth_mu);
-    pthread_mutex_destroy(&c->mu);
-    pthread_cond_destroy(&c->cv);
-    free(c);
+    destroy(c);
     return NULL;
 }
 
@@ -522,9 +529,7 @@ int pct_free(pct_controller *c, long wait_ms) {
     /* MCP servers still starting: each start is bounded by its initialize timeout (30 s
      * by default, and each start may page tools/list), and the connector closes what it
      * started once it sees the session closed, so no server process is left behind. */
-    struct timespec cdl;
-    clock_gettime(CLOCK_REALTIME, &cdl);
-    cdl.tv_sec += PCT_CONNECT_WAIT_S;
+    struct timespec cdl = pb_deadline(CLOCK_REALTIME, PCT_CONNECT_WAIT_S * 1000L);
     pthread_mutex_lock(&c->mu);
     while (c->connectors > 0 && pthread_cond_timedwait(&c->cv, &c->mu, &cdl) == 0) {
     }
@@ -537,9 +542,8 @@ int pct_free(pct_controller *c, long wait_ms) {
     pct_close_all(c, wait_ms); /* the sessions that waited for them settle now */
     /* Workers still alive after the grace period hold references into c: keep c
      * allocated rather than free memory a thread may still touch. */
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += wait_ms / 1000 + 1; /* a settled worker is only finishing its exit path */
+    /* a settled worker is only finishing its exit path */
+    struct timespec dl = pb_deadline(CLOCK_REALTIME, (wait_ms / 1000 + 1) * 1000L);
     pthread_mutex_lock(&c->mu);
     while (c->workers > 0 && pthread_cond_timedwait(&c->cv, &c->mu, &dl) == 0) {
     }
@@ -549,25 +553,7 @@ int pct_free(pct_controller *c, long wait_ms) {
         pb_log(&c->log, PB_LOG_WARN, "%d prompt worker(s) still unwinding at exit", left);
         return 1;
     }
-    pl_free(c->place);
-    pr_ruby_free(c->ruby);
-    pr_host_free(c->room);
-    pst_close(c->store);
-    prt_free(c->rt);
-    free(c->tools);
-    free(c->home);
-    free(c->disc_json);
-    while (c->old_settings) {
-        pct_old_settings *o = c->old_settings;
-        c->old_settings = o->next;
-        pag_settings_clear(o->s);
-        free(o->s);
-        free(o);
-    }
-    pthread_mutex_destroy(&c->auth_mu);
-    pthread_mutex_destroy(&c->mu);
-    pthread_cond_destroy(&c->cv);
-    free(c);
+    destroy(c);
     return 0;
 }
 

@@ -273,19 +273,25 @@ pct_status pct_prompt_message(pct_controller *c, const char *id, pm_message *msg
     return PCT_OK;
 }
 
+/* Stops the running turn of s (s->mu held, s->running): gates its events, cancels the
+ * agent and a pending trust question. Returns the prompt's token when this is the
+ * answer to give (the caller sends the terminal "cancelled"), NULL when it was answered. */
+static void *stop_running(pct_sess *s) {
+    s->gate_gen = pag_session_turn_gen(s->agent);
+    pag_session_cancel(s->agent);
+    atomic_store(&s->trust_cancel, 1);
+    if (s->cur_answered) return NULL;
+    s->cur_answered = true;
+    return s->cur_token;
+}
+
 /* Cancels the running turn of s: answers its prompt and gates its events. */
 static void cancel_sess(pct_sess *s) {
     pthread_mutex_lock(&s->emit_mu);
     pthread_mutex_lock(&s->mu);
     void *token = NULL;
     if (s->running) {
-        s->gate_gen = pag_session_turn_gen(s->agent);
-        pag_session_cancel(s->agent);
-        atomic_store(&s->trust_cancel, 1);
-        if (!s->cur_answered) {
-            s->cur_answered = true;
-            token = s->cur_token;
-        }
+        token = stop_running(s);
     } else if (s->qhead) {
         s->cancel_next = true; /* a prompt was accepted but has not started yet */
         pthread_cond_broadcast(&s->cv);
@@ -307,13 +313,7 @@ static void cancel_token(pct_sess *s, void *want) {
             j->cancelled = true;
             pthread_cond_broadcast(&s->cv);
         }
-    if (s->running && s->cur_token == want && !s->cur_answered) {
-        s->gate_gen = pag_session_turn_gen(s->agent);
-        pag_session_cancel(s->agent);
-        atomic_store(&s->trust_cancel, 1);
-        s->cur_answered = true;
-        token = s->cur_token;
-    }
+    if (s->running && s->cur_token == want && !s->cur_answered) token = stop_running(s);
     pthread_mutex_unlock(&s->mu);
     if (token) terminal(s, token, s->cur_turn_id, s->cur_attempt_id, &cancelled_result);
     pthread_mutex_unlock(&s->emit_mu);
@@ -345,13 +345,8 @@ static void cancel_turn(pct_sess *s, const char *turn_id, const char *attempt_id
             pthread_cond_broadcast(&s->cv);
         }
     if (s->running && !s->cur_answered && !strcmp(s->cur_turn_id, turn_id) &&
-        (!attempt_id || !strcmp(s->cur_attempt_id, attempt_id))) {
-        s->gate_gen = pag_session_turn_gen(s->agent);
-        pag_session_cancel(s->agent);
-        atomic_store(&s->trust_cancel, 1);
-        s->cur_answered = true;
-        token = s->cur_token;
-    }
+        (!attempt_id || !strcmp(s->cur_attempt_id, attempt_id)))
+        token = stop_running(s);
     pthread_mutex_unlock(&s->mu);
     if (token) terminal(s, token, s->cur_turn_id, s->cur_attempt_id, &cancelled_result);
     pthread_mutex_unlock(&s->emit_mu);
