@@ -25,7 +25,8 @@ static void usage(FILE *f) {
     fprintf(f, "usage: peri ruby [OPTIONS] SCRIPT.rb\n"
                "Runs a Ruby script in the room (Ruby 3.4's WebAssembly build).\n"
                "  --wasm PATH     ruby+stdlib.wasm (default: $PERI_RUBY_WASM, else the cache of\n"
-               "                  scripts/deps.sh: ~/.cache/peri/ruby-3.4-wasm-wasi-2.10.1/)\n"
+               "                  scripts/deps.sh: $PERI_CACHE_DIR, else ~/.cache/peri, then\n"
+               "                  ruby-3.4-wasm-wasi-2.10.1/ruby+stdlib.wasm)\n"
                "  --stdin FILE    the script's standard input (default: this command's stdin\n"
                "                  when it is a pipe or a file; empty on a terminal)\n"
                "  --file GUEST=HOST  put host file HOST at GUEST in the room (e.g. /请求/in.txt)\n"
@@ -188,20 +189,13 @@ int peri_cmd_ruby(int argc, char **argv) {
     if (!script) return bad_usage("the script (SCRIPT.rb) is missing", NULL);
     char def[4096];
     if (!wasm) {
-        const char *env = getenv("PERI_RUBY_WASM"), *xdg = getenv("XDG_CACHE_HOME");
-        const char *home = getenv("HOME");
+        const char *env = getenv("PERI_RUBY_WASM");
         if (env && *env)
             wasm = env;
-        else {
-            if (xdg && *xdg)
-                snprintf(def, sizeof def, "%s/peri/ruby-3.4-wasm-wasi-2.10.1/ruby+stdlib.wasm",
-                         xdg);
-            else
-                snprintf(def, sizeof def,
-                         "%s/.cache/peri/ruby-3.4-wasm-wasi-2.10.1/ruby+stdlib.wasm",
-                         home ? home : "");
+        else if (peri_cache_path(PERI_RUBY_CACHED, def, sizeof def))
             wasm = def;
-        }
+        else
+            return bad_usage("no Ruby build: set --wasm, PERI_RUBY_WASM or HOME", NULL);
     }
     size_t wlen = 0, slen = 0, inlen = 0;
     int rc = 1;

@@ -34,6 +34,12 @@ bool peri_locate(const char *name, char *out, size_t n);
 /* The path of `peri` for the running program (peri_locate("peri")). Native WASI runs use
  * `<peri> run ... MODULE ARGS`. */
 bool peri_self_peri(char *buf, size_t n);
+/* locate.c: OUT = the cache file REL (the cache scripts/deps.sh fills:
+ * $PERI_CACHE_DIR, else $XDG_CACHE_HOME/peri, else ~/.cache/peri). False when no
+ * base is known or OUT is too small. */
+bool peri_cache_path(const char *rel, char *out, size_t n);
+/* Ruby's WASI build inside that cache. */
+#define PERI_RUBY_CACHED "ruby-3.4-wasm-wasi-2.10.1/ruby+stdlib.wasm"
 
 int peri_cmd_mcp(int argc, char **argv); /* cmd_mcp.c: workspace MCP server on stdio (peri-agent) */
 int peri_cmd_tui(int argc, char **argv); /* cmd_tui.c: the interactive terminal client */

@@ -7,6 +7,10 @@
  * looks relative to its own real location, never in the working directory, so an
  * installed tree still works after it is moved and a project cannot plant a program
  * that is picked up instead.
+ *
+ * It also owns where the downloaded guests live (Ruby's wasm and the like): the same
+ * cache scripts/deps.sh fills, $PERI_CACHE_DIR, else $XDG_CACHE_HOME/peri, else
+ * ~/.cache/peri, so moving the cache moves it for both.
  */
 #include "cli/commands.h"
 
@@ -39,4 +43,19 @@ bool peri_locate(const char *name, char *out, size_t n) {
 
 bool peri_self_peri(char *buf, size_t n) {
     return peri_locate("peri", buf, n);
+}
+
+bool peri_cache_path(const char *rel, char *out, size_t n) {
+    const char *dir = getenv("PERI_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    int w;
+    if (dir && *dir)
+        w = snprintf(out, n, "%s/%s", dir, rel);
+    else if (xdg && *xdg)
+        w = snprintf(out, n, "%s/peri/%s", xdg, rel);
+    else if (home && *home)
+        w = snprintf(out, n, "%s/.cache/peri/%s", home, rel);
+    else
+        return false;
+    return w > 0 && (size_t)w < n;
 }

@@ -19,15 +19,10 @@
 void peri_place_opts_fill(peri_place_opts *po, pacp_options *opt) {
     memset(po, 0, sizeof *po);
     const char *env = getenv("PERI_RUBY_WASM");
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     if (env && *env)
         snprintf(po->ruby, sizeof po->ruby, "%s", env);
-    else if (xdg && *xdg)
-        snprintf(po->ruby, sizeof po->ruby, "%s/peri/ruby-3.4-wasm-wasi-2.10.1/ruby+stdlib.wasm",
-                 xdg);
-    else if (home && *home)
-        snprintf(po->ruby, sizeof po->ruby,
-                 "%s/.cache/peri/ruby-3.4-wasm-wasi-2.10.1/ruby+stdlib.wasm", home);
+    else if (!peri_cache_path(PERI_RUBY_CACHED, po->ruby, sizeof po->ruby))
+        po->ruby[0] = 0;
     opt->ruby_wasm = po->ruby[0] ? po->ruby : NULL;
     const char *bw = getenv("PERI_BWRAP");
     if (bw && *bw) {

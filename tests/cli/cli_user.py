@@ -384,6 +384,18 @@ def s_ruby(peri, ruby_wasm, tmp, **_):
     rc, _, err = run([peri, "ruby", "--wasm", os.path.join(tmp, "none.wasm"), loop], env=env)
     check(rc == 1 and "none.wasm" in err and "scripts/deps.sh" in err,
           "ruby without its build: %r" % err)
+    # the build is found in $PERI_CACHE_DIR, as scripts/deps.sh puts it there
+    cache = os.path.join(tmp, "moved-cache")
+    os.makedirs(os.path.join(cache, "ruby-3.4-wasm-wasi-2.10.1"))
+    os.symlink(ruby_wasm, os.path.join(cache, "ruby-3.4-wasm-wasi-2.10.1", "ruby+stdlib.wasm"))
+    env2 = {k: v for k, v in os.environ.items() if k != "PERI_RUBY_WASM"}
+    env2.update(PERI_CACHE_DIR=cache, HOME=os.path.join(tmp, "nohome"))
+    rc, out, err = run([peri, "ruby", script], stdin=b"x\n", env=env2, timeout=300)
+    check(rc == 0 and out == "got: X\n", "ruby from $PERI_CACHE_DIR: %d %r %r" % (rc, out, err))
+    env2["PERI_CACHE_DIR"] = os.path.join(tmp, "empty-cache")
+    rc, _, err = run([peri, "ruby", loop], env=env2)
+    check(rc == 1 and "empty-cache/ruby-3.4-wasm-wasi-2.10.1" in err,
+          "a missing build names the cache it looked in: %r" % err[:300])
 
 
 SCENARIOS = {"version": s_version, "run": s_run, "isolate": s_isolate, "place": s_place,
