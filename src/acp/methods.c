@@ -54,7 +54,7 @@ static void ok_empty(pacp_reply *r) {
 
 /* ---------------------------------------------------------------- initialize */
 
-static json_t *auth_methods(void);
+static json_t *auth_methods(json_t *client_caps);
 
 static void m_initialize(pacp_server *srv, json_t *params, pacp_reply *r) {
     pacp__fs_caps(srv, json_object_get(params, "clientCapabilities"));
@@ -82,7 +82,8 @@ static void m_initialize(pacp_server *srv, json_t *params, pacp_reply *r) {
         "protocolVersion", 1, "agentCapabilities", "loadSession", 1, "promptCapabilities", "image",
         1, "audio", pct_default_audio(srv->ctl), "embeddedContext", 1, "mcpCapabilities", "http", 1,
         "sse", 1, "sessionCapabilities", "list", "close", "resume", "delete", "fork", "authMethods",
-        auth_methods(), "agentInfo", "name", "peri-c", "title", "Peri-C", "version", PERI_VERSION);
+        auth_methods(json_object_get(params, "clientCapabilities")), "agentInfo", "name", "peri-c",
+        "title", "Peri-C", "version", PERI_VERSION);
     if (!r->result) {
         pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
         return;
@@ -100,26 +101,47 @@ static void m_initialize(pacp_server *srv, json_t *params, pacp_reply *r) {
  * authenticate with the method's id and the key in _meta["peri.apiKey"]; Peri keeps it
  * in the user's settings (~/.peri/settings.json, mode 0600), never in the project. The
  * provider's environment variable (vars) is named too, for clients that set it instead
- * and start the agent again. */
-static json_t *auth_methods(void) {
-    static const struct {
-        const char *id, *name, *var, *link;
-    } m[] = {{"openai-api-key", "OpenAI API key", "OPENAI_API_KEY",
-              "https://platform.openai.com/api-keys"},
-             {"anthropic-api-key", "Anthropic API key", "ANTHROPIC_API_KEY",
-              "https://console.anthropic.com/settings/keys"}};
+ * and start the agent again.
+ *
+ * A client that declares clientCapabilities.auth.terminal also gets one "terminal"
+ * method per provider: it runs its own configured agent command with the method's args
+ * appended (`peri acp ... --login openai`) in a terminal, where the user types the key
+ * without echo, and reconnects after exit status 0. ACP allows terminal methods only
+ * for clients that declared the capability, and the client never calls authenticate
+ * with them. */
+static const struct {
+    const char *provider, *id, *term_id, *name, *var, *link;
+} AUTH[] = {{"openai", "openai-api-key", "openai-terminal-login", "OpenAI API key",
+             "OPENAI_API_KEY", "https://platform.openai.com/api-keys"},
+            {"anthropic", "anthropic-api-key", "anthropic-terminal-login", "Anthropic API key",
+             "ANTHROPIC_API_KEY", "https://console.anthropic.com/settings/keys"}};
+
+static json_t *auth_methods(json_t *client_caps) {
+    bool terminal = json_is_true(json_object_get(json_object_get(client_caps, "auth"), "terminal"));
     json_t *arr = json_array();
-    for (size_t i = 0; arr && i < sizeof m / sizeof m[0]; i++) {
+    for (size_t i = 0; arr && i < sizeof AUTH / sizeof AUTH[0]; i++) {
         char desc[300];
         snprintf(desc, sizeof desc,
                  "Authenticate with the key in _meta[\"peri.apiKey\"]: it is kept in your "
                  "~/.peri/settings.json (mode 0600), never in the project. Or set %s and "
                  "start the agent again.",
-                 m[i].var);
+                 AUTH[i].var);
+        json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:{s:[{s:s}], s:s}}", "id",
+                                             AUTH[i].id, "name", AUTH[i].name, "description", desc,
+                                             "_meta", "peri.vars", "name", AUTH[i].var, "peri.link",
+                                             AUTH[i].link));
+    }
+    for (size_t i = 0; terminal && arr && i < sizeof AUTH / sizeof AUTH[0]; i++) {
+        char name[100], desc[300];
+        snprintf(name, sizeof name, "%s (log in from the terminal)", AUTH[i].name);
+        snprintf(desc, sizeof desc,
+                 "Type the key in a terminal (no echo); it is kept in your "
+                 "~/.peri/settings.json (mode 0600), never in the project. Get one at %s.",
+                 AUTH[i].link);
         json_array_append_new(arr,
-                              json_pack("{s:s, s:s, s:s, s:{s:[{s:s}], s:s}}", "id", m[i].id,
-                                        "name", m[i].name, "description", desc, "_meta",
-                                        "peri.vars", "name", m[i].var, "peri.link", m[i].link));
+                              json_pack("{s:s, s:s, s:s, s:s, s:[s, s], s:{}}", "id",
+                                        AUTH[i].term_id, "name", name, "description", desc, "type",
+                                        "terminal", "args", "--login", AUTH[i].provider, "env"));
     }
     return arr ? arr : json_array();
 }
@@ -134,10 +156,16 @@ int pacp_store_api_key(const char *home, const char *provider, const char *key, 
 
 static void m_authenticate(pacp_server *srv, json_t *params, pacp_reply *r) {
     const char *mid = json_string_value(json_object_get(params, "methodId"));
-    const char *provider = !mid                                ? NULL
-                           : !strcmp(mid, "openai-api-key")    ? "openai"
-                           : !strcmp(mid, "anthropic-api-key") ? "anthropic"
-                                                               : NULL;
+    const char *provider = NULL;
+    for (size_t i = 0; mid && i < sizeof AUTH / sizeof AUTH[0]; i++) {
+        if (!strcmp(mid, AUTH[i].id)) provider = AUTH[i].provider;
+        if (!strcmp(mid, AUTH[i].term_id)) {
+            /* ACP: a terminal method is never passed to authenticate */
+            bad_params(r, "a terminal login method is run by the client in a terminal "
+                          "(its args appended to the agent command), not through authenticate");
+            return;
+        }
+    }
     if (!provider) {
         bad_params(r, "methodId must be one of the authMethods: openai-api-key, "
                       "anthropic-api-key");

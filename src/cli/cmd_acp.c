@@ -1,8 +1,8 @@
 /*
  * cmd_acp.c — `peri acp [--cwd DIR] [--db PATH | --store URL] [--settings FILE|-]
- * [--machine-id ID] [--shared-store]`: the ACP agent on stdio. The environment and ~/.peri/ are
- * mapped into the host start object by host_env.c; stdout carries only protocol frames; diagnostics
- * go to stderr.
+ * [--machine-id ID] [--shared-store] [--login [PROVIDER]]`: the ACP agent on stdio. The environment
+ * and ~/.peri/ are mapped into the host start object by host_env.c; stdout carries only protocol
+ * frames; diagnostics go to stderr.
  */
 #include "cli/commands.h"
 #include "cli/host_env.h"
@@ -32,6 +32,11 @@ static void usage(FILE *f) {
                "  --machine-id ID    persistent machine identity (default $PERI_MACHINE_ID,\n"
                "                     else ~/.peri/machine-id)\n"
                "  --shared-store     the database is shared with other machines\n"
+               "  --login [PROVIDER] instead of serving, ask for the provider's API key in the\n"
+               "                     terminal and keep it as `peri login` does (ACP's terminal\n"
+               "                     login: a client runs its configured `peri acp` command\n"
+               "                     with these arguments appended); PROVIDER is openai\n"
+               "                     (the default) or anthropic\n"
                "  The settings are checked against their schema: unknown keys are warned\n"
                "  about (did you mean ...), wrong types and broken JSON stop the start.\n"
                "  Exit status: 0 at the end of input; 1 when the server cannot start (the\n"
@@ -40,7 +45,8 @@ static void usage(FILE *f) {
 
 int peri_cmd_acp(int argc, char **argv) {
     peri_host_args a = {0};
-    peri_place_opts po; /* how code runs (Ruby module, bwrap, WASI runner) */
+    peri_place_opts po;       /* how code runs (Ruby module, bwrap, WASI runner) */
+    const char *login = NULL; /* --login: the provider, "" for the default */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -55,11 +61,19 @@ int peri_cmd_acp(int argc, char **argv) {
             a.machine_id = argv[++i];
         } else if (!strcmp(argv[i], "--shared-store")) {
             a.shared_store = true;
+        } else if (!strcmp(argv[i], "--login")) {
+            login = i + 1 < argc && argv[i + 1][0] != '-' ? argv[++i] : "";
         } else {
             fprintf(stderr, "peri acp: unexpected argument \"%s\"\n", argv[i]);
             usage(stderr);
             return 2;
         }
+    }
+    if (login) {
+        /* The options of the client's base launch command (--cwd, --db, ...) were
+         * checked above and mean nothing to a login. */
+        char *largv[] = {"login", *login ? (char *)login : NULL, NULL};
+        return peri_cmd_login(*login ? 2 : 1, largv);
     }
     signal(SIGPIPE, SIG_IGN); /* a vanished client is a write error, not a crash */
     char err[512] = "";

@@ -678,6 +678,16 @@ def s_auth(E):
     check(ids == ["openai-api-key", "anthropic-api-key"], "authMethods %r" % init["authMethods"])
     check(init["authMethods"][0]["_meta"]["peri.vars"] == [{"name": "OPENAI_API_KEY"}],
           "vars %r" % init["authMethods"][0])
+    check(all("type" not in m for m in init["authMethods"]),
+          "terminal methods only for clients that declare auth.terminal %r" % init["authMethods"])
+    # a client that can run the agent in a terminal also gets ACP's terminal logins
+    t = E.agent(model=False, caps={"auth": {"terminal": True}})
+    tm = [m for m in t.log[0][1]["result"]["authMethods"] if m.get("type") == "terminal"]
+    check([(m["id"], m["args"]) for m in tm] ==
+          [("openai-terminal-login", ["--login", "openai"]),
+           ("anthropic-terminal-login", ["--login", "anthropic"])], "terminal methods %r" % tm)
+    e = t.call("authenticate", {"methodId": "openai-terminal-login"})
+    check(e.get("error", {}).get("code") == -32602, "a terminal method via authenticate %r" % e)
     # without a usable key: auth_required at session/new, not at the first prompt
     r = a.call("session/new", {"cwd": E.cwd, "mcpServers": []})
     check(r.get("error", {}).get("code") == -32000 and

@@ -48,6 +48,16 @@ with tempfile.TemporaryDirectory() as home:
     check(r.returncode == 2 and "unknown provider" in r.stderr, "unknown provider: rc %d" % r.returncode)
     r = login(home, ["openai", "sk-on-the-command-line"], "")
     check(r.returncode == 2, "a key on the command line must be refused: rc %d" % r.returncode)
+    # ACP's terminal login: the client appends the method's args to its `peri acp` command
+    r = subprocess.run([peri, "acp", "--cwd", home, "--login", "anthropic"], input="sk-ant-3\n",
+                       capture_output=True, text=True, timeout=60,
+                       env={"PATH": "/usr/bin:/bin", "HOME": home})
+    doc = json.load(open(settings))
+    check(r.returncode == 0 and doc["providers"]["anthropic"]["apiKey"] == "sk-ant-3"
+          and r.stdout.startswith("peri login:"), "acp --login: rc %d %r %r" % (r.returncode, r.stdout, r.stderr))
+    r = subprocess.run([peri, "acp", "--login", "gemini"], input="k\n", capture_output=True,
+                       text=True, timeout=60, env={"PATH": "/usr/bin:/bin", "HOME": home})
+    check(r.returncode == 2, "acp --login with an unknown provider: rc %d" % r.returncode)
 
 with tempfile.TemporaryDirectory() as home:
     os.makedirs(os.path.join(home, ".peri"))
