@@ -115,6 +115,8 @@ typedef enum pct_status {
     PCT_FOREIGN,    /* the session's workspace belongs to another machine (message says
                        which) */
     PCT_ACTIVE,     /* the source session is running a prompt (fork): -32010 */
+    PCT_OLD_FORMAT, /* the session's history is in another format than this host writes:
+                       it can be read, not continued (message says which formats) */
 } pct_status;
 
 typedef struct pct_error {
@@ -172,6 +174,17 @@ pct_status pct_session_list_ex(pct_controller *c, const char *cwd, const char *c
  * set_config_option answer PCT_FOREIGN naming the owner, and nothing is written to the
  * store for it. A new load with replay re-reads it from the store. */
 bool pct_session_read_only(pct_controller *c, const char *id, char owner[PST_ID_LEN]);
+/* The format this host writes a session's history in (kept as "format" in the thread's
+ * meta; sessions written before the format was recorded are format 1). A session in
+ * another format, older or newer, is made live read-only by pct_session_load: it
+ * replays its history, and prompt, fork, set_mode and set_config_option answer
+ * PCT_OLD_FORMAT (a new session is needed to continue). */
+#define PCT_HISTORY_FORMAT 1
+/* The history format of a stored thread's meta text (NULL: format 1). -1 when the meta
+ * names a format that is not an integer from 0. */
+int pct_history_format(const char *meta_json);
+/* The history format of the live session `id`, or 0 when it is not live. */
+int pct_session_history_format(pct_controller *c, const char *id);
 /* Deletes a session (closing it first if live). Unknown ids succeed. */
 pct_status pct_session_delete(pct_controller *c, const char *id, pct_error *err);
 

@@ -43,6 +43,10 @@ static void ctl_error(pacp_reply *r, const pct_error *e, const char *sid) {
         r->data = json_pack("{s:s}", "sessionId", sid ? sid : "");
         break;
     case PCT_ACTIVE: pacp__reply_error(r, PACP_CLOSE_INCOMPLETE, e->message); break;
+    case PCT_OLD_FORMAT:
+        bad_params(r, e->message);
+        r->data = json_pack("{s:s, s:s}", "sessionId", sid ? sid : "", "reason", "history_format");
+        break;
     default: pacp__reply_error(r, PACP_INTERNAL_ERROR, e->message); break;
     }
 }
@@ -324,6 +328,17 @@ static void load_or_resume(pacp_server *srv, json_t *params, pacp_reply *r, bool
         json_object_set_new(meta, "peri.readOnly", json_true());
         json_object_set_new(meta, "peri.machineId", json_string(owner));
     }
+    int fmt = r->result ? pct_session_history_format(srv->ctl, sid) : PCT_HISTORY_FORMAT;
+    if (fmt != PCT_HISTORY_FORMAT) {
+        /* a history in another format: replayed, never continued */
+        json_t *meta = json_object_get(r->result, "_meta");
+        if (!json_is_object(meta)) {
+            meta = json_object();
+            json_object_set_new(r->result, "_meta", meta);
+        }
+        json_object_set_new(meta, "peri.readOnly", json_true());
+        json_object_set_new(meta, "peri.historyFormat", json_integer(fmt));
+    }
 }
 
 /* ---------------------------------------------------------------- fork, modes, config */
@@ -451,6 +466,11 @@ static void m_list(pacp_server *srv, json_t *params, pacp_reply *r) {
         if (meta && strcmp(t->machine_id, pct_machine_id(srv->ctl)) != 0) {
             /* another machine's session: history readable, never written here */
             json_object_set_new(meta, "peri.machineId", json_string(t->machine_id));
+            json_object_set_new(meta, "peri.readOnly", json_true());
+        }
+        int fmt = meta ? pct_history_format(t->meta) : PCT_HISTORY_FORMAT;
+        if (fmt != PCT_HISTORY_FORMAT) { /* another history format: read, not continued */
+            json_object_set_new(meta, "peri.historyFormat", json_integer(fmt));
             json_object_set_new(meta, "peri.readOnly", json_true());
         }
         if (meta && json_object_size(meta) > 0)

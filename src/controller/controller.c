@@ -636,6 +636,11 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
      * the same kinds and titles as on the owner. */
     s->read_only = strcmp(th->machine_id, c->machine_id) != 0;
     memcpy(s->owner, th->machine_id, PST_ID_LEN);
+    /* A history in another format than this host writes: replayed as stored, never
+     * continued (its messages may not mean to this host's agent what they meant when
+     * written), and nothing here rewrites its meta. */
+    s->format = pct_history_format(th->meta);
+    if (s->format != PCT_HISTORY_FORMAT) s->read_only = true;
     char why[512];
     if (!s->read_only && pag_cwd_refused(th->cwd, c->home, why, sizeof why)) {
         pct__sess_release(s);
@@ -777,13 +782,51 @@ static pct_status foreign(const pct_controller *c, const char *id, const char *o
     return PCT_FOREIGN;
 }
 
+int pct_history_format(const char *meta_json) {
+    if (!meta_json) return 1;
+    json_t *m = json_loads(meta_json, 0, NULL);
+    json_t *f = json_object_get(m, "format");
+    int v = !f ? 1
+            : json_is_integer(f) && json_integer_value(f) >= 0 && json_integer_value(f) <= 1000000
+                ? (int)json_integer_value(f)
+                : -1;
+    json_decref(m);
+    return v;
+}
+
+int pct_session_history_format(pct_controller *c, const char *id) {
+    pct_sess *s = pct__sess_get(c, id);
+    int f = s ? s->format : 0;
+    pct__sess_release(s);
+    return f;
+}
+
+static pct_status old_format(const pct_sess *s, pct_error *err) {
+    if (err) {
+        err->status = PCT_OLD_FORMAT;
+        if (s->format >= 0)
+            snprintf(err->message, sizeof err->message,
+                     "Session %.40s was written in history format %d and this host writes "
+                     "format %d: its history can be read but not continued; start a new session",
+                     s->id, s->format, PCT_HISTORY_FORMAT);
+        else
+            snprintf(err->message, sizeof err->message,
+                     "Session %.40s has an unreadable history format: its history can be read "
+                     "but not continued; start a new session",
+                     s->id);
+    }
+    return PCT_OLD_FORMAT;
+}
+
 pct_status pct__sess_writable(const pct_sess *s, pct_error *err) {
-    return s->read_only ? foreign(s->c, s->id, s->owner, err) : PCT_OK;
+    if (!s->read_only) return PCT_OK;
+    if (s->format != PCT_HISTORY_FORMAT) return old_format(s, err);
+    return foreign(s->c, s->id, s->owner, err);
 }
 
 bool pct_session_read_only(pct_controller *c, const char *id, char owner[PST_ID_LEN]) {
     pct_sess *s = pct__sess_get(c, id);
-    bool ro = s && s->read_only;
+    bool ro = s && s->read_only && s->format == PCT_HISTORY_FORMAT;
     if (ro && owner) memcpy(owner, s->owner, PST_ID_LEN);
     pct__sess_release(s);
     return ro;

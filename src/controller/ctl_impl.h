@@ -66,6 +66,10 @@ typedef struct pct_sess {
      * the store for it: every writing entry point refuses it naming `owner`. */
     bool read_only;
     char owner[PST_ID_LEN];
+    /* The history format of the stored thread (immutable after make_live). Not
+     * PCT_HISTORY_FORMAT: read_only too, and the writing entry points say so instead of
+     * naming an owner. */
+    int format;
     /* Project trust (worker thread only after make_live): the digest of the project
      * configuration whose servers run in this session's pool ("" = none), and the digest
      * the user was last asked about, so that a changed file asks again. */
@@ -219,7 +223,7 @@ void pct__apply_model(pct_sess *s);
 char *pct__current_model(pct_sess *s);
 /* Runs the tool (workspace or host); the port_run_tool contract. */
 int pct__run_tool(pct_sess *s, const char *name, const char *args, atomic_int *cancel,
-                 pag_tool_output *out, bool child);
+                  pag_tool_output *out, bool child);
 /* Host tools (todo, skill): returns -2 when name is not a host tool. */
 int pct__host_tool(pct_sess *s, const char *name, const char *args, pag_tool_output *out);
 /* The task tool: runs a subagent in a child thread. */

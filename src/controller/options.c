@@ -25,8 +25,9 @@ static json_t *str_array(char **l, size_t n) {
 
 int pct__save_meta(pct_sess *s) {
     pthread_mutex_lock(&s->mu);
-    json_t *m = json_pack("{s:s, s:s}", "frozenContext", s->frozen ? s->frozen : "", "mode",
-                          pag_mode_id(pag_session_mode(s->agent)));
+    json_t *m =
+        json_pack("{s:i, s:s, s:s}", "format", PCT_HISTORY_FORMAT, "frozenContext",
+                  s->frozen ? s->frozen : "", "mode", pag_mode_id(pag_session_mode(s->agent)));
     if (m && s->model_spec) json_object_set_new(m, "model", json_string(s->model_spec));
     if (m) json_object_set_new(m, "allowAlways", str_array(s->allow_always, s->nallow));
     if (m) json_object_set_new(m, "rejectAlways", str_array(s->reject_always, s->nreject));

@@ -211,10 +211,11 @@ pct_status pct_prompt_message(pct_controller *c, const char *id, pm_message *msg
         snprintf(err->message, sizeof err->message, "Session not found: %s", id ? id : "");
         return PCT_NOT_FOUND;
     }
-    if (pct__sess_writable(s, err) != PCT_OK) { /* another machine's session: read-only */
+    pct_status wrc = pct__sess_writable(s, err); /* another machine's or an old format */
+    if (wrc != PCT_OK) {
         free(text);
         pct__sess_release(s);
-        return PCT_FOREIGN;
+        return wrc;
     }
     job *j = calloc(1, sizeof *j);
     char *t = text;

@@ -955,10 +955,68 @@ def s_attachments(E):
           "audio advertised for a model without it")
 
 
+# ---------------------------------------------------------------- 6 history format
+
+def s_history_format(E):
+    """A session whose history is in another format than this host writes (older or
+    newer) lists and replays read-only with the reason, and cannot be continued."""
+    import sqlite3
+    a = E.agent()
+    sids = []
+    for text in ("old one", "new one", "current"):
+        sid = E.new_session(a)
+        E.mock.script([{"text": text}])
+        a.response(prompt(a, sid, "hi " + text))
+        sids.append(sid)
+    check(a.close_stdin() == 0, "exit")
+    db = sqlite3.connect(E.db, timeout=10, isolation_level=None)
+    meta = {r[0]: json.loads(r[1]) for r in db.execute("SELECT id, meta FROM threads")}
+    check(all(meta[x].get("format") == 1 for x in sids), "format recorded %r" % meta)
+    for sid, fmt in ((sids[0], 0), (sids[1], 7)):
+        db.execute("UPDATE threads SET meta = json_set(meta, '$.format', ?) WHERE id = ?",
+                   (fmt, sid))
+    before = {r[0]: r[1] for r in db.execute("SELECT id, meta FROM threads")}
+    b = E.agent()
+    listed = {x["sessionId"]: x.get("_meta", {})
+              for x in b.result("session/list", {})["sessions"]}
+    check(listed[sids[0]] == {"peri.historyFormat": 0, "peri.readOnly": True} and
+          listed[sids[1]] == {"peri.historyFormat": 7, "peri.readOnly": True} and
+          listed[sids[2]] == {}, "list %r" % listed)
+    for sid, fmt, text in ((sids[0], 0, "old one"), (sids[1], 7, "new one")):
+        t0 = time.monotonic()
+        r = b.result("session/load", {"sessionId": sid, "cwd": E.cwd, "mcpServers": []})
+        check(r.get("_meta", {}).get("peri.readOnly") is True and
+              r["_meta"].get("peri.historyFormat") == fmt, "load meta %r" % r)
+        rep = json.dumps([f for _, f in frames_between(b, t0)
+                          if f.get("method") == "session/update"])
+        check("hi " + text in rep and text in rep, "history replayed: %s" % rep[:400])
+        for method, params in (("session/prompt", {"prompt": [{"type": "text", "text": "go"}]}),
+                               ("session/set_mode", {"modeId": "plan"}),
+                               ("session/fork", {"cwd": E.cwd, "mcpServers": []})):
+            e = b.call(method, dict(params, sessionId=sid)).get("error", {})
+            check(e.get("code") == -32602 and "start a new session" in e.get("message", "") and
+                  e.get("data", {}).get("reason") == "history_format",
+                  "%s on format %d: %r" % (method, fmt, e))
+    # the current-format session is untouched by all this and still continues
+    b.result("session/load", {"sessionId": sids[2], "cwd": E.cwd, "mcpServers": []})
+    E.mock.script([{"text": "continued"}])
+    check(b.response(prompt(b, sids[2], "more")).get("result") == {"stopReason": "end_turn"},
+          "current format continues")
+    check(b.close_stdin() == 0, "exit")
+    after = {r[0]: r[1] for r in db.execute("SELECT id, meta FROM threads")}
+    check(after[sids[0]] == before[sids[0]] and after[sids[1]] == before[sids[1]],
+          "an old-format session's meta was rewritten")
+    n = db.execute("SELECT count(*) FROM messages WHERE thread_id IN (?, ?)",
+                   (sids[0], sids[1])).fetchone()[0]
+    check(n == 4, "messages written to old-format sessions: %d" % n)
+    db.close()
+
+
 SCENARIOS = {"attachments": s_attachments, "options": s_options, "discover": s_discover,
              "ids": s_ids, "terminal": s_terminal, "queue": s_queue,
              "retry_cancel": s_retry_cancel, "extensions": s_extensions, "closing": s_closing,
-             "close_honest": s_close_honest, "mcp_start": s_mcp_start, "auth": s_auth}
+             "close_honest": s_close_honest, "mcp_start": s_mcp_start, "auth": s_auth,
+             "history_format": s_history_format}
 
 
 def main():
