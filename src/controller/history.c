@@ -50,6 +50,9 @@ static pct_status target(pct_controller *c, const char *id, pct_sess **s, pct_er
     if (*s) {
         pct_status rc = pct__sess_guard(*s, err);
         if (rc == PCT_OK) rc = pct__sess_writable(*s, err);
+        /* rename and archive change the listing, not the history: fine for a session
+         * in another history format, which is this machine's */
+        if (rc == PCT_OLD_FORMAT) rc = PCT_OK;
         if (rc != PCT_OK) {
             pct__sess_release(*s);
             *s = NULL;

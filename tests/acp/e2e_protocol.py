@@ -997,6 +997,7 @@ def s_history_format(E):
             check(e.get("code") == -32602 and "start a new session" in e.get("message", "") and
                   e.get("data", {}).get("reason") == "history_format",
                   "%s on format %d: %r" % (method, fmt, e))
+        b.result("_peri/session/rename", {"sessionId": sid, "title": "kept %d" % fmt})
     # the current-format session is untouched by all this and still continues
     b.result("session/load", {"sessionId": sids[2], "cwd": E.cwd, "mcpServers": []})
     E.mock.script([{"text": "continued"}])
@@ -1006,6 +1007,8 @@ def s_history_format(E):
     after = {r[0]: r[1] for r in db.execute("SELECT id, meta FROM threads")}
     check(after[sids[0]] == before[sids[0]] and after[sids[1]] == before[sids[1]],
           "an old-format session's meta was rewritten")
+    titles = dict(db.execute("SELECT id, title FROM threads"))
+    check(titles[sids[0]] == "kept 0" and titles[sids[1]] == "kept 7", "renamed %r" % titles)
     n = db.execute("SELECT count(*) FROM messages WHERE thread_id IN (?, ?)",
                    (sids[0], sids[1])).fetchone()[0]
     check(n == 4, "messages written to old-format sessions: %d" % n)
