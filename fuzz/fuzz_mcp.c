@@ -14,23 +14,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void on_event(void *ctx, const char *event, const char *data, size_t len) {
     size_t *n = ctx;
-    pmcp__msg m;
-    pmcp__decode(data, len, &m);
+    pb_rpc_msg m;
+    pb_rpc_decode(data, len, NULL, &m);
     *n += (size_t)m.kind + strlen(event);
-    pmcp__msg_clear(&m);
+    pb_rpc_clear(&m);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    pmcp__msg m;
-    pmcp__decode((const char *)data, size, &m);
-    if (m.kind == PMCP__REQUEST || m.kind == PMCP__NOTIFICATION) {
+    pb_rpc_msg m;
+    pb_rpc_decode((const char *)data, size, NULL, &m);
+    if (m.kind == PB_RPC_REQUEST || m.kind == PB_RPC_NOTIFICATION) {
         if (!m.method || !m.method[0]) __builtin_trap();
-    } else if (m.kind == PMCP__RESPONSE) {
+    } else if (m.kind == PB_RPC_RESPONSE) {
         if (!m.id || (!m.result) == (!m.error)) __builtin_trap();
     } else if (m.err_code != PMCP_PARSE_ERROR && m.err_code != PMCP_INVALID_REQUEST) {
         __builtin_trap();
     }
-    pmcp__msg_clear(&m);
+    pb_rpc_clear(&m);
     pmcp__sse p;
     memset(&p, 0, sizeof p);
     size_t n = 0, half = size / 2;

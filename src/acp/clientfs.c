@@ -23,7 +23,7 @@ void pacp__fs_caps(pacp_server *srv, json_t *caps) {
     atomic_store(&srv->fs_write, json_is_true(json_object_get(fs, "writeTextFile")));
 }
 
-bool pacp__fs_on_response(pacp_server *srv, pacp_msg *m) {
+bool pacp__fs_on_response(pacp_server *srv, pb_rpc_msg *m) {
     json_int_t id = json_integer_value(m->id);
     bool taken = false;
     pthread_mutex_lock(&srv->mu);
@@ -72,7 +72,7 @@ static pacp_outreq *fs_call(pacp_server *srv, const char *method, json_t *params
     req->next = srv->pending;
     srv->pending = req;
     pthread_mutex_unlock(&srv->mu);
-    json_t *f = pacp__make_request(req->id, method, params);
+    json_t *f = pb_rpc_request(req->id, method, params);
     int sent = f && pacp__writer_send(&srv->w, f) == 0;
     json_decref(f);
     struct timespec dl;
@@ -99,7 +99,7 @@ static pacp_outreq *fs_call(pacp_server *srv, const char *method, json_t *params
 }
 
 int pacp__fs_read(void *ctx, const char *session_id, const char *abs_path, char **data,
-                 size_t *len) {
+                  size_t *len) {
     pacp_server *srv = ctx;
     if (!atomic_load(&srv->fs_read)) return 1;
     pacp_outreq *r = fs_call(srv, "fs/read_text_file",
@@ -118,7 +118,7 @@ int pacp__fs_read(void *ctx, const char *session_id, const char *abs_path, char 
 }
 
 int pacp__fs_write(void *ctx, const char *session_id, const char *abs_path, const char *data,
-                  size_t len) {
+                   size_t len) {
     pacp_server *srv = ctx;
     if (!atomic_load(&srv->fs_write)) return 1;
     json_t *content = json_stringn(data, len);

@@ -31,7 +31,7 @@ void pacp__term_caps(pacp_server *srv, json_t *caps) {
     atomic_store(&srv->term, json_is_true(json_object_get(caps, "terminal")));
 }
 
-bool pacp__term_on_response(pacp_server *srv, pacp_msg *m) {
+bool pacp__term_on_response(pacp_server *srv, pb_rpc_msg *m) {
     json_int_t id = json_integer_value(m->id);
     bool taken = false;
     pthread_mutex_lock(&srv->mu);
@@ -67,7 +67,7 @@ static json_int_t send_req(pacp_server *srv, const char *method, json_t *params,
         srv->pending = req;
     }
     pthread_mutex_unlock(&srv->mu);
-    json_t *f = pacp__make_request(id, method, params);
+    json_t *f = pb_rpc_request(id, method, params);
     int ok = f && pacp__writer_send(&srv->w, f) == 0;
     json_decref(f);
     return ok ? id : 0;

@@ -59,8 +59,8 @@ void pacp__reply_error(pacp_reply *r, int code, const char *msg) {
 }
 
 void pacp__send_reply(pacp_server *srv, json_t *id, pacp_reply *r) {
-    json_t *f = r->result ? pacp__make_result(id, r->result)
-                          : pacp__make_error(id, r->code, r->message, r->data);
+    json_t *f =
+        r->result ? pb_rpc_result(id, r->result) : pb_rpc_error(id, r->code, r->message, r->data);
     r->result = NULL;
     r->data = NULL;
     if (f)
@@ -71,7 +71,7 @@ void pacp__send_reply(pacp_server *srv, json_t *id, pacp_reply *r) {
 }
 
 void pacp__notify(pacp_server *srv, const char *method, json_t *params) {
-    json_t *f = pacp__make_notification(method, params);
+    json_t *f = pb_rpc_notification(method, params);
     if (f) pacp__writer_send(&srv->w, f);
     json_decref(f);
 }
@@ -237,7 +237,7 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
     req->next = srv->pending;
     srv->pending = req;
     pthread_mutex_unlock(&srv->mu);
-    json_t *f = params ? pacp__make_request(req->id, "session/request_permission", params) : NULL;
+    json_t *f = params ? pb_rpc_request(req->id, "session/request_permission", params) : NULL;
     int sent = f && pacp__writer_send(&srv->w, f) == 0;
     json_decref(f);
 
@@ -263,7 +263,7 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
     return outcome;
 }
 
-static void on_response(pacp_server *srv, pacp_msg *m) {
+static void on_response(pacp_server *srv, pb_rpc_msg *m) {
     if (!json_is_integer(m->id)) return; /* not one of ours: ignore */
     /* answers to fs/read_text_file and fs/write_text_file. */
     if (pacp__fs_on_response(srv, m)) return;
@@ -388,16 +388,16 @@ static bool wait_slow(pacp_server *srv, long ms) {
 }
 
 static void on_frame(pacp_server *srv, const char *line, size_t len) {
-    pacp_msg m;
-    pacp__decode(line, len, &m);
+    pb_rpc_msg m;
+    pb_rpc_decode(line, len, PACP_RPC_RULES, &m);
     pacp_reply rep = {0};
     switch (m.kind) {
-    case PACP_INVALID:
+    case PB_RPC_INVALID:
         pacp__reply_error(&rep, m.err_code, m.err_msg);
         pacp__send_reply(srv, m.id, &rep);
         break;
-    case PACP_RESPONSE: on_response(srv, &m); break;
-    case PACP_NOTIFICATION:
+    case PB_RPC_RESPONSE: on_response(srv, &m); break;
+    case PB_RPC_NOTIFICATION:
         if (!strcmp(m.method, "session/cancel")) {
             if (json_is_object(m.params)) pacp__cancel(srv, m.params);
         } else if (!strcmp(m.method, "$/cancel_request")) {
@@ -405,7 +405,7 @@ static void on_frame(pacp_server *srv, const char *line, size_t len) {
         }
         /* Other notifications (unknown or extension) are ignored, per ACP. */
         break;
-    case PACP_REQUEST: {
+    case PB_RPC_REQUEST: {
         prompt_token *tok = NULL;
         if (!strcmp(m.method, "session/prompt")) {
             tok = calloc(1, sizeof *tok);
@@ -447,7 +447,7 @@ static void on_frame(pacp_server *srv, const char *line, size_t len) {
         break;
     }
     }
-    pacp__msg_clear(&m);
+    pb_rpc_clear(&m);
 }
 
 /* mkdir -p of an absolute path (0755 for the directories it creates). */

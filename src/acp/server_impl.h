@@ -81,20 +81,21 @@ void pacp__ids_meta(json_t *meta, const pct_event_ids *ids);
 
 /* clientfs.c: the controller sink's fs hooks, the capability record made by
  * initialize, and the reader's hook for fs/... answers (true when it took the response). */
-int pacp__fs_read(void *ctx, const char *session_id, const char *abs_path, char **data, size_t *len);
+int pacp__fs_read(void *ctx, const char *session_id, const char *abs_path, char **data,
+                  size_t *len);
 int pacp__fs_write(void *ctx, const char *session_id, const char *abs_path, const char *data,
-                  size_t len);
+                   size_t len);
 void pacp__fs_caps(pacp_server *srv, json_t *client_capabilities);
-bool pacp__fs_on_response(pacp_server *srv, pacp_msg *m);
+bool pacp__fs_on_response(pacp_server *srv, pb_rpc_msg *m);
 
 /* clientterm.c: the sink's terminal hook, the capability record, the
  * reader's hook for terminal/... answers, the release of terminals embedded in an update
  * just written (params of that session/update), and the release of all left at the end. */
 int pacp__term_run(void *ctx, const char *session_id, const char *cwd, const char *command,
-                  long long timeout_ms, size_t max_output, atomic_int *cancel,
-                  ptl_term_result *out);
+                   long long timeout_ms, size_t max_output, atomic_int *cancel,
+                   ptl_term_result *out);
 void pacp__term_caps(pacp_server *srv, json_t *client_capabilities);
-bool pacp__term_on_response(pacp_server *srv, pacp_msg *m);
+bool pacp__term_on_response(pacp_server *srv, pb_rpc_msg *m);
 void pacp__term_after_update(pacp_server *srv, json_t *params);
 void pacp__term_release_all(pacp_server *srv);
 

@@ -104,7 +104,7 @@ void pacp__writer_destroy(pacp_writer *w) {
 
 int pacp__writer_send(pacp_writer *w, const json_t *frame) {
     size_t n;
-    char *line = pacp__encode(frame, &n);
+    char *line = pb_rpc_encode(frame, true, &n);
     if (!line) return -1;
     int rc = 0;
     pthread_mutex_lock(&w->mu);

@@ -9,6 +9,7 @@
 #include "peri/acp.h"
 #include "peri/model.h"
 #include "peri/room.h"
+#include "peri/rpc.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -35,19 +36,17 @@ static void *server_main(void *arg) {
 }
 
 static int send_frame(int fd, json_t *frame) {
-    char *s = json_dumps(frame, JSON_COMPACT);
+    size_t n = 0;
+    char *s = pb_rpc_encode(frame, true, &n);
     json_decref(frame);
     if (!s) return -1;
-    size_t n = strlen(s);
-    int rc = 0;
-    if (write(fd, s, n) != (ssize_t)n || write(fd, "\n", 1) != 1) rc = -1;
+    int rc = pb_write_all(fd, s, n) == 0 ? 0 : -1;
     free(s);
     return rc;
 }
 
 static json_t *request(int id, const char *method, json_t *params) {
-    return json_pack("{s:s, s:i, s:s, s:o}", "jsonrpc", "2.0", "id", id, "method", method, "params",
-                     params);
+    return pb_rpc_request(id, method, params);
 }
 
 /* Reads one line from fd (blocking); returns a decoded frame or NULL at EOF. */
@@ -251,9 +250,10 @@ int peri_cmd_print(int argc, char **argv) {
             else
                 fprintf(stderr, "[permission] %s: %s\n", title ? title : "tool",
                         allow ? "allowed (--allow)" : "rejected (run with --allow to permit)");
-            send_frame(wfd, json_pack("{s:s, s:O, s:{s:{s:s, s:s}}}", "jsonrpc", "2.0", "id", id,
-                                      "result", "outcome", "outcome", "selected", "optionId",
-                                      allow && !trust_q ? "allow_once" : "reject_once"));
+            send_frame(wfd, pb_rpc_result(
+                                id, json_pack("{s:{s:s, s:s}}", "outcome", "outcome", "selected",
+                                              "optionId",
+                                              allow && !trust_q ? "allow_once" : "reject_once")));
         } else if (json_is_integer(id) && err) {
             finish_line(&out);
             const char *m = json_string_value(json_object_get(err, "message"));

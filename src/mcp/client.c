@@ -71,13 +71,13 @@ static char *dup_or(const char *s, const char *dflt) {
 
 static void send_json(pmcp_client *c, json_t *frame) {
     size_t n;
-    char *t = pmcp__encode(frame, &n);
+    char *t = pb_rpc_encode(frame, false, &n);
     if (t) c->link->send(c->link, t, n);
     free(t);
     json_decref(frame);
 }
 
-static void on_notification(pmcp_client *c, pmcp__msg *m) {
+static void on_notification(pmcp_client *c, pb_rpc_msg *m) {
     if (!strcmp(m->method, "notifications/progress")) {
         json_t *tok = json_object_get(m->params, "progressToken");
         if (!json_is_integer(tok)) return;
@@ -108,22 +108,25 @@ static void on_notification(pmcp_client *c, pmcp__msg *m) {
 
 static void on_frame(void *ctx, const char *text, size_t len) {
     pmcp_client *c = ctx;
-    pmcp__msg m;
-    pmcp__decode(text, len, &m);
+    pb_rpc_msg m;
+    pb_rpc_decode(text, len, NULL, &m);
     switch (m.kind) {
-    case PMCP__INVALID:
-        pb_log(&c->log, PB_LOG_WARN, "mcp[%s]: ignored a malformed frame (%s)", c->name, m.err_msg);
+    case PB_RPC_INVALID: {
+        char why[160];
+        pb_rpc_invalid_text(&m, why, sizeof why);
+        pb_log(&c->log, PB_LOG_WARN, "mcp[%s]: ignored a malformed frame (%s)", c->name, why);
         if (m.id && json_object_get(m.root, "method"))
-            send_json(c, pmcp__error(m.id, m.err_code, m.err_msg));
+            send_json(c, pb_rpc_error(m.id, m.err_code, why, NULL));
         break;
-    case PMCP__NOTIFICATION: on_notification(c, &m); break;
-    case PMCP__REQUEST:
+    }
+    case PB_RPC_NOTIFICATION: on_notification(c, &m); break;
+    case PB_RPC_REQUEST:
         if (!strcmp(m.method, "ping"))
-            send_json(c, pmcp__result(m.id, json_object()));
+            send_json(c, pb_rpc_result(m.id, json_object()));
         else
-            send_json(c, pmcp__error(m.id, PMCP_METHOD_NOT_FOUND, "Method not found"));
+            send_json(c, pb_rpc_error(m.id, PMCP_METHOD_NOT_FOUND, "Method not found", NULL));
         break;
-    case PMCP__RESPONSE: {
+    case PB_RPC_RESPONSE: {
         bool matched = false;
         if (json_is_integer(m.id)) {
             json_int_t id = json_integer_value(m.id);
@@ -145,7 +148,7 @@ static void on_frame(void *ctx, const char *text, size_t len) {
         break;
     }
     }
-    pmcp__msg_clear(&m);
+    pb_rpc_clear(&m);
 }
 
 static void on_closed(void *ctx, const char *why) {
@@ -213,9 +216,9 @@ static pmcp_status request_ex(pmcp_client *c, const char *method, json_t *params
         if (!meta) json_object_set_new(params, "_meta", meta = json_object());
         json_object_set_new(meta, "progressToken", json_integer(p->id));
     }
-    json_t *frame = pmcp__request(p->id, method, params);
+    json_t *frame = pb_rpc_request(p->id, method, params);
     size_t n;
-    char *text = pmcp__encode(frame, &n);
+    char *text = pb_rpc_encode(frame, false, &n);
     json_decref(frame);
     int sent = text ? c->link->send(c->link, text, n) : -1;
     free(text);
@@ -251,7 +254,7 @@ static pmcp_status request_ex(pmcp_client *c, const char *method, json_t *params
     if (!linger) unlink_pending(c, p);
     pthread_mutex_unlock(&c->mu);
     if ((st == PMCP_CANCELLED || st == PMCP_TIMEOUT) && !closed) {
-        send_json(c, pmcp__notification(
+        send_json(c, pb_rpc_notification(
                          "notifications/cancelled",
                          json_pack("{s:I, s:s}", "requestId", p->id, "reason",
                                    st == PMCP_CANCELLED ? "cancelled by the user" : "timed out")));
@@ -454,7 +457,7 @@ pmcp_client *pmcp_client_connect(const pmcp_server_config *cfg, const pmcp_clien
     c->has_tools = json_is_object(json_object_get(caps, "tools"));
     json_decref(res);
     if (c->link->set_protocol) c->link->set_protocol(c->link, c->protocol);
-    send_json(c, pmcp__notification("notifications/initialized", NULL));
+    send_json(c, pb_rpc_notification("notifications/initialized", NULL));
     if (c->has_tools && list_tools(c, init_ms, rerr, sizeof rerr) != 0) {
         snprintf(err, errlen, "tools/list failed: %s", rerr);
         pmcp_client_close(c);

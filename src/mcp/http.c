@@ -161,9 +161,9 @@ static void fail_request(http_link *h, const char *body, size_t len, const char 
         pb_log(&h->cb.log, PB_LOG_WARN, "mcp[%s]: %s", h->url, why);
         return;
     }
-    json_t *e = pmcp__error(id, PMCP_INTERNAL_ERROR, why);
+    json_t *e = pb_rpc_error(id, PMCP_INTERNAL_ERROR, why, NULL);
     size_t n;
-    char *t = pmcp__encode(e, &n);
+    char *t = pb_rpc_encode(e, false, &n);
     if (t) deliver(h, t, n);
     free(t);
     json_decref(e);

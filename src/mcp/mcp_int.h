@@ -1,7 +1,7 @@
 /*
  * mcp_int.h — MCP internals shared by the files of src/mcp/ (prefix pmcp__).
  *
- * frame.c    : JSON-RPC 2.0 frame decoding (the fuzzed surface) and frame builders.
+ * lines.c    : the newline-delimited frame reader (frames: base/rpc.h, the fuzzed surface).
  * fdlink.c   : the line transport over fds (stdio child process, in-process pair).
  * http.c     : streamable HTTP and legacy HTTP+SSE transports (libcurl), SSE parser.
  * client.c   : request/response matching, initialize, tools, progress, cancellation.
@@ -15,6 +15,7 @@
 #ifndef PMCP_INT_H
 #define PMCP_INT_H
 
+#include "peri/rpc.h"
 #include "peri/base.h"
 #include "peri/mcp.h"
 
@@ -23,42 +24,15 @@
 
 #define PMCP_MAX_FRAME (16u << 20) /* longer lines are dropped and reported */
 
-#define PMCP_PARSE_ERROR      (-32700)
-#define PMCP_INVALID_REQUEST  (-32600)
-#define PMCP_METHOD_NOT_FOUND (-32601)
-#define PMCP_INVALID_PARAMS   (-32602)
-#define PMCP_INTERNAL_ERROR   (-32603)
+#define PMCP_PARSE_ERROR      PB_RPC_PARSE_ERROR
+#define PMCP_INVALID_REQUEST  PB_RPC_INVALID_REQUEST
+#define PMCP_METHOD_NOT_FOUND PB_RPC_METHOD_NOT_FOUND
+#define PMCP_INVALID_PARAMS   PB_RPC_INVALID_PARAMS
+#define PMCP_INTERNAL_ERROR   PB_RPC_INTERNAL_ERROR
 
-typedef enum pmcp__kind {
-    PMCP__INVALID = 0, /* err_code / err_msg say why; id set when readable */
-    PMCP__REQUEST,
-    PMCP__NOTIFICATION,
-    PMCP__RESPONSE, /* result or error; id is an integer or string */
-} pmcp__kind;
-
-typedef struct pmcp__msg {
-    pmcp__kind kind;
-    json_t *root;       /* owned */
-    json_t *id;         /* borrowed */
-    const char *method; /* borrowed */
-    json_t *params;     /* borrowed, object or NULL */
-    json_t *result;     /* borrowed */
-    json_t *error;      /* borrowed (object with integer code and string message) */
-    int err_code;
-    const char *err_msg; /* static */
-} pmcp__msg;
-
-/* Decodes one frame (never crashes on any bytes). Always fills *out; clear after. */
-void pmcp__decode(const char *text, size_t len, pmcp__msg *out);
-void pmcp__msg_clear(pmcp__msg *m);
-
-/* Builders: steal params/result/data, borrow id. NULL on allocation failure. */
-json_t *pmcp__request(json_int_t id, const char *method, json_t *params);
-json_t *pmcp__notification(const char *method, json_t *params);
-json_t *pmcp__result(json_t *id, json_t *result);
-json_t *pmcp__error(json_t *id, int code, const char *message);
-/* Compact one-line text without the newline. Caller frees. */
-char *pmcp__encode(const json_t *frame, size_t *len);
+/* Frames are decoded and built by the library's one JSON-RPC codec (base/rpc.h), with
+ * its strict rules (pb_rpc_decode(..., NULL, ...)): MCP ids are never null and params
+ * are an object. */
 
 /* ---------------------------------------------------------------- transports */
 

@@ -107,7 +107,7 @@ static void send_frame(srv *s, json_t *frame) {
 }
 
 static void reply_error(srv *s, json_t *id, int code, const char *msg) {
-    send_frame(s, pmcp__error(id, code, msg));
+    send_frame(s, pb_rpc_error(id, code, msg, NULL));
 }
 
 /* ---------------------------------------------------------------- tools */
@@ -148,7 +148,7 @@ static void m_tools_list(srv *s, json_t *id, json_t *params) {
         snprintf(next, sizeof next, "%zu", i);
         json_object_set_new(res, "nextCursor", json_string(next));
     }
-    send_frame(s, pmcp__result(id, res));
+    send_frame(s, pb_rpc_result(id, res));
 }
 
 /* _meta["peri/acp"] of a result (acp_meta servers): what the ACP update needs beyond
@@ -190,9 +190,9 @@ static void run_call(call *c) {
     srv *s = c->srv;
     if (c->progress_token)
         send_frame(
-            s, pmcp__notification("notifications/progress",
-                                  json_pack("{s:O, s:i, s:s}", "progressToken", c->progress_token,
-                                            "progress", 0, "message", ptl_name(c->tool))));
+            s, pb_rpc_notification("notifications/progress",
+                                    json_pack("{s:O, s:i, s:s}", "progressToken", c->progress_token,
+                                              "progress", 0, "message", ptl_name(c->tool))));
     ptl_ctx ctx = {.cwd = s->root, .timeout_ms = s->opt->shell_timeout_ms};
     if (s->opt->tool_ctx) ctx = *s->opt->tool_ctx; /* the session's own context */
     ctx.cancel = &c->cancel;
@@ -209,7 +209,7 @@ static void run_call(call *c) {
         if (res && s->opt->acp_meta)
             json_object_set_new(res, "_meta",
                                 json_pack("{s:o}", "peri/acp", acp_meta(c->tool, st, &r)));
-        send_frame(s, pmcp__result(c->id, res));
+        send_frame(s, pb_rpc_result(c->id, res));
     }
     ptl_result_clear(&r);
 }
@@ -387,7 +387,7 @@ static void m_resources_read(srv *s, json_t *id, json_t *params) {
                                       "text/plain", "text", txt)
                           : NULL;
         if (res)
-            send_frame(s, pmcp__result(id, res));
+            send_frame(s, pb_rpc_result(id, res));
         else
             reply_error(s, id, PMCP_INVALID_PARAMS, "resource is not UTF-8 text");
     }
@@ -397,7 +397,7 @@ static void m_resources_read(srv *s, json_t *id, json_t *params) {
 
 /* ---------------------------------------------------------------- dispatch */
 
-static void on_request(srv *s, pmcp__msg *m) {
+static void on_request(srv *s, pb_rpc_msg *m) {
     const char *meth = m->method;
     json_t *id = m->id;
     if (!strcmp(meth, "initialize")) {
@@ -410,19 +410,19 @@ static void on_request(srv *s, pmcp__msg *m) {
             "tools", "listChanged", 0, "resources", "serverInfo", "name",
             s->opt->name ? s->opt->name : "peri-workspace", "version", "0.1.0", "instructions",
             "Peri-C workspace tools: every path is confined to the workspace root.");
-        send_frame(s, pmcp__result(id, res));
+        send_frame(s, pb_rpc_result(id, res));
     } else if (!strcmp(meth, "ping")) {
-        send_frame(s, pmcp__result(id, json_object()));
+        send_frame(s, pb_rpc_result(id, json_object()));
     } else if (!strcmp(meth, "tools/list")) {
         m_tools_list(s, id, m->params);
     } else if (!strcmp(meth, "tools/call")) {
         m_tools_call(s, id, m->params);
     } else if (!strcmp(meth, "resources/list")) {
-        send_frame(s, pmcp__result(id, json_pack("{s:[]}", "resources")));
+        send_frame(s, pb_rpc_result(id, json_pack("{s:[]}", "resources")));
     } else if (!strcmp(meth, "resources/templates/list")) {
-        send_frame(s, pmcp__result(id, json_pack("{s:[{s:s, s:s, s:s}]}", "resourceTemplates",
-                                                 "uriTemplate", "file:///{path}", "name",
-                                                 "workspace file", "mimeType", "text/plain")));
+        send_frame(s, pb_rpc_result(id, json_pack("{s:[{s:s, s:s, s:s}]}", "resourceTemplates",
+                                                   "uriTemplate", "file:///{path}", "name",
+                                                   "workspace file", "mimeType", "text/plain")));
     } else if (!strcmp(meth, "resources/read")) {
         m_resources_read(s, id, m->params);
     } else {
@@ -463,17 +463,21 @@ int pmcp_serve(const pmcp_server_opts *opt, int in_fd, int out_fd) {
         while (k < len && (line[k] == ' ' || line[k] == '\t'))
             k++;
         if (k == len) continue;
-        pmcp__msg m;
-        pmcp__decode(line, len, &m);
+        pb_rpc_msg m;
+        pb_rpc_decode(line, len, NULL, &m);
         switch (m.kind) {
-        case PMCP__INVALID: reply_error(&s, m.id, m.err_code, m.err_msg); break;
-        case PMCP__REQUEST: on_request(&s, &m); break;
-        case PMCP__NOTIFICATION:
+        case PB_RPC_INVALID: {
+            char why[160];
+            reply_error(&s, m.id, m.err_code, pb_rpc_invalid_text(&m, why, sizeof why));
+            break;
+        }
+        case PB_RPC_REQUEST: on_request(&s, &m); break;
+        case PB_RPC_NOTIFICATION:
             if (!strcmp(m.method, "notifications/cancelled")) on_cancelled(&s, m.params);
             break;
-        case PMCP__RESPONSE: break; /* we send no requests */
+        case PB_RPC_RESPONSE: break; /* we send no requests */
         }
-        pmcp__msg_clear(&m);
+        pb_rpc_clear(&m);
     }
     pmcp__lines_free(&r);
     /* EOF: running calls get a short grace to answer (a client may have half-closed),

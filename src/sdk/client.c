@@ -8,6 +8,7 @@
  * the environment, and never starts a process (only the stdio helper does). A json_t
  * is handed from the reader to exactly one waiter; no json_t is shared across threads.
  */
+#include "peri/rpc.h"
 #include "sdk/sdk_int.h"
 
 #include <errno.h>
@@ -59,11 +60,12 @@ void psdk_sandbox_free(psdk_sandbox *sb) {
 /* ---------------------------------------------------------------- sending */
 
 static int send_json(psdk_agent *a, json_t *frame) {
-    char *text = frame ? json_dumps(frame, JSON_COMPACT) : NULL;
+    size_t n = 0;
+    char *text = pb_rpc_encode(frame, false, &n);
     json_decref(frame);
     if (!text) return -1;
     pthread_mutex_lock(&a->send_mu);
-    int rc = a->t->send(a->t, text, strlen(text));
+    int rc = a->t->send(a->t, text, n);
     pthread_mutex_unlock(&a->send_mu);
     free(text);
     return rc;
@@ -120,8 +122,7 @@ static psdk_status rpc_ex(psdk_agent *a, const char *method, json_t *params, lon
     a->calls = c;
     pthread_mutex_unlock(&a->mu);
 
-    json_t *frame = json_pack("{s:s, s:I, s:s, s:o}", "jsonrpc", "2.0", "id", (json_int_t)c->id,
-                              "method", method, "params", params);
+    json_t *frame = pb_rpc_request((json_int_t)c->id, method, params);
     if (send_json(a, frame) != 0) {
         pthread_mutex_lock(&a->mu);
         unlink_call(a, c);
@@ -247,16 +248,14 @@ static void on_permission(psdk_agent *a, json_t *id, json_t *params) {
                                          : NULL;
     json_t *outcome = opt ? json_pack("{s:s, s:s}", "outcome", "selected", "optionId", opt)
                           : json_pack("{s:s}", "outcome", "cancelled");
-    send_json(a, json_pack("{s:s, s:O, s:{s:o}}", "jsonrpc", "2.0", "id", id, "result", "outcome",
-                           outcome));
+    send_json(a, pb_rpc_result(id, outcome ? json_pack("{s:o}", "outcome", outcome) : NULL));
 }
 
-static void on_response(psdk_agent *a, json_t *root) {
-    json_t *idv = json_object_get(root, "id");
-    if (!json_is_integer(idv)) return;
-    json_int_t id = json_integer_value(idv);
-    json_t *res = json_object_get(root, "result");
-    json_t *errv = json_object_get(root, "error");
+static void on_response(psdk_agent *a, const pb_rpc_msg *m) {
+    if (!json_is_integer(m->id)) return; /* the SDK's own requests have integer ids */
+    json_int_t id = json_integer_value(m->id);
+    json_t *res = m->result;
+    json_t *errv = m->error;
     pthread_mutex_lock(&a->mu);
     for (psdk_call *c = a->calls; c; c = c->next) {
         if (c->id != id || c->done) continue;
@@ -291,26 +290,22 @@ static void on_response(psdk_agent *a, json_t *root) {
 }
 
 static void on_frame(psdk_agent *a, const char *text, size_t len) {
-    json_t *root = json_loadb(text, len, 0, NULL);
-    if (!json_is_object(root)) {
-        json_decref(root);
-        return; /* not a JSON-RPC message: ignored */
-    }
-    const char *method = json_string_value(json_object_get(root, "method"));
-    json_t *id = json_object_get(root, "id");
-    json_t *params = json_object_get(root, "params");
-    if (method && id) {
-        if (!strcmp(method, "session/request_permission"))
-            on_permission(a, id, params);
+    pb_rpc_msg m;
+    pb_rpc_decode(text, len, PB_RPC_ACP_RULES, &m);
+    switch (m.kind) {
+    case PB_RPC_REQUEST:
+        if (!strcmp(m.method, "session/request_permission"))
+            on_permission(a, m.id, m.params);
         else
-            send_json(a, json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id, "error",
-                                   "code", -32601, "message", "Method not found"));
-    } else if (method) {
-        if (!strcmp(method, "session/update")) on_update(a, params);
-    } else {
-        on_response(a, root);
+            send_json(a, pb_rpc_error(m.id, PB_RPC_METHOD_NOT_FOUND, "Method not found", NULL));
+        break;
+    case PB_RPC_NOTIFICATION:
+        if (!strcmp(m.method, "session/update")) on_update(a, m.params);
+        break;
+    case PB_RPC_RESPONSE: on_response(a, &m); break;
+    case PB_RPC_INVALID: break; /* not a JSON-RPC message: ignored */
     }
-    json_decref(root);
+    pb_rpc_clear(&m);
 }
 
 static void *reader_main(void *arg) {
@@ -617,8 +612,7 @@ psdk_status psdk_session_prompt(psdk_session *s, const char *text, char *stop_re
 psdk_status psdk_session_cancel(psdk_session *s, psdk_error *err) {
     psdk__ok(err);
     if (!s) return psdk__fail(err, PSDK_ERR_ARG, "no session");
-    json_t *f = json_pack("{s:s, s:s, s:{s:s}}", "jsonrpc", "2.0", "method", "session/cancel",
-                          "params", "sessionId", s->id);
+    json_t *f = pb_rpc_notification("session/cancel", json_pack("{s:s}", "sessionId", s->id));
     if (send_json(s->a, f) != 0)
         return psdk__fail(err, PSDK_ERR_TRANSPORT, "cannot send session/cancel");
     return PSDK_OK;

@@ -6,6 +6,7 @@
  * sessions), at most grace_ms, then SIGTERM, SIGKILL. Request ids are increasing
  * integers from 1; the caller matches responses to them.
  */
+#include "peri/rpc.h"
 #include "tui/tui.h"
 
 #include <errno.h>
@@ -80,13 +81,11 @@ static int send_frame(pt_client *c, json_t *f) {
         json_decref(f);
         return -1;
     }
-    char *s = json_dumps(f, JSON_COMPACT);
+    size_t left = 0;
+    char *s = pb_rpc_encode(f, true, &left);
     json_decref(f);
     if (!s) return -1;
-    size_t n = strlen(s);
-    s[n] = '\n'; /* json_dumps' NUL becomes the frame's newline */
     const char *p = s;
-    size_t left = n + 1;
     int rc = 0;
     while (left) {
         ssize_t w = write(c->wfd, p, left);
@@ -104,19 +103,17 @@ static int send_frame(pt_client *c, json_t *f) {
 
 int pt_client_request(pt_client *c, const char *method, json_t *params) {
     int id = ++c->next_id;
-    json_t *f = json_pack("{s:s, s:i, s:s, s:o}", "jsonrpc", "2.0", "id", id, "method", method,
-                          "params", params ? params : json_object());
+    json_t *f = pb_rpc_request(id, method, params ? params : json_object());
     return send_frame(c, f) ? -1 : id;
 }
 
 int pt_client_notify(pt_client *c, const char *method, json_t *params) {
-    json_t *f = json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method", method, "params",
-                          params ? params : json_object());
+    json_t *f = pb_rpc_notification(method, params ? params : json_object());
     return send_frame(c, f);
 }
 
 int pt_client_reply(pt_client *c, json_t *id, json_t *result) {
-    json_t *f = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result);
+    json_t *f = pb_rpc_result(id, result);
     return send_frame(c, f);
 }
 
@@ -174,7 +171,6 @@ void pt_client_close(pt_client *c, int grace_ms) {
 }
 
 int pt_client_error(pt_client *c, json_t *id, int code, const char *message) {
-    json_t *f = json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id, "error", "code",
-                          code, "message", message);
+    json_t *f = pb_rpc_error(id, code, message, NULL);
     return send_frame(c, f);
 }

@@ -21,12 +21,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static pacp_kind decode_kind(const char *s, int *code) {
-    pacp_msg m;
-    pacp__decode(s, strlen(s), &m);
-    pacp_kind k = m.kind;
+static pb_rpc_kind decode_kind(const char *s, int *code) {
+    pb_rpc_msg m;
+    pb_rpc_decode(s, strlen(s), PACP_RPC_RULES, &m);
+    pb_rpc_kind k = m.kind;
     if (code) *code = m.err_code;
-    pacp__msg_clear(&m);
+    pb_rpc_clear(&m);
     return k;
 }
 
@@ -34,72 +34,72 @@ static void test_decode_kinds(void **state) {
     (void)state;
     int code = 0;
     assert_int_equal(decode_kind("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}", NULL),
-                     PACP_REQUEST);
+                     PB_RPC_REQUEST);
     assert_int_equal(
         decode_kind("{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"x\",\"params\":{}}", NULL),
-        PACP_REQUEST);
+        PB_RPC_REQUEST);
     assert_int_equal(
         decode_kind("{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\",\"params\":{}}", NULL),
-        PACP_NOTIFICATION);
+        PB_RPC_NOTIFICATION);
     assert_int_equal(decode_kind("{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}", NULL),
-                     PACP_RESPONSE);
+                     PB_RPC_RESPONSE);
     assert_int_equal(decode_kind("{\"jsonrpc\":\"2.0\",\"id\":3,\"error\":{\"code\":1}}", NULL),
-                     PACP_RESPONSE);
-    assert_int_equal(decode_kind("{not json", &code), PACP_INVALID);
+                     PB_RPC_RESPONSE);
+    assert_int_equal(decode_kind("{not json", &code), PB_RPC_INVALID);
     assert_int_equal(code, PACP_PARSE_ERROR);
-    assert_int_equal(decode_kind("", &code), PACP_INVALID);
+    assert_int_equal(decode_kind("", &code), PB_RPC_INVALID);
     assert_int_equal(code, PACP_PARSE_ERROR);
     assert_int_equal(decode_kind("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\"}]", &code),
-                     PACP_INVALID);
+                     PB_RPC_INVALID);
     assert_int_equal(code, PACP_INVALID_REQUEST);
-    assert_int_equal(decode_kind("{\"id\":1,\"method\":\"a\"}", &code), PACP_INVALID);
+    assert_int_equal(decode_kind("{\"id\":1,\"method\":\"a\"}", &code), PB_RPC_INVALID);
     assert_int_equal(code, PACP_INVALID_REQUEST);
     assert_int_equal(decode_kind("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":5}", &code),
-                     PACP_INVALID);
+                     PB_RPC_INVALID);
     assert_int_equal(code, PACP_INVALID_REQUEST);
     assert_int_equal(decode_kind("{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"a\"}", &code),
-                     PACP_INVALID);
+                     PB_RPC_INVALID);
     assert_int_equal(code, PACP_INVALID_REQUEST);
     assert_int_equal(
         decode_kind("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\",\"params\":3}", &code),
-        PACP_INVALID);
+        PB_RPC_INVALID);
     assert_int_equal(code, PACP_INVALID_REQUEST);
-    assert_int_equal(decode_kind("{\"jsonrpc\":\"2.0\",\"id\":1}", &code), PACP_INVALID);
+    assert_int_equal(decode_kind("{\"jsonrpc\":\"2.0\",\"id\":1}", &code), PB_RPC_INVALID);
     assert_int_equal(decode_kind("{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"a\"}", &code),
-                     PACP_INVALID);
+                     PB_RPC_INVALID);
     assert_int_equal(code, PACP_PARSE_ERROR);
 }
 
 static void test_invalid_keeps_id(void **state) {
     (void)state;
-    pacp_msg m;
+    pb_rpc_msg m;
     const char *s = "{\"jsonrpc\":\"1.0\",\"id\":7,\"method\":\"a\"}";
-    pacp__decode(s, strlen(s), &m);
-    assert_int_equal(m.kind, PACP_INVALID);
+    pb_rpc_decode(s, strlen(s), PACP_RPC_RULES, &m);
+    assert_int_equal(m.kind, PB_RPC_INVALID);
     assert_non_null(m.id);
     assert_int_equal(json_integer_value(m.id), 7);
-    pacp__msg_clear(&m);
+    pb_rpc_clear(&m);
 }
 
 static void test_encode(void **state) {
     (void)state;
     json_t *id = json_integer(4);
-    json_t *f = pacp__make_result(id, json_pack("{s:s}", "text", "a\nb"));
+    json_t *f = pb_rpc_result(id, json_pack("{s:s}", "text", "a\nb"));
     size_t n;
-    char *line = pacp__encode(f, &n);
+    char *line = pb_rpc_encode(f, true, &n);
     assert_string_equal(line, "{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"text\":\"a\\nb\"}}\n");
     assert_int_equal(n, strlen(line));
     free(line);
     json_decref(f);
-    f = pacp__make_error(NULL, PACP_CLOSE_INCOMPLETE, "Session is closing", NULL);
-    line = pacp__encode(f, NULL);
+    f = pb_rpc_error(NULL, PACP_CLOSE_INCOMPLETE, "Session is closing", NULL);
+    line = pb_rpc_encode(f, true, NULL);
     assert_string_equal(
         line, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32010,\"message\":\"Session "
               "is closing\"}}\n");
     free(line);
     json_decref(f);
-    f = pacp__make_error(id, PACP_TURN_FAILED, "boom", json_pack("{s:s}", "kind", "llm"));
-    line = pacp__encode(f, NULL);
+    f = pb_rpc_error(id, PACP_TURN_FAILED, "boom", json_pack("{s:s}", "kind", "llm"));
+    line = pb_rpc_encode(f, true, NULL);
     assert_string_equal(line, "{\"jsonrpc\":\"2.0\",\"id\":4,\"error\":{\"code\":-32000,"
                               "\"message\":\"boom\",\"data\":{\"kind\":\"llm\"}}}\n");
     free(line);

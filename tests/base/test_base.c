@@ -3,6 +3,7 @@
  * descriptor loops; deadlines and ISO time; the log hook.
  */
 #include "peri/base.h"
+#include "peri/rpc.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -183,6 +184,88 @@ static void log_hook_delivers_and_drops(void **st) {
     assert_string_equal(pb_log_level_name(PB_LOG_WARN), "warning");
 }
 
+static pb_rpc_kind kind_of(const char *text, const pb_rpc_rules *rules, pb_rpc_msg *m) {
+    pb_rpc_decode(text, strlen(text), rules, m);
+    return m->kind;
+}
+
+/* The rules where ACP and MCP differ, and the rules they share. */
+static void rpc_rules_differ_only_where_declared(void **state) {
+    (void)state;
+    pb_rpc_msg m;
+    const char *null_id = "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"x\"}";
+    assert_int_equal(kind_of(null_id, NULL, &m), PB_RPC_INVALID);
+    assert_int_equal(m.err_code, PB_RPC_INVALID_REQUEST);
+    pb_rpc_clear(&m);
+    assert_int_equal(kind_of(null_id, PB_RPC_ACP_RULES, &m), PB_RPC_REQUEST);
+    assert_true(json_is_null(m.id));
+    pb_rpc_clear(&m);
+    const char *arr = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":[1]}";
+    assert_int_equal(kind_of(arr, NULL, &m), PB_RPC_INVALID);
+    assert_non_null(m.id); /* still correlatable */
+    pb_rpc_clear(&m);
+    assert_int_equal(kind_of(arr, PB_RPC_ACP_RULES, &m), PB_RPC_REQUEST);
+    pb_rpc_clear(&m);
+    const char nul[] = "{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":{\"a\":\"\\u0000\"}}";
+    assert_int_equal(kind_of(nul, NULL, &m), PB_RPC_INVALID);
+    assert_int_equal(m.err_code, PB_RPC_PARSE_ERROR);
+    pb_rpc_clear(&m);
+    assert_int_equal(kind_of(nul, PB_RPC_ACP_RULES, &m), PB_RPC_NOTIFICATION);
+    pb_rpc_clear(&m);
+    /* common to both */
+    static const char *const bad[] = {
+        "[{\"jsonrpc\":\"2.0\",\"method\":\"x\"}]",                /* batch */
+        "{\"jsonrpc\":\"1.0\",\"method\":\"x\"}",                  /* version */
+        "{\"jsonrpc\":\"2.0\",\"method\":\"\"}",                   /* empty method */
+        "{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"method\":\"y\"}", /* duplicate key */
+        "{\"jsonrpc\":\"2.0\",\"id\":1}",                          /* neither result nor error */
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":1,\"error\":{\"code\":1}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":\"1\"}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"x\"}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(kind_of(bad[i], NULL, &m), PB_RPC_INVALID);
+        pb_rpc_clear(&m);
+        assert_int_equal(kind_of(bad[i], PB_RPC_ACP_RULES, &m), PB_RPC_INVALID);
+        char why[160];
+        assert_non_null(
+            strstr(pb_rpc_invalid_text(&m, why, sizeof why),
+                   m.err_code == PB_RPC_PARSE_ERROR ? "Parse error" : "Invalid Request"));
+        pb_rpc_clear(&m);
+    }
+    const char *np = "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"x\",\"params\":null}";
+    assert_int_equal(kind_of(np, NULL, &m), PB_RPC_REQUEST);
+    assert_null(m.params);
+    pb_rpc_clear(&m);
+}
+
+/* Builders keep the field order and steal what they say they steal. */
+static void rpc_builders_and_encoding(void **state) {
+    (void)state;
+    json_t *id = json_integer(7);
+    size_t n = 0;
+    json_t *f = pb_rpc_error(id, -32602, "bad", json_pack("{s:s}", "k", "v"));
+    char *s = pb_rpc_encode(f, true, &n);
+    assert_string_equal(s, "{\"jsonrpc\":\"2.0\",\"id\":7,\"error\":{\"code\":-32602,"
+                           "\"message\":\"bad\",\"data\":{\"k\":\"v\"}}}\n");
+    assert_int_equal(n, strlen(s));
+    free(s);
+    json_decref(f);
+    f = pb_rpc_request(3, "m", NULL);
+    s = pb_rpc_encode(f, false, NULL);
+    assert_string_equal(s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"m\"}");
+    free(s);
+    json_decref(f);
+    f = pb_rpc_notification("n", json_pack("{s:s}", "t", "a\nb"));
+    s = pb_rpc_encode(f, true, &n);
+    assert_non_null(s);
+    assert_ptr_equal(strchr(s, '\n'), s + n - 1); /* one line */
+    free(s);
+    json_decref(f);
+    assert_null(pb_rpc_result(id, NULL)); /* the caller's failed allocation */
+    json_decref(id);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(buf_grows_and_stays_terminated),
@@ -192,6 +275,8 @@ int main(void) {
         cmocka_unit_test(deadlines_are_normalised),
         cmocka_unit_test(iso_time_is_utc_with_milliseconds),
         cmocka_unit_test(log_hook_delivers_and_drops),
+        cmocka_unit_test(rpc_rules_differ_only_where_declared),
+        cmocka_unit_test(rpc_builders_and_encoding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

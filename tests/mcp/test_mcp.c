@@ -32,25 +32,25 @@ static const char *g_peri;
 
 /* ---------------------------------------------------------------- decoder */
 
-static pmcp__kind kind_of(const char *s) {
-    pmcp__msg m;
-    pmcp__decode(s, strlen(s), &m);
-    pmcp__kind k = m.kind;
-    pmcp__msg_clear(&m);
+static pb_rpc_kind kind_of(const char *s) {
+    pb_rpc_msg m;
+    pb_rpc_decode(s, strlen(s), NULL, &m);
+    pb_rpc_kind k = m.kind;
+    pb_rpc_clear(&m);
     return k;
 }
 
 static void test_decode(void **state) {
     (void)state;
-    assert_int_equal(kind_of("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}"), PMCP__REQUEST);
+    assert_int_equal(kind_of("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}"), PB_RPC_REQUEST);
     assert_int_equal(kind_of("{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"x\",\"params\":{}}"),
-                     PMCP__REQUEST);
+                     PB_RPC_REQUEST);
     assert_int_equal(kind_of("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}"),
-                     PMCP__NOTIFICATION);
-    assert_int_equal(kind_of("{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}"), PMCP__RESPONSE);
+                     PB_RPC_NOTIFICATION);
+    assert_int_equal(kind_of("{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}"), PB_RPC_RESPONSE);
     assert_int_equal(kind_of("{\"jsonrpc\":\"2.0\",\"id\":3,\"error\":{\"code\":-1,\"message\":"
                              "\"m\"}}"),
-                     PMCP__RESPONSE);
+                     PB_RPC_RESPONSE);
     static const char *const bad[] = {
         "",
         "not json",
@@ -73,25 +73,25 @@ static void test_decode(void **state) {
         "{\"jsonrpc\":\"2.0\",\"id\":99999999999999999999999999,\"method\":\"x\"}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        pmcp__msg m;
-        pmcp__decode(bad[i], strlen(bad[i]), &m);
-        if (m.kind != PMCP__INVALID) fail_msg("accepted: %s", bad[i]);
+        pb_rpc_msg m;
+        pb_rpc_decode(bad[i], strlen(bad[i]), NULL, &m);
+        if (m.kind != PB_RPC_INVALID) fail_msg("accepted: %s", bad[i]);
         assert_true(m.err_code == PMCP_PARSE_ERROR || m.err_code == PMCP_INVALID_REQUEST);
-        pmcp__msg_clear(&m);
+        pb_rpc_clear(&m);
     }
     /* embedded NUL bytes and invalid UTF-8 */
     const char nul[] = "{\"jsonrpc\":\"2.0\",\0\"id\":1}";
-    pmcp__msg m;
-    pmcp__decode(nul, sizeof nul - 1, &m);
-    assert_int_equal(m.kind, PMCP__INVALID);
-    pmcp__msg_clear(&m);
+    pb_rpc_msg m;
+    pb_rpc_decode(nul, sizeof nul - 1, NULL, &m);
+    assert_int_equal(m.kind, PB_RPC_INVALID);
+    pb_rpc_clear(&m);
     const char utf[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\xfe\"}";
-    pmcp__decode(utf, sizeof utf - 1, &m);
-    assert_int_equal(m.kind, PMCP__INVALID);
-    pmcp__msg_clear(&m);
-    pmcp__decode(NULL, 0, &m);
-    assert_int_equal(m.kind, PMCP__INVALID);
-    pmcp__msg_clear(&m);
+    pb_rpc_decode(utf, sizeof utf - 1, NULL, &m);
+    assert_int_equal(m.kind, PB_RPC_INVALID);
+    pb_rpc_clear(&m);
+    pb_rpc_decode(NULL, 0, NULL, &m);
+    assert_int_equal(m.kind, PB_RPC_INVALID);
+    pb_rpc_clear(&m);
     /* deep nesting does not crash */
     size_t depth = 100000;
     char *deep = malloc(depth * 2 + 1);
@@ -99,9 +99,9 @@ static void test_decode(void **state) {
     memset(deep, '[', depth);
     memset(deep + depth, ']', depth);
     deep[depth * 2] = '\0';
-    pmcp__decode(deep, depth * 2, &m);
-    assert_int_equal(m.kind, PMCP__INVALID);
-    pmcp__msg_clear(&m);
+    pb_rpc_decode(deep, depth * 2, NULL, &m);
+    assert_int_equal(m.kind, PB_RPC_INVALID);
+    pb_rpc_clear(&m);
     free(deep);
 }
 
