@@ -51,9 +51,28 @@ static void ctl_error(pacp_reply *r, const pct_error *e, const char *sid) {
     }
 }
 
+/* r->result = v, or -32603 when v is NULL (an allocation failed). */
+static void answer(pacp_reply *r, json_t *v) {
+    r->result = v;
+    if (!v) pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+}
+
 static void ok_empty(pacp_reply *r) {
-    r->result = json_object();
-    if (!r->result) pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+    answer(r, json_object());
+}
+
+/* The request's sessionId, or NULL after answering -32602. */
+static const char *need_sid(json_t *params, pacp_reply *r) {
+    const char *sid = session_id(params);
+    if (!sid) bad_params(r, "missing sessionId");
+    return sid;
+}
+
+/* True when the controller call failed; the failure is answered. */
+static bool failed(pacp_reply *r, pct_status st, const pct_error *e, const char *sid) {
+    if (st == PCT_OK) return false;
+    ctl_error(r, e, sid);
+    return true;
 }
 
 /* ---------------------------------------------------------------- initialize */
@@ -298,11 +317,8 @@ static void m_new(pacp_server *srv, json_t *params, pacp_reply *r) {
 }
 
 static void load_or_resume(pacp_server *srv, json_t *params, pacp_reply *r, bool replay) {
-    const char *sid = session_id(params);
-    if (!sid) {
-        bad_params(r, "missing sessionId");
-        return;
-    }
+    const char *sid = need_sid(params, r);
+    if (!sid) return;
     if (check_mcp(params, r)) return;
     pct_error e = {0};
     char *mcp = mcp_text(params), *notices = NULL;
@@ -344,74 +360,44 @@ static void load_or_resume(pacp_server *srv, json_t *params, pacp_reply *r, bool
 /* ---------------------------------------------------------------- fork, modes, config */
 
 static void m_fork(pacp_server *srv, json_t *params, pacp_reply *r) {
-    const char *sid = session_id(params);
-    if (!sid) {
-        bad_params(r, "missing sessionId");
-        return;
-    }
+    const char *sid = need_sid(params, r);
+    if (!sid) return;
     if (check_mcp(params, r)) return;
     pct_error e = {0};
     char nid[PST_ID_LEN];
-    if (pct_session_fork(srv->ctl, sid, nid, &e) != PCT_OK) {
-        ctl_error(r, &e, sid);
-        return;
-    }
-    r->result = json_pack("{s:s}", "sessionId", nid);
-    if (!r->result) {
-        pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
-        return;
-    }
+    if (failed(r, pct_session_fork(srv->ctl, sid, nid, &e), &e, sid)) return;
+    answer(r, json_pack("{s:s}", "sessionId", nid));
+    if (!r->result) return;
     add_options(srv, nid, r->result);
     memcpy(r->announce, nid, PST_ID_LEN);
     memcpy(r->answered, nid, PST_ID_LEN);
 }
 
 static void m_set_mode(pacp_server *srv, json_t *params, pacp_reply *r) {
-    const char *sid = session_id(params);
+    const char *sid = need_sid(params, r);
     json_t *mode = json_object_get(params, "modeId");
-    if (!sid) {
-        bad_params(r, "missing sessionId");
-        return;
-    }
-    if (!json_is_string(mode)) {
-        bad_params(r, "modeId must be a string");
-        return;
-    }
+    if (!sid) return;
+    if (!json_is_string(mode)) return bad_params(r, "modeId must be a string");
     pct_error e = {0};
-    if (pct_set_mode(srv->ctl, sid, json_string_value(mode), &e) != PCT_OK) {
-        ctl_error(r, &e, sid);
-        return;
-    }
-    ok_empty(r);
+    if (!failed(r, pct_set_mode(srv->ctl, sid, json_string_value(mode), &e), &e, sid)) ok_empty(r);
 }
 
 static void m_set_config(pacp_server *srv, json_t *params, pacp_reply *r) {
-    const char *sid = session_id(params);
+    const char *sid = need_sid(params, r);
     json_t *cid = json_object_get(params, "configId");
     json_t *val = json_object_get(params, "value");
-    if (!sid) {
-        bad_params(r, "missing sessionId");
-        return;
-    }
-    if (!json_is_string(cid)) {
-        bad_params(r, "configId must be a string");
-        return;
-    }
-    if (!json_is_string(val)) {
-        bad_params(r, "value must be a string (a value id of the option)");
-        return;
-    }
+    if (!sid) return;
+    if (!json_is_string(cid)) return bad_params(r, "configId must be a string");
+    if (!json_is_string(val))
+        return bad_params(r, "value must be a string (a value id of the option)");
     pct_error e = {0};
-    if (pct_set_config(srv->ctl, sid, json_string_value(cid), json_string_value(val), &e) !=
-        PCT_OK) {
-        ctl_error(r, &e, sid);
+    if (failed(r, pct_set_config(srv->ctl, sid, json_string_value(cid), json_string_value(val), &e),
+               &e, sid))
         return;
-    }
     char *cfg = pct_session_config(srv->ctl, sid);
     json_t *c = cfg ? json_loads(cfg, 0, NULL) : NULL;
     free(cfg);
-    r->result = c ? json_pack("{s:o}", "configOptions", c) : NULL;
-    if (!r->result) pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+    answer(r, c ? json_pack("{s:o}", "configOptions", c) : NULL);
 }
 
 static void m_load(pacp_server *srv, json_t *params, pacp_reply *r) {
@@ -490,29 +476,17 @@ static void m_list(pacp_server *srv, json_t *params, pacp_reply *r) {
 }
 
 static void m_delete(pacp_server *srv, json_t *params, pacp_reply *r) {
-    const char *sid = session_id(params);
-    if (!sid) {
-        bad_params(r, "missing sessionId");
-        return;
-    }
+    const char *sid = need_sid(params, r);
     pct_error e = {0};
-    if (pct_session_delete(srv->ctl, sid, &e) != PCT_OK) {
-        ctl_error(r, &e, sid);
-        return;
-    }
-    ok_empty(r);
+    if (sid && !failed(r, pct_session_delete(srv->ctl, sid, &e), &e, sid)) ok_empty(r);
 }
 
 static void m_close(pacp_server *srv, json_t *params, pacp_reply *r) {
-    const char *sid = session_id(params);
-    if (!sid) {
-        bad_params(r, "missing sessionId");
-        return;
-    }
+    const char *sid = need_sid(params, r);
+    if (!sid) return;
     pct_error e = {0};
     const char *reason = NULL;
-    if (pct_close_why(srv->ctl, sid, &e, &reason) != PCT_OK) {
-        ctl_error(r, &e, sid);
+    if (failed(r, pct_close_why(srv->ctl, sid, &e, &reason), &e, sid)) {
         /* what keeps the close from settling; the session stays closing for a retry */
         if (reason && !r->data)
             r->data = json_pack("{s:s, s:s}", "reason", reason, "sessionId", sid);
@@ -541,11 +515,7 @@ void pacp__cancel(pacp_server *srv, json_t *params) {
 }
 
 static void m_cancel(pacp_server *srv, json_t *params, pacp_reply *r) {
-    const char *sid = session_id(params);
-    if (!sid) {
-        bad_params(r, "missing sessionId");
-        return;
-    }
+    if (!need_sid(params, r)) return;
     pacp__cancel(srv, params);
     ok_empty(r);
 }
@@ -553,70 +523,37 @@ static void m_cancel(pacp_server *srv, json_t *params, pacp_reply *r) {
 /* ---------------------------------------------------------------- Peri's extensions */
 
 static void x_queue_list(pacp_server *srv, json_t *params, pacp_reply *r) {
-    const char *sid = session_id(params);
-    if (!sid) {
-        bad_params(r, "missing sessionId");
-        return;
-    }
+    const char *sid = need_sid(params, r);
     pct_error e = {0};
     char *txt = NULL;
-    if (pct_queue_list(srv->ctl, sid, &txt, &e) != PCT_OK) {
-        ctl_error(r, &e, sid);
-        return;
-    }
+    if (!sid || failed(r, pct_queue_list(srv->ctl, sid, &txt, &e), &e, sid)) return;
     json_t *q = json_loads(txt, 0, NULL);
     free(txt);
-    r->result = q ? json_pack("{s:o}", "queue", q) : NULL;
-    if (!r->result) pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+    answer(r, q ? json_pack("{s:o}", "queue", q) : NULL);
 }
 
 static void x_queue_clear(pacp_server *srv, json_t *params, pacp_reply *r) {
-    const char *sid = session_id(params);
-    if (!sid) {
-        bad_params(r, "missing sessionId");
-        return;
-    }
+    const char *sid = need_sid(params, r);
     pct_error e = {0};
     size_t n = 0;
-    if (pct_queue_clear(srv->ctl, sid, &n, &e) != PCT_OK) {
-        ctl_error(r, &e, sid);
-        return;
-    }
-    r->result = json_pack("{s:I}", "cleared", (json_int_t)n);
-    if (!r->result) pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+    if (!sid || failed(r, pct_queue_clear(srv->ctl, sid, &n, &e), &e, sid)) return;
+    answer(r, json_pack("{s:I}", "cleared", (json_int_t)n));
 }
 
 static void x_rename(pacp_server *srv, json_t *params, pacp_reply *r) {
-    const char *sid = session_id(params);
+    const char *sid = need_sid(params, r);
     json_t *t = json_object_get(params, "title");
-    if (!sid) {
-        bad_params(r, "missing sessionId");
-        return;
-    }
-    if (!json_is_string(t)) {
-        bad_params(r, "title must be a string");
-        return;
-    }
+    if (!sid) return;
+    if (!json_is_string(t)) return bad_params(r, "title must be a string");
     pct_error e = {0};
-    if (pct_session_rename(srv->ctl, sid, json_string_value(t), &e) != PCT_OK) {
-        ctl_error(r, &e, sid);
-        return;
-    }
-    ok_empty(r);
+    if (!failed(r, pct_session_rename(srv->ctl, sid, json_string_value(t), &e), &e, sid))
+        ok_empty(r);
 }
 
 static void archive(pacp_server *srv, json_t *params, pacp_reply *r, bool on) {
-    const char *sid = session_id(params);
-    if (!sid) {
-        bad_params(r, "missing sessionId");
-        return;
-    }
+    const char *sid = need_sid(params, r);
     pct_error e = {0};
-    if (pct_session_archive(srv->ctl, sid, on, &e) != PCT_OK) {
-        ctl_error(r, &e, sid);
-        return;
-    }
-    ok_empty(r);
+    if (sid && !failed(r, pct_session_archive(srv->ctl, sid, on, &e), &e, sid)) ok_empty(r);
 }
 
 static void x_archive(pacp_server *srv, json_t *params, pacp_reply *r) {
@@ -628,24 +565,17 @@ static void x_unarchive(pacp_server *srv, json_t *params, pacp_reply *r) {
 }
 
 static void x_rewind(pacp_server *srv, json_t *params, pacp_reply *r) {
-    const char *sid = session_id(params);
+    const char *sid = need_sid(params, r);
     json_t *n = json_object_get(params, "turns");
-    if (!sid) {
-        bad_params(r, "missing sessionId");
-        return;
-    }
-    if (!json_is_integer(n) || json_integer_value(n) < 1 || json_integer_value(n) > 10000) {
-        bad_params(r, "turns must be an integer from 1 to 10000");
-        return;
-    }
+    if (!sid) return;
+    if (!json_is_integer(n) || json_integer_value(n) < 1 || json_integer_value(n) > 10000)
+        return bad_params(r, "turns must be an integer from 1 to 10000");
     pct_error e = {0};
     int dropped = 0;
-    if (pct_session_rewind(srv->ctl, sid, (int)json_integer_value(n), &dropped, &e) != PCT_OK) {
-        ctl_error(r, &e, sid);
+    if (failed(r, pct_session_rewind(srv->ctl, sid, (int)json_integer_value(n), &dropped, &e), &e,
+               sid))
         return;
-    }
-    r->result = json_pack("{s:i}", "dropped", dropped);
-    if (!r->result) pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
+    answer(r, json_pack("{s:i}", "dropped", dropped));
 }
 
 /* ---------------------------------------------------------------- prompt */
@@ -876,11 +806,8 @@ static int build_message(json_t *blocks, pm_message *m, tbuf *notice, pacp_reply
 }
 
 static void m_prompt(pacp_server *srv, json_t *params, pacp_reply *r) {
-    const char *sid = session_id(params);
-    if (!sid) {
-        bad_params(r, "missing sessionId");
-        return;
-    }
+    const char *sid = need_sid(params, r);
+    if (!sid) return;
     json_t *blocks = json_object_get(params, "prompt");
     json_t *content = json_object_get(json_object_get(params, "message"), "content");
     pm_message msg;
