@@ -408,16 +408,6 @@ static void m_resume(pacp_server *srv, json_t *params, pacp_reply *r) {
     load_or_resume(srv, params, r, false);
 }
 
-static json_t *iso_time(int64_t ms) {
-    char buf[40];
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    if (!gmtime_r(&t, &tm)) return json_null();
-    size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf + n, sizeof buf - n, ".%03dZ", (int)(ms % 1000));
-    return json_string(buf);
-}
-
 static void m_list(pacp_server *srv, json_t *params, pacp_reply *r) {
     json_t *cwdv = json_object_get(params, "cwd");
     json_t *curv = json_object_get(params, "cursor");
@@ -443,7 +433,7 @@ static void m_list(pacp_server *srv, json_t *params, pacp_reply *r) {
     for (size_t i = 0; arr && i < page.count; i++) {
         const pst_thread *t = &page.items[i];
         json_t *o = json_pack("{s:s, s:s, s:o}", "sessionId", t->id, "cwd", t->cwd ? t->cwd : "",
-                              "updatedAt", iso_time(t->updated_at));
+                              "updatedAt", pacp__iso_time(t->updated_at));
         if (o && t->title) json_object_set_new(o, "title", json_string(t->title));
         json_t *meta = o ? json_object() : NULL;
         if (meta && t->archived) json_object_set_new(meta, "peri.archived", json_true());

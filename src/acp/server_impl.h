@@ -102,4 +102,7 @@ void pacp__term_release_all(pacp_server *srv);
 void pacp__reply_error(pacp_reply *r, int code, const char *msg);
 void pacp__send_reply(pacp_server *srv, json_t *id, pacp_reply *r);
 
+/* updates.c: a wall-clock time in ms as an ISO 8601 UTC JSON string (ACP's updatedAt). */
+json_t *pacp__iso_time(int64_t ms);
+
 #endif

@@ -19,13 +19,9 @@ static json_t *json_or_string(const char *txt) {
     return v ? v : json_string(txt);
 }
 
-static json_t *iso_time(int64_t ms) {
-    char buf[40];
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    if (!gmtime_r(&t, &tm)) return json_null();
-    size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf + n, sizeof buf - n, ".%03dZ", (int)(ms % 1000));
+json_t *pacp__iso_time(int64_t ms) {
+    char buf[PB_ISO_TIME_LEN];
+    pb_iso_time(ms, buf);
     return json_string(buf);
 }
 
@@ -137,7 +133,7 @@ json_t *pacp__update_params(const pag_event *ev, const pct_event_ids *ids) {
         break;
     case PAG_EV_SESSION_INFO:
         u = json_pack("{s:s, s:s?, s:o}", "sessionUpdate", "session_info_update", "title",
-                      ev->title, "updatedAt", iso_time(ev->used));
+                      ev->title, "updatedAt", pacp__iso_time(ev->used));
         break;
     }
     if (!u) return NULL;
