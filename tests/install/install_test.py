@@ -4,7 +4,9 @@
 MODE tree: `cmake --install BUILD --prefix /usr/local` with DESTDIR=<scratch>, as
            `make install DESTDIR=...` does.
 MODE deb:  `cpack -G DEB` in BUILD (package written to a scratch folder), its control
-           fields checked, then unpacked with `dpkg-deb -x` into a scratch root.
+           fields checked, `apt-get -s install` of it resolved against this system (every
+           dependency is a Debian package), then unpacked with `dpkg-deb -x` into a
+           scratch root.
 
 Then, from the scratch root, with PATH=/usr/bin:/bin (so nothing of the build folder is
 found), an empty HOME and an empty working directory:
@@ -76,6 +78,12 @@ try:
         for want in ("./usr/bin/peri", "./usr/libexec/peri/peri-agent", "./usr/lib/libperi.a",
                      "./usr/include/peri/sdk.h", "./usr/share/doc/peri/README.md"):
             check(re.search(re.escape(want) + r"$", listing, re.M), "%s not in the package" % want)
+        # apt itself must accept the package on this system: every Depends resolves to a
+        # Debian package (a simulation: nothing is installed, no root needed)
+        if shutil.which("apt-get"):
+            r = run(["apt-get", "-s", "-o", "Debug::NoLocking=1", "install", deb])
+            check(r.returncode == 0 and re.search(r"^Inst peri ", r.stdout, re.M),
+                  "apt-get cannot install the package:\n" + r.stdout[-2000:] + r.stderr[-2000:])
         r = run(["dpkg-deb", "-x", deb, os.path.join(tmp, "root")])
         if not check(r.returncode == 0, "dpkg-deb -x failed: " + r.stderr):
             sys.exit(1)
