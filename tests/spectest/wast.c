@@ -87,8 +87,10 @@ static size_t skip_form(const char *t, size_t n, size_t i, long *line) {
 }
 
 static bool starts_module(const char *t, size_t n, size_t i) {
-    return i + 7 < n && t[i] == '(' && memcmp(t + i + 1, "module", 6) == 0 &&
-           strchr(" \t\r\n()", t[i + 7]);
+    long line = 0;
+    if (i >= n || t[i] != '(') return false;
+    i = skip_space(t, n, i + 1, &line);
+    return i + 6 < n && memcmp(t + i, "module", 6) == 0 && strchr(" \t\r\n();", t[i + 6]);
 }
 
 st_wast *st_wast_load(const char *path) {
@@ -171,6 +173,14 @@ bool st_wast_module(st_wast *w, long line, const char **text, size_t *len) {
         f->used = true;
         *text = w->text + f->mstart;
         *len = f->mend - f->mstart;
+        return true;
+    }
+    /* A script that is one inline module (fields at the top level, no commands). */
+    bool any = false;
+    for (size_t i = 0; i < w->n; i++) any = any || w->f[i].mend;
+    if (!any && w->n && w->f[0].line == line) {
+        *text = w->text;
+        *len = w->len;
         return true;
     }
     return false;

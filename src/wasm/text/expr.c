@@ -23,6 +23,17 @@ static bool nomem(wt_ctx *c) {
     return wt_fail(c, wt_peek(c), "out of memory");
 }
 
+static bool id_str(wt_ctx *c, const wt_tok *t, wt_str *s) {
+    if (t->quoted) {
+        if (!wt_string(c, t, s)) return false;
+        if (!s->len) return wt_fail(c, t, "empty identifier");
+        return true;
+    }
+    s->s = t->s;
+    s->len = t->len;
+    return true;
+}
+
 static bool push_label(wt_ctx *c, wt_func *f, const wt_tok *id) {
     if (f->nlabels == f->caplabels) {
         uint32_t cap = f->caplabels ? f->caplabels * 2 : 16;
@@ -33,25 +44,11 @@ static bool push_label(wt_ctx *c, wt_func *f, const wt_tok *id) {
         f->caplabels = cap;
     }
     wt_str s = {0};
-    if (id) {
-        if (id->quoted) {
-            if (!wt_string(c, id, &s)) return false;
-        } else {
-            s.s = id->s;
-            s.len = id->len;
-        }
-        if (!s.s) s.s = "";
-    }
+    if (id && !id_str(c, id, &s)) return false;
     f->labels[f->nlabels++] = s;
     return true;
 }
 
-static bool id_str(wt_ctx *c, const wt_tok *t, wt_str *s) {
-    if (t->quoted) return wt_string(c, t, s);
-    s->s = t->s;
-    s->len = t->len;
-    return true;
-}
 
 /* Optional label after block/loop/if/try; pushes it (or an anonymous one). */
 static bool opt_label(wt_ctx *c, wt_func *f) {

@@ -135,6 +135,39 @@ static size_t scan_string(wt_ctx *c, size_t i, uint32_t line, uint32_t col) {
     return i + 1;
 }
 
+/* ',' ';' '[' ']' '{' '}' only ever occur in reserved tokens (";;" starts a comment). */
+static bool is_reserved_char(const char *s, size_t n, size_t i) {
+    char ch = s[i];
+    if (ch == ';') return !(i + 1 < n && s[i + 1] == ';');
+    return ch == ',' || ch == '[' || ch == ']' || ch == '{' || ch == '}';
+}
+
+/* Drops every annotation "(@id ...)" except @custom and @name, which the module parser
+ * places (anywhere else they are misplaced). Their contents must nest properly. */
+static bool strip_annotations(wt_ctx *c) {
+    size_t k = 0;
+    for (size_t i = 0; i < c->nt;) {
+        wt_tok *t = &c->t[i];
+        bool keep = t->kind != WT_ANNOT || (t->len == 6 && memcmp(t->s, "custom", 6) == 0) ||
+                    (t->len == 4 && memcmp(t->s, "name", 4) == 0);
+        if (keep) {
+            c->t[k++] = c->t[i++];
+            continue;
+        }
+        size_t depth = 1, j = i + 1;
+        while (depth && j < c->nt) {
+            if (c->t[j].kind == WT_LP || c->t[j].kind == WT_ANNOT) depth++;
+            else if (c->t[j].kind == WT_RP) depth--;
+            else if (c->t[j].kind == WT_EOF) break;
+            j++;
+        }
+        if (depth) return wt_fail(c, t, "unclosed annotation");
+        i = j;
+    }
+    c->nt = k;
+    return true;
+}
+
 bool wt_lex(wt_ctx *c) {
     const char *s = c->src;
     size_t i = 0, n = c->len;
@@ -208,12 +241,15 @@ bool wt_lex(wt_ctx *c) {
             i++;
             continue;
         }
-        if (ch == '"' || is_idchar(ch)) {
+        if (ch == '"' || is_idchar(ch) || is_reserved_char(s, n, i)) {
             uint32_t col = COL;
             size_t start = i;
-            int strings = 0, idchars = 0;
-            while (i < n && (s[i] == '"' || is_idchar((unsigned char)s[i]))) {
-                if (s[i] == '"') {
+            int strings = 0, idchars = 0, others = 0;
+            while (i < n && (s[i] == '"' || is_idchar((unsigned char)s[i]) || is_reserved_char(s, n, i))) {
+                if (is_reserved_char(s, n, i)) {
+                    i++;
+                    others++;
+                } else if (s[i] == '"') {
                     size_t e = scan_string(c, i, line, COL);
                     if (!e) return false;
                     i = e;
@@ -226,7 +262,9 @@ bool wt_lex(wt_ctx *c) {
             uint32_t len = (uint32_t)(i - start);
             const char *t = s + start;
             bool ok;
-            if (strings == 1 && idchars == 0) {
+            if (others) {
+                ok = push(c, WT_RESERVED, line, col, t, len);
+            } else if (strings == 1 && idchars == 0) {
                 ok = push(c, WT_STR, line, col, t + 1, len - 2);
             } else if (t[0] == '$' && strings == 0 && len > 1) {
                 ok = push(c, WT_ID, line, col, t + 1, len - 1);
@@ -248,8 +286,9 @@ bool wt_lex(wt_ctx *c) {
         }
         return wt_fail(c, &at, "unexpected character");
     }
-    return push(c, WT_EOF, line, COL, s + n, 0);
+    if (!push(c, WT_EOF, line, COL, s + n, 0)) return false;
 #undef COL
+    return strip_annotations(c);
 }
 
 bool wt_is(const wt_tok *t, const char *kw) {

@@ -40,7 +40,8 @@ bool wt_expect_kw(wt_ctx *c, const char *kw) {
 static bool id_of(wt_ctx *c, const wt_tok *t, wt_str *s) {
     if (t->quoted) {
         if (!wt_string(c, t, s)) return false;
-        if (!s->s) s->s = "";
+        if (!s->len) return wt_fail(c, t, "empty identifier");
+        if (!wt_utf8_ok(s->s, s->len)) return wt_fail(c, t, "malformed UTF-8 encoding");
         return true;
     }
     s->s = t->s;
@@ -291,7 +292,9 @@ bool wt_typeuse(wt_ctx *c, uint32_t *idx, wt_str **names, uint32_t *nnames, bool
     wt_tok *at = wt_peek(c);
     if (wt_at_form(c, "type")) {
         c->pos += 2;
+        wt_tok *it = wt_peek(c);
         if (!wt_index(c, WT_SP_TYPE, &tidx) || !wt_expect(c, WT_RP, "\")\"")) return false;
+        if (tidx >= c->nexplicit_types) return wt_fail(c, it, "unknown type");
         has_type = true;
     }
     wt_type tmp = {0};
@@ -652,12 +655,10 @@ static bool limits(wt_ctx *c, pb_buf *out, bool is64, bool table) {
     uint64_t min, max = 0;
     wt_tok *t = wt_peek(c);
     if (!wt_nat64(t, &min)) return wt_fail(c, t, "unexpected token, expected a limit");
-    if (!is64 && min > UINT32_MAX) return wt_fail(c, t, "constant out of range");
     c->pos++;
     bool has_max = false;
     t = wt_peek(c);
     if (wt_nat64(t, &max)) {
-        if (!is64 && max > UINT32_MAX) return wt_fail(c, t, "constant out of range");
         has_max = true;
         c->pos++;
     }
@@ -773,6 +774,11 @@ static bool func_body(wt_ctx *c, wt_mod *m, wt_str *pnames, uint32_t np) {
         ok = wt_u32(&locals, run) && pb_buf_put(&locals, last.p, last.len);
         ngroups++;
     }
+    for (uint32_t i = 0; ok && i < f.nlocals; i++)
+        for (uint32_t j = i + 1; ok && f.locals[i].s && j < f.nlocals; j++)
+            if (f.locals[j].s && f.locals[j].len == f.locals[i].len &&
+                memcmp(f.locals[j].s, f.locals[i].s, f.locals[i].len) == 0)
+                ok = wt_fail(c, wt_peek(c), "duplicate local");
     ok = ok && wt_instrs(c, &f, &body) && wt_byte(&body, 0x0B);
     if (f.uses_data) m->uses_data = true;
     if (ok) {
@@ -835,83 +841,100 @@ static bool offset_expr(wt_ctx *c, wt_mod *m, pb_buf *out) {
     return ok;
 }
 
-/* Element list: "func"? funcidx* | reftype item*; flags chosen like the reference
- * encoder (function indices when every item is ref.func x and the type is funcref). */
-static bool elem_list(wt_ctx *c, wt_mod *m, pb_buf *type, pb_buf *items, uint32_t *n, bool *as_idx,
-                      bool allow_bare) {
-    *n = 0;
-    *as_idx = true;
-    pb_buf exprs = {0}, idxs = {0};
+/* An element list: "func"? funcidx* (type (ref func)) or reftype item*; with `given`
+ * (a table's inline elem) the type is the table's and the items are funcidx* or
+ * item*. Both encodings are built: the function indices (usable when every item is
+ * ref.func x) and the expressions. */
+typedef struct wt_elems {
+    pb_buf type, idxs, exprs;
+    uint32_t n;
+    bool all_funcs; /* every item is ref.func x */
+    bool func_kw;   /* written as function indices: the type is (ref func) */
+} wt_elems;
+
+static bool elem_item_is_func(const pb_buf *exprs, size_t before, uint32_t *x) {
+    const uint8_t *e = (const uint8_t *)exprs->p + before;
+    size_t len = exprs->len - before, k = 1;
+    if (len < 3 || e[0] != 0xD2 || e[len - 1] != 0x0B) return false;
+    uint32_t v = 0, sh = 0;
+    while (k < len - 1 && (e[k] & 0x80) && sh < 28) v |= (uint32_t)(e[k] & 0x7F) << sh, sh += 7, k++;
+    if (k != len - 2) return false;
+    *x = v | (uint32_t)(e[k] & 0x7F) << sh;
+    return true;
+}
+
+static bool elem_list(wt_ctx *c, wt_mod *m, wt_elems *el, const pb_buf *given) {
     bool ok = true;
-    bool func_kw = wt_is(wt_peek(c), "func");
-    if (func_kw || (allow_bare && (wt_peek_index(c) || wt_peek(c)->kind == WT_RP))) {
-        if (func_kw) c->pos++;
-        ok = wt_byte(type, 0x70);
+    el->all_funcs = true;
+    bool func_kw = !given && wt_is(wt_peek(c), "func");
+    bool bare = given ? wt_peek(c)->kind != WT_LP
+                      : (!func_kw && (wt_peek_index(c) || wt_peek(c)->kind == WT_RP));
+    if (func_kw) c->pos++;
+    if (given)
+        ok = pb_buf_put(&el->type, given->p, given->len);
+    else if (func_kw || bare)
+        ok = wt_byte(&el->type, 0x64) && wt_byte(&el->type, 0x70);
+    else
+        ok = wt_valtype(c, &el->type);
+    el->func_kw = func_kw || bare;
+    if (func_kw || bare) {
         while (ok && wt_peek_index(c)) {
             uint32_t x;
-            ok = wt_index(c, WT_SP_FUNC, &x) && wt_u32(&idxs, x) && wt_byte(&exprs, 0xD2) &&
-                 wt_u32(&exprs, x) && wt_byte(&exprs, 0x0B);
-            (*n)++;
+            ok = wt_index(c, WT_SP_FUNC, &x) && wt_u32(&el->idxs, x) && wt_byte(&el->exprs, 0xD2) &&
+                 wt_u32(&el->exprs, x) && wt_byte(&el->exprs, 0x0B);
+            el->n++;
         }
-    } else {
-        ok = wt_valtype(c, type);
-        if (ok && !(type->len == 1 && ((uint8_t *)type->p)[0] == 0x70)) *as_idx = false;
-        while (ok && wt_peek(c)->kind == WT_LP) {
-            size_t before = exprs.len;
-            if (wt_at_form(c, "item")) {
-                c->pos += 2;
-                ok = const_expr(c, m, &exprs) && wt_expect(c, WT_RP, "\")\"");
-            } else {
-                ok = offset_expr(c, m, &exprs);
-            }
-            (*n)++;
-            if (!ok) break;
-            /* is it exactly ref.func x end? */
-            const uint8_t *e = (const uint8_t *)exprs.p + before;
-            size_t len = exprs.len - before;
-            if (len >= 3 && e[0] == 0xD2 && e[len - 1] == 0x0B) {
-                uint32_t x = 0, sh = 0;
-                size_t k = 1;
-                while (k < len - 1 && (e[k] & 0x80))
-                    x |= (uint32_t)(e[k] & 0x7F) << sh, sh += 7, k++;
-                if (k == len - 2) {
-                    x |= (uint32_t)(e[k] & 0x7F) << sh;
-                    ok = wt_u32(&idxs, x);
-                } else {
-                    *as_idx = false;
-                }
-            } else {
-                *as_idx = false;
-            }
-        }
+        return ok;
     }
-    if (ok)
-        ok = *as_idx ? pb_buf_put(items, idxs.p, idxs.len) : pb_buf_put(items, exprs.p, exprs.len);
-    pb_buf_free(&exprs);
-    pb_buf_free(&idxs);
+    while (ok && wt_peek(c)->kind == WT_LP) {
+        size_t before = el->exprs.len;
+        if (wt_at_form(c, "item")) {
+            c->pos += 2;
+            ok = const_expr(c, m, &el->exprs) && wt_expect(c, WT_RP, "\")\"");
+        } else {
+            ok = offset_expr(c, m, &el->exprs);
+        }
+        el->n++;
+        uint32_t x;
+        if (ok && elem_item_is_func(&el->exprs, before, &x))
+            ok = wt_u32(&el->idxs, x);
+        else
+            el->all_funcs = false;
+    }
     return ok;
 }
 
-/* Writes one element segment. mode: 0 active, 1 passive, 2 declarative. */
-static bool put_elem(wt_mod *m, int mode, uint32_t table, bool explicit_table, pb_buf *off,
-                     pb_buf *type, pb_buf *items, uint32_t n, bool as_idx) {
-    bool funcref = type->len == 1 && ((uint8_t *)type->p)[0] == 0x70;
+static bool is_type(const pb_buf *t, uint8_t a, int b) {
+    return t->len == (b < 0 ? 1u : 2u) && ((uint8_t *)t->p)[0] == a &&
+           (b < 0 || ((uint8_t *)t->p)[1] == (uint8_t)b);
+}
+
+/* Writes one element segment. mode: 0 active, 1 passive, 2 declarative. Function
+ * indices are used when the segment's type is (ref func) and every item is ref.func. */
+static bool put_elem(wt_mod *m, int mode, uint32_t table, pb_buf *off, wt_elems *el) {
+    bool as_idx = el->all_funcs && is_type(&el->type, 0x64, 0x70);
+    pb_buf *items = as_idx ? &el->idxs : &el->exprs;
     pb_buf *b = &m->elems;
     m->nelems++;
     bool ok;
     if (mode == 0) {
-        bool t0 = table == 0 && !explicit_table && funcref;
-        if (t0 || (table == 0 && funcref)) {
+        if (table == 0 && (as_idx || is_type(&el->type, 0x70, -1))) {
             ok = wt_u32(b, as_idx ? 0 : 4) && pb_buf_put(b, off->p, off->len);
         } else {
             ok = wt_u32(b, as_idx ? 2 : 6) && wt_u32(b, table) && pb_buf_put(b, off->p, off->len);
-            ok = ok && (as_idx ? wt_byte(b, 0x00) : pb_buf_put(b, type->p, type->len));
+            ok = ok && (as_idx ? wt_byte(b, 0x00) : pb_buf_put(b, el->type.p, el->type.len));
         }
     } else {
         ok = wt_u32(b, (as_idx ? 1u : 5u) + (mode == 2 ? 2u : 0u));
-        ok = ok && (as_idx ? wt_byte(b, 0x00) : pb_buf_put(b, type->p, type->len));
+        ok = ok && (as_idx ? wt_byte(b, 0x00) : pb_buf_put(b, el->type.p, el->type.len));
     }
-    return ok && wt_u32(b, n) && pb_buf_put(b, items->p, items->len);
+    return ok && wt_u32(b, el->n) && pb_buf_put(b, items->p, items->len);
+}
+
+static void elems_free(wt_elems *el) {
+    pb_buf_free(&el->type);
+    pb_buf_free(&el->idxs);
+    pb_buf_free(&el->exprs);
 }
 
 static bool field_table(wt_ctx *c, wt_mod *m) {
@@ -930,34 +953,29 @@ static bool field_table(wt_ctx *c, wt_mod *m) {
     uint64_t dummy;
     if (!wt_nat64(t, &dummy)) {
         /* at? reftype (elem ...) */
-        pb_buf type = {0}, items = {0}, off = {0};
-        uint32_t n = 0;
-        bool as_idx = true;
+        pb_buf type = {0}, off = {0};
+        wt_elems el = {0};
         bool ok = wt_valtype(c, &type);
         if (ok && !wt_at_form(c, "elem"))
             ok = wt_fail(c, wt_peek(c), "unexpected token, expected \"(elem\"");
         if (ok) {
             c->pos += 2;
-            ok = elem_list(c, m, &(pb_buf){0}, &items, &n, &as_idx, true);
-            /* the list's own type is the table's */
-            if (ok && !(type.len == 1 && ((uint8_t *)type.p)[0] == 0x70) && as_idx) {
-                /* non-funcref tables with function indices: re-encode as expressions */
-                ok = wt_fail(c, t, "unexpected token");
-            }
-            ok = ok && wt_expect(c, WT_RP, "\")\"");
+            ok = elem_list(c, m, &el, &type) && wt_expect(c, WT_RP, "\")\"");
         }
-        ok = ok && wt_byte(&m->tables, (uint8_t)0); /* placeholder replaced below */
-        if (ok) {
-            m->tables.len--;
-            ok = pb_buf_put(&m->tables, type.p, type.len) && wt_byte(&m->tables, is64 ? 5 : 1) &&
-                 wt_u64(&m->tables, n) && wt_u64(&m->tables, n);
-        }
+        ok = ok && pb_buf_put(&m->tables, type.p, type.len) &&
+             wt_byte(&m->tables, is64 ? 5 : 1) && wt_u64(&m->tables, el.n) &&
+             wt_u64(&m->tables, el.n);
         ok = ok && wt_byte(&off, is64 ? 0x42 : 0x41) && wt_byte(&off, 0) && wt_byte(&off, 0x0B);
-        ok = ok && put_elem(m, 0, idx, idx != 0, &off, &type, &items, n, as_idx);
+        if (ok && el.func_kw && is_type(&type, 0x70, -1)) {
+            /* function indices into a funcref table: the plain (ref func) segment */
+            pb_buf_reset(&el.type);
+            ok = wt_byte(&el.type, 0x64) && wt_byte(&el.type, 0x70);
+        }
+        ok = ok && put_elem(m, 0, idx, &off, &el);
         m->cur[WT_SP_ELEM]++;
         pb_buf_free(&type);
-        pb_buf_free(&items);
         pb_buf_free(&off);
+        elems_free(&el);
         return ok;
     }
     c->pos = save;
@@ -1098,8 +1116,8 @@ static bool field_elem(wt_ctx *c, wt_mod *m) {
     m->cur[WT_SP_ELEM]++;
     int mode = 1;
     uint32_t table = 0;
-    bool explicit_table = false;
-    pb_buf off = {0}, type = {0}, items = {0};
+    pb_buf off = {0};
+    wt_elems el = {0};
     bool ok = true;
     if (wt_is(wt_peek(c), "declare")) {
         mode = 2;
@@ -1107,26 +1125,20 @@ static bool field_elem(wt_ctx *c, wt_mod *m) {
     } else if (wt_at_form(c, "table")) {
         c->pos += 2;
         ok = wt_index(c, WT_SP_TABLE, &table) && wt_expect(c, WT_RP, "\")\"");
-        explicit_table = true;
         mode = 0;
         ok = ok && offset_expr(c, m, &off);
-    } else if (wt_peek(c)->kind == WT_LP) {
+    } else if (wt_peek(c)->kind == WT_LP && !wt_at_form(c, "ref")) {
         mode = 0;
         ok = offset_expr(c, m, &off);
     } else if (wt_peek_index(c)) {
-        /* legacy: (elem x offset ...) with a bare table index */
+        /* (elem x offset ...) with a bare table index */
         ok = wt_index(c, WT_SP_TABLE, &table);
-        explicit_table = true;
         mode = 0;
         ok = ok && offset_expr(c, m, &off);
     }
-    uint32_t n = 0;
-    bool as_idx = true;
-    ok = ok && elem_list(c, m, &type, &items, &n, &as_idx, mode == 0 && !explicit_table);
-    ok = ok && put_elem(m, mode, table, explicit_table, &off, &type, &items, n, as_idx);
+    ok = ok && elem_list(c, m, &el, NULL) && put_elem(m, mode, table, &off, &el);
     pb_buf_free(&off);
-    pb_buf_free(&type);
-    pb_buf_free(&items);
+    elems_free(&el);
     return ok;
 }
 
@@ -1391,7 +1403,7 @@ static bool module_fields(wt_ctx *c, size_t start, pb_buf *out) {
 
 static pw_status parse_text(const char *text, size_t len, pb_buf *out, pw_error *err, int depth) {
     if (depth > 8) return fail_plain(err, "module quote nested too deep");
-    wt_ctx c = {.src = text, .len = len, .err = err};
+    wt_ctx c = {.src = text, .len = len, .err = err, .first_def = -1};
     bool ok = wt_lex(&c);
     if (ok) {
         size_t start = 0;

@@ -85,7 +85,8 @@ typedef struct wt_ctx {
     wt_type *types;
     uint32_t ntypes, captypes;
     uint32_t nexplicit_types;
-    void *mod; /* wat.c's module record (section buffers) */
+    void *mod;     /* wat.c's module record (section buffers) */
+    int first_def; /* index space of the first definition (imports must precede it), or -1 */
     /* sorted instruction table (indices into the static table) */
     uint16_t *opidx;
     size_t nops;
