@@ -90,6 +90,8 @@ static bool starts_module(const char *t, size_t n, size_t i) {
     long line = 0;
     if (i >= n || t[i] != '(') return false;
     i = skip_space(t, n, i + 1, &line);
+    while (i + 1 < n && t[i] == '(' && t[i + 1] == '@') /* annotations */
+        i = skip_space(t, n, skip_form(t, n, i, &line), &line);
     return i + 6 < n && memcmp(t + i, "module", 6) == 0 && strchr(" \t\r\n();", t[i + 6]);
 }
 
@@ -177,7 +179,8 @@ bool st_wast_module(st_wast *w, long line, const char **text, size_t *len) {
     }
     /* A script that is one inline module (fields at the top level, no commands). */
     bool any = false;
-    for (size_t i = 0; i < w->n; i++) any = any || w->f[i].mend;
+    for (size_t i = 0; i < w->n; i++)
+        any = any || w->f[i].mend;
     if (!any && w->n && w->f[0].line == line) {
         *text = w->text;
         *len = w->len;

@@ -49,7 +49,6 @@ static bool push_label(wt_ctx *c, wt_func *f, const wt_tok *id) {
     return true;
 }
 
-
 /* Optional label after block/loop/if/try; pushes it (or an anonymous one). */
 static bool opt_label(wt_ctx *c, wt_func *f) {
     wt_tok *t = wt_peek(c);

@@ -156,9 +156,12 @@ static bool strip_annotations(wt_ctx *c) {
         }
         size_t depth = 1, j = i + 1;
         while (depth && j < c->nt) {
-            if (c->t[j].kind == WT_LP || c->t[j].kind == WT_ANNOT) depth++;
-            else if (c->t[j].kind == WT_RP) depth--;
-            else if (c->t[j].kind == WT_EOF) break;
+            if (c->t[j].kind == WT_LP || c->t[j].kind == WT_ANNOT)
+                depth++;
+            else if (c->t[j].kind == WT_RP)
+                depth--;
+            else if (c->t[j].kind == WT_EOF)
+                break;
             j++;
         }
         if (depth) return wt_fail(c, t, "unclosed annotation");
@@ -173,6 +176,7 @@ bool wt_lex(wt_ctx *c) {
     size_t i = 0, n = c->len;
     uint32_t line = 1;
     size_t line_start = 0;
+    int adepth = 0; /* parentheses open inside an annotation */
 #define COL ((uint32_t)(i - line_start + 1))
     while (i < n) {
         unsigned char ch = (unsigned char)s[i];
@@ -187,7 +191,7 @@ bool wt_lex(wt_ctx *c) {
             continue;
         }
         if (ch == ';' && i + 1 < n && s[i + 1] == ';') {
-            while (i < n && s[i] != '\n')
+            while (i < n && s[i] != '\n' && s[i] != '\r')
                 i++;
             continue;
         }
@@ -219,24 +223,45 @@ bool wt_lex(wt_ctx *c) {
                 if (j == i + 2 && j < n && s[j] == '"') {
                     size_t e = scan_string(c, j, line, COL);
                     if (!e) return false;
+                    wt_tok at = {.kind = WT_STR,
+                                 .line = line,
+                                 .col = COL,
+                                 .s = s + j + 1,
+                                 .len = (uint32_t)(e - j - 2)};
+                    wt_str id;
+                    if (!wt_string(c, &at, &id)) return false;
+                    if (id.len == 0 && adepth == 0) return wt_fail(c, &at, "empty annotation id");
+                    if (!wt_utf8_ok(id.s, id.len))
+                        return wt_fail(c, &at, "malformed UTF-8 encoding");
                     if (!push(c, WT_ANNOT, line, COL, s + j + 1, (uint32_t)(e - j - 2)))
                         return false;
+                    adepth++;
                     i = e;
                     continue;
                 }
-                if (j == i + 2) {
+                if (j == i + 2 && adepth == 0) {
                     wt_tok at = {.line = line, .col = COL};
-                    return wt_fail(c, &at, "malformed annotation id");
+                    return wt_fail(c, &at, "empty annotation id");
+                }
+                if (j == i + 2) {
+                    /* inside an annotation "(@" alone is "(" and a reserved token */
+                    if (!push(c, WT_LP, line, COL, s + i, 1)) return false;
+                    adepth++;
+                    i++;
+                    continue;
                 }
                 if (!push(c, WT_ANNOT, line, COL, s + i + 2, (uint32_t)(j - i - 2))) return false;
+                adepth++;
                 i = j;
                 continue;
             }
             if (!push(c, WT_LP, line, COL, s + i, 1)) return false;
+            if (adepth) adepth++;
             i++;
             continue;
         }
         if (ch == ')') {
+            if (adepth) adepth--;
             if (!push(c, WT_RP, line, COL, s + i, 1)) return false;
             i++;
             continue;
@@ -245,7 +270,8 @@ bool wt_lex(wt_ctx *c) {
             uint32_t col = COL;
             size_t start = i;
             int strings = 0, idchars = 0, others = 0;
-            while (i < n && (s[i] == '"' || is_idchar((unsigned char)s[i]) || is_reserved_char(s, n, i))) {
+            while (i < n &&
+                   (s[i] == '"' || is_idchar((unsigned char)s[i]) || is_reserved_char(s, n, i))) {
                 if (is_reserved_char(s, n, i)) {
                     i++;
                     others++;
