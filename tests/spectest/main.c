@@ -246,6 +246,14 @@ int main(int argc, char **argv) {
                     skip_one(dir, name, stages[s], &o, &total, &nskipped);
             }
         }
+        if (runs[1]) {
+            const char *const *extra;
+            size_t nextra = st_scope_extra(&extra);
+            for (size_t i = 0; i < nextra; i++) {
+                run_one(dir, extra[i], &o, no_fork, timeout, &total);
+                nrun++;
+            }
+        }
         printf("scope %s: %ld scripts run, %ld scripts skipped (out of scope per scope.json "
                "and scope.c)\n",
                scope, nrun, nskipped);

@@ -42,6 +42,8 @@ bool st_run_script(const char *json_path, const char *name, const st_opts *o, st
 
 /* Is this script of the "later" stage run with scope wasm3 (scope.c)? */
 bool st_scope_promoted(const char *name);
+/* The custom/ and legacy/ scripts ("group/name"), run with scope wasm3 too. */
+size_t st_scope_extra(const char *const **names);
 
 /* Counts the assertions of a script without running it: runnable ones and the
  * text-format ones a binary-only runner skips. False if unreadable. */

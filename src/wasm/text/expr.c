@@ -485,8 +485,10 @@ static bool plain_block(wt_ctx *c, wt_func *f, const wt_op *op, pb_buf *out) {
         if (!end_label(c, f) || !wt_byte(out, 0x05) || !instr_list(c, f, out)) return false;
     }
     if (op->imm == WI_TRY) {
+        bool handlers = false;
         while (wt_is(wt_peek(c), "catch")) {
             c->pos++;
+            handlers = true;
             uint32_t tag;
             if (!wt_index(c, WT_SP_TAG, &tag) || !wt_byte(out, 0x07) || !wt_u32(out, tag) ||
                 !instr_list(c, f, out))
@@ -494,9 +496,10 @@ static bool plain_block(wt_ctx *c, wt_func *f, const wt_op *op, pb_buf *out) {
         }
         if (wt_is(wt_peek(c), "catch_all")) {
             c->pos++;
+            handlers = true;
             if (!end_label(c, f) || !wt_byte(out, 0x19) || !instr_list(c, f, out)) return false;
         }
-        if (wt_is(wt_peek(c), "delegate")) {
+        if (!handlers && wt_is(wt_peek(c), "delegate")) {
             c->pos++;
             f->nlabels--;
             uint32_t l;
@@ -544,8 +547,10 @@ static bool folded_block(wt_ctx *c, wt_func *f, const wt_op *op, pb_buf *out) {
             return wt_fail(c, wt_peek(c), "unexpected token, expected \"(do\"");
         c->pos += 2;
         if (!instr_list(c, f, out) || !wt_expect(c, WT_RP, "\")\"")) return false;
+        bool handlers = false;
         while (wt_at_form(c, "catch")) {
             c->pos += 2;
+            handlers = true;
             uint32_t tag;
             if (!wt_index(c, WT_SP_TAG, &tag) || !wt_byte(out, 0x07) || !wt_u32(out, tag) ||
                 !instr_list(c, f, out) || !wt_expect(c, WT_RP, "\")\""))
@@ -553,15 +558,16 @@ static bool folded_block(wt_ctx *c, wt_func *f, const wt_op *op, pb_buf *out) {
         }
         if (wt_at_form(c, "catch_all")) {
             c->pos += 2;
+            handlers = true;
             if (!wt_byte(out, 0x19) || !instr_list(c, f, out) || !wt_expect(c, WT_RP, "\")\""))
                 return false;
         }
-        if (wt_at_form(c, "delegate")) {
+        if (!handlers && wt_at_form(c, "delegate")) {
             c->pos += 2;
             f->nlabels--;
             uint32_t l;
             return label_index(c, f, &l) && wt_byte(out, 0x18) && wt_u32(out, l) &&
-                   wt_expect(c, WT_RP, "\")\"");
+                   wt_expect(c, WT_RP, "\")\"") && wt_expect(c, WT_RP, "\")\"");
         }
     } else {
         ok =
