@@ -331,8 +331,9 @@ bool wt_typeuse(wt_ctx *c, uint32_t *idx, wt_str **names, uint32_t *nnames, bool
                 *ty = tmp;
                 memset(&tmp.sig, 0, sizeof tmp.sig);
                 ty->simple = true;
-                c->sp[WT_SP_TYPE].n++; /* anonymous */
-                ok = wt_byte(&m->inline_types, 0x60) && wt_u32(&m->inline_types, ty->nparams) &&
+                ok = define(c, WT_SP_TYPE, NULL, false) &&
+                     /* anonymous */ wt_byte(&m->inline_types, 0x60) &&
+                     wt_u32(&m->inline_types, ty->nparams) &&
                      pb_buf_put(&m->inline_types, ty->sig.p, ty->res_off) &&
                      wt_u32(&m->inline_types, ty->nres) &&
                      pb_buf_put(&m->inline_types, (const char *)ty->sig.p + ty->res_off,
