@@ -11,7 +11,7 @@
 
 #include <string.h>
 
-#define MAX_DEPTH 2000
+#define MAX_DEPTH 1000 /* about 250 KiB of C stack at most */
 
 static bool emit_op(pb_buf *b, uint32_t code) {
     if (code < 0x100) return wt_byte(b, (uint8_t)code);
