@@ -200,6 +200,14 @@ pw_module *pw_module_new(const uint8_t *bytes, size_t len, const pw_module_confi
                          pw_error *err);
 /* Decode and validate only (no compile), for `peri wasm validate` and fuzzing. */
 pw_status pw_module_validate(const uint8_t *bytes, size_t len, pw_error *err);
+/* The WebAssembly text format (a module: "(module ...)", its fields alone, or the
+ * "(module binary ...)" / "(module quote ...)" forms) to the binary format. On success
+ * *out (caller frees with free()) holds *out_len bytes; the result is not validated
+ * (decode it with pw_module_new / pw_module_validate). Text that the grammar rejects
+ * gives PW_ERR_MALFORMED with "<what> (at line:column)" in err->message; PW_ERR_NOMEM
+ * when allocation fails. `text` need not be NUL-terminated. */
+pw_status pw_wat_to_wasm(const char *text, size_t len, uint8_t **out, size_t *out_len,
+                         pw_error *err);
 void pw_module_free(pw_module *m);
 
 typedef struct pw_import_desc {

@@ -40,7 +40,7 @@ extern char **environ;
 static void usage(FILE *f) {
     fprintf(
         f,
-        "usage: peri run [OPTIONS] FILE.wasm [ARGS...]\n"
+        "usage: peri run [OPTIONS] FILE.wasm|FILE.wat [ARGS...]\n"
         "Runs a WASI preview 1 program. Options come before the module; everything after\n"
         "the module goes to the program (with --invoke: to the function).\n"
         "\n"
@@ -353,6 +353,23 @@ int peri_cmd_run(int argc, char **argv) {
     pw_val *vals = NULL;
     size_t len = 0;
     unsigned char *bytes = args ? (unsigned char *)peri_read_file(o.wasm, false, &len) : NULL;
+    size_t wl = strlen(o.wasm);
+    if (bytes && wl > 4 && strcmp(o.wasm + wl - 4, ".wat") == 0) {
+        /* a text module: the binary format first */
+        uint8_t *bin = NULL;
+        size_t blen = 0;
+        pw_error werr;
+        if (pw_wat_to_wasm((const char *)bytes, len, &bin, &blen, &werr) != PW_OK) {
+            fprintf(stderr, "peri run: %s: text format: %s\n", o.wasm, werr.message);
+            free(bytes);
+            free(args);
+            opts_free(&o);
+            return 1;
+        }
+        free(bytes);
+        bytes = bin;
+        len = blen;
+    }
     if (!bytes) {
         if (args)
             fprintf(stderr, "peri run: cannot read the module %s: %s\n", o.wasm, strerror(errno));

@@ -44,8 +44,38 @@ static double wasm_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Reads the whole file; caller frees. NULL with errno set on failure. */
+static uint8_t *wasm_read_raw(const char *path, size_t *len);
+
+/* Is this a text module (a .wat/.wast name, or text that does not start with the
+ * binary magic)? */
+static bool wasm_is_text(const char *path, const uint8_t *b, size_t n) {
+    size_t pl = strlen(path);
+    if (pl > 4 && (strcmp(path + pl - 4, ".wat") == 0 || strcmp(path + pl - 5, ".wast") == 0))
+        return true;
+    return n >= 1 && !(n >= 4 && memcmp(b, "\0asm", 4) == 0) && (b[0] == '(' || b[0] == ';');
+}
+
+/* Reads the whole file, turning a text module into the binary format; caller frees.
+ * NULL with errno set on failure (EINVAL after printing the text parser's error). */
 static uint8_t *wasm_read_file(const char *path, size_t *len) {
+    uint8_t *raw = wasm_read_raw(path, len);
+    if (!raw || !wasm_is_text(path, raw, *len)) return raw;
+    uint8_t *bin = NULL;
+    size_t blen = 0;
+    pw_error err;
+    pw_status st = pw_wat_to_wasm((const char *)raw, *len, &bin, &blen, &err);
+    free(raw);
+    if (st != PW_OK) {
+        fprintf(stderr, "peri wasm: %s: text format: %s\n", path, err.message);
+        errno = st == PW_ERR_NOMEM ? ENOMEM : EINVAL;
+        return NULL;
+    }
+    *len = blen;
+    return bin;
+}
+
+/* Reads the whole file; caller frees. NULL with errno set on failure. */
+static uint8_t *wasm_read_raw(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     uint8_t *buf = NULL;

@@ -53,7 +53,23 @@ typedef struct ctl {
     uint32_t fixups;   /* head of this label's forward-branch list, UINT32_MAX = none */
     uint32_t else_fix; /* if: the fixup of the jump to the else branch */
     uint32_t try_pos;  /* try_table: position of its TRY instruction, else UINT32_MAX */
+    /* Legacy exception handling (legacy_* below): a try is a block with a TRY
+     * instruction whose clauses land inside the block, at its catches. */
+    uint8_t eh;          /* legacy try: 1 in its body, 2 in a catch or catch_all */
+    uint32_t eh_pos;     /* legacy try: its TRY instruction */
+    uint32_t eh_next;    /* legacy try: word of the next clause to land */
+    uint32_t eh_nclause; /* legacy try: clauses of its TRY instruction */
+    uint32_t stubs;      /* delegate stubs to emit inside this block, UINT32_MAX: none */
 } ctl;
+
+/* A delegated exception lands at a stub inside the delegate's target block, which
+ * throws it again from there (so the handlers between are skipped). */
+typedef struct dstub {
+    uint32_t clause;  /* word of the TRY clause whose landing offset the stub fills */
+    uint32_t try_pos; /* that TRY instruction */
+    uint32_t slot;    /* where the clause puts the exception */
+    uint32_t next;
+} dstub;
 
 typedef struct fixup {
     uint32_t at;    /* word to patch */
@@ -91,6 +107,9 @@ typedef struct comp {
 
     pw_handler *hs; /* try_table handlers of every function, innermost first */
     uint32_t nhs, caphs;
+
+    dstub *ds; /* delegate stubs of the current function */
+    uint32_t nds, capds;
 
     uint32_t batch; /* nesting of begin_moves */
     bool lcopy_ok;  /* the last instruction is a COPY from local.set that may pair */
@@ -498,6 +517,7 @@ static bool push_ctl(comp *c, uint8_t kind, const pw_instr *in) {
     l->fixups = UINT32_MAX;
     l->else_fix = UINT32_MAX;
     l->try_pos = UINT32_MAX;
+    l->stubs = UINT32_MAX;
     if (in->bt == PW_BT_VAL) {
         l->single = in->t1;
         l->vnresults = 1;
@@ -536,7 +556,7 @@ static void reset_stack(comp *c, uint32_t height, uint32_t n, const pw_valtype *
 }
 
 /* Skip unreachable code up to the `end` or `else` that closes the current block. */
-static bool skip_unreachable(pw_reader *r, uint32_t *closing) {
+static bool skip_unreachable(pw_reader *r, uint32_t *closing, pw_instr *cin) {
     uint32_t depth = 0;
     pw_instr in;
     while (r->p < r->end) {
@@ -545,7 +565,24 @@ static bool skip_unreachable(pw_reader *r, uint32_t *closing) {
         case 0x02:
         case 0x03:
         case 0x04:
+        case 0x06:
         case 0x1F: depth++; break;
+        case 0x07:
+        case 0x19:
+            if (depth == 0) {
+                *closing = in.op;
+                *cin = in;
+                return true;
+            }
+            break;
+        case 0x18:
+            if (depth == 0) {
+                *closing = in.op;
+                *cin = in;
+                return true;
+            }
+            depth--;
+            break;
         case 0x05:
             if (depth == 0) {
                 *closing = 0x05;
@@ -1164,7 +1201,11 @@ static bool imm_ok(comp *c, const pw_instr *in) {
     case 0x02:
     case 0x03:
     case 0x04:
+    case 0x06:
         return in->bt != PW_BT_TYPE || (in->a < m->ntypes && m->types[in->a].form == PW_FORM_FUNC);
+    case 0x07: return in->a < m->ntags;
+    case 0x09: return in->a < c->ncs;
+    case 0x18: return in->a + 1 < c->ncs && c->cs[c->ncs - 1].eh == 1;
     case 0x0C:
     case 0x0D:
     case 0xD5:
@@ -1203,6 +1244,166 @@ static bool imm_ok(comp *c, const pw_instr *in) {
     case PW_OP_FC(17): return in->a < m->ntables;
     default: return op < 0x28 || op > 0x3E || in->a < m->nmems;
     }
+}
+
+/* ---------------------------------------------------------------- legacy exceptions */
+
+/* Legacy exception handling lowered onto the try_table machinery (interp.c unwind):
+ *   try bt B (catch x C)* (catch_all D)? end
+ * is a block whose TRY instruction has one catch_ref (catch_all_ref) clause per catch,
+ * each landing at the start of its handler code inside the block; the handler range
+ * covers B only. A clause delivers the tag's values at height+1 and the exception
+ * above them; the landing code moves the exception to slot `height`, where it stays
+ * (a hidden exnref entry of the operand stack, so GC maps see it) for rethrow. A
+ * catch's results are moved down over it at its end. try B delegate l has one
+ * catch_all_ref clause landing at a stub emitted inside block l (legacy_stubs), which
+ * throws the exception again from there: the handlers in between are skipped. */
+
+static bool add_handler(comp *c, uint32_t try_pos) {
+    if (c->nhs == c->caphs && !grow((void **)&c->hs, &c->caphs, c->nhs + 1, sizeof *c->hs))
+        return false;
+    c->hs[c->nhs++] = (pw_handler){try_pos - c->fstart, c->ncode - c->fstart};
+    return true;
+}
+
+/* Emits the delegate stubs waiting in block l (the fall-through, if any, has been
+ * handled by the caller). */
+static void legacy_stubs(comp *c, ctl *l) {
+    for (uint32_t i = l->stubs; i != UINT32_MAX; i = c->ds[i].next) {
+        c->code[c->ds[i].clause + 3] = c->ncode - c->ds[i].try_pos;
+        emit_op(c, PW_OP_THROW_REF);
+        emit(c, c->ds[i].slot);
+    }
+    l->stubs = UINT32_MAX;
+}
+
+/* The clauses of the try whose body starts at r (catch tags in order, catch_all, or
+ * delegate), counted without compiling. */
+static bool legacy_scan(const pw_reader *r0, uint32_t *n, bool *delegate) {
+    pw_reader r = *r0;
+    pw_instr in;
+    uint32_t depth = 0;
+    *n = 0;
+    *delegate = false;
+    while (r.p < r.end) {
+        if (!pw__instr_read(&r, &in)) return false;
+        switch (in.op) {
+        case 0x02:
+        case 0x03:
+        case 0x04:
+        case 0x06:
+        case 0x1F: depth++; break;
+        case 0x07:
+        case 0x19: *n += depth == 0; break;
+        case 0x18:
+            if (depth == 0) {
+                *n = 1;
+                *delegate = true;
+                return true;
+            }
+            depth--;
+            break;
+        case 0x0B:
+            if (depth == 0) return true;
+            depth--;
+            break;
+        default: break;
+        }
+    }
+    return false;
+}
+
+static bool legacy_try(comp *c, const pw_reader *r, const pw_instr *in) {
+    uint32_t n;
+    bool delegate;
+    if (!legacy_scan(r, &n, &delegate)) {
+        if (!c->err->status) pw__fail(c->err, PW_ERR_MALFORMED, "unexpected end");
+        return false;
+    }
+    materialize_all(c);
+    uint32_t pos = emit_op(c, PW_OP_TRY);
+    emit(c, 0);
+    emit(c, n);
+    uint32_t cl = c->ncode;
+    for (uint32_t k = 0; k < 4 * n; k++)
+        emit(c, 0);
+    if (c->oom) return false;
+    c->code[pos + 1] = c->ncode - pos;
+    if (!push_ctl(c, CT_BLOCK, in)) return false;
+    ctl *cur = &c->cs[c->ncs - 1];
+    cur->eh = 1;
+    cur->eh_pos = pos;
+    cur->eh_next = cl;
+    cur->eh_nclause = n;
+    cur->label_pc = c->ncode;
+    c->pend = false;
+    return true;
+}
+
+static bool legacy_catch(comp *c, ctl *cur, const pw_instr *in) {
+    if (!cur->eh || cur->eh_next + 4 > cur->eh_pos + 3 + 4 * cur->eh_nclause) {
+        c->bad = true;
+        return true;
+    }
+    if (!cur->unreachable) emit_br(c, cur);
+    if (cur->eh == 1) {
+        legacy_stubs(c, cur);
+        if (!add_handler(c, cur->eh_pos)) return false;
+    }
+    cur->eh = 2;
+    const pw_module *m = c->m;
+    const pw_deftype *tt = in->op == 0x07 ? &m->types[m->tag_types[in->a]] : NULL;
+    uint32_t np = tt ? tt->u.func.nparams : 0;
+    uint32_t cells = tt ? ncells(tt->u.func.types, np) : 0;
+    uint32_t w = cur->eh_next;
+    cur->eh_next += 4;
+    uint32_t base = slot_of_depth(c, cur->height + 1);
+    c->code[w] = in->op == 0x07 ? 1 : 3; /* catch_ref / catch_all_ref */
+    c->code[w + 1] = in->op == 0x07 ? in->a : 0;
+    c->code[w + 2] = base;
+    c->code[w + 3] = c->ncode - cur->eh_pos;
+    if (cur->height + 2 + cells > c->maxsp) c->maxsp = cur->height + 2 + cells;
+    emit_op(c, PW_OP_COPY);
+    emit(c, slot_of_depth(c, cur->height));
+    emit(c, base + cells);
+    reset_stack(c, cur->height, 0, NULL);
+    push_stack(c, PW_VT_ABSREF(PW_HT_EXN, 1));
+    for (uint32_t i = 0; i < np; i++) {
+        push_stack(c, tt->u.func.types[i]);
+        if (PW_VT_KIND(tt->u.func.types[i]) == PW_K_V128) push_stack(c, tt->u.func.types[i]);
+    }
+    cur->unreachable = false;
+    return !c->oom;
+}
+
+static bool legacy_delegate(comp *c, ctl *cur, const pw_instr *in) {
+    if (cur->eh != 1 || cur->eh_nclause != 1 || in->a + 1 >= c->ncs) {
+        c->bad = true;
+        return true;
+    }
+    if (!cur->unreachable) {
+        begin_moves(c);
+        for (uint32_t i = 0; i < cur->nresults; i++)
+            materialize(c, c->sp - cur->nresults + i);
+        end_moves(c);
+    }
+    legacy_stubs(c, cur);
+    if (!add_handler(c, cur->eh_pos)) return false;
+    if (c->nds == c->capds && !grow((void **)&c->ds, &c->capds, c->nds + 1, sizeof *c->ds))
+        return false;
+    ctl *target = &c->cs[c->ncs - 2 - in->a];
+    uint32_t w = cur->eh_next;
+    uint32_t slot = slot_of_depth(c, cur->height);
+    if (cur->height + 1 > c->maxsp) c->maxsp = cur->height + 1;
+    c->code[w] = 3; /* catch_all_ref */
+    c->code[w + 1] = 0;
+    c->code[w + 2] = slot;
+    c->ds[c->nds] = (dstub){w, cur->eh_pos, slot, target->stubs};
+    target->stubs = c->nds++;
+    bind_fixups(c, cur->fixups, c->ncode);
+    reset_stack(c, cur->height, cur->vnresults, cur->results);
+    c->ncs--;
+    return true;
 }
 
 static bool compile_body(comp *c, pw_cfunc *out) {
@@ -1265,7 +1466,9 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             reset_stack(c, cur->height, cur->vnparams, cur->params);
             break;
         case 0x0B: /* end (the function's end returns: its moves handle lazy values) */
-            if (!cur->unreachable && cur->kind != CT_FUNC) {
+            if (!cur->unreachable && cur->eh == 2) {
+                emit_moves(c, cur); /* a catch's results sit above its exception */
+            } else if (!cur->unreachable && cur->kind != CT_FUNC) {
                 begin_moves(c);
                 for (uint32_t i = 0; i < cur->nresults; i++)
                     materialize(c, c->sp - cur->nresults + i);
@@ -1274,11 +1477,22 @@ static bool compile_body(comp *c, pw_cfunc *out) {
         do_end:
             if (cur->kind == CT_FUNC) {
                 if (!cur->unreachable) emit_return(c);
+                legacy_stubs(c, cur);
                 c->ncs--;
                 break;
             }
+            if (cur->stubs != UINT32_MAX) {
+                if (!cur->unreachable) {
+                    uint32_t pos = emit_op(c, PW_OP_BR);
+                    add_fixup(c, cur, c->ncode, pos);
+                    emit(c, 0);
+                }
+                legacy_stubs(c, cur);
+            }
             if (cur->else_fix != UINT32_MAX)
                 c->code[cur->else_fix] = c->ncode - c->code[cur->else_fix];
+            if (cur->eh == 1 && !add_handler(c, cur->eh_pos)) /* a try without handlers */
+                return false;
             if (cur->try_pos != UINT32_MAX) {
                 if (c->nhs == c->caphs &&
                     !grow((void **)&c->hs, &c->caphs, c->nhs + 1, sizeof *c->hs))
@@ -1289,6 +1503,26 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             reset_stack(c, cur->height, cur->vnresults, cur->results);
             c->ncs--;
             break;
+        case 0x06: /* try (legacy) */
+            if (!legacy_try(c, &r, &in)) return false;
+            cur = &c->cs[c->ncs - 1];
+            break;
+        case 0x07: /* catch x (legacy) */
+        case 0x19: /* catch_all (legacy) */
+        do_catch:
+            if (!legacy_catch(c, cur, &in)) return false;
+            break;
+        case 0x18: /* delegate l (legacy) */
+        do_delegate:
+            if (!legacy_delegate(c, cur, &in)) return false;
+            break;
+        case 0x09: { /* rethrow l (legacy): the exception its catch keeps below its values */
+            ctl *l = &c->cs[c->ncs - 1 - in.a];
+            if (l->eh != 2) c->bad = true;
+            emit_op(c, PW_OP_THROW_REF);
+            emit(c, slot_of_depth(c, l->height));
+            goto dead;
+        }
         case 0x0C: /* br */ emit_br(c, &c->cs[c->ncs - 1 - in.a]); goto dead;
         case 0x0D: { /* br_if */
             ctl *l = &c->cs[c->ncs - 1 - in.a];
@@ -1838,11 +2072,13 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             cur = &c->cs[c->ncs - 1];
             cur->unreachable = true;
             c->pend = false;
-            if (!skip_unreachable(&r, &closing)) {
+            if (!skip_unreachable(&r, &closing, &in)) {
                 if (!c->err->status) pw__fail(c->err, PW_ERR_MALFORMED, "unexpected end");
                 return false;
             }
             if (closing == 0x05) goto do_else;
+            if (closing == 0x07 || closing == 0x19) goto do_catch;
+            if (closing == 0x18) goto do_delegate;
             goto do_end;
         }
     }
@@ -1856,6 +2092,7 @@ static bool compile_body(comp *c, pw_cfunc *out) {
 }
 
 static void reset(comp *c) {
+    c->nds = 0;
     c->sp = c->maxsp = 0;
     c->lazy_lo = 0;
     c->ncs = 0;
@@ -1888,7 +2125,7 @@ pw_status pw__compile_module(pw_module *m, pw_error *err) {
             free(cm->funcs);
             free(cm);
             return pw__fail(err, PW_ERR_INVALID,
-                           "v128 fields in struct and array types are not supported");
+                            "v128 fields in struct and array types are not supported");
         }
     }
     comp c;
@@ -2002,6 +2239,7 @@ pw_status pw__compile_module(pw_module *m, pw_error *err) {
     free(starts);
     free(hstarts);
     free(c.hs);
+    free(c.ds);
     free(c.gc_sites);
     free(c.gc_maps);
     if (st != PW_OK) {

@@ -42,7 +42,7 @@ static bool bad(dec *d, const uint8_t *at, const char *msg) {
 
 static bool limit(dec *d, const char *what, uint64_t max) {
     pw__fail(d->err, PW_ERR_MALFORMED, "implementation limit: too many %s (at most %llu)", what,
-            (unsigned long long)max);
+             (unsigned long long)max);
     return false;
 }
 
@@ -136,7 +136,12 @@ static bool scan_expr(dec *d, pw_span *out) {
         case 0x02:
         case 0x03:
         case 0x1F:
+        case 0x06: /* legacy try: its catch/catch_all/delegate are checked by validation */
             if (!ctl_push(d, depth++, 0)) return false;
+            break;
+        case 0x18: /* delegate ends a legacy try like `end` */
+            if (depth == 0) return bad(d, at, "illegal opcode 18");
+            depth--;
             break;
         case 0x04:
             if (!ctl_push(d, depth++, 1)) return false;

@@ -15,10 +15,10 @@ static bool malformed(pw_reader *r, const uint8_t *at, const char *msg) {
 static bool illegal(pw_reader *r, const uint8_t *at, uint32_t prefix, uint32_t sub) {
     if (prefix)
         pw__fail(r->err, PW_ERR_MALFORMED, "illegal opcode %02x %02x (at byte %zu)", prefix, sub,
-                (size_t)(at - r->base));
+                 (size_t)(at - r->base));
     else
         pw__fail(r->err, PW_ERR_MALFORMED, "illegal opcode %02x (at byte %zu)", sub,
-                (size_t)(at - r->base));
+                 (size_t)(at - r->base));
     return false;
 }
 
@@ -263,10 +263,15 @@ bool pw__instr_read(pw_reader *r, pw_instr *in) {
     case 0x1B:
     case 0xD1:
     case 0xD3:
-    case 0xD4: return true;
+    case 0xD4:
+    case 0x19: /* catch_all (legacy exceptions) */ return true;
     case 0x02:
     case 0x03:
-    case 0x04: return rd_blocktype(r, in);
+    case 0x04:
+    case 0x06: /* try (legacy exceptions) */ return rd_blocktype(r, in);
+    case 0x07: /* catch x */
+    case 0x09: /* rethrow l */
+    case 0x18: /* delegate l */
     case 0x08:
     case 0x0C:
     case 0x0D:

@@ -514,7 +514,7 @@ static pw_status tail_results(pw_vctx *v, const pw_deftype *callee) {
     if (nr != self->u.func.nresults) goto bad;
     for (uint32_t i = 0; i < nr; i++)
         if (!pw__valtype_sub(v->m, callee->u.func.types[callee->u.func.nparams + i],
-                            self->u.func.types[self->u.func.nparams + i]))
+                             self->u.func.types[self->u.func.nparams + i]))
             goto bad;
     if (pop_n(v, callee->u.func.types, callee->u.func.nparams)) return v->err->status;
     set_unreachable(v);
@@ -618,6 +618,58 @@ static bool const_op(pw_vctx *v, const pw_instr *in) {
     }
 }
 
+/* Legacy exception handling (try, catch, catch_all, delegate, rethrow): a try frame
+ * has op 0x06 in its body, 0x07 in a catch and 0x19 in its catch_all; rethrow's label
+ * must be a catch frame; delegate ends a try without handlers, its label counted from
+ * the try's enclosing frame. */
+static pw_status legacy_eh(pw_vctx *v, const pw_instr *in) {
+    pw_module *m = v->m;
+    const pw_valtype *p, *r;
+    uint32_t np, nr;
+    switch (in->op) {
+    case 0x06: {
+        pw_vctl proto = {0};
+        if (read_blocktype(v, in, &proto)) return v->err->status;
+        frame_types(m, &proto, &p, &np, &r, &nr);
+        if (pop_n(v, p, np) || push_ctl(v, 0x06, &proto) || push_n(v, p, np)) return v->err->status;
+        return PW_OK;
+    }
+    case 0x07:
+    case 0x19: {
+        pw_vctl *c = top(v);
+        if (c->op != 0x06 && c->op != 0x07)
+            return invalid(v, in->op == 0x07 ? "catch without try" : "catch_all without try");
+        if (in->op == 0x07 && in->a >= m->ntags) return invalid(v, "unknown tag %u", in->a);
+        if (check_frame_end(v, c)) return v->err->status;
+        reset_inits(v, c->init_height);
+        c->op = in->op;
+        c->unreachable = 0;
+        if (in->op == 0x07) {
+            const pw_deftype *tt = &m->types[m->tag_types[in->a]];
+            if (push_n(v, tt->u.func.types, tt->u.func.nparams)) return v->err->status;
+        }
+        return PW_OK;
+    }
+    case 0x18: {
+        pw_vctl c = *top(v);
+        if (c.op != 0x06) return invalid(v, "delegate without try");
+        if (check_frame_end(v, &c)) return v->err->status;
+        reset_inits(v, c.init_height);
+        v->nctls--;
+        if (in->a >= v->nctls) return invalid(v, "unknown label %u", in->a);
+        frame_types(m, &c, &p, &np, &r, &nr);
+        return push_n(v, r, nr);
+    }
+    default: { /* 0x09 rethrow */
+        if (in->a >= v->nctls) return invalid(v, "unknown label %u", in->a);
+        const pw_vctl *c = &v->ctls[v->nctls - 1 - in->a];
+        if (c->op != 0x07 && c->op != 0x19) return invalid(v, "invalid rethrow label");
+        set_unreachable(v);
+        return PW_OK;
+    }
+    }
+}
+
 /* ------------------------------------------------------------------ the main loop */
 
 /* Validate the sequence at v->r up to its final `end`; the function (or constant)
@@ -686,11 +738,18 @@ static pw_status run(pw_vctx *v) {
                 return v->err->status;
             break;
         }
+        case 0x06:
+        case 0x07:
+        case 0x19:
+        case 0x18:
+        case 0x09:
+            if (legacy_eh(v, &in)) return v->err->status;
+            break;
         case 0x05: {
             pw_vctl *c = top(v);
             if (c->op != 0x04) /* the enclosing sequence ends here and wants an `end` */
                 return pw__fail(v->err, PW_ERR_MALFORMED, "END opcode expected (at byte %zu)",
-                               pw_rd_off(&v->r) - 1);
+                                pw_rd_off(&v->r) - 1);
             if (check_frame_end(v, c)) return v->err->status;
             reset_inits(v, c->init_height);
             c->op = 0x05;
@@ -823,8 +882,8 @@ static pw_status run(pw_vctx *v) {
         case 0x1C:
             if (in.n != 1)
                 return invalid(v, "invalid result arity other than 1 is not (yet) allowed");
-            if (pw__check_valtype(v, in.t1) || pop(v, PW_VT_I32) || pop(v, in.t1) || pop(v, in.t1) ||
-                push(v, in.t1))
+            if (pw__check_valtype(v, in.t1) || pop(v, PW_VT_I32) || pop(v, in.t1) ||
+                pop(v, in.t1) || push(v, in.t1))
                 return v->err->status;
             break;
         case 0x20:
@@ -1196,7 +1255,7 @@ pw_status pw__validate_func(pw_vctx *v, uint32_t i) {
     if (begin(v, all, f->type) || run(v)) return v->err->status;
     if (pw_rd_off(&v->r) != (size_t)f->body.off + f->body.len)
         return pw__fail(v->err, PW_ERR_MALFORMED, "section size mismatch (function %u)",
-                       i + m->nfunc_imports);
+                        i + m->nfunc_imports);
     return PW_OK;
 }
 

@@ -39,7 +39,7 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: peri-spectest [--only NAME] [--scope wasm2|wasm3] [--strict] "
+            "usage: peri-spectest [--only NAME] [--scope wasm2|wasm3] [--strict] [--wat] "
             "[--no-fork] [--skip-if-absent] [--engine interp|jit|auto] [-v]\n"
             "  --only NAME   run one script (core/NAME, or GROUP/NAME), in scope or not\n"
             "  --scope S     wasm2 (default " PERI_SPECTEST_DEFAULT_SCOPE
@@ -47,6 +47,8 @@ static void usage(FILE *f) {
             "  --strict      a module rejected as invalid instead of malformed (or the\n"
             "                reverse) fails the assertion\n"
             "  --no-fork     run scripts in this process (for debuggers)\n"
+            "  --wat         text mode: every module from its text in the .wast source,\n"
+            "                through the engine's text parser (pw_wat_to_wasm)\n"
             "  --skip-if-absent  exit 77 (CTest: skipped) when the data folder is absent\n"
             "  --engine E    execution tier: interp (default), jit or auto\n"
             "  -v            print every failure detail and every skipped script\n"
@@ -74,7 +76,7 @@ static void run_one(const char *dir, const char *name, const st_opts *o, bool no
                     unsigned timeout, st_counts *total) {
     char path[4096];
     script_path(dir, name, path, sizeof path);
-    st_counts c = {0, 0, 0, 0};
+    st_counts c = {0};
     const char *problem = NULL;
     char problem_buf[128];
     if (no_fork) {
@@ -128,12 +130,18 @@ static void run_one(const char *dir, const char *name, const st_opts *o, bool no
         /* Whatever ran, the script's assertions count as failed (text-only skipped). */
         long runnable = 0, text_only = 0;
         st_count_assertions(path, &runnable, &text_only);
-        c = (st_counts){0, runnable ? runnable : 1, text_only, 0};
+        c = (st_counts){.failed = runnable ? runnable : 1, .skipped = text_only};
         printf("  %s: %s\n", name, problem);
     }
     printf("%-28s %6ld passed %6ld failed %6ld skipped", name, c.passed, c.failed, c.skipped);
     if (c.mismatched) printf("  (%ld malformed/invalid mismatches)", c.mismatched);
+    if (o->wat)
+        printf("  text: %ld modules, %ld byte-identical, %ld failed", c.wat_modules,
+               c.wat_identical, c.wat_failed);
     putchar('\n');
+    total->wat_modules += c.wat_modules;
+    total->wat_identical += c.wat_identical;
+    total->wat_failed += c.wat_failed;
     total->passed += c.passed;
     total->failed += c.failed;
     total->skipped += c.skipped;
@@ -153,7 +161,7 @@ static void skip_one(const char *dir, const char *name, const char *why, const s
 }
 
 int main(int argc, char **argv) {
-    st_opts o = {0, false, PW_ENGINE_INTERP};
+    st_opts o = {.engine = PW_ENGINE_INTERP};
     const char *only = NULL, *scope = getenv("PERI_SPECTEST_SCOPE");
     bool no_fork = false, skip_if_absent = false;
     if (!scope || !*scope) scope = PERI_SPECTEST_DEFAULT_SCOPE;
@@ -162,6 +170,8 @@ int main(int argc, char **argv) {
             o.verbose = 1;
         else if (strcmp(argv[i], "--strict") == 0)
             o.strict = true;
+        else if (strcmp(argv[i], "--wat") == 0)
+            o.wat = true;
         else if (strcmp(argv[i], "--no-fork") == 0)
             no_fork = true;
         else if (strcmp(argv[i], "--skip-if-absent") == 0)
@@ -206,7 +216,7 @@ int main(int argc, char **argv) {
     const char *env_timeout = getenv("PERI_SPECTEST_TIMEOUT");
     unsigned timeout = env_timeout ? (unsigned)strtoul(env_timeout, NULL, 10) : 120;
 
-    st_counts total = {0, 0, 0, 0};
+    st_counts total = {0};
     if (only) {
         run_one(dir, only, &o, no_fork, timeout, &total);
     } else {
@@ -236,6 +246,14 @@ int main(int argc, char **argv) {
                     skip_one(dir, name, stages[s], &o, &total, &nskipped);
             }
         }
+        if (runs[1]) {
+            const char *const *extra;
+            size_t nextra = st_scope_extra(&extra);
+            for (size_t i = 0; i < nextra; i++) {
+                run_one(dir, extra[i], &o, no_fork, timeout, &total);
+                nrun++;
+            }
+        }
         printf("scope %s: %ld scripts run, %ld scripts skipped (out of scope per scope.json "
                "and scope.c)\n",
                scope, nrun, nskipped);
@@ -245,6 +263,10 @@ int main(int argc, char **argv) {
         printf("note: %ld rejected modules were %s (malformed vs invalid)%s\n", total.mismatched,
                o.strict ? "rejected in the wrong category" : "rejected in the other category",
                o.strict ? "" : "; --strict counts them as failures, -v lists them");
+    if (o.wat)
+        printf("text: %ld modules parsed from the .wast sources, %ld byte-identical to the "
+               "reference encoding, %ld failed\n",
+               total.wat_modules, total.wat_identical, total.wat_failed);
     printf("%ld passed, %ld failed, %ld skipped\n", total.passed, total.failed, total.skipped);
-    return total.failed ? 1 : 0;
+    return total.failed || total.wat_failed ? 1 : 0;
 }

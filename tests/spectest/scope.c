@@ -3,6 +3,8 @@
  * (SIMD, relaxed SIMD, memory64, multi-memory) that the engine now implements and
  * that pass under every tier. They run with scope wasm3, after the wasm3 list.
  *
+ * Also the custom/ and legacy/ scripts (EXTRA), which scope.json does not list.
+ *
  * scope.json belongs to the read-only data folder, so the stage of a script the
  * engine has caught up with is recorded here; a script is added only when it passes
  * with --engine interp and with --engine jit. Invariant: every name is in
@@ -153,4 +155,17 @@ bool st_scope_promoted(const char *name) {
     for (size_t i = 0; i < sizeof PROMOTED / sizeof PROMOTED[0]; i++)
         if (strcmp(PROMOTED[i], name) == 0) return true;
     return false;
+}
+
+/* The scripts outside scope.json's core lists (MANIFEST.md §3.1): the custom-section
+ * and annotation scripts, and legacy exception handling. They run with scope wasm3,
+ * after the core scripts. */
+static const char *const EXTRA[] = {
+    "custom/custom_annot", "custom/name_annot", "legacy/rethrow",
+    "legacy/throw",        "legacy/try_catch",  "legacy/try_delegate",
+};
+
+size_t st_scope_extra(const char *const **names) {
+    *names = EXTRA;
+    return sizeof EXTRA / sizeof EXTRA[0];
 }

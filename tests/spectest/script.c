@@ -38,6 +38,7 @@ typedef struct st_script {
     st_list regs;  /* registry; obj NULL stands for the spectest host */
     pw_module *cur_mod;
     pw_instance *cur_inst;
+    st_wast *wast; /* text mode: the script's .wast source */
     long line;
     const char *cmd;
 } st_script;
@@ -130,9 +131,154 @@ static const char *st_status_name(pw_status s) {
     return "?";
 }
 
-/* Loads and compiles a module file of the script; NULL with err set on failure.
+/* Same imports and exports (names, kinds, order)? */
+static bool st_same_interface(const pw_module *a, const pw_module *b) {
+    if (pw_module_import_count(a) != pw_module_import_count(b) ||
+        pw_module_export_count(a) != pw_module_export_count(b))
+        return false;
+    for (uint32_t i = 0; i < pw_module_import_count(a); i++) {
+        pw_import_desc x, y;
+        pw_module_import(a, i, &x);
+        pw_module_import(b, i, &y);
+        if (x.kind != y.kind || x.module_len != y.module_len || x.name_len != y.name_len ||
+            memcmp(x.module, y.module, x.module_len) || memcmp(x.name, y.name, x.name_len))
+            return false;
+    }
+    for (uint32_t i = 0; i < pw_module_export_count(a); i++) {
+        pw_export_desc x, y;
+        pw_module_export(a, i, &x);
+        pw_module_export(b, i, &y);
+        if (x.kind != y.kind || x.name_len != y.name_len || memcmp(x.name, y.name, x.name_len))
+            return false;
+    }
+    return true;
+}
+
+/* Reads an unsigned LEB128 at d[*i] (bounded by n); false when malformed. */
+static bool st_leb(const uint8_t *d, size_t n, size_t *i, uint32_t *out) {
+    uint32_t v = 0;
+    for (int sh = 0; sh < 35 && *i < n; sh += 7) {
+        uint8_t b = d[(*i)++];
+        v |= (uint32_t)(b & 0x7F) << sh;
+        if (!(b & 0x80)) return *out = v, true;
+    }
+    return false;
+}
+
+static size_t st_put_leb(uint8_t *o, uint32_t v) {
+    size_t k = 0;
+    do {
+        o[k] = v & 0x7F;
+        v >>= 7;
+        if (v) o[k] |= 0x80;
+        k++;
+    } while (v);
+    return k;
+}
+
+/* The reference encoder pads section and function-body sizes to 5-byte LEB128s; the
+ * same module with minimal sizes (into a new buffer of at most n bytes), or len 0 when
+ * the module does not even split into sections. */
+static size_t st_minimal_sizes(const uint8_t *d, size_t n, uint8_t *o) {
+    if (n < 8) return 0;
+    memcpy(o, d, 8);
+    size_t i = 8, k = 8;
+    while (i < n) {
+        uint8_t id = d[i++];
+        uint32_t sz;
+        if (!st_leb(d, n, &i, &sz) || sz > n - i) return 0;
+        o[k++] = id;
+        if (id != 10) {
+            k += st_put_leb(o + k, sz);
+            memcpy(o + k, d + i, sz);
+            k += sz;
+            i += sz;
+            continue;
+        }
+        /* code: count, then size-prefixed bodies */
+        size_t j = i, end = i + sz, body = 0;
+        uint8_t tmp[10];
+        uint32_t cnt;
+        if (!st_leb(d, end, &j, &cnt)) return 0;
+        uint8_t *sec = o + k + 5; /* room for the section size, fixed below */
+        size_t m = st_put_leb(sec, cnt);
+        for (uint32_t f = 0; f < cnt; f++) {
+            uint32_t bs;
+            if (!st_leb(d, end, &j, &bs) || bs > end - j) return 0;
+            m += st_put_leb(sec + m, bs);
+            memcpy(sec + m, d + j, bs);
+            m += bs;
+            j += bs;
+        }
+        if (j != end) return 0;
+        body = st_put_leb(tmp, (uint32_t)m);
+        memmove(o + k + body, sec, m);
+        memcpy(o + k, tmp, body);
+        k += body + m;
+        i = end;
+    }
+    return k;
+}
+
+/* Text mode: replaces the reference binary (*bytes, *len) by the engine's own encoding
+ * of the module's text in the .wast source, counting modules that are byte-identical
+ * and checking that the two have the same imports and exports when both compile.
+ * False (err PW_ERR_ARG, so that every assertion on it fails) when the text cannot be
+ * found or the parser rejects it. */
+static bool st_wat_bytes(st_script *sc, json_t *cmd, uint8_t **bytes, size_t *len, pw_error *err) {
+    const char *text;
+    size_t tlen;
+    if (!st_wast_module(sc->wast, sc->line, &text, &tlen)) {
+        err->status = PW_ERR_ARG;
+        snprintf(err->message, sizeof err->message, "no module text at line %ld", sc->line);
+        sc->c->wat_failed++;
+        return false;
+    }
+    uint8_t *mine = NULL;
+    size_t mlen = 0;
+    if (pw_wat_to_wasm(text, tlen, &mine, &mlen, err) != PW_OK) {
+        err->status = PW_ERR_ARG;
+        char msg[sizeof err->message];
+        snprintf(msg, sizeof msg, "%s", err->message);
+        snprintf(err->message, sizeof err->message, "text parser rejected the module: %.200s", msg);
+        sc->c->wat_failed++;
+        return false;
+    }
+    sc->c->wat_modules++;
+    (void)cmd;
+    uint8_t *norm = malloc(*len + 16);
+    size_t nlen = norm ? st_minimal_sizes(*bytes, *len, norm) : 0;
+    bool same = (mlen == *len && memcmp(mine, *bytes, mlen) == 0) ||
+                (nlen == mlen && memcmp(mine, norm, mlen) == 0);
+    free(norm);
+    if (same) {
+        sc->c->wat_identical++;
+    } else {
+        pw_error e1, e2;
+        pw_module *ref = pw_module_new(*bytes, *len, NULL, &e1);
+        pw_module *own = pw_module_new(mine, mlen, NULL, &e2);
+        if (ref && !own) {
+            st_fail(sc, "text: the reference module compiles, ours does not: %s", e2.message);
+            sc->c->wat_failed++;
+        } else if (ref && own && !st_same_interface(ref, own)) {
+            st_fail(sc, "text: imports or exports differ from the reference module");
+            sc->c->wat_failed++;
+        }
+        if (ref) pw_module_free(ref);
+        if (own) pw_module_free(own);
+    }
+    free(*bytes);
+    *bytes = mine;
+    *len = mlen;
+    return true;
+}
+
+/* Loads and compiles the module of command `cmd`; NULL with err set on failure. A .wat
+ * file (a text module) goes through the text parser first; in text mode (--wat) the
+ * module's text in the .wast source replaces every .wasm file (st_wat_bytes).
  * The module is recorded in sc->mods (owned there) when it compiles. */
-static pw_module *st_load(st_script *sc, const char *file, pw_error *err) {
+static pw_module *st_load(st_script *sc, json_t *cmd, pw_error *err) {
+    const char *file = st_str(cmd, "filename");
     memset(err, 0, sizeof *err);
     if (!file) {
         err->status = PW_ERR_ARG;
@@ -166,6 +312,19 @@ static pw_module *st_load(st_script *sc, const char *file, pw_error *err) {
         len += got;
     } while (got > 0);
     fclose(f);
+    size_t flen = strlen(file);
+    if (flen > 4 && strcmp(file + flen - 4, ".wat") == 0) {
+        uint8_t *bin = NULL;
+        size_t blen = 0;
+        pw_status st = pw_wat_to_wasm((const char *)bytes, len, &bin, &blen, err);
+        free(bytes);
+        if (st != PW_OK) return NULL;
+        bytes = bin;
+        len = blen;
+    } else if (sc->o->wat && !st_wat_bytes(sc, cmd, &bytes, &len, err)) {
+        free(bytes);
+        return NULL;
+    }
     pw_module *m = pw_module_new(bytes, len, NULL, err);
     free(bytes);
     if (m && !st_push(&sc->mods, NULL, 0, m)) {
@@ -411,7 +570,7 @@ static void st_cmd_action(st_script *sc, json_t *cmd) {
 
 static void st_cmd_module(st_script *sc, json_t *cmd, bool instantiate) {
     pw_error err;
-    pw_module *m = st_load(sc, st_str(cmd, "filename"), &err);
+    pw_module *m = st_load(sc, cmd, &err);
     json_t *name = json_object_get(cmd, "name");
     sc->cur_mod = m;
     if (!st_bind(sc, &sc->mods, name, m)) return;
@@ -469,7 +628,7 @@ static void st_cmd_register(st_script *sc, json_t *cmd) {
 /* assert_malformed / assert_invalid on a binary module. */
 static void st_cmd_assert_rejected(st_script *sc, json_t *cmd, pw_status want) {
     pw_error err;
-    pw_module *m = st_load(sc, st_str(cmd, "filename"), &err);
+    pw_module *m = st_load(sc, cmd, &err);
     const char *text = st_str(cmd, "text");
     if (m) {
         st_fail(sc, "module accepted, expected %s \"%s\"", st_status_name(want), text ? text : "");
@@ -492,7 +651,7 @@ static void st_cmd_assert_instantiate_fails(st_script *sc, json_t *cmd, bool lin
     pw_error err;
     pw_module *m;
     if (json_object_get(cmd, "filename")) {
-        m = st_load(sc, st_str(cmd, "filename"), &err);
+        m = st_load(sc, cmd, &err);
         if (!m) {
             st_fail(sc, "module rejected: %s: %s", st_status_name(err.status), err.message);
             return;
@@ -525,22 +684,10 @@ bool st_is_assertion(const char *type) {
     return type && strncmp(type, "assert_", 7) == 0;
 }
 
-/* Text-format modules (no WAT parser here) and custom-annotation assertions. */
-static bool st_is_text_only(json_t *cmd) {
-    const char *type = st_str(cmd, "type");
-    const char *mt = st_str(cmd, "module_type");
-    if (type && strlen(type) > 7 && strcmp(type + strlen(type) - 7, "_custom") == 0) return true;
-    return mt && strcmp(mt, "text") == 0;
-}
-
 static void st_command(st_script *sc, json_t *cmd) {
     const char *type = st_str(cmd, "type");
     sc->cmd = type ? type : "?";
     sc->line = (long)json_integer_value(json_object_get(cmd, "line"));
-    if (st_is_assertion(type) && st_is_text_only(cmd)) {
-        sc->c->skipped++;
-        return;
-    }
     if (!type)
         st_fail(sc, "command without type");
     else if (strcmp(type, "module") == 0)
@@ -561,9 +708,9 @@ static void st_command(st_script *sc, json_t *cmd) {
         st_cmd_assert_trap(sc, cmd, true);
     else if (strcmp(type, "assert_exception") == 0)
         st_cmd_assert_exception(sc, cmd);
-    else if (strcmp(type, "assert_malformed") == 0)
+    else if (strcmp(type, "assert_malformed") == 0 || strcmp(type, "assert_malformed_custom") == 0)
         st_cmd_assert_rejected(sc, cmd, PW_ERR_MALFORMED);
-    else if (strcmp(type, "assert_invalid") == 0)
+    else if (strcmp(type, "assert_invalid") == 0 || strcmp(type, "assert_invalid_custom") == 0)
         st_cmd_assert_rejected(sc, cmd, PW_ERR_INVALID);
     else if (strcmp(type, "assert_unlinkable") == 0)
         st_cmd_assert_instantiate_fails(sc, cmd, true);
@@ -583,16 +730,14 @@ static json_t *st_load_json(const char *path) {
 }
 
 bool st_count_assertions(const char *json_path, long *runnable, long *text_only) {
+    *text_only = 0; /* every text module is parsed now */
     json_t *root = st_load_json(json_path);
     if (!root) return false;
     size_t i;
     json_t *cmd;
     json_array_foreach(json_object_get(root, "commands"), i, cmd) {
         if (!st_is_assertion(st_str(cmd, "type"))) continue;
-        if (st_is_text_only(cmd))
-            (*text_only)++;
-        else
-            (*runnable)++;
+        (*runnable)++;
     }
     json_decref(root);
     return true;
@@ -610,6 +755,11 @@ bool st_run_script(const char *json_path, const char *name, const st_opts *o, st
         strcpy(dir, ".");
 
     st_script sc = {.o = o, .dir = dir, .name = name, .c = c, .cmd = "setup"};
+    if (o->wat && !(sc.wast = st_wast_open(json_path))) {
+        fprintf(stderr, "peri-spectest: %s: cannot read the script's .wast source\n", name);
+        json_decref(root);
+        return false;
+    }
     pw_error err;
     memset(&err, 0, sizeof err);
     pw_store_config cfg = {.engine = o->engine};
@@ -622,11 +772,7 @@ bool st_run_script(const char *json_path, const char *name, const st_opts *o, st
         size_t i;
         json_t *cmd;
         json_array_foreach(cmds, i, cmd) {
-            if (!st_is_assertion(st_str(cmd, "type"))) continue;
-            if (st_is_text_only(cmd))
-                c->skipped++;
-            else
-                c->failed++;
+            if (st_is_assertion(st_str(cmd, "type"))) c->failed++;
         }
     } else {
         size_t i;
@@ -640,6 +786,7 @@ bool st_run_script(const char *json_path, const char *name, const st_opts *o, st
     free(sc.mods.v);
     free(sc.insts.v);
     free(sc.regs.v);
+    st_wast_free(sc.wast);
     json_decref(root);
     return true;
 }

@@ -21,12 +21,16 @@
 typedef struct st_counts {
     long passed, failed, skipped;
     long mismatched; /* rejected modules whose category (malformed/invalid) differs */
+    /* text mode (--wat): modules parsed from the .wast text, of which byte-identical to
+     * the reference encoding, and modules the parser failed on or got wrong */
+    long wat_modules, wat_identical, wat_failed;
 } st_counts;
 
 typedef struct st_opts {
     int verbose; /* 0: at most ST_MAX_DETAILS failure details per script; 1: all */
     bool strict; /* count malformed/invalid category mismatches as failures */
     int engine;  /* pw_store_config.engine (--engine) */
+    bool wat;    /* text mode: modules come from the .wast source via pw_wat_to_wasm */
 } st_opts;
 
 #define ST_MAX_DETAILS 10
@@ -38,6 +42,8 @@ bool st_run_script(const char *json_path, const char *name, const st_opts *o, st
 
 /* Is this script of the "later" stage run with scope wasm3 (scope.c)? */
 bool st_scope_promoted(const char *name);
+/* The custom/ and legacy/ scripts ("group/name"), run with scope wasm3 too. */
+size_t st_scope_extra(const char *const **names);
 
 /* Counts the assertions of a script without running it: runnable ones and the
  * text-format ones a binary-only runner skips. False if unreadable. */
@@ -57,6 +63,17 @@ bool st_value_match(json_t *e, pw_valtype t, const pw_val *got);
 /* Human-readable forms for failure messages. */
 void st_value_fmt(pw_valtype t, const pw_val *v, char *buf, size_t n);
 void st_value_fmt_expected(json_t *e, char *buf, size_t n);
+
+/* ---- wast.c */
+
+typedef struct st_wast st_wast;
+/* The .wast source of the script whose JSON is at json_path (NULL if unreadable). */
+st_wast *st_wast_open(const char *json_path);
+st_wast *st_wast_load(const char *path);
+/* The text of the next unused module form starting at `line` (a command, or the
+ * module of an assertion). */
+bool st_wast_module(st_wast *w, long line, const char **text, size_t *len);
+void st_wast_free(st_wast *w);
 
 /* ---- host.c */
 
