@@ -40,7 +40,7 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: peri-spectest [--only NAME] [--scope wasm2|wasm3] [--strict] "
-            "[--no-fork] [--skip-if-absent] [--engine interp|jit|auto] [-v]\n"
+            "[--no-fork] [--skip-if-absent] [--engine interp|jit|jit-sse2|auto] [-v]\n"
             "  --only NAME   run one script (core/NAME, or GROUP/NAME), in scope or not\n"
             "  --scope S     wasm2 (default " PERI_SPECTEST_DEFAULT_SCOPE
             ") or wasm3 (= wasm2 + wasm3)\n"
@@ -48,7 +48,8 @@ static void usage(FILE *f) {
             "                reverse) fails the assertion\n"
             "  --no-fork     run scripts in this process (for debuggers)\n"
             "  --skip-if-absent  exit 77 (CTest: skipped) when the data folder is absent\n"
-            "  --engine E    execution tier: interp (default), jit or auto\n"
+            "  --engine E    execution tier: interp (default), jit, jit-sse2 (SIMD with\n"
+            "                plain SSE2 only) or auto\n"
             "  -v            print every failure detail and every skipped script\n"
             "environment: SPECTEST_DIR (data folder, default %s),\n"
             "             PERI_SPECTEST_SCOPE, PERI_SPECTEST_TIMEOUT (seconds per script)\n",
@@ -153,7 +154,7 @@ static void skip_one(const char *dir, const char *name, const char *why, const s
 }
 
 int main(int argc, char **argv) {
-    st_opts o = {0, false, PW_ENGINE_INTERP};
+    st_opts o = {0, false, PW_ENGINE_INTERP, false};
     const char *only = NULL, *scope = getenv("PERI_SPECTEST_SCOPE");
     bool no_fork = false, skip_if_absent = false;
     if (!scope || !*scope) scope = PERI_SPECTEST_DEFAULT_SCOPE;
@@ -176,6 +177,8 @@ int main(int argc, char **argv) {
                 o.engine = PW_ENGINE_INTERP;
             else if (strcmp(e, "jit") == 0)
                 o.engine = PW_ENGINE_JIT;
+            else if (strcmp(e, "jit-sse2") == 0) /* the JIT's plain SSE2 SIMD path */
+                o.engine = PW_ENGINE_JIT, o.jit_sse2 = true;
             else if (strcmp(e, "auto") == 0)
                 o.engine = PW_ENGINE_AUTO;
             else {

@@ -1570,6 +1570,31 @@ static bool simd_inline(jc *c, uint32_t pos) {
         simd_shift(c, pos, sub) || simd_unary(c, pos, sub))
         return true;
     if (c->fail) return true;
+    /* integer compares of i8/i16/i32 lanes: pcmpeq or pcmpgt (operands swapped for
+     * lt/ge), unsigned ones with both operands' sign bits flipped first, ne/le/ge
+     * as the complement */
+    if (sub >= 0x23 && sub <= 0x40) {
+        uint32_t lane = (sub - 0x23) / 10, kind = (sub - 0x23) % 10;
+        static const uint16_t SWAP = 0x30C, BIAS = 0x2A8, NOT = 0x3C2, EQ = 0x003;
+        bool swap = SWAP >> kind & 1, bias = BIAS >> kind & 1, inv = NOT >> kind & 1;
+        uint64_t sb = lane == 0 ? rep8(0x80) : lane == 1 ? rep16(0x8000) : 0x8000000080000000ull;
+        uint8_t op = (uint8_t)((EQ >> kind & 1 ? 0x74 : 0x64) + lane);
+        uint32_t wa = pos + (swap ? 5 : 4), wb = pos + (swap ? 4 : 5);
+        int rb = vin(c, wb, 1);
+        if (bias) {
+            vmov(c, 1, rb);
+            vconst_op(c, 0x66, 0, 0xEF, 1, sb, sb);
+            rb = 1;
+        }
+        int rd = vdst(c, pos + 3, 0);
+        int t = rd != rb ? rd : 0;
+        vmov(c, t, vin(c, wa, t));
+        if (bias) vconst_op(c, 0x66, 0, 0xEF, t, sb, sb);
+        vrr(c, 0x66, 0, op, t, rb);
+        if (inv) vconst_op(c, 0x66, 0, 0xEF, t, ~0ull, ~0ull);
+        vout(c, pos + 3, t);
+        return true;
+    }
     /* float compares: cmpps/cmppd with eq 0, lt 1, le 2, neq 4 (true for NaN, as
      * Wasm's ne); gt and ge are lt and le with the operands swapped */
     static const struct {
@@ -1654,9 +1679,13 @@ static bool vpair_note(jc *c, uint32_t a, uint32_t b, uint32_t p2) {
 }
 static bool vpair_copy(jc *c, uint32_t pos) {
     uint64_t d = IMM(1), s = IMM(2), ns = c->cf->frame_slots;
-    if (IMM(3) != d + 1 || IMM(4) != s + 1 || d + 1 >= ns || s + 1 >= ns ||
-        (d < s + 2 && s < d + 2))
+    if (IMM(3) + 1 == d && IMM(4) + 1 == s) { /* the high cells first */
+        d = IMM(3);
+        s = IMM(4);
+    } else if (IMM(3) != d + 1 || IMM(4) != s + 1) {
         return false;
+    }
+    if (d + 1 >= ns || s + 1 >= ns || (d < s + 2 && s < d + 2)) return false;
     if (c->analyze) {
         c->vuse[d] |= V_PAIR_LO;
         c->vuse[d + 1] |= V_PAIR_HI;
@@ -1684,13 +1713,21 @@ static bool vpair_const(jc *c, uint32_t pos, uint32_t *len) {
     }
     uint64_t s = IMM(1);
     uint32_t p2 = pos + *len;
-    if (p2 + 3 > c->n || s + 1 >= c->cf->frame_slots || c->code[p2 + 1] != s + 1) return false;
+    if (p2 + 3 > c->n) return false;
+    bool rev = c->code[p2 + 1] + 1ull == s; /* the high cell first */
+    if (rev) s--;
+    if (s + 1 >= c->cf->frame_slots || c->code[p2 + 1] != (rev ? s : s + 1)) return false;
     int op2 = op_of(c->jm, c->code[p2]);
     if ((op2 != PW_OP_CONST32 && op2 != PW_OP_CONST64) || (op2 == PW_OP_CONST64 && p2 + 4 > c->n))
         return false;
     uint64_t lo = IMM(2), hi = c->code[p2 + 2];
     if (*len == 4) lo |= (uint64_t)IMM(3) << 32;
     if (op2 == PW_OP_CONST64) hi |= (uint64_t)c->code[p2 + 3] << 32;
+    if (rev) {
+        uint64_t t = lo;
+        lo = hi;
+        hi = t;
+    }
     if (c->analyze) {
         c->vuse[s] |= V_PAIR_LO;
         c->vuse[s + 1] |= V_PAIR_HI;
