@@ -224,8 +224,9 @@ enum { U_LDST = 1, U_GPR = 2, U_SSE = 4, U_MEM = 8, U_V = 16 /* a v128 use (weig
  *   V_LO, V_HI            first/second cell of a v128 operand of a SIMD instruction
  *   V_PAIR_LO, V_PAIR_HI  first/second cell of a two-cell copy (COPY2 d, s, d+1,
  *                         s+1) or of a pair of constants: moved whole in xmm
- *   V_OTHER               any other (scalar) access */
-enum { V_LO = 1, V_HI = 2, V_PAIR_LO = 4, V_PAIR_HI = 8, V_OTHER = 16 };
+ *   V_OTHER               a scalar access through a register-capable operand
+ *   V_MEM                 a scalar access whose address is taken (U_MEM) */
+enum { V_LO = 1, V_HI = 2, V_PAIR_LO = 4, V_PAIR_HI = 8, V_OTHER = 16, V_MEM = 32 };
 
 /* CPU features beyond SSE2 the SIMD templates may use (jc.isa). */
 enum { ISA_SSSE3 = 1, ISA_SSE41 = 2 };
@@ -242,6 +243,12 @@ typedef struct slotuse {
     uint32_t pos, slot; /* slot UINT32_MAX: a call (every pin is spilled/reloaded) */
     uint32_t cls;       /* U_* */
 } slotuse;
+
+/* xmm registers kept from pins in a function with SIMD: a cache of the last v128
+ * results written to the frame (vout), so that the next SIMD instruction reads them
+ * without a store-to-load round trip. */
+#define VC_N   2
+#define VC_REG (16 - VC_N) /* xmm14, xmm15 */
 
 /* Special labels after the per-word ones. */
 enum { LAB_EXIT = PW_TRAP_COUNT_, LAB_RET, LAB_TRAPC, LAB_NSPECIAL };
@@ -272,11 +279,15 @@ typedef struct jc {
     int8_t preg[PIN_MAX];
     bool pwide[PIN_MAX]; /* a vector pin: the slot and the next one, 16 bytes */
     /* SIMD (section "SIMD" below). */
-    unsigned isa;     /* ISA_* the module may use */
-    bool has_simd;    /* pass 1 saw a v128 operand */
-    bool nov;         /* pass 1: the current accesses are a pair's (not V_OTHER) */
-    uint32_t pair2;   /* pass 1: the second instruction of a constant pair */
-    uint8_t *vuse;    /* per slot: V_* bits */
+    unsigned isa;                     /* ISA_* the module may use */
+    bool has_simd;                    /* pass 1 saw a v128 operand */
+    bool nov;                         /* pass 1: the current accesses are a pair's (not V_OTHER) */
+    uint32_t pair2;                   /* pass 1: the second instruction of a constant pair */
+    uint32_t lc_end, lc_slot, lc_val; /* the last CONST32 (ends at word lc_end) */
+    uint32_t vc_slot[2];              /* v128 results cached in xmm14/xmm15 (vout) */
+    uint8_t vc_next;                  /* the entry vout replaces next */
+    bool vc_set;                      /* the current instruction set the cache */
+    uint8_t *vuse;                    /* per slot: V_* bits */
     int8_t *vpin;     /* per slot: -1, or PIN_XMM0 + n holding it and the next slot */
     uint8_t *target;  /* per word: a branch target (from pass 1's fixups) */
     uint32_t *vpairs; /* pass 1: (first slot, partner's first slot) of pair copies */
@@ -307,8 +318,19 @@ static void note_access(jc *c, uint32_t slot, int cls) {
     c->acc[c->nacc++] = (slotuse){c->curpos, slot, (uint32_t)cls};
 }
 
+static void vc_clear(jc *c) {
+    c->vc_slot[0] = c->vc_slot[1] = UINT32_MAX;
+}
+/* Forget cached v128 results whose cells overlap slots lo..hi (written there). */
+static void vc_drop(jc *c, uint32_t lo, uint32_t hi) {
+    for (int k = 0; k < VC_N; k++)
+        if (c->vc_slot[k] != UINT32_MAX && c->vc_slot[k] + 1 >= lo && c->vc_slot[k] <= hi)
+            c->vc_slot[k] = UINT32_MAX;
+}
+
 /* Slot operand at word w used as `cls`: its register when pinned (outside call
- * sequences), else its frame cell [rbx + 8 slot]. */
+ * sequences), else its frame cell [rbx + 8 slot] (any cached v128 result over that
+ * cell is forgotten: the template may write it). */
 static pw_xmem S_(jc *c, uint32_t w, int cls) {
     uint32_t slot = c->code[w];
     if (slot >= c->cf->frame_slots) {
@@ -317,7 +339,7 @@ static pw_xmem S_(jc *c, uint32_t w, int cls) {
     }
     if (c->analyze) {
         c->use[slot] |= (uint8_t)cls;
-        if (!c->nov) c->vuse[slot] |= V_OTHER;
+        if (!c->nov) c->vuse[slot] |= cls == U_MEM ? V_MEM : V_OTHER;
         note_access(c, slot, cls);
     } else if (c->pin && c->pin[slot] >= 0 && !c->memonly) {
         int r = c->pin[slot];
@@ -327,7 +349,17 @@ static pw_xmem S_(jc *c, uint32_t w, int cls) {
             /* any class: the templates convert between GPR and xmm (alu_m, sse_ld) */
             return r >= PIN_XMM0 ? x_xreg(r - PIN_XMM0) : x_reg(r);
         }
+    } else if (c->vpin && c->vpin[slot] >= 0 && !c->memonly) {
+        /* the low cell of a vector pin used as a scalar (an operand-stack slot that
+         * holds a v128 in one place and an i32 in another): its low 64 bits, as a
+         * scalar xmm pin; a scalar write may clobber the high cell, which no one
+         * reads before a v128 write (choose_vpins) */
+        if (cls == U_MEM)
+            c->fail = true;
+        else
+            return x_xreg(c->vpin[slot] - PIN_XMM0);
     }
+    if (!c->analyze) vc_drop(c, slot, slot);
     return x_mem(X_RBX, (int32_t)(slot * 8));
 }
 #define SL(k)  S_(c, pos + (k), U_LDST)
@@ -478,6 +510,7 @@ static void reload_pins(jc *c, uint32_t keep) {
 /* A call sequence: spill, then slot operands are read/written in memory until
  * call_end reloads every pin (results land in the frame). */
 static void call_begin(jc *c) {
+    vc_clear(c);
     if (c->analyze) note_access(c, UINT32_MAX, 0);
     spill_pins(c);
     c->memonly = true;
@@ -942,6 +975,8 @@ static int vin(jc *c, uint32_t w, int scratch) {
     uint32_t s = vslot(c, w);
     int r = vreg_of(c, s);
     if (r >= 0) return r;
+    for (int k = 0; k < VC_N && !c->analyze && !c->memonly; k++)
+        if (c->vc_slot[k] == s) return VC_REG + k;
     movdqu_ld(c, scratch, vcell(s));
     return scratch;
 }
@@ -950,13 +985,25 @@ static int vdst(jc *c, uint32_t w, int scratch) {
     int r = vreg_of(c, vslot(c, w));
     return r >= 0 ? r : scratch;
 }
+/* The result: to its pin, or to its cells and, within a run of SIMD instructions
+ * (translate and xop clear the cache at anything else, at labels and whenever an
+ * instruction wrote cells without vout), to the result cache, replacing any entry
+ * that overlaps it. */
 static void vout(jc *c, uint32_t w, int r) {
     uint32_t s = vslot(c, w);
     int p = vreg_of(c, s);
-    if (p >= 0)
+    c->vc_set = true;
+    vc_drop(c, s, s + 1);
+    if (p >= 0) {
         vmov(c, p, r);
-    else
-        movdqu_st(c, vcell(s), r);
+        return;
+    }
+    movdqu_st(c, vcell(s), r);
+    if (c->analyze || c->memonly) return;
+    int k = c->vc_slot[0] == UINT32_MAX ? 0 : c->vc_slot[1] == UINT32_MAX ? 1 : c->vc_next;
+    c->vc_next = (uint8_t)(k ^ 1);
+    vmov(c, VC_REG + k, r);
+    c->vc_slot[k] = s;
 }
 /* The operand's frame cells, current (a pinned value is stored there first). */
 static pw_xmem vmem_in(jc *c, uint32_t w) {
@@ -1407,6 +1454,27 @@ static bool simd_shift(jc *c, uint32_t pos, uint32_t sub) {
     };
     for (size_t i = 0; i < sizeof SH / sizeof SH[0]; i++) {
         if (SH[i].sub != sub) continue;
+        if (c->lc_end == pos && c->lc_slot == IMM(5) && !c->target[pos]) {
+            /* the count is the constant just written: an immediate shift */
+            uint8_t n = (uint8_t)(c->lc_val & SH[i].mask), op = SH[i].op;
+            uint8_t ext = (op & 0xF0) == 0xF0 ? 6 : (op & 0xF0) == 0xE0 ? 4 : 2;
+            int t = vdst(c, pos + 3, 0);
+            vmov(c, t, vin(c, pos + 4, t));
+            if (sub >= 0x6B && sub <= 0x6D) {
+                if (sub == 0x6C) vconst_op(c, 0x66, 0, 0xEF, t, rep8(0x80), rep8(0x80));
+                vshift(c, 0x71, ext, t, n);
+                uint8_t mk = sub == 0x6B ? (uint8_t)(0xFF << n) : (uint8_t)(0xFF >> n);
+                vconst_op(c, 0x66, 0, 0xDB, t, rep8(mk), rep8(mk)); /* pand */
+                if (sub == 0x6C) {
+                    uint8_t b = (uint8_t)(0x80 >> n);
+                    vconst_op(c, 0x66, 0, 0xF8, t, rep8(b), rep8(b)); /* psubb */
+                }
+            } else if (n) {
+                vshift(c, (uint8_t)(0x70 + (op & 0x0F)), ext, t, n); /* 0x71-0x73 */
+            }
+            vout(c, pos + 3, t);
+            return true;
+        }
         ld(c, false, X_RCX, SL(5));
         pw__x64_alu_ri(x, X_AND, false, X_RCX, SH[i].mask);
         int t = vdst(c, pos + 3, 0);
@@ -1700,10 +1768,12 @@ static bool vpair_copy(jc *c, uint32_t pos) {
         rs = rd >= 0 ? rd : 0;
         movdqu_ld(c, rs, vcell((uint32_t)s));
     }
-    if (rd >= 0)
+    if (rd >= 0) {
         vmov(c, rd, rs);
-    else
+    } else {
+        vc_drop(c, (uint32_t)d, (uint32_t)d + 1);
         movdqu_st(c, vcell((uint32_t)d), rs);
+    }
     return true;
 }
 static bool vpair_const(jc *c, uint32_t pos, uint32_t *len) {
@@ -1744,7 +1814,10 @@ static bool vpair_const(jc *c, uint32_t pos, uint32_t *len) {
         vrr(c, 0x66, 0, 0x76, t, t); /* pcmpeqd */
     else
         vconst_op(c, 0x66, 0, 0x6F, t, lo, hi); /* movdqa */
-    if (r < 0) movdqu_st(c, vcell((uint32_t)s), t);
+    if (r < 0) {
+        vc_drop(c, (uint32_t)s, (uint32_t)s + 1);
+        movdqu_st(c, vcell((uint32_t)s), t);
+    }
     *len += op2 == PW_OP_CONST64 ? 4 : 3;
     return true;
 }
@@ -1763,6 +1836,7 @@ static void xop(jc *c, uint32_t pos, uint32_t *len) {
         return;
     }
     *len = words[kind];
+    if (kind != PW_XOP_SIMD) vc_clear(c);
     if (kind == PW_XOP_CLAMP32) { /* dst src: saturated to u32 */
         ld(c, true, X_RAX, SL(3));
         pw__x64_mov_ri32(x, X_RCX, UINT32_MAX); /* zero-extended: rcx = 2^32 - 1 */
@@ -1771,7 +1845,12 @@ static void xop(jc *c, uint32_t pos, uint32_t *len) {
         st(c, false, SL(2), X_RAX);
         return;
     }
-    if (kind == PW_XOP_SIMD && simd_inline(c, pos)) return;
+    c->vc_set = false;
+    if (kind == PW_XOP_SIMD && simd_inline(c, pos)) {
+        if (!c->vc_set) vc_clear(c); /* it wrote cells another way */
+        return;
+    }
+    vc_clear(c);
     call_begin(c);
     pw__x64_mov_rr(x, true, X_RDI, X_R15);
     pw__x64_mov_rr(x, true, X_RSI, X_R14);
@@ -1876,6 +1955,7 @@ static bool popcnt_ok(void) {
 /* Translate one instruction at pos; *len = its length in words. */
 static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
     pw_x64 *x = &c->x;
+    if (c->target[pos]) vc_clear(c); /* see vout */
     if (binops[op].kind) {
         *len = 4;
         binop(c, pos, &binops[op]);
@@ -1999,6 +2079,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
             pw__x64_mov_ri32(x, X_RAX, IMM(2));
         st(c, true, SL(1), X_RAX);
         c->nov = false;
+        c->lc_end = pos + *len, c->lc_slot = IMM(1), c->lc_val = IMM(2);
         return;
     case PW_OP_SELECT:
         *len = 5;
@@ -2327,6 +2408,8 @@ static void run_pass(jc *c) {
     c->memonly = false;
     c->nov = false;
     c->pair2 = UINT32_MAX;
+    c->lc_end = UINT32_MAX;
+    vc_clear(c);
     c->npool = 0;
     c->npfx = 0;
     c->nvpairs = 0;
@@ -2360,8 +2443,11 @@ static void run_pass(jc *c) {
 }
 
 /* Vector pins (after the scalar ones, in the xmm registers left): a v128 whose
- * first cell is used only as a v128 operand's first cell or a pair's first cell
- * (V_LO, V_PAIR_LO) and whose second cell only as second cells, whose pair
+ * first cell is used as a v128 operand's first cell or a pair's first cell (V_LO,
+ * V_PAIR_LO) or as a scalar in a register (V_OTHER: the low half of the register;
+ * a scalar write there ends the v128 that the cells held, and the second cell is
+ * never read but as part of a v128 written whole after it), whose second cell is
+ * used only as second cells, whose pair
  * partners are not scalar-pinned and whose constant pairs can be fused (no branch
  * into their middle); heaviest first, when it gains more than it costs. */
 static void choose_vpins(jc *c, const uint64_t *wt, uint64_t cost, int nx) {
@@ -2377,12 +2463,12 @@ static void choose_vpins(jc *c, const uint64_t *wt, uint64_t cost, int nx) {
             if (!vpair_ok(c, a)) bad[b] = 1;
         }
     }
-    for (int r = nx; r < NPIN_XMM; r++) {
+    for (int r = nx; r < NPIN_XMM - VC_N; r++) {
         uint32_t best = UINT32_MAX;
         for (uint32_t sl = 0; sl + 1 < ns; sl++) {
             uint8_t u = c->vuse[sl], h = c->vuse[sl + 1];
-            if (!(u & V_LO) || (u & ~(V_LO | V_PAIR_LO)) || (h & ~(V_HI | V_PAIR_HI)) || bad[sl] ||
-                c->pin[sl] >= 0 || c->pin[sl + 1] >= 0 || c->vpin[sl] >= 0)
+            if (!(u & V_LO) || (u & ~(V_LO | V_PAIR_LO | V_OTHER)) || (h & ~(V_HI | V_PAIR_HI)) ||
+                bad[sl] || c->pin[sl] >= 0 || c->pin[sl + 1] >= 0 || c->vpin[sl] >= 0)
                 continue;
             uint64_t w = wt[sl] + wt[sl + 1];
             if (w > cost && (best == UINT32_MAX || w > wt[best] + wt[best + 1])) best = sl;
@@ -2431,7 +2517,7 @@ static void choose_pins(jc *c) {
     uint64_t cost = 2 * callw + 2;
     int nx = 0; /* xmm registers taken */
     for (int cls = 0; cls < 2; cls++) {
-        int limit = cls ? NPIN_XMM : NPIN_GPR;
+        int limit = cls ? NPIN_XMM - (c->has_simd ? VC_N : 0) : NPIN_GPR;
         for (int r = 0; r < limit; r++) {
             uint32_t best = UINT32_MAX;
             for (uint32_t sl = 0; sl < ns; sl++) {
