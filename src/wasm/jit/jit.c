@@ -443,11 +443,15 @@ static void ld(jc *c, bool w, int r, pw_xmem m) {
     else if (!(m.index == X_DIRECT && m.base == r))
         pw__x64_load(&c->x, w ? X_LD64 : X_LD32, r, m);
 }
+/* A 4-byte value goes to a frame cell as all 8 bytes of r (the upper half of a cell
+ * holding an i32 is unspecified, docs/jit.md): a later 8-byte read of the cell (a
+ * copy, a call argument) then forwards from the store instead of stalling on a
+ * narrower one. */
 static void st(jc *c, bool w, pw_xmem m, int r) {
     if (m.index == X_DIRECTX)
         pw__x64_sse_rr(&c->x, 0x66, X_SSE_MOVD, w, m.base, r);
     else
-        pw__x64_store(&c->x, w ? 8 : 4, m, r);
+        pw__x64_store(&c->x, w || m.base == X_RBX ? 8 : 4, m, r);
 }
 
 /* dst op= slot operand m (dst is not rcx: an xmm-pinned m goes through rcx). */
@@ -640,7 +644,7 @@ static void memop(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
         } else if (v.index == X_DIRECTX && mi->bytes >= 4) {
             pw__x64_sse_rm(&c->x, mi->bytes == 8 ? 0xF2 : 0xF3, X_SSE_MOVST, false, v.base, m);
         } else {
-            ld(c, true, X_RCX, v);
+            ld(c, mi->bytes == 8, X_RCX, v);
             pw__x64_store(&c->x, mi->bytes, m, X_RCX);
         }
     } else {
@@ -1953,32 +1957,18 @@ static bool popcnt_ok(void) {
 }
 
 /* Translate one instruction at pos; *len = its length in words. */
-static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
+/* Control: branches, br_table, return, calls (*len preset to 3). False: not one of them. */
+static bool t_control(jc *c, uint32_t pos, int op, uint32_t *len) {
     pw_x64 *x = &c->x;
-    if (c->target[pos]) vc_clear(c); /* see vout */
-    if (binops[op].kind) {
-        *len = 4;
-        binop(c, pos, &binops[op]);
-        return;
-    }
-    if (memops[op].bytes) {
-        memop(c, pos, &memops[op], len);
-        return;
-    }
-    if (fpops[op].kind) {
-        fparith(c, pos, &fpops[op], len);
-        return;
-    }
-    *len = 3;
     switch (op) {
     case PW_OP_UNREACHABLE:
         *len = 1;
         jmp_to(c, special(c, PW_TRAP_UNREACHABLE));
-        return;
+        return true;
     case PW_OP_BR:
         *len = 2;
         branch(c, -1, pos, IMM(1));
-        return;
+        return true;
     case PW_OP_BR_IF:
     case PW_OP_BR_IFZ:
     case PW_OP_BR_IF64:
@@ -1987,13 +1977,13 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         ld(c, w, X_RAX, SL(1));
         pw__x64_test_rr(x, w, X_RAX, X_RAX);
         branch(c, op == PW_OP_BR_IF || op == PW_OP_BR_IF64 ? X_CC_NE : X_CC_E, pos, IMM(2));
-        return;
+        return true;
     }
     case PW_OP_BR_TABLE: {
         uint32_t n = IMM(2);
         if (n >= c->n || pos + 4 + (uint64_t)n > c->n) {
             c->fail = true;
-            return;
+            return true;
         }
         *len = 4 + n;
         /* Any entry may be a loop back-edge: poll once before the indirect jump. */
@@ -2012,23 +2002,23 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
             uint32_t t = pos + IMM(3 + i);
             if (t >= c->n) {
                 c->fail = true;
-                return;
+                return true;
             }
             size_t at = x->len;
             pw__x64_u32(x, 0);
             add_fix(c, at, t, table);
         }
-        return;
+        return true;
     }
     case PW_OP_RETURN:
         *len = 1;
         jmp_to(c, special(c, LAB_RET));
-        return;
-    case PW_OP_CALL: call_func(c, pos, c->m->nfunc_imports + IMM(1), IMM(2), 3); return;
+        return true;
+    case PW_OP_CALL: call_func(c, pos, c->m->nfunc_imports + IMM(1), IMM(2), 3); return true;
     case PW_OP_CALL_IMPORT:
         if (IMM(1) >= c->m->nfunc_imports) c->fail = true;
         call_func(c, pos, IMM(1), IMM(2), 3);
-        return;
+        return true;
     case PW_OP_CALL_INDIRECT:
     case PW_OP_CALL_REF: {
         /* The helper decodes the instruction's operands from its code words. */
@@ -2036,7 +2026,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         *len = ind ? 5 : 3;
         if (ind && (IMM(1) >= c->m->ntypes || IMM(2) >= c->m->ntables)) {
             c->fail = true;
-            return;
+            return true;
         }
         (void)SL(ind ? 3 : 1);
         if ((ind ? IMM(4) : IMM(2)) >= c->cf->frame_slots) c->fail = true;
@@ -2052,27 +2042,35 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
         reload_mem(c);
         call_end(c, ind ? IMM(4) : IMM(2));
-        return;
+        return true;
     }
+    default: return false;
+    }
+}
+
+/* Copies, constants, select, globals, ref.func, memory.size/grow, XOP. False: not one of them. */
+static bool t_moves(jc *c, uint32_t pos, int op, uint32_t *len) {
+    pw_x64 *x = &c->x;
+    switch (op) {
     case PW_OP_COPY:
         ld(c, true, X_RAX, SL(2));
         st(c, true, SL(1), X_RAX);
-        return;
-    case PW_OP_XOP: xop(c, pos, len); return;
+        return true;
+    case PW_OP_XOP: xop(c, pos, len); return true;
     case PW_OP_COPY2:
         *len = 5;
-        if (vpair_copy(c, pos)) return;
+        if (vpair_copy(c, pos)) return true;
         /* sequential, as in the interpreter (the second may read the first's dst) */
         ld(c, true, X_RAX, SL(2));
         st(c, true, SL(1), X_RAX);
         ld(c, true, X_RCX, SL(4));
         st(c, true, SL(3), X_RCX);
         c->nov = false;
-        return;
+        return true;
     case PW_OP_CONST32:
     case PW_OP_CONST64:
         *len = op == PW_OP_CONST64 ? 4 : 3;
-        if (vpair_const(c, pos, len)) return;
+        if (vpair_const(c, pos, len)) return true;
         if (op == PW_OP_CONST64)
             pw__x64_mov_ri64(x, X_RAX, (uint64_t)IMM(2) | ((uint64_t)IMM(3) << 32));
         else
@@ -2080,7 +2078,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         st(c, true, SL(1), X_RAX);
         c->nov = false;
         c->lc_end = pos + *len, c->lc_slot = IMM(1), c->lc_val = IMM(2);
-        return;
+        return true;
     case PW_OP_SELECT:
         *len = 5;
         ld(c, true, X_RAX, SL(2));
@@ -2089,14 +2087,14 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         pw__x64_test_rr(x, false, X_RDX, X_RDX);
         pw__x64_cmov(x, X_CC_E, true, X_RAX, X_RCX);
         st(c, true, SL(1), X_RAX);
-        return;
+        return true;
     case PW_OP_GLOBAL_GET:
     case PW_OP_GLOBAL_SET: {
         bool get = op == PW_OP_GLOBAL_GET;
         uint32_t g = get ? IMM(2) : IMM(1);
         if (g >= c->m->nglobals) {
             c->fail = true;
-            return;
+            return true;
         }
         pw__x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, globals)));
         pw__x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, (int32_t)(g * 8)));
@@ -2108,49 +2106,151 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
             ld(c, true, X_RCX, SL(2));
             st(c, true, gv, X_RCX);
         }
-        return;
+        return true;
     }
     case PW_OP_REF_FUNC:
         if (IMM(2) >= c->m->nfuncs) {
             c->fail = true;
-            return;
+            return true;
         }
         pw__x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, funcs)));
         pw__x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, (int32_t)(IMM(2) * 8)));
         st(c, true, SL(1), X_RAX);
-        return;
+        return true;
+    case PW_OP_MEMORY_SIZE:
+        *len = 2;
+        pw__x64_mov_rr(x, true, X_RAX, X_R13);
+        pw__x64_shift_i(x, X_SHR, true, X_RAX, 16);
+        st(c, false, SL(1), X_RAX);
+        return true;
+    case PW_OP_MEMORY_GROW:
+        if (c->m->nmems == 0) {
+            c->fail = true;
+            return true;
+        }
+        call_begin(c);
+        pw__x64_mov_rr(x, true, X_RDI, X_R15);
+        pw__x64_mov_rr(x, true, X_RSI, X_R14);
+        ld(c, false, X_RDX, SL(2));
+        call_abs(c, (const void *)jit_memory_grow);
+        /* INT64_MIN: the store's cap was hit with cap_is_fatal (ends the run, OOM) */
+        pw__x64_mov_ri64(x, X_RCX, (uint64_t)INT64_MIN);
+        pw__x64_alu_rr(x, X_CMP, true, X_RAX, X_RCX);
+        {
+            size_t ok = pw__x64_jcc32(x, X_CC_NE);
+            pw__x64_mov_ri32(x, X_RAX, PW_ERR_OOM);
+            jmp_to(c, special(c, LAB_EXIT));
+            pw__x64_patch32(x, ok, (int32_t)(x->len - (ok + 4)));
+        }
+        st(c, false, SL(1), X_RAX);
+        reload_mem(c);
+        call_end(c, 0);
+        return true;
+    default: return false;
+    }
+}
+
+/* Integer division, unary integer operators, extensions and wraps. False: not one of them. */
+static bool t_int(jc *c, uint32_t pos, int op, uint32_t *len) {
+    pw_x64 *x = &c->x;
+    switch (op) {
     case PW_OP_I32_DIV_S:
         *len = 4;
         divrem(c, pos, false, true, false);
-        return;
+        return true;
     case PW_OP_I32_DIV_U:
         *len = 4;
         divrem(c, pos, false, false, false);
-        return;
+        return true;
     case PW_OP_I32_REM_S:
         *len = 4;
         divrem(c, pos, false, true, true);
-        return;
+        return true;
     case PW_OP_I32_REM_U:
         *len = 4;
         divrem(c, pos, false, false, true);
-        return;
+        return true;
     case PW_OP_I64_DIV_S:
         *len = 4;
         divrem(c, pos, true, true, false);
-        return;
+        return true;
     case PW_OP_I64_DIV_U:
         *len = 4;
         divrem(c, pos, true, false, false);
-        return;
+        return true;
     case PW_OP_I64_REM_S:
         *len = 4;
         divrem(c, pos, true, true, true);
-        return;
+        return true;
     case PW_OP_I64_REM_U:
         *len = 4;
         divrem(c, pos, true, false, true);
-        return;
+        return true;
+    /* Unary integer operators and bit-pattern float operators. */
+    case PW_OP_I32_EQZ:
+    case PW_OP_I64_EQZ: {
+        bool w = op == PW_OP_I64_EQZ;
+        ld(c, w, X_RAX, SL(2));
+        pw__x64_test_rr(x, w, X_RAX, X_RAX);
+        pw__x64_setcc(x, X_CC_E, X_RAX);
+        pw__x64_movzx8(x, X_RAX, X_RAX);
+        st(c, false, SL(1), X_RAX);
+        return true;
+    }
+    case PW_OP_I32_CLZ: bitscan(c, pos, false, true); return true;
+    case PW_OP_I64_CLZ: bitscan(c, pos, true, true); return true;
+    case PW_OP_I32_CTZ: bitscan(c, pos, false, false); return true;
+    case PW_OP_I64_CTZ: bitscan(c, pos, true, false); return true;
+    case PW_OP_I32_POPCNT:
+    case PW_OP_I64_POPCNT: {
+        bool w = op == PW_OP_I64_POPCNT;
+        if (!popcnt_ok()) {
+            c->fail = true;
+            return true;
+        }
+        ld(c, w, X_RAX, SL(2));
+        pw__x64_popcnt(x, w, X_RAX, X_RAX);
+        st(c, w, SL(1), X_RAX);
+        return true;
+    }
+    case PW_OP_I32_EXTEND8_S:
+    case PW_OP_I32_EXTEND16_S:
+        ld(c, false, X_RAX, SL(2));
+        pw__x64_movsx_rr(x, op == PW_OP_I32_EXTEND8_S ? 1 : 2, false, X_RAX, X_RAX);
+        st(c, false, SL(1), X_RAX);
+        return true;
+    case PW_OP_I64_EXTEND8_S:
+    case PW_OP_I64_EXTEND16_S:
+    case PW_OP_I64_EXTEND32_S:
+        ld(c, true, X_RAX, SL(2));
+        pw__x64_movsx_rr(x,
+                         op == PW_OP_I64_EXTEND8_S    ? 1
+                         : op == PW_OP_I64_EXTEND16_S ? 2
+                                                      : 4,
+                         true, X_RAX, X_RAX);
+        st(c, true, SL(1), X_RAX);
+        return true;
+    case PW_OP_I32_WRAP_I64:
+        ld(c, false, X_RAX, SL(2));
+        st(c, false, SL(1), X_RAX);
+        return true;
+    case PW_OP_I64_EXTEND_I32_S:
+        ld(c, false, X_RAX, SL(2));
+        pw__x64_movsx_rr(x, 4, true, X_RAX, X_RAX);
+        st(c, true, SL(1), X_RAX);
+        return true;
+    case PW_OP_I64_EXTEND_I32_U:
+        ld(c, false, X_RAX, SL(2));
+        st(c, true, SL(1), X_RAX);
+        return true;
+    default: return false;
+    }
+}
+
+/* Float bit operations, conversions, sqrt and the float helper. False: not one of them. */
+static bool t_float(jc *c, uint32_t pos, int op, uint32_t *len) {
+    pw_x64 *x = &c->x;
+    switch (op) {
     case PW_OP_F32_COPYSIGN:
     case PW_OP_F64_COPYSIGN: {
         bool w = op == PW_OP_F64_COPYSIGN;
@@ -2171,94 +2271,8 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
             pw__x64_alu_rr(x, X_OR, false, X_RAX, X_RCX);
         }
         st(c, w, SL(1), X_RAX);
-        return;
+        return true;
     }
-    case PW_OP_MEMORY_SIZE:
-        *len = 2;
-        pw__x64_mov_rr(x, true, X_RAX, X_R13);
-        pw__x64_shift_i(x, X_SHR, true, X_RAX, 16);
-        st(c, false, SL(1), X_RAX);
-        return;
-    case PW_OP_MEMORY_GROW:
-        if (c->m->nmems == 0) {
-            c->fail = true;
-            return;
-        }
-        call_begin(c);
-        pw__x64_mov_rr(x, true, X_RDI, X_R15);
-        pw__x64_mov_rr(x, true, X_RSI, X_R14);
-        ld(c, false, X_RDX, SL(2));
-        call_abs(c, (const void *)jit_memory_grow);
-        /* INT64_MIN: the store's cap was hit with cap_is_fatal (ends the run, OOM) */
-        pw__x64_mov_ri64(x, X_RCX, (uint64_t)INT64_MIN);
-        pw__x64_alu_rr(x, X_CMP, true, X_RAX, X_RCX);
-        {
-            size_t ok = pw__x64_jcc32(x, X_CC_NE);
-            pw__x64_mov_ri32(x, X_RAX, PW_ERR_OOM);
-            jmp_to(c, special(c, LAB_EXIT));
-            pw__x64_patch32(x, ok, (int32_t)(x->len - (ok + 4)));
-        }
-        st(c, false, SL(1), X_RAX);
-        reload_mem(c);
-        call_end(c, 0);
-        return;
-    /* Unary integer operators and bit-pattern float operators. */
-    case PW_OP_I32_EQZ:
-    case PW_OP_I64_EQZ: {
-        bool w = op == PW_OP_I64_EQZ;
-        ld(c, w, X_RAX, SL(2));
-        pw__x64_test_rr(x, w, X_RAX, X_RAX);
-        pw__x64_setcc(x, X_CC_E, X_RAX);
-        pw__x64_movzx8(x, X_RAX, X_RAX);
-        st(c, false, SL(1), X_RAX);
-        return;
-    }
-    case PW_OP_I32_CLZ: bitscan(c, pos, false, true); return;
-    case PW_OP_I64_CLZ: bitscan(c, pos, true, true); return;
-    case PW_OP_I32_CTZ: bitscan(c, pos, false, false); return;
-    case PW_OP_I64_CTZ: bitscan(c, pos, true, false); return;
-    case PW_OP_I32_POPCNT:
-    case PW_OP_I64_POPCNT: {
-        bool w = op == PW_OP_I64_POPCNT;
-        if (!popcnt_ok()) {
-            c->fail = true;
-            return;
-        }
-        ld(c, w, X_RAX, SL(2));
-        pw__x64_popcnt(x, w, X_RAX, X_RAX);
-        st(c, w, SL(1), X_RAX);
-        return;
-    }
-    case PW_OP_I32_EXTEND8_S:
-    case PW_OP_I32_EXTEND16_S:
-        ld(c, false, X_RAX, SL(2));
-        pw__x64_movsx_rr(x, op == PW_OP_I32_EXTEND8_S ? 1 : 2, false, X_RAX, X_RAX);
-        st(c, false, SL(1), X_RAX);
-        return;
-    case PW_OP_I64_EXTEND8_S:
-    case PW_OP_I64_EXTEND16_S:
-    case PW_OP_I64_EXTEND32_S:
-        ld(c, true, X_RAX, SL(2));
-        pw__x64_movsx_rr(x,
-                         op == PW_OP_I64_EXTEND8_S    ? 1
-                         : op == PW_OP_I64_EXTEND16_S ? 2
-                                                      : 4,
-                         true, X_RAX, X_RAX);
-        st(c, true, SL(1), X_RAX);
-        return;
-    case PW_OP_I32_WRAP_I64:
-        ld(c, false, X_RAX, SL(2));
-        st(c, false, SL(1), X_RAX);
-        return;
-    case PW_OP_I64_EXTEND_I32_S:
-        ld(c, false, X_RAX, SL(2));
-        pw__x64_movsx_rr(x, 4, true, X_RAX, X_RAX);
-        st(c, true, SL(1), X_RAX);
-        return;
-    case PW_OP_I64_EXTEND_I32_U:
-        ld(c, false, X_RAX, SL(2));
-        st(c, true, SL(1), X_RAX);
-        return;
     case PW_OP_F32_ABS:
     case PW_OP_F32_NEG:
         ld(c, false, X_RAX, SL(2));
@@ -2267,7 +2281,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         else
             pw__x64_alu_ri(x, X_XOR, false, X_RAX, INT32_MIN);
         st(c, false, SL(1), X_RAX);
-        return;
+        return true;
     case PW_OP_F64_ABS:
     case PW_OP_F64_NEG:
         ld(c, true, X_RAX, SL(2));
@@ -2275,7 +2289,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
                          op == PW_OP_F64_ABS ? 0x7fffffffffffffffull : 0x8000000000000000ull);
         pw__x64_alu_rr(x, op == PW_OP_F64_ABS ? X_AND : X_XOR, true, X_RAX, X_RCX);
         st(c, true, SL(1), X_RAX);
-        return;
+        return true;
     case PW_OP_F32_CONVERT_I32_S:
     case PW_OP_F32_CONVERT_I32_U:
     case PW_OP_F32_CONVERT_I64_S:
@@ -2292,7 +2306,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         ld(c, i64, X_RAX, a);
         pw__x64_sse_rr(x, f64 ? 0xF2 : 0xF3, X_SSE_CVTSI2, !s32, r, X_RAX);
         sse_st(c, f64 ? 0xF2 : 0xF3, d, r);
-        return;
+        return true;
     }
     case PW_OP_F32_DEMOTE_F64:
     case PW_OP_F64_PROMOTE_F32: {
@@ -2303,7 +2317,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         sse_ld(c, dem ? 0xF2 : 0xF3, 1, a);
         pw__x64_sse_rr(x, dem ? 0xF2 : 0xF3, X_SSE_CVTF, false, r, 1);
         sse_st(c, dem ? 0xF3 : 0xF2, d, r);
-        return;
+        return true;
     }
     case PW_OP_F32_SQRT:
     case PW_OP_F64_SQRT: {
@@ -2315,17 +2329,37 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         sse_ld(c, pfx, r, a);
         pw__x64_sse_rr(x, pfx, X_SSE_SQRT, false, r, r);
         sse_st(c, pfx, d, r);
+        return true;
+    }
+    default: return false;
+    }
+}
+
+static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
+    if (c->target[pos]) vc_clear(c); /* see vout */
+    if (binops[op].kind) {
+        *len = 4;
+        binop(c, pos, &binops[op]);
         return;
     }
-    default:
-        if (fop_helper[op]) {
-            fophelper(c, pos, op, len);
-            return;
-        }
-        /* Not in the supported set: the function stays on the interpreter. */
-        c->fail = true;
+    if (memops[op].bytes) {
+        memop(c, pos, &memops[op], len);
         return;
     }
+    if (fpops[op].kind) {
+        fparith(c, pos, &fpops[op], len);
+        return;
+    }
+    *len = 3;
+    if (t_control(c, pos, op, len) || t_moves(c, pos, op, len) || t_int(c, pos, op, len) ||
+        t_float(c, pos, op, len))
+        return;
+    if (fop_helper[op]) {
+        fophelper(c, pos, op, len);
+        return;
+    }
+    /* Not in the supported set: the function stays on the interpreter. */
+    c->fail = true;
 }
 
 /* Two entries. The outer one (offset 0, the published entry, called from C as
