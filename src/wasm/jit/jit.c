@@ -1768,6 +1768,8 @@ static bool vpair_copy(jc *c, uint32_t pos) {
     int rd = vreg_of(c, (uint32_t)d), rs = vreg_of(c, (uint32_t)s);
     if (rd < 0 && rs < 0 && !(c->has_simd && vpair_ok(c, (uint32_t)d) && vpair_ok(c, (uint32_t)s)))
         return false;
+    for (int k = 0; k < VC_N && rs < 0; k++)
+        if (c->vc_slot[k] == s) rs = VC_REG + k;
     if (rs < 0) {
         rs = rd >= 0 ? rd : 0;
         movdqu_ld(c, rs, vcell((uint32_t)s));
