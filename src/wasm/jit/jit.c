@@ -7,10 +7,12 @@
  * r13 = memory 0 size in bytes, r14 = the instance, r15 = the store. rax, rcx, rdx,
  * xmm0 and xmm1 are scratch within one instruction. The hottest slots of a function
  * are pinned to rbp, rsi, rdi, r8-r11 and xmm2-xmm15 for the whole function (pass 1
- * records slot uses, choose_pins picks); invariant: a pinned slot's frame cell is
+ * records slot uses, choose_pins picks), v128 values (two cells) to whole xmm
+ * registers (vector pins; in a function with SIMD xmm14/xmm15 instead cache the last
+ * two v128 results, section "SIMD"); invariant: a pinned slot's frame cell is
  * written before every call sequence and at the return (results) and reloaded after
  * calls, so whatever reads the frame (callees, the GC, host functions) sees the
- * interpreter's values (docs/jit.md "Registers").
+ * interpreter's values (docs/jit.md "Registers", "SIMD").
  *
  * A JIT function is `pw_status fn(pw_slot *fp, pw_instance *inst, pw_store *s)`. Its
  * caller (exec_wasm) checks value-stack room, zeroes declared locals and polls the
