@@ -258,6 +258,10 @@ typedef struct pw_store_config {
     /* PW_ENGINE_JIT: compile every function at instantiation instead of at its first
      * call (ignored by auto, which translates when the module is hot). */
     bool jit_eager;
+    /* JIT: translate SIMD with plain SSE2 only, even where the CPU has SSSE3 and
+     * SSE4.1 (tests the baseline path on any machine). The store that triggers a
+     * module's translation decides for that module. */
+    bool jit_sse2;
 } pw_store_config;
 
 enum { PW_ENGINE_AUTO = 0, PW_ENGINE_INTERP = 1, PW_ENGINE_JIT = 2 };

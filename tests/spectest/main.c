@@ -40,7 +40,7 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: peri-spectest [--only NAME] [--scope wasm2|wasm3] [--strict] [--wat] "
-            "[--no-fork] [--skip-if-absent] [--engine interp|jit|auto] [-v]\n"
+            "[--no-fork] [--skip-if-absent] [--engine interp|jit|jit-sse2|auto] [-v]\n"
             "  --only NAME   run one script (core/NAME, or GROUP/NAME), in scope or not\n"
             "  --scope S     wasm2 (default " PERI_SPECTEST_DEFAULT_SCOPE
             ") or wasm3 (= wasm2 + wasm3)\n"
@@ -50,7 +50,8 @@ static void usage(FILE *f) {
             "  --wat         text mode: every module from its text in the .wast source,\n"
             "                through the engine's text parser (pw_wat_to_wasm)\n"
             "  --skip-if-absent  exit 77 (CTest: skipped) when the data folder is absent\n"
-            "  --engine E    execution tier: interp (default), jit or auto\n"
+            "  --engine E    execution tier: interp (default), jit, jit-sse2 (SIMD with\n"
+            "                plain SSE2 only) or auto\n"
             "  -v            print every failure detail and every skipped script\n"
             "environment: SPECTEST_DIR (data folder, default %s),\n"
             "             PERI_SPECTEST_SCOPE, PERI_SPECTEST_TIMEOUT (seconds per script)\n",
@@ -186,6 +187,8 @@ int main(int argc, char **argv) {
                 o.engine = PW_ENGINE_INTERP;
             else if (strcmp(e, "jit") == 0)
                 o.engine = PW_ENGINE_JIT;
+            else if (strcmp(e, "jit-sse2") == 0) /* the JIT's plain SSE2 SIMD path */
+                o.engine = PW_ENGINE_JIT, o.jit_sse2 = true;
             else if (strcmp(e, "auto") == 0)
                 o.engine = PW_ENGINE_AUTO;
             else {

@@ -27,10 +27,11 @@ typedef struct st_counts {
 } st_counts;
 
 typedef struct st_opts {
-    int verbose; /* 0: at most ST_MAX_DETAILS failure details per script; 1: all */
-    bool strict; /* count malformed/invalid category mismatches as failures */
-    int engine;  /* pw_store_config.engine (--engine) */
-    bool wat;    /* text mode: modules come from the .wast source via pw_wat_to_wasm */
+    int verbose;   /* 0: at most ST_MAX_DETAILS failure details per script; 1: all */
+    bool strict;   /* count malformed/invalid category mismatches as failures */
+    int engine;    /* pw_store_config.engine (--engine) */
+    bool jit_sse2; /* pw_store_config.jit_sse2 (--engine jit-sse2) */
+    bool wat;      /* text mode: modules come from the .wast source via pw_wat_to_wasm */
 } st_opts;
 
 #define ST_MAX_DETAILS 10

@@ -7,10 +7,12 @@
  * r13 = memory 0 size in bytes, r14 = the instance, r15 = the store. rax, rcx, rdx,
  * xmm0 and xmm1 are scratch within one instruction. The hottest slots of a function
  * are pinned to rbp, rsi, rdi, r8-r11 and xmm2-xmm15 for the whole function (pass 1
- * records slot uses, choose_pins picks); invariant: a pinned slot's frame cell is
+ * records slot uses, choose_pins picks), v128 values (two cells) to whole xmm
+ * registers (vector pins; in a function with SIMD xmm14/xmm15 instead cache the last
+ * two v128 results, section "SIMD"); invariant: a pinned slot's frame cell is
  * written before every call sequence and at the return (results) and reloaded after
  * calls, so whatever reads the frame (callees, the GC, host functions) sees the
- * interpreter's values (docs/jit.md "Registers").
+ * interpreter's values (docs/jit.md "Registers", "SIMD").
  *
  * A JIT function is `pw_status fn(pw_slot *fp, pw_instance *inst, pw_store *s)`. Its
  * caller (exec_wasm) checks value-stack room, zeroes declared locals and polls the
@@ -217,7 +219,19 @@ typedef struct fixup {
  *   U_GPR   an integer instruction's r/m operand (a GPR can stand for it)
  *   U_SSE   an SSE instruction's r/m operand (an xmm register can stand for it)
  *   U_MEM   its address is taken (helpers read the frame): memory only */
-enum { U_LDST = 1, U_GPR = 2, U_SSE = 4, U_MEM = 8 };
+enum { U_LDST = 1, U_GPR = 2, U_SSE = 4, U_MEM = 8, U_V = 16 /* a v128 use (weights only) */ };
+
+/* How a slot is used as part of a v128 value (pass 1; a vector pin needs its first
+ * cell used only as V_LO/V_PAIR_LO and the second only as V_HI/V_PAIR_HI):
+ *   V_LO, V_HI            first/second cell of a v128 operand of a SIMD instruction
+ *   V_PAIR_LO, V_PAIR_HI  first/second cell of a two-cell copy (COPY2 d, s, d+1,
+ *                         s+1) or of a pair of constants: moved whole in xmm
+ *   V_OTHER               a scalar access through a register-capable operand
+ *   V_MEM                 a scalar access whose address is taken (U_MEM) */
+enum { V_LO = 1, V_HI = 2, V_PAIR_LO = 4, V_PAIR_HI = 8, V_OTHER = 16, V_MEM = 32 };
+
+/* CPU features beyond SSE2 the SIMD templates may use (jc.isa). */
+enum { ISA_SSSE3 = 1, ISA_SSE41 = 2 };
 
 /* Registers that can hold pinned slots: GPRs not used by the templates (rbp is
  * callee-saved, the others caller-saved) and xmm2..xmm15 (xmm0/xmm1 are scratch). */
@@ -231,6 +245,12 @@ typedef struct slotuse {
     uint32_t pos, slot; /* slot UINT32_MAX: a call (every pin is spilled/reloaded) */
     uint32_t cls;       /* U_* */
 } slotuse;
+
+/* xmm registers kept from pins in a function with SIMD: a cache of the last v128
+ * results written to the frame (vout), so that the next SIMD instruction reads them
+ * without a store-to-load round trip. */
+#define VC_N   2
+#define VC_REG (16 - VC_N) /* xmm14, xmm15 */
 
 /* Special labels after the per-word ones. */
 enum { LAB_EXIT = PW_TRAP_COUNT_, LAB_RET, LAB_TRAPC, LAB_NSPECIAL };
@@ -259,6 +279,25 @@ typedef struct jc {
     uint32_t npins;
     uint32_t pslot[PIN_MAX];
     int8_t preg[PIN_MAX];
+    bool pwide[PIN_MAX]; /* a vector pin: the slot and the next one, 16 bytes */
+    /* SIMD (section "SIMD" below). */
+    unsigned isa;                     /* ISA_* the module may use */
+    bool has_simd;                    /* pass 1 saw a v128 operand */
+    bool nov;                         /* pass 1: the current accesses are a pair's (not V_OTHER) */
+    uint32_t pair2;                   /* pass 1: the second instruction of a constant pair */
+    uint32_t lc_end, lc_slot, lc_val; /* the last CONST32 (ends at word lc_end) */
+    uint32_t vc_slot[2];              /* v128 results cached in xmm14/xmm15 (vout) */
+    uint8_t vc_next;                  /* the entry vout replaces next */
+    bool vc_set;                      /* the current instruction set the cache */
+    uint8_t *vuse;                    /* per slot: V_* bits */
+    int8_t *vpin;     /* per slot: -1, or PIN_XMM0 + n holding it and the next slot */
+    uint8_t *target;  /* per word: a branch target (from pass 1's fixups) */
+    uint32_t *vpairs; /* pass 1: (first slot, partner's first slot) of pair copies */
+    uint32_t nvpairs, capvpairs;
+    uint64_t *pool; /* literal pool: 16-byte constants as (lo, hi) */
+    uint32_t npool, cappool;
+    fixup *pfx; /* rip-relative uses of the pool: at, constant index */
+    uint32_t npfx, cappfx;
 } jc;
 
 static bool grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
@@ -281,8 +320,19 @@ static void note_access(jc *c, uint32_t slot, int cls) {
     c->acc[c->nacc++] = (slotuse){c->curpos, slot, (uint32_t)cls};
 }
 
+static void vc_clear(jc *c) {
+    c->vc_slot[0] = c->vc_slot[1] = UINT32_MAX;
+}
+/* Forget cached v128 results whose cells overlap slots lo..hi (written there). */
+static void vc_drop(jc *c, uint32_t lo, uint32_t hi) {
+    for (int k = 0; k < VC_N; k++)
+        if (c->vc_slot[k] != UINT32_MAX && c->vc_slot[k] + 1 >= lo && c->vc_slot[k] <= hi)
+            c->vc_slot[k] = UINT32_MAX;
+}
+
 /* Slot operand at word w used as `cls`: its register when pinned (outside call
- * sequences), else its frame cell [rbx + 8 slot]. */
+ * sequences), else its frame cell [rbx + 8 slot] (any cached v128 result over that
+ * cell is forgotten: the template may write it). */
 static pw_xmem S_(jc *c, uint32_t w, int cls) {
     uint32_t slot = c->code[w];
     if (slot >= c->cf->frame_slots) {
@@ -291,6 +341,7 @@ static pw_xmem S_(jc *c, uint32_t w, int cls) {
     }
     if (c->analyze) {
         c->use[slot] |= (uint8_t)cls;
+        if (!c->nov) c->vuse[slot] |= cls == U_MEM ? V_MEM : V_OTHER;
         note_access(c, slot, cls);
     } else if (c->pin && c->pin[slot] >= 0 && !c->memonly) {
         int r = c->pin[slot];
@@ -300,7 +351,17 @@ static pw_xmem S_(jc *c, uint32_t w, int cls) {
             /* any class: the templates convert between GPR and xmm (alu_m, sse_ld) */
             return r >= PIN_XMM0 ? x_xreg(r - PIN_XMM0) : x_reg(r);
         }
+    } else if (c->vpin && c->vpin[slot] >= 0 && !c->memonly) {
+        /* the low cell of a vector pin used as a scalar (an operand-stack slot that
+         * holds a v128 in one place and an i32 in another): its low 64 bits, as a
+         * scalar xmm pin; a scalar write may clobber the high cell, which no one
+         * reads before a v128 write (choose_vpins) */
+        if (cls == U_MEM)
+            c->fail = true;
+        else
+            return x_xreg(c->vpin[slot] - PIN_XMM0);
     }
+    if (!c->analyze) vc_drop(c, slot, slot);
     return x_mem(X_RBX, (int32_t)(slot * 8));
 }
 #define SL(k)  S_(c, pos + (k), U_LDST)
@@ -384,11 +445,15 @@ static void ld(jc *c, bool w, int r, pw_xmem m) {
     else if (!(m.index == X_DIRECT && m.base == r))
         pw__x64_load(&c->x, w ? X_LD64 : X_LD32, r, m);
 }
+/* A 4-byte value goes to a frame cell as all 8 bytes of r (the upper half of a cell
+ * holding an i32 is unspecified, docs/jit.md): a later 8-byte read of the cell (a
+ * copy, a call argument) then forwards from the store instead of stalling on a
+ * narrower one. */
 static void st(jc *c, bool w, pw_xmem m, int r) {
     if (m.index == X_DIRECTX)
         pw__x64_sse_rr(&c->x, 0x66, X_SSE_MOVD, w, m.base, r);
     else
-        pw__x64_store(&c->x, w ? 8 : 4, m, r);
+        pw__x64_store(&c->x, w || m.base == X_RBX ? 8 : 4, m, r);
 }
 
 /* dst op= slot operand m (dst is not rcx: an xmm-pinned m goes through rcx). */
@@ -426,7 +491,9 @@ static void sse_st(jc *c, int pfx, pw_xmem m, int xr) {
 static void spill_pins(jc *c) {
     for (uint32_t k = 0; k < c->npins; k++) {
         pw_xmem m = x_mem(X_RBX, (int32_t)(c->pslot[k] * 8));
-        if (c->preg[k] >= PIN_XMM0)
+        if (c->pwide[k]) /* movdqu */
+            pw__x64_sse_rm(&c->x, 0xF3, 0x7F, false, c->preg[k] - PIN_XMM0, m);
+        else if (c->preg[k] >= PIN_XMM0)
             pw__x64_sse_rm(&c->x, 0xF2, X_SSE_MOVST, false, c->preg[k] - PIN_XMM0, m);
         else
             pw__x64_store(&c->x, 8, m, c->preg[k]);
@@ -438,7 +505,9 @@ static void reload_pins(jc *c, uint32_t keep) {
     for (uint32_t k = 0; k < c->npins; k++) {
         if (c->preg[k] == X_RBP && c->pslot[k] < keep) continue;
         pw_xmem m = x_mem(X_RBX, (int32_t)(c->pslot[k] * 8));
-        if (c->preg[k] >= PIN_XMM0)
+        if (c->pwide[k])
+            pw__x64_sse_rm(&c->x, 0xF3, 0x6F, false, c->preg[k] - PIN_XMM0, m);
+        else if (c->preg[k] >= PIN_XMM0)
             pw__x64_sse_rm(&c->x, 0xF2, X_SSE_MOVLD, false, c->preg[k] - PIN_XMM0, m);
         else
             pw__x64_load(&c->x, X_LD64, c->preg[k], m);
@@ -447,6 +516,7 @@ static void reload_pins(jc *c, uint32_t keep) {
 /* A call sequence: spill, then slot operands are read/written in memory until
  * call_end reloads every pin (results land in the frame). */
 static void call_begin(jc *c) {
+    vc_clear(c);
     if (c->analyze) note_access(c, UINT32_MAX, 0);
     spill_pins(c);
     c->memonly = true;
@@ -576,7 +646,7 @@ static void memop(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
         } else if (v.index == X_DIRECTX && mi->bytes >= 4) {
             pw__x64_sse_rm(&c->x, mi->bytes == 8 ? 0xF2 : 0xF3, X_SSE_MOVST, false, v.base, m);
         } else {
-            ld(c, true, X_RCX, v);
+            ld(c, mi->bytes == 8, X_RCX, v);
             pw__x64_store(&c->x, mi->bytes, m, X_RCX);
         }
     } else {
@@ -791,40 +861,191 @@ static void fophelper(jc *c, uint32_t pos, int op, uint32_t *len) {
  * frame (call_begin spills the pins, call_end reloads them). memory.grow of such
  * memories is not translated (the function stays on the interpreter): it would have
  * to reload the memory registers. */
-/* SSE4.1 (the compiler runtime's CPU probe). Without it those instructions are
- * helper calls: the plain SSE2 path stays correct. */
-static bool sse41_ok(void) {
-    return __builtin_cpu_supports("sse4.1");
-}
+/* ---------------------------------------------------------------- SIMD
+ * v128 values (two cells, simd.h) in the frame or, when choose_pins gave their
+ * first cell a vector pin, in an xmm register for the whole function (docs/jit.md
+ * "SIMD"). The templates below ask for operands through vin/vdst/vout (register or
+ * scratch xmm0/xmm1) or vmem_in/vmem_done (the frame cells, with a pinned value
+ * stored there first and reloaded after), so every template is correct whether its
+ * operands are pinned or not. Constants (masks, shuffle controls) are 16-byte
+ * aligned literals after the function's code, addressed rip-relative. CPU features
+ * beyond SSE2 (SSSE3, SSE4.1) are used only when the module was translated with
+ * them (jc.isa); without them the same instruction takes an SSE2 sequence or the
+ * interpreter's helper, so plain SSE2 machines are correct. */
 
-/* A v128 operand (the first of its two cells) at word w: memory only, both cells
- * (never pinned, so inline SSE code finds the value in the frame). */
-static pw_xmem SV_(jc *c, uint32_t w) {
-    uint32_t slot = c->code[w];
-    if ((uint64_t)slot + 1 >= c->cf->frame_slots) {
+/* A v128 operand at word w: its first cell s (s + 1 also in the frame). Pass 1
+ * records it as a vector use of s (V_LO) and s + 1 (V_HI); its cells are never
+ * scalar-pinned (U_MEM). */
+static uint32_t vslot(jc *c, uint32_t w) {
+    uint32_t s = c->code[w];
+    if ((uint64_t)s + 1 >= c->cf->frame_slots) {
         c->fail = true;
-        return x_mem(X_RBX, 0);
+        return 0;
     }
     if (c->analyze) {
-        for (uint32_t k = slot; k <= slot + 1; k++) {
-            c->use[k] |= U_MEM;
-            note_access(c, k, U_MEM);
-        }
-    } else if (c->pin && !c->memonly && (c->pin[slot] >= 0 || c->pin[slot + 1] >= 0)) {
-        c->fail = true; /* not reached: pass 1 saw every use */
+        c->use[s] |= U_MEM;
+        c->use[s + 1] |= U_MEM;
+        c->vuse[s] |= V_LO;
+        c->vuse[s + 1] |= V_HI;
+        c->has_simd = true;
+        note_access(c, s, U_V);
     }
-    return x_mem(X_RBX, (int32_t)(slot * 8));
+    return s;
+}
+static int vreg_of(jc *c, uint32_t s) {
+    return !c->analyze && !c->memonly && c->vpin[s] >= 0 ? c->vpin[s] - PIN_XMM0 : -1;
+}
+static pw_xmem vcell(uint32_t s) {
+    return x_mem(X_RBX, (int32_t)(s * 8));
+}
+/* [pfx] [REX] 0F [esc] op /r: xmm (or GPR, or extension) `reg`, operand m. */
+static void vx(jc *c, int pfx, int esc, uint8_t op, int reg, pw_xmem m) {
+    uint8_t ops[3] = {0x0F, esc ? (uint8_t)esc : op, op};
+    pw__x64_modrm(&c->x, pfx, false, ops, esc ? 3 : 2, reg, -1, &m, false);
+}
+static void vrr(jc *c, int pfx, int esc, uint8_t op, int reg, int xr) {
+    vx(c, pfx, esc, op, reg, x_xreg(xr));
+}
+static void movdqu_ld(jc *c, int xr, pw_xmem m) {
+    vx(c, 0xF3, 0, 0x6F, xr, m);
+}
+static void movdqu_st(jc *c, pw_xmem m, int xr) {
+    vx(c, 0xF3, 0, 0x7F, xr, m);
+}
+static void vmov(jc *c, int d, int s) { /* movdqa */
+    if (d != s) vrr(c, 0x66, 0, 0x6F, d, s);
+}
+/* Immediate shift of xmm xr: group 0x71 (words), 0x72 (dwords), 0x73 (qwords), ext
+ * 2 psrl, 4 psra, 6 psll (0x73: 3 psrldq, 7 pslldq). */
+static void vshift(jc *c, uint8_t group, uint8_t ext, int xr, uint8_t n) {
+    vrr(c, 0x66, 0, group, ext, xr);
+    pw__x64_byte(&c->x, n);
+}
+static void pshufd(jc *c, int d, int s, uint8_t imm) {
+    vrr(c, 0x66, 0, 0x70, d, s);
+    pw__x64_byte(&c->x, imm);
 }
 
-/* SIMD instructions compiled inline with SSE2: lane-wise binary operators whose x86
- * instruction computes exactly the Wasm result (packed integer add/sub/saturating
- * add/sub/min/max/avgr/mullo/compares, bitwise and/or/xor/andnot, f32x4/f64x2
- * add/sub/mul/div, which are the IEEE operations the interpreter's lane loops
- * perform), and bitselect. prefix -1: none (ps); swap: computes b op a. */
+/* The 16-byte constant (lo, hi) as the operand of `[pfx] 0F [esc] op xr, m128`:
+ * rip-relative to the function's literal pool (run_pass lays it out after the
+ * code, 16-byte aligned, so legacy SSE forms may take it). */
+static void vconst_op(jc *c, int pfx, int esc, uint8_t op, int xr, uint64_t lo, uint64_t hi) {
+    uint32_t k = 0;
+    while (k < c->npool && (c->pool[2 * k] != lo || c->pool[2 * k + 1] != hi))
+        k++;
+    if (k == c->npool) {
+        if (!grow((void **)&c->pool, &c->cappool, 2 * (c->npool + 1), sizeof *c->pool)) {
+            c->fail = true;
+            return;
+        }
+        c->pool[2 * k] = lo;
+        c->pool[2 * k + 1] = hi;
+        c->npool++;
+    }
+    if (!grow((void **)&c->pfx, &c->cappfx, c->npfx + 1, sizeof *c->pfx)) {
+        c->fail = true;
+        return;
+    }
+    pw_x64 *x = &c->x;
+    if (pfx >= 0) pw__x64_byte(x, (uint8_t)pfx);
+    if (xr & 8) pw__x64_byte(x, 0x44);
+    pw__x64_byte(x, 0x0F);
+    if (esc) pw__x64_byte(x, (uint8_t)esc);
+    pw__x64_byte(x, op);
+    pw__x64_byte(x, (uint8_t)(((xr & 7) << 3) | 5)); /* mod 00, rm 101: [rip + disp32] */
+    c->pfx[c->npfx++] = (fixup){(uint32_t)x->len, k, 0};
+    pw__x64_u32(x, 0);
+}
+static uint64_t rep8(uint8_t b) {
+    return b * 0x0101010101010101ull;
+}
+static uint64_t rep16(uint16_t v) {
+    return v * 0x0001000100010001ull;
+}
+/* Literal pool after the code; patches the rip-relative operands. */
+static void emit_pool(jc *c) {
+    pw_x64 *x = &c->x;
+    if (!c->npool) return;
+    while (x->len % 16)
+        pw__x64_byte(x, 0xCC);
+    size_t base = x->len;
+    for (uint32_t k = 0; k < 2 * c->npool; k++)
+        pw__x64_u64(x, c->pool[k]);
+    for (uint32_t k = 0; k < c->npfx; k++)
+        pw__x64_patch32(x, c->pfx[k].at,
+                        (int32_t)(base + 16 * c->pfx[k].label - (c->pfx[k].at + 4)));
+}
+
+/* The operand at word w in an xmm register: its pin, else loaded into scratch. */
+static int vin(jc *c, uint32_t w, int scratch) {
+    uint32_t s = vslot(c, w);
+    int r = vreg_of(c, s);
+    if (r >= 0) return r;
+    for (int k = 0; k < VC_N && !c->analyze && !c->memonly; k++)
+        if (c->vc_slot[k] == s) return VC_REG + k;
+    movdqu_ld(c, scratch, vcell(s));
+    return scratch;
+}
+/* Where to compute the result at word w: its pin, else scratch (then vout). */
+static int vdst(jc *c, uint32_t w, int scratch) {
+    int r = vreg_of(c, vslot(c, w));
+    return r >= 0 ? r : scratch;
+}
+/* The result: to its pin, or to its cells and, within a run of SIMD instructions
+ * (translate and xop clear the cache at anything else, at labels and whenever an
+ * instruction wrote cells without vout), to the result cache, replacing any entry
+ * that overlaps it. */
+static void vout(jc *c, uint32_t w, int r) {
+    uint32_t s = vslot(c, w);
+    int p = vreg_of(c, s);
+    c->vc_set = true;
+    vc_drop(c, s, s + 1);
+    if (p >= 0) {
+        vmov(c, p, r);
+        return;
+    }
+    movdqu_st(c, vcell(s), r);
+    if (c->analyze || c->memonly) return;
+    int k = c->vc_slot[0] == UINT32_MAX ? 0 : c->vc_slot[1] == UINT32_MAX ? 1 : c->vc_next;
+    c->vc_next = (uint8_t)(k ^ 1);
+    vmov(c, VC_REG + k, r);
+    c->vc_slot[k] = s;
+}
+/* The operand's frame cells, current (a pinned value is stored there first). */
+static pw_xmem vmem_in(jc *c, uint32_t w) {
+    uint32_t s = vslot(c, w);
+    int p = vreg_of(c, s);
+    if (p >= 0) movdqu_st(c, vcell(s), p);
+    return vcell(s);
+}
+/* After a template wrote the result's frame cells: reload its pin. */
+static void vmem_done(jc *c, uint32_t w) {
+    uint32_t s = vslot(c, w);
+    int p = vreg_of(c, s);
+    if (p >= 0) movdqu_ld(c, p, vcell(s));
+}
+
+/* d = a op b, computed in d's pin when b is not there, else in xmm0; imm >= 0: an
+ * immediate byte follows (cmpps). */
+static void vbin(jc *c, uint32_t pos, int pfx, int esc, uint8_t op, bool swap, int imm) {
+    uint32_t wa = pos + (swap ? 5 : 4), wb = pos + (swap ? 4 : 5);
+    int rb = vin(c, wb, 1);
+    int rd = vdst(c, pos + 3, 0);
+    int t = rd != rb ? rd : 0;
+    int ra = vin(c, wa, t);
+    vmov(c, t, ra);
+    vrr(c, pfx, esc, op, t, rb);
+    if (imm >= 0) pw__x64_byte(&c->x, (uint8_t)imm);
+    vout(c, pos + 3, t);
+}
+
+/* Lane-wise binary operators whose x86 instruction computes exactly the Wasm result
+ * (the IEEE operations and integer lane arithmetic the interpreter's loops perform).
+ * prefix -1: none (ps); swap: computes b op a; isa: needs that feature (esc 0x38). */
 typedef struct simd_sse {
     int16_t prefix;
     uint8_t op, swap;
-    uint8_t sse41; /* 66 0F 38 op (SSE4.1): only when the CPU has it */
+    uint8_t isa;
 } simd_sse;
 
 static bool simd_sse_of(uint32_t sub, simd_sse *o) {
@@ -853,6 +1074,7 @@ static bool simd_sse_of(uint32_t sub, simd_sse *o) {
         {0x9B, {0x66, 0xE3, 0, 0}},
         {0xAE, {0x66, 0xFE, 0, 0}},
         {0xB1, {0x66, 0xFA, 0, 0}},
+        {0xBA, {0x66, 0xF5, 0, 0}}, /* i32x4.dot_i16x8_s: pmaddwd */
         {0xCE, {0x66, 0xD4, 0, 0}},
         {0xD1, {0x66, 0xFB, 0, 0}},
         {0x23, {0x66, 0x74, 0, 0}},
@@ -876,6 +1098,12 @@ static bool simd_sse_of(uint32_t sub, simd_sse *o) {
         {0xF1, {0x66, 0x5C, 0, 0}},
         {0xF2, {0x66, 0x59, 0, 0}},
         {0xF3, {0x66, 0x5E, 0, 0}},
+        /* pmin/pmax: b < a ? b : a and a < b ? b : a are minps/maxps with the
+         * operands swapped (x86 returns its second operand when unordered or equal) */
+        {0xEA, {-1, 0x5D, 1, 0}},
+        {0xEB, {-1, 0x5F, 1, 0}},
+        {0xF6, {0x66, 0x5D, 1, 0}},
+        {0xF7, {0x66, 0x5F, 1, 0}},
         /* narrowing with signed saturation (packsswb, packssdw) and signed words to
          * unsigned bytes (packuswb): a's lanes first, then b's, as in Wasm */
         {0x65, {0x66, 0x63, 0, 0}},
@@ -883,17 +1111,17 @@ static bool simd_sse_of(uint32_t sub, simd_sse *o) {
         {0x85, {0x66, 0x6B, 0, 0}},
         /* SSE4.1: pminsb/pmaxsb, pminuw/pmaxuw, pmin/pmax s/u d, pmulld, packusdw,
          * pcmpeqq */
-        {0x76, {0x66, 0x38, 0, 1}},
-        {0x78, {0x66, 0x3C, 0, 1}},
-        {0x97, {0x66, 0x3A, 0, 1}},
-        {0x99, {0x66, 0x3E, 0, 1}},
-        {0xB6, {0x66, 0x39, 0, 1}},
-        {0xB7, {0x66, 0x3B, 0, 1}},
-        {0xB8, {0x66, 0x3D, 0, 1}},
-        {0xB9, {0x66, 0x3F, 0, 1}},
-        {0xB5, {0x66, 0x40, 0, 1}},
-        {0x86, {0x66, 0x2B, 0, 1}},
-        {0xD6, {0x66, 0x29, 0, 1}},
+        {0x76, {0x66, 0x38, 0, ISA_SSE41}},
+        {0x78, {0x66, 0x3C, 0, ISA_SSE41}},
+        {0x97, {0x66, 0x3A, 0, ISA_SSE41}},
+        {0x99, {0x66, 0x3E, 0, ISA_SSE41}},
+        {0xB6, {0x66, 0x39, 0, ISA_SSE41}},
+        {0xB7, {0x66, 0x3B, 0, ISA_SSE41}},
+        {0xB8, {0x66, 0x3D, 0, ISA_SSE41}},
+        {0xB9, {0x66, 0x3F, 0, ISA_SSE41}},
+        {0xB5, {0x66, 0x40, 0, ISA_SSE41}},
+        {0x86, {0x66, 0x2B, 0, ISA_SSE41}},
+        {0xD6, {0x66, 0x29, 0, ISA_SSE41}},
     };
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
         if (T[i].sub == sub) {
@@ -903,119 +1131,493 @@ static bool simd_sse_of(uint32_t sub, simd_sse *o) {
     return false;
 }
 
-#define X_MOVDQU_LD 0x6F /* F3 0F 6F: movdqu xmm, m128 */
-#define X_MOVDQU_ST 0x7F /* F3 0F 7F: movdqu m128, xmm */
-
-/* pcmpeqd xmm1, xmm1 (all ones), then an immediate shift of xmm1: ext 2 (psrl) or 6
- * (psll) of group 0x72 (dwords) or 0x73 (qwords); n = 0: none. */
-static void ones_xmm1(pw_x64 *x, uint8_t group, uint8_t ext, uint8_t n) {
-    pw__x64_sse_rr(x, 0x66, 0x76, false, 1, 1);
-    if (!n) return;
-    const uint8_t ops[2] = {0x0F, group};
-    pw__x64_modrm(x, 0x66, false, ops, 2, ext, 1, NULL, false);
-    pw__x64_byte(x, n);
+/* Bounds-checked address of a memory access of `width` bytes at the SIMD
+ * instruction at pos (address operand at word 4) in the i32 memory 0: the scalar
+ * accesses' check against r13 (ea + width computed in 64 bits), rax = the address.
+ * False: another memory or a 64-bit offset (the helper does those). */
+static bool vaddr(jc *c, uint32_t pos, uint32_t width, pw_xmem *m) {
+    pw_x64 *x = &c->x;
+    if (IMM(7) != 0 || IMM(9) != 0 || c->m->nmems == 0 || c->m->mems[0].is64) return false;
+    ld(c, false, X_RAX, SL(4));
+    uint32_t off = IMM(8);
+    int32_t disp = 0;
+    if (off <= INT32_MAX - 16) {
+        disp = (int32_t)off;
+    } else {
+        pw__x64_mov_ri32(x, X_RDX, off);
+        pw__x64_alu_rr(x, X_ADD, true, X_RAX, X_RDX);
+    }
+    pw__x64_lea(x, true, X_RDX, x_mem(X_RAX, disp + (int32_t)width));
+    pw__x64_alu_rr(x, X_CMP, true, X_RDX, X_R13);
+    trap_if(c, X_CC_A, PW_TRAP_MEM_OOB);
+    *m = x_memi(X_R12, X_RAX, 1, disp);
+    return true;
 }
 
-/* Lane access, splats, masks, float compares and the other instructions whose result
- * needs a few SSE2 instructions. False: not one of them. */
-static bool simd_inline2(jc *c, uint32_t pos, uint32_t sub) {
+/* xmm t = the integer in GPR r (bytes 1, 2, 4, 8) in every lane. */
+static void vsplat_gpr(jc *c, int t, int r, int bytes) {
+    pw__x64_sse_rr(&c->x, 0x66, X_SSE_MOVD, bytes == 8, t, r);
+    if (bytes == 8) {
+        vrr(c, 0x66, 0, 0x6C, t, t); /* punpcklqdq */
+        return;
+    }
+    if (bytes == 1) vrr(c, 0x66, 0, 0x60, t, t); /* punpcklbw */
+    if (bytes <= 2) vrr(c, 0x66, 0, 0x61, t, t); /* punpcklwd */
+    pshufd(c, t, t, 0);
+}
+
+/* Lane k of xmm register a (bytes 1, 2, 4, 8) into GPR r, zero-extended. False when
+ * it needs SSE4.1 that the module may not use (then the caller reads the cells). */
+static bool vextract(jc *c, int r, int a, int bytes, uint32_t k) {
     pw_x64 *x = &c->x;
-    /* extract_lane: the lane is a scalar load from the operand's cells */
+    switch (bytes) {
+    case 1:
+        if (c->isa & ISA_SSE41) {
+            vrr(c, 0x66, 0x3A, 0x14, a, r); /* pextrb r32, xmm, k */
+            pw__x64_byte(x, (uint8_t)k);
+            return true;
+        }
+        vrr(c, 0x66, 0, 0xC5, r, a); /* pextrw r32, xmm, k / 2 */
+        pw__x64_byte(x, (uint8_t)(k / 2));
+        if (k & 1) pw__x64_shift_i(x, X_SHR, false, r, 8);
+        pw__x64_movzx8(x, r, r);
+        return true;
+    case 2:
+        vrr(c, 0x66, 0, 0xC5, r, a);
+        pw__x64_byte(x, (uint8_t)k);
+        return true;
+    case 4:
+        if (k) {
+            pshufd(c, 0, a, (uint8_t)k);
+            a = 0;
+        }
+        pw__x64_sse_rr(x, 0x66, X_SSE_MOVDST, false, a, r);
+        return true;
+    default:
+        if (k) {
+            pshufd(c, 0, a, 0xEE);
+            a = 0;
+        }
+        pw__x64_sse_rr(x, 0x66, X_SSE_MOVDST, true, a, r);
+        return true;
+    }
+}
+
+/* Lane k of xmm register t (bytes 1, 2, 4, 8) = GPR r. False: not possible without
+ * SSE4.1 (then the caller writes the cells). Uses xmm1 for 8-byte lanes. */
+static bool vinsert(jc *c, int t, int r, int bytes, uint32_t k) {
+    pw_x64 *x = &c->x;
+    if (bytes == 2) {
+        vrr(c, 0x66, 0, 0xC4, t, r); /* pinsrw xmm, r32, k */
+        pw__x64_byte(x, (uint8_t)k);
+        return true;
+    }
+    if (bytes == 8 && !(c->isa & ISA_SSE41)) {
+        pw__x64_sse_rr(x, 0x66, X_SSE_MOVD, true, 1, r);
+        if (k)
+            vrr(c, 0x66, 0, 0x6C, t, 1); /* punpcklqdq: the high lane */
+        else
+            vrr(c, 0xF2, 0, 0x10, t, 1); /* movsd xmm, xmm: the low lane */
+        return true;
+    }
+    if (!(c->isa & ISA_SSE41)) return false;
+    uint8_t ops[3] = {0x0F, 0x3A, bytes == 1 ? 0x20 : 0x22}; /* pinsrb, pinsrd/q */
+    pw__x64_modrm(x, 0x66, bytes == 8, ops, 3, t, r, NULL, false);
+    pw__x64_byte(x, (uint8_t)k);
+    return true;
+}
+
+/* Sign or zero extension of the low 8 bytes of xmm t to lanes twice as wide (from
+ * = 1, 2, 4 bytes). Uses xmm1. */
+static void vextend(jc *c, int t, int from, bool sign) {
+    if (c->isa & ISA_SSE41) { /* pmovsx/pmovzx bw, wd, dq */
+        uint8_t op = (uint8_t)((sign ? 0x20 : 0x30) + (from == 1 ? 0 : from == 2 ? 3 : 5));
+        vrr(c, 0x66, 0x38, op, t, t);
+        return;
+    }
+    uint8_t unpack = from == 1 ? 0x60 : from == 2 ? 0x61 : 0x62;
+    if (!sign) {
+        vrr(c, 0x66, 0, 0xEF, 1, 1); /* pxor xmm1, xmm1 */
+        vrr(c, 0x66, 0, unpack, t, 1);
+    } else if (from < 4) { /* each lane doubled, then shifted back arithmetically */
+        vrr(c, 0x66, 0, unpack, t, t);
+        vshift(c, from == 1 ? 0x71 : 0x72, 4, t, (uint8_t)(from * 8));
+    } else { /* the sign of each dword beside it */
+        vmov(c, 1, t);
+        vshift(c, 0x72, 4, 1, 31);
+        vrr(c, 0x66, 0, 0x62, t, 1);
+    }
+}
+
+/* v128 loads and stores of the i32 memory 0: plain, extending, splat, zero-filling,
+ * lane. False: not one of them, or another memory (helper). */
+static bool simd_mem(jc *c, uint32_t pos, uint32_t sub) {
+    pw_x64 *x = &c->x;
+    pw_xmem m;
+    if (sub > 0x0B && (sub < 0x54 || sub > 0x5D)) return false;
+    if (IMM(7) != 0 || IMM(9) != 0 || c->m->nmems == 0 || c->m->mems[0].is64) return false;
+    if (sub == 0x00 || (sub >= 0x01 && sub <= 0x06) || sub == 0x5C || sub == 0x5D) {
+        uint32_t w = sub == 0x00 ? 16 : sub == 0x5C ? 4 : 8;
+        if (!vaddr(c, pos, w, &m)) return false;
+        int t = vdst(c, pos + 3, 0);
+        if (w == 16)
+            movdqu_ld(c, t, m);
+        else if (w == 4)
+            vx(c, 0x66, 0, X_SSE_MOVD, t, m); /* movd xmm, m32 */
+        else
+            vx(c, 0xF3, 0, 0x7E, t, m); /* movq xmm, m64 */
+        if (sub >= 0x01 && sub <= 0x06)
+            vextend(c, t, sub <= 0x02 ? 1 : sub <= 0x04 ? 2 : 4, sub & 1);
+        vout(c, pos + 3, t);
+        return true;
+    }
+    if (sub >= 0x07 && sub <= 0x0A) { /* load splats */
+        static const uint8_t LD[4] = {X_LD8U, X_LD16U, X_LD32, X_LD64};
+        int bytes = 1 << (sub - 0x07);
+        if (!vaddr(c, pos, (uint32_t)bytes, &m)) return false;
+        pw__x64_load(x, (pw_xld)LD[sub - 0x07], X_RCX, m);
+        int t = vdst(c, pos + 3, 0);
+        vsplat_gpr(c, t, X_RCX, bytes);
+        vout(c, pos + 3, t);
+        return true;
+    }
+    if (sub == 0x0B) {
+        int r = vin(c, pos + 5, 0);
+        if (!vaddr(c, pos, 16, &m)) return false;
+        movdqu_st(c, m, r);
+        return true;
+    }
+    if (sub >= 0x54 && sub <= 0x5B) { /* load_lane / store_lane */
+        static const uint8_t LD[4] = {X_LD8U, X_LD16U, X_LD32, X_LD64};
+        int bytes = 1 << ((sub - 0x54) & 3);
+        uint32_t k = IMM(10) & (16u / (uint32_t)bytes - 1);
+        if (sub >= 0x58) {
+            int a = vin(c, pos + 5, 0);
+            vextract(c, X_RCX, a, bytes, k);
+            if (!vaddr(c, pos, (uint32_t)bytes, &m)) return false;
+            pw__x64_store(x, bytes, m, X_RCX);
+            return true;
+        }
+        if (!vaddr(c, pos, (uint32_t)bytes, &m)) return false;
+        pw__x64_load(x, (pw_xld)LD[(sub - 0x54) & 3], X_RCX, m);
+        if ((bytes != 1 && bytes != 4) || (c->isa & ISA_SSE41)) {
+            int t = vdst(c, pos + 3, 0);
+            vmov(c, t, vin(c, pos + 5, t));
+            vinsert(c, t, X_RCX, bytes, k);
+            vout(c, pos + 3, t);
+        } else {
+            pw_xmem a = vmem_in(c, pos + 5), d = vcell(vslot(c, pos + 3));
+            movdqu_ld(c, 0, a);
+            movdqu_st(c, d, 0);
+            d.disp += (int32_t)(k * (uint32_t)bytes);
+            pw__x64_store(x, bytes, d, X_RCX);
+            vmem_done(c, pos + 3);
+        }
+        return true;
+    }
+    return false;
+}
+
+/* extract_lane, replace_lane, splat: lanes to and from scalar slots. */
+static bool simd_lane(jc *c, uint32_t pos, uint32_t sub) {
+    pw_x64 *x = &c->x;
     static const struct {
-        uint8_t sub, ld, w, bytes;
-    } EX[] = {{0x15, X_LD8S, 0, 1},  {0x16, X_LD8U, 0, 1}, {0x18, X_LD16S, 0, 2},
-              {0x19, X_LD16U, 0, 2}, {0x1B, X_LD32, 0, 4}, {0x1F, X_LD32, 0, 4},
-              {0x1D, X_LD64, 1, 8},  {0x21, X_LD64, 1, 8}};
+        uint8_t sub, bytes, sign, w;
+    } EX[] = {{0x15, 1, 1, 0}, {0x16, 1, 0, 0}, {0x18, 2, 1, 0}, {0x19, 2, 0, 0},
+              {0x1B, 4, 0, 0}, {0x1F, 4, 0, 0}, {0x1D, 8, 0, 1}, {0x21, 8, 0, 1}};
     for (size_t i = 0; i < sizeof EX / sizeof EX[0]; i++) {
         if (EX[i].sub != sub) continue;
-        pw_xmem a = SV_(c, pos + 4);
-        a.disp += (int32_t)((IMM(10) & (16u / EX[i].bytes - 1)) * EX[i].bytes);
-        pw__x64_load(x, (pw_xld)EX[i].ld, X_RAX, a);
+        uint32_t k = IMM(10) & (16u / EX[i].bytes - 1);
+        uint32_t s = vslot(c, pos + 4);
+        int a = vreg_of(c, s);
+        if (a >= 0) {
+            vextract(c, X_RAX, a, EX[i].bytes, k);
+            if (EX[i].sign) pw__x64_movsx_rr(x, EX[i].bytes, false, X_RAX, X_RAX);
+        } else {
+            static const uint8_t LD[2][4] = {{X_LD8U, X_LD16U, X_LD32, X_LD64},
+                                             {X_LD8S, X_LD16S, X_LD32, X_LD64}};
+            pw_xmem m = vcell(s);
+            m.disp += (int32_t)(k * EX[i].bytes);
+            int li = EX[i].bytes == 1 ? 0 : EX[i].bytes == 2 ? 1 : EX[i].bytes == 4 ? 2 : 3;
+            pw__x64_load(x, (pw_xld)LD[EX[i].sign][li], X_RAX, m);
+        }
         st(c, EX[i].w, SL(3), X_RAX);
         return true;
     }
-    /* replace_lane: copy the vector, then store the scalar into the lane */
     static const struct {
         uint8_t sub, w, bytes;
     } RP[] = {{0x17, 0, 1}, {0x1A, 0, 2}, {0x1C, 0, 4}, {0x20, 0, 4}, {0x1E, 1, 8}, {0x22, 1, 8}};
     for (size_t i = 0; i < sizeof RP / sizeof RP[0]; i++) {
         if (RP[i].sub != sub) continue;
+        uint32_t k = IMM(10) & (16u / RP[i].bytes - 1);
         ld(c, RP[i].w, X_RCX, SL(5));
-        pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4);
-        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
-        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
-        d.disp += (int32_t)((IMM(10) & (16u / RP[i].bytes - 1)) * RP[i].bytes);
-        pw__x64_store(x, RP[i].bytes, d, X_RCX);
-        return true;
-    }
-    /* splats: movd/movq, then widen the lane to the whole register */
-    if (sub >= 0x0F && sub <= 0x14) {
-        bool w = sub == 0x12 || sub == 0x14;
-        ld(c, w, X_RAX, SL(4));
-        pw_xmem d = SV_(c, pos + 3);
-        pw__x64_sse_rr(x, 0x66, X_SSE_MOVD, w, 0, X_RAX);
-        if (w) {
-            pw__x64_sse_rr(x, 0x66, 0x6C, false, 0, 0); /* punpcklqdq */
+        bool reg = RP[i].bytes == 2 || RP[i].bytes == 8 || (c->isa & ISA_SSE41);
+        if (reg) {
+            int t = vdst(c, pos + 3, 0);
+            vmov(c, t, vin(c, pos + 4, t));
+            vinsert(c, t, X_RCX, RP[i].bytes, k);
+            vout(c, pos + 3, t);
         } else {
-            if (sub == 0x0F) pw__x64_sse_rr(x, 0x66, 0x60, false, 0, 0); /* punpcklbw */
-            if (sub <= 0x10) pw__x64_sse_rr(x, 0x66, 0x61, false, 0, 0); /* punpcklwd */
-            pw__x64_sse_rr(x, 0x66, 0x70, false, 0, 0);                  /* pshufd, 0 */
-            pw__x64_byte(x, 0);
+            pw_xmem a = vmem_in(c, pos + 4), d = vcell(vslot(c, pos + 3));
+            movdqu_ld(c, 0, a);
+            movdqu_st(c, d, 0);
+            d.disp += (int32_t)(k * RP[i].bytes);
+            pw__x64_store(x, RP[i].bytes, d, X_RCX);
+            vmem_done(c, pos + 3);
         }
-        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
         return true;
     }
-    /* float compares: cmpps/cmppd with eq 0, lt 1, le 2, neq 4 (true for NaN, as
-     * Wasm's ne); gt and ge are lt and le with the operands swapped */
+    if (sub >= 0x0F && sub <= 0x14) { /* splats */
+        static const uint8_t B[6] = {1, 2, 4, 8, 4, 8};
+        int bytes = B[sub - 0x0F];
+        ld(c, bytes == 8, X_RAX, SL(4));
+        int t = vdst(c, pos + 3, 0);
+        vsplat_gpr(c, t, X_RAX, bytes);
+        vout(c, pos + 3, t);
+        return true;
+    }
+    return false;
+}
+
+/* i8x16.shuffle and swizzle: pshufb with SSSE3 (controls from the literal pool;
+ * swizzle's out-of-range indices saturated to >= 0x80 by paddusb 0x70, which pshufb
+ * turns into zero); without it the shuffle gathers bytes from the cells into rax and
+ * rdx. False: swizzle without SSSE3 (helper). */
+static bool simd_shuffle(jc *c, uint32_t pos, uint32_t sub) {
+    pw_x64 *x = &c->x;
+    if (sub == 0x0E) {
+        if (!(c->isa & ISA_SSSE3)) return false;
+        int rb = vin(c, pos + 5, 1);
+        vmov(c, 1, rb);
+        vconst_op(c, 0x66, 0, 0xDC, 1, rep8(0x70), rep8(0x70)); /* paddusb */
+        int t = vdst(c, pos + 3, 0);
+        if (t == 1) t = 0;
+        vmov(c, t, vin(c, pos + 4, t));
+        vrr(c, 0x66, 0x38, 0x00, t, 1); /* pshufb */
+        vout(c, pos + 3, t);
+        return true;
+    }
+    if (sub != 0x0D) return false;
+    uint8_t k[16];
+    for (int i = 0; i < 16; i++)
+        k[i] = (uint8_t)((IMM(7 + i / 4) >> (8 * (i % 4))) & 31);
+    if (c->isa & ISA_SSSE3) {
+        uint64_t ma[2] = {0, 0}, mb[2] = {0, 0};
+        bool usea = false, useb = false;
+        for (int i = 0; i < 16; i++) {
+            uint64_t va = k[i] < 16 ? k[i] : 0x80, vb = k[i] >= 16 ? k[i] - 16u : 0x80;
+            usea |= k[i] < 16;
+            useb |= k[i] >= 16;
+            ma[i / 8] |= va << (8 * (i % 8));
+            mb[i / 8] |= vb << (8 * (i % 8));
+        }
+        int t = vdst(c, pos + 3, 0);
+        if (useb) {
+            int rb = vin(c, pos + 5, 1);
+            vmov(c, 1, rb);
+            vconst_op(c, 0x66, 0x38, 0x00, 1, mb[0], mb[1]);
+            if (t == 1) t = 0;
+        }
+        if (usea) {
+            vmov(c, t, vin(c, pos + 4, t));
+            vconst_op(c, 0x66, 0x38, 0x00, t, ma[0], ma[1]);
+            if (useb) vrr(c, 0x66, 0, 0xEB, t, 1); /* por */
+        } else {
+            t = 1;
+        }
+        vout(c, pos + 3, t);
+        return true;
+    }
+    pw_xmem a = vmem_in(c, pos + 4), b = vmem_in(c, pos + 5), d = vcell(vslot(c, pos + 3));
+    pw__x64_alu_rr(x, X_XOR, false, X_RAX, X_RAX);
+    pw__x64_alu_rr(x, X_XOR, false, X_RDX, X_RDX);
+    for (int i = 0; i < 16; i++) {
+        pw_xmem src = k[i] < 16 ? a : b;
+        src.disp += (int32_t)(k[i] & 15);
+        pw__x64_load(x, X_LD8U, X_RCX, src);
+        if (i % 8) pw__x64_shift_i(x, X_SHL, true, X_RCX, (uint8_t)(8 * (i % 8)));
+        pw__x64_alu_rr(x, X_OR, true, i < 8 ? X_RAX : X_RDX, X_RCX);
+    }
+    pw__x64_store(x, 8, d, X_RAX);
+    d.disp += 8;
+    pw__x64_store(x, 8, d, X_RDX);
+    vmem_done(c, pos + 3);
+    return true;
+}
+
+/* Shifts by an i32 count taken modulo the lane width (x86 would zero the lanes for
+ * a count >= width): psll/psrl/psra with the count in xmm1; i8x16 has no x86 shift:
+ * word shifts with the bits that crossed a byte masked off (shr_s: shr_u of a ^ 0x80
+ * minus 0x80 >> n). */
+static bool simd_shift(jc *c, uint32_t pos, uint32_t sub) {
+    pw_x64 *x = &c->x;
     static const struct {
-        uint8_t sub, pd, pred, swap;
-    } FC[] = {{0x41, 0, 0, 0}, {0x42, 0, 4, 0}, {0x43, 0, 1, 0}, {0x44, 0, 1, 1},
-              {0x45, 0, 2, 0}, {0x46, 0, 2, 1}, {0x47, 1, 0, 0}, {0x48, 1, 4, 0},
-              {0x49, 1, 1, 0}, {0x4A, 1, 1, 1}, {0x4B, 1, 2, 0}, {0x4C, 1, 2, 1}};
-    for (size_t i = 0; i < sizeof FC / sizeof FC[0]; i++) {
-        if (FC[i].sub != sub) continue;
-        pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4), b = SV_(c, pos + 5);
-        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, FC[i].swap ? b : a);
-        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, FC[i].swap ? a : b);
-        pw__x64_sse_rr(x, FC[i].pd ? 0x66 : -1, 0xC2, false, 0, 1);
-        pw__x64_byte(x, FC[i].pred);
-        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+        uint8_t sub, op, mask;
+    } SH[] = {
+        {0x6B, 0xF1, 7},  {0x6C, 0xD1, 7},  {0x6D, 0xD1, 7},  {0x8B, 0xF1, 15},
+        {0x8C, 0xE1, 15}, {0x8D, 0xD1, 15}, {0xAB, 0xF2, 31}, {0xAC, 0xE2, 31},
+        {0xAD, 0xD2, 31}, {0xCB, 0xF3, 63}, {0xCD, 0xD3, 63},
+    };
+    for (size_t i = 0; i < sizeof SH / sizeof SH[0]; i++) {
+        if (SH[i].sub != sub) continue;
+        if (c->lc_end == pos && c->lc_slot == IMM(5) && !c->target[pos]) {
+            /* the count is the constant just written: an immediate shift */
+            uint8_t n = (uint8_t)(c->lc_val & SH[i].mask), op = SH[i].op;
+            uint8_t ext = (op & 0xF0) == 0xF0 ? 6 : (op & 0xF0) == 0xE0 ? 4 : 2;
+            int t = vdst(c, pos + 3, 0);
+            vmov(c, t, vin(c, pos + 4, t));
+            if (sub >= 0x6B && sub <= 0x6D) {
+                if (sub == 0x6C) vconst_op(c, 0x66, 0, 0xEF, t, rep8(0x80), rep8(0x80));
+                vshift(c, 0x71, ext, t, n);
+                uint8_t mk = sub == 0x6B ? (uint8_t)(0xFF << n) : (uint8_t)(0xFF >> n);
+                vconst_op(c, 0x66, 0, 0xDB, t, rep8(mk), rep8(mk)); /* pand */
+                if (sub == 0x6C) {
+                    uint8_t b = (uint8_t)(0x80 >> n);
+                    vconst_op(c, 0x66, 0, 0xF8, t, rep8(b), rep8(b)); /* psubb */
+                }
+            } else if (n) {
+                vshift(c, (uint8_t)(0x70 + (op & 0x0F)), ext, t, n); /* 0x71-0x73 */
+            }
+            vout(c, pos + 3, t);
+            return true;
+        }
+        ld(c, false, X_RCX, SL(5));
+        pw__x64_alu_ri(x, X_AND, false, X_RCX, SH[i].mask);
+        int t = vdst(c, pos + 3, 0);
+        if (t == 1) t = 0;
+        vmov(c, t, vin(c, pos + 4, t));
+        if (sub == 0x6C) vconst_op(c, 0x66, 0, 0xEF, t, rep8(0x80), rep8(0x80)); /* pxor */
+        pw__x64_sse_rr(x, 0x66, X_SSE_MOVD, false, 1, X_RCX);
+        vrr(c, 0x66, 0, SH[i].op, t, 1);
+        if (sub >= 0x6B && sub <= 0x6D) {
+            /* the byte mask 0xFF << n or 0xFF >> n in every byte */
+            pw__x64_mov_ri32(x, X_RAX, 0xFF);
+            pw__x64_shift_cl(x, sub == 0x6B ? X_SHL : X_SHR, false, X_RAX);
+            pw__x64_movzx8(x, X_RAX, X_RAX);
+            pw__x64_imul_rri(x, false, X_RAX, X_RAX, 0x01010101);
+            pw__x64_sse_rr(x, 0x66, X_SSE_MOVD, false, 1, X_RAX);
+            pshufd(c, 1, 1, 0);
+            vrr(c, 0x66, 0, 0xDB, t, 1); /* pand */
+            if (sub == 0x6C) {           /* minus 0x80 >> n */
+                pw__x64_mov_ri32(x, X_RAX, 0x80);
+                pw__x64_shift_cl(x, X_SHR, false, X_RAX);
+                pw__x64_imul_rri(x, false, X_RAX, X_RAX, 0x01010101);
+                pw__x64_sse_rr(x, 0x66, X_SSE_MOVD, false, 1, X_RAX);
+                pshufd(c, 1, 1, 0);
+                vrr(c, 0x66, 0, 0xF8, t, 1); /* psubb */
+            }
+        }
+        vout(c, pos + 3, t);
         return true;
     }
-    /* v128.not, float abs and neg: a mask built in xmm1 */
-    if (sub == 0x4D || sub == 0xE0 || sub == 0xE1 || sub == 0xEC || sub == 0xED) {
-        pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4);
-        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
-        switch (sub) {
-        case 0x4D: ones_xmm1(x, 0, 0, 0); break;
-        case 0xE0: ones_xmm1(x, 0x72, 2, 1); break;  /* 0x7fffffff */
-        case 0xE1: ones_xmm1(x, 0x72, 6, 31); break; /* 0x80000000 */
-        case 0xEC: ones_xmm1(x, 0x73, 2, 1); break;
-        default: ones_xmm1(x, 0x73, 6, 63); break;
+    return false;
+}
+
+/* One-operand instructions: not, abs, neg, extensions, conversions, bitmasks. */
+static bool simd_unary(jc *c, uint32_t pos, uint32_t sub) {
+    pw_x64 *x = &c->x;
+    /* float abs/neg and v128.not: and/xor with a mask */
+    static const struct {
+        uint8_t sub, op;
+        uint64_t m;
+    } MK[] = {{0x4D, 0xEF, ~0ull},
+              {0xE0, 0xDB, 0x7FFFFFFF7FFFFFFFull},
+              {0xE1, 0xEF, 0x8000000080000000ull},
+              {0xEC, 0xDB, 0x7FFFFFFFFFFFFFFFull},
+              {0xED, 0xEF, 0x8000000000000000ull}};
+    for (size_t i = 0; i < sizeof MK / sizeof MK[0]; i++) {
+        if (MK[i].sub != sub) continue;
+        int t = vdst(c, pos + 3, 0);
+        vmov(c, t, vin(c, pos + 4, t));
+        vconst_op(c, 0x66, 0, MK[i].op, t, MK[i].m, MK[i].m);
+        vout(c, pos + 3, t);
+        return true;
+    }
+    /* integer neg: 0 - a */
+    if (sub == 0x61 || sub == 0x81 || sub == 0xA1 || sub == 0xC1) {
+        static const uint8_t SUBOP[4] = {0xF8, 0xF9, 0xFA, 0xFB};
+        int a = vin(c, pos + 4, 1);
+        int t = vdst(c, pos + 3, 0);
+        if (t == a) t = 0;
+        vrr(c, 0x66, 0, 0xEF, t, t);
+        vrr(c, 0x66, 0, SUBOP[(sub - 0x61) / 0x20], t, a);
+        vout(c, pos + 3, t);
+        return true;
+    }
+    /* integer abs: pabsb/w/d (SSSE3); SSE2: min_u(a, -a) for bytes, max_s(a, -a)
+     * for words, (a ^ s) - s with s the sign for dwords */
+    if (sub == 0x60 || sub == 0x80 || sub == 0xA0) {
+        int a = vin(c, pos + 4, 1);
+        int t = vdst(c, pos + 3, 0);
+        if (c->isa & ISA_SSSE3) {
+            vrr(c, 0x66, 0x38, sub == 0x60 ? 0x1C : sub == 0x80 ? 0x1D : 0x1E, t, a);
+        } else if (sub != 0xA0) {
+            if (t == a) t = 0;
+            vrr(c, 0x66, 0, 0xEF, t, t);
+            vrr(c, 0x66, 0, sub == 0x60 ? 0xF8 : 0xF9, t, a);
+            vrr(c, 0x66, 0, sub == 0x60 ? 0xDA : 0xEE, t, a);
+        } else {
+            if (a != 1) vmov(c, 1, a);
+            if (t == 1) t = 0;
+            vmov(c, t, 1);
+            vshift(c, 0x72, 4, t, 31); /* t = sign */
+            vrr(c, 0x66, 0, 0xEF, 1, t);
+            vrr(c, 0x66, 0, 0xFA, 1, t); /* psubd */
+            t = 1;
         }
-        pw__x64_sse_rr(x, 0x66, sub == 0xE0 || sub == 0xEC ? 0xDB : 0xEF, false, 0, 1);
-        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+        vout(c, pos + 3, t);
+        return true;
+    }
+    /* extensions: low half as is, high half moved down first (psrldq 8) */
+    static const struct {
+        uint8_t sub, from, sign, high;
+    } EXT[] = {{0x87, 1, 1, 0}, {0x88, 1, 1, 1}, {0x89, 1, 0, 0}, {0x8A, 1, 0, 1},
+               {0xA7, 2, 1, 0}, {0xA8, 2, 1, 1}, {0xA9, 2, 0, 0}, {0xAA, 2, 0, 1},
+               {0xC7, 4, 1, 0}, {0xC8, 4, 1, 1}, {0xC9, 4, 0, 0}, {0xCA, 4, 0, 1}};
+    for (size_t i = 0; i < sizeof EXT / sizeof EXT[0]; i++) {
+        if (EXT[i].sub != sub) continue;
+        int t = vdst(c, pos + 3, 0);
+        if (t == 1) t = 0;
+        vmov(c, t, vin(c, pos + 4, t));
+        if (EXT[i].high) vshift(c, 0x73, 3, t, 8);
+        vextend(c, t, EXT[i].from, EXT[i].sign);
+        vout(c, pos + 3, t);
+        return true;
+    }
+    /* conversions the interpreter's C casts compile to on x86-64: cvtdq2ps,
+     * cvtdq2pd, cvtps2pd, cvtpd2ps (which zeroes the high lanes) */
+    static const struct {
+        uint8_t sub;
+        int16_t pfx;
+        uint8_t op;
+    } CV[] = {{0xFA, -1, 0x5B}, {0xFE, 0xF3, 0xE6}, {0x5F, -1, 0x5A}, {0x5E, 0x66, 0x5A}};
+    for (size_t i = 0; i < sizeof CV / sizeof CV[0]; i++) {
+        if (CV[i].sub != sub) continue;
+        int a = vin(c, pos + 4, 1);
+        int t = vdst(c, pos + 3, 0);
+        vrr(c, CV[i].pfx, 0, CV[i].op, t, a);
+        vout(c, pos + 3, t);
         return true;
     }
     /* bitmasks and any/all_true: pmovmskb/movmskps/movmskpd into eax */
     if (sub == 0x64 || sub == 0x84 || sub == 0xA4 || sub == 0xC4 || sub == 0x53 || sub == 0x63 ||
         sub == 0x83 || sub == 0xA3) {
-        pw_xmem a = SV_(c, pos + 4);
-        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
+        int a = vin(c, pos + 4, 0);
         switch (sub) {
-        case 0x64: pw__x64_sse_rr(x, 0x66, 0xD7, false, X_RAX, 0); break;
+        case 0x64: vrr(c, 0x66, 0, 0xD7, X_RAX, a); break;
         case 0x84:
-            pw__x64_sse_rr(x, 0x66, 0x63, false, 0, 0); /* packsswb: the sign of each word */
-            pw__x64_sse_rr(x, 0x66, 0xD7, false, X_RAX, 0);
+            vmov(c, 0, a);
+            vrr(c, 0x66, 0, 0x63, 0, 0); /* packsswb: the sign of each word */
+            vrr(c, 0x66, 0, 0xD7, X_RAX, 0);
             pw__x64_alu_ri(x, X_AND, false, X_RAX, 0xFF);
             break;
-        case 0xA4: pw__x64_sse_rr(x, -1, 0x50, false, X_RAX, 0); break;
-        case 0xC4: pw__x64_sse_rr(x, 0x66, 0x50, false, X_RAX, 0); break;
+        case 0xA4: vrr(c, -1, 0, 0x50, X_RAX, a); break;
+        case 0xC4: vrr(c, 0x66, 0, 0x50, X_RAX, a); break;
         default: { /* lanes equal to zero, as a byte mask */
             uint8_t eq = sub == 0x83 ? 0x75 : sub == 0xA3 ? 0x76 : 0x74;
-            pw__x64_sse_rr(x, 0x66, 0xEF, false, 1, 1);
-            pw__x64_sse_rr(x, 0x66, eq, false, 0, 1);
-            pw__x64_sse_rr(x, 0x66, 0xD7, false, X_RAX, 0);
+            vrr(c, 0x66, 0, 0xEF, 1, 1);
+            vrr(c, 0x66, 0, eq, 1, a);
+            vrr(c, 0x66, 0, 0xD7, X_RAX, 1);
             if (sub == 0x53) { /* any_true: some byte is not zero */
                 pw__x64_alu_ri(x, X_CMP, false, X_RAX, 0xFFFF);
                 pw__x64_setcc(x, X_CC_NE, X_RAX);
@@ -1033,113 +1635,198 @@ static bool simd_inline2(jc *c, uint32_t pos, uint32_t sub) {
     return false;
 }
 
-/* Words: [XOP, SIMD, sub, dst, a, b, c, ...]. False: not inline (call the helper). */
+/* Words: [XOP, SIMD, sub, dst, a, b, c, x0..x3]. False: not inline (call the helper). */
 static bool simd_inline(jc *c, uint32_t pos) {
     pw_x64 *x = &c->x;
     uint32_t sub = IMM(2);
     simd_sse o;
-    if (simd_inline2(c, pos, sub)) return true;
-    if ((sub == 0x00 || sub == 0x0B) && IMM(7) == 0 && IMM(9) == 0 && c->m->nmems > 0 &&
-        !c->m->mems[0].is64) {
-        /* v128.load / v128.store of the i32 memory 0: the scalar accesses' bounds
-         * check against the size in r13 (ea + 16 computed in 64 bits), then movdqu */
-        ld(c, false, X_RAX, SL(4));
-        uint32_t off = IMM(8);
-        int32_t disp = 0;
-        if (off <= INT32_MAX - 16) {
-            disp = (int32_t)off;
-        } else {
-            pw__x64_mov_ri32(x, X_RCX, off);
-            pw__x64_alu_rr(x, X_ADD, true, X_RAX, X_RCX);
+    if (simd_mem(c, pos, sub) || simd_lane(c, pos, sub) || simd_shuffle(c, pos, sub) ||
+        simd_shift(c, pos, sub) || simd_unary(c, pos, sub))
+        return true;
+    if (c->fail) return true;
+    /* integer compares of i8/i16/i32 lanes: pcmpeq or pcmpgt (operands swapped for
+     * lt/ge), unsigned ones with both operands' sign bits flipped first, ne/le/ge
+     * as the complement */
+    if (sub >= 0x23 && sub <= 0x40) {
+        uint32_t lane = (sub - 0x23) / 10, kind = (sub - 0x23) % 10;
+        static const uint16_t SWAP = 0x30C, BIAS = 0x2A8, NOT = 0x3C2, EQ = 0x003;
+        bool swap = SWAP >> kind & 1, bias = BIAS >> kind & 1, inv = NOT >> kind & 1;
+        uint64_t sb = lane == 0 ? rep8(0x80) : lane == 1 ? rep16(0x8000) : 0x8000000080000000ull;
+        uint8_t op = (uint8_t)((EQ >> kind & 1 ? 0x74 : 0x64) + lane);
+        uint32_t wa = pos + (swap ? 5 : 4), wb = pos + (swap ? 4 : 5);
+        int rb = vin(c, wb, 1);
+        if (bias) {
+            vmov(c, 1, rb);
+            vconst_op(c, 0x66, 0, 0xEF, 1, sb, sb);
+            rb = 1;
         }
-        pw__x64_lea(x, true, X_RDX, x_mem(X_RAX, disp + 16));
-        pw__x64_alu_rr(x, X_CMP, true, X_RDX, X_R13);
-        trap_if(c, X_CC_A, PW_TRAP_MEM_OOB);
-        pw_xmem m = x_memi(X_R12, X_RAX, 1, disp);
-        if (sub == 0x00) {
-            pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, m);
-            pw__x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, SV_(c, pos + 3));
-        } else {
-            pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, SV_(c, pos + 5));
-            pw__x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, m);
-        }
+        int rd = vdst(c, pos + 3, 0);
+        int t = rd != rb ? rd : 0;
+        vmov(c, t, vin(c, wa, t));
+        if (bias) vconst_op(c, 0x66, 0, 0xEF, t, sb, sb);
+        vrr(c, 0x66, 0, op, t, rb);
+        if (inv) vconst_op(c, 0x66, 0, 0xEF, t, ~0ull, ~0ull);
+        vout(c, pos + 3, t);
         return true;
     }
-    /* shifts by an i32 count taken modulo the lane width (x86 would zero the lanes
-     * for a count >= width): psll/psrl/psra with the count in xmm1 */
+    /* float compares: cmpps/cmppd with eq 0, lt 1, le 2, neq 4 (true for NaN, as
+     * Wasm's ne); gt and ge are lt and le with the operands swapped */
     static const struct {
-        uint8_t sub, op, mask;
-    } SH[] = {
-        {0x8B, 0xF1, 15}, {0x8C, 0xE1, 15}, {0x8D, 0xD1, 15}, {0xAB, 0xF2, 31},
-        {0xAC, 0xE2, 31}, {0xAD, 0xD2, 31}, {0xCB, 0xF3, 63}, {0xCD, 0xD3, 63},
-    };
-    for (size_t i = 0; i < sizeof SH / sizeof SH[0]; i++) {
-        if (SH[i].sub != sub) continue;
-        pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4);
-        ld(c, false, X_RCX, SL(5));
-        pw__x64_alu_ri(x, X_AND, false, X_RCX, SH[i].mask);
-        pw__x64_sse_rr(x, 0x66, X_SSE_MOVD, false, 1, X_RCX);
-        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
-        pw__x64_sse_rr(x, 0x66, SH[i].op, false, 0, 1);
-        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+        uint8_t sub, pd, pred, swap;
+    } FC[] = {{0x41, 0, 0, 0}, {0x42, 0, 4, 0}, {0x43, 0, 1, 0}, {0x44, 0, 1, 1},
+              {0x45, 0, 2, 0}, {0x46, 0, 2, 1}, {0x47, 1, 0, 0}, {0x48, 1, 4, 0},
+              {0x49, 1, 1, 0}, {0x4A, 1, 1, 1}, {0x4B, 1, 2, 0}, {0x4C, 1, 2, 1}};
+    for (size_t i = 0; i < sizeof FC / sizeof FC[0]; i++) {
+        if (FC[i].sub != sub) continue;
+        vbin(c, pos, FC[i].pd ? 0x66 : -1, 0, 0xC2, FC[i].swap, FC[i].pred);
         return true;
     }
-    /* zero-extension of the low or high half: unpack with a zero register */
-    static const struct {
-        uint8_t sub, op;
-    } EXT[] = {{0x89, 0x60}, {0x8A, 0x68}, {0xA9, 0x61}, {0xAA, 0x69}, {0xC9, 0x62}, {0xCA, 0x6A}};
-    for (size_t i = 0; i < sizeof EXT / sizeof EXT[0]; i++) {
-        if (EXT[i].sub != sub) continue;
-        pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4);
-        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
-        pw__x64_sse_rr(x, 0x66, 0xEF, false, 1, 1); /* pxor xmm1, xmm1 */
-        pw__x64_sse_rr(x, 0x66, EXT[i].op, false, 0, 1);
-        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
-        return true;
-    }
-    if (sub == 0x0D) {
-        /* i8x16.shuffle: each result byte picked from a or b by its constant lane
-         * index, gathered into rax (bytes 0-7) and rdx (8-15) with byte loads from
-         * the frame and stored only at the end (the destination may be an operand) */
-        pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4), b = SV_(c, pos + 5);
-        pw__x64_alu_rr(x, X_XOR, false, X_RAX, X_RAX);
-        pw__x64_alu_rr(x, X_XOR, false, X_RDX, X_RDX);
-        for (int i = 0; i < 16; i++) {
-            uint32_t k = (IMM(7 + i / 4) >> (8 * (i % 4))) & 31;
-            pw_xmem src = k < 16 ? a : b;
-            src.disp += (int32_t)(k & 15);
-            pw__x64_load(x, X_LD8U, X_RCX, src);
-            if (i % 8) pw__x64_shift_i(x, X_SHL, true, X_RCX, (uint8_t)(8 * (i % 8)));
-            pw__x64_alu_rr(x, X_OR, true, i < 8 ? X_RAX : X_RDX, X_RCX);
+    if (sub == 0x52) { /* bitselect: b ^ ((a ^ b) & m) */
+        int rb = vin(c, pos + 5, 1);
+        vmov(c, 1, rb);
+        int t = vdst(c, pos + 3, 0);
+        if (t == 1) t = 0;
+        uint32_t sd = vslot(c, pos + 3), sb = vslot(c, pos + 5), sm = vslot(c, pos + 6);
+        if (sd == sb || sd == sm) t = 0; /* t is written before b and m are read */
+        vmov(c, t, vin(c, pos + 4, t));
+        vrr(c, 0x66, 0, 0xEF, t, 1);
+        int rm = vreg_of(c, sm);
+        if (rm >= 0) {
+            vrr(c, 0x66, 0, 0xDB, t, rm);
+        } else {
+            movdqu_ld(c, 1, vcell(sm));
+            vrr(c, 0x66, 0, 0xDB, t, 1);
+            vmov(c, 1, vin(c, pos + 5, 1));
         }
+        vrr(c, 0x66, 0, 0xEF, t, 1);
+        vout(c, pos + 3, t);
+        return true;
+    }
+    if (sub == 0xD5) { /* i64x2.mul: two imuls of the cells */
+        pw_xmem a = vmem_in(c, pos + 4), b = vmem_in(c, pos + 5), d = vcell(vslot(c, pos + 3));
+        pw_xmem a1 = a, b1 = b, d1 = d;
+        a1.disp += 8, b1.disp += 8, d1.disp += 8;
+        static const uint8_t IMUL[2] = {0x0F, 0xAF}; /* imul r64, m64 */
+        pw__x64_load(x, X_LD64, X_RAX, a);
+        pw__x64_load(x, X_LD64, X_RCX, a1);
+        pw__x64_modrm(x, -1, true, IMUL, 2, X_RAX, -1, &b, false);
+        pw__x64_modrm(x, -1, true, IMUL, 2, X_RCX, -1, &b1, false);
         pw__x64_store(x, 8, d, X_RAX);
-        d.disp += 8;
-        pw__x64_store(x, 8, d, X_RDX);
+        pw__x64_store(x, 8, d1, X_RCX);
+        vmem_done(c, pos + 3);
         return true;
     }
-    if (sub == 0x52) { /* bitselect: b ^ ((a ^ b) & c) */
-        pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4), b = SV_(c, pos + 5), m = SV_(c, pos + 6);
-        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, a);
-        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, b);
-        pw__x64_sse_rr(x, 0x66, 0xEF, false, 0, 1);
-        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, m);
-        pw__x64_sse_rr(x, 0x66, 0xDB, false, 0, 1);
-        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, b);
-        pw__x64_sse_rr(x, 0x66, 0xEF, false, 0, 1);
-        pw__x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+    if (sub == 0x82 && (c->isa & ISA_SSSE3)) { /* q15mulr_sat_s: pmulhrsw, 0x8000 -> 0x7fff */
+        vbin(c, pos, 0x66, 0x38, 0x0B, false, -1);
+        int t = vdst(c, pos + 3, 0);
+        if (vreg_of(c, vslot(c, pos + 3)) < 0) movdqu_ld(c, 0, vcell(vslot(c, pos + 3)));
+        vmov(c, 1, t);
+        vconst_op(c, 0x66, 0, 0x75, 1, rep16(0x8000), rep16(0x8000)); /* pcmpeqw */
+        vrr(c, 0x66, 0, 0xEF, t, 1);
+        vout(c, pos + 3, t);
         return true;
     }
-    if (!simd_sse_of(sub, &o) || (o.sse41 && !sse41_ok())) return false;
-    pw_xmem d = SV_(c, pos + 3), a = SV_(c, pos + 4), b = SV_(c, pos + 5);
-    pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 0, o.swap ? b : a);
-    pw__x64_sse_rm(x, 0xF3, X_MOVDQU_LD, false, 1, o.swap ? a : b);
-    if (o.sse41) {
-        const uint8_t ops[3] = {0x0F, 0x38, o.op};
-        pw__x64_modrm(x, 0x66, false, ops, 3, 0, 1, NULL, false);
+    if (!simd_sse_of(sub, &o) || (o.isa & ~c->isa)) return false;
+    vbin(c, pos, o.prefix, o.isa ? 0x38 : 0, o.op, o.swap, -1);
+    return true;
+}
+
+/* A v128 moved whole by the compiler's scalar moves: COPY2 d, s, d+1, s+1 (two
+ * non-overlapping pairs) or two constants into s and s+1. Pass 1 records them (the
+ * cells' accesses are V_PAIR_*, not V_OTHER, so the value can still be
+ * vector-pinned); pass 2 moves the value in an xmm register when a side is
+ * vector-pinned, or in a function with SIMD when no cell is scalar-pinned (a later
+ * 16-byte load then finds one 16-byte store to forward from, not two halves). */
+static bool vpair_ok(jc *c, uint32_t s) {
+    return c->pin[s] < 0 && c->pin[s + 1] < 0;
+}
+static bool vpair_note(jc *c, uint32_t a, uint32_t b, uint32_t p2) {
+    if (!grow((void **)&c->vpairs, &c->capvpairs, c->nvpairs + 3, sizeof *c->vpairs)) {
+        c->fail = true;
+        return false;
+    }
+    c->vpairs[c->nvpairs++] = a;
+    c->vpairs[c->nvpairs++] = b;
+    c->vpairs[c->nvpairs++] = p2;
+    c->nov = true; /* the scalar path that follows records no V_OTHER */
+    return false;
+}
+static bool vpair_copy(jc *c, uint32_t pos) {
+    uint64_t d = IMM(1), s = IMM(2), ns = c->cf->frame_slots;
+    if (IMM(3) + 1 == d && IMM(4) + 1 == s) { /* the high cells first */
+        d = IMM(3);
+        s = IMM(4);
+    } else if (IMM(3) != d + 1 || IMM(4) != s + 1) {
+        return false;
+    }
+    if (d + 1 >= ns || s + 1 >= ns || (d < s + 2 && s < d + 2)) return false;
+    if (c->analyze) {
+        c->vuse[d] |= V_PAIR_LO;
+        c->vuse[d + 1] |= V_PAIR_HI;
+        c->vuse[s] |= V_PAIR_LO;
+        c->vuse[s + 1] |= V_PAIR_HI;
+        return vpair_note(c, (uint32_t)d, (uint32_t)s, 0);
+    }
+    int rd = vreg_of(c, (uint32_t)d), rs = vreg_of(c, (uint32_t)s);
+    if (rd < 0 && rs < 0 && !(c->has_simd && vpair_ok(c, (uint32_t)d) && vpair_ok(c, (uint32_t)s)))
+        return false;
+    for (int k = 0; k < VC_N && rs < 0; k++)
+        if (c->vc_slot[k] == s) rs = VC_REG + k;
+    if (rs < 0) {
+        rs = rd >= 0 ? rd : 0;
+        movdqu_ld(c, rs, vcell((uint32_t)s));
+    }
+    if (rd >= 0) {
+        vmov(c, rd, rs);
     } else {
-        pw__x64_sse_rr(x, o.prefix, o.op, false, 0, 1);
+        vc_drop(c, (uint32_t)d, (uint32_t)d + 1);
+        movdqu_st(c, vcell((uint32_t)d), rs);
     }
-    pw__x64_sse_rm(x, 0xF3, X_MOVDQU_ST, false, 0, d);
+    return true;
+}
+static bool vpair_const(jc *c, uint32_t pos, uint32_t *len) {
+    if (c->analyze && pos == c->pair2) {
+        c->nov = true;
+        return false;
+    }
+    uint64_t s = IMM(1);
+    uint32_t p2 = pos + *len;
+    if (p2 + 3 > c->n) return false;
+    bool rev = c->code[p2 + 1] + 1ull == s; /* the high cell first */
+    if (rev) s--;
+    if (s + 1 >= c->cf->frame_slots || c->code[p2 + 1] != (rev ? s : s + 1)) return false;
+    int op2 = op_of(c->jm, c->code[p2]);
+    if ((op2 != PW_OP_CONST32 && op2 != PW_OP_CONST64) || (op2 == PW_OP_CONST64 && p2 + 4 > c->n))
+        return false;
+    uint64_t lo = IMM(2), hi = c->code[p2 + 2];
+    if (*len == 4) lo |= (uint64_t)IMM(3) << 32;
+    if (op2 == PW_OP_CONST64) hi |= (uint64_t)c->code[p2 + 3] << 32;
+    if (rev) {
+        uint64_t t = lo;
+        lo = hi;
+        hi = t;
+    }
+    if (c->analyze) {
+        c->vuse[s] |= V_PAIR_LO;
+        c->vuse[s + 1] |= V_PAIR_HI;
+        c->pair2 = p2;
+        return vpair_note(c, (uint32_t)s, UINT32_MAX, p2);
+    }
+    if (c->target[p2]) return false;
+    int r = vreg_of(c, (uint32_t)s);
+    if (r < 0 && !(c->has_simd && vpair_ok(c, (uint32_t)s))) return false;
+    int t = r >= 0 ? r : 0;
+    if (lo == 0 && hi == 0)
+        vrr(c, 0x66, 0, 0xEF, t, t); /* pxor */
+    else if (lo == ~0ull && hi == ~0ull)
+        vrr(c, 0x66, 0, 0x76, t, t); /* pcmpeqd */
+    else
+        vconst_op(c, 0x66, 0, 0x6F, t, lo, hi); /* movdqa */
+    if (r < 0) {
+        vc_drop(c, (uint32_t)s, (uint32_t)s + 1);
+        movdqu_st(c, vcell((uint32_t)s), t);
+    }
+    *len += op2 == PW_OP_CONST64 ? 4 : 3;
     return true;
 }
 
@@ -1157,6 +1844,7 @@ static void xop(jc *c, uint32_t pos, uint32_t *len) {
         return;
     }
     *len = words[kind];
+    if (kind != PW_XOP_SIMD) vc_clear(c);
     if (kind == PW_XOP_CLAMP32) { /* dst src: saturated to u32 */
         ld(c, true, X_RAX, SL(3));
         pw__x64_mov_ri32(x, X_RCX, UINT32_MAX); /* zero-extended: rcx = 2^32 - 1 */
@@ -1165,7 +1853,12 @@ static void xop(jc *c, uint32_t pos, uint32_t *len) {
         st(c, false, SL(2), X_RAX);
         return;
     }
-    if (kind == PW_XOP_SIMD && simd_inline(c, pos)) return;
+    c->vc_set = false;
+    if (kind == PW_XOP_SIMD && simd_inline(c, pos)) {
+        if (!c->vc_set) vc_clear(c); /* it wrote cells another way */
+        return;
+    }
+    vc_clear(c);
     call_begin(c);
     pw__x64_mov_rr(x, true, X_RDI, X_R15);
     pw__x64_mov_rr(x, true, X_RSI, X_R14);
@@ -1212,16 +1905,17 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
             pw__x64_alu_ri(x, X_CMP, true, X_RAX, 1);
             slow = pw__x64_jcc32(x, X_CC_BE); /* NULL or JIT_FALLBACK */
             pw__x64_alu_rm(x, X_CMP, true, X_RSP,
-                       x_mem(X_R15, (int32_t)offsetof(pw_store, jit_stack_limit)));
+                           x_mem(X_R15, (int32_t)offsetof(pw_store, jit_stack_limit)));
             size_t slow2 = pw__x64_jcc32(x, X_CC_B);
             poll_interrupt(c);
             /* frame record room, value stack room */
             pw__x64_load(x, X_LD64, X_RDX, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)));
             pw__x64_alu_rm(x, X_CMP, true, X_RDX,
-                       x_mem(X_R15, (int32_t)offsetof(pw_store, frames_end)));
+                           x_mem(X_R15, (int32_t)offsetof(pw_store, frames_end)));
             trap_if(c, X_CC_AE, PW_TRAP_STACK_EXHAUSTED);
             pw__x64_lea(x, true, X_RSI, x_mem(X_RBX, (int32_t)((argbase + ce->frame_slots) * 8)));
-            pw__x64_alu_rm(x, X_CMP, true, X_RSI, x_mem(X_R15, (int32_t)offsetof(pw_store, stack_end)));
+            pw__x64_alu_rm(x, X_CMP, true, X_RSI,
+                           x_mem(X_R15, (int32_t)offsetof(pw_store, stack_end)));
             trap_if(c, X_CC_A, PW_TRAP_STACK_EXHAUSTED);
             /* the caller's frame record */
             pw__x64_mov_ri64(x, X_RCX, (uint64_t)(uintptr_t)ret_pc);
@@ -1238,7 +1932,7 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
             pw__x64_alu_ri(x, X_ADD, true, X_RAX, JIT_INNER); /* the inner entry */
             pw__x64_call_r(x, X_RAX);
             pw__x64_alu_mi(x, X_SUB, true, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)),
-                       (int32_t)sizeof(pw_frame));
+                           (int32_t)sizeof(pw_frame));
             pw__x64_test_rr(x, false, X_RAX, X_RAX);
             jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
             reload_mem(c);
@@ -1267,31 +1961,18 @@ static bool popcnt_ok(void) {
 }
 
 /* Translate one instruction at pos; *len = its length in words. */
-static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
+/* Control: branches, br_table, return, calls (*len preset to 3). False: not one of them. */
+static bool t_control(jc *c, uint32_t pos, int op, uint32_t *len) {
     pw_x64 *x = &c->x;
-    if (binops[op].kind) {
-        *len = 4;
-        binop(c, pos, &binops[op]);
-        return;
-    }
-    if (memops[op].bytes) {
-        memop(c, pos, &memops[op], len);
-        return;
-    }
-    if (fpops[op].kind) {
-        fparith(c, pos, &fpops[op], len);
-        return;
-    }
-    *len = 3;
     switch (op) {
     case PW_OP_UNREACHABLE:
         *len = 1;
         jmp_to(c, special(c, PW_TRAP_UNREACHABLE));
-        return;
+        return true;
     case PW_OP_BR:
         *len = 2;
         branch(c, -1, pos, IMM(1));
-        return;
+        return true;
     case PW_OP_BR_IF:
     case PW_OP_BR_IFZ:
     case PW_OP_BR_IF64:
@@ -1300,13 +1981,13 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         ld(c, w, X_RAX, SL(1));
         pw__x64_test_rr(x, w, X_RAX, X_RAX);
         branch(c, op == PW_OP_BR_IF || op == PW_OP_BR_IF64 ? X_CC_NE : X_CC_E, pos, IMM(2));
-        return;
+        return true;
     }
     case PW_OP_BR_TABLE: {
         uint32_t n = IMM(2);
         if (n >= c->n || pos + 4 + (uint64_t)n > c->n) {
             c->fail = true;
-            return;
+            return true;
         }
         *len = 4 + n;
         /* Any entry may be a loop back-edge: poll once before the indirect jump. */
@@ -1325,23 +2006,23 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
             uint32_t t = pos + IMM(3 + i);
             if (t >= c->n) {
                 c->fail = true;
-                return;
+                return true;
             }
             size_t at = x->len;
             pw__x64_u32(x, 0);
             add_fix(c, at, t, table);
         }
-        return;
+        return true;
     }
     case PW_OP_RETURN:
         *len = 1;
         jmp_to(c, special(c, LAB_RET));
-        return;
-    case PW_OP_CALL: call_func(c, pos, c->m->nfunc_imports + IMM(1), IMM(2), 3); return;
+        return true;
+    case PW_OP_CALL: call_func(c, pos, c->m->nfunc_imports + IMM(1), IMM(2), 3); return true;
     case PW_OP_CALL_IMPORT:
         if (IMM(1) >= c->m->nfunc_imports) c->fail = true;
         call_func(c, pos, IMM(1), IMM(2), 3);
-        return;
+        return true;
     case PW_OP_CALL_INDIRECT:
     case PW_OP_CALL_REF: {
         /* The helper decodes the instruction's operands from its code words. */
@@ -1349,7 +2030,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         *len = ind ? 5 : 3;
         if (ind && (IMM(1) >= c->m->ntypes || IMM(2) >= c->m->ntables)) {
             c->fail = true;
-            return;
+            return true;
         }
         (void)SL(ind ? 3 : 1);
         if ((ind ? IMM(4) : IMM(2)) >= c->cf->frame_slots) c->fail = true;
@@ -1365,30 +2046,43 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
         reload_mem(c);
         call_end(c, ind ? IMM(4) : IMM(2));
-        return;
+        return true;
     }
+    default: return false;
+    }
+}
+
+/* Copies, constants, select, globals, ref.func, memory.size/grow, XOP. False: not one of them. */
+static bool t_moves(jc *c, uint32_t pos, int op, uint32_t *len) {
+    pw_x64 *x = &c->x;
+    switch (op) {
     case PW_OP_COPY:
         ld(c, true, X_RAX, SL(2));
         st(c, true, SL(1), X_RAX);
-        return;
-    case PW_OP_XOP: xop(c, pos, len); return;
+        return true;
+    case PW_OP_XOP: xop(c, pos, len); return true;
     case PW_OP_COPY2:
         *len = 5;
+        if (vpair_copy(c, pos)) return true;
         /* sequential, as in the interpreter (the second may read the first's dst) */
         ld(c, true, X_RAX, SL(2));
         st(c, true, SL(1), X_RAX);
         ld(c, true, X_RCX, SL(4));
         st(c, true, SL(3), X_RCX);
-        return;
+        c->nov = false;
+        return true;
     case PW_OP_CONST32:
-        pw__x64_mov_ri32(x, X_RAX, IMM(2));
-        st(c, true, SL(1), X_RAX);
-        return;
     case PW_OP_CONST64:
-        *len = 4;
-        pw__x64_mov_ri64(x, X_RAX, (uint64_t)IMM(2) | ((uint64_t)IMM(3) << 32));
+        *len = op == PW_OP_CONST64 ? 4 : 3;
+        if (vpair_const(c, pos, len)) return true;
+        if (op == PW_OP_CONST64)
+            pw__x64_mov_ri64(x, X_RAX, (uint64_t)IMM(2) | ((uint64_t)IMM(3) << 32));
+        else
+            pw__x64_mov_ri32(x, X_RAX, IMM(2));
         st(c, true, SL(1), X_RAX);
-        return;
+        c->nov = false;
+        c->lc_end = pos + *len, c->lc_slot = IMM(1), c->lc_val = IMM(2);
+        return true;
     case PW_OP_SELECT:
         *len = 5;
         ld(c, true, X_RAX, SL(2));
@@ -1397,14 +2091,14 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         pw__x64_test_rr(x, false, X_RDX, X_RDX);
         pw__x64_cmov(x, X_CC_E, true, X_RAX, X_RCX);
         st(c, true, SL(1), X_RAX);
-        return;
+        return true;
     case PW_OP_GLOBAL_GET:
     case PW_OP_GLOBAL_SET: {
         bool get = op == PW_OP_GLOBAL_GET;
         uint32_t g = get ? IMM(2) : IMM(1);
         if (g >= c->m->nglobals) {
             c->fail = true;
-            return;
+            return true;
         }
         pw__x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, globals)));
         pw__x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, (int32_t)(g * 8)));
@@ -1416,49 +2110,151 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
             ld(c, true, X_RCX, SL(2));
             st(c, true, gv, X_RCX);
         }
-        return;
+        return true;
     }
     case PW_OP_REF_FUNC:
         if (IMM(2) >= c->m->nfuncs) {
             c->fail = true;
-            return;
+            return true;
         }
         pw__x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, funcs)));
         pw__x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, (int32_t)(IMM(2) * 8)));
         st(c, true, SL(1), X_RAX);
-        return;
+        return true;
+    case PW_OP_MEMORY_SIZE:
+        *len = 2;
+        pw__x64_mov_rr(x, true, X_RAX, X_R13);
+        pw__x64_shift_i(x, X_SHR, true, X_RAX, 16);
+        st(c, false, SL(1), X_RAX);
+        return true;
+    case PW_OP_MEMORY_GROW:
+        if (c->m->nmems == 0) {
+            c->fail = true;
+            return true;
+        }
+        call_begin(c);
+        pw__x64_mov_rr(x, true, X_RDI, X_R15);
+        pw__x64_mov_rr(x, true, X_RSI, X_R14);
+        ld(c, false, X_RDX, SL(2));
+        call_abs(c, (const void *)jit_memory_grow);
+        /* INT64_MIN: the store's cap was hit with cap_is_fatal (ends the run, OOM) */
+        pw__x64_mov_ri64(x, X_RCX, (uint64_t)INT64_MIN);
+        pw__x64_alu_rr(x, X_CMP, true, X_RAX, X_RCX);
+        {
+            size_t ok = pw__x64_jcc32(x, X_CC_NE);
+            pw__x64_mov_ri32(x, X_RAX, PW_ERR_OOM);
+            jmp_to(c, special(c, LAB_EXIT));
+            pw__x64_patch32(x, ok, (int32_t)(x->len - (ok + 4)));
+        }
+        st(c, false, SL(1), X_RAX);
+        reload_mem(c);
+        call_end(c, 0);
+        return true;
+    default: return false;
+    }
+}
+
+/* Integer division, unary integer operators, extensions and wraps. False: not one of them. */
+static bool t_int(jc *c, uint32_t pos, int op, uint32_t *len) {
+    pw_x64 *x = &c->x;
+    switch (op) {
     case PW_OP_I32_DIV_S:
         *len = 4;
         divrem(c, pos, false, true, false);
-        return;
+        return true;
     case PW_OP_I32_DIV_U:
         *len = 4;
         divrem(c, pos, false, false, false);
-        return;
+        return true;
     case PW_OP_I32_REM_S:
         *len = 4;
         divrem(c, pos, false, true, true);
-        return;
+        return true;
     case PW_OP_I32_REM_U:
         *len = 4;
         divrem(c, pos, false, false, true);
-        return;
+        return true;
     case PW_OP_I64_DIV_S:
         *len = 4;
         divrem(c, pos, true, true, false);
-        return;
+        return true;
     case PW_OP_I64_DIV_U:
         *len = 4;
         divrem(c, pos, true, false, false);
-        return;
+        return true;
     case PW_OP_I64_REM_S:
         *len = 4;
         divrem(c, pos, true, true, true);
-        return;
+        return true;
     case PW_OP_I64_REM_U:
         *len = 4;
         divrem(c, pos, true, false, true);
-        return;
+        return true;
+    /* Unary integer operators and bit-pattern float operators. */
+    case PW_OP_I32_EQZ:
+    case PW_OP_I64_EQZ: {
+        bool w = op == PW_OP_I64_EQZ;
+        ld(c, w, X_RAX, SL(2));
+        pw__x64_test_rr(x, w, X_RAX, X_RAX);
+        pw__x64_setcc(x, X_CC_E, X_RAX);
+        pw__x64_movzx8(x, X_RAX, X_RAX);
+        st(c, false, SL(1), X_RAX);
+        return true;
+    }
+    case PW_OP_I32_CLZ: bitscan(c, pos, false, true); return true;
+    case PW_OP_I64_CLZ: bitscan(c, pos, true, true); return true;
+    case PW_OP_I32_CTZ: bitscan(c, pos, false, false); return true;
+    case PW_OP_I64_CTZ: bitscan(c, pos, true, false); return true;
+    case PW_OP_I32_POPCNT:
+    case PW_OP_I64_POPCNT: {
+        bool w = op == PW_OP_I64_POPCNT;
+        if (!popcnt_ok()) {
+            c->fail = true;
+            return true;
+        }
+        ld(c, w, X_RAX, SL(2));
+        pw__x64_popcnt(x, w, X_RAX, X_RAX);
+        st(c, w, SL(1), X_RAX);
+        return true;
+    }
+    case PW_OP_I32_EXTEND8_S:
+    case PW_OP_I32_EXTEND16_S:
+        ld(c, false, X_RAX, SL(2));
+        pw__x64_movsx_rr(x, op == PW_OP_I32_EXTEND8_S ? 1 : 2, false, X_RAX, X_RAX);
+        st(c, false, SL(1), X_RAX);
+        return true;
+    case PW_OP_I64_EXTEND8_S:
+    case PW_OP_I64_EXTEND16_S:
+    case PW_OP_I64_EXTEND32_S:
+        ld(c, true, X_RAX, SL(2));
+        pw__x64_movsx_rr(x,
+                         op == PW_OP_I64_EXTEND8_S    ? 1
+                         : op == PW_OP_I64_EXTEND16_S ? 2
+                                                      : 4,
+                         true, X_RAX, X_RAX);
+        st(c, true, SL(1), X_RAX);
+        return true;
+    case PW_OP_I32_WRAP_I64:
+        ld(c, false, X_RAX, SL(2));
+        st(c, false, SL(1), X_RAX);
+        return true;
+    case PW_OP_I64_EXTEND_I32_S:
+        ld(c, false, X_RAX, SL(2));
+        pw__x64_movsx_rr(x, 4, true, X_RAX, X_RAX);
+        st(c, true, SL(1), X_RAX);
+        return true;
+    case PW_OP_I64_EXTEND_I32_U:
+        ld(c, false, X_RAX, SL(2));
+        st(c, true, SL(1), X_RAX);
+        return true;
+    default: return false;
+    }
+}
+
+/* Float bit operations, conversions, sqrt and the float helper. False: not one of them. */
+static bool t_float(jc *c, uint32_t pos, int op, uint32_t *len) {
+    pw_x64 *x = &c->x;
+    switch (op) {
     case PW_OP_F32_COPYSIGN:
     case PW_OP_F64_COPYSIGN: {
         bool w = op == PW_OP_F64_COPYSIGN;
@@ -1479,94 +2275,8 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
             pw__x64_alu_rr(x, X_OR, false, X_RAX, X_RCX);
         }
         st(c, w, SL(1), X_RAX);
-        return;
+        return true;
     }
-    case PW_OP_MEMORY_SIZE:
-        *len = 2;
-        pw__x64_mov_rr(x, true, X_RAX, X_R13);
-        pw__x64_shift_i(x, X_SHR, true, X_RAX, 16);
-        st(c, false, SL(1), X_RAX);
-        return;
-    case PW_OP_MEMORY_GROW:
-        if (c->m->nmems == 0) {
-            c->fail = true;
-            return;
-        }
-        call_begin(c);
-        pw__x64_mov_rr(x, true, X_RDI, X_R15);
-        pw__x64_mov_rr(x, true, X_RSI, X_R14);
-        ld(c, false, X_RDX, SL(2));
-        call_abs(c, (const void *)jit_memory_grow);
-        /* INT64_MIN: the store's cap was hit with cap_is_fatal (ends the run, OOM) */
-        pw__x64_mov_ri64(x, X_RCX, (uint64_t)INT64_MIN);
-        pw__x64_alu_rr(x, X_CMP, true, X_RAX, X_RCX);
-        {
-            size_t ok = pw__x64_jcc32(x, X_CC_NE);
-            pw__x64_mov_ri32(x, X_RAX, PW_ERR_OOM);
-            jmp_to(c, special(c, LAB_EXIT));
-            pw__x64_patch32(x, ok, (int32_t)(x->len - (ok + 4)));
-        }
-        st(c, false, SL(1), X_RAX);
-        reload_mem(c);
-        call_end(c, 0);
-        return;
-    /* Unary integer operators and bit-pattern float operators. */
-    case PW_OP_I32_EQZ:
-    case PW_OP_I64_EQZ: {
-        bool w = op == PW_OP_I64_EQZ;
-        ld(c, w, X_RAX, SL(2));
-        pw__x64_test_rr(x, w, X_RAX, X_RAX);
-        pw__x64_setcc(x, X_CC_E, X_RAX);
-        pw__x64_movzx8(x, X_RAX, X_RAX);
-        st(c, false, SL(1), X_RAX);
-        return;
-    }
-    case PW_OP_I32_CLZ: bitscan(c, pos, false, true); return;
-    case PW_OP_I64_CLZ: bitscan(c, pos, true, true); return;
-    case PW_OP_I32_CTZ: bitscan(c, pos, false, false); return;
-    case PW_OP_I64_CTZ: bitscan(c, pos, true, false); return;
-    case PW_OP_I32_POPCNT:
-    case PW_OP_I64_POPCNT: {
-        bool w = op == PW_OP_I64_POPCNT;
-        if (!popcnt_ok()) {
-            c->fail = true;
-            return;
-        }
-        ld(c, w, X_RAX, SL(2));
-        pw__x64_popcnt(x, w, X_RAX, X_RAX);
-        st(c, w, SL(1), X_RAX);
-        return;
-    }
-    case PW_OP_I32_EXTEND8_S:
-    case PW_OP_I32_EXTEND16_S:
-        ld(c, false, X_RAX, SL(2));
-        pw__x64_movsx_rr(x, op == PW_OP_I32_EXTEND8_S ? 1 : 2, false, X_RAX, X_RAX);
-        st(c, false, SL(1), X_RAX);
-        return;
-    case PW_OP_I64_EXTEND8_S:
-    case PW_OP_I64_EXTEND16_S:
-    case PW_OP_I64_EXTEND32_S:
-        ld(c, true, X_RAX, SL(2));
-        pw__x64_movsx_rr(x,
-                     op == PW_OP_I64_EXTEND8_S    ? 1
-                     : op == PW_OP_I64_EXTEND16_S ? 2
-                                                  : 4,
-                     true, X_RAX, X_RAX);
-        st(c, true, SL(1), X_RAX);
-        return;
-    case PW_OP_I32_WRAP_I64:
-        ld(c, false, X_RAX, SL(2));
-        st(c, false, SL(1), X_RAX);
-        return;
-    case PW_OP_I64_EXTEND_I32_S:
-        ld(c, false, X_RAX, SL(2));
-        pw__x64_movsx_rr(x, 4, true, X_RAX, X_RAX);
-        st(c, true, SL(1), X_RAX);
-        return;
-    case PW_OP_I64_EXTEND_I32_U:
-        ld(c, false, X_RAX, SL(2));
-        st(c, true, SL(1), X_RAX);
-        return;
     case PW_OP_F32_ABS:
     case PW_OP_F32_NEG:
         ld(c, false, X_RAX, SL(2));
@@ -1575,14 +2285,15 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         else
             pw__x64_alu_ri(x, X_XOR, false, X_RAX, INT32_MIN);
         st(c, false, SL(1), X_RAX);
-        return;
+        return true;
     case PW_OP_F64_ABS:
     case PW_OP_F64_NEG:
         ld(c, true, X_RAX, SL(2));
-        pw__x64_mov_ri64(x, X_RCX, op == PW_OP_F64_ABS ? 0x7fffffffffffffffull : 0x8000000000000000ull);
+        pw__x64_mov_ri64(x, X_RCX,
+                         op == PW_OP_F64_ABS ? 0x7fffffffffffffffull : 0x8000000000000000ull);
         pw__x64_alu_rr(x, op == PW_OP_F64_ABS ? X_AND : X_XOR, true, X_RAX, X_RCX);
         st(c, true, SL(1), X_RAX);
-        return;
+        return true;
     case PW_OP_F32_CONVERT_I32_S:
     case PW_OP_F32_CONVERT_I32_U:
     case PW_OP_F32_CONVERT_I64_S:
@@ -1599,7 +2310,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         ld(c, i64, X_RAX, a);
         pw__x64_sse_rr(x, f64 ? 0xF2 : 0xF3, X_SSE_CVTSI2, !s32, r, X_RAX);
         sse_st(c, f64 ? 0xF2 : 0xF3, d, r);
-        return;
+        return true;
     }
     case PW_OP_F32_DEMOTE_F64:
     case PW_OP_F64_PROMOTE_F32: {
@@ -1610,7 +2321,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         sse_ld(c, dem ? 0xF2 : 0xF3, 1, a);
         pw__x64_sse_rr(x, dem ? 0xF2 : 0xF3, X_SSE_CVTF, false, r, 1);
         sse_st(c, dem ? 0xF3 : 0xF2, d, r);
-        return;
+        return true;
     }
     case PW_OP_F32_SQRT:
     case PW_OP_F64_SQRT: {
@@ -1622,17 +2333,37 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
         sse_ld(c, pfx, r, a);
         pw__x64_sse_rr(x, pfx, X_SSE_SQRT, false, r, r);
         sse_st(c, pfx, d, r);
+        return true;
+    }
+    default: return false;
+    }
+}
+
+static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
+    if (c->target[pos]) vc_clear(c); /* see vout */
+    if (binops[op].kind) {
+        *len = 4;
+        binop(c, pos, &binops[op]);
         return;
     }
-    default:
-        if (fop_helper[op]) {
-            fophelper(c, pos, op, len);
-            return;
-        }
-        /* Not in the supported set: the function stays on the interpreter. */
-        c->fail = true;
+    if (memops[op].bytes) {
+        memop(c, pos, &memops[op], len);
         return;
     }
+    if (fpops[op].kind) {
+        fparith(c, pos, &fpops[op], len);
+        return;
+    }
+    *len = 3;
+    if (t_control(c, pos, op, len) || t_moves(c, pos, op, len) || t_int(c, pos, op, len) ||
+        t_float(c, pos, op, len))
+        return;
+    if (fop_helper[op]) {
+        fophelper(c, pos, op, len);
+        return;
+    }
+    /* Not in the supported set: the function stays on the interpreter. */
+    c->fail = true;
 }
 
 /* Two entries. The outer one (offset 0, the published entry, called from C as
@@ -1692,7 +2423,9 @@ static void epilogue(jc *c) {
     for (uint32_t k = 0; k < c->npins; k++) /* the results: slots 0..nresults-1 */
         if (c->pslot[k] < c->cf->nresults) {
             pw_xmem m = x_mem(X_RBX, (int32_t)(c->pslot[k] * 8));
-            if (c->preg[k] >= PIN_XMM0)
+            if (c->pwide[k])
+                pw__x64_sse_rm(x, 0xF3, 0x7F, false, c->preg[k] - PIN_XMM0, m);
+            else if (c->preg[k] >= PIN_XMM0)
                 pw__x64_sse_rm(x, 0xF2, X_SSE_MOVST, false, c->preg[k] - PIN_XMM0, m);
             else
                 pw__x64_store(x, 8, m, c->preg[k]);
@@ -1711,6 +2444,13 @@ static void run_pass(jc *c) {
     c->nfx = 0;
     c->fail = false;
     c->memonly = false;
+    c->nov = false;
+    c->pair2 = UINT32_MAX;
+    c->lc_end = UINT32_MAX;
+    vc_clear(c);
+    c->npool = 0;
+    c->npfx = 0;
+    c->nvpairs = 0;
     for (uint32_t k = 0; k < c->n + LAB_NSPECIAL; k++)
         c->lab[k] = -1;
     prologue(c);
@@ -1728,6 +2468,7 @@ static void run_pass(jc *c) {
         pos += len;
     }
     if (!c->fail) epilogue(c);
+    if (!c->fail) emit_pool(c);
     for (uint32_t k = 0; k < c->nfx && !c->fail; k++) {
         const fixup *f = &c->fx[k];
         int32_t t = c->lab[f->label];
@@ -1737,6 +2478,47 @@ static void run_pass(jc *c) {
         }
         pw__x64_patch32(&c->x, f->at, t - (int32_t)f->base);
     }
+}
+
+/* Vector pins (after the scalar ones, in the xmm registers left): a v128 whose
+ * first cell is used as a v128 operand's first cell or a pair's first cell (V_LO,
+ * V_PAIR_LO) or as a scalar in a register (V_OTHER: the low half of the register;
+ * a scalar write there ends the v128 that the cells held, and the second cell is
+ * never read but as part of a v128 written whole after it), whose second cell is
+ * used only as second cells, whose pair
+ * partners are not scalar-pinned and whose constant pairs can be fused (no branch
+ * into their middle); heaviest first, when it gains more than it costs. */
+static void choose_vpins(jc *c, const uint64_t *wt, uint64_t cost, int nx) {
+    uint32_t ns = c->cf->frame_slots;
+    uint8_t *bad = calloc(ns ? ns : 1, 1);
+    if (!bad) return;
+    for (uint32_t k = 0; k + 3 <= c->nvpairs; k += 3) {
+        uint32_t a = c->vpairs[k], b = c->vpairs[k + 1], p2 = c->vpairs[k + 2];
+        if (b == UINT32_MAX) {
+            if (c->target[p2]) bad[a] = 1;
+        } else {
+            if (!vpair_ok(c, b)) bad[a] = 1;
+            if (!vpair_ok(c, a)) bad[b] = 1;
+        }
+    }
+    for (int r = nx; r < NPIN_XMM - VC_N; r++) {
+        uint32_t best = UINT32_MAX;
+        for (uint32_t sl = 0; sl + 1 < ns; sl++) {
+            uint8_t u = c->vuse[sl], h = c->vuse[sl + 1];
+            if (!(u & V_LO) || (u & ~(V_LO | V_PAIR_LO | V_OTHER)) || (h & ~(V_HI | V_PAIR_HI)) ||
+                bad[sl] || c->pin[sl] >= 0 || c->pin[sl + 1] >= 0 || c->vpin[sl] >= 0)
+                continue;
+            uint64_t w = wt[sl] + wt[sl + 1];
+            if (w > cost && (best == UINT32_MAX || w > wt[best] + wt[best + 1])) best = sl;
+        }
+        if (best == UINT32_MAX) break;
+        int8_t reg = (int8_t)(PIN_XMM0 + 2 + r);
+        c->vpin[best] = reg;
+        c->pslot[c->npins] = best;
+        c->pwide[c->npins] = true;
+        c->preg[c->npins++] = reg;
+    }
+    free(bad);
 }
 
 /* Choose the pinned slots from pass 1's record: each access weighs 8^d (d = loop
@@ -1771,8 +2553,9 @@ static void choose_pins(jc *c) {
         }
     }
     uint64_t cost = 2 * callw + 2;
+    int nx = 0; /* xmm registers taken */
     for (int cls = 0; cls < 2; cls++) {
-        int limit = cls ? NPIN_XMM : NPIN_GPR;
+        int limit = cls ? NPIN_XMM - (c->has_simd ? VC_N : 0) : NPIN_GPR;
         for (int r = 0; r < limit; r++) {
             uint32_t best = UINT32_MAX;
             for (uint32_t sl = 0; sl < ns; sl++) {
@@ -1787,8 +2570,10 @@ static void choose_pins(jc *c) {
             c->pin[best] = reg;
             c->pslot[c->npins] = best;
             c->preg[c->npins++] = reg;
+            if (cls) nx++;
         }
     }
+    if (c->has_simd) choose_vpins(c, wt, cost, nx);
 out:
     free(d);
     free(wt);
@@ -1801,8 +2586,8 @@ out:
  * is position independent (relative branches, rip-relative tables; helpers by
  * absolute address). Pass 1 records slot uses, pass 2 emits with the chosen pins; if
  * pass 2 fails with pins, a pass without pins decides. */
-static int64_t compile_func(const struct pw_jitmod *jm, const pw_module *m, uint32_t i,
-                            pw_x64 *out) {
+static int64_t compile_func(const struct pw_jitmod *jm, const pw_module *m, uint32_t i, pw_x64 *out,
+                            unsigned isa) {
     const pw_cfunc *cf = &m->code->funcs[i];
     if (cf->nhandlers || cf->frame_slots >= (1u << 27) || cf->ncode == 0) return -1;
     jc c;
@@ -1812,23 +2597,32 @@ static int64_t compile_func(const struct pw_jitmod *jm, const pw_module *m, uint
     c.cf = cf;
     c.code = cf->code;
     c.n = cf->ncode;
+    c.isa = isa;
     c.lab = malloc(((size_t)c.n + LAB_NSPECIAL) * sizeof *c.lab);
     c.use = calloc(cf->frame_slots ? cf->frame_slots : 1, 1);
     c.pin = malloc(cf->frame_slots ? cf->frame_slots : 1);
+    c.vuse = calloc(cf->frame_slots ? cf->frame_slots : 1, 1);
+    c.vpin = malloc(cf->frame_slots ? cf->frame_slots : 1);
+    c.target = calloc(c.n, 1);
     int64_t at = -1;
-    if (!c.lab || !c.use || !c.pin) goto done;
+    if (!c.lab || !c.use || !c.pin || !c.vuse || !c.vpin || !c.target) goto done;
     memset(c.pin, -1, cf->frame_slots);
+    memset(c.vpin, -1, cf->frame_slots);
     /* about 8 bytes of machine code per code word, plus the trap stubs */
     pw__x64_reserve(&c.x, (size_t)c.n * 8 + 512);
     c.analyze = true;
     run_pass(&c);
     c.analyze = false;
     if (c.fail || c.x.oom) goto done;
+    for (uint32_t k = 0; k < c.nfx; k++) /* branch targets (constant pairs) */
+        if (c.fx[k].label < c.n) c.target[c.fx[k].label] = 1;
     choose_pins(&c);
-    if (c.npins) run_pass(&c); /* else pass 1's code is the code (nothing pinned) */
+    /* else pass 1's code is the code (nothing pinned, no SIMD pairs to fuse) */
+    if (c.npins || c.has_simd) run_pass(&c);
     if ((c.fail || c.x.oom) && c.npins) {
         c.npins = 0;
         memset(c.pin, -1, cf->frame_slots);
+        memset(c.vpin, -1, cf->frame_slots);
         c.x.oom = false;
         run_pass(&c);
     }
@@ -1849,6 +2643,12 @@ done:
     free(c.fx);
     free(c.use);
     free(c.pin);
+    free(c.vuse);
+    free(c.vpin);
+    free(c.target);
+    free(c.vpairs);
+    free(c.pool);
+    free(c.pfx);
     free(c.acc);
     free(c.loops);
     return at;
@@ -1857,7 +2657,7 @@ done:
 /* Translate every function of the module into one buffer, map it read/write, copy,
  * make it read/execute (never both at once), and publish the entries. Two threads
  * may race: one mapping wins (compare-and-swap), the other is unmapped. */
-static void compile_module(struct pw_jitmod *jm, const pw_module *m) {
+static void compile_module(struct pw_jitmod *jm, const pw_module *m, unsigned isa) {
     uint32_t n = jm->nfuncs;
     int64_t *offs = malloc((n ? n : 1) * sizeof *offs);
     if (!offs) { /* OOM: everything stays on the interpreter */
@@ -1874,7 +2674,7 @@ static void compile_module(struct pw_jitmod *jm, const pw_module *m) {
         words += m->code->funcs[i].ncode;
     pw__x64_reserve(&out, words * 8 + 4096);
     for (uint32_t i = 0; i < n; i++)
-        offs[i] = compile_func(jm, m, i, &out);
+        offs[i] = compile_func(jm, m, i, &out, isa);
     void *p = MAP_FAILED;
     size_t maplen = 0;
     if (!out.oom && out.len) {
@@ -1913,6 +2713,17 @@ static void compile_module(struct pw_jitmod *jm, const pw_module *m) {
 
 /* ---------------------------------------------------------------- run time */
 
+/* The CPU features the templates may use: SSSE3 and SSE4.1 when the CPU has them
+ * (the compiler runtime's CPUID probe), none when the store asks for the plain
+ * SSE2 path (pw_store_config.jit_sse2, for testing it on any machine). */
+static unsigned cpu_isa(bool sse2_only) {
+    unsigned f = 0;
+    if (sse2_only) return 0;
+    if (__builtin_cpu_supports("ssse3")) f |= ISA_SSSE3;
+    if (__builtin_cpu_supports("sse4.1")) f |= ISA_SSE41;
+    return f;
+}
+
 static pw_jit_entry jit_get(pw_store *s, const pw_func *f) {
     if (!s->jit_on || !f->inst) return NULL;
     const pw_module *m = f->inst->mod;
@@ -1921,7 +2732,7 @@ static pw_jit_entry jit_get(pw_store *s, const pw_func *f) {
     uint32_t i = (uint32_t)(f->code - m->code->funcs);
     void *p = atomic_load_explicit(&jm->fns[i], memory_order_acquire);
     if (!p) {
-        compile_module(jm, m);
+        compile_module(jm, m, cpu_isa(s->cfg.jit_sse2));
         p = atomic_load_explicit(&jm->fns[i], memory_order_acquire);
     }
     /* NULL here: another thread is publishing; this call is interpreted. */
@@ -2030,7 +2841,7 @@ pw_status pw__exec(pw_store *s, pw_func *f, pw_slot *fp) {
 }
 
 int pw__jit_call_from_interp(pw_store *s, pw_func *f, pw_slot *argp, const uint32_t *ret_pc,
-                            pw_slot *fp, pw_instance *inst, pw_frame *fr) {
+                             pw_slot *fp, pw_instance *inst, pw_frame *fr) {
     pw_jit_entry j = jit_get(s, f);
     if (!j || (char *)__builtin_frame_address(0) < s->jit_stack_limit) return PW_JIT_INTERPRET;
     if (fr >= s->frames_end) return trap(s, PW_TRAP_STACK_EXHAUSTED);
@@ -2061,7 +2872,7 @@ pw_status pw__exec(pw_store *s, pw_func *f, pw_slot *fp) {
     return pw__interp(s, f, fp);
 }
 int pw__jit_call_from_interp(pw_store *s, pw_func *f, pw_slot *argp, const uint32_t *ret_pc,
-                            pw_slot *fp, pw_instance *inst, pw_frame *fr) {
+                             pw_slot *fp, pw_instance *inst, pw_frame *fr) {
     (void)s, (void)f, (void)argp, (void)ret_pc, (void)fp, (void)inst, (void)fr;
     return PW_JIT_INTERPRET;
 }
