@@ -8,29 +8,64 @@
  * to write); the guides are the model's instructions; `.git/config` and `.git/hooks/`
  * run code on the user's next git command (core.fsmonitor, core.hooksPath, hooks).
  *
- * How (bubblewrap, after the read-write workspace bind):
+ * What (pl__masks_plan, in this order, so that a mask on `.git` lies under its own):
  *   - an existing control directory is bound onto itself (a mount point can be neither
  *     renamed nor removed), read-only for `.peri` and `.git/hooks` / `.git/modules` /
  *     `.git/worktrees`, read-write for `.git` itself (so commits still work) with its
- *     `config` read-only on top;
+ *     `config` (and `config.worktree`) read-only on top;
  *   - an existing control file is bound read-only onto itself;
- *   - a missing one is covered by an empty read-only file or directory from the scratch
- *     directory; bubblewrap creates the mount point, which pl__masks_cleanup removes after
- *     the run when it is still empty;
+ *   - a missing one is covered by an empty read-only file or directory of the scratch
+ *     directory, bound on a placeholder that the host creates (and removes after the
+ *     run, while it is still empty); placeholders are counted per context, so two
+ *     concurrent runs on one workspace share one and the first to end never removes it
+ *     under the other (removing a mount point would detach the other run's mask);
  *   - a control path that is a symlink cannot carry a mount: for `.git` the run is
  *     refused (git follows it); for the rest the host never reads through a symlink.
  *
- * Invariants: only paths directly named here are touched; cleanup removes only mount
- * points this run created and only while they are empty.
+ * How (two ways to mount the same plan):
+ *   - a root caller's run already prepares the workspace in a private mount namespace
+ *     of its forked child (idmap.c): there pl__masks_apply clones each mask with the
+ *     new mount API, read-only, nosuid and nodev, onto the workspace's view, and
+ *     bubblewrap's one recursive bind of the view carries them all (it remounts only
+ *     mounts whose flags differ, and these already have its flags). No per-mask work is
+ *     left to bubblewrap, which otherwise reads /proc/self/mountinfo and remounts once
+ *     per bind;
+ *   - any other run passes them as bubblewrap arguments (pl__masks_args).
+ *
+ * Invariants: only paths directly named here are touched; a placeholder is removed
+ * only by the last run of the context that holds it, and only while it is empty.
  */
 #include "sandbox_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef OPEN_TREE_CLOEXEC
+#define OPEN_TREE_CLOEXEC O_CLOEXEC
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x00000001
+#endif
+#ifndef MOUNT_ATTR_NOSUID
+#define MOUNT_ATTR_NOSUID 0x00000002
+#endif
+#ifndef MOUNT_ATTR_NODEV
+#define MOUNT_ATTR_NODEV 0x00000004
+#endif
 
 static const char *const top_files[] = {".mcp.json", "AGENTS.md", "PERI.md", "CLAUDE.md"};
 
@@ -46,59 +81,167 @@ bool pl_is_control_path(const char *rel) {
     return false;
 }
 
-/* Adds one mask. kind: 'f' file, 'd' dir; rw: bind an existing dir read-write onto itself.
- * Returns false (with why) when the run must not go on. */
-static bool mask(pl_masks *m, void (*add)(void *, const char *), void *a, const char *ws,
-                 const char *ws_src, const char *rel, char kind, bool rw, char *why,
-                 size_t whylen) {
-    char p[PATH_MAX], src[PATH_MAX];
-    if (snprintf(p, sizeof p, "%s/%s", ws, rel) >= (int)sizeof p ||
-        snprintf(src, sizeof src, "%s/%s", ws_src, rel) >= (int)sizeof src)
-        return true;
-    struct stat st;
-    if (lstat(p, &st) == 0) {
-        if (S_ISLNK(st.st_mode)) return true; /* the host never reads through it */
-        add(a, rw ? "--bind" : "--ro-bind");
-        add(a, src);
-        add(a, p);
-        return true;
+/* ---------------------------------------------------------------- placeholders */
+
+struct pl_mask_ref {
+    char *path;
+    unsigned refs;
+};
+
+/* Takes a placeholder for the missing path p (kind 'f' or 'd'), under pc->mu: one this
+ * context already holds, or a new one. 1 held, 0 p exists (an ordinary control file,
+ * *st filled), -1 error (errno). */
+static int hold(pl_ctx *pc, const char *p, char kind, uid_t owner, gid_t group, struct stat *st) {
+    for (size_t i = 0; i < pc->nmask_refs; i++)
+        if (!strcmp(pc->mask_refs[i].path, p)) {
+            pc->mask_refs[i].refs++;
+            return 1;
+        }
+    if (lstat(p, st) == 0) return 0;
+    if (errno != ENOENT) return -1;
+    if (pc->nmask_refs == pc->cap_mask_refs) {
+        size_t nc = pc->cap_mask_refs ? pc->cap_mask_refs * 2 : 8;
+        struct pl_mask_ref *nr = realloc(pc->mask_refs, nc * sizeof *nr);
+        if (!nr) return -1;
+        pc->mask_refs = nr;
+        pc->cap_mask_refs = nc;
     }
-    if (errno != ENOENT) {
-        snprintf(why, whylen, "cannot protect %s: %s", p, strerror(errno));
+    char *dup = strdup(p);
+    if (!dup) return -1;
+    if (kind == 'd') {
+        if (mkdir(p, 0555) != 0) goto exists;
+        if (lchown(p, owner, group) != 0) { /* best effort: it is removed after the run */
+        }
+    } else {
+        int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+        if (fd < 0) goto exists;
+        if (fchown(fd, owner, group) != 0) { /* best effort, as above */
+        }
+        close(fd);
+    }
+    pc->mask_refs[pc->nmask_refs++] = (struct pl_mask_ref){dup, 1};
+    return 1;
+exists:;
+    int e = errno;
+    free(dup);
+    if (e == EEXIST && lstat(p, st) == 0) return 0; /* made meanwhile by someone else */
+    errno = e;
+    return -1;
+}
+
+/* Drops one hold of p; the last one removes the placeholder while it is empty. */
+static void unhold(pl_ctx *pc, const char *p) {
+    for (size_t i = 0; i < pc->nmask_refs; i++) {
+        struct pl_mask_ref *r = &pc->mask_refs[i];
+        if (strcmp(r->path, p) != 0) continue;
+        if (--r->refs == 0) {
+            struct stat st;
+            if (lstat(p, &st) == 0) {
+                if (S_ISDIR(st.st_mode))
+                    rmdir(p); /* fails, as it should, when not empty */
+                else if (S_ISREG(st.st_mode) && st.st_size == 0)
+                    unlink(p);
+            }
+            free(r->path);
+            *r = pc->mask_refs[--pc->nmask_refs];
+        }
+        return;
+    }
+}
+
+void pl__masks_free_refs(pl_ctx *pc) {
+    for (size_t i = 0; i < pc->nmask_refs; i++)
+        free(pc->mask_refs[i].path);
+    free(pc->mask_refs);
+    pc->mask_refs = NULL;
+    pc->nmask_refs = pc->cap_mask_refs = 0;
+}
+
+/* ---------------------------------------------------------------- the plan */
+
+typedef struct plan_ctx {
+    pl_ctx *pc;
+    pl_masks *m;
+    const char *ws, *src_base, *dst_base;
+    uid_t owner;
+    gid_t group;
+    char *why;
+    size_t whylen;
+} plan_ctx;
+
+static bool add_mount(plan_ctx *c, const char *src, const char *rel, bool rw) {
+    pl_masks *m = c->m;
+    if (m->nmnt >= PL_MASKS_MAX) return true;
+    if (snprintf(m->mnt[m->nmnt].src, sizeof m->mnt[m->nmnt].src, "%s", src) >=
+            (int)sizeof m->mnt[m->nmnt].src ||
+        snprintf(m->mnt[m->nmnt].dst, sizeof m->mnt[m->nmnt].dst, "%s/%s", c->dst_base, rel) >=
+            (int)sizeof m->mnt[m->nmnt].dst) {
+        snprintf(c->why, c->whylen, "cannot protect %s/%s: path too long", c->ws, rel);
         return false;
     }
-    if (m->ncreated >= PL_MASKS_MAX) return true;
-    add(a, "--ro-bind");
-    add(a, kind == 'd' ? m->empty_dir : m->empty_file);
-    add(a, p);
-    m->created[m->ncreated].kind = kind;
-    snprintf(m->created[m->ncreated].path, sizeof m->created[m->ncreated].path, "%s", p);
-    m->ncreated++;
+    m->mnt[m->nmnt++].rw = rw;
     return true;
 }
 
-bool pl__masks_add(pl_masks *m, const char *scratch, const char *ws, const char *ws_src,
-                  void (*add)(void *, const char *), void *a, char *why, size_t whylen) {
-    memset(m, 0, sizeof *m);
-    snprintf(m->empty_file, sizeof m->empty_file, "%s/mask-file", scratch);
-    snprintf(m->empty_dir, sizeof m->empty_dir, "%s/mask-dir", scratch);
-    FILE *f = fopen(m->empty_file, "wx");
-    if (!f || fclose(f) != 0 || chmod(m->empty_file, 0444) != 0 || mkdir(m->empty_dir, 0555) != 0) {
-        snprintf(why, whylen, "cannot prepare the control-file masks: %s", strerror(errno));
+/* Plans one mask. kind: 'f' file, 'd' dir; rw: bind an existing dir read-write onto
+ * itself. *found (may be NULL) gets the type of an existing path (0 when missing). */
+static bool mask(plan_ctx *c, const char *rel, char kind, bool rw, mode_t *found) {
+    pl_masks *m = c->m;
+    char p[PATH_MAX], src[PATH_MAX + 64];
+    if (found) *found = 0;
+    if (snprintf(p, sizeof p, "%s/%s", c->ws, rel) >= (int)sizeof p ||
+        snprintf(src, sizeof src, "%s/%s", c->src_base, rel) >= (int)sizeof src) {
+        snprintf(c->why, c->whylen, "cannot protect %s/%s: path too long", c->ws, rel);
         return false;
     }
+    struct stat st;
+    pthread_mutex_lock(&c->pc->mu);
+    int h = m->nheld < PL_MASKS_MAX ? hold(c->pc, p, kind, c->owner, c->group, &st) : -1;
+    if (m->nheld >= PL_MASKS_MAX) errno = E2BIG;
+    if (h == 1 && !(m->held[m->nheld] = strdup(p))) {
+        unhold(c->pc, p);
+        h = -1;
+    }
+    if (h == 1) m->nheld++;
+    pthread_mutex_unlock(&c->pc->mu);
+    if (h < 0) {
+        snprintf(c->why, c->whylen, "cannot protect %s: %s", p, strerror(errno));
+        return false;
+    }
+    if (h == 1) return add_mount(c, kind == 'd' ? m->empty_dir : m->empty_file, rel, false);
+    if (found) *found = st.st_mode & S_IFMT;
+    if (S_ISLNK(st.st_mode)) return true; /* the host never reads through it */
+    return add_mount(c, src, rel, rw);
+}
+
+bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *scratch, const char *ws,
+                    const char *src_base, const char *dst_base, char *why, size_t whylen) {
+    memset(m, 0, sizeof *m);
     if (!strcmp(ws, "/")) {
         snprintf(why, whylen, "refusing to bind \"/\" as a workspace");
         return false;
     }
+    snprintf(m->empty_file, sizeof m->empty_file, "%s/mask-file", scratch);
+    snprintf(m->empty_dir, sizeof m->empty_dir, "%s/mask-dir", scratch);
+    int fd = open(m->empty_file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+    if (fd < 0 || close(fd) != 0 || mkdir(m->empty_dir, 0555) != 0) {
+        snprintf(why, whylen, "cannot prepare the control-file masks: %s", strerror(errno));
+        return false;
+    }
+    struct stat wst;
+    if (stat(ws, &wst) != 0) {
+        snprintf(why, whylen, "workspace %s: %s", ws, strerror(errno));
+        return false;
+    }
+    plan_ctx c = {pc, m, ws, src_base, dst_base, wst.st_uid, wst.st_gid, why, whylen};
+    bool ok = mask(&c, ".peri", 'd', false, NULL);
+    for (size_t i = 0; ok && i < sizeof top_files / sizeof *top_files; i++)
+        ok = mask(&c, top_files[i], 'f', false, NULL);
+    if (!ok) return false;
     char git[PATH_MAX];
     snprintf(git, sizeof git, "%s/.git", ws);
     struct stat st;
-    bool ok = mask(m, add, a, ws, ws_src, ".peri", 'd', false, why, whylen);
-    for (size_t i = 0; ok && i < sizeof top_files / sizeof *top_files; i++)
-        ok = mask(m, add, a, ws, ws_src, top_files[i], 'f', false, why, whylen);
-    if (!ok) return false;
-    if (lstat(git, &st) != 0) return mask(m, add, a, ws, ws_src, ".git", 'd', false, why, whylen);
+    if (lstat(git, &st) != 0) return mask(&c, ".git", 'd', false, NULL);
     if (S_ISLNK(st.st_mode)) {
         snprintf(why, whylen,
                  "%s is a symlink: git would follow it, and the sandbox cannot protect its "
@@ -107,36 +250,61 @@ bool pl__masks_add(pl_masks *m, const char *scratch, const char *ws, const char 
         return false;
     }
     if (!S_ISDIR(st.st_mode)) /* a gitdir file (worktree, submodule): read-only */
-        return mask(m, add, a, ws, ws_src, ".git", 'f', false, why, whylen);
-    ok = mask(m, add, a, ws, ws_src, ".git", 'd', true, why, whylen) &&
-         mask(m, add, a, ws, ws_src, ".git/config", 'f', false, why, whylen) &&
-         mask(m, add, a, ws, ws_src, ".git/hooks", 'd', false, why, whylen);
-    /* .git/modules, .git/worktrees and .git/config.worktree when they exist */
+        return mask(&c, ".git", 'f', false, NULL);
+    if (!mask(&c, ".git", 'd', true, NULL) || !mask(&c, ".git/config", 'f', false, NULL) ||
+        !mask(&c, ".git/hooks", 'd', false, NULL))
+        return false;
+    /* .git/modules, .git/worktrees and .git/config.worktree only when they exist */
     static const char *const extra[] = {".git/modules", ".git/worktrees", ".git/config.worktree"};
-    for (size_t i = 0; ok && i < sizeof extra / sizeof *extra; i++) {
-        char p[PATH_MAX], src[PATH_MAX];
+    for (size_t i = 0; i < sizeof extra / sizeof *extra; i++) {
+        char p[PATH_MAX], src[PATH_MAX + 64];
         if (snprintf(p, sizeof p, "%s/%s", ws, extra[i]) >= (int)sizeof p ||
-            snprintf(src, sizeof src, "%s/%s", ws_src, extra[i]) >= (int)sizeof src)
+            snprintf(src, sizeof src, "%s/%s", src_base, extra[i]) >= (int)sizeof src)
             continue;
         bool want_dir = i < 2;
-        if (lstat(p, &st) == 0 && (want_dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode))) {
-            add(a, "--ro-bind");
-            add(a, src);
-            add(a, p);
-        }
+        if (lstat(p, &st) == 0 && (want_dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode)) &&
+            !add_mount(&c, src, extra[i], false))
+            return false;
     }
-    return ok;
+    return true;
 }
 
-void pl__masks_cleanup(const pl_masks *m) {
-    /* deepest first: .git/config before .git */
-    for (size_t i = m->ncreated; i-- > 0;) {
-        const char *p = m->created[i].path;
-        struct stat st;
-        if (lstat(p, &st) != 0) continue;
-        if (m->created[i].kind == 'd' && S_ISDIR(st.st_mode))
-            rmdir(p); /* fails, as it should, when not empty */
-        else if (m->created[i].kind == 'f' && S_ISREG(st.st_mode) && st.st_size == 0)
-            unlink(p);
+void pl__masks_args(const pl_masks *m, void (*add)(void *, const char *), void *a) {
+    for (size_t i = 0; i < m->nmnt; i++) {
+        add(a, m->mnt[i].rw ? "--bind" : "--ro-bind");
+        add(a, m->mnt[i].src);
+        add(a, m->mnt[i].dst);
     }
+}
+
+int pl__masks_apply(const pl_masks *m) {
+    for (size_t i = 0; i < m->nmnt; i++) {
+        /* this mount alone (no AT_RECURSIVE), the trailing name never followed */
+        int t = (int)syscall(SYS_open_tree, AT_FDCWD, m->mnt[i].src,
+                             OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+        if (t < 0) return errno;
+        struct {
+            unsigned long long attr_set, attr_clr, propagation, userns_fd;
+        } a = {MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (m->mnt[i].rw ? 0 : MOUNT_ATTR_RDONLY), 0, 0,
+               0};
+        if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &a, sizeof a) != 0 ||
+            syscall(SYS_move_mount, t, "", AT_FDCWD, m->mnt[i].dst, MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+            int e = errno;
+            close(t);
+            return e;
+        }
+        close(t);
+    }
+    return 0;
+}
+
+void pl__masks_release(pl_ctx *pc, pl_masks *m) {
+    pthread_mutex_lock(&pc->mu);
+    /* deepest first: .git/config before .git */
+    for (size_t i = m->nheld; i-- > 0;) {
+        unhold(pc, m->held[i]);
+        free(m->held[i]);
+    }
+    pthread_mutex_unlock(&pc->mu);
+    m->nheld = 0;
 }

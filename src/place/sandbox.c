@@ -365,6 +365,7 @@ typedef struct spawn_plan {
     const char *const *idmap_targets; /* ... mounted here (empty dirs in the scratch dir) */
     const char *const *reach_src, *const *reach_dst; /* pl__reach_apply */
     size_t nreach;
+    const pl_masks *masks; /* mounted by the child (pl__masks_apply) or NULL */
     size_t nidmap;
     bool switch_ids;
     uid_t uid;
@@ -374,7 +375,7 @@ typedef struct spawn_plan {
 } spawn_plan;
 
 /* What a child reports on the status pipe before it gives up (parent: spawn_status). */
-enum { ST_CGROUP = 1, ST_IDMAP, ST_REACH, ST_FDS, ST_IDS, ST_CHDIR, ST_EXEC };
+enum { ST_CGROUP = 1, ST_IDMAP, ST_REACH, ST_MASKS, ST_FDS, ST_IDS, ST_CHDIR, ST_EXEC };
 
 static void child_fail(int fd, int stage) { /* async-signal-safe */
     int msg[2] = {stage, errno};
@@ -407,6 +408,14 @@ static pid_t spawn(const spawn_plan *p) {
         if (e) {
             errno = e;
             child_fail(sfd, ST_REACH);
+        }
+    }
+    if (p->masks) {
+        /* only in the private mount namespace made above, never on the host's */
+        int e = p->idmap_fd >= 0 || p->nreach ? pl__masks_apply(p->masks) : EINVAL;
+        if (e) {
+            errno = e;
+            child_fail(sfd, ST_MASKS);
         }
     }
     if (dup2(p->in_fd, 0) < 0 || dup2(p->out_fd, 1) < 0 || dup2(p->err_fd, 2) < 0)
@@ -470,6 +479,7 @@ static bool spawn_status(int rfd, char *why, size_t whylen) {
                                        "cannot map the workspace to the run's uid (idmapped "
                                        "mount; this kernel or file system may not support it)",
                                        "cannot make a host path reachable for the run's uid",
+                                       "cannot protect the agent's control files",
                                        "cannot pass the sandbox's file descriptors",
                                        "cannot switch to the run's uid",
                                        "cannot enter the working directory",
@@ -782,11 +792,12 @@ static bool run_native(native_ctx *n, pl_error *err) {
     char *file_err = NULL;
     char root_dir[PATH_MAX + 8];
     snprintf(root_dir, sizeof root_dir, "%s/root", scr);
-    pl_masks masks;
-    masks.ncreated = 0;
     /* with a uid of its own the run may not reach the host paths it binds (reach) */
     reach_set *reach_p = switch_ids && !n->unsandboxed ? calloc(1, sizeof *reach_p) : NULL;
-    if (switch_ids && !n->unsandboxed && !reach_p) {
+    /* the masks over the workspace's control files (masks.c) */
+    pl_masks *masks = ws && !n->unsandboxed ? calloc(1, sizeof *masks) : NULL;
+    bool child_masks = false; /* mounted by the child (root caller) */
+    if ((switch_ids && !n->unsandboxed && !reach_p) || (ws && !n->unsandboxed && !masks)) {
         snprintf(why, sizeof why, "out of memory");
         failed_setup = true;
         goto cleanup;
@@ -1034,12 +1045,16 @@ static bool run_native(native_ctx *n, pl_error *err) {
             sv_add(&argv, "--bind");
             sv_add(&argv, ws_from);
             sv_add(&argv, r->workspace);
-            /* the agent's control files stay read-only (masks.c) */
-            if (!pl__masks_add(&masks, scr, r->workspace, ws_from, sv_add_cb, &argv, why,
-                               sizeof why)) {
+            /* the agent's control files stay read-only (masks.c): a root caller's child
+             * mounts them on the workspace's view (one recursive bind carries them),
+             * any other run has bubblewrap mount them */
+            child_masks = switch_ids && ws_from != r->workspace;
+            if (!pl__masks_plan(pc, masks, scr, r->workspace, ws_from,
+                                child_masks ? ws_from : r->workspace, why, sizeof why)) {
                 failed_setup = true;
                 goto cleanup;
             }
+            if (!child_masks) pl__masks_args(masks, sv_add_cb, &argv);
         }
         sv_add(&argv, "--chdir");
         sv_add(&argv, ws ? r->workspace : "/home");
@@ -1109,6 +1124,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
         .reach_src = reach_p ? reach_p->src : NULL,
         .reach_dst = reach_p ? reach_p->dst : NULL,
         .nreach = reach_p ? reach_p->n : 0,
+        .masks = child_masks ? masks : NULL,
         .nidmap = nidmap,
         .switch_ids = switch_ids,
         .uid = uid,
@@ -1309,7 +1325,8 @@ cleanup:;
                           st_p[0],  st_p[1],  info_p[0], info_p[1], blk_p[0], blk_p[1], idmap_fd};
     for (size_t i = 0; i < sizeof fds_to_close / sizeof *fds_to_close; i++)
         if (fds_to_close[i] >= 0) close(fds_to_close[i]);
-    pl__masks_cleanup(&masks);
+    if (masks) pl__masks_release(pc, masks);
+    free(masks);
     free(reach_p);
     if (!failed_setup) file_err = collect_files(root_dir, res);
     bool scratch_removed = pl__remove_tree(scr);
