@@ -10,12 +10,16 @@
  *
  * What (pl__masks_plan, in this order, so that a mask on `.git` lies under its own):
  *   - an existing control directory is bound onto itself (a mount point can be neither
- *     renamed nor removed), read-only for `.peri` and `.git/hooks` / `.git/modules` /
- *     `.git/worktrees`, read-write for `.git` itself (so commits still work) with its
- *     `config` (and `config.worktree`) read-only on top;
+ *     renamed nor removed), read-only for `.peri`, read-write for `.git` itself (so
+ *     commits still work) with read-only masks on top over everything git reads from it
+ *     that can run code or send it to another git directory: `config`, `hooks/`,
+ *     `commondir` (whose git directory's config git would read instead), `config.worktree`,
+ *     `modules/` and `worktrees/` (the git directories of submodules and worktrees);
  *   - an existing control file is bound read-only onto itself;
  *   - a missing one is covered by an empty read-only file or directory of the scratch
- *     directory, bound on a placeholder that the host creates (and removes after the
+ *     directory (a missing `.git/commondir` by one that says "." — git must be able to
+ *     read a commondir that exists, and "." is the git directory itself), bound on a
+ *     placeholder that the host creates (and removes after the
  *     run, while it is still empty); placeholders are counted per context, so two
  *     concurrent runs on one workspace share one and the first to end never removes it
  *     under the other (removing a mount point would detach the other run's mask);
@@ -86,11 +90,19 @@ bool pl_is_control_path(const char *rel) {
 struct pl_mask_ref {
     char *path;
     unsigned refs;
+    char kind;
 };
 
-/* Takes a placeholder for the missing path p (kind 'f' or 'd'), under pc->mu: one this
- * context already holds, or a new one. 1 held, 0 p exists (an ordinary control file,
- * *st filled), -1 error (errno). */
+/* What a placeholder file holds: nothing, except `.git/commondir` (kind 'c'), which git
+ * must be able to read once it exists: "." names the git directory itself. */
+#define COMMONDIR ".\n"
+static const char *content(char kind) {
+    return kind == 'c' ? COMMONDIR : "";
+}
+
+/* Takes a placeholder for the missing path p (kind 'f' file, 'c' commondir file, 'd'
+ * directory), under pc->mu: one this context already holds, or a new one. 1 held, 0 p
+ * exists (an ordinary control file, *st filled), -1 error (errno). */
 static int hold(pl_ctx *pc, const char *p, char kind, uid_t owner, gid_t group, struct stat *st) {
     for (size_t i = 0; i < pc->nmask_refs; i++)
         if (!strcmp(pc->mask_refs[i].path, p)) {
@@ -117,9 +129,17 @@ static int hold(pl_ctx *pc, const char *p, char kind, uid_t owner, gid_t group, 
         if (fd < 0) goto exists;
         if (fchown(fd, owner, group) != 0) { /* best effort, as above */
         }
+        const char *c = content(kind);
+        size_t n = strlen(c);
+        bool ok = write(fd, c, n) == (ssize_t)n;
         close(fd);
+        if (!ok) {
+            unlink(p);
+            free(dup);
+            return -1;
+        }
     }
-    pc->mask_refs[pc->nmask_refs++] = (struct pl_mask_ref){dup, 1};
+    pc->mask_refs[pc->nmask_refs++] = (struct pl_mask_ref){dup, 1, kind};
     return 1;
 exists:;
     int e = errno;
@@ -129,7 +149,18 @@ exists:;
     return -1;
 }
 
-/* Drops one hold of p; the last one removes the placeholder while it is empty. */
+/* True when the regular file p still holds exactly c. */
+static bool holds_only(const char *p, const char *c) {
+    size_t n = strlen(c);
+    char buf[8];
+    int fd = open(p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return false;
+    ssize_t k = read(fd, buf, sizeof buf);
+    close(fd);
+    return k == (ssize_t)n && memcmp(buf, c, n) == 0;
+}
+
+/* Drops one hold of p; the last one removes the placeholder while it is unchanged. */
 static void unhold(pl_ctx *pc, const char *p) {
     for (size_t i = 0; i < pc->nmask_refs; i++) {
         struct pl_mask_ref *r = &pc->mask_refs[i];
@@ -139,7 +170,8 @@ static void unhold(pl_ctx *pc, const char *p) {
             if (lstat(p, &st) == 0) {
                 if (S_ISDIR(st.st_mode))
                     rmdir(p); /* fails, as it should, when not empty */
-                else if (S_ISREG(st.st_mode) && st.st_size == 0)
+                else if (S_ISREG(st.st_mode) && (size_t)st.st_size == strlen(content(r->kind)) &&
+                         holds_only(p, content(r->kind)))
                     unlink(p);
             }
             free(r->path);
@@ -184,11 +216,10 @@ static bool add_mount(plan_ctx *c, const char *src, const char *rel, bool rw) {
 }
 
 /* Plans one mask. kind: 'f' file, 'd' dir; rw: bind an existing dir read-write onto
- * itself. *found (may be NULL) gets the type of an existing path (0 when missing). */
-static bool mask(plan_ctx *c, const char *rel, char kind, bool rw, mode_t *found) {
+ * itself. */
+static bool mask(plan_ctx *c, const char *rel, char kind, bool rw) {
     pl_masks *m = c->m;
     char p[PATH_MAX], src[PATH_MAX + 64];
-    if (found) *found = 0;
     if (snprintf(p, sizeof p, "%s/%s", c->ws, rel) >= (int)sizeof p ||
         snprintf(src, sizeof src, "%s/%s", c->src_base, rel) >= (int)sizeof src) {
         snprintf(c->why, c->whylen, "cannot protect %s/%s: path too long", c->ws, rel);
@@ -208,8 +239,12 @@ static bool mask(plan_ctx *c, const char *rel, char kind, bool rw, mode_t *found
         snprintf(c->why, c->whylen, "cannot protect %s: %s", p, strerror(errno));
         return false;
     }
-    if (h == 1) return add_mount(c, kind == 'd' ? m->empty_dir : m->empty_file, rel, false);
-    if (found) *found = st.st_mode & S_IFMT;
+    if (h == 1)
+        return add_mount(c,
+                         kind == 'd'   ? m->empty_dir
+                         : kind == 'c' ? m->commondir
+                                       : m->empty_file,
+                         rel, false);
     if (S_ISLNK(st.st_mode)) return true; /* the host never reads through it */
     return add_mount(c, src, rel, rw);
 }
@@ -223,8 +258,12 @@ bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *scratch, const char *ws
     }
     snprintf(m->empty_file, sizeof m->empty_file, "%s/mask-file", scratch);
     snprintf(m->empty_dir, sizeof m->empty_dir, "%s/mask-dir", scratch);
+    snprintf(m->commondir, sizeof m->commondir, "%s/mask-commondir", scratch);
     int fd = open(m->empty_file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
-    if (fd < 0 || close(fd) != 0 || mkdir(m->empty_dir, 0555) != 0) {
+    int cfd = open(m->commondir, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+    bool cok = cfd >= 0 && write(cfd, COMMONDIR, 2) == 2;
+    if (cfd >= 0 && close(cfd) != 0) cok = false;
+    if (fd < 0 || close(fd) != 0 || !cok || mkdir(m->empty_dir, 0555) != 0) {
         snprintf(why, whylen, "cannot prepare the control-file masks: %s", strerror(errno));
         return false;
     }
@@ -234,14 +273,14 @@ bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *scratch, const char *ws
         return false;
     }
     plan_ctx c = {pc, m, ws, src_base, dst_base, wst.st_uid, wst.st_gid, why, whylen};
-    bool ok = mask(&c, ".peri", 'd', false, NULL);
+    bool ok = mask(&c, ".peri", 'd', false);
     for (size_t i = 0; ok && i < sizeof top_files / sizeof *top_files; i++)
-        ok = mask(&c, top_files[i], 'f', false, NULL);
+        ok = mask(&c, top_files[i], 'f', false);
     if (!ok) return false;
     char git[PATH_MAX];
     snprintf(git, sizeof git, "%s/.git", ws);
     struct stat st;
-    if (lstat(git, &st) != 0) return mask(&c, ".git", 'd', false, NULL);
+    if (lstat(git, &st) != 0) return mask(&c, ".git", 'd', false);
     if (S_ISLNK(st.st_mode)) {
         snprintf(why, whylen,
                  "%s is a symlink: git would follow it, and the sandbox cannot protect its "
@@ -250,22 +289,20 @@ bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *scratch, const char *ws
         return false;
     }
     if (!S_ISDIR(st.st_mode)) /* a gitdir file (worktree, submodule): read-only */
-        return mask(&c, ".git", 'f', false, NULL);
-    if (!mask(&c, ".git", 'd', true, NULL) || !mask(&c, ".git/config", 'f', false, NULL) ||
-        !mask(&c, ".git/hooks", 'd', false, NULL))
-        return false;
-    /* .git/modules, .git/worktrees and .git/config.worktree only when they exist */
-    static const char *const extra[] = {".git/modules", ".git/worktrees", ".git/config.worktree"};
-    for (size_t i = 0; i < sizeof extra / sizeof *extra; i++) {
-        char p[PATH_MAX], src[PATH_MAX + 64];
-        if (snprintf(p, sizeof p, "%s/%s", ws, extra[i]) >= (int)sizeof p ||
-            snprintf(src, sizeof src, "%s/%s", src_base, extra[i]) >= (int)sizeof src)
-            continue;
-        bool want_dir = i < 2;
-        if (lstat(p, &st) == 0 && (want_dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode)) &&
-            !add_mount(&c, src, extra[i], false))
-            return false;
-    }
+        return mask(&c, ".git", 'f', false);
+    /* .git itself stays writable (commits), everything git reads from it that can run
+     * code or point it elsewhere does not: config, hooks, commondir (another git
+     * directory's config), config.worktree, the submodules' and worktrees' git
+     * directories; the missing ones are placeholders, inside .git where git status
+     * never shows them */
+    static const struct {
+        const char *rel;
+        char kind;
+    } in_git[] = {{".git/config", 'f'},  {".git/hooks", 'd'},     {".git/commondir", 'c'},
+                  {".git/modules", 'd'}, {".git/worktrees", 'd'}, {".git/config.worktree", 'f'}};
+    if (!mask(&c, ".git", 'd', true)) return false;
+    for (size_t i = 0; i < sizeof in_git / sizeof *in_git; i++)
+        if (!mask(&c, in_git[i].rel, in_git[i].kind, false)) return false;
     return true;
 }
 

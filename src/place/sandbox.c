@@ -49,6 +49,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stdint.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -365,7 +368,9 @@ typedef struct spawn_plan {
     const char *const *idmap_targets; /* ... mounted here (empty dirs in the scratch dir) */
     const char *const *reach_src, *const *reach_dst; /* pl__reach_apply */
     size_t nreach;
-    const pl_masks *masks; /* mounted by the child (pl__masks_apply) or NULL */
+    const pl_masks *masks;        /* mounted by the child (pl__masks_apply) or NULL */
+    const unsigned char *seccomp; /* unsandboxed: the filter the child installs itself */
+    size_t seccomp_len;
     size_t nidmap;
     bool switch_ids;
     uid_t uid;
@@ -375,7 +380,7 @@ typedef struct spawn_plan {
 } spawn_plan;
 
 /* What a child reports on the status pipe before it gives up (parent: spawn_status). */
-enum { ST_CGROUP = 1, ST_IDMAP, ST_REACH, ST_MASKS, ST_FDS, ST_IDS, ST_CHDIR, ST_EXEC };
+enum { ST_CGROUP = 1, ST_IDMAP, ST_REACH, ST_MASKS, ST_FDS, ST_IDS, ST_CHDIR, ST_SECCOMP, ST_EXEC };
 
 static void child_fail(int fd, int stage) { /* async-signal-safe */
     int msg[2] = {stage, errno};
@@ -460,6 +465,15 @@ static pid_t spawn(const spawn_plan *p) {
     if (getppid() == 1) _exit(126);
     setpgid(0, 0);
     if (p->cwd && chdir(p->cwd) != 0) child_fail(sfd, ST_CHDIR);
+    if (p->seccomp) {
+        /* an unsandboxed run keeps the sandbox's system-call filter (bubblewrap
+         * installs it for a sandboxed one) */
+        struct sock_fprog prog = {(unsigned short)(p->seccomp_len / sizeof(struct sock_filter)),
+                                  (struct sock_filter *)(uintptr_t)p->seccomp};
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+            syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0)
+            child_fail(sfd, ST_SECCOMP);
+    }
     execve(p->exe, p->argv, p->envp);
     child_fail(sfd, ST_EXEC);
     _exit(127);
@@ -483,6 +497,7 @@ static bool spawn_status(int rfd, char *why, size_t whylen) {
                                        "cannot pass the sandbox's file descriptors",
                                        "cannot switch to the run's uid",
                                        "cannot enter the working directory",
+                                       "cannot install the seccomp filter",
                                        "cannot execute"};
     int st = msg[0] >= ST_CGROUP && msg[0] <= ST_EXEC ? msg[0] : 0;
     snprintf(why, whylen, "%s: %s", what[st], strerror(msg[1]));
@@ -880,7 +895,15 @@ static bool run_native(native_ctx *n, pl_error *err) {
             sv_add(&cmd, r->args[i]);
     }
 
+    const unsigned char *unsb_bpf = NULL; /* the filter an unsandboxed run installs */
+    size_t unsb_bpf_len = 0;
     if (n->unsandboxed) {
+        if (!(unsb_bpf = pl__seccomp_bpf(pc, network, &unsb_bpf_len))) {
+            sv_free(&cmd);
+            snprintf(why, sizeof why, "cannot build the seccomp filter");
+            failed_setup = true;
+            goto cleanup;
+        }
         for (size_t i = 0; i < cmd.n; i++)
             sv_add(&argv, cmd.v[i]);
     } else {
@@ -1125,6 +1148,8 @@ static bool run_native(native_ctx *n, pl_error *err) {
         .reach_dst = reach_p ? reach_p->dst : NULL,
         .nreach = reach_p ? reach_p->n : 0,
         .masks = child_masks ? masks : NULL,
+        .seccomp = unsb_bpf,
+        .seccomp_len = unsb_bpf_len,
         .nidmap = nidmap,
         .switch_ids = switch_ids,
         .uid = uid,

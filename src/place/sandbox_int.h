@@ -105,7 +105,7 @@ int pl__reach_apply(bool ns_ready, const char *const *src, const char *const *ds
  * (see the file's header). */
 #define PL_MASKS_MAX 16
 typedef struct pl_masks {
-    char empty_file[PATH_MAX], empty_dir[PATH_MAX]; /* in the scratch directory */
+    char empty_file[PATH_MAX], empty_dir[PATH_MAX], commondir[PATH_MAX]; /* in the scratch dir */
     char *held[PL_MASKS_MAX]; /* placeholders this run holds (pl__masks_release) */
     size_t nheld;
     struct {
