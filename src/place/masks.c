@@ -44,6 +44,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +250,89 @@ static bool mask(plan_ctx *c, const char *rel, char kind, bool rw) {
     return add_mount(c, src, rel, rw);
 }
 
+/* The masks of a git directory at workspace-relative rel: itself bound writable onto
+ * itself (commits work; it cannot be renamed or replaced), everything git reads from it
+ * that can run code or send it elsewhere read-only: config, hooks, commondir (another
+ * git directory's config), config.worktree, the submodules' and worktrees' git
+ * directories. The missing ones are placeholders, inside the git directory where git
+ * status never shows them. */
+static bool git_dir(plan_ctx *c, const char *rel) {
+    static const struct {
+        const char *name;
+        char kind;
+    } in_git[] = {{"config", 'f'},  {"hooks", 'd'},     {"commondir", 'c'},
+                  {"modules", 'd'}, {"worktrees", 'd'}, {"config.worktree", 'f'}};
+    if (!mask(c, rel, 'd', true)) return false;
+    for (size_t i = 0; i < sizeof in_git / sizeof *in_git; i++) {
+        char r[PATH_MAX];
+        if (snprintf(r, sizeof r, "%s/%s", rel, in_git[i].name) >= (int)sizeof r) {
+            snprintf(c->why, c->whylen, "cannot protect %s/%s: path too long", c->ws, rel);
+            return false;
+        }
+        if (!mask(c, r, in_git[i].kind, false)) return false;
+    }
+    return true;
+}
+
+/* A .git file ("gitdir: PATH") whose git directory lies inside the workspace (`git init
+ * --separate-git-dir=.g`): that directory is masked like .git. It must be named by a
+ * plain path below the workspace (no "..", no symlink, existing); anything else that
+ * leads inside is refused, since the sandbox could re-point or create it. A git
+ * directory outside the workspace is not bound at all. */
+static bool gitdir_file(plan_ctx *c, const char *git) {
+    char buf[PATH_MAX + 16], cand[2 * PATH_MAX], res[PATH_MAX], rws[PATH_MAX];
+    int fd = open(git, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    ssize_t k = -1;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) k = read(fd, buf, sizeof buf - 1);
+    if (fd >= 0) close(fd);
+    if (k < 0) return true; /* git cannot read it either */
+    buf[k] = '\0';
+    if (strncmp(buf, "gitdir: ", 8) != 0) return true;
+    char *path = buf + 8;
+    path[strcspn(path, "\r\n")] = '\0';
+    if (path[0] == '/')
+        snprintf(cand, sizeof cand, "%s", path);
+    else
+        snprintf(cand, sizeof cand, "%s/%s", c->ws, path);
+    if (!realpath(c->ws, rws)) return true;
+    size_t nw = strlen(rws);
+    bool exists = realpath(cand, res) != NULL;
+    bool inside = exists && strncmp(res, rws, nw) == 0 && (res[nw] == '/' || res[nw] == '\0');
+    /* the plain path below the workspace that names it, if it is one */
+    const char *rel = NULL;
+    size_t nws = strlen(c->ws);
+    if (path[0] != '/')
+        rel = path;
+    else if (strncmp(path, c->ws, nws) == 0 && path[nws] == '/')
+        rel = path + nws + 1;
+    else if (strncmp(path, rws, nw) == 0 && path[nw] == '/')
+        rel = path + nw + 1;
+    while (rel && rel[0] == '.' && rel[1] == '/')
+        rel += 2;
+    bool plain = rel && rel[0];
+    for (const char *q = rel; plain && q && *q; q = strchr(q, '/') ? strchr(q, '/') + 1 : NULL) {
+        size_t n = strcspn(q, "/");
+        if (n == 0 || (n == 1 && q[0] == '.') || (n == 2 && q[0] == '.' && q[1] == '.'))
+            plain = false;
+        char pre[2 * PATH_MAX];
+        snprintf(pre, sizeof pre, "%s/%.*s", c->ws, (int)(q - rel + (ptrdiff_t)n), rel);
+        if (plain && (lstat(pre, &st) != 0 || S_ISLNK(st.st_mode))) plain = false;
+    }
+    if (!inside && !plain && !exists) {
+        /* a missing git directory: refused when its path leads into the workspace,
+         * where the sandbox could create it */
+        inside = (path[0] != '/') || strncmp(cand, c->ws, nws) == 0 || strncmp(cand, rws, nw) == 0;
+    }
+    if (!inside) return true;
+    if (plain && S_ISDIR(st.st_mode)) return git_dir(c, rel);
+    snprintf(c->why, c->whylen,
+             "%s names the git directory %.200s inside the workspace through a symlink, \"..\" "
+             "or a missing path: the sandbox could re-point it; name it by its plain path",
+             git, path);
+    return false;
+}
+
 bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *scratch, const char *ws,
                     const char *src_base, const char *dst_base, char *why, size_t whylen) {
     memset(m, 0, sizeof *m);
@@ -289,21 +373,8 @@ bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *scratch, const char *ws
         return false;
     }
     if (!S_ISDIR(st.st_mode)) /* a gitdir file (worktree, submodule): read-only */
-        return mask(&c, ".git", 'f', false);
-    /* .git itself stays writable (commits), everything git reads from it that can run
-     * code or point it elsewhere does not: config, hooks, commondir (another git
-     * directory's config), config.worktree, the submodules' and worktrees' git
-     * directories; the missing ones are placeholders, inside .git where git status
-     * never shows them */
-    static const struct {
-        const char *rel;
-        char kind;
-    } in_git[] = {{".git/config", 'f'},  {".git/hooks", 'd'},     {".git/commondir", 'c'},
-                  {".git/modules", 'd'}, {".git/worktrees", 'd'}, {".git/config.worktree", 'f'}};
-    if (!mask(&c, ".git", 'd', true)) return false;
-    for (size_t i = 0; i < sizeof in_git / sizeof *in_git; i++)
-        if (!mask(&c, in_git[i].rel, in_git[i].kind, false)) return false;
-    return true;
+        return mask(&c, ".git", 'f', false) && gitdir_file(&c, git);
+    return git_dir(&c, ".git");
 }
 
 void pl__masks_args(const pl_masks *m, void (*add)(void *, const char *), void *a) {

@@ -156,6 +156,40 @@ for where, cmd in ((ws, ["status", "--short"]), (ws, ["diff"]),
     git(where, *(SAFE + cmd), check_rc=False)
 check(not os.path.exists(pwned), "nested: the host's git, invoked safely, ran a payload")
 
+# 4. A .git file naming a git directory inside the workspace (git init
+# --separate-git-dir=.g): that directory is masked like .git; one named through a
+# symlink, "..", or a missing path (which the sandbox could re-point or create) refuses
+# the run.
+ws = os.path.join(top, "sep")
+os.makedirs(ws)
+git(ws, "init", "-q", "--separate-git-dir=" + os.path.join(ws, ".g"), ".")
+git(ws, "commit", "-q", "--allow-empty", "-m", "init")
+before = sorted(os.listdir(os.path.join(ws, ".g", "hooks")))
+conf = open(os.path.join(ws, ".g", "config"), "rb").read()
+res = run("sep", ws, "set +e; "
+                     f"printf '#!/bin/sh\\n{PAYLOAD}\\n' > .g/hooks/pre-commit; echo rc0=$?; "
+                     f"git config core.fsmonitor '{PAYLOAD}'; echo rc1=$?; "
+                     "printf '.\\n' > .g/commondir; echo rc2=$?; mv .g .h; echo rc3=$?; "
+                     "git -c user.name=s -c user.email=s@s commit -q --allow-empty -m two; "
+                     "echo rc4=$?")
+out = res.get("stdout", "")
+check(all(f"rc{i}=0" not in out for i in range(4)) and "rc4=0" in out, f"sep: {res}")
+check(sorted(os.listdir(os.path.join(ws, ".g", "hooks"))) == before and
+      open(os.path.join(ws, ".g", "config"), "rb").read() == conf and
+      not os.path.exists(os.path.join(ws, ".g", "commondir")), "sep: the git directory changed")
+git(ws, "status", "--short", check_rc=False)
+check(not os.path.exists(pwned), "sep: the host's git ran a payload")
+for name, target in (("sep-link", "lnk"), ("sep-dotdot", "sub/../.g"), ("sep-missing", ".nope")):
+    ws = os.path.join(top, name)
+    os.makedirs(os.path.join(ws, ".g"))
+    os.makedirs(os.path.join(ws, "sub"))
+    os.symlink(".g", os.path.join(ws, "lnk"))
+    with open(os.path.join(ws, ".git"), "w") as f:
+        f.write("gitdir: " + target + "\n")
+    res = run(name, ws, "touch ran")
+    check(res.get("ok") is False and "git directory" in res.get("error", "") and
+          not os.path.exists(os.path.join(ws, "ran")), f"{name}: {res}")
+
 shutil.rmtree(top, ignore_errors=True)
 print(f"{checks[0] - len(failures)} passed, {len(failures)} failed")
 sys.exit(1 if failures else 0)
