@@ -101,12 +101,40 @@ static const char *content(char kind) {
     return kind == 'c' ? COMMONDIR : "";
 }
 
+/* Makes the placeholder p: 0, or -1 with errno (EEXIST: something is there). */
+static int make(const char *p, char kind, uid_t owner, gid_t group) {
+    if (kind == 'd') {
+        if (mkdir(p, 0755) != 0) return -1; /* the host's view; the sandbox sees the mask */
+        if (lchown(p, owner, group) != 0) { /* best effort: it is removed later */
+        }
+        return 0;
+    }
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+    if (fd < 0) return -1;
+    if (fchown(fd, owner, group) != 0) { /* best effort, as above */
+    }
+    const char *c = content(kind);
+    size_t n = strlen(c);
+    bool ok = write(fd, c, n) == (ssize_t)n;
+    close(fd);
+    if (ok) return 0;
+    unlink(p);
+    errno = EIO;
+    return -1;
+}
+
 /* Takes a placeholder for the missing path p (kind 'f' file, 'c' commondir file, 'd'
- * directory), under pc->mu: one this context already holds, or a new one. 1 held, 0 p
+ * directory), under pc->mu: one this context already holds (made again if someone
+ * removed it), or a new one; pin: the context keeps it until pl_free (the ones inside a
+ * git directory, which git never shows: no creation and removal per run). 1 held, 0 p
  * exists (an ordinary control file, *st filled), -1 error (errno). */
-static int hold(pl_ctx *pc, const char *p, char kind, uid_t owner, gid_t group, struct stat *st) {
+static int hold(pl_ctx *pc, const char *p, char kind, bool pin, uid_t owner, gid_t group,
+                struct stat *st) {
     for (size_t i = 0; i < pc->nmask_refs; i++)
         if (!strcmp(pc->mask_refs[i].path, p)) {
+            if (lstat(p, st) != 0 &&
+                (errno != ENOENT || (make(p, kind, owner, group) != 0 && errno != EEXIST)))
+                return -1;
             pc->mask_refs[i].refs++;
             return 1;
         }
@@ -121,33 +149,15 @@ static int hold(pl_ctx *pc, const char *p, char kind, uid_t owner, gid_t group, 
     }
     char *dup = strdup(p);
     if (!dup) return -1;
-    if (kind == 'd') {
-        if (mkdir(p, 0555) != 0) goto exists;
-        if (lchown(p, owner, group) != 0) { /* best effort: it is removed after the run */
-        }
-    } else {
-        int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
-        if (fd < 0) goto exists;
-        if (fchown(fd, owner, group) != 0) { /* best effort, as above */
-        }
-        const char *c = content(kind);
-        size_t n = strlen(c);
-        bool ok = write(fd, c, n) == (ssize_t)n;
-        close(fd);
-        if (!ok) {
-            unlink(p);
-            free(dup);
-            return -1;
-        }
+    if (make(p, kind, owner, group) != 0) {
+        int e = errno;
+        free(dup);
+        if (e == EEXIST && lstat(p, st) == 0) return 0; /* made meanwhile by someone else */
+        errno = e;
+        return -1;
     }
-    pc->mask_refs[pc->nmask_refs++] = (struct pl_mask_ref){dup, 1, kind};
+    pc->mask_refs[pc->nmask_refs++] = (struct pl_mask_ref){dup, pin ? 2u : 1u, kind};
     return 1;
-exists:;
-    int e = errno;
-    free(dup);
-    if (e == EEXIST && lstat(p, st) == 0) return 0; /* made meanwhile by someone else */
-    errno = e;
-    return -1;
 }
 
 /* True when the regular file p still holds exactly c. */
@@ -161,20 +171,25 @@ static bool holds_only(const char *p, const char *c) {
     return k == (ssize_t)n && memcmp(buf, c, n) == 0;
 }
 
+/* Removes the placeholder p while it is unchanged (an empty directory, a file with its
+ * content). */
+static void remove_placeholder(const char *p, char kind) {
+    struct stat st;
+    if (lstat(p, &st) != 0) return;
+    if (S_ISDIR(st.st_mode))
+        rmdir(p); /* fails, as it should, when not empty */
+    else if (S_ISREG(st.st_mode) && (size_t)st.st_size == strlen(content(kind)) &&
+             holds_only(p, content(kind)))
+        unlink(p);
+}
+
 /* Drops one hold of p; the last one removes the placeholder while it is unchanged. */
 static void unhold(pl_ctx *pc, const char *p) {
     for (size_t i = 0; i < pc->nmask_refs; i++) {
         struct pl_mask_ref *r = &pc->mask_refs[i];
         if (strcmp(r->path, p) != 0) continue;
         if (--r->refs == 0) {
-            struct stat st;
-            if (lstat(p, &st) == 0) {
-                if (S_ISDIR(st.st_mode))
-                    rmdir(p); /* fails, as it should, when not empty */
-                else if (S_ISREG(st.st_mode) && (size_t)st.st_size == strlen(content(r->kind)) &&
-                         holds_only(p, content(r->kind)))
-                    unlink(p);
-            }
+            remove_placeholder(p, r->kind);
             free(r->path);
             *r = pc->mask_refs[--pc->nmask_refs];
         }
@@ -183,8 +198,11 @@ static void unhold(pl_ctx *pc, const char *p) {
 }
 
 void pl__masks_free_refs(pl_ctx *pc) {
-    for (size_t i = 0; i < pc->nmask_refs; i++)
+    /* the pinned placeholders (no run is left), deepest first */
+    for (size_t i = pc->nmask_refs; i-- > 0;) {
+        remove_placeholder(pc->mask_refs[i].path, pc->mask_refs[i].kind);
         free(pc->mask_refs[i].path);
+    }
     free(pc->mask_refs);
     pc->mask_refs = NULL;
     pc->nmask_refs = pc->cap_mask_refs = 0;
@@ -218,7 +236,7 @@ static bool add_mount(plan_ctx *c, const char *src, const char *rel, bool rw) {
 
 /* Plans one mask. kind: 'f' file, 'd' dir; rw: bind an existing dir read-write onto
  * itself. */
-static bool mask(plan_ctx *c, const char *rel, char kind, bool rw) {
+static bool mask(plan_ctx *c, const char *rel, char kind, bool rw, bool pin) {
     pl_masks *m = c->m;
     char p[PATH_MAX], src[PATH_MAX + 64];
     if (snprintf(p, sizeof p, "%s/%s", c->ws, rel) >= (int)sizeof p ||
@@ -228,7 +246,7 @@ static bool mask(plan_ctx *c, const char *rel, char kind, bool rw) {
     }
     struct stat st;
     pthread_mutex_lock(&c->pc->mu);
-    int h = m->nheld < PL_MASKS_MAX ? hold(c->pc, p, kind, c->owner, c->group, &st) : -1;
+    int h = m->nheld < PL_MASKS_MAX ? hold(c->pc, p, kind, pin, c->owner, c->group, &st) : -1;
     if (m->nheld >= PL_MASKS_MAX) errno = E2BIG;
     if (h == 1 && !(m->held[m->nheld] = strdup(p))) {
         unhold(c->pc, p);
@@ -262,14 +280,14 @@ static bool git_dir(plan_ctx *c, const char *rel) {
         char kind;
     } in_git[] = {{"config", 'f'},  {"hooks", 'd'},     {"commondir", 'c'},
                   {"modules", 'd'}, {"worktrees", 'd'}, {"config.worktree", 'f'}};
-    if (!mask(c, rel, 'd', true)) return false;
+    if (!mask(c, rel, 'd', true, false)) return false;
     for (size_t i = 0; i < sizeof in_git / sizeof *in_git; i++) {
         char r[PATH_MAX];
         if (snprintf(r, sizeof r, "%s/%s", rel, in_git[i].name) >= (int)sizeof r) {
             snprintf(c->why, c->whylen, "cannot protect %s/%s: path too long", c->ws, rel);
             return false;
         }
-        if (!mask(c, r, in_git[i].kind, false)) return false;
+        if (!mask(c, r, in_git[i].kind, false, true)) return false;
     }
     return true;
 }
@@ -357,14 +375,14 @@ bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *scratch, const char *ws
         return false;
     }
     plan_ctx c = {pc, m, ws, src_base, dst_base, wst.st_uid, wst.st_gid, why, whylen};
-    bool ok = mask(&c, ".peri", 'd', false);
+    bool ok = mask(&c, ".peri", 'd', false, false);
     for (size_t i = 0; ok && i < sizeof top_files / sizeof *top_files; i++)
-        ok = mask(&c, top_files[i], 'f', false);
+        ok = mask(&c, top_files[i], 'f', false, false);
     if (!ok) return false;
     char git[PATH_MAX];
     snprintf(git, sizeof git, "%s/.git", ws);
     struct stat st;
-    if (lstat(git, &st) != 0) return mask(&c, ".git", 'd', false);
+    if (lstat(git, &st) != 0) return mask(&c, ".git", 'd', false, false);
     if (S_ISLNK(st.st_mode)) {
         snprintf(why, whylen,
                  "%s is a symlink: git would follow it, and the sandbox cannot protect its "
@@ -373,7 +391,7 @@ bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *scratch, const char *ws
         return false;
     }
     if (!S_ISDIR(st.st_mode)) /* a gitdir file (worktree, submodule): read-only */
-        return mask(&c, ".git", 'f', false) && gitdir_file(&c, git);
+        return mask(&c, ".git", 'f', false, false) && gitdir_file(&c, git);
     return git_dir(&c, ".git");
 }
 
