@@ -8,29 +8,69 @@
  * to write); the guides are the model's instructions; `.git/config` and `.git/hooks/`
  * run code on the user's next git command (core.fsmonitor, core.hooksPath, hooks).
  *
- * How (bubblewrap, after the read-write workspace bind):
+ * What (pl__masks_plan, in this order, so that a mask on `.git` lies under its own):
  *   - an existing control directory is bound onto itself (a mount point can be neither
- *     renamed nor removed), read-only for `.peri` and `.git/hooks` / `.git/modules` /
- *     `.git/worktrees`, read-write for `.git` itself (so commits still work) with its
- *     `config` read-only on top;
+ *     renamed nor removed), read-only for `.peri`, read-write for `.git` itself (so
+ *     commits still work) with read-only masks on top over everything git reads from it
+ *     that can run code or send it to another git directory: `config`, `hooks/`,
+ *     `commondir` (whose git directory's config git would read instead), `config.worktree`,
+ *     `modules/` and `worktrees/` (the git directories of submodules and worktrees);
  *   - an existing control file is bound read-only onto itself;
- *   - a missing one is covered by an empty read-only file or directory from the scratch
- *     directory; bubblewrap creates the mount point, which pl__masks_cleanup removes after
- *     the run when it is still empty;
+ *   - a missing one is covered by an empty read-only file or directory of the scratch
+ *     directory (a missing `.git/commondir` by one that says "." — git must be able to
+ *     read a commondir that exists, and "." is the git directory itself), bound on a
+ *     placeholder that the host creates (and removes after the
+ *     run, while it is still empty); placeholders are counted per context, so two
+ *     concurrent runs on one workspace share one and the first to end never removes it
+ *     under the other (removing a mount point would detach the other run's mask);
  *   - a control path that is a symlink cannot carry a mount: for `.git` the run is
  *     refused (git follows it); for the rest the host never reads through a symlink.
  *
- * Invariants: only paths directly named here are touched; cleanup removes only mount
- * points this run created and only while they are empty.
+ * How (two ways to mount the same plan):
+ *   - a root caller's run already prepares the workspace in a private mount namespace
+ *     of its forked child (idmap.c): there pl__masks_apply clones each mask with the
+ *     new mount API, read-only, nosuid and nodev, onto the workspace's view, and
+ *     bubblewrap's one recursive bind of the view carries them all (it remounts only
+ *     mounts whose flags differ, and these already have its flags). No per-mask work is
+ *     left to bubblewrap, which otherwise reads /proc/self/mountinfo and remounts once
+ *     per bind;
+ *   - any other run passes them as bubblewrap arguments (pl__masks_args).
+ *
+ * Invariants: only paths directly named here are touched; a placeholder is removed
+ * only by the last run of the context that holds it, and only while it is empty.
  */
 #include "sandbox_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef OPEN_TREE_CLOEXEC
+#define OPEN_TREE_CLOEXEC O_CLOEXEC
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x00000001
+#endif
+#ifndef MOUNT_ATTR_NOSUID
+#define MOUNT_ATTR_NOSUID 0x00000002
+#endif
+#ifndef MOUNT_ATTR_NODEV
+#define MOUNT_ATTR_NODEV 0x00000004
+#endif
 
 static const char *const top_files[] = {".mcp.json", "AGENTS.md", "PERI.md", "CLAUDE.md"};
 
@@ -46,59 +86,303 @@ bool pl_is_control_path(const char *rel) {
     return false;
 }
 
-/* Adds one mask. kind: 'f' file, 'd' dir; rw: bind an existing dir read-write onto itself.
- * Returns false (with why) when the run must not go on. */
-static bool mask(pl_masks *m, void (*add)(void *, const char *), void *a, const char *ws,
-                 const char *ws_src, const char *rel, char kind, bool rw, char *why,
-                 size_t whylen) {
-    char p[PATH_MAX], src[PATH_MAX];
-    if (snprintf(p, sizeof p, "%s/%s", ws, rel) >= (int)sizeof p ||
-        snprintf(src, sizeof src, "%s/%s", ws_src, rel) >= (int)sizeof src)
-        return true;
-    struct stat st;
-    if (lstat(p, &st) == 0) {
-        if (S_ISLNK(st.st_mode)) return true; /* the host never reads through it */
-        add(a, rw ? "--bind" : "--ro-bind");
-        add(a, src);
-        add(a, p);
-        return true;
+/* ---------------------------------------------------------------- placeholders */
+
+struct pl_mask_ref {
+    char *path;
+    unsigned refs;
+    char kind;
+};
+
+/* What a placeholder file holds: nothing, except `.git/commondir` (kind 'c'), which git
+ * must be able to read once it exists: "." names the git directory itself. */
+#define COMMONDIR ".\n"
+static const char *content(char kind) {
+    return kind == 'c' ? COMMONDIR : "";
+}
+
+/* Makes the placeholder p: 0, or -1 with errno (EEXIST: something is there). */
+static int make(const char *p, char kind, uid_t owner, gid_t group) {
+    if (kind == 'd') {
+        if (mkdir(p, 0755) != 0) return -1; /* the host's view; the sandbox sees the mask */
+        if (lchown(p, owner, group) != 0) { /* best effort: it is removed later */
+        }
+        return 0;
     }
-    if (errno != ENOENT) {
-        snprintf(why, whylen, "cannot protect %s: %s", p, strerror(errno));
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+    if (fd < 0) return -1;
+    if (fchown(fd, owner, group) != 0) { /* best effort, as above */
+    }
+    const char *c = content(kind);
+    size_t n = strlen(c);
+    bool ok = write(fd, c, n) == (ssize_t)n;
+    close(fd);
+    if (ok) return 0;
+    unlink(p);
+    errno = EIO;
+    return -1;
+}
+
+/* Takes a placeholder for the missing path p (kind 'f' file, 'c' commondir file, 'd'
+ * directory), under pc->mu: one this context already holds (made again if someone
+ * removed it), or a new one; pin: the context keeps it until pl_free (the ones inside a
+ * git directory, which git never shows: no creation and removal per run). 1 held, 0 p
+ * exists (an ordinary control file, *st filled), -1 error (errno). */
+static int hold(pl_ctx *pc, const char *p, char kind, bool pin, uid_t owner, gid_t group,
+                struct stat *st) {
+    for (size_t i = 0; i < pc->nmask_refs; i++)
+        if (!strcmp(pc->mask_refs[i].path, p)) {
+            if (lstat(p, st) != 0 &&
+                (errno != ENOENT || (make(p, kind, owner, group) != 0 && errno != EEXIST)))
+                return -1;
+            pc->mask_refs[i].refs++;
+            return 1;
+        }
+    if (lstat(p, st) == 0) return 0;
+    if (errno != ENOENT) return -1;
+    if (pc->nmask_refs == pc->cap_mask_refs) {
+        size_t nc = pc->cap_mask_refs ? pc->cap_mask_refs * 2 : 8;
+        struct pl_mask_ref *nr = realloc(pc->mask_refs, nc * sizeof *nr);
+        if (!nr) return -1;
+        pc->mask_refs = nr;
+        pc->cap_mask_refs = nc;
+    }
+    char *dup = strdup(p);
+    if (!dup) return -1;
+    if (make(p, kind, owner, group) != 0) {
+        int e = errno;
+        free(dup);
+        if (e == EEXIST && lstat(p, st) == 0) return 0; /* made meanwhile by someone else */
+        errno = e;
+        return -1;
+    }
+    pc->mask_refs[pc->nmask_refs++] = (struct pl_mask_ref){dup, pin ? 2u : 1u, kind};
+    return 1;
+}
+
+/* True when the regular file p still holds exactly c. */
+static bool holds_only(const char *p, const char *c) {
+    size_t n = strlen(c);
+    char buf[8];
+    int fd = open(p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return false;
+    ssize_t k = read(fd, buf, sizeof buf);
+    close(fd);
+    return k == (ssize_t)n && memcmp(buf, c, n) == 0;
+}
+
+/* Removes the placeholder p while it is unchanged (an empty directory, a file with its
+ * content). */
+static void remove_placeholder(const char *p, char kind) {
+    struct stat st;
+    if (lstat(p, &st) != 0) return;
+    if (S_ISDIR(st.st_mode))
+        rmdir(p); /* fails, as it should, when not empty */
+    else if (S_ISREG(st.st_mode) && (size_t)st.st_size == strlen(content(kind)) &&
+             holds_only(p, content(kind)))
+        unlink(p);
+}
+
+/* Drops one hold of p; the last one removes the placeholder while it is unchanged. */
+static void unhold(pl_ctx *pc, const char *p) {
+    for (size_t i = 0; i < pc->nmask_refs; i++) {
+        struct pl_mask_ref *r = &pc->mask_refs[i];
+        if (strcmp(r->path, p) != 0) continue;
+        if (--r->refs == 0) {
+            remove_placeholder(p, r->kind);
+            free(r->path);
+            *r = pc->mask_refs[--pc->nmask_refs];
+        }
+        return;
+    }
+}
+
+void pl__masks_free_refs(pl_ctx *pc) {
+    /* the pinned placeholders (no run is left), deepest first */
+    for (size_t i = pc->nmask_refs; i-- > 0;) {
+        remove_placeholder(pc->mask_refs[i].path, pc->mask_refs[i].kind);
+        free(pc->mask_refs[i].path);
+    }
+    free(pc->mask_refs);
+    pc->mask_refs = NULL;
+    pc->nmask_refs = pc->cap_mask_refs = 0;
+}
+
+/* ---------------------------------------------------------------- the plan */
+
+typedef struct plan_ctx {
+    pl_ctx *pc;
+    pl_masks *m;
+    const char *ws, *src_base, *dst_base;
+    uid_t owner;
+    gid_t group;
+    char *why;
+    size_t whylen;
+} plan_ctx;
+
+static bool add_mount(plan_ctx *c, const char *src, const char *rel, bool rw) {
+    pl_masks *m = c->m;
+    if (m->nmnt >= PL_MASKS_MAX) return true;
+    if (snprintf(m->mnt[m->nmnt].src, sizeof m->mnt[m->nmnt].src, "%s", src) >=
+            (int)sizeof m->mnt[m->nmnt].src ||
+        snprintf(m->mnt[m->nmnt].dst, sizeof m->mnt[m->nmnt].dst, "%s/%s", c->dst_base, rel) >=
+            (int)sizeof m->mnt[m->nmnt].dst) {
+        snprintf(c->why, c->whylen, "cannot protect %s/%s: path too long", c->ws, rel);
         return false;
     }
-    if (m->ncreated >= PL_MASKS_MAX) return true;
-    add(a, "--ro-bind");
-    add(a, kind == 'd' ? m->empty_dir : m->empty_file);
-    add(a, p);
-    m->created[m->ncreated].kind = kind;
-    snprintf(m->created[m->ncreated].path, sizeof m->created[m->ncreated].path, "%s", p);
-    m->ncreated++;
+    m->mnt[m->nmnt++].rw = rw;
     return true;
 }
 
-bool pl__masks_add(pl_masks *m, const char *scratch, const char *ws, const char *ws_src,
-                  void (*add)(void *, const char *), void *a, char *why, size_t whylen) {
-    memset(m, 0, sizeof *m);
-    snprintf(m->empty_file, sizeof m->empty_file, "%s/mask-file", scratch);
-    snprintf(m->empty_dir, sizeof m->empty_dir, "%s/mask-dir", scratch);
-    FILE *f = fopen(m->empty_file, "wx");
-    if (!f || fclose(f) != 0 || chmod(m->empty_file, 0444) != 0 || mkdir(m->empty_dir, 0555) != 0) {
-        snprintf(why, whylen, "cannot prepare the control-file masks: %s", strerror(errno));
+/* Plans one mask. kind: 'f' file, 'd' dir; rw: bind an existing dir read-write onto
+ * itself. */
+static bool mask(plan_ctx *c, const char *rel, char kind, bool rw, bool pin) {
+    pl_masks *m = c->m;
+    char p[PATH_MAX], src[PATH_MAX + 64];
+    if (snprintf(p, sizeof p, "%s/%s", c->ws, rel) >= (int)sizeof p ||
+        snprintf(src, sizeof src, "%s/%s", c->src_base, rel) >= (int)sizeof src) {
+        snprintf(c->why, c->whylen, "cannot protect %s/%s: path too long", c->ws, rel);
         return false;
     }
+    struct stat st;
+    pthread_mutex_lock(&c->pc->mu);
+    int h = m->nheld < PL_MASKS_MAX ? hold(c->pc, p, kind, pin, c->owner, c->group, &st) : -1;
+    if (m->nheld >= PL_MASKS_MAX) errno = E2BIG;
+    if (h == 1 && !(m->held[m->nheld] = strdup(p))) {
+        unhold(c->pc, p);
+        h = -1;
+    }
+    if (h == 1) m->nheld++;
+    pthread_mutex_unlock(&c->pc->mu);
+    if (h < 0) {
+        snprintf(c->why, c->whylen, "cannot protect %s: %s", p, strerror(errno));
+        return false;
+    }
+    if (h == 1)
+        return add_mount(c,
+                         kind == 'd'   ? m->empty_dir
+                         : kind == 'c' ? m->commondir
+                                       : m->empty_file,
+                         rel, false);
+    if (S_ISLNK(st.st_mode)) return true; /* the host never reads through it */
+    return add_mount(c, src, rel, rw);
+}
+
+/* The masks of a git directory at workspace-relative rel: itself bound writable onto
+ * itself (commits work; it cannot be renamed or replaced), everything git reads from it
+ * that can run code or send it elsewhere read-only: config, hooks, commondir (another
+ * git directory's config), config.worktree, the submodules' and worktrees' git
+ * directories. The missing ones are placeholders, inside the git directory where git
+ * status never shows them. */
+static bool git_dir(plan_ctx *c, const char *rel) {
+    static const struct {
+        const char *name;
+        char kind;
+    } in_git[] = {{"config", 'f'},  {"hooks", 'd'},     {"commondir", 'c'},
+                  {"modules", 'd'}, {"worktrees", 'd'}, {"config.worktree", 'f'}};
+    if (!mask(c, rel, 'd', true, false)) return false;
+    for (size_t i = 0; i < sizeof in_git / sizeof *in_git; i++) {
+        char r[PATH_MAX];
+        if (snprintf(r, sizeof r, "%s/%s", rel, in_git[i].name) >= (int)sizeof r) {
+            snprintf(c->why, c->whylen, "cannot protect %s/%s: path too long", c->ws, rel);
+            return false;
+        }
+        if (!mask(c, r, in_git[i].kind, false, true)) return false;
+    }
+    return true;
+}
+
+/* A .git file ("gitdir: PATH") whose git directory lies inside the workspace (`git init
+ * --separate-git-dir=.g`): that directory is masked like .git. It must be named by a
+ * plain path below the workspace (no "..", no symlink, existing); anything else that
+ * leads inside is refused, since the sandbox could re-point or create it. A git
+ * directory outside the workspace is not bound at all. */
+static bool gitdir_file(plan_ctx *c, const char *git) {
+    char buf[PATH_MAX + 16], cand[2 * PATH_MAX], res[PATH_MAX], rws[PATH_MAX];
+    int fd = open(git, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    ssize_t k = -1;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) k = read(fd, buf, sizeof buf - 1);
+    if (fd >= 0) close(fd);
+    if (k < 0) return true; /* git cannot read it either */
+    buf[k] = '\0';
+    if (strncmp(buf, "gitdir: ", 8) != 0) return true;
+    char *path = buf + 8;
+    path[strcspn(path, "\r\n")] = '\0';
+    if (path[0] == '/')
+        snprintf(cand, sizeof cand, "%s", path);
+    else
+        snprintf(cand, sizeof cand, "%s/%s", c->ws, path);
+    if (!realpath(c->ws, rws)) return true;
+    size_t nw = strlen(rws);
+    bool exists = realpath(cand, res) != NULL;
+    bool inside = exists && strncmp(res, rws, nw) == 0 && (res[nw] == '/' || res[nw] == '\0');
+    /* the plain path below the workspace that names it, if it is one */
+    const char *rel = NULL;
+    size_t nws = strlen(c->ws);
+    if (path[0] != '/')
+        rel = path;
+    else if (strncmp(path, c->ws, nws) == 0 && path[nws] == '/')
+        rel = path + nws + 1;
+    else if (strncmp(path, rws, nw) == 0 && path[nw] == '/')
+        rel = path + nw + 1;
+    while (rel && rel[0] == '.' && rel[1] == '/')
+        rel += 2;
+    bool plain = rel && rel[0];
+    for (const char *q = rel; plain && q && *q; q = strchr(q, '/') ? strchr(q, '/') + 1 : NULL) {
+        size_t n = strcspn(q, "/");
+        if (n == 0 || (n == 1 && q[0] == '.') || (n == 2 && q[0] == '.' && q[1] == '.'))
+            plain = false;
+        char pre[2 * PATH_MAX];
+        snprintf(pre, sizeof pre, "%s/%.*s", c->ws, (int)(q - rel + (ptrdiff_t)n), rel);
+        if (plain && (lstat(pre, &st) != 0 || S_ISLNK(st.st_mode))) plain = false;
+    }
+    if (!inside && !plain && !exists) {
+        /* a missing git directory: refused when its path leads into the workspace,
+         * where the sandbox could create it */
+        inside = (path[0] != '/') || strncmp(cand, c->ws, nws) == 0 || strncmp(cand, rws, nw) == 0;
+    }
+    if (!inside) return true;
+    if (plain && S_ISDIR(st.st_mode)) return git_dir(c, rel);
+    snprintf(c->why, c->whylen,
+             "%s names the git directory %.200s inside the workspace through a symlink, \"..\" "
+             "or a missing path: the sandbox could re-point it; name it by its plain path",
+             git, path);
+    return false;
+}
+
+bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *scratch, const char *ws,
+                    const char *src_base, const char *dst_base, char *why, size_t whylen) {
+    memset(m, 0, sizeof *m);
     if (!strcmp(ws, "/")) {
         snprintf(why, whylen, "refusing to bind \"/\" as a workspace");
         return false;
     }
+    snprintf(m->empty_file, sizeof m->empty_file, "%s/mask-file", scratch);
+    snprintf(m->empty_dir, sizeof m->empty_dir, "%s/mask-dir", scratch);
+    snprintf(m->commondir, sizeof m->commondir, "%s/mask-commondir", scratch);
+    int fd = open(m->empty_file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+    int cfd = open(m->commondir, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+    bool cok = cfd >= 0 && write(cfd, COMMONDIR, 2) == 2;
+    if (cfd >= 0 && close(cfd) != 0) cok = false;
+    if (fd < 0 || close(fd) != 0 || !cok || mkdir(m->empty_dir, 0555) != 0) {
+        snprintf(why, whylen, "cannot prepare the control-file masks: %s", strerror(errno));
+        return false;
+    }
+    struct stat wst;
+    if (stat(ws, &wst) != 0) {
+        snprintf(why, whylen, "workspace %s: %s", ws, strerror(errno));
+        return false;
+    }
+    plan_ctx c = {pc, m, ws, src_base, dst_base, wst.st_uid, wst.st_gid, why, whylen};
+    bool ok = mask(&c, ".peri", 'd', false, false);
+    for (size_t i = 0; ok && i < sizeof top_files / sizeof *top_files; i++)
+        ok = mask(&c, top_files[i], 'f', false, false);
+    if (!ok) return false;
     char git[PATH_MAX];
     snprintf(git, sizeof git, "%s/.git", ws);
     struct stat st;
-    bool ok = mask(m, add, a, ws, ws_src, ".peri", 'd', false, why, whylen);
-    for (size_t i = 0; ok && i < sizeof top_files / sizeof *top_files; i++)
-        ok = mask(m, add, a, ws, ws_src, top_files[i], 'f', false, why, whylen);
-    if (!ok) return false;
-    if (lstat(git, &st) != 0) return mask(m, add, a, ws, ws_src, ".git", 'd', false, why, whylen);
+    if (lstat(git, &st) != 0) return mask(&c, ".git", 'd', false, false);
     if (S_ISLNK(st.st_mode)) {
         snprintf(why, whylen,
                  "%s is a symlink: git would follow it, and the sandbox cannot protect its "
@@ -107,36 +391,46 @@ bool pl__masks_add(pl_masks *m, const char *scratch, const char *ws, const char 
         return false;
     }
     if (!S_ISDIR(st.st_mode)) /* a gitdir file (worktree, submodule): read-only */
-        return mask(m, add, a, ws, ws_src, ".git", 'f', false, why, whylen);
-    ok = mask(m, add, a, ws, ws_src, ".git", 'd', true, why, whylen) &&
-         mask(m, add, a, ws, ws_src, ".git/config", 'f', false, why, whylen) &&
-         mask(m, add, a, ws, ws_src, ".git/hooks", 'd', false, why, whylen);
-    /* .git/modules, .git/worktrees and .git/config.worktree when they exist */
-    static const char *const extra[] = {".git/modules", ".git/worktrees", ".git/config.worktree"};
-    for (size_t i = 0; ok && i < sizeof extra / sizeof *extra; i++) {
-        char p[PATH_MAX], src[PATH_MAX];
-        if (snprintf(p, sizeof p, "%s/%s", ws, extra[i]) >= (int)sizeof p ||
-            snprintf(src, sizeof src, "%s/%s", ws_src, extra[i]) >= (int)sizeof src)
-            continue;
-        bool want_dir = i < 2;
-        if (lstat(p, &st) == 0 && (want_dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode))) {
-            add(a, "--ro-bind");
-            add(a, src);
-            add(a, p);
-        }
-    }
-    return ok;
+        return mask(&c, ".git", 'f', false, false) && gitdir_file(&c, git);
+    return git_dir(&c, ".git");
 }
 
-void pl__masks_cleanup(const pl_masks *m) {
-    /* deepest first: .git/config before .git */
-    for (size_t i = m->ncreated; i-- > 0;) {
-        const char *p = m->created[i].path;
-        struct stat st;
-        if (lstat(p, &st) != 0) continue;
-        if (m->created[i].kind == 'd' && S_ISDIR(st.st_mode))
-            rmdir(p); /* fails, as it should, when not empty */
-        else if (m->created[i].kind == 'f' && S_ISREG(st.st_mode) && st.st_size == 0)
-            unlink(p);
+void pl__masks_args(const pl_masks *m, void (*add)(void *, const char *), void *a) {
+    for (size_t i = 0; i < m->nmnt; i++) {
+        add(a, m->mnt[i].rw ? "--bind" : "--ro-bind");
+        add(a, m->mnt[i].src);
+        add(a, m->mnt[i].dst);
     }
+}
+
+int pl__masks_apply(const pl_masks *m) {
+    for (size_t i = 0; i < m->nmnt; i++) {
+        /* this mount alone (no AT_RECURSIVE), the trailing name never followed */
+        int t = (int)syscall(SYS_open_tree, AT_FDCWD, m->mnt[i].src,
+                             OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+        if (t < 0) return errno;
+        struct {
+            unsigned long long attr_set, attr_clr, propagation, userns_fd;
+        } a = {MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (m->mnt[i].rw ? 0 : MOUNT_ATTR_RDONLY), 0, 0,
+               0};
+        if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &a, sizeof a) != 0 ||
+            syscall(SYS_move_mount, t, "", AT_FDCWD, m->mnt[i].dst, MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+            int e = errno;
+            close(t);
+            return e;
+        }
+        close(t);
+    }
+    return 0;
+}
+
+void pl__masks_release(pl_ctx *pc, pl_masks *m) {
+    pthread_mutex_lock(&pc->mu);
+    /* deepest first: .git/config before .git */
+    for (size_t i = m->nheld; i-- > 0;) {
+        unhold(pc, m->held[i]);
+        free(m->held[i]);
+    }
+    pthread_mutex_unlock(&pc->mu);
+    m->nheld = 0;
 }

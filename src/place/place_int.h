@@ -37,12 +37,15 @@ struct pl_ctx {
     char **wasm_runner;
     size_t nwasm_runner;
     const pl_ruby_hook *ruby_hook;
-    pthread_mutex_t mu; /* guards the probe and the seccomp cache below */
+    pthread_mutex_t mu; /* guards the probe, the seccomp cache and mask_refs below */
     int probe;          /* 0 not yet, 1 available, -1 unavailable */
     char probe_why[256];
     unsigned char *bpf[2]; /* exported seccomp programs: [0] network off, [1] on */
     size_t bpf_len[2];
     atomic_uint seq; /* execution ids, per-run uids and cgroup names */
+    /* the control-file placeholders the context's runs hold (masks.c), under mu */
+    struct pl_mask_ref *mask_refs;
+    size_t nmask_refs, cap_mask_refs;
 };
 
 /* Errors */

@@ -84,6 +84,7 @@ void pl_free(pl_ctx *pc) {
     free(pc->wasm_runner);
     free(pc->bpf[0]);
     free(pc->bpf[1]);
+    pl__masks_free_refs(pc);
     pthread_mutex_destroy(&pc->mu);
     free(pc);
 }

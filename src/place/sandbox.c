@@ -33,6 +33,12 @@
  * pasta (in the same cgroup) is killed and reaped when the tree stops or its PID 1 is
  * reaped; a pasta that fails before it is ready ends the run unstarted (exit -1).
  *
+ * Steps (run_steps, all sharing one run_state): plan_identity, setup_host (scratch tree,
+ * cgroup, id mapping), build_command, build_args (bubblewrap's namespaces and mounts, the
+ * masks, the seccomp fd), start_child (pipes, fork, the child's pre-exec status),
+ * supervise (pasta, stdin, output, limits, cancel, reap), finish (cleanup, result,
+ * evidence). A failing setup step leaves why in the state and goes straight to finish.
+ *
  * Invariants: the scratch directory and the cgroup leaf are removed before return
  * (the evidence records whether that succeeded); no child process outlives the call.
  */
@@ -49,6 +55,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stdint.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -365,6 +374,9 @@ typedef struct spawn_plan {
     const char *const *idmap_targets; /* ... mounted here (empty dirs in the scratch dir) */
     const char *const *reach_src, *const *reach_dst; /* pl__reach_apply */
     size_t nreach;
+    const pl_masks *masks;        /* mounted by the child (pl__masks_apply) or NULL */
+    const unsigned char *seccomp; /* unsandboxed: the filter the child installs itself */
+    size_t seccomp_len;
     size_t nidmap;
     bool switch_ids;
     uid_t uid;
@@ -374,7 +386,7 @@ typedef struct spawn_plan {
 } spawn_plan;
 
 /* What a child reports on the status pipe before it gives up (parent: spawn_status). */
-enum { ST_CGROUP = 1, ST_IDMAP, ST_REACH, ST_FDS, ST_IDS, ST_CHDIR, ST_EXEC };
+enum { ST_CGROUP = 1, ST_IDMAP, ST_REACH, ST_MASKS, ST_FDS, ST_IDS, ST_CHDIR, ST_SECCOMP, ST_EXEC };
 
 static void child_fail(int fd, int stage) { /* async-signal-safe */
     int msg[2] = {stage, errno};
@@ -407,6 +419,14 @@ static pid_t spawn(const spawn_plan *p) {
         if (e) {
             errno = e;
             child_fail(sfd, ST_REACH);
+        }
+    }
+    if (p->masks) {
+        /* only in the private mount namespace made above, never on the host's */
+        int e = p->idmap_fd >= 0 || p->nreach ? pl__masks_apply(p->masks) : EINVAL;
+        if (e) {
+            errno = e;
+            child_fail(sfd, ST_MASKS);
         }
     }
     if (dup2(p->in_fd, 0) < 0 || dup2(p->out_fd, 1) < 0 || dup2(p->err_fd, 2) < 0)
@@ -451,6 +471,15 @@ static pid_t spawn(const spawn_plan *p) {
     if (getppid() == 1) _exit(126);
     setpgid(0, 0);
     if (p->cwd && chdir(p->cwd) != 0) child_fail(sfd, ST_CHDIR);
+    if (p->seccomp) {
+        /* an unsandboxed run keeps the sandbox's system-call filter (bubblewrap
+         * installs it for a sandboxed one) */
+        struct sock_fprog prog = {(unsigned short)(p->seccomp_len / sizeof(struct sock_filter)),
+                                  (struct sock_filter *)(uintptr_t)p->seccomp};
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+            syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0)
+            child_fail(sfd, ST_SECCOMP);
+    }
     execve(p->exe, p->argv, p->envp);
     child_fail(sfd, ST_EXEC);
     _exit(127);
@@ -470,9 +499,11 @@ static bool spawn_status(int rfd, char *why, size_t whylen) {
                                        "cannot map the workspace to the run's uid (idmapped "
                                        "mount; this kernel or file system may not support it)",
                                        "cannot make a host path reachable for the run's uid",
+                                       "cannot protect the agent's control files",
                                        "cannot pass the sandbox's file descriptors",
                                        "cannot switch to the run's uid",
                                        "cannot enter the working directory",
+                                       "cannot install the seccomp filter",
                                        "cannot execute"};
     int st = msg[0] >= ST_CGROUP && msg[0] <= ST_EXEC ? msg[0] : 0;
     snprintf(why, whylen, "%s: %s", what[st], strerror(msg[1]));
@@ -698,194 +729,165 @@ static void sv_add_cb(void *a, const char *arg) {
     sv_add(a, arg);
 }
 
-static bool run_native(native_ctx *n, pl_error *err) {
-    pl_ctx *pc = n->pc;
-    const pl_request *r = n->r;
-    pl_result *res = n->res;
-    pl_limits lim = pl__limits_effective(&r->limits);
-    bool network = r->network && n->pol && n->pol->network_allowed;
-    /* a namespace of its own connected by pasta, unless the policy explicitly shares
-     * the host's (or the run is unsandboxed, which has no namespaces at all) */
-    bool use_pasta = network && !n->pol->host_network && !n->unsandboxed;
-    bool root = geteuid() == 0;
-    bool ws = r->state_class == PL_STATE_NATIVE_WORKSPACE_REF && r->workspace;
-    char why[512] = "";
-    unsigned seq = atomic_fetch_add(&pc->seq, 1);
-    uid_t uid = getuid();
-    gid_t gid = getgid();
+/* Everything one native run holds, from its setup to its evidence; run_native's steps
+ * share it. */
+typedef struct run_state {
+    native_ctx *n;
+    pl_ctx *pc;
+    const pl_request *r;
+    pl_result *res;
+    pl_limits lim;
+    bool network, use_pasta, root, ws, switch_ids;
+    char why[512];
+    unsigned seq;
+    uid_t uid; /* the tree's host uid and gid */
+    gid_t gid;
     /* root-owned directories the run may write, seen through an idmapped mount */
     const char *idmap_paths[1 + PL_IDMAP_MAX], *idmap_targets[1 + PL_IDMAP_MAX];
-    char idmap_tgt[1 + PL_IDMAP_MAX][PATH_MAX];
-    size_t nidmap = 0;
-    gid_t idmap_gid = 0;
-    if (root) {
-        /* never host uid 0: a fresh unprivileged uid, or the workspace's owner */
-        uid = gid = UID_BASE + ((unsigned)getpid() * 977u + seq) % UID_RANGE;
-        if (ws) {
-            struct stat st;
-            if (stat(r->workspace, &st) != 0 || !S_ISDIR(st.st_mode)) {
-                pl__result_fail(res, "workspace: not a directory");
-                if (n->evidence) *n->evidence = NULL;
-                return true;
-            }
-            if (st.st_uid != 0) {
-                uid = st.st_uid;
-                gid = st.st_gid;
-            } else {
-                idmap_paths[nidmap++] = r->workspace;
-                idmap_gid = st.st_gid;
-            }
-            /* the policy's writable dirs that root owns, too (past PL_IDMAP_MAX they stay
-             * read-only for the run) */
-            for (size_t i = 0;
-                 nidmap && n->pol && i < n->pol->nwritable && nidmap < 1 + PL_IDMAP_MAX; i++) {
-                struct stat wst;
-                bool nested = false; /* inside or around one already mapped: leave it */
-                for (size_t k = 0; k < nidmap; k++)
-                    nested = nested || path_related(idmap_paths[k], n->pol->writable[i]);
-                if (!nested && stat(n->pol->writable[i], &wst) == 0 && S_ISDIR(wst.st_mode) &&
-                    wst.st_uid == 0)
-                    idmap_paths[nidmap++] = n->pol->writable[i];
-            }
-        }
-    }
-    bool switch_ids = root;
-    struct stat rs;
-    if (switch_ids && stat(pc->scratch_root, &rs) == 0 && !(rs.st_mode & S_IXOTH))
-        return pl__fail(err, PL_ERR_HOST,
-                        "scratch directory %s cannot be entered by other users (mode %03o); "
-                        "use mode 0711 or 0755: the sandbox runs as its own uid",
-                        pc->scratch_root, (unsigned)(rs.st_mode & 0777));
+    char idmap_tgt[1 + PL_IDMAP_MAX][PATH_MAX + 32];
+    size_t nidmap;
+    gid_t idmap_gid;
     char scr[PATH_MAX];
-    /* the owner's pid in the name: a later context reclaims it if this process dies
-     * before cleanup (pl__reclaim_stale) */
-    snprintf(scr, sizeof scr, "%s/peri-sbx-%d-XXXXXX", pc->scratch_root, (int)getpid());
-    if (!mkdtemp(scr)) return pl__fail(err, PL_ERR_HOST, "scratch directory: %s", strerror(errno));
-    chmod(scr, 0711);
-    const char *prog_name = NULL;
-    pl_cgroup cg = {.cpu_fd = -1};
-    strv argv = {0}, envp = {0};
-    int in_p[2] = {-1, -1}, out_p[2] = {-1, -1}, err_p[2] = {-1, -1}, bpf_p[2] = {-1, -1};
-    int etc_p[2] = {-1, -1};                       /* read ends of the passwd and group pipes */
-    int st_p[2] = {-1, -1};                        /* the child's pre-exec status (spawn_status) */
-    int info_p[2] = {-1, -1}, blk_p[2] = {-1, -1}; /* bwrap --info-fd / --block-fd (pasta) */
-    int idmap_fd = -1;
-    pl_net net;
-    pl__net_init(&net);
-    int pidfd = -1;
-    pid_t child = -1;
-    end_kind end = END_EXITED;
-    int exit_code = -1;
-    bool reaped = false, failed_setup = false, net_failed = false;
-    struct rusage ru = {0};
-    run_io io = {.max = lim.output_bytes};
-    char *file_err = NULL;
     char root_dir[PATH_MAX + 8];
-    snprintf(root_dir, sizeof root_dir, "%s/root", scr);
-    pl_masks masks;
-    masks.ncreated = 0;
+    const char *prog_name;
+    pl_cgroup cg;
+    strv cmd, argv, envp;
+    int in_p[2], out_p[2], err_p[2], bpf_p[2];
+    int etc_p[2];            /* read ends of the passwd and group pipes */
+    int st_p[2];             /* the child's pre-exec status (spawn_status) */
+    int info_p[2], blk_p[2]; /* bwrap --info-fd / --block-fd (pasta) */
+    int idmap_fd;
+    pl_net net;
+    int pidfd;
+    pid_t child;
+    end_kind end;
+    int exit_code;
+    bool reaped, failed_setup, net_failed;
+    struct rusage ru;
+    run_io io;
     /* with a uid of its own the run may not reach the host paths it binds (reach) */
-    reach_set *reach_p = switch_ids && !n->unsandboxed ? calloc(1, sizeof *reach_p) : NULL;
-    if (switch_ids && !n->unsandboxed && !reach_p) {
-        snprintf(why, sizeof why, "out of memory");
-        failed_setup = true;
-        goto cleanup;
-    }
+    reach_set *reach_p;
+    pl_masks *masks;               /* the masks over the workspace's control files (masks.c) */
+    bool child_masks;              /* mounted by the child (root caller) */
+    const unsigned char *unsb_bpf; /* the filter an unsandboxed run installs */
+    size_t unsb_bpf_len;
+    int64_t t0; /* the child's start (CLOCK_MONOTONIC ms) */
+} run_state;
 
-    if (!layout(n, scr, uid, gid, switch_ids, &prog_name, why, sizeof why)) {
-        failed_setup = true;
-        goto cleanup;
+/* The host side of the run: scratch tree, cgroup leaf, id mapping. false with S->why. */
+static bool setup_host(run_state *S) {
+    if (!layout(S->n, S->scr, S->uid, S->gid, S->switch_ids, &S->prog_name, S->why,
+                sizeof S->why)) {
+        S->failed_setup = true;
+        return false;
     }
     char cgname[64];
-    snprintf(cgname, sizeof cgname, "peri-%d-%u", (int)getpid(), seq);
-    pl_limits cglim = lim;
-    if (use_pasta) cglim.processes += 2; /* pasta and its short-lived helper */
-    pl__cg_create(pc, cgname, &cglim, &cg);
-    if (switch_ids && uid == 0) { /* an invariant: the tree never runs as host uid 0 */
-        snprintf(why, sizeof why, "refusing to run the sandbox as host uid 0");
-        failed_setup = true;
-        goto cleanup;
+    snprintf(cgname, sizeof cgname, "peri-%d-%u", (int)getpid(), S->seq);
+    pl_limits cglim = S->lim;
+    if (S->use_pasta) cglim.processes += 2; /* pasta and its short-lived helper */
+    pl__cg_create(S->pc, cgname, &cglim, &S->cg);
+    if (S->switch_ids && S->uid == 0) { /* an invariant: the tree never runs as host uid 0 */
+        snprintf(S->why, sizeof S->why, "refusing to run the sandbox as host uid 0");
+        S->failed_setup = true;
+        return false;
     }
-    if (use_pasta && access(pc->pasta, X_OK) != 0) {
-        snprintf(why, sizeof why,
+    if (S->use_pasta && access(S->pc->pasta, X_OK) != 0) {
+        snprintf(S->why, sizeof S->why,
                  "network access needs pasta (Debian package passt), not found at %.200s; "
                  "install passt, or set \"host_network\": true in the policy to share the "
                  "host's network (its local services and abstract sockets become reachable)",
-                 pc->pasta);
-        failed_setup = true;
-        goto cleanup;
+                 S->pc->pasta);
+        S->failed_setup = true;
+        return false;
     }
-    if (nidmap && !(switch_ids &&
-                    (idmap_fd = pl__idmap_userns(0, uid, idmap_gid, gid, why, sizeof why)) >= 0)) {
-        failed_setup = true;
-        goto cleanup;
+    if (S->nidmap &&
+        !(S->switch_ids && (S->idmap_fd = pl__idmap_userns(0, S->uid, S->idmap_gid, S->gid, S->why,
+                                                           sizeof S->why)) >= 0)) {
+        S->failed_setup = true;
+        return false;
     }
     /* The idmapped views are mounted on empty directories of the scratch directory, in
      * the child's private mount namespace only (the host, and pl__remove_tree, only ever
      * see the empty directories): the run's uid reaches them there even when a parent of
      * the workspace is closed to it (a 0700 directory of root's). */
-    for (size_t i = 0; i < nidmap; i++) {
-        snprintf(idmap_tgt[i], sizeof idmap_tgt[i], "%s/idmap-%zu", scr, i);
-        idmap_targets[i] = idmap_tgt[i];
-        if (mkdir(idmap_tgt[i], 0755) != 0) {
-            snprintf(why, sizeof why, "cannot prepare the workspace's mount point: %s",
+    for (size_t i = 0; i < S->nidmap; i++) {
+        snprintf(S->idmap_tgt[i], sizeof S->idmap_tgt[i], "%s/idmap-%zu", S->scr, i);
+        S->idmap_targets[i] = S->idmap_tgt[i];
+        if (mkdir(S->idmap_tgt[i], 0755) != 0) {
+            snprintf(S->why, sizeof S->why, "cannot prepare the workspace's mount point: %s",
                      strerror(errno));
-            failed_setup = true;
-            goto cleanup;
+            S->failed_setup = true;
+            return false;
         }
     }
 
+    return true;
+}
+
+/* The command line of the program itself (S->cmd). false with S->why. */
+static bool build_command(run_state *S) {
     /* the command */
-    strv cmd = {0};
     char progpath[PATH_MAX + 32];
-    if (n->unsandboxed)
-        snprintf(progpath, sizeof progpath, "%s/prog/%s", scr, prog_name ? prog_name : "");
+    if (S->n->unsandboxed)
+        snprintf(progpath, sizeof progpath, "%s/prog/%s", S->scr, S->prog_name ? S->prog_name : "");
     else
-        snprintf(progpath, sizeof progpath, "/.peri/%s", prog_name ? prog_name : "");
-    if (r->kind == PL_PROGRAM_SHELL) {
-        sv_add(&cmd, "/bin/sh");
-        sv_add(&cmd, "-c");
-        sv_add(&cmd, r->program);
-    } else if (r->kind == PL_PROGRAM_RUBY) {
-        sv_add(&cmd, pc->ruby);
-        sv_add(&cmd, progpath);
+        snprintf(progpath, sizeof progpath, "/.peri/%s", S->prog_name ? S->prog_name : "");
+    if (S->r->kind == PL_PROGRAM_SHELL) {
+        sv_add(&S->cmd, "/bin/sh");
+        sv_add(&S->cmd, "-c");
+        sv_add(&S->cmd, S->r->program);
+    } else if (S->r->kind == PL_PROGRAM_RUBY) {
+        sv_add(&S->cmd, S->pc->ruby);
+        sv_add(&S->cmd, progpath);
     } else {
-        if (!pc->nwasm_runner) {
-            sv_free(&cmd);
+        if (!S->pc->nwasm_runner) {
+            sv_free(&S->cmd);
             snprintf(
-                why, sizeof why,
+                S->why, sizeof S->why,
                 "no native runner for WebAssembly programs is configured (pl_config.wasm_runner)");
-            failed_setup = true;
-            goto cleanup;
+            S->failed_setup = true;
+            return false;
         }
         bool placed = false;
-        for (size_t i = 0; i < pc->nwasm_runner; i++) {
-            bool slot = strcmp(pc->wasm_runner[i], "{module}") == 0;
-            sv_add(&cmd, slot ? progpath : pc->wasm_runner[i]);
+        for (size_t i = 0; i < S->pc->nwasm_runner; i++) {
+            bool slot = strcmp(S->pc->wasm_runner[i], "{module}") == 0;
+            sv_add(&S->cmd, slot ? progpath : S->pc->wasm_runner[i]);
             placed = placed || slot;
         }
-        if (!placed) sv_add(&cmd, progpath);
-        for (size_t i = 0; i < r->nargs; i++)
-            sv_add(&cmd, r->args[i]);
+        if (!placed) sv_add(&S->cmd, progpath);
+        for (size_t i = 0; i < S->r->nargs; i++)
+            sv_add(&S->cmd, S->r->args[i]);
     }
 
-    if (n->unsandboxed) {
-        for (size_t i = 0; i < cmd.n; i++)
-            sv_add(&argv, cmd.v[i]);
+    return true;
+}
+
+/* bubblewrap's arguments around S->cmd (or the command alone, unsandboxed) into
+ * S->argv; frees S->cmd. false with S->why. */
+static bool build_args(run_state *S) {
+    if (S->n->unsandboxed) {
+        if (!(S->unsb_bpf = pl__seccomp_bpf(S->pc, S->network, &S->unsb_bpf_len))) {
+            sv_free(&S->cmd);
+            snprintf(S->why, sizeof S->why, "cannot build the seccomp filter");
+            S->failed_setup = true;
+            return false;
+        }
+        for (size_t i = 0; i < S->cmd.n; i++)
+            sv_add(&S->argv, S->cmd.v[i]);
     } else {
         size_t bl;
-        const unsigned char *bpf = pl__seccomp_bpf(pc, network, &bl);
-        if (!bpf || pipe2(bpf_p, O_CLOEXEC) != 0 || write(bpf_p[1], bpf, bl) != (ssize_t)bl) {
-            sv_free(&cmd);
-            snprintf(why, sizeof why, "cannot build the seccomp filter");
-            failed_setup = true;
-            goto cleanup;
+        const unsigned char *bpf = pl__seccomp_bpf(S->pc, S->network, &bl);
+        if (!bpf || pipe2(S->bpf_p, O_CLOEXEC) != 0 || write(S->bpf_p[1], bpf, bl) != (ssize_t)bl) {
+            sv_free(&S->cmd);
+            snprintf(S->why, sizeof S->why, "cannot build the seccomp filter");
+            S->failed_setup = true;
+            return false;
         }
-        close(bpf_p[1]);
-        bpf_p[1] = -1;
+        close(S->bpf_p[1]);
+        S->bpf_p[1] = -1;
         char num[16];
         snprintf(num, sizeof num, "%d", INNER_UID);
-        const char *fixed[] = {pc->bwrap,
+        const char *fixed[] = {S->pc->bwrap,
                                "--unshare-user",
                                "--unshare-pid",
                                "--unshare-ipc",
@@ -907,221 +909,240 @@ static bool run_native(native_ctx *n, pl_error *err) {
                                "/usr",
                                "/usr"};
         for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-            sv_add(&argv, fixed[i]);
-        if (!network || use_pasta) sv_add(&argv, "--unshare-net");
-        if (use_pasta) {
+            sv_add(&S->argv, fixed[i]);
+        if (!S->network || S->use_pasta) sv_add(&S->argv, "--unshare-net");
+        if (S->use_pasta) {
             /* bwrap tells us the sandbox's pid (fd 6) and holds the command back until
              * pasta has connected its network namespace (fd 7) */
             static const char *const pa[] = {"--info-fd", "6", "--block-fd", "7"};
             for (size_t i = 0; i < 4; i++)
-                sv_add(&argv, pa[i]);
-            if (pipe2(info_p, O_CLOEXEC) != 0 || pipe2(blk_p, O_CLOEXEC) != 0) {
-                snprintf(why, sizeof why, "pipe: %s", strerror(errno));
-                failed_setup = true;
-                goto cleanup;
+                sv_add(&S->argv, pa[i]);
+            if (pipe2(S->info_p, O_CLOEXEC) != 0 || pipe2(S->blk_p, O_CLOEXEC) != 0) {
+                snprintf(S->why, sizeof S->why, "pipe: %s", strerror(errno));
+                S->failed_setup = true;
+                return false;
             }
         }
         /* the guest's writable tree: each top-level entry of the scratch root, bound
          * at its own name (the root itself is a tmpfs, so bwrap's mount points never
          * touch the scratch directory) */
-        DIR *rd = opendir(root_dir);
+        DIR *rd = opendir(S->root_dir);
         for (struct dirent *e; rd && (e = readdir(rd));) {
             if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
             char src[2 * PATH_MAX], dst[NAME_MAX + 2];
-            snprintf(src, sizeof src, "%s/%s", root_dir, e->d_name);
+            snprintf(src, sizeof src, "%s/%s", S->root_dir, e->d_name);
             snprintf(dst, sizeof dst, "/%s", e->d_name);
-            sv_add(&argv, "--bind");
-            sv_add(&argv, src);
-            sv_add(&argv, dst);
+            sv_add(&S->argv, "--bind");
+            sv_add(&S->argv, src);
+            sv_add(&S->argv, dst);
         }
         if (rd) closedir(rd);
         static const char *const tops[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
         for (size_t i = 0; i < 6; i++)
-            add_top_link(&argv, tops[i]);
+            add_top_link(&S->argv, tops[i]);
         char p[PATH_MAX + 32];
         /* /etc/passwd and /etc/group: copied by bwrap from pipes (fds 4, 5) */
         static const char *const etcfiles[] = {"--perms", "0444", "--file", "4", "/etc/passwd",
                                                "--perms", "0444", "--file", "5", "/etc/group"};
         for (size_t i = 0; i < 10; i++)
-            sv_add(&argv, etcfiles[i]);
-        if (!etc_pipes(etc_p)) {
-            snprintf(why, sizeof why, "cannot pass /etc files: %s", strerror(errno));
-            failed_setup = true;
-            goto cleanup;
+            sv_add(&S->argv, etcfiles[i]);
+        if (!etc_pipes(S->etc_p)) {
+            snprintf(S->why, sizeof S->why, "cannot pass /etc files: %s", strerror(errno));
+            S->failed_setup = true;
+            return false;
         }
         static const char *const etc[] = {"/etc/ld.so.cache",  "/etc/ld.so.conf",
                                           "/etc/ld.so.conf.d", "/etc/alternatives",
                                           "/etc/localtime",    "/etc/nsswitch.conf"};
         for (size_t i = 0; i < 6; i++)
-            add_etc(&argv, etc[i]);
-        if (network) {
+            add_etc(&S->argv, etc[i]);
+        if (S->network) {
             /* with pasta, the resolver is pasta's forwarded DNS address */
-            static const char *const net[] = {"/etc/hosts", "/etc/gai.conf", "/etc/ssl",
-                                              "/etc/ca-certificates", "/etc/resolv.conf"};
-            for (size_t i = 0; i < (use_pasta ? 4u : 5u); i++)
-                add_etc(&argv, net[i]);
-            if (use_pasta) {
+            static const char *const netf[] = {"/etc/hosts", "/etc/gai.conf", "/etc/ssl",
+                                               "/etc/ca-certificates", "/etc/resolv.conf"};
+            for (size_t i = 0; i < (S->use_pasta ? 4u : 5u); i++)
+                add_etc(&S->argv, netf[i]);
+            if (S->use_pasta) {
                 const char *rc = pl__net_resolv_conf();
-                snprintf(p, sizeof p, "%s/resolv.conf", scr);
+                snprintf(p, sizeof p, "%s/resolv.conf", S->scr);
                 if (!write_all_file(p, rc, strlen(rc), 0644)) {
-                    snprintf(why, sizeof why, "cannot write resolv.conf: %s", strerror(errno));
-                    failed_setup = true;
-                    goto cleanup;
+                    snprintf(S->why, sizeof S->why, "cannot write resolv.conf: %s",
+                             strerror(errno));
+                    S->failed_setup = true;
+                    return false;
                 }
-                sv_add(&argv, "--ro-bind");
-                sv_add(&argv, p);
-                sv_add(&argv, "/etc/resolv.conf");
+                sv_add(&S->argv, "--ro-bind");
+                sv_add(&S->argv, p);
+                sv_add(&S->argv, "/etc/resolv.conf");
             }
         }
-        sv_add(&argv, "--proc");
-        sv_add(&argv, "/proc");
-        sv_add(&argv, "--dev");
-        sv_add(&argv, "/dev");
-        if (prog_name) {
-            snprintf(p, sizeof p, "%s/prog", scr);
-            sv_add(&argv, "--ro-bind");
-            sv_add(&argv, p);
-            sv_add(&argv, "/.peri");
+        sv_add(&S->argv, "--proc");
+        sv_add(&S->argv, "/proc");
+        sv_add(&S->argv, "--dev");
+        sv_add(&S->argv, "/dev");
+        if (S->prog_name) {
+            snprintf(p, sizeof p, "%s/prog", S->scr);
+            sv_add(&S->argv, "--ro-bind");
+            sv_add(&S->argv, p);
+            sv_add(&S->argv, "/.peri");
         }
         /* the runner's binaries (absolute paths outside /usr), read-only at their paths */
         const char *from;
         bool reached = true;
-        for (size_t i = 0; r->kind == PL_PROGRAM_WASM && i < pc->nwasm_runner; i++) {
-            const char *a = pc->wasm_runner[i];
+        for (size_t i = 0; S->r->kind == PL_PROGRAM_WASM && i < S->pc->nwasm_runner; i++) {
+            const char *a = S->pc->wasm_runner[i];
             struct stat rs;
             if (a[0] == '/' && strncmp(a, "/usr/", 5) != 0 && stat(a, &rs) == 0 &&
-                S_ISREG(rs.st_mode) && (reached = (from = reach(reach_p, scr, a, uid, gid)))) {
-                sv_add(&argv, "--ro-bind");
-                sv_add(&argv, from);
-                sv_add(&argv, a);
+                S_ISREG(rs.st_mode) &&
+                (reached = (from = reach(S->reach_p, S->scr, a, S->uid, S->gid)))) {
+                sv_add(&S->argv, "--ro-bind");
+                sv_add(&S->argv, from);
+                sv_add(&S->argv, a);
             }
         }
-        if (reached && r->kind == PL_PROGRAM_RUBY && strncmp(pc->ruby, "/usr/", 5) != 0 &&
-            access(pc->ruby, F_OK) == 0 &&
-            (reached = (from = reach(reach_p, scr, pc->ruby, uid, gid)))) {
-            sv_add(&argv, "--ro-bind");
-            sv_add(&argv, from);
-            sv_add(&argv, pc->ruby);
+        if (reached && S->r->kind == PL_PROGRAM_RUBY && strncmp(S->pc->ruby, "/usr/", 5) != 0 &&
+            access(S->pc->ruby, F_OK) == 0 &&
+            (reached = (from = reach(S->reach_p, S->scr, S->pc->ruby, S->uid, S->gid)))) {
+            sv_add(&S->argv, "--ro-bind");
+            sv_add(&S->argv, from);
+            sv_add(&S->argv, S->pc->ruby);
         }
         /* a directory without an idmapped view is reached like the runner */
         const char *ws_from =
-            ws ? idmap_source(r->workspace, idmap_paths, idmap_targets, nidmap) : NULL;
-        if (reached && ws && ws_from == r->workspace)
-            reached = (ws_from = reach(reach_p, scr, r->workspace, uid, gid)) != NULL;
+            S->ws ? idmap_source(S->r->workspace, S->idmap_paths, S->idmap_targets, S->nidmap)
+                  : NULL;
+        if (reached && S->ws && ws_from == S->r->workspace)
+            reached =
+                (ws_from = reach(S->reach_p, S->scr, S->r->workspace, S->uid, S->gid)) != NULL;
         if (!reached) {
-            snprintf(why, sizeof why, "cannot prepare a host path for the run's uid: %s",
+            snprintf(S->why, sizeof S->why, "cannot prepare a host path for the run's uid: %s",
                      strerror(errno));
-            failed_setup = true;
-            goto cleanup;
+            S->failed_setup = true;
+            return false;
         }
-        if (ws) {
+        if (S->ws) {
             /* an idmapped directory is bound from its view in the scratch directory; the
              * policy's writable dirs first, so that one around the workspace cannot
              * cover the workspace's bind and its masks */
-            for (size_t i = 0; n->pol && i < n->pol->nwritable; i++) {
-                const char *w = n->pol->writable[i];
-                const char *wf = idmap_source(w, idmap_paths, idmap_targets, nidmap);
-                if (wf == w && !(wf = reach(reach_p, scr, w, uid, gid))) {
-                    snprintf(why, sizeof why, "cannot prepare %s for the run's uid: %s", w,
+            for (size_t i = 0; S->n->pol && i < S->n->pol->nwritable; i++) {
+                const char *w = S->n->pol->writable[i];
+                const char *wf = idmap_source(w, S->idmap_paths, S->idmap_targets, S->nidmap);
+                if (wf == w && !(wf = reach(S->reach_p, S->scr, w, S->uid, S->gid))) {
+                    snprintf(S->why, sizeof S->why, "cannot prepare %s for the run's uid: %s", w,
                              strerror(errno));
-                    failed_setup = true;
-                    goto cleanup;
+                    S->failed_setup = true;
+                    return false;
                 }
-                sv_add(&argv, "--bind-try");
-                sv_add(&argv, wf);
-                sv_add(&argv, w);
+                sv_add(&S->argv, "--bind-try");
+                sv_add(&S->argv, wf);
+                sv_add(&S->argv, w);
             }
-            sv_add(&argv, "--bind");
-            sv_add(&argv, ws_from);
-            sv_add(&argv, r->workspace);
-            /* the agent's control files stay read-only (masks.c) */
-            if (!pl__masks_add(&masks, scr, r->workspace, ws_from, sv_add_cb, &argv, why,
-                               sizeof why)) {
-                failed_setup = true;
-                goto cleanup;
+            sv_add(&S->argv, "--bind");
+            sv_add(&S->argv, ws_from);
+            sv_add(&S->argv, S->r->workspace);
+            /* the agent's control files stay read-only (masks.c): a root caller's child
+             * mounts them on the workspace's view (one recursive bind carries them),
+             * any other run has bubblewrap mount them */
+            S->child_masks = S->switch_ids && ws_from != S->r->workspace;
+            if (!pl__masks_plan(S->pc, S->masks, S->scr, S->r->workspace, ws_from,
+                                S->child_masks ? ws_from : S->r->workspace, S->why,
+                                sizeof S->why)) {
+                S->failed_setup = true;
+                return false;
             }
+            if (!S->child_masks) pl__masks_args(S->masks, sv_add_cb, &S->argv);
         }
-        sv_add(&argv, "--chdir");
-        sv_add(&argv, ws ? r->workspace : "/home");
-        sv_add(&argv, "--clearenv");
+        sv_add(&S->argv, "--chdir");
+        sv_add(&S->argv, S->ws ? S->r->workspace : "/home");
+        sv_add(&S->argv, "--clearenv");
         static const char *const env[] = {
             "PATH", "/usr/local/bin:/usr/bin:/bin", "HOME", "/home", "LANG", "C.UTF-8", "TMPDIR",
             "/tmp"};
         for (size_t i = 0; i < 8; i += 2) {
-            sv_add(&argv, "--setenv");
-            sv_add(&argv, env[i]);
-            sv_add(&argv, env[i + 1]);
+            sv_add(&S->argv, "--setenv");
+            sv_add(&S->argv, env[i]);
+            sv_add(&S->argv, env[i + 1]);
         }
-        sv_add(&argv, "--seccomp");
-        sv_add(&argv, "3");
-        sv_add(&argv, "--");
-        if (!root && access("/usr/bin/prlimit", X_OK) == 0) {
+        sv_add(&S->argv, "--seccomp");
+        sv_add(&S->argv, "3");
+        sv_add(&S->argv, "--");
+        if (!S->root && access("/usr/bin/prlimit", X_OK) == 0) {
             char np[48];
-            snprintf(np, sizeof np, "--nproc=%u", lim.processes + 1);
-            sv_add(&argv, "/usr/bin/prlimit");
-            sv_add(&argv, np);
-            sv_add(&argv, "--");
+            snprintf(np, sizeof np, "--nproc=%u", S->lim.processes + 1);
+            sv_add(&S->argv, "/usr/bin/prlimit");
+            sv_add(&S->argv, np);
+            sv_add(&S->argv, "--");
         }
-        for (size_t i = 0; i < cmd.n; i++)
-            sv_add(&argv, cmd.v[i]);
+        for (size_t i = 0; i < S->cmd.n; i++)
+            sv_add(&S->argv, S->cmd.v[i]);
     }
-    sv_free(&cmd);
-    if (n->unsandboxed) {
-        sv_add(&envp, "PATH=/usr/local/bin:/usr/bin:/bin");
+    sv_free(&S->cmd);
+    return true;
+}
+
+/* The environment, the pipes, the fork; true once the child has exec'd. false with
+ * S->why (the child, if any, reaped). */
+static bool start_child(run_state *S) {
+    if (S->n->unsandboxed) {
+        sv_add(&S->envp, "PATH=/usr/local/bin:/usr/bin:/bin");
         char h[2 * PATH_MAX];
-        snprintf(h, sizeof h, "HOME=%s/home", root_dir);
-        sv_add(&envp, h);
-        sv_add(&envp, "LANG=C.UTF-8");
+        snprintf(h, sizeof h, "HOME=%s/home", S->root_dir);
+        sv_add(&S->envp, h);
+        sv_add(&S->envp, "LANG=C.UTF-8");
     } else {
-        sv_add(&envp, "LANG=C.UTF-8");
+        sv_add(&S->envp, "LANG=C.UTF-8");
     }
-    if (argv.oom || envp.oom || !argv.v || !envp.v) {
-        snprintf(why, sizeof why, "out of memory");
-        failed_setup = true;
-        goto cleanup;
+    if (S->argv.oom || S->envp.oom || !S->argv.v || !S->envp.v) {
+        snprintf(S->why, sizeof S->why, "out of memory");
+        S->failed_setup = true;
+        return false;
     }
     /* stdin is a socket so that writing to a closed reader gives EPIPE via
      * MSG_NOSIGNAL instead of SIGPIPE (no process-wide signal disposition changes) */
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in_p) || pipe2(out_p, O_CLOEXEC) ||
-        pipe2(err_p, O_CLOEXEC) || pipe2(st_p, O_CLOEXEC)) {
-        snprintf(why, sizeof why, "pipe: %s", strerror(errno));
-        failed_setup = true;
-        goto cleanup;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, S->in_p) || pipe2(S->out_p, O_CLOEXEC) ||
+        pipe2(S->err_p, O_CLOEXEC) || pipe2(S->st_p, O_CLOEXEC)) {
+        snprintf(S->why, sizeof S->why, "pipe: %s", strerror(errno));
+        S->failed_setup = true;
+        return false;
     }
     spawn_plan sp = {
-        .argv = argv.v,
-        .envp = envp.v,
-        .exe = argv.v[0],
-        .cwd = n->unsandboxed ? (ws ? idmap_source(r->workspace, idmap_paths, idmap_targets, nidmap)
-                                    : root_dir)
-                              : NULL,
-        .in_fd = in_p[0],
-        .out_fd = out_p[1],
-        .err_fd = err_p[1],
-        .bpf_fd = bpf_p[0],
-        .etc_fd = {etc_p[0], etc_p[1]},
-        .info_fd = info_p[1],
-        .blk_fd = blk_p[0],
-        .status_fd = st_p[1],
-        .idmap_fd = idmap_fd,
-        .idmap_paths = idmap_paths,
-        .idmap_targets = idmap_targets,
-        .reach_src = reach_p ? reach_p->src : NULL,
-        .reach_dst = reach_p ? reach_p->dst : NULL,
-        .nreach = reach_p ? reach_p->n : 0,
-        .nidmap = nidmap,
-        .switch_ids = switch_ids,
-        .uid = uid,
-        .gid = gid,
+        .argv = S->argv.v,
+        .envp = S->envp.v,
+        .exe = S->argv.v[0],
+        .cwd = S->n->unsandboxed ? (S->ws ? idmap_source(S->r->workspace, S->idmap_paths,
+                                                         S->idmap_targets, S->nidmap)
+                                          : S->root_dir)
+                                 : NULL,
+        .in_fd = S->in_p[0],
+        .out_fd = S->out_p[1],
+        .err_fd = S->err_p[1],
+        .bpf_fd = S->bpf_p[0],
+        .etc_fd = {S->etc_p[0], S->etc_p[1]},
+        .info_fd = S->info_p[1],
+        .blk_fd = S->blk_p[0],
+        .status_fd = S->st_p[1],
+        .idmap_fd = S->idmap_fd,
+        .idmap_paths = S->idmap_paths,
+        .idmap_targets = S->idmap_targets,
+        .reach_src = S->reach_p ? S->reach_p->src : NULL,
+        .reach_dst = S->reach_p ? S->reach_p->dst : NULL,
+        .nreach = S->reach_p ? S->reach_p->n : 0,
+        .masks = S->child_masks ? S->masks : NULL,
+        .seccomp = S->unsb_bpf,
+        .seccomp_len = S->unsb_bpf_len,
+        .nidmap = S->nidmap,
+        .switch_ids = S->switch_ids,
+        .uid = S->uid,
+        .gid = S->gid,
     };
-    sp.nprocs = pl__cg_procs_paths(&cg, sp.procs);
-    rlim_t cpu_s = (lim.cpu_ms + 999) / 1000 + 1;
+    sp.nprocs = pl__cg_procs_paths(&S->cg, sp.procs);
+    rlim_t cpu_s = (S->lim.cpu_ms + 999) / 1000 + 1;
     sp.rl_cpu = (struct rlimit){cpu_s, cpu_s + 1};
-    rlim_t as = ((rlim_t)lim.memory_mib << 20) + ((rlim_t)64 << 20);
+    rlim_t as = ((rlim_t)S->lim.memory_mib << 20) + ((rlim_t)64 << 20);
     sp.rl_as = (struct rlimit){as, as};
     /* The address-space limit is only the fallback for the memory limit: with a memory
      * cgroup it would only break runtimes that reserve address space (ASan, Go, JVMs). */
-    sp.set_as = cg.mode == 0;
+    sp.set_as = S->cg.mode == 0;
     sp.rl_fsize = (struct rlimit){(rlim_t)1 << 30, (rlim_t)1 << 30};
     sp.rl_nofile = (struct rlimit){256, 256};
     sp.rl_core = (struct rlimit){0, 0};
@@ -1129,247 +1150,373 @@ static bool run_native(native_ctx *n, pl_error *err) {
      * has a uid of its own (root caller); root itself is exempt (the cgroup holds it);
      * a non-root caller gets it inside the new user namespace (prlimit, see above),
      * where it counts only the run's processes. */
-    sp.set_nproc = switch_ids;
-    rlim_t nproc = lim.processes + 2 + (use_pasta && root ? 2 : 0); /* pasta runs as the uid */
+    sp.set_nproc = S->switch_ids;
+    rlim_t nproc =
+        S->lim.processes + 2 + (S->use_pasta && S->root ? 2 : 0); /* pasta runs as the uid */
     sp.rl_nproc = (struct rlimit){nproc, nproc};
-    int64_t t0 = now_ms();
-    child = spawn(&sp);
-    if (child < 0) {
-        snprintf(why, sizeof why, "fork: %s", strerror(errno));
-        failed_setup = true;
-        goto cleanup;
+    S->t0 = now_ms();
+    S->child = spawn(&sp);
+    if (S->child < 0) {
+        snprintf(S->why, sizeof S->why, "fork: %s", strerror(errno));
+        S->failed_setup = true;
+        return false;
     }
-    close(in_p[0]);
-    close(out_p[1]);
-    close(err_p[1]);
-    in_p[0] = out_p[1] = err_p[1] = -1;
-    if (bpf_p[0] >= 0) close(bpf_p[0]);
-    bpf_p[0] = -1;
+    close(S->in_p[0]);
+    close(S->out_p[1]);
+    close(S->err_p[1]);
+    S->in_p[0] = S->out_p[1] = S->err_p[1] = -1;
+    if (S->bpf_p[0] >= 0) close(S->bpf_p[0]);
+    S->bpf_p[0] = -1;
     for (int i = 0; i < 2; i++)
-        if (etc_p[i] >= 0) close(etc_p[i]);
-    etc_p[0] = etc_p[1] = -1;
-    int fds_child[] = {st_p[1], info_p[1], blk_p[0]};
+        if (S->etc_p[i] >= 0) close(S->etc_p[i]);
+    S->etc_p[0] = S->etc_p[1] = -1;
+    int fds_child[] = {S->st_p[1], S->info_p[1], S->blk_p[0]};
     for (size_t i = 0; i < 3; i++)
         if (fds_child[i] >= 0) close(fds_child[i]);
-    st_p[1] = info_p[1] = blk_p[0] = -1;
-    if (!spawn_status(st_p[0], why, sizeof why)) {
+    S->st_p[1] = S->info_p[1] = S->blk_p[0] = -1;
+    if (!spawn_status(S->st_p[0], S->why, sizeof S->why)) {
         /* the child gave up before exec: nothing of the command ran */
         int st;
-        if (wait4(child, &st, 0, &ru) == child) reaped = true;
-        failed_setup = true;
-        goto cleanup;
+        if (wait4(S->child, &st, 0, &S->ru) == S->child) S->reaped = true;
+        S->failed_setup = true;
+        return false;
     }
-    pidfd = (int)syscall(SYS_pidfd_open, child, 0);
-    int cfd = n->cancel ? n->cancel->efd : -1;
+    return true;
+}
+
+/* From the child's exec to its reap: pasta, stdin, output, limits, cancel. */
+static void supervise(run_state *S) {
+    S->pidfd = (int)syscall(SYS_pidfd_open, S->child, 0);
+    int cfd = S->n->cancel ? S->n->cancel->efd : -1;
     bool killed = false;
     int64_t kill_by = 0;
-    if (use_pasta) {
+    if (S->use_pasta) {
         /* connect the sandbox's network namespace, then let the command start; a cancel
          * or the wall limit meanwhile is handled by the loop below like any other */
-        pid_t target = pl__net_read_child_pid(info_p[0], t0 + lim.wall_ms, cfd);
+        pid_t target = pl__net_read_child_pid(S->info_p[0], S->t0 + S->lim.wall_ms, cfd);
         int w = 0;
         if (target > 0)
-            w = pl__net_start(pc, &net, target, &cg, root, uid, gid, scr, why, sizeof why)
-                    ? pl__net_wait(&net, t0 + lim.wall_ms, cfd, why, sizeof why)
+            w = pl__net_start(S->pc, &S->net, target, &S->cg, S->root, S->uid, S->gid, S->scr,
+                              S->why, sizeof S->why)
+                    ? pl__net_wait(&S->net, S->t0 + S->lim.wall_ms, cfd, S->why, sizeof S->why)
                     : -1;
-        if (w == 1 && write(blk_p[1], "x", 1) != 1) {
-            snprintf(why, sizeof why, "network: cannot release the command: %s", strerror(errno));
+        if (w == 1 && write(S->blk_p[1], "x", 1) != 1) {
+            snprintf(S->why, sizeof S->why, "network: cannot release the command: %s",
+                     strerror(errno));
             w = -1;
         }
         if (w == -1) { /* the command never ran: end the tree, report the setup failure */
-            net_failed = killed = true;
+            S->net_failed = killed = true;
             kill_by = now_ms() + 300;
-            pl__net_stop(&net);
-            if (!cg.mode || pl__cg_signal_all(&cg, child) <= 0) kill(child, SIGKILL);
+            pl__net_stop(&S->net);
+            if (!S->cg.mode || pl__cg_signal_all(&S->cg, S->child) <= 0) kill(S->child, SIGKILL);
         }
     }
-    fcntl(out_p[0], F_SETFL, O_NONBLOCK);
-    fcntl(err_p[0], F_SETFL, O_NONBLOCK);
-    fcntl(in_p[1], F_SETFL, O_NONBLOCK);
+    fcntl(S->out_p[0], F_SETFL, O_NONBLOCK);
+    fcntl(S->err_p[0], F_SETFL, O_NONBLOCK);
+    fcntl(S->in_p[1], F_SETFL, O_NONBLOCK);
     size_t in_off = 0;
-    if (!r->stdin_len) {
-        close(in_p[1]);
-        in_p[1] = -1;
+    if (!S->r->stdin_len) {
+        close(S->in_p[1]);
+        S->in_p[1] = -1;
     }
-    if (in_p[1] >= 0) shutdown(in_p[1], SHUT_RD);
+    if (S->in_p[1] >= 0) shutdown(S->in_p[1], SHUT_RD);
 
     bool out_open = true, err_open = true;
-    int64_t wall_end = t0 + lim.wall_ms, drain_end = 0;
-    bool use_cpu = pl__cg_has_cpu(&cg);
-    while (out_open || err_open || !reaped) {
+    int64_t wall_end = S->t0 + S->lim.wall_ms, drain_end = 0;
+    bool use_cpu = pl__cg_has_cpu(&S->cg);
+    while (out_open || err_open || !S->reaped) {
         struct pollfd fds[5];
         int nf = 0, i_out = -1, i_err = -1, i_in = -1, i_pid = -1, i_can = -1;
-        if (out_open) fds[i_out = nf++] = (struct pollfd){out_p[0], POLLIN, 0};
-        if (err_open) fds[i_err = nf++] = (struct pollfd){err_p[0], POLLIN, 0};
-        if (in_p[1] >= 0) fds[i_in = nf++] = (struct pollfd){in_p[1], POLLOUT, 0};
-        if (!reaped && pidfd >= 0) fds[i_pid = nf++] = (struct pollfd){pidfd, POLLIN, 0};
+        if (out_open) fds[i_out = nf++] = (struct pollfd){S->out_p[0], POLLIN, 0};
+        if (err_open) fds[i_err = nf++] = (struct pollfd){S->err_p[0], POLLIN, 0};
+        if (S->in_p[1] >= 0) fds[i_in = nf++] = (struct pollfd){S->in_p[1], POLLOUT, 0};
+        if (!S->reaped && S->pidfd >= 0) fds[i_pid = nf++] = (struct pollfd){S->pidfd, POLLIN, 0};
         if (!killed && cfd >= 0) fds[i_can = nf++] = (struct pollfd){cfd, POLLIN, 0};
         int64_t now = now_ms();
         int64_t tmo = killed ? 20 : wall_end - now;
-        if (reaped && !drain_end) drain_end = now + 1000;
+        if (S->reaped && !drain_end) drain_end = now + 1000;
         if (drain_end) tmo = drain_end - now;
         if (!killed && use_cpu && tmo > POLL_CPU_MS) tmo = POLL_CPU_MS;
-        if (pidfd < 0 && !reaped && tmo > 10) tmo = 10;
+        if (S->pidfd < 0 && !S->reaped && tmo > 10) tmo = 10;
         if (tmo < 0) tmo = 0;
         int pr = poll(fds, (nfds_t)nf, (int)tmo);
         if (pr < 0 && errno != EINTR) break;
         if (pr > 0) {
-            if (i_out >= 0 && fds[i_out].revents && !io_take(&io, 0, out_p[0])) out_open = false;
-            if (i_err >= 0 && fds[i_err].revents && !io_take(&io, 1, err_p[0])) err_open = false;
+            if (i_out >= 0 && fds[i_out].revents && !io_take(&S->io, 0, S->out_p[0]))
+                out_open = false;
+            if (i_err >= 0 && fds[i_err].revents && !io_take(&S->io, 1, S->err_p[0]))
+                err_open = false;
             if (i_in >= 0 && fds[i_in].revents) {
-                ssize_t k = send(in_p[1], r->stdin_data + in_off, r->stdin_len - in_off,
+                ssize_t k = send(S->in_p[1], S->r->stdin_data + in_off, S->r->stdin_len - in_off,
                                  MSG_NOSIGNAL | MSG_DONTWAIT);
                 if (k > 0) in_off += (size_t)k;
-                if ((k < 0 && errno != EAGAIN) || in_off >= r->stdin_len) {
-                    shutdown(in_p[1], SHUT_WR);
-                    close(in_p[1]);
-                    in_p[1] = -1;
+                if ((k < 0 && errno != EAGAIN) || in_off >= S->r->stdin_len) {
+                    shutdown(S->in_p[1], SHUT_WR);
+                    close(S->in_p[1]);
+                    S->in_p[1] = -1;
                 }
             }
         }
         if (!killed) {
             end_kind stop = END_EXITED;
-            if (io.over)
+            if (S->io.over)
                 stop = END_OUTPUT;
-            else if (pl_cancel_triggered(n->cancel))
+            else if (pl_cancel_triggered(S->n->cancel))
                 stop = END_CANCELLED;
-            else if (use_cpu && pl__cg_cpu_ns(&cg) >= (uint64_t)lim.cpu_ms * 1000000u)
+            else if (use_cpu && pl__cg_cpu_ns(&S->cg) >= (uint64_t)S->lim.cpu_ms * 1000000u)
                 stop = END_CPU;
-            else if (now_ms() >= wall_end && !reaped)
+            else if (now_ms() >= wall_end && !S->reaped)
                 stop = END_WALL;
             if (stop != END_EXITED) {
                 /* Kill the tree below the outer bwrap first, so that it reaps its child
                  * (PID 1 of the namespace) and exits itself: no zombie is left to init. */
-                end = stop;
+                S->end = stop;
                 killed = true;
                 kill_by = now_ms() + 300;
-                pl__net_stop(&net);
-                if (!cg.mode || pl__cg_signal_all(&cg, child) <= 0) kill(child, SIGKILL);
+                pl__net_stop(&S->net);
+                if (!S->cg.mode || pl__cg_signal_all(&S->cg, S->child) <= 0)
+                    kill(S->child, SIGKILL);
             }
-        } else if (!reaped) {
-            if (cg.mode) pl__cg_signal_all(&cg, child);
-            if (now_ms() >= kill_by) kill(child, SIGKILL);
+        } else if (!S->reaped) {
+            if (S->cg.mode) pl__cg_signal_all(&S->cg, S->child);
+            if (now_ms() >= kill_by) kill(S->child, SIGKILL);
         }
-        if (!reaped) {
+        if (!S->reaped) {
             int st;
-            pid_t w = wait4(child, &st, WNOHANG, &ru);
+            pid_t w = wait4(S->child, &st, WNOHANG, &S->ru);
             if (w < 0 && errno == ECHILD) {
                 /* the application ignores SIGCHLD: the kernel reaped it, status lost */
-                reaped = true;
-                if (cg.mode && !pl__cg_empty(&cg)) pl__cg_kill_all(&cg);
-            } else if (w == child) {
-                reaped = true;
-                pl__net_stop(&net); /* the namespace's last process is gone */
+                S->reaped = true;
+                if (S->cg.mode && !pl__cg_empty(&S->cg)) pl__cg_kill_all(&S->cg);
+            } else if (w == S->child) {
+                S->reaped = true;
+                pl__net_stop(&S->net); /* the namespace's last process is gone */
                 if (WIFEXITED(st))
-                    exit_code = WEXITSTATUS(st);
+                    S->exit_code = WEXITSTATUS(st);
                 else if (WIFSIGNALED(st)) {
-                    exit_code = 128 + WTERMSIG(st);
-                    if (!killed) end = END_SIGNALED;
+                    S->exit_code = 128 + WTERMSIG(st);
+                    if (!killed) S->end = END_SIGNALED;
                 }
-                if (cg.mode && !pl__cg_empty(&cg)) pl__cg_kill_all(&cg);
+                if (S->cg.mode && !pl__cg_empty(&S->cg)) pl__cg_kill_all(&S->cg);
             }
         }
         if (drain_end && now_ms() >= drain_end) {
             /* a process kept the pipes open after the run ended: end it */
-            if (cg.mode) pl__cg_kill_all(&cg);
+            if (S->cg.mode) pl__cg_kill_all(&S->cg);
             break;
         }
     }
-    if (!reaped) {
-        kill(child, SIGKILL);
+    if (!S->reaped) {
+        kill(S->child, SIGKILL);
         int st;
-        if (wait4(child, &st, 0, &ru) == child) reaped = true;
+        if (wait4(S->child, &st, 0, &S->ru) == S->child) S->reaped = true;
     }
+}
 
-cleanup:;
-    pl__net_stop(&net);
-    if (net_failed) { /* the command never ran */
-        failed_setup = true;
-        exit_code = -1;
+/* Stops what is left, removes the cgroup and the scratch tree, fills the result and the
+ * evidence. false only on a host error. */
+static bool finish(run_state *S, pl_error *err) {
+    char *file_err = NULL;
+    pl__net_stop(&S->net);
+    if (S->net_failed) { /* the command never ran */
+        S->failed_setup = true;
+        S->exit_code = -1;
     }
-    bool tree_gone = reaped;
+    bool tree_gone = S->reaped;
     bool cg_removed = true;
     uint64_t mem_peak = 0, cpu_ns = 0;
     bool oom = false;
-    if (cg.mode) {
-        tree_gone = reaped && (pl__cg_empty(&cg) || pl__cg_kill_all(&cg));
-        cpu_ns = pl__cg_cpu_ns(&cg);
-        pl__cg_peaks(&cg, &mem_peak, &oom);
-        cg_removed = pl__cg_remove(&cg);
+    if (S->cg.mode) {
+        tree_gone = S->reaped && (pl__cg_empty(&S->cg) || pl__cg_kill_all(&S->cg));
+        cpu_ns = pl__cg_cpu_ns(&S->cg);
+        pl__cg_peaks(&S->cg, &mem_peak, &oom);
+        cg_removed = pl__cg_remove(&S->cg);
     }
     if (!cpu_ns)
-        cpu_ns = ((uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
-                  (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec)) *
+        cpu_ns = ((uint64_t)(S->ru.ru_utime.tv_sec + S->ru.ru_stime.tv_sec) * 1000000u +
+                  (uint64_t)(S->ru.ru_utime.tv_usec + S->ru.ru_stime.tv_usec)) *
                  1000u;
     for (int i = 0; i < 2; i++) {
-        if ((i ? bpf_p : in_p)[0] >= 0) close((i ? bpf_p : in_p)[0]);
-        if ((i ? bpf_p : in_p)[1] >= 0) close((i ? bpf_p : in_p)[1]);
+        if ((i ? S->bpf_p : S->in_p)[0] >= 0) close((i ? S->bpf_p : S->in_p)[0]);
+        if ((i ? S->bpf_p : S->in_p)[1] >= 0) close((i ? S->bpf_p : S->in_p)[1]);
     }
-    int fds_to_close[] = {out_p[0], out_p[1], err_p[0],  err_p[1],  pidfd,    etc_p[0], etc_p[1],
-                          st_p[0],  st_p[1],  info_p[0], info_p[1], blk_p[0], blk_p[1], idmap_fd};
+    int fds_to_close[] = {S->out_p[0],  S->out_p[1], S->err_p[0], S->err_p[1], S->pidfd,
+                          S->etc_p[0],  S->etc_p[1], S->st_p[0],  S->st_p[1],  S->info_p[0],
+                          S->info_p[1], S->blk_p[0], S->blk_p[1], S->idmap_fd};
     for (size_t i = 0; i < sizeof fds_to_close / sizeof *fds_to_close; i++)
         if (fds_to_close[i] >= 0) close(fds_to_close[i]);
-    pl__masks_cleanup(&masks);
-    free(reach_p);
-    if (!failed_setup) file_err = collect_files(root_dir, res);
-    bool scratch_removed = pl__remove_tree(scr);
-    sv_free(&argv);
-    sv_free(&envp);
+    if (S->masks) pl__masks_release(S->pc, S->masks);
+    free(S->masks);
+    free(S->reach_p);
+    if (!S->failed_setup) file_err = collect_files(S->root_dir, S->res);
+    bool scratch_removed = pl__remove_tree(S->scr);
+    sv_free(&S->cmd);
+    sv_free(&S->argv);
+    sv_free(&S->envp);
 
-    if (!failed_setup && end == END_EXITED && exit_code == 128 + SIGKILL && oom) end = END_MEMORY;
-    if (!failed_setup && (end == END_EXITED || end == END_SIGNALED) && oom && exit_code != 0)
-        end = END_MEMORY;
-    if (!failed_setup && (end == END_EXITED || end == END_SIGNALED) &&
-        (exit_code == 128 + SIGXCPU || exit_code == 128 + SIGKILL) &&
-        cpu_ns >= (uint64_t)lim.cpu_ms * 1000000u)
-        end = END_CPU;
-    res->stdout_text = pl__utf8_lenient(io.buf[0] ? io.buf[0] : "", io.len[0], &res->stdout_len);
-    res->stderr_text = pl__utf8_lenient(io.buf[1] ? io.buf[1] : "", io.len[1], &res->stderr_len);
-    free(io.buf[0]);
-    free(io.buf[1]);
-    res->exit_code = exit_code;
+    if (!S->failed_setup && S->end == END_EXITED && S->exit_code == 128 + SIGKILL && oom)
+        S->end = END_MEMORY;
+    if (!S->failed_setup && (S->end == END_EXITED || S->end == END_SIGNALED) && oom &&
+        S->exit_code != 0)
+        S->end = END_MEMORY;
+    if (!S->failed_setup && (S->end == END_EXITED || S->end == END_SIGNALED) &&
+        (S->exit_code == 128 + SIGXCPU || S->exit_code == 128 + SIGKILL) &&
+        cpu_ns >= (uint64_t)S->lim.cpu_ms * 1000000u)
+        S->end = END_CPU;
+    S->res->stdout_text =
+        pl__utf8_lenient(S->io.buf[0] ? S->io.buf[0] : "", S->io.len[0], &S->res->stdout_len);
+    S->res->stderr_text =
+        pl__utf8_lenient(S->io.buf[1] ? S->io.buf[1] : "", S->io.len[1], &S->res->stderr_len);
+    free(S->io.buf[0]);
+    free(S->io.buf[1]);
+    S->res->exit_code = S->exit_code;
     char msg[640];
     msg[0] = 0;
-    if (failed_setup)
-        snprintf(msg, sizeof msg, "native sandbox: %s", why);
-    else if (end == END_CPU)
-        snprintf(msg, sizeof msg, "CPU time over %u ms", lim.cpu_ms);
-    else if (end == END_WALL)
-        snprintf(msg, sizeof msg, "run time over %u ms", lim.wall_ms);
-    else if (end == END_MEMORY)
-        snprintf(msg, sizeof msg, "memory over %u MiB", lim.memory_mib);
-    else if (end == END_OUTPUT)
-        snprintf(msg, sizeof msg, "output over %llu bytes", (unsigned long long)lim.output_bytes);
-    else if (end == END_CANCELLED)
+    if (S->failed_setup)
+        snprintf(msg, sizeof msg, "native sandbox: %s", S->why);
+    else if (S->end == END_CPU)
+        snprintf(msg, sizeof msg, "CPU time over %u ms", S->lim.cpu_ms);
+    else if (S->end == END_WALL)
+        snprintf(msg, sizeof msg, "run time over %u ms", S->lim.wall_ms);
+    else if (S->end == END_MEMORY)
+        snprintf(msg, sizeof msg, "memory over %u MiB", S->lim.memory_mib);
+    else if (S->end == END_OUTPUT)
+        snprintf(msg, sizeof msg, "output over %llu bytes",
+                 (unsigned long long)S->lim.output_bytes);
+    else if (S->end == END_CANCELLED)
         snprintf(msg, sizeof msg, "cancelled");
-    else if (end == END_SIGNALED)
-        snprintf(msg, sizeof msg, "killed by signal %d", exit_code - 128);
+    else if (S->end == END_SIGNALED)
+        snprintf(msg, sizeof msg, "killed by signal %d", S->exit_code - 128);
     else if (file_err)
         snprintf(msg, sizeof msg, "%s", file_err);
     else if (!tree_gone)
         snprintf(msg, sizeof msg, "the process tree could not be confirmed stopped");
     free(file_err);
-    res->ok = !msg[0] && exit_code == 0;
-    res->has_limits = true;
-    res->limits = lim;
-    res->stop = end == END_CPU         ? PL_STOP_CPU
-                : end == END_WALL      ? PL_STOP_WALL
-                : end == END_MEMORY    ? PL_STOP_MEMORY
-                : end == END_OUTPUT    ? PL_STOP_OUTPUT
-                : end == END_CANCELLED ? PL_STOP_CANCELLED
-                                       : PL_STOP_NONE;
-    if (failed_setup) res->stop = PL_STOP_NONE;
-    if (msg[0] && !(res->error = strdup(msg))) return pl__fail(err, PL_ERR_HOST, "out of memory");
-    if (!res->stdout_text || !res->stderr_text) return pl__fail(err, PL_ERR_HOST, "out of memory");
-    if (n->evidence)
-        *n->evidence = native_evidence(n, n->unsandboxed ? "none" : "bubblewrap",
-                                       !network     ? "none"
-                                       : !use_pasta ? "host"
-                                                    : "pasta",
-                                       &cg, failed_setup ? END_SPAWN : end, tree_gone, tree_gone,
-                                       cg_removed, scratch_removed, ws, cpu_ns / 1000000u,
-                                       ru.ru_maxrss, mem_peak, (unsigned)uid);
+    S->res->ok = !msg[0] && S->exit_code == 0;
+    S->res->has_limits = true;
+    S->res->limits = S->lim;
+    S->res->stop = S->end == END_CPU         ? PL_STOP_CPU
+                   : S->end == END_WALL      ? PL_STOP_WALL
+                   : S->end == END_MEMORY    ? PL_STOP_MEMORY
+                   : S->end == END_OUTPUT    ? PL_STOP_OUTPUT
+                   : S->end == END_CANCELLED ? PL_STOP_CANCELLED
+                                             : PL_STOP_NONE;
+    if (S->failed_setup) S->res->stop = PL_STOP_NONE;
+    if (msg[0] && !(S->res->error = strdup(msg)))
+        return pl__fail(err, PL_ERR_HOST, "out of memory");
+    if (!S->res->stdout_text || !S->res->stderr_text)
+        return pl__fail(err, PL_ERR_HOST, "out of memory");
+    if (S->n->evidence)
+        *S->n->evidence = native_evidence(
+            S->n, S->n->unsandboxed ? "none" : "bubblewrap",
+            !S->network     ? "none"
+            : !S->use_pasta ? "host"
+                            : "pasta",
+            &S->cg, S->failed_setup ? END_SPAWN : S->end, tree_gone, tree_gone, cg_removed,
+            scratch_removed, S->ws, cpu_ns / 1000000u, S->ru.ru_maxrss, mem_peak, (unsigned)S->uid);
     return true;
+}
+
+/* Identity: the tree's uid and gid, and the root-owned directories it sees idmapped.
+ * false when the run cannot start (the result says why). */
+static bool plan_identity(run_state *S) {
+    const pl_request *r = S->r;
+    const pl_policy *pol = S->n->pol;
+    S->uid = getuid();
+    S->gid = getgid();
+    if (!S->root) return true;
+    /* never host uid 0: a fresh unprivileged uid, or the workspace's owner */
+    S->uid = S->gid = UID_BASE + ((unsigned)getpid() * 977u + S->seq) % UID_RANGE;
+    if (!S->ws) return true;
+    struct stat st;
+    if (stat(r->workspace, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        pl__result_fail(S->res, "workspace: not a directory");
+        if (S->n->evidence) *S->n->evidence = NULL;
+        return false;
+    }
+    if (st.st_uid != 0) {
+        S->uid = st.st_uid;
+        S->gid = st.st_gid;
+    } else {
+        S->idmap_paths[S->nidmap++] = r->workspace;
+        S->idmap_gid = st.st_gid;
+    }
+    /* the policy's writable dirs that root owns, too (past PL_IDMAP_MAX they stay
+     * read-only for the run) */
+    for (size_t i = 0; S->nidmap && pol && i < pol->nwritable && S->nidmap < 1 + PL_IDMAP_MAX;
+         i++) {
+        struct stat wst;
+        bool nested = false; /* inside or around one already mapped: leave it */
+        for (size_t k = 0; k < S->nidmap; k++)
+            nested = nested || path_related(S->idmap_paths[k], pol->writable[i]);
+        if (!nested && stat(pol->writable[i], &wst) == 0 && S_ISDIR(wst.st_mode) && wst.st_uid == 0)
+            S->idmap_paths[S->nidmap++] = pol->writable[i];
+    }
+    return true;
+}
+
+/* One native run in steps; S is zeroed. */
+static bool run_steps(run_state *S, native_ctx *n, pl_error *err) {
+    pl_ctx *pc = n->pc;
+    const pl_request *r = n->r;
+    S->n = n;
+    S->pc = pc;
+    S->r = r;
+    S->res = n->res;
+    S->lim = pl__limits_effective(&r->limits);
+    S->network = r->network && n->pol && n->pol->network_allowed;
+    /* a namespace of its own connected by pasta, unless the policy explicitly shares
+     * the host's (or the run is unsandboxed, which has no namespaces at all) */
+    S->use_pasta = S->network && !n->pol->host_network && !n->unsandboxed;
+    S->root = geteuid() == 0;
+    S->ws = r->state_class == PL_STATE_NATIVE_WORKSPACE_REF && r->workspace;
+    S->seq = atomic_fetch_add(&pc->seq, 1);
+    if (!plan_identity(S)) return true;
+    S->switch_ids = S->root;
+    struct stat rs;
+    if (S->switch_ids && stat(pc->scratch_root, &rs) == 0 && !(rs.st_mode & S_IXOTH))
+        return pl__fail(err, PL_ERR_HOST,
+                        "scratch directory %s cannot be entered by other users (mode %03o); "
+                        "use mode 0711 or 0755: the sandbox runs as its own uid",
+                        pc->scratch_root, (unsigned)(rs.st_mode & 0777));
+    /* the owner's pid in the name: a later context reclaims it if this process dies
+     * before cleanup (pl__reclaim_stale) */
+    snprintf(S->scr, sizeof S->scr, "%s/peri-sbx-%d-XXXXXX", pc->scratch_root, (int)getpid());
+    if (!mkdtemp(S->scr))
+        return pl__fail(err, PL_ERR_HOST, "scratch directory: %s", strerror(errno));
+    chmod(S->scr, 0711);
+    S->cg.cpu_fd = -1;
+    int *fds[] = {S->in_p, S->out_p, S->err_p, S->bpf_p, S->etc_p, S->st_p, S->info_p, S->blk_p};
+    for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
+        fds[i][0] = fds[i][1] = -1;
+    S->idmap_fd = S->pidfd = -1;
+    pl__net_init(&S->net);
+    S->child = -1;
+    S->end = END_EXITED;
+    S->exit_code = -1;
+    S->io.max = S->lim.output_bytes;
+    snprintf(S->root_dir, sizeof S->root_dir, "%s/root", S->scr);
+    S->reach_p = S->switch_ids && !n->unsandboxed ? calloc(1, sizeof *S->reach_p) : NULL;
+    S->masks = S->ws && !n->unsandboxed ? calloc(1, sizeof *S->masks) : NULL;
+    if ((S->switch_ids && !n->unsandboxed && !S->reach_p) ||
+        (S->ws && !n->unsandboxed && !S->masks)) {
+        snprintf(S->why, sizeof S->why, "out of memory");
+        S->failed_setup = true;
+    } else if (!setup_host(S) || !build_command(S) || !build_args(S) || !start_child(S)) {
+        S->failed_setup = true;
+    } else {
+        supervise(S);
+    }
+    return finish(S, err);
+}
+
+static bool run_native(native_ctx *n, pl_error *err) {
+    run_state *S = calloc(1, sizeof *S);
+    if (!S) return pl__fail(err, PL_ERR_HOST, "out of memory");
+    bool ok = run_steps(S, n, err);
+    free(S);
+    return ok;
 }
 
 bool pl__native_attempt(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_cancel *cancel,

@@ -6,6 +6,7 @@
 
 #include "place_int.h"
 
+#include <limits.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/types.h>
@@ -100,22 +101,34 @@ int pl__idmap_apply(int userns_fd, const char *const *paths, const char *const *
  * 0 or the failing errno. */
 int pl__reach_apply(bool ns_ready, const char *const *src, const char *const *dst, size_t n);
 
-/* masks.c: read-only masks over the agent's control files in a read-write workspace. */
-#define PL_MASKS_MAX 12
+/* masks.c: read-only masks over the agent's control files in a read-write workspace
+ * (see the file's header). */
+#define PL_MASKS_MAX 16
 typedef struct pl_masks {
-    char empty_file[4096], empty_dir[4096]; /* in the scratch directory */
+    char empty_file[PATH_MAX], empty_dir[PATH_MAX], commondir[PATH_MAX]; /* in the scratch dir */
+    char *held[PL_MASKS_MAX]; /* placeholders this run holds (pl__masks_release) */
+    size_t nheld;
     struct {
-        char kind; /* 'f' or 'd' */
-        char path[4096];
-    } created[PL_MASKS_MAX]; /* mount points bubblewrap will create (missing paths) */
-    size_t ncreated;
+        char src[PATH_MAX + 64], dst[PATH_MAX + 64];
+        bool rw;
+    } mnt[PL_MASKS_MAX]; /* in mount order */
+    size_t nmnt;
 } pl_masks;
-/* Appends the mask arguments for workspace ws (through add(a, arg)), bubblewrap finding
- * the workspace at ws_src (ws itself, or its idmapped view); false with why when
- * the run must not start (ws is "/", .git is a symlink, the masks cannot be prepared). */
-bool pl__masks_add(pl_masks *m, const char *scratch, const char *ws, const char *ws_src,
-                   void (*add)(void *, const char *), void *a, char *why, size_t whylen);
-/* After the run: removes the mount points the masks made, while they are still empty. */
-void pl__masks_cleanup(const pl_masks *m);
+/* Plans the masks of workspace ws (creating the placeholders of missing control paths),
+ * each taken from below src_base (the workspace as the mounting side sees it) and
+ * mounted below dst_base; false with why when the run must not start (ws is "/", .git
+ * is a symlink, a mask cannot be prepared). Call pl__masks_release in every case. */
+bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *scratch, const char *ws,
+                    const char *src_base, const char *dst_base, char *why, size_t whylen);
+/* The plan as bubblewrap arguments (through add(a, arg)), after the workspace's bind. */
+void pl__masks_args(const pl_masks *m, void (*add)(void *, const char *), void *a);
+/* In a forked child, in its private mount namespace: mounts the plan (read-only,
+ * nosuid, nodev clones). Async-signal-safe; 0 or the failing errno. */
+int pl__masks_apply(const pl_masks *m);
+/* After the run: drops this run's placeholders (the last holder removes them while
+ * they are empty). */
+void pl__masks_release(pl_ctx *pc, pl_masks *m);
+/* At pl_free: the context's placeholder table. */
+void pl__masks_free_refs(pl_ctx *pc);
 
 #endif

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #define POLL_MS        10
@@ -247,10 +248,12 @@ ptl_status ptl__shell_placed(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     if (bad || !cmd) return ptl__error(r, "shell: \"command\" (a string) is required");
     if (timeout < 1 || timeout > 3600000) timeout = PTL_DEFAULT_TIMEOUT_MS;
     if (sb->off) {
-        char msg[300];
+        char msg[400];
+        /* says exactly what is left: nothing of the sandbox, not even its filter */
         snprintf(msg, sizeof msg,
-                 "sandbox mode is off: running the shell command UNSANDBOXED in %s: %.120s",
-                 ctx->cwd, cmd);
+                 "sandbox mode is off: running the shell command UNSANDBOXED in %s (no "
+                 "namespaces, no seccomp filter, no limits but the timeout%s): %.120s",
+                 ctx->cwd, geteuid() == 0 ? "; the agent runs as root" : "", cmd);
         if (sb->warn) sb->warn(sb->warn_ud, msg);
         ptl_status st;
         if (!shell_in_client_term(ctx, cmd, timeout, r, &st)) st = ptl__shell(in, ctx, r);

@@ -184,6 +184,17 @@ static void test_availability(void **st) {
     assert_non_null(strstr(rep.evidence[0], "\"sandbox\":\"none\""));
     assert_non_null(strstr(rep.evidence[0], "\"scratch_removed\":true"));
     pl_report_clear(&rep);
+    /* ...with the sandbox's seccomp filter (set-id modes, namespaces, ptrace, and with
+     * the network off every socket but AF_UNIX refused), never as host uid 0 */
+    sh.program = "grep '^Seccomp:' /proc/self/status; id -u; unshare -U true 2>/dev/null && "
+                 "echo unshared; chmod u+s \"$HOME\" 2>/dev/null && echo setuid; exit 0";
+    assert_true(pl_run(g_nobwrap, &sh, &uns, NULL, &rep, &e));
+    assert_true(rep.result.ok);
+    assert_non_null(strstr(rep.result.stdout_text, "Seccomp:\t2\n"));
+    assert_null(strstr(rep.result.stdout_text, "unshared"));
+    assert_null(strstr(rep.result.stdout_text, "setuid"));
+    if (geteuid() == 0) assert_null(strstr(rep.result.stdout_text, "\n0\n"));
+    pl_report_clear(&rep);
     sh.program = "true";
     /* native disabled by policy */
     pl_policy no = {.native = PL_NATIVE_NO};
