@@ -225,6 +225,7 @@ typedef struct pr_exec_options {
      * in-memory file system is not preopened (fs is then unused). */
     const pr_dir *dirs;
     size_t ndirs;
+    bool dirs_read_only; /* the dirs have no right that writes, creates, removes or renames */
     bool no_memory_root; /* do not preopen the in-memory "/" at all */
     uint64_t output_max; /* 0: the contract's 65,536 bytes; UINT64_MAX: no limit */
     bool raw_output;     /* on_output gets the raw bytes; the outcome keeps no text */
@@ -311,6 +312,28 @@ typedef struct pr_ruby_job {
  * missing: the message names the path and scripts/deps.sh), on a platform failure
  * (CPU limit, cancel, memory) or bad input. Thread-safe. */
 bool pr_ruby_run(pr_ruby *rb, const pr_ruby_job *job, pr_response *out, pr_error *err);
+
+/* ---------------------------------------------------------------- Python */
+
+/* Python in the room (docs/python.md): CPython 3.11 built for WASI by
+ * scripts/python-wasi.sh (python.wasm and its standard library, lib/python3.11, in
+ * ~/.cache/peri/python/3.11.2/). The standard library is a host directory preopened
+ * read-only at this guest path as the run's only host directory. */
+#define PR_PYTHON_STDLIB_GUEST "/usr/local/lib/python3.11"
+
+typedef struct pr_python pr_python;
+/* dir is the build's directory (holding python.wasm and lib/python3.11); copied,
+ * nothing is read yet. NULL when out of memory. Free with pr_python_free (after
+ * every run on it has returned). h must outlive it. */
+pr_python *pr_python_new(pr_host *h, const char *dir);
+void pr_python_free(pr_python *py);
+/* The same fields as a Ruby job; the script runs as main.py. */
+typedef pr_ruby_job pr_python_job;
+/* Runs the script once in a fresh room, like pr_ruby_run (result JSON in out->output,
+ * out->isolate "python:<digest>"). false + err when Python is unavailable (the
+ * message names the path and scripts/deps.sh), on a platform failure or bad input.
+ * Thread-safe. */
+bool pr_python_run(pr_python *py, const pr_python_job *job, pr_response *out, pr_error *err);
 
 /* ---------------------------------------------------------------- serve */
 

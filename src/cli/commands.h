@@ -12,6 +12,7 @@ int peri_cmd_wasm(int argc, char **argv); /* cmd_wasm.c: validate, invoke */
 int peri_cmd_isolate(int argc, char **argv); /* cmd_isolate.c: run, serve (the room) */
 int peri_cmd_run(int argc, char **argv);     /* cmd_run.c: run a WASI program in the room */
 int peri_cmd_ruby(int argc, char **argv);    /* cmd_ruby.c: a Ruby script in the room */
+int peri_cmd_python(int argc, char **argv);  /* cmd_python.c: a Python script in the room */
 int peri_cmd_acp(int argc, char **argv);     /* cmd_acp.c: ACP agent on stdio */
 int peri_cmd_print(int argc, char **argv);   /* cmd_print.c: one-shot ACP client */
 /* agent_exec.c: runs `peri-agent <argv...>` (acp, print live there, not in peri). */
