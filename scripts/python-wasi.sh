@@ -134,7 +134,7 @@ b="$py/builddir/wasi"
 link="$(cd "$b" && make -n python.wasm -W Programs/python.o 2>/dev/null | grep -E -- '-o python\.wasm' | tail -1)"
 [ -n "$link" ] || fail "cannot find CPython's link line for python.wasm"
 link="${link//Programs\/python.o/peri-main.o}"
-link="${link/-o python.wasm/-o peri-python.wasm -mexec-model=reactor}"
+link="${link/-o python.wasm/-o peri-python.wasm -mexec-model=reactor -Wl,--strip-debug}"
 (cd "$b" && eval "$link") >>"$work/log" 2>&1 || fail "linking the room's python.wasm failed"
 
 # ---- the standard library: pure Python, compiled to .pyc by the build-side Python ---

@@ -53,7 +53,7 @@ def last_line(b):
 
 
 def main():
-    peri, pydir, scripts = sys.argv[1:4]
+    peri, pydir, scripts = (os.path.abspath(a) for a in sys.argv[1:4])
     if not os.path.isfile(os.path.join(pydir, "python.wasm")):
         skip(f"CPython's WASI build is missing in {pydir} (scripts/deps.sh builds it)")
     if not os.access(NATIVE, os.X_OK):

@@ -1,3 +1,4 @@
+import errno
 import os
 import pathlib
 
@@ -20,4 +21,4 @@ with open("work/sub/b.bin", "rb") as f:
 try:
     open("work/none.txt")
 except FileNotFoundError as e:
-    print("FileNotFoundError", e.errno)
+    print("FileNotFoundError", errno.errorcode[e.errno])
