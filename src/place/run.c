@@ -41,7 +41,10 @@ pl_ctx *pl_new(const pl_config *cfg, pl_error *err) {
     pc->ruby = dup_or(cfg->ruby, "/usr/bin/ruby");
     pc->pasta = dup_or(cfg->pasta, "/usr/bin/pasta");
     pc->ruby_hook = cfg->ruby_hook;
-    bool ok = pc->bwrap && pc->scratch_root && pc->cgroup_root && pc->ruby && pc->pasta;
+    pc->python = dup_or(cfg->python, "/usr/bin/python3");
+    pc->python_hook = cfg->python_hook;
+    bool ok =
+        pc->bwrap && pc->scratch_root && pc->cgroup_root && pc->ruby && pc->pasta && pc->python;
     if (ok && cfg->nwasm_runner) {
         pc->wasm_runner = calloc(cfg->nwasm_runner, sizeof *pc->wasm_runner);
         ok = pc->wasm_runner != NULL;
@@ -78,6 +81,7 @@ void pl_free(pl_ctx *pc) {
     free(pc->scratch_root);
     free(pc->cgroup_root);
     free(pc->ruby);
+    free(pc->python);
     free(pc->pasta);
     for (size_t i = 0; i < pc->nwasm_runner; i++)
         free(pc->wasm_runner[i]);

@@ -595,9 +595,9 @@ static bool layout(native_ctx *n, const char *scr, uid_t uid, gid_t gid, bool ch
     }
     bool ok = true;
     *prog_name = NULL;
-    if (r->kind == PL_PROGRAM_RUBY) {
-        *prog_name = "program.rb";
-        snprintf(p, sizeof p, "%s/prog/program.rb", scr);
+    if (r->kind == PL_PROGRAM_RUBY || r->kind == PL_PROGRAM_PYTHON) {
+        *prog_name = r->kind == PL_PROGRAM_RUBY ? "program.rb" : "program.py";
+        snprintf(p, sizeof p, "%s/prog/%s", scr, *prog_name);
         ok = ok && write_all_file(p, r->program, strlen(r->program), 0644);
     } else if (r->kind == PL_PROGRAM_WASM) {
         uint8_t *b;
@@ -846,8 +846,8 @@ static bool run_native(native_ctx *n, pl_error *err) {
         sv_add(&cmd, "/bin/sh");
         sv_add(&cmd, "-c");
         sv_add(&cmd, r->program);
-    } else if (r->kind == PL_PROGRAM_RUBY) {
-        sv_add(&cmd, pc->ruby);
+    } else if (r->kind == PL_PROGRAM_RUBY || r->kind == PL_PROGRAM_PYTHON) {
+        sv_add(&cmd, r->kind == PL_PROGRAM_RUBY ? pc->ruby : pc->python);
         sv_add(&cmd, progpath);
     } else {
         if (!pc->nwasm_runner) {
