@@ -9,8 +9,11 @@
  *                         unbuffered stdio, no bytecode writes) and imports the modules
  *                         most scripts use, so that the host's startup snapshot holds
  *                         them. 0, or -1 when the interpreter cannot start.
+ *   (imports)             peri_capability.dispatch / reply: the room's capability ABI,
+ *                         offered to scripts as the module `peri` (fetch, read_text,
+ *                         write_text...) over the builtin `_peri_capability`.
  *   peri_py_alloc(n)      n bytes of guest memory for the host to copy a script into.
- *   peri_py_run(src, n)   runs the script as __main__ from "main.py", like
+ *   peri_py_run(src, n)   runs the script as __main__ from "/main.py", like
  *                         `python3 main.py`, and leaves with proc_exit: 0; the
  *                         SystemExit code; 1 after an uncaught exception (traceback on
  *                         stderr). It never returns.
@@ -23,7 +26,86 @@
 
 #include <stdlib.h>
 
-#define EXPORT(name) __attribute__((export_name(name)))
+#define EXPORT(name)     __attribute__((export_name(name)))
+#define CAP_IMPORT(name) __attribute__((import_module("peri_capability"), import_name(name)))
+
+/* The room's capability dispatch ABI (docs/python.md, "Capabilities"). */
+CAP_IMPORT("dispatch")
+int32_t peri_cap_dispatch(const char *op, size_t op_len, const char *arg, size_t arg_len,
+                          const char *data, size_t data_len);
+CAP_IMPORT("reply") int32_t peri_cap_reply(char *buf, size_t cap);
+
+/* _peri_capability.dispatch(op: str, arg: str, data: bytes) -> (status, reply bytes) */
+static PyObject *cap_dispatch(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *op, *arg;
+    Py_ssize_t op_len, arg_len;
+    Py_buffer data;
+    if (!PyArg_ParseTuple(args, "s#s#y*", &op, &op_len, &arg, &arg_len, &data)) return NULL;
+    int32_t st =
+        peri_cap_dispatch(op, (size_t)op_len, arg, (size_t)arg_len, data.buf, (size_t)data.len);
+    PyBuffer_Release(&data);
+    int32_t n = peri_cap_reply(NULL, 0);
+    if (n < 0) n = 0;
+    PyObject *reply = PyBytes_FromStringAndSize(NULL, n);
+    if (!reply) return NULL;
+    if (n && peri_cap_reply(PyBytes_AS_STRING(reply), (size_t)n) != n) {
+        Py_DECREF(reply);
+        PyErr_SetString(PyExc_OSError, "capability reply changed while being read");
+        return NULL;
+    }
+    return Py_BuildValue("(iN)", (int)st, reply);
+}
+
+static PyMethodDef CAP_METHODS[] = {
+    {"dispatch", cap_dispatch, METH_VARARGS, "dispatch(op, arg, data) -> (status, reply)"},
+    {NULL, NULL, 0, NULL}};
+static struct PyModuleDef CAP_MODULE = {PyModuleDef_HEAD_INIT, .m_name = "_peri_capability",
+                                        .m_size = -1, .m_methods = CAP_METHODS};
+static PyObject *cap_init(void) {
+    return PyModule_Create(&CAP_MODULE);
+}
+
+/* The `peri` module: the capability ABI for scripts. */
+static const char PERI_MODULE[] =
+    "\"\"\"Ask the host for work the room cannot do itself (docs/python.md).\"\"\"\n"
+    "import _peri_capability as _c\n"
+    "OK, REFUSED, FAILED, INVALID = 0, 1, 2, 3\n"
+    "def dispatch(op, arg, data=b''):\n"
+    "    st, reply = _c.dispatch(op, arg, data)\n"
+    "    if st == OK:\n"
+    "        return reply\n"
+    "    msg = reply.decode('utf-8', 'replace')\n"
+    "    if st == REFUSED:\n"
+    "        raise PermissionError(msg)\n"
+    "    if st == INVALID:\n"
+    "        raise ValueError(msg)\n"
+    "    raise OSError(msg)\n"
+    "def fetch(url):\n"
+    "    \"\"\"The body of an HTTP GET of url (bytes), under the session's network policy.\"\"\"\n"
+    "    return dispatch('http.fetch', url)\n"
+    "def read_bytes(path):\n"
+    "    \"\"\"A workspace file under the run's lease (path relative to the workspace).\"\"\"\n"
+    "    return dispatch('file.read', path)\n"
+    "def read_text(path, encoding='utf-8'):\n"
+    "    return read_bytes(path).decode(encoding)\n"
+    "def write_bytes(path, data):\n"
+    "    \"\"\"Writes a workspace file under the run's lease; the number of bytes.\"\"\"\n"
+    "    return int(dispatch('file.write', path, bytes(data)))\n"
+    "def write_text(path, text, encoding='utf-8'):\n"
+    "    return write_bytes(path, text.encode(encoding))\n";
+
+/* Creates module `peri` from PERI_MODULE and registers it in sys.modules. */
+static int make_peri_module(void) {
+    PyObject *m = PyImport_AddModule("peri"); /* borrowed */
+    if (!m) return -1;
+    PyObject *d = PyModule_GetDict(m);
+    if (PyDict_SetItemString(d, "__builtins__", PyEval_GetBuiltins()) < 0) return -1;
+    PyObject *r = PyRun_String(PERI_MODULE, Py_file_input, d, d);
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 0;
+}
 
 /* Imported before the snapshot: what scripts reach for first. Missing ones (a module
  * the build lacks) are skipped. */
@@ -37,7 +119,7 @@ static const char PREIMPORT[] =
     "              'bisect', 'copy', 'textwrap', 'statistics', 'traceback', 'linecache',\n"
     "              'unicodedata', 'pathlib', 'csv', 'contextlib', 'abc', 'types',\n"
     "              'weakref', 'pprint', 'array', 'fnmatch', 'glob', 'shlex', 'argparse',\n"
-    "              'string', 'locale', 'codecs', 'numbers', 'secrets', 'uuid'):\n"
+    "              'locale', 'codecs', 'numbers', 'secrets', 'uuid'):\n"
     "        try:\n"
     "            importlib.import_module(m)\n"
     "        except Exception:\n"
@@ -52,6 +134,7 @@ EXPORT("peri_py_init") int peri_py_init(void) {
     PyStatus st = Py_PreInitialize(&pre);
     if (PyStatus_Exception(st)) return -1;
 
+    if (PyImport_AppendInittab("_peri_capability", cap_init) < 0) return -1;
     PyConfig c;
     PyConfig_InitIsolatedConfig(&c);
     c.isolated = 0;
@@ -68,6 +151,10 @@ EXPORT("peri_py_init") int peri_py_init(void) {
     PyConfig_Clear(&c);
     if (PyStatus_Exception(st)) return -1;
 
+    if (make_peri_module() < 0) {
+        PyErr_Clear();
+        return -1;
+    }
     /* The preimports run in a scratch namespace, not in __main__. */
     PyObject *g = PyDict_New();
     if (!g) return -1;
@@ -145,14 +232,14 @@ static int run(const char *src, size_t n) {
     PyObject *main = PyImport_AddModule("__main__"); /* borrowed */
     PyObject *d = main ? PyModule_GetDict(main) : NULL;
     if (!d) return 1;
-    PyObject *argv = Py_BuildValue("[s]", "main.py");
+    PyObject *argv = Py_BuildValue("[s]", "/main.py");
     if (!argv || PySys_SetObject("argv", argv) < 0) {
         Py_XDECREF(argv);
         return 1;
     }
     Py_DECREF(argv);
     call_if_loaded("random", "seed");
-    PyObject *file = PyUnicode_FromString("main.py");
+    PyObject *file = PyUnicode_FromString("/main.py");
     if (!file || PyDict_SetItemString(d, "__file__", file) < 0) {
         Py_XDECREF(file);
         return 1;
@@ -165,7 +252,14 @@ static int run(const char *src, size_t n) {
     PyObject *code = NULL;
     if (bytes && compile) {
         code = PyObject_CallFunction(compile, "OOsii", bytes, file, "exec", 0, 1);
-        /* Tracebacks show the script's lines, as for a file on disk. */
+        /* Tracebacks show the script's lines: CPython's own traceback printer reads
+         * them from the file, linecache-based ones from the cache. The copy in the
+         * room's in-memory "/" is the run's own (the room is fresh for every run). */
+        FILE *f = fopen("/main.py", "wb");
+        if (f) {
+            fwrite(src, 1, n, f);
+            fclose(f);
+        }
         if (code) {
             PyObject *lc = PyImport_ImportModule("linecache");
             PyObject *text = PyUnicode_FromStringAndSize(src, (Py_ssize_t)n);

@@ -25,21 +25,27 @@
 #define PY_BUILD "python/3.11.2" /* below the cache directory, as python-wasi.sh puts it */
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: peri python [OPTIONS] SCRIPT.py|-\n"
-               "Runs a Python script in the room (CPython 3.11 built for WASI).\n"
-               "  --python-dir DIR  the build: DIR/python.wasm and DIR/lib/python3.11 (default:\n"
-               "                  $PERI_PYTHON_DIR, else the cache of scripts/deps.sh:\n"
-               "                  ~/.cache/peri/" PY_BUILD "/, $PERI_CACHE_DIR respected)\n"
-               "  --stdin FILE    the script's standard input (default: this command's stdin\n"
-               "                  when it is a pipe or a file; empty on a terminal or with -)\n"
-               "  --file GUEST=HOST  put host file HOST at GUEST in the room (e.g. /请求/in.txt)\n"
-               "  --cpu-ms N      CPU limit per run (default 1000, at most 1000)\n"
-               "  --repeat N      run N times in one process (later runs start from the snapshot)\n"
-               "  --time          print each run's wall and CPU time on stderr\n"
-               "  --engine E      execution tier: auto (default; $PERI_ENGINE if set), interp\n"
-               "                  or jit (docs/jit.md)\n"
-               "Exit status: the script's; 1 when it cannot run (missing files, limits);\n"
-               "2 for a usage error.\n");
+    fprintf(f,
+            "usage: peri python [OPTIONS] SCRIPT.py|-\n"
+            "Runs a Python script in the room (CPython 3.11 built for WASI).\n"
+            "  --python-dir DIR  the build: DIR/python.wasm and DIR/lib/python3.11 (default:\n"
+            "                  $PERI_PYTHON_DIR, else the cache of scripts/deps.sh:\n"
+            "                  ~/.cache/peri/" PY_BUILD "/, $PERI_CACHE_DIR respected)\n"
+            "  --stdin FILE    the script's standard input (default: this command's stdin\n"
+            "                  when it is a pipe or a file; empty on a terminal or with -)\n"
+            "  --file GUEST=HOST  put host file HOST at GUEST in the room (e.g. /请求/in.txt)\n"
+            "  --cpu-ms N      CPU limit per run (default 1000, at most 1000)\n"
+            "  --repeat N      run N times in one process (later runs start from the snapshot)\n"
+            "  --time          print each run's wall and CPU time on stderr\n"
+            "  --lease DIR     lease host directory DIR to the script's capability calls\n"
+            "                  (peri.read_text(path), read-only unless --lease-write)\n"
+            "  --lease-write   the lease also allows peri.write_text(path, text)\n"
+            "  --allow-network the network policy allows peri.fetch(url) (default: refused)\n"
+            "  --evidence      print each capability dispatch (what, when, committed) on stderr\n"
+            "  --engine E      execution tier: auto (default; $PERI_ENGINE if set), interp\n"
+            "                  or jit (docs/jit.md)\n"
+            "Exit status: the script's; 1 when it cannot run (missing files, limits);\n"
+            "2 for a usage error.\n");
 }
 
 static void on_output(void *ud, int stream, const char *s, size_t n) {
@@ -62,6 +68,24 @@ static void py_error(const char *script, const char *msg) {
                            : "";
     if (e && strcmp(e, msg) != 0) fprintf(stderr, "peri python: %s: %s\n", script, msg);
     fprintf(stderr, "peri python: %s: %s%s\n", script, e ? e : msg, hint);
+}
+
+/* One JSON line per dispatch of the run's log. */
+static void print_evidence(const pr_cap_log *l) {
+    for (size_t i = 0; i < l->n; i++) {
+        const pr_cap_record *r = &l->v[i];
+        fprintf(stderr, "peri python: dispatch {\"op\":\"");
+        for (const char *s = r->op; *s; s++)
+            if ((unsigned char)*s >= 0x20 && *s != '"' && *s != '\\') fputc(*s, stderr);
+        fprintf(stderr, "\",\"arg\":\"");
+        for (const char *s = r->arg; *s; s++)
+            if ((unsigned char)*s >= 0x20 && *s != '"' && *s != '\\') fputc(*s, stderr);
+        fprintf(stderr, "\",\"at_ms\":%lld,\"status\":\"%s\",\"committed\":%s}\n",
+                (long long)r->at_ms, pr_cap_status_name(r->status),
+                r->committed ? "true" : "false");
+    }
+    if (l->truncated)
+        fprintf(stderr, "peri python: %zu more dispatches were not recorded\n", l->n_all - l->n);
 }
 
 static int bad_usage(const char *what, const char *arg) {
@@ -91,14 +115,16 @@ int peri_cmd_python(int argc, char **argv) {
     const char *dir = NULL, *script = NULL, *stdin_path = NULL, *files[MAX_FILES];
     size_t nfiles = 0;
     unsigned long repeat = 1, cpu = 0;
-    bool timed = false;
+    bool timed = false, evidence = false;
+    const char *lease_dir = NULL;
+    pr_cap_lease lease = {.dir_fd = -1};
     int engine = peri_engine_default();
     if (engine < 0) return 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
         bool takes_value = !strcmp(a, "--engine") || !strcmp(a, "--python-dir") ||
-                           !strcmp(a, "--stdin") || !strcmp(a, "--file") ||
+                           !strcmp(a, "--stdin") || !strcmp(a, "--file") || !strcmp(a, "--lease") ||
                            !strcmp(a, "--repeat") || !strcmp(a, "--cpu-ms");
         if (takes_value && !v) return bad_usage("a value is missing after", a);
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -106,6 +132,14 @@ int peri_cmd_python(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "--time")) {
             timed = true;
+        } else if (!strcmp(a, "--evidence")) {
+            evidence = true;
+        } else if (!strcmp(a, "--lease-write")) {
+            lease.write = true;
+        } else if (!strcmp(a, "--allow-network")) {
+            lease.network = true;
+        } else if (!strcmp(a, "--lease")) {
+            lease_dir = argv[++i];
         } else if (!strcmp(a, "--engine")) {
             if ((engine = peri_engine_parse(argv[++i])) < 0)
                 return bad_usage("--engine wants auto, interp or jit, got", v);
@@ -134,6 +168,7 @@ int peri_cmd_python(int argc, char **argv) {
         }
     }
     if (!script) return bad_usage("the script (SCRIPT.py or -) is missing", NULL);
+    if (lease.write && !lease_dir) return bad_usage("--lease-write needs --lease DIR", NULL);
     char def[4096], path[4200];
     if (!dir) dir = default_dir(def, sizeof def);
     bool from_stdin = !strcmp(script, "-");
@@ -145,6 +180,10 @@ int peri_cmd_python(int argc, char **argv) {
     pr_program *p = NULL;
     pr_fs *fs = NULL;
     unsigned char *mod = NULL, *in = NULL;
+    if (lease_dir && (lease.dir_fd = open(lease_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        fprintf(stderr, "peri python: --lease %s: %s\n", lease_dir, strerror(errno));
+        return 1;
+    }
     unsigned char *src = (unsigned char *)peri_read_file(script, true, &slen);
     if (!src) {
         fprintf(stderr, "peri python: cannot read the script %s: %s\n", shown, strerror(errno));
@@ -188,6 +227,7 @@ int peri_cmd_python(int argc, char **argv) {
     free(mod);
     mod = NULL;
     pr_dir libdir = {lib, PR_PYTHON_STDLIB_GUEST};
+    pr_cap_log caps = {0};
     for (unsigned long run = 0; run < repeat; run++) {
         pr_fs_free(fs);
         fs = pr_fs_new();
@@ -221,7 +261,10 @@ int peri_cmd_python(int argc, char **argv) {
                                .stdin_len = inlen,
                                .stdin_connected = connect,
                                .stdin_fd = 0,
-                               .source = {(const char *)src, slen}};
+                               .source = {(const char *)src, slen},
+                               .capability = pr_cap_lease_handle,
+                               .cap_ud = &lease,
+                               .cap_log = &caps};
         pr_outcome oc;
         struct timespec t0, t1, c0, c1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -230,6 +273,8 @@ int peri_cmd_python(int argc, char **argv) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
         fflush(stdout);
+        if (evidence) print_evidence(&caps);
+        pr_cap_log_clear(&caps);
         if (timed)
             fprintf(stderr, "peri python: run %lu: %.1f ms (cpu %.1f ms)\n", run + 1, ms(&t0, &t1),
                     ms(&c0, &c1));
@@ -244,6 +289,7 @@ int peri_cmd_python(int argc, char **argv) {
         pr_outcome_clear(&oc);
     }
 done:
+    if (lease.dir_fd >= 0) close(lease.dir_fd);
     if (lib >= 0) close(lib);
     pr_fs_free(fs);
     pr_program_release(p);

@@ -22,9 +22,14 @@
  * still the initial one and nothing was written; every later run instantiates from
  * the snapshot (private copy-on-write memory).
  *
+ * The module may import the capability dispatch ABI (capability.c): a script asks the
+ * host for authority-bearing work through the `peri` module, and the run's handler
+ * (pr_exec_options.capability) decides.
+ *
  * Invariants: no snapshot unless the descriptors are the initial ones and the run
  * produced no output; the script is copied in whole or the run fails.
  */
+#include "capability.h"
 #include "room_int.h"
 
 #include <stdio.h>
@@ -35,7 +40,17 @@
 
 typedef struct python_state {
     bool from_snapshot;
+    pr__cap cap; /* the capability imports' state (capability.c) */
 } python_state;
+
+/* WASI, plus the capability dispatch imports (peri_capability.dispatch / reply). */
+static bool python_resolve(void *ctx, pw_store *s, const pw_module *m, const pw_import_desc *imp,
+                           pw_extern *out) {
+    pr_run_state *rs = ctx;
+    python_state *st = rs->lang_state;
+    if (pr__cap_is_import(imp)) return st && pr__cap_resolve(&st->cap, s, imp, out);
+    return pr__wasi_resolve(ctx, s, m, imp, out);
+}
 
 static bool has_export(const pw_module *m, const char *name) {
     size_t k = strlen(name);
@@ -81,15 +96,16 @@ static pw_instance *python_instantiate(pr_run_state *rs, pw_error *err) {
         err->status = PW_ERR_NOMEM;
         return NULL;
     }
+    st->cap.rs = rs;
     rs->lang_state = st;
     pthread_mutex_lock(&p->snap_mu);
     pw_snapshot *snap = p->snap;
     pthread_mutex_unlock(&p->snap_mu);
     if (snap && layout_ok(rs->opt)) {
         st->from_snapshot = true;
-        return pw_instantiate_snapshot(rs->store, p->module, snap, pr__wasi_resolve, rs, err);
+        return pw_instantiate_snapshot(rs->store, p->module, snap, python_resolve, rs, err);
     }
-    return pw_instantiate(rs->store, p->module, pr__wasi_resolve, rs, err);
+    return pw_instantiate(rs->store, p->module, python_resolve, rs, err);
 }
 
 static void take_snapshot(pr_run_state *rs) {
@@ -165,14 +181,16 @@ static pw_status python_start(pr_run_state *rs, pw_error *err) {
 }
 
 static void python_finish(pr_run_state *rs) {
-    free(rs->lang_state);
+    python_state *st = rs->lang_state;
+    if (st) pr__cap_free(&st->cap);
+    free(st);
     rs->lang_state = NULL;
     pr__wasi_finish(rs);
 }
 
 const pr_abi pr__abi_python = {.name = "python",
                                .matches = python_matches,
-                               .resolve = pr__wasi_resolve,
+                               .resolve = python_resolve,
                                .instantiate = python_instantiate,
                                .start = python_start,
                                .finish = python_finish};

@@ -13,11 +13,16 @@ Then checks what only the room does:
   - an endless loop ends at the CPU limit: exit 1, the contract's message and an
     English line naming the limit;
   - the standard library is read-only;
+  - capability dispatch (the `peri` module): refused without a grant, a read-only
+    lease reads but never writes, a write lease writes (committed), nothing outside
+    the lease (.., absolute, symlink), HTTP refused by default, every dispatch in the
+    evidence (--evidence);
   - a script from stdin (`-`), --file, and warm runs (--repeat) are fast.
 
 Without the build (scripts/deps.sh runs scripts/python-wasi.sh) the test says it was
 skipped (exit 77); under CI=true that is a failure instead.
 """
+import json
 import os
 import re
 import shutil
@@ -136,6 +141,52 @@ print(json.__file__)
         rc, out, err = run(room + ["--file", "/请求/in.txt=" + host, "-"],
                            "print(open('/请求/in.txt').read(), end='')\n".encode())
         check("--file", rc == 0 and out == b"from the host\n", f"exit {rc}, {out!r} {err!r}")
+
+        # capability dispatch: refused by default, a read-only lease, a write lease,
+        # never outside the lease, every dispatch in the evidence
+        lease = os.path.join(tmp, "lease")
+        os.makedirs(lease)
+        with open(os.path.join(lease, "in.txt"), "w") as f:
+            f.write("leased\n")
+        os.symlink("/etc/passwd", os.path.join(lease, "link"))
+        cap = b"""
+import peri
+for what, fn in [("read", lambda: peri.read_text("in.txt")),
+                 ("fetch", lambda: peri.fetch("http://127.0.0.1:9/")),
+                 ("dotdot", lambda: peri.read_text("../x")),
+                 ("absolute", lambda: peri.read_text("/etc/passwd")),
+                 ("symlink", lambda: peri.read_text("link")),
+                 ("write", lambda: peri.write_text("out.txt", "from the room"))]:
+    try:
+        print(what, repr(fn()))
+    except PermissionError as e:
+        print(what, "refused")
+"""
+        def dispatches(err):
+            return [json.loads(l.split("dispatch ", 1)[1]) for l in err.decode().splitlines()
+                    if l.startswith("peri python: dispatch ")]
+        rc, out, err = run(room + ["--evidence", "-"], cap)
+        ev = dispatches(err)
+        check("capability: none granted", rc == 0 and out == b"read refused\nfetch refused\n"
+              b"dotdot refused\nabsolute refused\nsymlink refused\nwrite refused\n" and
+              [d["op"] for d in ev] == ["file.read", "http.fetch", "file.read", "file.read",
+                                        "file.read", "file.write"] and
+              all(d["status"] == "refused" and not d["committed"] for d in ev),
+              f"exit {rc}, {out!r}, {ev!r}")
+        rc, out, err = run(room + ["--evidence", "--lease", lease, "-"], cap)
+        ev = dispatches(err)
+        check("capability: read lease", rc == 0 and out == b"read 'leased\\n'\nfetch refused\n"
+              b"dotdot refused\nabsolute refused\nsymlink refused\nwrite refused\n" and
+              [d["status"] for d in ev] == ["ok"] + ["refused"] * 5 and
+              not any(d["committed"] for d in ev), f"exit {rc}, {out!r}, {ev!r}")
+        check("capability: no write", not os.path.exists(os.path.join(lease, "out.txt")),
+              "a read-only lease wrote a file")
+        rc, out, err = run(room + ["--evidence", "--lease", lease, "--lease-write", "-"], cap)
+        ev = dispatches(err)
+        check("capability: write lease", rc == 0 and out.endswith(b"write 13\n") and
+              ev[-1]["op"] == "file.write" and ev[-1]["status"] == "ok" and ev[-1]["committed"]
+              and open(os.path.join(lease, "out.txt")).read() == "from the room",
+              f"exit {rc}, {out!r}, {ev!r}")
 
         # warm runs start from the snapshot: generous bound, the machine may be loaded
         rc, out, err = run(room + ["--repeat", "4", "--time", "-"], b"import json\nprint(json.dumps([1]))\n")
