@@ -195,6 +195,10 @@ typedef struct pl_policy {
      * native_workspace_ref runs, besides the workspace. */
     const char *const *writable;
     size_t nwritable;
+    /* The source-pass stage's plugin (docs/python.md): NULL disables the stage;
+     * "repl_print" makes a Python script's top-level expression statements print their
+     * values, as the REPL does. Any failure runs the original. */
+    const char *source_pass;
 } pl_policy;
 
 /* Parses a policy JSON: {"native":"auto|yes|no","network":bool,"host_network":bool,
@@ -398,6 +402,9 @@ typedef struct pl_report {
                           peri.room-lifecycle.v1); owned */
     size_t nevidence;
     pl_result result;
+    /* The source-pass stage's record (JSON): which path ran ("derived" or "original")
+     * and why; "" when the request never reached the stage. */
+    char source_pass[256];
 } pl_report;
 
 /* Decides, runs (with at most one L2 promotion) and fills *out. Returns false only on

@@ -14,6 +14,7 @@
  */
 #include "place_int.h"
 #include "sandbox_int.h"
+#include "sourcepass.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,7 +171,8 @@ bool pl_run(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_cancel *ca
     if (!pc) return pl__fail(err, PL_ERR_HOST, "no placement context");
     if (!pl_request_validate(r, err)) return false;
     size_t raw_len;
-    char *owned;
+    char *owned, *derived = NULL;
+    pl_request dr;
     const char *raw = pl__request_raw(r, &raw_len, &owned);
     if (!raw) return pl__fail(err, PL_ERR_HOST, "out of memory");
     bool ok = pl__decide_l1(pc, r, pol, raw, raw_len, &out->decisions[0], err);
@@ -189,6 +191,14 @@ bool pl_run(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_cancel *ca
              pl__fail(err, PL_ERR_HOST, "out of memory");
         goto done;
     }
+    /* The source-pass stage: the derived source runs in place of the original, once;
+     * its failures are its result, never replayed (sourcepass.c). */
+    derived = pl__sourcepass(pol->source_pass, r, out->source_pass, sizeof out->source_pass);
+    if (derived) {
+        dr = *r;
+        dr.program = derived;
+        r = &dr;
+    }
     bool promotable = false;
     pl_outcome oc;
     ok = attempt(pc, r, pol, cancel, raw, raw_len, out, d, &promotable, &oc, err);
@@ -203,6 +213,7 @@ bool pl_run(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_cancel *ca
     out->ndecisions = 2;
     ok = attempt(pc, r, pol, cancel, raw, raw_len, out, &out->decisions[1], &promotable, &oc, err);
 done:
+    free(derived);
     free(owned);
     if (!ok) pl_report_clear(out);
     return ok;
