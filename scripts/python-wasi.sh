@@ -35,8 +35,10 @@ PY_ORIG="python3.11_3.11.2.orig.tar.gz"
 PY_ORIG_SHA256="2411c74bda5bbcfcddaf4531f66d1adc73f247f529aee981b029513aefdbf849"
 ZLIB_ORIG="zlib_1.2.13.dfsg.orig.tar.bz2"
 ZLIB_ORIG_SHA256="71feb7947e3c00ef125f83b79a4e529bde31171e5babe48b391f06758d1ab0a1"
-# Changes whenever this script or the entry points change what is built.
-BUILD_ID="$PY_VER-$(cat "$0" "$here/scripts/python-wasi-main.c" 2>/dev/null | sha256sum | cut -c1-16)"
+# What is built: the version, BUILD_REV (raise it when a change of this script changes
+# the result) and the entry points' source. A different BUILD_ID rebuilds.
+BUILD_REV=1
+BUILD_ID="$PY_VER-r$BUILD_REV-$(sha256sum <"$here/scripts/python-wasi-main.c" 2>/dev/null | cut -c1-16)"
 
 dest="$cache/python/$PY_VER"
 [ "${PERI_NO_PYTHON_WASM:-}" = 1 ] && exit 0
@@ -47,8 +49,9 @@ if [ -f "$failed" ] && [ "$(cat "$failed")" = "$BUILD_ID" ] && [ -n "$(find "$fa
 fi
 
 fail() {
-  say "$* — Python in the room stays unavailable (details: $work/log)"
   mkdir -p "$cache" && echo "$BUILD_ID" >"$failed"
+  cp "$work/log" "$cache/python-wasm.log" 2>/dev/null
+  say "$* — Python in the room stays unavailable (details: $cache/python-wasm.log)"
   exit 0
 }
 
@@ -159,6 +162,6 @@ cp "$b/peri-python.wasm" "$stage/python.wasm" && cp "$py/LICENSE" "$stage/LICENS
 } >"$stage/BUILD"
 rm -rf "$dest.part" && mkdir -p "$(dirname "$dest")" && mv "$stage" "$dest.part" &&
   rm -rf "$dest" && mv "$dest.part" "$dest" || fail "cannot install into $dest"
-rm -f "$failed"
+rm -f "$failed" "$cache/python-wasm.log"
 say "CPython $PY_VER for WASI -> $dest ($((SECONDS - t0)) s)"
 exit 0
