@@ -59,6 +59,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     exit 1
   fi
 fi
+"$here/scripts/python-wasi.sh" || true # CPython for WASI from Debian sources (best effort)
 [ "${PERI_SKIP_NPM:-}" = 1 ] && exit 0
 
 # ---- 2. test-only downloads from the npm registry (best effort) --------------------

@@ -96,6 +96,8 @@ typedef struct pct_config {
     /* code runs through placement. ruby_wasm: Ruby's ruby+stdlib.wasm (NULL: the
      * room has no Ruby); wasm_runner: argv that runs a WASI module natively (NULL: none). */
     const char *ruby_wasm;
+    /* python_dir: CPython's WASI build (python.wasm, lib/python3.11; NULL: no Python) */
+    const char *python_dir;
     const char *const *wasm_runner;
     size_t nwasm_runner;
     const char *bwrap; /* NULL: /usr/bin/bwrap */

@@ -92,6 +92,8 @@ typedef enum pl_program_kind {
     PL_PROGRAM_WASM = 1, /* {"wasm": PATH, "args": [...]}: a WASI command or a 豫言 program */
     PL_PROGRAM_SHELL,    /* {"shell": "COMMAND"}: /bin/sh -c COMMAND (native only) */
     PL_PROGRAM_RUBY,     /* {"ruby": "SOURCE"}: the room's Ruby (pl_ruby_hook) or native ruby */
+    PL_PROGRAM_PYTHON,   /* {"python": "SOURCE"}: the room's Python (pl_config.python_hook) or
+                            native python3, chosen by the imports (pl_python_requirements) */
 } pl_program_kind;
 
 typedef enum pl_state_class {
@@ -137,7 +139,7 @@ typedef struct pl_file {
 typedef struct pl_request {
     const char *run_id; /* required, 1..128 bytes */
     pl_program_kind kind;
-    const char *program;     /* wasm: host path of the module; shell: command; ruby: source */
+    const char *program;     /* wasm: module path; shell: command; ruby, python: source */
     const char *const *args; /* wasm only: argv[1..] */
     size_t nargs;
     const char *stdin_data; /* NULL: none */
@@ -193,6 +195,10 @@ typedef struct pl_policy {
      * native_workspace_ref runs, besides the workspace. */
     const char *const *writable;
     size_t nwritable;
+    /* The source-pass stage's plugin (docs/python.md): NULL disables the stage;
+     * "repl_print" makes a Python script's top-level expression statements print their
+     * values, as the REPL does. Any failure runs the original. */
+    const char *source_pass;
 } pl_policy;
 
 /* Parses a policy JSON: {"native":"auto|yes|no","network":bool,"host_network":bool,
@@ -224,6 +230,14 @@ typedef struct pl_ruby_hook {
 /* The hook that runs {"ruby": ...} requests with the room's Ruby (pr_ruby, room.h);
  * rb must outlive every pl_ctx configured with it. */
 pl_ruby_hook pl_ruby_room_hook(pr_ruby *rb);
+/* The same for {"python": ...} requests with the room's Python (pr_python, room.h);
+ * py must outlive every pl_ctx configured with it. */
+pl_ruby_hook pl_python_room_hook(pr_python *py);
+/* What a Python source needs that the room's Python cannot give, read from its imports
+ * (subprocess, socket, ctypes, multiprocessing, threading, numpy, pandas...): PL_REQ_*
+ * bits, 0 for a script the room runs. why (optional) gets the first finding, e.g.
+ * "line 3: import subprocess". The L1 analyser applies the same reading. */
+uint32_t pl_python_requirements(const char *src, size_t len, char *why, size_t why_len);
 
 typedef struct pl_config {
     pr_host *room;            /* borrowed room host; NULL: pl_new creates one (defaults) */
@@ -242,6 +256,8 @@ typedef struct pl_config {
                                       NULL: "/usr/bin/pasta" */
     const pl_ruby_hook *ruby_hook; /* NULL: the room has no Ruby ("ruby program kind
                                       unavailable in the room") */
+    const char *python;            /* native python; NULL: "/usr/bin/python3" */
+    const pl_ruby_hook *python_hook; /* NULL: the room has no Python */
 } pl_config;
 
 typedef struct pl_ctx pl_ctx;
@@ -386,6 +402,9 @@ typedef struct pl_report {
                           peri.room-lifecycle.v1); owned */
     size_t nevidence;
     pl_result result;
+    /* The source-pass stage's record (JSON): which path ran ("derived" or "original")
+     * and why; "" when the request never reached the stage. */
+    char source_pass[256];
 } pl_report;
 
 /* Decides, runs (with at most one L2 promotion) and fills *out. Returns false only on

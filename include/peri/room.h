@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "peri/base.h"
 #include "peri/wasm.h"
 
 #ifdef __cplusplus
@@ -205,6 +206,60 @@ typedef struct pr_dir {
     const char *guest;
 } pr_dir;
 
+/* ---------------------------------------------------------------- capabilities */
+
+/* Capability dispatch (docs/python.md, "Capabilities"): the one way a room guest asks
+ * the host for authority-bearing work (an HTTP fetch, a workspace file). The guest
+ * imports "peri_capability" (dispatch, reply); the room hands each call to the run's
+ * handler, which decides and does the work, and records every call — handled or not —
+ * in the run's log. Without a handler every call is refused. */
+typedef enum pr_cap_status {
+    PR_CAP_OK = 0,      /* done; the reply is the result (e.g. the body, the file) */
+    PR_CAP_REFUSED = 1, /* not allowed (policy, no lease): nothing happened */
+    PR_CAP_FAILED = 2,  /* allowed but failed; the reply says why */
+    PR_CAP_INVALID = 3, /* malformed call (bad pointers, unknown operation) */
+} pr_cap_status;
+typedef struct pr_cap_call {
+    pr_str op;   /* "http.fetch", "file.read", "file.write" */
+    pr_str arg;  /* the URL or the workspace-relative path */
+    pr_str data; /* file.write: the contents */
+} pr_cap_call;
+/* Decides and performs one call; appends the reply (or the reason) to *reply and sets
+ * *committed when the work may have had an effect outside the room (a write, a
+ * request sent), even if it then failed. */
+typedef pr_cap_status (*pr_cap_fn)(void *ud, const pr_cap_call *call, pb_buf *reply,
+                                   bool *committed);
+typedef struct pr_cap_record {
+    char op[32], arg[160]; /* cut to fit */
+    int64_t at_ms;         /* wall clock, ms since the epoch */
+    pr_cap_status status;
+    bool committed;
+} pr_cap_record;
+/* The run's record of dispatches; caller-owned, zero-initialised; appended in order. */
+typedef struct pr_cap_log {
+    pr_cap_record *v;
+    size_t n, cap;
+    bool committed; /* some dispatch committed: the run had effects outside the room */
+    bool truncated; /* records beyond PR_CAP_LOG_MAX were dropped (still counted in n_all) */
+    size_t n_all;
+} pr_cap_log;
+#define PR_CAP_LOG_MAX 1024
+void pr_cap_log_clear(pr_cap_log *l);
+const char *pr_cap_status_name(pr_cap_status s); /* "ok", "refused", "failed", "invalid" */
+
+/* A workspace lease for pr_cap_fn (capability_lease.c): file.read and file.write of
+ * paths beneath one host directory the host opened (never above it, no symlink out,
+ * no absolute path), files up to PR_CAP_FILE_MAX bytes; http.fetch is refused unless
+ * network is true, and then fails (the room has no HTTP client of its own). */
+#define PR_CAP_FILE_MAX (4u << 20)
+typedef struct pr_cap_lease {
+    int dir_fd;   /* -1: no workspace lease (file operations refused) */
+    bool write;   /* file.write allowed */
+    bool network; /* the session's network policy allows HTTP */
+} pr_cap_lease;
+pr_cap_status pr_cap_lease_handle(void *lease, const pr_cap_call *call, pb_buf *reply,
+                                  bool *committed);
+
 enum { PR_STDOUT = 1, PR_STDERR = 2 };
 typedef void (*pr_output_fn)(void *ud, int stream, const char *utf8, size_t len);
 
@@ -225,6 +280,7 @@ typedef struct pr_exec_options {
      * in-memory file system is not preopened (fs is then unused). */
     const pr_dir *dirs;
     size_t ndirs;
+    bool dirs_read_only; /* the dirs have no right that writes, creates, removes or renames */
     bool no_memory_root; /* do not preopen the in-memory "/" at all */
     uint64_t output_max; /* 0: the contract's 65,536 bytes; UINT64_MAX: no limit */
     bool raw_output;     /* on_output gets the raw bytes; the outcome keeps no text */
@@ -251,6 +307,11 @@ typedef struct pr_exec_options {
     /* Optional: the calling thread's CPU-clock memo (pr_cpu_memo), for a thread that
      * makes many short runs (serve's workers). */
     struct pr_cpu_memo *cpu_memo;
+    /* Capability dispatch (Python's ABI): the handler (NULL: every call refused) and
+     * the log every call is recorded in (may be NULL). */
+    pr_cap_fn capability;
+    void *cap_ud;
+    pr_cap_log *cap_log;
 } pr_exec_options;
 
 /* A caller-owned, per-thread memo of one reading of that thread's CPU clock and the
@@ -311,6 +372,28 @@ typedef struct pr_ruby_job {
  * missing: the message names the path and scripts/deps.sh), on a platform failure
  * (CPU limit, cancel, memory) or bad input. Thread-safe. */
 bool pr_ruby_run(pr_ruby *rb, const pr_ruby_job *job, pr_response *out, pr_error *err);
+
+/* ---------------------------------------------------------------- Python */
+
+/* Python in the room (docs/python.md): CPython 3.11 built for WASI by
+ * scripts/python-wasi.sh (python.wasm and its standard library, lib/python3.11, in
+ * ~/.cache/peri/python/3.11.2/). The standard library is a host directory preopened
+ * read-only at this guest path as the run's only host directory. */
+#define PR_PYTHON_STDLIB_GUEST "/usr/local/lib/python3.11"
+
+typedef struct pr_python pr_python;
+/* dir is the build's directory (holding python.wasm and lib/python3.11); copied,
+ * nothing is read yet. NULL when out of memory. Free with pr_python_free (after
+ * every run on it has returned). h must outlive it. */
+pr_python *pr_python_new(pr_host *h, const char *dir);
+void pr_python_free(pr_python *py);
+/* The same fields as a Ruby job; the script runs as main.py. */
+typedef pr_ruby_job pr_python_job;
+/* Runs the script once in a fresh room, like pr_ruby_run (result JSON in out->output,
+ * out->isolate "python:<digest>"). false + err when Python is unavailable (the
+ * message names the path and scripts/deps.sh), on a platform failure or bad input.
+ * Thread-safe. */
+bool pr_python_run(pr_python *py, const pr_python_job *job, pr_response *out, pr_error *err);
 
 /* ---------------------------------------------------------------- serve */
 

@@ -540,6 +540,7 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
                       .db_credential = opt->storage.credential,
                       .settings = settings,
                       .ruby_wasm = opt->ruby_wasm, /* how code runs */
+                      .python_dir = opt->python_dir,
                       .wasm_runner = opt->wasm_runner,
                       .nwasm_runner = opt->nwasm_runner,
                       .bwrap = opt->bwrap,

@@ -12,6 +12,7 @@ int peri_cmd_wasm(int argc, char **argv); /* cmd_wasm.c: validate, invoke */
 int peri_cmd_isolate(int argc, char **argv); /* cmd_isolate.c: run, serve (the room) */
 int peri_cmd_run(int argc, char **argv);     /* cmd_run.c: run a WASI program in the room */
 int peri_cmd_ruby(int argc, char **argv);    /* cmd_ruby.c: a Ruby script in the room */
+int peri_cmd_python(int argc, char **argv);  /* cmd_python.c: a Python script in the room */
 int peri_cmd_acp(int argc, char **argv);     /* cmd_acp.c: ACP agent on stdio */
 int peri_cmd_print(int argc, char **argv);   /* cmd_print.c: one-shot ACP client */
 /* agent_exec.c: runs `peri-agent <argv...>` (acp, print live there, not in peri). */
@@ -23,7 +24,7 @@ int peri_cmd_place(int argc, char **argv); /* cmd_place.c: placement run, decide
 #include "peri/acp.h"
 #include <stdbool.h>
 typedef struct peri_place_opts {
-    char ruby[4096], exe[4096], bwrap[4096];
+    char ruby[4096], exe[4096], bwrap[4096], python[4096];
     const char *runner[8];
 } peri_place_opts;
 void peri_place_opts_fill(peri_place_opts *po, pacp_options *opt);

@@ -20,6 +20,7 @@ static const peri_command peri_commands[] = {
     {"isolate", peri_cmd_isolate, "run a program under the isolation run contract (run, serve)"},
     {"run", peri_cmd_run, "run a WASI program in the room, streaming its output"},
     {"ruby", peri_cmd_ruby, "run a Ruby script in the room (Ruby's WebAssembly build)"},
+    {"python", peri_cmd_python, "run a Python script in the room (CPython built for WASI)"},
     /* Agent commands run in peri-agent (agent_exec.c): peri itself stays small. */
     {"acp", peri_cmd_agent, "run the agent as an ACP server on stdio"},
     {"print", peri_cmd_agent, "run one prompt through the agent and print the answer"},

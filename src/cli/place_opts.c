@@ -2,7 +2,8 @@
  * place_opts.c — how `peri acp` and `peri print` run code: maps the
  * environment onto the ACP server's placement options. Ruby's module is
  * $PERI_RUBY_WASM, else scripts/deps.sh's cache
- * ($XDG_CACHE_HOME or $HOME/.cache)/peri/ruby-3.4-wasm-wasi-2.10.1/ruby+stdlib.wasm; a
+ * ($XDG_CACHE_HOME or $HOME/.cache)/peri/ruby-3.4-wasm-wasi-2.10.1/ruby+stdlib.wasm;
+ * CPython's WASI build is $PERI_PYTHON_DIR, else that cache's python/3.11.2; a
  * WASI module promoted to the native sandbox runs as `<peri> run --dir / -- MODULE ARGS`,
  * the `peri` next to this program (peri-agent).
  * $PERI_BWRAP overrides the sandbox's bubblewrap binary (tests use it to make the
@@ -24,6 +25,17 @@ void peri_place_opts_fill(peri_place_opts *po, pacp_options *opt) {
     else if (!peri_cache_path(PERI_RUBY_CACHED, po->ruby, sizeof po->ruby))
         po->ruby[0] = 0;
     opt->ruby_wasm = po->ruby[0] ? po->ruby : NULL;
+    /* CPython's WASI build: $PERI_PYTHON_DIR, else scripts/python-wasi.sh's cache. */
+    const char *pyd = getenv("PERI_PYTHON_DIR"), *pc = getenv("PERI_CACHE_DIR");
+    if (pyd && *pyd)
+        snprintf(po->python, sizeof po->python, "%s", pyd);
+    else if (pc && *pc)
+        snprintf(po->python, sizeof po->python, "%s/python/3.11.2", pc);
+    else if (xdg && *xdg)
+        snprintf(po->python, sizeof po->python, "%s/peri/python/3.11.2", xdg);
+    else if (home && *home)
+        snprintf(po->python, sizeof po->python, "%s/.cache/peri/python/3.11.2", home);
+    opt->python_dir = po->python[0] ? po->python : NULL;
     const char *bw = getenv("PERI_BWRAP");
     if (bw && *bw) {
         snprintf(po->bwrap, sizeof po->bwrap, "%s", bw);

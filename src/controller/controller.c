@@ -389,6 +389,7 @@ static void port_emit(void *ctx, const pag_event *ev) {
 static void destroy(pct_controller *c) {
     pl_free(c->place);
     pr_ruby_free(c->ruby);
+    pr_python_free(c->python);
     pr_host_free(c->room);
     pst_close(c->store);
     prt_free(c->rt);
@@ -481,11 +482,17 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
         goto fail;
     }
     c->ruby_hook = pl_ruby_room_hook(c->ruby);
+    if (cfg->python_dir && !(c->python = pr_python_new(c->room, cfg->python_dir))) {
+        set_err(err, PCT_FAILED, "out of memory%s", NULL);
+        goto fail;
+    }
+    c->python_hook = pl_python_room_hook(c->python);
     pl_config pcfg = {.room = c->room,
                       .wasm_runner = cfg->wasm_runner,
                       .nwasm_runner = cfg->nwasm_runner,
                       .bwrap = cfg->bwrap,
-                      .ruby_hook = c->ruby ? &c->ruby_hook : NULL};
+                      .ruby_hook = c->ruby ? &c->ruby_hook : NULL,
+                      .python_hook = c->python ? &c->python_hook : NULL};
     c->place = pl_new(&pcfg, &le);
     if (!c->place) {
         set_err(err, PCT_FAILED, "placement: %s", le.message);

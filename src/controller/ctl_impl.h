@@ -164,6 +164,8 @@ struct pct_controller {
     pr_host *room;
     pr_ruby *ruby;
     pl_ruby_hook ruby_hook;
+    pr_python *python;
+    pl_ruby_hook python_hook;
     pl_ctx *place;
     pl_policy policy;
     ptl_sandbox sandbox;

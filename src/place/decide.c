@@ -249,6 +249,11 @@ static pl_reason native_reason(pl_ctx *pc, const pl_request *r, bool *wasm_missi
     case PL_PROGRAM_RUBY:
         if (!pc->ruby_hook || !pc->ruby_hook->run) *wasm_missing = true;
         return 0;
+    case PL_PROGRAM_PYTHON: /* the imports name what the room lacks (pyscan.c) */
+        if (pl_python_requirements(r->program, strlen(r->program), NULL, 0))
+            return PL_REASON_REQUIRED_FEATURE;
+        if (!pc->python_hook || !pc->python_hook->run) *wasm_missing = true;
+        return 0;
     }
     return PL_REASON_SOURCE_INDETERMINATE;
 }

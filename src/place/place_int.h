@@ -33,10 +33,11 @@ struct pl_cancel {
 struct pl_ctx {
     pr_host *room;
     bool own_room;
-    char *bwrap, *scratch_root, *cgroup_root, *ruby, *pasta;
+    char *bwrap, *scratch_root, *cgroup_root, *ruby, *pasta, *python;
     char **wasm_runner;
     size_t nwasm_runner;
     const pl_ruby_hook *ruby_hook;
+    const pl_ruby_hook *python_hook;
     pthread_mutex_t mu; /* guards the probe, the seccomp cache and mask_refs below */
     int probe;          /* 0 not yet, 1 available, -1 unavailable */
     char probe_why[256];

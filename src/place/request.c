@@ -71,12 +71,12 @@ bool pl_request_validate(const pl_request *r, pl_error *err) {
     size_t n = r->run_id ? strlen(r->run_id) : 0;
     if (n < 1 || n > RUN_ID_MAX || !pl__utf8_valid(r->run_id, n))
         return pl__fail(err, PL_ERR_REQUEST, "run_id: must be 1..128 bytes of UTF-8");
-    if (r->kind < PL_PROGRAM_WASM || r->kind > PL_PROGRAM_RUBY)
+    if (r->kind < PL_PROGRAM_WASM || r->kind > PL_PROGRAM_PYTHON)
         return pl__fail(err, PL_ERR_REQUEST, "program: unknown kind");
     size_t pn = r->program ? strlen(r->program) : 0;
     if (!r->program || pn > PROGRAM_MAX || !pl__utf8_valid(r->program, pn))
         return pl__fail(err, PL_ERR_REQUEST, "program: missing, over 16 MiB or not UTF-8");
-    if (r->kind != PL_PROGRAM_RUBY && pn == 0)
+    if (r->kind != PL_PROGRAM_RUBY && r->kind != PL_PROGRAM_PYTHON && pn == 0)
         return pl__fail(err, PL_ERR_REQUEST, "program: empty");
     if (r->nargs && r->kind != PL_PROGRAM_WASM)
         return pl__fail(err, PL_ERR_REQUEST, "program.args: only for wasm programs");
@@ -180,11 +180,11 @@ static bool decode(owned_request *o, pl_error *err) {
     r->run_id = json_string_value(v);
     json_t *prog = json_object_get(root, "program");
     if (!json_is_object(prog)) return pl__fail(err, PL_ERR_REQUEST, "program: required object");
-    static const char *const pk[] = {"wasm", "shell", "ruby", "args", NULL};
+    static const char *const pk[] = {"wasm", "shell", "ruby", "python", "args", NULL};
     if (!only_keys(prog, pk, "program", err)) return false;
     int kinds = 0;
-    const char *names[] = {"wasm", "shell", "ruby"};
-    for (int i = 0; i < 3; i++) {
+    const char *names[] = {"wasm", "shell", "ruby", "python"};
+    for (int i = 0; i < 4; i++) {
         json_t *p = json_object_get(prog, names[i]);
         if (!p) continue;
         if (!json_is_string(p))
@@ -195,7 +195,7 @@ static bool decode(owned_request *o, pl_error *err) {
     }
     if (kinds != 1)
         return pl__fail(err, PL_ERR_REQUEST,
-                       "program: exactly one of \"wasm\", \"shell\", \"ruby\"");
+                       "program: exactly one of \"wasm\", \"shell\", \"ruby\", \"python\"");
     json_t *args = json_object_get(prog, "args");
     if (args) {
         if (r->kind != PL_PROGRAM_WASM)
@@ -333,7 +333,7 @@ static bool add(json_t *o, const char *k, json_t *v) {
 char *pl_request_json(const pl_request *r, size_t *len) {
     json_t *o = json_object(), *prog = json_object();
     bool ok = o && prog && add(o, "run_id", json_string(r->run_id));
-    static const char *const kn[] = {"", "wasm", "shell", "ruby"};
+    static const char *const kn[] = {"", "wasm", "shell", "ruby", "python"};
     ok = ok && add(prog, kn[r->kind], json_string(r->program));
     if (ok && r->nargs) {
         json_t *a = json_array();

@@ -211,7 +211,8 @@ bool pl__room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t r
         pl__result_fail(res, "runtime_unsupported: the room does not provide the required features");
         return pl__result_finish(res, at->dec) || pl__fail(err, PL_ERR_HOST, "out of memory");
     }
-    if (r->stdin_len && r->kind != PL_PROGRAM_RUBY) { /* the Ruby hook passes stdin on */
+    if (r->stdin_len && r->kind != PL_PROGRAM_RUBY &&
+        r->kind != PL_PROGRAM_PYTHON) { /* the language hooks pass stdin on */
         *at->evidence = room_evidence(at, "refused", false, false, "not_started",
                                       "stdin is not available in the room");
         pl__result_fail(res, "stdin is not available to programs in the room");
@@ -226,17 +227,21 @@ bool pl__room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t r
     pr_error perr = {0};
     pr_response resp = {0};
     bool ran = false, have = false;
-    if (r->kind == PL_PROGRAM_RUBY) {
-        if (!pc->ruby_hook || !pc->ruby_hook->run) {
+    if (r->kind == PL_PROGRAM_RUBY || r->kind == PL_PROGRAM_PYTHON) {
+        bool py = r->kind == PL_PROGRAM_PYTHON;
+        const pl_ruby_hook *hook = py ? pc->python_hook : pc->ruby_hook;
+        if (!hook || !hook->run) {
             *at->evidence = room_evidence(at, "passed", false, false, "not_started",
-                                          "ruby program kind unavailable in the room");
-            pl__result_fail(res, "ruby program kind unavailable in the room (no Ruby runtime "
-                                "is installed in this room host)");
+                                          py ? "python program kind unavailable in the room"
+                                             : "ruby program kind unavailable in the room");
+            pl__result_fail(res, py ? "python program kind unavailable in the room (no Python "
+                                      "runtime is installed in this room host)"
+                                    : "ruby program kind unavailable in the room (no Ruby runtime "
+                                      "is installed in this room host)");
             return pl__result_finish(res, at->dec) || pl__fail(err, PL_ERR_HOST, "out of memory");
         }
-        have = pc->ruby_hook->run(pc->ruby_hook->ud, pc->room, r->program, strlen(r->program),
-                                  r->files, r->nfiles, r->stdin_data, r->stdin_len, &res->limits,
-                                  cancel, &resp, &perr);
+        have = hook->run(hook->ud, pc->room, r->program, strlen(r->program), r->files, r->nfiles,
+                         r->stdin_data, r->stdin_len, &res->limits, cancel, &resp, &perr);
         ran = true;
     } else {
         uint8_t *mod = NULL;

@@ -14,6 +14,7 @@
  */
 #include "place_int.h"
 #include "sandbox_int.h"
+#include "sourcepass.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +42,10 @@ pl_ctx *pl_new(const pl_config *cfg, pl_error *err) {
     pc->ruby = dup_or(cfg->ruby, "/usr/bin/ruby");
     pc->pasta = dup_or(cfg->pasta, "/usr/bin/pasta");
     pc->ruby_hook = cfg->ruby_hook;
-    bool ok = pc->bwrap && pc->scratch_root && pc->cgroup_root && pc->ruby && pc->pasta;
+    pc->python = dup_or(cfg->python, "/usr/bin/python3");
+    pc->python_hook = cfg->python_hook;
+    bool ok =
+        pc->bwrap && pc->scratch_root && pc->cgroup_root && pc->ruby && pc->pasta && pc->python;
     if (ok && cfg->nwasm_runner) {
         pc->wasm_runner = calloc(cfg->nwasm_runner, sizeof *pc->wasm_runner);
         ok = pc->wasm_runner != NULL;
@@ -78,6 +82,7 @@ void pl_free(pl_ctx *pc) {
     free(pc->scratch_root);
     free(pc->cgroup_root);
     free(pc->ruby);
+    free(pc->python);
     free(pc->pasta);
     for (size_t i = 0; i < pc->nwasm_runner; i++)
         free(pc->wasm_runner[i]);
@@ -167,7 +172,8 @@ bool pl_run(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_cancel *ca
     if (!pc) return pl__fail(err, PL_ERR_HOST, "no placement context");
     if (!pl_request_validate(r, err)) return false;
     size_t raw_len;
-    char *owned;
+    char *owned, *derived = NULL;
+    pl_request dr;
     const char *raw = pl__request_raw(r, &raw_len, &owned);
     if (!raw) return pl__fail(err, PL_ERR_HOST, "out of memory");
     bool ok = pl__decide_l1(pc, r, pol, raw, raw_len, &out->decisions[0], err);
@@ -186,6 +192,14 @@ bool pl_run(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_cancel *ca
              pl__fail(err, PL_ERR_HOST, "out of memory");
         goto done;
     }
+    /* The source-pass stage: the derived source runs in place of the original, once;
+     * its failures are its result, never replayed (sourcepass.c). */
+    derived = pl__sourcepass(pol->source_pass, r, out->source_pass, sizeof out->source_pass);
+    if (derived) {
+        dr = *r;
+        dr.program = derived;
+        r = &dr;
+    }
     bool promotable = false;
     pl_outcome oc;
     ok = attempt(pc, r, pol, cancel, raw, raw_len, out, d, &promotable, &oc, err);
@@ -200,6 +214,7 @@ bool pl_run(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_cancel *ca
     out->ndecisions = 2;
     ok = attempt(pc, r, pol, cancel, raw, raw_len, out, &out->decisions[1], &promotable, &oc, err);
 done:
+    free(derived);
     free(owned);
     if (!ok) pl_report_clear(out);
     return ok;

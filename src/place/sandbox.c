@@ -626,9 +626,9 @@ static bool layout(native_ctx *n, const char *scr, uid_t uid, gid_t gid, bool ch
     }
     bool ok = true;
     *prog_name = NULL;
-    if (r->kind == PL_PROGRAM_RUBY) {
-        *prog_name = "program.rb";
-        snprintf(p, sizeof p, "%s/prog/program.rb", scr);
+    if (r->kind == PL_PROGRAM_RUBY || r->kind == PL_PROGRAM_PYTHON) {
+        *prog_name = r->kind == PL_PROGRAM_RUBY ? "program.rb" : "program.py";
+        snprintf(p, sizeof p, "%s/prog/%s", scr, *prog_name);
         ok = ok && write_all_file(p, r->program, strlen(r->program), 0644);
     } else if (r->kind == PL_PROGRAM_WASM) {
         uint8_t *b;
@@ -836,8 +836,8 @@ static bool build_command(run_state *S) {
         sv_add(&S->cmd, "/bin/sh");
         sv_add(&S->cmd, "-c");
         sv_add(&S->cmd, S->r->program);
-    } else if (S->r->kind == PL_PROGRAM_RUBY) {
-        sv_add(&S->cmd, S->pc->ruby);
+    } else if (S->r->kind == PL_PROGRAM_RUBY || S->r->kind == PL_PROGRAM_PYTHON) {
+        sv_add(&S->cmd, S->r->kind == PL_PROGRAM_RUBY ? S->pc->ruby : S->pc->python);
         sv_add(&S->cmd, progpath);
     } else {
         if (!S->pc->nwasm_runner) {

@@ -366,13 +366,17 @@ size_t pr__program_key(pr_str scope, const char hex[64], char *buf);
 size_t pr__program_key_max(pr_str scope);
 
 extern const pr_abi pr__abi_wasi;
-extern const pr_abi pr__abi_ruby; /* ruby.c: Ruby's reactor build (@ruby/3.4-wasm-wasi) */
+extern const pr_abi pr__abi_ruby;   /* ruby.c: Ruby's reactor build (@ruby/3.4-wasm-wasi) */
+extern const pr_abi pr__abi_python; /* python.c: CPython's reactor build (python-wasi.sh) */
 /* wasi.c, for ABIs built on WASI: its import resolver, per-run cleanup, and whether
  * only the initial descriptors (0-3, untouched stdin) are open. */
 bool pr__wasi_resolve(void *ctx, pw_store *s, const pw_module *m, const pw_import_desc *imp,
                      pw_extern *out);
 void pr__wasi_finish(pr_run_state *rs);
 bool pr__wasi_only_std_fds(const pr_run_state *rs);
+/* The same with the run's host directories (pr_exec_options.dirs) preopened at 3..,
+ * then the in-memory "/" (python.c). */
+bool pr__wasi_only_initial_fds(const pr_run_state *rs);
 extern const pr_abi pr__abi_yuyan; /* yuyan.c: the 豫言 file-style ABI */
 
 /* Output from the guest: counts raw bytes against the limit first; false when the

@@ -18,7 +18,8 @@
 
 /* Guest ABIs, tried in order. The 豫言 file-style ABI (GC values) joins this list
  * once the engine has GC and exceptions; WASI is the fallback for everything else. */
-static const pr_abi *const ABIS[] = {&pr__abi_yuyan, &pr__abi_ruby, &pr__abi_wasi};
+static const pr_abi *const ABIS[] = {&pr__abi_yuyan, &pr__abi_ruby, &pr__abi_python,
+                                     &pr__abi_wasi};
 
 static const pr_abi *choose_abi(const pw_module *m) {
     for (size_t i = 0; i < sizeof ABIS / sizeof *ABIS; i++)

@@ -99,6 +99,13 @@ enum { FST_ATIM = 1, FST_ATIM_NOW = 2, FST_MTIM = 4, FST_MTIM_NOW = 8 };
     (R_FD_DATASYNC | R_FD_READ | R_FD_SEEK | R_FD_SET_FLAGS | R_FD_SYNC | R_FD_TELL | R_FD_WRITE | \
      R_FD_ADVISE | R_FD_ALLOCATE | R_FD_FILESTAT_GET | R_FD_SET_SIZE | R_FD_SET_TIMES | R_POLL)
 
+/* What a read-only host directory (pr_exec_options.dirs_read_only) and everything opened below it
+ * never has: every right that writes, creates, removes, renames or retimes. */
+#define R_WRITES                                                                                   \
+    (R_FD_WRITE | R_FD_ALLOCATE | R_MKDIR | R_CREATE_FILE | R_LINK_SOURCE | R_LINK_TARGET |        \
+     R_RENAME_SOURCE | R_RENAME_TARGET | R_PATH_SET_SIZE | R_PATH_SET_TIMES | R_FD_SET_SIZE |      \
+     R_FD_SET_TIMES | R_SYMLINK | R_RMDIR | R_UNLINK)
+
 /* K_HDIR / K_HFILE: host directories and files (peri run --dir), through hostdir.c. */
 enum { K_FREE = 0, K_STDIN, K_STDOUT, K_STDERR, K_DIR, K_FILE, K_HDIR, K_HFILE };
 
@@ -1944,8 +1951,12 @@ static wasi *state(pr_run_state *rs) {
             return NULL;
         }
         const char *name = o->dirs[i].guest ? o->dirs[i].guest : "/";
-        w->fds[fd] =
-            (wfd){.kind = K_HDIR, .os = os, .rights = R_DIR_ALL, .inherit = R_ALL, .preopen = name};
+        uint64_t drop = o->dirs_read_only ? R_WRITES : 0;
+        w->fds[fd] = (wfd){.kind = K_HDIR,
+                           .os = os,
+                           .rights = R_DIR_ALL & ~drop,
+                           .inherit = R_ALL & ~drop,
+                           .preopen = name};
         root_taken |= strcmp(name, "/") == 0;
     }
     if (!root_taken && !o->no_memory_root) {
@@ -2039,6 +2050,24 @@ bool pr__wasi_only_std_fds(const pr_run_state *rs) {
                        : i == 3 ? K_DIR
                                 : K_FREE;
         if (w->fds[i].kind != want || (i == 3 && w->fds[i].dir) || (i == 0 && w->fds[i].off))
+            return false;
+    }
+    return true;
+}
+
+bool pr__wasi_only_initial_fds(const pr_run_state *rs) {
+    const wasi *w = rs->abi_state;
+    if (!w) return true;
+    uint32_t ndirs = (uint32_t)rs->opt->ndirs;
+    for (uint32_t i = 0; i < w->nfds; i++) {
+        uint8_t want = i == 0           ? K_STDIN
+                       : i == 1         ? K_STDOUT
+                       : i == 2         ? K_STDERR
+                       : i < 3 + ndirs  ? K_HDIR
+                       : i == 3 + ndirs ? K_DIR
+                                        : K_FREE;
+        if (w->fds[i].kind != want || (want == K_HDIR && !w->fds[i].preopen) ||
+            (want == K_DIR && w->fds[i].dir) || (i == 0 && w->fds[i].off))
             return false;
     }
     return true;

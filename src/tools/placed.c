@@ -38,8 +38,11 @@
 const char PTL__RUN_DESCRIPTION[] =
     "Run code in an isolated WebAssembly room (fresh instance, in-memory file system, CPU "
     "limit about 1 s, no network, no access to the workspace or any host file). Give "
-    "either \"ruby\" (a Ruby 3.4 script; the standard library is available, e.g. require "
-    "'json') or \"wasm\" (the workspace path of a WASI command module) with \"args\". "
+    "either \"python\" (a Python 3.11 script; the standard library is available, e.g. import "
+    "json; a script importing subprocess, socket, ctypes, numpy... runs natively instead, "
+    "after the user's permission), \"ruby\" (a Ruby 3.4 script; the standard library is "
+    "available, e.g. require 'json') or \"wasm\" (the workspace path of a WASI command "
+    "module) with \"args\". "
     "\"files\" maps room paths to text contents: put inputs under /请求/ or /数据/; files "
     "the program writes under /数据/ and /响应/ are returned. \"stdin\" is its standard "
     "input. Returns stdout, stderr, the exit code and the returned files. To keep a result, "
@@ -49,6 +52,7 @@ const char PTL__RUN_DESCRIPTION[] =
 
 const char PTL__RUN_SCHEMA[] =
     "{\"type\":\"object\",\"properties\":{"
+    "\"python\":{\"type\":\"string\",\"description\":\"Python source to run as main.py\"},"
     "\"ruby\":{\"type\":\"string\",\"description\":\"Ruby source to run as main.rb\"},"
     "\"wasm\":{\"type\":\"string\",\"description\":\"Workspace path of a WASI .wasm module\"},"
     "\"args\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"argv[1..] "
@@ -306,19 +310,28 @@ bool ptl_tool_needs_permission(const ptl_tool *t, const char *input_json) {
     json_t *in = json_loads(input_json && *input_json ? input_json : "{}", 0, NULL);
     json_t *req = json_object_get(in, "requirements");
     bool native = json_is_array(req) && json_array_size(req) > 0;
+    /* A Python script whose imports need the native sandbox goes there (pyscan). */
+    json_t *py = json_object_get(in, "python");
+    if (json_is_string(py) &&
+        pl_python_requirements(json_string_value(py), json_string_length(py), NULL, 0))
+        native = true;
     json_decref(in);
     return native; /* the room cannot touch the host: only native runs ask */
 }
 
 char *ptl__run_title(json_t *in) {
     const char *ruby = json_string_value(json_object_get(in, "ruby"));
+    const char *python = json_string_value(json_object_get(in, "python"));
     const char *wasm = json_string_value(json_object_get(in, "wasm"));
     char *out = NULL;
-    if (ruby) {
-        size_t n = strcspn(ruby, "\n");
-        bool cut = n > 60 || ruby[n] == '\n';
+    if (ruby || python) {
+        const char *src = ruby ? ruby : python;
+        size_t n = strcspn(src, "\n");
+        bool cut = n > 60 || src[n] == '\n';
         if (n > 60) n = 60;
-        if (asprintf(&out, "Run Ruby `%.*s%s`", (int)n, ruby, cut ? "…" : "") < 0) out = NULL;
+        if (asprintf(&out, "Run %s `%.*s%s`", ruby ? "Ruby" : "Python", (int)n, src,
+                     cut ? "…" : "") < 0)
+            out = NULL;
     } else if (wasm) {
         if (asprintf(&out, "Run %s", wasm) < 0) out = NULL;
     }
@@ -329,21 +342,31 @@ ptl_status ptl__run(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     const ptl_sandbox *sb = ctx->sandbox;
     if (!sb || !sb->place) return ptl__error(r, "run: placement is not configured");
     json_t *ruby = json_object_get(in, "ruby"), *wasm = json_object_get(in, "wasm");
+    json_t *python = json_object_get(in, "python");
     json_t *args = json_object_get(in, "args"), *stdin_v = json_object_get(in, "stdin");
     json_t *files = json_object_get(in, "files"), *req = json_object_get(in, "requirements");
     const char *key;
     json_t *v;
     json_object_foreach(in, key, v) {
-        if (strcmp(key, "ruby") && strcmp(key, "wasm") && strcmp(key, "args") &&
-            strcmp(key, "stdin") && strcmp(key, "files") && strcmp(key, "requirements"))
+        if (strcmp(key, "ruby") && strcmp(key, "python") && strcmp(key, "wasm") &&
+            strcmp(key, "args") && strcmp(key, "stdin") && strcmp(key, "files") &&
+            strcmp(key, "requirements"))
             return ptl__error(r, "run: unknown field \"%s\"", key);
     }
-    if (!!ruby == !!wasm)
-        return ptl__error(r, "run: give exactly one of \"ruby\" (source) or \"wasm\" (path)");
-    if ((ruby && !json_is_string(ruby)) || (wasm && !json_is_string(wasm)))
-        return ptl__error(r, "run: \"ruby\" and \"wasm\" are strings");
+    if (!!ruby + !!python + !!wasm != 1)
+        return ptl__error(r, "run: give exactly one of \"python\" or \"ruby\" (source) or "
+                             "\"wasm\" (path)");
+    if ((ruby && !json_is_string(ruby)) || (wasm && !json_is_string(wasm)) ||
+        (python && !json_is_string(python)))
+        return ptl__error(r, "run: \"python\", \"ruby\" and \"wasm\" are strings");
     if (ruby && json_string_length(ruby) > RUN_SOURCE_MAX)
         return ptl__error(r, "run: the Ruby source is over 1 MiB");
+    if (python && json_string_length(python) > RUN_SOURCE_MAX)
+        return ptl__error(r, "run: the Python source is over 1 MiB");
+    /* What the script's imports need joins the declared requirements (pyscan). */
+    uint32_t py_bits = python ? pl_python_requirements(json_string_value(python),
+                                                       json_string_length(python), NULL, 0)
+                              : 0;
     if (args && (!json_is_array(args) || !wasm))
         return ptl__error(r, "run: \"args\" is an array of strings, for \"wasm\" only");
     if (stdin_v && !json_is_string(stdin_v)) return ptl__error(r, "run: \"stdin\" is a string");
@@ -351,7 +374,7 @@ ptl_status ptl__run(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
         return ptl__error(r, "run: \"files\" maps at most %d room paths to strings", RUN_FILES_MAX);
     if (req && !json_is_array(req)) return ptl__error(r, "run: \"requirements\" is an array");
     bool bad = false;
-    uint32_t bits = req ? requirement_bits(req, &bad) : 0;
+    uint32_t bits = (req ? requirement_bits(req, &bad) : 0) | py_bits;
     if (bad) return ptl__error(r, "run: unknown requirement (see the tool's schema)");
 
     size_t nargs = args ? json_array_size(args) : 0, nfiles = files ? json_object_size(files) : 0;
@@ -393,8 +416,12 @@ ptl_status ptl__run(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     clock_gettime(CLOCK_REALTIME, &ts);
     snprintf(run_id, sizeof run_id, "run-%lld-%09ld", (long long)ts.tv_sec, ts.tv_nsec);
     pl_request rq = {.run_id = run_id,
-                     .kind = ruby ? PL_PROGRAM_RUBY : PL_PROGRAM_WASM,
-                     .program = ruby ? json_string_value(ruby) : module,
+                     .kind = ruby     ? PL_PROGRAM_RUBY
+                             : python ? PL_PROGRAM_PYTHON
+                                      : PL_PROGRAM_WASM,
+                     .program = ruby     ? json_string_value(ruby)
+                                : python ? json_string_value(python)
+                                         : module,
                      .args = av,
                      .nargs = nargs,
                      .stdin_data = stdin_v ? json_string_value(stdin_v) : NULL,
@@ -403,8 +430,14 @@ ptl_status ptl__run(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
                      .nfiles = nfiles,
                      .requirements = bits,
                      .network = (bits & PL_REQ_NETWORK) != 0};
-    st = place_and_run(ctx, &rq, ruby ? json_string_value(ruby) : json_string_value(wasm),
-                       ruby ? "ruby" : "", r);
+    st = place_and_run(ctx, &rq,
+                       ruby     ? json_string_value(ruby)
+                       : python ? json_string_value(python)
+                                : json_string_value(wasm),
+                       ruby     ? "ruby"
+                       : python ? "python"
+                                : "",
+                       r);
 done:
     free(av);
     free(pf);

@@ -1,0 +1,187 @@
+/*
+ * capability.c — the capability dispatch ABI of the room (room.h, docs/python.md): the
+ * one door through which a guest asks the host for authority-bearing work.
+ *
+ * Imports of module "peri_capability":
+ *   dispatch(op, op_len, arg, arg_len, data, data_len: i32) -> i32 status
+ *       hands the call to the run's handler (pr_exec_options.capability; none: refused)
+ *       and keeps its reply; the status is a pr_cap_status.
+ *   reply(buf, cap: i32) -> i32 length
+ *       copies min(cap, length) bytes of the last reply to buf; (0, 0) asks the length.
+ * Every dispatch is appended to the run's log (pr_exec_options.cap_log): operation,
+ * argument, wall time, status, committed — refused and malformed calls too.
+ *
+ * Invariants: guest pointers are checked against the memory before any use; the
+ * handler never sees guest memory (it gets copies); a reply is bounded
+ * (PR_CAP_REPLY_MAX) and replaced by the next dispatch.
+ */
+#include "capability.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PR_CAP_REPLY_MAX (8u << 20)
+#define PR_CAP_ARG_MAX   (64u << 10)
+#define PR_CAP_DATA_MAX  (8u << 20)
+
+const char *pr_cap_status_name(pr_cap_status s) {
+    switch (s) {
+    case PR_CAP_OK: return "ok";
+    case PR_CAP_REFUSED: return "refused";
+    case PR_CAP_FAILED: return "failed";
+    case PR_CAP_INVALID: return "invalid";
+    }
+    return "invalid";
+}
+
+void pr_cap_log_clear(pr_cap_log *l) {
+    if (!l) return;
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+static void cut(char *dst, size_t cap, const char *s, size_t n) {
+    if (n >= cap) n = cap - 1;
+    memcpy(dst, s, n);
+    dst[n] = 0;
+}
+
+static void record(pr_cap_log *l, const pr_cap_call *call, pr_cap_status st, bool committed) {
+    if (!l) return;
+    l->n_all++;
+    l->committed |= committed;
+    if (l->n == PR_CAP_LOG_MAX) {
+        l->truncated = true;
+        return;
+    }
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? l->cap * 2 : 8;
+        pr_cap_record *nv = realloc(l->v, nc * sizeof *nv);
+        if (!nv) {
+            l->truncated = true;
+            return;
+        }
+        l->v = nv;
+        l->cap = nc;
+    }
+    pr_cap_record *r = &l->v[l->n++];
+    memset(r, 0, sizeof *r);
+    cut(r->op, sizeof r->op, call->op.ptr ? call->op.ptr : "", call->op.len);
+    cut(r->arg, sizeof r->arg, call->arg.ptr ? call->arg.ptr : "", call->arg.len);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    r->at_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    r->status = st;
+    r->committed = committed;
+}
+
+/* A guest range as a host pointer, or NULL when out of bounds (len 0 is fine). */
+static const char *range(pw_call_ctx *cx, uint32_t p, uint32_t n, size_t max) {
+    uint64_t size = 0;
+    uint8_t *b = pw_ctx_memory(cx, &size);
+    if (!b || n > max || (uint64_t)p + n > size) return NULL;
+    return (const char *)b + p;
+}
+
+static void set_reply(pr__cap *c, const char *msg) {
+    c->reply.len = 0;
+    pb_buf_puts(&c->reply, msg);
+}
+
+static pw_status cap_dispatch(pw_call_ctx *cx, void *env, const pw_val *a, pw_val *res) {
+    pr__cap *c = env;
+    const pr_exec_options *o = c->rs->opt;
+    uint32_t v[6];
+    for (int i = 0; i < 6; i++)
+        v[i] = (uint32_t)a[i].i32;
+    const char *op = range(cx, v[0], v[1], 64), *arg = range(cx, v[2], v[3], PR_CAP_ARG_MAX),
+               *data = range(cx, v[4], v[5], PR_CAP_DATA_MAX);
+    pr_cap_call call = {{op ? op : "", op ? v[1] : 0}, {arg ? arg : "", arg ? v[3] : 0}, {"", 0}};
+    pr_cap_status st;
+    bool committed = false;
+    char *copy = NULL;
+    c->reply.len = 0;
+    if (!op || !arg || !data) {
+        st = PR_CAP_INVALID;
+        set_reply(c, "invalid: a pointer or length is out of bounds");
+    } else if (!o->capability) {
+        st = PR_CAP_REFUSED;
+        set_reply(c, "refused: no capability is granted to this run");
+    } else {
+        /* The handler gets copies: guest memory may not be held across the call. */
+        size_t total = (size_t)v[1] + v[3] + v[5];
+        copy = malloc(total ? total : 1);
+        if (!copy) {
+            st = PR_CAP_FAILED;
+            set_reply(c, "failed: out of memory");
+        } else {
+            memcpy(copy, op, v[1]);
+            memcpy(copy + v[1], arg, v[3]);
+            memcpy(copy + v[1] + v[3], data, v[5]);
+            call = (pr_cap_call){{copy, v[1]}, {copy + v[1], v[3]}, {copy + v[1] + v[3], v[5]}};
+            st = o->capability(o->cap_ud, &call, &c->reply, &committed);
+            if (st > PR_CAP_INVALID) st = PR_CAP_FAILED;
+            if (c->reply.len > PR_CAP_REPLY_MAX) {
+                st = PR_CAP_FAILED;
+                set_reply(c, "failed: the reply is over 8 MiB");
+            }
+        }
+    }
+    record(o->cap_log, &call, st, committed);
+    free(copy);
+    res[0].i32 = (int32_t)st;
+    return PW_OK;
+}
+
+static pw_status cap_reply(pw_call_ctx *cx, void *env, const pw_val *a, pw_val *res) {
+    pr__cap *c = env;
+    uint32_t p = (uint32_t)a[0].i32, cap = (uint32_t)a[1].i32;
+    size_t n = c->reply.len < cap ? c->reply.len : cap;
+    if (n) {
+        char *dst = (char *)range(cx, p, (uint32_t)n, PR_CAP_REPLY_MAX);
+        if (!dst) {
+            res[0].i32 = -1;
+            return PW_OK;
+        }
+        memcpy(dst, c->reply.p, n);
+    }
+    res[0].i32 = (int32_t)c->reply.len;
+    return PW_OK;
+}
+
+bool pr__cap_is_import(const pw_import_desc *imp) {
+    return imp->module_len == strlen(PR_CAP_MODULE) &&
+           memcmp(imp->module, PR_CAP_MODULE, imp->module_len) == 0;
+}
+
+bool pr__cap_resolve(pr__cap *c, pw_store *s, const pw_import_desc *imp, pw_extern *out) {
+    static const pw_valtype I32S[6] = {PW_VT_I32, PW_VT_I32, PW_VT_I32,
+                                       PW_VT_I32, PW_VT_I32, PW_VT_I32};
+    if (!pr__cap_is_import(imp) || imp->kind != PW_EXTERN_FUNC) return false;
+    pw_host_fn fn;
+    uint32_t np;
+    if (imp->name_len == 8 && memcmp(imp->name, "dispatch", 8) == 0) {
+        fn = cap_dispatch;
+        np = 6;
+    } else if (imp->name_len == 5 && memcmp(imp->name, "reply", 5) == 0) {
+        fn = cap_reply;
+        np = 2;
+    } else {
+        return false;
+    }
+    /* Built with the function's own type: an import of another type fails to link. */
+    pw_functype ft = {.nparams = np, .nresults = 1, .params = I32S, .results = I32S};
+    pw_error e;
+    pw_func *f = pw_func_new_host(s, &ft, fn, c, &e);
+    if (!f) return false;
+    out->kind = PW_EXTERN_FUNC;
+    out->u.func = f;
+    return true;
+}
+
+void pr__cap_free(pr__cap *c) {
+    if (!c) return;
+    pb_buf_free(&c->reply);
+}

@@ -1,0 +1,6 @@
+def f(x):
+    return {"a": 1}[x]
+
+
+print("start")
+f("b")
