@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PY_BUILD "python/3.11.2" /* below the cache directory, as python-wasi.sh puts it */
+#define PY_BUILD PERI_PYTHON_CACHED
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -97,15 +97,9 @@ static int bad_usage(const char *what, const char *arg) {
 
 /* The default build directory: $PERI_PYTHON_DIR, else the deps.sh cache. */
 static const char *default_dir(char *buf, size_t n) {
-    const char *env = getenv("PERI_PYTHON_DIR"), *pc = getenv("PERI_CACHE_DIR");
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    const char *env = getenv("PERI_PYTHON_DIR");
     if (env && *env) return env;
-    if (pc && *pc)
-        snprintf(buf, n, "%s/" PY_BUILD, pc);
-    else if (xdg && *xdg)
-        snprintf(buf, n, "%s/peri/" PY_BUILD, xdg);
-    else
-        snprintf(buf, n, "%s/.cache/peri/" PY_BUILD, home ? home : "");
+    if (!peri_cache_path(PERI_PYTHON_CACHED, buf, n)) snprintf(buf, n, ".cache/peri/" PY_BUILD);
     return buf;
 }
 

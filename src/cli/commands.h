@@ -41,6 +41,8 @@ bool peri_self_peri(char *buf, size_t n);
 bool peri_cache_path(const char *rel, char *out, size_t n);
 /* Ruby's WASI build inside that cache. */
 #define PERI_RUBY_CACHED "ruby-3.4-wasm-wasi-2.10.1/ruby+stdlib.wasm"
+/* CPython's WASI build inside that cache (scripts/python-wasi.sh puts it there). */
+#define PERI_PYTHON_CACHED "python/3.11.2"
 
 int peri_cmd_mcp(int argc, char **argv); /* cmd_mcp.c: workspace MCP server on stdio (peri-agent) */
 int peri_cmd_tui(int argc, char **argv); /* cmd_tui.c: the interactive terminal client */

@@ -26,15 +26,11 @@ void peri_place_opts_fill(peri_place_opts *po, pacp_options *opt) {
         po->ruby[0] = 0;
     opt->ruby_wasm = po->ruby[0] ? po->ruby : NULL;
     /* CPython's WASI build: $PERI_PYTHON_DIR, else scripts/python-wasi.sh's cache. */
-    const char *pyd = getenv("PERI_PYTHON_DIR"), *pc = getenv("PERI_CACHE_DIR");
+    const char *pyd = getenv("PERI_PYTHON_DIR");
     if (pyd && *pyd)
         snprintf(po->python, sizeof po->python, "%s", pyd);
-    else if (pc && *pc)
-        snprintf(po->python, sizeof po->python, "%s/python/3.11.2", pc);
-    else if (xdg && *xdg)
-        snprintf(po->python, sizeof po->python, "%s/peri/python/3.11.2", xdg);
-    else if (home && *home)
-        snprintf(po->python, sizeof po->python, "%s/.cache/peri/python/3.11.2", home);
+    else if (!peri_cache_path(PERI_PYTHON_CACHED, po->python, sizeof po->python))
+        po->python[0] = 0;
     opt->python_dir = po->python[0] ? po->python : NULL;
     const char *bw = getenv("PERI_BWRAP");
     if (bw && *bw) {
