@@ -771,21 +771,14 @@ static void test_room_cpu_limit(void **st) {
                     .args = args,
                     .nargs = 1,
                     .limits = {.cpu_ms = 100}};
-    /* The wall bound is generous, but 2 cores are shared by parallel builds: the best
-     * of up to three tries counts (the CPU bounds hold on every try). */
-    pl_report rep;
-    double best = 1e9;
-    for (int i = 0; i < 3 && best >= 0.6; i++) {
-        if (i) pl_report_clear(&rep);
-        double w0 = now_s(), c0 = thread_cpu_s();
-        rep = room_run(&r, NULL);
-        double wall = now_s() - w0, cpu = thread_cpu_s() - c0;
-        fprintf(stderr, "cpu_ms=100 loop: %.0f ms wall, %.0f ms CPU\n", wall * 1e3, cpu * 1e3);
-        assert_true(cpu > 0.080); /* it was the CPU limit, not something earlier */
-        assert_true(cpu < 0.5);   /* and not the room's own 1000 ms */
-        if (wall < best) best = wall;
-    }
-    assert_true(best < 0.6); /* generous: it did not run to the room's 1000 ms */
+    /* Measured in the calling thread's CPU time, not wall time: on a loaded machine the
+     * wall time of 100 ms of CPU says nothing about which limit ended the run. */
+    double w0 = now_s(), c0 = thread_cpu_s();
+    pl_report rep = room_run(&r, NULL);
+    double wall = now_s() - w0, cpu = thread_cpu_s() - c0;
+    fprintf(stderr, "cpu_ms=100 loop: %.0f ms wall, %.0f ms CPU\n", wall * 1e3, cpu * 1e3);
+    assert_true(cpu > 0.080); /* it was the CPU limit, not something earlier */
+    assert_true(cpu < 0.5);   /* and not the room's own 1000 ms */
     assert_false(rep.result.ok);
     assert_int_equal(rep.result.stop, PL_STOP_CPU);
     assert_string_equal(rep.result.error, "隔离运行失败：CPU 时间超过 100 ms");
