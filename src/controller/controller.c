@@ -45,6 +45,7 @@ void pct__sess_release(pct_sess *s) {
     free(s->mcp_names);
     free(s->mcp_errors);
     free(s->mcp_final);
+    free((char *)s->oauth.dir); /* after the pools: they borrow it */
     free(s->tools);
     while (s->old_tools) {
         pct_old_tools *o = s->old_tools;

@@ -97,6 +97,10 @@ typedef struct pct_sess {
     char *mcp_errors;     /* notice lines (owned, NULL = none) */
     char *mcp_final;      /* JSON array of {"name", "status"} once started (owned) */
     pmcp_pool *ext_built; /* worker thread only */
+    /* OAuth of remote servers: the options the pool borrows (dir owned), and the stop
+     * flag a close raises so a pending login ends at once. */
+    pmcp_oauth_opts oauth;
+    atomic_int oauth_stop;
     /* ---- honest close (turns.c) */
     atomic_int subagents;    /* subagents running in this session's turn */
     atomic_bool persist_bad; /* a history write failed: what the store holds is unknown */
@@ -219,7 +223,7 @@ void pct__apply_model(pct_sess *s);
 char *pct__current_model(pct_sess *s);
 /* Runs the tool (workspace or host); the port_run_tool contract. */
 int pct__run_tool(pct_sess *s, const char *name, const char *args, atomic_int *cancel,
-                 pag_tool_output *out, bool child);
+                  pag_tool_output *out, bool child);
 /* Host tools (todo, skill): returns -2 when name is not a host tool. */
 int pct__host_tool(pct_sess *s, const char *name, const char *args, pag_tool_output *out);
 /* The task tool: runs a subagent in a child thread. */

@@ -512,6 +512,7 @@ static pct_status close_with_grace(pct_controller *c, const char *id, long grace
     if (s->state == SESS_OPEN) s->state = SESS_CLOSING;
     pthread_cond_broadcast(&s->cv); /* queued workers see the state and leave */
     pthread_mutex_unlock(&s->mu);
+    atomic_store(&s->oauth_stop, 1); /* a pending MCP OAuth login ends */
     cancel_sess(s);
     struct timespec dl;
     dl = pb_deadline(CLOCK_REALTIME, grace_ms);

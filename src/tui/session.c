@@ -274,6 +274,15 @@ void pt_session_frame(pt_app *a, json_t *f) {
         on_response(a, f);
     } else if (!strcmp(method, "session/update")) {
         on_update(a, json_object_get(f, "params"));
+    } else if (!strcmp(method, "_peri/mcp_login")) {
+        /* a remote MCP server needs an OAuth login: the user opens the URL */
+        json_t *p = json_object_get(f, "params");
+        const char *srv = json_string_value(json_object_get(p, "server"));
+        const char *url = json_string_value(json_object_get(p, "url"));
+        char buf[2400];
+        snprintf(buf, sizeof buf, "MCP server \"%.100s\" needs a login. Open: %.2200s",
+                 srv ? srv : "?", url ? url : "?");
+        pt_app_notice(a, PT_FG(PT_YELLOW) | PT_BOLD, buf);
     } else if (!strcmp(method, "session/request_permission") && id) {
         if (a->perm_id) /* only one open at a time: the older one is cancelled */
             pt_client_reply(&a->c, a->perm_id,
