@@ -72,7 +72,7 @@ typedef struct pag_settings {
     /* "sandbox": {"network": bool, "writable": [dirs], "mode": "off"} */
     bool sandbox_off, sandbox_network;
     bool sandbox_host_network; /* "network": "host": share the host's network namespace */
-    char **sandbox_writable; /* owned */
+    char **sandbox_writable;   /* owned */
     size_t nwritable;
     char *model;        /* "openai:gpt-4o-mini" style, owned, NULL if unset */
     char **allow_tools; /* tool names allowed without asking ("*" = all), owned */
@@ -81,8 +81,15 @@ typedef struct pag_settings {
     int max_steps;          /* model calls per turn; default 50 */
     int max_retries;        /* model retries before the first token; default 3 */
     long close_grace_ms;    /* how long close waits for a turn to unwind; default 500 */
-    json_t *doc;            /* owned deep copy of the whole settings document: other modules read
-                               their own keys here (never re-read from disk) */
+    /* "autoCompact": {"enabled", "threshold"}: before a turn whose context would reach
+     * threshold x contextBudget, the model summarizes the earlier conversation (the
+     * mechanical trim is the fallback). 0: off; default 0.85. */
+    double auto_compact_threshold;
+    /* "goal": {"maxContinuations"}: how many turns the agent may start on its own to
+     * pursue the session's goal after a turn ended without it met. Default 3; 0: none. */
+    int goal_max_continuations;
+    json_t *doc; /* owned deep copy of the whole settings document: other modules read
+                    their own keys here (never re-read from disk) */
 } pag_settings;
 
 /* Parses the whole settings document (a JSON object, borrowed; NULL = {}) and keeps
@@ -214,6 +221,10 @@ typedef enum pag_event_kind {
     PAG_EV_PLAN,          /* content_json = ACP PlanEntry[] JSON text */
     PAG_EV_MODE,          /* text = the current mode id */
     PAG_EV_CONFIG,        /* content_json = ACP SessionConfigOption[] JSON text */
+    /* automatic compaction before a turn: input_tokens = the estimate before, used = after,
+     * size = the compaction budget, text = "summary" (the model wrote it) or "trim" (the
+     * summary request failed: the oldest turns are trimmed mechanically) */
+    PAG_EV_COMPACTION,
 } pag_event_kind;
 
 typedef struct pag_event {
@@ -332,6 +343,9 @@ typedef struct pag_session_config {
     const char *system_prompt; /* frozen context */
     int64_t context_budget;    /* tokens; <= 0: 100000 */
     int max_steps;             /* <= 0: 50 */
+    /* automatic model-written compaction before a turn (pag_settings): a fraction of
+     * context_budget in (0, 1]; 0: off */
+    double auto_compact_threshold;
 } pag_session_config;
 
 /* Returns a new session (free with pag_session_free) or NULL when out of memory. */

@@ -32,6 +32,9 @@ pag_session *pag_session_new(const pag_session_config *cfg, const pag_ports *por
     }
     s->budget = cfg->context_budget > 0 ? cfg->context_budget : 100000;
     s->max_steps = cfg->max_steps > 0 ? cfg->max_steps : 50;
+    s->auto_compact = cfg->auto_compact_threshold > 0 && cfg->auto_compact_threshold <= 1
+                          ? cfg->auto_compact_threshold
+                          : 0;
     s->ports = *ports;
     atomic_init(&s->cancel, 0);
     atomic_init(&s->turn_gen, 0);

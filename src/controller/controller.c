@@ -730,7 +730,8 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
                              .cwd = th->cwd,
                              .system_prompt = frozen,
                              .context_budget = c->settings->context_budget,
-                             .max_steps = c->settings->max_steps};
+                             .max_steps = c->settings->max_steps,
+                             .auto_compact_threshold = c->settings->auto_compact_threshold};
     s->frozen = frozen;
     s->agent = frozen && !bad ? pag_session_new(&sc, &ports) : NULL;
     if (!s->agent) {

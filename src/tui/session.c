@@ -259,6 +259,17 @@ static void on_update(pt_app *a, json_t *params) {
             a->cost = json_number_value(cost);
             a->has_cost = true;
         }
+        json_t *cp = json_object_get(json_object_get(u, "_meta"), "peri.compaction");
+        if (json_is_object(cp)) { /* an automatic compaction: say so in the transcript */
+            const char *how = json_string_value(json_object_get(cp, "method"));
+            char buf[200];
+            snprintf(buf, sizeof buf, "Context compacted: %lld -> %lld tokens (%s)",
+                     (long long)json_integer_value(json_object_get(cp, "before")),
+                     (long long)json_integer_value(json_object_get(cp, "after")),
+                     how && !strcmp(how, "summary") ? "summarized by the model"
+                                                    : "oldest turns trimmed");
+            pt_app_notice(a, PT_FG(PT_GREY), buf);
+        }
     } else if (!strcmp(tag, "session_info_update")) {
         const char *t = json_string_value(json_object_get(u, "title"));
         if (t) snprintf(a->title, sizeof a->title, "%s", t);
