@@ -246,6 +246,21 @@ static int step(turn *t) {
     size_t base = s->view <= s->nhist ? s->view : 0;
     char *system = NULL;
     if (start > base) system = trimmed_note(s, base, start);
+    char *goal = pag__goal_note(s); /* the standing goal: in the system prompt, so it
+                                       survives compaction */
+    if (goal) {
+        const char *base_sys = system ? system : s->system_prompt;
+        size_t n = strlen(base_sys) + strlen(goal) + 1;
+        char *gs = malloc(n);
+        if (gs) snprintf(gs, n, "%s%s", base_sys, goal);
+        free(system);
+        free(goal);
+        system = gs;
+        if (!system) {
+            fail(t, "internal", 0, "out of memory");
+            return 0;
+        }
+    }
     if (pag_session_mode(s) == PAG_MODE_PLAN) {
         static const char plan_note[] =
             "\n\n[Plan mode: you are planning, not executing. Only read-only tools are "

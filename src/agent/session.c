@@ -23,6 +23,7 @@ void pag_tool_output_clear(pag_tool_output *o) {
 pag_session *pag_session_new(const pag_session_config *cfg, const pag_ports *ports) {
     pag_session *s = calloc(1, sizeof *s);
     if (!s) return NULL;
+    pthread_mutex_init(&s->goal_mu, NULL);
     s->id = strdup(cfg->id);
     s->cwd = strdup(cfg->cwd);
     s->system_prompt = strdup(cfg->system_prompt ? cfg->system_prompt : "");
@@ -51,6 +52,8 @@ void pag_session_free(pag_session *s) {
     free(s->id);
     free(s->cwd);
     free(s->system_prompt);
+    free(s->goal);
+    pthread_mutex_destroy(&s->goal_mu);
     free(s);
 }
 

@@ -7,6 +7,8 @@
 
 #include "peri/agent.h"
 
+#include <pthread.h>
+
 struct pag_session {
     char *id, *cwd, *system_prompt; /* owned */
     int64_t budget;
@@ -23,7 +25,16 @@ struct pag_session {
     /* Last usage report: the model said hist[0..usage_at) cost usage_tokens. */
     int64_t usage_tokens;
     size_t usage_at;
+    /* The session's standing goal (middleware/goal.c): text (owned, NULL = none) and
+     * whether the model declared it met; under goal_mu (commands, the tool and the
+     * loop's system note run on the worker, meta saving elsewhere). */
+    pthread_mutex_t goal_mu;
+    char *goal;
+    bool goal_met;
 };
+
+/* middleware/goal.c: the goal's note for the system prompt (malloc'd) or NULL. */
+char *pag__goal_note(struct pag_session *s);
 
 /* Moves *m into the history (m is left empty). 0, or -1 when out of memory. */
 int pag__hist_push(struct pag_session *s, pm_message *m);

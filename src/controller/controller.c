@@ -39,6 +39,7 @@ void pct__sess_retain(void *h) {
 
 void pct__sess_release(pct_sess *s) {
     if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
+    pag_cron_free(s->cron); /* no schedule fires after this; none is ever revived */
     pag_session_free(s->agent);
     pmcp_pool_close(s->mcp); /* no server process survives the session */
     pmcp_pool_close(s->ext);
@@ -712,7 +713,7 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
             s->nreject = m;
         }
     }
-    json_decref(meta);
+    json_t *mw_meta = meta; /* the middlewares' part is read once the agent exists */
     pag_ports ports = {.ctx = s,
                        .reason = port_reason,
                        .model_name = NULL,
@@ -735,11 +736,19 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
     s->frozen = frozen;
     s->agent = frozen && !bad ? pag_session_new(&sc, &ports) : NULL;
     if (!s->agent) {
+        json_decref(mw_meta);
         pct__sess_release(s);
         set_err(err, PCT_FAILED, "out of memory%s", NULL);
         return PCT_FAILED;
     }
     pag_session_set_mode(s->agent, mode);
+    if (pct__mw_live(s, mw_meta) != 0) {
+        json_decref(mw_meta);
+        pct__sess_release(s);
+        set_err(err, PCT_FAILED, "out of memory%s", NULL);
+        return PCT_FAILED;
+    }
+    json_decref(mw_meta);
     pct__apply_model(s);
     if (!s->read_only) pct__save_meta(s); /* the epoch is taken */
     *out = s;
