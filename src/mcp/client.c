@@ -14,6 +14,8 @@
 #include "mcp/mcp_int.h"
 #include "mcp/oauth_int.h"
 
+#include <strings.h>
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -399,6 +401,13 @@ static int list_tools(pmcp_client *c, long timeout_ms, char *err, size_t errlen)
 
 /* ---------------------------------------------------------------- public */
 
+/* A configured Authorization header: the user authorizes this server, not OAuth. */
+static bool has_authorization(const pmcp_server_config *cfg) {
+    for (size_t i = 0; i < cfg->nheaders; i++)
+        if (cfg->headers[i].name && !strcasecmp(cfg->headers[i].name, "authorization")) return true;
+    return false;
+}
+
 pmcp_client *pmcp_client_connect(const pmcp_server_config *cfg, const pmcp_client_opts *opt,
                                  char *err, size_t errlen) {
     long init_ms = opt && opt->init_timeout_ms > 0 ? opt->init_timeout_ms : 30000;
@@ -419,7 +428,7 @@ pmcp_client *pmcp_client_connect(const pmcp_server_config *cfg, const pmcp_clien
         c->link = pmcp__link_stdio(cfg, opt ? opt->cwd : NULL, &cb, lerr, sizeof lerr);
         break;
     case PMCP_HTTP:
-        if (opt && opt->oauth && opt->oauth->dir &&
+        if (opt && opt->oauth && opt->oauth->dir && !has_authorization(cfg) &&
             !(c->auth = pmcp__auth_new(opt->oauth, cfg->name, cfg->url))) {
             snprintf(lerr, sizeof lerr, "out of memory");
             break;

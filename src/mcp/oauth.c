@@ -162,7 +162,7 @@ static int resource_metadata(const char *server, const char *challenge, char **a
     json_t *doc = NULL;
     char used[1024] = "";
     for (int i = 0; i < 2 && tries[i] && !doc; i++) {
-        if (!pmcp__oa_secure(tries[i])) {
+        if (!pmcp__oa_secure_for(tries[i], server)) {
             snprintf(err, errlen, "the resource metadata URL %.300s is neither https nor loopback",
                      tries[i]);
             break;
@@ -195,7 +195,7 @@ static int resource_metadata(const char *server, const char *challenge, char **a
                  used, res ? res : "none", canon ? canon : server);
     } else if (!as) {
         snprintf(err, errlen, "the resource metadata names no authorization server");
-    } else if (!pmcp__oa_secure(as)) {
+    } else if (!pmcp__oa_secure_for(as, server)) {
         snprintf(err, errlen, "the authorization server %.300s is neither https nor loopback", as);
     } else if (!(*as_url = strdup(as))) {
         snprintf(err, errlen, "out of memory");
@@ -234,7 +234,8 @@ static bool has_s256(json_t *doc) {
 }
 
 /* Fetches and checks the authorization server's metadata. 0 or -1 with err. */
-static int server_metadata(const char *as, as_meta *m, char *err, size_t errlen) {
+static int server_metadata(const char *as, const char *server, as_meta *m, char *err,
+                           size_t errlen) {
     memset(m, 0, sizeof *m);
     char *path = pmcp__oa_path(as);
     bool has_path = path && path[0];
@@ -274,8 +275,8 @@ static int server_metadata(const char *as, as_meta *m, char *err, size_t errlen)
         snprintf(err, errlen,
                  "the authorization server metadata names issuer %.200s, not %.200s; refused",
                  m->issuer ? m->issuer : "none", as);
-    } else if (!m->authorize || !m->token || !pmcp__oa_secure(m->authorize) ||
-               !pmcp__oa_secure(m->token)) {
+    } else if (!m->authorize || !m->token || !pmcp__oa_secure_for(m->authorize, server) ||
+               !pmcp__oa_secure_for(m->token, server)) {
         snprintf(err, errlen, "the authorization server metadata lacks secure endpoints");
     } else if (!same_origin(m->token, m->issuer) ||
                (m->registration && !same_origin(m->registration, m->issuer))) {
@@ -398,7 +399,7 @@ static int login(const pmcp_oauth_opts *o, const char *name, const char *url, co
     int rc = -1;
     char verifier[65], state[33], chal[64], redirect[64];
     if (!canon || resource_metadata(url, challenge, &as, &scope, err, errlen) ||
-        server_metadata(as, &m, err, errlen))
+        server_metadata(as, url, &m, err, errlen))
         goto out;
     if (pmcp__oa_listen(&l)) {
         snprintf(err, errlen, "cannot listen on 127.0.0.1 for the login redirect");

@@ -26,6 +26,9 @@ char *pmcp__oa_canonical(const char *url);
 char *pmcp__oa_origin(const char *url);
 /* https, or http to a loopback host (127.0.0.1, ::1, localhost). */
 bool pmcp__oa_secure(const char *url);
+/* pmcp__oa_secure, and http only when the MCP server itself is on a loopback host (a
+ * remote server cannot make Peri talk plain HTTP to local services). */
+bool pmcp__oa_secure_for(const char *url, const char *server);
 /* The path of url ("" when none or "/"), malloc'd. */
 char *pmcp__oa_path(const char *url);
 

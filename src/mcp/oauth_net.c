@@ -102,6 +102,12 @@ bool pmcp__oa_secure(const char *url) {
     return ok;
 }
 
+bool pmcp__oa_secure_for(const char *url, const char *server) {
+    if (!pmcp__oa_secure(url)) return false;
+    if (!strncasecmp(url, "https://", 8)) return true;
+    return pmcp__oa_secure(server) && strncasecmp(server, "https://", 8) != 0;
+}
+
 /* ---------------------------------------------------------------- HTTP */
 
 typedef struct body {

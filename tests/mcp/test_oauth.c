@@ -195,6 +195,10 @@ static void test_url_rules(void **state) {
     assert_true(pmcp__oa_secure("http://localhost:9/x"));
     assert_false(pmcp__oa_secure("http://example.com/x"));
     assert_false(pmcp__oa_secure("http://127.0.0.1.evil.com/x"));
+    /* a remote server cannot send Peri to plain HTTP on this machine */
+    assert_false(pmcp__oa_secure_for("http://127.0.0.1:9/meta", "https://mcp.example.com/mcp"));
+    assert_true(pmcp__oa_secure_for("https://as.example.com/", "https://mcp.example.com/mcp"));
+    assert_true(pmcp__oa_secure_for("http://127.0.0.1:9/meta", "http://127.0.0.1:8/mcp"));
     char err[256];
     pmcp_oauth_opts o = {.dir = g_dir, .show_login = show_login};
     assert_int_equal(pmcp_oauth_login(&o, "x", "http://example.invalid/mcp", err, sizeof err), -1);
