@@ -320,6 +320,7 @@ void pct_session_answered(pct_controller *c, const char *id) {
     if (!s) return;
     pthread_mutex_lock(&s->mu);
     s->answered = true;
+    pthread_cond_broadcast(&s->cv); /* a pending OAuth login URL may go out now */
     pthread_mutex_unlock(&s->mu);
     maybe_send_status(s);
     pct__sess_release(s);

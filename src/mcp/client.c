@@ -14,12 +14,11 @@
 #include "mcp/mcp_int.h"
 #include "mcp/oauth_int.h"
 
-#include <strings.h>
-
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #define MAX_TOOL_PAGES 100 /* and the whole listing within one timeout, not one per page */
