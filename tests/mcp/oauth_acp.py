@@ -18,7 +18,7 @@ import sys
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from acp_harness import check, prompt, scenario_main  # noqa: E402
+from acp_harness import check, end_agents_cleanly, prompt, scenario_main  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -79,4 +79,4 @@ def s_login(E):
 
 
 if __name__ == "__main__":
-    sys.exit(scenario_main(__doc__, {"login": s_login}))
+    sys.exit(scenario_main(__doc__, {"login": s_login}, at_end=end_agents_cleanly))

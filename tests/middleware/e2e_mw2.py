@@ -11,7 +11,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from acp_harness import check, prompt, scenario_main  # noqa: E402
+from acp_harness import check, end_agents_cleanly, prompt, scenario_main  # noqa: E402
 
 BIG = "OLD-ALPHA " + "lorem ipsum dolor sit amet " * 75  # ~2000 bytes: ~500 tokens
 
@@ -285,4 +285,4 @@ SCENARIOS = {"autocompact": s_autocompact, "autocompact_fallback": s_autocompact
              "goal": s_goal, "cron": s_cron, "cron_restart": s_cron_restart}
 
 if __name__ == "__main__":
-    sys.exit(scenario_main(__doc__, SCENARIOS))
+    sys.exit(scenario_main(__doc__, SCENARIOS, at_end=end_agents_cleanly))
