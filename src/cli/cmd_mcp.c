@@ -43,7 +43,8 @@ static char *server_url(const char *home, const char *name) {
     if (!strncmp(name, "https://", 8) || !strncmp(name, "http://", 7)) return strdup(name);
     char path[4096];
     snprintf(path, sizeof path, "%s/.peri/settings.json", home);
-    char *txt = peri_read_file(path, false, NULL);
+    size_t len = 0;
+    char *txt = peri_read_file(path, false, &len);
     json_t *doc = txt ? json_loads(txt, 0, NULL) : NULL;
     free(txt);
     const char *u = json_string_value(

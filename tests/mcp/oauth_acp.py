@@ -78,5 +78,38 @@ def s_login(E):
         srv.wait(10)
 
 
+def s_cli(E):
+    """`peri mcp login NAME` prints the URL, waits for the browser, stores the token;
+    a session then starts the server without a login; `peri mcp logout` forgets it."""
+    srv, ports = start_servers()
+    try:
+        url = "http://127.0.0.1:%d/mcp" % ports["mcp"]
+        E.settings({"maxRetries": 0, "mcpServers": {"remote": {"type": "http", "url": url}}})
+        p = subprocess.Popen([E.peri, "mcp", "login", "remote"], env=E.env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        login = None
+        for line in p.stdout:
+            if line.strip().startswith("http://127.0.0.1:%d/authorize?" % ports["as"]):
+                login = line.strip()
+                break
+        check(login, "no login URL printed")
+        with urllib.request.urlopen(login, timeout=20) as resp:
+            check(resp.status == 200, "callback page")
+        out, err = p.communicate(timeout=30)
+        check(p.returncode == 0 and "Logged in" in out, "login: %s %s" % (out, err))
+        a = E.agent()
+        r = a.result("session/new", {"cwd": E.cwd, "mcpServers": []})
+        st = status_of(a, r["sessionId"])
+        check(st["servers"] == [{"name": "remote", "status": "ready"}], "status %r" % st)
+        check(not [f for _, f in a.log if f.get("method") == "_peri/mcp_login"], "asked")
+        rc = subprocess.run([E.peri, "mcp", "logout", "remote"], env=E.env(),
+                            capture_output=True, timeout=30).returncode
+        check(rc == 0 and not os.listdir(os.path.join(E.home, ".peri", "oauth")), "logout")
+    finally:
+        srv.stdin.close()
+        srv.wait(10)
+
+
 if __name__ == "__main__":
-    sys.exit(scenario_main(__doc__, {"login": s_login}, at_end=end_agents_cleanly))
+    sys.exit(scenario_main(__doc__, {"login": s_login, "cli": s_cli},
+                           at_end=end_agents_cleanly))
