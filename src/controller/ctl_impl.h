@@ -220,7 +220,7 @@ int pct__mw_live(pct_sess *s, json_t *meta);
 void pct__mw_meta(pct_sess *s, json_t *m);
 /* The goal_complete and cron tools: -2 when name is none of them. */
 int pct__mw_tool(pct_sess *s, const char *name, const char *args, pag_tool_output *out);
-/* /goal [TEXT | clear]: true when handled. */
+/* /goal [TEXT | clear]: shows, sets or clears the goal (answers with a message). */
 void pct__goal_command(pct_sess *s, uint64_t gen, const char *args);
 /* After a completed turn: continues on its own toward an unmet goal, up to the bound. */
 void pct__goal_continue(pct_sess *s, pag_turn_result *r);
