@@ -72,7 +72,7 @@ typedef struct pag_settings {
     /* "sandbox": {"network": bool, "writable": [dirs], "mode": "off"} */
     bool sandbox_off, sandbox_network;
     bool sandbox_host_network; /* "network": "host": share the host's network namespace */
-    char **sandbox_writable; /* owned */
+    char **sandbox_writable;   /* owned */
     size_t nwritable;
     char *model;        /* "openai:gpt-4o-mini" style, owned, NULL if unset */
     char **allow_tools; /* tool names allowed without asking ("*" = all), owned */
@@ -81,8 +81,15 @@ typedef struct pag_settings {
     int max_steps;          /* model calls per turn; default 50 */
     int max_retries;        /* model retries before the first token; default 3 */
     long close_grace_ms;    /* how long close waits for a turn to unwind; default 500 */
-    json_t *doc;            /* owned deep copy of the whole settings document: other modules read
-                               their own keys here (never re-read from disk) */
+    /* "autoCompact": {"enabled", "threshold"}: before a turn whose context would reach
+     * threshold x contextBudget, the model summarizes the earlier conversation (the
+     * mechanical trim is the fallback). 0: off; default 0.85. */
+    double auto_compact_threshold;
+    /* "goal": {"maxContinuations"}: how many turns the agent may start on its own to
+     * pursue the session's goal after a turn ended without it met. Default 3; 0: none. */
+    int goal_max_continuations;
+    json_t *doc; /* owned deep copy of the whole settings document: other modules read
+                    their own keys here (never re-read from disk) */
 } pag_settings;
 
 /* Parses the whole settings document (a JSON object, borrowed; NULL = {}) and keeps
@@ -214,6 +221,10 @@ typedef enum pag_event_kind {
     PAG_EV_PLAN,          /* content_json = ACP PlanEntry[] JSON text */
     PAG_EV_MODE,          /* text = the current mode id */
     PAG_EV_CONFIG,        /* content_json = ACP SessionConfigOption[] JSON text */
+    /* automatic compaction before a turn: input_tokens = the estimate before, used = after,
+     * size = the compaction budget, text = "summary" (the model wrote it) or "trim" (the
+     * summary request failed: the oldest turns are trimmed mechanically) */
+    PAG_EV_COMPACTION,
 } pag_event_kind;
 
 typedef struct pag_event {
@@ -332,6 +343,9 @@ typedef struct pag_session_config {
     const char *system_prompt; /* frozen context */
     int64_t context_budget;    /* tokens; <= 0: 100000 */
     int max_steps;             /* <= 0: 50 */
+    /* automatic model-written compaction before a turn (pag_settings): a fraction of
+     * context_budget in (0, 1]; 0: off */
+    double auto_compact_threshold;
 } pag_session_config;
 
 /* Returns a new session (free with pag_session_free) or NULL when out of memory. */
@@ -402,6 +416,78 @@ int64_t pag_estimate_tokens(const pm_message *msgs, size_t n);
  * separates an assistant tool-call message from its tool results and always keeps the
  * last user message. */
 size_t pag_compact_start(const pm_message *msgs, size_t n, int64_t budget);
+
+/* ---------------------------------------------------------------- goal middleware
+ * (src/agent/middleware/goal.c, docs/middlewares.md): a standing objective of the
+ * session. While set, the model's system prompt states it (so it survives compaction)
+ * and the `goal_complete` tool lets the model declare it met; the host continues a turn
+ * that ended without it met, on its own, up to the user's bound (settings
+ * goal.maxContinuations), and persists text and state with the session. */
+
+/* Sets (text) or clears (NULL or "") the goal; met: its state (false for a new goal).
+ * 0, or -1 when out of memory or the text is longer than 4000 bytes. */
+int pag_session_set_goal(pag_session *s, const char *text, bool met);
+/* The goal's text (malloc'd) and state, or NULL when none. */
+char *pag_session_goal(pag_session *s, bool *met);
+/* The goal_complete tool: its descriptor (static) and its run (0, or -1 out of memory). */
+const pag_tool_info *pag_goal_tool(void);
+int pag_goal_tool_run(pag_session *s, const char *args_json, pag_tool_output *out);
+/* ACP PlanEntry[] JSON text with the goal's entry first, then entries_json's entries
+ * (a todo plan; NULL: none). malloc'd, NULL when out of memory. */
+char *pag_goal_plan(const char *goal, bool met, const char *entries_json);
+/* The text of automatic continuation n of max toward goal (malloc'd). */
+char *pag_goal_continuation(const char *goal, int n, int max);
+
+/* ---------------------------------------------------------------- cron middleware
+ * (src/agent/middleware/cron.c, docs/middlewares.md): scheduled prompts of one live
+ * session. Schedules live in the caller-owned pag_cron only: they fire while it lives,
+ * never two runs of one schedule at once (a due time while the last run is still going
+ * is skipped and counted), and are gone with it — a restart never revives them. */
+
+typedef struct pag_cron pag_cron;
+
+/* Starts a run of schedule id with prompt. 0: started (the caller calls pag_cron_done
+ * when that run ends), -1: it could not start (counted as skipped). Called from the
+ * cron's own timer thread, never with a lock of the cron held. */
+typedef int (*pag_cron_fire_fn)(void *ctx, uint64_t id, const char *prompt);
+
+/* NULL when out of memory. The timer thread starts with the first schedule. */
+pag_cron *pag_cron_new(pag_cron_fire_fn fire, void *ctx);
+/* Stops firing at once (no fire call starts after it returns); schedules are kept for
+ * listing. Idempotent. */
+void pag_cron_stop(pag_cron *c);
+/* Stops, joins the timer thread and frees. NULL: no-op. */
+void pag_cron_free(pag_cron *c);
+/* A run started by fire ended. */
+void pag_cron_done(pag_cron *c, uint64_t id);
+/* Tells the cron that n schedules of an earlier process of the session were not
+ * revived (cron_list says so to the model). */
+void pag_cron_set_lost(pag_cron *c, size_t n);
+size_t pag_cron_lost(pag_cron *c);
+/* The schedules as JSON text [{"id", "schedule", "prompt"}] (malloc'd): what the host
+ * records so a later process can say they were not revived. */
+char *pag_cron_records(pag_cron *c);
+/* The cron_create, cron_list and cron_delete tools. */
+const pag_tool_info *pag_cron_tools(size_t *n);
+/* Runs one of them: 0 (out->is_error for a refused call), -1 out of memory, -2 when name
+ * is not a cron tool. */
+int pag_cron_tool_run(pag_cron *c, const char *name, const char *args_json, pag_tool_output *out);
+
+/* A parsed schedule: 5 cron fields (minute hour day-of-month month day-of-week, UTC) or
+ * a fixed interval. */
+typedef struct pag_cron_spec {
+    uint64_t minute;       /* bit m: minute m (0-59) */
+    uint32_t hour, dom;    /* bit h (0-23), bit d (1-31) */
+    uint16_t month;        /* bit m (1-12) */
+    uint8_t dow;           /* bit d (0-6, Sunday 0) */
+    bool dom_any, dow_any; /* "*" in that field (cron's day rule) */
+    int64_t every_ms;      /* > 0: an interval schedule ("every 30s", "@every 5m") */
+} pag_cron_spec;
+/* 0, or -1 with err (the field and why). */
+int pag_cron_parse(const char *text, pag_cron_spec *out, char *err, size_t errlen);
+/* The first due time strictly after after_ms (Unix ms), or -1 when it never comes
+ * within 5 years. */
+int64_t pag_cron_next(const pag_cron_spec *spec, int64_t after_ms);
 
 #ifdef __cplusplus
 }

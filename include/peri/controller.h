@@ -66,6 +66,12 @@ typedef struct pct_sink {
      * after pct_session_answered. */
     void (*on_mcp_status)(void *ctx, const char *session_id, uint64_t session_epoch,
                           const char *status_json);
+    /* Optional: a configured MCP server needs an OAuth login; url is the authorization
+     * URL the user opens (the redirect comes back to a loopback listener of the host).
+     * Called from the thread that starts the servers, after pct_session_answered (or
+     * after 5 s without it). Without it no interactive login runs (stored tokens only). */
+    void (*on_mcp_login)(void *ctx, const char *session_id, uint64_t session_epoch,
+                         const char *server, const char *url);
     /* optional: the client's file system (ACP fs/read_text_file and
      * fs/write_text_file) for the read/write/edit tools. Paths are canonical and already
      * confined to the session's cwd. 0 ok (read: *data malloc'd), 1 not offered by the

@@ -90,6 +90,35 @@ void pmcp_server_config_clear(pmcp_server_config *c);
 int pmcp_parse_servers(const char *json_text, const char *origin, pmcp_server_config **out,
                        size_t *n, char **errors);
 
+/* ---------------------------------------------------------------- OAuth
+
+ * Remote streamable-HTTP servers that answer 401 with WWW-Authenticate: Bearer are
+ * authorized with OAuth 2.1 as the MCP authorization specification asks (docs/mcp.md,
+ * "OAuth"): protected resource metadata (RFC 9728), authorization server metadata
+ * (RFC 8414), dynamic client registration (RFC 7591), the authorization code flow with
+ * PKCE S256 and a loopback redirect on 127.0.0.1 (random port, checked state), resource
+ * indicators (RFC 8707), refresh. Tokens are kept per user in dir, one file per server
+ * keyed by its canonical URL (mode 0600 in a 0700 directory), and only ever sent to the
+ * origin of that URL; every URL involved must be https, except loopback hosts. */
+typedef struct pmcp_oauth_opts {
+    const char *dir; /* the token store, e.g. ~/.peri/oauth (created 0700); NULL: OAuth off */
+    /* Shows the login URL to the user (ACP notification, terminal). Called on the
+     * connecting thread; it must not block on the login itself (the loopback listener
+     * answers the browser only after it returned). NULL: no interactive login (stored
+     * and refreshed tokens only). */
+    void (*show_login)(void *ctx, const char *server, const char *url);
+    void *ctx;
+    long login_timeout_ms;  /* how long the browser step may take; 0: 300000 */
+    const atomic_int *stop; /* non-zero: a pending login ends at once; NULL: none */
+} pmcp_oauth_opts;
+
+/* Runs the interactive login for server `name` at `url` now (probes the server for its
+ * challenge), storing the tokens. 0, or -1 with err. Used by `peri mcp login`. */
+int pmcp_oauth_login(const pmcp_oauth_opts *o, const char *name, const char *url, char *err,
+                     size_t errlen);
+/* Forgets the stored tokens of url. 0 (also when there were none), or -1. */
+int pmcp_oauth_forget(const pmcp_oauth_opts *o, const char *url);
+
 /* ---------------------------------------------------------------- client */
 
 typedef struct pmcp_client pmcp_client;
@@ -101,6 +130,8 @@ typedef struct pmcp_client_opts {
     pb_logger log;
     long init_timeout_ms; /* initialize + first tools/list; 0: 30000 */
     long call_timeout_ms; /* default per request; 0: 600000 */
+    /* http: authorize with OAuth when the server asks (borrowed; NULL: a 401 fails). */
+    const pmcp_oauth_opts *oauth;
 } pmcp_client_opts;
 
 typedef struct pmcp_tool {
@@ -215,6 +246,7 @@ typedef struct pmcp_pool_opts {
      * registry); pmcp_pool_has / pmcp_pool_run reach them. NULL: no builtin server. */
     const ptl_ctx *workspace;
     pb_logger log; /* every server's diagnostics (pmcp_client_opts.log); {0}: dropped */
+    const pmcp_oauth_opts *oauth; /* passed to every client (borrowed; NULL: none) */
 } pmcp_pool_opts;
 
 /* Connects every configured server (user settings, then trusted project servers, then

@@ -131,6 +131,14 @@ static void sink_mcp_status(void *ctx, const char *session_id, uint64_t epoch,
     pacp__notify(srv, "_peri/mcp_status", p);
 }
 
+static void sink_mcp_login(void *ctx, const char *session_id, uint64_t epoch, const char *server,
+                           const char *url) {
+    pacp_server *srv = ctx;
+    json_t *p = json_pack("{s:s, s:s, s:s, s:{s:I}}", "sessionId", session_id, "server", server,
+                          "url", url, "_meta", "peri.sessionEpoch", (json_int_t)epoch);
+    if (p) pacp__notify(srv, "_peri/mcp_login", p);
+}
+
 static void sink_prompt_done(void *ctx, void *token, const pag_turn_result *r) {
     pacp_server *srv = ctx;
     prompt_token *t = token;
@@ -528,6 +536,7 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
                      .on_event_ids = sink_event,
                      .on_turn_done = sink_turn_done,
                      .on_mcp_status = sink_mcp_status,
+                     .on_mcp_login = sink_mcp_login,
                      .ask_permission = sink_ask,
                      .on_prompt_done = sink_prompt_done,
                      .fs_read = pacp__fs_read,

@@ -115,6 +115,14 @@ json_t *pacp__update_params(const pag_event *ev, const pct_event_ids *ids) {
             json_object_set_new(u, "cost",
                                 json_pack("{s:f, s:s}", "amount", ev->cost_usd, "currency", "USD"));
         break;
+    case PAG_EV_COMPACTION:
+        /* the context usage after an automatic compaction, with what happened in _meta */
+        u = json_pack("{s:s, s:I, s:I, s:{s:{s:I, s:I, s:s, s:s}}}", "sessionUpdate",
+                      "usage_update", "used", (json_int_t)ev->used, "size", (json_int_t)ev->size,
+                      "_meta", "peri.compaction", "before", (json_int_t)ev->input_tokens, "after",
+                      (json_int_t)ev->used, "method", ev->text ? ev->text : "trim", "trigger",
+                      "auto");
+        break;
     case PAG_EV_COMMANDS:
         u = json_pack("{s:s, s:o}", "sessionUpdate", "available_commands_update",
                       "availableCommands", json_array_of(ev->content_json));

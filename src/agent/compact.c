@@ -5,9 +5,15 @@
  * full history). A cut is only ever made just before a user message, so an
  * assistant tool-call message is never separated from its tool results, and the
  * latest user message is always kept.
+ *
+ * The model-written summary (pag__summarize) serves /compact and the automatic
+ * compaction before a turn (loop.c): the model sees the same view and one more user
+ * message asking for the summary; nothing is persisted here.
  */
-#include "peri/agent.h"
+#include "agent/session_impl.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int64_t part_bytes(const pm_part *p) {
@@ -34,6 +40,66 @@ int64_t pag_estimate_tokens(const pm_message *msgs, size_t n) {
     for (size_t i = 0; i < n; i++)
         t += message_tokens(&msgs[i]);
     return t;
+}
+
+int64_t pag__view_tokens(const struct pag_session *s, const pm_message *extra) {
+    size_t v = s->view <= s->nhist ? s->view : 0;
+    const pm_message *h = s->hist + v;
+    int64_t est = pag_estimate_tokens(h, s->nhist - v);
+    if (s->usage_tokens > 0 && s->usage_at >= v && s->usage_at <= s->nhist) {
+        int64_t prefix = pag_estimate_tokens(h, s->usage_at - v);
+        int64_t real = s->usage_tokens + (est - prefix);
+        if (real > est) est = real;
+    }
+    return est + (extra ? pag_estimate_tokens(extra, 1) : 0);
+}
+
+pm_status pag__summarize(struct pag_session *s, const char *focus, char **summary, pm_error *err) {
+    *summary = NULL;
+    static const char ask[] =
+        "Summarize the conversation so far for your own later use: the user's goals, what "
+        "was done (files read or changed, commands run, results), decisions made and what is "
+        "still open. Be complete but concise; this summary will replace the earlier messages.";
+    size_t base = s->view <= s->nhist ? s->view : 0;
+    size_t n = sizeof ask + (focus ? strlen(focus) + 32 : 0);
+    char *text = malloc(n);
+    pm_message *msgs = calloc(s->nhist - base + 1, sizeof *msgs);
+    if (!text || !msgs) {
+        free(text);
+        free(msgs);
+        snprintf(err->message, sizeof err->message, "out of memory");
+        return PM_ERR_NOMEM;
+    }
+    snprintf(text, n, "%s%s%s", ask, focus && *focus ? "\nFocus: " : "",
+             focus && *focus ? focus : "");
+    memcpy(msgs, s->hist + base, (s->nhist - base) * sizeof *msgs); /* borrowed views */
+    pm_message *q = &msgs[s->nhist - base];
+    pm_message_init(q, PM_ROLE_USER);
+    pm_response resp;
+    memset(&resp, 0, sizeof resp);
+    pm_status st = pm_message_add_text(q, text);
+    if (st == PM_OK) {
+        pm_request req = {.model = s->ports.model_name,
+                          .system = s->system_prompt,
+                          .messages = msgs,
+                          .nmessages = s->nhist - base + 1,
+                          .temperature = -1};
+        st = s->ports.reason(s->ports.ctx, &req, NULL, NULL, s->cancelp, &resp, err);
+    }
+    pm_message_clear(q);
+    free(msgs);
+    free(text);
+    if (st == PM_OK) {
+        *summary = pm_message_text(&resp.message);
+        if (!*summary || !**summary) { /* an empty summary would lose everything */
+            free(*summary);
+            *summary = NULL;
+            snprintf(err->message, sizeof err->message, "the model wrote an empty summary");
+            st = PM_ERR_PROTOCOL;
+        }
+    }
+    pm_response_clear(&resp);
+    return st;
 }
 
 size_t pag_compact_start(const pm_message *msgs, size_t n, int64_t budget) {

@@ -127,9 +127,9 @@ typedef enum gate { GATE_RUN = 0, GATE_ASK, GATE_REFUSE } gate;
 static gate mode_gate(const pag_session *s, const pag_tool_info *ti, const char *args) {
     /* A tool asks by its flag, or when the port says this call needs it (e.g. `run`
      * asks only when its request goes to the native sandbox). */
-    bool needs = ti->needs_permission ||
-                 (s->ports.tool_needs_permission &&
-                  s->ports.tool_needs_permission(s->ports.ctx, ti->name, args));
+    bool needs =
+        ti->needs_permission || (s->ports.tool_needs_permission &&
+                                 s->ports.tool_needs_permission(s->ports.ctx, ti->name, args));
     switch (pag_session_mode(s)) {
     case PAG_MODE_PLAN: return ti->read_only ? GATE_RUN : GATE_REFUSE;
     case PAG_MODE_BYPASS: return GATE_RUN;
@@ -246,6 +246,21 @@ static int step(turn *t) {
     size_t base = s->view <= s->nhist ? s->view : 0;
     char *system = NULL;
     if (start > base) system = trimmed_note(s, base, start);
+    char *goal = pag__goal_note(s); /* the standing goal: in the system prompt, so it
+                                       survives compaction */
+    if (goal) {
+        const char *base_sys = system ? system : s->system_prompt;
+        size_t n = strlen(base_sys) + strlen(goal) + 1;
+        char *gs = malloc(n);
+        if (gs) snprintf(gs, n, "%s%s", base_sys, goal);
+        free(system);
+        free(goal);
+        system = gs;
+        if (!system) {
+            fail(t, "internal", 0, "out of memory");
+            return 0;
+        }
+    }
     if (pag_session_mode(s) == PAG_MODE_PLAN) {
         static const char plan_note[] =
             "\n\n[Plan mode: you are planning, not executing. Only read-only tools are "
@@ -341,6 +356,66 @@ static int step(turn *t) {
     return rc;
 }
 
+static int push_marker(turn *t, const char *text);
+
+/* Compact, automatically: when the view plus the incoming user message reaches the
+ * threshold, the model summarizes the earlier conversation before the turn starts, and
+ * the summary (a persisted system marker) becomes the start of the view, so compaction
+ * survives a reload like /compact. The cut is made between turns only: a turn's own
+ * messages are never summarized away under it. When the summary request fails, nothing
+ * is written and the mechanical trim of the Compact step does the work. Either way the
+ * client hears of it (PAG_EV_COMPACTION). A cancel during the summary goes on to the
+ * turn's Receive, which ends the turn. */
+static void auto_compact(turn *t, const pm_message *incoming) {
+    pag_session *s = t->s;
+    size_t base = s->view <= s->nhist ? s->view : 0;
+    if (s->auto_compact <= 0 || s->nhist - base < 2 || !s->ports.model_name || !s->ports.reason)
+        return;
+    int64_t before = pag__view_tokens(s, incoming);
+    if ((double)before < s->auto_compact * (double)s->budget) return;
+    char *summary = NULL;
+    pm_error err = {0};
+    pm_status st = pag__summarize(s, NULL, &summary, &err);
+    if (st == PM_CANCELLED || cancelled(t)) {
+        free(summary);
+        return;
+    }
+    pag_event ev = {.kind = PAG_EV_COMPACTION, .input_tokens = before, .size = s->budget};
+    if (st == PM_OK) {
+        static const char head[] =
+            "Summary of the earlier conversation (it replaces the earlier messages, compacted "
+            "automatically as the context neared its limit):\n";
+        size_t k = strlen(summary) + sizeof head;
+        char *marker = malloc(k);
+        if (marker) snprintf(marker, k, "%s%s", head, summary);
+        pag_turn_result keep = *t->out;
+        if (marker && push_marker(t, marker) == 0) {
+            ev.text = "summary";
+            ev.used = pag__view_tokens(s, incoming);
+        } else {
+            *t->out = keep; /* a failed marker is not the turn's failure: trim instead */
+            st = PM_ERR_NOMEM;
+        }
+        free(marker);
+    }
+    free(summary);
+    if (st != PM_OK) {
+        size_t n = s->nhist - base;
+        pm_message *view = calloc(n + 1, sizeof *view);
+        int64_t after = before;
+        if (view) { /* what the trim will leave: the view and the incoming message */
+            memcpy(view, s->hist + base, n * sizeof *view);
+            view[n] = *incoming;
+            size_t from = pag_compact_start(view, n + 1, s->budget);
+            after = pag_estimate_tokens(view + from, n + 1 - from);
+            free(view);
+        }
+        ev.text = "trim";
+        ev.used = after < before ? after : before;
+    }
+    emit(t, &ev);
+}
+
 void pag_session_turn(pag_session *s, const char *user_text, pag_turn_result *out) {
     pm_message um;
     pm_message_init(&um, PM_ROLE_USER);
@@ -361,6 +436,7 @@ void pag_session_turn_message(pag_session *s, pm_message *user, pag_turn_result 
     pm_message um = *user;
     pm_message_init(user, PM_ROLE_USER);
     um.role = PM_ROLE_USER;
+    auto_compact(&t, &um);
     if (persist(&t, &um, 1) || pag__hist_push(s, &um)) {
         if (out->state != PAG_TURN_FAILED) fail(&t, "internal", 0, "out of memory");
         pm_message_clear(&um);
@@ -434,49 +510,18 @@ void pag_session_compact(pag_session *s, const char *instructions, pag_turn_resu
                                            : "no model provider configured");
         return;
     }
-    static const char ask[] =
-        "Summarize the conversation so far for your own later use: the user's goals, what "
-        "was done (files read or changed, commands run, results), decisions made and what is "
-        "still open. Be complete but concise; this summary will replace the earlier messages.";
-    size_t n = sizeof ask + (instructions ? strlen(instructions) + 32 : 0);
-    char *text = malloc(n);
-    pm_message *msgs = calloc(s->nhist - base + 1, sizeof *msgs);
-    if (!text || !msgs) {
-        free(text);
-        free(msgs);
-        fail(&t, "internal", 0, "out of memory");
-        return;
-    }
-    snprintf(text, n, "%s%s%s", ask, instructions && *instructions ? "\nFocus: " : "",
-             instructions && *instructions ? instructions : "");
-    memcpy(msgs, s->hist + base, (s->nhist - base) * sizeof *msgs); /* borrowed views */
-    pm_message *q = &msgs[s->nhist - base];
-    pm_message_init(q, PM_ROLE_USER);
-    pm_response resp;
+    char *summary = NULL;
     pm_error err = {0};
-    memset(&resp, 0, sizeof resp);
-    pm_status st = pm_message_add_text(q, text);
-    if (st == PM_OK) {
-        pm_request req = {.model = s->ports.model_name,
-                          .system = s->system_prompt,
-                          .messages = msgs,
-                          .nmessages = s->nhist - base + 1,
-                          .temperature = -1};
-        st = s->ports.reason(s->ports.ctx, &req, NULL, NULL, s->cancelp, &resp, &err);
-    }
-    pm_message_clear(q);
-    free(msgs);
-    free(text);
+    pm_status st = pag__summarize(s, instructions, &summary, &err);
     if (st == PM_CANCELLED || (st != PM_OK && cancelled(&t))) {
         set_result(&t, PAG_TURN_INTERRUPTED, "cancelled");
     } else if (st != PM_OK) {
         model_failure(&t, st, &err);
     } else {
-        char *summary = pm_message_text(&resp.message);
         static const char head[] = "Summary of the earlier conversation (it replaces the "
                                    "earlier messages, compacted at the user's request):\n";
-        size_t k = summary ? strlen(summary) + sizeof head : 0;
-        char *marker = summary ? malloc(k) : NULL;
+        size_t k = strlen(summary) + sizeof head;
+        char *marker = malloc(k);
         if (!marker) {
             fail(&t, "internal", 0, "out of memory");
         } else {
@@ -487,9 +532,8 @@ void pag_session_compact(pag_session *s, const char *instructions, pag_turn_resu
             }
         }
         free(marker);
-        free(summary);
     }
-    pm_response_clear(&resp);
+    free(summary);
 }
 
 void pag_session_clear(pag_session *s, pag_turn_result *out) {

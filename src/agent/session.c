@@ -23,6 +23,7 @@ void pag_tool_output_clear(pag_tool_output *o) {
 pag_session *pag_session_new(const pag_session_config *cfg, const pag_ports *ports) {
     pag_session *s = calloc(1, sizeof *s);
     if (!s) return NULL;
+    pthread_mutex_init(&s->goal_mu, NULL);
     s->id = strdup(cfg->id);
     s->cwd = strdup(cfg->cwd);
     s->system_prompt = strdup(cfg->system_prompt ? cfg->system_prompt : "");
@@ -32,6 +33,9 @@ pag_session *pag_session_new(const pag_session_config *cfg, const pag_ports *por
     }
     s->budget = cfg->context_budget > 0 ? cfg->context_budget : 100000;
     s->max_steps = cfg->max_steps > 0 ? cfg->max_steps : 50;
+    s->auto_compact = cfg->auto_compact_threshold > 0 && cfg->auto_compact_threshold <= 1
+                          ? cfg->auto_compact_threshold
+                          : 0;
     s->ports = *ports;
     atomic_init(&s->cancel, 0);
     atomic_init(&s->turn_gen, 0);
@@ -48,6 +52,8 @@ void pag_session_free(pag_session *s) {
     free(s->id);
     free(s->cwd);
     free(s->system_prompt);
+    free(s->goal);
+    pthread_mutex_destroy(&s->goal_mu);
     free(s);
 }
 

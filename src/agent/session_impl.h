@@ -7,10 +7,13 @@
 
 #include "peri/agent.h"
 
+#include <pthread.h>
+
 struct pag_session {
     char *id, *cwd, *system_prompt; /* owned */
     int64_t budget;
     int max_steps;
+    double auto_compact; /* fraction of budget that triggers a summary before a turn; 0: off */
     pag_ports ports;
     pm_message *hist; /* model-facing history, owned */
     size_t nhist, caphist;
@@ -22,10 +25,27 @@ struct pag_session {
     /* Last usage report: the model said hist[0..usage_at) cost usage_tokens. */
     int64_t usage_tokens;
     size_t usage_at;
+    /* The session's standing goal (middleware/goal.c): text (owned, NULL = none) and
+     * whether the model declared it met; under goal_mu (commands, the tool and the
+     * loop's system note run on the worker, meta saving elsewhere). */
+    pthread_mutex_t goal_mu;
+    char *goal;
+    bool goal_met;
 };
+
+/* middleware/goal.c: the goal's note for the system prompt (malloc'd) or NULL. */
+char *pag__goal_note(struct pag_session *s);
 
 /* Moves *m into the history (m is left empty). 0, or -1 when out of memory. */
 int pag__hist_push(struct pag_session *s, pm_message *m);
 const pag_tool_info *pag__tool_find(const struct pag_session *s, const char *name);
+
+/* compact.c: the model-written summary behind /compact and automatic compaction.
+ * Asks the model to summarize hist[view..nhist) (focus: the user's instructions, may be
+ * NULL). PM_OK with *summary (malloc'd, caller frees), else the model's status and err. */
+pm_status pag__summarize(struct pag_session *s, const char *focus, char **summary, pm_error *err);
+/* The token estimate of the model's view plus extra (usage reports are truth for the
+ * prefix they covered). */
+int64_t pag__view_tokens(const struct pag_session *s, const pm_message *extra);
 
 #endif

@@ -179,6 +179,15 @@ static int load_doc(pag_settings *s, json_t *root, char *err, size_t errlen) {
         s->max_retries = (int)json_integer_value(v);
     if (json_is_integer(v = json_object_get(root, "closeGraceMs")) && json_integer_value(v) >= 0)
         s->close_grace_ms = (long)json_integer_value(v);
+    json_t *ac = json_object_get(root, "autoCompact");
+    if (json_is_false(json_object_get(ac, "enabled"))) s->auto_compact_threshold = 0;
+    if (json_is_number(v = json_object_get(ac, "threshold")) && json_number_value(v) > 0 &&
+        json_number_value(v) <= 1 && !json_is_false(json_object_get(ac, "enabled")))
+        s->auto_compact_threshold = json_number_value(v);
+    json_t *goal = json_object_get(root, "goal");
+    if (json_is_integer(v = json_object_get(goal, "maxContinuations")) &&
+        json_integer_value(v) >= 0 && json_integer_value(v) <= 1000)
+        s->goal_max_continuations = (int)json_integer_value(v);
     rc = 0;
     goto done;
 oom:
@@ -193,6 +202,8 @@ int pag_settings_from_doc(pag_settings *s, const json_t *doc, char *err, size_t 
     s->max_steps = 50;
     s->max_retries = 3;
     s->close_grace_ms = 500;
+    s->auto_compact_threshold = 0.85;
+    s->goal_max_continuations = 3;
     if (doc && !json_is_object(doc)) {
         snprintf(err, errlen, "settings must be an object");
         return -1;

@@ -312,10 +312,12 @@ static void check_mcp(checker *c, const json_t *v, const char *where) {
 }
 
 size_t pag_settings_check(const json_t *doc, pag_settings_report_fn report, void *ud) {
-    static const char *const keys[] = {"model",    "providers",  "permissions",  "contextBudget",
-                                       "maxSteps", "maxRetries", "closeGraceMs", "models",
-                                       "sandbox",  "storage",    "mcpServers",   "$schema",
-                                       NULL};
+    static const char *const keys[] = {
+        "model",      "providers",    "permissions", "contextBudget", "maxSteps",
+        "maxRetries", "closeGraceMs", "models",      "sandbox",       "storage",
+        "mcpServers", "$schema",      "autoCompact", "goal",          NULL};
+    static const char *const ac_keys[] = {"enabled", "threshold", NULL};
+    static const char *const goal_keys[] = {"maxContinuations", NULL};
     static const char *const perm_keys[] = {"allow", NULL};
     checker c = {report, ud, 0};
     if (!json_is_object(doc)) {
@@ -345,5 +347,20 @@ size_t pag_settings_check(const json_t *doc, pag_settings_report_fn report, void
     if ((v = json_object_get(doc, "sandbox"))) check_sandbox(&c, v, "sandbox");
     if ((v = json_object_get(doc, "storage"))) want_string(&c, v, "storage");
     if ((v = json_object_get(doc, "mcpServers"))) check_mcp(&c, v, "mcpServers");
+    if ((v = json_object_get(doc, "autoCompact")) && want_object(&c, v, "autoCompact")) {
+        unknown_keys(&c, v, "autoCompact", ac_keys);
+        json_t *x;
+        if ((x = json_object_get(v, "enabled")))
+            want(&c, x, json_is_boolean(x), "autoCompact.enabled", "true or false");
+        if ((x = json_object_get(v, "threshold")))
+            want(&c, x, json_is_number(x) && json_number_value(x) > 0 && json_number_value(x) <= 1,
+                 "autoCompact.threshold", "a number above 0 and at most 1");
+    }
+    if ((v = json_object_get(doc, "goal")) && want_object(&c, v, "goal")) {
+        unknown_keys(&c, v, "goal", goal_keys);
+        json_t *x;
+        if ((x = json_object_get(v, "maxContinuations")))
+            want_int(&c, x, "goal.maxContinuations", 0);
+    }
     return c.errors;
 }

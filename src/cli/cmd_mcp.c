@@ -6,10 +6,18 @@
  * the machine writable, no network); only --unsandboxed runs it directly, with a warning
  * on stderr for every call. stdout carries only protocol frames; diagnostics go to
  * stderr.
+ *
+ * `peri mcp login NAME|URL` runs the OAuth login of a remote (streamable HTTP) MCP server
+ * now: NAME is looked up in the user's ~/.peri/settings.json "mcpServers"; the login URL
+ * is printed, the browser comes back to a loopback listener, and the tokens are kept in
+ * ~/.peri/oauth (0600). `peri mcp logout NAME|URL` forgets them.
  */
 #include "cli/commands.h"
 #include "peri/mcp.h"
+#include "peri/model.h"
 #include "peri/place.h"
+
+#include <jansson.h>
 
 #include <signal.h>
 #include <stdio.h>
@@ -22,8 +30,75 @@ static void warn_unsandboxed(void *ud, const char *msg) {
     fprintf(stderr, "peri mcp workspace: warning: %s\n", msg);
 }
 
+static void print_login(void *ctx, const char *server, const char *url) {
+    (void)ctx;
+    printf("To log in to the MCP server \"%s\", open this URL in a browser on this machine:\n\n"
+           "  %s\n\nWaiting for the browser (5 minutes at most)...\n",
+           server, url);
+    fflush(stdout);
+}
+
+/* The URL of NAME: NAME itself when it is a URL, else the user's settings entry. */
+static char *server_url(const char *home, const char *name) {
+    if (!strncmp(name, "https://", 8) || !strncmp(name, "http://", 7)) return strdup(name);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/.peri/settings.json", home);
+    size_t len = 0;
+    char *txt = peri_read_file(path, false, &len);
+    json_t *doc = txt ? json_loads(txt, 0, NULL) : NULL;
+    free(txt);
+    const char *u = json_string_value(
+        json_object_get(json_object_get(json_object_get(doc, "mcpServers"), name), "url"));
+    char *out = u ? strdup(u) : NULL;
+    json_decref(doc);
+    return out;
+}
+
+static int cmd_login(int argc, char **argv, bool logout) {
+    const char *what = logout ? "logout" : "login";
+    if (argc != 3) {
+        fprintf(stderr, "usage: peri mcp %s NAME|URL\n", what);
+        return 2;
+    }
+    const char *home = getenv("HOME");
+    if (!home || !home[0]) {
+        fprintf(stderr, "peri mcp %s: HOME is not set\n", what);
+        return 1;
+    }
+    char *url = server_url(home, argv[2]);
+    if (!url) {
+        fprintf(stderr,
+                "peri mcp %s: \"%s\" is neither a URL nor a server with a \"url\" in "
+                "%s/.peri/settings.json\n",
+                what, argv[2], home);
+        return 1;
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/.peri/oauth", home);
+    pmcp_oauth_opts o = {.dir = dir, .show_login = print_login};
+    int rc = 0;
+    if (logout) {
+        rc = pmcp_oauth_forget(&o, url) == 0 ? 0 : 1;
+        if (rc) fprintf(stderr, "peri mcp logout: cannot remove the tokens of %s\n", url);
+    } else {
+        signal(SIGPIPE, SIG_IGN);
+        pm_global_init();
+        char err[512];
+        if (pmcp_oauth_login(&o, argv[2], url, err, sizeof err) != 0) {
+            fprintf(stderr, "peri mcp login: %s\n", err);
+            rc = 1;
+        } else {
+            printf("Logged in; the tokens are in %s.\n", dir);
+        }
+    }
+    free(url);
+    return rc;
+}
+
 static void usage(FILE *f) {
-    fprintf(f, "usage: peri mcp workspace --root DIR [--unsandboxed]\n"
+    fprintf(f, "usage: peri mcp login NAME|URL | logout NAME|URL\n"
+               "  login: the OAuth login of a remote MCP server (NAME from ~/.peri/settings.json)\n"
+               "usage: peri mcp workspace --root DIR [--unsandboxed]\n"
                "  Serves the workspace tools (read, write, edit, list, glob, grep, shell, ...)\n"
                "  as an MCP server on stdin/stdout. Every path is confined to DIR.\n"
                "  The shell tool runs commands in the native sandbox (bubblewrap): DIR\n"
@@ -37,6 +112,8 @@ int peri_cmd_mcp(int argc, char **argv) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
+    if (!strcmp(argv[1], "login") || !strcmp(argv[1], "logout"))
+        return cmd_login(argc, argv, !strcmp(argv[1], "logout"));
     if (strcmp(argv[1], "workspace") != 0) {
         fprintf(stderr, "peri mcp: unknown subcommand \"%s\"\n", argv[1]);
         usage(stderr);

@@ -27,6 +27,8 @@ static const struct builtin {
     {"init", "Write a project guide (AGENTS.md) for this repository", NULL},
     {"model", "Show the models or switch to one", "model id"},
     {"mode", "Show the modes or switch to one", "default | acceptEdits | plan | bypassPermissions"},
+    {"goal", "Show, set or clear the session's standing goal (the agent continues until it is met)",
+     "goal text | clear"},
 };
 #define NBUILTIN (sizeof builtins / sizeof builtins[0])
 
@@ -136,6 +138,8 @@ bool pct__command_run(pct_sess *s, pm_message *msg, pag_turn_result *r) {
         pag_session_compact(s->agent, targs, r);
     } else if (!strcmp(name, "clear")) {
         pag_session_clear(s->agent, r);
+    } else if (!strcmp(name, "goal")) {
+        pct__goal_command(s, gen, targs);
     } else if (!strcmp(name, "init")) {
         size_t len = sizeof init_prompt + strlen(targs) + 16;
         char *t = malloc(len);

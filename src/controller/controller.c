@@ -39,12 +39,14 @@ void pct__sess_retain(void *h) {
 
 void pct__sess_release(pct_sess *s) {
     if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
+    pag_cron_free(s->cron); /* no schedule fires after this; none is ever revived */
     pag_session_free(s->agent);
     pmcp_pool_close(s->mcp); /* no server process survives the session */
     pmcp_pool_close(s->ext);
     free(s->mcp_names);
     free(s->mcp_errors);
     free(s->mcp_final);
+    free((char *)s->oauth.dir); /* after the pools: they borrow it */
     free(s->tools);
     while (s->old_tools) {
         pct_old_tools *o = s->old_tools;
@@ -723,7 +725,7 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
             s->nreject = m;
         }
     }
-    json_decref(meta);
+    json_t *mw_meta = meta; /* the middlewares' part is read once the agent exists */
     pag_ports ports = {.ctx = s,
                        .reason = port_reason,
                        .model_name = NULL,
@@ -741,15 +743,24 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
                              .cwd = th->cwd,
                              .system_prompt = frozen,
                              .context_budget = c->settings->context_budget,
-                             .max_steps = c->settings->max_steps};
+                             .max_steps = c->settings->max_steps,
+                             .auto_compact_threshold = c->settings->auto_compact_threshold};
     s->frozen = frozen;
     s->agent = frozen && !bad ? pag_session_new(&sc, &ports) : NULL;
     if (!s->agent) {
+        json_decref(mw_meta);
         pct__sess_release(s);
         set_err(err, PCT_FAILED, "out of memory%s", NULL);
         return PCT_FAILED;
     }
     pag_session_set_mode(s->agent, mode);
+    if (pct__mw_live(s, mw_meta) != 0) {
+        json_decref(mw_meta);
+        pct__sess_release(s);
+        set_err(err, PCT_FAILED, "out of memory%s", NULL);
+        return PCT_FAILED;
+    }
+    json_decref(mw_meta);
     pct__apply_model(s);
     if (!s->read_only) pct__save_meta(s); /* the epoch is taken */
     *out = s;

@@ -101,6 +101,13 @@ typedef struct pct_sess {
     char *mcp_errors;     /* notice lines (owned, NULL = none) */
     char *mcp_final;      /* JSON array of {"name", "status"} once started (owned) */
     pmcp_pool *ext_built; /* worker thread only */
+    /* OAuth of remote servers: the options the pool borrows (dir owned), and the stop
+     * flag a close raises so a pending login ends at once. */
+    pmcp_oauth_opts oauth;
+    atomic_int oauth_stop;
+    /* Scheduled prompts of this live instance (cron middleware; NULL for a read-only
+     * session). Stopped when close begins, freed with the session; never revived. */
+    pag_cron *cron;
     /* ---- honest close (turns.c) */
     atomic_int subagents;    /* subagents running in this session's turn */
     atomic_bool persist_bad; /* a history write failed: what the store holds is unknown */
@@ -210,7 +217,24 @@ pct_status pct__sess_writable(const pct_sess *s, pct_error *err);
 char *pct__plan_of_todo(const char *args_json);
 
 /* ---- editor feature internals */
-#define PCT_HOST_TOOLS 3 /* todo, skill, task */
+#define PCT_HOST_TOOLS 7 /* todo, skill, task, goal_complete, cron_create/list/delete */
+
+/* middleware glue (mw_glue.c): the goal and cron middlewares in this session. */
+/* Starts the session's cron (make_live) and restores goal and cron records from meta. */
+int pct__mw_live(pct_sess *s, json_t *meta);
+/* Adds goal and cron state to the meta being saved (s->mu held). */
+void pct__mw_meta(pct_sess *s, json_t *m);
+/* The goal_complete and cron tools: -2 when name is none of them. */
+int pct__mw_tool(pct_sess *s, const char *name, const char *args, pag_tool_output *out);
+/* /goal [TEXT | clear]: shows, sets or clears the goal (answers with a message). */
+void pct__goal_command(pct_sess *s, uint64_t gen, const char *args);
+/* After a completed turn: continues on its own toward an unmet goal, up to the bound. */
+void pct__goal_continue(pct_sess *s, pag_turn_result *r);
+/* The ACP plan with the goal's entry first (entries_json: the todo plan or NULL);
+ * malloc'd, or NULL when the session has no goal. */
+char *pct__goal_plan(pct_sess *s, const char *entries_json);
+/* A cron run: enqueues prompt as a turn of s (turns.c). 0 or -1. */
+int pct__prompt_cron(pct_sess *s, uint64_t cron_id, const char *prompt);
 /* The session's permission broker (pag_ports.ask_permission) and tool titles. */
 pag_permission pct__port_ask(void *ctx, const pag_event *call, atomic_int *cancel);
 char *pct__tool_title(const char *name, const char *args);

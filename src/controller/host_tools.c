@@ -54,6 +54,12 @@ void pct__host_tools_add(pag_tool_info *tools, size_t *n) {
         .schema_json = task_schema,
         .kind = "other",
         .read_only = true};
+    /* the goal and cron middlewares' tools (src/agent/middleware/) */
+    tools[(*n)++] = *pag_goal_tool();
+    size_t nc;
+    const pag_tool_info *ct = pag_cron_tools(&nc);
+    for (size_t i = 0; i < nc; i++)
+        tools[(*n)++] = ct[i];
 }
 
 static int tool_error(pag_tool_output *out, const char *msg) {
@@ -117,6 +123,11 @@ static int run_todo(pct_sess *s, json_t *args, pag_tool_output *out) {
     int rc = plan_entries(args, &txt, counts, msg, sizeof msg);
     if (rc > 0) return tool_error(out, msg);
     if (rc < 0) return -1;
+    char *with_goal = pct__goal_plan(s, txt); /* the session's goal stays the first entry */
+    if (with_goal) {
+        free(txt);
+        txt = with_goal;
+    }
     pag_event ev = {
         .kind = PAG_EV_PLAN, .turn = pag_session_turn_gen(s->agent), .content_json = txt};
     pct__emit(s, &ev);
@@ -142,6 +153,8 @@ static int run_skill(pct_sess *s, json_t *args, pag_tool_output *out) {
 }
 
 int pct__host_tool(pct_sess *s, const char *name, const char *args, pag_tool_output *out) {
+    int mw = pct__mw_tool(s, name, args, out);
+    if (mw != -2) return mw;
     if (!name || (strcmp(name, "todo") != 0 && strcmp(name, "skill") != 0)) return -2;
     json_t *a = json_loads(args ? args : "{}", 0, NULL);
     int rc;

@@ -136,6 +136,22 @@ static void maybe_send_status(pct_sess *s) {
     free(txt);
 }
 
+/* pmcp_oauth_opts.show_login: tells the client the URL, once it knows the session. */
+static void show_login(void *ctx, const char *server, const char *url) {
+    pct_sess *s = ctx;
+    struct timespec dl = pb_deadline(CLOCK_REALTIME, 5000);
+    pthread_mutex_lock(&s->mu);
+    while (!s->answered && s->state == SESS_OPEN &&
+           pthread_cond_timedwait(&s->cv, &s->mu, &dl) == 0) {
+    }
+    bool open = s->state == SESS_OPEN;
+    pthread_mutex_unlock(&s->mu);
+    pb_log(&s->c->log, PB_LOG_INFO, "session %s: MCP server \"%s\" needs a login: %s", s->id,
+           server, url);
+    if (open && s->c->sink.on_mcp_login)
+        s->c->sink.on_mcp_login(s->c->sink.ctx, s->id, s->epoch, server, url);
+}
+
 static void *connector_main(void *arg) {
     connector *k = arg;
     pct_sess *s = k->s;
@@ -144,7 +160,8 @@ static void *connector_main(void *arg) {
                          .user_settings_json = k->user,
                          .project_servers_json = k->project,
                          .acp_servers_json = k->acp,
-                         .log = c->log};
+                         .log = c->log,
+                         .oauth = s->oauth.dir ? &s->oauth : NULL};
     char *why = NULL;
     pmcp_pool *p = pmcp_pool_open(&po, &why);
     if (why) pb_log(&s->c->log, PB_LOG_WARN, "session %s: %s", s->id, why);
@@ -200,6 +217,15 @@ int pct__mcp_open(pct_sess *s, const char *mcp_json, char **notices) {
     char *user = wrap ? json_dumps(wrap, JSON_COMPACT) : NULL;
     json_decref(wrap);
     s->tool_ctx = (ptl_ctx){.cwd = s->cwd, .sandbox = &c->sandbox};
+    if (c->home && !s->oauth.dir) { /* the user's MCP OAuth tokens: ~/.peri/oauth */
+        size_t n = strlen(c->home) + 16;
+        char *dir = malloc(n);
+        if (dir) snprintf(dir, n, "%s/.peri/oauth", c->home);
+        s->oauth = (pmcp_oauth_opts){.dir = dir,
+                                     .show_login = c->sink.on_mcp_login ? show_login : NULL,
+                                     .ctx = s,
+                                     .stop = &s->oauth_stop};
+    }
     if (c->sink.fs_read || c->sink.fs_write) s->tool_ctx.client_fs = &s->client_fs;
     if (c->sink.term_run) s->tool_ctx.client_term = &s->client_term;
     /* The project's own servers start only when the user trusted that exact content;
@@ -294,6 +320,7 @@ void pct_session_answered(pct_controller *c, const char *id) {
     if (!s) return;
     pthread_mutex_lock(&s->mu);
     s->answered = true;
+    pthread_cond_broadcast(&s->cv); /* a pending OAuth login URL may go out now */
     pthread_mutex_unlock(&s->mu);
     maybe_send_status(s);
     pct__sess_release(s);

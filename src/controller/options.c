@@ -34,6 +34,7 @@ int pct__save_meta(pct_sess *s) {
     if (m) json_object_set_new(m, "epoch", json_integer((json_int_t)s->epoch));
     if (m && s->effort[0]) json_object_set_new(m, "thinkingEffort", json_string(s->effort));
     if (m && s->ctx1m) json_object_set_new(m, "context1m", json_true());
+    if (m) pct__mw_meta(s, m); /* goal and cron records */
     if (m && s->close_intent_ms)
         json_object_set_new(m, "closeIntent",
                             json_pack("{s:I, s:I}", "epoch", (json_int_t)s->epoch, "at",

@@ -131,7 +131,10 @@ static void c_emit(void *ctx, const pag_event *ev) {
 static const char *const default_tools[] = {"read", "list", "glob", "grep", "skill"};
 
 static bool wanted(json_t *list, const char *name) {
-    if (!strcmp(name, "task") || !strcmp(name, "todo")) return false;
+    /* the session's own plan, goal and schedules are not a subagent's to change */
+    if (!strcmp(name, "task") || !strcmp(name, "todo") || !strcmp(name, "goal_complete") ||
+        !strncmp(name, "cron_", 5))
+        return false;
     if (!json_is_array(list)) {
         for (size_t i = 0; i < sizeof default_tools / sizeof default_tools[0]; i++)
             if (!strcmp(default_tools[i], name)) return true;

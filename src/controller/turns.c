@@ -23,9 +23,10 @@
 typedef struct pct_job {
     struct pct_job *next;
     pct_sess *s;
-    char *text;     /* the prompt's text (titles) */
-    pm_message msg; /* the prompt's content (text and images) */
-    void *token;
+    char *text;       /* the prompt's text (titles) */
+    pm_message msg;   /* the prompt's content (text and images) */
+    void *token;      /* NULL: a cron run, which answers nobody */
+    uint64_t cron_id; /* a run of this cron schedule (0: a client's prompt) */
     bool cancelled;   /* $/cancel_request while queued (s->mu) */
     char turn_id[48]; /* given when the prompt is accepted */
 } job;
@@ -47,7 +48,7 @@ static void unqueue(pct_sess *s, job *j) {
 }
 
 static void answer(pct_sess *s, void *token, const pag_turn_result *r) {
-    if (s->c->sink.on_prompt_done) s->c->sink.on_prompt_done(s->c->sink.ctx, token, r);
+    if (token && s->c->sink.on_prompt_done) s->c->sink.on_prompt_done(s->c->sink.ctx, token, r);
 }
 
 /* The one terminal state of a turn (s->emit_mu held): the terminal event, after every
@@ -152,9 +153,14 @@ static void *worker(void *arg) {
     pct__apply_model(s);            /* a model chosen since the last turn */
     pct__trust_before_turn(s, gen); /* project configuration: trusted content only */
     pag_turn_result r;
+    if (j->cron_id) { /* the client sees what started this turn */
+        pag_event ev = {.kind = PAG_EV_USER_TEXT, .turn = gen, .text = j->text};
+        pct__emit(s, &ev);
+    }
     if (!pct__command_run(s, &j->msg, &r)) {
         maybe_title(s, j->text, gen);
         pag_session_turn_message(s->agent, &j->msg, &r);
+        pct__goal_continue(s, &r); /* an unmet goal: on its own, up to the bound */
     }
 
     pthread_mutex_lock(&s->emit_mu); /* the answer follows every event of the turn */
@@ -173,6 +179,7 @@ static void *worker(void *arg) {
     pthread_mutex_unlock(&s->mu);
     pthread_mutex_unlock(&s->emit_mu);
 out:
+    if (j->cron_id && s->cron) pag_cron_done(s->cron, j->cron_id); /* the next run may start */
     free(j->text);
     pm_message_clear(&j->msg);
     free(j);
@@ -194,8 +201,33 @@ pct_status pct_prompt(pct_controller *c, const char *id, const char *text, void 
     return st;
 }
 
+static pct_status enqueue(pct_controller *c, const char *id, pm_message *msg, void *token,
+                          uint64_t cron_id, pct_error *err);
+
 pct_status pct_prompt_message(pct_controller *c, const char *id, pm_message *msg, void *token,
                               pct_error *err) {
+    return enqueue(c, id, msg, token, 0, err);
+}
+
+int pct__prompt_cron(pct_sess *s, uint64_t cron_id, const char *prompt) {
+    size_t n = strlen(prompt) + 64;
+    char *text = malloc(n);
+    if (!text) return -1;
+    snprintf(text, n, "[Scheduled prompt, cron id %llu] %s", (unsigned long long)cron_id, prompt);
+    pm_message m;
+    pm_message_init(&m, PM_ROLE_USER);
+    pct_error err = {0};
+    int rc = pm_message_add_text(&m, text) == PM_OK &&
+                     enqueue(s->c, s->id, &m, NULL, cron_id, &err) == PCT_OK
+                 ? 0
+                 : -1;
+    pm_message_clear(&m);
+    free(text);
+    return rc;
+}
+
+static pct_status enqueue(pct_controller *c, const char *id, pm_message *msg, void *token,
+                          uint64_t cron_id, pct_error *err) {
     char *text = pm_message_text(msg);
     if (!text) {
         err->status = PCT_FAILED;
@@ -250,6 +282,7 @@ pct_status pct_prompt_message(pct_controller *c, const char *id, pm_message *msg
     j->msg = *msg;
     pm_message_init(msg, PM_ROLE_USER);
     j->token = token;
+    j->cron_id = cron_id;
     pthread_mutex_lock(&c->mu);
     c->workers++;
     pthread_mutex_unlock(&c->mu);
@@ -513,6 +546,8 @@ static pct_status close_with_grace(pct_controller *c, const char *id, long grace
     if (s->state == SESS_OPEN) s->state = SESS_CLOSING;
     pthread_cond_broadcast(&s->cv); /* queued workers see the state and leave */
     pthread_mutex_unlock(&s->mu);
+    atomic_store(&s->oauth_stop, 1); /* a pending MCP OAuth login ends */
+    pag_cron_stop(s->cron);          /* scheduled prompts end with the session */
     cancel_sess(s);
     struct timespec dl;
     dl = pb_deadline(CLOCK_REALTIME, grace_ms);

@@ -12,11 +12,13 @@
  * reader thread to exactly one waiter (single owner).
  */
 #include "mcp/mcp_int.h"
+#include "mcp/oauth_int.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #define MAX_TOOL_PAGES 100 /* and the whole listing within one timeout, not one per page */
@@ -47,6 +49,7 @@ struct pmcp_client {
     long call_timeout_ms;
     bool has_tools;
     pb_logger log;
+    pmcp__auth *auth; /* http with OAuth: the tokens of the server's URL (owned) */
 };
 
 static const char *const k_versions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
@@ -400,6 +403,13 @@ static int list_tools(pmcp_client *c, long timeout_ms, char *err, size_t errlen)
 
 /* ---------------------------------------------------------------- public */
 
+/* A configured Authorization header: the user authorizes this server, not OAuth. */
+static bool has_authorization(const pmcp_server_config *cfg) {
+    for (size_t i = 0; i < cfg->nheaders; i++)
+        if (cfg->headers[i].name && !strcasecmp(cfg->headers[i].name, "authorization")) return true;
+    return false;
+}
+
 pmcp_client *pmcp_client_connect(const pmcp_server_config *cfg, const pmcp_client_opts *opt,
                                  char *err, size_t errlen) {
     long init_ms = opt && opt->init_timeout_ms > 0 ? opt->init_timeout_ms : 30000;
@@ -419,7 +429,14 @@ pmcp_client *pmcp_client_connect(const pmcp_server_config *cfg, const pmcp_clien
     case PMCP_STDIO:
         c->link = pmcp__link_stdio(cfg, opt ? opt->cwd : NULL, &cb, lerr, sizeof lerr);
         break;
-    case PMCP_HTTP: c->link = pmcp__link_http(cfg, &cb, lerr, sizeof lerr); break;
+    case PMCP_HTTP:
+        if (opt && opt->oauth && opt->oauth->dir && !has_authorization(cfg) &&
+            !(c->auth = pmcp__auth_new(opt->oauth, cfg->name, cfg->url))) {
+            snprintf(lerr, sizeof lerr, "out of memory");
+            break;
+        }
+        c->link = pmcp__link_http(cfg, &cb, c->auth, lerr, sizeof lerr);
+        break;
     case PMCP_SSE: c->link = pmcp__link_sse(cfg, &cb, init_ms, lerr, sizeof lerr); break;
     case PMCP_INPROC: c->link = pmcp__link_inproc(cfg, &cb, lerr, sizeof lerr); break;
     }
@@ -433,8 +450,26 @@ pmcp_client *pmcp_client_connect(const pmcp_server_config *cfg, const pmcp_clien
                   "capabilities", "clientInfo", "name", "peri-c", "version", "0.1.0");
     json_t *res;
     char rerr[512];
+    json_t *params2 = c->auth ? json_deep_copy(params) : NULL;
     pmcp_status st =
         request(c, "initialize", params, NULL, init_ms, NULL, NULL, &res, rerr, sizeof rerr);
+    if (st != PMCP_OK && c->auth && pmcp__auth_needs_login(c->auth)) {
+        /* The server wants an OAuth login: run it (the user is shown the URL), then
+         * connect again with the token on a fresh link. */
+        c->link->close(c->link);
+        c->link = NULL;
+        char lgerr[512];
+        if (pmcp__auth_login(c->auth, lgerr, sizeof lgerr) != 0) {
+            snprintf(rerr, sizeof rerr, "OAuth login failed: %.480s", lgerr);
+        } else if (!(c->link = pmcp__link_http(cfg, &cb, c->auth, lerr, sizeof lerr))) {
+            snprintf(rerr, sizeof rerr, "%s", lerr);
+        } else {
+            st = request(c, "initialize", params2, NULL, init_ms, NULL, NULL, &res, rerr,
+                         sizeof rerr);
+            params2 = NULL;
+        }
+    }
+    json_decref(params2);
     if (st != PMCP_OK) {
         snprintf(err, errlen, "initialize failed: %s", rerr);
         pmcp_client_close(c);
@@ -469,6 +504,7 @@ pmcp_client *pmcp_client_connect(const pmcp_server_config *cfg, const pmcp_clien
 void pmcp_client_close(pmcp_client *c) {
     if (!c) return;
     if (c->link) c->link->close(c->link);
+    pmcp__auth_free(c->auth);
     pmcp_tools_free(c->tools, c->ntools);
     free(c->caps_json);
     free(c->name);

@@ -19,6 +19,7 @@
  * curl_global_init (the program does, see pm_global_init).
  */
 #include "mcp/mcp_int.h"
+#include "mcp/oauth_int.h"
 
 #include <curl/curl.h>
 #include <pthread.h>
@@ -120,6 +121,7 @@ typedef struct http_link {
     char *url;      /* streamable: the endpoint; sse: the stream URL */
     char *post_url; /* sse: the endpoint from the "endpoint" event */
     struct curl_slist *headers;
+    pmcp__auth *auth; /* borrowed (the client's): OAuth tokens for this URL, or NULL */
     bool legacy;
     atomic_bool closing;
     pthread_mutex_t mu; /* session_id, protocol, threads, post_url, cv */
@@ -170,8 +172,16 @@ static void fail_request(http_link *h, const char *body, size_t len, const char 
     json_decref(id);
 }
 
-static struct curl_slist *base_headers(http_link *h, bool json_body) {
+/* The configured headers, the session's, and the OAuth token of this very URL (copied
+ * into used, when given, so a 401 can tell whether that token was the current one). */
+static struct curl_slist *base_headers(http_link *h, bool json_body, char *used, size_t ulen) {
     struct curl_slist *l = NULL, *t;
+    char auth[8320];
+    if (used && ulen) used[0] = '\0';
+    if (h->auth && pmcp__auth_header(h->auth, auth, sizeof auth)) {
+        if ((t = curl_slist_append(l, auth))) l = t;
+        if (used) snprintf(used, ulen, "%s", auth);
+    }
     for (struct curl_slist *x = h->headers; x; x = x->next)
         if ((t = curl_slist_append(l, x->data))) l = t;
     if (json_body && (t = curl_slist_append(l, "Content-Type: application/json"))) l = t;
@@ -213,6 +223,7 @@ typedef struct post_ctx {
     char *body;
     size_t blen, bcap;
     bool oom;
+    char *www; /* WWW-Authenticate of a 401 */
 } post_ctx;
 
 static size_t on_header(char *b, size_t sz, size_t n, void *ud) {
@@ -221,7 +232,12 @@ static size_t on_header(char *b, size_t sz, size_t n, void *ud) {
     char line[512];
     snprintf(line, sizeof line, "%.*s", (int)(len < 511 ? len : 511), b);
     line[strcspn(line, "\r\n")] = '\0';
-    if (!strncasecmp(line, "content-type:", 13)) {
+    if (!strncasecmp(line, "www-authenticate:", 17) && !p->www) {
+        const char *v = line + 17;
+        while (*v == ' ' || *v == '\t')
+            v++;
+        p->www = strdup(v);
+    } else if (!strncasecmp(line, "content-type:", 13)) {
         p->ctype_known = true;
         p->sse = strstr(line + 13, "text/event-stream") != NULL;
     } else if (!strncasecmp(line, "mcp-session-id:", 15)) {
@@ -260,9 +276,14 @@ static size_t on_body(char *b, size_t sz, size_t n, void *ud) {
     return len;
 }
 
-/* Posts one frame and delivers what comes back. */
-static void post_frame(http_link *h, const char *url, const char *body, size_t len) {
-    struct curl_slist *hdrs = base_headers(h, true);
+/* One POST of a frame; delivers the answer or fails the request, except a 401 that
+ * the caller retries with a refreshed token (then *retry is set and nothing is
+ * delivered). The token goes only to this link's URL: redirects are never followed. */
+static void post_once(http_link *h, const char *url, const char *body, size_t len, bool may_retry,
+                      bool *retry) {
+    *retry = false;
+    char used[8320];
+    struct curl_slist *hdrs = base_headers(h, true, used, sizeof used);
     struct curl_slist *t = curl_slist_append(hdrs, "Accept: application/json, text/event-stream");
     if (t) hdrs = t;
     post_ctx p = {.h = h};
@@ -287,6 +308,12 @@ static void post_frame(http_link *h, const char *url, const char *body, size_t l
     } else if (rc != CURLE_OK) {
         snprintf(why, sizeof why, "HTTP transport failed: %s", curl_easy_strerror(rc));
         fail_request(h, body, len, why);
+    } else if (status == 401 && h->auth) {
+        *retry = pmcp__auth_on_401(h->auth, p.www, used) == 1 && may_retry;
+        if (!*retry) {
+            snprintf(why, sizeof why, "HTTP 401 from the MCP server: authorization required");
+            fail_request(h, body, len, why);
+        }
     } else if (status < 200 || status >= 300) {
         snprintf(why, sizeof why, "HTTP %ld from the MCP server%s%.200s", status,
                  p.blen ? ": " : "", p.blen ? p.body : "");
@@ -301,6 +328,15 @@ static void post_frame(http_link *h, const char *url, const char *body, size_t l
     curl_slist_free_all(hdrs);
     pmcp__sse_free(&p.parser);
     free(p.body);
+    free(p.www);
+}
+
+/* Posts one frame and delivers what comes back (a 401 to a stale token: once more with
+ * the refreshed one). */
+static void post_frame(http_link *h, const char *url, const char *body, size_t len) {
+    bool retry;
+    post_once(h, url, body, len, true, &retry);
+    if (retry) post_once(h, url, body, len, false, &retry);
 }
 
 static void *post_main(void *arg) {
@@ -396,7 +432,7 @@ static void http_close(pmcp__link *l) {
     pthread_mutex_unlock(&h->mu);
     if (!h->legacy && has_session) { /* end the server's session (best effort) */
         atomic_store(&h->closing, false);
-        struct curl_slist *hdrs = base_headers(h, false);
+        struct curl_slist *hdrs = base_headers(h, false, NULL, 0);
         CURL *e = easy(h, h->url, hdrs);
         if (e) {
             curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "DELETE");
@@ -412,8 +448,8 @@ static void http_close(pmcp__link *l) {
     http_free(h);
 }
 
-static http_link *http_new(const pmcp_server_config *cfg, const pmcp__link_cb *cb, char *err,
-                           size_t errlen) {
+static http_link *http_new(const pmcp_server_config *cfg, const pmcp__link_cb *cb, pmcp__auth *auth,
+                           char *err, size_t errlen) {
     if (!cfg->url || (strncmp(cfg->url, "http://", 7) && strncmp(cfg->url, "https://", 8))) {
         snprintf(err, errlen, "url must be http:// or https://");
         return NULL;
@@ -428,6 +464,7 @@ static http_link *http_new(const pmcp_server_config *cfg, const pmcp__link_cb *c
     h->base.close = http_close;
     h->base.set_protocol = http_set_protocol;
     h->cb = *cb;
+    h->auth = auth;
     pthread_mutex_init(&h->mu, NULL);
     pthread_mutex_init(&h->cbmu, NULL);
     pthread_cond_init(&h->cv, NULL);
@@ -450,9 +487,9 @@ static http_link *http_new(const pmcp_server_config *cfg, const pmcp__link_cb *c
     return h;
 }
 
-pmcp__link *pmcp__link_http(const pmcp_server_config *cfg, const pmcp__link_cb *cb, char *err,
-                            size_t errlen) {
-    http_link *h = http_new(cfg, cb, err, errlen);
+pmcp__link *pmcp__link_http(const pmcp_server_config *cfg, const pmcp__link_cb *cb,
+                            pmcp__auth *auth, char *err, size_t errlen) {
+    http_link *h = http_new(cfg, cb, auth, err, errlen);
     return h ? &h->base : NULL;
 }
 
@@ -523,7 +560,7 @@ static size_t on_stream(char *b, size_t sz, size_t n, void *ud) {
 static void *get_main(void *arg) {
     http_link *h = arg;
     get_ctx g = {.h = h};
-    struct curl_slist *hdrs = base_headers(h, false);
+    struct curl_slist *hdrs = base_headers(h, false, NULL, 0);
     struct curl_slist *t = curl_slist_append(hdrs, "Accept: text/event-stream");
     if (t) hdrs = t;
     CURL *e = easy(h, h->url, hdrs);
@@ -566,7 +603,7 @@ static int sse_send(pmcp__link *l, const char *text, size_t len) {
 
 pmcp__link *pmcp__link_sse(const pmcp_server_config *cfg, const pmcp__link_cb *cb, long timeout_ms,
                            char *err, size_t errlen) {
-    http_link *h = http_new(cfg, cb, err, errlen);
+    http_link *h = http_new(cfg, cb, NULL, err, errlen);
     if (!h) return NULL;
     h->legacy = true;
     h->base.send = sse_send;

@@ -4,6 +4,7 @@
  * lines.c    : the newline-delimited frame reader (frames: base/rpc.h, the fuzzed surface).
  * fdlink.c   : the line transport over fds (stdio child process, in-process pair).
  * http.c     : streamable HTTP and legacy HTTP+SSE transports (libcurl), SSE parser.
+ * oauth*.c   : OAuth for streamable HTTP servers (oauth_int.h).
  * client.c   : request/response matching, initialize, tools, progress, cancellation.
  * server.c   : the workspace server over the tools registry.
  * pool.c     : configuration parsing, the per-session pool, content mapping.
@@ -62,9 +63,10 @@ pmcp__link *pmcp__link_stdio(const pmcp_server_config *cfg, const char *cwd,
  * acp_meta). */
 pmcp__link *pmcp__link_inproc(const pmcp_server_config *cfg, const pmcp__link_cb *cb, char *err,
                               size_t errlen);
-/* Streamable HTTP. */
-pmcp__link *pmcp__link_http(const pmcp_server_config *cfg, const pmcp__link_cb *cb, char *err,
-                            size_t errlen);
+/* Streamable HTTP. auth (borrowed, may be NULL): the OAuth tokens of cfg->url. */
+typedef struct pmcp__auth pmcp__auth;
+pmcp__link *pmcp__link_http(const pmcp_server_config *cfg, const pmcp__link_cb *cb,
+                            pmcp__auth *auth, char *err, size_t errlen);
 /* Legacy HTTP+SSE (waits for the endpoint event, up to timeout_ms). */
 pmcp__link *pmcp__link_sse(const pmcp_server_config *cfg, const pmcp__link_cb *cb, long timeout_ms,
                            char *err, size_t errlen);

@@ -320,12 +320,15 @@ struct pmcp_pool {
     char *cwd; /* owned: stdio servers start here */
     long init_timeout_ms;
     pb_logger log;
+    const pmcp_oauth_opts *oauth; /* borrowed: must outlive the pool */
 };
 
 static void *connect_main(void *arg) {
     pool_server *ps = arg;
-    pmcp_client_opts co = {
-        .cwd = ps->pool->cwd, .init_timeout_ms = ps->pool->init_timeout_ms, .log = ps->pool->log};
+    pmcp_client_opts co = {.cwd = ps->pool->cwd,
+                           .init_timeout_ms = ps->pool->init_timeout_ms,
+                           .log = ps->pool->log,
+                           .oauth = ps->pool->oauth};
     ps->client = pmcp_client_connect(&ps->cfg, &co, ps->err, sizeof ps->err);
     return NULL;
 }
@@ -564,6 +567,7 @@ pmcp_pool *pmcp_pool_open(const pmcp_pool_opts *opt, char **notices) {
     p->ws = opt->workspace;
     p->init_timeout_ms = opt->init_timeout_ms;
     p->log = opt->log;
+    p->oauth = opt->oauth;
     if (opt->cwd && !(p->cwd = strdup(opt->cwd))) {
         pmcp_pool_close(p);
         return NULL;

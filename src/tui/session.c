@@ -259,6 +259,17 @@ static void on_update(pt_app *a, json_t *params) {
             a->cost = json_number_value(cost);
             a->has_cost = true;
         }
+        json_t *cp = json_object_get(json_object_get(u, "_meta"), "peri.compaction");
+        if (json_is_object(cp)) { /* an automatic compaction: say so in the transcript */
+            const char *how = json_string_value(json_object_get(cp, "method"));
+            char buf[200];
+            snprintf(buf, sizeof buf, "Context compacted: %lld -> %lld tokens (%s)",
+                     (long long)json_integer_value(json_object_get(cp, "before")),
+                     (long long)json_integer_value(json_object_get(cp, "after")),
+                     how && !strcmp(how, "summary") ? "summarized by the model"
+                                                    : "oldest turns trimmed");
+            pt_app_notice(a, PT_FG(PT_GREY), buf);
+        }
     } else if (!strcmp(tag, "session_info_update")) {
         const char *t = json_string_value(json_object_get(u, "title"));
         if (t) snprintf(a->title, sizeof a->title, "%s", t);
@@ -274,6 +285,15 @@ void pt_session_frame(pt_app *a, json_t *f) {
         on_response(a, f);
     } else if (!strcmp(method, "session/update")) {
         on_update(a, json_object_get(f, "params"));
+    } else if (!strcmp(method, "_peri/mcp_login")) {
+        /* a remote MCP server needs an OAuth login: the user opens the URL */
+        json_t *p = json_object_get(f, "params");
+        const char *srv = json_string_value(json_object_get(p, "server"));
+        const char *url = json_string_value(json_object_get(p, "url"));
+        char buf[2400];
+        snprintf(buf, sizeof buf, "MCP server \"%.100s\" needs a login. Open: %.2200s",
+                 srv ? srv : "?", url ? url : "?");
+        pt_app_notice(a, PT_FG(PT_YELLOW) | PT_BOLD, buf);
     } else if (!strcmp(method, "session/request_permission") && id) {
         if (a->perm_id) /* only one open at a time: the older one is cancelled */
             pt_client_reply(&a->c, a->perm_id,

@@ -546,6 +546,9 @@ def s_concurrent(E):
 
 
 def s_compact(E):
+    # the mechanical trim on its own (the model-written automatic compaction that
+    # normally comes first is tested in tests/middleware/e2e_mw2.py)
+    E.settings({"maxRetries": 0, "autoCompact": {"enabled": False}})
     E.put("c.txt", "c")
     a = E.agent(PERI_CONTEXT_BUDGET="400")
     sid = E.new_session(a)
