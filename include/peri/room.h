@@ -381,6 +381,9 @@ bool pr_ruby_run(pr_ruby *rb, const pr_ruby_job *job, pr_response *out, pr_error
  * read-only at this guest path as the run's only host directory. */
 #define PR_PYTHON_STDLIB_GUEST "/usr/local/lib/python3.11"
 
+/* Whether m is the room's CPython build (it exports the peri_py_* entry points). */
+bool pr_python_module(const pw_module *m);
+
 typedef struct pr_python pr_python;
 /* dir is the build's directory (holding python.wasm and lib/python3.11); copied,
  * nothing is read yet. NULL when out of memory. Free with pr_python_free (after

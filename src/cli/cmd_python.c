@@ -218,6 +218,13 @@ int peri_cmd_python(int argc, char **argv) {
             py_error(dir, err.message);
         goto done;
     }
+    if (!pr_python_module(pr_program_module(p))) {
+        fprintf(stderr,
+                "peri python: %s/python.wasm is not the room's CPython build (it lacks the "
+                "peri_py_* entry points of scripts/python-wasi.sh)\n",
+                dir);
+        goto done;
+    }
     free(mod);
     mod = NULL;
     pr_dir libdir = {lib, PR_PYTHON_STDLIB_GUEST};

@@ -82,13 +82,14 @@ pr_cap_status pr_cap_lease_handle(void *ud, const pr_cap_call *call, pb_buf *rep
     memcpy(path, call->arg.ptr, call->arg.len);
     path[call->arg.len] = 0;
     if (wr && call->data.len > PR_CAP_FILE_MAX)
-        return say(reply, PR_CAP_INVALID, "invalid: %.300s is over the 4 MiB file limit%s", path, "");
+        return say(reply, PR_CAP_INVALID, "invalid: %.300s is over the 4 MiB file limit%s", path,
+                   "");
     int fd = open_beneath(l->dir_fd, path, wr ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY);
     if (fd < 0) {
         int e = errno;
         if (e == EXDEV || e == ELOOP)
-            return say(reply, PR_CAP_REFUSED, "refused: %.300s is outside the workspace lease%s", path,
-                       "");
+            return say(reply, PR_CAP_REFUSED, "refused: %.300s is outside the workspace lease%s",
+                       path, "");
         return say(reply, PR_CAP_FAILED, "failed: %.300s: %s", path, strerror(e));
     }
     pr_cap_status st = PR_CAP_OK;
@@ -114,7 +115,8 @@ pr_cap_status pr_cap_lease_handle(void *ud, const pr_cap_call *call, pb_buf *rep
         if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
             st = say(reply, PR_CAP_FAILED, "failed: %.300s is not a regular file%s", path, "");
         } else if ((uint64_t)sb.st_size > PR_CAP_FILE_MAX) {
-            st = say(reply, PR_CAP_FAILED, "failed: %.300s is over the 4 MiB file limit%s", path, "");
+            st = say(reply, PR_CAP_FAILED, "failed: %.300s is over the 4 MiB file limit%s", path,
+                     "");
         } else {
             char buf[65536];
             for (;;) {
@@ -122,7 +124,8 @@ pr_cap_status pr_cap_lease_handle(void *ud, const pr_cap_call *call, pb_buf *rep
                 if (n < 0 && errno == EINTR) continue;
                 if (n < 0) {
                     reply->len = 0;
-                    st = say(reply, PR_CAP_FAILED, "failed: reading %.300s: %s", path, strerror(errno));
+                    st = say(reply, PR_CAP_FAILED, "failed: reading %.300s: %s", path,
+                             strerror(errno));
                     break;
                 }
                 if (n == 0) break;

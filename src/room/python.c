@@ -69,6 +69,10 @@ static bool python_matches(const pw_module *m) {
            has_export(m, "peri_py_alloc");
 }
 
+bool pr_python_module(const pw_module *m) {
+    return m && python_matches(m);
+}
+
 static pw_func *export_fn(pw_instance *inst, const char *name) {
     pw_extern ex;
     if (pw_instance_export(inst, name, strlen(name), &ex) && ex.kind == PW_EXTERN_FUNC)

@@ -188,6 +188,15 @@ for what, fn in [("read", lambda: peri.read_text("in.txt")),
               and open(os.path.join(lease, "out.txt")).read() == "from the room",
               f"exit {rc}, {out!r}, {ev!r}")
 
+        # a build directory whose python.wasm is another program is refused
+        fake = os.path.join(tmp, "fake")
+        os.makedirs(os.path.join(fake, "lib", "python3.11"))
+        with open(os.path.join(fake, "python.wasm"), "wb") as f:
+            f.write(b"\0asm\1\0\0\0")
+        rc, out, err = run([peri, "python", "--python-dir", fake, "-"], b"print(1)\n")
+        check("not CPython", rc == 1 and out == b"" and b"not the room's CPython build" in err,
+              f"exit {rc}, {out!r}, {err!r}")
+
         # warm runs start from the snapshot: generous bound, the machine may be loaded
         rc, out, err = run(room + ["--repeat", "4", "--time", "-"], b"import json\nprint(json.dumps([1]))\n")
         times = [float(x) for x in re.findall(rb"run \d+: ([0-9.]+) ms", err)]
