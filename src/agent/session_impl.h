@@ -5,6 +5,7 @@
 #ifndef PAG_SESSION_IMPL_H
 #define PAG_SESSION_IMPL_H
 
+#include "agent/middleware/chain.h"
 #include "peri/agent.h"
 
 struct pag_session {
@@ -22,6 +23,8 @@ struct pag_session {
     /* Last usage report: the model said hist[0..usage_at) cost usage_tokens. */
     int64_t usage_tokens;
     size_t usage_at;
+    pag__chain chain; /* the middlewares, in the production order (read-only once built) */
+    bool started;     /* SessionStart passed (turn thread only) */
 };
 
 /* Moves *m into the history (m is left empty). 0, or -1 when out of memory. */

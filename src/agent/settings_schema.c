@@ -9,7 +9,8 @@
  *     object when one is close (edit distance with transpositions, case-insensitive);
  *   - an error for a value of the wrong type or shape, saying what it must be.
  * The schema is the one settings.c documents, plus "storage" (src/cli/host_env.c),
- * "mcpServers" (src/mcp/pool.c) and "$schema" (for editors). It reads nothing but the
+ * "mcpServers" (src/mcp/pool.c), "hooks" (src/agent/middleware/hooks.c) and "$schema"
+ * (for editors). It reads nothing but the
  * document, keeps no state, and allocates nothing but its message buffer on the stack.
  */
 #include "peri/agent.h"
@@ -315,6 +316,7 @@ size_t pag_settings_check(const json_t *doc, pag_settings_report_fn report, void
     static const char *const keys[] = {"model",    "providers",  "permissions",  "contextBudget",
                                        "maxSteps", "maxRetries", "closeGraceMs", "models",
                                        "sandbox",  "storage",    "mcpServers",   "$schema",
+                                       "hooks", /* session hooks (middleware/hooks.c) */
                                        NULL};
     static const char *const perm_keys[] = {"allow", NULL};
     checker c = {report, ud, 0};
@@ -345,5 +347,6 @@ size_t pag_settings_check(const json_t *doc, pag_settings_report_fn report, void
     if ((v = json_object_get(doc, "sandbox"))) check_sandbox(&c, v, "sandbox");
     if ((v = json_object_get(doc, "storage"))) want_string(&c, v, "storage");
     if ((v = json_object_get(doc, "mcpServers"))) check_mcp(&c, v, "mcpServers");
+    if ((v = json_object_get(doc, "hooks"))) c.errors += pag_hooks_check(v, "hooks", report, ud);
     return c.errors;
 }

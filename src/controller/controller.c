@@ -40,6 +40,7 @@ void pct__sess_retain(void *h) {
 void pct__sess_release(pct_sess *s) {
     if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
     pag_session_free(s->agent);
+    pct__mw_free(s);
     pmcp_pool_close(s->mcp); /* no server process survives the session */
     pmcp_pool_close(s->ext);
     free(s->mcp_names);
@@ -731,6 +732,7 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
                              .context_budget = c->settings->context_budget,
                              .max_steps = c->settings->max_steps};
     s->frozen = frozen;
+    if (!bad && pct__mw_mount(s, &ports) != 0) bad = 1;
     s->agent = frozen && !bad ? pag_session_new(&sc, &ports) : NULL;
     if (!s->agent) {
         pct__sess_release(s);

@@ -107,6 +107,9 @@ typedef struct pct_sess {
      * current model supports it; ctx1m_applied: what model_cfg was built with (worker). */
     char effort[8];
     bool ctx1m, ctx1m_applied;
+    /* ---- middlewares mounted on the agent (middlewares.c); set before the agent exists */
+    pag_hooks *hooks;
+    pag_middleware mws[8];
 } pct_sess;
 
 /* Before a turn: when the project's configuration needs trust and the user has not
@@ -203,8 +206,17 @@ pct_status pct__sess_writable(const pct_sess *s, pct_error *err);
  * they are not a valid plan (replay of the plan a todo call showed). */
 char *pct__plan_of_todo(const char *args_json);
 
+/* ---- middlewares (middlewares.c). pct__mw_mount: builds the session's middlewares
+ * and points ports at them (0, or -1 out of memory); pct__mw_free after the agent is
+ * freed; pct__mw_project: the project's trusted hooks (pc NULL: none) on the worker
+ * thread; pct__mw_subagent_stop: the SubagentStop hook point of the parent's chain. */
+int pct__mw_mount(pct_sess *s, pag_ports *ports);
+void pct__mw_free(pct_sess *s);
+void pct__mw_project(pct_sess *s, const pag_project_config *pc, uint64_t turn);
+void pct__mw_subagent_stop(pct_sess *s, const char *agent_id, const char *stop_reason);
+
 /* ---- editor feature internals */
-#define PCT_HOST_TOOLS 3 /* todo, skill, task */
+#define PCT_HOST_TOOLS 16 /* room for todo and the chain's declared tools */
 /* The session's permission broker (pag_ports.ask_permission) and tool titles. */
 pag_permission pct__port_ask(void *ctx, const pag_event *call, atomic_int *cancel);
 char *pct__tool_title(const char *name, const char *args);
@@ -219,7 +231,7 @@ void pct__apply_model(pct_sess *s);
 char *pct__current_model(pct_sess *s);
 /* Runs the tool (workspace or host); the port_run_tool contract. */
 int pct__run_tool(pct_sess *s, const char *name, const char *args, atomic_int *cancel,
-                 pag_tool_output *out, bool child);
+                  pag_tool_output *out, bool child);
 /* Host tools (todo, skill): returns -2 when name is not a host tool. */
 int pct__host_tool(pct_sess *s, const char *name, const char *args, pag_tool_output *out);
 /* The task tool: runs a subagent in a child thread. */

@@ -10,7 +10,8 @@
  * client as updates of the parent session carrying
  * _meta {"peri.parentToolCallId", "peri.childSessionId"}, their ids scoped as
  * "<task call id>/<child call id>". Its final answer is the task
- * tool's result. The child is not mapped in the runtime while it runs.
+ * tool's result. The user's tool hooks run on its calls; its end is the parent's
+ * SubagentStop hook point. The child is not mapped in the runtime while it runs.
  */
 #include "controller/ctl_impl.h"
 
@@ -202,6 +203,15 @@ static int run_child(pct_sess *s, const char *args, atomic_int *cancel, pag_tool
         json_pack("{s:s, s:s}", "peri.parentToolCallId", ch.call_id, "peri.childSessionId", ch.id);
     ch.meta_json = m ? json_dumps(m, JSON_COMPACT) : NULL;
     json_decref(m);
+    /* the user's tool hooks apply to the child's calls too (its own session start,
+     * prompt and stop are the parent's SubagentStop) */
+    pag_middleware child_mw[1];
+    size_t nchild_mw = 0;
+    if (s->hooks) {
+        child_mw[0] = pag_hooks_middleware(s->hooks);
+        child_mw[0].hooks = PAG_HOOK_BIT(PAG_HOOK_PRE_TOOL) | PAG_HOOK_BIT(PAG_HOOK_POST_TOOL);
+        nchild_mw = 1;
+    }
     pag_ports ports = {.ctx = &ch,
                        .reason = c_reason,
                        .model_name = NULL,
@@ -211,7 +221,9 @@ static int run_child(pct_sess *s, const char *args, atomic_int *cancel, pag_tool
                        .tool_title = c_title,
                        .ask_permission = c_ask,
                        .persist = c_persist,
-                       .emit = c_emit};
+                       .emit = c_emit,
+                       .middlewares = child_mw,
+                       .nmiddlewares = nchild_mw};
     pag_session_config sc = {.id = ch.id,
                              .cwd = s->cwd,
                              .system_prompt = s->frozen,
@@ -233,6 +245,10 @@ static int run_child(pct_sess *s, const char *args, atomic_int *cancel, pag_tool
     pag_turn_result r;
     pag_session_turn(agent, prompt, &r);
     if (r.state == PAG_TURN_COMPLETED) progress(&ch);
+    pct__mw_subagent_stop(s, ch.id,
+                          r.state == PAG_TURN_FAILED ? "failed"
+                          : r.stop_reason            ? r.stop_reason
+                                                     : "end_turn");
     char *answer = pag_session_last_answer(agent);
     char head[160];
     snprintf(head, sizeof head, "[subagent %s]\n", ch.id);

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""e2e_mw.py: end-to-end scenarios of the middlewares over `peri acp` with the scripted
+model (tests/host/mock_model.py) and a private HOME: session hooks run in the real
+native sandbox (deny with the reason in the model's next request, added context, a
+timeout that does not hang the turn, project hooks only after trust), ask_user answered
+by the client through session/request_permission, and an MCP server's elicitation.
+
+usage: e2e_mw.py PERI_BINARY MOCK_MODEL_PY SCENARIO
+Exit 0 = pass, 1 = fail, 77 = skipped.
+"""
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from acp_harness import TIMEOUT, check, prompt, scenario_main  # noqa: E402
+
+
+def tool_results(body):
+    """Every tool result text of a model request (OpenAI format)."""
+    return [m.get("content") for m in body.get("messages", []) if m.get("role") == "tool"]
+
+
+def user_texts(body):
+    out = []
+    for m in body.get("messages", []):
+        if m.get("role") != "user":
+            continue
+        c = m.get("content")
+        if isinstance(c, str):
+            out.append(c)
+        else:
+            out.extend(p.get("text", "") for p in c or [])
+    return out
+
+
+def hooks_settings(hooks):
+    return {"maxRetries": 0, "hooks": hooks}
+
+
+def ended(a, rid):
+    r = a.response(rid)
+    check(r.get("result") == {"stopReason": "end_turn"}, "turn %r" % r)
+
+
+# ---------------------------------------------------------------- hooks
+
+def s_hook_deny(E):
+    # a sandboxed PreToolUse hook refuses any shell command containing "rm "
+    E.settings(hooks_settings({"PreToolUse": [{"matcher": "shell", "hooks": [{
+        "type": "command",
+        "command": "if grep -q 'rm '; then echo 'rm is forbidden by policy' >&2; exit 2; fi"}]}]}))
+    E.put("keep.txt", "precious")
+    a = E.agent()
+    a.permission_answer = "allow_once"
+    sid = E.new_session(a)
+    E.mock.script([{"tool_calls": [{"id": "c1", "name": "shell",
+                                    "arguments": {"command": "rm -f keep.txt"}}]},
+                   {"text": "understood"}])
+    ended(a, prompt(a, sid, "delete it"))
+    check(os.path.exists(os.path.join(E.cwd, "keep.txt")), "the denied command ran")
+    asks = [f for _, f in a.log if f.get("method") == "session/request_permission"]
+    check(not asks, "the user was asked about a call the hook denied")
+    body = E.mock.requests()[-1]["body"]
+    res = tool_results(body)
+    check(res and "rm is forbidden by policy" in res[-1], "the model did not see why: %r" % res)
+
+
+def s_hook_context(E):
+    E.settings(hooks_settings({"UserPromptSubmit": [{"hooks": [{
+        "type": "command", "command": "echo 'the release branch is frozen'"}]}]}))
+    a = E.agent()
+    sid = E.new_session(a)
+    E.mock.script([{"text": "noted"}])
+    ended(a, prompt(a, sid, "what now"))
+    body = E.mock.requests()[-1]["body"]
+    check(any("the release branch is frozen" in t for t in user_texts(body)),
+          "context not in the request: %r" % user_texts(body))
+
+
+def s_hook_timeout(E):
+    E.settings(hooks_settings({"PreToolUse": [{"hooks": [{
+        "type": "command", "command": "sleep 60", "timeout": 1}]}]}))
+    E.put("r.txt", "readable")
+    a = E.agent()
+    sid = E.new_session(a)
+    E.mock.script([{"tool_calls": [{"id": "r1", "name": "read",
+                                    "arguments": {"path": "r.txt"}}]},
+                   {"text": "read it"}])
+    t0 = time.monotonic()
+    ended(a, prompt(a, sid, "read"))
+    check(time.monotonic() - t0 < 30, "a hanging hook held the turn %.1fs" % (time.monotonic() - t0))
+    res = tool_results(E.mock.requests()[-1]["body"])
+    check(res and "readable" in res[-1], "the tool did not run after the failed hook: %r" % res)
+
+
+def s_hook_project(E):
+    # a project's hook runs only once the user trusted that exact content
+    marker = os.path.join(E.cwd, "hook-ran")
+    os.makedirs(os.path.join(E.cwd, ".peri"))
+    with open(os.path.join(E.cwd, ".peri", "settings.json"), "w") as f:
+        json.dump({"hooks": {"UserPromptSubmit": [{"hooks": [{
+            "type": "command", "command": "touch hook-ran; echo project-context"}]}]}}, f)
+    a = E.agent()
+    sid = E.new_session(a)
+    a.permission_answer = "reject_once"  # not trusted
+    E.mock.script([{"text": "one"}])
+    ended(a, prompt(a, sid, "first"))
+    trust = [f for _, f in a.log if f.get("method") == "session/request_permission"]
+    check(trust and "Hooks it would run" in json.dumps(trust[-1]), "trust question %r" % trust)
+    check(not os.path.exists(marker), "an untrusted project hook ran")
+    check(not any("project-context" in t for t in user_texts(E.mock.requests()[-1]["body"])),
+          "untrusted context reached the model")
+    # a new session asks again; this time the user trusts it
+    sid2 = E.new_session(a)
+    a.permission_answer = "trust_project"
+    E.mock.script([{"text": "two"}])
+    ended(a, prompt(a, sid2, "second"))
+    check(os.path.exists(marker), "the trusted project hook did not run")
+    check(any("project-context" in t for t in user_texts(E.mock.requests()[-1]["body"])),
+          "trusted context missing")
+    # a changed file is not trusted: its hook stops
+    os.unlink(marker)
+    with open(os.path.join(E.cwd, ".peri", "settings.json"), "w") as f:
+        json.dump({"hooks": {"UserPromptSubmit": [{"hooks": [{
+            "type": "command", "command": "touch hook-ran; echo changed"}]}]}}, f)
+    a.permission_answer = "reject_once"
+    E.mock.script([{"text": "three"}])
+    ended(a, prompt(a, sid2, "third"))
+    check(not os.path.exists(marker), "a changed, untrusted project hook ran")
+
+
+SCENARIOS = {"hook_deny": s_hook_deny, "hook_context": s_hook_context,
+             "hook_timeout": s_hook_timeout, "hook_project": s_hook_project}
+
+if __name__ == "__main__":
+    sys.exit(scenario_main(__doc__, SCENARIOS))
