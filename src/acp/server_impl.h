@@ -24,8 +24,10 @@ typedef struct pacp_outreq {
     bool error; /* the client answered with an error */
     char *text; /* fs/read_text_file: the content (malloc'd), text_len bytes */
     size_t text_len;
-    bool term;  /* a terminal/... request (clientterm.c); text = result JSON */
-    bool trust; /* a project-trust request: only "trust_project" grants anything */
+    bool term;       /* a terminal/... request (clientterm.c); text = result JSON */
+    bool trust;      /* a project-trust request: only "trust_project" grants anything */
+    bool ask;        /* a question (ask.c): text = the answer JSON once done */
+    int ask_options; /* its number of choices (0: an elicitation/create form) */
 } pacp_outreq;
 
 typedef struct pacp_server {
@@ -47,6 +49,8 @@ typedef struct pacp_server {
      * shell calls that are not released yet (guarded by mu; clientterm.c). */
     atomic_bool term;
     struct pacp_term *terms;
+    /* clientCapabilities.elicitation.form (ask.c) */
+    atomic_bool elicit_form;
     /* session/new, load, resume and fork run on threads of their own (they start MCP
      * servers and read the store): the reading thread never waits on them. Guarded by
      * mu; EOF waits for them (bounded) before the controller goes. */
@@ -81,18 +85,25 @@ void pacp__ids_meta(json_t *meta, const pct_event_ids *ids);
 
 /* clientfs.c: the controller sink's fs hooks, the capability record made by
  * initialize, and the reader's hook for fs/... answers (true when it took the response). */
-int pacp__fs_read(void *ctx, const char *session_id, const char *abs_path, char **data, size_t *len);
+int pacp__fs_read(void *ctx, const char *session_id, const char *abs_path, char **data,
+                  size_t *len);
 int pacp__fs_write(void *ctx, const char *session_id, const char *abs_path, const char *data,
-                  size_t len);
+                   size_t len);
 void pacp__fs_caps(pacp_server *srv, json_t *client_capabilities);
+/* Questions (ask.c): the client's elicitation capability from initialize; the sink's
+ * ask_user; answers to its requests (true when the response was one). */
+void pacp__ask_caps(pacp_server *srv, json_t *client_capabilities);
+char *pacp__sink_ask_user(void *ctx, const char *session_id, const char *question_json,
+                          atomic_int *cancel);
+bool pacp__ask_on_response(pacp_server *srv, pacp_msg *m);
 bool pacp__fs_on_response(pacp_server *srv, pacp_msg *m);
 
 /* clientterm.c: the sink's terminal hook, the capability record, the
  * reader's hook for terminal/... answers, the release of terminals embedded in an update
  * just written (params of that session/update), and the release of all left at the end. */
 int pacp__term_run(void *ctx, const char *session_id, const char *cwd, const char *command,
-                  long long timeout_ms, size_t max_output, atomic_int *cancel,
-                  ptl_term_result *out);
+                   long long timeout_ms, size_t max_output, atomic_int *cancel,
+                   ptl_term_result *out);
 void pacp__term_caps(pacp_server *srv, json_t *client_capabilities);
 bool pacp__term_on_response(pacp_server *srv, pacp_msg *m);
 void pacp__term_after_update(pacp_server *srv, json_t *params);

@@ -221,6 +221,7 @@ int pct__run_tool(pct_sess *s, const char *name, const char *args, atomic_int *c
         return rc;
     }
     if (!child && name && strcmp(name, "task") == 0) return pct__subagent_run(s, args, cancel, out);
+    if (name && strcmp(name, "ask_user") == 0) return pct__ask_user_run(s, args, cancel, out);
     int hr = pct__host_tool(s, name, args, out);
     if (hr != -2) return hr;
     return -1; /* unknown: the workspace tools are all served by the pool */

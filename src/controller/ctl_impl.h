@@ -110,6 +110,9 @@ typedef struct pct_sess {
     /* ---- middlewares mounted on the agent (middlewares.c); set before the agent exists */
     pag_hooks *hooks;
     pag_middleware mws[8];
+    /* raised by a cancel of the running turn (and by close): ends a question an MCP
+     * server's elicitation opened (the ask_user tool follows its call's own flag) */
+    atomic_int hitl_cancel;
 } pct_sess;
 
 /* Before a turn: when the project's configuration needs trust and the user has not
@@ -214,6 +217,10 @@ int pct__mw_mount(pct_sess *s, pag_ports *ports);
 void pct__mw_free(pct_sess *s);
 void pct__mw_project(pct_sess *s, const pag_project_config *pc, uint64_t turn);
 void pct__mw_subagent_stop(pct_sess *s, const char *agent_id, const char *stop_reason);
+/* askuser.c: the ask_user tool (the pag_ports.run_tool contract), and the answer to an MCP
+ * server's elicitation/create (ctx = the session; the pmcp_elicit_fn contract). */
+int pct__ask_user_run(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out);
+char *pct__elicit(void *ctx, const char *server, const char *params_json, atomic_int *cancel);
 
 /* ---- editor feature internals */
 #define PCT_HOST_TOOLS 16 /* room for todo and the chain's declared tools */

@@ -142,6 +142,7 @@ static void *worker(void *arg) {
     s->cur_token = j->token;
     s->cur_answered = false;
     uint64_t gen = pag_session_begin_turn(s->agent);
+    atomic_store(&s->hitl_cancel, 0);
     s->cur_gen = gen;
     snprintf(s->cur_turn_id, sizeof s->cur_turn_id, "%s", j->turn_id);
     pct__attempt_id(s->cur_attempt_id, s->epoch, ++s->attempt_seq);
@@ -280,6 +281,7 @@ static void *stop_running(pct_sess *s) {
     s->gate_gen = pag_session_turn_gen(s->agent);
     pag_session_cancel(s->agent);
     atomic_store(&s->trust_cancel, 1);
+    atomic_store(&s->hitl_cancel, 1);
     if (s->cur_answered) return NULL;
     s->cur_answered = true;
     return s->cur_token;

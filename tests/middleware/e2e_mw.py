@@ -14,7 +14,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from acp_harness import TIMEOUT, check, prompt, scenario_main  # noqa: E402
+from acp_harness import Agent, TIMEOUT, check, prompt, scenario_main  # noqa: E402
 
 
 def tool_results(body):
@@ -131,7 +131,110 @@ def s_hook_project(E):
     check(not os.path.exists(marker), "a changed, untrusted project hook ran")
 
 
-SCENARIOS = {"hook_deny": s_hook_deny, "hook_context": s_hook_context,
+# ---------------------------------------------------------------- ask_user
+
+class Asked(Agent):
+    """A client that renders forms (clientCapabilities.elicitation.form): it answers
+    elicitation/create with form_answer, or leaves questions open when hold is set."""
+    form_answer = {"action": "accept", "content": {"answer": "blue"}}
+    hold = False
+
+    def on_request(self, f):
+        if self.hold:
+            return
+        if f.get("method") == "elicitation/create":
+            self.send({"jsonrpc": "2.0", "id": f["id"], "result": self.form_answer})
+            return
+        Agent.on_request(self, f)
+
+
+def asks(a, method="session/request_permission"):
+    return [f for _, f in a.log if f.get("method") == method]
+
+
+def s_ask_choice(E):
+    a = E.agent()
+    sid = E.new_session(a)
+    a.permission_answer = "choice_1"
+    E.mock.script([{"tool_calls": [{"id": "q1", "name": "ask_user", "arguments": {
+        "question": "Which database?", "options": ["SQLite", "PostgreSQL"]}}]},
+        {"text": "ok"}])
+    ended(a, prompt(a, sid, "set it up"))
+    q = asks(a)
+    check(len(q) == 1, "one question %r" % q)
+    p = q[0]["params"]
+    check([(o["optionId"], o["name"], o["kind"]) for o in p["options"]] ==
+          [("choice_0", "SQLite", "allow_once"), ("choice_1", "PostgreSQL", "allow_once"),
+           ("decline", "Don't answer", "reject_once")], "options %r" % p["options"])
+    check(p["toolCall"]["toolCallId"] == "q1" and p["toolCall"]["title"] == "Which database?",
+          "toolCall %r" % p["toolCall"])
+    res = tool_results(E.mock.requests()[-1]["body"])
+    check(res and res[-1] == "The user chose: PostgreSQL", "result %r" % res)
+    # declining
+    a.permission_answer = "decline"
+    E.mock.script([{"tool_calls": [{"id": "q2", "name": "ask_user", "arguments": {
+        "question": "Proceed?", "options": ["yes", "no"]}}]}, {"text": "ok"}])
+    ended(a, prompt(a, sid, "again"))
+    res = tool_results(E.mock.requests()[-1]["body"])
+    check(res[-1] == "The user declined to answer.", "decline %r" % res)
+
+
+def s_ask_text(E):
+    # a free-text question goes to a client that renders forms as elicitation/create
+    a = E.agent(agent_class=Asked, caps={"elicitation": {"form": {}}})
+    sid = E.new_session(a)
+    E.mock.script([{"tool_calls": [{"id": "q1", "name": "ask_user", "arguments": {
+        "question": "Favourite colour?"}}]}, {"text": "ok"}])
+    ended(a, prompt(a, sid, "ask me"))
+    q = asks(a, "elicitation/create")
+    check(len(q) == 1, "one elicitation %r" % q)
+    p = q[0]["params"]
+    check(p["sessionId"] == sid and p["mode"] == "form" and p["message"] == "Favourite colour?"
+          and p["toolCallId"] == "q1", "params %r" % p)
+    check(p["requestedSchema"]["properties"]["answer"]["type"] == "string", "schema %r" % p)
+    res = tool_results(E.mock.requests()[-1]["body"])
+    check(res[-1] == "The user answered: blue", "result %r" % res)
+    # a client without forms is never sent one: the model is told to offer options
+    b = E.agent()
+    sid2 = E.new_session(b)
+    E.mock.script([{"tool_calls": [{"id": "q2", "name": "ask_user", "arguments": {
+        "question": "Favourite colour?"}}]}, {"text": "ok"}])
+    ended(b, prompt(b, sid2, "ask me"))
+    check(not asks(b, "elicitation/create"), "a form went to a client without the capability")
+    res = tool_results(E.mock.requests()[-1]["body"])
+    check("cannot take a free-text answer" in res[-1], "result %r" % res)
+
+
+def s_ask_cancel(E):
+    a = E.agent(agent_class=Asked)
+    a.hold = True
+    sid = E.new_session(a)
+    E.mock.script([{"tool_calls": [{"id": "q1", "name": "ask_user", "arguments": {
+        "question": "Pick", "options": ["a", "b"]}}]}, {"text": "after"}])
+    rid = prompt(a, sid, "ask")
+    a.wait(lambda f: f.get("method") == "session/request_permission", what="the question")
+    a.cancel(sid, rid)
+    # the tool got a clear result; the next turn's request shows it
+    a.hold = False
+    E.mock.script([{"text": "fine"}])
+    ended(a, prompt(a, sid, "next"))
+    res = tool_results(E.mock.requests()[-1]["body"])
+    check(res and res[-1].startswith("cancelled"), "cancelled result %r" % res)
+    # close ends a pending question too
+    a.hold = True
+    E.mock.script([{"tool_calls": [{"id": "q2", "name": "ask_user", "arguments": {
+        "question": "Pick", "options": ["a", "b"]}}]}, {"text": "after"}])
+    rid = prompt(a, sid, "ask again")
+    a.wait(lambda f: f.get("method") == "session/request_permission" and
+           f["params"]["toolCall"]["toolCallId"] == "q2", what="the second question")
+    t0 = time.monotonic()
+    r = a.call("session/close", {"sessionId": sid})
+    check("result" in r, "close %r" % r)
+    check(time.monotonic() - t0 < 10, "close waited on the question")
+
+
+SCENARIOS = {"ask_choice": s_ask_choice, "ask_text": s_ask_text, "ask_cancel": s_ask_cancel,
+             "hook_deny": s_hook_deny, "hook_context": s_hook_context,
              "hook_timeout": s_hook_timeout, "hook_project": s_hook_project}
 
 if __name__ == "__main__":
