@@ -144,7 +144,9 @@ static void *connector_main(void *arg) {
                          .user_settings_json = k->user,
                          .project_servers_json = k->project,
                          .acp_servers_json = k->acp,
-                         .log = c->log};
+                         .log = c->log,
+                         .elicit = pct__elicit, /* servers may ask the user (askuser.c) */
+                         .elicit_ctx = s};
     char *why = NULL;
     pmcp_pool *p = pmcp_pool_open(&po, &why);
     if (why) pb_log(&s->c->log, PB_LOG_WARN, "session %s: %s", s->id, why);

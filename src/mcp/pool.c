@@ -320,12 +320,17 @@ struct pmcp_pool {
     char *cwd; /* owned: stdio servers start here */
     long init_timeout_ms;
     pb_logger log;
+    char *(*elicit)(void *ctx, const char *server, const char *params_json, atomic_int *cancel);
+    void *elicit_ctx;
 };
 
 static void *connect_main(void *arg) {
     pool_server *ps = arg;
-    pmcp_client_opts co = {
-        .cwd = ps->pool->cwd, .init_timeout_ms = ps->pool->init_timeout_ms, .log = ps->pool->log};
+    pmcp_client_opts co = {.cwd = ps->pool->cwd,
+                           .init_timeout_ms = ps->pool->init_timeout_ms,
+                           .log = ps->pool->log,
+                           .elicit = ps->pool->elicit,
+                           .elicit_ctx = ps->pool->elicit_ctx};
     ps->client = pmcp_client_connect(&ps->cfg, &co, ps->err, sizeof ps->err);
     return NULL;
 }
@@ -563,6 +568,8 @@ pmcp_pool *pmcp_pool_open(const pmcp_pool_opts *opt, char **notices) {
     pthread_mutex_init(&p->mu, NULL);
     p->ws = opt->workspace;
     p->init_timeout_ms = opt->init_timeout_ms;
+    p->elicit = opt->elicit;
+    p->elicit_ctx = opt->elicit_ctx;
     p->log = opt->log;
     if (opt->cwd && !(p->cwd = strdup(opt->cwd))) {
         pmcp_pool_close(p);

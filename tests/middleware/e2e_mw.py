@@ -233,7 +233,44 @@ def s_ask_cancel(E):
     check(time.monotonic() - t0 < 10, "close waited on the question")
 
 
-SCENARIOS = {"ask_choice": s_ask_choice, "ask_text": s_ask_text, "ask_cancel": s_ask_cancel,
+def s_elicit(E):
+    # an MCP server's elicitation/create reaches the user as a form and the answer goes
+    # back to the server
+    srv = os.path.join(os.path.dirname(os.path.abspath(__file__)), "elicit_server.py")
+    servers = [{"name": "el", "command": sys.executable, "args": [srv], "env": []}]
+    a = E.agent(agent_class=Asked, caps={"elicitation": {"form": {}}})
+    a.form_answer = {"action": "accept", "content": {"name": "Ada"}}
+    sid = a.result("session/new", {"cwd": E.cwd, "mcpServers": servers})["sessionId"]
+    E.mock.script([{"tool_calls": [{"id": "g1", "name": "mcp__el__greet", "arguments": {}}]},
+                   {"text": "done"}])
+    ended(a, prompt(a, sid, "greet me"))
+    q = asks(a, "elicitation/create")
+    check(len(q) == 1, "one elicitation %r" % q)
+    p = q[0]["params"]
+    check(p["sessionId"] == sid and p["mode"] == "form" and "What is your name?" in p["message"]
+          and "el" in p["message"], "params %r" % p)
+    check(p["requestedSchema"]["properties"]["name"]["type"] == "string", "schema %r" % p)
+    res = tool_results(E.mock.requests()[-1]["body"])
+    check(res and "hello Ada" in res[-1], "the server did not get the answer: %r" % res)
+    # declined by the user
+    a.form_answer = {"action": "decline"}
+    E.mock.script([{"tool_calls": [{"id": "g2", "name": "mcp__el__greet", "arguments": {}}]},
+                   {"text": "done"}])
+    ended(a, prompt(a, sid, "greet me again"))
+    res = tool_results(E.mock.requests()[-1]["body"])
+    check("answer: decline" in res[-1], "decline %r" % res)
+    # a client without forms: the server is declined without a question
+    b = E.agent()
+    sid2 = b.result("session/new", {"cwd": E.cwd, "mcpServers": servers})["sessionId"]
+    E.mock.script([{"tool_calls": [{"id": "g3", "name": "mcp__el__greet", "arguments": {}}]},
+                   {"text": "done"}])
+    ended(b, prompt(b, sid2, "greet"))
+    check(not asks(b, "elicitation/create"), "a form went to a client without forms")
+    res = tool_results(E.mock.requests()[-1]["body"])
+    check("answer: decline" in res[-1], "no-forms result %r" % res)
+
+
+SCENARIOS = {"elicit": s_elicit, "ask_choice": s_ask_choice, "ask_text": s_ask_text, "ask_cancel": s_ask_cancel,
              "hook_deny": s_hook_deny, "hook_context": s_hook_context,
              "hook_timeout": s_hook_timeout, "hook_project": s_hook_project}
 
