@@ -20,6 +20,8 @@ typedef struct pct_old_tools { /* a replaced session tool array */
 
 typedef enum sess_state { SESS_OPEN = 0, SESS_CLOSING, SESS_CLOSED } sess_state;
 
+typedef struct pct_task pct_task; /* a background task (tasks.c) */
+
 typedef struct pct_sess {
     atomic_int refs;
     pct_controller *c;
@@ -113,6 +115,10 @@ typedef struct pct_sess {
     /* raised by a cancel of the running turn (and by close): ends a question an MCP
      * server's elicitation opened (the ask_user tool follows its call's own flag) */
     atomic_int hitl_cancel;
+    /* background tasks of this live session (tasks.c; guarded by mu) */
+    pct_task *tasks;
+    int live_tasks;
+    unsigned task_seq;
 } pct_sess;
 
 /* Before a turn: when the project's configuration needs trust and the user has not
@@ -179,6 +185,7 @@ struct pct_controller {
     int64_t disc_at;
     bool disc_running, disc_done;
     const pag_settings *disc_settings;
+    char *shell_schema; /* shell's schema with "background" (tasks.c), owned */
 };
 
 void pct__sess_retain(void *h);
@@ -221,6 +228,26 @@ void pct__mw_subagent_stop(pct_sess *s, const char *agent_id, const char *stop_r
  * server's elicitation/create (ctx = the session; the pmcp_elicit_fn contract). */
 int pct__ask_user_run(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out);
 char *pct__elicit(void *ctx, const char *server, const char *params_json, atomic_int *cancel);
+/* tasks.c: background tasks. pct__task_background: the call asks to run in the
+ * background (shell or task with "background": true); pct__task_start: starts it and
+ * answers with its id (run_tool contract); pct__task_tool: task_output / task_wait /
+ * task_stop (-2: not one of them); pct__tasks_cancel: raises every running task's flag
+ * (close); pct__tasks_live: the id of a running task or NULL (mu held); pct__task_free:
+ * one ended task; pct__tasks_free: every task of a released session; pct__tasks_catalogue: shell's
+ * schema gains "background" (c->shell_schema, 0 or -1 out of memory). */
+bool pct__task_background(const char *name, const char *args);
+int pct__task_start(pct_sess *s, const char *name, const char *args, pag_tool_output *out);
+int pct__task_tool(pct_sess *s, const char *name, const char *args, atomic_int *cancel,
+                   pag_tool_output *out);
+void pct__tasks_cancel(pct_sess *s);
+const char *pct__tasks_live(pct_sess *s);
+void pct__task_free(pct_task *t);
+void pct__tasks_free(pct_sess *s);
+int pct__tasks_catalogue(pct_controller *c);
+/* subagent.c: a subagent on a background task's thread, with its own cancel flag, the
+ * task call's id and the model spec it started with; agent_id receives the child's id. */
+int pct__subagent_run_bg(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out,
+                         const char *call_id, const char *model, char agent_id[PST_ID_LEN]);
 
 /* ---- editor feature internals */
 #define PCT_HOST_TOOLS 16 /* room for todo and the chain's declared tools */

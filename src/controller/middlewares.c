@@ -7,8 +7,9 @@
  *             controller's sandbox), MCP tool hooks through the session's pool
  *   ask_user  the ask_user tool (askuser.c), through the HITL broker
  *   subagent  the task tool (subagent.c)
+ *   tasks     background shells and subagents, task_output/task_wait/task_stop (tasks.c)
  *   skills    the skill tool (host_tools.c)
- * The last three are declarative entries: their tools run through the run_tool port;
+ * The last four are declarative entries: their tools run through the run_tool port;
  * they handle no hook point.
  *
  * Invariants: s->mws and s->hooks are set before the agent exists and freed after it.
@@ -52,6 +53,7 @@ int pct__mw_mount(pct_sess *s, pag_ports *ports) {
     }
     s->mws[n++] = (pag_middleware){.name = "ask_user"};
     s->mws[n++] = (pag_middleware){.name = "subagent"};
+    s->mws[n++] = (pag_middleware){.name = "tasks"};
     s->mws[n++] = (pag_middleware){.name = "skills"};
     ports->middlewares = s->mws;
     ports->nmiddlewares = n;

@@ -10,7 +10,9 @@
  * client as updates of the parent session carrying
  * _meta {"peri.parentToolCallId", "peri.childSessionId"}, their ids scoped as
  * "<task call id>/<child call id>". Its final answer is the task
- * tool's result. The user's tool hooks run on its calls; its end is the parent's
+ * tool's result (or, with "background": true, a background task's, tasks.c: several
+ * subagents then run at once, each with its own agent id). The user's tool hooks run on
+ * its calls; its end is the parent's
  * SubagentStop hook point. The child is not mapped in the runtime while it runs.
  */
 #include "controller/ctl_impl.h"
@@ -132,7 +134,7 @@ static void c_emit(void *ctx, const pag_event *ev) {
 static const char *const default_tools[] = {"read", "list", "glob", "grep", "skill"};
 
 static bool wanted(json_t *list, const char *name) {
-    if (!strcmp(name, "task") || !strcmp(name, "todo")) return false;
+    if (!strcmp(name, "task") || !strcmp(name, "todo") || !strncmp(name, "task_", 5)) return false;
     if (!json_is_array(list)) {
         for (size_t i = 0; i < sizeof default_tools / sizeof default_tools[0]; i++)
             if (!strcmp(default_tools[i], name)) return true;
@@ -152,7 +154,8 @@ static int fail_out(pag_tool_output *out, const char *msg) {
     return out->output ? 0 : -1;
 }
 
-static int run_child(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out) {
+static int run_child(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out,
+                     const char *call_id, const char *model, char agent_id[PST_ID_LEN]) {
     json_t *a = json_loads(args ? args : "{}", 0, NULL);
     const char *desc = json_string_value(json_object_get(a, "description"));
     const char *prompt = json_string_value(json_object_get(a, "prompt"));
@@ -161,7 +164,7 @@ static int run_child(pct_sess *s, const char *args, atomic_int *cancel, pag_tool
         return fail_out(out, "task: \"prompt\" (and \"description\") are required");
     }
     child ch = {.parent = s, .parent_gen = pag_session_turn_gen(s->agent)};
-    snprintf(ch.call_id, sizeof ch.call_id, "%s", s->cur_call);
+    snprintf(ch.call_id, sizeof ch.call_id, "%s", call_id);
     pct_controller *c = s->c;
     ch.tools = calloc(c->ntools, sizeof *ch.tools);
     int rc = -1;
@@ -199,6 +202,7 @@ static int run_child(pct_sess *s, const char *args, atomic_int *cancel, pag_tool
         goto out;
     }
     memcpy(ch.id, th.id, PST_ID_LEN);
+    if (agent_id) memcpy(agent_id, th.id, PST_ID_LEN);
     json_t *m =
         json_pack("{s:s, s:s}", "peri.parentToolCallId", ch.call_id, "peri.childSessionId", ch.id);
     ch.meta_json = m ? json_dumps(m, JSON_COMPACT) : NULL;
@@ -231,12 +235,12 @@ static int run_child(pct_sess *s, const char *args, atomic_int *cancel, pag_tool
                              .max_steps = c->settings->max_steps};
     agent = ch.meta_json ? pag_session_new(&sc, &ports) : NULL;
     if (!agent) goto out;
-    /* Same model as the parent (s->model_applied is the worker's, and we are on it). */
+    /* Same model as the parent: the spec it had when the call was made (on the worker
+     * thread, or copied when a background task started). */
     const char *name = NULL;
     pm_config cfg;
     char missing[256];
-    if (pag_settings_model_spec(c->settings, s->model_applied, &cfg, &name, missing,
-                                sizeof missing) != 0)
+    if (pag_settings_model_spec(c->settings, model, &cfg, &name, missing, sizeof missing) != 0)
         name = NULL;
     pag_session_set_model(agent, name, missing);
     pag_session_set_mode(agent, pag_session_mode(s->agent));
@@ -280,7 +284,18 @@ out:
 
 int pct__subagent_run(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out) {
     atomic_fetch_add(&s->subagents, 1); /* close reports a subagent not handed over */
-    int rc = run_child(s, args, cancel, out);
+    int rc = run_child(s, args, cancel, out, s->cur_call, s->model_applied, NULL);
     atomic_fetch_sub(&s->subagents, 1);
+    return rc;
+}
+
+int pct__subagent_run_bg(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out,
+                         const char *call_id, const char *model, char agent_id[PST_ID_LEN]) {
+    atomic_fetch_add(&s->subagents, 1);
+    int rc = run_child(s, args, cancel, out, call_id, model, agent_id);
+    atomic_fetch_sub(&s->subagents, 1);
+    pthread_mutex_lock(&s->mu);
+    pthread_cond_broadcast(&s->cv); /* close waits on the count */
+    pthread_mutex_unlock(&s->mu);
     return rc;
 }

@@ -491,6 +491,10 @@ static const char *unsettled(pct_sess *s, const char **message) {
         *message = "Session close incomplete: prompt is still active";
         return "active_turn";
     }
+    if (s->live_tasks > 0) {
+        *message = "Session close incomplete: a background task is still running";
+        return "background_task";
+    }
     if (s->mcp_pending) {
         *message = "Session close incomplete: a background task is still running (MCP servers "
                    "starting)";
@@ -500,8 +504,8 @@ static const char *unsettled(pct_sess *s, const char **message) {
 }
 
 /* Peri close, in its fixed order: stop input (closing: no new prompt, queued ones leave) ->
- * cancel owned tasks (the turn, its subagents) -> join with a deadline -> abort what did
- * not stop (the gate stays raised; a starting MCP pool is closed by its connector) ->
+ * cancel owned tasks (the turn, its subagents, background tasks) -> join with a deadline -> abort
+ * what did not stop (the gate stays raised; a starting MCP pool is closed by its connector) ->
  * persist (the close intent, the store's settlement) -> drain (the emit lock) -> unmap.
  * Success only when every step settled; otherwise PCT_INCOMPLETE with the reason, and the
  * session stays closing for a retry. */
@@ -515,6 +519,7 @@ static pct_status close_with_grace(pct_controller *c, const char *id, long grace
     pthread_cond_broadcast(&s->cv); /* queued workers see the state and leave */
     pthread_mutex_unlock(&s->mu);
     cancel_sess(s);
+    pct__tasks_cancel(s); /* owned tasks end with the session */
     struct timespec dl;
     dl = pb_deadline(CLOCK_REALTIME, grace_ms);
     pthread_mutex_lock(&s->mu);

@@ -270,7 +270,167 @@ def s_elicit(E):
     check("answer: decline" in res[-1], "no-forms result %r" % res)
 
 
-SCENARIOS = {"elicit": s_elicit, "ask_choice": s_ask_choice, "ask_text": s_ask_text, "ask_cancel": s_ask_cancel,
+# ---------------------------------------------------------------- background tasks
+
+def task_events(a, sid):
+    """(time, peri.task) of every task update of the session."""
+    out = []
+    for t, u in a.updates(sid):
+        pt = (u.get("_meta") or {}).get("peri.task")
+        if u["sessionUpdate"] == "session_info_update" and pt:
+            out.append((t, pt))
+    return out
+
+
+def wait_task(a, sid, task_id, status):
+    return a.wait_update(lambda u: ((u.get("_meta") or {}).get("peri.task") or {}).get(
+        "taskId") == task_id and u["_meta"]["peri.task"]["status"] == status,
+        "task %s %s" % (task_id, status), sid=sid)
+
+
+def last_result(E):
+    res = tool_results(E.mock.requests()[-1]["body"])
+    check(res, "no tool result")
+    return res[-1]
+
+
+def s_bg_shell(E):
+    a = E.agent()
+    a.permission_answer = "allow_once"
+    sid = E.new_session(a)
+    E.mock.script([{"tool_calls": [{"id": "b1", "name": "shell", "arguments": {
+        "command": "echo first-line; sleep 60; echo never", "background": True}}]},
+        {"text": "started"}])
+    t0 = time.monotonic()
+    ended(a, prompt(a, sid, "start it"))
+    check(time.monotonic() - t0 < 20, "the background shell held the turn")
+    check("Started background task task-1" in last_result(E), "start %r" % last_result(E))
+    wait_task(a, sid, "task-1", "started")
+    # its output so far, while it runs
+    deadline = time.monotonic() + 20
+    while True:
+        E.mock.script([{"tool_calls": [{"id": "o1", "name": "task_output",
+                                        "arguments": {"task_id": "task-1"}}]}, {"text": "ok"}])
+        ended(a, prompt(a, sid, "output?"))
+        out = last_result(E)
+        if "first-line" in out:
+            break
+        check(time.monotonic() < deadline, "no output so far: %r" % out)
+        time.sleep(0.3)
+    check("running" in out and "never" not in out, "running task %r" % out)
+    # a bounded wait returns while it still runs
+    E.mock.script([{"tool_calls": [{"id": "w1", "name": "task_wait", "arguments": {
+        "task_id": "task-1", "timeout_ms": 300}}]}, {"text": "ok"}])
+    ended(a, prompt(a, sid, "wait a bit"))
+    check("running" in last_result(E), "wait %r" % last_result(E))
+    # stop
+    E.mock.script([{"tool_calls": [{"id": "x1", "name": "task_stop",
+                                    "arguments": {"task_id": "task-1"}}]}, {"text": "ok"}])
+    ended(a, prompt(a, sid, "stop it"))
+    check("stopped" in last_result(E) and "never" not in last_result(E),
+          "stop %r" % last_result(E))
+    wait_task(a, sid, "task-1", "stopped")
+    # a finished one: completed with its exit code
+    E.mock.script([{"tool_calls": [{"id": "b2", "name": "shell", "arguments": {
+        "command": "echo done-2", "background": True}}]}, {"text": "ok"}])
+    ended(a, prompt(a, sid, "another"))
+    u = wait_task(a, sid, "task-2", "completed")[1]["params"]["update"]
+    check(u["_meta"]["peri.task"]["exitCode"] == 0, "end %r" % u)
+    E.mock.script([{"tool_calls": [{"id": "w2", "name": "task_wait", "arguments": {
+        "task_id": "task-2"}}]}, {"text": "ok"}])
+    ended(a, prompt(a, sid, "result"))
+    check("completed" in last_result(E) and "done-2" in last_result(E), "%r" % last_result(E))
+    # the command cannot make task_output read a host file: its output file swapped for a
+    # symlink is refused, never followed
+    E.mock.script([{"tool_calls": [{"id": "b3", "name": "shell", "arguments": {
+        "command": "o=$(readlink /proc/self/fd/1); rm -f \"$o\"; ln -s /etc/passwd \"$o\"; "
+                   "echo swapped >&2; sleep 60", "background": True}}]}, {"text": "ok"}])
+    ended(a, prompt(a, sid, "third"))
+    time.sleep(1.0)
+    E.mock.script([{"tool_calls": [{"id": "o3", "name": "task_output",
+                                    "arguments": {"task_id": "task-3"}}]}, {"text": "ok"}])
+    ended(a, prompt(a, sid, "output?"))
+    out = last_result(E)
+    check("swapped" not in out, "the swap did not happen: the check proves nothing %r" % out)
+    check("root:" not in out, "a symlinked output file was followed")
+
+
+def s_bg_close(E):
+    # a live task makes close report incomplete with the reason; the retry settles
+    a = E.agent(PERI_CLOSE_GRACE_MS="0")
+    a.permission_answer = "allow_once"
+    sid = E.new_session(a)
+    E.mock.script([{"tool_calls": [{"id": "b1", "name": "shell", "arguments": {
+        "command": "sleep 60", "background": True}}]}, {"text": "started"}])
+    ended(a, prompt(a, sid, "start"))
+    wait_task(a, sid, "task-1", "started")
+    r = a.call("session/close", {"sessionId": sid})
+    check(r.get("error") == {"code": -32010, "message":
+                             "Session close incomplete: a background task is still running",
+                             "data": {"reason": "background_task", "sessionId": sid}},
+          "close with a live task %r" % r)
+    deadline = time.monotonic() + 10
+    while "error" in a.call("session/close", {"sessionId": sid}):
+        check(time.monotonic() < deadline, "close never settled")
+        time.sleep(0.05)
+
+
+def s_bg_subagents(E):
+    # two subagents run at the same time, each with its own agent id
+    a = E.agent()
+    sid = E.new_session(a)
+    E.mock.script({"responses": [
+        {"tool_calls": [
+            {"id": "s1", "name": "task", "arguments": {
+                "description": "one", "prompt": "first job", "background": True}},
+            {"id": "s2", "name": "task", "arguments": {
+                "description": "two", "prompt": "second job", "background": True}}]}],
+        "default": {"text": "sub done", "first_delay_ms": 1500}})
+    ended(a, prompt(a, sid, "fan out"))
+    e1 = wait_task(a, sid, "task-1", "completed")
+    e2 = wait_task(a, sid, "task-2", "completed")
+    ev = task_events(a, sid)
+    starts = [t for t, p in ev if p["status"] == "started"]
+    ends = [t for t, p in ev if p["status"] == "completed"]
+    check(len(starts) == 2 and len(ends) == 2, "events %r" % ev)
+    check(max(starts) < min(ends), "the second started only after the first ended")
+    check(abs(e1[0] - e2[0]) < 1.2, "not concurrent: ends %.2fs apart" % abs(e1[0] - e2[0]))
+    ids = {p.get("agentId") for _, p in ev if p["status"] == "completed"}
+    check(len(ids) == 2 and sid not in ids and None not in ids, "agent ids %r" % ids)
+    E.mock.script([{"tool_calls": [
+        {"id": "w1", "name": "task_wait", "arguments": {"task_id": "task-1"}},
+        {"id": "w2", "name": "task_wait", "arguments": {"task_id": "task-2"}}]},
+        {"text": "ok"}])
+    ended(a, prompt(a, sid, "collect"))
+    res = tool_results(E.mock.requests()[-1]["body"])
+    check(all("sub done" in r and "completed" in r for r in res[-2:]), "results %r" % res[-2:])
+
+
+def s_bg_restart(E):
+    # tasks belong to the process: a new process loading the session finds none, and
+    # neither the old task's work nor its result comes back
+    a = E.agent()
+    a.permission_answer = "allow_once"
+    sid = E.new_session(a)
+    E.mock.script([{"tool_calls": [{"id": "b1", "name": "shell", "arguments": {
+        "command": "sleep 3; touch revived", "background": True}}]}, {"text": "started"}])
+    ended(a, prompt(a, sid, "start"))
+    wait_task(a, sid, "task-1", "started")
+    check(a.close_stdin() == 0, "exit")
+    b = E.agent()
+    b.result("session/load", {"sessionId": sid, "cwd": E.cwd, "mcpServers": []})
+    E.mock.script([{"tool_calls": [{"id": "o1", "name": "task_output",
+                                    "arguments": {"task_id": "task-1"}}]}, {"text": "ok"}])
+    ended(b, prompt(b, sid, "where is it"))
+    out = last_result(E)
+    check("no task" in out and "never revives" in out, "old task %r" % out)
+    time.sleep(4)
+    check(not os.path.exists(os.path.join(E.cwd, "revived")), "the old task ran on")
+    check(not task_events(b, sid), "an old task's update was delivered again")
+
+
+SCENARIOS = {"bg_shell": s_bg_shell, "bg_close": s_bg_close, "bg_subagents": s_bg_subagents,
+             "bg_restart": s_bg_restart, "elicit": s_elicit, "ask_choice": s_ask_choice, "ask_text": s_ask_text, "ask_cancel": s_ask_cancel,
              "hook_deny": s_hook_deny, "hook_context": s_hook_context,
              "hook_timeout": s_hook_timeout, "hook_project": s_hook_project}
 

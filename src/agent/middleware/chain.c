@@ -26,7 +26,7 @@ static const pag__mw_decl PRODUCTION[] = {
     {"permission", NULL, NULL, pag__permission_mount}, /* mode gate + HITL approval */
     {"ask_user", pag__askuser_tools, NULL, NULL},      /* questions to the user (HITL) */
     {"subagent", pag__subagent_tools, NULL, NULL},     /* the task tool */
-    {"tasks", NULL, NULL, NULL},                       /* background tasks */
+    {"tasks", pag__tasks_tools, NULL, NULL},           /* background tasks */
     {"skills", pag__skills_tools, NULL, NULL},         /* the skill tool */
     {"cron", NULL, NULL, NULL},                        /* scheduled prompts */
 };

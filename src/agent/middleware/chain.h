@@ -42,5 +42,6 @@ int pag__permission_mount(pag_session *s, pag_middleware *out);
 extern const pag_tool_info pag__subagent_tools[];
 extern const pag_tool_info pag__skills_tools[];
 extern const pag_tool_info pag__askuser_tools[];
+extern const pag_tool_info pag__tasks_tools[];
 
 #endif

@@ -16,8 +16,10 @@ static const char task_schema[] =
     "\"A short (3-5 word) title\"},\"prompt\":{\"type\":\"string\",\"description\":\"The "
     "complete task for the subagent; it sees nothing of this conversation\"},\"tools\":{"
     "\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Tools the subagent "
-    "may use (default: read, list, glob, grep, skill)\"}},\"required\":[\"description\","
-    "\"prompt\"]}";
+    "may use (default: read, list, glob, grep, skill)\"},\"background\":{\"type\":\"boolean\","
+    "\"description\":\"Run in the background: returns a task id at once; several subagents "
+    "can run at the same time (task_output, task_wait, task_stop)\"}},\"required\":["
+    "\"description\",\"prompt\"]}";
 static const char ask_schema[] =
     "{\"type\":\"object\",\"properties\":{\"question\":{\"type\":\"string\",\"description\":"
     "\"The question, complete and self-contained\"},\"options\":{\"type\":\"array\","
@@ -40,6 +42,39 @@ const pag_tool_info pag__subagent_tools[] = {
                     "tools; returns its final answer. Use for research that would flood "
                     "this conversation.",
      .schema_json = task_schema,
+     .kind = "other",
+     .read_only = true},
+    {.name = NULL}};
+
+static const char task_output_schema[] =
+    "{\"type\":\"object\",\"properties\":{\"task_id\":{\"type\":\"string\"},\"max_bytes\":{"
+    "\"type\":\"integer\",\"minimum\":1,\"description\":\"Keep the last N bytes (default "
+    "8000, at most 64000)\"}},\"required\":[\"task_id\"]}";
+static const char task_wait_schema[] =
+    "{\"type\":\"object\",\"properties\":{\"task_id\":{\"type\":\"string\"},\"timeout_ms\":{"
+    "\"type\":\"integer\",\"minimum\":0,\"description\":\"Wait at most this long (default "
+    "30000, at most 600000)\"},\"max_bytes\":{\"type\":\"integer\",\"minimum\":1}},"
+    "\"required\":[\"task_id\"]}";
+static const char task_stop_schema[] =
+    "{\"type\":\"object\",\"properties\":{\"task_id\":{\"type\":\"string\"}},\"required\":["
+    "\"task_id\"]}";
+
+const pag_tool_info pag__tasks_tools[] = {
+    {.name = "task_output",
+     .description = "The output so far of a background task (a shell or subagent started with "
+                    "\"background\": true) and whether it is still running.",
+     .schema_json = task_output_schema,
+     .kind = "read",
+     .read_only = true},
+    {.name = "task_wait",
+     .description = "Wait (bounded) for a background task to end; returns its status and "
+                    "output.",
+     .schema_json = task_wait_schema,
+     .kind = "other",
+     .read_only = true},
+    {.name = "task_stop",
+     .description = "Stop a background task (its whole process tree ends).",
+     .schema_json = task_stop_schema,
      .kind = "other",
      .read_only = true},
     {.name = NULL}};
