@@ -343,7 +343,7 @@ def s_bg_shell(E):
     # the command cannot make task_output read a host file: its output file swapped for a
     # symlink is refused, never followed
     E.mock.script([{"tool_calls": [{"id": "b3", "name": "shell", "arguments": {
-        "command": "o=$(readlink /proc/self/fd/1); rm -f \"$o\"; ln -s /etc/passwd \"$o\"; "
+        "command": "o=$(readlink /proc/$$/fd/1); rm -f \"$o\"; ln -s /etc/passwd \"$o\"; "
                    "echo swapped >&2; sleep 60", "background": True}}]}, {"text": "ok"}])
     ended(a, prompt(a, sid, "third"))
     time.sleep(1.0)
