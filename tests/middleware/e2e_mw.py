@@ -369,7 +369,7 @@ def s_bg_close(E):
                              "Session close incomplete: a background task is still running",
                              "data": {"reason": "background_task", "sessionId": sid}},
           "close with a live task %r" % r)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while "error" in a.call("session/close", {"sessionId": sid}):
         check(time.monotonic() < deadline, "close never settled")
         time.sleep(0.05)
