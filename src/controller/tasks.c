@@ -325,6 +325,7 @@ int pct__task_start(pct_sess *s, const char *name, const char *args, pag_tool_ou
     c->connectors++;
     pthread_mutex_unlock(&c->mu);
     pct__sess_retain(s);
+    announce(t, T_RUNNING, 0, NULL); /* before its thread can announce its end */
     pthread_t th;
     pthread_attr_t at;
     bool started = pthread_attr_init(&at) == 0;
@@ -346,9 +347,9 @@ int pct__task_start(pct_sess *s, const char *name, const char *args, pag_tool_ou
         c->connectors--;
         pthread_cond_broadcast(&c->cv);
         pthread_mutex_unlock(&c->mu);
+        announce(t, T_FAILED, 0, NULL);
         return say(out, true, "the background task could not start (no thread)");
     }
-    announce(t, T_RUNNING, 0, NULL);
     char msg[400];
     snprintf(msg, sizeof msg,
              "Started background task %s (%s: %.200s). It runs on while you continue; use "

@@ -354,27 +354,27 @@ static void run_direct(const char *cmd, const char *cwd, const char *input, long
             eopen = drain(ep[0], &r->err, &elen);
     }
     if (killed) kill(-pid, SIGKILL);
-    int status = 0;
-    /* the shell ended its output; wait for it within what is left of the deadline */
+    /* the shell ended its output; wait for it to exit (not reaping it yet, so its process
+     * group cannot be reused) within what is left of the deadline */
     while (!killed) {
-        pid_t w = waitpid(pid, &status, WNOHANG);
-        if (w == pid) break;
-        if (w < 0 && errno != EINTR) break;
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
+            break;
         if (now_ms() >= deadline || (cancel && atomic_load(cancel))) {
             snprintf(r->why, sizeof r->why, "%s",
                      cancel && atomic_load(cancel) ? "cancelled" : "timed out");
             killed = true;
-            kill(-pid, SIGKILL);
             break;
         }
         struct timespec ts = {0, 5 * 1000000L};
         nanosleep(&ts, NULL);
     }
-    if (killed) {
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-        }
-    } else {
-        kill(-pid, SIGKILL); /* descendants left behind end with the hook */
+    kill(-pid, SIGKILL); /* whatever is left of its process group ends with it */
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!killed) {
         r->ran = true;
         r->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     }
