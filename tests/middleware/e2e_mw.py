@@ -95,6 +95,45 @@ def s_hook_timeout(E):
     check(res and "readable" in res[-1], "the tool did not run after the failed hook: %r" % res)
 
 
+def s_hook_mcp(E):
+    # an MCP tool as a PreToolUse hook: its tool error denies, its JSON adds context
+    srv = os.path.join(os.path.dirname(os.path.abspath(__file__)), "elicit_server.py")
+    E.settings(hooks_settings({"PreToolUse": [{"matcher": "shell", "hooks": [{
+        "type": "mcp_tool", "server": "el", "tool": "guard"}]}]}))
+    E.put("keep.txt", "precious")
+    a = E.agent()
+    a.permission_answer = "allow_once"
+    sid = a.result("session/new", {"cwd": E.cwd, "mcpServers": [
+        {"name": "el", "command": sys.executable, "args": [srv], "env": []}]})["sessionId"]
+    E.mock.script([{"tool_calls": [{"id": "c1", "name": "shell",
+                                    "arguments": {"command": "rm -f keep.txt"}}]},
+                   {"tool_calls": [{"id": "c2", "name": "shell",
+                                    "arguments": {"command": "echo fine"}}]},
+                   {"text": "ok"}])
+    ended(a, prompt(a, sid, "go"))
+    check(os.path.exists(os.path.join(E.cwd, "keep.txt")), "the denied command ran")
+    res = tool_results(E.mock.requests()[-1]["body"])
+    check("guard: no rm" in res[-2], "deny reason %r" % res)
+    check("fine" in res[-1] and "guard saw shell" in res[-1], "context %r" % res)
+
+
+def s_hook_cancel(E):
+    # a cancel of the turn ends a running hook at once
+    E.settings(hooks_settings({"PreToolUse": [{"hooks": [{
+        "type": "command", "command": "sleep 100", "timeout": 200}]}]}))
+    a = E.agent()
+    sid = E.new_session(a)
+    E.mock.script([{"tool_calls": [{"id": "r1", "name": "list", "arguments": {}}]},
+                   {"text": "never"}])
+    rid = prompt(a, sid, "list")
+    a.wait_update(lambda u: u["sessionUpdate"] == "tool_call", "the tool call", sid=sid)
+    time.sleep(0.5)
+    t_cancel, t_answer = a.cancel(sid, rid)
+    check(t_answer - t_cancel < 5, "the hook held the cancel %.1fs" % (t_answer - t_cancel))
+    E.mock.script([{"text": "after"}])
+    ended(a, prompt(a, sid, "again"))
+
+
 def s_hook_project(E):
     # a project's hook runs only once the user trusted that exact content
     marker = os.path.join(E.cwd, "hook-ran")
@@ -429,10 +468,12 @@ def s_bg_restart(E):
     check(not task_events(b, sid), "an old task's update was delivered again")
 
 
-SCENARIOS = {"bg_shell": s_bg_shell, "bg_close": s_bg_close, "bg_subagents": s_bg_subagents,
-             "bg_restart": s_bg_restart, "elicit": s_elicit, "ask_choice": s_ask_choice, "ask_text": s_ask_text, "ask_cancel": s_ask_cancel,
-             "hook_deny": s_hook_deny, "hook_context": s_hook_context,
-             "hook_timeout": s_hook_timeout, "hook_project": s_hook_project}
+SCENARIOS = {"hook_deny": s_hook_deny, "hook_context": s_hook_context,
+             "hook_timeout": s_hook_timeout, "hook_project": s_hook_project,
+             "hook_mcp": s_hook_mcp, "hook_cancel": s_hook_cancel,
+             "ask_choice": s_ask_choice, "ask_text": s_ask_text, "ask_cancel": s_ask_cancel,
+             "elicit": s_elicit, "bg_shell": s_bg_shell, "bg_close": s_bg_close,
+             "bg_subagents": s_bg_subagents, "bg_restart": s_bg_restart}
 
 if __name__ == "__main__":
     sys.exit(scenario_main(__doc__, SCENARIOS))

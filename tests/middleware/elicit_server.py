@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """elicit_server.py: a scripted stdio MCP server for the elicitation tests.
 
-Its one tool, `greet`, asks the user for a name with elicitation/create (form mode)
-when the client declared the elicitation capability in initialize, waits for the
-answer and returns "hello NAME", or "answer: ACTION" for a decline or a cancel; without
-the capability it returns "no elicitation capability". One JSON-RPC frame per line.
+Its tool `greet` asks the user for a name with elicitation/create (form mode) when the
+client declared the elicitation capability in initialize, waits for the answer and
+returns "hello NAME", or "answer: ACTION" for a decline or a cancel; without the
+capability it returns "no elicitation capability". Its tool `guard` is a hook: given a
+PreToolUse event whose tool_input.command contains "rm ", it answers with a tool error
+("guard: no rm"); otherwise with {"additionalContext": "guard saw NAME"}. One JSON-RPC
+frame per line.
 """
 import json
 import sys
@@ -50,7 +53,17 @@ for line in sys.stdin:
                "serverInfo": {"name": "elicit", "version": "1"}}
     elif meth == "tools/list":
         res = {"tools": [{"name": "greet", "description": "asks the user's name",
-                          "inputSchema": {"type": "object", "properties": {}}}]}
+                          "inputSchema": {"type": "object", "properties": {}}},
+                         {"name": "guard", "description": "a PreToolUse hook",
+                          "inputSchema": {"type": "object"}}]}
+    elif meth == "tools/call" and m["params"]["name"] == "guard":
+        ev = m["params"].get("arguments") or {}
+        cmd = (ev.get("tool_input") or {}).get("command", "")
+        if "rm " in cmd:
+            res = {"isError": True, "content": [{"type": "text", "text": "guard: no rm"}]}
+        else:
+            res = {"content": [{"type": "text", "text": json.dumps(
+                {"additionalContext": "guard saw " + ev.get("tool_name", "?")})}]}
     elif meth == "tools/call":
         res = greet(rid)
     elif meth == "ping":
