@@ -373,7 +373,9 @@ static int prompt_hooks(turn *t, pm_message *um) {
         s->started = true;
         pag_hook_call start = {.hook = PAG_HOOK_SESSION_START};
         pag_session_hook(s, &start, &ans);
-        ans.deny = false; /* a session start cannot be refused */
+        ans.deny = false; /* a session start cannot be refused: only its context stays */
+        free(ans.reason);
+        ans.reason = NULL;
     }
     char *text = pm_message_text(um);
     pag_hook_call hc = {.hook = PAG_HOOK_PROMPT, .prompt = text ? text : ""};
