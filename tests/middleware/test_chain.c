@@ -387,6 +387,17 @@ static void test_bad_config(void **state) {
         assert_true(errors > 0);
         json_decref(j);
     }
+    /* the settings check knows the key and reports inside it */
+    json_t *doc = json_loads("{\"hooks\": {\"Stop\": [{\"hooks\": [{\"command\": "
+                             "\"true\"}]}]}}",
+                             0, NULL);
+    errors = 0;
+    assert_int_equal(pag_settings_check(doc, count, NULL), 0);
+    assert_int_equal(errors, 0);
+    json_decref(doc);
+    doc = json_loads("{\"hooks\": {\"Stopp\": []}}", 0, NULL);
+    assert_true(pag_settings_check(doc, count, NULL) > 0);
+    json_decref(doc);
     pag_hooks *h = pag_hooks_new(NULL, &env, NULL, 0);
     assert_non_null(h);
     char err[256] = "";
