@@ -5,6 +5,12 @@
  * through it, so a turn ends in exactly one terminal state (completed, interrupted
  * or failed). Act commits the assistant message together with its tool results in
  * one persistence batch, so history never holds a tool call without its answer.
+ *
+ * The loop passes the middleware chain's hook points (src/agent/middleware/chain.c):
+ * SessionStart and UserPromptSubmit before the user message is kept, PreToolUse (which
+ * decides whether a call runs: hooks, the mode gate and approval, ...) and PostToolUse
+ * around each call, PreCompact before /compact, Stop after the turn. It never knows
+ * which middleware answers.
  */
 #include "agent/session_impl.h"
 
