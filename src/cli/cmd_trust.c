@@ -166,7 +166,8 @@ int peri_cmd_trust(int argc, char **argv) {
         fprintf(stderr, "peri trust: %s\n", err);
         goto out;
     }
-    printf("Trusted. Sessions in %s now start its MCP servers and honour its allow rules.\n",
+    printf("Trusted. Sessions in %s now start its MCP servers, run its hooks and honour its "
+           "allow rules.\n",
            shown);
     rc = 0;
 out:
