@@ -251,11 +251,20 @@ static json_t *event_json(const pag_hook_call *call) {
         json_t *in = call->call->raw_input ? json_loads(call->call->raw_input, 0, NULL) : NULL;
         json_object_set_new(e, "tool_input", in ? in : json_object());
     }
-    if (call->hook == PAG_HOOK_POST_TOOL)
-        json_object_set_new(e, "tool_response",
-                            json_pack("{s:s, s:b}", "output",
-                                      call->tool_output ? call->tool_output : "", "is_error",
-                                      call->tool_error));
+    if (call->hook == PAG_HOOK_POST_TOOL) {
+        /* the output as the model sees it, its first HOOK_OUT_MAX bytes (whole chars) */
+        const char *o = call->tool_output ? call->tool_output : "";
+        size_t n = strlen(o);
+        if (n > HOOK_OUT_MAX) {
+            n = HOOK_OUT_MAX;
+            while (n && ((unsigned char)o[n] & 0xC0) == 0x80)
+                n--;
+        }
+        json_t *r = json_object();
+        json_object_set_new(r, "output", json_stringn(o, n));
+        json_object_set_new(r, "is_error", json_boolean(call->tool_error));
+        json_object_set_new(e, "tool_response", r);
+    }
     if (call->stop_reason) json_object_set_new(e, "stop_reason", json_string(call->stop_reason));
     if (call->agent_id) json_object_set_new(e, "agent_id", json_string(call->agent_id));
     return e;
