@@ -358,6 +358,46 @@ static void test_prompt_blocked(void **state) {
     pag_hooks_free(h);
 }
 
+static void test_post_stop_compact(void **state) {
+    (void)state;
+    char dir[] = "/tmp/peri-hooks-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char hooks[1024];
+    snprintf(hooks, sizeof hooks,
+             "{\"PostToolUse\":[{\"matcher\":\"shell\",\"hooks\":[{\"command\":\"echo "
+             "post-note >&2; exit 2\",\"unsandboxed\":true}]}],"
+             "\"Stop\":[{\"hooks\":[{\"command\":\"cat > %s/stop.json\",\"unsandboxed\":true}]}],"
+             "\"PreCompact\":[{\"hooks\":[{\"command\":\"exit 2\",\"unsandboxed\":true}]}]}",
+             dir);
+    fake f;
+    pag_hooks *h;
+    pag_middleware mw;
+    step steps[] = {{.tool = "shell", .tool_args = "{}"}, {.text = "ok"}};
+    pag_session *s = with_hooks(&f, steps, 2, hooks, &h, &mw);
+    pag_turn_result r;
+    turn(s, "go", &r);
+    assert_int_equal(f.tool_runs, 1);
+    assert_non_null(strstr(f.last[1], "tool-output"));
+    assert_non_null(strstr(f.last[1], "[hook]"));
+    assert_non_null(strstr(f.last[1], "post-note"));
+    char path[300];
+    snprintf(path, sizeof path, "%s/stop.json", dir);
+    json_t *ev = json_load_file(path, 0, NULL);
+    assert_non_null(ev);
+    assert_string_equal(json_string_value(json_object_get(ev, "hook_event_name")), "Stop");
+    assert_string_equal(json_string_value(json_object_get(ev, "stop_reason")), "end_turn");
+    json_decref(ev);
+    unlink(path);
+    rmdir(dir);
+    size_t before = pag_session_history_len(s);
+    pag_session_begin_turn(s);
+    pag_session_compact(s, NULL, &r);
+    assert_int_equal(r.state, PAG_TURN_COMPLETED);
+    assert_int_equal(pag_session_history_len(s), before); /* blocked: nothing added */
+    pag_session_free(s);
+    pag_hooks_free(h);
+}
+
 static int errors;
 static void count(void *ud, bool error, const char *msg) {
     (void)ud;
@@ -416,6 +456,7 @@ int main(void) {
         cmocka_unit_test(test_hook_json_deny_context_and_stdin),
         cmocka_unit_test(test_hook_timeout_does_not_hang),
         cmocka_unit_test(test_prompt_blocked),
+        cmocka_unit_test(test_post_stop_compact),
         cmocka_unit_test(test_bad_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
