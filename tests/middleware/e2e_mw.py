@@ -134,6 +134,32 @@ def s_hook_cancel(E):
     ended(a, prompt(a, sid, "again"))
 
 
+def s_hook_subagent(E):
+    # a subagent's tool calls pass the user's PreToolUse hooks; its end is SubagentStop
+    E.settings(hooks_settings({
+        "PreToolUse": [{"matcher": "read", "hooks": [{
+            "type": "command", "command": "echo 'no reading here' >&2; exit 2"}]}],
+        "SubagentStop": [{"hooks": [{"type": "command", "command": "cat > subagent-stop.json"}]}]}))
+    E.put("secret.txt", "classified")
+    a = E.agent()
+    sid = E.new_session(a)
+    E.mock.script([{"tool_calls": [{"id": "t1", "name": "task", "arguments": {
+        "description": "look", "prompt": "read secret.txt"}}]},
+        {"tool_calls": [{"id": "r1", "name": "read", "arguments": {"path": "secret.txt"}}]},
+        {"text": "could not read it"},
+        {"text": "done"}])
+    ended(a, prompt(a, sid, "delegate"))
+    child_req = E.mock.requests()[2]["body"]
+    res = tool_results(child_req)
+    check(res and "no reading here" in res[-1] and "classified" not in res[-1],
+          "the subagent's read was not denied: %r" % res)
+    path = os.path.join(E.cwd, "subagent-stop.json")
+    check(os.path.exists(path), "no SubagentStop event")
+    ev = json.load(open(path))
+    check(ev["hook_event_name"] == "SubagentStop" and ev["agent_id"] != sid and
+          ev["session_id"] == sid and ev["stop_reason"] == "end_turn", "event %r" % ev)
+
+
 def s_hook_project(E):
     # a project's hook runs only once the user trusted that exact content
     marker = os.path.join(E.cwd, "hook-ran")
@@ -471,6 +497,7 @@ def s_bg_restart(E):
 SCENARIOS = {"hook_deny": s_hook_deny, "hook_context": s_hook_context,
              "hook_timeout": s_hook_timeout, "hook_project": s_hook_project,
              "hook_mcp": s_hook_mcp, "hook_cancel": s_hook_cancel,
+             "hook_subagent": s_hook_subagent,
              "ask_choice": s_ask_choice, "ask_text": s_ask_text, "ask_cancel": s_ask_cancel,
              "elicit": s_elicit, "bg_shell": s_bg_shell, "bg_close": s_bg_close,
              "bg_subagents": s_bg_subagents, "bg_restart": s_bg_restart}
