@@ -14,7 +14,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from acp_harness import Agent, TIMEOUT, check, prompt, scenario_main  # noqa: E402
+from acp_harness import (Agent, TIMEOUT, check, end_agents_cleanly, prompt,  # noqa: E402
+                         scenario_main)
 
 
 def tool_results(body):
@@ -429,6 +430,7 @@ def s_bg_close(E):
         "command": "sleep 60", "background": True}}]}, {"text": "started"}])
     ended(a, prompt(a, sid, "start"))
     wait_task(a, sid, "task-1", "started")
+    time.sleep(0.5)  # the prompt's worker is gone (else close says active_turn first)
     r = a.call("session/close", {"sessionId": sid})
     check(r.get("error") == {"code": -32010, "message":
                              "Session close incomplete: a background task is still running",
@@ -503,4 +505,4 @@ SCENARIOS = {"hook_deny": s_hook_deny, "hook_context": s_hook_context,
              "bg_subagents": s_bg_subagents, "bg_restart": s_bg_restart}
 
 if __name__ == "__main__":
-    sys.exit(scenario_main(__doc__, SCENARIOS))
+    sys.exit(scenario_main(__doc__, SCENARIOS, at_end=end_agents_cleanly))
