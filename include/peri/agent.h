@@ -5,8 +5,9 @@
  * history (the model-facing view) and its turn state. It runs turns with the
  * Receive -> Compact -> Reason -> Act loop. Everything the loop needs from the
  * outside comes through pag_ports, which the controller fills: the model call, the
- * tool catalogue and executor, the permission broker, persistence and the event
- * sink. The agent never touches the store, the ACP wire or global state itself.
+ * tool catalogue and executor, the permission broker, persistence, the event sink and
+ * the middlewares mounted on its hook points (the chain, in its fixed production order,
+ * below). The agent never touches the store, the ACP wire or global state itself.
  *
  * Threads: a session runs at most one turn at a time (the caller serialises
  * pag_session_turn). pag_session_cancel may be called from any thread.
