@@ -5,8 +5,9 @@
  * history (the model-facing view) and its turn state. It runs turns with the
  * Receive -> Compact -> Reason -> Act loop. Everything the loop needs from the
  * outside comes through pag_ports, which the controller fills: the model call, the
- * tool catalogue and executor, the permission broker, persistence and the event
- * sink. The agent never touches the store, the ACP wire or global state itself.
+ * tool catalogue and executor, the permission broker, persistence, the event sink and
+ * the middlewares mounted on its hook points (the chain, in its fixed production order,
+ * below). The agent never touches the store, the ACP wire or global state itself.
  *
  * Threads: a session runs at most one turn at a time (the caller serialises
  * pag_session_turn). pag_session_cancel may be called from any thread.
@@ -21,6 +22,9 @@
  *     CONFIG events, usage token split and cost, "always" permission outcomes,
  *     pag_tool_info.read_only, settings models/named providers, project files (guides,
  *     skills, commands, project allow-list) read confined beneath cwd.
+ *   --- the middleware chain (pag_middleware, pag_hook, pag_ports.middlewares,
+ *     pag_session_hook, pag_chain_*), session hooks from settings (pag_hooks_*),
+ *     pag_project_config.hooks_json.
  */
 #ifndef PERI_AGENT_H
 #define PERI_AGENT_H
@@ -152,7 +156,9 @@ typedef struct pag_project_config {
     char *servers_json;                /* {"mcpServers": {...}} of the project, or NULL */
     char **allow;                      /* the project's permissions.allow entries */
     size_t nallow;
-    bool broken; /* the file exists but is not a JSON object: nothing of it applies */
+    bool broken;      /* the file exists but is not a JSON object: nothing of it applies */
+    char *hooks_json; /* the project's "hooks" object (JSON text), or NULL; part of the
+                         trust material, so it applies only once that content is trusted */
 } pag_project_config;
 /* Reads <cwd>/.peri/settings.json once, through the confined reader. 0 (an absent or
  * unreadable file gives an empty config), or -1 when out of memory / cwd is not a
@@ -331,6 +337,11 @@ typedef struct pag_ports {
     /* Persists messages as one atomic batch (role + pm_message_to_json). 0 or -1. */
     int (*persist)(void *ctx, const pm_message *msgs, size_t n);
     void (*emit)(void *ctx, const pag_event *ev);
+    /* The middlewares the host mounts (borrowed; must outlive the session). Each name
+     * must be one of the names of pag_chain_order, at most once; the chain runs them in that fixed
+     * order, never in the order given here. NULL/0: only the agent's own (permission). */
+    const struct pag_middleware *middlewares;
+    size_t nmiddlewares;
 } pag_ports;
 
 /* ---------------------------------------------------------------- sessions */
@@ -348,7 +359,9 @@ typedef struct pag_session_config {
     double auto_compact_threshold;
 } pag_session_config;
 
-/* Returns a new session (free with pag_session_free) or NULL when out of memory. */
+/* Returns a new session (free with pag_session_free) or NULL when out of memory or when
+ * ports->middlewares names a middleware that is not in the production order (or one
+ * twice). */
 pag_session *pag_session_new(const pag_session_config *cfg, const pag_ports *ports);
 void pag_session_free(pag_session *s);
 const char *pag_session_id(const pag_session *s);
@@ -408,6 +421,114 @@ void pag_session_turn(pag_session *s, const char *user_text, pag_turn_result *ou
 /* Raises the cancel flag of the running turn (any thread). */
 void pag_session_cancel(pag_session *s);
 uint64_t pag_session_turn_gen(const pag_session *s);
+
+/* ---------------------------------------------------------------- middleware chain
+ * (src/agent/middleware/, docs/middlewares.md). The business aspects of a session
+ * (hooks, permission, questions, subagents, background tasks, skills, ...) are
+ * middlewares mounted on the agent's hook points. The production order is one list
+ * (pag_chain_order) and part of the behaviour contract: "before" hook points run the
+ * middlewares in that order and stop at the first deny; "after" hook points run them in
+ * the reverse order. The loop knows the hook points, never a middleware. */
+
+typedef enum pag_hook {
+    PAG_HOOK_SESSION_START = 0, /* before the first turn of this live instance */
+    PAG_HOOK_PROMPT,            /* a user prompt is about to go to the model */
+    PAG_HOOK_PRE_TOOL,          /* before a tool call (after the model asked for it) */
+    PAG_HOOK_POST_TOOL,         /* after a tool call ran */
+    PAG_HOOK_PRE_COMPACT,       /* before /compact (or automatic compaction) */
+    PAG_HOOK_STOP,              /* a turn ended */
+    PAG_HOOK_SUBAGENT_STOP,     /* a subagent's run ended */
+} pag_hook;
+#define PAG_HOOK_COUNT  7
+#define PAG_HOOK_BIT(h) (1u << (unsigned)(h))
+/* "SessionStart" "UserPromptSubmit" "PreToolUse" "PostToolUse" "PreCompact" "Stop"
+ * "SubagentStop" (the names settings use). */
+const char *pag_hook_name(pag_hook h);
+bool pag_hook_parse(const char *name, pag_hook *out);
+/* True for the hook points that run the chain in reverse order (after a fact). */
+bool pag_hook_is_after(pag_hook h);
+
+/* One hook point being passed (all strings borrowed for the call). */
+typedef struct pag_hook_call {
+    pag_hook hook;
+    pag_session *session; /* the session at the hook point (NULL: none) */
+    const char *session_id, *cwd;
+    const char *prompt;        /* PROMPT: the user's text */
+    const pag_tool_info *tool; /* PRE/POST_TOOL: NULL when the tool is unknown */
+    const pag_event *call;     /* PRE/POST_TOOL: the tool_call event (id, name, raw_input) */
+    const char *tool_output;   /* POST_TOOL: the result text */
+    bool tool_error;           /* POST_TOOL */
+    const char *stop_reason;   /* STOP, SUBAGENT_STOP */
+    const char *agent_id;      /* SUBAGENT_STOP: the subagent's id */
+    atomic_int *cancel;        /* the turn's cancel flag (may be NULL) */
+} pag_hook_call;
+
+/* A middleware's answer: deny (with a reason the model or the user sees) and/or context
+ * to add. Strings malloc'd; free with pag_hook_answer_clear. */
+typedef struct pag_hook_answer {
+    bool deny;
+    char *reason;
+    char *context;
+} pag_hook_answer;
+void pag_hook_answer_clear(pag_hook_answer *a);
+/* Appends text (a new line when context is not empty). 0, or -1 when out of memory. */
+int pag_hook_answer_add_context(pag_hook_answer *a, const char *text);
+/* Sets deny with reason (the first deny's reason is kept). 0, or -1 out of memory. */
+int pag_hook_answer_deny(pag_hook_answer *a, const char *reason);
+
+typedef struct pag_middleware {
+    const char *name; /* one of the names of pag_chain_order */
+    unsigned hooks;   /* PAG_HOOK_BIT(...) of the hook points it handles */
+    void *ctx;
+    void (*on_hook)(void *ctx, const pag_hook_call *call, pag_hook_answer *ans);
+} pag_middleware;
+
+/* The production order: fills names[0..cap) with the middlewares' names (static
+ * strings), first to last; returns the length of the order. */
+size_t pag_chain_order(const char **names, size_t cap);
+/* The position of name in the production order, or -1. */
+int pag_chain_index(const char *name);
+/* What middleware i of the production order declares: its tools (static descriptors,
+ * *ntools set; NULL when none) and its system prompt contribution (NULL when none). */
+const pag_tool_info *pag_chain_tools(size_t i, size_t *ntools);
+const char *pag_chain_prompt(size_t i);
+/* Runs the session's chain at a hook point (call->session = s is set). The answer
+ * gathers every context and the first deny. */
+void pag_session_hook(pag_session *s, pag_hook_call *call, pag_hook_answer *ans);
+
+/* ---- session hooks from settings (src/agent/middleware/hooks.c)
+ * "hooks": {"PreToolUse": [{"matcher": "shell|write", "hooks": [{"type": "command",
+ * "command": "...", "timeout": 30, "unsandboxed": true, "failClosed": true} | {"type":
+ * "mcp_tool", "server": S, "tool": T}]}], ...}. Commands run like `shell`: through
+ * placement in the native sandbox (cwd read-write, no network), unsandboxed only with
+ * the hook's own "unsandboxed": true (logged on every run). The event is JSON on stdin;
+ * the answer is stdout JSON or the exit code (docs/middlewares.md). */
+typedef struct pag_hooks pag_hooks;
+struct ptl_sandbox;
+typedef struct pag_hooks_env {
+    const char *cwd;                   /* the session directory */
+    const struct ptl_sandbox *sandbox; /* placement (NULL: commands cannot run) */
+    /* Runs an MCP tool (full name mcp__S__T) with args; the text result malloc'd into
+     * *text; 0 ok, 1 the tool reported an error, -1 failed. NULL: mcp_tool hooks fail. */
+    int (*run_tool)(void *ctx, const char *name, const char *args_json, atomic_int *cancel,
+                    char **text);
+    void *ctx;
+    pb_logger log;
+} pag_hooks_env;
+/* Validates and keeps the user's "hooks" object (borrowed JSON; NULL = none). Returns a
+ * set (free with pag_hooks_free) or NULL with err (a message naming the bad field). */
+pag_hooks *pag_hooks_new(const json_t *user_hooks, const pag_hooks_env *env, char *err,
+                         size_t errlen);
+void pag_hooks_free(pag_hooks *h);
+/* Replaces the project's hooks (JSON text of the project's trusted "hooks" object; NULL
+ * = none). Call only with content the user trusted. 0, or -1 (bad content: none kept). */
+int pag_hooks_set_project(pag_hooks *h, const char *hooks_json, char *err, size_t errlen);
+/* The "hooks" middleware of this set (ctx = h). */
+pag_middleware pag_hooks_middleware(pag_hooks *h);
+/* Checks a "hooks" value (settings or project); reports each problem through report
+ * (path-prefixed); returns the number of errors. */
+size_t pag_hooks_check(const json_t *hooks, const char *path, pag_settings_report_fn report,
+                       void *ud);
 
 /* Token estimate of a history (bytes/4 unless a usage report is newer). Exposed for
  * tests of compaction. */

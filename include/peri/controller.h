@@ -10,6 +10,9 @@
  * Threads: every function may be called from any thread. session/prompt runs on a
  * worker thread owned by the controller (one per prompt; prompts of one session
  * queue behind each other).
+ *
+ * CHANGES (additive): pct_sink.ask_user (questions and MCP elicitation through the HITL
+ * broker).
  */
 #ifndef PERI_CONTROLLER_H
 #define PERI_CONTROLLER_H
@@ -85,6 +88,17 @@ typedef struct pct_sink {
     int (*term_run)(void *ctx, const char *session_id, const char *cwd, const char *command,
                     long long timeout_ms, size_t max_output, atomic_int *cancel,
                     ptl_term_result *out);
+    /* Optional: a question to the user through the same HITL broker as ask_permission
+     * (the ask_user tool, an MCP server's elicitation/create). question_json:
+     * {"kind": "choice", "message", "options": [label, ...]} or {"kind": "form",
+     * "message", "requestedSchema": {...}}, with "toolCallId" (the call asking) and
+     * "server" (an MCP server's name) when known. Blocks until the client answers, *cancel
+     * becomes non-zero or the client goes. Returns the answer as malloc'd JSON text
+     * {"action": "accept", "choice": index} (choice) / {"action": "accept", "content":
+     * {...}} (form) / {"action": "decline"} / {"action": "cancel"}, or NULL when the
+     * client cannot be asked this kind of question. */
+    char *(*ask_user)(void *ctx, const char *session_id, const char *question_json,
+                      atomic_int *cancel);
 } pct_sink;
 
 typedef struct pct_config {

@@ -132,6 +132,14 @@ typedef struct pmcp_client_opts {
     long call_timeout_ms; /* default per request; 0: 600000 */
     /* http: authorize with OAuth when the server asks (borrowed; NULL: a 401 fails). */
     const pmcp_oauth_opts *oauth;
+    /* The server's elicitation/create requests (form mode) go to the user through this
+     * (NULL: the client does not advertise elicitation, and such a request is "method not
+     * found"). It runs on a thread of its own (never the reader), gets the request's
+     * params as JSON text and a flag that rises when the server cancels the request or
+     * the client closes, and returns the result as malloc'd JSON text ({"action": ...,
+     * "content"?}); NULL: declined. */
+    char *(*elicit)(void *ctx, const char *server, const char *params_json, atomic_int *cancel);
+    void *elicit_ctx;
 } pmcp_client_opts;
 
 typedef struct pmcp_tool {
@@ -247,6 +255,9 @@ typedef struct pmcp_pool_opts {
     const ptl_ctx *workspace;
     pb_logger log; /* every server's diagnostics (pmcp_client_opts.log); {0}: dropped */
     const pmcp_oauth_opts *oauth; /* passed to every client (borrowed; NULL: none) */
+    /* passed to every configured server's client (pmcp_client_opts.elicit) */
+    char *(*elicit)(void *ctx, const char *server, const char *params_json, atomic_int *cancel);
+    void *elicit_ctx;
 } pmcp_pool_opts;
 
 /* Connects every configured server (user settings, then trusted project servers, then

@@ -81,6 +81,7 @@ static json_t *auth_methods(json_t *client_caps);
 
 static void m_initialize(pacp_server *srv, json_t *params, pacp_reply *r) {
     pacp__fs_caps(srv, json_object_get(params, "clientCapabilities"));
+    pacp__ask_caps(srv, json_object_get(params, "clientCapabilities"));
     pacp__term_caps(srv, json_object_get(params, "clientCapabilities"));
     json_t *pv = json_object_get(params, "protocolVersion");
     if (pv && !json_is_integer(pv)) {

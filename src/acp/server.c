@@ -276,6 +276,7 @@ static void on_response(pacp_server *srv, pb_rpc_msg *m) {
     /* answers to fs/read_text_file and fs/write_text_file. */
     if (pacp__fs_on_response(srv, m)) return;
     if (pacp__term_on_response(srv, m)) return;
+    if (pacp__ask_on_response(srv, m)) return;
     json_int_t id = json_integer_value(m->id);
     /* Decoded here so that no json_t crosses threads; errors and unknown outcomes
      * refuse. */
@@ -538,6 +539,7 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
                      .on_mcp_status = sink_mcp_status,
                      .on_mcp_login = sink_mcp_login,
                      .ask_permission = sink_ask,
+                     .ask_user = pacp__sink_ask_user,
                      .on_prompt_done = sink_prompt_done,
                      .fs_read = pacp__fs_read,
                      .fs_write = pacp__fs_write,

@@ -24,8 +24,10 @@ typedef struct pacp_outreq {
     bool error; /* the client answered with an error */
     char *text; /* fs/read_text_file: the content (malloc'd), text_len bytes */
     size_t text_len;
-    bool term;  /* a terminal/... request (clientterm.c); text = result JSON */
-    bool trust; /* a project-trust request: only "trust_project" grants anything */
+    bool term;       /* a terminal/... request (clientterm.c); text = result JSON */
+    bool trust;      /* a project-trust request: only "trust_project" grants anything */
+    bool ask;        /* a question (ask.c): text = the answer JSON once done */
+    int ask_options; /* its number of choices (0: an elicitation/create form) */
 } pacp_outreq;
 
 typedef struct pacp_server {
@@ -47,6 +49,8 @@ typedef struct pacp_server {
      * shell calls that are not released yet (guarded by mu; clientterm.c). */
     atomic_bool term;
     struct pacp_term *terms;
+    /* clientCapabilities.elicitation.form (ask.c) */
+    atomic_bool elicit_form;
     /* session/new, load, resume and fork run on threads of their own (they start MCP
      * servers and read the store): the reading thread never waits on them. Guarded by
      * mu; EOF waits for them (bounded) before the controller goes. */
@@ -86,6 +90,12 @@ int pacp__fs_read(void *ctx, const char *session_id, const char *abs_path, char 
 int pacp__fs_write(void *ctx, const char *session_id, const char *abs_path, const char *data,
                    size_t len);
 void pacp__fs_caps(pacp_server *srv, json_t *client_capabilities);
+/* Questions (ask.c): the client's elicitation capability from initialize; the sink's
+ * ask_user; answers to its requests (true when the response was one). */
+void pacp__ask_caps(pacp_server *srv, json_t *client_capabilities);
+char *pacp__sink_ask_user(void *ctx, const char *session_id, const char *question_json,
+                          atomic_int *cancel);
+bool pacp__ask_on_response(pacp_server *srv, pb_rpc_msg *m);
 bool pacp__fs_on_response(pacp_server *srv, pb_rpc_msg *m);
 
 /* clientterm.c: the sink's terminal hook, the capability record, the

@@ -5,6 +5,12 @@
  * through it, so a turn ends in exactly one terminal state (completed, interrupted
  * or failed). Act commits the assistant message together with its tool results in
  * one persistence batch, so history never holds a tool call without its answer.
+ *
+ * The loop passes the middleware chain's hook points (src/agent/middleware/chain.c):
+ * SessionStart and UserPromptSubmit before the user message is kept, PreToolUse (which
+ * decides whether a call runs: hooks, the mode gate and approval, ...) and PostToolUse
+ * around each call, PreCompact before /compact, Stop after the turn. It never knows
+ * which middleware answers.
  */
 #include "agent/session_impl.h"
 
@@ -121,23 +127,24 @@ static size_t compact(pag_session *s) {
     return v + pag_compact_start(h, n, s->budget);
 }
 
-/* Whether a tool call must ask the user, may run, or is refused, by mode. */
-typedef enum gate { GATE_RUN = 0, GATE_ASK, GATE_REFUSE } gate;
-
-static gate mode_gate(const pag_session *s, const pag_tool_info *ti, const char *args) {
-    /* A tool asks by its flag, or when the port says this call needs it (e.g. `run`
-     * asks only when its request goes to the native sandbox). */
-    bool needs =
-        ti->needs_permission || (s->ports.tool_needs_permission &&
-                                 s->ports.tool_needs_permission(s->ports.ctx, ti->name, args));
-    switch (pag_session_mode(s)) {
-    case PAG_MODE_PLAN: return ti->read_only ? GATE_RUN : GATE_REFUSE;
-    case PAG_MODE_BYPASS: return GATE_RUN;
-    case PAG_MODE_ACCEPT_EDITS:
-        if (ti->kind && strcmp(ti->kind, "edit") == 0) return GATE_RUN;
-        return needs ? GATE_ASK : GATE_RUN;
-    default: return needs ? GATE_ASK : GATE_RUN;
-    }
+/* A tool result with the middlewares' additions (a post-tool deny's reason, contexts
+ * added before and after the call) appended for the model. Caller frees; NULL = none. */
+static char *with_additions(const char *text, const pag_hook_answer *pre,
+                            const pag_hook_answer *post) {
+    const char *parts[3] = {pre->context, post->deny ? post->reason : NULL, post->context};
+    size_t n = strlen(text) + 1;
+    bool any = false;
+    for (int i = 0; i < 3; i++)
+        if (parts[i] && *parts[i]) n += strlen(parts[i]) + 32, any = true;
+    if (!any) return NULL;
+    char *out = malloc(n);
+    if (!out) return NULL;
+    size_t k = (size_t)snprintf(out, n, "%s", text);
+    static const char *const head[3] = {"\n\n[hook context]\n", "\n\n[hook]\n",
+                                        "\n\n[hook context]\n"};
+    for (int i = 0; i < 3; i++)
+        if (parts[i] && *parts[i]) k += (size_t)snprintf(out + k, n - k, "%s%s", head[i], parts[i]);
+    return out;
 }
 
 /* Act: runs one tool call and appends its result to `results`. */
@@ -159,25 +166,23 @@ static void act_one(turn *t, const pm_part *call, pm_message *results) {
     pag_event up = {
         .kind = PAG_EV_TOOL_UPDATE, .tool_call_id = id, .tool_name = call->name, .raw_input = args};
     const char *fixed = NULL;
+    pag_hook_answer pre = {0}, post = {0};
     if (!ti) {
         fixed = "error: unknown tool";
     } else if (cancelled(t)) {
         fixed = "cancelled: the user interrupted the turn before this tool ran";
-    } else if (mode_gate(s, ti, args) == GATE_REFUSE) {
-        fixed = "refused: plan mode allows read-only tools only; describe the change in your "
-                "plan instead of making it";
-    } else if (mode_gate(s, ti, args) == GATE_ASK && s->ports.ask_permission) {
-        pag_permission p = s->ports.ask_permission(s->ports.ctx, &ev, s->cancelp);
-        if (p == PAG_PERM_REJECT || p == PAG_PERM_REJECT_ALWAYS)
-            fixed = "rejected: the user did not allow this tool call";
-        else if (p == PAG_PERM_CANCELLED)
-            fixed = "cancelled: the permission request was cancelled";
+    } else {
+        /* the chain decides (hooks, then the mode gate and approval, ...) */
+        pag_hook_call hc = {.hook = PAG_HOOK_PRE_TOOL, .tool = ti, .call = &ev};
+        pag_session_hook(s, &hc, &pre);
+        if (pre.deny) fixed = pre.reason;
     }
     if (fixed) {
         up.status = "failed";
         up.text = fixed;
         emit(t, &up);
         pm_message_add_tool_result(results, id, fixed, true);
+        pag_hook_answer_clear(&pre);
         free(title);
         return;
     }
@@ -202,7 +207,17 @@ static void act_one(turn *t, const pm_part *call, pm_message *results) {
     up.meta_json = o.meta_json;
     up.raw_output_json = o.raw_output_json;
     emit(t, &up);
-    pm_message_add_tool_result(results, id, text, is_error);
+    pag_hook_call hc = {.hook = PAG_HOOK_POST_TOOL,
+                        .tool = ti,
+                        .call = &ev,
+                        .tool_output = text,
+                        .tool_error = is_error};
+    pag_session_hook(s, &hc, &post);
+    char *full = with_additions(text, &pre, &post);
+    pm_message_add_tool_result(results, id, full ? full : text, is_error);
+    free(full);
+    pag_hook_answer_clear(&pre);
+    pag_hook_answer_clear(&post);
     pag_tool_output_clear(&o);
     free(title);
 }
@@ -373,6 +388,14 @@ static void auto_compact(turn *t, const pm_message *incoming) {
         return;
     int64_t before = pag__view_tokens(s, incoming);
     if ((double)before < s->auto_compact * (double)s->budget) return;
+    /* PreCompact hooks see automatic compaction too; a deny keeps the history as it is
+     * (each model request's own trim still keeps it inside the window) */
+    pag_hook_answer ans = {0};
+    pag_hook_call hc = {.hook = PAG_HOOK_PRE_COMPACT};
+    pag_session_hook(s, &hc, &ans);
+    bool denied = ans.deny;
+    pag_hook_answer_clear(&ans);
+    if (denied) return;
     char *summary = NULL;
     pm_error err = {0};
     pm_status st = pag__summarize(s, NULL, &summary, &err);
@@ -429,6 +452,44 @@ void pag_session_turn(pag_session *s, const char *user_text, pag_turn_result *ou
     pm_message_clear(&um);
 }
 
+/* SessionStart (once per live instance) and UserPromptSubmit: a deny blocks the prompt
+ * (it never reaches the model nor the history; the user sees why); added context joins
+ * the user message as a text part. 0 = go on, 1 = blocked, -1 = out of memory. */
+static int prompt_hooks(turn *t, pm_message *um) {
+    pag_session *s = t->s;
+    pag_hook_answer ans = {0};
+    if (!s->started) {
+        s->started = true;
+        pag_hook_call start = {.hook = PAG_HOOK_SESSION_START};
+        pag_session_hook(s, &start, &ans);
+        ans.deny = false; /* a session start cannot be refused: only its context stays */
+        free(ans.reason);
+        ans.reason = NULL;
+    }
+    char *text = pm_message_text(um);
+    pag_hook_call hc = {.hook = PAG_HOOK_PROMPT, .prompt = text ? text : ""};
+    pag_session_hook(s, &hc, &ans);
+    free(text);
+    int rc = 0;
+    if (ans.deny) {
+        char msg[700];
+        snprintf(msg, sizeof msg, "Prompt blocked by a hook: %.600s", ans.reason);
+        pag_event e = {.kind = PAG_EV_TEXT, .text = msg};
+        emit(t, &e);
+        rc = 1;
+    } else if (ans.context && *ans.context) {
+        size_t n = strlen(ans.context) + 32;
+        char *c = malloc(n);
+        if (c) snprintf(c, n, "[hook context]\n%s", ans.context);
+        if (!c || pm_message_add_text(um, c) != PM_OK) rc = -1;
+        free(c);
+    }
+    pag_hook_answer_clear(&ans);
+    return rc;
+}
+
+static void turn_loop(turn *t);
+
 void pag_session_turn_message(pag_session *s, pm_message *user, pag_turn_result *out) {
     memset(out, 0, sizeof *out);
     turn t = {.s = s, .gen = atomic_load(&s->turn_gen), .out = out};
@@ -436,12 +497,33 @@ void pag_session_turn_message(pag_session *s, pm_message *user, pag_turn_result 
     pm_message um = *user;
     pm_message_init(user, PM_ROLE_USER);
     um.role = PM_ROLE_USER;
+    int blocked = prompt_hooks(&t, &um);
+    if (blocked) {
+        if (blocked < 0) fail(&t, "internal", 0, "out of memory");
+        pm_message_clear(&um);
+        return;
+    }
     auto_compact(&t, &um);
     if (persist(&t, &um, 1) || pag__hist_push(s, &um)) {
         if (out->state != PAG_TURN_FAILED) fail(&t, "internal", 0, "out of memory");
         pm_message_clear(&um);
         return;
     }
+    turn_loop(&t);
+    /* Stop: the middlewares see how the turn ended (observe only). */
+    pag_hook_answer ans = {0};
+    pag_hook_call hc = {.hook = PAG_HOOK_STOP,
+                        .stop_reason = out->state == PAG_TURN_FAILED ? "failed"
+                                       : out->stop_reason            ? out->stop_reason
+                                                                     : "end_turn"};
+    pag_session_hook(s, &hc, &ans);
+    pag_hook_answer_clear(&ans);
+}
+
+static void turn_loop(turn *t0) {
+    turn t = *t0;
+    pag_session *s = t.s;
+    pag_turn_result *out = t.out;
     for (int steps = 0;; steps++) {
         /* Receive: the only exit and the cancel checkpoint. */
         if (out->state == PAG_TURN_FAILED) return;
@@ -504,6 +586,17 @@ void pag_session_compact(pag_session *s, const char *instructions, pag_turn_resu
         say(&t, "Nothing to compact yet.");
         return;
     }
+    pag_hook_answer ans = {0};
+    pag_hook_call hc = {.hook = PAG_HOOK_PRE_COMPACT, .prompt = instructions};
+    pag_session_hook(s, &hc, &ans);
+    if (ans.deny) {
+        char msg[700];
+        snprintf(msg, sizeof msg, "Compaction blocked by a hook: %.600s", ans.reason);
+        say(&t, msg);
+        pag_hook_answer_clear(&ans);
+        return;
+    }
+    pag_hook_answer_clear(&ans);
     if (!s->ports.model_name) {
         fail(&t, "llm", 0,
              s->ports.model_missing_reason ? s->ports.model_missing_reason

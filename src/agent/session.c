@@ -41,7 +41,19 @@ pag_session *pag_session_new(const pag_session_config *cfg, const pag_ports *por
     atomic_init(&s->turn_gen, 0);
     atomic_init(&s->mode, PAG_MODE_DEFAULT);
     s->cancelp = &s->cancel;
+    if (pag__chain_build(&s->chain, s, ports->middlewares, ports->nmiddlewares) != 0) {
+        pag_session_free(s); /* an unknown or repeated middleware name */
+        return NULL;
+    }
     return s;
+}
+
+void pag_session_hook(pag_session *s, pag_hook_call *call, pag_hook_answer *ans) {
+    call->session = s;
+    if (!call->session_id) call->session_id = s->id;
+    if (!call->cwd) call->cwd = s->cwd;
+    if (!call->cancel) call->cancel = s->cancelp;
+    pag__chain_run(&s->chain, call, ans);
 }
 
 void pag_session_free(pag_session *s) {

@@ -5,6 +5,7 @@
 #ifndef PAG_SESSION_IMPL_H
 #define PAG_SESSION_IMPL_H
 
+#include "agent/middleware/chain.h"
 #include "peri/agent.h"
 
 #include <pthread.h>
@@ -31,6 +32,8 @@ struct pag_session {
     pthread_mutex_t goal_mu;
     char *goal;
     bool goal_met;
+    pag__chain chain; /* the middlewares, in the production order (read-only once built) */
+    bool started;     /* SessionStart passed (turn thread only) */
 };
 
 /* middleware/goal.c: the goal's note for the system prompt (malloc'd) or NULL. */

@@ -9,7 +9,8 @@
  *     object when one is close (edit distance with transpositions, case-insensitive);
  *   - an error for a value of the wrong type or shape, saying what it must be.
  * The schema is the one settings.c documents, plus "storage" (src/cli/host_env.c),
- * "mcpServers" (src/mcp/pool.c) and "$schema" (for editors). It reads nothing but the
+ * "mcpServers" (src/mcp/pool.c), "hooks" (src/agent/middleware/hooks.c) and "$schema"
+ * (for editors). It reads nothing but the
  * document, keeps no state, and allocates nothing but its message buffer on the stack.
  */
 #include "peri/agent.h"
@@ -313,9 +314,11 @@ static void check_mcp(checker *c, const json_t *v, const char *where) {
 
 size_t pag_settings_check(const json_t *doc, pag_settings_report_fn report, void *ud) {
     static const char *const keys[] = {
-        "model",      "providers",    "permissions", "contextBudget", "maxSteps",
-        "maxRetries", "closeGraceMs", "models",      "sandbox",       "storage",
-        "mcpServers", "$schema",      "autoCompact", "goal",          NULL};
+        "model",       "providers",  "permissions",  "contextBudget",
+        "maxSteps",    "maxRetries", "closeGraceMs", "models",
+        "sandbox",     "storage",    "mcpServers",   "$schema",
+        "autoCompact", "goal",       "hooks", /* session hooks (middleware/hooks.c) */
+        NULL};
     static const char *const ac_keys[] = {"enabled", "threshold", NULL};
     static const char *const goal_keys[] = {"maxContinuations", NULL};
     static const char *const perm_keys[] = {"allow", NULL};
@@ -362,5 +365,6 @@ size_t pag_settings_check(const json_t *doc, pag_settings_report_fn report, void
         if ((x = json_object_get(v, "maxContinuations")))
             want_int(&c, x, "goal.maxContinuations", 0);
     }
+    if ((v = json_object_get(doc, "hooks"))) c.errors += pag_hooks_check(v, "hooks", report, ud);
     return c.errors;
 }

@@ -1,14 +1,15 @@
 /*
  * trust.c — project trust: which parts of a project's own configuration may take effect.
  *
- * A project's `.peri/settings.json` can name MCP servers (programs the host starts) and
- * permission allow rules (tools that then run without asking). Both came with the
- * repository, or were written by code that ran in it, so neither takes effect until the
+ * A project's `.peri/settings.json` can name MCP servers (programs the host starts),
+ * session hooks (commands run at hook points) and permission allow rules (tools that
+ * then run without asking). All came with the
+ * repository, or were written by code that ran in it, so none takes effect until the
  * user trusted that exact content. This file owns:
  *   - the trust material: a canonical JSON text (sorted keys, compact) of every
  *     trust-relevant value of the project file ("mcpServers" whole: commands, arguments,
- *     environment, URLs, headers; "permissions.allow"), read once through the confined
- *     reader, and its SHA-256 bound to the project's real path;
+ *     environment, URLs, headers; "hooks" whole; "permissions.allow"), read once through the
+ * confined reader, and its SHA-256 bound to the project's real path;
  *   - the trust store, `<home>/.peri/trust.json`: user state, never inside a project. It
  *     maps a project's real path to the digest the user trusted and to the tools the user
  *     allowed "always in this project". It is written through a temporary file, fsync and
@@ -44,6 +45,7 @@ void pag_project_config_free(pag_project_config *pc) {
     if (!pc) return;
     free(pc->material);
     free(pc->servers_json);
+    free(pc->hooks_json);
     for (size_t i = 0; i < pc->nallow; i++)
         free(pc->allow[i]);
     free(pc->allow);
@@ -93,10 +95,15 @@ int pag_project_config_read(const char *cwd, pag_project_config *out) {
     }
     json_t *servers = json_object_get(root, "mcpServers");
     json_t *allow = json_object_get(json_object_get(root, "permissions"), "allow");
+    json_t *hooks = json_object_get(root, "hooks"); /* commands, like servers */
     json_t *mat = json_object();
     int rc = mat ? 0 : -1;
     if (rc == 0 && servers) rc = json_object_set(mat, "mcpServers", servers);
     if (rc == 0 && allow) rc = json_object_set(mat, "allow", allow);
+    if (rc == 0 && hooks) rc = json_object_set(mat, "hooks", hooks);
+    if (rc == 0 && json_is_object(hooks) && json_object_size(hooks) > 0 &&
+        !(out->hooks_json = json_dumps(hooks, JSON_COMPACT)))
+        rc = -1;
     if (rc == 0 && json_object_size(mat) > 0) {
         out->material = json_dumps(mat, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENSURE_ASCII);
         out->real_path = strdup(real);

@@ -37,16 +37,22 @@ static void show(const pag_project_config *pc) {
     int flags = JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENSURE_ASCII;
     json_t *servers = json_object_get(m, "mcpServers");
     json_t *allow = json_object_get(m, "allow");
+    json_t *hooks = json_object_get(m, "hooks");
     char *sv = servers ? json_dumps(servers, flags) : NULL;
     char *al = allow ? json_dumps(allow, flags) : NULL;
+    char *hk = hooks ? json_dumps(hooks, flags) : NULL;
     char *where = ptl_visible(pc->real_path, 4096, false);
     printf("Project: %s\nContent SHA-256: %s\n\n", where ? where : "(out of memory)", pc->digest);
     free(where);
     printf("MCP servers it would start on this machine (outside the sandbox, as you):\n%s\n\n",
            sv ? sv : "(none)");
     printf("Tools it would let run without asking:\n%s\n\n", al ? al : "(none)");
+    printf("Hooks it would run at session events (sandboxed unless a hook says "
+           "\"unsandboxed\"):\n%s\n\n",
+           hk ? hk : "(none)");
     free(sv);
     free(al);
+    free(hk);
     json_decref(m);
 }
 
@@ -121,7 +127,8 @@ int peri_cmd_trust(int argc, char **argv) {
         goto out;
     }
     if (!pag_project_config_any(&pc)) {
-        printf("%s has no MCP servers or allow rules in .peri/settings.json: nothing to trust.\n",
+        printf("%s has no MCP servers, hooks or allow rules in .peri/settings.json: nothing to "
+               "trust.\n",
                shown);
         rc = 0;
         goto out;
@@ -159,7 +166,8 @@ int peri_cmd_trust(int argc, char **argv) {
         fprintf(stderr, "peri trust: %s\n", err);
         goto out;
     }
-    printf("Trusted. Sessions in %s now start its MCP servers and honour its allow rules.\n",
+    printf("Trusted. Sessions in %s now start its MCP servers, run its hooks and honour its "
+           "allow rules.\n",
            shown);
     rc = 0;
 out:

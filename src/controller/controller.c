@@ -41,6 +41,8 @@ void pct__sess_release(pct_sess *s) {
     if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
     pag_cron_free(s->cron); /* no schedule fires after this; none is ever revived */
     pag_session_free(s->agent);
+    pct__mw_free(s);
+    pct__tasks_free(s);      /* ended: their threads held a reference until the end */
     pmcp_pool_close(s->mcp); /* no server process survives the session */
     pmcp_pool_close(s->ext);
     free(s->mcp_names);
@@ -204,6 +206,7 @@ int pct__run_tool(pct_sess *s, const char *name, const char *args, atomic_int *c
                   pag_tool_output *out, bool child) {
     /* The workspace tools (through the builtin in-process Workspace server) and every
      * configured MCP server's tools: one route, the session's pool. */
+    if (!child && pct__task_background(name, args)) return pct__task_start(s, name, args, out);
     pmcp_pool *pool = pmcp_pool_has(s->mcp, name) ? s->mcp : pct__mcp_ext(s);
     if (pool && pmcp_pool_has(pool, name)) {
         progress_ctx pc = {.s = s, .turn = pag_session_turn_gen(s->agent)};
@@ -222,6 +225,9 @@ int pct__run_tool(pct_sess *s, const char *name, const char *args, atomic_int *c
         return rc;
     }
     if (!child && name && strcmp(name, "task") == 0) return pct__subagent_run(s, args, cancel, out);
+    int tr = child ? -2 : pct__task_tool(s, name, args, cancel, out);
+    if (tr != -2) return tr;
+    if (name && strcmp(name, "ask_user") == 0) return pct__ask_user_run(s, args, cancel, out);
     int hr = pct__host_tool(s, name, args, out);
     if (hr != -2) return hr;
     return -1; /* unknown: the workspace tools are all served by the pool */
@@ -396,6 +402,7 @@ static void destroy(pct_controller *c) {
     pst_close(c->store);
     prt_free(c->rt);
     free(c->tools);
+    free(c->shell_schema);
     free(c->home);
     free(c->disc_json);
     while (c->old_settings) {
@@ -526,6 +533,7 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
                                                    ptl_kind_of(t) == PTL_KIND_SEARCH};
     }
     pct__host_tools_add(c->tools, &c->ntools);
+    if (pct__tasks_catalogue(c) != 0) goto fail;
     return c;
 fail:
     destroy(c);
@@ -746,6 +754,7 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
                              .max_steps = c->settings->max_steps,
                              .auto_compact_threshold = c->settings->auto_compact_threshold};
     s->frozen = frozen;
+    if (!bad && pct__mw_mount(s, &ports) != 0) bad = 1;
     s->agent = frozen && !bad ? pag_session_new(&sc, &ports) : NULL;
     if (!s->agent) {
         json_decref(mw_meta);

@@ -20,6 +20,8 @@ typedef struct pct_old_tools { /* a replaced session tool array */
 
 typedef enum sess_state { SESS_OPEN = 0, SESS_CLOSING, SESS_CLOSED } sess_state;
 
+typedef struct pct_task pct_task; /* a background task (tasks.c) */
+
 typedef struct pct_sess {
     atomic_int refs;
     pct_controller *c;
@@ -118,6 +120,16 @@ typedef struct pct_sess {
      * current model supports it; ctx1m_applied: what model_cfg was built with (worker). */
     char effort[8];
     bool ctx1m, ctx1m_applied;
+    /* ---- middlewares mounted on the agent (middlewares.c); set before the agent exists */
+    pag_hooks *hooks;
+    pag_middleware mws[8];
+    /* raised by a cancel of the running turn (and by close): ends a question an MCP
+     * server's elicitation opened (the ask_user tool follows its call's own flag) */
+    atomic_int hitl_cancel;
+    /* background tasks of this live session (tasks.c; guarded by mu) */
+    pct_task *tasks;
+    int live_tasks;
+    unsigned task_seq;
 } pct_sess;
 
 /* Before a turn: when the project's configuration needs trust and the user has not
@@ -186,6 +198,7 @@ struct pct_controller {
     int64_t disc_at;
     bool disc_running, disc_done;
     const pag_settings *disc_settings;
+    char *shell_schema; /* shell's schema with "background" (tasks.c), owned */
 };
 
 void pct__sess_retain(void *h);
@@ -216,8 +229,41 @@ pct_status pct__sess_writable(const pct_sess *s, pct_error *err);
  * they are not a valid plan (replay of the plan a todo call showed). */
 char *pct__plan_of_todo(const char *args_json);
 
+/* ---- middlewares (middlewares.c). pct__mw_mount: builds the session's middlewares
+ * and points ports at them (0, or -1 out of memory); pct__mw_free after the agent is
+ * freed; pct__mw_project: the project's trusted hooks (pc NULL: none) on the worker
+ * thread; pct__mw_subagent_stop: the SubagentStop hook point of the parent's chain. */
+int pct__mw_mount(pct_sess *s, pag_ports *ports);
+void pct__mw_free(pct_sess *s);
+void pct__mw_project(pct_sess *s, const pag_project_config *pc, uint64_t turn);
+void pct__mw_subagent_stop(pct_sess *s, const char *agent_id, const char *stop_reason);
+/* askuser.c: the ask_user tool (the pag_ports.run_tool contract), and the answer to an MCP
+ * server's elicitation/create (ctx = the session; the pmcp_elicit_fn contract). */
+int pct__ask_user_run(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out);
+char *pct__elicit(void *ctx, const char *server, const char *params_json, atomic_int *cancel);
+/* tasks.c: background tasks. pct__task_background: the call asks to run in the
+ * background (shell or task with "background": true); pct__task_start: starts it and
+ * answers with its id (run_tool contract); pct__task_tool: task_output / task_wait /
+ * task_stop (-2: not one of them); pct__tasks_cancel: raises every running task's flag
+ * (close); pct__tasks_live: the id of a running task or NULL (mu held); pct__task_free:
+ * one ended task; pct__tasks_free: every task of a released session; pct__tasks_catalogue: shell's
+ * schema gains "background" (c->shell_schema, 0 or -1 out of memory). */
+bool pct__task_background(const char *name, const char *args);
+int pct__task_start(pct_sess *s, const char *name, const char *args, pag_tool_output *out);
+int pct__task_tool(pct_sess *s, const char *name, const char *args, atomic_int *cancel,
+                   pag_tool_output *out);
+void pct__tasks_cancel(pct_sess *s);
+const char *pct__tasks_live(pct_sess *s);
+void pct__task_free(pct_task *t);
+void pct__tasks_free(pct_sess *s);
+int pct__tasks_catalogue(pct_controller *c);
+/* subagent.c: a subagent on a background task's thread, with its own cancel flag, the
+ * task call's id and the model spec it started with; agent_id receives the child's id. */
+int pct__subagent_run_bg(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out,
+                         const char *call_id, const char *model, char agent_id[PST_ID_LEN]);
+
 /* ---- editor feature internals */
-#define PCT_HOST_TOOLS 7 /* todo, skill, task, goal_complete, cron_create/list/delete */
+#define PCT_HOST_TOOLS 16 /* todo and the chain's declared tools (11 today) */
 
 /* middleware glue (mw_glue.c): the goal and cron middlewares in this session. */
 /* Starts the session's cron (make_live) and restores goal and cron records from meta. */

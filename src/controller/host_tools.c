@@ -3,7 +3,8 @@
  *   todo   the model's plan: the full list each time; every call sends an ACP `plan`
  *          update (entries: content, priority, status)
  *   skill  loads a skill's instructions (.peri/skills/<name>/SKILL.md body, confined)
- *   task   a subagent in a child thread (subagent.c)
+ * and, after todo, the catalogue entries the middleware chain declares, in its order
+ * (skill for skills, task for subagent (subagent.c), ask_user (askuser.c), ...).
  * Descriptors are static and immutable; none needs permission; todo and skill are
  * read-only (allowed in plan mode), task inherits the parent's mode for its own tools.
  */
@@ -21,17 +22,6 @@ static const char todo_schema[] =
     "\"enum\":[\"pending\",\"in_progress\",\"completed\"]},\"priority\":{\"type\":\"string\","
     "\"enum\":[\"high\",\"medium\",\"low\"]}},\"required\":[\"content\",\"status\"]}}},"
     "\"required\":[\"todos\"]}";
-static const char skill_schema[] =
-    "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"description\":"
-    "\"The skill's directory name from the Skills list\"}},\"required\":[\"name\"]}";
-static const char task_schema[] =
-    "{\"type\":\"object\",\"properties\":{\"description\":{\"type\":\"string\",\"description\":"
-    "\"A short (3-5 word) title\"},\"prompt\":{\"type\":\"string\",\"description\":\"The "
-    "complete task for the subagent; it sees nothing of this conversation\"},\"tools\":{"
-    "\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Tools the subagent "
-    "may use (default: read, list, glob, grep, skill)\"}},\"required\":[\"description\","
-    "\"prompt\"]}";
-
 void pct__host_tools_add(pag_tool_info *tools, size_t *n) {
     tools[(*n)++] = (pag_tool_info){
         .name = "todo",
@@ -40,26 +30,14 @@ void pct__host_tools_add(pag_tool_info *tools, size_t *n) {
         .schema_json = todo_schema,
         .kind = "think",
         .read_only = true};
-    tools[(*n)++] = (pag_tool_info){
-        .name = "skill",
-        .description = "Load the full instructions of a skill listed in the Skills summary.",
-        .schema_json = skill_schema,
-        .kind = "read",
-        .read_only = true};
-    tools[(*n)++] = (pag_tool_info){
-        .name = "task",
-        .description = "Run a subagent on a self-contained task in its own thread, with its own "
-                       "tools; returns its final answer. Use for research that would flood "
-                       "this conversation.",
-        .schema_json = task_schema,
-        .kind = "other",
-        .read_only = true};
-    /* the goal and cron middlewares' tools (src/agent/middleware/) */
-    tools[(*n)++] = *pag_goal_tool();
-    size_t nc;
-    const pag_tool_info *ct = pag_cron_tools(&nc);
-    for (size_t i = 0; i < nc; i++)
-        tools[(*n)++] = ct[i];
+    /* the middlewares' declared tools, in the chain's production order */
+    size_t nmw = pag_chain_order(NULL, 0), added = 1;
+    for (size_t i = 0; i < nmw; i++) {
+        size_t k;
+        const pag_tool_info *t = pag_chain_tools(i, &k);
+        for (size_t j = 0; j < k && added < PCT_HOST_TOOLS; j++, added++)
+            tools[(*n)++] = t[j];
+    }
 }
 
 static int tool_error(pag_tool_output *out, const char *msg) {

@@ -161,7 +161,9 @@ static void *connector_main(void *arg) {
                          .project_servers_json = k->project,
                          .acp_servers_json = k->acp,
                          .log = c->log,
-                         .oauth = s->oauth.dir ? &s->oauth : NULL};
+                         .oauth = s->oauth.dir ? &s->oauth : NULL,
+                         .elicit = pct__elicit, /* servers may ask the user (askuser.c) */
+                         .elicit_ctx = s};
     char *why = NULL;
     pmcp_pool *p = pmcp_pool_open(&po, &why);
     if (why) pb_log(&s->c->log, PB_LOG_WARN, "session %s: %s", s->id, why);

@@ -10,7 +10,10 @@
  * client as updates of the parent session carrying
  * _meta {"peri.parentToolCallId", "peri.childSessionId"}, their ids scoped as
  * "<task call id>/<child call id>". Its final answer is the task
- * tool's result. The child is not mapped in the runtime while it runs.
+ * tool's result (or, with "background": true, a background task's, tasks.c: several
+ * subagents then run at once, each with its own agent id). The user's tool hooks run on
+ * its calls; its end is the parent's
+ * SubagentStop hook point. The child is not mapped in the runtime while it runs.
  */
 #include "controller/ctl_impl.h"
 
@@ -131,9 +134,9 @@ static void c_emit(void *ctx, const pag_event *ev) {
 static const char *const default_tools[] = {"read", "list", "glob", "grep", "skill"};
 
 static bool wanted(json_t *list, const char *name) {
-    /* the session's own plan, goal and schedules are not a subagent's to change */
+    /* the session's own plan, goal, schedules and background tasks are not a subagent's */
     if (!strcmp(name, "task") || !strcmp(name, "todo") || !strcmp(name, "goal_complete") ||
-        !strncmp(name, "cron_", 5))
+        !strncmp(name, "cron_", 5) || !strncmp(name, "task_", 5))
         return false;
     if (!json_is_array(list)) {
         for (size_t i = 0; i < sizeof default_tools / sizeof default_tools[0]; i++)
@@ -154,7 +157,8 @@ static int fail_out(pag_tool_output *out, const char *msg) {
     return out->output ? 0 : -1;
 }
 
-static int run_child(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out) {
+static int run_child(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out,
+                     const char *call_id, const char *model, char agent_id[PST_ID_LEN]) {
     json_t *a = json_loads(args ? args : "{}", 0, NULL);
     const char *desc = json_string_value(json_object_get(a, "description"));
     const char *prompt = json_string_value(json_object_get(a, "prompt"));
@@ -163,7 +167,7 @@ static int run_child(pct_sess *s, const char *args, atomic_int *cancel, pag_tool
         return fail_out(out, "task: \"prompt\" (and \"description\") are required");
     }
     child ch = {.parent = s, .parent_gen = pag_session_turn_gen(s->agent)};
-    snprintf(ch.call_id, sizeof ch.call_id, "%s", s->cur_call);
+    snprintf(ch.call_id, sizeof ch.call_id, "%s", call_id);
     pct_controller *c = s->c;
     ch.tools = calloc(c->ntools, sizeof *ch.tools);
     int rc = -1;
@@ -201,10 +205,20 @@ static int run_child(pct_sess *s, const char *args, atomic_int *cancel, pag_tool
         goto out;
     }
     memcpy(ch.id, th.id, PST_ID_LEN);
+    if (agent_id) memcpy(agent_id, th.id, PST_ID_LEN);
     json_t *m =
         json_pack("{s:s, s:s}", "peri.parentToolCallId", ch.call_id, "peri.childSessionId", ch.id);
     ch.meta_json = m ? json_dumps(m, JSON_COMPACT) : NULL;
     json_decref(m);
+    /* the user's tool hooks apply to the child's calls too (its own session start,
+     * prompt and stop are the parent's SubagentStop) */
+    pag_middleware child_mw[1];
+    size_t nchild_mw = 0;
+    if (s->hooks) {
+        child_mw[0] = pag_hooks_middleware(s->hooks);
+        child_mw[0].hooks = PAG_HOOK_BIT(PAG_HOOK_PRE_TOOL) | PAG_HOOK_BIT(PAG_HOOK_POST_TOOL);
+        nchild_mw = 1;
+    }
     pag_ports ports = {.ctx = &ch,
                        .reason = c_reason,
                        .model_name = NULL,
@@ -214,7 +228,9 @@ static int run_child(pct_sess *s, const char *args, atomic_int *cancel, pag_tool
                        .tool_title = c_title,
                        .ask_permission = c_ask,
                        .persist = c_persist,
-                       .emit = c_emit};
+                       .emit = c_emit,
+                       .middlewares = child_mw,
+                       .nmiddlewares = nchild_mw};
     pag_session_config sc = {.id = ch.id,
                              .cwd = s->cwd,
                              .system_prompt = s->frozen,
@@ -222,12 +238,12 @@ static int run_child(pct_sess *s, const char *args, atomic_int *cancel, pag_tool
                              .max_steps = c->settings->max_steps};
     agent = ch.meta_json ? pag_session_new(&sc, &ports) : NULL;
     if (!agent) goto out;
-    /* Same model as the parent (s->model_applied is the worker's, and we are on it). */
+    /* Same model as the parent: the spec it had when the call was made (on the worker
+     * thread, or copied when a background task started). */
     const char *name = NULL;
     pm_config cfg;
     char missing[256];
-    if (pag_settings_model_spec(c->settings, s->model_applied, &cfg, &name, missing,
-                                sizeof missing) != 0)
+    if (pag_settings_model_spec(c->settings, model, &cfg, &name, missing, sizeof missing) != 0)
         name = NULL;
     pag_session_set_model(agent, name, missing);
     pag_session_set_mode(agent, pag_session_mode(s->agent));
@@ -236,6 +252,10 @@ static int run_child(pct_sess *s, const char *args, atomic_int *cancel, pag_tool
     pag_turn_result r;
     pag_session_turn(agent, prompt, &r);
     if (r.state == PAG_TURN_COMPLETED) progress(&ch);
+    pct__mw_subagent_stop(s, ch.id,
+                          r.state == PAG_TURN_FAILED ? "failed"
+                          : r.stop_reason            ? r.stop_reason
+                                                     : "end_turn");
     char *answer = pag_session_last_answer(agent);
     char head[160];
     snprintf(head, sizeof head, "[subagent %s]\n", ch.id);
@@ -267,7 +287,18 @@ out:
 
 int pct__subagent_run(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out) {
     atomic_fetch_add(&s->subagents, 1); /* close reports a subagent not handed over */
-    int rc = run_child(s, args, cancel, out);
+    int rc = run_child(s, args, cancel, out, s->cur_call, s->model_applied, NULL);
     atomic_fetch_sub(&s->subagents, 1);
+    return rc;
+}
+
+int pct__subagent_run_bg(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out,
+                         const char *call_id, const char *model, char agent_id[PST_ID_LEN]) {
+    atomic_fetch_add(&s->subagents, 1);
+    int rc = run_child(s, args, cancel, out, call_id, model, agent_id);
+    atomic_fetch_sub(&s->subagents, 1);
+    pthread_mutex_lock(&s->mu);
+    pthread_cond_broadcast(&s->cv); /* close waits on the count */
+    pthread_mutex_unlock(&s->mu);
     return rc;
 }

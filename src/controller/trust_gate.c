@@ -1,16 +1,16 @@
 /*
  * trust_gate.c — asking the user to trust a project's own configuration.
  *
- * A session's project may carry `.peri/settings.json` with MCP servers (host programs)
- * and allow rules. open_mcp starts only the servers of content the user already trusted
- * (agent/trust.c). Here, before each turn, on the prompt's worker thread (never on the
- * request thread, which must stay free for cancel and other sessions):
+ * A session's project may carry `.peri/settings.json` with MCP servers (host programs),
+ * hooks (commands at session events) and allow rules. open_mcp starts only the servers of content
+ * the user already trusted (agent/trust.c). Here, before each turn, on the prompt's worker thread
+ * (never on the request thread, which must stay free for cancel and other sessions):
  *   - content not trusted and not yet asked about in this session: a plain message says
  *     what was held back, then a permission request shows every server command,
  *     argument, environment entry, URL and header and every allow rule in full (JSON
  *     text: control characters and non-ASCII escaped, so nothing hides); only the
  *     explicit "Trust this exact configuration" answer records trust (user state) and
- *     starts the servers;
+ *     starts the servers and hands the project's hooks to the hooks middleware;
  *   - content trusted meanwhile (e.g. `peri trust` in a terminal): its servers start.
  * A changed file has another digest, so it is asked about again.
  *
@@ -34,24 +34,31 @@ static char *describe(const pag_project_config *pc) {
     json_t *m = json_loads(pc->material, 0, NULL);
     json_t *servers = json_object_get(m, "mcpServers");
     json_t *allow = json_object_get(m, "allow");
+    json_t *hooks = json_object_get(m, "hooks");
     int flags = JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENSURE_ASCII;
     char *sv = servers ? json_dumps(servers, flags) : NULL;
     char *al = allow ? json_dumps(allow, flags) : NULL;
+    char *hk = hooks ? json_dumps(hooks, flags) : NULL;
     json_decref(m);
     const char *fmt = "The project %s has its own configuration in .peri/settings.json. None of "
                       "it applies until you trust exactly this content (SHA-256 %.16s...).\n\n"
                       "MCP servers it would start on this machine, outside the sandbox, with "
                       "your user's rights:\n%s\n\nTools it would let run without asking:\n%s\n\n"
+                      "Hooks it would run at session events (in the sandbox unless a hook says "
+                      "\"unsandboxed\"):\n%s\n\n"
                       "Trust it only if you know where this project comes from. Any change to "
                       "these entries asks again.";
     char *where = ptl_visible(pc->real_path, 4096, false); /* a path may hold controls too */
     size_t n = strlen(fmt) + (where ? strlen(where) : 0) + 16 + (sv ? strlen(sv) : 6) +
-               (al ? strlen(al) : 6) + 1;
+               (al ? strlen(al) : 6) + (hk ? strlen(hk) : 6) + 1;
     char *out = where ? malloc(n) : NULL;
-    if (out) snprintf(out, n, fmt, where, pc->digest, sv ? sv : "(none)", al ? al : "(none)");
+    if (out)
+        snprintf(out, n, fmt, where, pc->digest, sv ? sv : "(none)", al ? al : "(none)",
+                 hk ? hk : "(none)");
     free(where);
     free(sv);
     free(al);
+    free(hk);
     return out;
 }
 
@@ -62,6 +69,7 @@ static void start_servers(pct_sess *s, uint64_t turn, const pag_project_config *
         return; /* servers still starting (a cancelled wait): the
                     next turn starts these */
     memcpy(s->project_on, pc->digest, sizeof s->project_on);
+    pct__mw_project(s, pc, turn); /* the project's hooks, now trusted */
     if (!pc->servers_json) return;
     char *notes = NULL;
     int rc = pmcp_pool_add_project(ext, pc->servers_json, &notes);
@@ -113,6 +121,8 @@ void pct__trust_before_turn(pct_sess *s, uint64_t turn) {
     if (s->read_only) return;
     pag_project_config pc;
     if (pag_project_config_read(s->cwd, &pc) != 0) return;
+    /* hooks run only while the file holds exactly the trusted content */
+    if (strcmp(s->project_on, pc.digest) != 0) pct__mw_project(s, NULL, turn);
     if (!pag_project_config_any(&pc) || !strcmp(s->project_on, pc.digest)) goto out;
     if (pag_trust_is_trusted(s->c->home, &pc)) {
         start_servers(s, turn, &pc);
@@ -121,12 +131,12 @@ void pct__trust_before_turn(pct_sess *s, uint64_t turn) {
     if (!strcmp(s->trust_asked, pc.digest)) goto out; /* already said no in this session */
     memcpy(s->trust_asked, pc.digest, sizeof s->trust_asked);
     say(s, turn,
-        "This project's .peri/settings.json names MCP servers or tool allow rules. They are "
-        "not applied: you have not trusted this exact content yet.\n");
+        "This project's .peri/settings.json names MCP servers, hooks or tool allow rules. "
+        "They are not applied: you have not trusted this exact content yet.\n");
     if (!ask(s, turn, &pc)) {
         say(s, turn,
-            "Project configuration not trusted: its MCP servers stay stopped and its allow "
-            "rules do not apply (`peri trust DIR` decides from a terminal).\n");
+            "Project configuration not trusted: its MCP servers stay stopped and its hooks "
+            "and allow rules do not apply (`peri trust DIR` decides from a terminal).\n");
         goto out;
     }
     char err[512];

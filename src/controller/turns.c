@@ -143,6 +143,7 @@ static void *worker(void *arg) {
     s->cur_token = j->token;
     s->cur_answered = false;
     uint64_t gen = pag_session_begin_turn(s->agent);
+    atomic_store(&s->hitl_cancel, 0);
     s->cur_gen = gen;
     snprintf(s->cur_turn_id, sizeof s->cur_turn_id, "%s", j->turn_id);
     pct__attempt_id(s->cur_attempt_id, s->epoch, ++s->attempt_seq);
@@ -314,6 +315,7 @@ static void *stop_running(pct_sess *s) {
     s->gate_gen = pag_session_turn_gen(s->agent);
     pag_session_cancel(s->agent);
     atomic_store(&s->trust_cancel, 1);
+    atomic_store(&s->hitl_cancel, 1);
     if (s->cur_answered) return NULL;
     s->cur_answered = true;
     return s->cur_token;
@@ -523,6 +525,10 @@ static const char *unsettled(pct_sess *s, const char **message) {
         *message = "Session close incomplete: prompt is still active";
         return "active_turn";
     }
+    if (s->live_tasks > 0) {
+        *message = "Session close incomplete: a background task is still running";
+        return "background_task";
+    }
     if (s->mcp_pending) {
         *message = "Session close incomplete: a background task is still running (MCP servers "
                    "starting)";
@@ -532,8 +538,8 @@ static const char *unsettled(pct_sess *s, const char **message) {
 }
 
 /* Peri close, in its fixed order: stop input (closing: no new prompt, queued ones leave) ->
- * cancel owned tasks (the turn, its subagents) -> join with a deadline -> abort what did
- * not stop (the gate stays raised; a starting MCP pool is closed by its connector) ->
+ * cancel owned tasks (the turn, its subagents, background tasks) -> join with a deadline -> abort
+ * what did not stop (the gate stays raised; a starting MCP pool is closed by its connector) ->
  * persist (the close intent, the store's settlement) -> drain (the emit lock) -> unmap.
  * Success only when every step settled; otherwise PCT_INCOMPLETE with the reason, and the
  * session stays closing for a retry. */
@@ -549,6 +555,7 @@ static pct_status close_with_grace(pct_controller *c, const char *id, long grace
     atomic_store(&s->oauth_stop, 1); /* a pending MCP OAuth login ends */
     pag_cron_stop(s->cron);          /* scheduled prompts end with the session */
     cancel_sess(s);
+    pct__tasks_cancel(s); /* owned tasks end with the session */
     struct timespec dl;
     dl = pb_deadline(CLOCK_REALTIME, grace_ms);
     pthread_mutex_lock(&s->mu);

@@ -2,8 +2,11 @@
  * client.c — the MCP client: request/response matching over any link, the
  * initialize handshake with version negotiation, tools/list with pagination,
  * tools/call with progress and cancellation, list_changed tracking, and answers to
- * the server's own requests (ping; everything else: method not found, since the client
- * declares no roots/sampling/elicitation capability).
+ * the server's own requests: ping; elicitation/create when the host gave an elicit
+ * callback (then, and only then, initialize declares the elicitation capability): each
+ * runs on a thread of its own, ends when the server cancels it or the client closes
+ * (close waits for them), and answers the server once; everything else: method not
+ * found (no roots or sampling capability is declared).
  *
  * Invariants: ids are integers we allocate; a response whose id is unknown, a string,
  * or a duplicate is dropped (logged) and never completes the wrong waiter; a waiter
@@ -32,6 +35,14 @@ typedef struct pending {
     void *pctx;
 } pending;
 
+typedef struct elicitation { /* one elicitation/create being answered (mu) */
+    struct elicitation *next;
+    struct pmcp_client *c;
+    json_t *id; /* the server's request id */
+    char *params;
+    atomic_int cancel;
+} elicitation;
+
 struct pmcp_client {
     pmcp__link *link;
     char *name;
@@ -50,6 +61,9 @@ struct pmcp_client {
     bool has_tools;
     pb_logger log;
     pmcp__auth *auth; /* http with OAuth: the tokens of the server's URL (owned) */
+    char *(*elicit)(void *ctx, const char *server, const char *params_json, atomic_int *cancel);
+    void *elicit_ctx;
+    elicitation *elicits; /* being answered (mu); close waits until none is left */
 };
 
 static const char *const k_versions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
@@ -81,7 +95,14 @@ static void send_json(pmcp_client *c, json_t *frame) {
 }
 
 static void on_notification(pmcp_client *c, pb_rpc_msg *m) {
-    if (!strcmp(m->method, "notifications/progress")) {
+    if (!strcmp(m->method, "notifications/cancelled")) {
+        /* the server gave up one of its requests: an open question ends */
+        json_t *rid = json_object_get(m->params, "requestId");
+        pthread_mutex_lock(&c->mu);
+        for (elicitation *e = c->elicits; rid && e; e = e->next)
+            if (json_equal(e->id, rid)) atomic_store(&e->cancel, 1);
+        pthread_mutex_unlock(&c->mu);
+    } else if (!strcmp(m->method, "notifications/progress")) {
         json_t *tok = json_object_get(m->params, "progressToken");
         if (!json_is_integer(tok)) return;
         json_int_t id = json_integer_value(tok);
@@ -109,6 +130,67 @@ static void on_notification(pmcp_client *c, pb_rpc_msg *m) {
     /* others (resources/updated, cancelled of server requests, ...) need no action */
 }
 
+/* ---------------------------------------------------------------- elicitation */
+
+static void *elicit_main(void *arg) {
+    elicitation *e = arg;
+    pmcp_client *c = e->c;
+    char *ans = c->elicit(c->elicit_ctx, c->name, e->params, &e->cancel);
+    json_t *res = ans ? json_loads(ans, 0, NULL) : NULL;
+    free(ans);
+    const char *action = json_string_value(json_object_get(res, "action"));
+    if (!action ||
+        (strcmp(action, "accept") && strcmp(action, "decline") && strcmp(action, "cancel"))) {
+        json_decref(res);
+        res = json_pack("{s:s}", "action", "decline");
+    }
+    if (res && !atomic_load(&e->cancel))
+        send_json(c, pb_rpc_result(e->id, res));
+    else
+        json_decref(res);
+    pthread_mutex_lock(&c->mu);
+    for (elicitation **p = &c->elicits; *p; p = &(*p)->next)
+        if (*p == e) {
+            *p = e->next;
+            break;
+        }
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    json_decref(e->id);
+    free(e->params);
+    free(e);
+    return NULL;
+}
+
+/* A server's elicitation/create: answered from a thread of its own (the reader must
+ * stay free for the tool call it belongs to). */
+static void start_elicitation(pmcp_client *c, pb_rpc_msg *m) {
+    elicitation *e = calloc(1, sizeof *e);
+    char *params = json_dumps(m->params ? m->params : json_object(), JSON_COMPACT);
+    pthread_t th;
+    pthread_attr_t at;
+    bool ok = e && params && pthread_attr_init(&at) == 0;
+    if (ok) {
+        e->c = c;
+        e->id = json_incref(m->id);
+        e->params = params;
+        atomic_init(&e->cancel, 0);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        pthread_mutex_lock(&c->mu);
+        e->next = c->elicits;
+        c->elicits = e;
+        ok = !c->closed && pthread_create(&th, &at, elicit_main, e) == 0;
+        if (!ok) c->elicits = e->next;
+        pthread_mutex_unlock(&c->mu);
+        pthread_attr_destroy(&at);
+        if (ok) return;
+        json_decref(e->id);
+    }
+    free(e);
+    free(params);
+    send_json(c, pb_rpc_result(m->id, json_pack("{s:s}", "action", "decline")));
+}
+
 static void on_frame(void *ctx, const char *text, size_t len) {
     pmcp_client *c = ctx;
     pb_rpc_msg m;
@@ -126,6 +208,8 @@ static void on_frame(void *ctx, const char *text, size_t len) {
     case PB_RPC_REQUEST:
         if (!strcmp(m.method, "ping"))
             send_json(c, pb_rpc_result(m.id, json_object()));
+        else if (!strcmp(m.method, "elicitation/create") && c->elicit)
+            start_elicitation(c, &m);
         else
             send_json(c, pb_rpc_error(m.id, PMCP_METHOD_NOT_FOUND, "Method not found", NULL));
         break;
@@ -422,7 +506,11 @@ pmcp_client *pmcp_client_connect(const pmcp_server_config *cfg, const pmcp_clien
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
     c->call_timeout_ms = opt && opt->call_timeout_ms > 0 ? opt->call_timeout_ms : 600000;
-    if (opt) c->log = opt->log;
+    if (opt) {
+        c->log = opt->log;
+        c->elicit = opt->elicit;
+        c->elicit_ctx = opt->elicit_ctx;
+    }
     pmcp__link_cb cb = {.ctx = c, .on_frame = on_frame, .on_closed = on_closed, .log = c->log};
     char lerr[256] = "";
     switch (cfg->kind) {
@@ -448,6 +536,9 @@ pmcp_client *pmcp_client_connect(const pmcp_server_config *cfg, const pmcp_clien
     json_t *params =
         json_pack("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", PMCP_PROTOCOL_VERSION,
                   "capabilities", "clientInfo", "name", "peri-c", "version", "0.1.0");
+    if (params && c->elicit) /* only when the host can put the question to the user */
+        json_object_set_new(json_object_get(params, "capabilities"), "elicitation",
+                            json_pack("{s:{}}", "form"));
     json_t *res;
     char rerr[512];
     json_t *params2 = c->auth ? json_deep_copy(params) : NULL;
@@ -503,6 +594,14 @@ pmcp_client *pmcp_client_connect(const pmcp_server_config *cfg, const pmcp_clien
 
 void pmcp_client_close(pmcp_client *c) {
     if (!c) return;
+    /* open questions end (their threads answer nothing more), then the link */
+    pthread_mutex_lock(&c->mu);
+    c->closed = true;
+    for (elicitation *e = c->elicits; e; e = e->next)
+        atomic_store(&e->cancel, 1);
+    while (c->elicits)
+        wait_a_bit(c);
+    pthread_mutex_unlock(&c->mu);
     if (c->link) c->link->close(c->link);
     pmcp__auth_free(c->auth);
     pmcp_tools_free(c->tools, c->ntools);

@@ -321,6 +321,8 @@ struct pmcp_pool {
     long init_timeout_ms;
     pb_logger log;
     const pmcp_oauth_opts *oauth; /* borrowed: must outlive the pool */
+    char *(*elicit)(void *ctx, const char *server, const char *params_json, atomic_int *cancel);
+    void *elicit_ctx;
 };
 
 static void *connect_main(void *arg) {
@@ -328,7 +330,9 @@ static void *connect_main(void *arg) {
     pmcp_client_opts co = {.cwd = ps->pool->cwd,
                            .init_timeout_ms = ps->pool->init_timeout_ms,
                            .log = ps->pool->log,
-                           .oauth = ps->pool->oauth};
+                           .oauth = ps->pool->oauth,
+                           .elicit = ps->pool->elicit,
+                           .elicit_ctx = ps->pool->elicit_ctx};
     ps->client = pmcp_client_connect(&ps->cfg, &co, ps->err, sizeof ps->err);
     return NULL;
 }
@@ -566,6 +570,8 @@ pmcp_pool *pmcp_pool_open(const pmcp_pool_opts *opt, char **notices) {
     pthread_mutex_init(&p->mu, NULL);
     p->ws = opt->workspace;
     p->init_timeout_ms = opt->init_timeout_ms;
+    p->elicit = opt->elicit;
+    p->elicit_ctx = opt->elicit_ctx;
     p->log = opt->log;
     p->oauth = opt->oauth;
     if (opt->cwd && !(p->cwd = strdup(opt->cwd))) {

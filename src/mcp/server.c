@@ -191,8 +191,8 @@ static void run_call(call *c) {
     if (c->progress_token)
         send_frame(
             s, pb_rpc_notification("notifications/progress",
-                                    json_pack("{s:O, s:i, s:s}", "progressToken", c->progress_token,
-                                              "progress", 0, "message", ptl_name(c->tool))));
+                                   json_pack("{s:O, s:i, s:s}", "progressToken", c->progress_token,
+                                             "progress", 0, "message", ptl_name(c->tool))));
     ptl_ctx ctx = {.cwd = s->root, .timeout_ms = s->opt->shell_timeout_ms};
     if (s->opt->tool_ctx) ctx = *s->opt->tool_ctx; /* the session's own context */
     ctx.cancel = &c->cancel;
@@ -421,8 +421,8 @@ static void on_request(srv *s, pb_rpc_msg *m) {
         send_frame(s, pb_rpc_result(id, json_pack("{s:[]}", "resources")));
     } else if (!strcmp(meth, "resources/templates/list")) {
         send_frame(s, pb_rpc_result(id, json_pack("{s:[{s:s, s:s, s:s}]}", "resourceTemplates",
-                                                   "uriTemplate", "file:///{path}", "name",
-                                                   "workspace file", "mimeType", "text/plain")));
+                                                  "uriTemplate", "file:///{path}", "name",
+                                                  "workspace file", "mimeType", "text/plain")));
     } else if (!strcmp(meth, "resources/read")) {
         m_resources_read(s, id, m->params);
     } else {

@@ -218,6 +218,12 @@ static void on_key(pt_app *a, const pt_key *k) {
     switch (k->type) {
     case PK_CHAR: pt_input_insert(&a->in, k->text, strlen(k->text)); break;
     case PK_ENTER:
+        if (a->ask_id) { /* the input line is the answer to the open question */
+            char *ans = pt_input_take(&a->in);
+            pt_session_reply_ask(a, ans ? ans : "", false);
+            free(ans);
+            break;
+        }
         if (a->in.cur > 0 && a->in.b.s[a->in.cur - 1] == '\\') {
             pt_input_backspace(&a->in);
             pt_input_insert(&a->in, "\n", 1);
@@ -239,7 +245,9 @@ static void on_key(pt_app *a, const pt_key *k) {
     case PK_TAB: complete(a); break;
     case PK_BACKTAB: pt_session_next_mode(a); break;
     case PK_ESC:
-        if (a->prompts > 0 || a->perm_id)
+        if (a->ask_id)
+            pt_session_reply_ask(a, NULL, false); /* declined */
+        else if (a->prompts > 0 || a->perm_id)
             pt_session_cancel(a);
         else
             a->scroll = 0;
@@ -306,6 +314,15 @@ static void extra_lines(pt_app *a, pt_lines *ls) {
     int w = a->scr.cols;
     bool u = a->scr.st.utf8;
     char buf[512];
+    if (a->ask_id) {
+        const char *m = json_string_value(json_object_get(a->ask, "message"));
+        pt_lines_push(ls);
+        char *vm = ptl_visible(m ? m : "", 2000, true);
+        snprintf(buf, sizeof buf, "Question: %s", vm ? vm : "");
+        free(vm);
+        add_line(ls, buf, PT_BOLD | PT_FG(PT_CYAN), w, u, "? ", "  ");
+        add_line(ls, "Type your answer and press Enter; Esc declines.", PT_DIM, w, u, "  ", "  ");
+    }
     if (a->perm_id) {
         json_t *tc = json_object_get(a->perm, "toolCall");
         const char *title = json_string_value(json_object_get(tc, "title"));
@@ -513,6 +530,7 @@ int ptui_run(const ptui_options *o) {
         }
     }
     pt_term_restore();
+    pt_session_reply_ask(a, NULL, true);
     if (a->perm_id)
         pt_client_reply(&a->c, a->perm_id,
                         json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled"));

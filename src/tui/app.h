@@ -37,9 +37,12 @@ typedef struct pt_app {
     bool ready;    /* a session is open */
     int prompts;   /* prompts in flight */
     bool cancelling;
-    json_t *perm_id; /* an open permission request (its JSON-RPC id), or NULL */
-    json_t *perm;    /* its params */
-    json_t *pick;    /* /resume: the sessions offered, or NULL */
+    json_t *perm_id;    /* an open permission request (its JSON-RPC id), or NULL */
+    json_t *perm;       /* its params */
+    json_t *ask_id;     /* an open free-text question (elicitation/create), or NULL */
+    json_t *ask;        /* its params */
+    char ask_field[64]; /* the one text field its answer fills */
+    json_t *pick;       /* /resume: the sessions offered, or NULL */
     size_t pick_sel;
     json_t *commands; /* availableCommands */
     json_t *modes;    /* availableModes of the session (Shift-Tab cycles them) */
@@ -70,6 +73,9 @@ void pt_session_frame(pt_app *a, json_t *f);      /* one frame from the agent */
 void pt_session_load(pt_app *a, const char *id);  /* close the shown session, load id */
 void pt_session_answer(pt_app *a, size_t option); /* the open permission prompt */
 void pt_session_cancel(pt_app *a);                /* Esc: session/cancel (+ the prompt) */
+/* The open free-text question: answer (NULL: decline); cancelled: the question ends
+ * unanswered ("cancel"). */
+void pt_session_reply_ask(pt_app *a, const char *answer, bool cancelled);
 void pt_session_prompt(pt_app *a, const char *text);
 void pt_session_next_mode(pt_app *a); /* Shift-Tab: session/set_mode to the next mode */
 /* Bounded close of the shown session: 0 closed, -1 not settled in CLOSE_GRACE_MS. */

@@ -278,6 +278,51 @@ static void on_update(pt_app *a, json_t *params) {
     }
 }
 
+/* A form question (elicitation/create): the TUI takes one free-text field, typed in the
+ * input line; any other form is declined at once. One open at a time: an older one is
+ * cancelled. */
+static void on_elicit(pt_app *a, json_t *id, json_t *params) {
+    json_t *props = json_object_get(json_object_get(params, "requestedSchema"), "properties");
+    const char *mode = json_string_value(json_object_get(params, "mode"));
+    const char *key = NULL;
+    json_t *v;
+    bool one = json_object_size(props) == 1 && (!mode || !strcmp(mode, "form"));
+    if (one) {
+        json_object_foreach(props, key, v) {
+            const char *type = json_string_value(json_object_get(v, "type"));
+            if (!type || strcmp(type, "string") || strlen(key) >= sizeof a->ask_field) one = false;
+            break;
+        }
+    }
+    if (!one || !key) {
+        pt_client_reply(&a->c, id, json_pack("{s:s}", "action", "decline"));
+        pt_app_notice(a, PT_FG(PT_YELLOW) | PT_DIM,
+                      "  A form this terminal cannot show was declined.");
+        return;
+    }
+    if (a->ask_id) pt_session_reply_ask(a, NULL, true);
+    a->ask_id = json_incref(id);
+    a->ask = json_incref(params);
+    snprintf(a->ask_field, sizeof a->ask_field, "%s", key);
+    a->scroll = 0;
+}
+
+void pt_session_reply_ask(pt_app *a, const char *answer, bool cancelled) {
+    if (!a->ask_id) return;
+    json_t *r =
+        cancelled ? json_pack("{s:s}", "action", "cancel")
+        : answer  ? json_pack("{s:s, s:{s:s}}", "action", "accept", "content", a->ask_field, answer)
+                  : json_pack("{s:s}", "action", "decline");
+    pt_client_reply(&a->c, a->ask_id, r);
+    pt_app_notice(a, PT_DIM | (answer ? PT_FG(PT_GREEN) : PT_FG(PT_RED)),
+                  cancelled ? "  Question cancelled."
+                  : answer  ? "  Answered."
+                            : "  Question declined.");
+    json_decref(a->ask_id);
+    json_decref(a->ask);
+    a->ask_id = a->ask = NULL;
+}
+
 void pt_session_frame(pt_app *a, json_t *f) {
     const char *method = json_string_value(json_object_get(f, "method"));
     json_t *id = json_object_get(f, "id");
@@ -294,6 +339,8 @@ void pt_session_frame(pt_app *a, json_t *f) {
         snprintf(buf, sizeof buf, "MCP server \"%.100s\" needs a login. Open: %.2200s",
                  srv ? srv : "?", url ? url : "?");
         pt_app_notice(a, PT_FG(PT_YELLOW) | PT_BOLD, buf);
+    } else if (!strcmp(method, "elicitation/create") && id) {
+        on_elicit(a, id, json_object_get(f, "params"));
     } else if (!strcmp(method, "session/request_permission") && id) {
         if (a->perm_id) /* only one open at a time: the older one is cancelled */
             pt_client_reply(&a->c, a->perm_id,
@@ -332,6 +379,7 @@ void pt_session_answer(pt_app *a, size_t k) {
 }
 
 void pt_session_cancel(pt_app *a) {
+    pt_session_reply_ask(a, NULL, true);
     if (a->perm_id) {
         pt_client_reply(&a->c, a->perm_id,
                         json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled"));
@@ -432,9 +480,10 @@ void pt_session_prompt(pt_app *a, const char *text) {
 
 void pt_session_start(pt_app *a) {
     pt_app_request(a, "initialize",
-                   json_pack("{s:i, s:{s:{s:b, s:b}, s:b}, s:{s:s, s:s}}", "protocolVersion", 1,
-                             "clientCapabilities", "fs", "readTextFile", 0, "writeTextFile", 0,
-                             "terminal", 0, "clientInfo", "name", "peri-tui", "version", "1"),
+                   json_pack("{s:i, s:{s:{s:b, s:b}, s:b, s:{s:{}}}, s:{s:s, s:s}}",
+                             "protocolVersion", 1, "clientCapabilities", "fs", "readTextFile", 0,
+                             "writeTextFile", 0, "terminal", 0, "elicitation", "form", "clientInfo",
+                             "name", "peri-tui", "version", "1"),
                    RQ_INIT);
 }
 

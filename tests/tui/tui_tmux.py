@@ -593,7 +593,43 @@ def s_help(E, capture=None):
         u.t.kill()
 
 
-SCENARIOS = {"help": s_help, "turn": s_turn, "placement": s_placement, "cancel": s_cancel, "resume": s_resume, "resize": s_resize,
+def s_ask(E, capture=None):
+    """ask_user: a choice question is the permission dialog (a number answers), a
+    free-text one a question typed in the input line (Enter answers, Esc declines)."""
+    u = Tui(E)
+    try:
+        u.ready()
+        mock_script(E, [{"tool_calls": [{"id": "q1", "name": "ask_user", "arguments": {
+            "question": "Which flavour?", "options": ["vanilla", "lemon"]}}]},
+            {"text": "choice noted"}])
+        u.send("ask me a choice")
+        u.t.wait(lambda s: "Which flavour?" in s and "lemon" in s, "the choice dialog")
+        u.t.keys("2")
+        u.t.wait("choice noted", "the turn after the choice")
+        tools = [m for m in E.mock.requests()[-1]["body"]["messages"] if m["role"] == "tool"]
+        check(tools and tools[-1]["content"] == "The user chose: lemon", "choice %r" % tools)
+        mock_script(E, [{"tool_calls": [{"id": "q2", "name": "ask_user", "arguments": {
+            "question": "Your favourite colour?"}}]}, {"text": "colour noted"}])
+        u.send("ask me freely")
+        u.t.wait("Question: Your favourite colour?", "the free-text question")
+        u.send("teal")
+        u.t.wait("colour noted", "the turn after the answer")
+        tools = [m for m in E.mock.requests()[-1]["body"]["messages"] if m["role"] == "tool"]
+        check(tools and tools[-1]["content"] == "The user answered: teal", "text %r" % tools)
+        mock_script(E, [{"tool_calls": [{"id": "q3", "name": "ask_user", "arguments": {
+            "question": "Anything else?"}}]}, {"text": "declined noted"}])
+        u.send("ask once more")
+        u.t.wait("Question: Anything else?", "the third question")
+        u.t.keys("Escape")
+        u.t.wait("declined noted", "the turn after the decline")
+        tools = [m for m in E.mock.requests()[-1]["body"]["messages"] if m["role"] == "tool"]
+        check(tools and tools[-1]["content"] == "The user declined to answer.", "esc %r" % tools)
+        u.quit_and_check_restored()
+    finally:
+        u.t.kill()
+
+
+SCENARIOS = {"ask": s_ask, "help": s_help, "turn": s_turn, "placement": s_placement, "cancel": s_cancel, "resume": s_resume, "resize": s_resize,
              "plain": s_plain, "restore": s_restore, "prompts": s_prompts}
 
 

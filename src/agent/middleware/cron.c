@@ -344,7 +344,8 @@ static const char delete_schema[] =
     "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"integer\",\"description\":\"The "
     "schedule's id from cron_create or cron_list\"}},\"required\":[\"id\"]}";
 
-static const pag_tool_info cron_tools[] = {
+/* The cron middleware's declared tools (the chain lists them; NULL-name terminated). */
+const pag_tool_info pag__cron_tools[] = {
     {.name = "cron_create",
      .description = "Schedule a prompt to run in this session at times (cron, UTC) or at an "
                     "interval, while this session stays open. Schedules end with the session "
@@ -363,11 +364,11 @@ static const pag_tool_info cron_tools[] = {
      .schema_json = delete_schema,
      .kind = "other",
      .read_only = false},
-};
+    {.name = NULL}};
 
 const pag_tool_info *pag_cron_tools(size_t *n) {
-    *n = sizeof cron_tools / sizeof cron_tools[0];
-    return cron_tools;
+    *n = sizeof pag__cron_tools / sizeof pag__cron_tools[0] - 1;
+    return pag__cron_tools;
 }
 
 static int say(pag_tool_output *out, bool error, const char *text) {

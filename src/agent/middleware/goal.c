@@ -65,16 +65,18 @@ static const char goal_schema[] =
     "{\"type\":\"object\",\"properties\":{\"summary\":{\"type\":\"string\",\"description\":"
     "\"What shows the goal is met\"}},\"required\":[\"summary\"]}";
 
-static const pag_tool_info goal_tool = {
-    .name = "goal_complete",
-    .description = "Declare the session's standing goal met (only when it truly is; the "
-                   "summary says what shows it). Without a goal it does nothing.",
-    .schema_json = goal_schema,
-    .kind = "think",
-    .read_only = true};
+/* The goal middleware's declared tools (the chain lists them; NULL-name terminated). */
+const pag_tool_info pag__goal_tools[] = {
+    {.name = "goal_complete",
+     .description = "Declare the session's standing goal met (only when it truly is; the "
+                    "summary says what shows it). Without a goal it does nothing.",
+     .schema_json = goal_schema,
+     .kind = "think",
+     .read_only = true},
+    {.name = NULL}};
 
 const pag_tool_info *pag_goal_tool(void) {
-    return &goal_tool;
+    return &pag__goal_tools[0];
 }
 
 int pag_goal_tool_run(pag_session *s, const char *args_json, pag_tool_output *out) {

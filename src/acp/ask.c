@@ -1,0 +1,182 @@
+/*
+ * ask.c — questions to the user over ACP (the controller sink's ask_user: the ask_user
+ * tool and MCP elicitation), rendered the way current clients render them
+ * (docs/acp.md, "Questions"):
+ *   - a choice question is a session/request_permission whose toolCall is the asking
+ *     tool call and whose options are the choices ("choice_<i>", kind allow_once) plus
+ *     "decline" (kind reject_once): every client that can approve a tool call can
+ *     answer it;
+ *   - a form (a free-text answer, an MCP server's requestedSchema) is an
+ *     elicitation/create in form mode, sent only to a client that advertised
+ *     clientCapabilities.elicitation.form; otherwise the question is not asked (NULL).
+ * A pending question ends as "cancel" when the turn is cancelled, the session closes or
+ * the client goes (EOF); an error answer or an unknown option is "decline".
+ *
+ * Invariants: the answer is decoded on the reader thread into JSON text (no json_t
+ * crosses threads); each request accepts only the options it offered.
+ */
+#include "acp/server_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void pacp__ask_caps(pacp_server *srv, json_t *caps) {
+    json_t *el = json_object_get(caps, "elicitation");
+    json_t *form = json_object_get(el, "form");
+    atomic_store(&srv->elicit_form, json_is_object(form));
+}
+
+bool pacp__ask_on_response(pacp_server *srv, pb_rpc_msg *m) {
+    json_int_t id = json_integer_value(m->id);
+    bool taken = false;
+    pthread_mutex_lock(&srv->mu);
+    for (pacp_outreq *r = srv->pending; r; r = r->next) {
+        if (r->id != id || !r->ask || r->done) continue;
+        json_t *ans = NULL;
+        if (!m->error && m->result) {
+            if (r->ask_options > 0) { /* session/request_permission */
+                json_t *oc = json_object_get(m->result, "outcome");
+                const char *kind = json_string_value(json_object_get(oc, "outcome"));
+                const char *opt = json_string_value(json_object_get(oc, "optionId"));
+                int i = -1;
+                char tail;
+                if (kind && !strcmp(kind, "selected") && opt &&
+                    sscanf(opt, "choice_%d%c", &i, &tail) == 1 && i >= 0 && i < r->ask_options)
+                    ans = json_pack("{s:s, s:i}", "action", "accept", "choice", i);
+                else if (kind && !strcmp(kind, "cancelled"))
+                    ans = json_pack("{s:s}", "action", "cancel");
+            } else { /* elicitation/create */
+                const char *action = json_string_value(json_object_get(m->result, "action"));
+                json_t *content = json_object_get(m->result, "content");
+                if (action && !strcmp(action, "accept") && json_is_object(content))
+                    ans = json_pack("{s:s, s:O}", "action", "accept", "content", content);
+                else if (action && !strcmp(action, "cancel"))
+                    ans = json_pack("{s:s}", "action", "cancel");
+            }
+        }
+        if (!ans) ans = json_pack("{s:s}", "action", "decline");
+        r->text = ans ? json_dumps(ans, JSON_COMPACT) : NULL;
+        json_decref(ans);
+        r->done = true;
+        taken = true;
+        pthread_cond_broadcast(&srv->cv);
+        break;
+    }
+    pthread_mutex_unlock(&srv->mu);
+    return taken;
+}
+
+/* The request's params: request_permission for a choice, elicitation/create for a form;
+ * NULL when the client cannot show it. *noptions: the number of choices (0: a form). */
+static json_t *params_of(pacp_server *srv, const char *sid, json_t *q, int *noptions) {
+    const char *kind = json_string_value(json_object_get(q, "kind"));
+    const char *msg = json_string_value(json_object_get(q, "message"));
+    const char *call = json_string_value(json_object_get(q, "toolCallId"));
+    const char *server = json_string_value(json_object_get(q, "server"));
+    json_t *options = json_object_get(q, "options");
+    *noptions = 0;
+    if (!kind || !msg) return NULL;
+    if (!strcmp(kind, "choice") && json_array_size(options) > 0) {
+        json_t *opts = json_array();
+        size_t i;
+        json_t *v;
+        json_array_foreach(options, i, v) {
+            char id[32];
+            snprintf(id, sizeof id, "choice_%zu", i);
+            json_array_append_new(opts, json_pack("{s:s, s:s, s:s}", "optionId", id, "name",
+                                                  json_string_value(v) ? json_string_value(v) : "",
+                                                  "kind", "allow_once"));
+        }
+        json_array_append_new(opts, json_pack("{s:s, s:s, s:s}", "optionId", "decline", "name",
+                                              "Don't answer", "kind", "reject_once"));
+        json_t *tc =
+            json_pack("{s:s, s:s, s:s, s:s, s:[{s:s, s:{s:s, s:s}}], s:{s:{s:s, s:O}}}",
+                      "toolCallId", call ? call : "peri-question", "title", msg, "kind", "other",
+                      "status", "pending", "content", "type", "content", "content", "type", "text",
+                      "text", msg, "_meta", "peri.question", "kind", "choice", "options", options);
+        *noptions = (int)json_array_size(options);
+        return json_pack("{s:s, s:o, s:o}", "sessionId", sid, "toolCall", tc, "options", opts);
+    }
+    if (!strcmp(kind, "form") && atomic_load(&srv->elicit_form)) {
+        json_t *schema = json_object_get(q, "requestedSchema");
+        if (!json_is_object(schema)) return NULL;
+        char text[4400];
+        if (server && *server)
+            snprintf(text, sizeof text, "[MCP server %.100s] %.4000s", server, msg);
+        else
+            snprintf(text, sizeof text, "%.4000s", msg);
+        json_t *p = json_pack("{s:s, s:s, s:s, s:O}", "sessionId", sid, "mode", "form", "message",
+                              text, "requestedSchema", schema);
+        if (p && call) json_object_set_new(p, "toolCallId", json_string(call));
+        return p;
+    }
+    return NULL;
+}
+
+char *pacp__sink_ask_user(void *ctx, const char *session_id, const char *question_json,
+                          atomic_int *cancel) {
+    pacp_server *srv = ctx;
+    json_t *q = json_loads(question_json, 0, NULL);
+    int nopt = 0;
+    json_t *params = q ? params_of(srv, session_id, q, &nopt) : NULL;
+    json_decref(q);
+    if (!params) return NULL;
+    /* the question's identity, as a permission request carries it */
+    uint64_t epoch = 0;
+    char turn[48] = "", attempt[48] = "";
+    if (pct_session_turn_ids(srv->ctl, session_id, &epoch, turn, attempt)) {
+        pct_event_ids ids = {.session_epoch = epoch,
+                             .turn_id = turn[0] ? turn : NULL,
+                             .attempt_id = attempt[0] ? attempt : NULL,
+                             .agent_id = session_id};
+        json_t *meta = json_object();
+        if (meta) {
+            pacp__ids_meta(meta, &ids);
+            json_object_set_new(params, "_meta", meta);
+        }
+    }
+    pacp_outreq *req = calloc(1, sizeof *req);
+    if (!req) {
+        json_decref(params);
+        return NULL;
+    }
+    req->ask = true;
+    req->ask_options = nopt;
+    pthread_mutex_lock(&srv->mu);
+    if (srv->eof || atomic_load(cancel)) {
+        pthread_mutex_unlock(&srv->mu);
+        json_decref(params);
+        free(req);
+        return strdup("{\"action\":\"cancel\"}");
+    }
+    req->id = ++srv->next_id;
+    req->next = srv->pending;
+    srv->pending = req;
+    pthread_mutex_unlock(&srv->mu);
+    json_t *f = pb_rpc_request(
+        req->id, nopt > 0 ? "session/request_permission" : "elicitation/create", params);
+    int sent = f && pacp__writer_send(&srv->w, f) == 0;
+    json_decref(f);
+    char *answer = NULL;
+    pthread_mutex_lock(&srv->mu);
+    while (sent && !req->done && !srv->eof && !atomic_load(cancel)) {
+        struct timespec dl = pb_deadline(CLOCK_REALTIME, 20); /* poll the cancel flag */
+        pthread_cond_timedwait(&srv->cv, &srv->mu, &dl);
+    }
+    if (req->done) {
+        answer = req->text;
+        req->text = NULL;
+    }
+    for (pacp_outreq **p = &srv->pending; *p; p = &(*p)->next) {
+        if (*p == req) {
+            *p = req->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&srv->mu);
+    free(req->text);
+    free(req);
+    if (!answer) answer = strdup(sent ? "{\"action\":\"cancel\"}" : "{\"action\":\"decline\"}");
+    return answer;
+}
