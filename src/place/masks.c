@@ -48,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -89,10 +90,34 @@ bool pl_is_control_path(const char *rel) {
 /* ---------------------------------------------------------------- placeholders */
 
 struct pl_mask_ref {
-    char *path;
+    char *path, *ws; /* the placeholder, its workspace (for ws_idle) */
     unsigned refs;
     char kind;
 };
+
+/* Runs of other contexts (other processes) do not see this context's counts, so every
+ * run holds a shared lock on its workspace directory (flock(2): another open file
+ * description of the same directory) while it runs, and a placeholder is removed only
+ * under an exclusive lock taken without waiting: never while a run of anyone holds the
+ * name under a mask. Sandboxed code can take these locks too; that only leaves
+ * placeholders behind, or (an exclusive lock held) makes a run go on unlocked after
+ * 50 ms rather than wait. */
+static int ws_lock_shared(const char *ws) {
+    int fd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    for (int i = 0; fd >= 0 && i < 50 && flock(fd, LOCK_SH | LOCK_NB) != 0; i++)
+        usleep(1000);
+    return fd;
+}
+
+/* An fd holding the exclusive lock of ws (close it when done), or -1: busy. */
+static int ws_idle(const char *ws) {
+    int fd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
 
 /* What a placeholder file holds: nothing, except `.git/commondir` (kind 'c'), which git
  * must be able to read once it exists: "." names the git directory itself. */
@@ -128,8 +153,8 @@ static int make(const char *p, char kind, uid_t owner, gid_t group) {
  * removed it), or a new one; pin: the context keeps it until pl_free (the ones inside a
  * git directory, which git never shows: no creation and removal per run). 1 held, 0 p
  * exists (an ordinary control file, *st filled), -1 error (errno). */
-static int hold(pl_ctx *pc, const char *p, char kind, bool pin, uid_t owner, gid_t group,
-                struct stat *st) {
+static int hold(pl_ctx *pc, const char *ws, const char *p, char kind, bool pin, uid_t owner,
+                gid_t group, struct stat *st) {
     for (size_t i = 0; i < pc->nmask_refs; i++)
         if (!strcmp(pc->mask_refs[i].path, p)) {
             if (lstat(p, st) != 0 &&
@@ -147,16 +172,21 @@ static int hold(pl_ctx *pc, const char *p, char kind, bool pin, uid_t owner, gid
         pc->mask_refs = nr;
         pc->cap_mask_refs = nc;
     }
-    char *dup = strdup(p);
-    if (!dup) return -1;
+    char *dup = strdup(p), *wdup = strdup(ws);
+    if (!dup || !wdup) {
+        free(dup);
+        free(wdup);
+        return -1;
+    }
     if (make(p, kind, owner, group) != 0) {
         int e = errno;
         free(dup);
+        free(wdup);
         if (e == EEXIST && lstat(p, st) == 0) return 0; /* made meanwhile by someone else */
         errno = e;
         return -1;
     }
-    pc->mask_refs[pc->nmask_refs++] = (struct pl_mask_ref){dup, pin ? 2u : 1u, kind};
+    pc->mask_refs[pc->nmask_refs++] = (struct pl_mask_ref){dup, wdup, pin ? 2u : 1u, kind};
     return 1;
 }
 
@@ -183,14 +213,16 @@ static void remove_placeholder(const char *p, char kind) {
         unlink(p);
 }
 
-/* Drops one hold of p; the last one removes the placeholder while it is unchanged. */
-static void unhold(pl_ctx *pc, const char *p) {
+/* Drops one hold of p; the last one removes the placeholder while it is unchanged, when
+ * may_remove (no run of anyone holds the workspace). */
+static void unhold(pl_ctx *pc, const char *p, bool may_remove) {
     for (size_t i = 0; i < pc->nmask_refs; i++) {
         struct pl_mask_ref *r = &pc->mask_refs[i];
         if (strcmp(r->path, p) != 0) continue;
         if (--r->refs == 0) {
-            remove_placeholder(p, r->kind);
+            if (may_remove) remove_placeholder(p, r->kind);
             free(r->path);
+            free(r->ws);
             *r = pc->mask_refs[--pc->nmask_refs];
         }
         return;
@@ -200,8 +232,13 @@ static void unhold(pl_ctx *pc, const char *p) {
 void pl__masks_free_refs(pl_ctx *pc) {
     /* the pinned placeholders (no run is left), deepest first */
     for (size_t i = pc->nmask_refs; i-- > 0;) {
-        remove_placeholder(pc->mask_refs[i].path, pc->mask_refs[i].kind);
+        int fd = ws_idle(pc->mask_refs[i].ws);
+        if (fd >= 0) {
+            remove_placeholder(pc->mask_refs[i].path, pc->mask_refs[i].kind);
+            close(fd);
+        }
         free(pc->mask_refs[i].path);
+        free(pc->mask_refs[i].ws);
     }
     free(pc->mask_refs);
     pc->mask_refs = NULL;
@@ -246,10 +283,11 @@ static bool mask(plan_ctx *c, const char *rel, char kind, bool rw, bool pin) {
     }
     struct stat st;
     pthread_mutex_lock(&c->pc->mu);
-    int h = m->nheld < PL_MASKS_MAX ? hold(c->pc, p, kind, pin, c->owner, c->group, &st) : -1;
+    int h =
+        m->nheld < PL_MASKS_MAX ? hold(c->pc, c->ws, p, kind, pin, c->owner, c->group, &st) : -1;
     if (m->nheld >= PL_MASKS_MAX) errno = E2BIG;
     if (h == 1 && !(m->held[m->nheld] = strdup(p))) {
-        unhold(c->pc, p);
+        unhold(c->pc, p, false);
         h = -1;
     }
     if (h == 1) m->nheld++;
@@ -354,6 +392,7 @@ static bool gitdir_file(plan_ctx *c, const char *git) {
 bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *scratch, const char *ws,
                     const char *src_base, const char *dst_base, char *why, size_t whylen) {
     memset(m, 0, sizeof *m);
+    m->lock_fd = -1;
     if (!strcmp(ws, "/")) {
         snprintf(why, whylen, "refusing to bind \"/\" as a workspace");
         return false;
@@ -374,6 +413,8 @@ bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *scratch, const char *ws
         snprintf(why, whylen, "workspace %s: %s", ws, strerror(errno));
         return false;
     }
+    snprintf(m->ws, sizeof m->ws, "%s", ws);
+    m->lock_fd = ws_lock_shared(ws);
     plan_ctx c = {pc, m, ws, src_base, dst_base, wst.st_uid, wst.st_gid, why, whylen};
     bool ok = mask(&c, ".peri", 'd', false, false);
     for (size_t i = 0; ok && i < sizeof top_files / sizeof *top_files; i++)
@@ -392,6 +433,11 @@ bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *scratch, const char *ws
     }
     if (!S_ISDIR(st.st_mode)) /* a gitdir file (worktree, submodule): read-only */
         return mask(&c, ".git", 'f', false, false) && gitdir_file(&c, git);
+    /* a directory without HEAD is no repository to git (a placeholder of another
+     * process's run, an empty directory): read-only, so that it cannot become one */
+    char head[PATH_MAX + 8];
+    snprintf(head, sizeof head, "%s/HEAD", git);
+    if (lstat(head, &st) != 0) return mask(&c, ".git", 'd', false, false);
     return git_dir(&c, ".git");
 }
 
@@ -425,12 +471,16 @@ int pl__masks_apply(const pl_masks *m) {
 }
 
 void pl__masks_release(pl_ctx *pc, pl_masks *m) {
+    if (m->ws[0] && m->lock_fd >= 0) close(m->lock_fd); /* this run's shared lock */
+    m->lock_fd = -1;
     pthread_mutex_lock(&pc->mu);
+    int idle = m->nheld ? ws_idle(m->ws) : -1;
     /* deepest first: .git/config before .git */
     for (size_t i = m->nheld; i-- > 0;) {
-        unhold(pc, m->held[i]);
+        unhold(pc, m->held[i], idle >= 0);
         free(m->held[i]);
     }
+    if (idle >= 0) close(idle);
     pthread_mutex_unlock(&pc->mu);
     m->nheld = 0;
 }

@@ -1499,6 +1499,7 @@ static bool run_steps(run_state *S, native_ctx *n, pl_error *err) {
     snprintf(S->root_dir, sizeof S->root_dir, "%s/root", S->scr);
     S->reach_p = S->switch_ids && !n->unsandboxed ? calloc(1, sizeof *S->reach_p) : NULL;
     S->masks = S->ws && !n->unsandboxed ? calloc(1, sizeof *S->masks) : NULL;
+    if (S->masks) S->masks->lock_fd = -1;
     if ((S->switch_ids && !n->unsandboxed && !S->reach_p) ||
         (S->ws && !n->unsandboxed && !S->masks)) {
         snprintf(S->why, sizeof S->why, "out of memory");

@@ -106,6 +106,8 @@ int pl__reach_apply(bool ns_ready, const char *const *src, const char *const *ds
 #define PL_MASKS_MAX 16
 typedef struct pl_masks {
     char empty_file[PATH_MAX], empty_dir[PATH_MAX], commondir[PATH_MAX]; /* in the scratch dir */
+    char ws[PATH_MAX];
+    int lock_fd;              /* the run's shared lock of ws (masks.c), or -1 */
     char *held[PL_MASKS_MAX]; /* placeholders this run holds (pl__masks_release) */
     size_t nheld;
     struct {
