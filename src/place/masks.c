@@ -255,11 +255,15 @@ typedef struct plan_ctx {
     gid_t group;
     char *why;
     size_t whylen;
+    bool in_git; /* planning the entries of a git directory (git follows symlinks) */
 } plan_ctx;
 
 static bool add_mount(plan_ctx *c, const char *src, const char *rel, bool rw) {
     pl_masks *m = c->m;
-    if (m->nmnt >= PL_MASKS_MAX) return true;
+    if (m->nmnt >= PL_MASKS_MAX) { /* never a mask silently left out */
+        snprintf(c->why, c->whylen, "cannot protect %s/%s: too many masks", c->ws, rel);
+        return false;
+    }
     if (snprintf(m->mnt[m->nmnt].src, sizeof m->mnt[m->nmnt].src, "%s", src) >=
             (int)sizeof m->mnt[m->nmnt].src ||
         snprintf(m->mnt[m->nmnt].dst, sizeof m->mnt[m->nmnt].dst, "%s/%s", c->dst_base, rel) >=
@@ -302,6 +306,21 @@ static bool mask(plan_ctx *c, const char *rel, char kind, bool rw, bool pin) {
                          : kind == 'c' ? m->commondir
                                        : m->empty_file,
                          rel, false);
+    if (S_ISLNK(st.st_mode) && c->in_git) {
+        /* git follows it: fine when it leads out of the workspace (not bound), refused
+         * when it leads back in (the sandbox could write there) or nowhere */
+        char res[PATH_MAX], rws[PATH_MAX];
+        size_t nw = realpath(c->ws, rws) ? strlen(rws) : 0;
+        if (!nw || (realpath(p, res) &&
+                    (strncmp(res, rws, nw) != 0 || (res[nw] != '/' && res[nw] != '\0'))))
+            return true;
+        snprintf(c->why, c->whylen,
+                 "%s is a symlink into the workspace (or to nothing): git would follow it, and "
+                 "the sandbox could write what it leads to; replace it with the file or "
+                 "directory, or use core.hooksPath",
+                 p);
+        return false;
+    }
     if (S_ISLNK(st.st_mode)) return true; /* the host never reads through it */
     return add_mount(c, src, rel, rw);
 }
@@ -319,6 +338,7 @@ static bool git_dir(plan_ctx *c, const char *rel) {
     } in_git[] = {{"config", 'f'},  {"hooks", 'd'},     {"commondir", 'c'},
                   {"modules", 'd'}, {"worktrees", 'd'}, {"config.worktree", 'f'}};
     if (!mask(c, rel, 'd', true, false)) return false;
+    c->in_git = true;
     for (size_t i = 0; i < sizeof in_git / sizeof *in_git; i++) {
         char r[PATH_MAX];
         if (snprintf(r, sizeof r, "%s/%s", rel, in_git[i].name) >= (int)sizeof r) {
@@ -415,7 +435,7 @@ bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *scratch, const char *ws
     }
     snprintf(m->ws, sizeof m->ws, "%s", ws);
     m->lock_fd = ws_lock_shared(ws);
-    plan_ctx c = {pc, m, ws, src_base, dst_base, wst.st_uid, wst.st_gid, why, whylen};
+    plan_ctx c = {pc, m, ws, src_base, dst_base, wst.st_uid, wst.st_gid, why, whylen, false};
     bool ok = mask(&c, ".peri", 'd', false, false);
     for (size_t i = 0; ok && i < sizeof top_files / sizeof *top_files; i++)
         ok = mask(&c, top_files[i], 'f', false, false);
