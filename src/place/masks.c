@@ -258,20 +258,27 @@ typedef struct plan_ctx {
     bool in_git; /* planning the entries of a git directory (git follows symlinks) */
 } plan_ctx;
 
+/* "<a><sep><b>" in a new string (the caller frees it), or NULL. */
+static char *join(const char *a, const char *sep, const char *b) {
+    size_t n = strlen(a) + strlen(sep) + strlen(b) + 1;
+    char *s = malloc(n);
+    if (s) snprintf(s, n, "%s%s%s", a, sep, b);
+    return s;
+}
+
 static bool add_mount(plan_ctx *c, const char *src, const char *rel, bool rw) {
     pl_masks *m = c->m;
     if (m->nmnt >= PL_MASKS_MAX) { /* never a mask silently left out */
         snprintf(c->why, c->whylen, "cannot protect %s/%s: too many masks", c->ws, rel);
         return false;
     }
-    if (snprintf(m->mnt[m->nmnt].src, sizeof m->mnt[m->nmnt].src, "%s", src) >=
-            (int)sizeof m->mnt[m->nmnt].src ||
-        snprintf(m->mnt[m->nmnt].dst, sizeof m->mnt[m->nmnt].dst, "%s/%s", c->dst_base, rel) >=
-            (int)sizeof m->mnt[m->nmnt].dst) {
-        snprintf(c->why, c->whylen, "cannot protect %s/%s: path too long", c->ws, rel);
+    m->mnt[m->nmnt].src = strdup(src);
+    m->mnt[m->nmnt].dst = join(c->dst_base, "/", rel);
+    m->mnt[m->nmnt].rw = rw;
+    if (!m->mnt[m->nmnt++].src || !m->mnt[m->nmnt - 1].dst) {
+        snprintf(c->why, c->whylen, "cannot protect %s/%s: out of memory", c->ws, rel);
         return false;
     }
-    m->mnt[m->nmnt++].rw = rw;
     return true;
 }
 
@@ -417,9 +424,12 @@ bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *scratch, const char *ws
         snprintf(why, whylen, "refusing to bind \"/\" as a workspace");
         return false;
     }
-    snprintf(m->empty_file, sizeof m->empty_file, "%s/mask-file", scratch);
-    snprintf(m->empty_dir, sizeof m->empty_dir, "%s/mask-dir", scratch);
-    snprintf(m->commondir, sizeof m->commondir, "%s/mask-commondir", scratch);
+    if (!(m->ws = strdup(ws)) || !(m->empty_file = join(scratch, "/", "mask-file")) ||
+        !(m->empty_dir = join(scratch, "/", "mask-dir")) ||
+        !(m->commondir = join(scratch, "/", "mask-commondir"))) {
+        snprintf(why, whylen, "out of memory");
+        return false;
+    }
     int fd = open(m->empty_file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
     int cfd = open(m->commondir, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
     bool cok = cfd >= 0 && write(cfd, COMMONDIR, 2) == 2;
@@ -433,7 +443,6 @@ bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *scratch, const char *ws
         snprintf(why, whylen, "workspace %s: %s", ws, strerror(errno));
         return false;
     }
-    snprintf(m->ws, sizeof m->ws, "%s", ws);
     m->lock_fd = ws_lock_shared(ws);
     plan_ctx c = {pc, m, ws, src_base, dst_base, wst.st_uid, wst.st_gid, why, whylen, false};
     bool ok = mask(&c, ".peri", 'd', false, false);
@@ -491,7 +500,7 @@ int pl__masks_apply(const pl_masks *m) {
 }
 
 void pl__masks_release(pl_ctx *pc, pl_masks *m) {
-    if (m->ws[0] && m->lock_fd >= 0) close(m->lock_fd); /* this run's shared lock */
+    if (m->ws && m->lock_fd >= 0) close(m->lock_fd); /* this run's shared lock */
     m->lock_fd = -1;
     pthread_mutex_lock(&pc->mu);
     int idle = m->nheld ? ws_idle(m->ws) : -1;
@@ -503,4 +512,14 @@ void pl__masks_release(pl_ctx *pc, pl_masks *m) {
     if (idle >= 0) close(idle);
     pthread_mutex_unlock(&pc->mu);
     m->nheld = 0;
+    for (size_t i = 0; i < m->nmnt; i++) {
+        free(m->mnt[i].src);
+        free(m->mnt[i].dst);
+    }
+    m->nmnt = 0;
+    free(m->ws);
+    free(m->empty_file);
+    free(m->empty_dir);
+    free(m->commondir);
+    m->ws = m->empty_file = m->empty_dir = m->commondir = NULL;
 }

@@ -744,7 +744,7 @@ typedef struct run_state {
     gid_t gid;
     /* root-owned directories the run may write, seen through an idmapped mount */
     const char *idmap_paths[1 + PL_IDMAP_MAX], *idmap_targets[1 + PL_IDMAP_MAX];
-    char idmap_tgt[1 + PL_IDMAP_MAX][PATH_MAX + 32];
+    char (*idmap_tgt)[PATH_MAX + 32]; /* nidmap of them, allocated when there are any */
     size_t nidmap;
     gid_t idmap_gid;
     char scr[PATH_MAX];
@@ -810,6 +810,11 @@ static bool setup_host(run_state *S) {
      * the child's private mount namespace only (the host, and pl__remove_tree, only ever
      * see the empty directories): the run's uid reaches them there even when a parent of
      * the workspace is closed to it (a 0700 directory of root's). */
+    if (S->nidmap && !(S->idmap_tgt = malloc(S->nidmap * sizeof *S->idmap_tgt))) {
+        snprintf(S->why, sizeof S->why, "out of memory");
+        S->failed_setup = true;
+        return false;
+    }
     for (size_t i = 0; i < S->nidmap; i++) {
         snprintf(S->idmap_tgt[i], sizeof S->idmap_tgt[i], "%s/idmap-%zu", S->scr, i);
         S->idmap_targets[i] = S->idmap_tgt[i];
@@ -1516,6 +1521,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
     run_state *S = calloc(1, sizeof *S);
     if (!S) return pl__fail(err, PL_ERR_HOST, "out of memory");
     bool ok = run_steps(S, n, err);
+    free(S->idmap_tgt);
     free(S);
     return ok;
 }

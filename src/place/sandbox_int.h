@@ -105,13 +105,13 @@ int pl__reach_apply(bool ns_ready, const char *const *src, const char *const *ds
  * (see the file's header). */
 #define PL_MASKS_MAX 16
 typedef struct pl_masks {
-    char empty_file[PATH_MAX], empty_dir[PATH_MAX], commondir[PATH_MAX]; /* in the scratch dir */
-    char ws[PATH_MAX];
+    /* in the scratch directory; the workspace (all owned, freed by pl__masks_release) */
+    char *empty_file, *empty_dir, *commondir, *ws;
     int lock_fd;              /* the run's shared lock of ws (masks.c), or -1 */
     char *held[PL_MASKS_MAX]; /* placeholders this run holds (pl__masks_release) */
     size_t nheld;
     struct {
-        char src[PATH_MAX + 64], dst[PATH_MAX + 64];
+        char *src, *dst;
         bool rw;
     } mnt[PL_MASKS_MAX]; /* in mount order */
     size_t nmnt;
