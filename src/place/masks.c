@@ -470,6 +470,35 @@ bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *scratch, const char *ws
     return git_dir(&c, ".git");
 }
 
+bool pl__masks_git_ignore(const pl_masks *m, const char *home, uid_t uid, gid_t gid,
+                          bool chown_them) {
+    char names[PL_MASKS_MAX * (NAME_MAX + 2) + 1];
+    size_t n = 0, wl = m->ws ? strlen(m->ws) : 0;
+    names[0] = '\0';
+    for (size_t i = 0; i < m->nheld; i++) {
+        const char *rel = m->held[i] + wl + 1;
+        struct stat st;
+        /* the top-level placeholder files (an empty directory git never lists) */
+        if (strlen(m->held[i]) <= wl || strchr(rel, '/') || lstat(m->held[i], &st) != 0 ||
+            !S_ISREG(st.st_mode) || strlen(rel) > NAME_MAX)
+            continue;
+        n += (size_t)snprintf(names + n, sizeof names - n, "%s\n", rel);
+    }
+    if (!n) return true;
+    char p[PATH_MAX + 32];
+    const char *const parts[] = {"/.config", "/.config/git"};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(p, sizeof p, "%s%s", home, parts[i]);
+        if ((mkdir(p, 0755) != 0 && errno != EEXIST) || (chown_them && chown(p, uid, gid) != 0))
+            return false;
+    }
+    snprintf(p, sizeof p, "%s/.config/git/ignore", home);
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) return false;
+    bool ok = write(fd, names, n) == (ssize_t)n && (!chown_them || fchown(fd, uid, gid) == 0);
+    return close(fd) == 0 && ok;
+}
+
 void pl__masks_args(const pl_masks *m, void (*add)(void *, const char *), void *a) {
     for (size_t i = 0; i < m->nmnt; i++) {
         add(a, m->mnt[i].rw ? "--bind" : "--ro-bind");

@@ -1056,6 +1056,14 @@ static bool build_args(run_state *S) {
                 return false;
             }
             if (!S->child_masks) pl__masks_args(S->masks, sv_add_cb, &S->argv);
+            char home[PATH_MAX + 16];
+            snprintf(home, sizeof home, "%s/home", S->root_dir);
+            if (!pl__masks_git_ignore(S->masks, home, S->uid, S->gid, S->switch_ids)) {
+                snprintf(S->why, sizeof S->why, "cannot write the sandbox's git excludes: %s",
+                         strerror(errno));
+                S->failed_setup = true;
+                return false;
+            }
         }
         sv_add(&S->argv, "--chdir");
         sv_add(&S->argv, S->ws ? S->r->workspace : "/home");

@@ -122,6 +122,11 @@ typedef struct pl_masks {
  * is a symlink, a mask cannot be prepared). Call pl__masks_release in every case. */
 bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *scratch, const char *ws,
                     const char *src_base, const char *dst_base, char *why, size_t whylen);
+/* Lists the run's top-level placeholder files in the sandbox's own git excludes file
+ * (<home>/.config/git/ignore; home is the scratch directory's /home), so that git status
+ * and git add -A inside the sandbox pass over them. false on a file system error. */
+bool pl__masks_git_ignore(const pl_masks *m, const char *home, uid_t uid, gid_t gid,
+                          bool chown_them);
 /* The plan as bubblewrap arguments (through add(a, arg)), after the workspace's bind. */
 void pl__masks_args(const pl_masks *m, void (*add)(void *, const char *), void *a);
 /* In a forked child, in its private mount namespace: mounts the plan (read-only,
