@@ -19,12 +19,20 @@
  *   - a missing one is covered by an empty read-only file or directory of the scratch
  *     directory (a missing `.git/commondir` by one that says "." — git must be able to
  *     read a commondir that exists, and "." is the git directory itself), bound on a
- *     placeholder that the host creates (and removes after the
- *     run, while it is still empty); placeholders are counted per context, so two
- *     concurrent runs on one workspace share one and the first to end never removes it
- *     under the other (removing a mount point would detach the other run's mask);
- *   - a control path that is a symlink cannot carry a mount: for `.git` the run is
- *     refused (git follows it); for the rest the host never reads through a symlink.
+ *     placeholder that the host creates. Placeholders are counted per context: two
+ *     concurrent runs share one, and only the last to end removes it (removing a mount
+ *     point would detach the other run's mask); those inside a git directory, which git
+ *     never lists, live as long as the context. Runs of other processes hold a shared
+ *     flock of the workspace while they run, and a placeholder is removed only under an
+ *     exclusive one taken without waiting, and only while it is unchanged. The run's own
+ *     git excludes file names its top-level placeholders (git status inside passes over
+ *     them);
+ *   - a `.git` directory without HEAD is no repository to git: only made read-only;
+ *   - a `.git` file naming a git directory inside the workspace masks that directory
+ *     like `.git`; one reaching it through a symlink, ".." or a missing path is refused;
+ *   - a control path that is a symlink cannot carry a mount: for `.git`, and for an
+ *     entry of a git directory that leads back into the workspace, the run is refused
+ *     (git follows it); for the rest the host never reads through a symlink.
  *
  * How (two ways to mount the same plan):
  *   - a root caller's run already prepares the workspace in a private mount namespace
@@ -36,8 +44,10 @@
  *     per bind;
  *   - any other run passes them as bubblewrap arguments (pl__masks_args).
  *
- * Invariants: only paths directly named here are touched; a placeholder is removed
- * only by the last run of the context that holds it, and only while it is empty.
+ * Invariants: only paths directly named here are touched; a mask is never silently
+ * left out (a plan that cannot hold one refuses the run); a placeholder is removed
+ * only by the last holder, with no run of any process on the workspace, while it is
+ * unchanged.
  */
 #include "sandbox_int.h"
 
