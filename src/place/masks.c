@@ -223,19 +223,37 @@ static void remove_placeholder(const char *p, char kind) {
         unlink(p);
 }
 
+/* Forgets entry i of the table (its placeholder already removed or left). */
+static void forget(pl_ctx *pc, size_t i) {
+    free(pc->mask_refs[i].path);
+    free(pc->mask_refs[i].ws);
+    pc->mask_refs[i] = pc->mask_refs[--pc->nmask_refs];
+}
+
 /* Drops one hold of p; the last one removes the placeholder while it is unchanged, when
- * may_remove (no run of anyone holds the workspace). */
+ * may_remove (no run of anyone holds the workspace); otherwise it stays in the table
+ * with no holder, for a later release (sweep) or pl_free to remove. */
 static void unhold(pl_ctx *pc, const char *p, bool may_remove) {
     for (size_t i = 0; i < pc->nmask_refs; i++) {
         struct pl_mask_ref *r = &pc->mask_refs[i];
         if (strcmp(r->path, p) != 0) continue;
-        if (--r->refs == 0) {
-            if (may_remove) remove_placeholder(p, r->kind);
-            free(r->path);
-            free(r->ws);
-            *r = pc->mask_refs[--pc->nmask_refs];
+        if (r->refs && --r->refs == 0 && may_remove) {
+            remove_placeholder(p, r->kind);
+            forget(pc, i);
         }
         return;
+    }
+}
+
+/* Removes the placeholders nobody holds any more, of workspaces no run holds now. */
+static void sweep(pl_ctx *pc) {
+    for (size_t i = pc->nmask_refs; i-- > 0;) {
+        if (pc->mask_refs[i].refs) continue;
+        int fd = ws_idle(pc->mask_refs[i].ws);
+        if (fd < 0) continue;
+        remove_placeholder(pc->mask_refs[i].path, pc->mask_refs[i].kind);
+        close(fd);
+        forget(pc, i);
     }
 }
 
@@ -549,6 +567,7 @@ void pl__masks_release(pl_ctx *pc, pl_masks *m) {
         free(m->held[i]);
     }
     if (idle >= 0) close(idle);
+    sweep(pc);
     pthread_mutex_unlock(&pc->mu);
     m->nheld = 0;
     for (size_t i = 0; i < m->nmnt; i++) {
