@@ -167,9 +167,12 @@ static int hold(pl_ctx *pc, const char *ws, const char *p, char kind, bool pin, 
                 gid_t group, struct stat *st) {
     for (size_t i = 0; i < pc->nmask_refs; i++)
         if (!strcmp(pc->mask_refs[i].path, p)) {
-            if (lstat(p, st) != 0 &&
+            bool there = lstat(p, st) == 0;
+            if (!there &&
                 (errno != ENOENT || (make(p, kind, owner, group) != 0 && errno != EEXIST)))
                 return -1;
+            /* replaced by something else meanwhile: judged like any existing path */
+            if (there && (kind == 'd' ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode))) return 0;
             pc->mask_refs[i].refs++;
             return 1;
         }
