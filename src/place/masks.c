@@ -274,6 +274,45 @@ void pl__masks_free_refs(pl_ctx *pc) {
     free(pc->mask_refs);
     pc->mask_refs = NULL;
     pc->nmask_refs = pc->cap_mask_refs = 0;
+    if (pc->mask_src) pl__remove_tree(pc->mask_src);
+    free(pc->mask_src);
+    pc->mask_src = NULL;
+}
+
+/* The empty file, the empty directory and the commondir file that masks are taken from,
+ * made once per context (under pc->mu) in <scratch root>/peri-sbx-<pid>-m<random>, which
+ * pl_free removes and a later context reclaims when this process died (reclaim.c).
+ * Sandboxed code never sees them but through a read-only mount. NULL with errno. */
+static const char *sources(pl_ctx *pc) {
+    if (pc->mask_src) return pc->mask_src;
+    size_t n = strlen(pc->scratch_root) + 48;
+    char *d = malloc(n);
+    if (!d) return NULL;
+    snprintf(d, n, "%s/peri-sbx-%d-mXXXXXX", pc->scratch_root, (int)getpid());
+    if (!mkdtemp(d) || chmod(d, 0711) != 0) {
+        int e = errno;
+        free(d);
+        errno = e;
+        return NULL;
+    }
+    char p[PATH_MAX + 64];
+    snprintf(p, sizeof p, "%s/mask-file", d);
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+    bool ok = fd >= 0 && close(fd) == 0;
+    snprintf(p, sizeof p, "%s/mask-commondir", d);
+    fd = ok ? open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444) : -1;
+    ok = fd >= 0 && write(fd, COMMONDIR, 2) == 2;
+    if (fd >= 0 && close(fd) != 0) ok = false;
+    snprintf(p, sizeof p, "%s/mask-dir", d);
+    ok = ok && mkdir(p, 0555) == 0;
+    if (!ok) {
+        int e = errno;
+        pl__remove_tree(d);
+        free(d);
+        errno = e;
+        return NULL;
+    }
+    return pc->mask_src = d;
 }
 
 /* ---------------------------------------------------------------- the plan */
@@ -447,26 +486,27 @@ static bool gitdir_file(plan_ctx *c, const char *git) {
     return false;
 }
 
-bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *scratch, const char *ws,
-                    const char *src_base, const char *dst_base, char *why, size_t whylen) {
+bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *ws, const char *src_base,
+                    const char *dst_base, char *why, size_t whylen) {
     memset(m, 0, sizeof *m);
     m->lock_fd = -1;
     if (!strcmp(ws, "/")) {
         snprintf(why, whylen, "refusing to bind \"/\" as a workspace");
         return false;
     }
-    if (!(m->ws = strdup(ws)) || !(m->empty_file = join(scratch, "/", "mask-file")) ||
-        !(m->empty_dir = join(scratch, "/", "mask-dir")) ||
-        !(m->commondir = join(scratch, "/", "mask-commondir"))) {
-        snprintf(why, whylen, "out of memory");
-        return false;
+    pthread_mutex_lock(&pc->mu);
+    const char *src = sources(pc);
+    int e = errno;
+    if (src && (!(m->empty_file = join(src, "/", "mask-file")) ||
+                !(m->empty_dir = join(src, "/", "mask-dir")) ||
+                !(m->commondir = join(src, "/", "mask-commondir")))) {
+        src = NULL;
+        e = ENOMEM;
     }
-    int fd = open(m->empty_file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
-    int cfd = open(m->commondir, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
-    bool cok = cfd >= 0 && write(cfd, COMMONDIR, 2) == 2;
-    if (cfd >= 0 && close(cfd) != 0) cok = false;
-    if (fd < 0 || close(fd) != 0 || !cok || mkdir(m->empty_dir, 0555) != 0) {
-        snprintf(why, whylen, "cannot prepare the control-file masks: %s", strerror(errno));
+    pthread_mutex_unlock(&pc->mu);
+    if (!src || !(m->ws = strdup(ws))) {
+        snprintf(why, whylen, "cannot prepare the control-file masks: %s",
+                 strerror(src ? ENOMEM : e));
         return false;
     }
     struct stat wst;

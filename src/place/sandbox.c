@@ -1049,7 +1049,7 @@ static bool build_args(run_state *S) {
              * mounts them on the workspace's view (one recursive bind carries them),
              * any other run has bubblewrap mount them */
             S->child_masks = S->switch_ids && ws_from != S->r->workspace;
-            if (!pl__masks_plan(S->pc, S->masks, S->scr, S->r->workspace, ws_from,
+            if (!pl__masks_plan(S->pc, S->masks, S->r->workspace, ws_from,
                                 S->child_masks ? ws_from : S->r->workspace, S->why,
                                 sizeof S->why)) {
                 S->failed_setup = true;
