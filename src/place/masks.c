@@ -16,17 +16,15 @@
  *     `commondir` (whose git directory's config git would read instead), `config.worktree`,
  *     `modules/` and `worktrees/` (the git directories of submodules and worktrees);
  *   - an existing control file is bound read-only onto itself;
- *   - a missing one is covered by an empty read-only file or directory of the scratch
- *     directory (a missing `.git/commondir` by one that says "." — git must be able to
- *     read a commondir that exists, and "." is the git directory itself), bound on a
- *     placeholder that the host creates. Placeholders are counted per context: two
- *     concurrent runs share one, and only the last to end removes it (removing a mount
- *     point would detach the other run's mask); those inside a git directory, which git
- *     never lists, live as long as the context. Runs of other processes hold a shared
- *     flock of the workspace while they run, and a placeholder is removed only under an
- *     exclusive one taken without waiting, and only while it is unchanged. The run's own
- *     git excludes file names its top-level placeholders (git status inside passes over
- *     them);
+ *   - a missing one is covered by an empty read-only file or directory of the context's
+ *     mask directory (sources) (a missing `.git/commondir` by one that says "." — git must be able
+ * to read a commondir that exists, and "." is the git directory itself), bound on a placeholder
+ * that the host creates. Placeholders are counted per context: two concurrent runs share one, and
+ * only the last to end removes it (removing a mount point would detach the other run's mask); those
+ * inside a git directory, which git never lists, live as long as the context. Runs of other
+ * processes hold a shared flock of the workspace while they run, and a placeholder is removed only
+ * under an exclusive one taken without waiting, and only while it is unchanged. The run's own git
+ * excludes file names its top-level placeholders (git status inside passes over them);
  *   - a `.git` directory without HEAD is no repository to git: only made read-only;
  *   - a `.git` file naming a git directory inside the workspace masks that directory
  *     like `.git`; one reaching it through a symlink, ".." or a missing path is refused;
