@@ -122,8 +122,8 @@ int main(int argc, char **argv) {
                       .program = "true",
                       .requirements = PL_REQ_SHELL};
     pl_request wasm = {.run_id = "bench", .kind = PL_PROGRAM_WASM, .program = hello};
-    /* the agent's shell tool: a workspace run, here a project with .git and .peri (the
-     * masks over its control files are part of the cost) */
+    /* the agent's shell tool: a workspace run, here a project with .git (HEAD, hooks/)
+     * and .peri (the masks over its control files are part of the cost) */
     char ws[] = "/tmp/peri-place-bench-ws-XXXXXX";
     if (!mkdtemp(ws)) return 1;
     char sub[sizeof ws + 32];
@@ -133,6 +133,9 @@ int main(int argc, char **argv) {
     mkdir(sub, 0755);
     snprintf(sub, sizeof sub, "%s/.peri", ws);
     mkdir(sub, 0755);
+    snprintf(sub, sizeof sub, "%s/.git/HEAD", ws); /* a repository to git (masks.c) */
+    FILE *head = fopen(sub, "w");
+    if (!head || fputs("ref: refs/heads/main\n", head) < 0 || fclose(head) != 0) return 1;
     pl_request wsh = {.run_id = "bench",
                       .kind = PL_PROGRAM_SHELL,
                       .program = "true",

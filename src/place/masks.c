@@ -16,15 +16,21 @@
  *     `commondir` (whose git directory's config git would read instead), `config.worktree`,
  *     `modules/` and `worktrees/` (the git directories of submodules and worktrees);
  *   - an existing control file is bound read-only onto itself;
- *   - a missing one is covered by an empty read-only file or directory of the scratch
- *     directory (a missing `.git/commondir` by one that says "." — git must be able to
- *     read a commondir that exists, and "." is the git directory itself), bound on a
- *     placeholder that the host creates (and removes after the
- *     run, while it is still empty); placeholders are counted per context, so two
- *     concurrent runs on one workspace share one and the first to end never removes it
- *     under the other (removing a mount point would detach the other run's mask);
- *   - a control path that is a symlink cannot carry a mount: for `.git` the run is
- *     refused (git follows it); for the rest the host never reads through a symlink.
+ *   - a missing one is covered by an empty read-only file or directory of the context's
+ *     mask directory (sources) (a missing `.git/commondir` by one that says "." — git must be able
+ * to read a commondir that exists, and "." is the git directory itself), bound on a placeholder
+ * that the host creates. Placeholders are counted per context: two concurrent runs share one, and
+ * only the last to end removes it (removing a mount point would detach the other run's mask); those
+ * inside a git directory, which git never lists, live as long as the context. Runs of other
+ * processes hold a shared flock of the workspace while they run, and a placeholder is removed only
+ * under an exclusive one taken without waiting, and only while it is unchanged. The run's own git
+ * excludes file names its top-level placeholders (git status inside passes over them);
+ *   - a `.git` directory without HEAD is no repository to git: only made read-only;
+ *   - a `.git` file naming a git directory inside the workspace masks that directory
+ *     like `.git`; one reaching it through a symlink, ".." or a missing path is refused;
+ *   - a control path that is a symlink cannot carry a mount: for `.git`, and for an
+ *     entry of a git directory that leads back into the workspace, the run is refused
+ *     (git follows it); for the rest the host never reads through a symlink.
  *
  * How (two ways to mount the same plan):
  *   - a root caller's run already prepares the workspace in a private mount namespace
@@ -36,8 +42,10 @@
  *     per bind;
  *   - any other run passes them as bubblewrap arguments (pl__masks_args).
  *
- * Invariants: only paths directly named here are touched; a placeholder is removed
- * only by the last run of the context that holds it, and only while it is empty.
+ * Invariants: only paths directly named here are touched; a mask is never silently
+ * left out (a plan that cannot hold one refuses the run); a placeholder is removed
+ * only by the last holder, with no run of any process on the workspace, while it is
+ * unchanged.
  */
 #include "sandbox_int.h"
 
@@ -48,6 +56,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -89,10 +98,34 @@ bool pl_is_control_path(const char *rel) {
 /* ---------------------------------------------------------------- placeholders */
 
 struct pl_mask_ref {
-    char *path;
+    char *path, *ws; /* the placeholder, its workspace (for ws_idle) */
     unsigned refs;
     char kind;
 };
+
+/* Runs of other contexts (other processes) do not see this context's counts, so every
+ * run holds a shared lock on its workspace directory (flock(2): another open file
+ * description of the same directory) while it runs, and a placeholder is removed only
+ * under an exclusive lock taken without waiting: never while a run of anyone holds the
+ * name under a mask. Sandboxed code can take these locks too; that only leaves
+ * placeholders behind, or (an exclusive lock held) makes a run go on unlocked after
+ * 50 ms rather than wait. */
+static int ws_lock_shared(const char *ws) {
+    int fd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    for (int i = 0; fd >= 0 && i < 50 && flock(fd, LOCK_SH | LOCK_NB) != 0; i++)
+        usleep(1000);
+    return fd;
+}
+
+/* An fd holding the exclusive lock of ws (close it when done), or -1: busy. */
+static int ws_idle(const char *ws) {
+    int fd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
 
 /* What a placeholder file holds: nothing, except `.git/commondir` (kind 'c'), which git
  * must be able to read once it exists: "." names the git directory itself. */
@@ -128,13 +161,16 @@ static int make(const char *p, char kind, uid_t owner, gid_t group) {
  * removed it), or a new one; pin: the context keeps it until pl_free (the ones inside a
  * git directory, which git never shows: no creation and removal per run). 1 held, 0 p
  * exists (an ordinary control file, *st filled), -1 error (errno). */
-static int hold(pl_ctx *pc, const char *p, char kind, bool pin, uid_t owner, gid_t group,
-                struct stat *st) {
+static int hold(pl_ctx *pc, const char *ws, const char *p, char kind, bool pin, uid_t owner,
+                gid_t group, struct stat *st) {
     for (size_t i = 0; i < pc->nmask_refs; i++)
         if (!strcmp(pc->mask_refs[i].path, p)) {
-            if (lstat(p, st) != 0 &&
+            bool there = lstat(p, st) == 0;
+            if (!there &&
                 (errno != ENOENT || (make(p, kind, owner, group) != 0 && errno != EEXIST)))
                 return -1;
+            /* replaced by something else meanwhile: judged like any existing path */
+            if (there && (kind == 'd' ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode))) return 0;
             pc->mask_refs[i].refs++;
             return 1;
         }
@@ -147,16 +183,21 @@ static int hold(pl_ctx *pc, const char *p, char kind, bool pin, uid_t owner, gid
         pc->mask_refs = nr;
         pc->cap_mask_refs = nc;
     }
-    char *dup = strdup(p);
-    if (!dup) return -1;
+    char *dup = strdup(p), *wdup = strdup(ws);
+    if (!dup || !wdup) {
+        free(dup);
+        free(wdup);
+        return -1;
+    }
     if (make(p, kind, owner, group) != 0) {
         int e = errno;
         free(dup);
+        free(wdup);
         if (e == EEXIST && lstat(p, st) == 0) return 0; /* made meanwhile by someone else */
         errno = e;
         return -1;
     }
-    pc->mask_refs[pc->nmask_refs++] = (struct pl_mask_ref){dup, pin ? 2u : 1u, kind};
+    pc->mask_refs[pc->nmask_refs++] = (struct pl_mask_ref){dup, wdup, pin ? 2u : 1u, kind};
     return 1;
 }
 
@@ -183,29 +224,93 @@ static void remove_placeholder(const char *p, char kind) {
         unlink(p);
 }
 
-/* Drops one hold of p; the last one removes the placeholder while it is unchanged. */
-static void unhold(pl_ctx *pc, const char *p) {
+/* Forgets entry i of the table (its placeholder already removed or left). */
+static void forget(pl_ctx *pc, size_t i) {
+    free(pc->mask_refs[i].path);
+    free(pc->mask_refs[i].ws);
+    pc->mask_refs[i] = pc->mask_refs[--pc->nmask_refs];
+}
+
+/* Drops one hold of p; the last one removes the placeholder while it is unchanged, when
+ * may_remove (no run of anyone holds the workspace); otherwise it stays in the table
+ * with no holder, for a later release (sweep) or pl_free to remove. */
+static void unhold(pl_ctx *pc, const char *p, bool may_remove) {
     for (size_t i = 0; i < pc->nmask_refs; i++) {
         struct pl_mask_ref *r = &pc->mask_refs[i];
         if (strcmp(r->path, p) != 0) continue;
-        if (--r->refs == 0) {
+        if (r->refs && --r->refs == 0 && may_remove) {
             remove_placeholder(p, r->kind);
-            free(r->path);
-            *r = pc->mask_refs[--pc->nmask_refs];
+            forget(pc, i);
         }
         return;
+    }
+}
+
+/* Removes the placeholders nobody holds any more, of workspaces no run holds now. */
+static void sweep(pl_ctx *pc) {
+    for (size_t i = pc->nmask_refs; i-- > 0;) {
+        if (pc->mask_refs[i].refs) continue;
+        int fd = ws_idle(pc->mask_refs[i].ws);
+        if (fd < 0) continue;
+        remove_placeholder(pc->mask_refs[i].path, pc->mask_refs[i].kind);
+        close(fd);
+        forget(pc, i);
     }
 }
 
 void pl__masks_free_refs(pl_ctx *pc) {
     /* the pinned placeholders (no run is left), deepest first */
     for (size_t i = pc->nmask_refs; i-- > 0;) {
-        remove_placeholder(pc->mask_refs[i].path, pc->mask_refs[i].kind);
+        int fd = ws_idle(pc->mask_refs[i].ws);
+        if (fd >= 0) {
+            remove_placeholder(pc->mask_refs[i].path, pc->mask_refs[i].kind);
+            close(fd);
+        }
         free(pc->mask_refs[i].path);
+        free(pc->mask_refs[i].ws);
     }
     free(pc->mask_refs);
     pc->mask_refs = NULL;
     pc->nmask_refs = pc->cap_mask_refs = 0;
+    if (pc->mask_src) pl__remove_tree(pc->mask_src);
+    free(pc->mask_src);
+    pc->mask_src = NULL;
+}
+
+/* The empty file, the empty directory and the commondir file that masks are taken from,
+ * made once per context (under pc->mu) in <scratch root>/peri-sbx-<pid>-m<random>, which
+ * pl_free removes and a later context reclaims when this process died (reclaim.c).
+ * Sandboxed code never sees them but through a read-only mount. NULL with errno. */
+static const char *sources(pl_ctx *pc) {
+    if (pc->mask_src) return pc->mask_src;
+    size_t n = strlen(pc->scratch_root) + 48;
+    char *d = malloc(n);
+    if (!d) return NULL;
+    snprintf(d, n, "%s/peri-sbx-%d-mXXXXXX", pc->scratch_root, (int)getpid());
+    if (!mkdtemp(d) || chmod(d, 0711) != 0) {
+        int e = errno;
+        free(d);
+        errno = e;
+        return NULL;
+    }
+    char p[PATH_MAX + 64];
+    snprintf(p, sizeof p, "%s/mask-file", d);
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+    bool ok = fd >= 0 && close(fd) == 0;
+    snprintf(p, sizeof p, "%s/mask-commondir", d);
+    fd = ok ? open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444) : -1;
+    ok = fd >= 0 && write(fd, COMMONDIR, 2) == 2;
+    if (fd >= 0 && close(fd) != 0) ok = false;
+    snprintf(p, sizeof p, "%s/mask-dir", d);
+    ok = ok && mkdir(p, 0555) == 0;
+    if (!ok) {
+        int e = errno;
+        pl__remove_tree(d);
+        free(d);
+        errno = e;
+        return NULL;
+    }
+    return pc->mask_src = d;
 }
 
 /* ---------------------------------------------------------------- the plan */
@@ -218,19 +323,30 @@ typedef struct plan_ctx {
     gid_t group;
     char *why;
     size_t whylen;
+    bool in_git; /* planning the entries of a git directory (git follows symlinks) */
 } plan_ctx;
+
+/* "<a><sep><b>" in a new string (the caller frees it), or NULL. */
+static char *join(const char *a, const char *sep, const char *b) {
+    size_t n = strlen(a) + strlen(sep) + strlen(b) + 1;
+    char *s = malloc(n);
+    if (s) snprintf(s, n, "%s%s%s", a, sep, b);
+    return s;
+}
 
 static bool add_mount(plan_ctx *c, const char *src, const char *rel, bool rw) {
     pl_masks *m = c->m;
-    if (m->nmnt >= PL_MASKS_MAX) return true;
-    if (snprintf(m->mnt[m->nmnt].src, sizeof m->mnt[m->nmnt].src, "%s", src) >=
-            (int)sizeof m->mnt[m->nmnt].src ||
-        snprintf(m->mnt[m->nmnt].dst, sizeof m->mnt[m->nmnt].dst, "%s/%s", c->dst_base, rel) >=
-            (int)sizeof m->mnt[m->nmnt].dst) {
-        snprintf(c->why, c->whylen, "cannot protect %s/%s: path too long", c->ws, rel);
+    if (m->nmnt >= PL_MASKS_MAX) { /* never a mask silently left out */
+        snprintf(c->why, c->whylen, "cannot protect %s/%s: too many masks", c->ws, rel);
         return false;
     }
-    m->mnt[m->nmnt++].rw = rw;
+    m->mnt[m->nmnt].src = strdup(src);
+    m->mnt[m->nmnt].dst = join(c->dst_base, "/", rel);
+    m->mnt[m->nmnt].rw = rw;
+    if (!m->mnt[m->nmnt++].src || !m->mnt[m->nmnt - 1].dst) {
+        snprintf(c->why, c->whylen, "cannot protect %s/%s: out of memory", c->ws, rel);
+        return false;
+    }
     return true;
 }
 
@@ -246,10 +362,11 @@ static bool mask(plan_ctx *c, const char *rel, char kind, bool rw, bool pin) {
     }
     struct stat st;
     pthread_mutex_lock(&c->pc->mu);
-    int h = m->nheld < PL_MASKS_MAX ? hold(c->pc, p, kind, pin, c->owner, c->group, &st) : -1;
+    int h =
+        m->nheld < PL_MASKS_MAX ? hold(c->pc, c->ws, p, kind, pin, c->owner, c->group, &st) : -1;
     if (m->nheld >= PL_MASKS_MAX) errno = E2BIG;
     if (h == 1 && !(m->held[m->nheld] = strdup(p))) {
-        unhold(c->pc, p);
+        unhold(c->pc, p, false);
         h = -1;
     }
     if (h == 1) m->nheld++;
@@ -264,6 +381,21 @@ static bool mask(plan_ctx *c, const char *rel, char kind, bool rw, bool pin) {
                          : kind == 'c' ? m->commondir
                                        : m->empty_file,
                          rel, false);
+    if (S_ISLNK(st.st_mode) && c->in_git) {
+        /* git follows it: fine when it leads out of the workspace (not bound), refused
+         * when it leads back in (the sandbox could write there) or nowhere */
+        char res[PATH_MAX], rws[PATH_MAX];
+        size_t nw = realpath(c->ws, rws) ? strlen(rws) : 0;
+        if (!nw || (realpath(p, res) &&
+                    (strncmp(res, rws, nw) != 0 || (res[nw] != '/' && res[nw] != '\0'))))
+            return true;
+        snprintf(c->why, c->whylen,
+                 "%s is a symlink into the workspace (or to nothing): git would follow it, and "
+                 "the sandbox could write what it leads to; replace it with the file or "
+                 "directory, or use core.hooksPath",
+                 p);
+        return false;
+    }
     if (S_ISLNK(st.st_mode)) return true; /* the host never reads through it */
     return add_mount(c, src, rel, rw);
 }
@@ -281,6 +413,7 @@ static bool git_dir(plan_ctx *c, const char *rel) {
     } in_git[] = {{"config", 'f'},  {"hooks", 'd'},     {"commondir", 'c'},
                   {"modules", 'd'}, {"worktrees", 'd'}, {"config.worktree", 'f'}};
     if (!mask(c, rel, 'd', true, false)) return false;
+    c->in_git = true;
     for (size_t i = 0; i < sizeof in_git / sizeof *in_git; i++) {
         char r[PATH_MAX];
         if (snprintf(r, sizeof r, "%s/%s", rel, in_git[i].name) >= (int)sizeof r) {
@@ -351,22 +484,27 @@ static bool gitdir_file(plan_ctx *c, const char *git) {
     return false;
 }
 
-bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *scratch, const char *ws,
-                    const char *src_base, const char *dst_base, char *why, size_t whylen) {
+bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *ws, const char *src_base,
+                    const char *dst_base, char *why, size_t whylen) {
     memset(m, 0, sizeof *m);
+    m->lock_fd = -1;
     if (!strcmp(ws, "/")) {
         snprintf(why, whylen, "refusing to bind \"/\" as a workspace");
         return false;
     }
-    snprintf(m->empty_file, sizeof m->empty_file, "%s/mask-file", scratch);
-    snprintf(m->empty_dir, sizeof m->empty_dir, "%s/mask-dir", scratch);
-    snprintf(m->commondir, sizeof m->commondir, "%s/mask-commondir", scratch);
-    int fd = open(m->empty_file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
-    int cfd = open(m->commondir, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
-    bool cok = cfd >= 0 && write(cfd, COMMONDIR, 2) == 2;
-    if (cfd >= 0 && close(cfd) != 0) cok = false;
-    if (fd < 0 || close(fd) != 0 || !cok || mkdir(m->empty_dir, 0555) != 0) {
-        snprintf(why, whylen, "cannot prepare the control-file masks: %s", strerror(errno));
+    pthread_mutex_lock(&pc->mu);
+    const char *src = sources(pc);
+    int e = errno;
+    if (src && (!(m->empty_file = join(src, "/", "mask-file")) ||
+                !(m->empty_dir = join(src, "/", "mask-dir")) ||
+                !(m->commondir = join(src, "/", "mask-commondir")))) {
+        src = NULL;
+        e = ENOMEM;
+    }
+    pthread_mutex_unlock(&pc->mu);
+    if (!src || !(m->ws = strdup(ws))) {
+        snprintf(why, whylen, "cannot prepare the control-file masks: %s",
+                 strerror(src ? ENOMEM : e));
         return false;
     }
     struct stat wst;
@@ -374,7 +512,8 @@ bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *scratch, const char *ws
         snprintf(why, whylen, "workspace %s: %s", ws, strerror(errno));
         return false;
     }
-    plan_ctx c = {pc, m, ws, src_base, dst_base, wst.st_uid, wst.st_gid, why, whylen};
+    m->lock_fd = ws_lock_shared(ws);
+    plan_ctx c = {pc, m, ws, src_base, dst_base, wst.st_uid, wst.st_gid, why, whylen, false};
     bool ok = mask(&c, ".peri", 'd', false, false);
     for (size_t i = 0; ok && i < sizeof top_files / sizeof *top_files; i++)
         ok = mask(&c, top_files[i], 'f', false, false);
@@ -392,7 +531,41 @@ bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *scratch, const char *ws
     }
     if (!S_ISDIR(st.st_mode)) /* a gitdir file (worktree, submodule): read-only */
         return mask(&c, ".git", 'f', false, false) && gitdir_file(&c, git);
+    /* a directory without HEAD is no repository to git (a placeholder of another
+     * process's run, an empty directory): read-only, so that it cannot become one */
+    char head[PATH_MAX + 8];
+    snprintf(head, sizeof head, "%s/HEAD", git);
+    if (lstat(head, &st) != 0) return mask(&c, ".git", 'd', false, false);
     return git_dir(&c, ".git");
+}
+
+bool pl__masks_git_ignore(const pl_masks *m, const char *home, uid_t uid, gid_t gid,
+                          bool chown_them) {
+    char names[PL_MASKS_MAX * (NAME_MAX + 2) + 1];
+    size_t n = 0, wl = m->ws ? strlen(m->ws) : 0;
+    names[0] = '\0';
+    for (size_t i = 0; i < m->nheld; i++) {
+        const char *rel = m->held[i] + wl + 1;
+        struct stat st;
+        /* the top-level placeholder files (an empty directory git never lists) */
+        if (strlen(m->held[i]) <= wl || strchr(rel, '/') || lstat(m->held[i], &st) != 0 ||
+            !S_ISREG(st.st_mode) || strlen(rel) > NAME_MAX)
+            continue;
+        n += (size_t)snprintf(names + n, sizeof names - n, "%s\n", rel);
+    }
+    if (!n) return true;
+    char p[PATH_MAX + 32];
+    const char *const parts[] = {"/.config", "/.config/git"};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(p, sizeof p, "%s%s", home, parts[i]);
+        if ((mkdir(p, 0755) != 0 && errno != EEXIST) || (chown_them && chown(p, uid, gid) != 0))
+            return false;
+    }
+    snprintf(p, sizeof p, "%s/.config/git/ignore", home);
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) return false;
+    bool ok = write(fd, names, n) == (ssize_t)n && (!chown_them || fchown(fd, uid, gid) == 0);
+    return close(fd) == 0 && ok;
 }
 
 void pl__masks_args(const pl_masks *m, void (*add)(void *, const char *), void *a) {
@@ -425,12 +598,27 @@ int pl__masks_apply(const pl_masks *m) {
 }
 
 void pl__masks_release(pl_ctx *pc, pl_masks *m) {
+    if (m->ws && m->lock_fd >= 0) close(m->lock_fd); /* this run's shared lock */
+    m->lock_fd = -1;
     pthread_mutex_lock(&pc->mu);
+    int idle = m->nheld ? ws_idle(m->ws) : -1;
     /* deepest first: .git/config before .git */
     for (size_t i = m->nheld; i-- > 0;) {
-        unhold(pc, m->held[i]);
+        unhold(pc, m->held[i], idle >= 0);
         free(m->held[i]);
     }
+    if (idle >= 0) close(idle);
+    sweep(pc);
     pthread_mutex_unlock(&pc->mu);
     m->nheld = 0;
+    for (size_t i = 0; i < m->nmnt; i++) {
+        free(m->mnt[i].src);
+        free(m->mnt[i].dst);
+    }
+    m->nmnt = 0;
+    free(m->ws);
+    free(m->empty_file);
+    free(m->empty_dir);
+    free(m->commondir);
+    m->ws = m->empty_file = m->empty_dir = m->commondir = NULL;
 }

@@ -47,6 +47,7 @@ struct pl_ctx {
     /* the control-file placeholders the context's runs hold (masks.c), under mu */
     struct pl_mask_ref *mask_refs;
     size_t nmask_refs, cap_mask_refs;
+    char *mask_src; /* the directory the masks are taken from (masks.c) */
 };
 
 /* Errors */

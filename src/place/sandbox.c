@@ -744,7 +744,7 @@ typedef struct run_state {
     gid_t gid;
     /* root-owned directories the run may write, seen through an idmapped mount */
     const char *idmap_paths[1 + PL_IDMAP_MAX], *idmap_targets[1 + PL_IDMAP_MAX];
-    char idmap_tgt[1 + PL_IDMAP_MAX][PATH_MAX + 32];
+    char (*idmap_tgt)[PATH_MAX + 32]; /* nidmap of them, allocated when there are any */
     size_t nidmap;
     gid_t idmap_gid;
     char scr[PATH_MAX];
@@ -810,6 +810,11 @@ static bool setup_host(run_state *S) {
      * the child's private mount namespace only (the host, and pl__remove_tree, only ever
      * see the empty directories): the run's uid reaches them there even when a parent of
      * the workspace is closed to it (a 0700 directory of root's). */
+    if (S->nidmap && !(S->idmap_tgt = malloc(S->nidmap * sizeof *S->idmap_tgt))) {
+        snprintf(S->why, sizeof S->why, "out of memory");
+        S->failed_setup = true;
+        return false;
+    }
     for (size_t i = 0; i < S->nidmap; i++) {
         snprintf(S->idmap_tgt[i], sizeof S->idmap_tgt[i], "%s/idmap-%zu", S->scr, i);
         S->idmap_targets[i] = S->idmap_tgt[i];
@@ -1044,13 +1049,21 @@ static bool build_args(run_state *S) {
              * mounts them on the workspace's view (one recursive bind carries them),
              * any other run has bubblewrap mount them */
             S->child_masks = S->switch_ids && ws_from != S->r->workspace;
-            if (!pl__masks_plan(S->pc, S->masks, S->scr, S->r->workspace, ws_from,
+            if (!pl__masks_plan(S->pc, S->masks, S->r->workspace, ws_from,
                                 S->child_masks ? ws_from : S->r->workspace, S->why,
                                 sizeof S->why)) {
                 S->failed_setup = true;
                 return false;
             }
             if (!S->child_masks) pl__masks_args(S->masks, sv_add_cb, &S->argv);
+            char home[PATH_MAX + 16];
+            snprintf(home, sizeof home, "%s/home", S->root_dir);
+            if (!pl__masks_git_ignore(S->masks, home, S->uid, S->gid, S->switch_ids)) {
+                snprintf(S->why, sizeof S->why, "cannot write the sandbox's git excludes: %s",
+                         strerror(errno));
+                S->failed_setup = true;
+                return false;
+            }
         }
         sv_add(&S->argv, "--chdir");
         sv_add(&S->argv, S->ws ? S->r->workspace : "/home");
@@ -1499,6 +1512,7 @@ static bool run_steps(run_state *S, native_ctx *n, pl_error *err) {
     snprintf(S->root_dir, sizeof S->root_dir, "%s/root", S->scr);
     S->reach_p = S->switch_ids && !n->unsandboxed ? calloc(1, sizeof *S->reach_p) : NULL;
     S->masks = S->ws && !n->unsandboxed ? calloc(1, sizeof *S->masks) : NULL;
+    if (S->masks) S->masks->lock_fd = -1;
     if ((S->switch_ids && !n->unsandboxed && !S->reach_p) ||
         (S->ws && !n->unsandboxed && !S->masks)) {
         snprintf(S->why, sizeof S->why, "out of memory");
@@ -1515,6 +1529,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
     run_state *S = calloc(1, sizeof *S);
     if (!S) return pl__fail(err, PL_ERR_HOST, "out of memory");
     bool ok = run_steps(S, n, err);
+    free(S->idmap_tgt);
     free(S);
     return ok;
 }

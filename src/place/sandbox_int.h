@@ -105,11 +105,13 @@ int pl__reach_apply(bool ns_ready, const char *const *src, const char *const *ds
  * (see the file's header). */
 #define PL_MASKS_MAX 16
 typedef struct pl_masks {
-    char empty_file[PATH_MAX], empty_dir[PATH_MAX], commondir[PATH_MAX]; /* in the scratch dir */
+    /* in the scratch directory; the workspace (all owned, freed by pl__masks_release) */
+    char *empty_file, *empty_dir, *commondir, *ws;
+    int lock_fd;              /* the run's shared lock of ws (masks.c), or -1 */
     char *held[PL_MASKS_MAX]; /* placeholders this run holds (pl__masks_release) */
     size_t nheld;
     struct {
-        char src[PATH_MAX + 64], dst[PATH_MAX + 64];
+        char *src, *dst;
         bool rw;
     } mnt[PL_MASKS_MAX]; /* in mount order */
     size_t nmnt;
@@ -118,8 +120,13 @@ typedef struct pl_masks {
  * each taken from below src_base (the workspace as the mounting side sees it) and
  * mounted below dst_base; false with why when the run must not start (ws is "/", .git
  * is a symlink, a mask cannot be prepared). Call pl__masks_release in every case. */
-bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *scratch, const char *ws,
-                    const char *src_base, const char *dst_base, char *why, size_t whylen);
+bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *ws, const char *src_base,
+                    const char *dst_base, char *why, size_t whylen);
+/* Lists the run's top-level placeholder files in the sandbox's own git excludes file
+ * (<home>/.config/git/ignore; home is the scratch directory's /home), so that git status
+ * and git add -A inside the sandbox pass over them. false on a file system error. */
+bool pl__masks_git_ignore(const pl_masks *m, const char *home, uid_t uid, gid_t gid,
+                          bool chown_them);
 /* The plan as bubblewrap arguments (through add(a, arg)), after the workspace's bind. */
 void pl__masks_args(const pl_masks *m, void (*add)(void *, const char *), void *a);
 /* In a forked child, in its private mount namespace: mounts the plan (read-only,

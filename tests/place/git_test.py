@@ -190,6 +190,31 @@ for name, target in (("sep-link", "lnk"), ("sep-dotdot", "sub/../.g"), ("sep-mis
     check(res.get("ok") is False and "git directory" in res.get("error", "") and
           not os.path.exists(os.path.join(ws, "ran")), f"{name}: {res}")
 
+# 6. The placeholders of missing guides are no untracked files to git inside the sandbox
+# (its own excludes file), so git add -A does not stage them.
+ws = repo("quiet")
+res = run("quiet", ws, "echo new > n.txt; git add -A; git status --porcelain; "
+                       "git diff --cached --name-only")
+out = res.get("stdout", "")
+check("n.txt" in out and not any(g in out for g in ("AGENTS.md", "PERI.md", "CLAUDE.md",
+                                                    ".mcp.json")), f"quiet: {res}")
+
+# 5. A hooks directory (or config) that is a symlink back into the workspace: git would
+# follow it, so the run is refused; one that leads out of the workspace is fine.
+ws = repo("hooklink")
+shutil.rmtree(os.path.join(ws, ".git", "hooks"))
+os.makedirs(os.path.join(ws, "tools", "hooks"))
+os.symlink("../tools/hooks", os.path.join(ws, ".git", "hooks"))
+res = run("hooklink", ws, "touch ran")
+check(res.get("ok") is False and "symlink" in res.get("error", "") and
+      not os.path.exists(os.path.join(ws, "ran")), f"hooklink: {res}")
+os.unlink(os.path.join(ws, ".git", "hooks"))
+outside = os.path.join(top, "outside-hooks")
+os.makedirs(outside)
+os.symlink(outside, os.path.join(ws, ".git", "hooks"))
+res = run("hooklink-out", ws, "touch ran")
+check(res.get("ok") is True and os.path.exists(os.path.join(ws, "ran")), f"hooklink-out: {res}")
+
 shutil.rmtree(top, ignore_errors=True)
 print(f"{checks[0] - len(failures)} passed, {len(failures)} failed")
 sys.exit(1 if failures else 0)
