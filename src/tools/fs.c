@@ -77,6 +77,36 @@ static int open_root(const ptl_ctx *ctx, ptl_result *r, const char *path, char *
     return fd;
 }
 
+/* True when rel (beneath the root) lies in a git directory at any depth: a component
+ * named .git (a nested repository, a submodule), or a directory that is a git
+ * directory by its contents (HEAD, objects/ and refs/: one made with
+ * --separate-git-dir or a bare repository). Git runs a repository's hooks and config
+ * on the host, so no tool writes there (docs/security.md, "Git on the host"). */
+static bool in_git_dir(int rootfd, const char *rel) {
+    char part[PATH_MAX];
+    size_t n = strlen(rel);
+    if (n >= sizeof part) return true;
+    for (size_t i = 0; i <= n; i++) {
+        if (rel[i] != '/' && rel[i] != '\0') continue;
+        size_t start = i;
+        while (start > 0 && rel[start - 1] != '/')
+            start--;
+        if (i - start == 4 && memcmp(rel + start, ".git", 4) == 0) return true;
+        if (rel[i] == '\0') break; /* the last component is the file itself */
+        memcpy(part, rel, i);
+        char probe[PATH_MAX + 16];
+        struct stat st;
+        snprintf(probe, sizeof probe, "%.*s/HEAD", (int)i, part);
+        if (fstatat(rootfd, probe, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+        snprintf(probe, sizeof probe, "%.*s/objects", (int)i, part);
+        bool objects = fstatat(rootfd, probe, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+        snprintf(probe, sizeof probe, "%.*s/refs", (int)i, part);
+        if (objects && fstatat(rootfd, probe, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+            return true;
+    }
+    return false;
+}
+
 /* True when the resolved target (the parent directory's descriptor plus a name) is one of
  * the agent's control files that no tool may write: anything in .peri or .git, .mcp.json (the
  * guides stay writable: /init writes AGENTS.md, and every write asks permission). The
@@ -94,16 +124,18 @@ static bool control_target(int rootfd, int dirfd, const char *name) {
     if (strncmp(dir, root, n) != 0 || (dir[n] != '\0' && dir[n] != '/')) return true;
     char rel[PATH_MAX * 2];
     snprintf(rel, sizeof rel, "%s%s%s", dir[n] ? dir + n + 1 : "", dir[n] ? "/" : "", name);
-    if (!pl_is_control_path(rel)) return false;
-    return strncmp(rel, ".peri", 5) == 0 || strncmp(rel, ".git", 4) == 0 ||
-           strcmp(rel, ".mcp.json") == 0;
+    if (pl_is_control_path(rel) && (strncmp(rel, ".peri", 5) == 0 || strncmp(rel, ".git", 4) == 0 ||
+                                    strcmp(rel, ".mcp.json") == 0))
+        return true;
+    return in_git_dir(rootfd, rel);
 }
 
 /* The refusal of a write to a control file (control_target). */
 static ptl_status control_error(ptl_result *r, const char *tool, const char *path) {
     return ptl__error(r,
-                      "%s: %s is one of the agent's control files (.peri, .git, .mcp.json), "
-                      "which tools never write; the user edits them",
+                      "%s: %s is one of the agent's control files (.peri, .mcp.json, or inside "
+                      "a git directory at any depth), which tools never write; the user edits "
+                      "them",
                       tool, path);
 }
 

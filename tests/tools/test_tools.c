@@ -328,6 +328,32 @@ static void test_control_files(void **state) {
     assert_string_equal(slurp(p), "[core]\n");
     snprintf(p, sizeof p, "%s/.git/hooks/post-checkout", f->ws);
     assert_int_equal(access(p, F_OK), -1);
+    /* nested repositories, submodules and separate git directories alike: git runs
+     * their hooks and config on the host too */
+    static const char *const dirs[] = {"sub",         "sub/.git", "sub/.git/hooks", "sep",
+                                       "sep/objects", "sep/refs", "sep/hooks"};
+    for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+        snprintf(p, sizeof p, "%s/%s", f->ws, dirs[i]);
+        mkdir(p, 0755);
+    }
+    snprintf(p, sizeof p, "%s/sep/HEAD", f->ws);
+    c = fopen(p, "w");
+    assert_non_null(c);
+    fputs("ref: refs/heads/main\n", c);
+    fclose(c);
+    static const char *const nested[] = {"sub/.git/hooks/pre-commit", "sub/.git/config",
+                                         "sep/hooks/pre-commit",      "sep/config",
+                                         "a/b/.git/hooks/x",          "sub/../sep/hooks/x"};
+    for (size_t i = 0; i < sizeof nested / sizeof *nested; i++) {
+        snprintf(args, sizeof args, "{\"path\":\"%s\",\"content\":\"x\"}", nested[i]);
+        expect_error(f, "write", args, "control files");
+    }
+    snprintf(p, sizeof p, "%s/sep/hooks/pre-commit", f->ws);
+    assert_int_equal(access(p, F_OK), -1);
+    /* ordinary files beside them stay writable, and a file merely named HEAD is no repo */
+    expect_ok(f, "write", "{\"path\":\"sub/notes.txt\",\"content\":\"n\"}", "Created");
+    expect_ok(f, "write", "{\"path\":\"docs/HEAD\",\"content\":\"h\"}", "Created");
+    expect_ok(f, "write", "{\"path\":\"docs/refs/x\",\"content\":\"r\"}", "Created");
     /* the guides stay writable (through the usual permission) */
     expect_ok(f, "write", "{\"path\":\"AGENTS.md\",\"content\":\"guide\"}", "Created");
 }
