@@ -672,144 +672,140 @@ static pw_status legacy_eh(pw_vctx *v, const pw_instr *in) {
 
 /* ------------------------------------------------------------------ the main loop */
 
-/* Control instructions: blocks, else, end (which sets *done at the function's end),
+/* Control instructions, one function per case of run's switch (no second dispatch):
+ * blocks, legacy exceptions, else, end (which sets *done at the function's end),
  * branches, br_table and return. Inlined into run: they are frequent. */
-static inline __attribute__((always_inline)) pw_status control_instr(pw_vctx *v, const pw_instr *in,
-                                                                     bool *done) {
+static inline __attribute__((always_inline)) pw_status block_instr(pw_vctx *v, const pw_instr *in) {
     pw_module *m = v->m;
     uint32_t op = in->op;
-    pw_valtype t, t2, t3;
+    pw_vctl proto = {0};
+    if (read_blocktype(v, in, &proto)) return v->err->status;
+    if (op == 0x04 && pop(v, PW_VT_I32)) return v->err->status;
+    if (op == 0x1F) {
+        pw_reader cr = v->r;
+        cr.p = in->vec;
+        pw_catch c;
+        for (uint32_t i = 0; i < in->n; i++) {
+            pw__rd_catch(&cr, &c);
+            if (check_catch(v, &c)) return v->err->status;
+        }
+    }
+    const pw_valtype *p, *r;
+    uint32_t np, nr;
+    frame_types(m, &proto, &p, &np, &r, &nr);
+    if (pop_n(v, p, np) || push_ctl(v, op, &proto) || push_n(v, p, np)) return v->err->status;
+    return PW_OK;
+}
+
+static inline __attribute__((always_inline)) pw_status legacy_instr(pw_vctx *v,
+                                                                    const pw_instr *in) {
+    if (legacy_eh(v, in)) return v->err->status;
+    return PW_OK;
+}
+
+static inline __attribute__((always_inline)) pw_status else_instr(pw_vctx *v, const pw_instr *in) {
+    pw_module *m = v->m;
+    (void)in;
+    pw_vctl *c = top(v);
+    if (c->op != 0x04) /* the enclosing sequence ends here and wants an `end` */
+        return pw__fail(v->err, PW_ERR_MALFORMED, "END opcode expected (at byte %zu)",
+                        pw_rd_off(&v->r) - 1);
+    if (check_frame_end(v, c)) return v->err->status;
+    reset_inits(v, c->init_height);
+    c->op = 0x05;
+    c->unreachable = 0;
+    const pw_valtype *p, *r;
+    uint32_t np, nr;
+    frame_types(m, c, &p, &np, &r, &nr);
+    if (push_n(v, p, np)) return v->err->status;
+    return PW_OK;
+}
+
+static inline __attribute__((always_inline)) pw_status end_instr(pw_vctx *v, const pw_instr *in,
+                                                                 bool *done) {
+    pw_module *m = v->m;
+    (void)in;
+    pw_vctl c = *top(v);
+    if (check_frame_end(v, &c)) return v->err->status;
+    const pw_valtype *p, *r;
+    uint32_t np, nr;
+    frame_types(m, &c, &p, &np, &r, &nr);
+    if (c.op == 0x04) { /* if without else: the params must pass for results */
+        bool ok = np == nr;
+        for (uint32_t i = 0; ok && i < np; i++)
+            ok = pw__valtype_sub(m, p[i], r[i]);
+        if (!ok) return invalid(v, "type mismatch: if without else must not change types");
+    }
+    reset_inits(v, c.init_height);
+    v->nctls--;
+    if (v->nctls == 0) {
+        *done = true;
+        return PW_OK;
+    }
+    if (c.bt == PW_BT_VAL) {
+        if (push(v, c.single)) return v->err->status;
+    } else if (push_n(v, r, nr)) {
+        return v->err->status;
+    }
+    return PW_OK;
+}
+
+static inline __attribute__((always_inline)) pw_status br_instr(pw_vctx *v, const pw_instr *in) {
+    uint32_t op = in->op;
+    const pw_valtype *ls;
+    uint32_t n;
+    if (label_types(v, in->a, &ls, &n)) return v->err->status;
+    if (op == 0x0D) {
+        if (pop(v, PW_VT_I32) || pop_n(v, ls, n) || push_n(v, ls, n)) return v->err->status;
+    } else {
+        if (pop_n(v, ls, n)) return v->err->status;
+        set_unreachable(v);
+    }
+    return PW_OK;
+}
+
+static inline __attribute__((always_inline)) pw_status br_table_instr(pw_vctx *v,
+                                                                      const pw_instr *in) {
+    pw_module *m = v->m;
+    if (pop(v, PW_VT_I32)) return v->err->status;
+    const pw_valtype *ls;
+    uint32_t arity;
+    if (label_types(v, in->a, &ls, &arity)) return v->err->status;
+    pw_reader lr = v->r;
+    lr.p = in->vec;
+    pw_vctl *c = top(v);
+    uint32_t avail = v->nvals - c->height;
+    if (arity > avail && !c->unreachable) return invalid(v, "type mismatch: br_table");
+    uint32_t gen = ++v->brt_gen;
+    for (uint32_t k = 0; k <= in->n; k++) {
+        uint32_t l = in->a, n;
+        if (k < in->n) pw_rd_u32(&lr, &l);
+        if (label_types(v, l, &ls, &n)) return v->err->status;
+        /* Each label once: a hostile table repeating one deep label must not
+         * cost targets x arity. */
+        pw_vctl *lc = &v->ctls[v->nctls - 1 - l];
+        if (lc->brt_stamp == gen) continue;
+        lc->brt_stamp = gen;
+        if (n != arity) return invalid(v, "type mismatch: br_table targets have different arities");
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t depth = n - 1 - i;   /* from the top */
+            if (depth >= avail) continue; /* bottom */
+            if (!pw__valtype_sub(m, v->vals[v->nvals - 1 - depth], ls[i]))
+                return invalid(v, "type mismatch: br_table operand");
+        }
+    }
+    set_unreachable(v);
+    return PW_OK;
+}
+
+static inline __attribute__((always_inline)) pw_status return_instr(pw_vctx *v,
+                                                                    const pw_instr *in) {
+    (void)in;
+    pw_module *m = v->m;
     const pw_deftype *ft;
-    const pw_field *fld;
-    (void)t;
-    (void)t2;
-    (void)t3;
-    (void)ft;
-    (void)fld;
-    switch (op) {
-    case 0x02:
-    case 0x03:
-    case 0x04:
-    case 0x1F: {
-        pw_vctl proto = {0};
-        if (read_blocktype(v, in, &proto)) return v->err->status;
-        if (op == 0x04 && pop(v, PW_VT_I32)) return v->err->status;
-        if (op == 0x1F) {
-            pw_reader cr = v->r;
-            cr.p = in->vec;
-            pw_catch c;
-            for (uint32_t i = 0; i < in->n; i++) {
-                pw__rd_catch(&cr, &c);
-                if (check_catch(v, &c)) return v->err->status;
-            }
-        }
-        const pw_valtype *p, *r;
-        uint32_t np, nr;
-        frame_types(m, &proto, &p, &np, &r, &nr);
-        if (pop_n(v, p, np) || push_ctl(v, op, &proto) || push_n(v, p, np)) return v->err->status;
-        return PW_OK;
-    }
-    case 0x06:
-    case 0x07:
-    case 0x19:
-    case 0x18:
-    case 0x09:
-        if (legacy_eh(v, in)) return v->err->status;
-        return PW_OK;
-    case 0x05: {
-        pw_vctl *c = top(v);
-        if (c->op != 0x04) /* the enclosing sequence ends here and wants an `end` */
-            return pw__fail(v->err, PW_ERR_MALFORMED, "END opcode expected (at byte %zu)",
-                            pw_rd_off(&v->r) - 1);
-        if (check_frame_end(v, c)) return v->err->status;
-        reset_inits(v, c->init_height);
-        c->op = 0x05;
-        c->unreachable = 0;
-        const pw_valtype *p, *r;
-        uint32_t np, nr;
-        frame_types(m, c, &p, &np, &r, &nr);
-        if (push_n(v, p, np)) return v->err->status;
-        return PW_OK;
-    }
-    case 0x0B: {
-        pw_vctl c = *top(v);
-        if (check_frame_end(v, &c)) return v->err->status;
-        const pw_valtype *p, *r;
-        uint32_t np, nr;
-        frame_types(m, &c, &p, &np, &r, &nr);
-        if (c.op == 0x04) { /* if without else: the params must pass for results */
-            bool ok = np == nr;
-            for (uint32_t i = 0; ok && i < np; i++)
-                ok = pw__valtype_sub(m, p[i], r[i]);
-            if (!ok) return invalid(v, "type mismatch: if without else must not change types");
-        }
-        reset_inits(v, c.init_height);
-        v->nctls--;
-        if (v->nctls == 0) {
-            *done = true;
-            return PW_OK;
-        }
-        if (c.bt == PW_BT_VAL) {
-            if (push(v, c.single)) return v->err->status;
-        } else if (push_n(v, r, nr)) {
-            return v->err->status;
-        }
-        return PW_OK;
-    }
-    case 0x0C:
-    case 0x0D: {
-        const pw_valtype *ls;
-        uint32_t n;
-        if (label_types(v, in->a, &ls, &n)) return v->err->status;
-        if (op == 0x0D) {
-            if (pop(v, PW_VT_I32) || pop_n(v, ls, n) || push_n(v, ls, n)) return v->err->status;
-        } else {
-            if (pop_n(v, ls, n)) return v->err->status;
-            set_unreachable(v);
-        }
-        return PW_OK;
-    }
-    case 0x0E: {
-        if (pop(v, PW_VT_I32)) return v->err->status;
-        const pw_valtype *ls;
-        uint32_t arity;
-        if (label_types(v, in->a, &ls, &arity)) return v->err->status;
-        pw_reader lr = v->r;
-        lr.p = in->vec;
-        pw_vctl *c = top(v);
-        uint32_t avail = v->nvals - c->height;
-        if (arity > avail && !c->unreachable) return invalid(v, "type mismatch: br_table");
-        uint32_t gen = ++v->brt_gen;
-        for (uint32_t k = 0; k <= in->n; k++) {
-            uint32_t l = in->a, n;
-            if (k < in->n) pw_rd_u32(&lr, &l);
-            if (label_types(v, l, &ls, &n)) return v->err->status;
-            /* Each label once: a hostile table repeating one deep label must not
-             * cost targets x arity. */
-            pw_vctl *lc = &v->ctls[v->nctls - 1 - l];
-            if (lc->brt_stamp == gen) continue;
-            lc->brt_stamp = gen;
-            if (n != arity)
-                return invalid(v, "type mismatch: br_table targets have different arities");
-            for (uint32_t i = 0; i < n; i++) {
-                uint32_t depth = n - 1 - i;   /* from the top */
-                if (depth >= avail) continue; /* bottom */
-                if (!pw__valtype_sub(m, v->vals[v->nvals - 1 - depth], ls[i]))
-                    return invalid(v, "type mismatch: br_table operand");
-            }
-        }
-        set_unreachable(v);
-        return PW_OK;
-    }
-    case 0x0F: {
-        ft = &m->types[v->ctls[0].type];
-        if (pop_n(v, ft->u.func.types + ft->u.func.nparams, ft->u.func.nresults))
-            return v->err->status;
-        set_unreachable(v);
-        return PW_OK;
-    }
-    default: return PW_OK;
-    }
+    ft = &m->types[v->ctls[0].type];
+    if (pop_n(v, ft->u.func.types + ft->u.func.nparams, ft->u.func.nresults)) return v->err->status;
+    set_unreachable(v);
     return PW_OK;
 }
 
@@ -1099,22 +1095,34 @@ static pw_status run(pw_vctx *v) {
         case 0x03:
         case 0x04:
         case 0x1F:
-        case 0x05:
-        case 0x0B:
-        case 0x0C:
-        case 0x0D:
-        case 0x0E:
-        case 0x0F:
+            if (block_instr(v, &in)) return v->err->status;
+            break;
         case 0x06:
         case 0x07:
         case 0x19:
         case 0x18:
-        case 0x09: {
+        case 0x09:
+            if (legacy_instr(v, &in)) return v->err->status;
+            break;
+        case 0x05:
+            if (else_instr(v, &in)) return v->err->status;
+            break;
+        case 0x0B: {
             bool done = false;
-            if (control_instr(v, &in, &done)) return v->err->status;
+            if (end_instr(v, &in, &done)) return v->err->status;
             if (done) return PW_OK;
             break;
         }
+        case 0x0C:
+        case 0x0D:
+            if (br_instr(v, &in)) return v->err->status;
+            break;
+        case 0x0E:
+            if (br_table_instr(v, &in)) return v->err->status;
+            break;
+        case 0x0F:
+            if (return_instr(v, &in)) return v->err->status;
+            break;
         case 0x10:
         case 0x12:
             if (in.a >= m->nfuncs) return invalid(v, "unknown function %u", in.a);
