@@ -96,7 +96,7 @@ static pw_status grow_vals(pw_vctx *v, uint32_t need) {
     return PW_OK;
 }
 
-static inline pw_status push(pw_vctx *v, pw_valtype t) {
+static inline __attribute__((always_inline)) pw_status push(pw_vctx *v, pw_valtype t) {
     if (v->nvals == v->capvals && grow_vals(v, v->nvals + 1)) return v->err->status;
     v->vals[v->nvals++] = t;
     return PW_OK;
@@ -121,7 +121,7 @@ static inline pw_status pop_any(pw_vctx *v, pw_valtype *out) {
     return PW_OK;
 }
 
-static inline pw_status pop(pw_vctx *v, pw_valtype want) {
+static inline __attribute__((always_inline)) pw_status pop(pw_vctx *v, pw_valtype want) {
     pw_vctl *c = top(v);
     if (v->nvals == c->height) {
         if (c->unreachable) return PW_OK;

@@ -270,7 +270,7 @@ static bool params_results(wt_ctx *c, wt_type *ty, wt_str **names, bool allow_na
 static bool same_sig(const wt_type *a, const wt_type *b) {
     return a->kind == 0x60 && a->nparams == b->nparams && a->nres == b->nres &&
            a->res_off == b->res_off && a->sig.len == b->sig.len &&
-           memcmp(a->sig.p, b->sig.p, a->sig.len) == 0;
+           (a->sig.len == 0 || memcmp(a->sig.p, b->sig.p, a->sig.len) == 0);
 }
 
 typedef struct wt_mod {
