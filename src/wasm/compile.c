@@ -1406,6 +1406,839 @@ static bool legacy_delegate(comp *c, ctl *cur, const pw_instr *in) {
     return true;
 }
 
+/* What an instruction family function tells compile_body: go on, the rest of the
+ * block is unreachable, or fail (c->err set). */
+enum { K_NEXT, K_DEAD, K_FAIL };
+
+/* The else of an if: the then-branch has been closed (or was unreachable). */
+static int block_else(comp *c, ctl *cur) {
+    c->code[cur->else_fix] = c->ncode - c->code[cur->else_fix];
+    cur->else_fix = UINT32_MAX;
+    cur->kind = CT_ELSE;
+    cur->unreachable = false;
+    reset_stack(c, cur->height, cur->vnparams, cur->params);
+    return K_NEXT;
+}
+
+/* The end of a block (also reached from unreachable code): stubs, handlers, labels. */
+static int block_end(comp *c, ctl *cur) {
+    if (cur->kind == CT_FUNC) {
+        if (!cur->unreachable) emit_return(c);
+        legacy_stubs(c, cur);
+        c->ncs--;
+        return K_NEXT;
+    }
+    if (cur->stubs != UINT32_MAX) {
+        if (!cur->unreachable) {
+            uint32_t pos = emit_op(c, PW_OP_BR);
+            add_fixup(c, cur, c->ncode, pos);
+            emit(c, 0);
+        }
+        legacy_stubs(c, cur);
+    }
+    if (cur->else_fix != UINT32_MAX) c->code[cur->else_fix] = c->ncode - c->code[cur->else_fix];
+    if (cur->eh == 1 && !add_handler(c, cur->eh_pos)) /* a try without handlers */
+        return K_FAIL;
+    if (cur->try_pos != UINT32_MAX) {
+        if (c->nhs == c->caphs && !grow((void **)&c->hs, &c->caphs, c->nhs + 1, sizeof *c->hs))
+            return K_FAIL;
+        c->hs[c->nhs++] = (pw_handler){cur->try_pos - c->fstart, c->ncode - c->fstart};
+    }
+    if (cur->kind != CT_LOOP) bind_fixups(c, cur->fixups, c->ncode);
+    reset_stack(c, cur->height, cur->vnresults, cur->results);
+    c->ncs--;
+    return K_NEXT;
+}
+
+/* control_instr: one function per case of compile_body's switch. */
+static inline __attribute__((always_inline)) int control_00(comp *c, pw_reader *r,
+                                                            const pw_instr *in, ctl *cur) {
+    (void)r;
+    (void)in;
+    (void)cur;
+    /* unreachable */ emit_op(c, PW_OP_UNREACHABLE);
+    return K_DEAD;
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int control_01(comp *c, pw_reader *r,
+                                                            const pw_instr *in, ctl *cur) {
+    (void)c;
+    (void)r;
+    (void)in;
+    (void)cur;
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int control_02(comp *c, pw_reader *r,
+                                                            const pw_instr *in, ctl *cur) {
+    uint32_t op = in->op;
+    (void)r;
+    if (op == 0x03) c->prefix = false;
+    materialize_all(c);
+    if (!push_ctl(c, op == 0x02 ? CT_BLOCK : CT_LOOP, in)) return K_FAIL;
+    cur = &c->cs[c->ncs - 1];
+    cur->label_pc = c->ncode;
+    c->pend = false;
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int control_04(comp *c, pw_reader *r,
+                                                            const pw_instr *in, ctl *cur) {
+    (void)r;
+    /* if */
+    cond k = pop_cond(c, false);
+    materialize_all(c);
+    if (!push_ctl(c, CT_IF, in)) return K_FAIL;
+    cur = &c->cs[c->ncs - 1];
+    uint32_t pos = emit_cond(c, &k);
+    cur->else_fix = c->ncode;
+    emit(c, pos);
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int control_05(comp *c, pw_reader *r,
+                                                            const pw_instr *in, ctl *cur) {
+    (void)r;
+    (void)in;
+    if (!cur->unreachable) {
+        for (uint32_t i = 0; i < cur->nresults; i++)
+            materialize(c, c->sp - cur->nresults + i);
+        uint32_t pos = emit_op(c, PW_OP_BR);
+        add_fixup(c, cur, c->ncode, pos);
+        emit(c, 0);
+    }
+    return block_else(c, cur);
+}
+
+static inline __attribute__((always_inline)) int control_0b(comp *c, pw_reader *r,
+                                                            const pw_instr *in, ctl *cur) {
+    (void)r;
+    (void)in;
+    if (!cur->unreachable && cur->eh == 2) {
+        emit_moves(c, cur); /* a catch's results sit above its exception */
+    } else if (!cur->unreachable && cur->kind != CT_FUNC) {
+        begin_moves(c);
+        for (uint32_t i = 0; i < cur->nresults; i++)
+            materialize(c, c->sp - cur->nresults + i);
+        end_moves(c);
+    }
+    return block_end(c, cur);
+}
+
+static inline __attribute__((always_inline)) int control_06(comp *c, pw_reader *r,
+                                                            const pw_instr *in, ctl *cur) {
+    (void)cur;
+    if (!legacy_try(c, r, in)) return K_FAIL;
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int control_07(comp *c, pw_reader *r,
+                                                            const pw_instr *in, ctl *cur) {
+    (void)r;
+    if (!legacy_catch(c, cur, in)) return K_FAIL;
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int control_18(comp *c, pw_reader *r,
+                                                            const pw_instr *in, ctl *cur) {
+    (void)r;
+    if (!legacy_delegate(c, cur, in)) return K_FAIL;
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int control_09(comp *c, pw_reader *r,
+                                                            const pw_instr *in, ctl *cur) {
+    (void)r;
+    (void)cur;
+    /* rethrow l (legacy): the exception its catch keeps below its values */
+    ctl *l = &c->cs[c->ncs - 1 - in->a];
+    if (l->eh != 2) c->bad = true;
+    emit_op(c, PW_OP_THROW_REF);
+    emit(c, slot_of_depth(c, l->height));
+    return K_DEAD;
+}
+
+static inline __attribute__((always_inline)) int control_0c(comp *c, pw_reader *r,
+                                                            const pw_instr *in, ctl *cur) {
+    (void)r;
+    (void)cur;
+    /* br */ emit_br(c, &c->cs[c->ncs - 1 - in->a]);
+    return K_DEAD;
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int control_0d(comp *c, pw_reader *r,
+                                                            const pw_instr *in, ctl *cur) {
+    (void)r;
+    (void)cur;
+    /* br_if */
+    ctl *l = &c->cs[c->ncs - 1 - in->a];
+    if (c->sp == 0) c->bad = true;
+    c->sp -= c->sp > 0; /* the condition is not a branch value */
+    bool moves = l->kind == CT_FUNC || needs_moves(c, l);
+    c->sp++;
+    if (!moves) {
+        cond k = pop_cond(c, true);
+        uint32_t pos = emit_cond(c, &k);
+        emit_target(c, l, pos);
+    } else {
+        cond k = pop_cond(c, false);
+        uint32_t pos = emit_cond(c, &k);
+        uint32_t at = c->ncode;
+        emit(c, 0);
+        emit_br(c, l);
+        c->code[at] = c->ncode - pos;
+    }
+    c->pend = false;
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int control_0e(comp *c, pw_reader *r,
+                                                            const pw_instr *in, ctl *cur) {
+    const pw_module *m = c->m;
+    (void)cur;
+    /* br_table */
+    uint32_t idx = pop_slot(c);
+    uint32_t n = in->n;
+    uint32_t pos = emit_op(c, PW_OP_BR_TABLE);
+    emit(c, idx);
+    emit(c, n);
+    uint32_t tbl = c->ncode;
+    for (uint32_t i = 0; i <= n; i++)
+        emit(c, 0);
+    if (c->oom) return K_FAIL;
+    pw_reader tr = {in->vec, r->p, m->bytes, c->err};
+    for (uint32_t i = 0; i <= n; i++) {
+        uint32_t depth = in->a;
+        if (i < n && !pw_rd_u32(&tr, &depth)) return K_FAIL;
+        if (depth >= c->ncs) {
+            pw__fail(c->err, PW_ERR_INVALID, "unknown label");
+            return K_FAIL;
+        }
+        ctl *l = &c->cs[c->ncs - 1 - depth];
+        if (l->kind != CT_FUNC && !needs_moves(c, l)) {
+            if (l->kind == CT_LOOP)
+                c->code[tbl + i] = l->label_pc - pos;
+            else
+                add_fixup(c, l, tbl + i, pos);
+        } else {
+            c->code[tbl + i] = c->ncode - pos;
+            emit_br(c, l);
+        }
+    }
+    return K_DEAD;
+}
+
+static inline __attribute__((always_inline)) int control_0f(comp *c, pw_reader *r,
+                                                            const pw_instr *in, ctl *cur) {
+    (void)r;
+    (void)in;
+    (void)cur;
+    /* return */ emit_return(c);
+    return K_DEAD;
+    return K_NEXT;
+}
+
+/* call_instr: one function per case of compile_body's switch. */
+static inline __attribute__((always_inline)) int call_10(comp *c, pw_reader *r,
+                                                         const pw_instr *in) {
+    const pw_module *m = c->m;
+    (void)r;
+    /* call */
+    const pw_deftype *t = &m->types[m->func_types[in->a]];
+    if (in->a >= m->nfunc_imports)
+        emit_call(c, PW_OP_CALL, t, in->a - m->nfunc_imports, 0, 0, false);
+    else
+        emit_call(c, PW_OP_CALL_IMPORT, t, in->a, 0, 0, false);
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int call_11(comp *c, pw_reader *r,
+                                                         const pw_instr *in) {
+    const pw_module *m = c->m;
+    (void)r;
+    /* call_indirect */
+    if (tab64(c, in->b)) clamp_index(c, c->sp - 1);
+    uint32_t idx = pop_slot(c);
+    emit_call(c, PW_OP_CALL_INDIRECT, &m->types[in->a], in->a, in->b, idx, true);
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int call_08(comp *c, pw_reader *r,
+                                                         const pw_instr *in) {
+    const pw_module *m = c->m;
+    (void)r;
+    /* throw */
+    const pw_deftype *tt = &m->types[m->tag_types[in->a]];
+    uint32_t np = ncells(tt->u.func.types, tt->u.func.nparams);
+    for (uint32_t i = 0; i < np; i++)
+        materialize(c, c->sp - np + i);
+    emit_op(c, PW_OP_THROW);
+    emit(c, in->a);
+    emit(c, slot_of_depth(c, c->sp - np));
+    gc_site(c, c->sp); /* allocates the exception package */
+    return K_DEAD;
+}
+
+static inline __attribute__((always_inline)) int call_0a(comp *c, pw_reader *r,
+                                                         const pw_instr *in) {
+    (void)r;
+    (void)in;
+    /* throw_ref */
+    uint32_t x = pop_slot(c);
+    emit_op(c, PW_OP_THROW_REF);
+    emit(c, x);
+    return K_DEAD;
+}
+
+static inline __attribute__((always_inline)) int call_1f(comp *c, pw_reader *r,
+                                                         const pw_instr *in) {
+    const pw_module *m = c->m;
+    /* try_table: a block whose TRY instruction carries the catches */
+    materialize_all(c);
+    uint32_t n = in->n;
+    uint32_t pos = emit_op(c, PW_OP_TRY);
+    emit(c, 0);
+    emit(c, n);
+    uint32_t cl = c->ncode;
+    for (uint32_t k = 0; k < 4 * n; k++)
+        emit(c, 0);
+    if (c->oom) return K_FAIL;
+    pw_reader cr = {in->vec, r->p, m->bytes, c->err};
+    for (uint32_t k = 0; k < n; k++) {
+        pw_catch cc;
+        if (!pw__rd_catch(&cr, &cc)) return K_FAIL;
+        if (cc.label >= c->ncs || (cc.kind < 2 && cc.tag >= m->ntags)) {
+            pw__fail(c->err, PW_ERR_INVALID, "unknown label");
+            return K_FAIL;
+        }
+        ctl *l = &c->cs[c->ncs - 1 - cc.label];
+        uint32_t w = cl + 4 * k;
+        c->code[w] = cc.kind;
+        c->code[w + 1] = cc.tag;
+        if (l->kind == CT_FUNC) {
+            /* Catching into the function's label returns: the payload goes
+             * to scratch slots above the stack and a stub returns it. */
+            const pw_deftype *tt = cc.kind < 2 ? &m->types[m->tag_types[cc.tag]] : NULL;
+            uint32_t np = (tt ? ncells(tt->u.func.types, tt->u.func.nparams) : 0) + (cc.kind & 1);
+            uint32_t base = slot_of_depth(c, c->sp);
+            if (c->sp + np > c->maxsp) c->maxsp = c->sp + np;
+            c->code[w + 2] = base;
+            c->code[w + 3] = c->ncode - pos;
+            for (uint32_t i = 0; i < np; i++) {
+                emit_op(c, PW_OP_COPY);
+                emit(c, i);
+                emit(c, base + i);
+            }
+            emit_op(c, PW_OP_RETURN);
+        } else {
+            c->code[w + 2] = slot_of_depth(c, l->height);
+            if (l->kind == CT_LOOP)
+                c->code[w + 3] = l->label_pc - pos;
+            else
+                add_fixup(c, l, w + 3, pos);
+        }
+    }
+    c->code[pos + 1] = c->ncode - pos;
+    if (!push_ctl(c, CT_BLOCK, in)) return K_FAIL;
+    ctl *cur = &c->cs[c->ncs - 1];
+    cur->try_pos = pos;
+    cur->label_pc = c->ncode;
+    c->pend = false;
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int call_12(comp *c, pw_reader *r,
+                                                         const pw_instr *in) {
+    const pw_module *m = c->m;
+    (void)r;
+    /* return_call */
+    const pw_deftype *t = &m->types[m->func_types[in->a]];
+    emit_to_base(c, ncells(t->u.func.types, t->u.func.nparams));
+    if (in->a >= m->nfunc_imports) {
+        emit_op(c, PW_OP_TAIL_CALL);
+        emit(c, in->a - m->nfunc_imports);
+    } else {
+        emit_op(c, PW_OP_TAIL_CALL_IMPORT);
+        emit(c, in->a);
+    }
+    return K_DEAD;
+}
+
+static inline __attribute__((always_inline)) int call_13(comp *c, pw_reader *r,
+                                                         const pw_instr *in) {
+    const pw_module *m = c->m;
+    uint32_t op = in->op;
+    (void)r;
+    /* return_call_ref */
+    /* The index/reference must survive the argument moves: its own stack
+     * slot lies above every destination. */
+    if (op == 0x13 && tab64(c, in->b)) clamp_index(c, c->sp - 1);
+    materialize(c, c->sp - 1);
+    uint32_t x = slot_of_depth(c, c->sp - 1);
+    popn(c, 1);
+    const pw_deftype *t = &m->types[in->a];
+    emit_to_base(c, ncells(t->u.func.types, t->u.func.nparams));
+    if (op == 0x13) {
+        emit_op(c, PW_OP_TAIL_CALL_INDIRECT);
+        emit(c, in->a);
+        emit(c, in->b);
+    } else {
+        emit_op(c, PW_OP_TAIL_CALL_REF);
+    }
+    emit(c, x);
+    return K_DEAD;
+}
+
+static inline __attribute__((always_inline)) int call_14(comp *c, pw_reader *r,
+                                                         const pw_instr *in) {
+    const pw_module *m = c->m;
+    (void)r;
+    /* call_ref */
+    uint32_t x = pop_slot(c);
+    const pw_deftype *t = &m->types[in->a];
+    uint32_t vnp = t->u.func.nparams, np = ncells(t->u.func.types, vnp);
+    for (uint32_t i = 0; i < np; i++)
+        materialize(c, c->sp - np + i);
+    emit_op(c, PW_OP_CALL_REF);
+    emit(c, x);
+    emit(c, slot_of_depth(c, c->sp - np));
+    gc_site(c, c->sp);
+    popn(c, np);
+    reset_stack(c, c->sp, t->u.func.nresults, t->u.func.types + vnp);
+    return K_NEXT;
+}
+
+/* var_instr: one function per case of compile_body's switch. */
+static inline __attribute__((always_inline)) int var_d3(comp *c, const pw_instr *in) {
+    (void)in;
+    /* ref.eq: references are compared as 64-bit words */
+    static const numinfo REF_EQ = {PW_OP_I64_EQ, NOIMM, 2, PW_K_I32, 1};
+    numeric(c, &REF_EQ);
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int var_d4(comp *c, const pw_instr *in) {
+    (void)in;
+    /* ref.as_non_null */
+    uint32_t x = slot_at(c, c->sp - 1);
+    emit_op(c, PW_OP_REF_AS_NON_NULL);
+    emit(c, x);
+    top(c, 0)->type &= ~0x10u;
+    c->pend = false;
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int var_d5(comp *c, const pw_instr *in) {
+    uint32_t op = in->op;
+    /* br_on_non_null: branch (with it) when not null */
+    ctl *l = &c->cs[c->ncs - 1 - in->a];
+    uint32_t x = slot_at(c, c->sp - 1);
+    ent saved = *top(c, 0);
+    if (op == 0xD5) popn(c, 1);
+    bool moves = l->kind == CT_FUNC || needs_moves(c, l);
+    uint32_t pos;
+    if (!moves) {
+        pos = emit_op(c, op == 0xD5 ? PW_OP_BR_IF64Z : PW_OP_BR_IF64);
+        emit(c, x);
+        emit_target(c, l, pos);
+    } else {
+        pos = emit_op(c, op == 0xD5 ? PW_OP_BR_IF64 : PW_OP_BR_IF64Z);
+        emit(c, x);
+        uint32_t atw = c->ncode;
+        emit(c, 0);
+        emit_br(c, l);
+        c->code[atw] = c->ncode - pos;
+    }
+    if (op == 0xD5) {
+        /* the (non-null) reference stays on the stack */
+        push(c, saved.loc, saved.local, saved.cval, saved.type & ~0x10u);
+    } else {
+        popn(c, 1);
+    }
+    c->pend = false;
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int var_1a(comp *c, const pw_instr *in) {
+    (void)in;
+    popn(c, top(c, 0)->type == PW_VT_V128 ? 2 : 1);
+    return K_NEXT; /* drop */
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int var_1b(comp *c, const pw_instr *in) {
+    (void)in;
+    /* select */
+    if (top(c, 1)->type == PW_VT_V128) {
+        select_v128(c);
+        return K_NEXT;
+    }
+    uint32_t cs = slot_at(c, c->sp - 1);
+    uint32_t b = slot_at(c, c->sp - 2);
+    uint32_t a = slot_at(c, c->sp - 3);
+    pw_valtype t = top(c, 1)->type;
+    popn(c, 3);
+    uint32_t dst = push_stack(c, t);
+    uint32_t pos = emit_op(c, PW_OP_SELECT);
+    emit(c, dst);
+    emit(c, a);
+    emit(c, b);
+    emit(c, cs);
+    set_pend(c, pos, PW_OP_SELECT, dst);
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int var_20(comp *c, const pw_instr *in) {
+    /* local.get */
+    uint32_t x = c->lmap[in->a];
+    push(c, LOC_LOCAL, x, 0, c->local_types[x]);
+    if (c->local_types[x] == PW_VT_V128) push(c, LOC_LOCAL, x + 1, 0, PW_VT_V128);
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int var_21(comp *c, const pw_instr *in) {
+    uint32_t op = in->op;
+    uint32_t x = c->lmap[in->a];
+    if (c->local_types[x] != PW_VT_V128) {
+        local_set(c, x, op == 0x22);
+        return K_NEXT;
+    }
+    /* v128: the high half (on top) first */
+    local_set(c, x + 1, false);
+    local_set(c, x, false);
+    if (op == 0x22) {
+        push(c, LOC_LOCAL, x, 0, PW_VT_V128);
+        push(c, LOC_LOCAL, x + 1, 0, PW_VT_V128);
+    }
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int var_23(comp *c, const pw_instr *in) {
+    const pw_module *m = c->m;
+    /* global.get */
+    if (m->globals[in->a].type.type == PW_VT_V128) {
+        reset_stack(c, c->sp, 1, &m->globals[in->a].type.type);
+        emit_simd(c, PW_SIMD_GLOBAL_GET, slot_of_depth(c, c->sp - 2), 0, 0, 0,
+                  (const uint32_t[4]){in->a, 0, 0, 0});
+        return K_NEXT;
+    }
+    uint32_t dst = push_stack(c, m->globals[in->a].type.type);
+    uint32_t pos = emit_op(c, PW_OP_GLOBAL_GET);
+    emit(c, dst);
+    emit(c, in->a);
+    set_pend(c, pos, PW_OP_GLOBAL_GET, dst);
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int var_24(comp *c, const pw_instr *in) {
+    const pw_module *m = c->m;
+    /* global.set */
+    if (m->globals[in->a].type.type == PW_VT_V128) {
+        uint32_t v = v128_at(c, c->sp - 2);
+        popn(c, 2);
+        emit_simd(c, PW_SIMD_GLOBAL_SET, 0, v, 0, 0, (const uint32_t[4]){in->a, 0, 0, 0});
+        return K_NEXT;
+    }
+    uint32_t s = pop_slot(c);
+    emit_op(c, PW_OP_GLOBAL_SET);
+    emit(c, in->a);
+    emit(c, s);
+    c->pend = false;
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int var_25(comp *c, const pw_instr *in) {
+    const pw_module *m = c->m;
+    /* table.get */
+    if (tab64(c, in->a)) clamp_index(c, c->sp - 1);
+    uint32_t i = pop_slot(c);
+    uint32_t dst = push_stack(c, m->tables[in->a].type.elem);
+    uint32_t pos = emit_op(c, PW_OP_TABLE_GET);
+    emit(c, dst);
+    emit(c, in->a);
+    emit(c, i);
+    set_pend(c, pos, PW_OP_TABLE_GET, dst);
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int var_26(comp *c, const pw_instr *in) {
+    /* table.set */
+    if (tab64(c, in->a)) clamp_index(c, c->sp - 2);
+    uint32_t v = pop_slot(c), i = pop_slot(c);
+    emit_op(c, PW_OP_TABLE_SET);
+    emit(c, in->a);
+    emit(c, i);
+    emit(c, v);
+    c->pend = false;
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int var_3f(comp *c, const pw_instr *in) {
+    const pw_module *m = c->m;
+    /* memory.size */
+    if (mem_slow(c, in->a)) {
+        uint32_t dst = push_stack(c, m->mems[in->a].is64 ? PW_VT_I64 : PW_VT_I32);
+        emit_xop(c, PW_XOP_MEMORY_SIZE_X);
+        emit(c, dst);
+        emit(c, in->a);
+        return K_NEXT;
+    }
+    uint32_t dst = push_stack(c, PW_VT_I32);
+    uint32_t pos = emit_op(c, PW_OP_MEMORY_SIZE);
+    emit(c, dst);
+    set_pend(c, pos, PW_OP_MEMORY_SIZE, dst);
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int var_40(comp *c, const pw_instr *in) {
+    const pw_module *m = c->m;
+    /* memory.grow */
+    if (mem_slow(c, in->a)) {
+        uint32_t d = pop_slot(c);
+        uint32_t dst = push_stack(c, m->mems[in->a].is64 ? PW_VT_I64 : PW_VT_I32);
+        emit_xop(c, PW_XOP_MEMORY_GROW_X);
+        emit(c, dst);
+        emit(c, in->a);
+        emit(c, d);
+        return K_NEXT;
+    }
+    uint32_t d = pop_slot(c);
+    uint32_t dst = push_stack(c, PW_VT_I32);
+    uint32_t pos = emit_op(c, PW_OP_MEMORY_GROW);
+    emit(c, dst);
+    emit(c, d);
+    set_pend(c, pos, PW_OP_MEMORY_GROW, dst);
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int var_41(comp *c, const pw_instr *in) {
+    push(c, LOC_CONST, 0, (uint32_t)in->bits, PW_VT_I32);
+    return K_NEXT;
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int var_42(comp *c, const pw_instr *in) {
+    push(c, LOC_CONST, 0, in->bits, PW_VT_I64);
+    return K_NEXT;
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int var_43(comp *c, const pw_instr *in) {
+    push(c, LOC_CONST, 0, in->bits, PW_VT_F32);
+    return K_NEXT;
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int var_44(comp *c, const pw_instr *in) {
+    push(c, LOC_CONST, 0, in->bits, PW_VT_F64);
+    return K_NEXT;
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int var_a7(comp *c, const pw_instr *in) {
+    uint32_t op = in->op;
+    (void)in;
+    /* reinterpret: same bits */
+    static const pw_valtype to[] = {PW_VT_I32, PW_VT_I32, PW_VT_I64, PW_VT_F32, PW_VT_F64};
+    ent *e = top(c, 0);
+    e->type = to[op == 0xA7 ? 0 : op - 0xBC + 1];
+    if (op == 0xA7 && e->loc == LOC_CONST) e->cval = (uint32_t)e->cval;
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int var_d0(comp *c, const pw_instr *in) {
+    push(c, LOC_CONST, 0, 0, in->t1);
+    return K_NEXT; /* ref.null */
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int var_d1(comp *c, const pw_instr *in) {
+    (void)in;
+    /* ref.is_null */
+    uint32_t a = pop_slot(c);
+    uint32_t dst = push_stack(c, PW_VT_I32);
+    uint32_t pos = emit_op(c, PW_OP_I64_EQZ);
+    emit(c, dst);
+    emit(c, a);
+    set_pend(c, pos, PW_OP_I64_EQZ, dst);
+    return K_NEXT;
+}
+
+static inline __attribute__((always_inline)) int var_d2(comp *c, const pw_instr *in) {
+    /* ref.func */
+    uint32_t dst = push_stack(c, PW_VT_ABSREF(PW_HT_FUNC, 0));
+    uint32_t pos = emit_op(c, PW_OP_REF_FUNC);
+    emit(c, dst);
+    emit(c, in->a);
+    set_pend(c, pos, PW_OP_REF_FUNC, dst);
+    return K_NEXT;
+}
+
+/* Everything else: numeric operators, loads and stores, bulk memory, GC, SIMD. */
+static inline __attribute__((always_inline)) int other_instr(comp *c, pw_reader *r, pw_instr *in) {
+    const pw_module *m = c->m;
+    uint32_t op = in->op;
+    (void)m;
+    (void)r;
+    if (op >= 0x28 && op <= 0x3E && mem_slow(c, in->a)) {
+        mem_access_slow(c, in);
+        return K_NEXT;
+    }
+    if (op >= 0x28 && op <= 0x35) {
+        uint32_t lop = LOADS[op - 0x28].op, x, y, form;
+        if (fused_addr(c, 0, &x, &y, &form)) {
+            uint32_t dst = push_stack(c, LOADS[op - 0x28].out);
+            uint32_t pos = emit_op(c, lop + form);
+            emit(c, dst);
+            emit(c, x);
+            emit(c, y);
+            emit(c, (uint32_t)in->offset);
+            set_pend(c, pos, lop + form, dst);
+            return K_NEXT;
+        }
+        uint32_t a = const_addr(c, in) ? c->zero_slot : pop_slot(c);
+        uint32_t dst = push_stack(c, LOADS[op - 0x28].out);
+        uint32_t pos = emit_op(c, lop);
+        emit(c, dst);
+        emit(c, a);
+        emit(c, (uint32_t)in->offset);
+        set_pend(c, pos, lop, dst);
+        return K_NEXT;
+    }
+    if (op >= 0x36 && op <= 0x3E) {
+        uint32_t sop = STORES[op - 0x36], x, y, form;
+        if (top(c, 0)->loc == LOC_LOCAL && fused_addr(c, 1, &x, &y, &form)) {
+            uint32_t v = top(c, 0)->local;
+            popn(c, 1);
+            emit_op(c, sop + form);
+            emit(c, x);
+            emit(c, y);
+            emit(c, v);
+            emit(c, (uint32_t)in->offset);
+            c->pend = false;
+            return K_NEXT;
+        }
+        uint32_t v = pop_slot(c);
+        uint32_t a = const_addr(c, in) ? c->zero_slot : pop_slot(c);
+        emit_op(c, sop);
+        emit(c, a);
+        emit(c, v);
+        emit(c, (uint32_t)in->offset);
+        c->pend = false;
+        return K_NEXT;
+    }
+    if (op < 256 && NUM[op].nin) {
+        numeric(c, &NUM[op]);
+        return K_NEXT;
+    }
+    if (op >= PW_OP_FC(0) && op <= PW_OP_FC(7)) {
+        numeric(c, &SAT[op - PW_OP_FC(0)]);
+        return K_NEXT;
+    }
+    if (op >= PW_OP_FC(8) && op <= PW_OP_FC(0x11)) {
+        uint32_t sub = op & 0xFF;
+        uint32_t s3 = 0, s2 = 0, s1 = 0;
+        switch (sub) {
+        case 0x08: /* memory.init seg mem */
+            s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
+            if (mem_slow(c, in->b)) {
+                emit_xop(c, PW_XOP_MEMORY_INIT_X);
+                emit(c, in->b), emit(c, in->a);
+            } else {
+                emit_op(c, PW_OP_MEMORY_INIT);
+                emit(c, in->a);
+            }
+            emit(c, s1), emit(c, s2), emit(c, s3);
+            break;
+        case 0x09:
+            emit_op(c, PW_OP_DATA_DROP);
+            emit(c, in->a);
+            break;
+        case 0x0A: /* memory.copy dst src */
+            s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
+            if (mem_slow(c, in->a) || mem_slow(c, in->b)) {
+                emit_xop(c, PW_XOP_MEMORY_COPY_X);
+                emit(c, in->a), emit(c, in->b);
+            } else {
+                emit_op(c, PW_OP_MEMORY_COPY);
+            }
+            emit(c, s1), emit(c, s2), emit(c, s3);
+            break;
+        case 0x0B: /* memory.fill mem */
+            s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
+            if (mem_slow(c, in->a)) {
+                emit_xop(c, PW_XOP_MEMORY_FILL_X);
+                emit(c, in->a);
+            } else {
+                emit_op(c, PW_OP_MEMORY_FILL);
+            }
+            emit(c, s1), emit(c, s2), emit(c, s3);
+            break;
+        case 0x0C: /* table.init elem table */
+            if (tab64(c, in->b)) clamp_index(c, c->sp - 3);
+            s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
+            emit_op(c, PW_OP_TABLE_INIT);
+            emit(c, in->b), emit(c, in->a);
+            emit(c, s1), emit(c, s2), emit(c, s3);
+            break;
+        case 0x0D:
+            emit_op(c, PW_OP_ELEM_DROP);
+            emit(c, in->a);
+            break;
+        case 0x0E: /* table.copy dst src */
+            /* every i64 operand clamped: the length too when both are table64 */
+            if (tab64(c, in->a)) clamp_index(c, c->sp - 3);
+            if (tab64(c, in->b)) clamp_index(c, c->sp - 2);
+            if (tab64(c, in->a) && tab64(c, in->b)) clamp_index(c, c->sp - 1);
+            s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
+            emit_op(c, PW_OP_TABLE_COPY);
+            emit(c, in->a), emit(c, in->b);
+            emit(c, s1), emit(c, s2), emit(c, s3);
+            break;
+        case 0x0F: { /* table.grow: init n */
+            if (tab64(c, in->a)) clamp_index(c, c->sp - 1);
+            s2 = pop_slot(c), s1 = pop_slot(c);
+            uint32_t dst = push_stack(c, PW_VT_I32);
+            emit_op(c, PW_OP_TABLE_GROW);
+            emit(c, dst), emit(c, in->a), emit(c, s1), emit(c, s2);
+            /* table64: the i32 result (old size or -1) sign-extended */
+            if (tab64(c, in->a)) widen_top(c, PW_OP_I64_EXTEND_I32_S);
+            break;
+        }
+        case 0x10: {
+            uint32_t dst = push_stack(c, PW_VT_I32);
+            emit_op(c, PW_OP_TABLE_SIZE);
+            emit(c, dst), emit(c, in->a);
+            if (tab64(c, in->a)) widen_top(c, PW_OP_I64_EXTEND_I32_U);
+            return K_NEXT;
+        }
+        case 0x11: /* table.fill: i v n */
+            if (tab64(c, in->a)) {
+                clamp_index(c, c->sp - 3);
+                clamp_index(c, c->sp - 1);
+            }
+            s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
+            emit_op(c, PW_OP_TABLE_FILL);
+            emit(c, in->a), emit(c, s1), emit(c, s2), emit(c, s3);
+            return K_NEXT;
+        }
+        c->pend = false;
+        return K_NEXT;
+    }
+    if ((op >> 8) == 0xFB) {
+        if (!compile_gc(c, in)) return K_FAIL;
+        return K_NEXT;
+    }
+    if (op >= PW_OP_FD(0) && op < PW_OP_FD(PW_FD_COUNT)) {
+        compile_simd(c, in);
+        return K_NEXT;
+    }
+    pw__fail(c->err, PW_ERR_INVALID, "unsupported instruction %x in compiler", op);
+    return K_FAIL;
+}
+
 static bool compile_body(comp *c, pw_cfunc *out) {
     const pw_module *m = c->m;
     pw_reader r = {m->bytes + c->fd->body.off, m->bytes + c->fd->body.off + c->fd->body.len,
@@ -1428,645 +2261,66 @@ static bool compile_body(comp *c, pw_cfunc *out) {
             pw__fail(c->err, PW_ERR_INVALID, "type mismatch");
             return false;
         }
+        int k;
         switch (op) {
-        case 0x00: /* unreachable */ emit_op(c, PW_OP_UNREACHABLE); goto dead;
-        case 0x01: break;
+        case 0x00: k = control_00(c, &r, &in, cur); break;
+        case 0x01: k = control_01(c, &r, &in, cur); break;
         case 0x02:
-        case 0x03:
-            if (op == 0x03) c->prefix = false;
-            materialize_all(c);
-            if (!push_ctl(c, op == 0x02 ? CT_BLOCK : CT_LOOP, &in)) return false;
-            cur = &c->cs[c->ncs - 1];
-            cur->label_pc = c->ncode;
-            c->pend = false;
-            break;
-        case 0x04: { /* if */
-            cond k = pop_cond(c, false);
-            materialize_all(c);
-            if (!push_ctl(c, CT_IF, &in)) return false;
-            cur = &c->cs[c->ncs - 1];
-            uint32_t pos = emit_cond(c, &k);
-            cur->else_fix = c->ncode;
-            emit(c, pos);
-            break;
-        }
-        case 0x05: /* else */
-            if (!cur->unreachable) {
-                for (uint32_t i = 0; i < cur->nresults; i++)
-                    materialize(c, c->sp - cur->nresults + i);
-                uint32_t pos = emit_op(c, PW_OP_BR);
-                add_fixup(c, cur, c->ncode, pos);
-                emit(c, 0);
-            }
-        do_else:
-            c->code[cur->else_fix] = c->ncode - c->code[cur->else_fix];
-            cur->else_fix = UINT32_MAX;
-            cur->kind = CT_ELSE;
-            cur->unreachable = false;
-            reset_stack(c, cur->height, cur->vnparams, cur->params);
-            break;
-        case 0x0B: /* end (the function's end returns: its moves handle lazy values) */
-            if (!cur->unreachable && cur->eh == 2) {
-                emit_moves(c, cur); /* a catch's results sit above its exception */
-            } else if (!cur->unreachable && cur->kind != CT_FUNC) {
-                begin_moves(c);
-                for (uint32_t i = 0; i < cur->nresults; i++)
-                    materialize(c, c->sp - cur->nresults + i);
-                end_moves(c);
-            }
-        do_end:
-            if (cur->kind == CT_FUNC) {
-                if (!cur->unreachable) emit_return(c);
-                legacy_stubs(c, cur);
-                c->ncs--;
-                break;
-            }
-            if (cur->stubs != UINT32_MAX) {
-                if (!cur->unreachable) {
-                    uint32_t pos = emit_op(c, PW_OP_BR);
-                    add_fixup(c, cur, c->ncode, pos);
-                    emit(c, 0);
-                }
-                legacy_stubs(c, cur);
-            }
-            if (cur->else_fix != UINT32_MAX)
-                c->code[cur->else_fix] = c->ncode - c->code[cur->else_fix];
-            if (cur->eh == 1 && !add_handler(c, cur->eh_pos)) /* a try without handlers */
-                return false;
-            if (cur->try_pos != UINT32_MAX) {
-                if (c->nhs == c->caphs &&
-                    !grow((void **)&c->hs, &c->caphs, c->nhs + 1, sizeof *c->hs))
-                    return false;
-                c->hs[c->nhs++] = (pw_handler){cur->try_pos - c->fstart, c->ncode - c->fstart};
-            }
-            if (cur->kind != CT_LOOP) bind_fixups(c, cur->fixups, c->ncode);
-            reset_stack(c, cur->height, cur->vnresults, cur->results);
-            c->ncs--;
-            break;
-        case 0x06: /* try (legacy) */
-            if (!legacy_try(c, &r, &in)) return false;
-            cur = &c->cs[c->ncs - 1];
-            break;
-        case 0x07: /* catch x (legacy) */
-        case 0x19: /* catch_all (legacy) */
-        do_catch:
-            if (!legacy_catch(c, cur, &in)) return false;
-            break;
-        case 0x18: /* delegate l (legacy) */
-        do_delegate:
-            if (!legacy_delegate(c, cur, &in)) return false;
-            break;
-        case 0x09: { /* rethrow l (legacy): the exception its catch keeps below its values */
-            ctl *l = &c->cs[c->ncs - 1 - in.a];
-            if (l->eh != 2) c->bad = true;
-            emit_op(c, PW_OP_THROW_REF);
-            emit(c, slot_of_depth(c, l->height));
-            goto dead;
-        }
-        case 0x0C: /* br */ emit_br(c, &c->cs[c->ncs - 1 - in.a]); goto dead;
-        case 0x0D: { /* br_if */
-            ctl *l = &c->cs[c->ncs - 1 - in.a];
-            if (c->sp == 0) c->bad = true;
-            c->sp -= c->sp > 0; /* the condition is not a branch value */
-            bool moves = l->kind == CT_FUNC || needs_moves(c, l);
-            c->sp++;
-            if (!moves) {
-                cond k = pop_cond(c, true);
-                uint32_t pos = emit_cond(c, &k);
-                emit_target(c, l, pos);
-            } else {
-                cond k = pop_cond(c, false);
-                uint32_t pos = emit_cond(c, &k);
-                uint32_t at = c->ncode;
-                emit(c, 0);
-                emit_br(c, l);
-                c->code[at] = c->ncode - pos;
-            }
-            c->pend = false;
-            break;
-        }
-        case 0x0E: { /* br_table */
-            uint32_t idx = pop_slot(c);
-            uint32_t n = in.n;
-            uint32_t pos = emit_op(c, PW_OP_BR_TABLE);
-            emit(c, idx);
-            emit(c, n);
-            uint32_t tbl = c->ncode;
-            for (uint32_t i = 0; i <= n; i++)
-                emit(c, 0);
-            if (c->oom) return false;
-            pw_reader tr = {in.vec, r.p, m->bytes, c->err};
-            for (uint32_t i = 0; i <= n; i++) {
-                uint32_t depth = in.a;
-                if (i < n && !pw_rd_u32(&tr, &depth)) return false;
-                if (depth >= c->ncs) {
-                    pw__fail(c->err, PW_ERR_INVALID, "unknown label");
-                    return false;
-                }
-                ctl *l = &c->cs[c->ncs - 1 - depth];
-                if (l->kind != CT_FUNC && !needs_moves(c, l)) {
-                    if (l->kind == CT_LOOP)
-                        c->code[tbl + i] = l->label_pc - pos;
-                    else
-                        add_fixup(c, l, tbl + i, pos);
-                } else {
-                    c->code[tbl + i] = c->ncode - pos;
-                    emit_br(c, l);
-                }
-            }
-            goto dead;
-        }
-        case 0x0F: /* return */ emit_return(c); goto dead;
-        case 0x10: { /* call */
-            const pw_deftype *t = &m->types[m->func_types[in.a]];
-            if (in.a >= m->nfunc_imports)
-                emit_call(c, PW_OP_CALL, t, in.a - m->nfunc_imports, 0, 0, false);
-            else
-                emit_call(c, PW_OP_CALL_IMPORT, t, in.a, 0, 0, false);
-            break;
-        }
-        case 0x11: { /* call_indirect */
-            if (tab64(c, in.b)) clamp_index(c, c->sp - 1);
-            uint32_t idx = pop_slot(c);
-            emit_call(c, PW_OP_CALL_INDIRECT, &m->types[in.a], in.a, in.b, idx, true);
-            break;
-        }
-        case 0x08: { /* throw */
-            const pw_deftype *tt = &m->types[m->tag_types[in.a]];
-            uint32_t np = ncells(tt->u.func.types, tt->u.func.nparams);
-            for (uint32_t i = 0; i < np; i++)
-                materialize(c, c->sp - np + i);
-            emit_op(c, PW_OP_THROW);
-            emit(c, in.a);
-            emit(c, slot_of_depth(c, c->sp - np));
-            gc_site(c, c->sp); /* allocates the exception package */
-            goto dead;
-        }
-        case 0x0A: { /* throw_ref */
-            uint32_t x = pop_slot(c);
-            emit_op(c, PW_OP_THROW_REF);
-            emit(c, x);
-            goto dead;
-        }
-        case 0x1F: { /* try_table: a block whose TRY instruction carries the catches */
-            materialize_all(c);
-            uint32_t n = in.n;
-            uint32_t pos = emit_op(c, PW_OP_TRY);
-            emit(c, 0);
-            emit(c, n);
-            uint32_t cl = c->ncode;
-            for (uint32_t k = 0; k < 4 * n; k++)
-                emit(c, 0);
-            if (c->oom) return false;
-            pw_reader cr = {in.vec, r.p, m->bytes, c->err};
-            for (uint32_t k = 0; k < n; k++) {
-                pw_catch cc;
-                if (!pw__rd_catch(&cr, &cc)) return false;
-                if (cc.label >= c->ncs || (cc.kind < 2 && cc.tag >= m->ntags)) {
-                    pw__fail(c->err, PW_ERR_INVALID, "unknown label");
-                    return false;
-                }
-                ctl *l = &c->cs[c->ncs - 1 - cc.label];
-                uint32_t w = cl + 4 * k;
-                c->code[w] = cc.kind;
-                c->code[w + 1] = cc.tag;
-                if (l->kind == CT_FUNC) {
-                    /* Catching into the function's label returns: the payload goes
-                     * to scratch slots above the stack and a stub returns it. */
-                    const pw_deftype *tt = cc.kind < 2 ? &m->types[m->tag_types[cc.tag]] : NULL;
-                    uint32_t np =
-                        (tt ? ncells(tt->u.func.types, tt->u.func.nparams) : 0) + (cc.kind & 1);
-                    uint32_t base = slot_of_depth(c, c->sp);
-                    if (c->sp + np > c->maxsp) c->maxsp = c->sp + np;
-                    c->code[w + 2] = base;
-                    c->code[w + 3] = c->ncode - pos;
-                    for (uint32_t i = 0; i < np; i++) {
-                        emit_op(c, PW_OP_COPY);
-                        emit(c, i);
-                        emit(c, base + i);
-                    }
-                    emit_op(c, PW_OP_RETURN);
-                } else {
-                    c->code[w + 2] = slot_of_depth(c, l->height);
-                    if (l->kind == CT_LOOP)
-                        c->code[w + 3] = l->label_pc - pos;
-                    else
-                        add_fixup(c, l, w + 3, pos);
-                }
-            }
-            c->code[pos + 1] = c->ncode - pos;
-            if (!push_ctl(c, CT_BLOCK, &in)) return false;
-            cur = &c->cs[c->ncs - 1];
-            cur->try_pos = pos;
-            cur->label_pc = c->ncode;
-            c->pend = false;
-            break;
-        }
-        case 0x12: { /* return_call */
-            const pw_deftype *t = &m->types[m->func_types[in.a]];
-            emit_to_base(c, ncells(t->u.func.types, t->u.func.nparams));
-            if (in.a >= m->nfunc_imports) {
-                emit_op(c, PW_OP_TAIL_CALL);
-                emit(c, in.a - m->nfunc_imports);
-            } else {
-                emit_op(c, PW_OP_TAIL_CALL_IMPORT);
-                emit(c, in.a);
-            }
-            goto dead;
-        }
-        case 0x13:   /* return_call_indirect */
-        case 0x15: { /* return_call_ref */
-            /* The index/reference must survive the argument moves: its own stack
-             * slot lies above every destination. */
-            if (op == 0x13 && tab64(c, in.b)) clamp_index(c, c->sp - 1);
-            materialize(c, c->sp - 1);
-            uint32_t x = slot_of_depth(c, c->sp - 1);
-            popn(c, 1);
-            const pw_deftype *t = &m->types[in.a];
-            emit_to_base(c, ncells(t->u.func.types, t->u.func.nparams));
-            if (op == 0x13) {
-                emit_op(c, PW_OP_TAIL_CALL_INDIRECT);
-                emit(c, in.a);
-                emit(c, in.b);
-            } else {
-                emit_op(c, PW_OP_TAIL_CALL_REF);
-            }
-            emit(c, x);
-            goto dead;
-        }
-        case 0x14: { /* call_ref */
-            uint32_t x = pop_slot(c);
-            const pw_deftype *t = &m->types[in.a];
-            uint32_t vnp = t->u.func.nparams, np = ncells(t->u.func.types, vnp);
-            for (uint32_t i = 0; i < np; i++)
-                materialize(c, c->sp - np + i);
-            emit_op(c, PW_OP_CALL_REF);
-            emit(c, x);
-            emit(c, slot_of_depth(c, c->sp - np));
-            gc_site(c, c->sp);
-            popn(c, np);
-            reset_stack(c, c->sp, t->u.func.nresults, t->u.func.types + vnp);
-            break;
-        }
-        case 0xD3: { /* ref.eq: references are compared as 64-bit words */
-            static const numinfo REF_EQ = {PW_OP_I64_EQ, NOIMM, 2, PW_K_I32, 1};
-            numeric(c, &REF_EQ);
-            break;
-        }
-        case 0xD4: { /* ref.as_non_null */
-            uint32_t x = slot_at(c, c->sp - 1);
-            emit_op(c, PW_OP_REF_AS_NON_NULL);
-            emit(c, x);
-            top(c, 0)->type &= ~0x10u;
-            c->pend = false;
-            break;
-        }
-        case 0xD5:   /* br_on_null: branch (without the reference) when null */
-        case 0xD6: { /* br_on_non_null: branch (with it) when not null */
-            ctl *l = &c->cs[c->ncs - 1 - in.a];
-            uint32_t x = slot_at(c, c->sp - 1);
-            ent saved = *top(c, 0);
-            if (op == 0xD5) popn(c, 1);
-            bool moves = l->kind == CT_FUNC || needs_moves(c, l);
-            uint32_t pos;
-            if (!moves) {
-                pos = emit_op(c, op == 0xD5 ? PW_OP_BR_IF64Z : PW_OP_BR_IF64);
-                emit(c, x);
-                emit_target(c, l, pos);
-            } else {
-                pos = emit_op(c, op == 0xD5 ? PW_OP_BR_IF64 : PW_OP_BR_IF64Z);
-                emit(c, x);
-                uint32_t atw = c->ncode;
-                emit(c, 0);
-                emit_br(c, l);
-                c->code[atw] = c->ncode - pos;
-            }
-            if (op == 0xD5) {
-                /* the (non-null) reference stays on the stack */
-                push(c, saved.loc, saved.local, saved.cval, saved.type & ~0x10u);
-            } else {
-                popn(c, 1);
-            }
-            c->pend = false;
-            break;
-        }
-        case 0x1A: popn(c, top(c, 0)->type == PW_VT_V128 ? 2 : 1); break; /* drop */
+        case 0x03: k = control_02(c, &r, &in, cur); break;
+        case 0x04: k = control_04(c, &r, &in, cur); break;
+        case 0x05: k = control_05(c, &r, &in, cur); break;
+        case 0x0B: k = control_0b(c, &r, &in, cur); break;
+        case 0x06: k = control_06(c, &r, &in, cur); break;
+        case 0x07:
+        case 0x19: k = control_07(c, &r, &in, cur); break;
+        case 0x18: k = control_18(c, &r, &in, cur); break;
+        case 0x09: k = control_09(c, &r, &in, cur); break;
+        case 0x0C: k = control_0c(c, &r, &in, cur); break;
+        case 0x0D: k = control_0d(c, &r, &in, cur); break;
+        case 0x0E: k = control_0e(c, &r, &in, cur); break;
+        case 0x0F: k = control_0f(c, &r, &in, cur); break;
+        case 0x10: k = call_10(c, &r, &in); break;
+        case 0x11: k = call_11(c, &r, &in); break;
+        case 0x08: k = call_08(c, &r, &in); break;
+        case 0x0A: k = call_0a(c, &r, &in); break;
+        case 0x1F: k = call_1f(c, &r, &in); break;
+        case 0x12: k = call_12(c, &r, &in); break;
+        case 0x13:
+        case 0x15: k = call_13(c, &r, &in); break;
+        case 0x14: k = call_14(c, &r, &in); break;
+        case 0xD3: k = var_d3(c, &in); break;
+        case 0xD4: k = var_d4(c, &in); break;
+        case 0xD5:
+        case 0xD6: k = var_d5(c, &in); break;
+        case 0x1A: k = var_1a(c, &in); break;
         case 0x1B:
-        case 0x1C: { /* select */
-            if (top(c, 1)->type == PW_VT_V128) {
-                select_v128(c);
-                break;
-            }
-            uint32_t cs = slot_at(c, c->sp - 1);
-            uint32_t b = slot_at(c, c->sp - 2);
-            uint32_t a = slot_at(c, c->sp - 3);
-            pw_valtype t = top(c, 1)->type;
-            popn(c, 3);
-            uint32_t dst = push_stack(c, t);
-            uint32_t pos = emit_op(c, PW_OP_SELECT);
-            emit(c, dst);
-            emit(c, a);
-            emit(c, b);
-            emit(c, cs);
-            set_pend(c, pos, PW_OP_SELECT, dst);
-            break;
-        }
-        case 0x20: { /* local.get */
-            uint32_t x = c->lmap[in.a];
-            push(c, LOC_LOCAL, x, 0, c->local_types[x]);
-            if (c->local_types[x] == PW_VT_V128) push(c, LOC_LOCAL, x + 1, 0, PW_VT_V128);
-            break;
-        }
+        case 0x1C: k = var_1b(c, &in); break;
+        case 0x20: k = var_20(c, &in); break;
         case 0x21:
-        case 0x22: {
-            uint32_t x = c->lmap[in.a];
-            if (c->local_types[x] != PW_VT_V128) {
-                local_set(c, x, op == 0x22);
-                break;
-            }
-            /* v128: the high half (on top) first */
-            local_set(c, x + 1, false);
-            local_set(c, x, false);
-            if (op == 0x22) {
-                push(c, LOC_LOCAL, x, 0, PW_VT_V128);
-                push(c, LOC_LOCAL, x + 1, 0, PW_VT_V128);
-            }
-            break;
-        }
-        case 0x23: { /* global.get */
-            if (m->globals[in.a].type.type == PW_VT_V128) {
-                reset_stack(c, c->sp, 1, &m->globals[in.a].type.type);
-                emit_simd(c, PW_SIMD_GLOBAL_GET, slot_of_depth(c, c->sp - 2), 0, 0, 0,
-                          (const uint32_t[4]){in.a, 0, 0, 0});
-                break;
-            }
-            uint32_t dst = push_stack(c, m->globals[in.a].type.type);
-            uint32_t pos = emit_op(c, PW_OP_GLOBAL_GET);
-            emit(c, dst);
-            emit(c, in.a);
-            set_pend(c, pos, PW_OP_GLOBAL_GET, dst);
-            break;
-        }
-        case 0x24: { /* global.set */
-            if (m->globals[in.a].type.type == PW_VT_V128) {
-                uint32_t v = v128_at(c, c->sp - 2);
-                popn(c, 2);
-                emit_simd(c, PW_SIMD_GLOBAL_SET, 0, v, 0, 0, (const uint32_t[4]){in.a, 0, 0, 0});
-                break;
-            }
-            uint32_t s = pop_slot(c);
-            emit_op(c, PW_OP_GLOBAL_SET);
-            emit(c, in.a);
-            emit(c, s);
-            c->pend = false;
-            break;
-        }
-        case 0x25: { /* table.get */
-            if (tab64(c, in.a)) clamp_index(c, c->sp - 1);
-            uint32_t i = pop_slot(c);
-            uint32_t dst = push_stack(c, m->tables[in.a].type.elem);
-            uint32_t pos = emit_op(c, PW_OP_TABLE_GET);
-            emit(c, dst);
-            emit(c, in.a);
-            emit(c, i);
-            set_pend(c, pos, PW_OP_TABLE_GET, dst);
-            break;
-        }
-        case 0x26: { /* table.set */
-            if (tab64(c, in.a)) clamp_index(c, c->sp - 2);
-            uint32_t v = pop_slot(c), i = pop_slot(c);
-            emit_op(c, PW_OP_TABLE_SET);
-            emit(c, in.a);
-            emit(c, i);
-            emit(c, v);
-            c->pend = false;
-            break;
-        }
-        case 0x3F: { /* memory.size */
-            if (mem_slow(c, in.a)) {
-                uint32_t dst = push_stack(c, m->mems[in.a].is64 ? PW_VT_I64 : PW_VT_I32);
-                emit_xop(c, PW_XOP_MEMORY_SIZE_X);
-                emit(c, dst);
-                emit(c, in.a);
-                break;
-            }
-            uint32_t dst = push_stack(c, PW_VT_I32);
-            uint32_t pos = emit_op(c, PW_OP_MEMORY_SIZE);
-            emit(c, dst);
-            set_pend(c, pos, PW_OP_MEMORY_SIZE, dst);
-            break;
-        }
-        case 0x40: { /* memory.grow */
-            if (mem_slow(c, in.a)) {
-                uint32_t d = pop_slot(c);
-                uint32_t dst = push_stack(c, m->mems[in.a].is64 ? PW_VT_I64 : PW_VT_I32);
-                emit_xop(c, PW_XOP_MEMORY_GROW_X);
-                emit(c, dst);
-                emit(c, in.a);
-                emit(c, d);
-                break;
-            }
-            uint32_t d = pop_slot(c);
-            uint32_t dst = push_stack(c, PW_VT_I32);
-            uint32_t pos = emit_op(c, PW_OP_MEMORY_GROW);
-            emit(c, dst);
-            emit(c, d);
-            set_pend(c, pos, PW_OP_MEMORY_GROW, dst);
-            break;
-        }
-        case 0x41: push(c, LOC_CONST, 0, (uint32_t)in.bits, PW_VT_I32); break;
-        case 0x42: push(c, LOC_CONST, 0, in.bits, PW_VT_I64); break;
-        case 0x43: push(c, LOC_CONST, 0, in.bits, PW_VT_F32); break;
-        case 0x44: push(c, LOC_CONST, 0, in.bits, PW_VT_F64); break;
-        case 0xA7: /* i32.wrap_i64: the low half of the slot already is the result */
+        case 0x22: k = var_21(c, &in); break;
+        case 0x23: k = var_23(c, &in); break;
+        case 0x24: k = var_24(c, &in); break;
+        case 0x25: k = var_25(c, &in); break;
+        case 0x26: k = var_26(c, &in); break;
+        case 0x3F: k = var_3f(c, &in); break;
+        case 0x40: k = var_40(c, &in); break;
+        case 0x41: k = var_41(c, &in); break;
+        case 0x42: k = var_42(c, &in); break;
+        case 0x43: k = var_43(c, &in); break;
+        case 0x44: k = var_44(c, &in); break;
+        case 0xA7:
         case 0xBC:
         case 0xBD:
         case 0xBE:
-        case 0xBF: { /* reinterpret: same bits */
-            static const pw_valtype to[] = {PW_VT_I32, PW_VT_I32, PW_VT_I64, PW_VT_F32, PW_VT_F64};
-            ent *e = top(c, 0);
-            e->type = to[op == 0xA7 ? 0 : op - 0xBC + 1];
-            if (op == 0xA7 && e->loc == LOC_CONST) e->cval = (uint32_t)e->cval;
-            break;
+        case 0xBF: k = var_a7(c, &in); break;
+        case 0xD0: k = var_d0(c, &in); break;
+        case 0xD1: k = var_d1(c, &in); break;
+        case 0xD2: k = var_d2(c, &in); break;
+        default: k = other_instr(c, &r, &in);
         }
-        case 0xD0: push(c, LOC_CONST, 0, 0, in.t1); break; /* ref.null */
-        case 0xD1: {                                       /* ref.is_null */
-            uint32_t a = pop_slot(c);
-            uint32_t dst = push_stack(c, PW_VT_I32);
-            uint32_t pos = emit_op(c, PW_OP_I64_EQZ);
-            emit(c, dst);
-            emit(c, a);
-            set_pend(c, pos, PW_OP_I64_EQZ, dst);
-            break;
-        }
-        case 0xD2: { /* ref.func */
-            uint32_t dst = push_stack(c, PW_VT_ABSREF(PW_HT_FUNC, 0));
-            uint32_t pos = emit_op(c, PW_OP_REF_FUNC);
-            emit(c, dst);
-            emit(c, in.a);
-            set_pend(c, pos, PW_OP_REF_FUNC, dst);
-            break;
-        }
-        default:
-            if (op >= 0x28 && op <= 0x3E && mem_slow(c, in.a)) {
-                mem_access_slow(c, &in);
-                break;
-            }
-            if (op >= 0x28 && op <= 0x35) {
-                uint32_t lop = LOADS[op - 0x28].op, x, y, form;
-                if (fused_addr(c, 0, &x, &y, &form)) {
-                    uint32_t dst = push_stack(c, LOADS[op - 0x28].out);
-                    uint32_t pos = emit_op(c, lop + form);
-                    emit(c, dst);
-                    emit(c, x);
-                    emit(c, y);
-                    emit(c, (uint32_t)in.offset);
-                    set_pend(c, pos, lop + form, dst);
-                    break;
-                }
-                uint32_t a = const_addr(c, &in) ? c->zero_slot : pop_slot(c);
-                uint32_t dst = push_stack(c, LOADS[op - 0x28].out);
-                uint32_t pos = emit_op(c, lop);
-                emit(c, dst);
-                emit(c, a);
-                emit(c, (uint32_t)in.offset);
-                set_pend(c, pos, lop, dst);
-                break;
-            }
-            if (op >= 0x36 && op <= 0x3E) {
-                uint32_t sop = STORES[op - 0x36], x, y, form;
-                if (top(c, 0)->loc == LOC_LOCAL && fused_addr(c, 1, &x, &y, &form)) {
-                    uint32_t v = top(c, 0)->local;
-                    popn(c, 1);
-                    emit_op(c, sop + form);
-                    emit(c, x);
-                    emit(c, y);
-                    emit(c, v);
-                    emit(c, (uint32_t)in.offset);
-                    c->pend = false;
-                    break;
-                }
-                uint32_t v = pop_slot(c);
-                uint32_t a = const_addr(c, &in) ? c->zero_slot : pop_slot(c);
-                emit_op(c, sop);
-                emit(c, a);
-                emit(c, v);
-                emit(c, (uint32_t)in.offset);
-                c->pend = false;
-                break;
-            }
-            if (op < 256 && NUM[op].nin) {
-                numeric(c, &NUM[op]);
-                break;
-            }
-            if (op >= PW_OP_FC(0) && op <= PW_OP_FC(7)) {
-                numeric(c, &SAT[op - PW_OP_FC(0)]);
-                break;
-            }
-            if (op >= PW_OP_FC(8) && op <= PW_OP_FC(0x11)) {
-                uint32_t sub = op & 0xFF;
-                uint32_t s3 = 0, s2 = 0, s1 = 0;
-                switch (sub) {
-                case 0x08: /* memory.init seg mem */
-                    s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
-                    if (mem_slow(c, in.b)) {
-                        emit_xop(c, PW_XOP_MEMORY_INIT_X);
-                        emit(c, in.b), emit(c, in.a);
-                    } else {
-                        emit_op(c, PW_OP_MEMORY_INIT);
-                        emit(c, in.a);
-                    }
-                    emit(c, s1), emit(c, s2), emit(c, s3);
-                    break;
-                case 0x09:
-                    emit_op(c, PW_OP_DATA_DROP);
-                    emit(c, in.a);
-                    break;
-                case 0x0A: /* memory.copy dst src */
-                    s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
-                    if (mem_slow(c, in.a) || mem_slow(c, in.b)) {
-                        emit_xop(c, PW_XOP_MEMORY_COPY_X);
-                        emit(c, in.a), emit(c, in.b);
-                    } else {
-                        emit_op(c, PW_OP_MEMORY_COPY);
-                    }
-                    emit(c, s1), emit(c, s2), emit(c, s3);
-                    break;
-                case 0x0B: /* memory.fill mem */
-                    s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
-                    if (mem_slow(c, in.a)) {
-                        emit_xop(c, PW_XOP_MEMORY_FILL_X);
-                        emit(c, in.a);
-                    } else {
-                        emit_op(c, PW_OP_MEMORY_FILL);
-                    }
-                    emit(c, s1), emit(c, s2), emit(c, s3);
-                    break;
-                case 0x0C: /* table.init elem table */
-                    if (tab64(c, in.b)) clamp_index(c, c->sp - 3);
-                    s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
-                    emit_op(c, PW_OP_TABLE_INIT);
-                    emit(c, in.b), emit(c, in.a);
-                    emit(c, s1), emit(c, s2), emit(c, s3);
-                    break;
-                case 0x0D:
-                    emit_op(c, PW_OP_ELEM_DROP);
-                    emit(c, in.a);
-                    break;
-                case 0x0E: /* table.copy dst src */
-                    /* every i64 operand clamped: the length too when both are table64 */
-                    if (tab64(c, in.a)) clamp_index(c, c->sp - 3);
-                    if (tab64(c, in.b)) clamp_index(c, c->sp - 2);
-                    if (tab64(c, in.a) && tab64(c, in.b)) clamp_index(c, c->sp - 1);
-                    s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
-                    emit_op(c, PW_OP_TABLE_COPY);
-                    emit(c, in.a), emit(c, in.b);
-                    emit(c, s1), emit(c, s2), emit(c, s3);
-                    break;
-                case 0x0F: { /* table.grow: init n */
-                    if (tab64(c, in.a)) clamp_index(c, c->sp - 1);
-                    s2 = pop_slot(c), s1 = pop_slot(c);
-                    uint32_t dst = push_stack(c, PW_VT_I32);
-                    emit_op(c, PW_OP_TABLE_GROW);
-                    emit(c, dst), emit(c, in.a), emit(c, s1), emit(c, s2);
-                    /* table64: the i32 result (old size or -1) sign-extended */
-                    if (tab64(c, in.a)) widen_top(c, PW_OP_I64_EXTEND_I32_S);
-                    break;
-                }
-                case 0x10: {
-                    uint32_t dst = push_stack(c, PW_VT_I32);
-                    emit_op(c, PW_OP_TABLE_SIZE);
-                    emit(c, dst), emit(c, in.a);
-                    if (tab64(c, in.a)) widen_top(c, PW_OP_I64_EXTEND_I32_U);
-                    break;
-                }
-                case 0x11: /* table.fill: i v n */
-                    if (tab64(c, in.a)) {
-                        clamp_index(c, c->sp - 3);
-                        clamp_index(c, c->sp - 1);
-                    }
-                    s3 = pop_slot(c), s2 = pop_slot(c), s1 = pop_slot(c);
-                    emit_op(c, PW_OP_TABLE_FILL);
-                    emit(c, in.a), emit(c, s1), emit(c, s2), emit(c, s3);
-                    break;
-                }
-                c->pend = false;
-                break;
-            }
-            if ((op >> 8) == 0xFB) {
-                if (!compile_gc(c, &in)) return false;
-                break;
-            }
-            if (op >= PW_OP_FD(0) && op < PW_OP_FD(PW_FD_COUNT)) {
-                compile_simd(c, &in);
-                break;
-            }
-            pw__fail(c->err, PW_ERR_INVALID, "unsupported instruction %x in compiler", op);
-            return false;
-        }
-        continue;
-    dead:
-        /* The rest of the block is unreachable: skip to its else/end. */
+        if (k == K_FAIL) return false;
+        if (k == K_NEXT) continue;
+        /* K_DEAD: the rest of the block is unreachable: skip to its else/end. */
         {
             uint32_t closing = 0;
             cur = &c->cs[c->ncs - 1];
@@ -2076,10 +2330,15 @@ static bool compile_body(comp *c, pw_cfunc *out) {
                 if (!c->err->status) pw__fail(c->err, PW_ERR_MALFORMED, "unexpected end");
                 return false;
             }
-            if (closing == 0x05) goto do_else;
-            if (closing == 0x07 || closing == 0x19) goto do_catch;
-            if (closing == 0x18) goto do_delegate;
-            goto do_end;
+            if (closing == 0x05)
+                k = block_else(c, cur);
+            else if (closing == 0x07 || closing == 0x19)
+                k = legacy_catch(c, cur, &in) ? K_NEXT : K_FAIL;
+            else if (closing == 0x18)
+                k = legacy_delegate(c, cur, &in) ? K_NEXT : K_FAIL;
+            else
+                k = block_end(c, cur);
+            if (k == K_FAIL) return false;
         }
     }
     if (c->oom) return false;

@@ -96,7 +96,7 @@ static pw_status grow_vals(pw_vctx *v, uint32_t need) {
     return PW_OK;
 }
 
-static inline pw_status push(pw_vctx *v, pw_valtype t) {
+static inline __attribute__((always_inline)) pw_status push(pw_vctx *v, pw_valtype t) {
     if (v->nvals == v->capvals && grow_vals(v, v->nvals + 1)) return v->err->status;
     v->vals[v->nvals++] = t;
     return PW_OK;
@@ -121,7 +121,7 @@ static inline pw_status pop_any(pw_vctx *v, pw_valtype *out) {
     return PW_OK;
 }
 
-static inline pw_status pop(pw_vctx *v, pw_valtype want) {
+static inline __attribute__((always_inline)) pw_status pop(pw_vctx *v, pw_valtype want) {
     pw_vctl *c = top(v);
     if (v->nvals == c->height) {
         if (c->unreachable) return PW_OK;
@@ -672,14 +672,390 @@ static pw_status legacy_eh(pw_vctx *v, const pw_instr *in) {
 
 /* ------------------------------------------------------------------ the main loop */
 
+/* Control instructions, one function per case of run's switch (no second dispatch):
+ * blocks, legacy exceptions, else, end (which sets *done at the function's end),
+ * branches, br_table and return. Inlined into run: they are frequent. */
+static inline __attribute__((always_inline)) pw_status block_instr(pw_vctx *v, const pw_instr *in) {
+    pw_module *m = v->m;
+    uint32_t op = in->op;
+    pw_vctl proto = {0};
+    if (read_blocktype(v, in, &proto)) return v->err->status;
+    if (op == 0x04 && pop(v, PW_VT_I32)) return v->err->status;
+    if (op == 0x1F) {
+        pw_reader cr = v->r;
+        cr.p = in->vec;
+        pw_catch c;
+        for (uint32_t i = 0; i < in->n; i++) {
+            pw__rd_catch(&cr, &c);
+            if (check_catch(v, &c)) return v->err->status;
+        }
+    }
+    const pw_valtype *p, *r;
+    uint32_t np, nr;
+    frame_types(m, &proto, &p, &np, &r, &nr);
+    if (pop_n(v, p, np) || push_ctl(v, op, &proto) || push_n(v, p, np)) return v->err->status;
+    return PW_OK;
+}
+
+static inline __attribute__((always_inline)) pw_status legacy_instr(pw_vctx *v,
+                                                                    const pw_instr *in) {
+    if (legacy_eh(v, in)) return v->err->status;
+    return PW_OK;
+}
+
+static inline __attribute__((always_inline)) pw_status else_instr(pw_vctx *v, const pw_instr *in) {
+    pw_module *m = v->m;
+    (void)in;
+    pw_vctl *c = top(v);
+    if (c->op != 0x04) /* the enclosing sequence ends here and wants an `end` */
+        return pw__fail(v->err, PW_ERR_MALFORMED, "END opcode expected (at byte %zu)",
+                        pw_rd_off(&v->r) - 1);
+    if (check_frame_end(v, c)) return v->err->status;
+    reset_inits(v, c->init_height);
+    c->op = 0x05;
+    c->unreachable = 0;
+    const pw_valtype *p, *r;
+    uint32_t np, nr;
+    frame_types(m, c, &p, &np, &r, &nr);
+    if (push_n(v, p, np)) return v->err->status;
+    return PW_OK;
+}
+
+static inline __attribute__((always_inline)) pw_status end_instr(pw_vctx *v, const pw_instr *in,
+                                                                 bool *done) {
+    pw_module *m = v->m;
+    (void)in;
+    pw_vctl c = *top(v);
+    if (check_frame_end(v, &c)) return v->err->status;
+    const pw_valtype *p, *r;
+    uint32_t np, nr;
+    frame_types(m, &c, &p, &np, &r, &nr);
+    if (c.op == 0x04) { /* if without else: the params must pass for results */
+        bool ok = np == nr;
+        for (uint32_t i = 0; ok && i < np; i++)
+            ok = pw__valtype_sub(m, p[i], r[i]);
+        if (!ok) return invalid(v, "type mismatch: if without else must not change types");
+    }
+    reset_inits(v, c.init_height);
+    v->nctls--;
+    if (v->nctls == 0) {
+        *done = true;
+        return PW_OK;
+    }
+    if (c.bt == PW_BT_VAL) {
+        if (push(v, c.single)) return v->err->status;
+    } else if (push_n(v, r, nr)) {
+        return v->err->status;
+    }
+    return PW_OK;
+}
+
+static inline __attribute__((always_inline)) pw_status br_instr(pw_vctx *v, const pw_instr *in) {
+    uint32_t op = in->op;
+    const pw_valtype *ls;
+    uint32_t n;
+    if (label_types(v, in->a, &ls, &n)) return v->err->status;
+    if (op == 0x0D) {
+        if (pop(v, PW_VT_I32) || pop_n(v, ls, n) || push_n(v, ls, n)) return v->err->status;
+    } else {
+        if (pop_n(v, ls, n)) return v->err->status;
+        set_unreachable(v);
+    }
+    return PW_OK;
+}
+
+static inline __attribute__((always_inline)) pw_status br_table_instr(pw_vctx *v,
+                                                                      const pw_instr *in) {
+    pw_module *m = v->m;
+    if (pop(v, PW_VT_I32)) return v->err->status;
+    const pw_valtype *ls;
+    uint32_t arity;
+    if (label_types(v, in->a, &ls, &arity)) return v->err->status;
+    pw_reader lr = v->r;
+    lr.p = in->vec;
+    pw_vctl *c = top(v);
+    uint32_t avail = v->nvals - c->height;
+    if (arity > avail && !c->unreachable) return invalid(v, "type mismatch: br_table");
+    uint32_t gen = ++v->brt_gen;
+    for (uint32_t k = 0; k <= in->n; k++) {
+        uint32_t l = in->a, n;
+        if (k < in->n) pw_rd_u32(&lr, &l);
+        if (label_types(v, l, &ls, &n)) return v->err->status;
+        /* Each label once: a hostile table repeating one deep label must not
+         * cost targets x arity. */
+        pw_vctl *lc = &v->ctls[v->nctls - 1 - l];
+        if (lc->brt_stamp == gen) continue;
+        lc->brt_stamp = gen;
+        if (n != arity) return invalid(v, "type mismatch: br_table targets have different arities");
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t depth = n - 1 - i;   /* from the top */
+            if (depth >= avail) continue; /* bottom */
+            if (!pw__valtype_sub(m, v->vals[v->nvals - 1 - depth], ls[i]))
+                return invalid(v, "type mismatch: br_table operand");
+        }
+    }
+    set_unreachable(v);
+    return PW_OK;
+}
+
+static inline __attribute__((always_inline)) pw_status return_instr(pw_vctx *v,
+                                                                    const pw_instr *in) {
+    (void)in;
+    pw_module *m = v->m;
+    const pw_deftype *ft;
+    ft = &m->types[v->ctls[0].type];
+    if (pop_n(v, ft->u.func.types + ft->u.func.nparams, ft->u.func.nresults)) return v->err->status;
+    set_unreachable(v);
+    return PW_OK;
+}
+
+/* Bulk memory and table instructions (0xFC 0x08-0x11). */
+static __attribute__((noinline)) pw_status bulk_instr(pw_vctx *v, const pw_instr *in) {
+    pw_module *m = v->m;
+    uint32_t op = in->op;
+    pw_valtype t, t2, t3;
+    const pw_deftype *ft;
+    const pw_field *fld;
+    (void)t;
+    (void)t2;
+    (void)t3;
+    (void)ft;
+    (void)fld;
+    switch (op) {
+    case PW_OP_FC(0x08): /* memory.init: [at i32 i32] */
+        if (check_mem(v, in->b) || check_data(v, in->a)) return v->err->status;
+        if (pop(v, PW_VT_I32) || pop(v, PW_VT_I32) || pop(v, mem_at(v, in->b)))
+            return v->err->status;
+        return PW_OK;
+    case PW_OP_FC(0x09):
+        if (check_data(v, in->a)) return v->err->status;
+        return PW_OK;
+    case PW_OP_FC(0x0A): { /* memory.copy dst src: [at_d at_s at_min] */
+        if (check_mem(v, in->a) || check_mem(v, in->b)) return v->err->status;
+        pw_valtype ad = mem_at(v, in->a), as = mem_at(v, in->b);
+        if (pop(v, min_at(ad, as)) || pop(v, as) || pop(v, ad)) return v->err->status;
+        return PW_OK;
+    }
+    case PW_OP_FC(0x0B): /* memory.fill: [at i32 at] */
+        if (check_mem(v, in->a)) return v->err->status;
+        if (pop(v, mem_at(v, in->a)) || pop(v, PW_VT_I32) || pop(v, mem_at(v, in->a)))
+            return v->err->status;
+        return PW_OK;
+    case PW_OP_FC(0x0C): /* table.init elem table: [at i32 i32] */
+        if (check_table(v, in->b, &t) || check_elem(v, in->a, &t2)) return v->err->status;
+        if (!pw__valtype_sub(m, t2, t))
+            return invalid(v, "type mismatch: element segment's type does not match table's");
+        if (pop(v, PW_VT_I32) || pop(v, PW_VT_I32) || pop(v, tab_at(v, in->b)))
+            return v->err->status;
+        return PW_OK;
+    case PW_OP_FC(0x0D):
+        if (check_elem(v, in->a, &t)) return v->err->status;
+        return PW_OK;
+    case PW_OP_FC(0x0E): { /* table.copy dst src: [at_d at_s at_min] */
+        if (check_table(v, in->a, &t) || check_table(v, in->b, &t2)) return v->err->status;
+        if (!pw__valtype_sub(m, t2, t))
+            return invalid(v, "type mismatch: source element type does not match "
+                              "destination element type");
+        pw_valtype ad = tab_at(v, in->a), as = tab_at(v, in->b);
+        if (pop(v, min_at(ad, as)) || pop(v, as) || pop(v, ad)) return v->err->status;
+        return PW_OK;
+    }
+    case PW_OP_FC(0x0F):
+        if (check_table(v, in->a, &t) || pop(v, tab_at(v, in->a)) || pop(v, t) ||
+            push(v, tab_at(v, in->a)))
+            return v->err->status;
+        return PW_OK;
+    case PW_OP_FC(0x10):
+        if (check_table(v, in->a, &t) || push(v, tab_at(v, in->a))) return v->err->status;
+        return PW_OK;
+    case PW_OP_FC(0x11):
+        if (check_table(v, in->a, &t) || pop(v, tab_at(v, in->a)) || pop(v, t) ||
+            pop(v, tab_at(v, in->a)))
+            return v->err->status;
+        return PW_OK;
+    default: return pw__fail(v->err, PW_ERR_MALFORMED, "illegal opcode %x", op);
+    }
+    return PW_OK;
+}
+
+/* GC instructions (0xFB): structs, arrays, casts, i31; anything else is illegal. */
+static __attribute__((noinline)) pw_status gc_instr(pw_vctx *v, const pw_instr *in) {
+    pw_module *m = v->m;
+    uint32_t op = in->op;
+    pw_valtype t, t2, t3;
+    const pw_deftype *ft;
+    const pw_field *fld;
+    (void)t;
+    (void)t2;
+    (void)t3;
+    (void)ft;
+    (void)fld;
+    switch (op) {
+    case PW_OP_FB(0x00): {
+        const pw_deftype *st;
+        if (type_idx(v, in->a, PW_FORM_STRUCT, &st)) return v->err->status;
+        for (uint32_t i = st->u.strct.nfields; i-- > 0;)
+            if (pop(v, unpacked(&st->u.strct.fields[i]))) return v->err->status;
+        if (push(v, PW_VT_MAKE_REF(in->a, 0))) return v->err->status;
+        return PW_OK;
+    }
+    case PW_OP_FB(0x01): {
+        const pw_deftype *st;
+        if (type_idx(v, in->a, PW_FORM_STRUCT, &st)) return v->err->status;
+        for (uint32_t i = 0; i < st->u.strct.nfields; i++)
+            if (!defaultable(st->u.strct.fields[i].type))
+                return invalid(v, "field type is not defaultable");
+        if (push(v, PW_VT_MAKE_REF(in->a, 0))) return v->err->status;
+        return PW_OK;
+    }
+    case PW_OP_FB(0x02):
+    case PW_OP_FB(0x03):
+    case PW_OP_FB(0x04):
+        if (struct_field(v, in->a, in->b, &fld)) return v->err->status;
+        if ((op != PW_OP_FB(0x02)) != (fld->packed != PW_PACK_NONE))
+            return invalid(v, fld->packed ? "field is packed" : "field is unpacked");
+        if (pop(v, PW_VT_MAKE_REF(in->a, 1)) || push(v, unpacked(fld))) return v->err->status;
+        return PW_OK;
+    case PW_OP_FB(0x05):
+        if (struct_field(v, in->a, in->b, &fld)) return v->err->status;
+        if (!fld->mut) return invalid(v, "immutable field");
+        if (pop(v, unpacked(fld)) || pop(v, PW_VT_MAKE_REF(in->a, 1))) return v->err->status;
+        return PW_OK;
+    case PW_OP_FB(0x06):
+        if (array_field(v, in->a, &fld) || pop(v, PW_VT_I32) || pop(v, unpacked(fld)) ||
+            push(v, PW_VT_MAKE_REF(in->a, 0)))
+            return v->err->status;
+        return PW_OK;
+    case PW_OP_FB(0x07):
+        if (array_field(v, in->a, &fld)) return v->err->status;
+        if (!defaultable(fld->type)) return invalid(v, "array type is not defaultable");
+        if (pop(v, PW_VT_I32) || push(v, PW_VT_MAKE_REF(in->a, 0))) return v->err->status;
+        return PW_OK;
+    case PW_OP_FB(0x08): {
+        if (array_field(v, in->a, &fld)) return v->err->status;
+        t = unpacked(fld);
+        pw_vctl *c = top(v);
+        uint32_t avail = v->nvals - c->height;
+        if (in->b > avail && !c->unreachable)
+            return invalid(v, "type mismatch: array.new_fixed needs %u operands", in->b);
+        uint32_t k = in->b < avail ? in->b : avail; /* the rest are bottom */
+        for (uint32_t i = 0; i < k; i++)
+            if (pop(v, t)) return v->err->status;
+        if (push(v, PW_VT_MAKE_REF(in->a, 0))) return v->err->status;
+        return PW_OK;
+    }
+    case PW_OP_FB(0x09):
+        if (array_field(v, in->a, &fld) || check_data(v, in->b)) return v->err->status;
+        if (PW_VT_KIND(fld->type) == PW_K_REF)
+            return invalid(v, "array type is not numeric or vector");
+        if (pop(v, PW_VT_I32) || pop(v, PW_VT_I32) || push(v, PW_VT_MAKE_REF(in->a, 0)))
+            return v->err->status;
+        return PW_OK;
+    case PW_OP_FB(0x0A):
+        if (array_field(v, in->a, &fld) || check_elem(v, in->b, &t)) return v->err->status;
+        if (!pw__valtype_sub(m, t, unpacked(fld)))
+            return invalid(v, "type mismatch: element segment's type does not match array's");
+        if (pop(v, PW_VT_I32) || pop(v, PW_VT_I32) || push(v, PW_VT_MAKE_REF(in->a, 0)))
+            return v->err->status;
+        return PW_OK;
+    case PW_OP_FB(0x0B):
+    case PW_OP_FB(0x0C):
+    case PW_OP_FB(0x0D):
+        if (array_field(v, in->a, &fld)) return v->err->status;
+        if ((op != PW_OP_FB(0x0B)) != (fld->packed != PW_PACK_NONE))
+            return invalid(v, fld->packed ? "array is packed" : "array is unpacked");
+        if (pop(v, PW_VT_I32) || pop(v, PW_VT_MAKE_REF(in->a, 1)) || push(v, unpacked(fld)))
+            return v->err->status;
+        return PW_OK;
+    case PW_OP_FB(0x0E):
+        if (array_field(v, in->a, &fld)) return v->err->status;
+        if (!fld->mut) return invalid(v, "immutable array");
+        if (pop(v, unpacked(fld)) || pop(v, PW_VT_I32) || pop(v, PW_VT_MAKE_REF(in->a, 1)))
+            return v->err->status;
+        return PW_OK;
+    case PW_OP_FB(0x0F):
+        if (pop(v, ABSREF(PW_HT_ARRAY, 1)) || push(v, PW_VT_I32)) return v->err->status;
+        return PW_OK;
+    case PW_OP_FB(0x10):
+        if (array_field(v, in->a, &fld)) return v->err->status;
+        if (!fld->mut) return invalid(v, "immutable array");
+        if (pop(v, PW_VT_I32) || pop(v, unpacked(fld)) || pop(v, PW_VT_I32) ||
+            pop(v, PW_VT_MAKE_REF(in->a, 1)))
+            return v->err->status;
+        return PW_OK;
+    case PW_OP_FB(0x11): {
+        const pw_field *src;
+        if (array_field(v, in->a, &fld) || array_field(v, in->b, &src)) return v->err->status;
+        if (!fld->mut) return invalid(v, "immutable array");
+        if (src->packed != fld->packed || !pw__valtype_sub(m, src->type, fld->type))
+            return invalid(v, "array types do not match");
+        if (pop(v, PW_VT_I32) || pop(v, PW_VT_I32) || pop(v, PW_VT_MAKE_REF(in->b, 1)) ||
+            pop(v, PW_VT_I32) || pop(v, PW_VT_MAKE_REF(in->a, 1)))
+            return v->err->status;
+        return PW_OK;
+    }
+    case PW_OP_FB(0x12):
+    case PW_OP_FB(0x13):
+        if (array_field(v, in->a, &fld)) return v->err->status;
+        if (!fld->mut) return invalid(v, "immutable array");
+        if (op == PW_OP_FB(0x12)) {
+            if (check_data(v, in->b)) return v->err->status;
+            if (PW_VT_KIND(fld->type) == PW_K_REF)
+                return invalid(v, "array type is not numeric or vector");
+        } else {
+            if (check_elem(v, in->b, &t)) return v->err->status;
+            if (!pw__valtype_sub(m, t, unpacked(fld)))
+                return invalid(v, "type mismatch: element segment's type does not match "
+                                  "array's");
+        }
+        if (pop(v, PW_VT_I32) || pop(v, PW_VT_I32) || pop(v, PW_VT_I32) ||
+            pop(v, PW_VT_MAKE_REF(in->a, 1)))
+            return v->err->status;
+        return PW_OK;
+    case PW_OP_FB(0x14):
+    case PW_OP_FB(0x15):
+    case PW_OP_FB(0x16):
+    case PW_OP_FB(0x17): {
+        if (check_reftype(v, in->t1)) return v->err->status;
+        uint32_t top_ht = pw__heaptype_top(m, PW_VT_HEAP(in->t1));
+        if (pop(v, PW_VT_MAKE_REF(top_ht, 1))) return v->err->status;
+        if (push(v, op <= PW_OP_FB(0x15) ? PW_VT_I32 : in->t1)) return v->err->status;
+        return PW_OK;
+    }
+    case PW_OP_FB(0x18):
+    case PW_OP_FB(0x19):
+        if (br_cast(v, in, op == PW_OP_FB(0x19))) return v->err->status;
+        return PW_OK;
+    case PW_OP_FB(0x1A):
+    case PW_OP_FB(0x1B): {
+        bool to_any = op == PW_OP_FB(0x1A);
+        if (pop_ref(v, &t)) return v->err->status;
+        t3 = ABSREF(to_any ? PW_HT_EXTERN : PW_HT_ANY, 1);
+        if (!pw__valtype_sub(m, t | 0x10u, t3)) return mismatch(v, t3, t, false);
+        bool nul = PW_VT_KIND(t) == PW_K_REF && PW_VT_NULLABLE(t);
+        if (PW_VT_HEAP(t) == (PW_HT_ABS | PW_HT_BOT)) nul = false;
+        if (push(v, ABSREF(to_any ? PW_HT_ANY : PW_HT_EXTERN, nul))) return v->err->status;
+        return PW_OK;
+    }
+    case PW_OP_FB(0x1C):
+        if (pop(v, PW_VT_I32) || push(v, ABSREF(PW_HT_I31, 0))) return v->err->status;
+        return PW_OK;
+    case PW_OP_FB(0x1D):
+    case PW_OP_FB(0x1E):
+        if (pop(v, ABSREF(PW_HT_I31, 1)) || push(v, PW_VT_I32)) return v->err->status;
+        return PW_OK;
+    default: return pw__fail(v->err, PW_ERR_MALFORMED, "illegal opcode %x", op);
+    }
+    return PW_OK;
+}
+
 /* Validate the sequence at v->r up to its final `end`; the function (or constant)
  * frame must already be pushed. */
 static pw_status run(pw_vctx *v) {
     pw_module *m = v->m;
     pw_instr in;
-    pw_valtype t, t2, t3;
+    pw_valtype t, t2;
     const pw_deftype *ft;
-    const pw_field *fld;
     for (;;) {
         /* Fast path, outside constant expressions: numeric operators and local.get
          * with a one-byte index, typed without building a pw_instr. */
@@ -718,122 +1094,35 @@ static pw_status run(pw_vctx *v) {
         case 0x02:
         case 0x03:
         case 0x04:
-        case 0x1F: {
-            pw_vctl proto = {0};
-            if (read_blocktype(v, &in, &proto)) return v->err->status;
-            if (op == 0x04 && pop(v, PW_VT_I32)) return v->err->status;
-            if (op == 0x1F) {
-                pw_reader cr = v->r;
-                cr.p = in.vec;
-                pw_catch c;
-                for (uint32_t i = 0; i < in.n; i++) {
-                    pw__rd_catch(&cr, &c);
-                    if (check_catch(v, &c)) return v->err->status;
-                }
-            }
-            const pw_valtype *p, *r;
-            uint32_t np, nr;
-            frame_types(m, &proto, &p, &np, &r, &nr);
-            if (pop_n(v, p, np) || push_ctl(v, op, &proto) || push_n(v, p, np))
-                return v->err->status;
+        case 0x1F:
+            if (block_instr(v, &in)) return v->err->status;
             break;
-        }
         case 0x06:
         case 0x07:
         case 0x19:
         case 0x18:
         case 0x09:
-            if (legacy_eh(v, &in)) return v->err->status;
+            if (legacy_instr(v, &in)) return v->err->status;
             break;
-        case 0x05: {
-            pw_vctl *c = top(v);
-            if (c->op != 0x04) /* the enclosing sequence ends here and wants an `end` */
-                return pw__fail(v->err, PW_ERR_MALFORMED, "END opcode expected (at byte %zu)",
-                                pw_rd_off(&v->r) - 1);
-            if (check_frame_end(v, c)) return v->err->status;
-            reset_inits(v, c->init_height);
-            c->op = 0x05;
-            c->unreachable = 0;
-            const pw_valtype *p, *r;
-            uint32_t np, nr;
-            frame_types(m, c, &p, &np, &r, &nr);
-            if (push_n(v, p, np)) return v->err->status;
+        case 0x05:
+            if (else_instr(v, &in)) return v->err->status;
             break;
-        }
         case 0x0B: {
-            pw_vctl c = *top(v);
-            if (check_frame_end(v, &c)) return v->err->status;
-            const pw_valtype *p, *r;
-            uint32_t np, nr;
-            frame_types(m, &c, &p, &np, &r, &nr);
-            if (c.op == 0x04) { /* if without else: the params must pass for results */
-                bool ok = np == nr;
-                for (uint32_t i = 0; ok && i < np; i++)
-                    ok = pw__valtype_sub(m, p[i], r[i]);
-                if (!ok) return invalid(v, "type mismatch: if without else must not change types");
-            }
-            reset_inits(v, c.init_height);
-            v->nctls--;
-            if (v->nctls == 0) return PW_OK;
-            if (c.bt == PW_BT_VAL) {
-                if (push(v, c.single)) return v->err->status;
-            } else if (push_n(v, r, nr)) {
-                return v->err->status;
-            }
+            bool done = false;
+            if (end_instr(v, &in, &done)) return v->err->status;
+            if (done) return PW_OK;
             break;
         }
         case 0x0C:
-        case 0x0D: {
-            const pw_valtype *ls;
-            uint32_t n;
-            if (label_types(v, in.a, &ls, &n)) return v->err->status;
-            if (op == 0x0D) {
-                if (pop(v, PW_VT_I32) || pop_n(v, ls, n) || push_n(v, ls, n)) return v->err->status;
-            } else {
-                if (pop_n(v, ls, n)) return v->err->status;
-                set_unreachable(v);
-            }
+        case 0x0D:
+            if (br_instr(v, &in)) return v->err->status;
             break;
-        }
-        case 0x0E: {
-            if (pop(v, PW_VT_I32)) return v->err->status;
-            const pw_valtype *ls;
-            uint32_t arity;
-            if (label_types(v, in.a, &ls, &arity)) return v->err->status;
-            pw_reader lr = v->r;
-            lr.p = in.vec;
-            pw_vctl *c = top(v);
-            uint32_t avail = v->nvals - c->height;
-            if (arity > avail && !c->unreachable) return invalid(v, "type mismatch: br_table");
-            uint32_t gen = ++v->brt_gen;
-            for (uint32_t k = 0; k <= in.n; k++) {
-                uint32_t l = in.a, n;
-                if (k < in.n) pw_rd_u32(&lr, &l);
-                if (label_types(v, l, &ls, &n)) return v->err->status;
-                /* Each label once: a hostile table repeating one deep label must not
-                 * cost targets x arity. */
-                pw_vctl *lc = &v->ctls[v->nctls - 1 - l];
-                if (lc->brt_stamp == gen) continue;
-                lc->brt_stamp = gen;
-                if (n != arity)
-                    return invalid(v, "type mismatch: br_table targets have different arities");
-                for (uint32_t i = 0; i < n; i++) {
-                    uint32_t depth = n - 1 - i;   /* from the top */
-                    if (depth >= avail) continue; /* bottom */
-                    if (!pw__valtype_sub(m, v->vals[v->nvals - 1 - depth], ls[i]))
-                        return invalid(v, "type mismatch: br_table operand");
-                }
-            }
-            set_unreachable(v);
+        case 0x0E:
+            if (br_table_instr(v, &in)) return v->err->status;
             break;
-        }
-        case 0x0F: {
-            ft = &m->types[v->ctls[0].type];
-            if (pop_n(v, ft->u.func.types + ft->u.func.nparams, ft->u.func.nresults))
-                return v->err->status;
-            set_unreachable(v);
+        case 0x0F:
+            if (return_instr(v, &in)) return v->err->status;
             break;
-        }
         case 0x10:
         case 0x12:
             if (in.a >= m->nfuncs) return invalid(v, "unknown function %u", in.a);
@@ -995,213 +1284,10 @@ static pw_status run(pw_vctx *v) {
         }
         continue;
     more:
-        switch (op) {
-        case PW_OP_FC(0x08): /* memory.init: [at i32 i32] */
-            if (check_mem(v, in.b) || check_data(v, in.a)) return v->err->status;
-            if (pop(v, PW_VT_I32) || pop(v, PW_VT_I32) || pop(v, mem_at(v, in.b)))
-                return v->err->status;
-            break;
-        case PW_OP_FC(0x09):
-            if (check_data(v, in.a)) return v->err->status;
-            break;
-        case PW_OP_FC(0x0A): { /* memory.copy dst src: [at_d at_s at_min] */
-            if (check_mem(v, in.a) || check_mem(v, in.b)) return v->err->status;
-            pw_valtype ad = mem_at(v, in.a), as = mem_at(v, in.b);
-            if (pop(v, min_at(ad, as)) || pop(v, as) || pop(v, ad)) return v->err->status;
-            break;
-        }
-        case PW_OP_FC(0x0B): /* memory.fill: [at i32 at] */
-            if (check_mem(v, in.a)) return v->err->status;
-            if (pop(v, mem_at(v, in.a)) || pop(v, PW_VT_I32) || pop(v, mem_at(v, in.a)))
-                return v->err->status;
-            break;
-        case PW_OP_FC(0x0C): /* table.init elem table: [at i32 i32] */
-            if (check_table(v, in.b, &t) || check_elem(v, in.a, &t2)) return v->err->status;
-            if (!pw__valtype_sub(m, t2, t))
-                return invalid(v, "type mismatch: element segment's type does not match table's");
-            if (pop(v, PW_VT_I32) || pop(v, PW_VT_I32) || pop(v, tab_at(v, in.b)))
-                return v->err->status;
-            break;
-        case PW_OP_FC(0x0D):
-            if (check_elem(v, in.a, &t)) return v->err->status;
-            break;
-        case PW_OP_FC(0x0E): { /* table.copy dst src: [at_d at_s at_min] */
-            if (check_table(v, in.a, &t) || check_table(v, in.b, &t2)) return v->err->status;
-            if (!pw__valtype_sub(m, t2, t))
-                return invalid(v, "type mismatch: source element type does not match "
-                                  "destination element type");
-            pw_valtype ad = tab_at(v, in.a), as = tab_at(v, in.b);
-            if (pop(v, min_at(ad, as)) || pop(v, as) || pop(v, ad)) return v->err->status;
-            break;
-        }
-        case PW_OP_FC(0x0F):
-            if (check_table(v, in.a, &t) || pop(v, tab_at(v, in.a)) || pop(v, t) ||
-                push(v, tab_at(v, in.a)))
-                return v->err->status;
-            break;
-        case PW_OP_FC(0x10):
-            if (check_table(v, in.a, &t) || push(v, tab_at(v, in.a))) return v->err->status;
-            break;
-        case PW_OP_FC(0x11):
-            if (check_table(v, in.a, &t) || pop(v, tab_at(v, in.a)) || pop(v, t) ||
-                pop(v, tab_at(v, in.a)))
-                return v->err->status;
-            break;
-        /* GC */
-        case PW_OP_FB(0x00): {
-            const pw_deftype *st;
-            if (type_idx(v, in.a, PW_FORM_STRUCT, &st)) return v->err->status;
-            for (uint32_t i = st->u.strct.nfields; i-- > 0;)
-                if (pop(v, unpacked(&st->u.strct.fields[i]))) return v->err->status;
-            if (push(v, PW_VT_MAKE_REF(in.a, 0))) return v->err->status;
-            break;
-        }
-        case PW_OP_FB(0x01): {
-            const pw_deftype *st;
-            if (type_idx(v, in.a, PW_FORM_STRUCT, &st)) return v->err->status;
-            for (uint32_t i = 0; i < st->u.strct.nfields; i++)
-                if (!defaultable(st->u.strct.fields[i].type))
-                    return invalid(v, "field type is not defaultable");
-            if (push(v, PW_VT_MAKE_REF(in.a, 0))) return v->err->status;
-            break;
-        }
-        case PW_OP_FB(0x02):
-        case PW_OP_FB(0x03):
-        case PW_OP_FB(0x04):
-            if (struct_field(v, in.a, in.b, &fld)) return v->err->status;
-            if ((op != PW_OP_FB(0x02)) != (fld->packed != PW_PACK_NONE))
-                return invalid(v, fld->packed ? "field is packed" : "field is unpacked");
-            if (pop(v, PW_VT_MAKE_REF(in.a, 1)) || push(v, unpacked(fld))) return v->err->status;
-            break;
-        case PW_OP_FB(0x05):
-            if (struct_field(v, in.a, in.b, &fld)) return v->err->status;
-            if (!fld->mut) return invalid(v, "immutable field");
-            if (pop(v, unpacked(fld)) || pop(v, PW_VT_MAKE_REF(in.a, 1))) return v->err->status;
-            break;
-        case PW_OP_FB(0x06):
-            if (array_field(v, in.a, &fld) || pop(v, PW_VT_I32) || pop(v, unpacked(fld)) ||
-                push(v, PW_VT_MAKE_REF(in.a, 0)))
-                return v->err->status;
-            break;
-        case PW_OP_FB(0x07):
-            if (array_field(v, in.a, &fld)) return v->err->status;
-            if (!defaultable(fld->type)) return invalid(v, "array type is not defaultable");
-            if (pop(v, PW_VT_I32) || push(v, PW_VT_MAKE_REF(in.a, 0))) return v->err->status;
-            break;
-        case PW_OP_FB(0x08): {
-            if (array_field(v, in.a, &fld)) return v->err->status;
-            t = unpacked(fld);
-            pw_vctl *c = top(v);
-            uint32_t avail = v->nvals - c->height;
-            if (in.b > avail && !c->unreachable)
-                return invalid(v, "type mismatch: array.new_fixed needs %u operands", in.b);
-            uint32_t k = in.b < avail ? in.b : avail; /* the rest are bottom */
-            for (uint32_t i = 0; i < k; i++)
-                if (pop(v, t)) return v->err->status;
-            if (push(v, PW_VT_MAKE_REF(in.a, 0))) return v->err->status;
-            break;
-        }
-        case PW_OP_FB(0x09):
-            if (array_field(v, in.a, &fld) || check_data(v, in.b)) return v->err->status;
-            if (PW_VT_KIND(fld->type) == PW_K_REF)
-                return invalid(v, "array type is not numeric or vector");
-            if (pop(v, PW_VT_I32) || pop(v, PW_VT_I32) || push(v, PW_VT_MAKE_REF(in.a, 0)))
-                return v->err->status;
-            break;
-        case PW_OP_FB(0x0A):
-            if (array_field(v, in.a, &fld) || check_elem(v, in.b, &t)) return v->err->status;
-            if (!pw__valtype_sub(m, t, unpacked(fld)))
-                return invalid(v, "type mismatch: element segment's type does not match array's");
-            if (pop(v, PW_VT_I32) || pop(v, PW_VT_I32) || push(v, PW_VT_MAKE_REF(in.a, 0)))
-                return v->err->status;
-            break;
-        case PW_OP_FB(0x0B):
-        case PW_OP_FB(0x0C):
-        case PW_OP_FB(0x0D):
-            if (array_field(v, in.a, &fld)) return v->err->status;
-            if ((op != PW_OP_FB(0x0B)) != (fld->packed != PW_PACK_NONE))
-                return invalid(v, fld->packed ? "array is packed" : "array is unpacked");
-            if (pop(v, PW_VT_I32) || pop(v, PW_VT_MAKE_REF(in.a, 1)) || push(v, unpacked(fld)))
-                return v->err->status;
-            break;
-        case PW_OP_FB(0x0E):
-            if (array_field(v, in.a, &fld)) return v->err->status;
-            if (!fld->mut) return invalid(v, "immutable array");
-            if (pop(v, unpacked(fld)) || pop(v, PW_VT_I32) || pop(v, PW_VT_MAKE_REF(in.a, 1)))
-                return v->err->status;
-            break;
-        case PW_OP_FB(0x0F):
-            if (pop(v, ABSREF(PW_HT_ARRAY, 1)) || push(v, PW_VT_I32)) return v->err->status;
-            break;
-        case PW_OP_FB(0x10):
-            if (array_field(v, in.a, &fld)) return v->err->status;
-            if (!fld->mut) return invalid(v, "immutable array");
-            if (pop(v, PW_VT_I32) || pop(v, unpacked(fld)) || pop(v, PW_VT_I32) ||
-                pop(v, PW_VT_MAKE_REF(in.a, 1)))
-                return v->err->status;
-            break;
-        case PW_OP_FB(0x11): {
-            const pw_field *src;
-            if (array_field(v, in.a, &fld) || array_field(v, in.b, &src)) return v->err->status;
-            if (!fld->mut) return invalid(v, "immutable array");
-            if (src->packed != fld->packed || !pw__valtype_sub(m, src->type, fld->type))
-                return invalid(v, "array types do not match");
-            if (pop(v, PW_VT_I32) || pop(v, PW_VT_I32) || pop(v, PW_VT_MAKE_REF(in.b, 1)) ||
-                pop(v, PW_VT_I32) || pop(v, PW_VT_MAKE_REF(in.a, 1)))
-                return v->err->status;
-            break;
-        }
-        case PW_OP_FB(0x12):
-        case PW_OP_FB(0x13):
-            if (array_field(v, in.a, &fld)) return v->err->status;
-            if (!fld->mut) return invalid(v, "immutable array");
-            if (op == PW_OP_FB(0x12)) {
-                if (check_data(v, in.b)) return v->err->status;
-                if (PW_VT_KIND(fld->type) == PW_K_REF)
-                    return invalid(v, "array type is not numeric or vector");
-            } else {
-                if (check_elem(v, in.b, &t)) return v->err->status;
-                if (!pw__valtype_sub(m, t, unpacked(fld)))
-                    return invalid(v, "type mismatch: element segment's type does not match "
-                                      "array's");
-            }
-            if (pop(v, PW_VT_I32) || pop(v, PW_VT_I32) || pop(v, PW_VT_I32) ||
-                pop(v, PW_VT_MAKE_REF(in.a, 1)))
-                return v->err->status;
-            break;
-        case PW_OP_FB(0x14):
-        case PW_OP_FB(0x15):
-        case PW_OP_FB(0x16):
-        case PW_OP_FB(0x17): {
-            if (check_reftype(v, in.t1)) return v->err->status;
-            uint32_t top_ht = pw__heaptype_top(m, PW_VT_HEAP(in.t1));
-            if (pop(v, PW_VT_MAKE_REF(top_ht, 1))) return v->err->status;
-            if (push(v, op <= PW_OP_FB(0x15) ? PW_VT_I32 : in.t1)) return v->err->status;
-            break;
-        }
-        case PW_OP_FB(0x18):
-        case PW_OP_FB(0x19):
-            if (br_cast(v, &in, op == PW_OP_FB(0x19))) return v->err->status;
-            break;
-        case PW_OP_FB(0x1A):
-        case PW_OP_FB(0x1B): {
-            bool to_any = op == PW_OP_FB(0x1A);
-            if (pop_ref(v, &t)) return v->err->status;
-            t3 = ABSREF(to_any ? PW_HT_EXTERN : PW_HT_ANY, 1);
-            if (!pw__valtype_sub(m, t | 0x10u, t3)) return mismatch(v, t3, t, false);
-            bool nul = PW_VT_KIND(t) == PW_K_REF && PW_VT_NULLABLE(t);
-            if (PW_VT_HEAP(t) == (PW_HT_ABS | PW_HT_BOT)) nul = false;
-            if (push(v, ABSREF(to_any ? PW_HT_ANY : PW_HT_EXTERN, nul))) return v->err->status;
-            break;
-        }
-        case PW_OP_FB(0x1C):
-            if (pop(v, PW_VT_I32) || push(v, ABSREF(PW_HT_I31, 0))) return v->err->status;
-            break;
-        case PW_OP_FB(0x1D):
-        case PW_OP_FB(0x1E):
-            if (pop(v, ABSREF(PW_HT_I31, 1)) || push(v, PW_VT_I32)) return v->err->status;
-            break;
-        default: return pw__fail(v->err, PW_ERR_MALFORMED, "illegal opcode %x", op);
+        if (op >= PW_OP_FC(0x08) && op <= PW_OP_FC(0x11)) {
+            if (bulk_instr(v, &in)) return v->err->status;
+        } else if (gc_instr(v, &in)) {
+            return v->err->status;
         }
     }
 }

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool wt_fail(wt_ctx *c, const wt_tok *at, const char *fmt, ...) {
+bool pw__wt_fail(wt_ctx *c, const wt_tok *at, const char *fmt, ...) {
     if (c->failed) return false;
     c->failed = true;
     char msg[200];
@@ -36,7 +36,7 @@ bool wt_fail(wt_ctx *c, const wt_tok *at, const char *fmt, ...) {
     return false;
 }
 
-void *wt_alloc(wt_ctx *c, size_t n) {
+void *pw__wt_alloc(wt_ctx *c, size_t n) {
     if (c->nowned == c->capowned) {
         size_t cap = c->capowned ? c->capowned * 2 : 64;
         void **v = realloc(c->owned, cap * sizeof *v);
@@ -74,7 +74,7 @@ static bool push(wt_ctx *c, uint8_t kind, uint32_t line, uint32_t col, const cha
     return true;
 }
 
-bool wt_utf8_ok(const char *s, size_t n) {
+bool pw__wt_utf8_ok(const char *s, size_t n) {
     const unsigned char *p = (const unsigned char *)s, *e = p + n;
     while (p < e) {
         unsigned char b = *p;
@@ -112,7 +112,8 @@ static size_t scan_string(wt_ctx *c, size_t i, uint32_t line, uint32_t col) {
         unsigned char ch = (unsigned char)s[i];
         if (ch < 0x20 || ch == 0x7F) {
             wt_tok at = {.line = line, .col = col};
-            wt_fail(c, &at, ch == '\n' ? "unclosed string" : "illegal control character in string");
+            pw__wt_fail(c, &at,
+                        ch == '\n' ? "unclosed string" : "illegal control character in string");
             return 0;
         }
         if (ch == '\\') {
@@ -124,12 +125,12 @@ static size_t scan_string(wt_ctx *c, size_t i, uint32_t line, uint32_t col) {
     }
     if (i >= c->len) {
         wt_tok at = {.line = line, .col = col};
-        wt_fail(c, &at, "unclosed string");
+        pw__wt_fail(c, &at, "unclosed string");
         return 0;
     }
-    if (!wt_utf8_ok(s + start, i - start)) {
+    if (!pw__wt_utf8_ok(s + start, i - start)) {
         wt_tok at = {.line = line, .col = col};
-        wt_fail(c, &at, "malformed UTF-8 encoding");
+        pw__wt_fail(c, &at, "malformed UTF-8 encoding");
         return 0;
     }
     return i + 1;
@@ -164,14 +165,14 @@ static bool strip_annotations(wt_ctx *c) {
                 break;
             j++;
         }
-        if (depth) return wt_fail(c, t, "unclosed annotation");
+        if (depth) return pw__wt_fail(c, t, "unclosed annotation");
         i = j;
     }
     c->nt = k;
     return true;
 }
 
-bool wt_lex(wt_ctx *c) {
+bool pw__wt_lex(wt_ctx *c) {
     const char *s = c->src;
     size_t i = 0, n = c->len;
     uint32_t line = 1;
@@ -211,7 +212,7 @@ bool wt_lex(wt_ctx *c) {
             }
             if (depth > 0) {
                 wt_tok at = {.line = l0, .col = c0};
-                return wt_fail(c, &at, "unclosed comment");
+                return pw__wt_fail(c, &at, "unclosed comment");
             }
             continue;
         }
@@ -229,10 +230,11 @@ bool wt_lex(wt_ctx *c) {
                                  .s = s + j + 1,
                                  .len = (uint32_t)(e - j - 2)};
                     wt_str id;
-                    if (!wt_string(c, &at, &id)) return false;
-                    if (id.len == 0 && adepth == 0) return wt_fail(c, &at, "empty annotation id");
-                    if (!wt_utf8_ok(id.s, id.len))
-                        return wt_fail(c, &at, "malformed UTF-8 encoding");
+                    if (!pw__wt_string(c, &at, &id)) return false;
+                    if (id.len == 0 && adepth == 0)
+                        return pw__wt_fail(c, &at, "empty annotation id");
+                    if (!pw__wt_utf8_ok(id.s, id.len))
+                        return pw__wt_fail(c, &at, "malformed UTF-8 encoding");
                     if (!push(c, WT_ANNOT, line, COL, s + j + 1, (uint32_t)(e - j - 2)))
                         return false;
                     adepth++;
@@ -241,7 +243,7 @@ bool wt_lex(wt_ctx *c) {
                 }
                 if (j == i + 2 && adepth == 0) {
                     wt_tok at = {.line = line, .col = COL};
-                    return wt_fail(c, &at, "empty annotation id");
+                    return pw__wt_fail(c, &at, "empty annotation id");
                 }
                 if (j == i + 2) {
                     /* inside an annotation "(@" alone is "(" and a reserved token */
@@ -308,16 +310,16 @@ bool wt_lex(wt_ctx *c) {
         wt_tok at = {.line = line, .col = COL};
         if (ch >= 0x80) {
             /* Non-ASCII outside strings and comments is never a token. */
-            return wt_fail(c, &at, "malformed UTF-8 encoding or unknown character");
+            return pw__wt_fail(c, &at, "malformed UTF-8 encoding or unknown character");
         }
-        return wt_fail(c, &at, "unexpected character");
+        return pw__wt_fail(c, &at, "unexpected character");
     }
     if (!push(c, WT_EOF, line, COL, s + n, 0)) return false;
 #undef COL
     return strip_annotations(c);
 }
 
-bool wt_is(const wt_tok *t, const char *kw) {
+bool pw__wt_is(const wt_tok *t, const char *kw) {
     size_t n = strlen(kw);
     return t->kind == WT_ATOM && t->len == n && memcmp(t->s, kw, n) == 0;
 }
@@ -351,14 +353,14 @@ static bool put_utf8(char *o, size_t *k, uint32_t cp) {
     return true;
 }
 
-bool wt_string(wt_ctx *c, const wt_tok *t, wt_str *out) {
+bool pw__wt_string(wt_ctx *c, const wt_tok *t, wt_str *out) {
     if (!memchr(t->s, '\\', t->len)) {
         out->s = t->s;
         out->len = t->len;
         return true;
     }
-    char *o = wt_alloc(c, t->len + 1);
-    if (!o) return wt_fail(c, t, "out of memory");
+    char *o = pw__wt_alloc(c, t->len + 1);
+    if (!o) return pw__wt_fail(c, t, "out of memory");
     size_t k = 0;
     for (uint32_t i = 0; i < t->len; i++) {
         char ch = t->s[i];
@@ -366,7 +368,7 @@ bool wt_string(wt_ctx *c, const wt_tok *t, wt_str *out) {
             o[k++] = ch;
             continue;
         }
-        if (++i >= t->len) return wt_fail(c, t, "illegal escape");
+        if (++i >= t->len) return pw__wt_fail(c, t, "illegal escape");
         ch = t->s[i];
         switch (ch) {
         case 't': o[k++] = '\t'; break;
@@ -376,7 +378,7 @@ bool wt_string(wt_ctx *c, const wt_tok *t, wt_str *out) {
         case '\'': o[k++] = '\''; break;
         case '\\': o[k++] = '\\'; break;
         case 'u': {
-            if (i + 1 >= t->len || t->s[i + 1] != '{') return wt_fail(c, t, "illegal escape");
+            if (i + 1 >= t->len || t->s[i + 1] != '{') return pw__wt_fail(c, t, "illegal escape");
             i += 2;
             uint32_t cp = 0;
             int digits = 0;
@@ -388,20 +390,20 @@ bool wt_string(wt_ctx *c, const wt_tok *t, wt_str *out) {
                     continue;
                 }
                 int h = hexval(t->s[i]);
-                if (h < 0) return wt_fail(c, t, "illegal escape");
-                if (cp > 0x10FFFF) return wt_fail(c, t, "illegal escape");
+                if (h < 0) return pw__wt_fail(c, t, "illegal escape");
+                if (cp > 0x10FFFF) return pw__wt_fail(c, t, "illegal escape");
                 cp = cp * 16 + (uint32_t)h;
                 digits++;
                 under = false;
                 i++;
             }
-            if (i >= t->len || !digits || under) return wt_fail(c, t, "illegal escape");
-            if (!put_utf8(o, &k, cp)) return wt_fail(c, t, "illegal escape");
+            if (i >= t->len || !digits || under) return pw__wt_fail(c, t, "illegal escape");
+            if (!put_utf8(o, &k, cp)) return pw__wt_fail(c, t, "illegal escape");
             break;
         }
         default: {
             int h1 = hexval(ch), h2 = i + 1 < t->len ? hexval(t->s[i + 1]) : -1;
-            if (h1 < 0 || h2 < 0) return wt_fail(c, t, "illegal escape");
+            if (h1 < 0 || h2 < 0) return pw__wt_fail(c, t, "illegal escape");
             o[k++] = (char)(h1 * 16 + h2);
             i++;
         }
@@ -451,18 +453,18 @@ static bool parse_nat(const char *s, size_t n, uint64_t *out) {
     return true;
 }
 
-bool wt_nat64(const wt_tok *t, uint64_t *out) {
+bool pw__wt_nat64(const wt_tok *t, uint64_t *out) {
     return t->kind == WT_ATOM && parse_nat(t->s, t->len, out);
 }
 
-bool wt_nat32(const wt_tok *t, uint32_t *out) {
+bool pw__wt_nat32(const wt_tok *t, uint32_t *out) {
     uint64_t v;
-    if (!wt_nat64(t, &v) || v > UINT32_MAX) return false;
+    if (!pw__wt_nat64(t, &v) || v > UINT32_MAX) return false;
     *out = (uint32_t)v;
     return true;
 }
 
-bool wt_int(const wt_tok *t, int bits, uint64_t *out) {
+bool pw__wt_int(const wt_tok *t, int bits, uint64_t *out) {
     if (t->kind != WT_ATOM || !t->len) return false;
     const char *s = t->s;
     size_t n = t->len;
@@ -528,7 +530,7 @@ static bool float_syntax(const wt_tok *t, char *buf, size_t cap, int *kind, bool
     return true;
 }
 
-bool wt_f32(const wt_tok *t, uint32_t *out) {
+bool pw__wt_f32(const wt_tok *t, uint32_t *out) {
     char stack[128];
     size_t cap = t->len + 8;
     char *buf = cap <= sizeof stack ? stack : malloc(cap);
@@ -557,7 +559,7 @@ bool wt_f32(const wt_tok *t, uint32_t *out) {
     return ok;
 }
 
-bool wt_f64(const wt_tok *t, uint64_t *out) {
+bool pw__wt_f64(const wt_tok *t, uint64_t *out) {
     char stack[128];
     size_t cap = t->len + 8;
     char *buf = cap <= sizeof stack ? stack : malloc(cap);
@@ -586,7 +588,7 @@ bool wt_f64(const wt_tok *t, uint64_t *out) {
     return ok;
 }
 
-bool wt_is_num(const wt_tok *t) {
+bool pw__wt_is_num(const wt_tok *t) {
     if (t->kind != WT_ATOM || !t->len) return false;
     char ch = t->s[0];
     if (ch == '+' || ch == '-') {
@@ -598,11 +600,11 @@ bool wt_is_num(const wt_tok *t) {
 
 /* ---------------------------------------------------------------- encoders */
 
-bool wt_byte(pb_buf *b, uint8_t v) {
+bool pw__wt_byte(pb_buf *b, uint8_t v) {
     return pb_buf_put(b, &v, 1);
 }
 
-bool wt_u64(pb_buf *b, uint64_t v) {
+bool pw__wt_u64(pb_buf *b, uint64_t v) {
     uint8_t tmp[10];
     size_t k = 0;
     do {
@@ -614,11 +616,11 @@ bool wt_u64(pb_buf *b, uint64_t v) {
     return pb_buf_put(b, tmp, k);
 }
 
-bool wt_u32(pb_buf *b, uint32_t v) {
-    return wt_u64(b, v);
+bool pw__wt_u32(pb_buf *b, uint32_t v) {
+    return pw__wt_u64(b, v);
 }
 
-bool wt_s64(pb_buf *b, int64_t v) {
+bool pw__wt_s64(pb_buf *b, int64_t v) {
     uint8_t tmp[10];
     size_t k = 0;
     for (;;) {
@@ -632,10 +634,10 @@ bool wt_s64(pb_buf *b, int64_t v) {
     return pb_buf_put(b, tmp, k);
 }
 
-bool wt_s32(pb_buf *b, int32_t v) {
-    return wt_s64(b, v);
+bool pw__wt_s32(pb_buf *b, int32_t v) {
+    return pw__wt_s64(b, v);
 }
 
-bool wt_name(pb_buf *b, const wt_str *s) {
-    return wt_u32(b, s->len) && pb_buf_put(b, s->s, s->len);
+bool pw__wt_name(pb_buf *b, const wt_str *s) {
+    return pw__wt_u32(b, s->len) && pb_buf_put(b, s->s, s->len);
 }

@@ -2,7 +2,7 @@
  * ops.c — the instruction names of the text format: each plain instruction's opcode
  * (one byte, or 0xFB/0xFC sub-opcodes as 0xFBxx/0xFCxx, SIMD as 0xFD0000|sub) and the
  * kind of immediates it takes (WI_*). The table is constant; each parse sorts an index
- * of it once (wt_ops_init) and looks names up by binary search.
+ * of it once (pw__wt_ops_init) and looks names up by binary search.
  */
 #include "wasm/text/wat.h"
 
@@ -519,8 +519,8 @@ static int cmp_idx(const void *a, const void *b) {
     return strcmp(OPS[*(const uint16_t *)a].name, OPS[*(const uint16_t *)b].name);
 }
 
-bool wt_ops_init(wt_ctx *c) {
-    c->opidx = wt_alloc(c, NOPS * sizeof *c->opidx);
+bool pw__wt_ops_init(wt_ctx *c) {
+    c->opidx = pw__wt_alloc(c, NOPS * sizeof *c->opidx);
     if (!c->opidx) return false;
     for (size_t i = 0; i < NOPS; i++)
         c->opidx[i] = (uint16_t)i;
@@ -529,7 +529,7 @@ bool wt_ops_init(wt_ctx *c) {
     return true;
 }
 
-const wt_op *wt_op_find(wt_ctx *c, const char *s, size_t n) {
+const wt_op *pw__wt_op_find(wt_ctx *c, const char *s, size_t n) {
     size_t lo = 0, hi = c->nops;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;

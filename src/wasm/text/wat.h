@@ -94,21 +94,21 @@ typedef struct wt_ctx {
 } wt_ctx;
 
 /* lex.c */
-bool wt_lex(wt_ctx *c);
-bool wt_fail(wt_ctx *c, const wt_tok *at, const char *fmt, ...)
+bool pw__wt_lex(wt_ctx *c);
+bool pw__wt_fail(wt_ctx *c, const wt_tok *at, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void *wt_alloc(wt_ctx *c, size_t n); /* zeroed, owned by the context */
+void *pw__wt_alloc(wt_ctx *c, size_t n); /* zeroed, owned by the context */
 /* Decode a string token's escapes; false (error set) on bad escapes. */
-bool wt_string(wt_ctx *c, const wt_tok *t, wt_str *out);
-bool wt_utf8_ok(const char *s, size_t n);
-bool wt_is(const wt_tok *t, const char *kw);
-bool wt_nat32(const wt_tok *t, uint32_t *out);
-bool wt_nat64(const wt_tok *t, uint64_t *out);
+bool pw__wt_string(wt_ctx *c, const wt_tok *t, wt_str *out);
+bool pw__wt_utf8_ok(const char *s, size_t n);
+bool pw__wt_is(const wt_tok *t, const char *kw);
+bool pw__wt_nat32(const wt_tok *t, uint32_t *out);
+bool pw__wt_nat64(const wt_tok *t, uint64_t *out);
 /* Integer literals of N bits (iN: unsigned or signed forms), result as bits. */
-bool wt_int(const wt_tok *t, int bits, uint64_t *out);
-bool wt_f32(const wt_tok *t, uint32_t *out);
-bool wt_f64(const wt_tok *t, uint64_t *out);
-bool wt_is_num(const wt_tok *t);
+bool pw__wt_int(const wt_tok *t, int bits, uint64_t *out);
+bool pw__wt_f32(const wt_tok *t, uint32_t *out);
+bool pw__wt_f64(const wt_tok *t, uint64_t *out);
+bool pw__wt_is_num(const wt_tok *t);
 
 /* ops.c */
 enum {
@@ -161,21 +161,21 @@ typedef struct wt_op {
     uint8_t align; /* WI_MEMARG: natural alignment log2 */
 } wt_op;
 
-const wt_op *wt_op_find(wt_ctx *c, const char *s, size_t n);
-bool wt_ops_init(wt_ctx *c);
+const wt_op *pw__wt_op_find(wt_ctx *c, const char *s, size_t n);
+bool pw__wt_ops_init(wt_ctx *c);
 
 /* wat.c: shared with expr.c */
-bool wt_valtype(wt_ctx *c, pb_buf *out); /* one value type at the cursor */
-bool wt_heaptype(wt_ctx *c, pb_buf *out, bool *nullable_out);
-bool wt_reftype(wt_ctx *c, pb_buf *out, bool *nullable, pb_buf *heap);
-bool wt_index(wt_ctx *c, int space, uint32_t *out);     /* required */
-bool wt_index_opt(wt_ctx *c, int space, uint32_t *out); /* absent: 0 */
-bool wt_peek_index(wt_ctx *c);
+bool pw__wt_valtype(wt_ctx *c, pb_buf *out); /* one value type at the cursor */
+bool pw__wt_heaptype(wt_ctx *c, pb_buf *out, bool *nullable_out);
+bool pw__wt_reftype(wt_ctx *c, pb_buf *out, bool *nullable, pb_buf *heap);
+bool pw__wt_index(wt_ctx *c, int space, uint32_t *out);     /* required */
+bool pw__wt_index_opt(wt_ctx *c, int space, uint32_t *out); /* absent: 0 */
+bool pw__wt_peek_index(wt_ctx *c);
 /* Type use: (type x)? (param ...)* (result ...)*; names of params go to `names` when
  * non-NULL. Returns the type index (appending an inline type when needed). */
-bool wt_typeuse(wt_ctx *c, uint32_t *idx, wt_str **names, uint32_t *nnames, bool allow_names);
-bool wt_typeuse_block(wt_ctx *c, pb_buf *out);
-bool wt_lookup(wt_ctx *c, wt_space *sp, const wt_tok *t, uint32_t *out);
+bool pw__wt_typeuse(wt_ctx *c, uint32_t *idx, wt_str **names, uint32_t *nnames, bool allow_names);
+bool pw__wt_typeuse_block(wt_ctx *c, pb_buf *out);
+bool pw__wt_lookup(wt_ctx *c, wt_space *sp, const wt_tok *t, uint32_t *out);
 
 static inline wt_tok *wt_peek(wt_ctx *c) {
     return &c->t[c->pos];
@@ -190,18 +190,18 @@ static inline wt_tok *wt_next(wt_ctx *c) {
 }
 /* Is the cursor at "(" followed by keyword kw? */
 static inline bool wt_at_form(wt_ctx *c, const char *kw) {
-    return wt_peek(c)->kind == WT_LP && wt_is(wt_peek2(c), kw);
+    return wt_peek(c)->kind == WT_LP && pw__wt_is(wt_peek2(c), kw);
 }
-bool wt_expect(wt_ctx *c, int kind, const char *what);
-bool wt_expect_kw(wt_ctx *c, const char *kw);
+bool pw__wt_expect(wt_ctx *c, int kind, const char *what);
+bool pw__wt_expect_kw(wt_ctx *c, const char *kw);
 
 /* LEB128 and small encoders */
-bool wt_u32(pb_buf *b, uint32_t v);
-bool wt_u64(pb_buf *b, uint64_t v);
-bool wt_s32(pb_buf *b, int32_t v);
-bool wt_s64(pb_buf *b, int64_t v);
-bool wt_byte(pb_buf *b, uint8_t v);
-bool wt_name(pb_buf *b, const wt_str *s);
+bool pw__wt_u32(pb_buf *b, uint32_t v);
+bool pw__wt_u64(pb_buf *b, uint64_t v);
+bool pw__wt_s32(pb_buf *b, int32_t v);
+bool pw__wt_s64(pb_buf *b, int64_t v);
+bool pw__wt_byte(pb_buf *b, uint8_t v);
+bool pw__wt_name(pb_buf *b, const wt_str *s);
 
 /* expr.c: a function body / constant expression until ")" (not consumed). Labels
  * and locals come from the function context. */
@@ -212,6 +212,6 @@ typedef struct wt_func {
     uint32_t nlabels, caplabels;
     bool uses_data; /* memory.init / data.drop: needs a data count section */
 } wt_func;
-bool wt_instrs(wt_ctx *c, wt_func *f, pb_buf *out);
+bool pw__wt_instrs(wt_ctx *c, wt_func *f, pb_buf *out);
 
 #endif
