@@ -292,7 +292,7 @@ typedef struct jc {
     bool vc_set;                      /* the current instruction set the cache */
     uint8_t *vuse;                    /* per slot: V_* bits */
     int8_t *vpin;     /* per slot: -1, or PIN_XMM0 + n holding it and the next slot */
-    uint8_t *target;  /* per word: a branch target (from pass 1's fixups) */
+    uint8_t *target;  /* per word: a branch target (pass 1's fixups; with SIMD only) */
     uint32_t *vpairs; /* pass 1: (first slot, partner's first slot) of pair copies */
     uint32_t nvpairs, capvpairs;
     uint64_t *pool; /* literal pool: 16-byte constants as (lo, hi) */
@@ -391,7 +391,7 @@ static pw_xmem S_(jc *c, uint32_t w, int cls) {
         else
             return x_xreg(c->vpin[slot] - PIN_XMM0);
     }
-    if (!c->analyze) vc_drop(c, slot, slot);
+    if (!c->analyze && (c->vc_slot[0] & c->vc_slot[1]) != UINT32_MAX) vc_drop(c, slot, slot);
     return x_mem(X_RBX, (int32_t)(slot * 8));
 }
 #define SL(k)  S_(c, pos + (k), U_LDST)
@@ -1516,7 +1516,7 @@ static bool simd_shift(jc *c, uint32_t pos, uint32_t sub) {
     };
     for (size_t i = 0; i < sizeof SH / sizeof SH[0]; i++) {
         if (SH[i].sub != sub) continue;
-        if (c->lc_end == pos && c->lc_slot == IMM(5) && !c->target[pos]) {
+        if (c->lc_end == pos && c->lc_slot == IMM(5) && (!c->target || !c->target[pos])) {
             /* the count is the constant just written: an immediate shift */
             uint8_t n = (uint8_t)(c->lc_val & SH[i].mask), op = SH[i].op;
             uint8_t ext = (op & 0xF0) == 0xF0 ? 6 : (op & 0xF0) == 0xE0 ? 4 : 2;
@@ -1823,6 +1823,7 @@ static bool vpair_copy(jc *c, uint32_t pos) {
         c->vuse[s + 1] |= V_PAIR_HI;
         return vpair_note(c, (uint32_t)d, (uint32_t)s, 0);
     }
+    if (!c->has_simd) return false; /* nothing vector-pinned, nothing to gain */
     int rd = vreg_of(c, (uint32_t)d), rs = vreg_of(c, (uint32_t)s);
     if (rd < 0 && rs < 0 && !(c->has_simd && vpair_ok(c, (uint32_t)d) && vpair_ok(c, (uint32_t)s)))
         return false;
@@ -1869,7 +1870,7 @@ static bool vpair_const(jc *c, uint32_t pos, uint32_t *len) {
         c->pair2 = p2;
         return vpair_note(c, (uint32_t)s, UINT32_MAX, p2);
     }
-    if (c->target[p2]) return false;
+    if (!c->has_simd || c->target[p2]) return false;
     int r = vreg_of(c, (uint32_t)s);
     if (r < 0 && !(c->has_simd && vpair_ok(c, (uint32_t)s))) return false;
     int t = r >= 0 ? r : 0;
@@ -2519,7 +2520,7 @@ static void run_pass(jc *c) {
             c->fail = true;
             break;
         }
-        if (c->target[pos]) vc_clear(c); /* before the label: on the fallthrough path */
+        if (c->target && c->target[pos]) vc_clear(c); /* before the label: on fallthrough */
         c->lab[pos] = (int32_t)c->x.len;
         c->curpos = pos;
         uint32_t len = 0;
@@ -2663,9 +2664,8 @@ static int64_t compile_func(const struct pw_jitmod *jm, const pw_module *m, uint
     c.pin = malloc(cf->frame_slots ? cf->frame_slots : 1);
     c.vuse = calloc(cf->frame_slots ? cf->frame_slots : 1, 1);
     c.vpin = malloc(cf->frame_slots ? cf->frame_slots : 1);
-    c.target = calloc(c.n, 1);
     int64_t at = -1;
-    if (!c.lab || !c.use || !c.pin || !c.vuse || !c.vpin || !c.target) goto done;
+    if (!c.lab || !c.use || !c.pin || !c.vuse || !c.vpin) goto done;
     memset(c.pin, -1, cf->frame_slots);
     memset(c.vpin, -1, cf->frame_slots);
     /* about 8 bytes of machine code per code word, plus the trap stubs */
@@ -2674,8 +2674,12 @@ static int64_t compile_func(const struct pw_jitmod *jm, const pw_module *m, uint
     run_pass(&c);
     c.analyze = false;
     if (c.fail || c.x.oom) goto done;
-    for (uint32_t k = 0; k < c.nfx; k++) /* branch targets (constant pairs) */
-        if (c.fx[k].label < c.n) c.target[c.fx[k].label] = 1;
+    if (c.has_simd) { /* branch targets: labels clear the v128 result cache */
+        c.target = calloc(c.n, 1);
+        if (!c.target) goto done;
+        for (uint32_t k = 0; k < c.nfx; k++)
+            if (c.fx[k].label < c.n) c.target[c.fx[k].label] = 1;
+    }
     choose_pins(&c);
     /* else pass 1's code is the code (nothing pinned, no SIMD pairs to fuse) */
     if (c.npins || c.has_simd) run_pass(&c);
