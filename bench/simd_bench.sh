@@ -3,7 +3,9 @@
 # simd_build.sh with -msimd128) under the interpreter and the JIT
 # (`peri run --engine interp|jit`) beside the native gcc -O2 build; interleaved rounds
 # in shuffled order, CPU time (user+sys) medians, outputs checked against native.
-# Env: ROUNDS (3), ENGINES ("native interp jit"), PERI_FLAGS (extra `peri run` flags).
+# Env: ROUNDS (3), ENGINES ("native interp jit"), PERI_FLAGS (extra `peri run` flags),
+# PERI_BASE (another peri binary, e.g. a build before a change: adds a "jit-base"
+# column, its JIT on the same programs in the same rounds).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 build="$(cd "${1:-build}" && pwd)"
@@ -14,8 +16,11 @@ python3 - "$here" "$build" "$rounds" "${ENGINES:-native interp jit}" "${SIMD_PRO
 import os, random, statistics, subprocess, sys
 here, build, rounds, engines, progs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(), sys.argv[5:]
 flags = os.environ.get("PERI_FLAGS", "").split()
+base = os.environ.get("PERI_BASE")
+if base: engines.append("jit-base")
 def cmd(e, p):
     if e == "native": return [f"{here}/out/simd/native/{p}"]
+    if e == "jit-base": return [base, "run", "--engine", "jit", f"{here}/out/simd/{p}.wasm"]
     return [f"{build}/peri", "run", "--engine", e] + flags + [f"{here}/out/simd/{p}.wasm"]
 t = {(e, p): [] for e in engines for p in progs}
 ref, bad = {}, []

@@ -287,11 +287,12 @@ typedef struct jc {
     uint32_t pair2;                   /* pass 1: the second instruction of a constant pair */
     uint32_t lc_end, lc_slot, lc_val; /* the last CONST32 (ends at word lc_end) */
     uint32_t vc_slot[2];              /* v128 results cached in xmm14/xmm15 (vout) */
+    bool vc_dirty[2];                 /* not yet stored to the frame */
     uint8_t vc_next;                  /* the entry vout replaces next */
     bool vc_set;                      /* the current instruction set the cache */
     uint8_t *vuse;                    /* per slot: V_* bits */
     int8_t *vpin;     /* per slot: -1, or PIN_XMM0 + n holding it and the next slot */
-    uint8_t *target;  /* per word: a branch target (from pass 1's fixups) */
+    uint8_t *target;  /* per word: a branch target (pass 1's fixups; with SIMD only) */
     uint32_t *vpairs; /* pass 1: (first slot, partner's first slot) of pair copies */
     uint32_t nvpairs, capvpairs;
     uint64_t *pool; /* literal pool: 16-byte constants as (lo, hi) */
@@ -320,14 +321,43 @@ static void note_access(jc *c, uint32_t slot, int cls) {
     c->acc[c->nacc++] = (slotuse){c->curpos, slot, (uint32_t)cls};
 }
 
+/* The result cache (vout): an entry is a v128 result in xmm14 + k; a dirty one has
+ * not been stored to its cells yet. Invariant: a dirty entry is stored (flushed)
+ * before anything reads or writes an overlapping cell in the frame, before every
+ * branch and call sequence and before a label, and is only ever forgotten unstored
+ * when a new result overwrites exactly its two cells. */
+static void vc_flush_k(jc *c, int k) {
+    if (c->vc_slot[k] == UINT32_MAX || !c->vc_dirty[k]) return;
+    c->vc_dirty[k] = false;
+    pw__x64_sse_rm(&c->x, 0xF3, 0x7F, false, VC_REG + k,
+                   x_mem(X_RBX, (int32_t)(c->vc_slot[k] * 8)));
+}
+static bool vc_overlaps(jc *c, int k, uint32_t lo, uint32_t hi) {
+    return c->vc_slot[k] != UINT32_MAX && c->vc_slot[k] + 1 >= lo && c->vc_slot[k] <= hi;
+}
+/* Store every dirty entry (they stay cached, clean): before branches. */
+static void vc_flush(jc *c) {
+    for (int k = 0; k < VC_N; k++)
+        vc_flush_k(c, k);
+}
+/* Store every dirty entry and forget them all: calls, labels, unknown writes. */
 static void vc_clear(jc *c) {
+    vc_flush(c);
     c->vc_slot[0] = c->vc_slot[1] = UINT32_MAX;
 }
-/* Forget cached v128 results whose cells overlap slots lo..hi (written there). */
+/* Cells lo..hi are about to be read from the frame: store overlapping dirty entries. */
+static void vc_touch(jc *c, uint32_t lo, uint32_t hi) {
+    for (int k = 0; k < VC_N; k++)
+        if (vc_overlaps(c, k, lo, hi)) vc_flush_k(c, k);
+}
+/* Cells lo..hi are about to be read or written in the frame: store overlapping
+ * dirty entries and forget them. */
 static void vc_drop(jc *c, uint32_t lo, uint32_t hi) {
     for (int k = 0; k < VC_N; k++)
-        if (c->vc_slot[k] != UINT32_MAX && c->vc_slot[k] + 1 >= lo && c->vc_slot[k] <= hi)
+        if (vc_overlaps(c, k, lo, hi)) {
+            vc_flush_k(c, k);
             c->vc_slot[k] = UINT32_MAX;
+        }
 }
 
 /* Slot operand at word w used as `cls`: its register when pinned (outside call
@@ -361,7 +391,7 @@ static pw_xmem S_(jc *c, uint32_t w, int cls) {
         else
             return x_xreg(c->vpin[slot] - PIN_XMM0);
     }
-    if (!c->analyze) vc_drop(c, slot, slot);
+    if (!c->analyze && (c->vc_slot[0] & c->vc_slot[1]) != UINT32_MAX) vc_drop(c, slot, slot);
     return x_mem(X_RBX, (int32_t)(slot * 8));
 }
 #define SL(k)  S_(c, pos + (k), U_LDST)
@@ -409,6 +439,7 @@ static void poll_interrupt(jc *c) {
  * interpreter does on every taken branch. */
 static void branch(jc *c, int cc, uint32_t pos, uint32_t off) {
     uint32_t t = pos + off;
+    vc_flush(c); /* the target reads v128 results from the frame (no flags change) */
     if (t >= c->n) {
         c->fail = true;
         return;
@@ -876,7 +907,7 @@ static void fophelper(jc *c, uint32_t pos, int op, uint32_t *len) {
 /* A v128 operand at word w: its first cell s (s + 1 also in the frame). Pass 1
  * records it as a vector use of s (V_LO) and s + 1 (V_HI); its cells are never
  * scalar-pinned (U_MEM). */
-static uint32_t vslot(jc *c, uint32_t w) {
+static uint32_t vslot_raw(jc *c, uint32_t w) {
     uint32_t s = c->code[w];
     if ((uint64_t)s + 1 >= c->cf->frame_slots) {
         c->fail = true;
@@ -890,6 +921,13 @@ static uint32_t vslot(jc *c, uint32_t w) {
         c->has_simd = true;
         note_access(c, s, U_V);
     }
+    return s;
+}
+/* The same, for a template that reads or writes the operand's cells in the frame:
+ * cached results over them are stored and forgotten first. */
+static uint32_t vslot(jc *c, uint32_t w) {
+    uint32_t s = vslot_raw(c, w);
+    if (!c->analyze) vc_drop(c, s, s + 1);
     return s;
 }
 static int vreg_of(jc *c, uint32_t s) {
@@ -978,17 +1016,29 @@ static void emit_pool(jc *c) {
 
 /* The operand at word w in an xmm register: its pin, else loaded into scratch. */
 static int vin(jc *c, uint32_t w, int scratch) {
-    uint32_t s = vslot(c, w);
+    uint32_t s = vslot_raw(c, w);
     int r = vreg_of(c, s);
     if (r >= 0) return r;
     for (int k = 0; k < VC_N && !c->analyze && !c->memonly; k++)
         if (c->vc_slot[k] == s) return VC_REG + k;
+    if (!c->analyze) vc_touch(c, s, s + 1);
     movdqu_ld(c, scratch, vcell(s));
     return scratch;
 }
+/* The operand at word w in a register without a load (its pin or a cached result),
+ * else -1 with its cells current in the frame. */
+static int vreg_any(jc *c, uint32_t w) {
+    uint32_t s = vslot_raw(c, w);
+    int r = vreg_of(c, s);
+    if (r >= 0 || c->analyze || c->memonly) return r;
+    for (int k = 0; k < VC_N; k++)
+        if (c->vc_slot[k] == s) return VC_REG + k;
+    vc_touch(c, s, s + 1);
+    return -1;
+}
 /* Where to compute the result at word w: its pin, else scratch (then vout). */
 static int vdst(jc *c, uint32_t w, int scratch) {
-    int r = vreg_of(c, vslot(c, w));
+    int r = vreg_of(c, vslot_raw(c, w));
     return r >= 0 ? r : scratch;
 }
 /* The result: to its pin, or to its cells and, within a run of SIMD instructions
@@ -996,20 +1046,26 @@ static int vdst(jc *c, uint32_t w, int scratch) {
  * instruction wrote cells without vout), to the result cache, replacing any entry
  * that overlaps it. */
 static void vout(jc *c, uint32_t w, int r) {
-    uint32_t s = vslot(c, w);
+    uint32_t s = vslot_raw(c, w);
     int p = vreg_of(c, s);
     c->vc_set = true;
-    vc_drop(c, s, s + 1);
     if (p >= 0) {
         vmov(c, p, r);
         return;
     }
-    movdqu_st(c, vcell(s), r);
-    if (c->analyze || c->memonly) return;
+    if (c->analyze || c->memonly) {
+        movdqu_st(c, vcell(s), r);
+        return;
+    }
+    for (int k = 0; k < VC_N; k++) /* the old value of exactly these cells is dead */
+        if (c->vc_slot[k] == s) c->vc_slot[k] = UINT32_MAX;
+    vc_drop(c, s, s + 1); /* partial overlaps: stored first */
     int k = c->vc_slot[0] == UINT32_MAX ? 0 : c->vc_slot[1] == UINT32_MAX ? 1 : c->vc_next;
+    vc_flush_k(c, k); /* the entry replaced */
     c->vc_next = (uint8_t)(k ^ 1);
     vmov(c, VC_REG + k, r);
     c->vc_slot[k] = s;
+    c->vc_dirty[k] = true;
 }
 /* The operand's frame cells, current (a pinned value is stored there first). */
 static pw_xmem vmem_in(jc *c, uint32_t w) {
@@ -1328,8 +1384,8 @@ static bool simd_lane(jc *c, uint32_t pos, uint32_t sub) {
     for (size_t i = 0; i < sizeof EX / sizeof EX[0]; i++) {
         if (EX[i].sub != sub) continue;
         uint32_t k = IMM(10) & (16u / EX[i].bytes - 1);
-        uint32_t s = vslot(c, pos + 4);
-        int a = vreg_of(c, s);
+        uint32_t s = vslot_raw(c, pos + 4);
+        int a = vreg_any(c, pos + 4);
         if (a >= 0) {
             vextract(c, X_RAX, a, EX[i].bytes, k);
             if (EX[i].sign) pw__x64_movsx_rr(x, EX[i].bytes, false, X_RAX, X_RAX);
@@ -1460,7 +1516,7 @@ static bool simd_shift(jc *c, uint32_t pos, uint32_t sub) {
     };
     for (size_t i = 0; i < sizeof SH / sizeof SH[0]; i++) {
         if (SH[i].sub != sub) continue;
-        if (c->lc_end == pos && c->lc_slot == IMM(5) && !c->target[pos]) {
+        if (c->lc_end == pos && c->lc_slot == IMM(5) && (!c->target || !c->target[pos])) {
             /* the count is the constant just written: an immediate shift */
             uint8_t n = (uint8_t)(c->lc_val & SH[i].mask), op = SH[i].op;
             uint8_t ext = (op & 0xF0) == 0xF0 ? 6 : (op & 0xF0) == 0xE0 ? 4 : 2;
@@ -1767,11 +1823,13 @@ static bool vpair_copy(jc *c, uint32_t pos) {
         c->vuse[s + 1] |= V_PAIR_HI;
         return vpair_note(c, (uint32_t)d, (uint32_t)s, 0);
     }
+    if (!c->has_simd) return false; /* nothing vector-pinned, nothing to gain */
     int rd = vreg_of(c, (uint32_t)d), rs = vreg_of(c, (uint32_t)s);
     if (rd < 0 && rs < 0 && !(c->has_simd && vpair_ok(c, (uint32_t)d) && vpair_ok(c, (uint32_t)s)))
         return false;
     for (int k = 0; k < VC_N && rs < 0; k++)
         if (c->vc_slot[k] == s) rs = VC_REG + k;
+    if (rs < 0) vc_touch(c, (uint32_t)s, (uint32_t)s + 1);
     if (rs < 0) {
         rs = rd >= 0 ? rd : 0;
         movdqu_ld(c, rs, vcell((uint32_t)s));
@@ -1812,7 +1870,7 @@ static bool vpair_const(jc *c, uint32_t pos, uint32_t *len) {
         c->pair2 = p2;
         return vpair_note(c, (uint32_t)s, UINT32_MAX, p2);
     }
-    if (c->target[p2]) return false;
+    if (!c->has_simd || c->target[p2]) return false;
     int r = vreg_of(c, (uint32_t)s);
     if (r < 0 && !(c->has_simd && vpair_ok(c, (uint32_t)s))) return false;
     int t = r >= 0 ? r : 0;
@@ -1990,6 +2048,7 @@ static bool t_control(jc *c, uint32_t pos, int op, uint32_t *len) {
             return true;
         }
         *len = 4 + n;
+        vc_flush(c);
         /* Any entry may be a loop back-edge: poll once before the indirect jump. */
         poll_interrupt(c);
         ld(c, false, X_RAX, SL(1));
@@ -2016,6 +2075,7 @@ static bool t_control(jc *c, uint32_t pos, int op, uint32_t *len) {
     }
     case PW_OP_RETURN:
         *len = 1;
+        vc_flush(c);
         jmp_to(c, special(c, LAB_RET));
         return true;
     case PW_OP_CALL: call_func(c, pos, c->m->nfunc_imports + IMM(1), IMM(2), 3); return true;
@@ -2340,7 +2400,7 @@ static bool t_float(jc *c, uint32_t pos, int op, uint32_t *len) {
 }
 
 static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
-    if (c->target[pos]) vc_clear(c); /* see vout */
+
     if (binops[op].kind) {
         *len = 4;
         binop(c, pos, &binops[op]);
@@ -2447,7 +2507,7 @@ static void run_pass(jc *c) {
     c->nov = false;
     c->pair2 = UINT32_MAX;
     c->lc_end = UINT32_MAX;
-    vc_clear(c);
+    c->vc_slot[0] = c->vc_slot[1] = UINT32_MAX;
     c->npool = 0;
     c->npfx = 0;
     c->nvpairs = 0;
@@ -2460,6 +2520,7 @@ static void run_pass(jc *c) {
             c->fail = true;
             break;
         }
+        if (c->target && c->target[pos]) vc_clear(c); /* before the label: on fallthrough */
         c->lab[pos] = (int32_t)c->x.len;
         c->curpos = pos;
         uint32_t len = 0;
@@ -2603,9 +2664,8 @@ static int64_t compile_func(const struct pw_jitmod *jm, const pw_module *m, uint
     c.pin = malloc(cf->frame_slots ? cf->frame_slots : 1);
     c.vuse = calloc(cf->frame_slots ? cf->frame_slots : 1, 1);
     c.vpin = malloc(cf->frame_slots ? cf->frame_slots : 1);
-    c.target = calloc(c.n, 1);
     int64_t at = -1;
-    if (!c.lab || !c.use || !c.pin || !c.vuse || !c.vpin || !c.target) goto done;
+    if (!c.lab || !c.use || !c.pin || !c.vuse || !c.vpin) goto done;
     memset(c.pin, -1, cf->frame_slots);
     memset(c.vpin, -1, cf->frame_slots);
     /* about 8 bytes of machine code per code word, plus the trap stubs */
@@ -2614,8 +2674,12 @@ static int64_t compile_func(const struct pw_jitmod *jm, const pw_module *m, uint
     run_pass(&c);
     c.analyze = false;
     if (c.fail || c.x.oom) goto done;
-    for (uint32_t k = 0; k < c.nfx; k++) /* branch targets (constant pairs) */
-        if (c.fx[k].label < c.n) c.target[c.fx[k].label] = 1;
+    if (c.has_simd) { /* branch targets: labels clear the v128 result cache */
+        c.target = calloc(c.n, 1);
+        if (!c.target) goto done;
+        for (uint32_t k = 0; k < c.nfx; k++)
+            if (c.fx[k].label < c.n) c.target[c.fx[k].label] = 1;
+    }
     choose_pins(&c);
     /* else pass 1's code is the code (nothing pinned, no SIMD pairs to fuse) */
     if (c.npins || c.has_simd) run_pass(&c);
