@@ -242,18 +242,33 @@ int peri_cmd_print(int argc, char **argv) {
             /* A project-trust question is never answered yes here, not even with --allow:
              * trusting a project is a decision the user makes with `peri trust`. */
             bool trust_q = json_object_get(json_object_get(tc, "_meta"), "peri.trustRequest");
+            /* An ask_user question: nobody is here to answer it; the model is told it was
+             * declined and goes on without the answer. */
+            bool question = json_object_get(json_object_get(tc, "_meta"), "peri.question");
             finish_line(&out);
-            if (trust_q)
+            if (question)
+                fprintf(stderr, "[question] %s: declined (peri print cannot answer questions)\n",
+                        title ? title : "the agent asks");
+            else if (trust_q)
                 fprintf(stderr,
                         "[trust] %s: not trusted (review and trust it with `peri trust DIR`)\n",
                         title ? title : "project configuration");
             else
                 fprintf(stderr, "[permission] %s: %s\n", title ? title : "tool",
                         allow ? "allowed (--allow)" : "rejected (run with --allow to permit)");
-            send_frame(wfd, pb_rpc_result(
-                                id, json_pack("{s:{s:s, s:s}}", "outcome", "outcome", "selected",
-                                              "optionId",
-                                              allow && !trust_q ? "allow_once" : "reject_once")));
+            send_frame(wfd, pb_rpc_result(id, json_pack("{s:{s:s, s:s}}", "outcome", "outcome",
+                                                        "selected", "optionId",
+                                                        question            ? "decline"
+                                                        : allow && !trust_q ? "allow_once"
+                                                                            : "reject_once")));
+        } else if (method && !strcmp(method, "_peri/mcp_login")) {
+            /* a remote MCP server needs an OAuth login: the user opens the URL */
+            json_t *p = json_object_get(f, "params");
+            const char *srv = json_string_value(json_object_get(p, "server"));
+            const char *url = json_string_value(json_object_get(p, "url"));
+            finish_line(&out);
+            fprintf(stderr, "[login] MCP server \"%s\" needs a login: open %s\n", srv ? srv : "?",
+                    url ? url : "?");
         } else if (json_is_integer(id) && err) {
             finish_line(&out);
             const char *m = json_string_value(json_object_get(err, "message"));

@@ -337,6 +337,17 @@ def s_print(peri, mock_py, fixtures, **_):
         check(rc == 0 and re.search("隔离运行失败：(CPU 时间|运行时间)超过", err)
               and "stopped after" not in err,
               "print to a pipe: the contract text alone: %d %r" % (rc, err[-600:]))
+        # a question to the user: nobody can answer it here; declined, said on stderr
+        E.mock.script([{"tool_calls": [{"id": "q1", "name": "ask_user", "arguments": {
+                            "question": "Which one?", "options": ["red", "blue"]}}]},
+                       {"text": "went on"}])
+        rc, out, err = run([peri, "print", "ask me", "--cwd", E.cwd, "--db", E.db, "--allow"],
+                           env=E.env(), timeout=120)
+        check(rc == 0 and out.endswith("went on\n") and "[question] Which one?: declined" in err,
+              "print declines a question: %d %r %r" % (rc, out, err[-500:]))
+        reqs = json.dumps(E.mock.requests()[-1]["body"])
+        check("declined" in reqs.lower(), "the model is told the question was declined: %s"
+              % reqs[-600:])
         rc, out, err = run([peri, "print"], env=E.env())
         check(rc == 2 and err.startswith("peri print: the prompt is missing\n"),
               "print without a prompt: %r" % err[:200])
