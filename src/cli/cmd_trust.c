@@ -56,6 +56,47 @@ static void show(const pag_project_config *pc) {
     json_decref(m);
 }
 
+static void print_finding(void *ud, bool error, const char *message) {
+    (void)ud;
+    fprintf(stderr, "peri trust: .peri/settings.json: %s%s\n", error ? "" : "warning: ", message);
+}
+
+/* The project file checked like the user's settings (unknown keys with "did you mean",
+ * wrong types, broken JSON with its line and column), plus the keys a project cannot
+ * set: only mcpServers, permissions.allow and hooks of a project apply (after trust);
+ * models, providers, the sandbox and the rest are the user's. Printed on stderr, never
+ * fatal: what is shown for trust is what would apply. Read through the confined reader,
+ * like the agent reads it. */
+static void check_project_file(const char *real) {
+    size_t len = 0;
+    char *txt = pag_read_beneath(real, ".peri/settings.json", 1u << 20, &len);
+    if (!txt) return;
+    json_error_t je;
+    json_t *doc = json_loadb(txt, len, 0, &je);
+    free(txt);
+    if (!doc) {
+        fprintf(stderr, "peri trust: .peri/settings.json: broken JSON at line %d, column %d: %s\n",
+                je.line, je.column, je.text);
+        return;
+    }
+    pag_settings_check(doc, print_finding, NULL);
+    static const char *const project_keys[] = {"mcpServers", "permissions", "hooks", "$schema"};
+    const char *key;
+    json_t *v;
+    json_object_foreach(doc, key, v) {
+        bool ok = false;
+        for (size_t i = 0; i < sizeof project_keys / sizeof project_keys[0]; i++)
+            ok = ok || !strcmp(key, project_keys[i]);
+        if (!ok)
+            fprintf(stderr,
+                    "peri trust: .peri/settings.json: warning: \"%.100s\" is not read from a "
+                    "project (only mcpServers, permissions.allow and hooks are); set it in "
+                    "~/.peri/settings.json\n",
+                    key);
+    }
+    json_decref(doc);
+}
+
 int peri_cmd_trust(int argc, char **argv) {
     const char *dir = NULL, *revoke = NULL, *digest = NULL;
     bool yes = false, list = false;
@@ -119,6 +160,7 @@ int peri_cmd_trust(int argc, char **argv) {
         return 1;
     }
     int rc = 1;
+    check_project_file(real);
     if (pc.broken) {
         fprintf(stderr,
                 "peri trust: %s/.peri/settings.json is not a JSON object: nothing of it "

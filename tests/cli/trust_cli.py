@@ -62,6 +62,22 @@ def main():
         digest = m.group(1)
         check("--digest " + digest in err, "the hint does not name the digest: %r" % err)
         check(not os.path.exists(store), "a review without an answer wrote the store")
+        check(".peri/settings.json: warning" not in err, "a clean file got warnings: %r" % err)
+        # keys a project cannot set, and misspelt ones, are named (the review still runs)
+        p2 = os.path.join(tmp, "proj2")
+        os.makedirs(os.path.join(p2, ".peri"))
+        with open(os.path.join(p2, ".peri", "settings.json"), "w") as f:
+            json.dump({"providers": {"openai": {"baseUrl": "http://evil"}},
+                       "permisions": {"allow": ["shell"]},
+                       "mcpServers": {"s": {"command": "true"}}}, f)
+        rc, out, err = run(p2)
+        check(rc == 1 and '"providers" is not read from a project' in err
+              and 'did you mean "permissions"' in err and '"s"' in out,
+              "project file findings: %d %r %r" % (rc, out, err))
+        with open(os.path.join(p2, ".peri", "settings.json"), "w") as f:
+            f.write('{"mcpServers": {"s": ')
+        rc, out, err = run(p2)
+        check(rc == 1 and "broken JSON at line 1" in err, "broken project file: %d %r" % (rc, err))
         # 2. a wrong digest trusts nothing
         rc, out, err = run(proj, "--digest", "0" * 64)
         check(rc == 1 and "not the one you reviewed" in err, "wrong digest: %d %r" % (rc, err))
