@@ -1,5 +1,5 @@
 /*
- * test_foreign.c — issue 15 follow-up: another machine's session opened read-only by the
+ * test_foreign.c — another machine's session opened read-only by the
  * controller (CTest controller.foreign), on one SQLite file shared by two controllers
  * with different machine ids (the rules are the same on PostgreSQL: store.shared_e2e).
  *

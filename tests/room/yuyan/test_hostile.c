@@ -127,7 +127,8 @@ static double now_s(void) {
 
 /* ---------------------------------------------------------------- memory bounds first */
 
-/* Finding 3 and 13 (run first: the peak RSS of the process is the measure). */
+/* Host memory stays bounded whatever the guest builds (run first: the peak RSS of the
+ * process is the measure). */
 static void test_host_memory_bounded(void **st) {
     (void)st;
     long before = peak_rss_mb();
@@ -152,7 +153,7 @@ static void test_host_memory_bounded(void **st) {
         fail_msg("peak RSS grew by %ld MB (%ld -> %ld)", after - before, before, after);
 }
 
-/* ---------------------------------------------------------------- finding 1 */
+/* ---------------------------------------------------------------- legacy value types */
 
 static void test_legacy_types(void **st) {
     (void)st;
@@ -194,7 +195,7 @@ static void test_forged_prototypes(void **st) {
     expect_error(P_FORGE, "big", TYPE_ERR "豫言_获取随机整数");
 }
 
-/* ---------------------------------------------------------------- finding 3 */
+/* ---------------------------------------------------------------- cyclic failure values */
 
 static void test_fail_graphs(void **st) {
     (void)st;
@@ -217,7 +218,7 @@ static void test_fail_graphs(void **st) {
     assert_true(now_s() - t0 < 60);
 }
 
-/* ---------------------------------------------------------------- finding 2 */
+/* ---------------------------------------------------------------- exception loops */
 
 static void test_exception_loops_cpu(void **st) {
     (void)st;
@@ -246,7 +247,7 @@ static void test_exception_loops_wall(void **st) {
     }
 }
 
-/* ---------------------------------------------------------------- finding 13 */
+/* ---------------------------------------------------------------- WASI iovecs */
 
 static void test_wasi_iovecs(void **st) {
     (void)st;
