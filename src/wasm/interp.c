@@ -359,8 +359,8 @@ static pw_exn *new_exn(pw_store *s, pw_tag *tag, const pw_slot *vals, const pw_g
 /* The dispatch loop: every instruction's handler is a label in this one function, on
  * purpose. Threaded dispatch (computed goto through a table of label offsets) keeps the
  * frame pointer, the code pointer and the memory base in registers across handlers;
- * split into functions, each handler would reload them and return through a call, and
- * the interpreter runs several times slower. Its length is that speed decision. */
+ * split into functions, each handler would reload them and return through a call at
+ * every instruction. Its length is that speed decision. */
 static pw_status run(pw_store *s, pw_func *entry, pw_slot *fp, const int32_t **table) {
 #define PW_H(n)          [PW_OP_##n] = (int32_t)((const char *)&&L_##n - (const char *)&&L_BASE),
 #define PW_H_BIN(n, e)   PW_H(I32_##n) PW_H(I32_##n##_I) PW_H(BR_I32_##n) PW_H(BR_I32_##n##_I)
