@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # deps_offline.sh DEPS_SH: runs deps.sh against an unreachable npm registry with empty
 # caches. It must exit 0 within a minute, say that the registry is unreachable, and leave
-# nothing half-installed in the caches. Exit 0 = pass, 1 = fail, 77 = no npm here.
+# nothing half-installed in the caches (the CPython build, which needs no npm, is left
+# out: PERI_NO_PYTHON_WASM=1). Exit 0 = pass, 1 = fail, 77 = no npm here.
 set -u
 deps="$1"
 command -v npm >/dev/null || { echo "SKIP: npm is not installed"; exit 77; }
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 start=$(date +%s)
-npm_config_registry=http://127.0.0.1:9/ PERI_CACHE_DIR="$tmp/cache" \
+npm_config_registry=http://127.0.0.1:9/ PERI_NO_PYTHON_WASM=1 PERI_CACHE_DIR="$tmp/cache" \
   PERI_NPM_CACHE="$tmp/npm-acp" PERI_NPM_DIR="$tmp/npm-mcp" "$deps" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 took=$(( $(date +%s) - start ))
@@ -22,7 +23,7 @@ if find "$tmp/cache" -name '*.part' -o -name 'ruby+stdlib.wasm' 2>/dev/null | gr
 fi
 # A second run within the hour does not probe again and stays quiet.
 start=$(date +%s)
-npm_config_registry=http://127.0.0.1:9/ PERI_CACHE_DIR="$tmp/cache" \
+npm_config_registry=http://127.0.0.1:9/ PERI_NO_PYTHON_WASM=1 PERI_CACHE_DIR="$tmp/cache" \
   PERI_NPM_CACHE="$tmp/npm-acp" PERI_NPM_DIR="$tmp/npm-mcp" "$deps" >/dev/null 2>"$tmp/err2" || fail=1
 [ $(( $(date +%s) - start )) -le 20 ] || { echo "FAIL: the second run waited for the registry again"; fail=1; }
 cat "$tmp/err"
