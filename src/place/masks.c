@@ -156,6 +156,109 @@ static int make(const char *p, char kind, uid_t owner, gid_t group) {
     return -1;
 }
 
+/* ---------------------------------------------------------------- the journal */
+
+static void remove_placeholder(const char *p, char kind);
+
+/* Placeholders are files in the user's project: a process killed before pl_free would
+ * leave them there. So each one is recorded, as it is made, in a journal of the context
+ * (NUL-separated: kind, device, inode, change time, workspace, path), which pl_free
+ * deletes and a later context of any process reads when this one is dead (reclaim.c),
+ * removing each placeholder that is still the very file made (same device, inode and
+ * change time: an inode number alone is reused at once by a file made after a removal)
+ * and unchanged.
+ * Best effort: a placeholder that cannot be recorded is still removed by pl_free. */
+static void journal_add(pl_ctx *pc, char kind, const char *ws, const char *p) {
+    struct stat st;
+    if (lstat(p, &st) != 0) return;
+    if (!pc->mask_journal) {
+        char tmpl[4200];
+        int w =
+            snprintf(tmpl, sizeof tmpl, "%s/peri-masks-%d-XXXXXX", pc->scratch_root, (int)getpid());
+        if (w < 0 || (size_t)w >= sizeof tmpl) return;
+        int fd = mkstemp(tmpl); /* 0600, ours */
+        if (fd < 0) return;
+        close(fd);
+        if (!(pc->mask_journal = strdup(tmpl))) {
+            unlink(tmpl);
+            return;
+        }
+    }
+    char head[96];
+    int hn = snprintf(head, sizeof head, "%c%c%llu%c%llu%c%lld.%09ld%c", kind, 0,
+                      (unsigned long long)st.st_dev, 0, (unsigned long long)st.st_ino, 0,
+                      (long long)st.st_ctim.tv_sec, (long)st.st_ctim.tv_nsec, 0);
+    int fd = open(pc->mask_journal, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return;
+    /* one write per record: a record is whole or absent after a kill */
+    size_t wl = strlen(ws) + 1, pl = strlen(p) + 1, n = (size_t)hn + wl + pl;
+    char *rec = malloc(n);
+    if (rec) {
+        memcpy(rec, head, (size_t)hn);
+        memcpy(rec + hn, ws, wl);
+        memcpy(rec + hn + wl, p, pl);
+        if (write(fd, rec, n) != (ssize_t)n) { /* best effort, as above */
+        }
+        free(rec);
+    }
+    close(fd);
+}
+
+void pl__masks_reclaim(const char *path) {
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    /* only a journal this user made (the scratch root may be the shared /tmp) */
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+        (st.st_mode & 077) || st.st_size > (1 << 20)) {
+        if (fd >= 0) close(fd);
+        return;
+    }
+    size_t n = st.st_size > 0 ? (size_t)st.st_size : 0;
+    char *buf = n <= (1u << 20) ? malloc(n + 1) : NULL;
+    ssize_t got = buf ? pb_read_full(fd, buf, n) : -1;
+    close(fd);
+    if (got != (ssize_t)n) {
+        free(buf);
+        return;
+    }
+    buf[n] = 0;
+    /* the fields (6 per record), then the records removed latest (deepest) first */
+    bool busy = false;
+    size_t nf = 0;
+    for (size_t i = 0; i < n; i++)
+        nf += buf[i] == 0;
+    const char **f = calloc(nf + 1, sizeof *f);
+    size_t k = 0;
+    for (size_t i = 0; f && i < n && k < nf; i += strlen(buf + i) + 1)
+        f[k++] = buf + i;
+    for (size_t r = f ? k / 6 : 0; r-- > 0;) {
+        const char **rec = f + 6 * r;
+        char kind = rec[0][0];
+        const char *ws = rec[4], *p = rec[5];
+        size_t wl = strlen(ws);
+        struct stat ps;
+        char ct[48] = "";
+        bool same = (kind == 'f' || kind == 'c' || kind == 'd') && ws[0] == '/' &&
+                    strncmp(p, ws, wl) == 0 && p[wl] == '/' && lstat(p, &ps) == 0 &&
+                    (unsigned long long)ps.st_dev == strtoull(rec[1], NULL, 10) &&
+                    (unsigned long long)ps.st_ino == strtoull(rec[2], NULL, 10);
+        if (same)
+            snprintf(ct, sizeof ct, "%lld.%09ld", (long long)ps.st_ctim.tv_sec,
+                     (long)ps.st_ctim.tv_nsec);
+        if (!same || strcmp(ct, rec[3]) != 0) continue;
+        int lock = ws_idle(ws);
+        if (lock < 0) { /* a run holds the workspace: a later context tries again */
+            busy = true;
+            continue;
+        }
+        remove_placeholder(p, kind);
+        close(lock);
+    }
+    free(f);
+    free(buf);
+    if (!busy) unlink(path);
+}
+
 /* Takes a placeholder for the missing path p (kind 'f' file, 'c' commondir file, 'd'
  * directory), under pc->mu: one this context already holds (made again if someone
  * removed it), or a new one; pin: the context keeps it until pl_free (the ones inside a
@@ -198,6 +301,7 @@ static int hold(pl_ctx *pc, const char *ws, const char *p, char kind, bool pin, 
         return -1;
     }
     pc->mask_refs[pc->nmask_refs++] = (struct pl_mask_ref){dup, wdup, pin ? 2u : 1u, kind};
+    journal_add(pc, kind, ws, p);
     return 1;
 }
 
@@ -275,6 +379,9 @@ void pl__masks_free_refs(pl_ctx *pc) {
     if (pc->mask_src) pl__remove_tree(pc->mask_src);
     free(pc->mask_src);
     pc->mask_src = NULL;
+    if (pc->mask_journal) unlink(pc->mask_journal);
+    free(pc->mask_journal);
+    pc->mask_journal = NULL;
 }
 
 /* The empty file, the empty directory and the commondir file that masks are taken from,

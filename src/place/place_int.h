@@ -48,6 +48,9 @@ struct pl_ctx {
     struct pl_mask_ref *mask_refs;
     size_t nmask_refs, cap_mask_refs;
     char *mask_src; /* the directory the masks are taken from (masks.c) */
+    /* <scratch root>/peri-masks-<pid>-XXXXXX: every placeholder this context made, so a
+     * later context removes them when this process died before it could (masks.c) */
+    char *mask_journal;
 };
 
 /* Errors */
@@ -70,7 +73,7 @@ bool pl__guest_path_ok(const char *p);
 
 /* L1 (decide.c). */
 bool pl__decide_l1(pl_ctx *pc, const pl_request *r, const pl_policy *pol, const char *raw,
-                  size_t raw_len, pl_decision *out, pl_error *err);
+                   size_t raw_len, pl_decision *out, pl_error *err);
 /* Static scan of a module's import section: 1 all imports qualified, 0 some import
  * outside the room profile, -1 not analysable (not a module / malformed). */
 int pl__wasm_scan_imports(const uint8_t *b, size_t n);
@@ -86,19 +89,19 @@ typedef struct pl_attempt {
     const char *execution_id;
 } pl_attempt;
 bool pl__room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t raw_len,
-                     pl_cancel *cancel, pl_attempt *at, bool *promotable, pl_outcome *outcome,
-                     pl_error *err);
+                      pl_cancel *cancel, pl_attempt *at, bool *promotable, pl_outcome *outcome,
+                      pl_error *err);
 
 /* The host-authored runtime_unsupported outcome (outcome.c). */
 void pl__outcome_make(pl_outcome *o, uint32_t features, const char *raw, size_t raw_len);
 
 /* Native backend (sandbox.c). */
 bool pl__native_attempt(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_cancel *cancel,
-                       pl_attempt *at, pl_error *err);
+                        pl_attempt *at, pl_error *err);
 
 /* L2 (run.c): whether a promotion may happen (why says why not), and the child. */
 bool pl__promotion_allowed(const pl_decision *parent, bool typed, const pl_outcome *o,
-                          const char *raw, size_t raw_len, bool native_ok, pl_error *why);
+                           const char *raw, size_t raw_len, bool native_ok, pl_error *why);
 void pl__child_decision(const pl_decision *parent, bool unsandboxed, pl_decision *child);
 
 /* Result helpers (result.c). */
@@ -121,7 +124,8 @@ char *pl__result_extra_text(const pl_result *res, size_t *len);
 /* "portable_value", ... */
 const char *pl__state_name(pl_state_class s);
 /* Strict JSON load (duplicate keys and trailing data rejected); NULL with *err. */
-json_t *pl__json_strict(const char *text, size_t len, const char *what, pl_code code, pl_error *err);
+json_t *pl__json_strict(const char *text, size_t len, const char *what, pl_code code,
+                        pl_error *err);
 
 /* JSON emission with a fixed field order (jansson, compact, insertion order). */
 char *pl__json_dump(json_t *j, size_t *len);

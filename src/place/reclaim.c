@@ -5,8 +5,9 @@
  * in the middle (kill -9 of the agent) cannot, so every new context looks once for
  * leftovers named after a process that no longer exists: scratch directories
  * `peri-sbx-<pid>-XXXXXX` under its scratch root (with what the guest wrote) and cgroup
- * leaves `peri-<pid>-<seq>` (cgroup.c). A name whose process is alive, or that cannot be
- * checked, is left alone, so two live agents never reclaim each other's runs.
+ * leaves `peri-<pid>-<seq>` (cgroup.c), and the journals `peri-masks-<pid>-XXXXXX` of
+ * the control-file placeholders it made in projects (masks.c). A name whose process is alive, or
+ * that cannot be checked, is left alone, so two live agents never reclaim each other's runs.
  */
 #include "sandbox_int.h"
 
@@ -36,10 +37,16 @@ bool pl__owner_dead(const char *name, const char *prefix) {
 void pl__reclaim_stale(pl_ctx *pc) {
     DIR *d = opendir(pc->scratch_root);
     for (struct dirent *e; d && (e = readdir(d));) {
-        if (!pl__owner_dead(e->d_name, "peri-sbx-")) continue;
+        bool scratch = pl__owner_dead(e->d_name, "peri-sbx-");
+        bool journal = !scratch && pl__owner_dead(e->d_name, "peri-masks-");
         char p[4096];
-        if (snprintf(p, sizeof p, "%s/%s", pc->scratch_root, e->d_name) < (int)sizeof p)
+        if ((!scratch && !journal) ||
+            snprintf(p, sizeof p, "%s/%s", pc->scratch_root, e->d_name) >= (int)sizeof p)
+            continue;
+        if (scratch)
             pl__remove_tree(p);
+        else
+            pl__masks_reclaim(p); /* the placeholders it left in projects (masks.c) */
     }
     if (d) closedir(d);
     pl__cg_reclaim(pc);

@@ -137,5 +137,8 @@ int pl__masks_apply(const pl_masks *m);
 void pl__masks_release(pl_ctx *pc, pl_masks *m);
 /* At pl_free: the context's placeholder table. */
 void pl__masks_free_refs(pl_ctx *pc);
+/* Removes the placeholders a dead process's context recorded in the journal at path
+ * (still unchanged, their workspace idle), then the journal (masks.c). */
+void pl__masks_reclaim(const char *path);
 
 #endif

@@ -190,6 +190,32 @@ check("done" in r.get("stdout", "") and "wrote" not in r.get("stdout", ""),
 left = sorted(n for n in os.listdir(ws) if n in CONTROL)
 check(left == [], f"concurrent: placeholders left behind or written: {left}")
 
+# kill -9 of the process in the middle of a run: its placeholders (empty guide files in
+# the user's project) are removed by the next process's context, and the journal with them;
+# a file the user made meanwhile under a placeholder's name is not touched.
+ws = workspace("killed", False)
+p_kill = subprocess.Popen(request("killed", ws, "sleep 30", wall_ms=90000),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+for _ in range(200):
+    if all(os.path.exists(os.path.join(ws, g)) for g in ("AGENTS.md", "PERI.md")):
+        break
+    time.sleep(0.05)
+made = sorted(n for n in os.listdir(ws) if n in CONTROL)
+check("AGENTS.md" in made, f"killed: no placeholder to leave behind: {made}")
+p_kill.kill()
+p_kill.communicate(timeout=60)
+time.sleep(0.5)  # the sandbox dies with its parent
+journals = [n for n in os.listdir(scratch) if n.startswith(f"peri-masks-{p_kill.pid}-")]
+check(len(journals) == 1, f"killed: the journal of the killed process: {os.listdir(scratch)}")
+os.unlink(os.path.join(ws, "PERI.md"))
+with open(os.path.join(ws, "PERI.md"), "w") as f:
+    pass  # the user's own (empty) file under a placeholder's name: another inode
+run("after-kill", workspace("other", False), "true")  # a new context reclaims
+left = sorted(n for n in os.listdir(ws) if n in CONTROL)
+check(left == ["PERI.md"], f"killed: placeholders left in the project: {left}")
+check(not any(n.startswith(f"peri-masks-{p_kill.pid}-") for n in os.listdir(scratch)),
+      "killed: the dead process's journal stayed")
+
 shutil.rmtree(top, ignore_errors=True)
 print(f"{checks[0] - len(failures)} passed, {len(failures)} failed")
 sys.exit(1 if failures else 0)
