@@ -227,7 +227,7 @@ def main():
         return 2
     peri, mock_py, RUBY, HELLO, name = sys.argv[1:]
     missing = [p for p in (RUBY, HELLO) if not os.path.exists(p)]
-    if missing and name == "run":
+    if missing and name in ("run", "cancel"):  # both run Ruby in the room
         return missing_dependency("missing %s (scripts/deps.sh)" % missing)
     if not os.path.exists("/usr/bin/bwrap"):
         return missing_dependency("bubblewrap is not installed (scripts/deps.sh)")
