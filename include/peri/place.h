@@ -62,6 +62,7 @@
 
 #include "peri/room.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -342,6 +343,20 @@ pl_cancel *pl_cancel_new(void); /* NULL when out of memory */
 void pl_cancel_trigger(pl_cancel *c);
 bool pl_cancel_triggered(const pl_cancel *c);
 void pl_cancel_free(pl_cancel *c);
+
+/* A caller's cancel flag (an atomic_int set by another thread) linked to a pl_cancel: a
+ * thread polls the flag every 10 ms and triggers c once it is set, so a run started with
+ * c stops when the caller's flag rises. Start before pl_run, stop after it returns; a
+ * NULL flag links nothing. Owns nothing: flag and c must outlive the link. */
+typedef struct pl_cancel_link {
+    atomic_int *flag;
+    pl_cancel *cancel;
+    atomic_int done;
+    pthread_t th;
+    bool started;
+} pl_cancel_link;
+void pl_cancel_link_start(pl_cancel_link *l, atomic_int *flag, pl_cancel *c);
+void pl_cancel_link_stop(pl_cancel_link *l);
 
 /* Why the host stopped a run (pl_result.stop, result JSON "stopped_by"): the request
  * limit that was reached, or a cancel. A limit is never reported as a cancel, a cancel

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 bool pl__fail(pl_error *err, pl_code code, const char *fmt, ...) {
@@ -281,4 +282,32 @@ bool pl__result_finish(pl_result *res, const pl_decision *d) {
     res->json = ok ? pl__json_dump(o, &res->json_len) : NULL;
     json_decref(o);
     return res->json != NULL;
+}
+
+/* ---------------------------------------------------------------- cancel links */
+
+static void *link_main(void *arg) {
+    pl_cancel_link *l = arg;
+    while (!atomic_load(&l->done)) {
+        if (atomic_load(l->flag)) {
+            pl_cancel_trigger(l->cancel);
+            break;
+        }
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+void pl_cancel_link_start(pl_cancel_link *l, atomic_int *flag, pl_cancel *c) {
+    l->flag = flag;
+    l->cancel = c;
+    atomic_init(&l->done, 0);
+    l->started = flag && c && pthread_create(&l->th, NULL, link_main, l) == 0;
+}
+
+void pl_cancel_link_stop(pl_cancel_link *l) {
+    atomic_store(&l->done, 1);
+    if (l->started) pthread_join(l->th, NULL);
+    l->started = false;
 }

@@ -16,7 +16,7 @@
  * reason, identity, unsandboxed, decisions}}) and the placement result JSON as
  * raw_output_json, for the ACP tool_call_update (_meta, rawOutput).
  *
- * Cancel: a bridge thread turns ctx->cancel into pl_cancel_trigger within POLL_MS, so
+ * Cancel: a pl_cancel_link turns ctx->cancel into pl_cancel_trigger within 10 ms, so
  * a native run's process tree is killed and a room run stops at the watchdog's next
  * check; the tool then returns PTL_CANCELLED.
  */
@@ -31,7 +31,6 @@
 #include <unistd.h>
 #include <time.h>
 
-#define POLL_MS        10
 #define RUN_FILES_MAX  64
 #define RUN_SOURCE_MAX (1u << 20)
 
@@ -65,41 +64,6 @@ const char PTL__RUN_SCHEMA[] =
     "\"native_threads\",\"network\",\"posix\",\"shell\",\"subprocess\"]},"
     "\"description\":\"Native features the code needs (usually none)\"}},"
     "\"additionalProperties\":false}";
-
-/* ---------------------------------------------------------------- cancel bridge */
-
-typedef struct bridge {
-    atomic_int *flag;
-    pl_cancel *cancel;
-    atomic_int done;
-    pthread_t th;
-    bool started;
-} bridge;
-
-static void *bridge_main(void *arg) {
-    bridge *b = arg;
-    while (!atomic_load(&b->done)) {
-        if (atomic_load(b->flag)) {
-            pl_cancel_trigger(b->cancel);
-            break;
-        }
-        struct timespec ts = {0, POLL_MS * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    return NULL;
-}
-
-static void bridge_start(bridge *b, atomic_int *flag, pl_cancel *c) {
-    b->flag = flag;
-    b->cancel = c;
-    atomic_init(&b->done, 0);
-    b->started = flag && pthread_create(&b->th, NULL, bridge_main, b) == 0;
-}
-
-static void bridge_stop(bridge *b) {
-    atomic_store(&b->done, 1);
-    if (b->started) pthread_join(b->th, NULL);
-}
 
 /* ---------------------------------------------------------------- results */
 
@@ -145,13 +109,13 @@ static ptl_status place_and_run(const ptl_ctx *ctx, const pl_request *rq, const 
     pl_policy none = {0};
     pl_cancel *cancel = pl_cancel_new();
     if (!cancel) return PTL_ERR_NOMEM;
-    bridge br;
-    bridge_start(&br, ctx->cancel, cancel);
+    pl_cancel_link br;
+    pl_cancel_link_start(&br, ctx->cancel, cancel);
     pl_report rep;
     memset(&rep, 0, sizeof rep);
     pl_error err = {0};
     bool ran = pl_run(sb->place, rq, sb->policy ? sb->policy : &none, cancel, &rep, &err);
-    bridge_stop(&br);
+    pl_cancel_link_stop(&br);
     bool was_cancelled = pl_cancel_triggered(cancel) || (ctx->cancel && atomic_load(ctx->cancel));
     pl_cancel_free(cancel);
     if (!ran) {

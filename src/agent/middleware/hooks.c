@@ -395,27 +395,6 @@ out:
     }
 }
 
-typedef struct bridge {
-    atomic_int *flag;
-    pl_cancel *cancel;
-    atomic_int done;
-    pthread_t th;
-    bool started;
-} bridge;
-
-static void *bridge_main(void *arg) {
-    bridge *b = arg;
-    while (!atomic_load(&b->done)) {
-        if (atomic_load(b->flag)) {
-            pl_cancel_trigger(b->cancel);
-            break;
-        }
-        struct timespec ts = {0, 10 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    return NULL;
-}
-
 /* The default: through placement, in the native sandbox like `shell`. */
 static void run_placed(const pag_hooks *h, const char *cmd, const char *input, long timeout_ms,
                        atomic_int *cancel, run_out *r) {
@@ -447,15 +426,13 @@ static void run_placed(const pag_hooks *h, const char *cmd, const char *input, l
         snprintf(r->why, sizeof r->why, "out of memory");
         return;
     }
-    bridge br = {.flag = cancel, .cancel = pc};
-    atomic_init(&br.done, 0);
-    br.started = cancel && pthread_create(&br.th, NULL, bridge_main, &br) == 0;
+    pl_cancel_link br;
+    pl_cancel_link_start(&br, cancel, pc);
     pl_report rep;
     memset(&rep, 0, sizeof rep);
     pl_error err = {0};
     bool ok = pl_run(sb->place, &rq, sb->policy ? sb->policy : &none, pc, &rep, &err);
-    atomic_store(&br.done, 1);
-    if (br.started) pthread_join(br.th, NULL);
+    pl_cancel_link_stop(&br);
     bool was_cancelled = pl_cancel_triggered(pc);
     pl_cancel_free(pc);
     if (!ok) {
