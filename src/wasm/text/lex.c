@@ -530,7 +530,14 @@ static bool float_syntax(const wt_tok *t, char *buf, size_t cap, int *kind, bool
     return true;
 }
 
-bool pw__wt_f32(const wt_tok *t, uint32_t *out) {
+/* The bits of a float literal of width 32 or 64 (one rule for both: infinities, the
+ * canonical NaN, nan:0x payloads of 1 .. mantissa mask, finite values rounded by
+ * strtof/strtod and refused when they overflow to infinity). */
+static bool float_bits(const wt_tok *t, bool is64, uint64_t *out) {
+    const uint64_t inf = is64 ? 0x7FF0000000000000ull : 0x7F800000u;
+    const uint64_t quiet = is64 ? 0x0008000000000000ull : 0x00400000u;
+    const uint64_t sign = is64 ? 0x8000000000000000ull : 0x80000000u;
+    const int mbits = is64 ? 52 : 23;
     char stack[128];
     size_t cap = t->len + 8;
     char *buf = cap <= sizeof stack ? stack : malloc(cap);
@@ -541,51 +548,41 @@ bool pw__wt_f32(const wt_tok *t, uint32_t *out) {
     if (!float_syntax(t, buf, cap, &kind, &neg, &payload)) {
         ok = false;
     } else if (kind == 1) {
-        *out = 0x7F800000u;
+        *out = inf;
     } else if (kind == 2) {
-        *out = 0x7FC00000u;
+        *out = inf | quiet;
     } else if (kind == 3) {
-        if (payload == 0 || payload >= (1u << 23)) ok = false;
-        *out = 0x7F800000u | (uint32_t)payload;
+        if (payload == 0 || payload >= (1ull << mbits)) ok = false;
+        *out = inf | payload;
     } else {
         errno = 0;
-        float f = strtof(buf, NULL);
-        if (isinf(f)) ok = false;
-        memcpy(out, &f, 4);
+        if (is64) {
+            double f = strtod(buf, NULL);
+            ok = !isinf(f);
+            memcpy(out, &f, 8);
+        } else {
+            float f = strtof(buf, NULL);
+            uint32_t b;
+            ok = !isinf(f);
+            memcpy(&b, &f, 4);
+            *out = b;
+        }
         neg = false; /* the sign is in the text */
     }
-    if (ok && neg) *out |= 0x80000000u;
+    if (ok && neg) *out |= sign;
     if (buf != stack) free(buf);
     return ok;
 }
 
-bool pw__wt_f64(const wt_tok *t, uint64_t *out) {
-    char stack[128];
-    size_t cap = t->len + 8;
-    char *buf = cap <= sizeof stack ? stack : malloc(cap);
-    if (!buf) return false;
-    int kind;
-    bool neg, ok = true;
-    uint64_t payload = 0;
-    if (!float_syntax(t, buf, cap, &kind, &neg, &payload)) {
-        ok = false;
-    } else if (kind == 1) {
-        *out = 0x7FF0000000000000ull;
-    } else if (kind == 2) {
-        *out = 0x7FF8000000000000ull;
-    } else if (kind == 3) {
-        if (payload == 0 || payload >= (1ull << 52)) ok = false;
-        *out = 0x7FF0000000000000ull | payload;
-    } else {
-        errno = 0;
-        double f = strtod(buf, NULL);
-        if (isinf(f)) ok = false;
-        memcpy(out, &f, 8);
-        neg = false;
-    }
-    if (ok && neg) *out |= 0x8000000000000000ull;
-    if (buf != stack) free(buf);
+bool pw__wt_f32(const wt_tok *t, uint32_t *out) {
+    uint64_t b = 0;
+    bool ok = float_bits(t, false, &b);
+    *out = (uint32_t)b;
     return ok;
+}
+
+bool pw__wt_f64(const wt_tok *t, uint64_t *out) {
+    return float_bits(t, true, out);
 }
 
 bool pw__wt_is_num(const wt_tok *t) {
