@@ -262,9 +262,18 @@ typedef struct pw_store_config {
      * SSE4.1 (tests the baseline path on any machine). The store that triggers a
      * module's translation decides for that module. */
     bool jit_sse2;
+    /* Bounds checks of 32-bit memories (docs/jit.md, "Bounds checks"): PW_BOUNDS_GUARD
+     * (0, the default): each is reserved with guard pages where the address space
+     * allows, and the JIT then accesses memory 0 without checks (an out-of-bounds
+     * access faults and becomes the same trap, through a SIGSEGV/SIGBUS handler the
+     * engine installs once per process and chains to the previous one);
+     * PW_BOUNDS_EXPLICIT: no reservation beyond the memory's maximum and no signal
+     * handler, every access checked explicitly. Traps are the same either way. */
+    int bounds_checks;
 } pw_store_config;
 
 enum { PW_ENGINE_AUTO = 0, PW_ENGINE_INTERP = 1, PW_ENGINE_JIT = 2 };
+enum { PW_BOUNDS_GUARD = 0, PW_BOUNDS_EXPLICIT = 1 };
 
 /* A cache of the mappings stores use (value/frame stacks, linear-memory
  * reservations), so a short run makes no mmap/munmap/mprotect call: those take the

@@ -2,7 +2,8 @@
  * cmd_wasm.c — `peri wasm`: a small tool for humans around the engine.
  *
  *   peri wasm validate FILE                   decode + validate; "valid" or the error
- *   peri wasm invoke [--v8-messages] [--time] [--engine E] FILE FUNC [ARGS...]
+ *   peri wasm invoke [--v8-messages] [--time] [--engine E] [--bounds-checks B] FILE FUNC
+ *                    [ARGS...]
  *                                             instantiate (no imports) and call FUNC
  *
  * Arguments are parsed by the function's parameter types (i32/i64 decimal or 0x hex,
@@ -25,12 +26,14 @@
 
 static int wasm_usage(FILE *f) {
     fprintf(f, "usage: peri wasm validate FILE\n"
-               "       peri wasm invoke [--v8-messages] [--time] [--engine E] FILE FUNC [ARGS...]\n"
+               "       peri wasm invoke [--v8-messages] [--time] [--engine E] [--bounds-checks B]\n"
+               "                        FILE FUNC [ARGS...]\n"
                "  validate       decode and validate FILE; prints \"valid\" or the error\n"
                "  invoke         instantiate FILE (it must have no imports) and call the\n"
                "                 exported function FUNC with ARGS; prints the results\n"
                "  --v8-messages  trap messages in V8's wording instead of the spec's\n"
                "  --engine E     execution tier: auto (default), interp or jit (docs/jit.md)\n"
+               "  --bounds-checks B  guard (default: guard pages where possible) or explicit\n"
                "  --time         print compile/instantiate/call times on stderr\n"
                "Exit status: 0 success (valid; the call returned); 1 the module is malformed,\n"
                "invalid or cannot be instantiated, the file cannot be read, or the call\n"
@@ -178,6 +181,12 @@ static int wasm_invoke(int argc, char **argv) {
             cfg.engine = peri_engine_parse(argv[++i]);
             if (cfg.engine < 0) {
                 fprintf(stderr, "peri wasm invoke: --engine wants interp, jit or auto\n");
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--bounds-checks") == 0 && i + 1 < argc) {
+            cfg.bounds_checks = peri_bounds_parse(argv[++i]);
+            if (cfg.bounds_checks < 0) {
+                fprintf(stderr, "peri wasm invoke: --bounds-checks wants guard or explicit\n");
                 return 2;
             }
         } else if (strcmp(argv[i], "--") == 0) {

@@ -57,5 +57,7 @@ char *peri_read_file(const char *path, bool dash_is_stdin, size_t *len);
  * the default tier: $PERI_ENGINE, unset or empty = auto (-1 and a message if invalid). */
 int peri_engine_parse(const char *v);
 int peri_engine_default(void);
+/* PW_BOUNDS_* of "guard"/"explicit" (--bounds-checks), -1 for anything else. */
+int peri_bounds_parse(const char *v);
 
 #endif

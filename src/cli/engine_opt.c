@@ -3,7 +3,8 @@
  * `--engine interp|jit|auto` and, as the default of every `peri` command that runs
  * Wasm (run, ruby, isolate run/serve, wasm invoke), the environment variable
  * PERI_ENGINE (the library reads no environment; tests use it to run whole CLI
- * suites under one tier). Unset or empty: auto.
+ * suites under one tier). Unset or empty: auto. Beside it `--bounds-checks
+ * guard|explicit` (pw_store_config.bounds_checks; docs/jit.md, "Bounds checks").
  */
 #include "cli/commands.h"
 #include "peri/wasm.h"
@@ -17,6 +18,13 @@ int peri_engine_parse(const char *v) {
     if (strcmp(v, "auto") == 0) return PW_ENGINE_AUTO;
     if (strcmp(v, "interp") == 0) return PW_ENGINE_INTERP;
     if (strcmp(v, "jit") == 0) return PW_ENGINE_JIT;
+    return -1;
+}
+
+int peri_bounds_parse(const char *v) {
+    if (!v) return -1;
+    if (strcmp(v, "guard") == 0) return PW_BOUNDS_GUARD;
+    if (strcmp(v, "explicit") == 0) return PW_BOUNDS_EXPLICIT;
     return -1;
 }
 

@@ -118,6 +118,11 @@ struct pw_memory {
     uint64_t dirty;     /* [size, dirty) may hold a previous store's bytes (pool.c) */
     pw_store *store;
     bool is64; /* i64 addresses (memory64); its size is still capped at 2^16 pages */
+    /* Guard pages (docs/jit.md, "Bounds checks"): a 32-bit memory whose mapping is
+     * PW_GUARD_RESERVE bytes, with [size, mapped) PROT_NONE (rw == size): JIT code
+     * accesses it without bounds checks and an access out of bounds faults
+     * (jit/guard.c). The interpreter and the helpers check explicitly either way. */
+    bool guarded;
 };
 
 struct pw_table {
@@ -275,7 +280,7 @@ bool pw__valtype_sub_cross(const pw_module *ma, pw_valtype a, const pw_module *m
 bool pw__store_ensure_stack(pw_store *s);
 
 /* memory.c */
-pw_memory *pw__memory_create(pw_store *s, uint64_t min_pages, uint64_t max_pages);
+pw_memory *pw__memory_create(pw_store *s, uint64_t min_pages, uint64_t max_pages, bool is64);
 /* Grow results: the old size, -1 (refused), or PW_GROW_OVER_CAP (refused because the
  * store's memory cap would be passed; Wasm sees -1 unless cfg.cap_is_fatal). */
 #define PW_GROW_OVER_CAP (-2)
@@ -322,6 +327,14 @@ pw_status pw__call_host(pw_store *s, pw_instance *caller, pw_func *f, pw_slot *a
 
 /* instance.c: evaluate a constant expression of m for instance inst. */
 bool pw__eval_const(pw_instance *inst, pw_span expr, pw_slot *out, pw_error *err);
+
+/* jit/guard.c: the mapping of a guarded memory covers every address a 32-bit
+ * access can form: a 32-bit address + a 32-bit static offset + up to 16 bytes
+ * (8 GiB + 14 bytes), rounded up to a 64 KiB guard. pw__guard_ready installs the
+ * fault handler (once per process, thread-safe) and tells whether it is in place
+ * (false: memories are not guarded, the JIT checks explicitly). */
+#define PW_GUARD_RESERVE (((uint64_t)8 << 30) + 65536)
+bool pw__guard_ready(void);
 
 /* trap.c */
 pw_status pw__trap(pw_error *err, pw_trap_code code);

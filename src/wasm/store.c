@@ -29,7 +29,7 @@ pw_store *pw_store_new(const pw_store_config *cfg, pw_error *err) {
     s->jit_on = PW_JIT_AVAILABLE && s->cfg.engine == PW_ENGINE_JIT;
     s->jit_auto = PW_JIT_AVAILABLE && s->cfg.engine == PW_ENGINE_AUTO;
     atomic_init(&s->interrupt, 0);
-    s->empty_mem = pw__memory_create(s, 0, 0);
+    s->empty_mem = pw__memory_create(s, 0, 0, false);
     if (!s->empty_mem) {
         pw_store_free(s);
         pw__fail(err, PW_ERR_NOMEM, "out of memory");

@@ -50,7 +50,8 @@ enum { TIER_IDLE = 0, TIER_STARTED = 1, TIER_NEVER = 2 };
 struct pw_tierjob {
     pthread_t thread;
     pw_store store;   /* stand-in: jit_on, nothing else is read */
-    pw_instance inst; /* stand-in: mod */
+    pw_instance inst; /* stand-in: mod, mem0 */
+    pw_memory mem0;   /* stand-in: guarded (which variant to translate, jit.c) */
     pw_func fn;       /* stand-in: inst, code (the first function) */
 };
 
@@ -81,6 +82,8 @@ static void start(struct pw_cmodule *cm, const pw_func *f) {
     if (j) {
         j->store.jit_on = true;
         j->inst.mod = f->inst->mod;
+        j->mem0.guarded = f->inst->mem0 && f->inst->mem0->guarded;
+        j->inst.mem0 = &j->mem0;
         j->fn.inst = &j->inst;
         j->fn.code = &cm->funcs[0];
         cm->tier_job = j; /* read only by pw__tier_free, after every store is gone */

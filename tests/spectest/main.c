@@ -40,7 +40,8 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: peri-spectest [--only NAME] [--scope wasm2|wasm3] [--strict] [--wat] "
-            "[--no-fork] [--skip-if-absent] [--engine interp|jit|jit-sse2|auto] [-v]\n"
+            "[--no-fork] [--skip-if-absent] [--engine interp|jit|jit-sse2|auto]\n"
+            "       [--bounds-checks guard|explicit] [-v]\n"
             "  --only NAME   run one script (core/NAME, or GROUP/NAME), in scope or not\n"
             "  --scope S     wasm2 (default " PERI_SPECTEST_DEFAULT_SCOPE
             ") or wasm3 (= wasm2 + wasm3)\n"
@@ -52,6 +53,7 @@ static void usage(FILE *f) {
             "  --skip-if-absent  exit 77 (CTest: skipped) when the data folder is absent\n"
             "  --engine E    execution tier: interp (default), jit, jit-sse2 (SIMD with\n"
             "                plain SSE2 only) or auto\n"
+            "  --bounds-checks B  guard (default: guard pages where possible) or explicit\n"
             "  -v            print every failure detail and every skipped script\n"
             "environment: SPECTEST_DIR (data folder, default %s),\n"
             "             PERI_SPECTEST_SCOPE, PERI_SPECTEST_TIMEOUT (seconds per script)\n",
@@ -193,6 +195,16 @@ int main(int argc, char **argv) {
                 o.engine = PW_ENGINE_AUTO;
             else {
                 fprintf(stderr, "peri-spectest: unknown engine \"%s\" (interp, jit or auto)\n", e);
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--bounds-checks") == 0 && i + 1 < argc) {
+            const char *b = argv[++i];
+            if (strcmp(b, "guard") == 0)
+                o.bounds = PW_BOUNDS_GUARD;
+            else if (strcmp(b, "explicit") == 0)
+                o.bounds = PW_BOUNDS_EXPLICIT;
+            else {
+                fprintf(stderr, "peri-spectest: unknown bounds checks \"%s\" (guard or explicit)\n", b);
                 return 2;
             }
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {

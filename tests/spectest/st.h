@@ -31,6 +31,7 @@ typedef struct st_opts {
     bool strict;   /* count malformed/invalid category mismatches as failures */
     int engine;    /* pw_store_config.engine (--engine) */
     bool jit_sse2; /* pw_store_config.jit_sse2 (--engine jit-sse2) */
+    int bounds;    /* pw_store_config.bounds_checks (--bounds-checks) */
     bool wat;      /* text mode: modules come from the .wast source via pw_wat_to_wasm */
 } st_opts;
 

@@ -44,7 +44,15 @@ typedef pw_status (*pw_jit_entry)(pw_slot *fp, pw_instance *inst, pw_store *s);
 /* Offset of a JIT function's inner entry from its published (outer) entry. */
 #define JIT_INNER 64
 
-struct pw_jitmod {
+/* One translation of the module. Two variants (docs/jit.md, "Bounds checks"):
+ * JV_EXPLICIT checks every access to memory 0 against its size, JV_GUARD does not
+ * (for an instance whose memory 0 is guarded: an access out of bounds faults, and
+ * the mapping starts with the fault stub the signal handler resumes at). An
+ * instance runs the variant of its memory 0; each is translated at the first call
+ * that needs it. */
+enum { JV_EXPLICIT = 0, JV_GUARD = 1, JV_COUNT };
+
+typedef struct jitcode {
     uint32_t nfuncs;
     _Atomic(void *) *fns; /* NULL: not tried; JIT_FALLBACK; else the entry point */
     /* The module's code: one mapping for all its functions, translated together at
@@ -52,6 +60,10 @@ struct pw_jitmod {
      * the process's mm lock and cost tens of microseconds each on a loaded VM). */
     _Atomic(void *) map;
     size_t maplen;
+} jitcode;
+
+struct pw_jitmod {
+    jitcode v[JV_COUNT];
     /* Reverse map of the interpreter's handler offsets, sorted by offset. */
     uint32_t nops;
     int32_t *off;
@@ -63,11 +75,15 @@ struct pw_jitmod {
 struct pw_jitmod *pw__jit_module_new(const struct pw_cmodule *cm) {
     struct pw_jitmod *jm = calloc(1, sizeof *jm);
     if (!jm) return NULL;
-    jm->nfuncs = cm->nfuncs;
-    jm->fns = calloc(cm->nfuncs ? cm->nfuncs : 1, sizeof *jm->fns);
+    bool ok = true;
+    for (int v = 0; v < JV_COUNT; v++) {
+        jm->v[v].nfuncs = cm->nfuncs;
+        jm->v[v].fns = calloc(cm->nfuncs ? cm->nfuncs : 1, sizeof *jm->v[v].fns);
+        ok = ok && jm->v[v].fns;
+    }
     jm->off = malloc(PW_OP_COUNT_ * sizeof *jm->off);
     jm->op = malloc(PW_OP_COUNT_ * sizeof *jm->op);
-    if (!jm->fns || !jm->off || !jm->op) {
+    if (!ok || !jm->off || !jm->op) {
         pw__jit_module_free(jm);
         return NULL;
     }
@@ -90,10 +106,13 @@ struct pw_jitmod *pw__jit_module_new(const struct pw_cmodule *cm) {
 void pw__jit_module_free(struct pw_jitmod *jm) {
     if (!jm) return;
 #if PW_JIT_AVAILABLE
-    void *map = atomic_load_explicit(&jm->map, memory_order_acquire);
-    if (map) munmap(map, jm->maplen);
+    for (int v = 0; v < JV_COUNT; v++) {
+        void *map = atomic_load_explicit(&jm->v[v].map, memory_order_acquire);
+        if (map) munmap(map, jm->v[v].maplen);
+    }
 #endif
-    free(jm->fns);
+    for (int v = 0; v < JV_COUNT; v++)
+        free(jm->v[v].fns);
     free(jm->off);
     free(jm->op);
     free(jm);
@@ -258,6 +277,8 @@ enum { LAB_EXIT = PW_TRAP_COUNT_, LAB_RET, LAB_TRAPC, LAB_NSPECIAL };
 typedef struct jc {
     pw_x64 x;
     const struct pw_jitmod *jm;
+    const jitcode *jv; /* the variant being translated */
+    bool guard;        /* JV_GUARD: memory 0 accesses are not checked */
     const pw_module *m;
     const pw_cfunc *cf;
     const uint32_t *code;
@@ -633,6 +654,17 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
     }
 }
 
+/* The bounds check of an access to memory 0 that ends at rax + end (computed in 64
+ * bits, so it cannot wrap): traps when that passes r13 (the cached size). None in
+ * the guard variant: the address is inside the guarded reservation, and past the
+ * size its pages fault (guard.c). */
+static void bounds_check(jc *c, int32_t end) {
+    if (c->guard) return;
+    pw__x64_lea(&c->x, true, X_RDX, x_mem(X_RAX, end));
+    pw__x64_alu_rr(&c->x, X_CMP, true, X_RDX, X_R13);
+    trap_if(c, X_CC_A, PW_TRAP_MEM_OOB);
+}
+
 /* Effective address ea = rax + the returned displacement (rax: the zero-extended
  * 32-bit sum, plus the offset when it is too large for a displacement), bounds
  * check against r13 (the cached memory size): ea + width > size traps, computed in
@@ -661,9 +693,7 @@ static int32_t address(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
         pw__x64_mov_ri32(&c->x, X_RCX, off);
         pw__x64_alu_rr(&c->x, X_ADD, true, X_RAX, X_RCX);
     }
-    pw__x64_lea(&c->x, true, X_RDX, x_mem(X_RAX, disp + mi->bytes));
-    pw__x64_alu_rr(&c->x, X_CMP, true, X_RDX, X_R13);
-    trap_if(c, X_CC_A, PW_TRAP_MEM_OOB);
+    bounds_check(c, disp + mi->bytes);
     return disp;
 }
 
@@ -1203,9 +1233,7 @@ static bool vaddr(jc *c, uint32_t pos, uint32_t width, pw_xmem *m) {
         pw__x64_mov_ri32(x, X_RDX, off);
         pw__x64_alu_rr(x, X_ADD, true, X_RAX, X_RDX);
     }
-    pw__x64_lea(x, true, X_RDX, x_mem(X_RAX, disp + (int32_t)width));
-    pw__x64_alu_rr(x, X_CMP, true, X_RDX, X_R13);
-    trap_if(c, X_CC_A, PW_TRAP_MEM_OOB);
+    bounds_check(c, disp + (int32_t)width);
     *m = x_memi(X_R12, X_RAX, 1, disp);
     return true;
 }
@@ -1931,7 +1959,7 @@ static void xop(jc *c, uint32_t pos, uint32_t *len) {
 
 /* Helpers called by JIT code. */
 static pw_status jit_call_indirect(pw_store *s, pw_instance *inst, const uint32_t *pc, pw_slot *fp,
-                                   const struct pw_jitmod *jm, const pw_cfunc *funcs);
+                                   const jitcode *jv, const pw_cfunc *funcs);
 static pw_status jit_call_ref(pw_store *s, pw_instance *inst, const uint32_t *pc, pw_slot *fp);
 static pw_status jit_call(pw_store *s, pw_instance *inst, pw_func *f, pw_slot *argp, pw_slot *fp,
                           const uint32_t *ret_pc);
@@ -1958,7 +1986,7 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
         uint32_t nz = ce->nlocals - ce->nparams;
         if (nz <= 32 && (uint64_t)argbase + ce->frame_slots < (1u << 27)) {
             fast = true;
-            pw__x64_mov_ri64(x, X_RAX, (uint64_t)(uintptr_t)&c->jm->fns[d]);
+            pw__x64_mov_ri64(x, X_RAX, (uint64_t)(uintptr_t)&c->jv->fns[d]);
             pw__x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, 0));
             pw__x64_alu_ri(x, X_CMP, true, X_RAX, 1);
             slow = pw__x64_jcc32(x, X_CC_BE); /* NULL or JIT_FALLBACK */
@@ -2099,7 +2127,7 @@ static bool t_control(jc *c, uint32_t pos, int op, uint32_t *len) {
         pw__x64_mov_rr(x, true, X_RSI, X_R14);
         pw__x64_mov_ri64(x, X_RDX, (uint64_t)(uintptr_t)(c->code + pos));
         pw__x64_mov_rr(x, true, X_RCX, X_RBX);
-        pw__x64_mov_ri64(x, X_R8, (uint64_t)(uintptr_t)c->jm);
+        pw__x64_mov_ri64(x, X_R8, (uint64_t)(uintptr_t)c->jv);
         pw__x64_mov_ri64(x, X_R9, (uint64_t)(uintptr_t)c->m->code->funcs);
         call_abs(c, ind ? (const void *)jit_call_indirect : (const void *)jit_call_ref);
         pw__x64_test_rr(x, false, X_RAX, X_RAX);
@@ -2467,6 +2495,30 @@ static void prologue(jc *c) {
     reload_pins(c, 0); /* params as passed, declared locals zeroed by the caller */
 }
 
+/* The trap status: s->trap = eax (the code), eax = PW_ERR_TRAP. */
+static void trap_status(pw_x64 *x) {
+    pw__x64_store(x, 4, x_mem(X_R15, (int32_t)offsetof(pw_store, trap)), X_RAX);
+    pw__x64_mov_ri32(x, X_RAX, PW_ERR_TRAP);
+}
+
+/* The inner entry's exit (the same in every function): returns eax. */
+static void inner_exit(pw_x64 *x) {
+    pw__x64_alu_ri(x, X_ADD, true, X_RSP, 8);
+    pw__x64_pop(x, X_RBX);
+    pw__x64_pop(x, X_RBP);
+    pw__x64_ret(x);
+}
+
+/* The fault stub at the start of a guard variant's mapping: where the signal
+ * handler resumes a function body that faulted on memory 0 (guard.c). The body's
+ * stack is the same in every function and a trap abandons the frame, so this is
+ * what the body's own PW_TRAP_MEM_OOB stub would do. */
+static void fault_stub(pw_x64 *x) {
+    pw__x64_mov_ri32(x, X_RAX, PW_TRAP_MEM_OOB);
+    trap_status(x);
+    inner_exit(x);
+}
+
 static void epilogue(jc *c) {
     pw_x64 *x = &c->x;
     /* trap stubs: eax = code, then the common trap exit */
@@ -2476,8 +2528,7 @@ static void epilogue(jc *c) {
         jmp_to(c, special(c, LAB_TRAPC));
     }
     c->lab[special(c, LAB_TRAPC)] = (int32_t)x->len;
-    pw__x64_store(x, 4, x_mem(X_R15, (int32_t)offsetof(pw_store, trap)), X_RAX);
-    pw__x64_mov_ri32(x, X_RAX, PW_ERR_TRAP);
+    trap_status(x);
     jmp_to(c, special(c, LAB_EXIT));
     c->lab[special(c, LAB_RET)] = (int32_t)x->len;
     for (uint32_t k = 0; k < c->npins; k++) /* the results: slots 0..nresults-1 */
@@ -2491,11 +2542,8 @@ static void epilogue(jc *c) {
                 pw__x64_store(x, 8, m, c->preg[k]);
         }
     pw__x64_alu_rr(x, X_XOR, false, X_RAX, X_RAX);
-    c->lab[special(c, LAB_EXIT)] = (int32_t)x->len; /* the inner entry's exit */
-    pw__x64_alu_ri(x, X_ADD, true, X_RSP, 8);
-    pw__x64_pop(x, X_RBX);
-    pw__x64_pop(x, X_RBP);
-    pw__x64_ret(x);
+    c->lab[special(c, LAB_EXIT)] = (int32_t)x->len;
+    inner_exit(x);
 }
 
 /* One translation pass over the function into c->x (labels, fixups patched). */
@@ -2647,13 +2695,15 @@ out:
  * is position independent (relative branches, rip-relative tables; helpers by
  * absolute address). Pass 1 records slot uses, pass 2 emits with the chosen pins; if
  * pass 2 fails with pins, a pass without pins decides. */
-static int64_t compile_func(const struct pw_jitmod *jm, const pw_module *m, uint32_t i, pw_x64 *out,
-                            unsigned isa) {
+static int64_t compile_func(const struct pw_jitmod *jm, int v, const pw_module *m, uint32_t i,
+                            pw_x64 *out, unsigned isa) {
     const pw_cfunc *cf = &m->code->funcs[i];
     if (cf->nhandlers || cf->frame_slots >= (1u << 27) || cf->ncode == 0) return -1;
     jc c;
     memset(&c, 0, sizeof c);
     c.jm = jm;
+    c.jv = &jm->v[v];
+    c.guard = v == JV_GUARD;
     c.m = m;
     c.cf = cf;
     c.code = cf->code;
@@ -2721,13 +2771,14 @@ done:
 /* Translate every function of the module into one buffer, map it read/write, copy,
  * make it read/execute (never both at once), and publish the entries. Two threads
  * may race: one mapping wins (compare-and-swap), the other is unmapped. */
-static void compile_module(struct pw_jitmod *jm, const pw_module *m, unsigned isa) {
-    uint32_t n = jm->nfuncs;
+static void compile_module(struct pw_jitmod *jm, int v, const pw_module *m, unsigned isa) {
+    jitcode *jv = &jm->v[v];
+    uint32_t n = jv->nfuncs;
     int64_t *offs = malloc((n ? n : 1) * sizeof *offs);
     if (!offs) { /* OOM: everything stays on the interpreter */
         for (uint32_t i = 0; i < n; i++) {
             void *none = NULL;
-            atomic_compare_exchange_strong_explicit(&jm->fns[i], &none, JIT_FALLBACK,
+            atomic_compare_exchange_strong_explicit(&jv->fns[i], &none, JIT_FALLBACK,
                                                     memory_order_acq_rel, memory_order_acquire);
         }
         return;
@@ -2737,8 +2788,9 @@ static void compile_module(struct pw_jitmod *jm, const pw_module *m, unsigned is
     for (uint32_t i = 0; i < n; i++)
         words += m->code->funcs[i].ncode;
     pw__x64_reserve(&out, words * 8 + 4096);
+    if (v == JV_GUARD) fault_stub(&out); /* at offset 0 (pw__jit_fault_stub) */
     for (uint32_t i = 0; i < n; i++)
-        offs[i] = compile_func(jm, m, i, &out, isa);
+        offs[i] = compile_func(jm, v, m, i, &out, isa);
     void *p = MAP_FAILED;
     size_t maplen = 0;
     if (!out.oom && out.len) {
@@ -2758,8 +2810,8 @@ static void compile_module(struct pw_jitmod *jm, const pw_module *m, unsigned is
     free(out.buf);
     void *expect = NULL;
     if (p != MAP_FAILED) {
-        jm->maplen = maplen; /* written before the mapping is published */
-        if (!atomic_compare_exchange_strong_explicit(&jm->map, &expect, p, memory_order_acq_rel,
+        jv->maplen = maplen; /* written before the mapping is published */
+        if (!atomic_compare_exchange_strong_explicit(&jv->map, &expect, p, memory_order_acq_rel,
                                                      memory_order_acquire)) {
             munmap(p, maplen); /* another thread's translation won */
             free(offs);
@@ -2769,7 +2821,7 @@ static void compile_module(struct pw_jitmod *jm, const pw_module *m, unsigned is
     for (uint32_t i = 0; i < n; i++) {
         void *want = p != MAP_FAILED && offs[i] >= 0 ? (void *)((char *)p + offs[i]) : JIT_FALLBACK;
         void *none = NULL;
-        atomic_compare_exchange_strong_explicit(&jm->fns[i], &none, want, memory_order_acq_rel,
+        atomic_compare_exchange_strong_explicit(&jv->fns[i], &none, want, memory_order_acq_rel,
                                                 memory_order_acquire);
     }
     free(offs);
@@ -2788,16 +2840,22 @@ static unsigned cpu_isa(bool sse2_only) {
     return f;
 }
 
+/* The variant an instance runs: that of its memory 0 (docs/jit.md, "Bounds checks"). */
+static int variant(const pw_instance *inst) {
+    return inst->mem0 && inst->mem0->guarded ? JV_GUARD : JV_EXPLICIT;
+}
+
 static pw_jit_entry jit_get(pw_store *s, const pw_func *f) {
     if (!s->jit_on || !f->inst) return NULL;
     const pw_module *m = f->inst->mod;
     struct pw_jitmod *jm = m->code->jit;
     if (!jm) return NULL;
+    int v = variant(f->inst);
     uint32_t i = (uint32_t)(f->code - m->code->funcs);
-    void *p = atomic_load_explicit(&jm->fns[i], memory_order_acquire);
+    void *p = atomic_load_explicit(&jm->v[v].fns[i], memory_order_acquire);
     if (!p) {
-        compile_module(jm, m, cpu_isa(s->cfg.jit_sse2));
-        p = atomic_load_explicit(&jm->fns[i], memory_order_acquire);
+        compile_module(jm, v, m, cpu_isa(s->cfg.jit_sse2));
+        p = atomic_load_explicit(&jm->v[v].fns[i], memory_order_acquire);
     }
     /* NULL here: another thread is publishing; this call is interpreted. */
     if (!p || p == JIT_FALLBACK) return NULL;
@@ -2820,7 +2878,24 @@ static pw_status exec_wasm(pw_store *s, pw_func *f, pw_slot *fp) {
     memset(fp + cf->nparams, 0, (cf->nlocals - cf->nparams) * sizeof *fp);
     if (atomic_load_explicit(&s->interrupt, memory_order_relaxed))
         return trap(s, PW_TRAP_INTERRUPTED);
-    return j(fp, f->inst, s);
+    /* The fault handler's view of this thread: f's instance runs on top (guard.c). */
+    pw_instance *outer = pw__guard_act;
+    pw__guard_act = f->inst;
+    pw_status st = j(fp, f->inst, s);
+    pw__guard_act = outer;
+    return st;
+}
+
+const void *pw__jit_fault_stub(const pw_instance *inst, uintptr_t pc, uintptr_t addr) {
+    const pw_memory *mem = inst->mem0;
+    const struct pw_jitmod *jm = inst->mod->code->jit;
+    if (!mem || !mem->guarded || !jm) return NULL;
+    uintptr_t base = (uintptr_t)mem->data;
+    if (addr < base || addr - base >= mem->mapped) return NULL;
+    const jitcode *jv = &jm->v[JV_GUARD];
+    uintptr_t map = (uintptr_t)atomic_load_explicit(&jv->map, memory_order_acquire);
+    if (!map || pc < map || pc - map >= jv->maplen) return NULL;
+    return (const void *)map; /* fault_stub, at offset 0 */
 }
 
 static pw_status jit_call(pw_store *s, pw_instance *inst, pw_func *f, pw_slot *argp, pw_slot *fp,
@@ -2841,7 +2916,7 @@ static pw_status jit_call(pw_store *s, pw_instance *inst, pw_func *f, pw_slot *a
 
 /* CALL_INDIRECT type table idx argbase: the interpreter's checks and traps. */
 static pw_status jit_call_indirect(pw_store *s, pw_instance *inst, const uint32_t *pc, pw_slot *fp,
-                                   const struct pw_jitmod *jm, const pw_cfunc *funcs) {
+                                   const jitcode *jv, const pw_cfunc *funcs) {
     pw_table *t = inst->tables[pc[2]];
     uint32_t i = fp[pc[3]].u32;
     if (i >= t->size) return trap(s, PW_TRAP_UNDEF_ELEM);
@@ -2854,8 +2929,8 @@ static pw_status jit_call_indirect(pw_store *s, pw_instance *inst, const uint32_
      * table and code array the caller passes) that has JIT code: the same steps as
      * jit_call + exec_wasm, in the same order, without looking the module up. */
     size_t d = !f->host && f->inst == inst ? (size_t)(f->code - funcs) : SIZE_MAX;
-    if (d < jm->nfuncs) {
-        void *p = atomic_load_explicit(&jm->fns[d], memory_order_acquire);
+    if (d < jv->nfuncs) {
+        void *p = atomic_load_explicit(&jv->fns[d], memory_order_acquire);
         if (p && p != JIT_FALLBACK && (char *)__builtin_frame_address(0) >= s->jit_stack_limit) {
             if (atomic_load_explicit(&s->interrupt, memory_order_relaxed))
                 return trap(s, PW_TRAP_INTERRUPTED);
@@ -2921,7 +2996,8 @@ int pw__jit_call_from_interp(pw_store *s, pw_func *f, pw_slot *argp, const uint3
 int pw__jit_state(const pw_func *f) {
     if (!f->inst || !f->inst->mod->code->jit) return 0;
     const struct pw_cmodule *cm = f->inst->mod->code;
-    void *p = atomic_load_explicit(&cm->jit->fns[f->code - cm->funcs], memory_order_acquire);
+    const jitcode *jv = &cm->jit->v[variant(f->inst)];
+    void *p = atomic_load_explicit(&jv->fns[f->code - cm->funcs], memory_order_acquire);
     return !p ? 0 : p == JIT_FALLBACK ? 2 : 1;
 }
 
@@ -2947,6 +3023,10 @@ int pw__jit_state(const pw_func *f) {
 int pw__jit_prepare(pw_store *s, pw_func *f) {
     (void)s, (void)f;
     return 0;
+}
+const void *pw__jit_fault_stub(const pw_instance *inst, uintptr_t pc, uintptr_t addr) {
+    (void)inst, (void)pc, (void)addr;
+    return NULL;
 }
 
 #endif

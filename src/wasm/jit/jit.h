@@ -40,6 +40,16 @@ pw_status pw__exec(pw_store *s, pw_func *f, pw_slot *fp);
 int pw__jit_call_from_interp(pw_store *s, pw_func *f, pw_slot *argp, const uint32_t *ret_pc,
                             pw_slot *fp, pw_instance *inst, pw_frame *fr);
 
+/* Guard pages (guard.c, docs/jit.md "Bounds checks"): the instance whose JIT code
+ * runs on top of this thread, NULL outside Wasm (set and restored around every entry
+ * into JIT code). For the fault handler: the address to resume at when the fault at
+ * instruction pc on address addr is an out-of-bounds access by inst's JIT code to
+ * its guarded memory 0, else NULL (async-signal-safe: reads only). */
+#if PW_JIT_AVAILABLE
+extern _Thread_local pw_instance *pw__guard_act;
+#endif
+const void *pw__jit_fault_stub(const pw_instance *inst, uintptr_t pc, uintptr_t addr);
+
 /* Tests and tools: 0 not compiled yet, 1 compiled, 2 stays on the interpreter. */
 int pw__jit_state(const pw_func *f);
 /* Compile f now (as its first call would). */
