@@ -335,8 +335,8 @@ static pw_instance *instantiate(pw_store *s, const pw_module *m, const pw_snapsh
     }
     for (uint32_t i = m->nmem_imports; i < m->nmems; i++) {
         /* From a snapshot the contents are mapped in afterwards: start empty. */
-        pw_memory *mem = pw__memory_create(s, snap ? 0 : m->mems[i].min, m->mems[i].max,
-                                           m->mems[i].is64);
+        pw_memory *mem =
+            pw__memory_create(s, snap ? 0 : m->mems[i].min, m->mems[i].max, m->mems[i].is64);
         if (!mem) {
             pw__fail(err, PW_ERR_OOM, "memory allocation failed or over the store's cap");
             return NULL;

@@ -10,8 +10,9 @@
  * stack's old contents are never observed. A memory comes back with [0, rw) still
  * read/write (bounds are checked explicitly; a guarded memory, whose bounds check is
  * PROT_NONE, protects what it does not use again: memory.c) and the size it reached
- * as `dirty`; the next store zeroes [0, dirty) lazily, as it grows into it. What the pool keeps is bounded by entry counts and by the
- * dirtied bytes it holds (resident memory); anything over is unmapped.
+ * as `dirty`; the next store zeroes [0, dirty) lazily, as it grows into it. What
+ * the pool keeps is bounded by entry counts and by the dirtied bytes it holds
+ * (resident memory); anything over is unmapped.
  */
 #include "wasm/runtime.h"
 

@@ -204,7 +204,8 @@ int main(int argc, char **argv) {
             else if (strcmp(b, "explicit") == 0)
                 o.bounds = PW_BOUNDS_EXPLICIT;
             else {
-                fprintf(stderr, "peri-spectest: unknown bounds checks \"%s\" (guard or explicit)\n", b);
+                fprintf(stderr, "peri-spectest: unknown bounds checks \"%s\" (guard or explicit)\n",
+                        b);
                 return 2;
             }
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {

@@ -762,7 +762,8 @@ bool st_run_script(const char *json_path, const char *name, const st_opts *o, st
     }
     pw_error err;
     memset(&err, 0, sizeof err);
-    pw_store_config cfg = {.engine = o->engine, .jit_sse2 = o->jit_sse2, .bounds_checks = o->bounds};
+    pw_store_config cfg = {
+        .engine = o->engine, .jit_sse2 = o->jit_sse2, .bounds_checks = o->bounds};
     sc.store = pw_store_new(&cfg, &err);
     if (sc.store) sc.host = st_host_new(sc.store, &err);
     json_t *cmds = json_object_get(root, "commands");

@@ -46,7 +46,7 @@
 #include <string.h>
 #include <ucontext.h>
 
-_Thread_local pw_instance *pw__guard_act;
+_Thread_local pw_instance *pw__guard_act __attribute__((tls_model("initial-exec")));
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static struct sigaction prev_segv, prev_bus;

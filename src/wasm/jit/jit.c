@@ -2242,42 +2242,29 @@ static bool t_moves(jc *c, uint32_t pos, int op, uint32_t *len) {
     }
 }
 
+/* Integer division and remainder: which divrem() each opcode is (0: none). */
+enum { DV_OP = 1, DV_W = 2, DV_SIGNED = 4, DV_REM = 8 };
+static const uint8_t divops[PW_OP_COUNT_] = {
+    [PW_OP_I32_DIV_S] = DV_OP | DV_SIGNED,
+    [PW_OP_I32_DIV_U] = DV_OP,
+    [PW_OP_I32_REM_S] = DV_OP | DV_SIGNED | DV_REM,
+    [PW_OP_I32_REM_U] = DV_OP | DV_REM,
+    [PW_OP_I64_DIV_S] = DV_OP | DV_W | DV_SIGNED,
+    [PW_OP_I64_DIV_U] = DV_OP | DV_W,
+    [PW_OP_I64_REM_S] = DV_OP | DV_W | DV_SIGNED | DV_REM,
+    [PW_OP_I64_REM_U] = DV_OP | DV_W | DV_REM,
+};
+
 /* Integer division, unary integer operators, extensions and wraps. False: not one of them. */
 static bool t_int(jc *c, uint32_t pos, int op, uint32_t *len) {
     pw_x64 *x = &c->x;
+    uint8_t dv = divops[op];
+    if (dv) {
+        *len = 4;
+        divrem(c, pos, dv & DV_W, dv & DV_SIGNED, dv & DV_REM);
+        return true;
+    }
     switch (op) {
-    case PW_OP_I32_DIV_S:
-        *len = 4;
-        divrem(c, pos, false, true, false);
-        return true;
-    case PW_OP_I32_DIV_U:
-        *len = 4;
-        divrem(c, pos, false, false, false);
-        return true;
-    case PW_OP_I32_REM_S:
-        *len = 4;
-        divrem(c, pos, false, true, true);
-        return true;
-    case PW_OP_I32_REM_U:
-        *len = 4;
-        divrem(c, pos, false, false, true);
-        return true;
-    case PW_OP_I64_DIV_S:
-        *len = 4;
-        divrem(c, pos, true, true, false);
-        return true;
-    case PW_OP_I64_DIV_U:
-        *len = 4;
-        divrem(c, pos, true, false, false);
-        return true;
-    case PW_OP_I64_REM_S:
-        *len = 4;
-        divrem(c, pos, true, true, true);
-        return true;
-    case PW_OP_I64_REM_U:
-        *len = 4;
-        divrem(c, pos, true, false, true);
-        return true;
     /* Unary integer operators and bit-pattern float operators. */
     case PW_OP_I32_EQZ:
     case PW_OP_I64_EQZ: {

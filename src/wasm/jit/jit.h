@@ -38,7 +38,7 @@ pw_status pw__exec(pw_store *s, pw_func *f, pw_slot *fp);
  * frame (fp, inst) whose next free frame record is fr, resuming at ret_pc. Returns
  * PW_JIT_INTERPRET when f has no JIT code, else the call's status. */
 int pw__jit_call_from_interp(pw_store *s, pw_func *f, pw_slot *argp, const uint32_t *ret_pc,
-                            pw_slot *fp, pw_instance *inst, pw_frame *fr);
+                             pw_slot *fp, pw_instance *inst, pw_frame *fr);
 
 /* Guard pages (guard.c, docs/jit.md "Bounds checks"): the instance whose JIT code
  * runs on top of this thread, NULL outside Wasm (set and restored around every entry
@@ -46,7 +46,8 @@ int pw__jit_call_from_interp(pw_store *s, pw_func *f, pw_slot *argp, const uint3
  * instruction pc on address addr is an out-of-bounds access by inst's JIT code to
  * its guarded memory 0, else NULL (async-signal-safe: reads only). */
 #if PW_JIT_AVAILABLE
-extern _Thread_local pw_instance *pw__guard_act;
+/* initial-exec: a plain %fs-relative access, safe in a signal handler */
+extern _Thread_local pw_instance *pw__guard_act __attribute__((tls_model("initial-exec")));
 #endif
 const void *pw__jit_fault_stub(const pw_instance *inst, uintptr_t pc, uintptr_t addr);
 

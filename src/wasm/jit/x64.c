@@ -49,7 +49,7 @@ void pw__x64_u64(pw_x64 *x, uint64_t v) {
 }
 
 void pw__x64_modrm(pw_x64 *x, int prefix, bool w, const uint8_t *op, int nop, int reg, int rm_reg,
-               const pw_xmem *m, bool byte_regs) {
+                   const pw_xmem *m, bool byte_regs) {
     if (rm_reg < 0 && m->index <= X_DIRECT) rm_reg = m->base; /* x_reg / x_xreg */
     if (prefix >= 0) pw__x64_byte(x, (uint8_t)prefix);
     int rb = rm_reg >= 0 ? rm_reg : m->base;
@@ -92,23 +92,25 @@ void pw__x64_alu_rr(pw_x64 *x, pw_xalu op, bool w, int dst, int src) {
 void pw__x64_alu_rm(pw_x64 *x, pw_xalu op, bool w, int dst, pw_xmem m) {
     rm1(x, w, (uint8_t)(op * 8 + 3), dst, m);
 }
-void pw__x64_alu_ri(pw_x64 *x, pw_xalu op, bool w, int dst, int32_t imm) {
-    if (imm >= -128 && imm <= 127) {
-        rr(x, w, 0x83, op, dst);
+/* The ALU group with an immediate operand: 0x83 /op ib when it fits a signed byte,
+ * else 0x81 /op id; r/m is the register dst (m NULL) or the memory operand *m. */
+static void alu_imm(pw_x64 *x, pw_xalu op, bool w, int dst, const pw_xmem *m, int32_t imm) {
+    bool byte = imm >= -128 && imm <= 127;
+    uint8_t opc = byte ? 0x83 : 0x81;
+    if (m)
+        rm1(x, w, opc, op, *m);
+    else
+        rr(x, w, opc, op, dst);
+    if (byte)
         pw__x64_byte(x, (uint8_t)imm);
-    } else {
-        rr(x, w, 0x81, op, dst);
+    else
         pw__x64_u32(x, (uint32_t)imm);
-    }
+}
+void pw__x64_alu_ri(pw_x64 *x, pw_xalu op, bool w, int dst, int32_t imm) {
+    alu_imm(x, op, w, dst, NULL, imm);
 }
 void pw__x64_alu_mi(pw_x64 *x, pw_xalu op, bool w, pw_xmem m, int32_t imm) {
-    if (imm >= -128 && imm <= 127) {
-        rm1(x, w, 0x83, op, m);
-        pw__x64_byte(x, (uint8_t)imm);
-    } else {
-        rm1(x, w, 0x81, op, m);
-        pw__x64_u32(x, (uint32_t)imm);
-    }
+    alu_imm(x, op, w, 0, &m, imm);
 }
 void pw__x64_test_rr(pw_x64 *x, bool w, int a, int b) {
     rr(x, w, 0x85, b, a);
