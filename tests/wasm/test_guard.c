@@ -294,6 +294,20 @@ static pw_status child_call(pw_store *s, pw_instance *inst, const char *name, ui
     return st;
 }
 
+/* A JIT store and an instance of the module in a child; *mem = its memory. */
+static pw_instance *child_start(pw_module *m, pw_store **s, pw_memory **mem) {
+    pw_error err;
+    pw_store_config cfg = {.engine = PW_ENGINE_JIT};
+    *s = pw_store_new(&cfg, &err);
+    CHILD_CHECK(*s);
+    pw_instance *inst = pw_instantiate(*s, m, NULL, NULL, &err);
+    CHILD_CHECK(inst);
+    pw_extern ex;
+    CHILD_CHECK(pw_instance_export(inst, "mem", 3, &ex));
+    *mem = ex.u.memory;
+    return inst;
+}
+
 static void rlimit_body(void) {
     pw_module *m = load_module();
     /* Room for the process as it is plus 1 GiB: not for 8 GiB of reservation. */
@@ -304,16 +318,11 @@ static void rlimit_body(void) {
     uint64_t lim = (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE) + (1ull << 30);
     struct rlimit rl = {lim, lim};
     CHILD_CHECK(setrlimit(RLIMIT_AS, &rl) == 0);
-    pw_error err;
-    pw_store_config cfg = {.engine = PW_ENGINE_JIT};
-    pw_store *s = pw_store_new(&cfg, &err);
-    CHILD_CHECK(s);
-    pw_instance *inst = pw_instantiate(s, m, NULL, NULL, &err);
-    CHILD_CHECK(inst);
-    pw_extern ex;
-    CHILD_CHECK(pw_instance_export(inst, "mem", 3, &ex));
-    CHILD_CHECK(!ex.u.memory->guarded);
-    CHILD_CHECK(ex.u.memory->mapped < PW_GUARD_RESERVE);
+    pw_store *s;
+    pw_memory *mem;
+    pw_instance *inst = child_start(m, &s, &mem);
+    CHILD_CHECK(!mem->guarded);
+    CHILD_CHECK(mem->mapped < PW_GUARD_RESERVE);
     uint64_t v = 1;
     CHILD_CHECK(child_call(s, inst, "load", PAGE - 4, &v) == PW_OK && v == 0);
     CHILD_CHECK(child_call(s, inst, "load", PAGE - 3, NULL) == PW_ERR_TRAP);
@@ -347,14 +356,10 @@ static void chain_body(void) {
     sigemptyset(&sa.sa_mask);
     CHILD_CHECK(sigaction(SIGSEGV, &sa, NULL) == 0);
     pw_module *m = load_module();
-    pw_error err;
-    pw_store_config cfg = {.engine = PW_ENGINE_JIT};
-    pw_store *s = pw_store_new(&cfg, &err);
-    pw_instance *inst = pw_instantiate(s, m, NULL, NULL, &err);
-    CHILD_CHECK(inst);
-    pw_extern ex;
-    CHILD_CHECK(pw_instance_export(inst, "mem", 3, &ex));
-    CHILD_CHECK(ex.u.memory->guarded); /* the engine's handler is installed, after ours */
+    pw_store *s;
+    pw_memory *mem;
+    pw_instance *inst = child_start(m, &s, &mem);
+    CHILD_CHECK(mem->guarded); /* the engine's handler is installed, after ours */
     for (int i = 0; i < 3; i++)
         CHILD_CHECK(child_call(s, inst, "load", PAGE + (uint32_t)i * 1000, NULL) == PW_ERR_TRAP);
     CHILD_CHECK(chain_hits == 0);
@@ -364,7 +369,7 @@ static void chain_body(void) {
     if (sigsetjmp(chain_jmp, 1) == 0) (void)*none;
     CHILD_CHECK(chain_hits == 1);
     /* Host code reading past a guarded memory's size (a host bug, not a trap). */
-    volatile uint8_t *past = ex.u.memory->data + PAGE + 8;
+    volatile uint8_t *past = mem->data + PAGE + 8;
     if (sigsetjmp(chain_jmp, 1) == 0) (void)*past;
     CHILD_CHECK(chain_hits == 2);
     /* And Wasm traps still work after that. */
@@ -377,15 +382,11 @@ static void chain_body(void) {
 static void default_body(void) {
     signal(SIGSEGV, SIG_DFL);
     pw_module *m = load_module();
-    pw_error err;
-    pw_store_config cfg = {.engine = PW_ENGINE_JIT};
-    pw_store *s = pw_store_new(&cfg, &err);
-    pw_instance *inst = pw_instantiate(s, m, NULL, NULL, &err);
-    CHILD_CHECK(inst);
+    pw_store *s;
+    pw_memory *mem;
+    pw_instance *inst = child_start(m, &s, &mem);
     CHILD_CHECK(child_call(s, inst, "load", PAGE, NULL) == PW_ERR_TRAP);
-    pw_extern ex;
-    CHILD_CHECK(pw_instance_export(inst, "mem", 3, &ex));
-    volatile uint8_t *past = ex.u.memory->data + PAGE + 8;
+    volatile uint8_t *past = mem->data + PAGE + 8;
     (void)*past; /* must kill the process */
     _exit(4);
 }
