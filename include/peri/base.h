@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
@@ -96,6 +97,22 @@ const char *pb_log_level_name(pb_log_level level); /* "debug", "info", "warning"
 /* A pb_log_fn that writes "peri: <level>: <msg>\n" to the FILE * in ud (a command's own
  * choice, e.g. stderr; the library never installs it by itself). */
 void pb_log_to_file(void *ud, pb_log_level level, const char *msg);
+
+/* ---- arrays (array.c) ----------------------------------------------------------------
+ * Appends one zeroed element to the array *arrayp (a T **, passed as &s->v) of *n
+ * elements of elem bytes and capacity *cap, growing it through pb_grow when full.
+ * Returns the new element (owned by the array), or NULL (nothing changed) when out of
+ * memory. */
+void *pb_push(void *arrayp, size_t *n, size_t *cap, size_t elem, size_t min_cap);
+
+/* ---- threads (thread.c) -------------------------------------------------------------- */
+/* Starts fn(arg) on a detached thread: 0, or the pthread error number (nothing runs). */
+int pb_thread_detached(void *(*fn)(void *), void *arg);
+/* A counted worker's exit: decrements *count under mu and wakes every waiter on cv. */
+void pb_count_leave(pthread_mutex_t *mu, pthread_cond_t *cv, int *count);
+/* Waits up to ms milliseconds for *count (guarded by mu, announced on cv, whose clock is
+ * CLOCK_REALTIME) to reach 0. Returns the count then: 0 when every worker left. */
+int pb_count_wait(pthread_mutex_t *mu, pthread_cond_t *cv, const int *count, int64_t ms);
 
 #ifdef __cplusplus
 }

@@ -214,6 +214,10 @@ void pct__emit_agent(pct_sess *s, pag_event *ev, const char *agent_id);
 /* The ids of turn number n / attempt number n of epoch e ("turn-<e>-<n>"). */
 void pct__turn_id(char out[48], uint64_t epoch, uint64_t n);
 void pct__attempt_id(char out[48], uint64_t epoch, uint64_t n);
+/* Appends msgs (at most two) to the stored thread id as history rows: 0 when stored, -1
+ * when they could not be encoded (nothing written), -2 when the store refused (e says
+ * why). */
+int pct__persist(pst_store *store, const char *id, const pm_message *msgs, size_t n, pst_error *e);
 /* The closing guard: PCT_CLOSING ("Session is closing") unless s is open. Every
  * state-changing request calls it first. */
 pct_status pct__sess_guard(pct_sess *s, pct_error *err);

@@ -70,12 +70,6 @@ static pct_status target(pct_controller *c, const char *id, pct_sess **s, pct_er
     return PCT_OK;
 }
 
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 pct_status pct_session_rename(pct_controller *c, const char *id, const char *title,
                               pct_error *err) {
     size_t n = title ? strlen(title) : 0;
@@ -94,7 +88,7 @@ pct_status pct_session_rename(pct_controller *c, const char *id, const char *tit
     }
     if (s) {
         s->titled = true; /* the first prompt no longer names it */
-        pag_event ev = {.kind = PAG_EV_SESSION_INFO, .title = title, .used = now_ms()};
+        pag_event ev = {.kind = PAG_EV_SESSION_INFO, .title = title, .used = pb_wall_ms()};
         pct__emit(s, &ev);
         pct__sess_release(s);
     }

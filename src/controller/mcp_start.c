@@ -204,10 +204,7 @@ static void *connector_main(void *arg) {
     maybe_send_status(s);
     connector_free(k);
     pct__sess_release(s);
-    pthread_mutex_lock(&c->mu);
-    c->connectors--;
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    pb_count_leave(&c->mu, &c->cv, &c->connectors);
     return NULL;
 }
 
@@ -278,15 +275,8 @@ int pct__mcp_open(pct_sess *s, const char *mcp_json, char **notices) {
             pthread_mutex_lock(&c->mu);
             c->connectors++;
             pthread_mutex_unlock(&c->mu);
-            pthread_attr_t at;
-            pthread_t th;
-            bool started = pthread_attr_init(&at) == 0;
-            if (started) {
-                pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-                started = pthread_create(&th, &at, connector_main, k) == 0;
-                pthread_attr_destroy(&at);
-            }
-            if (!started) connector_main(k); /* no thread: connect here, as before */
+            if (pb_thread_detached(connector_main, k) != 0)
+                connector_main(k); /* no thread: connect here, as before */
         }
     }
     json_decref(names);

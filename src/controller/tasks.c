@@ -57,18 +57,6 @@ struct pct_task {
     int64_t started_ms, ended_ms;
 };
 
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static const char *state_name(task_state st) {
     static const char *const n[] = {"running", "completed", "failed", "stopped"};
     return n[st];
@@ -86,7 +74,7 @@ static void announce(pct_task *t, task_state st, int exit_code, const char *agen
     char *mj = m ? json_dumps(m, JSON_COMPACT) : NULL;
     json_decref(m);
     if (!mj) return;
-    pag_event ev = {.kind = PAG_EV_SESSION_INFO, .used = wall_ms(), .meta_json = mj};
+    pag_event ev = {.kind = PAG_EV_SESSION_INFO, .used = pb_wall_ms(), .meta_json = mj};
     pct__emit(t->s, &ev);
     free(mj);
 }
@@ -248,7 +236,7 @@ static void *task_main(void *arg) {
     t->state = atomic_load(&t->cancel) ? T_STOPPED : o.is_error ? T_FAILED : T_COMPLETED;
     t->output = o.output ? o.output : strdup("");
     o.output = NULL;
-    t->ended_ms = mono_ms();
+    t->ended_ms = pb_mono_ms();
     task_state st = t->state;
     remove_dir(t->dir);
     s->live_tasks--;
@@ -257,10 +245,7 @@ static void *task_main(void *arg) {
     pag_tool_output_clear(&o);
     announce(t, st, t->exit_code, agent_id);
     pct__sess_release(s);
-    pthread_mutex_lock(&c->mu);
-    c->connectors--;
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    pb_count_leave(&c->mu, &c->cv, &c->connectors);
     return NULL;
 }
 
@@ -302,7 +287,7 @@ int pct__task_start(pct_sess *s, const char *name, const char *args, pag_tool_ou
         t->model = s->model_applied ? strdup(s->model_applied) : NULL;
         snprintf(t->call_id, sizeof t->call_id, "%s", s->cur_call);
         atomic_init(&t->cancel, 0);
-        t->started_ms = mono_ms();
+        t->started_ms = pb_mono_ms();
     }
     json_decref(a);
     if (!t || !t->label || !t->args || (s->model_applied && !t->model)) goto nomem;
@@ -326,15 +311,7 @@ int pct__task_start(pct_sess *s, const char *name, const char *args, pag_tool_ou
     pthread_mutex_unlock(&c->mu);
     pct__sess_retain(s);
     announce(t, T_RUNNING, 0, NULL); /* before its thread can announce its end */
-    pthread_t th;
-    pthread_attr_t at;
-    bool started = pthread_attr_init(&at) == 0;
-    if (started) {
-        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        started = pthread_create(&th, &at, task_main, t) == 0;
-        pthread_attr_destroy(&at);
-    }
-    if (!started) {
+    if (pb_thread_detached(task_main, t) != 0) {
         pthread_mutex_lock(&s->mu);
         t->state = T_FAILED;
         t->output = strdup("the task could not start");
@@ -343,10 +320,7 @@ int pct__task_start(pct_sess *s, const char *name, const char *args, pag_tool_ou
         pthread_cond_broadcast(&s->cv);
         pthread_mutex_unlock(&s->mu);
         pct__sess_release(s);
-        pthread_mutex_lock(&c->mu);
-        c->connectors--;
-        pthread_cond_broadcast(&c->cv);
-        pthread_mutex_unlock(&c->mu);
+        pb_count_leave(&c->mu, &c->cv, &c->connectors);
         announce(t, T_FAILED, 0, NULL);
         return say(out, true, "the background task could not start (no thread)");
     }
@@ -404,7 +378,7 @@ static char *report(pct_task *t, size_t max) {
         while (*from && ((unsigned char)*from & 0xC0) == 0x80)
             from++; /* whole characters */
     }
-    int64_t end = t->state == T_RUNNING ? mono_ms() : t->ended_ms;
+    int64_t end = t->state == T_RUNNING ? pb_mono_ms() : t->ended_ms;
     char head[200];
     snprintf(head, sizeof head, "[task %s (%s): %s after %lld s%s]\n", t->id,
              t->subagent ? "subagent" : "shell", state_name(t->state),
@@ -449,8 +423,8 @@ int pct__task_tool(pct_sess *s, const char *name, const char *args, atomic_int *
     if (strcmp(name, "task_output") != 0) {
         /* task_wait: until it ends, the bound or a cancel of the turn; task_stop: until
          * the stopped task has ended (bounded) */
-        int64_t dl = mono_ms() + (!strcmp(name, "task_stop") ? 10000 : wait_ms);
-        while (t->state == T_RUNNING && mono_ms() < dl && !(cancel && atomic_load(cancel))) {
+        int64_t dl = pb_mono_ms() + (!strcmp(name, "task_stop") ? 10000 : wait_ms);
+        while (t->state == T_RUNNING && pb_mono_ms() < dl && !(cancel && atomic_load(cancel))) {
             struct timespec ts = pb_deadline(CLOCK_REALTIME, 50);
             pthread_cond_timedwait(&s->cv, &s->mu, &ts);
         }

@@ -268,7 +268,7 @@ static void on_key(pt_app *a, const pt_key *k) {
     case PK_CTRL:
         switch (k->ctrl) {
         case 'c': {
-            long long t = pt_now_ms();
+            long long t = pb_mono_ms();
             if (a->ctrlc_at && t - a->ctrlc_at <= CTRL_C_WINDOW_MS) {
                 a->quit = true;
                 break;
@@ -462,14 +462,14 @@ int ptui_run(const ptui_options *o) {
     pt_term_size(&a->scr.rows, &a->scr.cols);
     pt_session_start(a);
     bool dirty = true;
-    long long last_spin = pt_now_ms();
+    long long last_spin = pb_mono_ms();
     while (!a->quit) {
         if (dirty) {
             draw(a);
             dirty = false;
         }
         int timeout = -1;
-        long long t = pt_now_ms();
+        long long t = pb_mono_ms();
         if (pt_keys_pending(&a->keys)) timeout = ESC_WAIT_MS;
         if (a->prompts > 0) timeout = timeout < 0 || timeout > 120 ? 120 : timeout;
         if (a->ctrlc_at) {
@@ -495,9 +495,9 @@ int ptui_run(const ptui_options *o) {
             if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
                 break; /* the terminal is gone */
             if (n > 0) pt_keys_feed(&a->keys, b, (size_t)n);
-            if (n > 0 && b[n - 1] == 0x1b) a->esc_at = pt_now_ms();
+            if (n > 0 && b[n - 1] == 0x1b) a->esc_at = pb_mono_ms();
         }
-        bool flush = pt_keys_pending(&a->keys) && pt_now_ms() - a->esc_at >= ESC_WAIT_MS;
+        bool flush = pt_keys_pending(&a->keys) && pb_mono_ms() - a->esc_at >= ESC_WAIT_MS;
         pt_key k;
         while (!a->quit && pt_keys_next(&a->keys, &k, flush) == 1) {
             if (k.type != PK_NONE) on_key(a, &k);
@@ -518,14 +518,14 @@ int ptui_run(const ptui_options *o) {
             }
             dirty = true;
         }
-        if (a->ctrlc_at && pt_now_ms() - a->ctrlc_at > CTRL_C_WINDOW_MS) {
+        if (a->ctrlc_at && pb_mono_ms() - a->ctrlc_at > CTRL_C_WINDOW_MS) {
             a->ctrlc_at = 0;
             a->msg[0] = 0;
             dirty = true;
         }
-        if (a->prompts > 0 && pt_now_ms() - last_spin >= 120) {
+        if (a->prompts > 0 && pb_mono_ms() - last_spin >= 120) {
             a->spin++;
-            last_spin = pt_now_ms();
+            last_spin = pb_mono_ms();
             dirty = true;
         }
     }

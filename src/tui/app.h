@@ -59,7 +59,6 @@ typedef struct pt_app {
     unsigned spin;
 } pt_app;
 
-long long pt_now_ms(void); /* CLOCK_MONOTONIC in ms */
 /* A transient hint under the input (fmt takes one %s). */
 void pt_app_msg(pt_app *a, uint16_t attr, const char *fmt, const char *arg);
 /* A notice line in the transcript. */

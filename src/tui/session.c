@@ -427,10 +427,10 @@ static void add_mentions(pt_app *a, json_t *blocks, const char *text) {
  * meanwhile are answered "cancelled" / not supported. 0 closed, -1 not settled or no
  * answer in time (then the agent's stdin is closed anyway). */
 int pt_session_close(pt_app *a) {
-    long long deadline = pt_now_ms() + CLOSE_GRACE_MS;
+    long long deadline = pb_mono_ms() + CLOSE_GRACE_MS;
     int id = pt_client_request(&a->c, "session/close", json_pack("{s:s}", "sessionId", a->sid));
     while (id > 0 && !a->c.eof) {
-        long long left = deadline - pt_now_ms();
+        long long left = deadline - pb_mono_ms();
         if (left <= 0) return -1;
         struct pollfd p = {a->c.rfd, POLLIN, 0};
         if (poll(&p, 1, (int)left) <= 0) continue;
