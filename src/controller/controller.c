@@ -17,12 +17,17 @@
 
 #define PCT_CONNECT_WAIT_S 65 /* at exit: the longest wait for MCP servers still starting */
 
-static void set_err(pct_error *err, pct_status st, const char *fmt, const char *arg) {
-    if (!err) return;
+pct_status pct__fail(pct_error *err, pct_status st, const char *msg) {
+    if (!err) return st;
     err->status = st;
+    snprintf(err->message, sizeof err->message, "%.250s", msg);
+    return st;
+}
+
+static void set_err(pct_error *err, pct_status st, const char *fmt, const char *arg) {
     char tmp[1024];
     snprintf(tmp, sizeof tmp, fmt, arg ? arg : "");
-    snprintf(err->message, sizeof err->message, "%.250s", tmp);
+    pct__fail(err, st, tmp);
 }
 
 /* The stored thread id into *th (the caller clears it): PCT_NOT_FOUND for an unknown or

@@ -218,6 +218,8 @@ void pct__attempt_id(char out[48], uint64_t epoch, uint64_t n);
  * when they could not be encoded (nothing written), -2 when the store refused (e says
  * why). */
 int pct__persist(pst_store *store, const char *id, const pm_message *msgs, size_t n, pst_error *e);
+/* err (when given) gets status st and msg, cut to 250 bytes; returns st. */
+pct_status pct__fail(pct_error *err, pct_status st, const char *msg);
 /* The closing guard: PCT_CLOSING ("Session is closing") unless s is open. Every
  * state-changing request calls it first. */
 pct_status pct__sess_guard(pct_sess *s, pct_error *err);

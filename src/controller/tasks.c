@@ -102,38 +102,17 @@ static char *read_out(const char *dir) {
     return data;
 }
 
-typedef struct watcher {
-    atomic_int *flag, done;
-    pl_cancel *cancel;
-} watcher;
-
-static void *watch(void *arg) {
-    watcher *w = arg;
-    while (!atomic_load(&w->done)) {
-        if (atomic_load(w->flag)) {
-            pl_cancel_trigger(w->cancel);
-            break;
-        }
-        struct timespec ts = {0, 10 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    return NULL;
-}
-
-/* pl_run, with the task's own flag turned into the placement cancel by a watcher. */
+/* pl_run, with the task's own flag turned into the placement cancel by a cancel link. */
 static bool place_run(pl_ctx *pc, const pl_request *rq, const pl_policy *pol, pl_cancel *cancel,
                       atomic_int *flag, pl_report *rep, pl_error *err) {
-    watcher w = {.flag = flag, .cancel = cancel};
-    atomic_init(&w.done, 0);
-    pthread_t th;
-    bool watching = pthread_create(&th, NULL, watch, &w) == 0;
-    if (!watching) {
+    pl_cancel_link link;
+    pl_cancel_link_start(&link, flag, cancel);
+    if (!link.started) {
         snprintf(err->message, sizeof err->message, "no thread for the cancel watcher");
         return false;
     }
     bool ran = pl_run(pc, rq, pol, cancel, rep, err);
-    atomic_store(&w.done, 1);
-    pthread_join(th, NULL);
+    pl_cancel_link_stop(&link);
     return ran;
 }
 

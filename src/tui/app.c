@@ -182,13 +182,17 @@ static void completion_hint(pt_app *a, char *out, size_t len) {
     }
 }
 
+static void close_pick(pt_app *a) {
+    json_decref(a->pick);
+    a->pick = NULL;
+}
+
 static void pick_session(pt_app *a, size_t k) {
     const char *id = json_string_value(json_object_get(json_array_get(a->pick, k), "sessionId"));
     if (!id) return;
     char copy[128];
     snprintf(copy, sizeof copy, "%s", id);
-    json_decref(a->pick);
-    a->pick = NULL;
+    close_pick(a);
     pt_session_load(a, copy);
 }
 
@@ -204,10 +208,7 @@ static void on_key(pt_app *a, const pt_key *k) {
         if (k->type == PK_UP && a->pick_sel > 0) a->pick_sel--;
         if (k->type == PK_DOWN && a->pick_sel + 1 < n) a->pick_sel++;
         if (k->type == PK_ENTER) pick_session(a, a->pick_sel);
-        if (k->type == PK_ESC) {
-            json_decref(a->pick);
-            a->pick = NULL;
-        }
+        if (k->type == PK_ESC) close_pick(a);
         if (k->type != PK_CTRL) return;
     }
     if (a->perm_id && k->type == PK_CHAR && k->text[0] >= '1' && k->text[0] <= '9') {
@@ -531,9 +532,7 @@ int ptui_run(const ptui_options *o) {
     }
     pt_term_restore();
     pt_session_reply_ask(a, NULL, true);
-    if (a->perm_id)
-        pt_client_reply(&a->c, a->perm_id,
-                        json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled"));
+    pt_session_perm_cancel(a);
     if (a->prompts > 0 && a->sid[0])
         pt_client_notify(&a->c, "session/cancel", json_pack("{s:s}", "sessionId", a->sid));
     int closed = a->ready && a->sid[0] ? pt_session_close(a) : 0;
@@ -544,9 +543,7 @@ int ptui_run(const ptui_options *o) {
     if (a->ready && a->sid[0] && !pt_term_quit_signal())
         printf("Resume this session with: peri --resume %s\n", a->sid);
     int sig = pt_term_quit_signal();
-    json_decref(a->perm_id);
-    json_decref(a->perm);
-    json_decref(a->pick);
+    close_pick(a);
     json_decref(a->commands);
     json_decref(a->modes);
     pt_transcript_free(&a->t);

@@ -51,13 +51,8 @@ void pt_transcript_free(pt_transcript *t) {
 }
 
 pt_entry *pt_transcript_add(pt_transcript *t, pt_kind kind, const char *text, uint16_t attr) {
-    if (t->n == t->cap) {
-        pt_entry *v = pb_grow(t->v, &t->cap, sizeof *v, 32);
-        if (!v) return NULL;
-        t->v = v;
-    }
-    pt_entry *e = &t->v[t->n++];
-    memset(e, 0, sizeof *e);
+    pt_entry *e = pb_push(&t->v, &t->n, &t->cap, sizeof *e, 32);
+    if (!e) return NULL;
     e->kind = kind;
     e->attr = attr;
     if (text) pt_buf_add(&e->text, text, strlen(text));
@@ -122,6 +117,18 @@ static bool same_line(const char *a, size_t k, const char *b, size_t m) {
     return x && y && la == lb && !memcmp(x, y, la);
 }
 
+/* Lines from..to-1 of s, each after mark, into d. */
+static void diff_lines(pt_buf *d, const char *mark, const char *s, size_t from, size_t to) {
+    for (size_t k = from; k < to; k++) {
+        size_t len = 0;
+        const char *l = nth_line(s, k, &len);
+        if (!l) break;
+        pt_buf_add(d, mark, 1);
+        pt_buf_add(d, l, len);
+        pt_buf_add(d, "\n", 1);
+    }
+}
+
 /* A whole-file change as -/+ lines: the common head and tail are left out. */
 static void make_diff(pt_buf *d, const char *old_text, const char *new_text) {
     const char *o = old_text ? old_text : "";
@@ -133,22 +140,8 @@ static void make_diff(pt_buf *d, const char *old_text, const char *new_text) {
         tail++;
     d->n = 0;
     if (d->s) d->s[0] = 0;
-    for (size_t k = head; k < on - tail; k++) {
-        size_t len = 0;
-        const char *l = nth_line(o, k, &len);
-        if (!l) break;
-        pt_buf_add(d, "-", 1);
-        pt_buf_add(d, l, len);
-        pt_buf_add(d, "\n", 1);
-    }
-    for (size_t k = head; k < nn - tail; k++) {
-        size_t len = 0;
-        const char *l = nth_line(n, k, &len);
-        if (!l) break;
-        pt_buf_add(d, "+", 1);
-        pt_buf_add(d, l, len);
-        pt_buf_add(d, "\n", 1);
-    }
+    diff_lines(d, "-", o, head, on - tail);
+    diff_lines(d, "+", n, head, nn - tail);
 }
 
 static void tool_content(pt_entry *e, json_t *content) {
