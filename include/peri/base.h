@@ -105,6 +105,29 @@ void pb_log_to_file(void *ud, pb_log_level level, const char *msg);
  * memory. */
 void *pb_push(void *arrayp, size_t *n, size_t *cap, size_t elem, size_t min_cap);
 
+/* ---- lines (lines.c) -----------------------------------------------------------------
+ * Newline-delimited frames read from a descriptor. A returned line is NUL-terminated in
+ * the reader's buffer, without its newline and a CR before it, valid until the next call;
+ * the last line counts without a newline; a line longer than max is dropped whole and
+ * reported once as PB_LINE_TOO_LONG. Blank lines are returned (pb_line_blank tells). */
+typedef struct pb_lines {
+    int fd;
+    size_t max;
+    char *buf;
+    size_t len, cap, start;
+    bool eof;
+} pb_lines;
+typedef enum pb_lines_status {
+    PB_LINE = 0,
+    PB_LINES_EOF,
+    PB_LINE_TOO_LONG, /* the line was dropped */
+    PB_LINES_ERROR,   /* I/O or allocation failure */
+} pb_lines_status;
+void pb_lines_init(pb_lines *r, int fd, size_t max);
+void pb_lines_free(pb_lines *r); /* the buffer; the descriptor stays the caller's */
+pb_lines_status pb_lines_next(pb_lines *r, char **line, size_t *len);
+bool pb_line_blank(const char *s, size_t n); /* only spaces and tabs (keep-alive lines) */
+
 /* ---- threads (thread.c) -------------------------------------------------------------- */
 /* Starts fn(arg) on a detached thread: 0, or the pthread error number (nothing runs). */
 int pb_thread_detached(void *(*fn)(void *), void *arg);

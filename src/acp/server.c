@@ -525,26 +525,21 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
         rc = -1;
     }
     if (rc == 0) {
-        pacp_reader r;
-        pacp__reader_init(&r, in_fd);
-        for (;;) {
-            char *line;
-            size_t len;
-            pacp_read_status st = pacp__reader_next(&r, &line, &len);
-            if (st == PACP_READ_EOF || st == PACP_READ_ERROR) break;
-            if (st == PACP_READ_TOO_LONG) {
+        pb_lines r;
+        pb_lines_init(&r, in_fd, PACP_MAX_FRAME);
+        char *line;
+        size_t len;
+        pb_lines_status st;
+        while ((st = pb_lines_next(&r, &line, &len)) == PB_LINE || st == PB_LINE_TOO_LONG) {
+            if (st == PB_LINE_TOO_LONG) {
                 pacp_reply rep = {0};
                 pacp__reply_error(&rep, PACP_INVALID_REQUEST, "Invalid Request: frame too long");
                 pacp__send_reply(srv, NULL, &rep);
-                continue;
+            } else if (!pb_line_blank(line, len)) { /* blank: a keep-alive */
+                on_frame(srv, line, len);
             }
-            size_t k = 0;
-            while (k < len && (line[k] == ' ' || line[k] == '\t'))
-                k++;
-            if (k == len) continue; /* blank keep-alive lines */
-            on_frame(srv, line, len);
         }
-        pacp__reader_free(&r);
+        pb_lines_free(&r);
         pthread_mutex_lock(&srv->mu);
         srv->eof = true; /* pending permission requests resolve as rejected */
         pthread_cond_broadcast(&srv->cv);

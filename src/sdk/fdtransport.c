@@ -78,10 +78,7 @@ static int fdt_recv(psdk_transport *t, char **frame, size_t *len) {
             size_t n = (size_t)(nl - line);
             f->start += n + 1;
             if (n > 0 && line[n - 1] == '\r') n--;
-            size_t k = 0;
-            while (k < n && (line[k] == ' ' || line[k] == '\t'))
-                k++;
-            if (k == n) continue; /* blank keep-alive */
+            if (pb_line_blank(line, n)) continue; /* a keep-alive */
             char *out = malloc(n + 1);
             if (!out) return -1;
             memcpy(out, line, n);
