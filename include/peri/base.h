@@ -104,6 +104,8 @@ void pb_log_to_file(void *ud, pb_log_level level, const char *msg);
  * Returns the new element (owned by the array), or NULL (nothing changed) when out of
  * memory. */
 void *pb_push(void *arrayp, size_t *n, size_t *cap, size_t elem, size_t min_cap);
+/* Frees the n strings of v and v itself (an owned string list; NULL v: nothing). */
+void pb_strv_free(char **v, size_t n);
 
 /* ---- lines (lines.c) -----------------------------------------------------------------
  * Newline-delimited frames read from a descriptor. A returned line is NUL-terminated in

@@ -1,10 +1,11 @@
 /*
- * array.c — appending to a growable array of fixed-size elements: the array pointer,
- * its length and its capacity live in the caller's struct; growth goes through pb_grow
- * (doubling, overflow-checked), and the new element starts zeroed.
+ * array.c — arrays whose pointer, length and capacity live in the caller's struct:
+ * appending (growth through pb_grow, doubling and overflow-checked; the new element
+ * starts zeroed), and freeing an owned list of strings.
  */
 #include "peri/base.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 void *pb_push(void *arrayp, size_t *n, size_t *cap, size_t elem, size_t min_cap) {
@@ -22,4 +23,11 @@ void *pb_push(void *arrayp, size_t *n, size_t *cap, size_t elem, size_t min_cap)
     (*n)++;
     memset(e, 0, elem);
     return e;
+}
+
+void pb_strv_free(char **v, size_t n) {
+    if (!v) return;
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
 }

@@ -81,12 +81,8 @@ void pct__sess_release(pct_sess *s) {
     free(s->model_applied);
     free(s->hidden);
     free(s->mcp_json);
-    for (size_t i = 0; i < s->nallow; i++)
-        free(s->allow_always[i]);
-    for (size_t i = 0; i < s->nreject; i++)
-        free(s->reject_always[i]);
-    free(s->allow_always);
-    free(s->reject_always);
+    pb_strv_free(s->allow_always, s->nallow);
+    pb_strv_free(s->reject_always, s->nreject);
     free(s);
 }
 

@@ -45,7 +45,6 @@ struct pct_task {
     pct_sess *s;
     char id[32];
     bool subagent;
-    char *label; /* the command or the subagent's description */
     char *args;  /* the call's arguments without "background" */
     char *model; /* subagent: the parent's model spec when it started */
     char call_id[128];
@@ -257,11 +256,12 @@ int pct__task_start(pct_sess *s, const char *name, const char *args, pag_tool_ou
         json_decref(a);
         return say(out, true, "task: \"prompt\" (and \"description\") are required");
     }
+    char shown[201]; /* the command or the subagent's description, as the answer shows it */
+    snprintf(shown, sizeof shown, "%s", label ? label : "subagent task");
     pct_task *t = calloc(1, sizeof *t);
     if (t) {
         t->s = s;
         t->subagent = subagent;
-        t->label = strdup(label ? label : "subagent task");
         t->args = json_dumps(a, JSON_COMPACT);
         t->model = s->model_applied ? strdup(s->model_applied) : NULL;
         snprintf(t->call_id, sizeof t->call_id, "%s", s->cur_call);
@@ -269,7 +269,7 @@ int pct__task_start(pct_sess *s, const char *name, const char *args, pag_tool_ou
         t->started_ms = pb_mono_ms();
     }
     json_decref(a);
-    if (!t || !t->label || !t->args || (s->model_applied && !t->model)) goto nomem;
+    if (!t || !t->args || (s->model_applied && !t->model)) goto nomem;
     if (!subagent) {
         snprintf(t->dir, sizeof t->dir, "/tmp/peri-task-XXXXXX");
         if (!mkdtemp(t->dir)) {
@@ -305,9 +305,9 @@ int pct__task_start(pct_sess *s, const char *name, const char *args, pag_tool_ou
     }
     char msg[400];
     snprintf(msg, sizeof msg,
-             "Started background task %s (%s: %.200s). It runs on while you continue; use "
+             "Started background task %s (%s: %s). It runs on while you continue; use "
              "task_output, task_wait or task_stop with \"task_id\": \"%s\".",
-             t->id, subagent ? "subagent" : "shell", t->label, t->id);
+             t->id, subagent ? "subagent" : "shell", shown, t->id);
     json_t *meta = json_pack("{s:{s:s, s:s}}", "peri.task", "taskId", t->id, "status", "started");
     out->meta_json = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
     json_decref(meta);
@@ -320,7 +320,6 @@ nomem:
 void pct__task_free(pct_task *t) {
     if (!t) return;
     remove_dir(t->dir);
-    free(t->label);
     free(t->args);
     free(t->model);
     free(t->output);
