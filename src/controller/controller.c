@@ -397,14 +397,57 @@ static void port_emit(void *ctx, const pag_event *ev) {
 
 /* ---------------------------------------------------------------- lifecycle */
 
-/* Frees what a controller owns, in the order its parts depend on each other (placement
- * before the room it runs in, the store last but the runtime). Also the failure path of
- * pct_new, so every part may still be NULL. */
-static void destroy(pct_controller *c) {
+/* Placement: the room (with Ruby and Python when their builds are configured) and the
+ * native sandbox around it. False with err filled; what was made is freed by
+ * close_placement. */
+static bool open_placement(pct_controller *c, const pct_config *cfg, pct_error *err) {
+    pr_error re;
+    pl_error le;
+    c->room = pr_host_new(NULL, &re);
+    if (!c->room) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "%.190s", re.message);
+        set_err(err, PCT_FAILED, "room: %s", msg);
+        return false;
+    }
+    if (cfg->ruby_wasm && !(c->ruby = pr_ruby_new(c->room, cfg->ruby_wasm))) {
+        set_err(err, PCT_FAILED, "out of memory%s", NULL);
+        return false;
+    }
+    c->ruby_hook = pl_ruby_room_hook(c->ruby);
+    if (cfg->python_dir && !(c->python = pr_python_new(c->room, cfg->python_dir))) {
+        set_err(err, PCT_FAILED, "out of memory%s", NULL);
+        return false;
+    }
+    c->python_hook = pl_python_room_hook(c->python);
+    pl_config pcfg = {.room = c->room,
+                      .wasm_runner = cfg->wasm_runner,
+                      .nwasm_runner = cfg->nwasm_runner,
+                      .bwrap = cfg->bwrap,
+                      .ruby_hook = c->ruby ? &c->ruby_hook : NULL,
+                      .python_hook = c->python ? &c->python_hook : NULL};
+    c->place = pl_new(&pcfg, &le);
+    if (!c->place) {
+        set_err(err, PCT_FAILED, "placement: %s", le.message);
+        return false;
+    }
+    return true;
+}
+
+/* Placement before the room it runs in (and the languages the room hosts); any part may
+ * be NULL. */
+static void close_placement(pct_controller *c) {
     pl_free(c->place);
     pr_ruby_free(c->ruby);
     pr_python_free(c->python);
     pr_host_free(c->room);
+}
+
+/* Frees what a controller owns, in the order its parts depend on each other (placement
+ * before the room it runs in, the store last but the runtime). Also the failure path of
+ * pct_new, so every part may still be NULL. */
+static void destroy(pct_controller *c) {
+    close_placement(c);
     pst_close(c->store);
     prt_free(c->rt);
     free(c->tools);
@@ -481,38 +524,7 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
         set_err(err, PCT_FAILED, "out of memory%s", NULL);
         goto fail;
     }
-    /* Placement: the room (with Ruby when its module is configured) and the native
-     * sandbox; the settings' "sandbox" shapes the policy. */
-    pr_error re;
-    pl_error le;
-    c->room = pr_host_new(NULL, &re);
-    if (!c->room) {
-        char msg[200];
-        snprintf(msg, sizeof msg, "%.190s", re.message);
-        set_err(err, PCT_FAILED, "room: %s", msg);
-        goto fail;
-    }
-    if (cfg->ruby_wasm && !(c->ruby = pr_ruby_new(c->room, cfg->ruby_wasm))) {
-        set_err(err, PCT_FAILED, "out of memory%s", NULL);
-        goto fail;
-    }
-    c->ruby_hook = pl_ruby_room_hook(c->ruby);
-    if (cfg->python_dir && !(c->python = pr_python_new(c->room, cfg->python_dir))) {
-        set_err(err, PCT_FAILED, "out of memory%s", NULL);
-        goto fail;
-    }
-    c->python_hook = pl_python_room_hook(c->python);
-    pl_config pcfg = {.room = c->room,
-                      .wasm_runner = cfg->wasm_runner,
-                      .nwasm_runner = cfg->nwasm_runner,
-                      .bwrap = cfg->bwrap,
-                      .ruby_hook = c->ruby ? &c->ruby_hook : NULL,
-                      .python_hook = c->python ? &c->python_hook : NULL};
-    c->place = pl_new(&pcfg, &le);
-    if (!c->place) {
-        set_err(err, PCT_FAILED, "placement: %s", le.message);
-        goto fail;
-    }
+    if (!open_placement(c, cfg, err)) goto fail;
     const pag_settings *st = cfg->settings;
     c->policy = (pl_policy){.native = PL_NATIVE_AUTO,
                             .network_allowed = st && st->sandbox_network,

@@ -251,8 +251,8 @@ char *pct__elicit(void *ctx, const char *server, const char *params_json, atomic
  * background (shell or task with "background": true); pct__task_start: starts it and
  * answers with its id (run_tool contract); pct__task_tool: task_output / task_wait /
  * task_stop (-2: not one of them); pct__tasks_cancel: raises every running task's flag
- * (close); pct__tasks_live: the id of a running task or NULL (mu held); pct__task_free:
- * one ended task; pct__tasks_free: every task of a released session; pct__tasks_catalogue: shell's
+ * (close); pct__tasks_live: the id of a running task or NULL (mu held);
+ * pct__tasks_free: every task of a released session; pct__tasks_catalogue: shell's
  * schema gains "background" (c->shell_schema, 0 or -1 out of memory). */
 bool pct__task_background(const char *name, const char *args);
 int pct__task_start(pct_sess *s, const char *name, const char *args, pag_tool_output *out);
@@ -260,7 +260,6 @@ int pct__task_tool(pct_sess *s, const char *name, const char *args, atomic_int *
                    pag_tool_output *out);
 void pct__tasks_cancel(pct_sess *s);
 const char *pct__tasks_live(pct_sess *s);
-void pct__task_free(pct_task *t);
 void pct__tasks_free(pct_sess *s);
 int pct__tasks_catalogue(pct_controller *c);
 /* subagent.c: a subagent on a background task's thread, with its own cancel flag, the

@@ -243,6 +243,16 @@ static int say(pag_tool_output *out, bool error, const char *text) {
     return out->output ? 0 : -1;
 }
 
+/* One task that ended (or never started), with its output directory. */
+static void task_free(pct_task *t) {
+    if (!t) return;
+    remove_dir(t->dir);
+    free(t->args);
+    free(t->model);
+    free(t->output);
+    free(t);
+}
+
 int pct__task_start(pct_sess *s, const char *name, const char *args, pag_tool_output *out) {
     bool subagent = !strcmp(name, "task");
     json_t *a = json_loads(args, 0, NULL);
@@ -274,7 +284,7 @@ int pct__task_start(pct_sess *s, const char *name, const char *args, pag_tool_ou
         snprintf(t->dir, sizeof t->dir, "/tmp/peri-task-XXXXXX");
         if (!mkdtemp(t->dir)) {
             t->dir[0] = '\0';
-            pct__task_free(t);
+            task_free(t);
             return say(out, true, "shell: cannot create the background task's output directory");
         }
     }
@@ -313,24 +323,15 @@ int pct__task_start(pct_sess *s, const char *name, const char *args, pag_tool_ou
     json_decref(meta);
     return say(out, false, msg);
 nomem:
-    pct__task_free(t);
+    task_free(t);
     return -1;
-}
-
-void pct__task_free(pct_task *t) {
-    if (!t) return;
-    remove_dir(t->dir);
-    free(t->args);
-    free(t->model);
-    free(t->output);
-    free(t);
 }
 
 void pct__tasks_free(pct_sess *s) {
     while (s->tasks) {
         pct_task *t = s->tasks;
         s->tasks = t->next;
-        pct__task_free(t);
+        task_free(t);
     }
 }
 
