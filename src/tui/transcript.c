@@ -35,11 +35,8 @@ void pt_buf_free(pt_buf *b) {
 static void entry_free(pt_entry *e) {
     pt_buf_free(&e->text);
     pt_buf_free(&e->diff);
-    free(e->id);
-    free(e->title);
-    free(e->tkind);
-    free(e->status);
     free(e->placement);
+    json_decref(e->call);
     json_decref(e->plan);
 }
 
@@ -60,12 +57,8 @@ pt_entry *pt_transcript_add(pt_transcript *t, pt_kind kind, const char *text, ui
     return e;
 }
 
-static void set_str(char **dst, const char *s) {
-    if (!s) return;
-    char *d = strdup(s);
-    if (!d) return;
-    free(*dst);
-    *dst = d;
+const char *pt_tool_field(const pt_entry *e, const char *key) {
+    return json_string_value(json_object_get(e->call, key));
 }
 
 static const char *text_of(json_t *u) {
@@ -91,7 +84,10 @@ static void chunk(pt_transcript *t, pt_kind kind, json_t *u) {
 
 static pt_entry *find_tool(pt_transcript *t, const char *id) {
     for (size_t i = t->n; i-- > 0;)
-        if (t->v[i].kind == PT_E_TOOL && t->v[i].id && !strcmp(t->v[i].id, id)) return &t->v[i];
+        if (t->v[i].kind == PT_E_TOOL) {
+            const char *tid = pt_tool_field(&t->v[i], "toolCallId");
+            if (tid && !strcmp(tid, id)) return &t->v[i];
+        }
     return NULL;
 }
 
@@ -178,7 +174,10 @@ static void tool_placement(pt_entry *e, json_t *u) {
     snprintf(buf, sizeof buf, "ran in %s%s%s%s%s", backend ? backend : "?", reason ? " (" : "",
              reason ? reason : "", reason ? ")" : "",
              json_is_true(json_object_get(p, "unsandboxed")) ? " UNSANDBOXED" : "");
-    set_str(&e->placement, buf);
+    char *d = strdup(buf);
+    if (!d) return; /* the last placement stays */
+    free(e->placement);
+    e->placement = d;
 }
 
 static void tool(pt_transcript *t, json_t *u, bool is_update) {
@@ -187,17 +186,19 @@ static void tool(pt_transcript *t, json_t *u, bool is_update) {
     pt_entry *e = find_tool(t, id);
     if (!e) {
         if (!(e = pt_transcript_add(t, PT_E_TOOL, NULL, 0))) return;
-        set_str(&e->id, id);
-        if (!e->id) {
+        e->call = json_pack("{s:s}", "toolCallId", id);
+        if (!e->call) {
             t->n--;
             entry_free(e);
             return;
         }
     }
-    set_str(&e->title, json_string_value(json_object_get(u, "title")));
-    set_str(&e->tkind, json_string_value(json_object_get(u, "kind")));
-    set_str(&e->status, json_string_value(json_object_get(u, "status")));
-    if (!e->status) set_str(&e->status, "pending");
+    static const char *const fields[] = {"title", "kind", "status"};
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+        json_t *v = json_object_get(u, fields[i]);
+        if (json_is_string(v)) json_object_set(e->call, fields[i], v);
+    }
+    if (!pt_tool_field(e, "status")) json_object_set_new(e->call, "status", json_string("pending"));
     if (is_update || json_object_get(u, "content")) tool_content(e, json_object_get(u, "content"));
     tool_placement(e, u);
     t->version++;
