@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
@@ -96,6 +97,47 @@ const char *pb_log_level_name(pb_log_level level); /* "debug", "info", "warning"
 /* A pb_log_fn that writes "peri: <level>: <msg>\n" to the FILE * in ud (a command's own
  * choice, e.g. stderr; the library never installs it by itself). */
 void pb_log_to_file(void *ud, pb_log_level level, const char *msg);
+
+/* ---- arrays (array.c) ----------------------------------------------------------------
+ * Appends one zeroed element to the array *arrayp (a T **, passed as &s->v) of *n
+ * elements of elem bytes and capacity *cap, growing it through pb_grow when full.
+ * Returns the new element (owned by the array), or NULL (nothing changed) when out of
+ * memory. */
+void *pb_push(void *arrayp, size_t *n, size_t *cap, size_t elem, size_t min_cap);
+/* Frees the n strings of v and v itself (an owned string list; NULL v: nothing). */
+void pb_strv_free(char **v, size_t n);
+
+/* ---- lines (lines.c) -----------------------------------------------------------------
+ * Newline-delimited frames read from a descriptor. A returned line is NUL-terminated in
+ * the reader's buffer, without its newline and a CR before it, valid until the next call;
+ * the last line counts without a newline; a line longer than max is dropped whole and
+ * reported once as PB_LINE_TOO_LONG. Blank lines are returned (pb_line_blank tells). */
+typedef struct pb_lines {
+    int fd;
+    size_t max;
+    char *buf;
+    size_t len, cap, start;
+    bool eof;
+} pb_lines;
+typedef enum pb_lines_status {
+    PB_LINE = 0,
+    PB_LINES_EOF,
+    PB_LINE_TOO_LONG, /* the line was dropped */
+    PB_LINES_ERROR,   /* I/O or allocation failure */
+} pb_lines_status;
+void pb_lines_init(pb_lines *r, int fd, size_t max);
+void pb_lines_free(pb_lines *r); /* the buffer; the descriptor stays the caller's */
+pb_lines_status pb_lines_next(pb_lines *r, char **line, size_t *len);
+bool pb_line_blank(const char *s, size_t n); /* only spaces and tabs (keep-alive lines) */
+
+/* ---- threads (thread.c) -------------------------------------------------------------- */
+/* Starts fn(arg) on a detached thread: 0, or the pthread error number (nothing runs). */
+int pb_thread_detached(void *(*fn)(void *), void *arg);
+/* A counted worker's exit: decrements *count under mu and wakes every waiter on cv. */
+void pb_count_leave(pthread_mutex_t *mu, pthread_cond_t *cv, int *count);
+/* Waits up to ms milliseconds for *count (guarded by mu, announced on cv, whose clock is
+ * CLOCK_REALTIME) to reach 0. Returns the count then: 0 when every worker left. */
+int pb_count_wait(pthread_mutex_t *mu, pthread_cond_t *cv, const int *count, int64_t ms);
 
 #ifdef __cplusplus
 }

@@ -27,44 +27,32 @@ void pacp__ask_caps(pacp_server *srv, json_t *caps) {
     atomic_store(&srv->elicit_form, json_is_object(form));
 }
 
-bool pacp__ask_on_response(pacp_server *srv, pb_rpc_msg *m) {
-    json_int_t id = json_integer_value(m->id);
-    bool taken = false;
-    pthread_mutex_lock(&srv->mu);
-    for (pacp_outreq *r = srv->pending; r; r = r->next) {
-        if (r->id != id || !r->ask || r->done) continue;
-        json_t *ans = NULL;
-        if (!m->error && m->result) {
-            if (r->ask_options > 0) { /* session/request_permission */
-                json_t *oc = json_object_get(m->result, "outcome");
-                const char *kind = json_string_value(json_object_get(oc, "outcome"));
-                const char *opt = json_string_value(json_object_get(oc, "optionId"));
-                int i = -1;
-                char tail;
-                if (kind && !strcmp(kind, "selected") && opt &&
-                    sscanf(opt, "choice_%d%c", &i, &tail) == 1 && i >= 0 && i < r->ask_options)
-                    ans = json_pack("{s:s, s:i}", "action", "accept", "choice", i);
-                else if (kind && !strcmp(kind, "cancelled"))
-                    ans = json_pack("{s:s}", "action", "cancel");
-            } else { /* elicitation/create */
-                const char *action = json_string_value(json_object_get(m->result, "action"));
-                json_t *content = json_object_get(m->result, "content");
-                if (action && !strcmp(action, "accept") && json_is_object(content))
-                    ans = json_pack("{s:s, s:O}", "action", "accept", "content", content);
-                else if (action && !strcmp(action, "cancel"))
-                    ans = json_pack("{s:s}", "action", "cancel");
-            }
+void pacp__ask_answer(pacp_outreq *r, const pb_rpc_msg *m) {
+    json_t *ans = NULL;
+    if (!m->error && m->result) {
+        if (r->ask_options > 0) { /* session/request_permission */
+            json_t *oc = json_object_get(m->result, "outcome");
+            const char *kind = json_string_value(json_object_get(oc, "outcome"));
+            const char *opt = json_string_value(json_object_get(oc, "optionId"));
+            int i = -1;
+            char tail;
+            if (kind && !strcmp(kind, "selected") && opt &&
+                sscanf(opt, "choice_%d%c", &i, &tail) == 1 && i >= 0 && i < r->ask_options)
+                ans = json_pack("{s:s, s:i}", "action", "accept", "choice", i);
+            else if (kind && !strcmp(kind, "cancelled"))
+                ans = json_pack("{s:s}", "action", "cancel");
+        } else { /* elicitation/create */
+            const char *action = json_string_value(json_object_get(m->result, "action"));
+            json_t *content = json_object_get(m->result, "content");
+            if (action && !strcmp(action, "accept") && json_is_object(content))
+                ans = json_pack("{s:s, s:O}", "action", "accept", "content", content);
+            else if (action && !strcmp(action, "cancel"))
+                ans = json_pack("{s:s}", "action", "cancel");
         }
-        if (!ans) ans = json_pack("{s:s}", "action", "decline");
-        r->text = ans ? json_dumps(ans, JSON_COMPACT) : NULL;
-        json_decref(ans);
-        r->done = true;
-        taken = true;
-        pthread_cond_broadcast(&srv->cv);
-        break;
     }
-    pthread_mutex_unlock(&srv->mu);
-    return taken;
+    if (!ans) ans = json_pack("{s:s}", "action", "decline");
+    r->text = ans ? json_dumps(ans, JSON_COMPACT) : NULL;
+    json_decref(ans);
 }
 
 /* The request's params: request_permission for a choice, elicitation/create for a form;
@@ -141,19 +129,16 @@ char *pacp__sink_ask_user(void *ctx, const char *session_id, const char *questio
         json_decref(params);
         return NULL;
     }
-    req->ask = true;
+    req->kind = PACP_REQ_ASK;
     req->ask_options = nopt;
     pthread_mutex_lock(&srv->mu);
-    if (srv->eof || atomic_load(cancel)) {
-        pthread_mutex_unlock(&srv->mu);
+    bool linked = !atomic_load(cancel) && pacp__outreq_link(srv, req);
+    pthread_mutex_unlock(&srv->mu);
+    if (!linked) {
         json_decref(params);
         free(req);
         return strdup("{\"action\":\"cancel\"}");
     }
-    req->id = ++srv->next_id;
-    req->next = srv->pending;
-    srv->pending = req;
-    pthread_mutex_unlock(&srv->mu);
     json_t *f = pb_rpc_request(
         req->id, nopt > 0 ? "session/request_permission" : "elicitation/create", params);
     int sent = f && pacp__writer_send(&srv->w, f) == 0;
@@ -168,12 +153,7 @@ char *pacp__sink_ask_user(void *ctx, const char *session_id, const char *questio
         answer = req->text;
         req->text = NULL;
     }
-    for (pacp_outreq **p = &srv->pending; *p; p = &(*p)->next) {
-        if (*p == req) {
-            *p = req->next;
-            break;
-        }
-    }
+    pacp__outreq_unlink(srv, req);
     pthread_mutex_unlock(&srv->mu);
     free(req->text);
     free(req);

@@ -23,32 +23,20 @@ void pacp__fs_caps(pacp_server *srv, json_t *caps) {
     atomic_store(&srv->fs_write, json_is_true(json_object_get(fs, "writeTextFile")));
 }
 
-bool pacp__fs_on_response(pacp_server *srv, pb_rpc_msg *m) {
-    json_int_t id = json_integer_value(m->id);
-    bool taken = false;
-    pthread_mutex_lock(&srv->mu);
-    for (pacp_outreq *r = srv->pending; r; r = r->next) {
-        if (r->id != id || !r->fs || r->done) continue;
-        json_t *content = json_object_get(m->result, "content");
-        if (m->error || !m->result) {
+void pacp__fs_answer(pacp_outreq *r, const pb_rpc_msg *m) {
+    json_t *content = json_object_get(m->result, "content");
+    if (m->error || !m->result) {
+        r->error = true;
+    } else if (json_is_string(content)) {
+        size_t n = json_string_length(content);
+        r->text = malloc(n + 1);
+        if (r->text) {
+            memcpy(r->text, json_string_value(content), n + 1);
+            r->text_len = n;
+        } else {
             r->error = true;
-        } else if (json_is_string(content)) {
-            size_t n = json_string_length(content);
-            r->text = malloc(n + 1);
-            if (r->text) {
-                memcpy(r->text, json_string_value(content), n + 1);
-                r->text_len = n;
-            } else {
-                r->error = true;
-            }
         }
-        r->done = true;
-        taken = true;
-        pthread_cond_broadcast(&srv->cv);
-        break;
     }
-    pthread_mutex_unlock(&srv->mu);
-    return taken;
 }
 
 /* Sends one fs/... request and waits for its answer. Returns the finished request (the
@@ -60,34 +48,24 @@ static pacp_outreq *fs_call(pacp_server *srv, const char *method, json_t *params
         json_decref(params);
         return NULL;
     }
-    req->fs = true;
+    req->kind = PACP_REQ_FS;
     pthread_mutex_lock(&srv->mu);
-    if (srv->eof) {
-        pthread_mutex_unlock(&srv->mu);
+    bool linked = pacp__outreq_link(srv, req);
+    pthread_mutex_unlock(&srv->mu);
+    if (!linked) {
         json_decref(params);
         free(req);
         return NULL;
     }
-    req->id = ++srv->next_id;
-    req->next = srv->pending;
-    srv->pending = req;
-    pthread_mutex_unlock(&srv->mu);
     json_t *f = pb_rpc_request(req->id, method, params);
     int sent = f && pacp__writer_send(&srv->w, f) == 0;
     json_decref(f);
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += FS_TIMEOUT_MS / 1000;
+    struct timespec dl = pb_deadline(CLOCK_REALTIME, FS_TIMEOUT_MS);
     pthread_mutex_lock(&srv->mu);
     while (sent && !req->done && !srv->eof) {
         if (pthread_cond_timedwait(&srv->cv, &srv->mu, &dl) != 0) break;
     }
-    for (pacp_outreq **p = &srv->pending; *p; p = &(*p)->next) {
-        if (*p == req) {
-            *p = req->next;
-            break;
-        }
-    }
+    pacp__outreq_unlink(srv, req);
     bool done = req->done;
     pthread_mutex_unlock(&srv->mu);
     if (!done) {

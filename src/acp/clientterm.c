@@ -31,42 +31,29 @@ void pacp__term_caps(pacp_server *srv, json_t *caps) {
     atomic_store(&srv->term, json_is_true(json_object_get(caps, "terminal")));
 }
 
-bool pacp__term_on_response(pacp_server *srv, pb_rpc_msg *m) {
-    json_int_t id = json_integer_value(m->id);
-    bool taken = false;
-    pthread_mutex_lock(&srv->mu);
-    for (pacp_outreq *r = srv->pending; r; r = r->next) {
-        if (r->id != id || !r->term || r->done) continue;
-        if (m->error || !m->result)
-            r->error = true;
-        else if (!(r->text = json_dumps(m->result, JSON_COMPACT)))
-            r->error = true;
-        r->done = true;
-        taken = true;
-        pthread_cond_broadcast(&srv->cv);
-        break;
-    }
-    pthread_mutex_unlock(&srv->mu);
-    return taken;
+void pacp__term_answer(pacp_outreq *r, const pb_rpc_msg *m) {
+    if (m->error || !m->result)
+        r->error = true;
+    else if (!(r->text = json_dumps(m->result, JSON_COMPACT)))
+        r->error = true;
 }
 
 /* Sends a request; returns its id (0: not sent). Fire-and-forget when !wait. */
 static json_int_t send_req(pacp_server *srv, const char *method, json_t *params, pacp_outreq *req) {
     if (!params) return 0;
+    json_int_t id = 0;
     pthread_mutex_lock(&srv->mu);
-    if (srv->eof) {
-        pthread_mutex_unlock(&srv->mu);
+    if (req) {
+        req->kind = PACP_REQ_TERM;
+        if (pacp__outreq_link(srv, req)) id = req->id;
+    } else if (!srv->eof) {
+        id = ++srv->next_id;
+    }
+    pthread_mutex_unlock(&srv->mu);
+    if (!id) {
         json_decref(params);
         return 0;
     }
-    json_int_t id = ++srv->next_id;
-    if (req) {
-        req->id = id;
-        req->term = true;
-        req->next = srv->pending;
-        srv->pending = req;
-    }
-    pthread_mutex_unlock(&srv->mu);
     json_t *f = pb_rpc_request(id, method, params);
     int ok = f && pacp__writer_send(&srv->w, f) == 0;
     json_decref(f);
@@ -84,38 +71,24 @@ static json_t *term_call(pacp_server *srv, const char *method, json_t *params, a
         return NULL;
     }
     bool sent = send_req(srv, method, params, req) != 0;
-    struct timespec start;
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    long long t0 = (long long)start.tv_sec * 1000 + start.tv_nsec / 1000000;
+    long long t0 = pb_mono_ms();
     pthread_mutex_lock(&srv->mu);
     while (sent && !req->done && !srv->eof) {
-        struct timespec now, dl;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        long long ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+        long long ms = pb_mono_ms();
         if (cancel && (atomic_load(cancel) || ms >= deadline_ms)) {
             if (stopped) *stopped = true;
             break;
         }
         if (!cancel && ms - t0 >= TERM_REQ_TIMEOUT_MS) break;
-        dl = pb_deadline(CLOCK_REALTIME, TERM_POLL_MS);
+        struct timespec dl = pb_deadline(CLOCK_REALTIME, TERM_POLL_MS);
         pthread_cond_timedwait(&srv->cv, &srv->mu, &dl);
     }
-    for (pacp_outreq **p = &srv->pending; *p; p = &(*p)->next)
-        if (*p == req) {
-            *p = req->next;
-            break;
-        }
+    pacp__outreq_unlink(srv, req);
     pthread_mutex_unlock(&srv->mu);
     json_t *res = req->done && !req->error && req->text ? json_loads(req->text, 0, NULL) : NULL;
     free(req->text);
     free(req);
     return res;
-}
-
-static long long mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void release(pacp_server *srv, const char *sid, const char *tid) {
@@ -144,7 +117,7 @@ int pacp__term_run(void *ctx, const char *sid, const char *cwd, const char *comm
     bool stopped = false;
     json_t *w = term_call(srv, "terminal/wait_for_exit",
                           json_pack("{s:s, s:s}", "sessionId", sid, "terminalId", out->terminal_id),
-                          cancel, mono_ms() + timeout_ms, &stopped);
+                          cancel, pb_mono_ms() + timeout_ms, &stopped);
     if (stopped) {
         out->cancelled = cancel && atomic_load(cancel);
         out->timed_out = !out->cancelled;

@@ -4,6 +4,7 @@
  */
 #include "acp/server_impl.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -592,6 +593,18 @@ static void tb_add(tbuf *b, const char *s, const char *sep) {
     b->len += k + n;
 }
 
+/* tb_add of a formatted text (cut at 1199 bytes). */
+static void tb_addf(tbuf *b, const char *sep, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void tb_addf(tbuf *b, const char *sep, const char *fmt, ...) {
+    char tmp[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    tb_add(b, tmp, sep);
+}
+
 static bool image_mime(const char *m) {
     return m && (!strcmp(m, "image/png") || !strcmp(m, "image/jpeg") || !strcmp(m, "image/gif") ||
                  !strcmp(m, "image/webp"));
@@ -649,7 +662,6 @@ static int build_message(json_t *blocks, pm_message *m, tbuf *notice, pacp_reply
     pm_message_init(m, PM_ROLE_USER);
     json_array_foreach(blocks, i, b) {
         const char *type = json_string_value(json_object_get(b, "type"));
-        char tmp[1200];
         const char *why = NULL;
         if (!type) {
             why = "a content block without a type";
@@ -669,15 +681,13 @@ static int build_message(json_t *blocks, pm_message *m, tbuf *notice, pacp_reply
                 why = "a resource_link block without uri";
             else if (rel) {
                 /* a workspace file: the model reads it with its tools */
-                snprintf(tmp, sizeof tmp,
-                         "[Resource: %.300s](%.400s) - the workspace file %.400s (read it with "
-                         "your tools)",
-                         name ? name : uri, uri, rel);
-                tb_add(&text, tmp, "\n");
+                tb_addf(&text, "\n",
+                        "[Resource: %.300s](%.400s) - the workspace file %.400s (read it with "
+                        "your tools)",
+                        name ? name : uri, uri, rel);
                 usable++;
             } else {
-                snprintf(tmp, sizeof tmp, "[Resource: %.500s](%.600s)", name ? name : uri, uri);
-                tb_add(&text, tmp, "\n");
+                tb_addf(&text, "\n", "[Resource: %.500s](%.600s)", name ? name : uri, uri);
                 usable++;
             }
         } else if (!strcmp(type, "resource")) {
@@ -689,8 +699,7 @@ static int build_message(json_t *blocks, pm_message *m, tbuf *notice, pacp_reply
             if (!uri) {
                 why = "a resource block without resource.uri";
             } else if (t) {
-                snprintf(tmp, sizeof tmp, "[Resource: %.1000s]", uri);
-                tb_add(&text, tmp, "\n");
+                tb_addf(&text, "\n", "[Resource: %.1000s]", uri);
                 tb_add(&text, t, "\n");
                 usable++;
             } else if (blob && image_mime(mime) && base64_ok(blob)) {
@@ -699,68 +708,54 @@ static int build_message(json_t *blocks, pm_message *m, tbuf *notice, pacp_reply
             } else if (blob && workspace_path(uri, acc->cwd) &&
                        !(mime && !strcmp(mime, "application/pdf"))) {
                 /* another binary blob of a workspace file: offered as that file */
-                snprintf(tmp, sizeof tmp,
-                         "[Resource: %.400s (%.100s) - the workspace file %.400s (read it with "
-                         "your tools)]",
-                         uri, mime ? mime : "binary", workspace_path(uri, acc->cwd));
-                tb_add(&text, tmp, "\n");
+                tb_addf(&text, "\n",
+                        "[Resource: %.400s (%.100s) - the workspace file %.400s (read it with "
+                        "your tools)]",
+                        uri, mime ? mime : "binary", workspace_path(uri, acc->cwd));
                 usable++;
             } else if (blob && mime && !strcmp(mime, "application/pdf") && base64_ok(blob)) {
                 /* a PDF goes to the model as a document (both providers take them) */
-                snprintf(tmp, sizeof tmp, "[Document: %.1000s]", uri);
-                tb_add(&text, tmp, "\n");
+                tb_addf(&text, "\n", "[Document: %.1000s]", uri);
                 if (pm_message_add_document(m, mime, blob) != PM_OK) text.oom = true;
                 usable++;
             } else {
-                snprintf(tmp, sizeof tmp,
-                         "the resource %.300s (%.100s): binary attachments other than images "
-                         "(png, jpeg, gif, webp) and PDF documents are not supported",
-                         uri, mime ? mime : "no mimeType");
-                tb_add(notice, tmp, "; ");
+                tb_addf(notice, "; ",
+                        "the resource %.300s (%.100s): binary attachments other than images "
+                        "(png, jpeg, gif, webp) and PDF documents are not supported",
+                        uri, mime ? mime : "no mimeType");
                 continue;
             }
-        } else if (!strcmp(type, "image")) {
+        } else if (!strcmp(type, "image") || !strcmp(type, "audio")) {
+            /* base64 media: images for every model, audio for the models that take it */
+            bool image = type[0] == 'i';
             const char *data = json_string_value(json_object_get(b, "data"));
             const char *mime = json_string_value(json_object_get(b, "mimeType"));
-            if (!image_mime(mime)) {
-                snprintf(tmp, sizeof tmp,
-                         "an image of type %.100s: only png, jpeg, gif and webp are supported",
-                         mime ? mime : "(none)");
-                tb_add(notice, tmp, "; ");
+            if (!image && !acc->audio) {
+                tb_addf(notice, "; ",
+                        "an audio block: the model %.150s does not take audio input (OpenAI "
+                        "audio models do)",
+                        acc->model);
+                continue;
+            }
+            if (!(image ? image_mime(mime) : audio_mime(mime))) {
+                tb_addf(notice, "; ",
+                        image
+                            ? "an image of type %.100s: only png, jpeg, gif and webp are supported"
+                            : "audio of type %.100s: only wav and mp3 are supported",
+                        mime ? mime : "(none)");
                 continue;
             }
             if (!base64_ok(data)) {
-                why = "an image block without base64 data";
+                why = image ? "an image block without base64 data"
+                            : "an audio block without base64 data";
             } else {
-                if (pm_message_add_image(m, mime, data) != PM_OK) text.oom = true;
-                usable++;
-            }
-        } else if (!strcmp(type, "audio")) {
-            const char *data = json_string_value(json_object_get(b, "data"));
-            const char *mime = json_string_value(json_object_get(b, "mimeType"));
-            if (!acc->audio) {
-                snprintf(tmp, sizeof tmp,
-                         "an audio block: the model %.150s does not take audio input (OpenAI "
-                         "audio models do)",
-                         acc->model);
-                tb_add(notice, tmp, "; ");
-                continue;
-            }
-            if (!audio_mime(mime)) {
-                snprintf(tmp, sizeof tmp, "audio of type %.100s: only wav and mp3 are supported",
-                         mime ? mime : "(none)");
-                tb_add(notice, tmp, "; ");
-                continue;
-            }
-            if (!base64_ok(data)) {
-                why = "an audio block without base64 data";
-            } else {
-                if (pm_message_add_audio(m, mime, data) != PM_OK) text.oom = true;
+                pm_status st = image ? pm_message_add_image(m, mime, data)
+                                     : pm_message_add_audio(m, mime, data);
+                if (st != PM_OK) text.oom = true;
                 usable++;
             }
         } else {
-            snprintf(tmp, sizeof tmp, "a content block of unsupported type %.100s", type);
-            tb_add(notice, tmp, "; ");
+            tb_addf(notice, "; ", "a content block of unsupported type %.100s", type);
             continue;
         }
         if (why) tb_add(notice, why, "; ");

@@ -235,15 +235,13 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
         json_decref(cm);
     }
     pthread_mutex_lock(&srv->mu);
-    if (srv->eof || atomic_load(cancel)) {
+    if (atomic_load(cancel) || !pacp__outreq_link(srv, req)) {
+        bool eof = srv->eof;
         pthread_mutex_unlock(&srv->mu);
         json_decref(params);
         free(req);
-        return srv->eof ? PAG_PERM_REJECT : PAG_PERM_CANCELLED;
+        return eof ? PAG_PERM_REJECT : PAG_PERM_CANCELLED;
     }
-    req->id = ++srv->next_id;
-    req->next = srv->pending;
-    srv->pending = req;
     pthread_mutex_unlock(&srv->mu);
     json_t *f = params ? pb_rpc_request(req->id, "session/request_permission", params) : NULL;
     int sent = f && pacp__writer_send(&srv->w, f) == 0;
@@ -260,26 +258,14 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
     } else if (atomic_load(cancel)) {
         outcome = PAG_PERM_CANCELLED;
     }
-    for (pacp_outreq **p = &srv->pending; *p; p = &(*p)->next) {
-        if (*p == req) {
-            *p = req->next;
-            break;
-        }
-    }
+    pacp__outreq_unlink(srv, req);
     pthread_mutex_unlock(&srv->mu);
     free(req);
     return outcome;
 }
 
-static void on_response(pacp_server *srv, pb_rpc_msg *m) {
-    if (!json_is_integer(m->id)) return; /* not one of ours: ignore */
-    /* answers to fs/read_text_file and fs/write_text_file. */
-    if (pacp__fs_on_response(srv, m)) return;
-    if (pacp__term_on_response(srv, m)) return;
-    if (pacp__ask_on_response(srv, m)) return;
-    json_int_t id = json_integer_value(m->id);
-    /* Decoded here so that no json_t crosses threads; errors and unknown outcomes
-     * refuse. */
+/* Errors and unknown outcomes refuse. */
+void pacp__perm_answer(pacp_outreq *r, const pb_rpc_msg *m) {
     json_t *oc = json_object_get(m->result, "outcome");
     const char *kind = json_string_value(json_object_get(oc, "outcome"));
     const char *opt = json_string_value(json_object_get(oc, "optionId"));
@@ -297,17 +283,8 @@ static void on_response(pacp_server *srv, pb_rpc_msg *m) {
         outcome = PAG_PERM_REJECT_ALWAYS;
     else if (sel && !strcmp(opt, "trust_project"))
         trust_outcome = PAG_PERM_TRUST_PROJECT;
-    pthread_mutex_lock(&srv->mu);
-    for (pacp_outreq *r = srv->pending; r; r = r->next) {
-        if (r->id == id && !r->done) {
-            /* each request accepts only the options it offered */
-            r->outcome = r->trust ? trust_outcome : outcome;
-            r->done = true;
-            pthread_cond_broadcast(&srv->cv);
-            break;
-        }
-    }
-    pthread_mutex_unlock(&srv->mu);
+    /* each request accepts only the options it offered */
+    r->outcome = r->trust ? trust_outcome : outcome;
 }
 
 /* ---------------------------------------------------------------- the loop */
@@ -344,10 +321,7 @@ static void *slow_main(void *arg) {
     pacp_server *srv = j->srv;
     slow_run(j);
     free(j);
-    pthread_mutex_lock(&srv->mu);
-    srv->slow_running--;
-    pthread_cond_broadcast(&srv->cv);
-    pthread_mutex_unlock(&srv->mu);
+    pb_count_leave(&srv->mu, &srv->cv, &srv->slow_running);
     return NULL;
 }
 
@@ -359,21 +333,15 @@ static bool start_slow(pacp_server *srv, const char *method, json_t *params, jso
                     .method = strdup(method),
                     .params = params ? json_deep_copy(params) : NULL,
                     .id = id ? json_deep_copy(id) : NULL};
-    pthread_attr_t at;
-    pthread_t th;
-    bool ok = j->method && (!params || j->params) && (!id || j->id) && pthread_attr_init(&at) == 0;
+    bool ok = j->method && (!params || j->params) && (!id || j->id);
     if (ok) {
-        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
         pthread_mutex_lock(&srv->mu);
         srv->slow_running++;
         pthread_mutex_unlock(&srv->mu);
-        if (pthread_create(&th, &at, slow_main, j) != 0) {
-            pthread_mutex_lock(&srv->mu);
-            srv->slow_running--;
-            pthread_mutex_unlock(&srv->mu);
+        if (pb_thread_detached(slow_main, j) != 0) {
+            pb_count_leave(&srv->mu, &srv->cv, &srv->slow_running);
             ok = false;
         }
-        pthread_attr_destroy(&at);
     }
     if (!ok) {
         free(j->method);
@@ -386,14 +354,7 @@ static bool start_slow(pacp_server *srv, const char *method, json_t *params, jso
 
 /* Waits up to ms for the slow requests; true when none is left. */
 static bool wait_slow(pacp_server *srv, long ms) {
-    struct timespec dl = pb_deadline(CLOCK_REALTIME, ms);
-    pthread_mutex_lock(&srv->mu);
-    int w = 0;
-    while (srv->slow_running > 0 && w == 0)
-        w = pthread_cond_timedwait(&srv->cv, &srv->mu, &dl);
-    bool done = srv->slow_running == 0;
-    pthread_mutex_unlock(&srv->mu);
-    return done;
+    return pb_count_wait(&srv->mu, &srv->cv, &srv->slow_running, ms) == 0;
 }
 
 static void on_frame(pacp_server *srv, const char *line, size_t len) {
@@ -405,7 +366,7 @@ static void on_frame(pacp_server *srv, const char *line, size_t len) {
         pacp__reply_error(&rep, m.err_code, m.err_msg);
         pacp__send_reply(srv, m.id, &rep);
         break;
-    case PB_RPC_RESPONSE: on_response(srv, &m); break;
+    case PB_RPC_RESPONSE: pacp__on_response(srv, &m); break;
     case PB_RPC_NOTIFICATION:
         if (!strcmp(m.method, "session/cancel")) {
             if (json_is_object(m.params)) pacp__cancel(srv, m.params);
@@ -564,26 +525,21 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
         rc = -1;
     }
     if (rc == 0) {
-        pacp_reader r;
-        pacp__reader_init(&r, in_fd);
-        for (;;) {
-            char *line;
-            size_t len;
-            pacp_read_status st = pacp__reader_next(&r, &line, &len);
-            if (st == PACP_READ_EOF || st == PACP_READ_ERROR) break;
-            if (st == PACP_READ_TOO_LONG) {
+        pb_lines r;
+        pb_lines_init(&r, in_fd, PACP_MAX_FRAME);
+        char *line;
+        size_t len;
+        pb_lines_status st;
+        while ((st = pb_lines_next(&r, &line, &len)) == PB_LINE || st == PB_LINE_TOO_LONG) {
+            if (st == PB_LINE_TOO_LONG) {
                 pacp_reply rep = {0};
                 pacp__reply_error(&rep, PACP_INVALID_REQUEST, "Invalid Request: frame too long");
                 pacp__send_reply(srv, NULL, &rep);
-                continue;
+            } else if (!pb_line_blank(line, len)) { /* blank: a keep-alive */
+                on_frame(srv, line, len);
             }
-            size_t k = 0;
-            while (k < len && (line[k] == ' ' || line[k] == '\t'))
-                k++;
-            if (k == len) continue; /* blank keep-alive lines */
-            on_frame(srv, line, len);
         }
-        pacp__reader_free(&r);
+        pb_lines_free(&r);
         pthread_mutex_lock(&srv->mu);
         srv->eof = true; /* pending permission requests resolve as rejected */
         pthread_cond_broadcast(&srv->cv);

@@ -14,19 +14,25 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+/* What a request the server sent to the client is, which decides who decodes its answer
+ * (outreq.c routes it). */
+typedef enum pacp_outreq_kind {
+    PACP_REQ_PERMISSION, /* session/request_permission for a tool call (server.c) */
+    PACP_REQ_FS,         /* fs/read_text_file, fs/write_text_file (clientfs.c) */
+    PACP_REQ_TERM,       /* terminal/... (clientterm.c); text = result JSON */
+    PACP_REQ_ASK,        /* a question (ask.c): text = the answer JSON once done */
+} pacp_outreq_kind;
+
 typedef struct pacp_outreq {
     struct pacp_outreq *next;
     json_int_t id;
+    pacp_outreq_kind kind;
     int outcome; /* pag_permission decoded by the reader thread (no json_t crosses threads) */
     bool done;
-    /* fs/read_text_file and fs/write_text_file answers (clientfs.c). */
-    bool fs;    /* an fs/... request: answered by pacp__fs_on_response */
     bool error; /* the client answered with an error */
     char *text; /* fs/read_text_file: the content (malloc'd), text_len bytes */
     size_t text_len;
-    bool term;       /* a terminal/... request (clientterm.c); text = result JSON */
     bool trust;      /* a project-trust request: only "trust_project" grants anything */
-    bool ask;        /* a question (ask.c): text = the answer JSON once done */
     int ask_options; /* its number of choices (0: an elicitation/create form) */
 } pacp_outreq;
 
@@ -84,30 +90,41 @@ json_t *pacp__update_params(const pag_event *ev, const pct_event_ids *ids);
 void pacp__ids_meta(json_t *meta, const pct_event_ids *ids);
 
 /* clientfs.c: the controller sink's fs hooks, the capability record made by
- * initialize, and the reader's hook for fs/... answers (true when it took the response). */
+ * initialize, and the decoder of fs/... answers. */
 int pacp__fs_read(void *ctx, const char *session_id, const char *abs_path, char **data,
                   size_t *len);
 int pacp__fs_write(void *ctx, const char *session_id, const char *abs_path, const char *data,
                    size_t len);
 void pacp__fs_caps(pacp_server *srv, json_t *client_capabilities);
 /* Questions (ask.c): the client's elicitation capability from initialize; the sink's
- * ask_user; answers to its requests (true when the response was one). */
+ * ask_user; the decoder of answers to its requests. */
 void pacp__ask_caps(pacp_server *srv, json_t *client_capabilities);
 char *pacp__sink_ask_user(void *ctx, const char *session_id, const char *question_json,
                           atomic_int *cancel);
-bool pacp__ask_on_response(pacp_server *srv, pb_rpc_msg *m);
-bool pacp__fs_on_response(pacp_server *srv, pb_rpc_msg *m);
+void pacp__ask_answer(pacp_outreq *r, const pb_rpc_msg *m);
+void pacp__fs_answer(pacp_outreq *r, const pb_rpc_msg *m);
 
 /* clientterm.c: the sink's terminal hook, the capability record, the
- * reader's hook for terminal/... answers, the release of terminals embedded in an update
+ * decoder of terminal/... answers, the release of terminals embedded in an update
  * just written (params of that session/update), and the release of all left at the end. */
 int pacp__term_run(void *ctx, const char *session_id, const char *cwd, const char *command,
                    long long timeout_ms, size_t max_output, atomic_int *cancel,
                    ptl_term_result *out);
 void pacp__term_caps(pacp_server *srv, json_t *client_capabilities);
-bool pacp__term_on_response(pacp_server *srv, pb_rpc_msg *m);
+void pacp__term_answer(pacp_outreq *r, const pb_rpc_msg *m);
 void pacp__term_after_update(pacp_server *srv, json_t *params);
 void pacp__term_release_all(pacp_server *srv);
+
+/* outreq.c: requests to the client. link gives req a fresh id and puts it in the pending
+ * list (false, nothing linked, once the client's input ended); unlink takes it out. Both
+ * with srv->mu held. on_response is the reader's: it decodes an answer into the request
+ * it answers (by id; the pacp__*_answer of its kind, called with srv->mu held), marks it
+ * done and wakes its waiter. */
+bool pacp__outreq_link(pacp_server *srv, pacp_outreq *req);
+void pacp__outreq_unlink(pacp_server *srv, pacp_outreq *req);
+void pacp__on_response(pacp_server *srv, const pb_rpc_msg *m);
+/* server.c: the decoder of a permission answer (srv->mu held). */
+void pacp__perm_answer(pacp_outreq *r, const pb_rpc_msg *m);
 
 void pacp__reply_error(pacp_reply *r, int code, const char *msg);
 void pacp__send_reply(pacp_server *srv, json_t *id, pacp_reply *r);

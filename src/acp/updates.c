@@ -93,6 +93,11 @@ void pacp__ids_meta(json_t *meta, const pct_event_ids *ids) {
     if (ids->attempt_id) json_object_set_new(meta, "peri.attemptId", json_string(ids->attempt_id));
 }
 
+/* An update whose one field `key` is the event's list (content_json, [] when absent). */
+static json_t *list_update(const char *kind, const char *key, const pag_event *ev) {
+    return json_pack("{s:s, s:o}", "sessionUpdate", kind, key, json_array_of(ev->content_json));
+}
+
 json_t *pacp__update_params(const pag_event *ev, const pct_event_ids *ids) {
     json_t *u = NULL;
     switch (ev->kind) {
@@ -124,21 +129,14 @@ json_t *pacp__update_params(const pag_event *ev, const pct_event_ids *ids) {
                       "auto");
         break;
     case PAG_EV_COMMANDS:
-        u = json_pack("{s:s, s:o}", "sessionUpdate", "available_commands_update",
-                      "availableCommands", json_array_of(ev->content_json));
+        u = list_update("available_commands_update", "availableCommands", ev);
         break;
-    case PAG_EV_PLAN:
-        u = json_pack("{s:s, s:o}", "sessionUpdate", "plan", "entries",
-                      json_array_of(ev->content_json));
-        break;
+    case PAG_EV_PLAN: u = list_update("plan", "entries", ev); break;
     case PAG_EV_MODE:
         u = json_pack("{s:s, s:s}", "sessionUpdate", "current_mode_update", "currentModeId",
                       ev->text ? ev->text : "default");
         break;
-    case PAG_EV_CONFIG:
-        u = json_pack("{s:s, s:o}", "sessionUpdate", "config_option_update", "configOptions",
-                      json_array_of(ev->content_json));
-        break;
+    case PAG_EV_CONFIG: u = list_update("config_option_update", "configOptions", ev); break;
     case PAG_EV_SESSION_INFO:
         u = json_pack("{s:s, s:s?, s:o}", "sessionUpdate", "session_info_update", "title",
                       ev->title, "updatedAt", pacp__iso_time(ev->used));

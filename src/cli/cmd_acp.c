@@ -51,9 +51,9 @@ int peri_cmd_acp(int argc, char **argv) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(argv[i], "--cwd") && i + 1 < argc) {
-            a.cwd = argv[++i];
-        } else if ((!strcmp(argv[i], "--db") || !strcmp(argv[i], "--store")) && i + 1 < argc) {
+        } else if (peri_host_arg(argc, argv, &i, &a)) {
+            continue;
+        } else if (!strcmp(argv[i], "--store") && i + 1 < argc) {
             a.db = argv[++i];
         } else if (!strcmp(argv[i], "--settings") && i + 1 < argc) {
             a.settings = argv[++i];

@@ -161,7 +161,6 @@ static void usage(FILE *f) {
 
 int peri_cmd_print(int argc, char **argv) {
     const char *prompt = NULL;
-    const char *cwd = NULL;
     int allow = 0;
     server_job job = {0};
     peri_place_opts po; /* how code runs (Ruby module, bwrap, WASI runner) */
@@ -169,10 +168,8 @@ int peri_cmd_print(int argc, char **argv) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(argv[i], "--cwd") && i + 1 < argc) {
-            cwd = argv[++i];
-        } else if (!strcmp(argv[i], "--db") && i + 1 < argc) {
-            job.args.db = argv[++i];
+        } else if (peri_host_arg(argc, argv, &i, &job.args)) {
+            continue;
         } else if (!strcmp(argv[i], "--allow")) {
             allow = 1;
         } else if (!prompt && argv[i][0] != '-') {
@@ -192,8 +189,9 @@ int peri_cmd_print(int argc, char **argv) {
         return 2;
     }
     char abs[PATH_MAX];
-    if (!realpath(cwd ? cwd : ".", abs)) {
-        fprintf(stderr, "peri print: no such directory: %s\n", cwd ? cwd : ".");
+    const char *cwd = job.args.cwd ? job.args.cwd : ".";
+    if (!realpath(cwd, abs)) {
+        fprintf(stderr, "peri print: no such directory: %s\n", cwd);
         return 1;
     }
     signal(SIGPIPE, SIG_IGN);

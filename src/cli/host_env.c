@@ -227,6 +227,17 @@ fail:
     return NULL;
 }
 
+bool peri_host_arg(int argc, char **argv, int *i, peri_host_args *a) {
+    if (*i + 1 >= argc) return false;
+    if (!strcmp(argv[*i], "--cwd"))
+        a->cwd = argv[++*i];
+    else if (!strcmp(argv[*i], "--db"))
+        a->db = argv[++*i];
+    else
+        return false;
+    return true;
+}
+
 int peri_host_start_init(peri_host_start *h, const peri_host_args *a, char *err, size_t errlen) {
     memset(h, 0, sizeof *h);
     const char *home = env_value(plain_getenv, "HOME");

@@ -34,6 +34,11 @@ typedef struct peri_host_start {
     char cwd[PATH_MAX];
 } peri_host_start;
 
+/* The options of `peri acp` and `peri print` that say where the session lives: --cwd DIR
+ * and --db PATH into a. True when argv[*i] is one of them and its value follows (*i then
+ * moves onto the value); false otherwise (the caller reports a missing value). */
+bool peri_host_arg(int argc, char **argv, int *i, peri_host_args *a);
+
 /* Fills h (clear it with peri_host_start_clear). 0, or -1 with a message in err. */
 int peri_host_start_init(peri_host_start *h, const peri_host_args *a, char *err, size_t errlen);
 void peri_host_start_clear(peri_host_start *h);

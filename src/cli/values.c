@@ -67,40 +67,29 @@ bool peri_val_parse(const char *s, pw_valtype t, pw_val *out) {
 
 /* Shortest %g form that reads back to the same bits; NaNs with their payload. */
 static void print_float(uint64_t bits, bool is64) {
+    double d; /* an f32 widens exactly */
     if (is64) {
-        double d;
         memcpy(&d, &bits, 8);
-        if (isnan(d)) {
-            uint64_t payload = bits & 0x000fffffffffffffull;
-            printf("%snan", bits >> 63 ? "-" : "");
-            if (payload != 0x0008000000000000ull) printf(":0x%" PRIx64, payload);
-            putchar('\n');
-            return;
-        }
-        char buf[40];
-        for (int p = 1; p <= 17; p++) {
-            snprintf(buf, sizeof buf, "%.*g", p, d);
-            if (strtod(buf, NULL) == d) break;
-        }
-        printf("%s\n", buf);
     } else {
         uint32_t b = (uint32_t)bits;
         float f;
         memcpy(&f, &b, 4);
-        if (isnan(f)) {
-            uint32_t payload = b & 0x7fffffu;
-            printf("%snan", b >> 31 ? "-" : "");
-            if (payload != 0x400000u) printf(":0x%" PRIx32, payload);
-            putchar('\n');
-            return;
-        }
-        char buf[40];
-        for (int p = 1; p <= 9; p++) {
-            snprintf(buf, sizeof buf, "%.*g", p, (double)f);
-            if (strtof(buf, NULL) == f) break;
-        }
-        printf("%s\n", buf);
+        d = f;
     }
+    if (isnan(d)) {
+        uint64_t payload = bits & (is64 ? 0x000fffffffffffffull : 0x7fffffu);
+        uint64_t canonical = is64 ? 0x0008000000000000ull : 0x400000u;
+        printf("%snan", (bits >> (is64 ? 63 : 31)) & 1 ? "-" : "");
+        if (payload != canonical) printf(":0x%" PRIx64, payload);
+        putchar('\n');
+        return;
+    }
+    char buf[40];
+    for (int p = 1; p <= (is64 ? 17 : 9); p++) {
+        snprintf(buf, sizeof buf, "%.*g", p, d);
+        if (is64 ? strtod(buf, NULL) == d : strtof(buf, NULL) == (float)d) break;
+    }
+    printf("%s\n", buf);
 }
 
 void peri_val_print(pw_valtype t, pw_val v) {

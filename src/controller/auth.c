@@ -142,31 +142,28 @@ static int store_key(const char *home, const char *provider, const char *key, ch
     return rc;
 }
 
-static pct_status fail(pct_error *err, pct_status st, const char *msg) {
-    err->status = st;
-    snprintf(err->message, sizeof err->message, "%.250s", msg);
-    return st;
-}
-
 /* Checks provider and key. PCT_OK, or PCT_BAD_ARG with err. */
 static pct_status check_key(const char *provider, const char *key, pct_error *err) {
     if (!provider || (strcmp(provider, "openai") != 0 && strcmp(provider, "anthropic") != 0))
-        return fail(err, PCT_BAD_ARG, "provider must be openai or anthropic");
+        return pct__fail(err, PCT_BAD_ARG, "provider must be openai or anthropic");
     size_t n = key ? strlen(key) : 0;
     if (n == 0 || n > PCT_KEY_MAX)
-        return fail(err, PCT_BAD_ARG, "the API key must be 1 to 512 bytes");
+        return pct__fail(err, PCT_BAD_ARG, "the API key must be 1 to 512 bytes");
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)key[i] <= 0x20 || (unsigned char)key[i] >= 0x7f)
-            return fail(err, PCT_BAD_ARG, "the API key must be printable ASCII without spaces");
+            return pct__fail(err, PCT_BAD_ARG,
+                             "the API key must be printable ASCII without spaces");
     return PCT_OK;
 }
 
 pct_status pct_store_api_key(const char *home, const char *provider, const char *key,
                              pct_error *err) {
     if (check_key(provider, key, err) != PCT_OK) return PCT_BAD_ARG;
-    if (!home || home[0] != '/') return fail(err, PCT_FAILED, "no user home to keep the key in");
+    if (!home || home[0] != '/')
+        return pct__fail(err, PCT_FAILED, "no user home to keep the key in");
     char why[300];
-    if (store_key(home, provider, key, why, sizeof why) != 0) return fail(err, PCT_FAILED, why);
+    if (store_key(home, provider, key, why, sizeof why) != 0)
+        return pct__fail(err, PCT_FAILED, why);
     return PCT_OK;
 }
 
@@ -186,7 +183,7 @@ pct_status pct_authenticate(pct_controller *c, const char *provider, const char 
             pag_settings_from_doc(ns, doc, serr, sizeof serr) != 0) {
             free(ns);
             free(keep);
-            rc = fail(err, PCT_FAILED, "the key was stored but could not be applied: restart");
+            rc = pct__fail(err, PCT_FAILED, "the key was stored but could not be applied: restart");
         } else {
             keep->s = ns;
             keep->next = c->old_settings;

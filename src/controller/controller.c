@@ -17,18 +17,33 @@
 
 #define PCT_CONNECT_WAIT_S 65 /* at exit: the longest wait for MCP servers still starting */
 
-static void set_err(pct_error *err, pct_status st, const char *fmt, const char *arg) {
-    if (!err) return;
+pct_status pct__fail(pct_error *err, pct_status st, const char *msg) {
+    if (!err) return st;
     err->status = st;
-    char tmp[1024];
-    snprintf(tmp, sizeof tmp, fmt, arg ? arg : "");
-    snprintf(err->message, sizeof err->message, "%.250s", tmp);
+    snprintf(err->message, sizeof err->message, "%.250s", msg);
+    return st;
 }
 
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+static void set_err(pct_error *err, pct_status st, const char *fmt, const char *arg) {
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, fmt, arg ? arg : "");
+    pct__fail(err, st, tmp);
+}
+
+/* The stored thread id into *th (the caller clears it): PCT_NOT_FOUND for an unknown or
+ * malformed id, PCT_FAILED when the store fails, with the message in err. */
+static pct_status stored_thread(pct_controller *c, const char *id, pst_thread *th, pct_error *err) {
+    pst_error pe;
+    pst_status ps = pst_thread_get(c->store, id, th, &pe);
+    if (ps == PST_ERR_NOT_FOUND || ps == PST_ERR_ARG) {
+        set_err(err, PCT_NOT_FOUND, "Session not found: %s", id);
+        return PCT_NOT_FOUND;
+    }
+    if (ps != PST_OK) {
+        set_err(err, PCT_FAILED, "store: %s", pe.message);
+        return PCT_FAILED;
+    }
+    return PCT_OK;
 }
 
 /* ---------------------------------------------------------------- refcounting */
@@ -66,12 +81,8 @@ void pct__sess_release(pct_sess *s) {
     free(s->model_applied);
     free(s->hidden);
     free(s->mcp_json);
-    for (size_t i = 0; i < s->nallow; i++)
-        free(s->allow_always[i]);
-    for (size_t i = 0; i < s->nreject; i++)
-        free(s->reject_always[i]);
-    free(s->allow_always);
-    free(s->reject_always);
+    pb_strv_free(s->allow_always, s->nallow);
+    pb_strv_free(s->reject_always, s->nreject);
     free(s);
 }
 
@@ -155,12 +166,6 @@ typedef struct progress_ctx {
     int64_t last_ms; /* monotonic ms of the last update sent, 0 = none */
 } progress_ctx;
 
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* 3 rather than 3.0 when the number is whole (what servers usually send). */
 static json_t *json_num(double v) {
     if (v > -9e15 && v < 9e15 && v == (double)(json_int_t)v) return json_integer((json_int_t)v);
@@ -169,7 +174,7 @@ static json_t *json_num(double v) {
 
 static void on_progress(void *ctx, double progress, double total, const char *message) {
     progress_ctx *pc = ctx;
-    int64_t now = mono_ms();
+    int64_t now = pb_mono_ms();
     bool last = total > 0 && progress >= total;
     if (pc->last_ms && now - pc->last_ms < PCT_PROGRESS_MS && !last) return;
     pc->last_ms = now;
@@ -340,8 +345,7 @@ pag_permission pct__port_ask(void *ctx, const pag_event *call, atomic_int *cance
     }
 }
 
-static int port_persist(void *ctx, const pm_message *msgs, size_t n) {
-    pct_sess *s = ctx;
+int pct__persist(pst_store *store, const char *id, const pm_message *msgs, size_t n, pst_error *e) {
     pst_message_in in[2];
     char *json[2] = {NULL, NULL};
     int rc = -1;
@@ -349,21 +353,23 @@ static int port_persist(void *ctx, const pm_message *msgs, size_t n) {
     for (size_t i = 0; i < n; i++) {
         json[i] = pm_message_to_json(&msgs[i]);
         if (!json[i]) goto out;
-        in[i].role = pm_role_name(msgs[i].role);
-        in[i].content = json[i];
-        in[i].meta = NULL;
+        in[i] = (pst_message_in){.role = pm_role_name(msgs[i].role), .content = json[i]};
     }
-    pst_error e;
-    if (pst_messages_append(s->c->store, s->id, in, n, NULL, &e) == PST_OK) {
-        rc = 0;
-    } else {
-        atomic_store(&s->persist_bad, true); /* close reports it until the store answers */
-        pb_log(&s->c->log, PB_LOG_ERROR, "persisting session %s failed: %s", s->id, e.message);
-    }
+    rc = pst_messages_append(store, id, in, n, NULL, e) == PST_OK ? 0 : -2;
 out:
     free(json[0]);
     free(json[1]);
     return rc;
+}
+
+static int port_persist(void *ctx, const pm_message *msgs, size_t n) {
+    pct_sess *s = ctx;
+    pst_error e;
+    int rc = pct__persist(s->c->store, s->id, msgs, n, &e);
+    if (rc != -2) return rc;
+    atomic_store(&s->persist_bad, true); /* close reports it until the store answers */
+    pb_log(&s->c->log, PB_LOG_ERROR, "persisting session %s failed: %s", s->id, e.message);
+    return -1;
 }
 
 static void port_emit(void *ctx, const pag_event *ev) {
@@ -391,14 +397,57 @@ static void port_emit(void *ctx, const pag_event *ev) {
 
 /* ---------------------------------------------------------------- lifecycle */
 
-/* Frees what a controller owns, in the order its parts depend on each other (placement
- * before the room it runs in, the store last but the runtime). Also the failure path of
- * pct_new, so every part may still be NULL. */
-static void destroy(pct_controller *c) {
+/* Placement: the room (with Ruby and Python when their builds are configured) and the
+ * native sandbox around it. False with err filled; what was made is freed by
+ * close_placement. */
+static bool open_placement(pct_controller *c, const pct_config *cfg, pct_error *err) {
+    pr_error re;
+    pl_error le;
+    c->room = pr_host_new(NULL, &re);
+    if (!c->room) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "%.190s", re.message);
+        set_err(err, PCT_FAILED, "room: %s", msg);
+        return false;
+    }
+    if (cfg->ruby_wasm && !(c->ruby = pr_ruby_new(c->room, cfg->ruby_wasm))) {
+        set_err(err, PCT_FAILED, "out of memory%s", NULL);
+        return false;
+    }
+    c->ruby_hook = pl_ruby_room_hook(c->ruby);
+    if (cfg->python_dir && !(c->python = pr_python_new(c->room, cfg->python_dir))) {
+        set_err(err, PCT_FAILED, "out of memory%s", NULL);
+        return false;
+    }
+    c->python_hook = pl_python_room_hook(c->python);
+    pl_config pcfg = {.room = c->room,
+                      .wasm_runner = cfg->wasm_runner,
+                      .nwasm_runner = cfg->nwasm_runner,
+                      .bwrap = cfg->bwrap,
+                      .ruby_hook = c->ruby ? &c->ruby_hook : NULL,
+                      .python_hook = c->python ? &c->python_hook : NULL};
+    c->place = pl_new(&pcfg, &le);
+    if (!c->place) {
+        set_err(err, PCT_FAILED, "placement: %s", le.message);
+        return false;
+    }
+    return true;
+}
+
+/* Placement before the room it runs in (and the languages the room hosts); any part may
+ * be NULL. */
+static void close_placement(pct_controller *c) {
     pl_free(c->place);
     pr_ruby_free(c->ruby);
     pr_python_free(c->python);
     pr_host_free(c->room);
+}
+
+/* Frees what a controller owns, in the order its parts depend on each other (placement
+ * before the room it runs in, the store last but the runtime). Also the failure path of
+ * pct_new, so every part may still be NULL. */
+static void destroy(pct_controller *c) {
+    close_placement(c);
     pst_close(c->store);
     prt_free(c->rt);
     free(c->tools);
@@ -475,38 +524,7 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
         set_err(err, PCT_FAILED, "out of memory%s", NULL);
         goto fail;
     }
-    /* Placement: the room (with Ruby when its module is configured) and the native
-     * sandbox; the settings' "sandbox" shapes the policy. */
-    pr_error re;
-    pl_error le;
-    c->room = pr_host_new(NULL, &re);
-    if (!c->room) {
-        char msg[200];
-        snprintf(msg, sizeof msg, "%.190s", re.message);
-        set_err(err, PCT_FAILED, "room: %s", msg);
-        goto fail;
-    }
-    if (cfg->ruby_wasm && !(c->ruby = pr_ruby_new(c->room, cfg->ruby_wasm))) {
-        set_err(err, PCT_FAILED, "out of memory%s", NULL);
-        goto fail;
-    }
-    c->ruby_hook = pl_ruby_room_hook(c->ruby);
-    if (cfg->python_dir && !(c->python = pr_python_new(c->room, cfg->python_dir))) {
-        set_err(err, PCT_FAILED, "out of memory%s", NULL);
-        goto fail;
-    }
-    c->python_hook = pl_python_room_hook(c->python);
-    pl_config pcfg = {.room = c->room,
-                      .wasm_runner = cfg->wasm_runner,
-                      .nwasm_runner = cfg->nwasm_runner,
-                      .bwrap = cfg->bwrap,
-                      .ruby_hook = c->ruby ? &c->ruby_hook : NULL,
-                      .python_hook = c->python ? &c->python_hook : NULL};
-    c->place = pl_new(&pcfg, &le);
-    if (!c->place) {
-        set_err(err, PCT_FAILED, "placement: %s", le.message);
-        goto fail;
-    }
+    if (!open_placement(c, cfg, err)) goto fail;
     const pag_settings *st = cfg->settings;
     c->policy = (pl_policy){.native = PL_NATIVE_AUTO,
                             .network_allowed = st && st->sandbox_network,
@@ -546,12 +564,7 @@ int pct_free(pct_controller *c, long wait_ms) {
     /* MCP servers still starting: each start is bounded by its initialize timeout (30 s
      * by default, and each start may page tools/list), and the connector closes what it
      * started once it sees the session closed, so no server process is left behind. */
-    struct timespec cdl = pb_deadline(CLOCK_REALTIME, PCT_CONNECT_WAIT_S * 1000L);
-    pthread_mutex_lock(&c->mu);
-    while (c->connectors > 0 && pthread_cond_timedwait(&c->cv, &c->mu, &cdl) == 0) {
-    }
-    int starting = c->connectors;
-    pthread_mutex_unlock(&c->mu);
+    int starting = pb_count_wait(&c->mu, &c->cv, &c->connectors, PCT_CONNECT_WAIT_S * 1000L);
     if (starting > 0) {
         pb_log(&c->log, PB_LOG_WARN, "%d MCP server start(s) still running at exit", starting);
         return 1;
@@ -560,12 +573,7 @@ int pct_free(pct_controller *c, long wait_ms) {
     /* Workers still alive after the grace period hold references into c: keep c
      * allocated rather than free memory a thread may still touch. */
     /* a settled worker is only finishing its exit path */
-    struct timespec dl = pb_deadline(CLOCK_REALTIME, (wait_ms / 1000 + 1) * 1000L);
-    pthread_mutex_lock(&c->mu);
-    while (c->workers > 0 && pthread_cond_timedwait(&c->cv, &c->mu, &dl) == 0) {
-    }
-    int left = c->workers;
-    pthread_mutex_unlock(&c->mu);
+    int left = pb_count_wait(&c->mu, &c->cv, &c->workers, (wait_ms / 1000 + 1) * 1000L);
     if (left > 0) {
         pb_log(&c->log, PB_LOG_WARN, "%d prompt worker(s) still unwinding at exit", left);
         return 1;
@@ -682,7 +690,7 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
     json_t *meta = th->meta ? json_loads(th->meta, 0, NULL) : NULL;
     json_t *fz = json_object_get(meta, "frozenContext");
     if (json_is_string(fz)) frozen = strdup(json_string_value(fz));
-    if (!frozen) frozen = s->read_only ? strdup("") : pag_frozen_context(th->cwd, now_ms());
+    if (!frozen) frozen = s->read_only ? strdup("") : pag_frozen_context(th->cwd, pb_wall_ms());
     json_t *hid = json_object_get(meta, "hidden");
     if (json_is_array(hid) && json_array_size(hid) > 0 &&
         !(s->hidden = json_dumps(hid, JSON_COMPACT))) {
@@ -903,7 +911,7 @@ pct_status pct_session_new_mcp(pct_controller *c, const char *cwd, const char *m
         set_err(err, PCT_FAILED, "store: %s", pe.message);
         return PCT_FAILED;
     }
-    char *frozen = pag_frozen_context(real, now_ms());
+    char *frozen = pag_frozen_context(real, pb_wall_ms());
     json_t *meta = json_object();
     char *meta_txt = NULL;
     if (frozen && meta && json_object_set_new(meta, "frozenContext", json_string(frozen)) == 0)
@@ -995,15 +1003,8 @@ pct_status pct_session_load_mcp(pct_controller *c, const char *id, bool replay,
     pct__discover(c, true);
     pst_thread th;
     pst_error pe;
-    pst_status ps = pst_thread_get(c->store, id, &th, &pe);
-    if (ps == PST_ERR_NOT_FOUND || ps == PST_ERR_ARG) {
-        set_err(err, PCT_NOT_FOUND, "Session not found: %s", id);
-        return PCT_NOT_FOUND;
-    }
-    if (ps != PST_OK) {
-        set_err(err, PCT_FAILED, "store: %s", pe.message);
-        return PCT_FAILED;
-    }
+    pct_status grc = stored_thread(c, id, &th, err);
+    if (grc != PCT_OK) return grc;
     /* Another machine's session opens read-only (make_live marks it): the history is
      * replayed from the store's read path, and every write is refused naming the owner. */
     pct_status rc = make_live(c, &th, mcp_json, notices, &s, err);
@@ -1124,15 +1125,9 @@ pct_status pct_session_fork(pct_controller *c, const char *id, char out_id[PST_I
     }
     pst_thread src;
     pst_error pe;
-    pst_status ps = pst_thread_get(c->store, id, &src, &pe);
-    if (ps == PST_ERR_NOT_FOUND || ps == PST_ERR_ARG) {
-        set_err(err, PCT_NOT_FOUND, "Session not found: %s", id);
-        return PCT_NOT_FOUND;
-    }
-    if (ps != PST_OK) {
-        set_err(err, PCT_FAILED, "store: %s", pe.message);
-        return PCT_FAILED;
-    }
+    pct_status grc = stored_thread(c, id, &src, err);
+    if (grc != PCT_OK) return grc;
+    pst_status ps;
     if (strcmp(src.machine_id, c->machine_id) != 0) {         /* the fork would be written */
         pct_status frc = foreign(c, id, src.machine_id, err); /* into a foreign workspace */
         pst_thread_clear(&src);

@@ -214,6 +214,12 @@ void pct__emit_agent(pct_sess *s, pag_event *ev, const char *agent_id);
 /* The ids of turn number n / attempt number n of epoch e ("turn-<e>-<n>"). */
 void pct__turn_id(char out[48], uint64_t epoch, uint64_t n);
 void pct__attempt_id(char out[48], uint64_t epoch, uint64_t n);
+/* Appends msgs (at most two) to the stored thread id as history rows: 0 when stored, -1
+ * when they could not be encoded (nothing written), -2 when the store refused (e says
+ * why). */
+int pct__persist(pst_store *store, const char *id, const pm_message *msgs, size_t n, pst_error *e);
+/* err (when given) gets status st and msg, cut to 250 bytes; returns st. */
+pct_status pct__fail(pct_error *err, pct_status st, const char *msg);
 /* The closing guard: PCT_CLOSING ("Session is closing") unless s is open. Every
  * state-changing request calls it first. */
 pct_status pct__sess_guard(pct_sess *s, pct_error *err);
@@ -245,8 +251,8 @@ char *pct__elicit(void *ctx, const char *server, const char *params_json, atomic
  * background (shell or task with "background": true); pct__task_start: starts it and
  * answers with its id (run_tool contract); pct__task_tool: task_output / task_wait /
  * task_stop (-2: not one of them); pct__tasks_cancel: raises every running task's flag
- * (close); pct__tasks_live: the id of a running task or NULL (mu held); pct__task_free:
- * one ended task; pct__tasks_free: every task of a released session; pct__tasks_catalogue: shell's
+ * (close); pct__tasks_live: the id of a running task or NULL (mu held);
+ * pct__tasks_free: every task of a released session; pct__tasks_catalogue: shell's
  * schema gains "background" (c->shell_schema, 0 or -1 out of memory). */
 bool pct__task_background(const char *name, const char *args);
 int pct__task_start(pct_sess *s, const char *name, const char *args, pag_tool_output *out);
@@ -254,7 +260,6 @@ int pct__task_tool(pct_sess *s, const char *name, const char *args, atomic_int *
                    pag_tool_output *out);
 void pct__tasks_cancel(pct_sess *s);
 const char *pct__tasks_live(pct_sess *s);
-void pct__task_free(pct_task *t);
 void pct__tasks_free(pct_sess *s);
 int pct__tasks_catalogue(pct_controller *c);
 /* subagent.c: a subagent on a background task's thread, with its own cancel flag, the

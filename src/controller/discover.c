@@ -81,23 +81,16 @@ static void kick_locked(pct_controller *c) {
         c->disc_settings == c->settings)
         return;
     c->disc_settings = c->settings; /* a new settings version (authenticate) lists again */
-    pthread_attr_t at;
-    pthread_t th;
-    if (pthread_attr_init(&at) != 0) return;
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
     c->disc_running = true;
     c->connectors++;
-    if (pthread_create(&th, &at, discover_main, c) != 0) {
+    if (pb_thread_detached(discover_main, c) != 0) {
         c->disc_running = false;
         c->connectors--;
     }
-    pthread_attr_destroy(&at);
 }
 
 void pct__discover(pct_controller *c, bool wait) {
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += PCT_DISCOVER_WAIT_MS / 1000;
+    struct timespec dl = pb_deadline(CLOCK_REALTIME, PCT_DISCOVER_WAIT_MS);
     pthread_mutex_lock(&c->mu);
     kick_locked(c);
     while (wait && c->disc_running && !c->disc_done &&

@@ -37,12 +37,6 @@ bool pct__row_hidden(const char *hidden, int64_t seq) {
     return h;
 }
 
-static pct_status fail(pct_error *err, pct_status st, const char *msg) {
-    err->status = st;
-    snprintf(err->message, sizeof err->message, "%s", msg);
-    return st;
-}
-
 /* The session to change: live (then open and writable) or, when not live, stored and
  * this machine's. *s receives the live session (or NULL). */
 static pct_status target(pct_controller *c, const char *id, pct_sess **s, pct_error *err) {
@@ -70,31 +64,25 @@ static pct_status target(pct_controller *c, const char *id, pct_sess **s, pct_er
     return PCT_OK;
 }
 
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 pct_status pct_session_rename(pct_controller *c, const char *id, const char *title,
                               pct_error *err) {
     size_t n = title ? strlen(title) : 0;
     if (n == 0 || n > PCT_TITLE_MAX)
-        return fail(err, PCT_BAD_ARG, "title must be a string of 1 to 200 bytes");
+        return pct__fail(err, PCT_BAD_ARG, "title must be a string of 1 to 200 bytes");
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)title[i] < 0x20 || title[i] == 0x7f)
-            return fail(err, PCT_BAD_ARG, "title must not contain control characters");
+            return pct__fail(err, PCT_BAD_ARG, "title must not contain control characters");
     pct_sess *s;
     pct_status rc = target(c, id, &s, err);
     if (rc != PCT_OK) return rc;
     pst_error pe;
     if (pst_thread_rename(c->store, id, title, &pe) != PST_OK) {
         pct__sess_release(s);
-        return fail(err, PCT_FAILED, "store: the title could not be saved");
+        return pct__fail(err, PCT_FAILED, "store: the title could not be saved");
     }
     if (s) {
         s->titled = true; /* the first prompt no longer names it */
-        pag_event ev = {.kind = PAG_EV_SESSION_INFO, .title = title, .used = now_ms()};
+        pag_event ev = {.kind = PAG_EV_SESSION_INFO, .title = title, .used = pb_wall_ms()};
         pct__emit(s, &ev);
         pct__sess_release(s);
     }
@@ -107,7 +95,7 @@ pct_status pct_session_archive(pct_controller *c, const char *id, bool archived,
     if (rc != PCT_OK) return rc;
     pst_error pe;
     if (pst_thread_set_archived(c->store, id, archived, &pe) != PST_OK)
-        rc = fail(err, PCT_FAILED, "store: the archive flag could not be saved");
+        rc = pct__fail(err, PCT_FAILED, "store: the archive flag could not be saved");
     pct__sess_release(s);
     return rc;
 }
@@ -139,7 +127,7 @@ pct_status pct_session_rewind(pct_controller *c, const char *id, int turns, int 
                               pct_error *err) {
     *dropped = 0;
     if (turns < 1 || turns > PCT_REWIND_MAX)
-        return fail(err, PCT_BAD_ARG, "turns must be an integer from 1 to 10000");
+        return pct__fail(err, PCT_BAD_ARG, "turns must be an integer from 1 to 10000");
     pct_sess *s = pct__sess_get(c, id);
     if (!s) {
         /* Only a live session is rewound: it is idle here and its next load sees it. */
@@ -155,15 +143,15 @@ pct_status pct_session_rewind(pct_controller *c, const char *id, int turns, int 
         bool busy = s->running || s->qhead != NULL;
         pthread_mutex_unlock(&s->mu);
         if (busy)
-            rc = fail(err, PCT_BUSY,
-                      "Session is active: wait for its prompts to finish (or cancel them) "
-                      "before rewinding");
+            rc = pct__fail(err, PCT_BUSY,
+                           "Session is active: wait for its prompts to finish (or cancel them) "
+                           "before rewinding");
     }
     int64_t from = 0, to = 0;
     int found = 0;
     if (rc == PCT_OK) {
         int r = rewind_range(c, id, s->hidden, turns, &from, &to, &found);
-        if (r < 0) rc = fail(err, PCT_FAILED, "store: the history could not be read");
+        if (r < 0) rc = pct__fail(err, PCT_FAILED, "store: the history could not be read");
         if (r > 0) { /* nothing to drop: the history state stays as it is */
             pct__sess_release(s);
             return PCT_OK;
@@ -183,7 +171,7 @@ pct_status pct_session_rewind(pct_controller *c, const char *id, int turns, int 
         mcp = s->mcp_json ? strdup(s->mcp_json) : NULL;
         if (!txt || (s->mcp_json && !mcp)) {
             free(txt);
-            rc = fail(err, PCT_FAILED, "out of memory");
+            rc = pct__fail(err, PCT_FAILED, "out of memory");
         } else {
             pthread_mutex_lock(&s->mu);
             free(s->hidden);

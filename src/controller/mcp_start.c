@@ -28,12 +28,11 @@
 #include <time.h>
 
 typedef struct connector {
-    pct_sess *s; /* a reference of its own */
-    char *cwd, *user, *project, *acp;
+    pct_sess *s; /* a reference of its own (its cwd is borrowed) */
+    char *user, *project, *acp;
 } connector;
 
 static void connector_free(connector *k) {
-    free(k->cwd);
     free(k->user);
     free(k->project);
     free(k->acp);
@@ -156,7 +155,7 @@ static void *connector_main(void *arg) {
     connector *k = arg;
     pct_sess *s = k->s;
     pct_controller *c = s->c;
-    pmcp_pool_opts po = {.cwd = k->cwd,
+    pmcp_pool_opts po = {.cwd = s->cwd,
                          .user_settings_json = k->user,
                          .project_servers_json = k->project,
                          .acp_servers_json = k->acp,
@@ -204,10 +203,7 @@ static void *connector_main(void *arg) {
     maybe_send_status(s);
     connector_free(k);
     pct__sess_release(s);
-    pthread_mutex_lock(&c->mu);
-    c->connectors--;
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    pb_count_leave(&c->mu, &c->cv, &c->connectors);
     return NULL;
 }
 
@@ -261,14 +257,13 @@ int pct__mcp_open(pct_sess *s, const char *mcp_json, char **notices) {
         connector *k = calloc(1, sizeof *k);
         if (k) {
             k->s = s;
-            k->cwd = strdup(s->cwd);
             k->user = user;
             k->project = project;
             k->acp = mcp_json ? strdup(mcp_json) : NULL;
             user = project = NULL;
         }
         s->mcp_names = json_dumps(names, JSON_COMPACT);
-        if (!k || !k->cwd || (mcp_json && !k->acp) || !s->mcp_names) {
+        if (!k || (mcp_json && !k->acp) || !s->mcp_names) {
             if (k) connector_free(k);
             rc = -1;
         } else {
@@ -278,15 +273,8 @@ int pct__mcp_open(pct_sess *s, const char *mcp_json, char **notices) {
             pthread_mutex_lock(&c->mu);
             c->connectors++;
             pthread_mutex_unlock(&c->mu);
-            pthread_attr_t at;
-            pthread_t th;
-            bool started = pthread_attr_init(&at) == 0;
-            if (started) {
-                pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-                started = pthread_create(&th, &at, connector_main, k) == 0;
-                pthread_attr_destroy(&at);
-            }
-            if (!started) connector_main(k); /* no thread: connect here, as before */
+            if (pb_thread_detached(connector_main, k) != 0)
+                connector_main(k); /* no thread: connect here, as before */
         }
     }
     json_decref(names);

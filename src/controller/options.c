@@ -339,20 +339,21 @@ static pct_sess *live(pct_controller *c, const char *id, pct_error *err) {
     return s;
 }
 
-char *pct_session_modes(pct_controller *c, const char *id) {
+/* what(s) of the live session id (malloc'd JSON text), NULL when it is not live. */
+static char *live_json(pct_controller *c, const char *id, char *(*what)(pct_sess *)) {
     pct_sess *s = live(c, id, NULL);
     if (!s) return NULL;
-    char *t = pct__modes_json(s);
+    char *t = what(s);
     pct__sess_release(s);
     return t;
 }
 
+char *pct_session_modes(pct_controller *c, const char *id) {
+    return live_json(c, id, pct__modes_json);
+}
+
 char *pct_session_config(pct_controller *c, const char *id) {
-    pct_sess *s = live(c, id, NULL);
-    if (!s) return NULL;
-    char *t = pct__config_json(s);
-    pct__sess_release(s);
-    return t;
+    return live_json(c, id, pct__config_json);
 }
 
 /* Not live here: another machine's session is named as such, else not found. */

@@ -69,21 +69,8 @@ static pag_permission c_ask(void *ctx, const pag_event *call, atomic_int *cancel
 
 static int c_persist(void *ctx, const pm_message *msgs, size_t n) {
     child *ch = ctx;
-    pst_message_in in[2];
-    char *json[2] = {NULL, NULL};
-    int rc = -1;
-    if (n > 2) return -1;
-    for (size_t i = 0; i < n; i++) {
-        json[i] = pm_message_to_json(&msgs[i]);
-        if (!json[i]) goto out;
-        in[i] = (pst_message_in){.role = pm_role_name(msgs[i].role), .content = json[i]};
-    }
     pst_error e;
-    if (pst_messages_append(ch->parent->c->store, ch->id, in, n, NULL, &e) == PST_OK) rc = 0;
-out:
-    free(json[0]);
-    free(json[1]);
-    return rc;
+    return pct__persist(ch->parent->c->store, ch->id, msgs, n, &e) == 0 ? 0 : -1;
 }
 
 /* The task call's progress: an in_progress update whose content is the child's text so

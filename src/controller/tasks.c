@@ -45,7 +45,6 @@ struct pct_task {
     pct_sess *s;
     char id[32];
     bool subagent;
-    char *label; /* the command or the subagent's description */
     char *args;  /* the call's arguments without "background" */
     char *model; /* subagent: the parent's model spec when it started */
     char call_id[128];
@@ -56,18 +55,6 @@ struct pct_task {
     char dir[64];  /* shell: the output directory while it exists ("" none) */
     int64_t started_ms, ended_ms;
 };
-
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static const char *state_name(task_state st) {
     static const char *const n[] = {"running", "completed", "failed", "stopped"};
@@ -86,7 +73,7 @@ static void announce(pct_task *t, task_state st, int exit_code, const char *agen
     char *mj = m ? json_dumps(m, JSON_COMPACT) : NULL;
     json_decref(m);
     if (!mj) return;
-    pag_event ev = {.kind = PAG_EV_SESSION_INFO, .used = wall_ms(), .meta_json = mj};
+    pag_event ev = {.kind = PAG_EV_SESSION_INFO, .used = pb_wall_ms(), .meta_json = mj};
     pct__emit(t->s, &ev);
     free(mj);
 }
@@ -114,38 +101,17 @@ static char *read_out(const char *dir) {
     return data;
 }
 
-typedef struct watcher {
-    atomic_int *flag, done;
-    pl_cancel *cancel;
-} watcher;
-
-static void *watch(void *arg) {
-    watcher *w = arg;
-    while (!atomic_load(&w->done)) {
-        if (atomic_load(w->flag)) {
-            pl_cancel_trigger(w->cancel);
-            break;
-        }
-        struct timespec ts = {0, 10 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    return NULL;
-}
-
-/* pl_run, with the task's own flag turned into the placement cancel by a watcher. */
+/* pl_run, with the task's own flag turned into the placement cancel by a cancel link. */
 static bool place_run(pl_ctx *pc, const pl_request *rq, const pl_policy *pol, pl_cancel *cancel,
                       atomic_int *flag, pl_report *rep, pl_error *err) {
-    watcher w = {.flag = flag, .cancel = cancel};
-    atomic_init(&w.done, 0);
-    pthread_t th;
-    bool watching = pthread_create(&th, NULL, watch, &w) == 0;
-    if (!watching) {
+    pl_cancel_link link;
+    pl_cancel_link_start(&link, flag, cancel);
+    if (!link.started) {
         snprintf(err->message, sizeof err->message, "no thread for the cancel watcher");
         return false;
     }
     bool ran = pl_run(pc, rq, pol, cancel, rep, err);
-    atomic_store(&w.done, 1);
-    pthread_join(th, NULL);
+    pl_cancel_link_stop(&link);
     return ran;
 }
 
@@ -248,7 +214,7 @@ static void *task_main(void *arg) {
     t->state = atomic_load(&t->cancel) ? T_STOPPED : o.is_error ? T_FAILED : T_COMPLETED;
     t->output = o.output ? o.output : strdup("");
     o.output = NULL;
-    t->ended_ms = mono_ms();
+    t->ended_ms = pb_mono_ms();
     task_state st = t->state;
     remove_dir(t->dir);
     s->live_tasks--;
@@ -257,10 +223,7 @@ static void *task_main(void *arg) {
     pag_tool_output_clear(&o);
     announce(t, st, t->exit_code, agent_id);
     pct__sess_release(s);
-    pthread_mutex_lock(&c->mu);
-    c->connectors--;
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    pb_count_leave(&c->mu, &c->cv, &c->connectors);
     return NULL;
 }
 
@@ -280,6 +243,16 @@ static int say(pag_tool_output *out, bool error, const char *text) {
     return out->output ? 0 : -1;
 }
 
+/* One task that ended (or never started), with its output directory. */
+static void task_free(pct_task *t) {
+    if (!t) return;
+    remove_dir(t->dir);
+    free(t->args);
+    free(t->model);
+    free(t->output);
+    free(t);
+}
+
 int pct__task_start(pct_sess *s, const char *name, const char *args, pag_tool_output *out) {
     bool subagent = !strcmp(name, "task");
     json_t *a = json_loads(args, 0, NULL);
@@ -293,24 +266,25 @@ int pct__task_start(pct_sess *s, const char *name, const char *args, pag_tool_ou
         json_decref(a);
         return say(out, true, "task: \"prompt\" (and \"description\") are required");
     }
+    char shown[201]; /* the command or the subagent's description, as the answer shows it */
+    snprintf(shown, sizeof shown, "%s", label ? label : "subagent task");
     pct_task *t = calloc(1, sizeof *t);
     if (t) {
         t->s = s;
         t->subagent = subagent;
-        t->label = strdup(label ? label : "subagent task");
         t->args = json_dumps(a, JSON_COMPACT);
         t->model = s->model_applied ? strdup(s->model_applied) : NULL;
         snprintf(t->call_id, sizeof t->call_id, "%s", s->cur_call);
         atomic_init(&t->cancel, 0);
-        t->started_ms = mono_ms();
+        t->started_ms = pb_mono_ms();
     }
     json_decref(a);
-    if (!t || !t->label || !t->args || (s->model_applied && !t->model)) goto nomem;
+    if (!t || !t->args || (s->model_applied && !t->model)) goto nomem;
     if (!subagent) {
         snprintf(t->dir, sizeof t->dir, "/tmp/peri-task-XXXXXX");
         if (!mkdtemp(t->dir)) {
             t->dir[0] = '\0';
-            pct__task_free(t);
+            task_free(t);
             return say(out, true, "shell: cannot create the background task's output directory");
         }
     }
@@ -326,15 +300,7 @@ int pct__task_start(pct_sess *s, const char *name, const char *args, pag_tool_ou
     pthread_mutex_unlock(&c->mu);
     pct__sess_retain(s);
     announce(t, T_RUNNING, 0, NULL); /* before its thread can announce its end */
-    pthread_t th;
-    pthread_attr_t at;
-    bool started = pthread_attr_init(&at) == 0;
-    if (started) {
-        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        started = pthread_create(&th, &at, task_main, t) == 0;
-        pthread_attr_destroy(&at);
-    }
-    if (!started) {
+    if (pb_thread_detached(task_main, t) != 0) {
         pthread_mutex_lock(&s->mu);
         t->state = T_FAILED;
         t->output = strdup("the task could not start");
@@ -343,42 +309,29 @@ int pct__task_start(pct_sess *s, const char *name, const char *args, pag_tool_ou
         pthread_cond_broadcast(&s->cv);
         pthread_mutex_unlock(&s->mu);
         pct__sess_release(s);
-        pthread_mutex_lock(&c->mu);
-        c->connectors--;
-        pthread_cond_broadcast(&c->cv);
-        pthread_mutex_unlock(&c->mu);
+        pb_count_leave(&c->mu, &c->cv, &c->connectors);
         announce(t, T_FAILED, 0, NULL);
         return say(out, true, "the background task could not start (no thread)");
     }
     char msg[400];
     snprintf(msg, sizeof msg,
-             "Started background task %s (%s: %.200s). It runs on while you continue; use "
+             "Started background task %s (%s: %s). It runs on while you continue; use "
              "task_output, task_wait or task_stop with \"task_id\": \"%s\".",
-             t->id, subagent ? "subagent" : "shell", t->label, t->id);
+             t->id, subagent ? "subagent" : "shell", shown, t->id);
     json_t *meta = json_pack("{s:{s:s, s:s}}", "peri.task", "taskId", t->id, "status", "started");
     out->meta_json = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
     json_decref(meta);
     return say(out, false, msg);
 nomem:
-    pct__task_free(t);
+    task_free(t);
     return -1;
-}
-
-void pct__task_free(pct_task *t) {
-    if (!t) return;
-    remove_dir(t->dir);
-    free(t->label);
-    free(t->args);
-    free(t->model);
-    free(t->output);
-    free(t);
 }
 
 void pct__tasks_free(pct_sess *s) {
     while (s->tasks) {
         pct_task *t = s->tasks;
         s->tasks = t->next;
-        pct__task_free(t);
+        task_free(t);
     }
 }
 
@@ -404,7 +357,7 @@ static char *report(pct_task *t, size_t max) {
         while (*from && ((unsigned char)*from & 0xC0) == 0x80)
             from++; /* whole characters */
     }
-    int64_t end = t->state == T_RUNNING ? mono_ms() : t->ended_ms;
+    int64_t end = t->state == T_RUNNING ? pb_mono_ms() : t->ended_ms;
     char head[200];
     snprintf(head, sizeof head, "[task %s (%s): %s after %lld s%s]\n", t->id,
              t->subagent ? "subagent" : "shell", state_name(t->state),
@@ -449,8 +402,8 @@ int pct__task_tool(pct_sess *s, const char *name, const char *args, atomic_int *
     if (strcmp(name, "task_output") != 0) {
         /* task_wait: until it ends, the bound or a cancel of the turn; task_stop: until
          * the stopped task has ended (bounded) */
-        int64_t dl = mono_ms() + (!strcmp(name, "task_stop") ? 10000 : wait_ms);
-        while (t->state == T_RUNNING && mono_ms() < dl && !(cancel && atomic_load(cancel))) {
+        int64_t dl = pb_mono_ms() + (!strcmp(name, "task_stop") ? 10000 : wait_ms);
+        while (t->state == T_RUNNING && pb_mono_ms() < dl && !(cancel && atomic_load(cancel))) {
             struct timespec ts = pb_deadline(CLOCK_REALTIME, 50);
             pthread_cond_timedwait(&s->cv, &s->mu, &ts);
         }

@@ -69,12 +69,6 @@ static void terminal(pct_sess *s, void *token, const char *turn_id, const char *
 static const pag_turn_result cancelled_result = {.state = PAG_TURN_INTERRUPTED,
                                                  .stop_reason = "cancelled"};
 
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The first prompt names an untitled session (first line, at most 60 bytes). */
 static void maybe_title(pct_sess *s, const char *text, uint64_t gen) {
     if (s->titled || !text) return;
@@ -90,21 +84,15 @@ static void maybe_title(pct_sess *s, const char *text, uint64_t gen) {
     pst_error pe;
     if (pst_thread_rename(s->c->store, s->id, title, &pe) != PST_OK) return;
     s->titled = true;
-    pag_event ev = {.kind = PAG_EV_SESSION_INFO, .turn = gen, .title = title, .used = now_ms()};
+    pag_event ev = {.kind = PAG_EV_SESSION_INFO, .turn = gen, .title = title, .used = pb_wall_ms()};
     pct__emit(s, &ev);
 }
 
 static void worker_exit(pct_sess *s) {
     pct_controller *c = s->c;
-    pthread_mutex_lock(&s->mu);
-    s->workers--;
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
+    pb_count_leave(&s->mu, &s->cv, &s->workers);
     pct__sess_release(s);
-    pthread_mutex_lock(&c->mu);
-    c->workers--;
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    pb_count_leave(&c->mu, &c->cv, &c->workers);
 }
 
 /* True while job j must wait for its turn (s->mu held). */
@@ -287,13 +275,7 @@ static pct_status enqueue(pct_controller *c, const char *id, pm_message *msg, vo
     pthread_mutex_lock(&c->mu);
     c->workers++;
     pthread_mutex_unlock(&c->mu);
-    pthread_attr_t attr;
-    pthread_t th;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&th, &attr, worker, j);
-    pthread_attr_destroy(&attr);
-    if (rc != 0) {
+    if (pb_thread_detached(worker, j) != 0) {
         pthread_mutex_lock(&s->mu);
         unqueue(s, j);
         pthread_mutex_unlock(&s->mu);
@@ -566,7 +548,7 @@ static pct_status close_with_grace(pct_controller *c, const char *id, long grace
     *reason = unsettled(s, &message);
     if (*reason && s->running) pag_session_cancel(s->agent); /* abort: raised again */
     bool intent = !*reason && !s->read_only && !s->close_intent_ms;
-    if (intent) s->close_intent_ms = now_ms();
+    if (intent) s->close_intent_ms = pb_wall_ms();
     pthread_mutex_unlock(&s->mu);
     if (!*reason && !s->read_only) {
         /* The close intent is kept before close reports success. */

@@ -8,6 +8,7 @@
 #include "peri/runtime.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +25,7 @@ struct prt_runtime {
     pthread_mutex_t mu;
     prt_retain_fn retain;
     prt_entry *buckets[PRT_BUCKETS];
-    size_t count;
+    atomic_size_t count; /* changed under mu with the table; read without it */
 };
 
 static unsigned hash(const char *s) {
@@ -154,8 +155,5 @@ size_t prt_list(prt_runtime *rt, char **ids, size_t max) {
 }
 
 size_t prt_count(prt_runtime *rt) {
-    pthread_mutex_lock(&rt->mu);
-    size_t n = rt->count;
-    pthread_mutex_unlock(&rt->mu);
-    return n;
+    return atomic_load(&rt->count);
 }

@@ -1,6 +1,5 @@
 /*
- * error.c — SDK error values, status names and the monotonic clock the close replay
- * is timed with.
+ * error.c — SDK error values and status names.
  */
 #include "sdk/sdk_int.h"
 
@@ -10,19 +9,23 @@
 #include <string.h>
 #include <time.h>
 
+/* Indexed by status; a value outside the enum (or a hole) is "UNKNOWN". */
+static const char *const status_names[] = {
+    [PSDK_OK] = "OK",
+    [PSDK_ERR_ARG] = "ARG",
+    [PSDK_ERR_TRANSPORT] = "TRANSPORT",
+    [PSDK_ERR_RPC] = "RPC",
+    [PSDK_ERR_PROTOCOL] = "PROTOCOL",
+    [PSDK_ERR_TIMEOUT] = "TIMEOUT",
+    [PSDK_ERR_SESSION_CLOSE_INCOMPLETE] = "SESSION_CLOSE_INCOMPLETE",
+    [PSDK_ERR_STATE] = "STATE",
+    [PSDK_ERR_NOMEM] = "NOMEM",
+};
+
 const char *psdk_status_name(psdk_status s) {
-    switch (s) {
-    case PSDK_OK: return "OK";
-    case PSDK_ERR_ARG: return "ARG";
-    case PSDK_ERR_TRANSPORT: return "TRANSPORT";
-    case PSDK_ERR_RPC: return "RPC";
-    case PSDK_ERR_PROTOCOL: return "PROTOCOL";
-    case PSDK_ERR_TIMEOUT: return "TIMEOUT";
-    case PSDK_ERR_SESSION_CLOSE_INCOMPLETE: return "SESSION_CLOSE_INCOMPLETE";
-    case PSDK_ERR_STATE: return "STATE";
-    case PSDK_ERR_NOMEM: return "NOMEM";
-    }
-    return "UNKNOWN";
+    size_t i = (size_t)s;
+    return i < sizeof status_names / sizeof *status_names && status_names[i] ? status_names[i]
+                                                                             : "UNKNOWN";
 }
 
 void psdk__ok(psdk_error *e) {
@@ -31,12 +34,10 @@ void psdk__ok(psdk_error *e) {
 
 psdk_status psdk__fail(psdk_error *e, psdk_status st, const char *fmt, ...) {
     if (!e) return st;
-    memset(e, 0, sizeof *e);
-    e->status = st;
+    *e = (psdk_error){.status = st};
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(e->message, sizeof e->message, fmt, ap);
     va_end(ap);
     return st;
 }
-

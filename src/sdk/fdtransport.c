@@ -1,7 +1,7 @@
 /*
  * fdtransport.c — psdk_transport over two file descriptors: newline-delimited frames,
  * a wake pipe so that close() unblocks a recv() waiting in poll(), and writes that
- * never raise SIGPIPE (MSG_NOSIGNAL on sockets, SIGPIPE blocked around pipe writes).
+ * never raise SIGPIPE (blocked for the writing thread around each write).
  * The stdio, in-process and TCP helpers are built on it.
  */
 #include "sdk/sdk_int.h"
@@ -25,38 +25,29 @@ typedef struct fdt {
     int wake[2];
     pthread_mutex_t mu; /* out_fd, closed */
     bool closed;
-    char *buf;
-    size_t len, cap, start;
+    pb_buf in;    /* bytes read and not yet returned */
+    size_t start; /* where the next frame begins in `in` */
     void (*teardown)(void *);
     void *teardown_ctx;
 } fdt;
 
+/* pb_write_all with SIGPIPE blocked for this thread, so a peer that went away (a socket
+ * or a pipe) fails the write with EPIPE; a SIGPIPE the write raised is consumed before
+ * the mask is restored. */
 static int write_all(int fd, const char *p, size_t n) {
-    while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == ENOTSOCK) {
-            /* A pipe: block SIGPIPE for this thread, consume one raised by us. */
-            sigset_t set, old;
-            sigemptyset(&set);
-            sigaddset(&set, SIGPIPE);
-            pthread_sigmask(SIG_BLOCK, &set, &old);
-            w = write(fd, p, n);
-            int saved = errno;
-            if (w < 0 && saved == EPIPE) {
-                struct timespec zero = {0, 0};
-                sigtimedwait(&set, NULL, &zero);
-            }
-            pthread_sigmask(SIG_SETMASK, &old, NULL);
-            errno = saved;
-        }
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    int rc = pb_write_all(fd, p, n);
+    int saved = errno;
+    if (rc < 0 && saved == EPIPE) {
+        struct timespec zero = {0, 0};
+        sigtimedwait(&set, NULL, &zero);
     }
-    return 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = saved;
+    return rc;
 }
 
 static int fdt_send(psdk_transport *t, const char *frame, size_t len) {
@@ -80,16 +71,14 @@ static int fdt_recv(psdk_transport *t, char **frame, size_t *len) {
     fdt *f = (fdt *)t;
     for (;;) {
         /* A complete line in the buffer? */
-        char *nl = f->len > f->start ? memchr(f->buf + f->start, '\n', f->len - f->start) : NULL;
+        size_t avail = f->in.len - f->start;
+        char *line = avail ? f->in.p + f->start : NULL;
+        char *nl = line ? memchr(line, '\n', avail) : NULL;
         if (nl) {
-            size_t n = (size_t)(nl - (f->buf + f->start));
-            char *line = f->buf + f->start;
+            size_t n = (size_t)(nl - line);
             f->start += n + 1;
             if (n > 0 && line[n - 1] == '\r') n--;
-            size_t k = 0;
-            while (k < n && (line[k] == ' ' || line[k] == '\t'))
-                k++;
-            if (k == n) continue; /* blank keep-alive */
+            if (pb_line_blank(line, n)) continue; /* a keep-alive */
             char *out = malloc(n + 1);
             if (!out) return -1;
             memcpy(out, line, n);
@@ -99,18 +88,13 @@ static int fdt_recv(psdk_transport *t, char **frame, size_t *len) {
             return 0;
         }
         if (f->start > 0) { /* compact */
-            memmove(f->buf, f->buf + f->start, f->len - f->start);
-            f->len -= f->start;
+            memmove(f->in.p, f->in.p + f->start, avail);
+            f->in.len = avail;
+            f->in.p[avail] = '\0';
             f->start = 0;
         }
-        if (f->len >= MAX_FRAME) return -1;
-        if (f->cap - f->len < 65536) {
-            size_t nc = f->cap ? f->cap * 2 : 131072;
-            char *nb = realloc(f->buf, nc);
-            if (!nb) return -1;
-            f->buf = nb;
-            f->cap = nc;
-        }
+        if (f->in.len >= MAX_FRAME) return -1;
+        if (!pb_buf_reserve(&f->in, 65536)) return -1;
         struct pollfd p[2] = {{.fd = f->in_fd, .events = POLLIN},
                               {.fd = f->wake[0], .events = POLLIN}};
         int r = poll(p, 2, -1);
@@ -119,13 +103,14 @@ static int fdt_recv(psdk_transport *t, char **frame, size_t *len) {
             return -1;
         }
         if (p[1].revents) return 1; /* closed by us */
-        ssize_t got = read(f->in_fd, f->buf + f->len, f->cap - f->len);
+        ssize_t got = read(f->in_fd, f->in.p + f->in.len, f->in.cap - f->in.len - 1);
         if (got < 0) {
             if (errno == EINTR || errno == EAGAIN) continue;
             return -1;
         }
         if (got == 0) return 1; /* end of stream (a partial last line is dropped) */
-        f->len += (size_t)got;
+        f->in.len += (size_t)got;
+        f->in.p[f->in.len] = '\0';
     }
 }
 
@@ -163,7 +148,7 @@ static void fdt_free(psdk_transport *t) {
     close(f->wake[1]);
     if (f->teardown) f->teardown(f->teardown_ctx);
     pthread_mutex_destroy(&f->mu);
-    free(f->buf);
+    pb_buf_free(&f->in);
     free(f);
 }
 

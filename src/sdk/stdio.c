@@ -51,6 +51,14 @@ static void child_teardown(void *ctx) {
     free(c);
 }
 
+/* "name value" appended at argv[n] when value is given; the new count. */
+static size_t option(const char **argv, size_t n, const char *name, const char *value) {
+    if (!value) return n;
+    argv[n++] = name;
+    argv[n++] = value;
+    return n;
+}
+
 int psdk_stdio_factory(void *ctx, const psdk_connect *c, psdk_transport **out, psdk_error *err) {
     psdk__ok(err);
     const psdk_stdio_options *o = ctx;
@@ -60,18 +68,9 @@ int psdk_stdio_factory(void *ctx, const psdk_connect *c, psdk_transport **out, p
         size_t n = 0;
         argv_default[n++] = o && o->peri ? o->peri : "peri";
         argv_default[n++] = "acp";
-        if (c->path) {
-            argv_default[n++] = "--cwd";
-            argv_default[n++] = c->path;
-        }
-        if (c->store_locator) {
-            argv_default[n++] = "--db";
-            argv_default[n++] = c->store_locator;
-        }
-        if (c->machine_id) {
-            argv_default[n++] = "--machine-id";
-            argv_default[n++] = c->machine_id;
-        }
+        n = option(argv_default, n, "--cwd", c->path);
+        n = option(argv_default, n, "--db", c->store_locator);
+        n = option(argv_default, n, "--machine-id", c->machine_id);
         argv_default[n] = NULL;
         argv = argv_default;
     }

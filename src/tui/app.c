@@ -182,13 +182,17 @@ static void completion_hint(pt_app *a, char *out, size_t len) {
     }
 }
 
+static void close_pick(pt_app *a) {
+    json_decref(a->pick);
+    a->pick = NULL;
+}
+
 static void pick_session(pt_app *a, size_t k) {
     const char *id = json_string_value(json_object_get(json_array_get(a->pick, k), "sessionId"));
     if (!id) return;
     char copy[128];
     snprintf(copy, sizeof copy, "%s", id);
-    json_decref(a->pick);
-    a->pick = NULL;
+    close_pick(a);
     pt_session_load(a, copy);
 }
 
@@ -204,10 +208,7 @@ static void on_key(pt_app *a, const pt_key *k) {
         if (k->type == PK_UP && a->pick_sel > 0) a->pick_sel--;
         if (k->type == PK_DOWN && a->pick_sel + 1 < n) a->pick_sel++;
         if (k->type == PK_ENTER) pick_session(a, a->pick_sel);
-        if (k->type == PK_ESC) {
-            json_decref(a->pick);
-            a->pick = NULL;
-        }
+        if (k->type == PK_ESC) close_pick(a);
         if (k->type != PK_CTRL) return;
     }
     if (a->perm_id && k->type == PK_CHAR && k->text[0] >= '1' && k->text[0] <= '9') {
@@ -268,7 +269,7 @@ static void on_key(pt_app *a, const pt_key *k) {
     case PK_CTRL:
         switch (k->ctrl) {
         case 'c': {
-            long long t = pt_now_ms();
+            long long t = pb_mono_ms();
             if (a->ctrlc_at && t - a->ctrlc_at <= CTRL_C_WINDOW_MS) {
                 a->quit = true;
                 break;
@@ -462,14 +463,14 @@ int ptui_run(const ptui_options *o) {
     pt_term_size(&a->scr.rows, &a->scr.cols);
     pt_session_start(a);
     bool dirty = true;
-    long long last_spin = pt_now_ms();
+    long long last_spin = pb_mono_ms();
     while (!a->quit) {
         if (dirty) {
             draw(a);
             dirty = false;
         }
         int timeout = -1;
-        long long t = pt_now_ms();
+        long long t = pb_mono_ms();
         if (pt_keys_pending(&a->keys)) timeout = ESC_WAIT_MS;
         if (a->prompts > 0) timeout = timeout < 0 || timeout > 120 ? 120 : timeout;
         if (a->ctrlc_at) {
@@ -495,9 +496,9 @@ int ptui_run(const ptui_options *o) {
             if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
                 break; /* the terminal is gone */
             if (n > 0) pt_keys_feed(&a->keys, b, (size_t)n);
-            if (n > 0 && b[n - 1] == 0x1b) a->esc_at = pt_now_ms();
+            if (n > 0 && b[n - 1] == 0x1b) a->esc_at = pb_mono_ms();
         }
-        bool flush = pt_keys_pending(&a->keys) && pt_now_ms() - a->esc_at >= ESC_WAIT_MS;
+        bool flush = pt_keys_pending(&a->keys) && pb_mono_ms() - a->esc_at >= ESC_WAIT_MS;
         pt_key k;
         while (!a->quit && pt_keys_next(&a->keys, &k, flush) == 1) {
             if (k.type != PK_NONE) on_key(a, &k);
@@ -518,22 +519,20 @@ int ptui_run(const ptui_options *o) {
             }
             dirty = true;
         }
-        if (a->ctrlc_at && pt_now_ms() - a->ctrlc_at > CTRL_C_WINDOW_MS) {
+        if (a->ctrlc_at && pb_mono_ms() - a->ctrlc_at > CTRL_C_WINDOW_MS) {
             a->ctrlc_at = 0;
             a->msg[0] = 0;
             dirty = true;
         }
-        if (a->prompts > 0 && pt_now_ms() - last_spin >= 120) {
+        if (a->prompts > 0 && pb_mono_ms() - last_spin >= 120) {
             a->spin++;
-            last_spin = pt_now_ms();
+            last_spin = pb_mono_ms();
             dirty = true;
         }
     }
     pt_term_restore();
     pt_session_reply_ask(a, NULL, true);
-    if (a->perm_id)
-        pt_client_reply(&a->c, a->perm_id,
-                        json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled"));
+    pt_session_perm_cancel(a);
     if (a->prompts > 0 && a->sid[0])
         pt_client_notify(&a->c, "session/cancel", json_pack("{s:s}", "sessionId", a->sid));
     int closed = a->ready && a->sid[0] ? pt_session_close(a) : 0;
@@ -544,9 +543,7 @@ int ptui_run(const ptui_options *o) {
     if (a->ready && a->sid[0] && !pt_term_quit_signal())
         printf("Resume this session with: peri --resume %s\n", a->sid);
     int sig = pt_term_quit_signal();
-    json_decref(a->perm_id);
-    json_decref(a->perm);
-    json_decref(a->pick);
+    close_pick(a);
     json_decref(a->commands);
     json_decref(a->modes);
     pt_transcript_free(&a->t);

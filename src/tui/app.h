@@ -59,7 +59,6 @@ typedef struct pt_app {
     unsigned spin;
 } pt_app;
 
-long long pt_now_ms(void); /* CLOCK_MONOTONIC in ms */
 /* A transient hint under the input (fmt takes one %s). */
 void pt_app_msg(pt_app *a, uint16_t attr, const char *fmt, const char *arg);
 /* A notice line in the transcript. */
@@ -73,6 +72,7 @@ void pt_session_frame(pt_app *a, json_t *f);      /* one frame from the agent */
 void pt_session_load(pt_app *a, const char *id);  /* close the shown session, load id */
 void pt_session_answer(pt_app *a, size_t option); /* the open permission prompt */
 void pt_session_cancel(pt_app *a);                /* Esc: session/cancel (+ the prompt) */
+void pt_session_perm_cancel(pt_app *a); /* answers the open permission prompt "cancelled" */
 /* The open free-text question: answer (NULL: decline); cancelled: the question ends
  * unanswered ("cancel"). */
 void pt_session_reply_ask(pt_app *a, const char *answer, bool cancelled);

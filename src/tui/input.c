@@ -12,9 +12,7 @@
 
 void pt_input_free(pt_input *in) {
     pt_buf_free(&in->b);
-    for (size_t i = 0; i < in->hn; i++)
-        free(in->hist[i]);
-    free(in->hist);
+    pb_strv_free(in->hist, in->hn);
     free(in->saved);
     memset(in, 0, sizeof *in);
 }

@@ -161,25 +161,16 @@ int pt_keys_next(pt_keys *k, pt_key *out, bool flush) {
         out->type = PK_NONE;
         return 1;
     }
-    if (c == '\r') {
+    /* the one-byte keys: Enter, Backspace (DEL or ^H), Tab, and Ctrl-<letter> */
+    pt_keytype one = c == '\r'                ? PK_ENTER
+                     : c == 0x7f || c == 0x08 ? PK_BACKSPACE
+                     : c == '\t'              ? PK_TAB
+                     : c < 0x20               ? PK_CTRL
+                                              : PK_NONE;
+    if (one != PK_NONE) {
         consume(k, 1);
-        out->type = PK_ENTER;
-        return 1;
-    }
-    if (c == 0x7f || c == 0x08) {
-        consume(k, 1);
-        out->type = PK_BACKSPACE;
-        return 1;
-    }
-    if (c == '\t') {
-        consume(k, 1);
-        out->type = PK_TAB;
-        return 1;
-    }
-    if (c < 0x20) {
-        consume(k, 1);
-        out->type = PK_CTRL;
-        out->ctrl = (char)('a' + c - 1);
+        out->type = one;
+        if (one == PK_CTRL) out->ctrl = (char)('a' + c - 1);
         return 1;
     }
     size_t len = c < 0x80             ? 1

@@ -67,14 +67,16 @@ static const char *status_icon(const char *st, bool utf8) {
 
 static int tool(pt_lines *out, const pt_entry *e, int width, bool utf8) {
     pt_line p = {0};
-    uint16_t sa = status_attr(e->status);
-    int rc = pt_line_adds(&p, e->title ? e->title : "tool", PT_BOLD, utf8);
+    const char *title = pt_tool_field(e, "title"), *kind = pt_tool_field(e, "kind");
+    const char *status = pt_tool_field(e, "status");
+    uint16_t sa = status_attr(status);
+    int rc = pt_line_adds(&p, title ? title : "tool", PT_BOLD, utf8);
     if (!rc) rc = pt_line_adds(&p, utf8 ? " \xC2\xB7 " : " - ", PT_DIM, utf8);
-    if (!rc) rc = pt_line_adds(&p, e->tkind ? e->tkind : "other", PT_DIM, utf8);
+    if (!rc) rc = pt_line_adds(&p, kind ? kind : "other", PT_DIM, utf8);
     if (!rc) rc = pt_line_adds(&p, " [", PT_DIM, utf8);
-    if (!rc) rc = pt_line_adds(&p, e->status ? e->status : "pending", sa, utf8);
+    if (!rc) rc = pt_line_adds(&p, status ? status : "pending", sa, utf8);
     if (!rc) rc = pt_line_adds(&p, "]", PT_DIM, utf8);
-    if (!rc) rc = pt_wrap(out, &p, width, status_icon(e->status, utf8), "  ", sa, utf8);
+    if (!rc) rc = pt_wrap(out, &p, width, status_icon(status, utf8), "  ", sa, utf8);
     pt_line_free(&p);
     if (rc) return -1;
     const char *hook = utf8 ? "  \xE2\x8E\xBF " : "  | ";

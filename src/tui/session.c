@@ -342,11 +342,7 @@ void pt_session_frame(pt_app *a, json_t *f) {
     } else if (!strcmp(method, "elicitation/create") && id) {
         on_elicit(a, id, json_object_get(f, "params"));
     } else if (!strcmp(method, "session/request_permission") && id) {
-        if (a->perm_id) /* only one open at a time: the older one is cancelled */
-            pt_client_reply(&a->c, a->perm_id,
-                            json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled"));
-        json_decref(a->perm_id);
-        json_decref(a->perm);
+        pt_session_perm_cancel(a); /* only one open at a time: the older one is cancelled */
         a->perm_id = json_incref(id);
         a->perm = json_incref(json_object_get(f, "params"));
         a->scroll = 0;
@@ -378,15 +374,17 @@ void pt_session_answer(pt_app *a, size_t k) {
     a->perm_id = a->perm = NULL;
 }
 
+void pt_session_perm_cancel(pt_app *a) {
+    if (!a->perm_id) return;
+    pt_client_reply(&a->c, a->perm_id, json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled"));
+    json_decref(a->perm_id);
+    json_decref(a->perm);
+    a->perm_id = a->perm = NULL;
+}
+
 void pt_session_cancel(pt_app *a) {
     pt_session_reply_ask(a, NULL, true);
-    if (a->perm_id) {
-        pt_client_reply(&a->c, a->perm_id,
-                        json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled"));
-        json_decref(a->perm_id);
-        json_decref(a->perm);
-        a->perm_id = a->perm = NULL;
-    }
+    pt_session_perm_cancel(a);
     if (a->prompts > 0 && a->sid[0]) {
         pt_client_notify(&a->c, "session/cancel", json_pack("{s:s}", "sessionId", a->sid));
         a->cancelling = true;
@@ -427,10 +425,10 @@ static void add_mentions(pt_app *a, json_t *blocks, const char *text) {
  * meanwhile are answered "cancelled" / not supported. 0 closed, -1 not settled or no
  * answer in time (then the agent's stdin is closed anyway). */
 int pt_session_close(pt_app *a) {
-    long long deadline = pt_now_ms() + CLOSE_GRACE_MS;
+    long long deadline = pb_mono_ms() + CLOSE_GRACE_MS;
     int id = pt_client_request(&a->c, "session/close", json_pack("{s:s}", "sessionId", a->sid));
     while (id > 0 && !a->c.eof) {
-        long long left = deadline - pt_now_ms();
+        long long left = deadline - pb_mono_ms();
         if (left <= 0) return -1;
         struct pollfd p = {a->c.rfd, POLLIN, 0};
         if (poll(&p, 1, (int)left) <= 0) continue;

@@ -166,14 +166,7 @@ void pt_lines_clear(pt_lines *ls) {
 }
 
 pt_line *pt_lines_push(pt_lines *ls) {
-    if (ls->n == ls->cap) {
-        pt_line *v = pb_grow(ls->v, &ls->cap, sizeof *v, 32);
-        if (!v) return NULL;
-        ls->v = v;
-    }
-    pt_line *l = &ls->v[ls->n++];
-    memset(l, 0, sizeof *l);
-    return l;
+    return pb_push(&ls->v, &ls->n, &ls->cap, sizeof *ls->v, 32);
 }
 
 int pt_wrap(pt_lines *out, const pt_line *p, int width, const char *first, const char *rest,

@@ -35,11 +35,8 @@ void pt_buf_free(pt_buf *b) {
 static void entry_free(pt_entry *e) {
     pt_buf_free(&e->text);
     pt_buf_free(&e->diff);
-    free(e->id);
-    free(e->title);
-    free(e->tkind);
-    free(e->status);
     free(e->placement);
+    json_decref(e->call);
     json_decref(e->plan);
 }
 
@@ -51,13 +48,8 @@ void pt_transcript_free(pt_transcript *t) {
 }
 
 pt_entry *pt_transcript_add(pt_transcript *t, pt_kind kind, const char *text, uint16_t attr) {
-    if (t->n == t->cap) {
-        pt_entry *v = pb_grow(t->v, &t->cap, sizeof *v, 32);
-        if (!v) return NULL;
-        t->v = v;
-    }
-    pt_entry *e = &t->v[t->n++];
-    memset(e, 0, sizeof *e);
+    pt_entry *e = pb_push(&t->v, &t->n, &t->cap, sizeof *e, 32);
+    if (!e) return NULL;
     e->kind = kind;
     e->attr = attr;
     if (text) pt_buf_add(&e->text, text, strlen(text));
@@ -65,12 +57,8 @@ pt_entry *pt_transcript_add(pt_transcript *t, pt_kind kind, const char *text, ui
     return e;
 }
 
-static void set_str(char **dst, const char *s) {
-    if (!s) return;
-    char *d = strdup(s);
-    if (!d) return;
-    free(*dst);
-    *dst = d;
+const char *pt_tool_field(const pt_entry *e, const char *key) {
+    return json_string_value(json_object_get(e->call, key));
 }
 
 static const char *text_of(json_t *u) {
@@ -96,7 +84,10 @@ static void chunk(pt_transcript *t, pt_kind kind, json_t *u) {
 
 static pt_entry *find_tool(pt_transcript *t, const char *id) {
     for (size_t i = t->n; i-- > 0;)
-        if (t->v[i].kind == PT_E_TOOL && t->v[i].id && !strcmp(t->v[i].id, id)) return &t->v[i];
+        if (t->v[i].kind == PT_E_TOOL) {
+            const char *tid = pt_tool_field(&t->v[i], "toolCallId");
+            if (tid && !strcmp(tid, id)) return &t->v[i];
+        }
     return NULL;
 }
 
@@ -122,6 +113,18 @@ static bool same_line(const char *a, size_t k, const char *b, size_t m) {
     return x && y && la == lb && !memcmp(x, y, la);
 }
 
+/* Lines from..to-1 of s, each after mark, into d. */
+static void diff_lines(pt_buf *d, const char *mark, const char *s, size_t from, size_t to) {
+    for (size_t k = from; k < to; k++) {
+        size_t len = 0;
+        const char *l = nth_line(s, k, &len);
+        if (!l) break;
+        pt_buf_add(d, mark, 1);
+        pt_buf_add(d, l, len);
+        pt_buf_add(d, "\n", 1);
+    }
+}
+
 /* A whole-file change as -/+ lines: the common head and tail are left out. */
 static void make_diff(pt_buf *d, const char *old_text, const char *new_text) {
     const char *o = old_text ? old_text : "";
@@ -133,22 +136,8 @@ static void make_diff(pt_buf *d, const char *old_text, const char *new_text) {
         tail++;
     d->n = 0;
     if (d->s) d->s[0] = 0;
-    for (size_t k = head; k < on - tail; k++) {
-        size_t len = 0;
-        const char *l = nth_line(o, k, &len);
-        if (!l) break;
-        pt_buf_add(d, "-", 1);
-        pt_buf_add(d, l, len);
-        pt_buf_add(d, "\n", 1);
-    }
-    for (size_t k = head; k < nn - tail; k++) {
-        size_t len = 0;
-        const char *l = nth_line(n, k, &len);
-        if (!l) break;
-        pt_buf_add(d, "+", 1);
-        pt_buf_add(d, l, len);
-        pt_buf_add(d, "\n", 1);
-    }
+    diff_lines(d, "-", o, head, on - tail);
+    diff_lines(d, "+", n, head, nn - tail);
 }
 
 static void tool_content(pt_entry *e, json_t *content) {
@@ -185,7 +174,10 @@ static void tool_placement(pt_entry *e, json_t *u) {
     snprintf(buf, sizeof buf, "ran in %s%s%s%s%s", backend ? backend : "?", reason ? " (" : "",
              reason ? reason : "", reason ? ")" : "",
              json_is_true(json_object_get(p, "unsandboxed")) ? " UNSANDBOXED" : "");
-    set_str(&e->placement, buf);
+    char *d = strdup(buf);
+    if (!d) return; /* the last placement stays */
+    free(e->placement);
+    e->placement = d;
 }
 
 static void tool(pt_transcript *t, json_t *u, bool is_update) {
@@ -194,17 +186,19 @@ static void tool(pt_transcript *t, json_t *u, bool is_update) {
     pt_entry *e = find_tool(t, id);
     if (!e) {
         if (!(e = pt_transcript_add(t, PT_E_TOOL, NULL, 0))) return;
-        set_str(&e->id, id);
-        if (!e->id) {
+        e->call = json_pack("{s:s}", "toolCallId", id);
+        if (!e->call) {
             t->n--;
             entry_free(e);
             return;
         }
     }
-    set_str(&e->title, json_string_value(json_object_get(u, "title")));
-    set_str(&e->tkind, json_string_value(json_object_get(u, "kind")));
-    set_str(&e->status, json_string_value(json_object_get(u, "status")));
-    if (!e->status) set_str(&e->status, "pending");
+    static const char *const fields[] = {"title", "kind", "status"};
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+        json_t *v = json_object_get(u, fields[i]);
+        if (json_is_string(v)) json_object_set(e->call, fields[i], v);
+    }
+    if (!pt_tool_field(e, "status")) json_object_set_new(e->call, "status", json_string("pending"));
     if (is_update || json_object_get(u, "content")) tool_content(e, json_object_get(u, "content"));
     tool_placement(e, u);
     t->version++;

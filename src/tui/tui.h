@@ -111,11 +111,8 @@ void pt_buf_free(pt_buf *b);
 typedef struct pt_entry {
     pt_kind kind;
     pt_buf text;     /* user/agent/thought/notice text; tool: output preview */
-    char *id;        /* tool call id */
-    char *title;     /* tool title */
-    char *tkind;     /* tool kind */
-    char *status;    /* tool status */
-    char *placement; /* "room (reason x)" / "sandbox ..." */
+    json_t *call;    /* tool: toolCallId, title, kind, status as the updates last said */
+    char *placement; /* tool: "ran in room (reason x)" / "ran in sandbox ..." */
     pt_buf diff;     /* "-old\n+new\n" lines */
     json_t *plan;    /* plan entries (owned) */
     uint16_t attr;   /* notice style */
@@ -131,6 +128,8 @@ void pt_transcript_free(pt_transcript *t);
 /* Applies one session/update's "update" object. */
 void pt_transcript_update(pt_transcript *t, json_t *update);
 pt_entry *pt_transcript_add(pt_transcript *t, pt_kind kind, const char *text, uint16_t attr);
+/* A tool entry's field key ("toolCallId", "title", "kind", "status"), NULL when absent. */
+const char *pt_tool_field(const pt_entry *e, const char *key);
 
 /* ---- render.c ---- */
 typedef struct pt_style {

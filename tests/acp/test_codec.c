@@ -114,20 +114,20 @@ static void test_reader(void **state) {
     const char *in = "one\r\n\ntwo\nthree";
     assert_int_equal(write(p[1], in, strlen(in)), (ssize_t)strlen(in));
     close(p[1]);
-    pacp_reader r;
-    pacp__reader_init(&r, p[0]);
+    pb_lines r;
+    pb_lines_init(&r, p[0], PACP_MAX_FRAME);
     char *line;
     size_t len;
-    assert_int_equal(pacp__reader_next(&r, &line, &len), PACP_READ_LINE);
+    assert_int_equal(pb_lines_next(&r, &line, &len), PB_LINE);
     assert_string_equal(line, "one");
-    assert_int_equal(pacp__reader_next(&r, &line, &len), PACP_READ_LINE);
+    assert_int_equal(pb_lines_next(&r, &line, &len), PB_LINE);
     assert_int_equal(len, 0);
-    assert_int_equal(pacp__reader_next(&r, &line, &len), PACP_READ_LINE);
+    assert_int_equal(pb_lines_next(&r, &line, &len), PB_LINE);
     assert_string_equal(line, "two");
-    assert_int_equal(pacp__reader_next(&r, &line, &len), PACP_READ_LINE);
+    assert_int_equal(pb_lines_next(&r, &line, &len), PB_LINE);
     assert_string_equal(line, "three");
-    assert_int_equal(pacp__reader_next(&r, &line, &len), PACP_READ_EOF);
-    pacp__reader_free(&r);
+    assert_int_equal(pb_lines_next(&r, &line, &len), PB_LINES_EOF);
+    pb_lines_free(&r);
     close(p[0]);
 }
 
@@ -143,16 +143,16 @@ static void test_reader_big_line(void **state) {
     memcpy(buf + big, "\nok\n", 4);
     assert_int_equal(write(fd, buf, big + 4), (ssize_t)(big + 4));
     lseek(fd, 0, SEEK_SET);
-    pacp_reader r;
-    pacp__reader_init(&r, fd);
+    pb_lines r;
+    pb_lines_init(&r, fd, PACP_MAX_FRAME);
     char *line;
     size_t len;
-    assert_int_equal(pacp__reader_next(&r, &line, &len), PACP_READ_LINE);
+    assert_int_equal(pb_lines_next(&r, &line, &len), PB_LINE);
     assert_int_equal(len, big);
-    assert_int_equal(pacp__reader_next(&r, &line, &len), PACP_READ_LINE);
+    assert_int_equal(pb_lines_next(&r, &line, &len), PB_LINE);
     assert_string_equal(line, "ok");
-    assert_int_equal(pacp__reader_next(&r, &line, &len), PACP_READ_EOF);
-    pacp__reader_free(&r);
+    assert_int_equal(pb_lines_next(&r, &line, &len), PB_LINES_EOF);
+    pb_lines_free(&r);
     free(buf);
     close(fd);
 }

@@ -193,8 +193,8 @@ static void test_transcript(void **st) {
     assert_int_equal(t.n, 3);
     pt_entry *tool = &t.v[1];
     assert_int_equal(tool->kind, PT_E_TOOL);
-    assert_string_equal(tool->status, "completed");
-    assert_string_equal(tool->title, "Write a");
+    assert_string_equal(pt_tool_field(tool, "status"), "completed");
+    assert_string_equal(pt_tool_field(tool, "title"), "Write a");
     assert_string_equal(tool->diff.s, "-old\n+new\n");
     assert_string_equal(tool->placement, "ran in room (wasm)");
     assert_string_equal(
