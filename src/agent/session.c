@@ -12,12 +12,7 @@
 #include <string.h>
 
 void pag_tool_output_clear(pag_tool_output *o) {
-    free(o->output);
-    free(o->content_json);
-    free(o->locations_json);
-    free(o->meta_json);
-    free(o->raw_output_json);
-    memset(o, 0, sizeof *o);
+    ptl_result_clear(o);
 }
 
 pag_session *pag_session_new(const pag_session_config *cfg, const pag_ports *ports) {

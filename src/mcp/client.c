@@ -70,13 +70,26 @@ static const char *const k_versions[] = {"2025-06-18", "2025-03-26", "2024-11-05
 
 /* ---------------------------------------------------------------- tools */
 
+void pmcp__tool_clear(pmcp_tool *t) {
+    free(t->name);
+    free(t->title);
+    free(t->description);
+    free(t->schema_json);
+    memset(t, 0, sizeof *t);
+}
+
+int pmcp__tool_copy(pmcp_tool *d, const pmcp_tool *s) {
+    d->name = strdup(s->name);
+    d->title = s->title ? strdup(s->title) : NULL;
+    d->description = strdup(s->description);
+    d->schema_json = strdup(s->schema_json);
+    d->read_only = s->read_only;
+    return d->name && d->description && d->schema_json ? 0 : -1;
+}
+
 void pmcp_tools_free(pmcp_tool *t, size_t n) {
-    for (size_t i = 0; t && i < n; i++) {
-        free(t[i].name);
-        free(t[i].title);
-        free(t[i].description);
-        free(t[i].schema_json);
-    }
+    for (size_t i = 0; t && i < n; i++)
+        pmcp__tool_clear(&t[i]);
     free(t);
 }
 
@@ -628,14 +641,8 @@ int pmcp_client_tools(pmcp_client *c, pmcp_tool **out, size_t *n) {
     pthread_mutex_lock(&c->mu);
     pmcp_tool *t = calloc(c->ntools ? c->ntools : 1, sizeof *t);
     int rc = t ? 0 : -1;
-    for (size_t i = 0; t && i < c->ntools; i++) {
-        t[i].name = strdup(c->tools[i].name);
-        t[i].title = c->tools[i].title ? strdup(c->tools[i].title) : NULL;
-        t[i].description = strdup(c->tools[i].description);
-        t[i].schema_json = strdup(c->tools[i].schema_json);
-        t[i].read_only = c->tools[i].read_only;
-        if (!t[i].name || !t[i].description || !t[i].schema_json) rc = -1;
-    }
+    for (size_t i = 0; t && i < c->ntools; i++)
+        if (pmcp__tool_copy(&t[i], &c->tools[i])) rc = -1;
     size_t cnt = c->ntools;
     pthread_mutex_unlock(&c->mu);
     if (rc != 0) {
