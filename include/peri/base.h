@@ -97,6 +97,18 @@ const char *pb_log_level_name(pb_log_level level); /* "debug", "info", "warning"
  * choice, e.g. stderr; the library never installs it by itself). */
 void pb_log_to_file(void *ud, pb_log_level level, const char *msg);
 
+/* ---- bounded body sink (buf.c) -------------------------------------------------------
+ * An answer body gathered up to max bytes, through an fwrite-shaped callback (curl's
+ * CURLOPT_WRITEFUNCTION with the pb_capped as its data). Past max it sets over and
+ * returns 0 (the transfer stops: "too large"); out of memory it returns 0 with over
+ * unset. The text in b is NUL-terminated; free it with pb_buf_free. */
+typedef struct pb_capped {
+    pb_buf b;
+    size_t max;
+    bool over;
+} pb_capped;
+size_t pb_capped_write(char *data, size_t size, size_t n, void *capped);
+
 #ifdef __cplusplus
 }
 #endif
