@@ -70,12 +70,11 @@ static const char *const k_versions[] = {"2025-06-18", "2025-03-26", "2024-11-05
 
 /* ---------------------------------------------------------------- tools */
 
-void pmcp__tool_clear(pmcp_tool *t) {
+void pmcp__tool_free(pmcp_tool *t) {
     free(t->name);
     free(t->title);
     free(t->description);
     free(t->schema_json);
-    memset(t, 0, sizeof *t);
 }
 
 int pmcp__tool_copy(pmcp_tool *d, const pmcp_tool *s) {
@@ -89,7 +88,7 @@ int pmcp__tool_copy(pmcp_tool *d, const pmcp_tool *s) {
 
 void pmcp_tools_free(pmcp_tool *t, size_t n) {
     for (size_t i = 0; t && i < n; i++)
-        pmcp__tool_clear(&t[i]);
+        pmcp__tool_free(&t[i]);
     free(t);
 }
 

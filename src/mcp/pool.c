@@ -377,7 +377,7 @@ static bool same_part(const char *a, const char *b) {
 static void table_free(pool_tool *t, size_t n) {
     for (size_t i = 0; t && i < n; i++) {
         free(t[i].ns_name);
-        pmcp__tool_clear(&t[i].tool);
+        pmcp__tool_free(&t[i].tool);
     }
     free(t);
 }
