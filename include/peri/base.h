@@ -109,6 +109,11 @@ typedef struct pb_capped {
 } pb_capped;
 size_t pb_capped_write(char *data, size_t size, size_t n, void *capped);
 
+/* ---- async-signal-safe decimal (io.c) -----------------------------------------------
+ * v in decimal into out (room for 21 bytes), NUL-terminated; returns the digits'
+ * count. No stdio, no malloc: usable in a forked child of a threaded process. */
+size_t pb_utoa(char *out, unsigned long v);
+
 #ifdef __cplusplus
 }
 #endif
