@@ -52,7 +52,7 @@ struct pmcp_client {
     pending *pending;
     bool closed;
     char closed_why[256];
-    bool tools_changed;
+    atomic_bool tools_changed; /* a list_changed came since the last listing */
     pmcp_tool *tools;
     size_t ntools;
     char protocol[32];
@@ -126,9 +126,7 @@ static void on_notification(pmcp_client *c, pb_rpc_msg *m) {
             if (p->id == id && !p->done && p->progress) p->progress(p->pctx, progress, total, msg);
         pthread_mutex_unlock(&c->mu);
     } else if (!strcmp(m->method, "notifications/tools/list_changed")) {
-        pthread_mutex_lock(&c->mu);
-        c->tools_changed = true;
-        pthread_mutex_unlock(&c->mu);
+        atomic_store(&c->tools_changed, true);
     } else if (!strcmp(m->method, "notifications/message")) {
         json_t *d = json_object_get(m->params, "data");
         char *txt = d ? json_dumps(d, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
@@ -411,9 +409,7 @@ static int list_tools(pmcp_client *c, long timeout_ms, char *err, size_t errlen)
     size_t n = 0, cap = 0;
     char *cursor = NULL;
     int rc = 0;
-    pthread_mutex_lock(&c->mu); /* a list_changed arriving from now on is kept */
-    c->tools_changed = false;
-    pthread_mutex_unlock(&c->mu);
+    atomic_store(&c->tools_changed, false); /* a list_changed arriving from now on is kept */
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int page = 0;; page++) {
@@ -654,10 +650,7 @@ int pmcp_client_tools(pmcp_client *c, pmcp_tool **out, size_t *n) {
 }
 
 bool pmcp_client_tools_changed(pmcp_client *c) {
-    pthread_mutex_lock(&c->mu);
-    bool v = c->tools_changed;
-    pthread_mutex_unlock(&c->mu);
-    return v;
+    return atomic_load(&c->tools_changed);
 }
 
 int pmcp_client_refresh_tools(pmcp_client *c, char *err, size_t errlen) {
