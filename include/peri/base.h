@@ -114,6 +114,10 @@ size_t pb_capped_write(char *data, size_t size, size_t n, void *capped);
  * count. No stdio, no malloc: usable in a forked child of a threaded process. */
 size_t pb_utoa(char *out, unsigned long v);
 
+/* ---- string vectors (buf.c) ---------------------------------------------------------
+ * Frees v[0..n) and v itself (v may be NULL; NULL entries are skipped by free). */
+void pb_strv_free(char **v, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,7 @@
 /*
  * buf.c — the growable byte buffer (pb_buf) every layer builds texts in, and the
- * checked doubling of arrays (pb_grow), and the bounded body sink (pb_capped) on top.
+ * checked doubling of arrays (pb_grow), the bounded body sink (pb_capped) on top, and
+ * the release of string vectors (pb_strv_free).
  *
  * Invariants: cap == 0 and p == NULL for an empty, never-grown buffer; otherwise
  * len < cap and p[len] == 0. Growth is checked against SIZE_MAX before it doubles.
@@ -110,4 +111,10 @@ size_t pb_capped_write(char *data, size_t size, size_t n, void *capped) {
         return 0;
     }
     return pb_buf_put(&c->b, data, len) ? len : 0;
+}
+
+void pb_strv_free(char **v, size_t n) {
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
 }

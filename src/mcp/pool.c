@@ -42,9 +42,7 @@ void pmcp_server_config_clear(pmcp_server_config *c) {
     if (!c) return;
     free(c->name);
     free(c->command);
-    for (size_t i = 0; i < c->nargs; i++)
-        free(c->args[i]);
-    free(c->args);
+    pb_strv_free(c->args, c->nargs);
     kv_free(c->env, c->nenv);
     free(c->url);
     kv_free(c->headers, c->nheaders);

@@ -24,9 +24,7 @@ static bool id_ok(const char *s) {
 }
 
 void pm_models_free(char **ids, size_t n) {
-    for (size_t i = 0; ids && i < n; i++)
-        free(ids[i]);
-    free(ids);
+    pb_strv_free(ids, n);
 }
 
 pm_status pm_list_models(const pm_config *cfg, long timeout_ms, char ***ids, size_t *n,

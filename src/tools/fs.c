@@ -611,9 +611,7 @@ ptl_status ptl__list(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
         if (st == PTL_OK) st = ptl__location(r, abs, 0);
         if (st == PTL_OK && stop) st = PTL_CANCELLED;
     }
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
+    pb_strv_free(names, n);
     free(abs);
     return st;
 }
