@@ -21,6 +21,18 @@
 
 #define GOAL_MAX 4000
 
+int pag__goal_init(pag_session *s) {
+    s->goal = NULL;
+    s->goal_met = false;
+    return pthread_mutex_init(&s->goal_mu, NULL) == 0 ? 0 : -1;
+}
+
+void pag__goal_free(pag_session *s) {
+    free(s->goal);
+    s->goal = NULL;
+    pthread_mutex_destroy(&s->goal_mu);
+}
+
 int pag_session_set_goal(pag_session *s, const char *text, bool met) {
     char *copy = NULL;
     if (text && *text) {
