@@ -210,11 +210,9 @@ pst_status pst_messages_load(pst_store *s, const char *thread_id, pst_message_li
                      "WHERE thread_id = $1 ORDER BY seq",
                      p, take_message, &f, NULL, NULL, err);
     UNLOCK(s);
-    if (r != PST_OK) {
-        pst__ctx(err, r, "load messages");
-        pst_message_list_clear(out);
-    }
-    return r;
+    if (r == PST_OK) return PST_OK;
+    pst_message_list_clear(out); /* nothing half-loaded is handed out */
+    return pst__ctx(err, r, "load messages");
 }
 
 pst_status pst_messages_count(pst_store *s, const char *thread_id, int64_t *count, pst_error *err) {
