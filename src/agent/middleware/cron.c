@@ -3,9 +3,10 @@
  *
  * What it declares: three tools (cron_create, cron_list, cron_delete; their descriptors
  * are in decl.c with every middleware's) and a timer (a thread of the caller-owned
- * pag_cron) that calls the host's fire function when a schedule is due. Schedules are 5-field cron expressions (minute hour day-of-month
- * month day-of-week, UTC; `*`, lists, ranges, steps, names are not accepted) or intervals
- * ("every 30s", "every 5m", "every 2h", "@every 10m"; at least 1 s).
+ * pag_cron) that calls the host's fire function when a schedule is due. Schedules are
+ * 5-field cron expressions (minute hour day-of-month month day-of-week, UTC; `*`, lists,
+ * ranges, steps, names are not accepted) or intervals ("every 30s", "every 5m",
+ * "every 2h", "@every 10m"; at least 1 s).
  *
  * Invariants:
  *   - no global state: everything is in the pag_cron its owner frees;
