@@ -49,7 +49,7 @@ static double one_pool(pmcp_pool *p, const char *tool, const char *args) {
     double t0 = now_us();
     pmcp_pool_result r;
     if (pmcp_pool_run(p, tool, args, NULL, NULL, NULL, &r) != 0 || r.is_error) {
-        fprintf(stderr, "pool %s failed: %s\n", tool, r.text ? r.text : "?");
+        fprintf(stderr, "pool %s failed: %s\n", tool, r.output ? r.output : "?");
         exit(1);
     }
     pmcp_pool_result_clear(&r);

@@ -31,6 +31,7 @@
 
 #include "peri/base.h"
 #include "peri/model.h"
+#include "peri/tools.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -269,14 +270,11 @@ typedef struct pag_tool_info {
     bool read_only; /* allowed in plan mode */
 } pag_tool_info;
 
-typedef struct pag_tool_output {
-    char *output; /* text for the model */
-    bool is_error;
-    char *content_json;    /* ACP ToolCallContent[] JSON text or NULL */
-    char *locations_json;  /* ACP locations JSON text or NULL */
-    char *meta_json;       /* ACP _meta object text (e.g. the placement decision) or NULL */
-    char *raw_output_json; /* ACP rawOutput JSON text or NULL (default {"output": text}) */
-} pag_tool_output;
+/* A tool's output as the agent hands it to the model and the client: the tools layer's
+ * result type (output, is_error, content_json, locations_json, meta_json,
+ * raw_output_json; raw_output_json NULL means the default {"output": text}). Clear with
+ * pag_tool_output_clear (= ptl_result_clear). */
+typedef ptl_result pag_tool_output;
 
 void pag_tool_output_clear(pag_tool_output *o);
 
@@ -327,7 +325,7 @@ typedef struct pag_ports {
      * pag_tool_output_clear). Returns 0 when it ran (out->is_error tells a tool failure),
      * 1 when cancelled, -1 for an internal failure (out->output may explain). */
     int (*run_tool)(void *ctx, const char *name, const char *args_json, atomic_int *cancel,
-                    struct pag_tool_output *out);
+                    pag_tool_output *out);
     /* Human title for a tool call (malloc'd, caller frees); NULL port = the tool name. */
     char *(*tool_title)(void *ctx, const char *name, const char *args_json);
     pag_permission (*ask_permission)(void *ctx, const pag_event *tool_call, atomic_int *cancel);

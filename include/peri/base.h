@@ -1,7 +1,9 @@
 /*
- * peri/base.h — the bottom layer every other layer uses: growable buffers with
- * overflow-checked growth, EINTR-safe descriptor loops, clocks and deadlines, ISO 8601
- * time, and the log hook through which library code reports what it cannot return.
+ * peri/base.h — the bottom layer every other layer uses: growable buffers and arrays
+ * with overflow-checked growth, a size-capped body sink, EINTR-safe descriptor loops,
+ * a newline frame reader, detached threads and worker counts, clocks and deadlines,
+ * ISO 8601 time, an async-signal-safe decimal, and the log hook through which library
+ * code reports what it cannot return.
  *
  * Prefix pb_. No global state: a logger is a value the caller owns and passes in.
  */
@@ -138,6 +140,23 @@ void pb_count_leave(pthread_mutex_t *mu, pthread_cond_t *cv, int *count);
 /* Waits up to ms milliseconds for *count (guarded by mu, announced on cv, whose clock is
  * CLOCK_REALTIME) to reach 0. Returns the count then: 0 when every worker left. */
 int pb_count_wait(pthread_mutex_t *mu, pthread_cond_t *cv, const int *count, int64_t ms);
+
+/* ---- bounded body sink (buf.c) -------------------------------------------------------
+ * An answer body gathered up to max bytes, through an fwrite-shaped callback (curl's
+ * CURLOPT_WRITEFUNCTION with the pb_capped as its data). Past max it sets over and
+ * returns 0 (the transfer stops: "too large"); out of memory it returns 0 with over
+ * unset. The text in b is NUL-terminated; free it with pb_buf_free. */
+typedef struct pb_capped {
+    pb_buf b;
+    size_t max;
+    bool over;
+} pb_capped;
+size_t pb_capped_write(char *data, size_t size, size_t n, void *capped);
+
+/* ---- async-signal-safe decimal (io.c) -----------------------------------------------
+ * v in decimal into out (room for 21 bytes), NUL-terminated; returns the digits'
+ * count. No stdio, no malloc: usable in a forked child of a threaded process. */
+size_t pb_utoa(char *out, unsigned long v);
 
 #ifdef __cplusplus
 }

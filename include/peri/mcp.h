@@ -291,20 +291,15 @@ bool pmcp_pool_has(const pmcp_pool *p, const char *namespaced);
 int pmcp_pool_call(pmcp_pool *p, const char *namespaced, const char *args_json, atomic_int *cancel,
                    char **text, bool *is_error, char **content_json);
 
-/* a tool call with everything the ACP update needs. For builtin tools the
- * fields come from the result's _meta["peri/acp"], so they equal what the tools
- * registry returned (content with diffs, locations, rawOutput, the placement _meta);
- * for other servers content_json maps the MCP content and the rest are NULL. */
-typedef struct pmcp_pool_result {
-    char *text; /* for the model (never NULL after a return of 0 or 1) */
-    bool is_error;
-    char *content_json;    /* ACP ToolCallContent[] text or NULL (builtin: NULL when it
-                              would be the one text block of `text`, which is how the ACP
-                              layer renders NULL) */
-    char *locations_json;  /* ACP locations or NULL */
-    char *meta_json;       /* the ACP update's _meta object or NULL */
-    char *raw_output_json; /* ACP rawOutput or NULL */
-} pmcp_pool_result;
+/* a tool call with everything the ACP update needs: the tools layer's result type (one
+ * type for the same data in every layer; exit_code, timed_out and truncated stay unset).
+ * output is for the model (never NULL after a return of 0 or 1). For builtin tools the
+ * other fields come from the result's _meta["peri/acp"], so they equal what the tools
+ * registry returned (content with diffs, locations, rawOutput, the placement _meta;
+ * content_json is NULL when it would be the one text block of output, which is how the
+ * ACP layer renders NULL); for other servers content_json maps the MCP content and the
+ * rest are NULL. Clear with pmcp_pool_result_clear (= ptl_result_clear). */
+typedef ptl_result pmcp_pool_result;
 void pmcp_pool_result_clear(pmcp_pool_result *r);
 
 /* Runs a pool tool (a builtin plain name or "mcp__server__tool"). progress (may be

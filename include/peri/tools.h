@@ -42,6 +42,7 @@
 #include "peri/base.h"
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #ifdef __cplusplus
@@ -133,6 +134,19 @@ typedef struct ptl_sandbox {
     void (*warn)(void *ud, const char *msg);
     void *warn_ud;
 } ptl_sandbox;
+
+struct pl_request;
+
+/* The placement request of a shell command in the native sandbox over workspace, as
+ * `shell` sends it and the hooks do: requirements ["shell"], state_class
+ * native_workspace_ref, network only if sb's policy allows it, cpu and wall limits of
+ * timeout_ms, the given memory and process limits, no stdin (the caller may add it).
+ * run_id receives "<prefix>-<seconds>-<nanoseconds>" and must outlive rq; cmd and
+ * workspace are borrowed. */
+#define PTL_RUN_ID_LEN 64
+void ptl_shell_request(struct pl_request *rq, char run_id[PTL_RUN_ID_LEN], const char *prefix,
+                       const ptl_sandbox *sb, const char *workspace, const char *cmd,
+                       long long timeout_ms, uint32_t memory_mib, uint32_t processes);
 
 /* Whether this call needs the user's permission: the tool's flag, except `run`, which
  * asks only when it would run natively (declared requirements or network). */

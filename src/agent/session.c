@@ -12,18 +12,16 @@
 #include <string.h>
 
 void pag_tool_output_clear(pag_tool_output *o) {
-    free(o->output);
-    free(o->content_json);
-    free(o->locations_json);
-    free(o->meta_json);
-    free(o->raw_output_json);
-    memset(o, 0, sizeof *o);
+    ptl_result_clear(o);
 }
 
 pag_session *pag_session_new(const pag_session_config *cfg, const pag_ports *ports) {
     pag_session *s = calloc(1, sizeof *s);
     if (!s) return NULL;
-    pthread_mutex_init(&s->goal_mu, NULL);
+    if (pag__goal_init(s)) {
+        free(s);
+        return NULL;
+    }
     s->id = strdup(cfg->id);
     s->cwd = strdup(cfg->cwd);
     s->system_prompt = strdup(cfg->system_prompt ? cfg->system_prompt : "");
@@ -58,14 +56,13 @@ void pag_session_hook(pag_session *s, pag_hook_call *call, pag_hook_answer *ans)
 
 void pag_session_free(pag_session *s) {
     if (!s) return;
-    for (size_t i = 0; i < s->nhist; i++)
-        pm_message_clear(&s->hist[i]);
-    free(s->hist);
     free(s->id);
     free(s->cwd);
     free(s->system_prompt);
-    free(s->goal);
-    pthread_mutex_destroy(&s->goal_mu);
+    for (size_t i = 0; i < s->nhist; i++)
+        pm_message_clear(&s->hist[i]);
+    free(s->hist);
+    pag__goal_free(s);
     free(s);
 }
 
@@ -77,10 +74,6 @@ const char *pag_session_cwd(const pag_session *s) {
     return s->cwd;
 }
 
-size_t pag_session_history_len(const pag_session *s) {
-    return s->nhist;
-}
-
 int pag__hist_push(pag_session *s, pm_message *m) {
     if (s->nhist == s->caphist) {
         pm_message *nh = pb_grow(s->hist, &s->caphist, sizeof *nh, 16);
@@ -90,6 +83,10 @@ int pag__hist_push(pag_session *s, pm_message *m) {
     s->hist[s->nhist++] = *m;
     pm_message_init(m, m->role);
     return 0;
+}
+
+size_t pag_session_history_len(const pag_session *s) {
+    return s->nhist;
 }
 
 const pag_tool_info *pag__tool_find(const pag_session *s, const char *name) {

@@ -36,7 +36,11 @@ struct pag_session {
     bool started;     /* SessionStart passed (turn thread only) */
 };
 
-/* middleware/goal.c: the goal's note for the system prompt (malloc'd) or NULL. */
+/* middleware/goal.c: the goal's state in a new session (0, or -1 when its mutex cannot
+ * be made), its release with the session, and its note for the system prompt
+ * (malloc'd) or NULL. */
+int pag__goal_init(struct pag_session *s);
+void pag__goal_free(struct pag_session *s);
 char *pag__goal_note(struct pag_session *s);
 
 /* Moves *m into the history (m is left empty). 0, or -1 when out of memory. */

@@ -233,12 +233,8 @@ void pag_settings_clear(pag_settings *s) {
     free(s->anthropic.base_url);
     free(s->anthropic.api_key);
     free(s->model);
-    for (size_t i = 0; i < s->nwritable; i++)
-        free(s->sandbox_writable[i]);
-    free(s->sandbox_writable);
-    for (size_t i = 0; i < s->nallow; i++)
-        free(s->allow_tools[i]);
-    free(s->allow_tools);
+    pb_strv_free(s->sandbox_writable, s->nwritable);
+    pb_strv_free(s->allow_tools, s->nallow);
     json_decref(s->doc);
     for (size_t i = 0; i < s->nproviders; i++) {
         free(s->providers[i].name);

@@ -13,20 +13,16 @@
  * (for editors). It reads nothing but the
  * document, keeps no state, and allocates nothing but its message buffer on the stack.
  */
-#include "peri/agent.h"
+#include "agent/checker.h"
 
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-typedef struct checker {
-    pag_settings_report_fn report;
-    void *ud;
-    size_t errors;
-} checker;
+typedef pag__checker checker;
 
-static void finding(checker *c, bool error, const char *where, const char *fmt, ...) {
+void pag__finding(checker *c, bool error, const char *where, const char *fmt, ...) {
     char msg[600];
     int n = 0;
     if (where && *where) n = snprintf(msg, sizeof msg, "%s: ", where);
@@ -105,15 +101,15 @@ static void unknown_keys(checker *c, const json_t *obj, const char *where,
         if (found) continue;
         const char *near = nearest(key, known);
         if (near)
-            finding(c, false, where, "unknown key \"%.80s\" (did you mean \"%s\"?); it is ignored",
-                    key, near);
+            pag__finding(c, false, where,
+                         "unknown key \"%.80s\" (did you mean \"%s\"?); it is ignored", key, near);
         else {
             char list[300] = "";
             size_t n = 0;
             for (size_t i = 0; known[i] && n < sizeof list; i++)
                 n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", known[i]);
-            finding(c, false, where, "unknown key \"%.80s\" is ignored (known keys: %s)", key,
-                    list);
+            pag__finding(c, false, where, "unknown key \"%.80s\" is ignored (known keys: %s)", key,
+                         list);
         }
     }
 }
@@ -135,8 +131,8 @@ static const char *type_name(const json_t *v) {
 
 /* Each want_* checks one value; false (and an error) when it is not what it must be. */
 static bool want(checker *c, const json_t *v, bool ok, const char *where, const char *what) {
-    if (!ok && !v) finding(c, true, where, "is missing; it must be %s", what);
-    if (!ok && v) finding(c, true, where, "must be %s, not %s", what, type_name(v));
+    if (!ok && !v) pag__finding(c, true, where, "is missing; it must be %s", what);
+    if (!ok && v) pag__finding(c, true, where, "must be %s, not %s", what, type_name(v));
     return ok;
 }
 
@@ -150,9 +146,9 @@ static bool want_object(checker *c, const json_t *v, const char *where) {
 
 static void want_int(checker *c, const json_t *v, const char *where, json_int_t min) {
     if (json_is_integer(v) && json_integer_value(v) >= min) return;
-    finding(c, true, where, "must be %s integer, not %s%s",
-            min > 0 ? "a positive" : "a non-negative", json_is_integer(v) ? "" : type_name(v),
-            json_is_integer(v) ? (min > 0 ? "zero or less" : "below zero") : "");
+    pag__finding(c, true, where, "must be %s integer, not %s%s",
+                 min > 0 ? "a positive" : "a non-negative", json_is_integer(v) ? "" : type_name(v),
+                 json_is_integer(v) ? (min > 0 ? "zero or less" : "below zero") : "");
 }
 
 static void want_string_array(checker *c, const json_t *v, const char *where) {
@@ -166,32 +162,41 @@ static void want_string_array(checker *c, const json_t *v, const char *where) {
     }
 }
 
-static void check_providers(checker *c, const json_t *v, const char *where) {
-    static const char *const keys[] = {"type", "baseUrl", "apiKey", NULL};
+/* An object of named entries (providers, mcpServers): each must be an object with only
+ * the known keys; then one() checks the entry (w: where it is). */
+static void check_named(checker *c, const json_t *v, const char *where, const char *const *keys,
+                        void (*one)(checker *c, const char *name, json_t *e, const char *w)) {
     if (!want_object(c, v, where)) return;
     const char *name;
-    json_t *p;
-    char w[256], w2[256];
-    json_object_foreach((json_t *)v, name, p) {
+    json_t *e;
+    char w[256];
+    json_object_foreach((json_t *)v, name, e) {
         join(w, sizeof w, where, name);
-        if (!want_object(c, p, w)) continue;
-        unknown_keys(c, p, w, keys);
-        json_t *t = json_object_get(p, "type");
-        bool builtin = !strcmp(name, "openai") || !strcmp(name, "anthropic");
-        if (t && want_string(c, t, join(w2, sizeof w2, w, "type")) &&
-            strcmp(json_string_value(t), "openai") && strcmp(json_string_value(t), "anthropic"))
-            finding(c, true, w2,
-                    "must be \"openai\" or \"anthropic\" (the API it speaks), not "
-                    "\"%.60s\"",
-                    json_string_value(t));
-        else if (!t && !builtin)
-            finding(c, true, w,
-                    "a provider other than openai and anthropic needs \"type\": \"openai\" or "
-                    "\"anthropic\" (the API it speaks)");
-        for (size_t i = 1; keys[i]; i++) {
-            json_t *s = json_object_get(p, keys[i]);
-            if (s) want_string(c, s, join(w2, sizeof w2, w, keys[i]));
-        }
+        if (!want_object(c, e, w)) continue;
+        unknown_keys(c, e, w, keys);
+        one(c, name, e, w);
+    }
+}
+
+static const char *const provider_keys[] = {"type", "baseUrl", "apiKey", NULL};
+
+static void check_provider(checker *c, const char *name, json_t *p, const char *w) {
+    char w2[256];
+    json_t *t = json_object_get(p, "type");
+    bool builtin = !strcmp(name, "openai") || !strcmp(name, "anthropic");
+    if (t && want_string(c, t, join(w2, sizeof w2, w, "type")) &&
+        strcmp(json_string_value(t), "openai") && strcmp(json_string_value(t), "anthropic"))
+        pag__finding(c, true, w2,
+                     "must be \"openai\" or \"anthropic\" (the API it speaks), not "
+                     "\"%.60s\"",
+                     json_string_value(t));
+    else if (!t && !builtin)
+        pag__finding(c, true, w,
+                     "a provider other than openai and anthropic needs \"type\": \"openai\" or "
+                     "\"anthropic\" (the API it speaks)");
+    for (size_t i = 1; provider_keys[i]; i++) {
+        json_t *s = json_object_get(p, provider_keys[i]);
+        if (s) want_string(c, s, join(w2, sizeof w2, w, provider_keys[i]));
     }
 }
 
@@ -210,20 +215,20 @@ static void check_models(checker *c, const json_t *v, const char *where) {
             id = json_object_get(m, "id");
             join(w2, sizeof w2, w, "id");
             if (!id) {
-                finding(c, true, w, "needs \"id\": \"provider:model\"");
+                pag__finding(c, true, w, "needs \"id\": \"provider:model\"");
                 continue;
             }
         } else if (!json_is_string(m)) {
-            finding(c, true, w, "must be \"provider:model\" or an object with \"id\", not %s",
-                    type_name(m));
+            pag__finding(c, true, w, "must be \"provider:model\" or an object with \"id\", not %s",
+                         type_name(m));
             continue;
         } else {
             snprintf(w2, sizeof w2, "%s", w);
         }
         if (want_string(c, id, w2) && !strchr(json_string_value(id), ':'))
-            finding(c, true, w2,
-                    "must look like provider:model (e.g. openai:gpt-4o), not \"%.60s\"",
-                    json_string_value(id));
+            pag__finding(c, true, w2,
+                         "must look like provider:model (e.g. openai:gpt-4o), not \"%.60s\"",
+                         json_string_value(id));
         if (!json_is_object(m)) continue;
         json_t *x;
         if ((x = json_object_get(m, "name"))) want_string(c, x, join(w2, sizeof w2, w, "name"));
@@ -254,9 +259,10 @@ static void check_sandbox(checker *c, const json_t *v, const char *where) {
              "true (own network namespace), false, or \"host\" (the host's network)");
     if ((x = json_object_get(v, "mode")) &&
         !(json_is_string(x) && !strcmp(json_string_value(x), "off")))
-        finding(c, true, join(w, sizeof w, where, "mode"),
-                "the only mode is \"off\" (run shell commands unsandboxed); leave it out to keep "
-                "the sandbox");
+        pag__finding(
+            c, true, join(w, sizeof w, where, "mode"),
+            "the only mode is \"off\" (run shell commands unsandboxed); leave it out to keep "
+            "the sandbox");
     if ((x = json_object_get(v, "writable"))) {
         join(w, sizeof w, where, "writable");
         want_string_array(c, x, w);
@@ -264,52 +270,44 @@ static void check_sandbox(checker *c, const json_t *v, const char *where) {
         json_t *e;
         json_array_foreach(x, i, e) {
             if (json_is_string(e) && json_string_value(e)[0] != '/')
-                finding(c, true, w, "entry %zu (\"%.80s\") must be an absolute path", i,
-                        json_string_value(e));
+                pag__finding(c, true, w, "entry %zu (\"%.80s\") must be an absolute path", i,
+                             json_string_value(e));
         }
     }
 }
 
-static void check_mcp(checker *c, const json_t *v, const char *where) {
-    static const char *const keys[] = {"name", "type", "command", "args",
+static const char *const mcp_keys[] = {"name", "type", "command", "args",
                                        "env",  "url",  "headers", NULL};
-    if (!want_object(c, v, where)) return;
-    const char *name;
-    json_t *e;
-    char w[256], w2[256];
-    json_object_foreach((json_t *)v, name, e) {
-        join(w, sizeof w, where, name);
-        if (!want_object(c, e, w)) continue;
-        unknown_keys(c, e, w, keys);
-        json_t *x, *t = json_object_get(e, "type");
-        if (t && want_string(c, t, join(w2, sizeof w2, w, "type"))) {
-            const char *ts = json_string_value(t);
-            if (strcmp(ts, "stdio") && strcmp(ts, "http") && strcmp(ts, "streamable-http") &&
-                strcmp(ts, "sse"))
-                finding(c, true, w2, "must be stdio, http, streamable-http or sse, not \"%.40s\"",
-                        ts);
-        }
+
+static void check_mcp_server(checker *c, const char *name, json_t *e, const char *w) {
+    (void)name;
+    char w2[256];
+    json_t *x, *t = json_object_get(e, "type");
+    if (t && want_string(c, t, join(w2, sizeof w2, w, "type"))) {
         const char *ts = json_string_value(t);
-        bool remote =
-            ts && (!strcmp(ts, "http") || !strcmp(ts, "streamable-http") || !strcmp(ts, "sse"));
-        if ((x = json_object_get(e, "command")))
-            want_string(c, x, join(w2, sizeof w2, w, "command"));
-        if ((x = json_object_get(e, "url"))) want_string(c, x, join(w2, sizeof w2, w, "url"));
-        if ((x = json_object_get(e, "args")))
-            want_string_array(c, x, join(w2, sizeof w2, w, "args"));
-        if ((x = json_object_get(e, "env")))
-            want(c, x, json_is_object(x) || json_is_array(x), join(w2, sizeof w2, w, "env"),
-                 "an object of strings");
-        if ((x = json_object_get(e, "headers")))
-            want(c, x, json_is_object(x) || json_is_array(x), join(w2, sizeof w2, w, "headers"),
-                 "an object of strings");
-        if (remote && !json_object_get(e, "url"))
-            finding(c, true, w, "a server of type \"%s\" needs \"url\"", json_string_value(t));
-        if ((!ts || !strcmp(ts, "stdio")) && !json_object_get(e, "command"))
-            finding(c, true, w,
-                    "a stdio server needs \"command\" (and \"type\": \"http\" with "
-                    "\"url\" for a remote one)");
+        if (strcmp(ts, "stdio") && strcmp(ts, "http") && strcmp(ts, "streamable-http") &&
+            strcmp(ts, "sse"))
+            pag__finding(c, true, w2, "must be stdio, http, streamable-http or sse, not \"%.40s\"",
+                         ts);
     }
+    const char *ts = json_string_value(t);
+    bool remote =
+        ts && (!strcmp(ts, "http") || !strcmp(ts, "streamable-http") || !strcmp(ts, "sse"));
+    if ((x = json_object_get(e, "command"))) want_string(c, x, join(w2, sizeof w2, w, "command"));
+    if ((x = json_object_get(e, "url"))) want_string(c, x, join(w2, sizeof w2, w, "url"));
+    if ((x = json_object_get(e, "args"))) want_string_array(c, x, join(w2, sizeof w2, w, "args"));
+    if ((x = json_object_get(e, "env")))
+        want(c, x, json_is_object(x) || json_is_array(x), join(w2, sizeof w2, w, "env"),
+             "an object of strings");
+    if ((x = json_object_get(e, "headers")))
+        want(c, x, json_is_object(x) || json_is_array(x), join(w2, sizeof w2, w, "headers"),
+             "an object of strings");
+    if (remote && !json_object_get(e, "url"))
+        pag__finding(c, true, w, "a server of type \"%s\" needs \"url\"", json_string_value(t));
+    if ((!ts || !strcmp(ts, "stdio")) && !json_object_get(e, "command"))
+        pag__finding(c, true, w,
+                     "a stdio server needs \"command\" (and \"type\": \"http\" with "
+                     "\"url\" for a remote one)");
 }
 
 size_t pag_settings_check(const json_t *doc, pag_settings_report_fn report, void *ud) {
@@ -324,19 +322,20 @@ size_t pag_settings_check(const json_t *doc, pag_settings_report_fn report, void
     static const char *const perm_keys[] = {"allow", NULL};
     checker c = {report, ud, 0};
     if (!json_is_object(doc)) {
-        finding(&c, true, NULL, "settings must be a JSON object ({...}), not %s",
-                doc ? type_name(doc) : "nothing");
+        pag__finding(&c, true, NULL, "settings must be a JSON object ({...}), not %s",
+                     doc ? type_name(doc) : "nothing");
         return c.errors;
     }
     unknown_keys(&c, doc, "", keys);
     json_t *v;
     if ((v = json_object_get(doc, "model")) && want_string(&c, v, "model") &&
         !strchr(json_string_value(v), ':'))
-        finding(&c, true, "model",
-                "must look like provider:model (e.g. openai:gpt-4o-mini), not "
-                "\"%.60s\"",
-                json_string_value(v));
-    if ((v = json_object_get(doc, "providers"))) check_providers(&c, v, "providers");
+        pag__finding(&c, true, "model",
+                     "must look like provider:model (e.g. openai:gpt-4o-mini), not "
+                     "\"%.60s\"",
+                     json_string_value(v));
+    if ((v = json_object_get(doc, "providers")))
+        check_named(&c, v, "providers", provider_keys, check_provider);
     if ((v = json_object_get(doc, "permissions")) && want_object(&c, v, "permissions")) {
         unknown_keys(&c, v, "permissions", perm_keys);
         json_t *a = json_object_get(v, "allow");
@@ -349,7 +348,8 @@ size_t pag_settings_check(const json_t *doc, pag_settings_report_fn report, void
     if ((v = json_object_get(doc, "models"))) check_models(&c, v, "models");
     if ((v = json_object_get(doc, "sandbox"))) check_sandbox(&c, v, "sandbox");
     if ((v = json_object_get(doc, "storage"))) want_string(&c, v, "storage");
-    if ((v = json_object_get(doc, "mcpServers"))) check_mcp(&c, v, "mcpServers");
+    if ((v = json_object_get(doc, "mcpServers")))
+        check_named(&c, v, "mcpServers", mcp_keys, check_mcp_server);
     if ((v = json_object_get(doc, "autoCompact")) && want_object(&c, v, "autoCompact")) {
         unknown_keys(&c, v, "autoCompact", ac_keys);
         json_t *x;

@@ -46,9 +46,7 @@ void pag_project_config_free(pag_project_config *pc) {
     free(pc->material);
     free(pc->servers_json);
     free(pc->hooks_json);
-    for (size_t i = 0; i < pc->nallow; i++)
-        free(pc->allow[i]);
-    free(pc->allow);
+    pb_strv_free(pc->allow, pc->nallow);
     free(pc->real_path);
     memset(pc, 0, sizeof *pc);
 }

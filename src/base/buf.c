@@ -1,6 +1,6 @@
 /*
  * buf.c — the growable byte buffer (pb_buf) every layer builds texts in, and the
- * checked doubling of arrays (pb_grow).
+ * checked doubling of arrays (pb_grow), and the bounded body sink (pb_capped) on top.
  *
  * Invariants: cap == 0 and p == NULL for an empty, never-grown buffer; otherwise
  * len < cap and p[len] == 0. Growth is checked against SIZE_MAX before it doubles.
@@ -100,4 +100,14 @@ void *pb_grow(void *array, size_t *cap, size_t elem, size_t min_cap) {
     if (!p) return NULL;
     *cap = n;
     return p;
+}
+
+size_t pb_capped_write(char *data, size_t size, size_t n, void *capped) {
+    pb_capped *c = capped;
+    size_t len = size * n;
+    if (c->over || c->b.len > c->max || len > c->max - c->b.len) {
+        c->over = true;
+        return 0;
+    }
+    return pb_buf_put(&c->b, data, len) ? len : 0;
 }

@@ -1,6 +1,7 @@
 /*
  * io.c — descriptor loops that survive EINTR and short transfers, so callers never
- * write their own (a lost EINTR is a truncated frame on a pipe).
+ * write their own (a lost EINTR is a truncated frame on a pipe); and the decimal
+ * formatting a forked child may still do (async-signal-safe: no stdio, no malloc).
  */
 #include "peri/base.h"
 
@@ -38,4 +39,17 @@ ssize_t pb_read_full(int fd, void *p, size_t n) {
         got += (size_t)r;
     }
     return (ssize_t)got;
+}
+
+size_t pb_utoa(char *out, unsigned long v) {
+    char t[24];
+    size_t n = 0;
+    do {
+        t[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        out[i] = t[n - 1 - i];
+    out[n] = 0;
+    return n;
 }

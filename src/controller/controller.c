@@ -220,7 +220,7 @@ int pct__run_tool(pct_sess *s, const char *name, const char *args, atomic_int *c
         pmcp_pool_result r;
         int rc = pmcp_pool_run(pool, name, args, cancel, forward ? on_progress : NULL,
                                forward ? &pc : NULL, &r);
-        out->output = r.text;
+        out->output = r.output;
         out->is_error = r.is_error;
         out->content_json = r.content_json;
         out->locations_json = r.locations_json;

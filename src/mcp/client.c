@@ -52,7 +52,7 @@ struct pmcp_client {
     pending *pending;
     bool closed;
     char closed_why[256];
-    bool tools_changed;
+    atomic_bool tools_changed; /* a list_changed came since the last listing */
     pmcp_tool *tools;
     size_t ntools;
     char protocol[32];
@@ -70,13 +70,25 @@ static const char *const k_versions[] = {"2025-06-18", "2025-03-26", "2024-11-05
 
 /* ---------------------------------------------------------------- tools */
 
+void pmcp__tool_free(pmcp_tool *t) {
+    free(t->name);
+    free(t->title);
+    free(t->description);
+    free(t->schema_json);
+}
+
+int pmcp__tool_copy(pmcp_tool *d, const pmcp_tool *s) {
+    d->name = strdup(s->name);
+    d->title = s->title ? strdup(s->title) : NULL;
+    d->description = strdup(s->description);
+    d->schema_json = strdup(s->schema_json);
+    d->read_only = s->read_only;
+    return d->name && d->description && d->schema_json ? 0 : -1;
+}
+
 void pmcp_tools_free(pmcp_tool *t, size_t n) {
-    for (size_t i = 0; t && i < n; i++) {
-        free(t[i].name);
-        free(t[i].title);
-        free(t[i].description);
-        free(t[i].schema_json);
-    }
+    for (size_t i = 0; t && i < n; i++)
+        pmcp__tool_free(&t[i]);
     free(t);
 }
 
@@ -114,9 +126,7 @@ static void on_notification(pmcp_client *c, pb_rpc_msg *m) {
             if (p->id == id && !p->done && p->progress) p->progress(p->pctx, progress, total, msg);
         pthread_mutex_unlock(&c->mu);
     } else if (!strcmp(m->method, "notifications/tools/list_changed")) {
-        pthread_mutex_lock(&c->mu);
-        c->tools_changed = true;
-        pthread_mutex_unlock(&c->mu);
+        atomic_store(&c->tools_changed, true);
     } else if (!strcmp(m->method, "notifications/message")) {
         json_t *d = json_object_get(m->params, "data");
         char *txt = d ? json_dumps(d, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
@@ -399,9 +409,7 @@ static int list_tools(pmcp_client *c, long timeout_ms, char *err, size_t errlen)
     size_t n = 0, cap = 0;
     char *cursor = NULL;
     int rc = 0;
-    pthread_mutex_lock(&c->mu); /* a list_changed arriving from now on is kept */
-    c->tools_changed = false;
-    pthread_mutex_unlock(&c->mu);
+    atomic_store(&c->tools_changed, false); /* a list_changed arriving from now on is kept */
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int page = 0;; page++) {
@@ -628,14 +636,8 @@ int pmcp_client_tools(pmcp_client *c, pmcp_tool **out, size_t *n) {
     pthread_mutex_lock(&c->mu);
     pmcp_tool *t = calloc(c->ntools ? c->ntools : 1, sizeof *t);
     int rc = t ? 0 : -1;
-    for (size_t i = 0; t && i < c->ntools; i++) {
-        t[i].name = strdup(c->tools[i].name);
-        t[i].title = c->tools[i].title ? strdup(c->tools[i].title) : NULL;
-        t[i].description = strdup(c->tools[i].description);
-        t[i].schema_json = strdup(c->tools[i].schema_json);
-        t[i].read_only = c->tools[i].read_only;
-        if (!t[i].name || !t[i].description || !t[i].schema_json) rc = -1;
-    }
+    for (size_t i = 0; t && i < c->ntools; i++)
+        if (pmcp__tool_copy(&t[i], &c->tools[i])) rc = -1;
     size_t cnt = c->ntools;
     pthread_mutex_unlock(&c->mu);
     if (rc != 0) {
@@ -648,10 +650,7 @@ int pmcp_client_tools(pmcp_client *c, pmcp_tool **out, size_t *n) {
 }
 
 bool pmcp_client_tools_changed(pmcp_client *c) {
-    pthread_mutex_lock(&c->mu);
-    bool v = c->tools_changed;
-    pthread_mutex_unlock(&c->mu);
-    return v;
+    return atomic_load(&c->tools_changed);
 }
 
 int pmcp_client_refresh_tools(pmcp_client *c, char *err, size_t errlen) {

@@ -336,9 +336,7 @@ pmcp__link *pmcp__link_stdio(const pmcp_server_config *cfg, const char *cwd,
     }
     pb_log(&f->cb.log, PB_LOG_INFO, "mcp[%s]: started `%s` (pid %d)", f->name, cfg->command,
            (int)pid);
-    for (size_t i = 0; i < cfg->nenv; i++)
-        free(envs[i]);
-    free(envs);
+    pb_strv_free(envs, cfg->nenv);
     free(envp);
     free(argv);
     return &f->base;
@@ -350,10 +348,7 @@ fail:
         if (ex[i] >= 0) close(ex[i]);
         if (life[i] >= 0) close(life[i]);
     }
-    if (envs)
-        for (size_t i = 0; i < cfg->nenv; i++)
-            free(envs[i]);
-    free(envs);
+    pb_strv_free(envs, cfg->nenv);
     free(envp);
     free(argv);
     if (f) fd_close(&f->base);

@@ -200,16 +200,12 @@ static struct curl_slist *base_headers(http_link *h, bool json_body, char *used,
 }
 
 static CURL *easy(http_link *h, const char *url, struct curl_slist *hdrs) {
-    CURL *e = curl_easy_init();
+    CURL *e = pmcp__easy(url, hdrs);
     if (!e) return NULL;
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_xfer);
     curl_easy_setopt(e, CURLOPT_XFERINFODATA, h);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     return e;
 }
 

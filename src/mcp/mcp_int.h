@@ -99,6 +99,12 @@ typedef void (*pmcp__sse_fn)(void *ctx, const char *event, const char *data, siz
 int pmcp__sse_feed(pmcp__sse *p, const char *bytes, size_t n, pmcp__sse_fn fn, void *ctx);
 void pmcp__sse_free(pmcp__sse *p);
 
+/* One listed tool: free frees its strings (the entry itself is the caller's); copy
+ * duplicates src into dst (0, or -1 when out of memory: dst holds what was copied, free
+ * it). */
+void pmcp__tool_free(pmcp_tool *t);
+int pmcp__tool_copy(pmcp_tool *dst, const pmcp_tool *src);
+
 /* Reads lines from fd and delivers frames until EOF (shared by links and server).
  * Returns when EOF or error; too long lines are reported through on_frame as NULL. */
 typedef struct pmcp__lines {

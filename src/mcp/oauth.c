@@ -130,7 +130,7 @@ static char *well_known(const char *url, const char *name, bool with_path) {
 /* ---------------------------------------------------------------- discovery */
 
 typedef struct as_meta {
-    char *issuer, *authorize, *token, *registration, *scope;
+    char *issuer, *authorize, *token, *registration;
 } as_meta;
 
 static void as_meta_clear(as_meta *m) {
@@ -138,7 +138,6 @@ static void as_meta_clear(as_meta *m) {
     free(m->authorize);
     free(m->token);
     free(m->registration);
-    free(m->scope);
     memset(m, 0, sizeof *m);
 }
 

@@ -1,8 +1,10 @@
 /*
  * oauth_int.h — what the OAuth files of src/mcp/ share (prefix pmcp__oa_ / pmcp__auth_).
  *
- * oauth_net.c   : URL rules (canonical form, origin, https-or-loopback), bounded JSON
- *                 GET/POST that never follow a redirect, the loopback redirect listener.
+ * oauth_net.c   : URL rules (canonical form, origin, https-or-loopback), the curl handle
+ *                 every MCP and OAuth request starts from (the HTTP transport uses it
+ *                 too), bounded JSON GET/POST that never follow a redirect, the loopback
+ *                 redirect listener.
  * oauth_store.c : the per-user token files (0600 in a 0700 directory, no symlinks).
  * oauth.c       : discovery, registration, PKCE, the code exchange, refresh, and the
  *                 per-connection token holder the HTTP transport asks for a header.
@@ -12,6 +14,7 @@
 
 #include "peri/mcp.h"
 
+#include <curl/curl.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -33,6 +36,11 @@ bool pmcp__oa_secure_for(const char *url, const char *server);
 char *pmcp__oa_path(const char *url);
 
 /* ---------------------------------------------------------------- HTTP */
+
+/* A curl handle for url with headers h (borrowed: must outlive it), as every request of
+ * the MCP HTTP transport and of OAuth starts: no signals, no redirect followed, http and
+ * https only. NULL when out of memory. */
+CURL *pmcp__easy(const char *url, struct curl_slist *h);
 
 /* GET (form == NULL) or POST of form (application/x-www-form-urlencoded, or JSON when
  * json is true) to url, never following a redirect; the answer's JSON object in *out

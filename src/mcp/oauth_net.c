@@ -110,51 +110,42 @@ bool pmcp__oa_secure_for(const char *url, const char *server) {
 
 /* ---------------------------------------------------------------- HTTP */
 
-typedef struct body {
-    char *p;
-    size_t n;
-    bool over;
-} body;
-
-static size_t on_body(char *b, size_t sz, size_t n, void *ud) {
-    body *o = ud;
-    size_t len = sz * n;
-    if (o->over || o->n + len > OA_MAX_BODY) {
-        o->over = true;
-        return 0;
-    }
-    char *np = realloc(o->p, o->n + len + 1);
-    if (!np) return 0;
-    memcpy(np + o->n, b, len);
-    o->p = np;
-    o->n += len;
-    o->p[o->n] = '\0';
-    return len;
-}
-
-long pmcp__oa_http(const char *url, const char *form, bool json, json_t **out, char *err,
-                   size_t errlen) {
-    *out = NULL;
+CURL *pmcp__easy(const char *url, struct curl_slist *h) {
     CURL *e = curl_easy_init();
-    struct curl_slist *h = NULL, *t;
-    if (!e) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    if ((t = curl_slist_append(h, "Accept: application/json"))) h = t;
-    if (form &&
-        (t = curl_slist_append(h, json ? "Content-Type: application/json"
-                                       : "Content-Type: application/x-www-form-urlencoded")))
-        h = t;
-    body b = {0};
+    if (!e) return NULL;
     curl_easy_setopt(e, CURLOPT_URL, url);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    return e;
+}
+
+/* One OAuth request: pmcp__easy and 15 s at most. */
+static CURL *oa_easy(const char *url, struct curl_slist *h) {
+    CURL *e = pmcp__easy(url, h);
+    if (e) curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 15000L);
+    return e;
+}
+
+long pmcp__oa_http(const char *url, const char *form, bool json, json_t **out, char *err,
+                   size_t errlen) {
+    *out = NULL;
+    struct curl_slist *h = NULL, *t;
+    if ((t = curl_slist_append(h, "Accept: application/json"))) h = t;
+    if (form &&
+        (t = curl_slist_append(h, json ? "Content-Type: application/json"
+                                       : "Content-Type: application/x-www-form-urlencoded")))
+        h = t;
+    CURL *e = oa_easy(url, h);
+    if (!e) {
+        curl_slist_free_all(h);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    pb_capped b = {.max = OA_MAX_BODY};
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 15000L);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, pb_capped_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);
     if (form) {
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, form);
@@ -166,7 +157,7 @@ long pmcp__oa_http(const char *url, const char *form, bool json, json_t **out, c
         snprintf(err, errlen, "%s: %s", url, b.over ? "answer too large" : curl_easy_strerror(rc));
     } else {
         curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
-        json_t *j = b.p ? json_loadb(b.p, b.n, 0, NULL) : NULL;
+        json_t *j = b.b.p ? json_loadb(b.b.p, b.b.len, 0, NULL) : NULL;
         if (json_is_object(j))
             *out = j;
         else
@@ -174,7 +165,7 @@ long pmcp__oa_http(const char *url, const char *form, bool json, json_t **out, c
     }
     curl_easy_cleanup(e);
     curl_slist_free_all(h);
-    free(b.p);
+    pb_buf_free(&b.b);
     return status;
 }
 
@@ -391,17 +382,14 @@ long pmcp__oa_probe(const char *url, char **www, char *err, size_t errlen) {
         "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
         "\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"peri-c\",\"version\":"
         "\"0.1.0\"}}}";
-    CURL *e = curl_easy_init();
     struct curl_slist *h = NULL, *t;
-    if (!e) return -1;
     if ((t = curl_slist_append(h, "Content-Type: application/json"))) h = t;
     if ((t = curl_slist_append(h, "Accept: application/json, text/event-stream"))) h = t;
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 15000L);
+    CURL *e = oa_easy(url, h);
+    if (!e) {
+        curl_slist_free_all(h);
+        return -1;
+    }
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, init);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_www);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, www);

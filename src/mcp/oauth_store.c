@@ -12,20 +12,40 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The token's strings as stored, in the file's order: the one list that clear, load and
+ * save walk (expires_at, the one number, is written after them). */
+static const struct {
+    const char *key;
+    size_t off;
+} token_strs[] = {
+    {"resource", offsetof(pmcp__oa_token, resource)},
+    {"issuer", offsetof(pmcp__oa_token, issuer)},
+    {"token_endpoint", offsetof(pmcp__oa_token, token_endpoint)},
+    {"client_id", offsetof(pmcp__oa_token, client_id)},
+    {"client_secret", offsetof(pmcp__oa_token, client_secret)},
+    {"access_token", offsetof(pmcp__oa_token, access_token)},
+    {"refresh_token", offsetof(pmcp__oa_token, refresh_token)},
+};
+#define NTOKEN_STRS (sizeof token_strs / sizeof token_strs[0])
+
+static char **token_str(pmcp__oa_token *t, size_t i) {
+    return (char **)((char *)t + token_strs[i].off);
+}
+
+static const char *token_cstr(const pmcp__oa_token *t, size_t i) {
+    return *(char *const *)((const char *)t + token_strs[i].off);
+}
+
 void pmcp__oa_token_clear(pmcp__oa_token *t) {
-    free(t->resource);
-    free(t->issuer);
-    free(t->token_endpoint);
-    free(t->client_id);
-    free(t->client_secret);
-    free(t->access_token);
-    free(t->refresh_token);
+    for (size_t i = 0; i < NTOKEN_STRS; i++)
+        free(*token_str(t, i));
     memset(t, 0, sizeof *t);
 }
 
@@ -88,13 +108,8 @@ int pmcp__oa_load(const char *dir, const char *resource, pmcp__oa_token *t) {
         json_decref(j);
         return -1;
     }
-    t->resource = dup_str(j, "resource");
-    t->issuer = dup_str(j, "issuer");
-    t->token_endpoint = dup_str(j, "token_endpoint");
-    t->client_id = dup_str(j, "client_id");
-    t->client_secret = dup_str(j, "client_secret");
-    t->access_token = dup_str(j, "access_token");
-    t->refresh_token = dup_str(j, "refresh_token");
+    for (size_t i = 0; i < NTOKEN_STRS; i++)
+        *token_str(t, i) = dup_str(j, token_strs[i].key);
     t->expires_at = json_integer_value(json_object_get(j, "expires_at"));
     json_decref(j);
     if (!t->resource || !t->issuer || !t->token_endpoint || !t->client_id || !t->access_token) {
@@ -114,13 +129,8 @@ int pmcp__oa_save(const char *dir, const pmcp__oa_token *t) {
     if (file_of(dir, t->resource, path, sizeof path)) return -1;
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
     json_t *j = json_object();
-    put(j, "resource", t->resource);
-    put(j, "issuer", t->issuer);
-    put(j, "token_endpoint", t->token_endpoint);
-    put(j, "client_id", t->client_id);
-    put(j, "client_secret", t->client_secret);
-    put(j, "access_token", t->access_token);
-    put(j, "refresh_token", t->refresh_token);
+    for (size_t i = 0; i < NTOKEN_STRS; i++)
+        put(j, token_strs[i].key, token_cstr(t, i));
     json_object_set_new(j, "expires_at", json_integer(t->expires_at));
     char *txt = j ? json_dumps(j, JSON_INDENT(1)) : NULL;
     json_decref(j);

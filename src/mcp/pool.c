@@ -29,24 +29,23 @@
 #define MAX_TOOL_NAME  64
 #define MAX_MODEL_TEXT (64u << 10) /* like the builtin tools' default max_output */
 
+/* A name/value list (env or headers) and its strings. */
+static void kv_free(pmcp_kv *kv, size_t n) {
+    for (size_t i = 0; kv && i < n; i++) {
+        free(kv[i].name);
+        free(kv[i].value);
+    }
+    free(kv);
+}
+
 void pmcp_server_config_clear(pmcp_server_config *c) {
     if (!c) return;
     free(c->name);
     free(c->command);
-    for (size_t i = 0; i < c->nargs; i++)
-        free(c->args[i]);
-    free(c->args);
-    for (size_t i = 0; i < c->nenv; i++) {
-        free(c->env[i].name);
-        free(c->env[i].value);
-    }
-    free(c->env);
+    pb_strv_free(c->args, c->nargs);
+    kv_free(c->env, c->nenv);
     free(c->url);
-    for (size_t i = 0; i < c->nheaders; i++) {
-        free(c->headers[i].name);
-        free(c->headers[i].value);
-    }
-    free(c->headers);
+    kv_free(c->headers, c->nheaders);
     free(c->root);
     memset(c, 0, sizeof *c);
 }
@@ -194,6 +193,18 @@ static int push(pmcp_server_config **arr, size_t *n, pmcp_server_config *c) {
     return 0;
 }
 
+/* Parses one entry (key: its name in the settings shape, NULL: from the entry) and
+ * appends it; a bad one is noted under where and skipped. */
+static void add_entry(const char *key, json_t *e, const char *where, pmcp_server_config **out,
+                      size_t *n, char **errors) {
+    char why[256] = "out of memory";
+    pmcp_server_config c;
+    if (parse_entry(key, e, &c, why, sizeof why) != 0 || push(out, n, &c) != 0) {
+        note(errors, "%s skipped: %s", where, why);
+        pmcp_server_config_clear(&c);
+    }
+}
+
 int pmcp_parse_servers(const char *json_text, const char *origin, pmcp_server_config **out,
                        size_t *n, char **errors) {
     json_error_t je;
@@ -204,18 +215,13 @@ int pmcp_parse_servers(const char *json_text, const char *origin, pmcp_server_co
         return -1;
     }
     int rc = 0;
-    char why[256];
+    char where[300];
     if (json_is_array(root)) {
         size_t i;
         json_t *e;
         json_array_foreach(root, i, e) {
-            pmcp_server_config c;
-            if (parse_entry(NULL, e, &c, why, sizeof why) != 0 || push(out, n, &c) != 0) {
-                char where[300];
-                snprintf(where, sizeof where, "%s: entry %zu", org, i);
-                note(errors, "%s skipped: %s", where, why);
-                pmcp_server_config_clear(&c);
-            }
+            snprintf(where, sizeof where, "%s: entry %zu", org, i);
+            add_entry(NULL, e, where, out, n, errors);
         }
     } else if (json_is_object(root)) {
         json_t *servers = json_object_get(root, "mcpServers");
@@ -226,13 +232,8 @@ int pmcp_parse_servers(const char *json_text, const char *origin, pmcp_server_co
         const char *key;
         json_t *e;
         json_object_foreach(servers, key, e) {
-            pmcp_server_config c;
-            if (parse_entry(key, e, &c, why, sizeof why) != 0 || push(out, n, &c) != 0) {
-                char where[300];
-                snprintf(where, sizeof where, "%s: server \"%.100s\"", org, key);
-                note(errors, "%s skipped: %s", where, why);
-                pmcp_server_config_clear(&c);
-            }
+            snprintf(where, sizeof where, "%s: server \"%.100s\"", org, key);
+            add_entry(key, e, where, out, n, errors);
         }
     } else {
         note(errors, "%s: expected an array or an object%s", org, NULL);
@@ -282,11 +283,9 @@ char *pmcp_content_to_acp(const char *mcp_content_json) {
 /* ---------------------------------------------------------------- the pool */
 
 typedef struct pool_tool {
-    pmcp_pool_tool pub;
+    pmcp_pool_tool pub; /* borrows ns_name and tool's description and schema */
     char *ns_name;
-    char *desc;
-    char *schema;
-    char *orig; /* the server's name for it */
+    pmcp_tool tool; /* as the server lists it (tool.name: the server's name for it) */
     size_t server;
 } pool_tool;
 
@@ -376,9 +375,7 @@ static bool same_part(const char *a, const char *b) {
 static void table_free(pool_tool *t, size_t n) {
     for (size_t i = 0; t && i < n; i++) {
         free(t[i].ns_name);
-        free(t[i].desc);
-        free(t[i].schema);
-        free(t[i].orig);
+        pmcp__tool_free(&t[i].tool);
     }
     free(t);
 }
@@ -422,15 +419,13 @@ static int add_tools(pmcp_pool *p, size_t si, pool_tool **tools, size_t *ntools,
         pool_tool *pt = &(*tools)[*ntools];
         memset(pt, 0, sizeof *pt);
         pt->ns_name = ns;
-        pt->desc = t[i].description;
-        pt->schema = t[i].schema_json;
-        pt->orig = t[i].name;
-        t[i].description = t[i].schema_json = t[i].name = NULL;
+        pt->tool = t[i];
+        memset(&t[i], 0, sizeof t[i]);
         pt->server = si;
         pt->pub = (pmcp_pool_tool){.name = pt->ns_name,
-                                   .description = pt->desc,
-                                   .schema_json = pt->schema,
-                                   .read_only = t[i].read_only};
+                                   .description = pt->tool.description,
+                                   .schema_json = pt->tool.schema_json,
+                                   .read_only = pt->tool.read_only};
         (*ntools)++;
     }
     free(sname);
@@ -537,14 +532,11 @@ static int connect_new(pmcp_pool *p, pmcp_server_config *cfgs, size_t n, char **
             pool_tool *d = &nt[nn], *o = &p->tools[i];
             *d = *o;
             d->ns_name = strdup(o->ns_name);
-            d->desc = strdup(o->desc ? o->desc : "");
-            d->schema = strdup(o->schema ? o->schema : "{}");
-            d->orig = strdup(o->orig);
             nn++;
-            if (!d->ns_name || !d->desc || !d->schema || !d->orig) rc = -1;
+            if (pmcp__tool_copy(&d->tool, &o->tool) || !d->ns_name) rc = -1;
             d->pub.name = d->ns_name;
-            d->pub.description = d->desc;
-            d->pub.schema_json = d->schema;
+            d->pub.description = d->tool.description;
+            d->pub.schema_json = d->tool.schema_json;
         }
     }
     p->nservers = first + n;
@@ -699,8 +691,9 @@ static bool same_table(const pool_tool *a, size_t na, const pool_tool *b, size_t
     if (na != nb) return false;
     for (size_t i = 0; i < na; i++)
         if (a[i].server != b[i].server || strcmp(a[i].ns_name, b[i].ns_name) ||
-            strcmp(a[i].desc, b[i].desc) || strcmp(a[i].schema, b[i].schema) ||
-            strcmp(a[i].orig, b[i].orig) || a[i].pub.read_only != b[i].pub.read_only)
+            strcmp(a[i].tool.description, b[i].tool.description) ||
+            strcmp(a[i].tool.schema_json, b[i].tool.schema_json) ||
+            strcmp(a[i].tool.name, b[i].tool.name) || a[i].pub.read_only != b[i].pub.read_only)
             return false;
     return true;
 }
@@ -751,13 +744,7 @@ static char *cap_text(char *text) {
 }
 
 void pmcp_pool_result_clear(pmcp_pool_result *r) {
-    if (!r) return;
-    free(r->text);
-    free(r->content_json);
-    free(r->locations_json);
-    free(r->meta_json);
-    free(r->raw_output_json);
-    memset(r, 0, sizeof *r);
+    ptl_result_clear(r);
 }
 
 static char *dump_or_null(json_t *v) {
@@ -775,24 +762,24 @@ static int run_builtin(pmcp_pool *p, const char *name, const char *args_json, at
     pmcp_client *c = start_builtin(p, err, sizeof err) == 0 ? p->builtin : NULL;
     pthread_mutex_unlock(&p->mu);
     if (!c) {
-        out->text = strdup(err);
+        out->output = strdup(err);
         out->is_error = true;
         return -1;
     }
     pmcp_status st = pmcp__client_call_raw(c, name, args_json, cancel, 0, &res, err, sizeof err);
     if (st == PMCP_CANCELLED && !res) { /* no late answer: the agent says "cancelled" */
-        out->text = strdup("");
+        out->output = strdup("");
         out->is_error = true;
-        return out->text ? 1 : -1;
+        return out->output ? 1 : -1;
     }
     if (!res) {
-        out->text = strdup(st == PMCP_OK ? "out of memory" : err);
+        out->output = strdup(st == PMCP_OK ? "out of memory" : err);
         out->is_error = true;
         return -1;
     }
     json_t *content = json_object_get(res, "content");
     const char *text = json_string_value(json_object_get(json_array_get(content, 0), "text"));
-    out->text = strdup(text ? text : "");
+    out->output = strdup(text ? text : "");
     out->is_error = json_is_true(json_object_get(res, "isError"));
     json_t *acp = json_object_get(json_object_get(res, "_meta"), "peri/acp");
     /* textContent: one text block equal to the text. content_json stays NULL, for
@@ -809,7 +796,7 @@ static int run_builtin(pmcp_pool *p, const char *name, const char *args_json, at
              : !strcmp(status, "cancelled") ? 1
                                             : -1; /* failed inside (out of memory, fork...) */
     json_decref(res);
-    return out->text ? rc : -1;
+    return out->output ? rc : -1;
 }
 
 int pmcp_pool_run(pmcp_pool *p, const char *name, const char *args_json, atomic_int *cancel,
@@ -820,26 +807,26 @@ int pmcp_pool_run(pmcp_pool *p, const char *name, const char *args_json, atomic_
     const pool_tool *t = find(p, name);
     if (!t) return -1;
     pmcp_call_result r;
-    pmcp_status st = pmcp_client_call(p->servers[t->server].client, t->orig, args_json, cancel,
+    pmcp_status st = pmcp_client_call(p->servers[t->server].client, t->tool.name, args_json, cancel,
                                       progress, pctx, 0, &r);
     out->is_error = r.is_error || st != PMCP_OK;
-    out->text = cap_text(r.text);
+    out->output = cap_text(r.text);
     r.text = NULL;
     if (st == PMCP_OK) out->content_json = pmcp_content_to_acp(r.content_json);
     pmcp_call_result_clear(&r);
-    if (!out->text) out->text = strdup(st == PMCP_OK ? "" : "MCP call failed");
+    if (!out->output) out->output = strdup(st == PMCP_OK ? "" : "MCP call failed");
     if (st == PMCP_CANCELLED) return 1;
-    return out->text ? 0 : -1;
+    return out->output ? 0 : -1;
 }
 
 int pmcp_pool_call(pmcp_pool *p, const char *namespaced, const char *args_json, atomic_int *cancel,
                    char **text, bool *is_error, char **content_json) {
     pmcp_pool_result r;
     int rc = pmcp_pool_run(p, namespaced, args_json, cancel, NULL, NULL, &r);
-    *text = r.text;
+    *text = r.output;
     *content_json = r.content_json;
     *is_error = r.is_error;
-    r.text = r.content_json = NULL;
+    r.output = r.content_json = NULL;
     pmcp_pool_result_clear(&r);
     return rc;
 }

@@ -62,7 +62,7 @@ typedef struct srv {
     pthread_cond_t cv;
     call *calls; /* accepted and not finished (queued or running) */
     size_t ncalls;
-    call *qhead, *qtail; /* accepted, not started */
+    call *qhead, **qlast; /* accepted, not started; qlast: where the next one links */
     size_t nqueued, nidle;
     pthread_t workers[MAX_CALLS];
     size_t nworkers;
@@ -236,7 +236,7 @@ static void *worker_main(void *arg) {
         call *c = s->qhead;
         if (!c) break; /* stopping */
         s->qhead = c->qnext;
-        if (!s->qhead) s->qtail = NULL;
+        if (!s->qhead) s->qlast = &s->qhead;
         s->nqueued--;
         pthread_mutex_unlock(&s->mu);
         run_call(c);
@@ -323,11 +323,9 @@ static void m_tools_call(srv *s, json_t *id, json_t *params) {
         c->next = s->calls;
         s->calls = c;
         s->ncalls++;
-        if (s->qtail)
-            s->qtail->qnext = c;
-        else
-            s->qhead = c;
-        s->qtail = c;
+        c->qnext = NULL;
+        *s->qlast = c;
+        s->qlast = &c->qnext;
         s->nqueued++;
         pthread_cond_signal(&s->cv);
         c = NULL;
@@ -437,6 +435,7 @@ int pmcp_serve(const pmcp_server_opts *opt, int in_fd, int out_fd) {
     memset(&s, 0, sizeof s);
     s.opt = opt;
     s.out_fd = out_fd;
+    s.qlast = &s.qhead;
     struct stat st;
     const char *root = opt && opt->tool_ctx ? opt->tool_ctx->cwd : opt ? opt->root : NULL;
     if (!opt || !root || !realpath(root, s.root) || stat(s.root, &st) != 0 ||

@@ -121,15 +121,11 @@ char *pm__anthropic_body(const pm_request *req, bool stream, pm_error *err) {
             bad |= !tools || json_object_set_new(root, "tools", tools);
             if (bad) break;
         }
-        json_error_t je;
-        json_t *schema = json_loads(t->input_schema_json ? t->input_schema_json : "{}", 0, &je);
-        if (!json_is_object(schema)) {
-            json_decref(schema);
+        json_t *schema = pm__tool_schema(t, err);
+        if (!schema) {
             json_decref(msgs);
             json_decref(root);
             pb_buf_free(&system);
-            pm__fail(err, PM_ERR_ARG, "tool %s: input schema is not a JSON object",
-                     t->name ? t->name : "?");
             return NULL;
         }
         bad |= json_array_append_new(

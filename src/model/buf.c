@@ -28,3 +28,12 @@ int64_t pm__jint(json_t *obj, const char *key) {
     json_t *v = json_object_get(obj, key);
     return json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
 }
+
+json_t *pm__tool_schema(const pm_tool_def *t, pm_error *err) {
+    json_t *schema = json_loads(t->input_schema_json ? t->input_schema_json : "{}", 0, NULL);
+    if (json_is_object(schema)) return schema;
+    json_decref(schema);
+    pm__fail(err, PM_ERR_ARG, "tool %s: input schema is not a JSON object",
+             t->name ? t->name : "?");
+    return NULL;
+}

@@ -76,18 +76,9 @@ void pm_client_free(pm_client *c) {
     free(c);
 }
 
-pm_client *pm_client_new(const pm_config *cfg, pm_error *err) {
-    clear_err(err);
-    if (!cfg || !cfg->base_url || !*cfg->base_url ||
-        (cfg->provider != PM_PROVIDER_OPENAI && cfg->provider != PM_PROVIDER_ANTHROPIC)) {
-        pm__fail(err, PM_ERR_ARG, "model client needs a provider and a base URL");
-        return NULL;
-    }
-    pm_client *c = calloc(1, sizeof *c);
-    if (!c) {
-        pm__fail(err, PM_ERR_NOMEM, "out of memory");
-        return NULL;
-    }
+/* Fills a zeroed client from cfg (defaults for what cfg leaves 0). false when an
+ * allocation failed (pm_client_free releases what was made). */
+static bool client_init(pm_client *c, const pm_config *cfg) {
     c->provider = cfg->provider;
     c->base_url = strdup(cfg->base_url);
     c->api_key = strdup(cfg->api_key ? cfg->api_key : "");
@@ -103,10 +94,22 @@ pm_client *pm_client_new(const pm_config *cfg, pm_error *err) {
     c->context_1m = cfg->context_1m;
     c->easy = curl_easy_init();
     c->multi = curl_multi_init();
-    if (!c->base_url || !c->api_key || !c->anthropic_version || !c->easy || !c->multi ||
-        (cfg->proxy && !c->proxy)) {
+    return c->base_url && c->api_key && c->anthropic_version && c->easy && c->multi &&
+           (!cfg->proxy || c->proxy);
+}
+
+pm_client *pm_client_new(const pm_config *cfg, pm_error *err) {
+    clear_err(err);
+    if (!cfg || !cfg->base_url || !*cfg->base_url ||
+        (cfg->provider != PM_PROVIDER_OPENAI && cfg->provider != PM_PROVIDER_ANTHROPIC)) {
+        pm__fail(err, PM_ERR_ARG, "model client needs a provider and a base URL");
+        return NULL;
+    }
+    pm_client *c = calloc(1, sizeof *c);
+    if (!c || !client_init(c, cfg)) {
+        pm__fail(err, PM_ERR_NOMEM,
+                 c ? "out of memory (or curl_global_init was not called)" : "out of memory");
         pm_client_free(c);
-        pm__fail(err, PM_ERR_NOMEM, "out of memory (or curl_global_init was not called)");
         return NULL;
     }
     size_t n = strlen(c->base_url);

@@ -51,7 +51,7 @@ typedef struct pm__sink {
     pm_event_fn fn;
     void *ctx;
     pm_response *resp;   /* assembled answer */
-    pb_buf cur;         /* text of the part being assembled */
+    pb_buf cur;          /* text of the part being assembled */
     int cur_kind;        /* PM_PART_TEXT / PM_PART_THINKING, or -1 */
     char *cur_signature; /* thinking signature for the current part */
     size_t delivered;    /* events handed to fn: once > 0 no retry is allowed */
@@ -122,6 +122,9 @@ char *pm__anthropic_body(const pm_request *req, bool stream, pm_error *err);
 /* jansson helpers */
 const char *pm__jstr(json_t *obj, const char *key); /* string value or NULL */
 int64_t pm__jint(json_t *obj, const char *key);     /* integer value or 0 */
+/* A tool's input schema ("{}" when none) as a JSON object (new reference), or NULL with
+ * err set (PM_ERR_ARG) when it is not one: both request builders send it. */
+json_t *pm__tool_schema(const pm_tool_def *t, pm_error *err);
 
 /* ---------------------------------------------------------------- client and HTTP */
 

@@ -15,21 +15,6 @@
 #define PM_MODELS_BODY (4u << 20)
 #define PM_MODELS_MAX  500
 
-typedef struct body {
-    pb_buf b;
-    bool too_big;
-} body;
-
-static size_t on_body(char *data, size_t size, size_t n, void *ud) {
-    body *b = ud;
-    size_t len = size * n;
-    if (b->b.len + len > PM_MODELS_BODY) {
-        b->too_big = true;
-        return 0;
-    }
-    return !pb_buf_put(&b->b, data, len) ? 0 : len;
-}
-
 static bool id_ok(const char *s) {
     size_t n = strlen(s);
     if (n == 0 || n > 128) return false;
@@ -39,9 +24,7 @@ static bool id_ok(const char *s) {
 }
 
 void pm_models_free(char **ids, size_t n) {
-    for (size_t i = 0; ids && i < n; i++)
-        free(ids[i]);
-    free(ids);
+    pb_strv_free(ids, n);
 }
 
 pm_status pm_list_models(const pm_config *cfg, long timeout_ms, char ***ids, size_t *n,
@@ -76,7 +59,7 @@ pm_status pm_list_models(const pm_config *cfg, long timeout_ms, char ***ids, siz
               !curl_slist_append(hdrs, h.p);
     }
     CURL *e = oom ? NULL : curl_easy_init();
-    body b = {0};
+    pb_capped b = {.max = PM_MODELS_BODY};
     pm_status st = PM_OK;
     if (!e) {
         st = pm__fail(err, PM_ERR_NOMEM, "out of memory (or curl_global_init was not called)");
@@ -87,7 +70,7 @@ pm_status pm_list_models(const pm_config *cfg, long timeout_ms, char ***ids, siz
     curl_easy_setopt(e, CURLOPT_URL, url);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, pb_capped_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, ebuf);
@@ -100,8 +83,8 @@ pm_status pm_list_models(const pm_config *cfg, long timeout_ms, char ***ids, siz
     long status = 0;
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
     if (cc != CURLE_OK) {
-        st = pm__fail(err, b.too_big ? PM_ERR_PROTOCOL : PM_ERR_NETWORK, "%s",
-                      b.too_big ? "the model list is too large" : (*ebuf ? ebuf : "network error"));
+        st = pm__fail(err, b.over ? PM_ERR_PROTOCOL : PM_ERR_NETWORK, "%s",
+                      b.over ? "the model list is too large" : (*ebuf ? ebuf : "network error"));
         goto out;
     }
     if (status < 200 || status >= 300) {

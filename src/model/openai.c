@@ -25,6 +25,17 @@ static json_t *text_of(const pm_message *m) {
     return s;
 }
 
+/* "data:<mime>;base64,<data>" of a media part (mime: the part's name, else dflt);
+ * malloc'd, NULL when out of memory. */
+static char *data_url(const pm_part *p, const char *dflt) {
+    const char *mime = p->name ? p->name : dflt;
+    const char *data = p->text ? p->text : "";
+    size_t n = strlen(mime) + strlen(data) + 16;
+    char *url = malloc(n);
+    if (url) snprintf(url, n, "data:%s;base64,%s", mime, data);
+    return url;
+}
+
 static int add_message(json_t *arr, const pm_message *m) {
     int bad = 0;
     if (m->role == PM_ROLE_TOOL || m->role == PM_ROLE_USER) {
@@ -60,11 +71,7 @@ static int add_message(json_t *arr, const pm_message *m) {
             if (p->kind == PM_PART_TEXT && p->text && *p->text) {
                 c = json_pack("{s:s, s:s}", "type", "text", "text", p->text);
             } else if (p->kind == PM_PART_IMAGE) {
-                const char *mime = p->name ? p->name : "image/png";
-                const char *data = p->text ? p->text : "";
-                size_t n = strlen(mime) + strlen(data) + 16;
-                char *url = malloc(n);
-                if (url) snprintf(url, n, "data:%s;base64,%s", mime, data);
+                char *url = data_url(p, "image/png");
                 c = url ? json_pack("{s:s, s:{s:s}}", "type", "image_url", "image_url", "url", url)
                         : NULL;
                 free(url);
@@ -75,11 +82,7 @@ static int add_message(json_t *arr, const pm_message *m) {
                 c = json_pack("{s:s, s:{s:s, s:s}}", "type", "input_audio", "input_audio", "data",
                               p->text ? p->text : "", "format", fmt);
             } else if (p->kind == PM_PART_DOCUMENT) {
-                const char *mime = p->name ? p->name : "application/pdf";
-                const char *data = p->text ? p->text : "";
-                size_t n = strlen(mime) + strlen(data) + 16;
-                char *url = malloc(n);
-                if (url) snprintf(url, n, "data:%s;base64,%s", mime, data);
+                char *url = data_url(p, "application/pdf");
                 c = url ? json_pack("{s:s, s:{s:s, s:s}}", "type", "file", "file", "filename",
                                     "document.pdf", "file_data", url)
                         : NULL;
@@ -133,15 +136,11 @@ char *pm__openai_body(const pm_request *req, bool stream, pm_error *err) {
         bad |= !tools;
         for (size_t i = 0; !bad && i < req->ntools; i++) {
             const pm_tool_def *t = &req->tools[i];
-            json_error_t je;
-            json_t *schema = json_loads(t->input_schema_json ? t->input_schema_json : "{}", 0, &je);
-            if (!json_is_object(schema)) {
-                json_decref(schema);
+            json_t *schema = pm__tool_schema(t, err);
+            if (!schema) {
                 json_decref(tools);
                 json_decref(msgs);
                 json_decref(root);
-                pm__fail(err, PM_ERR_ARG, "tool %s: input schema is not a JSON object",
-                         t->name ? t->name : "?");
                 return NULL;
             }
             json_t *fn = json_pack("{s:s, s:s, s:o}", "name", t->name ? t->name : "", "description",
@@ -185,6 +184,18 @@ static int set_finish(pm__decoder *d, const char *finish) {
     if (!d->stop_raw) return pm__sink_fail(d->sink, PM_ERR_NOMEM, "out of memory");
     d->stop = pm__map_stop(finish);
     d->saw_finish = true;
+    return 0;
+}
+
+/* A stream delta's or the whole message's texts: reasoning_content (or alt_reasoning,
+ * when given) as thinking, then content. 0 or -1. */
+static int emit_texts(pm__decoder *d, json_t *m, const char *alt_reasoning) {
+    const char *s;
+    if ((s = pm__jstr(m, "reasoning_content")) ||
+        (alt_reasoning && (s = pm__jstr(m, alt_reasoning))))
+        if (pm__emit_text(d->sink, PM_EV_THINKING_DELTA, s, strlen(s))) return -1;
+    if ((s = pm__jstr(m, "content")))
+        if (pm__emit_text(d->sink, PM_EV_TEXT_DELTA, s, strlen(s))) return -1;
     return 0;
 }
 
@@ -246,11 +257,7 @@ int pm__openai_chunk(pm__decoder *d, json_t *obj) {
     json_t *c0 = json_array_get(choices, 0);
     if (c0) {
         json_t *delta = json_object_get(c0, "delta");
-        const char *s;
-        if ((s = pm__jstr(delta, "reasoning_content")) || (s = pm__jstr(delta, "reasoning")))
-            if (pm__emit_text(d->sink, PM_EV_THINKING_DELTA, s, strlen(s))) return -1;
-        if ((s = pm__jstr(delta, "content")))
-            if (pm__emit_text(d->sink, PM_EV_TEXT_DELTA, s, strlen(s))) return -1;
+        if (emit_texts(d, delta, "reasoning")) return -1;
         size_t i;
         json_t *tc;
         json_array_foreach(json_object_get(delta, "tool_calls"), i, tc) {
@@ -277,11 +284,7 @@ int pm__openai_full(pm__decoder *d, json_t *obj) {
     json_t *msg = json_object_get(c0, "message");
     if (!json_is_object(msg))
         return pm__sink_fail(d->sink, PM_ERR_PROTOCOL, "answer has no choices[0].message");
-    const char *s;
-    if ((s = pm__jstr(msg, "reasoning_content")))
-        if (pm__emit_text(d->sink, PM_EV_THINKING_DELTA, s, strlen(s))) return -1;
-    if ((s = pm__jstr(msg, "content")))
-        if (pm__emit_text(d->sink, PM_EV_TEXT_DELTA, s, strlen(s))) return -1;
+    if (emit_texts(d, msg, NULL)) return -1;
     size_t i;
     json_t *tc;
     json_array_foreach(json_object_get(msg, "tool_calls"), i, tc) {
@@ -296,6 +299,7 @@ int pm__openai_full(pm__decoder *d, json_t *obj) {
     }
     for (size_t k = 0; k < d->ntools; k++)
         if (pm__tool_finish(d, &d->tools[k], k)) return -1;
+    const char *s;
     if ((s = pm__jstr(c0, "finish_reason")) && set_finish(d, s)) return -1;
     if (json_is_object(json_object_get(obj, "usage"))) read_usage(d, json_object_get(obj, "usage"));
     if (pm__emit_usage(d) || pm__emit_stop(d)) return -1;

@@ -201,6 +201,24 @@ int pm__emit_usage(pm__decoder *d) {
     return pm__emit(d->sink, &ev);
 }
 
+/* Parses text as a JSON object and hands it to the provider's decoder: one event or
+ * chunk of a stream, or (stream false) the whole answer. Not an object fails the sink
+ * with "<bad>: <parser's reason>". */
+static int decode_object(pm__decoder *d, const char *text, size_t len, bool stream,
+                         const char *bad) {
+    json_error_t je;
+    json_t *obj = json_loadb(text, len, 0, &je);
+    if (!json_is_object(obj)) {
+        json_decref(obj);
+        return pm__sink_fail(d->sink, PM_ERR_PROTOCOL, "%s: %s", bad, je.text);
+    }
+    bool openai = d->provider == PM_PROVIDER_OPENAI;
+    int rc = stream ? (openai ? pm__openai_chunk(d, obj) : pm__anthropic_event(d, obj))
+                    : (openai ? pm__openai_full(d, obj) : pm__anthropic_full(d, obj));
+    json_decref(obj);
+    return rc;
+}
+
 int pm__decode_sse(void *ctx, const char *event, const char *data, size_t len) {
     pm__decoder *d = ctx;
     (void)event; /* both providers repeat the event type inside the JSON */
@@ -209,16 +227,7 @@ int pm__decode_sse(void *ctx, const char *event, const char *data, size_t len) {
         d->saw_done = true;
         return 0;
     }
-    json_error_t je;
-    json_t *obj = json_loadb(data, len, 0, &je);
-    if (!json_is_object(obj)) {
-        json_decref(obj);
-        return pm__sink_fail(d->sink, PM_ERR_PROTOCOL, "bad JSON in the event stream: %s", je.text);
-    }
-    int rc =
-        d->provider == PM_PROVIDER_OPENAI ? pm__openai_chunk(d, obj) : pm__anthropic_event(d, obj);
-    json_decref(obj);
-    return rc;
+    return decode_object(d, data, len, true, "bad JSON in the event stream");
 }
 
 int pm__decode_eof(pm__decoder *d) {
@@ -234,15 +243,7 @@ int pm__decode_eof(pm__decoder *d) {
 }
 
 int pm__decode_full(pm__decoder *d, const char *body, size_t len) {
-    json_error_t je;
-    json_t *obj = json_loadb(body, len, 0, &je);
-    if (!json_is_object(obj)) {
-        json_decref(obj);
-        return pm__sink_fail(d->sink, PM_ERR_PROTOCOL, "the answer is not JSON: %s", je.text);
-    }
-    int rc =
-        d->provider == PM_PROVIDER_OPENAI ? pm__openai_full(d, obj) : pm__anthropic_full(d, obj);
-    json_decref(obj);
+    int rc = decode_object(d, body, len, false, "the answer is not JSON");
     if (rc == 0) {
         pm_stream_event ev = {.kind = PM_EV_DONE};
         rc = pm__emit(d->sink, &ev);

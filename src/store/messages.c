@@ -10,6 +10,7 @@
  * batch is never interleaved with another.
  */
 #include "store_int.h"
+#include "peri/base.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,33 @@ static pst_status take_i64(void *ctx, const psb_row *row, pst_error *err) {
     int64_t *v = ctx;
     *v = pst__i64(row->col[0]);
     return PST_OK;
+}
+
+/* Each message's INSERT, in both append paths: its seq is taken from the thread's
+ * next_seq after the UPDATE that reserved the range ($2 = how far from its end), and a
+ * foreign or missing thread yields NULL, which seq NOT NULL refuses. */
+static const char insert_sql[] =
+    "INSERT INTO messages(thread_id, seq, role, content, meta, created_at) "
+    "VALUES($1, (SELECT next_seq FROM threads WHERE id = $1 AND "
+    "(CAST($7 AS TEXT) IS NULL OR workspace_id IN "
+    "(SELECT id FROM workspaces WHERE machine_id = $7))) - $2, $3, $4, $5, $6)";
+
+/* insert_sql's parameters for message m, from_end places before the range's end. */
+static void insert_params(psb_val p[7], const pst_store *s, const char *thread_id,
+                          const pst_message_in *m, size_t from_end, int64_t now) {
+    p[0] = PSB_T(thread_id);
+    p[1] = PSB_I((int64_t)from_end);
+    p[2] = PSB_T(m->role);
+    p[3] = PSB_T(m->content);
+    p[4] = PSB_T(m->meta);
+    p[5] = PSB_I(now);
+    p[6] = pst__owner_param(s);
+}
+
+/* Message i, which the database refused by a CHECK constraint. */
+static pst_status bad_message(pst_error *err, pst_status r, size_t i) {
+    return pst__fail(err, r, err ? err->sqlite_code : 0,
+                     "message %zu: content/meta is not valid JSON or role is empty", i);
 }
 
 static pst_status append_locked(pst_store *s, const char *thread_id, const pst_message_in *msgs,
@@ -59,16 +87,11 @@ static pst_status append_locked(pst_store *s, const char *thread_id, const pst_m
         if (r != PST_OK) return pst__ctx(err, r, "begin append");
         r = s->ops->exec(s->be, st[0].sql, up, 4, take_i64, &seq, NULL, NULL, err);
         for (size_t i = 0; i < n && r == PST_OK && seq >= 0; i++) {
-            psb_val p[] = {PSB_T(thread_id),       PSB_I(seq + (int64_t)i), PSB_T(msgs[i].role),
-                           PSB_T(msgs[i].content), PSB_T(msgs[i].meta),     PSB_I(now)};
+            psb_val p[7];
+            insert_params(p, s, thread_id, &msgs[i], n - i, now);
             psb_violation v;
-            r = PSB_EXEC(s,
-                         "INSERT INTO messages(thread_id, seq, role, content, meta, created_at) "
-                         "VALUES($1, $2, $3, $4, $5, $6)",
-                         p, NULL, NULL, NULL, &v, err);
-            if (r == PST_ERR_ARG && v == PSB_V_CHECK)
-                pst__fail(err, r, err ? err->sqlite_code : 0,
-                          "message %zu: content/meta is not valid JSON or role is empty", i);
+            r = s->ops->exec(s->be, insert_sql, p, 7, NULL, NULL, NULL, &v, err);
+            if (r == PST_ERR_ARG && v == PSB_V_CHECK) bad_message(err, r, i);
         }
         if (r == PST_OK && seq < 0) {
             s->ops->rollback(s->be);
@@ -87,20 +110,8 @@ static pst_status append_locked(pst_store *s, const char *thread_id, const pst_m
     }
     psb_val ins[MAXB][7];
     for (size_t i = 0; i < chunk; i++) {
-        psb_val *p = ins[i];
-        p[0] = PSB_T(thread_id);
-        p[1] = PSB_I((int64_t)(n - i)); /* seq = next_seq (after the UPDATE) - (n - i) */
-        p[2] = PSB_T(msgs[i].role);
-        p[3] = PSB_T(msgs[i].content);
-        p[4] = PSB_T(msgs[i].meta);
-        p[5] = PSB_I(now);
-        p[6] = pst__owner_param(s);
-        st[i + 1] =
-            (psb_stmt){"INSERT INTO messages(thread_id, seq, role, content, meta, created_at) "
-                       "VALUES($1, (SELECT next_seq FROM threads WHERE id = $1 AND "
-                       "(CAST($7 AS TEXT) IS NULL OR workspace_id IN "
-                       "(SELECT id FROM workspaces WHERE machine_id = $7))) - $2, $3, $4, $5, $6)",
-                       p, 7};
+        insert_params(ins[i], s, thread_id, &msgs[i], n - i, now);
+        st[i + 1] = (psb_stmt){insert_sql, ins[i], 7};
     }
     int failed_at = -1;
     psb_violation v = PSB_V_NONE;
@@ -116,9 +127,7 @@ static pst_status append_locked(pst_store *s, const char *thread_id, const pst_m
         }
         if (r == PST_OK) return pst__fail(err, PST_ERR_IO, 0, "append: no sequence reserved");
         if (r == PST_ERR_ARG && v == PSB_V_CHECK && failed_at >= 1)
-            return pst__fail(err, r, err ? err->sqlite_code : 0,
-                             "message %d: content/meta is not valid JSON or role is empty",
-                             failed_at - 1);
+            return bad_message(err, r, (size_t)(failed_at - 1));
         return pst__ctx(err, r, "append messages");
     }
     *first = seq;
@@ -160,12 +169,10 @@ typedef struct list_fill {
 
 static pst_status take_message(void *ctx, const psb_row *row, pst_error *err) {
     list_fill *f = ctx;
-    if (f->out->count == f->cap) {
-        size_t cap = f->cap ? 2 * f->cap : 64;
-        pst_message *grown = realloc(f->out->items, cap * sizeof *grown);
+    if (f->out->count == f->cap) { /* checked doubling: a huge history cannot wrap */
+        pst_message *grown = pb_grow(f->out->items, &f->cap, sizeof *grown, 64);
         if (!grown) return pst__fail(err, PST_ERR_NOMEM, 0, "out of memory");
         f->out->items = grown;
-        f->cap = cap;
     }
     pst_message *m = &f->out->items[f->out->count++];
     m->seq = pst__i64(row->col[0]);
@@ -203,11 +210,9 @@ pst_status pst_messages_load(pst_store *s, const char *thread_id, pst_message_li
                      "WHERE thread_id = $1 ORDER BY seq",
                      p, take_message, &f, NULL, NULL, err);
     UNLOCK(s);
-    if (r != PST_OK) {
-        pst__ctx(err, r, "load messages");
-        pst_message_list_clear(out);
-    }
-    return r;
+    if (r == PST_OK) return PST_OK;
+    pst_message_list_clear(out); /* nothing half-loaded is handed out */
+    return pst__ctx(err, r, "load messages");
 }
 
 pst_status pst_messages_count(pst_store *s, const char *thread_id, int64_t *count, pst_error *err) {

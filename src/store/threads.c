@@ -8,6 +8,7 @@
 #include "store_int.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +20,29 @@ static bool id_ok(const char *id) {
     return id && *id && strlen(id) < PST_ID_LEN;
 }
 
+/* The thread's owned strings and their column in THREAD_COLUMNS: the one list that
+ * reading a row and clearing walk. cwd is never NULL ("" for a NULL column); the others
+ * stay NULL when their column is. */
+static const struct {
+    int col;
+    size_t off;
+    const char *if_null; /* what a NULL column reads as */
+} thread_strs[] = {
+    {4, offsetof(pst_thread, cwd), ""},
+    {5, offsetof(pst_thread, title), NULL},
+    {6, offsetof(pst_thread, model), NULL},
+    {7, offsetof(pst_thread, meta), NULL},
+};
+#define NTHREAD_STRS (sizeof thread_strs / sizeof thread_strs[0])
+
+static char **thread_str(pst_thread *t, size_t i) {
+    return (char **)((char *)t + thread_strs[i].off);
+}
+
 void pst_thread_clear(pst_thread *t) {
     if (!t) return;
-    free(t->cwd);
-    free(t->title);
-    free(t->model);
-    free(t->meta);
+    for (size_t i = 0; i < NTHREAD_STRS; i++)
+        free(*thread_str(t, i));
     memset(t, 0, sizeof *t);
 }
 
@@ -164,43 +182,55 @@ static pst_status read_thread_row(const psb_row *row, pst_thread *t, pst_error *
     snprintf(t->workspace_id, PST_ID_LEN, "%s", c[1] ? c[1] : "");
     snprintf(t->parent_id, PST_ID_LEN, "%s", c[2] ? c[2] : "");
     snprintf(t->machine_id, PST_ID_LEN, "%s", c[3] ? c[3] : "");
-    t->cwd = pst__strdup(c[4] ? c[4] : "");
-    t->title = pst__strdup(c[5]);
-    t->model = pst__strdup(c[6]);
-    t->meta = pst__strdup(c[7]);
+    bool oom = false;
+    for (size_t i = 0; i < NTHREAD_STRS; i++) {
+        const char *v = c[thread_strs[i].col] ? c[thread_strs[i].col] : thread_strs[i].if_null;
+        char **f = thread_str(t, i);
+        *f = pst__strdup(v);
+        oom |= v && !*f;
+    }
     t->archived = pst__i64(c[8]) != 0;
     t->message_count = pst__i64(c[9]);
     t->created_at = pst__i64(c[10]);
     t->updated_at = pst__i64(c[11]);
-    if (!t->cwd || (!t->title && c[5]) || (!t->model && c[6]) || (!t->meta && c[7])) {
+    if (oom) {
         pst_thread_clear(t);
         return pst__fail(err, PST_ERR_NOMEM, 0, "out of memory");
     }
     return PST_OK;
 }
 
-typedef struct one_thread {
-    pst_thread *out;
-    bool found;
-} one_thread;
+typedef struct page_fill {
+    pst_thread_page *out;
+    size_t limit;
+    bool more;
+} page_fill;
 
-static pst_status take_thread(void *ctx, const psb_row *row, pst_error *err) {
-    one_thread *o = ctx;
-    if (o->found) return PST_OK;
-    o->found = true;
-    return o->out ? read_thread_row(row, o->out, err) : PST_OK;
+static pst_status take_page_row(void *ctx, const psb_row *row, pst_error *err) {
+    page_fill *f = ctx;
+    if (f->out->count == f->limit) {
+        f->more = true;
+        return PST_OK;
+    }
+    pst_status r = read_thread_row(row, &f->out->items[f->out->count], err);
+    if (r == PST_OK) f->out->count++;
+    return r;
 }
 
 static pst_status get_locked(pst_store *s, const char *id, pst_thread *out, pst_error *err) {
-    one_thread o = {.out = out};
+    /* a page of at most one: into out, or into tmp when only existence is asked */
+    pst_thread tmp;
+    pst_thread_page one = {.items = out ? out : &tmp};
+    page_fill f = {.out = &one, .limit = 1};
     psb_val p[] = {PSB_T(id)};
     pst_status r = PSB_EXEC(s,
                             "SELECT " THREAD_COLUMNS
                             "FROM threads t JOIN workspaces w ON w.id = t.workspace_id "
                             "WHERE t.id = $1",
-                            p, take_thread, &o, NULL, NULL, err);
+                            p, take_page_row, &f, NULL, NULL, err);
+    if (!out && one.count) pst_thread_clear(&tmp);
     if (r != PST_OK) return pst__ctx(err, r, "get thread");
-    if (!o.found) return pst__fail(err, PST_ERR_NOT_FOUND, 0, "no such session: %s", id);
+    if (!one.count) return pst__fail(err, PST_ERR_NOT_FOUND, 0, "no such session: %s", id);
     return PST_OK;
 }
 
@@ -347,23 +377,6 @@ static bool parse_cursor(const char *c, int64_t *ts, char id[PST_ID_LEN]) {
     *ts = v;
     snprintf(id, PST_ID_LEN, "%s", end + 1);
     return true;
-}
-
-typedef struct page_fill {
-    pst_thread_page *out;
-    size_t limit;
-    bool more;
-} page_fill;
-
-static pst_status take_page_row(void *ctx, const psb_row *row, pst_error *err) {
-    page_fill *f = ctx;
-    if (f->out->count == f->limit) {
-        f->more = true;
-        return PST_OK;
-    }
-    pst_status r = read_thread_row(row, &f->out->items[f->out->count], err);
-    if (r == PST_OK) f->out->count++;
-    return r;
 }
 
 pst_status pst_thread_list(pst_store *s, const pst_list_query *q, pst_thread_page *out,

@@ -342,19 +342,20 @@ ptl_fstatus ptl_read_beneath(const char *root, const char *path, size_t max, boo
 }
 
 const char *ptl_fstatus_text(ptl_fstatus s) {
-    switch (s) {
-    case PTL_F_OK: return "ok";
-    case PTL_F_MISSING: return "no such file or directory";
-    case PTL_F_ESCAPES: return "path escapes the workspace";
-    case PTL_F_IS_DIR: return "is a directory, not a file";
-    case PTL_F_NOT_REGULAR: return "not a regular file";
-    case PTL_F_HARDLINK:
-        return "refused: the file has other hard links, which may lie outside the workspace";
-    case PTL_F_TOO_LARGE: return "file too large";
-    case PTL_F_NOMEM: return "out of memory";
-    case PTL_F_IO: break;
-    }
-    return "input/output error";
+    static const char *const texts[] = {
+        [PTL_F_OK] = "ok",
+        [PTL_F_MISSING] = "no such file or directory",
+        [PTL_F_ESCAPES] = "path escapes the workspace",
+        [PTL_F_IS_DIR] = "is a directory, not a file",
+        [PTL_F_NOT_REGULAR] = "not a regular file",
+        [PTL_F_HARDLINK] =
+            "refused: the file has other hard links, which may lie outside the workspace",
+        [PTL_F_TOO_LARGE] = "file too large",
+        [PTL_F_NOMEM] = "out of memory",
+        [PTL_F_IO] = "input/output error",
+    };
+    _Static_assert(sizeof texts / sizeof texts[0] == PTL_F_IO + 1, "a text for every status");
+    return (unsigned)s < sizeof texts / sizeof texts[0] ? texts[s] : texts[PTL_F_IO];
 }
 
 /* ---------------------------------------------------------------- writing */

@@ -294,6 +294,43 @@ static ptl_fstatus open_existing(int dirfd, const char *name, int *fd, struct st
     return s;
 }
 
+/* The file a write or edit changes: the workspace root, the path below it, the
+ * directory that holds the file and its last name, the file's descriptor while open and
+ * its display path. All owned; target_release closes and frees what is set. */
+typedef struct target {
+    int rootfd, dirfd, fd;
+    char *rel, *name, *abs;
+} target;
+
+/* Opens the root and reaches the file write or edit (verb) changes (create: missing
+ * directories are made). 0, or -1 with *st and r saying why (a bad path, or one of the
+ * workspace's control files). Release t whatever it returns. */
+static int open_target(const ptl_ctx *ctx, ptl_result *r, const char *path, bool create,
+                       const char *verb, target *t, ptl_status *st) {
+    *t = (target){.rootfd = -1, .dirfd = -1, .fd = -1};
+    t->rootfd = open_root(ctx, r, path, &t->rel, st);
+    if (t->rootfd < 0) return -1;
+    int rc = ptl__target_at(t->rootfd, t->rel, create, &t->dirfd, &t->name);
+    if (rc < 0) {
+        *st = target_error(r, path, rc);
+        return -1;
+    }
+    if (control_target(t->rootfd, t->dirfd, t->name)) {
+        *st = control_error(r, verb, path);
+        return -1;
+    }
+    return 0;
+}
+
+static void target_release(target *t) {
+    if (t->fd >= 0) close(t->fd);
+    if (t->dirfd >= 0) close(t->dirfd);
+    if (t->rootfd >= 0) close(t->rootfd);
+    free(t->abs);
+    free(t->name);
+    free(t->rel);
+}
+
 static char *join_path(int dirfd, const ptl_ctx *ctx, const char *name) {
     char *dir = ptl__fd_path(dirfd, ctx->cwd, "."), *out = NULL;
     if (dir && asprintf(&out, "%s/%s", dir, name) < 0) out = NULL;
@@ -313,48 +350,38 @@ ptl_status ptl__write(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
         return ptl__error(r, "write: content of %zu bytes is over the %u MiB limit: %s", clen,
                           MAX_FILE >> 20, path);
     ptl_status st = PTL_OK;
-    char *rel, *name = NULL, *old = NULL, *abs = NULL;
+    char *old = NULL;
     size_t old_len = 0;
-    int dirfd = -1, fd = -1;
-    int rootfd = open_root(ctx, r, path, &rel, &st);
-    if (rootfd < 0) return st;
-    int rc = ptl__target_at(rootfd, rel, true, &dirfd, &name);
-    if (rc < 0) {
-        st = target_error(r, path, rc);
-        goto done;
-    }
-    if (control_target(rootfd, dirfd, name)) {
-        st = control_error(r, "write", path);
-        goto done;
-    }
+    target t;
+    if (open_target(ctx, r, path, true, "write", &t, &st)) goto done;
     struct stat sb;
-    ptl_fstatus fs = open_existing(dirfd, name, &fd, &sb);
+    ptl_fstatus fs = open_existing(t.dirfd, t.name, &t.fd, &sb);
     bool exists = fs == PTL_F_OK || fs == PTL_F_HARDLINK;
     if (!exists && fs != PTL_F_MISSING) {
         st = status_error(r, path, fs);
         goto done;
     }
     /* the old text goes into the diff, unless another name of the file may be outside */
-    if (fs == PTL_F_OK && ptl__read_fd(fd, MAX_FILE, false, &old, &old_len) != PTL_F_OK) {
+    if (fs == PTL_F_OK && ptl__read_fd(t.fd, MAX_FILE, false, &old, &old_len) != PTL_F_OK) {
         free(old);
         old = NULL;
         old_len = 0;
     }
-    if (fd >= 0) close(fd);
-    fd = -1;
-    abs = join_path(dirfd, ctx, name);
-    if (!abs) {
+    if (t.fd >= 0) close(t.fd);
+    t.fd = -1;
+    t.abs = join_path(t.dirfd, ctx, t.name);
+    if (!t.abs) {
         st = PTL_ERR_NOMEM;
         goto done;
     }
-    if (exists && old && client_read(ctx, abs, &old, &old_len) != PTL_F_OK) {
+    if (exists && old && client_read(ctx, t.abs, &old, &old_len) != PTL_F_OK) {
         free(old);
         old = NULL;
         old_len = 0;
     }
-    int werr = client_write(ctx, abs, content, clen);
+    int werr = client_write(ctx, t.abs, content, clen);
     if (werr < 0)
-        werr = ptl__replace_at(dirfd, name, content, clen, exists ? &sb : NULL, ctx->cancel);
+        werr = ptl__replace_at(t.dirfd, t.name, content, clen, exists ? &sb : NULL, ctx->cancel);
     if (werr) {
         if (werr == ECANCELED) {
             st = ptl__error(r, "cancelled: %s was not changed", path);
@@ -371,17 +398,12 @@ ptl_status ptl__write(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     if (st == PTL_OK) {
         static const char hidden[] = "(not shown: the file has other hard links)";
         const char *ot = !exists ? NULL : old ? old : hidden;
-        st = diff_content(r, abs, ot, old ? old_len : sizeof hidden - 1, content, clen);
+        st = diff_content(r, t.abs, ot, old ? old_len : sizeof hidden - 1, content, clen);
     }
-    if (st == PTL_OK) st = ptl__location(r, abs, 0);
+    if (st == PTL_OK) st = ptl__location(r, t.abs, 0);
 done:
-    if (fd >= 0) close(fd);
-    if (dirfd >= 0) close(dirfd);
-    close(rootfd);
+    target_release(&t);
     free(old);
-    free(abs);
-    free(name);
-    free(rel);
     return st;
 }
 
@@ -413,26 +435,16 @@ ptl_status ptl__edit(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     if (olen == nlen && memcmp(olds, news, olen) == 0)
         return bad_input(r, "edit", "old_string and new_string are identical");
     ptl_status st = PTL_OK;
-    char *rel, *name = NULL, *data = NULL, *result = NULL, *abs = NULL;
-    int dirfd = -1, fd = -1;
+    char *data = NULL, *result = NULL;
     size_t len = 0;
-    int rootfd = open_root(ctx, r, path, &rel, &st);
-    if (rootfd < 0) return st;
-    int rc = ptl__target_at(rootfd, rel, false, &dirfd, &name);
-    if (rc < 0) {
-        st = target_error(r, path, rc);
-        goto done;
-    }
-    if (control_target(rootfd, dirfd, name)) {
-        st = control_error(r, "edit", path);
-        goto done;
-    }
+    target t;
+    if (open_target(ctx, r, path, false, "edit", &t, &st)) goto done;
     struct stat sb;
-    ptl_fstatus fs = open_existing(dirfd, name, &fd, &sb);
-    if (fs == PTL_F_OK) fs = ptl__read_fd(fd, MAX_FILE, false, &data, &len);
+    ptl_fstatus fs = open_existing(t.dirfd, t.name, &t.fd, &sb);
+    if (fs == PTL_F_OK) fs = ptl__read_fd(t.fd, MAX_FILE, false, &data, &len);
     if (fs == PTL_F_OK && ctx->client_fs) { /* the editor's buffer */
-        abs = join_path(dirfd, ctx, name);
-        fs = abs ? client_read(ctx, abs, &data, &len) : PTL_F_NOMEM;
+        t.abs = join_path(t.dirfd, ctx, t.name);
+        fs = t.abs ? client_read(ctx, t.abs, &data, &len) : PTL_F_NOMEM;
     }
     if (fs != PTL_F_OK) {
         st = status_error(r, path, fs);
@@ -464,8 +476,8 @@ ptl_status ptl__edit(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
         goto done;
     }
     result = malloc(out_len + 1);
-    if (!abs) abs = join_path(dirfd, ctx, name);
-    if (!result || !abs) {
+    if (!t.abs) t.abs = join_path(t.dirfd, ctx, t.name);
+    if (!result || !t.abs) {
         st = PTL_ERR_NOMEM;
         goto done;
     }
@@ -481,10 +493,10 @@ ptl_status ptl__edit(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     }
     memcpy(w, p, (size_t)(end - p));
     result[out_len] = '\0';
-    close(fd);
-    fd = -1;
-    int werr = client_write(ctx, abs, result, out_len);
-    if (werr < 0) werr = ptl__replace_at(dirfd, name, result, out_len, &sb, ctx->cancel);
+    close(t.fd);
+    t.fd = -1;
+    int werr = client_write(ctx, t.abs, result, out_len);
+    if (werr < 0) werr = ptl__replace_at(t.dirfd, t.name, result, out_len, &sb, ctx->cancel);
     if (werr) {
         if (werr == ECANCELED) {
             st = ptl__error(r, "cancelled: %s was not changed", path);
@@ -499,17 +511,12 @@ ptl_status ptl__edit(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     ptl__out_init(&o, ctx->max_output);
     ptl__out_addf(&o, "Edited %s: %zu replacement%s", path, n, n == 1 ? "" : "s");
     st = ptl__finish(r, &o, false);
-    if (st == PTL_OK) st = diff_content(r, abs, data, len, result, out_len);
-    if (st == PTL_OK) st = ptl__location(r, abs, 0);
+    if (st == PTL_OK) st = diff_content(r, t.abs, data, len, result, out_len);
+    if (st == PTL_OK) st = ptl__location(r, t.abs, 0);
 done:
-    if (fd >= 0) close(fd);
-    if (dirfd >= 0) close(dirfd);
-    close(rootfd);
+    target_release(&t);
     free(result);
     free(data);
-    free(abs);
-    free(name);
-    free(rel);
     return st;
 }
 
@@ -604,9 +611,7 @@ ptl_status ptl__list(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
         if (st == PTL_OK) st = ptl__location(r, abs, 0);
         if (st == PTL_OK && stop) st = PTL_CANCELLED;
     }
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
+    pb_strv_free(names, n);
     free(abs);
     return st;
 }

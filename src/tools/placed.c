@@ -158,6 +158,30 @@ static ptl_status place_and_run(const ptl_ctx *ctx, const pl_request *rq, const 
 
 /* ---------------------------------------------------------------- shell */
 
+/* "<prefix>-<seconds>-<nanoseconds>" of the wall clock: a placement run's id. */
+static void run_id_of(char out[PTL_RUN_ID_LEN], const char *prefix) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(out, PTL_RUN_ID_LEN, "%s-%lld-%09ld", prefix, (long long)ts.tv_sec, ts.tv_nsec);
+}
+
+void ptl_shell_request(pl_request *rq, char run_id[PTL_RUN_ID_LEN], const char *prefix,
+                       const ptl_sandbox *sb, const char *workspace, const char *cmd,
+                       long long timeout_ms, uint32_t memory_mib, uint32_t processes) {
+    run_id_of(run_id, prefix);
+    *rq = (pl_request){.run_id = run_id,
+                       .kind = PL_PROGRAM_SHELL,
+                       .program = cmd,
+                       .requirements = PL_REQ_SHELL,
+                       .state_class = PL_STATE_NATIVE_WORKSPACE_REF,
+                       .workspace = workspace,
+                       .network = sb->policy && sb->policy->network_allowed,
+                       .limits = {.cpu_ms = (uint32_t)timeout_ms,
+                                  .wall_ms = (uint32_t)timeout_ms,
+                                  .memory_mib = memory_mib,
+                                  .processes = processes}};
+}
+
 /* sandbox mode off and the ACP client offers terminals: the command runs
  * in a terminal the client creates, and the content embeds it. Returns false when the
  * client offers none (the direct runner is used); otherwise *st is the outcome. */
@@ -232,21 +256,9 @@ ptl_status ptl__shell_placed(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
         return st;
     }
     if (!sb->place) return ptl__error(r, "shell: the native sandbox is not configured");
-    char run_id[64];
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    snprintf(run_id, sizeof run_id, "shell-%lld-%09ld", (long long)ts.tv_sec, ts.tv_nsec);
-    pl_request rq = {.run_id = run_id,
-                     .kind = PL_PROGRAM_SHELL,
-                     .program = cmd,
-                     .requirements = PL_REQ_SHELL,
-                     .state_class = PL_STATE_NATIVE_WORKSPACE_REF,
-                     .workspace = ctx->cwd,
-                     .network = sb->policy && sb->policy->network_allowed,
-                     .limits = {.cpu_ms = (uint32_t)timeout,
-                                .wall_ms = (uint32_t)timeout,
-                                .memory_mib = 2048,
-                                .processes = 256}};
+    char run_id[PTL_RUN_ID_LEN];
+    pl_request rq;
+    ptl_shell_request(&rq, run_id, "shell", sb, ctx->cwd, cmd, timeout, 2048, 256);
     return place_and_run(ctx, &rq, cmd, "sh", r);
 }
 
@@ -375,10 +387,8 @@ ptl_status ptl__run(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
             goto done;
         }
     }
-    char run_id[64];
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    snprintf(run_id, sizeof run_id, "run-%lld-%09ld", (long long)ts.tv_sec, ts.tv_nsec);
+    char run_id[PTL_RUN_ID_LEN];
+    run_id_of(run_id, "run");
     pl_request rq = {.run_id = run_id,
                      .kind = ruby     ? PL_PROGRAM_RUBY
                              : python ? PL_PROGRAM_PYTHON

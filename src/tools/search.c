@@ -238,9 +238,7 @@ static bool walk_dir(walk *w, int dfd, const char *rel, int depth) {
         }
         free(crel);
     }
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
+    pb_strv_free(names, n);
     return go;
 }
 
@@ -355,9 +353,7 @@ ptl_status ptl__glob(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
         if (st == PTL_OK) st = ptl__text_content(r);
         if (st == PTL_OK && w.cancelled) st = PTL_CANCELLED;
     }
-    for (size_t i = 0; i < g.n; i++)
-        free(g.hits[i]);
-    free(g.hits);
+    pb_strv_free(g.hits, g.n);
 done:
     close(fd);
     free(prefix);

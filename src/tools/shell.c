@@ -94,24 +94,6 @@ static void child(const char *cwd, const char *cmd, int wfd) {
 #define REAPER_TICK_MS 10
 #define REAPER_ROUNDS  10000 /* kill rounds before giving up on a fork storm */
 
-static long long mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static size_t utoa(char *b, unsigned long v) {
-    char t[24];
-    size_t n = 0;
-    do {
-        t[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (size_t i = 0; i < n; i++)
-        b[i] = t[n - 1 - i];
-    return n;
-}
-
 /* Parses decimal pids from buf[0..n) and SIGKILLs each; returns how many. */
 static int kill_listed(const char *buf, size_t n) {
     int killed = 0;
@@ -137,7 +119,7 @@ static int kill_listed(const char *buf, size_t n) {
 static int kill_children(void) {
     char path[64] = "/proc/self/task/";
     size_t k = strlen(path);
-    k += utoa(path + k, (unsigned long)syscall(SYS_gettid));
+    k += pb_utoa(path + k, (unsigned long)syscall(SYS_gettid));
     memcpy(path + k, "/children", 10);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
@@ -239,10 +221,10 @@ static _Noreturn void reaper(const char *cwd, const char *cmd, int rfd, int wfd,
             if (w == sh) {
                 shell_status = st;
                 shell_done = true;
-                drain_end = mono_ms() + DRAIN_MS;
+                drain_end = pb_mono_ms() + DRAIN_MS;
             }
         if (shell_done && w < 0 && errno == ECHILD) reaper_exit(shell_status);
-        if (shell_done && mono_ms() >= drain_end) {
+        if (shell_done && pb_mono_ms() >= drain_end) {
             kill_tree(sh);
             reaper_exit(shell_status);
         }
@@ -259,9 +241,9 @@ static _Noreturn void reaper(const char *cwd, const char *cmd, int rfd, int wfd,
 /* Waits for the reaper after SIGTERM; if it does not end in time (it always should),
  * its whole group is killed. */
 static void reap_reaper(pid_t pid, int *status) {
-    long long end = mono_ms() + 5000;
+    int64_t end = pb_mono_ms() + 5000;
     while (waitpid(pid, status, WNOHANG) == 0) {
-        if (mono_ms() >= end) {
+        if (pb_mono_ms() >= end) {
             kill(-pid, SIGKILL);
             waitpid(pid, status, 0);
             return;

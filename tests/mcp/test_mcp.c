@@ -665,7 +665,7 @@ static void test_pool_builtin(void **state) {
         pmcp_pool_result r;
         int rc = pmcp_pool_run(p, calls[i][0], calls[i][1], NULL, NULL, NULL, &r);
         assert_int_equal(rc, 0);
-        assert_string_equal(r.text, d.output);
+        assert_string_equal(r.output, d.output);
         assert_int_equal(r.is_error, d.is_error);
         if (r.content_json || !d.content_json) {
             same_json(r.content_json, d.content_json);
@@ -682,7 +682,7 @@ static void test_pool_builtin(void **state) {
         same_json(r.meta_json, d.meta_json);
         if (i == 0) {
             assert_int_equal(g_editor_reads, before + 1);
-            assert_non_null(strstr(r.text, "FROM-EDITOR"));
+            assert_non_null(strstr(r.output, "FROM-EDITOR"));
         }
         if (i == 1) assert_non_null(strstr(r.content_json, "\"type\":\"diff\""));
         pmcp_pool_result_clear(&r);
@@ -725,7 +725,7 @@ static void test_pool_builtin_cancel(void **state) {
     clock_gettime(CLOCK_MONOTONIC, &t1);
     pthread_join(th, NULL);
     assert_int_equal(rc, 1);
-    assert_non_null(strstr(r.text, "partial-77"));
+    assert_non_null(strstr(r.output, "partial-77"));
     assert_true(t1.tv_sec - t0.tv_sec < 10); /* did not wait for the command */
     pmcp_pool_result_clear(&r);
     pmcp_pool_close(p);

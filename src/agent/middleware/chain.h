@@ -37,12 +37,11 @@ void pag__chain_run(const pag__chain *c, const pag_hook_call *call, pag_hook_ans
 
 /* The agent's own middlewares (their files in this folder). */
 int pag__permission_mount(pag_session *s, pag_middleware *out);
-/* The tools the host-mounted middlewares declare (decl.c), each ending with a NULL
- * name. */
+/* The tools the middlewares declare (decl.c), each ending with a NULL name. */
 extern const pag_tool_info pag__subagent_tools[];
 extern const pag_tool_info pag__skills_tools[];
-extern const pag_tool_info pag__goal_tools[]; /* goal.c */
-extern const pag_tool_info pag__cron_tools[]; /* cron.c */
+extern const pag_tool_info pag__goal_tools[];
+extern const pag_tool_info pag__cron_tools[];
 extern const pag_tool_info pag__askuser_tools[];
 extern const pag_tool_info pag__tasks_tools[];
 

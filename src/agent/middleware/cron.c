@@ -1,11 +1,12 @@
 /*
  * cron.c — the cron middleware: scheduled prompts of one live session.
  *
- * What it declares: three tools (cron_create, cron_list, cron_delete) and a timer
- * (a thread of the caller-owned pag_cron) that calls the host's fire function when a
- * schedule is due. Schedules are 5-field cron expressions (minute hour day-of-month
- * month day-of-week, UTC; `*`, lists, ranges, steps, names are not accepted) or intervals
- * ("every 30s", "every 5m", "every 2h", "@every 10m"; at least 1 s).
+ * What it declares: three tools (cron_create, cron_list, cron_delete; their descriptors
+ * are in decl.c with every middleware's) and a timer (a thread of the caller-owned
+ * pag_cron) that calls the host's fire function when a schedule is due. Schedules are
+ * 5-field cron expressions (minute hour day-of-month month day-of-week, UTC; `*`, lists,
+ * ranges, steps, names are not accepted) or intervals ("every 30s", "every 5m",
+ * "every 2h", "@every 10m"; at least 1 s).
  *
  * Invariants:
  *   - no global state: everything is in the pag_cron its owner frees;
@@ -15,6 +16,7 @@
  *   - nothing is persisted here: a new process starts with no schedule (the host tells
  *     the cron how many were lost, and cron_list tells the model).
  */
+#include "agent/middleware/chain.h"
 #include "peri/agent.h"
 
 #include <errno.h>
@@ -333,41 +335,11 @@ char *pag_cron_records(pag_cron *c) {
 
 /* ---------------------------------------------------------------- tools */
 
-static const char create_schema[] =
-    "{\"type\":\"object\",\"properties\":{\"schedule\":{\"type\":\"string\",\"description\":"
-    "\"5-field cron expression in UTC (minute hour day-of-month month day-of-week, e.g. "
-    "\\\"*/15 * * * *\\\") or an interval (\\\"every 30s\\\", \\\"every 10m\\\", \\\"every "
-    "2h\\\")\"},\"prompt\":{\"type\":\"string\",\"description\":\"The prompt to run in this "
-    "session each time\"}},\"required\":[\"schedule\",\"prompt\"]}";
-static const char list_schema[] = "{\"type\":\"object\",\"properties\":{}}";
-static const char delete_schema[] =
-    "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"integer\",\"description\":\"The "
-    "schedule's id from cron_create or cron_list\"}},\"required\":[\"id\"]}";
-
-/* The cron middleware's declared tools (the chain lists them; NULL-name terminated). */
-const pag_tool_info pag__cron_tools[] = {
-    {.name = "cron_create",
-     .description = "Schedule a prompt to run in this session at times (cron, UTC) or at an "
-                    "interval, while this session stays open. Schedules end with the session "
-                    "and are not restored after a restart.",
-     .schema_json = create_schema,
-     .kind = "other",
-     .read_only = false},
-    {.name = "cron_list",
-     .description = "List this session's scheduled prompts (id, schedule, prompt, runs, "
-                    "skipped runs, next time).",
-     .schema_json = list_schema,
-     .kind = "read",
-     .read_only = true},
-    {.name = "cron_delete",
-     .description = "Delete one of this session's scheduled prompts by id.",
-     .schema_json = delete_schema,
-     .kind = "other",
-     .read_only = false},
-    {.name = NULL}};
-
 const pag_tool_info *pag_cron_tools(size_t *n) {
-    *n = sizeof pag__cron_tools / sizeof pag__cron_tools[0] - 1;
+    size_t k = 0;
+    while (pag__cron_tools[k].name) /* decl.c's table ends with a NULL name */
+        k++;
+    *n = k;
     return pag__cron_tools;
 }
 

@@ -1,8 +1,9 @@
 /*
- * decl.c — what the host-mounted middlewares declare to the model: their tools'
- * descriptors (static, immutable). The implementations are the host's (the controller
- * runs `task`, `skill` and `ask_user`); the chain lists these declarations in its
- * production order, so the tool catalogue follows the chain.
+ * decl.c — what the middlewares declare to the model: their tools' descriptors (static,
+ * immutable), all in one place. The implementations are elsewhere: the host's (the
+ * controller runs `task`, `skill`, `ask_user` and the background-task tools), the
+ * agent's own for goal_complete (goal.c) and the cron tools (cron.c). The chain lists
+ * these declarations in its production order, so the tool catalogue follows the chain.
  */
 #include "agent/middleware/chain.h"
 
@@ -85,4 +86,51 @@ const pag_tool_info pag__skills_tools[] = {
      .schema_json = skill_schema,
      .kind = "read",
      .read_only = true},
+    {.name = NULL}};
+
+static const char goal_schema[] =
+    "{\"type\":\"object\",\"properties\":{\"summary\":{\"type\":\"string\",\"description\":"
+    "\"What shows the goal is met\"}},\"required\":[\"summary\"]}";
+
+/* The goal middleware's declared tools (the chain lists them; NULL-name terminated). */
+const pag_tool_info pag__goal_tools[] = {
+    {.name = "goal_complete",
+     .description = "Declare the session's standing goal met (only when it truly is; the "
+                    "summary says what shows it). Without a goal it does nothing.",
+     .schema_json = goal_schema,
+     .kind = "think",
+     .read_only = true},
+    {.name = NULL}};
+
+static const char cron_create_schema[] =
+    "{\"type\":\"object\",\"properties\":{\"schedule\":{\"type\":\"string\",\"description\":"
+    "\"5-field cron expression in UTC (minute hour day-of-month month day-of-week, e.g. "
+    "\\\"*/15 * * * *\\\") or an interval (\\\"every 30s\\\", \\\"every 10m\\\", \\\"every "
+    "2h\\\")\"},\"prompt\":{\"type\":\"string\",\"description\":\"The prompt to run in this "
+    "session each time\"}},\"required\":[\"schedule\",\"prompt\"]}";
+static const char cron_list_schema[] = "{\"type\":\"object\",\"properties\":{}}";
+static const char cron_delete_schema[] =
+    "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"integer\",\"description\":\"The "
+    "schedule's id from cron_create or cron_list\"}},\"required\":[\"id\"]}";
+
+/* The cron middleware's declared tools (the chain lists them; NULL-name terminated). */
+const pag_tool_info pag__cron_tools[] = {
+    {.name = "cron_create",
+     .description = "Schedule a prompt to run in this session at times (cron, UTC) or at an "
+                    "interval, while this session stays open. Schedules end with the session "
+                    "and are not restored after a restart.",
+     .schema_json = cron_create_schema,
+     .kind = "other",
+     .read_only = false},
+    {.name = "cron_list",
+     .description = "List this session's scheduled prompts (id, schedule, prompt, runs, "
+                    "skipped runs, next time).",
+     .schema_json = cron_list_schema,
+     .kind = "read",
+     .read_only = true},
+    {.name = "cron_delete",
+     .description = "Delete one of this session's scheduled prompts by id.",
+     .schema_json = cron_delete_schema,
+     .kind = "other",
+     .read_only = false},
     {.name = NULL}};

@@ -2,11 +2,11 @@
  * goal.c — the goal middleware: a standing objective of the session.
  *
  * What it declares: a system-prompt contribution (the goal and how to say it is met,
- * pag__goal_note), one tool (`goal_complete`, by which the model declares the goal met),
- * a plan entry (the goal first in the ACP plan), and the text of an automatic
- * continuation. The host owns the rest: the `/goal` command, persisting text and state
- * in the session's meta, and continuing a turn that ended without the goal met, up to
- * the user's bound, never after a cancel.
+ * pag__goal_note), one tool (`goal_complete`, by which the model declares the goal met;
+ * its descriptor is in decl.c), a plan entry (the goal first in the ACP plan), and the
+ * text of an automatic continuation. The host owns the rest: the `/goal` command,
+ * persisting text and state in the session's meta, and continuing a turn that ended
+ * without the goal met, up to the user's bound, never after a cancel.
  *
  * Invariants: the goal lives in the session (goal_mu), not in its history, so
  * compaction and /clear never drop it; a new goal starts unmet; a met goal stays shown
@@ -20,6 +20,18 @@
 #include <string.h>
 
 #define GOAL_MAX 4000
+
+int pag__goal_init(pag_session *s) {
+    s->goal = NULL;
+    s->goal_met = false;
+    return pthread_mutex_init(&s->goal_mu, NULL) == 0 ? 0 : -1;
+}
+
+void pag__goal_free(pag_session *s) {
+    free(s->goal);
+    s->goal = NULL;
+    pthread_mutex_destroy(&s->goal_mu);
+}
 
 int pag_session_set_goal(pag_session *s, const char *text, bool met) {
     char *copy = NULL;
@@ -60,20 +72,6 @@ char *pag__goal_note(pag_session *s) {
     free(g);
     return out;
 }
-
-static const char goal_schema[] =
-    "{\"type\":\"object\",\"properties\":{\"summary\":{\"type\":\"string\",\"description\":"
-    "\"What shows the goal is met\"}},\"required\":[\"summary\"]}";
-
-/* The goal middleware's declared tools (the chain lists them; NULL-name terminated). */
-const pag_tool_info pag__goal_tools[] = {
-    {.name = "goal_complete",
-     .description = "Declare the session's standing goal met (only when it truly is; the "
-                    "summary says what shows it). Without a goal it does nothing.",
-     .schema_json = goal_schema,
-     .kind = "think",
-     .read_only = true},
-    {.name = NULL}};
 
 const pag_tool_info *pag_goal_tool(void) {
     return &pag__goal_tools[0];

@@ -25,6 +25,7 @@
  * Ownership: a pag_hooks owns deep copies of both hook objects; project hooks can be
  * replaced while a hook runs elsewhere (mu guards the pointer; a run holds a reference).
  */
+#include "agent/checker.h"
 #include "agent/middleware/chain.h"
 #include "peri/place.h"
 #include "peri/tools.h"
@@ -34,7 +35,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,47 +57,35 @@ struct pag_hooks {
 
 /* ---------------------------------------------------------------- validation */
 
-typedef struct checker {
-    pag_settings_report_fn report;
-    void *ud;
-    size_t errors;
-} checker;
-
-static void bad(checker *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void bad(checker *c, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    c->errors++;
-    if (c->report) c->report(c->ud, true, msg);
-}
+typedef pag__checker checker;
 
 static void check_entry(checker *c, const char *path, json_t *e) {
     if (!json_is_object(e)) {
-        bad(c, "%s: must be an object", path);
+        pag__finding(c, true, NULL, "%s: must be an object", path);
         return;
     }
     const char *type = json_string_value(json_object_get(e, "type"));
     if (!type) type = json_object_get(e, "command") ? "command" : NULL;
     if (!type || (strcmp(type, "command") && strcmp(type, "mcp_tool"))) {
-        bad(c, "%s.type: must be \"command\" or \"mcp_tool\"", path);
+        pag__finding(c, true, NULL, "%s.type: must be \"command\" or \"mcp_tool\"", path);
         return;
     }
     if (!strcmp(type, "command") && !json_is_string(json_object_get(e, "command")))
-        bad(c, "%s.command: must be a string", path);
+        pag__finding(c, true, NULL, "%s.command: must be a string", path);
     if (!strcmp(type, "mcp_tool") && (!json_is_string(json_object_get(e, "server")) ||
                                       !json_is_string(json_object_get(e, "tool"))))
-        bad(c, "%s: an mcp_tool hook needs \"server\" and \"tool\" (strings)", path);
+        pag__finding(c, true, NULL, "%s: an mcp_tool hook needs \"server\" and \"tool\" (strings)",
+                     path);
     json_t *t = json_object_get(e, "timeout");
     if (t && (!json_is_number(t) || json_number_value(t) <= 0 ||
               json_number_value(t) > HOOK_TIMEOUT_MAX))
-        bad(c, "%s.timeout: must be a number of seconds in (0, %d]", path, HOOK_TIMEOUT_MAX);
+        pag__finding(c, true, NULL, "%s.timeout: must be a number of seconds in (0, %d]", path,
+                     HOOK_TIMEOUT_MAX);
     static const char *const flags[] = {"unsandboxed", "failClosed"};
     for (size_t i = 0; i < 2; i++) {
         json_t *f = json_object_get(e, flags[i]);
-        if (f && !json_is_boolean(f)) bad(c, "%s.%s: must be true or false", path, flags[i]);
+        if (f && !json_is_boolean(f))
+            pag__finding(c, true, NULL, "%s.%s: must be true or false", path, flags[i]);
     }
 }
 
@@ -106,7 +94,7 @@ static size_t check_hooks(const json_t *hooks, const char *path, pag_settings_re
     checker c = {.report = report, .ud = ud};
     if (!hooks) return 0;
     if (!json_is_object(hooks)) {
-        bad(&c, "%s: must be an object", path);
+        pag__finding(&c, true, NULL, "%s: must be an object", path);
         return c.errors;
     }
     const char *ev;
@@ -114,14 +102,14 @@ static size_t check_hooks(const json_t *hooks, const char *path, pag_settings_re
     json_object_foreach((json_t *)hooks, ev, groups) {
         pag_hook h;
         if (!pag_hook_parse(ev, &h)) {
-            bad(&c,
-                "%s.%s: not a hook event (SessionStart, UserPromptSubmit, PreToolUse, "
-                "PostToolUse, PreCompact, Stop, SubagentStop)",
-                path, ev);
+            pag__finding(&c, true, NULL,
+                         "%s.%s: not a hook event (SessionStart, UserPromptSubmit, PreToolUse, "
+                         "PostToolUse, PreCompact, Stop, SubagentStop)",
+                         path, ev);
             continue;
         }
         if (!json_is_array(groups)) {
-            bad(&c, "%s.%s: must be an array", path, ev);
+            pag__finding(&c, true, NULL, "%s.%s: must be an array", path, ev);
             continue;
         }
         size_t i;
@@ -131,13 +119,14 @@ static size_t check_hooks(const json_t *hooks, const char *path, pag_settings_re
             snprintf(gp, sizeof gp, "%s.%s[%zu]", path, ev, i);
             json_t *m = json_object_get(g, "matcher");
             if (!json_is_object(g)) {
-                bad(&c, "%s: must be an object", gp);
+                pag__finding(&c, true, NULL, "%s: must be an object", gp);
                 continue;
             }
-            if (m && !json_is_string(m)) bad(&c, "%s.matcher: must be a string", gp);
+            if (m && !json_is_string(m))
+                pag__finding(&c, true, NULL, "%s.matcher: must be a string", gp);
             json_t *list = json_object_get(g, "hooks");
             if (!json_is_array(list)) {
-                bad(&c, "%s.hooks: must be an array", gp);
+                pag__finding(&c, true, NULL, "%s.hooks: must be an array", gp);
                 continue;
             }
             size_t k;
@@ -403,23 +392,11 @@ static void run_placed(const pag_hooks *h, const char *cmd, const char *input, l
         snprintf(r->why, sizeof r->why, "the native sandbox is not configured");
         return;
     }
-    char run_id[64];
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    snprintf(run_id, sizeof run_id, "hook-%lld-%09ld", (long long)ts.tv_sec, ts.tv_nsec);
-    pl_request rq = {.run_id = run_id,
-                     .kind = PL_PROGRAM_SHELL,
-                     .program = cmd,
-                     .stdin_data = input,
-                     .stdin_len = strlen(input),
-                     .requirements = PL_REQ_SHELL,
-                     .state_class = PL_STATE_NATIVE_WORKSPACE_REF,
-                     .workspace = h->env.cwd,
-                     .network = sb->policy && sb->policy->network_allowed,
-                     .limits = {.cpu_ms = (uint32_t)timeout_ms,
-                                .wall_ms = (uint32_t)timeout_ms,
-                                .memory_mib = 1024,
-                                .processes = 64}};
+    char run_id[PTL_RUN_ID_LEN];
+    pl_request rq;
+    ptl_shell_request(&rq, run_id, "hook", sb, h->env.cwd, cmd, timeout_ms, 1024, 64);
+    rq.stdin_data = input;
+    rq.stdin_len = strlen(input);
     pl_policy none = {0};
     pl_cancel *pc = pl_cancel_new();
     if (!pc) {
