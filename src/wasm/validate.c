@@ -259,10 +259,7 @@ static pw_status validate_module(pw_module *m, pw_vctx *v) {
 }
 
 pw_status pw__validate(pw_module *m, pw_error *err) {
-    pw_vctx v;
-    memset(&v, 0, sizeof v);
-    v.m = m;
-    v.err = err;
+    pw_vctx v = {.m = m, .err = err};
     err->status = PW_OK;
     pw_status st = validate_module(m, &v);
     pw__vctx_free(&v);
