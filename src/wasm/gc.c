@@ -106,6 +106,16 @@ static uint64_t large_bytes(const pw_gcheap *h, const pw_obj *o) {
     return pw__gcheap_cost(sizeof(pw_struct) + h->lay[o->type_id]->size);
 }
 
+/* ---------------------------------------------------------------- field access */
+
+void pw__gc_store_field(uint8_t *p, uint8_t kind, pw_slot v) {
+    pw__gc_field_put(p, kind, v);
+}
+
+pw_slot pw__gc_load_field(const uint8_t *p, uint8_t kind, bool sign) {
+    return pw__gc_field_get(p, kind, sign);
+}
+
 /* ---------------------------------------------------------------- marking */
 
 typedef struct gcctx {

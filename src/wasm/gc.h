@@ -122,10 +122,12 @@ void pw__gc_collect(pw_store *s, const pw_gcframe *cur);
 void pw__gc_free_all(pw_store *s);
 
 /* Field access: a field or element of storage kind `kind` at p, stored from or
- * loaded into a slot (i8/i16 zero- or sign-extended to 32 bits). Inline: the
- * interpreter's struct and array handlers (interp_gc.h) pass constant kinds, so each
- * folds to one load or store; the host API and slow paths pass a layout's kind. */
-static inline void pw__gc_store_field(uint8_t *p, uint8_t kind, pw_slot v) {
+ * loaded into a slot (i8/i16 zero- or sign-extended to 32 bits). The inline forms
+ * serve the interpreter's struct and array get/set handlers (interp_gc.h), whose
+ * constant kinds fold each to one load or store; the out-of-line pw__gc_store_field
+ * and pw__gc_load_field (gc.c) serve a layout's run-time kind (host API, allocation
+ * loops), so the interpreter's loop does not inline that switch. */
+static inline void pw__gc_field_put(uint8_t *p, uint8_t kind, pw_slot v) {
     switch (kind) {
     case PW_GK_I8: *p = (uint8_t)v.u32; break;
     case PW_GK_I16: {
@@ -138,7 +140,7 @@ static inline void pw__gc_store_field(uint8_t *p, uint8_t kind, pw_slot v) {
     }
 }
 
-static inline pw_slot pw__gc_load_field(const uint8_t *p, uint8_t kind, bool sign) {
+static inline pw_slot pw__gc_field_get(const uint8_t *p, uint8_t kind, bool sign) {
     pw_slot v = {.u64 = 0};
     switch (kind) {
     case PW_GK_I8: v.u32 = sign ? (uint32_t)(int32_t)(int8_t)*p : *p; break;
@@ -154,13 +156,8 @@ static inline pw_slot pw__gc_load_field(const uint8_t *p, uint8_t kind, bool sig
     return v;
 }
 
-/* Stores *v into (set) or loads *v from the field at p (interp_gc.h). */
-static inline void pw__gc_access(uint8_t *p, uint8_t kind, bool sign, bool set, pw_slot *v) {
-    if (set)
-        pw__gc_store_field(p, kind, *v);
-    else
-        *v = pw__gc_load_field(p, kind, sign);
-}
+void pw__gc_store_field(uint8_t *p, uint8_t kind, pw_slot v);
+pw_slot pw__gc_load_field(const uint8_t *p, uint8_t kind, bool sign);
 
 /* Does reference r match reference type t (heap type relative to inst's module)? */
 bool pw__gc_ref_test(pw_store *s, pw_instance *inst, pw_ref r, pw_valtype t);

@@ -42,7 +42,11 @@ L_STRUCT_NEW_DEFAULT : {
     L_STRUCT_##name : {                                                                            \
         pw_ref r = S((set) ? 1 : 2).ref;                                                           \
         if (__builtin_expect(!r, 0)) TRAP(PW_TRAP_NULL_STRUCT_REF);                                \
-        pw__gc_access(((pw_struct *)r)->data + IMM(3), kind, sign, set, &S((set) ? 2 : 1));        \
+        uint8_t *p = ((pw_struct *)r)->data + IMM(3);                                              \
+        if (set)                                                                                   \
+            pw__gc_field_put(p, kind, S(2));                                                       \
+        else                                                                                       \
+            S(1) = pw__gc_field_get(p, kind, sign);                                                \
         NEXT(4);                                                                                   \
     }                                                                                              \
     L_ARRAY_##name : {                                                                             \
@@ -50,7 +54,11 @@ L_STRUCT_NEW_DEFAULT : {
         if (__builtin_expect(!a, 0)) TRAP(PW_TRAP_NULL_ARRAY_REF);                                 \
         uint32_t i = S((set) ? 2 : 3).u32;                                                         \
         if (__builtin_expect(i >= a->len, 0)) TRAP(PW_TRAP_ARRAY_OOB);                             \
-        pw__gc_access(a->data + ((size_t)i << (kind)), kind, sign, set, &S((set) ? 3 : 1));        \
+        uint8_t *p = a->data + ((size_t)i << (kind));                                              \
+        if (set)                                                                                   \
+            pw__gc_field_put(p, kind, S(3));                                                       \
+        else                                                                                       \
+            S(1) = pw__gc_field_get(p, kind, sign);                                                \
         NEXT(4);                                                                                   \
     }
 PW_FIELD(GET8S, PW_GK_I8, true, false)
