@@ -12,22 +12,23 @@
 #include <math.h>
 #include <string.h>
 
-static inline int32_t pw_sat_i32(double a) {
+/* Saturating truncation to an integer range whose bounds lo and hi are exact doubles:
+ * NaN gives 0, a <= lo gives min, a >= hi gives max, anything between truncates. The
+ * i32, u32 and i64 cases fit int64_t; u64 alone needs its own unsigned cast. */
+static inline int64_t pw_sat_range(double a, double lo, double hi, int64_t min, int64_t max) {
     if (a != a) return 0;
-    if (a <= -2147483648.0) return INT32_MIN;
-    if (a >= 2147483647.0) return INT32_MAX;
-    return (int32_t)a;
+    if (a <= lo) return min;
+    if (a >= hi) return max;
+    return (int64_t)a;
+}
+static inline int32_t pw_sat_i32(double a) {
+    return (int32_t)pw_sat_range(a, -2147483648.0, 2147483648.0, INT32_MIN, INT32_MAX);
 }
 static inline uint32_t pw_sat_u32(double a) {
-    if (a != a || a <= 0.0) return 0;
-    if (a >= 4294967295.0) return UINT32_MAX;
-    return (uint32_t)a;
+    return (uint32_t)pw_sat_range(a, 0.0, 4294967296.0, 0, UINT32_MAX);
 }
 static inline int64_t pw_sat_i64(double a) {
-    if (a != a) return 0;
-    if (a < -9223372036854775808.0) return INT64_MIN;
-    if (a >= 9223372036854775808.0) return INT64_MAX;
-    return (int64_t)a;
+    return pw_sat_range(a, -9223372036854775808.0, 9223372036854775808.0, INT64_MIN, INT64_MAX);
 }
 static inline uint64_t pw_sat_u64(double a) {
     if (a != a || a <= 0.0) return 0;

@@ -109,32 +109,11 @@ static uint64_t large_bytes(const pw_gcheap *h, const pw_obj *o) {
 /* ---------------------------------------------------------------- field access */
 
 void pw__gc_store_field(uint8_t *p, uint8_t kind, pw_slot v) {
-    switch (kind) {
-    case PW_GK_I8: *p = (uint8_t)v.u32; break;
-    case PW_GK_I16: {
-        uint16_t x = (uint16_t)v.u32;
-        memcpy(p, &x, 2);
-        break;
-    }
-    case PW_GK_I32: memcpy(p, &v.u32, 4); break;
-    default: memcpy(p, &v.u64, 8); break;
-    }
+    pw__gc_field_put(p, kind, v);
 }
 
 pw_slot pw__gc_load_field(const uint8_t *p, uint8_t kind, bool sign) {
-    pw_slot v = {.u64 = 0};
-    switch (kind) {
-    case PW_GK_I8: v.u32 = sign ? (uint32_t)(int32_t)(int8_t)*p : *p; break;
-    case PW_GK_I16: {
-        uint16_t x;
-        memcpy(&x, p, 2);
-        v.u32 = sign ? (uint32_t)(int32_t)(int16_t)x : x;
-        break;
-    }
-    case PW_GK_I32: memcpy(&v.u32, p, 4); break;
-    default: memcpy(&v.u64, p, 8); break;
-    }
-    return v;
+    return pw__gc_field_get(p, kind, sign);
 }
 
 /* ---------------------------------------------------------------- marking */
@@ -364,7 +343,7 @@ static void *gc_alloc(pw_store *s, size_t bytes, uint8_t kind, const pw_gcframe 
 }
 
 pw_struct *pw__gc_new_struct(pw_store *s, pw_instance *inst, uint32_t typeidx,
-                            const pw_gcframe *cur) {
+                             const pw_gcframe *cur) {
     const pw_gclayout *l = &inst->mod->code->gc_layouts[typeidx];
     uint32_t id = inst->type_ids[typeidx];
     pw_gcheap *h = s->gc_heap;
@@ -386,7 +365,7 @@ pw_struct *pw__gc_new_struct(pw_store *s, pw_instance *inst, uint32_t typeidx,
 }
 
 pw_array *pw__gc_new_array(pw_store *s, pw_instance *inst, uint32_t typeidx, uint32_t len,
-                          const pw_gcframe *cur) {
+                           const pw_gcframe *cur) {
     const pw_gclayout *l = &inst->mod->code->gc_layouts[typeidx];
     uint64_t bytes = sizeof(pw_array) + (uint64_t)len * l->size;
     if (bytes > s->cfg.memory_cap) return NULL;
@@ -474,7 +453,7 @@ pw_trap_code pw__gc_array_copy(pw_array *da, uint32_t d, pw_array *sa, uint32_t 
 }
 
 pw_trap_code pw__gc_array_init_data(pw_instance *inst, pw_array *a, uint32_t seg, uint32_t d,
-                                   uint32_t si, uint32_t n) {
+                                    uint32_t si, uint32_t n) {
     const pw_data *ds = &inst->mod->datas[seg];
     uint64_t len = inst->data_dropped[seg] ? 0 : ds->bytes.len;
     if ((uint64_t)d + n > a->len) return PW_TRAP_ARRAY_OOB;
@@ -486,7 +465,7 @@ pw_trap_code pw__gc_array_init_data(pw_instance *inst, pw_array *a, uint32_t seg
 }
 
 pw_trap_code pw__gc_array_init_elem(pw_instance *inst, pw_array *a, uint32_t seg, uint32_t d,
-                                   uint32_t si, uint32_t n) {
+                                    uint32_t si, uint32_t n) {
     uint64_t len = inst->elem_len[seg];
     if ((uint64_t)d + n > a->len) return PW_TRAP_ARRAY_OOB;
     if ((uint64_t)si + n > len) return PW_TRAP_TABLE_OOB;
@@ -495,8 +474,8 @@ pw_trap_code pw__gc_array_init_elem(pw_instance *inst, pw_array *a, uint32_t seg
 }
 
 pw_trap_code pw__gc_array_new_data(pw_store *s, pw_instance *inst, uint32_t typeidx, uint32_t seg,
-                                  uint32_t off, uint32_t len, const pw_gcframe *cur,
-                                  pw_array **out) {
+                                   uint32_t off, uint32_t len, const pw_gcframe *cur,
+                                   pw_array **out) {
     const pw_data *ds = &inst->mod->datas[seg];
     uint64_t dlen = inst->data_dropped[seg] ? 0 : ds->bytes.len;
     uint32_t es = inst->mod->code->gc_layouts[typeidx].size;
@@ -509,8 +488,8 @@ pw_trap_code pw__gc_array_new_data(pw_store *s, pw_instance *inst, uint32_t type
 }
 
 pw_trap_code pw__gc_array_new_elem(pw_store *s, pw_instance *inst, uint32_t typeidx, uint32_t seg,
-                                  uint32_t off, uint32_t len, const pw_gcframe *cur,
-                                  pw_array **out) {
+                                   uint32_t off, uint32_t len, const pw_gcframe *cur,
+                                   pw_array **out) {
     if ((uint64_t)off + len > inst->elem_len[seg]) return PW_TRAP_TABLE_OOB;
     pw_array *a = pw__gc_new_array(s, inst, typeidx, len, cur);
     if (!a) return PW_TRAP_COUNT_;

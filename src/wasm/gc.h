@@ -18,6 +18,8 @@
 
 #include "wasm/runtime.h"
 
+#include <string.h>
+
 /* Storage kinds of fields and array elements. */
 enum { PW_GK_I8 = 0, PW_GK_I16, PW_GK_I32, PW_GK_I64, PW_GK_REF };
 
@@ -62,7 +64,8 @@ uint64_t pw__gcheap_cost(size_t bytes);
 bool pw__gcheap_fits(const pw_store *s, const pw_gcheap *h, size_t bytes);
 pw_obj *pw__gcheap_alloc(pw_store *s, pw_gcheap *h, size_t bytes); /* zeroed; NULL: cap */
 uint64_t pw__gcheap_sweep(pw_store *s, pw_gcheap *h,
-                         uint64_t (*large_bytes)(const pw_gcheap *, const pw_obj *), bool keep_all);
+                          uint64_t (*large_bytes)(const pw_gcheap *, const pw_obj *),
+                          bool keep_all);
 void pw__gcheap_each(pw_gcheap *h, void (*fn)(void *ctx, pw_obj *o), void *ctx);
 
 /* A precise stack map site: code index (in the module's code array) of the word
@@ -107,9 +110,9 @@ typedef struct pw_gcframe {
 } pw_gcframe;
 
 pw_struct *pw__gc_new_struct(pw_store *s, pw_instance *inst, uint32_t typeidx,
-                            const pw_gcframe *cur);
+                             const pw_gcframe *cur);
 pw_array *pw__gc_new_array(pw_store *s, pw_instance *inst, uint32_t typeidx, uint32_t len,
-                          const pw_gcframe *cur);
+                           const pw_gcframe *cur);
 /* An exception package (exnref) for tag with the payload vals (tag->nparams cells,
  * roots during the allocation); NULL when out of memory. */
 pw_exn *pw__gc_new_exn(pw_store *s, pw_tag *tag, const pw_slot *vals, const pw_gcframe *cur);
@@ -118,7 +121,41 @@ void pw__gc_collect(pw_store *s, const pw_gcframe *cur);
 /* Free every GC object (pw_store_free). */
 void pw__gc_free_all(pw_store *s);
 
-/* Field access helpers (host API, const exprs, slow paths). */
+/* Field access: a field or element of storage kind `kind` at p, stored from or
+ * loaded into a slot (i8/i16 zero- or sign-extended to 32 bits). The inline forms
+ * serve the interpreter's struct and array get/set handlers (interp_gc.h), whose
+ * constant kinds fold each to one load or store; the out-of-line pw__gc_store_field
+ * and pw__gc_load_field (gc.c) serve a layout's run-time kind (host API, allocation
+ * loops), so the interpreter's loop does not inline that switch. */
+static inline void pw__gc_field_put(uint8_t *p, uint8_t kind, pw_slot v) {
+    switch (kind) {
+    case PW_GK_I8: *p = (uint8_t)v.u32; break;
+    case PW_GK_I16: {
+        uint16_t x = (uint16_t)v.u32;
+        memcpy(p, &x, 2);
+        break;
+    }
+    case PW_GK_I32: memcpy(p, &v.u32, 4); break;
+    default: memcpy(p, &v.u64, 8); break;
+    }
+}
+
+static inline pw_slot pw__gc_field_get(const uint8_t *p, uint8_t kind, bool sign) {
+    pw_slot v = {.u64 = 0};
+    switch (kind) {
+    case PW_GK_I8: v.u32 = sign ? (uint32_t)(int32_t)(int8_t)*p : *p; break;
+    case PW_GK_I16: {
+        uint16_t x;
+        memcpy(&x, p, 2);
+        v.u32 = sign ? (uint32_t)(int32_t)(int16_t)x : x;
+        break;
+    }
+    case PW_GK_I32: memcpy(&v.u32, p, 4); break;
+    default: memcpy(&v.u64, p, 8); break;
+    }
+    return v;
+}
+
 void pw__gc_store_field(uint8_t *p, uint8_t kind, pw_slot v);
 pw_slot pw__gc_load_field(const uint8_t *p, uint8_t kind, bool sign);
 
@@ -136,22 +173,22 @@ static inline bool pw_gc_ref_test_fast(pw_store *s, pw_instance *inst, pw_ref r,
 pw_trap_code pw__gc_array_fill(pw_array *a, uint32_t d, pw_slot v, uint32_t n);
 pw_trap_code pw__gc_array_copy(pw_array *da, uint32_t d, pw_array *sa, uint32_t si, uint32_t n);
 pw_trap_code pw__gc_array_init_data(pw_instance *inst, pw_array *a, uint32_t seg, uint32_t d,
-                                   uint32_t si, uint32_t n);
+                                    uint32_t si, uint32_t n);
 pw_trap_code pw__gc_array_init_elem(pw_instance *inst, pw_array *a, uint32_t seg, uint32_t d,
-                                   uint32_t si, uint32_t n);
+                                    uint32_t si, uint32_t n);
 /* array.new_data / array.new_elem: *out set on success; PW_TRAP_NONE or a trap, or
  * PW_TRAP_COUNT_ for allocation failure (OOM). */
 pw_trap_code pw__gc_array_new_data(pw_store *s, pw_instance *inst, uint32_t typeidx, uint32_t seg,
-                                  uint32_t off, uint32_t len, const pw_gcframe *cur,
-                                  pw_array **out);
+                                   uint32_t off, uint32_t len, const pw_gcframe *cur,
+                                   pw_array **out);
 pw_trap_code pw__gc_array_new_elem(pw_store *s, pw_instance *inst, uint32_t typeidx, uint32_t seg,
-                                  uint32_t off, uint32_t len, const pw_gcframe *cur,
-                                  pw_array **out);
+                                   uint32_t off, uint32_t len, const pw_gcframe *cur,
+                                   pw_array **out);
 
 /* gc_api.c: evaluate a GC instruction of a constant expression on the evaluator's
  * stack st[*sp] (room for 64). 1: done; 0: not a GC instruction; -1: failed (err). */
 struct pw_instr;
 int pw__gc_const_op(pw_instance *inst, const struct pw_instr *in, pw_slot *st, uint32_t *sp,
-                   pw_error *err);
+                    pw_error *err);
 
 #endif

@@ -21,29 +21,16 @@ pw_status pw_ctx_throw(pw_call_ctx *cx, pw_tag *tag, const pw_val *args, uint32_
 
 bool pw_module_import_functype(const pw_module *m, uint32_t i, pw_functype *out) {
     if (i >= m->nimports || m->imports[i].kind != PW_EXTERN_FUNC) return false;
-    const pw_deftype *t = &m->types[m->imports[i].u.func_type];
-    out->nparams = t->u.func.nparams;
-    out->nresults = t->u.func.nresults;
-    out->params = t->u.func.types;
-    out->results = t->u.func.types + t->u.func.nparams;
+    pw__functype_view(&m->types[m->imports[i].u.func_type], out);
     return true;
 }
 
 bool pw_module_export_tagtype(const pw_module *m, const char *name, size_t name_len,
                               pw_functype *out) {
-    for (uint32_t i = 0; i < m->nexports; i++) {
-        const pw_export *e = &m->exports[i];
-        if (e->kind != PW_EXTERN_TAG || e->name.len != name_len ||
-            memcmp(m->bytes + e->name.off, name, name_len) != 0)
-            continue;
-        const pw_deftype *t = &m->types[m->tag_types[e->index]];
-        out->nparams = t->u.func.nparams;
-        out->nresults = t->u.func.nresults;
-        out->params = t->u.func.types;
-        out->results = t->u.func.types + t->u.func.nparams;
-        return true;
-    }
-    return false;
+    const pw_export *e = pw__export_find(m, name, name_len);
+    if (!e || e->kind != PW_EXTERN_TAG) return false;
+    pw__functype_view(&m->types[m->tag_types[e->index]], out);
+    return true;
 }
 
 int pw_module_type_form(const pw_module *m, uint32_t ti) {

@@ -13,9 +13,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Evaluate a constant expression. Validation guarantees its shape and types. */
+/* The extended constant arithmetic: i32 (0x6A..0x6C) and i64 (0x7C..0x7E) add, sub and
+ * mul. The low 32 bits of a 64-bit add, sub or mul depend only on the operands' low 32
+ * bits, so one 64-bit operation serves both widths. */
+static bool is_const_arith(uint32_t op) {
+    return (op >= 0x6A && op <= 0x6C) || (op >= 0x7C && op <= 0x7E);
+}
+static void const_arith(uint32_t op, pw_slot *a, pw_slot b) {
+    uint64_t x = a->u64, y = b.u64;
+    uint64_t r = (op == 0x6A || op == 0x7C) ? x + y : (op == 0x6B || op == 0x7D) ? x - y : x * y;
+    if (op <= 0x6C)
+        a->u32 = (uint32_t)r;
+    else
+        a->u64 = r;
+}
+
 /* Evaluates a constant expression into out[0] (and out[1]: the high half of a v128,
- * which takes two cells); *ncells is 1 or 2. */
+ * which takes two cells); *ncells is 1 or 2. Validation guarantees its shape and
+ * types. */
 static bool eval_const(pw_instance *inst, pw_span expr, pw_slot out[2], uint32_t *ncells,
                        pw_error *err) {
     const pw_module *m = inst->mod;
@@ -27,8 +42,12 @@ static bool eval_const(pw_instance *inst, pw_span expr, pw_slot out[2], uint32_t
         memset(&in, 0, sizeof in);
         if (!pw__instr_read(&r, &in)) return false;
         if (in.op == 0x0B) break;
-        if (sp >= 64 && in.op != 0x6A && in.op != 0x6B && in.op != 0x6C && in.op != 0x7C &&
-            in.op != 0x7D && in.op != 0x7E) {
+        if (is_const_arith(in.op)) { /* pops two, pushes one: never deeper */
+            sp--;
+            const_arith(in.op, &st[sp - 1], st[sp]);
+            continue;
+        }
+        if (sp >= 64) {
             pw__fail(err, PW_ERR_INVALID, "constant expression too deep");
             return false;
         }
@@ -48,30 +67,6 @@ static bool eval_const(pw_instance *inst, pw_span expr, pw_slot out[2], uint32_t
             if (sp + 2 > 64) break;
             memcpy(&st[sp++].u64, in.vec, 8);
             memcpy(&st[sp++].u64, in.vec + 8, 8);
-            break;
-        case 0x6A:
-            sp--;
-            st[sp - 1].u32 += st[sp].u32;
-            break;
-        case 0x6B:
-            sp--;
-            st[sp - 1].u32 -= st[sp].u32;
-            break;
-        case 0x6C:
-            sp--;
-            st[sp - 1].u32 *= st[sp].u32;
-            break;
-        case 0x7C:
-            sp--;
-            st[sp - 1].u64 += st[sp].u64;
-            break;
-        case 0x7D:
-            sp--;
-            st[sp - 1].u64 -= st[sp].u64;
-            break;
-        case 0x7E:
-            sp--;
-            st[sp - 1].u64 *= st[sp].u64;
             break;
         default: {
             int g = pw__gc_const_op(inst, &in, st, &sp, err); /* Wasm 3.0 GC: gc_api.c */
@@ -118,8 +113,37 @@ static bool valtype_eq(const pw_module *ma, pw_valtype a, const pw_module *mb, p
 static pw_status unlinkable(pw_error *err, const pw_module *m, const pw_import *imp,
                             const char *what) {
     return pw__fail(err, PW_ERR_UNLINKABLE, "%s: %.*s.%.*s", what, (int)imp->module.len,
-                   (const char *)m->bytes + imp->module.off, (int)imp->name.len,
-                   (const char *)m->bytes + imp->name.off);
+                    (const char *)m->bytes + imp->module.off, (int)imp->name.len,
+                    (const char *)m->bytes + imp->name.off);
+}
+
+/* Does the resolved extern ex (of the import's kind) match import imp's type? */
+static bool import_matches(const pw_instance *inst, const pw_import *imp, const pw_extern *ex) {
+    const pw_module *m = inst->mod;
+    switch (imp->kind) {
+    case PW_EXTERN_FUNC:
+        return ex->u.func->hdr.type_id == inst->type_ids[imp->u.func_type] ||
+               pw__func_type_sub(ex->u.func, m, imp->u.func_type);
+    case PW_EXTERN_TABLE: {
+        const pw_table *t = ex->u.table;
+        return t->is64 == imp->u.table.lim.is64 &&
+               valtype_eq(t->tmod, t->elem, m, imp->u.table.elem) &&
+               limits_match(t->size, t->max, &imp->u.table.lim);
+    }
+    case PW_EXTERN_MEMORY: {
+        const pw_memory *mem = ex->u.memory;
+        return mem->is64 == imp->u.memory.is64 &&
+               limits_match(mem->size >> 16, mem->max_pages, &imp->u.memory);
+    }
+    case PW_EXTERN_GLOBAL: {
+        const pw_global *g = ex->u.global;
+        return g->mut == imp->u.global.mut &&
+               (g->mut ? valtype_eq(g->tmod, g->type, m, imp->u.global.type)
+                       : pw__valtype_sub_cross(g->tmod, g->type, m, imp->u.global.type));
+    }
+    case PW_EXTERN_TAG: return ex->u.tag->hdr.type_id == inst->type_ids[imp->u.tag_type];
+    }
+    return false;
 }
 
 static pw_status link_imports(pw_instance *inst, pw_resolve_fn resolve, void *ctx, pw_error *err) {
@@ -138,48 +162,14 @@ static pw_status link_imports(pw_instance *inst, pw_resolve_fn resolve, void *ct
         memset(&ex, 0, sizeof ex);
         if (!resolve || !resolve(ctx, s, m, &d, &ex))
             return unlinkable(err, m, imp, "unknown import");
-        if (ex.kind != imp->kind || !ex.u.func)
+        if (ex.kind != imp->kind || !ex.u.func || !import_matches(inst, imp, &ex))
             return unlinkable(err, m, imp, "incompatible import type");
         switch (imp->kind) {
-        case PW_EXTERN_FUNC:
-            if (ex.u.func->hdr.type_id != inst->type_ids[imp->u.func_type] &&
-                !pw__func_type_sub(ex.u.func, m, imp->u.func_type))
-                return unlinkable(err, m, imp, "incompatible import type");
-            inst->funcs[nf++] = ex.u.func;
-            break;
-        case PW_EXTERN_TABLE: {
-            pw_table *t = ex.u.table;
-            if (t->is64 != imp->u.table.lim.is64 ||
-                !valtype_eq(t->tmod, t->elem, m, imp->u.table.elem) ||
-                !limits_match(t->size, t->max, &imp->u.table.lim))
-                return unlinkable(err, m, imp, "incompatible import type");
-            inst->tables[nt++] = t;
-            break;
-        }
-        case PW_EXTERN_MEMORY: {
-            pw_memory *mem = ex.u.memory;
-            if (mem->is64 != imp->u.memory.is64 ||
-                !limits_match(mem->size >> 16, mem->max_pages, &imp->u.memory))
-                return unlinkable(err, m, imp, "incompatible import type");
-            inst->mems[nm++] = mem;
-            break;
-        }
-        case PW_EXTERN_GLOBAL: {
-            pw_global *g = ex.u.global;
-            if (g->mut != imp->u.global.mut ||
-                (g->mut ? !valtype_eq(g->tmod, g->type, m, imp->u.global.type)
-                        : !pw__valtype_sub_cross(g->tmod, g->type, m, imp->u.global.type)))
-                return unlinkable(err, m, imp, "incompatible import type");
-            inst->globals[ng++] = g;
-            break;
-        }
-        case PW_EXTERN_TAG: {
-            pw_tag *tg = ex.u.tag;
-            if (tg->hdr.type_id != inst->type_ids[imp->u.tag_type])
-                return unlinkable(err, m, imp, "incompatible import type");
-            inst->tags[ntag++] = tg;
-            break;
-        }
+        case PW_EXTERN_FUNC: inst->funcs[nf++] = ex.u.func; break;
+        case PW_EXTERN_TABLE: inst->tables[nt++] = ex.u.table; break;
+        case PW_EXTERN_MEMORY: inst->mems[nm++] = ex.u.memory; break;
+        case PW_EXTERN_GLOBAL: inst->globals[ng++] = ex.u.global; break;
+        case PW_EXTERN_TAG: inst->tags[ntag++] = ex.u.tag; break;
         }
     }
     return PW_OK;
@@ -325,7 +315,7 @@ static pw_instance *instantiate(pw_store *s, const pw_module *m, const pw_snapsh
         uint64_t min = td->type.lim.min;
         pw_table *t = min > UINT32_MAX ? NULL
                                        : pw__table_create(s, td->type.elem, m, (uint32_t)min,
-                                                         td->type.lim.max, init.ref);
+                                                          td->type.lim.max, init.ref);
         if (!t) {
             pw__fail(err, PW_ERR_OOM, "table allocation failed or over the store's cap");
             return NULL;
@@ -389,22 +379,17 @@ pw_instance *pw_instantiate_snapshot(pw_store *s, const pw_module *m, const pw_s
 }
 
 bool pw_instance_export(pw_instance *inst, const char *name, size_t name_len, pw_extern *out) {
-    const pw_module *m = inst->mod;
-    for (uint32_t i = 0; i < m->nexports; i++) {
-        const pw_export *e = &m->exports[i];
-        if (e->name.len != name_len || memcmp(m->bytes + e->name.off, name, name_len) != 0)
-            continue;
-        out->kind = e->kind;
-        switch (e->kind) {
-        case PW_EXTERN_FUNC: out->u.func = inst->funcs[e->index]; break;
-        case PW_EXTERN_TABLE: out->u.table = inst->tables[e->index]; break;
-        case PW_EXTERN_MEMORY: out->u.memory = inst->mems[e->index]; break;
-        case PW_EXTERN_GLOBAL: out->u.global = inst->globals[e->index]; break;
-        case PW_EXTERN_TAG: out->u.tag = inst->tags[e->index]; break;
-        }
-        return true;
+    const pw_export *e = pw__export_find(inst->mod, name, name_len);
+    if (!e) return false;
+    out->kind = e->kind;
+    switch (e->kind) {
+    case PW_EXTERN_FUNC: out->u.func = inst->funcs[e->index]; break;
+    case PW_EXTERN_TABLE: out->u.table = inst->tables[e->index]; break;
+    case PW_EXTERN_MEMORY: out->u.memory = inst->mems[e->index]; break;
+    case PW_EXTERN_GLOBAL: out->u.global = inst->globals[e->index]; break;
+    case PW_EXTERN_TAG: out->u.tag = inst->tags[e->index]; break;
     }
-    return false;
+    return true;
 }
 
 const pw_module *pw_instance_module(const pw_instance *inst) {

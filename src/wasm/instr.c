@@ -116,86 +116,55 @@ bool pw__rd_catch(pw_reader *r, pw_catch *c) {
     return pw_rd_u32(r, &c->label);
 }
 
-static bool rd_fb(pw_reader *r, const uint8_t *at, pw_instr *in) {
+/* Immediates of the 0xFB (GC) and 0xFC (saturating truncation, bulk memory)
+ * sub-opcodes, by sub-opcode: IM_NONE, one u32 index (IM_1), two (IM_2), a heap type
+ * (ref.test/ref.cast: the sub-opcode's low bit is nullability) or br_on_cast's flags,
+ * label and two heap types. 0 (IM_ILLEGAL): no such instruction. */
+enum { IM_ILLEGAL, IM_NONE, IM_1, IM_2, IM_HEAP, IM_CAST };
+// clang-format off
+static const uint8_t fb_imm[0x1F] = {
+    /* 0x00 */ IM_1, IM_1, IM_2, IM_2, IM_2, IM_2, IM_1, IM_1,
+    /* 0x08 */ IM_2, IM_2, IM_2, IM_1, IM_1, IM_1, IM_1, IM_NONE,
+    /* 0x10 */ IM_1, IM_2, IM_2, IM_2, IM_HEAP, IM_HEAP, IM_HEAP, IM_HEAP,
+    /* 0x18 */ IM_CAST, IM_CAST, IM_NONE, IM_NONE, IM_NONE, IM_NONE, IM_NONE,
+};
+static const uint8_t fc_imm[0x12] = {
+    /* 0x00 */ IM_NONE, IM_NONE, IM_NONE, IM_NONE, IM_NONE, IM_NONE, IM_NONE, IM_NONE,
+    /* 0x08 */ IM_2, IM_1, IM_2, IM_1, IM_2, IM_1, IM_2, IM_1,
+    /* 0x10 */ IM_1, IM_1,
+};
+// clang-format on
+
+static bool rd_cast(pw_reader *r, pw_instr *in) {
+    const uint8_t *at = r->p;
+    uint8_t flags;
+    uint32_t h1, h2;
+    if (!pw_rd_byte(r, &flags)) return false;
+    if (flags & 0xFC) return malformed(r, at, "malformed br_on_cast flags");
+    if (!pw_rd_u32(r, &in->a) || !pw__rd_heaptype(r, &h1) || !pw__rd_heaptype(r, &h2)) return false;
+    in->t1 = PW_VT_MAKE_REF(h1, flags & 1);
+    in->t2 = PW_VT_MAKE_REF(h2, (flags >> 1) & 1);
+    return true;
+}
+
+/* A 0xFB or 0xFC instruction after its prefix byte (at: the prefix). */
+static bool rd_fb_fc(pw_reader *r, const uint8_t *at, uint8_t prefix, pw_instr *in) {
     uint32_t sub;
     if (!pw_rd_u32(r, &sub)) return false;
-    in->op = PW_OP_FB(sub & 0xFF);
-    switch (sub) {
-    case 0x00:
-    case 0x01:
-    case 0x06:
-    case 0x07:
-    case 0x0B:
-    case 0x0C:
-    case 0x0D:
-    case 0x0E:
-    case 0x10: return pw_rd_u32(r, &in->a);
-    case 0x02:
-    case 0x03:
-    case 0x04:
-    case 0x05:
-    case 0x08:
-    case 0x09:
-    case 0x0A:
-    case 0x11:
-    case 0x12:
-    case 0x13: return pw_rd_u32(r, &in->a) && pw_rd_u32(r, &in->b);
-    case 0x0F:
-    case 0x1A:
-    case 0x1B:
-    case 0x1C:
-    case 0x1D:
-    case 0x1E: return true;
-    case 0x14:
-    case 0x15:
-    case 0x16:
-    case 0x17: {
-        uint32_t heap;
+    const uint8_t *imm = prefix == 0xFB ? fb_imm : fc_imm;
+    uint32_t nimm = prefix == 0xFB ? sizeof fb_imm : sizeof fc_imm;
+    in->op = prefix == 0xFB ? PW_OP_FB(sub & 0xFF) : PW_OP_FC(sub & 0xFF);
+    uint32_t heap;
+    switch (sub < nimm ? imm[sub] : IM_ILLEGAL) {
+    case IM_NONE: return true;
+    case IM_1: return pw_rd_u32(r, &in->a);
+    case IM_2: return pw_rd_u32(r, &in->a) && pw_rd_u32(r, &in->b);
+    case IM_HEAP:
         if (!pw__rd_heaptype(r, &heap)) return false;
         in->t1 = PW_VT_MAKE_REF(heap, sub & 1);
         return true;
-    }
-    case 0x18:
-    case 0x19: {
-        const uint8_t *fat = r->p;
-        uint8_t flags;
-        uint32_t h1, h2;
-        if (!pw_rd_byte(r, &flags)) return false;
-        if (flags & 0xFC) return malformed(r, fat, "malformed br_on_cast flags");
-        if (!pw_rd_u32(r, &in->a) || !pw__rd_heaptype(r, &h1) || !pw__rd_heaptype(r, &h2))
-            return false;
-        in->t1 = PW_VT_MAKE_REF(h1, flags & 1);
-        in->t2 = PW_VT_MAKE_REF(h2, (flags >> 1) & 1);
-        return true;
-    }
-    default: return illegal(r, at, 0xFB, sub);
-    }
-}
-
-static bool rd_fc(pw_reader *r, const uint8_t *at, pw_instr *in) {
-    uint32_t sub;
-    if (!pw_rd_u32(r, &sub)) return false;
-    in->op = PW_OP_FC(sub & 0xFF);
-    switch (sub) {
-    case 0:
-    case 1:
-    case 2:
-    case 3:
-    case 4:
-    case 5:
-    case 6:
-    case 7: return true;
-    case 0x08:
-    case 0x0A:
-    case 0x0C:
-    case 0x0E: return pw_rd_u32(r, &in->a) && pw_rd_u32(r, &in->b);
-    case 0x09:
-    case 0x0B:
-    case 0x0D:
-    case 0x0F:
-    case 0x10:
-    case 0x11: return pw_rd_u32(r, &in->a);
-    default: return illegal(r, at, 0xFC, sub);
+    case IM_CAST: return rd_cast(r, in);
+    default: return illegal(r, at, prefix, sub);
     }
 }
 
@@ -350,8 +319,8 @@ bool pw__instr_read(pw_reader *r, pw_instr *in) {
         in->t1 = PW_VT_MAKE_REF(heap, 1);
         return true;
     }
-    case 0xFB: return rd_fb(r, at, in);
-    case 0xFC: return rd_fc(r, at, in);
+    case 0xFB:
+    case 0xFC: return rd_fb_fc(r, at, op, in);
     case 0xFD: return rd_fd(r, at, in);
     default:
         if (op >= 0x28 && op <= 0x3E) return rd_memarg(r, in);

@@ -32,36 +32,46 @@ L_STRUCT_NEW_DEFAULT : {
     NEXT(3);
 }
 
-#define PW_SGET(name, T, conv)                                                                     \
+/* struct.get/set and array.get/set: one template per width and direction, defining
+ * the struct and the array handler. Operands: get `dst obj off` / `dst arr idx`, set
+ * `obj val off` / `arr idx val`; the object is slot 1 for a set and 2 for a get, the
+ * index follows it, the value is slot 1 for a get and the last for a set. An array
+ * element i of storage kind `kind` (PW_GK_I8..I64) sits at byte i << kind. `set`,
+ * `kind` and `sign` are constants, so each handler folds to its one load or store. */
+#define PW_FIELD(name, kind, sign, set)                                                            \
     L_STRUCT_##name : {                                                                            \
-        pw_ref r = S(2).ref;                                                                       \
+        pw_ref r = S((set) ? 1 : 2).ref;                                                           \
         if (__builtin_expect(!r, 0)) TRAP(PW_TRAP_NULL_STRUCT_REF);                                \
-        T v;                                                                                       \
-        memcpy(&v, ((pw_struct *)r)->data + IMM(3), sizeof v);                                     \
-        S(1).u64 = (conv);                                                                         \
+        uint8_t *p = ((pw_struct *)r)->data + IMM(3);                                              \
+        if (set)                                                                                   \
+            pw__gc_field_put(p, kind, S(2));                                                       \
+        else                                                                                       \
+            S(1) = pw__gc_field_get(p, kind, sign);                                                \
+        NEXT(4);                                                                                   \
+    }                                                                                              \
+    L_ARRAY_##name : {                                                                             \
+        pw_array *a = (pw_array *)S((set) ? 1 : 2).ref;                                            \
+        if (__builtin_expect(!a, 0)) TRAP(PW_TRAP_NULL_ARRAY_REF);                                 \
+        uint32_t i = S((set) ? 2 : 3).u32;                                                         \
+        if (__builtin_expect(i >= a->len, 0)) TRAP(PW_TRAP_ARRAY_OOB);                             \
+        uint8_t *p = a->data + ((size_t)i << (kind));                                              \
+        if (set)                                                                                   \
+            pw__gc_field_put(p, kind, S(3));                                                       \
+        else                                                                                       \
+            S(1) = pw__gc_field_get(p, kind, sign);                                                \
         NEXT(4);                                                                                   \
     }
-PW_SGET(GET8S, int8_t, (uint32_t)(int32_t)v)
-PW_SGET(GET8U, uint8_t, v)
-PW_SGET(GET16S, int16_t, (uint32_t)(int32_t)v)
-PW_SGET(GET16U, uint16_t, v)
-PW_SGET(GET32, uint32_t, v)
-PW_SGET(GET64, uint64_t, v)
-#undef PW_SGET
-
-#define PW_SSET(name, T)                                                                           \
-    L_STRUCT_##name : {                                                                            \
-        pw_ref r = S(1).ref;                                                                       \
-        if (__builtin_expect(!r, 0)) TRAP(PW_TRAP_NULL_STRUCT_REF);                                \
-        T v = (T)S(2).u64;                                                                         \
-        memcpy(((pw_struct *)r)->data + IMM(3), &v, sizeof v);                                     \
-        NEXT(4);                                                                                   \
-    }
-PW_SSET(SET8, uint8_t)
-PW_SSET(SET16, uint16_t)
-PW_SSET(SET32, uint32_t)
-PW_SSET(SET64, uint64_t)
-#undef PW_SSET
+PW_FIELD(GET8S, PW_GK_I8, true, false)
+PW_FIELD(GET8U, PW_GK_I8, false, false)
+PW_FIELD(GET16S, PW_GK_I16, true, false)
+PW_FIELD(GET16U, PW_GK_I16, false, false)
+PW_FIELD(GET32, PW_GK_I32, false, false)
+PW_FIELD(GET64, PW_GK_I64, false, false)
+PW_FIELD(SET8, PW_GK_I8, false, true)
+PW_FIELD(SET16, PW_GK_I16, false, true)
+PW_FIELD(SET32, PW_GK_I32, false, true)
+PW_FIELD(SET64, PW_GK_I64, false, true)
+#undef PW_FIELD
 
 L_ARRAY_NEW : {
     PW_GC_FRAME(5);
@@ -103,41 +113,6 @@ L_ARRAY_NEW_FIXED : {
 PW_ANEW_SEG(NEW_DATA, pw__gc_array_new_data)
 PW_ANEW_SEG(NEW_ELEM, pw__gc_array_new_elem)
 #undef PW_ANEW_SEG
-
-#define PW_AGET(name, T, conv)                                                                     \
-    L_ARRAY_##name : {                                                                             \
-        pw_array *a = (pw_array *)S(2).ref;                                                        \
-        if (__builtin_expect(!a, 0)) TRAP(PW_TRAP_NULL_ARRAY_REF);                                 \
-        uint32_t i = S(3).u32;                                                                     \
-        if (__builtin_expect(i >= a->len, 0)) TRAP(PW_TRAP_ARRAY_OOB);                             \
-        T v;                                                                                       \
-        memcpy(&v, a->data + (size_t)i * sizeof(T), sizeof v);                                     \
-        S(1).u64 = (conv);                                                                         \
-        NEXT(4);                                                                                   \
-    }
-PW_AGET(GET8S, int8_t, (uint32_t)(int32_t)v)
-PW_AGET(GET8U, uint8_t, v)
-PW_AGET(GET16S, int16_t, (uint32_t)(int32_t)v)
-PW_AGET(GET16U, uint16_t, v)
-PW_AGET(GET32, uint32_t, v)
-PW_AGET(GET64, uint64_t, v)
-#undef PW_AGET
-
-#define PW_ASET(name, T)                                                                           \
-    L_ARRAY_##name : {                                                                             \
-        pw_array *a = (pw_array *)S(1).ref;                                                        \
-        if (__builtin_expect(!a, 0)) TRAP(PW_TRAP_NULL_ARRAY_REF);                                 \
-        uint32_t i = S(2).u32;                                                                     \
-        if (__builtin_expect(i >= a->len, 0)) TRAP(PW_TRAP_ARRAY_OOB);                             \
-        T v = (T)S(3).u64;                                                                         \
-        memcpy(a->data + (size_t)i * sizeof(T), &v, sizeof v);                                     \
-        NEXT(4);                                                                                   \
-    }
-PW_ASET(SET8, uint8_t)
-PW_ASET(SET16, uint16_t)
-PW_ASET(SET32, uint32_t)
-PW_ASET(SET64, uint64_t)
-#undef PW_ASET
 
 L_ARRAY_LEN : {
     pw_array *a = (pw_array *)S(2).ref;

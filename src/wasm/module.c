@@ -140,20 +140,28 @@ void pw_module_export(const pw_module *m, uint32_t i, pw_export_desc *out) {
     out->kind = m->exports[i].kind;
 }
 
-bool pw_module_export_functype(const pw_module *m, const char *name, size_t name_len,
-                               pw_functype *out) {
+const pw_export *pw__export_find(const pw_module *m, const char *name, size_t name_len) {
     for (uint32_t i = 0; i < m->nexports; i++) {
         const pw_export *e = &m->exports[i];
-        if (e->kind != PW_EXTERN_FUNC || e->name.len != name_len ||
-            memcmp(m->bytes + e->name.off, name, name_len) != 0)
-            continue;
-        const pw_deftype *t = pw__functype_of(m, e->index);
-        if (!t) return false;
-        out->nparams = t->u.func.nparams;
-        out->nresults = t->u.func.nresults;
-        out->params = t->u.func.types;
-        out->results = t->u.func.types + t->u.func.nparams;
-        return true;
+        if (e->name.len == name_len && memcmp(m->bytes + e->name.off, name, name_len) == 0)
+            return e;
     }
-    return false;
+    return NULL;
+}
+
+void pw__functype_view(const pw_deftype *t, pw_functype *out) {
+    out->nparams = t->u.func.nparams;
+    out->nresults = t->u.func.nresults;
+    out->params = t->u.func.types;
+    out->results = t->u.func.types + t->u.func.nparams;
+}
+
+bool pw_module_export_functype(const pw_module *m, const char *name, size_t name_len,
+                               pw_functype *out) {
+    const pw_export *e = pw__export_find(m, name, name_len);
+    if (!e || e->kind != PW_EXTERN_FUNC) return false;
+    const pw_deftype *t = pw__functype_of(m, e->index);
+    if (!t) return false;
+    pw__functype_view(t, out);
+    return true;
 }

@@ -202,6 +202,10 @@ pw_status pw__validate(pw_module *m, pw_error *err);
 
 /* module.c: release everything a module owns (the module itself too). */
 void pw__module_destroy(pw_module *m);
+/* module.c: the export named name (export names are unique), or NULL. */
+const pw_export *pw__export_find(const pw_module *m, const char *name, size_t name_len);
+/* module.c: the public view of function type t (pointers into t). */
+void pw__functype_view(const pw_deftype *t, pw_functype *out);
 
 /* Type helpers shared by validator, compiler and linker (types.c). */
 const pw_deftype *pw__functype_of(const pw_module *m, uint32_t func_index);

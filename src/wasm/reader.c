@@ -18,25 +18,10 @@ static bool leb_fail(pw_reader *r, const char *what) {
     return false;
 }
 
-/* Unsigned LEB128 of `bits` bits (<= 64). */
-static bool rd_uN(pw_reader *r, unsigned bits, uint64_t *out) {
-    uint64_t v = 0;
-    *out = 0;
-    for (unsigned shift = 0;; shift += 7) {
-        if (shift >= bits) return leb_fail(r, "integer representation too long");
-        if (r->p >= r->end) return pw__rd_fail_eof(r);
-        uint8_t b = *r->p++;
-        unsigned left = bits - shift;
-        if (left < 7 && (b & 0x7f) >= (1u << left)) return leb_fail(r, "integer too large");
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) break;
-    }
-    *out = v;
-    return true;
-}
-
-/* Signed LEB128 of `bits` bits (<= 64), sign-extended to 64. */
-static bool rd_sN(pw_reader *r, unsigned bits, int64_t *out) {
+/* LEB128 of `bits` bits (<= 64), unsigned or (is_signed) two's complement
+ * sign-extended to 64. The unused high bits of the last byte must be zero, or for a
+ * signed integer all copies of its sign bit (the mask then includes the sign bit). */
+static bool rd_leb(pw_reader *r, unsigned bits, bool is_signed, uint64_t *out) {
     uint64_t v = 0;
     *out = 0;
     unsigned shift = 0;
@@ -47,42 +32,49 @@ static bool rd_sN(pw_reader *r, unsigned bits, int64_t *out) {
         b = *r->p++;
         unsigned left = bits - shift;
         if (left < 7) {
-            uint8_t mask = (uint8_t)((0xffu << (left - 1)) & 0x7f);
-            if ((b & mask) != 0 && (b & mask) != mask) return leb_fail(r, "integer too large");
+            uint8_t mask = (uint8_t)((0xffu << (left - is_signed)) & 0x7f);
+            uint8_t high = b & mask;
+            if (high != 0 && !(is_signed && high == mask)) return leb_fail(r, "integer too large");
         }
         v |= (uint64_t)(b & 0x7f) << shift;
         if (!(b & 0x80)) break;
     }
     shift += 7;
-    if (shift < 64 && (b & 0x40)) v |= ~(uint64_t)0 << shift;
-    *out = (int64_t)v;
+    if (is_signed && shift < 64 && (b & 0x40)) v |= ~(uint64_t)0 << shift;
+    *out = v;
     return true;
 }
 
 bool pw__rd_u32_slow(pw_reader *r, uint32_t *out) {
     uint64_t v = 0;
-    if (!rd_uN(r, 32, &v)) return false;
+    if (!rd_leb(r, 32, false, &v)) return false;
     *out = (uint32_t)v;
     return true;
 }
 
 bool pw__rd_u64(pw_reader *r, uint64_t *out) {
-    return rd_uN(r, 64, out);
+    return rd_leb(r, 64, false, out);
 }
 
 bool pw__rd_s32(pw_reader *r, int32_t *out) {
-    int64_t v = 0;
-    if (!rd_sN(r, 32, &v)) return false;
+    uint64_t v = 0;
+    if (!rd_leb(r, 32, true, &v)) return false;
     *out = (int32_t)v;
     return true;
 }
 
 bool pw__rd_s33(pw_reader *r, int64_t *out) {
-    return rd_sN(r, 33, out);
+    uint64_t v = 0;
+    bool ok = rd_leb(r, 33, true, &v);
+    *out = (int64_t)v;
+    return ok;
 }
 
 bool pw__rd_s64(pw_reader *r, int64_t *out) {
-    return rd_sN(r, 64, out);
+    uint64_t v = 0;
+    bool ok = rd_leb(r, 64, true, &v);
+    *out = (int64_t)v;
+    return ok;
 }
 
 bool pw__utf8_valid(const uint8_t *s, size_t n) {

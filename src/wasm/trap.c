@@ -7,55 +7,38 @@
 
 #include <stdio.h>
 
-static const char *const spec_msgs[PW_TRAP_COUNT_] = {
-    [PW_TRAP_NONE] = "no trap",
-    [PW_TRAP_UNREACHABLE] = "unreachable",
-    [PW_TRAP_MEM_OOB] = "out of bounds memory access",
-    [PW_TRAP_TABLE_OOB] = "out of bounds table access",
-    [PW_TRAP_INT_OVERFLOW] = "integer overflow",
-    [PW_TRAP_INVALID_CONV] = "invalid conversion to integer",
-    [PW_TRAP_DIV_ZERO] = "integer divide by zero",
-    [PW_TRAP_UNINIT_ELEM] = "uninitialized element",
-    [PW_TRAP_UNDEF_ELEM] = "undefined element",
-    [PW_TRAP_SIG_MISMATCH] = "indirect call type mismatch",
-    [PW_TRAP_STACK_EXHAUSTED] = "call stack exhausted",
-    [PW_TRAP_INTERRUPTED] = "interrupted",
-    [PW_TRAP_CAST_FAILURE] = "cast failure",
-    [PW_TRAP_NULL_REF] = "null reference",
-    [PW_TRAP_NULL_FUNC_REF] = "null function reference",
-    [PW_TRAP_NULL_STRUCT_REF] = "null structure reference",
-    [PW_TRAP_NULL_ARRAY_REF] = "null array reference",
-    [PW_TRAP_NULL_I31_REF] = "null i31 reference",
-    [PW_TRAP_ARRAY_OOB] = "out of bounds array access",
-    [PW_TRAP_HOST] = "host function failed",
-};
-
-static const char *const v8_msgs[PW_TRAP_COUNT_] = {
-    [PW_TRAP_NONE] = "no trap",
-    [PW_TRAP_UNREACHABLE] = "unreachable",
-    [PW_TRAP_MEM_OOB] = "memory access out of bounds",
-    [PW_TRAP_TABLE_OOB] = "table index is out of bounds",
-    [PW_TRAP_INT_OVERFLOW] = "divide result unrepresentable",
-    [PW_TRAP_INVALID_CONV] = "float unrepresentable in integer range",
-    [PW_TRAP_DIV_ZERO] = "divide by zero",
-    [PW_TRAP_UNINIT_ELEM] = "null function or function signature mismatch",
-    [PW_TRAP_UNDEF_ELEM] = "table index is out of bounds",
-    [PW_TRAP_SIG_MISMATCH] = "null function or function signature mismatch",
-    [PW_TRAP_STACK_EXHAUSTED] = "Maximum call stack size exceeded",
-    [PW_TRAP_INTERRUPTED] = "interrupted",
-    [PW_TRAP_CAST_FAILURE] = "illegal cast",
-    [PW_TRAP_NULL_REF] = "dereferencing a null pointer",
-    [PW_TRAP_NULL_FUNC_REF] = "dereferencing a null pointer",
-    [PW_TRAP_NULL_STRUCT_REF] = "dereferencing a null pointer",
-    [PW_TRAP_NULL_ARRAY_REF] = "dereferencing a null pointer",
-    [PW_TRAP_NULL_I31_REF] = "dereferencing a null pointer",
-    [PW_TRAP_ARRAY_OOB] = "array element access out of bounds",
-    [PW_TRAP_HOST] = "host function failed",
+/* Each trap's message in both wordings: {spec reference interpreter, V8}. */
+static const struct {
+    const char *spec, *v8;
+} msgs[PW_TRAP_COUNT_] = {
+    [PW_TRAP_NONE] = {"no trap", "no trap"},
+    [PW_TRAP_UNREACHABLE] = {"unreachable", "unreachable"},
+    [PW_TRAP_MEM_OOB] = {"out of bounds memory access", "memory access out of bounds"},
+    [PW_TRAP_TABLE_OOB] = {"out of bounds table access", "table index is out of bounds"},
+    [PW_TRAP_INT_OVERFLOW] = {"integer overflow", "divide result unrepresentable"},
+    [PW_TRAP_INVALID_CONV] = {"invalid conversion to integer",
+                              "float unrepresentable in integer range"},
+    [PW_TRAP_DIV_ZERO] = {"integer divide by zero", "divide by zero"},
+    [PW_TRAP_UNINIT_ELEM] = {"uninitialized element",
+                             "null function or function signature mismatch"},
+    [PW_TRAP_UNDEF_ELEM] = {"undefined element", "table index is out of bounds"},
+    [PW_TRAP_SIG_MISMATCH] = {"indirect call type mismatch",
+                              "null function or function signature mismatch"},
+    [PW_TRAP_STACK_EXHAUSTED] = {"call stack exhausted", "Maximum call stack size exceeded"},
+    [PW_TRAP_INTERRUPTED] = {"interrupted", "interrupted"},
+    [PW_TRAP_CAST_FAILURE] = {"cast failure", "illegal cast"},
+    [PW_TRAP_NULL_REF] = {"null reference", "dereferencing a null pointer"},
+    [PW_TRAP_NULL_FUNC_REF] = {"null function reference", "dereferencing a null pointer"},
+    [PW_TRAP_NULL_STRUCT_REF] = {"null structure reference", "dereferencing a null pointer"},
+    [PW_TRAP_NULL_ARRAY_REF] = {"null array reference", "dereferencing a null pointer"},
+    [PW_TRAP_NULL_I31_REF] = {"null i31 reference", "dereferencing a null pointer"},
+    [PW_TRAP_ARRAY_OOB] = {"out of bounds array access", "array element access out of bounds"},
+    [PW_TRAP_HOST] = {"host function failed", "host function failed"},
 };
 
 const char *pw_trap_message(pw_trap_code code, pw_msg_style style) {
     if ((unsigned)code >= PW_TRAP_COUNT_) return "unknown trap";
-    return style == PW_MSG_V8 ? v8_msgs[code] : spec_msgs[code];
+    return style == PW_MSG_V8 ? msgs[code].v8 : msgs[code].spec;
 }
 
 pw_status pw__trap(pw_error *err, pw_trap_code code) {

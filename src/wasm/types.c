@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "peri/base.h"
 #include "wasm/instr.h"
 #include "wasm/limits.h"
 
@@ -145,11 +146,9 @@ typedef struct keybuf {
 
 static bool kpush(keybuf *k, uint32_t x) {
     if (k->len == k->cap) {
-        size_t cap = k->cap ? k->cap * 2 : 1024;
-        uint32_t *n = realloc(k->v, cap * sizeof *n);
+        uint32_t *n = pb_grow(k->v, &k->cap, sizeof *n, 1024);
         if (!n) return false;
         k->v = n;
-        k->cap = cap;
     }
     k->v[k->len++] = x;
     return true;

@@ -95,26 +95,12 @@ static pw_status collect_refs(pw_module *m, pw_error *err) {
 }
 
 static pw_status check_exports(pw_module *m, pw_error *err) {
+    static const char *const kind_name[] = {"function", "table", "memory", "global", "tag"};
+    const uint32_t count[] = {m->nfuncs, m->ntables, m->nmems, m->nglobals, m->ntags};
     for (uint32_t i = 0; i < m->nexports; i++) {
         const pw_export *e = &m->exports[i];
-        uint32_t x = e->index;
-        switch (e->kind) {
-        case PW_EXTERN_FUNC:
-            if (x >= m->nfuncs) return invalid(err, "unknown function %u", x);
-            break;
-        case PW_EXTERN_TABLE:
-            if (x >= m->ntables) return invalid(err, "unknown table %u", x);
-            break;
-        case PW_EXTERN_MEMORY:
-            if (x >= m->nmems) return invalid(err, "unknown memory %u", x);
-            break;
-        case PW_EXTERN_GLOBAL:
-            if (x >= m->nglobals) return invalid(err, "unknown global %u", x);
-            break;
-        case PW_EXTERN_TAG:
-            if (x >= m->ntags) return invalid(err, "unknown tag %u", x);
-            break;
-        }
+        if (e->kind <= PW_EXTERN_TAG && e->index >= count[e->kind])
+            return pw__fail(err, PW_ERR_INVALID, "unknown %s %u", kind_name[e->kind], e->index);
     }
     if (m->nexports < 2) return PW_OK;
     /* Duplicate names: sort indices by name, compare neighbours. */
@@ -166,7 +152,7 @@ static pw_status check_exports(pw_module *m, pw_error *err) {
         if (a->name.len == b->name.len &&
             memcmp(m->bytes + a->name.off, m->bytes + b->name.off, a->name.len) == 0)
             st = pw__fail(err, PW_ERR_INVALID, "duplicate export name \"%.*s\"", (int)a->name.len,
-                         (const char *)m->bytes + a->name.off);
+                          (const char *)m->bytes + a->name.off);
     }
     free(ix);
     return st;
@@ -208,8 +194,8 @@ static pw_status validate_module(pw_module *m, pw_vctx *v) {
         if (t->init.len == 0) {
             if (!PW_VT_NULLABLE(t->type.elem))
                 return pw__fail(err, PW_ERR_INVALID,
-                               "type mismatch: a table of non-nullable references needs an "
-                               "initializer");
+                                "type mismatch: a table of non-nullable references needs an "
+                                "initializer");
         } else if (pw__validate_const(v, t->init, t->type.elem, m->nglobal_imports)) {
             return err->status;
         }
@@ -242,10 +228,10 @@ static pw_status validate_module(pw_module *m, pw_vctx *v) {
             if (e->table >= m->ntables) return invalid(err, "unknown table %u", e->table);
             if (!pw__valtype_sub(m, e->type, m->tables[e->table].type.elem))
                 return pw__fail(err, PW_ERR_INVALID,
-                               "type mismatch: element segment's type does not match the "
-                               "table's element type");
+                                "type mismatch: element segment's type does not match the "
+                                "table's element type");
             if (pw__validate_const(v, e->offset, addr_type(&m->tables[e->table].type.lim),
-                                  m->nglobals))
+                                   m->nglobals))
                 return err->status;
         }
     }
@@ -266,17 +252,14 @@ static pw_status validate_module(pw_module *m, pw_vctx *v) {
         if (m->start >= m->nfuncs) return invalid(err, "unknown function %u", m->start);
         if (!t || t->u.func.nparams || t->u.func.nresults)
             return pw__fail(err, PW_ERR_INVALID,
-                           "start function must not have parameters or results");
+                            "start function must not have parameters or results");
     }
     if (check_exports(m, err)) return err->status;
     return PW_OK;
 }
 
 pw_status pw__validate(pw_module *m, pw_error *err) {
-    pw_vctx v;
-    memset(&v, 0, sizeof v);
-    v.m = m;
-    v.err = err;
+    pw_vctx v = {.m = m, .err = err};
     err->status = PW_OK;
     pw_status st = validate_module(m, &v);
     pw__vctx_free(&v);

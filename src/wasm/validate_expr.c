@@ -809,72 +809,63 @@ static inline __attribute__((always_inline)) pw_status return_instr(pw_vctx *v,
     return PW_OK;
 }
 
-/* Bulk memory and table instructions (0xFC 0x08-0x11). */
+/* An operand type of a bulk instruction's signature (bulk_instr): 'a' and 'b' the
+ * address type of the memory (mem) or table in->a and in->b, 'm' the smaller of the
+ * two, 'e' the table's element type elem, 'i' i32. */
+static pw_valtype bulk_type(pw_vctx *v, const pw_instr *in, bool mem, pw_valtype elem, char c) {
+    switch (c) {
+    case 'a': return mem ? mem_at(v, in->a) : tab_at(v, in->a);
+    case 'b': return mem ? mem_at(v, in->b) : tab_at(v, in->b);
+    case 'm': return min_at(bulk_type(v, in, mem, elem, 'a'), bulk_type(v, in, mem, elem, 'b'));
+    case 'e': return elem;
+    default: return PW_VT_I32;
+    }
+}
+
+/* Bulk memory and table instructions (0xFC 0x08-0x11): their indices checked, then
+ * one signature each (operands, result; bulk_type) popped and pushed. */
 static __attribute__((noinline)) pw_status bulk_instr(pw_vctx *v, const pw_instr *in) {
+    static const struct {
+        const char *in, *out;
+    } sig[] = {
+        {"bii", ""}, /* 0x08 memory.init data mem */
+        {"", ""},    /* 0x09 data.drop */
+        {"abm", ""}, /* 0x0A memory.copy dst src */
+        {"aia", ""}, /* 0x0B memory.fill */
+        {"bii", ""}, /* 0x0C table.init elem table */
+        {"", ""},    /* 0x0D elem.drop */
+        {"abm", ""}, /* 0x0E table.copy dst src */
+        {"ea", "a"}, /* 0x0F table.grow */
+        {"", "a"},   /* 0x10 table.size */
+        {"aea", ""}, /* 0x11 table.fill */
+    };
     pw_module *m = v->m;
     uint32_t op = in->op;
-    pw_valtype t, t2, t3;
-    const pw_deftype *ft;
-    const pw_field *fld;
-    (void)t;
-    (void)t2;
-    (void)t3;
-    (void)ft;
-    (void)fld;
+    if (op < PW_OP_FC(0x08) || op > PW_OP_FC(0x11))
+        return pw__fail(v->err, PW_ERR_MALFORMED, "illegal opcode %x", op);
+    pw_valtype t = 0, t2 = 0;
+    bool bad;
     switch (op) {
-    case PW_OP_FC(0x08): /* memory.init: [at i32 i32] */
-        if (check_mem(v, in->b) || check_data(v, in->a)) return v->err->status;
-        if (pop(v, PW_VT_I32) || pop(v, PW_VT_I32) || pop(v, mem_at(v, in->b)))
-            return v->err->status;
-        return PW_OK;
-    case PW_OP_FC(0x09):
-        if (check_data(v, in->a)) return v->err->status;
-        return PW_OK;
-    case PW_OP_FC(0x0A): { /* memory.copy dst src: [at_d at_s at_min] */
-        if (check_mem(v, in->a) || check_mem(v, in->b)) return v->err->status;
-        pw_valtype ad = mem_at(v, in->a), as = mem_at(v, in->b);
-        if (pop(v, min_at(ad, as)) || pop(v, as) || pop(v, ad)) return v->err->status;
-        return PW_OK;
+    case PW_OP_FC(0x08): bad = check_mem(v, in->b) || check_data(v, in->a); break;
+    case PW_OP_FC(0x09): bad = check_data(v, in->a); break;
+    case PW_OP_FC(0x0A): bad = check_mem(v, in->a) || check_mem(v, in->b); break;
+    case PW_OP_FC(0x0B): bad = check_mem(v, in->a); break;
+    case PW_OP_FC(0x0C): bad = check_table(v, in->b, &t) || check_elem(v, in->a, &t2); break;
+    case PW_OP_FC(0x0D): bad = check_elem(v, in->a, &t); break;
+    case PW_OP_FC(0x0E): bad = check_table(v, in->a, &t) || check_table(v, in->b, &t2); break;
+    default: bad = check_table(v, in->a, &t); break; /* 0x0F-0x11 */
     }
-    case PW_OP_FC(0x0B): /* memory.fill: [at i32 at] */
-        if (check_mem(v, in->a)) return v->err->status;
-        if (pop(v, mem_at(v, in->a)) || pop(v, PW_VT_I32) || pop(v, mem_at(v, in->a)))
-            return v->err->status;
-        return PW_OK;
-    case PW_OP_FC(0x0C): /* table.init elem table: [at i32 i32] */
-        if (check_table(v, in->b, &t) || check_elem(v, in->a, &t2)) return v->err->status;
-        if (!pw__valtype_sub(m, t2, t))
-            return invalid(v, "type mismatch: element segment's type does not match table's");
-        if (pop(v, PW_VT_I32) || pop(v, PW_VT_I32) || pop(v, tab_at(v, in->b)))
-            return v->err->status;
-        return PW_OK;
-    case PW_OP_FC(0x0D):
-        if (check_elem(v, in->a, &t)) return v->err->status;
-        return PW_OK;
-    case PW_OP_FC(0x0E): { /* table.copy dst src: [at_d at_s at_min] */
-        if (check_table(v, in->a, &t) || check_table(v, in->b, &t2)) return v->err->status;
-        if (!pw__valtype_sub(m, t2, t))
-            return invalid(v, "type mismatch: source element type does not match "
-                              "destination element type");
-        pw_valtype ad = tab_at(v, in->a), as = tab_at(v, in->b);
-        if (pop(v, min_at(ad, as)) || pop(v, as) || pop(v, ad)) return v->err->status;
-        return PW_OK;
-    }
-    case PW_OP_FC(0x0F):
-        if (check_table(v, in->a, &t) || pop(v, tab_at(v, in->a)) || pop(v, t) ||
-            push(v, tab_at(v, in->a)))
-            return v->err->status;
-        return PW_OK;
-    case PW_OP_FC(0x10):
-        if (check_table(v, in->a, &t) || push(v, tab_at(v, in->a))) return v->err->status;
-        return PW_OK;
-    case PW_OP_FC(0x11):
-        if (check_table(v, in->a, &t) || pop(v, tab_at(v, in->a)) || pop(v, t) ||
-            pop(v, tab_at(v, in->a)))
-            return v->err->status;
-        return PW_OK;
-    default: return pw__fail(v->err, PW_ERR_MALFORMED, "illegal opcode %x", op);
-    }
+    if (bad) return v->err->status;
+    if (op == PW_OP_FC(0x0C) && !pw__valtype_sub(m, t2, t))
+        return invalid(v, "type mismatch: element segment's type does not match table's");
+    if (op == PW_OP_FC(0x0E) && !pw__valtype_sub(m, t2, t))
+        return invalid(v, "type mismatch: source element type does not match "
+                          "destination element type");
+    bool mem = op <= PW_OP_FC(0x0B);
+    const char *ops = sig[op - PW_OP_FC(0x08)].in, *res = sig[op - PW_OP_FC(0x08)].out;
+    for (size_t k = strlen(ops); k-- > 0;)
+        if (pop(v, bulk_type(v, in, mem, t, ops[k]))) return v->err->status;
+    if (*res && push(v, bulk_type(v, in, mem, t, *res))) return v->err->status;
     return PW_OK;
 }
 
@@ -882,14 +873,8 @@ static __attribute__((noinline)) pw_status bulk_instr(pw_vctx *v, const pw_instr
 static __attribute__((noinline)) pw_status gc_instr(pw_vctx *v, const pw_instr *in) {
     pw_module *m = v->m;
     uint32_t op = in->op;
-    pw_valtype t, t2, t3;
-    const pw_deftype *ft;
+    pw_valtype t, t3;
     const pw_field *fld;
-    (void)t;
-    (void)t2;
-    (void)t3;
-    (void)ft;
-    (void)fld;
     switch (op) {
     case PW_OP_FB(0x00): {
         const pw_deftype *st;
