@@ -205,6 +205,38 @@ for n in [".mcp.json", "CLAUDE.md", "PERI.md", ".git/commondir", ".git/worktrees
 git(ws, "status")
 check(not os.path.exists(os.path.join(ws, "PWNED")), "ctl: host git ran code")
 
+# 4. nested repositories the sandbox makes are not masked (docs/security.md): safe only
+#    because no host-side code of Peri runs git. Every host-side tool and listing of
+#    the server runs over a workspace whose nested repositories and gitlink would run
+#    a command on any git status; none may run it.
+ws = workspace("nested")
+marker = os.path.join(top, "NESTED-PWNED")
+srv = Server(ws)
+out = srv.shell(
+    "for d in sub deep/er/sub2; do mkdir -p $d && git -C $d init -q && "
+    f"git -C $d config core.fsmonitor 'touch {marker}' && "
+    f"printf '#!/bin/sh\\ntouch {marker}\\n' > $d/.git/hooks/post-checkout && "
+    "chmod +x $d/.git/hooks/post-checkout && echo x > $d/f && git -C $d add f && "
+    "git -C $d -c core.fsmonitor=false -c user.name=t -c user.email=t@t commit -q -m m; done && "
+    "git -c core.fsmonitor=false add sub && echo NESTED")
+check("NESTED" in out, f"nested: the sandbox could not make them: {out[:300]}")
+for tool, args in [("read", {"path": "sub/f"}), ("list", {"path": "sub"}),
+                   ("list", {"path": "."}), ("glob", {"pattern": "**/*"}),
+                   ("grep", {"pattern": "x"}), ("write", {"path": "sub/new.txt", "content": "n"}),
+                   ("edit", {"path": "sub/new.txt", "old_string": "n", "new_string": "m"}),
+                   ("read", {"path": "deep/er/sub2/f"})]:
+    srv.tool(tool, args)
+srv.rpc("resources/list", {})
+srv.close()
+check(not os.path.exists(marker), "nested: a host-side tool ran git in a nested repository")
+# the same workspace is live for git as the docs say it is: the settings of the rule
+# keep the host's git from running it, and without them it runs (the test can fail)
+p = git(ws, "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "status")
+check(p.returncode == 0 and not os.path.exists(marker), f"nested: the rule ran code: {p.stderr}")
+git(ws, "status")
+check(os.path.exists(marker), "nested: the nested repository was not live (the test proves "
+      "nothing)")
+
 shutil.rmtree(top, ignore_errors=True)
 if failures:
     print(f"{len(failures)} of {checks[0]} checks failed")
