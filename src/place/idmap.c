@@ -84,7 +84,7 @@ static int helper(void *arg) {
 }
 
 int pl__idmap_userns(uid_t owner, uid_t to, gid_t owner_gid, gid_t to_gid, char *why,
-                    size_t whylen) {
+                     size_t whylen) {
     enum { STACK = 64 * 1024 };
     int go[2];
     if (pipe2(go, O_CLOEXEC) != 0) goto fail;
@@ -95,6 +95,7 @@ int pl__idmap_userns(uid_t owner, uid_t to, gid_t owner_gid, gid_t to_gid, char 
         close(go[1]);
         goto fail;
     }
+    pl__stack_clean(stack, STACK);
     /* a copy of the fd numbers on the helper's own stack page */
     int *arg = (int *)(void *)(stack + STACK - 64);
     arg[0] = go[0];
@@ -124,6 +125,7 @@ int pl__idmap_userns(uid_t owner, uid_t to, gid_t owner_gid, gid_t to_gid, char 
         while (waitpid(h, NULL, __WALL) < 0 && errno == EINTR) {
         }
     close(go[0]);
+    pl__stack_clean(stack, STACK);
     munmap(stack, STACK);
     if (fd >= 0) return fd;
     errno = saved;

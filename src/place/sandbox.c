@@ -502,12 +502,14 @@ static pid_t spawn(const spawn_plan *p) {
     char *stack =
         mmap(NULL, STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
     if (stack == MAP_FAILED) return -1;
+    pl__stack_clean(stack, STACK);
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     pid_t pid = clone(spawn_child, stack + STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, (void *)p);
     int e = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pl__stack_clean(stack, STACK); /* the child's frames never returned */
     munmap(stack, STACK);
     errno = e;
     return pid;

@@ -10,6 +10,9 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/types.h>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
 
 #define PL_CG_PATH 1024
 
@@ -81,6 +84,19 @@ static inline void pl__child_signals_default(void) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* The stack of a child cloned with CLONE_VM (sandbox.c's spawn, idmap.c's helper) is
+ * memory of the caller: under AddressSanitizer the shadow of its frames, which never
+ * return (the child execs or exits), must not stay poisoned for whatever is mapped there
+ * next. Call it before the clone and before the munmap; nothing without ASan. */
+static inline void pl__stack_clean(void *p, size_t n) {
+#if defined(__SANITIZE_ADDRESS__)
+    __asan_unpoison_memory_region(p, n);
+#else
+    (void)p;
+    (void)n;
+#endif
 }
 
 /* idmap.c: the workspace of a root caller's run, owned by root, seen through an
