@@ -40,26 +40,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef OPEN_TREE_CLONE
-#define OPEN_TREE_CLONE 1
-#endif
-#ifndef OPEN_TREE_CLOEXEC
-#define OPEN_TREE_CLOEXEC O_CLOEXEC
-#endif
-#ifndef MOVE_MOUNT_F_EMPTY_PATH
-#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
-#endif
-#ifndef MOUNT_ATTR_IDMAP
-#define MOUNT_ATTR_IDMAP 0x00100000
-#endif
-#ifndef AT_RECURSIVE
-#define AT_RECURSIVE 0x8000
-#endif
-
-struct pl_mount_attr { /* struct mount_attr of <linux/mount.h> (MOUNT_ATTR_SIZE_VER0) */
-    unsigned long long attr_set, attr_clr, propagation, userns_fd;
-};
-
 static bool write_map(pid_t pid, const char *file, unsigned from, unsigned to) {
     char p[64], line[64];
     snprintf(p, sizeof p, "/proc/%d/%s", (int)pid, file);

@@ -62,25 +62,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#ifndef OPEN_TREE_CLONE
-#define OPEN_TREE_CLONE 1
-#endif
-#ifndef OPEN_TREE_CLOEXEC
-#define OPEN_TREE_CLOEXEC O_CLOEXEC
-#endif
-#ifndef MOVE_MOUNT_F_EMPTY_PATH
-#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
-#endif
-#ifndef MOUNT_ATTR_RDONLY
-#define MOUNT_ATTR_RDONLY 0x00000001
-#endif
-#ifndef MOUNT_ATTR_NOSUID
-#define MOUNT_ATTR_NOSUID 0x00000002
-#endif
-#ifndef MOUNT_ATTR_NODEV
-#define MOUNT_ATTR_NODEV 0x00000004
-#endif
-
 static const char *const top_files[] = {".mcp.json", "AGENTS.md", "PERI.md", "CLAUDE.md"};
 
 bool pl_is_control_path(const char *rel) {
@@ -700,10 +681,8 @@ int pl__masks_apply(const pl_masks *m) {
         int t = (int)syscall(SYS_open_tree, AT_FDCWD, m->mnt[i].src,
                              OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
         if (t < 0) return errno;
-        struct {
-            unsigned long long attr_set, attr_clr, propagation, userns_fd;
-        } a = {MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (m->mnt[i].rw ? 0 : MOUNT_ATTR_RDONLY), 0, 0,
-               0};
+        struct pl_mount_attr a = {
+            MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (m->mnt[i].rw ? 0 : MOUNT_ATTR_RDONLY), 0, 0, 0};
         if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &a, sizeof a) != 0 ||
             syscall(SYS_move_mount, t, "", AT_FDCWD, m->mnt[i].dst, MOVE_MOUNT_F_EMPTY_PATH) != 0) {
             int e = errno;

@@ -6,6 +6,7 @@
 
 #include "place_int.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <string.h>
@@ -98,6 +99,36 @@ static inline void pl__stack_clean(void *p, size_t n) {
     (void)n;
 #endif
 }
+
+/* The new mount API (open_tree, mount_setattr, move_mount) as idmap.c and masks.c use
+ * it, for C libraries whose headers predate it. */
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef OPEN_TREE_CLOEXEC
+#define OPEN_TREE_CLOEXEC O_CLOEXEC
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x00000001
+#endif
+#ifndef MOUNT_ATTR_NOSUID
+#define MOUNT_ATTR_NOSUID 0x00000002
+#endif
+#ifndef MOUNT_ATTR_NODEV
+#define MOUNT_ATTR_NODEV 0x00000004
+#endif
+#ifndef MOUNT_ATTR_IDMAP
+#define MOUNT_ATTR_IDMAP 0x00100000
+#endif
+struct pl_mount_attr { /* struct mount_attr of <linux/mount.h> (MOUNT_ATTR_SIZE_VER0) */
+    unsigned long long attr_set, attr_clr, propagation, userns_fd;
+};
 
 /* idmap.c: the workspace of a root caller's run, owned by root, seen through an
  * idmapped mount (see the file's header). */
