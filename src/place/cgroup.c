@@ -50,43 +50,58 @@ static uint64_t read_u64(const char *dir, const char *file) {
     return read_str(dir, file, b, sizeof b) ? strtoull(b, NULL, 10) : 0;
 }
 
-/* The calling process's path in the hierarchy whose controller list contains `ctl`
- * ("" for the v2 line "0::"). */
-static bool own_path(const char *ctl, char *out, size_t cap) {
-    FILE *f = fopen("/proc/self/cgroup", "re");
-    if (!f) return false;
-    char line[1024];
-    bool found = false;
-    while (!found && fgets(line, sizeof line, f)) {
-        char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
-        if (!b) continue;
-        *a = 0; /* line: the hierarchy id ("0" for v2) */
-        *b = 0; /* a + 1: its controllers ("" for v2) */
-        char *path = b + 1;
-        path[strcspn(path, "\n")] = 0;
-        const char *ctls = a + 1;
-        bool match = false;
-        if (!*ctl)
-            match = strcmp(line, "0") == 0 && !*ctls;
-        else {
-            char tmp[256];
-            snprintf(tmp, sizeof tmp, "%s", ctls);
-            for (char *t = strtok(tmp, ","); t; t = strtok(NULL, ","))
-                match = match || strcmp(t, ctl) == 0;
-        }
-        if (match) {
-            snprintf(out, cap, "%s", strcmp(path, "/") == 0 ? "" : path);
-            found = true;
-        }
-    }
-    fclose(f);
-    return found;
+/* The calling process's /proc/self/cgroup, read once per leaf (every hierarchy's line
+ * is in it): NUL-terminated in buf, false when it cannot be read or does not fit. */
+static bool read_own(char *buf, size_t cap) {
+    int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    size_t n = 0;
+    ssize_t k;
+    while (n + 1 < cap && (k = read(fd, buf + n, cap - 1 - n)) > 0)
+        n += (size_t)k;
+    close(fd);
+    buf[n] = 0;
+    return n > 0 && n + 1 < cap;
 }
 
-static bool make_leaf(const char *root, const char *hier, const char *ctl, const char *name,
-                      char *out) {
+/* The calling process's path (from own, its /proc/self/cgroup) in the hierarchy whose
+ * controller list contains `ctl` ("" for the v2 line "0::"). */
+static bool own_path(const char *own, const char *ctl, char *out, size_t cap) {
+    size_t cl = strlen(ctl);
+    for (const char *line = own; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t ll = end ? (size_t)(end - line) : strlen(line);
+        const char *a = memchr(line, ':', ll),
+                   *b = a ? memchr(a + 1, ':', ll - (size_t)(a + 1 - line)) : NULL;
+        if (b) {
+            /* line..a: the hierarchy id ("0" for v2); a+1..b: its controllers ("" for v2) */
+            bool match = false;
+            if (!cl)
+                match = a - line == 1 && line[0] == '0' && b == a + 1;
+            else
+                for (const char *t = a + 1; t < b && !match;) {
+                    const char *c = memchr(t, ',', (size_t)(b - t));
+                    size_t tl = c ? (size_t)(c - t) : (size_t)(b - t);
+                    match = tl == cl && !memcmp(t, ctl, cl);
+                    t += tl + 1;
+                }
+            if (match) {
+                size_t pl = ll - (size_t)(b + 1 - line);
+                bool root = pl == 1 && b[1] == '/';
+                if (pl >= cap) return false;
+                snprintf(out, cap, "%.*s", root ? 0 : (int)pl, b + 1);
+                return true;
+            }
+        }
+        line += ll + (end ? 1 : 0);
+    }
+    return false;
+}
+
+static bool make_leaf(const char *own_cg, const char *root, const char *hier, const char *ctl,
+                      const char *name, char *out) {
     char own[512];
-    if (!own_path(ctl, own, sizeof own)) return false;
+    if (!own_path(own_cg, ctl, own, sizeof own)) return false;
     int n = snprintf(out, PL_CG_PATH, "%s%s%s%s/%s", root, *hier ? "/" : "", hier, own, name);
     if (n <= 0 || n >= PL_CG_PATH) return false;
     if (mkdir(out, 0755) != 0) return false;
@@ -100,11 +115,12 @@ bool pl__cg_create(pl_ctx *pc, const char *name, const pl_limits *lim, pl_cgroup
     char num[64];
     uint64_t mem = (uint64_t)lim->memory_mib << 20;
     /* v2: our own cgroup must delegate memory and pids. */
-    char own[512], p[PL_CG_PATH + 64], ctl[512];
-    if (own_path("", own, sizeof own)) {
+    char own[512], p[PL_CG_PATH + 64], ctl[512], own_cg[4096];
+    if (!read_own(own_cg, sizeof own_cg)) return false;
+    if (own_path(own_cg, "", own, sizeof own)) {
         snprintf(p, sizeof p, "%s%s", root, own);
         if (read_str(p, "cgroup.subtree_control", ctl, sizeof ctl) && strstr(ctl, "memory") &&
-            strstr(ctl, "pids") && make_leaf(root, "", "", name, cg->dir[0])) {
+            strstr(ctl, "pids") && make_leaf(own_cg, root, "", "", name, cg->dir[0])) {
             cg->mode = 2;
             cg->ndir = 1;
             snprintf(num, sizeof num, "%llu", (unsigned long long)mem);
@@ -120,14 +136,14 @@ bool pl__cg_create(pl_ctx *pc, const char *name, const pl_limits *lim, pl_cgroup
         }
     }
     /* v1: memory + pids required, cpuacct optional. */
-    if (!make_leaf(root, "memory", "memory", name, cg->dir[0])) return false;
+    if (!make_leaf(own_cg, root, "memory", "memory", name, cg->dir[0])) return false;
     cg->ndir = 1;
-    if (!make_leaf(root, "pids", "pids", name, cg->dir[1])) {
+    if (!make_leaf(own_cg, root, "pids", "pids", name, cg->dir[1])) {
         pl__cg_remove(cg);
         return false;
     }
     cg->ndir = 2;
-    if (make_leaf(root, "cpuacct", "cpuacct", name, cg->dir[2])) cg->ndir = 3;
+    if (make_leaf(own_cg, root, "cpuacct", "cpuacct", name, cg->dir[2])) cg->ndir = 3;
     cg->mode = 1;
     snprintf(num, sizeof num, "%llu", (unsigned long long)mem);
     bool ok = write_str(cg->dir[0], "memory.limit_in_bytes", num);
@@ -280,14 +296,15 @@ static void reclaim_under(const char *parent) {
 
 void pl__cg_reclaim(pl_ctx *pc) {
     const char *root = pc->cgroup_root;
-    char own[512], p[PL_CG_PATH];
+    char own[512], p[PL_CG_PATH], own_cg[4096];
     static const char *const v1[] = {"memory", "pids", "cpuacct"};
-    if (own_path("", own, sizeof own)) {
+    if (!read_own(own_cg, sizeof own_cg)) return;
+    if (own_path(own_cg, "", own, sizeof own)) {
         snprintf(p, sizeof p, "%s%s", root, own);
         reclaim_under(p);
     }
     for (size_t i = 0; i < 3; i++) {
-        if (!own_path(v1[i], own, sizeof own)) continue;
+        if (!own_path(own_cg, v1[i], own, sizeof own)) continue;
         snprintf(p, sizeof p, "%s/%s%s", root, v1[i], own);
         reclaim_under(p);
     }

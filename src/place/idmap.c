@@ -40,26 +40,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef OPEN_TREE_CLONE
-#define OPEN_TREE_CLONE 1
-#endif
-#ifndef OPEN_TREE_CLOEXEC
-#define OPEN_TREE_CLOEXEC O_CLOEXEC
-#endif
-#ifndef MOVE_MOUNT_F_EMPTY_PATH
-#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
-#endif
-#ifndef MOUNT_ATTR_IDMAP
-#define MOUNT_ATTR_IDMAP 0x00100000
-#endif
-#ifndef AT_RECURSIVE
-#define AT_RECURSIVE 0x8000
-#endif
-
-struct pl_mount_attr { /* struct mount_attr of <linux/mount.h> (MOUNT_ATTR_SIZE_VER0) */
-    unsigned long long attr_set, attr_clr, propagation, userns_fd;
-};
-
 static bool write_map(pid_t pid, const char *file, unsigned from, unsigned to) {
     char p[64], line[64];
     snprintf(p, sizeof p, "/proc/%d/%s", (int)pid, file);
@@ -84,7 +64,7 @@ static int helper(void *arg) {
 }
 
 int pl__idmap_userns(uid_t owner, uid_t to, gid_t owner_gid, gid_t to_gid, char *why,
-                    size_t whylen) {
+                     size_t whylen) {
     enum { STACK = 64 * 1024 };
     int go[2];
     if (pipe2(go, O_CLOEXEC) != 0) goto fail;
@@ -95,6 +75,7 @@ int pl__idmap_userns(uid_t owner, uid_t to, gid_t owner_gid, gid_t to_gid, char 
         close(go[1]);
         goto fail;
     }
+    pl__stack_clean(stack, STACK);
     /* a copy of the fd numbers on the helper's own stack page */
     int *arg = (int *)(void *)(stack + STACK - 64);
     arg[0] = go[0];
@@ -124,6 +105,7 @@ int pl__idmap_userns(uid_t owner, uid_t to, gid_t owner_gid, gid_t to_gid, char 
         while (waitpid(h, NULL, __WALL) < 0 && errno == EINTR) {
         }
     close(go[0]);
+    pl__stack_clean(stack, STACK);
     munmap(stack, STACK);
     if (fd >= 0) return fd;
     errno = saved;

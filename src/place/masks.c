@@ -62,25 +62,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#ifndef OPEN_TREE_CLONE
-#define OPEN_TREE_CLONE 1
-#endif
-#ifndef OPEN_TREE_CLOEXEC
-#define OPEN_TREE_CLOEXEC O_CLOEXEC
-#endif
-#ifndef MOVE_MOUNT_F_EMPTY_PATH
-#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
-#endif
-#ifndef MOUNT_ATTR_RDONLY
-#define MOUNT_ATTR_RDONLY 0x00000001
-#endif
-#ifndef MOUNT_ATTR_NOSUID
-#define MOUNT_ATTR_NOSUID 0x00000002
-#endif
-#ifndef MOUNT_ATTR_NODEV
-#define MOUNT_ATTR_NODEV 0x00000004
-#endif
-
 static const char *const top_files[] = {".mcp.json", "AGENTS.md", "PERI.md", "CLAUDE.md"};
 
 bool pl_is_control_path(const char *rel) {
@@ -148,7 +129,7 @@ static int make(const char *p, char kind, uid_t owner, gid_t group) {
     }
     const char *c = content(kind);
     size_t n = strlen(c);
-    bool ok = write(fd, c, n) == (ssize_t)n;
+    bool ok = n == 0 || write(fd, c, n) == (ssize_t)n;
     close(fd);
     if (ok) return 0;
     unlink(p);
@@ -167,8 +148,10 @@ static void remove_placeholder(const char *p, char kind);
  * removing each placeholder that is still the very file made (same device, inode and
  * change time: an inode number alone is reused at once by a file made after a removal)
  * and unchanged.
- * Best effort: a placeholder that cannot be recorded is still removed by pl_free. */
-static void journal_add(pl_ctx *pc, char kind, const char *ws, const char *p) {
+ * Best effort: a placeholder that cannot be recorded is still removed by pl_free.
+ * *jfd: the journal, opened at a plan's first record and closed at the plan's end
+ * (-1: not open yet). */
+static void journal_add(pl_ctx *pc, int *jfd, char kind, const char *ws, const char *p) {
     struct stat st;
     if (lstat(p, &st) != 0) return;
     if (!pc->mask_journal) {
@@ -188,7 +171,8 @@ static void journal_add(pl_ctx *pc, char kind, const char *ws, const char *p) {
     int hn = snprintf(head, sizeof head, "%c%c%llu%c%llu%c%lld.%09ld%c", kind, 0,
                       (unsigned long long)st.st_dev, 0, (unsigned long long)st.st_ino, 0,
                       (long long)st.st_ctim.tv_sec, (long)st.st_ctim.tv_nsec, 0);
-    int fd = open(pc->mask_journal, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    if (*jfd < 0) *jfd = open(pc->mask_journal, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    int fd = *jfd;
     if (fd < 0) return;
     /* one write per record: a record is whole or absent after a kill */
     size_t wl = strlen(ws) + 1, pl = strlen(p) + 1, n = (size_t)hn + wl + pl;
@@ -201,7 +185,6 @@ static void journal_add(pl_ctx *pc, char kind, const char *ws, const char *p) {
         }
         free(rec);
     }
-    close(fd);
 }
 
 void pl__masks_reclaim(const char *path) {
@@ -264,8 +247,8 @@ void pl__masks_reclaim(const char *path) {
  * removed it), or a new one; pin: the context keeps it until pl_free (the ones inside a
  * git directory, which git never shows: no creation and removal per run). 1 held, 0 p
  * exists (an ordinary control file, *st filled), -1 error (errno). */
-static int hold(pl_ctx *pc, const char *ws, const char *p, char kind, bool pin, uid_t owner,
-                gid_t group, struct stat *st) {
+static int hold(pl_ctx *pc, int *jfd, const char *ws, const char *p, char kind, bool pin,
+                uid_t owner, gid_t group, struct stat *st) {
     for (size_t i = 0; i < pc->nmask_refs; i++)
         if (!strcmp(pc->mask_refs[i].path, p)) {
             bool there = lstat(p, st) == 0;
@@ -301,7 +284,7 @@ static int hold(pl_ctx *pc, const char *ws, const char *p, char kind, bool pin, 
         return -1;
     }
     pc->mask_refs[pc->nmask_refs++] = (struct pl_mask_ref){dup, wdup, pin ? 2u : 1u, kind};
-    journal_add(pc, kind, ws, p);
+    journal_add(pc, jfd, kind, ws, p);
     return 1;
 }
 
@@ -324,7 +307,7 @@ static void remove_placeholder(const char *p, char kind) {
     if (S_ISDIR(st.st_mode))
         rmdir(p); /* fails, as it should, when not empty */
     else if (S_ISREG(st.st_mode) && (size_t)st.st_size == strlen(content(kind)) &&
-             holds_only(p, content(kind)))
+             (st.st_size == 0 || holds_only(p, content(kind))))
         unlink(p);
 }
 
@@ -431,6 +414,7 @@ typedef struct plan_ctx {
     char *why;
     size_t whylen;
     bool in_git; /* planning the entries of a git directory (git follows symlinks) */
+    int jfd;     /* the placeholder journal while this plan writes to it, or -1 */
 } plan_ctx;
 
 /* "<a><sep><b>" in a new string (the caller frees it), or NULL. */
@@ -469,8 +453,9 @@ static bool mask(plan_ctx *c, const char *rel, char kind, bool rw, bool pin) {
     }
     struct stat st;
     pthread_mutex_lock(&c->pc->mu);
-    int h =
-        m->nheld < PL_MASKS_MAX ? hold(c->pc, c->ws, p, kind, pin, c->owner, c->group, &st) : -1;
+    int h = m->nheld < PL_MASKS_MAX
+                ? hold(c->pc, &c->jfd, c->ws, p, kind, pin, c->owner, c->group, &st)
+                : -1;
     if (m->nheld >= PL_MASKS_MAX) errno = E2BIG;
     if (h == 1 && !(m->held[m->nheld] = strdup(p))) {
         unhold(c->pc, p, false);
@@ -591,6 +576,33 @@ static bool gitdir_file(plan_ctx *c, const char *git) {
     return false;
 }
 
+/* The plan's masks, in order (pl__masks_plan). */
+static bool plan_all(plan_ctx *c) {
+    bool ok = mask(c, ".peri", 'd', false, false);
+    for (size_t i = 0; ok && i < sizeof top_files / sizeof *top_files; i++)
+        ok = mask(c, top_files[i], 'f', false, false);
+    if (!ok) return false;
+    char git[PATH_MAX];
+    snprintf(git, sizeof git, "%s/.git", c->ws);
+    struct stat st;
+    if (lstat(git, &st) != 0) return mask(c, ".git", 'd', false, false);
+    if (S_ISLNK(st.st_mode)) {
+        snprintf(c->why, c->whylen,
+                 "%s is a symlink: git would follow it, and the sandbox cannot protect its "
+                 "hooks and config; replace it with the directory or a gitdir file",
+                 git);
+        return false;
+    }
+    if (!S_ISDIR(st.st_mode)) /* a gitdir file (worktree, submodule): read-only */
+        return mask(c, ".git", 'f', false, false) && gitdir_file(c, git);
+    /* a directory without HEAD is no repository to git (a placeholder of another
+     * process's run, an empty directory): read-only, so that it cannot become one */
+    char head[PATH_MAX + 8];
+    snprintf(head, sizeof head, "%s/HEAD", git);
+    if (lstat(head, &st) != 0) return mask(c, ".git", 'd', false, false);
+    return git_dir(c, ".git");
+}
+
 bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *ws, const char *src_base,
                     const char *dst_base, char *why, size_t whylen) {
     memset(m, 0, sizeof *m);
@@ -620,30 +632,10 @@ bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *ws, const char *src_bas
         return false;
     }
     m->lock_fd = ws_lock_shared(ws);
-    plan_ctx c = {pc, m, ws, src_base, dst_base, wst.st_uid, wst.st_gid, why, whylen, false};
-    bool ok = mask(&c, ".peri", 'd', false, false);
-    for (size_t i = 0; ok && i < sizeof top_files / sizeof *top_files; i++)
-        ok = mask(&c, top_files[i], 'f', false, false);
-    if (!ok) return false;
-    char git[PATH_MAX];
-    snprintf(git, sizeof git, "%s/.git", ws);
-    struct stat st;
-    if (lstat(git, &st) != 0) return mask(&c, ".git", 'd', false, false);
-    if (S_ISLNK(st.st_mode)) {
-        snprintf(why, whylen,
-                 "%s is a symlink: git would follow it, and the sandbox cannot protect its "
-                 "hooks and config; replace it with the directory or a gitdir file",
-                 git);
-        return false;
-    }
-    if (!S_ISDIR(st.st_mode)) /* a gitdir file (worktree, submodule): read-only */
-        return mask(&c, ".git", 'f', false, false) && gitdir_file(&c, git);
-    /* a directory without HEAD is no repository to git (a placeholder of another
-     * process's run, an empty directory): read-only, so that it cannot become one */
-    char head[PATH_MAX + 8];
-    snprintf(head, sizeof head, "%s/HEAD", git);
-    if (lstat(head, &st) != 0) return mask(&c, ".git", 'd', false, false);
-    return git_dir(&c, ".git");
+    plan_ctx c = {pc, m, ws, src_base, dst_base, wst.st_uid, wst.st_gid, why, whylen, false, -1};
+    bool ok = plan_all(&c);
+    if (c.jfd >= 0) close(c.jfd);
+    return ok;
 }
 
 bool pl__masks_git_ignore(const pl_masks *m, const char *home, uid_t uid, gid_t gid,
@@ -689,10 +681,8 @@ int pl__masks_apply(const pl_masks *m) {
         int t = (int)syscall(SYS_open_tree, AT_FDCWD, m->mnt[i].src,
                              OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
         if (t < 0) return errno;
-        struct {
-            unsigned long long attr_set, attr_clr, propagation, userns_fd;
-        } a = {MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (m->mnt[i].rw ? 0 : MOUNT_ATTR_RDONLY), 0, 0,
-               0};
+        struct pl_mount_attr a = {
+            MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (m->mnt[i].rw ? 0 : MOUNT_ATTR_RDONLY), 0, 0, 0};
         if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &a, sizeof a) != 0 ||
             syscall(SYS_move_mount, t, "", AT_FDCWD, m->mnt[i].dst, MOVE_MOUNT_F_EMPTY_PATH) != 0) {
             int e = errno;
@@ -705,10 +695,16 @@ int pl__masks_apply(const pl_masks *m) {
 }
 
 void pl__masks_release(pl_ctx *pc, pl_masks *m) {
-    if (m->ws && m->lock_fd >= 0) close(m->lock_fd); /* this run's shared lock */
-    m->lock_fd = -1;
     pthread_mutex_lock(&pc->mu);
-    int idle = m->nheld ? ws_idle(m->ws) : -1;
+    /* this run's shared lock becomes the exclusive one when no other run holds the
+     * workspace (a conversion that fails drops it: this run is over anyway) */
+    int idle = m->lock_fd;
+    if (idle >= 0 && (!m->nheld || flock(idle, LOCK_EX | LOCK_NB) != 0)) {
+        close(idle);
+        idle = -1;
+    }
+    if (idle < 0 && m->nheld && m->lock_fd < 0) idle = ws_idle(m->ws);
+    m->lock_fd = -1;
     /* deepest first: .git/config before .git */
     for (size_t i = m->nheld; i-- > 0;) {
         unhold(pc, m->held[i], idle >= 0);

@@ -35,8 +35,8 @@
  *
  * Steps (run_steps, all sharing one run_state): plan_identity, setup_host (scratch tree,
  * cgroup, id mapping), build_command, build_args (bubblewrap's namespaces and mounts, the
- * masks, the seccomp fd), start_child (pipes, fork, the child's pre-exec status),
- * supervise (pasta, stdin, output, limits, cancel, reap), finish (cleanup, result,
+ * masks, the seccomp fd), start_child (pipes, the child cloned like posix_spawn, its pre-exec
+ * status), supervise (pasta, stdin, output, limits, cancel, reap), finish (cleanup, result,
  * evidence). A failing setup step leaves why in the state and goes straight to finish.
  *
  * Invariants: the scratch directory and the cgroup leaf are removed before return
@@ -51,6 +51,8 @@
 #include <grp.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +60,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -394,10 +397,12 @@ static void child_fail(int fd, int stage) { /* async-signal-safe */
     _exit(stage == ST_EXEC ? 127 : 126);
 }
 
-static pid_t spawn(const spawn_plan *p) {
-    pid_t pid = fork();
-    if (pid != 0) return pid;
-    /* child: async-signal-safe calls only */
+/* The child's body, up to its execve. It shares the parent's memory (spawn), so it only
+ * makes system calls (raw ones for the id changes: glibc's setgroups/setres[ug]id would
+ * signal the parent's threads to change theirs too) and writes nothing but its own
+ * stack and errno. */
+static int spawn_child(void *arg) {
+    const spawn_plan *p = arg;
     pl__child_signals_default();
     int sfd = p->status_fd;
     char num[24];
@@ -463,8 +468,9 @@ static pid_t spawn(const spawn_plan *p) {
     setrlimit(RLIMIT_CORE, &p->rl_core);
     if (p->set_nproc) setrlimit(RLIMIT_NPROC, &p->rl_nproc);
     if (p->switch_ids) {
-        if (setgroups(0, NULL) != 0 || setresgid(p->gid, p->gid, p->gid) != 0 ||
-            setresuid(p->uid, p->uid, p->uid) != 0)
+        if (syscall(SYS_setgroups, 0, NULL) != 0 ||
+            syscall(SYS_setresgid, p->gid, p->gid, p->gid) != 0 ||
+            syscall(SYS_setresuid, p->uid, p->uid, p->uid) != 0)
             child_fail(sfd, ST_IDS);
     }
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* after the id change, which clears it */
@@ -483,6 +489,30 @@ static pid_t spawn(const spawn_plan *p) {
     execve(p->exe, p->argv, p->envp);
     child_fail(sfd, ST_EXEC);
     _exit(127);
+    return 127;
+}
+
+/* Starts the child like posix_spawn does: cloned with CLONE_VM | CLONE_VFORK on a stack
+ * of its own, so no page table of the caller (a large, threaded agent) is copied and no
+ * page of it becomes copy-on-write; the caller's thread waits until the child has
+ * exec'd or given up. Every signal is blocked around the clone, so that no handler of
+ * the caller ever runs on the child (which resets them all before unblocking). */
+static pid_t spawn(const spawn_plan *p) {
+    enum { STACK = 256 * 1024 };
+    char *stack =
+        mmap(NULL, STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED) return -1;
+    pl__stack_clean(stack, STACK);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid_t pid = clone(spawn_child, stack + STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, (void *)p);
+    int e = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pl__stack_clean(stack, STACK); /* the child's frames never returned */
+    munmap(stack, STACK);
+    errno = e;
+    return pid;
 }
 
 /* After spawn: blocks until the child has exec'd (the status pipe closes empty) or

@@ -6,10 +6,14 @@
 
 #include "place_int.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/types.h>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
 
 #define PL_CG_PATH 1024
 
@@ -82,6 +86,49 @@ static inline void pl__child_signals_default(void) {
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
 }
+
+/* The stack of a child cloned with CLONE_VM (sandbox.c's spawn, idmap.c's helper) is
+ * memory of the caller: under AddressSanitizer the shadow of its frames, which never
+ * return (the child execs or exits), must not stay poisoned for whatever is mapped there
+ * next. Call it before the clone and before the munmap; nothing without ASan. */
+static inline void pl__stack_clean(void *p, size_t n) {
+#if defined(__SANITIZE_ADDRESS__)
+    __asan_unpoison_memory_region(p, n);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
+/* The new mount API (open_tree, mount_setattr, move_mount) as idmap.c and masks.c use
+ * it, for C libraries whose headers predate it. */
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef OPEN_TREE_CLOEXEC
+#define OPEN_TREE_CLOEXEC O_CLOEXEC
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x00000001
+#endif
+#ifndef MOUNT_ATTR_NOSUID
+#define MOUNT_ATTR_NOSUID 0x00000002
+#endif
+#ifndef MOUNT_ATTR_NODEV
+#define MOUNT_ATTR_NODEV 0x00000004
+#endif
+#ifndef MOUNT_ATTR_IDMAP
+#define MOUNT_ATTR_IDMAP 0x00100000
+#endif
+struct pl_mount_attr { /* struct mount_attr of <linux/mount.h> (MOUNT_ATTR_SIZE_VER0) */
+    unsigned long long attr_set, attr_clr, propagation, userns_fd;
+};
 
 /* idmap.c: the workspace of a root caller's run, owned by root, seen through an
  * idmapped mount (see the file's header). */

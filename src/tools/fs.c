@@ -79,9 +79,11 @@ static int open_root(const ptl_ctx *ctx, ptl_result *r, const char *path, char *
 
 /* True when rel (beneath the root) lies in a git directory at any depth: a component
  * named .git (a nested repository, a submodule), or a directory that is a git
- * directory by its contents (HEAD, objects/ and refs/: one made with
- * --separate-git-dir or a bare repository). Git runs a repository's hooks and config
- * on the host, so no tool writes there (docs/security.md, "Git on the host"). */
+ * directory by its contents (one made with --separate-git-dir, a bare repository, a
+ * worktree's). Judged as git does, and of any file type, since git follows symlinks:
+ * HEAD, and objects and refs or a commondir (which holds them elsewhere). Git runs a
+ * repository's hooks and config on the host, so no tool writes there
+ * (docs/security.md, "Git on the host"). */
 static bool in_git_dir(int rootfd, const char *rel) {
     char part[PATH_MAX];
     size_t n = strlen(rel);
@@ -97,12 +99,13 @@ static bool in_git_dir(int rootfd, const char *rel) {
         char probe[PATH_MAX + 16];
         struct stat st;
         snprintf(probe, sizeof probe, "%.*s/HEAD", (int)i, part);
-        if (fstatat(rootfd, probe, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (fstatat(rootfd, probe, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        snprintf(probe, sizeof probe, "%.*s/commondir", (int)i, part);
+        if (fstatat(rootfd, probe, &st, AT_SYMLINK_NOFOLLOW) == 0) return true;
         snprintf(probe, sizeof probe, "%.*s/objects", (int)i, part);
-        bool objects = fstatat(rootfd, probe, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+        bool objects = fstatat(rootfd, probe, &st, AT_SYMLINK_NOFOLLOW) == 0;
         snprintf(probe, sizeof probe, "%.*s/refs", (int)i, part);
-        if (objects && fstatat(rootfd, probe, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
-            return true;
+        if (objects && fstatat(rootfd, probe, &st, AT_SYMLINK_NOFOLLOW) == 0) return true;
     }
     return false;
 }
