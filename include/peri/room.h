@@ -354,8 +354,9 @@ typedef struct pr_ruby pr_ruby;
 pr_ruby *pr_ruby_new(pr_host *h, const char *wasm_path);
 void pr_ruby_free(pr_ruby *rb);
 
-typedef struct pr_ruby_job {
-    pr_str source;       /* the script, run as main.rb */
+/* A script for an interpreter guest (Ruby, Python): one job type for both. */
+typedef struct pr_guest_job {
+    pr_str source;       /* the script, run as main.rb / main.py */
     const pr_str *paths; /* room files (e.g. "/请求/in.txt") and their contents */
     const pr_str *contents;
     size_t nfiles;
@@ -364,7 +365,13 @@ typedef struct pr_ruby_job {
     void *cancel_ud;
     pr_limits limits; /* optional tighter limits, as pr_run_with (0 fields: the host's);
                          out->stop / err->stop say which one stopped the run */
-} pr_ruby_job;
+    /* The run's capability grant, as in pr_exec_options: the handler (NULL: every
+     * dispatch refused) and the log every dispatch is recorded in (may be NULL). */
+    pr_cap_fn capability;
+    void *cap_ud;
+    pr_cap_log *cap_log;
+} pr_guest_job;
+typedef pr_guest_job pr_ruby_job;
 
 /* Runs the script once in a fresh room. On success out->output is the room's result
  * JSON ({"ok","stdout","stderr","exitCode"[,"error"],"files"}, as pr_run returns) and
@@ -390,8 +397,7 @@ typedef struct pr_python pr_python;
  * every run on it has returned). h must outlive it. */
 pr_python *pr_python_new(pr_host *h, const char *dir);
 void pr_python_free(pr_python *py);
-/* The same fields as a Ruby job; the script runs as main.py. */
-typedef pr_ruby_job pr_python_job;
+typedef pr_guest_job pr_python_job; /* the script runs as main.py */
 /* Runs the script once in a fresh room, like pr_ruby_run (result JSON in out->output,
  * out->isolate "python:<digest>"). false + err when Python is unavailable (the
  * message names the path and scripts/deps.sh), on a platform failure or bad input.

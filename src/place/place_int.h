@@ -87,6 +87,7 @@ typedef struct pl_attempt {
     char **evidence; /* set to an owned JSON text */
     const pl_decision *dec;
     const char *execution_id;
+    const pl_grant *grant; /* the room attempt's capability grant (NULL: none) */
 } pl_attempt;
 bool pl__room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t raw_len,
                       pl_cancel *cancel, pl_attempt *at, bool *promotable, pl_outcome *outcome,

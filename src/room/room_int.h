@@ -422,6 +422,10 @@ bool pr__host_bound(const pr_host *h, pr_str runner);
 /* Collects /数据/ and /响应/ files and writes the return JSON into out. false + err
  * (interface) on the limits / strict UTF-8. */
 bool pr__result_json(const pr_outcome *o, const pr_fs *fs, pb_buf *out, pr_error *err);
+/* The run's response: the return JSON (pr__result_json) in out->output, isolate copied
+ * (cut to fit), the outcome's stop. false + err as pr__result_json, or out of memory. */
+bool pr__respond(const pr_outcome *o, const pr_fs *fs, const char *isolate, pr_response *out,
+                 pr_error *err);
 
 /* ---------------------------------------------------------------- wasi_sig.c */
 
