@@ -13,6 +13,7 @@
  */
 #include "cli/commands.h"
 #include "peri/room.h"
+#include "peri/tools.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,7 +41,8 @@ static void usage(FILE *f) {
             "  --lease DIR     lease host directory DIR to the script's capability calls\n"
             "                  (peri.read_text(path), read-only unless --lease-write)\n"
             "  --lease-write   the lease also allows peri.write_text(path, text)\n"
-            "  --allow-network the network policy allows peri.fetch(url) (default: refused)\n"
+            "  --allow-network the network policy allows peri.fetch(url) (default: refused):\n"
+            "                  http/https GET, no redirects, not this machine's addresses\n"
             "  --evidence      print each capability dispatch (what, when, committed) on stderr\n"
             "  --engine E      execution tier: auto (default; $PERI_ENGINE if set), interp\n"
             "                  or jit (docs/jit.md)\n"
@@ -112,6 +114,7 @@ int peri_cmd_python(int argc, char **argv) {
     bool timed = false, evidence = false;
     const char *lease_dir = NULL;
     pr_cap_lease lease = {.dir_fd = -1};
+    ptl_fetch_cap fetch = {.lease = &lease}; /* http.fetch for --allow-network (fetch_cap.c) */
     int engine = peri_engine_default();
     if (engine < 0) return 2;
     for (int i = 1; i < argc; i++) {
@@ -131,7 +134,7 @@ int peri_cmd_python(int argc, char **argv) {
         } else if (!strcmp(a, "--lease-write")) {
             lease.write = true;
         } else if (!strcmp(a, "--allow-network")) {
-            lease.network = true;
+            fetch.network = true;
         } else if (!strcmp(a, "--lease")) {
             lease_dir = argv[++i];
         } else if (!strcmp(a, "--engine")) {
@@ -263,8 +266,8 @@ int peri_cmd_python(int argc, char **argv) {
                                .stdin_connected = connect,
                                .stdin_fd = 0,
                                .source = {(const char *)src, slen},
-                               .capability = pr_cap_lease_handle,
-                               .cap_ud = &lease,
+                               .capability = ptl_fetch_cap_handle,
+                               .cap_ud = &fetch,
                                .cap_log = &caps};
         pr_outcome oc;
         struct timespec t0, t1, c0, c1;
