@@ -103,41 +103,30 @@ static void guest_fini(guest *g) {
     free(g->path);
 }
 
-/* Reads the whole file (caller frees); NULL with errno. */
+/* Reads the whole file, up to WASM_MAX bytes (caller frees); NULL with errno. */
 static uint8_t *read_all(const char *path, size_t *len) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return NULL;
-    uint8_t *b = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : (4u << 20);
-            if (nc > WASM_MAX) {
-                errno = EFBIG;
-                break;
-            }
-            uint8_t *nb = realloc(b, nc);
-            if (!nb) {
-                errno = ENOMEM;
-                break;
-            }
-            b = nb;
-            cap = nc;
-        }
-        ssize_t got = pb_read_some(fd, b + n, cap - n);
-        if (got < 0) break;
-        if (got == 0) {
-            close(fd);
-            *len = n;
-            return b;
-        }
-        n += (size_t)got;
-    }
-    int e = errno;
+    pb_buf b = {0};
+    ssize_t got = 0;
+    int e = 0;
+    do {
+        if (b.len >= WASM_MAX)
+            e = EFBIG;
+        else if (!pb_buf_reserve(&b, 1u << 20))
+            e = ENOMEM;
+        else if ((got = pb_read_some(fd, b.p + b.len, b.cap - b.len - 1)) < 0)
+            e = errno;
+        else
+            b.len += (size_t)got;
+    } while (!e && got > 0);
     close(fd);
-    free(b);
-    errno = e;
-    return NULL;
+    if (e) {
+        pb_buf_free(&b);
+        errno = e;
+        return NULL;
+    }
+    return (uint8_t *)pb_buf_take(&b, len);
 }
 
 /* The module's path (and the library's) under g->path; false when too long. */
@@ -231,13 +220,10 @@ static bool guest_run(guest *g, const pr_guest_job *job, pr_response *out, pr_er
                            .source = job->source,
                            .cancelled = job->cancelled,
                            .cancel_ud = job->cancel_ud,
-                           .cpu_ms = job->limits.cpu_ms,
-                           .wall_ms = job->limits.wall_ms,
-                           .memory_cap = job->limits.memory_cap,
-                           .output_max = pr_output_cap(job->limits.output_max),
                            .capability = job->capability,
                            .cap_ud = job->cap_ud,
                            .cap_log = job->cap_log};
+    pr__exec_limits(&opt, &job->limits);
     pr_outcome oc;
     if (!pr_exec(g->host, p, &opt, &oc, err)) goto done;
     uint8_t d[32];
@@ -253,40 +239,40 @@ done:
     return ok;
 }
 
-pr_ruby *pr_ruby_new(pr_host *h, const char *wasm_path) {
-    pr_ruby *rb = calloc(1, sizeof *rb);
-    if (rb && !guest_init(&rb->g, &RUBY, h, wasm_path)) {
-        free(rb);
+/* The two handles are a guest each (their first member); these are its faces. */
+static guest *guest_new(const guest_lang *lang, pr_host *h, const char *path) {
+    _Static_assert(sizeof(struct pr_ruby) == sizeof(guest) &&
+                       sizeof(struct pr_python) == sizeof(guest),
+                   "a handle is its guest");
+    guest *g = calloc(1, sizeof *g);
+    if (g && !guest_init(g, lang, h, path)) {
+        free(g);
         return NULL;
     }
-    return rb;
+    return g;
 }
 
+static void guest_free(guest *g) {
+    if (g) guest_fini(g);
+    free(g);
+}
+
+pr_ruby *pr_ruby_new(pr_host *h, const char *wasm_path) {
+    return (pr_ruby *)guest_new(&RUBY, h, wasm_path);
+}
 void pr_ruby_free(pr_ruby *rb) {
-    if (!rb) return;
-    guest_fini(&rb->g);
-    free(rb);
+    guest_free(rb ? &rb->g : NULL);
 }
-
 bool pr_ruby_run(pr_ruby *rb, const pr_ruby_job *job, pr_response *out, pr_error *err) {
     return guest_run(&rb->g, job, out, err);
 }
 
 pr_python *pr_python_new(pr_host *h, const char *dir) {
-    pr_python *py = calloc(1, sizeof *py);
-    if (py && !guest_init(&py->g, &PYTHON, h, dir)) {
-        free(py);
-        return NULL;
-    }
-    return py;
+    return (pr_python *)guest_new(&PYTHON, h, dir);
 }
-
 void pr_python_free(pr_python *py) {
-    if (!py) return;
-    guest_fini(&py->g);
-    free(py);
+    guest_free(py ? &py->g : NULL);
 }
-
 bool pr_python_run(pr_python *py, const pr_python_job *job, pr_response *out, pr_error *err) {
     return guest_run(&py->g, job, out, err);
 }

@@ -112,22 +112,6 @@ static pw_instance *python_instantiate(pr_run_state *rs, pw_error *err) {
     return pw_instantiate(rs->store, p->module, python_resolve, rs, err);
 }
 
-static void take_snapshot(pr_run_state *rs) {
-    pr_program *p = rs->prog;
-    if (!pr__wasi_only_initial_fds(rs) || rs->out_bytes != 0) return;
-    pw_error se = {0};
-    pw_snapshot *snap = pw_snapshot_take(rs->inst, &se);
-    if (!snap) return; /* no memfd...: every run initialises; still correct */
-    pthread_mutex_lock(&p->snap_mu);
-    bool mine = p->snap == NULL;
-    if (mine) p->snap = snap;
-    pthread_mutex_unlock(&p->snap_mu);
-    if (mine)
-        pr__cache_charge(&rs->host->cache, p, (size_t)pw_snapshot_bytes(snap));
-    else
-        pw_snapshot_free(snap);
-}
-
 static pw_status python_start(pr_run_state *rs, pw_error *err) {
     python_state *st = rs->lang_state;
     if (!st) {
@@ -155,12 +139,7 @@ static pw_status python_start(pr_run_state *rs, pw_error *err) {
         if (r.i32 != 0)
             return host_fail(rs, err, "python: the interpreter did not start (%s)",
                              "is the standard library complete?");
-        take_snapshot(rs);
-        pr__watch_restart(&rs->host->wd, rs->watch);
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        rs->wall_deadline_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec +
-                               (uint64_t)rs->wall_ms * 1000000ull;
+        pr__boot_done(rs, pr__wasi_only_initial_fds(rs));
     }
     const pr_str src = rs->opt->source;
     size_t n = src.ptr ? src.len : 0;

@@ -134,11 +134,8 @@ static bool run_call(pr_host *h, const pr_request *req, const pr_run_opts *opts,
                            .seed = h->deterministic ? seed : NULL,
                            .cancelled = opts->cancelled,
                            .cancel_ud = opts->cancel_ud,
-                           .cpu_ms = opts->limits.cpu_ms,
-                           .wall_ms = opts->limits.wall_ms,
-                           .memory_cap = opts->limits.memory_cap,
-                           .output_max = pr_output_cap(opts->limits.output_max),
                            .cpu_memo = memo};
+    pr__exec_limits(&opt, &opts->limits);
     pr_outcome oc;
     if (!pr_exec(h, prog, &opt, &oc, err)) goto done_input;
     char iso[sizeof out->isolate];

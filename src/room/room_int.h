@@ -72,12 +72,20 @@ static inline size_t pr_output_cap(size_t per_run) {
     return per_run && per_run < PR_OUTPUT_MAX ? per_run : 0;
 }
 
+/* Applies a run's own limits (0 fields: the host's) to its exec options. */
+static inline void pr__exec_limits(pr_exec_options *o, const pr_limits *l) {
+    o->cpu_ms = l->cpu_ms;
+    o->wall_ms = l->wall_ms;
+    o->memory_cap = l->memory_cap;
+    o->output_max = pr_output_cap(l->output_max);
+}
+
 /* Rules 1-5 of the reference order (runner, scope, digest, program length, input
  * size). false + err on the first broken rule. */
 bool pr__check_shape(const pr_request *req, pr_error *err);
 /* pr_run_cancellable with the calling thread's CPU-clock memo (or NULL; room.c). */
 bool pr__run_memo(pr_host *h, const pr_request *req, bool (*cancelled)(void *), void *ud,
-                 pr_cpu_memo *memo, pr_response *out, pr_error *err);
+                  pr_cpu_memo *memo, pr_response *out, pr_error *err);
 /* Rules 6-8: Base64, decoded length, SHA-256. On success *bytes (caller frees). */
 bool pr__check_program(const pr_request *req, uint8_t **bytes, size_t *len, pr_error *err);
 
@@ -359,7 +367,7 @@ struct pr_abi {
 };
 
 pr_program *pr__program_load_digest(pr_host *h, pr_str scope, const char hex[64],
-                                   const uint8_t *bytes, size_t len, pr_str text, pr_error *err);
+                                    const uint8_t *bytes, size_t len, pr_str text, pr_error *err);
 /* The cache key of (scope, digest): "scope:digest" NUL version. Returns its length;
  * buf must hold scope.len + 66 + strlen(version) bytes. */
 size_t pr__program_key(pr_str scope, const char hex[64], char *buf);
@@ -371,12 +379,17 @@ extern const pr_abi pr__abi_python; /* python.c: CPython's reactor build (python
 /* wasi.c, for ABIs built on WASI: its import resolver, per-run cleanup, and whether
  * only the initial descriptors (0-3, untouched stdin) are open. */
 bool pr__wasi_resolve(void *ctx, pw_store *s, const pw_module *m, const pw_import_desc *imp,
-                     pw_extern *out);
+                      pw_extern *out);
 void pr__wasi_finish(pr_run_state *rs);
 bool pr__wasi_only_std_fds(const pr_run_state *rs);
 /* The same with the run's host directories (pr_exec_options.dirs) preopened at 3..,
  * then the in-memory "/" (python.c). */
 bool pr__wasi_only_initial_fds(const pr_run_state *rs);
+/* The end of an interpreter guest's one-time boot (ruby.c, python.c): when snapshot_ok
+ * (the WASI state is the initial one) and nothing was written, the instance is
+ * snapshotted into the program's cache entry (the first such run wins); then the run's
+ * limits restart for the script (CPU, wall deadline). */
+void pr__boot_done(pr_run_state *rs, bool snapshot_ok);
 extern const pr_abi pr__abi_yuyan; /* yuyan.c: the 豫言 file-style ABI */
 
 /* Output from the guest: counts raw bytes against the limit first; false when the

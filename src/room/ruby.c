@@ -272,7 +272,6 @@ static const char DRIVER_HEAD[] =
 
 static pw_status ruby_start(pr_run_state *rs, pw_error *err) {
     ruby_state *st = rstate(rs);
-    pr_program *p = rs->prog;
     if (!st) {
         err->status = PW_ERR_NOMEM;
         return PW_ERR_NOMEM;
@@ -282,26 +281,7 @@ static pw_status ruby_start(pr_run_state *rs, pw_error *err) {
         pr__watch_grant(&rs->host->wd, rs->watch, INIT_GRACE);
         s = ruby_boot(rs, err);
         if (s != PW_OK) return s;
-        if (pr__wasi_only_std_fds(rs) && rs->out_bytes == 0) {
-            pw_error se = {0};
-            pw_snapshot *snap = pw_snapshot_take(rs->inst, &se);
-            if (snap) {
-                pthread_mutex_lock(&p->snap_mu);
-                bool mine = p->snap == NULL;
-                if (mine) p->snap = snap;
-                pthread_mutex_unlock(&p->snap_mu);
-                if (mine)
-                    pr__cache_charge(&rs->host->cache, p, (size_t)pw_snapshot_bytes(snap));
-                else
-                    pw_snapshot_free(snap);
-            }
-            /* No snapshot (memfd unavailable...): every run boots; still correct. */
-        }
-        pr__watch_restart(&rs->host->wd, rs->watch);
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        rs->wall_deadline_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec +
-                               (uint64_t)rs->wall_ms * 1000000ull;
+        pr__boot_done(rs, pr__wasi_only_std_fds(rs));
     }
     pw_func *eval = export_fn(rs->inst, "rb-eval-string-protect");
     pw_func *re = export_fn(rs->inst, "cabi_realloc");

@@ -27,6 +27,28 @@ static const pr_abi *choose_abi(const pw_module *m) {
     return &pr__abi_wasi;
 }
 
+void pr__boot_done(pr_run_state *rs, bool snapshot_ok) {
+    pr_program *p = rs->prog;
+    pw_error se = {0};
+    /* No snapshot (memfd unavailable...): every run boots; still correct. */
+    pw_snapshot *snap = snapshot_ok && rs->out_bytes == 0 ? pw_snapshot_take(rs->inst, &se) : NULL;
+    if (snap) {
+        pthread_mutex_lock(&p->snap_mu);
+        bool mine = p->snap == NULL;
+        if (mine) p->snap = snap;
+        pthread_mutex_unlock(&p->snap_mu);
+        if (mine)
+            pr__cache_charge(&rs->host->cache, p, (size_t)pw_snapshot_bytes(snap));
+        else
+            pw_snapshot_free(snap);
+    }
+    pr__watch_restart(&rs->host->wd, rs->watch);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    rs->wall_deadline_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec +
+                           (uint64_t)rs->wall_ms * 1000000ull;
+}
+
 size_t pr__program_key_max(pr_str scope) {
     return scope.len + 66 + strlen(pr_host_resource_version());
 }
