@@ -16,21 +16,28 @@
 #include <string.h>
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: peri ruby [OPTIONS] SCRIPT.rb\n"
-               "Runs a Ruby script in the room (Ruby 3.4's WebAssembly build).\n"
-               "  --wasm PATH     ruby+stdlib.wasm (default: $PERI_RUBY_WASM, else the cache of\n"
-               "                  scripts/deps.sh: $PERI_CACHE_DIR, else ~/.cache/peri, then\n"
-               "                  ruby-3.4-wasm-wasi-2.10.1/ruby+stdlib.wasm)\n"
-               "  --stdin FILE    the script's standard input (default: this command's stdin\n"
-               "                  when it is a pipe or a file; empty on a terminal)\n"
-               "  --file GUEST=HOST  put host file HOST at GUEST in the room (e.g. /请求/in.txt)\n"
-               "  --cpu-ms N      CPU limit per run (default 1000, at most 1000)\n"
-               "  --repeat N      run N times in one process (later runs start from the snapshot)\n"
-               "  --time          print each run's wall and CPU time on stderr\n"
-               "  --engine E      execution tier: auto (default; $PERI_ENGINE if set), interp\n"
-               "                  or jit (docs/jit.md)\n"
-               "Exit status: the script's; 1 when it cannot run (missing files, limits);\n"
-               "2 for a usage error.\n");
+    fprintf(f,
+            "usage: peri ruby [OPTIONS] SCRIPT.rb\n"
+            "Runs a Ruby script in the room (Ruby 3.4's WebAssembly build).\n"
+            "  --wasm PATH     ruby+stdlib.wasm (default: $PERI_RUBY_WASM, else the cache of\n"
+            "                  scripts/deps.sh: $PERI_CACHE_DIR, else ~/.cache/peri, then\n"
+            "                  ruby-3.4-wasm-wasi-2.10.1/ruby+stdlib.wasm)\n"
+            "  --stdin FILE    the script's standard input (default: this command's stdin\n"
+            "                  when it is a pipe or a file; empty on a terminal)\n"
+            "  --file GUEST=HOST  put host file HOST at GUEST in the room (e.g. /请求/in.txt)\n"
+            "  --cpu-ms N      CPU limit per run (default 1000, at most 1000)\n"
+            "  --repeat N      run N times in one process (later runs start from the snapshot)\n"
+            "  --time          print each run's wall and CPU time on stderr\n"
+            "  --lease DIR     lease host directory DIR to the script's capability calls\n"
+            "                  (Peri.read_text(path), read-only unless --lease-write)\n"
+            "  --lease-write   the lease also allows Peri.write_text(path, text)\n"
+            "  --allow-network the network policy allows Peri.fetch(url) (default: refused):\n"
+            "                  http/https GET, no redirects, not this machine's addresses\n"
+            "  --evidence      print each capability dispatch (what, when, committed) on stderr\n"
+            "  --engine E      execution tier: auto (default; $PERI_ENGINE if set), interp\n"
+            "                  or jit (docs/jit.md)\n"
+            "Exit status: the script's; 1 when it cannot run (missing files, limits);\n"
+            "2 for a usage error.\n");
 }
 
 /* The default module: $PERI_RUBY_WASM, else the deps.sh cache. */
@@ -59,6 +66,7 @@ static const peri_guest_cli RUBY = {
     .usage = usage,
     .build_opt = "--wasm",
     .no_script = "the script (SCRIPT.rb) is missing",
+    .capabilities = true,
     .boot_note = "Ruby",
     .default_build = default_wasm,
     .load = load,

@@ -344,7 +344,10 @@ typedef struct pr_run_state {
     uint64_t det_clock;
     uint64_t wall_deadline_ns; /* CLOCK_MONOTONIC time at which the wall limit is reached */
     void *abi_state;
-    void *lang_state;         /* a language ABI's own state on top of WASI (ruby.c) */
+    void *lang_state; /* a language ABI's own state on top of WASI (ruby.c) */
+    /* The capability dispatch's file face (capability.c), for guests that cannot import
+     * it (ruby.c); NULL: the paths are ordinary files. */
+    struct pr__cap *cap_fs;
     pr_watch_slot *watch;     /* the run's watchdog slot */
     uint32_t cpu_ms, wall_ms; /* this run's limits: the host's, or lower (pr_run_with) */
     pr_stop stop;             /* PR_END_PLATFORM: the limit class of end_msg, if any */

@@ -27,6 +27,7 @@
  * Invariants: no snapshot is taken unless the WASI state is the initial one (only
  * descriptors 0-3, stdin unread) and the run produced no output so far.
  */
+#include "capability.h"
 #include "room_int.h"
 
 #include <stdio.h>
@@ -47,6 +48,7 @@ typedef struct ruby_state {
     js_trap *traps;
     size_t ntraps, cap;
     bool from_snapshot;
+    pr__cap capability; /* the dispatch's file face (the Peri module) */
 } ruby_state;
 
 static bool ruby_matches(const pw_module *m) {
@@ -61,7 +63,13 @@ static bool ruby_matches(const pw_module *m) {
 }
 
 static ruby_state *rstate(pr_run_state *rs) {
-    if (!rs->lang_state) rs->lang_state = calloc(1, sizeof(ruby_state));
+    if (!rs->lang_state) {
+        ruby_state *st = calloc(1, sizeof *st);
+        if (!st) return NULL;
+        st->capability.rs = rs;
+        rs->cap_fs = &st->capability;
+        rs->lang_state = st;
+    }
     return rs->lang_state;
 }
 
@@ -236,8 +244,31 @@ static bool ruby_literal(pb_buf *b, const char *s, size_t n) {
     return pb_buf_putc(b, '"');
 }
 
-/* The driver: runs the script as main.rb at top level and exits like `ruby main.rb`. */
+/* The driver: the Peri module (the capability dispatch's file face, capability.c),
+ * then the script as main.rb at top level, exiting like `ruby main.rb`. */
 static const char DRIVER_HEAD[] =
+    "module Peri\n"
+    "  class RefusedError < StandardError; end\n"
+    "  class FailedError < IOError; end\n"
+    "  def self.dispatch(op, arg, data = \"\")\n"
+    "    op, arg = op.to_s, arg.to_s\n"
+    "    raise ArgumentError, \"op and arg are one line each\" if (op + arg).include?(\"\\n\")\n"
+    "    File.binwrite(\"" PR_CAP_REQUEST "\", \"#{op}\\n#{arg}\\n\".b + data.to_s.b)\n"
+    "    r = File.binread(\"" PR_CAP_REPLY "\")\n"
+    "    body = r.byteslice(2, r.bytesize) || \"\".b\n"
+    "    case r.getbyte(0)\n"
+    "    when 48 then return body\n"
+    "    when 49 then raise RefusedError, body.dup.force_encoding(Encoding::UTF_8).scrub\n"
+    "    when 51 then raise ArgumentError, body.dup.force_encoding(Encoding::UTF_8).scrub\n"
+    "    else raise FailedError, body.dup.force_encoding(Encoding::UTF_8).scrub\n"
+    "    end\n"
+    "  end\n"
+    "  def self.fetch(url) = dispatch(\"http.fetch\", url)\n"
+    "  def self.read_bytes(path) = dispatch(\"file.read\", path)\n"
+    "  def self.read_text(path) = read_bytes(path).force_encoding(Encoding::UTF_8)\n"
+    "  def self.write_bytes(path, data) = dispatch(\"file.write\", path, data).to_i\n"
+    "  def self.write_text(path, text) = write_bytes(path, text.to_s.encode(Encoding::UTF_8))\n"
+    "end\n"
     "->(src) {\n"
     "  Random.srand\n"
     "  $0 = \"main.rb\"\n"
@@ -314,6 +345,8 @@ static pw_status ruby_start(pr_run_state *rs, pw_error *err) {
 static void ruby_finish(pr_run_state *rs) {
     ruby_state *st = rs->lang_state;
     if (st) {
+        pr__cap_free(&st->capability);
+        rs->cap_fs = NULL;
         free(st->traps);
         free(st);
         rs->lang_state = NULL;
@@ -322,8 +355,8 @@ static void ruby_finish(pr_run_state *rs) {
 }
 
 const pr_abi pr__abi_ruby = {.name = "ruby",
-                            .matches = ruby_matches,
-                            .resolve = ruby_resolve,
-                            .instantiate = ruby_instantiate,
-                            .start = ruby_start,
-                            .finish = ruby_finish};
+                             .matches = ruby_matches,
+                             .resolve = ruby_resolve,
+                             .instantiate = ruby_instantiate,
+                             .start = ruby_start,
+                             .finish = ruby_finish};

@@ -18,8 +18,7 @@
 
 /* Guest ABIs, tried in order. The 豫言 file-style ABI (GC values) joins this list
  * once the engine has GC and exceptions; WASI is the fallback for everything else. */
-static const pr_abi *const ABIS[] = {&pr__abi_yuyan, &pr__abi_ruby, &pr__abi_python,
-                                     &pr__abi_wasi};
+static const pr_abi *const ABIS[] = {&pr__abi_yuyan, &pr__abi_ruby, &pr__abi_python, &pr__abi_wasi};
 
 static const pr_abi *choose_abi(const pw_module *m) {
     for (size_t i = 0; i < sizeof ABIS / sizeof *ABIS; i++)
@@ -65,7 +64,7 @@ size_t pr__program_key(pr_str scope, const char hex[64], char *key) {
 }
 
 pr_program *pr__program_load_digest(pr_host *h, pr_str scope, const char hex[64],
-                                   const uint8_t *bytes, size_t len, pr_str text, pr_error *err) {
+                                    const uint8_t *bytes, size_t len, pr_str text, pr_error *err) {
     char stackkey[256];
     size_t kmax = pr__program_key_max(scope);
     char *key = kmax <= sizeof stackkey ? stackkey : malloc(kmax);

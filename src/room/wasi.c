@@ -16,6 +16,7 @@
  * directory never has read/write/seek rights, a dropped right stays dropped.
  */
 #include "hostdir.h"
+#include "capability.h"
 #include "room_int.h"
 
 #include <errno.h>
@@ -1253,6 +1254,8 @@ HOST(path_open) {
     bool excl = (oflags & O_CREAT_) && (oflags & O_EXCL_);
     int e = resolve(cx, env, U32(0), U32(2), U32(3), (U32(1) & 1) && !excl, &norm, &n, &slash);
     if (e) RET(e);
+    /* The capability dispatch's file face: opening its reply dispatches the request. */
+    if (rs->cap_fs) pr__cap_fs_open(rs->cap_fs, rs->fs, norm, n);
     pr_file *file = pr__fs_find(rs->fs, norm, n);
     bool is_dir = (file && file->dir) || (!file && pr__fs_is_dir(rs->fs, norm, n));
     if (file && file->dir) file = NULL;

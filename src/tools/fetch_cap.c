@@ -113,8 +113,7 @@ static pr_cap_status fetch(const ptl_fetch_cap *fc, const pr_cap_call *call, pb_
     char url[4096], msg[600];
     if (!fc || !fc->network)
         return say(reply, PR_CAP_REFUSED,
-                   "refused: the session's network policy does not allow HTTP (settings "
-                   "\"sandbox\": {\"network\": true} allows it)");
+                   "refused: the session's network policy does not allow HTTP");
     if (call->arg.len == 0 || call->arg.len >= sizeof url ||
         memchr(call->arg.ptr, 0, call->arg.len))
         return say(reply, PR_CAP_INVALID, "invalid: a URL is required");

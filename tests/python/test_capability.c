@@ -15,7 +15,9 @@
  * the evidence and _meta["peri.placement"], committed, and promotion is ruled out
  * with the reason said; and the source-pass stage chosen per call ("source_pass") for
  * each path: disabled, not applicable, transform failed, derived, derived then failed.
- * Exit 77 when the build is missing (1 under CI=true).
+ * Ruby mode (--ruby PYTHON_DIR RUBY_WASM): Ruby's Peri module over the file face
+ * through the run tool (refused, allowed, a malformed request recorded as invalid).
+ * Exit 77 when a build is missing (1 under CI=true).
  */
 #include "peri/place.h"
 #include "peri/room.h"
@@ -198,10 +200,11 @@ static void test_handler(void **state) {
 
 /* ---------------------------------------------------------------- run mode */
 
-static const char *g_dir;
+static const char *g_dir, *g_ruby_wasm;
 static pr_host *g_room;
 static pr_python *g_py;
-static pl_ruby_hook g_hook;
+static pr_ruby *g_rb;
+static pl_ruby_hook g_hook, g_rb_hook;
 static pl_ctx *g_pc;
 
 static int room_up(void **state) {
@@ -211,7 +214,9 @@ static int room_up(void **state) {
     g_py = g_room ? pr_python_new(g_room, g_dir) : NULL;
     if (!g_py) return -1;
     g_hook = pl_python_room_hook(g_py);
-    pl_config cfg = {.room = g_room, .python_hook = &g_hook};
+    g_rb = g_ruby_wasm ? pr_ruby_new(g_room, g_ruby_wasm) : NULL;
+    g_rb_hook = pl_ruby_room_hook(g_rb);
+    pl_config cfg = {.room = g_room, .python_hook = &g_hook, .ruby_hook = g_rb ? &g_rb_hook : NULL};
     pl_error err;
     g_pc = pl_new(&cfg, &err);
     return g_pc ? 0 : -1;
@@ -220,6 +225,7 @@ static int room_up(void **state) {
 static int room_down(void **state) {
     pl_free(g_pc);
     pr_python_free(g_py);
+    pr_ruby_free(g_rb);
     pr_host_free(g_room);
     return server_stop(state);
 }
@@ -300,13 +306,18 @@ static char *tool(const pl_policy *pol, const char *input, json_t **meta) {
     return out;
 }
 
-static char *input_of(const char *src, const char *stdin_text, const char *source_pass) {
-    json_t *o = json_pack("{s:s}", "python", src);
+static char *input_lang(const char *lang, const char *src, const char *stdin_text,
+                        const char *source_pass) {
+    json_t *o = json_pack("{s:s}", lang, src);
     if (stdin_text) json_object_set_new(o, "stdin", json_string(stdin_text));
     if (source_pass) json_object_set_new(o, "source_pass", json_string(source_pass));
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return s;
+}
+
+static char *input_of(const char *src, const char *stdin_text, const char *source_pass) {
+    return input_lang("python", src, stdin_text, source_pass);
 }
 
 static void test_tool_fetch(void **state) {
@@ -345,6 +356,56 @@ static void test_tool_fetch(void **state) {
     pol.host_network = false;
     out = tool(&pol, in, &meta);
     assert_non_null(strstr(out, "refused: refused: the URL resolves to this machine"));
+    assert_int_equal(atomic_load(&g_srv.requests), seen + 1);
+    json_decref(meta);
+    free(out);
+    free(in);
+}
+
+/* Ruby's Peri module: the same dispatch through its file face. */
+static const char FETCH_RB[] = "begin\n"
+                               "  print Peri.fetch(STDIN.read)\n"
+                               "rescue Peri::RefusedError => e\n"
+                               "  puts \"refused: #{e.message}\"\n"
+                               "end\n"
+                               "File.binwrite('/.peri/capability/request', 'no newline')\n"
+                               "puts File.binread('/.peri/capability/reply')\n"
+                               "puts File.binread('/.peri/capability/reply')\n"
+                               "begin\n"
+                               "  Peri.read_text('x.txt')\n"
+                               "rescue Peri::RefusedError => e\n"
+                               "  puts \"read refused\"\n"
+                               "end\n";
+
+static void test_tool_ruby(void **state) {
+    (void)state;
+    assert_non_null(g_rb);
+    char url[128];
+    snprintf(url, sizeof url, "%s/hello", g_base);
+    char *in = input_lang("ruby", FETCH_RB, url, NULL);
+    int seen = atomic_load(&g_srv.requests);
+    json_t *meta;
+    pl_policy pol = {.native = PL_NATIVE_NO};
+    char *out = tool(&pol, in, &meta);
+    assert_non_null(strstr(out, "refused: refused: the session's network policy"));
+    /* a malformed request is recorded as invalid; the reply then opens as it is */
+    assert_non_null(
+        strstr(out, "3\ninvalid: a request is \"OP\\nARG\\n\" then the data\n3\ninvalid"));
+    assert_non_null(strstr(out, "read refused"));
+    json_t *caps = json_object_get(meta, "capabilities");
+    assert_int_equal(json_array_size(caps), 3);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(caps, 1), "status")),
+                        "invalid");
+    assert_int_equal(atomic_load(&g_srv.requests), seen);
+    json_decref(meta);
+    free(out);
+    pol.network_allowed = pol.host_network = true;
+    out = tool(&pol, in, &meta);
+    assert_non_null(strstr(out, "hello from the host\n"));
+    json_t *c0 = json_array_get(json_object_get(meta, "capabilities"), 0);
+    assert_string_equal(json_string_value(json_object_get(c0, "status")), "ok");
+    assert_true(json_is_true(json_object_get(c0, "committed")));
+    assert_non_null(json_string_value(json_object_get(meta, "no_promotion")));
     assert_int_equal(atomic_load(&g_srv.requests), seen + 1);
     json_decref(meta);
     free(out);
@@ -403,23 +464,33 @@ static void test_tool_source_pass(void **state) {
     free(in);
 }
 
+/* Exit 77 when a build is missing (1 under CI=true: CI builds both). */
+static int missing(const char *what, const char *path) {
+    const char *ci = getenv("CI");
+    bool fail = ci && !strcmp(ci, "true");
+    printf("%s: %s is missing at %s (scripts/deps.sh)\n", fail ? "FAIL (CI)" : "SKIPPED", what,
+           path);
+    return fail ? 1 : 77;
+}
+
 int main(int argc, char **argv) {
-    if (argc == 3 && !strcmp(argv[1], "--run")) {
+    bool run = argc == 3 && !strcmp(argv[1], "--run");
+    bool ruby = argc == 4 && !strcmp(argv[1], "--ruby");
+    if (run || ruby) {
         g_dir = argv[2];
         char p[4096];
         snprintf(p, sizeof p, "%s/python.wasm", g_dir);
-        if (access(p, R_OK) != 0) {
-            const char *ci = getenv("CI");
-            printf("%s: CPython's WASI build is missing in %s (scripts/deps.sh)\n",
-                   ci && !strcmp(ci, "true") ? "FAIL (CI)" : "SKIPPED", g_dir);
-            return ci && !strcmp(ci, "true") ? 1 : 77;
-        }
-        const struct CMUnitTest run[] = {
+        if (access(p, R_OK) != 0) return missing("CPython's WASI build", p);
+        if (ruby && access(argv[3], R_OK) != 0) return missing("Ruby's WebAssembly build", argv[3]);
+        g_ruby_wasm = ruby ? argv[3] : NULL;
+        const struct CMUnitTest python[] = {
             cmocka_unit_test(test_placed_fetch),
             cmocka_unit_test(test_tool_fetch),
             cmocka_unit_test(test_tool_source_pass),
         };
-        return cmocka_run_group_tests(run, room_up, room_down);
+        const struct CMUnitTest rb[] = {cmocka_unit_test(test_tool_ruby)};
+        return ruby ? cmocka_run_group_tests(rb, room_up, room_down)
+                    : cmocka_run_group_tests(python, room_up, room_down);
     }
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_handler)};
     return cmocka_run_group_tests(tests, server_start, server_stop);
