@@ -420,7 +420,8 @@ static int resolve(pw_call_ctx *cx, void *env, uint32_t dirfd, uint32_t ptr, uin
  * hold right (when it is a directory); below a host directory (K_HDIR) pa->host is set
  * with the guest's path bytes in pa->path/pa->len, for hostdir.c; otherwise the path is
  * resolved in the in-memory tree (resolve; follow: a final symbolic link is followed)
- * into pa->norm (owned: free it), pa->n and pa->slash. Returns a WASI errno. */
+ * into pa->norm (owned: free it), pa->n and pa->slash, and pa->f is the entry there
+ * (or NULL). Returns a WASI errno. */
 typedef struct path_arg {
     wfd *host;
     const char *path;
@@ -428,6 +429,7 @@ typedef struct path_arg {
     char *norm;
     size_t n;
     bool slash;
+    pr_file *f; /* the in-memory entry at norm, or NULL (pr__fs_find) */
 } path_arg;
 
 static int path_begin(pw_call_ctx *cx, void *env, uint32_t dirfd, uint32_t ptr, uint32_t len,
@@ -443,7 +445,9 @@ static int path_begin(pw_call_ctx *cx, void *env, uint32_t dirfd, uint32_t ptr, 
         pa->len = len;
         return E_SUCCESS;
     }
-    return resolve(cx, env, dirfd, ptr, len, follow, &pa->norm, &pa->n, &pa->slash);
+    int e = resolve(cx, env, dirfd, ptr, len, follow, &pa->norm, &pa->n, &pa->slash);
+    if (!e) pa->f = pr__fs_find(RS(env)->fs, pa->norm, pa->n);
+    return e;
 }
 
 /* True when some proper ancestor of norm is a regular file (then norm cannot exist). */
@@ -1323,15 +1327,13 @@ HOST(path_create_directory) {
     if (e) RET(e);
     if (pa.host) RET(pr__hd_mkdir(pa.host->os, pa.path, pa.len));
     pr_run_state *rs = RS(env);
-    char *norm = pa.norm;
-    size_t n = pa.n;
-    if (pr__fs_find(rs->fs, norm, n) || pr__fs_is_dir(rs->fs, norm, n))
+    if (pa.f || pr__fs_is_dir(rs->fs, pa.norm, pa.n))
         e = E_EXIST;
-    else if (ancestor_is_file(rs->fs, norm, n))
+    else if (ancestor_is_file(rs->fs, pa.norm, pa.n))
         e = E_NOTDIR;
-    else if (!pr__fs_create(rs->fs, norm, n, true))
+    else if (!pr__fs_create(rs->fs, pa.norm, pa.n, true))
         e = rs->fs->create_err == -2 ? E_NOSPC : E_NOMEM;
-    free(norm);
+    free(pa.norm);
     RET(e);
 }
 
@@ -1343,19 +1345,16 @@ HOST(path_filestat_get) {
     int e = path_begin(cx, env, U32(0), U32(2), U32(3), R_PATH_STAT, U32(1) & 1, &pa);
     if (e) RET(e);
     if (pa.host) RET(pr__hd_stat(pa.host->os, U32(1), pa.path, pa.len, p));
-    char *norm = pa.norm;
-    size_t n = pa.n;
-    bool slash = pa.slash;
-    pr_file *f = pr__fs_find(rs->fs, norm, n);
-    if (f && !f->dir && slash)
+    if (pa.f && !pa.f->dir && pa.slash)
         e = E_NOTDIR;
-    else if (f && !f->dir)
-        file_stat(rs, p, rs->host->beyond_contract ? f->node->serial : path_ino(norm, n), f->node);
-    else if (f || pr__fs_is_dir(rs->fs, norm, n))
-        filestat(p, FT_DIR, path_ino(norm, n), 0, 0);
+    else if (pa.f && !pa.f->dir)
+        file_stat(rs, p, rs->host->beyond_contract ? pa.f->node->serial : path_ino(pa.norm, pa.n),
+                  pa.f->node);
+    else if (pa.f || pr__fs_is_dir(rs->fs, pa.norm, pa.n))
+        filestat(p, FT_DIR, path_ino(pa.norm, pa.n), 0, 0);
     else
         e = E_NOENT;
-    free(norm);
+    free(pa.norm);
     RET(e);
 }
 
@@ -1366,19 +1365,15 @@ HOST(path_filestat_set_times) {
     if (pa.host)
         RET(pr__hd_set_times(pa.host->os, U32(1), pa.path, pa.len, U64(4), U64(5), U32(6)));
     pr_run_state *rs = RS(env);
-    char *norm = pa.norm;
-    size_t n = pa.n;
-    bool slash = pa.slash;
-    pr_file *f = pr__fs_find(rs->fs, norm, n);
-    if (f && !f->dir && slash)
+    if (pa.f && !pa.f->dir && pa.slash)
         e = E_NOTDIR;
-    else if (f && !f->dir)
-        e = set_times(rs->fs, f->node, rs->host->beyond_contract, U64(4), U64(5), U32(6));
-    else if (f || pr__fs_is_dir(rs->fs, norm, n))
+    else if (pa.f && !pa.f->dir)
+        e = set_times(rs->fs, pa.f->node, rs->host->beyond_contract, U64(4), U64(5), U32(6));
+    else if (pa.f || pr__fs_is_dir(rs->fs, pa.norm, pa.n))
         e = set_times(rs->fs, NULL, false, 0, 0, U32(6));
     else
         e = E_NOENT;
-    free(norm);
+    free(pa.norm);
     RET(e);
 }
 
@@ -1397,26 +1392,22 @@ HOST(path_readlink) {
     if (e) RET(e);
     if (pa.host) RET(host_readlink(cx, pa.host, pa.path, a));
     pr_run_state *rs = RS(env);
-    char *norm = pa.norm;
-    size_t n = pa.n;
-    bool slash = pa.slash;
-    pr_file *f = pr__fs_find(rs->fs, norm, n);
-    if (f && pr_file_is_link(f) && !slash) {
+    if (pa.f && pr_file_is_link(pa.f) && !pa.slash) {
         /* As readlink(2): at most the buffer's size, cut (no NUL); bufused says how much. */
         uint8_t *buf = mem(cx, U32(3), U32(4)), *pn = mem(cx, U32(5), 4);
         if (!buf || !pn)
             e = E_FAULT;
         else {
-            uint32_t k = f->node->len < U32(4) ? (uint32_t)f->node->len : U32(4);
-            memcpy(buf, f->node->data, k);
+            uint32_t k = pa.f->node->len < U32(4) ? (uint32_t)pa.f->node->len : U32(4);
+            memcpy(buf, pa.f->node->data, k);
             st32(pn, k);
         }
-    } else if (slash) {
+    } else if (pa.slash) {
         e = E_NOTDIR; /* "name/" is never a link (as hostdir.c) */
     } else {
-        e = (f || pr__fs_is_dir(rs->fs, norm, n)) ? E_INVAL : E_NOENT;
+        e = (pa.f || pr__fs_is_dir(rs->fs, pa.norm, pa.n)) ? E_INVAL : E_NOENT;
     }
-    free(norm);
+    free(pa.norm);
     RET(e);
 }
 
@@ -1426,29 +1417,26 @@ HOST(path_remove_directory) {
     if (e) RET(e);
     if (pa.host) RET(pr__hd_rmdir(pa.host->os, pa.path, pa.len));
     pr_run_state *rs = RS(env);
-    char *norm = pa.norm;
-    size_t n = pa.n;
-    pr_file *f = pr__fs_find(rs->fs, norm, n);
-    if (n == 1)
+    if (pa.n == 1)
         e = E_BUSY;
-    else if (f && !f->dir)
+    else if (pa.f && !pa.f->dir)
         e = E_NOTDIR;
-    else if (!pr__fs_is_dir(rs->fs, norm, n))
+    else if (!pr__fs_is_dir(rs->fs, pa.norm, pa.n))
         e = E_NOENT;
     else {
         /* Implicit directories always have children; explicit ones may be empty. */
         bool empty = true;
         for (size_t i = 0; i < rs->fs->norder && empty; i++) {
             const pr_file *g = rs->fs->order[i];
-            empty = g->dead ||
-                    !(g->path_len > n + 1 && g->path[n] == '/' && memcmp(g->path, norm, n) == 0);
+            empty = g->dead || !(g->path_len > pa.n + 1 && g->path[pa.n] == '/' &&
+                                 memcmp(g->path, pa.norm, pa.n) == 0);
         }
         if (!empty)
             e = E_NOTEMPTY;
         else
-            pr__fs_remove(rs->fs, f);
+            pr__fs_remove(rs->fs, pa.f);
     }
-    free(norm);
+    free(pa.norm);
     RET(e);
 }
 
@@ -1458,17 +1446,13 @@ HOST(path_unlink_file) {
     if (e) RET(e);
     if (pa.host) RET(pr__hd_unlink(pa.host->os, pa.path, pa.len));
     pr_run_state *rs = RS(env);
-    char *norm = pa.norm;
-    size_t n = pa.n;
-    bool slash = pa.slash;
-    pr_file *f = pr__fs_find(rs->fs, norm, n);
-    if (f && !f->dir && slash)
+    if (pa.f && !pa.f->dir && pa.slash)
         e = E_NOTDIR; /* "name/" names a directory */
-    else if (f && !f->dir)
-        pr__fs_remove(rs->fs, f); /* a symbolic link goes, not its target */
+    else if (pa.f && !pa.f->dir)
+        pr__fs_remove(rs->fs, pa.f); /* a symbolic link goes, not its target */
     else
-        e = (f || pr__fs_is_dir(rs->fs, norm, n)) ? E_ISDIR : E_NOENT;
-    free(norm);
+        e = (pa.f || pr__fs_is_dir(rs->fs, pa.norm, pa.n)) ? E_ISDIR : E_NOENT;
+    free(pa.norm);
     RET(e);
 }
 
