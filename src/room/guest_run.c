@@ -1,12 +1,12 @@
 /*
- * guest_run.c — pr_ruby and pr_python: scripts of an interpreter guest (Ruby's
+ * guest_run.c — pr_guest (pr_ruby, pr_python): scripts of an interpreter guest (Ruby's
  * official WebAssembly build, ruby.c; the room's CPython build, python.c) as room runs
  * for the layers above (placement's guest hooks, the `run` tool, the CLI). One runner
  * serves both; a per-language descriptor (guest_lang) says where the module is, which
  * ABI it must have, whether a standard library directory is preopened, and the texts
  * of its errors.
  *
- * Each handle owns its path (Ruby: the module file; Python: the build's directory)
+ * A handle owns its path (Ruby: the module file; Python: the build's directory)
  * and, after the first run, a reference to the compiled program (whose cache entry
  * also holds the startup snapshot) and, for Python, the open read-only descriptor of
  * the standard library. Each run: a fresh in-memory file system with the job's files,
@@ -70,21 +70,15 @@ static const guest_lang PYTHON = {
                  "the peri_py_* entry points)",
 };
 
-typedef struct guest {
+struct pr_guest {
     const guest_lang *lang;
     pr_host *host;
     char *path;
     pthread_mutex_t mu;
     pr_program *prog; /* NULL until the first run loads it */
     int lib_fd;       /* the standard library directory, or -1 */
-} guest;
-
-struct pr_ruby {
-    guest g;
 };
-struct pr_python {
-    guest g;
-};
+typedef pr_guest guest;
 
 static bool guest_init(guest *g, const guest_lang *lang, pr_host *h, const char *path) {
     g->lang = lang;
@@ -181,7 +175,7 @@ static pr_program *program(guest *g, int *lib_fd, pr_error *err) {
     return p;
 }
 
-static bool guest_run(guest *g, const pr_guest_job *job, pr_response *out, pr_error *err) {
+bool pr_guest_run(pr_guest *g, const pr_guest_job *job, pr_response *out, pr_error *err) {
     memset(out, 0, sizeof *out);
     if (job->source.len > SOURCE_MAX || (job->source.len && !job->source.ptr) ||
         job->nfiles > PR_FILES_MAX || (job->nfiles && (!job->paths || !job->contents))) {
@@ -239,11 +233,7 @@ done:
     return ok;
 }
 
-/* The two handles are a guest each (their first member); these are its faces. */
 static guest *guest_new(const guest_lang *lang, pr_host *h, const char *path) {
-    _Static_assert(sizeof(struct pr_ruby) == sizeof(guest) &&
-                       sizeof(struct pr_python) == sizeof(guest),
-                   "a handle is its guest");
     guest *g = calloc(1, sizeof *g);
     if (g && !guest_init(g, lang, h, path)) {
         free(g);
@@ -252,27 +242,23 @@ static guest *guest_new(const guest_lang *lang, pr_host *h, const char *path) {
     return g;
 }
 
-static void guest_free(guest *g) {
+pr_ruby *pr_ruby_new(pr_host *h, const char *wasm_path) {
+    return guest_new(&RUBY, h, wasm_path);
+}
+
+pr_python *pr_python_new(pr_host *h, const char *dir) {
+    return guest_new(&PYTHON, h, dir);
+}
+
+void pr_guest_free(pr_guest *g) {
     if (g) guest_fini(g);
     free(g);
 }
 
-pr_ruby *pr_ruby_new(pr_host *h, const char *wasm_path) {
-    return (pr_ruby *)guest_new(&RUBY, h, wasm_path);
-}
 void pr_ruby_free(pr_ruby *rb) {
-    guest_free(rb ? &rb->g : NULL);
-}
-bool pr_ruby_run(pr_ruby *rb, const pr_ruby_job *job, pr_response *out, pr_error *err) {
-    return guest_run(&rb->g, job, out, err);
+    pr_guest_free(rb);
 }
 
-pr_python *pr_python_new(pr_host *h, const char *dir) {
-    return (pr_python *)guest_new(&PYTHON, h, dir);
-}
 void pr_python_free(pr_python *py) {
-    guest_free(py ? &py->g : NULL);
-}
-bool pr_python_run(pr_python *py, const pr_python_job *job, pr_response *out, pr_error *err) {
-    return guest_run(&py->g, job, out, err);
+    pr_guest_free(py);
 }

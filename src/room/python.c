@@ -94,7 +94,6 @@ static bool layout_ok(const pr_exec_options *o) {
 }
 
 static pw_instance *python_instantiate(pr_run_state *rs, pw_error *err) {
-    pr_program *p = rs->prog;
     python_state *st = calloc(1, sizeof *st);
     if (!st) {
         err->status = PW_ERR_NOMEM;
@@ -102,14 +101,7 @@ static pw_instance *python_instantiate(pr_run_state *rs, pw_error *err) {
     }
     st->cap.rs = rs;
     rs->lang_state = st;
-    pthread_mutex_lock(&p->snap_mu);
-    pw_snapshot *snap = p->snap;
-    pthread_mutex_unlock(&p->snap_mu);
-    if (snap && layout_ok(rs->opt)) {
-        st->from_snapshot = true;
-        return pw_instantiate_snapshot(rs->store, p->module, snap, python_resolve, rs, err);
-    }
-    return pw_instantiate(rs->store, p->module, python_resolve, rs, err);
+    return pr__boot_instantiate(rs, python_resolve, layout_ok(rs->opt), &st->from_snapshot, err);
 }
 
 static pw_status python_start(pr_run_state *rs, pw_error *err) {

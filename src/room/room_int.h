@@ -393,6 +393,10 @@ bool pr__wasi_only_initial_fds(const pr_run_state *rs);
  * snapshotted into the program's cache entry (the first such run wins); then the run's
  * limits restart for the script (CPU, wall deadline). */
 void pr__boot_done(pr_run_state *rs, bool snapshot_ok);
+/* An interpreter guest's instance: from the program's startup snapshot when there is
+ * one and snapshot_ok (then *from_snapshot: the boot is skipped), else fresh. */
+pw_instance *pr__boot_instantiate(pr_run_state *rs, pw_resolve_fn resolve, bool snapshot_ok,
+                                  bool *from_snapshot, pw_error *err);
 extern const pr_abi pr__abi_yuyan; /* yuyan.c: the 豫言 file-style ABI */
 
 /* Output from the guest: counts raw bytes against the limit first; false when the

@@ -209,20 +209,12 @@ static pw_status ruby_boot(pr_run_state *rs, pw_error *err) {
 }
 
 static pw_instance *ruby_instantiate(pr_run_state *rs, pw_error *err) {
-    pr_program *p = rs->prog;
     ruby_state *st = rstate(rs);
     if (!st) {
         err->status = PW_ERR_NOMEM;
         return NULL;
     }
-    pthread_mutex_lock(&p->snap_mu);
-    pw_snapshot *snap = p->snap;
-    pthread_mutex_unlock(&p->snap_mu);
-    if (snap) {
-        st->from_snapshot = true;
-        return pw_instantiate_snapshot(rs->store, p->module, snap, ruby_resolve, rs, err);
-    }
-    return pw_instantiate(rs->store, p->module, ruby_resolve, rs, err);
+    return pr__boot_instantiate(rs, ruby_resolve, true, &st->from_snapshot, err);
 }
 
 /* Appends s as a Ruby double-quoted string literal: every byte outside [A-Za-z0-9 ]

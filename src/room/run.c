@@ -26,6 +26,17 @@ static const pr_abi *choose_abi(const pw_module *m) {
     return &pr__abi_wasi;
 }
 
+pw_instance *pr__boot_instantiate(pr_run_state *rs, pw_resolve_fn resolve, bool snapshot_ok,
+                                  bool *from_snapshot, pw_error *err) {
+    pr_program *p = rs->prog;
+    pthread_mutex_lock(&p->snap_mu);
+    pw_snapshot *snap = snapshot_ok ? p->snap : NULL;
+    pthread_mutex_unlock(&p->snap_mu);
+    *from_snapshot = snap != NULL;
+    if (snap) return pw_instantiate_snapshot(rs->store, p->module, snap, resolve, rs, err);
+    return pw_instantiate(rs->store, p->module, resolve, rs, err);
+}
+
 void pr__boot_done(pr_run_state *rs, bool snapshot_ok) {
     pr_program *p = rs->prog;
     pw_error se = {0};
