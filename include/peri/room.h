@@ -260,6 +260,11 @@ typedef struct pr_cap_lease {
 pr_cap_status pr_cap_lease_handle(void *lease, const pr_cap_call *call, pb_buf *reply,
                                   bool *committed);
 
+/* The length (1..4) of the well-formed UTF-8 sequence at s[0..n) (n >= 1), or 0 when
+ * it is ill-formed, with *bad the length of its maximal ill-formed subpart (what the
+ * WHATWG decoder replaces with one U+FFFD). */
+size_t pr_utf8_seq(const uint8_t *s, size_t n, size_t *bad);
+
 enum { PR_STDOUT = 1, PR_STDERR = 2 };
 typedef void (*pr_output_fn)(void *ud, int stream, const char *utf8, size_t len);
 

@@ -109,13 +109,8 @@ void pl_report_clear(pl_report *rep) {
 static void execution_id(char out[40]) {
     unsigned char b[12];
     if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) memset(b, 0, sizeof b);
-    static const char hx[] = "0123456789abcdef";
     memcpy(out, "exec-", 5);
-    for (int i = 0; i < 12; i++) {
-        out[5 + 2 * i] = hx[b[i] >> 4];
-        out[6 + 2 * i] = hx[b[i] & 15];
-    }
-    out[29] = 0;
+    pl__hex(b, sizeof b, out + 5);
 }
 
 static bool attempt(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_cancel *cancel,

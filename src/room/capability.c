@@ -60,14 +60,12 @@ static void record(pr_cap_log *l, const pr_cap_call *call, pr_cap_status st, boo
         return;
     }
     if (l->n == l->cap) {
-        size_t nc = l->cap ? l->cap * 2 : 8;
-        pr_cap_record *nv = realloc(l->v, nc * sizeof *nv);
+        pr_cap_record *nv = pb_grow(l->v, &l->cap, sizeof *nv, 8);
         if (!nv) {
             l->truncated = true;
             return;
         }
         l->v = nv;
-        l->cap = nc;
     }
     pr_cap_record *r = &l->v[l->n++];
     memset(r, 0, sizeof *r);
