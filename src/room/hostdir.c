@@ -552,13 +552,8 @@ struct linux_dirent64 {
     char d_name[];
 };
 
-typedef struct rd {
-    uint8_t *buf;
-    uint32_t cap, used;
-} rd;
-
-/* Appends one dirent (cut at the buffer's end); false once the buffer is full. */
-static bool put(rd *r, uint64_t next, uint64_t ino, const char *name, size_t n, uint8_t type) {
+bool pr__dirent_put(pr_dirents *r, uint64_t next, uint64_t ino, const char *name, size_t n,
+                    uint8_t type) {
     uint8_t hdr[24] = {0};
     put64(hdr, next);
     put64(hdr + 8, ino);
@@ -592,14 +587,14 @@ static uint8_t dtype(int fd, const char *name, unsigned char t) {
 }
 
 int pr__hd_readdir(int fd, uint8_t *buf, uint32_t cap, uint64_t cookie, uint32_t *used) {
-    rd r = {buf, cap, 0};
+    pr_dirents r = {buf, cap, 0};
     *used = 0;
     if (cap == 0) return 0;
     struct stat self, up;
     if (fstat(fd, &self) != 0) return pr__hd_errno(errno);
     if (fstatat(fd, "..", &up, 0) != 0) up.st_ino = 0;
-    if (cookie == 0 && !put(&r, 1, self.st_ino, ".", 1, FT_DIR)) goto done;
-    if (cookie <= 1 && !put(&r, 2, up.st_ino, "..", 2, FT_DIR)) goto done;
+    if (cookie == 0 && !pr__dirent_put(&r, 1, self.st_ino, ".", 1, FT_DIR)) goto done;
+    if (cookie <= 1 && !pr__dirent_put(&r, 2, up.st_ino, "..", 2, FT_DIR)) goto done;
     if (lseek(fd, 0, SEEK_SET) < 0) return pr__hd_errno(errno);
     uint64_t index = 2; /* entries after "." and ".." are numbered from 3 */
     _Alignas(8) char kbuf[8192];
@@ -613,8 +608,8 @@ int pr__hd_readdir(int fd, uint8_t *buf, uint32_t cap, uint64_t cookie, uint32_t
             if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0) continue;
             index++;
             if (index <= cookie) continue;
-            if (!put(&r, index, d->d_ino, d->d_name, strlen(d->d_name),
-                     dtype(fd, d->d_name, d->d_type)))
+            if (!pr__dirent_put(&r, index, d->d_ino, d->d_name, strlen(d->d_name),
+                                dtype(fd, d->d_name, d->d_type)))
                 goto done;
         }
     }

@@ -73,4 +73,14 @@ uint8_t pr__hd_filetype(int fd);
 int pr__hd_rw(int fd, uint8_t *mem, uint64_t size, uint32_t iovs, uint32_t n, bool write,
              int64_t off, uint32_t *count);
 
+/* A guest's fd_readdir buffer being filled (hostdir.c, wasi.c). */
+typedef struct pr_dirents {
+    uint8_t *buf;
+    uint32_t cap, used;
+} pr_dirents;
+/* Appends one WASI dirent (its 24-byte header, then the name), cut at the buffer's end:
+ * the guest sees a full buffer and asks again. false once the buffer is full. */
+bool pr__dirent_put(pr_dirents *d, uint64_t next, uint64_t ino, const char *name, size_t n,
+                    uint8_t type);
+
 #endif

@@ -1120,8 +1120,7 @@ HOST(fd_tell) {
 /* ---------------------------------------------------------------- directories */
 
 typedef struct readdir_ctx {
-    uint8_t *buf;
-    uint32_t cap, used;
+    pr_dirents out;
     uint64_t cookie, index;
     const char *dir;
     size_t dir_len;
@@ -1131,21 +1130,7 @@ typedef struct readdir_ctx {
 static bool put_dirent(readdir_ctx *c, const char *name, size_t n, uint8_t type, uint64_t ino) {
     uint64_t idx = c->index++;
     if (idx < c->cookie) return true;
-    uint8_t hdr[24] = {0};
-    st64(hdr, idx + 1);
-    st64(hdr + 8, ino);
-    st32(hdr + 16, (uint32_t)n);
-    hdr[20] = type;
-    /* Entries are cut at the buffer's end: the guest sees a full buffer and asks again. */
-    uint32_t room = c->cap - c->used;
-    uint32_t k = room < 24 ? room : 24;
-    memcpy(c->buf + c->used, hdr, k);
-    c->used += k;
-    room = c->cap - c->used;
-    k = room < n ? room : (uint32_t)n;
-    memcpy(c->buf + c->used, name, k);
-    c->used += k;
-    return c->used < c->cap;
+    return pr__dirent_put(&c->out, idx + 1, ino, name, n, type);
 }
 
 static bool readdir_child(void *ud, const char *name, size_t n, bool is_dir) {
@@ -1185,12 +1170,12 @@ HOST(fd_readdir) {
         st32(pu, used);
         RET(E_SUCCESS);
     }
-    readdir_ctx c = {buf,    cap, 0, U64(3), 0, f->dir ? f->dir : "/", f->dir ? f->dir_len : 1,
-                     RS(env)};
+    readdir_ctx c = {{buf, cap, 0},           U64(3), 0, f->dir ? f->dir : "/",
+                     f->dir ? f->dir_len : 1, RS(env)};
     uint64_t ino = path_ino(c.dir, c.dir_len);
     if (cap && put_dirent(&c, ".", 1, FT_DIR, ino) && put_dirent(&c, "..", 2, FT_DIR, 0))
         pr__fs_children(RS(env)->fs, c.dir, c.dir_len, readdir_child, &c);
-    st32(pu, c.used);
+    st32(pu, c.out.used);
     RET(E_SUCCESS);
 }
 
