@@ -61,14 +61,13 @@ pl_limits pl__limits_effective(const pl_limits *l) {
 }
 
 const char *pl_stop_name(pl_stop s) {
-    switch (s) {
-    case PL_STOP_CPU: return "cpu_ms";
-    case PL_STOP_WALL: return "wall_ms";
-    case PL_STOP_MEMORY: return "memory_mib";
-    case PL_STOP_OUTPUT: return "output_bytes";
-    case PL_STOP_CANCELLED: return "cancelled";
-    default: return "";
-    }
+    static const char *const NAMES[] = {[PL_STOP_NONE] = "",
+                                        [PL_STOP_CPU] = "cpu_ms",
+                                        [PL_STOP_WALL] = "wall_ms",
+                                        [PL_STOP_MEMORY] = "memory_mib",
+                                        [PL_STOP_OUTPUT] = "output_bytes",
+                                        [PL_STOP_CANCELLED] = "cancelled"};
+    return (unsigned)s < sizeof NAMES / sizeof *NAMES ? NAMES[s] : "";
 }
 
 static const char *const LIMIT_NAMES[] = {"cpu_ms", "wall_ms", "memory_mib", "output_bytes"};

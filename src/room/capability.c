@@ -30,13 +30,11 @@
 #define PR_CAP_DATA_MAX  (8u << 20)
 
 const char *pr_cap_status_name(pr_cap_status s) {
-    switch (s) {
-    case PR_CAP_OK: return "ok";
-    case PR_CAP_REFUSED: return "refused";
-    case PR_CAP_FAILED: return "failed";
-    case PR_CAP_INVALID: return "invalid";
-    }
-    return "invalid";
+    static const char *const NAMES[] = {[PR_CAP_OK] = "ok",
+                                        [PR_CAP_REFUSED] = "refused",
+                                        [PR_CAP_FAILED] = "failed",
+                                        [PR_CAP_INVALID] = "invalid"};
+    return (unsigned)s < sizeof NAMES / sizeof *NAMES ? NAMES[s] : "invalid";
 }
 
 void pr_cap_log_clear(pr_cap_log *l) {
