@@ -19,30 +19,12 @@
 
 #define PY_BUILD PERI_PYTHON_CACHED
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: peri python [OPTIONS] SCRIPT.py|-\n"
-            "Runs a Python script in the room (CPython 3.11 built for WASI).\n"
-            "  --python-dir DIR  the build: DIR/python.wasm and DIR/lib/python3.11 (default:\n"
-            "                  $PERI_PYTHON_DIR, else the cache of scripts/deps.sh:\n"
-            "                  ~/.cache/peri/" PY_BUILD "/, $PERI_CACHE_DIR respected)\n"
-            "  --stdin FILE    the script's standard input (default: this command's stdin\n"
-            "                  when it is a pipe or a file; empty on a terminal or with -)\n"
-            "  --file GUEST=HOST  put host file HOST at GUEST in the room (e.g. /请求/in.txt)\n"
-            "  --cpu-ms N      CPU limit per run (default 1000, at most 1000)\n"
-            "  --repeat N      run N times in one process (later runs start from the snapshot)\n"
-            "  --time          print each run's wall and CPU time on stderr\n"
-            "  --lease DIR     lease host directory DIR to the script's capability calls\n"
-            "                  (peri.read_text(path), read-only unless --lease-write)\n"
-            "  --lease-write   the lease also allows peri.write_text(path, text)\n"
-            "  --allow-network the network policy allows peri.fetch(url) (default: refused):\n"
-            "                  http/https GET, no redirects, not this machine's addresses\n"
-            "  --evidence      print each capability dispatch (what, when, committed) on stderr\n"
-            "  --engine E      execution tier: auto (default; $PERI_ENGINE if set), interp\n"
-            "                  or jit (docs/jit.md)\n"
-            "Exit status: the script's; 1 when it cannot run (missing files, limits);\n"
-            "2 for a usage error.\n");
-}
+static const char USAGE[] =
+    "usage: peri python [OPTIONS] SCRIPT.py|-\n"
+    "Runs a Python script in the room (CPython 3.11 built for WASI).\n"
+    "  --python-dir DIR  the build: DIR/python.wasm and DIR/lib/python3.11 (default:\n"
+    "                  $PERI_PYTHON_DIR, else the cache of scripts/deps.sh:\n"
+    "                  ~/.cache/peri/" PY_BUILD "/, $PERI_CACHE_DIR respected)\n";
 
 /* The default build directory: $PERI_PYTHON_DIR, else the deps.sh cache. */
 static const char *default_dir(char *buf, size_t n, const char **why) {
@@ -81,7 +63,9 @@ static bool check(const char *dir, pr_program *p, char *why, size_t why_len) {
 
 static const peri_guest_cli PYTHON = {
     .name = "python",
-    .usage = usage,
+    .usage_head = USAGE,
+    .stdin_also = "on a terminal or with -",
+    .module = "peri",
     .build_opt = "--python-dir",
     .no_script = "the script (SCRIPT.py or -) is missing",
     .script_dash = true,
@@ -92,7 +76,6 @@ static const peri_guest_cli PYTHON = {
     .load = load,
     .not_wasm = "%s/python.wasm is not a WebAssembly module",
     .check = check,
-    .module_name = "python",
 };
 
 int peri_cmd_python(int argc, char **argv) {

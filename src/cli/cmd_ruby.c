@@ -15,30 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: peri ruby [OPTIONS] SCRIPT.rb\n"
-            "Runs a Ruby script in the room (Ruby 3.4's WebAssembly build).\n"
-            "  --wasm PATH     ruby+stdlib.wasm (default: $PERI_RUBY_WASM, else the cache of\n"
-            "                  scripts/deps.sh: $PERI_CACHE_DIR, else ~/.cache/peri, then\n"
-            "                  ruby-3.4-wasm-wasi-2.10.1/ruby+stdlib.wasm)\n"
-            "  --stdin FILE    the script's standard input (default: this command's stdin\n"
-            "                  when it is a pipe or a file; empty on a terminal)\n"
-            "  --file GUEST=HOST  put host file HOST at GUEST in the room (e.g. /请求/in.txt)\n"
-            "  --cpu-ms N      CPU limit per run (default 1000, at most 1000)\n"
-            "  --repeat N      run N times in one process (later runs start from the snapshot)\n"
-            "  --time          print each run's wall and CPU time on stderr\n"
-            "  --lease DIR     lease host directory DIR to the script's capability calls\n"
-            "                  (Peri.read_text(path), read-only unless --lease-write)\n"
-            "  --lease-write   the lease also allows Peri.write_text(path, text)\n"
-            "  --allow-network the network policy allows Peri.fetch(url) (default: refused):\n"
-            "                  http/https GET, no redirects, not this machine's addresses\n"
-            "  --evidence      print each capability dispatch (what, when, committed) on stderr\n"
-            "  --engine E      execution tier: auto (default; $PERI_ENGINE if set), interp\n"
-            "                  or jit (docs/jit.md)\n"
-            "Exit status: the script's; 1 when it cannot run (missing files, limits);\n"
-            "2 for a usage error.\n");
-}
+static const char USAGE[] =
+    "usage: peri ruby [OPTIONS] SCRIPT.rb\n"
+    "Runs a Ruby script in the room (Ruby 3.4's WebAssembly build).\n"
+    "  --wasm PATH     ruby+stdlib.wasm (default: $PERI_RUBY_WASM, else the cache of\n"
+    "                  scripts/deps.sh: $PERI_CACHE_DIR, else ~/.cache/peri, then\n"
+    "                  ruby-3.4-wasm-wasi-2.10.1/ruby+stdlib.wasm)\n";
 
 /* The default module: $PERI_RUBY_WASM, else the deps.sh cache. */
 static const char *default_wasm(char *buf, size_t n, const char **why) {
@@ -63,7 +45,9 @@ static unsigned char *load(const char *wasm, size_t *len, int *lib, char *why, s
 
 static const peri_guest_cli RUBY = {
     .name = "ruby",
-    .usage = usage,
+    .usage_head = USAGE,
+    .stdin_also = "on a terminal",
+    .module = "Peri",
     .build_opt = "--wasm",
     .no_script = "the script (SCRIPT.rb) is missing",
     .capabilities = true,
@@ -71,7 +55,6 @@ static const peri_guest_cli RUBY = {
     .default_build = default_wasm,
     .load = load,
     .not_wasm = "%s is not Ruby's WebAssembly build (ruby+stdlib.wasm)",
-    .module_name = "ruby",
 };
 
 int peri_cmd_ruby(int argc, char **argv) {

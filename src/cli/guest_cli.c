@@ -146,11 +146,37 @@ static void print_evidence(const peri_guest_cli *g, const pr_cap_log *l) {
                 l->n_all - l->n);
 }
 
+static void usage(const peri_guest_cli *g, FILE *f) {
+    fprintf(f,
+            "%s"
+            "  --stdin FILE    the script's standard input (default: this command's stdin\n"
+            "                  when it is a pipe or a file; empty %s)\n"
+            "  --file GUEST=HOST  put host file HOST at GUEST in the room (e.g. /请求/in.txt)\n"
+            "  --cpu-ms N      CPU limit per run (default 1000, at most 1000)\n"
+            "  --repeat N      run N times in one process (later runs start from the snapshot)\n"
+            "  --time          print each run's wall and CPU time on stderr\n",
+            g->usage_head, g->stdin_also);
+    if (g->capabilities)
+        fprintf(f,
+                "  --lease DIR     lease host directory DIR to the script's capability calls\n"
+                "                  (%s.read_text(path), read-only unless --lease-write)\n"
+                "  --lease-write   the lease also allows %s.write_text(path, text)\n"
+                "  --allow-network the network policy allows %s.fetch(url) (default: refused):\n"
+                "                  http/https GET, no redirects, not this machine's addresses\n"
+                "  --evidence      print each capability dispatch (what, when, committed) on "
+                "stderr\n",
+                g->module, g->module, g->module);
+    fprintf(f, "  --engine E      execution tier: auto (default; $PERI_ENGINE if set), interp\n"
+               "                  or jit (docs/jit.md)\n"
+               "Exit status: the script's; 1 when it cannot run (missing files, limits);\n"
+               "2 for a usage error.\n");
+}
+
 /* A usage error: what was wrong, then the usage. Returns 2. */
 static int bad_usage(const peri_guest_cli *g, const char *what, const char *arg) {
     fprintf(stderr, "peri %s: %s%s%s%s\n", g->name, what, arg ? " \"" : "", arg ? arg : "",
             arg ? "\"" : "");
-    g->usage(stderr);
+    usage(g, stderr);
     return 2;
 }
 
@@ -174,7 +200,7 @@ static int parse(const peri_guest_cli *g, int argc, char **argv, opts *o) {
                            !strcmp(a, "--cpu-ms");
         if (takes_value && !v) return bad_usage(g, "a value is missing after", a);
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            g->usage(stdout);
+            usage(g, stdout);
             return 0;
         } else if (!strcmp(a, "--time")) {
             o->timed = true;
@@ -300,8 +326,7 @@ int peri_guest_main(const peri_guest_cli *g, int argc, char **argv) {
     }
     pr_host_config cfg = {.cpu_ms = (uint32_t)o.cpu, .engine = o.engine};
     h = pr_host_new(&cfg, &err);
-    p = h ? pr_program_load(h, (pr_str){g->module_name, strlen(g->module_name)}, mod, wlen, &err)
-          : NULL;
+    p = h ? pr_program_load(h, (pr_str){g->name, strlen(g->name)}, mod, wlen, &err) : NULL;
     if (!p) {
         progress_stop(&pg);
         if (h && !strcmp(err.message, "隔离运行失败：动态 Worker 程序不是有效 Wasm")) {

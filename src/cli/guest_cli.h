@@ -14,8 +14,10 @@
 #include <stdio.h>
 
 typedef struct peri_guest_cli {
-    const char *name;       /* messages start "peri NAME: " */
-    void (*usage)(FILE *f); /* the usage text */
+    const char *name;       /* messages start "peri NAME: "; the program's name */
+    const char *usage_head; /* the usage's first lines: the synopsis and the build option */
+    const char *stdin_also; /* the --stdin line's end: when the script's stdin is empty */
+    const char *module;     /* the capability module's name in scripts ("peri", "Peri") */
     const char *build_opt;  /* the option naming the build ("--python-dir", "--wasm") */
     const char *no_script;  /* the usage error when the script is missing */
     bool script_dash;       /* "-" is a script read from standard input */
@@ -32,7 +34,6 @@ typedef struct peri_guest_cli {
     const char *not_wasm; /* printf format naming the build when the module is not Wasm */
     /* Whether the loaded program is this language's (why says why not); NULL: any. */
     bool (*check)(const char *build, pr_program *p, char *why, size_t why_len);
-    const char *module_name; /* the program's name for pr_program_load */
 } peri_guest_cli;
 
 /* Runs the command; returns the exit status (the script's; 1 when it cannot run or a

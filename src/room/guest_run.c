@@ -32,8 +32,7 @@
 #define WASM_MAX   (64u << 20)
 
 typedef struct guest_lang {
-    const char *name; /* the program's name and the isolate's prefix */
-    const pr_abi *abi;
+    const pr_abi *abi;   /* its name is the program's and the isolate's prefix */
     const char *module;  /* NULL: the path is the module; else the module's file in the path */
     const char *lib;     /* the standard library's directory in the path, preopened read-only
                             at PR_PYTHON_STDLIB_GUEST; NULL: none */
@@ -45,7 +44,6 @@ typedef struct guest_lang {
 } guest_lang;
 
 static const guest_lang RUBY = {
-    .name = "ruby",
     .abi = &pr__abi_ruby,
     .bad_job = "违规：Ruby 任务无效（源码超过 1 MiB 或文件过多）",
     .missing = "ruby program kind unavailable: cannot read Ruby's WebAssembly build at %s "
@@ -57,7 +55,6 @@ static const guest_lang RUBY = {
 };
 
 static const guest_lang PYTHON = {
-    .name = "python",
     .abi = &pr__abi_python,
     .module = "python.wasm",
     .lib = "lib/python3.11",
@@ -155,7 +152,8 @@ static pr_program *program(guest *g, int *lib_fd, pr_error *err) {
                         g->path[0] ? strerror(e) : l->unset_why);
             free(bytes);
         } else {
-            g->prog = pr_program_load(g->host, (pr_str){l->name, strlen(l->name)}, bytes, len, err);
+            g->prog = pr_program_load(g->host, (pr_str){l->abi->name, strlen(l->abi->name)}, bytes,
+                                      len, err);
             free(bytes);
             if (g->prog && g->prog->abi != l->abi) {
                 pr_program_release(g->prog);
@@ -224,7 +222,7 @@ bool pr_guest_run(pr_guest *g, const pr_guest_job *job, pr_response *out, pr_err
     char hex[65], iso[80];
     pr_program_digest(p, d);
     pr__hex(d, 32, hex);
-    snprintf(iso, sizeof iso, "%s:%s", g->lang->name, hex);
+    snprintf(iso, sizeof iso, "%s:%s", g->lang->abi->name, hex);
     ok = pr__respond(&oc, fs, iso, out, err);
     pr_outcome_clear(&oc);
 done:
