@@ -40,15 +40,13 @@
 
 typedef struct python_state {
     bool from_snapshot;
-    pr__cap cap; /* the capability imports' state (capability.c) */
 } python_state;
 
 /* WASI, plus the capability dispatch imports (peri_capability.dispatch / reply). */
 static bool python_resolve(void *ctx, pw_store *s, const pw_module *m, const pw_import_desc *imp,
                            pw_extern *out) {
     pr_run_state *rs = ctx;
-    python_state *st = rs->lang_state;
-    if (pr__cap_is_import(imp)) return st && pr__cap_resolve(&st->cap, s, imp, out);
+    if (pr__cap_is_import(imp)) return pr__cap_resolve(&rs->cap, s, imp, out);
     return pr__wasi_resolve(ctx, s, m, imp, out);
 }
 
@@ -99,7 +97,6 @@ static pw_instance *python_instantiate(pr_run_state *rs, pw_error *err) {
         err->status = PW_ERR_NOMEM;
         return NULL;
     }
-    st->cap.rs = rs;
     rs->lang_state = st;
     return pr__boot_instantiate(rs, python_resolve, layout_ok(rs->opt), &st->from_snapshot, err);
 }
@@ -156,9 +153,7 @@ static pw_status python_start(pr_run_state *rs, pw_error *err) {
 }
 
 static void python_finish(pr_run_state *rs) {
-    python_state *st = rs->lang_state;
-    if (st) pr__cap_free(&st->cap);
-    free(st);
+    free(rs->lang_state);
     rs->lang_state = NULL;
     pr__wasi_finish(rs);
 }

@@ -327,6 +327,13 @@ int pr__watch_end(pr_watchdog *w, pr_watch_slot *slot);
  *   PR_END_HOST      end_msg is the result's error text (ok false, exitCode 1)
  *   PR_END_PLATFORM  end_msg is the whole exception message (隔离运行失败：…)
  * Anything else that stops the run is mapped by run.c (traps → V8 wording). */
+/* One run's capability dispatch state: the reply of the last call, until the guest takes
+ * it (capability.c). */
+typedef struct pr__cap {
+    struct pr_run_state *rs;
+    pb_buf reply;
+} pr__cap;
+
 typedef struct pr_run_state {
     pr_host *host;
     pr_program *prog;
@@ -345,9 +352,10 @@ typedef struct pr_run_state {
     uint64_t wall_deadline_ns; /* CLOCK_MONOTONIC time at which the wall limit is reached */
     void *abi_state;
     void *lang_state; /* a language ABI's own state on top of WASI (ruby.c) */
-    /* The capability dispatch's file face (capability.c), for guests that cannot import
-     * it (ruby.c); NULL: the paths are ordinary files. */
-    struct pr__cap *cap_fs;
+    /* The run's capability dispatch state (capability.c): the last reply. cap_files: the
+     * dispatch's file face is on (ruby.c); otherwise its paths are ordinary files. */
+    pr__cap cap;
+    bool cap_files;
     pr_watch_slot *watch;     /* the run's watchdog slot */
     uint32_t cpu_ms, wall_ms; /* this run's limits: the host's, or lower (pr_run_with) */
     pr_stop stop;             /* PR_END_PLATFORM: the limit class of end_msg, if any */

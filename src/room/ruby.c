@@ -48,7 +48,6 @@ typedef struct ruby_state {
     js_trap *traps;
     size_t ntraps, cap;
     bool from_snapshot;
-    pr__cap capability; /* the dispatch's file face (the Peri module) */
 } ruby_state;
 
 static bool ruby_matches(const pw_module *m) {
@@ -66,8 +65,7 @@ static ruby_state *rstate(pr_run_state *rs) {
     if (!rs->lang_state) {
         ruby_state *st = calloc(1, sizeof *st);
         if (!st) return NULL;
-        st->capability.rs = rs;
-        rs->cap_fs = &st->capability;
+        rs->cap_files = true; /* the Peri module's way to the dispatch */
         rs->lang_state = st;
     }
     return rs->lang_state;
@@ -337,8 +335,6 @@ static pw_status ruby_start(pr_run_state *rs, pw_error *err) {
 static void ruby_finish(pr_run_state *rs) {
     ruby_state *st = rs->lang_state;
     if (st) {
-        pr__cap_free(&st->capability);
-        rs->cap_fs = NULL;
         free(st->traps);
         free(st);
         rs->lang_state = NULL;

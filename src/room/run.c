@@ -5,6 +5,7 @@
  * ended onto the contract: program failures are outcomes (ok false), platform
  * failures (CPU/wall limit, memory cap, link errors) are exceptions.
  */
+#include "capability.h"
 #include "room_int.h"
 
 #include <stdlib.h>
@@ -252,6 +253,7 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
     rs.prog = p;
     rs.opt = opt;
     rs.fs = opt->fs;
+    rs.cap.rs = &rs;
     if (opt->seed) {
         memcpy(rs.rng, opt->seed, sizeof rs.rng);
         if (!(rs.rng[0] | rs.rng[1] | rs.rng[2] | rs.rng[3])) rs.rng[0] = 1;
@@ -300,6 +302,7 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
         st = pe.status;
     int fired = pr__watch_end(&h->wd, &slot);
     if (p->abi->finish) p->abi->finish(&rs);
+    pr__cap_free(&rs.cap);
     pw_store_free(rs.store);
     pr__host_pool_put(h, pool);
 

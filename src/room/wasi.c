@@ -1244,7 +1244,7 @@ HOST(path_open) {
     int e = resolve(cx, env, U32(0), U32(2), U32(3), (U32(1) & 1) && !excl, &norm, &n, &slash);
     if (e) RET(e);
     /* The capability dispatch's file face: opening its reply dispatches the request. */
-    if (rs->cap_fs) pr__cap_fs_open(rs->cap_fs, rs->fs, norm, n);
+    if (rs->cap_files) pr__cap_fs_open(&rs->cap, rs->fs, norm, n);
     pr_file *file = pr__fs_find(rs->fs, norm, n);
     bool is_dir = (file && file->dir) || (!file && pr__fs_is_dir(rs->fs, norm, n));
     if (file && file->dir) file = NULL;
