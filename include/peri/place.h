@@ -200,6 +200,13 @@ typedef struct pl_policy {
      * "repl_print" makes a Python script's top-level expression statements print their
      * values, as the REPL does. Any failure runs the original. */
     const char *source_pass;
+    /* The session's capability handler for room guests (docs/python.md,
+     * "Capabilities"): every dispatch of a room run of a {"python"} or {"ruby"} request
+     * goes to it, and is recorded in pl_report.caps and the attempt's evidence. NULL:
+     * every dispatch is refused. The handler applies the session's own policy (e.g.
+     * network_allowed for http.fetch: tools/fetch_cap.c). */
+    pr_cap_fn capability;
+    void *cap_ud;
 } pl_policy;
 
 /* Parses a policy JSON: {"native":"auto|yes|no","network":bool,"host_network":bool,
@@ -219,12 +226,21 @@ struct pl_cancel;
  * the attempt's applied limits (the tighter of the request's and the room host's),
  * which the run must not exceed; out->stop / err->stop say which one stopped it. It
  * should poll pl_cancel_triggered(cancel) (cancel may be NULL) and stop early when set
- * (err->stop = PR_STOP_CANCEL). */
+ * (err->stop = PR_STOP_CANCEL). grant (may be NULL: none) is the run's capability
+ * grant: the guest's dispatches go to its handler and are recorded in its log. */
+/* A run's capability grant: the handler (NULL: every dispatch refused) and the log
+ * every dispatch is recorded in (NULL: none). */
+typedef struct pl_grant {
+    pr_cap_fn fn;
+    void *ud;
+    pr_cap_log *log;
+} pl_grant;
+
 typedef struct pl_ruby_hook {
     bool (*run)(void *ud, pr_host *room, const char *source, size_t source_len,
                 const pl_file *files, size_t nfiles, const char *stdin_data, size_t stdin_len,
-                const pl_limits *limits, const struct pl_cancel *cancel, pr_response *out,
-                pr_error *err);
+                const pl_limits *limits, const pl_grant *grant, const struct pl_cancel *cancel,
+                pr_response *out, pr_error *err);
     void *ud;
 } pl_ruby_hook;
 
@@ -420,6 +436,11 @@ typedef struct pl_report {
     /* The source-pass stage's record (JSON): which path ran ("derived" or "original")
      * and why; "" when the request never reached the stage. */
     char source_pass[256];
+    /* Every capability dispatch of the room attempt (pl_policy.capability), in order;
+     * caps.committed: one may have had an effect outside the room, so the run can no
+     * longer be promoted (no_promotion says why). */
+    pr_cap_log caps;
+    char no_promotion[200]; /* "" unless a committed dispatch ruled promotion out */
 } pl_report;
 
 /* Decides, runs (with at most one L2 promotion) and fills *out. Returns false only on
@@ -427,6 +448,9 @@ typedef struct pl_report {
  * NULL. */
 bool pl_run(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_cancel *cancel,
             pl_report *out, pl_error *err);
+/* A capability log as JSON: [{"op","arg","at" (ISO time),"status","committed"}...].
+ * Caller frees; NULL when out of memory. */
+char *pl_cap_log_json(const pr_cap_log *l, size_t *len);
 void pl_report_clear(pl_report *rep);
 
 /* True when a workspace-relative path is one of the agent's control files, which the

@@ -260,6 +260,11 @@ typedef struct pr_cap_lease {
 pr_cap_status pr_cap_lease_handle(void *lease, const pr_cap_call *call, pb_buf *reply,
                                   bool *committed);
 
+/* The length (1..4) of the well-formed UTF-8 sequence at s[0..n) (n >= 1), or 0 when
+ * it is ill-formed, with *bad the length of its maximal ill-formed subpart (what the
+ * WHATWG decoder replaces with one U+FFFD). */
+size_t pr_utf8_seq(const uint8_t *s, size_t n, size_t *bad);
+
 enum { PR_STDOUT = 1, PR_STDERR = 2 };
 typedef void (*pr_output_fn)(void *ud, int stream, const char *utf8, size_t len);
 
@@ -342,20 +347,39 @@ typedef struct pr_outcome {
 bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *out, pr_error *err);
 void pr_outcome_clear(pr_outcome *o);
 
-/* ---------------------------------------------------------------- Ruby */
+/* ---------------------------------------------------------------- Ruby and Python */
 
-/* Ruby in the room (docs/ruby.md): Ruby's official WebAssembly build
- * (@ruby/3.4-wasm-wasi's dist/ruby+stdlib.wasm, fetched by scripts/deps.sh) run as a
- * room program. The module is read and compiled on the first run (then cached in the
- * host's isolate cache, with the startup snapshot that makes later runs start fast). */
-typedef struct pr_ruby pr_ruby;
-/* wasm_path is copied; nothing is read yet. NULL when out of memory. Free with
- * pr_ruby_free (after every run on it has returned). h must outlive it. */
+/* Scripts of an interpreter built for WebAssembly, run as room programs: Ruby
+ * (docs/ruby.md: @ruby/3.4-wasm-wasi's dist/ruby+stdlib.wasm, fetched by
+ * scripts/deps.sh) and Python (docs/python.md: CPython 3.11 built for WASI by
+ * scripts/python-wasi.sh, python.wasm and its standard library lib/python3.11 in
+ * ~/.cache/peri/python/3.11.2/). One handle type serves both: pr_ruby_new and
+ * pr_python_new say which language and where its build is, pr_guest_run runs a script.
+ * The module is read and compiled on the first run (then cached in the host's isolate
+ * cache, with the startup snapshot that makes later runs start fast). */
+typedef struct pr_guest pr_guest;
+typedef pr_guest pr_ruby;
+typedef pr_guest pr_python;
+
+/* Python's standard library is a host directory preopened read-only at this guest
+ * path as the run's only host directory. */
+#define PR_PYTHON_STDLIB_GUEST "/usr/local/lib/python3.11"
+
+/* The path (Ruby: the module file; Python: the build's directory) is copied; nothing
+ * is read yet. NULL when out of memory. Free with pr_guest_free (after every run on
+ * it has returned). h must outlive it. */
 pr_ruby *pr_ruby_new(pr_host *h, const char *wasm_path);
-void pr_ruby_free(pr_ruby *rb);
+pr_python *pr_python_new(pr_host *h, const char *dir);
+void pr_guest_free(pr_guest *g); /* NULL is fine */
+void pr_ruby_free(pr_ruby *rb);  /* pr_guest_free */
+void pr_python_free(pr_python *py);
 
-typedef struct pr_ruby_job {
-    pr_str source;       /* the script, run as main.rb */
+/* Whether m is the room's CPython build (it exports the peri_py_* entry points). */
+bool pr_python_module(const pw_module *m);
+
+/* A script for an interpreter guest: one job type for both languages. */
+typedef struct pr_guest_job {
+    pr_str source;       /* the script, run as main.rb / main.py */
     const pr_str *paths; /* room files (e.g. "/请求/in.txt") and their contents */
     const pr_str *contents;
     size_t nfiles;
@@ -364,39 +388,21 @@ typedef struct pr_ruby_job {
     void *cancel_ud;
     pr_limits limits; /* optional tighter limits, as pr_run_with (0 fields: the host's);
                          out->stop / err->stop say which one stopped the run */
-} pr_ruby_job;
+    /* The run's capability grant, as in pr_exec_options: the handler (NULL: every
+     * dispatch refused) and the log every dispatch is recorded in (may be NULL). */
+    pr_cap_fn capability;
+    void *cap_ud;
+    pr_cap_log *cap_log;
+} pr_guest_job;
+typedef pr_guest_job pr_ruby_job;
+typedef pr_guest_job pr_python_job;
 
 /* Runs the script once in a fresh room. On success out->output is the room's result
  * JSON ({"ok","stdout","stderr","exitCode"[,"error"],"files"}, as pr_run returns) and
- * out->isolate "ruby:<digest>". false + err when Ruby is unavailable (the module is
- * missing: the message names the path and scripts/deps.sh), on a platform failure
- * (CPU limit, cancel, memory) or bad input. Thread-safe. */
-bool pr_ruby_run(pr_ruby *rb, const pr_ruby_job *job, pr_response *out, pr_error *err);
-
-/* ---------------------------------------------------------------- Python */
-
-/* Python in the room (docs/python.md): CPython 3.11 built for WASI by
- * scripts/python-wasi.sh (python.wasm and its standard library, lib/python3.11, in
- * ~/.cache/peri/python/3.11.2/). The standard library is a host directory preopened
- * read-only at this guest path as the run's only host directory. */
-#define PR_PYTHON_STDLIB_GUEST "/usr/local/lib/python3.11"
-
-/* Whether m is the room's CPython build (it exports the peri_py_* entry points). */
-bool pr_python_module(const pw_module *m);
-
-typedef struct pr_python pr_python;
-/* dir is the build's directory (holding python.wasm and lib/python3.11); copied,
- * nothing is read yet. NULL when out of memory. Free with pr_python_free (after
- * every run on it has returned). h must outlive it. */
-pr_python *pr_python_new(pr_host *h, const char *dir);
-void pr_python_free(pr_python *py);
-/* The same fields as a Ruby job; the script runs as main.py. */
-typedef pr_ruby_job pr_python_job;
-/* Runs the script once in a fresh room, like pr_ruby_run (result JSON in out->output,
- * out->isolate "python:<digest>"). false + err when Python is unavailable (the
- * message names the path and scripts/deps.sh), on a platform failure or bad input.
- * Thread-safe. */
-bool pr_python_run(pr_python *py, const pr_python_job *job, pr_response *out, pr_error *err);
+ * out->isolate "ruby:<digest>" or "python:<digest>". false + err when the language is
+ * unavailable (its build is missing: the message names the path and scripts/deps.sh),
+ * on a platform failure (CPU limit, cancel, memory) or bad input. Thread-safe. */
+bool pr_guest_run(pr_guest *g, const pr_guest_job *job, pr_response *out, pr_error *err);
 
 /* ---------------------------------------------------------------- serve */
 

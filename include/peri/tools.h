@@ -40,6 +40,7 @@
 #define PERI_TOOLS_H
 
 #include "peri/base.h"
+#include "peri/room.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -147,6 +148,25 @@ struct pl_request;
 void ptl_shell_request(struct pl_request *rq, char run_id[PTL_RUN_ID_LEN], const char *prefix,
                        const ptl_sandbox *sb, const char *workspace, const char *cmd,
                        long long timeout_ms, uint32_t memory_mib, uint32_t processes);
+
+/* The session's capability handler for room guests (fetch_cap.c; pl_policy.capability
+ * with this as cap_ud): http.fetch with libcurl under the session's network policy —
+ * refused unless network is true; http/https only; the host on `hosts` when that list
+ * is not empty; no redirect followed, no proxy from the environment, at most max_bytes
+ * (0: 8 MiB) within timeout_ms (0: 10 s); loopback and link-local addresses only when
+ * `local` (the policy shares the host's network). file.read / file.write go to `lease`
+ * (pr_cap_lease_handle), refused when it is NULL. Borrowed pointers must outlive the
+ * runs that use it. */
+typedef struct ptl_fetch_cap {
+    bool network, local;
+    const char *const *hosts;
+    size_t nhosts;
+    size_t max_bytes;
+    long timeout_ms;
+    pr_cap_lease *lease;
+} ptl_fetch_cap;
+pr_cap_status ptl_fetch_cap_handle(void *fetch_cap, const pr_cap_call *call, pb_buf *reply,
+                                   bool *committed);
 
 /* Whether this call needs the user's permission: the tool's flag, except `run`, which
  * asks only when it would run natively (declared requirements or network). */

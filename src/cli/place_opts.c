@@ -17,21 +17,23 @@
 #include <string.h>
 #include <unistd.h>
 
+/* A guest build's path: the environment variable's value, else the deps.sh cache;
+ * NULL when neither is known. */
+static const char *build_path(char *out, size_t n, const char *env_name, const char *cached) {
+    const char *env = getenv(env_name);
+    if (env && *env)
+        snprintf(out, n, "%s", env);
+    else if (!peri_cache_path(cached, out, n))
+        out[0] = 0;
+    return out[0] ? out : NULL;
+}
+
 void peri_place_opts_fill(peri_place_opts *po, pacp_options *opt) {
     memset(po, 0, sizeof *po);
-    const char *env = getenv("PERI_RUBY_WASM");
-    if (env && *env)
-        snprintf(po->ruby, sizeof po->ruby, "%s", env);
-    else if (!peri_cache_path(PERI_RUBY_CACHED, po->ruby, sizeof po->ruby))
-        po->ruby[0] = 0;
-    opt->ruby_wasm = po->ruby[0] ? po->ruby : NULL;
+    opt->ruby_wasm = build_path(po->ruby, sizeof po->ruby, "PERI_RUBY_WASM", PERI_RUBY_CACHED);
     /* CPython's WASI build: $PERI_PYTHON_DIR, else scripts/python-wasi.sh's cache. */
-    const char *pyd = getenv("PERI_PYTHON_DIR");
-    if (pyd && *pyd)
-        snprintf(po->python, sizeof po->python, "%s", pyd);
-    else if (!peri_cache_path(PERI_PYTHON_CACHED, po->python, sizeof po->python))
-        po->python[0] = 0;
-    opt->python_dir = po->python[0] ? po->python : NULL;
+    opt->python_dir =
+        build_path(po->python, sizeof po->python, "PERI_PYTHON_DIR", PERI_PYTHON_CACHED);
     const char *bw = getenv("PERI_BWRAP");
     if (bw && *bw) {
         snprintf(po->bwrap, sizeof po->bwrap, "%s", bw);

@@ -57,6 +57,8 @@ struct pl_ctx {
 bool pl__fail(pl_error *err, pl_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Lower-case hex of b[0..n) into out (2n + 1 bytes, NUL-terminated). */
+void pl__hex(const unsigned char *b, size_t n, char *out);
 /* "sha256:" + hex of SHA-256(data) into out[PL_DIGEST_LEN]. */
 void pl__sha256_tag(const void *data, size_t len, char out[PL_DIGEST_LEN]);
 bool pl__digest_well_formed(const char *s);
@@ -87,6 +89,7 @@ typedef struct pl_attempt {
     char **evidence; /* set to an owned JSON text */
     const pl_decision *dec;
     const char *execution_id;
+    const pl_grant *grant; /* the room attempt's capability grant (NULL: none) */
 } pl_attempt;
 bool pl__room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t raw_len,
                       pl_cancel *cancel, pl_attempt *at, bool *promotable, pl_outcome *outcome,

@@ -18,6 +18,9 @@
  * them with its own message for the class (pr_run_with); "stopped_by" names the class.
  * Cancel: the caller's pl_cancel is polled by the room's watchdog, which raises the
  * engine's interrupt; the result is then "cancelled", never a limit or a trap.
+ *
+ * Capabilities: a guest hook run gets the attempt's grant (the policy's handler, the
+ * report's log); the evidence lists every dispatch and whether one committed.
  */
 #include "place_int.h"
 
@@ -113,6 +116,29 @@ static bool from_room_text(pl_result *res, const char *text, size_t len, const p
     return true;
 }
 
+static json_t *caps_value(const pr_cap_log *l) {
+    json_t *a = json_array();
+    for (size_t i = 0; a && l && i < l->n; i++) {
+        const pr_cap_record *c = &l->v[i];
+        char at[PB_ISO_TIME_LEN];
+        pb_iso_time(c->at_ms, at);
+        json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:b}", "op", c->op, "arg", c->arg, "at", at,
+                              "status", pr_cap_status_name(c->status), "committed", c->committed);
+        if (!o || json_array_append_new(a, o)) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+char *pl_cap_log_json(const pr_cap_log *l, size_t *len) {
+    json_t *a = caps_value(l);
+    char *s = a ? pl__json_dump(a, len) : NULL;
+    json_decref(a);
+    return s;
+}
+
 static char *room_evidence(const pl_attempt *at, const char *admission, bool fs_built, bool started,
                            const char *end, const char *error) {
     json_t *o = json_object();
@@ -130,6 +156,17 @@ static char *room_evidence(const pl_attempt *at, const char *admission, bool fs_
         ok = !json_object_set_new(o, "limits", pl__limits_json(&res->limits, false));
     if (ok && res->capped) ok = !json_object_set_new(o, "capped", pl__capped_json(res->capped));
     if (ok && error) ok = !json_object_set_new(o, "error", json_string(error));
+    /* Every capability dispatch (what, when, status, committed); a committed one means
+     * effects outside the room, after which the run is never promoted. */
+    const pr_cap_log *caps = at->grant ? at->grant->log : NULL;
+    if (ok && caps && caps->n_all) {
+        ok = !json_object_set_new(o, "capabilities", caps_value(caps)) &&
+             !json_object_set_new(o, "capability_calls", json_integer((json_int_t)caps->n_all)) &&
+             !json_object_set_new(o, "effects_committed", json_boolean(caps->committed));
+        if (ok && caps->committed)
+            ok = !json_object_set_new(o, "promotion",
+                                      json_string("impossible: a capability dispatch committed"));
+    }
     char *s = ok ? pl__json_dump(o, NULL) : NULL;
     json_decref(o);
     return s;
@@ -195,8 +232,8 @@ static const char *end_of(pl_stop s, pr_kind kind) {
 }
 
 bool pl__room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t raw_len,
-                     pl_cancel *cancel, pl_attempt *at, bool *promotable, pl_outcome *outcome,
-                     pl_error *err) {
+                      pl_cancel *cancel, pl_attempt *at, bool *promotable, pl_outcome *outcome,
+                      pl_error *err) {
     *promotable = false;
     pl_result *res = at->res;
     pr_limits prl;
@@ -208,7 +245,8 @@ bool pl__room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t r
         pl__outcome_make(outcome, unsupported, raw, raw_len);
         *promotable = true;
         *at->evidence = room_evidence(at, "runtime_unsupported", false, false, "not_started", NULL);
-        pl__result_fail(res, "runtime_unsupported: the room does not provide the required features");
+        pl__result_fail(res,
+                        "runtime_unsupported: the room does not provide the required features");
         return pl__result_finish(res, at->dec) || pl__fail(err, PL_ERR_HOST, "out of memory");
     }
     if (r->stdin_len && r->kind != PL_PROGRAM_RUBY &&
@@ -240,8 +278,9 @@ bool pl__room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t r
                                       "is installed in this room host)");
             return pl__result_finish(res, at->dec) || pl__fail(err, PL_ERR_HOST, "out of memory");
         }
-        have = hook->run(hook->ud, pc->room, r->program, strlen(r->program), r->files, r->nfiles,
-                         r->stdin_data, r->stdin_len, &res->limits, cancel, &resp, &perr);
+        have =
+            hook->run(hook->ud, pc->room, r->program, strlen(r->program), r->files, r->nfiles,
+                      r->stdin_data, r->stdin_len, &res->limits, at->grant, cancel, &resp, &perr);
         ran = true;
     } else {
         uint8_t *mod = NULL;

@@ -10,7 +10,9 @@
  * parent_decision_id = the parent's identity, and runs once with a fresh execution
  * id. There is no loop and no way back to the room: any failure of the child, and
  * every other failure of the first attempt (trap, limits, cancel, malformed output,
- * anything after the room's file system was built), is returned as it is.
+ * anything after the room's file system was built), is returned as it is. A
+ * capability dispatch that committed (pl_report.caps) rules promotion out on its own,
+ * and the report says so (no_promotion).
  */
 #include "place_int.h"
 #include "sandbox_int.h"
@@ -98,6 +100,7 @@ void pl_report_clear(pl_report *rep) {
     if (!rep) return;
     for (size_t i = 0; i < rep->nevidence; i++)
         free(rep->evidence[i]);
+    pr_cap_log_clear(&rep->caps);
     pl__result_clear(&rep->result);
     memset(rep, 0, sizeof *rep);
     pl__result_init(&rep->result);
@@ -106,13 +109,8 @@ void pl_report_clear(pl_report *rep) {
 static void execution_id(char out[40]) {
     unsigned char b[12];
     if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) memset(b, 0, sizeof b);
-    static const char hx[] = "0123456789abcdef";
     memcpy(out, "exec-", 5);
-    for (int i = 0; i < 12; i++) {
-        out[5 + 2 * i] = hx[b[i] >> 4];
-        out[6 + 2 * i] = hx[b[i] & 15];
-    }
-    out[29] = 0;
+    pl__hex(b, sizeof b, out + 5);
 }
 
 static bool attempt(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_cancel *cancel,
@@ -121,7 +119,8 @@ static bool attempt(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_ca
     char xid[40];
     execution_id(xid);
     pl__result_clear(&rep->result);
-    pl_attempt at = {&rep->result, &rep->evidence[rep->nevidence], d, xid};
+    pl_grant grant = {pol->capability, pol->cap_ud, &rep->caps};
+    pl_attempt at = {&rep->result, &rep->evidence[rep->nevidence], d, xid, &grant};
     bool ok;
     *promotable = false;
     if (d->backend == PL_BACKEND_WASM_ROOM)
@@ -133,11 +132,11 @@ static bool attempt(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_ca
 }
 
 bool pl__promotion_allowed(const pl_decision *parent, bool typed, const pl_outcome *o,
-                          const char *raw, size_t raw_len, bool native_ok, pl_error *why) {
+                           const char *raw, size_t raw_len, bool native_ok, pl_error *why) {
     if (!parent->selected || parent->backend != PL_BACKEND_WASM_ROOM ||
         parent->parent_decision_id[0])
         return pl__fail(why, PL_ERR_OUTCOME,
-                       "the parent decision is not an initial wasm_room decision");
+                        "the parent decision is not an initial wasm_room decision");
     if (!typed) return pl__fail(why, PL_ERR_OUTCOME, "no typed runtime_unsupported outcome");
     /* The typed value crosses a strict codec: what is validated is what was encoded. */
     size_t n = 0;
@@ -203,6 +202,14 @@ bool pl_run(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_cancel *ca
     bool promotable = false;
     pl_outcome oc;
     ok = attempt(pc, r, pol, cancel, raw, raw_len, out, d, &promotable, &oc, err);
+    if (ok && out->caps.committed) {
+        /* Admission is the only source of promotion and runs before any guest code, so
+         * no promotable attempt can have dispatched; this holds the rule on its own. */
+        snprintf(out->no_promotion, sizeof out->no_promotion,
+                 "a capability dispatch committed an effect outside the room; the request is "
+                 "never run again");
+        promotable = false;
+    }
     if (!ok || !promotable) goto done;
     out->has_outcome = true;
     out->outcome = oc;

@@ -349,18 +349,6 @@ static bool io_take(run_io *io, int which, int fd) {
     return true;
 }
 
-static void utoa(unsigned long v, char *out) { /* async-signal-safe */
-    char t[24];
-    int n = 0;
-    do {
-        t[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (int i = 0; i < n; i++)
-        out[i] = t[n - 1 - i];
-    out[n] = 0;
-}
-
 typedef struct spawn_plan {
     char *const *argv;
     char *const *envp;
@@ -406,7 +394,7 @@ static int spawn_child(void *arg) {
     pl__child_signals_default();
     int sfd = p->status_fd;
     char num[24];
-    utoa((unsigned long)getpid(), num);
+    pb_utoa(num, (unsigned long)getpid()); /* async-signal-safe */
     for (size_t i = 0; i < p->nprocs; i++) {
         int fd = open(p->procs[i], O_WRONLY | O_CLOEXEC);
         if (fd < 0 || write(fd, num, strlen(num)) < 0) child_fail(sfd, ST_CGROUP);

@@ -83,12 +83,10 @@ typedef struct edits {
 } edits;
 
 static bool add_edit(edits *e, size_t open, size_t close) {
-    if (e->n + 2 > e->cap) {
-        size_t nc = e->cap ? e->cap * 2 : 32;
-        size_t *na = realloc(e->at, nc * sizeof *na);
+    if (e->n + 2 > e->cap) { /* cap is even (32, doubled): one growth makes room for two */
+        size_t *na = pb_grow(e->at, &e->cap, sizeof *na, 32);
         if (!na) return false;
         e->at = na;
-        e->cap = nc;
     }
     e->at[e->n++] = open;
     e->at[e->n++] = close;

@@ -25,18 +25,22 @@ bool pl__fail(pl_error *err, pl_code code, const char *fmt, ...) {
     return false;
 }
 
+void pl__hex(const unsigned char *b, size_t n, char *out) {
+    static const char hx[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = hx[b[i] >> 4];
+        out[2 * i + 1] = hx[b[i] & 15];
+    }
+    out[2 * n] = 0;
+}
+
 void pl__sha256_tag(const void *data, size_t len, char out[PL_DIGEST_LEN]) {
     unsigned char md[32];
     unsigned int mdlen = 0;
     if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32)
         memset(md, 0, sizeof md);
-    static const char hx[] = "0123456789abcdef";
     memcpy(out, "sha256:", 7);
-    for (int i = 0; i < 32; i++) {
-        out[7 + 2 * i] = hx[md[i] >> 4];
-        out[8 + 2 * i] = hx[md[i] & 15];
-    }
-    out[71] = 0;
+    pl__hex(md, 32, out + 7);
 }
 
 bool pl__digest_well_formed(const char *s) {
@@ -57,14 +61,13 @@ pl_limits pl__limits_effective(const pl_limits *l) {
 }
 
 const char *pl_stop_name(pl_stop s) {
-    switch (s) {
-    case PL_STOP_CPU: return "cpu_ms";
-    case PL_STOP_WALL: return "wall_ms";
-    case PL_STOP_MEMORY: return "memory_mib";
-    case PL_STOP_OUTPUT: return "output_bytes";
-    case PL_STOP_CANCELLED: return "cancelled";
-    default: return "";
-    }
+    static const char *const NAMES[] = {[PL_STOP_NONE] = "",
+                                        [PL_STOP_CPU] = "cpu_ms",
+                                        [PL_STOP_WALL] = "wall_ms",
+                                        [PL_STOP_MEMORY] = "memory_mib",
+                                        [PL_STOP_OUTPUT] = "output_bytes",
+                                        [PL_STOP_CANCELLED] = "cancelled"};
+    return (unsigned)s < sizeof NAMES / sizeof *NAMES ? NAMES[s] : "";
 }
 
 static const char *const LIMIT_NAMES[] = {"cpu_ms", "wall_ms", "memory_mib", "output_bytes"};
@@ -158,28 +161,10 @@ void pl_cancel_free(pl_cancel *c) {
 
 /* ---------------------------------------------------------------- UTF-8 */
 
-/* Length of the well-formed sequence at s[i..n), or 0 when ill-formed. */
+/* Length of the well-formed sequence at s[i..n), or 0 when ill-formed (room's reading). */
 static size_t utf8_seq(const unsigned char *s, size_t i, size_t n) {
-    unsigned c = s[i];
-    if (c < 0x80) return 1;
-    size_t k;
-    unsigned lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF)
-        k = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        k = 3;
-        if (c == 0xE0) lo = 0xA0;
-        if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        k = 4;
-        if (c == 0xF0) lo = 0x90;
-        if (c == 0xF4) hi = 0x8F;
-    } else
-        return 0;
-    if (i + 1 >= n || s[i + 1] < lo || s[i + 1] > hi) return 0;
-    for (size_t j = 2; j < k; j++)
-        if (i + j >= n || (s[i + j] & 0xC0) != 0x80) return 0;
-    return k;
+    size_t bad = 0;
+    return pr_utf8_seq(s + i, n - i, &bad);
 }
 
 bool pl__utf8_valid(const char *s, size_t n) {

@@ -8,6 +8,9 @@
  *       and keeps its reply; the status is a pr_cap_status.
  *   reply(buf, cap: i32) -> i32 length
  *       copies min(cap, length) bytes of the last reply to buf; (0, 0) asks the length.
+ * The same dispatch has a file face for guests that import only WASI (Ruby's official
+ * build): a request written to PR_CAP_REQUEST is dispatched when the guest opens
+ * PR_CAP_REPLY, whose contents are then the status digit, "\n" and the reply.
  * Every dispatch is appended to the run's log (pr_exec_options.cap_log): operation,
  * argument, wall time, status, committed — refused and malformed calls too.
  *
@@ -27,13 +30,11 @@
 #define PR_CAP_DATA_MAX  (8u << 20)
 
 const char *pr_cap_status_name(pr_cap_status s) {
-    switch (s) {
-    case PR_CAP_OK: return "ok";
-    case PR_CAP_REFUSED: return "refused";
-    case PR_CAP_FAILED: return "failed";
-    case PR_CAP_INVALID: return "invalid";
-    }
-    return "invalid";
+    static const char *const NAMES[] = {[PR_CAP_OK] = "ok",
+                                        [PR_CAP_REFUSED] = "refused",
+                                        [PR_CAP_FAILED] = "failed",
+                                        [PR_CAP_INVALID] = "invalid"};
+    return (unsigned)s < sizeof NAMES / sizeof *NAMES ? NAMES[s] : "invalid";
 }
 
 void pr_cap_log_clear(pr_cap_log *l) {
@@ -57,14 +58,12 @@ static void record(pr_cap_log *l, const pr_cap_call *call, pr_cap_status st, boo
         return;
     }
     if (l->n == l->cap) {
-        size_t nc = l->cap ? l->cap * 2 : 8;
-        pr_cap_record *nv = realloc(l->v, nc * sizeof *nv);
+        pr_cap_record *nv = pb_grow(l->v, &l->cap, sizeof *nv, 8);
         if (!nv) {
             l->truncated = true;
             return;
         }
         l->v = nv;
-        l->cap = nc;
     }
     pr_cap_record *r = &l->v[l->n++];
     memset(r, 0, sizeof *r);
@@ -90,49 +89,93 @@ static void set_reply(pr__cap *c, const char *msg) {
     pb_buf_puts(&c->reply, msg);
 }
 
-static pw_status cap_dispatch(pw_call_ctx *cx, void *env, const pw_val *a, pw_val *res) {
-    pr__cap *c = env;
+/* One call: handed to the run's handler with copies of op, arg and data (the handler
+ * never sees guest memory), its reply kept in c->reply, the call recorded. bad: the
+ * call is malformed (why), nothing is handed on. */
+static pr_cap_status dispatch(pr__cap *c, pr_str op, pr_str arg, pr_str data, const char *bad) {
     const pr_exec_options *o = c->rs->opt;
+    pr_cap_call call = {op, arg, {"", 0}};
+    pr_cap_status st;
+    bool committed = false;
+    char *copy = NULL;
+    c->reply.len = 0;
+    if (bad) {
+        st = PR_CAP_INVALID;
+        set_reply(c, bad);
+    } else if (!o->capability) {
+        st = PR_CAP_REFUSED;
+        set_reply(c, "refused: no capability is granted to this run");
+    } else if (!(copy = malloc(op.len + arg.len + data.len + 1))) {
+        st = PR_CAP_FAILED;
+        set_reply(c, "failed: out of memory");
+    } else {
+        memcpy(copy, op.ptr, op.len);
+        memcpy(copy + op.len, arg.ptr, arg.len);
+        memcpy(copy + op.len + arg.len, data.ptr, data.len);
+        call = (pr_cap_call){
+            {copy, op.len}, {copy + op.len, arg.len}, {copy + op.len + arg.len, data.len}};
+        st = o->capability(o->cap_ud, &call, &c->reply, &committed);
+        if (st > PR_CAP_INVALID) st = PR_CAP_FAILED;
+        if (c->reply.len > PR_CAP_REPLY_MAX) {
+            st = PR_CAP_FAILED;
+            set_reply(c, "failed: the reply is over 8 MiB");
+        }
+    }
+    record(o->cap_log, &call, st, committed);
+    free(copy);
+    return st;
+}
+
+static pw_status cap_dispatch(pw_call_ctx *cx, void *env, const pw_val *a, pw_val *res) {
     uint32_t v[6];
     for (int i = 0; i < 6; i++)
         v[i] = (uint32_t)a[i].i32;
     const char *op = range(cx, v[0], v[1], 64), *arg = range(cx, v[2], v[3], PR_CAP_ARG_MAX),
                *data = range(cx, v[4], v[5], PR_CAP_DATA_MAX);
-    pr_cap_call call = {{op ? op : "", op ? v[1] : 0}, {arg ? arg : "", arg ? v[3] : 0}, {"", 0}};
-    pr_cap_status st;
-    bool committed = false;
-    char *copy = NULL;
-    c->reply.len = 0;
-    if (!op || !arg || !data) {
-        st = PR_CAP_INVALID;
-        set_reply(c, "invalid: a pointer or length is out of bounds");
-    } else if (!o->capability) {
-        st = PR_CAP_REFUSED;
-        set_reply(c, "refused: no capability is granted to this run");
-    } else {
-        /* The handler gets copies: guest memory may not be held across the call. */
-        size_t total = (size_t)v[1] + v[3] + v[5];
-        copy = malloc(total ? total : 1);
-        if (!copy) {
-            st = PR_CAP_FAILED;
-            set_reply(c, "failed: out of memory");
-        } else {
-            memcpy(copy, op, v[1]);
-            memcpy(copy + v[1], arg, v[3]);
-            memcpy(copy + v[1] + v[3], data, v[5]);
-            call = (pr_cap_call){{copy, v[1]}, {copy + v[1], v[3]}, {copy + v[1] + v[3], v[5]}};
-            st = o->capability(o->cap_ud, &call, &c->reply, &committed);
-            if (st > PR_CAP_INVALID) st = PR_CAP_FAILED;
-            if (c->reply.len > PR_CAP_REPLY_MAX) {
-                st = PR_CAP_FAILED;
-                set_reply(c, "failed: the reply is over 8 MiB");
-            }
-        }
-    }
-    record(o->cap_log, &call, st, committed);
-    free(copy);
-    res[0].i32 = (int32_t)st;
+    bool ok = op && arg && data;
+    res[0].i32 = (int32_t)dispatch(env, (pr_str){op ? op : "", op ? v[1] : 0},
+                                   (pr_str){arg ? arg : "", arg ? v[3] : 0},
+                                   (pr_str){ok ? data : "", ok ? v[5] : 0},
+                                   ok ? NULL : "invalid: a pointer or length is out of bounds");
     return PW_OK;
+}
+
+static bool is_path(const char *norm, size_t n, const char *path) {
+    return n == strlen(path) && memcmp(norm, path, n) == 0;
+}
+
+void pr__cap_fs_open(pr__cap *c, pr_fs *fs, const char *norm, size_t n) {
+    if (!is_path(norm, n, PR_CAP_REPLY)) return;
+    pr_file *rq = pr__fs_find(fs, PR_CAP_REQUEST, strlen(PR_CAP_REQUEST));
+    if (!rq || !rq->node || rq->node->kind != PR_NODE_FILE) return;
+    /* The request leaves the file system before the call: one request, one dispatch. */
+    size_t len = rq->node->len;
+    char *req = malloc(len + 1);
+    if (!req) return;
+    if (len) memcpy(req, rq->node->data, len);
+    pr__fs_remove(fs, rq);
+    char *nl1 = memchr(req, '\n', len);
+    char *nl2 = nl1 ? memchr(nl1 + 1, '\n', len - (size_t)(nl1 + 1 - req)) : NULL;
+    size_t oplen = nl1 ? (size_t)(nl1 - req) : 0, arglen = nl2 ? (size_t)(nl2 - nl1 - 1) : 0;
+    const char *bad =
+        !nl2 ? "invalid: a request is \"OP\\nARG\\n\" then the data"
+        : oplen > 64 || arglen > PR_CAP_ARG_MAX || len - (size_t)(nl2 + 1 - req) > PR_CAP_DATA_MAX
+            ? "invalid: the request is too large"
+            : NULL;
+    pr_str op = {req, bad ? 0 : oplen}, arg = {bad ? req : nl1 + 1, bad ? 0 : arglen};
+    pr_str data = {bad ? req : nl2 + 1, bad ? 0 : len - (size_t)(nl2 + 1 - req)};
+    pr_cap_status st = dispatch(c, op, arg, data, bad);
+    free(req);
+    char head[2] = {(char)('0' + st), '\n'};
+    pb_buf out = {0};
+    bool ok = pb_buf_put(&out, head, 2) &&
+              pb_buf_put(&out, c->reply.p ? c->reply.p : "", c->reply.len) &&
+              pr_fs_write(fs, PR_CAP_REPLY, strlen(PR_CAP_REPLY), out.p, out.len) == 0;
+    if (!ok) {
+        static const char FULL[] = "2\nfailed: the reply does not fit in the room's file system";
+        pr_fs_write(fs, PR_CAP_REPLY, strlen(PR_CAP_REPLY), FULL, sizeof FULL - 1);
+    }
+    pb_buf_free(&out);
 }
 
 static pw_status cap_reply(pw_call_ctx *cx, void *env, const pw_val *a, pw_val *res) {

@@ -142,11 +142,9 @@ static pr_file *new_entry(pr_fs *fs, const char *norm, size_t n, bool dir, size_
         if (!rehash(fs, ns)) return NULL;
     }
     if (fs->norder == fs->cap_order) {
-        size_t c = fs->cap_order ? fs->cap_order * 2 : 16;
-        pr_file **o = realloc(fs->order, c * sizeof *o);
+        pr_file **o = pb_grow(fs->order, &fs->cap_order, sizeof *o, 16);
         if (!o) return NULL;
         fs->order = o;
-        fs->cap_order = c;
     }
     pr_file *f = calloc(1, sizeof *f + n + 1);
     if (!f) return NULL;

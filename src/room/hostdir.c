@@ -342,7 +342,7 @@ int pr__hd_futimes(int fd, uint64_t atim, uint64_t mtim, uint32_t fst) {
 }
 
 int pr__hd_set_times(int dirfd, uint32_t lookup, const char *path, size_t len, uint64_t atim,
-                    uint64_t mtim, uint32_t fst) {
+                     uint64_t mtim, uint32_t fst) {
     struct timespec ts[2];
     int e = times_of(atim, mtim, fst, ts);
     if (e) return e;
@@ -360,7 +360,7 @@ enum { O_CREAT_ = 1, O_DIRECTORY_ = 2, O_EXCL_ = 4, O_TRUNC_ = 8 };
 enum { FDF_APPEND = 1, FDF_DSYNC = 2, FDF_NONBLOCK = 4, FDF_RSYNC = 8, FDF_SYNC = 16 };
 
 int pr__hd_open(int dirfd, const char *path, size_t len, uint32_t lookup, uint32_t oflags,
-               uint16_t fdflags, bool read, bool write, int *out, bool *is_dir) {
+                uint16_t fdflags, bool read, bool write, int *out, bool *is_dir) {
     (void)read;
     walk w;
     /* O_CREAT | O_EXCL never follows a final symlink: it exists (EEXIST), as in POSIX. */
@@ -411,22 +411,23 @@ int pr__hd_open(int dirfd, const char *path, size_t len, uint32_t lookup, uint32
 
 /* ---------------------------------------------------------------- namespace changes */
 
-int pr__hd_mkdir(int dirfd, const char *path, size_t len) {
+/* mkdir (rmdir false) or rmdir of path's last name in its parent. */
+static int dir_op(int dirfd, const char *path, size_t len, bool rmdir) {
     walk w;
     int e = walk_path(dirfd, path, len, false, &w);
     if (e) return e;
-    if (mkdirat(w.parent, w.name, 0777) != 0) e = pr__hd_errno(errno);
+    int rc = rmdir ? unlinkat(w.parent, w.name, AT_REMOVEDIR) : mkdirat(w.parent, w.name, 0777);
+    if (rc != 0) e = pr__hd_errno(errno);
     close(w.parent);
     return e;
 }
 
+int pr__hd_mkdir(int dirfd, const char *path, size_t len) {
+    return dir_op(dirfd, path, len, false);
+}
+
 int pr__hd_rmdir(int dirfd, const char *path, size_t len) {
-    walk w;
-    int e = walk_path(dirfd, path, len, false, &w);
-    if (e) return e;
-    if (unlinkat(w.parent, w.name, AT_REMOVEDIR) != 0) e = pr__hd_errno(errno);
-    close(w.parent);
-    return e;
+    return dir_op(dirfd, path, len, true);
 }
 
 int pr__hd_unlink(int dirfd, const char *path, size_t len) {
@@ -477,7 +478,7 @@ int pr__hd_rename(int d1, const char *p1, size_t l1, int d2, const char *p2, siz
 }
 
 int pr__hd_link(int d1, uint32_t lookup, const char *p1, size_t l1, int d2, const char *p2,
-               size_t l2) {
+                size_t l2) {
     walk a, b;
     int e = walk_path(d1, p1, l1, lookup & 1, &a);
     if (e) return e;
@@ -525,7 +526,7 @@ int pr__hd_symlink(const char *target, size_t tlen, int dirfd, const char *path,
 }
 
 int pr__hd_readlink(int dirfd, const char *path, size_t len, uint8_t *buf, uint32_t cap,
-                   uint32_t *n) {
+                    uint32_t *n) {
     walk w;
     int e = walk_path(dirfd, path, len, false, &w);
     if (e) return e;
@@ -551,13 +552,8 @@ struct linux_dirent64 {
     char d_name[];
 };
 
-typedef struct rd {
-    uint8_t *buf;
-    uint32_t cap, used;
-} rd;
-
-/* Appends one dirent (cut at the buffer's end); false once the buffer is full. */
-static bool put(rd *r, uint64_t next, uint64_t ino, const char *name, size_t n, uint8_t type) {
+bool pr__dirent_put(pr_dirents *r, uint64_t next, uint64_t ino, const char *name, size_t n,
+                    uint8_t type) {
     uint8_t hdr[24] = {0};
     put64(hdr, next);
     put64(hdr + 8, ino);
@@ -591,14 +587,14 @@ static uint8_t dtype(int fd, const char *name, unsigned char t) {
 }
 
 int pr__hd_readdir(int fd, uint8_t *buf, uint32_t cap, uint64_t cookie, uint32_t *used) {
-    rd r = {buf, cap, 0};
+    pr_dirents r = {buf, cap, 0};
     *used = 0;
     if (cap == 0) return 0;
     struct stat self, up;
     if (fstat(fd, &self) != 0) return pr__hd_errno(errno);
     if (fstatat(fd, "..", &up, 0) != 0) up.st_ino = 0;
-    if (cookie == 0 && !put(&r, 1, self.st_ino, ".", 1, FT_DIR)) goto done;
-    if (cookie <= 1 && !put(&r, 2, up.st_ino, "..", 2, FT_DIR)) goto done;
+    if (cookie == 0 && !pr__dirent_put(&r, 1, self.st_ino, ".", 1, FT_DIR)) goto done;
+    if (cookie <= 1 && !pr__dirent_put(&r, 2, up.st_ino, "..", 2, FT_DIR)) goto done;
     if (lseek(fd, 0, SEEK_SET) < 0) return pr__hd_errno(errno);
     uint64_t index = 2; /* entries after "." and ".." are numbered from 3 */
     _Alignas(8) char kbuf[8192];
@@ -612,8 +608,8 @@ int pr__hd_readdir(int fd, uint8_t *buf, uint32_t cap, uint64_t cookie, uint32_t
             if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0) continue;
             index++;
             if (index <= cookie) continue;
-            if (!put(&r, index, d->d_ino, d->d_name, strlen(d->d_name),
-                     dtype(fd, d->d_name, d->d_type)))
+            if (!pr__dirent_put(&r, index, d->d_ino, d->d_name, strlen(d->d_name),
+                                dtype(fd, d->d_name, d->d_type)))
                 goto done;
         }
     }
@@ -625,7 +621,7 @@ done:
 /* ---------------------------------------------------------------- read, write */
 
 int pr__hd_rw(int fd, uint8_t *mem, uint64_t size, uint32_t iovs, uint32_t n, bool write,
-             int64_t off, uint32_t *count) {
+              int64_t off, uint32_t *count) {
     *count = 0;
     if ((uint64_t)iovs + 8ull * n > size) return 21; /* EFAULT */
     struct iovec small[16], *v = n <= 16 ? small : malloc(n * sizeof *v);

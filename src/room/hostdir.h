@@ -43,22 +43,22 @@ int pr__hd_errno(int host_errno);
  * access the rights ask for. On success *out is an owned host descriptor and *is_dir
  * whether it is a directory. */
 int pr__hd_open(int dirfd, const char *path, size_t len, uint32_t lookup, uint32_t oflags,
-               uint16_t fdflags, bool read, bool write, int *out, bool *is_dir);
+                uint16_t fdflags, bool read, bool write, int *out, bool *is_dir);
 int pr__hd_mkdir(int dirfd, const char *path, size_t len);
 int pr__hd_rmdir(int dirfd, const char *path, size_t len);
 int pr__hd_unlink(int dirfd, const char *path, size_t len);
 int pr__hd_rename(int d1, const char *p1, size_t l1, int d2, const char *p2, size_t l2);
 int pr__hd_link(int d1, uint32_t lookup, const char *p1, size_t l1, int d2, const char *p2,
-               size_t l2);
+                size_t l2);
 /* target is the symlink's contents: an absolute target is refused (E_PERM). */
 int pr__hd_symlink(const char *target, size_t tlen, int dirfd, const char *path, size_t len);
 /* Writes at most cap bytes of the link's contents into buf; *n the count. */
 int pr__hd_readlink(int dirfd, const char *path, size_t len, uint8_t *buf, uint32_t cap,
-                   uint32_t *n);
+                    uint32_t *n);
 /* The 64-byte WASI filestat of path (lookup & 1: follow a final symlink). */
 int pr__hd_stat(int dirfd, uint32_t lookup, const char *path, size_t len, uint8_t out[64]);
 int pr__hd_set_times(int dirfd, uint32_t lookup, const char *path, size_t len, uint64_t atim,
-                    uint64_t mtim, uint32_t fst);
+                     uint64_t mtim, uint32_t fst);
 
 /* Descriptor-level operations. */
 int pr__hd_fstat(int fd, uint8_t out[64]);
@@ -71,6 +71,16 @@ uint8_t pr__hd_filetype(int fd);
 /* readv/writev (off < 0: at the descriptor's position) over the guest's iovec array
  * at guest address iovs (n entries) in memory mem[0..size). *count the bytes moved. */
 int pr__hd_rw(int fd, uint8_t *mem, uint64_t size, uint32_t iovs, uint32_t n, bool write,
-             int64_t off, uint32_t *count);
+              int64_t off, uint32_t *count);
+
+/* A guest's fd_readdir buffer being filled (hostdir.c, wasi.c). */
+typedef struct pr_dirents {
+    uint8_t *buf;
+    uint32_t cap, used;
+} pr_dirents;
+/* Appends one WASI dirent (its 24-byte header, then the name), cut at the buffer's end:
+ * the guest sees a full buffer and asks again. false once the buffer is full. */
+bool pr__dirent_put(pr_dirents *d, uint64_t next, uint64_t ino, const char *name, size_t n,
+                    uint8_t type);
 
 #endif

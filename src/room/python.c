@@ -40,15 +40,13 @@
 
 typedef struct python_state {
     bool from_snapshot;
-    pr__cap cap; /* the capability imports' state (capability.c) */
 } python_state;
 
 /* WASI, plus the capability dispatch imports (peri_capability.dispatch / reply). */
 static bool python_resolve(void *ctx, pw_store *s, const pw_module *m, const pw_import_desc *imp,
                            pw_extern *out) {
     pr_run_state *rs = ctx;
-    python_state *st = rs->lang_state;
-    if (pr__cap_is_import(imp)) return st && pr__cap_resolve(&st->cap, s, imp, out);
+    if (pr__cap_is_import(imp)) return pr__cap_resolve(&rs->cap, s, imp, out);
     return pr__wasi_resolve(ctx, s, m, imp, out);
 }
 
@@ -94,38 +92,13 @@ static bool layout_ok(const pr_exec_options *o) {
 }
 
 static pw_instance *python_instantiate(pr_run_state *rs, pw_error *err) {
-    pr_program *p = rs->prog;
     python_state *st = calloc(1, sizeof *st);
     if (!st) {
         err->status = PW_ERR_NOMEM;
         return NULL;
     }
-    st->cap.rs = rs;
     rs->lang_state = st;
-    pthread_mutex_lock(&p->snap_mu);
-    pw_snapshot *snap = p->snap;
-    pthread_mutex_unlock(&p->snap_mu);
-    if (snap && layout_ok(rs->opt)) {
-        st->from_snapshot = true;
-        return pw_instantiate_snapshot(rs->store, p->module, snap, python_resolve, rs, err);
-    }
-    return pw_instantiate(rs->store, p->module, python_resolve, rs, err);
-}
-
-static void take_snapshot(pr_run_state *rs) {
-    pr_program *p = rs->prog;
-    if (!pr__wasi_only_initial_fds(rs) || rs->out_bytes != 0) return;
-    pw_error se = {0};
-    pw_snapshot *snap = pw_snapshot_take(rs->inst, &se);
-    if (!snap) return; /* no memfd...: every run initialises; still correct */
-    pthread_mutex_lock(&p->snap_mu);
-    bool mine = p->snap == NULL;
-    if (mine) p->snap = snap;
-    pthread_mutex_unlock(&p->snap_mu);
-    if (mine)
-        pr__cache_charge(&rs->host->cache, p, (size_t)pw_snapshot_bytes(snap));
-    else
-        pw_snapshot_free(snap);
+    return pr__boot_instantiate(rs, python_resolve, layout_ok(rs->opt), &st->from_snapshot, err);
 }
 
 static pw_status python_start(pr_run_state *rs, pw_error *err) {
@@ -155,12 +128,7 @@ static pw_status python_start(pr_run_state *rs, pw_error *err) {
         if (r.i32 != 0)
             return host_fail(rs, err, "python: the interpreter did not start (%s)",
                              "is the standard library complete?");
-        take_snapshot(rs);
-        pr__watch_restart(&rs->host->wd, rs->watch);
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        rs->wall_deadline_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec +
-                               (uint64_t)rs->wall_ms * 1000000ull;
+        pr__boot_done(rs, pr__wasi_only_initial_fds(rs));
     }
     const pr_str src = rs->opt->source;
     size_t n = src.ptr ? src.len : 0;
@@ -185,9 +153,7 @@ static pw_status python_start(pr_run_state *rs, pw_error *err) {
 }
 
 static void python_finish(pr_run_state *rs) {
-    python_state *st = rs->lang_state;
-    if (st) pr__cap_free(&st->cap);
-    free(st);
+    free(rs->lang_state);
     rs->lang_state = NULL;
     pr__wasi_finish(rs);
 }

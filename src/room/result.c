@@ -65,3 +65,21 @@ bool pr__result_json(const pr_outcome *o, const pr_fs *fs, pb_buf *out, pr_error
     pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
     return false;
 }
+
+bool pr__respond(const pr_outcome *o, const pr_fs *fs, const char *isolate, pr_response *out,
+                 pr_error *err) {
+    pb_buf res = {0};
+    bool ok = false;
+    if (pr__result_json(o, fs, &res, err)) {
+        out->output = pb_buf_take(&res, &out->output_len);
+        if (out->output) {
+            snprintf(out->isolate, sizeof out->isolate, "%s", isolate);
+            out->stop = o->stop;
+            ok = true;
+        } else {
+            pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
+        }
+    }
+    pb_buf_free(&res);
+    return ok;
+}

@@ -7,6 +7,7 @@
 #include "room_int.h"
 
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 static bool build_fs(pr_fs *fs, const pr_input *in, pr_error *err) {
@@ -60,7 +61,7 @@ bool pr_run_cancellable(pr_host *h, const pr_request *req, bool (*cancelled)(voi
 }
 
 bool pr__run_memo(pr_host *h, const pr_request *req, bool (*cancelled)(void *), void *ud,
-                 pr_cpu_memo *memo, pr_response *out, pr_error *err) {
+                  pr_cpu_memo *memo, pr_response *out, pr_error *err) {
     pr_run_opts o = {.cancelled = cancelled, .cancel_ud = ud};
     return run_call(h, req, &o, memo, out, err);
 }
@@ -87,14 +88,14 @@ static bool run_call(pr_host *h, const pr_request *req, const pr_run_opts *opts,
         pr_program_release(prog);
         free(bytes);
         pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：未授权的LOADER绑定：%.*s",
-                   (int)req->runner.len, req->runner.ptr);
+                    (int)req->runner.len, req->runner.ptr);
         return false;
     }
     if (!pr__host_bound(h, req->runner)) {
         pr_program_release(prog);
         free(bytes);
         pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：绑定不存在：%.*s", (int)req->runner.len,
-                   req->runner.ptr);
+                    req->runner.ptr);
         return false;
     }
     if (!prog) {
@@ -119,7 +120,8 @@ static bool run_call(pr_host *h, const pr_request *req, const pr_run_opts *opts,
         /* seed = SHA-256(digest hex ‖ input bytes) */
         pb_buf sb = {0};
         bool sok = pb_buf_put(&sb, req->digest.ptr, 64) &&
-                   pb_buf_put(&sb, req->input.ptr, req->input.len) && pr__sha256(sb.p, sb.len, seed);
+                   pb_buf_put(&sb, req->input.ptr, req->input.len) &&
+                   pr__sha256(sb.p, sb.len, seed);
         pb_buf_free(&sb);
         if (!sok) {
             pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
@@ -132,28 +134,13 @@ static bool run_call(pr_host *h, const pr_request *req, const pr_run_opts *opts,
                            .seed = h->deterministic ? seed : NULL,
                            .cancelled = opts->cancelled,
                            .cancel_ud = opts->cancel_ud,
-                           .cpu_ms = opts->limits.cpu_ms,
-                           .wall_ms = opts->limits.wall_ms,
-                           .memory_cap = opts->limits.memory_cap,
-                           .output_max = pr_output_cap(opts->limits.output_max),
                            .cpu_memo = memo};
+    pr__exec_limits(&opt, &opts->limits);
     pr_outcome oc;
     if (!pr_exec(h, prog, &opt, &oc, err)) goto done_input;
-    pb_buf res = {0};
-    if (pr__result_json(&oc, fs, &res, err)) {
-        out->output = pb_buf_take(&res, &out->output_len);
-        if (out->output) {
-            memcpy(out->isolate, req->scope.ptr, req->scope.len);
-            out->isolate[req->scope.len] = ':';
-            memcpy(out->isolate + req->scope.len + 1, req->digest.ptr, 64);
-            out->isolate[req->scope.len + 65] = 0;
-            out->stop = oc.stop;
-            ok = true;
-        } else {
-            pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
-        }
-    }
-    pb_buf_free(&res);
+    char iso[sizeof out->isolate];
+    snprintf(iso, sizeof iso, "%.*s:%.64s", (int)req->scope.len, req->scope.ptr, req->digest.ptr);
+    ok = pr__respond(&oc, fs, iso, out, err);
     pr_outcome_clear(&oc);
 done_input:
     pr_fs_free(fs);

@@ -72,12 +72,20 @@ static inline size_t pr_output_cap(size_t per_run) {
     return per_run && per_run < PR_OUTPUT_MAX ? per_run : 0;
 }
 
+/* Applies a run's own limits (0 fields: the host's) to its exec options. */
+static inline void pr__exec_limits(pr_exec_options *o, const pr_limits *l) {
+    o->cpu_ms = l->cpu_ms;
+    o->wall_ms = l->wall_ms;
+    o->memory_cap = l->memory_cap;
+    o->output_max = pr_output_cap(l->output_max);
+}
+
 /* Rules 1-5 of the reference order (runner, scope, digest, program length, input
  * size). false + err on the first broken rule. */
 bool pr__check_shape(const pr_request *req, pr_error *err);
 /* pr_run_cancellable with the calling thread's CPU-clock memo (or NULL; room.c). */
 bool pr__run_memo(pr_host *h, const pr_request *req, bool (*cancelled)(void *), void *ud,
-                 pr_cpu_memo *memo, pr_response *out, pr_error *err);
+                  pr_cpu_memo *memo, pr_response *out, pr_error *err);
 /* Rules 6-8: Base64, decoded length, SHA-256. On success *bytes (caller frees). */
 bool pr__check_program(const pr_request *req, uint8_t **bytes, size_t *len, pr_error *err);
 
@@ -319,6 +327,13 @@ int pr__watch_end(pr_watchdog *w, pr_watch_slot *slot);
  *   PR_END_HOST      end_msg is the result's error text (ok false, exitCode 1)
  *   PR_END_PLATFORM  end_msg is the whole exception message (隔离运行失败：…)
  * Anything else that stops the run is mapped by run.c (traps → V8 wording). */
+/* One run's capability dispatch state: the reply of the last call, until the guest takes
+ * it (capability.c). */
+typedef struct pr__cap {
+    struct pr_run_state *rs;
+    pb_buf reply;
+} pr__cap;
+
 typedef struct pr_run_state {
     pr_host *host;
     pr_program *prog;
@@ -336,7 +351,11 @@ typedef struct pr_run_state {
     uint64_t det_clock;
     uint64_t wall_deadline_ns; /* CLOCK_MONOTONIC time at which the wall limit is reached */
     void *abi_state;
-    void *lang_state;         /* a language ABI's own state on top of WASI (ruby.c) */
+    void *lang_state; /* a language ABI's own state on top of WASI (ruby.c) */
+    /* The run's capability dispatch state (capability.c): the last reply. cap_files: the
+     * dispatch's file face is on (ruby.c); otherwise its paths are ordinary files. */
+    pr__cap cap;
+    bool cap_files;
     pr_watch_slot *watch;     /* the run's watchdog slot */
     uint32_t cpu_ms, wall_ms; /* this run's limits: the host's, or lower (pr_run_with) */
     pr_stop stop;             /* PR_END_PLATFORM: the limit class of end_msg, if any */
@@ -359,7 +378,7 @@ struct pr_abi {
 };
 
 pr_program *pr__program_load_digest(pr_host *h, pr_str scope, const char hex[64],
-                                   const uint8_t *bytes, size_t len, pr_str text, pr_error *err);
+                                    const uint8_t *bytes, size_t len, pr_str text, pr_error *err);
 /* The cache key of (scope, digest): "scope:digest" NUL version. Returns its length;
  * buf must hold scope.len + 66 + strlen(version) bytes. */
 size_t pr__program_key(pr_str scope, const char hex[64], char *buf);
@@ -371,12 +390,21 @@ extern const pr_abi pr__abi_python; /* python.c: CPython's reactor build (python
 /* wasi.c, for ABIs built on WASI: its import resolver, per-run cleanup, and whether
  * only the initial descriptors (0-3, untouched stdin) are open. */
 bool pr__wasi_resolve(void *ctx, pw_store *s, const pw_module *m, const pw_import_desc *imp,
-                     pw_extern *out);
+                      pw_extern *out);
 void pr__wasi_finish(pr_run_state *rs);
 bool pr__wasi_only_std_fds(const pr_run_state *rs);
 /* The same with the run's host directories (pr_exec_options.dirs) preopened at 3..,
  * then the in-memory "/" (python.c). */
 bool pr__wasi_only_initial_fds(const pr_run_state *rs);
+/* The end of an interpreter guest's one-time boot (ruby.c, python.c): when snapshot_ok
+ * (the WASI state is the initial one) and nothing was written, the instance is
+ * snapshotted into the program's cache entry (the first such run wins); then the run's
+ * limits restart for the script (CPU, wall deadline). */
+void pr__boot_done(pr_run_state *rs, bool snapshot_ok);
+/* An interpreter guest's instance: from the program's startup snapshot when there is
+ * one and snapshot_ok (then *from_snapshot: the boot is skipped), else fresh. */
+pw_instance *pr__boot_instantiate(pr_run_state *rs, pw_resolve_fn resolve, bool snapshot_ok,
+                                  bool *from_snapshot, pw_error *err);
 extern const pr_abi pr__abi_yuyan; /* yuyan.c: the 豫言 file-style ABI */
 
 /* Output from the guest: counts raw bytes against the limit first; false when the
@@ -422,6 +450,10 @@ bool pr__host_bound(const pr_host *h, pr_str runner);
 /* Collects /数据/ and /响应/ files and writes the return JSON into out. false + err
  * (interface) on the limits / strict UTF-8. */
 bool pr__result_json(const pr_outcome *o, const pr_fs *fs, pb_buf *out, pr_error *err);
+/* The run's response: the return JSON (pr__result_json) in out->output, isolate copied
+ * (cut to fit), the outcome's stop. false + err as pr__result_json, or out of memory. */
+bool pr__respond(const pr_outcome *o, const pr_fs *fs, const char *isolate, pr_response *out,
+                 pr_error *err);
 
 /* ---------------------------------------------------------------- wasi_sig.c */
 

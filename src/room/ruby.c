@@ -27,6 +27,7 @@
  * Invariants: no snapshot is taken unless the WASI state is the initial one (only
  * descriptors 0-3, stdin unread) and the run produced no output so far.
  */
+#include "capability.h"
 #include "room_int.h"
 
 #include <stdio.h>
@@ -61,7 +62,12 @@ static bool ruby_matches(const pw_module *m) {
 }
 
 static ruby_state *rstate(pr_run_state *rs) {
-    if (!rs->lang_state) rs->lang_state = calloc(1, sizeof(ruby_state));
+    if (!rs->lang_state) {
+        ruby_state *st = calloc(1, sizeof *st);
+        if (!st) return NULL;
+        rs->cap_files = true; /* the Peri module's way to the dispatch */
+        rs->lang_state = st;
+    }
     return rs->lang_state;
 }
 
@@ -201,20 +207,12 @@ static pw_status ruby_boot(pr_run_state *rs, pw_error *err) {
 }
 
 static pw_instance *ruby_instantiate(pr_run_state *rs, pw_error *err) {
-    pr_program *p = rs->prog;
     ruby_state *st = rstate(rs);
     if (!st) {
         err->status = PW_ERR_NOMEM;
         return NULL;
     }
-    pthread_mutex_lock(&p->snap_mu);
-    pw_snapshot *snap = p->snap;
-    pthread_mutex_unlock(&p->snap_mu);
-    if (snap) {
-        st->from_snapshot = true;
-        return pw_instantiate_snapshot(rs->store, p->module, snap, ruby_resolve, rs, err);
-    }
-    return pw_instantiate(rs->store, p->module, ruby_resolve, rs, err);
+    return pr__boot_instantiate(rs, ruby_resolve, true, &st->from_snapshot, err);
 }
 
 /* Appends s as a Ruby double-quoted string literal: every byte outside [A-Za-z0-9 ]
@@ -236,8 +234,31 @@ static bool ruby_literal(pb_buf *b, const char *s, size_t n) {
     return pb_buf_putc(b, '"');
 }
 
-/* The driver: runs the script as main.rb at top level and exits like `ruby main.rb`. */
+/* The driver: the Peri module (the capability dispatch's file face, capability.c),
+ * then the script as main.rb at top level, exiting like `ruby main.rb`. */
 static const char DRIVER_HEAD[] =
+    "module Peri\n"
+    "  class RefusedError < StandardError; end\n"
+    "  class FailedError < IOError; end\n"
+    "  def self.dispatch(op, arg, data = \"\")\n"
+    "    op, arg = op.to_s, arg.to_s\n"
+    "    raise ArgumentError, \"op and arg are one line each\" if (op + arg).include?(\"\\n\")\n"
+    "    File.binwrite(\"" PR_CAP_REQUEST "\", \"#{op}\\n#{arg}\\n\".b + data.to_s.b)\n"
+    "    r = File.binread(\"" PR_CAP_REPLY "\")\n"
+    "    body = r.byteslice(2, r.bytesize) || \"\".b\n"
+    "    case r.getbyte(0)\n"
+    "    when 48 then return body\n"
+    "    when 49 then raise RefusedError, body.dup.force_encoding(Encoding::UTF_8).scrub\n"
+    "    when 51 then raise ArgumentError, body.dup.force_encoding(Encoding::UTF_8).scrub\n"
+    "    else raise FailedError, body.dup.force_encoding(Encoding::UTF_8).scrub\n"
+    "    end\n"
+    "  end\n"
+    "  def self.fetch(url) = dispatch(\"http.fetch\", url)\n"
+    "  def self.read_bytes(path) = dispatch(\"file.read\", path)\n"
+    "  def self.read_text(path) = read_bytes(path).force_encoding(Encoding::UTF_8)\n"
+    "  def self.write_bytes(path, data) = dispatch(\"file.write\", path, data).to_i\n"
+    "  def self.write_text(path, text) = write_bytes(path, text.to_s.encode(Encoding::UTF_8))\n"
+    "end\n"
     "->(src) {\n"
     "  Random.srand\n"
     "  $0 = \"main.rb\"\n"
@@ -272,7 +293,6 @@ static const char DRIVER_HEAD[] =
 
 static pw_status ruby_start(pr_run_state *rs, pw_error *err) {
     ruby_state *st = rstate(rs);
-    pr_program *p = rs->prog;
     if (!st) {
         err->status = PW_ERR_NOMEM;
         return PW_ERR_NOMEM;
@@ -282,26 +302,7 @@ static pw_status ruby_start(pr_run_state *rs, pw_error *err) {
         pr__watch_grant(&rs->host->wd, rs->watch, INIT_GRACE);
         s = ruby_boot(rs, err);
         if (s != PW_OK) return s;
-        if (pr__wasi_only_std_fds(rs) && rs->out_bytes == 0) {
-            pw_error se = {0};
-            pw_snapshot *snap = pw_snapshot_take(rs->inst, &se);
-            if (snap) {
-                pthread_mutex_lock(&p->snap_mu);
-                bool mine = p->snap == NULL;
-                if (mine) p->snap = snap;
-                pthread_mutex_unlock(&p->snap_mu);
-                if (mine)
-                    pr__cache_charge(&rs->host->cache, p, (size_t)pw_snapshot_bytes(snap));
-                else
-                    pw_snapshot_free(snap);
-            }
-            /* No snapshot (memfd unavailable...): every run boots; still correct. */
-        }
-        pr__watch_restart(&rs->host->wd, rs->watch);
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        rs->wall_deadline_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec +
-                               (uint64_t)rs->wall_ms * 1000000ull;
+        pr__boot_done(rs, pr__wasi_only_std_fds(rs));
     }
     pw_func *eval = export_fn(rs->inst, "rb-eval-string-protect");
     pw_func *re = export_fn(rs->inst, "cabi_realloc");
@@ -342,8 +343,8 @@ static void ruby_finish(pr_run_state *rs) {
 }
 
 const pr_abi pr__abi_ruby = {.name = "ruby",
-                            .matches = ruby_matches,
-                            .resolve = ruby_resolve,
-                            .instantiate = ruby_instantiate,
-                            .start = ruby_start,
-                            .finish = ruby_finish};
+                             .matches = ruby_matches,
+                             .resolve = ruby_resolve,
+                             .instantiate = ruby_instantiate,
+                             .start = ruby_start,
+                             .finish = ruby_finish};

@@ -5,6 +5,7 @@
  * ended onto the contract: program failures are outcomes (ok false), platform
  * failures (CPU/wall limit, memory cap, link errors) are exceptions.
  */
+#include "capability.h"
 #include "room_int.h"
 
 #include <stdlib.h>
@@ -18,13 +19,45 @@
 
 /* Guest ABIs, tried in order. The 豫言 file-style ABI (GC values) joins this list
  * once the engine has GC and exceptions; WASI is the fallback for everything else. */
-static const pr_abi *const ABIS[] = {&pr__abi_yuyan, &pr__abi_ruby, &pr__abi_python,
-                                     &pr__abi_wasi};
+static const pr_abi *const ABIS[] = {&pr__abi_yuyan, &pr__abi_ruby, &pr__abi_python, &pr__abi_wasi};
 
 static const pr_abi *choose_abi(const pw_module *m) {
     for (size_t i = 0; i < sizeof ABIS / sizeof *ABIS; i++)
         if (ABIS[i]->matches(m)) return ABIS[i];
     return &pr__abi_wasi;
+}
+
+pw_instance *pr__boot_instantiate(pr_run_state *rs, pw_resolve_fn resolve, bool snapshot_ok,
+                                  bool *from_snapshot, pw_error *err) {
+    pr_program *p = rs->prog;
+    pthread_mutex_lock(&p->snap_mu);
+    pw_snapshot *snap = snapshot_ok ? p->snap : NULL;
+    pthread_mutex_unlock(&p->snap_mu);
+    *from_snapshot = snap != NULL;
+    if (snap) return pw_instantiate_snapshot(rs->store, p->module, snap, resolve, rs, err);
+    return pw_instantiate(rs->store, p->module, resolve, rs, err);
+}
+
+void pr__boot_done(pr_run_state *rs, bool snapshot_ok) {
+    pr_program *p = rs->prog;
+    pw_error se = {0};
+    /* No snapshot (memfd unavailable...): every run boots; still correct. */
+    pw_snapshot *snap = snapshot_ok && rs->out_bytes == 0 ? pw_snapshot_take(rs->inst, &se) : NULL;
+    if (snap) {
+        pthread_mutex_lock(&p->snap_mu);
+        bool mine = p->snap == NULL;
+        if (mine) p->snap = snap;
+        pthread_mutex_unlock(&p->snap_mu);
+        if (mine)
+            pr__cache_charge(&rs->host->cache, p, (size_t)pw_snapshot_bytes(snap));
+        else
+            pw_snapshot_free(snap);
+    }
+    pr__watch_restart(&rs->host->wd, rs->watch);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    rs->wall_deadline_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec +
+                           (uint64_t)rs->wall_ms * 1000000ull;
 }
 
 size_t pr__program_key_max(pr_str scope) {
@@ -43,7 +76,7 @@ size_t pr__program_key(pr_str scope, const char hex[64], char *key) {
 }
 
 pr_program *pr__program_load_digest(pr_host *h, pr_str scope, const char hex[64],
-                                   const uint8_t *bytes, size_t len, pr_str text, pr_error *err) {
+                                    const uint8_t *bytes, size_t len, pr_str text, pr_error *err) {
     char stackkey[256];
     size_t kmax = pr__program_key_max(scope);
     char *key = kmax <= sizeof stackkey ? stackkey : malloc(kmax);
@@ -220,6 +253,7 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
     rs.prog = p;
     rs.opt = opt;
     rs.fs = opt->fs;
+    rs.cap.rs = &rs;
     if (opt->seed) {
         memcpy(rs.rng, opt->seed, sizeof rs.rng);
         if (!(rs.rng[0] | rs.rng[1] | rs.rng[2] | rs.rng[3])) rs.rng[0] = 1;
@@ -268,6 +302,7 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
         st = pe.status;
     int fired = pr__watch_end(&h->wd, &slot);
     if (p->abi->finish) p->abi->finish(&rs);
+    pr__cap_free(&rs.cap);
     pw_store_free(rs.store);
     pr__host_pool_put(h, pool);
 

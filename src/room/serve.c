@@ -470,6 +470,16 @@ typedef struct line_match {
  * When the reader has already compared the bytes at `at` with a cached text (the
  * hint), only the byte after them is read: a '"' there is the quote memchr would find
  * (the text holds none), so the answer is the same without reading the text again. */
+/* m's program is now p (m's reference), known by its text at s[at..at+len). */
+static size_t matched(line_match *m, pr_program *p, size_t at, size_t len, bool by_hint) {
+    pr_program_release(m->prog);
+    m->prog = p;
+    m->at = at;
+    m->len = len;
+    m->by_hint = by_hint;
+    return len;
+}
+
 static size_t known_text(void *ud, const char *s, size_t n, size_t at) {
     line_match *m = ud;
     if (n - at < KNOWN_MIN) return 0;
@@ -478,14 +488,7 @@ static size_t known_text(void *ud, const char *s, size_t n, size_t at) {
         size_t len = h->text_len;
         m->hint = NULL;
         if (len < n - at && s[at + len] == '"') {
-            if (pr__cache_claim_text(m->cache, h)) {
-                pr_program_release(m->prog);
-                m->prog = h;
-                m->at = at;
-                m->len = len;
-                m->by_hint = true;
-                return len;
-            }
+            if (pr__cache_claim_text(m->cache, h)) return matched(m, h, at, len, true);
             m->evicted = h; /* not used: an evicted program is not found by its text */
         } else {
             pr_program_release(h);
@@ -496,12 +499,7 @@ static size_t known_text(void *ud, const char *s, size_t n, size_t at) {
     if (len < KNOWN_MIN) return 0;
     pr_program *p = pr__cache_find_text(m->cache, s + at, len);
     if (!p) return 0;
-    pr_program_release(m->prog);
-    m->prog = p;
-    m->at = at;
-    m->len = len;
-    m->by_hint = false;
-    return len;
+    return matched(m, p, at, len, false);
 }
 
 /* The line is valid UTF-8; the recognised text (ASCII) is not read again. */

@@ -1,7 +1,8 @@
 /*
  * utf8.c — UTF-8 decoding exactly as the reference host's TextDecoder does it:
  * lenient (stdout/stderr, per write) and strict (output files), both dropping a
- * leading BOM, plus cutting text to a number of UTF-16 code units (JS slice).
+ * leading BOM, plus cutting text to a number of UTF-16 code units (JS slice), and the
+ * one reading of a UTF-8 sequence (pr_utf8_seq, room.h) that placement uses too.
  */
 #include "room_int.h"
 
@@ -9,9 +10,7 @@
 
 static const char REPLACEMENT[3] = {(char)0xEF, (char)0xBF, (char)0xBD};
 
-/* Length of the well-formed sequence at s (1..4), or 0 with *bad set to the length of
- * the maximal ill-formed subpart to replace with one U+FFFD (WHATWG decoder). */
-static size_t seq_len(const uint8_t *s, size_t n, size_t *bad) {
+size_t pr_utf8_seq(const uint8_t *s, size_t n, size_t *bad) {
     uint8_t b = s[0];
     size_t need;
     uint8_t lo = 0x80, hi = 0xBF;
@@ -54,7 +53,7 @@ bool pr__utf8_lenient(pb_buf *out, const uint8_t *in, size_t n) {
             i++;
             continue;
         }
-        size_t bad = 0, k = seq_len(in + i, n - i, &bad);
+        size_t bad = 0, k = pr_utf8_seq(in + i, n - i, &bad);
         if (k) {
             i += k;
             continue;
@@ -81,7 +80,7 @@ bool pr__utf8_valid(const uint8_t *in, size_t n) {
             i++;
             continue;
         }
-        size_t bad = 0, k = seq_len(in + i, n - i, &bad);
+        size_t bad = 0, k = pr_utf8_seq(in + i, n - i, &bad);
         if (!k) return false;
         i += k;
     }
@@ -92,7 +91,7 @@ size_t pr__utf8_cut_utf16(const char *s, size_t n, size_t max_units) {
     const uint8_t *u = (const uint8_t *)s;
     size_t i = 0, units = 0;
     while (i < n) {
-        size_t bad = 0, k = seq_len(u + i, n - i, &bad);
+        size_t bad = 0, k = pr_utf8_seq(u + i, n - i, &bad);
         size_t w = k == 4 ? 2 : 1;
         if (!k) k = bad;
         if (units + w > max_units) break;

@@ -16,6 +16,7 @@
  * directory never has read/write/seek rights, a dropped right stays dropped.
  */
 #include "hostdir.h"
+#include "capability.h"
 #include "room_int.h"
 
 #include <errno.h>
@@ -419,7 +420,8 @@ static int resolve(pw_call_ctx *cx, void *env, uint32_t dirfd, uint32_t ptr, uin
  * hold right (when it is a directory); below a host directory (K_HDIR) pa->host is set
  * with the guest's path bytes in pa->path/pa->len, for hostdir.c; otherwise the path is
  * resolved in the in-memory tree (resolve; follow: a final symbolic link is followed)
- * into pa->norm (owned: free it), pa->n and pa->slash. Returns a WASI errno. */
+ * into pa->norm (owned: free it), pa->n and pa->slash, and pa->f is the entry there
+ * (or NULL). Returns a WASI errno. */
 typedef struct path_arg {
     wfd *host;
     const char *path;
@@ -427,6 +429,7 @@ typedef struct path_arg {
     char *norm;
     size_t n;
     bool slash;
+    pr_file *f; /* the in-memory entry at norm, or NULL (pr__fs_find) */
 } path_arg;
 
 static int path_begin(pw_call_ctx *cx, void *env, uint32_t dirfd, uint32_t ptr, uint32_t len,
@@ -442,7 +445,9 @@ static int path_begin(pw_call_ctx *cx, void *env, uint32_t dirfd, uint32_t ptr, 
         pa->len = len;
         return E_SUCCESS;
     }
-    return resolve(cx, env, dirfd, ptr, len, follow, &pa->norm, &pa->n, &pa->slash);
+    int e = resolve(cx, env, dirfd, ptr, len, follow, &pa->norm, &pa->n, &pa->slash);
+    if (!e) pa->f = pr__fs_find(RS(env)->fs, pa->norm, pa->n);
+    return e;
 }
 
 /* True when some proper ancestor of norm is a regular file (then norm cannot exist). */
@@ -1115,8 +1120,7 @@ HOST(fd_tell) {
 /* ---------------------------------------------------------------- directories */
 
 typedef struct readdir_ctx {
-    uint8_t *buf;
-    uint32_t cap, used;
+    pr_dirents out;
     uint64_t cookie, index;
     const char *dir;
     size_t dir_len;
@@ -1126,21 +1130,7 @@ typedef struct readdir_ctx {
 static bool put_dirent(readdir_ctx *c, const char *name, size_t n, uint8_t type, uint64_t ino) {
     uint64_t idx = c->index++;
     if (idx < c->cookie) return true;
-    uint8_t hdr[24] = {0};
-    st64(hdr, idx + 1);
-    st64(hdr + 8, ino);
-    st32(hdr + 16, (uint32_t)n);
-    hdr[20] = type;
-    /* Entries are cut at the buffer's end: the guest sees a full buffer and asks again. */
-    uint32_t room = c->cap - c->used;
-    uint32_t k = room < 24 ? room : 24;
-    memcpy(c->buf + c->used, hdr, k);
-    c->used += k;
-    room = c->cap - c->used;
-    k = room < n ? room : (uint32_t)n;
-    memcpy(c->buf + c->used, name, k);
-    c->used += k;
-    return c->used < c->cap;
+    return pr__dirent_put(&c->out, idx + 1, ino, name, n, type);
 }
 
 static bool readdir_child(void *ud, const char *name, size_t n, bool is_dir) {
@@ -1180,12 +1170,12 @@ HOST(fd_readdir) {
         st32(pu, used);
         RET(E_SUCCESS);
     }
-    readdir_ctx c = {buf,    cap, 0, U64(3), 0, f->dir ? f->dir : "/", f->dir ? f->dir_len : 1,
-                     RS(env)};
+    readdir_ctx c = {{buf, cap, 0},           U64(3), 0, f->dir ? f->dir : "/",
+                     f->dir ? f->dir_len : 1, RS(env)};
     uint64_t ino = path_ino(c.dir, c.dir_len);
     if (cap && put_dirent(&c, ".", 1, FT_DIR, ino) && put_dirent(&c, "..", 2, FT_DIR, 0))
         pr__fs_children(RS(env)->fs, c.dir, c.dir_len, readdir_child, &c);
-    st32(pu, c.used);
+    st32(pu, c.out.used);
     RET(E_SUCCESS);
 }
 
@@ -1253,6 +1243,8 @@ HOST(path_open) {
     bool excl = (oflags & O_CREAT_) && (oflags & O_EXCL_);
     int e = resolve(cx, env, U32(0), U32(2), U32(3), (U32(1) & 1) && !excl, &norm, &n, &slash);
     if (e) RET(e);
+    /* The capability dispatch's file face: opening its reply dispatches the request. */
+    if (rs->cap_files) pr__cap_fs_open(&rs->cap, rs->fs, norm, n);
     pr_file *file = pr__fs_find(rs->fs, norm, n);
     bool is_dir = (file && file->dir) || (!file && pr__fs_is_dir(rs->fs, norm, n));
     if (file && file->dir) file = NULL;
@@ -1320,15 +1312,13 @@ HOST(path_create_directory) {
     if (e) RET(e);
     if (pa.host) RET(pr__hd_mkdir(pa.host->os, pa.path, pa.len));
     pr_run_state *rs = RS(env);
-    char *norm = pa.norm;
-    size_t n = pa.n;
-    if (pr__fs_find(rs->fs, norm, n) || pr__fs_is_dir(rs->fs, norm, n))
+    if (pa.f || pr__fs_is_dir(rs->fs, pa.norm, pa.n))
         e = E_EXIST;
-    else if (ancestor_is_file(rs->fs, norm, n))
+    else if (ancestor_is_file(rs->fs, pa.norm, pa.n))
         e = E_NOTDIR;
-    else if (!pr__fs_create(rs->fs, norm, n, true))
+    else if (!pr__fs_create(rs->fs, pa.norm, pa.n, true))
         e = rs->fs->create_err == -2 ? E_NOSPC : E_NOMEM;
-    free(norm);
+    free(pa.norm);
     RET(e);
 }
 
@@ -1340,19 +1330,16 @@ HOST(path_filestat_get) {
     int e = path_begin(cx, env, U32(0), U32(2), U32(3), R_PATH_STAT, U32(1) & 1, &pa);
     if (e) RET(e);
     if (pa.host) RET(pr__hd_stat(pa.host->os, U32(1), pa.path, pa.len, p));
-    char *norm = pa.norm;
-    size_t n = pa.n;
-    bool slash = pa.slash;
-    pr_file *f = pr__fs_find(rs->fs, norm, n);
-    if (f && !f->dir && slash)
+    if (pa.f && !pa.f->dir && pa.slash)
         e = E_NOTDIR;
-    else if (f && !f->dir)
-        file_stat(rs, p, rs->host->beyond_contract ? f->node->serial : path_ino(norm, n), f->node);
-    else if (f || pr__fs_is_dir(rs->fs, norm, n))
-        filestat(p, FT_DIR, path_ino(norm, n), 0, 0);
+    else if (pa.f && !pa.f->dir)
+        file_stat(rs, p, rs->host->beyond_contract ? pa.f->node->serial : path_ino(pa.norm, pa.n),
+                  pa.f->node);
+    else if (pa.f || pr__fs_is_dir(rs->fs, pa.norm, pa.n))
+        filestat(p, FT_DIR, path_ino(pa.norm, pa.n), 0, 0);
     else
         e = E_NOENT;
-    free(norm);
+    free(pa.norm);
     RET(e);
 }
 
@@ -1363,19 +1350,15 @@ HOST(path_filestat_set_times) {
     if (pa.host)
         RET(pr__hd_set_times(pa.host->os, U32(1), pa.path, pa.len, U64(4), U64(5), U32(6)));
     pr_run_state *rs = RS(env);
-    char *norm = pa.norm;
-    size_t n = pa.n;
-    bool slash = pa.slash;
-    pr_file *f = pr__fs_find(rs->fs, norm, n);
-    if (f && !f->dir && slash)
+    if (pa.f && !pa.f->dir && pa.slash)
         e = E_NOTDIR;
-    else if (f && !f->dir)
-        e = set_times(rs->fs, f->node, rs->host->beyond_contract, U64(4), U64(5), U32(6));
-    else if (f || pr__fs_is_dir(rs->fs, norm, n))
+    else if (pa.f && !pa.f->dir)
+        e = set_times(rs->fs, pa.f->node, rs->host->beyond_contract, U64(4), U64(5), U32(6));
+    else if (pa.f || pr__fs_is_dir(rs->fs, pa.norm, pa.n))
         e = set_times(rs->fs, NULL, false, 0, 0, U32(6));
     else
         e = E_NOENT;
-    free(norm);
+    free(pa.norm);
     RET(e);
 }
 
@@ -1394,26 +1377,22 @@ HOST(path_readlink) {
     if (e) RET(e);
     if (pa.host) RET(host_readlink(cx, pa.host, pa.path, a));
     pr_run_state *rs = RS(env);
-    char *norm = pa.norm;
-    size_t n = pa.n;
-    bool slash = pa.slash;
-    pr_file *f = pr__fs_find(rs->fs, norm, n);
-    if (f && pr_file_is_link(f) && !slash) {
+    if (pa.f && pr_file_is_link(pa.f) && !pa.slash) {
         /* As readlink(2): at most the buffer's size, cut (no NUL); bufused says how much. */
         uint8_t *buf = mem(cx, U32(3), U32(4)), *pn = mem(cx, U32(5), 4);
         if (!buf || !pn)
             e = E_FAULT;
         else {
-            uint32_t k = f->node->len < U32(4) ? (uint32_t)f->node->len : U32(4);
-            memcpy(buf, f->node->data, k);
+            uint32_t k = pa.f->node->len < U32(4) ? (uint32_t)pa.f->node->len : U32(4);
+            memcpy(buf, pa.f->node->data, k);
             st32(pn, k);
         }
-    } else if (slash) {
+    } else if (pa.slash) {
         e = E_NOTDIR; /* "name/" is never a link (as hostdir.c) */
     } else {
-        e = (f || pr__fs_is_dir(rs->fs, norm, n)) ? E_INVAL : E_NOENT;
+        e = (pa.f || pr__fs_is_dir(rs->fs, pa.norm, pa.n)) ? E_INVAL : E_NOENT;
     }
-    free(norm);
+    free(pa.norm);
     RET(e);
 }
 
@@ -1423,29 +1402,26 @@ HOST(path_remove_directory) {
     if (e) RET(e);
     if (pa.host) RET(pr__hd_rmdir(pa.host->os, pa.path, pa.len));
     pr_run_state *rs = RS(env);
-    char *norm = pa.norm;
-    size_t n = pa.n;
-    pr_file *f = pr__fs_find(rs->fs, norm, n);
-    if (n == 1)
+    if (pa.n == 1)
         e = E_BUSY;
-    else if (f && !f->dir)
+    else if (pa.f && !pa.f->dir)
         e = E_NOTDIR;
-    else if (!pr__fs_is_dir(rs->fs, norm, n))
+    else if (!pr__fs_is_dir(rs->fs, pa.norm, pa.n))
         e = E_NOENT;
     else {
         /* Implicit directories always have children; explicit ones may be empty. */
         bool empty = true;
         for (size_t i = 0; i < rs->fs->norder && empty; i++) {
             const pr_file *g = rs->fs->order[i];
-            empty = g->dead ||
-                    !(g->path_len > n + 1 && g->path[n] == '/' && memcmp(g->path, norm, n) == 0);
+            empty = g->dead || !(g->path_len > pa.n + 1 && g->path[pa.n] == '/' &&
+                                 memcmp(g->path, pa.norm, pa.n) == 0);
         }
         if (!empty)
             e = E_NOTEMPTY;
         else
-            pr__fs_remove(rs->fs, f);
+            pr__fs_remove(rs->fs, pa.f);
     }
-    free(norm);
+    free(pa.norm);
     RET(e);
 }
 
@@ -1455,17 +1431,13 @@ HOST(path_unlink_file) {
     if (e) RET(e);
     if (pa.host) RET(pr__hd_unlink(pa.host->os, pa.path, pa.len));
     pr_run_state *rs = RS(env);
-    char *norm = pa.norm;
-    size_t n = pa.n;
-    bool slash = pa.slash;
-    pr_file *f = pr__fs_find(rs->fs, norm, n);
-    if (f && !f->dir && slash)
+    if (pa.f && !pa.f->dir && pa.slash)
         e = E_NOTDIR; /* "name/" names a directory */
-    else if (f && !f->dir)
-        pr__fs_remove(rs->fs, f); /* a symbolic link goes, not its target */
+    else if (pa.f && !pa.f->dir)
+        pr__fs_remove(rs->fs, pa.f); /* a symbolic link goes, not its target */
     else
-        e = (f || pr__fs_is_dir(rs->fs, norm, n)) ? E_ISDIR : E_NOENT;
-    free(norm);
+        e = (pa.f || pr__fs_is_dir(rs->fs, pa.norm, pa.n)) ? E_ISDIR : E_NOENT;
+    free(pa.norm);
     RET(e);
 }
 

@@ -44,16 +44,21 @@ static bool round_half_up(char *d, size_t n, size_t keep) {
     return true;
 }
 
-/* toFixed(f) of finite |x| < 1e21, sign added by the caller's x. */
-static bool to_fixed(pb_buf *b, double x, int f) {
+/* The exact decimal digits of |x| without the point (the int part, then EXACT_FRAC
+ * fraction digits) into d; their count, and the int part's length in *il. */
+static size_t digits_of(double x, char d[EXACT_MAX], size_t *il) {
     exact e;
     exact_of(&e, fabs(x));
-    /* digits without the point: int part then fraction */
+    *il = e.int_len;
+    memcpy(d, e.s, *il);
+    memcpy(d + *il, e.s + *il + 1, EXACT_FRAC);
+    return *il + EXACT_FRAC;
+}
+
+/* toFixed(f) of finite |x| < 1e21, sign added by the caller's x. */
+static bool to_fixed(pb_buf *b, double x, int f) {
     char d[EXACT_MAX];
-    size_t il = e.int_len;
-    memcpy(d, e.s, il);
-    memcpy(d + il, e.s + il + 1, EXACT_FRAC);
-    size_t n = il + EXACT_FRAC, keep = il + (size_t)f;
+    size_t il, n = digits_of(x, d, &il), keep = il + (size_t)f;
     bool carry = round_half_up(d, n, keep);
     /* JS toFixed: "-" exactly when x < 0, so a negative value that rounds to zero
      * keeps its sign ("-0.000000"). */
@@ -66,13 +71,8 @@ static bool to_fixed(pb_buf *b, double x, int f) {
 
 /* toExponential(16) of finite non-zero x: mantissa digits (17) and exponent. */
 static void to_exp17(double x, char dig[18], int *exp10) {
-    exact e;
-    exact_of(&e, fabs(x));
     char d[EXACT_MAX];
-    size_t il = e.int_len;
-    memcpy(d, e.s, il);
-    memcpy(d + il, e.s + il + 1, EXACT_FRAC);
-    size_t n = il + EXACT_FRAC, first = 0;
+    size_t il, n = digits_of(x, d, &il), first = 0;
     while (first < n && d[first] == '0')
         first++;
     int ex = (int)il - 1 - (int)first;

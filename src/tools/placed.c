@@ -11,9 +11,14 @@
  *          "requirements": the WebAssembly room first (fresh instance, in-memory files,
  *          CPU limit, no network, no host files but those passed in); declared
  *          requirements send it to the native sandbox, and admission may promote once.
+ *          "source_pass": "repl_print" turns placement's source-pass stage on for the
+ *          call ("off" turns it off; default: the policy's). A room guest's capability
+ *          dispatches go to the session's handler (fetch_cap.c: http.fetch only when the
+ *          policy allows network; no workspace lease), built per call from the policy.
  *
  * Each call's placement decision goes back as meta_json ({"peri.placement": {backend,
- * reason, identity, unsandboxed, decisions}}) and the placement result JSON as
+ * reason, identity, unsandboxed, decisions[, source_pass][, capabilities,
+ * no_promotion]}}) and the placement result JSON as
  * raw_output_json, for the ACP tool_call_update (_meta, rawOutput).
  *
  * Cancel: a pl_cancel_link turns ctx->cancel into pl_cancel_trigger within 10 ms, so
@@ -62,7 +67,10 @@ const char PTL__RUN_SCHEMA[] =
     "\"requirements\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":["
     "\"browser_runtime\",\"daemon\",\"dynamic_package_install\",\"native_extension\","
     "\"native_threads\",\"network\",\"posix\",\"shell\",\"subprocess\"]},"
-    "\"description\":\"Native features the code needs (usually none)\"}},"
+    "\"description\":\"Native features the code needs (usually none)\"},"
+    "\"source_pass\":{\"type\":\"string\",\"enum\":[\"repl_print\",\"off\"],"
+    "\"description\":\"repl_print: a Python script's top-level expressions print their values, "
+    "as in the REPL\"}},"
     "\"additionalProperties\":false}";
 
 /* ---------------------------------------------------------------- results */
@@ -81,6 +89,15 @@ static char *meta_of(const pl_report *rep) {
                           last ? pl_reason_name(last->reason) : "", "identity",
                           last ? last->identity : "", "selected", last ? last->selected : 0,
                           "unsandboxed", last ? last->unsandboxed : 0, "decisions", decs);
+    /* Which source ran (source-pass stage) and every capability dispatch. */
+    json_t *sp = rep->source_pass[0] ? json_loads(rep->source_pass, 0, NULL) : NULL;
+    if (p && sp) json_object_set_new(p, "source_pass", sp);
+    char *cj = rep->caps.n_all ? pl_cap_log_json(&rep->caps, NULL) : NULL;
+    json_t *caps = cj ? json_loads(cj, 0, NULL) : NULL;
+    free(cj);
+    if (p && caps) json_object_set_new(p, "capabilities", caps);
+    if (p && rep->no_promotion[0])
+        json_object_set_new(p, "no_promotion", json_string(rep->no_promotion));
     json_t *m = p ? json_pack("{s:o}", "peri.placement", p) : NULL;
     char *s = m ? json_dumps(m, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(m);
@@ -104,9 +121,17 @@ static char *content_of(const char *shown, const char *lang, const char *output)
 
 /* Runs rq through placement and fills r. shown/lang: what the content shows first. */
 static ptl_status place_and_run(const ptl_ctx *ctx, const pl_request *rq, const char *shown,
-                                const char *lang, ptl_result *r) {
+                                const char *lang, const char *source_pass, ptl_result *r) {
     const ptl_sandbox *sb = ctx->sandbox;
-    pl_policy none = {0};
+    pl_policy pol = {0};
+    if (sb->policy) pol = *sb->policy;
+    if (source_pass) pol.source_pass = strcmp(source_pass, "off") ? source_pass : NULL;
+    /* Room guests ask the session for HTTP under its own network policy. */
+    ptl_fetch_cap fc = {.network = pol.network_allowed, .local = pol.host_network};
+    if (!pol.capability) {
+        pol.capability = ptl_fetch_cap_handle;
+        pol.cap_ud = &fc;
+    }
     pl_cancel *cancel = pl_cancel_new();
     if (!cancel) return PTL_ERR_NOMEM;
     pl_cancel_link br;
@@ -114,7 +139,7 @@ static ptl_status place_and_run(const ptl_ctx *ctx, const pl_request *rq, const 
     pl_report rep;
     memset(&rep, 0, sizeof rep);
     pl_error err = {0};
-    bool ran = pl_run(sb->place, rq, sb->policy ? sb->policy : &none, cancel, &rep, &err);
+    bool ran = pl_run(sb->place, rq, &pol, cancel, &rep, &err);
     pl_cancel_link_stop(&br);
     bool was_cancelled = pl_cancel_triggered(cancel) || (ctx->cancel && atomic_load(ctx->cancel));
     pl_cancel_free(cancel);
@@ -259,7 +284,7 @@ ptl_status ptl__shell_placed(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     char run_id[PTL_RUN_ID_LEN];
     pl_request rq;
     ptl_shell_request(&rq, run_id, "shell", sb, ctx->cwd, cmd, timeout, 2048, 256);
-    return place_and_run(ctx, &rq, cmd, "sh", r);
+    return place_and_run(ctx, &rq, cmd, "sh", NULL, r);
 }
 
 /* ---------------------------------------------------------------- run */
@@ -326,7 +351,7 @@ ptl_status ptl__run(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     json_object_foreach(in, key, v) {
         if (strcmp(key, "ruby") && strcmp(key, "python") && strcmp(key, "wasm") &&
             strcmp(key, "args") && strcmp(key, "stdin") && strcmp(key, "files") &&
-            strcmp(key, "requirements"))
+            strcmp(key, "requirements") && strcmp(key, "source_pass"))
             return ptl__error(r, "run: unknown field \"%s\"", key);
     }
     if (!!ruby + !!python + !!wasm != 1)
@@ -349,6 +374,10 @@ ptl_status ptl__run(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     if (files && (!json_is_object(files) || json_object_size(files) > RUN_FILES_MAX))
         return ptl__error(r, "run: \"files\" maps at most %d room paths to strings", RUN_FILES_MAX);
     if (req && !json_is_array(req)) return ptl__error(r, "run: \"requirements\" is an array");
+    json_t *sp = json_object_get(in, "source_pass");
+    const char *sps = json_string_value(sp);
+    if (sp && (!sps || (strcmp(sps, "repl_print") && strcmp(sps, "off"))))
+        return ptl__error(r, "run: \"source_pass\" is \"repl_print\" or \"off\"");
     bool bad = false;
     uint32_t bits = (req ? requirement_bits(req, &bad) : 0) | py_bits;
     if (bad) return ptl__error(r, "run: unknown requirement (see the tool's schema)");
@@ -411,7 +440,7 @@ ptl_status ptl__run(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
                        ruby     ? "ruby"
                        : python ? "python"
                                 : "",
-                       r);
+                       sps, r);
 done:
     free(av);
     free(pf);

@@ -103,9 +103,10 @@ static void test_l1_branches(void **st) {
 
 static bool fake_ruby(void *ud, pr_host *room, const char *src, size_t n, const pl_file *f,
                       size_t nf, const char *in, size_t inl, const pl_limits *lim,
-                      const struct pl_cancel *c, pr_response *out, pr_error *err) {
+                      const pl_grant *g, const struct pl_cancel *c, pr_response *out,
+                      pr_error *err) {
     (void)ud, (void)room, (void)src, (void)n, (void)f, (void)nf, (void)in, (void)inl, (void)lim,
-        (void)c, (void)err;
+        (void)g, (void)c, (void)err;
     const char *t =
         "{\"ok\":true,\"stdout\":\"rb\\n\",\"stderr\":\"\",\"exitCode\":0,\"files\":{}}";
     out->output = strdup(t);
