@@ -108,6 +108,13 @@ void pb_log_to_file(void *ud, pb_log_level level, const char *msg);
 void *pb_push(void *arrayp, size_t *n, size_t *cap, size_t elem, size_t min_cap);
 /* Frees the n strings of v and v itself (an owned string list; NULL v: nothing). */
 void pb_strv_free(char **v, size_t n);
+/* Frees each of the n pointers (NULL ones too, as free does). pb_free_all(a, b, c) is
+ * the usual spelling: the release of a struct's owned fields in one statement, the
+ * array built in place as a compound literal. */
+void pb_free_each(void *const *ptrs, size_t n);
+#define pb_free_all(...)                                                                           \
+    pb_free_each((void *const[]){__VA_ARGS__},                                                     \
+                 sizeof((void *const[]){__VA_ARGS__}) / sizeof(void *))
 
 /* ---- lines (lines.c) -----------------------------------------------------------------
  * Newline-delimited frames read from a descriptor. A returned line is NUL-terminated in

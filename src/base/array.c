@@ -1,7 +1,8 @@
 /*
  * array.c — arrays whose pointer, length and capacity live in the caller's struct:
  * appending (growth through pb_grow, doubling and overflow-checked; the new element
- * starts zeroed), and freeing an owned list of strings.
+ * starts zeroed), freeing an owned list of strings, and freeing a struct's owned fields
+ * in one call.
  */
 #include "peri/base.h"
 
@@ -30,4 +31,9 @@ void pb_strv_free(char **v, size_t n) {
     for (size_t i = 0; i < n; i++)
         free(v[i]);
     free(v);
+}
+
+void pb_free_each(void *const *ptrs, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        free(ptrs[i]);
 }

@@ -68,10 +68,8 @@ static const peri_guest_cli PYTHON = {
     .module = "peri",
     .build_opt = "--python-dir",
     .no_script = "the script (SCRIPT.py or -) is missing",
-    .script_dash = true,
-    .capabilities = true,
-    .contract_text = true,
-    .flush_stdout = true,
+    .flags = PERI_GUEST_SCRIPT_DASH | PERI_GUEST_CAPABILITIES | PERI_GUEST_CONTRACT_TEXT |
+             PERI_GUEST_FLUSH_STDOUT,
     .default_build = default_dir,
     .load = load,
     .not_wasm = "%s/python.wasm is not a WebAssembly module",

@@ -107,7 +107,7 @@ static void on_output(void *ud, int stream, const char *s, size_t n) {
     progress_stop(pg); /* the first output ends the note */
     FILE *f = stream == PR_STDERR ? stderr : stdout;
     fwrite(s, 1, n, f);
-    if (f == stderr || pg->g->flush_stdout) fflush(f);
+    if (f == stderr || (pg->g->flags & PERI_GUEST_FLUSH_STDOUT)) fflush(f);
 }
 
 static double ms(const struct timespec *a, const struct timespec *b) {
@@ -122,7 +122,7 @@ static void room_error(const peri_guest_cli *g, const char *script, const char *
                            ? "; the room allows at most 1000 ms of CPU per run (--cpu-ms "
                              "lowers it)"
                            : "";
-    if (g->contract_text && e && strcmp(e, msg) != 0)
+    if ((g->flags & PERI_GUEST_CONTRACT_TEXT) && e && strcmp(e, msg) != 0)
         fprintf(stderr, "peri %s: %s: %s\n", g->name, script, msg);
     fprintf(stderr, "peri %s: %s: %s%s\n", g->name, script, e ? e : msg, hint);
 }
@@ -156,7 +156,7 @@ static void usage(const peri_guest_cli *g, FILE *f) {
             "  --repeat N      run N times in one process (later runs start from the snapshot)\n"
             "  --time          print each run's wall and CPU time on stderr\n",
             g->usage_head, g->stdin_also);
-    if (g->capabilities)
+    if (g->flags & PERI_GUEST_CAPABILITIES)
         fprintf(f,
                 "  --lease DIR     lease host directory DIR to the script's capability calls\n"
                 "                  (%s.read_text(path), read-only unless --lease-write)\n"
@@ -193,7 +193,7 @@ static int parse(const peri_guest_cli *g, int argc, char **argv, opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
-        bool caps = g->capabilities;
+        bool caps = g->flags & PERI_GUEST_CAPABILITIES;
         bool takes_value = !strcmp(a, "--engine") || !strcmp(a, g->build_opt) ||
                            !strcmp(a, "--stdin") || !strcmp(a, "--file") ||
                            (caps && !strcmp(a, "--lease")) || !strcmp(a, "--repeat") ||
@@ -283,7 +283,7 @@ int peri_guest_main(const peri_guest_cli *g, int argc, char **argv) {
     const char *why = NULL;
     if (!o.build && !(o.build = g->default_build(def, sizeof def, &why)))
         return bad_usage(g, why, NULL);
-    bool from_stdin = g->script_dash && !strcmp(o.script, "-");
+    bool from_stdin = (g->flags & PERI_GUEST_SCRIPT_DASH) && !strcmp(o.script, "-");
     const char *shown = from_stdin ? "<stdin>" : o.script;
     size_t wlen = 0, slen = 0, inlen = 0;
     int lib = -1;
@@ -301,7 +301,7 @@ int peri_guest_main(const peri_guest_cli *g, int argc, char **argv) {
         fprintf(stderr, "peri %s: --lease %s: %s\n", g->name, o.lease_dir, strerror(errno));
         return 1;
     }
-    src = (unsigned char *)peri_read_file(o.script, g->script_dash, &slen);
+    src = (unsigned char *)peri_read_file(o.script, g->flags & PERI_GUEST_SCRIPT_DASH, &slen);
     if (!src) {
         fprintf(stderr, "peri %s: cannot read the script %s: %s\n", g->name, shown,
                 strerror(errno));
@@ -360,7 +360,7 @@ int peri_guest_main(const peri_guest_cli *g, int argc, char **argv) {
                                .stdin_connected = connect,
                                .stdin_fd = 0,
                                .source = {(const char *)src, slen}};
-        if (g->capabilities) {
+        if (g->flags & PERI_GUEST_CAPABILITIES) {
             opt.capability = ptl_fetch_cap_handle;
             opt.cap_ud = &fetch;
             opt.cap_log = &caps;

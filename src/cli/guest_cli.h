@@ -13,6 +13,13 @@
 #include <stddef.h>
 #include <stdio.h>
 
+enum {
+    PERI_GUEST_SCRIPT_DASH = 1 << 0,   /* "-" is a script read from standard input */
+    PERI_GUEST_CAPABILITIES = 1 << 1,  /* --lease DIR, --lease-write, --allow-network, --evidence */
+    PERI_GUEST_CONTRACT_TEXT = 1 << 2, /* a room message prints the contract's text first */
+    PERI_GUEST_FLUSH_STDOUT = 1 << 3,  /* stdout is flushed after every write of the script */
+};
+
 typedef struct peri_guest_cli {
     const char *name;       /* messages start "peri NAME: "; the program's name */
     const char *usage_head; /* the usage's first lines: the synopsis and the build option */
@@ -20,10 +27,7 @@ typedef struct peri_guest_cli {
     const char *module;     /* the capability module's name in scripts ("peri", "Peri") */
     const char *build_opt;  /* the option naming the build ("--python-dir", "--wasm") */
     const char *no_script;  /* the usage error when the script is missing */
-    bool script_dash;       /* "-" is a script read from standard input */
-    bool capabilities;      /* --lease DIR, --lease-write, --allow-network, --evidence */
-    bool contract_text;     /* a room message prints the contract's text before the English */
-    bool flush_stdout;      /* stdout is flushed after every write of the script */
+    unsigned flags;         /* PERI_GUEST_*: which of the optional behaviours it has */
     const char *boot_note;  /* the first-boot progress note's subject ("Ruby"), or NULL */
     /* The default build when the option is absent: into buf, or NULL with *why (a
      * usage error). */

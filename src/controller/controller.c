@@ -75,12 +75,7 @@ void pct__sess_release(pct_sess *s) {
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->emit_mu);
-    free(s->cwd);
-    free(s->frozen);
-    free(s->model_spec);
-    free(s->model_applied);
-    free(s->hidden);
-    free(s->mcp_json);
+    pb_free_all(s->cwd, s->frozen, s->model_spec, s->model_applied, s->hidden, s->mcp_json);
     pb_strv_free(s->allow_always, s->nallow);
     pb_strv_free(s->reject_always, s->nreject);
     free(s);
@@ -450,10 +445,7 @@ static void destroy(pct_controller *c) {
     close_placement(c);
     pst_close(c->store);
     prt_free(c->rt);
-    free(c->tools);
-    free(c->shell_schema);
-    free(c->home);
-    free(c->disc_json);
+    pb_free_all(c->tools, c->shell_schema, c->home, c->disc_json);
     while (c->old_settings) {
         pct_old_settings *o = c->old_settings;
         c->old_settings = o->next;

@@ -80,17 +80,9 @@ pl_ctx *pl_new(const pl_config *cfg, pl_error *err) {
 void pl_free(pl_ctx *pc) {
     if (!pc) return;
     if (pc->own_room) pr_host_free(pc->room);
-    free(pc->bwrap);
-    free(pc->scratch_root);
-    free(pc->cgroup_root);
-    free(pc->ruby);
-    free(pc->python);
-    free(pc->pasta);
-    for (size_t i = 0; i < pc->nwasm_runner; i++)
-        free(pc->wasm_runner[i]);
-    free(pc->wasm_runner);
-    free(pc->bpf[0]);
-    free(pc->bpf[1]);
+    pb_free_all(pc->bwrap, pc->scratch_root, pc->cgroup_root, pc->ruby, pc->python, pc->pasta,
+                pc->bpf[0], pc->bpf[1]);
+    pb_strv_free(pc->wasm_runner, pc->nwasm_runner);
     pl__masks_free_refs(pc);
     pthread_mutex_destroy(&pc->mu);
     free(pc);

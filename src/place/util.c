@@ -215,15 +215,9 @@ void pl__result_init(pl_result *res) {
 
 void pl__result_clear(pl_result *res) {
     if (!res) return;
-    free(res->stdout_text);
-    free(res->stderr_text);
-    for (size_t i = 0; i < res->nfiles; i++) {
-        free(res->files[i].path);
-        free(res->files[i].text);
-    }
-    free(res->files);
-    free(res->error);
-    free(res->json);
+    for (size_t i = 0; i < res->nfiles; i++)
+        pb_free_all(res->files[i].path, res->files[i].text);
+    pb_free_all(res->stdout_text, res->stderr_text, res->files, res->error, res->json);
     pl__result_init(res);
 }
 

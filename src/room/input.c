@@ -560,10 +560,7 @@ nomem:
 }
 
 void pr__input_free(pr_input *in) {
-    free(in->args);
-    free(in->paths);
-    free(in->texts);
-    free(in->arena);
+    pb_free_all(in->args, in->paths, in->texts, in->arena);
     memset(in, 0, sizeof *in);
 }
 

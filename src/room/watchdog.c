@@ -103,17 +103,14 @@ static void cpu_start(pr_watch_slot *slot) {
 }
 
 bool pr__watch_begin(pr_watchdog *w, pr_watch_slot *slot, pw_store *s) {
-    bool (*cancelled)(void *) = slot->cancelled; /* the caller's, kept */
-    void *cancel_ud = slot->cancel_ud;
-    uint32_t cpu_ms = slot->cpu_ms, wall_ms = slot->wall_ms; /* the run's own limits */
-    pr_cpu_memo *memo = slot->cpu_memo;
-    memset(slot, 0, sizeof *slot);
-    slot->store = s;
-    slot->cancelled = cancelled;
-    slot->cancel_ud = cancel_ud;
-    slot->cpu_ms = cpu_ms;
-    slot->wall_ms = wall_ms;
-    slot->cpu_memo = memo;
+    /* A fresh slot that keeps only what the caller set: its cancel poll, the run's own
+     * limits and the CPU memo (the literal is built before it is stored). */
+    *slot = (pr_watch_slot){.store = s,
+                            .cancelled = slot->cancelled,
+                            .cancel_ud = slot->cancel_ud,
+                            .cpu_ms = slot->cpu_ms,
+                            .wall_ms = slot->wall_ms,
+                            .cpu_memo = slot->cpu_memo};
     if (pthread_getcpuclockid(pthread_self(), &slot->cpu_clock) != 0) return false;
     clock_gettime(CLOCK_MONOTONIC, &slot->wall_start);
     cpu_start(slot);
