@@ -68,6 +68,7 @@ __attribute__((format(printf, 3, 4))) static void pj__fail(pj__lex *lx, bool utf
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     size_t saved = lx->saved_end > lx->tok_start ? (size_t)(lx->saved_end - lx->tok_start) : 0;
+    if (saved && !*lx->tok_start) saved = 0, utf8 = false; /* jansson quotes up to a NUL */
     if (saved && saved <= 20)
         snprintf(err->text, sizeof err->text, "%s near '%.*s'", msg, (int)saved, lx->tok_start);
     else if (saved || utf8)
@@ -116,12 +117,15 @@ static bool pj__isxdigit(char c) {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
-/* The string token whose opening quote is at lx->p - 1. */
+/* The string token whose opening quote is at lx->p - 1. Like jansson, escapes are
+ * checked for shape as the token is read, and surrogate pairing only once the whole
+ * token is there: an unpaired surrogate is reported only when nothing else was wrong. */
 static int pj__lex_string(pj__lex *lx) {
     pb_buf_reset(&lx->str);
     lx->str_has_nul = false;
     const char *p = lx->p;
-    /* First pass, as jansson: find the end, checking bytes and escape shapes. */
+    int32_t high = -1;     /* a high surrogate waiting for its low half */
+    char pairing[64] = ""; /* the first surrogate error, reported at the end */
     for (;;) {
         const char *run = p;
         while (p < lx->end && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20 &&
@@ -149,13 +153,8 @@ static int pj__lex_string(pj__lex *lx) {
             p += k;
             continue;
         }
-        /* a backslash */
-        if (p + 1 >= lx->end) {
-            lx->saved_end = p + 1;
-            pj__fail(lx, false, "premature end of input");
-            return T_INVALID;
-        }
-        char e = p[1];
+        /* a backslash: the end of input after it reads as a bad escape, as in jansson */
+        char e = p + 1 < lx->end ? p[1] : 0;
         char out = 0;
         switch (e) {
         case '"': out = '"'; break;
@@ -168,67 +167,51 @@ static int pj__lex_string(pj__lex *lx) {
         case 't': out = '\t'; break;
         case 'u': break;
         default:
-            lx->saved_end = p + 2;
+            lx->saved_end = p + 1;
+            if (p + 1 < lx->end && (unsigned char)e >= 0x80 && !pj__lex_utf8(lx, p + 1))
+                return T_INVALID;
+            lx->saved_end = p + 1 < lx->end ? p + 2 : p + 1;
             pj__fail(lx, false, "invalid escape");
             return T_INVALID;
         }
         if (e != 'u') {
+            if (high >= 0 && !pairing[0])
+                snprintf(pairing, sizeof pairing, "invalid Unicode '\\u%04X'", (unsigned)high);
+            high = -1;
             if (!pb_buf_putc(&lx->str, out)) goto nomem;
             p += 2;
             continue;
         }
         for (int i = 0; i < 4; i++) {
-            if (p + 2 + i >= lx->end) {
-                lx->saved_end = p + 2 + i;
-                pj__fail(lx, false, "premature end of input");
-                return T_INVALID;
-            }
-            if (!pj__isxdigit(p[2 + i])) {
-                lx->saved_end = p + 3 + i;
+            const char *h = p + 2 + i;
+            if (h >= lx->end || !pj__isxdigit(*h)) {
+                lx->saved_end = h;
+                if (h < lx->end && (unsigned char)*h >= 0x80 && !pj__lex_utf8(lx, h))
+                    return T_INVALID;
+                lx->saved_end = h < lx->end ? h + 1 : h;
                 pj__fail(lx, false, "invalid escape");
                 return T_INVALID;
             }
         }
         int32_t cp = pj__hex4(p + 2);
         p += 6;
-        if (cp >= 0xD800 && cp <= 0xDBFF) {
-            /* a high surrogate must be followed by an escaped low one */
-            if (p + 1 < lx->end && p[0] == '\\' && p[1] == 'u') {
-                int lo = -1;
-                if (p + 6 <= lx->end) lo = pj__hex4(p + 2);
-                if (lo < 0) {
-                    /* jansson reports the bad shape in its first pass */
-                    for (int i = 0; i < 4; i++) {
-                        if (p + 2 + i >= lx->end) {
-                            lx->saved_end = p + 2 + i;
-                            pj__fail(lx, false, "premature end of input");
-                            return T_INVALID;
-                        }
-                        if (!pj__isxdigit(p[2 + i])) {
-                            lx->saved_end = p + 3 + i;
-                            pj__fail(lx, false, "invalid escape");
-                            return T_INVALID;
-                        }
-                    }
-                }
-                if (lo >= 0xDC00 && lo <= 0xDFFF) {
-                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                    p += 6;
-                } else {
-                    lx->saved_end = NULL; /* jansson checks pairs after the whole token */
-                    pj__fail(lx, false, "invalid Unicode '\\u%04X\\u%04X'", (unsigned)cp,
-                             (unsigned)lo);
-                    return T_INVALID;
-                }
-            } else {
-                lx->saved_end = NULL;
-                pj__fail(lx, false, "invalid Unicode '\\u%04X'", (unsigned)cp);
-                return T_INVALID;
+        if (high >= 0) {
+            if (cp >= 0xDC00 && cp <= 0xDFFF) {
+                cp = 0x10000 + ((high - 0xD800) << 10) + (cp - 0xDC00);
+            } else if (!pairing[0]) {
+                snprintf(pairing, sizeof pairing, "invalid Unicode '\\u%04X\\u%04X'",
+                         (unsigned)high, (unsigned)cp);
             }
-        } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            lx->saved_end = NULL;
-            pj__fail(lx, false, "invalid Unicode '\\u%04X'", (unsigned)cp);
-            return T_INVALID;
+            high = -1;
+        } else if (cp >= 0xD800 && cp <= 0xDBFF) {
+            if (p + 1 < lx->end && p[0] == '\\' && p[1] == 'u') {
+                high = cp;
+                continue;
+            }
+            if (!pairing[0])
+                snprintf(pairing, sizeof pairing, "invalid Unicode '\\u%04X'", (unsigned)cp);
+        } else if (cp >= 0xDC00 && cp <= 0xDFFF && !pairing[0]) {
+            snprintf(pairing, sizeof pairing, "invalid Unicode '\\u%04X'", (unsigned)cp);
         }
         if (cp == 0) lx->str_has_nul = true;
         char u[4];
@@ -236,12 +219,23 @@ static int pj__lex_string(pj__lex *lx) {
     }
     lx->p = p + 1;
     lx->saved_end = lx->p;
+    if (pairing[0]) {
+        pj__fail(lx, false, "%s", pairing);
+        return T_INVALID;
+    }
     if (!lx->str.p && !pb_buf_reserve(&lx->str, 0)) goto nomem;
     return T_STRING;
 nomem:
     lx->saved_end = NULL;
     pj__fail(lx, false, "out of memory");
     return T_INVALID;
+}
+
+/* jansson reads one character past a number or a word, decoding it: a bad UTF-8 byte
+ * there is reported quoting the token, which itself stays good. */
+static int pj__lookahead(pj__lex *lx, int tok) {
+    if (lx->p < lx->end && (unsigned char)*lx->p >= 0x80) pj__lex_utf8(lx, lx->p);
+    return tok;
 }
 
 static bool pj__digit(const char *p, const char *end) {
@@ -266,8 +260,8 @@ static int pj__lex_number(pj__lex *lx) {
     }
     bool real = (lx->flags & PJ_DECODE_INT_AS_REAL) != 0;
     if (p < end && *p == '.') {
-        if (!pj__digit(p + 1, end)) goto invalid;
-        p++;
+        p++; /* jansson keeps the '.' in the token text it quotes */
+        if (!pj__digit(p, end)) goto invalid;
         while (pj__digit(p, end))
             p++;
         real = true;
@@ -286,6 +280,7 @@ static int pj__lex_number(pj__lex *lx) {
     }
     lx->p = p;
     lx->saved_end = p;
+    pj__lookahead(lx, 0); /* read before the conversion, so its error comes first */
     if (!real) {
         bool neg = *s == '-';
         unsigned long long v = 0, lim = neg ? (unsigned long long)LLONG_MAX + 1 : LLONG_MAX;
@@ -309,10 +304,11 @@ static int pj__lex_number(pj__lex *lx) {
 invalid:
     lx->p = p;
     lx->saved_end = p;
-    return T_INVALID;
+    return pj__lookahead(lx, T_INVALID);
 }
 
 static int pj__scan(pj__lex *lx) {
+    if (lx->failed) return lx->tok = T_INVALID; /* as jansson's stream after an error */
     const char *p = lx->p;
     while (p < lx->end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
         p++;
@@ -342,10 +338,11 @@ static int pj__scan(pj__lex *lx) {
         lx->p = q;
         lx->saved_end = q;
         size_t n = (size_t)(q - p);
-        if (n == 4 && !memcmp(p, "true", 4)) return lx->tok = T_TRUE;
-        if (n == 5 && !memcmp(p, "false", 5)) return lx->tok = T_FALSE;
-        if (n == 4 && !memcmp(p, "null", 4)) return lx->tok = T_NULL;
-        return lx->tok = T_INVALID;
+        int tok = T_INVALID;
+        if (n == 4 && !memcmp(p, "true", 4)) tok = T_TRUE;
+        else if (n == 5 && !memcmp(p, "false", 5)) tok = T_FALSE;
+        else if (n == 4 && !memcmp(p, "null", 4)) tok = T_NULL;
+        return lx->tok = pj__lookahead(lx, tok);
     }
     if ((unsigned char)c >= 0x80) {
         size_t k = pj__lex_utf8(lx, p);
@@ -451,7 +448,6 @@ fail:
 
 /* The value whose first token was just scanned. */
 static pj_t *pj__value(pj__lex *lx) {
-    if (lx->failed) return NULL;
     if (++lx->depth > PJ__MAX_DEPTH) {
         pj__fail(lx, false, "maximum parsing depth reached");
         return NULL;
