@@ -179,6 +179,7 @@ int pj_equal(const pj_t *a, const pj_t *b); /* 1 when equal (objects: any order)
 pj_t *pj_loads(const char *text, size_t flags, pj_error_t *error);
 pj_t *pj_loadb(const char *buf, size_t len, size_t flags, pj_error_t *error);
 pj_t *pj_loadf(FILE *f, size_t flags, pj_error_t *error); /* reads f to its end */
+pj_t *pj_load_file(const char *path, size_t flags, pj_error_t *error);
 
 /* ---- encoding (json_dump.c) ----------------------------------------------------------------- */
 #define PJ_MAX_INDENT         0x1F

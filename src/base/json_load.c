@@ -548,3 +548,17 @@ pj_t *pj_loadf(FILE *f, size_t flags, pj_error_t *error) {
     pb_buf_free(&b);
     return v;
 }
+
+pj_t *pj_load_file(const char *path, size_t flags, pj_error_t *error) {
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    if (!f) {
+        pj__err_init(error, path ? path : "<file>");
+        if (error)
+            snprintf(error->text, sizeof error->text, "%s", path ? "unable to open file" : "wrong arguments");
+        return NULL;
+    }
+    pj_t *v = pj_loadf(f, flags, error);
+    fclose(f);
+    if (error) snprintf(error->source, sizeof error->source, "%s", path);
+    return v;
+}
