@@ -13,6 +13,7 @@
  */
 #include <jansson.h>
 
+#include <locale.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -56,6 +57,9 @@ typedef struct stats {
     long docs, accepted, refused, dumps, text_mismatch;
 } stats;
 static stats st;
+/* Under a foreign LC_NUMERIC jansson quotes a number token with the locale's point in its
+ * error texts ("near '2,5'"): texts are then not compared, everything else is. */
+static bool foreign_locale;
 static char first_text_mismatch[600];
 
 /* Compares one document under every flag set; fails the test on a behaviour mismatch.
@@ -76,7 +80,7 @@ static void diff_doc(const char *doc, size_t len) {
         }
         if (!j) {
             st.refused++;
-            if (strcmp(je.text, pe.text)) {
+            if (!foreign_locale && strcmp(je.text, pe.text)) {
                 if (!st.text_mismatch)
                     snprintf(first_text_mismatch, sizeof first_text_mismatch,
                              "jansson '%s' pj '%s' doc '%.*s'", je.text, pe.text,
@@ -180,7 +184,15 @@ static void gen_string(pb_buf *b) {
     pb_buf_putc(b, '"');
 }
 
-static void gen_number(pb_buf *b) {
+static void gen_number_any(pb_buf *b);
+static void gen_number(pb_buf *b) { /* printf under a foreign locale writes ',' */
+    size_t from = b->len;
+    gen_number_any(b);
+    for (size_t i = from; i < b->len; i++)
+        if (b->p[i] == ',') b->p[i] = '.';
+}
+
+static void gen_number_any(pb_buf *b) {
     switch (rn(8)) {
     case 0: pb_buf_printf(b, "%d", (int)rn(1000) - 500); break;
     case 1: pb_buf_printf(b, "%lld", (long long)rnd()); break;
@@ -379,7 +391,21 @@ static void test_report(void **state) {
     assert_int_equal(st.text_mismatch, 0);
 }
 
-int main(void) {
+/* "--locale NAME": run everything under that LC_NUMERIC (exit 77 when it cannot be set). */
+int main(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[1], "--locale")) {
+        if (!setlocale(LC_ALL, argv[2])) {
+            printf("locale %s is not available: not run\n", argv[2]);
+            return 77;
+        }
+        char probe[16];
+        snprintf(probe, sizeof probe, "%.1f", 1.5);
+        if (strcmp(probe, "1,5") != 0) {
+            printf("locale %s does not use a decimal comma: not run\n", argv[2]);
+            return 77;
+        }
+        foreign_locale = true;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_corpus),
         cmocka_unit_test(test_random),
