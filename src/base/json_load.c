@@ -358,9 +358,14 @@ static int pj__scan(pj__lex *lx) {
 
 static pj_t *pj__value(pj__lex *lx);
 
-/* A string token's bytes as an owned C string (the buffer is handed over). */
+/* A string token's bytes as an owned C string of exactly its size (the token buffer
+ * stays with the lexer for the next string). */
 static char *pj__take_str(pj__lex *lx, size_t *len) {
-    return pb_buf_take(&lx->str, len);
+    char *s = malloc(lx->str.len + 1);
+    if (!s) return NULL;
+    memcpy(s, lx->str.p, lx->str.len + 1);
+    *len = lx->str.len;
+    return s;
 }
 
 static pj_t *pj__object_parse(pj__lex *lx) {
