@@ -64,8 +64,8 @@ static char *history(int n) {
                       "\"content\":[{\"type\":\"text\",\"text\":\"Message %d: résumé of "
                       "the step, with a \\\"quote\\\", a tab\\t and ✓ marks.\"}],\"usage\":{"
                       "\"input\":%d,\"output\":%d,\"cost\":%.6f}}",
-                      i ? "," : "", i, i % 2 ? "assistant" : "user", i % 60, i, 1000 + i,
-                      i % 300, i * 0.000137);
+                      i ? "," : "", i, i % 2 ? "assistant" : "user", i % 60, i, 1000 + i, i % 300,
+                      i * 0.000137);
     pb_buf_puts(&b, "]}");
     return b.p;
 }
@@ -80,25 +80,25 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 /* Median ns per operation of op over rounds rounds, each about budget_us long. */
-#define MEASURE(result, rounds, budget_us, setup, op, teardown)                                  \
-    do {                                                                                       \
-        double per[16];                                                                        \
-        for (int r_ = 0; r_ < (rounds); r_++) {                                                \
-            long n_ = 0;                                                                       \
-            int64_t t0_ = pb_mono_us(), t1_;                                                   \
-            do {                                                                               \
-                for (int k_ = 0; k_ < 16; k_++) {                                              \
-                    setup;                                                                     \
-                    op;                                                                        \
-                    teardown;                                                                  \
-                    n_++;                                                                      \
-                }                                                                              \
-                t1_ = pb_mono_us();                                                            \
-            } while (t1_ - t0_ < (budget_us));                                                 \
-            per[r_] = (double)(t1_ - t0_) * 1000.0 / (double)n_;                               \
-        }                                                                                      \
-        qsort(per, (size_t)(rounds), sizeof(double), cmp_double);                              \
-        (result) = per[(rounds) / 2];                                                          \
+#define MEASURE(result, rounds, budget_us, setup, op, teardown)                                    \
+    do {                                                                                           \
+        double per[16];                                                                            \
+        for (int r_ = 0; r_ < (rounds); r_++) {                                                    \
+            long n_ = 0;                                                                           \
+            int64_t t0_ = pb_mono_us(), t1_;                                                       \
+            do {                                                                                   \
+                for (int k_ = 0; k_ < 16; k_++) {                                                  \
+                    setup;                                                                         \
+                    op;                                                                            \
+                    teardown;                                                                      \
+                    n_++;                                                                          \
+                }                                                                                  \
+                t1_ = pb_mono_us();                                                                \
+            } while (t1_ - t0_ < (budget_us));                                                     \
+            per[r_] = (double)(t1_ - t0_) * 1000.0 / (double)n_;                                   \
+        }                                                                                          \
+        qsort(per, (size_t)(rounds), sizeof(double), cmp_double);                                  \
+        (result) = per[(rounds) / 2];                                                              \
     } while (0)
 
 static void bench(const char *name, const char *doc, int rounds, int64_t budget) {
@@ -127,8 +127,8 @@ static void bench(const char *name, const char *doc, int rounds, int64_t budget)
     double mb = (double)len / 1e6;
     printf("%-16s %8zu B | parse  pj %10.0f ns (%6.1f MB/s)  jansson %10.0f ns (%6.1f MB/s)  "
            "x%.2f\n",
-           name, len, pj.parse_ns, mb / (pj.parse_ns / 1e9), ja.parse_ns,
-           mb / (ja.parse_ns / 1e9), ja.parse_ns / pj.parse_ns);
+           name, len, pj.parse_ns, mb / (pj.parse_ns / 1e9), ja.parse_ns, mb / (ja.parse_ns / 1e9),
+           ja.parse_ns / pj.parse_ns);
     printf("%-16s %8s   | dump   pj %10.0f ns (%6.1f MB/s)  jansson %10.0f ns (%6.1f MB/s)  "
            "x%.2f\n",
            "", "", pj.dump_ns, mb / (pj.dump_ns / 1e9), ja.dump_ns, mb / (ja.dump_ns / 1e9),
@@ -140,8 +140,8 @@ int main(int argc, char **argv) {
     int rounds = quick ? 3 : 7;
     int64_t budget = quick ? 20000 : 200000;
     char *tools = mcp_tools_list(), *big = history(10000);
-    printf("pj_ vs jansson %s: median of %d rounds (x = jansson time / pj time)\n",
-           JANSSON_VERSION, rounds);
+    printf("pj_ vs jansson %s: median of %d rounds (x = jansson time / pj time)\n", JANSSON_VERSION,
+           rounds);
     bench("acp chunk", acp_chunk, rounds, budget);
     bench("model delta", model_delta, rounds, budget);
     bench("tool call", tool_call, rounds, budget);

@@ -69,18 +69,18 @@ typedef struct pj_error_t {
 } pj_error_t;
 
 /* ---- type tests ---------------------------------------------------------------------- */
-#define pj_typeof(v)      ((v)->type)
-#define pj_is_object(v)   ((v) && pj_typeof(v) == PJ_OBJECT)
-#define pj_is_array(v)    ((v) && pj_typeof(v) == PJ_ARRAY)
-#define pj_is_string(v)   ((v) && pj_typeof(v) == PJ_STRING)
-#define pj_is_integer(v)  ((v) && pj_typeof(v) == PJ_INTEGER)
-#define pj_is_real(v)     ((v) && pj_typeof(v) == PJ_REAL)
-#define pj_is_number(v)   (pj_is_integer(v) || pj_is_real(v))
-#define pj_is_true(v)     ((v) && pj_typeof(v) == PJ_TRUE)
-#define pj_is_false(v)    ((v) && pj_typeof(v) == PJ_FALSE)
-#define pj_boolean_value  pj_is_true
-#define pj_is_boolean(v)  (pj_is_true(v) || pj_is_false(v))
-#define pj_is_null(v)     ((v) && pj_typeof(v) == PJ_NULL)
+#define pj_typeof(v)     ((v)->type)
+#define pj_is_object(v)  ((v) && pj_typeof(v) == PJ_OBJECT)
+#define pj_is_array(v)   ((v) && pj_typeof(v) == PJ_ARRAY)
+#define pj_is_string(v)  ((v) && pj_typeof(v) == PJ_STRING)
+#define pj_is_integer(v) ((v) && pj_typeof(v) == PJ_INTEGER)
+#define pj_is_real(v)    ((v) && pj_typeof(v) == PJ_REAL)
+#define pj_is_number(v)  (pj_is_integer(v) || pj_is_real(v))
+#define pj_is_true(v)    ((v) && pj_typeof(v) == PJ_TRUE)
+#define pj_is_false(v)   ((v) && pj_typeof(v) == PJ_FALSE)
+#define pj_boolean_value pj_is_true
+#define pj_is_boolean(v) (pj_is_true(v) || pj_is_false(v))
+#define pj_is_null(v)    ((v) && pj_typeof(v) == PJ_NULL)
 
 /* ---- reference counts (json_value.c) --------------------------------------------------- */
 pj_t *pj_incref(pj_t *v); /* v (NULL passes through) */
@@ -89,9 +89,9 @@ void pj_decref(pj_t *v);  /* frees at zero; NULL is a no-op */
 /* ---- constructors (json_value.c): a new reference, NULL when out of memory ----------- */
 pj_t *pj_object(void);
 pj_t *pj_array(void);
-pj_t *pj_string(const char *s);                          /* NULL for NULL or bad UTF-8 */
-pj_t *pj_stringn(const char *s, size_t n);               /* may hold NUL bytes */
-pj_t *pj_string_nocheck(const char *s);                  /* no UTF-8 check */
+pj_t *pj_string(const char *s);            /* NULL for NULL or bad UTF-8 */
+pj_t *pj_stringn(const char *s, size_t n); /* may hold NUL bytes */
+pj_t *pj_string_nocheck(const char *s);    /* no UTF-8 check */
 pj_t *pj_stringn_nocheck(const char *s, size_t n);
 pj_t *pj_integer(pj_int_t v);
 pj_t *pj_real(double v); /* NULL for NaN and infinities */
@@ -105,7 +105,7 @@ const char *pj_string_value(const pj_t *v);
 size_t pj_string_length(const pj_t *v);
 pj_int_t pj_integer_value(const pj_t *v);
 double pj_real_value(const pj_t *v);
-double pj_number_value(const pj_t *v); /* integer or real as double */
+double pj_number_value(const pj_t *v);     /* integer or real as double */
 int pj_string_set(pj_t *v, const char *s); /* 0, or -1 (not a string, bad UTF-8, memory) */
 int pj_stringn_set(pj_t *v, const char *s, size_t n);
 int pj_integer_set(pj_t *v, pj_int_t i);
@@ -151,21 +151,20 @@ pj_t *pj_object_value_at(const pj_t *o, size_t i);
 
 /* Loops. The body must not add or remove members of the container it walks (it may
  * change values in place). key is const char *, index is size_t. */
-#define pj_array_foreach(array, index, value)                                              \
-    for ((index) = 0;                                                                      \
-         (index) < pj_array_size(array) && ((value) = pj_array_get((array), (index)));     \
-         (index)++)
+#define pj_array_foreach(array, index, value)                                                      \
+    for ((index) = 0;                                                                              \
+         (index) < pj_array_size(array) && ((value) = pj_array_get((array), (index))); (index)++)
 #define PJ__CAT2(a, b) a##b
 #define PJ__CAT(a, b)  PJ__CAT2(a, b)
-#define pj_object_foreach(object, key, value)                                              \
-    for (size_t PJ__CAT(pj__i, __LINE__) = 0;                                              \
-         ((key) = pj_object_key_at((object), PJ__CAT(pj__i, __LINE__))) &&                 \
-         ((value) = pj_object_value_at((object), PJ__CAT(pj__i, __LINE__)));               \
+#define pj_object_foreach(object, key, value)                                                      \
+    for (size_t PJ__CAT(pj__i, __LINE__) = 0;                                                      \
+         ((key) = pj_object_key_at((object), PJ__CAT(pj__i, __LINE__))) &&                         \
+         ((value) = pj_object_value_at((object), PJ__CAT(pj__i, __LINE__)));                       \
          PJ__CAT(pj__i, __LINE__)++)
 
 /* ---- whole values (json_value.c) ---------------------------------------------------------- */
-pj_t *pj_copy(pj_t *v);            /* shallow: a new container holding the same members */
-pj_t *pj_deep_copy(const pj_t *v); /* fully independent; NULL when out of memory */
+pj_t *pj_copy(pj_t *v);                     /* shallow: a new container holding the same members */
+pj_t *pj_deep_copy(const pj_t *v);          /* fully independent; NULL when out of memory */
 int pj_equal(const pj_t *a, const pj_t *b); /* 1 when equal (objects: any order), else 0 */
 
 /* ---- decoding (json_load.c) ---------------------------------------------------------------- */
@@ -182,16 +181,16 @@ pj_t *pj_loadf(FILE *f, size_t flags, pj_error_t *error); /* reads f to its end 
 pj_t *pj_load_file(const char *path, size_t flags, pj_error_t *error);
 
 /* ---- encoding (json_dump.c) ----------------------------------------------------------------- */
-#define PJ_MAX_INDENT         0x1F
-#define PJ_INDENT(n)          ((n) & PJ_MAX_INDENT)
-#define PJ_COMPACT            0x20
-#define PJ_ENSURE_ASCII       0x40
-#define PJ_SORT_KEYS          0x80
-#define PJ_PRESERVE_ORDER     0x100 /* always so; accepted for jansson's sake */
-#define PJ_ENCODE_ANY         0x200
-#define PJ_ESCAPE_SLASH       0x400
-#define PJ_REAL_PRECISION(n)  (((n) & 0x1F) << 11)
-#define PJ_EMBED              0x10000
+#define PJ_MAX_INDENT        0x1F
+#define PJ_INDENT(n)         ((n)&PJ_MAX_INDENT)
+#define PJ_COMPACT           0x20
+#define PJ_ENSURE_ASCII      0x40
+#define PJ_SORT_KEYS         0x80
+#define PJ_PRESERVE_ORDER    0x100 /* always so; accepted for jansson's sake */
+#define PJ_ENCODE_ANY        0x200
+#define PJ_ESCAPE_SLASH      0x400
+#define PJ_REAL_PRECISION(n) (((n)&0x1F) << 11)
+#define PJ_EMBED             0x10000
 /* Called with consecutive pieces of the text; a non-zero return stops the dump. */
 typedef int (*pj_dump_callback_t)(const char *buffer, size_t size, void *data);
 /* A malloc'd NUL-terminated text the caller frees, or NULL (out of memory, invalid UTF-8

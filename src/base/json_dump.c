@@ -23,7 +23,11 @@
 static const char pj__hex[] = "0123456789ABCDEF";
 
 static bool pj__put_u(pb_buf *b, unsigned v) {
-    char e[6] = {'\\', 'u', pj__hex[(v >> 12) & 15], pj__hex[(v >> 8) & 15], pj__hex[(v >> 4) & 15],
+    char e[6] = {'\\',
+                 'u',
+                 pj__hex[(v >> 12) & 15],
+                 pj__hex[(v >> 8) & 15],
+                 pj__hex[(v >> 4) & 15],
                  pj__hex[v & 15]};
     return pb_buf_put(b, e, 6);
 }
@@ -34,7 +38,8 @@ static bool pj__dump_string(pb_buf *b, const char *s, size_t n, size_t flags) {
     if (!pb_buf_putc(b, '"')) return false;
     while (p < end) {
         const unsigned char *run = p;
-        while (p < end && *p >= 0x20 && *p != '"' && *p != '\\' && *p < 0x80 && !(slash && *p == '/'))
+        while (p < end && *p >= 0x20 && *p != '"' && *p != '\\' && *p < 0x80 &&
+               !(slash && *p == '/'))
             p++;
         if (p > run && !pb_buf_put(b, run, (size_t)(p - run))) return false;
         if (p >= end) break;
@@ -56,19 +61,9 @@ static bool pj__dump_string(pb_buf *b, const char *s, size_t n, size_t flags) {
             p += k;
             continue;
         }
-        const char *esc = NULL;
-        switch (c) {
-        case '"': esc = "\\\""; break;
-        case '\\': esc = "\\\\"; break;
-        case '\b': esc = "\\b"; break;
-        case '\f': esc = "\\f"; break;
-        case '\n': esc = "\\n"; break;
-        case '\r': esc = "\\r"; break;
-        case '\t': esc = "\\t"; break;
-        case '/': esc = "\\/"; break;
-        default: break;
-        }
-        if (esc ? !pb_buf_put(b, esc, 2) : !pj__put_u(b, c)) return false;
+        char name = pj__escape_name((unsigned char)c);
+        char esc[2] = {'\\', name};
+        if (name ? !pb_buf_put(b, esc, 2) : !pj__put_u(b, c)) return false;
         p++;
     }
     return pb_buf_putc(b, '"');

@@ -61,6 +61,10 @@ size_t pj__utf8_decode(const unsigned char *s, size_t n, int32_t *cp);
 bool pj__utf8_valid(const char *s, size_t n);
 /* Encodes cp (a scalar value) into out (4 bytes); returns the length. */
 size_t pj__utf8_encode(int32_t cp, char out[4]);
+/* The short escapes of JSON strings: 'n' for a newline byte ('"', '\\', '/', b f n r t),
+ * 0 when the byte has none; and back: the byte for a name, -1 when it is not one. */
+char pj__escape_name(unsigned char c);
+int pj__escape_byte(char name);
 
 /* ---- json_number.c ---- */
 /* The double a number token (already checked against the JSON grammar) denotes,

@@ -20,16 +20,7 @@
 
 #include "peri/base.h"
 
-enum {
-    T_EOF = 0,
-    T_INVALID = 256,
-    T_STRING,
-    T_INTEGER,
-    T_REAL,
-    T_TRUE,
-    T_FALSE,
-    T_NULL
-};
+enum { T_EOF = 0, T_INVALID = 256, T_STRING, T_INTEGER, T_REAL, T_TRUE, T_FALSE, T_NULL };
 
 typedef struct pj__lex {
     const char *start, *p, *end;
@@ -105,10 +96,14 @@ static int pj__hex4(const char *p) {
     for (int i = 0; i < 4; i++) {
         char c = p[i];
         v <<= 4;
-        if (c >= '0' && c <= '9') v |= c - '0';
-        else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-        else return -1;
+        if (c >= '0' && c <= '9')
+            v |= c - '0';
+        else if (c >= 'a' && c <= 'f')
+            v |= c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F')
+            v |= c - 'A' + 10;
+        else
+            return -1;
     }
     return v;
 }
@@ -141,8 +136,10 @@ static int pj__lex_string(pj__lex *lx) {
         if (c == '"') break;
         if (c < 0x20) {
             lx->saved_end = p;
-            if (c == '\n') pj__fail(lx, false, "unexpected newline");
-            else pj__fail(lx, false, "control character 0x%x", c);
+            if (c == '\n')
+                pj__fail(lx, false, "unexpected newline");
+            else
+                pj__fail(lx, false, "control character 0x%x", c);
             return T_INVALID;
         }
         if (c >= 0x80) {
@@ -155,18 +152,8 @@ static int pj__lex_string(pj__lex *lx) {
         }
         /* a backslash: the end of input after it reads as a bad escape, as in jansson */
         char e = p + 1 < lx->end ? p[1] : 0;
-        char out = 0;
-        switch (e) {
-        case '"': out = '"'; break;
-        case '\\': out = '\\'; break;
-        case '/': out = '/'; break;
-        case 'b': out = '\b'; break;
-        case 'f': out = '\f'; break;
-        case 'n': out = '\n'; break;
-        case 'r': out = '\r'; break;
-        case 't': out = '\t'; break;
-        case 'u': break;
-        default:
+        int out = e == 'u' ? 0 : pj__escape_byte(e);
+        if (out < 0) {
             lx->saved_end = p + 1;
             if (p + 1 < lx->end && (unsigned char)e >= 0x80 && !pj__lex_utf8(lx, p + 1))
                 return T_INVALID;
@@ -178,7 +165,7 @@ static int pj__lex_string(pj__lex *lx) {
             if (high >= 0 && !pairing[0])
                 snprintf(pairing, sizeof pairing, "invalid Unicode '\\u%04X'", (unsigned)high);
             high = -1;
-            if (!pb_buf_putc(&lx->str, out)) goto nomem;
+            if (!pb_buf_putc(&lx->str, (char)out)) goto nomem;
             p += 2;
             continue;
         }
@@ -292,8 +279,8 @@ static int pj__lex_number(pj__lex *lx) {
             }
             v = v * 10 + d;
         }
-        lx->ival = neg ? (v == (unsigned long long)LLONG_MAX + 1 ? LLONG_MIN : -(pj_int_t)v)
-                       : (pj_int_t)v;
+        lx->ival =
+            neg ? (v == (unsigned long long)LLONG_MAX + 1 ? LLONG_MIN : -(pj_int_t)v) : (pj_int_t)v;
         return T_INTEGER;
     }
     if (!pj__strtod(s, (size_t)(p - s), &lx->rval)) {
@@ -339,9 +326,12 @@ static int pj__scan(pj__lex *lx) {
         lx->saved_end = q;
         size_t n = (size_t)(q - p);
         int tok = T_INVALID;
-        if (n == 4 && !memcmp(p, "true", 4)) tok = T_TRUE;
-        else if (n == 5 && !memcmp(p, "false", 5)) tok = T_FALSE;
-        else if (n == 4 && !memcmp(p, "null", 4)) tok = T_NULL;
+        if (n == 4 && !memcmp(p, "true", 4))
+            tok = T_TRUE;
+        else if (n == 5 && !memcmp(p, "false", 5))
+            tok = T_FALSE;
+        else if (n == 4 && !memcmp(p, "null", 4))
+            tok = T_NULL;
         return lx->tok = pj__lookahead(lx, tok);
     }
     if ((unsigned char)c >= 0x80) {
@@ -368,86 +358,77 @@ static char *pj__take_str(pj__lex *lx, size_t *len) {
     return s;
 }
 
-static pj_t *pj__object_parse(pj__lex *lx) {
-    pj_t *obj = pj_object();
-    if (!obj) {
+/* One "key": value member of obj, its key token just scanned. */
+static bool pj__parse_member(pj__lex *lx, pj_t *obj) {
+    if (lx->tok != T_STRING) {
+        pj__fail(lx, false, "string or '}' expected");
+        return false;
+    }
+    if (lx->str_has_nul) {
+        pj__fail(lx, false, "NUL byte in object key not supported");
+        return false;
+    }
+    if ((lx->flags & PJ_REJECT_DUPLICATES) && pj_object_getn(obj, lx->str.p, lx->str.len)) {
+        pj__fail(lx, false, "duplicate object key");
+        return false;
+    }
+    size_t klen;
+    char *key = pj__take_str(lx, &klen);
+    if (!key) {
         pj__fail(lx, false, "out of memory");
-        return NULL;
+        return false;
+    }
+    if (pj__scan(lx) != ':') {
+        free(key);
+        pj__fail(lx, false, "':' expected");
+        return false;
     }
     pj__scan(lx);
-    if (lx->tok == '}') return obj;
-    for (;;) {
-        if (lx->tok != T_STRING) {
-            pj__fail(lx, false, "string or '}' expected");
-            goto fail;
-        }
-        if (lx->str_has_nul) {
-            pj__fail(lx, false, "NUL byte in object key not supported");
-            goto fail;
-        }
-        if ((lx->flags & PJ_REJECT_DUPLICATES) && pj_object_getn(obj, lx->str.p, lx->str.len)) {
-            pj__fail(lx, false, "duplicate object key");
-            goto fail;
-        }
-        size_t klen;
-        char *key = pj__take_str(lx, &klen);
-        if (!key) {
-            pj__fail(lx, false, "out of memory");
-            goto fail;
-        }
-        if (pj__scan(lx) != ':') {
-            free(key);
-            pj__fail(lx, false, "':' expected");
-            goto fail;
-        }
-        pj__scan(lx);
-        pj_t *v = pj__value(lx);
-        if (!v) {
-            free(key);
-            goto fail;
-        }
-        if (pj__object_set_take_key(obj, key, klen, v)) {
-            pj__fail(lx, false, "out of memory");
-            goto fail;
-        }
-        if (pj__scan(lx) != ',') break;
-        pj__scan(lx);
+    pj_t *v = pj__value(lx);
+    if (!v) {
+        free(key);
+        return false;
     }
-    if (lx->tok != '}') {
-        pj__fail(lx, false, "'}' expected");
-        goto fail;
+    if (pj__object_set_take_key(obj, key, klen, v)) {
+        pj__fail(lx, false, "out of memory");
+        return false;
     }
-    return obj;
-fail:
-    pj_decref(obj);
-    return NULL;
+    return true;
 }
 
-static pj_t *pj__array_parse(pj__lex *lx) {
-    pj_t *arr = pj_array();
-    if (!arr) {
+/* An object or an array, its opening token just scanned, up to its closing token. As in
+ * jansson, an array stops at the end of input before asking for a value; an object asks
+ * for a key. */
+static pj_t *pj__container(pj__lex *lx, bool object) {
+    pj_t *c = object ? pj_object() : pj_array();
+    if (!c) {
         pj__fail(lx, false, "out of memory");
         return NULL;
     }
+    int close = object ? '}' : ']';
     pj__scan(lx);
-    if (lx->tok == ']') return arr;
-    while (lx->tok != T_EOF) {
-        pj_t *v = pj__value(lx);
-        if (!v) goto fail;
-        if (pj_array_append_new(arr, v)) {
-            pj__fail(lx, false, "out of memory");
-            goto fail;
+    if (lx->tok == close) return c;
+    while (object || lx->tok != T_EOF) {
+        if (object) {
+            if (!pj__parse_member(lx, c)) goto fail;
+        } else {
+            pj_t *v = pj__value(lx);
+            if (!v) goto fail;
+            if (pj_array_append_new(c, v)) {
+                pj__fail(lx, false, "out of memory");
+                goto fail;
+            }
         }
         if (pj__scan(lx) != ',') break;
         pj__scan(lx);
     }
-    if (lx->tok != ']') {
-        pj__fail(lx, false, "']' expected");
+    if (lx->tok != close) {
+        pj__fail(lx, false, object ? "'}' expected" : "']' expected");
         goto fail;
     }
-    return arr;
+    return c;
 fail:
-    pj_decref(arr);
+    pj_decref(c);
     return NULL;
 }
 
@@ -483,8 +464,8 @@ static pj_t *pj__value(pj__lex *lx) {
     case T_TRUE: v = pj_true(); break;
     case T_FALSE: v = pj_false(); break;
     case T_NULL: v = pj_null(); break;
-    case '{': v = pj__object_parse(lx); break;
-    case '[': v = pj__array_parse(lx); break;
+    case '{': v = pj__container(lx, true); break;
+    case '[': v = pj__container(lx, false); break;
     case T_INVALID: pj__fail(lx, false, "invalid token"); return NULL;
     default: pj__fail(lx, false, "unexpected token"); return NULL;
     }
@@ -559,7 +540,8 @@ pj_t *pj_load_file(const char *path, size_t flags, pj_error_t *error) {
     if (!f) {
         pj__err_init(error, path ? path : "<file>");
         if (error)
-            snprintf(error->text, sizeof error->text, "%s", path ? "unable to open file" : "wrong arguments");
+            snprintf(error->text, sizeof error->text, "%s",
+                     path ? "unable to open file" : "wrong arguments");
         return NULL;
     }
     pj_t *v = pj_loadf(f, flags, error);

@@ -18,8 +18,8 @@
 typedef struct pj__pack {
     const char *f; /* the next format character */
     va_list ap;
-    bool failed;   /* an argument was refused: keep consuming, return NULL */
-    bool broken;   /* the format itself is malformed: stop */
+    bool failed; /* an argument was refused: keep consuming, return NULL */
+    bool broken; /* the format itself is malformed: stop */
 } pj__pack;
 
 static char pj__next(pj__pack *st) {
@@ -57,8 +57,10 @@ static void pj__pack_string(pj__pack *st, pb_buf *b, bool *null) {
             n = strlen(s);
         }
         if (!s) {
-            if (first) *null = true;
-            else st->failed = true;
+            if (first)
+                *null = true;
+            else
+                st->failed = true;
         } else if (!pb_buf_put(b, s, n)) {
             st->failed = true;
         }
@@ -71,66 +73,47 @@ static void pj__pack_string(pj__pack *st, pb_buf *b, bool *null) {
  * modifier met a NULL argument (no value, no error). */
 static pj_t *pj__pack_value(pj__pack *st, bool *skip, int depth);
 
-static pj_t *pj__pack_object(pj__pack *st, int depth) {
-    pj_t *o = pj_object();
-    if (!o) st->failed = true;
+/* An object ('{' read, close '}') or an array ('[' read, close ']') up to its close. */
+static pj_t *pj__pack_container(pj__pack *st, int depth, char close) {
+    bool object = close == '}';
+    pj_t *c = object ? pj_object() : pj_array();
+    if (!c) st->failed = true;
     for (;;) {
-        char c = pj__next(st);
-        if (c == '}') {
+        char t = pj__next(st);
+        if (t == close) {
             st->f++;
-            return o;
+            return c;
         }
-        if (c != 's') {
-            st->broken = true;
-            pj_decref(o);
-            return NULL;
-        }
-        st->f++;
         pb_buf key = {0};
-        bool null;
-        pj__pack_string(st, &key, &null);
-        if (null) st->failed = true;
-        pj__next(st);
+        bool null = false;
+        if (object) { /* a key: s, s#, s% or s+ */
+            if (t != 's') {
+                st->broken = true;
+                pj_decref(c);
+                return NULL;
+            }
+            st->f++;
+            pj__pack_string(st, &key, &null);
+            if (null || !key.p || !pj__utf8_valid(key.p, key.len) || memchr(key.p, 0, key.len))
+                st->failed = true;
+            pj__next(st);
+        }
         bool skip = false;
         pj_t *v = pj__pack_value(st, &skip, depth + 1);
         if (st->broken) {
             pb_buf_free(&key);
             pj_decref(v);
-            pj_decref(o);
+            pj_decref(c);
             return NULL;
         }
-        if (!skip) {
-            if (!v || null || !key.p || !pj__utf8_valid(key.p, key.len) ||
-                memchr(key.p, 0, key.len)) {
-                st->failed = true;
-                pj_decref(v);
-            } else if (pj_object_set_new_nocheck(o, key.p, v)) {
-                st->failed = true;
-            }
+        if (!skip && (!v || st->failed)) {
+            st->failed = true;
+            pj_decref(v);
+        } else if (!skip &&
+                   (object ? pj_object_set_new_nocheck(c, key.p, v) : pj_array_append_new(c, v))) {
+            st->failed = true;
         }
         pb_buf_free(&key);
-    }
-}
-
-static pj_t *pj__pack_array(pj__pack *st, int depth) {
-    pj_t *a = pj_array();
-    if (!a) st->failed = true;
-    for (;;) {
-        char c = pj__next(st);
-        if (c == ']') {
-            st->f++;
-            return a;
-        }
-        bool skip = false;
-        pj_t *v = pj__pack_value(st, &skip, depth + 1);
-        if (st->broken) {
-            pj_decref(v);
-            pj_decref(a);
-            return NULL;
-        }
-        if (skip) continue;
-        if (!v) st->failed = true;
-        else if (pj_array_append_new(a, v)) st->failed = true;
     }
 }
 
@@ -143,8 +126,8 @@ static pj_t *pj__pack_value(pj__pack *st, bool *skip, int depth) {
     char c = *st->f;
     if (c) st->f++;
     switch (c) {
-    case '{': return pj__pack_object(st, depth);
-    case '[': return pj__pack_array(st, depth);
+    case '{': return pj__pack_container(st, depth, '}');
+    case '[': return pj__pack_container(st, depth, ']');
     case 's': {
         pb_buf b = {0};
         bool null;
@@ -152,9 +135,12 @@ static pj_t *pj__pack_value(pj__pack *st, bool *skip, int depth) {
         char m = pj__modifier(st);
         pj_t *v = NULL;
         if (null) {
-            if (m == '?') v = pj_null();
-            else if (m == '*') *skip = true;
-            else st->failed = true;
+            if (m == '?')
+                v = pj_null();
+            else if (m == '*')
+                *skip = true;
+            else
+                st->failed = true;
         } else {
             v = pj_stringn(b.p ? b.p : "", b.len);
             if (!v) st->failed = true;
@@ -177,8 +163,10 @@ static pj_t *pj__pack_value(pj__pack *st, bool *skip, int depth) {
         char m = pj__modifier(st);
         if (!v) {
             if (m == '?') return pj_null();
-            if (m == '*') *skip = true;
-            else st->failed = true;
+            if (m == '*')
+                *skip = true;
+            else
+                st->failed = true;
             return NULL;
         }
         return c == 'O' ? pj_incref(v) : v;

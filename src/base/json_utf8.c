@@ -1,6 +1,7 @@
 /*
- * json_utf8.c — strict UTF-8 decoding and encoding for the JSON library: shortest
- * forms only, no surrogates, nothing above U+10FFFF (what RFC 3629 and jansson accept).
+ * json_utf8.c — the text rules the parser and the serializer share: strict UTF-8
+ * decoding and encoding (shortest forms only, no surrogates, nothing above U+10FFFF:
+ * what RFC 3629 and jansson accept) and the two-character escapes of JSON strings.
  */
 #include "json_int.h"
 
@@ -69,4 +70,19 @@ size_t pj__utf8_encode(int32_t cp, char out[4]) {
     out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
     out[3] = (char)(0x80 | (cp & 0x3F));
     return 4;
+}
+
+/* The short escapes as (name, byte) pairs: "\n" stands for a newline, and so on. */
+static const char pj__short_escapes[] = "\"\"\\\\//b\bf\fn\nr\rt\t";
+
+char pj__escape_name(unsigned char c) {
+    for (const char *e = pj__short_escapes; *e; e += 2)
+        if ((unsigned char)e[1] == c) return e[0];
+    return 0;
+}
+
+int pj__escape_byte(char name) {
+    for (const char *e = pj__short_escapes; *e; e += 2)
+        if (e[0] == name) return (unsigned char)e[1];
+    return -1;
 }

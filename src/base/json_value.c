@@ -461,8 +461,8 @@ static pj_t *pj__copy(const pj_t *v, bool deep, int depth) {
         const pj__object *src = (const pj__object *)v;
         pj_t *o = pj_object();
         for (size_t i = 0; o && i < src->len; i++) {
-            pj_t *m = deep ? pj__copy(src->ent[i].value, true, depth + 1)
-                           : pj_incref(src->ent[i].value);
+            pj_t *m =
+                deep ? pj__copy(src->ent[i].value, true, depth + 1) : pj_incref(src->ent[i].value);
             if (!m || pj__object_setn(o, src->ent[i].key, src->ent[i].keylen, m)) {
                 pj_decref(o);
                 return NULL;

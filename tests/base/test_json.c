@@ -255,8 +255,8 @@ static void test_dump(void **state) {
     assert_string_equal(dump(v, 0), "{\"a\": [1, {\"b\": \"é/\\u0001\"}], \"c\": {}, \"d\": []}");
     assert_string_equal(dump(v, PJ_COMPACT), "{\"a\":[1,{\"b\":\"é/\\u0001\"}],\"c\":{},\"d\":[]}");
     assert_string_equal(dump(v, PJ_INDENT(2)), "{\n  \"a\": [\n    1,\n    {\n      \"b\": "
-                                                 "\"é/\\u0001\"\n    }\n  ],\n  \"c\": {},\n  "
-                                                 "\"d\": []\n}");
+                                               "\"é/\\u0001\"\n    }\n  ],\n  \"c\": {},\n  "
+                                               "\"d\": []\n}");
     assert_string_equal(dump(v, PJ_COMPACT | PJ_ENSURE_ASCII | PJ_ESCAPE_SLASH),
                         "{\"a\":[1,{\"b\":\"\\u00E9\\/\\u0001\"}],\"c\":{},\"d\":[]}");
     pj_decref(v);
@@ -271,9 +271,14 @@ static void test_dump(void **state) {
     static const struct {
         double d;
         const char *text;
-    } reals[] = {{1.0, "1.0"},     {-0.0, "-0.0"},      {0.1, "0.10000000000000001"},
-                 {1e20, "1e20"},   {1e-5, "1.0000000000000001e-5"}, {123.0, "123.0"},
-                 {1e300, "1.0000000000000001e300"}, {2.5, "2.5"}};
+    } reals[] = {{1.0, "1.0"},
+                 {-0.0, "-0.0"},
+                 {0.1, "0.10000000000000001"},
+                 {1e20, "1e20"},
+                 {1e-5, "1.0000000000000001e-5"},
+                 {123.0, "123.0"},
+                 {1e300, "1.0000000000000001e300"},
+                 {2.5, "2.5"}};
     for (size_t k = 0; k < sizeof reals / sizeof *reals; k++) {
         pj_t *r = pj_real(reals[k].d);
         assert_string_equal(dump(r, 0), reals[k].text);
@@ -303,12 +308,12 @@ static void test_dump_callback(void **state) {
 static void test_pack(void **state) {
     (void)state;
     pj_t *o = pj_integer(7), *O = pj_string("kept");
-    pj_t *v = pj_pack("{s:s, s:s?, s:i, s:I, s:b, s:f, s:n, s:o, s:O, s:o?, s:O?, s:{}, s:[], "
-                      "s:s%, s:s#, s:s*, s:o*, s:[s, {s:s}]}",
-                      "s", "str", "q", NULL, "i", -3, "I", (pj_int_t)1 << 40, "b", 1, "f", 0.5,
-                      "n", "o", o, "O", O, "oq", NULL, "Oq", NULL, "obj", "arr", "pct", "abcdef",
-                      (size_t)3, "hash", "xyz", 2, "skip", NULL, "skipo", NULL, "nest", "e",
-                      "k", "v");
+    pj_t *v =
+        pj_pack("{s:s, s:s?, s:i, s:I, s:b, s:f, s:n, s:o, s:O, s:o?, s:O?, s:{}, s:[], "
+                "s:s%, s:s#, s:s*, s:o*, s:[s, {s:s}]}",
+                "s", "str", "q", NULL, "i", -3, "I", (pj_int_t)1 << 40, "b", 1, "f", 0.5, "n", "o",
+                o, "O", O, "oq", NULL, "Oq", NULL, "obj", "arr", "pct", "abcdef", (size_t)3, "hash",
+                "xyz", 2, "skip", NULL, "skipo", NULL, "nest", "e", "k", "v");
     assert_non_null(v);
     assert_string_equal(dump(v, PJ_COMPACT),
                         "{\"s\":\"str\",\"q\":null,\"i\":-3,\"I\":1099511627776,\"b\":true,"
@@ -342,7 +347,7 @@ static void test_pack_failures(void **state) {
     assert_int_equal(held->refcount, 1);
     pj_decref(held);
     assert_null(pj_pack("{s:o}", "a", NULL));
-    assert_null(pj_pack("{s:s}", NULL, "v")); /* a NULL key */
+    assert_null(pj_pack("{s:s}", NULL, "v"));   /* a NULL key */
     assert_null(pj_pack("{s:s}", "k", "\xff")); /* bad UTF-8 */
     assert_null(pj_pack("{s:f}", "k", 0.0 / 0.0));
     assert_null(pj_pack("[s", "x"));
@@ -366,10 +371,10 @@ int main(int argc, char **argv) {
         }
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_refcount),   cmocka_unit_test(test_wrong_types),
-        cmocka_unit_test(test_strings),    cmocka_unit_test(test_object_order_and_hash),
-        cmocka_unit_test(test_arrays),     cmocka_unit_test(test_copy_equal),
-        cmocka_unit_test(test_load),       cmocka_unit_test(test_dump),
+        cmocka_unit_test(test_refcount),      cmocka_unit_test(test_wrong_types),
+        cmocka_unit_test(test_strings),       cmocka_unit_test(test_object_order_and_hash),
+        cmocka_unit_test(test_arrays),        cmocka_unit_test(test_copy_equal),
+        cmocka_unit_test(test_load),          cmocka_unit_test(test_dump),
         cmocka_unit_test(test_dump_callback), cmocka_unit_test(test_pack),
         cmocka_unit_test(test_pack_failures),
     };

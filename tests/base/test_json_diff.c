@@ -40,8 +40,11 @@ static unsigned rn(unsigned n) {
     return n ? (unsigned)(rnd() % n) : 0;
 }
 
-static const size_t load_flags[] = {0, PJ_DECODE_ANY, PJ_DECODE_ANY | PJ_REJECT_DUPLICATES,
-                                    PJ_DECODE_ANY | PJ_ALLOW_NUL, PJ_DECODE_INT_AS_REAL,
+static const size_t load_flags[] = {0,
+                                    PJ_DECODE_ANY,
+                                    PJ_DECODE_ANY | PJ_REJECT_DUPLICATES,
+                                    PJ_DECODE_ANY | PJ_ALLOW_NUL,
+                                    PJ_DECODE_INT_AS_REAL,
                                     PJ_DISABLE_EOF_CHECK | PJ_DECODE_ANY};
 static const size_t dump_flags[] = {0,
                                     PJ_COMPACT,
@@ -73,8 +76,8 @@ static void diff_doc(const char *doc, size_t len) {
         json_t *j = json_loadb(doc, len, fl, &je);
         pj_t *p = pj_loadb(doc, len, fl, &pe);
         if (!j != !p) {
-            fprintf(stderr, "accept mismatch (flags %zx): jansson %s, pj %s\n  doc: %.*s\n",
-                    fl, j ? "accepts" : je.text, p ? "accepts" : pe.text, (int)(len > 300 ? 300 : len),
+            fprintf(stderr, "accept mismatch (flags %zx): jansson %s, pj %s\n  doc: %.*s\n", fl,
+                    j ? "accepts" : je.text, p ? "accepts" : pe.text, (int)(len > 300 ? 300 : len),
                     doc);
             fail();
         }
@@ -94,7 +97,9 @@ static void diff_doc(const char *doc, size_t len) {
             size_t df = dump_flags[d] | PJ_ENCODE_ANY;
             char *js = json_dumps(j, df), *ps = pj_dumps(p, df);
             if (!js != !ps || (js && strcmp(js, ps))) {
-                fprintf(stderr, "dump mismatch (load %zx dump %zx)\n  doc: %.*s\n  jansson: %s\n  pj:      %s\n",
+                fprintf(stderr,
+                        "dump mismatch (load %zx dump %zx)\n  doc: %.*s\n  jansson: %s\n  pj:      "
+                        "%s\n",
                         fl, df, (int)(len > 300 ? 300 : len), doc, js ? js : "(null)",
                         ps ? ps : "(null)");
                 fail();
@@ -114,28 +119,101 @@ static void diff_str(const char *doc) {
 
 /* ---- the corpus ---------------------------------------------------------------------- */
 static const char *corpus[] = {
-    "{}", "[]", "{\"a\":1}", "[1,2,3]", " [ 1 , 2 ] ", "\t{\n\"k\" :\r\"v\"}\n",
+    "{}",
+    "[]",
+    "{\"a\":1}",
+    "[1,2,3]",
+    " [ 1 , 2 ] ",
+    "\t{\n\"k\" :\r\"v\"}\n",
     "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"session/prompt\",\"params\":{\"sessionId\":\"s-1\","
     "\"prompt\":[{\"type\":\"text\",\"text\":\"héllo 世界 😀\"}]}}",
-    "[0, -0, 1, -1, 9223372036854775807, -9223372036854775808]", "[9223372036854775808]",
-    "[-9223372036854775809]", "[99999999999999999999999]", "[1.0, -0.0, 0.5, 1e10, 1E+2, 1e-2]",
+    "[0, -0, 1, -1, 9223372036854775807, -9223372036854775808]",
+    "[9223372036854775808]",
+    "[-9223372036854775809]",
+    "[99999999999999999999999]",
+    "[1.0, -0.0, 0.5, 1e10, 1E+2, 1e-2]",
     "[1.7976931348623157e308, 4.9e-324, 2.2250738585072014e-308, 1e309, -1e309, 1e-400]",
     "[0.1, 0.2, 0.30000000000000004, 123456789012345678, 1.5e300, 3.14159265358979323846]",
     "[1e22, 1e23, 9007199254740993, 9007199254740993.0, 1.00000000000000011102230246251565]",
-    "[01]", "[1.]", "[.5]", "[-]", "[+1]", "[1e]", "[1e+]", "[0x10]", "[1.5e3.2]", "[- 1]",
-    "[NaN]", "[Infinity]", "[-Infinity]", "[true, false, null]", "[tru]", "[truex]", "[nul]",
-    "[True]", "[\"\\u0041\\u00e9\\u4e16\\ud83d\\ude00\"]", "[\"\\ud83d\"]", "[\"\\ude00\"]",
-    "[\"\\ud83d\\u0041\"]", "[\"\\ud83dx\"]", "[\"\\u00\"]", "[\"\\u00zz\"]", "[\"\\x\"]",
-    "[\"a\\/b\"]", "[\"a/b\"]", "[\"\\b\\f\\n\\r\\t\\\"\\\\\"]", "[\"\\u0000\"]",
-    "{\"a\\u0000b\":1}", "[\"\\u001f\\u007f\\u0080\"]", "[\"abc", "[\"abc\\", "[\"\t\"]",
-    "[\"line\nbreak\"]", "{\"a\":1,\"a\":2}", "{\"a\":1,\"b\":2,\"a\":3}", "{\"a\" 1}",
-    "{\"a\":}", "{\"a\":1,}", "[1,]", "[,1]", "[1 2]", "{1:2}", "{\"a\":1", "[1", "[",
-    "{", "]", "}", "", " ", "1", "\"s\"", "null", "true", "-5", "2.5", "[1] x", "{} {}",
-    "[1]  ", "[\"\xc3\xa9\"]", "[\"\xc3\"]", "[\"\xff\"]", "[\"\xed\xa0\x80\"]",
-    "[\"\xf4\x90\x80\x80\"]", "[\"\xc0\xaf\"]", "[\"\xe0\x80\xaf\"]", "[\"\xf0\x9f\x98\x80\"]",
-    "[\xc3\xa9]", "[1\xff]", "\xef\xbb\xbf[]", "[\"\xe2\x80\xa8\xe2\x80\xa9\"]",
-    "{\"z\":1,\"a\":{\"y\":[],\"b\":{}},\"m\":[{},[]]}", "[[[[[[[[[[[]]]]]]]]]]]",
-    "{\"\":\"\",\" \":\" \"}", "[\"\\\"quoted\\\"\"]", "[1e5, 1E5, 1e05, 12e-005]",
+    "[01]",
+    "[1.]",
+    "[.5]",
+    "[-]",
+    "[+1]",
+    "[1e]",
+    "[1e+]",
+    "[0x10]",
+    "[1.5e3.2]",
+    "[- 1]",
+    "[NaN]",
+    "[Infinity]",
+    "[-Infinity]",
+    "[true, false, null]",
+    "[tru]",
+    "[truex]",
+    "[nul]",
+    "[True]",
+    "[\"\\u0041\\u00e9\\u4e16\\ud83d\\ude00\"]",
+    "[\"\\ud83d\"]",
+    "[\"\\ude00\"]",
+    "[\"\\ud83d\\u0041\"]",
+    "[\"\\ud83dx\"]",
+    "[\"\\u00\"]",
+    "[\"\\u00zz\"]",
+    "[\"\\x\"]",
+    "[\"a\\/b\"]",
+    "[\"a/b\"]",
+    "[\"\\b\\f\\n\\r\\t\\\"\\\\\"]",
+    "[\"\\u0000\"]",
+    "{\"a\\u0000b\":1}",
+    "[\"\\u001f\\u007f\\u0080\"]",
+    "[\"abc",
+    "[\"abc\\",
+    "[\"\t\"]",
+    "[\"line\nbreak\"]",
+    "{\"a\":1,\"a\":2}",
+    "{\"a\":1,\"b\":2,\"a\":3}",
+    "{\"a\" 1}",
+    "{\"a\":}",
+    "{\"a\":1,}",
+    "[1,]",
+    "[,1]",
+    "[1 2]",
+    "{1:2}",
+    "{\"a\":1",
+    "[1",
+    "[",
+    "{",
+    "]",
+    "}",
+    "",
+    " ",
+    "1",
+    "\"s\"",
+    "null",
+    "true",
+    "-5",
+    "2.5",
+    "[1] x",
+    "{} {}",
+    "[1]  ",
+    "[\"\xc3\xa9\"]",
+    "[\"\xc3\"]",
+    "[\"\xff\"]",
+    "[\"\xed\xa0\x80\"]",
+    "[\"\xf4\x90\x80\x80\"]",
+    "[\"\xc0\xaf\"]",
+    "[\"\xe0\x80\xaf\"]",
+    "[\"\xf0\x9f\x98\x80\"]",
+    "[\xc3\xa9]",
+    "[1\xff]",
+    "\xef\xbb\xbf[]",
+    "[\"\xe2\x80\xa8\xe2\x80\xa9\"]",
+    "{\"z\":1,\"a\":{\"y\":[],\"b\":{}},\"m\":[{},[]]}",
+    "[[[[[[[[[[[]]]]]]]]]]]",
+    "{\"\":\"\",\" \":\" \"}",
+    "[\"\\\"quoted\\\"\"]",
+    "[1e5, 1E5, 1e05, 12e-005]",
     "[100000000000000000000.0, 1e16, 1e17, 123456789.123456789]",
     "[5e-324, 1e-5, 0.0001, 0.00001, 123e-20]",
 };
@@ -172,11 +250,33 @@ static void gen_ws(pb_buf *b) {
 }
 
 static void gen_string(pb_buf *b) {
-    static const char *pieces[] = {"a",      "key",    "text",   " ",        "é",      "世界",
-                                   "😀",     "\\n",    "\\t",    "\\\"",     "\\\\",   "\\/",
-                                   "/",      "\\u0041", "\\u00e9", "\\u2028", "\\ud83d\\ude00",
-                                   "\\u0001", "\\u001F", "\\u0000", "\x7f",    "\\b\\f\\r",
-                                   "<tag>",  "'",      "id",     "type",     "content"};
+    static const char *pieces[] = {"a",
+                                   "key",
+                                   "text",
+                                   " ",
+                                   "é",
+                                   "世界",
+                                   "😀",
+                                   "\\n",
+                                   "\\t",
+                                   "\\\"",
+                                   "\\\\",
+                                   "\\/",
+                                   "/",
+                                   "\\u0041",
+                                   "\\u00e9",
+                                   "\\u2028",
+                                   "\\ud83d\\ude00",
+                                   "\\u0001",
+                                   "\\u001F",
+                                   "\\u0000",
+                                   "\x7f",
+                                   "\\b\\f\\r",
+                                   "<tag>",
+                                   "'",
+                                   "id",
+                                   "type",
+                                   "content"};
     pb_buf_putc(b, '"');
     unsigned n = rn(6);
     for (unsigned i = 0; i < n; i++)
@@ -206,10 +306,14 @@ static void gen_number_any(pb_buf *b) {
         break;
     }
     case 3: pb_buf_printf(b, "%u.%u", rn(100000), rn(1000000)); break;
-    case 4: pb_buf_printf(b, "%s%ue%s%u", rn(2) ? "-" : "", rn(100), rn(2) ? "-" : "+", rn(400)); break;
+    case 4:
+        pb_buf_printf(b, "%s%ue%s%u", rn(2) ? "-" : "", rn(100), rn(2) ? "-" : "+", rn(400));
+        break;
     case 5: pb_buf_printf(b, "0.%0*u", (int)rn(20) + 1, rn(1000)); break;
     case 6: pb_buf_printf(b, "%.*g", (int)rn(17) + 1, (double)rn(1u << 30) / (rn(1000) + 1)); break;
-    default: pb_buf_printf(b, "%llu%llu", (unsigned long long)rnd(), (unsigned long long)rn(10)); break;
+    default:
+        pb_buf_printf(b, "%llu%llu", (unsigned long long)rnd(), (unsigned long long)rn(10));
+        break;
     }
 }
 
