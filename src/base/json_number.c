@@ -12,7 +12,7 @@
 #include "json_int.h"
 
 #include <errno.h>
-#include <locale.h>
+#include <langinfo.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,7 +70,7 @@ static bool pj__fast(const char *p, const char *end, double *out) {
 
 bool pj__strtod(const char *tok, size_t len, double *out) {
     if (pj__fast(tok, tok + len, out)) return true;
-    const char *dp = localeconv()->decimal_point;
+    const char *dp = nl_langinfo(RADIXCHAR); /* thread-safe, unlike localeconv */
     size_t dlen = dp && *dp ? strlen(dp) : 0;
     if (!dlen) dp = ".", dlen = 1;
     char small[128], *buf = small;
