@@ -51,5 +51,22 @@ int main(void) {
     free(s);
     pj_decref(p);
     printf("pack NULL s: %s\n", pj_pack("{s:s}", "k", NULL) ? "built" : "refused");
+    /* the deepest document the parser takes, and one level more: the recursion must fit
+     * the wasm stack (the module is linked with a 1 MiB one, see json_wasm.sh) */
+    static char deep[2 * 2049 + 1];
+    for (int depth = 2048; depth <= 2049; depth++) {
+        memset(deep, '[', (size_t)depth);
+        memset(deep + depth, ']', (size_t)depth);
+        deep[2 * depth] = 0;
+        pj_error_t e;
+        pj_t *v = pj_loads(deep, 0, &e);
+        pj_t *c = pj_deep_copy(v);
+        char *d = pj_dumps(c, PJ_COMPACT);
+        printf("depth %d: %s, copy %s, dump %s\n", depth, v ? "parsed" : e.text,
+               pj_equal(v, c) ? "equal" : "differs", d && !strcmp(d, deep) ? "same" : "differs");
+        free(d);
+        pj_decref(c);
+        pj_decref(v);
+    }
     return 0;
 }
