@@ -445,18 +445,7 @@ static pj_t *pj__value(pj__lex *lx) {
             pj__fail(lx, false, "\\u0000 is not allowed without JSON_ALLOW_NUL");
             return NULL;
         }
-        size_t len;
-        char *s = pj__take_str(lx, &len);
-        pj__string *str = s ? calloc(1, sizeof *str) : NULL;
-        if (!str) {
-            free(s);
-            break;
-        }
-        str->head.type = PJ_STRING;
-        str->head.refcount = 1;
-        str->value = s;
-        str->length = len;
-        v = &str->head;
+        v = pj_stringn_nocheck(lx->str.p, lx->str.len); /* checked as it was read */
         break;
     }
     case T_INTEGER: v = pj_integer(lx->ival); break;

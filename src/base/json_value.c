@@ -54,7 +54,11 @@ static void pj__free(pj_t *v) {
         free(a->items);
         break;
     }
-    case PJ_STRING: free(((pj__string *)v)->value); break;
+    case PJ_STRING: {
+        pj__string *str = (pj__string *)v;
+        if (str->value != (char *)(str + 1)) free(str->value); /* replaced by a setter */
+        break;
+    }
     default: break;
     }
     free(v);
@@ -71,6 +75,16 @@ static void *pj__alloc(size_t size, pj_type type) {
     return v;
 }
 
+/* As pj__alloc, without clearing what follows the header (the caller fills it). */
+static void *pj__alloc_bytes(size_t size, pj_type type) {
+    pj_t *v = malloc(size);
+    if (v) {
+        v->type = type;
+        v->refcount = 1;
+    }
+    return v;
+}
+
 pj_t *pj_object(void) {
     return pj__alloc(sizeof(pj__object), PJ_OBJECT);
 }
@@ -80,17 +94,13 @@ pj_t *pj_array(void) {
 }
 
 pj_t *pj_stringn_nocheck(const char *s, size_t n) {
-    if (!s || n == SIZE_MAX) return NULL;
-    pj__string *v = pj__alloc(sizeof *v, PJ_STRING);
-    char *copy = malloc(n + 1);
-    if (!v || !copy) {
-        free(v);
-        free(copy);
-        return NULL;
-    }
-    memcpy(copy, s, n);
-    copy[n] = 0;
-    v->value = copy;
+    if (!s || n > SIZE_MAX - sizeof(pj__string) - 1) return NULL;
+    /* one block: the header, then the bytes (one allocation per string, not two) */
+    pj__string *v = pj__alloc_bytes(sizeof *v + n + 1, PJ_STRING);
+    if (!v) return NULL;
+    v->value = (char *)(v + 1);
+    memcpy(v->value, s, n);
+    v->value[n] = 0;
     v->length = n;
     return &v->head;
 }
@@ -163,7 +173,7 @@ int pj_stringn_set(pj_t *v, const char *s, size_t n) {
     memcpy(copy, s, n);
     copy[n] = 0;
     pj__string *str = (pj__string *)v;
-    free(str->value);
+    if (str->value != (char *)(str + 1)) free(str->value);
     str->value = copy;
     str->length = n;
     return 0;
@@ -348,7 +358,7 @@ int pj__object_set_take_key(pj_t *o, char *key, size_t keylen, pj_t *value) {
         return 0;
     }
     if (obj->len == obj->cap) {
-        size_t cap = obj->cap ? obj->cap * 2 : 4;
+        size_t cap = obj->cap ? obj->cap * 2 : 8; /* most objects fit the first */
         if (cap > UINT32_MAX - 1 || cap > SIZE_MAX / sizeof(pj__member)) goto fail;
         pj__member *ent = realloc(obj->ent, cap * sizeof *ent);
         if (!ent) goto fail;
