@@ -13,7 +13,6 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
@@ -139,6 +138,11 @@ void pb_lines_free(pb_lines *r); /* the buffer; the descriptor stays the caller'
 pb_lines_status pb_lines_next(pb_lines *r, char **line, size_t *len);
 bool pb_line_blank(const char *s, size_t n); /* only spaces and tabs (keep-alive lines) */
 
+/* Threads exist only in the native form: the WebAssembly form (wasm32-wasi, no
+ * threads) builds base without them. */
+#ifndef __wasi__
+#include <pthread.h>
+
 /* ---- threads (thread.c) -------------------------------------------------------------- */
 /* Starts fn(arg) on a detached thread: 0, or the pthread error number (nothing runs). */
 int pb_thread_detached(void *(*fn)(void *), void *arg);
@@ -147,6 +151,7 @@ void pb_count_leave(pthread_mutex_t *mu, pthread_cond_t *cv, int *count);
 /* Waits up to ms milliseconds for *count (guarded by mu, announced on cv, whose clock is
  * CLOCK_REALTIME) to reach 0. Returns the count then: 0 when every worker left. */
 int pb_count_wait(pthread_mutex_t *mu, pthread_cond_t *cv, const int *count, int64_t ms);
+#endif
 
 /* ---- bounded body sink (buf.c) -------------------------------------------------------
  * An answer body gathered up to max bytes, through an fwrite-shaped callback (curl's

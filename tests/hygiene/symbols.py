@@ -2,7 +2,7 @@
 """symbols.py LIBPERI_A INCLUDE_DIR CC JANSSON_INCLUDES: the library's outside surface.
 
 1. Naming rule. Every global symbol libperi.a defines starts with its layer's prefix
-   (pb_ pw_ pr_ pl_ pm_ pst_ ptl_ pmcp_ pag_ prt_ pct_ pacp_ psdk_). The single-underscore
+   (pb_ and pj_ for base's JSON library, pw_ pr_ pl_ pm_ pst_ ptl_ pmcp_ pag_ prt_ pct_ pacp_ psdk_). The single-underscore
    form (pw_name) is the public API: it must be declared in include/peri/*.h. What files
    of a layer share internally uses the double-underscore form (pw__name), declared in
    the layer's own *_int.h; it never appears in a public header.
@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 lib, incdir, cc, jansson = sys.argv[1:5]
-PREFIXES = ["pb", "pw", "pr", "pl", "pm", "pst", "ptl", "pmcp", "pag", "prt", "pct", "pacp", "psdk"]
+PREFIXES = ["pb", "pj", "pw", "pr", "pl", "pm", "pst", "ptl", "pmcp", "pag", "prt", "pct", "pacp", "psdk"]
 problems = []
 
 headers = sorted(glob.glob(os.path.join(incdir, "*.h")))
