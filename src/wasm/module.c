@@ -10,13 +10,18 @@
 #include "wasm/compile.h"
 #include "wasm/module.h"
 
-pw_status pw__fail(pw_error *err, pw_status st, const char *fmt, ...) {
+pw_status pw__failv(pw_error *err, pw_status st, const char *fmt, va_list ap) {
     if (!err) return st;
     err->status = st;
     err->trap = PW_TRAP_NONE;
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    return st;
+}
+
+pw_status pw__fail(pw_error *err, pw_status st, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    pw__failv(err, st, fmt, ap);
     va_end(ap);
     return st;
 }

@@ -17,6 +17,8 @@
 
 #include "peri/wasm.h"
 
+#include <stdarg.h>
+
 /* A byte range within pw_module.bytes. */
 typedef struct pw_span {
     uint32_t off, len;
@@ -230,8 +232,10 @@ bool pw__deftype_sub_cross(const pw_module *ma, uint32_t i, const pw_module *mb,
 /* types.c, for validate.c: check the type section and compute canon/depth. */
 pw_status pw__types_check(pw_module *m, pw_error *err);
 
-/* Fill err (status, message) printf-style; returns err->status. */
+/* Fill err (status, message) printf-style; returns st. NULL err: nothing is written. */
 pw_status pw__fail(pw_error *err, pw_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+pw_status pw__failv(pw_error *err, pw_status st, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 #endif

@@ -61,12 +61,16 @@ static void vt_name(pw_valtype t, char *buf, size_t n) {
 
 static pw_status invalid(pw_vctx *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static pw_status invalid(pw_vctx *v, const char *fmt, ...) {
-    char msg[200];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    pw__failv(v->err, PW_ERR_INVALID, fmt, ap);
     va_end(ap);
-    return pw__fail(v->err, PW_ERR_INVALID, "%s (at byte %zu)", msg, pw_rd_off(&v->r));
+    if (v->err) { /* where: the byte offset, after the message */
+        size_t n = strlen(v->err->message);
+        snprintf(v->err->message + n, sizeof v->err->message - n, " (at byte %zu)",
+                 pw_rd_off(&v->r));
+    }
+    return PW_ERR_INVALID;
 }
 
 static pw_status mismatch(pw_vctx *v, pw_valtype want, pw_valtype got, bool empty) {
