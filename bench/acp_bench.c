@@ -16,7 +16,7 @@
 #include "peri/store.h"
 
 #include <arpa/inet.h>
-#include <jansson.h>
+#include "peri/json.h"
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -130,12 +130,12 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int send_req(client *c, const char *method, json_t *params) {
+static int send_req(client *c, const char *method, pj_t *params) {
     int id = ++c->next_id;
-    json_t *f = json_pack("{s:s, s:i, s:s, s:o}", "jsonrpc", "2.0", "id", id, "method", method,
+    pj_t *f = pj_pack("{s:s, s:i, s:s, s:o}", "jsonrpc", "2.0", "id", id, "method", method,
                           "params", params);
-    char *s = json_dumps(f, JSON_COMPACT);
-    json_decref(f);
+    char *s = pj_dumps(f, PJ_COMPACT);
+    pj_decref(f);
     size_t n = strlen(s);
     if (write(c->out, s, n) != (ssize_t)n || write(c->out, "\n", 1) != 1) id = -1;
     free(s);
@@ -143,21 +143,21 @@ static int send_req(client *c, const char *method, json_t *params) {
 }
 
 /* Reads frames until the response to id; counts session/update frames. */
-static json_t *wait_resp(client *c, int id, long *updates) {
+static pj_t *wait_resp(client *c, int id, long *updates) {
     char *line = NULL;
     size_t cap = 0;
-    json_t *res = NULL;
+    pj_t *res = NULL;
     while (getline(&line, &cap, c->in) > 0) {
-        json_t *f = json_loads(line, 0, NULL);
+        pj_t *f = pj_loads(line, 0, NULL);
         if (!f) continue;
-        json_t *fid = json_object_get(f, "id");
-        if (!json_object_get(f, "method") && json_is_integer(fid) &&
-            json_integer_value(fid) == id) {
+        pj_t *fid = pj_object_get(f, "id");
+        if (!pj_object_get(f, "method") && pj_is_integer(fid) &&
+            pj_integer_value(fid) == id) {
             res = f;
             break;
         }
         if (updates) (*updates)++;
-        json_decref(f);
+        pj_decref(f);
     }
     free(line);
     return res;
@@ -168,11 +168,11 @@ static void wait_update(client *c) {
     char *line = NULL;
     size_t cap = 0;
     while (getline(&line, &cap, c->in) > 0) {
-        json_t *f = json_loads(line, 0, NULL);
-        const char *u = json_string_value(json_object_get(
-            json_object_get(json_object_get(f, "params"), "update"), "sessionUpdate"));
+        pj_t *f = pj_loads(line, 0, NULL);
+        const char *u = pj_string_value(pj_object_get(
+            pj_object_get(pj_object_get(f, "params"), "update"), "sessionUpdate"));
         int hit = u && !strcmp(u, "agent_message_chunk");
-        json_decref(f);
+        pj_decref(f);
         if (hit) break;
     }
     free(line);
@@ -263,7 +263,7 @@ int main(int argc, char **argv) {
     char mid[PST_ID_LEN];
     pst_error me;
     if (pst_machine_id_resolve(home, NULL, mid, &me)) return 1;
-    json_t *settings = json_pack("{s:s, s:{s:{s:s, s:s}}}", "model", "openai:bench", "providers",
+    pj_t *settings = pj_pack("{s:s, s:{s:{s:s, s:s}}}", "model", "openai:bench", "providers",
                                  "openai", "baseUrl", url, "apiKey", "bench");
     srv_job job = {
         .opt = {.cwd = tmp, .settings = settings, .storage = {.locator = db}, .machine_id = mid},
@@ -272,23 +272,23 @@ int main(int argc, char **argv) {
     pthread_t th;
     pthread_create(&th, NULL, srv_main, &job);
     client c = {.in = fdopen(from[0], "r"), .out = to[1]};
-    json_decref(
-        wait_resp(&c, send_req(&c, "initialize", json_pack("{s:i}", "protocolVersion", 1)), NULL));
-    json_t *r = wait_resp(
-        &c, send_req(&c, "session/new", json_pack("{s:s,s:[]}", "cwd", tmp, "mcpServers")), NULL);
+    pj_decref(
+        wait_resp(&c, send_req(&c, "initialize", pj_pack("{s:i}", "protocolVersion", 1)), NULL));
+    pj_t *r = wait_resp(
+        &c, send_req(&c, "session/new", pj_pack("{s:s,s:[]}", "cwd", tmp, "mcpServers")), NULL);
     char sid[64];
     snprintf(sid, sizeof sid, "%s",
-             json_string_value(json_object_get(json_object_get(r, "result"), "sessionId")));
-    json_decref(r);
+             pj_string_value(pj_object_get(pj_object_get(r, "result"), "sessionId")));
+    pj_decref(r);
 
     /* 1. turns against the instant model */
     double *lat = calloc((size_t)turns, sizeof *lat);
     long ok = 0;
     for (long i = 0; i < 50; i++) { /* warm-up */
-        json_t *blocks = json_pack("[{s:s,s:s}]", "type", "text", "text", "hi");
-        json_decref(wait_resp(&c,
+        pj_t *blocks = pj_pack("[{s:s,s:s}]", "type", "text", "text", "hi");
+        pj_decref(wait_resp(&c,
                               send_req(&c, "session/prompt",
-                                       json_pack("{s:s,s:o}", "sessionId", sid, "prompt", blocks)),
+                                       pj_pack("{s:s,s:o}", "sessionId", sid, "prompt", blocks)),
                               NULL));
     }
     /* Conversations of 20 turns: each turn resends the whole history to the model,
@@ -297,24 +297,24 @@ int main(int argc, char **argv) {
     for (long i = 0; i < turns; i++) {
         if (i % 20 == 0) {
             r = wait_resp(
-                &c, send_req(&c, "session/new", json_pack("{s:s,s:[]}", "cwd", tmp, "mcpServers")),
+                &c, send_req(&c, "session/new", pj_pack("{s:s,s:[]}", "cwd", tmp, "mcpServers")),
                 NULL);
             snprintf(sid, sizeof sid, "%s",
-                     json_string_value(json_object_get(json_object_get(r, "result"), "sessionId")));
-            json_decref(r);
+                     pj_string_value(pj_object_get(pj_object_get(r, "result"), "sessionId")));
+            pj_decref(r);
         }
-        json_t *blocks = json_pack("[{s:s,s:s}]", "type", "text", "text", "hi");
+        pj_t *blocks = pj_pack("[{s:s,s:s}]", "type", "text", "text", "hi");
         double a = now_s();
-        json_t *resp =
+        pj_t *resp =
             wait_resp(&c,
                       send_req(&c, "session/prompt",
-                               json_pack("{s:s,s:o}", "sessionId", sid, "prompt", blocks)),
+                               pj_pack("{s:s,s:o}", "sessionId", sid, "prompt", blocks)),
                       NULL);
         lat[i] = now_s() - a;
         const char *stop =
-            json_string_value(json_object_get(json_object_get(resp, "result"), "stopReason"));
+            pj_string_value(pj_object_get(pj_object_get(resp, "result"), "stopReason"));
         if (stop && !strcmp(stop, "end_turn")) ok++;
-        json_decref(resp);
+        pj_decref(resp);
     }
     double total = now_s() - t0;
     qsort(lat, (size_t)turns, sizeof *lat, cmp_d);
@@ -327,8 +327,8 @@ int main(int argc, char **argv) {
     /* 2. memory per idle session */
     long before = rss_kb();
     for (long i = 0; i < sessions; i++)
-        json_decref(wait_resp(
-            &c, send_req(&c, "session/new", json_pack("{s:s,s:[]}", "cwd", tmp, "mcpServers")),
+        pj_decref(wait_resp(
+            &c, send_req(&c, "session/new", pj_pack("{s:s,s:[]}", "cwd", tmp, "mcpServers")),
             NULL));
     long after = rss_kb();
     printf("idle sessions: %ld, RSS %ld -> %ld KiB = %.1f KiB per session\n", sessions, before,
@@ -338,29 +338,29 @@ int main(int argc, char **argv) {
     long ncancel = 100;
     double *cl = calloc((size_t)ncancel, sizeof *cl);
     r = wait_resp(
-        &c, send_req(&c, "session/new", json_pack("{s:s,s:[]}", "cwd", tmp, "mcpServers")), NULL);
+        &c, send_req(&c, "session/new", pj_pack("{s:s,s:[]}", "cwd", tmp, "mcpServers")), NULL);
     snprintf(sid, sizeof sid, "%s",
-             json_string_value(json_object_get(json_object_get(r, "result"), "sessionId")));
-    json_decref(r);
+             pj_string_value(pj_object_get(pj_object_get(r, "result"), "sessionId")));
+    pj_decref(r);
     long cancelled = 0;
     for (long i = 0; i < ncancel; i++) {
-        json_t *blocks = json_pack("[{s:s,s:s}]", "type", "text", "text", "HANG-NOW");
+        pj_t *blocks = pj_pack("[{s:s,s:s}]", "type", "text", "text", "HANG-NOW");
         int id = send_req(&c, "session/prompt",
-                          json_pack("{s:s,s:o}", "sessionId", sid, "prompt", blocks));
+                          pj_pack("{s:s,s:o}", "sessionId", sid, "prompt", blocks));
         wait_update(&c); /* the stream is running */
-        json_t *n = json_pack("{s:s, s:s, s:{s:s}}", "jsonrpc", "2.0", "method", "session/cancel",
+        pj_t *n = pj_pack("{s:s, s:s, s:{s:s}}", "jsonrpc", "2.0", "method", "session/cancel",
                               "params", "sessionId", sid);
-        char *txt = json_dumps(n, JSON_COMPACT);
-        json_decref(n);
+        char *txt = pj_dumps(n, PJ_COMPACT);
+        pj_decref(n);
         double a = now_s();
         if (write(c.out, txt, strlen(txt)) < 0 || write(c.out, "\n", 1) < 0) return 1;
         free(txt);
-        json_t *resp = wait_resp(&c, id, NULL);
+        pj_t *resp = wait_resp(&c, id, NULL);
         cl[i] = now_s() - a;
         const char *stop =
-            json_string_value(json_object_get(json_object_get(resp, "result"), "stopReason"));
+            pj_string_value(pj_object_get(pj_object_get(resp, "result"), "stopReason"));
         if (stop && !strcmp(stop, "cancelled")) cancelled++;
-        json_decref(resp);
+        pj_decref(resp);
     }
     qsort(cl, (size_t)ncancel, sizeof *cl, cmp_d);
     printf("cancel mid-stream: %ld/%ld cancelled; session/cancel -> answer p50 %.3f ms, p99 %.3f "
@@ -375,12 +375,12 @@ int main(int argc, char **argv) {
     r = wait_resp(
         &c,
         send_req(&c, "session/load",
-                 json_pack("{s:s,s:s,s:[]}", "sessionId", seeded, "cwd", tmp, "mcpServers")),
+                 pj_pack("{s:s,s:s,s:[]}", "sessionId", seeded, "cwd", tmp, "mcpServers")),
         &updates);
     double lt = now_s() - l0;
     printf("session/load of %ld messages: %.1f ms (%ld replayed updates, %s)\n", messages, lt * 1e3,
-           updates, json_object_get(r, "result") ? "ok" : "error");
-    json_decref(r);
+           updates, pj_object_get(r, "result") ? "ok" : "error");
+    pj_decref(r);
 
     close(to[1]);
     char *line = NULL;
@@ -389,7 +389,7 @@ int main(int argc, char **argv) {
     }
     free(line);
     pthread_join(th, NULL);
-    json_decref(settings);
+    pj_decref(settings);
     fclose(c.in);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);

@@ -21,7 +21,7 @@
 #include "peri/room.h"
 #include "room/room_int.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,14 +155,14 @@ static void bench_api(const bench_case *c, pr_host *h, pr_program *p, pr_request
  * a JSON string). Both owned by the caller (free); false when out of memory. */
 static bool serve_texts(const bench_case *c, const char *text, const char *hex, char **line,
                         char **needle) {
-    json_t *req = json_pack("{s:s,s:i,s:s,s:{s:s,s:s,s:s,s:s,s:s}}", "jsonrpc", "2.0", "id", 1,
+    pj_t *req = pj_pack("{s:s,s:i,s:s,s:{s:s,s:s,s:s,s:s,s:s}}", "jsonrpc", "2.0", "id", 1,
                             "method", "isolate/run", "params", "runner", "LOADER", "scope", "bench",
                             "digest", hex, "program", text, "input", c->input);
-    json_t *want = json_string(c->want);
-    char *l = req ? json_dumps(req, JSON_COMPACT) : NULL;
-    char *w = want ? json_dumps(want, JSON_ENCODE_ANY) : NULL;
-    json_decref(req);
-    json_decref(want);
+    pj_t *want = pj_string(c->want);
+    char *l = req ? pj_dumps(req, PJ_COMPACT) : NULL;
+    char *w = want ? pj_dumps(want, PJ_ENCODE_ANY) : NULL;
+    pj_decref(req);
+    pj_decref(want);
     *line = l ? malloc(strlen(l) + 2) : NULL;
     *needle = w ? malloc(strlen(w) + 16) : NULL;
     if (*line) sprintf(*line, "%s\n", l);

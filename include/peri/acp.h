@@ -14,7 +14,7 @@
 
 #include "peri/base.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -44,7 +44,7 @@ typedef struct pacp_options {
      * NULL = {}).
      * It replaces ~/.peri/settings.json: models, providers and keys, permissions, ...
      * A deep copy lives in the host context; nothing re-reads it from disk. */
-    const json_t *settings;
+    const pj_t *settings;
     pacp_storage storage;
     /* The persistent machine identity (a UUID; 1..36 printable characters). One host
      * holds one identity: an initialize asking for another one is rejected. NULL on a

@@ -33,7 +33,7 @@
 #include "peri/model.h"
 #include "peri/tools.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -93,7 +93,7 @@ typedef struct pag_settings {
     /* "goal": {"maxContinuations"}: how many turns the agent may start on its own to
      * pursue the session's goal after a turn ended without it met. Default 3; 0: none. */
     int goal_max_continuations;
-    json_t *doc; /* owned deep copy of the whole settings document: other modules read
+    pj_t *doc; /* owned deep copy of the whole settings document: other modules read
                     their own keys here (never re-read from disk) */
 } pag_settings;
 
@@ -102,7 +102,7 @@ typedef struct pag_settings {
  * must be an object", out of memory). A missing provider is not an error here. The
  * CLI builds the document from ~/.peri/settings.json (or --settings) and the
  * environment (src/cli/host_env.c). */
-int pag_settings_from_doc(pag_settings *s, const json_t *doc, char *err, size_t errlen);
+int pag_settings_from_doc(pag_settings *s, const pj_t *doc, char *err, size_t errlen);
 void pag_settings_clear(pag_settings *s);
 
 /* settings_schema.c: checks a settings document against the keys the host reads and
@@ -111,7 +111,7 @@ void pag_settings_clear(pag_settings *s);
  * the wrong type or shape; warning (error false) = a key the host does not read, with
  * "did you mean" the nearest known key. Returns the number of errors. Reads only doc. */
 typedef void (*pag_settings_report_fn)(void *ud, bool error, const char *message);
-size_t pag_settings_check(const json_t *doc, pag_settings_report_fn report, void *ud);
+size_t pag_settings_check(const pj_t *doc, pag_settings_report_fn report, void *ud);
 /* The edit distance of a and b (with swaps of neighbours; ASCII case folded). */
 size_t pag_edit_distance(const char *a, const char *b);
 bool pag_settings_allows(const pag_settings *s, const char *tool_name);
@@ -308,6 +308,26 @@ const char *pag_mode_name(pag_mode m); /* human name */
 const char *pag_mode_description(pag_mode m);
 bool pag_mode_parse(const char *id, pag_mode *out);
 
+/* The host's tool functions, called with pag_ports.ctx. They depend on the kind of host,
+ * not on the session, so a host keeps one static const table of them. */
+typedef struct pag_tool_ops {
+    /* Optional (MCP tools/list_changed): called before each model request; returns the
+     * tool list to use from now on (*ntools set), which must stay valid until the next
+     * call. NULL: pag_ports.tools/ntools never change. */
+    const pag_tool_info *(*now)(void *ctx, size_t *ntools);
+    /* Runs a tool; fills *out (strings malloc'd, freed by the agent with
+     * pag_tool_output_clear). Returns 0 when it ran (out->is_error tells a tool failure),
+     * 1 when cancelled, -1 for an internal failure (out->output may explain). NULL: every
+     * tool call fails. */
+    int (*run)(void *ctx, const char *name, const char *args_json, atomic_int *cancel,
+               pag_tool_output *out);
+    /* Optional: a human title for a tool call (malloc'd, caller frees); NULL: the name. */
+    char *(*title)(void *ctx, const char *name, const char *args_json);
+    /* Optional: whether this call needs permission although its pag_tool_info says it
+     * does not (e.g. `run` asks only when it would run natively). */
+    bool (*needs_permission)(void *ctx, const char *name, const char *args_json);
+} pag_tool_ops;
+
 typedef struct pag_ports {
     void *ctx;
     /* The model call; pm_stream-compatible (tests substitute a script). */
@@ -317,21 +337,8 @@ typedef struct pag_ports {
     const char *model_missing_reason;
     const pag_tool_info *tools;
     size_t ntools;
-    /* Optional (MCP tools/list_changed): called before each model request;
-     * returns the tool list to use from now on (*ntools set), which must stay valid
-     * until the next call. NULL port: tools/ntools above never change. */
-    const pag_tool_info *(*tools_now)(void *ctx, size_t *ntools);
-    /* Runs a tool; fills *out (strings malloc'd, freed by the agent with
-     * pag_tool_output_clear). Returns 0 when it ran (out->is_error tells a tool failure),
-     * 1 when cancelled, -1 for an internal failure (out->output may explain). */
-    int (*run_tool)(void *ctx, const char *name, const char *args_json, atomic_int *cancel,
-                    pag_tool_output *out);
-    /* Human title for a tool call (malloc'd, caller frees); NULL port = the tool name. */
-    char *(*tool_title)(void *ctx, const char *name, const char *args_json);
+    const pag_tool_ops *tool_ops; /* how its tools run; NULL: every tool call fails */
     pag_permission (*ask_permission)(void *ctx, const pag_event *tool_call, atomic_int *cancel);
-    /* Optional: whether this call needs permission although its pag_tool_info says it
-     * does not (e.g. `run` asks only when it would run natively). */
-    bool (*tool_needs_permission)(void *ctx, const char *name, const char *args_json);
     /* Persists messages as one atomic batch (role + pm_message_to_json). 0 or -1. */
     int (*persist)(void *ctx, const pm_message *msgs, size_t n);
     void (*emit)(void *ctx, const pag_event *ev);
@@ -515,7 +522,7 @@ typedef struct pag_hooks_env {
 } pag_hooks_env;
 /* Validates and keeps the user's "hooks" object (borrowed JSON; NULL = none). Returns a
  * set (free with pag_hooks_free) or NULL with err (a message naming the bad field). */
-pag_hooks *pag_hooks_new(const json_t *user_hooks, const pag_hooks_env *env, char *err,
+pag_hooks *pag_hooks_new(const pj_t *user_hooks, const pag_hooks_env *env, char *err,
                          size_t errlen);
 void pag_hooks_free(pag_hooks *h);
 /* Replaces the project's hooks (JSON text of the project's trusted "hooks" object; NULL
@@ -525,7 +532,7 @@ int pag_hooks_set_project(pag_hooks *h, const char *hooks_json, char *err, size_
 pag_middleware pag_hooks_middleware(pag_hooks *h);
 /* Checks a "hooks" value (settings or project); reports each problem through report
  * (path-prefixed); returns the number of errors. */
-size_t pag_hooks_check(const json_t *hooks, const char *path, pag_settings_report_fn report,
+size_t pag_hooks_check(const pj_t *hooks, const char *path, pag_settings_report_fn report,
                        void *ud);
 
 /* Token estimate of a history (bytes/4 unless a usage report is newer). Exposed for

@@ -21,7 +21,7 @@
 #ifndef PERI_RPC_H
 #define PERI_RPC_H
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -52,12 +52,12 @@ typedef struct pb_rpc_rules {
 
 typedef struct pb_rpc_msg {
     pb_rpc_kind kind;
-    json_t *root;        /* owned: the decoded frame (NULL on a parse error) */
-    json_t *id;          /* borrowed from root; NULL when absent or unusable */
+    pj_t *root;        /* owned: the decoded frame (NULL on a parse error) */
+    pj_t *id;          /* borrowed from root; NULL when absent or unusable */
     const char *method;  /* borrowed */
-    json_t *params;      /* borrowed; NULL when absent or null */
-    json_t *result;      /* borrowed (responses) */
-    json_t *error;       /* borrowed (error responses): an object with an integer code */
+    pj_t *params;      /* borrowed; NULL when absent or null */
+    pj_t *result;      /* borrowed (responses) */
+    pj_t *error;       /* borrowed (error responses): an object with an integer code */
     int err_code;        /* PB_RPC_INVALID: PB_RPC_PARSE_ERROR or PB_RPC_INVALID_REQUEST */
     const char *err_msg; /* JSON-RPC's text for err_code ("Parse error", "Invalid Request") */
     const char *why;     /* PB_RPC_INVALID: which rule was broken, for logs and details */
@@ -75,16 +75,16 @@ const char *pb_rpc_invalid_text(const pb_rpc_msg *m, char *buf, size_t n);
  * steal `params`, `result` and `data` (also on failure); `id` is borrowed (NULL is
  * written as null). params NULL leaves "params" out; result NULL is a failure (the
  * caller's own allocation failed). */
-json_t *pb_rpc_request(json_int_t id, const char *method, json_t *params);
-json_t *pb_rpc_notification(const char *method, json_t *params);
-json_t *pb_rpc_result(json_t *id, json_t *result);
-json_t *pb_rpc_error(json_t *id, int code, const char *message, json_t *data);
+pj_t *pb_rpc_request(pj_int_t id, const char *method, pj_t *params);
+pj_t *pb_rpc_notification(const char *method, pj_t *params);
+pj_t *pb_rpc_result(pj_t *id, pj_t *result);
+pj_t *pb_rpc_error(pj_t *id, int code, const char *message, pj_t *data);
 
 /* Serialises a frame compactly, in insertion order (field order is part of the
  * contracts), as one line: JSON never holds a raw newline inside strings, so with
  * newline the result is exactly one '\n'-terminated line. Caller frees; NULL on
  * failure. *len_out (may be NULL) receives the length. */
-char *pb_rpc_encode(const json_t *frame, bool newline, size_t *len_out);
+char *pb_rpc_encode(const pj_t *frame, bool newline, size_t *len_out);
 
 /* The rules of ACP frames (JSON-RPC 2.0 as written), for its servers and clients. */
 #define PB_RPC_ACP_RULES                                                                           \

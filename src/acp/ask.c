@@ -12,7 +12,7 @@
  * A pending question ends as "cancel" when the turn is cancelled, the session closes or
  * the client goes (EOF); an error answer or an unknown option is "decline".
  *
- * Invariants: the answer is decoded on the reader thread into JSON text (no json_t
+ * Invariants: the answer is decoded on the reader thread into JSON text (no pj_t
  * crosses threads); each request accepts only the options it offered.
  */
 #include "acp/server_impl.h"
@@ -21,82 +21,82 @@
 #include <stdlib.h>
 #include <string.h>
 
-void pacp__ask_caps(pacp_server *srv, json_t *caps) {
-    json_t *el = json_object_get(caps, "elicitation");
-    json_t *form = json_object_get(el, "form");
-    atomic_store(&srv->elicit_form, json_is_object(form));
+void pacp__ask_caps(pacp_server *srv, pj_t *caps) {
+    pj_t *el = pj_object_get(caps, "elicitation");
+    pj_t *form = pj_object_get(el, "form");
+    atomic_store(&srv->elicit_form, pj_is_object(form));
 }
 
 void pacp__ask_answer(pacp_outreq *r, const pb_rpc_msg *m) {
-    json_t *ans = NULL;
+    pj_t *ans = NULL;
     if (!m->error && m->result) {
         if (r->ask_options > 0) { /* session/request_permission */
-            json_t *oc = json_object_get(m->result, "outcome");
-            const char *kind = json_string_value(json_object_get(oc, "outcome"));
-            const char *opt = json_string_value(json_object_get(oc, "optionId"));
+            pj_t *oc = pj_object_get(m->result, "outcome");
+            const char *kind = pj_string_value(pj_object_get(oc, "outcome"));
+            const char *opt = pj_string_value(pj_object_get(oc, "optionId"));
             int i = -1;
             char tail;
             if (kind && !strcmp(kind, "selected") && opt &&
                 sscanf(opt, "choice_%d%c", &i, &tail) == 1 && i >= 0 && i < r->ask_options)
-                ans = json_pack("{s:s, s:i}", "action", "accept", "choice", i);
+                ans = pj_pack("{s:s, s:i}", "action", "accept", "choice", i);
             else if (kind && !strcmp(kind, "cancelled"))
-                ans = json_pack("{s:s}", "action", "cancel");
+                ans = pj_pack("{s:s}", "action", "cancel");
         } else { /* elicitation/create */
-            const char *action = json_string_value(json_object_get(m->result, "action"));
-            json_t *content = json_object_get(m->result, "content");
-            if (action && !strcmp(action, "accept") && json_is_object(content))
-                ans = json_pack("{s:s, s:O}", "action", "accept", "content", content);
+            const char *action = pj_string_value(pj_object_get(m->result, "action"));
+            pj_t *content = pj_object_get(m->result, "content");
+            if (action && !strcmp(action, "accept") && pj_is_object(content))
+                ans = pj_pack("{s:s, s:O}", "action", "accept", "content", content);
             else if (action && !strcmp(action, "cancel"))
-                ans = json_pack("{s:s}", "action", "cancel");
+                ans = pj_pack("{s:s}", "action", "cancel");
         }
     }
-    if (!ans) ans = json_pack("{s:s}", "action", "decline");
-    r->text = ans ? json_dumps(ans, JSON_COMPACT) : NULL;
-    json_decref(ans);
+    if (!ans) ans = pj_pack("{s:s}", "action", "decline");
+    r->text = ans ? pj_dumps(ans, PJ_COMPACT) : NULL;
+    pj_decref(ans);
 }
 
 /* The request's params: request_permission for a choice, elicitation/create for a form;
  * NULL when the client cannot show it. *noptions: the number of choices (0: a form). */
-static json_t *params_of(pacp_server *srv, const char *sid, json_t *q, int *noptions) {
-    const char *kind = json_string_value(json_object_get(q, "kind"));
-    const char *msg = json_string_value(json_object_get(q, "message"));
-    const char *call = json_string_value(json_object_get(q, "toolCallId"));
-    const char *server = json_string_value(json_object_get(q, "server"));
-    json_t *options = json_object_get(q, "options");
+static pj_t *params_of(pacp_server *srv, const char *sid, pj_t *q, int *noptions) {
+    const char *kind = pj_string_value(pj_object_get(q, "kind"));
+    const char *msg = pj_string_value(pj_object_get(q, "message"));
+    const char *call = pj_string_value(pj_object_get(q, "toolCallId"));
+    const char *server = pj_string_value(pj_object_get(q, "server"));
+    pj_t *options = pj_object_get(q, "options");
     *noptions = 0;
     if (!kind || !msg) return NULL;
-    if (!strcmp(kind, "choice") && json_array_size(options) > 0) {
-        json_t *opts = json_array();
+    if (!strcmp(kind, "choice") && pj_array_size(options) > 0) {
+        pj_t *opts = pj_array();
         size_t i;
-        json_t *v;
-        json_array_foreach(options, i, v) {
+        pj_t *v;
+        pj_array_foreach(options, i, v) {
             char id[32];
             snprintf(id, sizeof id, "choice_%zu", i);
-            json_array_append_new(opts, json_pack("{s:s, s:s, s:s}", "optionId", id, "name",
-                                                  json_string_value(v) ? json_string_value(v) : "",
+            pj_array_append_new(opts, pj_pack("{s:s, s:s, s:s}", "optionId", id, "name",
+                                                  pj_string_value(v) ? pj_string_value(v) : "",
                                                   "kind", "allow_once"));
         }
-        json_array_append_new(opts, json_pack("{s:s, s:s, s:s}", "optionId", "decline", "name",
+        pj_array_append_new(opts, pj_pack("{s:s, s:s, s:s}", "optionId", "decline", "name",
                                               "Don't answer", "kind", "reject_once"));
-        json_t *tc =
-            json_pack("{s:s, s:s, s:s, s:s, s:[{s:s, s:{s:s, s:s}}], s:{s:{s:s, s:O}}}",
+        pj_t *tc =
+            pj_pack("{s:s, s:s, s:s, s:s, s:[{s:s, s:{s:s, s:s}}], s:{s:{s:s, s:O}}}",
                       "toolCallId", call ? call : "peri-question", "title", msg, "kind", "other",
                       "status", "pending", "content", "type", "content", "content", "type", "text",
                       "text", msg, "_meta", "peri.question", "kind", "choice", "options", options);
-        *noptions = (int)json_array_size(options);
-        return json_pack("{s:s, s:o, s:o}", "sessionId", sid, "toolCall", tc, "options", opts);
+        *noptions = (int)pj_array_size(options);
+        return pj_pack("{s:s, s:o, s:o}", "sessionId", sid, "toolCall", tc, "options", opts);
     }
     if (!strcmp(kind, "form") && atomic_load(&srv->elicit_form)) {
-        json_t *schema = json_object_get(q, "requestedSchema");
-        if (!json_is_object(schema)) return NULL;
+        pj_t *schema = pj_object_get(q, "requestedSchema");
+        if (!pj_is_object(schema)) return NULL;
         char text[4400];
         if (server && *server)
             snprintf(text, sizeof text, "[MCP server %.100s] %.4000s", server, msg);
         else
             snprintf(text, sizeof text, "%.4000s", msg);
-        json_t *p = json_pack("{s:s, s:s, s:s, s:O}", "sessionId", sid, "mode", "form", "message",
+        pj_t *p = pj_pack("{s:s, s:s, s:s, s:O}", "sessionId", sid, "mode", "form", "message",
                               text, "requestedSchema", schema);
-        if (p && call) json_object_set_new(p, "toolCallId", json_string(call));
+        if (p && call) pj_object_set_new(p, "toolCallId", pj_string(call));
         return p;
     }
     return NULL;
@@ -105,10 +105,10 @@ static json_t *params_of(pacp_server *srv, const char *sid, json_t *q, int *nopt
 char *pacp__sink_ask_user(void *ctx, const char *session_id, const char *question_json,
                           atomic_int *cancel) {
     pacp_server *srv = ctx;
-    json_t *q = json_loads(question_json, 0, NULL);
+    pj_t *q = pj_loads(question_json, 0, NULL);
     int nopt = 0;
-    json_t *params = q ? params_of(srv, session_id, q, &nopt) : NULL;
-    json_decref(q);
+    pj_t *params = q ? params_of(srv, session_id, q, &nopt) : NULL;
+    pj_decref(q);
     if (!params) return NULL;
     /* the question's identity, as a permission request carries it */
     uint64_t epoch = 0;
@@ -118,15 +118,15 @@ char *pacp__sink_ask_user(void *ctx, const char *session_id, const char *questio
                              .turn_id = turn[0] ? turn : NULL,
                              .attempt_id = attempt[0] ? attempt : NULL,
                              .agent_id = session_id};
-        json_t *meta = json_object();
+        pj_t *meta = pj_object();
         if (meta) {
             pacp__ids_meta(meta, &ids);
-            json_object_set_new(params, "_meta", meta);
+            pj_object_set_new(params, "_meta", meta);
         }
     }
     pacp_outreq *req = calloc(1, sizeof *req);
     if (!req) {
-        json_decref(params);
+        pj_decref(params);
         return NULL;
     }
     req->kind = PACP_REQ_ASK;
@@ -135,14 +135,14 @@ char *pacp__sink_ask_user(void *ctx, const char *session_id, const char *questio
     bool linked = !atomic_load(cancel) && pacp__outreq_link(srv, req);
     pthread_mutex_unlock(&srv->mu);
     if (!linked) {
-        json_decref(params);
+        pj_decref(params);
         free(req);
         return strdup("{\"action\":\"cancel\"}");
     }
-    json_t *f = pb_rpc_request(
+    pj_t *f = pb_rpc_request(
         req->id, nopt > 0 ? "session/request_permission" : "elicitation/create", params);
     int sent = f && pacp__writer_send(&srv->w, f) == 0;
-    json_decref(f);
+    pj_decref(f);
     char *answer = NULL;
     pthread_mutex_lock(&srv->mu);
     while (sent && !req->done && !srv->eof && !atomic_load(cancel)) {

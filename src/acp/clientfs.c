@@ -6,7 +6,7 @@
  *
  * Invariants: paths reaching here were already confined by the tools (default deny is
  * unchanged); a request waits at most 30 s, and gives up at EOF of the client; answers
- * are decoded on the reader thread into plain C strings (no json_t crosses threads).
+ * are decoded on the reader thread into plain C strings (no pj_t crosses threads).
  */
 #include "acp/server_impl.h"
 
@@ -17,21 +17,21 @@
 
 #define FS_TIMEOUT_MS 30000
 
-void pacp__fs_caps(pacp_server *srv, json_t *caps) {
-    json_t *fs = json_object_get(caps, "fs");
-    atomic_store(&srv->fs_read, json_is_true(json_object_get(fs, "readTextFile")));
-    atomic_store(&srv->fs_write, json_is_true(json_object_get(fs, "writeTextFile")));
+void pacp__fs_caps(pacp_server *srv, pj_t *caps) {
+    pj_t *fs = pj_object_get(caps, "fs");
+    atomic_store(&srv->fs_read, pj_is_true(pj_object_get(fs, "readTextFile")));
+    atomic_store(&srv->fs_write, pj_is_true(pj_object_get(fs, "writeTextFile")));
 }
 
 void pacp__fs_answer(pacp_outreq *r, const pb_rpc_msg *m) {
-    json_t *content = json_object_get(m->result, "content");
+    pj_t *content = pj_object_get(m->result, "content");
     if (m->error || !m->result) {
         r->error = true;
-    } else if (json_is_string(content)) {
-        size_t n = json_string_length(content);
+    } else if (pj_is_string(content)) {
+        size_t n = pj_string_length(content);
         r->text = malloc(n + 1);
         if (r->text) {
-            memcpy(r->text, json_string_value(content), n + 1);
+            memcpy(r->text, pj_string_value(content), n + 1);
             r->text_len = n;
         } else {
             r->error = true;
@@ -41,11 +41,11 @@ void pacp__fs_answer(pacp_outreq *r, const pb_rpc_msg *m) {
 
 /* Sends one fs/... request and waits for its answer. Returns the finished request (the
  * caller frees it and its text) or NULL when it could not be sent / timed out. */
-static pacp_outreq *fs_call(pacp_server *srv, const char *method, json_t *params) {
+static pacp_outreq *fs_call(pacp_server *srv, const char *method, pj_t *params) {
     pacp_outreq *req = calloc(1, sizeof *req);
     if (!req || !params) {
         free(req);
-        json_decref(params);
+        pj_decref(params);
         return NULL;
     }
     req->kind = PACP_REQ_FS;
@@ -53,13 +53,13 @@ static pacp_outreq *fs_call(pacp_server *srv, const char *method, json_t *params
     bool linked = pacp__outreq_link(srv, req);
     pthread_mutex_unlock(&srv->mu);
     if (!linked) {
-        json_decref(params);
+        pj_decref(params);
         free(req);
         return NULL;
     }
-    json_t *f = pb_rpc_request(req->id, method, params);
+    pj_t *f = pb_rpc_request(req->id, method, params);
     int sent = f && pacp__writer_send(&srv->w, f) == 0;
-    json_decref(f);
+    pj_decref(f);
     struct timespec dl = pb_deadline(CLOCK_REALTIME, FS_TIMEOUT_MS);
     pthread_mutex_lock(&srv->mu);
     while (sent && !req->done && !srv->eof) {
@@ -81,7 +81,7 @@ int pacp__fs_read(void *ctx, const char *session_id, const char *abs_path, char 
     pacp_server *srv = ctx;
     if (!atomic_load(&srv->fs_read)) return 1;
     pacp_outreq *r = fs_call(srv, "fs/read_text_file",
-                             json_pack("{s:s, s:s}", "sessionId", session_id, "path", abs_path));
+                             pj_pack("{s:s, s:s}", "sessionId", session_id, "path", abs_path));
     if (!r || r->error || !r->text) {
         int e = r ? ENOENT : EIO; /* an error answer: the client has no such file */
         if (r) free(r->text);
@@ -99,12 +99,12 @@ int pacp__fs_write(void *ctx, const char *session_id, const char *abs_path, cons
                    size_t len) {
     pacp_server *srv = ctx;
     if (!atomic_load(&srv->fs_write)) return 1;
-    json_t *content = json_stringn(data, len);
+    pj_t *content = pj_stringn(data, len);
     if (!content) { /* not UTF-8: the text API cannot carry it; write it on disk */
         return 1;
     }
     pacp_outreq *r = fs_call(srv, "fs/write_text_file",
-                             json_pack("{s:s, s:s, s:o}", "sessionId", session_id, "path", abs_path,
+                             pj_pack("{s:s, s:s, s:o}", "sessionId", session_id, "path", abs_path,
                                        "content", content));
     int rc = r && !r->error ? 0 : -1;
     if (r) free(r->text);

@@ -9,7 +9,7 @@
  * every terminal created is released exactly once: after the tool_call_update that embeds
  * it has been written (sink_event -> pacp__term_after_update), so the client can keep
  * showing it, or here when the run did not complete. Answers are kept as JSON text by the
- * reader thread and decoded on the tool thread (no json_t crosses threads).
+ * reader thread and decoded on the tool thread (no pj_t crosses threads).
  */
 #include "acp/server_impl.h"
 
@@ -27,21 +27,21 @@ typedef struct pacp_term {
     char id[128];
 } pacp_term;
 
-void pacp__term_caps(pacp_server *srv, json_t *caps) {
-    atomic_store(&srv->term, json_is_true(json_object_get(caps, "terminal")));
+void pacp__term_caps(pacp_server *srv, pj_t *caps) {
+    atomic_store(&srv->term, pj_is_true(pj_object_get(caps, "terminal")));
 }
 
 void pacp__term_answer(pacp_outreq *r, const pb_rpc_msg *m) {
     if (m->error || !m->result)
         r->error = true;
-    else if (!(r->text = json_dumps(m->result, JSON_COMPACT)))
+    else if (!(r->text = pj_dumps(m->result, PJ_COMPACT)))
         r->error = true;
 }
 
 /* Sends a request; returns its id (0: not sent). Fire-and-forget when !wait. */
-static json_int_t send_req(pacp_server *srv, const char *method, json_t *params, pacp_outreq *req) {
+static pj_int_t send_req(pacp_server *srv, const char *method, pj_t *params, pacp_outreq *req) {
     if (!params) return 0;
-    json_int_t id = 0;
+    pj_int_t id = 0;
     pthread_mutex_lock(&srv->mu);
     if (req) {
         req->kind = PACP_REQ_TERM;
@@ -51,23 +51,23 @@ static json_int_t send_req(pacp_server *srv, const char *method, json_t *params,
     }
     pthread_mutex_unlock(&srv->mu);
     if (!id) {
-        json_decref(params);
+        pj_decref(params);
         return 0;
     }
-    json_t *f = pb_rpc_request(id, method, params);
+    pj_t *f = pb_rpc_request(id, method, params);
     int ok = f && pacp__writer_send(&srv->w, f) == 0;
-    json_decref(f);
+    pj_decref(f);
     return ok ? id : 0;
 }
 
 /* One terminal/... request; waits for the answer. With `cancel`, stops waiting (returns
  * NULL, *stopped set) when *cancel becomes non-zero or `deadline_ms` (monotonic) passes.
  * Returns the decoded result (caller decrefs) or NULL. */
-static json_t *term_call(pacp_server *srv, const char *method, json_t *params, atomic_int *cancel,
+static pj_t *term_call(pacp_server *srv, const char *method, pj_t *params, atomic_int *cancel,
                          long long deadline_ms, bool *stopped) {
     pacp_outreq *req = calloc(1, sizeof *req);
     if (!req) {
-        json_decref(params);
+        pj_decref(params);
         return NULL;
     }
     bool sent = send_req(srv, method, params, req) != 0;
@@ -85,14 +85,14 @@ static json_t *term_call(pacp_server *srv, const char *method, json_t *params, a
     }
     pacp__outreq_unlink(srv, req);
     pthread_mutex_unlock(&srv->mu);
-    json_t *res = req->done && !req->error && req->text ? json_loads(req->text, 0, NULL) : NULL;
+    pj_t *res = req->done && !req->error && req->text ? pj_loads(req->text, 0, NULL) : NULL;
     free(req->text);
     free(req);
     return res;
 }
 
 static void release(pacp_server *srv, const char *sid, const char *tid) {
-    send_req(srv, "terminal/release", json_pack("{s:s, s:s}", "sessionId", sid, "terminalId", tid),
+    send_req(srv, "terminal/release", pj_pack("{s:s, s:s}", "sessionId", sid, "terminalId", tid),
              NULL);
 }
 
@@ -101,44 +101,44 @@ int pacp__term_run(void *ctx, const char *sid, const char *cwd, const char *comm
                    ptl_term_result *out) {
     pacp_server *srv = ctx;
     if (!atomic_load(&srv->term)) return 1;
-    json_t *cr = term_call(srv, "terminal/create",
-                           json_pack("{s:s, s:s, s:[s,s], s:s, s:I}", "sessionId", sid, "command",
+    pj_t *cr = term_call(srv, "terminal/create",
+                           pj_pack("{s:s, s:s, s:[s,s], s:s, s:I}", "sessionId", sid, "command",
                                      "/bin/sh", "args", "-c", command, "cwd", cwd,
-                                     "outputByteLimit", (json_int_t)max_output),
+                                     "outputByteLimit", (pj_int_t)max_output),
                            NULL, 0, NULL);
-    const char *tid = json_string_value(json_object_get(cr, "terminalId"));
+    const char *tid = pj_string_value(pj_object_get(cr, "terminalId"));
     if (!tid || strlen(tid) >= sizeof out->terminal_id) {
-        json_decref(cr);
+        pj_decref(cr);
         errno = EIO;
         return -1;
     }
     snprintf(out->terminal_id, sizeof out->terminal_id, "%s", tid);
-    json_decref(cr);
+    pj_decref(cr);
     bool stopped = false;
-    json_t *w = term_call(srv, "terminal/wait_for_exit",
-                          json_pack("{s:s, s:s}", "sessionId", sid, "terminalId", out->terminal_id),
+    pj_t *w = term_call(srv, "terminal/wait_for_exit",
+                          pj_pack("{s:s, s:s}", "sessionId", sid, "terminalId", out->terminal_id),
                           cancel, pb_mono_ms() + timeout_ms, &stopped);
     if (stopped) {
         out->cancelled = cancel && atomic_load(cancel);
         out->timed_out = !out->cancelled;
-        json_decref(
+        pj_decref(
             term_call(srv, "terminal/kill",
-                      json_pack("{s:s, s:s}", "sessionId", sid, "terminalId", out->terminal_id),
+                      pj_pack("{s:s, s:s}", "sessionId", sid, "terminalId", out->terminal_id),
                       NULL, 0, NULL));
     }
-    json_decref(w);
-    json_t *o = term_call(srv, "terminal/output",
-                          json_pack("{s:s, s:s}", "sessionId", sid, "terminalId", out->terminal_id),
+    pj_decref(w);
+    pj_t *o = term_call(srv, "terminal/output",
+                          pj_pack("{s:s, s:s}", "sessionId", sid, "terminalId", out->terminal_id),
                           NULL, 0, NULL);
-    const char *text = json_string_value(json_object_get(o, "output"));
+    const char *text = pj_string_value(pj_object_get(o, "output"));
     out->output = strdup(text ? text : "");
-    out->truncated = json_is_true(json_object_get(o, "truncated"));
-    json_t *es = json_object_get(o, "exitStatus");
-    json_t *code = json_object_get(es, "exitCode");
-    out->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1;
-    if (!json_is_integer(code) && json_is_string(json_object_get(es, "signal")))
+    out->truncated = pj_is_true(pj_object_get(o, "truncated"));
+    pj_t *es = pj_object_get(o, "exitStatus");
+    pj_t *code = pj_object_get(es, "exitCode");
+    out->exit_code = pj_is_integer(code) ? (int)pj_integer_value(code) : -1;
+    if (!pj_is_integer(code) && pj_is_string(pj_object_get(es, "signal")))
         out->exit_code = 128 + 9; /* killed by a signal the client named */
-    json_decref(o);
+    pj_decref(o);
     if (!out->output) {
         release(srv, sid, out->terminal_id);
         errno = ENOMEM;
@@ -162,12 +162,12 @@ int pacp__term_run(void *ctx, const char *sid, const char *cwd, const char *comm
     return 0;
 }
 
-void pacp__term_after_update(pacp_server *srv, json_t *params) {
-    json_t *content = json_object_get(json_object_get(params, "update"), "content");
+void pacp__term_after_update(pacp_server *srv, pj_t *params) {
+    pj_t *content = pj_object_get(pj_object_get(params, "update"), "content");
     size_t i;
-    json_t *c;
-    json_array_foreach(content, i, c) {
-        const char *tid = json_string_value(json_object_get(c, "terminalId"));
+    pj_t *c;
+    pj_array_foreach(content, i, c) {
+        const char *tid = pj_string_value(pj_object_get(c, "terminalId"));
         if (!tid) continue;
         pacp_term *hit = NULL;
         pthread_mutex_lock(&srv->mu);

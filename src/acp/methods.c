@@ -15,17 +15,17 @@
 #define PERI_VERSION "0.0.0-unknown" /* set by CMake from project(VERSION) */
 #endif
 
-typedef void (*handler)(pacp_server *, json_t *, pacp_reply *);
+typedef void (*handler)(pacp_server *, pj_t *, pacp_reply *);
 
 static void bad_params(pacp_reply *r, const char *msg) {
     pacp__reply_error(r, PACP_INVALID_PARAMS, msg);
 }
 
 /* sessionId (or Peri's session_id); NULL when absent or not a string. */
-static const char *session_id(json_t *params) {
-    json_t *v = json_object_get(params, "sessionId");
-    if (!v) v = json_object_get(params, "session_id");
-    return json_is_string(v) && json_string_length(v) > 0 ? json_string_value(v) : NULL;
+static const char *session_id(pj_t *params) {
+    pj_t *v = pj_object_get(params, "sessionId");
+    if (!v) v = pj_object_get(params, "session_id");
+    return pj_is_string(v) && pj_string_length(v) > 0 ? pj_string_value(v) : NULL;
 }
 
 /* Maps a controller failure onto the wire. */
@@ -33,7 +33,7 @@ static void ctl_error(pacp_reply *r, const pct_error *e, const char *sid) {
     switch (e->status) {
     case PCT_NOT_FOUND:
         pacp__reply_error(r, PACP_NOT_FOUND, e->message);
-        r->data = json_pack("{s:s}", "sessionId", sid ? sid : "");
+        r->data = pj_pack("{s:s}", "sessionId", sid ? sid : "");
         break;
     case PCT_CLOSING: pacp__reply_error(r, PACP_CLOSE_INCOMPLETE, "Session is closing"); break;
     case PCT_INCOMPLETE: pacp__reply_error(r, PACP_CLOSE_INCOMPLETE, e->message); break;
@@ -41,29 +41,29 @@ static void ctl_error(pacp_reply *r, const pct_error *e, const char *sid) {
     case PCT_BUSY: bad_params(r, e->message); break;
     case PCT_FOREIGN:
         bad_params(r, e->message);
-        r->data = json_pack("{s:s}", "sessionId", sid ? sid : "");
+        r->data = pj_pack("{s:s}", "sessionId", sid ? sid : "");
         break;
     case PCT_ACTIVE: pacp__reply_error(r, PACP_CLOSE_INCOMPLETE, e->message); break;
     case PCT_OLD_FORMAT:
         bad_params(r, e->message);
-        r->data = json_pack("{s:s, s:s}", "sessionId", sid ? sid : "", "reason", "history_format");
+        r->data = pj_pack("{s:s, s:s}", "sessionId", sid ? sid : "", "reason", "history_format");
         break;
     default: pacp__reply_error(r, PACP_INTERNAL_ERROR, e->message); break;
     }
 }
 
 /* r->result = v, or -32603 when v is NULL (an allocation failed). */
-static void answer(pacp_reply *r, json_t *v) {
+static void answer(pacp_reply *r, pj_t *v) {
     r->result = v;
     if (!v) pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
 }
 
 static void ok_empty(pacp_reply *r) {
-    answer(r, json_object());
+    answer(r, pj_object());
 }
 
 /* The request's sessionId, or NULL after answering -32602. */
-static const char *need_sid(json_t *params, pacp_reply *r) {
+static const char *need_sid(pj_t *params, pacp_reply *r) {
     const char *sid = session_id(params);
     if (!sid) bad_params(r, "missing sessionId");
     return sid;
@@ -78,48 +78,48 @@ static bool failed(pacp_reply *r, pct_status st, const pct_error *e, const char 
 
 /* ---------------------------------------------------------------- initialize */
 
-static json_t *auth_methods(json_t *client_caps);
+static pj_t *auth_methods(pj_t *client_caps);
 
-static void m_initialize(pacp_server *srv, json_t *params, pacp_reply *r) {
-    pacp__fs_caps(srv, json_object_get(params, "clientCapabilities"));
-    pacp__ask_caps(srv, json_object_get(params, "clientCapabilities"));
-    pacp__term_caps(srv, json_object_get(params, "clientCapabilities"));
-    json_t *pv = json_object_get(params, "protocolVersion");
-    if (pv && !json_is_integer(pv)) {
+static void m_initialize(pacp_server *srv, pj_t *params, pacp_reply *r) {
+    pacp__fs_caps(srv, pj_object_get(params, "clientCapabilities"));
+    pacp__ask_caps(srv, pj_object_get(params, "clientCapabilities"));
+    pacp__term_caps(srv, pj_object_get(params, "clientCapabilities"));
+    pj_t *pv = pj_object_get(params, "protocolVersion");
+    if (pv && !pj_is_integer(pv)) {
         bad_params(r, "protocolVersion must be an integer");
         return;
     }
     /* One host holds one machine identity: a client asking for another is refused. */
-    json_t *mid = json_object_get(
-        json_object_get(json_object_get(params, "clientCapabilities"), "_meta"), "peri.machineId");
+    pj_t *mid = pj_object_get(
+        pj_object_get(pj_object_get(params, "clientCapabilities"), "_meta"), "peri.machineId");
     const char *held = pct_machine_id(srv->ctl);
-    if (mid && (!json_is_string(mid) || strcmp(json_string_value(mid), held) != 0)) {
+    if (mid && (!pj_is_string(mid) || strcmp(pj_string_value(mid), held) != 0)) {
         char msg[300];
         snprintf(msg, sizeof msg,
                  "machine identity is fixed for this host (%.40s): refusing to change it to %.40s",
-                 *held ? held : "none", json_is_string(mid) ? json_string_value(mid) : "?");
+                 *held ? held : "none", pj_is_string(mid) ? pj_string_value(mid) : "?");
         bad_params(r, msg);
         return;
     }
-    r->result = json_pack(
+    r->result = pj_pack(
         "{s:i, s:{s:b, s:{s:b, s:b, s:b}, s:{s:b, s:b}, s:{s:{}, s:{}, s:{}, s:{}, s:{}}}, s:o, "
         "s:{s:s, s:s, s:s}}",
         "protocolVersion", 1, "agentCapabilities", "loadSession", 1, "promptCapabilities", "image",
         1, "audio", pct_default_audio(srv->ctl), "embeddedContext", 1, "mcpCapabilities", "http", 1,
         "sse", 1, "sessionCapabilities", "list", "close", "resume", "delete", "fork", "authMethods",
-        auth_methods(json_object_get(params, "clientCapabilities")), "agentInfo", "name", "peri-c",
+        auth_methods(pj_object_get(params, "clientCapabilities")), "agentInfo", "name", "peri-c",
         "title", "Peri-C", "version", PERI_VERSION);
     if (!r->result) {
         pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
         return;
     }
     /* Peri's extensions, as ACP's extensibility rules ask: capability flags in _meta. */
-    json_t *ext =
-        json_pack("{s:b, s:b, s:b, s:b, s:[s, s, s, s, s, s]}", "peri.eventIds", 1, "peri.turnDone",
+    pj_t *ext =
+        pj_pack("{s:b, s:b, s:b, s:b, s:[s, s, s, s, s, s]}", "peri.eventIds", 1, "peri.turnDone",
                   1, "peri.cancelTarget", 1, "peri.clearQueue", 1, "peri.methods",
                   "_peri/queue/list", "_peri/queue/clear", "_peri/session/rename",
                   "_peri/session/archive", "_peri/session/unarchive", "_peri/session/rewind");
-    if (ext) json_object_set_new(json_object_get(r->result, "agentCapabilities"), "_meta", ext);
+    if (ext) pj_object_set_new(pj_object_get(r->result, "agentCapabilities"), "_meta", ext);
 }
 
 /* ACP authMethods: one per provider, of ACP's default ("agent") type: the client calls
@@ -141,9 +141,9 @@ static const struct {
             {"anthropic", "anthropic-api-key", "anthropic-terminal-login", "Anthropic API key",
              "ANTHROPIC_API_KEY", "https://console.anthropic.com/settings/keys"}};
 
-static json_t *auth_methods(json_t *client_caps) {
-    bool terminal = json_is_true(json_object_get(json_object_get(client_caps, "auth"), "terminal"));
-    json_t *arr = json_array();
+static pj_t *auth_methods(pj_t *client_caps) {
+    bool terminal = pj_is_true(pj_object_get(pj_object_get(client_caps, "auth"), "terminal"));
+    pj_t *arr = pj_array();
     for (size_t i = 0; arr && i < sizeof AUTH / sizeof AUTH[0]; i++) {
         char desc[300];
         snprintf(desc, sizeof desc,
@@ -151,7 +151,7 @@ static json_t *auth_methods(json_t *client_caps) {
                  "~/.peri/settings.json (mode 0600), never in the project. Or set %s and "
                  "start the agent again.",
                  AUTH[i].var);
-        json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:{s:[{s:s}], s:s}}", "id",
+        pj_array_append_new(arr, pj_pack("{s:s, s:s, s:s, s:{s:[{s:s}], s:s}}", "id",
                                              AUTH[i].id, "name", AUTH[i].name, "description", desc,
                                              "_meta", "peri.vars", "name", AUTH[i].var, "peri.link",
                                              AUTH[i].link));
@@ -163,12 +163,12 @@ static json_t *auth_methods(json_t *client_caps) {
                  "Type the key in a terminal (no echo); it is kept in your "
                  "~/.peri/settings.json (mode 0600), never in the project. Get one at %s.",
                  AUTH[i].link);
-        json_array_append_new(arr,
-                              json_pack("{s:s, s:s, s:s, s:s, s:[s, s], s:{}}", "id",
+        pj_array_append_new(arr,
+                              pj_pack("{s:s, s:s, s:s, s:s, s:[s, s], s:{}}", "id",
                                         AUTH[i].term_id, "name", name, "description", desc, "type",
                                         "terminal", "args", "--login", AUTH[i].provider, "env"));
     }
-    return arr ? arr : json_array();
+    return arr ? arr : pj_array();
 }
 
 int pacp_store_api_key(const char *home, const char *provider, const char *key, char *err,
@@ -179,8 +179,8 @@ int pacp_store_api_key(const char *home, const char *provider, const char *key, 
     return -1;
 }
 
-static void m_authenticate(pacp_server *srv, json_t *params, pacp_reply *r) {
-    const char *mid = json_string_value(json_object_get(params, "methodId"));
+static void m_authenticate(pacp_server *srv, pj_t *params, pacp_reply *r) {
+    const char *mid = pj_string_value(pj_object_get(params, "methodId"));
     const char *provider = NULL;
     for (size_t i = 0; mid && i < sizeof AUTH / sizeof AUTH[0]; i++) {
         if (!strcmp(mid, AUTH[i].id)) provider = AUTH[i].provider;
@@ -196,7 +196,7 @@ static void m_authenticate(pacp_server *srv, json_t *params, pacp_reply *r) {
                       "anthropic-api-key");
         return;
     }
-    json_t *key = json_object_get(json_object_get(params, "_meta"), "peri.apiKey");
+    pj_t *key = pj_object_get(pj_object_get(params, "_meta"), "peri.apiKey");
     if (!key) {
         /* no key given: fine when the host already has usable credentials (e.g. the
          * client set the provider's environment variable and started the agent again) */
@@ -207,12 +207,12 @@ static void m_authenticate(pacp_server *srv, json_t *params, pacp_reply *r) {
             bad_params(r, "_meta[\"peri.apiKey\"] (the provider's API key) is required");
         return;
     }
-    if (!json_is_string(key)) {
+    if (!pj_is_string(key)) {
         bad_params(r, "_meta[\"peri.apiKey\"] must be a string");
         return;
     }
     pct_error e = {0};
-    if (pct_authenticate(srv->ctl, provider, json_string_value(key), &e) != PCT_OK) {
+    if (pct_authenticate(srv->ctl, provider, pj_string_value(key), &e) != PCT_OK) {
         ctl_error(r, &e, NULL);
         return;
     }
@@ -221,9 +221,9 @@ static void m_authenticate(pacp_server *srv, json_t *params, pacp_reply *r) {
 
 /* ---------------------------------------------------------------- sessions */
 
-static int check_mcp(json_t *params, pacp_reply *r) {
-    json_t *m = json_object_get(params, "mcpServers");
-    if (m && !json_is_array(m)) {
+static int check_mcp(pj_t *params, pacp_reply *r) {
+    pj_t *m = pj_object_get(params, "mcpServers");
+    if (m && !pj_is_array(m)) {
         bad_params(r, "mcpServers must be an array");
         return -1;
     }
@@ -231,55 +231,55 @@ static int check_mcp(json_t *params, pacp_reply *r) {
 }
 
 /* MCP: the mcpServers array as JSON text for the controller (NULL if none). */
-static char *mcp_text(json_t *params) {
-    json_t *m = json_object_get(params, "mcpServers");
-    return json_is_array(m) && json_array_size(m) ? json_dumps(m, JSON_COMPACT) : NULL;
+static char *mcp_text(pj_t *params) {
+    pj_t *m = pj_object_get(params, "mcpServers");
+    return pj_is_array(m) && pj_array_size(m) ? pj_dumps(m, PJ_COMPACT) : NULL;
 }
 
 /* MCP: the session's servers as they are when the answer goes out, in the result's _meta:
  * "peri.mcpServers": [{"name", "status": "starting"|"ready"|"failed"}] and, when something
  * is already known to be wrong, "peri.mcpErrors": ["MCP server \"x\" is unavailable: ...",
  * ...]. Servers start in the background: _peri/mcp_status tells when they are up. */
-static void mcp_notices(pacp_server *srv, const char *sid, json_t *result, char *notices) {
+static void mcp_notices(pacp_server *srv, const char *sid, pj_t *result, char *notices) {
     free(notices); /* the status holds them too */
     char *st = result ? pct_session_mcp_status(srv->ctl, sid) : NULL;
-    json_t *sj = st ? json_loads(st, 0, NULL) : NULL;
+    pj_t *sj = st ? pj_loads(st, 0, NULL) : NULL;
     free(st);
-    json_t *servers = json_object_get(sj, "servers"), *errors = json_object_get(sj, "errors");
-    if (json_array_size(servers) || json_array_size(errors)) { /* none configured: no _meta */
-        json_t *meta = json_object_get(result, "_meta");
-        if (!json_is_object(meta)) {
-            meta = json_object();
-            json_object_set_new(result, "_meta", meta);
+    pj_t *servers = pj_object_get(sj, "servers"), *errors = pj_object_get(sj, "errors");
+    if (pj_array_size(servers) || pj_array_size(errors)) { /* none configured: no _meta */
+        pj_t *meta = pj_object_get(result, "_meta");
+        if (!pj_is_object(meta)) {
+            meta = pj_object();
+            pj_object_set_new(result, "_meta", meta);
         }
-        json_object_set(meta, "peri.mcpServers", servers);
-        if (json_array_size(errors)) json_object_set(meta, "peri.mcpErrors", errors);
+        pj_object_set(meta, "peri.mcpServers", servers);
+        if (pj_array_size(errors)) pj_object_set(meta, "peri.mcpErrors", errors);
     }
-    json_decref(sj);
+    pj_decref(sj);
 }
 
 /* Adds the session's modes and configOptions to a result object. */
-static void add_options(pacp_server *srv, const char *sid, json_t *result) {
+static void add_options(pacp_server *srv, const char *sid, pj_t *result) {
     char *modes = pct_session_modes(srv->ctl, sid);
     char *cfg = pct_session_config(srv->ctl, sid);
-    json_t *m = modes ? json_loads(modes, 0, NULL) : NULL;
-    json_t *c = cfg ? json_loads(cfg, 0, NULL) : NULL;
-    if (m) json_object_set_new(result, "modes", m);
-    if (c) json_object_set_new(result, "configOptions", c);
+    pj_t *m = modes ? pj_loads(modes, 0, NULL) : NULL;
+    pj_t *c = cfg ? pj_loads(cfg, 0, NULL) : NULL;
+    if (m) pj_object_set_new(result, "modes", m);
+    if (c) pj_object_set_new(result, "configOptions", c);
     free(modes);
     free(cfg);
 }
 
 /* ACP requires cwd (an absolute path) and mcpServers (an array) in session/new: a
  * missing or mistyped field is -32602 naming it. */
-static void m_new(pacp_server *srv, json_t *params, pacp_reply *r) {
-    json_t *cwdv = json_object_get(params, "cwd");
-    json_t *mcpv = json_object_get(params, "mcpServers");
+static void m_new(pacp_server *srv, pj_t *params, pacp_reply *r) {
+    pj_t *cwdv = pj_object_get(params, "cwd");
+    pj_t *mcpv = pj_object_get(params, "mcpServers");
     if (!cwdv) {
         bad_params(r, "missing required field: cwd (an absolute path)");
         return;
     }
-    if (!json_is_string(cwdv)) {
+    if (!pj_is_string(cwdv)) {
         bad_params(r, "cwd must be a string (an absolute path)");
         return;
     }
@@ -293,10 +293,10 @@ static void m_new(pacp_server *srv, json_t *params, pacp_reply *r) {
     if (*pct_machine_id(srv->ctl) && !pct_has_credentials(srv->ctl, why, sizeof why)) {
         /* ACP's auth_required: the client authenticates (authMethods), then retries */
         pacp__reply_error(r, PACP_AUTH_REQUIRED, "Authentication required");
-        r->data = json_pack("{s:s}", "reason", why);
+        r->data = pj_pack("{s:s}", "reason", why);
         return;
     }
-    const char *cwd = json_string_value(cwdv);
+    const char *cwd = pj_string_value(cwdv);
     pct_error e = {0};
     char sid[PST_ID_LEN];
     char *mcp = mcp_text(params), *notices = NULL;
@@ -307,7 +307,7 @@ static void m_new(pacp_server *srv, json_t *params, pacp_reply *r) {
         ctl_error(r, &e, NULL);
         return;
     }
-    r->result = json_pack("{s:s}", "sessionId", sid);
+    r->result = pj_pack("{s:s}", "sessionId", sid);
     mcp_notices(srv, sid, r->result, notices);
     if (!r->result) {
         pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
@@ -318,7 +318,7 @@ static void m_new(pacp_server *srv, json_t *params, pacp_reply *r) {
     memcpy(r->answered, sid, PST_ID_LEN);
 }
 
-static void load_or_resume(pacp_server *srv, json_t *params, pacp_reply *r, bool replay) {
+static void load_or_resume(pacp_server *srv, pj_t *params, pacp_reply *r, bool replay) {
     const char *sid = need_sid(params, r);
     if (!sid) return;
     if (check_mcp(params, r)) return;
@@ -338,142 +338,142 @@ static void load_or_resume(pacp_server *srv, json_t *params, pacp_reply *r, bool
     char owner[PST_ID_LEN];
     if (r->result && pct_session_read_only(srv->ctl, sid, owner)) {
         /* another machine's session: open here for reading only */
-        json_t *meta = json_object_get(r->result, "_meta");
-        if (!json_is_object(meta)) {
-            meta = json_object();
-            json_object_set_new(r->result, "_meta", meta);
+        pj_t *meta = pj_object_get(r->result, "_meta");
+        if (!pj_is_object(meta)) {
+            meta = pj_object();
+            pj_object_set_new(r->result, "_meta", meta);
         }
-        json_object_set_new(meta, "peri.readOnly", json_true());
-        json_object_set_new(meta, "peri.machineId", json_string(owner));
+        pj_object_set_new(meta, "peri.readOnly", pj_true());
+        pj_object_set_new(meta, "peri.machineId", pj_string(owner));
     }
     int fmt = r->result ? pct_session_history_format(srv->ctl, sid) : PCT_HISTORY_FORMAT;
     if (fmt != PCT_HISTORY_FORMAT) {
         /* a history in another format: replayed, never continued */
-        json_t *meta = json_object_get(r->result, "_meta");
-        if (!json_is_object(meta)) {
-            meta = json_object();
-            json_object_set_new(r->result, "_meta", meta);
+        pj_t *meta = pj_object_get(r->result, "_meta");
+        if (!pj_is_object(meta)) {
+            meta = pj_object();
+            pj_object_set_new(r->result, "_meta", meta);
         }
-        json_object_set_new(meta, "peri.readOnly", json_true());
-        json_object_set_new(meta, "peri.historyFormat", json_integer(fmt));
+        pj_object_set_new(meta, "peri.readOnly", pj_true());
+        pj_object_set_new(meta, "peri.historyFormat", pj_integer(fmt));
     }
 }
 
 /* ---------------------------------------------------------------- fork, modes, config */
 
-static void m_fork(pacp_server *srv, json_t *params, pacp_reply *r) {
+static void m_fork(pacp_server *srv, pj_t *params, pacp_reply *r) {
     const char *sid = need_sid(params, r);
     if (!sid) return;
     if (check_mcp(params, r)) return;
     pct_error e = {0};
     char nid[PST_ID_LEN];
     if (failed(r, pct_session_fork(srv->ctl, sid, nid, &e), &e, sid)) return;
-    answer(r, json_pack("{s:s}", "sessionId", nid));
+    answer(r, pj_pack("{s:s}", "sessionId", nid));
     if (!r->result) return;
     add_options(srv, nid, r->result);
     memcpy(r->announce, nid, PST_ID_LEN);
     memcpy(r->answered, nid, PST_ID_LEN);
 }
 
-static void m_set_mode(pacp_server *srv, json_t *params, pacp_reply *r) {
+static void m_set_mode(pacp_server *srv, pj_t *params, pacp_reply *r) {
     const char *sid = need_sid(params, r);
-    json_t *mode = json_object_get(params, "modeId");
+    pj_t *mode = pj_object_get(params, "modeId");
     if (!sid) return;
-    if (!json_is_string(mode)) return bad_params(r, "modeId must be a string");
+    if (!pj_is_string(mode)) return bad_params(r, "modeId must be a string");
     pct_error e = {0};
-    if (!failed(r, pct_set_mode(srv->ctl, sid, json_string_value(mode), &e), &e, sid)) ok_empty(r);
+    if (!failed(r, pct_set_mode(srv->ctl, sid, pj_string_value(mode), &e), &e, sid)) ok_empty(r);
 }
 
-static void m_set_config(pacp_server *srv, json_t *params, pacp_reply *r) {
+static void m_set_config(pacp_server *srv, pj_t *params, pacp_reply *r) {
     const char *sid = need_sid(params, r);
-    json_t *cid = json_object_get(params, "configId");
-    json_t *val = json_object_get(params, "value");
+    pj_t *cid = pj_object_get(params, "configId");
+    pj_t *val = pj_object_get(params, "value");
     if (!sid) return;
-    if (!json_is_string(cid)) return bad_params(r, "configId must be a string");
-    if (!json_is_string(val))
+    if (!pj_is_string(cid)) return bad_params(r, "configId must be a string");
+    if (!pj_is_string(val))
         return bad_params(r, "value must be a string (a value id of the option)");
     pct_error e = {0};
-    if (failed(r, pct_set_config(srv->ctl, sid, json_string_value(cid), json_string_value(val), &e),
+    if (failed(r, pct_set_config(srv->ctl, sid, pj_string_value(cid), pj_string_value(val), &e),
                &e, sid))
         return;
     char *cfg = pct_session_config(srv->ctl, sid);
-    json_t *c = cfg ? json_loads(cfg, 0, NULL) : NULL;
+    pj_t *c = cfg ? pj_loads(cfg, 0, NULL) : NULL;
     free(cfg);
-    answer(r, c ? json_pack("{s:o}", "configOptions", c) : NULL);
+    answer(r, c ? pj_pack("{s:o}", "configOptions", c) : NULL);
 }
 
-static void m_load(pacp_server *srv, json_t *params, pacp_reply *r) {
+static void m_load(pacp_server *srv, pj_t *params, pacp_reply *r) {
     load_or_resume(srv, params, r, true);
 }
 
-static void m_resume(pacp_server *srv, json_t *params, pacp_reply *r) {
+static void m_resume(pacp_server *srv, pj_t *params, pacp_reply *r) {
     load_or_resume(srv, params, r, false);
 }
 
-static void m_list(pacp_server *srv, json_t *params, pacp_reply *r) {
-    json_t *cwdv = json_object_get(params, "cwd");
-    json_t *curv = json_object_get(params, "cursor");
-    if ((cwdv && !json_is_null(cwdv) && !json_is_string(cwdv)) ||
-        (curv && !json_is_null(curv) && !json_is_string(curv))) {
+static void m_list(pacp_server *srv, pj_t *params, pacp_reply *r) {
+    pj_t *cwdv = pj_object_get(params, "cwd");
+    pj_t *curv = pj_object_get(params, "cursor");
+    if ((cwdv && !pj_is_null(cwdv) && !pj_is_string(cwdv)) ||
+        (curv && !pj_is_null(curv) && !pj_is_string(curv))) {
         bad_params(r, "cwd and cursor must be strings");
         return;
     }
     /* _meta."peri.allMachines": true/false overrides the store's default */
-    json_t *allv = json_object_get(json_object_get(params, "_meta"), "peri.allMachines");
-    int all = json_is_boolean(allv) ? json_is_true(allv) : -1;
+    pj_t *allv = pj_object_get(pj_object_get(params, "_meta"), "peri.allMachines");
+    int all = pj_is_boolean(allv) ? pj_is_true(allv) : -1;
     /* _meta."peri.includeArchived": true lists archived sessions too */
     bool arch =
-        json_is_true(json_object_get(json_object_get(params, "_meta"), "peri.includeArchived"));
+        pj_is_true(pj_object_get(pj_object_get(params, "_meta"), "peri.includeArchived"));
     pst_thread_page page;
     pct_error e = {0};
-    if (pct_session_list_opts(srv->ctl, json_string_value(cwdv), json_string_value(curv), all, arch,
+    if (pct_session_list_opts(srv->ctl, pj_string_value(cwdv), pj_string_value(curv), all, arch,
                               &page, &e) != PCT_OK) {
         ctl_error(r, &e, NULL);
         return;
     }
-    json_t *arr = json_array();
+    pj_t *arr = pj_array();
     for (size_t i = 0; arr && i < page.count; i++) {
         const pst_thread *t = &page.items[i];
-        json_t *o = json_pack("{s:s, s:s, s:o}", "sessionId", t->id, "cwd", t->cwd ? t->cwd : "",
+        pj_t *o = pj_pack("{s:s, s:s, s:o}", "sessionId", t->id, "cwd", t->cwd ? t->cwd : "",
                               "updatedAt", pacp__iso_time(t->updated_at));
-        if (o && t->title) json_object_set_new(o, "title", json_string(t->title));
-        json_t *meta = o ? json_object() : NULL;
-        if (meta && t->archived) json_object_set_new(meta, "peri.archived", json_true());
+        if (o && t->title) pj_object_set_new(o, "title", pj_string(t->title));
+        pj_t *meta = o ? pj_object() : NULL;
+        if (meta && t->archived) pj_object_set_new(meta, "peri.archived", pj_true());
         if (meta && t->parent_id[0])
-            json_object_set_new(meta, "peri.parentSessionId", json_string(t->parent_id));
+            pj_object_set_new(meta, "peri.parentSessionId", pj_string(t->parent_id));
         if (meta && strcmp(t->machine_id, pct_machine_id(srv->ctl)) != 0) {
             /* another machine's session: history readable, never written here */
-            json_object_set_new(meta, "peri.machineId", json_string(t->machine_id));
-            json_object_set_new(meta, "peri.readOnly", json_true());
+            pj_object_set_new(meta, "peri.machineId", pj_string(t->machine_id));
+            pj_object_set_new(meta, "peri.readOnly", pj_true());
         }
         int fmt = meta ? pct_history_format(t->meta) : PCT_HISTORY_FORMAT;
         if (fmt != PCT_HISTORY_FORMAT) { /* another history format: read, not continued */
-            json_object_set_new(meta, "peri.historyFormat", json_integer(fmt));
-            json_object_set_new(meta, "peri.readOnly", json_true());
+            pj_object_set_new(meta, "peri.historyFormat", pj_integer(fmt));
+            pj_object_set_new(meta, "peri.readOnly", pj_true());
         }
-        if (meta && json_object_size(meta) > 0)
-            json_object_set_new(o, "_meta", meta);
+        if (meta && pj_object_size(meta) > 0)
+            pj_object_set_new(o, "_meta", meta);
         else
-            json_decref(meta);
-        if (!o || json_array_append_new(arr, o)) {
-            json_decref(arr);
+            pj_decref(meta);
+        if (!o || pj_array_append_new(arr, o)) {
+            pj_decref(arr);
             arr = NULL;
         }
     }
-    r->result = arr ? json_pack("{s:o}", "sessions", arr) : NULL;
+    r->result = arr ? pj_pack("{s:o}", "sessions", arr) : NULL;
     if (r->result && page.next_cursor)
-        json_object_set_new(r->result, "nextCursor", json_string(page.next_cursor));
+        pj_object_set_new(r->result, "nextCursor", pj_string(page.next_cursor));
     pst_thread_page_clear(&page);
     if (!r->result) pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
 }
 
-static void m_delete(pacp_server *srv, json_t *params, pacp_reply *r) {
+static void m_delete(pacp_server *srv, pj_t *params, pacp_reply *r) {
     const char *sid = need_sid(params, r);
     pct_error e = {0};
     if (sid && !failed(r, pct_session_delete(srv->ctl, sid, &e), &e, sid)) ok_empty(r);
 }
 
-static void m_close(pacp_server *srv, json_t *params, pacp_reply *r) {
+static void m_close(pacp_server *srv, pj_t *params, pacp_reply *r) {
     const char *sid = need_sid(params, r);
     if (!sid) return;
     pct_error e = {0};
@@ -481,32 +481,32 @@ static void m_close(pacp_server *srv, json_t *params, pacp_reply *r) {
     if (failed(r, pct_close_why(srv->ctl, sid, &e, &reason), &e, sid)) {
         /* what keeps the close from settling; the session stays closing for a retry */
         if (reason && !r->data)
-            r->data = json_pack("{s:s, s:s}", "reason", reason, "sessionId", sid);
+            r->data = pj_pack("{s:s, s:s}", "reason", reason, "sessionId", sid);
         return;
     }
     ok_empty(r);
 }
 
-void pacp__cancel(pacp_server *srv, json_t *params) {
+void pacp__cancel(pacp_server *srv, pj_t *params) {
     const char *sid = session_id(params);
     if (!sid) return;
     /* Peri's cancel target and queue choice: clear_queue (default false) or
      * _meta["peri.clearQueue"]; _meta["peri.turnId"] / ["peri.attemptId"] name the turn. */
-    json_t *meta = json_object_get(params, "_meta");
-    json_t *cq = json_object_get(params, "clear_queue");
-    if (!cq) cq = json_object_get(meta, "peri.clearQueue");
-    json_t *tid = json_object_get(meta, "peri.turnId");
-    json_t *aid = json_object_get(meta, "peri.attemptId");
+    pj_t *meta = pj_object_get(params, "_meta");
+    pj_t *cq = pj_object_get(params, "clear_queue");
+    if (!cq) cq = pj_object_get(meta, "peri.clearQueue");
+    pj_t *tid = pj_object_get(meta, "peri.turnId");
+    pj_t *aid = pj_object_get(meta, "peri.attemptId");
     /* a target that is not a string names nothing: cancelling "the running turn" instead
      * could hit a turn the client did not mean */
-    if ((tid && !json_is_string(tid)) || (aid && !json_is_string(aid)) || (aid && !tid)) return;
-    pct_cancel_opts o = {.turn_id = json_string_value(tid),
-                         .attempt_id = json_string_value(aid),
-                         .clear_queue = json_is_true(cq)};
+    if ((tid && !pj_is_string(tid)) || (aid && !pj_is_string(aid)) || (aid && !tid)) return;
+    pct_cancel_opts o = {.turn_id = pj_string_value(tid),
+                         .attempt_id = pj_string_value(aid),
+                         .clear_queue = pj_is_true(cq)};
     pct_cancel_ex(srv->ctl, sid, &o);
 }
 
-static void m_cancel(pacp_server *srv, json_t *params, pacp_reply *r) {
+static void m_cancel(pacp_server *srv, pj_t *params, pacp_reply *r) {
     if (!need_sid(params, r)) return;
     pacp__cancel(srv, params);
     ok_empty(r);
@@ -514,60 +514,60 @@ static void m_cancel(pacp_server *srv, json_t *params, pacp_reply *r) {
 
 /* ---------------------------------------------------------------- Peri's extensions */
 
-static void x_queue_list(pacp_server *srv, json_t *params, pacp_reply *r) {
+static void x_queue_list(pacp_server *srv, pj_t *params, pacp_reply *r) {
     const char *sid = need_sid(params, r);
     pct_error e = {0};
     char *txt = NULL;
     if (!sid || failed(r, pct_queue_list(srv->ctl, sid, &txt, &e), &e, sid)) return;
-    json_t *q = json_loads(txt, 0, NULL);
+    pj_t *q = pj_loads(txt, 0, NULL);
     free(txt);
-    answer(r, q ? json_pack("{s:o}", "queue", q) : NULL);
+    answer(r, q ? pj_pack("{s:o}", "queue", q) : NULL);
 }
 
-static void x_queue_clear(pacp_server *srv, json_t *params, pacp_reply *r) {
+static void x_queue_clear(pacp_server *srv, pj_t *params, pacp_reply *r) {
     const char *sid = need_sid(params, r);
     pct_error e = {0};
     size_t n = 0;
     if (!sid || failed(r, pct_queue_clear(srv->ctl, sid, &n, &e), &e, sid)) return;
-    answer(r, json_pack("{s:I}", "cleared", (json_int_t)n));
+    answer(r, pj_pack("{s:I}", "cleared", (pj_int_t)n));
 }
 
-static void x_rename(pacp_server *srv, json_t *params, pacp_reply *r) {
+static void x_rename(pacp_server *srv, pj_t *params, pacp_reply *r) {
     const char *sid = need_sid(params, r);
-    json_t *t = json_object_get(params, "title");
+    pj_t *t = pj_object_get(params, "title");
     if (!sid) return;
-    if (!json_is_string(t)) return bad_params(r, "title must be a string");
+    if (!pj_is_string(t)) return bad_params(r, "title must be a string");
     pct_error e = {0};
-    if (!failed(r, pct_session_rename(srv->ctl, sid, json_string_value(t), &e), &e, sid))
+    if (!failed(r, pct_session_rename(srv->ctl, sid, pj_string_value(t), &e), &e, sid))
         ok_empty(r);
 }
 
-static void archive(pacp_server *srv, json_t *params, pacp_reply *r, bool on) {
+static void archive(pacp_server *srv, pj_t *params, pacp_reply *r, bool on) {
     const char *sid = need_sid(params, r);
     pct_error e = {0};
     if (sid && !failed(r, pct_session_archive(srv->ctl, sid, on, &e), &e, sid)) ok_empty(r);
 }
 
-static void x_archive(pacp_server *srv, json_t *params, pacp_reply *r) {
+static void x_archive(pacp_server *srv, pj_t *params, pacp_reply *r) {
     archive(srv, params, r, true);
 }
 
-static void x_unarchive(pacp_server *srv, json_t *params, pacp_reply *r) {
+static void x_unarchive(pacp_server *srv, pj_t *params, pacp_reply *r) {
     archive(srv, params, r, false);
 }
 
-static void x_rewind(pacp_server *srv, json_t *params, pacp_reply *r) {
+static void x_rewind(pacp_server *srv, pj_t *params, pacp_reply *r) {
     const char *sid = need_sid(params, r);
-    json_t *n = json_object_get(params, "turns");
+    pj_t *n = pj_object_get(params, "turns");
     if (!sid) return;
-    if (!json_is_integer(n) || json_integer_value(n) < 1 || json_integer_value(n) > 10000)
+    if (!pj_is_integer(n) || pj_integer_value(n) < 1 || pj_integer_value(n) > 10000)
         return bad_params(r, "turns must be an integer from 1 to 10000");
     pct_error e = {0};
     int dropped = 0;
-    if (failed(r, pct_session_rewind(srv->ctl, sid, (int)json_integer_value(n), &dropped, &e), &e,
+    if (failed(r, pct_session_rewind(srv->ctl, sid, (int)pj_integer_value(n), &dropped, &e), &e,
                sid))
         return;
-    answer(r, json_pack("{s:i}", "dropped", dropped));
+    answer(r, pj_pack("{s:i}", "dropped", dropped));
 }
 
 /* ---------------------------------------------------------------- prompt */
@@ -654,19 +654,19 @@ static const char *workspace_path(const char *uri, const char *cwd) {
     return p + n + 1;
 }
 
-static int build_message(json_t *blocks, pm_message *m, tbuf *notice, pacp_reply *r,
+static int build_message(pj_t *blocks, pm_message *m, tbuf *notice, pacp_reply *r,
                          const accepts *acc) {
     tbuf text = {0};
     size_t i, usable = 0;
-    json_t *b;
+    pj_t *b;
     pm_message_init(m, PM_ROLE_USER);
-    json_array_foreach(blocks, i, b) {
-        const char *type = json_string_value(json_object_get(b, "type"));
+    pj_array_foreach(blocks, i, b) {
+        const char *type = pj_string_value(pj_object_get(b, "type"));
         const char *why = NULL;
         if (!type) {
             why = "a content block without a type";
         } else if (!strcmp(type, "text")) {
-            const char *t = json_string_value(json_object_get(b, "text"));
+            const char *t = pj_string_value(pj_object_get(b, "text"));
             if (!t)
                 why = "a text block without text";
             else {
@@ -674,8 +674,8 @@ static int build_message(json_t *blocks, pm_message *m, tbuf *notice, pacp_reply
                 usable++;
             }
         } else if (!strcmp(type, "resource_link")) {
-            const char *uri = json_string_value(json_object_get(b, "uri"));
-            const char *name = json_string_value(json_object_get(b, "name"));
+            const char *uri = pj_string_value(pj_object_get(b, "uri"));
+            const char *name = pj_string_value(pj_object_get(b, "name"));
             const char *rel = workspace_path(uri, acc->cwd);
             if (!uri)
                 why = "a resource_link block without uri";
@@ -691,11 +691,11 @@ static int build_message(json_t *blocks, pm_message *m, tbuf *notice, pacp_reply
                 usable++;
             }
         } else if (!strcmp(type, "resource")) {
-            json_t *res = json_object_get(b, "resource");
-            const char *uri = json_string_value(json_object_get(res, "uri"));
-            const char *t = json_string_value(json_object_get(res, "text"));
-            const char *blob = json_string_value(json_object_get(res, "blob"));
-            const char *mime = json_string_value(json_object_get(res, "mimeType"));
+            pj_t *res = pj_object_get(b, "resource");
+            const char *uri = pj_string_value(pj_object_get(res, "uri"));
+            const char *t = pj_string_value(pj_object_get(res, "text"));
+            const char *blob = pj_string_value(pj_object_get(res, "blob"));
+            const char *mime = pj_string_value(pj_object_get(res, "mimeType"));
             if (!uri) {
                 why = "a resource block without resource.uri";
             } else if (t) {
@@ -728,8 +728,8 @@ static int build_message(json_t *blocks, pm_message *m, tbuf *notice, pacp_reply
         } else if (!strcmp(type, "image") || !strcmp(type, "audio")) {
             /* base64 media: images for every model, audio for the models that take it */
             bool image = type[0] == 'i';
-            const char *data = json_string_value(json_object_get(b, "data"));
-            const char *mime = json_string_value(json_object_get(b, "mimeType"));
+            const char *data = pj_string_value(pj_object_get(b, "data"));
+            const char *mime = pj_string_value(pj_object_get(b, "mimeType"));
             if (!image && !acc->audio) {
                 tb_addf(notice, "; ",
                         "an audio block: the model %.150s does not take audio input (OpenAI "
@@ -791,23 +791,23 @@ static int build_message(json_t *blocks, pm_message *m, tbuf *notice, pacp_reply
     return 0;
 }
 
-static void m_prompt(pacp_server *srv, json_t *params, pacp_reply *r) {
+static void m_prompt(pacp_server *srv, pj_t *params, pacp_reply *r) {
     const char *sid = need_sid(params, r);
     if (!sid) return;
-    json_t *blocks = json_object_get(params, "prompt");
-    json_t *content = json_object_get(json_object_get(params, "message"), "content");
+    pj_t *blocks = pj_object_get(params, "prompt");
+    pj_t *content = pj_object_get(pj_object_get(params, "message"), "content");
     pm_message msg;
     tbuf notice = {0};
     accepts acc = {0};
     acc.audio = pct_session_audio(srv->ctl, sid, acc.model, sizeof acc.model);
     if (!pct_session_cwd(srv->ctl, sid, acc.cwd, sizeof acc.cwd)) acc.cwd[0] = '\0';
-    if (json_is_string(content)) {
-        json_t *one = json_pack("[{s:s, s:O}]", "type", "text", "text", content);
+    if (pj_is_string(content)) {
+        pj_t *one = pj_pack("[{s:s, s:O}]", "type", "text", "text", content);
         int rc = one ? build_message(one, &msg, &notice, r, &acc) : -1;
-        json_decref(one);
+        pj_decref(one);
         if (rc) goto fail;
-    } else if (json_is_array(blocks) || json_is_array(content)) {
-        if (build_message(json_is_array(blocks) ? blocks : content, &msg, &notice, r, &acc))
+    } else if (pj_is_array(blocks) || pj_is_array(content)) {
+        if (build_message(pj_is_array(blocks) ? blocks : content, &msg, &notice, r, &acc))
             goto fail;
     } else {
         bad_params(r, "missing prompt (ContentBlock[])");
@@ -864,17 +864,17 @@ static const struct {
     {"_peri/session/rewind", x_rewind},
 };
 
-void pacp__dispatch(pacp_server *srv, const char *method, json_t *params, pacp_reply *out) {
+void pacp__dispatch(pacp_server *srv, const char *method, pj_t *params, pacp_reply *out) {
     for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
         if (strcmp(methods[i].name, method) != 0) continue;
-        if (params && !json_is_object(params)) {
+        if (params && !pj_is_object(params)) {
             bad_params(out, "params must be an object");
             return;
         }
-        json_t *empty = NULL;
-        if (!params) params = empty = json_object();
+        pj_t *empty = NULL;
+        if (!params) params = empty = pj_object();
         methods[i].fn(srv, params, out);
-        json_decref(empty);
+        pj_decref(empty);
         return;
     }
     char msg[300];

@@ -4,7 +4,7 @@
  * the routing of each answer to the request it answers.
  *
  * Invariants: srv->mu guards the list and every request's answer fields; an answer is
- * decoded on the reader thread into plain C values (no json_t crosses threads) by the
+ * decoded on the reader thread into plain C values (no pj_t crosses threads) by the
  * decoder of the request's kind, and wakes its waiter on srv->cv. An answer whose id no
  * waiting request has is ignored.
  */
@@ -28,8 +28,8 @@ void pacp__outreq_unlink(pacp_server *srv, pacp_outreq *req) {
 }
 
 void pacp__on_response(pacp_server *srv, const pb_rpc_msg *m) {
-    if (!json_is_integer(m->id)) return; /* not one of ours: ignore */
-    json_int_t id = json_integer_value(m->id);
+    if (!pj_is_integer(m->id)) return; /* not one of ours: ignore */
+    pj_int_t id = pj_integer_value(m->id);
     pthread_mutex_lock(&srv->mu);
     for (pacp_outreq *r = srv->pending; r; r = r->next) {
         if (r->id != id || r->done) continue;

@@ -17,7 +17,7 @@
 typedef struct prompt_token {
     struct prompt_token *next; /* srv->prompts, under srv->mu ($/cancel_request) */
     pacp_server *srv;
-    json_t *id;
+    pj_t *id;
     char sid[PST_ID_LEN];
 } prompt_token;
 
@@ -35,14 +35,14 @@ static void forget_prompt(pacp_server *srv, prompt_token *t) {
 /* $/cancel_request {requestId}: a session/prompt still in flight is cancelled (its
  * answer is stopReason "cancelled"); other requests are answered synchronously, so by
  * now they are done and there is nothing to cancel. */
-static void cancel_request(pacp_server *srv, json_t *params) {
-    json_t *rid = json_object_get(params, "requestId");
+static void cancel_request(pacp_server *srv, pj_t *params) {
+    pj_t *rid = pj_object_get(params, "requestId");
     if (!rid) return;
     char sid[PST_ID_LEN] = "";
     void *token = NULL;
     pthread_mutex_lock(&srv->mu);
     for (prompt_token *t = srv->prompts; t; t = t->next)
-        if (json_equal(t->id, rid)) {
+        if (pj_equal(t->id, rid)) {
             memcpy(sid, t->sid, PST_ID_LEN);
             token = t;
             break;
@@ -52,14 +52,14 @@ static void cancel_request(pacp_server *srv, json_t *params) {
 }
 
 void pacp__reply_error(pacp_reply *r, int code, const char *msg) {
-    json_decref(r->result);
+    pj_decref(r->result);
     r->result = NULL;
     r->code = code;
     snprintf(r->message, sizeof r->message, "%.300s", msg);
 }
 
-void pacp__send_reply(pacp_server *srv, json_t *id, pacp_reply *r) {
-    json_t *f =
+void pacp__send_reply(pacp_server *srv, pj_t *id, pacp_reply *r) {
+    pj_t *f =
         r->result ? pb_rpc_result(id, r->result) : pb_rpc_error(id, r->code, r->message, r->data);
     r->result = NULL;
     r->data = NULL;
@@ -67,25 +67,25 @@ void pacp__send_reply(pacp_server *srv, json_t *id, pacp_reply *r) {
         pacp__writer_send(&srv->w, f);
     else
         pb_log(&srv->log, PB_LOG_ERROR, "acp: out of memory building a reply");
-    json_decref(f);
+    pj_decref(f);
 }
 
-void pacp__notify(pacp_server *srv, const char *method, json_t *params) {
-    json_t *f = pb_rpc_notification(method, params);
+void pacp__notify(pacp_server *srv, const char *method, pj_t *params) {
+    pj_t *f = pb_rpc_notification(method, params);
     if (f) pacp__writer_send(&srv->w, f);
-    json_decref(f);
+    pj_decref(f);
 }
 
 /* ---------------------------------------------------------------- controller sink */
 
 static void sink_event(void *ctx, const pag_event *ev, const pct_event_ids *ids) {
     pacp_server *srv = ctx;
-    json_t *p = pacp__update_params(ev, ids);
+    pj_t *p = pacp__update_params(ev, ids);
     if (!p) return;
-    json_incref(p);
+    pj_incref(p);
     pacp__notify(srv, "session/update", p);
     pacp__term_after_update(srv, p); /* shown, so release it now */
-    json_decref(p);
+    pj_decref(p);
 }
 
 /* The terminal event of a turn: _peri/turn_done, after all of the turn's output and
@@ -96,22 +96,20 @@ static void sink_turn_done(void *ctx, const char *session_id, uint64_t seq,
     const char *outcome = r->state == PAG_TURN_FAILED        ? "failed"
                           : r->state == PAG_TURN_INTERRUPTED ? "interrupted"
                                                              : "completed";
-    json_t *p = json_pack("{s:s, s:s}", "sessionId", session_id, "outcome", outcome);
+    pj_t *p = pj_pack("{s:s, s:s}", "sessionId", session_id, "outcome", outcome);
     if (!p) return;
     if (r->state == PAG_TURN_FAILED)
-        json_object_set_new(p, "error",
-                            json_pack("{s:s, s:s}", "kind",
-                                      r->error_kind ? r->error_kind : "internal", "message",
-                                      r->message));
+        pj_object_set_new(p, "error",
+                          pj_pack("{s:s, s:s}", "kind", r->error_kind ? r->error_kind : "internal",
+                                  "message", r->message));
     else
-        json_object_set_new(p, "stopReason",
-                            json_string(r->stop_reason ? r->stop_reason : "end_turn"));
-    if (ids->turn_id) json_object_set_new(p, "turnId", json_string(ids->turn_id));
-    if (ids->attempt_id) json_object_set_new(p, "attemptId", json_string(ids->attempt_id));
-    json_t *meta = json_pack("{s:I}", "peri.sessionSeq", (json_int_t)seq);
+        pj_object_set_new(p, "stopReason", pj_string(r->stop_reason ? r->stop_reason : "end_turn"));
+    if (ids->turn_id) pj_object_set_new(p, "turnId", pj_string(ids->turn_id));
+    if (ids->attempt_id) pj_object_set_new(p, "attemptId", pj_string(ids->attempt_id));
+    pj_t *meta = pj_pack("{s:I}", "peri.sessionSeq", (pj_int_t)seq);
     if (meta) {
         pacp__ids_meta(meta, ids);
-        json_object_set_new(p, "_meta", meta);
+        pj_object_set_new(p, "_meta", meta);
     }
     pacp__notify(srv, "_peri/turn_done", p);
 }
@@ -121,21 +119,21 @@ static void sink_turn_done(void *ctx, const char *session_id, uint64_t seq,
 static void sink_mcp_status(void *ctx, const char *session_id, uint64_t epoch,
                             const char *status_json) {
     pacp_server *srv = ctx;
-    json_t *p = json_loads(status_json, 0, NULL);
-    if (!json_is_object(p)) {
-        json_decref(p);
+    pj_t *p = pj_loads(status_json, 0, NULL);
+    if (!pj_is_object(p)) {
+        pj_decref(p);
         return;
     }
-    json_object_set_new(p, "sessionId", json_string(session_id));
-    json_object_set_new(p, "_meta", json_pack("{s:I}", "peri.sessionEpoch", (json_int_t)epoch));
+    pj_object_set_new(p, "sessionId", pj_string(session_id));
+    pj_object_set_new(p, "_meta", pj_pack("{s:I}", "peri.sessionEpoch", (pj_int_t)epoch));
     pacp__notify(srv, "_peri/mcp_status", p);
 }
 
 static void sink_mcp_login(void *ctx, const char *session_id, uint64_t epoch, const char *server,
                            const char *url) {
     pacp_server *srv = ctx;
-    json_t *p = json_pack("{s:s, s:s, s:s, s:{s:I}}", "sessionId", session_id, "server", server,
-                          "url", url, "_meta", "peri.sessionEpoch", (json_int_t)epoch);
+    pj_t *p = pj_pack("{s:s, s:s, s:s, s:{s:I}}", "sessionId", session_id, "server", server, "url",
+                      url, "_meta", "peri.sessionEpoch", (pj_int_t)epoch);
     if (p) pacp__notify(srv, "_peri/mcp_login", p);
 }
 
@@ -146,16 +144,16 @@ static void sink_prompt_done(void *ctx, void *token, const pag_turn_result *r) {
     if (r->state == PAG_TURN_FAILED) {
         rep.code = PACP_TURN_FAILED;
         snprintf(rep.message, sizeof rep.message, "%.300s", r->message);
-        rep.data = json_pack("{s:s}", "kind", r->error_kind ? r->error_kind : "internal");
+        rep.data = pj_pack("{s:s}", "kind", r->error_kind ? r->error_kind : "internal");
         if (rep.data && r->http_status > 0)
-            json_object_set_new(rep.data, "status", json_integer(r->http_status));
+            pj_object_set_new(rep.data, "status", pj_integer(r->http_status));
     } else {
-        rep.result = json_pack("{s:s}", "stopReason", r->stop_reason ? r->stop_reason : "end_turn");
+        rep.result = pj_pack("{s:s}", "stopReason", r->stop_reason ? r->stop_reason : "end_turn");
         if (!rep.result) pacp__reply_error(&rep, PACP_INTERNAL_ERROR, "out of memory");
     }
     forget_prompt(srv, t);
     pacp__send_reply(srv, t->id, &rep);
-    json_decref(t->id);
+    pj_decref(t->id);
     free(t);
 }
 
@@ -164,39 +162,39 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
     pacp_server *srv = ctx;
     pacp_outreq *req = calloc(1, sizeof *req);
     if (!req) return PAG_PERM_REJECT;
-    json_t *tc = json_pack("{s:s, s:s, s:s, s:s}", "toolCallId",
-                           call->tool_call_id ? call->tool_call_id : "", "title",
-                           call->title ? call->title : "tool", "kind",
-                           call->tool_kind ? call->tool_kind : "other", "status", "pending");
+    pj_t *tc =
+        pj_pack("{s:s, s:s, s:s, s:s}", "toolCallId", call->tool_call_id ? call->tool_call_id : "",
+                "title", call->title ? call->title : "tool", "kind",
+                call->tool_kind ? call->tool_kind : "other", "status", "pending");
     if (tc && call->raw_input) {
-        json_t *ri = json_loads(call->raw_input, 0, NULL);
-        if (ri) json_object_set_new(tc, "rawInput", ri);
+        pj_t *ri = pj_loads(call->raw_input, 0, NULL);
+        if (ri) pj_object_set_new(tc, "rawInput", ri);
     }
     if (tc && call->meta_json) { /* a subagent's call: its nesting */
-        json_t *mj = json_loads(call->meta_json, 0, NULL);
-        if (json_is_object(mj))
-            json_object_set_new(tc, "_meta", mj);
+        pj_t *mj = pj_loads(call->meta_json, 0, NULL);
+        if (pj_is_object(mj))
+            pj_object_set_new(tc, "_meta", mj);
         else
-            json_decref(mj);
+            pj_decref(mj);
     }
     if (tc && call->content_json) {
-        json_t *cj = json_loads(call->content_json, 0, NULL);
-        if (json_is_array(cj))
-            json_object_set_new(tc, "content", cj);
+        pj_t *cj = pj_loads(call->content_json, 0, NULL);
+        if (pj_is_array(cj))
+            pj_object_set_new(tc, "content", cj);
         else
-            json_decref(cj);
+            pj_decref(cj);
     }
     const char *tool = call->tool_name ? call->tool_name : "this tool";
     bool trust = !strcmp(tool, PAG_TRUST_REQUEST_TOOL);
-    json_t *params;
+    pj_t *params;
     if (trust) {
         /* A project-trust question: trust exactly what is shown, or not now. No "allow
          * once" is offered, so a client that answers every request with it grants
          * nothing here. */
-        params = json_pack("{s:s, s:o, s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}]}", "sessionId",
-                           session_id, "toolCall", tc, "options", "optionId", "trust_project",
-                           "name", "Trust this exact configuration", "kind", "allow_always",
-                           "optionId", "reject_once", "name", "Not now", "kind", "reject_once");
+        params = pj_pack("{s:s, s:o, s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}]}", "sessionId",
+                         session_id, "toolCall", tc, "options", "optionId", "trust_project", "name",
+                         "Trust this exact configuration", "kind", "allow_always", "optionId",
+                         "reject_once", "name", "Not now", "kind", "reject_once");
     } else {
         /* "always" answers: remembered for the session, or for this project in the user's
          * own state (never in a project file) - the option name says which. */
@@ -206,7 +204,7 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
                  "Always allow %.60s in this project (kept in your ~/.peri, not in the project)",
                  tool);
         snprintf(never, sizeof never, "Always reject %.60s in this session", tool);
-        params = json_pack(
+        params = pj_pack(
             "{s:s, s:o, s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}, "
             "{s:s, s:s, s:s}]}",
             "sessionId", session_id, "toolCall", tc, "options", "optionId", "allow_once", "name",
@@ -221,31 +219,31 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
     uint64_t epoch = 0;
     char turn[48] = "", attempt[48] = "";
     if (params && pct_session_turn_ids(srv->ctl, session_id, &epoch, turn, attempt)) {
-        json_t *cm = call->meta_json ? json_loads(call->meta_json, 0, NULL) : NULL;
-        const char *child = json_string_value(json_object_get(cm, "peri.childSessionId"));
+        pj_t *cm = call->meta_json ? pj_loads(call->meta_json, 0, NULL) : NULL;
+        const char *child = pj_string_value(pj_object_get(cm, "peri.childSessionId"));
         pct_event_ids ids = {.session_epoch = epoch,
                              .turn_id = turn[0] ? turn : NULL,
                              .attempt_id = attempt[0] ? attempt : NULL,
                              .agent_id = child ? child : session_id};
-        json_t *meta = json_object();
+        pj_t *meta = pj_object();
         if (meta) {
             pacp__ids_meta(meta, &ids);
-            json_object_set_new(params, "_meta", meta);
+            pj_object_set_new(params, "_meta", meta);
         }
-        json_decref(cm);
+        pj_decref(cm);
     }
     pthread_mutex_lock(&srv->mu);
     if (atomic_load(cancel) || !pacp__outreq_link(srv, req)) {
         bool eof = srv->eof;
         pthread_mutex_unlock(&srv->mu);
-        json_decref(params);
+        pj_decref(params);
         free(req);
         return eof ? PAG_PERM_REJECT : PAG_PERM_CANCELLED;
     }
     pthread_mutex_unlock(&srv->mu);
-    json_t *f = params ? pb_rpc_request(req->id, "session/request_permission", params) : NULL;
+    pj_t *f = params ? pb_rpc_request(req->id, "session/request_permission", params) : NULL;
     int sent = f && pacp__writer_send(&srv->w, f) == 0;
-    json_decref(f);
+    pj_decref(f);
 
     pag_permission outcome = PAG_PERM_REJECT;
     pthread_mutex_lock(&srv->mu);
@@ -264,11 +262,22 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
     return outcome;
 }
 
+/* What the controller asks the client: every callback that becomes an ACP request (the
+ * user's permission and answers, the client's file system and terminal), all on srv. */
+static void sink_requests(pct_sink *sink, pacp_server *srv) {
+    sink->ctx = srv;
+    sink->ask_permission = sink_ask;
+    sink->ask_user = pacp__sink_ask_user;
+    sink->fs_read = pacp__fs_read;
+    sink->fs_write = pacp__fs_write;
+    sink->term_run = pacp__term_run;
+}
+
 /* Errors and unknown outcomes refuse. */
 void pacp__perm_answer(pacp_outreq *r, const pb_rpc_msg *m) {
-    json_t *oc = json_object_get(m->result, "outcome");
-    const char *kind = json_string_value(json_object_get(oc, "outcome"));
-    const char *opt = json_string_value(json_object_get(oc, "optionId"));
+    pj_t *oc = pj_object_get(m->result, "outcome");
+    const char *kind = pj_string_value(pj_object_get(oc, "outcome"));
+    const char *opt = pj_string_value(pj_object_get(oc, "optionId"));
     bool sel = kind && !strcmp(kind, "selected") && opt;
     int outcome = PAG_PERM_REJECT, trust_outcome = PAG_PERM_REJECT;
     if (kind && !strcmp(kind, "cancelled"))
@@ -301,7 +310,7 @@ static bool is_slow(const char *method) {
 typedef struct slow_job {
     pacp_server *srv;
     char *method;
-    json_t *params, *id;
+    pj_t *params, *id;
 } slow_job;
 
 static void slow_run(slow_job *j) {
@@ -312,8 +321,8 @@ static void slow_run(slow_job *j) {
     if (rep.announce[0]) pct_session_announce(j->srv->ctl, rep.announce);
     if (rep.answered[0]) pct_session_answered(j->srv->ctl, rep.answered);
     free(j->method);
-    json_decref(j->params);
-    json_decref(j->id);
+    pj_decref(j->params);
+    pj_decref(j->id);
 }
 
 static void *slow_main(void *arg) {
@@ -326,13 +335,13 @@ static void *slow_main(void *arg) {
 }
 
 /* Starts a slow request on its own thread; false when it must run here instead. */
-static bool start_slow(pacp_server *srv, const char *method, json_t *params, json_t *id) {
+static bool start_slow(pacp_server *srv, const char *method, pj_t *params, pj_t *id) {
     slow_job *j = calloc(1, sizeof *j);
     if (!j) return false;
     *j = (slow_job){.srv = srv,
                     .method = strdup(method),
-                    .params = params ? json_deep_copy(params) : NULL,
-                    .id = id ? json_deep_copy(id) : NULL};
+                    .params = params ? pj_deep_copy(params) : NULL,
+                    .id = id ? pj_deep_copy(id) : NULL};
     bool ok = j->method && (!params || j->params) && (!id || j->id);
     if (ok) {
         pthread_mutex_lock(&srv->mu);
@@ -345,8 +354,8 @@ static bool start_slow(pacp_server *srv, const char *method, json_t *params, jso
     }
     if (!ok) {
         free(j->method);
-        json_decref(j->params);
-        json_decref(j->id);
+        pj_decref(j->params);
+        pj_decref(j->id);
         free(j);
     }
     return ok;
@@ -369,7 +378,7 @@ static void on_frame(pacp_server *srv, const char *line, size_t len) {
     case PB_RPC_RESPONSE: pacp__on_response(srv, &m); break;
     case PB_RPC_NOTIFICATION:
         if (!strcmp(m.method, "session/cancel")) {
-            if (json_is_object(m.params)) pacp__cancel(srv, m.params);
+            if (pj_is_object(m.params)) pacp__cancel(srv, m.params);
         } else if (!strcmp(m.method, "$/cancel_request")) {
             cancel_request(srv, m.params);
         }
@@ -381,7 +390,7 @@ static void on_frame(pacp_server *srv, const char *line, size_t len) {
             tok = calloc(1, sizeof *tok);
             if (tok) {
                 tok->srv = srv;
-                tok->id = json_copy(m.id);
+                tok->id = pj_copy(m.id);
             }
             if (!tok || !tok->id) {
                 free(tok);
@@ -394,10 +403,10 @@ static void on_frame(pacp_server *srv, const char *line, size_t len) {
         rep.prompt_token = tok;
         if (tok) {
             /* Registered before dispatch: the answer may come before dispatch returns. */
-            json_t *sidv = json_object_get(m.params, "sessionId");
-            if (!sidv) sidv = json_object_get(m.params, "session_id");
+            pj_t *sidv = pj_object_get(m.params, "sessionId");
+            if (!sidv) sidv = pj_object_get(m.params, "session_id");
             snprintf(tok->sid, sizeof tok->sid, "%s",
-                     json_is_string(sidv) ? json_string_value(sidv) : "");
+                     pj_is_string(sidv) ? pj_string_value(sidv) : "");
             pthread_mutex_lock(&srv->mu);
             tok->next = srv->prompts;
             srv->prompts = tok;
@@ -407,7 +416,7 @@ static void on_frame(pacp_server *srv, const char *line, size_t len) {
         if (rep.deferred) break;
         if (tok) {
             forget_prompt(srv, tok);
-            json_decref(tok->id);
+            pj_decref(tok->id);
             free(tok);
         }
         pacp__send_reply(srv, m.id, &rep);
@@ -461,7 +470,7 @@ static int start_object(const pacp_options *opt, char out_cwd[PATH_MAX], pag_set
         snprintf(err, errlen, "storage is required: storage.locator must be a nonempty string");
         return -1;
     }
-    if (opt->settings && !json_is_object(opt->settings)) {
+    if (opt->settings && !pj_is_object(opt->settings)) {
         snprintf(err, errlen, "settings must be an object");
         return -1;
     }
@@ -494,17 +503,14 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
     pacp__writer_init(&srv->w, out_fd);
     pthread_mutex_init(&srv->mu, NULL);
     pthread_cond_init(&srv->cv, NULL);
-    pct_sink sink = {.ctx = srv,
-                     .on_event_ids = sink_event,
+    /* What the controller tells the client: the session/update stream, the end of each
+     * prompt, MCP servers' start-up and login (notifications); then what it asks. */
+    pct_sink sink = {.on_event_ids = sink_event,
                      .on_turn_done = sink_turn_done,
-                     .on_mcp_status = sink_mcp_status,
-                     .on_mcp_login = sink_mcp_login,
-                     .ask_permission = sink_ask,
-                     .ask_user = pacp__sink_ask_user,
                      .on_prompt_done = sink_prompt_done,
-                     .fs_read = pacp__fs_read,
-                     .fs_write = pacp__fs_write,
-                     .term_run = pacp__term_run};
+                     .on_mcp_status = sink_mcp_status,
+                     .on_mcp_login = sink_mcp_login};
+    sink_requests(&sink, srv);
     pct_config cfg = {.db_path = opt->storage.locator,
                       .home = opt->home,
                       .machine_id = opt->machine_id,

@@ -25,9 +25,9 @@ typedef enum pacp_outreq_kind {
 
 typedef struct pacp_outreq {
     struct pacp_outreq *next;
-    json_int_t id;
+    pj_int_t id;
     pacp_outreq_kind kind;
-    int outcome; /* pag_permission decoded by the reader thread (no json_t crosses threads) */
+    int outcome; /* pag_permission decoded by the reader thread (no pj_t crosses threads) */
     bool done;
     bool error; /* the client answered with an error */
     char *text; /* fs/read_text_file: the content (malloc'd), text_len bytes */
@@ -44,7 +44,7 @@ typedef struct pacp_server {
     char default_cwd[4096];       /* the start object's cwd, canonical */
     pthread_mutex_t mu;           /* outgoing requests */
     pthread_cond_t cv;
-    json_int_t next_id;
+    pj_int_t next_id;
     pacp_outreq *pending;
     struct prompt_token
         *prompts; /* in-flight session/prompt tokens (server.c), for $/cancel_request */
@@ -65,10 +65,10 @@ typedef struct pacp_server {
 
 /* A reply: exactly one of result / error. */
 typedef struct pacp_reply {
-    json_t *result;
+    pj_t *result;
     int code;
     char message[320];
-    json_t *data;
+    pj_t *data;
     void *prompt_token;        /* in: the route of the session/prompt answer */
     bool deferred;             /* session/prompt: answered later by the controller */
     char announce[PST_ID_LEN]; /* session/new: announce this session after the reply */
@@ -77,17 +77,17 @@ typedef struct pacp_reply {
 } pacp_reply;
 
 /* Runs one request. session/prompt takes out->prompt_token and sets out->deferred. */
-void pacp__dispatch(pacp_server *srv, const char *method, json_t *params, pacp_reply *out);
-void pacp__notify(pacp_server *srv, const char *method, json_t *params);
+void pacp__dispatch(pacp_server *srv, const char *method, pj_t *params, pacp_reply *out);
+void pacp__notify(pacp_server *srv, const char *method, pj_t *params);
 /* session/cancel (notification or request): the target and clear_queue of params. */
-void pacp__cancel(pacp_server *srv, json_t *params);
+void pacp__cancel(pacp_server *srv, pj_t *params);
 
 /* session/update params for one stamped event (ids: its identity, may be NULL); NULL
  * for events with no wire form. */
-json_t *pacp__update_params(const pag_event *ev, const pct_event_ids *ids);
+pj_t *pacp__update_params(const pag_event *ev, const pct_event_ids *ids);
 /* Adds "peri.sessionEpoch", "peri.agentId", "peri.turnId", "peri.attemptId" (those
  * present) to a _meta object. */
-void pacp__ids_meta(json_t *meta, const pct_event_ids *ids);
+void pacp__ids_meta(pj_t *meta, const pct_event_ids *ids);
 
 /* clientfs.c: the controller sink's fs hooks, the capability record made by
  * initialize, and the decoder of fs/... answers. */
@@ -95,10 +95,10 @@ int pacp__fs_read(void *ctx, const char *session_id, const char *abs_path, char 
                   size_t *len);
 int pacp__fs_write(void *ctx, const char *session_id, const char *abs_path, const char *data,
                    size_t len);
-void pacp__fs_caps(pacp_server *srv, json_t *client_capabilities);
+void pacp__fs_caps(pacp_server *srv, pj_t *client_capabilities);
 /* Questions (ask.c): the client's elicitation capability from initialize; the sink's
  * ask_user; the decoder of answers to its requests. */
-void pacp__ask_caps(pacp_server *srv, json_t *client_capabilities);
+void pacp__ask_caps(pacp_server *srv, pj_t *client_capabilities);
 char *pacp__sink_ask_user(void *ctx, const char *session_id, const char *question_json,
                           atomic_int *cancel);
 void pacp__ask_answer(pacp_outreq *r, const pb_rpc_msg *m);
@@ -110,9 +110,9 @@ void pacp__fs_answer(pacp_outreq *r, const pb_rpc_msg *m);
 int pacp__term_run(void *ctx, const char *session_id, const char *cwd, const char *command,
                    long long timeout_ms, size_t max_output, atomic_int *cancel,
                    ptl_term_result *out);
-void pacp__term_caps(pacp_server *srv, json_t *client_capabilities);
+void pacp__term_caps(pacp_server *srv, pj_t *client_capabilities);
 void pacp__term_answer(pacp_outreq *r, const pb_rpc_msg *m);
-void pacp__term_after_update(pacp_server *srv, json_t *params);
+void pacp__term_after_update(pacp_server *srv, pj_t *params);
 void pacp__term_release_all(pacp_server *srv);
 
 /* outreq.c: requests to the client. link gives req a fresh id and puts it in the pending
@@ -127,9 +127,9 @@ void pacp__on_response(pacp_server *srv, const pb_rpc_msg *m);
 void pacp__perm_answer(pacp_outreq *r, const pb_rpc_msg *m);
 
 void pacp__reply_error(pacp_reply *r, int code, const char *msg);
-void pacp__send_reply(pacp_server *srv, json_t *id, pacp_reply *r);
+void pacp__send_reply(pacp_server *srv, pj_t *id, pacp_reply *r);
 
 /* updates.c: a wall-clock time in ms as an ISO 8601 UTC JSON string (ACP's updatedAt). */
-json_t *pacp__iso_time(int64_t ms);
+pj_t *pacp__iso_time(int64_t ms);
 
 #endif

@@ -21,7 +21,7 @@ void pacp__writer_destroy(pacp_writer *w) {
     pthread_mutex_destroy(&w->mu);
 }
 
-int pacp__writer_send(pacp_writer *w, const json_t *frame) {
+int pacp__writer_send(pacp_writer *w, const pj_t *frame) {
     size_t n;
     char *line = pb_rpc_encode(frame, true, &n);
     if (!line) return -1;

@@ -7,7 +7,7 @@
 #ifndef PACP_TRANSPORT_H
 #define PACP_TRANSPORT_H
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <pthread.h>
 #include <stddef.h>
 
@@ -22,6 +22,6 @@ typedef struct pacp_writer {
 int pacp__writer_init(pacp_writer *w, int fd);
 void pacp__writer_destroy(pacp_writer *w);
 /* Sends one frame (borrowed). 0 on success, -1 when it could not be written. */
-int pacp__writer_send(pacp_writer *w, const json_t *frame);
+int pacp__writer_send(pacp_writer *w, const pj_t *frame);
 
 #endif

@@ -153,8 +153,8 @@ static void act_one(turn *t, const pm_part *call, pm_message *results) {
     const pag_tool_info *ti = pag__tool_find(s, call->name);
     const char *args = call->arguments ? call->arguments : "{}";
     const char *id = call->id ? call->id : "";
-    char *title =
-        ti && s->ports.tool_title ? s->ports.tool_title(s->ports.ctx, ti->name, args) : NULL;
+    const pag_tool_ops *ops = s->ports.tool_ops;
+    char *title = ti && ops->title ? ops->title(s->ports.ctx, ti->name, args) : NULL;
     pag_event ev = {.kind = PAG_EV_TOOL_CALL,
                     .tool_call_id = id,
                     .tool_name = call->name,
@@ -189,8 +189,7 @@ static void act_one(turn *t, const pm_part *call, pm_message *results) {
     up.status = "in_progress";
     emit(t, &up);
     pag_tool_output o = {0};
-    int rc =
-        s->ports.run_tool ? s->ports.run_tool(s->ports.ctx, ti->name, args, s->cancelp, &o) : -1;
+    int rc = ops->run ? ops->run(s->ports.ctx, ti->name, args, s->cancelp, &o) : -1;
     const char *text = o.output ? o.output : "";
     bool is_error = o.is_error;
     if (rc == 1) {
@@ -292,8 +291,8 @@ static int step(turn *t) {
             return 0;
         }
     }
-    if (s->ports.tools_now) /* a server's tool list may have changed since the last request */
-        s->ports.tools = s->ports.tools_now(s->ports.ctx, &s->ports.ntools);
+    if (s->ports.tool_ops->now) /* a server's tool list may have changed since the last request */
+        s->ports.tools = s->ports.tool_ops->now(s->ports.ctx, &s->ports.ntools);
     pm_tool_def *defs = calloc(s->ports.ntools ? s->ports.ntools : 1, sizeof *defs);
     if (!defs) {
         free(system);

@@ -15,7 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
+#include "peri/json.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -7,7 +7,7 @@
  */
 #include "agent/session_impl.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +35,8 @@ pag_session *pag_session_new(const pag_session_config *cfg, const pag_ports *por
                           ? cfg->auto_compact_threshold
                           : 0;
     s->ports = *ports;
+    static const pag_tool_ops no_tools = {0}; /* immutable: every call of a tool fails */
+    if (!s->ports.tool_ops) s->ports.tool_ops = &no_tools;
     atomic_init(&s->cancel, 0);
     atomic_init(&s->turn_gen, 0);
     atomic_init(&s->mode, PAG_MODE_DEFAULT);
@@ -147,9 +149,9 @@ static void replay_part(const pag_session *s, size_t mi, const pm_part *p,
         break;
     case PM_PART_TOOL_CALL: {
         const pag_tool_info *ti = pag__tool_find(s, p->name);
-        char *title = s->ports.tool_title && p->name
-                          ? s->ports.tool_title(s->ports.ctx, p->name, p->arguments)
-                          : NULL;
+        const pag_tool_ops *ops = s->ports.tool_ops;
+        char *title =
+            ops->title && p->name ? ops->title(s->ports.ctx, p->name, p->arguments) : NULL;
         ev.kind = PAG_EV_TOOL_CALL;
         ev.tool_call_id = p->id ? p->id : "";
         ev.tool_name = p->name;
@@ -166,16 +168,16 @@ static void replay_part(const pag_session *s, size_t mi, const pm_part *p,
     case PM_PART_DOCUMENT: {
         /* replayed as the ACP ContentBlock it came in: image, audio, or an embedded
          * blob resource (a document) */
-        json_t *b =
+        pj_t *b =
             p->kind == PM_PART_DOCUMENT
-                ? json_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "resource", "resource", "uri",
-                            "attachment:document.pdf", "mimeType",
-                            p->name ? p->name : "application/pdf", "blob", p->text ? p->text : "")
-                : json_pack("{s:s, s:s, s:s}", "type", p->kind == PM_PART_AUDIO ? "audio" : "image",
-                            "mimeType", p->name ? p->name : "image/png", "data",
-                            p->text ? p->text : "");
-        char *block = b ? json_dumps(b, JSON_COMPACT) : NULL;
-        json_decref(b);
+                ? pj_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "resource", "resource", "uri",
+                          "attachment:document.pdf", "mimeType",
+                          p->name ? p->name : "application/pdf", "blob", p->text ? p->text : "")
+                : pj_pack("{s:s, s:s, s:s}", "type", p->kind == PM_PART_AUDIO ? "audio" : "image",
+                          "mimeType", p->name ? p->name : "image/png", "data",
+                          p->text ? p->text : "");
+        char *block = b ? pj_dumps(b, PJ_COMPACT) : NULL;
+        pj_decref(b);
         if (!block) break;
         ev.kind = PAG_EV_USER_TEXT;
         ev.text = "";

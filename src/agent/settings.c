@@ -23,7 +23,7 @@
  */
 #include "peri/agent.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,46 +39,46 @@ static int set_str(char **dst, const char *v) {
     return 0;
 }
 
-static int load_provider(pag_provider *p, json_t *obj) {
-    if (!json_is_object(obj)) return 0;
-    json_t *u = json_object_get(obj, "baseUrl");
-    json_t *k = json_object_get(obj, "apiKey");
-    if (json_is_string(u) && set_str(&p->base_url, json_string_value(u))) return -1;
-    if (json_is_string(k) && set_str(&p->api_key, json_string_value(k))) return -1;
+static int load_provider(pag_provider *p, pj_t *obj) {
+    if (!pj_is_object(obj)) return 0;
+    pj_t *u = pj_object_get(obj, "baseUrl");
+    pj_t *k = pj_object_get(obj, "apiKey");
+    if (pj_is_string(u) && set_str(&p->base_url, pj_string_value(u))) return -1;
+    if (pj_is_string(k) && set_str(&p->api_key, pj_string_value(k))) return -1;
     return 0;
 }
 
-static int load_allow(pag_settings *s, json_t *allow) {
-    if (json_is_string(allow)) {
+static int load_allow(pag_settings *s, pj_t *allow) {
+    if (pj_is_string(allow)) {
         s->allow_tools = calloc(1, sizeof(char *));
-        if (!s->allow_tools || !(s->allow_tools[0] = strdup(json_string_value(allow)))) return -1;
+        if (!s->allow_tools || !(s->allow_tools[0] = strdup(pj_string_value(allow)))) return -1;
         s->nallow = 1;
         return 0;
     }
-    if (!json_is_array(allow)) return 0;
-    size_t n = json_array_size(allow);
+    if (!pj_is_array(allow)) return 0;
+    size_t n = pj_array_size(allow);
     s->allow_tools = calloc(n ? n : 1, sizeof(char *));
     if (!s->allow_tools) return -1;
     for (size_t i = 0; i < n; i++) {
-        json_t *v = json_array_get(allow, i);
-        if (!json_is_string(v)) continue;
-        if (!(s->allow_tools[s->nallow] = strdup(json_string_value(v)))) return -1;
+        pj_t *v = pj_array_get(allow, i);
+        if (!pj_is_string(v)) continue;
+        if (!(s->allow_tools[s->nallow] = strdup(pj_string_value(v)))) return -1;
         s->nallow++;
     }
     return 0;
 }
 
-static int load_named(pag_settings *s, json_t *providers) {
+static int load_named(pag_settings *s, pj_t *providers) {
     const char *key;
-    json_t *v;
-    size_t n = json_object_size(providers);
+    pj_t *v;
+    size_t n = pj_object_size(providers);
     if (!n) return 0;
     s->providers = calloc(n, sizeof *s->providers);
     if (!s->providers) return -1;
-    json_object_foreach(providers, key, v) {
-        if (!strcmp(key, "openai") || !strcmp(key, "anthropic") || !json_is_object(v)) continue;
+    pj_object_foreach(providers, key, v) {
+        if (!strcmp(key, "openai") || !strcmp(key, "anthropic") || !pj_is_object(v)) continue;
         pm_provider kind;
-        if (!pm_provider_parse(json_string_value(json_object_get(v, "type")), &kind)) continue;
+        if (!pm_provider_parse(pj_string_value(pj_object_get(v, "type")), &kind)) continue;
         pag_named_provider *np = &s->providers[s->nproviders];
         if (!(np->name = strdup(key))) return -1;
         s->nproviders++;
@@ -89,32 +89,32 @@ static int load_named(pag_settings *s, json_t *providers) {
     return 0;
 }
 
-static int load_models(pag_settings *s, json_t *models) {
-    size_t n = json_array_size(models);
+static int load_models(pag_settings *s, pj_t *models) {
+    size_t n = pj_array_size(models);
     if (!n) return 0;
     s->models = calloc(n, sizeof *s->models);
     if (!s->models) return -1;
     for (size_t i = 0; i < n; i++) {
-        json_t *m = json_array_get(models, i);
-        const char *id = json_string_value(json_is_string(m) ? m : json_object_get(m, "id"));
+        pj_t *m = pj_array_get(models, i);
+        const char *id = pj_string_value(pj_is_string(m) ? m : pj_object_get(m, "id"));
         if (!id || !strchr(id, ':')) continue;
         pag_model_entry *e = &s->models[s->nmodels];
-        const char *name = json_string_value(json_object_get(m, "name"));
+        const char *name = pj_string_value(pj_object_get(m, "name"));
         if (!(e->id = strdup(id)) || !(e->name = strdup(name ? name : id))) {
             free(e->id);
             e->id = NULL;
             return -1;
         }
         s->nmodels++;
-        json_t *cw = json_object_get(m, "contextWindow");
-        if (json_is_integer(cw) && json_integer_value(cw) > 0)
-            e->context_window = json_integer_value(cw);
-        json_t *pr = json_object_get(m, "price");
-        json_t *pi = json_object_get(pr, "input"), *po = json_object_get(pr, "output");
-        if (json_is_number(pi) && json_is_number(po)) {
+        pj_t *cw = pj_object_get(m, "contextWindow");
+        if (pj_is_integer(cw) && pj_integer_value(cw) > 0)
+            e->context_window = pj_integer_value(cw);
+        pj_t *pr = pj_object_get(m, "price");
+        pj_t *pi = pj_object_get(pr, "input"), *po = pj_object_get(pr, "output");
+        if (pj_is_number(pi) && pj_is_number(po)) {
             e->has_price = true;
-            e->price_in = json_number_value(pi);
-            e->price_out = json_number_value(po);
+            e->price_in = pj_number_value(pi);
+            e->price_out = pj_number_value(po);
         }
     }
     return 0;
@@ -122,31 +122,31 @@ static int load_models(pag_settings *s, json_t *models) {
 
 /* Parses the document root. Messages name the field only: the caller says where the
  * document came from ("settings: ..."), so they never repeat that prefix. */
-static int load_doc(pag_settings *s, json_t *root, char *err, size_t errlen) {
+static int load_doc(pag_settings *s, pj_t *root, char *err, size_t errlen) {
     int rc = -1;
-    json_t *providers = json_object_get(root, "providers");
-    json_t *v;
-    if (load_provider(&s->openai, json_object_get(providers, "openai")) ||
-        load_provider(&s->anthropic, json_object_get(providers, "anthropic")) ||
-        (json_is_object(providers) && load_named(s, providers)) ||
-        load_models(s, json_object_get(root, "models")))
+    pj_t *providers = pj_object_get(root, "providers");
+    pj_t *v;
+    if (load_provider(&s->openai, pj_object_get(providers, "openai")) ||
+        load_provider(&s->anthropic, pj_object_get(providers, "anthropic")) ||
+        (pj_is_object(providers) && load_named(s, providers)) ||
+        load_models(s, pj_object_get(root, "models")))
         goto oom;
-    if (json_is_string(v = json_object_get(root, "model")) &&
-        set_str(&s->model, json_string_value(v)))
+    if (pj_is_string(v = pj_object_get(root, "model")) &&
+        set_str(&s->model, pj_string_value(v)))
         goto oom;
-    if (load_allow(s, json_object_get(json_object_get(root, "permissions"), "allow"))) goto oom;
-    json_t *sb = json_object_get(root, "sandbox");
-    if (sb && !json_is_object(sb)) {
+    if (load_allow(s, pj_object_get(pj_object_get(root, "permissions"), "allow"))) goto oom;
+    pj_t *sb = pj_object_get(root, "sandbox");
+    if (sb && !pj_is_object(sb)) {
         snprintf(err, errlen, "\"sandbox\" must be an object");
         goto done;
     }
-    if (json_is_object(sb)) {
-        json_t *mode = json_object_get(sb, "mode"), *net = json_object_get(sb, "network");
-        json_t *wr = json_object_get(sb, "writable");
-        if ((mode && !(json_is_string(mode) && strcmp(json_string_value(mode), "off") == 0)) ||
-            (net && !json_is_boolean(net) &&
-             !(json_is_string(net) && !strcmp(json_string_value(net), "host"))) ||
-            (wr && !json_is_array(wr))) {
+    if (pj_is_object(sb)) {
+        pj_t *mode = pj_object_get(sb, "mode"), *net = pj_object_get(sb, "network");
+        pj_t *wr = pj_object_get(sb, "writable");
+        if ((mode && !(pj_is_string(mode) && strcmp(pj_string_value(mode), "off") == 0)) ||
+            (net && !pj_is_boolean(net) &&
+             !(pj_is_string(net) && !strcmp(pj_string_value(net), "host"))) ||
+            (wr && !pj_is_array(wr))) {
             snprintf(err, errlen,
                      "\"sandbox\" is {\"network\": true | false | \"host\", \"writable\": "
                      "[absolute dirs], \"mode\": \"off\"}");
@@ -154,14 +154,14 @@ static int load_doc(pag_settings *s, json_t *root, char *err, size_t errlen) {
         }
         s->sandbox_off = mode != NULL;
         /* true: a network namespace of the run's own (pasta); "host": the host's */
-        s->sandbox_host_network = json_is_string(net);
-        s->sandbox_network = json_is_true(net) || s->sandbox_host_network;
-        size_t n = json_array_size(wr);
+        s->sandbox_host_network = pj_is_string(net);
+        s->sandbox_network = pj_is_true(net) || s->sandbox_host_network;
+        size_t n = pj_array_size(wr);
         if (n) {
             s->sandbox_writable = calloc(n, sizeof(char *));
             if (!s->sandbox_writable) goto oom;
             for (size_t i = 0; i < n; i++) {
-                const char *d = json_string_value(json_array_get(wr, i));
+                const char *d = pj_string_value(pj_array_get(wr, i));
                 if (!d || d[0] != '/') {
                     snprintf(err, errlen, "sandbox.writable entries are absolute paths");
                     goto done;
@@ -171,23 +171,23 @@ static int load_doc(pag_settings *s, json_t *root, char *err, size_t errlen) {
             }
         }
     }
-    if (json_is_integer(v = json_object_get(root, "contextBudget")) && json_integer_value(v) > 0)
-        s->context_budget = json_integer_value(v);
-    if (json_is_integer(v = json_object_get(root, "maxSteps")) && json_integer_value(v) > 0)
-        s->max_steps = (int)json_integer_value(v);
-    if (json_is_integer(v = json_object_get(root, "maxRetries")) && json_integer_value(v) >= 0)
-        s->max_retries = (int)json_integer_value(v);
-    if (json_is_integer(v = json_object_get(root, "closeGraceMs")) && json_integer_value(v) >= 0)
-        s->close_grace_ms = (long)json_integer_value(v);
-    json_t *ac = json_object_get(root, "autoCompact");
-    if (json_is_false(json_object_get(ac, "enabled"))) s->auto_compact_threshold = 0;
-    if (json_is_number(v = json_object_get(ac, "threshold")) && json_number_value(v) > 0 &&
-        json_number_value(v) <= 1 && !json_is_false(json_object_get(ac, "enabled")))
-        s->auto_compact_threshold = json_number_value(v);
-    json_t *goal = json_object_get(root, "goal");
-    if (json_is_integer(v = json_object_get(goal, "maxContinuations")) &&
-        json_integer_value(v) >= 0 && json_integer_value(v) <= 1000)
-        s->goal_max_continuations = (int)json_integer_value(v);
+    if (pj_is_integer(v = pj_object_get(root, "contextBudget")) && pj_integer_value(v) > 0)
+        s->context_budget = pj_integer_value(v);
+    if (pj_is_integer(v = pj_object_get(root, "maxSteps")) && pj_integer_value(v) > 0)
+        s->max_steps = (int)pj_integer_value(v);
+    if (pj_is_integer(v = pj_object_get(root, "maxRetries")) && pj_integer_value(v) >= 0)
+        s->max_retries = (int)pj_integer_value(v);
+    if (pj_is_integer(v = pj_object_get(root, "closeGraceMs")) && pj_integer_value(v) >= 0)
+        s->close_grace_ms = (long)pj_integer_value(v);
+    pj_t *ac = pj_object_get(root, "autoCompact");
+    if (pj_is_false(pj_object_get(ac, "enabled"))) s->auto_compact_threshold = 0;
+    if (pj_is_number(v = pj_object_get(ac, "threshold")) && pj_number_value(v) > 0 &&
+        pj_number_value(v) <= 1 && !pj_is_false(pj_object_get(ac, "enabled")))
+        s->auto_compact_threshold = pj_number_value(v);
+    pj_t *goal = pj_object_get(root, "goal");
+    if (pj_is_integer(v = pj_object_get(goal, "maxContinuations")) &&
+        pj_integer_value(v) >= 0 && pj_integer_value(v) <= 1000)
+        s->goal_max_continuations = (int)pj_integer_value(v);
     rc = 0;
     goto done;
 oom:
@@ -196,7 +196,7 @@ done:
     return rc;
 }
 
-int pag_settings_from_doc(pag_settings *s, const json_t *doc, char *err, size_t errlen) {
+int pag_settings_from_doc(pag_settings *s, const pj_t *doc, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
     s->context_budget = 100000;
     s->max_steps = 50;
@@ -204,11 +204,11 @@ int pag_settings_from_doc(pag_settings *s, const json_t *doc, char *err, size_t 
     s->close_grace_ms = 500;
     s->auto_compact_threshold = 0.85;
     s->goal_max_continuations = 3;
-    if (doc && !json_is_object(doc)) {
+    if (doc && !pj_is_object(doc)) {
         snprintf(err, errlen, "settings must be an object");
         return -1;
     }
-    s->doc = doc ? json_deep_copy(doc) : json_object();
+    s->doc = doc ? pj_deep_copy(doc) : pj_object();
     if (!s->doc) goto oom;
     if (load_doc(s, s->doc, err, errlen)) { /* err says why */
         pag_settings_clear(s);
@@ -235,7 +235,7 @@ void pag_settings_clear(pag_settings *s) {
     free(s->model);
     pb_strv_free(s->sandbox_writable, s->nwritable);
     pb_strv_free(s->allow_tools, s->nallow);
-    json_decref(s->doc);
+    pj_decref(s->doc);
     for (size_t i = 0; i < s->nproviders; i++) {
         free(s->providers[i].name);
         free(s->providers[i].p.base_url);

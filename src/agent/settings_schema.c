@@ -90,11 +90,11 @@ static const char *nearest(const char *key, const char *const *known) {
 }
 
 /* Warns about each key of obj that is not in known (NULL-terminated). */
-static void unknown_keys(checker *c, const json_t *obj, const char *where,
+static void unknown_keys(checker *c, const pj_t *obj, const char *where,
                          const char *const *known) {
     const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)obj, key, v) {
+    pj_t *v;
+    pj_object_foreach((pj_t *)obj, key, v) {
         bool found = false;
         for (size_t i = 0; known[i] && !found; i++)
             found = strcmp(key, known[i]) == 0;
@@ -114,49 +114,49 @@ static void unknown_keys(checker *c, const json_t *obj, const char *where,
     }
 }
 
-static const char *type_name(const json_t *v) {
+static const char *type_name(const pj_t *v) {
     if (!v) return "missing";
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
+    switch (pj_typeof(v)) {
+    case PJ_OBJECT: return "an object";
+    case PJ_ARRAY: return "an array";
+    case PJ_STRING: return "a string";
+    case PJ_INTEGER: return "an integer";
+    case PJ_REAL: return "a number";
+    case PJ_TRUE:
+    case PJ_FALSE: return "a boolean";
+    case PJ_NULL: return "null";
     }
     return "?";
 }
 
 /* Each want_* checks one value; false (and an error) when it is not what it must be. */
-static bool want(checker *c, const json_t *v, bool ok, const char *where, const char *what) {
+static bool want(checker *c, const pj_t *v, bool ok, const char *where, const char *what) {
     if (!ok && !v) pag__finding(c, true, where, "is missing; it must be %s", what);
     if (!ok && v) pag__finding(c, true, where, "must be %s, not %s", what, type_name(v));
     return ok;
 }
 
-static bool want_string(checker *c, const json_t *v, const char *where) {
-    return want(c, v, json_is_string(v), where, "a string");
+static bool want_string(checker *c, const pj_t *v, const char *where) {
+    return want(c, v, pj_is_string(v), where, "a string");
 }
 
-static bool want_object(checker *c, const json_t *v, const char *where) {
-    return want(c, v, json_is_object(v), where, "an object");
+static bool want_object(checker *c, const pj_t *v, const char *where) {
+    return want(c, v, pj_is_object(v), where, "an object");
 }
 
-static void want_int(checker *c, const json_t *v, const char *where, json_int_t min) {
-    if (json_is_integer(v) && json_integer_value(v) >= min) return;
+static void want_int(checker *c, const pj_t *v, const char *where, pj_int_t min) {
+    if (pj_is_integer(v) && pj_integer_value(v) >= min) return;
     pag__finding(c, true, where, "must be %s integer, not %s%s",
-                 min > 0 ? "a positive" : "a non-negative", json_is_integer(v) ? "" : type_name(v),
-                 json_is_integer(v) ? (min > 0 ? "zero or less" : "below zero") : "");
+                 min > 0 ? "a positive" : "a non-negative", pj_is_integer(v) ? "" : type_name(v),
+                 pj_is_integer(v) ? (min > 0 ? "zero or less" : "below zero") : "");
 }
 
-static void want_string_array(checker *c, const json_t *v, const char *where) {
-    if (!want(c, v, json_is_array(v), where, "an array of strings")) return;
+static void want_string_array(checker *c, const pj_t *v, const char *where) {
+    if (!want(c, v, pj_is_array(v), where, "an array of strings")) return;
     size_t i;
-    json_t *e;
+    pj_t *e;
     char w[256];
-    json_array_foreach((json_t *)v, i, e) {
+    pj_array_foreach((pj_t *)v, i, e) {
         snprintf(w, sizeof w, "%s[%zu]", where, i);
         want_string(c, e, w);
     }
@@ -164,13 +164,13 @@ static void want_string_array(checker *c, const json_t *v, const char *where) {
 
 /* An object of named entries (providers, mcpServers): each must be an object with only
  * the known keys; then one() checks the entry (w: where it is). */
-static void check_named(checker *c, const json_t *v, const char *where, const char *const *keys,
-                        void (*one)(checker *c, const char *name, json_t *e, const char *w)) {
+static void check_named(checker *c, const pj_t *v, const char *where, const char *const *keys,
+                        void (*one)(checker *c, const char *name, pj_t *e, const char *w)) {
     if (!want_object(c, v, where)) return;
     const char *name;
-    json_t *e;
+    pj_t *e;
     char w[256];
-    json_object_foreach((json_t *)v, name, e) {
+    pj_object_foreach((pj_t *)v, name, e) {
         join(w, sizeof w, where, name);
         if (!want_object(c, e, w)) continue;
         unknown_keys(c, e, w, keys);
@@ -180,98 +180,98 @@ static void check_named(checker *c, const json_t *v, const char *where, const ch
 
 static const char *const provider_keys[] = {"type", "baseUrl", "apiKey", NULL};
 
-static void check_provider(checker *c, const char *name, json_t *p, const char *w) {
+static void check_provider(checker *c, const char *name, pj_t *p, const char *w) {
     char w2[256];
-    json_t *t = json_object_get(p, "type");
+    pj_t *t = pj_object_get(p, "type");
     bool builtin = !strcmp(name, "openai") || !strcmp(name, "anthropic");
     if (t && want_string(c, t, join(w2, sizeof w2, w, "type")) &&
-        strcmp(json_string_value(t), "openai") && strcmp(json_string_value(t), "anthropic"))
+        strcmp(pj_string_value(t), "openai") && strcmp(pj_string_value(t), "anthropic"))
         pag__finding(c, true, w2,
                      "must be \"openai\" or \"anthropic\" (the API it speaks), not "
                      "\"%.60s\"",
-                     json_string_value(t));
+                     pj_string_value(t));
     else if (!t && !builtin)
         pag__finding(c, true, w,
                      "a provider other than openai and anthropic needs \"type\": \"openai\" or "
                      "\"anthropic\" (the API it speaks)");
     for (size_t i = 1; provider_keys[i]; i++) {
-        json_t *s = json_object_get(p, provider_keys[i]);
+        pj_t *s = pj_object_get(p, provider_keys[i]);
         if (s) want_string(c, s, join(w2, sizeof w2, w, provider_keys[i]));
     }
 }
 
-static void check_models(checker *c, const json_t *v, const char *where) {
+static void check_models(checker *c, const pj_t *v, const char *where) {
     static const char *const keys[] = {"id", "name", "contextWindow", "price", NULL};
     static const char *const price_keys[] = {"input", "output", NULL};
-    if (!want(c, v, json_is_array(v), where, "an array")) return;
+    if (!want(c, v, pj_is_array(v), where, "an array")) return;
     size_t i;
-    json_t *m;
+    pj_t *m;
     char w[256], w2[256], w3[256];
-    json_array_foreach((json_t *)v, i, m) {
+    pj_array_foreach((pj_t *)v, i, m) {
         snprintf(w, sizeof w, "%s[%zu]", where, i);
-        const json_t *id = m;
-        if (json_is_object(m)) {
+        const pj_t *id = m;
+        if (pj_is_object(m)) {
             unknown_keys(c, m, w, keys);
-            id = json_object_get(m, "id");
+            id = pj_object_get(m, "id");
             join(w2, sizeof w2, w, "id");
             if (!id) {
                 pag__finding(c, true, w, "needs \"id\": \"provider:model\"");
                 continue;
             }
-        } else if (!json_is_string(m)) {
+        } else if (!pj_is_string(m)) {
             pag__finding(c, true, w, "must be \"provider:model\" or an object with \"id\", not %s",
                          type_name(m));
             continue;
         } else {
             snprintf(w2, sizeof w2, "%s", w);
         }
-        if (want_string(c, id, w2) && !strchr(json_string_value(id), ':'))
+        if (want_string(c, id, w2) && !strchr(pj_string_value(id), ':'))
             pag__finding(c, true, w2,
                          "must look like provider:model (e.g. openai:gpt-4o), not \"%.60s\"",
-                         json_string_value(id));
-        if (!json_is_object(m)) continue;
-        json_t *x;
-        if ((x = json_object_get(m, "name"))) want_string(c, x, join(w2, sizeof w2, w, "name"));
-        if ((x = json_object_get(m, "contextWindow")))
+                         pj_string_value(id));
+        if (!pj_is_object(m)) continue;
+        pj_t *x;
+        if ((x = pj_object_get(m, "name"))) want_string(c, x, join(w2, sizeof w2, w, "name"));
+        if ((x = pj_object_get(m, "contextWindow")))
             want_int(c, x, join(w2, sizeof w2, w, "contextWindow"), 1);
-        if ((x = json_object_get(m, "price")) &&
+        if ((x = pj_object_get(m, "price")) &&
             want_object(c, x, join(w2, sizeof w2, w, "price"))) {
             unknown_keys(c, x, w2, price_keys);
             for (size_t k = 0; price_keys[k]; k++) {
-                json_t *n = json_object_get(x, price_keys[k]);
-                want(c, n, json_is_number(n), join(w3, sizeof w3, w2, price_keys[k]),
+                pj_t *n = pj_object_get(x, price_keys[k]);
+                want(c, n, pj_is_number(n), join(w3, sizeof w3, w2, price_keys[k]),
                      "a number (USD per million tokens)");
             }
         }
     }
 }
 
-static void check_sandbox(checker *c, const json_t *v, const char *where) {
+static void check_sandbox(checker *c, const pj_t *v, const char *where) {
     static const char *const keys[] = {"network", "writable", "mode", NULL};
     if (!want_object(c, v, where)) return;
     unknown_keys(c, v, where, keys);
-    json_t *x;
+    pj_t *x;
     char w[256];
-    if ((x = json_object_get(v, "network")))
+    if ((x = pj_object_get(v, "network")))
         want(c, x,
-             json_is_boolean(x) || (json_is_string(x) && !strcmp(json_string_value(x), "host")),
+             pj_is_boolean(x) || (pj_is_string(x) && !strcmp(pj_string_value(x), "host")),
              join(w, sizeof w, where, "network"),
              "true (own network namespace), false, or \"host\" (the host's network)");
-    if ((x = json_object_get(v, "mode")) &&
-        !(json_is_string(x) && !strcmp(json_string_value(x), "off")))
+    if ((x = pj_object_get(v, "mode")) &&
+        !(pj_is_string(x) && !strcmp(pj_string_value(x), "off")))
         pag__finding(
             c, true, join(w, sizeof w, where, "mode"),
             "the only mode is \"off\" (run shell commands unsandboxed); leave it out to keep "
             "the sandbox");
-    if ((x = json_object_get(v, "writable"))) {
+    if ((x = pj_object_get(v, "writable"))) {
         join(w, sizeof w, where, "writable");
         want_string_array(c, x, w);
         size_t i;
-        json_t *e;
-        json_array_foreach(x, i, e) {
-            if (json_is_string(e) && json_string_value(e)[0] != '/')
+        pj_t *e;
+        pj_array_foreach(x, i, e) {
+            if (pj_is_string(e) && pj_string_value(e)[0] != '/')
                 pag__finding(c, true, w, "entry %zu (\"%.80s\") must be an absolute path", i,
-                             json_string_value(e));
+                             pj_string_value(e));
         }
     }
 }
@@ -279,38 +279,38 @@ static void check_sandbox(checker *c, const json_t *v, const char *where) {
 static const char *const mcp_keys[] = {"name", "type", "command", "args",
                                        "env",  "url",  "headers", NULL};
 
-static void check_mcp_server(checker *c, const char *name, json_t *e, const char *w) {
+static void check_mcp_server(checker *c, const char *name, pj_t *e, const char *w) {
     (void)name;
     char w2[256];
-    json_t *x, *t = json_object_get(e, "type");
+    pj_t *x, *t = pj_object_get(e, "type");
     if (t && want_string(c, t, join(w2, sizeof w2, w, "type"))) {
-        const char *ts = json_string_value(t);
+        const char *ts = pj_string_value(t);
         if (strcmp(ts, "stdio") && strcmp(ts, "http") && strcmp(ts, "streamable-http") &&
             strcmp(ts, "sse"))
             pag__finding(c, true, w2, "must be stdio, http, streamable-http or sse, not \"%.40s\"",
                          ts);
     }
-    const char *ts = json_string_value(t);
+    const char *ts = pj_string_value(t);
     bool remote =
         ts && (!strcmp(ts, "http") || !strcmp(ts, "streamable-http") || !strcmp(ts, "sse"));
-    if ((x = json_object_get(e, "command"))) want_string(c, x, join(w2, sizeof w2, w, "command"));
-    if ((x = json_object_get(e, "url"))) want_string(c, x, join(w2, sizeof w2, w, "url"));
-    if ((x = json_object_get(e, "args"))) want_string_array(c, x, join(w2, sizeof w2, w, "args"));
-    if ((x = json_object_get(e, "env")))
-        want(c, x, json_is_object(x) || json_is_array(x), join(w2, sizeof w2, w, "env"),
+    if ((x = pj_object_get(e, "command"))) want_string(c, x, join(w2, sizeof w2, w, "command"));
+    if ((x = pj_object_get(e, "url"))) want_string(c, x, join(w2, sizeof w2, w, "url"));
+    if ((x = pj_object_get(e, "args"))) want_string_array(c, x, join(w2, sizeof w2, w, "args"));
+    if ((x = pj_object_get(e, "env")))
+        want(c, x, pj_is_object(x) || pj_is_array(x), join(w2, sizeof w2, w, "env"),
              "an object of strings");
-    if ((x = json_object_get(e, "headers")))
-        want(c, x, json_is_object(x) || json_is_array(x), join(w2, sizeof w2, w, "headers"),
+    if ((x = pj_object_get(e, "headers")))
+        want(c, x, pj_is_object(x) || pj_is_array(x), join(w2, sizeof w2, w, "headers"),
              "an object of strings");
-    if (remote && !json_object_get(e, "url"))
-        pag__finding(c, true, w, "a server of type \"%s\" needs \"url\"", json_string_value(t));
-    if ((!ts || !strcmp(ts, "stdio")) && !json_object_get(e, "command"))
+    if (remote && !pj_object_get(e, "url"))
+        pag__finding(c, true, w, "a server of type \"%s\" needs \"url\"", pj_string_value(t));
+    if ((!ts || !strcmp(ts, "stdio")) && !pj_object_get(e, "command"))
         pag__finding(c, true, w,
                      "a stdio server needs \"command\" (and \"type\": \"http\" with "
                      "\"url\" for a remote one)");
 }
 
-size_t pag_settings_check(const json_t *doc, pag_settings_report_fn report, void *ud) {
+size_t pag_settings_check(const pj_t *doc, pag_settings_report_fn report, void *ud) {
     static const char *const keys[] = {
         "model",       "providers",  "permissions",  "contextBudget",
         "maxSteps",    "maxRetries", "closeGraceMs", "models",
@@ -321,50 +321,50 @@ size_t pag_settings_check(const json_t *doc, pag_settings_report_fn report, void
     static const char *const goal_keys[] = {"maxContinuations", NULL};
     static const char *const perm_keys[] = {"allow", NULL};
     checker c = {report, ud, 0};
-    if (!json_is_object(doc)) {
+    if (!pj_is_object(doc)) {
         pag__finding(&c, true, NULL, "settings must be a JSON object ({...}), not %s",
                      doc ? type_name(doc) : "nothing");
         return c.errors;
     }
     unknown_keys(&c, doc, "", keys);
-    json_t *v;
-    if ((v = json_object_get(doc, "model")) && want_string(&c, v, "model") &&
-        !strchr(json_string_value(v), ':'))
+    pj_t *v;
+    if ((v = pj_object_get(doc, "model")) && want_string(&c, v, "model") &&
+        !strchr(pj_string_value(v), ':'))
         pag__finding(&c, true, "model",
                      "must look like provider:model (e.g. openai:gpt-4o-mini), not "
                      "\"%.60s\"",
-                     json_string_value(v));
-    if ((v = json_object_get(doc, "providers")))
+                     pj_string_value(v));
+    if ((v = pj_object_get(doc, "providers")))
         check_named(&c, v, "providers", provider_keys, check_provider);
-    if ((v = json_object_get(doc, "permissions")) && want_object(&c, v, "permissions")) {
+    if ((v = pj_object_get(doc, "permissions")) && want_object(&c, v, "permissions")) {
         unknown_keys(&c, v, "permissions", perm_keys);
-        json_t *a = json_object_get(v, "allow");
-        if (a && !json_is_string(a)) want_string_array(&c, a, "permissions.allow");
+        pj_t *a = pj_object_get(v, "allow");
+        if (a && !pj_is_string(a)) want_string_array(&c, a, "permissions.allow");
     }
-    if ((v = json_object_get(doc, "contextBudget"))) want_int(&c, v, "contextBudget", 1);
-    if ((v = json_object_get(doc, "maxSteps"))) want_int(&c, v, "maxSteps", 1);
-    if ((v = json_object_get(doc, "maxRetries"))) want_int(&c, v, "maxRetries", 0);
-    if ((v = json_object_get(doc, "closeGraceMs"))) want_int(&c, v, "closeGraceMs", 0);
-    if ((v = json_object_get(doc, "models"))) check_models(&c, v, "models");
-    if ((v = json_object_get(doc, "sandbox"))) check_sandbox(&c, v, "sandbox");
-    if ((v = json_object_get(doc, "storage"))) want_string(&c, v, "storage");
-    if ((v = json_object_get(doc, "mcpServers")))
+    if ((v = pj_object_get(doc, "contextBudget"))) want_int(&c, v, "contextBudget", 1);
+    if ((v = pj_object_get(doc, "maxSteps"))) want_int(&c, v, "maxSteps", 1);
+    if ((v = pj_object_get(doc, "maxRetries"))) want_int(&c, v, "maxRetries", 0);
+    if ((v = pj_object_get(doc, "closeGraceMs"))) want_int(&c, v, "closeGraceMs", 0);
+    if ((v = pj_object_get(doc, "models"))) check_models(&c, v, "models");
+    if ((v = pj_object_get(doc, "sandbox"))) check_sandbox(&c, v, "sandbox");
+    if ((v = pj_object_get(doc, "storage"))) want_string(&c, v, "storage");
+    if ((v = pj_object_get(doc, "mcpServers")))
         check_named(&c, v, "mcpServers", mcp_keys, check_mcp_server);
-    if ((v = json_object_get(doc, "autoCompact")) && want_object(&c, v, "autoCompact")) {
+    if ((v = pj_object_get(doc, "autoCompact")) && want_object(&c, v, "autoCompact")) {
         unknown_keys(&c, v, "autoCompact", ac_keys);
-        json_t *x;
-        if ((x = json_object_get(v, "enabled")))
-            want(&c, x, json_is_boolean(x), "autoCompact.enabled", "true or false");
-        if ((x = json_object_get(v, "threshold")))
-            want(&c, x, json_is_number(x) && json_number_value(x) > 0 && json_number_value(x) <= 1,
+        pj_t *x;
+        if ((x = pj_object_get(v, "enabled")))
+            want(&c, x, pj_is_boolean(x), "autoCompact.enabled", "true or false");
+        if ((x = pj_object_get(v, "threshold")))
+            want(&c, x, pj_is_number(x) && pj_number_value(x) > 0 && pj_number_value(x) <= 1,
                  "autoCompact.threshold", "a number above 0 and at most 1");
     }
-    if ((v = json_object_get(doc, "goal")) && want_object(&c, v, "goal")) {
+    if ((v = pj_object_get(doc, "goal")) && want_object(&c, v, "goal")) {
         unknown_keys(&c, v, "goal", goal_keys);
-        json_t *x;
-        if ((x = json_object_get(v, "maxContinuations")))
+        pj_t *x;
+        if ((x = pj_object_get(v, "maxContinuations")))
             want_int(&c, x, "goal.maxContinuations", 0);
     }
-    if ((v = json_object_get(doc, "hooks"))) c.errors += pag_hooks_check(v, "hooks", report, ud);
+    if ((v = pj_object_get(doc, "hooks"))) c.errors += pag_hooks_check(v, "hooks", report, ud);
     return c.errors;
 }

@@ -25,7 +25,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
+#include "peri/json.h"
 #include <limits.h>
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -83,52 +83,52 @@ int pag_project_config_read(const char *cwd, pag_project_config *out) {
     size_t len = 0;
     char *txt = pag_read_beneath(real, PROJECT_FILE, PROJECT_MAX, &len);
     if (!txt) return 0; /* absent or refused: nothing to trust */
-    json_error_t je;
-    json_t *root = json_loadb(txt, len, 0, &je);
+    pj_error_t je;
+    pj_t *root = pj_loadb(txt, len, 0, &je);
     free(txt);
-    if (!json_is_object(root)) {
-        json_decref(root);
+    if (!pj_is_object(root)) {
+        pj_decref(root);
         out->broken = true;
         return 0;
     }
-    json_t *servers = json_object_get(root, "mcpServers");
-    json_t *allow = json_object_get(json_object_get(root, "permissions"), "allow");
-    json_t *hooks = json_object_get(root, "hooks"); /* commands, like servers */
-    json_t *mat = json_object();
+    pj_t *servers = pj_object_get(root, "mcpServers");
+    pj_t *allow = pj_object_get(pj_object_get(root, "permissions"), "allow");
+    pj_t *hooks = pj_object_get(root, "hooks"); /* commands, like servers */
+    pj_t *mat = pj_object();
     int rc = mat ? 0 : -1;
-    if (rc == 0 && servers) rc = json_object_set(mat, "mcpServers", servers);
-    if (rc == 0 && allow) rc = json_object_set(mat, "allow", allow);
-    if (rc == 0 && hooks) rc = json_object_set(mat, "hooks", hooks);
-    if (rc == 0 && json_is_object(hooks) && json_object_size(hooks) > 0 &&
-        !(out->hooks_json = json_dumps(hooks, JSON_COMPACT)))
+    if (rc == 0 && servers) rc = pj_object_set(mat, "mcpServers", servers);
+    if (rc == 0 && allow) rc = pj_object_set(mat, "allow", allow);
+    if (rc == 0 && hooks) rc = pj_object_set(mat, "hooks", hooks);
+    if (rc == 0 && pj_is_object(hooks) && pj_object_size(hooks) > 0 &&
+        !(out->hooks_json = pj_dumps(hooks, PJ_COMPACT)))
         rc = -1;
-    if (rc == 0 && json_object_size(mat) > 0) {
-        out->material = json_dumps(mat, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENSURE_ASCII);
+    if (rc == 0 && pj_object_size(mat) > 0) {
+        out->material = pj_dumps(mat, PJ_SORT_KEYS | PJ_COMPACT | PJ_ENSURE_ASCII);
         out->real_path = strdup(real);
         if (!out->material || !out->real_path || digest_of(real, out->material, out->digest))
             rc = -1;
     }
-    if (rc == 0 && json_is_object(servers) && json_object_size(servers) > 0) {
-        json_t *wrap = json_pack("{s:O}", "mcpServers", servers);
-        out->servers_json = wrap ? json_dumps(wrap, JSON_COMPACT) : NULL;
-        json_decref(wrap);
+    if (rc == 0 && pj_is_object(servers) && pj_object_size(servers) > 0) {
+        pj_t *wrap = pj_pack("{s:O}", "mcpServers", servers);
+        out->servers_json = wrap ? pj_dumps(wrap, PJ_COMPACT) : NULL;
+        pj_decref(wrap);
         if (!out->servers_json) rc = -1;
     }
-    if (rc == 0 && json_is_array(allow)) {
-        size_t n = json_array_size(allow), i;
-        json_t *v;
+    if (rc == 0 && pj_is_array(allow)) {
+        size_t n = pj_array_size(allow), i;
+        pj_t *v;
         out->allow = calloc(n ? n : 1, sizeof *out->allow);
         if (!out->allow) rc = -1;
-        json_array_foreach(allow, i, v) {
-            if (rc || !json_is_string(v)) continue;
-            if (!(out->allow[out->nallow] = strdup(json_string_value(v))))
+        pj_array_foreach(allow, i, v) {
+            if (rc || !pj_is_string(v)) continue;
+            if (!(out->allow[out->nallow] = strdup(pj_string_value(v))))
                 rc = -1;
             else
                 out->nallow++;
         }
     }
-    json_decref(mat);
-    json_decref(root);
+    pj_decref(mat);
+    pj_decref(root);
     if (rc != 0) pag_project_config_free(out);
     return rc;
 }
@@ -141,19 +141,19 @@ bool pag_project_config_any(const pag_project_config *pc) {
 
 /* The store's document: {"version":1,"projects":{path:{"digest":..,"allow":[..]}}}.
  * Never NULL unless out of memory: a missing or corrupt file gives an empty store. */
-static json_t *store_load(const char *home, bool *corrupt) {
+static pj_t *store_load(const char *home, bool *corrupt) {
     if (corrupt) *corrupt = false;
     char *txt = NULL;
     size_t len = 0;
     if (home && home[0] == '/') txt = pag_read_beneath(home, STORE_REL, STORE_MAX, &len);
-    json_t *doc = txt ? json_loadb(txt, len, 0, NULL) : NULL;
+    pj_t *doc = txt ? pj_loadb(txt, len, 0, NULL) : NULL;
     free(txt);
-    if (txt && !json_is_object(json_object_get(doc, "projects"))) {
+    if (txt && !pj_is_object(pj_object_get(doc, "projects"))) {
         if (corrupt) *corrupt = true;
-        json_decref(doc);
+        pj_decref(doc);
         doc = NULL;
     }
-    if (!doc) doc = json_pack("{s:i, s:{}}", "version", 1, "projects");
+    if (!doc) doc = pj_pack("{s:i, s:{}}", "version", 1, "projects");
     return doc;
 }
 
@@ -193,8 +193,8 @@ static int store_lock(const char *home, char *err, size_t errlen) {
 
 /* Replaces the store in the locked directory dfd (store_lock) by doc: a temporary file
  * (0600), fsync, rename, fsync of the directory. */
-static int store_save(int dfd, const char *home, json_t *doc, char *err, size_t errlen) {
-    char *txt = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);
+static int store_save(int dfd, const char *home, pj_t *doc, char *err, size_t errlen) {
+    char *txt = pj_dumps(doc, PJ_INDENT(2) | PJ_SORT_KEYS);
     if (!txt) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -235,47 +235,47 @@ done:
     return rc;
 }
 
-static json_t *project_entry(json_t *doc, const char *real, bool create) {
-    json_t *projects = json_object_get(doc, "projects");
-    json_t *e = json_object_get(projects, real);
-    if (!json_is_object(e) && create) {
-        e = json_object();
-        if (!e || json_object_set_new(projects, real, e) != 0) return NULL;
+static pj_t *project_entry(pj_t *doc, const char *real, bool create) {
+    pj_t *projects = pj_object_get(doc, "projects");
+    pj_t *e = pj_object_get(projects, real);
+    if (!pj_is_object(e) && create) {
+        e = pj_object();
+        if (!e || pj_object_set_new(projects, real, e) != 0) return NULL;
     }
-    return json_is_object(e) ? e : NULL;
+    return pj_is_object(e) ? e : NULL;
 }
 
 bool pag_trust_is_trusted(const char *home, const pag_project_config *pc) {
     if (!pag_project_config_any(pc)) return false;
-    json_t *doc = store_load(home, NULL);
-    json_t *e = project_entry(doc, pc->real_path, false);
-    const char *d = json_string_value(json_object_get(e, "digest"));
+    pj_t *doc = store_load(home, NULL);
+    pj_t *e = project_entry(doc, pc->real_path, false);
+    const char *d = pj_string_value(pj_object_get(e, "digest"));
     bool ok = d && strcmp(d, pc->digest) == 0;
-    json_decref(doc);
+    pj_decref(doc);
     return ok;
 }
 
 /* One change of the store: under the lock, load, apply edit (0, or -1 when out of
  * memory), save. 0, or -1 with err. */
-static int store_edit(const char *home, int (*edit)(json_t *doc, const void *arg), const void *arg,
+static int store_edit(const char *home, int (*edit)(pj_t *doc, const void *arg), const void *arg,
                       char *err, size_t errlen) {
     int dfd = store_lock(home, err, errlen);
     if (dfd < 0) return -1;
-    json_t *doc = store_load(home, NULL);
+    pj_t *doc = store_load(home, NULL);
     int rc = -1;
     if (!doc || edit(doc, arg) != 0)
         snprintf(err, errlen, "out of memory");
     else
         rc = store_save(dfd, home, doc, err, errlen);
-    json_decref(doc);
+    pj_decref(doc);
     close(dfd);
     return rc;
 }
 
-static int edit_record(json_t *doc, const void *arg) {
+static int edit_record(pj_t *doc, const void *arg) {
     const pag_project_config *pc = arg;
-    json_t *e = project_entry(doc, pc->real_path, true);
-    return e && json_object_set_new(e, "digest", json_string(pc->digest)) == 0 ? 0 : -1;
+    pj_t *e = project_entry(doc, pc->real_path, true);
+    return e && pj_object_set_new(e, "digest", pj_string(pc->digest)) == 0 ? 0 : -1;
 }
 
 int pag_trust_record(const char *home, const pag_project_config *pc, char *err, size_t errlen) {
@@ -286,8 +286,8 @@ int pag_trust_record(const char *home, const pag_project_config *pc, char *err, 
     return store_edit(home, edit_record, pc, err, errlen);
 }
 
-static int edit_revoke(json_t *doc, const void *real) {
-    json_object_del(json_object_get(doc, "projects"), real);
+static int edit_revoke(pj_t *doc, const void *real) {
+    pj_object_del(pj_object_get(doc, "projects"), real);
     return 0;
 }
 
@@ -302,10 +302,10 @@ int pag_trust_revoke(const char *home, const char *cwd, char *err, size_t errlen
 
 char *pag_trust_list(const char *home) {
     bool corrupt;
-    json_t *doc = store_load(home, &corrupt);
+    pj_t *doc = store_load(home, &corrupt);
     char *txt =
-        doc ? json_dumps(json_object_get(doc, "projects"), JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
-    json_decref(doc);
+        doc ? pj_dumps(pj_object_get(doc, "projects"), PJ_INDENT(2) | PJ_SORT_KEYS) : NULL;
+    pj_decref(doc);
     return txt;
 }
 
@@ -317,15 +317,15 @@ static bool real_of(const char *cwd, char real[PATH_MAX]) {
 bool pag_trust_user_allows(const char *home, const char *cwd, const char *tool) {
     char real[PATH_MAX];
     if (!tool || !real_of(cwd, real)) return false;
-    json_t *doc = store_load(home, NULL);
-    json_t *allow = json_object_get(project_entry(doc, real, false), "allow");
+    pj_t *doc = store_load(home, NULL);
+    pj_t *allow = pj_object_get(project_entry(doc, real, false), "allow");
     bool ok = false;
     size_t i;
-    json_t *v;
-    json_array_foreach(allow, i, v) {
-        if (json_is_string(v) && !strcmp(json_string_value(v), tool)) ok = true;
+    pj_t *v;
+    pj_array_foreach(allow, i, v) {
+        if (pj_is_string(v) && !strcmp(pj_string_value(v), tool)) ok = true;
     }
-    json_decref(doc);
+    pj_decref(doc);
     return ok;
 }
 
@@ -333,21 +333,21 @@ typedef struct allow_arg {
     const char *real, *tool;
 } allow_arg;
 
-static int edit_allow_add(json_t *doc, const void *arg) {
+static int edit_allow_add(pj_t *doc, const void *arg) {
     const allow_arg *aa = arg;
-    json_t *e = project_entry(doc, aa->real, true);
-    json_t *allow = json_object_get(e, "allow");
-    if (e && !json_is_array(allow)) {
-        allow = json_array();
-        if (allow && json_object_set_new(e, "allow", allow) != 0) allow = NULL;
+    pj_t *e = project_entry(doc, aa->real, true);
+    pj_t *allow = pj_object_get(e, "allow");
+    if (e && !pj_is_array(allow)) {
+        allow = pj_array();
+        if (allow && pj_object_set_new(e, "allow", allow) != 0) allow = NULL;
     }
     if (!allow) return -1;
     size_t i;
-    json_t *v;
-    json_array_foreach(allow, i, v) {
-        if (json_is_string(v) && !strcmp(json_string_value(v), aa->tool)) return 0;
+    pj_t *v;
+    pj_array_foreach(allow, i, v) {
+        if (pj_is_string(v) && !strcmp(pj_string_value(v), aa->tool)) return 0;
     }
-    return json_array_append_new(allow, json_string(aa->tool)) == 0 ? 0 : -1;
+    return pj_array_append_new(allow, pj_string(aa->tool)) == 0 ? 0 : -1;
 }
 
 int pag_trust_user_allow_add(const char *home, const char *cwd, const char *tool, char *err,

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool id_usable(const json_t *id, const pb_rpc_rules *rules) {
-    return json_is_string(id) || json_is_integer(id) || (rules->null_id && json_is_null(id));
+static bool id_usable(const pj_t *id, const pb_rpc_rules *rules) {
+    return pj_is_string(id) || pj_is_integer(id) || (rules->null_id && pj_is_null(id));
 }
 
 static void invalid(pb_rpc_msg *m, int code, const char *why) {
@@ -19,19 +19,19 @@ static void invalid(pb_rpc_msg *m, int code, const char *why) {
 }
 
 /* The parts after "jsonrpc": a request or notification (method present). */
-static void decode_call(pb_rpc_msg *m, json_t *method, json_t *id, const pb_rpc_rules *rules) {
-    if (!json_is_string(method) || json_string_length(method) == 0 ||
-        strlen(json_string_value(method)) != json_string_length(method))
+static void decode_call(pb_rpc_msg *m, pj_t *method, pj_t *id, const pb_rpc_rules *rules) {
+    if (!pj_is_string(method) || pj_string_length(method) == 0 ||
+        strlen(pj_string_value(method)) != pj_string_length(method))
         return invalid(m, PB_RPC_INVALID_REQUEST, "method must be a non-empty string");
-    json_t *params = json_object_get(m->root, "params");
-    if (params && !json_is_null(params) && !json_is_object(params) &&
-        !(rules->array_params && json_is_array(params)))
+    pj_t *params = pj_object_get(m->root, "params");
+    if (params && !pj_is_null(params) && !pj_is_object(params) &&
+        !(rules->array_params && pj_is_array(params)))
         return invalid(m, PB_RPC_INVALID_REQUEST,
                        rules->array_params ? "params must be an object or an array"
                                            : "params must be an object");
     if (id && !m->id) return invalid(m, PB_RPC_INVALID_REQUEST, "bad id");
-    m->method = json_string_value(method);
-    m->params = json_is_null(params) ? NULL : params;
+    m->method = pj_string_value(method);
+    m->params = pj_is_null(params) ? NULL : params;
     m->kind = id ? PB_RPC_REQUEST : PB_RPC_NOTIFICATION;
 }
 
@@ -39,25 +39,25 @@ void pb_rpc_decode(const char *text, size_t len, const pb_rpc_rules *rules, pb_r
     static const pb_rpc_rules strict = {0};
     if (!rules) rules = &strict;
     memset(out, 0, sizeof *out);
-    json_error_t je;
-    size_t flags = JSON_REJECT_DUPLICATES | (rules->allow_nul ? JSON_ALLOW_NUL : 0);
-    out->root = text ? json_loadb(text, len, flags, &je) : NULL;
-    json_t *r = out->root;
+    pj_error_t je;
+    size_t flags = PJ_REJECT_DUPLICATES | (rules->allow_nul ? PJ_ALLOW_NUL : 0);
+    out->root = text ? pj_loadb(text, len, flags, &je) : NULL;
+    pj_t *r = out->root;
     if (!r) return invalid(out, PB_RPC_PARSE_ERROR, "not JSON");
-    if (!json_is_object(r)) return invalid(out, PB_RPC_INVALID_REQUEST, "not a JSON object");
-    json_t *id = json_object_get(r, "id");
+    if (!pj_is_object(r)) return invalid(out, PB_RPC_INVALID_REQUEST, "not a JSON object");
+    pj_t *id = pj_object_get(r, "id");
     if (id && id_usable(id, rules)) out->id = id;
-    const char *ver = json_string_value(json_object_get(r, "jsonrpc"));
+    const char *ver = pj_string_value(pj_object_get(r, "jsonrpc"));
     if (!ver || strcmp(ver, "2.0") != 0)
         return invalid(out, PB_RPC_INVALID_REQUEST, "jsonrpc must be \"2.0\"");
-    json_t *method = json_object_get(r, "method");
+    pj_t *method = pj_object_get(r, "method");
     if (method) return decode_call(out, method, id, rules);
     if (!out->id) return invalid(out, PB_RPC_INVALID_REQUEST, "bad id");
-    json_t *res = json_object_get(r, "result");
-    json_t *err = json_object_get(r, "error");
+    pj_t *res = pj_object_get(r, "result");
+    pj_t *err = pj_object_get(r, "error");
     if ((res != NULL) == (err != NULL))
         return invalid(out, PB_RPC_INVALID_REQUEST, "a response needs result or error");
-    if (err && (!json_is_object(err) || !json_is_integer(json_object_get(err, "code"))))
+    if (err && (!pj_is_object(err) || !pj_is_integer(pj_object_get(err, "code"))))
         return invalid(out, PB_RPC_INVALID_REQUEST, "bad error object");
     out->result = res;
     out->error = err;
@@ -65,7 +65,7 @@ void pb_rpc_decode(const char *text, size_t len, const pb_rpc_rules *rules, pb_r
 }
 
 void pb_rpc_clear(pb_rpc_msg *m) {
-    json_decref(m->root);
+    pj_decref(m->root);
     memset(m, 0, sizeof *m);
 }
 
@@ -79,66 +79,66 @@ const char *pb_rpc_invalid_text(const pb_rpc_msg *m, char *buf, size_t n) {
 }
 
 /* {"jsonrpc": "2.0"} plus, when with_id, "id" (a copy of id, or null). */
-static json_t *frame(bool with_id, json_t *id) {
-    json_t *f = json_object();
+static pj_t *frame(bool with_id, pj_t *id) {
+    pj_t *f = pj_object();
     if (!f) return NULL;
-    if (json_object_set_new(f, "jsonrpc", json_string("2.0")) ||
-        (with_id && json_object_set_new(f, "id", id ? json_copy(id) : json_null()))) {
-        json_decref(f);
+    if (pj_object_set_new(f, "jsonrpc", pj_string("2.0")) ||
+        (with_id && pj_object_set_new(f, "id", id ? pj_copy(id) : pj_null()))) {
+        pj_decref(f);
         return NULL;
     }
     return f;
 }
 
 /* Sets f[key] = v (stolen); on any failure frees both and returns NULL. */
-static json_t *put(json_t *f, const char *key, json_t *v) {
-    if (!f || !v || json_object_set_new(f, key, v)) {
-        if (!f) json_decref(v);
-        json_decref(f);
+static pj_t *put(pj_t *f, const char *key, pj_t *v) {
+    if (!f || !v || pj_object_set_new(f, key, v)) {
+        if (!f) pj_decref(v);
+        pj_decref(f);
         return NULL;
     }
     return f;
 }
 
-static json_t *call(json_t *f, const char *method, json_t *params) {
-    f = put(f, "method", method ? json_string(method) : NULL);
+static pj_t *call(pj_t *f, const char *method, pj_t *params) {
+    f = put(f, "method", method ? pj_string(method) : NULL);
     if (!f) {
-        json_decref(params);
+        pj_decref(params);
         return NULL;
     }
     return params ? put(f, "params", params) : f;
 }
 
-json_t *pb_rpc_request(json_int_t id, const char *method, json_t *params) {
-    json_t *f = frame(false, NULL);
-    f = put(f, "id", f ? json_integer(id) : NULL);
+pj_t *pb_rpc_request(pj_int_t id, const char *method, pj_t *params) {
+    pj_t *f = frame(false, NULL);
+    f = put(f, "id", f ? pj_integer(id) : NULL);
     return call(f, method, params);
 }
 
-json_t *pb_rpc_notification(const char *method, json_t *params) {
+pj_t *pb_rpc_notification(const char *method, pj_t *params) {
     return call(frame(false, NULL), method, params);
 }
 
-json_t *pb_rpc_result(json_t *id, json_t *result) {
+pj_t *pb_rpc_result(pj_t *id, pj_t *result) {
     return put(frame(true, id), "result", result);
 }
 
-json_t *pb_rpc_error(json_t *id, int code, const char *message, json_t *data) {
-    json_t *e = json_pack("{s:i, s:s}", "code", code, "message", message ? message : "");
+pj_t *pb_rpc_error(pj_t *id, int code, const char *message, pj_t *data) {
+    pj_t *e = pj_pack("{s:i, s:s}", "code", code, "message", message ? message : "");
     if (!e) {
-        json_decref(data);
+        pj_decref(data);
         return NULL;
     }
-    if (data && json_object_set_new(e, "data", data)) { /* set_new freed data */
-        json_decref(e);
+    if (data && pj_object_set_new(e, "data", data)) { /* set_new freed data */
+        pj_decref(e);
         return NULL;
     }
     return put(frame(true, id), "error", e);
 }
 
-char *pb_rpc_encode(const json_t *frame, bool newline, size_t *len_out) {
-    /* JSON_COMPACT never emits raw newlines: strings escape them. */
-    char *s = frame ? json_dumps(frame, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+char *pb_rpc_encode(const pj_t *frame, bool newline, size_t *len_out) {
+    /* PJ_COMPACT never emits raw newlines: strings escape them. */
+    char *s = frame ? pj_dumps(frame, PJ_COMPACT | PJ_PRESERVE_ORDER) : NULL;
     if (!s) return NULL;
     size_t n = strlen(s);
     if (newline) {

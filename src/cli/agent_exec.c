@@ -3,7 +3,7 @@
  * peri-agent, found by peri_locate (locate.c): beside peri or in PREFIX/libexec/peri. `peri` itself
  * links only the engine and the room (libc, libm, pthreads), so `peri run`, `peri wasm`, `peri
  * isolate` and `peri --help` start like a small runtime; only the agent commands load libcurl,
- * SQLite, jansson and OpenSSL (docs/wasi.md, "Cold start"). This file replaces the
+ * SQLite and OpenSSL (docs/wasi.md, "Cold start"). This file replaces the
  * process image with peri-agent, passing the arguments unchanged.
  */
 #include "cli/commands.h"

@@ -30,10 +30,14 @@ int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "tui") == 0) return peri_cmd_tui(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "trust") == 0) return peri_cmd_trust(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "login") == 0) return peri_cmd_login(argc - 1, argv + 1);
+    /* `peri python|ruby --allow-network`: the guest's HTTP is here (guest_net.c). */
+    if (argc >= 2 && strcmp(argv[1], "python") == 0) return peri_cmd_python(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "ruby") == 0) return peri_cmd_ruby(argc - 1, argv + 1);
     if (argc >= 2) fprintf(stderr, "peri-agent: unknown command \"%s\"\n", argv[1]);
     fprintf(stderr,
-            "usage: peri-agent acp|print|place|mcp|tui|trust|login [arguments]  (started\n"
-            "       by `peri acp`, `peri print`, `peri place`, `peri mcp`, `peri tui`,\n"
-            "       `peri trust`, `peri login`); peri-agent --version prints the version\n");
+            "usage: peri-agent acp|print|place|mcp|tui|trust|login|python|ruby [arguments]\n"
+            "       (started by `peri acp`, `peri print`, `peri place`, `peri mcp`, `peri tui`,\n"
+            "       `peri trust`, `peri login`, and `peri python|ruby --allow-network`);\n"
+            "       peri-agent --version prints the version\n");
     return 2;
 }

@@ -17,7 +17,7 @@
 #include "peri/model.h"
 #include "peri/place.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -45,12 +45,12 @@ static char *server_url(const char *home, const char *name) {
     snprintf(path, sizeof path, "%s/.peri/settings.json", home);
     size_t len = 0;
     char *txt = peri_read_file(path, false, &len);
-    json_t *doc = txt ? json_loads(txt, 0, NULL) : NULL;
+    pj_t *doc = txt ? pj_loads(txt, 0, NULL) : NULL;
     free(txt);
-    const char *u = json_string_value(
-        json_object_get(json_object_get(json_object_get(doc, "mcpServers"), name), "url"));
+    const char *u = pj_string_value(
+        pj_object_get(pj_object_get(pj_object_get(doc, "mcpServers"), name), "url"));
     char *out = u ? strdup(u) : NULL;
-    json_decref(doc);
+    pj_decref(doc);
     return out;
 }
 

@@ -12,7 +12,7 @@
  * stopped by a limit, or no backend could run it); 1 on an error before any result (a
  * bad request, a missing module file; message on stderr); 2 on a usage error. WASI programs
  * promoted to native run as `peri run MODULE -- ARGS` inside the sandbox (the peri next
- * to peri-agent, where this command lives so that `peri` itself links no jansson,
+ * to peri-agent, where this command lives so that `peri` itself links no
  * libcrypto or libseccomp: docs/wasi.md, "Cold start").
  */
 #include "cli/commands.h"

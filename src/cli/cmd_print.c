@@ -11,7 +11,7 @@
 #include "peri/room.h"
 #include "peri/rpc.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -35,22 +35,22 @@ static void *server_main(void *arg) {
     return NULL;
 }
 
-static int send_frame(int fd, json_t *frame) {
+static int send_frame(int fd, pj_t *frame) {
     size_t n = 0;
     char *s = pb_rpc_encode(frame, true, &n);
-    json_decref(frame);
+    pj_decref(frame);
     if (!s) return -1;
     int rc = pb_write_all(fd, s, n) == 0 ? 0 : -1;
     free(s);
     return rc;
 }
 
-static json_t *request(int id, const char *method, json_t *params) {
+static pj_t *request(int id, const char *method, pj_t *params) {
     return pb_rpc_request(id, method, params);
 }
 
 /* Reads one line from fd (blocking); returns a decoded frame or NULL at EOF. */
-static json_t *read_frame(FILE *in) {
+static pj_t *read_frame(FILE *in) {
     char *line = NULL;
     size_t cap = 0;
     for (;;) {
@@ -59,7 +59,7 @@ static json_t *read_frame(FILE *in) {
             free(line);
             return NULL;
         }
-        json_t *f = json_loads(line, 0, NULL);
+        pj_t *f = pj_loads(line, 0, NULL);
         if (f) {
             free(line);
             return f;
@@ -68,17 +68,17 @@ static json_t *read_frame(FILE *in) {
 }
 
 /* where a shell/run call ran (the update's _meta) and its output, indented. */
-static void show_placement(json_t *u) {
-    json_t *p = json_object_get(json_object_get(u, "_meta"), "peri.placement");
-    if (!json_is_object(p)) return;
-    const char *id = json_string_value(json_object_get(p, "identity"));
+static void show_placement(pj_t *u) {
+    pj_t *p = pj_object_get(pj_object_get(u, "_meta"), "peri.placement");
+    if (!pj_is_object(p)) return;
+    const char *id = pj_string_value(pj_object_get(p, "identity"));
     fprintf(stderr, "       placement: %s (reason %s%s) decision %.19s%s\n",
-            json_string_value(json_object_get(p, "backend")),
-            json_string_value(json_object_get(p, "reason")),
-            json_is_true(json_object_get(p, "unsandboxed")) ? ", UNSANDBOXED" : "", id ? id : "",
+            pj_string_value(pj_object_get(p, "backend")),
+            pj_string_value(pj_object_get(p, "reason")),
+            pj_is_true(pj_object_get(p, "unsandboxed")) ? ", UNSANDBOXED" : "", id ? id : "",
             id && strlen(id) > 19 ? "…" : "");
-    json_t *c = json_array_get(json_object_get(u, "content"), 1);
-    const char *text = json_string_value(json_object_get(json_object_get(c, "content"), "text"));
+    pj_t *c = pj_array_get(pj_object_get(u, "content"), 1);
+    const char *text = pj_string_value(pj_object_get(pj_object_get(c, "content"), "text"));
     bool tty = isatty(2);
     for (int lines = 0; text && *text && lines < 12; lines++) {
         size_t n = strcspn(text, "\n");
@@ -115,12 +115,12 @@ static void finish_line(out_state *o) {
     }
 }
 
-static void show_update(out_state *o, json_t *params) {
-    json_t *u = json_object_get(params, "update");
-    const char *tag = json_string_value(json_object_get(u, "sessionUpdate"));
+static void show_update(out_state *o, pj_t *params) {
+    pj_t *u = pj_object_get(params, "update");
+    const char *tag = pj_string_value(pj_object_get(u, "sessionUpdate"));
     if (!tag) return;
     if (!strcmp(tag, "agent_message_chunk")) {
-        const char *t = json_string_value(json_object_get(json_object_get(u, "content"), "text"));
+        const char *t = pj_string_value(pj_object_get(pj_object_get(u, "content"), "text"));
         if (t && *t) {
             if (o->gap) finish_line(o);
             o->gap = false;
@@ -138,9 +138,9 @@ static void show_update(out_state *o, json_t *params) {
         o->gap = true;
     if (!strcmp(tag, "tool_call")) {
         finish_line(o);
-        fprintf(stderr, "[tool] %s\n", json_string_value(json_object_get(u, "title")));
+        fprintf(stderr, "[tool] %s\n", pj_string_value(pj_object_get(u, "title")));
     } else if (!strcmp(tag, "tool_call_update")) {
-        const char *st = json_string_value(json_object_get(u, "status"));
+        const char *st = pj_string_value(pj_object_get(u, "status"));
         if (st && (!strcmp(st, "completed") || !strcmp(st, "failed"))) {
             finish_line(o);
             fprintf(stderr, "[tool] %s\n", st);
@@ -223,26 +223,26 @@ int peri_cmd_print(int argc, char **argv) {
     int wfd = to_srv[1];
     int status = 1;
     const char *stop = NULL;
-    send_frame(wfd, request(1, "initialize", json_pack("{s:i}", "protocolVersion", 1)));
-    send_frame(wfd, request(2, "session/new", json_pack("{s:s, s:[]}", "cwd", abs, "mcpServers")));
-    json_t *f;
+    send_frame(wfd, request(1, "initialize", pj_pack("{s:i}", "protocolVersion", 1)));
+    send_frame(wfd, request(2, "session/new", pj_pack("{s:s, s:[]}", "cwd", abs, "mcpServers")));
+    pj_t *f;
     char sid[64] = "";
     out_state out = {0};
     while (in && (f = read_frame(in))) {
-        json_t *id = json_object_get(f, "id");
-        const char *method = json_string_value(json_object_get(f, "method"));
-        json_t *err = json_object_get(f, "error");
+        pj_t *id = pj_object_get(f, "id");
+        const char *method = pj_string_value(pj_object_get(f, "method"));
+        pj_t *err = pj_object_get(f, "error");
         if (method && !strcmp(method, "session/update")) {
-            show_update(&out, json_object_get(f, "params"));
+            show_update(&out, pj_object_get(f, "params"));
         } else if (method && !strcmp(method, "session/request_permission")) {
-            json_t *tc = json_object_get(json_object_get(f, "params"), "toolCall");
-            const char *title = json_string_value(json_object_get(tc, "title"));
+            pj_t *tc = pj_object_get(pj_object_get(f, "params"), "toolCall");
+            const char *title = pj_string_value(pj_object_get(tc, "title"));
             /* A project-trust question is never answered yes here, not even with --allow:
              * trusting a project is a decision the user makes with `peri trust`. */
-            bool trust_q = json_object_get(json_object_get(tc, "_meta"), "peri.trustRequest");
+            bool trust_q = pj_object_get(pj_object_get(tc, "_meta"), "peri.trustRequest");
             /* An ask_user question: nobody is here to answer it; the model is told it was
              * declined and goes on without the answer. */
-            bool question = json_object_get(json_object_get(tc, "_meta"), "peri.question");
+            bool question = pj_object_get(pj_object_get(tc, "_meta"), "peri.question");
             finish_line(&out);
             if (question)
                 fprintf(stderr, "[question] %s: declined (peri print cannot answer questions)\n",
@@ -254,46 +254,46 @@ int peri_cmd_print(int argc, char **argv) {
             else
                 fprintf(stderr, "[permission] %s: %s\n", title ? title : "tool",
                         allow ? "allowed (--allow)" : "rejected (run with --allow to permit)");
-            send_frame(wfd, pb_rpc_result(id, json_pack("{s:{s:s, s:s}}", "outcome", "outcome",
+            send_frame(wfd, pb_rpc_result(id, pj_pack("{s:{s:s, s:s}}", "outcome", "outcome",
                                                         "selected", "optionId",
                                                         question            ? "decline"
                                                         : allow && !trust_q ? "allow_once"
                                                                             : "reject_once")));
         } else if (method && !strcmp(method, "_peri/mcp_login")) {
             /* a remote MCP server needs an OAuth login: the user opens the URL */
-            json_t *p = json_object_get(f, "params");
-            const char *srv = json_string_value(json_object_get(p, "server"));
-            const char *url = json_string_value(json_object_get(p, "url"));
+            pj_t *p = pj_object_get(f, "params");
+            const char *srv = pj_string_value(pj_object_get(p, "server"));
+            const char *url = pj_string_value(pj_object_get(p, "url"));
             finish_line(&out);
             fprintf(stderr, "[login] MCP server \"%s\" needs a login: open %s\n", srv ? srv : "?",
                     url ? url : "?");
-        } else if (json_is_integer(id) && err) {
+        } else if (pj_is_integer(id) && err) {
             finish_line(&out);
-            const char *m = json_string_value(json_object_get(err, "message"));
+            const char *m = pj_string_value(pj_object_get(err, "message"));
             fprintf(stderr, "peri print: %s\n", m ? m : "the agent answered an error");
-            json_decref(f);
+            pj_decref(f);
             break;
-        } else if (json_is_integer(id) && json_integer_value(id) == 2) {
+        } else if (pj_is_integer(id) && pj_integer_value(id) == 2) {
             const char *s =
-                json_string_value(json_object_get(json_object_get(f, "result"), "sessionId"));
+                pj_string_value(pj_object_get(pj_object_get(f, "result"), "sessionId"));
             snprintf(sid, sizeof sid, "%s", s ? s : "");
-            json_t *blocks = json_pack("[{s:s, s:s}]", "type", "text", "text", prompt);
+            pj_t *blocks = pj_pack("[{s:s, s:s}]", "type", "text", "text", prompt);
             send_frame(wfd, request(3, "session/prompt",
-                                    json_pack("{s:s, s:o}", "sessionId", sid, "prompt", blocks)));
-        } else if (json_is_integer(id) && json_integer_value(id) == 3) {
-            stop = json_string_value(json_object_get(json_object_get(f, "result"), "stopReason"));
+                                    pj_pack("{s:s, s:o}", "sessionId", sid, "prompt", blocks)));
+        } else if (pj_is_integer(id) && pj_integer_value(id) == 3) {
+            stop = pj_string_value(pj_object_get(pj_object_get(f, "result"), "stopReason"));
             status = stop && !strcmp(stop, "end_turn") ? 0 : 1;
             finish_line(&out);
             if (status) fprintf(stderr, "peri print: stopped: %s\n", stop ? stop : "?");
-            json_decref(f);
+            pj_decref(f);
             break;
         }
-        json_decref(f);
+        pj_decref(f);
     }
     finish_line(&out); /* the answer's last line; nothing when there was no answer */
     close(wfd);        /* EOF: the server closes the session and returns */
     while (in && (f = read_frame(in)))
-        json_decref(f);
+        pj_decref(f);
     pthread_join(th, NULL);
     if (in) fclose(in);
     close(to_srv[0]);

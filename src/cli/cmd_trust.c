@@ -14,7 +14,7 @@
 #include "peri/agent.h"
 #include "peri/tools.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,14 +33,14 @@ static void usage(FILE *f) {
 }
 
 static void show(const pag_project_config *pc) {
-    json_t *m = json_loads(pc->material, 0, NULL);
-    int flags = JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENSURE_ASCII;
-    json_t *servers = json_object_get(m, "mcpServers");
-    json_t *allow = json_object_get(m, "allow");
-    json_t *hooks = json_object_get(m, "hooks");
-    char *sv = servers ? json_dumps(servers, flags) : NULL;
-    char *al = allow ? json_dumps(allow, flags) : NULL;
-    char *hk = hooks ? json_dumps(hooks, flags) : NULL;
+    pj_t *m = pj_loads(pc->material, 0, NULL);
+    int flags = PJ_INDENT(2) | PJ_SORT_KEYS | PJ_ENSURE_ASCII;
+    pj_t *servers = pj_object_get(m, "mcpServers");
+    pj_t *allow = pj_object_get(m, "allow");
+    pj_t *hooks = pj_object_get(m, "hooks");
+    char *sv = servers ? pj_dumps(servers, flags) : NULL;
+    char *al = allow ? pj_dumps(allow, flags) : NULL;
+    char *hk = hooks ? pj_dumps(hooks, flags) : NULL;
     char *where = ptl_visible(pc->real_path, 4096, false);
     printf("Project: %s\nContent SHA-256: %s\n\n", where ? where : "(out of memory)", pc->digest);
     free(where);
@@ -53,7 +53,7 @@ static void show(const pag_project_config *pc) {
     free(sv);
     free(al);
     free(hk);
-    json_decref(m);
+    pj_decref(m);
 }
 
 static void print_finding(void *ud, bool error, const char *message) {
@@ -71,8 +71,8 @@ static void check_project_file(const char *real) {
     size_t len = 0;
     char *txt = pag_read_beneath(real, ".peri/settings.json", 1u << 20, &len);
     if (!txt) return;
-    json_error_t je;
-    json_t *doc = json_loadb(txt, len, 0, &je);
+    pj_error_t je;
+    pj_t *doc = pj_loadb(txt, len, 0, &je);
     free(txt);
     if (!doc) {
         fprintf(stderr, "peri trust: .peri/settings.json: broken JSON at line %d, column %d: %s\n",
@@ -82,8 +82,8 @@ static void check_project_file(const char *real) {
     pag_settings_check(doc, print_finding, NULL);
     static const char *const project_keys[] = {"mcpServers", "permissions", "hooks", "$schema"};
     const char *key;
-    json_t *v;
-    json_object_foreach(doc, key, v) {
+    pj_t *v;
+    pj_object_foreach(doc, key, v) {
         bool ok = false;
         for (size_t i = 0; i < sizeof project_keys / sizeof project_keys[0]; i++)
             ok = ok || !strcmp(key, project_keys[i]);
@@ -94,7 +94,7 @@ static void check_project_file(const char *real) {
                     "~/.peri/settings.json\n",
                     key);
     }
-    json_decref(doc);
+    pj_decref(doc);
 }
 
 int peri_cmd_trust(int argc, char **argv) {

@@ -66,9 +66,9 @@ int peri_cmd_tui(int argc, char **argv) {
     if (home && *home) {
         char path[PATH_MAX], err[1024];
         snprintf(path, sizeof path, "%s/.peri/settings.json", home);
-        json_t *doc = peri_settings_read(path, true, err, sizeof err);
+        pj_t *doc = peri_settings_read(path, true, err, sizeof err);
         int bad = !doc || peri_settings_validate(doc, path, stderr, err, sizeof err) != 0;
-        json_decref(doc);
+        pj_decref(doc);
         if (bad) {
             fprintf(stderr, "peri tui: %s\n", err);
             return 1;

@@ -279,6 +279,8 @@ int peri_guest_main(const peri_guest_cli *g, int argc, char **argv) {
     if (o.engine < 0) return 2;
     int rc = parse(g, argc, argv, &o);
     if (rc >= 0) return rc;
+    pr_cap_fn net = peri_guest_fetch();
+    if (o.network && !net) return peri_cmd_agent(argc, argv); /* HTTP lives in peri-agent */
     char def[4096];
     const char *why = NULL;
     if (!o.build && !(o.build = g->default_build(def, sizeof def, &why)))
@@ -361,8 +363,8 @@ int peri_guest_main(const peri_guest_cli *g, int argc, char **argv) {
                                .stdin_fd = 0,
                                .source = {(const char *)src, slen}};
         if (g->flags & PERI_GUEST_CAPABILITIES) {
-            opt.capability = ptl_fetch_cap_handle;
-            opt.cap_ud = &fetch;
+            opt.capability = net ? net : pr_cap_lease_handle;
+            opt.cap_ud = net ? (void *)&fetch : (void *)&lease;
             opt.cap_log = &caps;
         }
         pr_outcome oc;

@@ -40,6 +40,11 @@ typedef struct peri_guest_cli {
     bool (*check)(const char *build, pr_program *p, char *why, size_t why_len);
 } peri_guest_cli;
 
+/* The capability handler with HTTP (tools/fetch_cap.c) in peri-agent (guest_net.c);
+ * NULL in `peri` (guest_nonet.c), which then hands a run granted the network to
+ * peri-agent. */
+pr_cap_fn peri_guest_fetch(void);
+
 /* Runs the command; returns the exit status (the script's; 1 when it cannot run or a
  * limit stopped it; 2 for a usage error). */
 int peri_guest_main(const peri_guest_cli *g, int argc, char **argv);

@@ -28,21 +28,21 @@ static const char *plain_getenv(const char *name) {
 }
 
 /* doc[k1][k2] = v (objects created as needed). */
-static int set_path(json_t *doc, const char *k1, const char *k2, json_t *v) {
+static int set_path(pj_t *doc, const char *k1, const char *k2, pj_t *v) {
     if (!v) return -1;
-    if (!k2) return json_object_set_new(doc, k1, v);
-    json_t *o = json_object_get(doc, k1);
-    if (!json_is_object(o)) {
-        o = json_object();
-        if (!o || json_object_set_new(doc, k1, o)) {
-            json_decref(v);
+    if (!k2) return pj_object_set_new(doc, k1, v);
+    pj_t *o = pj_object_get(doc, k1);
+    if (!pj_is_object(o)) {
+        o = pj_object();
+        if (!o || pj_object_set_new(doc, k1, o)) {
+            pj_decref(v);
             return -1;
         }
     }
-    return json_object_set_new(o, k2, v);
+    return pj_object_set_new(o, k2, v);
 }
 
-int peri_settings_apply_env(json_t *doc, const char *(*getenv_fn)(const char *)) {
+int peri_settings_apply_env(pj_t *doc, const char *(*getenv_fn)(const char *)) {
     const char *(*ge)(const char *) = getenv_fn ? getenv_fn : plain_getenv;
     static const struct {
         const char *env, *provider, *key;
@@ -53,21 +53,21 @@ int peri_settings_apply_env(json_t *doc, const char *(*getenv_fn)(const char *))
     for (size_t i = 0; i < sizeof prov / sizeof prov[0]; i++) {
         const char *v = env_value(ge, prov[i].env);
         if (!v) continue;
-        json_t *providers = json_object_get(doc, "providers");
-        if (!json_is_object(providers)) {
-            providers = json_object();
-            if (!providers || json_object_set_new(doc, "providers", providers)) return -1;
+        pj_t *providers = pj_object_get(doc, "providers");
+        if (!pj_is_object(providers)) {
+            providers = pj_object();
+            if (!providers || pj_object_set_new(doc, "providers", providers)) return -1;
         }
-        if (set_path(providers, prov[i].provider, prov[i].key, json_string(v))) return -1;
+        if (set_path(providers, prov[i].provider, prov[i].key, pj_string(v))) return -1;
     }
     const char *v;
-    if ((v = env_value(ge, "PERI_MODEL")) && set_path(doc, "model", NULL, json_string(v)))
+    if ((v = env_value(ge, "PERI_MODEL")) && set_path(doc, "model", NULL, pj_string(v)))
         return -1;
     if ((v = env_value(ge, "PERI_CONTEXT_BUDGET")) && atoll(v) > 0 &&
-        set_path(doc, "contextBudget", NULL, json_integer(atoll(v))))
+        set_path(doc, "contextBudget", NULL, pj_integer(atoll(v))))
         return -1;
     if ((v = env_value(ge, "PERI_CLOSE_GRACE_MS")) && atol(v) >= 0 &&
-        set_path(doc, "closeGraceMs", NULL, json_integer(atol(v))))
+        set_path(doc, "closeGraceMs", NULL, pj_integer(atol(v))))
         return -1;
     return 0;
 }
@@ -95,25 +95,25 @@ static char *read_stdin_line(void) {
     return buf;
 }
 
-json_t *peri_settings_read(const char *path, bool optional, char *err, size_t errlen) {
-    json_error_t je;
-    json_t *doc;
+pj_t *peri_settings_read(const char *path, bool optional, char *err, size_t errlen) {
+    pj_error_t je;
+    pj_t *doc;
     if (!strcmp(path, "-")) {
         char *line = read_stdin_line();
         if (!line) {
             snprintf(err, errlen, "cannot read the settings line from stdin");
             return NULL;
         }
-        doc = json_loads(line, 0, &je);
+        doc = pj_loads(line, 0, &je);
         free(line);
     } else {
         FILE *f = fopen(path, "rb");
         if (!f) {
-            if (optional && errno == ENOENT) return json_object();
+            if (optional && errno == ENOENT) return pj_object();
             snprintf(err, errlen, "%s: %s", path, strerror(errno));
             return NULL;
         }
-        doc = json_loadf(f, 0, &je);
+        doc = pj_loadf(f, 0, &je);
         fclose(f);
     }
     const char *name = strcmp(path, "-") ? path : "settings from stdin";
@@ -122,10 +122,10 @@ json_t *peri_settings_read(const char *path, bool optional, char *err, size_t er
                  "%s:%d:%d: not valid JSON: %s (fix the file, or move it away to start "
                  "without it)",
                  name, je.line, je.column, je.text);
-    else if (!json_is_object(doc))
+    else if (!pj_is_object(doc))
         snprintf(err, errlen, "%s: settings must be an object ({...})", name);
-    if (!json_is_object(doc)) {
-        json_decref(doc);
+    if (!pj_is_object(doc)) {
+        pj_decref(doc);
         return NULL;
     }
     return doc;
@@ -141,7 +141,7 @@ static void print_finding(void *ud, bool error, const char *message) {
     fprintf(r->to, "peri: %s: %s%s\n", r->name, error ? "" : "warning: ", message);
 }
 
-int peri_settings_validate(const json_t *doc, const char *name, FILE *to, char *err,
+int peri_settings_validate(const pj_t *doc, const char *name, FILE *to, char *err,
                            size_t errlen) {
     settings_report r = {name, to};
     size_t n = pag_settings_check(doc, print_finding, &r);
@@ -271,7 +271,7 @@ int peri_host_start_init(peri_host_start *h, const peri_host_args *a, char *err,
         h->settings = peri_settings_read(path, true, err, errlen);
     } else {
         path[0] = 0;
-        h->settings = json_object();
+        h->settings = pj_object();
     }
     if (!h->settings) goto fail;
     if (path[0] && peri_settings_validate(h->settings, path, stderr, err, errlen) != 0) goto fail;
@@ -283,9 +283,9 @@ int peri_host_start_init(peri_host_start *h, const peri_host_args *a, char *err,
      * 15), else ~/.peri/peri.db. A postgresql:// URL gets the standard libpq environment
      * (PGHOST, PGPASSWORD, ...) for what it leaves out: the library itself reads none. */
     const char *loc = a->db ? a->db : env_value(plain_getenv, "PERI_STORE");
-    if (!loc && json_is_string(json_object_get(h->settings, "storage")) &&
-        json_string_length(json_object_get(h->settings, "storage")) > 0)
-        loc = json_string_value(json_object_get(h->settings, "storage"));
+    if (!loc && pj_is_string(pj_object_get(h->settings, "storage")) &&
+        pj_string_length(pj_object_get(h->settings, "storage")) > 0)
+        loc = pj_string_value(pj_object_get(h->settings, "storage"));
     if (loc && pst_locator_is_remote(loc))
         h->db = peri_store_url_apply_env(loc, NULL);
     else
@@ -319,7 +319,7 @@ fail:
 }
 
 void peri_host_start_clear(peri_host_start *h) {
-    json_decref(h->settings);
+    pj_decref(h->settings);
     free(h->db);
     free(h->home);
     memset(h, 0, sizeof *h);

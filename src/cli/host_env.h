@@ -27,7 +27,7 @@ typedef struct peri_host_args {
 
 typedef struct peri_host_start {
     pacp_options opt; /* points into the fields below */
-    json_t *settings; /* owned */
+    pj_t *settings; /* owned */
     char *db;         /* owned */
     char *home;       /* owned ($HOME), may be NULL */
     char machine_id[PST_ID_LEN];
@@ -48,18 +48,18 @@ void peri_host_start_clear(peri_host_start *h);
  * PERI_MODEL -> model; PERI_CONTEXT_BUDGET -> contextBudget; PERI_CLOSE_GRACE_MS ->
  * closeGraceMs. The environment wins over the file. getenv_fn lets tests pass their
  * own environment. 0, or -1 when out of memory. */
-int peri_settings_apply_env(json_t *doc, const char *(*getenv_fn)(const char *));
+int peri_settings_apply_env(pj_t *doc, const char *(*getenv_fn)(const char *));
 
 /* Reads a settings document: path "-" = the first line of fd 0 (read byte by byte so
  * that the JSON-RPC frames after it stay unread). Missing file with optional: {}.
  * Returns a new object or NULL with err ("settings must be an object", or a parse error
  * naming the line and column: "FILE:3:5: not valid JSON: ..."). */
-json_t *peri_settings_read(const char *path, bool optional, char *err, size_t errlen);
+pj_t *peri_settings_read(const char *path, bool optional, char *err, size_t errlen);
 
 /* Checks a settings document against the schema (pag_settings_check): each finding is
  * printed to `to` as "peri: NAME: ..." (warnings too). 0 when there are no errors, else
  * -1 with a summary in err. */
-int peri_settings_validate(const json_t *doc, const char *name, FILE *to, char *err, size_t errlen);
+int peri_settings_validate(const pj_t *doc, const char *name, FILE *to, char *err, size_t errlen);
 
 /* url (postgresql://...) with the standard libpq environment variables
  * (PGHOST, PGHOSTADDR, PGPORT, PGUSER, PGPASSWORD, PGPASSFILE, PGDATABASE, PGSSLMODE,

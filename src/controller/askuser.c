@@ -15,7 +15,7 @@
  */
 #include "controller/ctl_impl.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,23 +35,23 @@ static int result(pag_tool_output *out, bool error, const char *fmt, const char 
 }
 
 int pct__ask_user_run(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out) {
-    json_t *a = json_loads(args ? args : "{}", 0, NULL);
-    const char *q = json_string_value(json_object_get(a, "question"));
-    json_t *opts = json_object_get(a, "options");
+    pj_t *a = pj_loads(args ? args : "{}", 0, NULL);
+    const char *q = pj_string_value(pj_object_get(a, "question"));
+    pj_t *opts = pj_object_get(a, "options");
     int rc;
     if (!q || !*q || strlen(q) > ASK_TEXT_MAX) {
         rc = result(out, true,
                     "ask_user: \"question\" (a string of at most 4000 bytes) is required", NULL);
         goto done;
     }
-    if (opts && (!json_is_array(opts) || json_array_size(opts) > ASK_OPTIONS_MAX)) {
+    if (opts && (!pj_is_array(opts) || pj_array_size(opts) > ASK_OPTIONS_MAX)) {
         rc = result(out, true, "ask_user: \"options\" must be an array of at most 8 strings", NULL);
         goto done;
     }
     size_t i;
-    json_t *v;
-    json_array_foreach(opts, i, v) {
-        if (!json_is_string(v) || !json_string_length(v) || json_string_length(v) > 200) {
+    pj_t *v;
+    pj_array_foreach(opts, i, v) {
+        if (!pj_is_string(v) || !pj_string_length(v) || pj_string_length(v) > 200) {
             rc =
                 result(out, true, "ask_user: each option must be a string of 1 to 200 bytes", NULL);
             goto done;
@@ -61,27 +61,27 @@ int pct__ask_user_run(pct_sess *s, const char *args, atomic_int *cancel, pag_too
         rc = result(out, true, "ask_user: this client cannot be asked questions", NULL);
         goto done;
     }
-    bool choice = json_array_size(opts) > 0;
-    json_t *qj =
+    bool choice = pj_array_size(opts) > 0;
+    pj_t *qj =
         choice
-            ? json_pack("{s:s, s:s, s:O}", "kind", "choice", "message", q, "options", opts)
-            : json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}}, s:[s]}}", "kind", "form", "message",
+            ? pj_pack("{s:s, s:s, s:O}", "kind", "choice", "message", q, "options", opts)
+            : pj_pack("{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}}, s:[s]}}", "kind", "form", "message",
                         q, "requestedSchema", "type", "object", "properties", "answer", "type",
                         "string", "title", "Your answer", "required", "answer");
-    if (qj && s->cur_call[0]) json_object_set_new(qj, "toolCallId", json_string(s->cur_call));
-    char *qtxt = qj ? json_dumps(qj, JSON_COMPACT) : NULL;
-    json_decref(qj);
+    if (qj && s->cur_call[0]) pj_object_set_new(qj, "toolCallId", pj_string(s->cur_call));
+    char *qtxt = qj ? pj_dumps(qj, PJ_COMPACT) : NULL;
+    pj_decref(qj);
     if (!qtxt) {
         rc = -1;
         goto done;
     }
     char *ans = s->c->sink.ask_user(s->c->sink.ctx, s->id, qtxt, cancel);
     free(qtxt);
-    json_t *aj = ans ? json_loads(ans, 0, NULL) : NULL;
+    pj_t *aj = ans ? pj_loads(ans, 0, NULL) : NULL;
     free(ans);
-    const char *action = json_string_value(json_object_get(aj, "action"));
-    json_t *ch = json_object_get(aj, "choice");
-    const char *text = json_string_value(json_object_get(json_object_get(aj, "content"), "answer"));
+    const char *action = pj_string_value(pj_object_get(aj, "action"));
+    pj_t *ch = pj_object_get(aj, "choice");
+    const char *text = pj_string_value(pj_object_get(pj_object_get(aj, "content"), "answer"));
     if (!aj) {
         rc = result(out, true,
                     choice ? "ask_user: this client cannot be asked questions"
@@ -92,19 +92,19 @@ int pct__ask_user_run(pct_sess *s, const char *args, atomic_int *cancel, pag_too
         rc = result(out, true, "cancelled: the question was cancelled before the user answered",
                     NULL);
         if (rc == 0) rc = 1;
-    } else if (action && !strcmp(action, "accept") && choice && json_is_integer(ch) &&
-               json_integer_value(ch) >= 0 &&
-               (size_t)json_integer_value(ch) < json_array_size(opts)) {
+    } else if (action && !strcmp(action, "accept") && choice && pj_is_integer(ch) &&
+               pj_integer_value(ch) >= 0 &&
+               (size_t)pj_integer_value(ch) < pj_array_size(opts)) {
         rc = result(out, false, "The user chose: %s",
-                    json_string_value(json_array_get(opts, (size_t)json_integer_value(ch))));
+                    pj_string_value(pj_array_get(opts, (size_t)pj_integer_value(ch))));
     } else if (action && !strcmp(action, "accept") && !choice && text) {
         rc = result(out, false, "The user answered: %s", text);
     } else {
         rc = result(out, false, "The user declined to answer.", NULL);
     }
-    json_decref(aj);
+    pj_decref(aj);
 done:
-    json_decref(a);
+    pj_decref(a);
     return rc;
 }
 
@@ -129,22 +129,22 @@ static void *watch(void *arg) {
 
 char *pct__elicit(void *ctx, const char *server, const char *params_json, atomic_int *cancel) {
     pct_sess *s = ctx;
-    json_t *p = json_loads(params_json ? params_json : "{}", 0, NULL);
-    const char *mode = json_string_value(json_object_get(p, "mode"));
-    const char *msg = json_string_value(json_object_get(p, "message"));
-    json_t *schema = json_object_get(p, "requestedSchema");
+    pj_t *p = pj_loads(params_json ? params_json : "{}", 0, NULL);
+    const char *mode = pj_string_value(pj_object_get(p, "mode"));
+    const char *msg = pj_string_value(pj_object_get(p, "message"));
+    pj_t *schema = pj_object_get(p, "requestedSchema");
     char *out = NULL;
     if (!s->c->sink.ask_user || (mode && strcmp(mode, "form") != 0) || !msg ||
-        !json_is_object(schema)) {
-        json_decref(p);
+        !pj_is_object(schema)) {
+        pj_decref(p);
         return strdup("{\"action\":\"decline\"}"); /* URL mode and bad requests: declined */
     }
-    json_t *q = json_pack("{s:s, s:s, s:O, s:s}", "kind", "form", "message", msg, "requestedSchema",
+    pj_t *q = pj_pack("{s:s, s:s, s:O, s:s}", "kind", "form", "message", msg, "requestedSchema",
                           schema, "server", server ? server : "");
-    if (q && s->cur_call[0]) json_object_set_new(q, "toolCallId", json_string(s->cur_call));
-    char *qtxt = q ? json_dumps(q, JSON_COMPACT) : NULL;
-    json_decref(q);
-    json_decref(p);
+    if (q && s->cur_call[0]) pj_object_set_new(q, "toolCallId", pj_string(s->cur_call));
+    char *qtxt = q ? pj_dumps(q, PJ_COMPACT) : NULL;
+    pj_decref(q);
+    pj_decref(p);
     either e = {.a = cancel, .b = &s->hitl_cancel};
     atomic_init(&e.both, 0);
     atomic_init(&e.done, 0);

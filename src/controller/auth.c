@@ -16,7 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
+#include "peri/json.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,15 +37,15 @@ bool pct_has_credentials(pct_controller *c, char *why, size_t whylen) {
 }
 
 /* The user's settings document (a new reference; {} when there is none), or NULL with why. */
-static json_t *read_user_settings(int dirfd, char *why, size_t whylen) {
+static pj_t *read_user_settings(int dirfd, char *why, size_t whylen) {
     int fd = openat(dirfd, "settings.json", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0 && errno == ENOENT) return json_object();
+    if (fd < 0 && errno == ENOENT) return pj_object();
     if (fd < 0) {
         snprintf(why, whylen, "~/.peri/settings.json cannot be opened: %s", strerror(errno));
         return NULL;
     }
     struct stat st;
-    json_t *doc = NULL;
+    pj_t *doc = NULL;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
         st.st_size > (off_t)PCT_SETTINGS_MAX) {
         snprintf(why, whylen,
@@ -56,9 +56,9 @@ static json_t *read_user_settings(int dirfd, char *why, size_t whylen) {
         ssize_t n = buf ? read(fd, buf, (size_t)st.st_size) : -1;
         if (n >= 0) {
             buf[n] = '\0';
-            doc = n ? json_loads(buf, 0, NULL) : json_object();
-            if (!json_is_object(doc)) {
-                json_decref(doc);
+            doc = n ? pj_loads(buf, 0, NULL) : pj_object();
+            if (!pj_is_object(doc)) {
+                pj_decref(doc);
                 doc = NULL;
                 snprintf(why, whylen, "~/.peri/settings.json is not a JSON object: not changed");
             }
@@ -72,20 +72,20 @@ static json_t *read_user_settings(int dirfd, char *why, size_t whylen) {
 }
 
 /* doc.providers[provider].apiKey = key. 0, or -1 (a providers entry of another shape). */
-static int set_key(json_t *doc, const char *provider, const char *key) {
-    json_t *ps = json_object_get(doc, "providers");
+static int set_key(pj_t *doc, const char *provider, const char *key) {
+    pj_t *ps = pj_object_get(doc, "providers");
     if (!ps) {
-        ps = json_object();
-        if (!ps || json_object_set_new(doc, "providers", ps)) return -1;
+        ps = pj_object();
+        if (!ps || pj_object_set_new(doc, "providers", ps)) return -1;
     }
-    if (!json_is_object(ps)) return -1;
-    json_t *p = json_object_get(ps, provider);
+    if (!pj_is_object(ps)) return -1;
+    pj_t *p = pj_object_get(ps, provider);
     if (!p) {
-        p = json_object();
-        if (!p || json_object_set_new(ps, provider, p)) return -1;
+        p = pj_object();
+        if (!p || pj_object_set_new(ps, provider, p)) return -1;
     }
-    if (!json_is_object(p)) return -1;
-    return json_object_set_new(p, "apiKey", json_string(key)) ? -1 : 0;
+    if (!pj_is_object(p)) return -1;
+    return pj_object_set_new(p, "apiKey", pj_string(key)) ? -1 : 0;
 }
 
 /* Writes the key into <home>/.peri/settings.json. 0, or -1 with why. */
@@ -107,15 +107,15 @@ static int store_key(const char *home, const char *provider, const char *key, ch
         if (dfd >= 0) close(dfd);
         return -1;
     }
-    json_t *doc = read_user_settings(dfd, why, whylen);
+    pj_t *doc = read_user_settings(dfd, why, whylen);
     int rc = -1;
     char *txt = NULL;
     if (doc && set_key(doc, provider, key) != 0)
         snprintf(why, whylen,
                  "~/.peri/settings.json: \"providers\" has another shape: not changed");
     else if (doc)
-        txt = json_dumps(doc, JSON_INDENT(2));
-    json_decref(doc);
+        txt = pj_dumps(doc, PJ_INDENT(2));
+    pj_decref(doc);
     char tmp[64];
     snprintf(tmp, sizeof tmp, ".settings.json.%ld.tmp", (long)getpid());
     int fd =
@@ -175,7 +175,7 @@ pct_status pct_authenticate(pct_controller *c, const char *provider, const char 
     if (rc == PCT_OK) {
         /* the host's settings, with the key: a new version, published atomically */
         const pag_settings *cur = c->settings;
-        json_t *doc = cur->doc ? json_deep_copy(cur->doc) : json_object();
+        pj_t *doc = cur->doc ? pj_deep_copy(cur->doc) : pj_object();
         pag_settings *ns = calloc(1, sizeof *ns);
         pct_old_settings *keep = calloc(1, sizeof *keep);
         char serr[300] = "";
@@ -190,7 +190,7 @@ pct_status pct_authenticate(pct_controller *c, const char *provider, const char 
             c->old_settings = keep;
             c->settings = ns;
         }
-        json_decref(doc);
+        pj_decref(doc);
     }
     pthread_mutex_unlock(&c->auth_mu);
     return rc;

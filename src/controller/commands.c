@@ -13,7 +13,7 @@
 #include "controller/ctl_impl.h"
 
 #include <ctype.h>
-#include <jansson.h>
+#include "peri/json.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,29 +39,29 @@ static bool is_builtin(const char *name) {
 }
 
 char *pct__commands_json(pct_sess *s) {
-    json_t *arr = json_array();
+    pj_t *arr = pj_array();
     for (size_t i = 0; arr && i < NBUILTIN; i++) {
-        json_t *o = json_pack("{s:s, s:s}", "name", builtins[i].name, "description",
+        pj_t *o = pj_pack("{s:s, s:s}", "name", builtins[i].name, "description",
                               builtins[i].description);
         if (o && builtins[i].hint)
-            json_object_set_new(o, "input", json_pack("{s:s}", "hint", builtins[i].hint));
-        if (o) json_array_append_new(arr, o);
+            pj_object_set_new(o, "input", pj_pack("{s:s}", "hint", builtins[i].hint));
+        if (o) pj_array_append_new(arr, o);
     }
     pag_user_command *uc = NULL;
     size_t n = 0;
     if (arr && pag_user_commands_load(s->cwd, s->c->home, &uc, &n) == 0) {
         for (size_t i = 0; i < n; i++) {
             if (is_builtin(uc[i].name)) continue;
-            json_t *o =
-                json_pack("{s:s, s:s}", "name", uc[i].name, "description", uc[i].description);
+            pj_t *o =
+                pj_pack("{s:s, s:s}", "name", uc[i].name, "description", uc[i].description);
             if (o && uc[i].hint)
-                json_object_set_new(o, "input", json_pack("{s:s}", "hint", uc[i].hint));
-            if (o) json_array_append_new(arr, o);
+                pj_object_set_new(o, "input", pj_pack("{s:s}", "hint", uc[i].hint));
+            if (o) pj_array_append_new(arr, o);
         }
         pag_user_commands_free(uc, n);
     }
-    char *txt = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
-    json_decref(arr);
+    char *txt = arr ? pj_dumps(arr, PJ_COMPACT) : NULL;
+    pj_decref(arr);
     return txt;
 }
 
@@ -78,24 +78,24 @@ static bool rewrite(pm_message *msg, const char *text) {
 
 static void list_options(pct_sess *s, uint64_t gen, const char *which) {
     char *cfg = pct__config_json(s);
-    json_t *arr = cfg ? json_loads(cfg, 0, NULL) : NULL;
+    pj_t *arr = cfg ? pj_loads(cfg, 0, NULL) : NULL;
     free(cfg);
     size_t i, k;
-    json_t *o, *v;
-    json_array_foreach(arr, i, o) {
-        if (strcmp(json_string_value(json_object_get(o, "id")), which) != 0) continue;
-        const char *cur = json_string_value(json_object_get(o, "currentValue"));
+    pj_t *o, *v;
+    pj_array_foreach(arr, i, o) {
+        if (strcmp(pj_string_value(pj_object_get(o, "id")), which) != 0) continue;
+        const char *cur = pj_string_value(pj_object_get(o, "currentValue"));
         char line[512];
         snprintf(line, sizeof line, "Current %s: %.200s\nAvailable:\n", which, cur ? cur : "");
         say(s, gen, line);
-        json_array_foreach(json_object_get(o, "options"), k, v) {
+        pj_array_foreach(pj_object_get(o, "options"), k, v) {
             snprintf(line, sizeof line, "- %.200s (%.200s)\n",
-                     json_string_value(json_object_get(v, "value")),
-                     json_string_value(json_object_get(v, "name")));
+                     pj_string_value(pj_object_get(v, "value")),
+                     pj_string_value(pj_object_get(v, "name")));
             say(s, gen, line);
         }
     }
-    json_decref(arr);
+    pj_decref(arr);
 }
 
 static const char init_prompt[] =

@@ -7,7 +7,7 @@
  */
 #include "controller/ctl_impl.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,9 +162,9 @@ typedef struct progress_ctx {
 } progress_ctx;
 
 /* 3 rather than 3.0 when the number is whole (what servers usually send). */
-static json_t *json_num(double v) {
-    if (v > -9e15 && v < 9e15 && v == (double)(json_int_t)v) return json_integer((json_int_t)v);
-    return json_real(v);
+static pj_t *json_num(double v) {
+    if (v > -9e15 && v < 9e15 && v == (double)(pj_int_t)v) return pj_integer((pj_int_t)v);
+    return pj_real(v);
 }
 
 static void on_progress(void *ctx, double progress, double total, const char *message) {
@@ -173,22 +173,22 @@ static void on_progress(void *ctx, double progress, double total, const char *me
     bool last = total > 0 && progress >= total;
     if (pc->last_ms && now - pc->last_ms < PCT_PROGRESS_MS && !last) return;
     pc->last_ms = now;
-    json_t *meta = json_pack("{s:{s:o}}", "peri.progress", "progress", json_num(progress));
-    json_t *pm = json_object_get(meta, "peri.progress");
-    if (total > 0) json_object_set_new(pm, "total", json_num(total));
-    if (message) json_object_set_new(pm, "message", json_string(message));
+    pj_t *meta = pj_pack("{s:{s:o}}", "peri.progress", "progress", json_num(progress));
+    pj_t *pm = pj_object_get(meta, "peri.progress");
+    if (total > 0) pj_object_set_new(pm, "total", json_num(total));
+    if (message) pj_object_set_new(pm, "message", pj_string(message));
     char line[600];
     if (total > 0)
         snprintf(line, sizeof line, "%s%s%g/%g", message ? message : "", message ? " " : "",
                  progress, total);
     else
         snprintf(line, sizeof line, "%s%s%g", message ? message : "", message ? " " : "", progress);
-    json_t *content = json_pack("[{s:s, s:{s:s, s:s}}]", "type", "content", "content", "type",
-                                "text", "text", line);
-    char *mt = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
-    char *ct = content ? json_dumps(content, JSON_COMPACT) : NULL;
-    json_decref(meta);
-    json_decref(content);
+    pj_t *content = pj_pack("[{s:s, s:{s:s, s:s}}]", "type", "content", "content", "type", "text",
+                            "text", line);
+    char *mt = meta ? pj_dumps(meta, PJ_COMPACT) : NULL;
+    char *ct = content ? pj_dumps(content, PJ_COMPACT) : NULL;
+    pj_decref(meta);
+    pj_decref(content);
     if (mt && ct) {
         pag_event ev = {.kind = PAG_EV_TOOL_UPDATE,
                         .turn = pc->turn,
@@ -262,9 +262,9 @@ static char *port_tool_title(void *ctx, const char *name, const char *args) {
 char *pct__tool_title(const char *name, const char *args) {
     const ptl_tool *t = ptl_find(name);
     if (t) return ptl_title(t, args);
-    json_t *a = json_loads(args ? args : "{}", 0, NULL);
-    const char *d = json_string_value(json_object_get(a, "description"));
-    const char *n = json_string_value(json_object_get(a, "name"));
+    pj_t *a = pj_loads(args ? args : "{}", 0, NULL);
+    const char *d = pj_string_value(pj_object_get(a, "description"));
+    const char *n = pj_string_value(pj_object_get(a, "name"));
     char buf[200];
     buf[0] = '\0';
     if (name && !strcmp(name, "task"))
@@ -273,7 +273,7 @@ char *pct__tool_title(const char *name, const char *args) {
         snprintf(buf, sizeof buf, "Load skill %.150s", n ? n : "");
     else if (name && !strcmp(name, "todo"))
         snprintf(buf, sizeof buf, "Update plan");
-    json_decref(a);
+    pj_decref(a);
     return buf[0] ? strdup(buf) : NULL;
 }
 
@@ -599,7 +599,7 @@ static int build_tools(pct_sess *s) {
     return 0;
 }
 
-/* The tools_now port: before each model request, a server's list_changed is taken in
+/* The tool list: before each model request, a server's list_changed is taken in
  * (the pool re-lists that server) and the new list is what the model sees. */
 static const pag_tool_info *port_tools_now(void *ctx, size_t *ntools) {
     pct_sess *s = ctx;
@@ -612,6 +612,12 @@ static const pag_tool_info *port_tools_now(void *ctx, size_t *ntools) {
     *ntools = s->ntools;
     return s->tools;
 }
+
+/* A session's tools: the workspace's and the host's, MCP servers' as they change. */
+static const pag_tool_ops session_tools = {.now = port_tools_now,
+                                           .run = port_run_tool,
+                                           .title = port_tool_title,
+                                           .needs_permission = port_needs_permission};
 
 int pct__rebuild_tools(pct_sess *s) {
     pct_old_tools *o = calloc(1, sizeof *o);
@@ -679,51 +685,49 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
         return PCT_FAILED;
     }
     char *frozen = NULL;
-    json_t *meta = th->meta ? json_loads(th->meta, 0, NULL) : NULL;
-    json_t *fz = json_object_get(meta, "frozenContext");
-    if (json_is_string(fz)) frozen = strdup(json_string_value(fz));
+    pj_t *meta = th->meta ? pj_loads(th->meta, 0, NULL) : NULL;
+    pj_t *fz = pj_object_get(meta, "frozenContext");
+    if (pj_is_string(fz)) frozen = strdup(pj_string_value(fz));
     if (!frozen) frozen = s->read_only ? strdup("") : pag_frozen_context(th->cwd, pb_wall_ms());
-    json_t *hid = json_object_get(meta, "hidden");
-    if (json_is_array(hid) && json_array_size(hid) > 0 &&
-        !(s->hidden = json_dumps(hid, JSON_COMPACT))) {
-        json_decref(meta);
+    pj_t *hid = pj_object_get(meta, "hidden");
+    if (pj_is_array(hid) && pj_array_size(hid) > 0 && !(s->hidden = pj_dumps(hid, PJ_COMPACT))) {
+        pj_decref(meta);
         free(frozen);
         pct__sess_release(s);
         set_err(err, PCT_FAILED, "out of memory%s", NULL);
         return PCT_FAILED;
     }
     if (mcp_json && !(s->mcp_json = strdup(mcp_json))) {
-        json_decref(meta);
+        pj_decref(meta);
         free(frozen);
         pct__sess_release(s);
         set_err(err, PCT_FAILED, "out of memory%s", NULL);
         return PCT_FAILED;
     }
-    const char *eff = json_string_value(json_object_get(meta, "thinkingEffort"));
+    const char *eff = pj_string_value(pj_object_get(meta, "thinkingEffort"));
     if (eff && (!strcmp(eff, "low") || !strcmp(eff, "medium") || !strcmp(eff, "high")))
         snprintf(s->effort, sizeof s->effort, "%s", eff);
-    s->ctx1m = json_is_true(json_object_get(meta, "context1m"));
+    s->ctx1m = pj_is_true(pj_object_get(meta, "context1m"));
     /* A new epoch each time a process makes the session live: one more than any
      * epoch stored before (kept below by pct__save_meta), so none is ever reused. */
-    json_t *ep = json_object_get(meta, "epoch");
+    pj_t *ep = pj_object_get(meta, "epoch");
     s->epoch =
-        (json_is_integer(ep) && json_integer_value(ep) > 0 ? (uint64_t)json_integer_value(ep) : 0) +
-        1;
+        (pj_is_integer(ep) && pj_integer_value(ep) > 0 ? (uint64_t)pj_integer_value(ep) : 0) + 1;
     pag_mode mode = PAG_MODE_DEFAULT;
-    if (!pag_mode_parse(json_string_value(json_object_get(meta, "mode")), &mode))
+    if (!pag_mode_parse(pj_string_value(pj_object_get(meta, "mode")), &mode))
         mode = PAG_MODE_DEFAULT;
-    const char *spec = json_string_value(json_object_get(meta, "model"));
+    const char *spec = pj_string_value(pj_object_get(meta, "model"));
     int bad = spec && !(s->model_spec = strdup(spec));
     const char *lists[2] = {"allowAlways", "rejectAlways"};
     for (int k = 0; k < 2 && !bad; k++) {
-        json_t *arr = json_object_get(meta, lists[k]);
-        size_t n = json_array_size(arr), i;
-        json_t *v;
+        pj_t *arr = pj_object_get(meta, lists[k]);
+        size_t n = pj_array_size(arr), i;
+        pj_t *v;
         char **l = n ? calloc(n, sizeof *l) : NULL;
         size_t m = 0;
         if (n && !l) bad = 1;
-        json_array_foreach(arr, i, v) {
-            if (l && json_is_string(v) && (l[m] = strdup(json_string_value(v)))) m++;
+        pj_array_foreach(arr, i, v) {
+            if (l && pj_is_string(v) && (l[m] = strdup(pj_string_value(v)))) m++;
         }
         if (k == 0) {
             s->allow_always = l;
@@ -733,18 +737,15 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
             s->nreject = m;
         }
     }
-    json_t *mw_meta = meta; /* the middlewares' part is read once the agent exists */
+    pj_t *mw_meta = meta; /* the middlewares' part is read once the agent exists */
     pag_ports ports = {.ctx = s,
                        .reason = port_reason,
                        .model_name = NULL,
                        .model_missing_reason = s->model_missing,
                        .tools = s->tools,
                        .ntools = s->ntools,
-                       .tools_now = port_tools_now,
-                       .run_tool = port_run_tool,
-                       .tool_title = port_tool_title,
+                       .tool_ops = &session_tools,
                        .ask_permission = pct__port_ask,
-                       .tool_needs_permission = port_needs_permission,
                        .persist = port_persist,
                        .emit = port_emit};
     pag_session_config sc = {.id = th->id,
@@ -757,19 +758,19 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
     if (!bad && pct__mw_mount(s, &ports) != 0) bad = 1;
     s->agent = frozen && !bad ? pag_session_new(&sc, &ports) : NULL;
     if (!s->agent) {
-        json_decref(mw_meta);
+        pj_decref(mw_meta);
         pct__sess_release(s);
         set_err(err, PCT_FAILED, "out of memory%s", NULL);
         return PCT_FAILED;
     }
     pag_session_set_mode(s->agent, mode);
     if (pct__mw_live(s, mw_meta) != 0) {
-        json_decref(mw_meta);
+        pj_decref(mw_meta);
         pct__sess_release(s);
         set_err(err, PCT_FAILED, "out of memory%s", NULL);
         return PCT_FAILED;
     }
-    json_decref(mw_meta);
+    pj_decref(mw_meta);
     pct__apply_model(s);
     if (!s->read_only) pct__save_meta(s); /* the epoch is taken */
     *out = s;
@@ -811,13 +812,13 @@ static pct_status foreign(const pct_controller *c, const char *id, const char *o
 
 int pct_history_format(const char *meta_json) {
     if (!meta_json) return 1;
-    json_t *m = json_loads(meta_json, 0, NULL);
-    json_t *f = json_object_get(m, "format");
+    pj_t *m = pj_loads(meta_json, 0, NULL);
+    pj_t *f = pj_object_get(m, "format");
     int v = !f ? 1
-            : json_is_integer(f) && json_integer_value(f) >= 0 && json_integer_value(f) <= 1000000
-                ? (int)json_integer_value(f)
+            : pj_is_integer(f) && pj_integer_value(f) >= 0 && pj_integer_value(f) <= 1000000
+                ? (int)pj_integer_value(f)
                 : -1;
-    json_decref(m);
+    pj_decref(m);
     return v;
 }
 
@@ -904,11 +905,11 @@ pct_status pct_session_new_mcp(pct_controller *c, const char *cwd, const char *m
         return PCT_FAILED;
     }
     char *frozen = pag_frozen_context(real, pb_wall_ms());
-    json_t *meta = json_object();
+    pj_t *meta = pj_object();
     char *meta_txt = NULL;
-    if (frozen && meta && json_object_set_new(meta, "frozenContext", json_string(frozen)) == 0)
-        meta_txt = json_dumps(meta, JSON_COMPACT);
-    json_decref(meta);
+    if (frozen && meta && pj_object_set_new(meta, "frozenContext", pj_string(frozen)) == 0)
+        meta_txt = pj_dumps(meta, PJ_COMPACT);
+    pj_decref(meta);
     free(frozen);
     if (!meta_txt) {
         set_err(err, PCT_FAILED, "out of memory%s", NULL);
@@ -1128,15 +1129,15 @@ pct_status pct_session_fork(pct_controller *c, const char *id, char out_id[PST_I
     /* The fork copies the visible history: rows hidden by a rewind stay behind, and the
      * copy's meta has no hidden range (its rows are numbered afresh). */
     char *hidden = NULL;
-    json_t *sm = src.meta ? json_loads(src.meta, 0, NULL) : NULL;
-    if (json_is_array(json_object_get(sm, "hidden"))) {
-        hidden = json_dumps(json_object_get(sm, "hidden"), JSON_COMPACT);
-        json_object_del(sm, "hidden");
-        meta_txt = json_dumps(sm, JSON_COMPACT);
+    pj_t *sm = src.meta ? pj_loads(src.meta, 0, NULL) : NULL;
+    if (pj_is_array(pj_object_get(sm, "hidden"))) {
+        hidden = pj_dumps(pj_object_get(sm, "hidden"), PJ_COMPACT);
+        pj_object_del(sm, "hidden");
+        meta_txt = pj_dumps(sm, PJ_COMPACT);
         if (!hidden || !meta_txt) {
             free(hidden);
             free(meta_txt);
-            json_decref(sm);
+            pj_decref(sm);
             pst_thread_clear(&src);
             set_err(err, PCT_FAILED, "out of memory%s", NULL);
             return PCT_FAILED;
@@ -1144,7 +1145,7 @@ pct_status pct_session_fork(pct_controller *c, const char *id, char out_id[PST_I
     } else if (src.meta) {
         meta_txt = strdup(src.meta);
     }
-    json_decref(sm);
+    pj_decref(sm);
     char title[160];
     snprintf(title, sizeof title, "Fork of %.120s", src.title ? src.title : "session");
     pst_thread_new tn = {.workspace_id = src.workspace_id,

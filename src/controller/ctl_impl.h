@@ -243,7 +243,7 @@ int pct__mw_mount(pct_sess *s, pag_ports *ports);
 void pct__mw_free(pct_sess *s);
 void pct__mw_project(pct_sess *s, const pag_project_config *pc, uint64_t turn);
 void pct__mw_subagent_stop(pct_sess *s, const char *agent_id, const char *stop_reason);
-/* askuser.c: the ask_user tool (the pag_ports.run_tool contract), and the answer to an MCP
+/* askuser.c: the ask_user tool (the pag_tool_ops.run contract), and the answer to an MCP
  * server's elicitation/create (ctx = the session; the pmcp_elicit_fn contract). */
 int pct__ask_user_run(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out);
 char *pct__elicit(void *ctx, const char *server, const char *params_json, atomic_int *cancel);
@@ -272,9 +272,9 @@ int pct__subagent_run_bg(pct_sess *s, const char *args, atomic_int *cancel, pag_
 
 /* middleware glue (mw_glue.c): the goal and cron middlewares in this session. */
 /* Starts the session's cron (make_live) and restores goal and cron records from meta. */
-int pct__mw_live(pct_sess *s, json_t *meta);
+int pct__mw_live(pct_sess *s, pj_t *meta);
 /* Adds goal and cron state to the meta being saved (s->mu held). */
-void pct__mw_meta(pct_sess *s, json_t *m);
+void pct__mw_meta(pct_sess *s, pj_t *m);
 /* The goal_complete and cron tools: -2 when name is none of them. */
 int pct__mw_tool(pct_sess *s, const char *name, const char *args, pag_tool_output *out);
 /* /goal [TEXT | clear]: shows, sets or clears the goal (answers with a message). */

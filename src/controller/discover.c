@@ -11,7 +11,7 @@
  */
 #include "controller/ctl_impl.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +24,7 @@
 
 /* Lists one provider into arr as "<name>:<id>". */
 static void list_one(const pct_controller *c, const pag_settings *st, const char *name,
-                     json_t *arr) {
+                     pj_t *arr) {
     char spec[160], why[300];
     snprintf(spec, sizeof spec, "%.100s:x", name);
     pm_config cfg;
@@ -40,10 +40,10 @@ static void list_one(const pct_controller *c, const pag_settings *st, const char
                name, e.message);
         return;
     }
-    for (size_t i = 0; i < n && json_array_size(arr) < PCT_DISCOVER_MAX; i++) {
+    for (size_t i = 0; i < n && pj_array_size(arr) < PCT_DISCOVER_MAX; i++) {
         char full[300];
         snprintf(full, sizeof full, "%s:%s", name, ids[i]);
-        json_array_append_new(arr, json_string(full));
+        pj_array_append_new(arr, pj_string(full));
     }
     pm_models_free(ids, n);
 }
@@ -51,15 +51,15 @@ static void list_one(const pct_controller *c, const pag_settings *st, const char
 static void *discover_main(void *arg) {
     pct_controller *c = arg;
     const pag_settings *st = c->settings;
-    json_t *arr = json_array();
+    pj_t *arr = pj_array();
     if (arr) {
         if (st->openai.present) list_one(c, st, "openai", arr);
         if (st->anthropic.present) list_one(c, st, "anthropic", arr);
         for (size_t i = 0; i < st->nproviders; i++)
             if (st->providers[i].p.present) list_one(c, st, st->providers[i].name, arr);
     }
-    char *txt = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
-    json_decref(arr);
+    char *txt = arr ? pj_dumps(arr, PJ_COMPACT) : NULL;
+    pj_decref(arr);
     pthread_mutex_lock(&c->mu);
     if (txt) {
         free(c->disc_json);

@@ -10,7 +10,7 @@
  */
 #include "controller/ctl_impl.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,19 +21,19 @@
 
 bool pct__row_hidden(const char *hidden, int64_t seq) {
     if (!hidden) return false;
-    json_t *arr = json_loads(hidden, 0, NULL);
+    pj_t *arr = pj_loads(hidden, 0, NULL);
     bool h = false;
     size_t i;
-    json_t *r;
-    json_array_foreach(arr, i, r) {
-        json_int_t a = json_integer_value(json_array_get(r, 0));
-        json_int_t b = json_integer_value(json_array_get(r, 1));
+    pj_t *r;
+    pj_array_foreach(arr, i, r) {
+        pj_int_t a = pj_integer_value(pj_array_get(r, 0));
+        pj_int_t b = pj_integer_value(pj_array_get(r, 1));
         if (seq >= a && seq <= b) {
             h = true;
             break;
         }
     }
-    json_decref(arr);
+    pj_decref(arr);
     return h;
 }
 
@@ -160,14 +160,14 @@ pct_status pct_session_rewind(pct_controller *c, const char *id, int turns, int 
     char *mcp = NULL;
     if (rc == PCT_OK) {
         /* The new state: the old ranges plus this one, kept with the session's meta. */
-        json_t *arr = s->hidden ? json_loads(s->hidden, 0, NULL) : json_array();
-        if (!json_is_array(arr)) {
-            json_decref(arr);
-            arr = json_array();
+        pj_t *arr = s->hidden ? pj_loads(s->hidden, 0, NULL) : pj_array();
+        if (!pj_is_array(arr)) {
+            pj_decref(arr);
+            arr = pj_array();
         }
-        json_array_append_new(arr, json_pack("[I, I]", (json_int_t)from, (json_int_t)to));
-        char *txt = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
-        json_decref(arr);
+        pj_array_append_new(arr, pj_pack("[I, I]", (pj_int_t)from, (pj_int_t)to));
+        char *txt = arr ? pj_dumps(arr, PJ_COMPACT) : NULL;
+        pj_decref(arr);
         mcp = s->mcp_json ? strdup(s->mcp_json) : NULL;
         if (!txt || (s->mcp_json && !mcp)) {
             free(txt);

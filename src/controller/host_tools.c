@@ -10,7 +10,7 @@
  */
 #include "controller/ctl_impl.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,27 +48,27 @@ static int tool_error(pag_tool_output *out, const char *msg) {
 
 /* The plan entries (ACP PlanEntry[] JSON text, malloc'd into *txt) of todo arguments,
  * counting each status. 0 ok; 1 invalid (msg says why, *txt NULL); -1 out of memory. */
-static int plan_entries(json_t *args, char **txt, size_t counts[3], char *msg, size_t cap) {
+static int plan_entries(pj_t *args, char **txt, size_t counts[3], char *msg, size_t cap) {
     *txt = NULL;
-    json_t *todos = json_object_get(args, "todos");
-    if (!json_is_array(todos)) {
+    pj_t *todos = pj_object_get(args, "todos");
+    if (!pj_is_array(todos)) {
         snprintf(msg, cap, "todo: \"todos\" must be an array");
         return 1;
     }
-    json_t *entries = json_array();
+    pj_t *entries = pj_array();
     if (!entries) return -1;
     size_t i;
-    json_t *t;
+    pj_t *t;
     static const char *const st_names[3] = {"pending", "in_progress", "completed"};
-    json_array_foreach(todos, i, t) {
-        const char *content = json_string_value(json_object_get(t, "content"));
-        const char *status = json_string_value(json_object_get(t, "status"));
-        const char *prio = json_string_value(json_object_get(t, "priority"));
+    pj_array_foreach(todos, i, t) {
+        const char *content = pj_string_value(pj_object_get(t, "content"));
+        const char *status = pj_string_value(pj_object_get(t, "status"));
+        const char *prio = pj_string_value(pj_object_get(t, "priority"));
         int k = -1;
         for (int j = 0; status && j < 3; j++)
             if (!strcmp(status, st_names[j])) k = j;
         if (!content || k < 0) {
-            json_decref(entries);
+            pj_decref(entries);
             snprintf(msg, cap,
                      "todo: item %zu needs \"content\" and a \"status\" of pending, in_progress "
                      "or completed",
@@ -78,24 +78,24 @@ static int plan_entries(json_t *args, char **txt, size_t counts[3], char *msg, s
         if (!prio || (strcmp(prio, "high") && strcmp(prio, "medium") && strcmp(prio, "low")))
             prio = "medium";
         counts[k]++;
-        json_array_append_new(entries, json_pack("{s:s, s:s, s:s}", "content", content, "priority",
+        pj_array_append_new(entries, pj_pack("{s:s, s:s, s:s}", "content", content, "priority",
                                                  prio, "status", st_names[k]));
     }
-    *txt = json_dumps(entries, JSON_COMPACT);
-    json_decref(entries);
+    *txt = pj_dumps(entries, PJ_COMPACT);
+    pj_decref(entries);
     return *txt ? 0 : -1;
 }
 
 char *pct__plan_of_todo(const char *args_json) {
-    json_t *a = args_json ? json_loads(args_json, 0, NULL) : NULL;
+    pj_t *a = args_json ? pj_loads(args_json, 0, NULL) : NULL;
     char *txt = NULL, msg[160];
     size_t counts[3] = {0, 0, 0};
-    if (json_is_object(a) && plan_entries(a, &txt, counts, msg, sizeof msg) != 0) txt = NULL;
-    json_decref(a);
+    if (pj_is_object(a) && plan_entries(a, &txt, counts, msg, sizeof msg) != 0) txt = NULL;
+    pj_decref(a);
     return txt;
 }
 
-static int run_todo(pct_sess *s, json_t *args, pag_tool_output *out) {
+static int run_todo(pct_sess *s, pj_t *args, pag_tool_output *out) {
     char *txt = NULL, msg[160];
     size_t counts[3] = {0, 0, 0};
     int rc = plan_entries(args, &txt, counts, msg, sizeof msg);
@@ -112,13 +112,13 @@ static int run_todo(pct_sess *s, json_t *args, pag_tool_output *out) {
     free(txt);
     snprintf(msg, sizeof msg,
              "Plan updated: %zu items (%zu completed, %zu in progress, %zu pending)",
-             json_array_size(json_object_get(args, "todos")), counts[2], counts[1], counts[0]);
+             pj_array_size(pj_object_get(args, "todos")), counts[2], counts[1], counts[0]);
     out->output = strdup(msg);
     return out->output ? 0 : -1;
 }
 
-static int run_skill(pct_sess *s, json_t *args, pag_tool_output *out) {
-    const char *name = json_string_value(json_object_get(args, "name"));
+static int run_skill(pct_sess *s, pj_t *args, pag_tool_output *out) {
+    const char *name = pj_string_value(pj_object_get(args, "name"));
     if (!name) return tool_error(out, "skill: \"name\" is required");
     char *body = pag_skill_body(s->cwd, name);
     if (!body) {
@@ -134,14 +134,14 @@ int pct__host_tool(pct_sess *s, const char *name, const char *args, pag_tool_out
     int mw = pct__mw_tool(s, name, args, out);
     if (mw != -2) return mw;
     if (!name || (strcmp(name, "todo") != 0 && strcmp(name, "skill") != 0)) return -2;
-    json_t *a = json_loads(args ? args : "{}", 0, NULL);
+    pj_t *a = pj_loads(args ? args : "{}", 0, NULL);
     int rc;
-    if (!json_is_object(a))
+    if (!pj_is_object(a))
         rc = tool_error(out, "the arguments must be a JSON object");
     else if (!strcmp(name, "todo"))
         rc = run_todo(s, a, out);
     else
         rc = run_skill(s, a, out);
-    json_decref(a);
+    pj_decref(a);
     return rc;
 }

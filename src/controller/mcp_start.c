@@ -21,7 +21,7 @@
  */
 #include "controller/ctl_impl.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,85 +40,85 @@ static void connector_free(connector *k) {
 }
 
 /* Appends the names of a settings-shaped {"mcpServers": {name: ...}} text to arr. */
-static void names_of_settings(json_t *arr, const char *txt) {
-    json_t *doc = txt ? json_loads(txt, 0, NULL) : NULL;
+static void names_of_settings(pj_t *arr, const char *txt) {
+    pj_t *doc = txt ? pj_loads(txt, 0, NULL) : NULL;
     const char *k;
-    json_t *v;
-    json_object_foreach(json_object_get(doc, "mcpServers"), k, v) {
-        json_array_append_new(arr, json_string(k));
+    pj_t *v;
+    pj_object_foreach(pj_object_get(doc, "mcpServers"), k, v) {
+        pj_array_append_new(arr, pj_string(k));
     }
-    json_decref(doc);
+    pj_decref(doc);
 }
 
 /* The names of the servers about to start (what the client will see as "starting"); the
  * pool applies the real rules (replacement, refusal), and the final status says. */
-static json_t *starting_names(const char *user, const char *project, const char *acp) {
-    json_t *arr = json_array();
+static pj_t *starting_names(const char *user, const char *project, const char *acp) {
+    pj_t *arr = pj_array();
     if (!arr) return NULL;
     names_of_settings(arr, user);
     names_of_settings(arr, project);
-    json_t *a = acp ? json_loads(acp, 0, NULL) : NULL;
+    pj_t *a = acp ? pj_loads(acp, 0, NULL) : NULL;
     size_t i;
-    json_t *e;
-    json_array_foreach(a, i, e) {
-        const char *n = json_string_value(json_object_get(e, "name"));
-        if (n) json_array_append_new(arr, json_string(n));
+    pj_t *e;
+    pj_array_foreach(a, i, e) {
+        const char *n = pj_string_value(pj_object_get(e, "name"));
+        if (n) pj_array_append_new(arr, pj_string(n));
     }
-    json_decref(a);
+    pj_decref(a);
     /* one entry per name: a client entry replaces a user entry of the same name */
-    json_t *out = json_array();
-    json_array_foreach(arr, i, e) {
+    pj_t *out = pj_array();
+    pj_array_foreach(arr, i, e) {
         bool seen = false;
         size_t k2;
-        json_t *o;
-        json_array_foreach(out, k2, o) {
-            if (json_equal(o, e)) seen = true;
+        pj_t *o;
+        pj_array_foreach(out, k2, o) {
+            if (pj_equal(o, e)) seen = true;
         }
-        if (!seen) json_array_append(out, e);
+        if (!seen) pj_array_append(out, e);
     }
-    json_decref(arr);
+    pj_decref(arr);
     return out;
 }
 
 /* {"servers": [{"name", "status"}], "errors": [lines]} of s (s->mu held). */
-static json_t *status_locked(pct_sess *s) {
-    json_t *servers = json_array(), *errors = json_array();
+static pj_t *status_locked(pct_sess *s) {
+    pj_t *servers = pj_array(), *errors = pj_array();
     if (s->mcp_pending) {
-        json_t *names = s->mcp_names ? json_loads(s->mcp_names, 0, NULL) : NULL;
+        pj_t *names = s->mcp_names ? pj_loads(s->mcp_names, 0, NULL) : NULL;
         size_t i;
-        json_t *n;
-        json_array_foreach(names, i, n) {
-            json_array_append_new(servers,
-                                  json_pack("{s:O, s:s}", "name", n, "status", "starting"));
+        pj_t *n;
+        pj_array_foreach(names, i, n) {
+            pj_array_append_new(servers,
+                                  pj_pack("{s:O, s:s}", "name", n, "status", "starting"));
         }
-        json_decref(names);
+        pj_decref(names);
     } else if (s->mcp_final) {
-        json_t *fin = json_loads(s->mcp_final, 0, NULL);
-        if (json_is_array(fin)) {
-            json_decref(servers);
+        pj_t *fin = pj_loads(s->mcp_final, 0, NULL);
+        if (pj_is_array(fin)) {
+            pj_decref(servers);
             servers = fin;
         } else {
-            json_decref(fin);
+            pj_decref(fin);
         }
     }
     if (s->mcp_errors) {
         char *copy = strdup(s->mcp_errors), *save = NULL;
         for (char *l = copy ? strtok_r(copy, "\n", &save) : NULL; l;
              l = strtok_r(NULL, "\n", &save))
-            json_array_append_new(errors, json_string(l));
+            pj_array_append_new(errors, pj_string(l));
         free(copy);
     }
-    json_t *st = json_pack("{s:o, s:o}", "servers", servers ? servers : json_array(), "errors",
-                           errors ? errors : json_array());
+    pj_t *st = pj_pack("{s:o, s:o}", "servers", servers ? servers : pj_array(), "errors",
+                           errors ? errors : pj_array());
     return st;
 }
 
 char *pct__mcp_status(pct_sess *s) {
     pthread_mutex_lock(&s->mu);
-    json_t *st = status_locked(s);
+    pj_t *st = status_locked(s);
     pthread_mutex_unlock(&s->mu);
-    char *txt = st ? json_dumps(st, JSON_COMPACT) : NULL;
-    json_decref(st);
+    char *txt = st ? pj_dumps(st, PJ_COMPACT) : NULL;
+    pj_decref(st);
     return txt;
 }
 
@@ -167,17 +167,17 @@ static void *connector_main(void *arg) {
     pmcp_pool *p = pmcp_pool_open(&po, &why);
     if (why) pb_log(&s->c->log, PB_LOG_WARN, "session %s: %s", s->id, why);
     /* The final status, read from the pool while it is still this thread's alone. */
-    json_t *fin = json_array();
+    pj_t *fin = pj_array();
     size_t n = pmcp_pool_server_count(p);
     for (size_t i = 0; fin && i < n; i++) {
         bool up = false;
         const char *name = pmcp_pool_server_at(p, i, &up);
         if (name)
-            json_array_append_new(
-                fin, json_pack("{s:s, s:s}", "name", name, "status", up ? "ready" : "failed"));
+            pj_array_append_new(
+                fin, pj_pack("{s:s, s:s}", "name", name, "status", up ? "ready" : "failed"));
     }
-    char *final = fin ? json_dumps(fin, JSON_COMPACT) : NULL;
-    json_decref(fin);
+    char *final = fin ? pj_dumps(fin, PJ_COMPACT) : NULL;
+    pj_decref(fin);
     pthread_mutex_lock(&s->mu);
     s->mcp_final = final;
     bool keep = s->state == SESS_OPEN && p;
@@ -210,10 +210,10 @@ static void *connector_main(void *arg) {
 int pct__mcp_open(pct_sess *s, const char *mcp_json, char **notices) {
     pct_controller *c = s->c;
     /* User-level servers come from the settings document the host supplied. */
-    json_t *servers = c->settings ? json_object_get(c->settings->doc, "mcpServers") : NULL;
-    json_t *wrap = servers ? json_pack("{s:O}", "mcpServers", servers) : NULL;
-    char *user = wrap ? json_dumps(wrap, JSON_COMPACT) : NULL;
-    json_decref(wrap);
+    pj_t *servers = c->settings ? pj_object_get(c->settings->doc, "mcpServers") : NULL;
+    pj_t *wrap = servers ? pj_pack("{s:O}", "mcpServers", servers) : NULL;
+    char *user = wrap ? pj_dumps(wrap, PJ_COMPACT) : NULL;
+    pj_decref(wrap);
     s->tool_ctx = (ptl_ctx){.cwd = s->cwd, .sandbox = &c->sandbox};
     if (c->home && !s->oauth.dir) { /* the user's MCP OAuth tokens: ~/.peri/oauth */
         size_t n = strlen(c->home) + 16;
@@ -247,9 +247,9 @@ int pct__mcp_open(pct_sess *s, const char *mcp_json, char **notices) {
     /* The builtin Workspace server: opened here (it starts at its first call). */
     pmcp_pool_opts po = {.cwd = s->cwd, .workspace = &s->tool_ctx, .log = s->c->log};
     s->mcp = pmcp_pool_open(&po, NULL);
-    json_t *names = starting_names(user, project, mcp_json);
+    pj_t *names = starting_names(user, project, mcp_json);
     int rc = s->mcp && pmcp_pool_builtin(s->mcp) && names ? 0 : -1;
-    if (rc == 0 && json_array_size(names) == 0) {
+    if (rc == 0 && pj_array_size(names) == 0) {
         /* Nothing to start: an empty pool at once (project servers trusted later join it). */
         pmcp_pool_opts none = {.cwd = s->cwd};
         if (!(s->ext = pmcp_pool_open(&none, NULL))) rc = -1;
@@ -262,7 +262,7 @@ int pct__mcp_open(pct_sess *s, const char *mcp_json, char **notices) {
             k->acp = mcp_json ? strdup(mcp_json) : NULL;
             user = project = NULL;
         }
-        s->mcp_names = json_dumps(names, JSON_COMPACT);
+        s->mcp_names = pj_dumps(names, PJ_COMPACT);
         if (!k || (mcp_json && !k->acp) || !s->mcp_names) {
             if (k) connector_free(k);
             rc = -1;
@@ -277,7 +277,7 @@ int pct__mcp_open(pct_sess *s, const char *mcp_json, char **notices) {
                 connector_main(k); /* no thread: connect here, as before */
         }
     }
-    json_decref(names);
+    pj_decref(names);
     free(user);
     free(project);
     if (why) pb_log(&s->c->log, PB_LOG_WARN, "session %s: %s", s->id, why);

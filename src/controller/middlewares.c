@@ -9,7 +9,7 @@
  *   subagent  the task tool (subagent.c)
  *   tasks     background shells and subagents, task_output/task_wait/task_stop (tasks.c)
  *   skills    the skill tool (host_tools.c)
- * The last four are declarative entries: their tools run through the run_tool port;
+ * The last four are declarative entries: their tools run through the tool_ops run function;
  * they handle no hook point.
  *
  * Invariants: s->mws and s->hooks are set before the agent exists and freed after it.
@@ -41,7 +41,7 @@ int pct__mw_mount(pct_sess *s, pag_ports *ports) {
         pag_hooks_env env = {
             .cwd = s->cwd, .sandbox = &c->sandbox, .run_tool = hook_tool, .ctx = s, .log = c->log};
         char err[512] = "";
-        const json_t *user = json_object_get(c->settings->doc, "hooks");
+        const pj_t *user = pj_object_get(c->settings->doc, "hooks");
         s->hooks = pag_hooks_new(user, &env, err, sizeof err);
         if (!s->hooks && user) {
             /* bad user hooks: reported, and none of them runs */

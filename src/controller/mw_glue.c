@@ -11,7 +11,7 @@
  */
 #include "controller/ctl_impl.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,35 +20,35 @@ static int cron_fire(void *ctx, uint64_t id, const char *prompt) {
     return pct__prompt_cron(ctx, id, prompt);
 }
 
-int pct__mw_live(pct_sess *s, json_t *meta) {
-    json_t *g = json_object_get(meta, "goal");
-    const char *text = json_string_value(json_object_get(g, "text"));
-    if (text && pag_session_set_goal(s->agent, text, json_is_true(json_object_get(g, "met"))))
+int pct__mw_live(pct_sess *s, pj_t *meta) {
+    pj_t *g = pj_object_get(meta, "goal");
+    const char *text = pj_string_value(pj_object_get(g, "text"));
+    if (text && pag_session_set_goal(s->agent, text, pj_is_true(pj_object_get(g, "met"))))
         return -1;
     if (s->read_only) return 0;
     if (!(s->cron = pag_cron_new(cron_fire, s))) return -1;
-    size_t lost = json_array_size(json_object_get(meta, "cron"));
-    json_t *l = json_object_get(meta, "cronLost");
-    if (json_is_integer(l) && json_integer_value(l) > 0) lost += (size_t)json_integer_value(l);
+    size_t lost = pj_array_size(pj_object_get(meta, "cron"));
+    pj_t *l = pj_object_get(meta, "cronLost");
+    if (pj_is_integer(l) && pj_integer_value(l) > 0) lost += (size_t)pj_integer_value(l);
     pag_cron_set_lost(s->cron, lost);
     return 0;
 }
 
-void pct__mw_meta(pct_sess *s, json_t *m) {
+void pct__mw_meta(pct_sess *s, pj_t *m) {
     bool met = false;
     char *goal = s->agent ? pag_session_goal(s->agent, &met) : NULL;
-    if (goal) json_object_set_new(m, "goal", json_pack("{s:s, s:b}", "text", goal, "met", met));
+    if (goal) pj_object_set_new(m, "goal", pj_pack("{s:s, s:b}", "text", goal, "met", met));
     free(goal);
     if (!s->cron) return;
     char *rec = pag_cron_records(s->cron);
-    json_t *r = rec ? json_loads(rec, 0, NULL) : NULL;
+    pj_t *r = rec ? pj_loads(rec, 0, NULL) : NULL;
     free(rec);
-    if (json_array_size(r) > 0)
-        json_object_set_new(m, "cron", r);
+    if (pj_array_size(r) > 0)
+        pj_object_set_new(m, "cron", r);
     else
-        json_decref(r);
+        pj_decref(r);
     size_t lost = pag_cron_lost(s->cron);
-    if (lost) json_object_set_new(m, "cronLost", json_integer((json_int_t)lost));
+    if (lost) pj_object_set_new(m, "cronLost", pj_integer((pj_int_t)lost));
 }
 
 char *pct__goal_plan(pct_sess *s, const char *entries_json) {

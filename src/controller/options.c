@@ -11,41 +11,41 @@
  */
 #include "controller/ctl_impl.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static json_t *str_array(char **l, size_t n) {
-    json_t *a = json_array();
+static pj_t *str_array(char **l, size_t n) {
+    pj_t *a = pj_array();
     for (size_t i = 0; a && i < n; i++)
-        json_array_append_new(a, json_string(l[i]));
+        pj_array_append_new(a, pj_string(l[i]));
     return a;
 }
 
 int pct__save_meta(pct_sess *s) {
     pthread_mutex_lock(&s->mu);
-    json_t *m =
-        json_pack("{s:i, s:s, s:s}", "format", PCT_HISTORY_FORMAT, "frozenContext",
+    pj_t *m =
+        pj_pack("{s:i, s:s, s:s}", "format", PCT_HISTORY_FORMAT, "frozenContext",
                   s->frozen ? s->frozen : "", "mode", pag_mode_id(pag_session_mode(s->agent)));
-    if (m && s->model_spec) json_object_set_new(m, "model", json_string(s->model_spec));
-    if (m) json_object_set_new(m, "allowAlways", str_array(s->allow_always, s->nallow));
-    if (m) json_object_set_new(m, "rejectAlways", str_array(s->reject_always, s->nreject));
-    if (m) json_object_set_new(m, "epoch", json_integer((json_int_t)s->epoch));
-    if (m && s->effort[0]) json_object_set_new(m, "thinkingEffort", json_string(s->effort));
-    if (m && s->ctx1m) json_object_set_new(m, "context1m", json_true());
+    if (m && s->model_spec) pj_object_set_new(m, "model", pj_string(s->model_spec));
+    if (m) pj_object_set_new(m, "allowAlways", str_array(s->allow_always, s->nallow));
+    if (m) pj_object_set_new(m, "rejectAlways", str_array(s->reject_always, s->nreject));
+    if (m) pj_object_set_new(m, "epoch", pj_integer((pj_int_t)s->epoch));
+    if (m && s->effort[0]) pj_object_set_new(m, "thinkingEffort", pj_string(s->effort));
+    if (m && s->ctx1m) pj_object_set_new(m, "context1m", pj_true());
     if (m) pct__mw_meta(s, m); /* goal and cron records */
     if (m && s->close_intent_ms)
-        json_object_set_new(m, "closeIntent",
-                            json_pack("{s:I, s:I}", "epoch", (json_int_t)s->epoch, "at",
-                                      (json_int_t)s->close_intent_ms));
-    json_t *hid = m && s->hidden ? json_loads(s->hidden, 0, NULL) : NULL;
-    if (json_is_array(hid))
-        json_object_set_new(m, "hidden", hid);
+        pj_object_set_new(m, "closeIntent",
+                            pj_pack("{s:I, s:I}", "epoch", (pj_int_t)s->epoch, "at",
+                                      (pj_int_t)s->close_intent_ms));
+    pj_t *hid = m && s->hidden ? pj_loads(s->hidden, 0, NULL) : NULL;
+    if (pj_is_array(hid))
+        pj_object_set_new(m, "hidden", hid);
     else
-        json_decref(hid);
-    char *txt = m ? json_dumps(m, JSON_COMPACT) : NULL;
-    json_decref(m);
+        pj_decref(hid);
+    char *txt = m ? pj_dumps(m, PJ_COMPACT) : NULL;
+    pj_decref(m);
     pst_error pe;
     int rc = 0;
     if (!txt || pst_thread_set_meta(s->c->store, s->id, txt, &pe) != PST_OK) {
@@ -97,26 +97,26 @@ void pct__apply_model(pct_sess *s) {
 
 /* ---------------------------------------------------------------- shapes */
 
-static bool choice_seen(json_t *opts, const char *spec) {
+static bool choice_seen(pj_t *opts, const char *spec) {
     size_t i;
-    json_t *o;
-    json_array_foreach(opts, i, o) {
-        if (!strcmp(json_string_value(json_object_get(o, "value")), spec)) return true;
+    pj_t *o;
+    pj_array_foreach(opts, i, o) {
+        if (!strcmp(pj_string_value(pj_object_get(o, "value")), spec)) return true;
     }
     return false;
 }
 
-static void add_choice(json_t *opts, const pag_settings *st, const char *spec) {
+static void add_choice(pj_t *opts, const pag_settings *st, const char *spec) {
     if (!spec || choice_seen(opts, spec)) return;
     const pag_model_entry *e = pag_settings_model_entry(st, spec);
-    json_t *o = json_pack("{s:s, s:s}", "value", spec, "name", e ? e->name : spec);
+    pj_t *o = pj_pack("{s:s, s:s}", "value", spec, "name", e ? e->name : spec);
     int64_t w = pag_model_context_window(st, spec);
     if (o && w > 0) {
         char d[64];
         snprintf(d, sizeof d, "context window %lld tokens", (long long)w);
-        json_object_set_new(o, "description", json_string(d));
+        pj_object_set_new(o, "description", pj_string(d));
     }
-    if (o) json_array_append_new(opts, o);
+    if (o) pj_array_append_new(opts, o);
 }
 
 /* The provider kind and model name of spec (name borrowed from spec). */
@@ -183,15 +183,15 @@ bool pct_default_audio(pct_controller *c) {
 }
 
 /* The thinking_effort and context_1m options of the current model, when it has them. */
-static void add_model_options(pct_sess *s, const pag_settings *st, const char *cur, json_t *arr) {
+static void add_model_options(pct_sess *s, const pag_settings *st, const char *cur, pj_t *arr) {
     pthread_mutex_lock(&s->mu);
     char effort[8];
     memcpy(effort, s->effort, sizeof effort);
     bool one_m = s->ctx1m;
     pthread_mutex_unlock(&s->mu);
     if (pct__model_effort(st, cur))
-        json_array_append_new(
-            arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}, "
+        pj_array_append_new(
+            arr, pj_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}, "
                            "{s:s, s:s}]}",
                            "id", "thinking_effort", "name", "Thinking effort", "description",
                            "How much the model reasons before it answers (reasoning effort, or "
@@ -201,8 +201,8 @@ static void add_model_options(pct_sess *s, const pag_settings *st, const char *c
                            "value", "low", "name", "Low", "value", "medium", "name", "Medium",
                            "value", "high", "name", "High"));
     if (pct__model_1m(st, cur))
-        json_array_append_new(
-            arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:[{s:s, s:s}, {s:s, s:s}]}", "id",
+        pj_array_append_new(
+            arr, pj_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:[{s:s, s:s}, {s:s, s:s}]}", "id",
                            "context_1m", "name", "1M context", "description",
                            "Ask the provider for its 1M-token context window", "category",
                            "model_config", "type", "select", "currentValue", one_m ? "on" : "off",
@@ -212,59 +212,59 @@ static void add_model_options(pct_sess *s, const pag_settings *st, const char *c
 char *pct__config_json(pct_sess *s) {
     const pag_settings *st = s->c->settings;
     char *cur = pct__current_model(s);
-    json_t *models = json_array();
+    pj_t *models = pj_array();
     for (size_t i = 0; models && i < st->nmodels; i++)
         add_choice(models, st, st->models[i].id);
     if (models) add_choice(models, st, pag_settings_default_model(st));
     if (models) add_choice(models, st, cur);
     /* then what the providers report (discover.c), when a listing succeeded */
     char *found = pct__discovered(s->c);
-    json_t *fa = found ? json_loads(found, 0, NULL) : NULL;
+    pj_t *fa = found ? pj_loads(found, 0, NULL) : NULL;
     size_t i;
-    json_t *v;
-    json_array_foreach(fa, i, v) {
-        if (models && json_is_string(v)) add_choice(models, st, json_string_value(v));
+    pj_t *v;
+    pj_array_foreach(fa, i, v) {
+        if (models && pj_is_string(v)) add_choice(models, st, pj_string_value(v));
     }
-    json_decref(fa);
+    pj_decref(fa);
     free(found);
-    json_t *modes = json_array();
+    pj_t *modes = pj_array();
     for (int i = 0; modes && i < PAG_MODE_COUNT; i++)
-        json_array_append_new(modes,
-                              json_pack("{s:s, s:s, s:s}", "value", pag_mode_id(i), "name",
+        pj_array_append_new(modes,
+                              pj_pack("{s:s, s:s, s:s}", "value", pag_mode_id(i), "name",
                                         pag_mode_name(i), "description", pag_mode_description(i)));
-    json_t *arr = json_array();
-    if (arr && models && json_array_size(models) > 0)
-        json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O}", "id", "model",
+    pj_t *arr = pj_array();
+    if (arr && models && pj_array_size(models) > 0)
+        pj_array_append_new(arr, pj_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O}", "id", "model",
                                              "name", "Model", "description",
                                              "The model that answers in this session", "category",
                                              "model", "type", "select", "currentValue",
                                              cur ? cur : "", "options", models));
     if (arr) add_model_options(s, st, cur, arr);
     if (arr && modes)
-        json_array_append_new(
-            arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O}", "id", "mode", "name", "Mode",
+        pj_array_append_new(
+            arr, pj_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O}", "id", "mode", "name", "Mode",
                            "description", "What the agent may do without asking", "category",
                            "mode", "type", "select", "currentValue",
                            pag_mode_id(pag_session_mode(s->agent)), "options", modes));
-    char *txt = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
-    json_decref(arr);
-    json_decref(models);
-    json_decref(modes);
+    char *txt = arr ? pj_dumps(arr, PJ_COMPACT) : NULL;
+    pj_decref(arr);
+    pj_decref(models);
+    pj_decref(modes);
     free(cur);
     return txt;
 }
 
 char *pct__modes_json(pct_sess *s) {
-    json_t *avail = json_array();
+    pj_t *avail = pj_array();
     for (int i = 0; avail && i < PAG_MODE_COUNT; i++)
-        json_array_append_new(avail,
-                              json_pack("{s:s, s:s, s:s}", "id", pag_mode_id(i), "name",
+        pj_array_append_new(avail,
+                              pj_pack("{s:s, s:s, s:s}", "id", pag_mode_id(i), "name",
                                         pag_mode_name(i), "description", pag_mode_description(i)));
-    json_t *m = avail ? json_pack("{s:s, s:o}", "currentModeId",
+    pj_t *m = avail ? pj_pack("{s:s, s:o}", "currentModeId",
                                   pag_mode_id(pag_session_mode(s->agent)), "availableModes", avail)
                       : NULL;
-    char *txt = m ? json_dumps(m, JSON_COMPACT) : NULL;
-    json_decref(m);
+    char *txt = m ? pj_dumps(m, PJ_COMPACT) : NULL;
+    pj_decref(m);
     return txt;
 }
 
@@ -297,16 +297,16 @@ pct_status pct__sess_set_mode(pct_sess *s, const char *mode_id, uint64_t turn, p
 
 pct_status pct__sess_set_model(pct_sess *s, const char *spec, uint64_t turn, pct_error *err) {
     char *cfg = pct__config_json(s);
-    json_t *arr = cfg ? json_loads(cfg, 0, NULL) : NULL;
+    pj_t *arr = cfg ? pj_loads(cfg, 0, NULL) : NULL;
     free(cfg);
     bool ok = false;
     size_t i;
-    json_t *o;
-    json_array_foreach(arr, i, o) {
-        if (!strcmp(json_string_value(json_object_get(o, "id")), "model"))
-            ok = spec && choice_seen(json_object_get(o, "options"), spec);
+    pj_t *o;
+    pj_array_foreach(arr, i, o) {
+        if (!strcmp(pj_string_value(pj_object_get(o, "id")), "model"))
+            ok = spec && choice_seen(pj_object_get(o, "options"), spec);
     }
-    json_decref(arr);
+    pj_decref(arr);
     if (!ok) {
         err->status = PCT_BAD_ARG;
         snprintf(err->message, sizeof err->message, "unknown value for config option model: %.150s",

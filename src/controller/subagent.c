@@ -17,7 +17,7 @@
  */
 #include "controller/ctl_impl.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +56,9 @@ static char *c_title(void *ctx, const char *name, const char *args) {
     return pct__tool_title(name, args);
 }
 
+/* A child's tools: the parent's list as it was at the spawn, run through the parent. */
+static const pag_tool_ops child_tools = {.run = c_run_tool, .title = c_title};
+
 /* The parent's broker: remembered answers, project list, then the client. */
 static pag_permission c_ask(void *ctx, const pag_event *call, atomic_int *cancel) {
     child *ch = ctx;
@@ -77,10 +80,10 @@ static int c_persist(void *ctx, const pm_message *msgs, size_t n) {
  * far (sent when the child starts a tool or finishes). */
 static void progress(child *ch) {
     if (!ch->text_len) return;
-    json_t *c = json_pack("[{s:s, s:{s:s, s:s}}]", "type", "content", "content", "type", "text",
-                          "text", ch->text);
-    char *cj = c ? json_dumps(c, JSON_COMPACT) : NULL;
-    json_decref(c);
+    pj_t *c = pj_pack("[{s:s, s:{s:s, s:s}}]", "type", "content", "content", "type", "text", "text",
+                      ch->text);
+    char *cj = c ? pj_dumps(c, PJ_COMPACT) : NULL;
+    pj_decref(c);
     if (!cj) return;
     pag_event up = {.kind = PAG_EV_TOOL_UPDATE,
                     .turn = ch->parent_gen,
@@ -120,20 +123,20 @@ static void c_emit(void *ctx, const pag_event *ev) {
 
 static const char *const default_tools[] = {"read", "list", "glob", "grep", "skill"};
 
-static bool wanted(json_t *list, const char *name) {
+static bool wanted(pj_t *list, const char *name) {
     /* the session's own plan, goal, schedules and background tasks are not a subagent's */
     if (!strcmp(name, "task") || !strcmp(name, "todo") || !strcmp(name, "goal_complete") ||
         !strncmp(name, "cron_", 5) || !strncmp(name, "task_", 5))
         return false;
-    if (!json_is_array(list)) {
+    if (!pj_is_array(list)) {
         for (size_t i = 0; i < sizeof default_tools / sizeof default_tools[0]; i++)
             if (!strcmp(default_tools[i], name)) return true;
         return false;
     }
     size_t i;
-    json_t *v;
-    json_array_foreach(list, i, v) {
-        if (json_is_string(v) && !strcmp(json_string_value(v), name)) return true;
+    pj_t *v;
+    pj_array_foreach(list, i, v) {
+        if (pj_is_string(v) && !strcmp(pj_string_value(v), name)) return true;
     }
     return false;
 }
@@ -146,11 +149,11 @@ static int fail_out(pag_tool_output *out, const char *msg) {
 
 static int run_child(pct_sess *s, const char *args, atomic_int *cancel, pag_tool_output *out,
                      const char *call_id, const char *model, char agent_id[PST_ID_LEN]) {
-    json_t *a = json_loads(args ? args : "{}", 0, NULL);
-    const char *desc = json_string_value(json_object_get(a, "description"));
-    const char *prompt = json_string_value(json_object_get(a, "prompt"));
-    if (!json_is_object(a) || !prompt || !*prompt) {
-        json_decref(a);
+    pj_t *a = pj_loads(args ? args : "{}", 0, NULL);
+    const char *desc = pj_string_value(pj_object_get(a, "description"));
+    const char *prompt = pj_string_value(pj_object_get(a, "prompt"));
+    if (!pj_is_object(a) || !prompt || !*prompt) {
+        pj_decref(a);
         return fail_out(out, "task: \"prompt\" (and \"description\") are required");
     }
     child ch = {.parent = s, .parent_gen = pag_session_turn_gen(s->agent)};
@@ -164,18 +167,18 @@ static int run_child(pct_sess *s, const char *args, atomic_int *cancel, pag_tool
     pst_error pe;
     if (!ch.tools) goto out;
     for (size_t i = 0; i < c->ntools; i++)
-        if (wanted(json_object_get(a, "tools"), c->tools[i].name))
+        if (wanted(pj_object_get(a, "tools"), c->tools[i].name))
             ch.tools[ch.ntools++] = c->tools[i];
     if (pst_thread_get(c->store, s->id, &parent, &pe) != PST_OK) {
         rc = fail_out(out, "task: the parent thread cannot be read");
         goto out;
     }
     char *spec = pct__current_model(s);
-    json_t *meta = json_pack("{s:s, s:s}", "frozenContext", s->frozen ? s->frozen : "", "mode",
-                             pag_mode_id(pag_session_mode(s->agent)));
-    if (meta && spec) json_object_set_new(meta, "model", json_string(spec));
-    char *meta_txt = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
-    json_decref(meta);
+    pj_t *meta = pj_pack("{s:s, s:s}", "frozenContext", s->frozen ? s->frozen : "", "mode",
+                         pag_mode_id(pag_session_mode(s->agent)));
+    if (meta && spec) pj_object_set_new(meta, "model", pj_string(spec));
+    char *meta_txt = meta ? pj_dumps(meta, PJ_COMPACT) : NULL;
+    pj_decref(meta);
     char title[128];
     snprintf(title, sizeof title, "%.100s", desc ? desc : "subagent task");
     pst_thread_new tn = {.workspace_id = parent.workspace_id,
@@ -193,10 +196,10 @@ static int run_child(pct_sess *s, const char *args, atomic_int *cancel, pag_tool
     }
     memcpy(ch.id, th.id, PST_ID_LEN);
     if (agent_id) memcpy(agent_id, th.id, PST_ID_LEN);
-    json_t *m =
-        json_pack("{s:s, s:s}", "peri.parentToolCallId", ch.call_id, "peri.childSessionId", ch.id);
-    ch.meta_json = m ? json_dumps(m, JSON_COMPACT) : NULL;
-    json_decref(m);
+    pj_t *m =
+        pj_pack("{s:s, s:s}", "peri.parentToolCallId", ch.call_id, "peri.childSessionId", ch.id);
+    ch.meta_json = m ? pj_dumps(m, PJ_COMPACT) : NULL;
+    pj_decref(m);
     /* the user's tool hooks apply to the child's calls too (its own session start,
      * prompt and stop are the parent's SubagentStop) */
     pag_middleware child_mw[1];
@@ -211,8 +214,7 @@ static int run_child(pct_sess *s, const char *args, atomic_int *cancel, pag_tool
                        .model_name = NULL,
                        .tools = ch.tools,
                        .ntools = ch.ntools,
-                       .run_tool = c_run_tool,
-                       .tool_title = c_title,
+                       .tool_ops = &child_tools,
                        .ask_permission = c_ask,
                        .persist = c_persist,
                        .emit = c_emit,
@@ -268,7 +270,7 @@ out:
     free(ch.meta_json);
     free(ch.text);
     free(ch.tools);
-    json_decref(a);
+    pj_decref(a);
     return rc;
 }
 

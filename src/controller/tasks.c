@@ -24,7 +24,7 @@
 
 #include <dirent.h>
 #include <pthread.h>
-#include <jansson.h>
+#include "peri/json.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,15 +63,15 @@ static const char *state_name(task_state st) {
 
 /* The start/end update: session_info_update, _meta {"peri.task": {...}}, outside turns. */
 static void announce(pct_task *t, task_state st, int exit_code, const char *agent_id) {
-    json_t *m = json_pack("{s:{s:s, s:s, s:s, s:s}}", "peri.task", "taskId", t->id, "kind",
+    pj_t *m = pj_pack("{s:{s:s, s:s, s:s, s:s}}", "peri.task", "taskId", t->id, "kind",
                           t->subagent ? "subagent" : "shell", "status",
                           st == T_RUNNING ? "started" : state_name(st), "toolCallId", t->call_id);
-    json_t *pt = json_object_get(m, "peri.task");
+    pj_t *pt = pj_object_get(m, "peri.task");
     if (pt && !t->subagent && st == T_COMPLETED)
-        json_object_set_new(pt, "exitCode", json_integer(exit_code));
-    if (pt && agent_id && *agent_id) json_object_set_new(pt, "agentId", json_string(agent_id));
-    char *mj = m ? json_dumps(m, JSON_COMPACT) : NULL;
-    json_decref(m);
+        pj_object_set_new(pt, "exitCode", pj_integer(exit_code));
+    if (pt && agent_id && *agent_id) pj_object_set_new(pt, "agentId", pj_string(agent_id));
+    char *mj = m ? pj_dumps(m, PJ_COMPACT) : NULL;
+    pj_decref(m);
     if (!mj) return;
     pag_event ev = {.kind = PAG_EV_SESSION_INFO, .used = pb_wall_ms(), .meta_json = mj};
     pct__emit(t->s, &ev);
@@ -118,10 +118,10 @@ static bool place_run(pl_ctx *pc, const pl_request *rq, const pl_policy *pol, pl
 static void run_shell(pct_task *t, pag_tool_output *o) {
     pct_sess *s = t->s;
     pct_controller *c = s->c;
-    json_t *a = json_loads(t->args, 0, NULL);
-    const char *cmd = json_string_value(json_object_get(a, "command"));
-    json_t *to = json_object_get(a, "timeout_ms");
-    long long timeout = json_is_integer(to) ? json_integer_value(to) : TASK_TIMEOUT_MS;
+    pj_t *a = pj_loads(t->args, 0, NULL);
+    const char *cmd = pj_string_value(pj_object_get(a, "command"));
+    pj_t *to = pj_object_get(a, "timeout_ms");
+    long long timeout = pj_is_integer(to) ? pj_integer_value(to) : TASK_TIMEOUT_MS;
     if (timeout < 1 || timeout > TASK_TIMEOUT_MAX_MS) timeout = TASK_TIMEOUT_MS;
     if (c->sandbox.off || !c->sandbox.place) {
         /* the user's sandbox mode is off: the shell tool as is (it warns), output at the end */
@@ -137,7 +137,7 @@ static void run_shell(pct_task *t, pag_tool_output *o) {
         o->is_error = st != PTL_OK || r.is_error;
         t->exit_code = r.exit_code;
         ptl_result_clear(&r);
-        json_decref(a);
+        pj_decref(a);
         return;
     }
     size_t n = strlen(cmd) + strlen(t->dir) + 32;
@@ -146,7 +146,7 @@ static void run_shell(pct_task *t, pag_tool_output *o) {
     if (!wrapped || !writable) {
         free(wrapped);
         free(writable);
-        json_decref(a);
+        pj_decref(a);
         o->output = strdup("background shell: out of memory");
         o->is_error = true;
         return;
@@ -197,7 +197,7 @@ static void run_shell(pct_task *t, pag_tool_output *o) {
     pl_report_clear(&rep);
     free(wrapped);
     free(writable);
-    json_decref(a);
+    pj_decref(a);
 }
 
 static void *task_main(void *arg) {
@@ -231,9 +231,9 @@ static void *task_main(void *arg) {
 
 bool pct__task_background(const char *name, const char *args) {
     if (!name || (strcmp(name, "shell") && strcmp(name, "task"))) return false;
-    json_t *a = json_loads(args ? args : "{}", 0, NULL);
-    bool bg = json_is_true(json_object_get(a, "background"));
-    json_decref(a);
+    pj_t *a = pj_loads(args ? args : "{}", 0, NULL);
+    bool bg = pj_is_true(pj_object_get(a, "background"));
+    pj_decref(a);
     return bg;
 }
 
@@ -255,15 +255,15 @@ static void task_free(pct_task *t) {
 
 int pct__task_start(pct_sess *s, const char *name, const char *args, pag_tool_output *out) {
     bool subagent = !strcmp(name, "task");
-    json_t *a = json_loads(args, 0, NULL);
-    json_object_del(a, "background");
-    const char *label = json_string_value(json_object_get(a, subagent ? "description" : "command"));
+    pj_t *a = pj_loads(args, 0, NULL);
+    pj_object_del(a, "background");
+    const char *label = pj_string_value(pj_object_get(a, subagent ? "description" : "command"));
     if (!subagent && !label) {
-        json_decref(a);
+        pj_decref(a);
         return say(out, true, "shell: \"command\" (a string) is required");
     }
-    if (subagent && !json_string_value(json_object_get(a, "prompt"))) {
-        json_decref(a);
+    if (subagent && !pj_string_value(pj_object_get(a, "prompt"))) {
+        pj_decref(a);
         return say(out, true, "task: \"prompt\" (and \"description\") are required");
     }
     char shown[201]; /* the command or the subagent's description, as the answer shows it */
@@ -272,13 +272,13 @@ int pct__task_start(pct_sess *s, const char *name, const char *args, pag_tool_ou
     if (t) {
         t->s = s;
         t->subagent = subagent;
-        t->args = json_dumps(a, JSON_COMPACT);
+        t->args = pj_dumps(a, PJ_COMPACT);
         t->model = s->model_applied ? strdup(s->model_applied) : NULL;
         snprintf(t->call_id, sizeof t->call_id, "%s", s->cur_call);
         atomic_init(&t->cancel, 0);
         t->started_ms = pb_mono_ms();
     }
-    json_decref(a);
+    pj_decref(a);
     if (!t || !t->args || (s->model_applied && !t->model)) goto nomem;
     if (!subagent) {
         snprintf(t->dir, sizeof t->dir, "/tmp/peri-task-XXXXXX");
@@ -318,9 +318,9 @@ int pct__task_start(pct_sess *s, const char *name, const char *args, pag_tool_ou
              "Started background task %s (%s: %s). It runs on while you continue; use "
              "task_output, task_wait or task_stop with \"task_id\": \"%s\".",
              t->id, subagent ? "subagent" : "shell", shown, t->id);
-    json_t *meta = json_pack("{s:{s:s, s:s}}", "peri.task", "taskId", t->id, "status", "started");
-    out->meta_json = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
-    json_decref(meta);
+    pj_t *meta = pj_pack("{s:{s:s, s:s}}", "peri.task", "taskId", t->id, "status", "started");
+    out->meta_json = meta ? pj_dumps(meta, PJ_COMPACT) : NULL;
+    pj_decref(meta);
     return say(out, false, msg);
 nomem:
     task_free(t);
@@ -374,15 +374,15 @@ int pct__task_tool(pct_sess *s, const char *name, const char *args, atomic_int *
     if (!name ||
         (strcmp(name, "task_output") && strcmp(name, "task_wait") && strcmp(name, "task_stop")))
         return -2;
-    json_t *a = json_loads(args ? args : "{}", 0, NULL);
-    const char *id = json_string_value(json_object_get(a, "task_id"));
-    json_t *mb = json_object_get(a, "max_bytes");
-    size_t max = json_is_integer(mb) && json_integer_value(mb) > 0 ? (size_t)json_integer_value(mb)
+    pj_t *a = pj_loads(args ? args : "{}", 0, NULL);
+    const char *id = pj_string_value(pj_object_get(a, "task_id"));
+    pj_t *mb = pj_object_get(a, "max_bytes");
+    size_t max = pj_is_integer(mb) && pj_integer_value(mb) > 0 ? (size_t)pj_integer_value(mb)
                                                                    : TASK_OUT_DEFAULT;
     if (max > TASK_OUT_MAX) max = TASK_OUT_MAX;
-    json_t *tm = json_object_get(a, "timeout_ms");
+    pj_t *tm = pj_object_get(a, "timeout_ms");
     long wait_ms =
-        json_is_integer(tm) && json_integer_value(tm) >= 0 ? (long)json_integer_value(tm) : 30000;
+        pj_is_integer(tm) && pj_integer_value(tm) >= 0 ? (long)pj_integer_value(tm) : 30000;
     if (wait_ms > TASK_WAIT_MAX_MS) wait_ms = TASK_WAIT_MAX_MS;
     int rc;
     pthread_mutex_lock(&s->mu);
@@ -395,7 +395,7 @@ int pct__task_tool(pct_sess *s, const char *name, const char *args, atomic_int *
                  "started them: a restart or a reload of the session never revives one, and "
                  "the result of an old task is not delivered again.",
                  name, id ? id : "");
-        json_decref(a);
+        pj_decref(a);
         return say(out, true, msg);
     }
     if (!strcmp(name, "task_stop")) atomic_store(&t->cancel, 1);
@@ -413,7 +413,7 @@ int pct__task_tool(pct_sess *s, const char *name, const char *args, atomic_int *
     out->output = text;
     rc = text ? 0 : -1;
     if (cancel && atomic_load(cancel) && !strcmp(name, "task_wait")) rc = text ? 1 : -1;
-    json_decref(a);
+    pj_decref(a);
     return rc;
 }
 
@@ -435,18 +435,18 @@ const char *pct__tasks_live(pct_sess *s) {
 int pct__tasks_catalogue(pct_controller *c) {
     for (size_t i = 0; i < c->ntools; i++) {
         if (strcmp(c->tools[i].name, "shell") != 0) continue;
-        json_t *sch = json_loads(c->tools[i].schema_json, 0, NULL);
-        json_t *props = json_object_get(sch, "properties");
-        if (!json_is_object(props)) {
-            json_decref(sch);
+        pj_t *sch = pj_loads(c->tools[i].schema_json, 0, NULL);
+        pj_t *props = pj_object_get(sch, "properties");
+        if (!pj_is_object(props)) {
+            pj_decref(sch);
             return 0; /* an unknown shape: left as it is */
         }
-        json_object_set_new(props, "background",
-                            json_pack("{s:s, s:s}", "type", "boolean", "description",
+        pj_object_set_new(props, "background",
+                            pj_pack("{s:s, s:s}", "type", "boolean", "description",
                                       "Run in the background: returns a task id at once "
                                       "(task_output, task_wait, task_stop)"));
-        c->shell_schema = json_dumps(sch, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        json_decref(sch);
+        c->shell_schema = pj_dumps(sch, PJ_COMPACT | PJ_PRESERVE_ORDER);
+        pj_decref(sch);
         if (!c->shell_schema) return -1;
         c->tools[i].schema_json = c->shell_schema;
     }

@@ -19,7 +19,7 @@
  */
 #include "ctl_impl.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,15 +31,15 @@ static void say(pct_sess *s, uint64_t turn, const char *text) {
 
 /* The human-readable listing of what trusting would allow (malloc'd). */
 static char *describe(const pag_project_config *pc) {
-    json_t *m = json_loads(pc->material, 0, NULL);
-    json_t *servers = json_object_get(m, "mcpServers");
-    json_t *allow = json_object_get(m, "allow");
-    json_t *hooks = json_object_get(m, "hooks");
-    int flags = JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENSURE_ASCII;
-    char *sv = servers ? json_dumps(servers, flags) : NULL;
-    char *al = allow ? json_dumps(allow, flags) : NULL;
-    char *hk = hooks ? json_dumps(hooks, flags) : NULL;
-    json_decref(m);
+    pj_t *m = pj_loads(pc->material, 0, NULL);
+    pj_t *servers = pj_object_get(m, "mcpServers");
+    pj_t *allow = pj_object_get(m, "allow");
+    pj_t *hooks = pj_object_get(m, "hooks");
+    int flags = PJ_INDENT(2) | PJ_SORT_KEYS | PJ_ENSURE_ASCII;
+    char *sv = servers ? pj_dumps(servers, flags) : NULL;
+    char *al = allow ? pj_dumps(allow, flags) : NULL;
+    char *hk = hooks ? pj_dumps(hooks, flags) : NULL;
+    pj_decref(m);
     const char *fmt = "The project %s has its own configuration in .peri/settings.json. None of "
                       "it applies until you trust exactly this content (SHA-256 %.16s...).\n\n"
                       "MCP servers it would start on this machine, outside the sandbox, with "
@@ -82,15 +82,15 @@ static void start_servers(pct_sess *s, uint64_t turn, const pag_project_config *
 static bool ask(pct_sess *s, uint64_t turn, const pag_project_config *pc) {
     if (!s->c->sink.ask_permission) return false;
     char *text = describe(pc);
-    json_t *content = text ? json_pack("[{s:s, s:{s:s, s:s}}]", "type", "content", "content",
+    pj_t *content = text ? pj_pack("[{s:s, s:{s:s, s:s}}]", "type", "content", "content",
                                        "type", "text", "text", text)
                            : NULL;
-    json_t *meta = json_pack("{s:{s:s, s:s}}", "peri.trustRequest", "project", pc->real_path,
+    pj_t *meta = pj_pack("{s:{s:s, s:s}}", "peri.trustRequest", "project", pc->real_path,
                              "digest", pc->digest);
-    char *cj = content ? json_dumps(content, JSON_COMPACT) : NULL;
-    char *mj = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
-    json_decref(content);
-    json_decref(meta);
+    char *cj = content ? pj_dumps(content, PJ_COMPACT) : NULL;
+    char *mj = meta ? pj_dumps(meta, PJ_COMPACT) : NULL;
+    pj_decref(content);
+    pj_decref(meta);
     char id[40], title[300];
     snprintf(id, sizeof id, "peri-trust-%.16s", pc->digest);
     char *where = ptl_visible(pc->real_path, 160, false);

@@ -11,7 +11,7 @@
 #include "controller/ctl_impl.h"
 
 #include <errno.h>
-#include <jansson.h>
+#include "peri/json.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -407,7 +407,7 @@ pct_status pct_queue_list(pct_controller *c, const char *id, char **json_out, pc
     *json_out = NULL;
     pct_sess *s = live_sess(c, id, err);
     if (!s) return PCT_NOT_FOUND;
-    json_t *arr = json_array();
+    pj_t *arr = pj_array();
     pthread_mutex_lock(&s->mu);
     for (job *j = s->qhead; arr && j; j = j->next) {
         if (j->cancelled) continue;
@@ -418,17 +418,17 @@ pct_status pct_queue_list(pct_controller *c, const char *id, char **json_out, pc
             while (n > 0 && ((unsigned char)j->text[n] & 0xC0) == 0x80)
                 n--;
         }
-        json_t *o =
-            json_pack("{s:s, s:s%}", "turnId", j->turn_id, "text", j->text ? j->text : "", n);
-        if (!o || json_array_append_new(arr, o)) {
-            json_decref(arr);
+        pj_t *o =
+            pj_pack("{s:s, s:s%}", "turnId", j->turn_id, "text", j->text ? j->text : "", n);
+        if (!o || pj_array_append_new(arr, o)) {
+            pj_decref(arr);
             arr = NULL;
         }
     }
     pthread_mutex_unlock(&s->mu);
     pct__sess_release(s);
-    *json_out = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
-    json_decref(arr);
+    *json_out = arr ? pj_dumps(arr, PJ_COMPACT) : NULL;
+    pj_decref(arr);
     if (!*json_out) {
         err->status = PCT_FAILED;
         snprintf(err->message, sizeof err->message, "out of memory");

@@ -28,9 +28,9 @@
 
 typedef struct pending {
     struct pending *next;
-    json_int_t id;
+    pj_int_t id;
     bool done;
-    json_t *resp; /* owned once done: the response frame */
+    pj_t *resp; /* owned once done: the response frame */
     pmcp_progress_fn progress;
     void *pctx;
 } pending;
@@ -38,7 +38,7 @@ typedef struct pending {
 typedef struct elicitation { /* one elicitation/create being answered (mu) */
     struct elicitation *next;
     struct pmcp_client *c;
-    json_t *id; /* the server's request id */
+    pj_t *id; /* the server's request id */
     char *params;
     atomic_int cancel;
 } elicitation;
@@ -48,7 +48,7 @@ struct pmcp_client {
     char *name;
     pthread_mutex_t mu; /* everything below */
     pthread_cond_t cv;
-    json_int_t next_id;
+    pj_int_t next_id;
     pending *pending;
     bool closed;
     char closed_why[256];
@@ -98,29 +98,29 @@ static char *dup_or(const char *s, const char *dflt) {
 
 /* ---------------------------------------------------------------- link callbacks */
 
-static void send_json(pmcp_client *c, json_t *frame) {
+static void send_json(pmcp_client *c, pj_t *frame) {
     size_t n;
     char *t = pb_rpc_encode(frame, false, &n);
     if (t) c->link->send(c->link, t, n);
     free(t);
-    json_decref(frame);
+    pj_decref(frame);
 }
 
 static void on_notification(pmcp_client *c, pb_rpc_msg *m) {
     if (!strcmp(m->method, "notifications/cancelled")) {
         /* the server gave up one of its requests: an open question ends */
-        json_t *rid = json_object_get(m->params, "requestId");
+        pj_t *rid = pj_object_get(m->params, "requestId");
         pthread_mutex_lock(&c->mu);
         for (elicitation *e = c->elicits; rid && e; e = e->next)
-            if (json_equal(e->id, rid)) atomic_store(&e->cancel, 1);
+            if (pj_equal(e->id, rid)) atomic_store(&e->cancel, 1);
         pthread_mutex_unlock(&c->mu);
     } else if (!strcmp(m->method, "notifications/progress")) {
-        json_t *tok = json_object_get(m->params, "progressToken");
-        if (!json_is_integer(tok)) return;
-        json_int_t id = json_integer_value(tok);
-        double progress = json_number_value(json_object_get(m->params, "progress"));
-        double total = json_number_value(json_object_get(m->params, "total"));
-        const char *msg = json_string_value(json_object_get(m->params, "message"));
+        pj_t *tok = pj_object_get(m->params, "progressToken");
+        if (!pj_is_integer(tok)) return;
+        pj_int_t id = pj_integer_value(tok);
+        double progress = pj_number_value(pj_object_get(m->params, "progress"));
+        double total = pj_number_value(pj_object_get(m->params, "total"));
+        const char *msg = pj_string_value(pj_object_get(m->params, "message"));
         pthread_mutex_lock(&c->mu);
         for (pending *p = c->pending; p; p = p->next)
             if (p->id == id && !p->done && p->progress) p->progress(p->pctx, progress, total, msg);
@@ -128,11 +128,11 @@ static void on_notification(pmcp_client *c, pb_rpc_msg *m) {
     } else if (!strcmp(m->method, "notifications/tools/list_changed")) {
         atomic_store(&c->tools_changed, true);
     } else if (!strcmp(m->method, "notifications/message")) {
-        json_t *d = json_object_get(m->params, "data");
-        char *txt = d ? json_dumps(d, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+        pj_t *d = pj_object_get(m->params, "data");
+        char *txt = d ? pj_dumps(d, PJ_COMPACT | PJ_ENCODE_ANY) : NULL;
         pb_log(&c->log, PB_LOG_INFO, "mcp[%s]: %s: %.2000s", c->name,
-               json_string_value(json_object_get(m->params, "level")) ?: "log",
-               json_is_string(d) ? json_string_value(d)
+               pj_string_value(pj_object_get(m->params, "level")) ?: "log",
+               pj_is_string(d) ? pj_string_value(d)
                : txt             ? txt
                                  : "");
         free(txt);
@@ -146,18 +146,18 @@ static void *elicit_main(void *arg) {
     elicitation *e = arg;
     pmcp_client *c = e->c;
     char *ans = c->elicit(c->elicit_ctx, c->name, e->params, &e->cancel);
-    json_t *res = ans ? json_loads(ans, 0, NULL) : NULL;
+    pj_t *res = ans ? pj_loads(ans, 0, NULL) : NULL;
     free(ans);
-    const char *action = json_string_value(json_object_get(res, "action"));
+    const char *action = pj_string_value(pj_object_get(res, "action"));
     if (!action ||
         (strcmp(action, "accept") && strcmp(action, "decline") && strcmp(action, "cancel"))) {
-        json_decref(res);
-        res = json_pack("{s:s}", "action", "decline");
+        pj_decref(res);
+        res = pj_pack("{s:s}", "action", "decline");
     }
     if (res && !atomic_load(&e->cancel))
         send_json(c, pb_rpc_result(e->id, res));
     else
-        json_decref(res);
+        pj_decref(res);
     pthread_mutex_lock(&c->mu);
     for (elicitation **p = &c->elicits; *p; p = &(*p)->next)
         if (*p == e) {
@@ -166,7 +166,7 @@ static void *elicit_main(void *arg) {
         }
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
-    json_decref(e->id);
+    pj_decref(e->id);
     free(e->params);
     free(e);
     return NULL;
@@ -176,13 +176,13 @@ static void *elicit_main(void *arg) {
  * stay free for the tool call it belongs to). */
 static void start_elicitation(pmcp_client *c, pb_rpc_msg *m) {
     elicitation *e = calloc(1, sizeof *e);
-    char *params = json_dumps(m->params ? m->params : json_object(), JSON_COMPACT);
+    char *params = pj_dumps(m->params ? m->params : pj_object(), PJ_COMPACT);
     pthread_t th;
     pthread_attr_t at;
     bool ok = e && params && pthread_attr_init(&at) == 0;
     if (ok) {
         e->c = c;
-        e->id = json_incref(m->id);
+        e->id = pj_incref(m->id);
         e->params = params;
         atomic_init(&e->cancel, 0);
         pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
@@ -194,11 +194,11 @@ static void start_elicitation(pmcp_client *c, pb_rpc_msg *m) {
         pthread_mutex_unlock(&c->mu);
         pthread_attr_destroy(&at);
         if (ok) return;
-        json_decref(e->id);
+        pj_decref(e->id);
     }
     free(e);
     free(params);
-    send_json(c, pb_rpc_result(m->id, json_pack("{s:s}", "action", "decline")));
+    send_json(c, pb_rpc_result(m->id, pj_pack("{s:s}", "action", "decline")));
 }
 
 static void on_frame(void *ctx, const char *text, size_t len) {
@@ -210,14 +210,14 @@ static void on_frame(void *ctx, const char *text, size_t len) {
         char why[160];
         pb_rpc_invalid_text(&m, why, sizeof why);
         pb_log(&c->log, PB_LOG_WARN, "mcp[%s]: ignored a malformed frame (%s)", c->name, why);
-        if (m.id && json_object_get(m.root, "method"))
+        if (m.id && pj_object_get(m.root, "method"))
             send_json(c, pb_rpc_error(m.id, m.err_code, why, NULL));
         break;
     }
     case PB_RPC_NOTIFICATION: on_notification(c, &m); break;
     case PB_RPC_REQUEST:
         if (!strcmp(m.method, "ping"))
-            send_json(c, pb_rpc_result(m.id, json_object()));
+            send_json(c, pb_rpc_result(m.id, pj_object()));
         else if (!strcmp(m.method, "elicitation/create") && c->elicit)
             start_elicitation(c, &m);
         else
@@ -225,8 +225,8 @@ static void on_frame(void *ctx, const char *text, size_t len) {
         break;
     case PB_RPC_RESPONSE: {
         bool matched = false;
-        if (json_is_integer(m.id)) {
-            json_int_t id = json_integer_value(m.id);
+        if (pj_is_integer(m.id)) {
+            pj_int_t id = pj_integer_value(m.id);
             pthread_mutex_lock(&c->mu);
             for (pending *p = c->pending; p; p = p->next) {
                 if (p->id == id && !p->done) {
@@ -283,14 +283,14 @@ static void unlink_pending(pmcp_client *c, pending *p) {
 /* Sends a request and waits. On PMCP_OK *result is the result (new reference); on
  * PMCP_ERR_RPC err holds "MCP error <code>: <message>". linger_ms > 0: after a cancel,
  * waits that long for a late answer (PMCP_CANCELLED with *result set when it came). */
-static pmcp_status request_ex(pmcp_client *c, const char *method, json_t *params,
+static pmcp_status request_ex(pmcp_client *c, const char *method, pj_t *params,
                               atomic_int *cancel, long timeout_ms, long linger_ms,
-                              pmcp_progress_fn progress, void *pctx, json_t **result, char *err,
+                              pmcp_progress_fn progress, void *pctx, pj_t **result, char *err,
                               size_t errlen) {
     *result = NULL;
     pending *p = calloc(1, sizeof *p);
     if (!p) {
-        json_decref(params);
+        pj_decref(params);
         snprintf(err, errlen, "out of memory");
         return PMCP_ERR_TRANSPORT;
     }
@@ -298,7 +298,7 @@ static pmcp_status request_ex(pmcp_client *c, const char *method, json_t *params
     if (c->closed) {
         pthread_mutex_unlock(&c->mu);
         free(p);
-        json_decref(params);
+        pj_decref(params);
         snprintf(err, errlen, "MCP server %s is gone: %s", c->name, c->closed_why);
         return PMCP_ERR_TRANSPORT;
     }
@@ -309,14 +309,14 @@ static pmcp_status request_ex(pmcp_client *c, const char *method, json_t *params
     c->pending = p;
     pthread_mutex_unlock(&c->mu);
     if (progress && params) {
-        json_t *meta = json_object_get(params, "_meta");
-        if (!meta) json_object_set_new(params, "_meta", meta = json_object());
-        json_object_set_new(meta, "progressToken", json_integer(p->id));
+        pj_t *meta = pj_object_get(params, "_meta");
+        if (!meta) pj_object_set_new(params, "_meta", meta = pj_object());
+        pj_object_set_new(meta, "progressToken", pj_integer(p->id));
     }
-    json_t *frame = pb_rpc_request(p->id, method, params);
+    pj_t *frame = pb_rpc_request(p->id, method, params);
     size_t n;
     char *text = pb_rpc_encode(frame, false, &n);
-    json_decref(frame);
+    pj_decref(frame);
     int sent = text ? c->link->send(c->link, text, n) : -1;
     free(text);
 
@@ -353,7 +353,7 @@ static pmcp_status request_ex(pmcp_client *c, const char *method, json_t *params
     if ((st == PMCP_CANCELLED || st == PMCP_TIMEOUT) && !closed) {
         send_json(c, pb_rpc_notification(
                          "notifications/cancelled",
-                         json_pack("{s:I, s:s}", "requestId", p->id, "reason",
+                         pj_pack("{s:I, s:s}", "requestId", p->id, "reason",
                                    st == PMCP_CANCELLED ? "cancelled by the user" : "timed out")));
     }
     if (linger) {
@@ -365,26 +365,26 @@ static pmcp_status request_ex(pmcp_client *c, const char *method, json_t *params
             wait_a_bit(c);
         unlink_pending(c, p);
         pthread_mutex_unlock(&c->mu);
-        if (p->done && !json_object_get(p->resp, "error")) {
-            *result = json_incref(json_object_get(p->resp, "result"));
-            if (!json_is_object(*result)) {
-                json_decref(*result);
+        if (p->done && !pj_object_get(p->resp, "error")) {
+            *result = pj_incref(pj_object_get(p->resp, "result"));
+            if (!pj_is_object(*result)) {
+                pj_decref(*result);
                 *result = NULL;
             }
         }
     }
     if (st == PMCP_OK) {
-        json_t *e = json_object_get(p->resp, "error");
+        pj_t *e = pj_object_get(p->resp, "error");
         if (e) {
-            const char *msg = json_string_value(json_object_get(e, "message"));
+            const char *msg = pj_string_value(pj_object_get(e, "message"));
             snprintf(err, errlen, "MCP error %d: %s",
-                     (int)json_integer_value(json_object_get(e, "code")),
+                     (int)pj_integer_value(pj_object_get(e, "code")),
                      msg ? msg : "(no message)");
             st = PMCP_ERR_RPC;
         } else {
-            *result = json_incref(json_object_get(p->resp, "result"));
-            if (!json_is_object(*result)) {
-                json_decref(*result);
+            *result = pj_incref(pj_object_get(p->resp, "result"));
+            if (!pj_is_object(*result)) {
+                pj_decref(*result);
                 *result = NULL;
                 snprintf(err, errlen, "MCP server %s answered %s with a non-object result", c->name,
                          method);
@@ -392,13 +392,13 @@ static pmcp_status request_ex(pmcp_client *c, const char *method, json_t *params
             }
         }
     }
-    json_decref(p->resp);
+    pj_decref(p->resp);
     free(p);
     return st;
 }
 
-static pmcp_status request(pmcp_client *c, const char *method, json_t *params, atomic_int *cancel,
-                           long timeout_ms, pmcp_progress_fn progress, void *pctx, json_t **result,
+static pmcp_status request(pmcp_client *c, const char *method, pj_t *params, atomic_int *cancel,
+                           long timeout_ms, pmcp_progress_fn progress, void *pctx, pj_t **result,
                            char *err, size_t errlen) {
     return request_ex(c, method, params, cancel, timeout_ms, 0, progress, pctx, result, err,
                       errlen);
@@ -427,8 +427,8 @@ static int list_tools(pmcp_client *c, long timeout_ms, char *err, size_t errlen)
             rc = -1;
             break;
         }
-        json_t *params = cursor ? json_pack("{s:s}", "cursor", cursor) : json_object();
-        json_t *res;
+        pj_t *params = cursor ? pj_pack("{s:s}", "cursor", cursor) : pj_object();
+        pj_t *res;
         pmcp_status st =
             request(c, "tools/list", params, NULL, timeout_ms > 0 ? timeout_ms - spent : timeout_ms,
                     NULL, NULL, &res, err, errlen);
@@ -438,13 +438,13 @@ static int list_tools(pmcp_client *c, long timeout_ms, char *err, size_t errlen)
             rc = -1;
             break;
         }
-        json_t *arr = json_object_get(res, "tools");
+        pj_t *arr = pj_object_get(res, "tools");
         size_t i;
-        json_t *t;
-        json_array_foreach(arr, i, t) {
-            const char *name = json_string_value(json_object_get(t, "name"));
+        pj_t *t;
+        pj_array_foreach(arr, i, t) {
+            const char *name = pj_string_value(pj_object_get(t, "name"));
             if (!name || !name[0]) continue;
-            json_t *schema = json_object_get(t, "inputSchema");
+            pj_t *schema = pj_object_get(t, "inputSchema");
             if (n == cap) {
                 size_t nc = cap ? cap * 2 : 16;
                 pmcp_tool *nt = realloc(tools, nc * sizeof *nt);
@@ -458,22 +458,22 @@ static int list_tools(pmcp_client *c, long timeout_ms, char *err, size_t errlen)
             pmcp_tool *o = &tools[n];
             memset(o, 0, sizeof *o);
             o->name = strdup(name);
-            const char *title = json_string_value(json_object_get(t, "title"));
+            const char *title = pj_string_value(pj_object_get(t, "title"));
             o->title = title ? strdup(title) : NULL;
-            o->description = dup_or(json_string_value(json_object_get(t, "description")), "");
-            o->schema_json = json_is_object(schema) ? json_dumps(schema, JSON_COMPACT)
+            o->description = dup_or(pj_string_value(pj_object_get(t, "description")), "");
+            o->schema_json = pj_is_object(schema) ? pj_dumps(schema, PJ_COMPACT)
                                                     : strdup("{\"type\":\"object\"}");
             o->read_only =
-                json_is_true(json_object_get(json_object_get(t, "annotations"), "readOnlyHint"));
+                pj_is_true(pj_object_get(pj_object_get(t, "annotations"), "readOnlyHint"));
             n++;
             if (!o->name || !o->description || !o->schema_json) {
                 rc = -1;
                 break;
             }
         }
-        const char *next = json_string_value(json_object_get(res, "nextCursor"));
+        const char *next = pj_string_value(pj_object_get(res, "nextCursor"));
         if (rc == 0 && next && next[0]) cursor = strdup(next);
-        json_decref(res);
+        pj_decref(res);
         if (rc != 0) {
             snprintf(err, errlen, "out of memory");
             break;
@@ -541,15 +541,15 @@ pmcp_client *pmcp_client_connect(const pmcp_server_config *cfg, const pmcp_clien
         pmcp_client_close(c);
         return NULL;
     }
-    json_t *params =
-        json_pack("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", PMCP_PROTOCOL_VERSION,
+    pj_t *params =
+        pj_pack("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", PMCP_PROTOCOL_VERSION,
                   "capabilities", "clientInfo", "name", "peri-c", "version", "0.1.0");
     if (params && c->elicit) /* only when the host can put the question to the user */
-        json_object_set_new(json_object_get(params, "capabilities"), "elicitation",
-                            json_pack("{s:{}}", "form"));
-    json_t *res;
+        pj_object_set_new(pj_object_get(params, "capabilities"), "elicitation",
+                            pj_pack("{s:{}}", "form"));
+    pj_t *res;
     char rerr[512];
-    json_t *params2 = c->auth ? json_deep_copy(params) : NULL;
+    pj_t *params2 = c->auth ? pj_deep_copy(params) : NULL;
     pmcp_status st =
         request(c, "initialize", params, NULL, init_ms, NULL, NULL, &res, rerr, sizeof rerr);
     if (st != PMCP_OK && c->auth && pmcp__auth_needs_login(c->auth)) {
@@ -568,28 +568,28 @@ pmcp_client *pmcp_client_connect(const pmcp_server_config *cfg, const pmcp_clien
             params2 = NULL;
         }
     }
-    json_decref(params2);
+    pj_decref(params2);
     if (st != PMCP_OK) {
         snprintf(err, errlen, "initialize failed: %s", rerr);
         pmcp_client_close(c);
         return NULL;
     }
-    const char *ver = json_string_value(json_object_get(res, "protocolVersion"));
+    const char *ver = pj_string_value(pj_object_get(res, "protocolVersion"));
     bool known = false;
     for (size_t i = 0; ver && i < sizeof k_versions / sizeof k_versions[0]; i++)
         known = known || !strcmp(ver, k_versions[i]);
-    json_t *caps = json_object_get(res, "capabilities");
+    pj_t *caps = pj_object_get(res, "capabilities");
     if (!known) {
         snprintf(err, errlen, "the server speaks MCP %.40s, which Peri-C does not support",
                  ver ? ver : "(no version)");
-        json_decref(res);
+        pj_decref(res);
         pmcp_client_close(c);
         return NULL;
     }
     snprintf(c->protocol, sizeof c->protocol, "%s", ver);
-    c->caps_json = json_is_object(caps) ? json_dumps(caps, JSON_COMPACT) : strdup("{}");
-    c->has_tools = json_is_object(json_object_get(caps, "tools"));
-    json_decref(res);
+    c->caps_json = pj_is_object(caps) ? pj_dumps(caps, PJ_COMPACT) : strdup("{}");
+    c->has_tools = pj_is_object(pj_object_get(caps, "tools"));
+    pj_decref(res);
     if (c->link->set_protocol) c->link->set_protocol(c->link, c->protocol);
     send_json(c, pb_rpc_notification("notifications/initialized", NULL));
     if (c->has_tools && list_tools(c, init_ms, rerr, sizeof rerr) != 0) {
@@ -678,35 +678,35 @@ static int append(char **buf, size_t *len, const char *s) {
 }
 
 /* Text for the model from an MCP content array. */
-static char *model_text(json_t *content, json_t *structured) {
+static char *model_text(pj_t *content, pj_t *structured) {
     char *out = calloc(1, 1);
     size_t len = 0;
     size_t i;
-    json_t *b;
-    json_array_foreach(content, i, b) {
-        const char *type = json_string_value(json_object_get(b, "type"));
+    pj_t *b;
+    pj_array_foreach(content, i, b) {
+        const char *type = pj_string_value(pj_object_get(b, "type"));
         char tmp[1024];
         const char *piece = tmp;
         if (!type) continue;
         if (!strcmp(type, "text")) {
-            piece = json_string_value(json_object_get(b, "text"));
+            piece = pj_string_value(pj_object_get(b, "text"));
             if (!piece) continue;
         } else if (!strcmp(type, "image") || !strcmp(type, "audio")) {
-            const char *mime = json_string_value(json_object_get(b, "mimeType"));
-            const char *data = json_string_value(json_object_get(b, "data"));
+            const char *mime = pj_string_value(pj_object_get(b, "mimeType"));
+            const char *data = pj_string_value(pj_object_get(b, "data"));
             snprintf(tmp, sizeof tmp, "[%s %s, %zu bytes of base64, shown to the user]", type,
                      mime ? mime : "?", data ? strlen(data) : (size_t)0);
         } else if (!strcmp(type, "resource")) {
-            json_t *r = json_object_get(b, "resource");
-            const char *text = json_string_value(json_object_get(r, "text"));
-            const char *uri = json_string_value(json_object_get(r, "uri"));
+            pj_t *r = pj_object_get(b, "resource");
+            const char *text = pj_string_value(pj_object_get(r, "text"));
+            const char *uri = pj_string_value(pj_object_get(r, "uri"));
             snprintf(tmp, sizeof tmp, "[resource %.900s]", uri ? uri : "?");
             if (out && append(&out, &len, tmp)) goto oom;
             if (!text) continue;
             piece = text;
         } else if (!strcmp(type, "resource_link")) {
-            const char *uri = json_string_value(json_object_get(b, "uri"));
-            const char *name = json_string_value(json_object_get(b, "name"));
+            const char *uri = pj_string_value(pj_object_get(b, "uri"));
+            const char *name = pj_string_value(pj_object_get(b, "name"));
             snprintf(tmp, sizeof tmp, "[resource link %.200s](%.700s)", name ? name : "",
                      uri ? uri : "");
         } else {
@@ -715,7 +715,7 @@ static char *model_text(json_t *content, json_t *structured) {
         if (!out || append(&out, &len, piece)) goto oom;
     }
     if (out && len == 0 && structured) {
-        char *s = json_dumps(structured, JSON_COMPACT);
+        char *s = pj_dumps(structured, PJ_COMPACT);
         if (s && append(&out, &len, s)) {
             free(s);
             goto oom;
@@ -733,16 +733,16 @@ pmcp_status pmcp_client_call(pmcp_client *c, const char *tool, const char *args_
                              long timeout_ms, pmcp_call_result *out) {
     memset(out, 0, sizeof *out);
     char err[600];
-    json_t *args = args_json && args_json[0] ? json_loads(args_json, 0, NULL) : json_object();
-    if (!json_is_object(args)) {
-        json_decref(args);
+    pj_t *args = args_json && args_json[0] ? pj_loads(args_json, 0, NULL) : pj_object();
+    if (!pj_is_object(args)) {
+        pj_decref(args);
         out->is_error = true;
         out->text = strdup("tool arguments must be a JSON object");
         out->content_json = strdup("[]");
         return PMCP_ERR_RPC;
     }
-    json_t *params = json_pack("{s:s, s:o}", "name", tool, "arguments", args);
-    json_t *res;
+    pj_t *params = pj_pack("{s:s, s:o}", "name", tool, "arguments", args);
+    pj_t *res;
     pmcp_status st =
         request(c, "tools/call", params, cancel, timeout_ms, progress, pctx, &res, err, sizeof err);
     if (st != PMCP_OK) {
@@ -751,28 +751,28 @@ pmcp_status pmcp_client_call(pmcp_client *c, const char *tool, const char *args_
         out->content_json = strdup("[]");
         return st;
     }
-    json_t *content = json_object_get(res, "content");
-    json_t *structured = json_object_get(res, "structuredContent");
-    out->is_error = json_is_true(json_object_get(res, "isError"));
-    out->content_json = json_is_array(content) ? json_dumps(content, JSON_COMPACT) : strdup("[]");
+    pj_t *content = pj_object_get(res, "content");
+    pj_t *structured = pj_object_get(res, "structuredContent");
+    out->is_error = pj_is_true(pj_object_get(res, "isError"));
+    out->content_json = pj_is_array(content) ? pj_dumps(content, PJ_COMPACT) : strdup("[]");
     out->structured_json =
-        structured ? json_dumps(structured, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-    out->text = model_text(json_is_array(content) ? content : NULL, structured);
-    json_decref(res);
+        structured ? pj_dumps(structured, PJ_COMPACT | PJ_ENCODE_ANY) : NULL;
+    out->text = model_text(pj_is_array(content) ? content : NULL, structured);
+    pj_decref(res);
     return PMCP_OK;
 }
 
 pmcp_status pmcp__client_call_raw(pmcp_client *c, const char *tool, const char *args_json,
-                                  atomic_int *cancel, long timeout_ms, json_t **result, char *err,
+                                  atomic_int *cancel, long timeout_ms, pj_t **result, char *err,
                                   size_t errlen) {
     *result = NULL;
-    json_t *args = args_json ? json_loads(args_json, 0, NULL) : NULL;
-    json_t *params = NULL;
-    if (json_is_object(args)) {
-        params = json_pack("{s:s, s:o}", "name", tool, "arguments", args);
+    pj_t *args = args_json ? pj_loads(args_json, 0, NULL) : NULL;
+    pj_t *params = NULL;
+    if (pj_is_object(args)) {
+        params = pj_pack("{s:s, s:o}", "name", tool, "arguments", args);
     } else {
-        json_decref(args);
-        params = json_pack("{s:s, s:{}, s:{s:s}}", "name", tool, "arguments", "_meta",
+        pj_decref(args);
+        params = pj_pack("{s:s, s:{}, s:{s:s}}", "name", tool, "arguments", "_meta",
                            "peri/rawArguments", args_json ? args_json : "");
     }
     if (!params) {
@@ -788,17 +788,17 @@ pmcp_status pmcp_client_request(pmcp_client *c, const char *method, const char *
                                 atomic_int *cancel, long timeout_ms, char **result_json, char *err,
                                 size_t errlen) {
     *result_json = NULL;
-    json_t *params = params_json ? json_loads(params_json, 0, NULL) : NULL;
-    if (params_json && !json_is_object(params)) {
-        json_decref(params);
+    pj_t *params = params_json ? pj_loads(params_json, 0, NULL) : NULL;
+    if (params_json && !pj_is_object(params)) {
+        pj_decref(params);
         snprintf(err, errlen, "params must be a JSON object");
         return PMCP_ERR_RPC;
     }
-    json_t *res;
+    pj_t *res;
     pmcp_status st = request(c, method, params, cancel, timeout_ms, NULL, NULL, &res, err, errlen);
     if (st == PMCP_OK) {
-        *result_json = json_dumps(res, JSON_COMPACT);
-        json_decref(res);
+        *result_json = pj_dumps(res, PJ_COMPACT);
+        pj_decref(res);
         if (!*result_json) {
             snprintf(err, errlen, "out of memory");
             return PMCP_ERR_TRANSPORT;

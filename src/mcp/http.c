@@ -149,27 +149,27 @@ static void deliver(http_link *h, const char *text, size_t len) {
 }
 
 /* The id of a request frame we sent, for synthesised error answers (NULL if none). */
-static json_t *request_id(const char *body, size_t len) {
-    json_t *f = json_loadb(body, len, 0, NULL);
-    json_t *id = json_object_get(f, "method") ? json_object_get(f, "id") : NULL;
-    if (id) json_incref(id);
-    json_decref(f);
+static pj_t *request_id(const char *body, size_t len) {
+    pj_t *f = pj_loadb(body, len, 0, NULL);
+    pj_t *id = pj_object_get(f, "method") ? pj_object_get(f, "id") : NULL;
+    if (id) pj_incref(id);
+    pj_decref(f);
     return id;
 }
 
 static void fail_request(http_link *h, const char *body, size_t len, const char *why) {
-    json_t *id = request_id(body, len);
+    pj_t *id = request_id(body, len);
     if (!id) {
         pb_log(&h->cb.log, PB_LOG_WARN, "mcp[%s]: %s", h->url, why);
         return;
     }
-    json_t *e = pb_rpc_error(id, PMCP_INTERNAL_ERROR, why, NULL);
+    pj_t *e = pb_rpc_error(id, PMCP_INTERNAL_ERROR, why, NULL);
     size_t n;
     char *t = pb_rpc_encode(e, false, &n);
     if (t) deliver(h, t, n);
     free(t);
-    json_decref(e);
-    json_decref(id);
+    pj_decref(e);
+    pj_decref(id);
 }
 
 /* The configured headers, the session's, and the OAuth token of this very URL (copied
@@ -360,8 +360,8 @@ static void reap(http_link *h, bool all) {
 }
 
 static bool is_request(const char *text, size_t len) {
-    json_t *id = request_id(text, len);
-    json_decref(id);
+    pj_t *id = request_id(text, len);
+    pj_decref(id);
     return id != NULL;
 }
 

@@ -20,7 +20,7 @@
 #include "peri/base.h"
 #include "peri/mcp.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <stddef.h>
 
 #define PMCP_MAX_FRAME (16u << 20) /* longer lines are dropped and reported */
@@ -80,7 +80,7 @@ pmcp__link *pmcp__link_sse(const pmcp_server_config *cfg, const pmcp__link_cb *c
  * stopped tool's partial result): PMCP_CANCELLED, with *result set when it came. */
 #define PMCP_CANCEL_LINGER_MS 2000
 pmcp_status pmcp__client_call_raw(pmcp_client *c, const char *tool, const char *args_json,
-                                  atomic_int *cancel, long timeout_ms, json_t **result, char *err,
+                                  atomic_int *cancel, long timeout_ms, pj_t **result, char *err,
                                   size_t errlen);
 
 /* ---------------------------------------------------------------- SSE parsing */

@@ -141,8 +141,8 @@ static void as_meta_clear(as_meta *m) {
     memset(m, 0, sizeof *m);
 }
 
-static char *jstr(json_t *o, const char *k) {
-    const char *v = json_string_value(json_object_get(o, k));
+static char *jstr(pj_t *o, const char *k) {
+    const char *v = pj_string_value(pj_object_get(o, k));
     return v ? strdup(v) : NULL;
 }
 
@@ -158,7 +158,7 @@ static int resource_metadata(const char *server, const char *challenge, char **a
         tries[0] = well_known(server, "oauth-protected-resource", true);
         tries[1] = well_known(server, "oauth-protected-resource", false);
     }
-    json_t *doc = NULL;
+    pj_t *doc = NULL;
     char used[1024] = "";
     for (int i = 0; i < 2 && tries[i] && !doc; i++) {
         if (!pmcp__oa_secure_for(tries[i], server)) {
@@ -166,22 +166,22 @@ static int resource_metadata(const char *server, const char *challenge, char **a
                      tries[i]);
             break;
         }
-        json_t *j;
+        pj_t *j;
         long st = pmcp__oa_http(tries[i], NULL, false, &j, err, errlen);
         if (st == 200 && j) {
             doc = j;
             snprintf(used, sizeof used, "%s", tries[i]);
         } else {
-            json_decref(j);
+            pj_decref(j);
             if (st >= 0) snprintf(err, errlen, "%.300s answered HTTP %ld", tries[i], st);
         }
     }
     for (int i = 0; i < 3; i++)
         free(tries[i]);
     int rc = -1;
-    const char *res = json_string_value(json_object_get(doc, "resource"));
-    json_t *ass = json_object_get(doc, "authorization_servers");
-    const char *as = json_string_value(json_array_get(ass, 0));
+    const char *res = pj_string_value(pj_object_get(doc, "resource"));
+    pj_t *ass = pj_object_get(doc, "authorization_servers");
+    const char *as = pj_string_value(pj_array_get(ass, 0));
     char *rcanon = res ? pmcp__oa_canonical(res) : NULL;
     size_t rl = rcanon ? strlen(rcanon) : 0;
     if (!doc) {
@@ -202,12 +202,12 @@ static int resource_metadata(const char *server, const char *challenge, char **a
         rc = 0;
         char *sc = challenge_param(challenge, "scope");
         if (!sc) {
-            json_t *ss = json_object_get(doc, "scopes_supported");
+            pj_t *ss = pj_object_get(doc, "scopes_supported");
             size_t i;
-            json_t *s;
+            pj_t *s;
             char buf[1024] = "";
-            json_array_foreach(ss, i, s) {
-                const char *v = json_string_value(s);
+            pj_array_foreach(ss, i, s) {
+                const char *v = pj_string_value(s);
                 if (v && strlen(buf) + strlen(v) + 2 < sizeof buf) {
                     if (buf[0]) strcat(buf, " ");
                     strcat(buf, v);
@@ -219,15 +219,15 @@ static int resource_metadata(const char *server, const char *challenge, char **a
     }
     free(rcanon);
     free(canon);
-    json_decref(doc);
+    pj_decref(doc);
     return rc;
 }
 
-static bool has_s256(json_t *doc) {
+static bool has_s256(pj_t *doc) {
     size_t i;
-    json_t *m;
-    json_array_foreach(json_object_get(doc, "code_challenge_methods_supported"), i, m) {
-        if (json_is_string(m) && !strcmp(json_string_value(m), "S256")) return true;
+    pj_t *m;
+    pj_array_foreach(pj_object_get(doc, "code_challenge_methods_supported"), i, m) {
+        if (pj_is_string(m) && !strcmp(pj_string_value(m), "S256")) return true;
     }
     return false;
 }
@@ -248,15 +248,15 @@ static int server_metadata(const char *as, const char *server, as_meta *m, char 
             snprintf(tries[2], n, "%s/.well-known/openid-configuration", c);
         free(c);
     }
-    json_t *doc = NULL;
+    pj_t *doc = NULL;
     for (int i = 0; i < 3 && !doc; i++) {
         if (!tries[i]) continue;
-        json_t *j;
+        pj_t *j;
         long st = pmcp__oa_http(tries[i], NULL, false, &j, err, errlen);
         if (st == 200 && j)
             doc = j;
         else
-            json_decref(j);
+            pj_decref(j);
     }
     for (int i = 0; i < 4; i++)
         free(tries[i]);
@@ -294,7 +294,7 @@ static int server_metadata(const char *as, const char *server, as_meta *m, char 
     }
     free(ci);
     free(ca);
-    json_decref(doc);
+    pj_decref(doc);
     if (rc) as_meta_clear(m);
     return rc;
 }
@@ -302,12 +302,12 @@ static int server_metadata(const char *as, const char *server, as_meta *m, char 
 /* ---------------------------------------------------------------- tokens */
 
 /* Reads a token answer into t (access, refresh, expiry). 0 or -1 with err. */
-static int take_tokens(long st, json_t *j, pmcp__oa_token *t, char *err, size_t errlen) {
-    const char *at = json_string_value(json_object_get(j, "access_token"));
-    const char *tt = json_string_value(json_object_get(j, "token_type"));
+static int take_tokens(long st, pj_t *j, pmcp__oa_token *t, char *err, size_t errlen) {
+    const char *at = pj_string_value(pj_object_get(j, "access_token"));
+    const char *tt = pj_string_value(pj_object_get(j, "token_type"));
     if (st != 200 || !at || !tt || strcasecmp(tt, "bearer") || strpbrk(at, "\r\n") ||
         strlen(at) > 8192) {
-        const char *e = json_string_value(json_object_get(j, "error"));
+        const char *e = pj_string_value(pj_object_get(j, "error"));
         if (st >= 0)
             snprintf(err, errlen, "the token endpoint answered HTTP %ld%s%.200s", st, e ? ": " : "",
                      e ? e : "");
@@ -317,14 +317,14 @@ static int take_tokens(long st, json_t *j, pmcp__oa_token *t, char *err, size_t 
     if (!na) return -1;
     free(t->access_token);
     t->access_token = na;
-    const char *rt = json_string_value(json_object_get(j, "refresh_token"));
+    const char *rt = pj_string_value(pj_object_get(j, "refresh_token"));
     if (rt) {
         free(t->refresh_token);
         t->refresh_token = strdup(rt);
     }
-    json_t *ei = json_object_get(j, "expires_in");
-    t->expires_at = json_is_integer(ei) && json_integer_value(ei) > 0
-                        ? (long long)time(NULL) + json_integer_value(ei)
+    pj_t *ei = pj_object_get(j, "expires_in");
+    t->expires_at = pj_is_integer(ei) && pj_integer_value(ei) > 0
+                        ? (long long)time(NULL) + pj_integer_value(ei)
                         : 0;
     return 0;
 }
@@ -344,11 +344,11 @@ static int refresh(const char *dir, pmcp__oa_token *t, char *err, size_t errlen)
         free(form);
         return -1;
     }
-    json_t *j;
+    pj_t *j;
     long st = pmcp__oa_http(t->token_endpoint, form, false, &j, err, errlen);
     free(form);
     int rc = take_tokens(st, j, t, err, errlen);
-    json_decref(j);
+    pj_decref(j);
     if (rc == 0 && pmcp__oa_save(dir, t)) {
         snprintf(err, errlen, "cannot write the token store");
         rc = -1;
@@ -359,18 +359,18 @@ static int refresh(const char *dir, pmcp__oa_token *t, char *err, size_t errlen)
 /* RFC 7591: registers a public client for redirect. 0 or -1 with err. */
 static int register_client(const as_meta *m, const char *redirect, const char *scope,
                            pmcp__oa_token *t, char *err, size_t errlen) {
-    json_t *req =
-        json_pack("{s:s, s:[s], s:[s, s], s:[s], s:s}", "client_name", "Peri", "redirect_uris",
+    pj_t *req =
+        pj_pack("{s:s, s:[s], s:[s, s], s:[s], s:s}", "client_name", "Peri", "redirect_uris",
                   redirect, "grant_types", "authorization_code", "refresh_token", "response_types",
                   "code", "token_endpoint_auth_method", "none");
-    if (req && scope) json_object_set_new(req, "scope", json_string(scope));
-    char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
-    json_decref(req);
+    if (req && scope) pj_object_set_new(req, "scope", pj_string(scope));
+    char *body = req ? pj_dumps(req, PJ_COMPACT) : NULL;
+    pj_decref(req);
     if (!body) return -1;
-    json_t *j;
+    pj_t *j;
     long st = pmcp__oa_http(m->registration, body, true, &j, err, errlen);
     free(body);
-    const char *id = json_string_value(json_object_get(j, "client_id"));
+    const char *id = pj_string_value(pj_object_get(j, "client_id"));
     int rc = -1;
     if ((st == 200 || st == 201) && id) {
         t->client_id = strdup(id);
@@ -379,7 +379,7 @@ static int register_client(const as_meta *m, const char *redirect, const char *s
     } else if (st >= 0) {
         snprintf(err, errlen, "client registration answered HTTP %ld", st);
     }
-    json_decref(j);
+    pj_decref(j);
     return rc;
 }
 
@@ -440,10 +440,10 @@ static int login(const pmcp_oauth_opts *o, const char *name, const char *url, co
         pmcp__oa_param(&form, "resource", canon) ||
         (t.client_secret && pmcp__oa_param(&form, "client_secret", t.client_secret)))
         goto out;
-    json_t *j;
+    pj_t *j;
     long st = pmcp__oa_http(m.token, form, false, &j, err, errlen);
     int took = take_tokens(st, j, &t, err, errlen);
-    json_decref(j);
+    pj_decref(j);
     if (took) goto out;
     t.resource = canon;
     canon = NULL;

@@ -15,7 +15,7 @@
 #include "peri/mcp.h"
 
 #include <curl/curl.h>
-#include <jansson.h>
+#include "peri/json.h"
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -46,7 +46,7 @@ CURL *pmcp__easy(const char *url, struct curl_slist *h);
  * json is true) to url, never following a redirect; the answer's JSON object in *out
  * (new reference) when the body is one. Returns the HTTP status, or -1 with err when the
  * transfer failed. Bodies above 1 MiB are refused. */
-long pmcp__oa_http(const char *url, const char *body, bool json, json_t **out, char *err,
+long pmcp__oa_http(const char *url, const char *body, bool json, pj_t **out, char *err,
                    size_t errlen);
 /* POSTs an unauthenticated initialize to an MCP server URL: the status, and its
  * WWW-Authenticate value in *www (malloc'd, NULL when absent); -1 with err. */

@@ -128,7 +128,7 @@ static CURL *oa_easy(const char *url, struct curl_slist *h) {
     return e;
 }
 
-long pmcp__oa_http(const char *url, const char *form, bool json, json_t **out, char *err,
+long pmcp__oa_http(const char *url, const char *form, bool json, pj_t **out, char *err,
                    size_t errlen) {
     *out = NULL;
     struct curl_slist *h = NULL, *t;
@@ -157,11 +157,11 @@ long pmcp__oa_http(const char *url, const char *form, bool json, json_t **out, c
         snprintf(err, errlen, "%s: %s", url, b.over ? "answer too large" : curl_easy_strerror(rc));
     } else {
         curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
-        json_t *j = b.b.p ? json_loadb(b.b.p, b.b.len, 0, NULL) : NULL;
-        if (json_is_object(j))
+        pj_t *j = b.b.p ? pj_loadb(b.b.p, b.b.len, 0, NULL) : NULL;
+        if (pj_is_object(j))
             *out = j;
         else
-            json_decref(j);
+            pj_decref(j);
     }
     curl_easy_cleanup(e);
     curl_slist_free_all(h);

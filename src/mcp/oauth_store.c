@@ -82,8 +82,8 @@ static int dir_ok(const char *dir, bool create) {
     return 0;
 }
 
-static char *dup_str(json_t *o, const char *k) {
-    const char *v = json_string_value(json_object_get(o, k));
+static char *dup_str(pj_t *o, const char *k) {
+    const char *v = pj_string_value(pj_object_get(o, k));
     return v ? strdup(v) : NULL;
 }
 
@@ -102,16 +102,16 @@ int pmcp__oa_load(const char *dir, const char *resource, pmcp__oa_token *t) {
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
     if (n <= 0) return -1;
-    json_t *j = json_loadb(buf, (size_t)n, 0, NULL);
-    const char *r = json_string_value(json_object_get(j, "resource"));
+    pj_t *j = pj_loadb(buf, (size_t)n, 0, NULL);
+    const char *r = pj_string_value(pj_object_get(j, "resource"));
     if (!r || strcmp(r, resource)) { /* another resource's file: never used */
-        json_decref(j);
+        pj_decref(j);
         return -1;
     }
     for (size_t i = 0; i < NTOKEN_STRS; i++)
         *token_str(t, i) = dup_str(j, token_strs[i].key);
-    t->expires_at = json_integer_value(json_object_get(j, "expires_at"));
-    json_decref(j);
+    t->expires_at = pj_integer_value(pj_object_get(j, "expires_at"));
+    pj_decref(j);
     if (!t->resource || !t->issuer || !t->token_endpoint || !t->client_id || !t->access_token) {
         pmcp__oa_token_clear(t);
         return -1;
@@ -119,8 +119,8 @@ int pmcp__oa_load(const char *dir, const char *resource, pmcp__oa_token *t) {
     return 0;
 }
 
-static void put(json_t *o, const char *k, const char *v) {
-    if (v) json_object_set_new(o, k, json_string(v));
+static void put(pj_t *o, const char *k, const char *v) {
+    if (v) pj_object_set_new(o, k, pj_string(v));
 }
 
 int pmcp__oa_save(const char *dir, const pmcp__oa_token *t) {
@@ -128,12 +128,12 @@ int pmcp__oa_save(const char *dir, const pmcp__oa_token *t) {
     char path[4200], tmp[4300];
     if (file_of(dir, t->resource, path, sizeof path)) return -1;
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-    json_t *j = json_object();
+    pj_t *j = pj_object();
     for (size_t i = 0; i < NTOKEN_STRS; i++)
         put(j, token_strs[i].key, token_cstr(t, i));
-    json_object_set_new(j, "expires_at", json_integer(t->expires_at));
-    char *txt = j ? json_dumps(j, JSON_INDENT(1)) : NULL;
-    json_decref(j);
+    pj_object_set_new(j, "expires_at", pj_integer(t->expires_at));
+    char *txt = j ? pj_dumps(j, PJ_INDENT(1)) : NULL;
+    pj_decref(j);
     if (!txt) return -1;
     unlink(tmp);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);

@@ -64,24 +64,24 @@ static void note(char **errors, const char *fmt, const char *a, const char *b) {
 }
 
 /* [{"name","value"}] or {K: V} -> kv array. 0, or -1 on a bad shape / OOM. */
-static int parse_kv(json_t *v, pmcp_kv **out, size_t *n) {
+static int parse_kv(pj_t *v, pmcp_kv **out, size_t *n) {
     *out = NULL;
     *n = 0;
-    if (!v || json_is_null(v)) return 0;
-    size_t cnt = json_is_array(v)    ? json_array_size(v)
-                 : json_is_object(v) ? json_object_size(v)
+    if (!v || pj_is_null(v)) return 0;
+    size_t cnt = pj_is_array(v)    ? pj_array_size(v)
+                 : pj_is_object(v) ? pj_object_size(v)
                                      : 0;
-    if (!json_is_array(v) && !json_is_object(v)) return -1;
+    if (!pj_is_array(v) && !pj_is_object(v)) return -1;
     pmcp_kv *kv = calloc(cnt ? cnt : 1, sizeof *kv);
     if (!kv) return -1;
     size_t k = 0;
     int rc = 0;
-    if (json_is_array(v)) {
+    if (pj_is_array(v)) {
         size_t i;
-        json_t *e;
-        json_array_foreach(v, i, e) {
-            const char *nm = json_string_value(json_object_get(e, "name"));
-            const char *val = json_string_value(json_object_get(e, "value"));
+        pj_t *e;
+        pj_array_foreach(v, i, e) {
+            const char *nm = pj_string_value(pj_object_get(e, "name"));
+            const char *val = pj_string_value(pj_object_get(e, "value"));
             if (!nm || !val) {
                 rc = -1;
                 break;
@@ -93,14 +93,14 @@ static int parse_kv(json_t *v, pmcp_kv **out, size_t *n) {
         }
     } else {
         const char *key;
-        json_t *e;
-        json_object_foreach(v, key, e) {
-            if (!json_is_string(e)) {
+        pj_t *e;
+        pj_object_foreach(v, key, e) {
+            if (!pj_is_string(e)) {
                 rc = -1;
                 break;
             }
             kv[k].name = strdup(key);
-            kv[k].value = strdup(json_string_value(e));
+            kv[k].value = strdup(pj_string_value(e));
             if (!kv[k].name || !kv[k].value) rc = -1;
             k++;
         }
@@ -111,30 +111,30 @@ static int parse_kv(json_t *v, pmcp_kv **out, size_t *n) {
 }
 
 /* One server entry; name given separately for the settings shape. */
-static int parse_entry(const char *name, json_t *e, pmcp_server_config *c, char *why,
+static int parse_entry(const char *name, pj_t *e, pmcp_server_config *c, char *why,
                        size_t whylen) {
     memset(c, 0, sizeof *c);
-    if (!json_is_object(e)) {
+    if (!pj_is_object(e)) {
         snprintf(why, whylen, "entry is not an object");
         return -1;
     }
-    if (!name) name = json_string_value(json_object_get(e, "name"));
+    if (!name) name = pj_string_value(pj_object_get(e, "name"));
     if (!name || !name[0]) {
         snprintf(why, whylen, "entry without a name");
         return -1;
     }
-    const char *type = json_string_value(json_object_get(e, "type"));
+    const char *type = pj_string_value(pj_object_get(e, "type"));
     if (!(c->name = strdup(name))) goto oom;
     if (type &&
         (!strcmp(type, "http") || !strcmp(type, "streamable-http") || !strcmp(type, "sse"))) {
         c->kind = strcmp(type, "sse") ? PMCP_HTTP : PMCP_SSE;
-        const char *url = json_string_value(json_object_get(e, "url"));
+        const char *url = pj_string_value(pj_object_get(e, "url"));
         if (!url) {
             snprintf(why, whylen, "%s entry without a url", type);
             return -1;
         }
         if (!(c->url = strdup(url))) goto oom;
-        if (parse_kv(json_object_get(e, "headers"), &c->headers, &c->nheaders)) {
+        if (parse_kv(pj_object_get(e, "headers"), &c->headers, &c->nheaders)) {
             snprintf(why, whylen, "headers must be [{name,value}] or an object of strings");
             return -1;
         }
@@ -145,29 +145,29 @@ static int parse_entry(const char *name, json_t *e, pmcp_server_config *c, char 
         return -1;
     }
     c->kind = PMCP_STDIO;
-    const char *cmd = json_string_value(json_object_get(e, "command"));
+    const char *cmd = pj_string_value(pj_object_get(e, "command"));
     if (!cmd || !cmd[0]) {
         snprintf(why, whylen, "stdio entry without a command");
         return -1;
     }
     if (!(c->command = strdup(cmd))) goto oom;
-    json_t *args = json_object_get(e, "args");
-    if (args && !json_is_array(args)) {
+    pj_t *args = pj_object_get(e, "args");
+    if (args && !pj_is_array(args)) {
         snprintf(why, whylen, "args must be an array of strings");
         return -1;
     }
-    c->args = calloc(json_array_size(args) + 1, sizeof *c->args);
+    c->args = calloc(pj_array_size(args) + 1, sizeof *c->args);
     if (!c->args) goto oom;
     size_t i;
-    json_t *a;
-    json_array_foreach(args, i, a) {
-        if (!json_is_string(a)) {
+    pj_t *a;
+    pj_array_foreach(args, i, a) {
+        if (!pj_is_string(a)) {
             snprintf(why, whylen, "args must be an array of strings");
             return -1;
         }
-        if (!(c->args[c->nargs++] = strdup(json_string_value(a)))) goto oom;
+        if (!(c->args[c->nargs++] = strdup(pj_string_value(a)))) goto oom;
     }
-    if (parse_kv(json_object_get(e, "env"), &c->env, &c->nenv)) {
+    if (parse_kv(pj_object_get(e, "env"), &c->env, &c->nenv)) {
         snprintf(why, whylen, "env must be [{name,value}] or an object of strings");
         return -1;
     }
@@ -195,7 +195,7 @@ static int push(pmcp_server_config **arr, size_t *n, pmcp_server_config *c) {
 
 /* Parses one entry (key: its name in the settings shape, NULL: from the entry) and
  * appends it; a bad one is noted under where and skipped. */
-static void add_entry(const char *key, json_t *e, const char *where, pmcp_server_config **out,
+static void add_entry(const char *key, pj_t *e, const char *where, pmcp_server_config **out,
                       size_t *n, char **errors) {
     char why[256] = "out of memory";
     pmcp_server_config c;
@@ -207,8 +207,8 @@ static void add_entry(const char *key, json_t *e, const char *where, pmcp_server
 
 int pmcp_parse_servers(const char *json_text, const char *origin, pmcp_server_config **out,
                        size_t *n, char **errors) {
-    json_error_t je;
-    json_t *root = json_text ? json_loads(json_text, 0, &je) : NULL;
+    pj_error_t je;
+    pj_t *root = json_text ? pj_loads(json_text, 0, &je) : NULL;
     const char *org = origin ? origin : "mcpServers";
     if (!root) {
         note(errors, "%s: not valid JSON%s", org, NULL);
@@ -216,22 +216,22 @@ int pmcp_parse_servers(const char *json_text, const char *origin, pmcp_server_co
     }
     int rc = 0;
     char where[300];
-    if (json_is_array(root)) {
+    if (pj_is_array(root)) {
         size_t i;
-        json_t *e;
-        json_array_foreach(root, i, e) {
+        pj_t *e;
+        pj_array_foreach(root, i, e) {
             snprintf(where, sizeof where, "%s: entry %zu", org, i);
             add_entry(NULL, e, where, out, n, errors);
         }
-    } else if (json_is_object(root)) {
-        json_t *servers = json_object_get(root, "mcpServers");
-        if (servers && !json_is_object(servers)) {
+    } else if (pj_is_object(root)) {
+        pj_t *servers = pj_object_get(root, "mcpServers");
+        if (servers && !pj_is_object(servers)) {
             note(errors, "%s: \"mcpServers\" must be an object%s", org, NULL);
             rc = -1;
         }
         const char *key;
-        json_t *e;
-        json_object_foreach(servers, key, e) {
+        pj_t *e;
+        pj_object_foreach(servers, key, e) {
             snprintf(where, sizeof where, "%s: server \"%.100s\"", org, key);
             add_entry(key, e, where, out, n, errors);
         }
@@ -239,44 +239,44 @@ int pmcp_parse_servers(const char *json_text, const char *origin, pmcp_server_co
         note(errors, "%s: expected an array or an object%s", org, NULL);
         rc = -1;
     }
-    json_decref(root);
+    pj_decref(root);
     return rc;
 }
 
 /* ---------------------------------------------------------------- content mapping */
 
-static json_t *acp_block(json_t *b) {
-    const char *type = json_string_value(json_object_get(b, "type"));
+static pj_t *acp_block(pj_t *b) {
+    const char *type = pj_string_value(pj_object_get(b, "type"));
     static const char *const keep[] = {"text",     "data",       "mimeType",    "uri",
                                        "name",     "title",      "description", "size",
                                        "resource", "annotations"};
     if (type && (!strcmp(type, "text") || !strcmp(type, "image") || !strcmp(type, "audio") ||
                  !strcmp(type, "resource") || !strcmp(type, "resource_link"))) {
-        json_t *o = json_pack("{s:s}", "type", type);
+        pj_t *o = pj_pack("{s:s}", "type", type);
         for (size_t i = 0; o && i < sizeof keep / sizeof keep[0]; i++) {
-            json_t *v = json_object_get(b, keep[i]);
-            if (v) json_object_set(o, keep[i], v);
+            pj_t *v = pj_object_get(b, keep[i]);
+            if (v) pj_object_set(o, keep[i], v);
         }
         return o;
     }
     char tmp[160];
     snprintf(tmp, sizeof tmp, "[%.100s content]", type ? type : "unknown");
-    return json_pack("{s:s, s:s}", "type", "text", "text", tmp);
+    return pj_pack("{s:s, s:s}", "type", "text", "text", tmp);
 }
 
 char *pmcp_content_to_acp(const char *mcp_content_json) {
-    json_t *in = mcp_content_json ? json_loads(mcp_content_json, 0, NULL) : NULL;
-    json_t *out = json_array();
+    pj_t *in = mcp_content_json ? pj_loads(mcp_content_json, 0, NULL) : NULL;
+    pj_t *out = pj_array();
     size_t i;
-    json_t *b;
-    json_array_foreach(in, i, b) {
-        json_t *blk = acp_block(b);
+    pj_t *b;
+    pj_array_foreach(in, i, b) {
+        pj_t *blk = acp_block(b);
         if (blk)
-            json_array_append_new(out, json_pack("{s:s, s:o}", "type", "content", "content", blk));
+            pj_array_append_new(out, pj_pack("{s:s, s:o}", "type", "content", "content", blk));
     }
-    char *s = out ? json_dumps(out, JSON_COMPACT) : NULL;
-    json_decref(out);
-    json_decref(in);
+    char *s = out ? pj_dumps(out, PJ_COMPACT) : NULL;
+    pj_decref(out);
+    pj_decref(in);
     return s;
 }
 
@@ -747,8 +747,8 @@ void pmcp_pool_result_clear(pmcp_pool_result *r) {
     ptl_result_clear(r);
 }
 
-static char *dump_or_null(json_t *v) {
-    return v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+static char *dump_or_null(pj_t *v) {
+    return v ? pj_dumps(v, PJ_COMPACT | PJ_ENCODE_ANY) : NULL;
 }
 
 /* A builtin tool through the in-process pair: the ACP data comes back in
@@ -756,7 +756,7 @@ static char *dump_or_null(json_t *v) {
  * own output). */
 static int run_builtin(pmcp_pool *p, const char *name, const char *args_json, atomic_int *cancel,
                        pmcp_pool_result *out) {
-    json_t *res = NULL;
+    pj_t *res = NULL;
     char err[600];
     pthread_mutex_lock(&p->mu);
     pmcp_client *c = start_builtin(p, err, sizeof err) == 0 ? p->builtin : NULL;
@@ -777,25 +777,25 @@ static int run_builtin(pmcp_pool *p, const char *name, const char *args_json, at
         out->is_error = true;
         return -1;
     }
-    json_t *content = json_object_get(res, "content");
-    const char *text = json_string_value(json_object_get(json_array_get(content, 0), "text"));
+    pj_t *content = pj_object_get(res, "content");
+    const char *text = pj_string_value(pj_object_get(pj_array_get(content, 0), "text"));
     out->output = strdup(text ? text : "");
-    out->is_error = json_is_true(json_object_get(res, "isError"));
-    json_t *acp = json_object_get(json_object_get(res, "_meta"), "peri/acp");
+    out->is_error = pj_is_true(pj_object_get(res, "isError"));
+    pj_t *acp = pj_object_get(pj_object_get(res, "_meta"), "peri/acp");
     /* textContent: one text block equal to the text. content_json stays NULL, for
      * which the ACP layer renders exactly that block (and parses nothing). */
-    if (!json_is_true(json_object_get(acp, "textContent")))
-        out->content_json = dump_or_null(json_object_get(acp, "content"));
-    out->locations_json = dump_or_null(json_object_get(acp, "locations"));
-    out->raw_output_json = dump_or_null(json_object_get(acp, "rawOutput"));
-    out->meta_json = dump_or_null(json_object_get(acp, "meta"));
+    if (!pj_is_true(pj_object_get(acp, "textContent")))
+        out->content_json = dump_or_null(pj_object_get(acp, "content"));
+    out->locations_json = dump_or_null(pj_object_get(acp, "locations"));
+    out->raw_output_json = dump_or_null(pj_object_get(acp, "rawOutput"));
+    out->meta_json = dump_or_null(pj_object_get(acp, "meta"));
     /* the tool's own status decides, as when it was called directly: a tool that
      * finished before it saw the cancel ran (0) */
-    const char *status = json_string_value(json_object_get(acp, "status"));
+    const char *status = pj_string_value(pj_object_get(acp, "status"));
     int rc = !status                        ? 0
              : !strcmp(status, "cancelled") ? 1
                                             : -1; /* failed inside (out of memory, fork...) */
-    json_decref(res);
+    pj_decref(res);
     return out->output ? rc : -1;
 }
 

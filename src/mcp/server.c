@@ -36,10 +36,10 @@
 typedef struct call {
     struct call *next;
     struct srv *srv;
-    json_t *id; /* owned copy */
+    pj_t *id; /* owned copy */
     const ptl_tool *tool;
     char *args;
-    json_t *progress_token; /* owned or NULL */
+    pj_t *progress_token; /* owned or NULL */
     atomic_int cancel;
     atomic_bool by_client; /* cancelled by notifications/cancelled: no answer */
     struct call *qnext;    /* in the start queue */
@@ -90,46 +90,46 @@ static int wbuf_put(const char *p, size_t n, void *ctx) {
     return 0;
 }
 
-static void send_frame(srv *s, json_t *frame) {
+static void send_frame(srv *s, pj_t *frame) {
     if (!frame) return;
     pthread_mutex_lock(&s->wmu);
     wbuf *w = &s->wb;
     w->fd = s->out_fd;
     w->len = 0;
     w->failed = 0;
-    if (json_dump_callback(frame, wbuf_put, w, JSON_COMPACT | JSON_ENCODE_ANY) == 0 &&
+    if (pj_dump_callback(frame, wbuf_put, w, PJ_COMPACT | PJ_ENCODE_ANY) == 0 &&
         wbuf_put("\n", 1, w) == 0)
         pb_write_all(w->fd, w->b, w->len);
     else if (!w->failed) /* cut short: end the line so the peer drops it as malformed */
         pb_write_all(w->fd, "\n", 1);
     pthread_mutex_unlock(&s->wmu);
-    json_decref(frame);
+    pj_decref(frame);
 }
 
-static void reply_error(srv *s, json_t *id, int code, const char *msg) {
+static void reply_error(srv *s, pj_t *id, int code, const char *msg) {
     send_frame(s, pb_rpc_error(id, code, msg, NULL));
 }
 
 /* ---------------------------------------------------------------- tools */
 
-static json_t *tool_json(const ptl_tool *t) {
-    json_t *schema = json_loads(ptl_schema_json(t), 0, NULL);
-    if (!json_is_object(schema)) {
-        json_decref(schema);
-        schema = json_pack("{s:s}", "type", "object");
+static pj_t *tool_json(const ptl_tool *t) {
+    pj_t *schema = pj_loads(ptl_schema_json(t), 0, NULL);
+    if (!pj_is_object(schema)) {
+        pj_decref(schema);
+        schema = pj_pack("{s:s}", "type", "object");
     }
-    return json_pack("{s:s, s:s, s:o, s:{s:b, s:b}}", "name", ptl_name(t), "description",
+    return pj_pack("{s:s, s:s, s:o, s:{s:b, s:b}}", "name", ptl_name(t), "description",
                      ptl_description(t), "inputSchema", schema, "annotations", "readOnlyHint",
                      !ptl_needs_permission(t), "destructiveHint",
                      ptl_kind_of(t) == PTL_KIND_EDIT || ptl_kind_of(t) == PTL_KIND_EXECUTE);
 }
 
-static void m_tools_list(srv *s, json_t *id, json_t *params) {
+static void m_tools_list(srv *s, pj_t *id, pj_t *params) {
     size_t page = s->opt->page_size ? s->opt->page_size : 100;
     size_t from = 0;
-    json_t *cur = json_object_get(params, "cursor");
+    pj_t *cur = pj_object_get(params, "cursor");
     if (cur) {
-        const char *cs = json_string_value(cur);
+        const char *cs = pj_string_value(cur);
         char *end = NULL;
         unsigned long long v = cs ? strtoull(cs, &end, 10) : 0;
         if (!cs || !cs[0] || *end || v > ptl_count()) {
@@ -138,15 +138,15 @@ static void m_tools_list(srv *s, json_t *id, json_t *params) {
         }
         from = (size_t)v;
     }
-    json_t *arr = json_array();
+    pj_t *arr = pj_array();
     size_t i = from;
     for (; arr && i < ptl_count() && i < from + page; i++)
-        json_array_append_new(arr, tool_json(ptl_at(i)));
-    json_t *res = json_pack("{s:o}", "tools", arr);
+        pj_array_append_new(arr, tool_json(ptl_at(i)));
+    pj_t *res = pj_pack("{s:o}", "tools", arr);
     if (res && i < ptl_count()) {
         char next[32];
         snprintf(next, sizeof next, "%zu", i);
-        json_object_set_new(res, "nextCursor", json_string(next));
+        pj_object_set_new(res, "nextCursor", pj_string(next));
     }
     send_frame(s, pb_rpc_result(id, res));
 }
@@ -154,35 +154,35 @@ static void m_tools_list(srv *s, json_t *id, json_t *params) {
 /* _meta["peri/acp"] of a result (acp_meta servers): what the ACP update needs beyond
  * the text, taken from the registry's result without change. JSON texts the tools
  * produced are embedded as JSON (a text that does not parse is left out). */
-static bool is_text_content(json_t *v, const char *text) {
-    json_t *b = json_array_size(v) == 1 ? json_array_get(v, 0) : NULL;
-    json_t *in = json_object_get(b, "content");
-    const char *ty = json_string_value(json_object_get(b, "type"));
-    const char *ity = json_string_value(json_object_get(in, "type"));
-    json_t *tx = json_object_get(in, "text");
-    return text && json_object_size(b) == 2 && json_object_size(in) == 2 && ty && ity &&
-           !strcmp(ty, "content") && !strcmp(ity, "text") && json_is_string(tx) &&
-           json_string_length(tx) == strlen(text) && !strcmp(json_string_value(tx), text);
+static bool is_text_content(pj_t *v, const char *text) {
+    pj_t *b = pj_array_size(v) == 1 ? pj_array_get(v, 0) : NULL;
+    pj_t *in = pj_object_get(b, "content");
+    const char *ty = pj_string_value(pj_object_get(b, "type"));
+    const char *ity = pj_string_value(pj_object_get(in, "type"));
+    pj_t *tx = pj_object_get(in, "text");
+    return text && pj_object_size(b) == 2 && pj_object_size(in) == 2 && ty && ity &&
+           !strcmp(ty, "content") && !strcmp(ity, "text") && pj_is_string(tx) &&
+           pj_string_length(tx) == strlen(text) && !strcmp(pj_string_value(tx), text);
 }
 
-static json_t *acp_meta(const ptl_tool *t, ptl_status st, const ptl_result *r) {
-    json_t *m = json_pack("{s:s}", "kind", ptl_kind_name(ptl_kind_of(t)));
+static pj_t *acp_meta(const ptl_tool *t, ptl_status st, const ptl_result *r) {
+    pj_t *m = pj_pack("{s:s}", "kind", ptl_kind_name(ptl_kind_of(t)));
     if (!m) return NULL;
     static const char *const keys[] = {"content", "locations", "rawOutput", "meta"};
     const char *texts[] = {r->content_json, r->locations_json, r->raw_output_json, r->meta_json};
     for (size_t i = 0; i < 4; i++) {
-        json_t *v = texts[i] ? json_loads(texts[i], JSON_DECODE_ANY, NULL) : NULL;
+        pj_t *v = texts[i] ? pj_loads(texts[i], PJ_DECODE_ANY, NULL) : NULL;
         if (i == 0 && v && is_text_content(v, r->output)) {
             /* the common case: one text block equal to the result's text, which the
              * frame already carries; the client rebuilds it (half the bytes) */
-            json_decref(v);
-            json_object_set_new(m, "textContent", json_true());
+            pj_decref(v);
+            pj_object_set_new(m, "textContent", pj_true());
             continue;
         }
-        if (v) json_object_set_new(m, keys[i], v);
+        if (v) pj_object_set_new(m, keys[i], v);
     }
     if (st != PTL_OK)
-        json_object_set_new(m, "status", json_string(st == PTL_CANCELLED ? "cancelled" : "error"));
+        pj_object_set_new(m, "status", pj_string(st == PTL_CANCELLED ? "cancelled" : "error"));
     return m;
 }
 
@@ -191,7 +191,7 @@ static void run_call(call *c) {
     if (c->progress_token)
         send_frame(
             s, pb_rpc_notification("notifications/progress",
-                                   json_pack("{s:O, s:i, s:s}", "progressToken", c->progress_token,
+                                   pj_pack("{s:O, s:i, s:s}", "progressToken", c->progress_token,
                                              "progress", 0, "message", ptl_name(c->tool))));
     ptl_ctx ctx = {.cwd = s->root, .timeout_ms = s->opt->shell_timeout_ms};
     if (s->opt->tool_ctx) ctx = *s->opt->tool_ctx; /* the session's own context */
@@ -204,19 +204,19 @@ static void run_call(call *c) {
     } else {
         const char *text = r.output ? r.output : "";
         if (st != PTL_OK && !s->opt->acp_meta && !text[0]) text = "internal tool failure";
-        json_t *res = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", text,
+        pj_t *res = pj_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", text,
                                 "isError", st != PTL_OK || r.is_error);
         if (res && s->opt->acp_meta)
-            json_object_set_new(res, "_meta",
-                                json_pack("{s:o}", "peri/acp", acp_meta(c->tool, st, &r)));
+            pj_object_set_new(res, "_meta",
+                                pj_pack("{s:o}", "peri/acp", acp_meta(c->tool, st, &r)));
         send_frame(s, pb_rpc_result(c->id, res));
     }
     ptl_result_clear(&r);
 }
 
 static void call_free(call *c) {
-    json_decref(c->id);
-    json_decref(c->progress_token);
+    pj_decref(c->id);
+    pj_decref(c->progress_token);
     free(c->args);
     free(c);
 }
@@ -267,9 +267,9 @@ static void stop_all(srv *s) {
         pthread_join(s->workers[i], NULL);
 }
 
-static void m_tools_call(srv *s, json_t *id, json_t *params) {
-    const char *name = json_string_value(json_object_get(params, "name"));
-    json_t *args = json_object_get(params, "arguments");
+static void m_tools_call(srv *s, pj_t *id, pj_t *params) {
+    const char *name = pj_string_value(pj_object_get(params, "name"));
+    pj_t *args = pj_object_get(params, "arguments");
     if (!name) {
         reply_error(s, id, PMCP_INVALID_PARAMS, "tools/call needs a tool name");
         return;
@@ -281,7 +281,7 @@ static void m_tools_call(srv *s, json_t *id, json_t *params) {
         reply_error(s, id, PMCP_INVALID_PARAMS, msg);
         return;
     }
-    if (args && !json_is_object(args) && !json_is_null(args)) {
+    if (args && !pj_is_object(args) && !pj_is_null(args)) {
         reply_error(s, id, PMCP_INVALID_PARAMS, "arguments must be an object");
         return;
     }
@@ -292,18 +292,18 @@ static void m_tools_call(srv *s, json_t *id, json_t *params) {
     }
     c->srv = s;
     c->tool = t;
-    c->id = json_deep_copy(id);
+    c->id = pj_deep_copy(id);
     /* An in-process client passes arguments that are not a JSON object as their text
      * in _meta["peri/rawArguments"], so the tool reports them exactly as when called
      * directly. */
-    const char *raw = s->opt->acp_meta ? json_string_value(json_object_get(
-                                             json_object_get(params, "_meta"), "peri/rawArguments"))
+    const char *raw = s->opt->acp_meta ? pj_string_value(pj_object_get(
+                                             pj_object_get(params, "_meta"), "peri/rawArguments"))
                                        : NULL;
     c->args = raw                    ? strdup(raw)
-              : json_is_object(args) ? json_dumps(args, JSON_COMPACT)
+              : pj_is_object(args) ? pj_dumps(args, PJ_COMPACT)
                                      : strdup("{}");
-    json_t *tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
-    if (json_is_string(tok) || json_is_integer(tok)) c->progress_token = json_incref(tok);
+    pj_t *tok = pj_object_get(pj_object_get(params, "_meta"), "progressToken");
+    if (pj_is_string(tok) || pj_is_integer(tok)) c->progress_token = pj_incref(tok);
     if (!c->id || !c->args) {
         call_free(c);
         reply_error(s, id, PMCP_INTERNAL_ERROR, "out of memory");
@@ -338,12 +338,12 @@ static void m_tools_call(srv *s, json_t *id, json_t *params) {
     }
 }
 
-static void on_cancelled(srv *s, json_t *params) {
-    json_t *rid = json_object_get(params, "requestId");
+static void on_cancelled(srv *s, pj_t *params) {
+    pj_t *rid = pj_object_get(params, "requestId");
     if (!rid) return;
     pthread_mutex_lock(&s->mu);
     for (call *c = s->calls; c; c = c->next)
-        if (json_equal(c->id, rid)) {
+        if (pj_equal(c->id, rid)) {
             atomic_store(&c->by_client, true);
             atomic_store(&c->cancel, 1);
         }
@@ -352,8 +352,8 @@ static void on_cancelled(srv *s, json_t *params) {
 
 /* ---------------------------------------------------------------- resources */
 
-static void m_resources_read(srv *s, json_t *id, json_t *params) {
-    const char *uri = json_string_value(json_object_get(params, "uri"));
+static void m_resources_read(srv *s, pj_t *id, pj_t *params) {
+    const char *uri = pj_string_value(pj_object_get(params, "uri"));
     if (!uri || strncmp(uri, "file://", 7) != 0) {
         reply_error(s, id, PMCP_INVALID_PARAMS, "only file:// resources are served");
         return;
@@ -380,8 +380,8 @@ static void m_resources_read(srv *s, json_t *id, json_t *params) {
     } else {
         char full[PATH_MAX + 8];
         snprintf(full, sizeof full, "file://%s", abs);
-        json_t *txt = json_stringn(buf, got); /* NULL when not UTF-8 */
-        json_t *res = txt ? json_pack("{s:[{s:s, s:s, s:o}]}", "contents", "uri", full, "mimeType",
+        pj_t *txt = pj_stringn(buf, got); /* NULL when not UTF-8 */
+        pj_t *res = txt ? pj_pack("{s:[{s:s, s:s, s:o}]}", "contents", "uri", full, "mimeType",
                                       "text/plain", "text", txt)
                           : NULL;
         if (res)
@@ -397,28 +397,28 @@ static void m_resources_read(srv *s, json_t *id, json_t *params) {
 
 static void on_request(srv *s, pb_rpc_msg *m) {
     const char *meth = m->method;
-    json_t *id = m->id;
+    pj_t *id = m->id;
     if (!strcmp(meth, "initialize")) {
-        const char *want = json_string_value(json_object_get(m->params, "protocolVersion"));
+        const char *want = pj_string_value(pj_object_get(m->params, "protocolVersion"));
         const char *ver = k_versions[0];
         for (size_t i = 0; want && i < sizeof k_versions / sizeof k_versions[0]; i++)
             if (!strcmp(want, k_versions[i])) ver = k_versions[i];
-        json_t *res = json_pack(
+        pj_t *res = pj_pack(
             "{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s}, s:s}", "protocolVersion", ver, "capabilities",
             "tools", "listChanged", 0, "resources", "serverInfo", "name",
             s->opt->name ? s->opt->name : "peri-workspace", "version", "0.1.0", "instructions",
             "Peri-C workspace tools: every path is confined to the workspace root.");
         send_frame(s, pb_rpc_result(id, res));
     } else if (!strcmp(meth, "ping")) {
-        send_frame(s, pb_rpc_result(id, json_object()));
+        send_frame(s, pb_rpc_result(id, pj_object()));
     } else if (!strcmp(meth, "tools/list")) {
         m_tools_list(s, id, m->params);
     } else if (!strcmp(meth, "tools/call")) {
         m_tools_call(s, id, m->params);
     } else if (!strcmp(meth, "resources/list")) {
-        send_frame(s, pb_rpc_result(id, json_pack("{s:[]}", "resources")));
+        send_frame(s, pb_rpc_result(id, pj_pack("{s:[]}", "resources")));
     } else if (!strcmp(meth, "resources/templates/list")) {
-        send_frame(s, pb_rpc_result(id, json_pack("{s:[{s:s, s:s, s:s}]}", "resourceTemplates",
+        send_frame(s, pb_rpc_result(id, pj_pack("{s:[{s:s, s:s, s:s}]}", "resourceTemplates",
                                                   "uriTemplate", "file:///{path}", "name",
                                                   "workspace file", "mimeType", "text/plain")));
     } else if (!strcmp(meth, "resources/read")) {

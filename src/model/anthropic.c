@@ -13,68 +13,68 @@
 
 /* ---------------------------------------------------------------- request */
 
-static json_t *blocks_of(const pm_message *m) {
-    json_t *arr = json_array();
+static pj_t *blocks_of(const pm_message *m) {
+    pj_t *arr = pj_array();
     int bad = !arr;
     for (size_t i = 0; !bad && i < m->nparts; i++) {
         const pm_part *p = &m->parts[i];
-        json_t *b = NULL;
+        pj_t *b = NULL;
         switch (p->kind) {
         case PM_PART_TEXT:
             if (!p->text || !*p->text) continue; /* the API rejects empty text blocks */
-            b = json_pack("{s:s, s:s}", "type", "text", "text", p->text);
+            b = pj_pack("{s:s, s:s}", "type", "text", "text", p->text);
             break;
         case PM_PART_THINKING:
             if (!p->signature) continue; /* unsigned thinking cannot be sent back */
-            b = json_pack("{s:s, s:s, s:s}", "type", "thinking", "thinking", p->text ? p->text : "",
+            b = pj_pack("{s:s, s:s, s:s}", "type", "thinking", "thinking", p->text ? p->text : "",
                           "signature", p->signature);
             break;
         case PM_PART_TOOL_CALL: {
-            json_error_t je;
-            json_t *input = json_loads(p->arguments ? p->arguments : "{}", 0, &je);
-            if (!json_is_object(input)) { /* the model wrote bad JSON: send an empty input */
-                json_decref(input);
-                input = json_object();
+            pj_error_t je;
+            pj_t *input = pj_loads(p->arguments ? p->arguments : "{}", 0, &je);
+            if (!pj_is_object(input)) { /* the model wrote bad JSON: send an empty input */
+                pj_decref(input);
+                input = pj_object();
             }
-            b = json_pack("{s:s, s:s, s:s, s:o}", "type", "tool_use", "id", p->id ? p->id : "",
+            b = pj_pack("{s:s, s:s, s:s, s:o}", "type", "tool_use", "id", p->id ? p->id : "",
                           "name", p->name ? p->name : "", "input", input);
             break;
         }
         case PM_PART_TOOL_RESULT:
-            b = json_pack("{s:s, s:s, s:s, s:b}", "type", "tool_result", "tool_use_id",
+            b = pj_pack("{s:s, s:s, s:s, s:b}", "type", "tool_result", "tool_use_id",
                           p->id ? p->id : "", "content", p->text ? p->text : "", "is_error",
                           p->is_error);
             break;
         case PM_PART_IMAGE:
-            b = json_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "image", "source", "type", "base64",
+            b = pj_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "image", "source", "type", "base64",
                           "media_type", p->name ? p->name : "image/png", "data",
                           p->text ? p->text : "");
             break;
         case PM_PART_DOCUMENT:
-            b = json_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "document", "source", "type",
+            b = pj_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "document", "source", "type",
                           "base64", "media_type", p->name ? p->name : "application/pdf", "data",
                           p->text ? p->text : "");
             break;
         case PM_PART_AUDIO: /* Anthropic takes no audio (a history from another model) */
-            b = json_pack("{s:s, s:s}", "type", "text", "text",
+            b = pj_pack("{s:s, s:s}", "type", "text", "text",
                           "[an audio attachment this model cannot hear]");
             break;
         }
-        bad |= !b || json_array_append_new(arr, b);
+        bad |= !b || pj_array_append_new(arr, b);
     }
     if (bad) {
-        json_decref(arr);
+        pj_decref(arr);
         return NULL;
     }
     return arr;
 }
 
 char *pm__anthropic_body(const pm_request *req, bool stream, pm_error *err) {
-    json_t *root = json_object(), *msgs = json_array();
+    pj_t *root = pj_object(), *msgs = pj_array();
     pb_buf system = {0};
     int bad = !root || !msgs;
     if (req->system && *req->system) bad |= !pb_buf_put(&system, req->system, strlen(req->system));
-    json_t *last = NULL;
+    pj_t *last = NULL;
     const char *last_role = NULL;
     for (size_t i = 0; !bad && i < req->nmessages; i++) {
         const pm_message *m = &req->messages[i];
@@ -86,50 +86,50 @@ char *pm__anthropic_body(const pm_request *req, bool stream, pm_error *err) {
             continue;
         }
         const char *role = m->role == PM_ROLE_ASSISTANT ? "assistant" : "user";
-        json_t *blocks = blocks_of(m);
+        pj_t *blocks = blocks_of(m);
         if (!blocks) {
             bad = 1;
             break;
         }
-        if (json_array_size(blocks) == 0) {
-            json_decref(blocks);
+        if (pj_array_size(blocks) == 0) {
+            pj_decref(blocks);
             continue;
         }
         /* the API wants alternating roles: merge consecutive same-role messages */
         if (last && strcmp(last_role, role) == 0) {
-            bad |= json_array_extend(json_object_get(last, "content"), blocks);
-            json_decref(blocks);
+            bad |= pj_array_extend(pj_object_get(last, "content"), blocks);
+            pj_decref(blocks);
             continue;
         }
-        last = json_pack("{s:s, s:o}", "role", role, "content", blocks);
+        last = pj_pack("{s:s, s:o}", "role", role, "content", blocks);
         last_role = role;
-        bad |= !last || json_array_append_new(msgs, last);
+        bad |= !last || pj_array_append_new(msgs, last);
     }
     if (!bad) {
-        bad |= json_object_set_new(root, "model", json_string(req->model));
-        bad |= json_object_set_new(
+        bad |= pj_object_set_new(root, "model", pj_string(req->model));
+        bad |= pj_object_set_new(
             root, "max_tokens",
-            json_integer(req->max_tokens > 0 ? req->max_tokens : DEFAULT_MAX_TOKENS));
-        if (system.len) bad |= json_object_set_new(root, "system", json_string(system.p));
-        bad |= json_object_set(root, "messages", msgs);
+            pj_integer(req->max_tokens > 0 ? req->max_tokens : DEFAULT_MAX_TOKENS));
+        if (system.len) bad |= pj_object_set_new(root, "system", pj_string(system.p));
+        bad |= pj_object_set(root, "messages", msgs);
     }
     for (size_t i = 0; !bad && i < req->ntools; i++) {
         const pm_tool_def *t = &req->tools[i];
-        json_t *tools = json_object_get(root, "tools");
+        pj_t *tools = pj_object_get(root, "tools");
         if (!tools) {
-            tools = json_array();
-            bad |= !tools || json_object_set_new(root, "tools", tools);
+            tools = pj_array();
+            bad |= !tools || pj_object_set_new(root, "tools", tools);
             if (bad) break;
         }
-        json_t *schema = pm__tool_schema(t, err);
+        pj_t *schema = pm__tool_schema(t, err);
         if (!schema) {
-            json_decref(msgs);
-            json_decref(root);
+            pj_decref(msgs);
+            pj_decref(root);
             pb_buf_free(&system);
             return NULL;
         }
-        bad |= json_array_append_new(
-            tools, json_pack("{s:s, s:s, s:o}", "name", t->name ? t->name : "", "description",
+        bad |= pj_array_append_new(
+            tools, pj_pack("{s:s, s:s, s:o}", "name", t->name ? t->name : "", "description",
                              t->description ? t->description : "", "input_schema", schema));
     }
     int budget = !req->reasoning_effort                     ? 0
@@ -141,16 +141,16 @@ char *pm__anthropic_body(const pm_request *req, bool stream, pm_error *err) {
         /* extended thinking: the budget must fit below max_tokens; no temperature */
         int mt = req->max_tokens > 0 ? req->max_tokens : DEFAULT_MAX_TOKENS;
         if (mt <= budget) mt = budget + DEFAULT_MAX_TOKENS;
-        bad |= json_object_set_new(root, "max_tokens", json_integer(mt));
-        bad |= json_object_set_new(
-            root, "thinking", json_pack("{s:s, s:i}", "type", "enabled", "budget_tokens", budget));
+        bad |= pj_object_set_new(root, "max_tokens", pj_integer(mt));
+        bad |= pj_object_set_new(
+            root, "thinking", pj_pack("{s:s, s:i}", "type", "enabled", "budget_tokens", budget));
     }
     if (!bad && req->temperature >= 0 && !budget)
-        bad |= json_object_set_new(root, "temperature", json_real(req->temperature));
-    if (!bad) bad |= json_object_set_new(root, "stream", json_boolean(stream));
-    char *out = bad ? NULL : json_dumps(root, JSON_COMPACT);
-    json_decref(msgs);
-    json_decref(root);
+        bad |= pj_object_set_new(root, "temperature", pj_real(req->temperature));
+    if (!bad) bad |= pj_object_set_new(root, "stream", pj_boolean(stream));
+    char *out = bad ? NULL : pj_dumps(root, PJ_COMPACT);
+    pj_decref(msgs);
+    pj_decref(root);
     pb_buf_free(&system);
     if (!out) pm__fail(err, PM_ERR_NOMEM, "out of memory building the request");
     return out;
@@ -158,14 +158,14 @@ char *pm__anthropic_body(const pm_request *req, bool stream, pm_error *err) {
 
 /* ---------------------------------------------------------------- answers */
 
-static void read_usage(pm__decoder *d, json_t *u) {
-    if (!json_is_object(u)) return;
+static void read_usage(pm__decoder *d, pj_t *u) {
+    if (!pj_is_object(u)) return;
     /* message_start carries input (+ cache) counts; message_delta the output count */
-    if (json_object_get(u, "input_tokens")) d->usage.input_tokens = pm__jint(u, "input_tokens");
-    if (json_object_get(u, "output_tokens")) d->usage.output_tokens = pm__jint(u, "output_tokens");
-    if (json_object_get(u, "cache_read_input_tokens"))
+    if (pj_object_get(u, "input_tokens")) d->usage.input_tokens = pm__jint(u, "input_tokens");
+    if (pj_object_get(u, "output_tokens")) d->usage.output_tokens = pm__jint(u, "output_tokens");
+    if (pj_object_get(u, "cache_read_input_tokens"))
         d->usage.cache_read_tokens = pm__jint(u, "cache_read_input_tokens");
-    if (json_object_get(u, "cache_creation_input_tokens"))
+    if (pj_object_get(u, "cache_creation_input_tokens"))
         d->usage.cache_write_tokens = pm__jint(u, "cache_creation_input_tokens");
 }
 
@@ -181,7 +181,7 @@ static size_t tool_pos(pm__decoder *d, pm__tool_acc *t) {
     return (size_t)(t - d->tools);
 }
 
-static int block_start(pm__decoder *d, int index, json_t *cb) {
+static int block_start(pm__decoder *d, int index, pj_t *cb) {
     const char *type = pm__jstr(cb, "type");
     if (!type) return 0;
     if (strcmp(type, "text") == 0) {
@@ -211,7 +211,7 @@ static int block_start(pm__decoder *d, int index, json_t *cb) {
     return 0; /* redacted_thinking, server tools: not represented */
 }
 
-static int block_delta(pm__decoder *d, int index, json_t *delta) {
+static int block_delta(pm__decoder *d, int index, pj_t *delta) {
     const char *type = pm__jstr(delta, "type"), *s;
     if (!type) return 0;
     if (strcmp(type, "text_delta") == 0 && (s = pm__jstr(delta, "text")))
@@ -236,25 +236,25 @@ static int block_delta(pm__decoder *d, int index, json_t *delta) {
     return 0;
 }
 
-int pm__anthropic_event(pm__decoder *d, json_t *obj) {
+int pm__anthropic_event(pm__decoder *d, pj_t *obj) {
     const char *type = pm__jstr(obj, "type");
-    json_t *idx = json_object_get(obj, "index");
-    int index = json_is_integer(idx) ? (int)json_integer_value(idx) : -1;
+    pj_t *idx = pj_object_get(obj, "index");
+    int index = pj_is_integer(idx) ? (int)pj_integer_value(idx) : -1;
     pm_response *r = d->sink->resp;
     if (!type) return pm__sink_fail(d->sink, PM_ERR_PROTOCOL, "event without a type");
     if (strcmp(type, "message_start") == 0) {
-        json_t *m = json_object_get(obj, "message");
+        pj_t *m = pj_object_get(obj, "message");
         const char *s;
         d->saw_start = true;
-        read_usage(d, json_object_get(m, "usage"));
+        read_usage(d, pj_object_get(m, "usage"));
         if ((s = pm__jstr(m, "id")) && !r->id) r->id = strdup(s);
         if ((s = pm__jstr(m, "model")) && !r->model) r->model = strdup(s);
         return 0;
     }
     if (strcmp(type, "content_block_start") == 0)
-        return block_start(d, index, json_object_get(obj, "content_block"));
+        return block_start(d, index, pj_object_get(obj, "content_block"));
     if (strcmp(type, "content_block_delta") == 0)
-        return block_delta(d, index, json_object_get(obj, "delta"));
+        return block_delta(d, index, pj_object_get(obj, "delta"));
     if (strcmp(type, "content_block_stop") == 0) {
         pm__tool_acc *t = pm__decoder_tool(d, index, false);
         if (t) return pm__tool_finish(d, t, tool_pos(d, t));
@@ -262,8 +262,8 @@ int pm__anthropic_event(pm__decoder *d, json_t *obj) {
         return 0;
     }
     if (strcmp(type, "message_delta") == 0) {
-        const char *s = pm__jstr(json_object_get(obj, "delta"), "stop_reason");
-        read_usage(d, json_object_get(obj, "usage"));
+        const char *s = pm__jstr(pj_object_get(obj, "delta"), "stop_reason");
+        read_usage(d, pj_object_get(obj, "usage"));
         if (s && set_stop(d, s)) return -1;
         d->saw_finish = true;
         return pm__emit_usage(d) || pm__emit_stop(d) ? -1 : 0;
@@ -273,7 +273,7 @@ int pm__anthropic_event(pm__decoder *d, json_t *obj) {
         return 0;
     }
     if (strcmp(type, "error") == 0) {
-        json_t *e = json_object_get(obj, "error");
+        pj_t *e = pj_object_get(obj, "error");
         const char *msg = pm__jstr(e, "message"), *etype = pm__jstr(e, "type");
         if (!msg) msg = "(no message)";
         if (d->sink->delivered == 0) {
@@ -291,13 +291,13 @@ int pm__anthropic_event(pm__decoder *d, json_t *obj) {
     return 0; /* ping and future event types */
 }
 
-int pm__anthropic_full(pm__decoder *d, json_t *obj) {
-    json_t *content = json_object_get(obj, "content");
-    if (!json_is_array(content))
+int pm__anthropic_full(pm__decoder *d, pj_t *obj) {
+    pj_t *content = pj_object_get(obj, "content");
+    if (!pj_is_array(content))
         return pm__sink_fail(d->sink, PM_ERR_PROTOCOL, "answer has no content array");
     size_t i;
-    json_t *b;
-    json_array_foreach(content, i, b) {
+    pj_t *b;
+    pj_array_foreach(content, i, b) {
         const char *type = pm__jstr(b, "type"), *s;
         if (!type) continue;
         if (strcmp(type, "text") == 0 && (s = pm__jstr(b, "text"))) {
@@ -310,8 +310,8 @@ int pm__anthropic_full(pm__decoder *d, json_t *obj) {
         } else if (strcmp(type, "tool_use") == 0) {
             pm__tool_acc *t = pm__decoder_tool(d, (int)i, true);
             const char *id = pm__jstr(b, "id"), *name = pm__jstr(b, "name");
-            json_t *input = json_object_get(b, "input");
-            char *args = input ? json_dumps(input, JSON_COMPACT) : strdup("{}");
+            pj_t *input = pj_object_get(b, "input");
+            char *args = input ? pj_dumps(input, PJ_COMPACT) : strdup("{}");
             int bad = !t || !args || !(t->id = strdup(id ? id : "")) ||
                       !(t->name = strdup(name ? name : "")) ||
                       !pb_buf_put(&t->args, args, strlen(args));
@@ -322,7 +322,7 @@ int pm__anthropic_full(pm__decoder *d, json_t *obj) {
     }
     const char *s;
     if ((s = pm__jstr(obj, "stop_reason")) && set_stop(d, s)) return -1;
-    read_usage(d, json_object_get(obj, "usage"));
+    read_usage(d, pj_object_get(obj, "usage"));
     pm_response *r = d->sink->resp;
     if ((s = pm__jstr(obj, "id")) && !r->id) r->id = strdup(s);
     if ((s = pm__jstr(obj, "model")) && !r->model) r->model = strdup(s);

@@ -19,20 +19,20 @@ pm_status pm__fail(pm_error *err, pm_status st, const char *fmt, ...) {
     return st;
 }
 
-const char *pm__jstr(json_t *obj, const char *key) {
-    json_t *v = json_object_get(obj, key);
-    return json_is_string(v) ? json_string_value(v) : NULL;
+const char *pm__jstr(pj_t *obj, const char *key) {
+    pj_t *v = pj_object_get(obj, key);
+    return pj_is_string(v) ? pj_string_value(v) : NULL;
 }
 
-int64_t pm__jint(json_t *obj, const char *key) {
-    json_t *v = json_object_get(obj, key);
-    return json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
+int64_t pm__jint(pj_t *obj, const char *key) {
+    pj_t *v = pj_object_get(obj, key);
+    return pj_is_integer(v) ? (int64_t)pj_integer_value(v) : 0;
 }
 
-json_t *pm__tool_schema(const pm_tool_def *t, pm_error *err) {
-    json_t *schema = json_loads(t->input_schema_json ? t->input_schema_json : "{}", 0, NULL);
-    if (json_is_object(schema)) return schema;
-    json_decref(schema);
+pj_t *pm__tool_schema(const pm_tool_def *t, pm_error *err) {
+    pj_t *schema = pj_loads(t->input_schema_json ? t->input_schema_json : "{}", 0, NULL);
+    if (pj_is_object(schema)) return schema;
+    pj_decref(schema);
     pm__fail(err, PM_ERR_ARG, "tool %s: input schema is not a JSON object",
              t->name ? t->name : "?");
     return NULL;

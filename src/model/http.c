@@ -136,12 +136,12 @@ CURLcode pm__perform(pm__attempt *a, const char *url, struct curl_slist *hdrs, c
 void pm__explain_body(pm_error *err, const pb_buf *body) {
     if (!err || !body->p) return;
     snprintf(err->body, sizeof err->body, "%s", body->p);
-    json_error_t je;
-    json_t *o = json_loadb(body->p, body->len, 0, &je);
-    const char *msg = pm__jstr(json_object_get(o, "error"), "message");
+    pj_error_t je;
+    pj_t *o = pj_loadb(body->p, body->len, 0, &je);
+    const char *msg = pm__jstr(pj_object_get(o, "error"), "message");
     if (msg) {
         size_t n = strlen(err->message);
         snprintf(err->message + n, sizeof err->message - n, ": %s", msg);
     }
-    json_decref(o);
+    pj_decref(o);
 }

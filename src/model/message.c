@@ -140,25 +140,25 @@ char *pm_message_text(const pm_message *m) {
 static const char *const part_types[] = {"text",  "thinking", "tool_call", "tool_result",
                                          "image", "audio",    "document"};
 
-static int set_str(json_t *o, const char *k, const char *v) {
-    return v ? json_object_set_new(o, k, json_string(v)) : 0;
+static int set_str(pj_t *o, const char *k, const char *v) {
+    return v ? pj_object_set_new(o, k, pj_string(v)) : 0;
 }
 
 char *pm_message_to_json(const pm_message *m) {
-    json_t *root = json_object(), *parts = json_array();
+    pj_t *root = pj_object(), *parts = pj_array();
     int bad = !root || !parts;
     if (!bad) {
-        bad |= json_object_set_new(root, "role", json_string(pm_role_name(m->role)));
-        bad |= json_object_set(root, "parts", parts);
+        bad |= pj_object_set_new(root, "role", pj_string(pm_role_name(m->role)));
+        bad |= pj_object_set(root, "parts", parts);
     }
     for (size_t i = 0; !bad && i < m->nparts; i++) {
         const pm_part *p = &m->parts[i];
-        json_t *o = json_object();
+        pj_t *o = pj_object();
         if (!o) {
             bad = 1;
             break;
         }
-        bad |= json_object_set_new(o, "type", json_string(part_types[p->kind]));
+        bad |= pj_object_set_new(o, "type", pj_string(part_types[p->kind]));
         switch (p->kind) {
         case PM_PART_TEXT: bad |= set_str(o, "text", p->text ? p->text : ""); break;
         case PM_PART_THINKING:
@@ -173,7 +173,7 @@ char *pm_message_to_json(const pm_message *m) {
         case PM_PART_TOOL_RESULT:
             bad |= set_str(o, "id", p->id ? p->id : "");
             bad |= set_str(o, "text", p->text ? p->text : "");
-            bad |= json_object_set_new(o, "is_error", json_boolean(p->is_error));
+            bad |= pj_object_set_new(o, "is_error", pj_boolean(p->is_error));
             break;
         case PM_PART_IMAGE:
         case PM_PART_AUDIO:
@@ -182,29 +182,29 @@ char *pm_message_to_json(const pm_message *m) {
             bad |= set_str(o, "data", p->text ? p->text : "");
             break;
         }
-        bad |= json_array_append_new(parts, o);
+        bad |= pj_array_append_new(parts, o);
     }
-    char *out = bad ? NULL : json_dumps(root, JSON_COMPACT | JSON_ENSURE_ASCII);
-    json_decref(parts);
-    json_decref(root);
+    char *out = bad ? NULL : pj_dumps(root, PJ_COMPACT | PJ_ENSURE_ASCII);
+    pj_decref(parts);
+    pj_decref(root);
     return out;
 }
 
 pm_status pm_message_from_json(const char *json, pm_message *m, pm_error *err) {
     pm_message_init(m, PM_ROLE_USER);
-    json_error_t je;
-    json_t *root = json ? json_loads(json, 0, &je) : NULL;
+    pj_error_t je;
+    pj_t *root = json ? pj_loads(json, 0, &je) : NULL;
     if (!root) return pm__fail(err, PM_ERR_PROTOCOL, "message JSON does not parse");
     pm_status st = PM_OK;
-    json_t *parts = json_object_get(root, "parts");
-    if (!json_is_object(root) || !pm_role_parse(pm__jstr(root, "role"), &m->role) ||
-        !json_is_array(parts)) {
+    pj_t *parts = pj_object_get(root, "parts");
+    if (!pj_is_object(root) || !pm_role_parse(pm__jstr(root, "role"), &m->role) ||
+        !pj_is_array(parts)) {
         st = pm__fail(err, PM_ERR_PROTOCOL, "message JSON needs \"role\" and \"parts\"");
         goto out;
     }
     size_t i;
-    json_t *o;
-    json_array_foreach(parts, i, o) {
+    pj_t *o;
+    pj_array_foreach(parts, i, o) {
         const char *type = pm__jstr(o, "type");
         if (!type) {
             st = pm__fail(err, PM_ERR_PROTOCOL, "part %zu has no type", i);
@@ -219,7 +219,7 @@ pm_status pm_message_from_json(const char *json, pm_message *m, pm_error *err) {
                                           pm__jstr(o, "arguments"));
         else if (strcmp(type, "tool_result") == 0)
             st = pm_message_add_tool_result(m, pm__jstr(o, "id"), pm__jstr(o, "text"),
-                                            json_is_true(json_object_get(o, "is_error")));
+                                            pj_is_true(pj_object_get(o, "is_error")));
         else if (strcmp(type, "image") == 0 && pm__jstr(o, "data"))
             st = pm_message_add_image(m, pm__jstr(o, "mime"), pm__jstr(o, "data"));
         else if (strcmp(type, "audio") == 0 && pm__jstr(o, "data"))
@@ -232,7 +232,7 @@ pm_status pm_message_from_json(const char *json, pm_message *m, pm_error *err) {
         if (st != PM_OK) break;
     }
 out:
-    json_decref(root);
+    pj_decref(root);
     if (st != PM_OK) pm_message_clear(m);
     return st;
 }

@@ -11,7 +11,7 @@
 #include "peri/base.h"
 
 #include <curl/curl.h>
-#include <jansson.h>
+#include "peri/json.h"
 
 /* ---------------------------------------------------------------- byte buffer */
 
@@ -110,21 +110,21 @@ int pm__decode_eof(pm__decoder *d);
 /* Whole non-streaming JSON body into the sink (no callback). */
 int pm__decode_full(pm__decoder *d, const char *body, size_t len);
 
-int pm__openai_chunk(pm__decoder *d, json_t *obj);
-int pm__openai_full(pm__decoder *d, json_t *obj);
-int pm__anthropic_event(pm__decoder *d, json_t *obj);
-int pm__anthropic_full(pm__decoder *d, json_t *obj);
+int pm__openai_chunk(pm__decoder *d, pj_t *obj);
+int pm__openai_full(pm__decoder *d, pj_t *obj);
+int pm__anthropic_event(pm__decoder *d, pj_t *obj);
+int pm__anthropic_full(pm__decoder *d, pj_t *obj);
 
 /* Request bodies (malloc'd JSON text). */
 char *pm__openai_body(const pm_request *req, bool stream, pm_error *err);
 char *pm__anthropic_body(const pm_request *req, bool stream, pm_error *err);
 
-/* jansson helpers */
-const char *pm__jstr(json_t *obj, const char *key); /* string value or NULL */
-int64_t pm__jint(json_t *obj, const char *key);     /* integer value or 0 */
+/* JSON helpers */
+const char *pm__jstr(pj_t *obj, const char *key); /* string value or NULL */
+int64_t pm__jint(pj_t *obj, const char *key);     /* integer value or 0 */
 /* A tool's input schema ("{}" when none) as a JSON object (new reference), or NULL with
  * err set (PM_ERR_ARG) when it is not one: both request builders send it. */
-json_t *pm__tool_schema(const pm_tool_def *t, pm_error *err);
+pj_t *pm__tool_schema(const pm_tool_def *t, pm_error *err);
 
 /* ---------------------------------------------------------------- client and HTTP */
 

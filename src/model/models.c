@@ -92,21 +92,21 @@ pm_status pm_list_models(const pm_config *cfg, long timeout_ms, char ***ids, siz
         if (err) err->http_status = status;
         goto out;
     }
-    json_t *doc = b.b.p ? json_loadb(b.b.p, b.b.len, 0, NULL) : NULL;
-    json_t *data = json_object_get(doc, "data");
-    if (!json_is_array(data)) {
-        json_decref(doc);
+    pj_t *doc = b.b.p ? pj_loadb(b.b.p, b.b.len, 0, NULL) : NULL;
+    pj_t *data = pj_object_get(doc, "data");
+    if (!pj_is_array(data)) {
+        pj_decref(doc);
         st = pm__fail(err, PM_ERR_PROTOCOL, "the model list has no \"data\" array");
         goto out;
     }
-    size_t cnt = json_array_size(data) < PM_MODELS_MAX ? json_array_size(data) : PM_MODELS_MAX;
+    size_t cnt = pj_array_size(data) < PM_MODELS_MAX ? pj_array_size(data) : PM_MODELS_MAX;
     char **out = calloc(cnt ? cnt : 1, sizeof *out);
     size_t k = 0;
     for (size_t i = 0; out && i < cnt; i++) {
-        const char *id = json_string_value(json_object_get(json_array_get(data, i), "id"));
+        const char *id = pj_string_value(pj_object_get(pj_array_get(data, i), "id"));
         if (id && id_ok(id) && (out[k] = strdup(id))) k++;
     }
-    json_decref(doc);
+    pj_decref(doc);
     if (!out) {
         st = pm__fail(err, PM_ERR_NOMEM, "out of memory");
         goto out;

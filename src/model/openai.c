@@ -11,7 +11,7 @@
 
 /* ---------------------------------------------------------------- request */
 
-static json_t *text_of(const pm_message *m) {
+static pj_t *text_of(const pm_message *m) {
     pb_buf b = {0};
     for (size_t i = 0; i < m->nparts; i++) {
         const pm_part *p = &m->parts[i];
@@ -20,7 +20,7 @@ static json_t *text_of(const pm_message *m) {
             return NULL;
         }
     }
-    json_t *s = json_string(b.p ? b.p : "");
+    pj_t *s = pj_string(b.p ? b.p : "");
     pb_buf_free(&b);
     return s;
 }
@@ -36,16 +36,16 @@ static char *data_url(const pm_part *p, const char *dflt) {
     return url;
 }
 
-static int add_message(json_t *arr, const pm_message *m) {
+static int add_message(pj_t *arr, const pm_message *m) {
     int bad = 0;
     if (m->role == PM_ROLE_TOOL || m->role == PM_ROLE_USER) {
         /* tool results become one "tool" message each (OpenAI has no result blocks) */
         for (size_t i = 0; i < m->nparts; i++) {
             const pm_part *p = &m->parts[i];
             if (p->kind != PM_PART_TOOL_RESULT) continue;
-            json_t *o = json_pack("{s:s, s:s, s:s}", "role", "tool", "tool_call_id",
+            pj_t *o = pj_pack("{s:s, s:s, s:s}", "role", "tool", "tool_call_id",
                                   p->id ? p->id : "", "content", p->text ? p->text : "");
-            bad |= !o || json_array_append_new(arr, o);
+            bad |= !o || pj_array_append_new(arr, o);
         }
         if (m->role == PM_ROLE_TOOL) return bad;
         bool has_text = false;
@@ -54,128 +54,128 @@ static int add_message(json_t *arr, const pm_message *m) {
                         m->parts[i].kind == PM_PART_AUDIO || m->parts[i].kind == PM_PART_DOCUMENT;
         if (!has_text && m->nparts > 0) return bad;
     }
-    json_t *o = json_object();
+    pj_t *o = pj_object();
     if (!o) return 1;
-    bad |= json_object_set_new(o, "role", json_string(pm_role_name(m->role)));
+    bad |= pj_object_set_new(o, "role", pj_string(pm_role_name(m->role)));
     bool has_image = false;
     for (size_t i = 0; i < m->nparts; i++)
         has_image |= m->parts[i].kind == PM_PART_IMAGE || m->parts[i].kind == PM_PART_AUDIO ||
                      m->parts[i].kind == PM_PART_DOCUMENT;
     if (m->role == PM_ROLE_USER && has_image) {
         /* content parts: text and image_url (data URL) in order */
-        json_t *parts = json_array();
+        pj_t *parts = pj_array();
         bad |= !parts;
         for (size_t i = 0; parts && i < m->nparts; i++) {
             const pm_part *p = &m->parts[i];
-            json_t *c = NULL;
+            pj_t *c = NULL;
             if (p->kind == PM_PART_TEXT && p->text && *p->text) {
-                c = json_pack("{s:s, s:s}", "type", "text", "text", p->text);
+                c = pj_pack("{s:s, s:s}", "type", "text", "text", p->text);
             } else if (p->kind == PM_PART_IMAGE) {
                 char *url = data_url(p, "image/png");
-                c = url ? json_pack("{s:s, s:{s:s}}", "type", "image_url", "image_url", "url", url)
+                c = url ? pj_pack("{s:s, s:{s:s}}", "type", "image_url", "image_url", "url", url)
                         : NULL;
                 free(url);
             } else if (p->kind == PM_PART_AUDIO) {
                 /* input_audio: the format from the MIME type (wav or mp3) */
                 const char *mime = p->name ? p->name : "audio/wav";
                 const char *fmt = strstr(mime, "mp3") || strstr(mime, "mpeg") ? "mp3" : "wav";
-                c = json_pack("{s:s, s:{s:s, s:s}}", "type", "input_audio", "input_audio", "data",
+                c = pj_pack("{s:s, s:{s:s, s:s}}", "type", "input_audio", "input_audio", "data",
                               p->text ? p->text : "", "format", fmt);
             } else if (p->kind == PM_PART_DOCUMENT) {
                 char *url = data_url(p, "application/pdf");
-                c = url ? json_pack("{s:s, s:{s:s, s:s}}", "type", "file", "file", "filename",
+                c = url ? pj_pack("{s:s, s:{s:s, s:s}}", "type", "file", "file", "filename",
                                     "document.pdf", "file_data", url)
                         : NULL;
                 free(url);
             } else {
                 continue;
             }
-            bad |= !c || json_array_append_new(parts, c);
+            bad |= !c || pj_array_append_new(parts, c);
         }
-        bad |= json_object_set_new(o, "content", parts);
-        return bad | json_array_append_new(arr, o);
+        bad |= pj_object_set_new(o, "content", parts);
+        return bad | pj_array_append_new(arr, o);
     }
     if (m->role != PM_ROLE_ASSISTANT) {
-        bad |= json_object_set_new(o, "content", text_of(m));
-        return bad | json_array_append_new(arr, o);
+        bad |= pj_object_set_new(o, "content", text_of(m));
+        return bad | pj_array_append_new(arr, o);
     }
-    json_t *calls = json_array();
+    pj_t *calls = pj_array();
     bool has_text = false;
     for (size_t i = 0; calls && i < m->nparts; i++) {
         const pm_part *p = &m->parts[i];
         if (p->kind == PM_PART_TEXT && p->text && *p->text) has_text = true;
         if (p->kind != PM_PART_TOOL_CALL) continue;
-        json_t *c = json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", p->id ? p->id : "", "type",
+        pj_t *c = pj_pack("{s:s, s:s, s:{s:s, s:s}}", "id", p->id ? p->id : "", "type",
                               "function", "function", "name", p->name ? p->name : "", "arguments",
                               p->arguments ? p->arguments : "{}");
-        bad |= !c || json_array_append_new(calls, c);
+        bad |= !c || pj_array_append_new(calls, c);
     }
     bad |= !calls;
-    bad |= json_object_set_new(o, "content", has_text ? text_of(m) : json_null());
-    if (calls && json_array_size(calls) > 0)
-        bad |= json_object_set_new(o, "tool_calls", calls);
+    bad |= pj_object_set_new(o, "content", has_text ? text_of(m) : pj_null());
+    if (calls && pj_array_size(calls) > 0)
+        bad |= pj_object_set_new(o, "tool_calls", calls);
     else
-        json_decref(calls);
-    return bad | json_array_append_new(arr, o);
+        pj_decref(calls);
+    return bad | pj_array_append_new(arr, o);
 }
 
 char *pm__openai_body(const pm_request *req, bool stream, pm_error *err) {
-    json_t *root = json_object(), *msgs = json_array();
+    pj_t *root = pj_object(), *msgs = pj_array();
     int bad = !root || !msgs;
     if (!bad) {
-        bad |= json_object_set_new(root, "model", json_string(req->model));
+        bad |= pj_object_set_new(root, "model", pj_string(req->model));
         if (req->system && *req->system)
-            bad |= json_array_append_new(
-                msgs, json_pack("{s:s, s:s}", "role", "system", "content", req->system));
+            bad |= pj_array_append_new(
+                msgs, pj_pack("{s:s, s:s}", "role", "system", "content", req->system));
         for (size_t i = 0; !bad && i < req->nmessages; i++)
             bad |= add_message(msgs, &req->messages[i]);
-        bad |= json_object_set(root, "messages", msgs);
+        bad |= pj_object_set(root, "messages", msgs);
     }
     if (!bad && req->ntools > 0) {
-        json_t *tools = json_array();
+        pj_t *tools = pj_array();
         bad |= !tools;
         for (size_t i = 0; !bad && i < req->ntools; i++) {
             const pm_tool_def *t = &req->tools[i];
-            json_t *schema = pm__tool_schema(t, err);
+            pj_t *schema = pm__tool_schema(t, err);
             if (!schema) {
-                json_decref(tools);
-                json_decref(msgs);
-                json_decref(root);
+                pj_decref(tools);
+                pj_decref(msgs);
+                pj_decref(root);
                 return NULL;
             }
-            json_t *fn = json_pack("{s:s, s:s, s:o}", "name", t->name ? t->name : "", "description",
+            pj_t *fn = pj_pack("{s:s, s:s, s:o}", "name", t->name ? t->name : "", "description",
                                    t->description ? t->description : "", "parameters", schema);
-            bad |= !fn || json_array_append_new(
-                              tools, json_pack("{s:s, s:o}", "type", "function", "function", fn));
+            bad |= !fn || pj_array_append_new(
+                              tools, pj_pack("{s:s, s:o}", "type", "function", "function", fn));
         }
-        bad |= json_object_set_new(root, "tools", tools);
+        bad |= pj_object_set_new(root, "tools", tools);
     }
     if (!bad && req->max_tokens > 0)
-        bad |= json_object_set_new(root, "max_tokens", json_integer(req->max_tokens));
+        bad |= pj_object_set_new(root, "max_tokens", pj_integer(req->max_tokens));
     if (!bad && req->temperature >= 0)
-        bad |= json_object_set_new(root, "temperature", json_real(req->temperature));
+        bad |= pj_object_set_new(root, "temperature", pj_real(req->temperature));
     if (!bad && req->reasoning_effort)
-        bad |= json_object_set_new(root, "reasoning_effort", json_string(req->reasoning_effort));
+        bad |= pj_object_set_new(root, "reasoning_effort", pj_string(req->reasoning_effort));
     if (!bad) {
-        bad |= json_object_set_new(root, "stream", json_boolean(stream));
+        bad |= pj_object_set_new(root, "stream", pj_boolean(stream));
         if (stream)
             bad |=
-                json_object_set_new(root, "stream_options", json_pack("{s:b}", "include_usage", 1));
+                pj_object_set_new(root, "stream_options", pj_pack("{s:b}", "include_usage", 1));
     }
-    char *out = bad ? NULL : json_dumps(root, JSON_COMPACT);
-    json_decref(msgs);
-    json_decref(root);
+    char *out = bad ? NULL : pj_dumps(root, PJ_COMPACT);
+    pj_decref(msgs);
+    pj_decref(root);
     if (!out) pm__fail(err, PM_ERR_NOMEM, "out of memory building the request");
     return out;
 }
 
 /* ---------------------------------------------------------------- answers */
 
-static void read_usage(pm__decoder *d, json_t *u) {
+static void read_usage(pm__decoder *d, pj_t *u) {
     d->usage.input_tokens = pm__jint(u, "prompt_tokens");
     d->usage.output_tokens = pm__jint(u, "completion_tokens");
     d->usage.cache_read_tokens =
-        pm__jint(json_object_get(u, "prompt_tokens_details"), "cached_tokens");
+        pm__jint(pj_object_get(u, "prompt_tokens_details"), "cached_tokens");
 }
 
 static int set_finish(pm__decoder *d, const char *finish) {
@@ -189,7 +189,7 @@ static int set_finish(pm__decoder *d, const char *finish) {
 
 /* A stream delta's or the whole message's texts: reasoning_content (or alt_reasoning,
  * when given) as thinking, then content. 0 or -1. */
-static int emit_texts(pm__decoder *d, json_t *m, const char *alt_reasoning) {
+static int emit_texts(pm__decoder *d, pj_t *m, const char *alt_reasoning) {
     const char *s;
     if ((s = pm__jstr(m, "reasoning_content")) ||
         (alt_reasoning && (s = pm__jstr(m, alt_reasoning))))
@@ -199,12 +199,12 @@ static int emit_texts(pm__decoder *d, json_t *m, const char *alt_reasoning) {
     return 0;
 }
 
-static int tool_delta(pm__decoder *d, json_t *tc) {
-    json_t *idx = json_object_get(tc, "index");
-    int index = json_is_integer(idx) ? (int)json_integer_value(idx) : (int)d->ntools;
+static int tool_delta(pm__decoder *d, pj_t *tc) {
+    pj_t *idx = pj_object_get(tc, "index");
+    int index = pj_is_integer(idx) ? (int)pj_integer_value(idx) : (int)d->ntools;
     pm__tool_acc *t = pm__decoder_tool(d, index, true);
     if (!t) return pm__sink_fail(d->sink, PM_ERR_NOMEM, "out of memory");
-    json_t *fn = json_object_get(tc, "function");
+    pj_t *fn = pj_object_get(tc, "function");
     const char *id = pm__jstr(tc, "id"), *name = pm__jstr(fn, "name");
     const char *args = pm__jstr(fn, "arguments");
     if (id && !t->id && !(t->id = strdup(id)))
@@ -234,16 +234,16 @@ static int tool_delta(pm__decoder *d, json_t *tc) {
     return 0;
 }
 
-int pm__openai_chunk(pm__decoder *d, json_t *obj) {
+int pm__openai_chunk(pm__decoder *d, pj_t *obj) {
     pm_response *r = d->sink->resp;
     const char *rid = pm__jstr(obj, "id"), *rmodel = pm__jstr(obj, "model");
     if (rid && !r->id && !(r->id = strdup(rid)))
         return pm__sink_fail(d->sink, PM_ERR_NOMEM, "out of memory");
     if (rmodel && !r->model && !(r->model = strdup(rmodel)))
         return pm__sink_fail(d->sink, PM_ERR_NOMEM, "out of memory");
-    json_t *e = json_object_get(obj, "error");
+    pj_t *e = pj_object_get(obj, "error");
     if (e) {
-        const char *msg = json_is_string(e) ? json_string_value(e) : pm__jstr(e, "message");
+        const char *msg = pj_is_string(e) ? pj_string_value(e) : pm__jstr(e, "message");
         pm_stream_event ev = {
             .kind = PM_EV_ERROR, .text = msg ? msg : "error", .len = strlen(msg ? msg : "error")};
         if (d->sink->delivered == 0)
@@ -253,14 +253,14 @@ int pm__openai_chunk(pm__decoder *d, json_t *obj) {
         return pm__sink_fail(d->sink, PM_ERR_PROTOCOL, "provider error in stream: %s",
                              msg ? msg : "(no message)");
     }
-    json_t *choices = json_object_get(obj, "choices");
-    json_t *c0 = json_array_get(choices, 0);
+    pj_t *choices = pj_object_get(obj, "choices");
+    pj_t *c0 = pj_array_get(choices, 0);
     if (c0) {
-        json_t *delta = json_object_get(c0, "delta");
+        pj_t *delta = pj_object_get(c0, "delta");
         if (emit_texts(d, delta, "reasoning")) return -1;
         size_t i;
-        json_t *tc;
-        json_array_foreach(json_object_get(delta, "tool_calls"), i, tc) {
+        pj_t *tc;
+        pj_array_foreach(pj_object_get(delta, "tool_calls"), i, tc) {
             if (tool_delta(d, tc)) return -1;
         }
         const char *finish = pm__jstr(c0, "finish_reason");
@@ -271,37 +271,37 @@ int pm__openai_chunk(pm__decoder *d, json_t *obj) {
             if (pm__emit_stop(d)) return -1;
         }
     }
-    json_t *u = json_object_get(obj, "usage");
-    if (json_is_object(u)) {
+    pj_t *u = pj_object_get(obj, "usage");
+    if (pj_is_object(u)) {
         read_usage(d, u);
         if (pm__emit_usage(d)) return -1;
     }
     return 0;
 }
 
-int pm__openai_full(pm__decoder *d, json_t *obj) {
-    json_t *c0 = json_array_get(json_object_get(obj, "choices"), 0);
-    json_t *msg = json_object_get(c0, "message");
-    if (!json_is_object(msg))
+int pm__openai_full(pm__decoder *d, pj_t *obj) {
+    pj_t *c0 = pj_array_get(pj_object_get(obj, "choices"), 0);
+    pj_t *msg = pj_object_get(c0, "message");
+    if (!pj_is_object(msg))
         return pm__sink_fail(d->sink, PM_ERR_PROTOCOL, "answer has no choices[0].message");
     if (emit_texts(d, msg, NULL)) return -1;
     size_t i;
-    json_t *tc;
-    json_array_foreach(json_object_get(msg, "tool_calls"), i, tc) {
-        json_t *copy = json_deep_copy(tc);
-        if (!copy || json_object_set_new(copy, "index", json_integer((json_int_t)i))) {
-            json_decref(copy);
+    pj_t *tc;
+    pj_array_foreach(pj_object_get(msg, "tool_calls"), i, tc) {
+        pj_t *copy = pj_deep_copy(tc);
+        if (!copy || pj_object_set_new(copy, "index", pj_integer((pj_int_t)i))) {
+            pj_decref(copy);
             return pm__sink_fail(d->sink, PM_ERR_NOMEM, "out of memory");
         }
         int rc = tool_delta(d, copy);
-        json_decref(copy);
+        pj_decref(copy);
         if (rc) return -1;
     }
     for (size_t k = 0; k < d->ntools; k++)
         if (pm__tool_finish(d, &d->tools[k], k)) return -1;
     const char *s;
     if ((s = pm__jstr(c0, "finish_reason")) && set_finish(d, s)) return -1;
-    if (json_is_object(json_object_get(obj, "usage"))) read_usage(d, json_object_get(obj, "usage"));
+    if (pj_is_object(pj_object_get(obj, "usage"))) read_usage(d, pj_object_get(obj, "usage"));
     if (pm__emit_usage(d) || pm__emit_stop(d)) return -1;
     pm_response *r = d->sink->resp;
     if ((s = pm__jstr(obj, "id")) && !r->id) r->id = strdup(s);

@@ -206,16 +206,16 @@ int pm__emit_usage(pm__decoder *d) {
  * with "<bad>: <parser's reason>". */
 static int decode_object(pm__decoder *d, const char *text, size_t len, bool stream,
                          const char *bad) {
-    json_error_t je;
-    json_t *obj = json_loadb(text, len, 0, &je);
-    if (!json_is_object(obj)) {
-        json_decref(obj);
+    pj_error_t je;
+    pj_t *obj = pj_loadb(text, len, 0, &je);
+    if (!pj_is_object(obj)) {
+        pj_decref(obj);
         return pm__sink_fail(d->sink, PM_ERR_PROTOCOL, "%s: %s", bad, je.text);
     }
     bool openai = d->provider == PM_PROVIDER_OPENAI;
     int rc = stream ? (openai ? pm__openai_chunk(d, obj) : pm__anthropic_event(d, obj))
                     : (openai ? pm__openai_full(d, obj) : pm__anthropic_full(d, obj));
-    json_decref(obj);
+    pj_decref(obj);
     return rc;
 }
 

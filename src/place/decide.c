@@ -47,36 +47,36 @@ const char *pl_reason_name(pl_reason r) {
 
 /* ---------------------------------------------------------------- the record */
 
-static json_t *record(const pl_decision *d) {
-    json_t *o = json_object();
+static pj_t *record(const pl_decision *d) {
+    pj_t *o = pj_object();
     if (!o) return NULL;
     bool ok =
-        !json_object_set_new(o, "schema_version", json_string(PL_DECISION_SCHEMA)) &&
-        !json_object_set_new(o, "status", json_string(d->selected ? "selected" : "unavailable"));
+        !pj_object_set_new(o, "schema_version", pj_string(PL_DECISION_SCHEMA)) &&
+        !pj_object_set_new(o, "status", pj_string(d->selected ? "selected" : "unavailable"));
     if (ok && d->backend)
-        ok = !json_object_set_new(o, "backend", json_string(pl_backend_name(d->backend)));
-    ok = ok && !json_object_set_new(o, "reason", json_string(pl_reason_name(d->reason))) &&
-         !json_object_set_new(o, "analyzer_version", json_string(PL_ANALYZER_VERSION)) &&
-         !json_object_set_new(o, "request_sha256", json_string(d->request_sha256));
+        ok = !pj_object_set_new(o, "backend", pj_string(pl_backend_name(d->backend)));
+    ok = ok && !pj_object_set_new(o, "reason", pj_string(pl_reason_name(d->reason))) &&
+         !pj_object_set_new(o, "analyzer_version", pj_string(PL_ANALYZER_VERSION)) &&
+         !pj_object_set_new(o, "request_sha256", pj_string(d->request_sha256));
     if (ok && d->runtime_profile[0])
-        ok = !json_object_set_new(o, "runtime_profile", json_string(d->runtime_profile)) &&
-             !json_object_set_new(o, "runtime_sha256", json_string(d->runtime_sha256));
-    ok = ok && !json_object_set_new(o, "state_class", json_string(pl__state_name(d->state_class)));
+        ok = !pj_object_set_new(o, "runtime_profile", pj_string(d->runtime_profile)) &&
+             !pj_object_set_new(o, "runtime_sha256", pj_string(d->runtime_sha256));
+    ok = ok && !pj_object_set_new(o, "state_class", pj_string(pl__state_name(d->state_class)));
     if (ok && d->parent_decision_id[0])
-        ok = !json_object_set_new(o, "parent_decision_id", json_string(d->parent_decision_id));
-    if (ok && d->unsandboxed) ok = !json_object_set_new(o, "unsandboxed", json_true());
+        ok = !pj_object_set_new(o, "parent_decision_id", pj_string(d->parent_decision_id));
+    if (ok && d->unsandboxed) ok = !pj_object_set_new(o, "unsandboxed", pj_true());
     if (!ok) {
-        json_decref(o);
+        pj_decref(o);
         return NULL;
     }
     return o;
 }
 
 void pl_decision_seal(pl_decision *d) {
-    json_t *o = record(d);
+    pj_t *o = record(d);
     size_t n = 0;
     char *s = pl__json_dump(o, &n);
-    json_decref(o);
+    pj_decref(o);
     if (!s) {
         d->identity[0] = 0;
         return;
@@ -86,11 +86,11 @@ void pl_decision_seal(pl_decision *d) {
 }
 
 char *pl_decision_json(const pl_decision *d, size_t *len) {
-    json_t *o = record(d);
+    pj_t *o = record(d);
     if (!o) return NULL;
     char *s = NULL;
-    if (!json_object_set_new(o, "identity", json_string(d->identity))) s = pl__json_dump(o, len);
-    json_decref(o);
+    if (!pj_object_set_new(o, "identity", pj_string(d->identity))) s = pl__json_dump(o, len);
+    pj_decref(o);
     return s;
 }
 

@@ -17,18 +17,18 @@
 #define REASON      "required_features_unsupported"
 #define NOT_STARTED "not_started"
 
-static bool copy_str(json_t *v, char *dst, size_t cap, const char *field, pl_error *err) {
-    if (!json_is_string(v))
+static bool copy_str(pj_t *v, char *dst, size_t cap, const char *field, pl_error *err) {
+    if (!pj_is_string(v))
         return pl__fail(err, PL_ERR_OUTCOME, "outcome.%s: required string", field);
-    if (json_string_length(v) >= cap)
+    if (pj_string_length(v) >= cap)
         return pl__fail(err, PL_ERR_OUTCOME, "outcome.%s: too long", field);
-    memcpy(dst, json_string_value(v), json_string_length(v) + 1);
+    memcpy(dst, pj_string_value(v), pj_string_length(v) + 1);
     return true;
 }
 
 bool pl_outcome_decode(const char *json, size_t len, pl_outcome *out, pl_error *err) {
     memset(out, 0, sizeof *out);
-    json_t *root = pl__json_strict(json, len, "outcome", PL_ERR_OUTCOME, err);
+    pj_t *root = pl__json_strict(json, len, "outcome", PL_ERR_OUTCOME, err);
     if (!root) return false;
     bool ok = false;
     static const char *const keys[] = {"schema_version",
@@ -41,12 +41,12 @@ bool pl_outcome_decode(const char *json, size_t len, pl_outcome *out, pl_error *
                                        "evidence",
                                        NULL};
     const char *k;
-    json_t *v;
-    if (!json_is_object(root)) {
+    pj_t *v;
+    if (!pj_is_object(root)) {
         pl__fail(err, PL_ERR_OUTCOME, "outcome: not a JSON object");
         goto done;
     }
-    json_object_foreach(root, k, v) {
+    pj_object_foreach(root, k, v) {
         bool known = false;
         for (size_t i = 0; keys[i]; i++)
             known = known || strcmp(k, keys[i]) == 0;
@@ -56,56 +56,56 @@ bool pl_outcome_decode(const char *json, size_t len, pl_outcome *out, pl_error *
         }
     }
     for (size_t i = 0; keys[i]; i++)
-        if (!json_object_get(root, keys[i])) {
+        if (!pj_object_get(root, keys[i])) {
             pl__fail(err, PL_ERR_OUTCOME, "outcome.%s: missing", keys[i]);
             goto done;
         }
-    v = json_object_get(root, "schema_version");
-    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > UINT32_MAX) {
+    v = pj_object_get(root, "schema_version");
+    if (!pj_is_integer(v) || pj_integer_value(v) < 0 || pj_integer_value(v) > UINT32_MAX) {
         pl__fail(err, PL_ERR_OUTCOME, "outcome.schema_version: must be an unsigned integer");
         goto done;
     }
-    out->schema_version = (uint32_t)json_integer_value(v);
-    v = json_object_get(root, "escalation_required");
-    if (!json_is_boolean(v)) {
+    out->schema_version = (uint32_t)pj_integer_value(v);
+    v = pj_object_get(root, "escalation_required");
+    if (!pj_is_boolean(v)) {
         pl__fail(err, PL_ERR_OUTCOME, "outcome.escalation_required: must be a boolean");
         goto done;
     }
-    out->escalation_required = json_is_true(v);
-    if (!copy_str(json_object_get(root, "kind"), out->kind, sizeof out->kind, "kind", err) ||
-        !copy_str(json_object_get(root, "escalation_reason"), out->escalation_reason,
+    out->escalation_required = pj_is_true(v);
+    if (!copy_str(pj_object_get(root, "kind"), out->kind, sizeof out->kind, "kind", err) ||
+        !copy_str(pj_object_get(root, "escalation_reason"), out->escalation_reason,
                   sizeof out->escalation_reason, "escalation_reason", err) ||
-        !copy_str(json_object_get(root, "workspace_disposition"), out->workspace_disposition,
+        !copy_str(pj_object_get(root, "workspace_disposition"), out->workspace_disposition,
                   sizeof out->workspace_disposition, "workspace_disposition", err) ||
-        !copy_str(json_object_get(root, "effect_disposition"), out->effect_disposition,
+        !copy_str(pj_object_get(root, "effect_disposition"), out->effect_disposition,
                   sizeof out->effect_disposition, "effect_disposition", err))
         goto done;
-    v = json_object_get(root, "required_features");
-    if (!json_is_array(v)) {
+    v = pj_object_get(root, "required_features");
+    if (!pj_is_array(v)) {
         pl__fail(err, PL_ERR_OUTCOME, "outcome.required_features: must be an array");
         goto done;
     }
-    if (json_array_size(v) > PL_OUTCOME_FEATURES_MAX) {
+    if (pj_array_size(v) > PL_OUTCOME_FEATURES_MAX) {
         pl__fail(err, PL_ERR_OUTCOME, "outcome.required_features: too many");
         goto done;
     }
-    for (size_t i = 0; i < json_array_size(v); i++)
-        if (!copy_str(json_array_get(v, i), out->features[i], sizeof out->features[i],
+    for (size_t i = 0; i < pj_array_size(v); i++)
+        if (!copy_str(pj_array_get(v, i), out->features[i], sizeof out->features[i],
                       "required_features[]", err))
             goto done;
-    out->nfeatures = json_array_size(v);
-    v = json_object_get(root, "evidence");
-    if (!json_is_object(v) || json_object_size(v) != 1 || !json_object_get(v, "request_sha256")) {
+    out->nfeatures = pj_array_size(v);
+    v = pj_object_get(root, "evidence");
+    if (!pj_is_object(v) || pj_object_size(v) != 1 || !pj_object_get(v, "request_sha256")) {
         pl__fail(err, PL_ERR_OUTCOME,
                 "outcome.evidence: must be an object with only \"request_sha256\"");
         goto done;
     }
-    if (!copy_str(json_object_get(v, "request_sha256"), out->request_sha256,
+    if (!copy_str(pj_object_get(v, "request_sha256"), out->request_sha256,
                   sizeof out->request_sha256, "evidence.request_sha256", err))
         goto done;
     ok = true;
 done:
-    json_decref(root);
+    pj_decref(root);
     return ok;
 }
 
@@ -157,23 +157,23 @@ bool pl_outcome_validate(const pl_outcome *o, const char *raw, size_t raw_len, p
 }
 
 char *pl_outcome_json(const pl_outcome *o, size_t *len) {
-    json_t *j = json_object(), *f = json_array(), *ev = json_object();
+    pj_t *j = pj_object(), *f = pj_array(), *ev = pj_object();
     bool ok = j && f && ev;
     for (size_t i = 0; ok && i < o->nfeatures; i++)
-        ok = !json_array_append_new(f, json_string(o->features[i]));
-    ok = ok && !json_object_set_new(ev, "request_sha256", json_string(o->request_sha256));
-    ok = ok && !json_object_set_new(j, "schema_version", json_integer(o->schema_version)) &&
-         !json_object_set_new(j, "kind", json_string(o->kind)) &&
-         !json_object_set_new(j, "escalation_required", json_boolean(o->escalation_required)) &&
-         !json_object_set_new(j, "escalation_reason", json_string(o->escalation_reason)) &&
-         !json_object_set(j, "required_features", f) &&
-         !json_object_set_new(j, "workspace_disposition", json_string(o->workspace_disposition)) &&
-         !json_object_set_new(j, "effect_disposition", json_string(o->effect_disposition)) &&
-         !json_object_set(j, "evidence", ev);
+        ok = !pj_array_append_new(f, pj_string(o->features[i]));
+    ok = ok && !pj_object_set_new(ev, "request_sha256", pj_string(o->request_sha256));
+    ok = ok && !pj_object_set_new(j, "schema_version", pj_integer(o->schema_version)) &&
+         !pj_object_set_new(j, "kind", pj_string(o->kind)) &&
+         !pj_object_set_new(j, "escalation_required", pj_boolean(o->escalation_required)) &&
+         !pj_object_set_new(j, "escalation_reason", pj_string(o->escalation_reason)) &&
+         !pj_object_set(j, "required_features", f) &&
+         !pj_object_set_new(j, "workspace_disposition", pj_string(o->workspace_disposition)) &&
+         !pj_object_set_new(j, "effect_disposition", pj_string(o->effect_disposition)) &&
+         !pj_object_set(j, "evidence", ev);
     char *s = ok ? pl__json_dump(j, len) : NULL;
-    json_decref(f);
-    json_decref(ev);
-    json_decref(j);
+    pj_decref(f);
+    pj_decref(ev);
+    pj_decref(j);
     return s;
 }
 

@@ -9,7 +9,7 @@
 
 #include "peri/place.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -118,8 +118,8 @@ char *pl__utf8_lenient(const char *s, size_t n, size_t *out_len);
 
 /* The applied limits as {"cpu_ms","wall_ms","memory_mib","output_bytes"[,"processes"]}
  * and the capped bits as a sorted name array (new references, NULL on OOM). */
-json_t *pl__limits_json(const pl_limits *l, bool processes);
-json_t *pl__capped_json(unsigned capped);
+pj_t *pl__limits_json(const pl_limits *l, bool processes);
+pj_t *pl__capped_json(unsigned capped);
 /* The result's extra fields ("limits", "capped", "stopped_by") as JSON members
  * without braces ("" when none), to append to the room's own result text. Owned. */
 char *pl__result_extra_text(const pl_result *res, size_t *len);
@@ -127,10 +127,10 @@ char *pl__result_extra_text(const pl_result *res, size_t *len);
 /* "portable_value", ... */
 const char *pl__state_name(pl_state_class s);
 /* Strict JSON load (duplicate keys and trailing data rejected); NULL with *err. */
-json_t *pl__json_strict(const char *text, size_t len, const char *what, pl_code code,
+pj_t *pl__json_strict(const char *text, size_t len, const char *what, pl_code code,
                         pl_error *err);
 
-/* JSON emission with a fixed field order (jansson, compact, insertion order). */
-char *pl__json_dump(json_t *j, size_t *len);
+/* JSON emission with a fixed field order (pj_dumps, compact, insertion order). */
+char *pl__json_dump(pj_t *j, size_t *len);
 
 #endif

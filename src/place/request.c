@@ -129,7 +129,7 @@ bool pl_request_validate(const pl_request *r, pl_error *err) {
 
 typedef struct owned_request {
     pl_request r; /* first: pl_request_free casts back */
-    json_t *root;
+    pj_t *root;
     char *raw;
     const char **args;
     pl_file *files;
@@ -138,17 +138,17 @@ typedef struct owned_request {
 void pl_request_free(pl_request *r) {
     if (!r) return;
     owned_request *o = (owned_request *)r;
-    json_decref(o->root);
+    pj_decref(o->root);
     free(o->raw);
     free(o->args);
     free(o->files);
     free(o);
 }
 
-static bool only_keys(json_t *obj, const char *const *keys, const char *where, pl_error *err) {
+static bool only_keys(pj_t *obj, const char *const *keys, const char *where, pl_error *err) {
     const char *k;
-    json_t *v;
-    json_object_foreach(obj, k, v) {
+    pj_t *v;
+    pj_object_foreach(obj, k, v) {
         bool known = false;
         for (size_t i = 0; keys[i]; i++)
             known = known || strcmp(k, keys[i]) == 0;
@@ -157,110 +157,110 @@ static bool only_keys(json_t *obj, const char *const *keys, const char *where, p
     return true;
 }
 
-static bool get_u(json_t *lim, const char *key, uint64_t max, uint64_t *out, pl_error *err) {
-    json_t *v = json_object_get(lim, key);
+static bool get_u(pj_t *lim, const char *key, uint64_t max, uint64_t *out, pl_error *err) {
+    pj_t *v = pj_object_get(lim, key);
     if (!v) return true;
-    if (!json_is_integer(v) || json_integer_value(v) < 1 || (uint64_t)json_integer_value(v) > max)
+    if (!pj_is_integer(v) || pj_integer_value(v) < 1 || (uint64_t)pj_integer_value(v) > max)
         return pl__fail(err, PL_ERR_REQUEST, "limits.%s: an integer from 1 to %llu", key,
                        (unsigned long long)max);
-    *out = (uint64_t)json_integer_value(v);
+    *out = (uint64_t)pj_integer_value(v);
     return true;
 }
 
 static bool decode(owned_request *o, pl_error *err) {
     pl_request *r = &o->r;
-    json_t *root = o->root;
+    pj_t *root = o->root;
     static const char *const top[] = {"run_id",       "program",     "stdin",  "files",
                                       "requirements", "state_class", "limits", "network",
                                       "workspace",    "model_risk",  NULL};
-    if (!json_is_object(root)) return pl__fail(err, PL_ERR_REQUEST, "request: not a JSON object");
+    if (!pj_is_object(root)) return pl__fail(err, PL_ERR_REQUEST, "request: not a JSON object");
     if (!only_keys(root, top, "request", err)) return false;
-    json_t *v = json_object_get(root, "run_id");
-    if (!json_is_string(v)) return pl__fail(err, PL_ERR_REQUEST, "run_id: required string");
-    r->run_id = json_string_value(v);
-    json_t *prog = json_object_get(root, "program");
-    if (!json_is_object(prog)) return pl__fail(err, PL_ERR_REQUEST, "program: required object");
+    pj_t *v = pj_object_get(root, "run_id");
+    if (!pj_is_string(v)) return pl__fail(err, PL_ERR_REQUEST, "run_id: required string");
+    r->run_id = pj_string_value(v);
+    pj_t *prog = pj_object_get(root, "program");
+    if (!pj_is_object(prog)) return pl__fail(err, PL_ERR_REQUEST, "program: required object");
     static const char *const pk[] = {"wasm", "shell", "ruby", "python", "args", NULL};
     if (!only_keys(prog, pk, "program", err)) return false;
     int kinds = 0;
     const char *names[] = {"wasm", "shell", "ruby", "python"};
     for (int i = 0; i < 4; i++) {
-        json_t *p = json_object_get(prog, names[i]);
+        pj_t *p = pj_object_get(prog, names[i]);
         if (!p) continue;
-        if (!json_is_string(p))
+        if (!pj_is_string(p))
             return pl__fail(err, PL_ERR_REQUEST, "program.%s: must be a string", names[i]);
         kinds++;
         r->kind = (pl_program_kind)(PL_PROGRAM_WASM + i);
-        r->program = json_string_value(p);
+        r->program = pj_string_value(p);
     }
     if (kinds != 1)
         return pl__fail(err, PL_ERR_REQUEST,
                        "program: exactly one of \"wasm\", \"shell\", \"ruby\", \"python\"");
-    json_t *args = json_object_get(prog, "args");
+    pj_t *args = pj_object_get(prog, "args");
     if (args) {
         if (r->kind != PL_PROGRAM_WASM)
             return pl__fail(err, PL_ERR_REQUEST, "program.args: only for wasm programs");
-        if (!json_is_array(args))
+        if (!pj_is_array(args))
             return pl__fail(err, PL_ERR_REQUEST, "program.args: must be an array of strings");
-        size_t n = json_array_size(args);
+        size_t n = pj_array_size(args);
         o->args = calloc(n ? n : 1, sizeof *o->args);
         if (!o->args) return pl__fail(err, PL_ERR_HOST, "out of memory");
         for (size_t i = 0; i < n; i++) {
-            json_t *a = json_array_get(args, i);
-            if (!json_is_string(a))
+            pj_t *a = pj_array_get(args, i);
+            if (!pj_is_string(a))
                 return pl__fail(err, PL_ERR_REQUEST, "program.args[%zu]: must be a string", i);
-            o->args[i] = json_string_value(a);
+            o->args[i] = pj_string_value(a);
         }
         r->args = o->args;
         r->nargs = n;
     }
-    if ((v = json_object_get(root, "stdin"))) {
-        if (!json_is_string(v)) return pl__fail(err, PL_ERR_REQUEST, "stdin: must be a string");
-        r->stdin_data = json_string_value(v);
-        r->stdin_len = json_string_length(v);
+    if ((v = pj_object_get(root, "stdin"))) {
+        if (!pj_is_string(v)) return pl__fail(err, PL_ERR_REQUEST, "stdin: must be a string");
+        r->stdin_data = pj_string_value(v);
+        r->stdin_len = pj_string_length(v);
     }
-    if ((v = json_object_get(root, "files"))) {
-        if (!json_is_object(v))
+    if ((v = pj_object_get(root, "files"))) {
+        if (!pj_is_object(v))
             return pl__fail(err, PL_ERR_REQUEST, "files: must be an object of path to text");
-        size_t n = json_object_size(v), i = 0;
+        size_t n = pj_object_size(v), i = 0;
         o->files = calloc(n ? n : 1, sizeof *o->files);
         if (!o->files) return pl__fail(err, PL_ERR_HOST, "out of memory");
         const char *k;
-        json_t *t;
-        json_object_foreach(v, k, t) {
-            if (!json_is_string(t))
+        pj_t *t;
+        pj_object_foreach(v, k, t) {
+            if (!pj_is_string(t))
                 return pl__fail(err, PL_ERR_REQUEST, "files[\"%.200s\"]: must be a string", k);
-            o->files[i++] = (pl_file){k, json_string_value(t), json_string_length(t)};
+            o->files[i++] = (pl_file){k, pj_string_value(t), pj_string_length(t)};
         }
         r->files = o->files;
         r->nfiles = i;
     }
-    if ((v = json_object_get(root, "requirements"))) {
-        if (!json_is_array(v))
+    if ((v = pj_object_get(root, "requirements"))) {
+        if (!pj_is_array(v))
             return pl__fail(err, PL_ERR_REQUEST, "requirements: must be an array of strings");
-        for (size_t i = 0; i < json_array_size(v); i++) {
-            json_t *f = json_array_get(v, i);
-            int k = json_is_string(f) ? feature_index(json_string_value(f)) : -1;
+        for (size_t i = 0; i < pj_array_size(v); i++) {
+            pj_t *f = pj_array_get(v, i);
+            int k = pj_is_string(f) ? feature_index(pj_string_value(f)) : -1;
             if (k < 0) return pl__fail(err, PL_ERR_REQUEST, "requirements[%zu]: unknown feature", i);
             if (r->requirements & (1u << k))
                 return pl__fail(err, PL_ERR_REQUEST, "requirements: duplicate \"%s\"", FEATURES[k]);
             r->requirements |= 1u << k;
         }
     }
-    if ((v = json_object_get(root, "state_class"))) {
+    if ((v = pj_object_get(root, "state_class"))) {
         int k = -1;
-        for (int i = 0; i < 4 && json_is_string(v); i++)
-            if (strcmp(json_string_value(v), STATES[i]) == 0) k = i;
+        for (int i = 0; i < 4 && pj_is_string(v); i++)
+            if (strcmp(pj_string_value(v), STATES[i]) == 0) k = i;
         if (k < 0)
             return pl__fail(err, PL_ERR_REQUEST,
                            "state_class: one of portable_value, native_workspace_ref, "
                            "native_process_ref, opaque");
         r->state_class = (pl_state_class)k;
     }
-    if ((v = json_object_get(root, "limits"))) {
+    if ((v = pj_object_get(root, "limits"))) {
         static const char *const lk[] = {"cpu_ms",       "wall_ms",   "memory_mib",
                                          "output_bytes", "processes", NULL};
-        if (!json_is_object(v)) return pl__fail(err, PL_ERR_REQUEST, "limits: must be an object");
+        if (!pj_is_object(v)) return pl__fail(err, PL_ERR_REQUEST, "limits: must be an object");
         if (!only_keys(v, lk, "limits", err)) return false;
         uint64_t c = 0, w = 0, m = 0, b = 0, p = 0;
         if (!get_u(v, "cpu_ms", LIM_MS_MAX, &c, err) || !get_u(v, "wall_ms", LIM_MS_MAX, &w, err) ||
@@ -270,25 +270,25 @@ static bool decode(owned_request *o, pl_error *err) {
             return false;
         r->limits = (pl_limits){(uint32_t)c, (uint32_t)w, (uint32_t)m, b, (uint32_t)p};
     }
-    if ((v = json_object_get(root, "network"))) {
-        if (!json_is_boolean(v)) return pl__fail(err, PL_ERR_REQUEST, "network: must be a boolean");
-        r->network = json_is_true(v);
+    if ((v = pj_object_get(root, "network"))) {
+        if (!pj_is_boolean(v)) return pl__fail(err, PL_ERR_REQUEST, "network: must be a boolean");
+        r->network = pj_is_true(v);
     }
-    if ((v = json_object_get(root, "model_risk"))) {
-        if (!json_is_boolean(v))
+    if ((v = pj_object_get(root, "model_risk"))) {
+        if (!pj_is_boolean(v))
             return pl__fail(err, PL_ERR_REQUEST, "model_risk: must be a boolean");
-        r->model_risk = json_is_true(v);
+        r->model_risk = pj_is_true(v);
     }
-    if ((v = json_object_get(root, "workspace"))) {
-        if (!json_is_string(v)) return pl__fail(err, PL_ERR_REQUEST, "workspace: must be a string");
-        r->workspace = json_string_value(v);
+    if ((v = pj_object_get(root, "workspace"))) {
+        if (!pj_is_string(v)) return pl__fail(err, PL_ERR_REQUEST, "workspace: must be a string");
+        r->workspace = pj_string_value(v);
     }
     return pl_request_validate(r, err);
 }
 
-/* jansson's error text for a decode failure, with our wording for the cases the
+/* The JSON library's error text for a decode failure, with our wording for the cases the
  * contract names. */
-static bool load_error(const json_error_t *je, const char *what, pl_code code, pl_error *err) {
+static bool load_error(const pj_error_t *je, const char *what, pl_code code, pl_error *err) {
     if (strstr(je->text, "duplicate object key"))
         return pl__fail(err, code, "%s: duplicate key (%s)", what, je->text);
     if (strstr(je->text, "end of file expected"))
@@ -297,10 +297,10 @@ static bool load_error(const json_error_t *je, const char *what, pl_code code, p
     return pl__fail(err, code, "%s: invalid JSON: %s (line %d)", what, je->text, je->line);
 }
 
-json_t *pl__json_strict(const char *text, size_t len, const char *what, pl_code code,
+pj_t *pl__json_strict(const char *text, size_t len, const char *what, pl_code code,
                        pl_error *err) {
-    json_error_t je;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    pj_error_t je;
+    pj_t *root = pj_loadb(text, len, PJ_REJECT_DUPLICATES, &je);
     if (!root) load_error(&je, what, code, err);
     return root;
 }
@@ -326,64 +326,64 @@ pl_request *pl_request_parse(const char *json, size_t len, pl_error *err) {
 
 /* ---------------------------------------------------------------- canonical JSON */
 
-static bool add(json_t *o, const char *k, json_t *v) {
-    return v && json_object_set_new(o, k, v) == 0;
+static bool add(pj_t *o, const char *k, pj_t *v) {
+    return v && pj_object_set_new(o, k, v) == 0;
 }
 
 char *pl_request_json(const pl_request *r, size_t *len) {
-    json_t *o = json_object(), *prog = json_object();
-    bool ok = o && prog && add(o, "run_id", json_string(r->run_id));
+    pj_t *o = pj_object(), *prog = pj_object();
+    bool ok = o && prog && add(o, "run_id", pj_string(r->run_id));
     static const char *const kn[] = {"", "wasm", "shell", "ruby", "python"};
-    ok = ok && add(prog, kn[r->kind], json_string(r->program));
+    ok = ok && add(prog, kn[r->kind], pj_string(r->program));
     if (ok && r->nargs) {
-        json_t *a = json_array();
+        pj_t *a = pj_array();
         for (size_t i = 0; a && i < r->nargs; i++)
-            if (json_array_append_new(a, json_string(r->args[i]))) {
-                json_decref(a);
+            if (pj_array_append_new(a, pj_string(r->args[i]))) {
+                pj_decref(a);
                 a = NULL;
             }
         ok = add(prog, "args", a);
     }
-    ok = ok && add(o, "program", json_incref(prog));
-    if (ok && r->stdin_data) ok = add(o, "stdin", json_stringn(r->stdin_data, r->stdin_len));
+    ok = ok && add(o, "program", pj_incref(prog));
+    if (ok && r->stdin_data) ok = add(o, "stdin", pj_stringn(r->stdin_data, r->stdin_len));
     if (ok && r->nfiles) {
-        json_t *f = json_object();
+        pj_t *f = pj_object();
         for (size_t i = 0; f && i < r->nfiles; i++)
-            if (!add(f, r->files[i].path, json_stringn(r->files[i].text, r->files[i].text_len))) {
-                json_decref(f);
+            if (!add(f, r->files[i].path, pj_stringn(r->files[i].text, r->files[i].text_len))) {
+                pj_decref(f);
                 f = NULL;
             }
         ok = add(o, "files", f);
     }
     if (ok && r->requirements) {
-        json_t *a = json_array();
+        pj_t *a = pj_array();
         for (unsigned i = 0; a && i < PL_REQ_COUNT; i++)
             if ((r->requirements & (1u << i)) &&
-                json_array_append_new(a, json_string(FEATURES[i]))) {
-                json_decref(a);
+                pj_array_append_new(a, pj_string(FEATURES[i]))) {
+                pj_decref(a);
                 a = NULL;
             }
         ok = add(o, "requirements", a);
     }
-    if (ok && r->state_class) ok = add(o, "state_class", json_string(STATES[r->state_class]));
+    if (ok && r->state_class) ok = add(o, "state_class", pj_string(STATES[r->state_class]));
     const pl_limits *l = &r->limits;
     if (ok && (l->cpu_ms || l->wall_ms || l->memory_mib || l->output_bytes || l->processes)) {
-        json_t *lim = json_object();
+        pj_t *lim = pj_object();
         ok = lim != NULL;
-        if (ok && l->cpu_ms) ok = add(lim, "cpu_ms", json_integer(l->cpu_ms));
-        if (ok && l->wall_ms) ok = add(lim, "wall_ms", json_integer(l->wall_ms));
-        if (ok && l->memory_mib) ok = add(lim, "memory_mib", json_integer(l->memory_mib));
+        if (ok && l->cpu_ms) ok = add(lim, "cpu_ms", pj_integer(l->cpu_ms));
+        if (ok && l->wall_ms) ok = add(lim, "wall_ms", pj_integer(l->wall_ms));
+        if (ok && l->memory_mib) ok = add(lim, "memory_mib", pj_integer(l->memory_mib));
         if (ok && l->output_bytes)
-            ok = add(lim, "output_bytes", json_integer((json_int_t)l->output_bytes));
-        if (ok && l->processes) ok = add(lim, "processes", json_integer(l->processes));
-        ok = ok ? add(o, "limits", lim) : (json_decref(lim), false);
+            ok = add(lim, "output_bytes", pj_integer((pj_int_t)l->output_bytes));
+        if (ok && l->processes) ok = add(lim, "processes", pj_integer(l->processes));
+        ok = ok ? add(o, "limits", lim) : (pj_decref(lim), false);
     }
-    if (ok && r->network) ok = add(o, "network", json_true());
-    if (ok && r->workspace) ok = add(o, "workspace", json_string(r->workspace));
-    if (ok && r->model_risk) ok = add(o, "model_risk", json_true());
+    if (ok && r->network) ok = add(o, "network", pj_true());
+    if (ok && r->workspace) ok = add(o, "workspace", pj_string(r->workspace));
+    if (ok && r->model_risk) ok = add(o, "model_risk", pj_true());
     char *s = ok ? pl__json_dump(o, len) : NULL;
-    json_decref(prog);
-    json_decref(o);
+    pj_decref(prog);
+    pj_decref(o);
     return s;
 }
 
@@ -401,14 +401,14 @@ const char *pl__request_raw(const pl_request *r, size_t *len, char **owned) {
 
 typedef struct owned_policy {
     pl_policy p;
-    json_t *root;
+    pj_t *root;
     const char **writable;
 } owned_policy;
 
 void pl_policy_free(pl_policy *p) {
     if (!p) return;
     owned_policy *o = (owned_policy *)p;
-    json_decref(o->root);
+    pj_decref(o->root);
     free(o->writable);
     free(o);
 }
@@ -416,17 +416,17 @@ void pl_policy_free(pl_policy *p) {
 static bool decode_policy(owned_policy *o, pl_error *err) {
     static const char *const keys[] = {"native",   "network",      "native_unsandboxed",
                                        "writable", "host_network", NULL};
-    json_t *root = o->root, *v;
-    if (!json_is_object(root)) return pl__fail(err, PL_ERR_POLICY, "policy: not a JSON object");
+    pj_t *root = o->root, *v;
+    if (!pj_is_object(root)) return pl__fail(err, PL_ERR_POLICY, "policy: not a JSON object");
     const char *k;
-    json_object_foreach(root, k, v) {
+    pj_object_foreach(root, k, v) {
         bool known = false;
         for (size_t i = 0; keys[i]; i++)
             known = known || strcmp(k, keys[i]) == 0;
         if (!known) return pl__fail(err, PL_ERR_POLICY, "policy: unknown field \"%.100s\"", k);
     }
-    if ((v = json_object_get(root, "native"))) {
-        const char *s = json_is_string(v) ? json_string_value(v) : "";
+    if ((v = pj_object_get(root, "native"))) {
+        const char *s = pj_is_string(v) ? pj_string_value(v) : "";
         if (strcmp(s, "auto") == 0)
             o->p.native = PL_NATIVE_AUTO;
         else if (strcmp(s, "yes") == 0)
@@ -436,32 +436,32 @@ static bool decode_policy(owned_policy *o, pl_error *err) {
         else
             return pl__fail(err, PL_ERR_POLICY, "policy.native: \"auto\", \"yes\" or \"no\"");
     }
-    if ((v = json_object_get(root, "network"))) {
-        if (!json_is_boolean(v)) return pl__fail(err, PL_ERR_POLICY, "policy.network: boolean");
-        o->p.network_allowed = json_is_true(v);
+    if ((v = pj_object_get(root, "network"))) {
+        if (!pj_is_boolean(v)) return pl__fail(err, PL_ERR_POLICY, "policy.network: boolean");
+        o->p.network_allowed = pj_is_true(v);
     }
-    if ((v = json_object_get(root, "host_network"))) {
-        if (!json_is_boolean(v)) return pl__fail(err, PL_ERR_POLICY, "policy.host_network: boolean");
-        o->p.host_network = json_is_true(v);
+    if ((v = pj_object_get(root, "host_network"))) {
+        if (!pj_is_boolean(v)) return pl__fail(err, PL_ERR_POLICY, "policy.host_network: boolean");
+        o->p.host_network = pj_is_true(v);
     }
-    if ((v = json_object_get(root, "native_unsandboxed"))) {
-        if (!json_is_boolean(v))
+    if ((v = pj_object_get(root, "native_unsandboxed"))) {
+        if (!pj_is_boolean(v))
             return pl__fail(err, PL_ERR_POLICY, "policy.native_unsandboxed: boolean");
-        o->p.native_unsandboxed = json_is_true(v);
+        o->p.native_unsandboxed = pj_is_true(v);
     }
-    if ((v = json_object_get(root, "writable"))) {
-        if (!json_is_array(v))
+    if ((v = pj_object_get(root, "writable"))) {
+        if (!pj_is_array(v))
             return pl__fail(err, PL_ERR_POLICY, "policy.writable: array of absolute paths");
-        size_t n = json_array_size(v);
+        size_t n = pj_array_size(v);
         o->writable = calloc(n ? n : 1, sizeof *o->writable);
         if (!o->writable) return pl__fail(err, PL_ERR_HOST, "out of memory");
         for (size_t i = 0; i < n; i++) {
-            json_t *s = json_array_get(v, i);
-            if (!json_is_string(s) || json_string_value(s)[0] != '/' ||
-                strstr(json_string_value(s), ".."))
+            pj_t *s = pj_array_get(v, i);
+            if (!pj_is_string(s) || pj_string_value(s)[0] != '/' ||
+                strstr(pj_string_value(s), ".."))
                 return pl__fail(err, PL_ERR_POLICY,
                                "policy.writable[%zu]: an absolute path without \"..\"", i);
-            o->writable[i] = json_string_value(s);
+            o->writable[i] = pj_string_value(s);
         }
         o->p.writable = o->writable;
         o->p.nwritable = n;

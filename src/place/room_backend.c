@@ -38,63 +38,63 @@ static char *b64(const uint8_t *b, size_t n) {
 
 /* {"args":[...],"files":{...}} as the room's input. */
 static char *room_input(const pl_request *r, size_t *len) {
-    json_t *o = json_object(), *a = json_array(), *f = json_object();
+    pj_t *o = pj_object(), *a = pj_array(), *f = pj_object();
     bool ok = o && a && f;
     for (size_t i = 0; ok && i < r->nargs; i++)
-        ok = !json_array_append_new(a, json_string(r->args[i]));
+        ok = !pj_array_append_new(a, pj_string(r->args[i]));
     for (size_t i = 0; ok && i < r->nfiles; i++)
-        ok = !json_object_set_new(f, r->files[i].path,
-                                  json_stringn(r->files[i].text, r->files[i].text_len));
-    ok = ok && !json_object_set(o, "args", a) && !json_object_set(o, "files", f);
+        ok = !pj_object_set_new(f, r->files[i].path,
+                                  pj_stringn(r->files[i].text, r->files[i].text_len));
+    ok = ok && !pj_object_set(o, "args", a) && !pj_object_set(o, "files", f);
     char *s = ok ? pl__json_dump(o, len) : NULL;
-    json_decref(a);
-    json_decref(f);
-    json_decref(o);
+    pj_decref(a);
+    pj_decref(f);
+    pj_decref(o);
     return s;
 }
 
 /* Fills res from the room's return text (and keeps the text as the result JSON). */
 static bool from_room_text(pl_result *res, const char *text, size_t len, const pl_decision *d) {
-    json_error_t je;
-    json_t *o = json_loadb(text, len, 0, &je);
-    if (!json_is_object(o)) {
-        json_decref(o);
+    pj_error_t je;
+    pj_t *o = pj_loadb(text, len, 0, &je);
+    if (!pj_is_object(o)) {
+        pj_decref(o);
         return false;
     }
-    json_t *v;
-    res->ok = json_is_true(json_object_get(o, "ok"));
-    res->exit_code = (int)json_integer_value(json_object_get(o, "exitCode"));
-    v = json_object_get(o, "stdout");
+    pj_t *v;
+    res->ok = pj_is_true(pj_object_get(o, "ok"));
+    res->exit_code = (int)pj_integer_value(pj_object_get(o, "exitCode"));
+    v = pj_object_get(o, "stdout");
     res->stdout_text =
-        strndup(json_string_value(v) ? json_string_value(v) : "", json_string_length(v));
-    res->stdout_len = json_string_length(v);
-    v = json_object_get(o, "stderr");
+        strndup(pj_string_value(v) ? pj_string_value(v) : "", pj_string_length(v));
+    res->stdout_len = pj_string_length(v);
+    v = pj_object_get(o, "stderr");
     res->stderr_text =
-        strndup(json_string_value(v) ? json_string_value(v) : "", json_string_length(v));
-    res->stderr_len = json_string_length(v);
-    if ((v = json_object_get(o, "error")) && json_is_string(v))
-        res->error = strdup(json_string_value(v));
-    json_t *files = json_object_get(o, "files");
-    size_t n = json_object_size(files);
+        strndup(pj_string_value(v) ? pj_string_value(v) : "", pj_string_length(v));
+    res->stderr_len = pj_string_length(v);
+    if ((v = pj_object_get(o, "error")) && pj_is_string(v))
+        res->error = strdup(pj_string_value(v));
+    pj_t *files = pj_object_get(o, "files");
+    size_t n = pj_object_size(files);
     bool ok = res->stdout_text && res->stderr_text;
     if (n) {
         res->files = calloc(n, sizeof *res->files);
         ok = ok && res->files;
         const char *k;
-        json_object_foreach(files, k, v) {
+        pj_object_foreach(files, k, v) {
             if (!ok) break;
             pl_out_file *f = &res->files[res->nfiles++];
             f->path = strdup(k);
-            f->len = json_string_length(v);
+            f->len = pj_string_length(v);
             f->text = malloc(f->len + 1);
             ok = f->path && f->text;
             if (ok) {
-                memcpy(f->text, json_string_value(v), f->len);
+                memcpy(f->text, pj_string_value(v), f->len);
                 f->text[f->len] = 0;
             }
         }
     }
-    json_decref(o);
+    pj_decref(o);
     if (!ok || !pl__result_finish(res, d)) return false;
     /* The room's own bytes, then backend and decision. */
     const char *be = pl_backend_name(d->backend);
@@ -116,16 +116,16 @@ static bool from_room_text(pl_result *res, const char *text, size_t len, const p
     return true;
 }
 
-static json_t *caps_value(const pr_cap_log *l) {
-    json_t *a = json_array();
+static pj_t *caps_value(const pr_cap_log *l) {
+    pj_t *a = pj_array();
     for (size_t i = 0; a && l && i < l->n; i++) {
         const pr_cap_record *c = &l->v[i];
         char at[PB_ISO_TIME_LEN];
         pb_iso_time(c->at_ms, at);
-        json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:b}", "op", c->op, "arg", c->arg, "at", at,
+        pj_t *o = pj_pack("{s:s, s:s, s:s, s:s, s:b}", "op", c->op, "arg", c->arg, "at", at,
                               "status", pr_cap_status_name(c->status), "committed", c->committed);
-        if (!o || json_array_append_new(a, o)) {
-            json_decref(a);
+        if (!o || pj_array_append_new(a, o)) {
+            pj_decref(a);
             return NULL;
         }
     }
@@ -133,42 +133,42 @@ static json_t *caps_value(const pr_cap_log *l) {
 }
 
 char *pl_cap_log_json(const pr_cap_log *l, size_t *len) {
-    json_t *a = caps_value(l);
+    pj_t *a = caps_value(l);
     char *s = a ? pl__json_dump(a, len) : NULL;
-    json_decref(a);
+    pj_decref(a);
     return s;
 }
 
 static char *room_evidence(const pl_attempt *at, const char *admission, bool fs_built, bool started,
                            const char *end, const char *error) {
-    json_t *o = json_object();
+    pj_t *o = pj_object();
     if (!o) return NULL;
     const pl_result *res = at->res;
-    bool ok = !json_object_set_new(o, "schema_version", json_string("peri.room-lifecycle.v1")) &&
-              !json_object_set_new(o, "execution_id", json_string(at->execution_id)) &&
-              !json_object_set_new(o, "decision", json_string(at->dec->identity)) &&
-              !json_object_set_new(o, "backend", json_string("wasm_room")) &&
-              !json_object_set_new(o, "admission", json_string(admission)) &&
-              !json_object_set_new(o, "workspace_acquired", json_boolean(fs_built)) &&
-              !json_object_set_new(o, "guest_started", json_boolean(started)) &&
-              !json_object_set_new(o, "end", json_string(end));
+    bool ok = !pj_object_set_new(o, "schema_version", pj_string("peri.room-lifecycle.v1")) &&
+              !pj_object_set_new(o, "execution_id", pj_string(at->execution_id)) &&
+              !pj_object_set_new(o, "decision", pj_string(at->dec->identity)) &&
+              !pj_object_set_new(o, "backend", pj_string("wasm_room")) &&
+              !pj_object_set_new(o, "admission", pj_string(admission)) &&
+              !pj_object_set_new(o, "workspace_acquired", pj_boolean(fs_built)) &&
+              !pj_object_set_new(o, "guest_started", pj_boolean(started)) &&
+              !pj_object_set_new(o, "end", pj_string(end));
     if (ok && res->has_limits)
-        ok = !json_object_set_new(o, "limits", pl__limits_json(&res->limits, false));
-    if (ok && res->capped) ok = !json_object_set_new(o, "capped", pl__capped_json(res->capped));
-    if (ok && error) ok = !json_object_set_new(o, "error", json_string(error));
+        ok = !pj_object_set_new(o, "limits", pl__limits_json(&res->limits, false));
+    if (ok && res->capped) ok = !pj_object_set_new(o, "capped", pl__capped_json(res->capped));
+    if (ok && error) ok = !pj_object_set_new(o, "error", pj_string(error));
     /* Every capability dispatch (what, when, status, committed); a committed one means
      * effects outside the room, after which the run is never promoted. */
     const pr_cap_log *caps = at->grant ? at->grant->log : NULL;
     if (ok && caps && caps->n_all) {
-        ok = !json_object_set_new(o, "capabilities", caps_value(caps)) &&
-             !json_object_set_new(o, "capability_calls", json_integer((json_int_t)caps->n_all)) &&
-             !json_object_set_new(o, "effects_committed", json_boolean(caps->committed));
+        ok = !pj_object_set_new(o, "capabilities", caps_value(caps)) &&
+             !pj_object_set_new(o, "capability_calls", pj_integer((pj_int_t)caps->n_all)) &&
+             !pj_object_set_new(o, "effects_committed", pj_boolean(caps->committed));
         if (ok && caps->committed)
-            ok = !json_object_set_new(o, "promotion",
-                                      json_string("impossible: a capability dispatch committed"));
+            ok = !pj_object_set_new(o, "promotion",
+                                      pj_string("impossible: a capability dispatch committed"));
     }
     char *s = ok ? pl__json_dump(o, NULL) : NULL;
-    json_decref(o);
+    pj_decref(o);
     return s;
 }
 

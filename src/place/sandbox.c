@@ -591,31 +591,31 @@ static char *native_evidence(const native_ctx *n, const char *sandbox, const cha
                              const pl_cgroup *cg, end_kind end, bool stop_confirmed, bool reaped,
                              bool cg_removed, bool scratch_removed, bool ws_lease, uint64_t cpu_ms,
                              long max_rss_kib, uint64_t mem_peak, unsigned uid) {
-    json_t *o = json_object(), *pk = json_object();
+    pj_t *o = pj_object(), *pk = pj_object();
     bool ok = o && pk;
     const char *cgname = cg->mode == 2 ? "v2" : cg->mode == 1 ? "v1" : "none";
-    ok = ok && !json_object_set_new(o, "schema_version", json_string("peri.native-lifecycle.v1")) &&
-         !json_object_set_new(o, "execution_id", json_string(n->execution_id)) &&
-         !json_object_set_new(o, "decision", json_string(n->decision_id)) &&
-         !json_object_set_new(o, "backend", json_string("native_sandbox")) &&
-         !json_object_set_new(o, "sandbox", json_string(sandbox)) &&
-         !json_object_set_new(o, "uid", json_integer(uid)) &&
-         !json_object_set_new(o, "network", json_string(network)) &&
-         !json_object_set_new(o, "cgroup", json_string(cgname)) &&
-         !json_object_set_new(o, "end", json_string(end_name(end))) &&
-         !json_object_set_new(o, "stopped",
-                              json_string(stop_confirmed ? "confirmed" : "not confirmed")) &&
-         !json_object_set_new(o, "process_tree_reaped", json_boolean(reaped)) &&
-         !json_object_set_new(o, "cgroup_removed", json_boolean(cg_removed)) &&
-         !json_object_set_new(o, "scratch_removed", json_boolean(scratch_removed)) &&
-         !json_object_set_new(o, "workspace_lease", json_string(ws_lease ? "released" : "none")) &&
-         !json_object_set_new(pk, "cpu_ms", json_integer((json_int_t)cpu_ms)) &&
-         !json_object_set_new(pk, "max_rss_kib", json_integer(max_rss_kib)) &&
-         !json_object_set_new(pk, "memory_bytes", json_integer((json_int_t)mem_peak)) &&
-         !json_object_set(o, "peaks", pk);
+    ok = ok && !pj_object_set_new(o, "schema_version", pj_string("peri.native-lifecycle.v1")) &&
+         !pj_object_set_new(o, "execution_id", pj_string(n->execution_id)) &&
+         !pj_object_set_new(o, "decision", pj_string(n->decision_id)) &&
+         !pj_object_set_new(o, "backend", pj_string("native_sandbox")) &&
+         !pj_object_set_new(o, "sandbox", pj_string(sandbox)) &&
+         !pj_object_set_new(o, "uid", pj_integer(uid)) &&
+         !pj_object_set_new(o, "network", pj_string(network)) &&
+         !pj_object_set_new(o, "cgroup", pj_string(cgname)) &&
+         !pj_object_set_new(o, "end", pj_string(end_name(end))) &&
+         !pj_object_set_new(o, "stopped",
+                              pj_string(stop_confirmed ? "confirmed" : "not confirmed")) &&
+         !pj_object_set_new(o, "process_tree_reaped", pj_boolean(reaped)) &&
+         !pj_object_set_new(o, "cgroup_removed", pj_boolean(cg_removed)) &&
+         !pj_object_set_new(o, "scratch_removed", pj_boolean(scratch_removed)) &&
+         !pj_object_set_new(o, "workspace_lease", pj_string(ws_lease ? "released" : "none")) &&
+         !pj_object_set_new(pk, "cpu_ms", pj_integer((pj_int_t)cpu_ms)) &&
+         !pj_object_set_new(pk, "max_rss_kib", pj_integer(max_rss_kib)) &&
+         !pj_object_set_new(pk, "memory_bytes", pj_integer((pj_int_t)mem_peak)) &&
+         !pj_object_set(o, "peaks", pk);
     char *s = ok ? pl__json_dump(o, NULL) : NULL;
-    json_decref(pk);
-    json_decref(o);
+    pj_decref(pk);
+    pj_decref(o);
     return s;
 }
 

@@ -72,48 +72,48 @@ const char *pl_stop_name(pl_stop s) {
 
 static const char *const LIMIT_NAMES[] = {"cpu_ms", "wall_ms", "memory_mib", "output_bytes"};
 
-json_t *pl__limits_json(const pl_limits *l, bool processes) {
-    json_t *o = json_object();
-    bool ok = o && !json_object_set_new(o, "cpu_ms", json_integer(l->cpu_ms)) &&
-              !json_object_set_new(o, "wall_ms", json_integer(l->wall_ms)) &&
-              !json_object_set_new(o, "memory_mib", json_integer(l->memory_mib)) &&
-              !json_object_set_new(o, "output_bytes", json_integer((json_int_t)l->output_bytes));
-    if (ok && processes) ok = !json_object_set_new(o, "processes", json_integer(l->processes));
+pj_t *pl__limits_json(const pl_limits *l, bool processes) {
+    pj_t *o = pj_object();
+    bool ok = o && !pj_object_set_new(o, "cpu_ms", pj_integer(l->cpu_ms)) &&
+              !pj_object_set_new(o, "wall_ms", pj_integer(l->wall_ms)) &&
+              !pj_object_set_new(o, "memory_mib", pj_integer(l->memory_mib)) &&
+              !pj_object_set_new(o, "output_bytes", pj_integer((pj_int_t)l->output_bytes));
+    if (ok && processes) ok = !pj_object_set_new(o, "processes", pj_integer(l->processes));
     if (!ok) {
-        json_decref(o);
+        pj_decref(o);
         return NULL;
     }
     return o;
 }
 
-json_t *pl__capped_json(unsigned capped) {
-    json_t *a = json_array();
+pj_t *pl__capped_json(unsigned capped) {
+    pj_t *a = pj_array();
     for (unsigned i = 0; a && i < 4; i++)
-        if ((capped & (1u << i)) && json_array_append_new(a, json_string(LIMIT_NAMES[i]))) {
-            json_decref(a);
+        if ((capped & (1u << i)) && pj_array_append_new(a, pj_string(LIMIT_NAMES[i]))) {
+            pj_decref(a);
             return NULL;
         }
     return a;
 }
 
 /* Adds "limits", "capped" and "stopped_by" (each only when there is something to say). */
-static bool result_extra(const pl_result *res, json_t *o) {
+static bool result_extra(const pl_result *res, pj_t *o) {
     bool ok = true;
     if (res->has_limits)
-        ok = !json_object_set_new(
+        ok = !pj_object_set_new(
             o, "limits", pl__limits_json(&res->limits, res->backend == PL_BACKEND_NATIVE_SANDBOX));
-    if (ok && res->capped) ok = !json_object_set_new(o, "capped", pl__capped_json(res->capped));
+    if (ok && res->capped) ok = !pj_object_set_new(o, "capped", pl__capped_json(res->capped));
     if (ok && res->stop)
-        ok = !json_object_set_new(o, "stopped_by", json_string(pl_stop_name(res->stop)));
+        ok = !pj_object_set_new(o, "stopped_by", pj_string(pl_stop_name(res->stop)));
     return ok;
 }
 
 char *pl__result_extra_text(const pl_result *res, size_t *len) {
-    json_t *o = json_object();
+    pj_t *o = pj_object();
     bool ok = o && result_extra(res, o);
     size_t n = 0;
     char *s = ok ? pl__json_dump(o, &n) : NULL;
-    json_decref(o);
+    pj_decref(o);
     if (!s) return NULL;
     /* "{...}" → "..." (or "" when empty) */
     memmove(s, s + 1, n - 2);
@@ -122,9 +122,9 @@ char *pl__result_extra_text(const pl_result *res, size_t *len) {
     return s;
 }
 
-char *pl__json_dump(json_t *j, size_t *len) {
+char *pl__json_dump(pj_t *j, size_t *len) {
     if (!j) return NULL;
-    char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+    char *s = pj_dumps(j, PJ_COMPACT | PJ_PRESERVE_ORDER | PJ_ENCODE_ANY);
     if (s && len) *len = strlen(s);
     return s;
 }
@@ -235,31 +235,31 @@ bool pl__result_finish(pl_result *res, const pl_decision *d) {
     snprintf(res->decision, sizeof res->decision, "%s", d ? d->identity : "");
     if (!res->stdout_text && !(res->stdout_text = strdup(""))) return false;
     if (!res->stderr_text && !(res->stderr_text = strdup(""))) return false;
-    json_t *o = json_object(), *files = json_object();
+    pj_t *o = pj_object(), *files = pj_object();
     if (!o || !files) {
-        json_decref(o);
-        json_decref(files);
+        pj_decref(o);
+        pj_decref(files);
         return false;
     }
-    bool ok = !json_object_set_new(o, "ok", json_boolean(res->ok)) &&
-              !json_object_set_new(o, "stdout", json_stringn(res->stdout_text, res->stdout_len)) &&
-              !json_object_set_new(o, "stderr", json_stringn(res->stderr_text, res->stderr_len)) &&
-              !json_object_set_new(o, "exitCode", json_integer(res->exit_code));
-    if (ok && res->error) ok = !json_object_set_new(o, "error", json_string(res->error));
+    bool ok = !pj_object_set_new(o, "ok", pj_boolean(res->ok)) &&
+              !pj_object_set_new(o, "stdout", pj_stringn(res->stdout_text, res->stdout_len)) &&
+              !pj_object_set_new(o, "stderr", pj_stringn(res->stderr_text, res->stderr_len)) &&
+              !pj_object_set_new(o, "exitCode", pj_integer(res->exit_code));
+    if (ok && res->error) ok = !pj_object_set_new(o, "error", pj_string(res->error));
     for (size_t i = 0; ok && i < res->nfiles; i++)
-        ok = !json_object_set_new(files, res->files[i].path,
-                                  json_stringn(res->files[i].text, res->files[i].len));
+        ok = !pj_object_set_new(files, res->files[i].path,
+                                  pj_stringn(res->files[i].text, res->files[i].len));
     bool gave = false;
     if (ok) {
-        ok = !json_object_set_new(o, "files", files); /* steals files, even on failure */
+        ok = !pj_object_set_new(o, "files", files); /* steals files, even on failure */
         gave = true;
     }
-    if (!gave) json_decref(files);
-    ok = ok && !json_object_set_new(o, "backend", json_string(pl_backend_name(res->backend))) &&
-         !json_object_set_new(o, "decision", json_string(res->decision)) && result_extra(res, o);
+    if (!gave) pj_decref(files);
+    ok = ok && !pj_object_set_new(o, "backend", pj_string(pl_backend_name(res->backend))) &&
+         !pj_object_set_new(o, "decision", pj_string(res->decision)) && result_extra(res, o);
     free(res->json);
     res->json = ok ? pl__json_dump(o, &res->json_len) : NULL;
-    json_decref(o);
+    pj_decref(o);
     return res->json != NULL;
 }
 

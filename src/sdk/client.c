@@ -5,8 +5,8 @@
  * answer waits, and the session calls other than close (close.c).
  *
  * Invariants: the SDK never resolves a path (it is forwarded as given), never reads
- * the environment, and never starts a process (only the stdio helper does). A json_t
- * is handed from the reader to exactly one waiter; no json_t is shared across threads.
+ * the environment, and never starts a process (only the stdio helper does). A pj_t
+ * is handed from the reader to exactly one waiter; no pj_t is shared across threads.
  */
 #include "peri/rpc.h"
 #include "sdk/sdk_int.h"
@@ -59,10 +59,10 @@ void psdk_sandbox_free(psdk_sandbox *sb) {
 
 /* ---------------------------------------------------------------- sending */
 
-static int send_json(psdk_agent *a, json_t *frame) {
+static int send_json(psdk_agent *a, pj_t *frame) {
     size_t n = 0;
     char *text = pb_rpc_encode(frame, false, &n);
-    json_decref(frame);
+    pj_decref(frame);
     if (!text) return -1;
     pthread_mutex_lock(&a->send_mu);
     int rc = a->t->send(a->t, text, n);
@@ -91,20 +91,20 @@ static void unlink_call(psdk_agent *a, psdk_call *c) {
     }
 }
 
-static psdk_status rpc_ex(psdk_agent *a, const char *method, json_t *params, long timeout_ms,
-                          psdk_session *prompt_of, psdk_session *adopt, json_t **result,
+static psdk_status rpc_ex(psdk_agent *a, const char *method, pj_t *params, long timeout_ms,
+                          psdk_session *prompt_of, psdk_session *adopt, pj_t **result,
                           psdk_error *err) {
     psdk__ok(err);
     if (result) *result = NULL;
     if (psdk__on_reader(a)) {
-        json_decref(params);
+        pj_decref(params);
         return psdk__fail(err, PSDK_ERR_STATE,
                           "%s called from an SDK callback (the reader thread) would deadlock",
                           method);
     }
     psdk_call *c = calloc(1, sizeof *c);
     if (!params || !c) {
-        json_decref(params);
+        pj_decref(params);
         free(c);
         return psdk__fail(err, PSDK_ERR_NOMEM, "out of memory");
     }
@@ -113,7 +113,7 @@ static psdk_status rpc_ex(psdk_agent *a, const char *method, json_t *params, lon
     pthread_mutex_lock(&a->mu);
     if (a->ended) {
         pthread_mutex_unlock(&a->mu);
-        json_decref(params);
+        pj_decref(params);
         free(c);
         return psdk__fail(err, PSDK_ERR_TRANSPORT, "transport closed: %s", a->end_msg);
     }
@@ -122,7 +122,7 @@ static psdk_status rpc_ex(psdk_agent *a, const char *method, json_t *params, lon
     a->calls = c;
     pthread_mutex_unlock(&a->mu);
 
-    json_t *frame = pb_rpc_request((json_int_t)c->id, method, params);
+    pj_t *frame = pb_rpc_request((pj_int_t)c->id, method, params);
     if (send_json(a, frame) != 0) {
         pthread_mutex_lock(&a->mu);
         unlink_call(a, c);
@@ -153,7 +153,7 @@ static psdk_status rpc_ex(psdk_agent *a, const char *method, json_t *params, lon
             if (result)
                 *result = c->result;
             else
-                json_decref(c->result);
+                pj_decref(c->result);
         } else {
             rc = c->err.status;
             if (err) *err = c->err;
@@ -161,7 +161,7 @@ static psdk_status rpc_ex(psdk_agent *a, const char *method, json_t *params, lon
     } else if (prompt_of && prompt_of->closed) {
         /* The session settled on the host while the turn was waiting: it ended. */
         rc = PSDK_OK;
-        if (result) *result = json_pack("{s:s}", "stopReason", "cancelled");
+        if (result) *result = pj_pack("{s:s}", "stopReason", "cancelled");
     } else if (timed_out) {
         rc = psdk__fail(err, PSDK_ERR_TIMEOUT, "no answer to %s within %ld ms", method, timeout_ms);
     } else {
@@ -172,8 +172,8 @@ static psdk_status rpc_ex(psdk_agent *a, const char *method, json_t *params, lon
     return rc;
 }
 
-psdk_status psdk__rpc(psdk_agent *a, const char *method, json_t *params, long timeout_ms,
-                      psdk_session *prompt_of, json_t **result, psdk_error *err) {
+psdk_status psdk__rpc(psdk_agent *a, const char *method, pj_t *params, long timeout_ms,
+                      psdk_session *prompt_of, pj_t **result, psdk_error *err) {
     return rpc_ex(a, method, params, timeout_ms, prompt_of, NULL, result, err);
 }
 
@@ -194,17 +194,17 @@ static bool find_handlers(psdk_agent *a, const char *sid, psdk_handlers *out) {
     return found;
 }
 
-static void on_update(psdk_agent *a, json_t *params) {
-    const char *sid = json_string_value(json_object_get(params, "sessionId"));
-    json_t *u = json_object_get(params, "update");
+static void on_update(psdk_agent *a, pj_t *params) {
+    const char *sid = pj_string_value(pj_object_get(params, "sessionId"));
+    pj_t *u = pj_object_get(params, "update");
     psdk_handlers h;
-    if (!json_is_object(u) || !find_handlers(a, sid, &h) || !h.on_update) return;
-    char *text = json_dumps(u, JSON_COMPACT);
+    if (!pj_is_object(u) || !find_handlers(a, sid, &h) || !h.on_update) return;
+    char *text = pj_dumps(u, PJ_COMPACT);
     if (!text) return;
     psdk_update up = {
         .session_id = sid,
-        .kind = json_string_value(json_object_get(u, "sessionUpdate")),
-        .text = json_string_value(json_object_get(json_object_get(u, "content"), "text")),
+        .kind = pj_string_value(pj_object_get(u, "sessionUpdate")),
+        .text = pj_string_value(pj_object_get(pj_object_get(u, "content"), "text")),
         .json = text,
     };
     h.on_update(h.ctx, &up);
@@ -212,62 +212,62 @@ static void on_update(psdk_agent *a, json_t *params) {
 }
 
 /* The optionId of the first option of one of the kinds, or NULL. */
-static const char *option_of(json_t *options, const char *k1, const char *k2) {
+static const char *option_of(pj_t *options, const char *k1, const char *k2) {
     const char *kinds[2] = {k1, k2};
     for (int i = 0; i < 2; i++) {
         size_t j;
-        json_t *o;
-        json_array_foreach(options, j, o) {
-            const char *kind = json_string_value(json_object_get(o, "kind"));
-            const char *id = json_string_value(json_object_get(o, "optionId"));
+        pj_t *o;
+        pj_array_foreach(options, j, o) {
+            const char *kind = pj_string_value(pj_object_get(o, "kind"));
+            const char *id = pj_string_value(pj_object_get(o, "optionId"));
             if (kind && id && !strcmp(kind, kinds[i])) return id;
         }
     }
     return NULL;
 }
 
-static void on_permission(psdk_agent *a, json_t *id, json_t *params) {
-    const char *sid = json_string_value(json_object_get(params, "sessionId"));
-    json_t *tc = json_object_get(params, "toolCall");
+static void on_permission(psdk_agent *a, pj_t *id, pj_t *params) {
+    const char *sid = pj_string_value(pj_object_get(params, "sessionId"));
+    pj_t *tc = pj_object_get(params, "toolCall");
     psdk_handlers h;
     psdk_decision d = PSDK_REJECT;
     if (find_handlers(a, sid, &h) && h.on_permission) {
-        char *text = json_dumps(params, JSON_COMPACT);
+        char *text = pj_dumps(params, PJ_COMPACT);
         psdk_permission_request r = {
             .session_id = sid,
-            .tool_call_id = json_string_value(json_object_get(tc, "toolCallId")),
-            .title = json_string_value(json_object_get(tc, "title")),
+            .tool_call_id = pj_string_value(pj_object_get(tc, "toolCallId")),
+            .title = pj_string_value(pj_object_get(tc, "title")),
             .json = text ? text : "{}",
         };
         d = h.on_permission(h.ctx, &r);
         free(text);
     }
-    json_t *options = json_object_get(params, "options");
+    pj_t *options = pj_object_get(params, "options");
     const char *opt = d == PSDK_ALLOW    ? option_of(options, "allow_once", "allow_always")
                       : d == PSDK_REJECT ? option_of(options, "reject_once", "reject_always")
                                          : NULL;
-    json_t *outcome = opt ? json_pack("{s:s, s:s}", "outcome", "selected", "optionId", opt)
-                          : json_pack("{s:s}", "outcome", "cancelled");
-    send_json(a, pb_rpc_result(id, outcome ? json_pack("{s:o}", "outcome", outcome) : NULL));
+    pj_t *outcome = opt ? pj_pack("{s:s, s:s}", "outcome", "selected", "optionId", opt)
+                          : pj_pack("{s:s}", "outcome", "cancelled");
+    send_json(a, pb_rpc_result(id, outcome ? pj_pack("{s:o}", "outcome", outcome) : NULL));
 }
 
 static void on_response(psdk_agent *a, const pb_rpc_msg *m) {
-    if (!json_is_integer(m->id)) return; /* the SDK's own requests have integer ids */
-    json_int_t id = json_integer_value(m->id);
-    json_t *res = m->result;
-    json_t *errv = m->error;
+    if (!pj_is_integer(m->id)) return; /* the SDK's own requests have integer ids */
+    pj_int_t id = pj_integer_value(m->id);
+    pj_t *res = m->result;
+    pj_t *errv = m->error;
     pthread_mutex_lock(&a->mu);
     for (psdk_call *c = a->calls; c; c = c->next) {
         if (c->id != id || c->done) continue;
-        if (json_is_object(errv)) {
-            json_t *code = json_object_get(errv, "code");
-            const char *msg = json_string_value(json_object_get(errv, "message"));
+        if (pj_is_object(errv)) {
+            pj_t *code = pj_object_get(errv, "code");
+            const char *msg = pj_string_value(pj_object_get(errv, "message"));
             psdk__fail(&c->err, PSDK_ERR_RPC, "%s", msg ? msg : "(no message)");
-            c->err.rpc_code = json_is_integer(code) ? (int)json_integer_value(code) : 0;
+            c->err.rpc_code = pj_is_integer(code) ? (int)pj_integer_value(code) : 0;
         } else if (!res) {
             psdk__fail(&c->err, PSDK_ERR_PROTOCOL, "an answer with neither result nor error");
         } else if (c->adopt) {
-            const char *sid = json_string_value(json_object_get(res, "sessionId"));
+            const char *sid = pj_string_value(pj_object_get(res, "sessionId"));
             if (!sid || strlen(sid) >= sizeof c->adopt->id) {
                 psdk__fail(&c->err, PSDK_ERR_PROTOCOL, "session/new answered without sessionId");
             } else {
@@ -277,10 +277,10 @@ static void on_response(psdk_agent *a, const pb_rpc_msg *m) {
                 c->adopt->linked = true;
                 c->adopt->next = a->sessions;
                 a->sessions = c->adopt;
-                c->result = json_incref(res);
+                c->result = pj_incref(res);
             }
         } else {
-            c->result = json_incref(res);
+            c->result = pj_incref(res);
         }
         c->done = true;
         pthread_cond_broadcast(&a->cv);
@@ -398,33 +398,33 @@ void psdk_agent_free(psdk_agent *a) {
 psdk_status psdk_agent_initialize(psdk_agent *a, char *agent_info, size_t info_len,
                                   psdk_error *err) {
     if (agent_info && info_len) agent_info[0] = '\0';
-    json_t *meta = json_object();
+    pj_t *meta = pj_object();
     if (meta && a->sb->machine_id)
-        json_object_set_new(meta, "peri.machineId", json_string(a->sb->machine_id));
-    json_t *params = meta ? json_pack("{s:i, s:{s:{s:b, s:b}, s:b, s:o}}", "protocolVersion", 1,
+        pj_object_set_new(meta, "peri.machineId", pj_string(a->sb->machine_id));
+    pj_t *params = meta ? pj_pack("{s:i, s:{s:{s:b, s:b}, s:b, s:o}}", "protocolVersion", 1,
                                       "clientCapabilities", "fs", "readTextFile", 0,
                                       "writeTextFile", 0, "terminal", 0, "_meta", meta)
                           : NULL;
-    json_t *res = NULL;
+    pj_t *res = NULL;
     psdk_status rc = psdk__rpc(a, "initialize", params, a->sb->answer_timeout_ms, NULL, &res, err);
     if (rc != PSDK_OK) return rc;
-    json_t *pv = json_object_get(res, "protocolVersion");
-    if (!json_is_integer(pv) || json_integer_value(pv) != 1) {
+    pj_t *pv = pj_object_get(res, "protocolVersion");
+    if (!pj_is_integer(pv) || pj_integer_value(pv) != 1) {
         char got[64];
-        if (json_is_integer(pv))
-            snprintf(got, sizeof got, "%lld", (long long)json_integer_value(pv));
+        if (pj_is_integer(pv))
+            snprintf(got, sizeof got, "%lld", (long long)pj_integer_value(pv));
         else
             snprintf(got, sizeof got, "%s", pv ? "a non-integer" : "none");
-        json_decref(res);
+        pj_decref(res);
         return psdk__fail(err, PSDK_ERR_PROTOCOL,
                           "unsupported ACP protocol version %s (this SDK speaks 1)", got);
     }
-    json_t *info = json_object_get(res, "agentInfo");
-    const char *name = json_string_value(json_object_get(info, "name"));
-    const char *ver = json_string_value(json_object_get(info, "version"));
+    pj_t *info = pj_object_get(res, "agentInfo");
+    const char *name = pj_string_value(pj_object_get(info, "name"));
+    const char *ver = pj_string_value(pj_object_get(info, "version"));
     if (agent_info && info_len && name)
         snprintf(agent_info, info_len, "%s%s%s", name, ver ? " " : "", ver ? ver : "");
-    json_decref(res);
+    pj_decref(res);
     return PSDK_OK;
 }
 
@@ -433,18 +433,18 @@ psdk_status psdk_agent_request(psdk_agent *a, const char *method, const char *pa
     psdk__ok(err);
     if (result_json) *result_json = NULL;
     if (!a || !method || !*method) return psdk__fail(err, PSDK_ERR_ARG, "a method is required");
-    json_t *params = params_json ? json_loads(params_json, 0, NULL) : json_object();
-    if (!json_is_object(params)) {
-        json_decref(params);
+    pj_t *params = params_json ? pj_loads(params_json, 0, NULL) : pj_object();
+    if (!pj_is_object(params)) {
+        pj_decref(params);
         return psdk__fail(err, PSDK_ERR_ARG, "params must be a JSON object");
     }
-    json_t *res = NULL;
+    pj_t *res = NULL;
     psdk_status rc = psdk__rpc(a, method, params, a->sb->answer_timeout_ms, NULL, &res, err);
     if (rc == PSDK_OK && result_json) {
-        *result_json = json_dumps(res, JSON_COMPACT | JSON_ENCODE_ANY);
+        *result_json = pj_dumps(res, PJ_COMPACT | PJ_ENCODE_ANY);
         if (!*result_json) rc = psdk__fail(err, PSDK_ERR_NOMEM, "out of memory");
     }
-    json_decref(res);
+    pj_decref(res);
     return rc;
 }
 
@@ -461,9 +461,9 @@ static psdk_session *sess_alloc(psdk_agent *a, const psdk_handlers *h, psdk_erro
     return s;
 }
 
-static json_t *mcp_params(const char *cwd) {
-    return cwd ? json_pack("{s:s, s:[]}", "cwd", cwd, "mcpServers")
-               : json_pack("{s:[]}", "mcpServers");
+static pj_t *mcp_params(const char *cwd) {
+    return cwd ? pj_pack("{s:s, s:[]}", "cwd", cwd, "mcpServers")
+               : pj_pack("{s:[]}", "mcpServers");
 }
 
 psdk_session *psdk_session_new(psdk_agent *a, const char *cwd, const psdk_handlers *h,
@@ -471,12 +471,12 @@ psdk_session *psdk_session_new(psdk_agent *a, const char *cwd, const psdk_handle
     psdk__ok(err);
     psdk_session *s = sess_alloc(a, h, err);
     if (!s) return NULL;
-    json_t *res = NULL;
+    pj_t *res = NULL;
     /* The path goes to the agent exactly as given: it names a place in the agent's
      * environment, which this process may not even see. */
     psdk_status rc = rpc_ex(a, "session/new", mcp_params(cwd ? cwd : a->path),
                             a->sb->answer_timeout_ms, NULL, s, &res, err);
-    json_decref(res);
+    pj_decref(res);
     if (rc != PSDK_OK) {
         free(s); /* never linked: the reader links only on a successful answer */
         return NULL;
@@ -507,8 +507,8 @@ static psdk_session *load_or_resume(psdk_agent *a, const char *method, const cha
     psdk_session *s = sess_alloc(a, h, err);
     if (!s) return NULL;
     snprintf(s->id, sizeof s->id, "%s", sid);
-    json_t *params = mcp_params(cwd ? cwd : a->path);
-    if (params) json_object_set_new(params, "sessionId", json_string(sid));
+    pj_t *params = mcp_params(cwd ? cwd : a->path);
+    if (params) pj_object_set_new(params, "sessionId", pj_string(sid));
     /* Linked first: the history replay arrives before the answer. */
     pthread_mutex_lock(&a->mu);
     s->linked = true;
@@ -551,33 +551,33 @@ bool psdk_session_is_closed(const psdk_session *s) {
 psdk_status psdk_agent_list(psdk_agent *a, const char *cwd, const char *cursor,
                             psdk_session_list *out, psdk_error *err) {
     memset(out, 0, sizeof *out);
-    json_t *params = json_object();
-    if (params && cwd) json_object_set_new(params, "cwd", json_string(cwd));
-    if (params && cursor) json_object_set_new(params, "cursor", json_string(cursor));
-    json_t *res = NULL;
+    pj_t *params = pj_object();
+    if (params && cwd) pj_object_set_new(params, "cwd", pj_string(cwd));
+    if (params && cursor) pj_object_set_new(params, "cursor", pj_string(cursor));
+    pj_t *res = NULL;
     psdk_status rc =
         psdk__rpc(a, "session/list", params, a->sb->answer_timeout_ms, NULL, &res, err);
     if (rc != PSDK_OK) return rc;
-    json_t *arr = json_object_get(res, "sessions");
-    size_t n = json_array_size(arr);
+    pj_t *arr = pj_object_get(res, "sessions");
+    size_t n = pj_array_size(arr);
     out->items = calloc(n ? n : 1, sizeof *out->items);
     if (!out->items) goto oom;
     for (size_t i = 0; i < n; i++) {
-        json_t *o = json_array_get(arr, i);
-        const char *id = json_string_value(json_object_get(o, "sessionId"));
-        const char *c = json_string_value(json_object_get(o, "cwd"));
-        const char *t = json_string_value(json_object_get(o, "title"));
+        pj_t *o = pj_array_get(arr, i);
+        const char *id = pj_string_value(pj_object_get(o, "sessionId"));
+        const char *c = pj_string_value(pj_object_get(o, "cwd"));
+        const char *t = pj_string_value(pj_object_get(o, "title"));
         if (!id) continue;
         psdk_session_info *it = &out->items[out->count++];
         snprintf(it->id, sizeof it->id, "%s", id);
         if ((c && !(it->cwd = strdup(c))) || (t && !(it->title = strdup(t)))) goto oom;
     }
-    const char *nc = json_string_value(json_object_get(res, "nextCursor"));
+    const char *nc = pj_string_value(pj_object_get(res, "nextCursor"));
     if (nc && !(out->next_cursor = strdup(nc))) goto oom;
-    json_decref(res);
+    pj_decref(res);
     return PSDK_OK;
 oom:
-    json_decref(res);
+    pj_decref(res);
     psdk_session_list_clear(out);
     return psdk__fail(err, PSDK_ERR_NOMEM, "out of memory");
 }
@@ -598,21 +598,21 @@ psdk_status psdk_session_prompt(psdk_session *s, const char *text, char *stop_re
     if (stop_reason && stop_len) stop_reason[0] = '\0';
     if (!s || !text) return psdk__fail(err, PSDK_ERR_ARG, "a session and a text are required");
     if (psdk_session_is_closed(s)) return psdk__fail(err, PSDK_ERR_STATE, "the session is closed");
-    json_t *params = json_pack("{s:s, s:[{s:s, s:s}]}", "sessionId", s->id, "prompt", "type",
+    pj_t *params = pj_pack("{s:s, s:[{s:s, s:s}]}", "sessionId", s->id, "prompt", "type",
                                "text", "text", text);
-    json_t *res = NULL;
+    pj_t *res = NULL;
     psdk_status rc = psdk__rpc(s->a, "session/prompt", params, -1, s, &res, err);
     if (rc != PSDK_OK) return rc;
-    const char *sr = json_string_value(json_object_get(res, "stopReason"));
+    const char *sr = pj_string_value(pj_object_get(res, "stopReason"));
     if (stop_reason && stop_len) snprintf(stop_reason, stop_len, "%s", sr ? sr : "");
-    json_decref(res);
+    pj_decref(res);
     return PSDK_OK;
 }
 
 psdk_status psdk_session_cancel(psdk_session *s, psdk_error *err) {
     psdk__ok(err);
     if (!s) return psdk__fail(err, PSDK_ERR_ARG, "no session");
-    json_t *f = pb_rpc_notification("session/cancel", json_pack("{s:s}", "sessionId", s->id));
+    pj_t *f = pb_rpc_notification("session/cancel", pj_pack("{s:s}", "sessionId", s->id));
     if (send_json(s->a, f) != 0)
         return psdk__fail(err, PSDK_ERR_TRANSPORT, "cannot send session/cancel");
     return PSDK_OK;

@@ -40,7 +40,7 @@ static psdk_status close_op(psdk_session *s, int64_t budget_ms, psdk_error *out)
     psdk_cause first = {0};
     for (;;) {
         psdk_error e;
-        json_t *params = json_pack("{s:s}", "sessionId", s->id);
+        pj_t *params = pj_pack("{s:s}", "sessionId", s->id);
         psdk_status rc =
             psdk__rpc(a, "session/close", params, a->sb->answer_timeout_ms, NULL, NULL, &e);
         if (rc == PSDK_OK) {

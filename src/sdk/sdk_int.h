@@ -13,15 +13,15 @@
 #include "peri/base.h"
 #include "peri/sdk.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <pthread.h>
 
 /* One outstanding request. Filled by the reader thread, consumed by the caller. */
 typedef struct psdk_call {
     struct psdk_call *next;
-    json_int_t id;
+    pj_int_t id;
     bool done;
-    json_t *result;             /* owned on success */
+    pj_t *result;             /* owned on success */
     psdk_error err;             /* on failure */
     struct psdk_session *sess;  /* prompt: wake when this session closes */
     struct psdk_session *adopt; /* session/new: link this handle when the answer arrives */
@@ -59,7 +59,7 @@ struct psdk_agent {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_mutex_t send_mu;
-    json_int_t next_id;
+    pj_int_t next_id;
     psdk_call *calls;
     psdk_session *sessions;
     bool ended;
@@ -74,8 +74,8 @@ psdk_status psdk__fail(psdk_error *e, psdk_status st, const char *fmt, ...)
 /* client.c */
 /* Sends method(params) (params stolen) and waits for the answer. timeout_ms < 0: no
  * limit. *result (may be NULL) receives the result (caller decrefs). */
-psdk_status psdk__rpc(psdk_agent *a, const char *method, json_t *params, long timeout_ms,
-                      psdk_session *prompt_of, json_t **result, psdk_error *err);
+psdk_status psdk__rpc(psdk_agent *a, const char *method, pj_t *params, long timeout_ms,
+                      psdk_session *prompt_of, pj_t **result, psdk_error *err);
 bool psdk__on_reader(psdk_agent *a);
 /* Wakes prompt waiters of s (after a settled close). Caller holds a->mu. */
 void psdk__wake_locked(psdk_agent *a);

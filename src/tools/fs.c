@@ -186,7 +186,7 @@ static bool cancelled(const ptl_ctx *ctx) {
     return ctx->cancel && atomic_load(ctx->cancel);
 }
 
-ptl_status ptl__read(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
+ptl_status ptl__read(pj_t *in, const ptl_ctx *ctx, ptl_result *r) {
     bool bad = false;
     const char *path = ptl__str(in, "path", &bad);
     long long offset = ptl__int(in, "offset", 1, &bad);
@@ -261,26 +261,26 @@ ptl_status ptl__read(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
 /* ACP diff content for a whole-file change. */
 static ptl_status diff_content(ptl_result *r, const char *abs, const char *old_text, size_t old_len,
                                const char *new_text, size_t new_len) {
-    json_t *d = json_pack("{s:s, s:s}", "type", "diff", "path", abs);
+    pj_t *d = pj_pack("{s:s, s:s}", "type", "diff", "path", abs);
     if (!d) return PTL_ERR_NOMEM;
     if (new_len <= DIFF_MAX)
-        json_object_set_new(d, "newText", json_stringn(new_text, new_len));
+        pj_object_set_new(d, "newText", pj_stringn(new_text, new_len));
     else
-        json_object_set_new(d, "newText", json_string("(too large to show)"));
+        pj_object_set_new(d, "newText", pj_string("(too large to show)"));
     if (old_text)
-        json_object_set_new(d, "oldText",
-                            old_len <= DIFF_MAX ? json_stringn(old_text, old_len)
-                                                : json_string("(too large)"));
+        pj_object_set_new(d, "oldText",
+                            old_len <= DIFF_MAX ? pj_stringn(old_text, old_len)
+                                                : pj_string("(too large)"));
     else
-        json_object_set_new(d, "oldText", json_null());
-    json_t *arr = json_array();
-    if (!arr || json_array_append_new(arr, d)) {
-        json_decref(arr);
+        pj_object_set_new(d, "oldText", pj_null());
+    pj_t *arr = pj_array();
+    if (!arr || pj_array_append_new(arr, d)) {
+        pj_decref(arr);
         return PTL_ERR_NOMEM;
     }
     free(r->content_json);
-    r->content_json = json_dumps(arr, JSON_COMPACT);
-    json_decref(arr);
+    r->content_json = pj_dumps(arr, PJ_COMPACT);
+    pj_decref(arr);
     return r->content_json ? PTL_OK : PTL_ERR_NOMEM;
 }
 
@@ -341,14 +341,14 @@ static char *join_path(int dirfd, const ptl_ctx *ctx, const char *name) {
     return out;
 }
 
-ptl_status ptl__write(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
+ptl_status ptl__write(pj_t *in, const ptl_ctx *ctx, ptl_result *r) {
     bool bad = false;
     const char *path = ptl__str(in, "path", &bad);
-    json_t *cv = json_object_get(in, "content");
-    if (bad || !path || !json_is_string(cv))
+    pj_t *cv = pj_object_get(in, "content");
+    if (bad || !path || !pj_is_string(cv))
         return bad_input(r, "write", "needs \"path\" and \"content\" (strings)");
-    const char *content = json_string_value(cv);
-    size_t clen = json_string_length(cv);
+    const char *content = pj_string_value(cv);
+    size_t clen = pj_string_length(cv);
     if (clen > MAX_FILE)
         return ptl__error(r, "write: content of %zu bytes is over the %u MiB limit: %s", clen,
                           MAX_FILE >> 20, path);
@@ -423,17 +423,17 @@ static size_t count_occurrences(const char *hay, size_t hlen, const char *needle
     return count;
 }
 
-ptl_status ptl__edit(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
+ptl_status ptl__edit(pj_t *in, const ptl_ctx *ctx, ptl_result *r) {
     bool bad = false;
     const char *path = ptl__str(in, "path", &bad);
-    json_t *ov = json_object_get(in, "old_string"), *nv = json_object_get(in, "new_string");
+    pj_t *ov = pj_object_get(in, "old_string"), *nv = pj_object_get(in, "new_string");
     bool all = ptl__bool(in, "replace_all", false, &bad);
-    if (bad || !path || !json_is_string(ov) || !json_is_string(nv))
+    if (bad || !path || !pj_is_string(ov) || !pj_is_string(nv))
         return bad_input(r, "edit",
                          "needs \"path\", \"old_string\", \"new_string\" (strings) "
                          "and optional \"replace_all\" (boolean)");
-    const char *olds = json_string_value(ov), *news = json_string_value(nv);
-    size_t olen = json_string_length(ov), nlen = json_string_length(nv);
+    const char *olds = pj_string_value(ov), *news = pj_string_value(nv);
+    size_t olen = pj_string_length(ov), nlen = pj_string_length(nv);
     if (olen == 0) return bad_input(r, "edit", "old_string is empty; use write to create a file");
     if (olen == nlen && memcmp(olds, news, olen) == 0)
         return bad_input(r, "edit", "old_string and new_string are identical");
@@ -527,7 +527,7 @@ static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-ptl_status ptl__list(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
+ptl_status ptl__list(pj_t *in, const ptl_ctx *ctx, ptl_result *r) {
     bool bad = false;
     const char *path = ptl__str(in, "path", &bad);
     if (bad) return bad_input(r, "list", "\"path\" must be a string");

@@ -90,49 +90,49 @@ ptl_status ptl__error(ptl_result *r, const char *fmt, ...) {
 }
 
 ptl_status ptl__text_content(ptl_result *r) {
-    json_t *c = json_pack("[{s:s, s:{s:s, s:s}}]", "type", "content", "content", "type", "text",
+    pj_t *c = pj_pack("[{s:s, s:{s:s, s:s}}]", "type", "content", "content", "type", "text",
                           "text", r->output ? r->output : "");
     free(r->content_json);
-    r->content_json = c ? json_dumps(c, JSON_COMPACT) : NULL;
-    json_decref(c);
+    r->content_json = c ? pj_dumps(c, PJ_COMPACT) : NULL;
+    pj_decref(c);
     return r->content_json ? PTL_OK : PTL_ERR_NOMEM;
 }
 
 ptl_status ptl__location(ptl_result *r, const char *path, long line) {
-    json_t *loc = line > 0 ? json_pack("[{s:s, s:I}]", "path", path, "line", (json_int_t)line)
-                           : json_pack("[{s:s}]", "path", path);
+    pj_t *loc = line > 0 ? pj_pack("[{s:s, s:I}]", "path", path, "line", (pj_int_t)line)
+                           : pj_pack("[{s:s}]", "path", path);
     free(r->locations_json);
-    r->locations_json = loc ? json_dumps(loc, JSON_COMPACT) : NULL;
-    json_decref(loc);
+    r->locations_json = loc ? pj_dumps(loc, PJ_COMPACT) : NULL;
+    pj_decref(loc);
     return r->locations_json ? PTL_OK : PTL_ERR_NOMEM;
 }
 
-const char *ptl__str(json_t *in, const char *key, bool *bad) {
-    json_t *v = json_object_get(in, key);
-    if (!v || json_is_null(v)) return NULL;
-    if (!json_is_string(v)) {
+const char *ptl__str(pj_t *in, const char *key, bool *bad) {
+    pj_t *v = pj_object_get(in, key);
+    if (!v || pj_is_null(v)) return NULL;
+    if (!pj_is_string(v)) {
         *bad = true;
         return NULL;
     }
-    return json_string_value(v);
+    return pj_string_value(v);
 }
 
-long long ptl__int(json_t *in, const char *key, long long def, bool *bad) {
-    json_t *v = json_object_get(in, key);
-    if (!v || json_is_null(v)) return def;
-    if (json_is_integer(v)) return json_integer_value(v);
-    if (json_is_real(v) && json_real_value(v) == (double)(long long)json_real_value(v))
-        return (long long)json_real_value(v);
+long long ptl__int(pj_t *in, const char *key, long long def, bool *bad) {
+    pj_t *v = pj_object_get(in, key);
+    if (!v || pj_is_null(v)) return def;
+    if (pj_is_integer(v)) return pj_integer_value(v);
+    if (pj_is_real(v) && pj_real_value(v) == (double)(long long)pj_real_value(v))
+        return (long long)pj_real_value(v);
     *bad = true;
     return def;
 }
 
-bool ptl__bool(json_t *in, const char *key, bool def, bool *bad) {
-    json_t *v = json_object_get(in, key);
-    if (!v || json_is_null(v)) return def;
-    if (!json_is_boolean(v)) {
+bool ptl__bool(pj_t *in, const char *key, bool def, bool *bad) {
+    pj_t *v = pj_object_get(in, key);
+    if (!v || pj_is_null(v)) return def;
+    if (!pj_is_boolean(v)) {
         *bad = true;
         return def;
     }
-    return json_is_true(v);
+    return pj_is_true(v);
 }

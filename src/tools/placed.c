@@ -76,31 +76,31 @@ const char PTL__RUN_SCHEMA[] =
 /* ---------------------------------------------------------------- results */
 
 static char *meta_of(const pl_report *rep) {
-    json_t *decs = json_array();
+    pj_t *decs = pj_array();
     for (size_t i = 0; decs && i < rep->ndecisions; i++) {
         char *dj = pl_decision_json(&rep->decisions[i], NULL);
-        json_t *d = dj ? json_loads(dj, 0, NULL) : NULL;
+        pj_t *d = dj ? pj_loads(dj, 0, NULL) : NULL;
         free(dj);
-        if (d) json_array_append_new(decs, d);
+        if (d) pj_array_append_new(decs, d);
     }
     const pl_decision *last = rep->ndecisions ? &rep->decisions[rep->ndecisions - 1] : NULL;
-    json_t *p = json_pack("{s:s, s:s, s:s, s:b, s:b, s:o*}", "backend",
+    pj_t *p = pj_pack("{s:s, s:s, s:s, s:b, s:b, s:o*}", "backend",
                           last ? pl_backend_name(last->backend) : "", "reason",
                           last ? pl_reason_name(last->reason) : "", "identity",
                           last ? last->identity : "", "selected", last ? last->selected : 0,
                           "unsandboxed", last ? last->unsandboxed : 0, "decisions", decs);
     /* Which source ran (source-pass stage) and every capability dispatch. */
-    json_t *sp = rep->source_pass[0] ? json_loads(rep->source_pass, 0, NULL) : NULL;
-    if (p && sp) json_object_set_new(p, "source_pass", sp);
+    pj_t *sp = rep->source_pass[0] ? pj_loads(rep->source_pass, 0, NULL) : NULL;
+    if (p && sp) pj_object_set_new(p, "source_pass", sp);
     char *cj = rep->caps.n_all ? pl_cap_log_json(&rep->caps, NULL) : NULL;
-    json_t *caps = cj ? json_loads(cj, 0, NULL) : NULL;
+    pj_t *caps = cj ? pj_loads(cj, 0, NULL) : NULL;
     free(cj);
-    if (p && caps) json_object_set_new(p, "capabilities", caps);
+    if (p && caps) pj_object_set_new(p, "capabilities", caps);
     if (p && rep->no_promotion[0])
-        json_object_set_new(p, "no_promotion", json_string(rep->no_promotion));
-    json_t *m = p ? json_pack("{s:o}", "peri.placement", p) : NULL;
-    char *s = m ? json_dumps(m, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(m);
+        pj_object_set_new(p, "no_promotion", pj_string(rep->no_promotion));
+    pj_t *m = p ? pj_pack("{s:o}", "peri.placement", p) : NULL;
+    char *s = m ? pj_dumps(m, PJ_COMPACT | PJ_PRESERVE_ORDER) : NULL;
+    pj_decref(m);
     return s;
 }
 
@@ -110,12 +110,12 @@ static char *content_of(const char *shown, const char *lang, const char *output)
     char *code = malloc(n);
     if (!code) return NULL;
     snprintf(code, n, "```%s\n%s\n```", lang, shown);
-    json_t *c = json_pack("[{s:s, s:{s:s, s:s}}, {s:s, s:{s:s, s:s}}]", "type", "content",
+    pj_t *c = pj_pack("[{s:s, s:{s:s, s:s}}, {s:s, s:{s:s, s:s}}]", "type", "content",
                           "content", "type", "text", "text", code, "type", "content", "content",
                           "type", "text", "text", output);
     free(code);
-    char *s = c ? json_dumps(c, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(c);
+    char *s = c ? pj_dumps(c, PJ_COMPACT | PJ_PRESERVE_ORDER) : NULL;
+    pj_decref(c);
     return s;
 }
 
@@ -246,16 +246,16 @@ static bool shell_in_client_term(const ptl_ctx *ctx, const char *cmd, long long 
     free(tr.output);
     *st = ptl__finish(r, &o, tr.cancelled || tr.timed_out || tr.exit_code != 0);
     if (*st == PTL_OK) {
-        json_t *c = json_pack("[{s:s, s:s}]", "type", "terminal", "terminalId", tr.terminal_id);
-        r->content_json = c ? json_dumps(c, JSON_COMPACT) : NULL;
-        json_decref(c);
+        pj_t *c = pj_pack("[{s:s, s:s}]", "type", "terminal", "terminalId", tr.terminal_id);
+        r->content_json = c ? pj_dumps(c, PJ_COMPACT) : NULL;
+        pj_decref(c);
         if (!r->content_json) *st = PTL_ERR_NOMEM;
     }
     if (*st == PTL_OK && tr.cancelled) *st = PTL_CANCELLED;
     return true;
 }
 
-ptl_status ptl__shell_placed(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
+ptl_status ptl__shell_placed(pj_t *in, const ptl_ctx *ctx, ptl_result *r) {
     const ptl_sandbox *sb = ctx->sandbox;
     if (!sb) return ptl__shell(in, ctx, r); /* embedders/tests without a sandbox config */
     bool bad = false;
@@ -289,12 +289,12 @@ ptl_status ptl__shell_placed(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
 
 /* ---------------------------------------------------------------- run */
 
-static uint32_t requirement_bits(json_t *a, bool *bad) {
+static uint32_t requirement_bits(pj_t *a, bool *bad) {
     uint32_t bits = 0;
     size_t i;
-    json_t *v;
-    json_array_foreach(a, i, v) {
-        const char *s = json_string_value(v);
+    pj_t *v;
+    pj_array_foreach(a, i, v) {
+        const char *s = pj_string_value(v);
         bool known = false;
         for (unsigned b = 0; s && b < PL_REQ_COUNT; b++)
             if (strcmp(pl_feature_name(b), s) == 0) {
@@ -308,22 +308,22 @@ static uint32_t requirement_bits(json_t *a, bool *bad) {
 
 bool ptl_tool_needs_permission(const ptl_tool *t, const char *input_json) {
     if (strcmp(t->name, "run") != 0) return t->needs_permission;
-    json_t *in = json_loads(input_json && *input_json ? input_json : "{}", 0, NULL);
-    json_t *req = json_object_get(in, "requirements");
-    bool native = json_is_array(req) && json_array_size(req) > 0;
+    pj_t *in = pj_loads(input_json && *input_json ? input_json : "{}", 0, NULL);
+    pj_t *req = pj_object_get(in, "requirements");
+    bool native = pj_is_array(req) && pj_array_size(req) > 0;
     /* A Python script whose imports need the native sandbox goes there (pyscan). */
-    json_t *py = json_object_get(in, "python");
-    if (json_is_string(py) &&
-        pl_python_requirements(json_string_value(py), json_string_length(py), NULL, 0))
+    pj_t *py = pj_object_get(in, "python");
+    if (pj_is_string(py) &&
+        pl_python_requirements(pj_string_value(py), pj_string_length(py), NULL, 0))
         native = true;
-    json_decref(in);
+    pj_decref(in);
     return native; /* the room cannot touch the host: only native runs ask */
 }
 
-char *ptl__run_title(json_t *in) {
-    const char *ruby = json_string_value(json_object_get(in, "ruby"));
-    const char *python = json_string_value(json_object_get(in, "python"));
-    const char *wasm = json_string_value(json_object_get(in, "wasm"));
+char *ptl__run_title(pj_t *in) {
+    const char *ruby = pj_string_value(pj_object_get(in, "ruby"));
+    const char *python = pj_string_value(pj_object_get(in, "python"));
+    const char *wasm = pj_string_value(pj_object_get(in, "wasm"));
     char *out = NULL;
     if (ruby || python) {
         const char *src = ruby ? ruby : python;
@@ -339,16 +339,16 @@ char *ptl__run_title(json_t *in) {
     return out;
 }
 
-ptl_status ptl__run(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
+ptl_status ptl__run(pj_t *in, const ptl_ctx *ctx, ptl_result *r) {
     const ptl_sandbox *sb = ctx->sandbox;
     if (!sb || !sb->place) return ptl__error(r, "run: placement is not configured");
-    json_t *ruby = json_object_get(in, "ruby"), *wasm = json_object_get(in, "wasm");
-    json_t *python = json_object_get(in, "python");
-    json_t *args = json_object_get(in, "args"), *stdin_v = json_object_get(in, "stdin");
-    json_t *files = json_object_get(in, "files"), *req = json_object_get(in, "requirements");
+    pj_t *ruby = pj_object_get(in, "ruby"), *wasm = pj_object_get(in, "wasm");
+    pj_t *python = pj_object_get(in, "python");
+    pj_t *args = pj_object_get(in, "args"), *stdin_v = pj_object_get(in, "stdin");
+    pj_t *files = pj_object_get(in, "files"), *req = pj_object_get(in, "requirements");
     const char *key;
-    json_t *v;
-    json_object_foreach(in, key, v) {
+    pj_t *v;
+    pj_object_foreach(in, key, v) {
         if (strcmp(key, "ruby") && strcmp(key, "python") && strcmp(key, "wasm") &&
             strcmp(key, "args") && strcmp(key, "stdin") && strcmp(key, "files") &&
             strcmp(key, "requirements") && strcmp(key, "source_pass"))
@@ -357,32 +357,32 @@ ptl_status ptl__run(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
     if (!!ruby + !!python + !!wasm != 1)
         return ptl__error(r, "run: give exactly one of \"python\" or \"ruby\" (source) or "
                              "\"wasm\" (path)");
-    if ((ruby && !json_is_string(ruby)) || (wasm && !json_is_string(wasm)) ||
-        (python && !json_is_string(python)))
+    if ((ruby && !pj_is_string(ruby)) || (wasm && !pj_is_string(wasm)) ||
+        (python && !pj_is_string(python)))
         return ptl__error(r, "run: \"python\", \"ruby\" and \"wasm\" are strings");
-    if (ruby && json_string_length(ruby) > RUN_SOURCE_MAX)
+    if (ruby && pj_string_length(ruby) > RUN_SOURCE_MAX)
         return ptl__error(r, "run: the Ruby source is over 1 MiB");
-    if (python && json_string_length(python) > RUN_SOURCE_MAX)
+    if (python && pj_string_length(python) > RUN_SOURCE_MAX)
         return ptl__error(r, "run: the Python source is over 1 MiB");
     /* What the script's imports need joins the declared requirements (pyscan). */
-    uint32_t py_bits = python ? pl_python_requirements(json_string_value(python),
-                                                       json_string_length(python), NULL, 0)
+    uint32_t py_bits = python ? pl_python_requirements(pj_string_value(python),
+                                                       pj_string_length(python), NULL, 0)
                               : 0;
-    if (args && (!json_is_array(args) || !wasm))
+    if (args && (!pj_is_array(args) || !wasm))
         return ptl__error(r, "run: \"args\" is an array of strings, for \"wasm\" only");
-    if (stdin_v && !json_is_string(stdin_v)) return ptl__error(r, "run: \"stdin\" is a string");
-    if (files && (!json_is_object(files) || json_object_size(files) > RUN_FILES_MAX))
+    if (stdin_v && !pj_is_string(stdin_v)) return ptl__error(r, "run: \"stdin\" is a string");
+    if (files && (!pj_is_object(files) || pj_object_size(files) > RUN_FILES_MAX))
         return ptl__error(r, "run: \"files\" maps at most %d room paths to strings", RUN_FILES_MAX);
-    if (req && !json_is_array(req)) return ptl__error(r, "run: \"requirements\" is an array");
-    json_t *sp = json_object_get(in, "source_pass");
-    const char *sps = json_string_value(sp);
+    if (req && !pj_is_array(req)) return ptl__error(r, "run: \"requirements\" is an array");
+    pj_t *sp = pj_object_get(in, "source_pass");
+    const char *sps = pj_string_value(sp);
     if (sp && (!sps || (strcmp(sps, "repl_print") && strcmp(sps, "off"))))
         return ptl__error(r, "run: \"source_pass\" is \"repl_print\" or \"off\"");
     bool bad = false;
     uint32_t bits = (req ? requirement_bits(req, &bad) : 0) | py_bits;
     if (bad) return ptl__error(r, "run: unknown requirement (see the tool's schema)");
 
-    size_t nargs = args ? json_array_size(args) : 0, nfiles = files ? json_object_size(files) : 0;
+    size_t nargs = args ? pj_array_size(args) : 0, nfiles = files ? pj_object_size(files) : 0;
     const char **av = calloc(nargs ? nargs : 1, sizeof *av);
     pl_file *pf = calloc(nfiles ? nfiles : 1, sizeof *pf);
     char *module = NULL;
@@ -392,25 +392,25 @@ ptl_status ptl__run(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
         goto done;
     }
     for (size_t i = 0; i < nargs; i++) {
-        av[i] = json_string_value(json_array_get(args, i));
+        av[i] = pj_string_value(pj_array_get(args, i));
         if (!av[i]) {
             st = ptl__error(r, "run: \"args\" items are strings");
             goto done;
         }
     }
     size_t k = 0;
-    json_object_foreach(files, key, v) {
-        if (!json_is_string(v) || key[0] != '/') {
+    pj_object_foreach(files, key, v) {
+        if (!pj_is_string(v) || key[0] != '/') {
             st = ptl__error(r, "run: \"files\" keys are absolute room paths (e.g. /请求/in.txt) "
                                "and values strings");
             goto done;
         }
-        pf[k++] = (pl_file){key, json_string_value(v), json_string_length(v)};
+        pf[k++] = (pl_file){key, pj_string_value(v), pj_string_length(v)};
     }
     if (wasm) {
         /* The module is a workspace file: confined like every path argument. */
         char errbuf[512];
-        if (ptl_resolve_path(ctx->cwd, json_string_value(wasm), false, &module, errbuf,
+        if (ptl_resolve_path(ctx->cwd, pj_string_value(wasm), false, &module, errbuf,
                              sizeof errbuf) != 0) {
             st = ptl__error(r, "run: %s", errbuf);
             goto done;
@@ -422,21 +422,21 @@ ptl_status ptl__run(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
                      .kind = ruby     ? PL_PROGRAM_RUBY
                              : python ? PL_PROGRAM_PYTHON
                                       : PL_PROGRAM_WASM,
-                     .program = ruby     ? json_string_value(ruby)
-                                : python ? json_string_value(python)
+                     .program = ruby     ? pj_string_value(ruby)
+                                : python ? pj_string_value(python)
                                          : module,
                      .args = av,
                      .nargs = nargs,
-                     .stdin_data = stdin_v ? json_string_value(stdin_v) : NULL,
-                     .stdin_len = stdin_v ? json_string_length(stdin_v) : 0,
+                     .stdin_data = stdin_v ? pj_string_value(stdin_v) : NULL,
+                     .stdin_len = stdin_v ? pj_string_length(stdin_v) : 0,
                      .files = pf,
                      .nfiles = nfiles,
                      .requirements = bits,
                      .network = (bits & PL_REQ_NETWORK) != 0};
     st = place_and_run(ctx, &rq,
-                       ruby     ? json_string_value(ruby)
-                       : python ? json_string_value(python)
-                                : json_string_value(wasm),
+                       ruby     ? pj_string_value(ruby)
+                       : python ? pj_string_value(python)
+                                : pj_string_value(wasm),
                        ruby     ? "ruby"
                        : python ? "python"
                                 : "",

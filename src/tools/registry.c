@@ -115,27 +115,27 @@ const char *ptl_kind_name(ptl_kind k) {
 }
 
 char *ptl_title(const ptl_tool *t, const char *input_json) {
-    json_error_t je;
-    json_t *in = input_json ? json_loads(input_json, 0, &je) : NULL;
+    pj_error_t je;
+    pj_t *in = input_json ? pj_loads(input_json, 0, &je) : NULL;
     const char *verb = NULL, *arg = NULL;
     char *out = NULL;
     if (strcmp(t->name, "read") == 0)
-        verb = "Read", arg = json_string_value(json_object_get(in, "path"));
+        verb = "Read", arg = pj_string_value(pj_object_get(in, "path"));
     else if (strcmp(t->name, "write") == 0)
-        verb = "Write", arg = json_string_value(json_object_get(in, "path"));
+        verb = "Write", arg = pj_string_value(pj_object_get(in, "path"));
     else if (strcmp(t->name, "edit") == 0)
-        verb = "Edit", arg = json_string_value(json_object_get(in, "path"));
+        verb = "Edit", arg = pj_string_value(pj_object_get(in, "path"));
     else if (strcmp(t->name, "list") == 0) {
-        verb = "List", arg = json_string_value(json_object_get(in, "path"));
+        verb = "List", arg = pj_string_value(pj_object_get(in, "path"));
         if (!arg) arg = ".";
     } else if (strcmp(t->name, "glob") == 0)
-        verb = "Find", arg = json_string_value(json_object_get(in, "pattern"));
+        verb = "Find", arg = pj_string_value(pj_object_get(in, "pattern"));
     else if (strcmp(t->name, "grep") == 0)
-        verb = "Search for", arg = json_string_value(json_object_get(in, "pattern"));
+        verb = "Search for", arg = pj_string_value(pj_object_get(in, "pattern"));
     if (strcmp(t->name, "run") == 0) {
         out = ptl__run_title(in);
     } else if (strcmp(t->name, "shell") == 0) {
-        const char *cmd = json_string_value(json_object_get(in, "command"));
+        const char *cmd = pj_string_value(pj_object_get(in, "command"));
         if (cmd) {
             /* one line, every character visible (a newline cannot hide a second command
              * behind the first one's comment); long commands cut with a marker */
@@ -145,21 +145,21 @@ char *ptl_title(const ptl_tool *t, const char *input_json) {
         }
     } else if (strcmp(t->name, "write") == 0 && arg) {
         /* the permission request says how much will be written */
-        size_t n = json_string_length(json_object_get(in, "content"));
+        size_t n = pj_string_length(pj_object_get(in, "content"));
         if (asprintf(&out, "Write %s (%zu bytes)", arg, n) < 0) out = NULL;
     } else if (strcmp(t->name, "edit") == 0 && arg) {
         /* ... and what an edit replaces with what; with replace_all the result is bounded
          * by the tool (32 MiB), and the prompt says every occurrence changes */
-        size_t o = json_string_length(json_object_get(in, "old_string"));
-        size_t n = json_string_length(json_object_get(in, "new_string"));
-        bool all = json_is_true(json_object_get(in, "replace_all"));
+        size_t o = pj_string_length(pj_object_get(in, "old_string"));
+        size_t n = pj_string_length(pj_object_get(in, "new_string"));
+        bool all = pj_is_true(pj_object_get(in, "replace_all"));
         if (asprintf(&out, "Edit %s (replace %zu bytes with %zu bytes%s)", arg, o, n,
                      all ? ", every occurrence" : "") < 0)
             out = NULL;
     } else if (verb && arg) {
         if (asprintf(&out, "%s %s", verb, arg) < 0) out = NULL;
     }
-    json_decref(in);
+    pj_decref(in);
     return out ? out : strdup(t->name);
 }
 
@@ -183,14 +183,14 @@ ptl_status ptl_run(const ptl_tool *t, const char *input_json, const ptl_ctx *ctx
         ptl__error(out, "cancelled before it started");
         return PTL_CANCELLED;
     }
-    json_error_t je;
-    json_t *in = json_loads(input_json && *input_json ? input_json : "{}", 0, &je);
-    if (!json_is_object(in)) {
-        json_decref(in);
+    pj_error_t je;
+    pj_t *in = pj_loads(input_json && *input_json ? input_json : "{}", 0, &je);
+    if (!pj_is_object(in)) {
+        pj_decref(in);
         return ptl__error(out, "%s: the input is not a JSON object (%s)", t->name, je.text);
     }
     ptl_status st = t->run(in, ctx, out);
-    json_decref(in);
+    pj_decref(in);
     if (!out->output && st != PTL_ERR_NOMEM) st = ptl__error(out, "%s: no output", t->name);
     return st;
 }

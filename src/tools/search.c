@@ -321,7 +321,7 @@ static ptl_status start_at(const ptl_ctx *ctx, ptl_result *r, const char *tool, 
     return PTL_OK;
 }
 
-ptl_status ptl__glob(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
+ptl_status ptl__glob(pj_t *in, const ptl_ctx *ctx, ptl_result *r) {
     bool bad = false;
     const char *pattern = ptl__str(in, "pattern", &bad), *path = ptl__str(in, "path", &bad);
     if (bad || !pattern || !*pattern)
@@ -426,7 +426,7 @@ static bool grep_buffer(walk *w, char *data, size_t len, const char *rel) {
     return g->results < g->max_results && !g->o->truncated && !w->cancelled;
 }
 
-ptl_status ptl__grep(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
+ptl_status ptl__grep(pj_t *in, const ptl_ctx *ctx, ptl_result *r) {
     bool bad = false;
     const char *pattern = ptl__str(in, "pattern", &bad), *path = ptl__str(in, "path", &bad);
     const char *fglob = ptl__str(in, "glob", &bad);

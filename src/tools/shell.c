@@ -253,7 +253,7 @@ static void reap_reaper(pid_t pid, int *status) {
     }
 }
 
-ptl_status ptl__shell(json_t *in, const ptl_ctx *ctx, ptl_result *r) {
+ptl_status ptl__shell(pj_t *in, const ptl_ctx *ctx, ptl_result *r) {
     bool bad = false;
     const char *cmd = ptl__str(in, "command", &bad);
     long long timeout = ptl__int(

@@ -7,13 +7,13 @@
 
 #include "peri/tools.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <stdint.h>
 
 #define PTL_DEFAULT_MAX_OUTPUT 65536
 #define PTL_DEFAULT_TIMEOUT_MS 120000
 
-typedef ptl_status (*ptl_run_fn)(json_t *in, const ptl_ctx *ctx, ptl_result *out);
+typedef ptl_status (*ptl_run_fn)(pj_t *in, const ptl_ctx *ctx, ptl_result *out);
 
 struct ptl_tool {
     const char *name;
@@ -51,9 +51,9 @@ ptl_status ptl__location(ptl_result *r, const char *path, long line);
 /* ---------------------------------------------------------------- inputs */
 
 /* Field accessors: NULL/def when absent. *bad is set when present with the wrong type. */
-const char *ptl__str(json_t *in, const char *key, bool *bad);
-long long ptl__int(json_t *in, const char *key, long long def, bool *bad);
-bool ptl__bool(json_t *in, const char *key, bool def, bool *bad);
+const char *ptl__str(pj_t *in, const char *key, bool *bad);
+long long ptl__int(pj_t *in, const char *key, long long def, bool *bad);
+bool ptl__bool(pj_t *in, const char *key, bool def, bool *bad);
 
 /* ---------------------------------------------------------------- paths */
 
@@ -98,18 +98,18 @@ char *ptl__fd_path(int fd, const char *root, const char *rel);
 
 /* ---------------------------------------------------------------- the tools */
 
-ptl_status ptl__read(json_t *in, const ptl_ctx *ctx, ptl_result *out);
-ptl_status ptl__write(json_t *in, const ptl_ctx *ctx, ptl_result *out);
-ptl_status ptl__edit(json_t *in, const ptl_ctx *ctx, ptl_result *out);
-ptl_status ptl__list(json_t *in, const ptl_ctx *ctx, ptl_result *out);
-ptl_status ptl__glob(json_t *in, const ptl_ctx *ctx, ptl_result *out);
-ptl_status ptl__grep(json_t *in, const ptl_ctx *ctx, ptl_result *out);
-ptl_status ptl__shell(json_t *in, const ptl_ctx *ctx, ptl_result *out);
+ptl_status ptl__read(pj_t *in, const ptl_ctx *ctx, ptl_result *out);
+ptl_status ptl__write(pj_t *in, const ptl_ctx *ctx, ptl_result *out);
+ptl_status ptl__edit(pj_t *in, const ptl_ctx *ctx, ptl_result *out);
+ptl_status ptl__list(pj_t *in, const ptl_ctx *ctx, ptl_result *out);
+ptl_status ptl__glob(pj_t *in, const ptl_ctx *ctx, ptl_result *out);
+ptl_status ptl__grep(pj_t *in, const ptl_ctx *ctx, ptl_result *out);
+ptl_status ptl__shell(pj_t *in, const ptl_ctx *ctx, ptl_result *out);
 /* placed.c: shell through placement (or the direct runner when the sandbox
  * is explicitly off / not configured), the run tool, its title. */
-ptl_status ptl__shell_placed(json_t *in, const ptl_ctx *ctx, ptl_result *out);
-ptl_status ptl__run(json_t *in, const ptl_ctx *ctx, ptl_result *out);
-char *ptl__run_title(json_t *in);
+ptl_status ptl__shell_placed(pj_t *in, const ptl_ctx *ctx, ptl_result *out);
+ptl_status ptl__run(pj_t *in, const ptl_ctx *ctx, ptl_result *out);
+char *ptl__run_title(pj_t *in);
 extern const char PTL__RUN_DESCRIPTION[];
 extern const char PTL__RUN_SCHEMA[];
 

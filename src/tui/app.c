@@ -52,8 +52,8 @@ static bool slash_name(const char *s, char *name, size_t n) {
 }
 
 static bool agent_command(const pt_app *a, const char *name) {
-    for (size_t i = 0; i < json_array_size(a->commands); i++) {
-        const char *c = json_string_value(json_object_get(json_array_get(a->commands, i), "name"));
+    for (size_t i = 0; i < pj_array_size(a->commands); i++) {
+        const char *c = pj_string_value(pj_object_get(pj_array_get(a->commands, i), "name"));
         if (c && !strcmp(c, name)) return true;
     }
     return false;
@@ -69,12 +69,12 @@ static void show_help(pt_app *a) {
         int w = snprintf(line, sizeof line, "\n  /%-10s %s", CLIENT_CMDS[i], CLIENT_DESC[i]);
         if (w > 0) pt_buf_add(&b, line, strlen(line));
     }
-    size_t n = json_array_size(a->commands);
+    size_t n = pj_array_size(a->commands);
     if (n) pt_buf_add(&b, "\nCommands of the agent:", 23);
     for (size_t i = 0; i < n; i++) {
-        json_t *c = json_array_get(a->commands, i);
-        const char *name = json_string_value(json_object_get(c, "name"));
-        const char *desc = json_string_value(json_object_get(c, "description"));
+        pj_t *c = pj_array_get(a->commands, i);
+        const char *name = pj_string_value(pj_object_get(c, "name"));
+        const char *desc = pj_string_value(pj_object_get(c, "description"));
         if (!name) continue;
         int w = snprintf(line, sizeof line, "\n  /%-10s %.300s", name, desc ? desc : "");
         if (w > 0) pt_buf_add(&b, line, strlen(line));
@@ -120,7 +120,7 @@ static void send_input(pt_app *a) {
             return;
         }
         free(pt_input_take(&a->in));
-        pt_app_request(a, "session/list", json_pack("{s:s}", "cwd", a->o->cwd), RQ_LIST);
+        pt_app_request(a, "session/list", pj_pack("{s:s}", "cwd", a->o->cwd), RQ_LIST);
         return;
     }
     if (!a->ready) {
@@ -142,10 +142,10 @@ static void complete(pt_app *a) {
     size_t pl = strlen(pre);
     char common[128] = "";
     int matches = 0;
-    size_t n = json_array_size(a->commands);
+    size_t n = pj_array_size(a->commands);
     for (size_t i = 0; i < n + NCLIENT; i++) {
         const char *name =
-            i < n ? json_string_value(json_object_get(json_array_get(a->commands, i), "name"))
+            i < n ? pj_string_value(pj_object_get(pj_array_get(a->commands, i), "name"))
                   : CLIENT_CMDS[i - n];
         if (!name || strncmp(name, pre, pl)) continue;
         if (!matches++) {
@@ -168,12 +168,12 @@ static void completion_hint(pt_app *a, char *out, size_t len) {
     out[0] = 0;
     if (!s || s[0] != '/' || strpbrk(s, " \n")) return;
     size_t pl = strlen(s + 1), used = 0;
-    size_t n = json_array_size(a->commands);
+    size_t n = pj_array_size(a->commands);
     for (size_t i = 0; i < n + NCLIENT && used + 1 < len; i++) {
-        json_t *c = i < n ? json_array_get(a->commands, i) : NULL;
-        const char *name = c ? json_string_value(json_object_get(c, "name")) : CLIENT_CMDS[i - n];
+        pj_t *c = i < n ? pj_array_get(a->commands, i) : NULL;
+        const char *name = c ? pj_string_value(pj_object_get(c, "name")) : CLIENT_CMDS[i - n];
         if (!name || strncmp(name, s + 1, pl)) continue;
-        const char *desc = c ? json_string_value(json_object_get(c, "description")) : NULL;
+        const char *desc = c ? pj_string_value(pj_object_get(c, "description")) : NULL;
         int w = snprintf(out + used, len - used, "%s/%s%s%s", used ? "  " : "", name,
                          desc && pl ? " - " : "", desc && pl ? desc : "");
         if (w < 0) break;
@@ -183,12 +183,12 @@ static void completion_hint(pt_app *a, char *out, size_t len) {
 }
 
 static void close_pick(pt_app *a) {
-    json_decref(a->pick);
+    pj_decref(a->pick);
     a->pick = NULL;
 }
 
 static void pick_session(pt_app *a, size_t k) {
-    const char *id = json_string_value(json_object_get(json_array_get(a->pick, k), "sessionId"));
+    const char *id = pj_string_value(pj_object_get(pj_array_get(a->pick, k), "sessionId"));
     if (!id) return;
     char copy[128];
     snprintf(copy, sizeof copy, "%s", id);
@@ -199,7 +199,7 @@ static void pick_session(pt_app *a, size_t k) {
 static void on_key(pt_app *a, const pt_key *k) {
     if (k->type != PK_CTRL || k->ctrl != 'c') a->ctrlc_at = 0;
     if (a->pick) {
-        size_t n = json_array_size(a->pick);
+        size_t n = pj_array_size(a->pick);
         if (k->type == PK_CHAR && k->text[0] >= '1' && k->text[0] <= '9' &&
             (size_t)(k->text[0] - '1') < n) {
             pick_session(a, (size_t)(k->text[0] - '1'));
@@ -213,7 +213,7 @@ static void on_key(pt_app *a, const pt_key *k) {
     }
     if (a->perm_id && k->type == PK_CHAR && k->text[0] >= '1' && k->text[0] <= '9') {
         size_t idx = (size_t)(k->text[0] - '1');
-        if (idx < json_array_size(json_object_get(a->perm, "options"))) pt_session_answer(a, idx);
+        if (idx < pj_array_size(pj_object_get(a->perm, "options"))) pt_session_answer(a, idx);
         return;
     }
     switch (k->type) {
@@ -316,7 +316,7 @@ static void extra_lines(pt_app *a, pt_lines *ls) {
     bool u = a->scr.st.utf8;
     char buf[512];
     if (a->ask_id) {
-        const char *m = json_string_value(json_object_get(a->ask, "message"));
+        const char *m = pj_string_value(pj_object_get(a->ask, "message"));
         pt_lines_push(ls);
         char *vm = ptl_visible(m ? m : "", 2000, true);
         snprintf(buf, sizeof buf, "Question: %s", vm ? vm : "");
@@ -325,22 +325,22 @@ static void extra_lines(pt_app *a, pt_lines *ls) {
         add_line(ls, "Type your answer and press Enter; Esc declines.", PT_DIM, w, u, "  ", "  ");
     }
     if (a->perm_id) {
-        json_t *tc = json_object_get(a->perm, "toolCall");
-        const char *title = json_string_value(json_object_get(tc, "title"));
-        const char *kind = json_string_value(json_object_get(tc, "kind"));
+        pj_t *tc = pj_object_get(a->perm, "toolCall");
+        const char *title = pj_string_value(pj_object_get(tc, "title"));
+        const char *kind = pj_string_value(pj_object_get(tc, "kind"));
         pt_lines_push(ls);
         char *vt = ptl_visible(title ? title : "tool", 300, false);
         snprintf(buf, sizeof buf, "Permission: %s (%s)", vt ? vt : "tool", kind ? kind : "other");
         free(vt);
         add_line(ls, buf, PT_BOLD | PT_FG(PT_YELLOW), w, u, u ? "\xE2\x9A\xA0 " : "! ", "  ");
-        json_t *ri = json_object_get(tc, "rawInput");
-        const char *cmd = json_string_value(json_object_get(ri, "command"));
-        if (!cmd) cmd = json_string_value(json_object_get(ri, "path"));
+        pj_t *ri = pj_object_get(tc, "rawInput");
+        const char *cmd = pj_string_value(pj_object_get(ri, "command"));
+        if (!cmd) cmd = pj_string_value(pj_object_get(ri, "path"));
         /* a request that explains itself in its content (e.g. trusting a project's
          * configuration: every server command in full) shows that text */
         if (!cmd)
-            cmd = json_string_value(json_object_get(
-                json_object_get(json_array_get(json_object_get(tc, "content"), 0), "content"),
+            cmd = pj_string_value(pj_object_get(
+                pj_object_get(pj_array_get(pj_object_get(tc, "content"), 0), "content"),
                 "text"));
         if (cmd) {
             /* the exact text that will run: controls made visible, one screen line per
@@ -355,12 +355,12 @@ static void extra_lines(pt_app *a, pt_lines *ls) {
             free(v);
         }
         size_t i;
-        json_t *opt;
-        json_array_foreach(json_object_get(a->perm, "options"), i, opt) {
+        pj_t *opt;
+        pj_array_foreach(pj_object_get(a->perm, "options"), i, opt) {
             if (i >= 9) break;
             char pre[16];
             snprintf(pre, sizeof pre, "  %zu. ", i + 1);
-            const char *name = json_string_value(json_object_get(opt, "name"));
+            const char *name = pj_string_value(pj_object_get(opt, "name"));
             add_line(ls, name ? name : "?", 0, w, u, pre, "     ");
         }
         add_line(ls, "Press a number to answer, Esc to cancel the turn.", PT_DIM, w, u, "  ", "  ");
@@ -370,12 +370,12 @@ static void extra_lines(pt_app *a, pt_lines *ls) {
         add_line(ls, "Resume a session (1-9 or arrows + Enter; Esc closes):", PT_BOLD, w, u, "",
                  "");
         size_t i;
-        json_t *s;
-        json_array_foreach(a->pick, i, s) {
+        pj_t *s;
+        pj_array_foreach(a->pick, i, s) {
             if (i >= 9) break;
-            const char *title = json_string_value(json_object_get(s, "title"));
-            const char *at = json_string_value(json_object_get(s, "updatedAt"));
-            const char *id = json_string_value(json_object_get(s, "sessionId"));
+            const char *title = pj_string_value(pj_object_get(s, "title"));
+            const char *at = pj_string_value(pj_object_get(s, "updatedAt"));
+            const char *id = pj_string_value(pj_object_get(s, "sessionId"));
             snprintf(buf, sizeof buf, "%s  %.16s", title ? title : id ? id : "?", at ? at : "");
             char pre[16];
             snprintf(pre, sizeof pre, "%s%zu. ",
@@ -512,10 +512,10 @@ int ptui_run(const ptui_options *o) {
                 a->prompts = 0; /* nothing will answer them */
                 a->ready = false;
             }
-            json_t *f;
+            pj_t *f;
             while ((f = pt_client_next(&a->c))) {
                 pt_session_frame(a, f);
-                json_decref(f);
+                pj_decref(f);
             }
             dirty = true;
         }
@@ -534,7 +534,7 @@ int ptui_run(const ptui_options *o) {
     pt_session_reply_ask(a, NULL, true);
     pt_session_perm_cancel(a);
     if (a->prompts > 0 && a->sid[0])
-        pt_client_notify(&a->c, "session/cancel", json_pack("{s:s}", "sessionId", a->sid));
+        pt_client_notify(&a->c, "session/cancel", pj_pack("{s:s}", "sessionId", a->sid));
     int closed = a->ready && a->sid[0] ? pt_session_close(a) : 0;
     pt_client_close(&a->c, CLOSE_GRACE_MS);
     if (closed < 0)
@@ -544,8 +544,8 @@ int ptui_run(const ptui_options *o) {
         printf("Resume this session with: peri --resume %s\n", a->sid);
     int sig = pt_term_quit_signal();
     close_pick(a);
-    json_decref(a->commands);
-    json_decref(a->modes);
+    pj_decref(a->commands);
+    pj_decref(a->modes);
     pt_transcript_free(&a->t);
     pt_input_free(&a->in);
     pt_keys_free(&a->keys);

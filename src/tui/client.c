@@ -76,14 +76,14 @@ int pt_client_start(pt_client *c, const ptui_options *o, char *err, size_t errle
     return 0;
 }
 
-static int send_frame(pt_client *c, json_t *f) {
+static int send_frame(pt_client *c, pj_t *f) {
     if (!f || c->wfd < 0) {
-        json_decref(f);
+        pj_decref(f);
         return -1;
     }
     size_t left = 0;
     char *s = pb_rpc_encode(f, true, &left);
-    json_decref(f);
+    pj_decref(f);
     if (!s) return -1;
     const char *p = s;
     int rc = 0;
@@ -101,19 +101,19 @@ static int send_frame(pt_client *c, json_t *f) {
     return rc;
 }
 
-int pt_client_request(pt_client *c, const char *method, json_t *params) {
+int pt_client_request(pt_client *c, const char *method, pj_t *params) {
     int id = ++c->next_id;
-    json_t *f = pb_rpc_request(id, method, params ? params : json_object());
+    pj_t *f = pb_rpc_request(id, method, params ? params : pj_object());
     return send_frame(c, f) ? -1 : id;
 }
 
-int pt_client_notify(pt_client *c, const char *method, json_t *params) {
-    json_t *f = pb_rpc_notification(method, params ? params : json_object());
+int pt_client_notify(pt_client *c, const char *method, pj_t *params) {
+    pj_t *f = pb_rpc_notification(method, params ? params : pj_object());
     return send_frame(c, f);
 }
 
-int pt_client_reply(pt_client *c, json_t *id, json_t *result) {
-    json_t *f = pb_rpc_result(id, result);
+int pt_client_reply(pt_client *c, pj_t *id, pj_t *result) {
+    pj_t *f = pb_rpc_result(id, result);
     return send_frame(c, f);
 }
 
@@ -132,12 +132,12 @@ int pt_client_read(pt_client *c) {
     }
 }
 
-json_t *pt_client_next(pt_client *c) {
+pj_t *pt_client_next(pt_client *c) {
     while (c->in.n) {
         char *nl = memchr(c->in.s, '\n', c->in.n);
         if (!nl) return NULL;
         size_t len = (size_t)(nl - c->in.s);
-        json_t *f = json_loadb(c->in.s, len, 0, NULL);
+        pj_t *f = pj_loadb(c->in.s, len, 0, NULL);
         memmove(c->in.s, nl + 1, c->in.n - len - 1);
         c->in.n -= len + 1;
         if (f) return f; /* a line that is not JSON is skipped */
@@ -170,7 +170,7 @@ void pt_client_close(pt_client *c, int grace_ms) {
     pt_buf_free(&c->in);
 }
 
-int pt_client_error(pt_client *c, json_t *id, int code, const char *message) {
-    json_t *f = pb_rpc_error(id, code, message, NULL);
+int pt_client_error(pt_client *c, pj_t *id, int code, const char *message) {
+    pj_t *f = pb_rpc_error(id, code, message, NULL);
     return send_frame(c, f);
 }

@@ -98,10 +98,10 @@ static int tool(pt_lines *out, const pt_entry *e, int width, bool utf8) {
 static int plan(pt_lines *out, const pt_entry *e, int width, bool utf8) {
     if (para(out, "Plan", 4, PT_BOLD, width, "", "", 0, utf8)) return -1;
     size_t i;
-    json_t *it;
-    json_array_foreach(e->plan, i, it) {
-        const char *c = json_string_value(json_object_get(it, "content"));
-        const char *st = json_string_value(json_object_get(it, "status"));
+    pj_t *it;
+    pj_array_foreach(e->plan, i, it) {
+        const char *c = pj_string_value(pj_object_get(it, "content"));
+        const char *st = pj_string_value(pj_object_get(it, "status"));
         const char *box = "[ ] ";
         uint16_t a = 0;
         if (st && !strcmp(st, "completed")) {

@@ -45,10 +45,10 @@ static void track(pt_app *a, int id, pt_rq kind) {
         }
 }
 
-static pt_rq untrack(pt_app *a, json_t *id) {
-    if (!json_is_integer(id)) return RQ_NONE;
+static pt_rq untrack(pt_app *a, pj_t *id) {
+    if (!pj_is_integer(id)) return RQ_NONE;
     for (size_t i = 0; i < sizeof a->rq / sizeof a->rq[0]; i++)
-        if (a->rq[i].kind != RQ_NONE && a->rq[i].id == json_integer_value(id)) {
+        if (a->rq[i].kind != RQ_NONE && a->rq[i].id == pj_integer_value(id)) {
             pt_rq k = a->rq[i].kind;
             a->rq[i].kind = RQ_NONE;
             return k;
@@ -56,7 +56,7 @@ static pt_rq untrack(pt_app *a, json_t *id) {
     return RQ_NONE;
 }
 
-void pt_app_request(pt_app *a, const char *method, json_t *params, pt_rq kind) {
+void pt_app_request(pt_app *a, const char *method, pj_t *params, pt_rq kind) {
     int id = pt_client_request(&a->c, method, params);
     if (id < 0)
         pt_app_msg(a, PT_FG(PT_RED), "cannot reach the agent (%s)", method);
@@ -67,13 +67,13 @@ void pt_app_request(pt_app *a, const char *method, json_t *params, pt_rq kind) {
 /* ------------------------------------------------------------------ session */
 
 static void new_session(pt_app *a) {
-    pt_app_request(a, "session/new", json_pack("{s:s, s:[]}", "cwd", a->o->cwd, "mcpServers"),
+    pt_app_request(a, "session/new", pj_pack("{s:s, s:[]}", "cwd", a->o->cwd, "mcpServers"),
                    RQ_NEW);
 }
 
 void pt_session_load(pt_app *a, const char *id) {
     if (a->ready && a->sid[0])
-        pt_app_request(a, "session/close", json_pack("{s:s}", "sessionId", a->sid), RQ_OTHER);
+        pt_app_request(a, "session/close", pj_pack("{s:s}", "sessionId", a->sid), RQ_OTHER);
     pt_transcript_free(&a->t);
     a->ready = false;
     a->prompts = 0;
@@ -82,26 +82,26 @@ void pt_session_load(pt_app *a, const char *id) {
     a->scroll = 0;
     snprintf(a->sid, sizeof a->sid, "%s", id);
     pt_app_request(a, "session/load",
-                   json_pack("{s:s, s:s, s:[]}", "sessionId", id, "cwd", a->o->cwd, "mcpServers"),
+                   pj_pack("{s:s, s:s, s:[]}", "sessionId", id, "cwd", a->o->cwd, "mcpServers"),
                    RQ_LOAD);
 }
 
 /* modes and configOptions of a session/new or session/load answer, or an update */
-static void take_config(pt_app *a, json_t *cfg) {
+static void take_config(pt_app *a, pj_t *cfg) {
     size_t i;
-    json_t *o;
-    json_array_foreach(cfg, i, o) {
-        const char *id = json_string_value(json_object_get(o, "id"));
-        const char *cur = json_string_value(json_object_get(o, "currentValue"));
+    pj_t *o;
+    pj_array_foreach(cfg, i, o) {
+        const char *id = pj_string_value(pj_object_get(o, "id"));
+        const char *cur = pj_string_value(pj_object_get(o, "currentValue"));
         if (!id || !cur) continue;
         if (!strcmp(id, "mode")) snprintf(a->mode, sizeof a->mode, "%s", cur);
         if (!strcmp(id, "model")) {
             const char *name = cur;
             size_t k;
-            json_t *c;
-            json_array_foreach(json_object_get(o, "options"), k, c) {
-                const char *v = json_string_value(json_object_get(c, "value"));
-                const char *nm = json_string_value(json_object_get(c, "name"));
+            pj_t *c;
+            pj_array_foreach(pj_object_get(o, "options"), k, c) {
+                const char *v = pj_string_value(pj_object_get(c, "value"));
+                const char *nm = pj_string_value(pj_object_get(c, "name"));
                 if (v && nm && !strcmp(v, cur)) name = nm;
             }
             snprintf(a->model, sizeof a->model, "%s", name);
@@ -109,28 +109,28 @@ static void take_config(pt_app *a, json_t *cfg) {
     }
 }
 
-static void take_session(pt_app *a, json_t *res) {
+static void take_session(pt_app *a, pj_t *res) {
     const char *m =
-        json_string_value(json_object_get(json_object_get(res, "modes"), "currentModeId"));
+        pj_string_value(pj_object_get(pj_object_get(res, "modes"), "currentModeId"));
     if (m) snprintf(a->mode, sizeof a->mode, "%s", m);
-    json_t *avail = json_object_get(json_object_get(res, "modes"), "availableModes");
-    if (json_is_array(avail)) {
-        json_decref(a->modes);
-        a->modes = json_incref(avail);
+    pj_t *avail = pj_object_get(pj_object_get(res, "modes"), "availableModes");
+    if (pj_is_array(avail)) {
+        pj_decref(a->modes);
+        a->modes = pj_incref(avail);
     }
-    take_config(a, json_object_get(res, "configOptions"));
+    take_config(a, pj_object_get(res, "configOptions"));
     a->ready = true;
 }
 
 /* --continue: the most recently updated top-level session */
-static const char *latest(json_t *sessions) {
+static const char *latest(pj_t *sessions) {
     const char *best = NULL, *best_at = "";
     size_t i;
-    json_t *s;
-    json_array_foreach(sessions, i, s) {
-        if (json_object_get(json_object_get(s, "_meta"), "peri.parentSessionId")) continue;
-        const char *id = json_string_value(json_object_get(s, "sessionId"));
-        const char *at = json_string_value(json_object_get(s, "updatedAt"));
+    pj_t *s;
+    pj_array_foreach(sessions, i, s) {
+        if (pj_object_get(pj_object_get(s, "_meta"), "peri.parentSessionId")) continue;
+        const char *id = pj_string_value(pj_object_get(s, "sessionId"));
+        const char *at = pj_string_value(pj_object_get(s, "updatedAt"));
         if (id && (!best || (at && strcmp(at, best_at) > 0))) {
             best = id;
             best_at = at ? at : "";
@@ -139,11 +139,11 @@ static const char *latest(json_t *sessions) {
     return best;
 }
 
-static void on_response(pt_app *a, json_t *f) {
-    pt_rq k = untrack(a, json_object_get(f, "id"));
-    json_t *res = json_object_get(f, "result");
-    json_t *err = json_object_get(f, "error");
-    const char *emsg = json_string_value(json_object_get(err, "message"));
+static void on_response(pt_app *a, pj_t *f) {
+    pt_rq k = untrack(a, pj_object_get(f, "id"));
+    pj_t *res = pj_object_get(f, "result");
+    pj_t *err = pj_object_get(f, "error");
+    const char *emsg = pj_string_value(pj_object_get(err, "message"));
     char buf[512];
     switch (k) {
     case RQ_INIT:
@@ -152,7 +152,7 @@ static void on_response(pt_app *a, json_t *f) {
         } else if (a->o->resume_id) {
             pt_session_load(a, a->o->resume_id);
         } else if (a->o->cont) {
-            pt_app_request(a, "session/list", json_pack("{s:s}", "cwd", a->o->cwd),
+            pt_app_request(a, "session/list", pj_pack("{s:s}", "cwd", a->o->cwd),
                            RQ_LIST_CONTINUE);
         } else {
             new_session(a);
@@ -165,7 +165,7 @@ static void on_response(pt_app *a, json_t *f) {
             break;
         }
         snprintf(a->sid, sizeof a->sid, "%s",
-                 or_empty(json_string_value(json_object_get(res, "sessionId"))));
+                 or_empty(pj_string_value(pj_object_get(res, "sessionId"))));
         take_session(a, res);
         break;
     case RQ_LOAD:
@@ -183,7 +183,7 @@ static void on_response(pt_app *a, json_t *f) {
         break;
     case RQ_PROMPT: {
         if (a->prompts > 0) a->prompts--;
-        const char *stop = json_string_value(json_object_get(res, "stopReason"));
+        const char *stop = pj_string_value(pj_object_get(res, "stopReason"));
         if (err) {
             snprintf(buf, sizeof buf, "Error: %s", emsg ? emsg : "the turn failed");
             pt_app_notice(a, PT_FG(PT_RED) | PT_BOLD, "");
@@ -205,23 +205,23 @@ static void on_response(pt_app *a, json_t *f) {
             pt_app_msg(a, PT_FG(PT_RED), "session/list failed: %s", emsg);
             break;
         }
-        json_decref(a->pick);
-        a->pick = json_array(); /* top-level sessions only: subagent threads are not resumed */
+        pj_decref(a->pick);
+        a->pick = pj_array(); /* top-level sessions only: subagent threads are not resumed */
         size_t i;
-        json_t *it;
-        json_array_foreach(json_object_get(res, "sessions"), i, it) {
-            if (!json_object_get(json_object_get(it, "_meta"), "peri.parentSessionId"))
-                json_array_append(a->pick, it);
+        pj_t *it;
+        pj_array_foreach(pj_object_get(res, "sessions"), i, it) {
+            if (!pj_object_get(pj_object_get(it, "_meta"), "peri.parentSessionId"))
+                pj_array_append(a->pick, it);
         }
         a->pick_sel = 0;
-        if (!json_array_size(a->pick)) {
-            json_decref(a->pick);
+        if (!pj_array_size(a->pick)) {
+            pj_decref(a->pick);
             a->pick = NULL;
             pt_app_msg(a, PT_DIM, "No earlier sessions in this directory.%s", "");
         }
         break;
     case RQ_LIST_CONTINUE: {
-        const char *id = err ? NULL : latest(json_object_get(res, "sessions"));
+        const char *id = err ? NULL : latest(pj_object_get(res, "sessions"));
         if (id) {
             char copy[128];
             snprintf(copy, sizeof copy, "%s", id);
@@ -236,42 +236,42 @@ static void on_response(pt_app *a, json_t *f) {
     }
 }
 
-static void on_update(pt_app *a, json_t *params) {
-    const char *sid = json_string_value(json_object_get(params, "sessionId"));
+static void on_update(pt_app *a, pj_t *params) {
+    const char *sid = pj_string_value(pj_object_get(params, "sessionId"));
     if (!sid || strcmp(sid, a->sid)) return;
-    json_t *u = json_object_get(params, "update");
-    const char *tag = json_string_value(json_object_get(u, "sessionUpdate"));
+    pj_t *u = pj_object_get(params, "update");
+    const char *tag = pj_string_value(pj_object_get(u, "sessionUpdate"));
     if (!tag) return;
     if (!strcmp(tag, "available_commands_update")) {
-        json_decref(a->commands);
-        a->commands = json_incref(json_object_get(u, "availableCommands"));
+        pj_decref(a->commands);
+        a->commands = pj_incref(pj_object_get(u, "availableCommands"));
     } else if (!strcmp(tag, "current_mode_update")) {
-        const char *m = json_string_value(json_object_get(u, "currentModeId"));
+        const char *m = pj_string_value(pj_object_get(u, "currentModeId"));
         if (m) snprintf(a->mode, sizeof a->mode, "%s", m);
     } else if (!strcmp(tag, "config_option_update")) {
-        take_config(a, json_object_get(u, "configOptions"));
+        take_config(a, pj_object_get(u, "configOptions"));
     } else if (!strcmp(tag, "usage_update")) {
-        a->used = json_integer_value(json_object_get(u, "used"));
-        a->size = json_integer_value(json_object_get(u, "size"));
+        a->used = pj_integer_value(pj_object_get(u, "used"));
+        a->size = pj_integer_value(pj_object_get(u, "size"));
         a->has_usage = true;
-        json_t *cost = json_object_get(json_object_get(u, "cost"), "amount");
-        if (json_is_number(cost)) {
-            a->cost = json_number_value(cost);
+        pj_t *cost = pj_object_get(pj_object_get(u, "cost"), "amount");
+        if (pj_is_number(cost)) {
+            a->cost = pj_number_value(cost);
             a->has_cost = true;
         }
-        json_t *cp = json_object_get(json_object_get(u, "_meta"), "peri.compaction");
-        if (json_is_object(cp)) { /* an automatic compaction: say so in the transcript */
-            const char *how = json_string_value(json_object_get(cp, "method"));
+        pj_t *cp = pj_object_get(pj_object_get(u, "_meta"), "peri.compaction");
+        if (pj_is_object(cp)) { /* an automatic compaction: say so in the transcript */
+            const char *how = pj_string_value(pj_object_get(cp, "method"));
             char buf[200];
             snprintf(buf, sizeof buf, "Context compacted: %lld -> %lld tokens (%s)",
-                     (long long)json_integer_value(json_object_get(cp, "before")),
-                     (long long)json_integer_value(json_object_get(cp, "after")),
+                     (long long)pj_integer_value(pj_object_get(cp, "before")),
+                     (long long)pj_integer_value(pj_object_get(cp, "after")),
                      how && !strcmp(how, "summary") ? "summarized by the model"
                                                     : "oldest turns trimmed");
             pt_app_notice(a, PT_FG(PT_GREY), buf);
         }
     } else if (!strcmp(tag, "session_info_update")) {
-        const char *t = json_string_value(json_object_get(u, "title"));
+        const char *t = pj_string_value(pj_object_get(u, "title"));
         if (t) snprintf(a->title, sizeof a->title, "%s", t);
     } else {
         pt_transcript_update(&a->t, u);
@@ -281,70 +281,70 @@ static void on_update(pt_app *a, json_t *params) {
 /* A form question (elicitation/create): the TUI takes one free-text field, typed in the
  * input line; any other form is declined at once. One open at a time: an older one is
  * cancelled. */
-static void on_elicit(pt_app *a, json_t *id, json_t *params) {
-    json_t *props = json_object_get(json_object_get(params, "requestedSchema"), "properties");
-    const char *mode = json_string_value(json_object_get(params, "mode"));
+static void on_elicit(pt_app *a, pj_t *id, pj_t *params) {
+    pj_t *props = pj_object_get(pj_object_get(params, "requestedSchema"), "properties");
+    const char *mode = pj_string_value(pj_object_get(params, "mode"));
     const char *key = NULL;
-    json_t *v;
-    bool one = json_object_size(props) == 1 && (!mode || !strcmp(mode, "form"));
+    pj_t *v;
+    bool one = pj_object_size(props) == 1 && (!mode || !strcmp(mode, "form"));
     if (one) {
-        json_object_foreach(props, key, v) {
-            const char *type = json_string_value(json_object_get(v, "type"));
+        pj_object_foreach(props, key, v) {
+            const char *type = pj_string_value(pj_object_get(v, "type"));
             if (!type || strcmp(type, "string") || strlen(key) >= sizeof a->ask_field) one = false;
             break;
         }
     }
     if (!one || !key) {
-        pt_client_reply(&a->c, id, json_pack("{s:s}", "action", "decline"));
+        pt_client_reply(&a->c, id, pj_pack("{s:s}", "action", "decline"));
         pt_app_notice(a, PT_FG(PT_YELLOW) | PT_DIM,
                       "  A form this terminal cannot show was declined.");
         return;
     }
     if (a->ask_id) pt_session_reply_ask(a, NULL, true);
-    a->ask_id = json_incref(id);
-    a->ask = json_incref(params);
+    a->ask_id = pj_incref(id);
+    a->ask = pj_incref(params);
     snprintf(a->ask_field, sizeof a->ask_field, "%s", key);
     a->scroll = 0;
 }
 
 void pt_session_reply_ask(pt_app *a, const char *answer, bool cancelled) {
     if (!a->ask_id) return;
-    json_t *r =
-        cancelled ? json_pack("{s:s}", "action", "cancel")
-        : answer  ? json_pack("{s:s, s:{s:s}}", "action", "accept", "content", a->ask_field, answer)
-                  : json_pack("{s:s}", "action", "decline");
+    pj_t *r =
+        cancelled ? pj_pack("{s:s}", "action", "cancel")
+        : answer  ? pj_pack("{s:s, s:{s:s}}", "action", "accept", "content", a->ask_field, answer)
+                  : pj_pack("{s:s}", "action", "decline");
     pt_client_reply(&a->c, a->ask_id, r);
     pt_app_notice(a, PT_DIM | (answer ? PT_FG(PT_GREEN) : PT_FG(PT_RED)),
                   cancelled ? "  Question cancelled."
                   : answer  ? "  Answered."
                             : "  Question declined.");
-    json_decref(a->ask_id);
-    json_decref(a->ask);
+    pj_decref(a->ask_id);
+    pj_decref(a->ask);
     a->ask_id = a->ask = NULL;
 }
 
-void pt_session_frame(pt_app *a, json_t *f) {
-    const char *method = json_string_value(json_object_get(f, "method"));
-    json_t *id = json_object_get(f, "id");
+void pt_session_frame(pt_app *a, pj_t *f) {
+    const char *method = pj_string_value(pj_object_get(f, "method"));
+    pj_t *id = pj_object_get(f, "id");
     if (!method) {
         on_response(a, f);
     } else if (!strcmp(method, "session/update")) {
-        on_update(a, json_object_get(f, "params"));
+        on_update(a, pj_object_get(f, "params"));
     } else if (!strcmp(method, "_peri/mcp_login")) {
         /* a remote MCP server needs an OAuth login: the user opens the URL */
-        json_t *p = json_object_get(f, "params");
-        const char *srv = json_string_value(json_object_get(p, "server"));
-        const char *url = json_string_value(json_object_get(p, "url"));
+        pj_t *p = pj_object_get(f, "params");
+        const char *srv = pj_string_value(pj_object_get(p, "server"));
+        const char *url = pj_string_value(pj_object_get(p, "url"));
         char buf[2400];
         snprintf(buf, sizeof buf, "MCP server \"%.100s\" needs a login. Open: %.2200s",
                  srv ? srv : "?", url ? url : "?");
         pt_app_notice(a, PT_FG(PT_YELLOW) | PT_BOLD, buf);
     } else if (!strcmp(method, "elicitation/create") && id) {
-        on_elicit(a, id, json_object_get(f, "params"));
+        on_elicit(a, id, pj_object_get(f, "params"));
     } else if (!strcmp(method, "session/request_permission") && id) {
         pt_session_perm_cancel(a); /* only one open at a time: the older one is cancelled */
-        a->perm_id = json_incref(id);
-        a->perm = json_incref(json_object_get(f, "params"));
+        a->perm_id = pj_incref(id);
+        a->perm = pj_incref(pj_object_get(f, "params"));
         a->scroll = 0;
     } else if (id) {
         pt_client_error(&a->c, id, -32601, "method not supported by this client");
@@ -352,33 +352,33 @@ void pt_session_frame(pt_app *a, json_t *f) {
 }
 
 void pt_session_answer(pt_app *a, size_t k) {
-    json_t *opts = json_object_get(a->perm, "options");
-    json_t *opt = json_array_get(opts, k);
-    const char *oid = json_string_value(json_object_get(opt, "optionId"));
+    pj_t *opts = pj_object_get(a->perm, "options");
+    pj_t *opt = pj_array_get(opts, k);
+    const char *oid = pj_string_value(pj_object_get(opt, "optionId"));
     if (!oid) return;
     pt_client_reply(&a->c, a->perm_id,
-                    json_pack("{s:{s:s, s:s}}", "outcome", "outcome", "selected", "optionId", oid));
+                    pj_pack("{s:{s:s, s:s}}", "outcome", "outcome", "selected", "optionId", oid));
     char buf[320];
     const char *title =
-        json_string_value(json_object_get(json_object_get(a->perm, "toolCall"), "title"));
+        pj_string_value(pj_object_get(pj_object_get(a->perm, "toolCall"), "title"));
     snprintf(buf, sizeof buf, "  %s: %s",
-             json_string_value(json_object_get(opt, "name"))
-                 ? json_string_value(json_object_get(opt, "name"))
+             pj_string_value(pj_object_get(opt, "name"))
+                 ? pj_string_value(pj_object_get(opt, "name"))
                  : oid,
              title ? title : "tool");
-    const char *kind = json_string_value(json_object_get(opt, "kind"));
+    const char *kind = pj_string_value(pj_object_get(opt, "kind"));
     pt_app_notice(
         a, (kind && !strncmp(kind, "reject", 6) ? PT_FG(PT_RED) : PT_FG(PT_GREEN)) | PT_DIM, buf);
-    json_decref(a->perm_id);
-    json_decref(a->perm);
+    pj_decref(a->perm_id);
+    pj_decref(a->perm);
     a->perm_id = a->perm = NULL;
 }
 
 void pt_session_perm_cancel(pt_app *a) {
     if (!a->perm_id) return;
-    pt_client_reply(&a->c, a->perm_id, json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled"));
-    json_decref(a->perm_id);
-    json_decref(a->perm);
+    pt_client_reply(&a->c, a->perm_id, pj_pack("{s:{s:s}}", "outcome", "outcome", "cancelled"));
+    pj_decref(a->perm_id);
+    pj_decref(a->perm);
     a->perm_id = a->perm = NULL;
 }
 
@@ -386,14 +386,14 @@ void pt_session_cancel(pt_app *a) {
     pt_session_reply_ask(a, NULL, true);
     pt_session_perm_cancel(a);
     if (a->prompts > 0 && a->sid[0]) {
-        pt_client_notify(&a->c, "session/cancel", json_pack("{s:s}", "sessionId", a->sid));
+        pt_client_notify(&a->c, "session/cancel", pj_pack("{s:s}", "sessionId", a->sid));
         a->cancelling = true;
     }
 }
 
 /* Mentions: every "@path" naming an existing file or directory beneath or at an
  * absolute path becomes a resource_link block after the text. */
-static void add_mentions(pt_app *a, json_t *blocks, const char *text) {
+static void add_mentions(pt_app *a, pj_t *blocks, const char *text) {
     for (const char *p = text; (p = strchr(p, '@'));) {
         bool start = p == text || p[-1] == ' ' || p[-1] == '\n' || p[-1] == '\t';
         const char *q = ++p;
@@ -413,7 +413,7 @@ static void add_mentions(pt_app *a, json_t *blocks, const char *text) {
         const char *base = strrchr(abs, '/');
         char uri[PATH_MAX + 8];
         snprintf(uri, sizeof uri, "file://%s", abs);
-        json_array_append_new(blocks, json_pack("{s:s, s:s, s:s}", "type", "resource_link", "uri",
+        pj_array_append_new(blocks, pj_pack("{s:s, s:s, s:s}", "type", "resource_link", "uri",
                                                 uri, "name", base && base[1] ? base + 1 : abs));
     }
 }
@@ -426,36 +426,36 @@ static void add_mentions(pt_app *a, json_t *blocks, const char *text) {
  * answer in time (then the agent's stdin is closed anyway). */
 int pt_session_close(pt_app *a) {
     long long deadline = pb_mono_ms() + CLOSE_GRACE_MS;
-    int id = pt_client_request(&a->c, "session/close", json_pack("{s:s}", "sessionId", a->sid));
+    int id = pt_client_request(&a->c, "session/close", pj_pack("{s:s}", "sessionId", a->sid));
     while (id > 0 && !a->c.eof) {
         long long left = deadline - pb_mono_ms();
         if (left <= 0) return -1;
         struct pollfd p = {a->c.rfd, POLLIN, 0};
         if (poll(&p, 1, (int)left) <= 0) continue;
         if (pt_client_read(&a->c) < 0 && a->c.eof) break;
-        json_t *f;
+        pj_t *f;
         while ((f = pt_client_next(&a->c))) {
-            json_t *fid = json_object_get(f, "id");
-            const char *method = json_string_value(json_object_get(f, "method"));
+            pj_t *fid = pj_object_get(f, "id");
+            const char *method = pj_string_value(pj_object_get(f, "method"));
             if (method && fid) {
                 if (!strcmp(method, "session/request_permission"))
                     pt_client_reply(&a->c, fid,
-                                    json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled"));
+                                    pj_pack("{s:{s:s}}", "outcome", "outcome", "cancelled"));
                 else
                     pt_client_error(&a->c, fid, -32601, "method not supported by this client");
-            } else if (!method && json_is_integer(fid) && json_integer_value(fid) == id) {
-                json_t *err = json_object_get(f, "error");
-                long long code = json_integer_value(json_object_get(err, "code"));
-                json_decref(f);
+            } else if (!method && pj_is_integer(fid) && pj_integer_value(fid) == id) {
+                pj_t *err = pj_object_get(f, "error");
+                long long code = pj_integer_value(pj_object_get(err, "code"));
+                pj_decref(f);
                 if (!err) return 0;
                 if (code != -32010) return -1;
                 struct timespec ts = {0, 50 * 1000 * 1000};
                 nanosleep(&ts, NULL);
                 id = pt_client_request(&a->c, "session/close",
-                                       json_pack("{s:s}", "sessionId", a->sid));
+                                       pj_pack("{s:s}", "sessionId", a->sid));
                 break;
             }
-            json_decref(f);
+            pj_decref(f);
         }
     }
     return -1;
@@ -463,11 +463,11 @@ int pt_session_close(pt_app *a) {
 
 /* Sends text as a prompt (text block + resource links of its @mentions) and shows it. */
 void pt_session_prompt(pt_app *a, const char *text) {
-    json_t *blocks = json_pack("[{s:s, s:s}]", "type", "text", "text", text);
+    pj_t *blocks = pj_pack("[{s:s, s:s}]", "type", "text", "text", text);
     if (blocks) add_mentions(a, blocks, text);
     pt_transcript_add(&a->t, PT_E_USER, text, 0);
     int id = pt_client_request(&a->c, "session/prompt",
-                               json_pack("{s:s, s:o}", "sessionId", a->sid, "prompt", blocks));
+                               pj_pack("{s:s, s:o}", "sessionId", a->sid, "prompt", blocks));
     if (id < 0) {
         pt_app_notice(a, PT_FG(PT_RED), "The agent is gone: the prompt was not sent.");
         return;
@@ -478,7 +478,7 @@ void pt_session_prompt(pt_app *a, const char *text) {
 
 void pt_session_start(pt_app *a) {
     pt_app_request(a, "initialize",
-                   json_pack("{s:i, s:{s:{s:b, s:b}, s:b, s:{s:{}}}, s:{s:s, s:s}}",
+                   pj_pack("{s:i, s:{s:{s:b, s:b}, s:b, s:{s:{}}}, s:{s:s, s:s}}",
                              "protocolVersion", 1, "clientCapabilities", "fs", "readTextFile", 0,
                              "writeTextFile", 0, "terminal", 0, "elicitation", "form", "clientInfo",
                              "name", "peri-tui", "version", "1"),
@@ -486,16 +486,16 @@ void pt_session_start(pt_app *a) {
 }
 
 void pt_session_next_mode(pt_app *a) {
-    size_t n = json_array_size(a->modes), cur = 0;
+    size_t n = pj_array_size(a->modes), cur = 0;
     if (!a->ready || n < 2) return;
     for (size_t i = 0; i < n; i++) {
-        const char *id = json_string_value(json_object_get(json_array_get(a->modes, i), "id"));
+        const char *id = pj_string_value(pj_object_get(pj_array_get(a->modes, i), "id"));
         if (id && !strcmp(id, a->mode)) cur = i;
     }
     const char *next =
-        json_string_value(json_object_get(json_array_get(a->modes, (cur + 1) % n), "id"));
+        pj_string_value(pj_object_get(pj_array_get(a->modes, (cur + 1) % n), "id"));
     /* the status line follows current_mode_update, not the request */
     if (next)
         pt_app_request(a, "session/set_mode",
-                       json_pack("{s:s, s:s}", "sessionId", a->sid, "modeId", next), RQ_OTHER);
+                       pj_pack("{s:s, s:s}", "sessionId", a->sid, "modeId", next), RQ_OTHER);
 }

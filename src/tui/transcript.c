@@ -36,8 +36,8 @@ static void entry_free(pt_entry *e) {
     pt_buf_free(&e->text);
     pt_buf_free(&e->diff);
     free(e->placement);
-    json_decref(e->call);
-    json_decref(e->plan);
+    pj_decref(e->call);
+    pj_decref(e->plan);
 }
 
 void pt_transcript_free(pt_transcript *t) {
@@ -58,18 +58,18 @@ pt_entry *pt_transcript_add(pt_transcript *t, pt_kind kind, const char *text, ui
 }
 
 const char *pt_tool_field(const pt_entry *e, const char *key) {
-    return json_string_value(json_object_get(e->call, key));
+    return pj_string_value(pj_object_get(e->call, key));
 }
 
-static const char *text_of(json_t *u) {
-    return json_string_value(json_object_get(json_object_get(u, "content"), "text"));
+static const char *text_of(pj_t *u) {
+    return pj_string_value(pj_object_get(pj_object_get(u, "content"), "text"));
 }
 
-static void chunk(pt_transcript *t, pt_kind kind, json_t *u) {
+static void chunk(pt_transcript *t, pt_kind kind, pj_t *u) {
     const char *s = text_of(u);
     if (!s) {
         const char *type =
-            json_string_value(json_object_get(json_object_get(u, "content"), "type"));
+            pj_string_value(pj_object_get(pj_object_get(u, "content"), "type"));
         if (kind != PT_E_USER || !type) return;
         s = !strcmp(type, "image")           ? "[image]"
             : !strcmp(type, "resource_link") ? "[file]"
@@ -140,21 +140,21 @@ static void make_diff(pt_buf *d, const char *old_text, const char *new_text) {
     diff_lines(d, "+", n, head, nn - tail);
 }
 
-static void tool_content(pt_entry *e, json_t *content) {
-    if (!json_is_array(content)) return;
+static void tool_content(pt_entry *e, pj_t *content) {
+    if (!pj_is_array(content)) return;
     const char *last_text = NULL;
     size_t i;
-    json_t *c;
-    json_array_foreach(content, i, c) {
-        const char *type = json_string_value(json_object_get(c, "type"));
+    pj_t *c;
+    pj_array_foreach(content, i, c) {
+        const char *type = pj_string_value(pj_object_get(c, "type"));
         if (!type) continue;
         if (!strcmp(type, "content")) {
             const char *s =
-                json_string_value(json_object_get(json_object_get(c, "content"), "text"));
+                pj_string_value(pj_object_get(pj_object_get(c, "content"), "text"));
             if (s) last_text = s;
         } else if (!strcmp(type, "diff")) {
-            make_diff(&e->diff, json_string_value(json_object_get(c, "oldText")),
-                      json_string_value(json_object_get(c, "newText")));
+            make_diff(&e->diff, pj_string_value(pj_object_get(c, "oldText")),
+                      pj_string_value(pj_object_get(c, "newText")));
         } else if (!strcmp(type, "terminal")) {
             last_text = "(output in the client's terminal)";
         }
@@ -165,28 +165,28 @@ static void tool_content(pt_entry *e, json_t *content) {
     }
 }
 
-static void tool_placement(pt_entry *e, json_t *u) {
-    json_t *p = json_object_get(json_object_get(u, "_meta"), "peri.placement");
-    if (!json_is_object(p)) return;
-    const char *backend = json_string_value(json_object_get(p, "backend"));
-    const char *reason = json_string_value(json_object_get(p, "reason"));
+static void tool_placement(pt_entry *e, pj_t *u) {
+    pj_t *p = pj_object_get(pj_object_get(u, "_meta"), "peri.placement");
+    if (!pj_is_object(p)) return;
+    const char *backend = pj_string_value(pj_object_get(p, "backend"));
+    const char *reason = pj_string_value(pj_object_get(p, "reason"));
     char buf[256];
     snprintf(buf, sizeof buf, "ran in %s%s%s%s%s", backend ? backend : "?", reason ? " (" : "",
              reason ? reason : "", reason ? ")" : "",
-             json_is_true(json_object_get(p, "unsandboxed")) ? " UNSANDBOXED" : "");
+             pj_is_true(pj_object_get(p, "unsandboxed")) ? " UNSANDBOXED" : "");
     char *d = strdup(buf);
     if (!d) return; /* the last placement stays */
     free(e->placement);
     e->placement = d;
 }
 
-static void tool(pt_transcript *t, json_t *u, bool is_update) {
-    const char *id = json_string_value(json_object_get(u, "toolCallId"));
+static void tool(pt_transcript *t, pj_t *u, bool is_update) {
+    const char *id = pj_string_value(pj_object_get(u, "toolCallId"));
     if (!id) return;
     pt_entry *e = find_tool(t, id);
     if (!e) {
         if (!(e = pt_transcript_add(t, PT_E_TOOL, NULL, 0))) return;
-        e->call = json_pack("{s:s}", "toolCallId", id);
+        e->call = pj_pack("{s:s}", "toolCallId", id);
         if (!e->call) {
             t->n--;
             entry_free(e);
@@ -195,18 +195,18 @@ static void tool(pt_transcript *t, json_t *u, bool is_update) {
     }
     static const char *const fields[] = {"title", "kind", "status"};
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
-        json_t *v = json_object_get(u, fields[i]);
-        if (json_is_string(v)) json_object_set(e->call, fields[i], v);
+        pj_t *v = pj_object_get(u, fields[i]);
+        if (pj_is_string(v)) pj_object_set(e->call, fields[i], v);
     }
-    if (!pt_tool_field(e, "status")) json_object_set_new(e->call, "status", json_string("pending"));
-    if (is_update || json_object_get(u, "content")) tool_content(e, json_object_get(u, "content"));
+    if (!pt_tool_field(e, "status")) pj_object_set_new(e->call, "status", pj_string("pending"));
+    if (is_update || pj_object_get(u, "content")) tool_content(e, pj_object_get(u, "content"));
     tool_placement(e, u);
     t->version++;
 }
 
-static void plan(pt_transcript *t, json_t *u) {
-    json_t *entries = json_object_get(u, "entries");
-    if (!json_is_array(entries)) return;
+static void plan(pt_transcript *t, pj_t *u) {
+    pj_t *entries = pj_object_get(u, "entries");
+    if (!pj_is_array(entries)) return;
     pt_entry *e = NULL;
     for (size_t i = t->n; i-- > 0 && t->v[i].kind != PT_E_USER;)
         if (t->v[i].kind == PT_E_PLAN) {
@@ -214,13 +214,13 @@ static void plan(pt_transcript *t, json_t *u) {
             break;
         }
     if (!e && !(e = pt_transcript_add(t, PT_E_PLAN, NULL, 0))) return;
-    json_decref(e->plan);
-    e->plan = json_incref(entries);
+    pj_decref(e->plan);
+    e->plan = pj_incref(entries);
     t->version++;
 }
 
-void pt_transcript_update(pt_transcript *t, json_t *u) {
-    const char *tag = json_string_value(json_object_get(u, "sessionUpdate"));
+void pt_transcript_update(pt_transcript *t, pj_t *u) {
+    const char *tag = pj_string_value(pj_object_get(u, "sessionUpdate"));
     if (!tag) return;
     if (!strcmp(tag, "agent_message_chunk"))
         chunk(t, PT_E_AGENT, u);

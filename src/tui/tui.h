@@ -20,7 +20,7 @@
 
 #include "peri/base.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -111,10 +111,10 @@ void pt_buf_free(pt_buf *b);
 typedef struct pt_entry {
     pt_kind kind;
     pt_buf text;     /* user/agent/thought/notice text; tool: output preview */
-    json_t *call;    /* tool: toolCallId, title, kind, status as the updates last said */
+    pj_t *call;    /* tool: toolCallId, title, kind, status as the updates last said */
     char *placement; /* tool: "ran in room (reason x)" / "ran in sandbox ..." */
     pt_buf diff;     /* "-old\n+new\n" lines */
-    json_t *plan;    /* plan entries (owned) */
+    pj_t *plan;    /* plan entries (owned) */
     uint16_t attr;   /* notice style */
 } pt_entry;
 
@@ -126,7 +126,7 @@ typedef struct pt_transcript {
 
 void pt_transcript_free(pt_transcript *t);
 /* Applies one session/update's "update" object. */
-void pt_transcript_update(pt_transcript *t, json_t *update);
+void pt_transcript_update(pt_transcript *t, pj_t *update);
 pt_entry *pt_transcript_add(pt_transcript *t, pt_kind kind, const char *text, uint16_t attr);
 /* A tool entry's field key ("toolCallId", "title", "kind", "status"), NULL when absent. */
 const char *pt_tool_field(const pt_entry *e, const char *key);
@@ -258,14 +258,14 @@ typedef struct pt_client {
 
 int pt_client_start(pt_client *c, const ptui_options *o, char *err, size_t errlen);
 /* Sends a request; returns its id (>0) or -1. params is consumed. */
-int pt_client_request(pt_client *c, const char *method, json_t *params);
-int pt_client_notify(pt_client *c, const char *method, json_t *params);
-int pt_client_reply(pt_client *c, json_t *id, json_t *result);
-int pt_client_error(pt_client *c, json_t *id, int code, const char *message);
+int pt_client_request(pt_client *c, const char *method, pj_t *params);
+int pt_client_notify(pt_client *c, const char *method, pj_t *params);
+int pt_client_reply(pt_client *c, pj_t *id, pj_t *result);
+int pt_client_error(pt_client *c, pj_t *id, int code, const char *message);
 /* Reads what is available (call when rfd is readable); 0, or -1 at EOF/error. */
 int pt_client_read(pt_client *c);
 /* The next complete frame (new reference) or NULL. */
-json_t *pt_client_next(pt_client *c);
+pj_t *pt_client_next(pt_client *c);
 /* Closes the agent's stdin and waits for it at most grace_ms, then SIGTERM, SIGKILL. */
 void pt_client_close(pt_client *c, int grace_ms);
 

@@ -77,34 +77,34 @@ static void test_invalid_keeps_id(void **state) {
     pb_rpc_decode(s, strlen(s), PACP_RPC_RULES, &m);
     assert_int_equal(m.kind, PB_RPC_INVALID);
     assert_non_null(m.id);
-    assert_int_equal(json_integer_value(m.id), 7);
+    assert_int_equal(pj_integer_value(m.id), 7);
     pb_rpc_clear(&m);
 }
 
 static void test_encode(void **state) {
     (void)state;
-    json_t *id = json_integer(4);
-    json_t *f = pb_rpc_result(id, json_pack("{s:s}", "text", "a\nb"));
+    pj_t *id = pj_integer(4);
+    pj_t *f = pb_rpc_result(id, pj_pack("{s:s}", "text", "a\nb"));
     size_t n;
     char *line = pb_rpc_encode(f, true, &n);
     assert_string_equal(line, "{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"text\":\"a\\nb\"}}\n");
     assert_int_equal(n, strlen(line));
     free(line);
-    json_decref(f);
+    pj_decref(f);
     f = pb_rpc_error(NULL, PACP_CLOSE_INCOMPLETE, "Session is closing", NULL);
     line = pb_rpc_encode(f, true, NULL);
     assert_string_equal(
         line, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32010,\"message\":\"Session "
               "is closing\"}}\n");
     free(line);
-    json_decref(f);
-    f = pb_rpc_error(id, PACP_TURN_FAILED, "boom", json_pack("{s:s}", "kind", "llm"));
+    pj_decref(f);
+    f = pb_rpc_error(id, PACP_TURN_FAILED, "boom", pj_pack("{s:s}", "kind", "llm"));
     line = pb_rpc_encode(f, true, NULL);
     assert_string_equal(line, "{\"jsonrpc\":\"2.0\",\"id\":4,\"error\":{\"code\":-32000,"
                               "\"message\":\"boom\",\"data\":{\"kind\":\"llm\"}}}\n");
     free(line);
-    json_decref(f);
-    json_decref(id);
+    pj_decref(f);
+    pj_decref(id);
 }
 
 static void test_reader(void **state) {
@@ -165,15 +165,15 @@ static void test_update_mapping(void **state) {
                     .text = "rejected",
                     .session_id = "s1",
                     .session_seq = 9};
-    json_t *p = pacp__update_params(&ev, NULL);
-    char *s = json_dumps(p, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    pj_t *p = pacp__update_params(&ev, NULL);
+    char *s = pj_dumps(p, PJ_COMPACT | PJ_PRESERVE_ORDER);
     assert_string_equal(
         s, "{\"sessionId\":\"s1\",\"update\":{\"sessionUpdate\":\"tool_call_update\","
            "\"toolCallId\":\"c1\",\"status\":\"failed\",\"content\":[{\"type\":\"content\","
            "\"content\":{\"type\":\"text\",\"text\":\"rejected\"}}],\"rawOutput\":{\"output\":"
            "\"rejected\"}},\"_meta\":{\"peri.sessionSeq\":9}}");
     free(s);
-    json_decref(p);
+    pj_decref(p);
     pag_event tc = {.kind = PAG_EV_TOOL_CALL,
                     .tool_call_id = "c2",
                     .title = "Read a.txt",
@@ -183,19 +183,19 @@ static void test_update_mapping(void **state) {
                     .session_id = "s1",
                     .replay = true};
     p = pacp__update_params(&tc, NULL);
-    json_t *u = json_object_get(p, "update");
-    assert_string_equal(json_string_value(json_object_get(u, "sessionUpdate")), "tool_call");
-    assert_string_equal(json_string_value(json_object_get(u, "kind")), "read");
-    assert_string_equal(json_string_value(json_object_get(json_object_get(u, "rawInput"), "path")),
+    pj_t *u = pj_object_get(p, "update");
+    assert_string_equal(pj_string_value(pj_object_get(u, "sessionUpdate")), "tool_call");
+    assert_string_equal(pj_string_value(pj_object_get(u, "kind")), "read");
+    assert_string_equal(pj_string_value(pj_object_get(pj_object_get(u, "rawInput"), "path")),
                         "a.txt");
-    assert_true(json_is_true(json_object_get(json_object_get(p, "_meta"), "periReplay")));
-    json_decref(p);
+    assert_true(pj_is_true(pj_object_get(pj_object_get(p, "_meta"), "periReplay")));
+    pj_decref(p);
     pag_event us = {.kind = PAG_EV_USAGE, .used = 12, .size = 1000, .session_id = "s"};
     p = pacp__update_params(&us, NULL);
-    u = json_object_get(p, "update");
-    assert_string_equal(json_string_value(json_object_get(u, "sessionUpdate")), "usage_update");
-    assert_int_equal(json_integer_value(json_object_get(u, "used")), 12);
-    json_decref(p);
+    u = pj_object_get(p, "update");
+    assert_string_equal(pj_string_value(pj_object_get(u, "sessionUpdate")), "usage_update");
+    assert_int_equal(pj_integer_value(pj_object_get(u, "used")), 12);
+    pj_decref(p);
 }
 
 static int retained;
@@ -248,21 +248,21 @@ static void test_update_ids(void **state) {
     pag_event ev = {.kind = PAG_EV_TEXT, .text = "hi", .session_id = "S", .session_seq = 7};
     pct_event_ids ids = {
         .session_epoch = 3, .turn_id = "turn-3-2", .attempt_id = "attempt-3-4", .agent_id = "S"};
-    json_t *p = pacp__update_params(&ev, &ids);
-    json_t *m = json_object_get(p, "_meta");
-    assert_int_equal(json_integer_value(json_object_get(m, "peri.sessionSeq")), 7);
-    assert_int_equal(json_integer_value(json_object_get(m, "peri.sessionEpoch")), 3);
-    assert_string_equal(json_string_value(json_object_get(m, "peri.turnId")), "turn-3-2");
-    assert_string_equal(json_string_value(json_object_get(m, "peri.attemptId")), "attempt-3-4");
-    assert_string_equal(json_string_value(json_object_get(m, "peri.agentId")), "S");
-    json_decref(p);
+    pj_t *p = pacp__update_params(&ev, &ids);
+    pj_t *m = pj_object_get(p, "_meta");
+    assert_int_equal(pj_integer_value(pj_object_get(m, "peri.sessionSeq")), 7);
+    assert_int_equal(pj_integer_value(pj_object_get(m, "peri.sessionEpoch")), 3);
+    assert_string_equal(pj_string_value(pj_object_get(m, "peri.turnId")), "turn-3-2");
+    assert_string_equal(pj_string_value(pj_object_get(m, "peri.attemptId")), "attempt-3-4");
+    assert_string_equal(pj_string_value(pj_object_get(m, "peri.agentId")), "S");
+    pj_decref(p);
     /* outside a turn: no turn and no attempt */
     pct_event_ids none = {.session_epoch = 1, .agent_id = "S"};
     p = pacp__update_params(&ev, &none);
-    m = json_object_get(p, "_meta");
-    assert_null(json_object_get(m, "peri.turnId"));
-    assert_null(json_object_get(m, "peri.attemptId"));
-    json_decref(p);
+    m = pj_object_get(p, "_meta");
+    assert_null(pj_object_get(m, "peri.turnId"));
+    assert_null(pj_object_get(m, "peri.attemptId"));
+    pj_decref(p);
 }
 
 static void test_store_api_key(void **state) {
@@ -288,14 +288,14 @@ static void test_store_api_key(void **state) {
     assert_int_equal(pacp_store_api_key(home, "openai", "sk-1", err, sizeof err), 0);
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0600);
-    json_t *doc = json_load_file(path, 0, NULL);
-    assert_int_equal(json_integer_value(json_object_get(doc, "keep")), 1);
-    json_t *ps = json_object_get(doc, "providers");
-    assert_string_equal(json_string_value(json_object_get(json_object_get(ps, "openai"), "apiKey")),
+    pj_t *doc = pj_load_file(path, 0, NULL);
+    assert_int_equal(pj_integer_value(pj_object_get(doc, "keep")), 1);
+    pj_t *ps = pj_object_get(doc, "providers");
+    assert_string_equal(pj_string_value(pj_object_get(pj_object_get(ps, "openai"), "apiKey")),
                         "sk-1");
     assert_string_equal(
-        json_string_value(json_object_get(json_object_get(ps, "anthropic"), "apiKey")), "a");
-    json_decref(doc);
+        pj_string_value(pj_object_get(pj_object_get(ps, "anthropic"), "apiKey")), "a");
+    pj_decref(doc);
     /* a file that is not a JSON object is left alone */
     f = fopen(path, "w");
     fputs("[1]", f);
@@ -310,9 +310,9 @@ static void test_store_api_key(void **state) {
     unlink(path);
     assert_int_equal(symlink(target, path), 0);
     assert_int_equal(pacp_store_api_key(home, "openai", "sk-3", err, sizeof err), -1);
-    doc = json_load_file(target, 0, NULL);
-    assert_int_equal(json_object_size(doc), 0);
-    json_decref(doc);
+    doc = pj_load_file(target, 0, NULL);
+    assert_int_equal(pj_object_size(doc), 0);
+    pj_decref(doc);
     unlink(path);
     unlink(target);
     rmdir(dir);

@@ -101,6 +101,8 @@ static int f_run_tool(void *ctx, const char *name, const char *args, atomic_int 
     return 0;
 }
 
+static const pag_tool_ops fake_tools = {.run = f_run_tool};
+
 static pag_permission f_ask(void *ctx, const pag_event *call, atomic_int *cancel) {
     (void)call;
     (void)cancel;
@@ -139,7 +141,7 @@ static pag_session *make(fake *f, const step *steps, size_t n, int max_steps) {
                        .model_name = "test-model",
                        .tools = tools,
                        .ntools = 2,
-                       .run_tool = f_run_tool,
+                       .tool_ops = &fake_tools,
                        .ask_permission = f_ask,
                        .persist = f_persist,
                        .emit = f_emit};
@@ -371,7 +373,7 @@ static void test_compaction(void **state) {
 static void test_settings(void **state) {
     (void)state;
     /* The document the host supplies; the library reads no file and no environment. */
-    json_t *doc = json_loads(
+    pj_t *doc = pj_loads(
         "{\"model\":\"anthropic:claude-x\",\"providers\":{\"anthropic\":{\"apiKey\":\"k\"}},"
         "\"permissions\":{\"allow\":[\"write\"]},\"contextBudget\":5000,\"mcpServers\":{}}",
         0, NULL);
@@ -383,7 +385,7 @@ static void test_settings(void **state) {
     assert_true(pag_settings_allows(&s, "write"));
     assert_false(pag_settings_allows(&s, "shell"));
     /* The whole document stays available (a private copy) for other modules. */
-    assert_non_null(json_object_get(s.doc, "mcpServers"));
+    assert_non_null(pj_object_get(s.doc, "mcpServers"));
     assert_true(s.doc != doc);
     pm_config cfg;
     const char *model;
@@ -397,10 +399,10 @@ static void test_settings(void **state) {
      * (tool names never carry "__" in the server part), "files_x", "filesx", and not a
      * look-alike whose part would end in '_' (the pool never makes one). */
     {
-        json_t *d2 = json_loads("{\"permissions\":{\"allow\":[\"mcp__files__*\","
-                                "\"mcp__a__b__*\",\"mcp__dup___*\",\"mcp__pre*\","
-                                "\"mcp__*\",\"mcp____*\"]}}",
-                                0, NULL);
+        pj_t *d2 = pj_loads("{\"permissions\":{\"allow\":[\"mcp__files__*\","
+                            "\"mcp__a__b__*\",\"mcp__dup___*\",\"mcp__pre*\","
+                            "\"mcp__*\",\"mcp____*\"]}}",
+                            0, NULL);
         pag_settings s2;
         assert_int_equal(pag_settings_from_doc(&s2, d2, err, sizeof err), 0);
         assert_true(pag_settings_allows(&s2, "mcp__files__read"));
@@ -419,22 +421,22 @@ static void test_settings(void **state) {
         assert_false(pag_settings_allows(&s2, "mcp__other__read"));
         assert_false(pag_settings_allows(&s2, "mcp____read"));
         pag_settings_clear(&s2);
-        json_decref(d2);
+        pj_decref(d2);
     }
 
     /* A provider named but not configured is a clear error. */
-    json_object_set_new(doc, "model", json_string("openai:gpt-x"));
+    pj_object_set_new(doc, "model", pj_string("openai:gpt-x"));
     assert_int_equal(pag_settings_from_doc(&s, doc, err, sizeof err), 0);
     assert_int_equal(pag_settings_model(&s, &cfg, &model, err, sizeof err), -1);
     assert_non_null(strstr(err, "openai is not configured"));
     pag_settings_clear(&s);
-    json_decref(doc);
+    pj_decref(doc);
 
     /* Not an object: an error, not a crash. */
-    json_t *arr = json_array();
+    pj_t *arr = pj_array();
     assert_int_equal(pag_settings_from_doc(&s, arr, err, sizeof err), -1);
     assert_string_equal(err, "settings must be an object");
-    json_decref(arr);
+    pj_decref(arr);
     /* Nothing configured at all: loading works, the model lookup explains. */
     assert_int_equal(pag_settings_from_doc(&s, NULL, err, sizeof err), 0);
     assert_int_equal(pag_settings_model(&s, &cfg, &model, err, sizeof err), -1);

@@ -15,7 +15,7 @@
 #include "peri/agent.h"
 
 #include <fcntl.h>
-#include <jansson.h>
+#include "peri/json.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -370,7 +370,7 @@ static void test_skills_and_context(void **st) {
 
 static void test_settings_models(void **st) {
     (void)st;
-    json_t *doc = json_loads(
+    pj_t *doc = pj_loads(
         "{\"providers\": {\"local\": {\"type\": \"anthropic\", \"baseUrl\": \"http://x\"},"
         " \"bad\": {\"type\": \"nope\", \"baseUrl\": \"http://y\"}},"
         " \"models\": [{\"id\": \"local:m1\", \"name\": \"Local\", \"contextWindow\": 1234,"
@@ -381,7 +381,7 @@ static void test_settings_models(void **st) {
     pag_settings s;
     char err[512];
     assert_int_equal(pag_settings_from_doc(&s, doc, err, sizeof err), 0);
-    json_decref(doc);
+    pj_decref(doc);
     assert_int_equal(s.nproviders, 1);
     assert_int_equal(s.nmodels, 2);
     assert_string_equal(pag_settings_default_model(&s), "local:m1");
@@ -461,6 +461,8 @@ static int s_run(void *ctx, const char *name, const char *args, atomic_int *canc
     return 0;
 }
 
+static const pag_tool_ops fake_tools = {.run = s_run};
+
 static pag_permission s_ask(void *ctx, const pag_event *call, atomic_int *cancel) {
     (void)call;
     (void)cancel;
@@ -488,7 +490,7 @@ static pag_session *mk(script *sc) {
                    .model_name = "m",
                    .tools = tools,
                    .ntools = 3,
-                   .run_tool = s_run,
+                   .tool_ops = &fake_tools,
                    .ask_permission = s_ask};
     pag_session_config cfg = {.id = "s", .cwd = "/", .system_prompt = "SYS"};
     pag_session *s = pag_session_new(&cfg, &p);

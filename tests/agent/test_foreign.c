@@ -22,7 +22,7 @@
 #include "controller/ctl_impl.h"
 #include "peri/controller.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,13 +53,13 @@ static void log_add(log_t *l, const char *s) {
 
 static void on_event(void *ctx, const pag_event *ev) {
     log_t *l = ctx;
-    json_t *o =
-        json_pack("{s:i, s:b, s:s*, s:s*, s:s*, s:s*, s:s*, s:s*, s:s*, s:s*}", "kind",
+    pj_t *o =
+        pj_pack("{s:i, s:b, s:s*, s:s*, s:s*, s:s*, s:s*, s:s*, s:s*, s:s*}", "kind",
                   (int)ev->kind, "replay", ev->replay, "text", ev->text, "call", ev->tool_call_id,
                   "title", ev->title, "toolKind", ev->tool_kind, "status", ev->status, "rawInput",
                   ev->raw_input, "content", ev->content_json, "raw_output", ev->raw_output_json);
-    char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(o);
+    char *s = pj_dumps(o, PJ_COMPACT | PJ_SORT_KEYS);
+    pj_decref(o);
     assert_non_null(s);
     pthread_mutex_lock(&l->mu);
     log_add(l, s);

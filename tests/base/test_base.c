@@ -198,7 +198,7 @@ static void rpc_rules_differ_only_where_declared(void **state) {
     assert_int_equal(m.err_code, PB_RPC_INVALID_REQUEST);
     pb_rpc_clear(&m);
     assert_int_equal(kind_of(null_id, PB_RPC_ACP_RULES, &m), PB_RPC_REQUEST);
-    assert_true(json_is_null(m.id));
+    assert_true(pj_is_null(m.id));
     pb_rpc_clear(&m);
     const char *arr = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":[1]}";
     assert_int_equal(kind_of(arr, NULL, &m), PB_RPC_INVALID);
@@ -242,28 +242,28 @@ static void rpc_rules_differ_only_where_declared(void **state) {
 /* Builders keep the field order and steal what they say they steal. */
 static void rpc_builders_and_encoding(void **state) {
     (void)state;
-    json_t *id = json_integer(7);
+    pj_t *id = pj_integer(7);
     size_t n = 0;
-    json_t *f = pb_rpc_error(id, -32602, "bad", json_pack("{s:s}", "k", "v"));
+    pj_t *f = pb_rpc_error(id, -32602, "bad", pj_pack("{s:s}", "k", "v"));
     char *s = pb_rpc_encode(f, true, &n);
     assert_string_equal(s, "{\"jsonrpc\":\"2.0\",\"id\":7,\"error\":{\"code\":-32602,"
                            "\"message\":\"bad\",\"data\":{\"k\":\"v\"}}}\n");
     assert_int_equal(n, strlen(s));
     free(s);
-    json_decref(f);
+    pj_decref(f);
     f = pb_rpc_request(3, "m", NULL);
     s = pb_rpc_encode(f, false, NULL);
     assert_string_equal(s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"m\"}");
     free(s);
-    json_decref(f);
-    f = pb_rpc_notification("n", json_pack("{s:s}", "t", "a\nb"));
+    pj_decref(f);
+    f = pb_rpc_notification("n", pj_pack("{s:s}", "t", "a\nb"));
     s = pb_rpc_encode(f, true, &n);
     assert_non_null(s);
     assert_ptr_equal(strchr(s, '\n'), s + n - 1); /* one line */
     free(s);
-    json_decref(f);
+    pj_decref(f);
     assert_null(pb_rpc_result(id, NULL)); /* the caller's failed allocation */
-    json_decref(id);
+    pj_decref(id);
 }
 
 int main(void) {

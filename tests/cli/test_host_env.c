@@ -27,7 +27,7 @@ static const char *fake_getenv(const char *name) {
 
 static void test_env_overrides(void **state) {
     (void)state;
-    json_t *doc = json_loads("{\"model\":\"anthropic:x\",\"providers\":{\"openai\":"
+    pj_t *doc = pj_loads("{\"model\":\"anthropic:x\",\"providers\":{\"openai\":"
                              "{\"apiKey\":\"file\"}},\"mcpServers\":{}}",
                              0, NULL);
     memset(env_vals, 0, sizeof env_vals);
@@ -40,12 +40,12 @@ static void test_env_overrides(void **state) {
     env_vals[3][0] = "ANTHROPIC_API_KEY";
     env_vals[3][1] = ""; /* empty = unset */
     assert_int_equal(peri_settings_apply_env(doc, fake_getenv), 0);
-    char *s = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+    char *s = pj_dumps(doc, PJ_COMPACT | PJ_SORT_KEYS);
     assert_string_equal(s, "{\"closeGraceMs\":250,\"mcpServers\":{},\"model\":\"openai:gpt-x\","
                            "\"providers\":{\"openai\":{\"apiKey\":\"file\",\"baseUrl\":"
                            "\"http://127.0.0.1:9/v1\"}}}");
     free(s);
-    json_decref(doc);
+    pj_decref(doc);
 }
 
 static void test_settings_file_and_stdin(void **state) {
@@ -57,10 +57,10 @@ static void test_settings_file_and_stdin(void **state) {
     FILE *f = fopen(path, "w");
     fputs("{\"model\":\"openai:m\"}", f);
     fclose(f);
-    json_t *doc = peri_settings_read(path, false, err, sizeof err);
+    pj_t *doc = peri_settings_read(path, false, err, sizeof err);
     assert_non_null(doc);
-    assert_string_equal(json_string_value(json_object_get(doc, "model")), "openai:m");
-    json_decref(doc);
+    assert_string_equal(pj_string_value(pj_object_get(doc, "model")), "openai:m");
+    pj_decref(doc);
     /* not an object */
     f = fopen(path, "w");
     fputs("[1]", f);
@@ -72,7 +72,7 @@ static void test_settings_file_and_stdin(void **state) {
     assert_null(peri_settings_read(path, false, err, sizeof err));
     doc = peri_settings_read(path, true, err, sizeof err);
     assert_non_null(doc);
-    json_decref(doc);
+    pj_decref(doc);
     /* '-': the first line of stdin; what follows stays for the JSON-RPC reader */
     int p[2];
     assert_int_equal(pipe(p), 0);
@@ -88,8 +88,8 @@ static void test_settings_file_and_stdin(void **state) {
     dup2(saved, 0);
     close(saved);
     assert_non_null(doc);
-    assert_int_equal(json_integer_value(json_object_get(doc, "maxSteps")), 7);
-    json_decref(doc);
+    assert_int_equal(pj_integer_value(pj_object_get(doc, "maxSteps")), 7);
+    pj_decref(doc);
     assert_true(n > 0);
     assert_string_equal(rest, "{\"jsonrpc\":\"2.0\"}\n");
     char cmd[96];
@@ -119,7 +119,7 @@ static void test_start_object(void **state) {
     assert_string_equal(h.opt.storage.locator, db);
     assert_true(h.opt.storage.shared);
     assert_string_equal(h.opt.machine_id, "cccccccc-0000-4000-8000-00000000000c");
-    assert_non_null(json_object_get(h.opt.settings, "model"));
+    assert_non_null(pj_object_get(h.opt.settings, "model"));
     peri_host_start_clear(&h);
     char cmd[96];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

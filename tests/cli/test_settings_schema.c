@@ -31,11 +31,11 @@ static void collect(void *ud, bool error, const char *message) {
 
 static size_t check_text(const char *json, findings *f) {
     memset(f, 0, sizeof *f);
-    json_error_t je;
-    json_t *doc = json_loads(json, 0, &je);
+    pj_error_t je;
+    pj_t *doc = pj_loads(json, 0, &je);
     assert_non_null(doc);
     size_t n = pag_settings_check(doc, collect, f);
-    json_decref(doc);
+    pj_decref(doc);
     return n;
 }
 
@@ -140,7 +140,7 @@ static void test_sandbox_network(void **state) {
                           "{\"sandbox\": {\"network\": true}}", "{}"};
     const bool net[] = {true, true, false}, host[] = {true, false, false};
     for (size_t i = 0; i < 3; i++) {
-        json_t *doc = json_loads(docs[i], 0, NULL);
+        pj_t *doc = pj_loads(docs[i], 0, NULL);
         assert_non_null(doc);
         pag_settings st;
         char err[256] = "";
@@ -148,15 +148,15 @@ static void test_sandbox_network(void **state) {
         assert_int_equal(st.sandbox_network, net[i]);
         assert_int_equal(st.sandbox_host_network, host[i]);
         pag_settings_clear(&st);
-        json_decref(doc);
+        pj_decref(doc);
     }
-    json_t *bad = json_loads("{\"sandbox\": {\"network\": \"yes\"}}", 0, NULL);
+    pj_t *bad = pj_loads("{\"sandbox\": {\"network\": \"yes\"}}", 0, NULL);
     pag_settings st;
     char err[256] = "";
     assert_int_not_equal(pag_settings_from_doc(&st, bad, err, sizeof err), 0);
     pag_settings_clear(&st);
     assert_non_null(strstr(err, "\"host\""));
-    json_decref(bad);
+    pj_decref(bad);
 }
 
 int main(void) {

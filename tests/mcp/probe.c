@@ -11,7 +11,7 @@
 #include "peri/mcp.h"
 
 #include <curl/curl.h>
-#include <jansson.h>
+#include "peri/json.h"
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,29 +39,29 @@ static void *cancel_main(void *arg) {
 }
 
 typedef struct progress_log {
-    json_t *arr;
+    pj_t *arr;
 } progress_log;
 
 static void on_progress(void *ctx, double p, double total, const char *msg) {
     progress_log *l = ctx;
-    json_array_append_new(
-        l->arr, json_pack("{s:f, s:f, s:s?}", "progress", p, "total", total, "message", msg));
+    pj_array_append_new(
+        l->arr, pj_pack("{s:f, s:f, s:s?}", "progress", p, "total", total, "message", msg));
 }
 
-static void print_call(pmcp_status st, pmcp_call_result *r, json_t *extra) {
+static void print_call(pmcp_status st, pmcp_call_result *r, pj_t *extra) {
     char *acp = pmcp_content_to_acp(r->content_json);
-    json_t *o =
-        json_pack("{s:i, s:b, s:s?, s:o?, s:o?}", "status", st, "isError", r->is_error, "text",
-                  r->text, "content", r->content_json ? json_loads(r->content_json, 0, NULL) : NULL,
-                  "acp", acp ? json_loads(acp, 0, NULL) : NULL);
+    pj_t *o =
+        pj_pack("{s:i, s:b, s:s?, s:o?, s:o?}", "status", st, "isError", r->is_error, "text",
+                  r->text, "content", r->content_json ? pj_loads(r->content_json, 0, NULL) : NULL,
+                  "acp", acp ? pj_loads(acp, 0, NULL) : NULL);
     free(acp);
-    if (extra) json_object_update(o, extra);
-    char *s = json_dumps(o, JSON_COMPACT);
+    if (extra) pj_object_update(o, extra);
+    char *s = pj_dumps(o, PJ_COMPACT);
     puts(s ? s : "{}");
     fflush(stdout);
     free(s);
-    json_decref(o);
-    json_decref(extra);
+    pj_decref(o);
+    pj_decref(extra);
 }
 
 int main(int argc, char **argv) {
@@ -96,11 +96,11 @@ int main(int argc, char **argv) {
     long t0 = now_ms();
     pmcp_client *c = pmcp_client_connect(&cfg, &co, err, sizeof err);
     if (!c) {
-        json_t *e = json_string(err);
-        char *es = json_dumps(e, JSON_ENCODE_ANY);
+        pj_t *e = pj_string(err);
+        char *es = pj_dumps(e, PJ_ENCODE_ANY);
         printf("{\"connect\":false,\"error\":%s}\n", es ? es : "null");
         free(es);
-        json_decref(e);
+        pj_decref(e);
         curl_global_cleanup();
         return 1;
     }
@@ -113,36 +113,36 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "list")) {
             pmcp_tool *t;
             size_t n;
-            json_t *names = json_array();
+            pj_t *names = pj_array();
             if (pmcp_client_tools(c, &t, &n) == 0) {
                 for (size_t k = 0; k < n; k++)
-                    json_array_append_new(names, json_string(t[k].name));
+                    pj_array_append_new(names, pj_string(t[k].name));
                 pmcp_tools_free(t, n);
             }
-            json_t *o = json_pack("{s:o}", "tools", names);
-            char *s = json_dumps(o, JSON_COMPACT);
+            pj_t *o = pj_pack("{s:o}", "tools", names);
+            char *s = pj_dumps(o, PJ_COMPACT);
             puts(s);
             free(s);
-            json_decref(o);
+            pj_decref(o);
         } else if (!strcmp(a, "ping") || (!strcmp(a, "request") && i + 1 < argc)) {
             const char *m = !strcmp(a, "ping") ? "ping" : argv[i++];
             const char *p = !strcmp(a, "ping") ? NULL : argv[i++];
             char *res = NULL;
             pmcp_status st = pmcp_client_request(c, m, p, NULL, 10000, &res, err, sizeof err);
-            json_t *o = json_pack("{s:s, s:i, s:o?, s:s}", "method", m, "status", st, "result",
-                                  res ? json_loads(res, 0, NULL) : NULL, "error", st ? err : "");
-            char *s = json_dumps(o, JSON_COMPACT);
+            pj_t *o = pj_pack("{s:s, s:i, s:o?, s:s}", "method", m, "status", st, "result",
+                                  res ? pj_loads(res, 0, NULL) : NULL, "error", st ? err : "");
+            char *s = pj_dumps(o, PJ_COMPACT);
             puts(s);
             free(s);
             free(res);
-            json_decref(o);
+            pj_decref(o);
         } else if ((!strcmp(a, "call") || !strcmp(a, "progress")) && i + 1 < argc) {
             const char *name = argv[i++], *args = argv[i++];
-            progress_log pl = {.arr = json_array()};
+            progress_log pl = {.arr = pj_array()};
             pmcp_call_result r;
             pmcp_status st = pmcp_client_call(
                 c, name, args, NULL, !strcmp(a, "progress") ? on_progress : NULL, &pl, 0, &r);
-            print_call(st, &r, json_pack("{s:o}", "progress", pl.arr));
+            print_call(st, &r, pj_pack("{s:o}", "progress", pl.arr));
             pmcp_call_result_clear(&r);
         } else if (!strcmp(a, "cancel") && i + 2 < argc) {
             long ms = atol(argv[i++]);
@@ -156,7 +156,7 @@ int main(int argc, char **argv) {
             pmcp_status st = pmcp_client_call(c, name, args, &flag, NULL, NULL, 0, &r);
             long el = now_ms() - s0;
             pthread_join(th, NULL);
-            print_call(st, &r, json_pack("{s:I}", "elapsed_ms", (json_int_t)el));
+            print_call(st, &r, pj_pack("{s:I}", "elapsed_ms", (pj_int_t)el));
             pmcp_call_result_clear(&r);
         } else {
             fprintf(stderr, "probe: bad action %s\n", a);

@@ -276,12 +276,12 @@ static void raw_send(raw_srv *s, const char *line) {
 }
 
 /* Next frame from the server, decoded (caller decrefs). */
-static json_t *raw_next(raw_srv *s) {
+static pj_t *raw_next(raw_srv *s) {
     char *line;
     size_t len;
     int st = pmcp__lines_next(&s->r, &line, &len);
     assert_int_equal(st, 1);
-    json_t *j = json_loadb(line, len, 0, NULL);
+    pj_t *j = pj_loadb(line, len, 0, NULL);
     assert_non_null(j);
     return j;
 }
@@ -294,8 +294,8 @@ static void raw_stop(raw_srv *s) {
     close(s->fd);
 }
 
-static int err_code(json_t *j) {
-    return (int)json_integer_value(json_object_get(json_object_get(j, "error"), "code"));
+static int err_code(pj_t *j) {
+    return (int)pj_integer_value(pj_object_get(pj_object_get(j, "error"), "code"));
 }
 
 static char g_root[256];
@@ -307,18 +307,18 @@ static void test_server_raw(void **state) {
     raw_send(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
                  "\"protocolVersion\":\"2024-11-05\",\"capabilities\":{},\"clientInfo\":{"
                  "\"name\":\"t\",\"version\":\"1\"}}}");
-    json_t *j = raw_next(&s);
+    pj_t *j = raw_next(&s);
     assert_string_equal(
-        json_string_value(json_object_get(json_object_get(j, "result"), "protocolVersion")),
+        pj_string_value(pj_object_get(pj_object_get(j, "result"), "protocolVersion")),
         "2024-11-05");
-    json_decref(j);
+    pj_decref(j);
     raw_send(&s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"initialize\",\"params\":{"
                  "\"protocolVersion\":\"1999-01-01\"}}");
     j = raw_next(&s);
     assert_string_equal(
-        json_string_value(json_object_get(json_object_get(j, "result"), "protocolVersion")),
+        pj_string_value(pj_object_get(pj_object_get(j, "result"), "protocolVersion")),
         PMCP_PROTOCOL_VERSION);
-    json_decref(j);
+    pj_decref(j);
     /* pagination: pages of 3 until every registry tool was listed */
     size_t seen = 0;
     char cursor[64] = "";
@@ -334,17 +334,17 @@ static void test_server_raw(void **state) {
                      "{\"jsonrpc\":\"2.0\",\"id\":\"p%d\",\"method\":\"tools/list\"}", page);
         raw_send(&s, req);
         j = raw_next(&s);
-        json_t *res = json_object_get(j, "result");
-        size_t k = json_array_size(json_object_get(res, "tools"));
+        pj_t *res = pj_object_get(j, "result");
+        size_t k = pj_array_size(pj_object_get(res, "tools"));
         assert_true(k <= 3);
         for (size_t i = 0; i < k; i++)
-            assert_string_equal(json_string_value(json_object_get(
-                                    json_array_get(json_object_get(res, "tools"), i), "name")),
+            assert_string_equal(pj_string_value(pj_object_get(
+                                    pj_array_get(pj_object_get(res, "tools"), i), "name")),
                                 ptl_name(ptl_at(seen + i)));
         seen += k;
-        const char *next = json_string_value(json_object_get(res, "nextCursor"));
+        const char *next = pj_string_value(pj_object_get(res, "nextCursor"));
         snprintf(cursor, sizeof cursor, "%s", next ? next : "");
-        json_decref(j);
+        pj_decref(j);
         if (!next) break;
     }
     assert_int_equal(seen, ptl_count());
@@ -352,26 +352,26 @@ static void test_server_raw(void **state) {
     raw_send(&s, "garbage");
     j = raw_next(&s);
     assert_int_equal(err_code(j), PMCP_PARSE_ERROR);
-    assert_true(json_is_null(json_object_get(j, "id")));
-    json_decref(j);
+    assert_true(pj_is_null(pj_object_get(j, "id")));
+    pj_decref(j);
     raw_send(&s, "{\"jsonrpc\":\"2.0\",\"id\":[1],\"method\":\"ping\"}");
     j = raw_next(&s);
     assert_int_equal(err_code(j), PMCP_INVALID_REQUEST);
-    json_decref(j);
+    pj_decref(j);
     raw_send(&s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\",\"params\":{"
                  "\"cursor\":\"zz\"}}");
     j = raw_next(&s);
     assert_int_equal(err_code(j), PMCP_INVALID_PARAMS);
-    json_decref(j);
+    pj_decref(j);
     raw_send(&s, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"nope/nope\"}");
     j = raw_next(&s);
     assert_int_equal(err_code(j), PMCP_METHOD_NOT_FOUND);
-    json_decref(j);
+    pj_decref(j);
     raw_send(&s, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":"
                  "\"no-such-tool\"}}");
     j = raw_next(&s);
     assert_int_equal(err_code(j), PMCP_INVALID_PARAMS);
-    json_decref(j);
+    pj_decref(j);
     /* a response and an unknown cancellation are ignored silently */
     raw_send(&s, "{\"jsonrpc\":\"2.0\",\"id\":77,\"result\":{}}");
     raw_send(&s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{"
@@ -380,32 +380,32 @@ static void test_server_raw(void **state) {
     raw_send(&s, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":"
                  "\"read\",\"arguments\":{\"path\":\"../../etc/passwd\"}}}");
     j = raw_next(&s);
-    json_t *res = json_object_get(j, "result");
-    assert_true(json_is_true(json_object_get(res, "isError")));
-    assert_string_equal(json_string_value(json_object_get(
-                            json_array_get(json_object_get(res, "content"), 0), "text")),
+    pj_t *res = pj_object_get(j, "result");
+    assert_true(pj_is_true(pj_object_get(res, "isError")));
+    assert_string_equal(pj_string_value(pj_object_get(
+                            pj_array_get(pj_object_get(res, "content"), 0), "text")),
                         "path escapes the workspace: ../../etc/passwd");
-    json_decref(j);
+    pj_decref(j);
     raw_send(&s, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"resources/read\",\"params\":{"
                  "\"uri\":\"file:///etc/passwd\"}}");
     j = raw_next(&s);
     assert_int_equal(err_code(j), PMCP_INVALID_PARAMS);
-    json_decref(j);
+    pj_decref(j);
     /* cancellation: a long shell call is cancelled and gets no answer; ping still works */
     raw_send(&s, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"tools/call\",\"params\":{\"name\":"
                  "\"shell\",\"arguments\":{\"command\":\"sleep 20\"},\"_meta\":{"
                  "\"progressToken\":\"tok\"}}}");
     j = raw_next(&s); /* the start progress notification */
-    assert_string_equal(json_string_value(json_object_get(j, "method")), "notifications/progress");
-    json_decref(j);
+    assert_string_equal(pj_string_value(pj_object_get(j, "method")), "notifications/progress");
+    pj_decref(j);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     raw_send(&s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{"
                  "\"requestId\":10}}");
     raw_send(&s, "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"ping\"}");
     j = raw_next(&s);
-    assert_int_equal(json_integer_value(json_object_get(j, "id")), 11);
-    json_decref(j);
+    assert_int_equal(pj_integer_value(pj_object_get(j, "id")), 11);
+    pj_decref(j);
     raw_stop(&s);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     assert_true(t1.tv_sec - t0.tv_sec < 10); /* did not wait for sleep 20 */
@@ -586,9 +586,9 @@ static void test_pool_caps_text(void **state) {
     assert_false(is_err);
     assert_true(strlen(text) < 70000);
     assert_non_null(strstr(text, "[output truncated: 65536 of 400000 bytes shown]"));
-    json_t *ok = json_string(text); /* still valid UTF-8 */
+    pj_t *ok = pj_string(text); /* still valid UTF-8 */
     assert_non_null(ok);
-    json_decref(ok);
+    pj_decref(ok);
     assert_true(strlen(content) > 400000); /* the client sees everything */
     free(text);
     free(content);
@@ -614,11 +614,11 @@ static void same_json(const char *a, const char *b) {
         assert_ptr_equal(a, b);
         return;
     }
-    json_t *x = json_loads(a, JSON_DECODE_ANY, NULL), *y = json_loads(b, JSON_DECODE_ANY, NULL);
+    pj_t *x = pj_loads(a, PJ_DECODE_ANY, NULL), *y = pj_loads(b, PJ_DECODE_ANY, NULL);
     assert_non_null(x);
-    assert_true(json_equal(x, y));
-    json_decref(x);
-    json_decref(y);
+    assert_true(pj_equal(x, y));
+    pj_decref(x);
+    pj_decref(y);
 }
 
 /* The pool's builtin tools run with the given context (the editor hook is used) and
@@ -670,12 +670,12 @@ static void test_pool_builtin(void **state) {
         if (r.content_json || !d.content_json) {
             same_json(r.content_json, d.content_json);
         } else { /* a plain text block of the text: what the ACP layer renders for NULL */
-            json_t *tb = json_pack("[{s:s, s:{s:s, s:s}}]", "type", "content", "content", "type",
+            pj_t *tb = pj_pack("[{s:s, s:{s:s, s:s}}]", "type", "content", "content", "type",
                                    "text", "text", d.output);
-            char *tbs = json_dumps(tb, JSON_COMPACT);
+            char *tbs = pj_dumps(tb, PJ_COMPACT);
             same_json(tbs, d.content_json);
             free(tbs);
-            json_decref(tb);
+            pj_decref(tb);
         }
         same_json(r.locations_json, d.locations_json);
         same_json(r.raw_output_json, d.raw_output_json);
@@ -738,15 +738,15 @@ static void test_inproc_plain(void **state) {
     char err[256];
     pmcp_client *c = pmcp_client_connect(&cfg, NULL, err, sizeof err);
     assert_non_null(c);
-    json_t *res = NULL;
+    pj_t *res = NULL;
     assert_int_equal(pmcp__client_call_raw(c, "write", "{\"path\":\"p.txt\",\"content\":\"z\"}",
                                            NULL, 0, &res, err, sizeof err),
                      PMCP_OK);
-    assert_null(json_object_get(res, "_meta"));
-    assert_string_equal(json_string_value(json_object_get(
-                            json_array_get(json_object_get(res, "content"), 0), "type")),
+    assert_null(pj_object_get(res, "_meta"));
+    assert_string_equal(pj_string_value(pj_object_get(
+                            pj_array_get(pj_object_get(res, "content"), 0), "type")),
                         "text");
-    json_decref(res);
+    pj_decref(res);
     pmcp_client_close(c);
 }
 

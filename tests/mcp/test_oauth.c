@@ -20,7 +20,7 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 #include <dirent.h>
-#include <jansson.h>
+#include "peri/json.h"
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -90,18 +90,18 @@ static char *url_of(int port, const char *path) {
 static size_t evil_requests(bool *leaked) {
     char *u = url_of(g_evil, "/control/log"), *body = NULL;
     assert_int_equal(fetch(u, NULL, false, &body), 200);
-    json_t *j = json_loads(body, 0, NULL);
-    json_t *log = json_object_get(j, "log");
+    pj_t *j = pj_loads(body, 0, NULL);
+    pj_t *log = pj_object_get(j, "log");
     *leaked = false;
     size_t i;
-    json_t *e;
-    json_array_foreach(log, i, e) {
-        if (json_string_value(json_object_get(e, "authorization"))) *leaked = true;
-        const char *b = json_string_value(json_object_get(e, "body"));
+    pj_t *e;
+    pj_array_foreach(log, i, e) {
+        if (pj_string_value(pj_object_get(e, "authorization"))) *leaked = true;
+        const char *b = pj_string_value(pj_object_get(e, "body"));
         if (b && (strstr(b, "refresh_token=") || strstr(b, "code="))) *leaked = true;
     }
-    size_t n = json_array_size(log);
-    json_decref(j);
+    size_t n = pj_array_size(log);
+    pj_decref(j);
     free(body);
     free(u);
     return n;
@@ -110,9 +110,9 @@ static size_t evil_requests(bool *leaked) {
 static long stat_of(const char *key) {
     char *u = url_of(g_as, "/control/stats"), *body = NULL;
     assert_int_equal(fetch(u, NULL, false, &body), 200);
-    json_t *j = json_loads(body, 0, NULL);
-    long v = (long)json_integer_value(json_object_get(j, key));
-    json_decref(j);
+    pj_t *j = pj_loads(body, 0, NULL);
+    long v = (long)pj_integer_value(pj_object_get(j, key));
+    pj_decref(j);
     free(body);
     free(u);
     return v;
@@ -316,11 +316,11 @@ static int start_server(void) {
     FILE *f = fdopen(out[0], "r");
     char line[256];
     if (!f || !fgets(line, sizeof line, f)) return -1;
-    json_t *j = json_loads(line, 0, NULL);
-    g_as = (int)json_integer_value(json_object_get(j, "as"));
-    g_mcp = (int)json_integer_value(json_object_get(j, "mcp"));
-    g_evil = (int)json_integer_value(json_object_get(j, "evil"));
-    json_decref(j);
+    pj_t *j = pj_loads(line, 0, NULL);
+    g_as = (int)pj_integer_value(pj_object_get(j, "as"));
+    g_mcp = (int)pj_integer_value(pj_object_get(j, "mcp"));
+    g_evil = (int)pj_integer_value(pj_object_get(j, "evil"));
+    pj_decref(j);
     return g_as && g_mcp && g_evil ? 0 : -1;
 }
 

@@ -16,7 +16,7 @@
 
 #include "peri/agent.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +83,8 @@ static int f_run_tool(void *ctx, const char *name, const char *args, atomic_int 
     return 0;
 }
 
+static const pag_tool_ops fake_tools = {.run = f_run_tool};
+
 static pag_permission f_ask(void *ctx, const pag_event *call, atomic_int *cancel) {
     (void)call;
     (void)cancel;
@@ -114,7 +116,7 @@ static pag_session *make(fake *f, const step *steps, size_t n, const pag_middlew
                        .model_name = "test-model",
                        .tools = tools,
                        .ntools = 2,
-                       .run_tool = f_run_tool,
+                       .tool_ops = &fake_tools,
                        .ask_permission = f_ask,
                        .persist = f_persist,
                        .middlewares = mws,
@@ -212,12 +214,12 @@ static void test_refused_mounts(void **state) {
 
 static pag_session *with_hooks(fake *f, const step *steps, size_t n, const char *hooks_json,
                                pag_hooks **h, pag_middleware *mw) {
-    json_t *j = json_loads(hooks_json, 0, NULL);
+    pj_t *j = pj_loads(hooks_json, 0, NULL);
     assert_non_null(j);
     pag_hooks_env env = {.cwd = "/tmp"};
     char err[256];
     *h = pag_hooks_new(j, &env, err, sizeof err);
-    json_decref(j);
+    pj_decref(j);
     assert_non_null(*h);
     *mw = pag_hooks_middleware(*h);
     pag_session *s = make(f, steps, n, mw, 1);
@@ -278,14 +280,14 @@ static void test_hook_json_deny_context_and_stdin(void **state) {
     assert_null(strstr(f.last[2], "tool-output"));
     char path[300];
     snprintf(path, sizeof path, "%s/event.json", dir);
-    json_t *ev = json_load_file(path, 0, NULL);
+    pj_t *ev = pj_load_file(path, 0, NULL);
     assert_non_null(ev);
-    assert_string_equal(json_string_value(json_object_get(ev, "hook_event_name")), "PreToolUse");
-    assert_string_equal(json_string_value(json_object_get(ev, "tool_name")), "shell");
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(ev, "tool_input"), "command")), "ls");
-    assert_string_equal(json_string_value(json_object_get(ev, "session_id")), "s1");
-    json_decref(ev);
+    assert_string_equal(pj_string_value(pj_object_get(ev, "hook_event_name")), "PreToolUse");
+    assert_string_equal(pj_string_value(pj_object_get(ev, "tool_name")), "shell");
+    assert_string_equal(pj_string_value(pj_object_get(pj_object_get(ev, "tool_input"), "command")),
+                        "ls");
+    assert_string_equal(pj_string_value(pj_object_get(ev, "session_id")), "s1");
+    pj_decref(ev);
     unlink(path);
     rmdir(dir);
     pag_session_free(s);
@@ -382,11 +384,11 @@ static void test_post_stop_compact(void **state) {
     assert_non_null(strstr(f.last[1], "post-note"));
     char path[300];
     snprintf(path, sizeof path, "%s/stop.json", dir);
-    json_t *ev = json_load_file(path, 0, NULL);
+    pj_t *ev = pj_load_file(path, 0, NULL);
     assert_non_null(ev);
-    assert_string_equal(json_string_value(json_object_get(ev, "hook_event_name")), "Stop");
-    assert_string_equal(json_string_value(json_object_get(ev, "stop_reason")), "end_turn");
-    json_decref(ev);
+    assert_string_equal(pj_string_value(pj_object_get(ev, "hook_event_name")), "Stop");
+    assert_string_equal(pj_string_value(pj_object_get(ev, "stop_reason")), "end_turn");
+    pj_decref(ev);
     unlink(path);
     rmdir(dir);
     size_t before = pag_session_history_len(s);
@@ -417,7 +419,7 @@ static void test_bad_config(void **state) {
                          "{\"Stop\":[{\"hooks\":[{\"type\":\"mcp_tool\",\"server\":\"a\"}]}]}"};
     pag_hooks_env env = {.cwd = "/tmp"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        json_t *j = json_loads(bad[i], JSON_DECODE_ANY, NULL);
+        pj_t *j = pj_loads(bad[i], PJ_DECODE_ANY, NULL);
         assert_non_null(j);
         char err[256] = "";
         assert_null(pag_hooks_new(j, &env, err, sizeof err));
@@ -425,19 +427,19 @@ static void test_bad_config(void **state) {
         errors = 0;
         assert_true(pag_hooks_check(j, "hooks", count, NULL) > 0);
         assert_true(errors > 0);
-        json_decref(j);
+        pj_decref(j);
     }
     /* the settings check knows the key and reports inside it */
-    json_t *doc = json_loads("{\"hooks\": {\"Stop\": [{\"hooks\": [{\"command\": "
-                             "\"true\"}]}]}}",
-                             0, NULL);
+    pj_t *doc = pj_loads("{\"hooks\": {\"Stop\": [{\"hooks\": [{\"command\": "
+                         "\"true\"}]}]}}",
+                         0, NULL);
     errors = 0;
     assert_int_equal(pag_settings_check(doc, count, NULL), 0);
     assert_int_equal(errors, 0);
-    json_decref(doc);
-    doc = json_loads("{\"hooks\": {\"Stopp\": []}}", 0, NULL);
+    pj_decref(doc);
+    doc = pj_loads("{\"hooks\": {\"Stopp\": []}}", 0, NULL);
     assert_true(pag_settings_check(doc, count, NULL) > 0);
-    json_decref(doc);
+    pj_decref(doc);
     pag_hooks *h = pag_hooks_new(NULL, &env, NULL, 0);
     assert_non_null(h);
     char err[256] = "";

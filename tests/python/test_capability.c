@@ -29,7 +29,7 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
-#include <jansson.h>
+#include "peri/json.h"
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -291,7 +291,7 @@ static void test_placed_fetch(void **state) {
 }
 
 /* The run tool over the same placement context, with a session policy. */
-static char *tool(const pl_policy *pol, const char *input, json_t **meta) {
+static char *tool(const pl_policy *pol, const char *input, pj_t **meta) {
     ptl_sandbox sb = {.place = g_pc, .policy = pol};
     char cwd[4096];
     assert_non_null(getcwd(cwd, sizeof cwd));
@@ -299,20 +299,20 @@ static char *tool(const pl_policy *pol, const char *input, json_t **meta) {
     ptl_result res;
     assert_int_equal(ptl_run(ptl_find("run"), input, &ctx, &res), PTL_OK);
     char *out = strdup(res.output);
-    json_t *m = res.meta_json ? json_loads(res.meta_json, 0, NULL) : NULL;
-    *meta = m ? json_incref(json_object_get(m, "peri.placement")) : NULL;
-    json_decref(m);
+    pj_t *m = res.meta_json ? pj_loads(res.meta_json, 0, NULL) : NULL;
+    *meta = m ? pj_incref(pj_object_get(m, "peri.placement")) : NULL;
+    pj_decref(m);
     ptl_result_clear(&res);
     return out;
 }
 
 static char *input_lang(const char *lang, const char *src, const char *stdin_text,
                         const char *source_pass) {
-    json_t *o = json_pack("{s:s}", lang, src);
-    if (stdin_text) json_object_set_new(o, "stdin", json_string(stdin_text));
-    if (source_pass) json_object_set_new(o, "source_pass", json_string(source_pass));
-    char *s = json_dumps(o, JSON_COMPACT);
-    json_decref(o);
+    pj_t *o = pj_pack("{s:s}", lang, src);
+    if (stdin_text) pj_object_set_new(o, "stdin", pj_string(stdin_text));
+    if (source_pass) pj_object_set_new(o, "source_pass", pj_string(source_pass));
+    char *s = pj_dumps(o, PJ_COMPACT);
+    pj_decref(o);
     return s;
 }
 
@@ -326,38 +326,38 @@ static void test_tool_fetch(void **state) {
     snprintf(url, sizeof url, "%s/hello", g_base);
     char *in = input_of(FETCH_PY, url, NULL);
     int seen = atomic_load(&g_srv.requests);
-    json_t *meta;
+    pj_t *meta;
     /* the session's policy: network off (the default) */
     pl_policy pol = {.native = PL_NATIVE_NO};
     char *out = tool(&pol, in, &meta);
     assert_non_null(strstr(out, "refused: refused: the session's network policy"));
-    assert_string_equal(json_string_value(json_object_get(meta, "backend")), "wasm_room");
-    json_t *c0 = json_array_get(json_object_get(meta, "capabilities"), 0);
-    assert_string_equal(json_string_value(json_object_get(c0, "op")), "http.fetch");
-    assert_string_equal(json_string_value(json_object_get(c0, "status")), "refused");
-    assert_true(json_is_false(json_object_get(c0, "committed")));
-    assert_null(json_object_get(meta, "no_promotion"));
+    assert_string_equal(pj_string_value(pj_object_get(meta, "backend")), "wasm_room");
+    pj_t *c0 = pj_array_get(pj_object_get(meta, "capabilities"), 0);
+    assert_string_equal(pj_string_value(pj_object_get(c0, "op")), "http.fetch");
+    assert_string_equal(pj_string_value(pj_object_get(c0, "status")), "refused");
+    assert_true(pj_is_false(pj_object_get(c0, "committed")));
+    assert_null(pj_object_get(meta, "no_promotion"));
     assert_int_equal(atomic_load(&g_srv.requests), seen);
-    json_decref(meta);
+    pj_decref(meta);
     free(out);
     /* network allowed, sharing the host's network: the body comes back */
     pol.network_allowed = pol.host_network = true;
     out = tool(&pol, in, &meta);
     assert_non_null(strstr(out, "hello from the host\n"));
-    c0 = json_array_get(json_object_get(meta, "capabilities"), 0);
-    assert_string_equal(json_string_value(json_object_get(c0, "status")), "ok");
-    assert_true(json_is_true(json_object_get(c0, "committed")));
-    assert_non_null(strstr(json_string_value(json_object_get(c0, "at")), "T"));
-    assert_non_null(json_string_value(json_object_get(meta, "no_promotion")));
+    c0 = pj_array_get(pj_object_get(meta, "capabilities"), 0);
+    assert_string_equal(pj_string_value(pj_object_get(c0, "status")), "ok");
+    assert_true(pj_is_true(pj_object_get(c0, "committed")));
+    assert_non_null(strstr(pj_string_value(pj_object_get(c0, "at")), "T"));
+    assert_non_null(pj_string_value(pj_object_get(meta, "no_promotion")));
     assert_int_equal(atomic_load(&g_srv.requests), seen + 1);
-    json_decref(meta);
+    pj_decref(meta);
     free(out);
     /* network allowed but not the host's: this machine stays out of reach */
     pol.host_network = false;
     out = tool(&pol, in, &meta);
     assert_non_null(strstr(out, "refused: refused: the URL resolves to this machine"));
     assert_int_equal(atomic_load(&g_srv.requests), seen + 1);
-    json_decref(meta);
+    pj_decref(meta);
     free(out);
     free(in);
 }
@@ -384,7 +384,7 @@ static void test_tool_ruby(void **state) {
     snprintf(url, sizeof url, "%s/hello", g_base);
     char *in = input_lang("ruby", FETCH_RB, url, NULL);
     int seen = atomic_load(&g_srv.requests);
-    json_t *meta;
+    pj_t *meta;
     pl_policy pol = {.native = PL_NATIVE_NO};
     char *out = tool(&pol, in, &meta);
     assert_non_null(strstr(out, "refused: refused: the session's network policy"));
@@ -392,34 +392,34 @@ static void test_tool_ruby(void **state) {
     assert_non_null(
         strstr(out, "3\ninvalid: a request is \"OP\\nARG\\n\" then the data\n3\ninvalid"));
     assert_non_null(strstr(out, "read refused"));
-    json_t *caps = json_object_get(meta, "capabilities");
-    assert_int_equal(json_array_size(caps), 3);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(caps, 1), "status")),
+    pj_t *caps = pj_object_get(meta, "capabilities");
+    assert_int_equal(pj_array_size(caps), 3);
+    assert_string_equal(pj_string_value(pj_object_get(pj_array_get(caps, 1), "status")),
                         "invalid");
     assert_int_equal(atomic_load(&g_srv.requests), seen);
-    json_decref(meta);
+    pj_decref(meta);
     free(out);
     pol.network_allowed = pol.host_network = true;
     out = tool(&pol, in, &meta);
     assert_non_null(strstr(out, "hello from the host\n"));
-    json_t *c0 = json_array_get(json_object_get(meta, "capabilities"), 0);
-    assert_string_equal(json_string_value(json_object_get(c0, "status")), "ok");
-    assert_true(json_is_true(json_object_get(c0, "committed")));
-    assert_non_null(json_string_value(json_object_get(meta, "no_promotion")));
+    pj_t *c0 = pj_array_get(pj_object_get(meta, "capabilities"), 0);
+    assert_string_equal(pj_string_value(pj_object_get(c0, "status")), "ok");
+    assert_true(pj_is_true(pj_object_get(c0, "committed")));
+    assert_non_null(pj_string_value(pj_object_get(meta, "no_promotion")));
     assert_int_equal(atomic_load(&g_srv.requests), seen + 1);
-    json_decref(meta);
+    pj_decref(meta);
     free(out);
     free(in);
 }
 
-static const char *sp_field(json_t *meta, const char *k) {
-    return json_string_value(json_object_get(json_object_get(meta, "source_pass"), k));
+static const char *sp_field(pj_t *meta, const char *k) {
+    return pj_string_value(pj_object_get(pj_object_get(meta, "source_pass"), k));
 }
 
 static void test_tool_source_pass(void **state) {
     (void)state;
     pl_policy pol = {.native = PL_NATIVE_NO};
-    json_t *meta;
+    pj_t *meta;
     struct {
         const char *src, *sp, *out, *path, *reason;
     } cases[] = {
@@ -441,14 +441,14 @@ static void test_tool_source_pass(void **state) {
         assert_non_null(strstr(out, cases[i].out));
         assert_string_equal(sp_field(meta, "path"), cases[i].path);
         assert_non_null(strstr(sp_field(meta, "reason"), cases[i].reason));
-        assert_int_equal(json_array_size(json_object_get(meta, "decisions")), 1);
+        assert_int_equal(pj_array_size(pj_object_get(meta, "decisions")), 1);
         if (i == 5) {
             /* once: "once" printed a single time */
             char *a = strstr(out, "once\n");
             assert_non_null(a);
             assert_null(strstr(a + 5, "once\n"));
         }
-        json_decref(meta);
+        pj_decref(meta);
         free(out);
         free(in);
     }

@@ -6,7 +6,7 @@
  */
 #include "peri/sdk.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -47,7 +47,7 @@ typedef struct fake {
     int inflight, max_inflight;
     int ncancel;
     char perm_answer[512];
-    json_int_t prompt_id;
+    pj_int_t prompt_id;
     pthread_t recv_thread;
 } fake;
 
@@ -57,64 +57,64 @@ static int64_t now_us(void) {
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static void push(fake *f, json_t *frame, int delay_ms, bool close_answer) {
-    char *t = json_dumps(frame, JSON_COMPACT);
-    json_decref(frame);
+static void push(fake *f, pj_t *frame, int delay_ms, bool close_answer) {
+    char *t = pj_dumps(frame, PJ_COMPACT);
+    pj_decref(frame);
     f->q[f->qt % 512] = (item){t, now_us() + delay_ms * 1000, close_answer};
     f->qt++;
     pthread_cond_broadcast(&f->cv);
 }
 
-static json_t *result(json_t *id, json_t *res) {
-    return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", res);
+static pj_t *result(pj_t *id, pj_t *res) {
+    return pj_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", res);
 }
 
-static json_t *error(json_t *id, int code, const char *msg) {
-    return json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id, "error", "code", code,
+static pj_t *error(pj_t *id, int code, const char *msg) {
+    return pj_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id, "error", "code", code,
                      "message", msg);
 }
 
-static json_t *update(const char *sid, const char *kind, const char *text) {
-    return json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:{s:s, s:s}}}}", "jsonrpc", "2.0", "method",
+static pj_t *update(const char *sid, const char *kind, const char *text) {
+    return pj_pack("{s:s, s:s, s:{s:s, s:{s:s, s:{s:s, s:s}}}}", "jsonrpc", "2.0", "method",
                      "session/update", "params", "sessionId", sid, "update", "sessionUpdate", kind,
                      "content", "type", "text", "text", text);
 }
 
 static int f_send(psdk_transport *t, const char *frame, size_t len) {
     fake *f = (fake *)t;
-    json_t *m = json_loadb(frame, len, 0, NULL);
+    pj_t *m = pj_loadb(frame, len, 0, NULL);
     assert_non_null(m);
-    const char *method = json_string_value(json_object_get(m, "method"));
-    json_t *id = json_object_get(m, "id");
+    const char *method = pj_string_value(pj_object_get(m, "method"));
+    pj_t *id = pj_object_get(m, "id");
     pthread_mutex_lock(&f->mu);
     if (f->closed) {
         pthread_mutex_unlock(&f->mu);
-        json_decref(m);
+        pj_decref(m);
         return -1;
     }
     if (!method) { /* our answer to the permission request: finish the prompt */
-        json_t *oc = json_object_get(json_object_get(m, "result"), "outcome");
-        char *s = json_dumps(oc, JSON_COMPACT | JSON_SORT_KEYS);
+        pj_t *oc = pj_object_get(pj_object_get(m, "result"), "outcome");
+        char *s = pj_dumps(oc, PJ_COMPACT | PJ_SORT_KEYS);
         snprintf(f->perm_answer, sizeof f->perm_answer, "%s", s ? s : "");
         free(s);
-        json_t *pid = json_integer(f->prompt_id);
-        push(f, result(pid, json_pack("{s:s}", "stopReason", "end_turn")), 0, false);
-        json_decref(pid);
+        pj_t *pid = pj_integer(f->prompt_id);
+        push(f, result(pid, pj_pack("{s:s}", "stopReason", "end_turn")), 0, false);
+        pj_decref(pid);
     } else if (!strcmp(method, "initialize")) {
         push(f,
-             result(id, json_pack("{s:i, s:{s:s, s:s}}", "protocolVersion", f->init_version,
+             result(id, pj_pack("{s:i, s:{s:s, s:s}}", "protocolVersion", f->init_version,
                                   "agentInfo", "name", "fake", "version", "9")),
              0, false);
     } else if (!strcmp(method, "session/new")) {
-        push(f, result(id, json_pack("{s:s}", "sessionId", "s-1")), 0, false);
+        push(f, result(id, pj_pack("{s:s}", "sessionId", "s-1")), 0, false);
         push(f, update("s-1", "available_commands_update", "x"), 0, false);
     } else if (!strcmp(method, "session/prompt")) {
         /* Two chunks, a permission request, then (after our answer) the prompt result. */
-        f->prompt_id = json_integer_value(id);
+        f->prompt_id = pj_integer_value(id);
         push(f, update("s-1", "agent_message_chunk", "hel"), 0, false);
         push(f, update("s-1", "agent_message_chunk", "lo"), 0, false);
         push(f,
-             json_pack("{s:s, s:i, s:s, s:{s:s, s:{s:s, s:s}, s:[{s:s, s:s, s:s}, {s:s, s:s, "
+             pj_pack("{s:s, s:i, s:s, s:{s:s, s:{s:s, s:s}, s:[{s:s, s:s, s:s}, {s:s, s:s, "
                        "s:s}]}}",
                        "jsonrpc", "2.0", "id", 5000, "method", "session/request_permission",
                        "params", "sessionId", "s-1", "toolCall", "toolCallId", "c1", "title",
@@ -134,12 +134,12 @@ static int f_send(psdk_transport *t, const char *frame, size_t len) {
             pthread_cond_broadcast(&f->cv);
         } else if (!f->close_silent) {
             int code = f->codes[k];
-            push(f, code == 0 ? result(id, json_object()) : error(id, code, f->msgs[k]),
+            push(f, code == 0 ? result(id, pj_object()) : error(id, code, f->msgs[k]),
                  f->answer_delay_ms, true);
         }
     }
     pthread_mutex_unlock(&f->mu);
-    json_decref(m);
+    pj_decref(m);
     return 0;
 }
 

@@ -17,7 +17,7 @@
 #include "peri/store.h"
 
 #include <arpa/inet.h>
-#include <jansson.h>
+#include "peri/json.h"
 #include <limits.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -57,14 +57,14 @@ static void write_file(const char *path, const char *text) {
 /* The "model" field of the last request the mock received. */
 static char *last_model(void) {
     char *txt = mock_requests(&mock);
-    json_t *arr = json_loads(txt, 0, NULL);
+    pj_t *arr = pj_loads(txt, 0, NULL);
     free(txt);
-    size_t n = json_array_size(arr);
-    const char *m = n ? json_string_value(json_object_get(
-                            json_object_get(json_array_get(arr, n - 1), "body"), "model"))
+    size_t n = pj_array_size(arr);
+    const char *m = n ? pj_string_value(pj_object_get(
+                            pj_object_get(pj_array_get(arr, n - 1), "body"), "model"))
                       : NULL;
     char *out = strdup(m ? m : "");
-    json_decref(arr);
+    pj_decref(arr);
     return out;
 }
 
@@ -316,15 +316,15 @@ typedef struct conn {
     host h;
     psdk_sandbox *sb;
     psdk_agent *a;
-    json_t *keyed; /* the settings when the test gives none: a provider key, so that
+    pj_t *keyed; /* the settings when the test gives none: a provider key, so that
                       session/new does not answer auth_required */
 } conn;
 
-static void conn_open(conn *c, const char *db, bool shared, const char *mid, json_t *settings,
+static void conn_open(conn *c, const char *db, bool shared, const char *mid, pj_t *settings,
                       const char *cwd, const char *sdk_mid) {
     memset(c, 0, sizeof *c);
     if (!settings)
-        settings = c->keyed = json_pack("{s:{s:{s:s}}}", "providers", "openai", "apiKey", "k");
+        settings = c->keyed = pj_pack("{s:{s:{s:s}}}", "providers", "openai", "apiKey", "k");
     c->h.opt = (pacp_options){.cwd = cwd,
                               .settings = settings,
                               .storage = {.locator = db, .shared = shared},
@@ -342,7 +342,7 @@ static void conn_close(conn *c) {
     psdk_agent_free(c->a);
     if (c->h.started) pthread_join(c->h.th, NULL);
     psdk_sandbox_free(c->sb);
-    json_decref(c->keyed);
+    pj_decref(c->keyed);
 }
 
 static bool lists(psdk_agent *a, const char *sid) {
@@ -362,9 +362,9 @@ static void test_two_hosts_one_process(void **state) {
     snprintf(db, sizeof db, "%s/shared.db", tmp);
     snprintf(root, sizeof root, "%s/ws", tmp);
     snprintf(url, sizeof url, "%s/v1", mock.base);
-    json_t *sa = json_pack("{s:s, s:i, s:{s:{s:s, s:s}}}", "model", "openai:model-a", "maxRetries",
+    pj_t *sa = pj_pack("{s:s, s:i, s:{s:{s:s, s:s}}}", "model", "openai:model-a", "maxRetries",
                            0, "providers", "openai", "baseUrl", url, "apiKey", "ka");
-    json_t *sbd = json_pack("{s:s, s:i, s:{s:{s:s, s:s}}}", "model", "openai:model-b", "maxRetries",
+    pj_t *sbd = pj_pack("{s:s, s:i, s:{s:{s:s, s:s}}}", "model", "openai:model-b", "maxRetries",
                             0, "providers", "openai", "baseUrl", url, "apiKey", "kb");
     conn A, B;
     conn_open(&A, db, true, MID_A, sa, root, MID_A);
@@ -420,8 +420,8 @@ static void test_two_hosts_one_process(void **state) {
     conn_close(&B);
     assert_int_equal(A.h.rc, 0);
     assert_int_equal(B.h.rc, 0);
-    json_decref(sa); /* borrowed by each pacp_serve until it returned */
-    json_decref(sbd);
+    pj_decref(sa); /* borrowed by each pacp_serve until it returned */
+    pj_decref(sbd);
 
     /* One host holds one identity: a client asking for another is refused. */
     conn C;
@@ -525,7 +525,7 @@ static void test_tcp(void **state) {
     assert_int_equal(listen(t.lfd, 1), 0);
     socklen_t sl = sizeof sa;
     getsockname(t.lfd, (struct sockaddr *)&sa, &sl);
-    json_t *keyed = json_pack("{s:{s:{s:s}}}", "providers", "openai", "apiKey", "k");
+    pj_t *keyed = pj_pack("{s:{s:{s:s}}}", "providers", "openai", "apiKey", "k");
     t.h.opt = (pacp_options){
         .cwd = root, .settings = keyed, .storage = {.locator = db}, .machine_id = MID_A};
     pthread_t th;
@@ -544,7 +544,7 @@ static void test_tcp(void **state) {
     pthread_join(th, NULL);
     close(t.lfd);
     psdk_sandbox_free(sb);
-    json_decref(keyed);
+    pj_decref(keyed);
     assert_int_equal(t.h.rc, 0);
 }
 

@@ -238,8 +238,8 @@ int main(int argc, char **argv) {
     } else {
         char scope_path[4096];
         snprintf(scope_path, sizeof scope_path, "%s/scope.json", dir);
-        json_error_t jerr;
-        json_t *sj = json_load_file(scope_path, 0, &jerr);
+        pj_error_t jerr;
+        pj_t *sj = pj_load_file(scope_path, 0, &jerr);
         if (!sj) {
             fprintf(stderr, "peri-spectest: %s: %s\n", scope_path, jerr.text);
             return 1;
@@ -249,11 +249,11 @@ int main(int argc, char **argv) {
         bool runs[3] = {true, strcmp(scope, "wasm3") == 0, false};
         long nskipped = 0, nrun = 0;
         for (int s = 0; s < 3; s++) {
-            json_t *list = json_object_get(sj, stages[s]);
+            pj_t *list = pj_object_get(sj, stages[s]);
             size_t i;
-            json_t *n;
-            json_array_foreach(list, i, n) {
-                const char *name = json_string_value(n);
+            pj_t *n;
+            pj_array_foreach(list, i, n) {
+                const char *name = pj_string_value(n);
                 if (!name) continue;
                 if (runs[s] || (s == 2 && runs[1] && st_scope_promoted(name))) {
                     run_one(dir, name, &o, no_fork, timeout, &total);
@@ -273,7 +273,7 @@ int main(int argc, char **argv) {
         printf("scope %s: %ld scripts run, %ld scripts skipped (out of scope per scope.json "
                "and scope.c)\n",
                scope, nrun, nskipped);
-        json_decref(sj);
+        pj_decref(sj);
     }
     if (total.mismatched)
         printf("note: %ld rejected modules were %s (malformed vs invalid)%s\n", total.mismatched,

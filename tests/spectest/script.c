@@ -45,8 +45,8 @@ typedef struct st_script {
 
 /* ------------------------------------------------------------ helpers */
 
-static const char *st_str(json_t *o, const char *key) {
-    return json_string_value(json_object_get(o, key));
+static const char *st_str(pj_t *o, const char *key) {
+    return pj_string_value(pj_object_get(o, key));
 }
 
 static bool st_push(st_list *l, const char *name, size_t len, void *obj) {
@@ -225,7 +225,7 @@ static size_t st_minimal_sizes(const uint8_t *d, size_t n, uint8_t *o) {
  * and checking that the two have the same imports and exports when both compile.
  * False (err PW_ERR_ARG, so that every assertion on it fails) when the text cannot be
  * found or the parser rejects it. */
-static bool st_wat_bytes(st_script *sc, json_t *cmd, uint8_t **bytes, size_t *len, pw_error *err) {
+static bool st_wat_bytes(st_script *sc, pj_t *cmd, uint8_t **bytes, size_t *len, pw_error *err) {
     const char *text;
     size_t tlen;
     if (!st_wast_module(sc->wast, sc->line, &text, &tlen)) {
@@ -277,7 +277,7 @@ static bool st_wat_bytes(st_script *sc, json_t *cmd, uint8_t **bytes, size_t *le
  * file (a text module) goes through the text parser first; in text mode (--wat) the
  * module's text in the .wast source replaces every .wasm file (st_wat_bytes).
  * The module is recorded in sc->mods (owned there) when it compiles. */
-static pw_module *st_load(st_script *sc, json_t *cmd, pw_error *err) {
+static pw_module *st_load(st_script *sc, pj_t *cmd, pw_error *err) {
     const char *file = st_str(cmd, "filename");
     memset(err, 0, sizeof *err);
     if (!file) {
@@ -352,16 +352,16 @@ static pw_instance *st_instantiate(st_script *sc, pw_module *m, pw_error *err) {
 }
 
 /* The module named by key `key` of cmd, or the current one. */
-static pw_module *st_module_ref(st_script *sc, json_t *cmd, const char *key) {
-    json_t *n = json_object_get(cmd, key);
+static pw_module *st_module_ref(st_script *sc, pj_t *cmd, const char *key) {
+    pj_t *n = pj_object_get(cmd, key);
     if (!n) return sc->cur_mod;
-    st_binding *b = st_find(&sc->mods, json_string_value(n), json_string_length(n));
+    st_binding *b = st_find(&sc->mods, pj_string_value(n), pj_string_length(n));
     return b ? b->obj : NULL;
 }
 
-static bool st_bind(st_script *sc, st_list *l, json_t *name, void *obj) {
+static bool st_bind(st_script *sc, st_list *l, pj_t *name, void *obj) {
     if (!name) return true;
-    if (st_push(l, json_string_value(name), json_string_length(name), obj)) return true;
+    if (st_push(l, pj_string_value(name), pj_string_length(name), obj)) return true;
     st_fail(sc, "out of memory");
     return false;
 }
@@ -384,18 +384,18 @@ static void st_outcome_free(st_outcome *r) {
     free(r->vals);
 }
 
-static void st_action(st_script *sc, json_t *a, st_outcome *r) {
+static void st_action(st_script *sc, pj_t *a, st_outcome *r) {
     memset(r, 0, sizeof *r);
     const char *type = st_str(a, "type");
-    json_t *field = json_object_get(a, "field");
+    pj_t *field = pj_object_get(a, "field");
     char fname[200];
-    st_fmt_name(json_string_value(field) ? json_string_value(field) : "", json_string_length(field),
+    st_fmt_name(pj_string_value(field) ? pj_string_value(field) : "", pj_string_length(field),
                 fname, sizeof fname);
     snprintf(r->desc, sizeof r->desc, "%.10s \"%.140s\"", type ? type : "?", fname);
     pw_instance *inst = sc->cur_inst;
-    json_t *mod = json_object_get(a, "module");
+    pj_t *mod = pj_object_get(a, "module");
     if (mod) {
-        st_binding *b = st_find(&sc->insts, json_string_value(mod), json_string_length(mod));
+        st_binding *b = st_find(&sc->insts, pj_string_value(mod), pj_string_length(mod));
         inst = b ? b->obj : NULL;
     }
     if (!inst) {
@@ -404,7 +404,7 @@ static void st_action(st_script *sc, json_t *a, st_outcome *r) {
     }
     pw_extern ext;
     if (!field ||
-        !pw_instance_export(inst, json_string_value(field), json_string_length(field), &ext)) {
+        !pw_instance_export(inst, pj_string_value(field), pj_string_length(field), &ext)) {
         snprintf(r->why, sizeof r->why, "no export \"%s\"", fname);
         return;
     }
@@ -438,8 +438,8 @@ static void st_action(st_script *sc, json_t *a, st_outcome *r) {
     }
     pw_functype ft;
     pw_func_type(ext.u.func, &ft);
-    json_t *args = json_object_get(a, "args");
-    size_t nargs = json_array_size(args);
+    pj_t *args = pj_object_get(a, "args");
+    size_t nargs = pj_array_size(args);
     if (nargs != ft.nparams) {
         snprintf(r->why, sizeof r->why, "%zu arguments for %u parameters", nargs, ft.nparams);
         return;
@@ -458,7 +458,7 @@ static void st_action(st_script *sc, json_t *a, st_outcome *r) {
         return;
     }
     for (size_t i = 0, k = 0; i < nargs; k += ft.params[i] == PW_VT_V128 ? 2 : 1, i++)
-        if (!st_value_arg(json_array_get(args, i), sc->store, ft.params[i], &argv[k], r->why,
+        if (!st_value_arg(pj_array_get(args, i), sc->store, ft.params[i], &argv[k], r->why,
                           sizeof r->why)) {
             free(argv);
             return;
@@ -502,14 +502,14 @@ static bool st_text_agrees(const char *msg, const char *text) {
 
 /* ------------------------------------------------------------ commands */
 
-static void st_cmd_assert_return(st_script *sc, json_t *cmd) {
+static void st_cmd_assert_return(st_script *sc, pj_t *cmd) {
     st_outcome r;
-    st_action(sc, json_object_get(cmd, "action"), &r);
-    json_t *exp = json_object_get(cmd, "expected");
-    size_t nexp = json_array_size(exp);
+    st_action(sc, pj_object_get(cmd, "action"), &r);
+    pj_t *exp = pj_object_get(cmd, "expected");
+    size_t nexp = pj_array_size(exp);
     bool ok = r.performed && r.status == PW_OK && r.n == nexp;
     for (size_t i = 0, k = 0; ok && i < nexp; k += r.types[i] == PW_VT_V128 ? 2 : 1, i++)
-        ok = st_value_match(json_array_get(exp, i), r.types[i], &r.vals[k]);
+        ok = st_value_match(pj_array_get(exp, i), r.types[i], &r.vals[k]);
     if (ok)
         sc->c->passed++;
     else {
@@ -517,7 +517,7 @@ static void st_cmd_assert_return(st_script *sc, json_t *cmd) {
         size_t o = (size_t)snprintf(want, sizeof want, "[");
         for (size_t i = 0; i < nexp && o < sizeof want; i++) {
             char v[200];
-            st_value_fmt_expected(json_array_get(exp, i), v, sizeof v);
+            st_value_fmt_expected(pj_array_get(exp, i), v, sizeof v);
             o += (size_t)snprintf(want + o, sizeof want - o, "%s%s", i ? " " : "", v);
         }
         if (o < sizeof want) snprintf(want + o, sizeof want - o, "]");
@@ -527,9 +527,9 @@ static void st_cmd_assert_return(st_script *sc, json_t *cmd) {
     st_outcome_free(&r);
 }
 
-static void st_cmd_assert_trap(st_script *sc, json_t *cmd, bool exhaustion) {
+static void st_cmd_assert_trap(st_script *sc, pj_t *cmd, bool exhaustion) {
     st_outcome r;
-    st_action(sc, json_object_get(cmd, "action"), &r);
+    st_action(sc, pj_object_get(cmd, "action"), &r);
     const char *text = st_str(cmd, "text");
     bool ok = r.performed && r.status == PW_ERR_TRAP &&
               st_text_agrees(pw_trap_message(r.err.trap, PW_MSG_SPEC), text);
@@ -544,9 +544,9 @@ static void st_cmd_assert_trap(st_script *sc, json_t *cmd, bool exhaustion) {
     st_outcome_free(&r);
 }
 
-static void st_cmd_assert_exception(st_script *sc, json_t *cmd) {
+static void st_cmd_assert_exception(st_script *sc, pj_t *cmd) {
     st_outcome r;
-    st_action(sc, json_object_get(cmd, "action"), &r);
+    st_action(sc, pj_object_get(cmd, "action"), &r);
     if (r.performed && r.status == PW_ERR_EXCEPTION)
         sc->c->passed++;
     else {
@@ -557,9 +557,9 @@ static void st_cmd_assert_exception(st_script *sc, json_t *cmd) {
     st_outcome_free(&r);
 }
 
-static void st_cmd_action(st_script *sc, json_t *cmd) {
+static void st_cmd_action(st_script *sc, pj_t *cmd) {
     st_outcome r;
-    st_action(sc, json_object_get(cmd, "action"), &r);
+    st_action(sc, pj_object_get(cmd, "action"), &r);
     if (!r.performed || r.status != PW_OK) {
         char got[512];
         st_outcome_fmt(&r, got, sizeof got);
@@ -568,10 +568,10 @@ static void st_cmd_action(st_script *sc, json_t *cmd) {
     st_outcome_free(&r);
 }
 
-static void st_cmd_module(st_script *sc, json_t *cmd, bool instantiate) {
+static void st_cmd_module(st_script *sc, pj_t *cmd, bool instantiate) {
     pw_error err;
     pw_module *m = st_load(sc, cmd, &err);
-    json_t *name = json_object_get(cmd, "name");
+    pj_t *name = pj_object_get(cmd, "name");
     sc->cur_mod = m;
     if (!st_bind(sc, &sc->mods, name, m)) return;
     if (!instantiate) {
@@ -594,7 +594,7 @@ static void st_cmd_module(st_script *sc, json_t *cmd, bool instantiate) {
     st_bind(sc, &sc->insts, name, inst);
 }
 
-static void st_cmd_module_instance(st_script *sc, json_t *cmd) {
+static void st_cmd_module_instance(st_script *sc, pj_t *cmd) {
     pw_module *m = st_module_ref(sc, cmd, "module");
     pw_instance *inst = NULL;
     if (!m)
@@ -606,27 +606,27 @@ static void st_cmd_module_instance(st_script *sc, json_t *cmd) {
             st_fail(sc, "instantiation failed: %s: %s", st_status_name(err.status), err.message);
     }
     sc->cur_inst = inst;
-    st_bind(sc, &sc->insts, json_object_get(cmd, "instance"), inst);
+    st_bind(sc, &sc->insts, pj_object_get(cmd, "instance"), inst);
 }
 
-static void st_cmd_register(st_script *sc, json_t *cmd) {
+static void st_cmd_register(st_script *sc, pj_t *cmd) {
     pw_instance *inst = sc->cur_inst;
-    json_t *name = json_object_get(cmd, "name");
+    pj_t *name = pj_object_get(cmd, "name");
     if (name) {
-        st_binding *b = st_find(&sc->insts, json_string_value(name), json_string_length(name));
+        st_binding *b = st_find(&sc->insts, pj_string_value(name), pj_string_length(name));
         inst = b ? b->obj : NULL;
     }
-    json_t *as = json_object_get(cmd, "as");
+    pj_t *as = pj_object_get(cmd, "as");
     if (!inst || !as) {
         st_fail(sc, "nothing to register (an earlier module failed)");
         return;
     }
-    if (!st_push(&sc->regs, json_string_value(as), json_string_length(as), inst))
+    if (!st_push(&sc->regs, pj_string_value(as), pj_string_length(as), inst))
         st_fail(sc, "out of memory");
 }
 
 /* assert_malformed / assert_invalid on a binary module. */
-static void st_cmd_assert_rejected(st_script *sc, json_t *cmd, pw_status want) {
+static void st_cmd_assert_rejected(st_script *sc, pj_t *cmd, pw_status want) {
     pw_error err;
     pw_module *m = st_load(sc, cmd, &err);
     const char *text = st_str(cmd, "text");
@@ -647,10 +647,10 @@ static void st_cmd_assert_rejected(st_script *sc, json_t *cmd, pw_status want) {
 
 /* assert_unlinkable / assert_uninstantiable: the module compiles, instantiation
  * fails in the expected way. Nothing is bound. */
-static void st_cmd_assert_instantiate_fails(st_script *sc, json_t *cmd, bool link) {
+static void st_cmd_assert_instantiate_fails(st_script *sc, pj_t *cmd, bool link) {
     pw_error err;
     pw_module *m;
-    if (json_object_get(cmd, "filename")) {
+    if (pj_object_get(cmd, "filename")) {
         m = st_load(sc, cmd, &err);
         if (!m) {
             st_fail(sc, "module rejected: %s: %s", st_status_name(err.status), err.message);
@@ -684,10 +684,10 @@ bool st_is_assertion(const char *type) {
     return type && strncmp(type, "assert_", 7) == 0;
 }
 
-static void st_command(st_script *sc, json_t *cmd) {
+static void st_command(st_script *sc, pj_t *cmd) {
     const char *type = st_str(cmd, "type");
     sc->cmd = type ? type : "?";
-    sc->line = (long)json_integer_value(json_object_get(cmd, "line"));
+    sc->line = (long)pj_integer_value(pj_object_get(cmd, "line"));
     if (!type)
         st_fail(sc, "command without type");
     else if (strcmp(type, "module") == 0)
@@ -722,29 +722,29 @@ static void st_command(st_script *sc, json_t *cmd) {
 
 /* ------------------------------------------------------------ scripts */
 
-static json_t *st_load_json(const char *path) {
-    json_error_t jerr;
-    json_t *root = json_load_file(path, JSON_ALLOW_NUL, &jerr);
+static pj_t *st_load_json(const char *path) {
+    pj_error_t jerr;
+    pj_t *root = pj_load_file(path, PJ_ALLOW_NUL, &jerr);
     if (!root) fprintf(stderr, "peri-spectest: %s:%d: %s\n", path, jerr.line, jerr.text);
     return root;
 }
 
 bool st_count_assertions(const char *json_path, long *runnable, long *text_only) {
     *text_only = 0; /* every text module is parsed now */
-    json_t *root = st_load_json(json_path);
+    pj_t *root = st_load_json(json_path);
     if (!root) return false;
     size_t i;
-    json_t *cmd;
-    json_array_foreach(json_object_get(root, "commands"), i, cmd) {
+    pj_t *cmd;
+    pj_array_foreach(pj_object_get(root, "commands"), i, cmd) {
         if (!st_is_assertion(st_str(cmd, "type"))) continue;
         (*runnable)++;
     }
-    json_decref(root);
+    pj_decref(root);
     return true;
 }
 
 bool st_run_script(const char *json_path, const char *name, const st_opts *o, st_counts *c) {
-    json_t *root = st_load_json(json_path);
+    pj_t *root = st_load_json(json_path);
     if (!root) return false;
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", json_path);
@@ -757,7 +757,7 @@ bool st_run_script(const char *json_path, const char *name, const st_opts *o, st
     st_script sc = {.o = o, .dir = dir, .name = name, .c = c, .cmd = "setup"};
     if (o->wat && !(sc.wast = st_wast_open(json_path))) {
         fprintf(stderr, "peri-spectest: %s: cannot read the script's .wast source\n", name);
-        json_decref(root);
+        pj_decref(root);
         return false;
     }
     pw_error err;
@@ -766,19 +766,19 @@ bool st_run_script(const char *json_path, const char *name, const st_opts *o, st
         .engine = o->engine, .jit_sse2 = o->jit_sse2, .bounds_checks = o->bounds};
     sc.store = pw_store_new(&cfg, &err);
     if (sc.store) sc.host = st_host_new(sc.store, &err);
-    json_t *cmds = json_object_get(root, "commands");
+    pj_t *cmds = pj_object_get(root, "commands");
     if (!sc.store || !sc.host || !st_push(&sc.regs, "spectest", 8, NULL)) {
         /* Without a store nothing can run: every assertion fails. */
         st_fail(&sc, "cannot set up store/spectest: %s", err.message);
         size_t i;
-        json_t *cmd;
-        json_array_foreach(cmds, i, cmd) {
+        pj_t *cmd;
+        pj_array_foreach(cmds, i, cmd) {
             if (st_is_assertion(st_str(cmd, "type"))) c->failed++;
         }
     } else {
         size_t i;
-        json_t *cmd;
-        json_array_foreach(cmds, i, cmd) st_command(&sc, cmd);
+        pj_t *cmd;
+        pj_array_foreach(cmds, i, cmd) st_command(&sc, cmd);
     }
     if (sc.store) pw_store_free(sc.store);
     st_host_free(sc.host);
@@ -788,6 +788,6 @@ bool st_run_script(const char *json_path, const char *name, const st_opts *o, st
     free(sc.insts.v);
     free(sc.regs.v);
     st_wast_free(sc.wast);
-    json_decref(root);
+    pj_decref(root);
     return true;
 }

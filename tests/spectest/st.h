@@ -14,7 +14,7 @@
 
 #include "peri/wasm.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -59,12 +59,12 @@ bool st_is_assertion(const char *type);
 /* Converts argument `v` (MANIFEST §8) into a cell (two for a v128, low half first, as
  * the engine API takes them); `want` is the parameter type.
  * False with `why` filled when the value cannot be passed. */
-bool st_value_arg(json_t *v, pw_store *s, pw_valtype want, pw_val *out, char *why, size_t n);
+bool st_value_arg(pj_t *v, pw_store *s, pw_valtype want, pw_val *out, char *why, size_t n);
 /* Does result `got` of type `t` match expected pattern `e`? */
-bool st_value_match(json_t *e, pw_valtype t, const pw_val *got);
+bool st_value_match(pj_t *e, pw_valtype t, const pw_val *got);
 /* Human-readable forms for failure messages. */
 void st_value_fmt(pw_valtype t, const pw_val *v, char *buf, size_t n);
-void st_value_fmt_expected(json_t *e, char *buf, size_t n);
+void st_value_fmt_expected(pj_t *e, char *buf, size_t n);
 
 /* ---- wast.c */
 

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *st_str(json_t *o, const char *key) {
-    return json_string_value(json_object_get(o, key));
+static const char *st_str(pj_t *o, const char *key) {
+    return pj_string_value(pj_object_get(o, key));
 }
 
 static uint64_t st_u64(const char *s) {
@@ -42,7 +42,7 @@ static const char *st_kind_name(pw_valkind k) {
     }
 }
 
-bool st_value_arg(json_t *v, pw_store *s, pw_valtype want, pw_val *out, char *why, size_t n) {
+bool st_value_arg(pj_t *v, pw_store *s, pw_valtype want, pw_val *out, char *why, size_t n) {
     const char *type = st_str(v, "type");
     const char *val = st_str(v, "value");
     pw_valkind k = PW_VT_KIND(want);
@@ -67,14 +67,14 @@ bool st_value_arg(json_t *v, pw_store *s, pw_valtype want, pw_val *out, char *wh
         return false;
     }
     if (k == PW_K_V128) { /* four u32 lanes (MANIFEST §8.3) */
-        json_t *lanes = json_object_get(v, "value");
-        if (json_array_size(lanes) != 4) {
+        pj_t *lanes = pj_object_get(v, "value");
+        if (pj_array_size(lanes) != 4) {
             snprintf(why, n, "v128 argument without four i32 lanes");
             return false;
         }
         uint64_t l[4];
         for (size_t i = 0; i < 4; i++)
-            l[i] = (uint32_t)st_u64(json_string_value(json_array_get(lanes, i)));
+            l[i] = (uint32_t)st_u64(pj_string_value(pj_array_get(lanes, i)));
         out[0].bits = l[0] | l[1] << 32;
         out[1].bits = l[2] | l[3] << 32;
         return true;
@@ -136,23 +136,23 @@ static bool st_match_ref(const char *type, const char *val, pw_ref r) {
 }
 
 /* A v128 result (two cells) against {"lane_type", "value": [lanes]}. */
-static bool st_match_v128(json_t *e, const pw_val *got) {
+static bool st_match_v128(pj_t *e, const pw_val *got) {
     const char *lt = st_str(e, "lane_type");
-    json_t *lanes = json_object_get(e, "value");
+    pj_t *lanes = pj_object_get(e, "value");
     if (!lt) return false;
     unsigned bits = strcmp(lt, "i8") == 0                              ? 8
                     : strcmp(lt, "i16") == 0                           ? 16
                     : strcmp(lt, "i32") == 0 || strcmp(lt, "f32") == 0 ? 32
                                                                        : 64;
     size_t nl = 128 / bits;
-    if (json_array_size(lanes) != nl) return false;
+    if (pj_array_size(lanes) != nl) return false;
     uint8_t b[16];
     memcpy(b, &got[0].bits, 8);
     memcpy(b + 8, &got[1].bits, 8);
     for (size_t i = 0; i < nl; i++) {
         uint64_t x = 0;
         memcpy(&x, b + i * bits / 8, bits / 8);
-        const char *val = json_string_value(json_array_get(lanes, i));
+        const char *val = pj_string_value(pj_array_get(lanes, i));
         bool ok = lt[0] == 'f' ? st_match_float(val, x, bits == 64)
                                : x == (st_u64(val) & (bits == 64 ? ~0ull : (1ull << bits) - 1));
         if (!ok) return false;
@@ -160,15 +160,15 @@ static bool st_match_v128(json_t *e, const pw_val *got) {
     return true;
 }
 
-bool st_value_match(json_t *e, pw_valtype t, const pw_val *gotp) {
+bool st_value_match(pj_t *e, pw_valtype t, const pw_val *gotp) {
     pw_val got = *gotp;
     const char *type = st_str(e, "type");
     if (!type) return false;
     if (strcmp(type, "either") == 0) {
-        json_t *alts = json_object_get(e, "values");
+        pj_t *alts = pj_object_get(e, "values");
         size_t i;
-        json_t *a;
-        json_array_foreach(alts, i, a) if (st_value_match(a, t, gotp)) return true;
+        pj_t *a;
+        pj_array_foreach(alts, i, a) if (st_value_match(a, t, gotp)) return true;
         return false;
     }
     const char *val = st_str(e, "value");
@@ -211,32 +211,32 @@ void st_value_fmt(pw_valtype t, const pw_val *vp, char *buf, size_t n) {
     }
 }
 
-void st_value_fmt_expected(json_t *e, char *buf, size_t n) {
+void st_value_fmt_expected(pj_t *e, char *buf, size_t n) {
     const char *type = st_str(e, "type");
-    json_t *val = json_object_get(e, "value");
+    pj_t *val = pj_object_get(e, "value");
     if (type && strcmp(type, "either") == 0) {
         size_t used = (size_t)snprintf(buf, n, "either(");
         size_t i;
-        json_t *a;
-        json_array_foreach(json_object_get(e, "values"), i, a) {
+        pj_t *a;
+        pj_array_foreach(pj_object_get(e, "values"), i, a) {
             if (used >= n) break;
             st_value_fmt_expected(a, buf + used, n - used);
             used += strlen(buf + used);
-            bool last = i + 1 == json_array_size(json_object_get(e, "values"));
+            bool last = i + 1 == pj_array_size(pj_object_get(e, "values"));
             if (used < n) used += (size_t)snprintf(buf + used, n - used, last ? ")" : ", ");
         }
         return;
     }
-    if (json_is_string(val))
-        snprintf(buf, n, "%s:%s", type ? type : "?", json_string_value(val));
-    else if (json_is_array(val)) {
+    if (pj_is_string(val))
+        snprintf(buf, n, "%s:%s", type ? type : "?", pj_string_value(val));
+    else if (pj_is_array(val)) {
         size_t used = (size_t)snprintf(buf, n, "%s[", type ? type : "?");
         size_t i;
-        json_t *l;
-        json_array_foreach(val, i, l) {
+        pj_t *l;
+        pj_array_foreach(val, i, l) {
             if (used >= n) break;
             used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? " " : "",
-                                     json_string_value(l) ? json_string_value(l) : "?");
+                                     pj_string_value(l) ? pj_string_value(l) : "?");
         }
         if (used < n) snprintf(buf + used, n - used, "]");
     } else

@@ -638,10 +638,10 @@ static void test_cancel_polled(void **state) {
         {ptl__list, "{}"},
     };
     for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
-        json_t *in = json_loads(calls[i].in, 0, NULL);
+        pj_t *in = pj_loads(calls[i].in, 0, NULL);
         ptl_result r = {0};
         ptl_status st = calls[i].fn(in, &ctx, &r);
-        json_decref(in);
+        pj_decref(in);
         if (st != PTL_CANCELLED)
             fail_msg("call %zu: status %d, not cancelled: %s", i, st, r.output);
         ptl_result_clear(&r);
@@ -702,10 +702,10 @@ static void test_setsid_children_die(void **state) {
                 snprintf(cmd + k, sizeof cmd - (size_t)k, "\nsleep 0.3; echo done");
             else
                 snprintf(cmd + k, sizeof cmd - (size_t)k, "\nsleep 300");
-            json_t *in =
-                json_pack("{s:s, s:i}", "command", cmd, "timeout_ms", e == 1 ? 1500 : 60000);
-            char *txt = json_dumps(in, 0);
-            json_decref(in);
+            pj_t *in =
+                pj_pack("{s:s, s:i}", "command", cmd, "timeout_ms", e == 1 ? 1500 : 60000);
+            char *txt = pj_dumps(in, 0);
+            pj_decref(in);
             atomic_int flag = 0;
             cancel_later cl = {.flag = &flag, .pidfile = pidfile};
             pthread_t th;
@@ -820,9 +820,9 @@ static void test_edit_bounded(void **state) {
     char *nw = malloc(2001);
     memset(nw, 'Z', 2000);
     nw[2000] = '\0';
-    json_t *in = json_pack("{s:s, s:s, s:s, s:b}", "path", "amp.txt", "old_string", "a",
+    pj_t *in = pj_pack("{s:s, s:s, s:s, s:b}", "path", "amp.txt", "old_string", "a",
                            "new_string", nw, "replace_all", 1);
-    char *txt = json_dumps(in, 0);
+    char *txt = pj_dumps(in, 0);
     ptl_result r;
     assert_int_equal(run_in(f->ws, "edit", txt, &r, NULL), PTL_OK);
     assert_true(r.is_error);
@@ -845,18 +845,18 @@ static void test_edit_bounded(void **state) {
     assert_string_equal(title, "Edit e.txt (replace 2 bytes with 1 bytes)");
     free(title);
     free(txt);
-    json_decref(in);
+    pj_decref(in);
     /* a smaller amplification within the bound works */
-    in = json_pack("{s:s, s:s, s:s, s:b}", "path", "amp.txt", "old_string", "a", "new_string", "bb",
+    in = pj_pack("{s:s, s:s, s:s, s:b}", "path", "amp.txt", "old_string", "a", "new_string", "bb",
                    "replace_all", 1);
-    txt = json_dumps(in, 0);
+    txt = pj_dumps(in, 0);
     assert_int_equal(run_in(f->ws, "edit", txt, &r, NULL), PTL_OK);
     assert_false(r.is_error);
     ptl_result_clear(&r);
     assert_int_equal(stat(p, &sb), 0);
     assert_int_equal(sb.st_size, 40000);
     free(txt);
-    json_decref(in);
+    pj_decref(in);
     free(nw);
 }
 

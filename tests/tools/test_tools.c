@@ -12,7 +12,7 @@
 #include "peri/tools.h"
 #include "tools/tools_int.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -135,11 +135,11 @@ static void test_registry(void **state) {
         assert_string_equal(ptl_kind_name(ptl_kind_of(t)), kinds[i]);
         assert_int_equal(ptl_needs_permission(t), perm[i]);
         assert_true(strlen(ptl_description(t)) > 10);
-        json_error_t je;
-        json_t *schema = json_loads(ptl_schema_json(t), 0, &je);
-        if (!json_is_object(schema)) fail_msg("%s schema: %s", names[i], je.text);
-        assert_string_equal(json_string_value(json_object_get(schema, "type")), "object");
-        json_decref(schema);
+        pj_error_t je;
+        pj_t *schema = pj_loads(ptl_schema_json(t), 0, &je);
+        if (!pj_is_object(schema)) fail_msg("%s schema: %s", names[i], je.text);
+        assert_string_equal(pj_string_value(pj_object_get(schema, "type")), "object");
+        pj_decref(schema);
     }
     assert_null(ptl_at(8));
     assert_null(ptl_find("rm"));

@@ -158,16 +158,16 @@ static void test_markdown(void **st) {
     pt_lines_clear(&out);
 }
 
-static json_t *J(const char *s) {
-    json_t *v = json_loads(s, 0, NULL);
+static pj_t *J(const char *s) {
+    pj_t *v = pj_loads(s, 0, NULL);
     assert_non_null(v);
     return v;
 }
 
 static void upd(pt_transcript *t, const char *s) {
-    json_t *u = J(s);
+    pj_t *u = J(s);
     pt_transcript_update(t, u);
-    json_decref(u);
+    pj_decref(u);
 }
 
 static void test_transcript(void **st) {
@@ -198,7 +198,7 @@ static void test_transcript(void **st) {
     assert_string_equal(tool->diff.s, "-old\n+new\n");
     assert_string_equal(tool->placement, "ran in room (wasm)");
     assert_string_equal(
-        json_string_value(json_object_get(json_array_get(t.v[2].plan, 0), "status")), "completed");
+        pj_string_value(pj_object_get(pj_array_get(t.v[2].plan, 0), "status")), "completed");
     /* rendering never exceeds the width */
     pt_style style = {true, true};
     for (int w = 1; w < 50; w += 7) {

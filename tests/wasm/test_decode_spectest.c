@@ -6,7 +6,7 @@
  * must fail with PW_ERR_MALFORMED and each assert_invalid with PW_ERR_INVALID, the
  * message starting with the expected text. Skips (77) when the testsuite is absent.
  */
-#include <jansson.h>
+#include "peri/json.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,20 +34,20 @@ static uint8_t *slurp(const char *path, size_t *len) {
 static int run_script(const char *dir, const char *name, int *cases) {
     char path[4096];
     snprintf(path, sizeof path, "%s/spectest/core/%s/%s.json", dir, name, name);
-    json_error_t je;
-    json_t *root = json_load_file(path, JSON_ALLOW_NUL, &je);
+    pj_error_t je;
+    pj_t *root = pj_load_file(path, PJ_ALLOW_NUL, &je);
     if (!root) {
         printf("FAIL %s: cannot read %s\n", name, path);
         return 1;
     }
     int bad = 0;
     size_t i;
-    json_t *cmd;
-    json_array_foreach(json_object_get(root, "commands"), i, cmd) {
-        const char *type = json_string_value(json_object_get(cmd, "type"));
-        const char *file = json_string_value(json_object_get(cmd, "filename"));
-        const char *mt = json_string_value(json_object_get(cmd, "module_type"));
-        const char *text = json_string_value(json_object_get(cmd, "text"));
+    pj_t *cmd;
+    pj_array_foreach(pj_object_get(root, "commands"), i, cmd) {
+        const char *type = pj_string_value(pj_object_get(cmd, "type"));
+        const char *file = pj_string_value(pj_object_get(cmd, "filename"));
+        const char *mt = pj_string_value(pj_object_get(cmd, "module_type"));
+        const char *text = pj_string_value(pj_object_get(cmd, "text"));
         if (!type || !file || (mt && strcmp(mt, "binary") != 0)) continue;
         pw_status want;
         if (!strcmp(type, "module") || !strcmp(type, "module_definition") ||
@@ -76,12 +76,12 @@ static int run_script(const char *dir, const char *name, int *cases) {
         (*cases)++;
         if (got != want || (text && strncmp(e.message, text, strlen(text)) != 0)) {
             printf("FAIL %s:%lld %s: want %d \"%s\", got %d \"%s\"\n", name,
-                   (long long)json_integer_value(json_object_get(cmd, "line")), file, want,
+                   (long long)pj_integer_value(pj_object_get(cmd, "line")), file, want,
                    text ? text : "", got, e.message);
             bad++;
         }
     }
-    json_decref(root);
+    pj_decref(root);
     return bad;
 }
 
@@ -90,8 +90,8 @@ int main(void) {
     if (!dir || !*dir) dir = "../shared";
     char path[4096];
     snprintf(path, sizeof path, "%s/spectest/scope.json", dir);
-    json_error_t je;
-    json_t *scope = json_load_file(path, 0, &je);
+    pj_error_t je;
+    pj_t *scope = pj_load_file(path, 0, &je);
     if (!scope) {
         printf("SKIP: spec testsuite not found (%s); set PERI_SHARED_DIR\n", path);
         return 77;
@@ -101,12 +101,12 @@ int main(void) {
     const char *groups[] = {"wasm2", "wasm3", "later"};
     for (int g = 0; g < 3; g++) {
         size_t i;
-        json_t *name;
-        json_array_foreach(json_object_get(scope, groups[g]), i, name) {
-            bad += run_script(dir, json_string_value(name), &cases);
+        pj_t *name;
+        pj_array_foreach(pj_object_get(scope, groups[g]), i, name) {
+            bad += run_script(dir, pj_string_value(name), &cases);
         }
     }
-    json_decref(scope);
+    pj_decref(scope);
     printf("%d modules checked, %d wrong\n", cases, bad);
     return bad ? 1 : 0;
 }

@@ -20,7 +20,7 @@
 #include "peri/agent.h"
 
 #include <errno.h>
-#include <jansson.h>
+#include "peri/json.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -322,14 +322,14 @@ size_t pag_cron_lost(pag_cron *c) {
 }
 
 char *pag_cron_records(pag_cron *c) {
-    json_t *a = json_array();
+    pj_t *a = pj_array();
     pthread_mutex_lock(&c->mu);
     for (size_t i = 0; a && i < c->n; i++)
-        json_array_append_new(a, json_pack("{s:I, s:s, s:s}", "id", (json_int_t)c->s[i].id,
+        pj_array_append_new(a, pj_pack("{s:I, s:s, s:s}", "id", (pj_int_t)c->s[i].id,
                                            "schedule", c->s[i].text, "prompt", c->s[i].prompt));
     pthread_mutex_unlock(&c->mu);
-    char *t = a ? json_dumps(a, JSON_COMPACT) : NULL;
-    json_decref(a);
+    char *t = a ? pj_dumps(a, PJ_COMPACT) : NULL;
+    pj_decref(a);
     return t;
 }
 
@@ -356,9 +356,9 @@ static void iso(int64_t ms, char *buf, size_t n) {
     strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-static int run_create(pag_cron *c, json_t *a, pag_tool_output *out) {
-    const char *when = json_string_value(json_object_get(a, "schedule"));
-    const char *prompt = json_string_value(json_object_get(a, "prompt"));
+static int run_create(pag_cron *c, pj_t *a, pag_tool_output *out) {
+    const char *when = pj_string_value(pj_object_get(a, "schedule"));
+    const char *prompt = pj_string_value(pj_object_get(a, "prompt"));
     char err[200];
     pag_cron_spec sp;
     if (!prompt || !*prompt || strlen(prompt) > CRON_MAX_TEXT)
@@ -436,13 +436,13 @@ static int run_list(pag_cron *c, pag_tool_output *out) {
     return 0;
 }
 
-static int run_delete(pag_cron *c, json_t *a, pag_tool_output *out) {
-    json_t *id = json_object_get(a, "id");
-    if (!json_is_integer(id)) return say(out, true, "cron_delete: \"id\" (an integer) is required");
+static int run_delete(pag_cron *c, pj_t *a, pag_tool_output *out) {
+    pj_t *id = pj_object_get(a, "id");
+    if (!pj_is_integer(id)) return say(out, true, "cron_delete: \"id\" (an integer) is required");
     pthread_mutex_lock(&c->mu);
     bool found = false;
     for (size_t i = 0; i < c->n; i++) {
-        if (c->s[i].id != (uint64_t)json_integer_value(id)) continue;
+        if (c->s[i].id != (uint64_t)pj_integer_value(id)) continue;
         free(c->s[i].text);
         free(c->s[i].prompt);
         memmove(&c->s[i], &c->s[i + 1], (c->n - i - 1) * sizeof c->s[0]);
@@ -459,9 +459,9 @@ int pag_cron_tool_run(pag_cron *c, const char *name, const char *args_json, pag_
     if (!name || strncmp(name, "cron_", 5)) return -2;
     if (strcmp(name, "cron_create") && strcmp(name, "cron_list") && strcmp(name, "cron_delete"))
         return -2;
-    json_t *a = json_loads(args_json ? args_json : "{}", 0, NULL);
+    pj_t *a = pj_loads(args_json ? args_json : "{}", 0, NULL);
     int rc;
-    if (!json_is_object(a))
+    if (!pj_is_object(a))
         rc = say(out, true, "the arguments must be a JSON object");
     else if (!strcmp(name, "cron_create"))
         rc = run_create(c, a, out);
@@ -469,6 +469,6 @@ int pag_cron_tool_run(pag_cron *c, const char *name, const char *args_json, pag_
         rc = run_list(c, out);
     else
         rc = run_delete(c, a, out);
-    json_decref(a);
+    pj_decref(a);
     return rc;
 }

@@ -14,7 +14,7 @@
  */
 #include "agent/session_impl.h"
 
-#include <jansson.h>
+#include "peri/json.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,8 +78,8 @@ const pag_tool_info *pag_goal_tool(void) {
 }
 
 int pag_goal_tool_run(pag_session *s, const char *args_json, pag_tool_output *out) {
-    json_t *a = json_loads(args_json ? args_json : "{}", 0, NULL);
-    const char *sum = json_string_value(json_object_get(a, "summary"));
+    pj_t *a = pj_loads(args_json ? args_json : "{}", 0, NULL);
+    const char *sum = pj_string_value(pj_object_get(a, "summary"));
     char msg[300];
     pthread_mutex_lock(&s->goal_mu);
     if (!s->goal) {
@@ -93,30 +93,30 @@ int pag_goal_tool_run(pag_session *s, const char *args_json, pag_tool_output *ou
         snprintf(msg, sizeof msg, "The goal is recorded as met. Finish your answer to the user.");
     }
     pthread_mutex_unlock(&s->goal_mu);
-    json_decref(a);
+    pj_decref(a);
     out->output = strdup(msg);
     return out->output ? 0 : -1;
 }
 
 char *pag_goal_plan(const char *goal, bool met, const char *entries_json) {
-    json_t *arr = json_array();
+    pj_t *arr = pj_array();
     char content[4100];
     snprintf(content, sizeof content, "Goal: %s", goal ? goal : "");
-    json_t *e = json_pack("{s:s, s:s, s:s}", "content", content, "priority", "high", "status",
+    pj_t *e = pj_pack("{s:s, s:s, s:s}", "content", content, "priority", "high", "status",
                           met ? "completed" : "in_progress");
-    if (!arr || !e || json_array_append_new(arr, e)) {
-        json_decref(arr);
+    if (!arr || !e || pj_array_append_new(arr, e)) {
+        pj_decref(arr);
         return NULL;
     }
-    json_t *rest = entries_json ? json_loads(entries_json, 0, NULL) : NULL;
+    pj_t *rest = entries_json ? pj_loads(entries_json, 0, NULL) : NULL;
     size_t i;
-    json_t *x;
-    json_array_foreach(rest, i, x) {
-        json_array_append(arr, x);
+    pj_t *x;
+    pj_array_foreach(rest, i, x) {
+        pj_array_append(arr, x);
     }
-    json_decref(rest);
-    char *txt = json_dumps(arr, JSON_COMPACT);
-    json_decref(arr);
+    pj_decref(rest);
+    char *txt = pj_dumps(arr, PJ_COMPACT);
+    pj_decref(arr);
     return txt;
 }
 

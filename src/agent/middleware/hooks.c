@@ -50,56 +50,56 @@
 
 struct pag_hooks {
     pag_hooks_env env;
-    json_t *user;       /* validated "hooks" object or NULL */
+    pj_t *user;       /* validated "hooks" object or NULL */
     pthread_mutex_t mu; /* project */
-    json_t *project;    /* validated, trusted "hooks" object or NULL */
+    pj_t *project;    /* validated, trusted "hooks" object or NULL */
 };
 
 /* ---------------------------------------------------------------- validation */
 
 typedef pag__checker checker;
 
-static void check_entry(checker *c, const char *path, json_t *e) {
-    if (!json_is_object(e)) {
+static void check_entry(checker *c, const char *path, pj_t *e) {
+    if (!pj_is_object(e)) {
         pag__finding(c, true, NULL, "%s: must be an object", path);
         return;
     }
-    const char *type = json_string_value(json_object_get(e, "type"));
-    if (!type) type = json_object_get(e, "command") ? "command" : NULL;
+    const char *type = pj_string_value(pj_object_get(e, "type"));
+    if (!type) type = pj_object_get(e, "command") ? "command" : NULL;
     if (!type || (strcmp(type, "command") && strcmp(type, "mcp_tool"))) {
         pag__finding(c, true, NULL, "%s.type: must be \"command\" or \"mcp_tool\"", path);
         return;
     }
-    if (!strcmp(type, "command") && !json_is_string(json_object_get(e, "command")))
+    if (!strcmp(type, "command") && !pj_is_string(pj_object_get(e, "command")))
         pag__finding(c, true, NULL, "%s.command: must be a string", path);
-    if (!strcmp(type, "mcp_tool") && (!json_is_string(json_object_get(e, "server")) ||
-                                      !json_is_string(json_object_get(e, "tool"))))
+    if (!strcmp(type, "mcp_tool") && (!pj_is_string(pj_object_get(e, "server")) ||
+                                      !pj_is_string(pj_object_get(e, "tool"))))
         pag__finding(c, true, NULL, "%s: an mcp_tool hook needs \"server\" and \"tool\" (strings)",
                      path);
-    json_t *t = json_object_get(e, "timeout");
-    if (t && (!json_is_number(t) || json_number_value(t) <= 0 ||
-              json_number_value(t) > HOOK_TIMEOUT_MAX))
+    pj_t *t = pj_object_get(e, "timeout");
+    if (t && (!pj_is_number(t) || pj_number_value(t) <= 0 ||
+              pj_number_value(t) > HOOK_TIMEOUT_MAX))
         pag__finding(c, true, NULL, "%s.timeout: must be a number of seconds in (0, %d]", path,
                      HOOK_TIMEOUT_MAX);
     static const char *const flags[] = {"unsandboxed", "failClosed"};
     for (size_t i = 0; i < 2; i++) {
-        json_t *f = json_object_get(e, flags[i]);
-        if (f && !json_is_boolean(f))
+        pj_t *f = pj_object_get(e, flags[i]);
+        if (f && !pj_is_boolean(f))
             pag__finding(c, true, NULL, "%s.%s: must be true or false", path, flags[i]);
     }
 }
 
-static size_t check_hooks(const json_t *hooks, const char *path, pag_settings_report_fn report,
+static size_t check_hooks(const pj_t *hooks, const char *path, pag_settings_report_fn report,
                           void *ud) {
     checker c = {.report = report, .ud = ud};
     if (!hooks) return 0;
-    if (!json_is_object(hooks)) {
+    if (!pj_is_object(hooks)) {
         pag__finding(&c, true, NULL, "%s: must be an object", path);
         return c.errors;
     }
     const char *ev;
-    json_t *groups;
-    json_object_foreach((json_t *)hooks, ev, groups) {
+    pj_t *groups;
+    pj_object_foreach((pj_t *)hooks, ev, groups) {
         pag_hook h;
         if (!pag_hook_parse(ev, &h)) {
             pag__finding(&c, true, NULL,
@@ -108,30 +108,30 @@ static size_t check_hooks(const json_t *hooks, const char *path, pag_settings_re
                          path, ev);
             continue;
         }
-        if (!json_is_array(groups)) {
+        if (!pj_is_array(groups)) {
             pag__finding(&c, true, NULL, "%s.%s: must be an array", path, ev);
             continue;
         }
         size_t i;
-        json_t *g;
-        json_array_foreach(groups, i, g) {
+        pj_t *g;
+        pj_array_foreach(groups, i, g) {
             char gp[300];
             snprintf(gp, sizeof gp, "%s.%s[%zu]", path, ev, i);
-            json_t *m = json_object_get(g, "matcher");
-            if (!json_is_object(g)) {
+            pj_t *m = pj_object_get(g, "matcher");
+            if (!pj_is_object(g)) {
                 pag__finding(&c, true, NULL, "%s: must be an object", gp);
                 continue;
             }
-            if (m && !json_is_string(m))
+            if (m && !pj_is_string(m))
                 pag__finding(&c, true, NULL, "%s.matcher: must be a string", gp);
-            json_t *list = json_object_get(g, "hooks");
-            if (!json_is_array(list)) {
+            pj_t *list = pj_object_get(g, "hooks");
+            if (!pj_is_array(list)) {
                 pag__finding(&c, true, NULL, "%s.hooks: must be an array", gp);
                 continue;
             }
             size_t k;
-            json_t *e;
-            json_array_foreach(list, k, e) {
+            pj_t *e;
+            pj_array_foreach(list, k, e) {
                 char ep[340];
                 snprintf(ep, sizeof ep, "%s.hooks[%zu]", gp, k);
                 check_entry(&c, ep, e);
@@ -141,7 +141,7 @@ static size_t check_hooks(const json_t *hooks, const char *path, pag_settings_re
     return c.errors;
 }
 
-size_t pag_hooks_check(const json_t *hooks, const char *path, pag_settings_report_fn report,
+size_t pag_hooks_check(const pj_t *hooks, const char *path, pag_settings_report_fn report,
                        void *ud) {
     return check_hooks(hooks, path ? path : "hooks", report, ud);
 }
@@ -161,7 +161,7 @@ static void keep_first(void *ud, bool error, const char *message) {
 
 /* ---------------------------------------------------------------- life */
 
-pag_hooks *pag_hooks_new(const json_t *user_hooks, const pag_hooks_env *env, char *err,
+pag_hooks *pag_hooks_new(const pj_t *user_hooks, const pag_hooks_env *env, char *err,
                          size_t errlen) {
     first_err fe = {.buf = err, .len = errlen};
     if (check_hooks(user_hooks, "hooks", keep_first, &fe) > 0) return NULL;
@@ -172,8 +172,8 @@ pag_hooks *pag_hooks_new(const json_t *user_hooks, const pag_hooks_env *env, cha
     }
     h->env = *env;
     pthread_mutex_init(&h->mu, NULL);
-    if (user_hooks && json_object_size(user_hooks) > 0) {
-        h->user = json_deep_copy(user_hooks);
+    if (user_hooks && pj_object_size(user_hooks) > 0) {
+        h->user = pj_deep_copy(user_hooks);
         if (!h->user) {
             pag_hooks_free(h);
             if (err) snprintf(err, errlen, "out of memory");
@@ -185,30 +185,30 @@ pag_hooks *pag_hooks_new(const json_t *user_hooks, const pag_hooks_env *env, cha
 
 void pag_hooks_free(pag_hooks *h) {
     if (!h) return;
-    json_decref(h->user);
-    json_decref(h->project);
+    pj_decref(h->user);
+    pj_decref(h->project);
     pthread_mutex_destroy(&h->mu);
     free(h);
 }
 
 int pag_hooks_set_project(pag_hooks *h, const char *hooks_json, char *err, size_t errlen) {
-    json_t *p = NULL;
+    pj_t *p = NULL;
     int rc = 0;
     if (hooks_json) {
-        p = json_loads(hooks_json, 0, NULL);
+        p = pj_loads(hooks_json, 0, NULL);
         first_err fe = {.buf = err, .len = errlen};
-        if (!json_is_object(p) || check_hooks(p, "project hooks", keep_first, &fe) > 0) {
+        if (!pj_is_object(p) || check_hooks(p, "project hooks", keep_first, &fe) > 0) {
             if (!fe.set && err) snprintf(err, errlen, "project hooks: must be an object");
-            json_decref(p);
+            pj_decref(p);
             p = NULL;
             rc = -1;
         }
     }
     pthread_mutex_lock(&h->mu);
-    json_t *old = h->project;
+    pj_t *old = h->project;
     h->project = p;
     pthread_mutex_unlock(&h->mu);
-    json_decref(old);
+    pj_decref(old);
     return rc;
 }
 
@@ -226,19 +226,19 @@ static bool matches(const char *matcher, const char *tool) {
     }
 }
 
-static json_t *event_json(const pag_hook_call *call) {
-    json_t *e = json_pack("{s:s}", "hook_event_name", pag_hook_name(call->hook));
+static pj_t *event_json(const pag_hook_call *call) {
+    pj_t *e = pj_pack("{s:s}", "hook_event_name", pag_hook_name(call->hook));
     if (!e) return NULL;
-    if (call->session_id) json_object_set_new(e, "session_id", json_string(call->session_id));
-    if (call->cwd) json_object_set_new(e, "cwd", json_string(call->cwd));
-    if (call->prompt) json_object_set_new(e, "prompt", json_string(call->prompt));
+    if (call->session_id) pj_object_set_new(e, "session_id", pj_string(call->session_id));
+    if (call->cwd) pj_object_set_new(e, "cwd", pj_string(call->cwd));
+    if (call->prompt) pj_object_set_new(e, "prompt", pj_string(call->prompt));
     if (call->call) {
         const char *name = call->call->tool_name ? call->call->tool_name : "";
-        json_object_set_new(e, "tool_name", json_string(name));
+        pj_object_set_new(e, "tool_name", pj_string(name));
         if (call->call->tool_call_id)
-            json_object_set_new(e, "tool_call_id", json_string(call->call->tool_call_id));
-        json_t *in = call->call->raw_input ? json_loads(call->call->raw_input, 0, NULL) : NULL;
-        json_object_set_new(e, "tool_input", in ? in : json_object());
+            pj_object_set_new(e, "tool_call_id", pj_string(call->call->tool_call_id));
+        pj_t *in = call->call->raw_input ? pj_loads(call->call->raw_input, 0, NULL) : NULL;
+        pj_object_set_new(e, "tool_input", in ? in : pj_object());
     }
     if (call->hook == PAG_HOOK_POST_TOOL) {
         /* the output as the model sees it, its first HOOK_OUT_MAX bytes (whole chars) */
@@ -249,13 +249,13 @@ static json_t *event_json(const pag_hook_call *call) {
             while (n && ((unsigned char)o[n] & 0xC0) == 0x80)
                 n--;
         }
-        json_t *r = json_object();
-        json_object_set_new(r, "output", json_stringn(o, n));
-        json_object_set_new(r, "is_error", json_boolean(call->tool_error));
-        json_object_set_new(e, "tool_response", r);
+        pj_t *r = pj_object();
+        pj_object_set_new(r, "output", pj_stringn(o, n));
+        pj_object_set_new(r, "is_error", pj_boolean(call->tool_error));
+        pj_object_set_new(e, "tool_response", r);
     }
-    if (call->stop_reason) json_object_set_new(e, "stop_reason", json_string(call->stop_reason));
-    if (call->agent_id) json_object_set_new(e, "agent_id", json_string(call->agent_id));
+    if (call->stop_reason) pj_object_set_new(e, "stop_reason", pj_string(call->stop_reason));
+    if (call->agent_id) pj_object_set_new(e, "agent_id", pj_string(call->agent_id));
     return e;
 }
 
@@ -428,10 +428,10 @@ static void run_placed(const pag_hooks *h, const char *cmd, const char *input, l
     pl_report_clear(&rep);
 }
 
-static void run_mcp(const pag_hooks *h, json_t *e, const char *input, atomic_int *cancel,
+static void run_mcp(const pag_hooks *h, pj_t *e, const char *input, atomic_int *cancel,
                     run_out *r) {
-    const char *server = json_string_value(json_object_get(e, "server"));
-    const char *tool = json_string_value(json_object_get(e, "tool"));
+    const char *server = pj_string_value(pj_object_get(e, "server"));
+    const char *tool = pj_string_value(pj_object_get(e, "tool"));
     if (!h->env.run_tool) {
         snprintf(r->why, sizeof r->why, "MCP tools are not available to hooks here");
         return;
@@ -463,9 +463,9 @@ static char *bounded(const char *s) {
 }
 
 /* Turns one run into the answer (see the header comment for the conventions). */
-static void judge(const pag_hooks *h, pag_hook hook, const char *label, json_t *e, const run_out *r,
+static void judge(const pag_hooks *h, pag_hook hook, const char *label, pj_t *e, const run_out *r,
                   pag_hook_answer *ans) {
-    bool fail_closed = json_is_true(json_object_get(e, "failClosed"));
+    bool fail_closed = pj_is_true(pj_object_get(e, "failClosed"));
     if (!r->ran || (r->exit_code != 0 && r->exit_code != 2)) {
         char why[400];
         if (r->ran)
@@ -488,12 +488,12 @@ static void judge(const pag_hooks *h, pag_hook hook, const char *label, json_t *
         free(why);
         return;
     }
-    json_t *o = r->out ? json_loads(r->out, 0, NULL) : NULL;
-    if (json_is_object(o)) {
-        const char *d = json_string_value(json_object_get(o, "decision"));
-        const char *reason = json_string_value(json_object_get(o, "reason"));
-        const char *ctx = json_string_value(json_object_get(o, "additionalContext"));
-        if (!ctx) ctx = json_string_value(json_object_get(o, "context"));
+    pj_t *o = r->out ? pj_loads(r->out, 0, NULL) : NULL;
+    if (pj_is_object(o)) {
+        const char *d = pj_string_value(pj_object_get(o, "decision"));
+        const char *reason = pj_string_value(pj_object_get(o, "reason"));
+        const char *ctx = pj_string_value(pj_object_get(o, "additionalContext"));
+        if (!ctx) ctx = pj_string_value(pj_object_get(o, "context"));
         char *c = bounded(ctx);
         if (c) pag_hook_answer_add_context(ans, c);
         free(c);
@@ -507,20 +507,20 @@ static void judge(const pag_hooks *h, pag_hook hook, const char *label, json_t *
         if (c) pag_hook_answer_add_context(ans, c);
         free(c);
     }
-    json_decref(o);
+    pj_decref(o);
 }
 
-static void run_entry(const pag_hooks *h, const pag_hook_call *call, json_t *e, const char *input,
+static void run_entry(const pag_hooks *h, const pag_hook_call *call, pj_t *e, const char *input,
                       pag_hook_answer *ans) {
-    json_t *t = json_object_get(e, "timeout");
-    long timeout_ms = (long)((t ? json_number_value(t) : HOOK_TIMEOUT_S) * 1000.0);
+    pj_t *t = pj_object_get(e, "timeout");
+    long timeout_ms = (long)((t ? pj_number_value(t) : HOOK_TIMEOUT_S) * 1000.0);
     if (timeout_ms < 1) timeout_ms = 1;
-    const char *cmd = json_string_value(json_object_get(e, "command"));
+    const char *cmd = pj_string_value(pj_object_get(e, "command"));
     run_out r = {0};
     char label[120];
     if (cmd) {
         snprintf(label, sizeof label, "`%.100s`", cmd);
-        bool direct = json_is_true(json_object_get(e, "unsandboxed")) ||
+        bool direct = pj_is_true(pj_object_get(e, "unsandboxed")) ||
                       (h->env.sandbox && h->env.sandbox->off);
         if (direct) {
             pb_log(&h->env.log, PB_LOG_WARN, "%s hook %s runs UNSANDBOXED in %s",
@@ -531,8 +531,8 @@ static void run_entry(const pag_hooks *h, const pag_hook_call *call, json_t *e, 
         }
     } else {
         snprintf(label, sizeof label, "mcp__%.40s__%.40s",
-                 json_string_value(json_object_get(e, "server")),
-                 json_string_value(json_object_get(e, "tool")));
+                 pj_string_value(pj_object_get(e, "server")),
+                 pj_string_value(pj_object_get(e, "tool")));
         run_mcp(h, e, input, call->cancel, &r);
     }
     judge(h, call->hook, label, e, &r, ans);
@@ -540,19 +540,19 @@ static void run_entry(const pag_hooks *h, const pag_hook_call *call, json_t *e, 
 }
 
 /* The hooks of one source (user or project) for this point, in their written order. */
-static void run_source(const pag_hooks *h, json_t *src, const pag_hook_call *call,
+static void run_source(const pag_hooks *h, pj_t *src, const pag_hook_call *call,
                        const char *input, pag_hook_answer *ans) {
-    json_t *groups = json_object_get(src, pag_hook_name(call->hook));
+    pj_t *groups = pj_object_get(src, pag_hook_name(call->hook));
     const char *tool = call->call ? call->call->tool_name : NULL;
     bool tool_point = call->hook == PAG_HOOK_PRE_TOOL || call->hook == PAG_HOOK_POST_TOOL;
     size_t i;
-    json_t *g;
-    json_array_foreach(groups, i, g) {
-        if (tool_point && !matches(json_string_value(json_object_get(g, "matcher")), tool))
+    pj_t *g;
+    pj_array_foreach(groups, i, g) {
+        if (tool_point && !matches(pj_string_value(pj_object_get(g, "matcher")), tool))
             continue;
         size_t k;
-        json_t *e;
-        json_array_foreach(json_object_get(g, "hooks"), k, e) {
+        pj_t *e;
+        pj_array_foreach(pj_object_get(g, "hooks"), k, e) {
             if (ans->deny && !pag_hook_is_after(call->hook)) return;
             if (call->cancel && atomic_load(call->cancel)) return;
             run_entry(h, call, e, input, ans);
@@ -563,16 +563,16 @@ static void run_source(const pag_hooks *h, json_t *src, const pag_hook_call *cal
 static void on_hook(void *ctx, const pag_hook_call *call, pag_hook_answer *ans) {
     pag_hooks *h = ctx;
     pthread_mutex_lock(&h->mu);
-    json_t *project = json_incref(h->project);
+    pj_t *project = pj_incref(h->project);
     pthread_mutex_unlock(&h->mu);
     const char *name = pag_hook_name(call->hook);
-    if (!json_object_get(h->user, name) && !json_object_get(project, name)) {
-        json_decref(project);
+    if (!pj_object_get(h->user, name) && !pj_object_get(project, name)) {
+        pj_decref(project);
         return;
     }
-    json_t *ev = event_json(call);
-    char *input = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
-    json_decref(ev);
+    pj_t *ev = event_json(call);
+    char *input = ev ? pj_dumps(ev, PJ_COMPACT) : NULL;
+    pj_decref(ev);
     if (input) {
         run_source(h, h->user, call, input, ans);
         run_source(h, project, call, input, ans);
@@ -580,7 +580,7 @@ static void on_hook(void *ctx, const pag_hook_call *call, pag_hook_answer *ans) 
         pb_log(&h->env.log, PB_LOG_WARN, "%s hooks skipped: out of memory", name);
     }
     free(input);
-    json_decref(project);
+    pj_decref(project);
 }
 
 pag_middleware pag_hooks_middleware(pag_hooks *h) {

@@ -17,8 +17,8 @@ static gate mode_gate(const pag_session *s, const pag_tool_info *ti, const char 
     /* A tool asks by its flag, or when the port says this call needs it (e.g. `run`
      * asks only when its request goes to the native sandbox). */
     bool needs =
-        ti->needs_permission || (s->ports.tool_needs_permission &&
-                                 s->ports.tool_needs_permission(s->ports.ctx, ti->name, args));
+        ti->needs_permission || (s->ports.tool_ops->needs_permission &&
+                                 s->ports.tool_ops->needs_permission(s->ports.ctx, ti->name, args));
     switch (pag_session_mode(s)) {
     case PAG_MODE_PLAN: return ti->read_only ? GATE_RUN : GATE_REFUSE;
     case PAG_MODE_BYPASS: return GATE_RUN;
