@@ -19,6 +19,8 @@
 
 #include "peri/json.h"
 
+#include "json_locale.h"
+
 static char *dump(const pj_t *v, size_t flags) {
     static char out[4096];
     char *s = pj_dumps(v, flags | PJ_ENCODE_ANY);
@@ -356,20 +358,10 @@ static void test_pack_failures(void **state) {
     assert_null(pj_pack(NULL));
 }
 
-/* "--locale NAME": run everything under that LC_NUMERIC (exit 77 when it cannot be set). */
+/* "--locale NAME": run everything under that LC_NUMERIC (json_locale.h). */
 int main(int argc, char **argv) {
-    if (argc == 3 && !strcmp(argv[1], "--locale")) {
-        if (!setlocale(LC_ALL, argv[2])) {
-            printf("locale %s is not available: not run\n", argv[2]);
-            return 77;
-        }
-        char probe[16];
-        snprintf(probe, sizeof probe, "%.1f", 1.5);
-        if (strcmp(probe, "1,5") != 0) {
-            printf("locale %s does not use a decimal comma: not run\n", argv[2]);
-            return 77;
-        }
-    }
+    int rc = json_test_locale(argc, argv, NULL);
+    if (rc) return rc;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_refcount),      cmocka_unit_test(test_wrong_types),
         cmocka_unit_test(test_strings),       cmocka_unit_test(test_object_order_and_hash),

@@ -27,6 +27,8 @@
 #include "peri/base.h"
 #include "peri/json.h"
 
+#include "json_locale.h"
+
 /* ---- a seeded generator ---------------------------------------------------------------- */
 static uint64_t rng_state;
 static uint64_t rnd(void) {
@@ -495,21 +497,10 @@ static void test_report(void **state) {
     assert_int_equal(st.text_mismatch, 0);
 }
 
-/* "--locale NAME": run everything under that LC_NUMERIC (exit 77 when it cannot be set). */
+/* "--locale NAME": run everything under that LC_NUMERIC (json_locale.h). */
 int main(int argc, char **argv) {
-    if (argc == 3 && !strcmp(argv[1], "--locale")) {
-        if (!setlocale(LC_ALL, argv[2])) {
-            printf("locale %s is not available: not run\n", argv[2]);
-            return 77;
-        }
-        char probe[16];
-        snprintf(probe, sizeof probe, "%.1f", 1.5);
-        if (strcmp(probe, "1,5") != 0) {
-            printf("locale %s does not use a decimal comma: not run\n", argv[2]);
-            return 77;
-        }
-        foreign_locale = true;
-    }
+    int rc = json_test_locale(argc, argv, &foreign_locale);
+    if (rc) return rc;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_corpus),
         cmocka_unit_test(test_random),
