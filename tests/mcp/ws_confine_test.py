@@ -8,6 +8,9 @@ usage: ws_confine_test.py PERI
 """
 import json, os, shutil, subprocess, sys, tempfile, time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from acp_harness import missing_dependency  # noqa: E402
+
 peri = sys.argv[1]
 fails, checks = [], [0]
 
@@ -20,9 +23,7 @@ def check(cond, what):
 
 
 if not shutil.which("bwrap"):
-    if os.environ.get("CI") == "true":
-        print("bubblewrap missing under CI"); sys.exit(1)
-    print("bubblewrap missing: skipped"); sys.exit(77)
+    sys.exit(missing_dependency("bubblewrap missing"))
 
 top = tempfile.mkdtemp(prefix="peri-wsconf-")
 os.chmod(top, 0o755)

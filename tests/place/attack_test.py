@@ -11,14 +11,15 @@ Without bubblewrap: exit 77 (skipped), or failure under CI=true.
 """
 import json, os, shutil, stat, subprocess, sys, tempfile, time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from acp_harness import missing_dependency  # noqa: E402
+
 peri = sys.argv[1]
 failures = []
 checks = [0]
 
 if not shutil.which("bwrap"):
-    if os.environ.get("CI") == "true":
-        print("bubblewrap missing under CI"); sys.exit(1)
-    print("bubblewrap missing: skipped"); sys.exit(77)
+    sys.exit(missing_dependency("bubblewrap missing"))
 
 top = tempfile.mkdtemp(prefix="peri-attack-")
 os.chmod(top, 0o755)

@@ -14,6 +14,9 @@ Without bubblewrap: exit 77 (skipped), or failure under CI=true.
 """
 import base64, hashlib, json, os, shutil, subprocess, sys, tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from acp_harness import missing_dependency  # noqa: E402
+
 peri, fixtures = sys.argv[1], sys.argv[2]
 failures = []
 
@@ -38,9 +41,7 @@ def place(args, req, env=None):
 
 
 if not shutil.which("bwrap"):
-    if os.environ.get("CI") == "true":
-        print("bubblewrap missing under CI"); sys.exit(1)
-    print("bubblewrap missing: skipped"); sys.exit(77)
+    sys.exit(missing_dependency("bubblewrap missing"))
 
 # 1. shell -> L1 native
 rc, lines, _, err = place(["run"], {"run_id": "e1", "program": {"shell": "echo native; echo e >&2; exit 3"},

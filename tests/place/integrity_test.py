@@ -10,6 +10,9 @@ workspace, then checks the host side byte for byte. Real bubblewrap; without it:
 """
 import json, os, shutil, stat, subprocess, sys, tempfile, time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from acp_harness import missing_dependency  # noqa: E402
+
 peri = sys.argv[1]
 failures = []
 checks = [0]
@@ -82,9 +85,7 @@ def workspace(name, existing):
 
 
 if not shutil.which("bwrap"):
-    if os.environ.get("CI") == "true":
-        print("bubblewrap missing under CI"); sys.exit(1)
-    print("bubblewrap missing: skipped"); sys.exit(77)
+    sys.exit(missing_dependency("bubblewrap missing"))
 
 # Every route sandboxed code has to a control file; each line prints its exit status.
 ATTACKS = [

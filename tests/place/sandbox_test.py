@@ -9,6 +9,9 @@ Without bubblewrap: exit 77 (skipped), or failure under CI=true.
 """
 import glob, json, os, shutil, socket, subprocess, sys, tempfile, time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from acp_harness import missing_dependency  # noqa: E402
+
 peri = sys.argv[1]
 failures = []
 scratch = tempfile.mkdtemp(prefix="peri-place-scratch-")
@@ -61,9 +64,7 @@ def run(name, shell, limits=None, network=None, env=None, policy=None, timeout=1
 
 
 if not shutil.which("bwrap"):
-    if os.environ.get("CI") == "true":
-        print("bubblewrap missing under CI"); sys.exit(1)
-    print("bubblewrap missing: skipped"); sys.exit(77)
+    sys.exit(missing_dependency("bubblewrap missing"))
 
 # 1. TCP connect to a listener the test opened on 127.0.0.1 (network off; network asked
 #    for but not permitted by the policy; network on, through pasta)

@@ -13,14 +13,15 @@ Real bubblewrap and real git; without either: exit 77 (skipped), or failure unde
 """
 import json, os, shutil, subprocess, sys, tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from acp_harness import missing_dependency  # noqa: E402
+
 peri = sys.argv[1]
 failures = []
 checks = [0]
 
 if not shutil.which("bwrap") or not shutil.which("git"):
-    if os.environ.get("CI") == "true":
-        print("bubblewrap or git missing under CI"); sys.exit(1)
-    print("bubblewrap or git missing: skipped"); sys.exit(77)
+    sys.exit(missing_dependency("bubblewrap or git missing"))
 
 top = tempfile.mkdtemp(prefix="peri-routes-")
 os.chmod(top, 0o755)  # the sandbox's own uid must reach the workspace's parent
