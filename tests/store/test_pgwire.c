@@ -44,7 +44,7 @@ static void w_u16(wire *w, uint16_t v) {
 }
 
 static void w_bytes(wire *w, const void *p, size_t n) {
-    memcpy(w->b + w->n, p, n);
+    if (n) memcpy(w->b + w->n, p, n);
     w->n += n;
 }
 
