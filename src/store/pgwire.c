@@ -525,6 +525,16 @@ static int on_auth(pst__pgw *c, rd *r) {
     }
 }
 
+/* A COLUMNS or ROW event over the scratch arrays (names or values, types, lengths). */
+static int table_event(pst__pgw *c, pst__pgw_event *ev, pst__pgw_ev_kind kind, uint16_t n) {
+    ev->kind = kind;
+    ev->ncol = n;
+    ev->col = c->cols;
+    ev->type_oid = c->oids;
+    ev->len = c->lens;
+    return kind;
+}
+
 static int on_row_description(pst__pgw *c, rd *r, pst__pgw_event *ev) {
     uint16_t n;
     /* a field takes at least 19 bytes: an empty name and six integers */
@@ -540,11 +550,7 @@ static int on_row_description(pst__pgw *c, rd *r, pst__pgw_event *ev) {
     }
     if (!rd_end(r)) goto bad;
     c->ncol = n;
-    ev->kind = PST_PGW_EV_COLUMNS;
-    ev->ncol = n;
-    ev->col = c->cols;
-    ev->type_oid = c->oids;
-    return PST_PGW_EV_COLUMNS;
+    return table_event(c, ev, PST_PGW_EV_COLUMNS, n);
 bad:
     fail(c, PST_PGW_E_PROTOCOL, "malformed RowDescription");
     return CONTINUE;
@@ -582,11 +588,7 @@ static int on_data_row(pst__pgw *c, rd *r, pst__pgw_event *ev) {
         r->at += len;
     }
     if (!rd_end(r)) goto bad;
-    ev->kind = PST_PGW_EV_ROW;
-    ev->ncol = n;
-    ev->col = c->cols;
-    ev->len = c->lens;
-    return PST_PGW_EV_ROW;
+    return table_event(c, ev, PST_PGW_EV_ROW, n);
 bad:
     fail(c, PST_PGW_E_PROTOCOL, "malformed DataRow");
     return CONTINUE;

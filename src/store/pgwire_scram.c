@@ -47,6 +47,20 @@ static bool printable(const char *s, size_t n) {
     return true;
 }
 
+/* HMAC(key, AuthMessage), AuthMessage = client-first-bare "," server-first ","
+ * client-final-without-proof. */
+static void auth_mac(const uint8_t key[PB_SHA256_LEN], const pst__scram *s, const char *sf,
+                     size_t n, const char *without, size_t wl, uint8_t out[PB_SHA256_LEN]) {
+    pb_hmac_sha256_ctx h;
+    pb_hmac_sha256_init(&h, key, PB_SHA256_LEN);
+    pb_hmac_sha256_update(&h, s->client_first_bare, strlen(s->client_first_bare));
+    pb_hmac_sha256_update(&h, ",", 1);
+    pb_hmac_sha256_update(&h, sf, n);
+    pb_hmac_sha256_update(&h, ",", 1);
+    pb_hmac_sha256_update(&h, without, wl);
+    pb_hmac_sha256_final(&h, out);
+}
+
 bool pst__scram_final(pst__scram *s, const char *sf, size_t n, const char *password,
                       uint32_t max_iterations, char *out, size_t cap, const char **why) {
     const char *r, *salt64, *it;
@@ -98,25 +112,11 @@ bool pst__scram_final(pst__scram *s, const char *sf, size_t n, const char *passw
         return false;
     pb_hmac_sha256(salted, sizeof salted, "Client Key", 10, ckey);
     pb_sha256(ckey, sizeof ckey, stored);
-    pb_hmac_sha256_ctx h;
-    /* AuthMessage = client-first-bare "," server-first "," client-final-without-proof */
-    pb_hmac_sha256_init(&h, stored, sizeof stored);
-    pb_hmac_sha256_update(&h, s->client_first_bare, strlen(s->client_first_bare));
-    pb_hmac_sha256_update(&h, ",", 1);
-    pb_hmac_sha256_update(&h, sf, n);
-    pb_hmac_sha256_update(&h, ",", 1);
-    pb_hmac_sha256_update(&h, without, (size_t)wl);
-    pb_hmac_sha256_final(&h, csig);
+    auth_mac(stored, s, sf, n, without, (size_t)wl, csig);
     for (size_t i = 0; i < sizeof proof; i++)
         proof[i] = ckey[i] ^ csig[i];
     pb_hmac_sha256(salted, sizeof salted, "Server Key", 10, skey);
-    pb_hmac_sha256_init(&h, skey, sizeof skey);
-    pb_hmac_sha256_update(&h, s->client_first_bare, strlen(s->client_first_bare));
-    pb_hmac_sha256_update(&h, ",", 1);
-    pb_hmac_sha256_update(&h, sf, n);
-    pb_hmac_sha256_update(&h, ",", 1);
-    pb_hmac_sha256_update(&h, without, (size_t)wl);
-    pb_hmac_sha256_final(&h, s->server_signature);
+    auth_mac(skey, s, sf, n, without, (size_t)wl, s->server_signature);
     char p64[PB_BASE64_LEN(PB_SHA256_LEN) + 1];
     pb_base64_encode(proof, sizeof proof, p64);
     int ol = snprintf(out, cap, "%s,p=%s", without, p64);
