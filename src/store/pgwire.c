@@ -33,6 +33,7 @@
 #define SASL_MAX            2048 /* a SCRAM server message longer than this is refused */
 #define PROTOCOL_3_0        196608u
 #define SSL_REQUEST_CODE    80877103u
+#define CANCEL_REQUEST_CODE 80877102u
 
 typedef enum state {
     ST_SSL_WAIT,      /* SSLRequest sent, one byte 'S' or 'N' expected */
@@ -887,6 +888,16 @@ void pst__pgw_terminate(pst__pgw *c) {
     bool ok;
     size_t at = msg_begin(c, 'X', &ok);
     if (msg_end(c, at, 'X', ok)) c->st = ST_CLOSED;
+}
+
+void pst__pgw_cancel_request(uint32_t pid, uint32_t key, uint8_t out[16]) {
+    const uint32_t w[4] = {16, CANCEL_REQUEST_CODE, pid, key};
+    for (int i = 0; i < 4; i++) {
+        out[4 * i] = (uint8_t)(w[i] >> 24);
+        out[4 * i + 1] = (uint8_t)(w[i] >> 16);
+        out[4 * i + 2] = (uint8_t)(w[i] >> 8);
+        out[4 * i + 3] = (uint8_t)w[i];
+    }
 }
 
 /* ---- state ----------------------------------------------------------------------- */

@@ -155,6 +155,10 @@ bool pst__pgw_query_params(pst__pgw *c, const char *sql, int n, const char *cons
 bool pst__pgw_sync(pst__pgw *c);
 /* Queues Terminate; afterwards every command returns false and next gives NONE. */
 void pst__pgw_terminate(pst__pgw *c);
+/* The CancelRequest packet for the session with this backend key (pst__pgw_backend_key):
+ * the caller sends these 16 bytes on a NEW stream to the same server and closes it; the
+ * running statement then fails with SQLSTATE 57014. */
+void pst__pgw_cancel_request(uint32_t pid, uint32_t key, uint8_t out[16]);
 
 /* State for the caller: ready for a command; the failure (kind NONE while healthy); the
  * backend's process id and cancel key (0 until BackendKeyData); whether TLS was agreed;

@@ -195,6 +195,11 @@ static void startup_message_bytes(void **st) {
     assert_false(pst__pgw_ready(c));
     assert_false(pst__pgw_query(c, "SELECT 1")); /* not before the session is up */
     pst__pgw_free(c);
+    uint8_t cancel[16];
+    pst__pgw_cancel_request(0x01020304, 0xa0b0c0d0, cancel);
+    static const uint8_t want_cancel[16] = {0, 0, 0, 16, 0x04, 0xd2, 0x16, 0x2e,
+                                            1, 2, 3, 4,  0xa0, 0xb0, 0xc0, 0xd0};
+    assert_memory_equal(cancel, want_cancel, 16);
     pst__pgw_error err;
     cfg.user = "";
     assert_null(pst__pgw_new(&cfg, &err));

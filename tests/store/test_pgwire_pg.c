@@ -4,9 +4,9 @@
  * role over the cluster's Unix socket (trust), a role with a password over TCP on
  * 127.0.0.1 (scram-sha-256). A tiny blocking driver in this file moves the bytes (the
  * library's codec does no I/O). It runs the store's kind of statements (DDL, inserts and
- * selects with text parameters and NULLs, a pipelined all-or-nothing batch), checks
- * SQLSTATEs and error fields of failing statements, and the typed errors of a wrong
- * password, an unknown role and a missing password.
+ * selects with text parameters and NULLs, a pipelined all-or-nothing batch, a
+ * CancelRequest), checks SQLSTATEs and error fields of failing statements, and the typed
+ * errors of a wrong password, an unknown role and a missing password.
  *
  * Without the cluster's variables it fails (never skips): CTest runs it only through
  * pg_cluster.sh, which itself fails when PostgreSQL is missing.
@@ -375,6 +375,33 @@ static void large_values(void **st) {
     close_session(&d);
 }
 
+/* CancelRequest on a second stream stops a running statement: SQLSTATE 57014, and the
+ * session stays usable. */
+static void cancel_request_stops_a_statement(void **st) {
+    (void)st;
+    drv d;
+    assert_int_equal(open_session(&d, true, ROLE, "pgw_db", PASSWORD, NULL), PST_PGW_E_NONE);
+    uint32_t pid, key;
+    pst__pgw_backend_key(d.c, &pid, &key);
+    assert_true(pst__pgw_query(d.c, "SELECT pg_sleep(60)"));
+    flush(&d);
+    usleep(300 * 1000); /* let the statement start */
+    uint8_t pkt[16];
+    pst__pgw_cancel_request(pid, key, pkt);
+    int fd = connect_tcp();
+    assert_int_equal(send(fd, pkt, sizeof pkt, MSG_NOSIGNAL), (ssize_t)sizeof pkt);
+    result r;
+    collect(&d, &r); /* well before the 60 s (each read waits 10 s at most) */
+    assert_string_equal(r.sqlstate, "57014");
+    assert_int_equal(r.tx, 'I');
+    close(fd);
+    simple(&d, "SELECT 42", &r);
+    ok(&r);
+    assert_string_equal(r.rows.p, "42\n");
+    pb_buf_free(&r.rows);
+    close_session(&d);
+}
+
 static void wrong_password_is_typed(void **st) {
     (void)st;
     drv d;
@@ -411,6 +438,7 @@ int main(void) {
         cmocka_unit_test(store_statements),
         cmocka_unit_test(pipelined_batch_is_all_or_nothing),
         cmocka_unit_test(large_values),
+        cmocka_unit_test(cancel_request_stops_a_statement),
         cmocka_unit_test(wrong_password_is_typed),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
