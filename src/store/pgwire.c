@@ -52,6 +52,7 @@ struct pst__pgw {
     state st;
     pst__pgw_tls tls;
     bool tls_on, allow_cleartext, allow_no_auth, cleartext_sent, sasl_started;
+    bool secret_out; /* out holds a password message: wiped when sent or dropped */
     char *user, *database, *appname, *password; /* owned copies */
     uint8_t nonce_random[18];
     size_t max_message;
@@ -97,6 +98,15 @@ static void set_err(pst__pgw_error *e, pst__pgw_errkind k, const char *fmt, va_l
     vsnprintf(e->message, sizeof e->message, fmt, ap);
 }
 
+/* Empties the output queue; a password message in it is overwritten first (best effort:
+ * a copy left behind by an earlier growth of the buffer is not reachable from here). */
+static void out_clear(pst__pgw *c) {
+    if (c->secret_out && c->out.p) pb_wipe(c->out.p, c->out.len);
+    c->secret_out = false;
+    pb_buf_reset(&c->out);
+    c->out_off = 0;
+}
+
 /* The connection fails for good: the error is kept, queued output is discarded. */
 __attribute__((format(printf, 3, 4))) static void fail(pst__pgw *c, pst__pgw_errkind k,
                                                        const char *fmt, ...) {
@@ -105,8 +115,7 @@ __attribute__((format(printf, 3, 4))) static void fail(pst__pgw *c, pst__pgw_err
     set_err(&c->err, k, fmt, ap);
     va_end(ap);
     c->st = ST_FAILED;
-    pb_buf_reset(&c->out);
-    c->out_off = 0;
+    out_clear(c);
 }
 
 /* ---- output ---------------------------------------------------------------------- */
@@ -178,10 +187,7 @@ const uint8_t *pst__pgw_output(const pst__pgw *c, size_t *n) {
 void pst__pgw_sent(pst__pgw *c, size_t n) {
     size_t left = c->out.len - c->out_off;
     c->out_off += n < left ? n : left;
-    if (c->out_off == c->out.len) {
-        pb_buf_reset(&c->out);
-        c->out_off = 0;
-    }
+    if (c->out_off == c->out.len) out_clear(c);
 }
 
 /* ---- construction ---------------------------------------------------------------- */
@@ -240,7 +246,8 @@ void pst__pgw_free(pst__pgw *c) {
     free_secret(c->password);
     pb_wipe(&c->scram, sizeof c->scram);
     pb_wipe(c->nonce_random, sizeof c->nonce_random);
-    pb_buf_free(&c->out); /* may hold a password message */
+    out_clear(c); /* may hold a password message */
+    pb_buf_free(&c->out);
     free(c->in);
     free(c->scratch);
     free(c->cols);
@@ -408,6 +415,7 @@ static bool queue_password_msg(pst__pgw *c, const char *mech, const char *data, 
     size_t at = msg_begin(c, 'p', &ok);
     if (mech) ok = ok && put_cstr(&c->out, mech) && put_u32(&c->out, (uint32_t)n);
     ok = ok && pb_buf_put(&c->out, data, n);
+    c->secret_out = true;
     return msg_end(c, at, 'p', ok);
 }
 
