@@ -481,11 +481,16 @@ static void cleartext_over_tls_when_allowed(void **st) {
     wire w = {.n = 0};
     w_auth(&w, 3, NULL, 0);
     assert_int_equal(feed_next(c, &w, &ev), PST_PGW_EV_NONE);
+    size_t qn;
+    const uint8_t *queued = pst__pgw_output(c, &qn);
     out.n = 0;
     take_output(c, &out);
     static const uint8_t pw[] = {'p', 0, 0, 0, 11, 's', 'e', 'c', 'r', 'e', 't', 0};
     assert_int_equal(out.n, sizeof pw);
     assert_memory_equal(out.b, pw, sizeof pw);
+    /* once sent, the queue's storage (kept for reuse) no longer holds the password */
+    for (size_t i = 0; i < qn; i++)
+        assert_int_equal(queued[i], 0);
     w.n = 0;
     w_auth(&w, 0, NULL, 0);
     w_ready(&w, 'I');
