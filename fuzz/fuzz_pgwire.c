@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     data += 2, size -= 2;
     pst__pgw_config cfg = {.user = "fuzz", .database = "db"};
     cfg.password = mode & 1 ? "pencil" : NULL;
-    cfg.tls = (pst__pgw_tls)((mode >> 1) % 3);
+    cfg.tls = (pst__pgw_tls)((mode >> 1) % 4);
     cfg.allow_cleartext_over_tls = mode & 8;
     cfg.allow_no_auth = mode & 16;
     cfg.max_message = mode & 32 ? 256 : 0;

@@ -207,7 +207,7 @@ static void free_secret(char *s) {
 
 pst__pgw *pst__pgw_new(const pst__pgw_config *cfg, pst__pgw_error *err) {
     memset(err, 0, sizeof *err);
-    if (!cfg || !cfg->user || !*cfg->user || cfg->tls > PST_PGW_TLS_REQUIRE) {
+    if (!cfg || !cfg->user || !*cfg->user || cfg->tls > PST_PGW_TLS_DIRECT) {
         err->kind = PST_PGW_E_STATE;
         snprintf(err->message, sizeof err->message, "a user name is required");
         return NULL;
@@ -229,7 +229,9 @@ pst__pgw *pst__pgw_new(const pst__pgw_config *cfg, pst__pgw_error *err) {
     c->max_iter = cfg->max_iterations ? cfg->max_iterations : DEFAULT_MAX_ITER;
     c->ncol = -1;
     c->tx = 'I';
-    if (!(c->tls == PST_PGW_TLS_OFF ? queue_startup(c) : queue_ssl_request(c))) goto nomem;
+    c->tls_on = c->tls == PST_PGW_TLS_DIRECT;
+    bool plain_start = c->tls == PST_PGW_TLS_OFF || c->tls == PST_PGW_TLS_DIRECT;
+    if (!(plain_start ? queue_startup(c) : queue_ssl_request(c))) goto nomem;
     return c;
 nomem:
     pst__pgw_free(c);

@@ -103,6 +103,9 @@ typedef enum pst__pgw_tls {
     PST_PGW_TLS_OFF = 0, /* plain stream, no SSLRequest */
     PST_PGW_TLS_PREFER,  /* SSLRequest; 'N' continues in plain text */
     PST_PGW_TLS_REQUIRE, /* SSLRequest; 'N' fails with PST_PGW_E_TLS_REFUSED */
+    PST_PGW_TLS_DIRECT,  /* the stream is TLS from its first byte (PostgreSQL 17's direct
+                            negotiation: the port must offer ALPN "postgresql"); no
+                            SSLRequest, the StartupMessage goes first */
 } pst__pgw_tls;
 
 /* The strings are copied by pst__pgw_new; the caller keeps ownership of its own. */

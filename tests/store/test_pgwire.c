@@ -498,6 +498,31 @@ static void cleartext_over_tls_when_allowed(void **st) {
     pst__pgw_free(c);
 }
 
+/* Direct TLS: the startup message first, and cleartext allowed since the stream is TLS. */
+static void direct_tls(void **st) {
+    (void)st;
+    pst__pgw_config cfg = base_cfg();
+    cfg.tls = PST_PGW_TLS_DIRECT;
+    cfg.password = "pw";
+    cfg.allow_cleartext_over_tls = true;
+    pst__pgw *c = client(&cfg);
+    assert_true(pst__pgw_tls_active(c));
+    wire out = {.n = 0};
+    take_output(c, &out);
+    assert_int_equal(out.b[5], 3); /* the StartupMessage, protocol 3.0 */
+    wire w = {.n = 0};
+    w_auth(&w, 3, NULL, 0);
+    pst__pgw_event ev;
+    assert_int_equal(feed_next(c, &w, &ev), PST_PGW_EV_NONE);
+    out.n = 0;
+    take_output(c, &out);
+    assert_int_equal(out.b[0], 'p');
+    pst__pgw_free(c);
+    cfg.tls = (pst__pgw_tls)(PST_PGW_TLS_DIRECT + 1);
+    pst__pgw_error err;
+    assert_null(pst__pgw_new(&cfg, &err));
+}
+
 static void tls_answers(void **st) {
     (void)st;
     pst__pgw_config cfg = base_cfg();
@@ -921,6 +946,7 @@ int main(void) {
         cmocka_unit_test(auth_error_is_typed),
         cmocka_unit_test(cleartext_over_tls_when_allowed),
         cmocka_unit_test(tls_answers),
+        cmocka_unit_test(direct_tls),
         cmocka_unit_test(simple_query_rows),
         cmocka_unit_test(extended_query_bytes_and_errors),
         cmocka_unit_test(hostile_messages),
