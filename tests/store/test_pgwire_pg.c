@@ -32,7 +32,9 @@
 
 #include <cmocka.h>
 
-static const char *sockdir;
+#include <openssl/ssl.h>
+
+static const char *sockdir, *certfile;
 static int port;
 
 #define ROLE     "pgw_role"
@@ -43,7 +45,48 @@ static int port;
 typedef struct drv {
     int fd;
     pst__pgw *c;
+    SSL_CTX *ctx; /* after the codec's PST_PGW_EV_TLS: the stream runs through ssl */
+    SSL *ssl;
 } drv;
+
+/* The port's side of TLS: a handshake on the open socket that trusts only the cluster's
+ * throwaway certificate and checks the name "localhost". */
+static void tls_handshake(drv *d) {
+    assert_non_null(certfile);
+    d->ctx = SSL_CTX_new(TLS_client_method());
+    assert_non_null(d->ctx);
+    assert_int_equal(SSL_CTX_load_verify_locations(d->ctx, certfile, NULL), 1);
+    SSL_CTX_set_verify(d->ctx, SSL_VERIFY_PEER, NULL);
+    d->ssl = SSL_new(d->ctx);
+    assert_non_null(d->ssl);
+    assert_int_equal(SSL_set1_host(d->ssl, "localhost"), 1);
+    assert_int_equal(SSL_set_fd(d->ssl, d->fd), 1);
+    assert_int_equal(SSL_connect(d->ssl), 1);
+}
+
+static ssize_t stream_send(drv *d, const void *p, size_t n) {
+    if (d->ssl) {
+        int w = SSL_write(d->ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
+        return w > 0 ? w : -1;
+    }
+    return send(d->fd, p, n, MSG_NOSIGNAL);
+}
+
+static ssize_t stream_recv(drv *d, void *p, size_t n) {
+    if (d->ssl) {
+        int r = SSL_read(d->ssl, p, (int)n);
+        return r > 0 ? r : 0; /* a TLS close or error ends the stream */
+    }
+    return recv(d->fd, p, n, 0);
+}
+
+static void stream_close(drv *d) {
+    if (d->ssl) SSL_free(d->ssl);
+    if (d->ctx) SSL_CTX_free(d->ctx);
+    d->ssl = NULL;
+    d->ctx = NULL;
+    close(d->fd);
+}
 
 static int connect_unix(void) {
     struct sockaddr_un a = {.sun_family = AF_UNIX};
@@ -67,7 +110,7 @@ static void flush(drv *d) {
     size_t n;
     const uint8_t *p;
     while ((p = pst__pgw_output(d->c, &n))) {
-        ssize_t w = send(d->fd, p, n, MSG_NOSIGNAL);
+        ssize_t w = stream_send(d, p, n);
         if (w < 0 && errno == EINTR) continue;
         assert_true(w > 0);
         pst__pgw_sent(d->c, (size_t)w);
@@ -80,13 +123,19 @@ static pst__pgw_ev_kind next_event(drv *d, pst__pgw_event *ev) {
     for (;;) {
         flush(d);
         pst__pgw_ev_kind k = pst__pgw_next(d->c, ev);
+        if (k == PST_PGW_EV_TLS) {
+            tls_handshake(d);
+            assert_true(pst__pgw_tls_started(d->c));
+            continue;
+        }
         flush(d); /* parsing may have queued an answer (authentication) */
         if (k != PST_PGW_EV_NONE) return k;
-        struct pollfd pf = {.fd = d->fd, .events = POLLIN};
-        int pr = poll(&pf, 1, 10000);
-        assert_true(pr == 1);
+        if (!d->ssl || SSL_pending(d->ssl) == 0) {
+            struct pollfd pf = {.fd = d->fd, .events = POLLIN};
+            assert_true(poll(&pf, 1, 10000) == 1);
+        }
         uint8_t buf[16384];
-        ssize_t r = recv(d->fd, buf, sizeof buf, 0);
+        ssize_t r = stream_recv(d, buf, sizeof buf);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) return PST_PGW_EV_NONE; /* the server closed */
         assert_true(pst__pgw_feed(d->c, buf, (size_t)r));
@@ -94,15 +143,25 @@ static pst__pgw_ev_kind next_event(drv *d, pst__pgw_event *ev) {
 }
 
 /* Connects and authenticates; returns the failure kind (PST_PGW_E_NONE when ready). */
+static pst__pgw_errkind open_session_with(drv *d, bool tcp, pst__pgw_config cfg,
+                                          pst__pgw_error *failure);
+
 static pst__pgw_errkind open_session(drv *d, bool tcp, const char *user, const char *db,
                                      const char *password, pst__pgw_error *failure) {
-    pst__pgw_config cfg = {
-        .user = user, .database = db, .password = password, .application_name = "peri-pgwire-test"};
+    pst__pgw_config cfg = {.user = user, .database = db, .password = password};
+    return open_session_with(d, tcp, cfg, failure);
+}
+
+static pst__pgw_errkind open_session_with(drv *d, bool tcp, pst__pgw_config cfg,
+                                          pst__pgw_error *failure) {
+    cfg.application_name = "peri-pgwire-test";
     assert_int_equal(getrandom(cfg.nonce_random, sizeof cfg.nonce_random, 0),
                      (ssize_t)sizeof cfg.nonce_random);
     pst__pgw_error err;
     d->c = pst__pgw_new(&cfg, &err);
     assert_non_null(d->c);
+    d->ssl = NULL;
+    d->ctx = NULL;
     d->fd = tcp ? connect_tcp() : connect_unix();
     pst__pgw_event ev;
     bool version = false;
@@ -126,10 +185,12 @@ static void close_session(drv *d) {
     flush(d);
     /* the server closes after Terminate */
     uint8_t b[64];
-    struct pollfd pf = {.fd = d->fd, .events = POLLIN};
-    assert_int_equal(poll(&pf, 1, 10000), 1);
-    assert_int_equal(recv(d->fd, b, sizeof b, 0), 0);
-    close(d->fd);
+    if (!d->ssl) {
+        struct pollfd pf = {.fd = d->fd, .events = POLLIN};
+        assert_int_equal(poll(&pf, 1, 10000), 1);
+    }
+    assert_int_equal(stream_recv(d, b, sizeof b), 0);
+    stream_close(d);
     pst__pgw_free(d->c);
 }
 
@@ -210,6 +271,8 @@ static int setup(void **st) {
     simple(&d, "CREATE ROLE " ROLE " LOGIN PASSWORD '" PASSWORD "'", &r);
     ok(&r);
     simple(&d, "CREATE DATABASE pgw_db OWNER " ROLE, &r);
+    ok(&r);
+    simple(&d, "CREATE ROLE pgw_clear LOGIN PASSWORD '" PASSWORD "'", &r);
     ok(&r);
     pb_buf_free(&r.rows);
     close_session(&d);
@@ -402,6 +465,52 @@ static void cancel_request_stops_a_statement(void **st) {
     close_session(&d);
 }
 
+/* SSLRequest, the port's TLS handshake on 'S', then SCRAM inside TLS. */
+static void tls_then_scram(void **st) {
+    (void)st;
+    drv d;
+    pst__pgw_config cfg = {
+        .user = ROLE, .database = "pgw_db", .password = PASSWORD, .tls = PST_PGW_TLS_REQUIRE};
+    assert_int_equal(open_session_with(&d, true, cfg, NULL), PST_PGW_E_NONE);
+    assert_true(pst__pgw_tls_active(d.c));
+    assert_true(pst__pgw_server_verified(d.c));
+    result r;
+    simple(&d, "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", &r);
+    ok(&r);
+    assert_string_equal(r.rows.p, "t\n");
+    pb_buf_free(&r.rows);
+    close_session(&d);
+}
+
+/* A role whose server rule is a cleartext password over TLS: refused by default, sent
+ * when allowed (and only because the stream is TLS). */
+static void cleartext_only_over_tls_and_when_allowed(void **st) {
+    (void)st;
+    drv d;
+    pst__pgw_error e;
+    pst__pgw_config cfg = {.user = "pgw_clear",
+                           .database = "pgw_db",
+                           .password = PASSWORD,
+                           .tls = PST_PGW_TLS_REQUIRE};
+    assert_int_equal(open_session_with(&d, true, cfg, &e), PST_PGW_E_AUTH_UNSUPPORTED);
+    stream_close(&d);
+    pst__pgw_free(d.c);
+    cfg.allow_cleartext_over_tls = true;
+    assert_int_equal(open_session_with(&d, true, cfg, NULL), PST_PGW_E_NONE);
+    assert_false(pst__pgw_server_verified(d.c));
+    result r;
+    simple(&d, "SELECT current_user", &r);
+    ok(&r);
+    assert_string_equal(r.rows.p, "pgw_clear\n");
+    pb_buf_free(&r.rows);
+    close_session(&d);
+    /* without TLS the same role meets the scram-sha-256 rule and logs in with SCRAM */
+    cfg.tls = PST_PGW_TLS_OFF;
+    assert_int_equal(open_session_with(&d, true, cfg, NULL), PST_PGW_E_NONE);
+    assert_true(pst__pgw_server_verified(d.c));
+    close_session(&d);
+}
+
 static void wrong_password_is_typed(void **st) {
     (void)st;
     drv d;
@@ -411,22 +520,23 @@ static void wrong_password_is_typed(void **st) {
     assert_string_equal(e.sqlstate, "28P01");
     assert_string_equal(e.severity, "FATAL");
     assert_non_null(strstr(e.message, ROLE));
-    close(d.fd);
+    stream_close(&d);
     pst__pgw_free(d.c);
     /* an unknown role goes through the server's mock SCRAM and fails the same way */
     assert_int_equal(open_session(&d, true, "nobody_here", "pgw_db", PASSWORD, &e),
                      PST_PGW_E_AUTH_FAILED);
     assert_string_equal(e.sqlstate, "28P01");
-    close(d.fd);
+    stream_close(&d);
     pst__pgw_free(d.c);
     /* the server asks for SCRAM and no password is configured */
     assert_int_equal(open_session(&d, true, ROLE, "pgw_db", NULL, &e), PST_PGW_E_NO_PASSWORD);
-    close(d.fd);
+    stream_close(&d);
     pst__pgw_free(d.c);
 }
 
 int main(void) {
     sockdir = getenv("PERI_TEST_PG_SOCKDIR");
+    certfile = getenv("PERI_TEST_PG_CERT");
     const char *p = getenv("PERI_TEST_PG_PORT");
     if (!sockdir || !p || (port = atoi(p)) <= 0) {
         fprintf(stderr, "test_pgwire_pg: run it through tests/store/pg_cluster.sh with "
@@ -439,6 +549,8 @@ int main(void) {
         cmocka_unit_test(pipelined_batch_is_all_or_nothing),
         cmocka_unit_test(large_values),
         cmocka_unit_test(cancel_request_stops_a_statement),
+        cmocka_unit_test(tls_then_scram),
+        cmocka_unit_test(cleartext_only_over_tls_and_when_allowed),
         cmocka_unit_test(wrong_password_is_typed),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
