@@ -2,8 +2,8 @@
  * peri/base.h — the bottom layer every other layer uses: growable buffers and arrays
  * with overflow-checked growth, a size-capped body sink, EINTR-safe descriptor loops,
  * a newline frame reader, detached threads and worker counts, clocks and deadlines,
- * ISO 8601 time, an async-signal-safe decimal, SHA-256, and the log hook through which
- * library code reports what it cannot return.
+ * ISO 8601 time, an async-signal-safe decimal, SHA-256, HMAC, PBKDF2 and strict Base64,
+ * and the log hook through which library code reports what it cannot return.
  *
  * Prefix pb_. No global state: a logger is a value the caller owns and passes in.
  */
@@ -188,6 +188,34 @@ void pb_sha256_update(pb_sha256_ctx *c, const void *data, size_t n);
 void pb_sha256_final(pb_sha256_ctx *c, uint8_t digest[PB_SHA256_LEN]);
 void pb_sha256(const void *data, size_t n, uint8_t digest[PB_SHA256_LEN]);
 void pb_hex(const uint8_t *in, size_t n, char *out /* room for 2n+1 */);
+
+/* ---- HMAC-SHA-256, PBKDF2, comparison (hmac.c) ---------------------------------------
+ * RFC 2104 HMAC over pb_sha256 and RFC 8018 PBKDF2-HMAC-SHA-256. The context holds the
+ * keyed hash states (a plain caller-owned value); final wipes it. pb_pbkdf2_sha256 fills
+ * out[0..outlen) and returns false (out untouched) for 0 iterations or an outlen beyond
+ * the RFC's limit. pb_ct_equal compares in time independent of the contents (for MACs
+ * and proofs); pb_wipe zeroes memory in a way the compiler keeps. */
+typedef struct pb_hmac_sha256_ctx {
+    pb_sha256_ctx inner, outer;
+} pb_hmac_sha256_ctx;
+void pb_hmac_sha256_init(pb_hmac_sha256_ctx *c, const void *key, size_t keylen);
+void pb_hmac_sha256_update(pb_hmac_sha256_ctx *c, const void *data, size_t n);
+void pb_hmac_sha256_final(pb_hmac_sha256_ctx *c, uint8_t mac[PB_SHA256_LEN]);
+void pb_hmac_sha256(const void *key, size_t keylen, const void *data, size_t n,
+                    uint8_t mac[PB_SHA256_LEN]);
+bool pb_pbkdf2_sha256(const void *password, size_t pwlen, const void *salt, size_t saltlen,
+                      uint32_t iterations, uint8_t *out, size_t outlen);
+bool pb_ct_equal(const void *a, const void *b, size_t n);
+void pb_wipe(void *p, size_t n);
+
+/* ---- Base64 (base64.c) ---------------------------------------------------------------
+ * RFC 4648 standard alphabet with padding, into caller buffers. pb_base64_encode writes
+ * PB_BASE64_LEN(n) characters and a NUL (out needs PB_BASE64_LEN(n) + 1) and returns the
+ * length. pb_base64_decode is strict (no whitespace, canonical padding and bits) and
+ * false for any other text or a result longer than max; out needs max bytes. */
+#define PB_BASE64_LEN(n) (((n) + 2) / 3 * 4)
+size_t pb_base64_encode(const void *in, size_t n, char *out);
+bool pb_base64_decode(const char *in, size_t n, uint8_t *out, size_t max, size_t *out_len);
 
 #ifdef __cplusplus
 }

@@ -16,9 +16,10 @@
 #include <string.h>
 
 /* clang before 15 does not know the "sha" feature of __builtin_cpu_supports (the
- * fuzz build uses clang-14): the portable code there. */
+ * fuzz build uses clang-14): the portable code there. PB_SHA256_PORTABLE builds only the
+ * portable rounds (the test that checks them on a CPU with the SHA extensions). */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) &&                            \
-    !(defined(__clang__) && __clang_major__ < 15)
+    !(defined(__clang__) && __clang_major__ < 15) && !defined(PB_SHA256_PORTABLE)
 #include <immintrin.h>
 #define PB_SHA_NI 1
 #endif

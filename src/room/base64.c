@@ -4,7 +4,8 @@
  * length is a multiple of 4, a remainder of 1 rejected, leftover bits ignored.
  * Written for speed (a program text is up to 4 MiB and is decoded on every call):
  * a byte-class table and a four-characters-at-a-time fast path for unbroken runs.
- * Also the plain encoder that tests and benchmarks use to build request texts.
+ * Also the plain encoder (base's, into a new allocation) that tests and benchmarks use
+ * to build request texts.
  */
 #include "room_int.h"
 
@@ -94,20 +95,9 @@ bad:
 }
 
 char *pr__base64_encode(const uint8_t *in, size_t n, size_t *out_len) {
-    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     if (n > (SIZE_MAX - 1) / 4 * 3 - 2) return NULL;
-    char *o = malloc((n + 2) / 3 * 4 + 1);
+    char *o = malloc(PB_BASE64_LEN(n) + 1);
     if (!o) return NULL;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0) |
-                     (i + 2 < n ? in[i + 2] : 0);
-        o[k++] = A[v >> 18];
-        o[k++] = A[(v >> 12) & 63];
-        o[k++] = i + 1 < n ? A[(v >> 6) & 63] : '=';
-        o[k++] = i + 2 < n ? A[v & 63] : '=';
-    }
-    o[k] = 0;
-    *out_len = k;
+    *out_len = pb_base64_encode(in, n, o);
     return o;
 }

@@ -1,14 +1,16 @@
 /*
- * test_sha256.c — the base layer's SHA-256 (sha256.c): the FIPS 180-4 / NIST example
- * vectors, the incremental API split at every offset, and agreement with libcrypto
- * (linked for this test only; the library never links it for hashing) on random inputs
- * of random lengths fed in random pieces.
+ * test_sha256.c — the base layer's SHA-256 (sha256.c), HMAC-SHA-256 and PBKDF2 (hmac.c)
+ * and strict Base64 (base64.c): the FIPS 180-4 / NIST, RFC 4231 and RFC 7914 vectors,
+ * the incremental API split at every offset, and agreement with libcrypto (linked for
+ * this test only; the library never links it for these) on random inputs of random
+ * lengths fed in random pieces.
  *
  * `test_sha256 --bench` prints the throughput of both on 64 MiB instead (not run by CTest).
  */
 #include "peri/base.h"
 
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/sha.h>
 
 #include <setjmp.h>
@@ -131,13 +133,181 @@ static void agrees_with_libcrypto(void **st) {
     free(buf);
 }
 
+static void unhex(const char *h, uint8_t *out) {
+    for (size_t i = 0; h[2 * i]; i++) {
+        unsigned v;
+        sscanf(h + 2 * i, "%2x", &v);
+        out[i] = (uint8_t)v;
+    }
+}
+
+static void check_hmac(const void *key, size_t kl, const void *data, size_t n, const char *want) {
+    uint8_t mac[PB_SHA256_LEN];
+    char hex[65];
+    pb_hmac_sha256(key, kl, data, n, mac);
+    pb_hex(mac, sizeof mac, hex);
+    assert_string_equal(hex, want);
+}
+
+/* RFC 4231 test cases 1-4, 6 and 7 (case 5 is a truncated MAC). */
+static void hmac_rfc4231(void **st) {
+    (void)st;
+    uint8_t k[131], d[50];
+    memset(k, 0x0b, 20);
+    check_hmac(k, 20, "Hi There", 8,
+               "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+    check_hmac("Jefe", 4, "what do ya want for nothing?", 28,
+               "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+    memset(k, 0xaa, 20);
+    memset(d, 0xdd, 50);
+    check_hmac(k, 20, d, 50, "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe");
+    for (int i = 0; i < 25; i++)
+        k[i] = (uint8_t)(i + 1);
+    memset(d, 0xcd, 50);
+    check_hmac(k, 25, d, 50, "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b");
+    memset(k, 0xaa, 131);
+    const char *t6 = "Test Using Larger Than Block-Size Key - Hash Key First";
+    check_hmac(k, 131, t6, strlen(t6),
+               "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+    const char *t7 = "This is a test using a larger than block-size key and a larger than "
+                     "block-size data. The key needs to be hashed before being used by the HMAC "
+                     "algorithm.";
+    check_hmac(k, 131, t7, strlen(t7),
+               "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2");
+}
+
+/* RFC 7914 section 11 (PBKDF2-HMAC-SHA256), and the refused arguments. */
+static void pbkdf2_rfc7914(void **st) {
+    (void)st;
+    uint8_t out[64], want[64];
+    assert_true(pb_pbkdf2_sha256("passwd", 6, "salt", 4, 1, out, 64));
+    unhex("55ac046e56e3089fec1691c22544b605f94185216dde0465e68b9d57c20dacbc49ca9cccf179b645"
+          "991664b39d77ef317c71b845b1e30bd509112041d3a19783",
+          want);
+    assert_memory_equal(out, want, 64);
+    assert_true(pb_pbkdf2_sha256("Password", 8, "NaCl", 4, 80000, out, 64));
+    unhex("4ddcd8f60b98be21830cee5ef22701f9641a4418d04c0414aeff08876b34ab56a1d425a1225833549a"
+          "db841b51c9b3176a272bdebba1d078478f62b397f33c8d",
+          want);
+    assert_memory_equal(out, want, 64);
+    memset(out, 0x77, sizeof out);
+    assert_false(pb_pbkdf2_sha256("p", 1, "s", 1, 0, out, 32)); /* zero iterations */
+    assert_int_equal(out[0], 0x77);
+}
+
+/* Random keys (short, block-sized and longer), data, salts, iteration counts and output
+ * lengths against HMAC() and PKCS5_PBKDF2_HMAC(); the incremental HMAC in pieces. */
+static void hmac_pbkdf2_agree_with_libcrypto(void **st) {
+    (void)st;
+    uint64_t s = (uint64_t)time(NULL) * 40503u | 1;
+    printf("# seed %llu\n", (unsigned long long)s);
+    uint8_t key[200], data[1000], a[PB_SHA256_LEN], b[EVP_MAX_MD_SIZE], dk[100], dk2[100];
+    for (int round = 0; round < 300; round++) {
+        size_t kl = rng_next(&s) % sizeof key, n = rng_next(&s) % sizeof data;
+        for (size_t i = 0; i < kl; i++)
+            key[i] = (uint8_t)rng_next(&s);
+        for (size_t i = 0; i < n; i++)
+            data[i] = (uint8_t)rng_next(&s);
+        unsigned bl = 0;
+        assert_non_null(HMAC(EVP_sha256(), key, (int)kl, data, n, b, &bl));
+        pb_hmac_sha256_ctx c;
+        pb_hmac_sha256_init(&c, key, kl);
+        for (size_t off = 0; off < n;) {
+            size_t piece = rng_next(&s) % 100;
+            if (piece > n - off) piece = n - off;
+            pb_hmac_sha256_update(&c, data + off, piece);
+            off += piece;
+        }
+        pb_hmac_sha256_final(&c, a);
+        assert_memory_equal(a, b, 32);
+        if (round % 10 == 0) {
+            uint32_t iter = 1 + (uint32_t)(rng_next(&s) % 3000);
+            size_t dl = 1 + rng_next(&s) % sizeof dk, sl = rng_next(&s) % 40;
+            assert_true(pb_pbkdf2_sha256(key, kl, data, sl, iter, dk, dl));
+            assert_int_equal(PKCS5_PBKDF2_HMAC((const char *)key, (int)kl, data, (int)sl, (int)iter,
+                                               EVP_sha256(), (int)dl, dk2),
+                             1);
+            assert_memory_equal(dk, dk2, dl);
+        }
+    }
+}
+
+static void ct_equal_and_wipe(void **st) {
+    (void)st;
+    uint8_t a[32], b[32];
+    memset(a, 5, sizeof a);
+    memset(b, 5, sizeof b);
+    assert_true(pb_ct_equal(a, b, sizeof a));
+    assert_true(pb_ct_equal(a, b, 0));
+    for (size_t i = 0; i < sizeof a; i++) {
+        b[i] ^= 0x80;
+        assert_false(pb_ct_equal(a, b, sizeof a));
+        b[i] ^= 0x80;
+    }
+    pb_wipe(a, sizeof a);
+    for (size_t i = 0; i < sizeof a; i++)
+        assert_int_equal(a[i], 0);
+}
+
+/* RFC 4648 section 10 vectors both ways, and the texts the strict decoder refuses. */
+static void base64_strict(void **st) {
+    (void)st;
+    static const char *const plain[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
+    static const char *const text[] = {"",         "Zg==",     "Zm8=",    "Zm9v",
+                                       "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"};
+    for (size_t i = 0; i < 7; i++) {
+        char out[16];
+        uint8_t back[16];
+        size_t n = strlen(plain[i]), bl = 99;
+        assert_int_equal(pb_base64_encode(plain[i], n, out), strlen(text[i]));
+        assert_int_equal(PB_BASE64_LEN(n), strlen(text[i]));
+        assert_string_equal(out, text[i]);
+        assert_true(pb_base64_decode(text[i], strlen(text[i]), back, sizeof back, &bl));
+        assert_int_equal(bl, n);
+        assert_memory_equal(back, plain[i], n);
+    }
+    static const char *const bad[] = {"Zg=",    "Zg",   "Z===", "====", "Zh==", "Zm9=",    "Zm 9v",
+                                      "Zm9v\n", "Z=g=", "=Zm9", "Zm9-", "Zm9_", "Zg==Zg=="};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        uint8_t back[16];
+        size_t bl;
+        assert_false(pb_base64_decode(bad[i], strlen(bad[i]), back, sizeof back, &bl));
+    }
+    uint8_t small[5];
+    size_t bl;
+    assert_false(pb_base64_decode("Zm9vYmFy", 8, small, sizeof small, &bl)); /* over max */
+    assert_true(pb_base64_decode("Zm9vYg==", 8, small, 4, &bl));
+    /* every byte string of random length round-trips */
+    uint64_t s = 12345;
+    for (int r = 0; r < 2000; r++) {
+        uint8_t in[64], back[64];
+        char t[PB_BASE64_LEN(64) + 1];
+        size_t n = rng_next(&s) % 64;
+        for (size_t i = 0; i < n; i++)
+            in[i] = (uint8_t)rng_next(&s);
+        size_t tl = pb_base64_encode(in, n, t);
+        assert_true(pb_base64_decode(t, tl, back, n, &bl));
+        assert_int_equal(bl, n);
+        assert_memory_equal(back, in, n);
+    }
+}
+
 static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-/* Throughput over 64 MiB, median of five runs each. */
+static void sort5(double v[5]) { /* insertion sort, for the median */
+    for (int i = 0; i < 5; i++)
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1], v[j - 1] = t;
+        }
+}
+
+/* Throughput over 64 MiB and the time of one SCRAM key derivation, median of five runs
+ * each. */
 static int bench(void) {
     enum { N = 64 << 20 };
     uint8_t *buf = malloc(N);
@@ -156,18 +326,26 @@ static int bench(void) {
         ours[r] = (N / 1048576.0) / (t1 - t0);
         theirs[r] = (N / 1048576.0) / (t2 - t1);
     }
-    for (int i = 0; i < 5; i++) /* insertion sort for the median */
-        for (int j = i; j > 0 && ours[j] < ours[j - 1]; j--) {
-            double t = ours[j];
-            ours[j] = ours[j - 1], ours[j - 1] = t;
-        }
-    for (int i = 0; i < 5; i++)
-        for (int j = i; j > 0 && theirs[j] < theirs[j - 1]; j--) {
-            double t = theirs[j];
-            theirs[j] = theirs[j - 1], theirs[j - 1] = t;
-        }
+    sort5(ours);
+    sort5(theirs);
     printf("sha256 64 MiB: pb_sha256 %.0f MB/s, libcrypto %.0f MB/s (median of 5)\n", ours[2],
            theirs[2]);
+    /* SCRAM's cost: PBKDF2 with PostgreSQL's default 4096 iterations, 32 bytes */
+    for (int r = 0; r < 5; r++) {
+        double t0 = now_s();
+        pb_pbkdf2_sha256("password", 8, "saltsaltsaltsalt", 16, 4096, d, 32);
+        double t1 = now_s();
+        PKCS5_PBKDF2_HMAC("password", 8, (const unsigned char *)"saltsaltsaltsalt", 16, 4096,
+                          EVP_sha256(), 32, d);
+        double t2 = now_s();
+        ours[r] = (t1 - t0) * 1e3;
+        theirs[r] = (t2 - t1) * 1e3;
+    }
+    sort5(ours);
+    sort5(theirs);
+    printf("pbkdf2-sha256 4096 iterations: pb_pbkdf2_sha256 %.2f ms, libcrypto %.2f ms (median "
+           "of 5)\n",
+           ours[2], theirs[2]);
     free(buf);
     return 0;
 }
@@ -179,6 +357,11 @@ int main(int argc, char **argv) {
         cmocka_unit_test(million_a_in_pieces),
         cmocka_unit_test(every_split_matches_one_shot),
         cmocka_unit_test(agrees_with_libcrypto),
+        cmocka_unit_test(hmac_rfc4231),
+        cmocka_unit_test(pbkdf2_rfc7914),
+        cmocka_unit_test(hmac_pbkdf2_agree_with_libcrypto),
+        cmocka_unit_test(ct_equal_and_wipe),
+        cmocka_unit_test(base64_strict),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

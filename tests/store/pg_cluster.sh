@@ -14,6 +14,11 @@
 # is returned. initdb refuses root: as root the server runs as nobody:nogroup (setpriv).
 # Extra server settings: PERI_PG_SERVER_OPTS (default "-c fsync=off": a throwaway
 # cluster needs no power-loss safety; set it to "" for a durable one, as the benchmark does).
+# PERI_PG_TCP=1 also listens on 127.0.0.1 at a free port (scram-sha-256 for every role
+# there) and exports it as PERI_TEST_PG_PORT, for clients that speak TCP (pgwire's test).
+# It also turns TLS on with a throwaway self-signed certificate for "localhost"
+# (PERI_TEST_PG_CERT: its path), and the role pgw_clear logs in with a cleartext
+# password over TLS only (hostssl ... password), for the wire client's TLS checks.
 # No PostgreSQL found: exit 1 with a message (never a silent skip).
 set -euo pipefail
 
@@ -54,11 +59,26 @@ trap 'exit 130' INT TERM
 # setup connect as it); any other role needs its password (scram-sha-256).
 (cd "$DIR" && "${AS[@]}" sh -c "printf '%s\n' 'local all peri trust' \
     'local all all scram-sha-256' >'$DIR/data/pg_hba.conf'")
+LISTEN="-c listen_addresses="
+PORTQ=""
+if [ "${PERI_PG_TCP:-}" = 1 ]; then
+    PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    (cd "$DIR" && "${AS[@]}" sh -c "printf '%s\n' 'hostssl all pgw_clear 127.0.0.1/32 password' \
+        'host all all 127.0.0.1/32 scram-sha-256' >>'$DIR/data/pg_hba.conf'")
+    (cd "$DIR" && "${AS[@]}" openssl req -new -x509 -days 2 -nodes -subj /CN=localhost \
+        -addext subjectAltName=DNS:localhost -keyout "$DIR/data/server.key" \
+        -out "$DIR/data/server.crt" >/dev/null 2>&1) || { echo "pg_cluster.sh: openssl req failed" >&2; exit 1; }
+    chmod 0600 "$DIR/data/server.key"
+    LISTEN="-c listen_addresses=127.0.0.1 -p $PORT -c ssl=on"
+    export PERI_TEST_PG_CERT="$DIR/data/server.crt"
+    PORTQ="&port=$PORT"
+    export PERI_TEST_PG_PORT="$PORT"
+fi
 (cd "$DIR" && "${AS[@]}" "$PGCTL" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 \
-    -o "-k $DIR -c listen_addresses= -c max_connections=60 ${PERI_PG_SERVER_OPTS--c fsync=off}" start \
+    -o "-k $DIR $LISTEN -c max_connections=60 ${PERI_PG_SERVER_OPTS--c fsync=off}" start \
     >/dev/null) || { cat "$DIR/server.log" >&2; exit 1; }
 
-export PERI_TEST_PG_URL="postgresql:///postgres?host=$DIR&user=peri"
+export PERI_TEST_PG_URL="postgresql:///postgres?host=$DIR&user=peri$PORTQ"
 export PERI_TEST_PG_SOCKDIR="$DIR"
 set +e
 "$@"
