@@ -219,7 +219,6 @@ export class Ports {
       chunks: [],
       bufLen: 0,
       eof: false,
-      failed: 0,
       paused: false,
       readablePending: false,
       shut: false,
@@ -247,7 +246,13 @@ export class Ports {
     if (e.settled) return;
     const granted = addrs.filter((a) => this.#policy(null, a, port));
     if (!granted.length) return this.#openFailed(e, PortError.DENIED, `${host} resolves to no granted address`);
-    const opts = { host: granted[0], port };
+    this.#attempt(e, granted, 0, port, useTls, servername);
+  }
+
+  /** Connects to addrs[i]; a refused or unreachable address falls through to the next. */
+  #attempt(e, addrs, i, port, useTls, servername) {
+    if (e.settled) return;
+    const opts = { host: addrs[i], port };
     const s = useTls
       ? tls.connect({ ...this.#tls, ...opts, servername: net.isIP(servername) ? undefined : servername,
           checkServerIdentity: (_h, cert) => tls.checkServerIdentity(servername, cert) })
@@ -258,6 +263,8 @@ export class Ports {
       if (e.settled) return;
       clearTimeout(e.deadline);
       e.state = "open";
+      for (const b of e.early?.splice(0) ?? []) s.write(b); // written while opening
+      if (e.shut) s.end();
       this.#emit(EventKind.OPENED, e.handle, PortError.OK, null, () => {});
     });
     s.on("data", (chunk) => {
@@ -275,14 +282,19 @@ export class Ports {
       this.#signalReadable(e);
     });
     s.on("error", (err) => {
-      if (e.settled) return;
+      if (e.settled || e.socket !== s) return;
       const code = portErrorOf(err, e.tls && e.state === "opening");
-      if (e.state === "opening") return this.#openFailed(e, code, err.message);
-      e.failed = code;
+      if (e.state === "opening") {
+        if ((code === PortError.REFUSED || code === PortError.UNREACHABLE) && i + 1 < addrs.length) {
+          s.destroy();
+          return this.#attempt(e, addrs, i + 1, port, useTls, servername);
+        }
+        return this.#openFailed(e, code, err.message);
+      }
       this.#settle(e, EventKind.CLOSED, code, this.#detail(err.message));
     });
     s.on("close", () => {
-      if (e.settled) return;
+      if (e.settled || e.socket !== s) return;
       if (e.state === "opening") return this.#openFailed(e, PortError.RESET, "the connection closed during the handshake");
       // The peer closed both ways: the module reads the end of the stream, then closes.
       e.eof = true;
@@ -322,7 +334,6 @@ export class Ports {
     if (!e) return [PortError.INVALID, null];
     if (e.state !== "open") return [PortError.AGAIN, null];
     if (e.bufLen === 0) {
-      if (e.failed) return [e.failed, null];
       if (e.eof) return [PortError.OK, Buffer.alloc(0)];
       return [PortError.AGAIN, null];
     }
@@ -350,28 +361,17 @@ export class Ports {
     if (!e || e.state === "failed") return PortError.INVALID;
     if (e.shut) return PortError.CLOSED;
     if (bytes.length === 0) return PortError.OK;
-    const queued = e.socket ? e.socket.writableLength : 0;
-    if (queued + bytes.length > this.#limits.writeQueue) return PortError.LIMIT;
-    if (!e.socket) {
-      // still resolving: keep the bytes until the socket exists
-      (e.early ??= []).push(Buffer.from(bytes));
-      const total = e.early.reduce((n, b) => n + b.length, 0);
-      if (total > this.#limits.writeQueue) {
-        e.early.pop();
-        return PortError.LIMIT;
-      }
-      queueMicrotask(() => this.#flushEarly(e));
+    if (e.state === "open" && e.socket.writableLength + bytes.length > this.#limits.writeQueue) return PortError.LIMIT;
+    if (e.state !== "open") {
+      // still opening: kept until connected (an address that fails loses nothing)
+      const early = (e.early ??= []);
+      const total = early.reduce((n, b) => n + b.length, 0);
+      if (total + bytes.length > this.#limits.writeQueue) return PortError.LIMIT;
+      early.push(Buffer.from(bytes));
       return PortError.OK;
     }
     e.socket.write(Buffer.from(bytes));
     return PortError.OK;
-  }
-
-  #flushEarly(e) {
-    if (!e.early || e.settled) return;
-    if (!e.socket) return setTimeout(() => this.#flushEarly(e), 1);
-    for (const b of e.early.splice(0)) e.socket.write(b);
-    if (e.shut) e.socket.end();
   }
 
   shutdown(h) {
@@ -379,7 +379,7 @@ export class Ports {
     if (!e) return PortError.INVALID;
     if (!e.shut) {
       e.shut = true;
-      if (e.socket && !e.early?.length) e.socket.end();
+      if (e.state === "open") e.socket.end(); // else the connect ends it after the early bytes
     }
     return PortError.OK;
   }

@@ -134,7 +134,7 @@ static void command(char *c) {
         r[5] = p_timer_set(10, (uint32_t *)far);
         r[6] = h_send((const char *)far, 100);
         r[7] = p_open("\xff\xfe", 2, 80, 0, "", 0, &h); /* not UTF-8 */
-        h_log(1, (const char *)far, 50);                 /* ignored */
+        h_log(1, (const char *)far, 50);                /* ignored */
         say("hostile %d %d %d %d %d %d %d %d", r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
     } else if (!strcmp(c, "log") && arg) {
         h_log(0, arg, (int32_t)strlen(arg));
@@ -161,8 +161,10 @@ EXPORT("peri_free") void peri_free(void *p) {
 EXPORT("peri_start") int32_t peri_start(char *p, int32_t len) {
     /* refuse a start object whose cwd is /refuse, to test start-up failure */
     int refuse = len > 0 && strstr(p, "\"cwd\":\"/refuse\"") != NULL;
-    if (refuse) h_log(0, "cwd /refuse is refused by the guest", 35);
-    else say("start %d", len);
+    if (refuse)
+        h_log(0, "cwd /refuse is refused by the guest", 35);
+    else
+        say("start %d", len);
     free(p);
     return refuse ? -2 : 0;
 }

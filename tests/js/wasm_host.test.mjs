@@ -369,3 +369,61 @@ test("logs and stderr reach the host; a trap or an exit ends the instance, settl
   for (const end = Date.now() + 5000; !g2.host.failure && Date.now() < end;) await new Promise((r) => setTimeout(r, 10));
   assert.deepEqual(g2.host.failure, { reason: "exit", message: "the module exited with status 3" });
 });
+
+// ------------------------------------------------------------ TLS
+
+function selfSigned() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "peri-js-tls-"));
+  const key = path.join(dir, "key.pem");
+  const cert = path.join(dir, "cert.pem");
+  const r = spawnSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+    "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost", "-days", "1", "-keyout", key, "-out", cert], { encoding: "utf8" });
+  if (r.status !== 0) return null;
+  return { key: fs.readFileSync(key), cert: fs.readFileSync(cert) };
+}
+
+test("TLS: the host's trust store, the server name, and a typed tls failure", async (t) => {
+  const pair = selfSigned();
+  if (missing(t, !pair && "openssl is missing")) return;
+  const { default: tls } = await import("node:tls");
+  const srv = await new Promise((resolve) => {
+    const s = tls.createServer(pair, (c) => c.on("data", (d) => c.write("tls:" + d)).on("error", () => {}));
+    s.on("tlsClientError", () => {});
+    s.listen(0, "127.0.0.1", () => resolve(s));
+  });
+  t.after(() => srv.close());
+  const port = srv.address().port;
+  // trusted: the host's trust store holds the certificate; SNI and name "localhost"
+  const g = await guest(t, { allow: [`localhost:${port}`, `127.0.0.1:${port}`], tls: { ca: pair.cert } });
+  if (!g) return;
+  g.cmd(`open localhost ${port} localhost`);
+  const [, h] = await g.expect(/^open 0 (\d+)$/);
+  await g.expect(new RegExp(`^ev 1 ${h} 0 $`));
+  g.cmd(`write ${h} hello`);
+  await g.expect(new RegExp(`^data ${h} tls:hello$`));
+  g.cmd(`close ${h}`);
+  await g.expect(new RegExp(`^ev 3 ${h} 0 $`));
+  // the certificate does not name the server name asked for
+  g.cmd(`open 127.0.0.1 ${port} other.example`);
+  const [, h2] = await g.expect(/^open 0 (\d+)$/);
+  await g.expect(new RegExp(`^ev 1 ${h2} ${PortError.TLS} `));
+  await g.expect(new RegExp(`^ev 3 ${h2} ${PortError.TLS} `));
+  // not trusted: the default trust store does not hold a self-signed certificate
+  const g2 = await guest(t, { allow: [`localhost:${port}`] });
+  g2.cmd(`open localhost ${port} localhost`);
+  const [, h3] = await g2.expect(/^open 0 (\d+)$/);
+  await g2.expect(new RegExp(`^ev 1 ${h3} ${PortError.TLS} `));
+  await g2.expect(new RegExp(`^ev 3 ${h3} ${PortError.TLS} `));
+});
+
+test("bytes written while the name still resolves are sent once connected", async (t) => {
+  const srv = await server((c) => c.on("data", (d) => c.write("echo:" + d)));
+  t.after(() => srv.close());
+  const port = srv.address().port;
+  const g = await guest(t, { allow: [`localhost:${port}`] });
+  if (!g) return;
+  g.host.input(`open localhost ${port}\nwrite 1 early\n`);
+  await g.expect(/^open 0 1$/);
+  await g.expect(/^write 0$/);
+  await g.expect(/^data 1 echo:early$/);
+});
