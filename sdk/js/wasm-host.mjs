@@ -163,7 +163,7 @@ export class WasmHost {
   #memory;
   #ports;
   #opts;
-  /** @type {(() => void)[]} */
+  /** @type {{ run: () => void, drop: () => void }[]} */
   #queue = [];
   #scheduled = false;
   #inExport = false;
@@ -294,7 +294,8 @@ export class WasmHost {
   #die(reason, message) {
     if (this.#dead) return;
     this.#dead = { reason, message };
-    this.#queue.length = 0;
+    // what was queued for the module will never run: events count as delivered
+    for (const task of this.#queue.splice(0)) task.drop();
     this.#ports.closeAll();
     try {
       this.#opts.onExit?.({ reason, message });
@@ -317,9 +318,9 @@ export class WasmHost {
     return [ptr, bytes.length];
   }
 
-  #enqueue(task) {
+  #enqueue(run, drop = () => {}) {
     if (this.#dead) return false;
-    this.#queue.push(task);
+    this.#queue.push({ run, drop });
     if (!this.#scheduled) {
       this.#scheduled = true;
       setImmediate(() => this.#drain());
@@ -331,7 +332,7 @@ export class WasmHost {
     this.#scheduled = false;
     let n = 0;
     while (this.#queue.length && !this.#dead && !this.#inExport) {
-      this.#queue.shift()();
+      this.#queue.shift().run();
       if (++n >= 256 && this.#queue.length) {
         // give Node's I/O a turn
         this.#scheduled = true;
@@ -346,7 +347,7 @@ export class WasmHost {
       const [ptr, len] = this.#give(payload);
       this.#call("peri_port_event", kind, handle, err, ptr, len);
       delivered();
-    });
+    }, delivered);
     if (!queued) delivered(); // a dead module takes no events: the handle is settled
   }
 
@@ -355,6 +356,7 @@ export class WasmHost {
    * @param {Uint8Array | string} bytes
    */
   input(bytes) {
+    if (this.#dead) throw new WasmHostError("dead", `the module has ended: ${this.#dead.message}`);
     if (this.#inputEnded) throw new WasmHostError("options", "input after inputEnd()");
     const b = typeof bytes === "string" ? Buffer.from(bytes, "utf8") : bytes;
     if (!(b instanceof Uint8Array)) throw new WasmHostError("options", "input takes a Uint8Array or a string");

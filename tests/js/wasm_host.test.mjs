@@ -427,3 +427,18 @@ test("bytes written while the name still resolves are sent once connected", asyn
   await g.expect(/^write 0$/);
   await g.expect(/^data 1 echo:early$/);
 });
+
+test("events queued behind a trap still settle: close-all resolves", async (t) => {
+  const g = await guest(t, { onExit() {} });
+  if (!g) return;
+  g.cmd("timer 100000");
+  await g.expect(/^timer 0 \d+$/);
+  g.cmd("trap"); // queued first: the module dies before the closed event below is delivered
+  const report = await Promise.race([
+    g.host.ports.closeAll(),
+    new Promise((_, reject) => setTimeout(() => reject(new Error("close-all never settled")), 3000)),
+  ]);
+  assert.deepEqual(report.closed, { streams: 0, resolutions: 0, timers: 1 });
+  assert.equal(g.host.failure.reason, "trap");
+  assert.throws(() => g.host.input("now\n"), (e) => e instanceof WasmHostError && e.reason === "dead");
+});
