@@ -155,6 +155,10 @@ export class Ports {
   constructor(o) {
     this.#emit = o.emit;
     this.#policy = makePolicy(o.allow);
+    if (o.limits !== undefined && (o.limits === null || typeof o.limits !== "object"))
+      throw new TypeError("limits must be an object");
+    for (const k of Object.keys(o.limits ?? {}))
+      if (!(k in PORT_DEFAULTS)) throw new TypeError(`limits.${k} is not a limit (${Object.keys(PORT_DEFAULTS).join(", ")})`);
     this.#limits = { ...PORT_DEFAULTS, ...(o.limits ?? {}) };
     for (const [k, v] of Object.entries(this.#limits))
       if (!Number.isSafeInteger(v) || v <= 0) throw new TypeError(`limits.${k} must be a positive integer`);

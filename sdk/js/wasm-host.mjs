@@ -192,8 +192,8 @@ export class WasmHost {
     for (const k of ["onLog", "stderr", "onExit"])
       if (options[k] !== undefined && typeof options[k] !== "function")
         throw new WasmHostError("options", `${k} must be a function when given`);
+    const host = new WasmHost(options); // checks allow and limits
     const mod = await loadAgentModule(options);
-    const host = new WasmHost(options);
     await host.#instantiate(mod);
     try {
       host.#startModule(start);
@@ -207,12 +207,16 @@ export class WasmHost {
   /** @param {WasmHostOptions} options */
   constructor(options) {
     this.#opts = options;
-    this.#ports = new Ports({
-      emit: (kind, handle, err, payload, delivered) => this.#event(kind, handle, err, payload, delivered),
-      allow: options.allow,
-      limits: options.limits,
-      tls: options.tls,
-    });
+    try {
+      this.#ports = new Ports({
+        emit: (kind, handle, err, payload, delivered) => this.#event(kind, handle, err, payload, delivered),
+        allow: options.allow,
+        limits: options.limits,
+        tls: options.tls,
+      });
+    } catch (e) {
+      throw new WasmHostError("options", e.message, { cause: e });
+    }
   }
 
   /** The instance's ports (stats, closeAll). */

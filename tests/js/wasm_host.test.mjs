@@ -121,6 +121,12 @@ test("module loading: a missing factory is actionable; a missing file is named",
     e.reason === "module_missing" && e.message === "the agent module /nonexistent/peri-agent.wasm does not exist");
   await assert.rejects(loadAgentModule({ moduleFactory: () => new Uint8Array([0, 97, 115, 109, 9, 0, 0, 0]) }), (e) => e.reason === "module_invalid");
   await assert.rejects(WasmHost.start({ start: START, moduleUrl: "/x", send: 5 }), (e) => /^send is required/.test(e.message));
+  await assert.rejects(WasmHost.start({ start: START, moduleUrl: "/x", send() {}, limits: { readBufer: 1 } }), (e) =>
+    e.reason === "options" && e.message === "limits.readBufer is not a limit (readBuffer, writeQueue, maxHandles, connectTimeoutMs, resolveTimeoutMs)");
+  await assert.rejects(WasmHost.start({ start: START, moduleUrl: "/x", send() {}, limits: { writeQueue: -1 } }), (e) =>
+    e.reason === "options" && e.message === "limits.writeQueue must be a positive integer");
+  await assert.rejects(WasmHost.start({ start: START, moduleUrl: "/x", send() {}, allow: ["nohostport"] }), (e) =>
+    e.reason === "options" && e.message === 'a grant must be "host:port" or "host:*", got "nohostport"');
 });
 
 test("module by file URL and by factory; a module that is not an agent host is refused", async (t) => {
