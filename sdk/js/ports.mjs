@@ -147,6 +147,8 @@ export class Ports {
   /** @type {(() => void)[]} */
   #idle = [];
   #counts = { streams: 0, resolutions: 0, timers: 0 };
+  /** @type {Promise<object> | null} the one close-all (nothing opens after it) */
+  #closeAll = null;
 
   /**
    * @param {{ emit: Function, allow?: any, limits?: Partial<typeof PORT_DEFAULTS>,
@@ -470,11 +472,17 @@ export class Ports {
 
   /**
    * Closes every open handle (each settles with CLOSED) and refuses new ones.
-   * Resolves once every settling event was delivered, with what was closed.
+   * Resolves once every settling event was delivered, with what was closed; later
+   * calls return the same promise.
    * @returns {Promise<{ settled: true, closed: { streams: number, resolutions: number,
    *   timers: number }, total: { streams: number, resolutions: number, timers: number } }>}
    */
   closeAll() {
+    this.#closeAll ??= this.#closeEverything();
+    return this.#closeAll;
+  }
+
+  #closeEverything() {
     this.#closedAll = true;
     const closed = { streams: 0, resolutions: 0, timers: 0 };
     for (const e of this.#handles.values()) {

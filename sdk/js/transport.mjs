@@ -7,8 +7,9 @@
 //                throws (or rejects) when the transport failed
 //   recv()       a promise of the next frame, or null at the end of the stream; it
 //                rejects when the stream failed or a frame is too long
-//   close()      disconnects and makes a pending recv() resolve null; idempotent; may
-//                return a promise (the stdio helper's resolves once the child is reaped)
+//   close()      disconnects (ends the output, destroys the input) and makes a pending
+//                recv() resolve null; idempotent; may return a promise (the stdio
+//                helper's resolves once the child is reaped)
 //
 // The stdio helper is the only place in the SDK that starts a process. Arguments go to
 // the child as given (no shell); the workspace path is forwarded verbatim as --cwd.
@@ -139,6 +140,7 @@ export function streamTransport(input, output, options = {}) {
       if (closing) return closing;
       closed = true;
       input.off("data", onData);
+      input.destroy?.(); // as the C SDK closes its read end: the peer's writes now fail
       settleWaiters();
       closing = (async () => {
         try {

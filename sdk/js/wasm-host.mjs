@@ -252,6 +252,8 @@ export class WasmHost {
     } catch (e) {
       throw new WasmHostError("module_invalid", `the module cannot be instantiated: ${e.message}`, { cause: e });
     }
+    if (!(inst.exports.memory instanceof WebAssembly.Memory))
+      throw new WasmHostError("module_invalid", "the module's export memory is not a memory");
     this.#exports = inst.exports;
     this.#memory = inst.exports.memory;
   }
@@ -273,7 +275,7 @@ export class WasmHost {
   }
 
   #startFailedSync(message, code) {
-    this.#dead ??= { reason: "start_failed", message };
+    this.#die("start_failed", message); // drops what was queued, closes every port
     const e = new WasmHostError("start_failed", message, { code });
     e.settlement = this.#ports.closeAll();
     return e;
@@ -362,6 +364,7 @@ export class WasmHost {
   input(bytes) {
     if (this.#dead) throw new WasmHostError("dead", `the module has ended: ${this.#dead.message}`);
     if (this.#inputEnded) throw new WasmHostError("options", "input after inputEnd()");
+    if (this.#closing) throw new WasmHostError("options", "input after close()");
     const b = typeof bytes === "string" ? Buffer.from(bytes, "utf8") : bytes;
     if (!(b instanceof Uint8Array)) throw new WasmHostError("options", "input takes a Uint8Array or a string");
     if (b.length === 0) return;

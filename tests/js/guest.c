@@ -161,10 +161,13 @@ EXPORT("peri_free") void peri_free(void *p) {
 EXPORT("peri_start") int32_t peri_start(char *p, int32_t len) {
     /* refuse a start object whose cwd is /refuse, to test start-up failure */
     int refuse = len > 0 && strstr(p, "\"cwd\":\"/refuse\"") != NULL;
-    if (refuse)
+    if (refuse) {
+        uint32_t h;
+        p_timer_set(100000, &h); /* left open: the host's cleanup must settle it */
         h_log(0, "cwd /refuse is refused by the guest", 35);
-    else
+    } else {
         say("start %d", len);
+    }
     free(p);
     return refuse ? -2 : 0;
 }

@@ -149,6 +149,7 @@ test("a module that refuses to start: the error names it and carries the cleanup
   assert.equal(e.reason, "start_failed");
   assert.equal(e.message, "the module refused to start (invalid): cwd /refuse is refused by the guest");
   assert.equal(e.settlement.settled, true);
+  assert.deepEqual(e.settlement.closed, { streams: 0, resolutions: 0, timers: 1 });
 });
 
 // ------------------------------------------------------------ streams
