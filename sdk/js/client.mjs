@@ -29,6 +29,7 @@ import {
 const DEFAULT_ANSWER_TIMEOUT_MS = 30000;
 const MAX_SESSION_ID = 39; // the C SDK keeps ids in char[40]
 const METHOD_NOT_FOUND = -32601;
+const MAX_TIMEOUT_MS = 0x7fffffff; // setTimeout's limit
 
 /** What a permission handler may answer. */
 export const Decision = Object.freeze({
@@ -74,8 +75,8 @@ export class Sandbox {
     this.credential = optionalString(options.credential, "credential");
     this.machineId = optionalString(options.machineId, "machineId");
     const t = options.answerTimeoutMs;
-    if (t !== undefined && (typeof t !== "number" || Number.isNaN(t)))
-      throw new ArgumentError("answerTimeoutMs must be a number of milliseconds");
+    if (t !== undefined && (typeof t !== "number" || !Number.isFinite(t) || t > MAX_TIMEOUT_MS))
+      throw new ArgumentError(`answerTimeoutMs must be a number of milliseconds up to ${MAX_TIMEOUT_MS}`);
     this.answerTimeoutMs = t > 0 ? t : DEFAULT_ANSWER_TIMEOUT_MS;
   }
 

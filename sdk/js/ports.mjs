@@ -162,8 +162,10 @@ export class Ports {
     for (const k of Object.keys(o.limits ?? {}))
       if (!(k in PORT_DEFAULTS)) throw new TypeError(`limits.${k} is not a limit (${Object.keys(PORT_DEFAULTS).join(", ")})`);
     this.#limits = { ...PORT_DEFAULTS, ...(o.limits ?? {}) };
-    for (const [k, v] of Object.entries(this.#limits))
+    for (const [k, v] of Object.entries(this.#limits)) {
       if (!Number.isSafeInteger(v) || v <= 0) throw new TypeError(`limits.${k} must be a positive integer`);
+      if (k.endsWith("Ms") && v > MAX_TIMER_CHUNK) throw new TypeError(`limits.${k} must be at most ${MAX_TIMER_CHUNK} ms`);
+    }
     this.#tls = o.tls ?? {};
   }
 

@@ -403,7 +403,8 @@ export class WasmHost {
         });
         this.#enqueue(() => this.#call("peri_close"));
         let timer;
-        const timeout = new Promise((r) => (timer = setTimeout(() => r("timeout"), budgetMs)));
+        const wait = Math.min(budgetMs, 0x7fffffff); // setTimeout's limit: ~24 days
+        const timeout = new Promise((r) => (timer = setTimeout(() => r("timeout"), wait)));
         const got = await Promise.race([report, timeout]);
         clearTimeout(timer);
         outcome = got === "timeout" ? "timeout" : this.#dead ? "dead" : "settled";

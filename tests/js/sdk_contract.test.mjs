@@ -44,6 +44,15 @@ test("transportFactory is required, with the contract's text", () => {
   }
 });
 
+test("answerTimeoutMs must be a usable number of milliseconds", () => {
+  const transportFactory = () => null;
+  for (const bad of ["10", Infinity, NaN, 2 ** 31])
+    assert.throws(() => new Sandbox({ transportFactory, answerTimeoutMs: bad }), (e) =>
+      e instanceof ArgumentError && e.message === "answerTimeoutMs must be a number of milliseconds up to 2147483647");
+  assert.equal(new Sandbox({ transportFactory, answerTimeoutMs: 0 }).answerTimeoutMs, 30000);
+  assert.throws(() => new Sandbox({ transportFactory, machineId: 5 }), /machineId must be a string when given/);
+});
+
 test("the factory gets the path and the host inputs verbatim", async () => {
   let got;
   const fake = fakeAgent(standardScript(() => {}));
