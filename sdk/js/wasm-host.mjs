@@ -328,8 +328,10 @@ export class WasmHost {
     if (this.#dead) return false;
     this.#queue.push({ run, drop });
     if (!this.#scheduled) {
+      // A microtask runs only once the JS stack is empty, so never inside an export;
+      // after 256 tasks #drain yields to Node's I/O with setImmediate.
       this.#scheduled = true;
-      setImmediate(() => this.#drain());
+      queueMicrotask(() => this.#drain());
     }
     return true;
   }
