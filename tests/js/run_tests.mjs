@@ -6,6 +6,16 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const dir = path.dirname(fileURLToPath(import.meta.url));
+const major = Number(process.versions.node.split(".")[0]);
+if (major < 20) {
+  const msg = `the JS package needs node >= 20, this is ${process.version}`;
+  if (process.env.CI === "true") {
+    console.log(`FAIL js.sdk: ${msg}`);
+    process.exit(1);
+  }
+  console.log(`SKIP: ${msg}`);
+  process.exit(77);
+}
 const child = spawn(process.execPath, ["--test", "--test-reporter=tap", dir], { stdio: ["ignore", "pipe", "inherit"] });
 let out = "";
 child.stdout.on("data", (d) => {
