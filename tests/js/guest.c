@@ -41,6 +41,7 @@ static char line[8192];
 static size_t line_len;
 static char held[64]; /* held[h % 64]: do not read h on readable */
 static int closing;
+static char scratch[4096]; /* the fuzz command's in-range pointers land here */
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #include <stdarg.h>
@@ -136,6 +137,43 @@ static void command(char *c) {
         r[7] = p_open("\xff\xfe", 2, 80, 0, "", 0, &h); /* not UTF-8 */
         h_log(1, (const char *)far, 50);                /* ignored */
         say("hostile %d %d %d %d %d %d %d %d", r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
+    } else if (!strcmp(c, "fuzz") && arg) {
+        /* every port import with arbitrary arguments (any pointer, any length, any
+         * handle): the host answers each with an error code or success, never a trap */
+        uint32_t x = (uint32_t)strtoul(arg, &arg, 10);
+        long n = strtol(arg, NULL, 10);
+        int bad = 0;
+        for (long i = 0; i < n; i++) {
+            uint32_t r[7];
+            for (int k = 0; k < 7; k++) {
+                x = x * 1664525u + 1013904223u;
+                /* half in range (pointers into scratch, whose bytes the host may
+                 * overwrite harmlessly; short lengths), half anything */
+                r[k] = x & 0x80000000u ? x
+                                       : (k & 1 ? (uint32_t)(uintptr_t)scratch + (x >> 8) % 4000
+                                                : (x >> 8) % 64);
+            }
+            int32_t e = 0;
+            switch (r[0] % 9) {
+            case 0:
+                e = p_open((const char *)r[1], (int32_t)r[2], (int32_t)r[4] % 70000,
+                           (int32_t)(r[6] & 1), (const char *)r[3], (int32_t)r[4] % 8,
+                           (uint32_t *)r[5]);
+                break;
+            case 1: e = p_read(r[2] % 8, (char *)r[1], (int32_t)r[4], (uint32_t *)r[3]); break;
+            case 2: e = p_write(r[2] % 8, (const char *)r[1], (int32_t)r[4]); break;
+            case 3: e = p_shutdown(r[2] % 8); break;
+            case 4: e = p_close(r[2] % 8); break;
+            case 5: e = p_resolve((const char *)r[1], (int32_t)r[2], (uint32_t *)r[3]); break;
+            case 6: e = p_resolve_cancel(r[2] % 8); break;
+            case 7:
+                e = p_timer_set((int64_t)r[2] * (r[6] & 1 ? 1 : 1000000007), (uint32_t *)r[3]);
+                break;
+            default: e = p_timer_cancel(r[2] % 8); break;
+            }
+            if (e > 0 || e < -13) bad++;
+        }
+        say("fuzz done %ld %d", n, bad);
     } else if (!strcmp(c, "log") && arg) {
         h_log(0, arg, (int32_t)strlen(arg));
         say("log 0");

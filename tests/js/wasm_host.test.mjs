@@ -352,6 +352,19 @@ test("a hostile module: out-of-range pointers are invalid, never a throw", async
   await g.expect(/^now \d+ \d+$/);
 });
 
+test("arbitrary arguments to every port import: typed codes, never a trap", async (t) => {
+  const g = await guest(t, { onExit() {} });
+  if (!g) return;
+  for (const seed of [1, 77, 4242]) {
+    g.cmd(`fuzz ${seed} 3000`);
+    await g.expect(/^fuzz done 3000 0$/, 20000);
+  }
+  assert.equal(g.host.failure, null);
+  const report = await g.host.ports.closeAll();
+  assert.equal(report.settled, true);
+  assert.equal(g.host.ports.pending, 0);
+});
+
 test("logs and stderr reach the host; a trap or an exit ends the instance, settled", async (t) => {
   let err = "";
   let exitInfo = null;
