@@ -7,7 +7,8 @@
  *
  * Commands: open HOST PORT [SNI] (SNI given: TLS) | write H TEXT | read H | hold H |
  * auto H | shutdown H | close H | resolve NAME | rcancel H | timer MS | tcancel H |
- * now | hostile | log TEXT | trap | exit.
+ * now | hostile | fuzz SEED N | log TEXT | stderr TEXT | trap | exit. A start object
+ * whose cwd is /refuse is refused (after setting a timer the host must settle).
  * Lines sent: "<command> <err> [<handle>|<data>]", and for events "ev KIND H ERR DETAIL";
  * a readable stream is read at once (unless held) and reported as "data H TEXT" and
  * "eof H".
