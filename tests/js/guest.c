@@ -7,7 +7,7 @@
  *
  * Commands: open HOST PORT [SNI] (SNI given: TLS) | write H TEXT | read H | hold H |
  * auto H | shutdown H | close H | resolve NAME | rcancel H | timer MS | tcancel H |
- * now | hostile | fuzz SEED N | log TEXT | stderr TEXT | trap | exit. A start object
+ * now | startobj | hostile | fuzz SEED N | log TEXT | stderr TEXT | trap | exit. A start object
  * whose cwd is /refuse is refused (after setting a timer the host must settle).
  * Lines sent: "<command> <err> [<handle>|<data>]", and for events "ev KIND H ERR DETAIL";
  * a readable stream is read at once (unless held) and reported as "data H TEXT" and
@@ -41,8 +41,9 @@ IMPORT("peri_host", "settled") void h_settled(const char *p, int32_t len);
 
 static char line[8192];
 static size_t line_len;
-static char held[64];      /* held[h % 64]: do not read h on readable */
-static char scratch[4096]; /* the fuzz command's in-range pointers land here */
+static char held[64];        /* held[h % 64]: do not read h on readable */
+static char scratch[4096];   /* the fuzz command's in-range pointers land here */
+static char start_obj[4096]; /* the start object, for the startobj command */
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...) {
@@ -122,6 +123,8 @@ static void command(char *c) {
         say("tcancel %d", p_timer_cancel((uint32_t)atoi(arg)));
     } else if (!strcmp(c, "now")) {
         say("now %lld %lld", (long long)p_now_ms(), (long long)p_wall_ms());
+    } else if (!strcmp(c, "startobj")) {
+        say("startobj %s", start_obj);
     } else if (!strcmp(c, "hostile")) {
         /* out-of-range pointers and lengths: every one must be refused with -2 */
         uint32_t far = 0xfffffff0u;
@@ -204,6 +207,7 @@ EXPORT("peri_start") int32_t peri_start(char *p, int32_t len) {
         p_timer_set(100000, &h); /* left open: the host's cleanup must settle it */
         h_log(0, "cwd /refuse is refused by the guest", 35);
     } else {
+        snprintf(start_obj, sizeof start_obj, "%.*s", (int)len, p);
         say("start %d", len);
     }
     free(p);

@@ -63,6 +63,28 @@ test("stdio through the host: --settings -, input, end of input, settled exit 0"
   assert.ok(lines.includes("input_end") && lines.includes("closing"), out);
 });
 
+test("the start object from flags, files and the environment overrides of peri acp", async (t) => {
+  const wasm = guestWasm();
+  if (missing(t, !wasm && "clang with a wasm32-wasi sysroot is missing")) return;
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), "peri-js-home-"));
+  fs.mkdirSync(path.join(home, ".peri"));
+  fs.writeFileSync(path.join(home, ".peri", "settings.json"), JSON.stringify({ model: "openai:a", storage: "postgresql://s/db" }));
+  fs.writeFileSync(path.join(home, ".peri", "machine-id"), "file-mid\n");
+  const r = spawnSync(process.execPath, [BIN, "acp", "--module", wasm, "--cwd", "/abs/w"], {
+    input: "startobj\n",
+    encoding: "utf8",
+    env: { PATH: process.env.PATH, HOME: home, PERI_MODEL: "openai:b", OPENAI_API_KEY: "k1", PERI_CLOSE_GRACE_MS: "7" },
+  });
+  assert.equal(r.status, 0, r.stderr);
+  const line = r.stdout.split("\n").find((l) => l.startsWith("startobj "));
+  assert.deepEqual(JSON.parse(line.slice(9)), {
+    cwd: "/abs/w",
+    settings: { model: "openai:b", storage: "postgresql://s/db", providers: { openai: { apiKey: "k1" } }, closeGraceMs: 7 },
+    storage: { url: "postgresql://s/db", credential: { source: "host" } },
+    machineId: "file-mid",
+  });
+});
+
 test("wasmTransportFactory: the connect request fills the start object; frames both ways", async (t) => {
   const wasm = guestWasm();
   if (missing(t, !wasm && "clang with a wasm32-wasi sysroot is missing")) return;

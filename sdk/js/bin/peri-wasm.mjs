@@ -26,7 +26,8 @@ function usage(out) {
       "                     $PERI_STORE, else the settings' \"storage\" string)\n" +
       "  --settings FILE|-  the whole settings document, replacing\n" +
       "                     ~/.peri/settings.json; '-' reads it from the first line\n" +
-      "                     of stdin, before any JSON-RPC frame\n" +
+      "                     of stdin, before any JSON-RPC frame. Environment\n" +
+      "                     overrides (PERI_MODEL, OPENAI_API_KEY, ...) still apply.\n" +
       "  --machine-id ID    persistent machine identity (default $PERI_MACHINE_ID,\n" +
       "                     else ~/.peri/machine-id)\n" +
       "  --shared-store     accepted for compatibility: a PostgreSQL store is shared\n" +
@@ -67,6 +68,29 @@ function grantsOf(settings) {
   return [...out];
 }
 
+/** The environment overrides `peri acp` applies to the settings (src/cli/host_env.c). */
+function applyEnv(doc, env) {
+  const value = (k) => (env[k] !== undefined && env[k] !== "" ? env[k] : undefined);
+  for (const [name, provider, key] of [
+    ["OPENAI_API_KEY", "openai", "apiKey"],
+    ["OPENAI_BASE_URL", "openai", "baseUrl"],
+    ["ANTHROPIC_API_KEY", "anthropic", "apiKey"],
+    ["ANTHROPIC_BASE_URL", "anthropic", "baseUrl"],
+  ]) {
+    const v = value(name);
+    if (v === undefined) continue;
+    if (doc.providers === null || typeof doc.providers !== "object" || Array.isArray(doc.providers)) doc.providers = {};
+    const p = doc.providers[provider];
+    if (p === null || typeof p !== "object" || Array.isArray(p)) doc.providers[provider] = {};
+    doc.providers[provider][key] = v;
+  }
+  if (value("PERI_MODEL") !== undefined) doc.model = value("PERI_MODEL");
+  const budget = Number.parseInt(value("PERI_CONTEXT_BUDGET") ?? "", 10);
+  if (budget > 0) doc.contextBudget = budget;
+  const grace = Number.parseInt(value("PERI_CLOSE_GRACE_MS") ?? "", 10);
+  if (grace >= 0) doc.closeGraceMs = grace;
+}
+
 /** Reads the first line of stdin; resolves [line, rest-of-chunk]. */
 function firstLine() {
   return new Promise((resolve, reject) => {
@@ -80,7 +104,7 @@ function firstLine() {
       resolve([buf.subarray(0, i).toString("utf8"), buf.subarray(i + 1)]);
     };
     process.stdin.on("data", onData);
-    process.stdin.once("end", () => reject(new Error("stdin ended before the settings line")));
+    process.stdin.once("end", () => reject(new Error("cannot read the settings line from stdin")));
   });
 }
 
@@ -131,6 +155,8 @@ async function main(argv) {
   } catch (e) {
     fail(`settings: ${e.message}`);
   }
+  if (settings === null || typeof settings !== "object" || Array.isArray(settings)) fail("settings must be an object");
+  applyEnv(settings, process.env);
   const store =
     a.store ?? a.db ?? process.env.PERI_STORE ?? (typeof settings?.storage === "string" && settings.storage ? settings.storage : null);
   if (!store) fail("no store: pass --store postgresql://... (the WebAssembly form has no local store)");
@@ -145,7 +171,7 @@ async function main(argv) {
   if (!machineId) fail("machine id: pass --machine-id ID (a persistent UUID), or set PERI_MACHINE_ID");
   const cwd = a.cwd ? path.resolve(a.cwd) : process.cwd();
 
-  const allow = [...a.allow, ...(settings && typeof settings === "object" ? grantsOf(settings) : [])];
+  const allow = [...a.allow, ...grantsOf(settings)];
   try {
     const u = new URL(store);
     if (/^postgres(ql)?:$/i.test(u.protocol) && u.hostname) allow.push(`${u.hostname}:${u.port || 5432}`);
