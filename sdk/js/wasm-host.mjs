@@ -19,7 +19,7 @@
 import fs from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { webcrypto } from "node:crypto";
-import { Ports, PortError, EventKind, portErrorName, PORT_DEFAULTS } from "./ports.mjs";
+import { Ports, PortError, portErrorName } from "./ports.mjs";
 import { ArgumentError, TransportError } from "./errors.mjs";
 
 export { Ports, PortError, EventKind, portErrorName, PORT_DEFAULTS } from "./ports.mjs";
@@ -153,7 +153,7 @@ class ProcExit extends Error {
  * @property {(text: string) => void} [stderr] the module's WASI stderr (default: process.stderr)
  * @property {(info: { reason: string, message: string }) => void} [onExit] the module died
  * @property {string[] | Function} [allow] destinations the network port grants (default none)
- * @property {Partial<typeof PORT_DEFAULTS>} [limits]
+ * @property {Partial<typeof import("./ports.mjs").PORT_DEFAULTS>} [limits]
  * @property {import("node:tls").ConnectionOptions} [tls] TLS options (e.g. ca) of the trust store
  */
 
