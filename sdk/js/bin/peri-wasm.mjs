@@ -1,0 +1,212 @@
+#!/usr/bin/env node
+// peri-wasm.mjs — `peri-wasm acp`: the agent host's WebAssembly form under Node,
+// speaking ACP on stdin/stdout like `peri acp`, with the same flags. This file is the
+// only part of the package that reads the environment and ~/.peri/ (as src/cli/ does
+// for peri): it maps them into the start object and the host options.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { WasmHost, WasmHostError } from "../wasm-host.mjs";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const DEFAULT_MODULE = path.resolve(HERE, "../../../build/peri-agent.wasm");
+
+function usage(out) {
+  out.write(
+    "usage: peri-wasm acp [--cwd DIR] [--db PATH | --store URL] [--settings FILE|-]\n" +
+      "                     [--machine-id ID] [--shared-store] [--module FILE] [--allow HOST:PORT]...\n" +
+      "  Runs the Agent Client Protocol server on stdin/stdout, inside the WebAssembly\n" +
+      "  form of the agent host (peri-agent.wasm) under Node.\n" +
+      "  --cwd DIR          the workspace path in the virtual workspace (absolute; default:\n" +
+      "                     the current directory's path); never checked against real files\n" +
+      "  --db PATH          the store locator; the WebAssembly form has no local store, so\n" +
+      "                     only a postgresql:// URL is accepted (a path is refused)\n" +
+      "  --store URL        the shared PostgreSQL store, postgresql://... (default\n" +
+      "                     $PERI_STORE, else the settings' \"storage\" string)\n" +
+      "  --settings FILE|-  the whole settings document, replacing\n" +
+      "                     ~/.peri/settings.json; '-' reads it from the first line\n" +
+      "                     of stdin, before any JSON-RPC frame. Environment\n" +
+      "                     overrides (PERI_MODEL, OPENAI_API_KEY, ...) still apply.\n" +
+      "  --machine-id ID    persistent machine identity (default $PERI_MACHINE_ID,\n" +
+      "                     else ~/.peri/machine-id)\n" +
+      "  --shared-store     accepted for compatibility: a PostgreSQL store is shared\n" +
+      "  --module FILE      the agent module (default $PERI_WASM_MODULE, else\n" +
+      `                     ${DEFAULT_MODULE})\n` +
+      "  --allow HOST:PORT  also grant the network port this destination (the model\n" +
+      "                     providers' and MCP servers' URLs in the settings and the\n" +
+      "                     store are granted; nothing else)\n" +
+      "  Exit status: 0 at the end of input; 1 when the host cannot start (the reason\n" +
+      "  on stderr) or fails; 2 usage error.\n",
+  );
+}
+
+function fail(msg, code = 1) {
+  process.stderr.write(`peri-wasm acp: ${msg}\n`);
+  process.exit(code);
+}
+
+/** host:port grants for every http(s) URL in the settings (providers, MCP servers). */
+function grantsOf(settings) {
+  const out = new Set();
+  const walk = (v, depth) => {
+    if (depth > 8 || v === null || typeof v !== "object") return;
+    for (const [k, x] of Object.entries(v)) {
+      if (typeof x === "string" && /url$/i.test(k) && /^https?:\/\//i.test(x)) {
+        try {
+          const u = new URL(x);
+          out.add(`${u.hostname}:${u.port || (u.protocol === "https:" ? 443 : 80)}`);
+        } catch {
+          // not a URL: the module reports it
+        }
+      } else {
+        walk(x, depth + 1);
+      }
+    }
+  };
+  walk(settings, 0);
+  return [...out];
+}
+
+/** The environment overrides `peri acp` applies to the settings (src/cli/host_env.c). */
+function applyEnv(doc, env) {
+  const value = (k) => (env[k] !== undefined && env[k] !== "" ? env[k] : undefined);
+  for (const [name, provider, key] of [
+    ["OPENAI_API_KEY", "openai", "apiKey"],
+    ["OPENAI_BASE_URL", "openai", "baseUrl"],
+    ["ANTHROPIC_API_KEY", "anthropic", "apiKey"],
+    ["ANTHROPIC_BASE_URL", "anthropic", "baseUrl"],
+  ]) {
+    const v = value(name);
+    if (v === undefined) continue;
+    if (doc.providers === null || typeof doc.providers !== "object" || Array.isArray(doc.providers)) doc.providers = {};
+    const p = doc.providers[provider];
+    if (p === null || typeof p !== "object" || Array.isArray(p)) doc.providers[provider] = {};
+    doc.providers[provider][key] = v;
+  }
+  if (value("PERI_MODEL") !== undefined) doc.model = value("PERI_MODEL");
+  const budget = Number.parseInt(value("PERI_CONTEXT_BUDGET") ?? "", 10);
+  if (budget > 0) doc.contextBudget = budget;
+  const grace = Number.parseInt(value("PERI_CLOSE_GRACE_MS") ?? "", 10);
+  if (grace >= 0) doc.closeGraceMs = grace;
+}
+
+/** Reads the first line of stdin; resolves [line, rest-of-chunk]. */
+function firstLine() {
+  return new Promise((resolve, reject) => {
+    let buf = Buffer.alloc(0);
+    const onData = (d) => {
+      buf = Buffer.concat([buf, d]);
+      const i = buf.indexOf(10);
+      if (i < 0) return;
+      process.stdin.off("data", onData);
+      process.stdin.pause();
+      resolve([buf.subarray(0, i).toString("utf8"), buf.subarray(i + 1)]);
+    };
+    process.stdin.on("data", onData);
+    process.stdin.once("end", () => reject(new Error("cannot read the settings line from stdin")));
+  });
+}
+
+async function main(argv) {
+  if (argv[0] !== "acp") {
+    if (argv[0] === "--help" || argv[0] === "-h") return usage(process.stdout), 0;
+    usage(process.stderr);
+    return 2;
+  }
+  const a = { allow: [] };
+  for (let i = 1; i < argv.length; i++) {
+    const k = argv[i];
+    const val = () => (i + 1 < argv.length ? argv[++i] : null);
+    if (k === "--help" || k === "-h") return usage(process.stdout), 0;
+    if (k === "--shared-store") continue;
+    if (["--cwd", "--db", "--store", "--settings", "--machine-id", "--module", "--allow"].includes(k)) {
+      const v = val();
+      if (v === null) {
+        process.stderr.write(`peri-wasm acp: ${k} needs a value\n`);
+        usage(process.stderr);
+        return 2;
+      }
+      if (k === "--allow") a.allow.push(v);
+      else a[k.slice(2)] = v;
+      continue;
+    }
+    process.stderr.write(`peri-wasm acp: unexpected argument "${k}"\n`);
+    usage(process.stderr);
+    return 2;
+  }
+  const home = process.env.HOME;
+  const modulePath = a.module ?? process.env.PERI_WASM_MODULE ?? DEFAULT_MODULE;
+  if (!fs.existsSync(modulePath))
+    fail(`the agent module ${modulePath} does not exist (build peri-agent.wasm with the normal build, or pass --module FILE)`);
+
+  let settings = {};
+  let pending = null;
+  try {
+    if (a.settings === "-") {
+      const [line, rest] = await firstLine();
+      settings = JSON.parse(line);
+      pending = rest;
+    } else if (a.settings) {
+      settings = JSON.parse(fs.readFileSync(a.settings, "utf8"));
+    } else if (home && fs.existsSync(path.join(home, ".peri", "settings.json"))) {
+      settings = JSON.parse(fs.readFileSync(path.join(home, ".peri", "settings.json"), "utf8"));
+    }
+  } catch (e) {
+    fail(`settings: ${e.message}`);
+  }
+  if (settings === null || typeof settings !== "object" || Array.isArray(settings)) fail("settings must be an object");
+  applyEnv(settings, process.env);
+  const store =
+    a.store ?? a.db ?? process.env.PERI_STORE ?? (typeof settings?.storage === "string" && settings.storage ? settings.storage : null);
+  if (!store) fail("no store: pass --store postgresql://... (the WebAssembly form has no local store)");
+  let machineId = a["machine-id"] ?? process.env.PERI_MACHINE_ID;
+  if (!machineId && home) {
+    try {
+      machineId = fs.readFileSync(path.join(home, ".peri", "machine-id"), "utf8").trim();
+    } catch {
+      // reported below
+    }
+  }
+  if (!machineId) fail("machine id: pass --machine-id ID (a persistent UUID), or set PERI_MACHINE_ID");
+  const cwd = a.cwd ? path.resolve(a.cwd) : process.cwd();
+
+  const allow = [...a.allow, ...grantsOf(settings)];
+  try {
+    const u = new URL(store);
+    if (/^postgres(ql)?:$/i.test(u.protocol) && u.hostname) allow.push(`${u.hostname}:${u.port || 5432}`);
+  } catch {
+    // a local locator: the start object check refuses it
+  }
+
+  let host;
+  try {
+    host = await WasmHost.start({
+      moduleUrl: modulePath,
+      start: { cwd, settings, storage: { url: store, credential: { source: "host" } }, machineId },
+      send: (b) => process.stdout.write(b),
+      onLog: (level, text) => process.stderr.write(`peri-wasm: ${text}\n`),
+      allow,
+    });
+  } catch (e) {
+    fail(e instanceof WasmHostError || e instanceof Error ? e.message : String(e));
+  }
+  process.stdout.on("error", () => {}); // a vanished client is the end of input
+  if (pending && pending.length) host.input(pending);
+  process.stdin.on("data", (d) => host.input(d));
+  // the end may already have been seen while the settings line was read
+  if (!process.stdin.readableEnded) await new Promise((resolve) => process.stdin.once("end", resolve).resume());
+  host.inputEnd();
+  const report = await host.close();
+  if (report.outcome !== "settled") {
+    process.stderr.write(`peri-wasm acp: ${report.outcome === "timeout" ? "the module did not report settlement in time (not a stop)" : report.failure?.message ?? report.outcome}\n`);
+    return 1;
+  }
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  // stdout is asynchronous on pipes: everything the module sent goes out before exit
+  (code) => process.stdout.write("", () => process.exit(code ?? 0)),
+  (e) => fail(e?.message ?? String(e)),
+);

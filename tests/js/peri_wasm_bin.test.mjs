@@ -1,0 +1,105 @@
+// peri_wasm_bin.test.mjs — `sdk/js/bin/peri-wasm.mjs acp` (flags, a missing module, a
+// local store refused, stdio through the host with the test guest) and
+// wasmTransportFactory (the SDK's transport over a WasmHost).
+import test from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { spawn, spawnSync } from "node:child_process";
+import { Sandbox, wasmTransportFactory } from "../../sdk/js/index.mjs";
+import { REPO, missing } from "./harness.mjs";
+
+const BIN = path.join(REPO, "sdk/js/bin/peri-wasm.mjs");
+const run = (args, input = "") => spawnSync(process.execPath, [BIN, ...args], { input, encoding: "utf8", env: { PATH: process.env.PATH, HOME: os.tmpdir() } });
+
+function guestWasm() {
+  const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "peri-js-bin-")), "guest.wasm");
+  const r = spawnSync("clang", ["--target=wasm32-wasi", "-O2", "-mexec-model=reactor", "-o", out, path.join(REPO, "tests/js/guest.c")]);
+  return r.status === 0 ? out : null;
+}
+
+test("usage errors exit 2; --help exits 0", () => {
+  const r = run(["acp", "--bogus"]);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /^peri-wasm acp: unexpected argument "--bogus"\nusage: peri-wasm acp \[--cwd DIR\] \[--db PATH \| --store URL\]/);
+  assert.equal(run(["acp", "--store"]).status, 2);
+  const h = run(["acp", "--help"]);
+  assert.equal(h.status, 0);
+  assert.match(h.stdout, /--machine-id ID/);
+});
+
+test("a missing module is named, in English, exit 1", () => {
+  const r = run(["acp", "--module", "/nonexistent/peri-agent.wasm", "--store", "postgresql://h/d", "--machine-id", "m"]);
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, "peri-wasm acp: the agent module /nonexistent/peri-agent.wasm does not exist (build peri-agent.wasm with the normal build, or pass --module FILE)\n");
+});
+
+test("a local store is refused; a missing machine id is named", (t) => {
+  const wasm = guestWasm();
+  if (missing(t, !wasm && "clang with a wasm32-wasi sysroot is missing")) return;
+  const r = run(["acp", "--module", wasm, "--db", "/tmp/peri.db", "--machine-id", "m"]);
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, /^peri-wasm acp: storage.url must name a remote store \(postgresql:\/\/...\): the local store locator "\/tmp\/peri.db" is refused/);
+  const r2 = run(["acp", "--module", wasm, "--store", "postgresql://h/d"]);
+  assert.equal(r2.status, 1);
+  assert.match(r2.stderr, /machine id: pass --machine-id ID/);
+});
+
+test("stdio through the host: --settings -, input, end of input, settled exit 0", async (t) => {
+  const wasm = guestWasm();
+  if (missing(t, !wasm && "clang with a wasm32-wasi sysroot is missing")) return;
+  const child = spawn(process.execPath, [BIN, "acp", "--module", wasm, "--store", "postgresql://db:5432/peri", "--machine-id", "m-1", "--cwd", "/w", "--settings", "-"], { stdio: ["pipe", "pipe", "pipe"] });
+  let out = "";
+  child.stdout.on("data", (d) => (out += d));
+  child.stdin.write('{"model":"openai:x"}\nnow\n');
+  child.stdin.end("timer 1\n");
+  const code = await new Promise((r) => child.on("exit", r));
+  assert.equal(code, 0);
+  const lines = out.trim().split("\n");
+  assert.match(lines[0], /^start \d+$/);
+  assert.match(lines[1], /^now \d+ \d+$/);
+  assert.match(lines[2], /^timer 0 \d+$/);
+  assert.ok(lines.includes("input_end") && lines.includes("closing"), out);
+});
+
+test("the start object from flags, files and the environment overrides of peri acp", async (t) => {
+  const wasm = guestWasm();
+  if (missing(t, !wasm && "clang with a wasm32-wasi sysroot is missing")) return;
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), "peri-js-home-"));
+  fs.mkdirSync(path.join(home, ".peri"));
+  fs.writeFileSync(path.join(home, ".peri", "settings.json"), JSON.stringify({ model: "openai:a", storage: "postgresql://s/db" }));
+  fs.writeFileSync(path.join(home, ".peri", "machine-id"), "file-mid\n");
+  const r = spawnSync(process.execPath, [BIN, "acp", "--module", wasm, "--cwd", "/abs/w"], {
+    input: "startobj\n",
+    encoding: "utf8",
+    env: { PATH: process.env.PATH, HOME: home, PERI_MODEL: "openai:b", OPENAI_API_KEY: "k1", PERI_CLOSE_GRACE_MS: "7" },
+  });
+  assert.equal(r.status, 0, r.stderr);
+  const line = r.stdout.split("\n").find((l) => l.startsWith("startobj "));
+  assert.deepEqual(JSON.parse(line.slice(9)), {
+    cwd: "/abs/w",
+    settings: { model: "openai:b", storage: "postgresql://s/db", providers: { openai: { apiKey: "k1" } }, closeGraceMs: 7 },
+    storage: { url: "postgresql://s/db", credential: { source: "host" } },
+    machineId: "file-mid",
+  });
+});
+
+test("wasmTransportFactory: the connect request fills the start object; frames both ways", async (t) => {
+  const wasm = guestWasm();
+  if (missing(t, !wasm && "clang with a wasm32-wasi sysroot is missing")) return;
+  // the factory as Sandbox.connect calls it (an Agent would read the frames itself)
+  const factory = wasmTransportFactory({ moduleUrl: wasm, start: { settings: {} } });
+  const transport = await factory({ path: "/remote/work", storeLocator: "postgresql://db/peri", credential: undefined, machineId: "m-2" });
+  assert.equal(await transport.recv(), `start ${JSON.stringify({ cwd: "/remote/work", settings: {}, storage: { url: "postgresql://db/peri" }, machineId: "m-2" }).length}`);
+  transport.send("now");
+  assert.match(await transport.recv(), /^now \d+ \d+$/);
+  const report = await transport.close();
+  assert.equal(report.outcome, "settled");
+  assert.equal(await transport.recv(), "input_end");
+  // and through a Sandbox: the agent's reader owns the frames; disconnect closes the host
+  const sb = new Sandbox({ transportFactory: factory, storeLocator: "postgresql://db/peri", machineId: "m-3" });
+  const agent = await sb.connect("/w2");
+  await agent.disconnect();
+  assert.equal(agent.ended, true);
+});
