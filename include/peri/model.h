@@ -344,8 +344,8 @@ void pm_call_free(pm_call *call);
 /* The request to perform (owned by the call, valid until pm_call_free). */
 const pm_http_request *pm_call_request(const pm_call *call);
 /* Starts an attempt. Events go to on_event(ctx) (stream calls only; may be NULL). out
- * (may be NULL) receives the assembled response: initialised by the first begin (its
- * old contents are not freed), cleared by a retry's begin; the caller clears it. err (may be NULL)
+ * (may be NULL) receives the assembled response: initialised here (what it held is not
+ * freed), cleared by the caller, also after a failed attempt. err (may be NULL)
  * receives the outcome; err and out must stay valid until pm_call_end. */
 void pm_call_begin(pm_call *call, pm_event_fn on_event, void *ctx, pm_response *out, pm_error *err);
 /* The answer's HTTP status code. */

@@ -121,8 +121,7 @@ long pm_call_retry_ms(const pm_call *call) {
 void pm_call_begin(pm_call *call, pm_event_fn on_event, void *ctx, pm_response *out,
                    pm_error *err) {
     attempt_release(call);
-    bool retry = call->ended;
-    if (retry) { /* the backoff after attempt k is the base doubled k times, capped */
+    if (call->ended) { /* the backoff after attempt k is the base doubled k times, capped */
         call->attempt++;
         call->backoff =
             call->backoff * 2 < call->c->retry_max_ms ? call->backoff * 2 : call->c->retry_max_ms;
@@ -131,11 +130,9 @@ void pm_call_begin(pm_call *call, pm_event_fn on_event, void *ctx, pm_response *
     call->err = err ? err : &call->local_err;
     memset(call->err, 0, sizeof *call->err);
     call->resp = out ? out : &call->scratch;
-    if (retry && call->resp != &call->scratch) {
-        pm_response_clear(call->resp); /* what the failed attempt left */
-    } else if (call->resp != &call->scratch) {
-        memset(call->resp, 0, sizeof *call->resp);
-        call->resp->message.role = PM_ROLE_ASSISTANT;
+    if (out) {
+        memset(out, 0, sizeof *out);
+        out->message.role = PM_ROLE_ASSISTANT;
     } else {
         pm_response_clear(&call->scratch);
     }

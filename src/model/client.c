@@ -155,6 +155,7 @@ static pm_status call(pm_client *c, const pm_request *req, bool stream, pm_event
         st = pm_call_end(pc, how, why);
         long wait = pm_call_retry_ms(pc);
         if (wait < 0) break;
+        pm_response_clear(resp); /* the failed attempt's partial answer */
         if (!sleep_cancellable(wait, cancel)) {
             st = pm__fail(err, PM_CANCELLED, "cancelled");
             break;
