@@ -25,6 +25,8 @@
  *   --- the middleware chain (pag_middleware, pag_hook, pag_ports.middlewares,
  *     pag_session_hook, pag_chain_*), session hooks from settings (pag_hooks_*),
  *     pag_project_config.hooks_json.
+ *   --- the resumable turn (pag_turn_*, pag_effect): the turn as a state machine without
+ *     I/O; pag_session_turn_message is its blocking driver.
  */
 #ifndef PERI_AGENT_H
 #define PERI_AGENT_H
