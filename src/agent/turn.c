@@ -159,12 +159,15 @@ static int batch_push(pag_turn *t) {
     return rc;
 }
 
+static void call_state_clear(call_state *cs) {
+    pag_hook_answer_clear(&cs->pre);
+    free(cs->title);
+    free(cs->text);
+}
+
 static void calls_clear(pag_turn *t) {
-    for (size_t i = 0; i < t->ncalls; i++) {
-        free(t->cs[i].title);
-        free(t->cs[i].text);
-        pag_hook_answer_clear(&t->cs[i].pre);
-    }
+    for (size_t i = 0; i < t->ncalls; i++)
+        call_state_clear(&t->cs[i]);
     free(t->calls);
     free(t->cs);
     t->calls = NULL;

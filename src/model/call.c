@@ -49,13 +49,9 @@ static bool build_headers(pm_call *call) {
 /* Ownership: the returned call owns its URL, headers and body; free with pm_call_free. */
 pm_call *pm_call_new(const pm_client *c, const pm_request *req, bool stream, pm_error *err) {
     if (err) memset(err, 0, sizeof *err);
-    if (!c) {
-        pm__fail(err, PM_ERR_ARG, "no model client");
-        return NULL;
-    }
-    pm_call *call = calloc(1, sizeof *call);
+    pm_call *call = c ? calloc(1, sizeof *call) : NULL;
     if (!call) {
-        pm__fail(err, PM_ERR_NOMEM, "out of memory");
+        pm__fail(err, c ? PM_ERR_NOMEM : PM_ERR_ARG, c ? "out of memory" : "no model client");
         return NULL;
     }
     call->c = c;
