@@ -25,6 +25,8 @@
  *   --- the middleware chain (pag_middleware, pag_hook, pag_ports.middlewares,
  *     pag_session_hook, pag_chain_*), session hooks from settings (pag_hooks_*),
  *     pag_project_config.hooks_json.
+ *   --- the resumable turn (pag_turn_*, pag_effect): the turn as a state machine without
+ *     I/O; pag_session_turn_message is its blocking driver.
  */
 #ifndef PERI_AGENT_H
 #define PERI_AGENT_H
@@ -417,6 +419,96 @@ void pag_session_compact(pag_session *s, const char *instructions, pag_turn_resu
 void pag_session_clear(pag_session *s, pag_turn_result *out);
 /* The text of the last assistant message (malloc'd) or NULL. */
 char *pag_session_last_answer(const pag_session *s);
+
+/* ---------------------------------------------------------------- the resumable turn
+ * (src/agent/turn.c, docs/agent-host.md "The turn as a state machine"). One turn of the
+ * RCRA loop as a state machine that never blocks and does no I/O: the driver asks for
+ * the next effect, performs it however it likes (threads and blocking calls natively,
+ * an event loop and host ports in the WebAssembly form) and feeds the result back.
+ * pag_session_turn_message is the native driver over it. Middleware hooks, the tool
+ * title/catalogue functions and the event sink are called synchronously from inside the
+ * feed functions (they are the host's in-process ports).
+ *
+ * Effects, one at a time (pag_turn_next is idempotent until the effect is answered):
+ *   MODEL_CALL  run fx.model.request (borrowed, valid until pag_turn_model_done); pass
+ *               fx.model.on_event/ctx as the call's event callback (NULL: no events,
+ *               a compaction summary). attempt counts retries of the same request.
+ *   TOOL_CALLS  the calls of one assistant message (fx.tools.calls[0..n)). For each:
+ *               pag_turn_tool_start (announces it and passes PreToolUse: true = run it),
+ *               then pag_turn_tool_done with its result; starts and results in any
+ *               order and interleaving.
+ *   PERSIST     commit fx.persist.msgs[0..n) as one atomic batch; pag_turn_persist_done.
+ *   WAIT        arm a timer of fx.wait_ms (a retry's backoff); pag_turn_wait_done.
+ *   DONE        terminal: fx.result (completed / interrupted / failed), exactly once. */
+
+typedef enum pag_effect_kind {
+    PAG_FX_MODEL_CALL = 0,
+    PAG_FX_TOOL_CALLS,
+    PAG_FX_PERSIST,
+    PAG_FX_WAIT,
+    PAG_FX_DONE,
+} pag_effect_kind;
+
+/* One tool call of a TOOL_CALLS effect (strings borrowed from the turn). */
+typedef struct pag_turn_call {
+    const char *id, *name, *arguments;
+    const pag_tool_info *tool; /* NULL: not a known tool (start answers it as an error) */
+} pag_turn_call;
+
+typedef struct pag_effect {
+    pag_effect_kind kind;
+    struct {
+        const pm_request *request;
+        pm_event_fn on_event; /* pag_turn_model_event or NULL */
+        void *ctx;            /* the turn */
+        int attempt;          /* 0, then 1.. for retries after a WAIT */
+        bool summary;         /* an automatic-compaction summary, not a step of the turn */
+    } model;
+    struct {
+        const pag_turn_call *calls;
+        size_t n;
+    } tools;
+    struct {
+        const pm_message *msgs;
+        size_t n;
+    } persist;
+    long wait_ms;
+    const pag_turn_result *result; /* DONE */
+} pag_effect;
+
+typedef struct pag_turn pag_turn;
+
+/* A turn of session s over a prepared user message (takes the parts of *user, left
+ * empty). Nothing runs until the first pag_turn_next. Returns NULL when out of memory
+ * (*user is then left as it was). One turn of a session at a time; free with
+ * pag_turn_free (a turn freed before DONE leaves the history as the last fed effect
+ * left it). */
+pag_turn *pag_turn_new(pag_session *s, pm_message *user);
+void pag_turn_free(pag_turn *t);
+/* The effect the turn waits on now (valid until it is answered). */
+pag_effect_kind pag_turn_next(pag_turn *t, pag_effect *fx);
+/* MODEL_CALL: a stream event of the call (a pm_event_fn; ctx is the turn). */
+int pag_turn_model_event(const pm_stream_event *ev, void *turn);
+/* MODEL_CALL: the call ended. resp (may be NULL) is moved into the turn (left empty).
+ * retry_ms >= 0: the failure may be retried after that many ms (pm_call_retry_ms: the
+ * turn answers WAIT then the same MODEL_CALL again); -1: the outcome is final. */
+void pag_turn_model_done(pag_turn *t, pm_status st, pm_response *resp, const pm_error *err,
+                         long retry_ms);
+/* TOOL_CALLS: announces call i and passes it through PreToolUse. true: run it, then call
+ * pag_turn_tool_done; false: it is already answered (unknown tool, cancelled, denied). */
+bool pag_turn_tool_start(pag_turn *t, size_t i);
+/* TOOL_CALLS: the result of the first started, unanswered call with this id. rc as
+ * pag_tool_ops.run (0 ran, 1 cancelled, -1 internal); out's strings are taken (out is
+ * cleared). 0, or -1 when no such call waits for a result. */
+int pag_turn_tool_done(pag_turn *t, const char *id, int rc, pag_tool_output *out);
+/* PERSIST: 0 committed, else the commit failed (the turn fails). */
+void pag_turn_persist_done(pag_turn *t, int rc);
+/* WAIT: the timer fired (or the driver gives up waiting early). */
+void pag_turn_wait_done(pag_turn *t);
+/* Cancel is an input: the same as pag_session_cancel (any thread). The turn honours it
+ * at its checkpoints: before each step, before each tool call, after a model call or a
+ * wait. */
+void pag_turn_cancel(pag_turn *t);
 
 /* Begins a turn: bumps and returns the turn generation and clears the cancel flag.
  * Call before pag_session_turn, from the thread that serialises turns. */

@@ -34,6 +34,10 @@
  *   - PM_PART_IMAGE and pm_message_add_image (user images).
  *   - pm_config.proxy (last field): NULL keeps libcurl's default, which honours the
  *     http_proxy/https_proxy/no_proxy environment variables; "" disables proxies.
+ *   - the sans-IO call (pm_call_*): the request of one call as plain data and a decoder
+ *     fed with the answer's status, headers and body bytes, so a caller that owns the
+ *     network (an embedder's ports, an event loop) runs model calls without libcurl.
+ *     pm_stream/pm_complete are this same call driven over libcurl.
  */
 #ifndef PERI_MODEL_H
 #define PERI_MODEL_H
@@ -296,6 +300,71 @@ void pm_models_free(char **ids, size_t n);
 
 /* The JSON body that would be sent (malloc'd, caller frees); for tests and logging. */
 char *pm_build_body(const pm_client *c, const pm_request *req, bool stream, pm_error *err);
+
+/* ---------------------------------------------------------------- sans-IO calls
+ * One model call as data: pm_call_new builds the HTTP request (the same URL, headers and
+ * body pm_stream sends); the caller performs it however it likes and feeds the answer
+ * back. The call parses and decodes (SSE, provider JSON), assembles the pm_response,
+ * delivers the stream events, classifies the outcome into a typed error and decides
+ * whether another attempt may follow, and after how long (the client's retry policy:
+ * only while no event was delivered; Retry-After honoured, capped). It does no I/O,
+ * reads no clock and never blocks. pm_stream and pm_complete drive this same object
+ * over libcurl, so both paths share every byte of decoding.
+ *
+ * Per attempt: pm_call_begin, then pm_call_status (before the first body byte),
+ * pm_call_header for each header line, pm_call_body for each piece of the body, then
+ * pm_call_end exactly once. After a failure, pm_call_retry_ms says whether to begin
+ * another attempt (the caller waits that long, then calls pm_call_begin again). */
+
+typedef struct pm_http_request {
+    const char *method;         /* "POST" */
+    const char *url;            /* absolute http(s) URL */
+    const char *const *headers; /* "Name: value" lines, nheaders of them */
+    size_t nheaders;
+    const char *body; /* JSON text, body_len bytes */
+    size_t body_len;
+} pm_http_request;
+
+/* How the transport ended an attempt. */
+typedef enum pm_transport {
+    PM_TRANSPORT_OK = 0,    /* the whole body arrived */
+    PM_TRANSPORT_PARTIAL,   /* the connection closed before the body was complete */
+    PM_TRANSPORT_FAILED,    /* connect/DNS/TLS/reset/timeout: no usable answer */
+    PM_TRANSPORT_CANCELLED, /* the caller gave up (cancel) */
+} pm_transport;
+
+typedef struct pm_call pm_call;
+
+/* Builds the call of req (stream: an SSE request, else "stream": false) for client c's
+ * endpoint and retry policy. c and the strings of req are only read during the call to
+ * pm_call_new (the request is copied into the call); c must outlive the call. Returns
+ * the call (free with pm_call_free) or NULL with err (PM_ERR_ARG, PM_ERR_NOMEM). */
+pm_call *pm_call_new(const pm_client *c, const pm_request *req, bool stream, pm_error *err);
+void pm_call_free(pm_call *call);
+/* The request to perform (owned by the call, valid until pm_call_free). */
+const pm_http_request *pm_call_request(const pm_call *call);
+/* Starts an attempt. Events go to on_event(ctx) (stream calls only; may be NULL). out
+ * (may be NULL) receives the assembled response: initialised here (what it held is not
+ * freed), cleared by the caller, also after a failed attempt. err (may be NULL)
+ * receives the outcome; err and out must stay valid until pm_call_end. */
+void pm_call_begin(pm_call *call, pm_event_fn on_event, void *ctx, pm_response *out, pm_error *err);
+/* The answer's HTTP status code. */
+void pm_call_status(pm_call *call, long http_status);
+/* One header line ("Name: value", with or without its CRLF). Retry-After is read. */
+void pm_call_header(pm_call *call, const char *line, size_t len);
+/* A piece of the body. 0: go on; -1: stop reading (the decoder or the event callback
+ * failed, or the answer is too large); pm_call_end then says why. */
+int pm_call_body(pm_call *call, const void *bytes, size_t n);
+/* Ends the attempt: PM_OK once the whole answer was decoded (the last event was
+ * PM_EV_DONE), else the typed error (also in err). why: the transport's own message for
+ * PM_TRANSPORT_FAILED (may be NULL). */
+pm_status pm_call_end(pm_call *call, pm_transport how, const char *why);
+/* After pm_call_end: the delay in ms before another attempt may begin, or -1 when the
+ * outcome is final (success, cancel, a failure that is not retryable, an event already
+ * delivered, or the client's retries used up). */
+long pm_call_retry_ms(const pm_call *call);
+/* Attempts begun so far. */
+int pm_call_attempts(const pm_call *call);
 
 #ifdef __cplusplus
 }

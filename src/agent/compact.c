@@ -54,50 +54,74 @@ int64_t pag__view_tokens(const struct pag_session *s, const pm_message *extra) {
     return est + (extra ? pag_estimate_tokens(extra, 1) : 0);
 }
 
-pm_status pag__summarize(struct pag_session *s, const char *focus, char **summary, pm_error *err) {
-    *summary = NULL;
+int pag__summary_request(const struct pag_session *s, const char *focus, pag__summary *out) {
     static const char ask[] =
         "Summarize the conversation so far for your own later use: the user's goals, what "
         "was done (files read or changed, commands run, results), decisions made and what is "
         "still open. Be complete but concise; this summary will replace the earlier messages.";
+    memset(out, 0, sizeof *out);
     size_t base = s->view <= s->nhist ? s->view : 0;
     size_t n = sizeof ask + (focus ? strlen(focus) + 32 : 0);
     char *text = malloc(n);
-    pm_message *msgs = calloc(s->nhist - base + 1, sizeof *msgs);
-    if (!text || !msgs) {
+    out->msgs = calloc(s->nhist - base + 1, sizeof *out->msgs);
+    if (!text || !out->msgs) {
         free(text);
-        free(msgs);
-        snprintf(err->message, sizeof err->message, "out of memory");
-        return PM_ERR_NOMEM;
+        free(out->msgs);
+        out->msgs = NULL;
+        return -1;
     }
     snprintf(text, n, "%s%s%s", ask, focus && *focus ? "\nFocus: " : "",
              focus && *focus ? focus : "");
-    memcpy(msgs, s->hist + base, (s->nhist - base) * sizeof *msgs); /* borrowed views */
-    pm_message *q = &msgs[s->nhist - base];
+    memcpy(out->msgs, s->hist + base, (s->nhist - base) * sizeof *out->msgs); /* borrowed */
+    pm_message *q = &out->msgs[s->nhist - base];
     pm_message_init(q, PM_ROLE_USER);
+    pm_status st = pm_message_add_text(q, text);
+    free(text);
+    if (st != PM_OK) {
+        free(out->msgs);
+        out->msgs = NULL;
+        return -1;
+    }
+    out->nmsgs = s->nhist - base + 1;
+    out->req = (pm_request){.model = s->ports.model_name,
+                            .system = s->system_prompt,
+                            .messages = out->msgs,
+                            .nmessages = out->nmsgs,
+                            .temperature = -1};
+    return 0;
+}
+
+void pag__summary_free(pag__summary *sr) {
+    if (sr->msgs) pm_message_clear(&sr->msgs[sr->nmsgs - 1]); /* only the question is owned */
+    free(sr->msgs);
+    memset(sr, 0, sizeof *sr);
+}
+
+pm_status pag__summary_text(pm_status st, const pm_response *resp, char **summary, pm_error *err) {
+    *summary = NULL;
+    if (st != PM_OK) return st;
+    *summary = pm_message_text(&resp->message);
+    if (!*summary || !**summary) { /* an empty summary would lose everything */
+        free(*summary);
+        *summary = NULL;
+        snprintf(err->message, sizeof err->message, "the model wrote an empty summary");
+        return PM_ERR_PROTOCOL;
+    }
+    return PM_OK;
+}
+
+pm_status pag__summarize(struct pag_session *s, const char *focus, char **summary, pm_error *err) {
+    *summary = NULL;
+    pag__summary sr;
+    if (pag__summary_request(s, focus, &sr)) {
+        snprintf(err->message, sizeof err->message, "out of memory");
+        return PM_ERR_NOMEM;
+    }
     pm_response resp;
     memset(&resp, 0, sizeof resp);
-    pm_status st = pm_message_add_text(q, text);
-    if (st == PM_OK) {
-        pm_request req = {.model = s->ports.model_name,
-                          .system = s->system_prompt,
-                          .messages = msgs,
-                          .nmessages = s->nhist - base + 1,
-                          .temperature = -1};
-        st = s->ports.reason(s->ports.ctx, &req, NULL, NULL, s->cancelp, &resp, err);
-    }
-    pm_message_clear(q);
-    free(msgs);
-    free(text);
-    if (st == PM_OK) {
-        *summary = pm_message_text(&resp.message);
-        if (!*summary || !**summary) { /* an empty summary would lose everything */
-            free(*summary);
-            *summary = NULL;
-            snprintf(err->message, sizeof err->message, "the model wrote an empty summary");
-            st = PM_ERR_PROTOCOL;
-        }
-    }
+    pm_status st = s->ports.reason(s->ports.ctx, &sr.req, NULL, NULL, s->cancelp, &resp, err);
+    pag__summary_free(&sr);
+    st = pag__summary_text(st, &resp, summary, err);
     pm_response_clear(&resp);
     return st;
 }

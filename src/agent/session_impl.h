@@ -1,6 +1,7 @@
 /*
  * session_impl.h — the pag_session layout, shared by session.c (aggregate,
- * history, replay) and loop.c (the RCRA turn). Internal to src/agent/.
+ * history, replay), turn.c (the RCRA turn as a state machine) and loop.c (its native
+ * driver, /compact and /clear). Internal to src/agent/.
  */
 #ifndef PAG_SESSION_IMPL_H
 #define PAG_SESSION_IMPL_H
@@ -47,10 +48,31 @@ char *pag__goal_note(struct pag_session *s);
 int pag__hist_push(struct pag_session *s, pm_message *m);
 const pag_tool_info *pag__tool_find(const struct pag_session *s, const char *name);
 
+/* turn.c: what the resumable turn shares with /compact and /clear (loop.c): an event
+ * stamped with the turn generation, a failed result, a model failure's result, and the
+ * cancel flag. */
+void pag__emit(struct pag_session *s, uint64_t gen, pag_event *ev);
+void pag__fail(pag_turn_result *out, const char *kind, long http, const char *msg);
+void pag__model_failure(pag_turn_result *out, pm_status st, const pm_error *err);
+bool pag__cancelled(const struct pag_session *s);
+
 /* compact.c: the model-written summary behind /compact and automatic compaction.
  * Asks the model to summarize hist[view..nhist) (focus: the user's instructions, may be
  * NULL). PM_OK with *summary (malloc'd, caller frees), else the model's status and err. */
 pm_status pag__summarize(struct pag_session *s, const char *focus, char **summary, pm_error *err);
+/* The summary request itself, for the blocking pag__summarize and the resumable turn:
+ * the view plus one question (owned), borrowed history messages. */
+typedef struct pag__summary {
+    pm_request req;
+    pm_message *msgs; /* owned array: borrowed history views, then the owned question */
+    size_t nmsgs;
+} pag__summary;
+/* 0, or -1 when out of memory. Free with pag__summary_free. */
+int pag__summary_request(const struct pag_session *s, const char *focus, pag__summary *out);
+void pag__summary_free(pag__summary *sr);
+/* The summary text of a finished summary call (st: the call's status): PM_OK with
+ * *summary (malloc'd), else st or PM_ERR_PROTOCOL for an empty summary (err says so). */
+pm_status pag__summary_text(pm_status st, const pm_response *resp, char **summary, pm_error *err);
 /* The token estimate of the model's view plus extra (usage reports are truth for the
  * prefix they covered). */
 int64_t pag__view_tokens(const struct pag_session *s, const pm_message *extra);

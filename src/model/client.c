@@ -1,11 +1,11 @@
 /*
- * client.c — the pm_client: one provider endpoint. Builds the request, runs attempts
- * (http.c), classifies failures into typed errors and retries with backoff while nothing
- * has been delivered to the caller.
+ * client.c — the pm_client: one provider endpoint and its retry policy. pm_stream and
+ * pm_complete are the blocking form of a sans-IO call (call.c): each attempt is performed
+ * over libcurl (http.c), the call classifies it and says whether and when to retry, and
+ * the wait between attempts is a cancellable sleep here.
  */
 #include "model_int.h"
 
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,14 +41,6 @@ bool pm_provider_parse(const char *name, pm_provider *out) {
     return true;
 }
 
-pm_status pm_global_init(void) {
-    return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? PM_OK : PM_ERR_NOMEM;
-}
-
-void pm_global_cleanup(void) {
-    curl_global_cleanup();
-}
-
 void pm_response_clear(pm_response *r) {
     if (!r) return;
     pm_message_clear(&r->message);
@@ -67,8 +59,7 @@ static void clear_err(pm_error *err) {
 
 void pm_client_free(pm_client *c) {
     if (!c) return;
-    if (c->easy) curl_easy_cleanup(c->easy);
-    if (c->multi) curl_multi_cleanup(c->multi);
+    pm__http_free(c);
     free(c->base_url);
     free(c->api_key);
     free(c->anthropic_version);
@@ -92,10 +83,8 @@ static bool client_init(pm_client *c, const pm_config *cfg) {
     c->retry_after_cap_ms = cfg->retry_after_cap_ms > 0 ? cfg->retry_after_cap_ms : 30000;
     c->proxy = cfg->proxy ? strdup(cfg->proxy) : NULL;
     c->context_1m = cfg->context_1m;
-    c->easy = curl_easy_init();
-    c->multi = curl_multi_init();
-    return c->base_url && c->api_key && c->anthropic_version && c->easy && c->multi &&
-           (!cfg->proxy || c->proxy);
+    bool http = pm__http_init(c);
+    return c->base_url && c->api_key && c->anthropic_version && http && (!cfg->proxy || c->proxy);
 }
 
 pm_client *pm_client_new(const pm_config *cfg, pm_error *err) {
@@ -129,8 +118,6 @@ char *pm_build_body(const pm_client *c, const pm_request *req, bool stream, pm_e
                                              : pm__anthropic_body(req, stream, err);
 }
 
-/* ---------------------------------------------------------------- one HTTP attempt */
-
 /* ---------------------------------------------------------------- the call */
 
 static bool cancelled(atomic_int *cancel) {
@@ -158,121 +145,23 @@ static pm_status call(pm_client *c, const pm_request *req, bool stream, pm_event
     memset(resp, 0, sizeof *resp);
     resp->message.role = PM_ROLE_ASSISTANT;
     if (!c) return pm__fail(err, PM_ERR_ARG, "no model client");
-    char *body = pm_build_body(c, req, stream, err);
-    if (!body) return err->status;
-    size_t ulen = strlen(c->base_url) + 32;
-    char *url = malloc(ulen);
-    struct curl_slist *hdrs = NULL;
-    pb_buf hbuf = {0};
-    pm_status st = PM_OK;
-    if (!url) {
-        st = pm__fail(err, PM_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    snprintf(url, ulen, "%s%s", c->base_url,
-             c->provider == PM_PROVIDER_OPENAI ? "/chat/completions" : "/v1/messages");
-    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-    hdrs = h;
-    if (h)
-        h = curl_slist_append(hdrs,
-                              stream ? "Accept: text/event-stream" : "Accept: application/json");
-    /* no "Expect: 100-continue" for large conversations: a server that ignores it would
-     * cost a one-second stall per call */
-    if (h) h = curl_slist_append(hdrs, "Expect:");
-    if (h && *c->api_key) {
-        const char *pre =
-            c->provider == PM_PROVIDER_OPENAI ? "Authorization: Bearer " : "x-api-key: ";
-        if (!pb_buf_put(&hbuf, pre, strlen(pre)) ||
-            !pb_buf_put(&hbuf, c->api_key, strlen(c->api_key)))
-            h = NULL;
-        else
-            h = curl_slist_append(hdrs, hbuf.p);
-    }
-    if (h && c->provider == PM_PROVIDER_ANTHROPIC) {
-        pb_buf_reset(&hbuf);
-        if (!pb_buf_put(&hbuf, "anthropic-version: ", 19) ||
-            !pb_buf_put(&hbuf, c->anthropic_version, strlen(c->anthropic_version)))
-            h = NULL;
-        else
-            h = curl_slist_append(hdrs, hbuf.p);
-    }
-    if (h && c->provider == PM_PROVIDER_ANTHROPIC && c->context_1m)
-        h = curl_slist_append(hdrs, "anthropic-beta: context-1m-2025-08-07");
-    if (!h) {
-        st = pm__fail(err, PM_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    long backoff = c->retry_base_ms;
-    for (int attempt_no = 0;; attempt_no++) {
-        pm_response_clear(resp);
-        pm__sink sink;
-        pm__sink_init(&sink, stream ? fn : NULL, ctx, resp, err);
-        pm__attempt a = {
-            .c = c, .stream = stream, .sink = &sink, .cancel = cancel, .retry_after_ms = -1};
-        pm__sse_init(&a.sse);
-        pm__decoder_init(&a.dec, c->provider, &sink);
-        char errbuf[CURL_ERROR_SIZE] = "";
-        err->attempts = attempt_no + 1;
-        CURLcode cc = pm__perform(&a, url, hdrs, body, errbuf);
-        err->http_status = a.status;
-        bool retryable = false;
-        bool ok2xx = a.status >= 200 && a.status < 300;
-        if (cancelled(cancel) || sink.status == PM_CANCELLED) {
-            if (sink.status != PM_CANCELLED) pm__fail(err, PM_CANCELLED, "cancelled");
-            st = PM_CANCELLED;
-        } else if (sink.status != PM_OK) {
-            st = sink.status; /* decoder/protocol/callback failure */
-            retryable = sink.retryable;
-        } else if (cc != CURLE_OK && !(a.stream && ok2xx && cc == CURLE_PARTIAL_FILE)) {
-            if (a.body_too_big)
-                st = pm__fail(err, PM_ERR_PROTOCOL, "answer larger than %u bytes", PM__MAX_BODY);
-            else
-                st = pm__fail(err, PM_ERR_NETWORK, "%s",
-                              errbuf[0] ? errbuf : curl_easy_strerror(cc));
-            retryable = !a.body_too_big;
-        } else if (a.status == 401 || a.status == 403) {
-            st = pm__fail(err, PM_ERR_AUTH, "HTTP %ld", a.status);
-            pm__explain_body(err, &a.body);
-        } else if (!ok2xx) {
-            st = pm__fail(err, PM_ERR_HTTP, "HTTP %ld", a.status);
-            pm__explain_body(err, &a.body);
-            retryable = a.status == 429 || a.status == 408 || a.status >= 500;
-        } else if (stream) {
-            if (pm__sse_finish(&a.sse, pm__decode_sse, &a.dec) == 0) pm__decode_eof(&a.dec);
-            st = sink.status;
-            if (st == PM_OK && cc == CURLE_PARTIAL_FILE)
-                st = pm__fail(err, PM_ERR_NETWORK, "connection closed mid-stream");
-        } else {
-            pm__decode_full(&a.dec, a.body.p ? a.body.p : "", a.body.len);
-            st = sink.status;
-        }
-        if (st == PM_OK && !sink.done)
-            st = pm__fail(err, PM_ERR_PROTOCOL, "the answer ended without completing");
-        if (st == PM_ERR_NOMEM) retryable = false;
-        if (st == PM_OK) err->status = PM_OK, err->message[0] = '\0';
-        long wait = a.retry_after_ms >= 0
-                        ? (a.retry_after_ms < c->retry_after_cap_ms ? a.retry_after_ms
-                                                                    : c->retry_after_cap_ms)
-                        : backoff;
-        bool again = st != PM_OK && st != PM_CANCELLED && retryable && sink.delivered == 0 &&
-                     attempt_no < c->max_retries;
-        pm__sink_flush(&sink); /* a failed call still hands back the text that arrived */
-        pm__decoder_free(&a.dec);
-        pm__sse_free(&a.sse);
-        pb_buf_free(&a.body);
-        pm__sink_free(&sink);
-        if (!again) break;
+    pm_call *pc = pm_call_new(c, req, stream, err);
+    if (!pc) return err->status;
+    pm_status st;
+    for (;;) {
+        pm_call_begin(pc, fn, ctx, resp, err);
+        char why[256];
+        pm_transport how = pm__perform(c, pc, cancel, why, sizeof why);
+        st = pm_call_end(pc, how, why);
+        long wait = pm_call_retry_ms(pc);
+        if (wait < 0) break;
+        pm_response_clear(resp); /* the failed attempt's partial answer */
         if (!sleep_cancellable(wait, cancel)) {
             st = pm__fail(err, PM_CANCELLED, "cancelled");
             break;
         }
-        backoff = backoff * 2 < c->retry_max_ms ? backoff * 2 : c->retry_max_ms;
     }
-done:
-    free(body);
-    free(url);
-    pb_buf_free(&hbuf);
-    curl_slist_free_all(hdrs);
+    pm_call_free(pc);
     if (!out) pm_response_clear(&scratch);
     return st;
 }

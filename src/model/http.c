@@ -1,97 +1,133 @@
 /*
- * http.c — one HTTP attempt over libcurl's multi interface: the transfer is driven with
- * curl_multi_poll and a POLL_MS timeout, so the cancel flag is seen within ~20 ms even
- * while the server sends nothing. Streamed 2xx bodies go straight into the SSE parser and
- * decoder; other bodies are collected (bounded).
+ * http.c — the libcurl side of the model layer: the process setup, the client's
+ * easy/multi handles, and one attempt of a sans-IO call (call.c) performed over
+ * libcurl's multi interface. The transfer is driven with curl_multi_poll and a POLL_MS
+ * timeout, so the cancel flag is seen within ~20 ms even while the server sends
+ * nothing. Status, header lines and body bytes go straight into the call, which does
+ * all parsing, decoding and classification: this file only moves bytes.
  */
 #include "model_int.h"
 
+#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
-#define POLL_MS       20
-#define ERR_BODY_KEEP 8192 /* bytes of an error body kept to explain it */
+#define POLL_MS 20
+
+/* One attempt's transfer state (the call does the rest). */
+typedef struct xfer {
+    CURL *easy;
+    pm_call *call;
+    atomic_int *cancel;
+    bool status_known;
+} xfer;
+
+pm_status pm_global_init(void) {
+    return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? PM_OK : PM_ERR_NOMEM;
+}
+
+void pm_global_cleanup(void) {
+    curl_global_cleanup();
+}
+
+bool pm__http_init(pm_client *c) {
+    c->easy = curl_easy_init();
+    c->multi = curl_multi_init();
+    return c->easy && c->multi;
+}
+
+void pm__http_free(pm_client *c) {
+    if (c->easy) curl_easy_cleanup(c->easy);
+    if (c->multi) curl_multi_cleanup(c->multi);
+    c->easy = c->multi = NULL;
+}
 
 static bool cancelled(atomic_int *cancel) {
     return cancel && atomic_load(cancel) != 0;
 }
 
+static void know_status(xfer *x) {
+    if (x->status_known) return;
+    long st = 0;
+    curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &st);
+    pm_call_status(x->call, st);
+    x->status_known = true;
+}
+
 static size_t on_header(char *buf, size_t size, size_t n, void *ud) {
-    pm__attempt *a = ud;
-    size_t len = size * n;
-    static const char key[] = "retry-after:";
-    if (len > sizeof key - 1 && strncasecmp(buf, key, sizeof key - 1) == 0) {
-        char tmp[64];
-        size_t vl = len - (sizeof key - 1);
-        if (vl >= sizeof tmp) vl = sizeof tmp - 1;
-        memcpy(tmp, buf + sizeof key - 1, vl);
-        tmp[vl] = '\0';
-        char *end;
-        double secs = strtod(tmp, &end);
-        if (end != tmp && secs >= 0) /* an HTTP-date is ignored: backoff applies instead */
-            a->retry_after_ms = (long)(secs * 1000);
-    }
-    return len;
+    xfer *x = ud;
+    pm_call_header(x->call, buf, size * n);
+    return size * n;
 }
 
 static size_t on_write(char *data, size_t size, size_t n, void *ud) {
-    pm__attempt *a = ud;
-    size_t len = size * n;
-    if (a->status == 0) curl_easy_getinfo(a->c->easy, CURLINFO_RESPONSE_CODE, &a->status);
-    if (cancelled(a->cancel)) return 0;
-    bool ok_status = a->status >= 200 && a->status < 300;
-    if (a->stream && ok_status) {
-        if (pm__sse_feed(&a->sse, data, len, pm__decode_sse, &a->dec) != 0) {
-            if (a->sink->status == PM_OK)
-                pm__sink_fail(a->sink, PM_ERR_PROTOCOL, "event stream line too long");
-            a->stopped = true;
-            return 0;
-        }
-        return len;
-    }
-    size_t keep = ok_status ? PM__MAX_BODY : ERR_BODY_KEEP;
-    if (a->body.len + len > keep) {
-        if (ok_status) {
-            a->body_too_big = true;
-            return 0;
-        }
-        len = keep > a->body.len ? keep - a->body.len : 0;
-        if (len && !pb_buf_put(&a->body, data, len)) return 0;
-        return size * n;
-    }
-    if (!pb_buf_put(&a->body, data, len)) {
-        pm__sink_fail(a->sink, PM_ERR_NOMEM, "out of memory");
-        a->stopped = true;
-        return 0;
-    }
-    return len;
+    xfer *x = ud;
+    know_status(x);
+    if (cancelled(x->cancel)) return 0;
+    return pm_call_body(x->call, data, size * n) == 0 ? size * n : 0;
 }
 
 static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un) {
     (void)dt, (void)dn, (void)ut, (void)un;
-    return cancelled(((pm__attempt *)ud)->cancel) ? 1 : 0;
+    return cancelled(((xfer *)ud)->cancel) ? 1 : 0;
 }
 
-/* Performs the transfer; returns the curl code (CURLE_ABORTED_BY_CALLBACK on cancel). */
-CURLcode pm__perform(pm__attempt *a, const char *url, struct curl_slist *hdrs, const char *body,
-                     char *errbuf) {
-    pm_client *c = a->c;
+/* The call's header lines as a curl list, plus "Expect:" (no 100-continue for large
+ * conversations: a server that ignores it would cost a one-second stall per call).
+ * NULL when out of memory. Caller frees with curl_slist_free_all. */
+static struct curl_slist *header_list(const pm_http_request *r) {
+    struct curl_slist *hdrs = NULL;
+    for (size_t i = 0; i <= r->nheaders; i++) {
+        struct curl_slist *h = curl_slist_append(hdrs, i < r->nheaders ? r->headers[i] : "Expect:");
+        if (!h) {
+            curl_slist_free_all(hdrs);
+            return NULL;
+        }
+        hdrs = h;
+    }
+    return hdrs;
+}
+
+static pm_transport transfer(pm_client *c, xfer *x, const pm_http_request *r,
+                             struct curl_slist *hdrs, char *errbuf);
+
+pm_transport pm__perform(pm_client *c, pm_call *call, atomic_int *cancel, char *why,
+                         size_t whylen) {
+    const pm_http_request *r = pm_call_request(call);
+    char errbuf[CURL_ERROR_SIZE] = "";
+    struct curl_slist *hdrs = header_list(r);
+    xfer x = {.easy = c->easy, .call = call, .cancel = cancel};
+    pm_transport how;
+    if (!hdrs || !c->easy || !c->multi) {
+        snprintf(errbuf, sizeof errbuf, "out of memory");
+        how = PM_TRANSPORT_FAILED;
+    } else {
+        how = transfer(c, &x, r, hdrs, errbuf);
+    }
+    curl_slist_free_all(hdrs);
+    if (how != PM_TRANSPORT_CANCELLED && cancelled(cancel)) how = PM_TRANSPORT_CANCELLED;
+    snprintf(why, whylen, "%s", errbuf);
+    return how;
+}
+
+/* Runs the transfer; the curl result mapped onto the call's transport outcome. */
+static pm_transport transfer(pm_client *c, xfer *x, const pm_http_request *r,
+                             struct curl_slist *hdrs, char *errbuf) {
     CURL *e = c->easy;
     curl_easy_reset(e);
-    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_URL, r->url);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(e, CURLOPT_POST, 1L);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, a);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, a);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(e, CURLOPT_XFERINFODATA, a);
+    curl_easy_setopt(e, CURLOPT_XFERINFODATA, x);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
@@ -103,7 +139,10 @@ CURLcode pm__perform(pm__attempt *a, const char *url, struct curl_slist *hdrs, c
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     if (c->proxy) curl_easy_setopt(e, CURLOPT_PROXY, c->proxy);
-    if (curl_multi_add_handle(c->multi, e) != CURLM_OK) return CURLE_OUT_OF_MEMORY;
+    if (curl_multi_add_handle(c->multi, e) != CURLM_OK) {
+        snprintf(errbuf, CURL_ERROR_SIZE, "out of memory");
+        return PM_TRANSPORT_FAILED;
+    }
     CURLcode result = CURLE_OK;
     int running = 1;
     while (running) {
@@ -111,7 +150,7 @@ CURLcode pm__perform(pm__attempt *a, const char *url, struct curl_slist *hdrs, c
             result = CURLE_OUT_OF_MEMORY;
             break;
         }
-        if (cancelled(a->cancel)) {
+        if (cancelled(x->cancel)) {
             result = CURLE_ABORTED_BY_CALLBACK;
             running = 0;
             break;
@@ -128,20 +167,10 @@ CURLcode pm__perform(pm__attempt *a, const char *url, struct curl_slist *hdrs, c
             if (m->msg == CURLMSG_DONE && m->easy_handle == e) result = m->data.result;
     }
     curl_multi_remove_handle(c->multi, e);
-    if (a->status == 0) curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &a->status);
-    return result;
-}
-
-/* Pulls "error.message" (both providers) out of an error body. */
-void pm__explain_body(pm_error *err, const pb_buf *body) {
-    if (!err || !body->p) return;
-    snprintf(err->body, sizeof err->body, "%s", body->p);
-    pj_error_t je;
-    pj_t *o = pj_loadb(body->p, body->len, 0, &je);
-    const char *msg = pm__jstr(pj_object_get(o, "error"), "message");
-    if (msg) {
-        size_t n = strlen(err->message);
-        snprintf(err->message + n, sizeof err->message - n, ": %s", msg);
-    }
-    pj_decref(o);
+    know_status(x);
+    if (result == CURLE_OK) return PM_TRANSPORT_OK;
+    if (result == CURLE_ABORTED_BY_CALLBACK && cancelled(x->cancel)) return PM_TRANSPORT_CANCELLED;
+    if (result == CURLE_PARTIAL_FILE) return PM_TRANSPORT_PARTIAL;
+    if (!errbuf[0]) snprintf(errbuf, CURL_ERROR_SIZE, "%s", curl_easy_strerror(result));
+    return PM_TRANSPORT_FAILED;
 }

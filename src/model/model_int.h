@@ -10,7 +10,6 @@
 
 #include "peri/base.h"
 
-#include <curl/curl.h>
 #include "peri/json.h"
 
 /* ---------------------------------------------------------------- byte buffer */
@@ -138,29 +137,43 @@ struct pm_client {
     long connect_timeout_ms, request_timeout_ms, idle_timeout_ms;
     int max_retries;
     long retry_base_ms, retry_max_ms, retry_after_cap_ms;
-    CURL *easy; /* reused so connections (keep-alive) survive between calls */
-    CURLM *multi;
+    /* libcurl's easy and multi handles (CURL *, CURLM *), made and freed by http.c only:
+     * every other file of the layer is free of libcurl, so the sans-IO call (call.c)
+     * builds without it. Reused so connections (keep-alive) survive between calls. */
+    void *easy, *multi;
 };
 
-/* One HTTP attempt: its parser, decoder and collected body. */
-typedef struct pm__attempt {
-    pm_client *c;
+/* One model call without I/O (call.c): the request it describes and the state of its
+ * current attempt (parser, decoder, sink, collected body). */
+struct pm_call {
+    const pm_client *c;
     bool stream;
+    pm_http_request req; /* points into url/hdrs/body below */
+    char *url, *body;    /* owned */
+    char **hdrs;         /* owned header lines */
+    size_t nhdrs;
+    /* the current attempt */
+    int attempt;  /* 0-based */
+    long backoff; /* the backoff before the next attempt when the server names none */
+    bool begun, ended;
+    pm_error *err, local_err;
+    pm_response *resp, scratch;
     pm__sse sse;
     pm__decoder dec;
-    pm__sink *sink;
-    pb_buf body; /* non-streaming answer, or an error body */
+    pm__sink sink;
+    pb_buf body_in; /* non-streaming answer, or an error body */
     long status;
     long retry_after_ms;
     bool body_too_big;
-    bool stopped; /* the write callback refused data (decoder/callback stop) */
-    atomic_int *cancel;
-} pm__attempt;
+    long retry_ms; /* after pm_call_end: the delay before another attempt, or -1 */
+};
 
-/* Performs the transfer; returns the curl code (CURLE_ABORTED_BY_CALLBACK on cancel).
- * errbuf has CURL_ERROR_SIZE bytes. */
-CURLcode pm__perform(pm__attempt *a, const char *url, struct curl_slist *hdrs, const char *body,
-                     char *errbuf);
+/* http.c: the client's libcurl handles (false when they cannot be made), their release,
+ * and one attempt of call over them: it feeds the call (pm_call_status/header/body) and
+ * returns how the transfer ended (PM_TRANSPORT_*; *why holds libcurl's message). */
+bool pm__http_init(pm_client *c);
+void pm__http_free(pm_client *c);
+pm_transport pm__perform(pm_client *c, pm_call *call, atomic_int *cancel, char *why, size_t whylen);
 /* Appends the body's "error.message" (both providers) to err->message; keeps an excerpt. */
 void pm__explain_body(pm_error *err, const pb_buf *body);
 

@@ -8,6 +8,8 @@
  */
 #include "model_int.h"
 
+#include <curl/curl.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,0 +1,222 @@
+/*
+ * test_call.c — the sans-IO model call (pm_call_*) without a network: the request it
+ * describes (URL, header lines, body), answers fed byte by byte, the typed outcomes
+ * (auth, HTTP, network, protocol, cancel) and the retry policy (Retry-After capped,
+ * exponential backoff, never after an event was delivered, retries used up).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "peri/model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pm_client *client(pm_provider p, int retries) {
+    pm_config cfg = {.provider = p,
+                     .base_url = "http://model.invalid/",
+                     .api_key = "sk-1",
+                     .context_1m = true,
+                     .max_retries = retries};
+    pm_error err;
+    pm_client *c = pm_client_new(&cfg, &err);
+    assert_non_null(c);
+    return c;
+}
+
+/* One user message "hi" to model "m" (the call copies what it needs at once). */
+static const pm_request *request(void) {
+    static const pm_part part = {.kind = PM_PART_TEXT, .text = "hi"};
+    static const pm_message m = {.role = PM_ROLE_USER, .parts = (pm_part *)&part, .nparts = 1};
+    static const pm_request req = {.model = "m", .messages = &m, .nmessages = 1, .temperature = -1};
+    return &req;
+}
+
+typedef struct seen {
+    int n;
+    char text[128];
+} seen;
+
+static int on_event(const pm_stream_event *ev, void *ctx) {
+    seen *s = ctx;
+    s->n++;
+    if (ev->kind == PM_EV_TEXT_DELTA)
+        snprintf(s->text + strlen(s->text), sizeof s->text - strlen(s->text), "%.*s", (int)ev->len,
+                 ev->text);
+    return 0;
+}
+
+/* One attempt: status, an optional header, the body one byte at a time. */
+static pm_status attempt(pm_call *call, seen *s, pm_response *resp, pm_error *err, long status,
+                         const char *header, const char *body, pm_transport how) {
+    pm_call_begin(call, on_event, s, resp, err);
+    pm_call_status(call, status);
+    if (header) pm_call_header(call, header, strlen(header));
+    for (size_t i = 0; body && body[i]; i++)
+        if (pm_call_body(call, body + i, 1)) break;
+    return pm_call_end(call, how, how == PM_TRANSPORT_FAILED ? "connection refused" : NULL);
+}
+
+static void test_request(void **state) {
+    (void)state;
+    pm_client *c = client(PM_PROVIDER_ANTHROPIC, 0);
+    pm_error err;
+    pm_call *call = pm_call_new(c, request(), true, &err);
+    assert_non_null(call);
+    const pm_http_request *r = pm_call_request(call);
+    assert_string_equal(r->method, "POST");
+    assert_string_equal(r->url, "http://model.invalid/v1/messages");
+    const char *want[] = {"Content-Type: application/json", "Accept: text/event-stream",
+                          "x-api-key: sk-1", "anthropic-version: 2023-06-01",
+                          "anthropic-beta: context-1m-2025-08-07"};
+    assert_int_equal(r->nheaders, 5);
+    for (size_t i = 0; i < 5; i++)
+        assert_string_equal(r->headers[i], want[i]);
+    char *body = pm_build_body(c, request(), true, &err);
+    assert_int_equal(r->body_len, strlen(body));
+    assert_memory_equal(r->body, body, r->body_len);
+    free(body);
+    pm_call_free(call);
+    pm_client_free(c);
+    /* a bad request is refused with a typed error */
+    c = client(PM_PROVIDER_OPENAI, 0);
+    pm_request bad = {.model = NULL};
+    assert_null(pm_call_new(c, &bad, true, &err));
+    assert_int_equal(err.status, PM_ERR_ARG);
+    pm_client_free(c);
+}
+
+static const char ANTHROPIC[] =
+    "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m1\","
+    "\"usage\":{\"input_tokens\":3}}}\r\n\r\n"
+    "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\"}}"
+    "\n\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\","
+    "\"text\":\"Hel\"}}\n\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{"
+    "\"type\":\"text_delta\",\"text\":\"lo\"}}\n\n: keep-alive\n\n"
+    "data: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+    "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{"
+    "\"output_tokens\":2}}\n\ndata: {\"type\":\"message_stop\"}\n\n";
+
+static void test_stream_byte_by_byte(void **state) {
+    (void)state;
+    pm_client *c = client(PM_PROVIDER_ANTHROPIC, 2);
+    pm_error err;
+    pm_call *call = pm_call_new(c, request(), true, &err);
+    seen s = {0};
+    pm_response resp;
+    assert_int_equal(attempt(call, &s, &resp, &err, 200, NULL, ANTHROPIC, PM_TRANSPORT_OK), PM_OK);
+    assert_string_equal(s.text, "Hello");
+    char *text = pm_message_text(&resp.message);
+    assert_string_equal(text, "Hello");
+    free(text);
+    assert_int_equal(resp.usage.input_tokens, 3);
+    assert_int_equal(resp.usage.output_tokens, 2);
+    assert_int_equal(resp.stop, PM_STOP_END_TURN);
+    assert_int_equal(pm_call_retry_ms(call), -1);
+    assert_int_equal(pm_call_attempts(call), 1);
+    pm_response_clear(&resp);
+    pm_call_free(call);
+    pm_client_free(c);
+}
+
+static void test_outcomes(void **state) {
+    (void)state;
+    pm_client *c = client(PM_PROVIDER_OPENAI, 0);
+    pm_error err;
+    seen s = {0};
+    pm_response resp;
+    pm_call *call = pm_call_new(c, request(), true, &err);
+    /* 401: auth, with the provider's message */
+    assert_int_equal(attempt(call, &s, &resp, &err, 401, NULL,
+                             "{\"error\":{\"message\":\"bad key\"}}", PM_TRANSPORT_OK),
+                     PM_ERR_AUTH);
+    assert_non_null(strstr(err.message, "bad key"));
+    assert_int_equal(err.http_status, 401);
+    pm_response_clear(&resp);
+    /* no answer at all */
+    assert_int_equal(attempt(call, &s, &resp, &err, 0, NULL, NULL, PM_TRANSPORT_FAILED),
+                     PM_ERR_NETWORK);
+    assert_string_equal(err.message, "connection refused");
+    pm_response_clear(&resp);
+    /* a stream that stops early keeps the text that arrived */
+    assert_int_equal(attempt(call, &s, &resp, &err, 200, NULL,
+                             "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"par\"}}]}"
+                             "\n\n",
+                             PM_TRANSPORT_OK),
+                     PM_ERR_PROTOCOL);
+    char *text = pm_message_text(&resp.message);
+    assert_string_equal(text, "par");
+    free(text);
+    pm_response_clear(&resp);
+    /* cancelled by the transport */
+    assert_int_equal(attempt(call, &s, &resp, &err, 200, NULL, "data: {", PM_TRANSPORT_CANCELLED),
+                     PM_CANCELLED);
+    pm_response_clear(&resp);
+    /* a body after the end of an attempt is refused */
+    assert_int_equal(pm_call_body(call, "x", 1), -1);
+    pm_call_free(call);
+    pm_client_free(c);
+}
+
+static void test_retry_policy(void **state) {
+    (void)state;
+    pm_client *c = client(PM_PROVIDER_OPENAI, 3);
+    pm_error err;
+    seen s = {0};
+    pm_response resp;
+    pm_call *call = pm_call_new(c, request(), true, &err);
+    /* Retry-After in seconds, capped at 30 s */
+    assert_int_equal(
+        attempt(call, &s, &resp, &err, 503, "Retry-After: 100\r\n", "busy", PM_TRANSPORT_OK),
+        PM_ERR_HTTP);
+    assert_int_equal(pm_call_retry_ms(call), 30000);
+    pm_response_clear(&resp);
+    /* no Retry-After: the backoff after attempt k is 500 ms doubled k times */
+    assert_int_equal(attempt(call, &s, &resp, &err, 500, NULL, "", PM_TRANSPORT_OK), PM_ERR_HTTP);
+    assert_int_equal(pm_call_retry_ms(call), 1000);
+    pm_response_clear(&resp);
+    assert_int_equal(attempt(call, &s, &resp, &err, 0, NULL, NULL, PM_TRANSPORT_FAILED),
+                     PM_ERR_NETWORK);
+    assert_int_equal(pm_call_retry_ms(call), 2000);
+    pm_response_clear(&resp);
+    /* retries used up */
+    assert_int_equal(attempt(call, &s, &resp, &err, 429, NULL, "", PM_TRANSPORT_OK), PM_ERR_HTTP);
+    assert_int_equal(pm_call_retry_ms(call), -1);
+    assert_int_equal(err.attempts, 4);
+    pm_response_clear(&resp);
+    pm_call_free(call);
+    /* a 400 is final; so is a failure after an event was delivered */
+    call = pm_call_new(c, request(), true, &err);
+    assert_int_equal(attempt(call, &s, &resp, &err, 400, NULL, "", PM_TRANSPORT_OK), PM_ERR_HTTP);
+    assert_int_equal(pm_call_retry_ms(call), -1);
+    pm_response_clear(&resp);
+    pm_call_free(call);
+    call = pm_call_new(c, request(), true, &err);
+    assert_int_equal(attempt(call, &s, &resp, &err, 200, NULL,
+                             "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}"
+                             "\n\n",
+                             PM_TRANSPORT_PARTIAL),
+                     PM_ERR_PROTOCOL);
+    assert_int_equal(pm_call_retry_ms(call), -1);
+    pm_response_clear(&resp);
+    pm_call_free(call);
+    pm_client_free(c);
+}
+
+int main(void) {
+    pm_global_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_request),
+        cmocka_unit_test(test_stream_byte_by_byte),
+        cmocka_unit_test(test_outcomes),
+        cmocka_unit_test(test_retry_policy),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    pm_global_cleanup();
+    return rc;
+}
