@@ -1,7 +1,7 @@
 /*
- * be_pg.c — the PostgreSQL backend (shared store): one libpq connection, its dialect's
- * migrations (same tables as SQLite; JSON columns of type json keep the text verbatim),
- * and the vtable the rules run on.
+ * be_pg.c — the PostgreSQL backend (shared store): one libpq connection, the dialect's
+ * migrations (pg_shared.c, shared with the remote client; same tables as SQLite; JSON
+ * columns of type json keep the text verbatim) and the vtable the rules run on.
  *
  * Connection parameters come ONLY from the URL (postgresql://user:pass@host:port/db?...,
  * including passfile=, sslmode=, ...): host, port, user, dbname, passfile,

@@ -87,6 +87,13 @@ static void finish(rop *op, pst_remote_result *res) {
     op_free(op);
 }
 
+/* A result that starts with the batch's outcome. */
+static pst_remote_result result_of(const pst__rout *o) {
+    pst_remote_result res = {0};
+    res.error = o->err;
+    return res;
+}
+
 static void finish_err(rop *op, const pst_error *e) {
     pst_remote_result res = {0};
     res.error = *e;
@@ -122,6 +129,17 @@ static pst_status submit(rop *op, const psb_stmt *st, int n, pst__rconn_done don
     pst_status s = pst__rconn_submit(op->r->conn, st, n, done, op, err);
     if (s != PST_OK) op_free(op);
     return s;
+}
+
+/* A new operation on `id` (may be NULL) whose one batch is st[0..n). */
+static pst_status start(pst_remote *r, op_kind k, const char *id, const char *what,
+                        const psb_stmt *st, int n, pst__rconn_done done, pst_remote_cb cb, void *ud,
+                        pst_error *err) {
+    rop *op = op_new(r, k, cb, ud, err);
+    if (!op) return PST_ERR_NOMEM;
+    if (id) snprintf(op->id, sizeof op->id, "%s", id);
+    op->what = what;
+    return submit(op, st, n, done, err);
 }
 
 /* The cell (row, col) of statement i, NULL when absent. */
@@ -313,18 +331,14 @@ pst_status pst_remote_machine_ensure(pst_remote *r, const char *machine_id, cons
     if (!id_ok(machine_id)) return pst__fail(err, PST_ERR_ARG, 0, "bad machine id");
     if ((s = write_ok(r, err)) != PST_OK) return s;
     if (strcmp(machine_id, r->owner) != 0) return pst__refuse_machine(err, machine_id, r->owner);
-    rop *op = op_new(r, OP_MACHINE, cb, ud, err);
-    if (!op) return PST_ERR_NOMEM;
-    op->what = "ensure machine";
     psb_val p[] = {PSB_T(machine_id), PSB_T(name), PSB_I(r->ports->wall_ms(r->ports->ctx))};
     psb_stmt st[] = {{pst__sql_machine_ensure, p, 3}};
-    return submit(op, st, 1, after_simple_write, err);
+    return start(r, OP_MACHINE, NULL, "ensure machine", st, 1, after_simple_write, cb, ud, err);
 }
 
 static void after_workspace(void *ud, pst__rout *o) {
     rop *op = ud;
-    pst_remote_result res = {0};
-    res.error = o->err;
+    pst_remote_result res = result_of(o);
     const char *id = cell(o, op->write ? 2 : 0, 0, 0);
     if (o->err.status != PST_OK)
         pst__ctx(&res.error, res.error.status, op->write ? "insert workspace" : "find workspace");
@@ -370,23 +384,6 @@ pst_status pst_remote_workspace_ensure(pst_remote *r, const char *machine_id, co
 
 /* ---------------------------------------------------------------- threads */
 
-typedef struct page_fill {
-    pst_thread_page *out;
-    size_t limit;
-    bool more;
-} page_fill;
-
-static pst_status take_page_row(void *ctx, const psb_row *row, pst_error *err) {
-    page_fill *f = ctx;
-    if (f->out->count == f->limit) {
-        f->more = true;
-        return PST_OK;
-    }
-    pst_status r = pst__read_thread_row(row, &f->out->items[f->out->count], err);
-    if (r == PST_OK) f->out->count++;
-    return r;
-}
-
 /* Statement i holds one thread row (get): into res->thread, or NOT_FOUND. */
 static void read_one_thread(const pst__rout *o, int i, const char *id, pst_remote_result *res) {
     if (i >= o->n || o->res[i].nrows == 0) {
@@ -399,8 +396,7 @@ static void read_one_thread(const pst__rout *o, int i, const char *id, pst_remot
 
 static void after_get(void *ud, pst__rout *o) {
     rop *op = ud;
-    pst_remote_result res = {0};
-    res.error = o->err;
+    pst_remote_result res = result_of(o);
     if (o->err.status != PST_OK)
         pst__ctx(&res.error, res.error.status, "get thread");
     else
@@ -413,18 +409,14 @@ pst_status pst_remote_thread_get(pst_remote *r, const char *id, pst_remote_cb cb
     pst_status s = usable(r, cb, err);
     if (s != PST_OK) return s;
     if (!id_ok(id)) return pst__fail(err, PST_ERR_ARG, 0, "bad session id");
-    rop *op = op_new(r, OP_GET, cb, ud, err);
-    if (!op) return PST_ERR_NOMEM;
-    snprintf(op->id, sizeof op->id, "%s", id);
     psb_val p[] = {PSB_T(id)};
     psb_stmt st[] = {{pst__sql_thread_get, p, 1}};
-    return submit(op, st, 1, after_get, err);
+    return start(r, OP_GET, id, "get thread", st, 1, after_get, cb, ud, err);
 }
 
 static void after_insert(void *ud, pst__rout *o) {
     rop *op = ud;
-    pst_remote_result res = {0};
-    res.error = o->err;
+    pst_remote_result res = result_of(o);
     pst_error *e = &res.error;
     if (e->status == PST_ERR_ARG && o->failed_at == 0 && o->viol == PSB_V_FOREIGN_KEY)
         pst__fail(e, PST_ERR_NOT_FOUND, 0, "unknown workspace or parent session");
@@ -518,13 +510,10 @@ static pst_status update_one(pst_remote *r, const char *sql, const char *id, con
     if (s != PST_OK) return s;
     if (!id_ok(id)) return pst__fail(err, PST_ERR_ARG, 0, "bad session id");
     if ((s = write_ok(r, err)) != PST_OK) return s;
-    rop *op = op_new(r, OP_UPDATE, cb, ud, err);
-    if (!op) return PST_ERR_NOMEM;
-    snprintf(op->id, sizeof op->id, "%s", id);
     psb_val p[] = {PSB_T(id), PSB_T(text), PSB_I(num), PSB_T(r->owner)};
     psb_val q[] = {PSB_T(id)};
     psb_stmt st[] = {{sql, p, 4}, {pst__sql_thread_owner, q, 1}};
-    return submit(op, st, 2, after_update, err);
+    return start(r, OP_UPDATE, id, "update thread", st, 2, after_update, cb, ud, err);
 }
 
 pst_status pst_remote_thread_rename(pst_remote *r, const char *id, const char *title,
@@ -555,14 +544,13 @@ pst_status pst_remote_thread_delete(pst_remote *r, const char *id, pst_remote_cb
 
 static void after_list(void *ud, pst__rout *o) {
     rop *op = ud;
-    pst_remote_result res = {0};
-    res.error = o->err;
-    page_fill f = {.out = &res.page, .limit = op->n};
+    pst_remote_result res = result_of(o);
+    pst__page_fill f = {.out = &res.page, .limit = op->n};
     if (res.error.status == PST_OK) {
         res.page.items = calloc(op->n + 1, sizeof *res.page.items);
         if (!res.page.items) pst__fail(&res.error, PST_ERR_NOMEM, 0, "out of memory");
     }
-    if (res.error.status == PST_OK) each_row(o, 0, take_page_row, &f, &res.error);
+    if (res.error.status == PST_OK) each_row(o, 0, pst__take_page_row, &f, &res.error);
     if (res.error.status == PST_OK && f.more) {
         const pst_thread *last = &res.page.items[res.page.count - 1];
         res.page.next_cursor = pst__format_cursor(last->updated_at, last->id);
@@ -580,35 +568,36 @@ pst_status pst_remote_thread_list(pst_remote *r, const pst_list_query *q, pst_re
     pst_status s = usable(r, cb, err);
     if (s != PST_OK) return s;
     if (!q) return pst__fail(err, PST_ERR_ARG, 0, "bad list arguments");
-    int limit = q->limit == 0 ? 100 : q->limit;
-    if (limit < 1 || limit > 500) return pst__fail(err, PST_ERR_ARG, 0, "limit must be 1..500");
-    int64_t cur_ts = 0;
-    char cur_id[PST_ID_LEN] = "";
-    if (q->cursor && !pst__parse_cursor(q->cursor, &cur_ts, cur_id))
-        return pst__fail(err, PST_ERR_ARG, 0, "bad cursor");
+    pst__list_args a;
+    if ((s = pst__list_params(q, &a, err)) != PST_OK) return s;
     rop *op = op_new(r, OP_LIST, cb, ud, err);
     if (!op) return PST_ERR_NOMEM;
-    op->n = (size_t)limit;
-    psb_val p[] = {PSB_T(q->cwd),
-                   PSB_T(q->machine_id),
-                   PSB_I(q->include_archived),
-                   PSB_I(q->include_empty),
-                   PSB_I(q->include_children),
-                   q->cursor ? PSB_I(cur_ts) : PSB_NULLV,
-                   PSB_T(cur_id),
-                   PSB_I(limit + 1)}; /* one extra row tells whether a next page exists */
-    psb_stmt st[] = {{pst__sql_thread_list, p, 8}};
+    op->n = (size_t)a.limit; /* after_list reads the page size from the operation */
+    psb_stmt st[] = {{pst__sql_thread_list, a.p, 8}};
     return submit(op, st, 1, after_list, err);
 }
 
 /* ---------------------------------------------------------------- messages */
 
+/* One number from statement 0 (count, next seq); no row: no such session. */
+static void after_value(void *ud, pst__rout *o) {
+    rop *op = ud;
+    pst_remote_result res = result_of(o);
+    const char *v = cell(o, 0, 0, 0);
+    if (res.error.status != PST_OK)
+        pst__ctx(&res.error, res.error.status, op->what);
+    else if (!v)
+        pst__no_session(&res.error, op->id);
+    else
+        res.value = pst__i64(v);
+    finish(op, &res);
+}
+
 /* Batch: [thread owner, reserve, insert x n]; the owner lookup runs first so that a
  * refused batch is explained without a second round trip. */
 static void after_append(void *ud, pst__rout *o) {
     rop *op = ud;
-    pst_remote_result res = {0};
-    res.error = o->err;
+    pst_remote_result res = result_of(o);
     pst_error *e = &res.error;
     const char *owner = cell(o, 0, 0, 0);
     const char *seq = cell(o, 1, 0, 0);
@@ -631,20 +620,6 @@ static void after_append(void *ud, pst__rout *o) {
     finish(op, &res);
 }
 
-static void after_next_seq(void *ud, pst__rout *o) {
-    rop *op = ud;
-    pst_remote_result res = {0};
-    res.error = o->err;
-    const char *v = cell(o, 0, 0, 0);
-    if (res.error.status != PST_OK)
-        pst__ctx(&res.error, res.error.status, "append messages");
-    else if (!v)
-        pst__no_session(&res.error, op->id);
-    else
-        res.value = pst__i64(v);
-    finish(op, &res);
-}
-
 pst_status pst_remote_messages_append(pst_remote *r, const char *thread_id,
                                       const pst_message_in *msgs, size_t n, pst_remote_cb cb,
                                       void *ud, pst_error *err) {
@@ -661,8 +636,9 @@ pst_status pst_remote_messages_append(pst_remote *r, const char *thread_id,
     snprintf(op->id, sizeof op->id, "%s", thread_id);
     psb_val one[] = {PSB_T(thread_id)};
     if (n == 0) { /* nothing to write: where the next message would go */
+        op->what = "append messages";
         psb_stmt st[] = {{pst__sql_thread_next_seq, one, 1}};
-        return submit(op, st, 1, after_next_seq, err);
+        return submit(op, st, 1, after_value, err);
     }
     psb_stmt *st = calloc(n + 2, sizeof *st);
     psb_val *pv = calloc(n * 7, sizeof *pv);
@@ -695,8 +671,7 @@ pst_status pst_remote_messages_append(pst_remote *r, const char *thread_id,
 
 static void after_load(void *ud, pst__rout *o) {
     rop *op = ud;
-    pst_remote_result res = {0};
-    res.error = o->err;
+    pst_remote_result res = result_of(o);
     pst__msg_fill f = {.out = &res.messages};
     if (res.error.status == PST_OK && !cell(o, 0, 0, 0))
         pst__no_session(&res.error, op->id);
@@ -709,31 +684,15 @@ static void after_load(void *ud, pst__rout *o) {
     finish(op, &res);
 }
 
-static void after_count(void *ud, pst__rout *o) {
-    rop *op = ud;
-    pst_remote_result res = {0};
-    res.error = o->err;
-    const char *v = cell(o, 0, 0, 0);
-    if (res.error.status != PST_OK)
-        pst__ctx(&res.error, res.error.status, "count messages");
-    else if (!v)
-        pst__no_session(&res.error, op->id);
-    else
-        res.value = pst__i64(v);
-    finish(op, &res);
-}
-
 static pst_status read_thread_op(pst_remote *r, const char *thread_id, op_kind k, pst_remote_cb cb,
                                  void *ud, pst_error *err) {
     pst_status s = usable(r, cb, err);
     if (s != PST_OK) return s;
     if (!id_ok(thread_id)) return pst__fail(err, PST_ERR_ARG, 0, "bad session id");
-    rop *op = op_new(r, k, cb, ud, err);
-    if (!op) return PST_ERR_NOMEM;
-    snprintf(op->id, sizeof op->id, "%s", thread_id);
     psb_val p[] = {PSB_T(thread_id)};
     psb_stmt st[] = {{pst__sql_message_count, p, 1}, {pst__sql_message_load, p, 1}};
-    return submit(op, st, k == OP_LOAD ? 2 : 1, k == OP_LOAD ? after_load : after_count, err);
+    return start(r, k, thread_id, "count messages", st, k == OP_LOAD ? 2 : 1,
+                 k == OP_LOAD ? after_load : after_value, cb, ud, err);
 }
 
 pst_status pst_remote_messages_load(pst_remote *r, const char *thread_id, pst_remote_cb cb,

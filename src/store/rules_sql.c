@@ -145,6 +145,17 @@ void pst_thread_page_clear(pst_thread_page *p) {
 }
 
 /* Cursor text: "<updated_at>:<id>" of the last row of the previous page. */
+pst_status pst__take_page_row(void *ctx, const psb_row *row, pst_error *err) {
+    pst__page_fill *f = ctx;
+    if (f->out->count == f->limit) {
+        f->more = true;
+        return PST_OK;
+    }
+    pst_status r = pst__read_thread_row(row, &f->out->items[f->out->count], err);
+    if (r == PST_OK) f->out->count++;
+    return r;
+}
+
 bool pst__parse_cursor(const char *c, int64_t *ts, char id[PST_ID_LEN]) {
     char *end = NULL;
     long long v = strtoll(c, &end, 10);
@@ -184,6 +195,26 @@ pst_status pst__take_message(void *ctx, const psb_row *row, pst_error *err) {
     m->created_at = pst__i64(row->col[4]);
     if (!m->role || !m->content || (!m->meta && row->col[3]))
         return pst__fail(err, PST_ERR_NOMEM, 0, "out of memory");
+    return PST_OK;
+}
+
+pst_status pst__list_params(const pst_list_query *q, pst__list_args *a, pst_error *err) {
+    a->limit = q->limit == 0 ? 100 : q->limit;
+    if (a->limit < 1 || a->limit > 500)
+        return pst__fail(err, PST_ERR_ARG, 0, "limit must be 1..500");
+    int64_t cur_ts = 0;
+    a->cur_id[0] = '\0';
+    if (q->cursor && !pst__parse_cursor(q->cursor, &cur_ts, a->cur_id))
+        return pst__fail(err, PST_ERR_ARG, 0, "bad cursor");
+    psb_val p[] = {PSB_T(q->cwd),
+                   PSB_T(q->machine_id),
+                   PSB_I(q->include_archived),
+                   PSB_I(q->include_empty),
+                   PSB_I(q->include_children),
+                   q->cursor ? PSB_I(cur_ts) : PSB_NULLV,
+                   PSB_T(a->cur_id),
+                   PSB_I(a->limit + 1)}; /* one extra row tells whether a next page exists */
+    memcpy(a->p, p, sizeof p);
     return PST_OK;
 }
 

@@ -103,8 +103,24 @@ extern const char pst__sql_message_load[];
 /* Fills t from a row of pst__sql_thread_get / pst__sql_thread_list (owned strings; t is
  * cleared on failure). */
 pst_status pst__read_thread_row(const psb_row *row, pst_thread *t, pst_error *err);
+/* Row callback of a page query: the first `limit` rows into out->items (room for them
+ * allocated by the caller), `more` when one more row came. */
+typedef struct pst__page_fill {
+    pst_thread_page *out;
+    size_t limit;
+    bool more;
+} pst__page_fill;
+pst_status pst__take_page_row(void *ctx, const psb_row *row, pst_error *err);
 /* Cursor text "<updated_at>:<id>" of the last row of the previous page. */
 bool pst__parse_cursor(const char *c, int64_t *ts, char id[PST_ID_LEN]);
+/* The parameters of pst__sql_thread_list for q (limit and cursor checked; a->p points
+ * into q and a). */
+typedef struct pst__list_args {
+    int limit;
+    char cur_id[PST_ID_LEN];
+    psb_val p[8];
+} pst__list_args;
+pst_status pst__list_params(const pst_list_query *q, pst__list_args *a, pst_error *err);
 /* The cursor of a page that ends with this row (malloc'd, NULL on OOM). */
 char *pst__format_cursor(int64_t updated_at, const char *id);
 /* Row callback of pst__sql_message_load: appends to out (cap grows by doubling). */

@@ -120,30 +120,13 @@ out:
 
 /* ---------------------------------------------------------------- threads */
 
-typedef struct page_fill {
-    pst_thread_page *out;
-    size_t limit;
-    bool more;
-} page_fill;
-
-static pst_status take_page_row(void *ctx, const psb_row *row, pst_error *err) {
-    page_fill *f = ctx;
-    if (f->out->count == f->limit) {
-        f->more = true;
-        return PST_OK;
-    }
-    pst_status r = pst__read_thread_row(row, &f->out->items[f->out->count], err);
-    if (r == PST_OK) f->out->count++;
-    return r;
-}
-
 static pst_status get_locked(pst_store *s, const char *id, pst_thread *out, pst_error *err) {
     /* a page of at most one: into out, or into tmp when only existence is asked */
     pst_thread tmp;
     pst_thread_page one = {.items = out ? out : &tmp};
-    page_fill f = {.out = &one, .limit = 1};
+    pst__page_fill f = {.out = &one, .limit = 1};
     psb_val p[] = {PSB_T(id)};
-    pst_status r = PSB_EXEC(s, pst__sql_thread_get, p, take_page_row, &f, NULL, NULL, err);
+    pst_status r = PSB_EXEC(s, pst__sql_thread_get, p, pst__take_page_row, &f, NULL, NULL, err);
     if (!out && one.count) pst_thread_clear(&tmp);
     if (r != PST_OK) return pst__ctx(err, r, "get thread");
     if (!one.count) return pst__fail(err, PST_ERR_NOT_FOUND, 0, "no such session: %s", id);
@@ -255,25 +238,15 @@ pst_status pst_thread_list(pst_store *s, const pst_list_query *q, pst_thread_pag
     pst__ok(err);
     if (out) memset(out, 0, sizeof *out);
     if (!s || !q || !out) return pst__fail(err, PST_ERR_ARG, 0, "bad list arguments");
-    int limit = q->limit == 0 ? 100 : q->limit;
-    if (limit < 1 || limit > 500) return pst__fail(err, PST_ERR_ARG, 0, "limit must be 1..500");
-    int64_t cur_ts = 0;
-    char cur_id[PST_ID_LEN] = "";
-    if (q->cursor && !pst__parse_cursor(q->cursor, &cur_ts, cur_id))
-        return pst__fail(err, PST_ERR_ARG, 0, "bad cursor");
+    pst__list_args a;
+    pst_status r = pst__list_params(q, &a, err);
+    if (r != PST_OK) return r;
+    int limit = a.limit;
     out->items = calloc((size_t)limit + 1, sizeof *out->items);
     if (!out->items) return pst__fail(err, PST_ERR_NOMEM, 0, "out of memory");
     LOCK(s);
-    psb_val p[] = {PSB_T(q->cwd),
-                   PSB_T(q->machine_id),
-                   PSB_I(q->include_archived),
-                   PSB_I(q->include_empty),
-                   PSB_I(q->include_children),
-                   q->cursor ? PSB_I(cur_ts) : PSB_NULLV,
-                   PSB_T(cur_id),
-                   PSB_I(limit + 1)}; /* one extra row tells whether a next page exists */
-    page_fill f = {.out = out, .limit = (size_t)limit};
-    pst_status r = PSB_EXEC(s, pst__sql_thread_list, p, take_page_row, &f, NULL, NULL, err);
+    pst__page_fill f = {.out = out, .limit = (size_t)limit};
+    r = PSB_EXEC(s, pst__sql_thread_list, a.p, pst__take_page_row, &f, NULL, NULL, err);
     UNLOCK(s);
     if (r != PST_OK) {
         pst__ctx(err, r, "list threads");
