@@ -33,6 +33,8 @@ struct pst_remote {
     int version;
     pst_remote_cb open_cb;
     void *open_ud;
+    bool (*random)(void *ctx, void *buf, size_t n); /* session ids (and the SCRAM nonce) */
+    void *random_ctx;
 };
 
 typedef enum op_kind {
@@ -276,6 +278,8 @@ pst_remote *pst_remote_open(const pst_remote_options *o, pst_remote_cb cb, void 
         return NULL;
     }
     r->ports = o->ports;
+    r->random = o->random;
+    r->random_ctx = o->random_ctx;
     r->open_cb = cb;
     r->open_ud = ud;
     if (o->machine_id) snprintf(r->owner, sizeof r->owner, "%s", o->machine_id);
@@ -468,9 +472,13 @@ pst_status pst_remote_thread_create(pst_remote *r, const pst_thread_new *in, pst
     if (!op) return PST_ERR_NOMEM;
     if (in->id)
         snprintf(op->id, sizeof op->id, "%s", in->id);
-    else if (!pst_uuid_v7(op->id)) {
-        op_free(op);
-        return pst__fail(err, PST_ERR_IO, 0, "no randomness for a session id");
+    else {
+        unsigned char rb[16];
+        if (!r->random(r->random_ctx, rb, sizeof rb)) {
+            op_free(op);
+            return pst__fail(err, PST_ERR_IO, 0, "no randomness for a session id");
+        }
+        pst__uuid_v7_from(rb, (uint64_t)r->ports->wall_ms(r->ports->ctx), op->id);
     }
     const char *src[] = {in->workspace_id, in->parent_id, in->title, in->model, in->meta};
     for (size_t i = 0; i < 5; i++) {

@@ -16,6 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The most result bytes one batch keeps: a hostile or runaway server cannot make the
+ * client hold an unbounded answer (the store's largest reads are one thread's history). */
+#define MAX_RESULT ((size_t)256 << 20)
+
 typedef enum rstate {
     RS_IDLE,    /* no stream (new, or after a loss): the next submit opens one */
     RS_OPENING, /* open called, waiting for PN_EV_OPENED */
@@ -35,8 +39,9 @@ typedef struct rbatch {
     pst__rconn_done done;
     void *ud;
     pst__rout out;
-    int cap; /* out.res capacity */
-    int cur; /* the statement whose answer is being read */
+    int cap;      /* out.res capacity */
+    size_t bytes; /* result bytes kept so far, bounded by MAX_RESULT */
+    int cur;      /* the statement whose answer is being read */
 } rbatch;
 
 struct pst__rconn {
@@ -196,6 +201,11 @@ static bool add_row(rbatch *b, const pst__pgw_event *ev) {
     if (!r) return false;
     if (r->nrows == 0) r->ncol = ev->ncol;
     if (ev->ncol != r->ncol) return false;
+    size_t need = (size_t)r->ncol * (sizeof(char *) + 1);
+    for (int i = 0; i < r->ncol; i++)
+        need += ev->col[i] ? ev->len[i] : 0;
+    if (need > MAX_RESULT - b->bytes) return false;
+    b->bytes += need;
     if (r->ncol > 0 && r->nrows >= SIZE_MAX / 2 / (size_t)r->ncol / sizeof(char *)) return false;
     size_t base = r->nrows * (size_t)r->ncol;
     char **g = realloc(r->cells, (base + (size_t)r->ncol) * sizeof *g + 1);
@@ -319,7 +329,9 @@ static void pump(pst__rconn *c) {
             break;
         case PST_PGW_EV_ROW:
             if (b && b->out.err.status == PST_OK && !add_row(b, &ev)) {
-                pst__fail(&b->out.err, PST_ERR_NOMEM, 0, "out of memory reading rows");
+                pst__fail(&b->out.err, PST_ERR_NOMEM, 0,
+                          "out of memory reading rows (or more than 256 MiB, or a row of "
+                          "another width)");
                 b->out.failed_at = b->cur;
             }
             break;

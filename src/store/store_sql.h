@@ -138,6 +138,12 @@ pst_status pst__no_session(pst_error *err, const char *id);
 /* Message i, which the database refused by a CHECK constraint. */
 pst_status pst__bad_message(pst_error *err, pst_status r, size_t i);
 
+/* ---- UUID layouts (uuid_form.c) ------------------------------------------------------ */
+
+void pst__uuid_format(const unsigned char b[16], char out[PST_ID_LEN]);
+/* A UUID v7 from 16 random bytes and a Unix time in milliseconds. */
+void pst__uuid_v7_from(const unsigned char random16[16], uint64_t ms, char out[PST_ID_LEN]);
+
 /* ---- PostgreSQL's dialect (pg_shared.c) --------------------------------------------- */
 
 /* Migration N (1-based) is pst__pg_migrations[N - 1]; PST_SCHEMA_VERSION of them. */
