@@ -290,8 +290,9 @@ typedef struct pst_remote_options {
 
 /* Connects, authenticates and checks/migrates the schema (the PostgreSQL backend's
  * migrations; a newer schema: PST_ERR_SCHEMA); cb gets the outcome (value = the schema
- * version). Operations may be started at once: they wait for the migration. NULL + err
- * on a bad option. */
+ * version). Until cb has reported PST_OK, operations are refused (PST_ERR_CONN). NULL +
+ * err on a bad option (a local or password-bearing locator, an sslmode the port cannot
+ * do, no ports / randomness / callback). */
 pst_remote *pst_remote_open(const pst_remote_options *o, pst_remote_cb cb, void *ud,
                             pst_error *err);
 /* Routes an event of the ports: true when it was this store's (ev->ud == the store). */
