@@ -62,6 +62,7 @@ typedef struct tports {
     pn_event q[64];
     int nq;
     pst_remote *stores[4];
+    pn_err fail_open; /* PN_OK, or how every open fails (e.g. the host's timeout) */
 } tports;
 
 static void push(tports *t, pn_event ev) {
@@ -84,7 +85,8 @@ static pn_err t_open(void *ctx, const char *host, uint16_t prt, const pn_stream_
     if (fd < 0) return PN_E_IO;
     t->s[h] = (tstream){.fd = fd, .ud = ud};
     *out = h;
-    pn_err e = connect(fd, (struct sockaddr *)&a, sizeof a) == 0 ? PN_OK : PN_E_REFUSED;
+    pn_err e = t->fail_open;
+    if (e == PN_OK) e = connect(fd, (struct sockaddr *)&a, sizeof a) == 0 ? PN_OK : PN_E_REFUSED;
     push(t, (pn_event){.kind = PN_EV_OPENED, .handle = h, .ud = ud, .err = e});
     if (e != PN_OK) {
         t->s[h].closing = true;
@@ -756,6 +758,46 @@ static void hostile_server_bytes(void **state) {
     }
 }
 
+/* A close fails what is pending and settles the stream; a port timeout stays a timeout. */
+static void close_settles_and_timeout_is_a_timeout(void **state) {
+    (void)state;
+    new_db("rs_close");
+    tports t;
+    tports_init(&t);
+    pst_remote *r = open_remote(&t, "rs_close", MACHINE_A, PST_OK);
+    slot s = {0};
+    pst_error e;
+    assert_int_equal(pst_remote_thread_get(r, "0190a000-0000-7000-8000-000000000001", take, &s, &e),
+                     PST_OK);
+    assert_false(s.done); /* never from the call that started it */
+    pst_remote_close(r);
+    assert_true(s.done);
+    assert_int_equal(s.res.status, PST_ERR_CONN);
+    assert_non_null(strstr(s.res.error.message, "closed"));
+    assert_false(pst_remote_settled(r)); /* the port has not reported the stream settled */
+    assert_int_equal(pst_remote_thread_get(r, "x", take, &s, &e), PST_ERR_CONN);
+    close_remote(&t, r);
+
+    tports_init(&t);
+    t.fail_open = PN_E_TIMEOUT;
+    char loc[256];
+    snprintf(loc, sizeof loc, "postgresql://" ROLE "@127.0.0.1:%d/rs_close", port);
+    s = (slot){0};
+    r = pst_remote_open(&(pst_remote_options){.ports = &t.p,
+                                              .locator = loc,
+                                              .password = PASSWORD,
+                                              .machine_id = MACHINE_A,
+                                              .random = rnd},
+                        take, &s, &e);
+    assert_non_null(r);
+    t.stores[0] = r;
+    wait_for(&t, &s);
+    assert_int_equal(s.res.status, PST_ERR_CONN);
+    assert_non_null(strstr(s.res.error.message, "timed out"));
+    assert_null(strstr(s.res.error.message, "closed"));
+    close_remote(&t, r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(remote_and_native_read_the_same),
@@ -764,6 +806,7 @@ int main(void) {
         cmocka_unit_test(newer_schema_is_refused_as_natively),
         cmocka_unit_test(locators_the_port_cannot_serve),
         cmocka_unit_test(hostile_server_bytes),
+        cmocka_unit_test(close_settles_and_timeout_is_a_timeout),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
