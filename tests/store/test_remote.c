@@ -724,7 +724,18 @@ static void hostile_server_bytes(void **state) {
         ANSWER("E\x00\x00\x00\x13SFATAL\x00"
                "C28P01\x00\x00"), /* an error without a message */
     };
-    for (size_t i = 0; i < sizeof answers / sizeof answers[0]; i++) {
+    enum { NFIXED = sizeof answers / sizeof answers[0], NRANDOM = 40 };
+    for (size_t i = 0; i < NFIXED + NRANDOM; i++) {
+        /* after the fixed answers: random bytes, half of them behind a plausible 'R' */
+        unsigned char rb[600];
+        size_t rn = 0;
+        if (i >= NFIXED) {
+            assert_int_equal(getrandom(rb, sizeof rb, 0), (ssize_t)sizeof rb);
+            rn = 1 + rb[0] % (sizeof rb - 1);
+            if (i % 2) memcpy(rb, "R\x00\x00\x00\x08\x00\x00\x00", rn < 8 ? rn : 8);
+        }
+        const void *ans = i < NFIXED ? (const void *)answers[i].b : rb;
+        size_t alen = i < NFIXED ? answers[i].n : rn;
         int ls = socket(AF_INET, SOCK_STREAM, 0);
         struct sockaddr_in a = {.sin_family = AF_INET};
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -748,7 +759,7 @@ static void hostile_server_bytes(void **state) {
         assert_true(c >= 0);
         char buf[512];
         assert_true(recv(c, buf, sizeof buf, 0) > 0);
-        assert_int_equal(send(c, answers[i].b, answers[i].n, MSG_NOSIGNAL), (ssize_t)answers[i].n);
+        assert_int_equal(send(c, ans, alen, MSG_NOSIGNAL), (ssize_t)alen);
         shutdown(c, SHUT_WR);
         wait_for(&t, &s);
         assert_int_equal(s.res.status, PST_ERR_CONN);
