@@ -34,6 +34,7 @@
  *     pst_open_ex + pst_open_options (owner machine, read-only); pst_locator_is_remote;
  *     pst_backend_name; statuses PST_ERR_CONN and PST_ERR_FOREIGN (appended at the end);
  *     pst_open_options.password.
+ *   --- the remote store client (pst_remote_*: asynchronous, over the host's ports).
  *     pst_error.sqlite_code stays the SQLite extended code; it is 0 for PostgreSQL (the
  *     SQLSTATE is in the message).
  */
@@ -239,6 +240,98 @@ pst_status pst_messages_load(pst_store *s, const char *thread_id, pst_message_li
 void pst_message_list_clear(pst_message_list *l);
 
 pst_status pst_messages_count(pst_store *s, const char *thread_id, int64_t *count, pst_error *err);
+
+/* ---------------------------------------------------------------- remote (asynchronous)
+ *
+ * The remote store client of the agent host's WebAssembly form (src/store/remote*.c):
+ * the same schema, rules and messages as the PostgreSQL backend above, reached through
+ * the host's network port (peri/net.h) instead of libpq, without threads or blocking
+ * calls. An operation is started and returns at once; its result arrives in the
+ * callback once the server's answer has been read (from inside pst_remote_on_event,
+ * never from the call that started it). A call that returns anything but PST_OK started
+ * nothing and its callback is never called (bad arguments, a write without a machine
+ * identity, a closed store).
+ *
+ * Ownership: pst_remote is the caller's (pst_remote_free after pst_remote_settled). The
+ * result handed to a callback is the library's: it is cleared when the callback returns;
+ * a callback keeps a part by moving it out (copy the field, then zero it in the result).
+ */
+struct pn_ports;
+struct pn_event;
+typedef struct pst_remote pst_remote;
+
+typedef struct pst_remote_result {
+    pst_status status;
+    pst_error error;           /* status != PST_OK: why (same texts as the native store) */
+    pst_thread thread;         /* thread_create, thread_get */
+    pst_thread_page page;      /* thread_list */
+    pst_message_list messages; /* messages_load */
+    int64_t value;             /* messages_append: first seq; messages_count: the count;
+                                  open: the schema version */
+    char id[PST_ID_LEN];       /* workspace_ensure */
+} pst_remote_result;
+
+typedef void (*pst_remote_cb)(void *ud, pst_remote_result *res);
+
+typedef struct pst_remote_options {
+    const struct pn_ports *ports; /* required, borrowed; its events for this store's stream
+                                     must be passed to pst_remote_on_event */
+    /* "postgresql://user@host[:port][/db][?sslmode=disable|direct]": a local store
+     * locator is refused; so is a password in it, and an sslmode the port cannot do. */
+    const char *locator;
+    const char *password; /* the credential (copied, wiped at free); NULL: none */
+    /* The instance's machine identity (fixed for the store's life). NULL: every write is
+     * refused with PST_ERR_FOREIGN, reads are allowed. */
+    const char *machine_id;
+    /* Randomness for the SCRAM nonce (required). */
+    bool (*random)(void *ctx, void *buf, size_t n);
+    void *random_ctx;
+} pst_remote_options;
+
+/* Connects, authenticates and checks/migrates the schema (the PostgreSQL backend's
+ * migrations; a newer schema: PST_ERR_SCHEMA); cb gets the outcome (value = the schema
+ * version). Until cb has reported PST_OK, operations are refused (PST_ERR_CONN). NULL +
+ * err on a bad option (a local or password-bearing locator, an sslmode the port cannot
+ * do, no ports / randomness / callback). */
+pst_remote *pst_remote_open(const pst_remote_options *o, pst_remote_cb cb, void *ud,
+                            pst_error *err);
+/* Routes an event of the ports: true when it was this store's (ev->ud == the store). */
+bool pst_remote_on_event(pst_remote *r, const struct pn_event *ev);
+/* Fails every pending operation (PST_ERR_CONN), ends the session and closes the stream;
+ * pst_remote_settled is true once the stream has settled. */
+void pst_remote_close(pst_remote *r);
+bool pst_remote_settled(const pst_remote *r);
+void pst_remote_free(pst_remote *r);
+void pst_remote_result_clear(pst_remote_result *res);
+
+pst_status pst_remote_machine_ensure(pst_remote *r, const char *machine_id, const char *name,
+                                     pst_remote_cb cb, void *ud, pst_error *err);
+pst_status pst_remote_workspace_ensure(pst_remote *r, const char *machine_id, const char *path,
+                                       pst_remote_cb cb, void *ud, pst_error *err);
+pst_status pst_remote_thread_create(pst_remote *r, const pst_thread_new *in, pst_remote_cb cb,
+                                    void *ud, pst_error *err);
+pst_status pst_remote_thread_get(pst_remote *r, const char *id, pst_remote_cb cb, void *ud,
+                                 pst_error *err);
+pst_status pst_remote_thread_list(pst_remote *r, const pst_list_query *q, pst_remote_cb cb,
+                                  void *ud, pst_error *err);
+pst_status pst_remote_thread_rename(pst_remote *r, const char *id, const char *title,
+                                    pst_remote_cb cb, void *ud, pst_error *err);
+pst_status pst_remote_thread_set_model(pst_remote *r, const char *id, const char *model,
+                                       pst_remote_cb cb, void *ud, pst_error *err);
+pst_status pst_remote_thread_set_meta(pst_remote *r, const char *id, const char *meta_json,
+                                      pst_remote_cb cb, void *ud, pst_error *err);
+pst_status pst_remote_thread_set_archived(pst_remote *r, const char *id, bool archived,
+                                          pst_remote_cb cb, void *ud, pst_error *err);
+pst_status pst_remote_thread_delete(pst_remote *r, const char *id, pst_remote_cb cb, void *ud,
+                                    pst_error *err);
+/* The strings of msgs are copied before the call returns. */
+pst_status pst_remote_messages_append(pst_remote *r, const char *thread_id,
+                                      const pst_message_in *msgs, size_t n, pst_remote_cb cb,
+                                      void *ud, pst_error *err);
+pst_status pst_remote_messages_load(pst_remote *r, const char *thread_id, pst_remote_cb cb,
+                                    void *ud, pst_error *err);
+pst_status pst_remote_messages_count(pst_remote *r, const char *thread_id, pst_remote_cb cb,
+                                     void *ud, pst_error *err);
 
 #ifdef __cplusplus
 }

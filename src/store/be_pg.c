@@ -1,7 +1,7 @@
 /*
- * be_pg.c — the PostgreSQL backend (shared store): one libpq connection, its dialect's
- * migrations (same tables as SQLite; JSON columns of type json keep the text verbatim),
- * and the vtable the rules run on.
+ * be_pg.c — the PostgreSQL backend (shared store): one libpq connection, the dialect's
+ * migrations (pg_shared.c, shared with the remote client; same tables as SQLite; JSON
+ * columns of type json keep the text verbatim) and the vtable the rules run on.
  *
  * Connection parameters come ONLY from the URL (postgresql://user:pass@host:port/db?...,
  * including passfile=, sslmode=, ...): host, port, user, dbname, passfile,
@@ -27,53 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static const char *const migrations[] = {
-    /* 1: the machine → workspace → thread → message model */
-    "CREATE TABLE machines("
-    "  id TEXT COLLATE \"C\" PRIMARY KEY,"
-    "  name TEXT,"
-    "  identity_kind TEXT NOT NULL DEFAULT 'known'"
-    "    CHECK(identity_kind IN ('known','legacy_unknown')),"
-    "  created_at BIGINT NOT NULL);"
-    "CREATE TABLE workspaces("
-    "  id TEXT COLLATE \"C\" PRIMARY KEY,"
-    "  machine_id TEXT COLLATE \"C\" NOT NULL REFERENCES machines(id) ON DELETE CASCADE,"
-    "  path TEXT COLLATE \"C\" NOT NULL,"
-    "  path_source TEXT NOT NULL DEFAULT 'discovered'"
-    "    CHECK(path_source IN ('discovered','derived_legacy','unverified')),"
-    "  created_at BIGINT NOT NULL,"
-    "  UNIQUE(machine_id, path));"
-    "CREATE TABLE threads("
-    "  id TEXT COLLATE \"C\" PRIMARY KEY,"
-    "  workspace_id TEXT COLLATE \"C\" NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,"
-    "  parent_thread_id TEXT COLLATE \"C\" REFERENCES threads(id) ON DELETE CASCADE,"
-    "  title TEXT,"
-    "  model TEXT,"
-    "  archived INTEGER NOT NULL DEFAULT 0,"
-    "  meta JSON,"
-    "  message_count BIGINT NOT NULL DEFAULT 0,"
-    "  next_seq BIGINT NOT NULL DEFAULT 1,"
-    "  created_at BIGINT NOT NULL,"
-    "  updated_at BIGINT NOT NULL);"
-    "CREATE INDEX threads_by_update ON threads(updated_at DESC, id DESC);"
-    "CREATE INDEX threads_by_workspace ON threads(workspace_id, updated_at DESC, id DESC);"
-    "CREATE INDEX threads_by_parent ON threads(parent_thread_id);"
-    "CREATE TABLE messages("
-    "  thread_id TEXT COLLATE \"C\" NOT NULL REFERENCES threads(id) ON DELETE CASCADE,"
-    "  seq BIGINT NOT NULL,"
-    "  role TEXT NOT NULL CHECK(length(role) > 0),"
-    "  content JSON NOT NULL,"
-    "  meta JSON,"
-    "  created_at BIGINT NOT NULL,"
-    "  PRIMARY KEY(thread_id, seq));",
-};
-#define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
-
-_Static_assert(NMIGRATIONS == PST_SCHEMA_VERSION, "one migration per schema version");
-
-/* Serialises concurrent migrations of one database (pg_advisory_xact_lock key). */
-#define MIGRATION_LOCK "7277001501"
 
 typedef struct be_pg {
     PGconn *conn;
@@ -108,25 +61,11 @@ static pst_status res_fail(be_pg *b, PGresult *res, pst_error *err, psb_violatio
     if (viol) *viol = PSB_V_NONE;
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     const char *msg = res ? PQresultErrorMessage(res) : PQerrorMessage(b->conn);
-    if (conn_dead(b) || !state || !strncmp(state, "08", 2) || !strncmp(state, "57P", 3)) {
+    psb_violation v = PSB_V_NONE;
+    pst_status st = conn_dead(b) ? PST_ERR_CONN : pst__pg_sqlstate_status(state, &v);
+    if (st == PST_ERR_CONN) {
         set_msg(err, PST_ERR_CONN, "PostgreSQL connection lost", msg);
         return PST_ERR_CONN;
-    }
-    pst_status st = PST_ERR_IO;
-    psb_violation v = PSB_V_NONE;
-    if (!strcmp(state, "23503")) {
-        st = PST_ERR_ARG;
-        v = PSB_V_FOREIGN_KEY;
-    } else if (!strcmp(state, "23505")) {
-        st = PST_ERR_ARG;
-        v = PSB_V_UNIQUE;
-    } else if (!strncmp(state, "23", 2) || !strncmp(state, "22", 2)) {
-        st = PST_ERR_ARG;
-        v = PSB_V_CHECK;
-    } else if (!strncmp(state, "40", 2) || !strcmp(state, "55P03")) {
-        st = PST_ERR_BUSY;
-    } else if (!strcmp(state, "53200")) {
-        st = PST_ERR_NOMEM;
     }
     if (viol) *viol = v;
     char what[16];
@@ -315,7 +254,7 @@ static pst_status be_migrate(void *be, int target, int *version, pst_error *err)
     int v = 0;
     PGresult *res = NULL;
     /* Two hosts opening a fresh database at once must not both migrate. */
-    r = simple(b, "SELECT pg_advisory_xact_lock(" MIGRATION_LOCK ")", err);
+    r = simple(b, "SELECT pg_advisory_xact_lock(" PST_PG_MIGRATION_LOCK ")", err);
     if (r == PST_OK)
         r = simple(b, "CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL)", err);
     if (r == PST_OK) {
@@ -326,14 +265,14 @@ static pst_status be_migrate(void *be, int target, int *version, pst_error *err)
             v = atoi(PQgetvalue(res, 0, 0));
         PQclear(res);
     }
-    if (r == PST_OK && (v > target || target > NMIGRATIONS))
+    if (r == PST_OK && (v > target || target > pst__pg_nmigrations))
         r = pst__fail(err, PST_ERR_SCHEMA, 0,
                       "database schema version %d is newer than this program's %d", v, target);
     for (; r == PST_OK && v < target; v++) {
         char sql[96];
         snprintf(sql, sizeof sql,
                  "DELETE FROM schema_version; INSERT INTO schema_version VALUES(%d)", v + 1);
-        r = simple(b, migrations[v], err);
+        r = simple(b, pst__pg_migrations[v], err);
         if (r == PST_OK) r = simple(b, sql, err);
         if (r != PST_OK) pst__ctx(err, r, "migration");
     }

@@ -1,7 +1,7 @@
 /*
  * error.c — the store's typed errors, status names and small shared helpers.
  */
-#include "store_int.h"
+#include "store_sql.h" /* no lock, no connection: the remote client links it too */
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -32,13 +32,8 @@ static pst_status take_i64(void *ctx, const psb_row *row, pst_error *err) {
 /* Each message's INSERT, in both append paths: its seq is taken from the thread's
  * next_seq after the UPDATE that reserved the range ($2 = how far from its end), and a
  * foreign or missing thread yields NULL, which seq NOT NULL refuses. */
-static const char insert_sql[] =
-    "INSERT INTO messages(thread_id, seq, role, content, meta, created_at) "
-    "VALUES($1, (SELECT next_seq FROM threads WHERE id = $1 AND "
-    "(CAST($7 AS TEXT) IS NULL OR workspace_id IN "
-    "(SELECT id FROM workspaces WHERE machine_id = $7))) - $2, $3, $4, $5, $6)";
 
-/* insert_sql's parameters for message m, from_end places before the range's end. */
+/* pst__sql_message_insert's parameters for message m, from_end places before the range's end. */
 static void insert_params(psb_val p[7], const pst_store *s, const char *thread_id,
                           const pst_message_in *m, size_t from_end, int64_t now) {
     p[0] = PSB_T(thread_id);
@@ -50,19 +45,12 @@ static void insert_params(psb_val p[7], const pst_store *s, const char *thread_i
     p[6] = pst__owner_param(s);
 }
 
-/* Message i, which the database refused by a CHECK constraint. */
-static pst_status bad_message(pst_error *err, pst_status r, size_t i) {
-    return pst__fail(err, r, err ? err->sqlite_code : 0,
-                     "message %zu: content/meta is not valid JSON or role is empty", i);
-}
-
 static pst_status append_locked(pst_store *s, const char *thread_id, const pst_message_in *msgs,
                                 size_t n, int64_t *first, pst_error *err) {
     int64_t now = pst__now_ms(), seq = -1;
     if (n == 0) { /* nothing to write: report where the next message would go */
         psb_val p[] = {PSB_T(thread_id)};
-        pst_status r = PSB_EXEC(s, "SELECT next_seq FROM threads WHERE id = $1", p, take_i64, &seq,
-                                NULL, NULL, err);
+        pst_status r = PSB_EXEC(s, pst__sql_thread_next_seq, p, take_i64, &seq, NULL, NULL, err);
         if (r != PST_OK) return pst__ctx(err, r, "append messages");
         if (seq < 0) return pst__fail(err, PST_ERR_NOT_FOUND, 0, "no such session: %s", thread_id);
         *first = seq;
@@ -75,13 +63,7 @@ static pst_status append_locked(pst_store *s, const char *thread_id, const pst_m
     size_t chunk = n <= MAXB ? n : MAXB;
     psb_stmt st[MAXB + 1];
     psb_val up[] = {PSB_T(thread_id), PSB_I((int64_t)n), PSB_I(now), pst__owner_param(s)};
-    st[0] = (psb_stmt){"UPDATE threads SET next_seq = next_seq + $2, "
-                       "message_count = message_count + $2, "
-                       "updated_at = CASE WHEN updated_at > $3 THEN updated_at ELSE $3 END "
-                       "WHERE id = $1 AND (CAST($4 AS TEXT) IS NULL OR workspace_id IN "
-                       "(SELECT id FROM workspaces WHERE machine_id = $4)) "
-                       "RETURNING next_seq - $2",
-                       up, 4};
+    st[0] = (psb_stmt){pst__sql_message_reserve, up, 4};
     if (n > MAXB) { /* large batches: an explicit transaction, statement by statement */
         pst_status r = s->ops->begin(s->be, err);
         if (r != PST_OK) return pst__ctx(err, r, "begin append");
@@ -90,8 +72,8 @@ static pst_status append_locked(pst_store *s, const char *thread_id, const pst_m
             psb_val p[7];
             insert_params(p, s, thread_id, &msgs[i], n - i, now);
             psb_violation v;
-            r = s->ops->exec(s->be, insert_sql, p, 7, NULL, NULL, NULL, &v, err);
-            if (r == PST_ERR_ARG && v == PSB_V_CHECK) bad_message(err, r, i);
+            r = s->ops->exec(s->be, pst__sql_message_insert, p, 7, NULL, NULL, NULL, &v, err);
+            if (r == PST_ERR_ARG && v == PSB_V_CHECK) pst__bad_message(err, r, i);
         }
         if (r == PST_OK && seq < 0) {
             s->ops->rollback(s->be);
@@ -111,7 +93,7 @@ static pst_status append_locked(pst_store *s, const char *thread_id, const pst_m
     psb_val ins[MAXB][7];
     for (size_t i = 0; i < chunk; i++) {
         insert_params(ins[i], s, thread_id, &msgs[i], n - i, now);
-        st[i + 1] = (psb_stmt){insert_sql, ins[i], 7};
+        st[i + 1] = (psb_stmt){pst__sql_message_insert, ins[i], 7};
     }
     int failed_at = -1;
     psb_violation v = PSB_V_NONE;
@@ -127,7 +109,7 @@ static pst_status append_locked(pst_store *s, const char *thread_id, const pst_m
         }
         if (r == PST_OK) return pst__fail(err, PST_ERR_IO, 0, "append: no sequence reserved");
         if (r == PST_ERR_ARG && v == PSB_V_CHECK && failed_at >= 1)
-            return bad_message(err, r, (size_t)(failed_at - 1));
+            return pst__bad_message(err, r, (size_t)(failed_at - 1));
         return pst__ctx(err, r, "append messages");
     }
     *first = seq;
@@ -151,40 +133,6 @@ pst_status pst_messages_append(pst_store *s, const char *thread_id, const pst_me
     return r;
 }
 
-void pst_message_list_clear(pst_message_list *l) {
-    if (!l) return;
-    for (size_t i = 0; i < l->count; i++) {
-        free(l->items[i].role);
-        free(l->items[i].content);
-        free(l->items[i].meta);
-    }
-    free(l->items);
-    memset(l, 0, sizeof *l);
-}
-
-typedef struct list_fill {
-    pst_message_list *out;
-    size_t cap;
-} list_fill;
-
-static pst_status take_message(void *ctx, const psb_row *row, pst_error *err) {
-    list_fill *f = ctx;
-    if (f->out->count == f->cap) { /* checked doubling: a huge history cannot wrap */
-        pst_message *grown = pb_grow(f->out->items, &f->cap, sizeof *grown, 64);
-        if (!grown) return pst__fail(err, PST_ERR_NOMEM, 0, "out of memory");
-        f->out->items = grown;
-    }
-    pst_message *m = &f->out->items[f->out->count++];
-    m->seq = pst__i64(row->col[0]);
-    m->role = pst__strdup(row->col[1] ? row->col[1] : "");
-    m->content = pst__strdup(row->col[2] ? row->col[2] : "");
-    m->meta = pst__strdup(row->col[3]);
-    m->created_at = pst__i64(row->col[4]);
-    if (!m->role || !m->content || (!m->meta && row->col[3]))
-        return pst__fail(err, PST_ERR_NOMEM, 0, "out of memory");
-    return PST_OK;
-}
-
 pst_status pst_messages_load(pst_store *s, const char *thread_id, pst_message_list *out,
                              pst_error *err) {
     pst__ok(err);
@@ -194,9 +142,8 @@ pst_status pst_messages_load(pst_store *s, const char *thread_id, pst_message_li
     LOCK(s);
     int64_t count = -1;
     psb_val p[] = {PSB_T(thread_id)};
-    pst_status r = PSB_EXEC(s, "SELECT message_count FROM threads WHERE id = $1", p, take_i64,
-                            &count, NULL, NULL, err);
-    list_fill f = {.out = out};
+    pst_status r = PSB_EXEC(s, pst__sql_message_count, p, take_i64, &count, NULL, NULL, err);
+    pst__msg_fill f = {.out = out};
     if (r == PST_OK && count < 0)
         r = pst__fail(err, PST_ERR_NOT_FOUND, 0, "no such session: %s", thread_id);
     if (r == PST_OK && count > 0) {
@@ -205,10 +152,7 @@ pst_status pst_messages_load(pst_store *s, const char *thread_id, pst_message_li
         if (!out->items) r = pst__fail(err, PST_ERR_NOMEM, 0, "out of memory");
     }
     if (r == PST_OK)
-        r = PSB_EXEC(s,
-                     "SELECT seq, role, content, meta, created_at FROM messages "
-                     "WHERE thread_id = $1 ORDER BY seq",
-                     p, take_message, &f, NULL, NULL, err);
+        r = PSB_EXEC(s, pst__sql_message_load, p, pst__take_message, &f, NULL, NULL, err);
     UNLOCK(s);
     if (r == PST_OK) return PST_OK;
     pst_message_list_clear(out); /* nothing half-loaded is handed out */
@@ -222,8 +166,7 @@ pst_status pst_messages_count(pst_store *s, const char *thread_id, int64_t *coun
     LOCK(s);
     int64_t n = -1;
     psb_val p[] = {PSB_T(thread_id)};
-    pst_status r = PSB_EXEC(s, "SELECT message_count FROM threads WHERE id = $1", p, take_i64, &n,
-                            NULL, NULL, err);
+    pst_status r = PSB_EXEC(s, pst__sql_message_count, p, take_i64, &n, NULL, NULL, err);
     UNLOCK(s);
     if (r != PST_OK) return pst__ctx(err, r, "count messages");
     if (n < 0) return pst__fail(err, PST_ERR_NOT_FOUND, 0, "no such session: %s", thread_id);

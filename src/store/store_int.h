@@ -17,48 +17,9 @@
 #ifndef PERI_STORE_INT_H
 #define PERI_STORE_INT_H
 
-#include "peri/store.h"
+#include "store_sql.h"
 
 #include <pthread.h>
-
-typedef enum psb_kind { PSB_NULL, PSB_TEXT, PSB_INT } psb_kind;
-
-typedef struct psb_val {
-    psb_kind kind;
-    const char *text; /* PSB_TEXT */
-    int64_t i;        /* PSB_INT */
-} psb_val;
-
-static inline psb_val psb_text(const char *s) {
-    return (psb_val){.kind = s ? PSB_TEXT : PSB_NULL, .text = s};
-}
-#define PSB_T(s)  psb_text(s)
-#define PSB_I(v)  ((psb_val){.kind = PSB_INT, .i = (v)})
-#define PSB_NULLV ((psb_val){.kind = PSB_NULL})
-
-/* What kind of constraint a failed statement violated (rules turn it into a message). */
-typedef enum psb_violation {
-    PSB_V_NONE = 0,
-    PSB_V_FOREIGN_KEY, /* unknown workspace/parent/thread */
-    PSB_V_UNIQUE,      /* duplicate primary key / unique */
-    PSB_V_CHECK,       /* CHECK failed, invalid JSON text */
-} psb_violation;
-
-/* One result row: ncol text values (NULL = SQL NULL), valid during the callback. */
-typedef struct psb_row {
-    int ncol;
-    const char *const *col;
-} psb_row;
-
-/* Returns PST_OK to continue, anything else stops and is returned by exec. */
-typedef pst_status (*psb_row_fn)(void *ctx, const psb_row *row, pst_error *err);
-
-/* One statement of a batch. */
-typedef struct psb_stmt {
-    const char *sql;
-    const psb_val *params;
-    int nparams;
-} psb_stmt;
 
 typedef struct psb_ops {
     const char *name; /* "sqlite" or "postgresql" */
@@ -94,20 +55,6 @@ struct pst_store {
 void *pst__sqlite_open(const char *path, const psb_ops **ops, pst_error *err);
 void *pst__pg_open(const char *url, const char *password, const psb_ops **ops, pst_error *err);
 bool pst__is_pg_url(const char *locator);
-
-/* Fill err (may be NULL) and return st. code: the engine's error code (SQLite extended
- * code, or the PostgreSQL SQLSTATE packed by psb_pg), 0 if none. */
-pst_status pst__fail(pst_error *err, pst_status st, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-void pst__ok(pst_error *err);
-int64_t pst__now_ms(void);
-/* strdup that accepts NULL. */
-char *pst__strdup(const char *s);
-/* Decimal text -> int64 (0 for NULL/garbage). */
-int64_t pst__i64(const char *s);
-
-/* Prefix the message of a failed err with what (keeps status). */
-pst_status pst__ctx(pst_error *err, pst_status st, const char *what);
 
 /* Runs sql with the parameter ARRAY p on s's backend (caller holds s->mu). */
 #define PSB_EXEC(s, sql, p, fn, ctx, changes, viol, err)                                           \
