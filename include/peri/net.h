@@ -18,8 +18,9 @@
  *    with PN_OK at the end of the stream. The host buffers a bounded amount and stops
  *    reading from the network while the buffer is full (back-pressure).
  *  - Writing is queued: write copies the bytes or fails (PN_E_LIMIT when the host's
- *    queue would exceed its bound); a failure of the connection later arrives as
- *    PN_EV_CLOSED with the error.
+ *    queue would exceed its bound; then one PN_EV_WRITABLE follows once the queue has
+ *    drained to half its bound or less, so a writer never has to poll); a failure of
+ *    the connection later arrives as PN_EV_CLOSED with the error.
  *  - Every handle that was returned ends with exactly one settling event: a stream
  *    with PN_EV_CLOSED, a resolution with PN_EV_RESOLVED, a timer with PN_EV_TIMER
  *    (fired) or PN_EV_TIMER with PN_E_CANCELLED (cancelled). Only after its settling
@@ -75,6 +76,8 @@ typedef enum pn_event_kind {
     PN_EV_CLOSED = 3,   /* stream: settled; err says why (PN_OK after a local close) */
     PN_EV_RESOLVED = 4, /* resolution: settled; addrs/naddrs on success */
     PN_EV_TIMER = 5,    /* timer: settled; PN_OK fired, PN_E_CANCELLED cancelled */
+    PN_EV_WRITABLE = 6, /* stream: after a write failed with PN_E_LIMIT, the queue has
+                           room again (at least half its bound) */
 } pn_event_kind;
 
 typedef struct pn_event {

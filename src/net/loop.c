@@ -42,7 +42,7 @@ pn_err pn__h_new(pn_loop *l, int kind, void *ud, pn__h **out) {
     h->seq = ++l->seq;
     h->ud = ud;
     h->fd = -1;
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < PN__EV_N; k++)
         h->ev[k].handle = h->id;
     *out = h;
     return PN_OK;
@@ -63,9 +63,10 @@ void pn__queue(pn_loop *l, pn__h *h, pn_event_kind kind, pn_err err, const char 
     if (h->settling) return;
     int role = kind == PN_EV_OPENED     ? PN__EV_OPENED
                : kind == PN_EV_READABLE ? PN__EV_READABLE
+               : kind == PN_EV_WRITABLE ? PN__EV_WRITABLE
                                         : PN__EV_SETTLE;
     pn__ev *e = &h->ev[role];
-    if (e->queued) return; /* one readable at a time; opened once */
+    if (e->queued) return; /* one of each kind at a time */
     if (role == PN__EV_SETTLE) h->settling = true;
     e->queued = true;
     e->kind = kind;

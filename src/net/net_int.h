@@ -54,7 +54,7 @@ typedef struct pn__ev {
     char detail[200]; /* "" when none */
 } pn__ev;
 
-enum { PN__EV_OPENED = 0, PN__EV_READABLE, PN__EV_SETTLE };
+enum { PN__EV_OPENED = 0, PN__EV_READABLE, PN__EV_WRITABLE, PN__EV_SETTLE, PN__EV_N };
 
 /* One handle. Owned by the loop's table; freed when its settling event is delivered. */
 typedef struct pn__h {
@@ -62,9 +62,9 @@ typedef struct pn__h {
     pn_handle id;
     uint32_t seq; /* unique per allocation of this record */
     void *ud;
-    bool settling; /* its settling event is queued */
-    bool quiet;    /* closed or cancelled by its owner: only the settling event follows */
-    pn__ev ev[3];  /* by PN__EV_* */
+    bool settling;       /* its settling event is queued */
+    bool quiet;          /* closed or cancelled by its owner: only the settling event follows */
+    pn__ev ev[PN__EV_N]; /* by PN__EV_* */
     /* stream */
     int state;
     int fd;
@@ -85,6 +85,7 @@ typedef struct pn__h {
     size_t wcap, woff, wlen;
     bool shut_wanted; /* shutdown asked: half-close once the queue is empty */
     bool shut_done;
+    bool want_writable; /* a write failed with PN_E_LIMIT: PN_EV_WRITABLE is owed */
     /* resolution */
     char **raddrs; /* owned: the numeric addresses of PN_EV_RESOLVED */
     size_t nraddrs;

@@ -131,6 +131,10 @@ static void do_write(pn_loop *l, pn__h *h) {
         h->woff += (size_t)w;
     }
     if (h->woff == h->wlen) h->woff = h->wlen = 0;
+    if (h->want_writable && h->wlen - h->woff <= l->o.write_queue / 2) {
+        h->want_writable = false;
+        pn__queue(l, h, PN_EV_WRITABLE, PN_OK, NULL);
+    }
     if (h->wlen == 0 && h->shut_wanted && !h->shut_done) {
         if (h->ssl) pn__tls_close_notify(h);
         shutdown(h->fd, SHUT_WR);
@@ -387,7 +391,10 @@ pn_err pn__write(void *ctx, pn_handle id, const void *data, size_t len) {
     if (h->settling || h->shut_wanted) return PN_E_CLOSED;
     if (len == 0) return PN_OK;
     size_t queued = h->wlen - h->woff;
-    if (len > l->o.write_queue - queued) return PN_E_LIMIT;
+    if (len > l->o.write_queue - queued) {
+        h->want_writable = true;
+        return PN_E_LIMIT;
+    }
     if (h->woff) {
         memmove(h->wbuf, h->wbuf + h->woff, queued);
         h->woff = 0;
