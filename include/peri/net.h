@@ -156,6 +156,17 @@ void pn_loop_close_all(pn_loop *l);
 /* True when no handle is open or unsettled (capacity may be reused). */
 bool pn_loop_settled(const pn_loop *l);
 
+/* ---- The WebAssembly form ---------------------------------------------------------- */
+
+#ifdef __wasi__
+/* Inside the agent host's WebAssembly module (src/net/port_wasm.c): the ports table
+ * over the peri_port imports of docs/wasm-host.md. The module is one instance, so one
+ * callback receives every event (the peri_port_event export has no context); calling
+ * again replaces it. The module also gets the exports peri_alloc, peri_free and
+ * peri_port_event from that file. */
+const pn_ports *pn_wasm_ports(pn_event_fn on_event, void *event_ctx);
+#endif
+
 #ifdef __cplusplus
 }
 #endif

@@ -32,6 +32,13 @@ static void end(pwh_instance *w) {
     if (w->loop) pn_loop_close_all(w->loop);
 }
 
+/* An export called from inside another (a callback of an import): refused. */
+static bool nested(pwh_instance *w, const char *name) {
+    if (!w->busy) return false;
+    fail(w, "%s: another export of this instance is running", name);
+    return true;
+}
+
 static pwh_status call(pwh_instance *w, pw_func *f, const char *name, const pw_val *args,
                        uint32_t nargs, pw_val *res, uint32_t nres) {
     if (w->ended) {
@@ -177,13 +184,13 @@ static bool bind_exports(pwh_instance *w) {
     return true;
 }
 
-static bool copy_creds(pwh_instance *w) {
-    size_t n = w->o.ncredentials;
+static bool copy_creds(pwh_instance *w, const pwh_opts *o) {
+    size_t n = o->credentials ? o->ncredentials : 0;
     if (!n) return true;
     w->creds = calloc(n, sizeof *w->creds);
     if (!w->creds) return false;
     for (size_t i = 0; i < n; i++) {
-        const pwh_credential *c = &w->o.credentials[i];
+        const pwh_credential *c = &o->credentials[i];
         char *k = strdup(c->kind ? c->kind : ""), *v = strdup(c->value ? c->value : "");
         w->creds[w->ncreds++] = (pwh_credential){k, v};
         if (!k || !v) return false;
@@ -204,11 +211,11 @@ pwh_instance *pwh_new(const pwh_opts *o, char *err, size_t errlen) {
     w->o = *o;
     w->o.allow = NULL;
     w->o.credentials = NULL;
-    if (!copy_creds(w)) {
+    if (!copy_creds(w, o)) {
         fail(w, "out of memory");
         goto bad;
     }
-    if (!pwh__allow_parse(w, o->allow, o->nallow)) goto bad;
+    if (!pwh__allow_parse(w, o->allow, o->allow ? o->nallow : 0)) goto bad;
     pn_loop_opts lo = {.on_event = on_event,
                        .event_ctx = w,
                        .policy = pwh__policy,
@@ -276,6 +283,7 @@ static pwh_status call_bytes(pwh_instance *w, pw_func *f, const char *name, cons
 
 pwh_status pwh_start(pwh_instance *w, const char *json, size_t len) {
     if (!w || (!json && len)) return PWH_E_ARG;
+    if (nested(w, "peri_start")) return PWH_E_BUSY;
     if (w->started || w->closing) {
         fail(w, "peri_start: the instance was already started");
         return PWH_E_STATE;
@@ -287,6 +295,7 @@ pwh_status pwh_start(pwh_instance *w, const char *json, size_t len) {
 
 pwh_status pwh_input(pwh_instance *w, const void *data, size_t len) {
     if (!w || (!data && len)) return PWH_E_ARG;
+    if (nested(w, "peri_input")) return PWH_E_BUSY;
     if (!w->started || w->closing) {
         fail(w, "peri_input: the instance is not running");
         return PWH_E_STATE;
@@ -302,6 +311,7 @@ pwh_status pwh_input_end(pwh_instance *w) {
 
 pwh_status pwh_close(pwh_instance *w) {
     if (!w) return PWH_E_ARG;
+    if (nested(w, "peri_close")) return PWH_E_BUSY;
     if (w->closing) return PWH_OK;
     w->closing = true;
     pw_val r = {0};
