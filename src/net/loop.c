@@ -59,6 +59,16 @@ void pn__h_drop(pn_loop *l, pn__h *h) {
     free(h);
 }
 
+pn_err pn__h_cancel(pn_loop *l, pn_handle id, int kind, pn_event_kind ev, pn_err err) {
+    pn__h *h = pn__h_get(l, id, kind);
+    if (!h) return PN_E_INVALID;
+    if (h->settling) return PN_OK; /* its settling event is already on its way */
+    h->quiet = true;
+    if (kind == PN__STREAM) pn__stream_teardown(l, h);
+    pn__queue(l, h, ev, err, NULL);
+    return PN_OK;
+}
+
 void pn__queue(pn_loop *l, pn__h *h, pn_event_kind kind, pn_err err, const char *detail) {
     if (h->settling) return;
     int role = kind == PN_EV_OPENED     ? PN__EV_OPENED

@@ -138,6 +138,8 @@ struct pn_loop {
 /* loop.c */
 pn__h *pn__h_get(pn_loop *l, pn_handle id, int kind);
 pn_err pn__h_new(pn_loop *l, int kind, void *ud, pn__h **out);
+/* The owner gives a handle up: only its settling event (ev, err) follows. */
+pn_err pn__h_cancel(pn_loop *l, pn_handle id, int kind, pn_event_kind ev, pn_err err);
 /* Frees h and its slot at once (its settling event delivered, or it was never handed out). */
 void pn__h_drop(pn_loop *l, pn__h *h);
 /* Queue an event for h (detail copied, may be NULL). A settling kind marks h settling;

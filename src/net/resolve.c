@@ -229,11 +229,5 @@ pn_err pn__resolve(void *ctx, const char *name, void *ud, pn_handle *out) {
 }
 
 pn_err pn__resolve_cancel(void *ctx, pn_handle id) {
-    pn_loop *l = ctx;
-    pn__h *h = pn__h_get(l, id, PN__RESOLVE);
-    if (!h) return PN_E_INVALID;
-    if (h->settling) return PN_OK;
-    h->quiet = true;
-    pn__queue(l, h, PN_EV_RESOLVED, PN_E_CANCELLED, NULL);
-    return PN_OK;
+    return pn__h_cancel(ctx, id, PN__RESOLVE, PN_EV_RESOLVED, PN_E_CANCELLED);
 }

@@ -36,6 +36,15 @@ void pn__stream_set_mask(pn_loop *l, pn__h *h, uint32_t mask) {
     if (epoll_ctl(l->ep, op, h->fd, &ev) == 0) h->epoll_mask = mask;
 }
 
+/* A recv/send result as the TLS wrappers give theirs: bytes, -1 would block, -2 error. */
+static long sys_io(pn__h *h, ssize_t r, const char *what) {
+    if (r >= 0) return r;
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return -1;
+    h->last_err = pn__err_from_errno(errno);
+    errno_detail(h->last_detail, sizeof h->last_detail, what, errno);
+    return -2;
+}
+
 static void drop_fd(pn_loop *l, pn__h *h) {
     pn__stream_set_mask(l, h, 0);
     pn__tls_drop(h);
@@ -76,20 +85,7 @@ static void do_read(pn_loop *l, pn__h *h) {
         }
         uint8_t *at = h->rbuf + h->roff + h->rlen;
         size_t room = h->rcap - h->roff - h->rlen;
-        long n;
-        if (h->ssl) {
-            n = pn__tls_read(h, at, room);
-        } else {
-            ssize_t r = recv(h->fd, at, room, 0);
-            if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-                n = -1;
-            else if (r < 0) {
-                h->last_err = pn__err_from_errno(errno);
-                errno_detail(h->last_detail, sizeof h->last_detail, "read", errno);
-                n = -2;
-            } else
-                n = r;
-        }
+        long n = h->ssl ? pn__tls_read(h, at, room) : sys_io(h, recv(h->fd, at, room, 0), "read");
         if (n == -1) break;
         if (n < -1) {
             pn__stream_fail(l, h, h->last_err, h->last_detail);
@@ -109,20 +105,8 @@ static void do_write(pn_loop *l, pn__h *h) {
     while (h->woff < h->wlen) {
         const uint8_t *p = h->wbuf + h->woff;
         size_t n = h->wlen - h->woff;
-        long w;
-        if (h->ssl) {
-            w = pn__tls_write(h, p, n);
-        } else {
-            ssize_t r = send(h->fd, p, n, MSG_NOSIGNAL);
-            if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-                w = -1;
-            else if (r < 0) {
-                h->last_err = pn__err_from_errno(errno);
-                errno_detail(h->last_detail, sizeof h->last_detail, "write", errno);
-                w = -2;
-            } else
-                w = r;
-        }
+        long w =
+            h->ssl ? pn__tls_write(h, p, n) : sys_io(h, send(h->fd, p, n, MSG_NOSIGNAL), "write");
         if (w == -1) break;
         if (w < -1) {
             pn__stream_fail(l, h, h->last_err, h->last_detail);
@@ -428,12 +412,5 @@ pn_err pn__shutdown(void *ctx, pn_handle id) {
 }
 
 pn_err pn__close(void *ctx, pn_handle id) {
-    pn_loop *l = ctx;
-    pn__h *h = pn__h_get(l, id, PN__STREAM);
-    if (!h) return PN_E_INVALID;
-    if (h->settling) return PN_OK; /* its PN_EV_CLOSED is already on its way */
-    h->quiet = true;
-    pn__stream_teardown(l, h);
-    pn__queue(l, h, PN_EV_CLOSED, PN_OK, NULL);
-    return PN_OK;
+    return pn__h_cancel(ctx, id, PN__STREAM, PN_EV_CLOSED, PN_OK);
 }

@@ -121,11 +121,5 @@ pn_err pn__timer_set(void *ctx, uint64_t delay_ms, void *ud, pn_handle *out) {
 }
 
 pn_err pn__timer_cancel(void *ctx, pn_handle id) {
-    pn_loop *l = ctx;
-    pn__h *h = pn__h_get(l, id, PN__TIMER);
-    if (!h) return PN_E_INVALID;
-    if (h->settling) return PN_OK; /* already fired or cancelled: that event follows */
-    h->quiet = true;
-    pn__queue(l, h, PN_EV_TIMER, PN_E_CANCELLED, NULL);
-    return PN_OK;
+    return pn__h_cancel(ctx, id, PN__TIMER, PN_EV_TIMER, PN_E_CANCELLED);
 }

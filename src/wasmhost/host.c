@@ -209,6 +209,8 @@ pwh_instance *pwh_new(const pwh_opts *o, char *err, size_t errlen) {
         return NULL;
     }
     w->o = *o;
+    for (int i = 0; i < 4; i++)
+        w->ops[i] = (pwh__op){w, i};
     w->o.allow = NULL;
     w->o.credentials = NULL;
     if (!copy_creds(w, o)) {

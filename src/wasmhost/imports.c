@@ -68,6 +68,25 @@ static bool name_in(pw_call_ctx *cx, uint32_t ptr, uint32_t len, char out[256]) 
 
 /* ---- peri_port ---------------------------------------------------------------------- */
 
+/* A call that made a handle: tell the module its number and count it as open. */
+static pw_status made(pn_err e, pn_handle h, uint8_t *out, uint32_t *open, pw_val *results) {
+    if (e == PN_OK) {
+        put32(out, h);
+        (*open)++;
+    }
+    results[0].i32 = e;
+    return PW_OK;
+}
+
+/* shutdown, close, resolve_cancel, timer_cancel: (handle) -> err. */
+static pw_status p_handle_op(pw_call_ctx *cx, void *env, const pw_val *args, pw_val *results) {
+    (void)cx;
+    const pwh__op *op = env;
+    const pn_ports *p = op->w->ports;
+    pn_err (*fn[])(void *, pn_handle) = {p->shutdown, p->close, p->resolve_cancel, p->timer_cancel};
+    RET(fn[op->op](p->ctx, U(0)));
+}
+
 static pw_status p_open(pw_call_ctx *cx, void *env, const pw_val *args, pw_val *results) {
     pwh_instance *w = env;
     char host[256], sni[256] = "";
@@ -79,11 +98,7 @@ static pw_status p_open(pw_call_ctx *cx, void *env, const pw_val *args, pw_val *
     pn_stream_opts so = {.tls = flags & 1u, .server_name = sni[0] ? sni : NULL};
     pn_handle h = 0;
     pn_err e = w->ports->open(w->ports->ctx, host, (uint16_t)port, &so, NULL, &h);
-    if (e == PN_OK) {
-        put32(out, h);
-        w->st.streams_open++;
-    }
-    RET(e);
+    return made(e, h, out, &w->st.streams_open, results);
 }
 
 static pw_status p_read(pw_call_ctx *cx, void *env, const pw_val *args, pw_val *results) {
@@ -103,18 +118,6 @@ static pw_status p_write(pw_call_ctx *cx, void *env, const pw_val *args, pw_val 
     RET(w->ports->write(w->ports->ctx, U(0), p, U(2)));
 }
 
-static pw_status p_shutdown(pw_call_ctx *cx, void *env, const pw_val *args, pw_val *results) {
-    (void)cx;
-    pwh_instance *w = env;
-    RET(w->ports->shutdown(w->ports->ctx, U(0)));
-}
-
-static pw_status p_close(pw_call_ctx *cx, void *env, const pw_val *args, pw_val *results) {
-    (void)cx;
-    pwh_instance *w = env;
-    RET(w->ports->close(w->ports->ctx, U(0)));
-}
-
 static pw_status p_resolve(pw_call_ctx *cx, void *env, const pw_val *args, pw_val *results) {
     pwh_instance *w = env;
     char name[256];
@@ -122,17 +125,7 @@ static pw_status p_resolve(pw_call_ctx *cx, void *env, const pw_val *args, pw_va
     if (!out || !name_in(cx, U(0), U(1), name)) RET(PN_E_INVALID);
     pn_handle h = 0;
     pn_err e = w->ports->resolve(w->ports->ctx, name, NULL, &h);
-    if (e == PN_OK) {
-        put32(out, h);
-        w->st.resolutions_pending++;
-    }
-    RET(e);
-}
-
-static pw_status p_resolve_cancel(pw_call_ctx *cx, void *env, const pw_val *args, pw_val *results) {
-    (void)cx;
-    pwh_instance *w = env;
-    RET(w->ports->resolve_cancel(w->ports->ctx, U(0)));
+    return made(e, h, out, &w->st.resolutions_pending, results);
 }
 
 static pw_status p_now_ms(pw_call_ctx *cx, void *env, const pw_val *args, pw_val *results) {
@@ -155,17 +148,7 @@ static pw_status p_timer_set(pw_call_ctx *cx, void *env, const pw_val *args, pw_
     if (!out || args[0].i64 < 0) RET(PN_E_INVALID);
     pn_handle h = 0;
     pn_err e = w->ports->timer_set(w->ports->ctx, (uint64_t)args[0].i64, NULL, &h);
-    if (e == PN_OK) {
-        put32(out, h);
-        w->st.timers_pending++;
-    }
-    RET(e);
-}
-
-static pw_status p_timer_cancel(pw_call_ctx *cx, void *env, const pw_val *args, pw_val *results) {
-    (void)cx;
-    pwh_instance *w = env;
-    RET(w->ports->timer_cancel(w->ports->ctx, U(0)));
+    return made(e, h, out, &w->st.timers_pending, results);
 }
 
 /* ---- peri_host ---------------------------------------------------------------------- */
@@ -289,31 +272,32 @@ static pw_status w_nosys_trap(pw_call_ctx *cx, void *env, const pw_val *args, pw
 typedef struct imp {
     const char *module, *name, *params, *results;
     pw_host_fn fn;
+    int op; /* p_handle_op: which call (w->ops[op] is the environment); -1 otherwise */
 } imp;
 
 static const imp IMPORTS[] = {
-    {"peri_port", "open", "iiiiiii", "i", p_open},
-    {"peri_port", "read", "iiii", "i", p_read},
-    {"peri_port", "write", "iii", "i", p_write},
-    {"peri_port", "shutdown", "i", "i", p_shutdown},
-    {"peri_port", "close", "i", "i", p_close},
-    {"peri_port", "resolve", "iii", "i", p_resolve},
-    {"peri_port", "resolve_cancel", "i", "i", p_resolve_cancel},
-    {"peri_port", "now_ms", "", "I", p_now_ms},
-    {"peri_port", "wall_ms", "", "I", p_wall_ms},
-    {"peri_port", "timer_set", "Ii", "i", p_timer_set},
-    {"peri_port", "timer_cancel", "i", "i", p_timer_cancel},
-    {"peri_host", "send", "ii", "i", h_send},
-    {"peri_host", "log", "iii", "", h_log},
-    {"peri_host", "settled", "ii", "", h_settled},
-    {"peri_host", "credential", "iiiii", "i", h_credential},
-    {"wasi_snapshot_preview1", "fd_write", "iiii", "i", w_fd_write},
-    {"wasi_snapshot_preview1", "random_get", "ii", "i", w_random_get},
-    {"wasi_snapshot_preview1", "environ_sizes_get", "ii", "i", w_sizes_get},
-    {"wasi_snapshot_preview1", "args_sizes_get", "ii", "i", w_sizes_get},
-    {"wasi_snapshot_preview1", "environ_get", "ii", "i", w_list_get},
-    {"wasi_snapshot_preview1", "args_get", "ii", "i", w_list_get},
-    {"wasi_snapshot_preview1", "proc_exit", "i", "", w_proc_exit},
+    {"peri_port", "open", "iiiiiii", "i", p_open, -1},
+    {"peri_port", "read", "iiii", "i", p_read, -1},
+    {"peri_port", "write", "iii", "i", p_write, -1},
+    {"peri_port", "shutdown", "i", "i", p_handle_op, 0},
+    {"peri_port", "close", "i", "i", p_handle_op, 1},
+    {"peri_port", "resolve", "iii", "i", p_resolve, -1},
+    {"peri_port", "resolve_cancel", "i", "i", p_handle_op, 2},
+    {"peri_port", "now_ms", "", "I", p_now_ms, -1},
+    {"peri_port", "wall_ms", "", "I", p_wall_ms, -1},
+    {"peri_port", "timer_set", "Ii", "i", p_timer_set, -1},
+    {"peri_port", "timer_cancel", "i", "i", p_handle_op, 3},
+    {"peri_host", "send", "ii", "i", h_send, -1},
+    {"peri_host", "log", "iii", "", h_log, -1},
+    {"peri_host", "settled", "ii", "", h_settled, -1},
+    {"peri_host", "credential", "iiiii", "i", h_credential, -1},
+    {"wasi_snapshot_preview1", "fd_write", "iiii", "i", w_fd_write, -1},
+    {"wasi_snapshot_preview1", "random_get", "ii", "i", w_random_get, -1},
+    {"wasi_snapshot_preview1", "environ_sizes_get", "ii", "i", w_sizes_get, -1},
+    {"wasi_snapshot_preview1", "args_sizes_get", "ii", "i", w_sizes_get, -1},
+    {"wasi_snapshot_preview1", "environ_get", "ii", "i", w_list_get, -1},
+    {"wasi_snapshot_preview1", "args_get", "ii", "i", w_list_get, -1},
+    {"wasi_snapshot_preview1", "proc_exit", "i", "", w_proc_exit, -1},
 };
 
 static bool is(const char *s, const char *p, size_t n) {
@@ -334,7 +318,8 @@ bool pwh__resolve(void *ctx, pw_store *s, const pw_module *m, const pw_import_de
         pw_valtype vt[8];
         pw_functype ft;
         pwh__sig(x->params, x->results, vt, &ft);
-        f = pw_func_new_host(s, &ft, x->fn, w, &e);
+        void *env = x->op >= 0 ? (void *)&w->ops[x->op] : (void *)w;
+        f = pw_func_new_host(s, &ft, x->fn, env, &e);
         if (!f) return false;
     }
     if (!f && is("wasi_snapshot_preview1", d->module, d->module_len)) {

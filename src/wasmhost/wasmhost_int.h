@@ -15,6 +15,12 @@ typedef struct pwh__allow {
     uint16_t port;
 } pwh__allow;
 
+/* The environment of a handle-only import: which call, on which instance. */
+typedef struct pwh__op {
+    struct pwh_instance *w;
+    int op;
+} pwh__op;
+
 struct pwh_instance {
     pwh_opts o;
     pw_store *store;
@@ -33,7 +39,8 @@ struct pwh_instance {
     bool ended;   /* trapped or broke the ABI: no more export calls */
     int module_err;
     pwh_settlement st;
-    char *report; /* owned: the module's settled JSON */
+    pwh__op ops[4]; /* shutdown, close, resolve_cancel, timer_cancel */
+    char *report;   /* owned: the module's settled JSON */
     char err[320];
 };
 
