@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "peri/base.h"
 #include "peri/net.h"
 
 #define IMPORT(mod, name) __attribute__((import_module(mod), import_name(name)))
@@ -50,14 +51,9 @@ typedef struct pn__wasm {
 static pn__wasm pn__the; /* the module's one ports context (see the header comment) */
 
 static pn_err remember(pn__wasm *w, pn_handle h, void *ud) {
-    if (w->nuds == w->capuds) {
-        size_t cap = w->capuds ? w->capuds * 2 : 16;
-        pn__udent *n = realloc(w->uds, cap * sizeof *n);
-        if (!n) return PN_E_LIMIT;
-        w->uds = n;
-        w->capuds = cap;
-    }
-    w->uds[w->nuds++] = (pn__udent){h, ud};
+    pn__udent *e = pb_push(&w->uds, &w->nuds, &w->capuds, sizeof *e, 16);
+    if (!e) return PN_E_LIMIT;
+    *e = (pn__udent){h, ud};
     return PN_OK;
 }
 
