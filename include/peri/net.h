@@ -108,8 +108,10 @@ typedef struct pn_ports {
                    pn_handle *out);
     pn_err (*read)(void *ctx, pn_handle h, void *buf, size_t cap, size_t *got);
     pn_err (*write)(void *ctx, pn_handle h, const void *data, size_t len);
-    pn_err (*shutdown)(void *ctx, pn_handle h); /* half-close: no more writes */
-    pn_err (*close)(void *ctx, pn_handle h);    /* settles later with PN_EV_CLOSED */
+    pn_err (*shutdown)(void *ctx, pn_handle h); /* half-close after the queued bytes */
+    /* Settles later with PN_EV_CLOSED (PN_OK); unsent bytes are dropped, and no other
+     * event of the handle follows. A graceful end: shutdown, read to the end, close. */
+    pn_err (*close)(void *ctx, pn_handle h);
     /* Name resolution. */
     pn_err (*resolve)(void *ctx, const char *name, void *ud, pn_handle *out);
     pn_err (*resolve_cancel)(void *ctx, pn_handle h);
@@ -123,8 +125,10 @@ typedef struct pn_ports {
 /* ---- The native loop --------------------------------------------------------------- */
 
 /* A destination policy: may this instance open host:port? Called with the name given to
- * open and again with each numeric address it resolves to (name == NULL then). NULL
- * policy denies everything: a loop grants nothing unless told. */
+ * open and again with each numeric address it resolves to (name == NULL then; the
+ * addresses it refuses are skipped, and the stream fails with PN_E_DENIED when none is
+ * left). resolve asks for the name with port 0 (a lookup is traffic too). NULL policy
+ * denies everything: a loop grants nothing unless told. */
 typedef bool (*pn_policy_fn)(void *ctx, const char *name, const char *addr, uint16_t port);
 
 typedef struct pn_loop_opts {
@@ -147,11 +151,14 @@ void pn_loop_free(pn_loop *l);
 /* The table whose calls act on this loop (borrowed, lives as long as the loop). */
 const pn_ports *pn_loop_ports(pn_loop *l);
 /* Wait up to timeout_ms (-1: no limit) for events and deliver them; returns the number
- * delivered, or -1 on a failure of the loop itself. */
+ * delivered (and posted functions run), or -1 on a failure of the loop itself. Events
+ * queued by the callbacks wait for the next call. Never call it from a callback. */
 int pn_loop_run_once(pn_loop *l, int timeout_ms);
 /* Thread-safe: run fn(arg) on the loop thread at its next turn (wakes the loop). */
 int pn_loop_post(pn_loop *l, void (*fn)(void *arg), void *arg);
-/* Close every open handle of the loop; each settles with PN_E_CLOSED. */
+/* Close every open handle of the loop; each settles with PN_E_CLOSED (delivered by the
+ * next pn_loop_run_once) and nothing else. From then on new handles are refused with
+ * PN_E_CLOSED: this ends the loop's life as a port (the host stops an instance). */
 void pn_loop_close_all(pn_loop *l);
 /* True when no handle is open or unsettled (capacity may be reused). */
 bool pn_loop_settled(const pn_loop *l);
