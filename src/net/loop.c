@@ -138,6 +138,8 @@ static int deliver(pn_loop *l) {
     return n;
 }
 
+static int run_once(pn_loop *l, int timeout_ms);
+
 static void drain_chan(pn_loop *l, int *ran) {
     uint64_t v;
     ssize_t r = read(l->chan->efd, &v, sizeof v);
@@ -157,6 +159,14 @@ static void drain_chan(pn_loop *l, int *ran) {
 }
 
 int pn_loop_run_once(pn_loop *l, int timeout_ms) {
+    if (l->running) return -1; /* from inside a callback: events are never re-entrant */
+    l->running = true;
+    int n = run_once(l, timeout_ms);
+    l->running = false;
+    return n;
+}
+
+static int run_once(pn_loop *l, int timeout_ms) {
     int wait = l->qhead ? 0 : pn__heap_wait(l, timeout_ms);
     struct epoll_event evs[64];
     int n = epoll_wait(l->ep, evs, 64, wait);

@@ -132,7 +132,8 @@ struct pn_loop {
     size_t nheap, heapcap;
     SSL_CTX *ssl_ctx; /* made at the first TLS stream */
     char ssl_err[200];
-    bool closed; /* pn_loop_close_all ran: new handles are refused */
+    bool closed;  /* pn_loop_close_all ran: new handles are refused */
+    bool running; /* inside pn_loop_run_once */
 };
 
 /* loop.c */

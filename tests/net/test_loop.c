@@ -782,7 +782,9 @@ typedef struct post_arg {
 } post_arg;
 
 static void posted(void *a) {
-    ((post_arg *)a)->ran++;
+    post_arg *p = a;
+    p->ran++;
+    assert_int_equal(pn_loop_run_once(p->l, 0), -1); /* no nested turn */
 }
 
 static void *poster(void *a) {
