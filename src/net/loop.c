@@ -65,7 +65,7 @@ pn_err pn__h_cancel(pn_loop *l, pn_handle id, int kind, pn_event_kind ev, pn_err
     if (h->settling) return PN_OK; /* its settling event is already on its way */
     h->quiet = true;
     if (kind == PN__STREAM) pn__stream_teardown(l, h);
-    pn__queue(l, h, ev, err, NULL);
+    pn__queue(l, h, ev, err, err == PN_E_CANCELLED ? "cancelled by its owner" : NULL);
     return PN_OK;
 }
 
