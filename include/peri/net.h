@@ -18,8 +18,9 @@
  *    with PN_OK at the end of the stream. The host buffers a bounded amount and stops
  *    reading from the network while the buffer is full (back-pressure).
  *  - Writing is queued: write copies the bytes or fails (PN_E_LIMIT when the host's
- *    queue would exceed its bound); a failure of the connection later arrives as
- *    PN_EV_CLOSED with the error.
+ *    queue would exceed its bound; then one PN_EV_WRITABLE follows once the queue has
+ *    drained to half its bound or less, so a writer never has to poll); a failure of
+ *    the connection later arrives as PN_EV_CLOSED with the error.
  *  - Every handle that was returned ends with exactly one settling event: a stream
  *    with PN_EV_CLOSED, a resolution with PN_EV_RESOLVED, a timer with PN_EV_TIMER
  *    (fired) or PN_EV_TIMER with PN_E_CANCELLED (cancelled). Only after its settling
@@ -75,6 +76,8 @@ typedef enum pn_event_kind {
     PN_EV_CLOSED = 3,   /* stream: settled; err says why (PN_OK after a local close) */
     PN_EV_RESOLVED = 4, /* resolution: settled; addrs/naddrs on success */
     PN_EV_TIMER = 5,    /* timer: settled; PN_OK fired, PN_E_CANCELLED cancelled */
+    PN_EV_WRITABLE = 6, /* stream: after a write failed with PN_E_LIMIT, the queue has
+                           room again (at least half its bound) */
 } pn_event_kind;
 
 typedef struct pn_event {
@@ -105,8 +108,10 @@ typedef struct pn_ports {
                    pn_handle *out);
     pn_err (*read)(void *ctx, pn_handle h, void *buf, size_t cap, size_t *got);
     pn_err (*write)(void *ctx, pn_handle h, const void *data, size_t len);
-    pn_err (*shutdown)(void *ctx, pn_handle h); /* half-close: no more writes */
-    pn_err (*close)(void *ctx, pn_handle h);    /* settles later with PN_EV_CLOSED */
+    pn_err (*shutdown)(void *ctx, pn_handle h); /* half-close after the queued bytes */
+    /* Settles later with PN_EV_CLOSED (PN_OK); unsent bytes are dropped, and no other
+     * event of the handle follows. A graceful end: shutdown, read to the end, close. */
+    pn_err (*close)(void *ctx, pn_handle h);
     /* Name resolution. */
     pn_err (*resolve)(void *ctx, const char *name, void *ud, pn_handle *out);
     pn_err (*resolve_cancel)(void *ctx, pn_handle h);
@@ -120,8 +125,10 @@ typedef struct pn_ports {
 /* ---- The native loop --------------------------------------------------------------- */
 
 /* A destination policy: may this instance open host:port? Called with the name given to
- * open and again with each numeric address it resolves to (name == NULL then). NULL
- * policy denies everything: a loop grants nothing unless told. */
+ * open and again with each numeric address it resolves to (name == NULL then; the
+ * addresses it refuses are skipped, and the stream fails with PN_E_DENIED when none is
+ * left). resolve asks for the name with port 0 (a lookup is traffic too). NULL policy
+ * denies everything: a loop grants nothing unless told. */
 typedef bool (*pn_policy_fn)(void *ctx, const char *name, const char *addr, uint16_t port);
 
 typedef struct pn_loop_opts {
@@ -144,14 +151,28 @@ void pn_loop_free(pn_loop *l);
 /* The table whose calls act on this loop (borrowed, lives as long as the loop). */
 const pn_ports *pn_loop_ports(pn_loop *l);
 /* Wait up to timeout_ms (-1: no limit) for events and deliver them; returns the number
- * delivered, or -1 on a failure of the loop itself. */
+ * delivered (and posted functions run), or -1 on a failure of the loop itself. Events
+ * queued by the callbacks wait for the next call. Never call it from a callback. */
 int pn_loop_run_once(pn_loop *l, int timeout_ms);
 /* Thread-safe: run fn(arg) on the loop thread at its next turn (wakes the loop). */
 int pn_loop_post(pn_loop *l, void (*fn)(void *arg), void *arg);
-/* Close every open handle of the loop; each settles with PN_E_CLOSED. */
+/* Close every open handle of the loop; each settles with PN_E_CLOSED (delivered by the
+ * next pn_loop_run_once) and nothing else. From then on new handles are refused with
+ * PN_E_CLOSED: this ends the loop's life as a port (the host stops an instance). */
 void pn_loop_close_all(pn_loop *l);
 /* True when no handle is open or unsettled (capacity may be reused). */
 bool pn_loop_settled(const pn_loop *l);
+
+/* ---- The WebAssembly form ---------------------------------------------------------- */
+
+#ifdef __wasi__
+/* Inside the agent host's WebAssembly module (src/net/port_wasm.c): the ports table
+ * over the peri_port imports of docs/wasm-host.md. The module is one instance, so one
+ * callback receives every event (the peri_port_event export has no context); calling
+ * again replaces it. The module also gets the exports peri_alloc, peri_free and
+ * peri_port_event from that file. */
+const pn_ports *pn_wasm_ports(pn_event_fn on_event, void *event_ctx);
+#endif
 
 #ifdef __cplusplus
 }
