@@ -7,3 +7,14 @@ add_executable(test_http_codec ${CMAKE_CURRENT_LIST_DIR}/test_http_codec.c)
 target_link_libraries(test_http_codec PRIVATE peri PkgConfig::CMOCKA)
 add_test(NAME net.http_codec COMMAND test_http_codec)
 set_tests_properties(net.http_codec PROPERTIES TIMEOUT 120)
+add_executable(test_http_client ${CMAKE_CURRENT_LIST_DIR}/test_http_client.c
+                                ${CMAKE_CURRENT_LIST_DIR}/http_fake_ports.c)
+target_link_libraries(test_http_client PRIVATE peri PkgConfig::CMOCKA)
+add_test(NAME net.http_client COMMAND test_http_client)
+# a streamed model answer through the client into the model layer's SSE parser and decoder
+add_executable(test_http_sse ${CMAKE_CURRENT_LIST_DIR}/test_http_sse.c
+                             ${CMAKE_CURRENT_LIST_DIR}/http_fake_ports.c)
+target_include_directories(test_http_sse PRIVATE ${CMAKE_SOURCE_DIR}/src)
+target_link_libraries(test_http_sse PRIVATE peri PkgConfig::CMOCKA)
+add_test(NAME net.http_sse COMMAND test_http_sse)
+set_tests_properties(net.http_client net.http_sse PROPERTIES TIMEOUT 120)
