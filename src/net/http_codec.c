@@ -577,15 +577,16 @@ pn_http_err pn_http_parser_feed(pn_http_parser *p, const void *data, size_t len,
             deliver(p, d + i - n, n);
             break;
         }
-        case ST_BODY_CLOSE:
-            if (avail > p->lim.max_body - p->body_total) {
+        case ST_BODY_CLOSE: {
+            /* up to the bound is delivered whatever the split, then the error */
+            uint64_t room = p->lim.max_body - p->body_total;
+            size_t n = avail < room ? avail : (size_t)room;
+            i += n;
+            if (deliver(p, d + i - n, n) == PN_HTTP_OK && n < avail)
                 fail(p, PN_HTTP_E_BODY_LIMIT, "body above the bound %llu",
                      (unsigned long long)p->lim.max_body);
-                break;
-            }
-            i += avail;
-            deliver(p, d + i - avail, avail);
             break;
+        }
         case ST_CHUNK_END:
             if (!p->chunk_cr && d[i] == '\r') {
                 p->chunk_cr = true;

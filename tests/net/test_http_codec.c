@@ -938,6 +938,31 @@ static void test_callbacks_stop(void **state) {
     pn_http_parser_free(p);
 }
 
+/* A body delimited by the close stops at the bound whatever the split: the bytes up to
+ * it are delivered, then the error. */
+static void test_close_body_bound(void **state) {
+    (void)state;
+    static const rcase c = {"bound",
+                            "HTTP/1.1 200 OK\r\n\r\nhello world",
+                            0,
+                            false,
+                            {.max_body = 4},
+                            PN_HTTP_E_BODY_LIMIT,
+                            0,
+                            0,
+                            0,
+                            0};
+    size_t len = strlen(c.resp);
+    for (size_t cut = 0; cut <= len; cut++) {
+        got g;
+        pn_http_parser *p;
+        assert_int_equal(run_case(&c, &cut, 1, &g, &p), PN_HTTP_E_BODY_LIMIT);
+        assert_int_equal(g.blen, 4);
+        assert_memory_equal(g.body, "hell", 4);
+        pn_http_parser_free(p);
+    }
+}
+
 /* ---------------------------------------------------------------- requests */
 
 static void test_request_bytes(void **state) {
@@ -1105,6 +1130,7 @@ int main(void) {
         cmocka_unit_test(test_headers_in_order),
         cmocka_unit_test(test_retry_after),
         cmocka_unit_test(test_callbacks_stop),
+        cmocka_unit_test(test_close_body_bound),
         cmocka_unit_test(test_request_bytes),
         cmocka_unit_test(test_request_refusals),
         cmocka_unit_test(test_urls),
