@@ -98,6 +98,13 @@ static bool is_text(unsigned char c) {
     return c == '\t' || (c >= 0x20 && c != 0x7f);
 }
 
+/* The first byte of s[0..n) that ok refuses, or NULL. */
+static const char *first_bad(const char *s, size_t n, bool (*ok)(unsigned char)) {
+    for (size_t i = 0; i < n; i++)
+        if (!ok((unsigned char)s[i])) return s + i;
+    return NULL;
+}
+
 static bool is_ows(char c) {
     return c == ' ' || c == '\t';
 }
@@ -129,12 +136,12 @@ static pn_http_err check_token(const char *s, const char *what, char *d, size_t 
         set_detail(d, dl, "empty %s", what);
         return PN_HTTP_E_ARG;
     }
-    for (const char *c = s; *c; c++)
-        if (!is_tchar((unsigned char)*c)) {
-            set_detail(d, dl, "%s holds a byte 0x%02x that is not a token character", what,
-                       (unsigned char)*c);
-            return PN_HTTP_E_ARG;
-        }
+    const char *c = first_bad(s, strlen(s), is_tchar);
+    if (c) {
+        set_detail(d, dl, "%s holds a byte 0x%02x that is not a token character", what,
+                   (unsigned char)*c);
+        return PN_HTTP_E_ARG;
+    }
     return PN_HTTP_OK;
 }
 
@@ -186,16 +193,11 @@ pn_http_err pn_http_write_request(pb_buf *out, const char *method, const char *t
                 set_detail(detail, detail_len, "header %s is set by the client", n);
                 return PN_HTTP_E_ARG;
             }
-        if (!v) {
-            set_detail(detail, detail_len, "header %s has no value", n);
+        const char *c = v ? first_bad(v, strlen(v), is_text) : NULL;
+        if (!v || c) {
+            set_detail(detail, detail_len, "header %s: %s", n, v ? "control byte" : "no value");
             return PN_HTTP_E_ARG;
         }
-        for (const char *c = v; *c; c++)
-            if (!is_text((unsigned char)*c)) {
-                set_detail(detail, detail_len, "header %s holds a control byte 0x%02x", n,
-                           (unsigned char)*c);
-                return PN_HTTP_E_ARG;
-            }
     }
     if (!body && body_len) {
         set_detail(detail, detail_len, "body missing");
@@ -315,9 +317,8 @@ static pn_http_err status_line(pn_http_parser *p, const char *l, size_t n) {
         if (l[12] != ' ') return fail(p, PN_HTTP_E_STATUS_LINE, "bad status code");
         r = 13;
     }
-    for (size_t i = r; i < n; i++)
-        if (!is_text((unsigned char)l[i]))
-            return fail(p, PN_HTTP_E_STATUS_LINE, "control byte in the reason phrase");
+    if (first_bad(l + r, n - r, is_text))
+        return fail(p, PN_HTTP_E_STATUS_LINE, "control byte in the reason phrase");
     p->minor = l[7] - '0';
     p->status = code;
     pb_buf_reset(&p->head); /* block_bytes already counts this line */
@@ -335,19 +336,17 @@ static pn_http_err field_line(pn_http_parser *p, const char *l, size_t n, bool s
     const char *colon = memchr(l, ':', n);
     if (!colon || colon == l) return fail(p, PN_HTTP_E_HEADER, "field line without a name");
     size_t nl = (size_t)(colon - l);
-    for (size_t i = 0; i < nl; i++)
-        if (!is_tchar((unsigned char)l[i]))
-            return fail(p, PN_HTTP_E_HEADER, "bad byte 0x%02x in a field name",
-                        (unsigned char)l[i]);
+    const char *bad = first_bad(l, nl, is_tchar);
+    if (bad)
+        return fail(p, PN_HTTP_E_HEADER, "bad byte 0x%02x in a field name", (unsigned char)*bad);
     const char *v = colon + 1, *end = l + n;
     while (v < end && is_ows(*v))
         v++;
     while (end > v && is_ows(end[-1]))
         end--;
-    for (const char *c = v; c < end; c++)
-        if (!is_text((unsigned char)*c))
-            return fail(p, PN_HTTP_E_HEADER, "control byte 0x%02x in field %.*s", (unsigned char)*c,
-                        (int)(nl > 40 ? 40 : nl), l);
+    if ((bad = first_bad(v, (size_t)(end - v), is_text)))
+        return fail(p, PN_HTTP_E_HEADER, "control byte 0x%02x in field %.*s", (unsigned char)*bad,
+                    (int)(nl > 40 ? 40 : nl), l);
     if (++p->nblock > p->lim.max_headers)
         return fail(p, PN_HTTP_E_HEAD_LIMIT, "more than %zu fields", p->lim.max_headers);
     if (!store) return PN_HTTP_OK;
@@ -484,8 +483,8 @@ static pn_http_err chunk_size(pn_http_parser *p, const char *l, size_t n) {
     while (i < n && is_ows(l[i]))
         i++;
     if (i < n && l[i] != ';') return fail(p, PN_HTTP_E_CHUNK, "bad byte after the chunk size");
-    for (; i < n; i++) /* extensions are read and ignored; they must be text */
-        if (!is_text((unsigned char)l[i])) return fail(p, PN_HTTP_E_CHUNK, "bad chunk extension");
+    if (first_bad(l + i, n - i, is_text)) /* extensions are ignored; they must be text */
+        return fail(p, PN_HTTP_E_CHUNK, "bad chunk extension");
     if (size > p->lim.max_body - p->body_total)
         return fail(p, PN_HTTP_E_BODY_LIMIT, "body above the bound %llu",
                     (unsigned long long)p->lim.max_body);

@@ -94,6 +94,20 @@ static void cancel(harness *h) {
     h->in_api = false;
 }
 
+/* The server's next bytes on the request's stream, delivered. */
+static void answer(harness *h, const char *bytes) {
+    fake_send(&h->f, 1, bytes, strlen(bytes));
+    fake_pump(&h->f);
+}
+
+/* A GET of http://h/ whose stream is open and whose request is written. */
+static harness *get_open(const pn_http_opts *o) {
+    harness *h = new_harness();
+    assert_non_null(start(h, "http://h/", "GET", NULL, 0, NULL, o, NULL));
+    fake_pump(&h->f);
+    return h;
+}
+
 /* The one final callback came, after everything settled. */
 static void assert_finished(harness *h, pn_http_err want) {
     if (h->dones != 1 || h->res.err != want)
@@ -161,18 +175,15 @@ static void test_https_post_json(void **state) {
     /* a chunked event stream arrives event by event */
     const char *head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                        "Transfer-Encoding: chunked\r\n\r\n";
-    fake_send(&h->f, 1, head, strlen(head));
-    fake_pump(&h->f);
+    answer(h, head);
     assert_int_equal(h->heads, 1);
     assert_int_equal(h->body.len, 0);
     const char *ev1 = "f\r\ndata: {\"a\":1}\n\n\r\n";
-    fake_send(&h->f, 1, ev1, strlen(ev1));
-    fake_pump(&h->f);
+    answer(h, ev1);
     assert_string_equal(h->body.p, "data: {\"a\":1}\n\n"); /* before the rest is sent */
     assert_int_equal(h->dones, 0);
     const char *ev2 = "e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n";
-    fake_send(&h->f, 1, ev2, strlen(ev2));
-    fake_pump(&h->f);
+    answer(h, ev2);
     assert_finished(h, PN_HTTP_OK);
     assert_string_equal(h->body.p, "data: {\"a\":1}\n\ndata: [DONE]\n\n");
     free_harness(h);
@@ -180,12 +191,9 @@ static void test_https_post_json(void **state) {
 
 static void test_body_until_close(void **state) {
     (void)state;
-    harness *h = new_harness();
-    assert_non_null(start(h, "http://h/", "GET", NULL, 0, NULL, &TIMED, NULL));
-    fake_pump(&h->f);
+    harness *h = get_open(&TIMED);
     const char *r = "HTTP/1.0 200 OK\r\n\r\npart one, ";
-    fake_send(&h->f, 1, r, strlen(r));
-    fake_pump(&h->f);
+    answer(h, r);
     fake_send(&h->f, 1, "part two", 8);
     fake_eof(&h->f, 1);
     fake_pump(&h->f);
@@ -200,8 +208,7 @@ static void test_head_and_extra_bytes(void **state) {
     assert_non_null(start(h, "http://h/x", "HEAD", NULL, 0, NULL, NULL, NULL));
     fake_pump(&h->f);
     const char *r = "HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\nHTTP/1.1 200 OK\r\n";
-    fake_send(&h->f, 1, r, strlen(r));
-    fake_pump(&h->f);
+    answer(h, r);
     assert_finished(h, PN_HTTP_OK);
     assert_int_equal(h->body.len, 0);
     assert_int_equal(h->res.status, 200);
@@ -215,8 +222,7 @@ static void test_error_status_is_a_response(void **state) {
     fake_pump(&h->f);
     const char *r = "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nContent-Length: 37\r\n"
                     "\r\n{\"error\":{\"message\":\"slow down\"}}....";
-    fake_send(&h->f, 1, r, strlen(r));
-    fake_pump(&h->f);
+    answer(h, r);
     assert_finished(h, PN_HTTP_OK);
     assert_int_equal(h->res.status, 429);
     assert_int_equal(h->body.len, 37);
@@ -288,12 +294,9 @@ static void test_open_fails(void **state) {
 
 static void test_reset_mid_body(void **state) {
     (void)state;
-    harness *h = new_harness();
-    assert_non_null(start(h, "http://h/", "GET", NULL, 0, NULL, &TIMED, NULL));
-    fake_pump(&h->f);
+    harness *h = get_open(&TIMED);
     const char *r = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nsome";
-    fake_send(&h->f, 1, r, strlen(r));
-    fake_pump(&h->f);
+    answer(h, r);
     fake_fail(&h->f, 1, PN_E_RESET);
     fake_pump(&h->f);
     assert_finished(h, PN_HTTP_E_NET);
@@ -384,8 +387,7 @@ static void test_idle_timeout_rearms(void **state) {
     fake_pump(&h->f);
     const char *r = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n";
     fake_advance(&h->f, 500);
-    fake_send(&h->f, 1, r, strlen(r));
-    fake_pump(&h->f);
+    answer(h, r);
     fake_advance(&h->f, 700); /* t=1200: the first idle timer fired at 1000, re-armed */
     assert_int_equal(h->dones, 0);
     fake_send(&h->f, 1, "data: 1\n\n", 9);
@@ -453,8 +455,7 @@ static void test_cancel_from_body(void **state) {
     fake_pump(&h->f);
     const char *r = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n3\r\ndef\r\n"
                     "3\r\nghi\r\n0\r\n\r\n";
-    fake_send(&h->f, 1, r, strlen(r));
-    fake_pump(&h->f);
+    answer(h, r);
     assert_finished(h, PN_HTTP_E_CANCELLED);
     assert_int_equal(h->body_calls_after_cancel, 0);
     assert_string_equal(h->body.p, "abcdef");
@@ -464,9 +465,7 @@ static void test_cancel_from_body(void **state) {
 
 static void test_cancel_while_hanging(void **state) {
     (void)state;
-    harness *h = new_harness();
-    assert_non_null(start(h, "http://h/", "GET", NULL, 0, NULL, &TIMED, NULL));
-    fake_pump(&h->f);
+    harness *h = get_open(&TIMED);
     fake_advance(&h->f, 20);
     cancel(h);
     fake_pump(&h->f);
@@ -481,8 +480,7 @@ static void test_stop_from_head(void **state) {
     assert_non_null(start(h, "http://h/", "GET", NULL, 0, NULL, &TIMED, NULL));
     fake_pump(&h->f);
     const char *r = "HTTP/1.1 500 x\r\nContent-Length: 3\r\n\r\nabc";
-    fake_send(&h->f, 1, r, strlen(r));
-    fake_pump(&h->f);
+    answer(h, r);
     assert_finished(h, PN_HTTP_E_STOPPED);
     assert_int_equal(h->res.status, 500);
     assert_int_equal(h->body.len, 0);
