@@ -76,7 +76,8 @@ pn_http_err pn_http_write_request(pb_buf *out, const char *method, const char *t
 
 /* ---- response parser ----------------------------------------------------------------- */
 
-/* Bounds of one response; a 0 field takes the default. */
+/* Bounds of one response; a 0 field takes the default (line and head bounds above 1 GiB
+ * are taken as 1 GiB, chunk digits above 16 as 16). */
 typedef struct pn_http_limits {
     size_t max_line;         /* status line, one field line, one chunk-size line; 0: 8 KiB */
     size_t max_head;         /* one header block (or the trailers), bytes; 0: 64 KiB */

@@ -26,7 +26,8 @@
 #define DEF_MAX_HEADERS  100u
 #define DEF_CHUNK_DIGITS 16u
 #define DEF_MAX_BODY     (64ull << 20)
-#define MAX_INTERIM      16u /* 1xx responses skipped before the final one */
+#define MAX_INTERIM      16u               /* 1xx responses skipped before the final one */
+#define MAX_BOUND        ((size_t)1 << 30) /* the largest line or header block bound taken */
 
 enum state {
     ST_STATUS,
@@ -229,6 +230,8 @@ pn_http_parser *pn_http_parser_new(bool head_request, const pn_http_limits *lim,
     if (lim) p->lim = *lim;
     if (!p->lim.max_line) p->lim.max_line = DEF_MAX_LINE;
     if (!p->lim.max_head) p->lim.max_head = DEF_MAX_HEAD;
+    if (p->lim.max_line > MAX_BOUND) p->lim.max_line = MAX_BOUND; /* sums stay far from SIZE_MAX */
+    if (p->lim.max_head > MAX_BOUND) p->lim.max_head = MAX_BOUND;
     if (!p->lim.max_headers) p->lim.max_headers = DEF_MAX_HEADERS;
     if (!p->lim.max_chunk_digits || p->lim.max_chunk_digits > DEF_CHUNK_DIGITS)
         p->lim.max_chunk_digits = DEF_CHUNK_DIGITS; /* 16 hex digits fit in 64 bits */

@@ -616,6 +616,19 @@ static void test_urls(void **state) {
     assert_int_equal(pn_http_url_parse(longhost, &u, NULL, 0), PN_HTTP_E_URL);
 }
 
+static void test_huge_bounds(void **state) {
+    (void)state;
+    static const char r[] = "HTTP/1.1 200 OK\r\nX: y\r\n\r\nbody";
+    pn_http_limits lim = {SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX, UINT64_MAX};
+    pn_http_parser *p = pn_http_parser_new(false, &lim, NULL);
+    assert_non_null(p);
+    for (size_t i = 0; i < sizeof r - 1; i++)
+        assert_int_equal(pn_http_parser_feed(p, r + i, 1, NULL), PN_HTTP_OK);
+    assert_int_equal(pn_http_parser_finish(p), PN_HTTP_OK);
+    assert_string_equal(pn_http_header_get(p, "x"), "y");
+    pn_http_parser_free(p);
+}
+
 static void test_names(void **state) {
     (void)state;
     for (int e = PN_HTTP_OK; e <= PN_HTTP_E_CANCELLED; e++)
@@ -625,17 +638,12 @@ static void test_names(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cases_whole),
-        cmocka_unit_test(test_cases_every_split),
-        cmocka_unit_test(test_cases_byte_by_byte),
-        cmocka_unit_test(test_headers_in_order),
-        cmocka_unit_test(test_retry_after),
-        cmocka_unit_test(test_callbacks_stop),
-        cmocka_unit_test(test_close_body_bound),
-        cmocka_unit_test(test_request_bytes),
-        cmocka_unit_test(test_request_refusals),
-        cmocka_unit_test(test_urls),
-        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_cases_whole),        cmocka_unit_test(test_cases_every_split),
+        cmocka_unit_test(test_cases_byte_by_byte), cmocka_unit_test(test_headers_in_order),
+        cmocka_unit_test(test_retry_after),        cmocka_unit_test(test_callbacks_stop),
+        cmocka_unit_test(test_close_body_bound),   cmocka_unit_test(test_request_bytes),
+        cmocka_unit_test(test_request_refusals),   cmocka_unit_test(test_urls),
+        cmocka_unit_test(test_huge_bounds),        cmocka_unit_test(test_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
