@@ -18,3 +18,8 @@ target_include_directories(test_http_sse PRIVATE ${CMAKE_SOURCE_DIR}/src)
 target_link_libraries(test_http_sse PRIVATE peri PkgConfig::CMOCKA)
 add_test(NAME net.http_sse COMMAND test_http_sse)
 set_tests_properties(net.http_client net.http_sse PROPERTIES TIMEOUT 120)
+# the client over the native ports loop: real sockets on 127.0.0.1, a server thread
+add_executable(test_http_loop ${CMAKE_CURRENT_LIST_DIR}/test_http_loop.c)
+target_link_libraries(test_http_loop PRIVATE peri PkgConfig::CMOCKA Threads::Threads)
+add_test(NAME net.http_loop COMMAND test_http_loop)
+set_tests_properties(net.http_loop PROPERTIES TIMEOUT 120)
