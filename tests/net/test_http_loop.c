@@ -154,6 +154,13 @@ static void pump_until_done(run *x, int64_t limit_ms) {
     assert_true(pn_loop_settled(x->loop));
 }
 
+/* A server that accepts and never answers, a loop, and the URL of that server. */
+static void silent_setup(server *s, run *x, char *url, size_t len) {
+    server_start(s, NULL, 0);
+    run_init(x);
+    snprintf(url, len, "http://127.0.0.1:%u/", (unsigned)s->port);
+}
+
 static void test_chunked_answer(void **state) {
     (void)state;
     static const char *const pieces[] = {
@@ -182,11 +189,9 @@ static void test_chunked_answer(void **state) {
 static void test_silent_server_deadline(void **state) {
     (void)state;
     server s;
-    server_start(&s, NULL, 0);
     run x;
-    run_init(&x);
     char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%u/", (unsigned)s.port);
+    silent_setup(&s, &x, url, sizeof url);
     pn_http_opts o = {.deadline_ms = 300};
     int64_t t0 = mono_ms();
     assert_non_null(request(&x, url, &o, NULL));
@@ -202,11 +207,9 @@ static void test_silent_server_deadline(void **state) {
 static void test_cancel_while_silent(void **state) {
     (void)state;
     server s;
-    server_start(&s, NULL, 0);
     run x;
-    run_init(&x);
     char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%u/", (unsigned)s.port);
+    silent_setup(&s, &x, url, sizeof url);
     pn_http_req *r = request(&x, url, NULL, NULL);
     assert_non_null(r);
     int64_t until = mono_ms() + 150;
