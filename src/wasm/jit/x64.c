@@ -250,6 +250,21 @@ size_t pw__x64_lea_rip(pw_x64 *x, int dst) {
     pw__x64_u32(x, 0);
     return at;
 }
+size_t pw__x64_load_rip(pw_x64 *x, int dst) {
+    pw__x64_byte(x, (uint8_t)(0x48 | ((dst & 8) ? 4 : 0)));
+    pw__x64_byte(x, 0x8B);
+    pw__x64_byte(x, (uint8_t)(0x05 | ((dst & 7) << 3)));
+    size_t at = x->len;
+    pw__x64_u32(x, 0);
+    return at;
+}
+size_t pw__x64_call_rip(pw_x64 *x) {
+    pw__x64_byte(x, 0xFF);
+    pw__x64_byte(x, 0x15); /* FF /2, mod 00 rm 101: [rip + disp32] */
+    size_t at = x->len;
+    pw__x64_u32(x, 0);
+    return at;
+}
 void pw__x64_patch32(pw_x64 *x, size_t at, int32_t v) {
     if (x->oom || at + 4 > x->len) return;
     memcpy(x->buf + at, &v, 4);
