@@ -539,8 +539,9 @@ pw_code_error pw_code_verify(const pw_module *m, const uint8_t digest[32], const
                              size_t len, pw_code_err *err);
 /* Verify the artifact at path and install it into m: stores running m with the
  * artifact's bounds mode run its machine code without translating (the other mode
- * is translated as usual). Call before m is shared with other threads. */
-pw_code_error pw_code_load(pw_module *m, const uint8_t digest[32], const char *path,
+ * is translated as usual). Safe while m is shared (the code is published the way the
+ * JIT publishes a translation); a translation published first wins. */
+pw_code_error pw_code_load(const pw_module *m, const uint8_t digest[32], const char *path,
                            pw_code_err *err);
 
 /* An automatic on-disk cache of translations, keyed by module digest, engine build

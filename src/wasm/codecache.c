@@ -306,9 +306,9 @@ static bool read_at(int fd, void *buf, size_t n, uint64_t off) {
     return true;
 }
 
-/* Read, verify and (install) install the artifact open at fd. want_variant/want_isa:
+/* Read, verify and install the artifact open at fd. want_variant/want_isa:
  * what a cache lookup expects (-1: anything, for pw_code_load). */
-static pw_code_error load_fd(int fd, pw_module *m, const uint8_t digest[32],
+static pw_code_error load_fd(int fd, const pw_module *m, const uint8_t digest[32],
                              const uint8_t engine[32], int want_variant, int want_isa,
                              pw_code_err *err) {
     struct stat st;
@@ -359,7 +359,7 @@ static pw_code_error load_fd(int fd, pw_module *m, const uint8_t digest[32],
     return e;
 }
 
-pw_code_error pw_code_load(pw_module *m, const uint8_t digest[32], const char *path,
+pw_code_error pw_code_load(const pw_module *m, const uint8_t digest[32], const char *path,
                            pw_code_err *err) {
     uint8_t engine[PW_CC_DIGEST];
     if (!m->code->jit || !engine_id(engine))
@@ -489,8 +489,7 @@ bool pw__cc_load(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa) {
     int fd = open_entry(cc, name);
     if (fd < 0) return false;
     pw_code_err err;
-    /* the module is shared only after pw__jit_install published it (atomics) */
-    pw_code_error e = load_fd(fd, (pw_module *)m, cc->module, cc->engine, v, (int)isa, &err);
+    pw_code_error e = load_fd(fd, m, cc->module, cc->engine, v, (int)isa, &err);
     if (e == PW_CODE_OK) {
         futimens(fd, NULL); /* last use, for eviction */
     } else if (e != PW_CODE_NOMEM && e != PW_CODE_IO) {
@@ -610,11 +609,25 @@ void pw__cc_save(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa, c
     evict(cc);
 }
 
+/* Take fd (dir) as the cache directory if it is ours and not writable by others. */
+static pw_code_error check_dir(int fd, const char *dir, int *out, pw_code_err *err) {
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
+        close(fd);
+        return fail(err, PW_CODE_UNSAFE_DIR,
+                    "cache directory %s is owned by another user or writable by others", dir);
+    }
+    *out = fd;
+    return ok(err);
+}
+
 /* Create the missing components of dir (0700) and open it, refusing a link, another
  * owner and group/world write permission. */
 static pw_code_error open_dir(const char *dir, int *out, pw_code_err *err) {
     size_t n = strlen(dir);
     if (!n) return fail(err, PW_CODE_IO, "empty cache directory name");
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) return check_dir(fd, dir, out, err); /* the common case: it exists */
     char *p = malloc(n + 1);
     if (!p) return fail(err, PW_CODE_NOMEM, "out of memory");
     memcpy(p, dir, n + 1);
@@ -631,21 +644,14 @@ static pw_code_error open_dir(const char *dir, int *out, pw_code_err *err) {
         p[i] = keep;
     }
     free(p);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ELOOP || errno == ENOTDIR)
             return fail(err, PW_CODE_UNSAFE_DIR, "cache directory %s is a link or not a directory",
                         dir);
         return fail(err, PW_CODE_IO, "cannot open %s: %s", dir, strerror(errno));
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
-        close(fd);
-        return fail(err, PW_CODE_UNSAFE_DIR,
-                    "cache directory %s is owned by another user or writable by others", dir);
-    }
-    *out = fd;
-    return ok(err);
+    return check_dir(fd, dir, out, err);
 }
 
 pw_code_error pw_module_set_code_cache(pw_module *m, const uint8_t digest[32],
@@ -701,7 +707,7 @@ pw_code_error pw_code_verify(const pw_module *m, const uint8_t digest[32], const
     (void)m, (void)digest, (void)art, (void)len, (void)shape_of;
     return unsupported(err);
 }
-pw_code_error pw_code_load(pw_module *m, const uint8_t digest[32], const char *path,
+pw_code_error pw_code_load(const pw_module *m, const uint8_t digest[32], const char *path,
                            pw_code_err *err) {
     (void)m, (void)digest, (void)path;
     return unsupported(err);
