@@ -7,15 +7,21 @@
  * absolute addresses live in a GOT the loader writes) for one bounds-check variant:
  *
  *   header (cc_header: magic, format, engine build id, module digest, CPU features,
- *           variant, the compiled module's shape, section offsets, total length)
- *   code   (GOT zeroed, then the fault stub and the functions)
+ *           variant, the compiled module's shape, section offsets, total length),
+ *           zero-padded to CC_PAGE bytes
+ *   code   (GOT zeroed, then the fault stub and the functions), zero-padded to a
+ *           multiple of CC_PAGE, so that it can be mapped from the file
  *   offs   (int64 per defined function: entry offset in code, or -1)
- *   digest (SHA-256 of everything before it)
+ *   digest (SHA-256 of every byte before it)
  *
  * Invariants: an artifact is executed only after the checks below all passed on the
- * very bytes that are mapped: the file is read into a private anonymous mapping that
- * is writable while it is filled and checked, then made read/execute (never both);
- * nothing of a file that fails is mapped executable. The engine build id (the ELF
+ * very bytes that are mapped, which are writable while they are checked and then made
+ * read/execute (never both); nothing of a file that fails is mapped executable. A
+ * file named by the caller (pw_code_load) is read into a private anonymous mapping,
+ * so a later change to the file changes nothing. A cache file is mapped from the file
+ * (private, its pages shared with the page cache and other processes): the cache
+ * directory is the user's own and not writable by others, and its files are only
+ * ever replaced by rename, never written in place. The engine build id (the ELF
  * build id of the object holding the engine, with the version) binds the code to the
  * structure layouts and helper addresses it was made with; the module digest and the
  * shape (function count, code words, frames) bind it to the module.
@@ -70,6 +76,7 @@ void pb_sha256(const void *data, size_t n, uint8_t digest[32]);
 #define CC_TMP_PREFIX  ".tmp."
 #define CC_TMP_STALE_S 3600 /* a temporary file this old belongs to a dead writer */
 #define CC_NAME_MAX    (64 + sizeof CC_SUFFIX)
+#define CC_PAGE        4096u /* alignment of the code section in the file */
 
 static const char CC_MAGIC[8] = {'P', 'E', 'R', 'I', 'C', 'O', 'D', 'E'};
 
@@ -206,10 +213,8 @@ static bool engine_id(uint8_t out[PW_CC_DIGEST]) {
 
 /* ---------------------------------------------------------------- verification */
 
-static size_t page_round(size_t n) {
-    long pg = sysconf(_SC_PAGESIZE);
-    size_t ps = pg > 0 ? (size_t)pg : 4096;
-    return (n + ps - 1) / ps * ps;
+static uint64_t page_round(uint64_t n) {
+    return (n + CC_PAGE - 1) / CC_PAGE * CC_PAGE;
 }
 
 /* The header's checks, in the order that names the first difference: what the bytes
@@ -236,9 +241,9 @@ static pw_code_error check_header(const cc_header *h, uint64_t file_len, const p
         return fail(err, PW_CODE_TRUNCATED, "artifact is %llu bytes, its header says %llu",
                     (unsigned long long)file_len, (unsigned long long)h->total);
     uint64_t offs_bytes = (uint64_t)h->nfuncs * 8;
-    if (h->variant > PW_JIT_VARIANT_GUARD || h->reserved != 0 || h->code_off != sizeof *h ||
+    if (h->variant > PW_JIT_VARIANT_GUARD || h->reserved != 0 || h->code_off != CC_PAGE ||
         h->code_len < PW_JIT_GOT_BYTES || h->code_len > (1ull << 40) ||
-        h->offs_off != h->code_off + h->code_len ||
+        h->offs_off != h->code_off + page_round(h->code_len) ||
         h->total != h->offs_off + offs_bytes + PW_CC_DIGEST)
         return fail(err, PW_CODE_MALFORMED, "artifact sections are inconsistent");
     return ok(err);
@@ -255,12 +260,18 @@ static pw_code_error check_offsets(const int64_t *offs, uint32_t n, uint64_t cod
     return ok(err);
 }
 
+static const uint8_t ZEROS[CC_PAGE];
+
+/* The digest of the file's bytes before the digest: the header page, the code and
+ * its padding (the padding is zero), offs. */
 static void digest_parts(const cc_header *h, const uint8_t *code, const int64_t *offs,
                          uint8_t out[PW_CC_DIGEST]) {
     pb_sha256_ctx c;
     pb_sha256_init(&c);
     pb_sha256_update(&c, h, sizeof *h);
+    pb_sha256_update(&c, ZEROS, CC_PAGE - sizeof *h);
     pb_sha256_update(&c, code, h->code_len);
+    pb_sha256_update(&c, ZEROS, page_round(h->code_len) - h->code_len);
     pb_sha256_update(&c, offs, (size_t)h->nfuncs * 8);
     pb_sha256_final(&c, out);
 }
@@ -282,7 +293,7 @@ pw_code_error pw_code_verify(const pw_module *m, const uint8_t digest[32], const
     int64_t *offs = malloc(h.nfuncs ? (size_t)h.nfuncs * 8 : 1);
     if (!offs) return fail(err, PW_CODE_NOMEM, "out of memory");
     memcpy(offs, art + h.offs_off, (size_t)h.nfuncs * 8);
-    digest_parts(&h, art + h.code_off, offs, d);
+    pb_sha256(art, len - PW_CC_DIGEST, d);
     if (memcmp(d, art + len - PW_CC_DIGEST, PW_CC_DIGEST) != 0)
         e = fail(err, PW_CODE_CORRUPT, "artifact integrity digest does not match");
     else
@@ -307,10 +318,11 @@ static bool read_at(int fd, void *buf, size_t n, uint64_t off) {
 }
 
 /* Read, verify and install the artifact open at fd. want_variant/want_isa:
- * what a cache lookup expects (-1: anything, for pw_code_load). */
+ * what a cache lookup expects (-1: anything, for pw_code_load). from_file: map the
+ * code from the file (cache files only: see the invariants above), else read it. */
 static pw_code_error load_fd(int fd, const pw_module *m, const uint8_t digest[32],
                              const uint8_t engine[32], int want_variant, int want_isa,
-                             pw_code_err *err) {
+                             bool from_file, pw_code_err *err) {
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
         return fail(err, PW_CODE_IO, "artifact is not a regular file");
@@ -331,22 +343,42 @@ static pw_code_error load_fd(int fd, const pw_module *m, const uint8_t digest[32
     if ((want_variant >= 0 && h.variant != (uint32_t)want_variant) ||
         (want_isa >= 0 && h.features != (uint32_t)want_isa))
         return fail(err, PW_CODE_MODULE, "artifact made for another variant or feature set");
-    size_t maplen = page_round(h.code_len);
-    uint8_t *map = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    size_t maplen = (size_t)page_round(h.code_len);
     int64_t *offs = malloc(h.nfuncs ? (size_t)h.nfuncs * 8 : 1);
+    if (!offs) return fail(err, PW_CODE_NOMEM, "out of memory");
+    uint8_t *map = MAP_FAILED, *file = MAP_FAILED;
     uint8_t want[PW_CC_DIGEST], got[PW_CC_DIGEST];
-    if (map == MAP_FAILED || !offs) {
-        e = fail(err, PW_CODE_NOMEM, "out of memory");
-    } else if (!read_at(fd, map, h.code_len, h.code_off) ||
-               !read_at(fd, offs, (size_t)h.nfuncs * 8, h.offs_off) ||
-               !read_at(fd, want, sizeof want, h.total - PW_CC_DIGEST)) {
-        e = fail(err, PW_CODE_TRUNCATED, "artifact ends early");
-    } else {
-        digest_parts(&h, map, offs, got);
-        if (memcmp(got, want, sizeof got) != 0)
-            e = fail(err, PW_CODE_CORRUPT, "artifact integrity digest does not match");
+    if (from_file) { /* the whole file, private: checked where it will run */
+        file =
+            mmap(NULL, (size_t)h.total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+        if (file == MAP_FAILED) {
+            e = fail(err, PW_CODE_IO, "cannot map the artifact");
+        } else {
+            map = file + h.code_off;
+            memcpy(offs, file + h.offs_off, (size_t)h.nfuncs * 8);
+            memcpy(want, file + h.total - PW_CC_DIGEST, sizeof want);
+            pb_sha256(file, (size_t)h.total - PW_CC_DIGEST, got);
+        }
+    } else { /* read into private memory: a later change to the file changes nothing */
+        map = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (map == MAP_FAILED)
+            e = fail(err, PW_CODE_NOMEM, "out of memory");
+        else if (!read_at(fd, map, maplen, h.code_off) ||
+                 !read_at(fd, offs, (size_t)h.nfuncs * 8, h.offs_off) ||
+                 !read_at(fd, want, sizeof want, h.total - PW_CC_DIGEST))
+            e = fail(err, PW_CODE_TRUNCATED, "artifact ends early");
         else
-            e = check_offsets(offs, h.nfuncs, h.code_len, err);
+            digest_parts(&h, map, offs, got);
+    }
+    if (!e && memcmp(got, want, sizeof got) != 0)
+        e = fail(err, PW_CODE_CORRUPT, "artifact integrity digest does not match");
+    if (!e && !from_file && memcmp(map + h.code_len, ZEROS, maplen - h.code_len) != 0)
+        e = fail(err, PW_CODE_CORRUPT, "artifact integrity digest does not match");
+    if (!e) e = check_offsets(offs, h.nfuncs, h.code_len, err);
+    if (file != MAP_FAILED) { /* keep only the code pages */
+        size_t after = (size_t)(h.code_off + maplen);
+        munmap(file, h.code_off);
+        if (h.total > after) munmap(file + after, (size_t)(h.total - after));
     }
     if (!e) {
         /* takes the mapping: made read/execute after the GOT is written */
@@ -366,7 +398,7 @@ pw_code_error pw_code_load(const pw_module *m, const uint8_t digest[32], const c
         return fail(err, PW_CODE_UNSUPPORTED, "this engine build cannot load artifacts");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return fail(err, PW_CODE_IO, "cannot open %s: %s", path, strerror(errno));
-    pw_code_error e = load_fd(fd, m, digest, engine, -1, -1, err);
+    pw_code_error e = load_fd(fd, m, digest, engine, -1, -1, false, err);
     close(fd);
     return e;
 }
@@ -386,9 +418,9 @@ static void fill_header(cc_header *h, const pw_module *m, const uint8_t digest[3
     h->nfuncs = m->code->nfuncs;
     h->ncode = m->code->ncode;
     h->shape = shape_of(m->code);
-    h->code_off = sizeof *h;
+    h->code_off = CC_PAGE;
     h->code_len = code_len;
-    h->offs_off = h->code_off + code_len;
+    h->offs_off = h->code_off + page_round(code_len);
     h->total = h->offs_off + (uint64_t)h->nfuncs * 8 + PW_CC_DIGEST;
 }
 
@@ -414,10 +446,11 @@ pw_code_error pw_code_compile(const pw_module *m, const uint8_t digest[32], int 
         free(offs);
         return fail(err, PW_CODE_NOMEM, "out of memory");
     }
+    memset(a, 0, (size_t)h.offs_off); /* the paddings */
     memcpy(a, &h, sizeof h);
     memcpy(a + h.code_off, code, clen);
     memcpy(a + h.offs_off, offs, (size_t)h.nfuncs * 8);
-    digest_parts(&h, code, offs, a + h.total - PW_CC_DIGEST);
+    pb_sha256(a, (size_t)h.total - PW_CC_DIGEST, a + h.total - PW_CC_DIGEST);
     free(code);
     free(offs);
     *out = a;
@@ -489,7 +522,7 @@ bool pw__cc_load(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa) {
     int fd = open_entry(cc, name);
     if (fd < 0) return false;
     pw_code_err err;
-    pw_code_error e = load_fd(fd, m, cc->module, cc->engine, v, (int)isa, &err);
+    pw_code_error e = load_fd(fd, m, cc->module, cc->engine, v, (int)isa, true, &err);
     if (e == PW_CODE_OK) {
         futimens(fd, NULL); /* last use, for eviction */
     } else if (e != PW_CODE_NOMEM && e != PW_CODE_IO) {
@@ -596,7 +629,8 @@ void pw__cc_save(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa, c
              (unsigned long)(uintptr_t)&ts >> 4, (unsigned long)ts.tv_nsec, name);
     int fd = openat(cc->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) return;
-    bool good = write_all(fd, &h, sizeof h) && write_all(fd, code, len) &&
+    bool good = write_all(fd, &h, sizeof h) && write_all(fd, ZEROS, CC_PAGE - sizeof h) &&
+                write_all(fd, code, len) && write_all(fd, ZEROS, (size_t)(page_round(len) - len)) &&
                 write_all(fd, offs, (size_t)h.nfuncs * 8) && write_all(fd, d, sizeof d) &&
                 fsync(fd) == 0;
     good = close(fd) == 0 && good;
