@@ -2,8 +2,8 @@
  * peri/base.h — the bottom layer every other layer uses: growable buffers and arrays
  * with overflow-checked growth, a size-capped body sink, EINTR-safe descriptor loops,
  * a newline frame reader, detached threads and worker counts, clocks and deadlines,
- * ISO 8601 time, an async-signal-safe decimal, and the log hook through which library
- * code reports what it cannot return.
+ * ISO 8601 time, an async-signal-safe decimal, SHA-256, and the log hook through which
+ * library code reports what it cannot return.
  *
  * Prefix pb_. No global state: a logger is a value the caller owns and passes in.
  */
@@ -169,6 +169,25 @@ size_t pb_capped_write(char *data, size_t size, size_t n, void *capped);
  * v in decimal into out (room for 21 bytes), NUL-terminated; returns the digits'
  * count. No stdio, no malloc: usable in a forked child of a threaded process. */
 size_t pb_utoa(char *out, unsigned long v);
+
+/* ---- SHA-256 (sha256.c) --------------------------------------------------------------
+ * FIPS 180-4 SHA-256 without libcrypto, usable in the WebAssembly form. A context is a
+ * plain caller-owned value (no allocation, nothing to free): init, update any number of
+ * times with any lengths, final (which leaves the context re-initialised). pb_sha256 is
+ * the one-shot form. pb_hex writes n bytes as 2n lower-case hex digits and a NUL. */
+#define PB_SHA256_LEN   32 /* digest bytes */
+#define PB_SHA256_BLOCK 64 /* block bytes (HMAC's key block) */
+typedef struct pb_sha256_ctx {
+    uint32_t h[8];
+    uint64_t len; /* bytes fed so far */
+    uint8_t buf[PB_SHA256_BLOCK];
+    size_t nbuf; /* bytes waiting in buf, always < PB_SHA256_BLOCK between calls */
+} pb_sha256_ctx;
+void pb_sha256_init(pb_sha256_ctx *c);
+void pb_sha256_update(pb_sha256_ctx *c, const void *data, size_t n);
+void pb_sha256_final(pb_sha256_ctx *c, uint8_t digest[PB_SHA256_LEN]);
+void pb_sha256(const void *data, size_t n, uint8_t digest[PB_SHA256_LEN]);
+void pb_hex(const uint8_t *in, size_t n, char *out /* room for 2n+1 */);
 
 #ifdef __cplusplus
 }

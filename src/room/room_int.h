@@ -51,10 +51,13 @@ int pr__base64_decode(const char *in, size_t n, size_t max, uint8_t **out, size_
  * by tests and benchmarks to build requests; not on the request path. */
 char *pr__base64_encode(const uint8_t *in, size_t n, size_t *out_len);
 
-/* ---------------------------------------------------------------- sha256.c */
+/* ---------------------------------------------------------------- SHA-256 (base) */
 
-bool pr__sha256(const void *data, size_t n, uint8_t digest[32]);
-void pr__hex(const uint8_t *in, size_t n, char *out /* 2n+1 */);
+static inline bool pr__sha256(const void *data, size_t n, uint8_t digest[32]) {
+    pb_sha256(data, n, digest);
+    return true;
+}
+#define pr__hex pb_hex
 
 /* ---------------------------------------------------------------- check.c */
 

@@ -1,20 +1,26 @@
 /*
- * sha256.c — SHA-256 (FIPS 180-4) and lower-case hex, written here so that the room
- * (and so `peri run`, `peri isolate`) needs no libcrypto: loading OpenSSL costs a
- * small runtime's whole start-up (docs/wasi.md, "Cold start"). On x86-64 CPUs with
- * the SHA extensions the compression runs on them (chosen at run time); elsewhere
- * the portable rounds. Both are checked against the standard's test vectors.
+ * sha256.c — SHA-256 (FIPS 180-4), incremental and one-shot, and lower-case hex.
+ * Written here so that nothing below the agent host needs libcrypto: loading OpenSSL
+ * costs a small runtime's whole start-up (docs/wasi.md, "Cold start"), and the
+ * WebAssembly form of the agent host has no libcrypto at all. The room hashes programs
+ * with it, the store's wire client derives SCRAM keys with it (hmac.c).
+ *
+ * Owns no memory: a pb_sha256_ctx is a plain value the caller owns. Invariants of a
+ * context between calls: 0 <= nbuf < 64 bytes wait in buf; len counts every byte fed.
+ * On x86-64 CPUs with the SHA extensions the compression runs on them (chosen at run
+ * time); elsewhere (and on wasm32) the portable rounds. Both are checked against the
+ * standard's test vectors and against libcrypto (tests/base/test_sha256.c).
  */
-#include "room_int.h"
+#include "peri/base.h"
 
 #include <string.h>
 
 /* clang before 15 does not know the "sha" feature of __builtin_cpu_supports (the
  * fuzz build uses clang-14): the portable code there. */
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) &&                           \
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) &&                            \
     !(defined(__clang__) && __clang_major__ < 15)
 #include <immintrin.h>
-#define PR_SHA_NI 1
+#define PB_SHA_NI 1
 #endif
 
 static const uint32_t K[64] = {
@@ -60,7 +66,7 @@ static void blocks_portable(uint32_t h[8], const uint8_t *p, size_t nblocks) {
     }
 }
 
-#ifdef PR_SHA_NI
+#ifdef PB_SHA_NI
 /* The SHA-NI rounds: state in (ABEF, CDGH) order, four rounds per sha256rnds2 pair. */
 __attribute__((target("sha,sse4.1"))) static void blocks_ni(uint32_t h[8], const uint8_t *p,
                                                             size_t nblocks) {
@@ -101,7 +107,7 @@ __attribute__((target("sha,sse4.1"))) static void blocks_ni(uint32_t h[8], const
 #endif
 
 static void blocks(uint32_t h[8], const uint8_t *p, size_t nblocks) {
-#ifdef PR_SHA_NI
+#ifdef PB_SHA_NI
     if (__builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1")) {
         blocks_ni(h, p, nblocks);
         return;
@@ -110,31 +116,60 @@ static void blocks(uint32_t h[8], const uint8_t *p, size_t nblocks) {
     blocks_portable(h, p, nblocks);
 }
 
-bool pr__sha256(const void *data, size_t n, uint8_t digest[32]) {
-    uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                     0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-    const uint8_t *p = data;
-    size_t full = n / 64;
-    blocks(h, p, full);
-    uint8_t tail[128] = {0};
-    size_t rest = n - full * 64;
-    if (rest) memcpy(tail, p + full * 64, rest);
-    tail[rest] = 0x80;
-    size_t tl = rest + 9 <= 64 ? 64 : 128;
-    uint64_t bits = (uint64_t)n * 8;
-    for (int i = 0; i < 8; i++)
-        tail[tl - 1 - i] = (uint8_t)(bits >> (8 * i));
-    blocks(h, tail, tl / 64);
-    for (int i = 0; i < 8; i++) {
-        digest[4 * i] = (uint8_t)(h[i] >> 24);
-        digest[4 * i + 1] = (uint8_t)(h[i] >> 16);
-        digest[4 * i + 2] = (uint8_t)(h[i] >> 8);
-        digest[4 * i + 3] = (uint8_t)h[i];
-    }
-    return true;
+void pb_sha256_init(pb_sha256_ctx *c) {
+    static const uint32_t IV[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    memcpy(c->h, IV, sizeof IV);
+    c->len = 0;
+    c->nbuf = 0;
 }
 
-void pr__hex(const uint8_t *in, size_t n, char *out) {
+void pb_sha256_update(pb_sha256_ctx *c, const void *data, size_t n) {
+    const uint8_t *p = data;
+    if (!n) return;
+    c->len += (uint64_t)n;
+    if (c->nbuf) { /* complete the waiting block first */
+        size_t take = 64 - c->nbuf < n ? 64 - c->nbuf : n;
+        memcpy(c->buf + c->nbuf, p, take);
+        c->nbuf += take, p += take, n -= take;
+        if (c->nbuf < 64) return;
+        blocks(c->h, c->buf, 1);
+        c->nbuf = 0;
+    }
+    size_t full = n / 64;
+    if (full) blocks(c->h, p, full);
+    p += full * 64, n -= full * 64;
+    if (n) memcpy(c->buf, p, n);
+    c->nbuf = n;
+}
+
+void pb_sha256_final(pb_sha256_ctx *c, uint8_t digest[PB_SHA256_LEN]) {
+    uint8_t tail[128] = {0};
+    size_t rest = c->nbuf;
+    if (rest) memcpy(tail, c->buf, rest);
+    tail[rest] = 0x80;
+    size_t tl = rest + 9 <= 64 ? 64 : 128;
+    uint64_t bits = c->len * 8;
+    for (int i = 0; i < 8; i++)
+        tail[tl - 1 - i] = (uint8_t)(bits >> (8 * i));
+    blocks(c->h, tail, tl / 64);
+    for (int i = 0; i < 8; i++) {
+        digest[4 * i] = (uint8_t)(c->h[i] >> 24);
+        digest[4 * i + 1] = (uint8_t)(c->h[i] >> 16);
+        digest[4 * i + 2] = (uint8_t)(c->h[i] >> 8);
+        digest[4 * i + 3] = (uint8_t)c->h[i];
+    }
+    pb_sha256_init(c); /* no digest state left behind; the context is reusable */
+}
+
+void pb_sha256(const void *data, size_t n, uint8_t digest[PB_SHA256_LEN]) {
+    pb_sha256_ctx c;
+    pb_sha256_init(&c);
+    pb_sha256_update(&c, data, n);
+    pb_sha256_final(&c, digest);
+}
+
+void pb_hex(const uint8_t *in, size_t n, char *out) {
     static const char HEX[] = "0123456789abcdef";
     for (size_t i = 0; i < n; i++) {
         out[2 * i] = HEX[in[i] >> 4];
