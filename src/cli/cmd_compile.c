@@ -14,10 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifndef PB_SHA256_LEN /* TEMPORARY until base's SHA-256 reaches this branch */
-void pb_sha256(const void *data, size_t n, uint8_t digest[32]);
-#endif
-
 static const char USAGE[] =
     "usage: peri compile [OPTIONS] MODULE.wasm -o FILE\n"
     "Translates every function of MODULE to x86-64 machine code and writes it to FILE,\n"

@@ -53,19 +53,6 @@
 #include <unistd.h>
 #endif
 
-#ifndef PB_SHA256_LEN /* TEMPORARY until base's SHA-256 reaches this branch */
-typedef struct pb_sha256_ctx {
-    uint32_t h[8];
-    uint64_t len;
-    uint8_t buf[64];
-    size_t nbuf;
-} pb_sha256_ctx;
-void pb_sha256_init(pb_sha256_ctx *c);
-void pb_sha256_update(pb_sha256_ctx *c, const void *data, size_t n);
-void pb_sha256_final(pb_sha256_ctx *c, uint8_t digest[32]);
-void pb_sha256(const void *data, size_t n, uint8_t digest[32]);
-#endif
-
 #ifndef PERI_VERSION
 #define PERI_VERSION "0"
 #endif
@@ -460,18 +447,9 @@ pw_code_error pw_code_compile(const pw_module *m, const uint8_t digest[32], int 
 
 /* ---------------------------------------------------------------- the cache */
 
-static void hex(const uint8_t *in, size_t n, char *out) {
-    static const char D[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = D[in[i] >> 4];
-        out[2 * i + 1] = D[in[i] & 15];
-    }
-    out[2 * n] = 0;
-}
-
 /* The file name of (module, engine, variant, features): 64 hex digits + ".pcc". */
 static void cache_name(const struct pw_ccref *cc, int v, unsigned isa, char name[CC_NAME_MAX]) {
-    uint8_t key[PW_CC_DIGEST], d[PW_CC_DIGEST];
+    uint8_t key[PW_CC_DIGEST];
     uint32_t vi[2] = {(uint32_t)v, isa};
     pb_sha256_ctx c;
     pb_sha256_init(&c);
@@ -479,8 +457,7 @@ static void cache_name(const struct pw_ccref *cc, int v, unsigned isa, char name
     pb_sha256_update(&c, cc->engine, sizeof cc->engine);
     pb_sha256_update(&c, vi, sizeof vi);
     pb_sha256_final(&c, key);
-    memcpy(d, key, sizeof d);
-    hex(d, sizeof d, name);
+    pb_hex(key, sizeof key, name);
     memcpy(name + 64, CC_SUFFIX, sizeof CC_SUFFIX);
 }
 

@@ -27,10 +27,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef PB_SHA256_LEN /* TEMPORARY until base's SHA-256 reaches this branch */
-void pb_sha256(const void *data, size_t n, uint8_t digest[32]);
-#endif
-
 /* Every kind of GOT reference: direct calls (fib), call_indirect, call_ref, a float
  * helper (floor), the interpreter's XOP helper (a SIMD floor), memory.grow, loads and
  * stores. SEED varies the module for the eviction and concurrency tests. */
