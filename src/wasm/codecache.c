@@ -229,7 +229,7 @@ static pw_code_error check_header(const cc_header *h, uint64_t file_len, const p
                     (unsigned long long)file_len, (unsigned long long)h->total);
     uint64_t offs_bytes = (uint64_t)h->nfuncs * 8;
     if (h->variant > PW_JIT_VARIANT_GUARD || h->reserved != 0 || h->code_off != CC_PAGE ||
-        h->code_len < PW_JIT_GOT_BYTES || h->code_len > (1ull << 40) ||
+        h->code_len < pw__jit_got_bytes(h->nfuncs) || h->code_len > (1ull << 40) ||
         h->offs_off != h->code_off + page_round(h->code_len) ||
         h->total != h->offs_off + offs_bytes + PW_CC_DIGEST)
         return fail(err, PW_CODE_MALFORMED, "artifact sections are inconsistent");
@@ -241,8 +241,8 @@ static pw_code_error check_header(const cc_header *h, uint64_t file_len, const p
 static pw_code_error check_offsets(const int64_t *offs, uint32_t n, uint64_t code_len,
                                    pw_code_err *err) {
     for (uint32_t i = 0; i < n; i++)
-        if (offs[i] != -1 &&
-            (offs[i] < PW_JIT_GOT_BYTES || (uint64_t)offs[i] >= code_len || offs[i] % 16 != 0))
+        if (offs[i] != -1 && ((uint64_t)offs[i] < pw__jit_got_bytes(n) ||
+                              (uint64_t)offs[i] >= code_len || offs[i] % 16 != 0))
             return fail(err, PW_CODE_MALFORMED, "artifact entry %u is out of range", i);
     return ok(err);
 }

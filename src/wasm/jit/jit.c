@@ -63,14 +63,16 @@ typedef struct jitcode {
     size_t maplen;
 } jitcode;
 
-/* The module's global offset table: the first JIT_GOT bytes of every translation hold
- * the absolute addresses its code uses (helpers, the internal code, the JIT table),
- * written when the code is mapped, read rip-relative by the code. The machine code
- * itself holds no absolute address, so a translation can be saved and mapped again
- * in another process (codecache.c) with only the table rewritten. */
+/* The module's global offset table: the first pw__jit_got_bytes(nfuncs) bytes of
+ * every translation hold the absolute addresses its code uses (helpers, the internal
+ * code, the JIT table, then the entry of every defined function, or JIT_FALLBACK, for
+ * direct calls), written when the code is mapped, read rip-relative by the code. The
+ * machine code itself holds no absolute address, so a translation can be saved and
+ * mapped again in another process (codecache.c) with only the table rewritten. A
+ * function's slot holds what pw__jit_install publishes in jv->fns for it: the
+ * mapping's entries are final before any of its code runs. */
 enum {
     G_CODE,    /* cm->code: return pcs and instruction words handed to helpers */
-    G_FNS,     /* jv->fns: the entries of direct calls */
     G_JV,      /* jv: call_indirect's fast path */
     G_CFUNCS,  /* cm->funcs */
     G_FOP,     /* jit_fop */
@@ -79,12 +81,16 @@ enum {
     G_CALLIND, /* jit_call_indirect */
     G_CALLREF, /* jit_call_ref */
     G_GROW,    /* jit_memory_grow */
-    G_COUNT
+    G_COUNT,
+    G_FN0 = 16 /* slot of defined function 0's entry */
 };
-#define JIT_GOT PW_JIT_GOT_BYTES
+_Static_assert(G_COUNT <= G_FN0, "GOT slots");
 /* No function starts beyond this offset (its rip-relative GOT references reach). */
 #define JIT_MAX_BYTES (1u << 30)
-_Static_assert(G_COUNT * 8 <= JIT_GOT, "GOT slots");
+
+size_t pw__jit_got_bytes(uint32_t nfuncs) {
+    return (((size_t)G_FN0 + nfuncs) * 8 + 15) & ~(size_t)15;
+}
 
 struct pw_jitmod {
     jitcode v[JV_COUNT];
@@ -614,7 +620,7 @@ static void reload_mem(jc *c) {
     pw__x64_load(&c->x, X_LD64, X_R13, x_mem(X_RAX, (int32_t)offsetof(pw_memory, size)));
 }
 
-/* GOT references (JIT_GOT): the displacement is patched at the end of the pass. */
+/* GOT references: the displacement is patched at the end of the pass. */
 static void got_fix(jc *c, size_t at, uint32_t slot) {
     if (!grow((void **)&c->gfx, &c->capgfx, c->ngfx + 1, sizeof *c->gfx)) {
         c->fail = true;
@@ -2032,8 +2038,7 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
         uint32_t nz = ce->nlocals - ce->nparams;
         if (nz <= 32 && (uint64_t)argbase + ce->frame_slots < (1u << 27) && d < (1u << 28)) {
             fast = true;
-            got_load(c, X_RAX, G_FNS);
-            pw__x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, (int32_t)(d * 8)));
+            got_load(c, X_RAX, G_FN0 + d); /* the callee's entry */
             pw__x64_alu_ri(x, X_CMP, true, X_RAX, 1);
             slow = pw__x64_jcc32(x, X_CC_BE); /* NULL or JIT_FALLBACK */
             pw__x64_alu_rm(x, X_CMP, true, X_RSP,
@@ -2827,9 +2832,10 @@ static bool translate_all(const struct pw_jitmod *jm, int v, const pw_module *m,
     for (uint32_t i = 0; i < n; i++)
         words += m->code->funcs[i].ncode;
     pw__x64_reserve(out, words * 8 + 4096);
-    for (uint32_t k = 0; k < JIT_GOT; k++)
+    size_t got = pw__jit_got_bytes(n);
+    for (size_t k = 0; k < got; k++)
         pw__x64_byte(out, 0);
-    if (v == JV_GUARD) fault_stub(out); /* at offset JIT_GOT (pw__jit_fault_stub) */
+    if (v == JV_GUARD) fault_stub(out); /* after the GOT (pw__jit_fault_stub) */
     for (uint32_t i = 0; i < n; i++)
         offs[i] = compile_func(jm, v, m, i, out, isa);
     return !out->oom;
@@ -2841,7 +2847,6 @@ bool pw__jit_install(const pw_module *m, int v, void *map, size_t maplen, size_t
     jitcode *jv = &jm->v[v];
     const void *got[G_COUNT] = {
         [G_CODE] = m->code->code,
-        [G_FNS] = (const void *)jv->fns,
         [G_JV] = jv,
         [G_CFUNCS] = m->code->funcs,
         [G_FOP] = (const void *)jit_fop,
@@ -2851,12 +2856,16 @@ bool pw__jit_install(const pw_module *m, int v, void *map, size_t maplen, size_t
         [G_CALLREF] = (const void *)jit_call_ref,
         [G_GROW] = (const void *)jit_memory_grow,
     };
+    size_t gotlen = pw__jit_got_bytes(jv->nfuncs);
     for (uint32_t i = 0; i < jv->nfuncs; i++)
-        if (offs[i] >= 0 && ((uint64_t)offs[i] < JIT_GOT || (uint64_t)offs[i] >= len)) {
+        if (offs[i] >= 0 && ((uint64_t)offs[i] < gotlen || (uint64_t)offs[i] >= len)) {
             munmap(map, maplen); /* not reached: the callers check the offsets */
             return false;
         }
     memcpy(map, got, sizeof got);
+    void **fn = (void **)map + G_FN0;
+    for (uint32_t i = 0; i < jv->nfuncs; i++)
+        fn[i] = offs[i] >= 0 ? (void *)((char *)map + offs[i]) : JIT_FALLBACK;
     if (mprotect(map, maplen, PROT_READ | PROT_EXEC) != 0) {
         munmap(map, maplen);
         return false;
@@ -3007,7 +3016,7 @@ const void *pw__jit_fault_stub(const pw_instance *inst, uintptr_t pc, uintptr_t 
     const jitcode *jv = &jm->v[JV_GUARD];
     uintptr_t map = (uintptr_t)atomic_load_explicit(&jv->map, memory_order_acquire);
     if (!map || pc < map || pc - map >= jv->maplen) return NULL;
-    return (const void *)(map + JIT_GOT); /* fault_stub */
+    return (const void *)(map + pw__jit_got_bytes(jv->nfuncs)); /* fault_stub */
 }
 
 static pw_status jit_call(pw_store *s, pw_instance *inst, pw_func *f, pw_slot *argp, pw_slot *fp,

@@ -56,9 +56,9 @@ const void *pw__jit_fault_stub(const pw_instance *inst, uintptr_t pc, uintptr_t 
  * addresses its code uses (the GOT, written by pw__jit_install), then the fault
  * stub (guard variant) and the functions. Variants: 0 explicit checks, 1 guard. */
 enum { PW_JIT_VARIANT_EXPLICIT = 0, PW_JIT_VARIANT_GUARD = 1 };
-/* Bytes of the GOT at the start of a translation (G_COUNT slots, rounded up so that
- * the functions after it stay 16-byte aligned); every function entry lies after it. */
-#define PW_JIT_GOT_BYTES 128
+/* Bytes of the GOT at the start of a translation of a module with nfuncs defined
+ * functions (a multiple of 16); every function entry lies after it. */
+size_t pw__jit_got_bytes(uint32_t nfuncs);
 /* CPU features a translation may use (pw__jit_features). */
 enum { PW_JIT_SSSE3 = 1, PW_JIT_SSE41 = 2, PW_JIT_POPCNT = 4 };
 unsigned pw__jit_features(bool sse2_only);
@@ -72,7 +72,7 @@ pw_status pw__jit_translate(const pw_module *m, int v, unsigned isa, uint8_t **c
  * executable) holds len bytes of code as pw__jit_translate made them. Writes the
  * GOT, makes the mapping read/execute and publishes the entries. Takes map (unmapped
  * on failure or when another translation was published first). The caller has
- * checked every offset (JIT_GOT <= off < len or -1). */
+ * checked every offset (pw__jit_got_bytes <= off < len, or -1). */
 bool pw__jit_install(const pw_module *m, int v, void *map, size_t maplen, size_t len,
                      const int64_t *offs);
 /* The module's code cache (takes cc; replaces one attached before: call before the
