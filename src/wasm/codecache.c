@@ -500,6 +500,10 @@ bool pw__cc_load(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa) {
     if (fd < 0) return false;
     pw_code_err err;
     pw_code_error e = load_fd(fd, m, cc->module, cc->engine, v, (int)isa, true, &err);
+    /* a file mapping that cannot become executable (a noexec mount, a policy against
+     * executing modified file pages): read it into memory instead */
+    if (e == PW_CODE_NOMEM || e == PW_CODE_IO)
+        e = load_fd(fd, m, cc->module, cc->engine, v, (int)isa, false, &err);
     if (e == PW_CODE_OK) {
         futimens(fd, NULL); /* last use, for eviction */
     } else if (e != PW_CODE_NOMEM && e != PW_CODE_IO) {
