@@ -366,6 +366,9 @@ static pw_code_error load_fd(int fd, const pw_module *m, const uint8_t digest[32
         size_t after = (size_t)(h.code_off + maplen);
         munmap(file, h.code_off);
         if (h.total > after) munmap(file + after, (size_t)(h.total - after));
+        /* drop the page table entries the check filled: the code that runs faults its
+         * pages back from the page cache, the rest costs this process nothing */
+        if (!e) madvise(map, maplen, MADV_DONTNEED);
     }
     if (!e) {
         /* takes the mapping: made read/execute after the GOT is written */
