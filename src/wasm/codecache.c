@@ -249,17 +249,19 @@ static pw_code_error check_offsets(const int64_t *offs, uint32_t n, uint64_t cod
 
 static const uint8_t ZEROS[CC_PAGE];
 
-/* The digest of the file's bytes before the digest: the header page, the code and
- * its padding (the padding is zero), offs. */
-static void digest_parts(const cc_header *h, const uint8_t *code, const int64_t *offs,
-                         uint8_t out[PW_CC_DIGEST]) {
+/* The digest of the file's bytes before the digest, from its parts: the header page
+ * (CC_PAGE bytes, the header first), the code with its padding (code_len bytes of
+ * code, then `pad` bytes: NULL for zeros as written), offs. */
+static void digest_parts(const uint8_t *head, const uint8_t *code, const uint8_t *pad,
+                         const int64_t *offs, uint8_t out[PW_CC_DIGEST]) {
+    cc_header h;
+    memcpy(&h, head, sizeof h);
     pb_sha256_ctx c;
     pb_sha256_init(&c);
-    pb_sha256_update(&c, h, sizeof *h);
-    pb_sha256_update(&c, ZEROS, CC_PAGE - sizeof *h);
-    pb_sha256_update(&c, code, h->code_len);
-    pb_sha256_update(&c, ZEROS, page_round(h->code_len) - h->code_len);
-    pb_sha256_update(&c, offs, (size_t)h->nfuncs * 8);
+    pb_sha256_update(&c, head, CC_PAGE);
+    pb_sha256_update(&c, code, h.code_len);
+    pb_sha256_update(&c, pad ? pad : ZEROS, page_round(h.code_len) - h.code_len);
+    pb_sha256_update(&c, offs, (size_t)h.nfuncs * 8);
     pb_sha256_final(&c, out);
 }
 
@@ -333,7 +335,7 @@ static pw_code_error load_fd(int fd, const pw_module *m, const uint8_t digest[32
     size_t maplen = (size_t)page_round(h.code_len);
     int64_t *offs = malloc(h.nfuncs ? (size_t)h.nfuncs * 8 : 1);
     if (!offs) return fail(err, PW_CODE_NOMEM, "out of memory");
-    uint8_t *map = MAP_FAILED, *file = MAP_FAILED;
+    uint8_t *map = MAP_FAILED, *file = MAP_FAILED, head[CC_PAGE];
     uint8_t want[PW_CC_DIGEST], got[PW_CC_DIGEST];
     if (from_file) { /* the whole file, private: checked where it will run */
         file =
@@ -350,16 +352,16 @@ static pw_code_error load_fd(int fd, const pw_module *m, const uint8_t digest[32
         map = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (map == MAP_FAILED)
             e = fail(err, PW_CODE_NOMEM, "out of memory");
-        else if (!read_at(fd, map, maplen, h.code_off) ||
+        else if (!read_at(fd, head, CC_PAGE, 0) || !read_at(fd, map, maplen, h.code_off) ||
                  !read_at(fd, offs, (size_t)h.nfuncs * 8, h.offs_off) ||
                  !read_at(fd, want, sizeof want, h.total - PW_CC_DIGEST))
             e = fail(err, PW_CODE_TRUNCATED, "artifact ends early");
+        else if (memcmp(head, &h, sizeof h) != 0) /* what was checked is what is hashed */
+            e = fail(err, PW_CODE_CORRUPT, "artifact changed while it was read");
         else
-            digest_parts(&h, map, offs, got);
+            digest_parts(head, map, map + h.code_len, offs, got);
     }
     if (!e && memcmp(got, want, sizeof got) != 0)
-        e = fail(err, PW_CODE_CORRUPT, "artifact integrity digest does not match");
-    if (!e && !from_file && memcmp(map + h.code_len, ZEROS, maplen - h.code_len) != 0)
         e = fail(err, PW_CODE_CORRUPT, "artifact integrity digest does not match");
     if (!e) e = check_offsets(offs, h.nfuncs, h.code_len, err);
     if (file != MAP_FAILED) { /* keep only the code pages */
@@ -599,11 +601,13 @@ static bool write_all(int fd, const void *buf, size_t n) {
 
 void pw__cc_save(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa, const uint8_t *code,
                  size_t len, const int64_t *offs) {
+    uint8_t head[CC_PAGE] = {0};
     cc_header h;
     fill_header(&h, m, cc->module, cc->engine, v, isa, len);
     if (h.total > cc->max_bytes) return; /* would not fit even alone */
+    memcpy(head, &h, sizeof h);
     uint8_t d[PW_CC_DIGEST];
-    digest_parts(&h, code, offs, d);
+    digest_parts(head, code, NULL, offs, d);
     char name[CC_NAME_MAX], tmp[CC_NAME_MAX + 64];
     cache_name(cc, v, isa, name);
     struct timespec ts;
@@ -613,8 +617,8 @@ void pw__cc_save(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa, c
              (unsigned long)(uintptr_t)&ts >> 4, (unsigned long)ts.tv_nsec, name);
     int fd = openat(cc->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) return;
-    bool good = write_all(fd, &h, sizeof h) && write_all(fd, ZEROS, CC_PAGE - sizeof h) &&
-                write_all(fd, code, len) && write_all(fd, ZEROS, (size_t)(page_round(len) - len)) &&
+    bool good = write_all(fd, head, CC_PAGE) && write_all(fd, code, len) &&
+                write_all(fd, ZEROS, (size_t)(page_round(len) - len)) &&
                 write_all(fd, offs, (size_t)h.nfuncs * 8) && write_all(fd, d, sizeof d) &&
                 fsync(fd) == 0;
     good = close(fd) == 0 && good;

@@ -27,7 +27,7 @@ check compile 0 "" -- "$peri" compile "$hello" -o "$tmp/hello.pcc"
 check "compile usage" 2 "no -o FILE" -- "$peri" compile "$hello"
 check "run compiled" 0 "hello" -- "$peri" run --code-cache off --compiled "$tmp/hello.pcc" "$hello"
 size=$(stat -c %s "$tmp/hello.pcc")
-for at in 20 100 5000 $((size - 40)) $((size - 1)); do
+for at in 20 100 2000 5000 $((size - 40)) $((size - 1)); do
   cp "$tmp/hello.pcc" "$tmp/bad.pcc"
   printf '\x5a' | dd of="$tmp/bad.pcc" bs=1 seek="$at" conv=notrunc status=none
   out=$("$peri" run --code-cache off --compiled "$tmp/bad.pcc" "$hello" 2>&1); rc=$?
