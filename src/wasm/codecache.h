@@ -21,10 +21,10 @@
 #define PW_CC_DIGEST 32
 
 struct pw_ccref {
-    int dirfd;                    /* the cache directory, O_PATH-free plain fd, owned */
+    int dirfd;                    /* the cache directory (O_RDONLY), owned */
     uint64_t max_bytes;           /* bound on the artifacts' total size */
     uint8_t module[PW_CC_DIGEST]; /* SHA-256 of the module's bytes */
-    uint8_t engine[PW_CC_DIGEST]; /* this engine build (pw__cc_engine_id) */
+    uint8_t engine[PW_CC_DIGEST]; /* this engine build (engine_id, codecache.c) */
     atomic_int probe[2][8];       /* per variant and feature set: 0 unknown, 1 absent, 2 present */
 };
 
