@@ -561,6 +561,12 @@ typedef struct pw_code_cache_config {
  * that the next process finds it. digest: SHA-256 of the bytes m was made from. */
 pw_code_error pw_module_set_code_cache(pw_module *m, const uint8_t digest[32],
                                        const pw_code_cache_config *cfg, pw_code_err *err);
+/* Translate all of m now and put it in the cache at cfg (for the stores of
+ * bounds_checks, with this CPU's features), as a first run would: `peri compile
+ * --into-cache`, e.g. at install time. */
+pw_code_error pw_code_cache_fill(const pw_module *m, const uint8_t digest[32],
+                                 const pw_code_cache_config *cfg, int bounds_checks,
+                                 pw_code_err *err);
 
 #ifdef __cplusplus
 }

@@ -15,13 +15,17 @@
 #include <unistd.h>
 
 static const char USAGE[] =
-    "usage: peri compile [OPTIONS] MODULE.wasm -o FILE\n"
+    "usage: peri compile [OPTIONS] MODULE.wasm -o FILE|--into-cache\n"
     "Translates every function of MODULE to x86-64 machine code and writes it to FILE,\n"
     "bound to this module, this build of peri and this CPU's features; `peri run\n"
     "--compiled FILE MODULE.wasm` then runs it without translating. (peri run, ruby and\n"
     "python also keep such translations in a cache by themselves: see --code-cache.)\n"
     "\n"
-    "  -o FILE                 the artifact to write (required)\n"
+    "  -o FILE                 the artifact to write\n"
+    "  --into-cache            put it in the code cache instead, where peri run, ruby,\n"
+    "                          python and isolate find it (e.g. after installing a module)\n"
+    "  --code-cache DIR        that cache (default: $PERI_CODE_CACHE, else\n"
+    "                          ~/.cache/peri/code)\n"
     "  --bounds-checks MODE    guard (default: what peri run uses) or explicit\n"
     "  --sse2                  SIMD with plain SSE2 only (runs on any x86-64 CPU)\n"
     "  -h, --help              this text\n";
@@ -43,9 +47,10 @@ static int write_file(const char *path, const uint8_t *p, size_t n) {
 }
 
 int peri_cmd_compile(int argc, char **argv) {
-    const char *in = NULL, *out = NULL;
+    const char *in = NULL, *out = NULL, *cache = NULL;
+    char ccdir[4096];
     int bounds = PW_BOUNDS_GUARD;
-    bool sse2 = false;
+    bool sse2 = false, into = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -61,6 +66,10 @@ int peri_cmd_compile(int argc, char **argv) {
             }
         } else if (!strcmp(a, "--sse2")) {
             sse2 = true;
+        } else if (!strcmp(a, "--into-cache")) {
+            into = true;
+        } else if (!strcmp(a, "--code-cache") && i + 1 < argc) {
+            cache = argv[++i];
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "peri compile: unknown option %s\n%s", a, USAGE);
             return 2;
@@ -71,9 +80,14 @@ int peri_cmd_compile(int argc, char **argv) {
             return 2;
         }
     }
-    if (!in || !out) {
-        fprintf(stderr, "peri compile: %s\n%s", !in ? "no module given" : "no -o FILE", USAGE);
+    if (!in || !out == !into) {
+        fprintf(stderr, "peri compile: %s\n%s",
+                !in ? "no module given" : "give one of -o FILE and --into-cache", USAGE);
         return 2;
+    }
+    if (into && !cache && !(cache = peri_code_cache_dir(ccdir, sizeof ccdir))) {
+        fprintf(stderr, "peri compile: no code cache (PERI_CODE_CACHE is off, or no HOME)\n");
+        return 1;
     }
     size_t len = 0;
     uint8_t *bytes = (uint8_t *)peri_read_file(in, false, &len);
@@ -94,7 +108,15 @@ int peri_cmd_compile(int argc, char **argv) {
     size_t alen = 0;
     pw_code_err ce;
     int rc = 1;
-    if (pw_code_compile(m, digest, bounds, sse2, &art, &alen, &ce) != PW_CODE_OK)
+    pw_code_cache_config cc = {.dir = cache};
+    if (into) {
+        if (sse2) fprintf(stderr, "peri compile: --sse2 is ignored with --into-cache\n");
+        if (pw_code_cache_fill(m, digest, &cc, bounds, &ce) != PW_CODE_OK)
+            fprintf(stderr, "peri compile: %s: %s (%s)\n", in, ce.message,
+                    pw_code_error_name(ce.kind));
+        else
+            rc = 0;
+    } else if (pw_code_compile(m, digest, bounds, sse2, &art, &alen, &ce) != PW_CODE_OK)
         fprintf(stderr, "peri compile: %s: %s (%s)\n", in, ce.message, pw_code_error_name(ce.kind));
     else if (write_file(out, art, alen) != 0)
         fprintf(stderr, "peri compile: cannot write %s: %s\n", out, strerror(errno));

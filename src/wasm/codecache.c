@@ -599,12 +599,13 @@ static bool write_all(int fd, const void *buf, size_t n) {
     return true;
 }
 
-void pw__cc_save(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa, const uint8_t *code,
+/* Write the cache file of (v, isa); false when it could not be (nothing is left). */
+static bool save(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa, const uint8_t *code,
                  size_t len, const int64_t *offs) {
     uint8_t head[CC_PAGE] = {0};
     cc_header h;
     fill_header(&h, m, cc->module, cc->engine, v, isa, len);
-    if (h.total > cc->max_bytes) return; /* would not fit even alone */
+    if (h.total > cc->max_bytes) return false; /* would not fit even alone */
     memcpy(head, &h, sizeof h);
     uint8_t d[PW_CC_DIGEST];
     digest_parts(head, code, NULL, offs, d);
@@ -616,7 +617,7 @@ void pw__cc_save(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa, c
     snprintf(tmp, sizeof tmp, CC_TMP_PREFIX "%ld.%lx.%lx.%.16s", (long)getpid(),
              (unsigned long)(uintptr_t)&ts >> 4, (unsigned long)ts.tv_nsec, name);
     int fd = openat(cc->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) return;
+    if (fd < 0) return false;
     bool good = write_all(fd, head, CC_PAGE) && write_all(fd, code, len) &&
                 write_all(fd, ZEROS, (size_t)(page_round(len) - len)) &&
                 write_all(fd, offs, (size_t)h.nfuncs * 8) && write_all(fd, d, sizeof d) &&
@@ -624,11 +625,17 @@ void pw__cc_save(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa, c
     good = close(fd) == 0 && good;
     if (!good || renameat(cc->dirfd, tmp, cc->dirfd, name) != 0) {
         unlinkat(cc->dirfd, tmp, 0);
-        return;
+        return false;
     }
     fsync(cc->dirfd);
     atomic_store_explicit(&cc->probe[v & 1][isa & 7], 2, memory_order_relaxed);
     evict(cc);
+    return true;
+}
+
+void pw__cc_save(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa, const uint8_t *code,
+                 size_t len, const int64_t *offs) {
+    save(cc, m, v, isa, code, len, offs); /* a failure leaves the cache as it was */
 }
 
 /* Take fd (dir) as the cache directory if it is ours and not writable by others. */
@@ -676,8 +683,10 @@ static pw_code_error open_dir(const char *dir, int *out, pw_code_err *err) {
     return check_dir(fd, dir, out, err);
 }
 
-pw_code_error pw_module_set_code_cache(pw_module *m, const uint8_t digest[32],
-                                       const pw_code_cache_config *cfg, pw_code_err *err) {
+/* A cache reference for m (caller frees with pw__cc_ref_free). */
+static pw_code_error ref_new(const pw_module *m, const uint8_t digest[32],
+                             const pw_code_cache_config *cfg, struct pw_ccref **out,
+                             pw_code_err *err) {
     if (!cfg || !cfg->dir) return fail(err, PW_CODE_IO, "no cache directory");
     struct pw_ccref *cc = calloc(1, sizeof *cc);
     if (!cc) return fail(err, PW_CODE_NOMEM, "out of memory");
@@ -692,8 +701,38 @@ pw_code_error pw_module_set_code_cache(pw_module *m, const uint8_t digest[32],
     }
     memcpy(cc->module, digest, PW_CC_DIGEST);
     cc->max_bytes = cfg->max_bytes ? cfg->max_bytes : CC_DEFAULT_MAX;
-    pw__jit_attach_cache(m->code->jit, cc);
+    *out = cc;
     return ok(err);
+}
+
+pw_code_error pw_module_set_code_cache(pw_module *m, const uint8_t digest[32],
+                                       const pw_code_cache_config *cfg, pw_code_err *err) {
+    struct pw_ccref *cc = NULL;
+    pw_code_error e = ref_new(m, digest, cfg, &cc, err);
+    if (!e) pw__jit_attach_cache(m->code->jit, cc);
+    return e;
+}
+
+pw_code_error pw_code_cache_fill(const pw_module *m, const uint8_t digest[32],
+                                 const pw_code_cache_config *cfg, int bounds_checks,
+                                 pw_code_err *err) {
+    struct pw_ccref *cc = NULL;
+    pw_code_error e = ref_new(m, digest, cfg, &cc, err);
+    if (e) return e;
+    int v = bounds_checks == PW_BOUNDS_EXPLICIT ? PW_JIT_VARIANT_EXPLICIT : PW_JIT_VARIANT_GUARD;
+    unsigned isa = pw__jit_features(false);
+    uint8_t *code;
+    size_t len;
+    int64_t *offs;
+    if (pw__jit_translate(m, v, isa, &code, &len, &offs) != PW_OK) {
+        e = fail(err, PW_CODE_NOMEM, "out of memory");
+    } else if (!save(cc, m, v, isa, code, len, offs)) {
+        e = fail(err, PW_CODE_IO, "cannot write the cache file (larger than the cache's bound?)");
+    }
+    free(code);
+    free(offs);
+    pw__cc_ref_free(cc);
+    return e;
 }
 
 #else /* no JIT on this host */
@@ -737,6 +776,12 @@ pw_code_error pw_code_load(const pw_module *m, const uint8_t digest[32], const c
 pw_code_error pw_module_set_code_cache(pw_module *m, const uint8_t digest[32],
                                        const pw_code_cache_config *cfg, pw_code_err *err) {
     (void)m, (void)digest, (void)cfg;
+    return unsupported(err);
+}
+pw_code_error pw_code_cache_fill(const pw_module *m, const uint8_t digest[32],
+                                 const pw_code_cache_config *cfg, int bounds_checks,
+                                 pw_code_err *err) {
+    (void)m, (void)digest, (void)cfg, (void)bounds_checks;
     return unsupported(err);
 }
 

@@ -24,7 +24,7 @@ refused() { # NAME KIND FILE: refused with KIND, and hello did not run
   else echo "ok   $1"; fi
 }
 check compile 0 "" -- "$peri" compile "$hello" -o "$tmp/hello.pcc"
-check "compile usage" 2 "no -o FILE" -- "$peri" compile "$hello"
+check "compile usage" 2 "give one of -o FILE" -- "$peri" compile "$hello"
 check "run compiled" 0 "hello" -- "$peri" run --code-cache off --compiled "$tmp/hello.pcc" "$hello"
 size=$(stat -c %s "$tmp/hello.pcc")
 for at in 20 100 2000 5000 $((size - 40)) $((size - 1)); do
@@ -49,6 +49,14 @@ modes="$(stat -c %a "$tmp/c/code") $(stat -c %a "$tmp/c/code"/*.pcc 2>/dev/null)
 if [ "$n" != 1 ] || [ "$modes" != "700 600" ]; then
   echo "FAIL cache file: $n files, modes $modes"; fails=$((fails + 1)); else echo "ok   cache file 0600 in 0700"; fi
 check "warm cache" 0 "hello" -- env PERI_CODE_CACHE="$tmp/c/code" "$peri" run "$hello"
+check "compile into the cache" 0 "" -- "$peri" compile "$hello" --into-cache --code-cache "$tmp/f"
+check "run from the filled cache" 0 "hello" -- "$peri" run --code-cache "$tmp/f" "$hello"
+if [ "$(find "$tmp/f" -name '*.pcc' | wc -l)" != 1 ]; then
+  echo "FAIL filled cache: not one file"; fails=$((fails + 1)); else echo "ok   filled cache used"; fi
+cmp -s "$(find "$tmp/f" -name '*.pcc')" "$(find "$tmp/c/code" -name '*.pcc')" &&
+  echo "ok   --into-cache writes what a run writes" ||
+  { echo "FAIL --into-cache and a run wrote different files"; fails=$((fails + 1)); }
+check "compile usage: both" 2 "one of" -- "$peri" compile "$hello" -o "$tmp/x" --into-cache
 mkdir -m 777 "$tmp/open" && chmod 777 "$tmp/open"
 check "unsafe cache dir: still runs" 0 "hello" -- "$peri" run --code-cache "$tmp/open" "$hello"
 if [ -n "$(ls -A "$tmp/open")" ]; then echo "FAIL unsafe dir was written"; fails=$((fails + 1)); else echo "ok   unsafe dir left alone"; fi
