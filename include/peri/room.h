@@ -97,6 +97,12 @@ typedef struct pr_host_config {
     /* Engine tier of every run (pw_store_config.engine: PW_ENGINE_AUTO = 0, the
      * default; PW_ENGINE_INTERP; PW_ENGINE_JIT). Results, traps and limits are the same. */
     int engine;
+    /* An on-disk cache of JIT translations shared by processes (docs/jit.md,
+     * "Compiled-code cache"; pw_module_set_code_cache): every compiled program uses
+     * it. NULL: none. A directory the engine refuses (not ours, writable by others)
+     * leaves programs uncached; runs are unaffected. */
+    const char *code_cache_dir;
+    uint64_t code_cache_bytes; /* 0: the engine's default (1 GiB) */
 } pr_host_config;
 
 typedef struct pr_host pr_host;

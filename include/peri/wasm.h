@@ -496,6 +496,78 @@ bool pw_module_type_field(const pw_module *m, uint32_t ti, uint32_t i, pw_valtyp
 const uint8_t *pw_module_custom_section(const pw_module *m, const char *name, size_t name_len,
                                         uint32_t nth, size_t *len);
 
+/* ---------------------------------------------------------------- compiled code
+ * Saved JIT translations (docs/jit.md, "Compiled-code cache"). An artifact holds one
+ * whole-module translation for one bounds-check mode, bound to the module (the
+ * SHA-256 of its bytes, which the caller passes: the caller hashed them anyway), to
+ * this exact engine build and to the CPU features the code uses, with an integrity
+ * digest over all of it. Anything that does not match is rejected with its kind and
+ * never executed. On hosts without the JIT every call reports PW_CODE_UNSUPPORTED. */
+typedef enum pw_code_error {
+    PW_CODE_OK = 0,
+    PW_CODE_IO,          /* reading, writing or creating failed (the message says which) */
+    PW_CODE_NOMEM,       /* out of memory */
+    PW_CODE_NOT_CODE,    /* not an artifact (no magic) */
+    PW_CODE_FORMAT,      /* another artifact format version */
+    PW_CODE_ENGINE,      /* made by another engine build */
+    PW_CODE_CPU,         /* uses CPU features this CPU lacks */
+    PW_CODE_MODULE,      /* made for another module */
+    PW_CODE_TRUNCATED,   /* shorter or longer than its header says */
+    PW_CODE_CORRUPT,     /* the integrity digest does not match */
+    PW_CODE_MALFORMED,   /* digest right, contents inconsistent (offsets, sizes) */
+    PW_CODE_UNSAFE_DIR,  /* cache directory not ours, group/world-writable, or a link */
+    PW_CODE_UNSUPPORTED, /* no JIT on this host, or no engine build id to bind to */
+} pw_code_error;
+
+typedef struct pw_code_err {
+    pw_code_error kind;
+    char message[256]; /* NUL-terminated, English */
+} pw_code_err;
+
+/* The stable name of a kind ("corrupt", "foreign-engine", ...). */
+const char *pw_code_error_name(pw_code_error e);
+
+/* Translate all of m into an artifact. bounds_checks: PW_BOUNDS_GUARD or
+ * PW_BOUNDS_EXPLICIT (the stores that will run it); sse2_only as
+ * pw_store_config.jit_sse2. On PW_CODE_OK *out (*len bytes) belongs to the caller
+ * (free). digest: SHA-256 of the bytes m was made from. */
+pw_code_error pw_code_compile(const pw_module *m, const uint8_t digest[32], int bounds_checks,
+                              bool sse2_only, uint8_t **out, size_t *len, pw_code_err *err);
+/* Check an artifact in memory against m (every check pw_code_load makes), without
+ * installing it. */
+pw_code_error pw_code_verify(const pw_module *m, const uint8_t digest[32], const uint8_t *art,
+                             size_t len, pw_code_err *err);
+/* Verify the artifact at path and install it into m: stores running m with the
+ * artifact's bounds mode run its machine code without translating (the other mode
+ * is translated as usual). Safe while m is shared (the code is published the way the
+ * JIT publishes a translation); a translation published first wins. */
+pw_code_error pw_code_load(const pw_module *m, const uint8_t digest[32], const char *path,
+                           pw_code_err *err);
+
+/* An automatic on-disk cache of translations, keyed by module digest, engine build
+ * and CPU features. dir is created (0700) when missing and refused when it (or the
+ * created path's last component) is a link, not owned by the effective user, or
+ * group/world-writable. Files are 0600, written to a temporary name, synced and
+ * renamed, so concurrent processes never read a partial file; the oldest (by last
+ * use) are removed when the total passes max_bytes. */
+typedef struct pw_code_cache_config {
+    const char *dir;    /* required */
+    uint64_t max_bytes; /* 0 = 1 GiB */
+} pw_code_cache_config;
+/* Attach the cache to m (call before m is shared): its first translation for a store
+ * is read from the cache when a valid one is there, else translated and saved. Under
+ * PW_ENGINE_AUTO a big module with a saved translation runs it from its first call,
+ * and one without is translated on the background thread at once (not when hot), so
+ * that the next process finds it. digest: SHA-256 of the bytes m was made from. */
+pw_code_error pw_module_set_code_cache(pw_module *m, const uint8_t digest[32],
+                                       const pw_code_cache_config *cfg, pw_code_err *err);
+/* Translate all of m now and put it in the cache at cfg (for the stores of
+ * bounds_checks, with this CPU's features), as a first run would: `peri compile
+ * --into-cache`, e.g. at install time. */
+pw_code_error pw_code_cache_fill(const pw_module *m, const uint8_t digest[32],
+                                 const pw_code_cache_config *cfg, int bounds_checks,
+                                 pw_code_err *err);
+
 #ifdef __cplusplus
 }
 #endif

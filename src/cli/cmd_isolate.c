@@ -122,6 +122,8 @@ static pr_host *make_host(const common_opts *o) {
     cfg.wall_ms = (uint32_t)o->wall_ms;
     cfg.deterministic = o->deterministic;
     cfg.engine = o->engine;
+    char ccdir[4096]; /* the code cache: $PERI_CODE_CACHE, else ~/.cache/peri/code */
+    cfg.code_cache_dir = peri_code_cache_dir(ccdir, sizeof ccdir);
     pr_error err;
     pr_host *h = pr_host_new(&cfg, &err);
     if (!h) contract_error(err.message);

@@ -64,6 +64,10 @@ static void usage(FILE *f) {
         "  --engine E            execution tier: auto (default: the interpreter, then the\n"
         "                        baseline JIT once the module is hot), interp or jit\n"
         "                        (docs/jit.md); the default comes from $PERI_ENGINE if set\n"
+        "  --compiled FILE       run the machine code of FILE (made by `peri compile`); a\n"
+        "                        FILE that does not match this module and build is refused\n"
+        "  --code-cache DIR|off  where translations are kept for the next run (default:\n"
+        "                        $PERI_CODE_CACHE, else ~/.cache/peri/code; off: none)\n"
         "  --version             print the version\n"
         "  -h, --help            this text\n"
         "\n"
@@ -178,6 +182,8 @@ typedef struct run_opts {
     size_t nenv;
     pr_str argv0;
     pr_host_config cfg;
+    const char *compiled; /* --compiled FILE */
+    char ccdir[4096];     /* the default code cache directory */
     uint64_t max_output;
     char **rest; /* after the module */
     int nrest;
@@ -208,6 +214,7 @@ static int parse(run_opts *o, int argc, char **argv) {
     o->cfg.cpu_ms = RUN_CPU_MS_DEFAULT;
     o->cfg.engine = peri_engine_default();
     if (o->cfg.engine < 0) return 2;
+    o->cfg.code_cache_dir = peri_code_cache_dir(o->ccdir, sizeof o->ccdir);
     o->cfg.wall_ms = RUN_WALL_MS_DEFAULT;
     o->cfg.memory_cap = (uint64_t)RUN_MEMORY_MIB_DEFAULT << 20;
     o->cfg.beyond_contract = true;
@@ -285,6 +292,10 @@ static int parse(run_opts *o, int argc, char **argv) {
             o->invoke = v;
         } else if (strcmp(a, "--out") == 0) {
             o->out_dir = v;
+        } else if (strcmp(a, "--compiled") == 0) {
+            o->compiled = v;
+        } else if (strcmp(a, "--code-cache") == 0) {
+            o->cfg.code_cache_dir = strcmp(v, "off") ? v : NULL;
         } else if (strcmp(a, "--engine") == 0) {
             o->cfg.engine = peri_engine_parse(v);
             if (o->cfg.engine < 0) {
@@ -394,6 +405,16 @@ int peri_cmd_run(int argc, char **argv) {
         else
             load_error(o.wasm, bytes, len, err.message);
         goto done;
+    }
+    if (o.compiled) { /* a rejected artifact is never run: the run stops here */
+        uint8_t d[32];
+        pr_program_digest(p, d);
+        pw_code_err ce;
+        if (pw_code_load(pr_program_module(p), d, o.compiled, &ce) != PW_CODE_OK) {
+            fprintf(stderr, "peri run: --compiled %s: %s (%s)\n", o.compiled, ce.message,
+                    pw_code_error_name(ce.kind));
+            goto done;
+        }
     }
     /* The in-memory FS's timestamps count from the run's start in ns, or
      * from the deterministic epoch (2026-01-01) with --deterministic. */

@@ -7,7 +7,13 @@
 #ifndef PERI_CLI_COMMANDS_H
 #define PERI_CLI_COMMANDS_H
 
-int peri_cmd_wasm(int argc, char **argv); /* cmd_wasm.c: validate, invoke */
+#include <stddef.h>
+
+int peri_cmd_wasm(int argc, char **argv);    /* cmd_wasm.c: validate, invoke */
+int peri_cmd_compile(int argc, char **argv); /* cmd_compile.c: ahead-of-time machine code */
+/* engine_opt.c: the code cache directory of the room's commands: $PERI_CODE_CACHE
+ * ("off" or "0": none), else the cache of peri_cache_path ("code"); NULL: none. */
+const char *peri_code_cache_dir(char *buf, size_t n);
 
 int peri_cmd_isolate(int argc, char **argv); /* cmd_isolate.c: run, serve (the room) */
 int peri_cmd_run(int argc, char **argv);     /* cmd_run.c: run a WASI program in the room */

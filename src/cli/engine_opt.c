@@ -4,7 +4,9 @@
  * Wasm (run, ruby, isolate run/serve, wasm invoke), the environment variable
  * PERI_ENGINE (the library reads no environment; tests use it to run whole CLI
  * suites under one tier). Unset or empty: auto. Beside it `--bounds-checks
- * guard|explicit` (pw_store_config.bounds_checks; docs/jit.md, "Bounds checks").
+ * guard|explicit` (pw_store_config.bounds_checks; docs/jit.md, "Bounds checks"), and
+ * the directory of the on-disk code cache (PERI_CODE_CACHE, docs/jit.md "Compiled-code
+ * cache").
  */
 #include "cli/commands.h"
 #include "peri/wasm.h"
@@ -35,4 +37,11 @@ int peri_engine_default(void) {
     if (e >= 0) return e;
     fprintf(stderr, "peri: PERI_ENGINE wants interp, jit or auto, got \"%s\"\n", v);
     return -1;
+}
+
+const char *peri_code_cache_dir(char *buf, size_t n) {
+    const char *env = getenv("PERI_CODE_CACHE");
+    if (env && (!strcmp(env, "off") || !strcmp(env, "0"))) return NULL;
+    if (env && *env) return env;
+    return peri_cache_path("code", buf, n) ? buf : NULL;
 }

@@ -326,7 +326,10 @@ int peri_guest_main(const peri_guest_cli *g, int argc, char **argv) {
         fprintf(stderr, "peri %s: %s\n", g->name, why_not);
         goto done;
     }
-    pr_host_config cfg = {.cpu_ms = (uint32_t)o.cpu, .engine = o.engine};
+    char ccdir[4096];
+    pr_host_config cfg = {.cpu_ms = (uint32_t)o.cpu,
+                          .engine = o.engine,
+                          .code_cache_dir = peri_code_cache_dir(ccdir, sizeof ccdir)};
     h = pr_host_new(&cfg, &err);
     p = h ? pr_program_load(h, (pr_str){g->name, strlen(g->name)}, mod, wlen, &err) : NULL;
     if (!p) {

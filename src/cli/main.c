@@ -17,6 +17,7 @@ typedef struct peri_command {
 
 static const peri_command peri_commands[] = {
     {"wasm", peri_cmd_wasm, "validate a WebAssembly module or invoke one of its functions"},
+    {"compile", peri_cmd_compile, "translate a module to machine code ahead of time (-o FILE)"},
     {"isolate", peri_cmd_isolate, "run a program under the isolation run contract (run, serve)"},
     {"run", peri_cmd_run, "run a WASI program in the room, streaming its output"},
     {"ruby", peri_cmd_ruby, "run a Ruby script in the room (Ruby's WebAssembly build)"},

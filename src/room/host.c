@@ -49,6 +49,8 @@ pr_host *pr_host_new(const pr_host_config *cfg, pr_error *err) {
     h->deterministic = cfg->deterministic;
     h->beyond_contract = cfg->beyond_contract;
     h->engine = cfg->engine;
+    h->code_cache_bytes = cfg->code_cache_bytes;
+    if (cfg->code_cache_dir && !(h->code_cache_dir = strdup(cfg->code_cache_dir))) goto nomem;
     if (!copy_list(&h->granted, &h->ngranted, cfg->granted, cfg->ngranted, "LOADER")) goto nomem;
     if (cfg->bound) {
         if (!copy_list(&h->bound, &h->nbound, cfg->bound, cfg->nbound, NULL)) goto nomem;
@@ -72,6 +74,7 @@ nomem:
     if (h) {
         free_list(h->granted, h->ngranted);
         free_list(h->bound, h->nbound);
+        free(h->code_cache_dir);
         free(h);
     }
     pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：内存不足");
@@ -87,6 +90,7 @@ void pr_host_free(pr_host *h) {
     pthread_mutex_destroy(&h->pool_mu);
     free_list(h->granted, h->ngranted);
     free_list(h->bound, h->nbound);
+    free(h->code_cache_dir);
     free(h);
 }
 

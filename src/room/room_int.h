@@ -431,6 +431,8 @@ struct pr_host {
     bool deterministic;
     bool beyond_contract; /* peri run: caller's limits; memory.grow fails softly */
     int engine;           /* pw_store_config.engine for every run */
+    char *code_cache_dir; /* owned; NULL: no code cache */
+    uint64_t code_cache_bytes;
     pr_cache cache;
     pr_watchdog wd;
     /* Mapping pools (pw_pool) of idle runs: a run takes one and puts it back, so each

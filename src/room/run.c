@@ -75,6 +75,15 @@ size_t pr__program_key(pr_str scope, const char hex[64], char *key) {
     return klen + 1 + vlen;
 }
 
+/* 64 lower-case hex digits (checked by the contract checks or made by pr__hex). */
+static void digest_bytes(const char *hex, uint8_t out[32]) {
+    for (int i = 0; i < 32; i++) {
+        int hi = hex[2 * i] <= '9' ? hex[2 * i] - '0' : hex[2 * i] - 'a' + 10;
+        int lo = hex[2 * i + 1] <= '9' ? hex[2 * i + 1] - '0' : hex[2 * i + 1] - 'a' + 10;
+        out[i] = (uint8_t)(hi << 4 | lo);
+    }
+}
+
 pr_program *pr__program_load_digest(pr_host *h, pr_str scope, const char hex[64],
                                     const uint8_t *bytes, size_t len, pr_str text, pr_error *err) {
     char stackkey[256];
@@ -118,6 +127,12 @@ pr_program *pr__program_load_digest(pr_host *h, pr_str scope, const char hex[64]
         goto nomem;
     }
     p->module = m;
+    if (h->code_cache_dir) { /* before the module is shared; a refused dir: no cache */
+        uint8_t d[32];
+        digest_bytes(hex, d);
+        pw_code_cache_config cc = {.dir = h->code_cache_dir, .max_bytes = h->code_cache_bytes};
+        pw_module_set_code_cache(m, d, &cc, NULL);
+    }
     p->key = k;
     p->key_len = full;
     p->text = t;
@@ -134,12 +149,7 @@ nomem:
 
 void pr_program_digest(const pr_program *p, uint8_t out[32]) {
     /* The key is "scope:<64 hex>" NUL version: the hex ends at the NUL. */
-    const char *hex = p->key + strlen(p->key) - 64;
-    for (int i = 0; i < 32; i++) {
-        int hi = hex[2 * i] <= '9' ? hex[2 * i] - '0' : hex[2 * i] - 'a' + 10;
-        int lo = hex[2 * i + 1] <= '9' ? hex[2 * i + 1] - '0' : hex[2 * i + 1] - 'a' + 10;
-        out[i] = (uint8_t)(hi << 4 | lo);
-    }
+    digest_bytes(p->key + strlen(p->key) - 64, out);
 }
 
 pr_program *pr_program_load(pr_host *h, pr_str scope, const uint8_t *bytes, size_t len,

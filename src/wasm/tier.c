@@ -21,6 +21,10 @@
  *  3. turns a store to the JIT (s->jit_on) at the first call, or entry from the host,
  *     that finds the whole module translated; from then on it runs as under `jit`.
  *
+ * A module with an on-disk code cache (pw_module_set_code_cache) skips the count: a
+ * store turns at its first entry when a saved translation is there, else the
+ * background translation starts at that entry (and saves its result).
+ *
  * When to translate is deterministic (a call count); when the machine code is first
  * used depends on the background thread. Results, traps and limits are the same in
  * every tier, so only the timing can differ.
@@ -102,7 +106,19 @@ void pw__tier_enter(pw_store *s, const pw_func *f) {
         size_t budget = s->cfg.jit_native_stack ? s->cfg.jit_native_stack : PW_TIER_NATIVE_STACK;
         s->jit_stack_limit = (char *)__builtin_frame_address(0) - budget;
     }
-    if (f->inst && (f->inst->mod->code->ncode <= PW_TIER_SMALL_WORDS || translated(f))) turn(s);
+    if (!f->inst) return;
+    if (f->inst->mod->code->ncode <= PW_TIER_SMALL_WORDS || translated(f)) {
+        turn(s);
+        return;
+    }
+    /* A module with a code cache (codecache.c): a saved translation is mapped at the
+     * first call, so the store turns at once; without one, the translation starts now
+     * on the background thread (not when hot), and is saved for the next process. */
+    int cached = pw__jit_cached(s, f);
+    if (cached == 1)
+        turn(s);
+    else if (cached == 0)
+        start(f->inst->mod->code, f);
 }
 
 bool pw__tier_hot(pw_store *s, pw_func *f) {

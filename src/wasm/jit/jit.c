@@ -26,6 +26,7 @@
  * interpreter (per-function fallback), never a partial translation.
  */
 #include "wasm/jit/jit.h"
+#include "wasm/codecache.h"
 #include "wasm/fops.h"
 #include "wasm/interp.h"
 #include "wasm/jit/x64.h"
@@ -62,8 +63,39 @@ typedef struct jitcode {
     size_t maplen;
 } jitcode;
 
+/* The module's global offset table: the first pw__jit_got_bytes(nfuncs) bytes of
+ * every translation hold the absolute addresses its code uses (helpers, the internal
+ * code, the JIT table, then the entry of every defined function, or JIT_FALLBACK, for
+ * direct calls), written when the code is mapped, read rip-relative by the code. The
+ * machine code itself holds no absolute address, so a translation can be saved and
+ * mapped again in another process (codecache.c) with only the table rewritten. A
+ * function's slot holds what pw__jit_install publishes in jv->fns for it: the
+ * mapping's entries are final before any of its code runs. */
+enum {
+    G_CODE,    /* cm->code: return pcs and instruction words handed to helpers */
+    G_JV,      /* jv: call_indirect's fast path */
+    G_CFUNCS,  /* cm->funcs */
+    G_FOP,     /* jit_fop */
+    G_XOP,     /* pw__interp_xop */
+    G_CALL,    /* jit_call */
+    G_CALLIND, /* jit_call_indirect */
+    G_CALLREF, /* jit_call_ref */
+    G_GROW,    /* jit_memory_grow */
+    G_COUNT,
+    G_FN0 = 16 /* slot of defined function 0's entry */
+};
+_Static_assert(G_COUNT <= G_FN0, "GOT slots");
+/* No function starts beyond this offset (its rip-relative GOT references reach). */
+#define JIT_MAX_BYTES (1u << 30)
+
+size_t pw__jit_got_bytes(uint32_t nfuncs) {
+    return (((size_t)G_FN0 + nfuncs) * 8 + 15) & ~(size_t)15;
+}
+
 struct pw_jitmod {
     jitcode v[JV_COUNT];
+    /* The on-disk code cache of this module (codecache.c), NULL: none; owned. */
+    struct pw_ccref *cc;
     /* Reverse map of the interpreter's handler offsets, sorted by offset. */
     uint32_t nops;
     int32_t *off;
@@ -113,6 +145,7 @@ void pw__jit_module_free(struct pw_jitmod *jm) {
 #endif
     for (int v = 0; v < JV_COUNT; v++)
         free(jm->v[v].fns);
+    pw__cc_ref_free(jm->cc);
     free(jm->off);
     free(jm->op);
     free(jm);
@@ -250,7 +283,7 @@ enum { U_LDST = 1, U_GPR = 2, U_SSE = 4, U_MEM = 8, U_V = 16 /* a v128 use (weig
 enum { V_LO = 1, V_HI = 2, V_PAIR_LO = 4, V_PAIR_HI = 8, V_OTHER = 16, V_MEM = 32 };
 
 /* CPU features beyond SSE2 the SIMD templates may use (jc.isa). */
-enum { ISA_SSSE3 = 1, ISA_SSE41 = 2 };
+enum { ISA_SSSE3 = PW_JIT_SSSE3, ISA_SSE41 = PW_JIT_SSE41, ISA_POPCNT = PW_JIT_POPCNT };
 
 /* Registers that can hold pinned slots: GPRs not used by the templates (rbp is
  * callee-saved, the others caller-saved) and xmm2..xmm15 (xmm0/xmm1 are scratch). */
@@ -320,6 +353,9 @@ typedef struct jc {
     uint32_t npool, cappool;
     fixup *pfx; /* rip-relative uses of the pool: at, constant index */
     uint32_t npfx, cappfx;
+    uint32_t base; /* the function's offset in the module's translation */
+    fixup *gfx;    /* rip-relative uses of the GOT: at, slot */
+    uint32_t ngfx, capgfx;
 } jc;
 
 static bool grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
@@ -584,9 +620,28 @@ static void reload_mem(jc *c) {
     pw__x64_load(&c->x, X_LD64, X_R13, x_mem(X_RAX, (int32_t)offsetof(pw_memory, size)));
 }
 
-static void call_abs(jc *c, const void *fn) {
-    pw__x64_mov_ri64(&c->x, X_RAX, (uint64_t)(uintptr_t)fn);
-    pw__x64_call_r(&c->x, X_RAX);
+/* GOT references: the displacement is patched at the end of the pass. */
+static void got_fix(jc *c, size_t at, uint32_t slot) {
+    if (!grow((void **)&c->gfx, &c->capgfx, c->ngfx + 1, sizeof *c->gfx)) {
+        c->fail = true;
+        return;
+    }
+    c->gfx[c->ngfx++] = (fixup){(uint32_t)at, slot, 0};
+}
+/* dst = the address in GOT slot `slot`. */
+static void got_load(jc *c, int dst, uint32_t slot) {
+    got_fix(c, pw__x64_load_rip(&c->x, dst), slot);
+}
+/* dst = the address of the internal code word at pos of this function. */
+static void code_addr(jc *c, int dst, uint32_t pos) {
+    uint64_t bytes = ((uint64_t)(c->code - c->m->code->code) + pos) * 4;
+    if (bytes > INT32_MAX) c->fail = true;
+    got_load(c, dst, G_CODE);
+    if (bytes) pw__x64_alu_ri(&c->x, X_ADD, true, dst, (int32_t)bytes);
+}
+/* Call the helper in GOT slot `slot`. */
+static void call_got(jc *c, uint32_t slot) {
+    got_fix(c, pw__x64_call_rip(&c->x), slot);
 }
 
 /* Binary operator: computed in a pinned destination register when there is one (and
@@ -908,8 +963,7 @@ static void fophelper(jc *c, uint32_t pos, int op, uint32_t *len) {
     pw__x64_lea(x, true, X_RSI, d);
     pw__x64_lea(x, true, X_RDX, a);
     pw__x64_lea(x, true, X_RCX, b);
-    pw__x64_mov_ri64(x, X_RAX, (uint64_t)(uintptr_t)jit_fop);
-    pw__x64_call_r(x, X_RAX);
+    call_got(c, G_FOP);
     pw__x64_test_rr(x, false, X_RAX, X_RAX);
     jcc_to(c, X_CC_NE, special(c, LAB_TRAPC)); /* eax = the trap code */
     call_end(c, 0);
@@ -1949,9 +2003,8 @@ static void xop(jc *c, uint32_t pos, uint32_t *len) {
     pw__x64_mov_rr(x, true, X_RDI, X_R15);
     pw__x64_mov_rr(x, true, X_RSI, X_R14);
     pw__x64_mov_rr(x, true, X_RDX, X_RBX);
-    pw__x64_mov_ri64(x, X_RCX, (uint64_t)(uintptr_t)(c->code + pos));
-    pw__x64_mov_ri64(x, X_RAX, (uint64_t)(uintptr_t)pw__interp_xop);
-    pw__x64_call_r(x, X_RAX);
+    code_addr(c, X_RCX, pos);
+    call_got(c, G_XOP);
     pw__x64_test_rr(x, false, X_RAX, X_RAX);
     jcc_to(c, X_CC_NE, special(c, LAB_TRAPC)); /* eax = the trap code */
     call_end(c, 0);
@@ -1975,7 +2028,6 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
     size_t slow = 0, done = 0;
     bool fast = false;
     call_begin(c);
-    const uint32_t *ret_pc = c->code + pos + len;
     if (fidx >= c->m->nfunc_imports) {
         /* A defined function of this module: when its JIT code exists, call it
          * directly, doing inline what jit_call + exec_wasm do (same checks, same
@@ -1984,10 +2036,9 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
         uint32_t d = fidx - c->m->nfunc_imports;
         const pw_cfunc *ce = &c->m->code->funcs[d];
         uint32_t nz = ce->nlocals - ce->nparams;
-        if (nz <= 32 && (uint64_t)argbase + ce->frame_slots < (1u << 27)) {
+        if (nz <= 32 && (uint64_t)argbase + ce->frame_slots < (1u << 27) && d < (1u << 28)) {
             fast = true;
-            pw__x64_mov_ri64(x, X_RAX, (uint64_t)(uintptr_t)&c->jv->fns[d]);
-            pw__x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, 0));
+            got_load(c, X_RAX, G_FN0 + d); /* the callee's entry */
             pw__x64_alu_ri(x, X_CMP, true, X_RAX, 1);
             slow = pw__x64_jcc32(x, X_CC_BE); /* NULL or JIT_FALLBACK */
             pw__x64_alu_rm(x, X_CMP, true, X_RSP,
@@ -2004,7 +2055,7 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
                            x_mem(X_R15, (int32_t)offsetof(pw_store, stack_end)));
             trap_if(c, X_CC_A, PW_TRAP_STACK_EXHAUSTED);
             /* the caller's frame record */
-            pw__x64_mov_ri64(x, X_RCX, (uint64_t)(uintptr_t)ret_pc);
+            code_addr(c, X_RCX, pos + len); /* the return pc */
             pw__x64_store(x, 8, x_mem(X_RDX, (int32_t)offsetof(pw_frame, ret_pc)), X_RCX);
             pw__x64_store(x, 8, x_mem(X_RDX, (int32_t)offsetof(pw_frame, fp)), X_RBX);
             pw__x64_store(x, 8, x_mem(X_RDX, (int32_t)offsetof(pw_frame, inst)), X_R14);
@@ -2033,17 +2084,13 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
     pw__x64_load(x, X_LD64, X_RDX, x_mem(X_RAX, (int32_t)(fidx * 8)));
     pw__x64_lea(x, true, X_RCX, x_mem(X_RBX, (int32_t)(argbase * 8)));
     pw__x64_mov_rr(x, true, X_R8, X_RBX);
-    pw__x64_mov_ri64(x, X_R9, (uint64_t)(uintptr_t)ret_pc);
-    call_abs(c, (const void *)jit_call);
+    code_addr(c, X_R9, pos + len); /* the return pc */
+    call_got(c, G_CALL);
     pw__x64_test_rr(x, false, X_RAX, X_RAX);
     jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
     reload_mem(c);
     if (fast) pw__x64_patch32(x, done, (int32_t)(x->len - (done + 4)));
     call_end(c, argbase);
-}
-
-static bool popcnt_ok(void) {
-    return __builtin_cpu_supports("popcnt");
 }
 
 /* Translate one instruction at pos; *len = its length in words. */
@@ -2125,11 +2172,11 @@ static bool t_control(jc *c, uint32_t pos, int op, uint32_t *len) {
         call_begin(c);
         pw__x64_mov_rr(x, true, X_RDI, X_R15);
         pw__x64_mov_rr(x, true, X_RSI, X_R14);
-        pw__x64_mov_ri64(x, X_RDX, (uint64_t)(uintptr_t)(c->code + pos));
+        code_addr(c, X_RDX, pos);
         pw__x64_mov_rr(x, true, X_RCX, X_RBX);
-        pw__x64_mov_ri64(x, X_R8, (uint64_t)(uintptr_t)c->jv);
-        pw__x64_mov_ri64(x, X_R9, (uint64_t)(uintptr_t)c->m->code->funcs);
-        call_abs(c, ind ? (const void *)jit_call_indirect : (const void *)jit_call_ref);
+        got_load(c, X_R8, G_JV);
+        got_load(c, X_R9, G_CFUNCS);
+        call_got(c, ind ? G_CALLIND : G_CALLREF);
         pw__x64_test_rr(x, false, X_RAX, X_RAX);
         jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
         reload_mem(c);
@@ -2224,7 +2271,7 @@ static bool t_moves(jc *c, uint32_t pos, int op, uint32_t *len) {
         pw__x64_mov_rr(x, true, X_RDI, X_R15);
         pw__x64_mov_rr(x, true, X_RSI, X_R14);
         ld(c, false, X_RDX, SL(2));
-        call_abs(c, (const void *)jit_memory_grow);
+        call_got(c, G_GROW);
         /* INT64_MIN: the store's cap was hit with cap_is_fatal (ends the run, OOM) */
         pw__x64_mov_ri64(x, X_RCX, (uint64_t)INT64_MIN);
         pw__x64_alu_rr(x, X_CMP, true, X_RAX, X_RCX);
@@ -2283,7 +2330,7 @@ static bool t_int(jc *c, uint32_t pos, int op, uint32_t *len) {
     case PW_OP_I32_POPCNT:
     case PW_OP_I64_POPCNT: {
         bool w = op == PW_OP_I64_POPCNT;
-        if (!popcnt_ok()) {
+        if (!(c->isa & ISA_POPCNT)) {
             c->fail = true;
             return true;
         }
@@ -2545,6 +2592,7 @@ static void run_pass(jc *c) {
     c->vc_slot[0] = c->vc_slot[1] = UINT32_MAX;
     c->npool = 0;
     c->npfx = 0;
+    c->ngfx = 0;
     c->nvpairs = 0;
     for (uint32_t k = 0; k < c->n + LAB_NSPECIAL; k++)
         c->lab[k] = -1;
@@ -2573,6 +2621,11 @@ static void run_pass(jc *c) {
             break;
         }
         pw__x64_patch32(&c->x, f->at, t - (int32_t)f->base);
+    }
+    /* GOT slots: the table is at offset 0 of the translation, this code at c->base */
+    for (uint32_t k = 0; k < c->ngfx && !c->fail; k++) {
+        int64_t disp = (int64_t)c->gfx[k].label * 8 - ((int64_t)c->base + c->gfx[k].at + 4);
+        pw__x64_patch32(&c->x, c->gfx[k].at, (int32_t)disp);
     }
 }
 
@@ -2686,8 +2739,11 @@ static int64_t compile_func(const struct pw_jitmod *jm, int v, const pw_module *
                             pw_x64 *out, unsigned isa) {
     const pw_cfunc *cf = &m->code->funcs[i];
     if (cf->nhandlers || cf->frame_slots >= (1u << 27) || cf->ncode == 0) return -1;
+    /* rip-relative references to the GOT at offset 0 must stay within 2 GiB */
+    if (out->len > JIT_MAX_BYTES) return -1;
     jc c;
     memset(&c, 0, sizeof c);
+    c.base = (uint32_t)((out->len + 15) / 16 * 16); /* where the code will land */
     c.jm = jm;
     c.jv = &jm->v[v];
     c.guard = v == JV_GUARD;
@@ -2750,78 +2806,156 @@ done:
     free(c.vpairs);
     free(c.pool);
     free(c.pfx);
+    free(c.gfx);
     free(c.acc);
     free(c.loops);
     return at;
 }
 
-/* Translate every function of the module into one buffer, map it read/write, copy,
- * make it read/execute (never both at once), and publish the entries. Two threads
- * may race: one mapping wins (compare-and-swap), the other is unmapped. */
-static void compile_module(struct pw_jitmod *jm, int v, const pw_module *m, unsigned isa) {
-    jitcode *jv = &jm->v[v];
-    uint32_t n = jv->nfuncs;
-    int64_t *offs = malloc((n ? n : 1) * sizeof *offs);
-    if (!offs) { /* OOM: everything stays on the interpreter */
-        for (uint32_t i = 0; i < n; i++) {
-            void *none = NULL;
-            atomic_compare_exchange_strong_explicit(&jv->fns[i], &none, JIT_FALLBACK,
-                                                    memory_order_acq_rel, memory_order_acquire);
-        }
-        return;
+static unsigned cpu_isa(bool sse2_only);
+
+static void mark_fallback(jitcode *jv) {
+    for (uint32_t i = 0; i < jv->nfuncs; i++) {
+        void *none = NULL;
+        atomic_compare_exchange_strong_explicit(&jv->fns[i], &none, JIT_FALLBACK,
+                                                memory_order_acq_rel, memory_order_acquire);
     }
-    pw_x64 out = {0};
+}
+
+/* Translate every function of m (variant v, CPU features isa) into out: the GOT
+ * (zeroed), the fault stub (JV_GUARD), then the functions, 16-byte aligned; offs[i]
+ * = the offset of function i or -1 (it stays on the interpreter). False on OOM. */
+static bool translate_all(const struct pw_jitmod *jm, int v, const pw_module *m, unsigned isa,
+                          pw_x64 *out, int64_t *offs) {
+    uint32_t n = jm->v[v].nfuncs;
     size_t words = 0;
     for (uint32_t i = 0; i < n; i++)
         words += m->code->funcs[i].ncode;
-    pw__x64_reserve(&out, words * 8 + 4096);
-    if (v == JV_GUARD) fault_stub(&out); /* at offset 0 (pw__jit_fault_stub) */
+    pw__x64_reserve(out, words * 8 + 4096);
+    size_t got = pw__jit_got_bytes(n);
+    for (size_t k = 0; k < got; k++)
+        pw__x64_byte(out, 0);
+    if (v == JV_GUARD) fault_stub(out); /* after the GOT (pw__jit_fault_stub) */
     for (uint32_t i = 0; i < n; i++)
-        offs[i] = compile_func(jm, v, m, i, &out, isa);
-    void *p = MAP_FAILED;
-    size_t maplen = 0;
-    if (!out.oom && out.len) {
-        long pg = sysconf(_SC_PAGESIZE);
-        size_t ps = pg > 0 ? (size_t)pg : 4096;
-        maplen = (out.len + ps - 1) / ps * ps;
-        p = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
-                 -1, 0);
-        if (p != MAP_FAILED) {
-            memcpy(p, out.buf, out.len);
-            if (mprotect(p, maplen, PROT_READ | PROT_EXEC) != 0) {
-                munmap(p, maplen);
-                p = MAP_FAILED;
-            }
+        offs[i] = compile_func(jm, v, m, i, out, isa);
+    return !out->oom;
+}
+
+bool pw__jit_install(const pw_module *m, int v, void *map, size_t maplen, size_t len,
+                     const int64_t *offs) {
+    struct pw_jitmod *jm = m->code->jit;
+    jitcode *jv = &jm->v[v];
+    const void *got[G_COUNT] = {
+        [G_CODE] = m->code->code,
+        [G_JV] = jv,
+        [G_CFUNCS] = m->code->funcs,
+        [G_FOP] = (const void *)jit_fop,
+        [G_XOP] = (const void *)pw__interp_xop,
+        [G_CALL] = (const void *)jit_call,
+        [G_CALLIND] = (const void *)jit_call_indirect,
+        [G_CALLREF] = (const void *)jit_call_ref,
+        [G_GROW] = (const void *)jit_memory_grow,
+    };
+    size_t gotlen = pw__jit_got_bytes(jv->nfuncs);
+    for (uint32_t i = 0; i < jv->nfuncs; i++)
+        if (offs[i] >= 0 && ((uint64_t)offs[i] < gotlen || (uint64_t)offs[i] >= len)) {
+            munmap(map, maplen); /* not reached: the callers check the offsets */
+            return false;
         }
+    memcpy(map, got, sizeof got);
+    void **fn = (void **)map + G_FN0;
+    for (uint32_t i = 0; i < jv->nfuncs; i++)
+        fn[i] = offs[i] >= 0 ? (void *)((char *)map + offs[i]) : JIT_FALLBACK;
+    if (mprotect(map, maplen, PROT_READ | PROT_EXEC) != 0) {
+        munmap(map, maplen);
+        return false;
     }
-    free(out.buf);
     void *expect = NULL;
-    if (p != MAP_FAILED) {
-        jv->maplen = maplen; /* written before the mapping is published */
-        if (!atomic_compare_exchange_strong_explicit(&jv->map, &expect, p, memory_order_acq_rel,
-                                                     memory_order_acquire)) {
-            munmap(p, maplen); /* another thread's translation won */
-            free(offs);
-            return;
-        }
+    jv->maplen = maplen; /* written before the mapping is published */
+    if (!atomic_compare_exchange_strong_explicit(&jv->map, &expect, map, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        munmap(map, maplen); /* another thread's translation won */
+        return true;
     }
-    for (uint32_t i = 0; i < n; i++) {
-        void *want = p != MAP_FAILED && offs[i] >= 0 ? (void *)((char *)p + offs[i]) : JIT_FALLBACK;
+    for (uint32_t i = 0; i < jv->nfuncs; i++) {
+        void *want = offs[i] >= 0 ? (void *)((char *)map + offs[i]) : JIT_FALLBACK;
         void *none = NULL;
         atomic_compare_exchange_strong_explicit(&jv->fns[i], &none, want, memory_order_acq_rel,
                                                 memory_order_acquire);
     }
+    return true;
+}
+
+static size_t page_round(size_t n) {
+    long pg = sysconf(_SC_PAGESIZE);
+    size_t ps = pg > 0 ? (size_t)pg : 4096;
+    return (n + ps - 1) / ps * ps;
+}
+
+/* Translate every function of the module into one buffer, map it read/write, copy,
+ * make it read/execute (never both at once), and publish the entries. Two threads
+ * may race: one mapping wins (compare-and-swap), the other is unmapped. With a code
+ * cache attached, a saved translation is mapped instead, and a new one is saved. */
+static void compile_module(struct pw_jitmod *jm, int v, const pw_module *m, unsigned isa) {
+    jitcode *jv = &jm->v[v];
+    if (jm->cc && pw__cc_load(jm->cc, m, v, isa)) return;
+    uint32_t n = jv->nfuncs;
+    int64_t *offs = malloc((n ? n : 1) * sizeof *offs);
+    pw_x64 out = {0};
+    if (!offs || !translate_all(jm, v, m, isa, &out, offs)) {
+        free(offs); /* OOM: everything stays on the interpreter */
+        free(out.buf);
+        mark_fallback(jv);
+        return;
+    }
+    if (jm->cc) pw__cc_save(jm->cc, m, v, isa, out.buf, out.len, offs);
+    size_t maplen = page_round(out.len);
+    void *p = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+                   -1, 0);
+    bool ok = false;
+    if (p != MAP_FAILED) {
+        memcpy(p, out.buf, out.len);
+        ok = pw__jit_install(m, v, p, maplen, out.len, offs);
+    }
+    free(out.buf);
     free(offs);
+    if (!ok) mark_fallback(jv);
+}
+
+pw_status pw__jit_translate(const pw_module *m, int v, unsigned isa, uint8_t **code, size_t *len,
+                            int64_t **offs) {
+    const struct pw_jitmod *jm = m->code->jit;
+    *code = NULL;
+    *offs = NULL;
+    *len = 0;
+    if (!jm) return PW_ERR_NOMEM;
+    uint32_t n = jm->v[v].nfuncs;
+    int64_t *o = malloc((n ? n : 1) * sizeof *o);
+    pw_x64 out = {0};
+    if (!o || !translate_all(jm, v, m, isa, &out, o)) {
+        free(o);
+        free(out.buf);
+        return PW_ERR_NOMEM;
+    }
+    *code = out.buf;
+    *len = out.len;
+    *offs = o;
+    return PW_OK;
+}
+
+unsigned pw__jit_features(bool sse2_only) {
+    return cpu_isa(sse2_only);
 }
 
 /* ---------------------------------------------------------------- run time */
 
-/* The CPU features the templates may use: SSSE3 and SSE4.1 when the CPU has them
- * (the compiler runtime's CPUID probe), none when the store asks for the plain
- * SSE2 path (pw_store_config.jit_sse2, for testing it on any machine). */
+/* The CPU features the templates may use (PW_JIT_*): POPCNT, SSSE3 and SSE4.1 when
+ * the CPU has them (the compiler runtime's CPUID probe), the last two not when the
+ * store asks for the plain SSE2 path (pw_store_config.jit_sse2, for testing it on
+ * any machine). A saved translation records them (codecache.c). */
 static unsigned cpu_isa(bool sse2_only) {
-    unsigned f = 0;
-    if (sse2_only) return 0;
+    unsigned f = __builtin_cpu_supports("popcnt") ? ISA_POPCNT : 0;
+    if (sse2_only) return f;
     if (__builtin_cpu_supports("ssse3")) f |= ISA_SSSE3;
     if (__builtin_cpu_supports("sse4.1")) f |= ISA_SSE41;
     return f;
@@ -2882,7 +3016,7 @@ const void *pw__jit_fault_stub(const pw_instance *inst, uintptr_t pc, uintptr_t 
     const jitcode *jv = &jm->v[JV_GUARD];
     uintptr_t map = (uintptr_t)atomic_load_explicit(&jv->map, memory_order_acquire);
     if (!map || pc < map || pc - map >= jv->maplen) return NULL;
-    return (const void *)map; /* fault_stub, at offset 0 */
+    return (const void *)(map + pw__jit_got_bytes(jv->nfuncs)); /* fault_stub */
 }
 
 static pw_status jit_call(pw_store *s, pw_instance *inst, pw_func *f, pw_slot *argp, pw_slot *fp,
@@ -2980,6 +3114,17 @@ int pw__jit_call_from_interp(pw_store *s, pw_func *f, pw_slot *argp, const uint3
     return st;
 }
 
+int pw__jit_cached(const pw_store *s, const pw_func *f) {
+    if (!f->inst || !f->inst->mod->code->jit || !f->inst->mod->code->jit->cc) return -1;
+    const pw_module *m = f->inst->mod;
+    return pw__cc_probe(m->code->jit->cc, m, variant(f->inst), cpu_isa(s->cfg.jit_sse2));
+}
+
+void pw__jit_attach_cache(struct pw_jitmod *jm, struct pw_ccref *cc) {
+    pw__cc_ref_free(jm->cc);
+    jm->cc = cc;
+}
+
 int pw__jit_state(const pw_func *f) {
     if (!f->inst || !f->inst->mod->code->jit) return 0;
     const struct pw_cmodule *cm = f->inst->mod->code;
@@ -3006,6 +3151,14 @@ int pw__jit_call_from_interp(pw_store *s, pw_func *f, pw_slot *argp, const uint3
 int pw__jit_state(const pw_func *f) {
     (void)f;
     return 0;
+}
+int pw__jit_cached(const pw_store *s, const pw_func *f) {
+    (void)s, (void)f;
+    return -1;
+}
+void pw__jit_attach_cache(struct pw_jitmod *jm, struct pw_ccref *cc) {
+    (void)jm;
+    pw__cc_ref_free(cc);
 }
 int pw__jit_prepare(pw_store *s, pw_func *f) {
     (void)s, (void)f;

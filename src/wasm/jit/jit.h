@@ -51,6 +51,38 @@ extern _Thread_local pw_instance *pw__guard_act __attribute__((tls_model("initia
 #endif
 const void *pw__jit_fault_stub(const pw_instance *inst, uintptr_t pc, uintptr_t addr);
 
+/* Saving and mapping translations (codecache.c, docs/jit.md "Compiled-code cache").
+ * A translation is position independent: it starts with a table of the absolute
+ * addresses its code uses (the GOT, written by pw__jit_install), then the fault
+ * stub (guard variant) and the functions. Variants: 0 explicit checks, 1 guard. */
+enum { PW_JIT_VARIANT_EXPLICIT = 0, PW_JIT_VARIANT_GUARD = 1 };
+/* Bytes of the GOT at the start of a translation of a module with nfuncs defined
+ * functions (a multiple of 16); every function entry lies after it. */
+size_t pw__jit_got_bytes(uint32_t nfuncs);
+/* CPU features a translation may use (pw__jit_features). */
+enum { PW_JIT_SSSE3 = 1, PW_JIT_SSE41 = 2, PW_JIT_POPCNT = 4 };
+unsigned pw__jit_features(bool sse2_only);
+/* Translate all of m for variant v with features isa, installing nothing. On PW_OK
+ * *code (*len bytes, GOT zeroed) and *offs (one per defined function: the offset of
+ * its entry, or -1 for one that stays on the interpreter) belong to the caller
+ * (free). */
+pw_status pw__jit_translate(const pw_module *m, int v, unsigned isa, uint8_t **code, size_t *len,
+                            int64_t **offs);
+/* Install a translation of m for variant v: map (maplen bytes, read/write, never
+ * executable) holds len bytes of code as pw__jit_translate made them. Writes the
+ * GOT, makes the mapping read/execute and publishes the entries. Takes map (unmapped
+ * on failure or when another translation was published first). The caller has
+ * checked every offset (pw__jit_got_bytes <= off < len, or -1). */
+bool pw__jit_install(const pw_module *m, int v, void *map, size_t maplen, size_t len,
+                     const int64_t *offs);
+/* The module's code cache (takes cc; replaces one attached before: call before the
+ * module is shared). */
+struct pw_ccref;
+void pw__jit_attach_cache(struct pw_jitmod *jm, struct pw_ccref *cc);
+/* For the auto tier: -1 f's module has no code cache, 0 it has one without a saved
+ * translation for f's variant and this CPU, 1 with one. */
+int pw__jit_cached(const pw_store *s, const pw_func *f);
+
 /* Tests and tools: 0 not compiled yet, 1 compiled, 2 stays on the interpreter. */
 int pw__jit_state(const pw_func *f);
 /* Compile f now (as its first call would). */

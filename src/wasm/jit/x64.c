@@ -242,10 +242,24 @@ size_t pw__x64_jmp32(pw_x64 *x) {
     pw__x64_u32(x, 0);
     return at;
 }
-size_t pw__x64_lea_rip(pw_x64 *x, int dst) {
+/* REX.W op dst, [rip + disp32]; returns the field offset. */
+static size_t rip_form(pw_x64 *x, uint8_t op, int dst) {
     pw__x64_byte(x, (uint8_t)(0x48 | ((dst & 8) ? 4 : 0)));
-    pw__x64_byte(x, 0x8D);
+    pw__x64_byte(x, op);
     pw__x64_byte(x, (uint8_t)(0x05 | ((dst & 7) << 3)));
+    size_t at = x->len;
+    pw__x64_u32(x, 0);
+    return at;
+}
+size_t pw__x64_lea_rip(pw_x64 *x, int dst) {
+    return rip_form(x, 0x8D, dst);
+}
+size_t pw__x64_load_rip(pw_x64 *x, int dst) {
+    return rip_form(x, 0x8B, dst);
+}
+size_t pw__x64_call_rip(pw_x64 *x) {
+    pw__x64_byte(x, 0xFF);
+    pw__x64_byte(x, 0x15); /* FF /2, mod 00 rm 101: [rip + disp32] */
     size_t at = x->len;
     pw__x64_u32(x, 0);
     return at;

@@ -112,7 +112,7 @@ void pw__x64_u64(pw_x64 *x, uint64_t v);
  * else `m` is used. w: REX.W. byte_regs: the operand is a byte register (forces REX
  * for spl..dil). */
 void pw__x64_modrm(pw_x64 *x, int prefix, bool w, const uint8_t *op, int nop, int reg, int rm_reg,
-               const pw_xmem *m, bool byte_regs);
+                   const pw_xmem *m, bool byte_regs);
 
 void pw__x64_alu_rr(pw_x64 *x, pw_xalu op, bool w, int dst, int src);       /* dst op= src */
 void pw__x64_alu_rm(pw_x64 *x, pw_xalu op, bool w, int dst, pw_xmem m);     /* dst op= [m] */
@@ -149,6 +149,9 @@ size_t pw__x64_jcc32(pw_x64 *x, pw_xcc cc);
 size_t pw__x64_jmp32(pw_x64 *x);
 /* lea dst, [rip + disp32]; returns the field offset (disp relative to field + 4). */
 size_t pw__x64_lea_rip(pw_x64 *x, int dst);
+/* mov dst, qword [rip + disp32] and call qword [rip + disp32]; return the field offset. */
+size_t pw__x64_load_rip(pw_x64 *x, int dst);
+size_t pw__x64_call_rip(pw_x64 *x);
 void pw__x64_patch32(pw_x64 *x, size_t at, int32_t v);
 
 /* SSE2 (scalar floats). prefix: 0xF3 (ss), 0xF2 (sd), 0x66, or -1; op: the byte after

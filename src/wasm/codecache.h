@@ -1,0 +1,41 @@
+/*
+ * codecache.h — saved JIT translations (internal to src/wasm/; design in docs/jit.md,
+ * "Compiled-code cache"). codecache.c owns the artifact format (header, code,
+ * per-function offsets, integrity digest), its verification, and the on-disk cache
+ * directory; jit.c asks it for a saved translation before translating a module and
+ * hands it every translation it makes.
+ *
+ * Ownership: a pw_ccref belongs to the module's JIT table (jit.c, pw__jit_attach_cache)
+ * and is freed with it by pw__cc_ref_free; it holds the cache directory open.
+ * Invariant: nothing from a file is executed before every check of pw__cc_verify
+ * passed on the bytes that are then mapped (they are read into private memory first,
+ * so a file changed afterwards changes nothing).
+ */
+#ifndef PW_CODECACHE_H
+#define PW_CODECACHE_H
+
+#include "wasm/runtime.h"
+
+#include <stdatomic.h>
+
+#define PW_CC_DIGEST 32
+
+struct pw_ccref {
+    int dirfd;                    /* the cache directory (O_RDONLY), owned */
+    uint64_t max_bytes;           /* bound on the artifacts' total size */
+    uint8_t module[PW_CC_DIGEST]; /* SHA-256 of the module's bytes */
+    uint8_t engine[PW_CC_DIGEST]; /* this engine build (engine_id, codecache.c) */
+    atomic_int probe[2][8];       /* per variant and feature set: 0 unknown, 1 absent, 2 present */
+};
+
+void pw__cc_ref_free(struct pw_ccref *cc);
+/* Map the saved translation of m for (v, isa) if the cache has a valid one. */
+bool pw__cc_load(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa);
+/* Save a translation just made (code/len/offs as pw__jit_translate gives them).
+ * Failures are silent: the cache is an optimisation. */
+void pw__cc_save(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa, const uint8_t *code,
+                 size_t len, const int64_t *offs);
+/* 1 the cache holds a file for (v, isa), 0 not (checked once, then remembered). */
+int pw__cc_probe(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa);
+
+#endif

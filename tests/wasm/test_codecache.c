@@ -1,0 +1,484 @@
+/*
+ * test_codecache.c — saved JIT translations (src/wasm/codecache.c, docs/jit.md
+ * "Compiled-code cache"): an artifact made by pw_code_compile runs in a fresh module
+ * without translating and gives the interpreter's results; every flipped byte and
+ * every truncation is rejected with a typed error; foreign format, engine, CPU
+ * features and module are rejected as such; the on-disk cache saves, finds, replaces
+ * a damaged file, refuses unsafe directories, stays within its size bound, and
+ * several processes filling one cache at once leave only whole, valid files.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "peri/base.h"
+#include "peri/wasm.h"
+#include "wasm/jit/jit.h"
+#include "wasm/runtime.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Every kind of GOT reference: direct calls (fib), call_indirect, call_ref, a float
+ * helper (floor), the interpreter's XOP helper (a SIMD floor), memory.grow, loads and
+ * stores. SEED varies the module for the eviction and concurrency tests. */
+static const char WAT[] =
+    "(module (type $t (func (param i32) (result i32)))\n"
+    " (memory 1) (table 2 funcref) (elem (i32.const 0) $fib $sq) (elem declare func $sq)\n"
+    " (func $fib (export \"fib\") (type $t) (if (result i32) (i32.lt_s (local.get 0) (i32.const "
+    "2))\n"
+    "   (then (local.get 0)) (else (i32.add (call $fib (i32.sub (local.get 0) (i32.const 1)))\n"
+    "     (call $fib (i32.sub (local.get 0) (i32.const 2)))))))\n"
+    " (func $sq (type $t) (i32.mul (local.get 0) (local.get 0)))\n"
+    " (func (export \"ind\") (param i32 i32) (result i32)\n"
+    "   (call_indirect (type $t) (local.get 0) (local.get 1)))\n"
+    " (func (export \"ref\") (param i32) (result i32) (call_ref $t (local.get 0) (ref.func $sq)))\n"
+    " (func (export \"floor\") (param f32) (result i32) (i32.trunc_f32_s (f32.floor (local.get "
+    "0))))\n"
+    " (func (export \"vfloor\") (param f32) (result i32)\n"
+    "   (i32.trunc_f32_s (f32x4.extract_lane 0 (f32x4.floor (f32x4.splat (local.get 0))))))\n"
+    " (func (export \"mem\") (param i32) (result i32)\n"
+    "   (drop (memory.grow (i32.const 1))) (i32.store (i32.const 70000) (local.get 0))\n"
+    "   (i32.add (i32.load (i32.const 70000)) (i32.add (memory.size) (i32.const SEED)))))\n";
+
+typedef struct mod {
+    uint8_t *bytes;
+    size_t len;
+    uint8_t digest[32];
+    pw_module *m;
+} mod;
+
+static void mod_make(mod *x, int seed) {
+    char text[sizeof WAT + 16];
+    const char *at = strstr(WAT, "SEED");
+    int n = snprintf(text, sizeof text, "%.*s%d%s", (int)(at - WAT), WAT, seed, at + 4);
+    assert_true(n > 0 && (size_t)n < sizeof text);
+    pw_error err;
+    if (pw_wat_to_wasm(text, (size_t)n, &x->bytes, &x->len, &err) != PW_OK)
+        fail_msg("wat: %s", err.message);
+    pb_sha256(x->bytes, x->len, x->digest);
+    x->m = pw_module_new(x->bytes, x->len, NULL, &err);
+    if (!x->m) fail_msg("module: %s", err.message);
+}
+
+static void mod_free(mod *x) {
+    pw_module_free(x->m);
+    free(x->bytes);
+}
+
+typedef struct run {
+    pw_store *s;
+    pw_instance *inst;
+} run;
+
+static void run_open(run *r, const pw_module *m, int engine) {
+    pw_error err;
+    pw_store_config cfg = {.engine = engine, .bounds_checks = PW_BOUNDS_EXPLICIT};
+    r->s = pw_store_new(&cfg, &err);
+    assert_non_null(r->s);
+    r->inst = pw_instantiate(r->s, m, NULL, NULL, &err);
+    if (!r->inst) fail_msg("instantiate: %s", err.message);
+}
+
+static pw_func *fn(run *r, const char *name) {
+    pw_extern ex;
+    assert_true(pw_instance_export(r->inst, name, strlen(name), &ex));
+    return ex.u.func;
+}
+
+static uint32_t call(run *r, const char *name, uint64_t a, uint64_t b) {
+    pw_val in[2] = {{.bits = a}, {.bits = b}}, out = {0};
+    pw_error e;
+    pw_func *f = fn(r, name);
+    if (pw_call(r->s, f, in, f->nparams, &out, 1, &e) != PW_OK) fail_msg("%s: %s", name, e.message);
+    return (uint32_t)out.bits;
+}
+
+/* The results every tier must give (seed 0). */
+static void check_results(run *r, int seed) {
+    uint32_t f25;
+    memcpy(&f25, &(float){2.5f}, 4);
+    uint32_t fm;
+    memcpy(&fm, &(float){-3.25f}, 4);
+    assert_int_equal(call(r, "fib", 20, 0), 6765);
+    assert_int_equal(call(r, "ind", 7, 1), 49);
+    assert_int_equal(call(r, "ind", 10, 0), 55);
+    assert_int_equal(call(r, "ref", 9, 0), 81);
+    assert_int_equal(call(r, "floor", f25, 0), 2);
+    assert_int_equal(call(r, "floor", fm, 0), (uint32_t)-4);
+    assert_int_equal(call(r, "vfloor", fm, 0), (uint32_t)-4);
+    assert_int_equal(call(r, "mem", 5, 0), 5 + 2 + (uint32_t)seed);
+}
+
+static char *tmpdir(void) {
+    char *d = strdup("/tmp/peri-cc-XXXXXX");
+    assert_non_null(d);
+    assert_non_null(mkdtemp(d));
+    return d;
+}
+
+static void rm_rf(const char *dir) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void write_file(const char *path, const uint8_t *p, size_t n) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(p, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* An artifact runs in a fresh module of the same bytes with no translation: every
+ * function is published before the first call, and the results are right. */
+static void test_round_trip(void **state) {
+    (void)state;
+    mod a, b;
+    mod_make(&a, 0);
+    mod_make(&b, 0);
+    uint8_t *art;
+    size_t len;
+    pw_code_err ce;
+    assert_int_equal(pw_code_compile(a.m, a.digest, PW_BOUNDS_EXPLICIT, false, &art, &len, &ce),
+                     PW_CODE_OK);
+    assert_int_equal(pw_code_verify(b.m, b.digest, art, len, &ce), PW_CODE_OK);
+    char *dir = tmpdir(), path[300];
+    snprintf(path, sizeof path, "%s/a.pcc", dir);
+    write_file(path, art, len);
+    assert_int_equal(pw_code_load(b.m, b.digest, path, &ce), PW_CODE_OK);
+    run r;
+    run_open(&r, b.m, PW_ENGINE_JIT);
+    assert_int_equal(pw__jit_state(fn(&r, "fib")), 1); /* mapped, not translated */
+    check_results(&r, 0);
+    pw_store_free(r.s);
+    /* the interpreter agrees */
+    run_open(&r, a.m, PW_ENGINE_INTERP);
+    check_results(&r, 0);
+    pw_store_free(r.s);
+    free(art);
+    rm_rf(dir);
+    free(dir);
+    mod_free(&a);
+    mod_free(&b);
+}
+
+/* Every byte flipped (one at a time) and every truncation is rejected; the file path
+ * rejects them too and nothing is installed. */
+static void test_corruption(void **state) {
+    (void)state;
+    mod a;
+    mod_make(&a, 0);
+    uint8_t *art;
+    size_t len;
+    pw_code_err ce;
+    assert_int_equal(pw_code_compile(a.m, a.digest, PW_BOUNDS_EXPLICIT, false, &art, &len, &ce),
+                     PW_CODE_OK);
+    for (size_t i = 0; i < len; i++) {
+        art[i] ^= 0x10;
+        pw_code_error e = pw_code_verify(a.m, a.digest, art, len, &ce);
+        if (e == PW_CODE_OK) fail_msg("byte %zu flipped was accepted", i);
+        assert_int_equal(ce.kind, e);
+        art[i] ^= 0x10;
+    }
+    for (size_t n = 0; n < len; n += n < 300 ? 1 : 997) {
+        pw_code_error e = pw_code_verify(a.m, a.digest, art, n, &ce);
+        if (e != PW_CODE_TRUNCATED && e != PW_CODE_NOT_CODE)
+            fail_msg("truncated to %zu: %s", n, pw_code_error_name(e));
+    }
+    char *dir = tmpdir(), path[300];
+    snprintf(path, sizeof path, "%s/bad.pcc", dir);
+    for (size_t i = 0; i < len; i += 4099) { /* a flipped byte in the file */
+        art[i] ^= 1;
+        write_file(path, art, len);
+        mod b;
+        mod_make(&b, 0);
+        assert_int_not_equal(pw_code_load(b.m, b.digest, path, &ce), PW_CODE_OK);
+        run r;
+        run_open(&r, b.m, PW_ENGINE_INTERP);
+        assert_int_equal(pw__jit_state(fn(&r, "fib")), 0); /* nothing installed */
+        pw_store_free(r.s);
+        mod_free(&b);
+        art[i] ^= 1;
+    }
+    write_file(path, art, len - 1);
+    assert_int_equal(pw_code_load(a.m, a.digest, path, &ce), PW_CODE_TRUNCATED);
+    write_file(path, art, 5);
+    assert_int_equal(pw_code_load(a.m, a.digest, path, &ce), PW_CODE_NOT_CODE);
+    rm_rf(dir);
+    free(dir);
+    free(art);
+    mod_free(&a);
+}
+
+/* Header fields at their offsets (cc_header in codecache.c). */
+enum { H_FORMAT = 8, H_ENGINE = 16, H_MODULE = 48, H_FEATURES = 80 };
+
+static void test_foreign(void **state) {
+    (void)state;
+    mod a, other;
+    mod_make(&a, 0);
+    mod_make(&other, 1);
+    uint8_t *art;
+    size_t len;
+    pw_code_err ce;
+    assert_int_equal(pw_code_compile(a.m, a.digest, PW_BOUNDS_EXPLICIT, false, &art, &len, &ce),
+                     PW_CODE_OK);
+    assert_int_equal(pw_code_verify(other.m, other.digest, art, len, &ce), PW_CODE_MODULE);
+    /* the artifact's digest passed with a module of another shape: still refused (the
+     * digest is the binding; the shape catches a caller passing a wrong one) */
+    static const char SMALL[] = "(module (func (export \"f\") (param i32) (result i32) "
+                                "(local.get 0)))";
+    uint8_t *sb;
+    size_t sl;
+    pw_error err;
+    assert_int_equal(pw_wat_to_wasm(SMALL, sizeof SMALL - 1, &sb, &sl, &err), PW_OK);
+    pw_module *small = pw_module_new(sb, sl, NULL, &err);
+    assert_non_null(small);
+    assert_int_equal(pw_code_verify(small, a.digest, art, len, &ce), PW_CODE_MODULE);
+    pw_module_free(small);
+    free(sb);
+    art[H_FORMAT] ^= 2;
+    assert_int_equal(pw_code_verify(a.m, a.digest, art, len, &ce), PW_CODE_FORMAT);
+    art[H_FORMAT] ^= 2;
+    art[H_ENGINE + 3] ^= 1;
+    assert_int_equal(pw_code_verify(a.m, a.digest, art, len, &ce), PW_CODE_ENGINE);
+    art[H_ENGINE + 3] ^= 1;
+    art[H_FEATURES + 3] |= 0x80; /* a feature no CPU has */
+    assert_int_equal(pw_code_verify(a.m, a.digest, art, len, &ce), PW_CODE_CPU);
+    assert_non_null(strstr(ce.message, "CPU"));
+    art[H_FEATURES + 3] &= 0x7f;
+    art[H_MODULE] ^= 1;
+    assert_int_equal(pw_code_verify(a.m, a.digest, art, len, &ce), PW_CODE_MODULE);
+    art[H_MODULE] ^= 1;
+    assert_int_equal(pw_code_verify(a.m, a.digest, art, len, &ce), PW_CODE_OK);
+    assert_string_equal(pw_code_error_name(PW_CODE_CPU), "foreign-cpu");
+    free(art);
+    mod_free(&a);
+    mod_free(&other);
+}
+
+/* The .pcc files of dir: count and total size; *tmp counts leftover temporaries. */
+static size_t list_dir(const char *dir, uint64_t *total, size_t *tmp, char *one, size_t onecap) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    size_t n = 0;
+    *total = 0;
+    if (tmp) *tmp = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (l > 4 && !strcmp(de->d_name + l - 4, ".pcc")) {
+            char p[600];
+            snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+            struct stat st;
+            assert_int_equal(stat(p, &st), 0);
+            assert_int_equal(st.st_mode & 0777, 0600);
+            *total += (uint64_t)st.st_size;
+            if (one) snprintf(one, onecap, "%s", p);
+            n++;
+        } else if (tmp && !strncmp(de->d_name, ".tmp.", 5)) {
+            (*tmp)++;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+static void attach(mod *x, const char *dir, uint64_t max) {
+    pw_code_cache_config cfg = {.dir = dir, .max_bytes = max};
+    pw_code_err ce;
+    if (pw_module_set_code_cache(x->m, x->digest, &cfg, &ce) != PW_CODE_OK)
+        fail_msg("cache: %s", ce.message);
+}
+
+/* Miss (translated, saved 0600 in a 0700 directory it created), hit (mapped: the
+ * file's last use moves), a damaged file (refused, translated, saved again). */
+static void test_cache(void **state) {
+    (void)state;
+    char *root = tmpdir(), dir[300], one[700];
+    snprintf(dir, sizeof dir, "%s/a/code", root);
+    mod a;
+    mod_make(&a, 0);
+    attach(&a, dir, 0);
+    struct stat st;
+    assert_int_equal(stat(dir, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    run r;
+    run_open(&r, a.m, PW_ENGINE_JIT);
+    check_results(&r, 0);
+    pw_store_free(r.s);
+    mod_free(&a);
+    uint64_t total;
+    assert_int_equal(list_dir(dir, &total, NULL, one, sizeof one), 1);
+    /* a hit: the file's time is its last use */
+    struct timespec old[2] = {{.tv_sec = 946684800}, {.tv_sec = 946684800}};
+    assert_int_equal(utimensat(AT_FDCWD, one, old, 0), 0);
+    mod b;
+    mod_make(&b, 0);
+    attach(&b, dir, 0);
+    run_open(&r, b.m, PW_ENGINE_JIT);
+    check_results(&r, 0);
+    assert_int_equal(pw__jit_state(fn(&r, "fib")), 1);
+    pw_store_free(r.s);
+    mod_free(&b);
+    assert_int_equal(stat(one, &st), 0);
+    assert_true(st.st_mtim.tv_sec > 946684800);
+    /* a damaged file: refused, translated again, replaced */
+    int fd = open(one, O_RDWR);
+    assert_true(fd >= 0);
+    assert_int_equal(pwrite(fd, "\xff\xff", 2, 5000), 2);
+    close(fd);
+    mod c;
+    mod_make(&c, 0);
+    attach(&c, dir, 0);
+    run_open(&r, c.m, PW_ENGINE_JIT);
+    check_results(&r, 0);
+    pw_store_free(r.s);
+    mod_free(&c);
+    assert_int_equal(list_dir(dir, &total, NULL, one, sizeof one), 1);
+    mod d;
+    mod_make(&d, 0);
+    fd = open(one, O_RDONLY);
+    uint8_t *buf = malloc((size_t)total);
+    assert_non_null(buf);
+    assert_int_equal(read(fd, buf, (size_t)total), (ssize_t)total);
+    close(fd);
+    assert_int_equal(pw_code_verify(d.m, d.digest, buf, (size_t)total, NULL), PW_CODE_OK);
+    free(buf);
+    mod_free(&d);
+    rm_rf(root);
+    free(root);
+}
+
+/* A directory writable by others, or a link, is refused. */
+static void test_unsafe_dir(void **state) {
+    (void)state;
+    char *root = tmpdir(), dir[300], link[300];
+    snprintf(dir, sizeof dir, "%s/open", root);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    assert_int_equal(chmod(dir, 0777), 0);
+    mod a;
+    mod_make(&a, 0);
+    pw_code_cache_config cfg = {.dir = dir};
+    pw_code_err ce;
+    assert_int_equal(pw_module_set_code_cache(a.m, a.digest, &cfg, &ce), PW_CODE_UNSAFE_DIR);
+    assert_int_equal(chmod(dir, 0720), 0);
+    assert_int_equal(pw_module_set_code_cache(a.m, a.digest, &cfg, &ce), PW_CODE_UNSAFE_DIR);
+    assert_int_equal(chmod(dir, 0700), 0);
+    snprintf(link, sizeof link, "%s/link", root);
+    assert_int_equal(symlink(dir, link), 0);
+    cfg.dir = link;
+    assert_int_equal(pw_module_set_code_cache(a.m, a.digest, &cfg, &ce), PW_CODE_UNSAFE_DIR);
+    cfg.dir = dir;
+    assert_int_equal(pw_module_set_code_cache(a.m, a.digest, &cfg, &ce), PW_CODE_OK);
+    mod_free(&a);
+    rm_rf(root);
+    free(root);
+}
+
+/* Six modules into a cache bounded to about two artifacts: the bound holds and the
+ * newest is there. */
+static void test_eviction(void **state) {
+    (void)state;
+    char *dir = tmpdir();
+    mod a;
+    mod_make(&a, 0);
+    uint8_t *art;
+    size_t len;
+    assert_int_equal(pw_code_compile(a.m, a.digest, PW_BOUNDS_EXPLICIT, false, &art, &len, NULL),
+                     PW_CODE_OK);
+    free(art);
+    mod_free(&a);
+    uint64_t max = len * 2 + len / 2, total;
+    for (int seed = 1; seed <= 6; seed++) {
+        mod x;
+        mod_make(&x, seed);
+        attach(&x, dir, max);
+        run r;
+        run_open(&r, x.m, PW_ENGINE_JIT);
+        check_results(&r, seed);
+        pw_store_free(r.s);
+        mod_free(&x);
+        size_t n = list_dir(dir, &total, NULL, NULL, 0);
+        assert_true(total <= max);
+        assert_true(n >= 1 && n <= 2);
+    }
+    mod last; /* the newest is a hit */
+    mod_make(&last, 6);
+    attach(&last, dir, max);
+    run r;
+    run_open(&r, last.m, PW_ENGINE_JIT);
+    assert_int_equal(pw__jit_cached(r.s, fn(&r, "fib")), 1);
+    check_results(&r, 6);
+    pw_store_free(r.s);
+    mod_free(&last);
+    rm_rf(dir);
+    free(dir);
+}
+
+/* Eight processes fill one cache with three modules at once, twice over: every file
+ * left is whole and valid, and no temporary file is left. */
+static void test_concurrent(void **state) {
+    (void)state;
+    char *dir = tmpdir();
+    for (int round = 0; round < 2; round++) {
+        pid_t kids[8];
+        for (int k = 0; k < 8; k++) {
+            kids[k] = fork();
+            assert_true(kids[k] >= 0);
+            if (kids[k] == 0) {
+                mod x;
+                mod_make(&x, k % 3);
+                attach(&x, dir, 0);
+                run r;
+                run_open(&r, x.m, PW_ENGINE_JIT);
+                check_results(&r, k % 3);
+                pw_store_free(r.s);
+                mod_free(&x);
+                _exit(0);
+            }
+        }
+        for (int k = 0; k < 8; k++) {
+            int ws;
+            assert_int_equal(waitpid(kids[k], &ws, 0), kids[k]);
+            assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+        }
+    }
+    uint64_t total;
+    size_t tmp;
+    assert_int_equal(list_dir(dir, &total, &tmp, NULL, 0), 3);
+    assert_int_equal(tmp, 0);
+    for (int seed = 0; seed < 3; seed++) { /* each is found and right */
+        mod x;
+        mod_make(&x, seed);
+        attach(&x, dir, 0);
+        run r;
+        run_open(&r, x.m, PW_ENGINE_JIT);
+        assert_int_equal(pw__jit_cached(r.s, fn(&r, "fib")), 1);
+        check_results(&r, seed);
+        pw_store_free(r.s);
+        mod_free(&x);
+    }
+    rm_rf(dir);
+    free(dir);
+}
+
+int main(void) {
+    if (!PW_JIT_AVAILABLE) return 77; /* no JIT here: nothing to cache */
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip), cmocka_unit_test(test_corruption),
+        cmocka_unit_test(test_foreign),    cmocka_unit_test(test_cache),
+        cmocka_unit_test(test_unsafe_dir), cmocka_unit_test(test_eviction),
+        cmocka_unit_test(test_concurrent),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
