@@ -48,7 +48,8 @@ bench: build
 
 fuzz: deps
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPERI_FUZZ=ON -DPERI_SANITIZE=ON >/dev/null
-	@$(MAKE) --no-print-directory -C build-fuzz -j$(JOBS) fuzz-wasm-decode fuzz-wasm-wat fuzz-room-yuyan fuzz-room-wasi fuzz-mcp-decode fuzz-wasm-diff
+	@$(MAKE) --no-print-directory -C build-fuzz -j$(JOBS) fuzz-wasm-decode fuzz-wasm-wat fuzz-room-yuyan fuzz-room-wasi fuzz-mcp-decode fuzz-wasm-diff \
+	  fuzz-json fuzz-pgwire fuzz-net-http
 
 # The differential fuzzer (interpreter vs JIT) for FUZZ_SECONDS (default 600), seeded
 # with the spec testsuite's modules (unpacked from tests/data at configure time).

@@ -23,7 +23,7 @@ static void ssl_detail(pn__h *h, const char *what) {
     unsigned long e = ERR_get_error();
     char buf[160] = "unknown error";
     if (e) ERR_error_string_n(e, buf, sizeof buf);
-    snprintf(h->last_detail, sizeof h->last_detail, "%s: %s", what, buf);
+    snprintf(h->last_detail, sizeof h->last_detail, "%.40s: %.110s", what, buf);
     ERR_clear_error();
 }
 
