@@ -604,7 +604,7 @@ static char *native_evidence(const native_ctx *n, const char *sandbox, const cha
          !pj_object_set_new(o, "cgroup", pj_string(cgname)) &&
          !pj_object_set_new(o, "end", pj_string(end_name(end))) &&
          !pj_object_set_new(o, "stopped",
-                              pj_string(stop_confirmed ? "confirmed" : "not confirmed")) &&
+                            pj_string(stop_confirmed ? "confirmed" : "not confirmed")) &&
          !pj_object_set_new(o, "process_tree_reaped", pj_boolean(reaped)) &&
          !pj_object_set_new(o, "cgroup_removed", pj_boolean(cg_removed)) &&
          !pj_object_set_new(o, "scratch_removed", pj_boolean(scratch_removed)) &&
@@ -787,6 +787,7 @@ typedef struct run_state {
     reach_set *reach_p;
     pl_masks *masks;               /* the masks over the workspace's control files (masks.c) */
     bool child_masks;              /* mounted by the child (root caller) */
+    const char **wviews;           /* where each writable dir is bound from (owned array) */
     const unsigned char *unsb_bpf; /* the filter an unsandboxed run installs */
     size_t unsb_bpf_len;
     int64_t t0; /* the child's start (CLOCK_MONOTONIC ms) */
@@ -1047,7 +1048,13 @@ static bool build_args(run_state *S) {
             /* an idmapped directory is bound from its view in the scratch directory; the
              * policy's writable dirs first, so that one around the workspace cannot
              * cover the workspace's bind and its masks */
-            for (size_t i = 0; S->n->pol && i < S->n->pol->nwritable; i++) {
+            size_t nw = S->n->pol ? S->n->pol->nwritable : 0;
+            if (nw && !(S->wviews = calloc(nw, sizeof *S->wviews))) {
+                snprintf(S->why, sizeof S->why, "out of memory");
+                S->failed_setup = true;
+                return false;
+            }
+            for (size_t i = 0; i < nw; i++) {
                 const char *w = S->n->pol->writable[i];
                 const char *wf = idmap_source(w, S->idmap_paths, S->idmap_targets, S->nidmap);
                 if (wf == w && !(wf = reach(S->reach_p, S->scr, w, S->uid, S->gid))) {
@@ -1056,6 +1063,7 @@ static bool build_args(run_state *S) {
                     S->failed_setup = true;
                     return false;
                 }
+                S->wviews[i] = wf;
                 sv_add(&S->argv, "--bind-try");
                 sv_add(&S->argv, wf);
                 sv_add(&S->argv, w);
@@ -1070,6 +1078,18 @@ static bool build_args(run_state *S) {
             if (!pl__masks_plan(S->pc, S->masks, S->r->workspace, ws_from,
                                 S->child_masks ? ws_from : S->r->workspace, S->why,
                                 sizeof S->why)) {
+                S->failed_setup = true;
+                return false;
+            }
+            /* the host's own directories inside any of them (protect.c), after the masks;
+             * a writable dir that bubblewrap will not bind has no view of its own (reach
+             * leaves a missing path as it is) and is skipped by pl__protect_plan */
+            bool prot = pl__protect_plan(S->masks, S->n->pol, S->r->workspace, ws_from,
+                                         S->child_masks, S->why, sizeof S->why);
+            for (size_t i = 0; prot && i < nw; i++)
+                prot = pl__protect_plan(S->masks, S->n->pol, S->n->pol->writable[i], S->wviews[i],
+                                        S->child_masks, S->why, sizeof S->why);
+            if (!prot) {
                 S->failed_setup = true;
                 return false;
             }
@@ -1548,6 +1568,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
     if (!S) return pl__fail(err, PL_ERR_HOST, "out of memory");
     bool ok = run_steps(S, n, err);
     free(S->idmap_tgt);
+    free(S->wviews);
     free(S);
     return ok;
 }
