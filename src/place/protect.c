@@ -16,6 +16,9 @@
  *     a symlink (or anything but a directory) on the way refuses the run, naming it;
  *   - P is also taken where it really lives (its realpath), and D by both its path and
  *     its realpath, so a symlinked P or D is no way around;
+ *   - what a mount cannot cover refuses the run: a file of P with another hard link
+ *     (the sandbox could write it through a link in D), a symlink in P that leads into
+ *     D (a dotfiles link); the scan is bounded (SCAN_ENTRIES_MAX, SCAN_DEPTH_MAX);
  *   - a D that is a protected dir, or (for `protect`, not `protect_around`) lies
  *     inside one, refuses the run: its contents are the host's state.
  *
@@ -29,6 +32,7 @@
  */
 #include "sandbox_int.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -82,6 +86,55 @@ static bool add(prot_ctx *c, const char *rel, size_t rl, bool rw) {
     return false;
 }
 
+#define SCAN_ENTRIES_MAX 4096
+#define SCAN_DEPTH_MAX   8
+
+/* What the mounts cannot cover: a file of the protected dir that is also reachable
+ * from the bound dir. A regular file with another hard link (made there before, or by
+ * a run without this protection: a write through the link changes it), a symlink that
+ * leads into the bound dir (a dotfiles link from ~/.peri/settings.json to a file below a
+ * writable home). path: the directory's real path (a buffer of PATH_MAX, restored). */
+static bool scan(prot_ctx *c, int dfd, char *path, int depth, size_t *budget) {
+    int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return true; /* unreadable to the host as well */
+    }
+    bool ok = true;
+    size_t pl = strlen(path);
+    for (struct dirent *e; ok && *budget && (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        --*budget;
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        if (snprintf(path + pl, PATH_MAX - pl, "/%s", e->d_name) >= (int)(PATH_MAX - pl)) continue;
+        char to[PATH_MAX];
+        if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
+            snprintf(c->why, c->whylen,
+                     "%s has %lu hard links: sandboxed code could write it through one in %s; "
+                     "give it a single link (copy it)",
+                     path, (unsigned long)st.st_nlink, c->host);
+            ok = false;
+        } else if (S_ISLNK(st.st_mode) && realpath(path, to) && below(to, c->real) >= 0) {
+            snprintf(c->why, c->whylen,
+                     "%s is a symlink to %s, which sandboxed code may write (it lies in %s); "
+                     "replace the link with the file",
+                     path, to, c->host);
+            ok = false;
+        } else if (S_ISDIR(st.st_mode) && depth < SCAN_DEPTH_MAX) {
+            int sub = openat(dirfd(d), e->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub >= 0) {
+                ok = scan(c, sub, path, depth + 1, budget);
+                close(sub);
+            }
+        }
+        path[pl] = '\0';
+    }
+    closedir(d);
+    return ok;
+}
+
 /* Walks rel below the bound dir's real path, component by component, never following
  * a symlink, creating what is missing (0700), and plans the mounts. */
 static bool walk(prot_ctx *c, const char *rel, const char *prot) {
@@ -126,6 +179,13 @@ static bool walk(prot_ctx *c, const char *rel, const char *prot) {
         /* the parents stay writable mount points, the protected dir itself read-only */
         ok = add(c, rel, (size_t)(p + n - rel), *next != '\0');
         p = next;
+    }
+    char path[PATH_MAX];
+    size_t budget = SCAN_ENTRIES_MAX;
+    if (ok && snprintf(path, sizeof path, "%s/%s", c->real, rel) < (int)sizeof path) {
+        size_t l = trimmed(path);
+        path[l] = '\0';
+        ok = scan(c, fd, path, 0, &budget);
     }
     close(fd);
     return ok;
