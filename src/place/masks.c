@@ -683,8 +683,9 @@ bool pl__masks_git_ignore(const pl_masks *m, const char *home, uid_t uid, gid_t 
     return close(fd) == 0 && ok;
 }
 
-void pl__masks_args(const pl_masks *m, void (*add)(void *, const char *), void *a) {
-    for (size_t i = 0; i < m->nmnt; i++) {
+void pl__masks_args(const pl_masks *m, size_t from, size_t to, void (*add)(void *, const char *),
+                    void *a) {
+    for (size_t i = from; i < to && i < m->nmnt; i++) {
         add(a, m->mnt[i].rw ? "--bind" : "--ro-bind");
         add(a, m->mnt[i].src);
         add(a, m->mnt[i].dst);

@@ -22,10 +22,12 @@
  *   - a D that is a protected dir, or (for `protect`, not `protect_around`) lies
  *     inside one, refuses the run: its contents are the host's state.
  *
- * How: the mounts join the masks' plan (masks.c) after the workspace's masks, so the
- * same two ways mount them: a root caller's child clones them onto the bound dir's
- * view (idmapped or reach: the same view the writable bind is taken from), any other
- * run passes them to bubblewrap after the binds.
+ * How: the mounts join the masks' plan (masks.c), the workspace's after its masks, the
+ * writable dirs' after those, so the same two ways mount them: a root caller's child
+ * clones them onto the bound dir's view (idmapped or reach: the same view the writable
+ * bind is taken from), any other run passes them to bubblewrap, the writable dirs'
+ * right after the writable binds and before the workspace's bind (a parent pinned from
+ * its host path must not cover the workspace's masks), the workspace's after its masks.
  *
  * Invariants: nothing is mounted or created outside a bound dir; a protection is never
  * silently left out (a plan that cannot hold it refuses the run).

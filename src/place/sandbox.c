@@ -1045,6 +1045,24 @@ static bool build_args(run_state *S) {
             return false;
         }
         if (S->ws) {
+            /* the agent's control files stay read-only (masks.c): a root caller's child
+             * mounts them on the workspace's view (one recursive bind carries them),
+             * any other run has bubblewrap mount them after the workspace's bind */
+            S->child_masks = S->switch_ids && ws_from != S->r->workspace;
+            if (!pl__masks_plan(S->pc, S->masks, S->r->workspace, ws_from,
+                                S->child_masks ? ws_from : S->r->workspace, S->why,
+                                sizeof S->why)) {
+                S->failed_setup = true;
+                return false;
+            }
+            /* the host's own directories inside the workspace (protect.c), after its
+             * masks */
+            if (!pl__protect_plan(S->masks, S->n->pol, S->r->workspace, ws_from, S->child_masks,
+                                  S->why, sizeof S->why)) {
+                S->failed_setup = true;
+                return false;
+            }
+            size_t n_ws = S->masks->nmnt;
             /* an idmapped directory is bound from its view in the scratch directory; the
              * policy's writable dirs first, so that one around the workspace cannot
              * cover the workspace's bind and its masks */
@@ -1068,32 +1086,21 @@ static bool build_args(run_state *S) {
                 sv_add(&S->argv, wf);
                 sv_add(&S->argv, w);
             }
+            /* ... and the host's own directories inside them, before the workspace's bind
+             * (a parent pinned from its host path must not cover the workspace's masks);
+             * a writable dir that bubblewrap will not bind (missing) is skipped */
+            for (size_t i = 0; i < nw; i++)
+                if (!pl__protect_plan(S->masks, S->n->pol, S->n->pol->writable[i], S->wviews[i],
+                                      S->child_masks, S->why, sizeof S->why)) {
+                    S->failed_setup = true;
+                    return false;
+                }
+            if (!S->child_masks)
+                pl__masks_args(S->masks, n_ws, S->masks->nmnt, sv_add_cb, &S->argv);
             sv_add(&S->argv, "--bind");
             sv_add(&S->argv, ws_from);
             sv_add(&S->argv, S->r->workspace);
-            /* the agent's control files stay read-only (masks.c): a root caller's child
-             * mounts them on the workspace's view (one recursive bind carries them),
-             * any other run has bubblewrap mount them */
-            S->child_masks = S->switch_ids && ws_from != S->r->workspace;
-            if (!pl__masks_plan(S->pc, S->masks, S->r->workspace, ws_from,
-                                S->child_masks ? ws_from : S->r->workspace, S->why,
-                                sizeof S->why)) {
-                S->failed_setup = true;
-                return false;
-            }
-            /* the host's own directories inside any of them (protect.c), after the masks;
-             * a writable dir that bubblewrap will not bind has no view of its own (reach
-             * leaves a missing path as it is) and is skipped by pl__protect_plan */
-            bool prot = pl__protect_plan(S->masks, S->n->pol, S->r->workspace, ws_from,
-                                         S->child_masks, S->why, sizeof S->why);
-            for (size_t i = 0; prot && i < nw; i++)
-                prot = pl__protect_plan(S->masks, S->n->pol, S->n->pol->writable[i], S->wviews[i],
-                                        S->child_masks, S->why, sizeof S->why);
-            if (!prot) {
-                S->failed_setup = true;
-                return false;
-            }
-            if (!S->child_masks) pl__masks_args(S->masks, sv_add_cb, &S->argv);
+            if (!S->child_masks) pl__masks_args(S->masks, 0, n_ws, sv_add_cb, &S->argv);
             char home[PATH_MAX + 16];
             snprintf(home, sizeof home, "%s/home", S->root_dir);
             if (!pl__masks_git_ignore(S->masks, home, S->uid, S->gid, S->switch_ids)) {

@@ -175,8 +175,10 @@ bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *ws, const char *src_bas
  * and git add -A inside the sandbox pass over them. false on a file system error. */
 bool pl__masks_git_ignore(const pl_masks *m, const char *home, uid_t uid, gid_t gid,
                           bool chown_them);
-/* The plan as bubblewrap arguments (through add(a, arg)), after the workspace's bind. */
-void pl__masks_args(const pl_masks *m, void (*add)(void *, const char *), void *a);
+/* Mounts [from, to) of the plan as bubblewrap arguments (through add(a, arg)): the
+ * workspace's after its bind, the writable dirs' protections after theirs. */
+void pl__masks_args(const pl_masks *m, size_t from, size_t to, void (*add)(void *, const char *),
+                    void *a);
 /* In a forked child, in its private mount namespace: mounts the plan (read-only,
  * nosuid, nodev clones). Async-signal-safe; 0 or the failing errno. */
 int pl__masks_apply(const pl_masks *m);

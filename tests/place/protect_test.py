@@ -175,6 +175,20 @@ def suite(tag, uid):
           and os.path.isdir(os.path.join(home, ".local")) and os.path.exists(
               os.path.join(home, "w.txt")), f"{tag}-ws: {res} {tree(P)}")
 
+    # the workspace between the writable dir and a protected dir: pinning its path from
+    # the writable side must not cover the workspace's own control-file masks
+    proj = os.path.join(home, "proj")
+    state = os.path.join(proj, "state")
+    os.makedirs(os.path.join(proj, ".peri"))
+    chown_tree(proj, uid)
+    res = run(tag + "-order", proj, "set +e; echo evil > .peri/settings.json && echo W1; "
+              "echo evil > AGENTS.md && echo W2; echo x > state/f && echo W3; "
+              "echo ok > plain2 && echo W4", {"writable": [home], "protect": [state]}, uid)
+    out = res.get("stdout", "")
+    check("W1" not in out and "W2" not in out and "W3" not in out and "W4" in out
+          and not os.path.exists(os.path.join(proj, ".peri", "settings.json")),
+          f"{tag}-order: {res}")
+
     # a writable dir named through a symlink: protected where it really lives
     link = os.path.join(top, tag, "homelink")
     os.symlink(home, link)
