@@ -4,7 +4,8 @@ directory that contains it writable for the sandbox (`"sandbox": {"writable": [H
 a model's `shell` call (real bubblewrap, through `peri acp` and a scripted mock model)
 cannot write ~/.peri/settings.json (whose MCP servers start on the host), create a file
 there, or rename ~/.peri away, while the rest of HOME stays writable. A writable dir that
-is the Peri home, lies inside it, or is the session store's directory refuses the call.
+is the Peri home (also when named with ".."), lies inside it, or is the session store's
+directory refuses the call.
 
 usage: home_test.py PERI MOCK_MODEL_PY
 Without bubblewrap: exit 77 (skipped), or failure under CI=true.
@@ -72,7 +73,9 @@ def scenario(E):
     a.close_stdin()
 
     # a writable dir that is the Peri home, lies inside it, or is the store's directory
-    for w in (os.path.join(home, ".peri"), os.path.join(home, ".peri", "oauth"), E.tmp):
+    os.makedirs(os.path.join(home, "sub"))
+    for w in (os.path.join(home, ".peri"), os.path.join(home, ".peri", "oauth"),
+              home + "/sub/../.peri", E.tmp):
         os.makedirs(w, exist_ok=True)
         E.settings({"maxRetries": 0, "sandbox": {"writable": [w]}})
         db = open(E.db, "rb").read() if os.path.exists(E.db) else None
@@ -82,8 +85,8 @@ def scenario(E):
         out = shell_turn(E, a, sid, "sh2", f"echo x > {w}/settings.json && echo $((40+2))-WROTE")
         check("42-WROTE" not in out and "protected directory" in out,
               "writable %s was not refused: %s" % (w, out))
-        check(not os.path.exists(os.path.join(w, "settings.json")) or w == os.path.join(
-            home, ".peri"), "a file was written in %s" % w)
+        check(not os.path.exists(os.path.join(w, "settings.json")) or
+              os.path.realpath(w) == os.path.join(home, ".peri"), "a file was written in %s" % w)
         a.close_stdin()
         check(peri_home(E) == before, "~/.peri changed with writable %s" % w)
         if db is not None and w == E.tmp:
