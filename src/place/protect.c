@@ -209,7 +209,10 @@ static bool one(prot_ctx *c, const char *prot, const char *shown, bool whole) {
     for (int i = 0; i < 2; i++) {
         long at = below(prot, bases[i]);
         if (at < 0 || (size_t)at >= trimmed(prot)) continue;
-        return walk(c, prot + at, shown);
+        const char *rel = prot + at;
+        while (*rel == '/') /* "//.peri" of a HOME of "/" */
+            rel++;
+        return walk(c, rel, shown);
     }
     return true;
 }
