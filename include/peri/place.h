@@ -196,6 +196,18 @@ typedef struct pl_policy {
      * native_workspace_ref runs, besides the workspace. */
     const char *const *writable;
     size_t nwritable;
+    /* Host directories of the host's own state that sandboxed code never writes, even
+     * inside a writable dir or the workspace (the host passes the user's Peri home;
+     * docs/placement.md, "Protected directories"). Each stays read-only at its path, its
+     * parents up to the bound dir cannot be renamed or removed, a missing one is
+     * created (0700) first; a symlink on the way refuses the run, and so does a bound dir
+     * that is one of them or lies inside one. */
+    const char *const *protect;
+    size_t nprotect;
+    /* The same, except that a bound dir inside one is allowed (the session store's
+     * directory, which may hold the project too); a bound dir that is one is refused. */
+    const char *const *protect_around;
+    size_t nprotect_around;
     /* The source-pass stage's plugin (docs/python.md): NULL disables the stage;
      * "repl_print" makes a Python script's top-level expression statements print their
      * values, as the REPL does. Any failure runs the original. */
@@ -210,8 +222,8 @@ typedef struct pl_policy {
 } pl_policy;
 
 /* Parses a policy JSON: {"native":"auto|yes|no","network":bool,"host_network":bool,
- * "native_unsandboxed":bool,"writable":[dirs]} (all optional, strict). Owned; free with
- * pl_policy_free. */
+ * "native_unsandboxed":bool,"writable":[dirs],"protect":[dirs]} (all optional, strict). Owned; free
+ * with pl_policy_free. */
 pl_policy *pl_policy_parse(const char *json, size_t len, pl_error *err);
 void pl_policy_free(pl_policy *p);
 

@@ -152,6 +152,15 @@ int peri_cmd_mcp(int argc, char **argv) {
         return 1;
     }
     pl_policy pol = {.native = PL_NATIVE_AUTO, .network_allowed = false};
+    /* the user's Peri home stays read-only even inside a root that contains it */
+    const char *home = getenv("HOME");
+    char peri_home[4096];
+    const char *prot[1] = {peri_home};
+    if (home && home[0] == '/' &&
+        snprintf(peri_home, sizeof peri_home, "%s/.peri", home) < (int)sizeof peri_home) {
+        pol.protect = prot;
+        pol.nprotect = 1;
+    }
     ptl_sandbox sb = {.place = place, .policy = &pol, .off = unsandboxed, .warn = warn_unsandboxed};
     char real[4096];
     if (!realpath(root, real)) {

@@ -445,7 +445,7 @@ static void destroy(pct_controller *c) {
     close_placement(c);
     pst_close(c->store);
     prt_free(c->rt);
-    pb_free_all(c->tools, c->shell_schema, c->home, c->disc_json);
+    pb_free_all(c->tools, c->shell_schema, c->home, c->disc_json, c->prot_home, c->prot_store);
     while (c->old_settings) {
         pct_old_settings *o = c->old_settings;
         c->old_settings = o->next;
@@ -457,6 +457,41 @@ static void destroy(pct_controller *c) {
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
     free(c);
+}
+
+/* The host's own state that sandboxed code must never write, even when a writable dir
+ * or the workspace contains it (placement's policy.protect): the user's Peri home
+ * (~/.peri: settings, trust, OAuth tokens, machine id) and the directory of a local
+ * session store. Where one really lives is resolved when it exists. false: out of
+ * memory. */
+static bool protect_state(pct_controller *c, const pct_config *cfg) {
+    char p[PATH_MAX], r[PATH_MAX];
+    if (c->home && c->home[0] == '/' &&
+        snprintf(p, sizeof p, "%s/.peri", c->home) < (int)sizeof p) {
+        if (!(c->prot_home = strdup(realpath(p, r) ? r : p))) return false;
+        c->prot_v[0] = c->prot_home;
+        c->policy.protect = c->prot_v;
+        c->policy.nprotect = 1;
+    }
+    const char *db = cfg->db_path;
+    if (db && strcmp(db, ":memory:") != 0 && !pst_locator_is_remote(db) &&
+        snprintf(p, sizeof p, "%s", db) < (int)sizeof p) {
+        char *slash = strrchr(p, '/');
+        if (slash == p)
+            p[1] = '\0';
+        else if (slash)
+            *slash = '\0';
+        else
+            snprintf(p, sizeof p, ".");
+        /* never "/" itself: every directory lies inside it */
+        if (realpath(p, r) && strcmp(r, "/") != 0) {
+            if (!(c->prot_store = strdup(r))) return false;
+            c->around_v[0] = c->prot_store;
+            c->policy.protect_around = c->around_v;
+            c->policy.nprotect_around = 1;
+        }
+    }
+    return true;
 }
 
 pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *err) {
@@ -523,6 +558,10 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
                             .host_network = st && st->sandbox_host_network,
                             .writable = st ? (const char *const *)st->sandbox_writable : NULL,
                             .nwritable = st ? st->nwritable : 0};
+    if (!protect_state(c, cfg)) {
+        set_err(err, PCT_FAILED, "out of memory%s", NULL);
+        goto fail;
+    }
     c->sandbox = (ptl_sandbox){.place = c->place,
                                .policy = &c->policy,
                                .off = st && st->sandbox_off,

@@ -187,6 +187,10 @@ struct pct_controller {
     pl_ruby_hook python_hook;
     pl_ctx *place;
     pl_policy policy;
+    /* the host's state the sandbox never writes (policy.protect, protect_around): the
+     * user's Peri home and the session store's directory (owned) */
+    char *prot_home, *prot_store;
+    const char *prot_v[1], *around_v[1];
     ptl_sandbox sandbox;
     pthread_mutex_t mu; /* workers and connectors counts */
     pthread_cond_t cv;

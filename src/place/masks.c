@@ -425,19 +425,35 @@ static char *join(const char *a, const char *sep, const char *b) {
     return s;
 }
 
+bool pl__masks_mount(pl_masks *m, const char *src, const char *dst, bool rw) {
+    for (size_t i = 0; i < m->nmnt; i++)
+        if (!strcmp(m->mnt[i].dst, dst) && (!m->mnt[i].rw || rw)) return true;
+    if (m->nmnt >= PL_MOUNTS_MAX) {
+        errno = E2BIG;
+        return false;
+    }
+    char *s = strdup(src), *d = strdup(dst);
+    if (!s || !d) {
+        free(s);
+        free(d);
+        errno = ENOMEM;
+        return false;
+    }
+    m->mnt[m->nmnt].src = s;
+    m->mnt[m->nmnt].dst = d;
+    m->mnt[m->nmnt++].rw = rw;
+    return true;
+}
+
 static bool add_mount(plan_ctx *c, const char *src, const char *rel, bool rw) {
-    pl_masks *m = c->m;
-    if (m->nmnt >= PL_MASKS_MAX) { /* never a mask silently left out */
-        snprintf(c->why, c->whylen, "cannot protect %s/%s: too many masks", c->ws, rel);
+    char *dst = join(c->dst_base, "/", rel);
+    if (!dst || !pl__masks_mount(c->m, src, dst, rw)) { /* never a mask silently left out */
+        snprintf(c->why, c->whylen, "cannot protect %s/%s: %s", c->ws, rel,
+                 dst && errno == E2BIG ? "too many masks" : "out of memory");
+        free(dst);
         return false;
     }
-    m->mnt[m->nmnt].src = strdup(src);
-    m->mnt[m->nmnt].dst = join(c->dst_base, "/", rel);
-    m->mnt[m->nmnt].rw = rw;
-    if (!m->mnt[m->nmnt++].src || !m->mnt[m->nmnt - 1].dst) {
-        snprintf(c->why, c->whylen, "cannot protect %s/%s: out of memory", c->ws, rel);
-        return false;
-    }
+    free(dst);
     return true;
 }
 
@@ -667,8 +683,9 @@ bool pl__masks_git_ignore(const pl_masks *m, const char *home, uid_t uid, gid_t 
     return close(fd) == 0 && ok;
 }
 
-void pl__masks_args(const pl_masks *m, void (*add)(void *, const char *), void *a) {
-    for (size_t i = 0; i < m->nmnt; i++) {
+void pl__masks_args(const pl_masks *m, size_t from, size_t to, void (*add)(void *, const char *),
+                    void *a) {
+    for (size_t i = from; i < to && i < m->nmnt; i++) {
         add(a, m->mnt[i].rw ? "--bind" : "--ro-bind");
         add(a, m->mnt[i].src);
         add(a, m->mnt[i].dst);

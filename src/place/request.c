@@ -90,9 +90,9 @@ bool pl_request_validate(const pl_request *r, pl_error *err) {
         const pl_file *f = &r->files[i];
         if (!pl__guest_path_ok(f->path))
             return pl__fail(err, PL_ERR_REQUEST,
-                           "files: path \"%.200s\" must be absolute, without \"..\", \".\" "
-                           "or empty names",
-                           f->path ? f->path : "");
+                            "files: path \"%.200s\" must be absolute, without \"..\", \".\" "
+                            "or empty names",
+                            f->path ? f->path : "");
         if ((f->text_len && !f->text) || !pl__utf8_valid(f->text, f->text_len))
             return pl__fail(err, PL_ERR_REQUEST, "files[\"%.200s\"]: not UTF-8 text", f->path);
         for (size_t j = 0; j < i; j++)
@@ -106,7 +106,7 @@ bool pl_request_validate(const pl_request *r, pl_error *err) {
     bool ws = r->state_class == PL_STATE_NATIVE_WORKSPACE_REF;
     if (ws && (!r->workspace || r->workspace[0] != '/'))
         return pl__fail(err, PL_ERR_REQUEST,
-                       "workspace: native_workspace_ref needs an absolute host directory");
+                        "workspace: native_workspace_ref needs an absolute host directory");
     if (!ws && r->workspace)
         return pl__fail(err, PL_ERR_REQUEST, "workspace: only with native_workspace_ref");
     if (r->workspace && (strlen(r->workspace) > 4096 || strstr(r->workspace, "/../") ||
@@ -162,7 +162,7 @@ static bool get_u(pj_t *lim, const char *key, uint64_t max, uint64_t *out, pl_er
     if (!v) return true;
     if (!pj_is_integer(v) || pj_integer_value(v) < 1 || (uint64_t)pj_integer_value(v) > max)
         return pl__fail(err, PL_ERR_REQUEST, "limits.%s: an integer from 1 to %llu", key,
-                       (unsigned long long)max);
+                        (unsigned long long)max);
     *out = (uint64_t)pj_integer_value(v);
     return true;
 }
@@ -195,7 +195,7 @@ static bool decode(owned_request *o, pl_error *err) {
     }
     if (kinds != 1)
         return pl__fail(err, PL_ERR_REQUEST,
-                       "program: exactly one of \"wasm\", \"shell\", \"ruby\", \"python\"");
+                        "program: exactly one of \"wasm\", \"shell\", \"ruby\", \"python\"");
     pj_t *args = pj_object_get(prog, "args");
     if (args) {
         if (r->kind != PL_PROGRAM_WASM)
@@ -241,7 +241,8 @@ static bool decode(owned_request *o, pl_error *err) {
         for (size_t i = 0; i < pj_array_size(v); i++) {
             pj_t *f = pj_array_get(v, i);
             int k = pj_is_string(f) ? feature_index(pj_string_value(f)) : -1;
-            if (k < 0) return pl__fail(err, PL_ERR_REQUEST, "requirements[%zu]: unknown feature", i);
+            if (k < 0)
+                return pl__fail(err, PL_ERR_REQUEST, "requirements[%zu]: unknown feature", i);
             if (r->requirements & (1u << k))
                 return pl__fail(err, PL_ERR_REQUEST, "requirements: duplicate \"%s\"", FEATURES[k]);
             r->requirements |= 1u << k;
@@ -253,8 +254,8 @@ static bool decode(owned_request *o, pl_error *err) {
             if (strcmp(pj_string_value(v), STATES[i]) == 0) k = i;
         if (k < 0)
             return pl__fail(err, PL_ERR_REQUEST,
-                           "state_class: one of portable_value, native_workspace_ref, "
-                           "native_process_ref, opaque");
+                            "state_class: one of portable_value, native_workspace_ref, "
+                            "native_process_ref, opaque");
         r->state_class = (pl_state_class)k;
     }
     if ((v = pj_object_get(root, "limits"))) {
@@ -293,12 +294,11 @@ static bool load_error(const pj_error_t *je, const char *what, pl_code code, pl_
         return pl__fail(err, code, "%s: duplicate key (%s)", what, je->text);
     if (strstr(je->text, "end of file expected"))
         return pl__fail(err, code, "%s: trailing data after the JSON value (line %d)", what,
-                       je->line);
+                        je->line);
     return pl__fail(err, code, "%s: invalid JSON: %s (line %d)", what, je->text, je->line);
 }
 
-pj_t *pl__json_strict(const char *text, size_t len, const char *what, pl_code code,
-                       pl_error *err) {
+pj_t *pl__json_strict(const char *text, size_t len, const char *what, pl_code code, pl_error *err) {
     pj_error_t je;
     pj_t *root = pj_loadb(text, len, PJ_REJECT_DUPLICATES, &je);
     if (!root) load_error(&je, what, code, err);
@@ -358,8 +358,7 @@ char *pl_request_json(const pl_request *r, size_t *len) {
     if (ok && r->requirements) {
         pj_t *a = pj_array();
         for (unsigned i = 0; a && i < PL_REQ_COUNT; i++)
-            if ((r->requirements & (1u << i)) &&
-                pj_array_append_new(a, pj_string(FEATURES[i]))) {
+            if ((r->requirements & (1u << i)) && pj_array_append_new(a, pj_string(FEATURES[i]))) {
                 pj_decref(a);
                 a = NULL;
             }
@@ -402,7 +401,7 @@ const char *pl__request_raw(const pl_request *r, size_t *len, char **owned) {
 typedef struct owned_policy {
     pl_policy p;
     pj_t *root;
-    const char **writable;
+    const char **writable, **protect;
 } owned_policy;
 
 void pl_policy_free(pl_policy *p) {
@@ -410,12 +409,43 @@ void pl_policy_free(pl_policy *p) {
     owned_policy *o = (owned_policy *)p;
     pj_decref(o->root);
     free(o->writable);
+    free(o->protect);
     free(o);
 }
 
+/* A policy's list of absolute directories (borrowed from v; the array is the caller's
+ * to free), or NULL with *err. No "." or ".." component: the path is the directory. */
+static const char **path_list(pj_t *v, const char *field, size_t *n, pl_error *err) {
+    if (!pj_is_array(v)) {
+        pl__fail(err, PL_ERR_POLICY, "policy.%s: array of absolute paths", field);
+        return NULL;
+    }
+    *n = pj_array_size(v);
+    const char **out = calloc(*n ? *n : 1, sizeof *out);
+    if (!out) {
+        pl__fail(err, PL_ERR_HOST, "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < *n; i++) {
+        pj_t *s = pj_array_get(v, i);
+        const char *p = pj_is_string(s) ? pj_string_value(s) : "";
+        bool ok = p[0] == '/' && !strstr(p, "/./") && !strstr(p, "..");
+        size_t l = strlen(p);
+        if (ok && l >= 2 && p[l - 1] == '.' && p[l - 2] == '/') ok = false;
+        if (!ok) {
+            free(out);
+            pl__fail(err, PL_ERR_POLICY, "policy.%s[%zu]: an absolute path without \".\" or \"..\"",
+                     field, i);
+            return NULL;
+        }
+        out[i] = p;
+    }
+    return out;
+}
+
 static bool decode_policy(owned_policy *o, pl_error *err) {
-    static const char *const keys[] = {"native",   "network",      "native_unsandboxed",
-                                       "writable", "host_network", NULL};
+    static const char *const keys[] = {
+        "native", "network", "native_unsandboxed", "writable", "host_network", "protect", NULL};
     pj_t *root = o->root, *v;
     if (!pj_is_object(root)) return pl__fail(err, PL_ERR_POLICY, "policy: not a JSON object");
     const char *k;
@@ -449,23 +479,14 @@ static bool decode_policy(owned_policy *o, pl_error *err) {
             return pl__fail(err, PL_ERR_POLICY, "policy.native_unsandboxed: boolean");
         o->p.native_unsandboxed = pj_is_true(v);
     }
-    if ((v = pj_object_get(root, "writable"))) {
-        if (!pj_is_array(v))
-            return pl__fail(err, PL_ERR_POLICY, "policy.writable: array of absolute paths");
-        size_t n = pj_array_size(v);
-        o->writable = calloc(n ? n : 1, sizeof *o->writable);
-        if (!o->writable) return pl__fail(err, PL_ERR_HOST, "out of memory");
-        for (size_t i = 0; i < n; i++) {
-            pj_t *s = pj_array_get(v, i);
-            if (!pj_is_string(s) || pj_string_value(s)[0] != '/' ||
-                strstr(pj_string_value(s), ".."))
-                return pl__fail(err, PL_ERR_POLICY,
-                               "policy.writable[%zu]: an absolute path without \"..\"", i);
-            o->writable[i] = pj_string_value(s);
-        }
-        o->p.writable = o->writable;
-        o->p.nwritable = n;
-    }
+    if ((v = pj_object_get(root, "writable")) &&
+        !(o->writable = path_list(v, "writable", &o->p.nwritable, err)))
+        return false;
+    o->p.writable = o->writable;
+    if ((v = pj_object_get(root, "protect")) &&
+        !(o->protect = path_list(v, "protect", &o->p.nprotect, err)))
+        return false;
+    o->p.protect = o->protect;
     return true;
 }
 

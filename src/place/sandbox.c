@@ -604,7 +604,7 @@ static char *native_evidence(const native_ctx *n, const char *sandbox, const cha
          !pj_object_set_new(o, "cgroup", pj_string(cgname)) &&
          !pj_object_set_new(o, "end", pj_string(end_name(end))) &&
          !pj_object_set_new(o, "stopped",
-                              pj_string(stop_confirmed ? "confirmed" : "not confirmed")) &&
+                            pj_string(stop_confirmed ? "confirmed" : "not confirmed")) &&
          !pj_object_set_new(o, "process_tree_reaped", pj_boolean(reaped)) &&
          !pj_object_set_new(o, "cgroup_removed", pj_boolean(cg_removed)) &&
          !pj_object_set_new(o, "scratch_removed", pj_boolean(scratch_removed)) &&
@@ -787,6 +787,7 @@ typedef struct run_state {
     reach_set *reach_p;
     pl_masks *masks;               /* the masks over the workspace's control files (masks.c) */
     bool child_masks;              /* mounted by the child (root caller) */
+    const char **wviews;           /* where each writable dir is bound from (owned array) */
     const unsigned char *unsb_bpf; /* the filter an unsandboxed run installs */
     size_t unsb_bpf_len;
     int64_t t0; /* the child's start (CLOCK_MONOTONIC ms) */
@@ -1044,10 +1045,34 @@ static bool build_args(run_state *S) {
             return false;
         }
         if (S->ws) {
+            /* the agent's control files stay read-only (masks.c): a root caller's child
+             * mounts them on the workspace's view (one recursive bind carries them),
+             * any other run has bubblewrap mount them after the workspace's bind */
+            S->child_masks = S->switch_ids && ws_from != S->r->workspace;
+            if (!pl__masks_plan(S->pc, S->masks, S->r->workspace, ws_from,
+                                S->child_masks ? ws_from : S->r->workspace, S->why,
+                                sizeof S->why)) {
+                S->failed_setup = true;
+                return false;
+            }
+            /* the host's own directories inside the workspace (protect.c), after its
+             * masks */
+            if (!pl__protect_plan(S->masks, S->n->pol, S->r->workspace, ws_from, S->child_masks,
+                                  S->why, sizeof S->why)) {
+                S->failed_setup = true;
+                return false;
+            }
+            size_t n_ws = S->masks->nmnt;
             /* an idmapped directory is bound from its view in the scratch directory; the
              * policy's writable dirs first, so that one around the workspace cannot
              * cover the workspace's bind and its masks */
-            for (size_t i = 0; S->n->pol && i < S->n->pol->nwritable; i++) {
+            size_t nw = S->n->pol ? S->n->pol->nwritable : 0;
+            if (nw && !(S->wviews = calloc(nw, sizeof *S->wviews))) {
+                snprintf(S->why, sizeof S->why, "out of memory");
+                S->failed_setup = true;
+                return false;
+            }
+            for (size_t i = 0; i < nw; i++) {
                 const char *w = S->n->pol->writable[i];
                 const char *wf = idmap_source(w, S->idmap_paths, S->idmap_targets, S->nidmap);
                 if (wf == w && !(wf = reach(S->reach_p, S->scr, w, S->uid, S->gid))) {
@@ -1056,24 +1081,26 @@ static bool build_args(run_state *S) {
                     S->failed_setup = true;
                     return false;
                 }
+                S->wviews[i] = wf;
                 sv_add(&S->argv, "--bind-try");
                 sv_add(&S->argv, wf);
                 sv_add(&S->argv, w);
             }
+            /* ... and the host's own directories inside them, before the workspace's bind
+             * (a parent pinned from its host path must not cover the workspace's masks);
+             * a writable dir that bubblewrap will not bind (missing) is skipped */
+            for (size_t i = 0; i < nw; i++)
+                if (!pl__protect_plan(S->masks, S->n->pol, S->n->pol->writable[i], S->wviews[i],
+                                      S->child_masks, S->why, sizeof S->why)) {
+                    S->failed_setup = true;
+                    return false;
+                }
+            if (!S->child_masks)
+                pl__masks_args(S->masks, n_ws, S->masks->nmnt, sv_add_cb, &S->argv);
             sv_add(&S->argv, "--bind");
             sv_add(&S->argv, ws_from);
             sv_add(&S->argv, S->r->workspace);
-            /* the agent's control files stay read-only (masks.c): a root caller's child
-             * mounts them on the workspace's view (one recursive bind carries them),
-             * any other run has bubblewrap mount them */
-            S->child_masks = S->switch_ids && ws_from != S->r->workspace;
-            if (!pl__masks_plan(S->pc, S->masks, S->r->workspace, ws_from,
-                                S->child_masks ? ws_from : S->r->workspace, S->why,
-                                sizeof S->why)) {
-                S->failed_setup = true;
-                return false;
-            }
-            if (!S->child_masks) pl__masks_args(S->masks, sv_add_cb, &S->argv);
+            if (!S->child_masks) pl__masks_args(S->masks, 0, n_ws, sv_add_cb, &S->argv);
             char home[PATH_MAX + 16];
             snprintf(home, sizeof home, "%s/home", S->root_dir);
             if (!pl__masks_git_ignore(S->masks, home, S->uid, S->gid, S->switch_ids)) {
@@ -1548,6 +1575,7 @@ static bool run_native(native_ctx *n, pl_error *err) {
     if (!S) return pl__fail(err, PL_ERR_HOST, "out of memory");
     bool ok = run_steps(S, n, err);
     free(S->idmap_tgt);
+    free(S->wviews);
     free(S);
     return ok;
 }

@@ -150,7 +150,8 @@ int pl__reach_apply(bool ns_ready, const char *const *src, const char *const *ds
 
 /* masks.c: read-only masks over the agent's control files in a read-write workspace
  * (see the file's header). */
-#define PL_MASKS_MAX 16
+#define PL_MASKS_MAX  16
+#define PL_MOUNTS_MAX 64 /* masks and protected dirs (protect.c) */
 typedef struct pl_masks {
     /* in the scratch directory; the workspace (all owned, freed by pl__masks_release) */
     char *empty_file, *empty_dir, *commondir, *ws;
@@ -160,7 +161,7 @@ typedef struct pl_masks {
     struct {
         char *src, *dst;
         bool rw;
-    } mnt[PL_MASKS_MAX]; /* in mount order */
+    } mnt[PL_MOUNTS_MAX]; /* in mount order: the masks, then the protected dirs */
     size_t nmnt;
 } pl_masks;
 /* Plans the masks of workspace ws (creating the placeholders of missing control paths),
@@ -174,14 +175,32 @@ bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *ws, const char *src_bas
  * and git add -A inside the sandbox pass over them. false on a file system error. */
 bool pl__masks_git_ignore(const pl_masks *m, const char *home, uid_t uid, gid_t gid,
                           bool chown_them);
-/* The plan as bubblewrap arguments (through add(a, arg)), after the workspace's bind. */
-void pl__masks_args(const pl_masks *m, void (*add)(void *, const char *), void *a);
+/* Mounts [from, to) of the plan as bubblewrap arguments (through add(a, arg)): the
+ * workspace's after its bind, the writable dirs' protections after theirs. */
+void pl__masks_args(const pl_masks *m, size_t from, size_t to, void (*add)(void *, const char *),
+                    void *a);
 /* In a forked child, in its private mount namespace: mounts the plan (read-only,
  * nosuid, nodev clones). Async-signal-safe; 0 or the failing errno. */
 int pl__masks_apply(const pl_masks *m);
 /* After the run: drops this run's placeholders (the last holder removes them while
  * they are empty). */
 void pl__masks_release(pl_ctx *pc, pl_masks *m);
+/* Appends one mount to the plan (copies src and dst); false when the plan is full or
+ * out of memory (the run must then be refused: no mount is silently left out). A mount
+ * whose dst is already planned read-only, or as rw when rw is asked again, is skipped:
+ * a later clone would cover what lies below it. */
+bool pl__masks_mount(pl_masks *m, const char *src, const char *dst, bool rw);
+
+/* protect.c: the policy's protected directories (see the file's header) inside one
+ * directory the run binds read-write: host is its path (where the sandbox sees it),
+ * view where the mounting side takes it from (the idmapped or reach view, or host
+ * itself), child whether the child mounts the plan (then on the view) or bubblewrap
+ * does (then at host). Appends to m->mnt; false with why when the run must not start
+ * (a symlink on the way, the bound dir at or inside a protected one, a mount that
+ * cannot be prepared). */
+bool pl__protect_plan(pl_masks *m, const pl_policy *pol, const char *host, const char *view,
+                      bool child, char *why, size_t whylen);
+
 /* At pl_free: the context's placeholder table. */
 void pl__masks_free_refs(pl_ctx *pc);
 /* Removes the placeholders a dead process's context recorded in the journal at path

@@ -336,6 +336,22 @@ static void test_request_decoder(void **st) {
     assert_int_equal(p->native, PL_NATIVE_NO);
     assert_int_equal(p->nwritable, 1);
     pl_policy_free(p);
+    /* protected dirs: absolute, no "." or ".." component, strings only */
+    pj = "{\"writable\":[\"/h\"],\"protect\":[\"/h/.peri\",\"/h/.local/share/peri/\"]}";
+    p = pl_policy_parse(pj, strlen(pj), &e);
+    assert_non_null(p);
+    assert_int_equal(p->nprotect, 2);
+    assert_string_equal(p->protect[0], "/h/.peri");
+    pl_policy_free(p);
+    static const char *const bad_protect[] = {
+        "{\"protect\":[\"h/.peri\"]}",    "{\"protect\":[\"/h/../.peri\"]}",
+        "{\"protect\":[\"/h/./.peri\"]}", "{\"protect\":[\"/h/.\"]}",
+        "{\"protect\":\"/h\"}",           "{\"protect\":[1]}",
+        "{\"writable\":[\"/h/./x\"]}"};
+    for (size_t i = 0; i < sizeof bad_protect / sizeof *bad_protect; i++) {
+        assert_null(pl_policy_parse(bad_protect[i], strlen(bad_protect[i]), &e));
+        assert_int_equal(e.code, PL_ERR_POLICY);
+    }
 }
 
 /* ---------------------------------------------------------------- outcome */
