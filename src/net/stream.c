@@ -376,7 +376,13 @@ pn_err pn__write(void *ctx, pn_handle id, const void *data, size_t len) {
     if (len == 0) return PN_OK;
     size_t queued = h->wlen - h->woff;
     if (len > l->o.write_queue - queued) {
-        h->want_writable = true;
+        /* the caller waits for PN_EV_WRITABLE: when the queue is already at half its
+         * bound or less nothing will drain to trigger it, so it is queued now (it is
+         * delivered by the loop, never from inside this call) */
+        if (queued <= l->o.write_queue / 2)
+            pn__queue(l, h, PN_EV_WRITABLE, PN_OK, NULL);
+        else
+            h->want_writable = true;
         return PN_E_LIMIT;
     }
     if (h->woff) {

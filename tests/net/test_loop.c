@@ -611,6 +611,35 @@ static pn_err tls_case(const char *ca, const char *sni, char *detail, size_t dl)
     return e;
 }
 
+/* A single write bigger than the whole queue bound, on an empty queue: PN_E_LIMIT, and
+ * the PN_EV_WRITABLE the writer waits for still comes (nothing would drain to send it). */
+static void test_oversized_write(void **st) {
+    (void)st;
+    tctx t;
+    pn_loop_opts o = {.write_queue = 4096};
+    loop_make(&t, &o);
+    server s;
+    server_start(&s, SRV_ECHO, 1);
+    server_go(&s);
+    pn_handle h = 0;
+    assert_int_equal(do_open(&t, "127.0.0.1", s.port, NULL, &h), PN_OK);
+    t.reader = h;
+    g_h = h;
+    assert_true(run_until(&t, opened_h, 5000));
+    static char big[8192];
+    assert_int_equal(do_write(&t, h, big, sizeof big), PN_E_LIMIT);
+    assert_int_equal(t.writable, 0); /* not from inside the call */
+    int64_t end = pb_mono_ms() + 5000;
+    while (t.writable == 0 && pb_mono_ms() < end)
+        pn_loop_run_once(t.l, 50);
+    assert_int_equal(t.writable, 1);
+    assert_int_equal(do_write(&t, h, big, 4096), PN_OK); /* what fits goes */
+    do_close(&t, h);
+    assert_true(run_until(&t, is_settled, 2000));
+    server_end(&s);
+    loop_end(&t);
+}
+
 static void test_tls(void **st) {
     (void)st;
     char d[256];
@@ -817,7 +846,7 @@ int main(void) {
         cmocka_unit_test(test_half_close),   cmocka_unit_test(test_big_writes),
         cmocka_unit_test(test_timers),       cmocka_unit_test(test_close_all),
         cmocka_unit_test(test_resolve),      cmocka_unit_test(test_localhost_stream),
-        cmocka_unit_test(test_post),
+        cmocka_unit_test(test_post),         cmocka_unit_test(test_oversized_write),
     };
     const struct CMUnitTest tls[] = {cmocka_unit_test(test_tls)};
     int r = cmocka_run_group_tests_name("net.loop", tests, NULL, NULL);
