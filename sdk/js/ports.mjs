@@ -7,7 +7,8 @@
 //     as an event through the emit callback, never from inside the call;
 //   - reads are pulled from a bounded per-stream buffer; while it is full the socket is
 //     paused (back-pressure) and resumed once the module has read it down;
-//   - writes are queued up to a bound (PortError.LIMIT beyond it);
+//   - writes are queued up to a bound (PortError.LIMIT beyond it); after a LIMIT one
+//     WRITABLE event follows once the queue has drained to half the bound or less;
 //   - every handle returned ends with exactly one settling event (CLOSED for a stream,
 //     RESOLVED for a resolution, TIMER for a timer); a handle leaves the table only
 //     when its settling event has been delivered;
@@ -39,7 +40,12 @@ export const PortError = Object.freeze({
 });
 
 /** Event kinds of peri_port_event. */
-export const EventKind = Object.freeze({ OPENED: 1, READABLE: 2, CLOSED: 3, RESOLVED: 4, TIMER: 5 });
+export const EventKind = Object.freeze({ OPENED: 1, READABLE: 2, CLOSED: 3, RESOLVED: 4, TIMER: 5, WRITABLE: 6 });
+
+/** A name (host, SNI, resolution): 1–253 letters, digits and .-_: (docs/wasm-host.md). */
+const NAME_RE = /^[A-Za-z0-9._:-]{1,253}$/;
+/** RFC 6761: names under .invalid never resolve (no resolver is asked). */
+const isInvalidTld = (name) => /(^|\.)invalid\.?$/i.test(name);
 
 const ERR_NAMES = new Map(Object.entries(PortError).map(([k, v]) => [v, k.toLowerCase()]));
 
@@ -216,9 +222,8 @@ export class Ports {
    */
   open(host, port, useTls, sni) {
     if (this.#closedAll) return [PortError.CLOSED, 0];
-    if (host === "" || host.length > 253 || host.includes("\0") || !(port >= 1 && port <= 65535))
-      return [PortError.INVALID, 0];
-    if (sni.includes("\0") || sni.length > 253) return [PortError.INVALID, 0];
+    if (!NAME_RE.test(host) || !(port >= 1 && port <= 65535)) return [PortError.INVALID, 0];
+    if (sni !== "" && !NAME_RE.test(sni)) return [PortError.INVALID, 0];
     if (!this.#policy(host, null, port)) return [PortError.DENIED, 0];
     const e = {
       type: "stream",
@@ -230,6 +235,7 @@ export class Ports {
       paused: false,
       readablePending: false,
       shut: false,
+      wantWritable: false,
       deadline: null,
     };
     const h = this.#newHandle(e);
@@ -244,6 +250,8 @@ export class Ports {
     let addrs;
     if (net.isIP(host)) {
       addrs = [host];
+    } else if (isInvalidTld(host)) {
+      return this.#openFailed(e, PortError.NOT_FOUND, `cannot resolve ${host}: a name under .invalid never resolves`);
     } else {
       try {
         addrs = (await dns.promises.lookup(host, { all: true })).map((a) => a.address);
@@ -271,8 +279,9 @@ export class Ports {
       if (e.settled) return;
       clearTimeout(e.deadline);
       e.state = "open";
-      for (const b of e.early?.splice(0) ?? []) s.write(b); // written while opening
+      for (const b of e.early?.splice(0) ?? []) s.write(b, () => this.#checkWritable(e)); // written while opening
       if (e.shut) s.end();
+      this.#checkWritable(e);
       this.#emit(EventKind.OPENED, e.handle, PortError.OK, null, () => {});
     });
     s.on("data", (chunk) => {
@@ -285,6 +294,7 @@ export class Ports {
       }
       this.#signalReadable(e);
     });
+    s.on("drain", () => this.#checkWritable(e));
     s.on("end", () => {
       e.eof = true;
       this.#signalReadable(e);
@@ -323,6 +333,20 @@ export class Ports {
     this.#emit(EventKind.READABLE, e.handle, PortError.OK, null, () => {
       e.readablePending = false;
     });
+  }
+
+  /** Bytes queued for the network: the socket's queue, or what was written while opening. */
+  #queued(e) {
+    if (e.state === "open") return e.socket.writableLength;
+    return (e.early ?? []).reduce((n, b) => n + b.length, 0);
+  }
+
+  /** After a LIMIT: one WRITABLE once the queue is at half the bound or less. */
+  #checkWritable(e) {
+    if (!e.wantWritable || e.settled || e.state !== "open") return;
+    if (this.#queued(e) > this.#limits.writeQueue / 2) return;
+    e.wantWritable = false;
+    this.#emit(EventKind.WRITABLE, e.handle, PortError.OK, null, () => {});
   }
 
   #stream(h) {
@@ -366,25 +390,29 @@ export class Ports {
   /** @param {Uint8Array} bytes copied before return */
   write(h, bytes) {
     const e = this.#stream(h);
-    if (!e || e.state === "failed") return PortError.INVALID;
+    if (!e) return this.#settling(h, "stream") ? PortError.CLOSED : PortError.INVALID;
     if (e.shut) return PortError.CLOSED;
     if (bytes.length === 0) return PortError.OK;
-    if (e.state === "open" && e.socket.writableLength + bytes.length > this.#limits.writeQueue) return PortError.LIMIT;
+    if (this.#queued(e) + bytes.length > this.#limits.writeQueue) {
+      // one WRITABLE follows once the queue has drained to half the bound or less
+      if (!e.wantWritable) {
+        e.wantWritable = true;
+        setImmediate(() => this.#checkWritable(e)); // already at half or less: never from inside the call
+      }
+      return PortError.LIMIT;
+    }
     if (e.state !== "open") {
       // still opening: kept until connected (an address that fails loses nothing)
-      const early = (e.early ??= []);
-      const total = early.reduce((n, b) => n + b.length, 0);
-      if (total + bytes.length > this.#limits.writeQueue) return PortError.LIMIT;
-      early.push(Buffer.from(bytes));
+      (e.early ??= []).push(Buffer.from(bytes));
       return PortError.OK;
     }
-    e.socket.write(Buffer.from(bytes));
+    e.socket.write(Buffer.from(bytes), () => this.#checkWritable(e));
     return PortError.OK;
   }
 
   shutdown(h) {
     const e = this.#stream(h);
-    if (!e) return PortError.INVALID;
+    if (!e) return this.#settling(h, "stream") ? PortError.CLOSED : PortError.INVALID;
     if (!e.shut) {
       e.shut = true;
       if (e.state === "open") e.socket.end(); // else the connect ends it after the early bytes
@@ -404,7 +432,7 @@ export class Ports {
   /** @returns {[number, number]} */
   resolve(name) {
     if (this.#closedAll) return [PortError.CLOSED, 0];
-    if (name === "" || name.length > 253 || name.includes("\0")) return [PortError.INVALID, 0];
+    if (!NAME_RE.test(name)) return [PortError.INVALID, 0];
     if (!this.#policy(name, null, 0)) return [PortError.DENIED, 0];
     const e = { type: "resolve", deadline: null };
     const h = this.#newHandle(e);
@@ -417,6 +445,8 @@ export class Ports {
     const done = (addrs) => this.#settle(e, EventKind.RESOLVED, PortError.OK, Buffer.from(addrs.join("\0"), "utf8"));
     if (net.isIP(name)) {
       setImmediate(() => done([name]));
+    } else if (isInvalidTld(name)) {
+      setImmediate(() => this.#settle(e, EventKind.RESOLVED, PortError.NOT_FOUND, this.#detail(`cannot resolve ${name}: a name under .invalid never resolves`)));
     } else {
       dns.promises.lookup(name, { all: true }).then(
         (list) => done([...new Set(list.map((a) => a.address))]),

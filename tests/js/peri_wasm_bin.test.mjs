@@ -90,8 +90,13 @@ test("wasmTransportFactory: the connect request fills the start object; frames b
   if (missing(t, !wasm && "clang with a wasm32-wasi sysroot is missing")) return;
   // the factory as Sandbox.connect calls it (an Agent would read the frames itself)
   const factory = wasmTransportFactory({ moduleUrl: wasm, start: { settings: {} } });
-  const transport = await factory({ path: "/remote/work", storeLocator: "postgresql://db/peri", credential: undefined, machineId: "m-2" });
-  assert.equal(await transport.recv(), `start ${JSON.stringify({ cwd: "/remote/work", settings: {}, storage: { url: "postgresql://db/peri" }, machineId: "m-2" }).length}`);
+  const transport = await factory({ path: "/remote/work", storeLocator: "postgresql://db/peri", credential: "pw-1", machineId: "m-2" });
+  const startObj = { cwd: "/remote/work", settings: {}, storage: { url: "postgresql://db/peri", credential: { source: "host" } }, machineId: "m-2" };
+  assert.equal(await transport.recv(), `start ${JSON.stringify(startObj).length}`);
+  transport.send("startobj");
+  assert.deepEqual(JSON.parse((await transport.recv()).slice(9)), startObj); // no secret in it
+  transport.send("cred store 64");
+  assert.equal(await transport.recv(), "cred 0 4 pw-1"); // the request's credential, asked for by kind
   transport.send("now");
   assert.match(await transport.recv(), /^now \d+ \d+$/);
   const report = await transport.close();
