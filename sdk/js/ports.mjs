@@ -9,6 +9,9 @@
 //     paused (back-pressure) and resumed once the module has read it down;
 //   - writes are queued up to a bound (PortError.LIMIT beyond it); after a LIMIT one
 //     WRITABLE event follows once the queue has drained to half the bound or less;
+//   - a handle given up by its owner (close, resolveCancel, timerCancel) or closed by
+//     closeAll() gets only its settling event: an opened, readable or writable event
+//     still queued is dropped at delivery (emit's `stale` says so);
 //   - every handle returned ends with exactly one settling event (CLOSED for a stream,
 //     RESOLVED for a resolution, TIMER for a timer); a handle leaves the table only
 //     when its settling event has been delivered;
@@ -137,9 +140,10 @@ export function makePolicy(allow) {
 
 /**
  * The handle table of one instance.
- * emit(kind, handle, err, payload, delivered): queue an event for the module; the
- * host calls delivered() once it has been handed over (or dropped, when the module
- * can no longer take events).
+ * emit(kind, handle, err, payload, delivered, stale): queue an event for the module;
+ * the host calls delivered() once it has been handed over (or dropped, when the module
+ * can no longer take events). stale, given for the events that do not settle, returns
+ * true when the event must not reach the module any more (its handle was given up).
  */
 export class Ports {
   #emit;
@@ -282,7 +286,7 @@ export class Ports {
       for (const b of e.early?.splice(0) ?? []) s.write(b, () => this.#checkWritable(e)); // written while opening
       if (e.shut) s.end();
       this.#checkWritable(e);
-      this.#emit(EventKind.OPENED, e.handle, PortError.OK, null, () => {});
+      this.#emit(EventKind.OPENED, e.handle, PortError.OK, null, () => {}, () => e.quiet);
     });
     s.on("data", (chunk) => {
       if (e.settled) return;
@@ -323,7 +327,7 @@ export class Ports {
   #openFailed(e, code, detail) {
     if (e.settled) return;
     e.state = "failed";
-    this.#emit(EventKind.OPENED, e.handle, code, this.#detail(detail), () => {});
+    this.#emit(EventKind.OPENED, e.handle, code, this.#detail(detail), () => {}, () => e.quiet);
     this.#settle(e, EventKind.CLOSED, code, this.#detail(detail));
   }
 
@@ -332,7 +336,7 @@ export class Ports {
     e.readablePending = true;
     this.#emit(EventKind.READABLE, e.handle, PortError.OK, null, () => {
       e.readablePending = false;
-    });
+    }, () => e.quiet);
   }
 
   /** Bytes queued for the network: the socket's queue, or what was written while opening. */
@@ -346,7 +350,7 @@ export class Ports {
     if (!e.wantWritable || e.settled || e.state !== "open") return;
     if (this.#queued(e) > this.#limits.writeQueue / 2) return;
     e.wantWritable = false;
-    this.#emit(EventKind.WRITABLE, e.handle, PortError.OK, null, () => {});
+    this.#emit(EventKind.WRITABLE, e.handle, PortError.OK, null, () => {}, () => e.quiet);
   }
 
   #stream(h) {
@@ -423,6 +427,7 @@ export class Ports {
   close(h) {
     const e = this.#stream(h);
     if (!e) return this.#settling(h, "stream") ? PortError.OK : PortError.INVALID;
+    e.quiet = true;
     this.#settle(e, EventKind.CLOSED, PortError.OK, null);
     return PortError.OK;
   }
@@ -460,7 +465,7 @@ export class Ports {
     if (this.#settling(h, "resolve")) return PortError.OK; // too late: its outcome is on the way
     const e = this.#handles.get(h);
     if (!e || e.type !== "resolve") return PortError.INVALID;
-    this.#settle(e, EventKind.RESOLVED, PortError.CANCELLED, null);
+    this.#settle(e, EventKind.RESOLVED, PortError.CANCELLED, this.#detail("cancelled by its owner"));
     return PortError.OK;
   }
 
@@ -496,7 +501,7 @@ export class Ports {
     if (this.#settling(h, "timer")) return PortError.OK; // too late: it fired
     const e = this.#handles.get(h);
     if (!e || e.type !== "timer") return PortError.INVALID;
-    this.#settle(e, EventKind.TIMER, PortError.CANCELLED, null);
+    this.#settle(e, EventKind.TIMER, PortError.CANCELLED, this.#detail("cancelled by its owner"));
     return PortError.OK;
   }
 
@@ -521,7 +526,8 @@ export class Ports {
       if (e.settled) continue;
       closed[{ stream: "streams", resolve: "resolutions", timer: "timers" }[e.type]]++;
       const kind = { stream: EventKind.CLOSED, resolve: EventKind.RESOLVED, timer: EventKind.TIMER }[e.type];
-      this.#settle(e, kind, PortError.CLOSED, this.#detail("the host closed every port of this instance"));
+      e.quiet = true;
+      this.#settle(e, kind, PortError.CLOSED, this.#detail("the port was closed by the host"));
     }
     const report = () => ({ settled: true, closed, total: { ...this.#counts } });
     if (this.#handles.size === 0) return Promise.resolve(report());

@@ -230,7 +230,7 @@ export class WasmHost {
     this.#opts = options;
     try {
       this.#ports = new Ports({
-        emit: (kind, handle, err, payload, delivered) => this.#event(kind, handle, err, payload, delivered),
+        emit: (kind, handle, err, payload, delivered, stale) => this.#event(kind, handle, err, payload, delivered, stale),
         allow: options.allow,
         limits: options.limits,
         tls: options.tls,
@@ -371,8 +371,9 @@ export class WasmHost {
     }
   }
 
-  #event(kind, handle, err, payload, delivered) {
+  #event(kind, handle, err, payload, delivered, stale) {
     const queued = this.#enqueue(() => {
+      if (stale?.()) return delivered(); // its handle was given up: only the settling event goes
       const [ptr, len] = this.#give(payload);
       this.#call("peri_port_event", kind, handle, err, ptr, len);
       delivered();

@@ -13,7 +13,7 @@ import crypto from "node:crypto";
 import path from "node:path";
 import { spawnSync } from "node:child_process";
 import { pathToFileURL } from "node:url";
-import { WasmHost, WasmHostError, checkStartObject, PortError, loadAgentModule } from "../../sdk/js/wasm-host.mjs";
+import { WasmHost, WasmHostError, checkStartObject, PortError, EventKind, Ports, loadAgentModule } from "../../sdk/js/wasm-host.mjs";
 import { REPO, missing } from "./harness.mjs";
 
 const START = Object.freeze({
@@ -370,7 +370,7 @@ test("resolve: a name, a number, a failure, a cancel", async (t) => {
   g.host.input(`resolve localhost\nrcancel ${h4}\n`);
   await g.expect(new RegExp(`^resolve 0 ${h4}$`));
   await g.expect(/^rcancel 0$/);
-  await g.expect(new RegExp(`^ev 4 ${h4} ${PortError.CANCELLED} $`));
+  await g.expect(new RegExp(`^ev 4 ${h4} ${PortError.CANCELLED} cancelled by its owner$`));
   await new Promise((r) => setTimeout(r, 50));
   assert.equal(g.lines.filter((l) => l.startsWith(`ev 4 ${h4} `)).length, 1, "one settling event");
 });
@@ -391,7 +391,7 @@ test("timers fire and cancel; clocks are monotonic and Unix", async (t) => {
   const [, h2] = await g.expect(/^timer 0 (\d+)$/);
   g.cmd(`tcancel ${h2}`);
   await g.expect(/^tcancel 0$/);
-  await g.expect(new RegExp(`^ev 5 ${h2} ${PortError.CANCELLED} $`));
+  await g.expect(new RegExp(`^ev 5 ${h2} ${PortError.CANCELLED} cancelled by its owner$`));
   g.cmd(`tcancel ${h2}`);
   await g.expect(new RegExp(`^tcancel ${PortError.INVALID}$`));
   g.cmd("timer -5");
@@ -399,6 +399,43 @@ test("timers fire and cancel; clocks are monotonic and Unix", async (t) => {
 });
 
 // ------------------------------------------------------------ settlement, hostility, failure
+
+test("a handle given up, or closed by the host, gets only its settling event", async (t) => {
+  const srv = await server((c) => c.write("hi"));
+  t.after(() => srv.close());
+  const port = srv.address().port;
+  const events = [];
+  const ports = new Ports({
+    allow: [`127.0.0.1:${port}`],
+    emit: (kind, handle, err, payload, delivered, stale) => events.push({ kind, handle, err, detail: payload ? payload.toString() : "", stale }),
+  });
+  const until = async (f) => {
+    for (let i = 0; i < 200 && !f(); i++) await new Promise((r) => setTimeout(r, 10));
+    assert.ok(f(), JSON.stringify(events));
+  };
+  // opened and readable are queued (not delivered) when the owner closes: both go stale
+  const [e1, h1] = ports.open("127.0.0.1", port, false, "");
+  assert.equal(e1, PortError.OK);
+  await until(() => events.some((e) => e.handle === h1 && e.kind === EventKind.READABLE));
+  const early = events.filter((e) => e.handle === h1);
+  assert.ok(early.every((e) => e.stale && !e.stale()));
+  assert.equal(ports.close(h1), PortError.OK);
+  assert.ok(early.every((e) => e.stale()));
+  assert.deepEqual(events.at(-1), { kind: EventKind.CLOSED, handle: h1, err: PortError.OK, detail: "", stale: undefined });
+  // a cancel says who cancelled; close-all says the host closed it, and nothing else goes
+  const [, t1] = ports.timerSet(100000n);
+  assert.equal(ports.timerCancel(t1), PortError.OK);
+  assert.deepEqual(events.at(-1), { kind: EventKind.TIMER, handle: t1, err: PortError.CANCELLED, detail: "cancelled by its owner", stale: undefined });
+  const [, h2] = ports.open("127.0.0.1", port, false, "");
+  await until(() => events.some((e) => e.handle === h2 && e.kind === EventKind.OPENED));
+  ports.closeAll();
+  assert.ok(events.filter((e) => e.handle === h2 && e.kind !== EventKind.CLOSED).every((e) => e.stale()));
+  assert.deepEqual(events.at(-1), { kind: EventKind.CLOSED, handle: h2, err: PortError.CLOSED, detail: "the port was closed by the host", stale: undefined });
+  assert.deepEqual(ports.open("127.0.0.1", port, false, ""), [PortError.CLOSED, 0]);
+  assert.deepEqual(ports.timerSet(1n), [PortError.CLOSED, 0]);
+  // the settling events were never marked delivered here: the table still holds them
+  assert.equal(ports.write(h2, Buffer.from("x")), PortError.CLOSED);
+});
 
 test("close-all: every open handle settles with closed, and the promise reports it", async (t) => {
   const srv = await server(() => {});
