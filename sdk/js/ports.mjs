@@ -366,8 +366,9 @@ export class Ports {
 
   /** @returns {[number, Buffer | null]} [err, bytes] (bytes empty with OK: end of stream) */
   read(h, cap) {
+    if (!(cap > 0)) return [PortError.INVALID, null]; // no room: not to be taken for the end
     const e = this.#stream(h);
-    if (!e) return [PortError.INVALID, null];
+    if (!e) return [this.#settling(h, "stream") ? PortError.CLOSED : PortError.INVALID, null];
     if (e.state !== "open") return [PortError.AGAIN, null];
     if (e.bufLen === 0) {
       if (e.eof) return [PortError.OK, Buffer.alloc(0)];

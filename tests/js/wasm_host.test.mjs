@@ -435,6 +435,10 @@ test("a handle given up, or closed by the host, gets only its settling event", a
   assert.deepEqual(ports.timerSet(1n), [PortError.CLOSED, 0]);
   // the settling events were never marked delivered here: the table still holds them
   assert.equal(ports.write(h2, Buffer.from("x")), PortError.CLOSED);
+  assert.equal(ports.read(h2, 64)[0], PortError.CLOSED);
+  assert.equal(ports.shutdown(h2), PortError.CLOSED);
+  assert.equal(ports.read(h2, 0)[0], PortError.INVALID);
+  assert.equal(ports.read(99999, 64)[0], PortError.INVALID);
 });
 
 test("close-all: every open handle settles with closed, and the promise reports it", async (t) => {
