@@ -63,6 +63,22 @@ test("stdio through the host: --settings -, input, end of input, settled exit 0"
   assert.ok(lines.includes("input_end") && lines.includes("closing"), out);
 });
 
+test("the store password ($PGPASSWORD) reaches the module only through peri_host.credential", (t) => {
+  const wasm = guestWasm();
+  if (missing(t, !wasm && "clang with a wasm32-wasi sysroot is missing")) return;
+  const args = [BIN, "acp", "--module", wasm, "--store", "postgresql://db:5432/peri", "--machine-id", "m-1", "--cwd", "/w", "--settings", "-"];
+  const input = "{}\ncred store 64\ncred model:openai 64\nstartobj\n";
+  const r = spawnSync(process.execPath, args, { input, encoding: "utf8", env: { PATH: process.env.PATH, HOME: os.tmpdir(), PGPASSWORD: "pg-s3cret" } });
+  assert.equal(r.status, 0, r.stderr);
+  const lines = r.stdout.split("\n");
+  assert.ok(lines.includes("cred 0 9 pg-s3cret"), r.stdout);
+  assert.ok(lines.includes("cred -4 0 "), r.stdout);
+  assert.ok(!lines.find((l) => l.startsWith("startobj ")).includes("pg-s3cret"));
+  const none = spawnSync(process.execPath, args, { input, encoding: "utf8", env: { PATH: process.env.PATH, HOME: os.tmpdir() } });
+  assert.ok(none.stdout.split("\n").includes("cred -4 0 "), none.stdout);
+  assert.ok(!none.stdout.includes("cred 0 "), none.stdout);
+});
+
 test("the start object from flags, files and the environment overrides of peri acp", async (t) => {
   const wasm = guestWasm();
   if (missing(t, !wasm && "clang with a wasm32-wasi sysroot is missing")) return;
