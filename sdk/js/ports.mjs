@@ -269,7 +269,8 @@ export class Ports {
     this.#attempt(e, granted, 0, port, useTls, servername);
   }
 
-  /** Connects to addrs[i]; a refused or unreachable address falls through to the next. */
+  /** Connects to addrs[i]; an address whose TCP connect fails falls through to the next
+   * (the last one's error is reported); a TLS handshake failure ends the stream. */
   #attempt(e, addrs, i, port, useTls, servername) {
     if (e.settled) return;
     const opts = { host: addrs[i], port };
@@ -279,6 +280,8 @@ export class Ports {
       : net.connect(opts);
     e.socket = s;
     e.tls = useTls;
+    let tcp = false; // the TCP connection stands (a later failure is not the address's)
+    s.once("connect", () => (tcp = true));
     s.once(useTls ? "secureConnect" : "connect", () => {
       if (e.settled) return;
       clearTimeout(e.deadline);
@@ -307,7 +310,7 @@ export class Ports {
       if (e.settled || e.socket !== s) return;
       const code = portErrorOf(err, e.tls && e.state === "opening");
       if (e.state === "opening") {
-        if ((code === PortError.REFUSED || code === PortError.UNREACHABLE) && i + 1 < addrs.length) {
+        if (!tcp && i + 1 < addrs.length) {
           s.destroy();
           return this.#attempt(e, addrs, i + 1, port, useTls, servername);
         }
