@@ -7,7 +7,11 @@
 //     as an event through the emit callback, never from inside the call;
 //   - reads are pulled from a bounded per-stream buffer; while it is full the socket is
 //     paused (back-pressure) and resumed once the module has read it down;
-//   - writes are queued up to a bound (PortError.LIMIT beyond it);
+//   - writes are queued up to a bound (PortError.LIMIT beyond it); after a LIMIT one
+//     WRITABLE event follows once the queue has drained to half the bound or less;
+//   - a handle given up by its owner (close, resolveCancel, timerCancel) or closed by
+//     closeAll() gets only its settling event: an opened, readable or writable event
+//     still queued is dropped at delivery (emit's `stale` says so);
 //   - every handle returned ends with exactly one settling event (CLOSED for a stream,
 //     RESOLVED for a resolution, TIMER for a timer); a handle leaves the table only
 //     when its settling event has been delivered;
@@ -39,7 +43,12 @@ export const PortError = Object.freeze({
 });
 
 /** Event kinds of peri_port_event. */
-export const EventKind = Object.freeze({ OPENED: 1, READABLE: 2, CLOSED: 3, RESOLVED: 4, TIMER: 5 });
+export const EventKind = Object.freeze({ OPENED: 1, READABLE: 2, CLOSED: 3, RESOLVED: 4, TIMER: 5, WRITABLE: 6 });
+
+/** A name (host, SNI, resolution): 1–253 letters, digits and .-_: (docs/wasm-host.md). */
+const NAME_RE = /^[A-Za-z0-9._:-]{1,253}$/;
+/** RFC 6761: names under .invalid never resolve (no resolver is asked). */
+const isInvalidTld = (name) => /(^|\.)invalid\.?$/i.test(name);
 
 const ERR_NAMES = new Map(Object.entries(PortError).map(([k, v]) => [v, k.toLowerCase()]));
 
@@ -131,9 +140,10 @@ export function makePolicy(allow) {
 
 /**
  * The handle table of one instance.
- * emit(kind, handle, err, payload, delivered): queue an event for the module; the
- * host calls delivered() once it has been handed over (or dropped, when the module
- * can no longer take events).
+ * emit(kind, handle, err, payload, delivered, stale): queue an event for the module;
+ * the host calls delivered() once it has been handed over (or dropped, when the module
+ * can no longer take events). stale, given for the events that do not settle, returns
+ * true when the event must not reach the module any more (its handle was given up).
  */
 export class Ports {
   #emit;
@@ -216,9 +226,8 @@ export class Ports {
    */
   open(host, port, useTls, sni) {
     if (this.#closedAll) return [PortError.CLOSED, 0];
-    if (host === "" || host.length > 253 || host.includes("\0") || !(port >= 1 && port <= 65535))
-      return [PortError.INVALID, 0];
-    if (sni.includes("\0") || sni.length > 253) return [PortError.INVALID, 0];
+    if (!NAME_RE.test(host) || !(port >= 1 && port <= 65535)) return [PortError.INVALID, 0];
+    if (sni !== "" && !NAME_RE.test(sni)) return [PortError.INVALID, 0];
     if (!this.#policy(host, null, port)) return [PortError.DENIED, 0];
     const e = {
       type: "stream",
@@ -230,6 +239,7 @@ export class Ports {
       paused: false,
       readablePending: false,
       shut: false,
+      wantWritable: false,
       deadline: null,
     };
     const h = this.#newHandle(e);
@@ -244,6 +254,8 @@ export class Ports {
     let addrs;
     if (net.isIP(host)) {
       addrs = [host];
+    } else if (isInvalidTld(host)) {
+      return this.#openFailed(e, PortError.NOT_FOUND, `cannot resolve ${host}: a name under .invalid never resolves`);
     } else {
       try {
         addrs = (await dns.promises.lookup(host, { all: true })).map((a) => a.address);
@@ -257,7 +269,8 @@ export class Ports {
     this.#attempt(e, granted, 0, port, useTls, servername);
   }
 
-  /** Connects to addrs[i]; a refused or unreachable address falls through to the next. */
+  /** Connects to addrs[i]; an address whose TCP connect fails falls through to the next
+   * (the last one's error is reported); a TLS handshake failure ends the stream. */
   #attempt(e, addrs, i, port, useTls, servername) {
     if (e.settled) return;
     const opts = { host: addrs[i], port };
@@ -267,13 +280,16 @@ export class Ports {
       : net.connect(opts);
     e.socket = s;
     e.tls = useTls;
+    let tcp = false; // the TCP connection stands (a later failure is not the address's)
+    s.once("connect", () => (tcp = true));
     s.once(useTls ? "secureConnect" : "connect", () => {
       if (e.settled) return;
       clearTimeout(e.deadline);
       e.state = "open";
-      for (const b of e.early?.splice(0) ?? []) s.write(b); // written while opening
+      for (const b of e.early?.splice(0) ?? []) s.write(b, () => this.#checkWritable(e)); // written while opening
       if (e.shut) s.end();
-      this.#emit(EventKind.OPENED, e.handle, PortError.OK, null, () => {});
+      this.#checkWritable(e);
+      this.#emit(EventKind.OPENED, e.handle, PortError.OK, null, () => {}, () => e.quiet);
     });
     s.on("data", (chunk) => {
       if (e.settled) return;
@@ -285,6 +301,7 @@ export class Ports {
       }
       this.#signalReadable(e);
     });
+    s.on("drain", () => this.#checkWritable(e));
     s.on("end", () => {
       e.eof = true;
       this.#signalReadable(e);
@@ -293,7 +310,7 @@ export class Ports {
       if (e.settled || e.socket !== s) return;
       const code = portErrorOf(err, e.tls && e.state === "opening");
       if (e.state === "opening") {
-        if ((code === PortError.REFUSED || code === PortError.UNREACHABLE) && i + 1 < addrs.length) {
+        if (!tcp && i + 1 < addrs.length) {
           s.destroy();
           return this.#attempt(e, addrs, i + 1, port, useTls, servername);
         }
@@ -313,7 +330,7 @@ export class Ports {
   #openFailed(e, code, detail) {
     if (e.settled) return;
     e.state = "failed";
-    this.#emit(EventKind.OPENED, e.handle, code, this.#detail(detail), () => {});
+    this.#emit(EventKind.OPENED, e.handle, code, this.#detail(detail), () => {}, () => e.quiet);
     this.#settle(e, EventKind.CLOSED, code, this.#detail(detail));
   }
 
@@ -322,7 +339,21 @@ export class Ports {
     e.readablePending = true;
     this.#emit(EventKind.READABLE, e.handle, PortError.OK, null, () => {
       e.readablePending = false;
-    });
+    }, () => e.quiet);
+  }
+
+  /** Bytes queued for the network: the socket's queue, or what was written while opening. */
+  #queued(e) {
+    if (e.state === "open") return e.socket.writableLength;
+    return (e.early ?? []).reduce((n, b) => n + b.length, 0);
+  }
+
+  /** After a LIMIT: one WRITABLE once the queue is at half the bound or less. */
+  #checkWritable(e) {
+    if (!e.wantWritable || e.settled || e.state !== "open") return;
+    if (this.#queued(e) > this.#limits.writeQueue / 2) return;
+    e.wantWritable = false;
+    this.#emit(EventKind.WRITABLE, e.handle, PortError.OK, null, () => {}, () => e.quiet);
   }
 
   #stream(h) {
@@ -338,8 +369,9 @@ export class Ports {
 
   /** @returns {[number, Buffer | null]} [err, bytes] (bytes empty with OK: end of stream) */
   read(h, cap) {
+    if (!(cap > 0)) return [PortError.INVALID, null]; // no room: not to be taken for the end
     const e = this.#stream(h);
-    if (!e) return [PortError.INVALID, null];
+    if (!e) return [this.#settling(h, "stream") ? PortError.CLOSED : PortError.INVALID, null];
     if (e.state !== "open") return [PortError.AGAIN, null];
     if (e.bufLen === 0) {
       if (e.eof) return [PortError.OK, Buffer.alloc(0)];
@@ -366,25 +398,29 @@ export class Ports {
   /** @param {Uint8Array} bytes copied before return */
   write(h, bytes) {
     const e = this.#stream(h);
-    if (!e || e.state === "failed") return PortError.INVALID;
+    if (!e) return this.#settling(h, "stream") ? PortError.CLOSED : PortError.INVALID;
     if (e.shut) return PortError.CLOSED;
     if (bytes.length === 0) return PortError.OK;
-    if (e.state === "open" && e.socket.writableLength + bytes.length > this.#limits.writeQueue) return PortError.LIMIT;
+    if (this.#queued(e) + bytes.length > this.#limits.writeQueue) {
+      // one WRITABLE follows once the queue has drained to half the bound or less
+      if (!e.wantWritable) {
+        e.wantWritable = true;
+        setImmediate(() => this.#checkWritable(e)); // already at half or less: never from inside the call
+      }
+      return PortError.LIMIT;
+    }
     if (e.state !== "open") {
       // still opening: kept until connected (an address that fails loses nothing)
-      const early = (e.early ??= []);
-      const total = early.reduce((n, b) => n + b.length, 0);
-      if (total + bytes.length > this.#limits.writeQueue) return PortError.LIMIT;
-      early.push(Buffer.from(bytes));
+      (e.early ??= []).push(Buffer.from(bytes));
       return PortError.OK;
     }
-    e.socket.write(Buffer.from(bytes));
+    e.socket.write(Buffer.from(bytes), () => this.#checkWritable(e));
     return PortError.OK;
   }
 
   shutdown(h) {
     const e = this.#stream(h);
-    if (!e) return PortError.INVALID;
+    if (!e) return this.#settling(h, "stream") ? PortError.CLOSED : PortError.INVALID;
     if (!e.shut) {
       e.shut = true;
       if (e.state === "open") e.socket.end(); // else the connect ends it after the early bytes
@@ -395,6 +431,7 @@ export class Ports {
   close(h) {
     const e = this.#stream(h);
     if (!e) return this.#settling(h, "stream") ? PortError.OK : PortError.INVALID;
+    e.quiet = true;
     this.#settle(e, EventKind.CLOSED, PortError.OK, null);
     return PortError.OK;
   }
@@ -404,7 +441,7 @@ export class Ports {
   /** @returns {[number, number]} */
   resolve(name) {
     if (this.#closedAll) return [PortError.CLOSED, 0];
-    if (name === "" || name.length > 253 || name.includes("\0")) return [PortError.INVALID, 0];
+    if (!NAME_RE.test(name)) return [PortError.INVALID, 0];
     if (!this.#policy(name, null, 0)) return [PortError.DENIED, 0];
     const e = { type: "resolve", deadline: null };
     const h = this.#newHandle(e);
@@ -417,6 +454,8 @@ export class Ports {
     const done = (addrs) => this.#settle(e, EventKind.RESOLVED, PortError.OK, Buffer.from(addrs.join("\0"), "utf8"));
     if (net.isIP(name)) {
       setImmediate(() => done([name]));
+    } else if (isInvalidTld(name)) {
+      setImmediate(() => this.#settle(e, EventKind.RESOLVED, PortError.NOT_FOUND, this.#detail(`cannot resolve ${name}: a name under .invalid never resolves`)));
     } else {
       dns.promises.lookup(name, { all: true }).then(
         (list) => done([...new Set(list.map((a) => a.address))]),
@@ -430,7 +469,7 @@ export class Ports {
     if (this.#settling(h, "resolve")) return PortError.OK; // too late: its outcome is on the way
     const e = this.#handles.get(h);
     if (!e || e.type !== "resolve") return PortError.INVALID;
-    this.#settle(e, EventKind.RESOLVED, PortError.CANCELLED, null);
+    this.#settle(e, EventKind.RESOLVED, PortError.CANCELLED, this.#detail("cancelled by its owner"));
     return PortError.OK;
   }
 
@@ -466,7 +505,7 @@ export class Ports {
     if (this.#settling(h, "timer")) return PortError.OK; // too late: it fired
     const e = this.#handles.get(h);
     if (!e || e.type !== "timer") return PortError.INVALID;
-    this.#settle(e, EventKind.TIMER, PortError.CANCELLED, null);
+    this.#settle(e, EventKind.TIMER, PortError.CANCELLED, this.#detail("cancelled by its owner"));
     return PortError.OK;
   }
 
@@ -491,7 +530,8 @@ export class Ports {
       if (e.settled) continue;
       closed[{ stream: "streams", resolve: "resolutions", timer: "timers" }[e.type]]++;
       const kind = { stream: EventKind.CLOSED, resolve: EventKind.RESOLVED, timer: EventKind.TIMER }[e.type];
-      this.#settle(e, kind, PortError.CLOSED, this.#detail("the host closed every port of this instance"));
+      e.quiet = true;
+      this.#settle(e, kind, PortError.CLOSED, this.#detail("the port was closed by the host"));
     }
     const report = () => ({ settled: true, closed, total: { ...this.#counts } });
     if (this.#handles.size === 0) return Promise.resolve(report());

@@ -1,7 +1,7 @@
 // wasm-host.mjs — the Node host of the agent host's WebAssembly form
 // (docs/wasm-host.md): loads the module (by URL/path or by a module factory), checks
 // the start object, implements the peri_port imports with ports.mjs, the peri_host
-// imports (send to the client, log, settled) and the few WASI p1 imports wasi-libc
+// imports (send to the client, log, settled, credential) and the few WASI p1 imports wasi-libc
 // needs, and drives the module through its exports.
 //
 // Invariants:
@@ -14,7 +14,9 @@
 //     EFAULT); only proc_exit unwinds it, on purpose;
 //   - a module that traps or exits is dead: no export is called again, its ports are
 //     closed, and close() still resolves with the settlement report;
-//   - a timeout is reported as "timeout", never as a stop.
+//   - a timeout is reported as "timeout", never as a stop;
+//   - secrets never travel in the start object: the module asks for them with
+//     peri_host.credential, answered from the `credentials` option.
 
 import fs from "node:fs/promises";
 import { fileURLToPath } from "node:url";
@@ -40,7 +42,9 @@ export class WasmHostError extends Error {
   }
 }
 
-const REQUIRED_EXPORTS = ["memory", "peri_alloc", "peri_free", "peri_start", "peri_input", "peri_input_end", "peri_port_event", "peri_close"];
+// peri_input_end and peri_free are optional, as in Peri-C's host (src/wasmhost/host.c)
+const REQUIRED_EXPORTS = ["memory", "peri_alloc", "peri_start", "peri_input", "peri_port_event", "peri_close"];
+const KIND_RE = /^[^\0]{1,253}$/;
 const START_KEYS = ["cwd", "settings", "storage", "machineId"];
 const WASI = "wasi_snapshot_preview1";
 const WASI_EBADF = 8;
@@ -77,6 +81,11 @@ export function checkStartObject(start) {
     );
   if (storage.credential !== undefined && !isPlainObject(storage.credential))
     throw startError("storage.credential must be an object when given, e.g. {\"source\": \"host\"}");
+  if (storage.credential !== undefined && ("value" in storage.credential || storage.credential.source === "inline"))
+    throw startError(
+      "storage.credential must not carry the secret: secrets stay out of the start object " +
+        '(give it through the host\'s credentials option; the start object says {"source": "host"})',
+    );
   if (typeof machineId !== "string" || !/^[\x21-\x7e]{1,36}$/.test(machineId))
     throw startError("machineId must be 1..36 printable characters (a persistent UUID)");
   const out = { cwd, settings, storage: { url: storage.url }, machineId };
@@ -155,6 +164,11 @@ class ProcExit extends Error {
  * @property {string[] | Function} [allow] destinations the network port grants (default none)
  * @property {Partial<typeof import("./ports.mjs").PORT_DEFAULTS>} [limits]
  * @property {import("node:tls").ConnectionOptions} [tls] TLS options (e.g. ca) of the trust store
+ * @property {Record<string, string> | ((kind: string) => string | undefined)} [credentials]
+ *   the secrets peri_host.credential answers, by kind ("store", "model:<name>",
+ *   "mcp:<name>", "telemetry"); a kind without one is not_found
+ * @property {boolean} [checkStart] false: hand `start` to the module as given (a
+ *   conformance guest such as port_guest.wasm); default true (the agent's start object)
  */
 
 /** One instance of the agent module with its ports. Create with WasmHost.start(). */
@@ -186,9 +200,16 @@ export class WasmHost {
    */
   static async start(options) {
     if (!isPlainObject(options)) throw new WasmHostError("options", "the host options are required");
-    const start = checkStartObject(options.start);
+    const start = options.checkStart === false ? options.start : checkStartObject(options.start);
     if (typeof options.send !== "function")
       throw new WasmHostError("options", "send is required: the function that takes the module's bytes for the client");
+    const creds = options.credentials;
+    if (creds !== undefined && typeof creds !== "function" && !isPlainObject(creds))
+      throw new WasmHostError("options", "credentials must be an object { kind: secret } or a function kind => secret | undefined");
+    if (isPlainObject(creds))
+      for (const [k, v] of Object.entries(creds))
+        if (typeof v !== "string" && v !== undefined)
+          throw new WasmHostError("options", `credentials.${k} must be a string`);
     for (const k of ["onLog", "stderr", "onExit"])
       if (options[k] !== undefined && typeof options[k] !== "function")
         throw new WasmHostError("options", `${k} must be a function when given`);
@@ -209,7 +230,7 @@ export class WasmHost {
     this.#opts = options;
     try {
       this.#ports = new Ports({
-        emit: (kind, handle, err, payload, delivered) => this.#event(kind, handle, err, payload, delivered),
+        emit: (kind, handle, err, payload, delivered, stale) => this.#event(kind, handle, err, payload, delivered, stale),
         allow: options.allow,
         limits: options.limits,
         tls: options.tls,
@@ -350,8 +371,9 @@ export class WasmHost {
     }
   }
 
-  #event(kind, handle, err, payload, delivered) {
+  #event(kind, handle, err, payload, delivered, stale) {
     const queued = this.#enqueue(() => {
+      if (stale?.()) return delivered(); // its handle was given up: only the settling event goes
       const [ptr, len] = this.#give(payload);
       this.#call("peri_port_event", kind, handle, err, ptr, len);
       delivered();
@@ -382,7 +404,7 @@ export class WasmHost {
   inputEnd() {
     if (this.#inputEnded) return;
     this.#inputEnded = true;
-    this.#enqueue(() => this.#call("peri_input_end"));
+    if (typeof this.#exports?.peri_input_end === "function") this.#enqueue(() => this.#call("peri_input_end"));
   }
 
   /**
@@ -529,6 +551,20 @@ export class WasmHost {
         if (this.#opts.onLog) this.#opts.onLog(level, text);
         else process.stderr.write(`peri-wasm: ${text}\n`);
       }, undefined),
+      credential: this.#guard((kp, kl, buf, cap, out) => {
+        const kind = this.#string(kp, kl);
+        if (kind === null || !KIND_RE.test(kind) || !this.#range(buf, cap) || !this.#range(out, 4)) return PortError.INVALID;
+        const secret = this.#credential(kind);
+        if (secret === undefined) {
+          this.#putU32(out, 0);
+          return PortError.NOT_FOUND;
+        }
+        const bytes = Buffer.from(secret, "utf8");
+        this.#putU32(out, bytes.length);
+        if (bytes.length > cap >>> 0) return PortError.LIMIT;
+        this.#u8().set(bytes, buf >>> 0);
+        return PortError.OK;
+      }, PortError.IO),
       settled: this.#guard((ptr, len) => {
         if (this.#moduleReport !== undefined) return; // once
         const text = this.#string(ptr, len);
@@ -542,6 +578,22 @@ export class WasmHost {
         this.#onSettled?.(report);
       }, undefined),
     };
+  }
+
+  /** The embedder's secret of that kind, or undefined (never an empty stand-in). */
+  #credential(kind) {
+    const c = this.#opts.credentials;
+    let v;
+    if (typeof c === "function") {
+      try {
+        v = c(kind);
+      } catch {
+        return undefined;
+      }
+    } else if (isPlainObject(c) && Object.hasOwn(c, kind)) {
+      v = c[kind];
+    }
+    return typeof v === "string" ? v : undefined;
   }
 
   #wasiImports() {
@@ -591,8 +643,11 @@ export class WasmHost {
 /**
  * A transportFactory (for Sandbox) that starts one WasmHost per connection. The start
  * object is hostOptions.start with what the connect request carries filling the gaps
- * (path → cwd, storeLocator/credential → storage, machineId), all verbatim. Closing
- * the transport ends the client's input and closes the host.
+ * (path → cwd, storeLocator → storage.url with {"source": "host"}, machineId), all
+ * verbatim. The request's credential is the host's "store" credential (asked for
+ * with peri_host.credential), never part of the start object; hostOptions.credentials
+ * answers the other kinds. Closing the transport ends the client's input and closes
+ * the host.
  * @param {Omit<WasmHostOptions, "send"> & { closeBudgetMs?: number }} hostOptions
  */
 export function wasmTransportFactory(hostOptions) {
@@ -603,7 +658,16 @@ export function wasmTransportFactory(hostOptions) {
     start.cwd ??= c.path;
     start.machineId ??= c.machineId;
     if (start.storage === undefined && c.storeLocator !== undefined)
-      start.storage = c.credential !== undefined ? { url: c.storeLocator, credential: { source: "inline", value: c.credential } } : { url: c.storeLocator };
+      start.storage = { url: c.storeLocator, credential: { source: "host" } };
+    let credentials = hostOptions.credentials;
+    if (c.credential !== undefined) {
+      const given = credentials;
+      credentials = (kind) => {
+        if (kind === "store") return c.credential;
+        if (typeof given === "function") return given(kind);
+        return isPlainObject(given) && Object.hasOwn(given, kind) ? given[kind] : undefined;
+      };
+    }
     const frames = [];
     const waiters = [];
     let partial = "";
@@ -615,6 +679,7 @@ export function wasmTransportFactory(hostOptions) {
     const host = await WasmHost.start({
       ...hostOptions,
       start,
+      credentials,
       send: (bytes) => {
         partial += dec.decode(bytes, { stream: true });
         let i;

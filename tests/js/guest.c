@@ -7,7 +7,9 @@
  *
  * Commands: open HOST PORT [SNI] (SNI given: TLS) | write H TEXT | read H | hold H |
  * auto H | shutdown H | close H | resolve NAME | rcancel H | timer MS | tcancel H |
- * now | startobj | hostile | fuzz SEED N | log TEXT | stderr TEXT | trap | exit. A start object
+ * now | startobj | hostile | fuzz SEED N | log TEXT | stderr TEXT | trap | exit |
+ * wpat H N (N bytes of the pattern (i*31+7)&255, i counting every byte accepted) |
+ * cred KIND CAP ("cred ERR LEN SECRET") | credbad. A start object
  * whose cwd is /refuse is refused (after setting a timer the host must settle).
  * Lines sent: "<command> <err> [<handle>|<data>]", and for events "ev KIND H ERR DETAIL";
  * a readable stream is read at once (unless held) and reported as "data H TEXT" and
@@ -38,12 +40,15 @@ IMPORT("peri_port", "timer_cancel") int32_t p_timer_cancel(uint32_t h);
 IMPORT("peri_host", "send") int32_t h_send(const char *p, int32_t len);
 IMPORT("peri_host", "log") void h_log(int32_t level, const char *p, int32_t len);
 IMPORT("peri_host", "settled") void h_settled(const char *p, int32_t len);
+IMPORT("peri_host", "credential")
+int32_t h_credential(const char *k, int32_t kl, char *buf, int32_t cap, uint32_t *out_len);
 
 static char line[8192];
 static size_t line_len;
 static char held[64];        /* held[h % 64]: do not read h on readable */
 static char scratch[4096];   /* the fuzz command's in-range pointers land here */
 static char start_obj[4096]; /* the start object, for the startobj command */
+static uint64_t pat_off;     /* bytes of the wpat pattern accepted so far */
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...) {
@@ -99,6 +104,31 @@ static void command(char *c) {
         } else {
             say("write %d", p_write(hh, arg, (int32_t)strlen(arg)));
         }
+    } else if (!strcmp(c, "wpat") && arg) {
+        uint32_t hh = (uint32_t)strtoul(arg, &arg, 10);
+        long n = strtol(arg, NULL, 10);
+        char *b = malloc(n > 0 ? (size_t)n : 1);
+        for (long i = 0; i < n; i++)
+            b[i] = (char)(((pat_off + (uint64_t)i) * 31 + 7) & 255);
+        int32_t e = p_write(hh, b, (int32_t)n);
+        if (e == 0) pat_off += (uint64_t)n;
+        free(b);
+        say("wpat %d %llu", e, (unsigned long long)pat_off);
+    } else if (!strcmp(c, "cred") && arg) {
+        char kind[300] = "", buf[256] = "";
+        int cap = 0;
+        sscanf(arg, "%299s %d", kind, &cap);
+        uint32_t len = 0xffffffffu;
+        int32_t e = h_credential(kind, (int32_t)strlen(kind), buf, cap < 256 ? cap : 256, &len);
+        say("cred %d %u %.*s", e, len, e == 0 ? (int)len : 0, buf);
+    } else if (!strcmp(c, "credbad")) {
+        uint32_t far = 0xfffffff0u, len = 0;
+        char buf[8];
+        int32_t r[3];
+        r[0] = h_credential((const char *)far, 5, buf, 8, &len);
+        r[1] = h_credential("store", 5, (char *)far, 64, &len);
+        r[2] = h_credential("store", 5, buf, 8, (uint32_t *)far);
+        say("credbad %d %d %d", r[0], r[1], r[2]);
     } else if (!strcmp(c, "read") && arg) {
         drain((uint32_t)atoi(arg));
     } else if (!strcmp(c, "hold") && arg) {

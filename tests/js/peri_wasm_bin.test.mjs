@@ -63,6 +63,22 @@ test("stdio through the host: --settings -, input, end of input, settled exit 0"
   assert.ok(lines.includes("input_end") && lines.includes("closing"), out);
 });
 
+test("the store password ($PGPASSWORD) reaches the module only through peri_host.credential", (t) => {
+  const wasm = guestWasm();
+  if (missing(t, !wasm && "clang with a wasm32-wasi sysroot is missing")) return;
+  const args = [BIN, "acp", "--module", wasm, "--store", "postgresql://db:5432/peri", "--machine-id", "m-1", "--cwd", "/w", "--settings", "-"];
+  const input = "{}\ncred store 64\ncred model:openai 64\nstartobj\n";
+  const r = spawnSync(process.execPath, args, { input, encoding: "utf8", env: { PATH: process.env.PATH, HOME: os.tmpdir(), PGPASSWORD: "pg-s3cret" } });
+  assert.equal(r.status, 0, r.stderr);
+  const lines = r.stdout.split("\n");
+  assert.ok(lines.includes("cred 0 9 pg-s3cret"), r.stdout);
+  assert.ok(lines.includes("cred -4 0 "), r.stdout);
+  assert.ok(!lines.find((l) => l.startsWith("startobj ")).includes("pg-s3cret"));
+  const none = spawnSync(process.execPath, args, { input, encoding: "utf8", env: { PATH: process.env.PATH, HOME: os.tmpdir() } });
+  assert.ok(none.stdout.split("\n").includes("cred -4 0 "), none.stdout);
+  assert.ok(!none.stdout.includes("cred 0 "), none.stdout);
+});
+
 test("the start object from flags, files and the environment overrides of peri acp", async (t) => {
   const wasm = guestWasm();
   if (missing(t, !wasm && "clang with a wasm32-wasi sysroot is missing")) return;
@@ -90,8 +106,13 @@ test("wasmTransportFactory: the connect request fills the start object; frames b
   if (missing(t, !wasm && "clang with a wasm32-wasi sysroot is missing")) return;
   // the factory as Sandbox.connect calls it (an Agent would read the frames itself)
   const factory = wasmTransportFactory({ moduleUrl: wasm, start: { settings: {} } });
-  const transport = await factory({ path: "/remote/work", storeLocator: "postgresql://db/peri", credential: undefined, machineId: "m-2" });
-  assert.equal(await transport.recv(), `start ${JSON.stringify({ cwd: "/remote/work", settings: {}, storage: { url: "postgresql://db/peri" }, machineId: "m-2" }).length}`);
+  const transport = await factory({ path: "/remote/work", storeLocator: "postgresql://db/peri", credential: "pw-1", machineId: "m-2" });
+  const startObj = { cwd: "/remote/work", settings: {}, storage: { url: "postgresql://db/peri", credential: { source: "host" } }, machineId: "m-2" };
+  assert.equal(await transport.recv(), `start ${JSON.stringify(startObj).length}`);
+  transport.send("startobj");
+  assert.deepEqual(JSON.parse((await transport.recv()).slice(9)), startObj); // no secret in it
+  transport.send("cred store 64");
+  assert.equal(await transport.recv(), "cred 0 4 pw-1"); // the request's credential, asked for by kind
   transport.send("now");
   assert.match(await transport.recv(), /^now \d+ \d+$/);
   const report = await transport.close();

@@ -9,10 +9,11 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
+import crypto from "node:crypto";
 import path from "node:path";
 import { spawnSync } from "node:child_process";
 import { pathToFileURL } from "node:url";
-import { WasmHost, WasmHostError, checkStartObject, PortError, loadAgentModule } from "../../sdk/js/wasm-host.mjs";
+import { WasmHost, WasmHostError, checkStartObject, PortError, EventKind, Ports, loadAgentModule } from "../../sdk/js/wasm-host.mjs";
 import { REPO, missing } from "./harness.mjs";
 
 const START = Object.freeze({
@@ -256,6 +257,98 @@ test("the write queue is bounded: beyond it write is limit", async (t) => {
   await g.expect(/^write 0$/);
 });
 
+test("writable: a writer that hits the bound gets one writable, then writes the rest; every byte arrives", async (t) => {
+  // the server does not read at first, so the host's queue fills; then it reads all
+  let conn = null;
+  const got = crypto.createHash("sha256");
+  let n = 0;
+  let ended;
+  const done = new Promise((r) => (ended = r));
+  const srv = await server((c) => {
+    conn = c;
+    c.pause();
+    c.on("data", (d) => {
+      got.update(d);
+      n += d.length;
+    });
+    c.on("end", () => ended());
+  });
+  t.after(() => srv.close());
+  const port = srv.address().port;
+  const bound = 64 * 1024;
+  const g = await guest(t, { allow: [`127.0.0.1:${port}`], limits: { writeQueue: bound } });
+  if (!g) return;
+  g.cmd(`open 127.0.0.1 ${port}`);
+  const [, h] = await g.expect(/^open 0 (\d+)$/);
+  await g.expect(new RegExp(`^ev 1 ${h} 0 $`));
+  // write until the bound (the kernel's socket buffers take the first megabytes)
+  let total = 0;
+  for (let i = 0; i < 4000; i++) {
+    g.cmd(`wpat ${h} 16384`);
+    const [, e, off] = await g.expect(/^wpat (-?\d+) (\d+)$/);
+    total = Number(off);
+    if (Number(e) === PortError.LIMIT) break;
+    assert.equal(Number(e), 0);
+  }
+  const queued = g.host.ports.streamStats(Number(h)).queued;
+  assert.ok(queued > bound - 16384 && queued <= bound, `queued ${queued}`);
+  await new Promise((r) => setTimeout(r, 100));
+  assert.equal(g.lines.filter((l) => l.startsWith(`ev 6 ${h} `)).length, 0, "no writable while the queue is full");
+  conn.resume();
+  await g.expect(new RegExp(`^ev 6 ${h} 0 $`));
+  assert.ok(g.host.ports.streamStats(Number(h)).queued <= bound / 2);
+  for (let i = 0; i < 8; i++) {
+    g.cmd(`wpat ${h} 16384`);
+    const [, e, off] = await g.expect(/^wpat (-?\d+) (\d+)$/);
+    assert.equal(Number(e), 0);
+    total = Number(off);
+  }
+  g.cmd(`shutdown ${h}`);
+  await g.expect(/^shutdown 0$/);
+  await done;
+  assert.equal(n, total);
+  const want = crypto.createHash("sha256");
+  const chunk = Buffer.alloc(65536);
+  for (let off = 0; off < total; off += chunk.length) {
+    const len = Math.min(chunk.length, total - off);
+    for (let i = 0; i < len; i++) chunk[i] = ((off + i) * 31 + 7) & 255;
+    want.update(chunk.subarray(0, len));
+  }
+  assert.equal(got.digest("hex"), want.digest("hex"));
+  assert.equal(g.lines.filter((l) => l.startsWith(`ev 6 ${h} `)).length, 1, "one writable per limit");
+});
+
+test("credentials: by kind from an object or a function; not_found, limit with the size, invalid pointers", async (t) => {
+  const g = await guest(t, { credentials: { store: "s3cret", "model:openai": "sk-1" } });
+  if (!g) return;
+  g.cmd("cred store 64");
+  await g.expect(/^cred 0 6 s3cret$/);
+  g.cmd("cred model:openai 64");
+  await g.expect(/^cred 0 4 sk-1$/);
+  g.cmd("cred store 2");
+  await g.expect(new RegExp(`^cred ${PortError.LIMIT} 6 $`));
+  g.cmd("cred telemetry 64");
+  await g.expect(new RegExp(`^cred ${PortError.NOT_FOUND} 0 $`));
+  g.cmd("credbad");
+  const I = PortError.INVALID;
+  await g.expect(new RegExp(`^credbad ${I} ${I} ${I}$`));
+  const asked = [];
+  const f = await guest(t, { credentials: (kind) => (asked.push(kind), kind === "mcp:docs" ? "tok" : undefined) });
+  f.cmd("cred mcp:docs 64");
+  await f.expect(/^cred 0 3 tok$/);
+  f.cmd("cred store 64");
+  await f.expect(new RegExp(`^cred ${PortError.NOT_FOUND} 0 $`));
+  assert.deepEqual(asked, ["mcp:docs", "store"]);
+  // no credentials option: every kind is not_found, never an empty secret
+  const none = await guest(t);
+  none.cmd("cred store 64");
+  await none.expect(new RegExp(`^cred ${PortError.NOT_FOUND} 0 $`));
+  await assert.rejects(guest(t, { credentials: "s3cret" }), (e) => e instanceof WasmHostError && e.reason === "options");
+  // the secret never travels in the start object
+  assert.throws(() => checkStartObject({ ...START, storage: { url: START.storage.url, credential: { source: "inline", value: "pw" } } }),
+    (e) => e.reason === "start_object" && /must not carry the secret/.test(e.message));
+});
+
 // ------------------------------------------------------------ resolution, timers, clocks
 
 test("resolve: a name, a number, a failure, a cancel", async (t) => {
@@ -277,7 +370,7 @@ test("resolve: a name, a number, a failure, a cancel", async (t) => {
   g.host.input(`resolve localhost\nrcancel ${h4}\n`);
   await g.expect(new RegExp(`^resolve 0 ${h4}$`));
   await g.expect(/^rcancel 0$/);
-  await g.expect(new RegExp(`^ev 4 ${h4} ${PortError.CANCELLED} $`));
+  await g.expect(new RegExp(`^ev 4 ${h4} ${PortError.CANCELLED} cancelled by its owner$`));
   await new Promise((r) => setTimeout(r, 50));
   assert.equal(g.lines.filter((l) => l.startsWith(`ev 4 ${h4} `)).length, 1, "one settling event");
 });
@@ -298,7 +391,7 @@ test("timers fire and cancel; clocks are monotonic and Unix", async (t) => {
   const [, h2] = await g.expect(/^timer 0 (\d+)$/);
   g.cmd(`tcancel ${h2}`);
   await g.expect(/^tcancel 0$/);
-  await g.expect(new RegExp(`^ev 5 ${h2} ${PortError.CANCELLED} $`));
+  await g.expect(new RegExp(`^ev 5 ${h2} ${PortError.CANCELLED} cancelled by its owner$`));
   g.cmd(`tcancel ${h2}`);
   await g.expect(new RegExp(`^tcancel ${PortError.INVALID}$`));
   g.cmd("timer -5");
@@ -306,6 +399,47 @@ test("timers fire and cancel; clocks are monotonic and Unix", async (t) => {
 });
 
 // ------------------------------------------------------------ settlement, hostility, failure
+
+test("a handle given up, or closed by the host, gets only its settling event", async (t) => {
+  const srv = await server((c) => c.write("hi"));
+  t.after(() => srv.close());
+  const port = srv.address().port;
+  const events = [];
+  const ports = new Ports({
+    allow: [`127.0.0.1:${port}`],
+    emit: (kind, handle, err, payload, delivered, stale) => events.push({ kind, handle, err, detail: payload ? payload.toString() : "", stale }),
+  });
+  const until = async (f) => {
+    for (let i = 0; i < 200 && !f(); i++) await new Promise((r) => setTimeout(r, 10));
+    assert.ok(f(), JSON.stringify(events));
+  };
+  // opened and readable are queued (not delivered) when the owner closes: both go stale
+  const [e1, h1] = ports.open("127.0.0.1", port, false, "");
+  assert.equal(e1, PortError.OK);
+  await until(() => events.some((e) => e.handle === h1 && e.kind === EventKind.READABLE));
+  const early = events.filter((e) => e.handle === h1);
+  assert.ok(early.every((e) => e.stale && !e.stale()));
+  assert.equal(ports.close(h1), PortError.OK);
+  assert.ok(early.every((e) => e.stale()));
+  assert.deepEqual(events.at(-1), { kind: EventKind.CLOSED, handle: h1, err: PortError.OK, detail: "", stale: undefined });
+  // a cancel says who cancelled; close-all says the host closed it, and nothing else goes
+  const [, t1] = ports.timerSet(100000n);
+  assert.equal(ports.timerCancel(t1), PortError.OK);
+  assert.deepEqual(events.at(-1), { kind: EventKind.TIMER, handle: t1, err: PortError.CANCELLED, detail: "cancelled by its owner", stale: undefined });
+  const [, h2] = ports.open("127.0.0.1", port, false, "");
+  await until(() => events.some((e) => e.handle === h2 && e.kind === EventKind.OPENED));
+  ports.closeAll();
+  assert.ok(events.filter((e) => e.handle === h2 && e.kind !== EventKind.CLOSED).every((e) => e.stale()));
+  assert.deepEqual(events.at(-1), { kind: EventKind.CLOSED, handle: h2, err: PortError.CLOSED, detail: "the port was closed by the host", stale: undefined });
+  assert.deepEqual(ports.open("127.0.0.1", port, false, ""), [PortError.CLOSED, 0]);
+  assert.deepEqual(ports.timerSet(1n), [PortError.CLOSED, 0]);
+  // the settling events were never marked delivered here: the table still holds them
+  assert.equal(ports.write(h2, Buffer.from("x")), PortError.CLOSED);
+  assert.equal(ports.read(h2, 64)[0], PortError.CLOSED);
+  assert.equal(ports.shutdown(h2), PortError.CLOSED);
+  assert.equal(ports.read(h2, 0)[0], PortError.INVALID);
+  assert.equal(ports.read(99999, 64)[0], PortError.INVALID);
+});
 
 test("close-all: every open handle settles with closed, and the promise reports it", async (t) => {
   const srv = await server(() => {});

@@ -187,6 +187,8 @@ async function main(argv) {
       send: (b) => process.stdout.write(b),
       onLog: (level, text) => process.stderr.write(`peri-wasm: ${text}\n`),
       allow,
+      // the store's password stays out of the start object: the module asks for it
+      credentials: (kind) => (kind === "store" ? process.env.PGPASSWORD || undefined : undefined),
     });
   } catch (e) {
     fail(e instanceof WasmHostError || e instanceof Error ? e.message : String(e));
