@@ -30,6 +30,7 @@ export DEBIAN_FRONTEND=noninteractive
 PKGS=(
   build-essential cmake pkg-config clang-14 lld-14 clang-format
   libjansson-dev libsqlite3-dev libcurl4-openssl-dev libssl-dev libcmocka-dev
+  openssl ca-certificates        # digests of fetched packages; test certificates (TLS tests)
   wasi-libc libclang-rt-14-dev-wasm32 python3
   bubblewrap libseccomp-dev ruby # placement: the native sandbox and native Ruby
   passt                          # the sandbox's own network namespace (pasta) when network is on
