@@ -36,14 +36,14 @@ static size_t msg(uint8_t *w, char type, const void *body, size_t n) {
     uint32_t l = (uint32_t)n + 4;
     w[1] = (uint8_t)(l >> 24), w[2] = (uint8_t)(l >> 16), w[3] = (uint8_t)(l >> 8);
     w[4] = (uint8_t)l;
-    memcpy(w + 5, body, n);
+    if (n) memcpy(w + 5, body, n);
     return 5 + n;
 }
 
 static size_t auth(uint8_t *w, uint32_t code, const char *data, size_t n) {
     uint8_t b[256] = {(uint8_t)(code >> 24), (uint8_t)(code >> 16), (uint8_t)(code >> 8),
                       (uint8_t)code};
-    memcpy(b + 4, data, n);
+    if (n) memcpy(b + 4, data, n);
     return msg(w, 'R', b, 4 + n);
 }
 
