@@ -63,6 +63,28 @@ char *pb_buf_take(pb_buf *b, size_t *len);
  * out of memory or the size would overflow. */
 void *pb_grow(void *array, size_t *cap, size_t elem, size_t min_cap);
 
+/* ---- byte queues (fifo.c) ----------------------------------------------------------
+ * A first-in first-out byte queue: bytes are pushed at the back and consumed from the
+ * front; the unconsumed bytes are moved to the front of the storage before it would
+ * grow. Zero-initialise it ({0}). The queue owns its storage (pb_fifo_free releases it);
+ * the view of pb_fifo_data is borrowed and valid until the next push, consume or free. */
+typedef struct pb_fifo {
+    uint8_t *p; /* owned; the queued bytes are p[off .. off + len) */
+    size_t off, len, cap;
+} pb_fifo;
+
+/* Appends n bytes unless the queue would then hold more than max bytes. false (the queue
+ * unchanged) past the bound or when out of memory; the storage never grows past max. */
+bool pb_fifo_push(pb_fifo *f, const void *data, size_t n, size_t max);
+static inline const uint8_t *pb_fifo_data(const pb_fifo *f) { /* NULL when never grown */
+    return f->p ? f->p + f->off : NULL;
+}
+static inline size_t pb_fifo_size(const pb_fifo *f) {
+    return f->len;
+}
+void pb_fifo_consume(pb_fifo *f, size_t n); /* drops min(n, size) bytes at the front */
+void pb_fifo_free(pb_fifo *f);              /* releases the storage; the queue is empty */
+
 /* ---- descriptors (io.c) -----------------------------------------------------------
  * Whole writes and reads that retry on EINTR and short counts. */
 int pb_write_all(int fd, const void *p, size_t n); /* 0, or -1 with errno */

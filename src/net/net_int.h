@@ -22,6 +22,7 @@
 #include <stdatomic.h>
 #include <sys/socket.h>
 
+#include "peri/base.h"
 #include "peri/net.h"
 
 typedef struct ssl_st SSL;
@@ -80,9 +81,8 @@ typedef struct pn__h {
     uint32_t epoll_mask; /* what the descriptor is registered for (0: not registered) */
     uint8_t *rbuf;       /* owned; read buffer of rcap bytes */
     size_t rcap, roff, rlen;
-    bool eof;      /* the peer's end was read */
-    uint8_t *wbuf; /* owned; write queue */
-    size_t wcap, woff, wlen;
+    bool eof;         /* the peer's end was read */
+    pb_fifo wq;       /* owned; the write queue (at most write_queue bytes) */
     bool shut_wanted; /* shutdown asked: half-close once the queue is empty */
     bool shut_done;
     bool want_writable; /* a write failed with PN_E_LIMIT: PN_EV_WRITABLE is owed */

@@ -5,7 +5,7 @@
  *
  * Owns, per stream record: the socket, the read buffer (rcap bytes; the descriptor is
  * not polled for input while it is full: back-pressure) and the write queue (at most
- * write_queue bytes waiting). Invariants: a stream reaches PN__S_OPEN only after the
+ * write_queue bytes waiting, a pb_fifo). Invariants: a stream reaches PN__S_OPEN only after the
  * connect (and handshake) succeeded; before that a failure queues PN_EV_OPENED with the
  * error and then PN_EV_CLOSED; after it, only PN_EV_CLOSED. A peer reset drops bytes
  * still buffered. close() drops unsent bytes: a graceful end is shutdown(), then
@@ -56,9 +56,9 @@ static void drop_fd(pn_loop *l, pn__h *h) {
 void pn__stream_teardown(pn_loop *l, pn__h *h) {
     drop_fd(l, h);
     free(h->rbuf);
-    free(h->wbuf);
-    h->rbuf = h->wbuf = NULL;
-    h->rlen = h->roff = h->wlen = h->woff = h->wcap = 0;
+    h->rbuf = NULL;
+    h->rlen = h->roff = 0;
+    pb_fifo_free(&h->wq);
 }
 
 void pn__stream_fail(pn_loop *l, pn__h *h, pn_err err, const char *detail) {
@@ -71,7 +71,7 @@ void pn__stream_fail(pn_loop *l, pn__h *h, pn_err err, const char *detail) {
 static void update_mask(pn_loop *l, pn__h *h) {
     uint32_t m = 0;
     if (!h->eof && h->rlen < h->rcap) m |= EPOLLIN;
-    if (h->woff < h->wlen || (h->shut_wanted && !h->shut_done)) m |= EPOLLOUT;
+    if (pb_fifo_size(&h->wq) || (h->shut_wanted && !h->shut_done)) m |= EPOLLOUT;
     pn__stream_set_mask(l, h, m);
 }
 
@@ -102,9 +102,9 @@ static void do_read(pn_loop *l, pn__h *h) {
 }
 
 static void do_write(pn_loop *l, pn__h *h) {
-    while (h->woff < h->wlen) {
-        const uint8_t *p = h->wbuf + h->woff;
-        size_t n = h->wlen - h->woff;
+    while (pb_fifo_size(&h->wq)) {
+        const uint8_t *p = pb_fifo_data(&h->wq);
+        size_t n = pb_fifo_size(&h->wq);
         long w =
             h->ssl ? pn__tls_write(h, p, n) : sys_io(h, send(h->fd, p, n, MSG_NOSIGNAL), "write");
         if (w == -1) break;
@@ -112,14 +112,13 @@ static void do_write(pn_loop *l, pn__h *h) {
             pn__stream_fail(l, h, h->last_err, h->last_detail);
             return;
         }
-        h->woff += (size_t)w;
+        pb_fifo_consume(&h->wq, (size_t)w);
     }
-    if (h->woff == h->wlen) h->woff = h->wlen = 0;
-    if (h->want_writable && h->wlen - h->woff <= l->o.write_queue / 2) {
+    if (h->want_writable && pb_fifo_size(&h->wq) <= l->o.write_queue / 2) {
         h->want_writable = false;
         pn__queue(l, h, PN_EV_WRITABLE, PN_OK, NULL);
     }
-    if (h->wlen == 0 && h->shut_wanted && !h->shut_done) {
+    if (pb_fifo_size(&h->wq) == 0 && h->shut_wanted && !h->shut_done) {
         if (h->ssl) pn__tls_close_notify(h);
         shutdown(h->fd, SHUT_WR);
         h->shut_done = true;
@@ -130,7 +129,7 @@ static void do_write(pn_loop *l, pn__h *h) {
 static void opened(pn_loop *l, pn__h *h) {
     h->state = PN__S_OPEN;
     pn__queue(l, h, PN_EV_OPENED, PN_OK, NULL);
-    if (h->wlen || h->shut_wanted)
+    if (pb_fifo_size(&h->wq) || h->shut_wanted)
         do_write(l, h);
     else
         update_mask(l, h);
@@ -374,7 +373,7 @@ pn_err pn__write(void *ctx, pn_handle id, const void *data, size_t len) {
     if (!h || (!data && len)) return PN_E_INVALID;
     if (h->settling || h->shut_wanted) return PN_E_CLOSED;
     if (len == 0) return PN_OK;
-    size_t queued = h->wlen - h->woff;
+    size_t queued = pb_fifo_size(&h->wq);
     if (len > l->o.write_queue - queued) {
         /* the caller waits for PN_EV_WRITABLE: when the queue is already at half its
          * bound or less nothing will drain to trigger it, so it is queued now (it is
@@ -385,23 +384,7 @@ pn_err pn__write(void *ctx, pn_handle id, const void *data, size_t len) {
             h->want_writable = true;
         return PN_E_LIMIT;
     }
-    if (h->woff) {
-        memmove(h->wbuf, h->wbuf + h->woff, queued);
-        h->woff = 0;
-        h->wlen = queued;
-    }
-    if (h->wlen + len > h->wcap) {
-        size_t want = h->wcap ? h->wcap : 16384;
-        while (want < h->wlen + len)
-            want *= 2;
-        if (want > l->o.write_queue) want = l->o.write_queue;
-        uint8_t *nb = realloc(h->wbuf, want);
-        if (!nb) return PN_E_LIMIT;
-        h->wbuf = nb;
-        h->wcap = want;
-    }
-    memcpy(h->wbuf + h->wlen, data, len);
-    h->wlen += len;
+    if (!pb_fifo_push(&h->wq, data, len, l->o.write_queue)) return PN_E_LIMIT; /* memory */
     if (h->state == PN__S_OPEN) do_write(l, h); /* failures are queued as PN_EV_CLOSED */
     return PN_OK;
 }

@@ -8,12 +8,12 @@
  * that events point into.
  *
  * Invariants:
- *   - in[in_off .. in_len) are bytes received and not yet parsed; in_len - in_off never
- *     exceeds max_message + FEED_SLACK. A message is parsed only when all of it is here,
+ *   - `in` (a pb_fifo) holds the bytes received and not yet parsed; never more than
+ *     max_message + FEED_SLACK. A message is parsed only when all of it is here,
  *     and its declared length was checked against max_message first.
  *   - every read of a message body is bounded by its length (rd_* helpers); a cstring
  *     must end inside the body.
- *   - `drop` bytes at in_off belong to the message the last event points into; they are
+ *   - `drop` bytes at the front of `in` belong to the message the last event points into; they are
  *     dropped at the next next/feed call, so event pointers stay valid until then.
  *   - awaiting counts the ReadyForQuery messages still owed (one per simple query or
  *     Sync); the state is READY only when it is 0 and no extended message is unsynced.
@@ -59,8 +59,8 @@ struct pst__pgw {
     uint32_t max_iter;
     pb_buf out; /* queued output; out_off bytes of it already sent */
     size_t out_off;
-    uint8_t *in;
-    size_t in_len, in_off, in_cap, drop;
+    pb_fifo in; /* received, not yet parsed */
+    size_t drop;
     pst__scram scram;
     int awaiting, unsynced, ncol;
     char tx;
@@ -250,7 +250,7 @@ void pst__pgw_free(pst__pgw *c) {
     pb_wipe(c->nonce_random, sizeof c->nonce_random);
     out_clear(c); /* may hold a password message */
     pb_buf_free(&c->out);
-    free(c->in);
+    pb_fifo_free(&c->in);
     free(c->scratch);
     free(c->cols);
     free(c->lens);
@@ -261,39 +261,22 @@ void pst__pgw_free(pst__pgw *c) {
 /* ---- input ----------------------------------------------------------------------- */
 
 static void apply_drop(pst__pgw *c) {
-    c->in_off += c->drop;
+    pb_fifo_consume(&c->in, c->drop);
     c->drop = 0;
-    if (c->in_off == c->in_len) c->in_off = c->in_len = 0;
 }
 
 bool pst__pgw_feed(pst__pgw *c, const void *data, size_t n) {
     if (c->st == ST_FAILED) return false;
     apply_drop(c);
-    size_t have = c->in_len - c->in_off;
-    if (n > c->max_message + FEED_SLACK - have) {
-        fail(c, PST_PGW_E_TOO_LARGE, "more than %zu bytes received and not parsed",
-             c->max_message + FEED_SLACK);
+    size_t bound = c->max_message + FEED_SLACK;
+    if (n > bound - pb_fifo_size(&c->in)) {
+        fail(c, PST_PGW_E_TOO_LARGE, "more than %zu bytes received and not parsed", bound);
         return false;
     }
-    if (c->in_off) { /* move the unparsed tail to the front */
-        memmove(c->in, c->in + c->in_off, have);
-        c->in_off = 0;
-        c->in_len = have;
+    if (!pb_fifo_push(&c->in, data, n, bound)) {
+        fail(c, PST_PGW_E_NOMEM, "out of memory");
+        return false;
     }
-    if (c->in_len + n > c->in_cap) {
-        size_t cap = c->in_cap ? c->in_cap : 8192;
-        while (cap < c->in_len + n)
-            cap = cap > SIZE_MAX / 2 ? c->in_len + n : cap * 2;
-        uint8_t *p = realloc(c->in, cap);
-        if (!p) {
-            fail(c, PST_PGW_E_NOMEM, "out of memory");
-            return false;
-        }
-        c->in = p;
-        c->in_cap = cap;
-    }
-    if (n) memcpy(c->in + c->in_len, data, n);
-    c->in_len += n;
     return true;
 }
 
@@ -751,8 +734,8 @@ pst__pgw_ev_kind pst__pgw_next(pst__pgw *c, pst__pgw_event *ev) {
     memset(ev, 0, sizeof *ev);
     apply_drop(c);
     for (;;) {
-        size_t have = c->in_len - c->in_off;
-        const uint8_t *p = c->in + c->in_off;
+        size_t have = pb_fifo_size(&c->in);
+        const uint8_t *p = pb_fifo_data(&c->in);
         switch (c->st) {
         case ST_FAILED: return (pst__pgw_ev_kind)ev_failed(c, ev);
         case ST_CLOSED: return PST_PGW_EV_NONE;
@@ -772,7 +755,7 @@ pst__pgw_ev_kind pst__pgw_next(pst__pgw *c, pst__pgw_event *ev) {
                 return PST_PGW_EV_TLS;
             }
             if (p[0] == 'N') {
-                c->in_off++;
+                pb_fifo_consume(&c->in, 1);
                 if (c->tls == PST_PGW_TLS_REQUIRE)
                     fail(c, PST_PGW_E_TLS_REFUSED, "the server does not accept TLS connections");
                 else
@@ -806,7 +789,7 @@ pst__pgw_ev_kind pst__pgw_next(pst__pgw *c, pst__pgw_event *ev) {
             continue;
         }
         if (k == CONTINUE) {
-            c->in_off += 1 + (size_t)len;
+            pb_fifo_consume(&c->in, 1 + (size_t)len);
             memset(ev, 0, sizeof *ev);
             continue;
         }

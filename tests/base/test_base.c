@@ -1,5 +1,6 @@
 /*
- * test_base.c — the base layer: pb_buf growth, printf and ownership; EINTR-safe
+ * test_base.c — the base layer: pb_buf growth, printf and ownership; the pb_fifo byte
+ * queue (order, bound, compaction); EINTR-safe
  * descriptor loops; deadlines and ISO time; the log hook.
  */
 #include "peri/base.h"
@@ -45,6 +46,40 @@ static void buf_refuses_overflow(void **st) {
     assert_string_equal(b.p, "keep"); /* unchanged after a refused growth */
     assert_int_equal(b.len, 4);
     pb_buf_free(&b);
+}
+
+static void fifo_keeps_order_bound_and_compacts(void **st) {
+    (void)st;
+    pb_fifo f = {0};
+    assert_null(pb_fifo_data(&f));
+    assert_int_equal(pb_fifo_size(&f), 0);
+    assert_true(pb_fifo_push(&f, NULL, 0, 16));
+    uint8_t src[20000];
+    for (size_t i = 0; i < sizeof src; i++)
+        src[i] = (uint8_t)(i * 7);
+    /* pushed and consumed in uneven steps, the bytes come out in order */
+    size_t in = 0, out = 0;
+    while (out < sizeof src) {
+        size_t n = in < sizeof src ? (sizeof src - in < 3001 ? sizeof src - in : 3001) : 0;
+        assert_true(pb_fifo_push(&f, src + in, n, 10000));
+        in += n;
+        size_t take = pb_fifo_size(&f) < 2500 ? pb_fifo_size(&f) : 2500;
+        assert_memory_equal(pb_fifo_data(&f), src + out, take);
+        pb_fifo_consume(&f, take);
+        out += take;
+    }
+    assert_true(f.cap <= 10000); /* the storage never grew past the bound */
+    /* the bound: refused whole, the queue unchanged */
+    assert_true(pb_fifo_push(&f, src, 10, 12));
+    assert_false(pb_fifo_push(&f, src, 3, 12));
+    assert_false(pb_fifo_push(&f, src, SIZE_MAX, SIZE_MAX));
+    assert_int_equal(pb_fifo_size(&f), 10);
+    assert_memory_equal(pb_fifo_data(&f), src, 10);
+    pb_fifo_consume(&f, 100); /* more than is there: empty */
+    assert_int_equal(pb_fifo_size(&f), 0);
+    pb_fifo_free(&f);
+    assert_null(f.p);
+    assert_int_equal(f.cap, 0);
 }
 
 static void buf_printf_small_and_large(void **st) {
@@ -271,6 +306,7 @@ int main(void) {
         cmocka_unit_test(buf_grows_and_stays_terminated),
         cmocka_unit_test(buf_refuses_overflow),
         cmocka_unit_test(buf_printf_small_and_large),
+        cmocka_unit_test(fifo_keeps_order_bound_and_compacts),
         cmocka_unit_test(io_loops_survive_signals_and_short_counts),
         cmocka_unit_test(deadlines_are_normalised),
         cmocka_unit_test(iso_time_is_utc_with_milliseconds),

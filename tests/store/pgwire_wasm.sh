@@ -15,7 +15,7 @@ mkdir -p "$work"
 "$cc" --target=wasm32-wasi -std=c17 -O2 -D_GNU_SOURCE -Wall -Wextra -Werror \
     -I"$src/include" -I"$src/src" "$src/tests/store/pgwire_transcript.c" \
     "$src/src/store/pgwire.c" "$src/src/store/pgwire_scram.c" "$src/src/base/sha256.c" \
-    "$src/src/base/hmac.c" "$src/src/base/base64.c" "$src/src/base/buf.c" \
+    "$src/src/base/hmac.c" "$src/src/base/base64.c" "$src/src/base/buf.c" "$src/src/base/fifo.c" \
     -o "$work/pgwire_transcript.wasm"
 "$native" >"$work/native.txt"
 "$peri" run "$work/pgwire_transcript.wasm" >"$work/wasm.txt"

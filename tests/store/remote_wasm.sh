@@ -17,7 +17,7 @@ s="$src/src/store"
     -I"$src/include" -I"$src/src" "$src/tests/store/remote_wasm.c" \
     "$s/remote.c" "$s/remote_conn.c" "$s/rules_sql.c" "$s/pg_shared.c" "$s/error.c" \
     "$s/uuid_form.c" "$s/pgwire.c" "$s/pgwire_scram.c" "$src/src/base/sha256.c" \
-    "$src/src/base/hmac.c" "$src/src/base/base64.c" "$src/src/base/buf.c" \
+    "$src/src/base/hmac.c" "$src/src/base/base64.c" "$src/src/base/buf.c" "$src/src/base/fifo.c" \
     -o "$work/remote_wasm.wasm"
 "$native" >"$work/native.txt"
 "$peri" run "$work/remote_wasm.wasm" >"$work/wasm.txt"
