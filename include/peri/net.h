@@ -78,6 +78,9 @@ typedef enum pn_event_kind {
     PN_EV_TIMER = 5,    /* timer: settled; PN_OK fired, PN_E_CANCELLED cancelled */
     PN_EV_WRITABLE = 6, /* stream: after a write failed with PN_E_LIMIT, the queue has
                            room again (at least half its bound) */
+    PN_EV_TLS = 7,      /* stream: the outcome of starttls: PN_OK (the stream is now TLS),
+                           or the error (PN_E_TLS, PN_E_TIMEOUT, ...; the stream then also
+                           settles with PN_EV_CLOSED and the same error) */
 } pn_event_kind;
 
 typedef struct pn_event {
@@ -120,6 +123,19 @@ typedef struct pn_ports {
     int64_t (*wall_ms)(void *ctx);
     pn_err (*timer_set)(void *ctx, uint64_t delay_ms, void *ud, pn_handle *out);
     pn_err (*timer_cancel)(void *ctx, pn_handle h);
+    /* Upgrades an open clear stream to TLS in place (PostgreSQL's SSLRequest, SMTP's
+     * STARTTLS): the same trust store, SNI and certificate-name check as a stream opened
+     * with tls; server_name NULL or "" means the host given to open. Allowed only on an
+     * open stream that is not TLS yet, whose write queue is empty, that is not shut down
+     * and whose end was not read (else PN_E_INVALID; PN_E_CLOSED once it is settling).
+     * Bytes received and not yet read are refused with PN_E_TLS and the stream is left
+     * as it was: whatever the peer sent after its answer to the upgrade request came in
+     * the clear, so a man in the middle could have written it. The outcome arrives as
+     * PN_EV_TLS within the loop's connect deadline (counted from this call; past it
+     * PN_E_TIMEOUT). Until then read returns PN_E_AGAIN and no PN_EV_READABLE is
+     * delivered; write and shutdown are queued (the write queue's bound as always) and
+     * happen over TLS after the handshake; close works as always. */
+    pn_err (*starttls)(void *ctx, pn_handle h, const char *server_name);
 } pn_ports;
 
 /* ---- The native loop --------------------------------------------------------------- */

@@ -204,6 +204,7 @@ void pn_http_event(pn_http_req *r, const pn_event *ev) {
     case PN_EV_TIMER: on_timer(r, ev); break;
     case PN_EV_RESOLVED: break; /* the request resolves nothing itself */
     case PN_EV_WRITABLE: break; /* the whole request is queued at once: a full queue fails it */
+    case PN_EV_TLS: break;      /* the request never upgrades a stream */
     }
     if (r->finishing && !r->stream_live && !r->deadline_live && !r->idle_live) {
         r->cb.on_done(r->cb.ud, &r->res);

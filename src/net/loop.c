@@ -74,6 +74,7 @@ void pn__queue(pn_loop *l, pn__h *h, pn_event_kind kind, pn_err err, const char 
     int role = kind == PN_EV_OPENED     ? PN__EV_OPENED
                : kind == PN_EV_READABLE ? PN__EV_READABLE
                : kind == PN_EV_WRITABLE ? PN__EV_WRITABLE
+               : kind == PN_EV_TLS      ? PN__EV_TLS
                                         : PN__EV_SETTLE;
     pn__ev *e = &h->ev[role];
     if (e->queued) return; /* one of each kind at a time */
@@ -262,7 +263,8 @@ pn_loop *pn_loop_new(const pn_loop_opts *o, char *err, size_t errlen) {
                           .now_ms = pn__now_ms,
                           .wall_ms = pn__wall_ms,
                           .timer_set = pn__timer_set,
-                          .timer_cancel = pn__timer_cancel};
+                          .timer_cancel = pn__timer_cancel,
+                          .starttls = pn__starttls};
     return l;
 oom:
     snprintf(err, errlen, "pn_loop_new: out of memory");

@@ -34,7 +34,7 @@ enum { PN__FREE = 0, PN__STREAM, PN__RESOLVE, PN__TIMER };
 enum {
     PN__S_RESOLVING = 1, /* waiting for the helper thread's addresses */
     PN__S_CONNECTING,    /* non-blocking connect to addrs[next-1] in progress */
-    PN__S_HANDSHAKE,     /* TLS handshake in progress */
+    PN__S_HANDSHAKE,     /* TLS handshake in progress (of open, or of starttls: upgrading) */
     PN__S_OPEN,          /* PN_EV_OPENED(PN_OK) queued; reading and writing */
 };
 
@@ -44,8 +44,9 @@ typedef struct pn__addr {
     socklen_t len;
 } pn__addr;
 
-/* A queued event. Each handle embeds its three possible events (opened, readable, the
- * settling one), so queueing never allocates and a settling event cannot be lost. */
+/* A queued event. Each handle embeds its possible events (opened, readable, writable,
+ * the outcome of starttls, the settling one), so queueing never allocates and a settling event
+ * cannot be lost. */
 typedef struct pn__ev {
     struct pn__ev *next;
     pn_handle handle;
@@ -55,7 +56,7 @@ typedef struct pn__ev {
     char detail[200]; /* "" when none */
 } pn__ev;
 
-enum { PN__EV_OPENED = 0, PN__EV_READABLE, PN__EV_WRITABLE, PN__EV_SETTLE, PN__EV_N };
+enum { PN__EV_OPENED = 0, PN__EV_READABLE, PN__EV_WRITABLE, PN__EV_TLS, PN__EV_SETTLE, PN__EV_N };
 
 /* One handle. Owned by the loop's table; freed when its settling event is delivered. */
 typedef struct pn__h {
@@ -72,7 +73,9 @@ typedef struct pn__h {
     char *host;        /* owned: the name given to open */
     char *server_name; /* owned: SNI and certificate name (TLS only) */
     uint16_t port;
-    bool tls;
+    bool tls;          /* TLS from the open, or since a starttls began */
+    bool upgrading;    /* the handshake is a starttls: its outcome is PN_EV_TLS */
+    uint64_t deadline; /* monotonic ms: the connect (or starttls) deadline */
     SSL *ssl;
     pn__addr *addrs; /* owned */
     size_t naddrs, next_addr;
@@ -161,6 +164,7 @@ pn_err pn__read(void *ctx, pn_handle id, void *buf, size_t cap, size_t *got);
 pn_err pn__write(void *ctx, pn_handle id, const void *data, size_t len);
 pn_err pn__shutdown(void *ctx, pn_handle id);
 pn_err pn__close(void *ctx, pn_handle id);
+pn_err pn__starttls(void *ctx, pn_handle id, const char *server_name);
 
 /* tls.c */
 /* Starts TLS on h->fd (connected). PN_OK, or an error with detail in h->last_detail. */

@@ -1,13 +1,18 @@
 /*
  * stream.c — byte streams of the native loop: resolution of the host, the policy on
  * every address, non-blocking connect to each address in turn, then (tls.c) the TLS
- * handshake, the bounded read buffer and the bounded write queue.
+ * handshake, the bounded read buffer and the bounded write queue, and starttls (the
+ * upgrade of an open clear stream to TLS in place).
  *
  * Owns, per stream record: the socket, the read buffer (rcap bytes; the descriptor is
  * not polled for input while it is full: back-pressure) and the write queue (at most
  * write_queue bytes waiting, a pb_fifo). Invariants: a stream reaches PN__S_OPEN only after the
  * connect (and handshake) succeeded; before that a failure queues PN_EV_OPENED with the
- * error and then PN_EV_CLOSED; after it, only PN_EV_CLOSED. A peer reset drops bytes
+ * error and then PN_EV_CLOSED; after it, only PN_EV_CLOSED. starttls takes an open
+ * stream back to PN__S_HANDSHAKE with `upgrading` set: its outcome is PN_EV_TLS (a
+ * failure: PN_EV_TLS with the error, then PN_EV_CLOSED), and it begins only when no
+ * clear byte is left in either direction (nothing unread, nothing queued), so no byte
+ * the peer sent in the clear is ever read as if it came over TLS. A peer reset drops bytes
  * still buffered. close() drops unsent bytes: a graceful end is shutdown(), then
  * reading to the end of the stream, then close().
  */
@@ -63,7 +68,8 @@ void pn__stream_teardown(pn_loop *l, pn__h *h) {
 
 void pn__stream_fail(pn_loop *l, pn__h *h, pn_err err, const char *detail) {
     if (h->settling) return;
-    if (h->state != PN__S_OPEN) pn__queue(l, h, PN_EV_OPENED, err, detail);
+    if (h->state != PN__S_OPEN)
+        pn__queue(l, h, h->upgrading ? PN_EV_TLS : PN_EV_OPENED, err, detail);
     pn__stream_teardown(l, h);
     pn__queue(l, h, PN_EV_CLOSED, err, detail);
 }
@@ -135,9 +141,23 @@ static void opened(pn_loop *l, pn__h *h) {
         update_mask(l, h);
 }
 
+/* The handshake of a starttls succeeded: what was queued meanwhile goes out over TLS. */
+static void upgraded(pn_loop *l, pn__h *h) {
+    h->upgrading = false;
+    h->state = PN__S_OPEN;
+    pn__queue(l, h, PN_EV_TLS, PN_OK, NULL);
+    if (pn__tls_pending(h)) do_read(l, h); /* records that came with the handshake */
+    if (!h->settling && (pb_fifo_size(&h->wq) || h->shut_wanted))
+        do_write(l, h);
+    else if (!h->settling)
+        update_mask(l, h);
+}
+
 static void handshake(pn_loop *l, pn__h *h) {
     int r = pn__tls_step(l, h);
-    if (r == 1)
+    if (r == 1 && h->upgrading)
+        upgraded(l, h);
+    else if (r == 1)
         opened(l, h);
     else if (r < 0)
         pn__stream_fail(l, h, (pn_err)r, h->last_detail);
@@ -267,11 +287,14 @@ void pn__stream_addrs(pn_loop *l, pn__h *h, int gai_err, const struct addrinfo *
 }
 
 void pn__stream_deadline(pn_loop *l, pn__h *h) {
-    if (h->settling || h->state == PN__S_OPEN) return;
+    /* an entry of an earlier deadline (the open's, before a starttls) is not this one */
+    if (h->settling || h->state == PN__S_OPEN || pn__now_ms(l) < h->deadline) return;
     char d[200];
     snprintf(d, sizeof d, "no %s with %s port %u within %u ms",
-             h->state == PN__S_HANDSHAKE ? "TLS handshake" : "connection", h->host,
-             (unsigned)h->port, (unsigned)l->o.connect_timeout_ms);
+             h->upgrading                  ? "TLS handshake after starttls"
+             : h->state == PN__S_HANDSHAKE ? "TLS handshake"
+                                           : "connection",
+             h->host, (unsigned)h->port, (unsigned)l->o.connect_timeout_ms);
     pn__stream_fail(l, h, PN_E_TIMEOUT, d);
 }
 
@@ -315,8 +338,8 @@ pn_err pn__open(void *ctx, const char *host, uint16_t port, const pn_stream_opts
     h->rbuf = malloc(h->rcap);
     if (!h->host || (h->tls && !h->server_name) || !h->rbuf) e = PN_E_LIMIT;
     if (e == PN_OK) {
-        uint64_t now = pn__now_ms(l);
-        e = pn__heap_push(l, now + l->o.connect_timeout_ms, h);
+        h->deadline = pn__now_ms(l) + l->o.connect_timeout_ms;
+        e = pn__heap_push(l, h->deadline, h);
     }
     pn__addr num = {0};
     struct sockaddr_in *s4 = (struct sockaddr_in *)&num.sa;
@@ -402,4 +425,37 @@ pn_err pn__shutdown(void *ctx, pn_handle id) {
 
 pn_err pn__close(void *ctx, pn_handle id) {
     return pn__h_cancel(ctx, id, PN__STREAM, PN_EV_CLOSED, PN_OK);
+}
+
+pn_err pn__starttls(void *ctx, pn_handle id, const char *server_name) {
+    pn_loop *l = ctx;
+    pn__h *h = pn__h_get(l, id, PN__STREAM);
+    if (!h) return PN_E_INVALID;
+    if (h->settling) return PN_E_CLOSED;
+    const char *sni = server_name && *server_name ? server_name : h->host;
+    if (!pn__name_ok(sni) || h->state != PN__S_OPEN || h->tls || h->shut_wanted ||
+        pb_fifo_size(&h->wq))
+        return PN_E_INVALID;
+    if (h->rlen) return PN_E_TLS; /* clear bytes after the upgrade's answer: refused */
+    if (h->eof) return PN_E_CLOSED;
+    char *name = strdup(sni);
+    if (!name) return PN_E_LIMIT;
+    uint64_t at = pn__now_ms(l) + l->o.connect_timeout_ms;
+    pn_err e = pn__heap_push(l, at, h);
+    if (e != PN_OK) {
+        free(name);
+        return e;
+    }
+    free(h->server_name);
+    h->server_name = name;
+    h->deadline = at;
+    h->tls = h->upgrading = true;
+    h->state = PN__S_HANDSHAKE;
+    /* every outcome from here on is queued (PN_EV_TLS), never delivered in this call */
+    e = pn__tls_begin(l, h);
+    if (e != PN_OK)
+        pn__stream_fail(l, h, e, h->last_detail);
+    else
+        handshake(l, h);
+    return PN_OK;
 }

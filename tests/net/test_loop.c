@@ -2,7 +2,9 @@
  * test_loop.c — the native ports loop (src/net/) over real sockets on 127.0.0.1: echo,
  * refused, policy, a silent server (timeout), a peer reset, half-close, big writes with
  * back-pressure (digests compared), TLS against a CA the test makes with the openssl
- * command (trusted, untrusted, wrong name), timers, close-all, name resolution and
+ * command (trusted, untrusted, wrong name), starttls (an upgrade after a clear exchange
+ * like PostgreSQL's SSLRequest: trusted, untrusted, clear bytes after the answer, a
+ * stalled handshake past the deadline), timers, close-all, name resolution and
  * pn_loop_post. Every test also checks that no event arrives inside a port call.
  */
 #include <setjmp.h>
@@ -177,7 +179,22 @@ static void do_close(tctx *t, pn_handle h) {
 
 /* ---- servers ------------------------------------------------------------------------ */
 
-typedef enum { SRV_ECHO, SRV_SILENT, SRV_RESET, SRV_HALFCLOSE, SRV_TLS_ECHO } srv_kind;
+typedef enum {
+    SRV_ECHO,
+    SRV_SILENT,
+    SRV_RESET,
+    SRV_HALFCLOSE,
+    SRV_TLS_ECHO,
+    SRV_STARTTLS
+} srv_kind;
+
+/* What SRV_STARTTLS does after the client's clear "STARTTLS" request. */
+typedef enum {
+    UP_OK,              /* answers 'S', then TLS echo */
+    UP_GARBAGE_AT_ONCE, /* answers 'S' and clear bytes in the same write */
+    UP_GARBAGE_LATER,   /* answers 'S', then clear bytes instead of a handshake */
+    UP_STALL,           /* answers 'S', then never speaks again */
+} upgrade_mode;
 
 typedef struct server {
     srv_kind kind;
@@ -188,6 +205,7 @@ typedef struct server {
     pthread_t th;
     int hold[8]; /* SRV_SILENT keeps its connections open until the end */
     int nhold;
+    upgrade_mode up;
 } server;
 
 static void serve_plain(server *s, int fd) {
@@ -232,6 +250,37 @@ static void serve_tls(server *s, int fd) {
     close(fd);
 }
 
+/* A clear request, a one-byte answer, then TLS on the same connection (or not). */
+static void serve_starttls(server *s, int fd) {
+    char req[8];
+    if (pb_read_full(fd, req, sizeof req) != (ssize_t)sizeof req ||
+        memcmp(req, "STARTTLS", 8) != 0) {
+        close(fd);
+        return;
+    }
+    if (s->up == UP_OK) {
+        pb_write_all(fd, "S", 1);
+        serve_tls(s, fd);
+        return;
+    }
+    if (s->up == UP_STALL) {
+        pb_write_all(fd, "S", 1);
+        s->hold[s->nhold++] = fd;
+        return;
+    }
+    if (s->up == UP_GARBAGE_AT_ONCE) {
+        pb_write_all(fd, "Sinjected", 9);
+    } else {
+        pb_write_all(fd, "S", 1);
+        usleep(150 * 1000); /* the client has begun its handshake by now */
+        pb_write_all(fd, "injected in the clear", 21);
+    }
+    char buf[4096];
+    while (read(fd, buf, sizeof buf) > 0) {
+    }
+    close(fd);
+}
+
 static void *server_main(void *arg) {
     server *s = arg;
     for (int i = 0; i < s->conns; i++) {
@@ -239,6 +288,8 @@ static void *server_main(void *arg) {
         if (fd < 0) break;
         if (s->kind == SRV_TLS_ECHO)
             serve_tls(s, fd);
+        else if (s->kind == SRV_STARTTLS)
+            serve_starttls(s, fd);
         else
             serve_plain(s, fd);
     }
@@ -651,6 +702,181 @@ static void test_tls(void **st) {
     assert_non_null(strstr(d, "hostname mismatch"));
 }
 
+/* ---- starttls ---------------------------------------------------------------------- */
+
+static bool tls_h(tctx *t) {
+    return find(t, PN_EV_TLS, g_h) != NULL;
+}
+static bool got_one(tctx *t) {
+    return t->ngot >= 1 || closed_h(t);
+}
+
+static pn_err do_starttls(tctx *t, pn_handle h, const char *sni) {
+    t->in_call = true;
+    pn_err e = t->p->starttls(t->p->ctx, h, sni);
+    t->in_call = false;
+    return e;
+}
+
+/* Opens a clear stream to a SRV_STARTTLS server in mode up, sends the request and, with
+ * read_all, reads the answer into t->got (else the test reads it). */
+static pn_handle upgrade_begin(tctx *t, server *s, upgrade_mode up, bool read_all) {
+    server_start(s, SRV_STARTTLS, 1);
+    s->up = up;
+    s->tls = server_ctx();
+    server_go(s);
+    pn_handle h = 0;
+    assert_int_equal(do_open(t, "127.0.0.1", s->port, NULL, &h), PN_OK);
+    assert_int_equal(do_starttls(t, h, "localhost"), PN_E_INVALID); /* not open yet */
+    g_h = h;
+    assert_true(run_until(t, opened_h, 5000));
+    assert_int_equal(find(t, PN_EV_OPENED, h)->err, PN_OK);
+    assert_int_equal(do_write(t, h, "STARTTLS", 8), PN_OK);
+    if (read_all) {
+        t->reader = h;
+        assert_true(run_until(t, got_one, 5000));
+        assert_int_equal(t->ngot, 1);
+        assert_int_equal(t->got[0], 'S');
+        t->ngot = 0;
+    }
+    return h;
+}
+
+static void upgrade_end(tctx *t, server *s) {
+    assert_true(run_until(t, is_settled, 5000));
+    server_end(s);
+    SSL_CTX_free(s->tls);
+    loop_end(t);
+}
+
+/* Trusted: bytes written during the handshake are queued and go over TLS after it; read
+ * says again meanwhile; a second upgrade is refused. */
+static void test_starttls_ok(void **st) {
+    (void)st;
+    char cafile[256];
+    snprintf(cafile, sizeof cafile, "%s/ca.pem", g_dir);
+    pn_loop_opts o = {.ca_file = cafile, .connect_timeout_ms = 5000};
+    tctx t;
+    loop_make(&t, &o);
+    server s;
+    pn_handle h = upgrade_begin(&t, &s, UP_OK, true);
+    assert_int_equal(do_starttls(&t, h, "localhost"), PN_OK);
+    assert_null(find(&t, PN_EV_TLS, h)); /* never from inside the call */
+    assert_int_equal(do_starttls(&t, h, "localhost"), PN_E_INVALID);
+    assert_int_equal(do_write(&t, h, "secret", 6), PN_OK);
+    uint8_t b[4];
+    size_t n = 9;
+    assert_int_equal(t.p->read(t.p->ctx, h, b, sizeof b, &n), PN_E_AGAIN);
+    assert_int_equal(n, 0);
+    assert_true(run_until(&t, tls_h, 5000));
+    assert_int_equal(find(&t, PN_EV_TLS, h)->err, PN_OK);
+    int64_t end = pb_mono_ms() + 5000;
+    while (t.ngot < 6 && pb_mono_ms() < end)
+        pn_loop_run_once(t.l, 50);
+    assert_int_equal(t.ngot, 6);
+    assert_memory_equal(t.got, "secret", 6);
+    assert_int_equal(do_starttls(&t, h, NULL), PN_E_INVALID); /* already TLS */
+    t.in_call = true;
+    assert_int_equal(t.p->shutdown(t.p->ctx, h), PN_OK);
+    t.in_call = false;
+    assert_true(run_until(&t, eof_or_closed, 5000));
+    assert_true(t.got_eof);
+    do_close(&t, h);
+    assert_int_equal(count(&t, PN_EV_OPENED, h), 1);
+    assert_int_equal(count(&t, PN_EV_TLS, h), 1);
+    upgrade_end(&t, &s);
+}
+
+/* An untrusted certificate or another name: PN_EV_TLS with tls, then closed. */
+static void starttls_refused(const char *ca, const char *sni, const char *why) {
+    char cafile[256];
+    snprintf(cafile, sizeof cafile, "%s/%s", g_dir, ca);
+    pn_loop_opts o = {.ca_file = cafile, .connect_timeout_ms = 5000};
+    tctx t;
+    loop_make(&t, &o);
+    server s;
+    pn_handle h = upgrade_begin(&t, &s, UP_OK, true);
+    assert_int_equal(do_starttls(&t, h, sni), PN_OK);
+    assert_true(run_until(&t, closed_h, 5000));
+    assert_int_equal(find(&t, PN_EV_TLS, h)->err, PN_E_TLS);
+    assert_non_null(strstr(find(&t, PN_EV_TLS, h)->detail, why));
+    assert_int_equal(find(&t, PN_EV_CLOSED, h)->err, PN_E_TLS);
+    assert_int_equal(t.ngot, 0);
+    upgrade_end(&t, &s);
+}
+
+static void test_starttls_untrusted(void **st) {
+    (void)st;
+    starttls_refused("other.pem", "localhost", "not trusted");
+    starttls_refused("ca.pem", "wrong.example", "hostname mismatch");
+}
+
+/* Clear bytes behind the answer, already received: the upgrade is refused at once and
+ * the stream is left as it was (the owner closes it). Clear bytes that come once the
+ * handshake began: the handshake fails. */
+static void test_starttls_garbage(void **st) {
+    (void)st;
+    char cafile[256];
+    snprintf(cafile, sizeof cafile, "%s/ca.pem", g_dir);
+    pn_loop_opts o = {.ca_file = cafile, .connect_timeout_ms = 5000};
+    tctx t;
+    loop_make(&t, &o);
+    server s;
+    pn_handle h = upgrade_begin(&t, &s, UP_GARBAGE_AT_ONCE, false);
+    int64_t end = pb_mono_ms() + 5000;
+    while (count(&t, PN_EV_READABLE, h) == 0 && pb_mono_ms() < end)
+        pn_loop_run_once(t.l, 50);
+    usleep(50 * 1000);
+    pn_loop_run_once(t.l, 50); /* the whole "Sinjected" is buffered now */
+    uint8_t b = 0;
+    size_t n = 0;
+    assert_int_equal(t.p->read(t.p->ctx, h, &b, 1, &n), PN_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(b, 'S');
+    assert_int_equal(do_starttls(&t, h, "localhost"), PN_E_TLS);
+    char rest[16];
+    assert_int_equal(t.p->read(t.p->ctx, h, rest, sizeof rest, &n), PN_OK);
+    assert_int_equal(n, 8);
+    assert_memory_equal(rest, "injected", 8);
+    do_close(&t, h);
+    assert_int_equal(count(&t, PN_EV_TLS, h), 0);
+    upgrade_end(&t, &s);
+
+    loop_make(&t, &o);
+    h = upgrade_begin(&t, &s, UP_GARBAGE_LATER, true);
+    assert_int_equal(do_starttls(&t, h, "localhost"), PN_OK);
+    assert_true(run_until(&t, closed_h, 5000));
+    assert_int_equal(find(&t, PN_EV_TLS, h)->err, PN_E_TLS);
+    assert_int_equal(find(&t, PN_EV_CLOSED, h)->err, PN_E_TLS);
+    assert_int_equal(t.ngot, 0); /* none of it was handed over as data */
+    upgrade_end(&t, &s);
+}
+
+/* A handshake that never ends: timeout after the loop's deadline counted from the
+ * starttls call (the open's own deadline, passing meanwhile, does not end it). */
+static void test_starttls_deadline(void **st) {
+    (void)st;
+    char cafile[256];
+    snprintf(cafile, sizeof cafile, "%s/ca.pem", g_dir);
+    pn_loop_opts o = {.ca_file = cafile, .connect_timeout_ms = 400};
+    tctx t;
+    loop_make(&t, &o);
+    server s;
+    int64_t t0 = pb_mono_ms();
+    pn_handle h = upgrade_begin(&t, &s, UP_STALL, true);
+    while (pb_mono_ms() - t0 < 200)
+        pn_loop_run_once(t.l, 20);
+    int64_t t1 = pb_mono_ms();
+    assert_int_equal(do_starttls(&t, h, NULL), PN_OK); /* the name given to open */
+    assert_true(run_until(&t, closed_h, 5000));
+    int64_t took = pb_mono_ms() - t1;
+    assert_true(took >= 350 && took < 4000);
+    assert_int_equal(find(&t, PN_EV_TLS, h)->err, PN_E_TIMEOUT);
+    assert_non_null(strstr(find(&t, PN_EV_TLS, h)->detail, "starttls"));
+    assert_int_equal(find(&t, PN_EV_CLOSED, h)->err, PN_E_TIMEOUT);
+    upgrade_end(&t, &s);
+}
+
 /* ---- timers, close-all, resolution, post ------------------------------------------- */
 
 static bool four_timers(tctx *t) {
@@ -848,7 +1074,13 @@ int main(void) {
         cmocka_unit_test(test_resolve),      cmocka_unit_test(test_localhost_stream),
         cmocka_unit_test(test_post),         cmocka_unit_test(test_oversized_write),
     };
-    const struct CMUnitTest tls[] = {cmocka_unit_test(test_tls)};
+    const struct CMUnitTest tls[] = {
+        cmocka_unit_test(test_tls),
+        cmocka_unit_test(test_starttls_ok),
+        cmocka_unit_test(test_starttls_untrusted),
+        cmocka_unit_test(test_starttls_garbage),
+        cmocka_unit_test(test_starttls_deadline),
+    };
     int r = cmocka_run_group_tests_name("net.loop", tests, NULL, NULL);
     return r + cmocka_run_group_tests_name("net.tls", tls, tls_setup, tls_teardown);
 }
