@@ -18,7 +18,10 @@
 //   - a destination is opened only when the policy grants it (default: nothing);
 //   - closeAll() settles every open handle with CLOSED and resolves with a report once
 //     all settling events are delivered; a connect or handshake deadline is TIMEOUT,
-//     never a close or a stop.
+//     never a close or a stop;
+//   - starttls upgrades an open clear stream in place (tls.connect over its socket) only
+//     when nothing is unread or queued in the clear; its outcome is one TLS event (a
+//     failure also settles the stream); meanwhile reads say AGAIN and writes wait.
 
 import net from "node:net";
 import tls from "node:tls";
@@ -43,7 +46,7 @@ export const PortError = Object.freeze({
 });
 
 /** Event kinds of peri_port_event. */
-export const EventKind = Object.freeze({ OPENED: 1, READABLE: 2, CLOSED: 3, RESOLVED: 4, TIMER: 5, WRITABLE: 6 });
+export const EventKind = Object.freeze({ OPENED: 1, READABLE: 2, CLOSED: 3, RESOLVED: 4, TIMER: 5, WRITABLE: 6, TLS: 7 });
 
 /** A name (host, SNI, resolution): 1–253 letters, digits and .-_: (docs/wasm-host.md). */
 const NAME_RE = /^[A-Za-z0-9._:-]{1,253}$/;
@@ -231,6 +234,7 @@ export class Ports {
     if (!this.#policy(host, null, port)) return [PortError.DENIED, 0];
     const e = {
       type: "stream",
+      host,
       state: "opening",
       socket: null,
       chunks: [],
@@ -282,17 +286,35 @@ export class Ports {
     e.tls = useTls;
     let tcp = false; // the TCP connection stands (a later failure is not the address's)
     s.once("connect", () => (tcp = true));
-    s.once(useTls ? "secureConnect" : "connect", () => {
-      if (e.settled) return;
-      clearTimeout(e.deadline);
-      e.state = "open";
-      for (const b of e.early?.splice(0) ?? []) s.write(b, () => this.#checkWritable(e)); // written while opening
-      if (e.shut) s.end();
-      this.#checkWritable(e);
-      this.#emit(EventKind.OPENED, e.handle, PortError.OK, null, () => {}, () => e.quiet);
+    s.once(useTls ? "secureConnect" : "connect", () => this.#ready(e, s, EventKind.OPENED));
+    this.#wire(e, s, (err) => {
+      if (!err) return this.#openFailed(e, PortError.RESET, "the connection closed during the handshake");
+      const code = portErrorOf(err, e.tls);
+      if (!tcp && i + 1 < addrs.length) {
+        s.destroy();
+        return this.#attempt(e, addrs, i + 1, port, useTls, servername);
+      }
+      return this.#openFailed(e, code, err.message);
     });
+  }
+
+  /** The connect (OPENED) or the starttls handshake (TLS) succeeded on socket s. */
+  #ready(e, s, kind) {
+    if (e.settled || e.socket !== s) return;
+    clearTimeout(e.deadline);
+    e.state = "open";
+    for (const b of e.early?.splice(0) ?? []) s.write(b, () => this.#checkWritable(e)); // written meanwhile
+    if (e.shut) s.end();
+    this.#checkWritable(e);
+    this.#emit(kind, e.handle, PortError.OK, null, () => {}, () => e.quiet);
+    if (e.bufLen || e.eof) this.#signalReadable(e); // arrived with the handshake
+  }
+
+  /** The stream's handlers on socket s (the one it opened, or the TLS socket of a
+   * starttls): a failure before it is open goes to early(err), err null for a close. */
+  #wire(e, s, early) {
     s.on("data", (chunk) => {
-      if (e.settled) return;
+      if (e.settled || e.socket !== s) return;
       e.chunks.push(chunk);
       e.bufLen += chunk.length;
       if (e.bufLen >= this.#limits.readBuffer && !e.paused) {
@@ -303,28 +325,30 @@ export class Ports {
     });
     s.on("drain", () => this.#checkWritable(e));
     s.on("end", () => {
+      if (e.socket !== s) return;
       e.eof = true;
       this.#signalReadable(e);
     });
     s.on("error", (err) => {
       if (e.settled || e.socket !== s) return;
-      const code = portErrorOf(err, e.tls && e.state === "opening");
-      if (e.state === "opening") {
-        if (!tcp && i + 1 < addrs.length) {
-          s.destroy();
-          return this.#attempt(e, addrs, i + 1, port, useTls, servername);
-        }
-        return this.#openFailed(e, code, err.message);
-      }
-      this.#settle(e, EventKind.CLOSED, code, this.#detail(err.message));
+      if (e.state !== "open") return early(err);
+      this.#settle(e, EventKind.CLOSED, portErrorOf(err), this.#detail(err.message));
     });
     s.on("close", () => {
       if (e.settled || e.socket !== s) return;
-      if (e.state === "opening") return this.#openFailed(e, PortError.RESET, "the connection closed during the handshake");
+      if (e.state !== "open") return early(null);
       // The peer closed both ways: the module reads the end of the stream, then closes.
       e.eof = true;
       this.#signalReadable(e);
     });
+  }
+
+  /** The upgrade failed: the TLS event with the error, then the stream settles. */
+  #upgradeFailed(e, code, detail) {
+    if (e.settled) return;
+    e.state = "failed";
+    this.#emit(EventKind.TLS, e.handle, code, this.#detail(detail), () => {}, () => e.quiet);
+    this.#settle(e, EventKind.CLOSED, code, this.#detail(detail));
   }
 
   #openFailed(e, code, detail) {
@@ -425,6 +449,33 @@ export class Ports {
       e.shut = true;
       if (e.state === "open") e.socket.end(); // else the connect ends it after the early bytes
     }
+    return PortError.OK;
+  }
+
+  /**
+   * Upgrades an open clear stream to TLS in place (docs/wasm-host.md): the same trust
+   * options and name check as a TLS open; sni "" means the host given to open.
+   * INVALID unless open, clear, not shut down and with nothing queued; TLS when bytes
+   * that came in the clear are still unread (a man in the middle may have sent them).
+   */
+  starttls(h, sni) {
+    const e = this.#stream(h);
+    if (!e) return this.#settling(h, "stream") ? PortError.CLOSED : PortError.INVALID;
+    if (sni !== "" && !NAME_RE.test(sni)) return PortError.INVALID;
+    if (e.state !== "open" || e.tls || e.shut || this.#queued(e) > 0) return PortError.INVALID;
+    if (e.bufLen > 0) return PortError.TLS;
+    if (e.eof) return PortError.CLOSED;
+    const servername = sni || e.host;
+    const ts = tls.connect({ ...this.#tls, socket: e.socket, servername: net.isIP(servername) ? undefined : servername,
+      checkServerIdentity: (_h, cert) => tls.checkServerIdentity(servername, cert) });
+    e.socket = ts;
+    e.tls = true;
+    e.state = "upgrading";
+    e.deadline = setTimeout(() => this.#upgradeFailed(e, PortError.TIMEOUT,
+      `no TLS handshake after starttls with ${e.host} within ${this.#limits.connectTimeoutMs} ms`), this.#limits.connectTimeoutMs);
+    ts.once("secureConnect", () => this.#ready(e, ts, EventKind.TLS));
+    this.#wire(e, ts, (err) => this.#upgradeFailed(e, err ? portErrorOf(err, true) : PortError.TLS,
+      err ? err.message : "TLS handshake after starttls: the peer closed"));
     return PortError.OK;
   }
 

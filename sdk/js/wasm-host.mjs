@@ -532,6 +532,10 @@ export class WasmHost {
         return err;
       }),
       timer_cancel: g((h) => P.timerCancel(h >>> 0)),
+      starttls: g((h, sp, sl) => {
+        const sni = sl === 0 ? (this.#range(sp, 0) ? "" : null) : this.#string(sp, sl);
+        return sni === null ? E.INVALID : P.starttls(h >>> 0, sni);
+      }),
     };
   }
 

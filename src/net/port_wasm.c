@@ -34,6 +34,8 @@ IMPORT("peri_port", "now_ms") int64_t pn__imp_now_ms(void);
 IMPORT("peri_port", "wall_ms") int64_t pn__imp_wall_ms(void);
 IMPORT("peri_port", "timer_set") int32_t pn__imp_timer_set(int64_t delay, uint32_t *out);
 IMPORT("peri_port", "timer_cancel") int32_t pn__imp_timer_cancel(uint32_t h);
+IMPORT("peri_port", "starttls")
+int32_t pn__imp_starttls(uint32_t h, const char *sni, uint32_t sni_len);
 
 typedef struct pn__udent {
     pn_handle h;
@@ -147,6 +149,12 @@ static pn_err w_timer_cancel(void *ctx, pn_handle h) {
     return (pn_err)pn__imp_timer_cancel(h);
 }
 
+static pn_err w_starttls(void *ctx, pn_handle h, const char *server_name) {
+    (void)ctx;
+    const char *sni = server_name ? server_name : "";
+    return (pn_err)pn__imp_starttls(h, sni, strlen(sni));
+}
+
 const pn_ports *pn_wasm_ports(pn_event_fn on_event, void *event_ctx) {
     pn__wasm *w = &pn__the;
     w->on_event = on_event;
@@ -162,7 +170,8 @@ const pn_ports *pn_wasm_ports(pn_event_fn on_event, void *event_ctx) {
                           .now_ms = w_now,
                           .wall_ms = w_wall,
                           .timer_set = w_timer_set,
-                          .timer_cancel = w_timer_cancel};
+                          .timer_cancel = w_timer_cancel,
+                          .starttls = w_starttls};
     return &w->ports;
 }
 

@@ -101,6 +101,15 @@ static pw_status p_open(pw_call_ctx *cx, void *env, const pw_val *args, pw_val *
     return made(e, h, out, &w->st.streams_open, results);
 }
 
+/* starttls(handle, sni_ptr, sni_len) -> err: sni empty = the host given to open. */
+static pw_status p_starttls(pw_call_ctx *cx, void *env, const pw_val *args, pw_val *results) {
+    pwh_instance *w = env;
+    char sni[256] = "";
+    if (U(2) && !name_in(cx, U(1), U(2), sni)) RET(PN_E_INVALID);
+    if (!U(2) && !span(cx, U(1), 0)) RET(PN_E_INVALID);
+    RET(w->ports->starttls(w->ports->ctx, U(0), sni[0] ? sni : NULL));
+}
+
 static pw_status p_read(pw_call_ctx *cx, void *env, const pw_val *args, pw_val *results) {
     pwh_instance *w = env;
     uint8_t *buf = span(cx, U(1), U(2)), *out = span(cx, U(3), 4);
@@ -287,6 +296,7 @@ static const imp IMPORTS[] = {
     {"peri_port", "wall_ms", "", "I", p_wall_ms, -1},
     {"peri_port", "timer_set", "Ii", "i", p_timer_set, -1},
     {"peri_port", "timer_cancel", "i", "i", p_handle_op, 3},
+    {"peri_port", "starttls", "iii", "i", p_starttls, -1},
     {"peri_host", "send", "ii", "i", h_send, -1},
     {"peri_host", "log", "iii", "", h_log, -1},
     {"peri_host", "settled", "ii", "", h_settled, -1},

@@ -6,7 +6,7 @@
  * clang --target=wasm32-wasi -mexec-model=reactor.
  *
  * Commands: open HOST PORT [SNI] (SNI given: TLS) | write H TEXT | read H | hold H |
- * auto H | shutdown H | close H | resolve NAME | rcancel H | timer MS | tcancel H |
+ * auto H | starttls H [SNI] | shutdown H | close H | resolve NAME | rcancel H | timer MS | tcancel H |
  * now | startobj | hostile | fuzz SEED N | log TEXT | stderr TEXT | trap | exit |
  * wpat H N (N bytes of the pattern (i*31+7)&255, i counting every byte accepted) |
  * cred KIND CAP ("cred ERR LEN SECRET") | credbad. A start object
@@ -37,6 +37,7 @@ IMPORT("peri_port", "now_ms") int64_t p_now_ms(void);
 IMPORT("peri_port", "wall_ms") int64_t p_wall_ms(void);
 IMPORT("peri_port", "timer_set") int32_t p_timer_set(int64_t delay, uint32_t *out);
 IMPORT("peri_port", "timer_cancel") int32_t p_timer_cancel(uint32_t h);
+IMPORT("peri_port", "starttls") int32_t p_starttls(uint32_t h, const char *s, int32_t sl);
 IMPORT("peri_host", "send") int32_t h_send(const char *p, int32_t len);
 IMPORT("peri_host", "log") void h_log(int32_t level, const char *p, int32_t len);
 IMPORT("peri_host", "settled") void h_settled(const char *p, int32_t len);
@@ -137,6 +138,11 @@ static void command(char *c) {
     } else if (!strcmp(c, "auto") && arg) {
         held[atoi(arg) % 64] = 0;
         drain((uint32_t)atoi(arg));
+    } else if (!strcmp(c, "starttls") && arg) {
+        char sni[300] = "";
+        unsigned hh = 0;
+        sscanf(arg, "%u %299s", &hh, sni);
+        say("starttls %d", p_starttls(hh, sni, (int32_t)strlen(sni)));
     } else if (!strcmp(c, "shutdown") && arg) {
         say("shutdown %d", p_shutdown((uint32_t)atoi(arg)));
     } else if (!strcmp(c, "close") && arg) {

@@ -117,6 +117,7 @@ test("port_guest: every import's outcome, as on Peri-C's engine; peri_close sett
     "refused opened refused",
     "refused closed refused",
     "hang opened timeout",
+    "silent starttls invalid",
     "silent opened ok",
     "denied open denied",
   ])

@@ -2,6 +2,7 @@
 // guest (tests/js/guest.c, built here with clang for wasm32-wasi): the start object,
 // module loading by path, URL and factory, and every port: streams to a local server
 // (read/write, back-pressure, the write bound), refused, a hanging TLS server (timeout),
+// starttls (an upgrade after a clear answer: trusted, untrusted, clear bytes, deadline),
 // the allow-list, resolution, timers, close-all settlement, hostile pointers, traps and
 // exits, and close() with the module's settlement report.
 import test from "node:test";
@@ -574,6 +575,94 @@ test("TLS: the host's trust store, the server name, and a typed tls failure", as
   const [, h3] = await g2.expect(/^open 0 (\d+)$/);
   await g2.expect(new RegExp(`^ev 1 ${h3} ${PortError.TLS} `));
   await g2.expect(new RegExp(`^ev 3 ${h3} ${PortError.TLS} `));
+});
+
+// A server that speaks in the clear until the client asks "STARTTLS", answers "S" (and,
+// in the modes below, misbehaves), then does TLS on the same connection.
+async function starttlsServer(t, pair, mode) {
+  const { default: tls } = await import("node:tls");
+  const srv = await server((c) => {
+    c.once("data", (d) => {
+      if (String(d) !== "STARTTLS") return c.destroy();
+      if (mode === "garbage") return c.write("Sinjected");
+      c.write("S");
+      if (mode === "stall") return;
+      const ts = new tls.TLSSocket(c, { isServer: true, key: pair.key, cert: pair.cert });
+      ts.on("error", () => {});
+      ts.on("data", (x) => ts.write("tls:" + x));
+    });
+  });
+  t.after(() => srv.close());
+  return srv.address().port;
+}
+
+test("starttls: an upgrade after a clear answer; trust, clear bytes left unread, deadline", async (t) => {
+  const pair = selfSigned();
+  if (missing(t, !pair && "openssl is missing")) return;
+  const port = await starttlsServer(t, pair, "ok");
+  const g = await guest(t, { allow: [`localhost:${port}`], tls: { ca: pair.cert } });
+  if (!g) return;
+  g.cmd(`open localhost ${port}`);
+  const [, h] = await g.expect(/^open 0 (\d+)$/);
+  g.cmd(`starttls ${h} localhost`);
+  await g.expect(new RegExp(`^starttls ${PortError.INVALID}$`)); // not open yet
+  await g.expect(new RegExp(`^ev 1 ${h} 0 $`));
+  g.cmd(`write ${h} STARTTLS`);
+  await g.expect(new RegExp(`^data ${h} S$`));
+  g.cmd(`starttls ${h} localhost`);
+  await g.expect(/^starttls 0$/);
+  g.cmd(`write ${h} hello`); // queued during the handshake, sent over TLS after it
+  await g.expect(/^write 0$/);
+  await g.expect(new RegExp(`^ev ${EventKind.TLS} ${h} 0 $`));
+  await g.expect(new RegExp(`^data ${h} tls:hello$`));
+  g.cmd(`starttls ${h}`);
+  await g.expect(new RegExp(`^starttls ${PortError.INVALID}$`)); // already TLS
+  g.cmd(`close ${h}`);
+  await g.expect(new RegExp(`^ev 3 ${h} 0 $`));
+
+  // not trusted: the TLS event carries tls, then the stream settles with it
+  const g2 = await guest(t, { allow: [`localhost:${port}`] });
+  g2.cmd(`open localhost ${port}`);
+  const [, h2] = await g2.expect(/^open 0 (\d+)$/);
+  await g2.expect(new RegExp(`^ev 1 ${h2} 0 $`));
+  g2.cmd(`write ${h2} STARTTLS`);
+  await g2.expect(new RegExp(`^data ${h2} S$`));
+  g2.cmd(`starttls ${h2}`);
+  await g2.expect(/^starttls 0$/);
+  await g2.expect(new RegExp(`^ev ${EventKind.TLS} ${h2} ${PortError.TLS} `));
+  await g2.expect(new RegExp(`^ev 3 ${h2} ${PortError.TLS} `));
+
+  // clear bytes still unread when the upgrade is asked: refused at once
+  const gport = await starttlsServer(t, pair, "garbage");
+  const g3 = await guest(t, { allow: [`localhost:${gport}`], tls: { ca: pair.cert } });
+  g3.cmd(`open localhost ${gport}`);
+  const [, h3] = await g3.expect(/^open 0 (\d+)$/);
+  await g3.expect(new RegExp(`^ev 1 ${h3} 0 $`));
+  g3.cmd(`hold ${h3}`);
+  g3.cmd(`write ${h3} STARTTLS`);
+  await g3.expect(/^write 0$/);
+  const buffered = () => g3.host.ports.streamStats(Number(h3)).buffered;
+  for (const end = Date.now() + 5000; buffered() < 9 && Date.now() < end;) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(buffered(), 9);
+  g3.cmd(`starttls ${h3} localhost`);
+  await g3.expect(new RegExp(`^starttls ${PortError.TLS}$`));
+  g3.cmd(`auto ${h3}`);
+  await g3.expect(new RegExp(`^data ${h3} Sinjected$`)); // left as it was, in the clear
+
+  // a handshake that never ends: timeout, never a close
+  const sport = await starttlsServer(t, pair, "stall");
+  const g4 = await guest(t, { allow: [`localhost:${sport}`], tls: { ca: pair.cert }, limits: { connectTimeoutMs: 300 } });
+  g4.cmd(`open localhost ${sport}`);
+  const [, h4] = await g4.expect(/^open 0 (\d+)$/);
+  await g4.expect(new RegExp(`^ev 1 ${h4} 0 $`));
+  g4.cmd(`write ${h4} STARTTLS`);
+  await g4.expect(new RegExp(`^data ${h4} S$`));
+  const t0 = Date.now();
+  g4.cmd(`starttls ${h4}`);
+  await g4.expect(/^starttls 0$/);
+  await g4.expect(new RegExp(`^ev ${EventKind.TLS} ${h4} ${PortError.TIMEOUT} .*starttls`));
+  await g4.expect(new RegExp(`^ev 3 ${h4} ${PortError.TIMEOUT} `));
+  assert.ok(Date.now() - t0 >= 250);
 });
 
 test("bytes written while the name still resolves are sent once connected", async (t) => {

@@ -6,7 +6,8 @@
  * On start it opens a stream to the echo server, writes a request and reads the answer;
  * resolves localhost and a .invalid name; sets three timers and cancels one; opens the
  * refused port, a TLS stream to the hanging server (timeout), a plain stream to the
- * silent server (left open) and a destination the host does not grant. Client input is
+ * silent server (left open; a starttls on it before it opened is refused with invalid)
+ * and a destination the host does not grant. Client input is
  * echoed back ("echo:" + bytes). Every outcome is a line sent with peri_host.send, which
  * the host-side tests (tests/wasmhost/, sdk/js) compare. peri_close closes what is left
  * and sends the settled report once every handle has settled.
@@ -53,8 +54,8 @@ static void say(const char *fmt, ...) {
 
 static const char *kind_name(pn_event_kind k) {
     static const char *names[] = {"?",        "opened", "readable", "closed",
-                                  "resolved", "timer",  "writable"};
-    return k >= 1 && k <= 6 ? names[k] : "?";
+                                  "resolved", "timer",  "writable", "tls"};
+    return k >= 1 && k <= 7 ? names[k] : "?";
 }
 
 static int live_count(void) {
@@ -158,6 +159,7 @@ __attribute__((export_name("peri_start"))) int32_t peri_start(char *ptr, uint32_
     open_one("refused", "127.0.0.1", field(json, "refused"), false);
     open_one("hang", "127.0.0.1", field(json, "hang"), true);
     open_one("silent", "127.0.0.1", field(json, "silent"), false);
+    say("silent starttls %s", pn_err_name(P->starttls(P->ctx, items[nitems - 1].h, "localhost")));
     open_one("denied", "192.0.2.1", 80, false);
     return 0;
 }

@@ -73,6 +73,7 @@ static const char *HOSTILE =
     " (import \"peri_port\" \"open\" (func $open (param i32 i32 i32 i32 i32 i32 i32) (result i32)))"
     " (import \"peri_port\" \"read\" (func $read (param i32 i32 i32 i32) (result i32)))"
     " (import \"peri_port\" \"timer_set\" (func $ts (param i64 i32) (result i32)))"
+    " (import \"peri_port\" \"starttls\" (func $stls (param i32 i32 i32) (result i32)))"
     " (import \"peri_host\" \"send\" (func $send (param i32 i32) (result i32)))"
     " (import \"peri_host\" \"credential\" (func $cred (param i32 i32 i32 i32 i32) (result i32)))"
     " (import \"wasi_snapshot_preview1\" \"fd_write\" (func $fw (param i32 i32 i32 i32) (result "
@@ -82,6 +83,7 @@ static const char *HOSTILE =
     " (memory (export \"memory\") 1)"
     " (data (i32.const 0) \"127.0.0.1\")"
     " (data (i32.const 100) \"store\")"
+    " (data (i32.const 300) \"local\\00host\")"
     " (func (export \"peri_alloc\") (param i32) (result i32) (i32.const 1024))"
     " (func $want (param i32 i32 i32) (if (i32.ne (local.get 0) (local.get 1)) (then"
     "   (i32.store (i32.const 512) (local.get 2)) (unreachable))))"
@@ -110,6 +112,16 @@ static const char *HOSTILE =
     "     (i32.const 64)) (i32.const 0) (i32.const 13))"
     "  (call $want (call $cred (i32.const 100) (i32.const 4) (i32.const 200) (i32.const 64)"
     "     (i32.const 64)) (i32.const -4) (i32.const 14))"
+    "  (call $want (call $stls (i32.const 1) (i32.const 0xFFFFFF00) (i32.const 200)) (i32.const -2)"
+    "     (i32.const 15))"
+    "  (call $want (call $stls (i32.const 1) (i32.const 65530) (i32.const 9)) (i32.const -2)"
+    "     (i32.const 16))"
+    "  (call $want (call $stls (i32.const 1) (i32.const 300) (i32.const 10)) (i32.const -2)"
+    "     (i32.const 17))"
+    "  (call $want (call $stls (i32.const 1) (i32.const -1) (i32.const 0)) (i32.const -2)"
+    "     (i32.const 18))"
+    "  (call $want (call $stls (i32.const 77) (i32.const 0) (i32.const 9)) (i32.const -2)"
+    "     (i32.const 19))"
     "  (drop (call $send (i32.const 200) (i32.const 6)))"
     "  (i32.const 0))" EXPORTS_REST ")";
 
@@ -366,6 +378,7 @@ static void test_guest(void **st) {
                            "refused opened refused",
                            "refused closed refused",
                            "hang opened timeout",
+                           "silent starttls invalid",
                            "silent opened ok",
                            "denied open denied"};
     for (size_t i = 0; i < sizeof lines / sizeof *lines; i++)
