@@ -1,8 +1,9 @@
 /*
  * remote_conn.c — one PostgreSQL connection over the host's ports (see remote_int.h): the
- * locator, the stream, the wire codec's startup and SCRAM, and the pipelined queue of
- * batches. Owns: the stream handle (until its PN_EV_CLOSED), the codec, the password copy
- * (wiped), every queued batch and its copied statements and results.
+ * locator (sslmode), the stream and its upgrade to TLS after SSLRequest (the port's
+ * starttls), the wire codec's startup and SCRAM, and the pipelined queue of batches. Owns: the
+ * stream handle (until its PN_EV_CLOSED), the codec, the password copy (wiped), every queued batch
+ * and its copied statements and results.
  *
  * Invariants: batches complete in the order they were queued, each with one callback;
  * `sent` batches are on the wire (answered by one ReadyForQuery each), the others wait
@@ -113,15 +114,26 @@ pst_status pst__rtarget_parse(const char *loc, pst__rtarget *t, pst_error *err) 
     if (!t->database[0]) snprintf(t->database, sizeof t->database, "%s", t->user);
     for (const char *o = q ? q + 1 : NULL; o && *o;) {
         size_t n = strcspn(o, "&");
-        if (n == 15 && !strncmp(o, "sslmode=disable", 15)) {
-            t->direct_tls = false;
-        } else if (n == 14 && !strncmp(o, "sslmode=direct", 14)) {
-            t->direct_tls = true;
+        static const struct {
+            const char *name;
+            pst__rssl mode;
+        } modes[] = {{"disable", PST_RSSL_DISABLE},     {"prefer", PST_RSSL_PREFER},
+                     {"require", PST_RSSL_REQUIRE},     {"verify-ca", PST_RSSL_REQUIRE},
+                     {"verify-full", PST_RSSL_REQUIRE}, {"direct", PST_RSSL_DIRECT}};
+        bool known = false;
+        for (size_t i = 0; i < sizeof modes / sizeof modes[0] && !known; i++) {
+            size_t k = strlen(modes[i].name);
+            if (n == 8 + k && !strncmp(o, "sslmode=", 8) && !strncmp(o + 8, modes[i].name, k)) {
+                t->ssl = modes[i].mode;
+                known = true;
+            }
+        }
+        if (known) {
+            /* one of the modes */
         } else if (n > 8 && !strncmp(o, "sslmode=", 8)) {
             return pst__fail(err, PST_ERR_ARG, 0,
-                             "%.*s: the host's network port cannot upgrade an open stream to "
-                             "TLS (PostgreSQL's SSLRequest); use sslmode=direct (TLS from the "
-                             "first byte, PostgreSQL 17+) or sslmode=disable",
+                             "%.*s: not a mode of this client (disable, prefer, require, "
+                             "verify-ca, verify-full, direct)",
                              (int)(n > 40 ? 40 : n), o);
         } else {
             return pst__fail(err, PST_ERR_ARG, 0, "unknown store locator option: %.*s",
@@ -240,7 +252,7 @@ static const char *err_word(pn_err e) {
     case PN_E_DENIED: return "denied by the host's policy";
     case PN_E_NOT_FOUND: return "the name does not resolve";
     case PN_E_UNREACHABLE: return "unreachable";
-    case PN_E_TLS: return "TLS failed";
+    case PN_E_TLS: return "TLS failed (handshake, or a certificate the host does not trust)";
     default: return "port error";
     }
 }
@@ -316,9 +328,18 @@ static void pump(pst__rconn *c) {
         rbatch *b = c->nsent ? c->head : NULL;
         switch (k) {
         case PST_PGW_EV_NONE: return;
-        case PST_PGW_EV_TLS: /* never asked for: SSLRequest is not used */
-            lose(c, PST_ERR_CONN, "PostgreSQL: unexpected TLS negotiation");
-            return;
+        case PST_PGW_EV_TLS: { /* the server answered SSLRequest with 'S': upgrade */
+            pn_err e = c->ports->starttls(c->ports->ctx, c->h, c->t.host);
+            if (e != PN_OK) {
+                char m[200];
+                snprintf(m, sizeof m, "cannot start TLS with PostgreSQL at %.60s:%u: %s", c->t.host,
+                         (unsigned)c->t.port,
+                         e == PN_E_TLS ? "the server sent data in the clear after accepting TLS"
+                                       : err_word(e));
+                lose(c, PST_ERR_CONN, m);
+            }
+            return; /* the startup follows the port's PN_EV_TLS */
+        }
         case PST_PGW_EV_READY:
             if (c->state == RS_STARTUP) {
                 c->state = RS_READY;
@@ -347,9 +368,15 @@ static void pump(pst__rconn *c) {
         case PST_PGW_EV_FAILED: {
             const pst__pgw_error *e = ev.error;
             char m[sizeof((pst_error *)0)->message];
-            snprintf(m, sizeof m, "PostgreSQL connection lost (%s%s%s): %.180s",
-                     pst__pgw_errkind_name(e->kind), e->sqlstate[0] ? ", SQLSTATE " : "",
-                     e->sqlstate, e->message);
+            if (e->kind == PST_PGW_E_TLS_REFUSED)
+                snprintf(m, sizeof m,
+                         "PostgreSQL at %.60s:%u does not accept TLS, and the locator's sslmode "
+                         "requires it",
+                         c->t.host, (unsigned)c->t.port);
+            else
+                snprintf(m, sizeof m, "PostgreSQL connection lost (%s%s%s): %.180s",
+                         pst__pgw_errkind_name(e->kind), e->sqlstate[0] ? ", SQLSTATE " : "",
+                         e->sqlstate, e->message);
             lose(c, PST_ERR_CONN, m);
             return;
         }
@@ -363,7 +390,11 @@ static pst_status open_stream(pst__rconn *c, pst_error *err) {
                            .database = c->t.database,
                            .application_name = "peri",
                            .password = c->password,
-                           .tls = c->t.direct_tls ? PST_PGW_TLS_DIRECT : PST_PGW_TLS_OFF};
+                           .tls = c->t.ssl == PST_RSSL_DIRECT    ? PST_PGW_TLS_DIRECT
+                                  : c->t.ssl == PST_RSSL_REQUIRE ? PST_PGW_TLS_REQUIRE
+                                  : c->t.ssl == PST_RSSL_PREFER && c->ports->starttls
+                                      ? PST_PGW_TLS_PREFER
+                                      : PST_PGW_TLS_OFF};
     if (!c->random(c->random_ctx, cfg.nonce_random, sizeof cfg.nonce_random))
         return pst__fail(err, PST_ERR_IO, 0, "no randomness for the SCRAM nonce");
     pst__pgw_error pe;
@@ -371,7 +402,7 @@ static pst_status open_stream(pst__rconn *c, pst_error *err) {
     if (!c->pgw)
         return pst__fail(err, pe.kind == PST_PGW_E_NOMEM ? PST_ERR_NOMEM : PST_ERR_ARG, 0,
                          "PostgreSQL client: %s", pst__pgw_errkind_name(pe.kind));
-    pn_stream_opts so = {.tls = c->t.direct_tls, .server_name = c->t.host};
+    pn_stream_opts so = {.tls = c->t.ssl == PST_RSSL_DIRECT, .server_name = c->t.host};
     pn_err e = c->ports->open(c->ports->ctx, c->t.host, c->t.port, &so, c->ud, &c->h);
     if (e != PN_OK) {
         pst__pgw_free(c->pgw);
@@ -399,6 +430,22 @@ void pst__rconn_event(pst__rconn *c, const pn_event *ev) {
         }
         if (c->state == RS_OPENING) c->state = RS_STARTUP;
         flush(c);
+        break;
+    case PN_EV_TLS:
+        if (ev->err != PN_OK) {
+            char m[200];
+            snprintf(m, sizeof m, "cannot start TLS with PostgreSQL at %.60s:%u: %s%s%.80s",
+                     c->t.host, (unsigned)c->t.port, err_word(ev->err), ev->detail ? ": " : "",
+                     ev->detail ? ev->detail : "");
+            lose(c, PST_ERR_CONN, m); /* the stream still settles with PN_EV_CLOSED */
+            return;
+        }
+        if (c->pgw && !pst__pgw_tls_started(c->pgw)) {
+            pump(c); /* the codec failed: its FAILED event says why */
+            if (c->pgw) lose(c, PST_ERR_CONN, "PostgreSQL connection lost: TLS start refused");
+            return;
+        }
+        flush(c); /* the StartupMessage, now inside TLS */
         break;
     case PN_EV_READABLE:
         while (c->pgw) {
@@ -444,6 +491,13 @@ pst__rconn *pst__rconn_new(const pn_ports *ports, const pst__rtarget *t, const c
                            void *ud, pst_error *err) {
     if (!ports || !t || !random) {
         pst__fail(err, PST_ERR_ARG, 0, "remote store: no ports or no randomness");
+        return NULL;
+    }
+    if (t->ssl == PST_RSSL_REQUIRE && !ports->starttls) {
+        pst__fail(err, PST_ERR_ARG, 0,
+                  "the host's network port cannot upgrade an open stream to TLS (PostgreSQL's "
+                  "SSLRequest), and the locator's sslmode requires TLS; use sslmode=direct "
+                  "(TLS from the first byte, PostgreSQL 17+) or a host that offers starttls");
         return NULL;
     }
     pst__rconn *c = calloc(1, sizeof *c);

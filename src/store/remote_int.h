@@ -40,19 +40,29 @@ typedef struct pst__rout {
 
 typedef void (*pst__rconn_done)(void *ud, pst__rout *out);
 
+/* How the connection gets TLS (sslmode). The host's port always verifies the server's
+ * certificate (its trust store, the host name), so require, verify-ca and verify-full
+ * all mean "TLS with a verified certificate, or no connection". */
+typedef enum pst__rssl {
+    PST_RSSL_PREFER = 0, /* SSLRequest; 'N' continues in the clear (libpq's default) */
+    PST_RSSL_DISABLE,    /* plain TCP, no SSLRequest */
+    PST_RSSL_REQUIRE,    /* SSLRequest; 'N' is an error (require, verify-ca, verify-full) */
+    PST_RSSL_DIRECT,     /* TLS from the first byte (the port's tls option; PostgreSQL 17) */
+} pst__rssl;
+
 /* Where to connect and how (parsed from a postgresql:// locator). */
 typedef struct pst__rtarget {
     char host[256];
     uint16_t port;
     char user[64];
     char database[64];
-    bool direct_tls; /* sslmode=direct: TLS from the first byte (the port's tls option) */
+    pst__rssl ssl;
 } pst__rtarget;
 
-/* Parses "postgresql://user@host[:port][/db][?sslmode=disable|direct]" (also
- * "postgres://"). A password in the locator is refused (it comes from the credential);
- * sslmode=require/prefer/verify-* are refused: the port cannot upgrade an open stream to
- * TLS (PostgreSQL's SSLRequest). */
+/* Parses "postgresql://user@host[:port][/db][?sslmode=...]" (also "postgres://"). A
+ * password in the locator is refused (it comes from the credential). sslmode:
+ * disable, prefer (the default, as libpq's), require, verify-ca, verify-full, direct;
+ * allow and anything else are refused. */
 pst_status pst__rtarget_parse(const char *locator, pst__rtarget *t, pst_error *err);
 
 typedef struct pst__rconn pst__rconn;

@@ -6,8 +6,9 @@
  * clang --target=wasm32-wasi -mexec-model=reactor.
  *
  * Commands: open HOST PORT [SNI] (SNI given: TLS) | write H TEXT | read H | hold H |
- * auto H | starttls H [SNI] | shutdown H | close H | resolve NAME | rcancel H | timer MS | tcancel H |
- * now | startobj | hostile | fuzz SEED N | log TEXT | stderr TEXT | trap | exit |
+ * auto H | starttls H [SNI] | shutdown H | close H | resolve NAME | rcancel H |
+ * timer MS | tcancel H | now | startobj | hostile | fuzz SEED N | log TEXT |
+ * stderr TEXT | trap | exit |
  * wpat H N (N bytes of the pattern (i*31+7)&255, i counting every byte accepted) |
  * cred KIND CAP ("cred ERR LEN SECRET") | credbad. A start object
  * whose cwd is /refuse is refused (after setting a timer the host must settle).
