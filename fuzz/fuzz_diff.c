@@ -1,12 +1,16 @@
 /*
  * fuzz_diff.c — libFuzzer target, differential mode of the engine: every
  * input that decodes and validates as a module is instantiated and its exported
- * functions called (arguments derived from the input) once under the interpreter
- * and once under the baseline JIT (pw_store_config.engine; for half the inputs with
- * SIMD limited to plain SSE2, jit_sse2), each in a fresh store.
- * The instantiation status and, per call, the status, trap code and result bits must
- * be identical; any difference aborts (a finding). Numeric and v128 (SIMD: two cells)
- * parameters and results are covered.
+ * functions called (arguments derived from the input) under the interpreter and then
+ * under the baseline JIT in each of its code-generation modes (pw_store_config): guard
+ * pages and explicit bounds checks (bounds_checks), each with SIMD translated for this
+ * CPU's extensions and with plain SSE2 only (jit_sse2). Every run has a fresh store
+ * and a fresh module (a module's translation keeps the SSE2 choice of the store that
+ * made it). The instantiation status and, per call, the status, trap code and result
+ * bits of every JIT mode must be the interpreter's; any difference is printed (mode,
+ * call) and aborts (a finding). Numeric and v128 (SIMD: two cells) parameters and
+ * results are covered. tests/wasm/fuzz_diff_replay.c runs this same function over
+ * fixed seeds and mutants in the ordinary build (CTest wasm.fuzz_diff).
  *
  * Start from valid modules: `make fuzz` builds it; run it with the spec testsuite's
  * binaries as the seed corpus, e.g.
@@ -18,6 +22,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -87,11 +92,27 @@ static bool numeric(pw_valtype t) {
     return k == PW_K_I32 || k == PW_K_I64 || k == PW_K_F32 || k == PW_K_F64 || k == PW_K_V128;
 }
 
-static void run(const pw_module *m, int engine, bool sse2, const uint8_t *data, size_t size,
-                outcome *o) {
+/* One way of running the module: the tier and the JIT's code generation. */
+typedef struct mode {
+    const char *name;
+    int engine, bounds;
+    bool sse2;
+} mode;
+
+static const mode MODES[] = {
+    {"interp", PW_ENGINE_INTERP, PW_BOUNDS_EXPLICIT, false}, /* the reference */
+    {"jit guard", PW_ENGINE_JIT, PW_BOUNDS_GUARD, false},
+    {"jit explicit", PW_ENGINE_JIT, PW_BOUNDS_EXPLICIT, false},
+    {"jit guard sse2", PW_ENGINE_JIT, PW_BOUNDS_GUARD, true},
+    {"jit explicit sse2", PW_ENGINE_JIT, PW_BOUNDS_EXPLICIT, true},
+};
+#define NMODES (sizeof MODES / sizeof *MODES)
+
+static void run(const pw_module *m, const mode *md, const uint8_t *data, size_t size, outcome *o) {
     memset(o, 0, sizeof *o);
-    pw_store_config cfg = {.engine = engine,
-                           .jit_sse2 = sse2,
+    pw_store_config cfg = {.engine = md->engine,
+                           .jit_sse2 = md->sse2,
+                           .bounds_checks = md->bounds,
                            .memory_cap = 64u << 20,
                            .max_call_depth = 20000,
                            .value_stack_bytes = 8u << 20};
@@ -162,23 +183,42 @@ static void run(const pw_module *m, int engine, bool sse2, const uint8_t *data, 
     pw_store_free(s);
 }
 
+/* A difference from the interpreter: what differs, then abort (a finding). */
+static void finding(const mode *md, const outcome *a, const outcome *b, int call) {
+    if (call < 0)
+        fprintf(stderr,
+                "fuzz_diff: %s differs from interp: instantiation %d vs %d, %u vs %u calls\n",
+                md->name, b->inst_status, a->inst_status, b->ncalls, a->ncalls);
+    else
+        fprintf(stderr,
+                "fuzz_diff: %s differs from interp at call %d: status %d trap %d, interp "
+                "status %d trap %d; first result cells %#llx vs %#llx\n",
+                md->name, call, b->status[call], b->trap[call], a->status[call], a->trap[call],
+                (unsigned long long)b->res[call][0], (unsigned long long)a->res[call][0]);
+    abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     pthread_once(&wd_once, wd_start);
     pw_error err;
-    pw_module *m = pw_module_new(data, size, NULL, &err);
-    if (!m) return 0;
-    outcome a, b;
-    /* half the inputs translate SIMD with plain SSE2 only (the module is new, so
-     * this store's choice decides its translation) */
-    bool sse2 = size && (data[size / 2] & 1);
-    run(m, PW_ENGINE_INTERP, false, data, size, &a);
-    run(m, PW_ENGINE_JIT, sse2, data, size, &b);
-    pw_module_free(m);
-    if (a.interrupted || b.interrupted) return 0;
-    if (a.inst_status != b.inst_status || a.ncalls != b.ncalls) abort();
-    for (uint32_t c = 0; c < a.ncalls; c++)
-        if (a.status[c] != b.status[c] || a.trap[c] != b.trap[c] ||
-            memcmp(a.res[c], b.res[c], sizeof a.res[c]) != 0)
-            abort();
+    outcome out[NMODES];
+    for (size_t k = 0; k < NMODES; k++) {
+        /* a fresh module per mode: its translation is this mode's alone */
+        pw_module *m = pw_module_new(data, size, NULL, &err);
+        if (!m) return 0;
+        run(m, &MODES[k], data, size, &out[k]);
+        pw_module_free(m);
+        if (out[k].interrupted) return 0; /* where a timer fires is not deterministic */
+    }
+    const outcome *a = &out[0];
+    for (size_t k = 1; k < NMODES; k++) {
+        const outcome *b = &out[k];
+        if (a->inst_status != b->inst_status || a->ncalls != b->ncalls)
+            finding(&MODES[k], a, b, -1);
+        for (uint32_t c = 0; c < a->ncalls; c++)
+            if (a->status[c] != b->status[c] || a->trap[c] != b->trap[c] ||
+                memcmp(a->res[c], b->res[c], sizeof a->res[c]) != 0)
+                finding(&MODES[k], a, b, (int)c);
+    }
     return 0;
 }

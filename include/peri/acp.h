@@ -60,7 +60,8 @@ typedef struct pacp_options {
     const char *home;
     /* pct_config: Ruby's ruby+stdlib.wasm, the native WASI runner argv. */
     const char *ruby_wasm;
-    const char *python_dir; /* pct_config: CPython's WASI build directory */
+    const char *python_dir;     /* pct_config: CPython's WASI build directory */
+    const char *code_cache_dir; /* pct_config: the room's on-disk code cache; NULL: none */
     const char *const *wasm_runner;
     size_t nwasm_runner;
     const char *bwrap; /* the sandbox's bubblewrap binary; NULL: /usr/bin/bwrap */

@@ -118,6 +118,10 @@ typedef struct pct_config {
     const char *ruby_wasm;
     /* python_dir: CPython's WASI build (python.wasm, lib/python3.11; NULL: no Python) */
     const char *python_dir;
+    /* The room's on-disk cache of JIT translations (pr_host_config.code_cache_dir,
+     * docs/jit.md "Compiled-code cache"): later processes running the same Ruby or
+     * Python build map its machine code instead of translating it. NULL: none. */
+    const char *code_cache_dir;
     const char *const *wasm_runner;
     size_t nwasm_runner;
     const char *bwrap; /* NULL: /usr/bin/bwrap */

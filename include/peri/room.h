@@ -97,6 +97,10 @@ typedef struct pr_host_config {
     /* Engine tier of every run (pw_store_config.engine: PW_ENGINE_AUTO = 0, the
      * default; PW_ENGINE_INTERP; PW_ENGINE_JIT). Results, traps and limits are the same. */
     int engine;
+    /* Bounds checks of every run's 32-bit memories (pw_store_config.bounds_checks:
+     * PW_BOUNDS_GUARD = 0, the default: guard pages where the address space allows;
+     * PW_BOUNDS_EXPLICIT: every access checked). Results and traps are the same. */
+    int bounds_checks;
     /* An on-disk cache of JIT translations shared by processes (docs/jit.md,
      * "Compiled-code cache"; pw_module_set_code_cache): every compiled program uses
      * it. NULL: none. A directory the engine refuses (not ours, writable by others)

@@ -519,6 +519,7 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
                       .settings = settings,
                       .ruby_wasm = opt->ruby_wasm, /* how code runs */
                       .python_dir = opt->python_dir,
+                      .code_cache_dir = opt->code_cache_dir,
                       .wasm_runner = opt->wasm_runner,
                       .nwasm_runner = opt->nwasm_runner,
                       .bwrap = opt->bwrap,

@@ -61,7 +61,9 @@ int peri_cmd_compile(int argc, char **argv) {
         } else if (!strcmp(a, "--bounds-checks") && i + 1 < argc) {
             bounds = peri_bounds_parse(argv[++i]);
             if (bounds < 0) {
-                fprintf(stderr, "peri compile: --bounds-checks wants guard or explicit\n");
+                fprintf(stderr,
+                        "peri compile: --bounds-checks wants guard or explicit, got \"%s\"\n",
+                        argv[i]);
                 return 2;
             }
         } else if (!strcmp(a, "--sse2")) {

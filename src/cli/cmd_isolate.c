@@ -22,8 +22,10 @@ static void usage(FILE *f) {
             "usage: peri isolate run --runner NAME --scope SCOPE --digest HEX --program PATH\n"
             "                        --input PATH [--grant NAME]... [--cpu-ms N] [--wall-ms N]\n"
             "                        [--deterministic] [--engine auto|interp|jit]\n"
+            "                        [--bounds-checks guard|explicit]\n"
             "       peri isolate serve [--grant NAME]... [--workers N] [--cpu-ms N] [--wall-ms N]\n"
             "                          [--deterministic] [--engine auto|interp|jit]\n"
+            "                          [--bounds-checks guard|explicit]\n"
             "  --program PATH  the module as Base64 text (base64 -w0 FILE.wasm > FILE.b64),\n"
             "                  not the .wasm file itself\n"
             "  --digest HEX    SHA-256 of the decoded module, 64 lowercase hex digits\n"
@@ -33,7 +35,10 @@ static void usage(FILE *f) {
             "  --scope SCOPE   the run's scope name (1 to 128 bytes)\n"
             "PATH may be '-' (stdin) for one of --program/--input. Without --grant the\n"
             "granted LOADER list is \"LOADER\". --engine: the execution tier (docs/jit.md;\n"
-            "default $PERI_ENGINE, else auto). `peri run FILE.wasm` runs a module directly.\n"
+            "default $PERI_ENGINE, else auto). --bounds-checks: how memory accesses are\n"
+            "checked: guard (default: guard pages where the address space allows) or explicit\n"
+            "(a check at every access); traps are the same (docs/jit.md).\n"
+            "`peri run FILE.wasm` runs a module directly.\n"
             "Exit status of run: 0 the result JSON on stdout; 1 the contract's error message\n"
             "(Chinese, exact) on the first line of stderr, on a terminal its English meaning\n"
             "on the next; 2 usage error.\n");
@@ -60,6 +65,7 @@ typedef struct common_opts {
     unsigned long cpu_ms, wall_ms;
     bool deterministic;
     int engine; /* PW_ENGINE_* */
+    int bounds; /* PW_BOUNDS_* */
 } common_opts;
 
 /* Parses an option shared by run and serve at argv[*i]; 1 taken, 0 not ours, -1 bad. */
@@ -70,7 +76,7 @@ static int common_opt(common_opts *o, int argc, char **argv, int *i) {
         return 1;
     }
     if (strcmp(a, "--grant") != 0 && strcmp(a, "--cpu-ms") != 0 && strcmp(a, "--wall-ms") != 0 &&
-        strcmp(a, "--engine") != 0)
+        strcmp(a, "--engine") != 0 && strcmp(a, "--bounds-checks") != 0)
         return 0;
     if (*i + 1 >= argc) {
         fprintf(stderr, "peri isolate: %s needs a value\n", a);
@@ -79,8 +85,16 @@ static int common_opt(common_opts *o, int argc, char **argv, int *i) {
     const char *v = argv[++*i];
     if (strcmp(a, "--engine") == 0) {
         o->engine = peri_engine_parse(v);
-        if (o->engine < 0) fprintf(stderr, "peri isolate: --engine wants auto, interp or jit\n");
+        if (o->engine < 0)
+            fprintf(stderr, "peri isolate: --engine wants auto, interp or jit, got \"%s\"\n", v);
         return o->engine < 0 ? -1 : 1;
+    }
+    if (strcmp(a, "--bounds-checks") == 0) {
+        o->bounds = peri_bounds_parse(v);
+        if (o->bounds < 0)
+            fprintf(stderr, "peri isolate: --bounds-checks wants guard or explicit, got \"%s\"\n",
+                    v);
+        return o->bounds < 0 ? -1 : 1;
     }
     if (strcmp(a, "--grant") == 0) {
         if (o->ngrants == MAX_GRANTS) {
@@ -122,6 +136,7 @@ static pr_host *make_host(const common_opts *o) {
     cfg.wall_ms = (uint32_t)o->wall_ms;
     cfg.deterministic = o->deterministic;
     cfg.engine = o->engine;
+    cfg.bounds_checks = o->bounds;
     char ccdir[4096]; /* the code cache: $PERI_CODE_CACHE, else ~/.cache/peri/code */
     cfg.code_cache_dir = peri_code_cache_dir(ccdir, sizeof ccdir);
     pr_error err;

@@ -64,6 +64,9 @@ static void usage(FILE *f) {
         "  --engine E            execution tier: auto (default: the interpreter, then the\n"
         "                        baseline JIT once the module is hot), interp or jit\n"
         "                        (docs/jit.md); the default comes from $PERI_ENGINE if set\n"
+        "  --bounds-checks M     how memory accesses are checked: guard (default: guard\n"
+        "                        pages where the address space allows) or explicit (a\n"
+        "                        check at every access); traps are the same (docs/jit.md)\n"
         "  --compiled FILE       run the machine code of FILE (made by `peri compile`); a\n"
         "                        FILE that does not match this module and build is refused\n"
         "  --code-cache DIR|off  where translations are kept for the next run (default:\n"
@@ -300,6 +303,13 @@ static int parse(run_opts *o, int argc, char **argv) {
             o->cfg.engine = peri_engine_parse(v);
             if (o->cfg.engine < 0) {
                 fprintf(stderr, "peri run: --engine wants interp, jit or auto, got \"%s\"\n", v);
+                return 2;
+            }
+        } else if (strcmp(a, "--bounds-checks") == 0) {
+            o->cfg.bounds_checks = peri_bounds_parse(v);
+            if (o->cfg.bounds_checks < 0) {
+                fprintf(stderr, "peri run: --bounds-checks wants guard or explicit, got \"%s\"\n",
+                        v);
                 return 2;
             }
         } else if (strcmp(a, "--cpu-ms") == 0 && parse_num(v, UINT32_MAX, &n)) {

@@ -186,7 +186,9 @@ static int wasm_invoke(int argc, char **argv) {
         } else if (strcmp(argv[i], "--bounds-checks") == 0 && i + 1 < argc) {
             cfg.bounds_checks = peri_bounds_parse(argv[++i]);
             if (cfg.bounds_checks < 0) {
-                fprintf(stderr, "peri wasm invoke: --bounds-checks wants guard or explicit\n");
+                fprintf(stderr,
+                        "peri wasm invoke: --bounds-checks wants guard or explicit, got \"%s\"\n",
+                        argv[i]);
                 return 2;
             }
         } else if (strcmp(argv[i], "--") == 0) {

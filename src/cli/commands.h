@@ -26,11 +26,11 @@ int peri_cmd_agent(int argc, char **argv);
 int peri_cmd_place(int argc, char **argv); /* cmd_place.c: placement run, decide (in peri-agent) */
 
 /* place_opts.c: the placement options of `peri acp` / `peri print` from the
- * environment (Ruby's module path, the native WASI runner). */
+ * environment (Ruby's module path, the native WASI runner, the code cache). */
 #include "peri/acp.h"
 #include <stdbool.h>
 typedef struct peri_place_opts {
-    char ruby[4096], exe[4096], bwrap[4096], python[4096];
+    char ruby[4096], exe[4096], bwrap[4096], python[4096], code_cache[4096];
     const char *runner[8];
 } peri_place_opts;
 void peri_place_opts_fill(peri_place_opts *po, pacp_options *opt);

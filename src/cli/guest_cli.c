@@ -168,6 +168,9 @@ static void usage(const peri_guest_cli *g, FILE *f) {
                 g->module, g->module, g->module);
     fprintf(f, "  --engine E      execution tier: auto (default; $PERI_ENGINE if set), interp\n"
                "                  or jit (docs/jit.md)\n"
+               "  --bounds-checks M  how memory accesses are checked: guard (default: guard\n"
+               "                  pages where the address space allows) or explicit (a check\n"
+               "                  at every access); traps are the same (docs/jit.md)\n"
                "Exit status: the script's; 1 when it cannot run (missing files, limits);\n"
                "2 for a usage error.\n");
 }
@@ -185,7 +188,7 @@ typedef struct opts {
     size_t nfiles;
     unsigned long repeat, cpu;
     bool timed, evidence, lease_write, network;
-    int engine;
+    int engine, bounds; /* PW_ENGINE_*, PW_BOUNDS_* */
 } opts;
 
 /* Parses argv into o; -1 when parsed, else the exit status (help: 0, usage error: 2). */
@@ -194,10 +197,10 @@ static int parse(const peri_guest_cli *g, int argc, char **argv, opts *o) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
         bool caps = g->flags & PERI_GUEST_CAPABILITIES;
-        bool takes_value = !strcmp(a, "--engine") || !strcmp(a, g->build_opt) ||
-                           !strcmp(a, "--stdin") || !strcmp(a, "--file") ||
-                           (caps && !strcmp(a, "--lease")) || !strcmp(a, "--repeat") ||
-                           !strcmp(a, "--cpu-ms");
+        bool takes_value = !strcmp(a, "--engine") || !strcmp(a, "--bounds-checks") ||
+                           !strcmp(a, g->build_opt) || !strcmp(a, "--stdin") ||
+                           !strcmp(a, "--file") || (caps && !strcmp(a, "--lease")) ||
+                           !strcmp(a, "--repeat") || !strcmp(a, "--cpu-ms");
         if (takes_value && !v) return bad_usage(g, "a value is missing after", a);
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(g, stdout);
@@ -215,6 +218,9 @@ static int parse(const peri_guest_cli *g, int argc, char **argv, opts *o) {
         } else if (!strcmp(a, "--engine")) {
             if ((o->engine = peri_engine_parse(argv[++i])) < 0)
                 return bad_usage(g, "--engine wants auto, interp or jit, got", v);
+        } else if (!strcmp(a, "--bounds-checks")) {
+            if ((o->bounds = peri_bounds_parse(argv[++i])) < 0)
+                return bad_usage(g, "--bounds-checks wants guard or explicit, got", v);
         } else if (!strcmp(a, g->build_opt)) {
             o->build = argv[++i];
         } else if (!strcmp(a, "--stdin")) {
@@ -329,6 +335,7 @@ int peri_guest_main(const peri_guest_cli *g, int argc, char **argv) {
     char ccdir[4096];
     pr_host_config cfg = {.cpu_ms = (uint32_t)o.cpu,
                           .engine = o.engine,
+                          .bounds_checks = o.bounds,
                           .code_cache_dir = peri_code_cache_dir(ccdir, sizeof ccdir)};
     h = pr_host_new(&cfg, &err);
     p = h ? pr_program_load(h, (pr_str){g->name, strlen(g->name)}, mod, wlen, &err) : NULL;

@@ -7,7 +7,9 @@
  * WASI module promoted to the native sandbox runs as `<peri> run --dir / -- MODULE ARGS`,
  * the `peri` next to this program (peri-agent).
  * $PERI_BWRAP overrides the sandbox's bubblewrap binary (tests use it to make the
- * sandbox unavailable). The strings live in the caller's peri_place_opts.
+ * sandbox unavailable). The room's code cache is `peri run`'s: $PERI_CODE_CACHE (off:
+ * none), else the user's cache directory's peri/code. The strings live in the caller's
+ * peri_place_opts.
  */
 #include "cli/commands.h"
 
@@ -34,6 +36,7 @@ void peri_place_opts_fill(peri_place_opts *po, pacp_options *opt) {
     /* CPython's WASI build: $PERI_PYTHON_DIR, else scripts/python-wasi.sh's cache. */
     opt->python_dir =
         build_path(po->python, sizeof po->python, "PERI_PYTHON_DIR", PERI_PYTHON_CACHED);
+    opt->code_cache_dir = peri_code_cache_dir(po->code_cache, sizeof po->code_cache);
     const char *bw = getenv("PERI_BWRAP");
     if (bw && *bw) {
         snprintf(po->bwrap, sizeof po->bwrap, "%s", bw);

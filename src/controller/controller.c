@@ -398,7 +398,8 @@ static void port_emit(void *ctx, const pag_event *ev) {
 static bool open_placement(pct_controller *c, const pct_config *cfg, pct_error *err) {
     pr_error re;
     pl_error le;
-    c->room = pr_host_new(NULL, &re);
+    pr_host_config rc = {.code_cache_dir = cfg->code_cache_dir};
+    c->room = pr_host_new(&rc, &re);
     if (!c->room) {
         char msg[200];
         snprintf(msg, sizeof msg, "%.190s", re.message);

@@ -49,6 +49,7 @@ pr_host *pr_host_new(const pr_host_config *cfg, pr_error *err) {
     h->deterministic = cfg->deterministic;
     h->beyond_contract = cfg->beyond_contract;
     h->engine = cfg->engine;
+    h->bounds_checks = cfg->bounds_checks;
     h->code_cache_bytes = cfg->code_cache_bytes;
     if (cfg->code_cache_dir && !(h->code_cache_dir = strdup(cfg->code_cache_dir))) goto nomem;
     if (!copy_list(&h->granted, &h->ngranted, cfg->granted, cfg->ngranted, "LOADER")) goto nomem;

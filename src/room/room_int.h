@@ -431,6 +431,7 @@ struct pr_host {
     bool deterministic;
     bool beyond_contract; /* peri run: caller's limits; memory.grow fails softly */
     int engine;           /* pw_store_config.engine for every run */
+    int bounds_checks;    /* pw_store_config.bounds_checks for every run */
     char *code_cache_dir; /* owned; NULL: no code cache */
     uint64_t code_cache_bytes;
     pr_cache cache;

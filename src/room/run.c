@@ -280,7 +280,8 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
     pw_store_config sc = {.memory_cap = memory_cap,
                           .cap_is_fatal = !h->beyond_contract,
                           .pool = pool,
-                          .engine = h->engine};
+                          .engine = h->engine,
+                          .bounds_checks = h->bounds_checks};
     rs.store = pw_store_new(&sc, &pe);
     if (!rs.store) {
         pr__host_pool_put(h, pool);

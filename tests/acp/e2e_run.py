@@ -18,6 +18,12 @@ Scenarios:
   cancel  cancel during a long shell call and during long run calls (Ruby, WASI) ends the turn as
           cancelled within 200 ms, and the shell's process tree is gone; the run calls'
           result is the typed "cancelled" (stopped_by), not the room's CPU limit.
+  cache   the room's code cache is the user's (~/.cache/peri/code of the agent's HOME):
+          after an agent ran Ruby once the cache holds its translation (0600 files in a
+          0700 directory), and a second agent process running Ruby maps that file (a hit
+          touches it in place: same inode, later time) instead of writing another.
+The other scenarios run with PERI_CODE_CACHE=off: filling the cache translates Ruby's
+module on a background thread, CPU the cancel scenario would count against the agent.
 Exit 0 pass, 1 fail, 77 skipped (never under CI=true).
 """
 import json
@@ -35,7 +41,9 @@ HELLO = None
 
 
 def agent(E, **extra):
-    return E.agent(PERI_RUBY_WASM=RUBY, **extra)
+    env = {"PERI_CODE_CACHE": "off"}
+    env.update(extra)
+    return E.agent(PERI_RUBY_WASM=RUBY, **{k: v for k, v in env.items() if v is not None})
 
 
 def final_updates(a, sid, since=0.0):
@@ -217,7 +225,48 @@ def s_cancel(E):
     check(a.close_stdin() == 0, "exit")
 
 
-SCENARIOS = {"shell": s_shell, "run": s_run, "cancel": s_cancel}
+def cache_files(d):
+    """{name: (inode, mtime_ns, mode)} of the finished files in the cache directory d."""
+    out = {}
+    for n in os.listdir(d) if os.path.isdir(d) else []:
+        if not n.startswith("."):
+            st = os.stat(os.path.join(d, n))
+            out[n] = (st.st_ino, st.st_mtime_ns, st.st_mode & 0o777)
+    return out
+
+
+def s_cache(E):
+    cache = os.path.join(E.home, ".cache", "peri", "code")
+    seen = []
+    for round_ in (1, 2):
+        a = agent(E, PERI_CODE_CACHE=None)  # the default: the cache of the agent's HOME
+        sid = E.new_session(a)
+        r, fin, _ = tool_turn(E, a, sid, [{"id": "rb%d" % round_, "name": "run",
+                                           "arguments": {"ruby": "puts 6 * 7"}}], timeout=120)
+        check(fin and fin[0]["status"] == "completed" and fin[0]["rawOutput"]["stdout"] == "42\n",
+              "ruby run %d %r" % (round_, fin))
+        # the translation is saved when the room lets go of the module: at the agent's exit
+        try:
+            rc = a.close_stdin(timeout=180)
+        except Exception as e:
+            rc = repr(e)
+        check(rc == 0, "agent %d exit %r" % (round_, rc))
+        seen.append(cache_files(cache))
+        time.sleep(0.05)  # a touch later than the file's write has a later time
+    first, second = seen
+    print("cache after the first agent: %r; after the second: %r" % (first, second))
+    check(len(first) >= 1, "the first agent's Ruby run left no translation in %s" % cache)
+    check(os.path.isdir(cache) and os.stat(cache).st_mode & 0o777 == 0o700,
+          "the cache directory is 0700")
+    check(all(v[2] == 0o600 for v in first.values()), "cache files are 0600: %r" % first)
+    check(set(first) == set(second), "the second agent wrote new files: %r -> %r" % (first, second))
+    hits = [n for n in first if n in second and second[n][0] == first[n][0]
+            and second[n][1] > first[n][1]]
+    check(hits, "the second agent's Ruby run did not map the cached translation "
+          "(no file touched in place): %r -> %r" % (first, second))
+
+
+SCENARIOS = {"shell": s_shell, "run": s_run, "cancel": s_cancel, "cache": s_cache}
 
 
 def main():
@@ -227,7 +276,7 @@ def main():
         return 2
     peri, mock_py, RUBY, HELLO, name = sys.argv[1:]
     missing = [p for p in (RUBY, HELLO) if not os.path.exists(p)]
-    if missing and name in ("run", "cancel"):  # both run Ruby in the room
+    if missing and name in ("run", "cancel", "cache"):  # these run Ruby in the room
         return missing_dependency("missing %s (scripts/deps.sh)" % missing)
     if not os.path.exists("/usr/bin/bwrap"):
         return missing_dependency("bubblewrap is not installed (scripts/deps.sh)")
