@@ -514,8 +514,8 @@ static bool spawn_status(int rfd, char *why, size_t whylen) {
     if (k != (ssize_t)sizeof msg) return true;
     static const char *const what[] = {"",
                                        "cannot join the run's cgroup",
-                                       "cannot map the workspace to the run's uid (idmapped "
-                                       "mount; this kernel or file system may not support it)",
+                                       ("cannot map the workspace to the run's uid (idmapped "
+                                        "mount; this kernel or file system may not support it)"),
                                        "cannot make a host path reachable for the run's uid",
                                        "cannot protect the agent's control files",
                                        "cannot pass the sandbox's file descriptors",

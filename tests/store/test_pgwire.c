@@ -78,7 +78,7 @@ static void w_param(wire *w, const char *k, const char *v) {
 }
 
 /* ErrorResponse/NoticeResponse from "Xvalue" strings, NULL-terminated. */
-static void w_fields(wire *w, char type, ...) {
+static void w_fields(wire *w, int type, ...) { /* int: va_start needs a promoted type */
     wire b = {.n = 0};
     va_list ap;
     va_start(ap, type);
