@@ -2,6 +2,7 @@
  * methods.c — ACP v1 method handlers: validate params, call the controller, shape
  * the result. Accepts Peri's aliases (session_id; message.content for prompts).
  */
+#include "acp/prompt_message.h"
 #include "acp/server_impl.h"
 
 #include <stdarg.h>
@@ -572,223 +573,14 @@ static void x_rewind(pacp_server *srv, pj_t *params, pacp_reply *r) {
 
 /* ---------------------------------------------------------------- prompt */
 
-/* Growing text buffer for the prompt's text and the refusal notice. */
-typedef struct tbuf {
-    char *p;
-    size_t len;
-    bool oom;
-} tbuf;
-
-static void tb_add(tbuf *b, const char *s, const char *sep) {
-    if (b->oom) return;
-    size_t n = strlen(s), k = b->len && sep ? strlen(sep) : 0;
-    char *np = realloc(b->p, b->len + k + n + 1);
-    if (!np) {
-        b->oom = true;
-        return;
-    }
-    memcpy(np + b->len, sep ? sep : "", k);
-    memcpy(np + b->len + k, s, n + 1);
-    b->p = np;
-    b->len += k + n;
-}
-
-/* tb_add of a formatted text (cut at 1199 bytes). */
-static void tb_addf(tbuf *b, const char *sep, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void tb_addf(tbuf *b, const char *sep, const char *fmt, ...) {
-    char tmp[1200];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    tb_add(b, tmp, sep);
-}
-
-static bool image_mime(const char *m) {
-    return m && (!strcmp(m, "image/png") || !strcmp(m, "image/jpeg") || !strcmp(m, "image/gif") ||
-                 !strcmp(m, "image/webp"));
-}
-
-/* Plausible base64: non-empty, only the base64 alphabet (and padding). */
-static bool base64_ok(const char *d) {
-    if (!d || !*d) return false;
-    for (const char *p = d; *p; p++)
-        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-              *p == '+' || *p == '/' || *p == '=' || *p == '\n' || *p == '\r'))
-            return false;
-    return true;
-}
-
-/* Builds the user message from ContentBlock[]: text, resource links and embedded text
- * resources become text; images (and image blobs) become image parts. A block that
- * cannot be passed on is refused on its own: the notice says which and why, the rest
- * of the prompt goes through. Returns 0, or -1 with r set (nothing usable, OOM). */
-static bool audio_mime(const char *m) {
-    return m && (!strcmp(m, "audio/wav") || !strcmp(m, "audio/x-wav") || !strcmp(m, "audio/wave") ||
-                 !strcmp(m, "audio/mpeg") || !strcmp(m, "audio/mp3"));
-}
-
-/* What the session's model takes beside text and images. */
-typedef struct accepts {
-    bool audio;
-    char model[160];
-    char cwd[4096]; /* the session's directory ("" unknown) */
-} accepts;
-
-/* The workspace-relative path of a file:// URI inside cwd, decided on the text alone
- * (the request thread touches no file): an absolute path without "." or ".." segments,
- * percent escapes or controls, under cwd. NULL when it is not one. */
-static const char *workspace_path(const char *uri, const char *cwd) {
-    static const char scheme[] = "file://";
-    if (!uri || !cwd[0] || strncmp(uri, scheme, sizeof scheme - 1) != 0) return NULL;
-    const char *p = uri + sizeof scheme - 1;
-    size_t n = strlen(cwd);
-    if (p[0] != '/' || strncmp(p, cwd, n) != 0 || p[n] != '/' || !p[n + 1]) return NULL;
-    for (const char *q = p; *q; q++) {
-        if ((unsigned char)*q < 0x20 || *q == '%' || *q == '\\') return NULL;
-        if (*q == '/' && q[1] == '.' &&
-            (q[2] == '/' || !q[2] || (q[2] == '.' && (q[3] == '/' || !q[3]))))
-            return NULL;
-    }
-    return p + n + 1;
-}
-
-static int build_message(pj_t *blocks, pm_message *m, tbuf *notice, pacp_reply *r,
-                         const accepts *acc) {
-    tbuf text = {0};
-    size_t i, usable = 0;
-    pj_t *b;
-    pm_message_init(m, PM_ROLE_USER);
-    pj_array_foreach(blocks, i, b) {
-        const char *type = pj_string_value(pj_object_get(b, "type"));
-        const char *why = NULL;
-        if (!type) {
-            why = "a content block without a type";
-        } else if (!strcmp(type, "text")) {
-            const char *t = pj_string_value(pj_object_get(b, "text"));
-            if (!t)
-                why = "a text block without text";
-            else {
-                tb_add(&text, t, "\n");
-                usable++;
-            }
-        } else if (!strcmp(type, "resource_link")) {
-            const char *uri = pj_string_value(pj_object_get(b, "uri"));
-            const char *name = pj_string_value(pj_object_get(b, "name"));
-            const char *rel = workspace_path(uri, acc->cwd);
-            if (!uri)
-                why = "a resource_link block without uri";
-            else if (rel) {
-                /* a workspace file: the model reads it with its tools */
-                tb_addf(&text, "\n",
-                        "[Resource: %.300s](%.400s) - the workspace file %.400s (read it with "
-                        "your tools)",
-                        name ? name : uri, uri, rel);
-                usable++;
-            } else {
-                tb_addf(&text, "\n", "[Resource: %.500s](%.600s)", name ? name : uri, uri);
-                usable++;
-            }
-        } else if (!strcmp(type, "resource")) {
-            pj_t *res = pj_object_get(b, "resource");
-            const char *uri = pj_string_value(pj_object_get(res, "uri"));
-            const char *t = pj_string_value(pj_object_get(res, "text"));
-            const char *blob = pj_string_value(pj_object_get(res, "blob"));
-            const char *mime = pj_string_value(pj_object_get(res, "mimeType"));
-            if (!uri) {
-                why = "a resource block without resource.uri";
-            } else if (t) {
-                tb_addf(&text, "\n", "[Resource: %.1000s]", uri);
-                tb_add(&text, t, "\n");
-                usable++;
-            } else if (blob && image_mime(mime) && base64_ok(blob)) {
-                if (pm_message_add_image(m, mime, blob) != PM_OK) text.oom = true;
-                usable++;
-            } else if (blob && workspace_path(uri, acc->cwd) &&
-                       !(mime && !strcmp(mime, "application/pdf"))) {
-                /* another binary blob of a workspace file: offered as that file */
-                tb_addf(&text, "\n",
-                        "[Resource: %.400s (%.100s) - the workspace file %.400s (read it with "
-                        "your tools)]",
-                        uri, mime ? mime : "binary", workspace_path(uri, acc->cwd));
-                usable++;
-            } else if (blob && mime && !strcmp(mime, "application/pdf") && base64_ok(blob)) {
-                /* a PDF goes to the model as a document (both providers take them) */
-                tb_addf(&text, "\n", "[Document: %.1000s]", uri);
-                if (pm_message_add_document(m, mime, blob) != PM_OK) text.oom = true;
-                usable++;
-            } else {
-                tb_addf(notice, "; ",
-                        "the resource %.300s (%.100s): binary attachments other than images "
-                        "(png, jpeg, gif, webp) and PDF documents are not supported",
-                        uri, mime ? mime : "no mimeType");
-                continue;
-            }
-        } else if (!strcmp(type, "image") || !strcmp(type, "audio")) {
-            /* base64 media: images for every model, audio for the models that take it */
-            bool image = type[0] == 'i';
-            const char *data = pj_string_value(pj_object_get(b, "data"));
-            const char *mime = pj_string_value(pj_object_get(b, "mimeType"));
-            if (!image && !acc->audio) {
-                tb_addf(notice, "; ",
-                        "an audio block: the model %.150s does not take audio input (OpenAI "
-                        "audio models do)",
-                        acc->model);
-                continue;
-            }
-            if (!(image ? image_mime(mime) : audio_mime(mime))) {
-                tb_addf(notice, "; ",
-                        image
-                            ? "an image of type %.100s: only png, jpeg, gif and webp are supported"
-                            : "audio of type %.100s: only wav and mp3 are supported",
-                        mime ? mime : "(none)");
-                continue;
-            }
-            if (!base64_ok(data)) {
-                why = image ? "an image block without base64 data"
-                            : "an audio block without base64 data";
-            } else {
-                pm_status st = image ? pm_message_add_image(m, mime, data)
-                                     : pm_message_add_audio(m, mime, data);
-                if (st != PM_OK) text.oom = true;
-                usable++;
-            }
-        } else {
-            tb_addf(notice, "; ", "a content block of unsupported type %.100s", type);
-            continue;
-        }
-        if (why) tb_add(notice, why, "; ");
-    }
-    if (text.len && pm_message_add_text(m, text.p) != PM_OK) text.oom = true;
-    free(text.p);
-    if (text.oom || notice->oom) {
-        pm_message_clear(m);
-        pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
-        return -1;
-    }
-    if (usable == 0) {
-        char msg[300];
-        snprintf(msg, sizeof msg, "prompt has no usable content: %.250s",
-                 notice->p ? notice->p : "empty prompt");
-        pm_message_clear(m);
-        bad_params(r, msg);
-        return -1;
-    }
-    if (notice->p) {
-        /* The model is told too, so it does not answer as if it had seen the block. */
-        size_t n = notice->len + 96;
-        char *note = malloc(n);
-        if (note) snprintf(note, n, "[Not shown to you (refused by the host): %s]", notice->p);
-        if (!note || pm_message_add_text(m, note) != PM_OK) {
-            free(note);
-            pm_message_clear(m);
-            pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
-            return -1;
-        }
-        free(note);
-    }
-    return 0;
+/* The prompt's ContentBlock[] as a user message (acp/prompt_message.c); a refusal is
+ * answered on r. */
+static int build_message(pj_t *blocks, pm_message *m, pacp_tbuf *notice, pacp_reply *r,
+                         const pacp_accepts *acc) {
+    pacp_prompt_err e = {0};
+    int rc = pacp__build_message(blocks, m, notice, &e, acc);
+    if (rc) pacp__reply_error(r, e.code, e.message);
+    return rc;
 }
 
 static void m_prompt(pacp_server *srv, pj_t *params, pacp_reply *r) {
@@ -797,8 +589,8 @@ static void m_prompt(pacp_server *srv, pj_t *params, pacp_reply *r) {
     pj_t *blocks = pj_object_get(params, "prompt");
     pj_t *content = pj_object_get(pj_object_get(params, "message"), "content");
     pm_message msg;
-    tbuf notice = {0};
-    accepts acc = {0};
+    pacp_tbuf notice = {0};
+    pacp_accepts acc = {0};
     acc.audio = pct_session_audio(srv->ctl, sid, acc.model, sizeof acc.model);
     if (!pct_session_cwd(srv->ctl, sid, acc.cwd, sizeof acc.cwd)) acc.cwd[0] = '\0';
     if (pj_is_string(content)) {

@@ -1,8 +1,10 @@
 /*
  * updates.c — the ACP projection of host events: one stamped pag_event becomes the
- * params of one session/update notification. Pure mapping, no decisions.
+ * params of one session/update notification. Pure mapping, no decisions, no threads:
+ * the native server and the agent module's reactor (src/agentwasm/) both send it.
  */
-#include "acp/server_impl.h"
+#include "acp/projection.h"
+#include "peri/base.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,0 +1,23 @@
+/*
+ * projection.h — the ACP projection of host events (updates.c): one stamped pag_event
+ * becomes the params of one session/update notification. Pure mapping without threads,
+ * locks or I/O, so the native ACP server (server.c) and the agent module's reactor
+ * (src/agentwasm/) send the same bytes for the same event. Internal to the two of them.
+ */
+#ifndef PACP_PROJECTION_H
+#define PACP_PROJECTION_H
+
+#include "peri/agent.h"
+#include "peri/controller.h" /* pct_event_ids (a plain struct) */
+#include "peri/json.h"
+
+/* session/update params for one stamped event (ids: its identity, may be NULL); NULL
+ * for events with no wire form. */
+pj_t *pacp__update_params(const pag_event *ev, const pct_event_ids *ids);
+/* Adds "peri.sessionEpoch", "peri.agentId", "peri.turnId", "peri.attemptId" (those
+ * present) to a _meta object. */
+void pacp__ids_meta(pj_t *meta, const pct_event_ids *ids);
+/* A wall-clock time in ms as an ISO 8601 UTC JSON string (ACP's updatedAt). */
+pj_t *pacp__iso_time(int64_t ms);
+
+#endif
