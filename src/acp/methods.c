@@ -91,8 +91,8 @@ static void m_initialize(pacp_server *srv, pj_t *params, pacp_reply *r) {
         return;
     }
     /* One host holds one machine identity: a client asking for another is refused. */
-    pj_t *mid = pj_object_get(
-        pj_object_get(pj_object_get(params, "clientCapabilities"), "_meta"), "peri.machineId");
+    pj_t *mid = pj_object_get(pj_object_get(pj_object_get(params, "clientCapabilities"), "_meta"),
+                              "peri.machineId");
     const char *held = pct_machine_id(srv->ctl);
     if (mid && (!pj_is_string(mid) || strcmp(pj_string_value(mid), held) != 0)) {
         char msg[300];
@@ -117,9 +117,9 @@ static void m_initialize(pacp_server *srv, pj_t *params, pacp_reply *r) {
     /* Peri's extensions, as ACP's extensibility rules ask: capability flags in _meta. */
     pj_t *ext =
         pj_pack("{s:b, s:b, s:b, s:b, s:[s, s, s, s, s, s]}", "peri.eventIds", 1, "peri.turnDone",
-                  1, "peri.cancelTarget", 1, "peri.clearQueue", 1, "peri.methods",
-                  "_peri/queue/list", "_peri/queue/clear", "_peri/session/rename",
-                  "_peri/session/archive", "_peri/session/unarchive", "_peri/session/rewind");
+                1, "peri.cancelTarget", 1, "peri.clearQueue", 1, "peri.methods", "_peri/queue/list",
+                "_peri/queue/clear", "_peri/session/rename", "_peri/session/archive",
+                "_peri/session/unarchive", "_peri/session/rewind");
     if (ext) pj_object_set_new(pj_object_get(r->result, "agentCapabilities"), "_meta", ext);
 }
 
@@ -152,10 +152,10 @@ static pj_t *auth_methods(pj_t *client_caps) {
                  "~/.peri/settings.json (mode 0600), never in the project. Or set %s and "
                  "start the agent again.",
                  AUTH[i].var);
-        pj_array_append_new(arr, pj_pack("{s:s, s:s, s:s, s:{s:[{s:s}], s:s}}", "id",
-                                             AUTH[i].id, "name", AUTH[i].name, "description", desc,
-                                             "_meta", "peri.vars", "name", AUTH[i].var, "peri.link",
-                                             AUTH[i].link));
+        pj_array_append_new(arr,
+                            pj_pack("{s:s, s:s, s:s, s:{s:[{s:s}], s:s}}", "id", AUTH[i].id, "name",
+                                    AUTH[i].name, "description", desc, "_meta", "peri.vars", "name",
+                                    AUTH[i].var, "peri.link", AUTH[i].link));
     }
     for (size_t i = 0; terminal && arr && i < sizeof AUTH / sizeof AUTH[0]; i++) {
         char name[100], desc[300];
@@ -164,10 +164,9 @@ static pj_t *auth_methods(pj_t *client_caps) {
                  "Type the key in a terminal (no echo); it is kept in your "
                  "~/.peri/settings.json (mode 0600), never in the project. Get one at %s.",
                  AUTH[i].link);
-        pj_array_append_new(arr,
-                              pj_pack("{s:s, s:s, s:s, s:s, s:[s, s], s:{}}", "id",
-                                        AUTH[i].term_id, "name", name, "description", desc, "type",
-                                        "terminal", "args", "--login", AUTH[i].provider, "env"));
+        pj_array_append_new(arr, pj_pack("{s:s, s:s, s:s, s:s, s:[s, s], s:{}}", "id",
+                                         AUTH[i].term_id, "name", name, "description", desc, "type",
+                                         "terminal", "args", "--login", AUTH[i].provider, "env"));
     }
     return arr ? arr : pj_array();
 }
@@ -394,8 +393,8 @@ static void m_set_config(pacp_server *srv, pj_t *params, pacp_reply *r) {
     if (!pj_is_string(val))
         return bad_params(r, "value must be a string (a value id of the option)");
     pct_error e = {0};
-    if (failed(r, pct_set_config(srv->ctl, sid, pj_string_value(cid), pj_string_value(val), &e),
-               &e, sid))
+    if (failed(r, pct_set_config(srv->ctl, sid, pj_string_value(cid), pj_string_value(val), &e), &e,
+               sid))
         return;
     char *cfg = pct_session_config(srv->ctl, sid);
     pj_t *c = cfg ? pj_loads(cfg, 0, NULL) : NULL;
@@ -423,8 +422,7 @@ static void m_list(pacp_server *srv, pj_t *params, pacp_reply *r) {
     pj_t *allv = pj_object_get(pj_object_get(params, "_meta"), "peri.allMachines");
     int all = pj_is_boolean(allv) ? pj_is_true(allv) : -1;
     /* _meta."peri.includeArchived": true lists archived sessions too */
-    bool arch =
-        pj_is_true(pj_object_get(pj_object_get(params, "_meta"), "peri.includeArchived"));
+    bool arch = pj_is_true(pj_object_get(pj_object_get(params, "_meta"), "peri.includeArchived"));
     pst_thread_page page;
     pct_error e = {0};
     if (pct_session_list_opts(srv->ctl, pj_string_value(cwdv), pj_string_value(curv), all, arch,
@@ -436,7 +434,7 @@ static void m_list(pacp_server *srv, pj_t *params, pacp_reply *r) {
     for (size_t i = 0; arr && i < page.count; i++) {
         const pst_thread *t = &page.items[i];
         pj_t *o = pj_pack("{s:s, s:s, s:o}", "sessionId", t->id, "cwd", t->cwd ? t->cwd : "",
-                              "updatedAt", pacp__iso_time(t->updated_at));
+                          "updatedAt", pacp__iso_time(t->updated_at));
         if (o && t->title) pj_object_set_new(o, "title", pj_string(t->title));
         pj_t *meta = o ? pj_object() : NULL;
         if (meta && t->archived) pj_object_set_new(meta, "peri.archived", pj_true());
@@ -481,8 +479,7 @@ static void m_close(pacp_server *srv, pj_t *params, pacp_reply *r) {
     const char *reason = NULL;
     if (failed(r, pct_close_why(srv->ctl, sid, &e, &reason), &e, sid)) {
         /* what keeps the close from settling; the session stays closing for a retry */
-        if (reason && !r->data)
-            r->data = pj_pack("{s:s, s:s}", "reason", reason, "sessionId", sid);
+        if (reason && !r->data) r->data = pj_pack("{s:s, s:s}", "reason", reason, "sessionId", sid);
         return;
     }
     ok_empty(r);
@@ -539,8 +536,7 @@ static void x_rename(pacp_server *srv, pj_t *params, pacp_reply *r) {
     if (!sid) return;
     if (!pj_is_string(t)) return bad_params(r, "title must be a string");
     pct_error e = {0};
-    if (!failed(r, pct_session_rename(srv->ctl, sid, pj_string_value(t), &e), &e, sid))
-        ok_empty(r);
+    if (!failed(r, pct_session_rename(srv->ctl, sid, pj_string_value(t), &e), &e, sid)) ok_empty(r);
 }
 
 static void archive(pacp_server *srv, pj_t *params, pacp_reply *r, bool on) {

@@ -83,7 +83,7 @@ static const char *workspace_path(const char *uri, const char *cwd) {
 }
 
 int pacp__build_message(pj_t *blocks, pm_message *m, pacp_tbuf *notice, pacp_prompt_err *r,
-                         const pacp_accepts *acc) {
+                        const pacp_accepts *acc) {
     pacp_tbuf text = {0};
     size_t i, usable = 0;
     pj_t *b;
@@ -218,4 +218,3 @@ int pacp__build_message(pj_t *blocks, pm_message *m, pacp_tbuf *notice, pacp_pro
     }
     return 0;
 }
-

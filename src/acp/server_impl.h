@@ -125,5 +125,4 @@ void pacp__perm_answer(pacp_outreq *r, const pb_rpc_msg *m);
 void pacp__reply_error(pacp_reply *r, int code, const char *msg);
 void pacp__send_reply(pacp_server *srv, pj_t *id, pacp_reply *r);
 
-
 #endif

@@ -52,8 +52,8 @@ static pj_t *tool_call(const pag_event *ev) {
 
 static pj_t *tool_update(const pag_event *ev) {
     pj_t *u = pj_pack("{s:s, s:s, s:s}", "sessionUpdate", "tool_call_update", "toolCallId",
-                          ev->tool_call_id ? ev->tool_call_id : "", "status",
-                          ev->status ? ev->status : "in_progress");
+                      ev->tool_call_id ? ev->tool_call_id : "", "status",
+                      ev->status ? ev->status : "in_progress");
     if (!u) return NULL;
     bool final = ev->status && (!strcmp(ev->status, "completed") || !strcmp(ev->status, "failed"));
     if (!final) {
@@ -78,7 +78,7 @@ static pj_t *tool_update(const pag_event *ev) {
     pj_object_set_new(u, "content", content ? content : pj_array());
     pj_t *raw = ev->raw_output_json ? pj_loads(ev->raw_output_json, 0, NULL) : NULL;
     pj_object_set_new(u, "rawOutput",
-                        raw ? raw : pj_pack("{s:s}", "output", ev->text ? ev->text : ""));
+                      raw ? raw : pj_pack("{s:s}", "output", ev->text ? ev->text : ""));
     pj_t *meta = ev->meta_json ? pj_loads(ev->meta_json, 0, NULL) : NULL;
     if (pj_is_object(meta))
         pj_object_set_new(u, "_meta", meta); /* e.g. {"peri.placement": {...}} */
@@ -116,19 +116,18 @@ pj_t *pacp__update_params(const pag_event *ev, const pct_event_ids *ids) {
     case PAG_EV_TOOL_CALL: u = tool_call(ev); break;
     case PAG_EV_TOOL_UPDATE: u = tool_update(ev); break;
     case PAG_EV_USAGE:
-        u = pj_pack("{s:s, s:I, s:I}", "sessionUpdate", "usage_update", "used",
-                      (pj_int_t)ev->used, "size", (pj_int_t)ev->size);
+        u = pj_pack("{s:s, s:I, s:I}", "sessionUpdate", "usage_update", "used", (pj_int_t)ev->used,
+                    "size", (pj_int_t)ev->size);
         if (u && ev->has_cost)
             pj_object_set_new(u, "cost",
-                                pj_pack("{s:f, s:s}", "amount", ev->cost_usd, "currency", "USD"));
+                              pj_pack("{s:f, s:s}", "amount", ev->cost_usd, "currency", "USD"));
         break;
     case PAG_EV_COMPACTION:
         /* the context usage after an automatic compaction, with what happened in _meta */
-        u = pj_pack("{s:s, s:I, s:I, s:{s:{s:I, s:I, s:s, s:s}}}", "sessionUpdate",
-                      "usage_update", "used", (pj_int_t)ev->used, "size", (pj_int_t)ev->size,
-                      "_meta", "peri.compaction", "before", (pj_int_t)ev->input_tokens, "after",
-                      (pj_int_t)ev->used, "method", ev->text ? ev->text : "trim", "trigger",
-                      "auto");
+        u = pj_pack("{s:s, s:I, s:I, s:{s:{s:I, s:I, s:s, s:s}}}", "sessionUpdate", "usage_update",
+                    "used", (pj_int_t)ev->used, "size", (pj_int_t)ev->size, "_meta",
+                    "peri.compaction", "before", (pj_int_t)ev->input_tokens, "after",
+                    (pj_int_t)ev->used, "method", ev->text ? ev->text : "trim", "trigger", "auto");
         break;
     case PAG_EV_COMMANDS:
         u = list_update("available_commands_update", "availableCommands", ev);
@@ -136,12 +135,12 @@ pj_t *pacp__update_params(const pag_event *ev, const pct_event_ids *ids) {
     case PAG_EV_PLAN: u = list_update("plan", "entries", ev); break;
     case PAG_EV_MODE:
         u = pj_pack("{s:s, s:s}", "sessionUpdate", "current_mode_update", "currentModeId",
-                      ev->text ? ev->text : "default");
+                    ev->text ? ev->text : "default");
         break;
     case PAG_EV_CONFIG: u = list_update("config_option_update", "configOptions", ev); break;
     case PAG_EV_SESSION_INFO:
-        u = pj_pack("{s:s, s:s?, s:o}", "sessionUpdate", "session_info_update", "title",
-                      ev->title, "updatedAt", pacp__iso_time(ev->used));
+        u = pj_pack("{s:s, s:s?, s:o}", "sessionUpdate", "session_info_update", "title", ev->title,
+                    "updatedAt", pacp__iso_time(ev->used));
         break;
     }
     if (!u) return NULL;
@@ -155,6 +154,6 @@ pj_t *pacp__update_params(const pag_event *ev, const pct_event_ids *ids) {
         pj_decref(extra);
     }
     pj_t *p = pj_pack("{s:s, s:o, s:o*}", "sessionId", ev->session_id ? ev->session_id : "",
-                          "update", u, "_meta", meta);
+                      "update", u, "_meta", meta);
     return p;
 }

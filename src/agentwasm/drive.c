@@ -74,8 +74,7 @@ char *paw__frozen_context(const char *cwd, int64_t now_ms) {
     size_t n = sizeof intro + strlen(cwd) + 128;
     char *out = malloc(n);
     if (out)
-        snprintf(out, n, "%s\n\nWorking directory: %s\nToday's date (UTC): %s\n", intro, cwd,
-                 date);
+        snprintf(out, n, "%s\n\nWorking directory: %s\nToday's date (UTC): %s\n", intro, cwd, date);
     return out;
 }
 
@@ -152,9 +151,10 @@ static void answer_turn(paw_sess *s, const pag_turn_result *r) {
     pj_t *n = pj_pack("{s:s, s:s}", "sessionId", s->id, "outcome", outcome);
     if (n) {
         if (r->state == PAG_TURN_FAILED)
-            pj_object_set_new(n, "error", pj_pack("{s:s, s:s}", "kind",
-                                                  r->error_kind ? r->error_kind : "internal",
-                                                  "message", r->message));
+            pj_object_set_new(n, "error",
+                              pj_pack("{s:s, s:s}", "kind",
+                                      r->error_kind ? r->error_kind : "internal", "message",
+                                      r->message));
         else
             pj_object_set_new(n, "stopReason",
                               pj_string(r->stop_reason ? r->stop_reason : "end_turn"));
@@ -181,6 +181,7 @@ static void answer_turn(paw_sess *s, const pag_turn_result *r) {
 }
 
 static void start_turn(paw_sess *s, pj_t *id, pm_message *msg) {
+    pag_session_begin_turn(s->agent); /* a fresh generation, the cancel flag lowered */
     s->turn = pag_turn_new(s->agent, msg);
     if (!s->turn) {
         pm_message_clear(msg);
@@ -379,8 +380,8 @@ static bool model_call(paw_sess *s, const pag_effect *fx) {
     pm_error e = {0};
     if (!s->call || fx->model.attempt == 0) {
         pm_call_free(s->call);
-        s->call = p->model ? pm_call_new(p->model, fx->model.request, !fx->model.summary, &e)
-                           : NULL;
+        s->call =
+            p->model ? pm_call_new(p->model, fx->model.request, !fx->model.summary, &e) : NULL;
         if (!s->call) {
             if (!p->model) {
                 e.status = PM_ERR_ARG;
@@ -413,11 +414,11 @@ static bool model_call(paw_sess *s, const pag_effect *fx) {
     pn_http_result fail = {0};
     pn_http_req *req = NULL;
     if (hd) {
-        pn_http_callbacks cb = {.on_head = on_head, .on_body = on_body, .on_done = on_done,
-                                .ud = hd};
+        pn_http_callbacks cb = {
+            .on_head = on_head, .on_body = on_body, .on_done = on_done, .ud = hd};
         pn_http_opts o = {.idle_ms = 300000};
-        req = pn_http_request(p->h.ports, rq->url, rq->method, hs, nh, rq->body, rq->body_len,
-                              &cb, &o, &fail);
+        req = pn_http_request(p->h.ports, rq->url, rq->method, hs, nh, rq->body, rq->body_len, &cb,
+                              &o, &fail);
     } else {
         snprintf(fail.detail, sizeof fail.detail, "out of memory");
     }
@@ -458,8 +459,8 @@ static bool persist(paw_sess *s, const pag_effect *fx) {
     bool ok = in && json && p->store_ready && !s->read_only;
     for (size_t i = 0; ok && i < n; i++) {
         json[i] = pm_message_to_json(&fx->persist.msgs[i]);
-        in[i] = (pst_message_in){.role = pm_role_name(fx->persist.msgs[i].role),
-                                 .content = json[i]};
+        in[i] =
+            (pst_message_in){.role = pm_role_name(fx->persist.msgs[i].role), .content = json[i]};
         ok = json[i] != NULL;
     }
     pst_error e = {0};

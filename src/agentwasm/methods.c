@@ -88,8 +88,8 @@ static void m_initialize(paw *p, pj_t *params, pj_t *id) {
         bad_params(p, id, "protocolVersion must be an integer");
         return;
     }
-    pj_t *mid = pj_object_get(
-        pj_object_get(pj_object_get(params, "clientCapabilities"), "_meta"), "peri.machineId");
+    pj_t *mid = pj_object_get(pj_object_get(pj_object_get(params, "clientCapabilities"), "_meta"),
+                              "peri.machineId");
     if (mid && (!pj_is_string(mid) || strcmp(pj_string_value(mid), p->machine_id) != 0)) {
         char msg[300];
         snprintf(msg, sizeof msg,
@@ -101,16 +101,16 @@ static void m_initialize(paw *p, pj_t *params, pj_t *id) {
     }
     /* Honest for this form: no client fs/terminal features are used, no stdio MCP, no
      * images beyond what the providers take; sessions load, list and close. */
-    pj_t *r = pj_pack("{s:i, s:{s:b, s:{s:b, s:b, s:b}, s:{s:b, s:b}, s:{s:{}, s:{}}}, s:[], "
-                      "s:{s:s, s:s, s:s}}",
-                      "protocolVersion", 1, "agentCapabilities", "loadSession", 1,
-                      "promptCapabilities", "image", 1, "audio", 0, "embeddedContext", 1,
-                      "mcpCapabilities", "http", 1, "sse", 0, "sessionCapabilities", "list",
-                      "close", "authMethods", "agentInfo", "name", "peri-c", "title", "Peri-C",
-                      "version", PERI_VERSION);
+    pj_t *r =
+        pj_pack("{s:i, s:{s:b, s:{s:b, s:b, s:b}, s:{s:b, s:b}, s:{s:{}, s:{}}}, s:[], "
+                "s:{s:s, s:s, s:s}}",
+                "protocolVersion", 1, "agentCapabilities", "loadSession", 1, "promptCapabilities",
+                "image", 1, "audio", 0, "embeddedContext", 1, "mcpCapabilities", "http", 1, "sse",
+                0, "sessionCapabilities", "list", "close", "authMethods", "agentInfo", "name",
+                "peri-c", "title", "Peri-C", "version", PERI_VERSION);
     if (r) {
-        pj_t *ext = pj_pack("{s:b, s:b, s:s}", "peri.eventIds", 1, "peri.turnDone", 1,
-                            "peri.form", "wasm");
+        pj_t *ext =
+            pj_pack("{s:b, s:b, s:s}", "peri.eventIds", 1, "peri.turnDone", 1, "peri.form", "wasm");
         if (ext) pj_object_set_new(pj_object_get(r, "agentCapabilities"), "_meta", ext);
     }
     paw__reply(p, id, r);
@@ -167,23 +167,21 @@ static void new_workspace(void *ud, pst_remote_result *res) {
         pend_free(q);
         return;
     }
-    pj_t *meta = pj_pack("{s:i, s:s, s:s}", "format", 1, "frozenContext", q->frozen, "mode",
-                         "default");
+    pj_t *meta =
+        pj_pack("{s:i, s:s, s:s}", "format", 1, "frozenContext", q->frozen, "mode", "default");
     char *mt = meta ? pj_dumps(meta, PJ_COMPACT) : NULL;
     pj_decref(meta);
     pst_error e = {0};
-    pst_status st = mt ? pst_remote_thread_create(p->store,
-                                                  &(pst_thread_new){.workspace_id = res->id,
-                                                                    .meta = mt,
-                                                                    .model = p->model_spec[0]
-                                                                                 ? p->model_spec
-                                                                                 : NULL},
-                                                  new_created, q, &e)
+    pst_status st = mt ? pst_remote_thread_create(
+                             p->store,
+                             &(pst_thread_new){.workspace_id = res->id,
+                                               .meta = mt,
+                                               .model = p->model_spec[0] ? p->model_spec : NULL},
+                             new_created, q, &e)
                        : PST_ERR_NOMEM;
     free(mt);
     if (st != PST_OK) {
-        paw__reply_error(p, q->id, PB_RPC_INTERNAL_ERROR, mt ? e.message : "out of memory",
-                         NULL);
+        paw__reply_error(p, q->id, PB_RPC_INTERNAL_ERROR, mt ? e.message : "out of memory", NULL);
         pend_free(q);
     }
 }
@@ -208,8 +206,8 @@ static void m_new(paw *p, pj_t *params, pj_t *id) {
     pend *q = pend_new(p, id);
     if (q) {
         q->cwd = strdup(cwd);
-        q->frozen = q->cwd ? paw__frozen_context(q->cwd, p->h.ports->wall_ms(p->h.ports->ctx))
-                           : NULL;
+        q->frozen =
+            q->cwd ? paw__frozen_context(q->cwd, p->h.ports->wall_ms(p->h.ports->ctx)) : NULL;
     }
     if (!q || !q->cwd || !q->frozen) {
         if (q) pend_free(q);
@@ -382,7 +380,8 @@ static void m_list(paw *p, pj_t *params, pj_t *id) {
     pst_list_query lq = {.cwd = pj_string_value(cwdv),
                          .cursor = pj_string_value(curv),
                          .machine_id = all ? NULL : p->machine_id,
-                         .include_archived = pj_is_true(pj_object_get(meta, "peri.includeArchived")),
+                         .include_archived =
+                             pj_is_true(pj_object_get(meta, "peri.includeArchived")),
                          .include_children = true};
     pst_error e = {0};
     if (pst_remote_thread_list(p->store, &lq, list_done, q, &e) != PST_OK) {
@@ -411,8 +410,7 @@ static void m_prompt(paw *p, pj_t *params, pj_t *id) {
         rc = one ? pacp__build_message(one, &msg, &notice, &pe, &acc) : -1;
         pj_decref(one);
     } else if (pj_is_array(blocks) || pj_is_array(content)) {
-        rc = pacp__build_message(pj_is_array(blocks) ? blocks : content, &msg, &notice, &pe,
-                                 &acc);
+        rc = pacp__build_message(pj_is_array(blocks) ? blocks : content, &msg, &notice, &pe, &acc);
     } else {
         return bad_params(p, id, "missing prompt (ContentBlock[])");
     }
@@ -430,9 +428,10 @@ static void m_prompt(paw *p, pj_t *params, pj_t *id) {
     if (s->read_only || s->gone) {
         free(notice.p);
         pm_message_clear(&msg);
-        bad_params(p, id, s->gone ? "Session is closing"
-                                  : "this session can be read here but not continued (another "
-                                    "machine's session, or another history format)");
+        bad_params(p, id,
+                   s->gone ? "Session is closing"
+                           : "this session can be read here but not continued (another "
+                             "machine's session, or another history format)");
         return;
     }
     if (notice.p) {
@@ -514,16 +513,22 @@ static const struct {
     const char *name;
     handler fn;
 } methods[] = {
-    {"initialize", m_initialize}, {"session/new", m_new},
-    {"session/load", m_load},     {"session/list", m_list},
-    {"session/prompt", m_prompt}, {"session/cancel", m_cancel},
+    {"initialize", m_initialize}, {"session/new", m_new},           {"session/load", m_load},
+    {"session/list", m_list},     {"session/prompt", m_prompt},     {"session/cancel", m_cancel},
     {"session/close", m_close},   {"session/set_mode", m_set_mode},
 };
 
 static const char *const native_only[] = {
-    "authenticate", "session/resume", "session/delete", "session/fork",
-    "session/set_config_option", "_peri/queue/list", "_peri/queue/clear",
-    "_peri/session/rename", "_peri/session/archive", "_peri/session/unarchive",
+    "authenticate",
+    "session/resume",
+    "session/delete",
+    "session/fork",
+    "session/set_config_option",
+    "_peri/queue/list",
+    "_peri/queue/clear",
+    "_peri/session/rename",
+    "_peri/session/archive",
+    "_peri/session/unarchive",
     "_peri/session/rewind",
 };
 

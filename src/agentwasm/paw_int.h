@@ -40,15 +40,15 @@ typedef enum paw_hkind { PAW_H_HTTP = 1, PAW_H_TIMER } paw_hkind;
 typedef struct paw_handle {
     struct paw_handle *next;
     paw_hkind kind;
-    void *ud;         /* PAW_H_HTTP: the pn_http_req (the events' ud); PAW_H_TIMER: this */
-    pn_handle timer;  /* PAW_H_TIMER */
-    paw_sess *sess;   /* the owner (NULL once the session is gone) */
+    void *ud;        /* PAW_H_HTTP: the pn_http_req (the events' ud); PAW_H_TIMER: this */
+    pn_handle timer; /* PAW_H_TIMER */
+    paw_sess *sess;  /* the owner (NULL once the session is gone) */
     bool cancelled;
 } paw_handle;
 
 struct paw {
     paw_host h;
-    bool started, closing, closed_reported, input_ended, store_ready, store_failed;
+    bool started, closing, closed_reported, input_ended, store_ready, store_failed, store_closed;
     char store_error[300];
     /* the start object */
     char cwd[4096];

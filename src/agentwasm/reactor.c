@@ -192,13 +192,15 @@ static void refuse_native_settings(paw *p) {
     if (pj_is_object(hooks) && pj_object_size(hooks) > 0) {
         char *txt = pj_dumps(hooks, PJ_COMPACT);
         if (txt && strstr(txt, "\"command\""))
-            paw__log(p, 0, "command hooks are not run: the WebAssembly form has no shell and "
-                           "no subprocesses (only mcp_tool hooks could run here)");
+            paw__log(p, 0,
+                     "command hooks are not run: the WebAssembly form has no shell and "
+                     "no subprocesses (only mcp_tool hooks could run here)");
         free(txt);
     }
     if (pj_object_get(doc, "sandbox") && !p->settings.sandbox_off)
-        paw__log(p, 1, "settings.sandbox is ignored: the native sandbox does not exist inside "
-                       "the WebAssembly form (no tool here runs commands or touches files)");
+        paw__log(p, 1,
+                 "settings.sandbox is ignored: the native sandbox does not exist inside "
+                 "the WebAssembly form (no tool here runs commands or touches files)");
 }
 
 static void on_store_open(void *ud, pst_remote_result *res);
@@ -208,19 +210,18 @@ static int start(paw *p, pj_t *o, char *err, size_t errlen) {
     static const char *const known[] = {"cwd", "settings", "storage", "machineId"};
     for (size_t i = 0; i < 4; i++)
         if (!pj_object_get(o, known[i]))
-            return bad(err, errlen, "the start object needs %s (cwd, settings, storage and "
-                                    "machineId are all required)",
+            return bad(err, errlen,
+                       "the start object needs %s (cwd, settings, storage and "
+                       "machineId are all required)",
                        known[i]);
     pj_t *cwd = pj_object_get(o, "cwd");
     if (!pj_is_string(cwd) || pj_string_value(cwd)[0] != '/')
-        return bad(err, errlen, "cwd must be an absolute path (a string starting with /)%s",
-                   NULL);
+        return bad(err, errlen, "cwd must be an absolute path (a string starting with /)%s", NULL);
     if (!canonical(pj_string_value(cwd), p->cwd, sizeof p->cwd))
         return bad(err, errlen, "cwd is too long%s", NULL);
     pj_t *settings = pj_object_get(o, "settings");
     if (!pj_is_object(settings))
-        return bad(err, errlen, "settings must be an object (the whole settings document)%s",
-                   NULL);
+        return bad(err, errlen, "settings must be an object (the whole settings document)%s", NULL);
     pj_t *storage = pj_object_get(o, "storage");
     if (!pj_is_object(storage))
         return bad(err, errlen,
@@ -229,8 +230,7 @@ static int start(paw *p, pj_t *o, char *err, size_t errlen) {
                    NULL);
     pj_t *url = pj_object_get(storage, "url");
     if (!pj_is_string(url) || !*pj_string_value(url))
-        return bad(err, errlen, "storage.url must be a nonempty string (postgresql://...)%s",
-                   NULL);
+        return bad(err, errlen, "storage.url must be a nonempty string (postgresql://...)%s", NULL);
     const char *u = pj_string_value(url);
     if (!remote_locator(u))
         return bad(err, errlen,
@@ -239,8 +239,7 @@ static int start(paw *p, pj_t *o, char *err, size_t errlen) {
                    "never falls back to a local one",
                    u);
     pj_t *cred = pj_object_get(storage, "credential");
-    if (cred && !(pj_is_object(cred) &&
-                  pj_is_string(pj_object_get(cred, "source")) &&
+    if (cred && !(pj_is_object(cred) && pj_is_string(pj_object_get(cred, "source")) &&
                   !strcmp(pj_string_value(pj_object_get(cred, "source")), "host")))
         return bad(err, errlen,
                    "storage.credential must be {\"source\": \"host\"}: secrets never travel in "
@@ -262,9 +261,10 @@ static int start(paw *p, pj_t *o, char *err, size_t errlen) {
     char merr[300] = "";
     if (pag_settings_model(&p->settings, &cfg, &mname, merr, sizeof merr) == 0) {
         const char *spec = pag_settings_default_model(&p->settings);
-        snprintf(p->model_spec, sizeof p->model_spec, "%s", p->settings.model ? p->settings.model
-                                                            : spec               ? spec
-                                                                                 : "");
+        snprintf(p->model_spec, sizeof p->model_spec, "%s",
+                 p->settings.model ? p->settings.model
+                 : spec            ? spec
+                                   : "");
         char kind[120];
         char prov[64];
         const char *colon = strchr(p->model_spec, ':');
@@ -272,8 +272,9 @@ static int start(paw *p, pj_t *o, char *err, size_t errlen) {
                  p->model_spec);
         snprintf(kind, sizeof kind, "model:%s", prov);
         if (cfg.api_key && *cfg.api_key)
-            paw__log(p, 1, "settings carry an API key for %s: it is not used; the module asks "
-                           "the host for credential %s",
+            paw__log(p, 1,
+                     "settings carry an API key for %s: it is not used; the module asks "
+                     "the host for credential %s",
                      prov, kind);
         char *key = paw__credential(p, kind);
         cfg.api_key = key;
@@ -286,8 +287,7 @@ static int start(paw *p, pj_t *o, char *err, size_t errlen) {
             free(key);
         }
         if (!p->model)
-            snprintf(p->model_missing, sizeof p->model_missing, "model client: %.250s",
-                     pe.message);
+            snprintf(p->model_missing, sizeof p->model_missing, "model client: %.250s", pe.message);
         else
             p->model_name = mname;
     } else {
@@ -493,6 +493,11 @@ void paw_event(paw *p, const pn_event *ev) {
 void paw__maybe_settled(paw *p) {
     if (!p->closing || p->closed_reported) return;
     if (p->open_http || p->open_timers || p->sessions) return;
+    /* the store closes last: a cancelled turn still commits what it streamed */
+    if (p->store && !p->store_closed) {
+        p->store_closed = true;
+        pst_remote_close(p->store);
+    }
     if (p->store && !pst_remote_settled(p->store)) return;
     p->closed_reported = true;
     char buf[200];
@@ -518,7 +523,6 @@ int paw_close(paw *p) {
         nx = s->next;
         paw__sess_close(s, NULL);
     }
-    if (p->store) pst_remote_close(p->store);
     paw__maybe_settled(p);
     return 0;
 }

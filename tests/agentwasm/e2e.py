@@ -351,7 +351,7 @@ def s_port_hangs(E):
     try:
         # the store itself on a port that never answers: the open times out, typed
         a = E.agent(dict(E.start_object(), storage={
-            "url": "postgresql://%s@10.255.255.1:5432/%s?sslmode=disable" % (ROLE, DB),
+            "url": "postgresql://%s@127.0.0.1:%d/%s?sslmode=disable" % (ROLE, port, DB),
             "credential": {"source": "host"}}), init=False,
             env_extra={"PAW_CONNECT_TIMEOUT_MS": "400"})
         r = a.call("session/new", {"cwd": "/w", "mcpServers": []})
@@ -429,6 +429,9 @@ def main():
             print("FAIL %s: %s" % (name, e), flush=True)
             for a in E.agents:
                 sys.stdout.write("".join(a.stderr)[-2500:])
+                if os.environ.get("PAW_E2E_VERBOSE"):
+                    for t, f in a.log:
+                        print(json.dumps(f)[:300])
         finally:
             E.cleanup()
     return 1 if failed else 0

@@ -75,9 +75,9 @@ static void h_settled(void *ctx, const char *json, size_t len) {
 
 static pn_err h_credential(void *ctx, const char *kind, char *buf, size_t cap, size_t *len) {
     (void)ctx;
-    const char *v = !strcmp(kind, "store")         ? getenv("PAW_STORE_PASSWORD")
+    const char *v = !strcmp(kind, "store")        ? getenv("PAW_STORE_PASSWORD")
                     : !strncmp(kind, "model:", 6) ? getenv("PAW_MODEL_KEY")
-                                                   : NULL;
+                                                  : NULL;
     if (!v) return PN_E_NOT_FOUND;
     *len = strlen(v);
     if (*len > cap) return PN_E_LIMIT;
