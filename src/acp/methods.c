@@ -430,38 +430,8 @@ static void m_list(pacp_server *srv, pj_t *params, pacp_reply *r) {
         ctl_error(r, &e, NULL);
         return;
     }
-    pj_t *arr = pj_array();
-    for (size_t i = 0; arr && i < page.count; i++) {
-        const pst_thread *t = &page.items[i];
-        pj_t *o = pj_pack("{s:s, s:s, s:o}", "sessionId", t->id, "cwd", t->cwd ? t->cwd : "",
-                          "updatedAt", pacp__iso_time(t->updated_at));
-        if (o && t->title) pj_object_set_new(o, "title", pj_string(t->title));
-        pj_t *meta = o ? pj_object() : NULL;
-        if (meta && t->archived) pj_object_set_new(meta, "peri.archived", pj_true());
-        if (meta && t->parent_id[0])
-            pj_object_set_new(meta, "peri.parentSessionId", pj_string(t->parent_id));
-        if (meta && strcmp(t->machine_id, pct_machine_id(srv->ctl)) != 0) {
-            /* another machine's session: history readable, never written here */
-            pj_object_set_new(meta, "peri.machineId", pj_string(t->machine_id));
-            pj_object_set_new(meta, "peri.readOnly", pj_true());
-        }
-        int fmt = meta ? pct_history_format(t->meta) : PCT_HISTORY_FORMAT;
-        if (fmt != PCT_HISTORY_FORMAT) { /* another history format: read, not continued */
-            pj_object_set_new(meta, "peri.historyFormat", pj_integer(fmt));
-            pj_object_set_new(meta, "peri.readOnly", pj_true());
-        }
-        if (meta && pj_object_size(meta) > 0)
-            pj_object_set_new(o, "_meta", meta);
-        else
-            pj_decref(meta);
-        if (!o || pj_array_append_new(arr, o)) {
-            pj_decref(arr);
-            arr = NULL;
-        }
-    }
-    r->result = arr ? pj_pack("{s:o}", "sessions", arr) : NULL;
-    if (r->result && page.next_cursor)
-        pj_object_set_new(r->result, "nextCursor", pj_string(page.next_cursor));
+    r->result =
+        pacp__session_list(&page, pct_machine_id(srv->ctl), pct_history_format, PCT_HISTORY_FORMAT);
     pst_thread_page_clear(&page);
     if (!r->result) pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
 }

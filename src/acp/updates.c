@@ -157,3 +157,39 @@ pj_t *pacp__update_params(const pag_event *ev, const pct_event_ids *ids) {
                       "update", u, "_meta", meta);
     return p;
 }
+
+pj_t *pacp__session_list(const pst_thread_page *page, const char *own_machine,
+                         int (*history_format)(const char *meta_json), int current_format) {
+    pj_t *arr = pj_array();
+    for (size_t i = 0; arr && i < page->count; i++) {
+        const pst_thread *t = &page->items[i];
+        pj_t *o = pj_pack("{s:s, s:s, s:o}", "sessionId", t->id, "cwd", t->cwd ? t->cwd : "",
+                          "updatedAt", pacp__iso_time(t->updated_at));
+        if (o && t->title) pj_object_set_new(o, "title", pj_string(t->title));
+        pj_t *meta = o ? pj_object() : NULL;
+        if (meta && t->archived) pj_object_set_new(meta, "peri.archived", pj_true());
+        if (meta && t->parent_id[0])
+            pj_object_set_new(meta, "peri.parentSessionId", pj_string(t->parent_id));
+        if (meta && strcmp(t->machine_id, own_machine) != 0) {
+            /* another machine's session: history readable, never written here */
+            pj_object_set_new(meta, "peri.machineId", pj_string(t->machine_id));
+            pj_object_set_new(meta, "peri.readOnly", pj_true());
+        }
+        int fmt = meta ? history_format(t->meta) : current_format;
+        if (fmt != current_format) { /* another history format: read, not continued */
+            pj_object_set_new(meta, "peri.historyFormat", pj_integer(fmt));
+            pj_object_set_new(meta, "peri.readOnly", pj_true());
+        }
+        if (meta && pj_object_size(meta) > 0)
+            pj_object_set_new(o, "_meta", meta);
+        else
+            pj_decref(meta);
+        if (!o || pj_array_append_new(arr, o)) {
+            pj_decref(arr);
+            arr = NULL;
+        }
+    }
+    pj_t *r = arr ? pj_pack("{s:o}", "sessions", arr) : NULL;
+    if (r && page->next_cursor) pj_object_set_new(r, "nextCursor", pj_string(page->next_cursor));
+    return r;
+}

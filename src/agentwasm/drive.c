@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static void step(paw_sess *s);
 
@@ -67,14 +66,13 @@ char *paw__frozen_context(const char *cwd, int64_t now_ms) {
         "You are Peri, a coding agent. You run inside a WebAssembly host without a shell or "
         "a file system of your own: use the tools you are given (workspace tools come from "
         "MCP servers). Be concise.";
-    char date[32] = "unknown";
-    time_t t = (time_t)(now_ms / 1000);
-    struct tm tm;
-    if (gmtime_r(&t, &tm)) strftime(date, sizeof date, "%Y-%m-%d", &tm);
+    char iso[PB_ISO_TIME_LEN];
+    pb_iso_time(now_ms, iso); /* "YYYY-MM-DDT...": the date is its first ten bytes */
     size_t n = sizeof intro + strlen(cwd) + 128;
     char *out = malloc(n);
     if (out)
-        snprintf(out, n, "%s\n\nWorking directory: %s\nToday's date (UTC): %s\n", intro, cwd, date);
+        snprintf(out, n, "%s\n\nWorking directory: %s\nToday's date (UTC): %.10s\n", intro, cwd,
+                 iso);
     return out;
 }
 
@@ -117,6 +115,19 @@ paw_sess *paw__sess_find(paw *p, const char *id) {
     return NULL;
 }
 
+/* Drops the queued prompts; answer: each is answered stopReason "cancelled" first. */
+static void drop_queue(paw_sess *s, bool answer) {
+    while (s->queue) {
+        paw_queued *q = s->queue;
+        s->queue = q->next;
+        if (answer) paw__reply(s->p, q->id, pj_pack("{s:s}", "stopReason", "cancelled"));
+        pj_decref(q->id);
+        pm_message_clear(&q->msg);
+        free(q);
+    }
+    s->queue_tail = &s->queue;
+}
+
 static void sess_unlink_free(paw_sess *s) {
     paw *p = s->p;
     for (paw_sess **q = &p->sessions; *q; q = &(*q)->next)
@@ -124,18 +135,26 @@ static void sess_unlink_free(paw_sess *s) {
             *q = s->next;
             break;
         }
-    while (s->queue) {
-        paw_queued *q = s->queue;
-        s->queue = q->next;
-        pj_decref(q->id);
-        pm_message_clear(&q->msg);
-        free(q);
-    }
+    drop_queue(s, false);
     pm_call_free(s->call);
     pm_response_clear(&s->resp);
     pag_session_free(s->agent);
     free(s->cwd);
     free(s);
+}
+
+/* The end of a closed session without a turn: queued prompts answered cancelled, the
+ * session freed, then the session/close answered {} (when one asked). */
+static void finish_close(paw_sess *s) {
+    drop_queue(s, true);
+    pj_t *cid = s->close_id;
+    s->close_id = NULL;
+    paw *p = s->p;
+    sess_unlink_free(s);
+    if (cid) {
+        paw__reply(p, cid, pj_object());
+        pj_decref(cid);
+    }
 }
 
 /* ---------------------------------------------------------------- the turn's answer */
@@ -203,24 +222,9 @@ static void turn_finished(paw_sess *s, const pag_turn_result *r) {
     s->turn = NULL;
     pm_call_free(s->call);
     s->call = NULL;
-    if (s->gone) {
-        /* a close waited for this turn: the queue is answered cancelled */
-        while (s->queue) {
-            paw_queued *q = s->queue;
-            s->queue = q->next;
-            paw__reply(s->p, q->id, pj_pack("{s:s}", "stopReason", "cancelled"));
-            pj_decref(q->id);
-            pm_message_clear(&q->msg);
-            free(q);
-        }
-        pj_t *cid = s->close_id;
-        s->close_id = NULL;
+    if (s->gone) { /* a close waited for this turn */
         paw *p = s->p;
-        sess_unlink_free(s);
-        if (cid) {
-            paw__reply(p, cid, pj_object());
-            pj_decref(cid);
-        }
+        finish_close(s);
         paw__maybe_settled(p);
         return;
     }
@@ -262,18 +266,7 @@ void paw__sess_prompt(paw_sess *s, pj_t *id, pm_message *msg) {
 }
 
 void paw__sess_cancel(paw_sess *s, bool clear_queue) {
-    if (clear_queue)
-        while (s->queue) {
-            paw_queued *q = s->queue;
-            s->queue = q->next;
-            paw__reply(s->p, q->id, pj_pack("{s:s}", "stopReason", "cancelled"));
-            pj_decref(q->id);
-            pm_message_clear(&q->msg);
-            free(q);
-        }
-    s->queue_tail = &s->queue;
-    for (paw_queued *q = s->queue; q; q = q->next)
-        s->queue_tail = &q->next;
+    if (clear_queue) drop_queue(s, true);
     if (!s->turn) return;
     pag_turn_cancel(s->turn);
     if (s->http && !s->http->cancelled) {
@@ -296,21 +289,7 @@ void paw__sess_close(paw_sess *s, pj_t *close_id) {
         paw__sess_cancel(s, false);
         return; /* finished in turn_finished */
     }
-    while (s->queue) { /* cannot happen without a turn, kept for safety */
-        paw_queued *q = s->queue;
-        s->queue = q->next;
-        pj_decref(q->id);
-        pm_message_clear(&q->msg);
-        free(q);
-    }
-    pj_t *cid = s->close_id;
-    s->close_id = NULL;
-    paw *p = s->p;
-    sess_unlink_free(s);
-    if (cid) {
-        paw__reply(p, cid, pj_object());
-        pj_decref(cid);
-    }
+    finish_close(s);
 }
 
 /* ---------------------------------------------------------------- MODEL_CALL */

@@ -21,6 +21,20 @@
 
 bool paw__uuid_ok(const char *s);
 
+/* The history format a thread's meta names: 1 (this form's) when it names none, -1 when
+ * it is unreadable. */
+static int history_format(const char *meta_json) {
+    pj_t *m = meta_json ? pj_loads(meta_json, 0, NULL) : NULL;
+    pj_t *f = pj_object_get(m, "format");
+    int v = 1;
+    if (f) {
+        pj_int_t n = pj_is_integer(f) ? pj_integer_value(f) : -1;
+        v = n >= 0 && n <= 1000000 ? (int)n : -1;
+    }
+    pj_decref(m);
+    return v;
+}
+
 /* A request waiting for the store (its id and what it needs afterwards). */
 typedef struct pend {
     paw *p;
@@ -78,6 +92,14 @@ static void store_error(paw *p, pj_t *id, const pst_remote_result *res) {
     char msg[300];
     snprintf(msg, sizeof msg, "store: %.280s", res->error.message);
     paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, msg, NULL);
+}
+
+/* A store callback's failure: answered, and q freed. */
+static bool op_failed(pend *q, const pst_remote_result *res) {
+    if (res->status == PST_OK) return false;
+    store_error(q->p, q->id, res);
+    pend_free(q);
+    return true;
 }
 
 /* ---------------------------------------------------------------- initialize */
@@ -162,11 +184,7 @@ static void new_created(void *ud, pst_remote_result *res) {
 static void new_workspace(void *ud, pst_remote_result *res) {
     pend *q = ud;
     paw *p = q->p;
-    if (res->status != PST_OK) {
-        store_error(p, q->id, res);
-        pend_free(q);
-        return;
-    }
+    if (op_failed(q, res)) return;
     pj_t *meta =
         pj_pack("{s:i, s:s, s:s}", "format", 1, "frozenContext", q->frozen, "mode", "default");
     char *mt = meta ? pj_dumps(meta, PJ_COMPACT) : NULL;
@@ -243,11 +261,7 @@ static pj_t *load_result(const pend *q, const char *owner) {
 static void load_messages(void *ud, pst_remote_result *res) {
     pend *q = ud;
     paw *p = q->p;
-    if (res->status != PST_OK) {
-        store_error(p, q->id, res);
-        pend_free(q);
-        return;
-    }
+    if (op_failed(q, res)) return;
     paw_sess *s = paw__sess_find(p, q->sid);
     if (!s) s = paw__sess_new(p, q->sid, q->cwd, q->frozen, q->foreign || q->old_format);
     if (!s) {
@@ -278,15 +292,10 @@ static void load_thread(void *ud, pst_remote_result *res) {
         pend_free(q);
         return;
     }
-    if (res->status != PST_OK) {
-        store_error(p, q->id, res);
-        pend_free(q);
-        return;
-    }
+    if (op_failed(q, res)) return;
     q->foreign = strcmp(res->thread.machine_id, p->machine_id) != 0;
+    q->old_format = history_format(res->thread.meta) != 1;
     pj_t *meta = res->thread.meta ? pj_loads(res->thread.meta, 0, NULL) : NULL;
-    pj_t *f = pj_object_get(meta, "format");
-    q->old_format = f && !(pj_is_integer(f) && pj_integer_value(f) == 1);
     const char *fz = pj_string_value(pj_object_get(meta, "frozenContext"));
     q->cwd = strdup(res->thread.cwd ? res->thread.cwd : "/");
     q->frozen = strdup(fz ? fz : "");
@@ -330,38 +339,8 @@ static void m_load(paw *p, pj_t *params, pj_t *id) {
 static void list_done(void *ud, pst_remote_result *res) {
     pend *q = ud;
     paw *p = q->p;
-    if (res->status != PST_OK) {
-        store_error(p, q->id, res);
-        pend_free(q);
-        return;
-    }
-    pj_t *arr = pj_array();
-    for (size_t i = 0; arr && i < res->page.count; i++) {
-        const pst_thread *t = &res->page.items[i];
-        pj_t *o = pj_pack("{s:s, s:s, s:o}", "sessionId", t->id, "cwd", t->cwd ? t->cwd : "",
-                          "updatedAt", pacp__iso_time(t->updated_at));
-        if (o && t->title) pj_object_set_new(o, "title", pj_string(t->title));
-        pj_t *meta = o ? pj_object() : NULL;
-        if (meta && t->archived) pj_object_set_new(meta, "peri.archived", pj_true());
-        if (meta && t->parent_id[0])
-            pj_object_set_new(meta, "peri.parentSessionId", pj_string(t->parent_id));
-        if (meta && strcmp(t->machine_id, p->machine_id) != 0) {
-            pj_object_set_new(meta, "peri.machineId", pj_string(t->machine_id));
-            pj_object_set_new(meta, "peri.readOnly", pj_true());
-        }
-        if (meta && pj_object_size(meta) > 0)
-            pj_object_set_new(o, "_meta", meta);
-        else
-            pj_decref(meta);
-        if (!o || pj_array_append_new(arr, o)) {
-            pj_decref(arr);
-            arr = NULL;
-        }
-    }
-    pj_t *r = arr ? pj_pack("{s:o}", "sessions", arr) : NULL;
-    if (r && res->page.next_cursor)
-        pj_object_set_new(r, "nextCursor", pj_string(res->page.next_cursor));
-    paw__reply(p, q->id, r);
+    if (op_failed(q, res)) return;
+    paw__reply(p, q->id, pacp__session_list(&res->page, p->machine_id, history_format, 1));
     pend_free(q);
 }
 
