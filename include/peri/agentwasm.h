@@ -24,6 +24,7 @@
 #ifndef PERI_AGENTWASM_H
 #define PERI_AGENTWASM_H
 
+#include "peri/agent.h"
 #include "peri/net.h"
 
 #include <stdbool.h>
@@ -52,6 +53,37 @@ typedef struct paw_host {
 } paw_host;
 
 typedef struct paw paw;
+
+/* ---- the tool seam: where the model's tools come from in this form (an MCP client
+ * over streamable HTTP is one source). Nothing of the host's file system or shell is
+ * ever offered. Every function runs on the reactor's thread and returns at once. */
+
+/* The one answer of a started call: rc 0 ran (out->is_error tells a tool failure), 1
+ * cancelled, -1 internal failure; out's strings are taken. */
+typedef void (*paw_tool_done_fn)(void *call_ud, int rc, pag_tool_output *out);
+
+typedef struct paw_tool_source {
+    void *ctx;
+    /* The tools offered now (borrowed until the next call of list or close). A tool's
+     * needs_permission sends its calls through the permission gate. */
+    const pag_tool_info *(*list)(void *ctx, size_t *n);
+    /* Starts tool name with args (JSON text). 0: done(call_ud, ...) follows exactly once,
+     * never from inside start; *handle names the call for cancel. Nonzero: nothing
+     * started and nothing follows. */
+    int (*start)(void *ctx, const char *name, const char *args_json, paw_tool_done_fn done,
+                 void *call_ud, void **handle);
+    /* Asks a started call to stop (its done still follows, rc 1 when it stopped). */
+    void (*cancel)(void *ctx, void *handle);
+    /* A port event: true when it was this source's (the reactor asks every source). */
+    bool (*on_event)(void *ctx, const pn_event *ev);
+    /* Closes what the source holds; settled is true once all of it has settled. */
+    void (*close)(void *ctx);
+    bool (*settled)(void *ctx);
+} paw_tool_source;
+
+/* Adds a tool source (copied; its ctx must outlive the reactor). Before paw_start; at most
+ * 8. 0, or PN_E_LIMIT / PN_E_INVALID (a required function missing, or after start). */
+int paw_add_tool_source(paw *p, const paw_tool_source *src);
 
 /* A reactor over h (copied; the table's pointers must outlive it). NULL when out of
  * memory or a required entry is missing. */

@@ -18,6 +18,7 @@
 #include <string.h>
 
 static void step(paw_sess *s);
+extern const pag_tool_ops paw__tool_ops;
 
 /* ---------------------------------------------------------------- events */
 
@@ -89,7 +90,12 @@ paw_sess *paw__sess_new(paw *p, const char *id, const char *cwd, const char *fro
     snprintf(s->id, sizeof s->id, "%s", id);
     s->read_only = read_only;
     s->queue_tail = &s->queue;
+    size_t ntools = 0;
+    const pag_tool_info *tools = paw__tools(p, &ntools);
     pag_ports ports = {.ctx = s,
+                       .tools = tools,
+                       .ntools = ntools,
+                       .tool_ops = &paw__tool_ops,
                        .model_name = p->model_name,
                        .model_missing_reason = p->model_missing[0] ? p->model_missing : NULL,
                        .ask_permission = port_ask,
@@ -273,6 +279,8 @@ void paw__sess_cancel(paw_sess *s, bool clear_queue) {
         s->http->cancelled = true;
         pn_http_cancel(s->http->ud);
     }
+    for (paw_tcall *tc = s->tcalls; tc; tc = tc->next)
+        tc->src->cancel(tc->src->ctx, tc->handle);
     if (s->wait && !s->wait->cancelled) {
         s->wait->cancelled = true;
         s->p->h.ports->timer_cancel(s->p->h.ports->ctx, s->wait->timer);
@@ -491,20 +499,99 @@ void paw__handle_event(paw *p, paw_handle *hd, const pn_event *ev) {
 
 /* ---------------------------------------------------------------- TOOL_CALLS */
 
+const pag_tool_info *paw__tools(paw *p, size_t *n) {
+    size_t total = 0;
+    for (size_t i = 0; i < p->nsrcs; i++) {
+        size_t k = 0;
+        p->srcs[i].list(p->srcs[i].ctx, &k);
+        total += k;
+    }
+    pag_tool_info *m = total ? calloc(total, sizeof *m) : NULL;
+    size_t used = 0;
+    for (size_t i = 0; m && i < p->nsrcs; i++) {
+        size_t k = 0;
+        const pag_tool_info *l = p->srcs[i].list(p->srcs[i].ctx, &k);
+        for (size_t j = 0; j < k && used < total; j++) {
+            bool dup = false;
+            for (size_t u = 0; u < used && !dup; u++)
+                dup = !strcmp(m[u].name, l[j].name);
+            if (!dup && l[j].name) m[used++] = l[j];
+        }
+    }
+    free(p->merged);
+    p->merged = m;
+    p->nmerged = m ? used : 0;
+    *n = p->nmerged;
+    return p->merged;
+}
+
+static const pag_tool_info *ops_now(void *ctx, size_t *n) {
+    paw_sess *s = ctx;
+    return paw__tools(s->p, n);
+}
+
+const pag_tool_ops paw__tool_ops = {.now = ops_now};
+
+/* The source that offers name now (first wins), or NULL. */
+static const paw_tool_source *source_of(paw *p, const char *name) {
+    for (size_t i = 0; i < p->nsrcs; i++) {
+        size_t k = 0;
+        const pag_tool_info *l = p->srcs[i].list(p->srcs[i].ctx, &k);
+        for (size_t j = 0; j < k; j++)
+            if (l[j].name && !strcmp(l[j].name, name)) return &p->srcs[i];
+    }
+    return NULL;
+}
+
+static void tool_done(void *ud, int rc, pag_tool_output *out) {
+    paw_tcall *tc = ud;
+    paw_sess *s = tc->s;
+    for (paw_tcall **q = &s->tcalls; *q; q = &(*q)->next)
+        if (*q == tc) {
+            *q = tc->next;
+            break;
+        }
+    pag_tool_output none = {0};
+    pag_turn_tool_done(s->turn, tc->id, rc, out ? out : &none);
+    if (out) pag_tool_output_clear(out);
+    free(tc->id);
+    free(tc);
+    if (--s->tools_pending == 0) step(s);
+}
+
+/* Starts call c on its source; false when it could not start (answered here). */
+static bool tool_start(paw_sess *s, const pag_turn_call *c) {
+    const paw_tool_source *src = source_of(s->p, c->name);
+    paw_tcall *tc = calloc(1, sizeof *tc);
+    if (tc) tc->id = strdup(c->id);
+    if (src && tc && tc->id) {
+        tc->s = s;
+        tc->src = src;
+        if (src->start(src->ctx, c->name, c->arguments ? c->arguments : "{}", tool_done, tc,
+                       &tc->handle) == 0) {
+            tc->next = s->tcalls;
+            s->tcalls = tc;
+            s->tools_pending++;
+            return true;
+        }
+    }
+    if (tc) free(tc->id);
+    free(tc);
+    pag_tool_output o = {.is_error = true};
+    o.output = strdup(src ? "error: the tool could not be started"
+                          : "error: the tool is no longer offered");
+    pag_turn_tool_done(s->turn, c->id, 0, &o);
+    pag_tool_output_clear(&o);
+    return false;
+}
+
 static void tool_calls(paw_sess *s, const pag_effect *fx) {
     if (s->tools_started) return;
     s->tools_started = true;
-    for (size_t i = 0; i < fx->tools.n; i++) {
-        const pag_turn_call *c = &fx->tools.calls[i];
-        if (!pag_turn_tool_start(s->turn, i)) continue;
-        /* the tool seam: no provider offers tools here yet (MCP over HTTP comes through
-         * it), so a known tool cannot be reached and says so */
-        pag_tool_output o = {0};
-        o.output = strdup("error: this tool is not available in the WebAssembly form");
-        o.is_error = true;
-        pag_turn_tool_done(s->turn, c->id, 0, &o);
-        pag_tool_output_clear(&o);
-    }
+    s->tools_pending++; /* held while starting: an answer inside start cannot step */
+    for (size_t i = 0; i < fx->tools.n; i++)
+        if (pag_turn_tool_start(s->turn, i)) tool_start(s, &fx->tools.calls[i]);
+    s->tools_pending--;
 }
 
 /* ---------------------------------------------------------------- the loop */

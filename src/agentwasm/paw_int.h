@@ -73,6 +73,12 @@ struct paw {
     size_t open_http, open_timers;
     /* requests to the client (session/request_permission) */
     pj_int_t next_out_id;
+    /* tool sources and the merged list offered to the model (rebuilt before each request) */
+    paw_tool_source srcs[8];
+    size_t nsrcs;
+    pag_tool_info *merged; /* owned array; strings borrowed from the sources */
+    size_t nmerged;
+    bool srcs_closed;
 };
 
 /* ---- reactor.c */
@@ -119,6 +125,7 @@ struct paw_sess {
     bool persisting;
     bool tools_started;
     size_t tools_pending;
+    struct paw_tcall *tcalls; /* started tool calls of the running turn */
     /* close */
     pj_t *close_id; /* session/close waiting for the turn to unwind */
     bool gone;      /* removed from the list; freed when nothing refers to it */
@@ -129,6 +136,15 @@ typedef struct paw_queued {
     pj_t *id;
     pm_message msg;
 } paw_queued;
+
+/* A started tool call (drive.c). */
+typedef struct paw_tcall {
+    struct paw_tcall *next;
+    paw_sess *s;
+    const paw_tool_source *src;
+    void *handle;
+    char *id;
+} paw_tcall;
 
 /* Makes a live session of a stored thread (system prompt from the thread's meta).
  * NULL when out of memory. */
@@ -146,6 +162,9 @@ void paw__sess_close(paw_sess *s, pj_t *close_id);
 void paw__handle_event(paw *p, paw_handle *hd, const pn_event *ev);
 /* The frozen context of a new session in the virtual workspace (malloc'd). */
 char *paw__frozen_context(const char *cwd, int64_t now_ms);
+/* The tools of every source, merged (first source wins a name); valid until the next
+ * call. */
+const pag_tool_info *paw__tools(paw *p, size_t *n);
 /* Emits an event of the session through the shared projection. */
 void paw__emit(paw_sess *s, const pag_event *ev);
 

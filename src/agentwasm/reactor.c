@@ -116,6 +116,15 @@ paw *paw_new(const paw_host *h) {
     return p;
 }
 
+int paw_add_tool_source(paw *p, const paw_tool_source *src) {
+    if (!src || !src->list || !src->start || !src->cancel || !src->on_event || !src->close ||
+        !src->settled || p->started)
+        return PN_E_INVALID;
+    if (p->nsrcs >= sizeof p->srcs / sizeof p->srcs[0]) return PN_E_LIMIT;
+    p->srcs[p->nsrcs++] = *src;
+    return PN_OK;
+}
+
 /* ---------------------------------------------------------------- the start object */
 
 /* Lexical canonical form of an absolute path ("." and ".." segments and repeated
@@ -487,12 +496,24 @@ void paw_event(paw *p, const pn_event *ev) {
             paw__maybe_settled(p);
             return;
         }
+    for (size_t i = 0; i < p->nsrcs; i++)
+        if (p->srcs[i].on_event(p->srcs[i].ctx, ev)) {
+            paw__maybe_settled(p);
+            return;
+        }
     paw__log(p, 3, "port event %d for handle %u of nobody", (int)ev->kind, (unsigned)ev->handle);
 }
 
 void paw__maybe_settled(paw *p) {
     if (!p->closing || p->closed_reported) return;
     if (p->open_http || p->open_timers || p->sessions) return;
+    if (!p->srcs_closed) { /* no turn is left to call a tool */
+        p->srcs_closed = true;
+        for (size_t i = 0; i < p->nsrcs; i++)
+            p->srcs[i].close(p->srcs[i].ctx);
+    }
+    for (size_t i = 0; i < p->nsrcs; i++)
+        if (!p->srcs[i].settled(p->srcs[i].ctx)) return;
     /* the store closes last: a cancelled turn still commits what it streamed */
     if (p->store && !p->store_closed) {
         p->store_closed = true;
@@ -502,8 +523,9 @@ void paw__maybe_settled(paw *p) {
     p->closed_reported = true;
     char buf[200];
     int n = snprintf(buf, sizeof buf,
-                     "{\"settled\":true,\"http\":0,\"timers\":0,\"sessions\":0,\"store\":\"%s\"}",
-                     p->store ? "closed" : "none");
+                     "{\"settled\":true,\"http\":0,\"timers\":0,\"sessions\":0,"
+                     "\"toolSources\":%zu,\"store\":\"%s\"}",
+                     p->nsrcs, p->store ? "closed" : "none");
     paw__log(p, 2, "settled: %s", buf);
     if (p->h.settled) p->h.settled(p->h.ctx, buf, (size_t)n);
 }
@@ -559,6 +581,7 @@ void paw_free(paw *p) {
     if (p->store) pst_remote_free(p->store);
     pm_client_free(p->model);
     if (p->have_settings) pag_settings_clear(&p->settings);
+    free(p->merged);
     free(p->in);
     free(p);
 }

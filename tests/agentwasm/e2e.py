@@ -226,6 +226,45 @@ def s_prompt_stream_and_tool(E):
     E.sid_for_load = sid
 
 
+def s_tool_source(E):
+    E.mock.script([
+        {"tool_calls": [{"id": "c1", "name": "echo", "arguments": {"text": "ping"}},
+                        {"id": "c2", "name": "guarded", "arguments": {"x": 1}}]},
+        {"text": "done"},
+        {"tool_calls": [{"id": "c3", "name": "guarded", "arguments": {"y": 2}}]},
+        {"text": "done again"},
+    ])
+    a = E.agent(env_extra={"PAW_TEST_TOOLS": "1"})
+    sid = E.new_session(a)
+    r = wait_done(a, prompt(a, sid, "use the tools"))
+    check(r.get("result") == {"stopReason": "end_turn"}, "prompt: %r" % r)
+    reqs = E.mock.requests()
+    names = sorted(t["function"]["name"] for t in reqs[0]["body"].get("tools") or [])
+    check(names == ["echo", "guarded"], "tools offered: %r" % names)
+    results = {m.get("tool_call_id"): m.get("content") for m in reqs[1]["body"]["messages"]
+               if m.get("role") == "tool"}
+    check("echo: " in json.dumps(results.get("c1")) and "ping" in json.dumps(results.get("c1")),
+          "echo result: %r" % results)
+    # not allowed by settings: denied without asking (this form cannot block on an ask)
+    check("rejected" in json.dumps(results.get("c2")), "guarded result: %r" % results)
+    check("not allowed by settings" in a.err(), "deny logged: %s" % a.err()[-500:])
+    ups = [u for _, u in a.updates(sid) if u["sessionUpdate"] == "tool_call_update"]
+    st = {u["toolCallId"]: u["status"] for u in ups}
+    check(st.get("c1") == "completed" and st.get("c2") == "failed", "statuses: %r" % st)
+    a.finish()
+    # allowed by settings: it runs
+    start = E.start_object()
+    start["settings"]["permissions"] = {"allow": ["guarded"]}
+    b = E.agent(start, env_extra={"PAW_TEST_TOOLS": "1"})
+    sid = E.new_session(b)
+    r = wait_done(b, prompt(b, sid, "again"))
+    check(r.get("result") == {"stopReason": "end_turn"}, "prompt 2: %r" % r)
+    results = {m.get("tool_call_id"): m.get("content")
+               for m in E.mock.requests()[-1]["body"]["messages"] if m.get("role") == "tool"}
+    check("echo: " in json.dumps(results.get("c3")), "allowed guarded: %r" % results)
+    b.finish()
+
+
 def s_load_and_list(E):
     E.mock.script([{"text": "first answer"}, {"text": "second answer"}])
     a = E.agent()
@@ -384,6 +423,7 @@ SCENARIOS = {
     "initialize": s_initialize,
     "bad_input": s_bad_input,
     "prompt_stream_and_tool": s_prompt_stream_and_tool,
+    "tool_source": s_tool_source,
     "load_and_list": s_load_and_list,
     "cancel_and_close": s_cancel_and_close,
     "concurrent": s_concurrent,

@@ -8,6 +8,8 @@
  *
  * The start object is read from the file. Credentials come from the environment of this
  * test program (PAW_STORE_PASSWORD for "store", PAW_MODEL_KEY for every "model:*").
+ * PAW_TEST_TOOLS=1 adds a tool source (the seam an MCP client plugs into) with two tools
+ * answered from a host timer: "echo" (runs freely) and "guarded" (needs permission).
  * PAW_CONNECT_TIMEOUT_MS bounds connects (default 30 s). PAW_CLOSE_AFTER_MS: call
  * paw_close after that long even though stdin is still open. Logs go to stderr as
  * "paw: <level>: <text>"; the settled report as "paw: settled <json>". Exit status 0
@@ -88,6 +90,103 @@ static pn_err h_credential(void *ctx, const char *kind, char *buf, size_t cap, s
 static bool h_random(void *ctx, void *buf, size_t n) {
     (void)ctx;
     return getrandom(buf, n, 0) == (ssize_t)n;
+}
+
+/* ---- the test tool source: each call answered 20 ms later from a timer */
+
+typedef struct tcall {
+    struct tcall *next;
+    pn_handle timer;
+    bool cancelled;
+    paw_tool_done_fn done;
+    void *ud;
+    char *args;
+} tcall;
+
+typedef struct tsrc {
+    const pn_ports *ports;
+    tcall *calls;
+    bool closed;
+} tsrc;
+
+static const pag_tool_info TEST_TOOLS[] = {
+    {.name = "echo",
+     .description = "Echoes its arguments.",
+     .schema_json = "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}}}",
+     .kind = "other",
+     .read_only = true},
+    {.name = "guarded",
+     .description = "Echoes its arguments, with the user's permission.",
+     .schema_json = "{\"type\":\"object\"}",
+     .kind = "other",
+     .needs_permission = true},
+};
+
+static const pag_tool_info *ts_list(void *ctx, size_t *n) {
+    tsrc *t = ctx;
+    *n = t->closed ? 0 : 2;
+    return TEST_TOOLS;
+}
+
+static int ts_start(void *ctx, const char *name, const char *args, paw_tool_done_fn done, void *ud,
+                    void **handle) {
+    tsrc *t = ctx;
+    (void)name;
+    tcall *c = calloc(1, sizeof *c);
+    if (!c || !(c->args = strdup(args))) {
+        free(c);
+        return -1;
+    }
+    c->done = done;
+    c->ud = ud;
+    if (t->ports->timer_set(t->ports->ctx, 20, c, &c->timer) != PN_OK) {
+        free(c->args);
+        free(c);
+        return -1;
+    }
+    c->next = t->calls;
+    t->calls = c;
+    *handle = c;
+    return 0;
+}
+
+static void ts_cancel(void *ctx, void *handle) {
+    tsrc *t = ctx;
+    tcall *c = handle;
+    if (c->cancelled) return;
+    c->cancelled = true;
+    t->ports->timer_cancel(t->ports->ctx, c->timer);
+}
+
+static bool ts_event(void *ctx, const pn_event *ev) {
+    tsrc *t = ctx;
+    for (tcall **q = &t->calls; *q; q = &(*q)->next) {
+        tcall *c = *q;
+        if (c != ev->ud || ev->kind != PN_EV_TIMER) continue;
+        *q = c->next;
+        pag_tool_output o = {0};
+        size_t n = strlen(c->args) + 16;
+        o.output = malloc(n);
+        if (o.output) snprintf(o.output, n, "echo: %s", c->args);
+        int rc = ev->err == PN_OK && !c->cancelled ? 0 : 1;
+        c->done(c->ud, rc, &o);
+        free(o.output); /* taken by done when it ran; NULL then */
+        free(c->args);
+        free(c);
+        return true;
+    }
+    return false;
+}
+
+static void ts_close(void *ctx) {
+    tsrc *t = ctx;
+    t->closed = true;
+    for (tcall *c = t->calls; c; c = c->next)
+        ts_cancel(t, c);
+}
+
+static bool ts_settled(void *ctx) {
+    return ((tsrc *)ctx)->calls == NULL;
 }
 
 static void deliver(void *arg) {
@@ -173,6 +272,17 @@ int main(int argc, char **argv) {
                               .credential = h_credential,
                               .random = h_random});
     if (!d.p) return 1;
+    static tsrc ts;
+    if (getenv("PAW_TEST_TOOLS")) {
+        ts.ports = pn_loop_ports(d.loop);
+        paw_add_tool_source(d.p, &(paw_tool_source){.ctx = &ts,
+                                                    .list = ts_list,
+                                                    .start = ts_start,
+                                                    .cancel = ts_cancel,
+                                                    .on_event = ts_event,
+                                                    .close = ts_close,
+                                                    .settled = ts_settled});
+    }
     int rc = paw_start(d.p, start, slen, err, sizeof err);
     free(start);
     if (rc) {
