@@ -47,21 +47,6 @@ static void port_emit(void *ctx, const pag_event *ev) {
     paw__emit(ctx, ev);
 }
 
-/* The permission gate of this form: settings decide (permissions allow list, "*" for
- * all); anything else is refused at once with the gate's reason, since an interactive
- * ask cannot block the one thread the module has. */
-static pag_permission port_ask(void *ctx, const pag_event *call, atomic_int *cancel) {
-    (void)cancel;
-    paw_sess *s = ctx;
-    const char *tool = call->tool_name ? call->tool_name : "";
-    if (pag_settings_allows(&s->p->settings, tool)) return PAG_PERM_ALLOW;
-    paw__log(s->p, 1,
-             "session %s: %s denied: not allowed by settings (permissions.allow); the "
-             "WebAssembly form does not ask interactively",
-             s->id, tool);
-    return PAG_PERM_REJECT;
-}
-
 char *paw__frozen_context(const char *cwd, int64_t now_ms) {
     static const char intro[] =
         "You are Peri, a coding agent. You run inside a WebAssembly host without a shell or "
@@ -98,7 +83,7 @@ paw_sess *paw__sess_new(paw *p, const char *id, const char *cwd, const char *fro
                        .tool_ops = &paw__tool_ops,
                        .model_name = p->model_name,
                        .model_missing_reason = p->model_missing[0] ? p->model_missing : NULL,
-                       .ask_permission = port_ask,
+                       .ask_permission = paw__ask_port,
                        .emit = port_emit};
     pag_session_config cfg = {.id = s->id,
                               .cwd = s->cwd,
@@ -142,6 +127,7 @@ static void sess_unlink_free(paw_sess *s) {
             break;
         }
     drop_queue(s, false);
+    paw__ask_free(s, true);
     pm_call_free(s->call);
     pm_response_clear(&s->resp);
     pag_session_free(s->agent);
@@ -228,6 +214,7 @@ static void turn_finished(paw_sess *s, const pag_turn_result *r) {
     s->turn = NULL;
     pm_call_free(s->call);
     s->call = NULL;
+    paw__ask_free(s, false);
     if (s->gone) { /* a close waited for this turn */
         paw *p = s->p;
         finish_close(s);
@@ -285,6 +272,8 @@ void paw__sess_cancel(paw_sess *s, bool clear_queue) {
         s->wait->cancelled = true;
         s->p->h.ports->timer_cancel(s->p->h.ports->ctx, s->wait->timer);
     }
+    /* last: answering the questions may end the turn (and a closed session with it) */
+    paw__ask_cancel_all(s);
 }
 
 void paw__sess_close(paw_sess *s, pj_t *close_id) {
@@ -556,7 +545,7 @@ static void tool_done(void *ud, int rc, pag_tool_output *out) {
     if (out) pag_tool_output_clear(out);
     free(tc->id);
     free(tc);
-    if (--s->tools_pending == 0) step(s);
+    if (--s->tools_pending == 0 && !s->asks_pending) step(s);
 }
 
 /* Starts call c on its source; false when it could not start (answered here). */
@@ -589,9 +578,19 @@ static void tool_calls(paw_sess *s, const pag_effect *fx) {
     if (s->tools_started) return;
     s->tools_started = true;
     s->tools_pending++; /* held while starting: an answer inside start cannot step */
-    for (size_t i = 0; i < fx->tools.n; i++)
+    for (size_t i = 0; i < fx->tools.n; i++) {
+        if (paw__ask_begin(s, i, &fx->tools.calls[i])) continue; /* resumed on the answer */
         if (pag_turn_tool_start(s->turn, i)) tool_start(s, &fx->tools.calls[i]);
+    }
     s->tools_pending--;
+}
+
+void paw__tool_resume(paw_sess *s, size_t index) {
+    pag_effect fx;
+    if (!s->turn || pag_turn_next(s->turn, &fx) != PAG_FX_TOOL_CALLS || index >= fx.tools.n) return;
+    s->tools_pending++;
+    if (pag_turn_tool_start(s->turn, index)) tool_start(s, &fx.tools.calls[index]);
+    if (--s->tools_pending == 0 && !s->asks_pending) step(s);
 }
 
 /* ---------------------------------------------------------------- the loop */
@@ -607,7 +606,7 @@ static void step(paw_sess *s) {
             break;
         case PAG_FX_TOOL_CALLS:
             tool_calls(s, &fx);
-            if (s->tools_pending) return;
+            if (s->tools_pending || s->asks_pending) return;
             if (pag_turn_next(s->turn, &fx) == PAG_FX_TOOL_CALLS) return; /* still waiting */
             break;
         case PAG_FX_PERSIST:

@@ -545,6 +545,5 @@ void paw__notification(paw *p, const char *method, pj_t *params) {
 }
 
 void paw__response(paw *p, const pb_rpc_msg *m) {
-    (void)m; /* the reactor sends no requests to the client yet */
-    paw__log(p, 3, "acp: a response to nothing the module asked");
+    if (!paw__ask_answer(p, m)) paw__log(p, 3, "acp: a response to nothing the module asked");
 }

@@ -126,6 +126,10 @@ struct paw_sess {
     bool tools_started;
     size_t tools_pending;
     struct paw_tcall *tcalls; /* started tool calls of the running turn */
+    struct paw_ask *asks;     /* permission questions of the running turn */
+    size_t asks_pending;      /* asked, not answered yet */
+    char **always;            /* "+name" allowed / "-name" rejected for the session */
+    size_t nalways;
     /* close */
     pj_t *close_id; /* session/close waiting for the turn to unwind */
     bool gone;      /* removed from the list; freed when nothing refers to it */
@@ -136,6 +140,18 @@ typedef struct paw_queued {
     pj_t *id;
     pm_message msg;
 } paw_queued;
+
+/* A permission question to the client (ask.c): for call `index` of the turn's
+ * TOOL_CALLS; outcome is a pag_permission once answered, -1 before. */
+typedef struct paw_ask {
+    struct paw_ask *next;
+    paw_sess *s;
+    pj_int_t rid;
+    size_t index;
+    char *call_id;
+    char *tool;
+    int outcome;
+} paw_ask;
 
 /* A started tool call (drive.c). */
 typedef struct paw_tcall {
@@ -162,6 +178,23 @@ void paw__sess_close(paw_sess *s, pj_t *close_id);
 void paw__handle_event(paw *p, paw_handle *hd, const pn_event *ev);
 /* The frozen context of a new session in the virtual workspace (malloc'd). */
 char *paw__frozen_context(const char *cwd, int64_t now_ms);
+/* ---- ask.c: the permission gate */
+/* True when call c must ask the client first (mode, tool flag, settings, remembered
+ * answers); then the request is sent and the call waits (false when none is needed). */
+bool paw__ask_begin(paw_sess *s, size_t index, const pag_turn_call *c);
+/* The permission middleware's port: the answer given for this call, a remembered or
+ * settings answer, else a refusal. */
+pag_permission paw__ask_port(void *ctx, const pag_event *call, atomic_int *cancel);
+/* Every open question of the session answered cancelled (cancel, close). */
+void paw__ask_cancel_all(paw_sess *s);
+/* A client's answer to one of the reactor's requests; true when it was one. */
+bool paw__ask_answer(paw *p, const pb_rpc_msg *m);
+/* Drops the session's questions (the turn ended) and, remembered_too, its remembered
+ * "always" answers (the session is freed). */
+void paw__ask_free(paw_sess *s, bool remembered_too);
+/* drive.c: call index of the running turn may start now (its question was answered). */
+void paw__tool_resume(paw_sess *s, size_t index);
+
 /* The tools of every source, merged (first source wins a name); valid until the next
  * call. */
 const pag_tool_info *paw__tools(paw *p, size_t *n);

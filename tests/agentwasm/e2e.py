@@ -50,6 +50,11 @@ class Paw(Agent):
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._drain_err, daemon=True).start()
 
+    def on_request(self, f):
+        if f.get("method") == "session/request_permission" and self.permission_answer is None:
+            return  # left unanswered
+        Agent.on_request(self, f)
+
     def err(self):
         return "".join(self.stderr)
 
@@ -233,8 +238,13 @@ def s_tool_source(E):
         {"text": "done"},
         {"tool_calls": [{"id": "c3", "name": "guarded", "arguments": {"y": 2}}]},
         {"text": "done again"},
+        {"tool_calls": [{"id": "c4", "name": "guarded", "arguments": {"y": 3}}]},
+        {"text": "done a third time"},
+        {"tool_calls": [{"id": "c5", "name": "echo", "arguments": {}}]},
+        {"text": "echoed"},
     ])
     a = E.agent(env_extra={"PAW_TEST_TOOLS": "1"})
+    a.permission_answer = "reject_once"
     sid = E.new_session(a)
     r = wait_done(a, prompt(a, sid, "use the tools"))
     check(r.get("result") == {"stopReason": "end_turn"}, "prompt: %r" % r)
@@ -245,24 +255,49 @@ def s_tool_source(E):
                if m.get("role") == "tool"}
     check("echo: " in json.dumps(results.get("c1")) and "ping" in json.dumps(results.get("c1")),
           "echo result: %r" % results)
-    # not allowed by settings: denied without asking (this form cannot block on an ask)
     check("rejected" in json.dumps(results.get("c2")), "guarded result: %r" % results)
-    check("not allowed by settings" in a.err(), "deny logged: %s" % a.err()[-500:])
+    asked = [f["params"]["toolCall"]["toolCallId"] for _, f in a.log
+             if f.get("method") == "session/request_permission"]
+    check(asked == ["c2"], "asked: %r" % asked)
     ups = [u for _, u in a.updates(sid) if u["sessionUpdate"] == "tool_call_update"]
     st = {u["toolCallId"]: u["status"] for u in ups}
     check(st.get("c1") == "completed" and st.get("c2") == "failed", "statuses: %r" % st)
+    # "always allow": asked once, remembered for the session
+    a.permission_answer = "allow_always"
+    for want in ("c3", "c4"):
+        r = wait_done(a, prompt(a, sid, "guarded " + want))
+        check(r.get("result") == {"stopReason": "end_turn"}, "%s: %r" % (want, r))
+        res = {m.get("tool_call_id"): m.get("content")
+               for m in E.mock.requests()[-1]["body"]["messages"] if m.get("role") == "tool"}
+        check("echo: " in json.dumps(res.get(want)), "%s ran: %r" % (want, res))
+    asked = [f["params"]["toolCall"]["toolCallId"] for _, f in a.log
+             if f.get("method") == "session/request_permission"]
+    check(asked == ["c2", "c3"], "asked after always: %r" % asked)
     a.finish()
-    # allowed by settings: it runs
+    # a question nobody answers: cancel answers it, the turn ends cancelled
+    E.mock.script([{"tool_calls": [{"id": "q1", "name": "guarded", "arguments": {}}]},
+                   {"text": "never"}])
+    b = E.agent(env_extra={"PAW_TEST_TOOLS": "1"})
+    b.permission_answer = None
+    sid = E.new_session(b)
+    rid = prompt(b, sid, "ask me")
+    b.wait(lambda f: f.get("method") == "session/request_permission", what="the question")
+    b.cancel(sid, rid)
+    b.finish()
+    # allowed by settings: runs without asking
+    E.mock.script([{"tool_calls": [{"id": "s1", "name": "guarded", "arguments": {}}]},
+                   {"text": "fine"}])
     start = E.start_object()
     start["settings"]["permissions"] = {"allow": ["guarded"]}
-    b = E.agent(start, env_extra={"PAW_TEST_TOOLS": "1"})
-    sid = E.new_session(b)
-    r = wait_done(b, prompt(b, sid, "again"))
-    check(r.get("result") == {"stopReason": "end_turn"}, "prompt 2: %r" % r)
-    results = {m.get("tool_call_id"): m.get("content")
-               for m in E.mock.requests()[-1]["body"]["messages"] if m.get("role") == "tool"}
-    check("echo: " in json.dumps(results.get("c3")), "allowed guarded: %r" % results)
-    b.finish()
+    c = E.agent(start, env_extra={"PAW_TEST_TOOLS": "1"})
+    sid = E.new_session(c)
+    r = wait_done(c, prompt(c, sid, "again"))
+    check(r.get("result") == {"stopReason": "end_turn"}, "prompt: %r" % r)
+    check(not any(f.get("method") == "session/request_permission" for _, f in c.log), "asked")
+    res = {m.get("tool_call_id"): m.get("content")
+           for m in E.mock.requests()[-1]["body"]["messages"] if m.get("role") == "tool"}
+    check("echo: " in json.dumps(res.get("s1")), "allowed guarded: %r" % res)
+    c.finish()
 
 
 def s_load_and_list(E):
