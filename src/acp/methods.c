@@ -2,6 +2,7 @@
  * methods.c — ACP v1 method handlers: validate params, call the controller, shape
  * the result. Accepts Peri's aliases (session_id; message.content for prompts).
  */
+#include "acp/prompt_message.h"
 #include "acp/server_impl.h"
 
 #include <stdarg.h>
@@ -90,8 +91,8 @@ static void m_initialize(pacp_server *srv, pj_t *params, pacp_reply *r) {
         return;
     }
     /* One host holds one machine identity: a client asking for another is refused. */
-    pj_t *mid = pj_object_get(
-        pj_object_get(pj_object_get(params, "clientCapabilities"), "_meta"), "peri.machineId");
+    pj_t *mid = pj_object_get(pj_object_get(pj_object_get(params, "clientCapabilities"), "_meta"),
+                              "peri.machineId");
     const char *held = pct_machine_id(srv->ctl);
     if (mid && (!pj_is_string(mid) || strcmp(pj_string_value(mid), held) != 0)) {
         char msg[300];
@@ -116,9 +117,9 @@ static void m_initialize(pacp_server *srv, pj_t *params, pacp_reply *r) {
     /* Peri's extensions, as ACP's extensibility rules ask: capability flags in _meta. */
     pj_t *ext =
         pj_pack("{s:b, s:b, s:b, s:b, s:[s, s, s, s, s, s]}", "peri.eventIds", 1, "peri.turnDone",
-                  1, "peri.cancelTarget", 1, "peri.clearQueue", 1, "peri.methods",
-                  "_peri/queue/list", "_peri/queue/clear", "_peri/session/rename",
-                  "_peri/session/archive", "_peri/session/unarchive", "_peri/session/rewind");
+                1, "peri.cancelTarget", 1, "peri.clearQueue", 1, "peri.methods", "_peri/queue/list",
+                "_peri/queue/clear", "_peri/session/rename", "_peri/session/archive",
+                "_peri/session/unarchive", "_peri/session/rewind");
     if (ext) pj_object_set_new(pj_object_get(r->result, "agentCapabilities"), "_meta", ext);
 }
 
@@ -151,10 +152,10 @@ static pj_t *auth_methods(pj_t *client_caps) {
                  "~/.peri/settings.json (mode 0600), never in the project. Or set %s and "
                  "start the agent again.",
                  AUTH[i].var);
-        pj_array_append_new(arr, pj_pack("{s:s, s:s, s:s, s:{s:[{s:s}], s:s}}", "id",
-                                             AUTH[i].id, "name", AUTH[i].name, "description", desc,
-                                             "_meta", "peri.vars", "name", AUTH[i].var, "peri.link",
-                                             AUTH[i].link));
+        pj_array_append_new(arr,
+                            pj_pack("{s:s, s:s, s:s, s:{s:[{s:s}], s:s}}", "id", AUTH[i].id, "name",
+                                    AUTH[i].name, "description", desc, "_meta", "peri.vars", "name",
+                                    AUTH[i].var, "peri.link", AUTH[i].link));
     }
     for (size_t i = 0; terminal && arr && i < sizeof AUTH / sizeof AUTH[0]; i++) {
         char name[100], desc[300];
@@ -163,10 +164,9 @@ static pj_t *auth_methods(pj_t *client_caps) {
                  "Type the key in a terminal (no echo); it is kept in your "
                  "~/.peri/settings.json (mode 0600), never in the project. Get one at %s.",
                  AUTH[i].link);
-        pj_array_append_new(arr,
-                              pj_pack("{s:s, s:s, s:s, s:s, s:[s, s], s:{}}", "id",
-                                        AUTH[i].term_id, "name", name, "description", desc, "type",
-                                        "terminal", "args", "--login", AUTH[i].provider, "env"));
+        pj_array_append_new(arr, pj_pack("{s:s, s:s, s:s, s:s, s:[s, s], s:{}}", "id",
+                                         AUTH[i].term_id, "name", name, "description", desc, "type",
+                                         "terminal", "args", "--login", AUTH[i].provider, "env"));
     }
     return arr ? arr : pj_array();
 }
@@ -393,8 +393,8 @@ static void m_set_config(pacp_server *srv, pj_t *params, pacp_reply *r) {
     if (!pj_is_string(val))
         return bad_params(r, "value must be a string (a value id of the option)");
     pct_error e = {0};
-    if (failed(r, pct_set_config(srv->ctl, sid, pj_string_value(cid), pj_string_value(val), &e),
-               &e, sid))
+    if (failed(r, pct_set_config(srv->ctl, sid, pj_string_value(cid), pj_string_value(val), &e), &e,
+               sid))
         return;
     char *cfg = pct_session_config(srv->ctl, sid);
     pj_t *c = cfg ? pj_loads(cfg, 0, NULL) : NULL;
@@ -422,8 +422,7 @@ static void m_list(pacp_server *srv, pj_t *params, pacp_reply *r) {
     pj_t *allv = pj_object_get(pj_object_get(params, "_meta"), "peri.allMachines");
     int all = pj_is_boolean(allv) ? pj_is_true(allv) : -1;
     /* _meta."peri.includeArchived": true lists archived sessions too */
-    bool arch =
-        pj_is_true(pj_object_get(pj_object_get(params, "_meta"), "peri.includeArchived"));
+    bool arch = pj_is_true(pj_object_get(pj_object_get(params, "_meta"), "peri.includeArchived"));
     pst_thread_page page;
     pct_error e = {0};
     if (pct_session_list_opts(srv->ctl, pj_string_value(cwdv), pj_string_value(curv), all, arch,
@@ -431,38 +430,8 @@ static void m_list(pacp_server *srv, pj_t *params, pacp_reply *r) {
         ctl_error(r, &e, NULL);
         return;
     }
-    pj_t *arr = pj_array();
-    for (size_t i = 0; arr && i < page.count; i++) {
-        const pst_thread *t = &page.items[i];
-        pj_t *o = pj_pack("{s:s, s:s, s:o}", "sessionId", t->id, "cwd", t->cwd ? t->cwd : "",
-                              "updatedAt", pacp__iso_time(t->updated_at));
-        if (o && t->title) pj_object_set_new(o, "title", pj_string(t->title));
-        pj_t *meta = o ? pj_object() : NULL;
-        if (meta && t->archived) pj_object_set_new(meta, "peri.archived", pj_true());
-        if (meta && t->parent_id[0])
-            pj_object_set_new(meta, "peri.parentSessionId", pj_string(t->parent_id));
-        if (meta && strcmp(t->machine_id, pct_machine_id(srv->ctl)) != 0) {
-            /* another machine's session: history readable, never written here */
-            pj_object_set_new(meta, "peri.machineId", pj_string(t->machine_id));
-            pj_object_set_new(meta, "peri.readOnly", pj_true());
-        }
-        int fmt = meta ? pct_history_format(t->meta) : PCT_HISTORY_FORMAT;
-        if (fmt != PCT_HISTORY_FORMAT) { /* another history format: read, not continued */
-            pj_object_set_new(meta, "peri.historyFormat", pj_integer(fmt));
-            pj_object_set_new(meta, "peri.readOnly", pj_true());
-        }
-        if (meta && pj_object_size(meta) > 0)
-            pj_object_set_new(o, "_meta", meta);
-        else
-            pj_decref(meta);
-        if (!o || pj_array_append_new(arr, o)) {
-            pj_decref(arr);
-            arr = NULL;
-        }
-    }
-    r->result = arr ? pj_pack("{s:o}", "sessions", arr) : NULL;
-    if (r->result && page.next_cursor)
-        pj_object_set_new(r->result, "nextCursor", pj_string(page.next_cursor));
+    r->result =
+        pacp__session_list(&page, pct_machine_id(srv->ctl), pct_history_format, PCT_HISTORY_FORMAT);
     pst_thread_page_clear(&page);
     if (!r->result) pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
 }
@@ -480,8 +449,7 @@ static void m_close(pacp_server *srv, pj_t *params, pacp_reply *r) {
     const char *reason = NULL;
     if (failed(r, pct_close_why(srv->ctl, sid, &e, &reason), &e, sid)) {
         /* what keeps the close from settling; the session stays closing for a retry */
-        if (reason && !r->data)
-            r->data = pj_pack("{s:s, s:s}", "reason", reason, "sessionId", sid);
+        if (reason && !r->data) r->data = pj_pack("{s:s, s:s}", "reason", reason, "sessionId", sid);
         return;
     }
     ok_empty(r);
@@ -538,8 +506,7 @@ static void x_rename(pacp_server *srv, pj_t *params, pacp_reply *r) {
     if (!sid) return;
     if (!pj_is_string(t)) return bad_params(r, "title must be a string");
     pct_error e = {0};
-    if (!failed(r, pct_session_rename(srv->ctl, sid, pj_string_value(t), &e), &e, sid))
-        ok_empty(r);
+    if (!failed(r, pct_session_rename(srv->ctl, sid, pj_string_value(t), &e), &e, sid)) ok_empty(r);
 }
 
 static void archive(pacp_server *srv, pj_t *params, pacp_reply *r, bool on) {
@@ -572,223 +539,14 @@ static void x_rewind(pacp_server *srv, pj_t *params, pacp_reply *r) {
 
 /* ---------------------------------------------------------------- prompt */
 
-/* Growing text buffer for the prompt's text and the refusal notice. */
-typedef struct tbuf {
-    char *p;
-    size_t len;
-    bool oom;
-} tbuf;
-
-static void tb_add(tbuf *b, const char *s, const char *sep) {
-    if (b->oom) return;
-    size_t n = strlen(s), k = b->len && sep ? strlen(sep) : 0;
-    char *np = realloc(b->p, b->len + k + n + 1);
-    if (!np) {
-        b->oom = true;
-        return;
-    }
-    memcpy(np + b->len, sep ? sep : "", k);
-    memcpy(np + b->len + k, s, n + 1);
-    b->p = np;
-    b->len += k + n;
-}
-
-/* tb_add of a formatted text (cut at 1199 bytes). */
-static void tb_addf(tbuf *b, const char *sep, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void tb_addf(tbuf *b, const char *sep, const char *fmt, ...) {
-    char tmp[1200];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    tb_add(b, tmp, sep);
-}
-
-static bool image_mime(const char *m) {
-    return m && (!strcmp(m, "image/png") || !strcmp(m, "image/jpeg") || !strcmp(m, "image/gif") ||
-                 !strcmp(m, "image/webp"));
-}
-
-/* Plausible base64: non-empty, only the base64 alphabet (and padding). */
-static bool base64_ok(const char *d) {
-    if (!d || !*d) return false;
-    for (const char *p = d; *p; p++)
-        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-              *p == '+' || *p == '/' || *p == '=' || *p == '\n' || *p == '\r'))
-            return false;
-    return true;
-}
-
-/* Builds the user message from ContentBlock[]: text, resource links and embedded text
- * resources become text; images (and image blobs) become image parts. A block that
- * cannot be passed on is refused on its own: the notice says which and why, the rest
- * of the prompt goes through. Returns 0, or -1 with r set (nothing usable, OOM). */
-static bool audio_mime(const char *m) {
-    return m && (!strcmp(m, "audio/wav") || !strcmp(m, "audio/x-wav") || !strcmp(m, "audio/wave") ||
-                 !strcmp(m, "audio/mpeg") || !strcmp(m, "audio/mp3"));
-}
-
-/* What the session's model takes beside text and images. */
-typedef struct accepts {
-    bool audio;
-    char model[160];
-    char cwd[4096]; /* the session's directory ("" unknown) */
-} accepts;
-
-/* The workspace-relative path of a file:// URI inside cwd, decided on the text alone
- * (the request thread touches no file): an absolute path without "." or ".." segments,
- * percent escapes or controls, under cwd. NULL when it is not one. */
-static const char *workspace_path(const char *uri, const char *cwd) {
-    static const char scheme[] = "file://";
-    if (!uri || !cwd[0] || strncmp(uri, scheme, sizeof scheme - 1) != 0) return NULL;
-    const char *p = uri + sizeof scheme - 1;
-    size_t n = strlen(cwd);
-    if (p[0] != '/' || strncmp(p, cwd, n) != 0 || p[n] != '/' || !p[n + 1]) return NULL;
-    for (const char *q = p; *q; q++) {
-        if ((unsigned char)*q < 0x20 || *q == '%' || *q == '\\') return NULL;
-        if (*q == '/' && q[1] == '.' &&
-            (q[2] == '/' || !q[2] || (q[2] == '.' && (q[3] == '/' || !q[3]))))
-            return NULL;
-    }
-    return p + n + 1;
-}
-
-static int build_message(pj_t *blocks, pm_message *m, tbuf *notice, pacp_reply *r,
-                         const accepts *acc) {
-    tbuf text = {0};
-    size_t i, usable = 0;
-    pj_t *b;
-    pm_message_init(m, PM_ROLE_USER);
-    pj_array_foreach(blocks, i, b) {
-        const char *type = pj_string_value(pj_object_get(b, "type"));
-        const char *why = NULL;
-        if (!type) {
-            why = "a content block without a type";
-        } else if (!strcmp(type, "text")) {
-            const char *t = pj_string_value(pj_object_get(b, "text"));
-            if (!t)
-                why = "a text block without text";
-            else {
-                tb_add(&text, t, "\n");
-                usable++;
-            }
-        } else if (!strcmp(type, "resource_link")) {
-            const char *uri = pj_string_value(pj_object_get(b, "uri"));
-            const char *name = pj_string_value(pj_object_get(b, "name"));
-            const char *rel = workspace_path(uri, acc->cwd);
-            if (!uri)
-                why = "a resource_link block without uri";
-            else if (rel) {
-                /* a workspace file: the model reads it with its tools */
-                tb_addf(&text, "\n",
-                        "[Resource: %.300s](%.400s) - the workspace file %.400s (read it with "
-                        "your tools)",
-                        name ? name : uri, uri, rel);
-                usable++;
-            } else {
-                tb_addf(&text, "\n", "[Resource: %.500s](%.600s)", name ? name : uri, uri);
-                usable++;
-            }
-        } else if (!strcmp(type, "resource")) {
-            pj_t *res = pj_object_get(b, "resource");
-            const char *uri = pj_string_value(pj_object_get(res, "uri"));
-            const char *t = pj_string_value(pj_object_get(res, "text"));
-            const char *blob = pj_string_value(pj_object_get(res, "blob"));
-            const char *mime = pj_string_value(pj_object_get(res, "mimeType"));
-            if (!uri) {
-                why = "a resource block without resource.uri";
-            } else if (t) {
-                tb_addf(&text, "\n", "[Resource: %.1000s]", uri);
-                tb_add(&text, t, "\n");
-                usable++;
-            } else if (blob && image_mime(mime) && base64_ok(blob)) {
-                if (pm_message_add_image(m, mime, blob) != PM_OK) text.oom = true;
-                usable++;
-            } else if (blob && workspace_path(uri, acc->cwd) &&
-                       !(mime && !strcmp(mime, "application/pdf"))) {
-                /* another binary blob of a workspace file: offered as that file */
-                tb_addf(&text, "\n",
-                        "[Resource: %.400s (%.100s) - the workspace file %.400s (read it with "
-                        "your tools)]",
-                        uri, mime ? mime : "binary", workspace_path(uri, acc->cwd));
-                usable++;
-            } else if (blob && mime && !strcmp(mime, "application/pdf") && base64_ok(blob)) {
-                /* a PDF goes to the model as a document (both providers take them) */
-                tb_addf(&text, "\n", "[Document: %.1000s]", uri);
-                if (pm_message_add_document(m, mime, blob) != PM_OK) text.oom = true;
-                usable++;
-            } else {
-                tb_addf(notice, "; ",
-                        "the resource %.300s (%.100s): binary attachments other than images "
-                        "(png, jpeg, gif, webp) and PDF documents are not supported",
-                        uri, mime ? mime : "no mimeType");
-                continue;
-            }
-        } else if (!strcmp(type, "image") || !strcmp(type, "audio")) {
-            /* base64 media: images for every model, audio for the models that take it */
-            bool image = type[0] == 'i';
-            const char *data = pj_string_value(pj_object_get(b, "data"));
-            const char *mime = pj_string_value(pj_object_get(b, "mimeType"));
-            if (!image && !acc->audio) {
-                tb_addf(notice, "; ",
-                        "an audio block: the model %.150s does not take audio input (OpenAI "
-                        "audio models do)",
-                        acc->model);
-                continue;
-            }
-            if (!(image ? image_mime(mime) : audio_mime(mime))) {
-                tb_addf(notice, "; ",
-                        image
-                            ? "an image of type %.100s: only png, jpeg, gif and webp are supported"
-                            : "audio of type %.100s: only wav and mp3 are supported",
-                        mime ? mime : "(none)");
-                continue;
-            }
-            if (!base64_ok(data)) {
-                why = image ? "an image block without base64 data"
-                            : "an audio block without base64 data";
-            } else {
-                pm_status st = image ? pm_message_add_image(m, mime, data)
-                                     : pm_message_add_audio(m, mime, data);
-                if (st != PM_OK) text.oom = true;
-                usable++;
-            }
-        } else {
-            tb_addf(notice, "; ", "a content block of unsupported type %.100s", type);
-            continue;
-        }
-        if (why) tb_add(notice, why, "; ");
-    }
-    if (text.len && pm_message_add_text(m, text.p) != PM_OK) text.oom = true;
-    free(text.p);
-    if (text.oom || notice->oom) {
-        pm_message_clear(m);
-        pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
-        return -1;
-    }
-    if (usable == 0) {
-        char msg[300];
-        snprintf(msg, sizeof msg, "prompt has no usable content: %.250s",
-                 notice->p ? notice->p : "empty prompt");
-        pm_message_clear(m);
-        bad_params(r, msg);
-        return -1;
-    }
-    if (notice->p) {
-        /* The model is told too, so it does not answer as if it had seen the block. */
-        size_t n = notice->len + 96;
-        char *note = malloc(n);
-        if (note) snprintf(note, n, "[Not shown to you (refused by the host): %s]", notice->p);
-        if (!note || pm_message_add_text(m, note) != PM_OK) {
-            free(note);
-            pm_message_clear(m);
-            pacp__reply_error(r, PACP_INTERNAL_ERROR, "out of memory");
-            return -1;
-        }
-        free(note);
-    }
-    return 0;
+/* The prompt's ContentBlock[] as a user message (acp/prompt_message.c); a refusal is
+ * answered on r. */
+static int build_message(pj_t *blocks, pm_message *m, pacp_tbuf *notice, pacp_reply *r,
+                         const pacp_accepts *acc) {
+    pacp_prompt_err e = {0};
+    int rc = pacp__build_message(blocks, m, notice, &e, acc);
+    if (rc) pacp__reply_error(r, e.code, e.message);
+    return rc;
 }
 
 static void m_prompt(pacp_server *srv, pj_t *params, pacp_reply *r) {
@@ -797,8 +555,8 @@ static void m_prompt(pacp_server *srv, pj_t *params, pacp_reply *r) {
     pj_t *blocks = pj_object_get(params, "prompt");
     pj_t *content = pj_object_get(pj_object_get(params, "message"), "content");
     pm_message msg;
-    tbuf notice = {0};
-    accepts acc = {0};
+    pacp_tbuf notice = {0};
+    pacp_accepts acc = {0};
     acc.audio = pct_session_audio(srv->ctl, sid, acc.model, sizeof acc.model);
     if (!pct_session_cwd(srv->ctl, sid, acc.cwd, sizeof acc.cwd)) acc.cwd[0] = '\0';
     if (pj_is_string(content)) {

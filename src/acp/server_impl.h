@@ -7,6 +7,7 @@
 #define PACP_SERVER_IMPL_H
 
 #include "acp/jsonrpc.h"
+#include "acp/projection.h"
 #include "acp/transport.h"
 #include "peri/acp.h"
 #include "peri/controller.h"
@@ -82,12 +83,7 @@ void pacp__notify(pacp_server *srv, const char *method, pj_t *params);
 /* session/cancel (notification or request): the target and clear_queue of params. */
 void pacp__cancel(pacp_server *srv, pj_t *params);
 
-/* session/update params for one stamped event (ids: its identity, may be NULL); NULL
- * for events with no wire form. */
-pj_t *pacp__update_params(const pag_event *ev, const pct_event_ids *ids);
-/* Adds "peri.sessionEpoch", "peri.agentId", "peri.turnId", "peri.attemptId" (those
- * present) to a _meta object. */
-void pacp__ids_meta(pj_t *meta, const pct_event_ids *ids);
+/* pacp__update_params, pacp__ids_meta, pacp__iso_time: acp/projection.h. */
 
 /* clientfs.c: the controller sink's fs hooks, the capability record made by
  * initialize, and the decoder of fs/... answers. */
@@ -128,8 +124,5 @@ void pacp__perm_answer(pacp_outreq *r, const pb_rpc_msg *m);
 
 void pacp__reply_error(pacp_reply *r, int code, const char *msg);
 void pacp__send_reply(pacp_server *srv, pj_t *id, pacp_reply *r);
-
-/* updates.c: a wall-clock time in ms as an ISO 8601 UTC JSON string (ACP's updatedAt). */
-pj_t *pacp__iso_time(int64_t ms);
 
 #endif

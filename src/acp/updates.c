@@ -1,8 +1,10 @@
 /*
  * updates.c — the ACP projection of host events: one stamped pag_event becomes the
- * params of one session/update notification. Pure mapping, no decisions.
+ * params of one session/update notification. Pure mapping, no decisions, no threads:
+ * the native server and the agent module's reactor (src/agentwasm/) both send it.
  */
-#include "acp/server_impl.h"
+#include "acp/projection.h"
+#include "peri/base.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -50,8 +52,8 @@ static pj_t *tool_call(const pag_event *ev) {
 
 static pj_t *tool_update(const pag_event *ev) {
     pj_t *u = pj_pack("{s:s, s:s, s:s}", "sessionUpdate", "tool_call_update", "toolCallId",
-                          ev->tool_call_id ? ev->tool_call_id : "", "status",
-                          ev->status ? ev->status : "in_progress");
+                      ev->tool_call_id ? ev->tool_call_id : "", "status",
+                      ev->status ? ev->status : "in_progress");
     if (!u) return NULL;
     bool final = ev->status && (!strcmp(ev->status, "completed") || !strcmp(ev->status, "failed"));
     if (!final) {
@@ -76,7 +78,7 @@ static pj_t *tool_update(const pag_event *ev) {
     pj_object_set_new(u, "content", content ? content : pj_array());
     pj_t *raw = ev->raw_output_json ? pj_loads(ev->raw_output_json, 0, NULL) : NULL;
     pj_object_set_new(u, "rawOutput",
-                        raw ? raw : pj_pack("{s:s}", "output", ev->text ? ev->text : ""));
+                      raw ? raw : pj_pack("{s:s}", "output", ev->text ? ev->text : ""));
     pj_t *meta = ev->meta_json ? pj_loads(ev->meta_json, 0, NULL) : NULL;
     if (pj_is_object(meta))
         pj_object_set_new(u, "_meta", meta); /* e.g. {"peri.placement": {...}} */
@@ -114,19 +116,18 @@ pj_t *pacp__update_params(const pag_event *ev, const pct_event_ids *ids) {
     case PAG_EV_TOOL_CALL: u = tool_call(ev); break;
     case PAG_EV_TOOL_UPDATE: u = tool_update(ev); break;
     case PAG_EV_USAGE:
-        u = pj_pack("{s:s, s:I, s:I}", "sessionUpdate", "usage_update", "used",
-                      (pj_int_t)ev->used, "size", (pj_int_t)ev->size);
+        u = pj_pack("{s:s, s:I, s:I}", "sessionUpdate", "usage_update", "used", (pj_int_t)ev->used,
+                    "size", (pj_int_t)ev->size);
         if (u && ev->has_cost)
             pj_object_set_new(u, "cost",
-                                pj_pack("{s:f, s:s}", "amount", ev->cost_usd, "currency", "USD"));
+                              pj_pack("{s:f, s:s}", "amount", ev->cost_usd, "currency", "USD"));
         break;
     case PAG_EV_COMPACTION:
         /* the context usage after an automatic compaction, with what happened in _meta */
-        u = pj_pack("{s:s, s:I, s:I, s:{s:{s:I, s:I, s:s, s:s}}}", "sessionUpdate",
-                      "usage_update", "used", (pj_int_t)ev->used, "size", (pj_int_t)ev->size,
-                      "_meta", "peri.compaction", "before", (pj_int_t)ev->input_tokens, "after",
-                      (pj_int_t)ev->used, "method", ev->text ? ev->text : "trim", "trigger",
-                      "auto");
+        u = pj_pack("{s:s, s:I, s:I, s:{s:{s:I, s:I, s:s, s:s}}}", "sessionUpdate", "usage_update",
+                    "used", (pj_int_t)ev->used, "size", (pj_int_t)ev->size, "_meta",
+                    "peri.compaction", "before", (pj_int_t)ev->input_tokens, "after",
+                    (pj_int_t)ev->used, "method", ev->text ? ev->text : "trim", "trigger", "auto");
         break;
     case PAG_EV_COMMANDS:
         u = list_update("available_commands_update", "availableCommands", ev);
@@ -134,12 +135,12 @@ pj_t *pacp__update_params(const pag_event *ev, const pct_event_ids *ids) {
     case PAG_EV_PLAN: u = list_update("plan", "entries", ev); break;
     case PAG_EV_MODE:
         u = pj_pack("{s:s, s:s}", "sessionUpdate", "current_mode_update", "currentModeId",
-                      ev->text ? ev->text : "default");
+                    ev->text ? ev->text : "default");
         break;
     case PAG_EV_CONFIG: u = list_update("config_option_update", "configOptions", ev); break;
     case PAG_EV_SESSION_INFO:
-        u = pj_pack("{s:s, s:s?, s:o}", "sessionUpdate", "session_info_update", "title",
-                      ev->title, "updatedAt", pacp__iso_time(ev->used));
+        u = pj_pack("{s:s, s:s?, s:o}", "sessionUpdate", "session_info_update", "title", ev->title,
+                    "updatedAt", pacp__iso_time(ev->used));
         break;
     }
     if (!u) return NULL;
@@ -153,6 +154,42 @@ pj_t *pacp__update_params(const pag_event *ev, const pct_event_ids *ids) {
         pj_decref(extra);
     }
     pj_t *p = pj_pack("{s:s, s:o, s:o*}", "sessionId", ev->session_id ? ev->session_id : "",
-                          "update", u, "_meta", meta);
+                      "update", u, "_meta", meta);
     return p;
+}
+
+pj_t *pacp__session_list(const pst_thread_page *page, const char *own_machine,
+                         int (*history_format)(const char *meta_json), int current_format) {
+    pj_t *arr = pj_array();
+    for (size_t i = 0; arr && i < page->count; i++) {
+        const pst_thread *t = &page->items[i];
+        pj_t *o = pj_pack("{s:s, s:s, s:o}", "sessionId", t->id, "cwd", t->cwd ? t->cwd : "",
+                          "updatedAt", pacp__iso_time(t->updated_at));
+        if (o && t->title) pj_object_set_new(o, "title", pj_string(t->title));
+        pj_t *meta = o ? pj_object() : NULL;
+        if (meta && t->archived) pj_object_set_new(meta, "peri.archived", pj_true());
+        if (meta && t->parent_id[0])
+            pj_object_set_new(meta, "peri.parentSessionId", pj_string(t->parent_id));
+        if (meta && strcmp(t->machine_id, own_machine) != 0) {
+            /* another machine's session: history readable, never written here */
+            pj_object_set_new(meta, "peri.machineId", pj_string(t->machine_id));
+            pj_object_set_new(meta, "peri.readOnly", pj_true());
+        }
+        int fmt = meta ? history_format(t->meta) : current_format;
+        if (fmt != current_format) { /* another history format: read, not continued */
+            pj_object_set_new(meta, "peri.historyFormat", pj_integer(fmt));
+            pj_object_set_new(meta, "peri.readOnly", pj_true());
+        }
+        if (meta && pj_object_size(meta) > 0)
+            pj_object_set_new(o, "_meta", meta);
+        else
+            pj_decref(meta);
+        if (!o || pj_array_append_new(arr, o)) {
+            pj_decref(arr);
+            arr = NULL;
+        }
+    }
+    pj_t *r = arr ? pj_pack("{s:o}", "sessions", arr) : NULL;
+    if (r && page->next_cursor) pj_object_set_new(r, "nextCursor", pj_string(page->next_cursor));
+    return r;
 }

@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 lib, incdir, cc, jansson = sys.argv[1:5]
-PREFIXES = ["pb", "pj", "pw", "pr", "pl", "pm", "pst", "ptl", "pmcp", "pag", "prt", "pct", "pacp", "psdk", "pn", "pwh"]
+PREFIXES = ["pb", "pj", "pw", "pr", "pl", "pm", "pst", "ptl", "pmcp", "pag", "prt", "pct", "pacp", "psdk", "pn", "pwh", "paw"]
 problems = []
 
 headers = sorted(glob.glob(os.path.join(incdir, "*.h")))

@@ -1,0 +1,549 @@
+/*
+ * methods.c — the ACP methods of the agent module's reactor: validate params (with the
+ * native server's texts and codes), start the store operations they need and answer
+ * from their callbacks. Methods that need what this form does not have answer an
+ * explicit error naming why.
+ *
+ * Invariants: a request is answered exactly once: at once, from a store callback (the
+ * `pend` record carries its id), or, for session/prompt, when its turn ends.
+ */
+#include "acp/projection.h"
+#include "acp/prompt_message.h"
+#include "paw_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef PERI_VERSION
+#define PERI_VERSION "0.0.0-unknown"
+#endif
+
+bool paw__uuid_ok(const char *s);
+
+/* The history format a thread's meta names: 1 (this form's) when it names none, -1 when
+ * it is unreadable. */
+static int history_format(const char *meta_json) {
+    pj_t *m = meta_json ? pj_loads(meta_json, 0, NULL) : NULL;
+    pj_t *f = pj_object_get(m, "format");
+    int v = 1;
+    if (f) {
+        pj_int_t n = pj_is_integer(f) ? pj_integer_value(f) : -1;
+        v = n >= 0 && n <= 1000000 ? (int)n : -1;
+    }
+    pj_decref(m);
+    return v;
+}
+
+/* A request waiting for the store (its id and what it needs afterwards). */
+typedef struct pend {
+    paw *p;
+    pj_t *id;
+    char sid[PST_ID_LEN];
+    char *cwd;
+    char *frozen;
+    bool foreign, old_format;
+} pend;
+
+static pend *pend_new(paw *p, pj_t *id) {
+    pend *q = calloc(1, sizeof *q);
+    if (!q) return NULL;
+    q->p = p;
+    q->id = id ? pj_copy(id) : pj_null();
+    if (!q->id) {
+        free(q);
+        return NULL;
+    }
+    return q;
+}
+
+static void pend_free(pend *q) {
+    pj_decref(q->id);
+    free(q->cwd);
+    free(q->frozen);
+    free(q);
+}
+
+static void bad_params(paw *p, pj_t *id, const char *msg) {
+    paw__reply_error(p, id, PB_RPC_INVALID_PARAMS, msg, NULL);
+}
+
+static const char *session_id(pj_t *params) {
+    pj_t *v = pj_object_get(params, "sessionId");
+    if (!v) v = pj_object_get(params, "session_id");
+    return pj_is_string(v) && pj_string_length(v) > 0 ? pj_string_value(v) : NULL;
+}
+
+static void not_found(paw *p, pj_t *id, const char *sid) {
+    char msg[200];
+    snprintf(msg, sizeof msg, "Session not found: %.100s", sid);
+    paw__reply_error(p, id, PAW_NOT_FOUND, msg, pj_pack("{s:s}", "sessionId", sid));
+}
+
+/* The store cannot be used: its failure (or that it is closing) as -32603. */
+static bool store_down(paw *p, pj_t *id) {
+    if (p->store_ready && !p->closing) return false;
+    paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR,
+                     p->store_failed ? p->store_error : "store: not open", NULL);
+    return true;
+}
+
+static void store_error(paw *p, pj_t *id, const pst_remote_result *res) {
+    char msg[300];
+    snprintf(msg, sizeof msg, "store: %.280s", res->error.message);
+    paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, msg, NULL);
+}
+
+/* A store callback's failure: answered, and q freed. */
+static bool op_failed(pend *q, const pst_remote_result *res) {
+    if (res->status == PST_OK) return false;
+    store_error(q->p, q->id, res);
+    pend_free(q);
+    return true;
+}
+
+/* ---------------------------------------------------------------- initialize */
+
+static void m_initialize(paw *p, pj_t *params, pj_t *id) {
+    pj_t *pv = pj_object_get(params, "protocolVersion");
+    if (pv && !pj_is_integer(pv)) {
+        bad_params(p, id, "protocolVersion must be an integer");
+        return;
+    }
+    pj_t *mid = pj_object_get(pj_object_get(pj_object_get(params, "clientCapabilities"), "_meta"),
+                              "peri.machineId");
+    if (mid && (!pj_is_string(mid) || strcmp(pj_string_value(mid), p->machine_id) != 0)) {
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "machine identity is fixed for this host (%.40s): refusing to change it to %.40s",
+                 p->machine_id[0] ? p->machine_id : "none",
+                 pj_is_string(mid) ? pj_string_value(mid) : "?");
+        bad_params(p, id, msg);
+        return;
+    }
+    /* Honest for this form: no client fs/terminal features are used, no stdio MCP, no
+     * images beyond what the providers take; sessions load, list and close. */
+    pj_t *r =
+        pj_pack("{s:i, s:{s:b, s:{s:b, s:b, s:b}, s:{s:b, s:b}, s:{s:{}, s:{}}}, s:[], "
+                "s:{s:s, s:s, s:s}}",
+                "protocolVersion", 1, "agentCapabilities", "loadSession", 1, "promptCapabilities",
+                "image", 1, "audio", 0, "embeddedContext", 1, "mcpCapabilities", "http", 1, "sse",
+                0, "sessionCapabilities", "list", "close", "authMethods", "agentInfo", "name",
+                "peri-c", "title", "Peri-C", "version", PERI_VERSION);
+    if (r) {
+        pj_t *ext =
+            pj_pack("{s:b, s:b, s:s}", "peri.eventIds", 1, "peri.turnDone", 1, "peri.form", "wasm");
+        if (ext) pj_object_set_new(pj_object_get(r, "agentCapabilities"), "_meta", ext);
+    }
+    paw__reply(p, id, r);
+}
+
+/* ---------------------------------------------------------------- session/new */
+
+/* The session's mcpServers: stdio ones cannot run here (an explicit refusal); HTTP ones
+ * need the event-driven MCP client, which this build does not have yet. NULL: fine. */
+static const char *mcp_refusal(pj_t *servers, char *buf, size_t n) {
+    size_t i;
+    pj_t *v;
+    pj_array_foreach(servers, i, v) {
+        const char *name = pj_string_value(pj_object_get(v, "name"));
+        if (pj_object_get(v, "command")) {
+            snprintf(buf, n,
+                     "MCP server \"%.100s\": stdio MCP servers (command) cannot run inside the "
+                     "WebAssembly form (it has no subprocesses); serve it over streamable HTTP "
+                     "and give its url",
+                     name ? name : "?");
+            return buf;
+        }
+        if (pj_object_get(v, "url")) {
+            snprintf(buf, n,
+                     "MCP server \"%.100s\": MCP over HTTP is not available in this build of "
+                     "the WebAssembly form yet",
+                     name ? name : "?");
+            return buf;
+        }
+    }
+    return NULL;
+}
+
+static void new_created(void *ud, pst_remote_result *res) {
+    pend *q = ud;
+    paw *p = q->p;
+    if (res->status != PST_OK) {
+        store_error(p, q->id, res);
+    } else {
+        paw_sess *s = paw__sess_new(p, res->thread.id, q->cwd, q->frozen, false);
+        if (!s)
+            paw__reply_error(p, q->id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
+        else
+            paw__reply(p, q->id, pj_pack("{s:s}", "sessionId", s->id));
+    }
+    pend_free(q);
+}
+
+static void new_workspace(void *ud, pst_remote_result *res) {
+    pend *q = ud;
+    paw *p = q->p;
+    if (op_failed(q, res)) return;
+    pj_t *meta =
+        pj_pack("{s:i, s:s, s:s}", "format", 1, "frozenContext", q->frozen, "mode", "default");
+    char *mt = meta ? pj_dumps(meta, PJ_COMPACT) : NULL;
+    pj_decref(meta);
+    pst_error e = {0};
+    pst_status st = mt ? pst_remote_thread_create(
+                             p->store,
+                             &(pst_thread_new){.workspace_id = res->id,
+                                               .meta = mt,
+                                               .model = p->model_spec[0] ? p->model_spec : NULL},
+                             new_created, q, &e)
+                       : PST_ERR_NOMEM;
+    free(mt);
+    if (st != PST_OK) {
+        paw__reply_error(p, q->id, PB_RPC_INTERNAL_ERROR, mt ? e.message : "out of memory", NULL);
+        pend_free(q);
+    }
+}
+
+static void m_new(paw *p, pj_t *params, pj_t *id) {
+    pj_t *cwdv = pj_object_get(params, "cwd");
+    pj_t *mcpv = pj_object_get(params, "mcpServers");
+    if (!cwdv) return bad_params(p, id, "missing required field: cwd (an absolute path)");
+    if (!pj_is_string(cwdv)) return bad_params(p, id, "cwd must be a string (an absolute path)");
+    if (!mcpv)
+        return bad_params(p, id, "missing required field: mcpServers (an array, may be empty)");
+    if (!pj_is_array(mcpv)) return bad_params(p, id, "mcpServers must be an array");
+    const char *cwd = pj_string_value(cwdv);
+    if (cwd[0] != '/') return bad_params(p, id, "cwd must be an absolute path");
+    char why[400];
+    const char *refused = mcp_refusal(mcpv, why, sizeof why);
+    if (refused) {
+        paw__log(p, 0, "session/new: %s", refused);
+        return bad_params(p, id, refused);
+    }
+    if (store_down(p, id)) return;
+    pend *q = pend_new(p, id);
+    if (q) {
+        q->cwd = strdup(cwd);
+        q->frozen =
+            q->cwd ? paw__frozen_context(q->cwd, p->h.ports->wall_ms(p->h.ports->ctx)) : NULL;
+    }
+    if (!q || !q->cwd || !q->frozen) {
+        if (q) pend_free(q);
+        paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
+        return;
+    }
+    pst_error e = {0};
+    if (pst_remote_workspace_ensure(p->store, p->machine_id, q->cwd, new_workspace, q, &e) !=
+        PST_OK) {
+        paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, e.message, NULL);
+        pend_free(q);
+    }
+}
+
+/* ---------------------------------------------------------------- session/load */
+
+static void replay_emit(void *ctx, const pag_event *ev) {
+    paw__emit(ctx, ev);
+}
+
+/* The load's answer: {} with _meta saying read-only when it is (as native). */
+static pj_t *load_result(const pend *q, const char *owner) {
+    pj_t *r = pj_object();
+    if (r && (q->foreign || q->old_format)) {
+        pj_t *meta = pj_object();
+        pj_object_set_new(meta, "peri.readOnly", pj_true());
+        if (q->foreign) pj_object_set_new(meta, "peri.machineId", pj_string(owner));
+        pj_object_set_new(r, "_meta", meta);
+    }
+    return r;
+}
+
+static void load_messages(void *ud, pst_remote_result *res) {
+    pend *q = ud;
+    paw *p = q->p;
+    if (op_failed(q, res)) return;
+    paw_sess *s = paw__sess_find(p, q->sid);
+    if (!s) s = paw__sess_new(p, q->sid, q->cwd, q->frozen, q->foreign || q->old_format);
+    if (!s) {
+        paw__reply_error(p, q->id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
+        pend_free(q);
+        return;
+    }
+    if (pag_session_history_len(s->agent) == 0 && res->messages.count) {
+        const char **txt = calloc(res->messages.count, sizeof *txt);
+        size_t skipped = 0;
+        for (size_t i = 0; txt && i < res->messages.count; i++)
+            txt[i] = res->messages.items[i].content;
+        if (!txt || pag_session_restore(s->agent, txt, res->messages.count, &skipped) != 0)
+            paw__log(p, 0, "session %s: history could not be restored", s->id);
+        if (skipped) paw__log(p, 1, "session %s: %zu history rows skipped", s->id, skipped);
+        free(txt);
+    }
+    pag_session_replay(s->agent, replay_emit, s);
+    paw__reply(p, q->id, load_result(q, res->thread.machine_id));
+    pend_free(q);
+}
+
+static void load_thread(void *ud, pst_remote_result *res) {
+    pend *q = ud;
+    paw *p = q->p;
+    if (res->status == PST_ERR_NOT_FOUND || res->status == PST_ERR_ARG) {
+        not_found(p, q->id, q->sid);
+        pend_free(q);
+        return;
+    }
+    if (op_failed(q, res)) return;
+    q->foreign = strcmp(res->thread.machine_id, p->machine_id) != 0;
+    q->old_format = history_format(res->thread.meta) != 1;
+    pj_t *meta = res->thread.meta ? pj_loads(res->thread.meta, 0, NULL) : NULL;
+    const char *fz = pj_string_value(pj_object_get(meta, "frozenContext"));
+    q->cwd = strdup(res->thread.cwd ? res->thread.cwd : "/");
+    q->frozen = strdup(fz ? fz : "");
+    pj_decref(meta);
+    pst_error e = {0};
+    if (!q->cwd || !q->frozen ||
+        pst_remote_messages_load(p->store, q->sid, load_messages, q, &e) != PST_OK) {
+        paw__reply_error(p, q->id, PB_RPC_INTERNAL_ERROR, q->frozen ? e.message : "out of memory",
+                         NULL);
+        pend_free(q);
+    }
+}
+
+static void m_load(paw *p, pj_t *params, pj_t *id) {
+    const char *sid = session_id(params);
+    if (!sid) return bad_params(p, id, "missing sessionId");
+    pj_t *m = pj_object_get(params, "mcpServers");
+    if (m && !pj_is_array(m)) return bad_params(p, id, "mcpServers must be an array");
+    char why[400];
+    const char *refused = m ? mcp_refusal(m, why, sizeof why) : NULL;
+    if (refused) return bad_params(p, id, refused);
+    if (store_down(p, id)) return;
+    if (!paw__uuid_ok(sid)) return not_found(p, id, sid);
+    paw_sess *live = paw__sess_find(p, sid);
+    if (live && live->turn) {
+        bad_params(p, id, "the session has a turn running: load it again when it ended");
+        return;
+    }
+    pend *q = pend_new(p, id);
+    if (!q) return paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
+    snprintf(q->sid, sizeof q->sid, "%s", sid);
+    pst_error e = {0};
+    if (pst_remote_thread_get(p->store, sid, load_thread, q, &e) != PST_OK) {
+        paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, e.message, NULL);
+        pend_free(q);
+    }
+}
+
+/* ---------------------------------------------------------------- session/list */
+
+static void list_done(void *ud, pst_remote_result *res) {
+    pend *q = ud;
+    paw *p = q->p;
+    if (op_failed(q, res)) return;
+    paw__reply(p, q->id, pacp__session_list(&res->page, p->machine_id, history_format, 1));
+    pend_free(q);
+}
+
+static void m_list(paw *p, pj_t *params, pj_t *id) {
+    pj_t *cwdv = pj_object_get(params, "cwd");
+    pj_t *curv = pj_object_get(params, "cursor");
+    if ((cwdv && !pj_is_null(cwdv) && !pj_is_string(cwdv)) ||
+        (curv && !pj_is_null(curv) && !pj_is_string(curv)))
+        return bad_params(p, id, "cwd and cursor must be strings");
+    if (store_down(p, id)) return;
+    pj_t *meta = pj_object_get(params, "_meta");
+    pj_t *allv = pj_object_get(meta, "peri.allMachines");
+    bool all = pj_is_boolean(allv) ? pj_is_true(allv) : true; /* a shared store: all */
+    pend *q = pend_new(p, id);
+    if (!q) return paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
+    pst_list_query lq = {.cwd = pj_string_value(cwdv),
+                         .cursor = pj_string_value(curv),
+                         .machine_id = all ? NULL : p->machine_id,
+                         .include_archived =
+                             pj_is_true(pj_object_get(meta, "peri.includeArchived")),
+                         .include_children = true};
+    pst_error e = {0};
+    if (pst_remote_thread_list(p->store, &lq, list_done, q, &e) != PST_OK) {
+        paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, e.message, NULL);
+        pend_free(q);
+    }
+}
+
+/* ---------------------------------------------------------------- prompt, cancel, close */
+
+static void m_prompt(paw *p, pj_t *params, pj_t *id) {
+    const char *sid = session_id(params);
+    if (!sid) return bad_params(p, id, "missing sessionId");
+    pj_t *blocks = pj_object_get(params, "prompt");
+    pj_t *content = pj_object_get(pj_object_get(params, "message"), "content");
+    paw_sess *s = paw__sess_find(p, sid);
+    pacp_accepts acc = {0};
+    if (s) snprintf(acc.cwd, sizeof acc.cwd, "%s", s->cwd);
+    snprintf(acc.model, sizeof acc.model, "%.150s", p->model_spec);
+    pm_message msg;
+    pacp_tbuf notice = {0};
+    pacp_prompt_err pe = {0};
+    int rc;
+    if (pj_is_string(content)) {
+        pj_t *one = pj_pack("[{s:s, s:O}]", "type", "text", "text", content);
+        rc = one ? pacp__build_message(one, &msg, &notice, &pe, &acc) : -1;
+        pj_decref(one);
+    } else if (pj_is_array(blocks) || pj_is_array(content)) {
+        rc = pacp__build_message(pj_is_array(blocks) ? blocks : content, &msg, &notice, &pe, &acc);
+    } else {
+        return bad_params(p, id, "missing prompt (ContentBlock[])");
+    }
+    if (rc) {
+        free(notice.p);
+        paw__reply_error(p, id, pe.code ? pe.code : PB_RPC_INTERNAL_ERROR,
+                         pe.code ? pe.message : "out of memory", NULL);
+        return;
+    }
+    if (!s) {
+        free(notice.p);
+        pm_message_clear(&msg);
+        return not_found(p, id, sid);
+    }
+    if (s->read_only || s->gone) {
+        free(notice.p);
+        pm_message_clear(&msg);
+        bad_params(p, id,
+                   s->gone ? "Session is closing"
+                           : "this session can be read here but not continued (another "
+                             "machine's session, or another history format)");
+        return;
+    }
+    if (notice.p) {
+        char *t = malloc(notice.len + 64);
+        if (t) {
+            snprintf(t, notice.len + 64, "Not sent to the model: %s.\n", notice.p);
+            pag_event ev = {.kind = PAG_EV_TEXT, .text = t};
+            paw__emit(s, &ev);
+            free(t);
+        }
+        free(notice.p);
+    }
+    paw__sess_prompt(s, id, &msg);
+}
+
+static void cancel(paw *p, pj_t *params) {
+    const char *sid = session_id(params);
+    paw_sess *s = sid ? paw__sess_find(p, sid) : NULL;
+    if (!s) return;
+    pj_t *cq = pj_object_get(params, "clear_queue");
+    if (!cq) cq = pj_object_get(pj_object_get(params, "_meta"), "peri.clearQueue");
+    paw__sess_cancel(s, pj_is_true(cq));
+}
+
+static void m_cancel(paw *p, pj_t *params, pj_t *id) {
+    if (!session_id(params)) return bad_params(p, id, "missing sessionId");
+    cancel(p, params);
+    paw__reply(p, id, pj_object());
+}
+
+static void m_close(paw *p, pj_t *params, pj_t *id) {
+    const char *sid = session_id(params);
+    if (!sid) return bad_params(p, id, "missing sessionId");
+    paw_sess *s = paw__sess_find(p, sid);
+    if (!s) return not_found(p, id, sid);
+    if (s->gone) {
+        paw__reply_error(p, id, PAW_CLOSE_INCOMPLETE, "Session is closing", NULL);
+        return;
+    }
+    paw__sess_close(s, id);
+    paw__maybe_settled(p);
+}
+
+static void m_set_mode(paw *p, pj_t *params, pj_t *id) {
+    const char *sid = session_id(params);
+    pj_t *mode = pj_object_get(params, "modeId");
+    if (!sid) return bad_params(p, id, "missing sessionId");
+    if (!pj_is_string(mode)) return bad_params(p, id, "modeId must be a string");
+    paw_sess *s = paw__sess_find(p, sid);
+    if (!s) return not_found(p, id, sid);
+    pag_mode m;
+    if (!pag_mode_parse(pj_string_value(mode), &m)) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "unknown mode: %.100s", pj_string_value(mode));
+        return bad_params(p, id, msg);
+    }
+    pag_session_set_mode(s->agent, m);
+    pag_event ev = {.kind = PAG_EV_MODE, .text = pag_mode_id(m)};
+    paw__emit(s, &ev);
+    paw__reply(p, id, pj_object());
+}
+
+/* Methods of the native host that need what this form does not have. */
+static void m_unsupported(paw *p, pj_t *params, pj_t *id, const char *method) {
+    (void)params;
+    char msg[300];
+    snprintf(msg, sizeof msg,
+             "%.60s is not available in the WebAssembly form of the agent host: %s", method,
+             !strcmp(method, "authenticate")
+                 ? "model credentials come from the embedding host (credential model:<name>)"
+                 : "this form offers initialize, session/new, load, list, prompt, cancel, "
+                   "set_mode and close");
+    paw__reply_error(p, id, PB_RPC_METHOD_NOT_FOUND, msg, NULL);
+}
+
+typedef void (*handler)(paw *, pj_t *, pj_t *);
+
+static const struct {
+    const char *name;
+    handler fn;
+} methods[] = {
+    {"initialize", m_initialize}, {"session/new", m_new},           {"session/load", m_load},
+    {"session/list", m_list},     {"session/prompt", m_prompt},     {"session/cancel", m_cancel},
+    {"session/close", m_close},   {"session/set_mode", m_set_mode},
+};
+
+static const char *const native_only[] = {
+    "authenticate",
+    "session/resume",
+    "session/delete",
+    "session/fork",
+    "session/set_config_option",
+    "_peri/queue/list",
+    "_peri/queue/clear",
+    "_peri/session/rename",
+    "_peri/session/archive",
+    "_peri/session/unarchive",
+    "_peri/session/rewind",
+};
+
+void paw__dispatch(paw *p, const char *method, pj_t *params, pj_t *id) {
+    if (!p->started) {
+        paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR,
+                         "the instance has no start object yet (peri_start comes first)", NULL);
+        return;
+    }
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+        if (strcmp(methods[i].name, method) != 0) continue;
+        if (params && !pj_is_object(params)) {
+            bad_params(p, id, "params must be an object");
+            return;
+        }
+        pj_t *empty = NULL;
+        if (!params) params = empty = pj_object();
+        methods[i].fn(p, params, id);
+        pj_decref(empty);
+        return;
+    }
+    for (size_t i = 0; i < sizeof native_only / sizeof native_only[0]; i++)
+        if (!strcmp(native_only[i], method)) {
+            m_unsupported(p, params, id, method);
+            return;
+        }
+    char msg[300];
+    snprintf(msg, sizeof msg, "Method not found: %.200s", method);
+    paw__reply_error(p, id, PB_RPC_METHOD_NOT_FOUND, msg, NULL);
+}
+
+void paw__notification(paw *p, const char *method, pj_t *params) {
+    if (!strcmp(method, "session/cancel") && pj_is_object(params)) cancel(p, params);
+    /* other notifications (unknown or extension) are ignored, per ACP */
+}
+
+void paw__response(paw *p, const pb_rpc_msg *m) {
+    if (!paw__ask_answer(p, m)) paw__log(p, 3, "acp: a response to nothing the module asked");
+}

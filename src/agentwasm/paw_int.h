@@ -1,0 +1,204 @@
+/*
+ * paw_int.h — the reactor's internals, shared by reactor.c (the object, the start
+ * object, framing, event routing, close and settlement), methods.c (the ACP methods)
+ * and drive.c (live sessions and the turn driver). Internal to src/agentwasm/.
+ *
+ * Invariants: one thread; nothing here blocks. Every pn_http request, timer and the
+ * store the reactor opened is counted in `open_*` until its settling callback, so
+ * settlement is "everything counted is zero and the store has settled".
+ */
+#ifndef PAW_INT_H
+#define PAW_INT_H
+
+#include "peri/agent.h"
+#include "peri/agentwasm.h"
+#include "peri/json.h"
+#include "peri/model.h"
+#include "peri/net_http.h"
+#include "peri/rpc.h"
+#include "peri/store.h"
+
+#include <stdint.h>
+
+/* JSON-RPC codes of the ACP wire (the native server's, src/acp/jsonrpc.h). */
+#define PAW_TURN_FAILED      (-32000)
+#define PAW_NOT_FOUND        (-32002)
+#define PAW_CLOSE_INCOMPLETE (-32010)
+#define PAW_MAX_FRAME        (64u << 20)
+
+typedef struct paw_sess paw_sess;
+
+/* A request that waits for the store to open (kept in arrival order). */
+typedef struct paw_frame {
+    struct paw_frame *next;
+    char *text;
+    size_t len;
+} paw_frame;
+
+/* Something the reactor holds on the ports, found again by the ud of an event. */
+typedef enum paw_hkind { PAW_H_HTTP = 1, PAW_H_TIMER } paw_hkind;
+typedef struct paw_handle {
+    struct paw_handle *next;
+    paw_hkind kind;
+    void *ud;        /* PAW_H_HTTP: the pn_http_req (the events' ud); PAW_H_TIMER: this */
+    pn_handle timer; /* PAW_H_TIMER */
+    paw_sess *sess;  /* the owner (NULL once the session is gone) */
+    bool cancelled;
+} paw_handle;
+
+struct paw {
+    paw_host h;
+    bool started, closing, closed_reported, input_ended, store_ready, store_failed, store_closed;
+    char store_error[300];
+    /* the start object */
+    char cwd[4096];
+    char machine_id[PST_ID_LEN];
+    pag_settings settings;
+    bool have_settings;
+    /* the model from settings (NULL: none; model_missing says why) */
+    pm_client *model;
+    char model_spec[200];
+    const char *model_name; /* borrowed from settings */
+    char model_missing[300];
+    /* the shared store */
+    pst_remote *store;
+    /* client input */
+    char *in;
+    size_t in_len, in_cap;
+    bool in_skip; /* discarding the rest of a frame that was too long */
+    paw_frame *waiting, **waiting_tail;
+    /* live sessions and what is open on the ports */
+    paw_sess *sessions;
+    paw_handle *handles;
+    size_t open_http, open_timers;
+    /* requests to the client (session/request_permission) */
+    pj_int_t next_out_id;
+    /* tool sources and the merged list offered to the model (rebuilt before each request) */
+    paw_tool_source srcs[8];
+    size_t nsrcs;
+    pag_tool_info *merged; /* owned array; strings borrowed from the sources */
+    size_t nmerged;
+    bool srcs_closed;
+};
+
+/* ---- reactor.c */
+void paw__log(paw *p, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Sends a frame (stolen); the send callback's outcome. */
+int paw__send(paw *p, pj_t *frame);
+void paw__reply(paw *p, pj_t *id, pj_t *result);
+void paw__reply_error(paw *p, pj_t *id, int code, const char *msg, pj_t *data);
+void paw__notify(paw *p, const char *method, pj_t *params);
+/* A credential into a malloc'd string (NULL: none; *why says why when asked). */
+char *paw__credential(paw *p, const char *kind);
+/* Registers a handle record (NULL when out of memory). */
+paw_handle *paw__handle_add(paw *p, paw_hkind kind, paw_sess *s);
+void paw__handle_drop(paw *p, paw_handle *hd);
+/* Emits the settled report when closing and nothing is left. */
+void paw__maybe_settled(paw *p);
+/* Runs one frame (the store is ready, or failed). */
+void paw__frame(paw *p, const char *line, size_t len);
+
+/* ---- methods.c */
+void paw__dispatch(paw *p, const char *method, pj_t *params, pj_t *id);
+void paw__notification(paw *p, const char *method, pj_t *params);
+void paw__response(paw *p, const pb_rpc_msg *m);
+
+/* ---- drive.c: live sessions */
+struct paw_sess {
+    paw_sess *next;
+    paw *p;
+    char id[PST_ID_LEN];
+    char *cwd;
+    pag_session *agent;
+    bool read_only;
+    uint64_t seq;   /* session/update sequence */
+    uint64_t turns; /* turn generation (peri.turnId) */
+    /* the running turn */
+    pag_turn *turn;
+    pj_t *prompt_id; /* the session/prompt to answer */
+    struct paw_queued *queue, **queue_tail;
+    pm_call *call;
+    pm_response resp;
+    pm_error perr;
+    paw_handle *http; /* the model request */
+    paw_handle *wait; /* the retry timer */
+    bool persisting;
+    bool tools_started;
+    size_t tools_pending;
+    struct paw_tcall *tcalls; /* started tool calls of the running turn */
+    struct paw_ask *asks;     /* permission questions of the running turn */
+    size_t asks_pending;      /* asked, not answered yet */
+    char **always;            /* "+name" allowed / "-name" rejected for the session */
+    size_t nalways;
+    /* close */
+    pj_t *close_id; /* session/close waiting for the turn to unwind */
+    bool gone;      /* removed from the list; freed when nothing refers to it */
+};
+
+typedef struct paw_queued {
+    struct paw_queued *next;
+    pj_t *id;
+    pm_message msg;
+} paw_queued;
+
+/* A permission question to the client (ask.c): for call `index` of the turn's
+ * TOOL_CALLS; outcome is a pag_permission once answered, -1 before. */
+typedef struct paw_ask {
+    struct paw_ask *next;
+    paw_sess *s;
+    pj_int_t rid;
+    size_t index;
+    char *call_id;
+    char *tool;
+    int outcome;
+} paw_ask;
+
+/* A started tool call (drive.c). */
+typedef struct paw_tcall {
+    struct paw_tcall *next;
+    paw_sess *s;
+    const paw_tool_source *src;
+    void *handle;
+    char *id;
+} paw_tcall;
+
+/* Makes a live session of a stored thread (system prompt from the thread's meta).
+ * NULL when out of memory. */
+paw_sess *paw__sess_new(paw *p, const char *id, const char *cwd, const char *frozen,
+                        bool read_only);
+paw_sess *paw__sess_find(paw *p, const char *id);
+/* Starts (or queues) a turn over msg (its parts taken); the reply goes to id. */
+void paw__sess_prompt(paw_sess *s, pj_t *id, pm_message *msg);
+/* Raises the cancel flag of the running turn and stops what it waits on. */
+void paw__sess_cancel(paw_sess *s, bool clear_queue);
+/* Ends the session: cancels, then removes it once the turn unwound (close_id answered
+ * then with {} when given). */
+void paw__sess_close(paw_sess *s, pj_t *close_id);
+/* Routes a model request's or a timer's event. */
+void paw__handle_event(paw *p, paw_handle *hd, const pn_event *ev);
+/* The frozen context of a new session in the virtual workspace (malloc'd). */
+char *paw__frozen_context(const char *cwd, int64_t now_ms);
+/* ---- ask.c: the permission gate */
+/* True when call c must ask the client first (mode, tool flag, settings, remembered
+ * answers); then the request is sent and the call waits (false when none is needed). */
+bool paw__ask_begin(paw_sess *s, size_t index, const pag_turn_call *c);
+/* The permission middleware's port: the answer given for this call, a remembered or
+ * settings answer, else a refusal. */
+pag_permission paw__ask_port(void *ctx, const pag_event *call, atomic_int *cancel);
+/* Every open question of the session answered cancelled (cancel, close). */
+void paw__ask_cancel_all(paw_sess *s);
+/* A client's answer to one of the reactor's requests; true when it was one. */
+bool paw__ask_answer(paw *p, const pb_rpc_msg *m);
+/* Drops the session's questions (the turn ended) and, remembered_too, its remembered
+ * "always" answers (the session is freed). */
+void paw__ask_free(paw_sess *s, bool remembered_too);
+/* drive.c: call index of the running turn may start now (its question was answered). */
+void paw__tool_resume(paw_sess *s, size_t index);
+
+/* The tools of every source, merged (first source wins a name); valid until the next
+ * call. */
+const pag_tool_info *paw__tools(paw *p, size_t *n);
+/* Emits an event of the session through the shared projection. */
+void paw__emit(paw_sess *s, const pag_event *ev);
+
+#endif

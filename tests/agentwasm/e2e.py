@@ -1,0 +1,516 @@
+#!/usr/bin/env python3
+"""e2e.py: the agent module's reactor (src/agentwasm/) run natively by paw_native over
+pn_loop, speaking ACP on stdio, against a real PostgreSQL (pg_cluster.sh with
+PERI_PG_TCP=1: the role logs in with scram-sha-256 over TCP) and the mock model.
+
+    pg_cluster.sh python3 e2e.py PAW_NATIVE MOCK_MODEL_PY [SCENARIO...]
+
+Every scenario starts its own reactor (a fresh instance) on one shared database; each
+prints PASS NAME or FAIL NAME: WHY. Exit status 0 when all passed.
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from acp_harness import Agent, Fail, Mock, check, prompt, text_of  # noqa: E402
+
+MACHINE_A = "0190f5e4-0000-7000-8000-00000000000a"
+MACHINE_B = "0190f5e4-0000-7000-8000-00000000000b"
+ROLE, PASSWORD, DB = "paw_role", "paw secret", "paw_db"
+
+
+class Paw(Agent):
+    """One paw_native process: the start object from a file, credentials from its env."""
+
+    def __init__(self, exe, start, tmp, env_extra=None):
+        path = os.path.join(tmp, "start-%d.json" % time.monotonic_ns())
+        with open(path, "w") as f:
+            f.write(start if isinstance(start, str) else json.dumps(start))
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PAW_STORE_PASSWORD": PASSWORD}
+        for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+            if k in os.environ:
+                env[k] = os.environ[k]
+        env.update(env_extra or {})
+        self.proc = subprocess.Popen([exe, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=env)
+        import queue
+        self.frames = queue.Queue()
+        self.log = []
+        self.next_id = 100
+        self.pending = []
+        self.bad_lines = []
+        self.permission_answer = "allow_once"
+        self.stderr = []
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._drain_err, daemon=True).start()
+
+    def on_request(self, f):
+        if f.get("method") == "session/request_permission" and self.permission_answer is None:
+            return  # left unanswered
+        Agent.on_request(self, f)
+
+    def err(self):
+        return "".join(self.stderr)
+
+    def finish(self, timeout=15):
+        """EOF on stdin: the reactor closes everything and reports settlement."""
+        self.proc.stdin.close()
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise Fail("paw_native did not settle after EOF; stderr: " + self.err()[-1500:])
+        time.sleep(0.05)
+        check(rc == 0, "exit status %r; stderr: %s" % (rc, self.err()[-1500:]))
+        check("paw: settled {" in self.err(), "no settled report: " + self.err()[-1500:])
+        check("Sanitizer" not in self.err(), "sanitizer: " + self.err()[-3000:])
+        check(not self.bad_lines, "non-JSON output: %r" % self.bad_lines[:3])
+
+
+class Env:
+    def __init__(self, exe, mock_py, pg_port):
+        self.exe, self.pg_port = exe, pg_port
+        self.tmp = tempfile.mkdtemp(prefix="paw-e2e-")
+        self.mock = Mock(mock_py, self.tmp)
+        self.agents = []
+
+    def store_url(self):
+        return "postgresql://%s@127.0.0.1:%d/%s?sslmode=disable" % (ROLE, self.pg_port, DB)
+
+    def start_object(self, machine=MACHINE_A, model_url=None, **over):
+        o = {"cwd": "/work/project/./sub/..",
+             "settings": {"model": "openai:mock-1",
+                          "providers": {"openai": {"baseUrl": (model_url or self.mock.url) + "/v1"}},
+                          "maxRetries": 0},
+             "storage": {"url": self.store_url(), "credential": {"source": "host"}},
+             "machineId": machine}
+        o.update(over)
+        return o
+
+    def agent(self, start=None, init=True, env_extra=None):
+        a = Paw(self.exe, start if start is not None else self.start_object(), self.tmp,
+                env_extra)
+        self.agents.append(a)
+        if init:
+            r = a.result("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+            check(r["protocolVersion"] == 1, "initialize: %r" % r)
+        return a
+
+    def new_session(self, a, cwd="/work/project"):
+        return a.result("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"]
+
+    def cleanup(self):
+        for a in self.agents:
+            a.kill()
+        self.mock.stop()
+
+
+def wait_done(a, rid, timeout=15):
+    return a.response(rid, timeout)
+
+
+# ---------------------------------------------------------------- scenarios
+
+def s_start_errors(E):
+    base = E.start_object()
+    cases = [
+        ("not json", "{", "not valid JSON"),
+        ("no cwd", {k: v for k, v in base.items() if k != "cwd"}, "needs cwd"),
+        ("no settings", {k: v for k, v in base.items() if k != "settings"}, "needs settings"),
+        ("no storage", {k: v for k, v in base.items() if k != "storage"}, "needs storage"),
+        ("no machineId", {k: v for k, v in base.items() if k != "machineId"}, "needs machineId"),
+        ("relative cwd", dict(base, cwd="work"), "cwd must be an absolute path"),
+        ("bad machine", dict(base, machineId="not-a-uuid"), "machineId must be a UUID"),
+        ("settings not object", dict(base, settings=[]), "settings must be an object"),
+        ("secret in start", dict(base, storage={"url": E.store_url(),
+                                                "credential": {"password": "x"}}),
+         "secrets never travel"),
+    ]
+    for what, start, want in cases:
+        a = E.agent(start, init=False)
+        rc = a.proc.wait(10)
+        check(rc == 2, "%s: exit %r (want 2: refused)" % (what, rc))
+        check(want in a.err(), "%s: error text %r not in %r" % (what, want, a.err()[-600:]))
+
+
+def s_local_store_refused(E):
+    for loc in ("sqlite:/tmp/x.db", "/home/u/.peri/peri.db", ":memory:"):
+        a = E.agent(dict(E.start_object(), storage={"url": loc, "credential": {"source": "host"}}),
+                    init=False)
+        rc = a.proc.wait(10)
+        check(rc == 2, "%s: exit %r" % (loc, rc))
+        check("is a local store" in a.err() and "never falls back" in a.err(),
+              "%s: %r" % (loc, a.err()[-500:]))
+
+
+def s_initialize(E):
+    a = E.agent(init=False)
+    r = a.result("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    caps = r["agentCapabilities"]
+    check(caps["loadSession"] is True, "loadSession: %r" % caps)
+    check(r["agentInfo"]["name"] == "peri-c", "agentInfo: %r" % r)
+    check("resume" not in caps.get("sessionCapabilities", {}), "resume offered: %r" % caps)
+    # one identity per instance: another machine id is refused, with the native text
+    bad = a.call("initialize", {"protocolVersion": 1, "clientCapabilities": {
+        "_meta": {"peri.machineId": MACHINE_B}}})
+    check(bad.get("error", {}).get("code") == -32602 and
+          "machine identity is fixed for this host" in bad["error"]["message"], "%r" % bad)
+    a.finish()
+
+
+def s_bad_input(E):
+    a = E.agent()
+    a.send_raw("{not json")
+    r = a.wait(lambda f: "error" in f and f.get("id") is None, what="parse error")[1]
+    check(r["error"] == {"code": -32700, "message": "Parse error"}, "%r" % r)
+    a.send_raw('{"jsonrpc": "2.0", "id": 7}')
+    r = a.response(7)
+    check(r["error"]["code"] == -32600, "%r" % r)
+    r = a.call("no/such_method", {})
+    check(r["error"] == {"code": -32601, "message": "Method not found: no/such_method"}, "%r" % r)
+    r = a.call("session/new", {"cwd": 5, "mcpServers": []})
+    check(r["error"]["code"] == -32602 and "cwd must be a string" in r["error"]["message"], "%r" % r)
+    r = a.call("session/new", {"cwd": "/x"})
+    check(r["error"]["message"] == "missing required field: mcpServers (an array, may be empty)",
+          "%r" % r)
+    r = a.call("session/prompt", {"sessionId": "0190f5e4-0000-7000-8000-000000000999",
+                                  "prompt": [{"type": "text", "text": "hi"}]})
+    check(r["error"]["code"] == -32002, "%r" % r)
+    r = a.call("session/new", "not an object")  # the shared codec refuses the frame
+    check(r["error"]["code"] == -32600, "%r" % r)
+    r = a.call("session/new", [1])
+    check(r["error"] == {"code": -32602, "message": "params must be an object"}, "%r" % r)
+    # stdio MCP servers cannot run here, and say why
+    r = a.call("session/new", {"cwd": "/w", "mcpServers": [
+        {"name": "fs", "command": "/bin/true", "args": [], "env": []}]})
+    check(r["error"]["code"] == -32602 and "stdio MCP servers" in r["error"]["message"] and
+          "no subprocesses" in r["error"]["message"], "%r" % r)
+    a.finish()
+
+
+def s_prompt_stream_and_tool(E):
+    E.mock.script([
+        {"text": ["Hel", "lo ", "there"], "usage": {"input": 10, "output": 3}},
+        {"tool_calls": [{"id": "call_1", "name": "shell", "arguments": {"command": "ls"}}]},
+        {"text": "after the tool"},
+    ])
+    a = E.agent()
+    sid = E.new_session(a)
+    rid = prompt(a, sid, "say hello")
+    r = wait_done(a, rid)
+    check(r.get("result") == {"stopReason": "end_turn"}, "prompt: %r" % r)
+    check(text_of(a.updates(sid)) == "Hello there", "text: %r" % text_of(a.updates(sid)))
+    seqs = [f["params"]["_meta"]["peri.sessionSeq"] for _, f in a.log
+            if f.get("method") == "session/update"]
+    check(seqs == sorted(seqs) and len(set(seqs)) == len(seqs), "sequence: %r" % seqs)
+    # a tool round: no shell in this form, the model hears so and goes on
+    rid = prompt(a, sid, "list files")
+    r = wait_done(a, rid)
+    check(r.get("result") == {"stopReason": "end_turn"}, "tool prompt: %r" % r)
+    ups = [u for _, u in a.updates(sid)]
+    calls = [u for u in ups if u["sessionUpdate"] in ("tool_call", "tool_call_update")]
+    check(calls and calls[-1]["status"] == "failed", "tool updates: %r" % calls)
+    reqs = E.mock.requests()
+    check(not any(t["function"]["name"] in ("shell", "run", "read", "write")
+                  for q in reqs for t in (q["body"].get("tools") or [])),
+          "native tools offered: %r" % [q["body"].get("tools") for q in reqs])
+    last = reqs[-1]["body"]["messages"]
+    check(any(m.get("role") == "tool" and "unknown tool" in json.dumps(m) for m in last),
+          "tool result: %r" % last)
+    check("after the tool" in text_of(a.updates(sid)), "text after the tool")
+    turn_done = [f for _, f in a.log if f.get("method") == "_peri/turn_done"]
+    check(len(turn_done) == 2 and turn_done[0]["params"]["outcome"] == "completed",
+          "turn_done: %r" % turn_done)
+    a.finish()
+    E.sid_for_load = sid
+
+
+def s_tool_source(E):
+    E.mock.script([
+        {"tool_calls": [{"id": "c1", "name": "echo", "arguments": {"text": "ping"}},
+                        {"id": "c2", "name": "guarded", "arguments": {"x": 1}}]},
+        {"text": "done"},
+        {"tool_calls": [{"id": "c3", "name": "guarded", "arguments": {"y": 2}}]},
+        {"text": "done again"},
+        {"tool_calls": [{"id": "c4", "name": "guarded", "arguments": {"y": 3}}]},
+        {"text": "done a third time"},
+        {"tool_calls": [{"id": "c5", "name": "echo", "arguments": {}}]},
+        {"text": "echoed"},
+    ])
+    a = E.agent(env_extra={"PAW_TEST_TOOLS": "1"})
+    a.permission_answer = "reject_once"
+    sid = E.new_session(a)
+    r = wait_done(a, prompt(a, sid, "use the tools"))
+    check(r.get("result") == {"stopReason": "end_turn"}, "prompt: %r" % r)
+    reqs = E.mock.requests()
+    names = sorted(t["function"]["name"] for t in reqs[0]["body"].get("tools") or [])
+    check(names == ["echo", "guarded"], "tools offered: %r" % names)
+    results = {m.get("tool_call_id"): m.get("content") for m in reqs[1]["body"]["messages"]
+               if m.get("role") == "tool"}
+    check("echo: " in json.dumps(results.get("c1")) and "ping" in json.dumps(results.get("c1")),
+          "echo result: %r" % results)
+    check("rejected" in json.dumps(results.get("c2")), "guarded result: %r" % results)
+    asked = [f["params"]["toolCall"]["toolCallId"] for _, f in a.log
+             if f.get("method") == "session/request_permission"]
+    check(asked == ["c2"], "asked: %r" % asked)
+    ups = [u for _, u in a.updates(sid) if u["sessionUpdate"] == "tool_call_update"]
+    st = {u["toolCallId"]: u["status"] for u in ups}
+    check(st.get("c1") == "completed" and st.get("c2") == "failed", "statuses: %r" % st)
+    # "always allow": asked once, remembered for the session
+    a.permission_answer = "allow_always"
+    for want in ("c3", "c4"):
+        r = wait_done(a, prompt(a, sid, "guarded " + want))
+        check(r.get("result") == {"stopReason": "end_turn"}, "%s: %r" % (want, r))
+        res = {m.get("tool_call_id"): m.get("content")
+               for m in E.mock.requests()[-1]["body"]["messages"] if m.get("role") == "tool"}
+        check("echo: " in json.dumps(res.get(want)), "%s ran: %r" % (want, res))
+    asked = [f["params"]["toolCall"]["toolCallId"] for _, f in a.log
+             if f.get("method") == "session/request_permission"]
+    check(asked == ["c2", "c3"], "asked after always: %r" % asked)
+    a.finish()
+    # a question nobody answers: cancel answers it, the turn ends cancelled
+    E.mock.script([{"tool_calls": [{"id": "q1", "name": "guarded", "arguments": {}}]},
+                   {"text": "never"}])
+    b = E.agent(env_extra={"PAW_TEST_TOOLS": "1"})
+    b.permission_answer = None
+    sid = E.new_session(b)
+    rid = prompt(b, sid, "ask me")
+    b.wait(lambda f: f.get("method") == "session/request_permission", what="the question")
+    b.cancel(sid, rid)
+    b.finish()
+    # allowed by settings: runs without asking
+    E.mock.script([{"tool_calls": [{"id": "s1", "name": "guarded", "arguments": {}}]},
+                   {"text": "fine"}])
+    start = E.start_object()
+    start["settings"]["permissions"] = {"allow": ["guarded"]}
+    c = E.agent(start, env_extra={"PAW_TEST_TOOLS": "1"})
+    sid = E.new_session(c)
+    r = wait_done(c, prompt(c, sid, "again"))
+    check(r.get("result") == {"stopReason": "end_turn"}, "prompt: %r" % r)
+    check(not any(f.get("method") == "session/request_permission" for _, f in c.log), "asked")
+    res = {m.get("tool_call_id"): m.get("content")
+           for m in E.mock.requests()[-1]["body"]["messages"] if m.get("role") == "tool"}
+    check("echo: " in json.dumps(res.get("s1")), "allowed guarded: %r" % res)
+    c.finish()
+
+
+def s_load_and_list(E):
+    E.mock.script([{"text": "first answer"}, {"text": "second answer"}])
+    a = E.agent()
+    sid = E.new_session(a, "/work/listed")
+    check(wait_done(a, prompt(a, sid, "one")).get("result") == {"stopReason": "end_turn"}, "one")
+    check(wait_done(a, prompt(a, sid, "two")).get("result") == {"stopReason": "end_turn"}, "two")
+    a.finish()
+    # a new instance (same machine) loads it from the shared store and replays it
+    b = E.agent()
+    r = b.result("session/load", {"sessionId": sid, "cwd": "/work/listed", "mcpServers": []})
+    check("_meta" not in r, "own session read-only? %r" % r)
+    ups = b.updates(sid)
+    check(text_of(ups, "user_message_chunk") == "onetwo", "replayed user: %r" % ups)
+    check(text_of(ups) == "first answersecond answer", "replayed agent: %r" % ups)
+    check(all(f["params"]["_meta"].get("periReplay") for _, f in b.log
+              if f.get("method") == "session/update"), "replay flag")
+    lst = b.result("session/list", {"cwd": "/work/listed"})
+    check([s["sessionId"] for s in lst["sessions"]] == [sid], "list: %r" % lst)
+    # the session continues with its history
+    E.mock.script([{"text": "third"}])
+    check(wait_done(b, prompt(b, sid, "three")).get("result") == {"stopReason": "end_turn"},
+          "three")
+    msgs = E.mock.requests()[-1]["body"]["messages"]
+    check(sum(1 for m in msgs if m["role"] == "user") == 3, "history sent: %r" % msgs)
+    b.finish()
+    # another machine: listed read-only, loads, cannot prompt
+    c = E.agent(E.start_object(machine=MACHINE_B))
+    lst = c.result("session/list", {"cwd": "/work/listed"})
+    check(lst["sessions"][0]["_meta"] == {"peri.machineId": MACHINE_A, "peri.readOnly": True},
+          "foreign list: %r" % lst)
+    r = c.result("session/load", {"sessionId": sid, "mcpServers": []})
+    check(r.get("_meta", {}).get("peri.readOnly") is True, "foreign load: %r" % r)
+    r = c.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]})
+    check(r.get("error", {}).get("code") == -32602, "foreign prompt: %r" % r)
+    r = c.call("session/load", {"sessionId": "0190f5e4-0000-7000-8000-000000000999",
+                                "mcpServers": []})
+    check(r.get("error", {}).get("code") == -32002, "unknown load: %r" % r)
+    c.finish()
+
+
+def s_cancel_and_close(E):
+    E.mock.script([{"text": ["a", "b", "c"], "hang": True, "hang_after": 2}])
+    a = E.agent()
+    sid = E.new_session(a)
+    rid = prompt(a, sid, "hang")
+    a.wait_update(lambda u: u["sessionUpdate"] == "agent_message_chunk", "first chunk", sid=sid)
+    a.cancel(sid, rid)
+    # close while a turn runs: the turn is cancelled, then close answers {}
+    E.mock.script([{"text": ["x"], "hang": True, "hang_after": 2}])
+    rid = prompt(a, sid, "hang again")
+    a.wait_update(lambda u: u["sessionUpdate"] == "agent_message_chunk" and
+                  u["content"]["text"] == "x", "chunk x", sid=sid)
+    cid = a.request("session/close", {"sessionId": sid})
+    r = a.response(rid)
+    check(r.get("result") == {"stopReason": "cancelled"}, "prompt under close: %r" % r)
+    check(a.response(cid).get("result") == {}, "close")
+    r = a.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]})
+    check(r.get("error", {}).get("code") == -32002, "closed session: %r" % r)
+    a.finish()
+
+
+def s_concurrent(E):
+    E.mock.script({"responses": [], "default": {"text": ["one ", "two ", "three"],
+                                                "delay_ms": 60}})
+    a = E.agent()
+    s1, s2 = E.new_session(a), E.new_session(a)
+    t0 = time.monotonic()
+    r1, r2 = prompt(a, s1, "first"), prompt(a, s2, "second")
+    x1, x2 = wait_done(a, r1), wait_done(a, r2)
+    took = time.monotonic() - t0
+    check(x1.get("result") == x2.get("result") == {"stopReason": "end_turn"}, "%r %r" % (x1, x2))
+    check(text_of(a.updates(s1)) == text_of(a.updates(s2)) == "one two three", "texts")
+    # interleaved on the one loop: session 2's first chunk came before session 1 ended
+    first2 = min(t for t, f in a.log if f.get("method") == "session/update"
+                 and f["params"]["sessionId"] == s2)
+    end1 = max(t for t, f in a.log if f.get("method") == "session/update"
+               and f["params"]["sessionId"] == s1)
+    check(first2 < end1, "not interleaved (took %.2fs)" % took)
+    a.finish()
+
+
+def s_model_errors(E):
+    E.mock.script([{"status": 500}, {"status": 401}])
+    a = E.agent()
+    sid = E.new_session(a)
+    r = wait_done(a, prompt(a, sid, "x"))
+    e = r.get("error", {})
+    check(e.get("code") == -32000 and e.get("data", {}).get("kind") == "llm_http" and
+          e["data"].get("status") == 500, "500: %r" % r)
+    r = wait_done(a, prompt(a, sid, "y"))
+    e = r.get("error", {})
+    check(e.get("code") == -32000 and e.get("data", {}).get("status") == 401, "401: %r" % r)
+    a.finish()
+
+
+def s_port_refused(E):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there
+    a = E.agent(E.start_object(model_url="http://127.0.0.1:%d" % port))
+    sid = E.new_session(a)
+    r = wait_done(a, prompt(a, sid, "x"))
+    e = r.get("error", {})
+    check(e.get("code") == -32000 and "refused" in e.get("message", ""), "refused: %r" % r)
+    a.finish()
+
+
+def s_port_hangs(E):
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(0)  # a backlog that is full at once: further connects hang
+    port = srv.getsockname()[1]
+    fill = []
+    for _ in range(8):
+        c = socket.socket()
+        c.setblocking(False)
+        try:
+            c.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        fill.append(c)
+    try:
+        # the store itself on a port that never answers: the open times out, typed
+        a = E.agent(dict(E.start_object(), storage={
+            "url": "postgresql://%s@127.0.0.1:%d/%s?sslmode=disable" % (ROLE, port, DB),
+            "credential": {"source": "host"}}), init=False,
+            env_extra={"PAW_CONNECT_TIMEOUT_MS": "400"})
+        r = a.call("session/new", {"cwd": "/w", "mcpServers": []})
+        e = r.get("error", {})
+        check(e.get("code") == -32603 and "tim" in e.get("message", "").lower() and
+              "stopped" not in e.get("message", ""), "store hang: %r" % r)
+        a.finish()
+    finally:
+        for c in fill:
+            c.close()
+        srv.close()
+
+
+def s_close_settles(E):
+    E.mock.script([{"text": ["a"], "hang": True, "hang_after": 2}])
+    a = E.agent(env_extra={"PAW_CLOSE_AFTER_MS": "1500"})
+    sid = E.new_session(a)
+    rid = prompt(a, sid, "hang")
+    a.wait_update(lambda u: u["sessionUpdate"] == "agent_message_chunk", "chunk", sid=sid)
+    r = a.response(rid, timeout=10)
+    check(r.get("result") == {"stopReason": "cancelled"}, "turn under paw_close: %r" % r)
+    rc = a.proc.wait(10)
+    check(rc == 0, "exit %r: %s" % (rc, a.err()[-800:]))
+    check('paw: settled {"settled":true' in a.err(), "report: %s" % a.err()[-800:])
+
+
+SCENARIOS = {
+    "start_errors": s_start_errors,
+    "local_store_refused": s_local_store_refused,
+    "initialize": s_initialize,
+    "bad_input": s_bad_input,
+    "prompt_stream_and_tool": s_prompt_stream_and_tool,
+    "tool_source": s_tool_source,
+    "load_and_list": s_load_and_list,
+    "cancel_and_close": s_cancel_and_close,
+    "concurrent": s_concurrent,
+    "model_errors": s_model_errors,
+    "port_refused": s_port_refused,
+    "port_hangs": s_port_hangs,
+    "close_settles": s_close_settles,
+}
+
+
+def setup_db():
+    sock, port = os.environ.get("PERI_TEST_PG_SOCKDIR"), os.environ.get("PERI_TEST_PG_PORT")
+    check(sock and port, "run under tests/store/pg_cluster.sh with PERI_PG_TCP=1")
+
+    def psql(db, sql):
+        subprocess.run(["psql", "-h", sock, "-p", port, "-U", "peri", "-d", db, "-q",
+                        "-v", "ON_ERROR_STOP=1", "-c", sql], check=True,
+                       stdout=subprocess.DEVNULL)
+    psql("postgres", "CREATE ROLE %s LOGIN PASSWORD '%s'" % (ROLE, PASSWORD))
+    psql("postgres", "CREATE DATABASE %s OWNER %s" % (DB, ROLE))
+    return int(port)
+
+
+def main():
+    if len(sys.argv) < 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    exe, mock_py = sys.argv[1], sys.argv[2]
+    names = sys.argv[3:] or list(SCENARIOS)
+    try:
+        pg_port = setup_db()
+    except (Fail, subprocess.CalledProcessError, FileNotFoundError) as e:
+        print("FAIL setup: %s" % e)
+        return 1
+    failed = 0
+    for name in names:
+        E = Env(exe, mock_py, pg_port)
+        try:
+            SCENARIOS[name](E)
+            print("PASS " + name, flush=True)
+        except Fail as e:
+            failed += 1
+            print("FAIL %s: %s" % (name, e), flush=True)
+            for a in E.agents:
+                sys.stdout.write("".join(a.stderr)[-2500:])
+                if os.environ.get("PAW_E2E_VERBOSE"):
+                    for t, f in a.log:
+                        print(json.dumps(f)[:300])
+        finally:
+            E.cleanup()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
