@@ -20,6 +20,7 @@ int peri_engine_parse(const char *v) {
     if (strcmp(v, "auto") == 0) return PW_ENGINE_AUTO;
     if (strcmp(v, "interp") == 0) return PW_ENGINE_INTERP;
     if (strcmp(v, "jit") == 0) return PW_ENGINE_JIT;
+    if (strcmp(v, "lazy") == 0) return PW_ENGINE_LAZY; /* the JIT, per function at first call */
     return -1;
 }
 
