@@ -3,7 +3,9 @@
  * input that decodes and validates as a module is instantiated and its exported
  * functions called (arguments derived from the input) once under the interpreter
  * and once under the baseline JIT (pw_store_config.engine; for half the inputs with
- * SIMD limited to plain SSE2, jit_sse2), each in a fresh store.
+ * SIMD limited to plain SSE2, jit_sse2; for half, independently, with lazy
+ * translation, PW_ENGINE_LAZY: each function translated at its first call, in the
+ * middle of the calls), each in a fresh store.
  * The instantiation status and, per call, the status, trap code and result bits must
  * be identical; any difference aborts (a finding). Numeric and v128 (SIMD: two cells)
  * parameters and results are covered.
@@ -172,7 +174,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
      * this store's choice decides its translation) */
     bool sse2 = size && (data[size / 2] & 1);
     run(m, PW_ENGINE_INTERP, false, data, size, &a);
-    run(m, PW_ENGINE_JIT, sse2, data, size, &b);
+    bool lazy = size && (data[size / 2] & 2);
+    run(m, lazy ? PW_ENGINE_LAZY : PW_ENGINE_JIT, sse2, data, size, &b);
     pw_module_free(m);
     if (a.interrupted || b.interrupted) return 0;
     if (a.inst_status != b.inst_status || a.ncalls != b.ncalls) abort();
