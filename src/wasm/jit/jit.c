@@ -3023,8 +3023,14 @@ static bool arena_new(struct pw_jitmod *jm, int v, const pw_module *m, unsigned 
         free(stub.buf);
         return false;
     }
-    char *a =
-        mmap(NULL, (size_t)want, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    /* a smaller area where address space is limited (RLIMIT_AS): the functions that
+     * do not fit then stay on the interpreter */
+    char *a;
+    for (;;) {
+        a = mmap(NULL, (size_t)want, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (a != MAP_FAILED || want / 2 < (uint64_t)got + ps + (1u << 20)) break;
+        want /= 2;
+    }
     if (a == MAP_FAILED) {
         free(stub.buf);
         return false;
