@@ -2916,10 +2916,8 @@ static bool translate_all(const struct pw_jitmod *jm, int v, const pw_module *m,
     return !out->oom;
 }
 
-bool pw__jit_install(const pw_module *m, int v, void *map, size_t maplen, size_t len,
-                     const int64_t *offs) {
-    struct pw_jitmod *jm = m->code->jit;
-    jitcode *jv = &jm->v[v];
+/* The helpers' and tables' slots of a GOT at p (the functions' slots follow). */
+static void write_got(void *p, const pw_module *m, const jitcode *jv) {
     const void *got[G_COUNT] = {
         [G_CODE] = m->code->code,
         [G_JV] = jv,
@@ -2931,6 +2929,13 @@ bool pw__jit_install(const pw_module *m, int v, void *map, size_t maplen, size_t
         [G_CALLREF] = (const void *)jit_call_ref,
         [G_GROW] = (const void *)jit_memory_grow,
     };
+    memcpy(p, got, sizeof got);
+}
+
+bool pw__jit_install(const pw_module *m, int v, void *map, size_t maplen, size_t len,
+                     const int64_t *offs) {
+    struct pw_jitmod *jm = m->code->jit;
+    jitcode *jv = &jm->v[v];
     size_t gotlen = pw__jit_got_bytes(jv->nfuncs);
     for (uint32_t i = 0; i < jv->nfuncs; i++)
         if ((offs[i] >= 0 && ((uint64_t)offs[i] < gotlen || (uint64_t)offs[i] >= len)) ||
@@ -2938,7 +2943,7 @@ bool pw__jit_install(const pw_module *m, int v, void *map, size_t maplen, size_t
             munmap(map, maplen); /* not reached: the callers check the offsets */
             return false;
         }
-    memcpy(map, got, sizeof got);
+    write_got(map, m, jv);
     void **fn = (void **)map + G_FN0;
     /* an absent function's slot stays NULL: calls to it take jit_call, which
      * translates it at its first call (lazy translation) */
@@ -3046,18 +3051,7 @@ static bool arena_new(struct pw_jitmod *jm, int v, const pw_module *m, unsigned 
         munmap(a, (size_t)want);
         return false;
     }
-    const void *g[G_COUNT] = {
-        [G_CODE] = m->code->code,
-        [G_JV] = jv,
-        [G_CFUNCS] = m->code->funcs,
-        [G_FOP] = (const void *)jit_fop,
-        [G_XOP] = (const void *)pw__interp_xop,
-        [G_CALL] = (const void *)jit_call,
-        [G_CALLIND] = (const void *)jit_call_indirect,
-        [G_CALLREF] = (const void *)jit_call_ref,
-        [G_GROW] = (const void *)jit_memory_grow,
-    };
-    memcpy(a, g, sizeof g);
+    write_got(a, m, jv);
     void **fn = (void **)a + G_FN0;
     for (uint32_t i = 0; i < jv->nfuncs; i++)
         fn[i] = atomic_load_explicit(&jv->fns[i], memory_order_acquire);
