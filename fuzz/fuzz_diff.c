@@ -6,10 +6,11 @@
  * pages and explicit bounds checks (bounds_checks), each with SIMD translated for this
  * CPU's extensions and with plain SSE2 only (jit_sse2). Every run has a fresh store
  * and a fresh module (a module's translation keeps the SSE2 choice of the store that
- * made it). The instantiation status and, per call, the status, trap code and result
- * bits of every JIT mode must be the interpreter's; any difference is printed (mode,
- * call) and aborts (a finding). Numeric and v128 (SIMD: two cells) parameters and
- * results are covered. tests/wasm/fuzz_diff_replay.c runs this same function over
+ * made it), plus lazy translation (PW_ENGINE_LAZY: each function translated at its
+ * first call, in the middle of the calls) with both bounds-check kinds. The instantiation status
+ * and, per call, the status, trap code and result bits of every JIT mode must be the interpreter's;
+ * any difference is printed (mode, call) and aborts (a finding). Numeric and v128 (SIMD: two cells)
+ * parameters and results are covered. tests/wasm/fuzz_diff_replay.c runs this same function over
  * fixed seeds and mutants in the ordinary build (CTest wasm.fuzz_diff).
  *
  * Start from valid modules: `make fuzz` builds it; run it with the spec testsuite's
@@ -105,6 +106,8 @@ static const mode MODES[] = {
     {"jit explicit", PW_ENGINE_JIT, PW_BOUNDS_EXPLICIT, false},
     {"jit guard sse2", PW_ENGINE_JIT, PW_BOUNDS_GUARD, true},
     {"jit explicit sse2", PW_ENGINE_JIT, PW_BOUNDS_EXPLICIT, true},
+    {"lazy guard", PW_ENGINE_LAZY, PW_BOUNDS_GUARD, false},
+    {"lazy explicit", PW_ENGINE_LAZY, PW_BOUNDS_EXPLICIT, false},
 };
 #define NMODES (sizeof MODES / sizeof *MODES)
 

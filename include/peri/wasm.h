@@ -272,7 +272,10 @@ typedef struct pw_store_config {
     int bounds_checks;
 } pw_store_config;
 
-enum { PW_ENGINE_AUTO = 0, PW_ENGINE_INTERP = 1, PW_ENGINE_JIT = 2 };
+/* PW_ENGINE_LAZY: as PW_ENGINE_JIT, but each function is translated alone at its
+ * first call, so a big module pays only for what runs (docs/jit.md, "Lazy
+ * translation"; off by default while it is measured). */
+enum { PW_ENGINE_AUTO = 0, PW_ENGINE_INTERP = 1, PW_ENGINE_JIT = 2, PW_ENGINE_LAZY = 3 };
 enum { PW_BOUNDS_GUARD = 0, PW_BOUNDS_EXPLICIT = 1 };
 
 /* A cache of the mappings stores use (value/frame stacks, linear-memory

@@ -1,6 +1,6 @@
 /*
  * engine_opt.c — the execution tier on the command line (docs/jit.md):
- * `--engine interp|jit|auto` and, as the default of every `peri` command that runs
+ * `--engine interp|jit|lazy|auto` and, as the default of every `peri` command that runs
  * Wasm (run, ruby, isolate run/serve, wasm invoke), the environment variable
  * PERI_ENGINE (the library reads no environment; tests use it to run whole CLI
  * suites under one tier). Unset or empty: auto. Beside it `--bounds-checks
@@ -20,6 +20,7 @@ int peri_engine_parse(const char *v) {
     if (strcmp(v, "auto") == 0) return PW_ENGINE_AUTO;
     if (strcmp(v, "interp") == 0) return PW_ENGINE_INTERP;
     if (strcmp(v, "jit") == 0) return PW_ENGINE_JIT;
+    if (strcmp(v, "lazy") == 0) return PW_ENGINE_LAZY; /* the JIT, per function at first call */
     return -1;
 }
 
@@ -35,7 +36,7 @@ int peri_engine_default(void) {
     if (!v || !*v) return PW_ENGINE_AUTO;
     int e = peri_engine_parse(v);
     if (e >= 0) return e;
-    fprintf(stderr, "peri: PERI_ENGINE wants interp, jit or auto, got \"%s\"\n", v);
+    fprintf(stderr, "peri: PERI_ENGINE wants interp, jit, lazy or auto, got \"%s\"\n", v);
     return -1;
 }
 

@@ -236,13 +236,15 @@ static pw_code_error check_header(const cc_header *h, uint64_t file_len, const p
     return ok(err);
 }
 
-/* After the digest matched: every entry is -1 or a 16-byte aligned offset past the
- * GOT and inside the code. */
+/* After the digest matched: every entry is -1 (interpreted), PW_JIT_ABSENT (not
+ * saved: translated at its first call) or a 16-byte aligned offset past the GOT and
+ * inside the code. */
 static pw_code_error check_offsets(const int64_t *offs, uint32_t n, uint64_t code_len,
                                    pw_code_err *err) {
     for (uint32_t i = 0; i < n; i++)
-        if (offs[i] != -1 && ((uint64_t)offs[i] < pw__jit_got_bytes(n) ||
-                              (uint64_t)offs[i] >= code_len || offs[i] % 16 != 0))
+        if (offs[i] != -1 && offs[i] != PW_JIT_ABSENT &&
+            ((uint64_t)offs[i] < pw__jit_got_bytes(n) || (uint64_t)offs[i] >= code_len ||
+             offs[i] % 16 != 0))
             return fail(err, PW_CODE_MALFORMED, "artifact entry %u is out of range", i);
     return ok(err);
 }
@@ -397,7 +399,7 @@ pw_code_error pw_code_load(const pw_module *m, const uint8_t digest[32], const c
 
 /* ---------------------------------------------------------------- writing */
 
-static void fill_header(cc_header *h, const pw_module *m, const uint8_t digest[32],
+static void fill_header(cc_header *h, const struct pw_cmodule *cm, const uint8_t digest[32],
                         const uint8_t engine[32], int v, unsigned isa, size_t code_len) {
     memset(h, 0, sizeof *h);
     memcpy(h->magic, CC_MAGIC, sizeof CC_MAGIC);
@@ -407,9 +409,9 @@ static void fill_header(cc_header *h, const pw_module *m, const uint8_t digest[3
     memcpy(h->module, digest, PW_CC_DIGEST);
     h->features = isa;
     h->variant = (uint32_t)v;
-    h->nfuncs = m->code->nfuncs;
-    h->ncode = m->code->ncode;
-    h->shape = shape_of(m->code);
+    h->nfuncs = cm->nfuncs;
+    h->ncode = cm->ncode;
+    h->shape = shape_of(cm);
     h->code_off = CC_PAGE;
     h->code_len = code_len;
     h->offs_off = h->code_off + page_round(code_len);
@@ -431,7 +433,7 @@ pw_code_error pw_code_compile(const pw_module *m, const uint8_t digest[32], int 
     if (pw__jit_translate(m, v, isa, &code, &clen, &offs) != PW_OK)
         return fail(err, PW_CODE_NOMEM, "out of memory");
     cc_header h;
-    fill_header(&h, m, digest, engine, v, isa, clen);
+    fill_header(&h, m->code, digest, engine, v, isa, clen);
     uint8_t *a = malloc((size_t)h.total);
     if (!a) {
         free(code);
@@ -600,11 +602,11 @@ static bool write_all(int fd, const void *buf, size_t n) {
 }
 
 /* Write the cache file of (v, isa); false when it could not be (nothing is left). */
-static bool save(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa, const uint8_t *code,
-                 size_t len, const int64_t *offs) {
+static bool save(struct pw_ccref *cc, const struct pw_cmodule *cm, int v, unsigned isa,
+                 const uint8_t *code, size_t len, const int64_t *offs) {
     uint8_t head[CC_PAGE] = {0};
     cc_header h;
-    fill_header(&h, m, cc->module, cc->engine, v, isa, len);
+    fill_header(&h, cm, cc->module, cc->engine, v, isa, len);
     if (h.total > cc->max_bytes) return false; /* would not fit even alone */
     memcpy(head, &h, sizeof h);
     uint8_t d[PW_CC_DIGEST];
@@ -633,9 +635,9 @@ static bool save(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa, c
     return true;
 }
 
-void pw__cc_save(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa, const uint8_t *code,
-                 size_t len, const int64_t *offs) {
-    save(cc, m, v, isa, code, len, offs); /* a failure leaves the cache as it was */
+void pw__cc_save(struct pw_ccref *cc, const struct pw_cmodule *cm, int v, unsigned isa,
+                 const uint8_t *code, size_t len, const int64_t *offs) {
+    save(cc, cm, v, isa, code, len, offs); /* a failure leaves the cache as it was */
 }
 
 /* Take fd (dir) as the cache directory if it is ours and not writable by others. */
@@ -726,7 +728,7 @@ pw_code_error pw_code_cache_fill(const pw_module *m, const uint8_t digest[32],
     int64_t *offs;
     if (pw__jit_translate(m, v, isa, &code, &len, &offs) != PW_OK) {
         e = fail(err, PW_CODE_NOMEM, "out of memory");
-    } else if (!save(cc, m, v, isa, code, len, offs)) {
+    } else if (!save(cc, m->code, v, isa, code, len, offs)) {
         e = fail(err, PW_CODE_IO, "cannot write the cache file (larger than the cache's bound?)");
     }
     free(code);
@@ -744,9 +746,9 @@ bool pw__cc_load(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa) {
     (void)cc, (void)m, (void)v, (void)isa;
     return false;
 }
-void pw__cc_save(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa, const uint8_t *code,
-                 size_t len, const int64_t *offs) {
-    (void)cc, (void)m, (void)v, (void)isa, (void)code, (void)len, (void)offs;
+void pw__cc_save(struct pw_ccref *cc, const struct pw_cmodule *cm, int v, unsigned isa,
+                 const uint8_t *code, size_t len, const int64_t *offs) {
+    (void)cc, (void)cm, (void)v, (void)isa, (void)code, (void)len, (void)offs;
 }
 int pw__cc_probe(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa) {
     (void)cc, (void)m, (void)v, (void)isa;

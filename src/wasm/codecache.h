@@ -31,10 +31,11 @@ struct pw_ccref {
 void pw__cc_ref_free(struct pw_ccref *cc);
 /* Map the saved translation of m for (v, isa) if the cache has a valid one. */
 bool pw__cc_load(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa);
-/* Save a translation just made (code/len/offs as pw__jit_translate gives them).
+/* Save a translation of cm just made (code/len/offs as pw__jit_translate gives them,
+ * or a lazy translation's, with PW_JIT_ABSENT entries).
  * Failures are silent: the cache is an optimisation. */
-void pw__cc_save(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa, const uint8_t *code,
-                 size_t len, const int64_t *offs);
+void pw__cc_save(struct pw_ccref *cc, const struct pw_cmodule *cm, int v, unsigned isa,
+                 const uint8_t *code, size_t len, const int64_t *offs);
 /* 1 the cache holds a file for (v, isa), 0 not (checked once, then remembered). */
 int pw__cc_probe(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa);
 

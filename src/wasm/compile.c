@@ -2512,13 +2512,13 @@ pw_status pw__compile_module(pw_module *m, pw_error *err) {
 
 void pw__compile_free(struct pw_cmodule *code) {
     if (!code) return;
-    pw__tier_free(code); /* first: a background translation reads all of it (tier.c) */
+    pw__tier_free(code);            /* first: a background translation reads all of it (tier.c) */
+    pw__jit_module_free(code->jit); /* next: it may save what was translated (jit.c) */
     free(code->code);
     free(code->handlers);
     free(code->funcs);
     pw__gc_free_layouts(code);
     free(code->gc_sites);
     free(code->gc_maps);
-    pw__jit_module_free(code->jit);
     free(code);
 }

@@ -26,7 +26,8 @@ pw_store *pw_store_new(const pw_store_config *cfg, pw_error *err) {
     if (!s->cfg.max_call_depth) s->cfg.max_call_depth = PW_DEFAULT_DEPTH;
     if (!s->cfg.value_stack_bytes) s->cfg.value_stack_bytes = PW_DEFAULT_STACK;
     /* auto starts on the interpreter and counts calls (tier.c); jit starts on the JIT. */
-    s->jit_on = PW_JIT_AVAILABLE && s->cfg.engine == PW_ENGINE_JIT;
+    s->jit_on =
+        PW_JIT_AVAILABLE && (s->cfg.engine == PW_ENGINE_JIT || s->cfg.engine == PW_ENGINE_LAZY);
     s->jit_auto = PW_JIT_AVAILABLE && s->cfg.engine == PW_ENGINE_AUTO;
     atomic_init(&s->interrupt, 0);
     s->empty_mem = pw__memory_create(s, 0, 0, false);

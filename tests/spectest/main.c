@@ -40,7 +40,7 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: peri-spectest [--only NAME] [--scope wasm2|wasm3] [--strict] [--wat] "
-            "[--no-fork] [--skip-if-absent] [--engine interp|jit|jit-sse2|auto]\n"
+            "[--no-fork] [--skip-if-absent] [--engine interp|jit|jit-sse2|lazy|auto]\n"
             "       [--bounds-checks guard|explicit] [-v]\n"
             "  --only NAME   run one script (core/NAME, or GROUP/NAME), in scope or not\n"
             "  --scope S     wasm2 (default " PERI_SPECTEST_DEFAULT_SCOPE
@@ -52,7 +52,8 @@ static void usage(FILE *f) {
             "                through the engine's text parser (pw_wat_to_wasm)\n"
             "  --skip-if-absent  exit 77 (CTest: skipped) when the data folder is absent\n"
             "  --engine E    execution tier: interp (default), jit, jit-sse2 (SIMD with\n"
-            "                plain SSE2 only) or auto\n"
+            "                plain SSE2 only), lazy (the JIT, each function translated\n"
+            "                at its first call) or auto\n"
             "  --bounds-checks B  guard (default: guard pages where possible) or explicit\n"
             "  -v            print every failure detail and every skipped script\n"
             "environment: SPECTEST_DIR (data folder, default %s),\n"
@@ -193,6 +194,8 @@ int main(int argc, char **argv) {
                 o.engine = PW_ENGINE_JIT, o.jit_sse2 = true;
             else if (strcmp(e, "auto") == 0)
                 o.engine = PW_ENGINE_AUTO;
+            else if (strcmp(e, "lazy") == 0) /* the JIT, each function at its first call */
+                o.engine = PW_ENGINE_LAZY;
             else {
                 fprintf(stderr, "peri-spectest: unknown engine \"%s\" (interp, jit or auto)\n", e);
                 return 2;

@@ -34,6 +34,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+
 #if PW_JIT_AVAILABLE
 #include <sys/mman.h>
 #include <unistd.h>
@@ -53,14 +55,42 @@ typedef pw_status (*pw_jit_entry)(pw_slot *fp, pw_instance *inst, pw_store *s);
  * that needs it. */
 enum { JV_EXPLICIT = 0, JV_GUARD = 1, JV_COUNT };
 
+/* A function translated on its own into the lazy code area (for saving it: where its
+ * code lies in the area and which GOT slots it refers to, so it can be moved). */
+typedef struct lazyfn {
+    uint32_t func; /* defined function index */
+    uint32_t ngfx;
+    size_t off, len;   /* entry offset in the area, code bytes */
+    struct fixup *gfx; /* owned: (offset from the entry, GOT slot) */
+} lazyfn;
+
 typedef struct jitcode {
     uint32_t nfuncs;
     _Atomic(void *) *fns; /* NULL: not tried; JIT_FALLBACK; else the entry point */
     /* The module's code: one mapping for all its functions, translated together at
      * the first call of any of them (one mmap + one mprotect per module: those take
-     * the process's mm lock and cost tens of microseconds each on a loaded VM). */
+     * the process's mm lock and cost tens of microseconds each on a loaded VM), or a
+     * saved translation (codecache.c), which may hold only some of them. */
     _Atomic(void *) map;
     size_t maplen;
+    unsigned map_isa; /* the CPU features map's code may use (when known) */
+    /* Lazy translation (docs/jit.md, "Lazy translation"): one address-space
+     * reservation (arena_len bytes, PROT_NONE until used): its own GOT (read/write,
+     * never executable: the slots of functions are written as they are published),
+     * a page with the fault stub, then translations, each on pages of its own that
+     * are read/write only while it is copied there and read/execute after. lock
+     * (recursive) serialises translations and every write to the area's GOT;
+     * arena, arena_len and arena_got are final once arena is published. */
+    pthread_mutex_t lock;
+    bool lock_ok;
+    bool cc_tried;           /* the code cache was asked (under lock) */
+    _Atomic(char *) arena;   /* NULL: none yet */
+    size_t arena_len;        /* bytes reserved */
+    size_t arena_got;        /* bytes of the GOT pages; the fault stub starts here */
+    size_t arena_top;        /* bytes in use (a page multiple; under lock) */
+    unsigned arena_isa;      /* CPU features of every translation in the area */
+    lazyfn *done;            /* translations in the area, in order (under lock) */
+    uint32_t ndone, capdone; /* ndone: also whether there is anything new to save */
 } jitcode;
 
 /* The module's global offset table: the first pw__jit_got_bytes(nfuncs) bytes of
@@ -93,6 +123,7 @@ size_t pw__jit_got_bytes(uint32_t nfuncs) {
 }
 
 struct pw_jitmod {
+    const struct pw_cmodule *cm; /* the module's code (outlives this table) */
     jitcode v[JV_COUNT];
     /* The on-disk code cache of this module (codecache.c), NULL: none; owned. */
     struct pw_ccref *cc;
@@ -107,11 +138,21 @@ struct pw_jitmod {
 struct pw_jitmod *pw__jit_module_new(const struct pw_cmodule *cm) {
     struct pw_jitmod *jm = calloc(1, sizeof *jm);
     if (!jm) return NULL;
+    jm->cm = cm;
     bool ok = true;
     for (int v = 0; v < JV_COUNT; v++) {
         jm->v[v].nfuncs = cm->nfuncs;
         jm->v[v].fns = calloc(cm->nfuncs ? cm->nfuncs : 1, sizeof *jm->v[v].fns);
         ok = ok && jm->v[v].fns;
+#if PW_JIT_AVAILABLE
+        pthread_mutexattr_t a;
+        if (pthread_mutexattr_init(&a) == 0) {
+            jm->v[v].lock_ok = pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE) == 0 &&
+                               pthread_mutex_init(&jm->v[v].lock, &a) == 0;
+            pthread_mutexattr_destroy(&a);
+        }
+        ok = ok && jm->v[v].lock_ok;
+#endif
     }
     jm->off = malloc(PW_OP_COUNT_ * sizeof *jm->off);
     jm->op = malloc(PW_OP_COUNT_ * sizeof *jm->op);
@@ -135,12 +176,24 @@ struct pw_jitmod *pw__jit_module_new(const struct pw_cmodule *cm) {
     return jm;
 }
 
+#if PW_JIT_AVAILABLE
+static void lazy_save(struct pw_jitmod *jm, int v);
+#endif
+
 void pw__jit_module_free(struct pw_jitmod *jm) {
     if (!jm) return;
 #if PW_JIT_AVAILABLE
     for (int v = 0; v < JV_COUNT; v++) {
-        void *map = atomic_load_explicit(&jm->v[v].map, memory_order_acquire);
-        if (map) munmap(map, jm->v[v].maplen);
+        jitcode *jv = &jm->v[v];
+        lazy_save(jm, v); /* what ran and is not in the code cache yet */
+        void *map = atomic_load_explicit(&jv->map, memory_order_acquire);
+        if (map) munmap(map, jv->maplen);
+        char *arena = atomic_load_explicit(&jv->arena, memory_order_acquire);
+        if (arena) munmap(arena, jv->arena_len);
+        for (uint32_t k = 0; k < jv->ndone; k++)
+            free(jv->done[k].gfx);
+        free(jv->done);
+        if (jv->lock_ok) pthread_mutex_destroy(&jv->lock);
     }
 #endif
     for (int v = 0; v < JV_COUNT; v++)
@@ -2735,15 +2788,21 @@ out:
  * is position independent (relative branches, rip-relative tables; helpers by
  * absolute address). Pass 1 records slot uses, pass 2 emits with the chosen pins; if
  * pass 2 fails with pins, a pass without pins decides. */
+/* Translate defined function i, appending its code (16-byte aligned) to out, whose
+ * first byte lies at offset origin (a multiple of 16) of the translation; returns
+ * the function's offset in out, or -1 (it stays on the interpreter). With gfx
+ * non-NULL, *gfx (owned by the caller, free) and *ngfx receive the function's GOT
+ * references (offsets from its entry, GOT slots), so that the code can be moved. */
 static int64_t compile_func(const struct pw_jitmod *jm, int v, const pw_module *m, uint32_t i,
-                            pw_x64 *out, unsigned isa) {
+                            pw_x64 *out, size_t origin, unsigned isa, fixup **gfx, uint32_t *ngfx) {
     const pw_cfunc *cf = &m->code->funcs[i];
+    if (gfx) *gfx = NULL, *ngfx = 0;
     if (cf->nhandlers || cf->frame_slots >= (1u << 27) || cf->ncode == 0) return -1;
     /* rip-relative references to the GOT at offset 0 must stay within 2 GiB */
-    if (out->len > JIT_MAX_BYTES) return -1;
+    if (origin + out->len > JIT_MAX_BYTES) return -1;
     jc c;
     memset(&c, 0, sizeof c);
-    c.base = (uint32_t)((out->len + 15) / 16 * 16); /* where the code will land */
+    c.base = (uint32_t)(origin + (out->len + 15) / 16 * 16); /* where the code will land */
     c.jm = jm;
     c.jv = &jm->v[v];
     c.guard = v == JV_GUARD;
@@ -2792,6 +2851,10 @@ static int64_t compile_func(const struct pw_jitmod *jm, int v, const pw_module *
         if (out->oom) {
             out->len = save;
             at = -1;
+        } else if (gfx) {
+            *gfx = c.gfx;
+            *ngfx = c.ngfx;
+            c.gfx = NULL;
         }
     }
 done:
@@ -2813,6 +2876,18 @@ done:
 }
 
 static unsigned cpu_isa(bool sse2_only);
+
+/* Publish function i's entry p (or JIT_FALLBACK) unless one was published before, and
+ * write what is published into the lazy area's GOT (the caller holds jv->lock when
+ * there may be an area). */
+static void publish(jitcode *jv, uint32_t i, void *p) {
+    void *none = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&jv->fns[i], &none, p, memory_order_acq_rel,
+                                                 memory_order_acquire))
+        p = none;
+    char *a = atomic_load_explicit(&jv->arena, memory_order_acquire);
+    if (a) __atomic_store_n((void **)a + G_FN0 + i, p, __ATOMIC_RELEASE);
+}
 
 static void mark_fallback(jitcode *jv) {
     for (uint32_t i = 0; i < jv->nfuncs; i++) {
@@ -2837,14 +2912,12 @@ static bool translate_all(const struct pw_jitmod *jm, int v, const pw_module *m,
         pw__x64_byte(out, 0);
     if (v == JV_GUARD) fault_stub(out); /* after the GOT (pw__jit_fault_stub) */
     for (uint32_t i = 0; i < n; i++)
-        offs[i] = compile_func(jm, v, m, i, out, isa);
+        offs[i] = compile_func(jm, v, m, i, out, 0, isa, NULL, NULL);
     return !out->oom;
 }
 
-bool pw__jit_install(const pw_module *m, int v, void *map, size_t maplen, size_t len,
-                     const int64_t *offs) {
-    struct pw_jitmod *jm = m->code->jit;
-    jitcode *jv = &jm->v[v];
+/* The helpers' and tables' slots of a GOT at p (the functions' slots follow). */
+static void write_got(void *p, const pw_module *m, const jitcode *jv) {
     const void *got[G_COUNT] = {
         [G_CODE] = m->code->code,
         [G_JV] = jv,
@@ -2856,16 +2929,28 @@ bool pw__jit_install(const pw_module *m, int v, void *map, size_t maplen, size_t
         [G_CALLREF] = (const void *)jit_call_ref,
         [G_GROW] = (const void *)jit_memory_grow,
     };
+    memcpy(p, got, sizeof got);
+}
+
+bool pw__jit_install(const pw_module *m, int v, void *map, size_t maplen, size_t len,
+                     const int64_t *offs) {
+    struct pw_jitmod *jm = m->code->jit;
+    jitcode *jv = &jm->v[v];
     size_t gotlen = pw__jit_got_bytes(jv->nfuncs);
     for (uint32_t i = 0; i < jv->nfuncs; i++)
-        if (offs[i] >= 0 && ((uint64_t)offs[i] < gotlen || (uint64_t)offs[i] >= len)) {
+        if ((offs[i] >= 0 && ((uint64_t)offs[i] < gotlen || (uint64_t)offs[i] >= len)) ||
+            offs[i] < PW_JIT_ABSENT) {
             munmap(map, maplen); /* not reached: the callers check the offsets */
             return false;
         }
-    memcpy(map, got, sizeof got);
+    write_got(map, m, jv);
     void **fn = (void **)map + G_FN0;
+    /* an absent function's slot stays NULL: calls to it take jit_call, which
+     * translates it at its first call (lazy translation) */
     for (uint32_t i = 0; i < jv->nfuncs; i++)
-        fn[i] = offs[i] >= 0 ? (void *)((char *)map + offs[i]) : JIT_FALLBACK;
+        fn[i] = offs[i] >= 0    ? (void *)((char *)map + offs[i])
+                : offs[i] == -1 ? JIT_FALLBACK
+                                : NULL;
     if (mprotect(map, maplen, PROT_READ | PROT_EXEC) != 0) {
         munmap(map, maplen);
         return false;
@@ -2877,12 +2962,11 @@ bool pw__jit_install(const pw_module *m, int v, void *map, size_t maplen, size_t
         munmap(map, maplen); /* another thread's translation won */
         return true;
     }
-    for (uint32_t i = 0; i < jv->nfuncs; i++) {
-        void *want = offs[i] >= 0 ? (void *)((char *)map + offs[i]) : JIT_FALLBACK;
-        void *none = NULL;
-        atomic_compare_exchange_strong_explicit(&jv->fns[i], &none, want, memory_order_acq_rel,
-                                                memory_order_acquire);
-    }
+    if (jv->lock_ok) pthread_mutex_lock(&jv->lock); /* the lazy area's GOT */
+    for (uint32_t i = 0; i < jv->nfuncs; i++)
+        if (offs[i] != PW_JIT_ABSENT)
+            publish(jv, i, offs[i] >= 0 ? (void *)((char *)map + offs[i]) : JIT_FALLBACK);
+    if (jv->lock_ok) pthread_mutex_unlock(&jv->lock);
     return true;
 }
 
@@ -2898,7 +2982,10 @@ static size_t page_round(size_t n) {
  * cache attached, a saved translation is mapped instead, and a new one is saved. */
 static void compile_module(struct pw_jitmod *jm, int v, const pw_module *m, unsigned isa) {
     jitcode *jv = &jm->v[v];
-    if (jm->cc && pw__cc_load(jm->cc, m, v, isa)) return;
+    if (jm->cc && pw__cc_load(jm->cc, m, v, isa)) {
+        jv->map_isa = isa;
+        return;
+    }
     uint32_t n = jv->nfuncs;
     int64_t *offs = malloc((n ? n : 1) * sizeof *offs);
     pw_x64 out = {0};
@@ -2908,18 +2995,175 @@ static void compile_module(struct pw_jitmod *jm, int v, const pw_module *m, unsi
         mark_fallback(jv);
         return;
     }
-    if (jm->cc) pw__cc_save(jm->cc, m, v, isa, out.buf, out.len, offs);
+    if (jm->cc) pw__cc_save(jm->cc, m->code, v, isa, out.buf, out.len, offs);
     size_t maplen = page_round(out.len);
     void *p = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
                    -1, 0);
     bool ok = false;
     if (p != MAP_FAILED) {
         memcpy(p, out.buf, out.len);
+        jv->map_isa = isa; /* read only by lazy_save, at the module's end */
         ok = pw__jit_install(m, v, p, maplen, out.len, offs);
     }
     free(out.buf);
     free(offs);
     if (!ok) mark_fallback(jv);
+}
+
+/* ---------------------------------------------------------------- lazy translation */
+
+/* Reserve the lazy code area of variant v (caller holds jv->lock): the GOT (helpers
+ * and the entries published so far), the fault stub, room for every function.
+ * False on failure (nothing is left). */
+static bool arena_new(struct pw_jitmod *jm, int v, const pw_module *m, unsigned isa) {
+    jitcode *jv = &jm->v[v];
+    size_t ps = page_round(1), got = page_round(pw__jit_got_bytes(jv->nfuncs));
+    /* about 9 bytes of code per word (Ruby: 96 MB for 11.2 M words), a page at most
+     * lost per translation; address space only, never committed unless used */
+    uint64_t want = (uint64_t)got + ps + (uint64_t)m->code->ncode * 16 + (uint64_t)jv->nfuncs * ps;
+    if (want > JIT_MAX_BYTES) want = JIT_MAX_BYTES;
+    pw_x64 stub = {0};
+    fault_stub(&stub);
+    if (stub.oom || want < (uint64_t)got + ps) {
+        free(stub.buf);
+        return false;
+    }
+    /* a smaller area where address space is limited (RLIMIT_AS): the functions that
+     * do not fit then stay on the interpreter */
+    char *a;
+    for (;;) {
+        a = mmap(NULL, (size_t)want, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (a != MAP_FAILED || want / 2 < (uint64_t)got + ps + (1u << 20)) break;
+        want /= 2;
+    }
+    if (a == MAP_FAILED) {
+        free(stub.buf);
+        return false;
+    }
+    bool ok = mprotect(a, got, PROT_READ | PROT_WRITE) == 0 &&
+              mprotect(a + got, ps, PROT_READ | PROT_WRITE) == 0;
+    if (ok) {
+        memcpy(a + got, stub.buf, stub.len);
+        ok = mprotect(a + got, ps, PROT_READ | PROT_EXEC) == 0;
+    }
+    free(stub.buf);
+    if (!ok) {
+        munmap(a, (size_t)want);
+        return false;
+    }
+    write_got(a, m, jv);
+    void **fn = (void **)a + G_FN0;
+    for (uint32_t i = 0; i < jv->nfuncs; i++)
+        fn[i] = atomic_load_explicit(&jv->fns[i], memory_order_acquire);
+    jv->arena_len = (size_t)want;
+    jv->arena_got = got;
+    jv->arena_top = got + ps;
+    jv->arena_isa = isa;
+    atomic_store_explicit(&jv->arena, a, memory_order_release);
+    return true;
+}
+
+/* Translate function i into the area (caller holds jv->lock): its entry, or
+ * JIT_FALLBACK (it stays on the interpreter: not translatable, out of memory, the
+ * area is full). */
+static void *arena_add(struct pw_jitmod *jm, int v, const pw_module *m, uint32_t i) {
+    jitcode *jv = &jm->v[v];
+    char *a = atomic_load_explicit(&jv->arena, memory_order_relaxed);
+    size_t top = jv->arena_top;
+    pw_x64 out = {0};
+    fixup *gfx = NULL;
+    uint32_t ngfx = 0;
+    void *entry = JIT_FALLBACK;
+    int64_t at = compile_func(jm, v, m, i, &out, top, jv->arena_isa, &gfx, &ngfx);
+    size_t need = page_round(out.len);
+    if (at < 0 || out.oom || need > jv->arena_len - top ||
+        !grow((void **)&jv->done, &jv->capdone, jv->ndone + 1, sizeof *jv->done))
+        goto done;
+    if (mprotect(a + top, need, PROT_READ | PROT_WRITE) != 0) goto done;
+    memcpy(a + top, out.buf, out.len);
+    if (mprotect(a + top, need, PROT_READ | PROT_EXEC) != 0) {
+        mprotect(a + top, need, PROT_NONE);
+        goto done;
+    }
+    jv->arena_top = top + need;
+    jv->done[jv->ndone++] = (lazyfn){
+        .func = i, .ngfx = ngfx, .off = top + (size_t)at, .len = out.len - (size_t)at, .gfx = gfx};
+    gfx = NULL;
+    entry = a + top + at;
+done:
+    free(out.buf);
+    free(gfx);
+    return entry;
+}
+
+/* Translate function i of variant v alone, at its first call, and publish it. The
+ * first time, the code cache is asked for a saved translation (which may hold i). */
+static void lazy_compile(struct pw_jitmod *jm, int v, const pw_module *m, uint32_t i,
+                         unsigned isa) {
+    jitcode *jv = &jm->v[v];
+    if (!jv->lock_ok) return;
+    pthread_mutex_lock(&jv->lock);
+    if (!jv->cc_tried) {
+        jv->cc_tried = true;
+        if (jm->cc && !atomic_load_explicit(&jv->map, memory_order_acquire) &&
+            pw__cc_load(jm->cc, m, v, isa))
+            jv->map_isa = isa;
+    }
+    if (!atomic_load_explicit(&jv->fns[i], memory_order_acquire)) {
+        void *p = JIT_FALLBACK;
+        if (atomic_load_explicit(&jv->arena, memory_order_relaxed) || arena_new(jm, v, m, isa))
+            p = arena_add(jm, v, m, i);
+        publish(jv, i, p);
+    }
+    pthread_mutex_unlock(&jv->lock);
+}
+
+/* At the module's end: with a code cache attached and functions translated lazily,
+ * save one artifact holding the loaded one's code as it was (so its offsets stay)
+ * and every function of the area after it, each moved by rewriting its GOT
+ * references; the functions never translated are absent (PW_JIT_ABSENT), so the
+ * next process starts with what ran before and translates the rest lazily. */
+static void lazy_save(struct pw_jitmod *jm, int v) {
+    jitcode *jv = &jm->v[v];
+    char *a = atomic_load_explicit(&jv->arena, memory_order_acquire);
+    if (!jm->cc || !a || !jv->ndone) return;
+    uint32_t n = jv->nfuncs;
+    size_t gotlen = pw__jit_got_bytes(n);
+    char *map = atomic_load_explicit(&jv->map, memory_order_acquire);
+    int64_t *offs = malloc((n ? n : 1) * sizeof *offs);
+    pw_x64 out = {0};
+    if (!offs) return;
+    for (uint32_t i = 0; i < n; i++) {
+        void *p = atomic_load_explicit(&jv->fns[i], memory_order_acquire);
+        offs[i] = p == JIT_FALLBACK                                         ? -1
+                  : map && (char *)p >= map && (char *)p < map + jv->maplen ? (char *)p - map
+                                                                            : PW_JIT_ABSENT;
+    }
+    if (map) {
+        pw__x64_bytes(&out, (const uint8_t *)map, jv->maplen);
+        if (!out.oom) memset(out.buf, 0, gotlen);
+    } else {
+        for (size_t k = 0; k < gotlen; k++)
+            pw__x64_byte(&out, 0);
+        if (v == JV_GUARD) fault_stub(&out); /* after the GOT (pw__jit_fault_stub) */
+    }
+    for (uint32_t k = 0; k < jv->ndone && !out.oom; k++) {
+        const lazyfn *f = &jv->done[k];
+        while (out.len % 16)
+            pw__x64_byte(&out, 0xCC);
+        size_t at = out.len;
+        pw__x64_bytes(&out, (const uint8_t *)a + f->off, f->len);
+        if (out.oom || at > JIT_MAX_BYTES) break;
+        for (uint32_t r = 0; r < f->ngfx; r++) {
+            int64_t disp = (int64_t)f->gfx[r].label * 8 - (int64_t)(at + f->gfx[r].at + 4);
+            pw__x64_patch32(&out, at + f->gfx[r].at, (int32_t)disp);
+        }
+        offs[f->func] = (int64_t)at;
+    }
+    if (!out.oom)
+        pw__cc_save(jm->cc, jm->cm, v, jv->arena_isa | jv->map_isa, out.buf, out.len, offs);
+    free(out.buf);
+    free(offs);
 }
 
 pw_status pw__jit_translate(const pw_module *m, int v, unsigned isa, uint8_t **code, size_t *len,
@@ -2974,8 +3218,14 @@ static pw_jit_entry jit_get(pw_store *s, const pw_func *f) {
     int v = variant(f->inst);
     uint32_t i = (uint32_t)(f->code - m->code->funcs);
     void *p = atomic_load_explicit(&jm->v[v].fns[i], memory_order_acquire);
-    if (!p) {
+    if (!p && s->cfg.engine != PW_ENGINE_LAZY &&
+        !atomic_load_explicit(&jm->v[v].map, memory_order_acquire)) {
         compile_module(jm, v, m, cpu_isa(s->cfg.jit_sse2));
+        p = atomic_load_explicit(&jm->v[v].fns[i], memory_order_acquire);
+    }
+    /* lazy translation, or a function absent from a saved translation */
+    if (!p) {
+        lazy_compile(jm, v, m, i, cpu_isa(s->cfg.jit_sse2));
         p = atomic_load_explicit(&jm->v[v].fns[i], memory_order_acquire);
     }
     /* NULL here: another thread is publishing; this call is interpreted. */
@@ -3014,6 +3264,9 @@ const void *pw__jit_fault_stub(const pw_instance *inst, uintptr_t pc, uintptr_t 
     uintptr_t base = (uintptr_t)mem->data;
     if (addr < base || addr - base >= mem->mapped) return NULL;
     const jitcode *jv = &jm->v[JV_GUARD];
+    uintptr_t ar = (uintptr_t)atomic_load_explicit(&jv->arena, memory_order_acquire);
+    if (ar && pc >= ar + jv->arena_got && pc - ar < jv->arena_len)
+        return (const void *)(ar + jv->arena_got); /* the lazy area's fault stub */
     uintptr_t map = (uintptr_t)atomic_load_explicit(&jv->map, memory_order_acquire);
     if (!map || pc < map || pc - map >= jv->maplen) return NULL;
     return (const void *)(map + pw__jit_got_bytes(jv->nfuncs)); /* fault_stub */

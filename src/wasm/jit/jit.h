@@ -23,6 +23,10 @@
 #define PW_JIT_AVAILABLE 0
 #endif
 
+/* An entry offset of a translation (pw__jit_install, codecache.c): a function the
+ * translation does not hold; it is translated at its first call (lazy translation). */
+#define PW_JIT_ABSENT (-2)
+
 /* The interpreter should run the call itself (the callee has no JIT code). */
 #define PW_JIT_INTERPRET (-1)
 
@@ -72,7 +76,8 @@ pw_status pw__jit_translate(const pw_module *m, int v, unsigned isa, uint8_t **c
  * executable) holds len bytes of code as pw__jit_translate made them. Writes the
  * GOT, makes the mapping read/execute and publishes the entries. Takes map (unmapped
  * on failure or when another translation was published first). The caller has
- * checked every offset (pw__jit_got_bytes <= off < len, or -1). */
+ * checked every offset (pw__jit_got_bytes <= off < len, -1, or PW_JIT_ABSENT: not
+ * published, translated at its first call). */
 bool pw__jit_install(const pw_module *m, int v, void *map, size_t maplen, size_t len,
                      const int64_t *offs);
 /* The module's code cache (takes cc; replaces one attached before: call before the

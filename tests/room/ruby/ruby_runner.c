@@ -3,7 +3,7 @@
  * host (so every run after the first starts from the startup snapshot), and writes what
  * each run returned for ruby_test.py to compare with native `ruby`.
  *
- *   ruby_runner [--engine auto|interp|jit] RUBY.wasm OUTDIR SCRIPT.rb...
+ *   ruby_runner [--engine auto|interp|jit|lazy] RUBY.wasm OUTDIR SCRIPT.rb...
  *
  * For SCRIPT NAME.rb: NAME.in (if present) is the room file /请求/in.txt and NAME.stdin
  * (if present) is stdin. Writes OUTDIR/NAME.out, NAME.err, NAME.code (the exit status,
@@ -62,9 +62,10 @@ int main(int argc, char **argv) {
         cfg.engine = !strcmp(e, "interp") ? PW_ENGINE_INTERP
                      : !strcmp(e, "jit")  ? PW_ENGINE_JIT
                      : !strcmp(e, "auto") ? PW_ENGINE_AUTO
+                     : !strcmp(e, "lazy") ? PW_ENGINE_LAZY
                                           : -1;
         if (cfg.engine < 0) {
-            fprintf(stderr, "ruby_runner: --engine wants auto, interp or jit\n");
+            fprintf(stderr, "ruby_runner: --engine wants auto, interp, jit or lazy\n");
             return 2;
         }
         argc -= 2;

@@ -15,8 +15,8 @@ Also checks: the run after 28_leak_set sees none of its state (29_leak_check), a
 script that calls into JavaScript gets a clear error, an endless loop ends at the
 CPU limit, and warm runs are fast.
 
-ENGINE (auto, interp or jit; default: the library's default) is the room's execution
-tier for every run. With ENGINE jit, the scripts also run once more under the
+ENGINE (auto, interp, jit or lazy; default: the library's default) is the room's
+execution tier for every run. With ENGINE jit or lazy, the scripts also run once more under the
 interpreter and every output (stdout, stderr, exit status, files) must be byte-identical
 between the two tiers.
 
@@ -145,8 +145,8 @@ def main():
                 print("     ", p)
             if problems:
                 failures.append(name)
-        if engine == "jit":
-            # the JIT gives byte-identical outputs to the interpreter.
+        if engine in ("jit", "lazy"):
+            # the JIT (whole-module or lazy) gives byte-identical outputs to the interpreter.
             iout = os.path.join(tmp, "room-interp")
             os.makedirs(iout)
             r = subprocess.run([runner, "--engine", "interp", wasm, iout] + scripts,
