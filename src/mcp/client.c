@@ -120,14 +120,7 @@ static void on_notification(pmcp_client *c, pb_rpc_msg *m) {
     } else if (!strcmp(m->method, "notifications/tools/list_changed")) {
         atomic_store(&c->tools_changed, true);
     } else if (!strcmp(m->method, "notifications/message")) {
-        pj_t *d = pj_object_get(m->params, "data");
-        char *txt = d ? pj_dumps(d, PJ_COMPACT | PJ_ENCODE_ANY) : NULL;
-        pb_log(&c->log, PB_LOG_INFO, "mcp[%s]: %s: %.2000s", c->name,
-               pj_string_value(pj_object_get(m->params, "level")) ?: "log",
-               pj_is_string(d) ? pj_string_value(d)
-               : txt           ? txt
-                               : "");
-        free(txt);
+        pmcp__log_message(&c->log, c->name, m->params);
     }
     /* others (resources/updated, cancelled of server requests, ...) need no action */
 }
@@ -208,12 +201,10 @@ static void on_frame(void *ctx, const char *text, size_t len) {
     }
     case PB_RPC_NOTIFICATION: on_notification(c, &m); break;
     case PB_RPC_REQUEST:
-        if (!strcmp(m.method, "ping"))
-            send_json(c, pb_rpc_result(m.id, pj_object()));
-        else if (!strcmp(m.method, "elicitation/create") && c->elicit)
+        if (!strcmp(m.method, "elicitation/create") && c->elicit)
             start_elicitation(c, &m);
         else
-            send_json(c, pb_rpc_error(m.id, PMCP_METHOD_NOT_FOUND, "Method not found", NULL));
+            send_json(c, pmcp__default_answer(&m));
         break;
     case PB_RPC_RESPONSE: {
         bool matched = false;

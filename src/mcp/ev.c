@@ -339,23 +339,11 @@ static void x_message(xchg *x, const char *text, size_t len) {
         }
         break;
     case PB_RPC_REQUEST: /* the server's own request: nothing is offered but ping */
-        if (!strcmp(m.method, "ping"))
-            x_side(c, pb_rpc_result(m.id, pj_object()), "an answer to ping");
-        else
-            x_side(c, pb_rpc_error(m.id, PB_RPC_METHOD_NOT_FOUND, "Method not found", NULL),
-                   "a method-not-found answer");
+        x_side(c, pmcp__default_answer(&m), "an answer to the server's request");
         break;
     case PB_RPC_NOTIFICATION:
-        if (!strcmp(m.method, "notifications/message")) {
-            pj_t *d = pj_object_get(m.params, "data");
-            char *txt = d ? pj_dumps(d, PJ_COMPACT | PJ_ENCODE_ANY) : NULL;
-            const char *lvl = pj_string_value(pj_object_get(m.params, "level"));
-            pb_log(&c->log, PB_LOG_INFO, "mcp[%s]: %s: %.2000s", c->name, lvl ? lvl : "log",
-                   pj_is_string(d) ? pj_string_value(d)
-                   : txt           ? txt
-                                   : "");
-            free(txt);
-        }
+        if (!strcmp(m.method, "notifications/message"))
+            pmcp__log_message(&c->log, c->name, m.params);
         break; /* progress and the rest need no action */
     }
     pb_rpc_clear(&m);
@@ -533,10 +521,16 @@ static uint32_t connect_left(pmcp_ev_client *c) {
     return spent >= c->init_deadline_ms ? 0 : (uint32_t)(c->init_deadline_ms - spent);
 }
 
+/* The next page of tools/list; the first (cursor NULL) only when the server has tools,
+ * and after the last the client is ready. */
 static void list_page(pmcp_ev_client *c, const char *cursor) {
     char why[300];
     pmcp_ev_status st;
     uint32_t left = connect_left(c);
+    if (c->pages == 0 ? !c->has_tools : !cursor) {
+        ready(c, PMCP_EV_OK, "%s", "");
+        return;
+    }
     if (c->pages >= PMCP_MAX_PAGES) {
         ready(c, PMCP_EV_E_LIMIT, "tools/list failed: tools/list did not end after %d pages",
               PMCP_MAX_PAGES);
@@ -596,10 +590,7 @@ static void after_inited(pmcp_ev_client *c, pmcp_ev_status st, const char *why) 
     }
     if (st != PMCP_EV_OK) /* as the native client: logged, the server may still serve */
         pb_log(&c->log, PB_LOG_WARN, "mcp[%s]: notifications/initialized: %s", c->name, why);
-    if (c->has_tools)
-        list_page(c, NULL);
-    else
-        ready(c, PMCP_EV_OK, "%s", "");
+    list_page(c, NULL);
 }
 
 static void after_list(pmcp_ev_client *c, xchg *x, pmcp_ev_status st, char *why, size_t n) {
@@ -611,10 +602,7 @@ static void after_list(pmcp_ev_client *c, xchg *x, pmcp_ev_status st, char *why,
         return;
     }
     const char *next = pj_string_value(pj_object_get(res, "nextCursor"));
-    if (next && next[0])
-        list_page(c, next);
-    else
-        ready(c, PMCP_EV_OK, "%s", "");
+    list_page(c, next && next[0] ? next : NULL);
 }
 
 /* ---------------------------------------------------------------- outcomes */

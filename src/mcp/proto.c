@@ -166,3 +166,21 @@ int pmcp__content_of(const pj_t *res, pmcp__content *out) {
     }
     return 0;
 }
+
+/* ---------------------------------------------------------------- server messages */
+
+pj_t *pmcp__default_answer(const pb_rpc_msg *m) {
+    if (!strcmp(m->method, "ping")) return pb_rpc_result(m->id, pj_object());
+    return pb_rpc_error(m->id, PB_RPC_METHOD_NOT_FOUND, "Method not found", NULL);
+}
+
+void pmcp__log_message(const pb_logger *log, const char *name, const pj_t *params) {
+    pj_t *d = pj_object_get(params, "data");
+    char *txt = d ? pj_dumps(d, PJ_COMPACT | PJ_ENCODE_ANY) : NULL;
+    const char *level = pj_string_value(pj_object_get(params, "level"));
+    pb_log(log, PB_LOG_INFO, "mcp[%s]: %s: %.2000s", name, level ? level : "log",
+           pj_is_string(d) ? pj_string_value(d)
+           : txt           ? txt
+                           : "");
+    free(txt);
+}

@@ -5,7 +5,8 @@
  *
  * proto.c : the protocol revisions and their negotiation, the initialize parameters,
  *           one listed tool from its JSON, tools/call parameters, a JSON-RPC error's
- *           text, a tools/call result → content JSON and text for the model.
+ *           text, a tools/call result → content JSON and text for the model, the
+ *           default answer to the server's requests, its log messages.
  * sse.c   : the server-sent events parser (bounded events, any byte split).
  *
  * Nothing here allocates anything it does not hand to the caller, keeps state between
@@ -74,6 +75,14 @@ typedef struct pmcp__content {
 } pmcp__content;
 int pmcp__content_of(const pj_t *result, pmcp__content *out);
 void pmcp__content_clear(pmcp__content *c);
+
+/* ---------------------------------------------------------------- server messages */
+
+/* The answer to a request of the server that the client does not serve itself: ping
+ * gets {}, anything else "Method not found". New reference (NULL when out of memory). */
+pj_t *pmcp__default_answer(const pb_rpc_msg *m);
+/* Logs a notifications/message as "mcp[<name>]: <level>: <data>" (info). */
+void pmcp__log_message(const pb_logger *log, const char *name, const pj_t *params);
 
 /* ---------------------------------------------------------------- SSE parsing */
 
