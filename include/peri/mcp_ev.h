@@ -56,7 +56,7 @@ typedef enum pmcp_ev_status {
     PMCP_EV_E_RPC,       /* a JSON-RPC error answer ("MCP error <code>: <message>") */
     PMCP_EV_E_TIMEOUT,   /* the deadline passed (never reported as a cancel) */
     PMCP_EV_E_CANCELLED, /* pmcp_ev_cancel */
-    PMCP_EV_E_CLOSED,    /* the client is closing */
+    PMCP_EV_E_CLOSED,    /* the client is closing, or the host closed its ports */
 } pmcp_ev_status;
 
 /* English name ("timeout", "protocol", ...); never NULL. */

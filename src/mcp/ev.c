@@ -444,6 +444,10 @@ static pmcp_ev_status x_outcome(xchg *x, const pn_http_result *r, char *why, siz
             snprintf(why, n, "the MCP client %s is closing", c->name);
             return PMCP_EV_E_CLOSED;
         }
+        if (r->err == PN_HTTP_E_NET && r->net == PN_E_CLOSED) {
+            snprintf(why, n, "the host closed the connection to MCP server %s", c->name);
+            return PMCP_EV_E_CLOSED;
+        }
         if (st == PMCP_EV_E_CANCELLED) {
             snprintf(why, n, "cancelled");
         } else if (st == PMCP_EV_E_TIMEOUT) {

@@ -475,6 +475,32 @@ static void test_close_while_connecting(void **state) {
     close_and_settle(&r);
 }
 
+/* The host closes every port while a call runs: the call ends typed (closed), and a
+ * close that cannot even set a timer frees the client at once, with no callback. */
+static void test_host_closes_ports(void **state) {
+    (void)state;
+    run r;
+    run_init(&r);
+    char url[128];
+    url_of(url, sizeof url, "json");
+    client_new(&r, url, NULL);
+    connect_and_wait(&r);
+    assert_int_equal(r.ready_st, PMCP_EV_OK);
+    pmcp_ev_status st;
+    char err[128];
+    assert_non_null(pmcp_ev_call_tool(r.c, "slow", "{}", 0, on_done, &r, &st, err, sizeof err));
+    for (int i = 0; i < 10; i++)
+        pn_loop_run_once(r.loop, 10);
+    pn_loop_close_all(r.loop);
+    pump(&r, &r.dones, 1, 5000);
+    assert_int_equal(r.res.status, PMCP_EV_E_CLOSED);
+    assert_string_equal(r.res_text, "the host closed the connection to MCP server evtest");
+    assert_int_equal(pmcp_ev_close(r.c, on_settled, &r), PMCP_EV_E_CLOSED);
+    r.c = NULL;
+    r.settles = 1; /* freed at once: nothing left to settle */
+    close_and_settle(&r);
+}
+
 /* Close of a client that never connected, and bad options. */
 static void test_close_idle_and_options(void **state) {
     (void)state;
@@ -578,6 +604,13 @@ static int everything(const char *node, const char *index_js) {
     if (r.res.status != PMCP_EV_E_CANCELLED) goto out;
     call(&r, "echo", "{\"message\":\"still alive\"}");
     if (r.res.status != PMCP_EV_OK || strcmp(r.res_text, "Echo: still alive")) goto out;
+    /* what a call costs: 200 sequential echo calls (a POST and a connection each) */
+    int64_t t0 = mono_ms();
+    for (int i = 0; i < 200; i++) {
+        call(&r, "echo", "{\"message\":\"t\"}");
+        if (r.res.status != PMCP_EV_OK) goto out;
+    }
+    printf("200 echo calls: %lld ms\n", (long long)(mono_ms() - t0));
     rc = 0;
 out:
     close_and_settle(&r);
@@ -606,6 +639,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_call_deadline),
         cmocka_unit_test(test_close_while_connecting),
+        cmocka_unit_test(test_host_closes_ports),
         cmocka_unit_test(test_close_idle_and_options),
     };
     return cmocka_run_group_tests(tests, server_up, server_down);
