@@ -17,7 +17,8 @@ HTTP), badjson (200 application/json that is not JSON), badsession (a session id
 space), version (protocolVersion 1999-01-01), status500, big (a 3 MiB tools/list),
 manytools (2000 tools), endless (a nextCursor forever), badtype (text/html), sseeof (an
 event stream that ends without the answer), ssegarbage (an event stream of bytes that
-are not JSON-RPC, then the stream ends).
+are not JSON-RPC, then the stream ends), mutate/<seed> (a valid initialize answer with
+a few random bytes changed, added, dropped or cut, seeded).
 
 Every message is logged to LOGFILE as one JSON line: {"mode", "verb", "method", "id",
 "session", "protocol", "params"} (DELETE: verb "DELETE"), so the test can see what the
@@ -25,6 +26,7 @@ client sent.
 """
 import http.server
 import json
+import random
 import select
 import socket
 import sys
@@ -126,6 +128,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wait_for_close()
             self.close_connection = True
             return
+        if mode == "mutate":
+            return self.mutate(int(self.path.split("/")[3]), rid)
         if mode == "garbage":
             self.wfile.write(b"\x00\xffTHIS IS NOT HTTP\r\n\r\n")
             self.close_connection = True
@@ -162,6 +166,40 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 frame], headers)
         else:
             self.send_json(frame, headers=headers)
+
+    def mutate(self, seed, rid):
+        """A valid initialize answer (JSON or an event stream, chunked or not) with a few
+        bytes flipped, inserted, dropped or cut, head and body alike."""
+        rnd = random.Random(seed)
+        frame = json.dumps({"jsonrpc": "2.0", "id": rid, "result": {
+            "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+            "serverInfo": {"name": "m", "version": "1"}}})
+        if rnd.random() < 0.5:
+            ctype, body = "application/json", frame.encode()
+        else:
+            ctype = "text/event-stream"
+            body = ('event: message\ndata: {"jsonrpc":"2.0","id":"p","method":"ping"}\n\n'
+                    ": note\r\ndata: %s\r\n\r\n" % frame).encode()
+        if rnd.random() < 0.5:
+            head = "Content-Length: %d\r\n" % len(body)
+        else:
+            head = "Transfer-Encoding: chunked\r\n"
+            body = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+        raw = bytearray(("HTTP/1.1 200 OK\r\nContent-Type: %s\r\nMcp-Session-Id: s-%d\r\n%s\r\n"
+                         % (ctype, seed, head)).encode() + body)
+        for _ in range(rnd.randint(1, 4)):
+            at = rnd.randrange(len(raw))
+            op = rnd.randrange(4)
+            if op == 0:
+                raw[at] = rnd.randrange(256)
+            elif op == 1:
+                raw[at:at] = bytes(rnd.randrange(256) for _ in range(rnd.randint(1, 8)))
+            elif op == 2:
+                del raw[at:at + rnd.randint(1, 8)]
+            else:
+                raw = raw[:at]
+        self.wfile.write(bytes(raw))
+        self.close_connection = True
 
     def initialize(self, mode, rid):
         session = "sess-" + uuid.uuid4().hex

@@ -379,6 +379,30 @@ static void test_cancel(void **state) {
 
 /* ---------------------------------------------------------------- hostile servers */
 
+/* 200 seeded mutations of a valid initialize answer (head and body, JSON and SSE,
+ * chunked or not): whatever the bytes, on_ready comes once with a status, close
+ * settles, and nothing is left open (the ASan build makes this a crash test). */
+static void test_mutated_answers(void **state) {
+    (void)state;
+    int ok = 0;
+    for (int seed = 0; seed < 200; seed++) {
+        run r;
+        run_init(&r);
+        char url[128];
+        snprintf(url, sizeof url, "http://127.0.0.1:%d/mcp/mutate/%d", g_port, seed);
+        pmcp_ev_opts o = {.init_deadline_ms = 3000};
+        client_new(&r, url, &o);
+        connect_and_wait(&r);
+        assert_int_equal(r.readies, 1);
+        if (r.ready_st == PMCP_EV_OK)
+            ok++;
+        else
+            assert_true(r.ready_err[0] != 0);
+        close_and_settle(&r);
+    }
+    printf("mutated answers: %d of 200 still connected\n", ok);
+}
+
 /* Connects to a hostile mode and expects the connect to fail with st and a text
  * containing want. */
 static void hostile(const char *mode, const pmcp_ev_opts *o, pmcp_ev_status st, const char *want) {
@@ -640,6 +664,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_call_deadline),
         cmocka_unit_test(test_close_while_connecting),
         cmocka_unit_test(test_host_closes_ports),
+        cmocka_unit_test(test_mutated_answers),
         cmocka_unit_test(test_close_idle_and_options),
     };
     return cmocka_run_group_tests(tests, server_up, server_down);
