@@ -87,6 +87,7 @@ struct pmcp_ev_client {
     size_t ntools, captools;
     xchg *xs; /* in flight */
     size_t ncalls, nside;
+    size_t side_dropped; /* notices and answers not sent (logged at powers of two) */
     bool closing, timer_live, settled;
     pn_handle timer;
     pmcp_ev_settled_fn on_settled;
@@ -296,10 +297,14 @@ static void x_side(pmcp_ev_client *c, pj_t *frame, const char *what) {
     char why[200];
     if (!frame || c->closing || c->nside >= MAX_SIDE) {
         pj_decref(frame);
-        pb_log(&c->log, PB_LOG_WARN, "mcp[%s]: did not send %s (%s)", c->name, what,
-               !frame       ? "out of memory"
-               : c->closing ? "closing"
-                            : "too many in flight");
+        /* a server that floods its streams with requests gets a few lines, not one each */
+        size_t k = ++c->side_dropped;
+        if ((k & (k - 1)) == 0)
+            pb_log(&c->log, PB_LOG_WARN, "mcp[%s]: did not send %s (%s; %zu so far)", c->name, what,
+                   !frame       ? "out of memory"
+                   : c->closing ? "closing"
+                                : "too many in flight",
+                   k);
         return;
     }
     if (!x_start(c, X_SIDE, what, 0, frame, SIDE_DEADLINE, NULL, why, sizeof why))

@@ -18,7 +18,8 @@ space), version (protocolVersion 1999-01-01), status500, big (a 3 MiB tools/list
 manytools (2000 tools), endless (a nextCursor forever), badtype (text/html), sseeof (an
 event stream that ends without the answer), ssegarbage (an event stream of bytes that
 are not JSON-RPC, then the stream ends), mutate/<seed> (a valid initialize answer with
-a few random bytes changed, added, dropped or cut, seeded).
+a few random bytes changed, added, dropped or cut, seeded), flood (500 ping requests
+before the initialize answer, then honest JSON).
 
 Every message is logged to LOGFILE as one JSON line: {"mode", "verb", "method", "id",
 "session", "protocol", "params"} (DELETE: verb "DELETE"), so the test can see what the
@@ -85,7 +86,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             data = m if isinstance(m, bytes) else ("data: %s\n\n" % json.dumps(m)).encode()
             self.wfile.write(data)
             self.wfile.flush()
-            time.sleep(0.01)
+            if len(messages) < 50:
+                time.sleep(0.01)
         self.close_connection = True
 
     def wait_for_close(self, limit=20.0):
@@ -222,6 +224,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if mode == "sseeof":
             return self.send_events([{"jsonrpc": "2.0", "method": "notifications/message",
                                       "params": {"level": "info", "data": "x"}}], hdrs)
+        if mode == "flood":
+            return self.send_events(
+                [{"jsonrpc": "2.0", "id": "f%d" % i, "method": "ping"} for i in range(500)] +
+                [frame], hdrs)
         if mode == "ssegarbage":
             return self.send_events([b"data: {not json\n\n", b"data: \xff\xfe\n\n",
                                      b"event: message\ndata: [1,2]\n\n", b": comment\n\n"],

@@ -403,6 +403,27 @@ static void test_mutated_answers(void **state) {
     printf("mutated answers: %d of 200 still connected\n", ok);
 }
 
+/* 500 requests of the server in the initialize stream: a few are answered, the rest
+ * dropped with a few log lines (not 500), and the connect still succeeds. */
+static void test_flood(void **state) {
+    (void)state;
+    run r;
+    run_init(&r);
+    char url[128];
+    url_of(url, sizeof url, "flood");
+    client_new(&r, url, NULL);
+    connect_and_wait(&r);
+    if (r.ready_st != PMCP_EV_OK) fail_msg("connect: %s", r.ready_err);
+    assert_int_equal(pmcp_ev_tool_count(r.c), 4);
+    size_t lines = count(r.logs.p, "did not send");
+    assert_true(lines >= 1 && lines <= 10);
+    close_and_settle(&r);
+    char *lg = server_log("flood");
+    size_t answered = count(lg, "\"id\": \"f");
+    assert_true(answered >= 8 && answered < 500);
+    free(lg);
+}
+
 /* Connects to a hostile mode and expects the connect to fail with st and a text
  * containing want. */
 static void hostile(const char *mode, const pmcp_ev_opts *o, pmcp_ev_status st, const char *want) {
@@ -665,6 +686,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_close_while_connecting),
         cmocka_unit_test(test_host_closes_ports),
         cmocka_unit_test(test_mutated_answers),
+        cmocka_unit_test(test_flood),
         cmocka_unit_test(test_close_idle_and_options),
     };
     return cmocka_run_group_tests(tests, server_up, server_down);
