@@ -1,12 +1,13 @@
 #!/bin/sh
-# tests/mcp/ev_wasm.sh SRCDIR WORKDIR: builds the event-driven MCP client (src/mcp/ev*.c
-# with the shared proto.c/sse.c, the HTTP client and the guest side of the ports) into a
-# wasm32-wasi reactor (tests/mcp/ev_wasm.c) with clang and Debian's wasi-libc alone:
-# no pthread.h, no libcurl. Then checks that the module imports nothing but the ports
-# (peri_port) and WASI's descriptor calls: no clock of its own. Exit 77 (ctest: Skipped)
-# when the toolchain is missing (1 under CI=true).
+# tests/mcp/ev_wasm.sh SRCDIR WORKDIR TEST_MCP_EV PYTHON: builds the event-driven MCP
+# client (src/mcp/ev*.c with the shared proto.c/sse.c, the HTTP client and the guest side
+# of the ports) into a wasm32-wasi reactor guest of the module ABI (tests/mcp/ev_wasm.c)
+# with clang and Debian's wasi-libc alone: no pthread.h, no libcurl. Checks that the
+# module names no clock of its own, no thread and no libcurl, then runs it on the
+# project's engine against tests/mcp/ev_server.py (test_mcp_ev --wasm). Exit 77 (ctest:
+# Skipped) when the toolchain is missing (1 under CI=true).
 set -eu
-src=$1 work=$2
+src=$1 work=$2 runner=$3 python=$4
 cc=$(command -v clang-14 || command -v clang || true)
 if [ -z "$cc" ] || [ ! -f /usr/lib/wasm32-wasi/libc.a ] || ! command -v wasm-ld >/dev/null; then
     echo "ev_wasm: clang, wasm-ld or Debian's wasi-libc (/usr/lib/wasm32-wasi) missing: not run"
@@ -27,7 +28,8 @@ for bad in clock_time_get pthread curl_; do
         exit 1
     fi
 done
-for want in ev_start ev_call ev_cancel ev_close peri_port timer_set; do
+for want in peri_start peri_port_event peri_port timer_set; do
     grep -q "$want" "$work/ev_wasm.wasm" || { echo "ev_wasm: $want missing"; exit 1; }
 done
-echo "ev_wasm: $(wc -c <"$work/ev_wasm.wasm") bytes, imports only the ports and WASI descriptors"
+echo "ev_wasm: $(wc -c <"$work/ev_wasm.wasm") bytes"
+"$runner" --wasm "$work/ev_wasm.wasm" "$python" "$src/tests/mcp/ev_server.py"

@@ -8,6 +8,9 @@
  *       seen by the server), a call deadline, a connect deadline, a dropped connection,
  *       garbage, bad JSON, a bad session id, an unknown revision, an HTTP 500, answers
  *       over the size bound, too many tools, endless pages; close → DELETE → settled.
+ *   test_mcp_ev --wasm GUEST PYTHON ev_server.py  the client inside a wasm32-wasi module
+ *       (tests/mcp/ev_wasm.c, built by ev_wasm.sh) on the project's engine with native
+ *       ports: connect, a call and a settled close against the SSE server.
  *   test_mcp_ev --everything NODE INDEX_JS  the MCP reference server
  *       (@modelcontextprotocol/server-everything) in streamableHttp mode: exit 77 when it
  *       is not installed (FAIL under CI=true).
@@ -23,6 +26,8 @@
 
 #include "peri/mcp.h"
 #include "peri/mcp_ev.h"
+#include "peri/wasm.h"
+#include "peri/wasmhost.h"
 
 #include "mcp/proto.h"
 
@@ -664,10 +669,94 @@ out:
     return rc;
 }
 
+/* ---------------------------------------------------------------- inside the engine */
+
+typedef struct wout {
+    pb_buf sent;
+    bool settled;
+} wout;
+
+static void w_send(void *ud, const uint8_t *d, size_t n) {
+    pb_buf_put(&((wout *)ud)->sent, d, n);
+}
+
+static void w_settled(void *ud, const char *json, size_t n) {
+    (void)json, (void)n;
+    ((wout *)ud)->settled = true;
+}
+
+/* The guest of ev_wasm.c on the project's engine with native ports, against
+ * ev_server.py: connect, list, a call and a settled close, all inside the module. */
+static int in_wasm(const char *guest) {
+    if (server_up(NULL) != 0) return 1;
+    FILE *f = fopen(guest, "rb");
+    pb_buf b = {0};
+    char chunk[65536];
+    size_t n;
+    while (f && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        pb_buf_put(&b, chunk, n);
+    if (f) fclose(f);
+    pw_error e;
+    pw_module *m = b.len ? pw_module_new((const uint8_t *)b.p, b.len, NULL, &e) : NULL;
+    pb_buf_free(&b);
+    int rc = 1;
+    wout o = {0};
+    char allow[64], url[128], err[320];
+    snprintf(allow, sizeof allow, "127.0.0.1:%d", g_port);
+    url_of(url, sizeof url, "sse");
+    const char *allowp[] = {allow};
+    pwh_opts opts = {.module = m,
+                     .allow = allowp,
+                     .nallow = 1,
+                     .on_send = w_send,
+                     .on_settled = w_settled,
+                     .ud = &o};
+    pwh_instance *w = m ? pwh_new(&opts, err, sizeof err) : NULL;
+    if (!w) {
+        printf("FAIL: %s\n", m ? err : "the guest did not load");
+        goto out;
+    }
+    if (pwh_start(w, url, strlen(url)) != PWH_OK) {
+        printf("FAIL: start: %s\n", pwh_error(w));
+        goto out;
+    }
+    int64_t end = mono_ms() + 20000;
+    while (!o.settled && mono_ms() < end)
+        if (pwh_run_once(w, 50) < 0) break;
+    pwh_settlement st;
+    for (int i = 0; i < 20; i++) /* the module reported; the host's own count must agree */
+        pwh_run_once(w, 10);
+    pwh_settlement_get(w, &st);
+    printf("%s", o.sent.p ? o.sent.p : "(nothing sent)\n");
+    if (o.settled && st.settled && o.sent.p && strstr(o.sent.p, "ready 4 tools, session sess-") &&
+        strstr(o.sent.p, "echo: Echo: wasm (ok)"))
+        rc = 0;
+    printf("module settled: %d, host settled: %d\n", o.settled, st.settled);
+out:
+    pwh_free(w);
+    pw_module_free(m);
+    pb_buf_free(&o.sent);
+    char *lg = server_log("sse");
+    if (rc == 0 && !strstr(lg, "\"verb\": \"DELETE\"")) {
+        printf("FAIL: no DELETE of the session\n");
+        rc = 1;
+    }
+    free(lg);
+    server_down(NULL);
+    printf("%s\n", rc ? "FAIL" : "PASS");
+    return rc;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 5 && !strcmp(argv[1], "--wasm")) {
+        g_python = argv[3];
+        g_script = argv[4];
+        return in_wasm(argv[2]);
+    }
     if (argc == 4 && !strcmp(argv[1], "--everything")) return everything(argv[2], argv[3]);
     if (argc != 3) {
-        fprintf(stderr, "usage: test_mcp_ev PYTHON ev_server.py | --everything NODE INDEX_JS\n");
+        fprintf(stderr, "usage: test_mcp_ev PYTHON ev_server.py | --everything NODE INDEX_JS | "
+                        "--wasm GUEST.wasm PYTHON ev_server.py\n");
         return 2;
     }
     g_python = argv[1];
