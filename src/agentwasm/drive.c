@@ -149,6 +149,23 @@ static void finish_close(paw_sess *s) {
     }
 }
 
+void paw__sess_free_all(paw *p) {
+    while (p->sessions) {
+        paw_sess *s = p->sessions;
+        if (s->turn) pag_turn_free(s->turn);
+        s->turn = NULL;
+        while (s->tcalls) { /* their sources are gone with the ports */
+            paw_tcall *tc = s->tcalls;
+            s->tcalls = tc->next;
+            free(tc->id);
+            free(tc);
+        }
+        pj_decref(s->prompt_id);
+        pj_decref(s->close_id);
+        sess_unlink_free(s);
+    }
+}
+
 /* ---------------------------------------------------------------- the turn's answer */
 
 static void answer_turn(paw_sess *s, const pag_turn_result *r) {
@@ -456,7 +473,7 @@ static bool persist(paw_sess *s, const pag_effect *fx) {
     return true;
 }
 
-static bool wait(paw_sess *s, long ms) {
+static bool wait_retry(paw_sess *s, long ms) {
     paw *p = s->p;
     paw_handle *hd = paw__handle_add(p, PAW_H_TIMER, s);
     if (hd) {
@@ -613,7 +630,7 @@ static void step(paw_sess *s) {
             if (persist(s, &fx)) return;
             break;
         case PAG_FX_WAIT:
-            if (wait(s, fx.wait_ms)) return;
+            if (wait_retry(s, fx.wait_ms)) return;
             break;
         case PAG_FX_DONE: turn_finished(s, fx.result); return;
         }

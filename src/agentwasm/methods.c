@@ -166,9 +166,18 @@ static const char *mcp_refusal(pj_t *servers, char *buf, size_t n) {
     return NULL;
 }
 
+/* A store answer that arrives while the instance closes opens nothing new. */
+static bool closing(pend *q) {
+    if (!q->p->closing) return false;
+    paw__reply_error(q->p, q->id, PB_RPC_INTERNAL_ERROR, "the instance is closing", NULL);
+    pend_free(q);
+    return true;
+}
+
 static void new_created(void *ud, pst_remote_result *res) {
     pend *q = ud;
     paw *p = q->p;
+    if (closing(q)) return;
     if (res->status != PST_OK) {
         store_error(p, q->id, res);
     } else {
@@ -261,7 +270,7 @@ static pj_t *load_result(const pend *q, const char *owner) {
 static void load_messages(void *ud, pst_remote_result *res) {
     pend *q = ud;
     paw *p = q->p;
-    if (op_failed(q, res)) return;
+    if (closing(q) || op_failed(q, res)) return;
     paw_sess *s = paw__sess_find(p, q->sid);
     if (!s) s = paw__sess_new(p, q->sid, q->cwd, q->frozen, q->foreign || q->old_format);
     if (!s) {

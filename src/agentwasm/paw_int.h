@@ -167,6 +167,8 @@ typedef struct paw_tcall {
 paw_sess *paw__sess_new(paw *p, const char *id, const char *cwd, const char *frozen,
                         bool read_only);
 paw_sess *paw__sess_find(paw *p, const char *id);
+/* Frees every session as it is (paw_free after the host closed the ports). */
+void paw__sess_free_all(paw *p);
 /* Starts (or queues) a turn over msg (its parts taken); the reply goes to id. */
 void paw__sess_prompt(paw_sess *s, pj_t *id, pm_message *msg);
 /* Raises the cancel flag of the running turn and stops what it waits on. */

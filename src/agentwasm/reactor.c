@@ -555,18 +555,7 @@ bool paw_settled(const paw *p) {
 
 void paw_free(paw *p) {
     if (!p) return;
-    while (p->sessions) { /* only after the host closed the ports: drop what is left */
-        paw_sess *s = p->sessions;
-        p->sessions = s->next;
-        if (s->turn) pag_turn_free(s->turn);
-        pm_call_free(s->call);
-        pm_response_clear(&s->resp);
-        pag_session_free(s->agent);
-        pj_decref(s->prompt_id);
-        pj_decref(s->close_id);
-        free(s->cwd);
-        free(s);
-    }
+    paw__sess_free_all(p); /* only after the host closed the ports: what is left */
     while (p->handles) {
         paw_handle *hd = p->handles;
         p->handles = hd->next;
