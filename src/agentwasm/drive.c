@@ -208,7 +208,51 @@ static void answer_turn(paw_sess *s, const pag_turn_result *r) {
     s->prompt_id = NULL;
 }
 
+/* The session's title was stored: the client hears it (the session may be gone). */
+typedef struct title_op {
+    paw *p;
+    char sid[PST_ID_LEN];
+    char title[64];
+} title_op;
+
+static void titled(void *ud, pst_remote_result *res) {
+    title_op *t = ud;
+    paw_sess *s = paw__sess_find(t->p, t->sid);
+    if (res->status == PST_OK && s) {
+        pag_event ev = {.kind = PAG_EV_SESSION_INFO,
+                        .title = t->title,
+                        .used = t->p->h.ports->wall_ms(t->p->h.ports->ctx)};
+        paw__emit(s, &ev);
+    }
+    free(t);
+}
+
+/* The first prompt names an untitled session, as natively: its first line, at most 60
+ * bytes, cut between UTF-8 characters. */
+static void maybe_title(paw_sess *s, const pm_message *msg) {
+    const char *text = NULL;
+    for (size_t i = 0; i < msg->nparts && !text; i++)
+        if (msg->parts[i].kind == PM_PART_TEXT) text = msg->parts[i].text;
+    if (s->titled || !text || !s->p->store_ready) return;
+    size_t n = strcspn(text, "\n");
+    if (n > 60) n = 60;
+    while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80)
+        n--;
+    title_op *t = n ? calloc(1, sizeof *t) : NULL;
+    if (!t) return;
+    t->p = s->p;
+    memcpy(t->sid, s->id, PST_ID_LEN);
+    memcpy(t->title, text, n);
+    pst_error e = {0};
+    if (pst_remote_thread_rename(s->p->store, s->id, t->title, titled, t, &e) != PST_OK) {
+        free(t);
+        return;
+    }
+    s->titled = true;
+}
+
 static void start_turn(paw_sess *s, pj_t *id, pm_message *msg) {
+    maybe_title(s, msg);
     pag_session_begin_turn(s->agent); /* a fresh generation, the cancel flag lowered */
     s->turn = pag_turn_new(s->agent, msg);
     if (!s->turn) {

@@ -42,7 +42,7 @@ typedef struct pend {
     char sid[PST_ID_LEN];
     char *cwd;
     char *frozen;
-    bool foreign, old_format;
+    bool foreign, old_format, titled;
 } pend;
 
 static pend *pend_new(paw *p, pj_t *id) {
@@ -272,7 +272,10 @@ static void load_messages(void *ud, pst_remote_result *res) {
     paw *p = q->p;
     if (closing(q) || op_failed(q, res)) return;
     paw_sess *s = paw__sess_find(p, q->sid);
-    if (!s) s = paw__sess_new(p, q->sid, q->cwd, q->frozen, q->foreign || q->old_format);
+    if (!s) {
+        s = paw__sess_new(p, q->sid, q->cwd, q->frozen, q->foreign || q->old_format);
+        if (s) s->titled = q->titled;
+    }
     if (!s) {
         paw__reply_error(p, q->id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
         pend_free(q);
@@ -303,6 +306,7 @@ static void load_thread(void *ud, pst_remote_result *res) {
     }
     if (op_failed(q, res)) return;
     q->foreign = strcmp(res->thread.machine_id, p->machine_id) != 0;
+    q->titled = res->thread.title != NULL;
     q->old_format = history_format(res->thread.meta) != 1;
     pj_t *meta = res->thread.meta ? pj_loads(res->thread.meta, 0, NULL) : NULL;
     const char *fz = pj_string_value(pj_object_get(meta, "frozenContext"));

@@ -111,6 +111,7 @@ struct paw_sess {
     char *cwd;
     pag_session *agent;
     bool read_only;
+    bool titled;    /* the thread has a title (else the first prompt names it) */
     uint64_t seq;   /* session/update sequence */
     uint64_t turns; /* turn generation (peri.turnId) */
     /* the running turn */

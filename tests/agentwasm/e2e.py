@@ -209,6 +209,8 @@ def s_prompt_stream_and_tool(E):
     seqs = [f["params"]["_meta"]["peri.sessionSeq"] for _, f in a.log
             if f.get("method") == "session/update"]
     check(seqs == sorted(seqs) and len(set(seqs)) == len(seqs), "sequence: %r" % seqs)
+    info = [u for _, u in a.updates(sid) if u["sessionUpdate"] == "session_info_update"]
+    check(len(info) == 1 and info[0]["title"] == "say hello", "title update: %r" % info)
     # a tool round: no shell in this form, the model hears so and goes on
     rid = prompt(a, sid, "list files")
     r = wait_done(a, rid)
@@ -318,6 +320,7 @@ def s_load_and_list(E):
               if f.get("method") == "session/update"), "replay flag")
     lst = b.result("session/list", {"cwd": "/work/listed"})
     check([s["sessionId"] for s in lst["sessions"]] == [sid], "list: %r" % lst)
+    check(lst["sessions"][0].get("title") == "one", "title from the first prompt: %r" % lst)
     # the session continues with its history
     E.mock.script([{"text": "third"}])
     check(wait_done(b, prompt(b, sid, "three")).get("result") == {"stopReason": "end_turn"},
