@@ -138,6 +138,18 @@ static void m_initialize(paw *p, pj_t *params, pj_t *id) {
     paw__reply(p, id, r);
 }
 
+/* The session's modes as native results carry them ({currentModeId, availableModes}). */
+static void add_modes(pj_t *result, const paw_sess *s) {
+    pj_t *av = result ? pj_array() : NULL;
+    for (int m = 0; av && m < PAG_MODE_COUNT; m++)
+        pj_array_append_new(av, pj_pack("{s:s, s:s, s:s}", "id", pag_mode_id(m), "name",
+                                        pag_mode_name(m), "description", pag_mode_description(m)));
+    if (av)
+        pj_object_set_new(result, "modes",
+                          pj_pack("{s:s, s:o}", "currentModeId",
+                                  pag_mode_id(pag_session_mode(s->agent)), "availableModes", av));
+}
+
 /* ---------------------------------------------------------------- session/new */
 
 /* The session's mcpServers: stdio ones cannot run here (an explicit refusal); HTTP ones
@@ -184,8 +196,11 @@ static void new_created(void *ud, pst_remote_result *res) {
         paw_sess *s = paw__sess_new(p, res->thread.id, q->cwd, q->frozen, false);
         if (!s)
             paw__reply_error(p, q->id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
-        else
-            paw__reply(p, q->id, pj_pack("{s:s}", "sessionId", s->id));
+        else {
+            pj_t *r = pj_pack("{s:s}", "sessionId", s->id);
+            add_modes(r, s);
+            paw__reply(p, q->id, r);
+        }
     }
     pend_free(q);
 }
@@ -292,7 +307,9 @@ static void load_messages(void *ud, pst_remote_result *res) {
         free(txt);
     }
     pag_session_replay(s->agent, replay_emit, s);
-    paw__reply(p, q->id, load_result(q, res->thread.machine_id));
+    pj_t *r = load_result(q, res->thread.machine_id);
+    add_modes(r, s);
+    paw__reply(p, q->id, r);
     pend_free(q);
 }
 

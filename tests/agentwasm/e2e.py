@@ -313,6 +313,8 @@ def s_load_and_list(E):
     b = E.agent()
     r = b.result("session/load", {"sessionId": sid, "cwd": "/work/listed", "mcpServers": []})
     check("_meta" not in r, "own session read-only? %r" % r)
+    check(r["modes"]["currentModeId"] == "default" and
+          len(r["modes"]["availableModes"]) == 4, "modes: %r" % r)
     ups = b.updates(sid)
     check(text_of(ups, "user_message_chunk") == "onetwo", "replayed user: %r" % ups)
     check(text_of(ups) == "first answersecond answer", "replayed agent: %r" % ups)
@@ -396,6 +398,19 @@ def s_model_errors(E):
     e = r.get("error", {})
     check(e.get("code") == -32000 and e.get("data", {}).get("status") == 401, "401: %r" % r)
     a.finish()
+    # a retryable failure waits on a host timer (the turn's WAIT), then the same call again
+    E.mock.script([{"status": 503, "retry_after": "1"}, {"text": "recovered"}])
+    start = E.start_object()
+    start["settings"]["maxRetries"] = 2
+    b = E.agent(start)
+    sid = E.new_session(b)
+    t0 = time.monotonic()
+    r = wait_done(b, prompt(b, sid, "z"))
+    check(r.get("result") == {"stopReason": "end_turn"}, "retried: %r" % r)
+    check(time.monotonic() - t0 >= 0.9, "Retry-After not waited")
+    check(text_of(b.updates(sid)) == "recovered", "text: %r" % text_of(b.updates(sid)))
+    check(len(E.mock.requests()) == 4, "requests: %d" % len(E.mock.requests()))
+    b.finish()
 
 
 def s_port_refused(E):
