@@ -150,6 +150,13 @@ static void add_modes(pj_t *result, const paw_sess *s) {
                                   pag_mode_id(pag_session_mode(s->agent)), "availableModes", av));
 }
 
+/* Answers a request that opened session s with result r (the modes added); frees q. */
+static void answer_opened(pend *q, const paw_sess *s, pj_t *r) {
+    add_modes(r, s);
+    paw__reply(q->p, q->id, r);
+    pend_free(q);
+}
+
 /* ---------------------------------------------------------------- session/new */
 
 /* The session's mcpServers: stdio ones cannot run here (an explicit refusal); HTTP ones
@@ -194,13 +201,8 @@ static void new_created(void *ud, pst_remote_result *res) {
         store_error(p, q->id, res);
     } else {
         paw_sess *s = paw__sess_new(p, res->thread.id, q->cwd, q->frozen, false);
-        if (!s)
-            paw__reply_error(p, q->id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
-        else {
-            pj_t *r = pj_pack("{s:s}", "sessionId", s->id);
-            add_modes(r, s);
-            paw__reply(p, q->id, r);
-        }
+        if (s) return answer_opened(q, s, pj_pack("{s:s}", "sessionId", s->id));
+        paw__reply_error(p, q->id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
     }
     pend_free(q);
 }
@@ -307,10 +309,7 @@ static void load_messages(void *ud, pst_remote_result *res) {
         free(txt);
     }
     pag_session_replay(s->agent, replay_emit, s);
-    pj_t *r = load_result(q, res->thread.machine_id);
-    add_modes(r, s);
-    paw__reply(p, q->id, r);
-    pend_free(q);
+    answer_opened(q, s, load_result(q, res->thread.machine_id));
 }
 
 static void load_thread(void *ud, pst_remote_result *res) {
