@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """e2e.py: the agent module's reactor (src/agentwasm/) run natively by paw_native over
-pn_loop, speaking ACP on stdio, against a real PostgreSQL (pg_cluster.sh with
+pn_loop (or, with PAW_MODULE=peri-agent.wasm and paw_engine as the driver, inside the
+module under Peri-C's engine host), speaking ACP on stdio, against a real PostgreSQL (pg_cluster.sh with
 PERI_PG_TCP=1: the role logs in with scram-sha-256 over TCP) and the mock model.
 
     pg_cluster.sh python3 e2e.py PAW_NATIVE MOCK_MODEL_PY [SCENARIO...]
@@ -37,7 +38,10 @@ class Paw(Agent):
             if k in os.environ:
                 env[k] = os.environ[k]
         env.update(env_extra or {})
-        self.proc = subprocess.Popen([exe, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        argv = [exe, path]
+        if os.environ.get("PAW_MODULE"):  # paw_engine: the module under the engine host
+            argv = [exe, os.environ["PAW_MODULE"], path]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=env)
         import queue
         self.frames = queue.Queue()
@@ -48,7 +52,14 @@ class Paw(Agent):
         self.permission_answer = "allow_once"
         self.stderr = []
         threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._drain_err, daemon=True).start()
+        self.err_thread = threading.Thread(target=self._drain_err, daemon=True)
+        self.err_thread.start()
+
+    def wait_exit(self, timeout=10):
+        """The exit status, once stderr was read to its end."""
+        rc = self.proc.wait(timeout)
+        self.err_thread.join(timeout)
+        return rc
 
     def on_request(self, f):
         if f.get("method") == "session/request_permission" and self.permission_answer is None:
@@ -62,11 +73,10 @@ class Paw(Agent):
         """EOF on stdin: the reactor closes everything and reports settlement."""
         self.proc.stdin.close()
         try:
-            rc = self.proc.wait(timeout)
+            rc = self.wait_exit(timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             raise Fail("paw_native did not settle after EOF; stderr: " + self.err()[-1500:])
-        time.sleep(0.05)
         check(rc == 0, "exit status %r; stderr: %s" % (rc, self.err()[-1500:]))
         check("paw: settled {" in self.err(), "no settled report: " + self.err()[-1500:])
         check("Sanitizer" not in self.err(), "sanitizer: " + self.err()[-3000:])
@@ -79,6 +89,7 @@ class Env:
         self.tmp = tempfile.mkdtemp(prefix="paw-e2e-")
         self.mock = Mock(mock_py, self.tmp)
         self.agents = []
+        self.allow = ["127.0.0.1:%d" % self.mock.port, "127.0.0.1:%d" % pg_port]
 
     def store_url(self):
         return "postgresql://%s@127.0.0.1:%d/%s?sslmode=disable" % (ROLE, self.pg_port, DB)
@@ -94,8 +105,9 @@ class Env:
         return o
 
     def agent(self, start=None, init=True, env_extra=None):
-        a = Paw(self.exe, start if start is not None else self.start_object(), self.tmp,
-                env_extra)
+        env = {"PAW_ALLOW": ",".join(self.allow)}
+        env.update(env_extra or {})
+        a = Paw(self.exe, start if start is not None else self.start_object(), self.tmp, env)
         self.agents.append(a)
         if init:
             r = a.result("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
@@ -134,7 +146,7 @@ def s_start_errors(E):
     ]
     for what, start, want in cases:
         a = E.agent(start, init=False)
-        rc = a.proc.wait(10)
+        rc = a.wait_exit(10)
         check(rc == 2, "%s: exit %r (want 2: refused)" % (what, rc))
         check(want in a.err(), "%s: error text %r not in %r" % (what, want, a.err()[-600:]))
 
@@ -143,7 +155,7 @@ def s_local_store_refused(E):
     for loc in ("sqlite:/tmp/x.db", "/home/u/.peri/peri.db", ":memory:"):
         a = E.agent(dict(E.start_object(), storage={"url": loc, "credential": {"source": "host"}}),
                     init=False)
-        rc = a.proc.wait(10)
+        rc = a.wait_exit(10)
         check(rc == 2, "%s: exit %r" % (loc, rc))
         check("is a local store" in a.err() and "never falls back" in a.err(),
               "%s: %r" % (loc, a.err()[-500:]))
@@ -418,6 +430,7 @@ def s_port_refused(E):
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()  # nothing listens there
+    E.allow.append("127.0.0.1:%d" % port)
     a = E.agent(E.start_object(model_url="http://127.0.0.1:%d" % port))
     sid = E.new_session(a)
     r = wait_done(a, prompt(a, sid, "x"))
@@ -431,6 +444,7 @@ def s_port_hangs(E):
     srv.bind(("127.0.0.1", 0))
     srv.listen(0)  # a backlog that is full at once: further connects hang
     port = srv.getsockname()[1]
+    E.allow.append("127.0.0.1:%d" % port)
     fill = []
     for _ in range(8):
         c = socket.socket()
@@ -465,7 +479,7 @@ def s_close_settles(E):
     a.wait_update(lambda u: u["sessionUpdate"] == "agent_message_chunk", "chunk", sid=sid)
     r = a.response(rid, timeout=10)
     check(r.get("result") == {"stopReason": "cancelled"}, "turn under paw_close: %r" % r)
-    rc = a.proc.wait(10)
+    rc = a.wait_exit(10)
     check(rc == 0, "exit %r: %s" % (rc, a.err()[-800:]))
     check('paw: settled {"settled":true' in a.err(), "report: %s" % a.err()[-800:])
 
@@ -506,6 +520,11 @@ def main():
         return 2
     exe, mock_py = sys.argv[1], sys.argv[2]
     names = sys.argv[3:] or list(SCENARIOS)
+    if os.environ.get("PAW_MODULE") and not sys.argv[3:]:
+        # the test tool source is linked into paw_native only; the module's own tool
+        # source is the MCP client
+        names.remove("tool_source")
+        print("not run under the engine: tool_source (its tool source is paw_native's)")
     try:
         pg_port = setup_db()
     except (Fail, subprocess.CalledProcessError, FileNotFoundError) as e:
