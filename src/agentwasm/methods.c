@@ -19,8 +19,6 @@
 #define PERI_VERSION "0.0.0-unknown"
 #endif
 
-bool paw__uuid_ok(const char *s);
-
 /* The history format a thread's meta names: 1 (this form's) when it names none, -1 when
  * it is unreadable. */
 static int history_format(const char *meta_json) {

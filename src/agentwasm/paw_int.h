@@ -88,7 +88,9 @@ int paw__send(paw *p, pj_t *frame);
 void paw__reply(paw *p, pj_t *id, pj_t *result);
 void paw__reply_error(paw *p, pj_t *id, int code, const char *msg, pj_t *data);
 void paw__notify(paw *p, const char *method, pj_t *params);
-/* A credential into a malloc'd string (NULL: none; *why says why when asked). */
+/* True for the text form of a UUID (8-4-4-4-12 hex digits). */
+bool paw__uuid_ok(const char *s);
+/* A credential into a malloc'd string (NULL: none); the caller wipes and frees it. */
 char *paw__credential(paw *p, const char *kind);
 /* Registers a handle record (NULL when out of memory). */
 paw_handle *paw__handle_add(paw *p, paw_hkind kind, paw_sess *s);

@@ -159,7 +159,6 @@ static bool canonical(const char *in, char *out, size_t cap) {
     return true;
 }
 
-bool paw__uuid_ok(const char *s);
 bool paw__uuid_ok(const char *s) {
     if (strlen(s) != 36) return false;
     for (int i = 0; i < 36; i++) {
