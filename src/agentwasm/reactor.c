@@ -194,6 +194,11 @@ static void refuse_native_settings(paw *p) {
                          "cannot run inside the WebAssembly form (it has no subprocesses); "
                          "serve it over streamable HTTP and give its url",
                          name);
+            else if (pj_object_get(v, "url") && p->nsrcs == 0)
+                paw__log(p, 0,
+                         "MCP server \"%.100s\" is not connected: this build of the "
+                         "WebAssembly form has no MCP client over HTTP yet",
+                         name);
         }
     }
     pj_t *hooks = pj_object_get(doc, "hooks");
