@@ -147,7 +147,8 @@ def s_start_errors(E):
     for what, start, want in cases:
         a = E.agent(start, init=False)
         rc = a.wait_exit(10)
-        check(rc == 2, "%s: exit %r (want 2: refused)" % (what, rc))
+        check(rc == 2, "%s: exit %r (want 2: refused): %s" % (what, rc, a.err()[-800:]))
+        check("Sanitizer" not in a.err(), "%s: sanitizer: %s" % (what, a.err()[-3000:]))
         check(want in a.err(), "%s: error text %r not in %r" % (what, want, a.err()[-600:]))
 
 
@@ -482,6 +483,7 @@ def s_close_settles(E):
     rc = a.wait_exit(10)
     check(rc == 0, "exit %r: %s" % (rc, a.err()[-800:]))
     check('paw: settled {"settled":true' in a.err(), "report: %s" % a.err()[-800:])
+    check("Sanitizer" not in a.err(), "sanitizer: %s" % a.err()[-3000:])
 
 
 SCENARIOS = {
