@@ -24,8 +24,6 @@
 #include <strings.h>
 #include <time.h>
 
-#define MAX_TOOL_PAGES 100 /* and the whole listing within one timeout, not one per page */
-
 typedef struct pending {
     struct pending *next;
     pj_int_t id;
@@ -66,8 +64,6 @@ struct pmcp_client {
     elicitation *elicits; /* being answered (mu); close waits until none is left */
 };
 
-static const char *const k_versions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
-
 /* ---------------------------------------------------------------- tools */
 
 void pmcp__tool_free(pmcp_tool *t) {
@@ -90,10 +86,6 @@ void pmcp_tools_free(pmcp_tool *t, size_t n) {
     for (size_t i = 0; t && i < n; i++)
         pmcp__tool_free(&t[i]);
     free(t);
-}
-
-static char *dup_or(const char *s, const char *dflt) {
-    return strdup(s ? s : dflt);
 }
 
 /* ---------------------------------------------------------------- link callbacks */
@@ -133,8 +125,8 @@ static void on_notification(pmcp_client *c, pb_rpc_msg *m) {
         pb_log(&c->log, PB_LOG_INFO, "mcp[%s]: %s: %.2000s", c->name,
                pj_string_value(pj_object_get(m->params, "level")) ?: "log",
                pj_is_string(d) ? pj_string_value(d)
-               : txt             ? txt
-                                 : "");
+               : txt           ? txt
+                               : "");
         free(txt);
     }
     /* others (resources/updated, cancelled of server requests, ...) need no action */
@@ -283,10 +275,9 @@ static void unlink_pending(pmcp_client *c, pending *p) {
 /* Sends a request and waits. On PMCP_OK *result is the result (new reference); on
  * PMCP_ERR_RPC err holds "MCP error <code>: <message>". linger_ms > 0: after a cancel,
  * waits that long for a late answer (PMCP_CANCELLED with *result set when it came). */
-static pmcp_status request_ex(pmcp_client *c, const char *method, pj_t *params,
-                              atomic_int *cancel, long timeout_ms, long linger_ms,
-                              pmcp_progress_fn progress, void *pctx, pj_t **result, char *err,
-                              size_t errlen) {
+static pmcp_status request_ex(pmcp_client *c, const char *method, pj_t *params, atomic_int *cancel,
+                              long timeout_ms, long linger_ms, pmcp_progress_fn progress,
+                              void *pctx, pj_t **result, char *err, size_t errlen) {
     *result = NULL;
     pending *p = calloc(1, sizeof *p);
     if (!p) {
@@ -354,7 +345,7 @@ static pmcp_status request_ex(pmcp_client *c, const char *method, pj_t *params,
         send_json(c, pb_rpc_notification(
                          "notifications/cancelled",
                          pj_pack("{s:I, s:s}", "requestId", p->id, "reason",
-                                   st == PMCP_CANCELLED ? "cancelled by the user" : "timed out")));
+                                 st == PMCP_CANCELLED ? "cancelled by the user" : "timed out")));
     }
     if (linger) {
         /* Our own in-process server still answers a cancelled call with what the tool
@@ -376,10 +367,7 @@ static pmcp_status request_ex(pmcp_client *c, const char *method, pj_t *params,
     if (st == PMCP_OK) {
         pj_t *e = pj_object_get(p->resp, "error");
         if (e) {
-            const char *msg = pj_string_value(pj_object_get(e, "message"));
-            snprintf(err, errlen, "MCP error %d: %s",
-                     (int)pj_integer_value(pj_object_get(e, "code")),
-                     msg ? msg : "(no message)");
+            pmcp__rpc_error_text(e, err, errlen);
             st = PMCP_ERR_RPC;
         } else {
             *result = pj_incref(pj_object_get(p->resp, "result"));
@@ -413,8 +401,8 @@ static int list_tools(pmcp_client *c, long timeout_ms, char *err, size_t errlen)
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int page = 0;; page++) {
-        if (page >= MAX_TOOL_PAGES) {
-            snprintf(err, errlen, "tools/list did not end after %d pages", MAX_TOOL_PAGES);
+        if (page >= PMCP_MAX_PAGES) {
+            snprintf(err, errlen, "tools/list did not end after %d pages", PMCP_MAX_PAGES);
             rc = -1;
             break;
         }
@@ -442,34 +430,29 @@ static int list_tools(pmcp_client *c, long timeout_ms, char *err, size_t errlen)
         size_t i;
         pj_t *t;
         pj_array_foreach(arr, i, t) {
-            const char *name = pj_string_value(pj_object_get(t, "name"));
-            if (!name || !name[0]) continue;
-            pj_t *schema = pj_object_get(t, "inputSchema");
+            pmcp__tooldef d;
+            int got = pmcp__tool_parse(t, &d);
+            if (got == 0) continue;
+            if (got < 0) {
+                rc = -1;
+                break;
+            }
             if (n == cap) {
                 size_t nc = cap ? cap * 2 : 16;
                 pmcp_tool *nt = realloc(tools, nc * sizeof *nt);
                 if (!nt) {
+                    pmcp__tooldef_free(&d);
                     rc = -1;
                     break;
                 }
                 tools = nt;
                 cap = nc;
             }
-            pmcp_tool *o = &tools[n];
-            memset(o, 0, sizeof *o);
-            o->name = strdup(name);
-            const char *title = pj_string_value(pj_object_get(t, "title"));
-            o->title = title ? strdup(title) : NULL;
-            o->description = dup_or(pj_string_value(pj_object_get(t, "description")), "");
-            o->schema_json = pj_is_object(schema) ? pj_dumps(schema, PJ_COMPACT)
-                                                    : strdup("{\"type\":\"object\"}");
-            o->read_only =
-                pj_is_true(pj_object_get(pj_object_get(t, "annotations"), "readOnlyHint"));
-            n++;
-            if (!o->name || !o->description || !o->schema_json) {
-                rc = -1;
-                break;
-            }
+            tools[n++] = (pmcp_tool){.name = d.name,
+                                     .title = d.title,
+                                     .description = d.description,
+                                     .schema_json = d.schema_json,
+                                     .read_only = d.read_only};
         }
         const char *next = pj_string_value(pj_object_get(res, "nextCursor"));
         if (rc == 0 && next && next[0]) cursor = strdup(next);
@@ -541,12 +524,7 @@ pmcp_client *pmcp_client_connect(const pmcp_server_config *cfg, const pmcp_clien
         pmcp_client_close(c);
         return NULL;
     }
-    pj_t *params =
-        pj_pack("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", PMCP_PROTOCOL_VERSION,
-                  "capabilities", "clientInfo", "name", "peri-c", "version", "0.1.0");
-    if (params && c->elicit) /* only when the host can put the question to the user */
-        pj_object_set_new(pj_object_get(params, "capabilities"), "elicitation",
-                            pj_pack("{s:{}}", "form"));
+    pj_t *params = pmcp__initialize_params(c->elicit != NULL);
     pj_t *res;
     char rerr[512];
     pj_t *params2 = c->auth ? pj_deep_copy(params) : NULL;
@@ -575,13 +553,9 @@ pmcp_client *pmcp_client_connect(const pmcp_server_config *cfg, const pmcp_clien
         return NULL;
     }
     const char *ver = pj_string_value(pj_object_get(res, "protocolVersion"));
-    bool known = false;
-    for (size_t i = 0; ver && i < sizeof k_versions / sizeof k_versions[0]; i++)
-        known = known || !strcmp(ver, k_versions[i]);
     pj_t *caps = pj_object_get(res, "capabilities");
-    if (!known) {
-        snprintf(err, errlen, "the server speaks MCP %.40s, which Peri-C does not support",
-                 ver ? ver : "(no version)");
+    if (!pmcp__version_known(ver)) {
+        pmcp__version_error(ver, err, errlen);
         pj_decref(res);
         pmcp_client_close(c);
         return NULL;
@@ -666,82 +640,19 @@ void pmcp_call_result_clear(pmcp_call_result *r) {
     memset(r, 0, sizeof *r);
 }
 
-static int append(char **buf, size_t *len, const char *s) {
-    size_t n = strlen(s);
-    char *nb = realloc(*buf, *len + n + 2);
-    if (!nb) return -1;
-    *buf = nb;
-    if (*len) nb[(*len)++] = '\n';
-    memcpy(nb + *len, s, n + 1);
-    *len += n;
-    return 0;
-}
-
-/* Text for the model from an MCP content array. */
-static char *model_text(pj_t *content, pj_t *structured) {
-    char *out = calloc(1, 1);
-    size_t len = 0;
-    size_t i;
-    pj_t *b;
-    pj_array_foreach(content, i, b) {
-        const char *type = pj_string_value(pj_object_get(b, "type"));
-        char tmp[1024];
-        const char *piece = tmp;
-        if (!type) continue;
-        if (!strcmp(type, "text")) {
-            piece = pj_string_value(pj_object_get(b, "text"));
-            if (!piece) continue;
-        } else if (!strcmp(type, "image") || !strcmp(type, "audio")) {
-            const char *mime = pj_string_value(pj_object_get(b, "mimeType"));
-            const char *data = pj_string_value(pj_object_get(b, "data"));
-            snprintf(tmp, sizeof tmp, "[%s %s, %zu bytes of base64, shown to the user]", type,
-                     mime ? mime : "?", data ? strlen(data) : (size_t)0);
-        } else if (!strcmp(type, "resource")) {
-            pj_t *r = pj_object_get(b, "resource");
-            const char *text = pj_string_value(pj_object_get(r, "text"));
-            const char *uri = pj_string_value(pj_object_get(r, "uri"));
-            snprintf(tmp, sizeof tmp, "[resource %.900s]", uri ? uri : "?");
-            if (out && append(&out, &len, tmp)) goto oom;
-            if (!text) continue;
-            piece = text;
-        } else if (!strcmp(type, "resource_link")) {
-            const char *uri = pj_string_value(pj_object_get(b, "uri"));
-            const char *name = pj_string_value(pj_object_get(b, "name"));
-            snprintf(tmp, sizeof tmp, "[resource link %.200s](%.700s)", name ? name : "",
-                     uri ? uri : "");
-        } else {
-            snprintf(tmp, sizeof tmp, "[%.100s content]", type);
-        }
-        if (!out || append(&out, &len, piece)) goto oom;
-    }
-    if (out && len == 0 && structured) {
-        char *s = pj_dumps(structured, PJ_COMPACT);
-        if (s && append(&out, &len, s)) {
-            free(s);
-            goto oom;
-        }
-        free(s);
-    }
-    return out;
-oom:
-    free(out);
-    return NULL;
-}
-
 pmcp_status pmcp_client_call(pmcp_client *c, const char *tool, const char *args_json,
                              atomic_int *cancel, pmcp_progress_fn progress, void *pctx,
                              long timeout_ms, pmcp_call_result *out) {
     memset(out, 0, sizeof *out);
     char err[600];
-    pj_t *args = args_json && args_json[0] ? pj_loads(args_json, 0, NULL) : pj_object();
-    if (!pj_is_object(args)) {
-        pj_decref(args);
+    bool not_object;
+    pj_t *params = pmcp__call_params(tool, args_json, &not_object);
+    if (!params) {
         out->is_error = true;
-        out->text = strdup("tool arguments must be a JSON object");
+        out->text = strdup(not_object ? PMCP_ARGS_NOT_OBJECT : "out of memory");
         out->content_json = strdup("[]");
-        return PMCP_ERR_RPC;
+        return not_object ? PMCP_ERR_RPC : PMCP_ERR_TRANSPORT;
     }
-    pj_t *params = pj_pack("{s:s, s:o}", "name", tool, "arguments", args);
     pj_t *res;
     pmcp_status st =
         request(c, "tools/call", params, cancel, timeout_ms, progress, pctx, &res, err, sizeof err);
@@ -751,14 +662,19 @@ pmcp_status pmcp_client_call(pmcp_client *c, const char *tool, const char *args_
         out->content_json = strdup("[]");
         return st;
     }
-    pj_t *content = pj_object_get(res, "content");
-    pj_t *structured = pj_object_get(res, "structuredContent");
-    out->is_error = pj_is_true(pj_object_get(res, "isError"));
-    out->content_json = pj_is_array(content) ? pj_dumps(content, PJ_COMPACT) : strdup("[]");
-    out->structured_json =
-        structured ? pj_dumps(structured, PJ_COMPACT | PJ_ENCODE_ANY) : NULL;
-    out->text = model_text(pj_is_array(content) ? content : NULL, structured);
+    pmcp__content cont;
+    int rc = pmcp__content_of(res, &cont);
     pj_decref(res);
+    if (rc != 0) {
+        out->is_error = true;
+        out->text = strdup("out of memory");
+        out->content_json = strdup("[]");
+        return PMCP_ERR_TRANSPORT;
+    }
+    out->is_error = cont.is_error;
+    out->content_json = cont.content_json;
+    out->structured_json = cont.structured_json;
+    out->text = cont.text;
     return PMCP_OK;
 }
 
@@ -773,7 +689,7 @@ pmcp_status pmcp__client_call_raw(pmcp_client *c, const char *tool, const char *
     } else {
         pj_decref(args);
         params = pj_pack("{s:s, s:{}, s:{s:s}}", "name", tool, "arguments", "_meta",
-                           "peri/rawArguments", args_json ? args_json : "");
+                         "peri/rawArguments", args_json ? args_json : "");
     }
     if (!params) {
         snprintf(err, errlen, "out of memory");

@@ -1,6 +1,6 @@
 /*
  * http.c — MCP over HTTP (libcurl): the streamable HTTP transport (2025-03-26+) and
- * the legacy HTTP+SSE transport (2024-11-05), plus the SSE event parser both use.
+ * the legacy HTTP+SSE transport (2024-11-05).
  *
  * Streamable HTTP: every frame is one POST (Accept: application/json,
  * text/event-stream). Requests are posted on their own thread so a long call streaming
@@ -12,7 +12,7 @@
  *
  * Legacy SSE: one long GET delivers an "endpoint" event (URL resolved against the
  * stream's URL) and then every server frame as a "message" event; frames are POSTed
- * to the endpoint.
+ * to the endpoint. The SSE parser itself is sse.c (shared with the event-driven client).
  *
  * Invariant: close() aborts every transfer (progress callback), joins every thread and
  * only then frees; callbacks never run after it returns. The library never calls
@@ -28,81 +28,6 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
-
-/* ---------------------------------------------------------------- SSE parser */
-
-static int grow(char **p, size_t *cap, size_t need) {
-    if (need <= *cap) return 0;
-    size_t nc = *cap ? *cap : 256;
-    while (nc < need)
-        nc *= 2;
-    char *np = realloc(*p, nc);
-    if (!np) return -1;
-    *p = np;
-    *cap = nc;
-    return 0;
-}
-
-static int sse_line(pmcp__sse *p, pmcp__sse_fn fn, void *ctx) {
-    char *l = p->line ? p->line : "";
-    size_t n = p->len;
-    if (n && l[n - 1] == '\r') n--;
-    if (n == 0) { /* dispatch */
-        if (p->dlen > 0 || p->event[0]) {
-            if (p->dlen && p->data[p->dlen - 1] == '\n') p->dlen--;
-            if (grow(&p->data, &p->dcap, p->dlen + 1)) return -1;
-            p->data[p->dlen] = '\0';
-            if (!p->overflow) fn(ctx, p->event[0] ? p->event : "message", p->data, p->dlen);
-        }
-        p->dlen = 0;
-        p->event[0] = '\0';
-        p->overflow = false;
-        return 0;
-    }
-    if (l[0] == ':') return 0; /* comment */
-    size_t k = 0;
-    while (k < n && l[k] != ':')
-        k++;
-    const char *val = k < n ? l + k + 1 : l + n;
-    size_t vlen = k < n ? n - k - 1 : 0;
-    if (vlen && val[0] == ' ') {
-        val++;
-        vlen--;
-    }
-    if (k == 4 && !memcmp(l, "data", 4)) {
-        if (p->dlen + vlen + 1 > PMCP_MAX_FRAME) {
-            p->overflow = true;
-            return 0;
-        }
-        if (grow(&p->data, &p->dcap, p->dlen + vlen + 2)) return -1;
-        memcpy(p->data + p->dlen, val, vlen);
-        p->dlen += vlen;
-        p->data[p->dlen++] = '\n';
-    } else if (k == 5 && !memcmp(l, "event", 5)) {
-        snprintf(p->event, sizeof p->event, "%.*s", (int)vlen, val);
-    }
-    return 0;
-}
-
-int pmcp__sse_feed(pmcp__sse *p, const char *bytes, size_t n, pmcp__sse_fn fn, void *ctx) {
-    for (size_t i = 0; i < n; i++) {
-        if (bytes[i] == '\n') {
-            if (sse_line(p, fn, ctx)) return -1;
-            p->len = 0;
-            continue;
-        }
-        if (p->len > PMCP_MAX_FRAME) continue; /* absurd line: ignore the rest */
-        if (grow(&p->line, &p->cap, p->len + 2)) return -1;
-        p->line[p->len++] = bytes[i];
-    }
-    return 0;
-}
-
-void pmcp__sse_free(pmcp__sse *p) {
-    free(p->line);
-    free(p->data);
-    memset(p, 0, sizeof *p);
-}
 
 /* ---------------------------------------------------------------- common */
 
@@ -216,8 +141,7 @@ typedef struct post_ctx {
     bool sse;
     bool ctype_known;
     pmcp__sse parser;
-    char *body;
-    size_t blen, bcap;
+    pb_buf body;
     bool oom;
     char *www; /* WWW-Authenticate of a 401 */
 } post_ctx;
@@ -259,16 +183,7 @@ static size_t on_body(char *b, size_t sz, size_t n, void *ud) {
         if (pmcp__sse_feed(&p->parser, b, len, on_sse_event, p->h)) p->oom = true;
         return len;
     }
-    if (p->blen + len > PMCP_MAX_FRAME) {
-        p->oom = true;
-        return len;
-    }
-    if (grow(&p->body, &p->bcap, p->blen + len + 1)) {
-        p->oom = true;
-        return len;
-    }
-    memcpy(p->body + p->blen, b, len);
-    p->blen += len;
+    if (p->body.len + len > PMCP_MAX_FRAME || !pb_buf_put(&p->body, b, len)) p->oom = true;
     return len;
 }
 
@@ -312,18 +227,17 @@ static void post_once(http_link *h, const char *url, const char *body, size_t le
         }
     } else if (status < 200 || status >= 300) {
         snprintf(why, sizeof why, "HTTP %ld from the MCP server%s%.200s", status,
-                 p.blen ? ": " : "", p.blen ? p.body : "");
+                 p.body.len ? ": " : "", p.body.len ? p.body.p : "");
         fail_request(h, body, len, why);
-    } else if (!p.sse && p.blen > 0 && !h->legacy) {
-        p.body[p.blen] = '\0';
-        deliver(h, p.body, p.blen);
+    } else if (!p.sse && p.body.len > 0 && !h->legacy) {
+        deliver(h, p.body.p, p.body.len);
     } else if (p.oom) {
         fail_request(h, body, len, "answer too large or out of memory");
     }
     curl_easy_cleanup(e);
     curl_slist_free_all(hdrs);
     pmcp__sse_free(&p.parser);
-    free(p.body);
+    pb_buf_free(&p.body);
     free(p.www);
 }
 

@@ -3,7 +3,9 @@
  *
  * lines.c    : the newline-delimited frame reader (frames: base/rpc.h, the fuzzed surface).
  * fdlink.c   : the line transport over fds (stdio child process, in-process pair).
- * http.c     : streamable HTTP and legacy HTTP+SSE transports (libcurl), SSE parser.
+ * http.c     : streamable HTTP and legacy HTTP+SSE transports (libcurl).
+ * proto.c, sse.c : the thread-free shapes both clients share (proto.h).
+ * ev*.c      : the event-driven client over the ports (peri/mcp_ev.h, ev_int.h).
  * oauth*.c   : OAuth for streamable HTTP servers (oauth_int.h).
  * client.c   : request/response matching, initialize, tools, progress, cancellation.
  * server.c   : the workspace server over the tools registry.
@@ -16,14 +18,13 @@
 #ifndef PMCP_INT_H
 #define PMCP_INT_H
 
+#include "mcp/proto.h"
 #include "peri/rpc.h"
 #include "peri/base.h"
 #include "peri/mcp.h"
 
 #include "peri/json.h"
 #include <stddef.h>
-
-#define PMCP_MAX_FRAME (16u << 20) /* longer lines are dropped and reported */
 
 #define PMCP_PARSE_ERROR      PB_RPC_PARSE_ERROR
 #define PMCP_INVALID_REQUEST  PB_RPC_INVALID_REQUEST
@@ -82,22 +83,6 @@ pmcp__link *pmcp__link_sse(const pmcp_server_config *cfg, const pmcp__link_cb *c
 pmcp_status pmcp__client_call_raw(pmcp_client *c, const char *tool, const char *args_json,
                                   atomic_int *cancel, long timeout_ms, pj_t **result, char *err,
                                   size_t errlen);
-
-/* ---------------------------------------------------------------- SSE parsing */
-
-typedef struct pmcp__sse {
-    char *line;
-    size_t len, cap;
-    char *data;
-    size_t dlen, dcap;
-    char event[64];
-    bool overflow;
-} pmcp__sse;
-
-typedef void (*pmcp__sse_fn)(void *ctx, const char *event, const char *data, size_t len);
-/* Feeds bytes; dispatches each complete event. 0, or -1 when out of memory. */
-int pmcp__sse_feed(pmcp__sse *p, const char *bytes, size_t n, pmcp__sse_fn fn, void *ctx);
-void pmcp__sse_free(pmcp__sse *p);
 
 /* One listed tool: free frees its strings (the entry itself is the caller's); copy
  * duplicates src into dst (0, or -1 when out of memory: dst holds what was copied, free
