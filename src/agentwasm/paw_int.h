@@ -79,6 +79,7 @@ struct paw {
     pag_tool_info *merged; /* owned array; strings borrowed from the sources */
     size_t nmerged;
     bool srcs_closed;
+    struct paw_mcp *mcp; /* the settings' HTTP MCP servers (mcp.c), NULL when none */
 };
 
 /* ---- reactor.c */
@@ -183,6 +184,14 @@ void paw__sess_close(paw_sess *s, pj_t *close_id);
 void paw__handle_event(paw *p, paw_handle *hd, const pn_event *ev);
 /* The frozen context of a new session in the virtual workspace (malloc'd). */
 char *paw__frozen_context(const char *cwd, int64_t now_ms);
+/* ---- mcp.c: the settings' MCP servers over streamable HTTP as a tool source */
+typedef struct paw_mcp paw_mcp;
+/* Starts a client for every server of the settings' mcpServers object that has a url
+ * (they connect in the background). NULL when out of memory. */
+paw_mcp *paw__mcp_new(paw *p, const pj_t *servers);
+paw_tool_source paw__mcp_source(paw_mcp *m);
+void paw__mcp_free(paw_mcp *m);
+
 /* ---- ask.c: the permission gate */
 /* True when call c must ask the client first (mode, tool flag, settings, remembered
  * answers); then the request is sent and the call waits (false when none is needed). */

@@ -194,11 +194,6 @@ static void refuse_native_settings(paw *p) {
                          "cannot run inside the WebAssembly form (it has no subprocesses); "
                          "serve it over streamable HTTP and give its url",
                          name);
-            else if (pj_object_get(v, "url") && p->nsrcs == 0)
-                paw__log(p, 0,
-                         "MCP server \"%.100s\" is not connected: this build of the "
-                         "WebAssembly form has no MCP client over HTTP yet",
-                         name);
         }
     }
     pj_t *hooks = pj_object_get(doc, "hooks");
@@ -321,6 +316,12 @@ static int start(paw *p, pj_t *o, char *err, size_t errlen) {
         free(pw);
     }
     if (!p->store) return bad(err, errlen, "storage: %.300s", se.message);
+    /* the settings' HTTP MCP servers connect in the background (mcp.c) */
+    pj_t *servers = pj_object_get(p->settings.doc, "mcpServers");
+    if (pj_is_object(servers) && pj_object_size(servers) > 0 && p->nsrcs < 8) {
+        if (!(p->mcp = paw__mcp_new(p, servers))) return bad(err, errlen, "out of memory%s", NULL);
+        p->srcs[p->nsrcs++] = paw__mcp_source(p->mcp);
+    }
     return 0;
 }
 
@@ -575,6 +576,7 @@ void paw_free(paw *p) {
     pm_client_free(p->model);
     if (p->have_settings) pag_settings_clear(&p->settings);
     free(p->merged);
+    paw__mcp_free(p->mcp);
     free(p->in);
     free(p);
 }

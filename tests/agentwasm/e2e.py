@@ -315,6 +315,66 @@ def s_tool_source(E):
     c.finish()
 
 
+def s_mcp_http(E):
+    """The settings' MCP server over streamable HTTP (the event-driven client)."""
+    srv_py = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mcp",
+                          "ev_server.py")
+    srv = subprocess.Popen([sys.executable, srv_py, os.path.join(E.tmp, "mcp.log")],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        port = int(srv.stdout.readline())
+        E.allow.append("127.0.0.1:%d" % port)
+        dead = socket.socket()
+        dead.bind(("127.0.0.1", 0))
+        dead_port = dead.getsockname()[1]
+        dead.close()
+        E.allow.append("127.0.0.1:%d" % dead_port)
+        start = E.start_object()
+        start["settings"]["mcpServers"] = {
+            "files": {"url": "http://127.0.0.1:%d/mcp/sse" % port},
+            "gone": {"url": "http://127.0.0.1:%d/mcp" % dead_port},
+            "local": {"command": "/bin/true"}}
+        E.mock.script([
+            {"tool_calls": [{"id": "m1", "name": "mcp__files__echo",
+                             "arguments": {"message": "over http"}}]},
+            {"text": "echoed"},
+            {"tool_calls": [{"id": "m2", "name": "mcp__files__slow", "arguments": {}}]},
+            {"text": "never"},
+        ])
+        a = E.agent(start)
+        deadline = time.monotonic() + 10
+        while 'MCP server "files": 4 tools' not in a.err():
+            check(time.monotonic() < deadline, "MCP server not ready: " + a.err()[-800:])
+            time.sleep(0.05)
+        check('MCP server "gone" is unavailable' in a.err(), "gone: " + a.err()[-800:])
+        check("stdio MCP servers" in a.err(), "stdio refused: " + a.err()[-800:])
+        sid = E.new_session(a)
+        r = wait_done(a, prompt(a, sid, "echo"))
+        check(r.get("result") == {"stopReason": "end_turn"}, "prompt: %r" % r)
+        reqs = E.mock.requests()
+        names = sorted(t["function"]["name"] for t in reqs[0]["body"].get("tools") or [])
+        check(names == ["mcp__files__boom", "mcp__files__echo", "mcp__files__fail",
+                        "mcp__files__slow"], "tools: %r" % names)
+        res = {m.get("tool_call_id"): m.get("content") for m in reqs[1]["body"]["messages"]
+               if m.get("role") == "tool"}
+        check("Echo: over http" in json.dumps(res.get("m1")), "echo: %r" % res)
+        # a call that needs permission (asked, allowed), then cancelled while it runs
+        rid = prompt(a, sid, "slow")
+        a.wait(lambda f: f.get("method") == "session/request_permission", what="the ask")
+        a.wait_update(lambda u: u["sessionUpdate"] == "tool_call" and u["toolCallId"] == "m2",
+                      "the slow call", sid=sid)
+        time.sleep(0.3)
+        a.cancel(sid, rid)
+        a.finish()
+        log = [json.loads(x) for x in open(os.path.join(E.tmp, "mcp.log"))]
+        check(any(x.get("method") == "notifications/cancelled" for x in log),
+              "no cancel sent: %r" % log[-5:])
+        check(any(x.get("verb") == "DELETE" for x in log), "no DELETE at close")
+    finally:
+        srv.kill()
+        srv.wait()
+
+
 def s_load_and_list(E):
     E.mock.script([{"text": "first answer"}, {"text": "second answer"}])
     a = E.agent()
@@ -493,6 +553,7 @@ SCENARIOS = {
     "bad_input": s_bad_input,
     "prompt_stream_and_tool": s_prompt_stream_and_tool,
     "tool_source": s_tool_source,
+    "mcp_http": s_mcp_http,
     "load_and_list": s_load_and_list,
     "cancel_and_close": s_cancel_and_close,
     "concurrent": s_concurrent,
