@@ -158,7 +158,7 @@ static void answer_opened(pend *q, const paw_sess *s, pj_t *r) {
 /* ---------------------------------------------------------------- session/new */
 
 /* The session's mcpServers: stdio ones cannot run here (an explicit refusal); HTTP ones
- * need the event-driven MCP client, which this build does not have yet. NULL: fine. */
+ * are connected only from the settings (mcp.c) so far. NULL: fine. */
 static const char *mcp_refusal(pj_t *servers, char *buf, size_t n) {
     size_t i;
     pj_t *v;
@@ -174,8 +174,8 @@ static const char *mcp_refusal(pj_t *servers, char *buf, size_t n) {
         }
         if (pj_object_get(v, "url")) {
             snprintf(buf, n,
-                     "MCP server \"%.100s\": MCP over HTTP is not available in this build of "
-                     "the WebAssembly form yet",
+                     "MCP server \"%.100s\": servers given per session are not connected in "
+                     "the WebAssembly form yet; name it in the settings' mcpServers",
                      name ? name : "?");
             return buf;
         }
