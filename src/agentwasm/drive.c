@@ -76,7 +76,7 @@ paw_sess *paw__sess_new(paw *p, const char *id, const char *cwd, const char *fro
     s->read_only = read_only;
     s->queue_tail = &s->queue;
     size_t ntools = 0;
-    const pag_tool_info *tools = paw__tools(p, &ntools);
+    const pag_tool_info *tools = paw__tools(s, &ntools);
     pag_ports ports = {.ctx = s,
                        .tools = tools,
                        .ntools = ntools,
@@ -91,6 +91,7 @@ paw_sess *paw__sess_new(paw *p, const char *id, const char *cwd, const char *fro
                               .context_budget = p->settings.context_budget,
                               .max_steps = p->settings.max_steps};
     if (!(s->agent = pag_session_new(&cfg, &ports))) {
+        free(s->tools);
         free(s->cwd);
         free(s);
         return NULL;
@@ -128,6 +129,7 @@ static void sess_unlink_free(paw_sess *s) {
         }
     drop_queue(s, false);
     paw__ask_free(s, true);
+    free(s->tools);
     pm_call_free(s->call);
     pm_response_clear(&s->resp);
     pag_session_free(s->agent);
@@ -549,7 +551,8 @@ void paw__handle_event(paw *p, paw_handle *hd, const pn_event *ev) {
 
 /* ---------------------------------------------------------------- TOOL_CALLS */
 
-const pag_tool_info *paw__tools(paw *p, size_t *n) {
+const pag_tool_info *paw__tools(paw_sess *s, size_t *n) {
+    paw *p = s->p;
     size_t total = 0;
     for (size_t i = 0; i < p->nsrcs; i++) {
         size_t k = 0;
@@ -568,16 +571,16 @@ const pag_tool_info *paw__tools(paw *p, size_t *n) {
             if (!dup && l[j].name) m[used++] = l[j];
         }
     }
-    free(p->merged);
-    p->merged = m;
-    p->nmerged = m ? used : 0;
-    *n = p->nmerged;
-    return p->merged;
+    free(s->tools);
+    s->tools = m;
+    s->ntools = m ? used : 0;
+    *n = s->ntools;
+    return s->tools;
 }
 
 static const pag_tool_info *ops_now(void *ctx, size_t *n) {
     paw_sess *s = ctx;
-    return paw__tools(s->p, n);
+    return paw__tools(s, n);
 }
 
 const pag_tool_ops paw__tool_ops = {.now = ops_now};

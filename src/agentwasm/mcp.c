@@ -41,8 +41,18 @@ typedef struct mcall {
     void *ud;
 } mcall;
 
+/* A table replaced by a newer one: sessions may still hold its names, so it is kept
+ * until close (a server becomes ready once, so there are at most as many). */
+typedef struct retired {
+    struct retired *next;
+    mtool *tools;
+    pag_tool_info *infos;
+    size_t n;
+} retired;
+
 typedef struct paw_mcp {
     paw *p;
+    retired *old;
     msrv srv[PAW_MCP_MAX];
     size_t nsrv;
     mtool *tools;         /* parallel to infos */
@@ -76,19 +86,38 @@ static char *name_part(const char *s, bool server) {
     return o;
 }
 
+static void tools_free(mtool *t, pag_tool_info *infos, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        free(t[i].full);
+    free(t);
+    free(infos);
+}
+
+/* Frees the table and every retired one (close: no session holds a name any more). */
 static void table_free(paw_mcp *m) {
-    for (size_t i = 0; i < m->ntools; i++)
-        free(m->tools[i].full);
-    free(m->tools);
-    free(m->infos);
+    tools_free(m->tools, m->infos, m->ntools);
     m->tools = NULL;
     m->infos = NULL;
     m->ntools = 0;
+    while (m->old) {
+        retired *r = m->old;
+        m->old = r->next;
+        tools_free(r->tools, r->infos, r->n);
+        free(r);
+    }
 }
 
-/* Rebuilds the table from the ready servers. */
+/* Rebuilds the table from the ready servers; the previous one is retired. */
 static void rebuild(paw_mcp *m) {
-    table_free(m);
+    if (m->tools) {
+        retired *r = calloc(1, sizeof *r);
+        if (!r) return; /* keep offering the previous table */
+        *r = (retired){.next = m->old, .tools = m->tools, .infos = m->infos, .n = m->ntools};
+        m->old = r;
+        m->tools = NULL;
+        m->infos = NULL;
+        m->ntools = 0;
+    }
     size_t total = 0;
     for (size_t i = 0; i < m->nsrv; i++)
         if (m->srv[i].ready && m->srv[i].client) total += pmcp_ev_tool_count(m->srv[i].client);
@@ -96,7 +125,9 @@ static void rebuild(paw_mcp *m) {
     m->tools = calloc(total, sizeof *m->tools);
     m->infos = calloc(total, sizeof *m->infos);
     if (!m->tools || !m->infos) {
-        table_free(m);
+        tools_free(m->tools, m->infos, 0);
+        m->tools = NULL;
+        m->infos = NULL;
         return;
     }
     for (size_t i = 0; i < m->nsrv; i++) {

@@ -73,11 +73,9 @@ struct paw {
     size_t open_http, open_timers;
     /* requests to the client (session/request_permission) */
     pj_int_t next_out_id;
-    /* tool sources and the merged list offered to the model (rebuilt before each request) */
+    /* tool sources (each session merges their lists into its own array) */
     paw_tool_source srcs[8];
     size_t nsrcs;
-    pag_tool_info *merged; /* owned array; strings borrowed from the sources */
-    size_t nmerged;
     bool srcs_closed;
     struct paw_mcp *mcp; /* the settings' HTTP MCP servers (mcp.c), NULL when none */
 };
@@ -130,9 +128,13 @@ struct paw_sess {
     bool tools_started;
     size_t tools_pending;
     struct paw_tcall *tcalls; /* started tool calls of the running turn */
-    struct paw_ask *asks;     /* permission questions of the running turn */
-    size_t asks_pending;      /* asked, not answered yet */
-    char **always;            /* "+name" allowed / "-name" rejected for the session */
+    /* the tools offered to this session's model: owned array (strings borrowed from the
+     * sources, which keep them until close), rebuilt before each model request */
+    pag_tool_info *tools;
+    size_t ntools;
+    struct paw_ask *asks; /* permission questions of the running turn */
+    size_t asks_pending;  /* asked, not answered yet */
+    char **always;        /* "+name" allowed / "-name" rejected for the session */
     size_t nalways;
     /* close */
     pj_t *close_id; /* session/close waiting for the turn to unwind */
@@ -209,9 +211,9 @@ void paw__ask_free(paw_sess *s, bool remembered_too);
 /* drive.c: call index of the running turn may start now (its question was answered). */
 void paw__tool_resume(paw_sess *s, size_t index);
 
-/* The tools of every source, merged (first source wins a name); valid until the next
- * call. */
-const pag_tool_info *paw__tools(paw *p, size_t *n);
+/* The tools of every source, merged (first source wins a name) into s->tools (the
+ * previous array freed: the turn asks again only before a new request). */
+const pag_tool_info *paw__tools(paw_sess *s, size_t *n);
 /* Emits an event of the session through the shared projection. */
 void paw__emit(paw_sess *s, const pag_event *ev);
 

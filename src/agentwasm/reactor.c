@@ -575,7 +575,6 @@ void paw_free(paw *p) {
     if (p->store) pst_remote_free(p->store);
     pm_client_free(p->model);
     if (p->have_settings) pag_settings_clear(&p->settings);
-    free(p->merged);
     paw__mcp_free(p->mcp);
     free(p->in);
     free(p);

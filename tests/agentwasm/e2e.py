@@ -315,6 +315,27 @@ def s_tool_source(E):
     c.finish()
 
 
+def s_tools_two_sessions(E):
+    """Two sessions whose turns call tools at the same time: each keeps its own tool list
+    while the other asks for a new one (no list is freed under a turn)."""
+    E.mock.script({"responses": [], "default": {
+        "tool_calls": [{"id": "e", "name": "echo", "arguments": {"text": "x"}}],
+        "delay_ms": 40}})
+    start = E.start_object()
+    start["settings"]["maxSteps"] = 3
+    a = E.agent(start, env_extra={"PAW_TEST_TOOLS": "1"})
+    s1, s2 = E.new_session(a), E.new_session(a)
+    r1, r2 = prompt(a, s1, "loop one"), prompt(a, s2, "loop two")
+    x1, x2 = wait_done(a, r1), wait_done(a, r2)
+    check(x1.get("result") == x2.get("result") == {"stopReason": "max_turn_requests"},
+          "%r %r" % (x1, x2))
+    for sid in (s1, s2):
+        done = [u for _, u in a.updates(sid)
+                if u["sessionUpdate"] == "tool_call_update" and u["status"] == "completed"]
+        check(len(done) == 3, "%s: %d tool results" % (sid, len(done)))
+    a.finish()
+
+
 def s_mcp_http(E):
     """The settings' MCP server over streamable HTTP (the event-driven client)."""
     srv_py = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mcp",
@@ -553,6 +574,7 @@ SCENARIOS = {
     "bad_input": s_bad_input,
     "prompt_stream_and_tool": s_prompt_stream_and_tool,
     "tool_source": s_tool_source,
+    "tools_two_sessions": s_tools_two_sessions,
     "mcp_http": s_mcp_http,
     "load_and_list": s_load_and_list,
     "cancel_and_close": s_cancel_and_close,
@@ -587,7 +609,9 @@ def main():
         # the test tool source is linked into paw_native only; the module's own tool
         # source is the MCP client
         names.remove("tool_source")
-        print("not run under the engine: tool_source (its tool source is paw_native's)")
+        names.remove("tools_two_sessions")
+        print("not run under the engine: tool_source, tools_two_sessions (their tool source "
+              "is paw_native's)")
     try:
         pg_port = setup_db()
     except (Fail, subprocess.CalledProcessError, FileNotFoundError) as e:
