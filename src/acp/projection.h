@@ -24,6 +24,10 @@ void pacp__ids_meta(pj_t *meta, const pct_event_ids *ids);
  * memory. */
 pj_t *pacp__session_list(const pst_thread_page *page, const char *own_machine,
                          int (*history_format)(const char *meta_json), int current_format);
+/* The client's answer to session/request_permission (the response's result; errors and
+ * unknown options refuse) as a pag_permission. trust: a project-trust question, where only
+ * "trust_project" grants anything. */
+int pacp__perm_outcome(const pj_t *result, bool trust);
 /* A wall-clock time in ms as an ISO 8601 UTC JSON string (ACP's updatedAt). */
 pj_t *pacp__iso_time(int64_t ms);
 

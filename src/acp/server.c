@@ -275,25 +275,7 @@ static void sink_requests(pct_sink *sink, pacp_server *srv) {
 
 /* Errors and unknown outcomes refuse. */
 void pacp__perm_answer(pacp_outreq *r, const pb_rpc_msg *m) {
-    pj_t *oc = pj_object_get(m->result, "outcome");
-    const char *kind = pj_string_value(pj_object_get(oc, "outcome"));
-    const char *opt = pj_string_value(pj_object_get(oc, "optionId"));
-    bool sel = kind && !strcmp(kind, "selected") && opt;
-    int outcome = PAG_PERM_REJECT, trust_outcome = PAG_PERM_REJECT;
-    if (kind && !strcmp(kind, "cancelled"))
-        outcome = trust_outcome = PAG_PERM_CANCELLED;
-    else if (sel && !strcmp(opt, "allow_once"))
-        outcome = PAG_PERM_ALLOW;
-    else if (sel && !strcmp(opt, "allow_always"))
-        outcome = PAG_PERM_ALLOW_ALWAYS;
-    else if (sel && !strcmp(opt, "allow_always_project"))
-        outcome = PAG_PERM_ALLOW_PROJECT;
-    else if (sel && !strcmp(opt, "reject_always"))
-        outcome = PAG_PERM_REJECT_ALWAYS;
-    else if (sel && !strcmp(opt, "trust_project"))
-        trust_outcome = PAG_PERM_TRUST_PROJECT;
-    /* each request accepts only the options it offered */
-    r->outcome = r->trust ? trust_outcome : outcome;
+    r->outcome = pacp__perm_outcome(m->result, r->trust);
 }
 
 /* ---------------------------------------------------------------- the loop */

@@ -193,3 +193,25 @@ pj_t *pacp__session_list(const pst_thread_page *page, const char *own_machine,
     if (r && page->next_cursor) pj_object_set_new(r, "nextCursor", pj_string(page->next_cursor));
     return r;
 }
+
+int pacp__perm_outcome(const pj_t *result, bool trust) {
+    pj_t *oc = pj_object_get(result, "outcome");
+    const char *kind = pj_string_value(pj_object_get(oc, "outcome"));
+    const char *opt = pj_string_value(pj_object_get(oc, "optionId"));
+    bool sel = kind && !strcmp(kind, "selected") && opt;
+    int outcome = PAG_PERM_REJECT, trust_outcome = PAG_PERM_REJECT;
+    if (kind && !strcmp(kind, "cancelled"))
+        outcome = trust_outcome = PAG_PERM_CANCELLED;
+    else if (sel && !strcmp(opt, "allow_once"))
+        outcome = PAG_PERM_ALLOW;
+    else if (sel && !strcmp(opt, "allow_always"))
+        outcome = PAG_PERM_ALLOW_ALWAYS;
+    else if (sel && !strcmp(opt, "allow_always_project"))
+        outcome = PAG_PERM_ALLOW_PROJECT;
+    else if (sel && !strcmp(opt, "reject_always"))
+        outcome = PAG_PERM_REJECT_ALWAYS;
+    else if (sel && !strcmp(opt, "trust_project"))
+        trust_outcome = PAG_PERM_TRUST_PROJECT;
+    /* each request accepts only the options it offered */
+    return trust ? trust_outcome : outcome;
+}

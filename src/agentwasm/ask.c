@@ -147,19 +147,8 @@ bool paw__ask_answer(paw *p, const pb_rpc_msg *m) {
         for (paw_ask *a = s->asks; a; a = a->next) {
             if (a->rid != rid) continue;
             if (a->outcome >= 0) return true; /* already answered (cancelled): ignored */
-            pj_t *oc = pj_object_get(m->result, "outcome");
-            const char *kind = pj_string_value(pj_object_get(oc, "outcome"));
-            const char *opt = pj_string_value(pj_object_get(oc, "optionId"));
-            bool sel = kind && !strcmp(kind, "selected") && opt;
-            pag_permission o = PAG_PERM_REJECT;
-            if (kind && !strcmp(kind, "cancelled"))
-                o = PAG_PERM_CANCELLED;
-            else if (sel && !strcmp(opt, "allow_once"))
-                o = PAG_PERM_ALLOW;
-            else if (sel && !strcmp(opt, "allow_always"))
-                o = PAG_PERM_ALLOW_ALWAYS;
-            else if (sel && !strcmp(opt, "reject_always"))
-                o = PAG_PERM_REJECT_ALWAYS;
+            pag_permission o = (pag_permission)pacp__perm_outcome(m->result, false);
+            if (o == PAG_PERM_ALLOW_PROJECT) o = PAG_PERM_REJECT; /* not offered here */
             settle(a, o);
             return true;
         }

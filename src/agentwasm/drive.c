@@ -76,7 +76,7 @@ paw_sess *paw__sess_new(paw *p, const char *id, const char *cwd, const char *fro
     s->read_only = read_only;
     s->queue_tail = &s->queue;
     size_t ntools = 0;
-    const pag_tool_info *tools = paw__tools(p, &ntools);
+    const pag_tool_info *tools = paw__tools(s, &ntools);
     pag_ports ports = {.ctx = s,
                        .tools = tools,
                        .ntools = ntools,
@@ -91,6 +91,7 @@ paw_sess *paw__sess_new(paw *p, const char *id, const char *cwd, const char *fro
                               .context_budget = p->settings.context_budget,
                               .max_steps = p->settings.max_steps};
     if (!(s->agent = pag_session_new(&cfg, &ports))) {
+        free(s->tools);
         free(s->cwd);
         free(s);
         return NULL;
@@ -128,6 +129,7 @@ static void sess_unlink_free(paw_sess *s) {
         }
     drop_queue(s, false);
     paw__ask_free(s, true);
+    free(s->tools);
     pm_call_free(s->call);
     pm_response_clear(&s->resp);
     pag_session_free(s->agent);
@@ -146,6 +148,23 @@ static void finish_close(paw_sess *s) {
     if (cid) {
         paw__reply(p, cid, pj_object());
         pj_decref(cid);
+    }
+}
+
+void paw__sess_free_all(paw *p) {
+    while (p->sessions) {
+        paw_sess *s = p->sessions;
+        if (s->turn) pag_turn_free(s->turn);
+        s->turn = NULL;
+        while (s->tcalls) { /* their sources are gone with the ports */
+            paw_tcall *tc = s->tcalls;
+            s->tcalls = tc->next;
+            free(tc->id);
+            free(tc);
+        }
+        pj_decref(s->prompt_id);
+        pj_decref(s->close_id);
+        sess_unlink_free(s);
     }
 }
 
@@ -191,7 +210,51 @@ static void answer_turn(paw_sess *s, const pag_turn_result *r) {
     s->prompt_id = NULL;
 }
 
+/* The session's title was stored: the client hears it (the session may be gone). */
+typedef struct title_op {
+    paw *p;
+    char sid[PST_ID_LEN];
+    char title[64];
+} title_op;
+
+static void titled(void *ud, pst_remote_result *res) {
+    title_op *t = ud;
+    paw_sess *s = paw__sess_find(t->p, t->sid);
+    if (res->status == PST_OK && s) {
+        pag_event ev = {.kind = PAG_EV_SESSION_INFO,
+                        .title = t->title,
+                        .used = t->p->h.ports->wall_ms(t->p->h.ports->ctx)};
+        paw__emit(s, &ev);
+    }
+    free(t);
+}
+
+/* The first prompt names an untitled session, as natively: its first line, at most 60
+ * bytes, cut between UTF-8 characters. */
+static void maybe_title(paw_sess *s, const pm_message *msg) {
+    const char *text = NULL;
+    for (size_t i = 0; i < msg->nparts && !text; i++)
+        if (msg->parts[i].kind == PM_PART_TEXT) text = msg->parts[i].text;
+    if (s->titled || !text || !s->p->store_ready) return;
+    size_t n = strcspn(text, "\n");
+    if (n > 60) n = 60;
+    while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80)
+        n--;
+    title_op *t = n ? calloc(1, sizeof *t) : NULL;
+    if (!t) return;
+    t->p = s->p;
+    memcpy(t->sid, s->id, PST_ID_LEN);
+    memcpy(t->title, text, n);
+    pst_error e = {0};
+    if (pst_remote_thread_rename(s->p->store, s->id, t->title, titled, t, &e) != PST_OK) {
+        free(t);
+        return;
+    }
+    s->titled = true;
+}
+
 static void start_turn(paw_sess *s, pj_t *id, pm_message *msg) {
+    maybe_title(s, msg);
     pag_session_begin_turn(s->agent); /* a fresh generation, the cancel flag lowered */
     s->turn = pag_turn_new(s->agent, msg);
     if (!s->turn) {
@@ -456,7 +519,7 @@ static bool persist(paw_sess *s, const pag_effect *fx) {
     return true;
 }
 
-static bool wait(paw_sess *s, long ms) {
+static bool wait_retry(paw_sess *s, long ms) {
     paw *p = s->p;
     paw_handle *hd = paw__handle_add(p, PAW_H_TIMER, s);
     if (hd) {
@@ -488,7 +551,8 @@ void paw__handle_event(paw *p, paw_handle *hd, const pn_event *ev) {
 
 /* ---------------------------------------------------------------- TOOL_CALLS */
 
-const pag_tool_info *paw__tools(paw *p, size_t *n) {
+const pag_tool_info *paw__tools(paw_sess *s, size_t *n) {
+    paw *p = s->p;
     size_t total = 0;
     for (size_t i = 0; i < p->nsrcs; i++) {
         size_t k = 0;
@@ -507,16 +571,16 @@ const pag_tool_info *paw__tools(paw *p, size_t *n) {
             if (!dup && l[j].name) m[used++] = l[j];
         }
     }
-    free(p->merged);
-    p->merged = m;
-    p->nmerged = m ? used : 0;
-    *n = p->nmerged;
-    return p->merged;
+    free(s->tools);
+    s->tools = m;
+    s->ntools = m ? used : 0;
+    *n = s->ntools;
+    return s->tools;
 }
 
 static const pag_tool_info *ops_now(void *ctx, size_t *n) {
     paw_sess *s = ctx;
-    return paw__tools(s->p, n);
+    return paw__tools(s, n);
 }
 
 const pag_tool_ops paw__tool_ops = {.now = ops_now};
@@ -613,7 +677,7 @@ static void step(paw_sess *s) {
             if (persist(s, &fx)) return;
             break;
         case PAG_FX_WAIT:
-            if (wait(s, fx.wait_ms)) return;
+            if (wait_retry(s, fx.wait_ms)) return;
             break;
         case PAG_FX_DONE: turn_finished(s, fx.result); return;
         }

@@ -19,8 +19,6 @@
 #define PERI_VERSION "0.0.0-unknown"
 #endif
 
-bool paw__uuid_ok(const char *s);
-
 /* The history format a thread's meta names: 1 (this form's) when it names none, -1 when
  * it is unreadable. */
 static int history_format(const char *meta_json) {
@@ -42,7 +40,7 @@ typedef struct pend {
     char sid[PST_ID_LEN];
     char *cwd;
     char *frozen;
-    bool foreign, old_format;
+    bool foreign, old_format, titled;
 } pend;
 
 static pend *pend_new(paw *p, pj_t *id) {
@@ -138,10 +136,29 @@ static void m_initialize(paw *p, pj_t *params, pj_t *id) {
     paw__reply(p, id, r);
 }
 
+/* The session's modes as native results carry them ({currentModeId, availableModes}). */
+static void add_modes(pj_t *result, const paw_sess *s) {
+    pj_t *av = result ? pj_array() : NULL;
+    for (int m = 0; av && m < PAG_MODE_COUNT; m++)
+        pj_array_append_new(av, pj_pack("{s:s, s:s, s:s}", "id", pag_mode_id(m), "name",
+                                        pag_mode_name(m), "description", pag_mode_description(m)));
+    if (av)
+        pj_object_set_new(result, "modes",
+                          pj_pack("{s:s, s:o}", "currentModeId",
+                                  pag_mode_id(pag_session_mode(s->agent)), "availableModes", av));
+}
+
+/* Answers a request that opened session s with result r (the modes added); frees q. */
+static void answer_opened(pend *q, const paw_sess *s, pj_t *r) {
+    add_modes(r, s);
+    paw__reply(q->p, q->id, r);
+    pend_free(q);
+}
+
 /* ---------------------------------------------------------------- session/new */
 
 /* The session's mcpServers: stdio ones cannot run here (an explicit refusal); HTTP ones
- * need the event-driven MCP client, which this build does not have yet. NULL: fine. */
+ * are connected only from the settings (mcp.c) so far. NULL: fine. */
 static const char *mcp_refusal(pj_t *servers, char *buf, size_t n) {
     size_t i;
     pj_t *v;
@@ -157,8 +174,8 @@ static const char *mcp_refusal(pj_t *servers, char *buf, size_t n) {
         }
         if (pj_object_get(v, "url")) {
             snprintf(buf, n,
-                     "MCP server \"%.100s\": MCP over HTTP is not available in this build of "
-                     "the WebAssembly form yet",
+                     "MCP server \"%.100s\": servers given per session are not connected in "
+                     "the WebAssembly form yet; name it in the settings' mcpServers",
                      name ? name : "?");
             return buf;
         }
@@ -166,17 +183,24 @@ static const char *mcp_refusal(pj_t *servers, char *buf, size_t n) {
     return NULL;
 }
 
+/* A store answer that arrives while the instance closes opens nothing new. */
+static bool closing(pend *q) {
+    if (!q->p->closing) return false;
+    paw__reply_error(q->p, q->id, PB_RPC_INTERNAL_ERROR, "the instance is closing", NULL);
+    pend_free(q);
+    return true;
+}
+
 static void new_created(void *ud, pst_remote_result *res) {
     pend *q = ud;
     paw *p = q->p;
+    if (closing(q)) return;
     if (res->status != PST_OK) {
         store_error(p, q->id, res);
     } else {
         paw_sess *s = paw__sess_new(p, res->thread.id, q->cwd, q->frozen, false);
-        if (!s)
-            paw__reply_error(p, q->id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
-        else
-            paw__reply(p, q->id, pj_pack("{s:s}", "sessionId", s->id));
+        if (s) return answer_opened(q, s, pj_pack("{s:s}", "sessionId", s->id));
+        paw__reply_error(p, q->id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
     }
     pend_free(q);
 }
@@ -261,9 +285,12 @@ static pj_t *load_result(const pend *q, const char *owner) {
 static void load_messages(void *ud, pst_remote_result *res) {
     pend *q = ud;
     paw *p = q->p;
-    if (op_failed(q, res)) return;
+    if (closing(q) || op_failed(q, res)) return;
     paw_sess *s = paw__sess_find(p, q->sid);
-    if (!s) s = paw__sess_new(p, q->sid, q->cwd, q->frozen, q->foreign || q->old_format);
+    if (!s) {
+        s = paw__sess_new(p, q->sid, q->cwd, q->frozen, q->foreign || q->old_format);
+        if (s) s->titled = q->titled;
+    }
     if (!s) {
         paw__reply_error(p, q->id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
         pend_free(q);
@@ -280,8 +307,7 @@ static void load_messages(void *ud, pst_remote_result *res) {
         free(txt);
     }
     pag_session_replay(s->agent, replay_emit, s);
-    paw__reply(p, q->id, load_result(q, res->thread.machine_id));
-    pend_free(q);
+    answer_opened(q, s, load_result(q, res->thread.machine_id));
 }
 
 static void load_thread(void *ud, pst_remote_result *res) {
@@ -294,6 +320,7 @@ static void load_thread(void *ud, pst_remote_result *res) {
     }
     if (op_failed(q, res)) return;
     q->foreign = strcmp(res->thread.machine_id, p->machine_id) != 0;
+    q->titled = res->thread.title != NULL;
     q->old_format = history_format(res->thread.meta) != 1;
     pj_t *meta = res->thread.meta ? pj_loads(res->thread.meta, 0, NULL) : NULL;
     const char *fz = pj_string_value(pj_object_get(meta, "frozenContext"));

@@ -73,12 +73,11 @@ struct paw {
     size_t open_http, open_timers;
     /* requests to the client (session/request_permission) */
     pj_int_t next_out_id;
-    /* tool sources and the merged list offered to the model (rebuilt before each request) */
+    /* tool sources (each session merges their lists into its own array) */
     paw_tool_source srcs[8];
     size_t nsrcs;
-    pag_tool_info *merged; /* owned array; strings borrowed from the sources */
-    size_t nmerged;
     bool srcs_closed;
+    struct paw_mcp *mcp; /* the settings' HTTP MCP servers (mcp.c), NULL when none */
 };
 
 /* ---- reactor.c */
@@ -88,7 +87,9 @@ int paw__send(paw *p, pj_t *frame);
 void paw__reply(paw *p, pj_t *id, pj_t *result);
 void paw__reply_error(paw *p, pj_t *id, int code, const char *msg, pj_t *data);
 void paw__notify(paw *p, const char *method, pj_t *params);
-/* A credential into a malloc'd string (NULL: none; *why says why when asked). */
+/* True for the text form of a UUID (8-4-4-4-12 hex digits). */
+bool paw__uuid_ok(const char *s);
+/* A credential into a malloc'd string (NULL: none); the caller wipes and frees it. */
 char *paw__credential(paw *p, const char *kind);
 /* Registers a handle record (NULL when out of memory). */
 paw_handle *paw__handle_add(paw *p, paw_hkind kind, paw_sess *s);
@@ -111,6 +112,7 @@ struct paw_sess {
     char *cwd;
     pag_session *agent;
     bool read_only;
+    bool titled;    /* the thread has a title (else the first prompt names it) */
     uint64_t seq;   /* session/update sequence */
     uint64_t turns; /* turn generation (peri.turnId) */
     /* the running turn */
@@ -126,9 +128,13 @@ struct paw_sess {
     bool tools_started;
     size_t tools_pending;
     struct paw_tcall *tcalls; /* started tool calls of the running turn */
-    struct paw_ask *asks;     /* permission questions of the running turn */
-    size_t asks_pending;      /* asked, not answered yet */
-    char **always;            /* "+name" allowed / "-name" rejected for the session */
+    /* the tools offered to this session's model: owned array (strings borrowed from the
+     * sources, which keep them until close), rebuilt before each model request */
+    pag_tool_info *tools;
+    size_t ntools;
+    struct paw_ask *asks; /* permission questions of the running turn */
+    size_t asks_pending;  /* asked, not answered yet */
+    char **always;        /* "+name" allowed / "-name" rejected for the session */
     size_t nalways;
     /* close */
     pj_t *close_id; /* session/close waiting for the turn to unwind */
@@ -167,6 +173,8 @@ typedef struct paw_tcall {
 paw_sess *paw__sess_new(paw *p, const char *id, const char *cwd, const char *frozen,
                         bool read_only);
 paw_sess *paw__sess_find(paw *p, const char *id);
+/* Frees every session as it is (paw_free after the host closed the ports). */
+void paw__sess_free_all(paw *p);
 /* Starts (or queues) a turn over msg (its parts taken); the reply goes to id. */
 void paw__sess_prompt(paw_sess *s, pj_t *id, pm_message *msg);
 /* Raises the cancel flag of the running turn and stops what it waits on. */
@@ -178,6 +186,14 @@ void paw__sess_close(paw_sess *s, pj_t *close_id);
 void paw__handle_event(paw *p, paw_handle *hd, const pn_event *ev);
 /* The frozen context of a new session in the virtual workspace (malloc'd). */
 char *paw__frozen_context(const char *cwd, int64_t now_ms);
+/* ---- mcp.c: the settings' MCP servers over streamable HTTP as a tool source */
+typedef struct paw_mcp paw_mcp;
+/* Starts a client for every server of the settings' mcpServers object that has a url
+ * (they connect in the background). NULL when out of memory. */
+paw_mcp *paw__mcp_new(paw *p, const pj_t *servers);
+paw_tool_source paw__mcp_source(paw_mcp *m);
+void paw__mcp_free(paw_mcp *m);
+
 /* ---- ask.c: the permission gate */
 /* True when call c must ask the client first (mode, tool flag, settings, remembered
  * answers); then the request is sent and the call waits (false when none is needed). */
@@ -195,9 +211,9 @@ void paw__ask_free(paw_sess *s, bool remembered_too);
 /* drive.c: call index of the running turn may start now (its question was answered). */
 void paw__tool_resume(paw_sess *s, size_t index);
 
-/* The tools of every source, merged (first source wins a name); valid until the next
- * call. */
-const pag_tool_info *paw__tools(paw *p, size_t *n);
+/* The tools of every source, merged (first source wins a name) into s->tools (the
+ * previous array freed: the turn asks again only before a new request). */
+const pag_tool_info *paw__tools(paw_sess *s, size_t *n);
 /* Emits an event of the session through the shared projection. */
 void paw__emit(paw_sess *s, const pag_event *ev);
 

@@ -159,7 +159,6 @@ static bool canonical(const char *in, char *out, size_t cap) {
     return true;
 }
 
-bool paw__uuid_ok(const char *s);
 bool paw__uuid_ok(const char *s) {
     if (strlen(s) != 36) return false;
     for (int i = 0; i < 36; i++) {
@@ -317,6 +316,12 @@ static int start(paw *p, pj_t *o, char *err, size_t errlen) {
         free(pw);
     }
     if (!p->store) return bad(err, errlen, "storage: %.300s", se.message);
+    /* the settings' HTTP MCP servers connect in the background (mcp.c) */
+    pj_t *servers = pj_object_get(p->settings.doc, "mcpServers");
+    if (pj_is_object(servers) && pj_object_size(servers) > 0 && p->nsrcs < 8) {
+        if (!(p->mcp = paw__mcp_new(p, servers))) return bad(err, errlen, "out of memory%s", NULL);
+        p->srcs[p->nsrcs++] = paw__mcp_source(p->mcp);
+    }
     return 0;
 }
 
@@ -555,18 +560,7 @@ bool paw_settled(const paw *p) {
 
 void paw_free(paw *p) {
     if (!p) return;
-    while (p->sessions) { /* only after the host closed the ports: drop what is left */
-        paw_sess *s = p->sessions;
-        p->sessions = s->next;
-        if (s->turn) pag_turn_free(s->turn);
-        pm_call_free(s->call);
-        pm_response_clear(&s->resp);
-        pag_session_free(s->agent);
-        pj_decref(s->prompt_id);
-        pj_decref(s->close_id);
-        free(s->cwd);
-        free(s);
-    }
+    paw__sess_free_all(p); /* only after the host closed the ports: what is left */
     while (p->handles) {
         paw_handle *hd = p->handles;
         p->handles = hd->next;
@@ -581,7 +575,7 @@ void paw_free(paw *p) {
     if (p->store) pst_remote_free(p->store);
     pm_client_free(p->model);
     if (p->have_settings) pag_settings_clear(&p->settings);
-    free(p->merged);
+    paw__mcp_free(p->mcp);
     free(p->in);
     free(p);
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """e2e.py: the agent module's reactor (src/agentwasm/) run natively by paw_native over
-pn_loop, speaking ACP on stdio, against a real PostgreSQL (pg_cluster.sh with
+pn_loop (or, with PAW_MODULE=peri-agent.wasm and paw_engine as the driver, inside the
+module under Peri-C's engine host), speaking ACP on stdio, against a real PostgreSQL (pg_cluster.sh with
 PERI_PG_TCP=1: the role logs in with scram-sha-256 over TCP) and the mock model.
 
     pg_cluster.sh python3 e2e.py PAW_NATIVE MOCK_MODEL_PY [SCENARIO...]
@@ -37,7 +38,10 @@ class Paw(Agent):
             if k in os.environ:
                 env[k] = os.environ[k]
         env.update(env_extra or {})
-        self.proc = subprocess.Popen([exe, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        argv = [exe, path]
+        if os.environ.get("PAW_MODULE"):  # paw_engine: the module under the engine host
+            argv = [exe, os.environ["PAW_MODULE"], path]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=env)
         import queue
         self.frames = queue.Queue()
@@ -48,7 +52,14 @@ class Paw(Agent):
         self.permission_answer = "allow_once"
         self.stderr = []
         threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._drain_err, daemon=True).start()
+        self.err_thread = threading.Thread(target=self._drain_err, daemon=True)
+        self.err_thread.start()
+
+    def wait_exit(self, timeout=10):
+        """The exit status, once stderr was read to its end."""
+        rc = self.proc.wait(timeout)
+        self.err_thread.join(timeout)
+        return rc
 
     def on_request(self, f):
         if f.get("method") == "session/request_permission" and self.permission_answer is None:
@@ -62,11 +73,10 @@ class Paw(Agent):
         """EOF on stdin: the reactor closes everything and reports settlement."""
         self.proc.stdin.close()
         try:
-            rc = self.proc.wait(timeout)
+            rc = self.wait_exit(timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             raise Fail("paw_native did not settle after EOF; stderr: " + self.err()[-1500:])
-        time.sleep(0.05)
         check(rc == 0, "exit status %r; stderr: %s" % (rc, self.err()[-1500:]))
         check("paw: settled {" in self.err(), "no settled report: " + self.err()[-1500:])
         check("Sanitizer" not in self.err(), "sanitizer: " + self.err()[-3000:])
@@ -79,6 +89,7 @@ class Env:
         self.tmp = tempfile.mkdtemp(prefix="paw-e2e-")
         self.mock = Mock(mock_py, self.tmp)
         self.agents = []
+        self.allow = ["127.0.0.1:%d" % self.mock.port, "127.0.0.1:%d" % pg_port]
 
     def store_url(self):
         return "postgresql://%s@127.0.0.1:%d/%s?sslmode=disable" % (ROLE, self.pg_port, DB)
@@ -94,8 +105,9 @@ class Env:
         return o
 
     def agent(self, start=None, init=True, env_extra=None):
-        a = Paw(self.exe, start if start is not None else self.start_object(), self.tmp,
-                env_extra)
+        env = {"PAW_ALLOW": ",".join(self.allow)}
+        env.update(env_extra or {})
+        a = Paw(self.exe, start if start is not None else self.start_object(), self.tmp, env)
         self.agents.append(a)
         if init:
             r = a.result("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
@@ -134,8 +146,9 @@ def s_start_errors(E):
     ]
     for what, start, want in cases:
         a = E.agent(start, init=False)
-        rc = a.proc.wait(10)
-        check(rc == 2, "%s: exit %r (want 2: refused)" % (what, rc))
+        rc = a.wait_exit(10)
+        check(rc == 2, "%s: exit %r (want 2: refused): %s" % (what, rc, a.err()[-800:]))
+        check("Sanitizer" not in a.err(), "%s: sanitizer: %s" % (what, a.err()[-3000:]))
         check(want in a.err(), "%s: error text %r not in %r" % (what, want, a.err()[-600:]))
 
 
@@ -143,7 +156,7 @@ def s_local_store_refused(E):
     for loc in ("sqlite:/tmp/x.db", "/home/u/.peri/peri.db", ":memory:"):
         a = E.agent(dict(E.start_object(), storage={"url": loc, "credential": {"source": "host"}}),
                     init=False)
-        rc = a.proc.wait(10)
+        rc = a.wait_exit(10)
         check(rc == 2, "%s: exit %r" % (loc, rc))
         check("is a local store" in a.err() and "never falls back" in a.err(),
               "%s: %r" % (loc, a.err()[-500:]))
@@ -209,6 +222,8 @@ def s_prompt_stream_and_tool(E):
     seqs = [f["params"]["_meta"]["peri.sessionSeq"] for _, f in a.log
             if f.get("method") == "session/update"]
     check(seqs == sorted(seqs) and len(set(seqs)) == len(seqs), "sequence: %r" % seqs)
+    info = [u for _, u in a.updates(sid) if u["sessionUpdate"] == "session_info_update"]
+    check(len(info) == 1 and info[0]["title"] == "say hello", "title update: %r" % info)
     # a tool round: no shell in this form, the model hears so and goes on
     rid = prompt(a, sid, "list files")
     r = wait_done(a, rid)
@@ -300,6 +315,87 @@ def s_tool_source(E):
     c.finish()
 
 
+def s_tools_two_sessions(E):
+    """Two sessions whose turns call tools at the same time: each keeps its own tool list
+    while the other asks for a new one (no list is freed under a turn)."""
+    E.mock.script({"responses": [], "default": {
+        "tool_calls": [{"id": "e", "name": "echo", "arguments": {"text": "x"}}],
+        "delay_ms": 40}})
+    start = E.start_object()
+    start["settings"]["maxSteps"] = 3
+    a = E.agent(start, env_extra={"PAW_TEST_TOOLS": "1"})
+    s1, s2 = E.new_session(a), E.new_session(a)
+    r1, r2 = prompt(a, s1, "loop one"), prompt(a, s2, "loop two")
+    x1, x2 = wait_done(a, r1), wait_done(a, r2)
+    check(x1.get("result") == x2.get("result") == {"stopReason": "max_turn_requests"},
+          "%r %r" % (x1, x2))
+    for sid in (s1, s2):
+        done = [u for _, u in a.updates(sid)
+                if u["sessionUpdate"] == "tool_call_update" and u["status"] == "completed"]
+        check(len(done) == 3, "%s: %d tool results" % (sid, len(done)))
+    a.finish()
+
+
+def s_mcp_http(E):
+    """The settings' MCP server over streamable HTTP (the event-driven client)."""
+    srv_py = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mcp",
+                          "ev_server.py")
+    srv = subprocess.Popen([sys.executable, srv_py, os.path.join(E.tmp, "mcp.log")],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        port = int(srv.stdout.readline())
+        E.allow.append("127.0.0.1:%d" % port)
+        dead = socket.socket()
+        dead.bind(("127.0.0.1", 0))
+        dead_port = dead.getsockname()[1]
+        dead.close()
+        E.allow.append("127.0.0.1:%d" % dead_port)
+        start = E.start_object()
+        start["settings"]["mcpServers"] = {
+            "files": {"url": "http://127.0.0.1:%d/mcp/sse" % port},
+            "gone": {"url": "http://127.0.0.1:%d/mcp" % dead_port},
+            "local": {"command": "/bin/true"}}
+        E.mock.script([
+            {"tool_calls": [{"id": "m1", "name": "mcp__files__echo",
+                             "arguments": {"message": "over http"}}]},
+            {"text": "echoed"},
+            {"tool_calls": [{"id": "m2", "name": "mcp__files__slow", "arguments": {}}]},
+            {"text": "never"},
+        ])
+        a = E.agent(start)
+        deadline = time.monotonic() + 10
+        while 'MCP server "files": 4 tools' not in a.err():
+            check(time.monotonic() < deadline, "MCP server not ready: " + a.err()[-800:])
+            time.sleep(0.05)
+        check('MCP server "gone" is unavailable' in a.err(), "gone: " + a.err()[-800:])
+        check("stdio MCP servers" in a.err(), "stdio refused: " + a.err()[-800:])
+        sid = E.new_session(a)
+        r = wait_done(a, prompt(a, sid, "echo"))
+        check(r.get("result") == {"stopReason": "end_turn"}, "prompt: %r" % r)
+        reqs = E.mock.requests()
+        names = sorted(t["function"]["name"] for t in reqs[0]["body"].get("tools") or [])
+        check(names == ["mcp__files__boom", "mcp__files__echo", "mcp__files__fail",
+                        "mcp__files__slow"], "tools: %r" % names)
+        res = {m.get("tool_call_id"): m.get("content") for m in reqs[1]["body"]["messages"]
+               if m.get("role") == "tool"}
+        check("Echo: over http" in json.dumps(res.get("m1")), "echo: %r" % res)
+        # a call that needs permission (asked, allowed), then cancelled while it runs
+        rid = prompt(a, sid, "slow")
+        a.wait(lambda f: f.get("method") == "session/request_permission", what="the ask")
+        a.wait_update(lambda u: u["sessionUpdate"] == "tool_call" and u["toolCallId"] == "m2",
+                      "the slow call", sid=sid)
+        time.sleep(0.3)
+        a.cancel(sid, rid)
+        a.finish()
+        log = [json.loads(x) for x in open(os.path.join(E.tmp, "mcp.log"))]
+        check(any(x.get("method") == "notifications/cancelled" for x in log),
+              "no cancel sent: %r" % log[-5:])
+        check(any(x.get("verb") == "DELETE" for x in log), "no DELETE at close")
+    finally:
+        srv.kill()
+        srv.wait()
+
+
 def s_load_and_list(E):
     E.mock.script([{"text": "first answer"}, {"text": "second answer"}])
     a = E.agent()
@@ -311,6 +407,8 @@ def s_load_and_list(E):
     b = E.agent()
     r = b.result("session/load", {"sessionId": sid, "cwd": "/work/listed", "mcpServers": []})
     check("_meta" not in r, "own session read-only? %r" % r)
+    check(r["modes"]["currentModeId"] == "default" and
+          len(r["modes"]["availableModes"]) == 4, "modes: %r" % r)
     ups = b.updates(sid)
     check(text_of(ups, "user_message_chunk") == "onetwo", "replayed user: %r" % ups)
     check(text_of(ups) == "first answersecond answer", "replayed agent: %r" % ups)
@@ -318,6 +416,7 @@ def s_load_and_list(E):
               if f.get("method") == "session/update"), "replay flag")
     lst = b.result("session/list", {"cwd": "/work/listed"})
     check([s["sessionId"] for s in lst["sessions"]] == [sid], "list: %r" % lst)
+    check(lst["sessions"][0].get("title") == "one", "title from the first prompt: %r" % lst)
     # the session continues with its history
     E.mock.script([{"text": "third"}])
     check(wait_done(b, prompt(b, sid, "three")).get("result") == {"stopReason": "end_turn"},
@@ -393,6 +492,19 @@ def s_model_errors(E):
     e = r.get("error", {})
     check(e.get("code") == -32000 and e.get("data", {}).get("status") == 401, "401: %r" % r)
     a.finish()
+    # a retryable failure waits on a host timer (the turn's WAIT), then the same call again
+    E.mock.script([{"status": 503, "retry_after": "1"}, {"text": "recovered"}])
+    start = E.start_object()
+    start["settings"]["maxRetries"] = 2
+    b = E.agent(start)
+    sid = E.new_session(b)
+    t0 = time.monotonic()
+    r = wait_done(b, prompt(b, sid, "z"))
+    check(r.get("result") == {"stopReason": "end_turn"}, "retried: %r" % r)
+    check(time.monotonic() - t0 >= 0.9, "Retry-After not waited")
+    check(text_of(b.updates(sid)) == "recovered", "text: %r" % text_of(b.updates(sid)))
+    check(len(E.mock.requests()) == 4, "requests: %d" % len(E.mock.requests()))
+    b.finish()
 
 
 def s_port_refused(E):
@@ -400,6 +512,7 @@ def s_port_refused(E):
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()  # nothing listens there
+    E.allow.append("127.0.0.1:%d" % port)
     a = E.agent(E.start_object(model_url="http://127.0.0.1:%d" % port))
     sid = E.new_session(a)
     r = wait_done(a, prompt(a, sid, "x"))
@@ -413,6 +526,7 @@ def s_port_hangs(E):
     srv.bind(("127.0.0.1", 0))
     srv.listen(0)  # a backlog that is full at once: further connects hang
     port = srv.getsockname()[1]
+    E.allow.append("127.0.0.1:%d" % port)
     fill = []
     for _ in range(8):
         c = socket.socket()
@@ -447,9 +561,10 @@ def s_close_settles(E):
     a.wait_update(lambda u: u["sessionUpdate"] == "agent_message_chunk", "chunk", sid=sid)
     r = a.response(rid, timeout=10)
     check(r.get("result") == {"stopReason": "cancelled"}, "turn under paw_close: %r" % r)
-    rc = a.proc.wait(10)
+    rc = a.wait_exit(10)
     check(rc == 0, "exit %r: %s" % (rc, a.err()[-800:]))
     check('paw: settled {"settled":true' in a.err(), "report: %s" % a.err()[-800:])
+    check("Sanitizer" not in a.err(), "sanitizer: %s" % a.err()[-3000:])
 
 
 SCENARIOS = {
@@ -459,6 +574,8 @@ SCENARIOS = {
     "bad_input": s_bad_input,
     "prompt_stream_and_tool": s_prompt_stream_and_tool,
     "tool_source": s_tool_source,
+    "tools_two_sessions": s_tools_two_sessions,
+    "mcp_http": s_mcp_http,
     "load_and_list": s_load_and_list,
     "cancel_and_close": s_cancel_and_close,
     "concurrent": s_concurrent,
@@ -488,6 +605,13 @@ def main():
         return 2
     exe, mock_py = sys.argv[1], sys.argv[2]
     names = sys.argv[3:] or list(SCENARIOS)
+    if os.environ.get("PAW_MODULE") and not sys.argv[3:]:
+        # the test tool source is linked into paw_native only; the module's own tool
+        # source is the MCP client
+        names.remove("tool_source")
+        names.remove("tools_two_sessions")
+        print("not run under the engine: tool_source, tools_two_sessions (their tool source "
+              "is paw_native's)")
     try:
         pg_port = setup_db()
     except (Fail, subprocess.CalledProcessError, FileNotFoundError) as e:

@@ -28,7 +28,8 @@
 typedef struct drv {
     pn_loop *loop;
     paw *p;
-    pthread_mutex_t mu;
+    pthread_mutex_t mu; /* guards stopping against the reader's posts */
+    bool stopping;
     bool settled;
 } drv;
 
@@ -210,7 +211,10 @@ static void *reader(void *arg) {
             continue;
         }
         c->len = n > 0 ? (size_t)n : 0;
-        if (pn_loop_post(d->loop, deliver, c) != 0) {
+        pthread_mutex_lock(&d->mu);
+        int rc = d->stopping ? -1 : pn_loop_post(d->loop, deliver, c);
+        pthread_mutex_unlock(&d->mu);
+        if (rc != 0) {
             free(c);
             break;
         }
@@ -313,6 +317,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "paw_native: the loop still holds handles after the settled report\n");
     paw_free(d.p);
     d.p = NULL;
-    /* the stdin reader may still be blocked in read(): the process ends under it */
-    _exit(ok ? 0 : 1);
+    /* the stdin reader may still be blocked in read(): it posts nothing any more, and the
+     * process ends under it */
+    pthread_mutex_lock(&d.mu);
+    d.stopping = true;
+    pthread_mutex_unlock(&d.mu);
+    pn_loop_free(d.loop);
+    exit(ok ? 0 : 1);
 }
