@@ -231,8 +231,9 @@ int pmcp_serve(const pmcp_server_opts *opt, int in_fd, int out_fd);
  * DELETE ends the session; GET answers 405. Every request must carry
  * "Authorization: Bearer <token>" (compared in constant time; 401 otherwise), a Host
  * naming the listener when it is on loopback, and no foreign Origin (403: DNS
- * rebinding, browsers). Bounded: head, body (413), connections, sessions, and the time
- * a request may take to arrive (slow clients are closed). */
+ * rebinding, browsers). Bounded: head, body (413), connections, sessions (a new one
+ * ends the least recently used idle one; unused ones expire), and the time a request
+ * may take to arrive (slow clients are closed). */
 typedef struct pmcp_http_opts {
     const pmcp_server_opts *server; /* what every session serves (borrowed) */
     const char *host;               /* numeric address to bind; NULL: 127.0.0.1 */
@@ -243,6 +244,7 @@ typedef struct pmcp_http_opts {
     size_t max_sessions;            /* 0: 16 */
     long read_timeout_ms;           /* a request's head and body; 0: 10000 */
     long idle_timeout_ms;           /* a kept-alive connection between requests; 0: 60000 */
+    long session_idle_ms;           /* a session no request named; 0: 30 minutes */
     /* Readable: stop (in-flight calls are cancelled and joined). -1: none. */
     int stop_fd;
     /* Called once the socket listens, with the bound port (e.g. to print it). */

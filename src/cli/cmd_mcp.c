@@ -174,7 +174,7 @@ static int serve_listen(const pmcp_server_opts *o, const char *listen, const cha
         return 1;
     }
     g_stop_wfd = pfd[1];
-    struct sigaction sa = {.sa_handler = on_stop_signal};
+    struct sigaction sa = {.sa_handler = on_stop_signal, .sa_flags = SA_RESTART};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);

@@ -7,6 +7,7 @@
  * oauth*.c   : OAuth for streamable HTTP servers (oauth_int.h).
  * client.c   : request/response matching, initialize, tools, progress, cancellation.
  * server.c   : the workspace server over the tools registry.
+ * serve_http*.c : that server over streamable HTTP (serve_http_int.h: the head parser).
  * pool.c     : configuration parsing, the per-session pool, content mapping.
  *
  * A transport delivers every received frame to on_frame (from its own threads, one

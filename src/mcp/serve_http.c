@@ -15,7 +15,8 @@
  * "http://" + Host (403: DNS rebinding, browsers), "Authorization: Bearer <token>"
  * compared in constant time over digests (401, no detail), path /mcp (404), a
  * Content-Length within max_body (413). Bounded: connections (the listener is not
- * polled while full), sessions (503), the time a request may take to arrive and an
+ * polled while full), sessions (a new one ends the least recently used idle one, else
+ * 503; one unused for session_idle_ms ends), the time a request may take to arrive and an
  * idle kept-alive connection (closed), the time an answer may take to be written.
  *
  * Invariants: only the loop thread touches connections and sessions; workers only
@@ -59,6 +60,7 @@ typedef struct hs hs;
 typedef struct hsess {
     struct hsess *next;
     uint64_t serial;
+    int64_t last_used; /* ms, monotonic: the last request naming it */
     char id[65];
     pmcp__srv *srv;
     hs *h;
@@ -84,7 +86,7 @@ typedef struct conn {
 struct hs {
     const pmcp_http_opts *o;
     size_t max_body, max_conns, max_sessions;
-    long read_ms, idle_ms;
+    long read_ms, idle_ms, session_idle_ms;
     uint8_t token_digest[PB_SHA256_LEN];
     bool loopback;
     uint16_t port;
@@ -246,8 +248,17 @@ static void respond_err(hs *h, size_t i, int st, int code, const char *msg, pj_t
 
 static hsess *session_find(hs *h, const char *id) {
     for (hsess *s = h->sessions; s; s = s->next)
-        if (strlen(id) == 64 && pb_ct_equal(s->id, id, 64)) return s;
+        if (strlen(id) == 64 && pb_ct_equal(s->id, id, 64)) {
+            s->last_used = now_ms();
+            return s;
+        }
     return NULL;
+}
+
+static bool session_busy(hs *h, const hsess *se) {
+    for (size_t i = 0; i < h->nconns; i++)
+        if (h->conns[i]->state == C_WAIT && h->conns[i]->wait_sess == se->serial) return true;
+    return false;
 }
 
 static void session_end(hs *h, hsess *se) {
@@ -276,6 +287,26 @@ static void session_end(hs *h, hsess *se) {
     }
     pb_wipe(se->id, sizeof se->id);
     free(se);
+}
+
+/* Ends the sessions unused for session_idle_ms (clients that vanished without DELETE);
+ * with force, also the least recently used one without a waiting request (room for a
+ * new session when all are taken). */
+static void sessions_expire(hs *h, bool force) {
+    int64_t now = now_ms();
+    hsess *lru = NULL;
+    for (hsess *se = h->sessions; se;) {
+        hsess *next = se->next;
+        if (!session_busy(h, se)) {
+            if (now - se->last_used >= h->session_idle_ms) {
+                session_end(h, se);
+            } else if (!lru || se->last_used < lru->last_used) {
+                lru = se;
+            }
+        }
+        se = next;
+    }
+    if (force && lru && h->nsessions >= h->max_sessions) session_end(h, lru);
 }
 
 /* ---------------------------------------------------------------- requests */
@@ -349,6 +380,7 @@ static int check_head(hs *h, size_t i) {
         for (size_t k = 0; k < 3; k++)
             known |= !strcmp(r->proto, v[k]);
         if (!known) {
+            c->close_after = true; /* the body may still be on its way */
             respond_err(h, i, 400, PMCP_INVALID_REQUEST, "Unsupported MCP-Protocol-Version", NULL);
             return 1;
         }
@@ -397,6 +429,14 @@ static void handle_post(hs *h, size_t i) {
     } else {
         if (init) {
             uint8_t rnd[32];
+            if (h->nsessions >= h->max_sessions) {
+                sessions_expire(h, true); /* may close other connections: c may move */
+                i = conn_index(h, c);
+                if (i == h->nconns) {
+                    pb_rpc_clear(&m);
+                    return;
+                }
+            }
             se = h->nsessions < h->max_sessions ? calloc(1, sizeof *se) : NULL;
             if (!se || getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
                 free(se);
@@ -407,6 +447,7 @@ static void handle_post(hs *h, size_t i) {
             pb_hex(rnd, sizeof rnd, se->id);
             se->h = h;
             se->serial = ++h->next_serial;
+            se->last_used = now_ms();
             se->srv = pmcp__srv_new(h->o->server, -1, on_emit, se);
             if (!se->srv) {
                 free(se);
@@ -611,6 +652,7 @@ int pmcp_serve_http(const pmcp_http_opts *o, char *err, size_t errlen) {
     h.max_sessions = o->max_sessions ? o->max_sessions : 16;
     h.read_ms = o->read_timeout_ms > 0 ? o->read_timeout_ms : 10000;
     h.idle_ms = o->idle_timeout_ms > 0 ? o->idle_timeout_ms : 60000;
+    h.session_idle_ms = o->session_idle_ms > 0 ? o->session_idle_ms : 30L * 60 * 1000;
     pb_sha256(o->token, strlen(o->token), h.token_digest);
     h.aq_last = &h.aq;
     h.conns = calloc(h.max_conns, sizeof *h.conns);
@@ -639,6 +681,7 @@ int pmcp_serve_http(const pmcp_http_opts *o, char *err, size_t errlen) {
         snprintf(err, errlen, "out of memory");
         rc = -1;
     }
+    int64_t last_expire = now_ms();
     while (!stop) {
         size_t n = 0;
         pf[n++] = (struct pollfd){.fd = h.wake, .events = POLLIN};
@@ -658,7 +701,7 @@ int pmcp_serve_http(const pmcp_http_opts *o, char *err, size_t errlen) {
                 if (wait < 0 || d < wait) wait = d;
             }
         }
-        int pr = poll(pf, n, wait < 0 ? -1 : (int)(wait > 60000 ? 60000 : wait));
+        int pr = poll(pf, n, wait < 0 || wait > 1000 ? 1000 : (int)wait);
         if (pr < 0 && errno != EINTR) {
             snprintf(err, errlen, "poll: %s", strerror(errno));
             rc = -1;
@@ -693,6 +736,10 @@ int pmcp_serve_http(const pmcp_http_opts *o, char *err, size_t errlen) {
             process(&h, i);
             i = conn_index(&h, c); /* closed: i now names the next one */
             if (i == h.nconns) i = (size_t)-1;
+        }
+        if (now - last_expire >= 1000) {
+            sessions_expire(&h, false);
+            last_expire = now;
         }
         if (pf[2].revents & POLLIN) accept_all(&h);
     }

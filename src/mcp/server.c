@@ -1,7 +1,9 @@
 /*
  * server.c — the builtin Workspace MCP server: serves every tool of the tools
  * registry (ptl_count/ptl_at, so tools added there are served automatically) and the
- * workspace files as resources, over one JSON-RPC frame per line on a pair of fds.
+ * workspace files as resources, over one JSON-RPC frame per line on a pair of fds
+ * (pmcp_serve), or through an emit callback for another transport (pmcp__srv_*: the
+ * streamable HTTP server of serve_http.c uses the same dispatch, one server per session).
  *
  * Methods: initialize (echoes a supported protocolVersion, else offers the newest),
  * ping, tools/list (pagination by an opaque index cursor), tools/call (each call on a

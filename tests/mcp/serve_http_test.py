@@ -259,6 +259,14 @@ def case_attacks():
     out = raw(port, (head + one).encode() * n + b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
               b"Connection: close\r\n\r\n")
     check(out.count(b"HTTP/1.1 200 ") == n, "pipelined: %d answers" % out.count(b"HTTP/1.1 200 "))
+    # a 17th session ends the least recently used one (sid is used just below, so it stays)
+    first = initialize(port)
+    others = [initialize(port) for _ in range(14)]
+    check(rpc(port, sid, 8, "ping", {})[0] == 200, "ping")
+    extra = initialize(port)
+    check(rpc(port, first, 8, "ping", {})[0] == 404, "the least recently used session ended")
+    check(all(rpc(port, s2, 8, "ping", {})[0] == 200 for s2 in others + [extra]),
+          "the other sessions live")
     # the server still serves after all that
     check(rpc(port, sid, 9, "ping", {})[0] == 200, "alive after the attacks")
     stop(p)
