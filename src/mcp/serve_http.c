@@ -517,14 +517,8 @@ static void process(hs *h, size_t i) {
 
 static void on_readable(hs *h, size_t i) {
     conn *c = h->conns[i];
-    if (c->state != C_READ) {
-        /* waiting or writing: only an end of the peer matters */
-        char b;
-        ssize_t n = recv(c->fd, &b, 1, MSG_PEEK);
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-            conn_close(h, i);
-        return;
-    }
+    /* read in every state: bytes of a pipelined request wait in the buffer (bounded),
+     * and the end of the peer is seen while a call runs (its answer is then dropped) */
     size_t limit = MAX_HEAD + h->max_body;
     for (;;) {
         if (c->inlen == limit) break;
@@ -541,7 +535,7 @@ static void on_readable(hs *h, size_t i) {
         }
         ssize_t n = recv(c->fd, c->in + c->inlen, c->incap - c->inlen, 0);
         if (n > 0) {
-            if (c->inlen == 0) c->deadline = now_ms() + h->read_ms;
+            if (c->inlen == 0 && c->state == C_READ) c->deadline = now_ms() + h->read_ms;
             c->inlen += (size_t)n;
             continue;
         }
@@ -691,8 +685,9 @@ int pmcp_serve_http(const pmcp_http_opts *o, char *err, size_t errlen) {
         for (size_t i = 0; i < h.nconns; i++) {
             conn *c = h.conns[i];
             if (c->more) wait = 0;
-            short ev = c->state == C_WRITE ? POLLOUT : POLLIN;
-            if (c->state == C_WAIT) ev = POLLRDHUP;
+            /* a full buffer is not polled for input (no busy loop); see below for HUP */
+            short ev = c->inlen < MAX_HEAD + h.max_body ? POLLIN : 0;
+            if (c->state == C_WRITE) ev |= POLLOUT;
             pc[n] = c;
             pf[n++] = (struct pollfd){.fd = c->fd, .events = ev};
             if (c->deadline) {
@@ -717,8 +712,10 @@ int pmcp_serve_http(const pmcp_http_opts *o, char *err, size_t errlen) {
             conn *c = h.conns[i];
             if (c->state == C_WRITE && (pf[k].revents & POLLOUT))
                 flush_out(&h, i);
-            else if (pf[k].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))
+            else if (pf[k].revents & POLLIN)
                 on_readable(&h, i);
+            else if (pf[k].revents & (POLLHUP | POLLERR))
+                conn_close(&h, i); /* gone, with nothing more to read */
         }
         now = now_ms();
         for (size_t i = 0; i < h.nconns;) {

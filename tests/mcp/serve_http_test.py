@@ -207,6 +207,32 @@ def case_protocol():
           "ping during a long call: %r %.1fs" % (r, time.monotonic() - t0))
     th.join(60)
     check("slept" in json.dumps(slow.get("r")) and slow.get("dt", 0) >= 2.5, "long call %r" % slow)
+    # a request pipelined behind a long call on the same connection waits its turn; a
+    # client that leaves during a call costs nothing
+    def post(i, method, params):
+        one = json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params})
+        return ("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n"
+                "Mcp-Session-Id: %s\r\nContent-Length: %d\r\n\r\n%s"
+                % (port, TOKEN, sid, len(one), one)).encode()
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(post(50, "tools/call", {"name": "shell", "arguments": {"command": "sleep 1.5; echo late"}}))
+    time.sleep(0.3)
+    s.sendall(post(51, "ping", {}) + b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+    got = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        got += b
+    s.close()
+    check(got.count(b"HTTP/1.1 200 ") == 2 and got.index(b"late") < got.index(b'"id":51'),
+          "pipelined behind a call: %r" % got[:300])
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(post(52, "tools/call", {"name": "shell", "arguments": {"command": "sleep 1; echo x"}}))
+    time.sleep(0.2)
+    s.close()
+    time.sleep(1.5)
+    check(rpc(port, sid, 53, "ping", {})[0] == 200, "alive after a client left mid-call")
     # GET has no stream here; DELETE ends a session; then it is unknown
     check(req(port, "GET", sid=sid)[0] == 405, "GET -> 405")
     check(req(port, "DELETE", sid=sid2)[0] == 204, "DELETE -> 204")
