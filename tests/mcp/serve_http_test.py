@@ -13,8 +13,11 @@ streamable HTTP, started for real on an ephemeral loopback port (found through
             generated token's file 0600 and removed at SIGTERM
   inspector the MCP Inspector CLI (pinned in tests/mcp/npm) over --transport http lists
             the tools and calls write/read
+  client    Peri-C's own MCP client (tests/mcp/probe.c over libcurl, the streamable HTTP
+            link of the session pool) with the token as a configured header: list, ping,
+            read, an escape refused; without the header it does not connect (401)
 
-usage: serve_http_test.py PERI CASE
+usage: serve_http_test.py PERI CASE [MCP_PROBE]
 """
 import http.client
 import json
@@ -358,8 +361,33 @@ def case_inspector():
     stop(p)
 
 
+def case_client():
+    probe_bin = sys.argv[3]
+    with open(os.path.join(root, "f.txt"), "w") as f:
+        f.write("probe-read-ok\n")
+    p, port = start()
+    url = "http://127.0.0.1:%d/mcp" % port
+
+    def probe(pre, *actions):
+        r = subprocess.run([probe_bin] + pre + ["--http", url] + list(actions),
+                           capture_output=True, text=True, timeout=90)
+        return [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")], r.stderr
+    out, err = probe(["--header", "Authorization", "Bearer " + TOKEN], "list", "ping",
+                     "call", "read", '{"path":"f.txt"}', "call", "read", '{"path":"../tok"}')
+    text = json.dumps(out)
+    check(out and out[0].get("connect") and out[-1].get("closed"), "probe: %s %s" % (text, err))
+    check(len(out) > 1 and "shell" in out[1].get("tools", []), "list: " + text[:300])
+    check("probe-read-ok" in text, "read: " + text[:600])
+    check(TOKEN not in text and "escapes the workspace" in text, "escape: " + text[:600])
+    out, err = probe([], "ping")
+    check(out and out[0].get("connect") is False and "401" in out[0].get("error", ""),
+          "no token: %r" % out)
+    stop(p)
+
+
 try:
-    {"protocol": case_protocol, "attacks": case_attacks, "inspector": case_inspector}[CASE]()
+    {"protocol": case_protocol, "attacks": case_attacks, "inspector": case_inspector,
+     "client": case_client}[CASE]()
 finally:
     shutil.rmtree(top, ignore_errors=True)
 print("%d passed, %d failed" % (checks[0] - len(fails), len(fails)))
