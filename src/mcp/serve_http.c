@@ -90,6 +90,7 @@ struct hs {
     uint8_t token_digest[PB_SHA256_LEN];
     bool loopback;
     uint16_t port;
+    char bound[64]; /* the listener's address as a Host names it ("[v6]" bracketed) */
     int lfd, wake;
     conn **conns;
     size_t nconns;
@@ -314,8 +315,8 @@ static void sessions_expire(hs *h, bool force) {
 static bool host_ok(hs *h, const char *host) {
     if (!host || !host[0]) return false;
     if (!h->loopback) return true;
-    static const char *const names[] = {"127.0.0.1", "localhost", "[::1]"};
-    for (size_t k = 0; k < 3; k++) {
+    const char *names[] = {"127.0.0.1", "localhost", "[::1]", h->bound};
+    for (size_t k = 0; k < 4; k++) {
         size_t n = strlen(names[k]);
         if (strncasecmp(host, names[k], n) != 0) continue;
         if (!host[n]) return true;
@@ -610,11 +611,13 @@ static int open_listener(hs *h, const char *host, uint16_t port, char *err, size
         a4->sin_port = htons(port);
         sl = sizeof *a4;
         h->loopback = (ntohl(a4->sin_addr.s_addr) >> 24) == 127;
+        snprintf(h->bound, sizeof h->bound, "%.60s", host);
     } else if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
         a6->sin6_family = AF_INET6;
         a6->sin6_port = htons(port);
         sl = sizeof *a6;
         h->loopback = IN6_IS_ADDR_LOOPBACK(&a6->sin6_addr);
+        snprintf(h->bound, sizeof h->bound, "[%.60s]", host);
     } else {
         snprintf(err, errlen, "not a numeric address: %s", host);
         return -1;
