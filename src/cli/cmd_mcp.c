@@ -159,6 +159,7 @@ static int serve_listen(const pmcp_server_opts *o, const char *listen, const cha
     }
     memcpy(host, hs, hl);
     host[hl] = 0;
+    if (!strcmp(host, "localhost")) snprintf(host, sizeof host, "127.0.0.1");
     listen_info li = {.port_file = port_file, .token_path = token_file};
     char dir[4096] = "", path[4200] = "";
     char *token = token_file ? read_token_file(token_file)
@@ -288,8 +289,8 @@ static void usage(FILE *f) {
            "  --unsandboxed runs shell commands directly on this machine (logged on\n"
            "  stderr for every call): only for clients you would let run anything.\n"
            "  --listen HOST:PORT serves the same tools over MCP streamable HTTP at\n"
-           "  http://HOST:PORT/mcp instead (HOST numeric; 127.0.0.1 keeps it on this\n"
-           "  machine; PORT 0: any free port). Every request needs\n"
+           "  http://HOST:PORT/mcp instead (HOST numeric or localhost; 127.0.0.1 keeps\n"
+           "  it on this machine; PORT 0: any free port). Every request needs\n"
            "  \"Authorization: Bearer TOKEN\": TOKEN is the first line of --token-file\n"
            "  (mode 0600), else a new random token written to a 0600 file whose path\n"
            "  is printed on stderr. --port-file FILE receives the bound port.\n"
