@@ -37,6 +37,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -223,6 +224,36 @@ typedef struct pmcp_server_opts {
  * EOF on in_fd; in-flight calls are cancelled and joined before it returns 0. -1, with
  * the reason given to opt->log, when it could not start (bad root). */
 int pmcp_serve(const pmcp_server_opts *opt, int in_fd, int out_fd);
+
+/* The same workspace server over MCP streamable HTTP (serve_http.c): one endpoint,
+ * /mcp; POST carries one JSON-RPC message (a request is answered with application/json,
+ * anything else with 202); Mcp-Session-Id is issued at initialize and required after;
+ * DELETE ends the session; GET answers 405. Every request must carry
+ * "Authorization: Bearer <token>" (compared in constant time; 401 otherwise), a Host
+ * naming the listener when it is on loopback, and no foreign Origin (403: DNS
+ * rebinding, browsers). Bounded: head, body (413), connections, sessions (a new one
+ * ends the least recently used idle one; unused ones expire), and the time a request
+ * may take to arrive (slow clients are closed). */
+typedef struct pmcp_http_opts {
+    const pmcp_server_opts *server; /* what every session serves (borrowed) */
+    const char *host;               /* numeric address to bind; NULL: 127.0.0.1 */
+    uint16_t port;                  /* 0: an ephemeral port */
+    const char *token;              /* required, at least 16 bytes (borrowed) */
+    size_t max_body;                /* 0: 4 MiB */
+    size_t max_conns;               /* 0: 64 */
+    size_t max_sessions;            /* 0: 16 */
+    long read_timeout_ms;           /* a request's head and body; 0: 10000 */
+    long idle_timeout_ms;           /* a kept-alive connection between requests; 0: 60000 */
+    long session_idle_ms;           /* a session no request named; 0: 30 minutes */
+    /* Readable: stop (in-flight calls are cancelled and joined). -1: none. */
+    int stop_fd;
+    /* Called once the socket listens, with the bound port (e.g. to print it). */
+    void (*on_listen)(void *ud, const char *host, uint16_t port);
+    void *ud;
+} pmcp_http_opts;
+
+/* Serves until stop_fd is readable: 0. -1 with err when it could not start. */
+int pmcp_serve_http(const pmcp_http_opts *o, char *err, size_t errlen);
 
 /* ---------------------------------------------------------------- pool */
 

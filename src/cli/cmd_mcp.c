@@ -7,6 +7,13 @@
  * on stderr for every call. stdout carries only protocol frames; diagnostics go to
  * stderr.
  *
+ * With --listen HOST:PORT the same server is served over MCP streamable HTTP
+ * (pmcp_serve_http) at http://HOST:PORT/mcp, for clients on another machine or in
+ * another form (the agent module has no file system). Every request needs the bearer
+ * token: --token-file FILE (0600, owned by the user), else a fresh random token written
+ * to a new 0600 file whose path is printed on stderr (removed at exit). --port-file
+ * FILE receives the bound port (for --listen HOST:0). SIGINT/SIGTERM stop it cleanly.
+ *
  * `peri mcp login NAME|URL` runs the OAuth login of a remote (streamable HTTP) MCP server
  * now: NAME is looked up in the user's ~/.peri/settings.json "mcpServers"; the login URL
  * is printed, the browser comes back to a loopback listener, and the tokens are kept in
@@ -19,11 +26,185 @@
 
 #include "peri/json.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The write end of the stop pipe of `--listen` (a signal handler can reach nothing else). */
+static volatile sig_atomic_t g_stop_wfd = -1;
+
+static void on_stop_signal(int sig) {
+    (void)sig;
+    int saved = errno;
+    if (g_stop_wfd >= 0) {
+        ssize_t w = write(g_stop_wfd, "x", 1);
+        (void)w;
+    }
+    errno = saved;
+}
+
+typedef struct listen_info {
+    const char *port_file;
+    const char *token_path;
+    bool generated;
+} listen_info;
+
+static void on_listen(void *ud, const char *host, uint16_t port) {
+    listen_info *li = ud;
+    bool v6 = strchr(host, ':') != NULL;
+    fprintf(stderr, "peri mcp workspace: listening on http://%s%s%s:%u/mcp\n", v6 ? "[" : "", host,
+            v6 ? "]" : "", (unsigned)port);
+    if (li->generated)
+        fprintf(stderr,
+                "peri mcp workspace: the bearer token is in %s (0600); clients send\n"
+                "  Authorization: Bearer <its content>\n"
+                "  e.g. settings \"mcpServers\": {\"ws\": {\"type\": \"http\", \"url\": "
+                "\"http://%s%s%s:%u/mcp\", \"headers\": {\"Authorization\": \"Bearer ...\"}}}\n",
+                li->token_path, v6 ? "[" : "", host, v6 ? "]" : "", (unsigned)port);
+    if (li->port_file) {
+        char tmp[4096];
+        snprintf(tmp, sizeof tmp, "%s.tmp", li->port_file);
+        FILE *f = fopen(tmp, "w");
+        if (f) {
+            fprintf(f, "%u\n", (unsigned)port);
+            if (fclose(f) == 0) rename(tmp, li->port_file);
+        }
+    }
+}
+
+/* The token of --token-file: a regular file of the user's, not readable by others; its
+ * first line, at least 16 bytes. Owned by the caller. */
+static char *read_token_file(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        fprintf(stderr, "peri mcp workspace: --token-file %s: %s\n", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+        fprintf(stderr,
+                "peri mcp workspace: --token-file %s must be a regular file of yours with mode "
+                "0600 (no access for group or others)\n",
+                path);
+        close(fd);
+        return NULL;
+    }
+    char buf[1024];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n < 0) n = 0;
+    buf[n] = 0;
+    buf[strcspn(buf, "\r\n")] = 0;
+    if (strlen(buf) < 16) {
+        fprintf(stderr,
+                "peri mcp workspace: --token-file %s: the token must have at least 16 "
+                "characters\n",
+                path);
+        return NULL;
+    }
+    char *t = strdup(buf);
+    pb_wipe(buf, sizeof buf);
+    return t;
+}
+
+/* A fresh token (256 random bits, hex) in DIR/token, DIR a new 0700 directory under
+ * TMPDIR. Owned by the caller; *dir_out and *path_out name what to remove. */
+static char *new_token_file(char *dir_out, size_t dlen, char *path_out, size_t plen) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir_out, dlen, "%s/peri-mcp-XXXXXX", tmp && tmp[0] == '/' ? tmp : "/tmp");
+    uint8_t rnd[32];
+    char hex[65];
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd || !mkdtemp(dir_out)) {
+        fprintf(stderr, "peri mcp workspace: cannot create the token file: %s\n", strerror(errno));
+        return NULL;
+    }
+    pb_hex(rnd, sizeof rnd, hex);
+    snprintf(path_out, plen, "%s/token", dir_out);
+    int fd = open(path_out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    bool ok = fd >= 0 && write(fd, hex, 64) == 64 && write(fd, "\n", 1) == 1;
+    if (fd >= 0 && close(fd) != 0) ok = false;
+    if (!ok) {
+        fprintf(stderr, "peri mcp workspace: cannot write %s: %s\n", path_out, strerror(errno));
+        unlink(path_out);
+        rmdir(dir_out);
+        return NULL;
+    }
+    return strdup(hex);
+}
+
+/* Serves o over HTTP on LISTEN ("HOST:PORT", "[V6]:PORT"). */
+static int serve_listen(const pmcp_server_opts *o, const char *listen, const char *token_file,
+                        const char *port_file) {
+    char host[256];
+    const char *colon = strrchr(listen, ':');
+    size_t hl = colon ? (size_t)(colon - listen) : 0;
+    const char *hs = listen;
+    if (hl >= 2 && listen[0] == '[' && listen[hl - 1] == ']') {
+        hs++;
+        hl -= 2;
+    }
+    char *end = NULL;
+    long port = colon ? strtol(colon + 1, &end, 10) : -1;
+    if (!colon || hl == 0 || hl >= sizeof host || !colon[1] || *end || port < 0 || port > 65535) {
+        fprintf(stderr, "peri mcp workspace: --listen wants HOST:PORT (e.g. 127.0.0.1:8765)\n");
+        return 2;
+    }
+    memcpy(host, hs, hl);
+    host[hl] = 0;
+    if (!strcmp(host, "localhost")) snprintf(host, sizeof host, "127.0.0.1");
+    listen_info li = {.port_file = port_file, .token_path = token_file};
+    char dir[4096] = "", path[4200] = "";
+    char *token = token_file ? read_token_file(token_file)
+                             : new_token_file(dir, sizeof dir, path, sizeof path);
+    if (!token) return 1;
+    if (!token_file) {
+        li.token_path = path;
+        li.generated = true;
+    }
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC | O_NONBLOCK) != 0) {
+        free(token);
+        return 1;
+    }
+    g_stop_wfd = pfd[1];
+    struct sigaction sa = {.sa_handler = on_stop_signal, .sa_flags = SA_RESTART};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    pmcp_http_opts ho = {.server = o,
+                         .host = host,
+                         .port = (uint16_t)port,
+                         .token = token,
+                         .stop_fd = pfd[0],
+                         .on_listen = on_listen,
+                         .ud = &li};
+    char err[512] = "";
+    int rc = pmcp_serve_http(&ho, err, sizeof err);
+    if (rc != 0)
+        fprintf(stderr, "peri mcp workspace: %s\n", err);
+    else
+        fprintf(stderr, "peri mcp workspace: stopped\n");
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    g_stop_wfd = -1;
+    close(pfd[0]);
+    close(pfd[1]);
+    pb_wipe(token, strlen(token));
+    free(token);
+    if (li.generated) {
+        unlink(path);
+        rmdir(dir);
+    }
+    return rc == 0 ? 0 : 1;
+}
 
 static void warn_unsandboxed(void *ud, const char *msg) {
     (void)ud;
@@ -96,15 +277,24 @@ static int cmd_login(int argc, char **argv, bool logout) {
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: peri mcp login NAME|URL | logout NAME|URL\n"
-               "  login: the OAuth login of a remote MCP server (NAME from ~/.peri/settings.json)\n"
-               "usage: peri mcp workspace --root DIR [--unsandboxed]\n"
-               "  Serves the workspace tools (read, write, edit, list, glob, grep, shell, ...)\n"
-               "  as an MCP server on stdin/stdout. Every path is confined to DIR.\n"
-               "  The shell tool runs commands in the native sandbox (bubblewrap): DIR\n"
-               "  writable except its control files, nothing else writable, no network.\n"
-               "  --unsandboxed runs shell commands directly on this machine (logged on\n"
-               "  stderr for every call): only for clients you would let run anything.\n");
+    fprintf(
+        f, "usage: peri mcp login NAME|URL | logout NAME|URL\n"
+           "  login: the OAuth login of a remote MCP server (NAME from ~/.peri/settings.json)\n"
+           "usage: peri mcp workspace --root DIR [--unsandboxed]\n"
+           "                          [--listen HOST:PORT [--token-file FILE] [--port-file FILE]]\n"
+           "  Serves the workspace tools (read, write, edit, list, glob, grep, shell, ...)\n"
+           "  as an MCP server on stdin/stdout. Every path is confined to DIR.\n"
+           "  The shell tool runs commands in the native sandbox (bubblewrap): DIR\n"
+           "  writable except its control files, nothing else writable, no network.\n"
+           "  --unsandboxed runs shell commands directly on this machine (logged on\n"
+           "  stderr for every call): only for clients you would let run anything.\n"
+           "  --listen HOST:PORT serves the same tools over MCP streamable HTTP at\n"
+           "  http://HOST:PORT/mcp instead (HOST numeric or localhost; 127.0.0.1 keeps\n"
+           "  it on this machine; PORT 0: any free port). Every request needs\n"
+           "  \"Authorization: Bearer TOKEN\": TOKEN is the first line of --token-file\n"
+           "  (mode 0600), else a new random token written to a 0600 file whose path\n"
+           "  is printed on stderr. --port-file FILE receives the bound port.\n"
+           "  Browsers' cross-origin requests are refused; SIGINT/SIGTERM stop it.\n");
 }
 
 int peri_cmd_mcp(int argc, char **argv) {
@@ -120,10 +310,17 @@ int peri_cmd_mcp(int argc, char **argv) {
         return 2;
     }
     const char *root = NULL;
+    const char *listen = NULL, *token_file = NULL, *port_file = NULL;
     bool unsandboxed = false;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--root") && i + 1 < argc) {
             root = argv[++i];
+        } else if (!strcmp(argv[i], "--listen") && i + 1 < argc) {
+            listen = argv[++i];
+        } else if (!strcmp(argv[i], "--token-file") && i + 1 < argc) {
+            token_file = argv[++i];
+        } else if (!strcmp(argv[i], "--port-file") && i + 1 < argc) {
+            port_file = argv[++i];
         } else if (!strcmp(argv[i], "--unsandboxed")) {
             unsandboxed = true;
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -137,6 +334,10 @@ int peri_cmd_mcp(int argc, char **argv) {
     }
     if (!root) {
         fprintf(stderr, "peri mcp workspace: --root DIR is required\n");
+        return 2;
+    }
+    if (!listen && (token_file || port_file)) {
+        fprintf(stderr, "peri mcp workspace: --token-file and --port-file need --listen\n");
         return 2;
     }
     signal(SIGPIPE, SIG_IGN); /* a vanished client is a write error, not a crash */
@@ -170,7 +371,12 @@ int peri_cmd_mcp(int argc, char **argv) {
     }
     ptl_ctx tc = {.cwd = real, .sandbox = &sb};
     pmcp_server_opts o = {.root = real, .tool_ctx = &tc, .log = {pb_log_to_file, stderr}};
-    int rc = pmcp_serve(&o, 0, 1) == 0 ? 0 : 1;
+    if (unsandboxed && listen)
+        fprintf(stderr, "peri mcp workspace: warning: --unsandboxed: every shell call of every "
+                        "client runs directly on this machine\n");
+    int rc = listen                      ? serve_listen(&o, listen, token_file, port_file)
+             : pmcp_serve(&o, 0, 1) == 0 ? 0
+                                         : 1;
     pl_free(place);
     return rc;
 }

@@ -9,6 +9,7 @@
  * oauth*.c   : OAuth for streamable HTTP servers (oauth_int.h).
  * client.c   : request/response matching, initialize, tools, progress, cancellation.
  * server.c   : the workspace server over the tools registry.
+ * serve_http*.c : that server over streamable HTTP (serve_http_int.h: the head parser).
  * pool.c     : configuration parsing, the per-session pool, content mapping.
  *
  * A transport delivers every received frame to on_frame (from its own threads, one
@@ -71,6 +72,22 @@ pmcp__link *pmcp__link_http(const pmcp_server_config *cfg, const pmcp__link_cb *
 /* Legacy HTTP+SSE (waits for the endpoint event, up to timeout_ms). */
 pmcp__link *pmcp__link_sse(const pmcp_server_config *cfg, const pmcp__link_cb *cb, long timeout_ms,
                            char *err, size_t errlen);
+
+/* ---------------------------------------------------------------- workspace server */
+
+/* The workspace server's dispatch, shared by its transports (server.c: lines on fds;
+ * serve_http.c: streamable HTTP). emit gets every outgoing frame (borrowed, valid during
+ * the call), from the dispatching thread or from a tool call's worker; NULL: frames are
+ * written as lines to out_fd. */
+typedef struct pmcp__srv pmcp__srv;
+typedef void (*pmcp__emit_fn)(void *ud, pj_t *frame);
+/* Owned by the caller (pmcp__srv_free). NULL (reason logged to opt->log): bad root or
+ * out of memory. opt is borrowed and must outlive the server. */
+pmcp__srv *pmcp__srv_new(const pmcp_server_opts *opt, int out_fd, pmcp__emit_fn emit, void *ud);
+/* Handles one decoded message (m stays the caller's); tool calls run on workers. */
+void pmcp__srv_msg(pmcp__srv *s, pb_rpc_msg *m);
+/* Waits up to grace_ms for running calls, cancels the rest, joins every worker, frees. */
+void pmcp__srv_free(pmcp__srv *s, long grace_ms);
 
 /* ---------------------------------------------------------------- client internals */
 

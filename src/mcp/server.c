@@ -1,7 +1,9 @@
 /*
  * server.c — the builtin Workspace MCP server: serves every tool of the tools
  * registry (ptl_count/ptl_at, so tools added there are served automatically) and the
- * workspace files as resources, over one JSON-RPC frame per line on a pair of fds.
+ * workspace files as resources, over one JSON-RPC frame per line on a pair of fds
+ * (pmcp_serve), or through an emit callback for another transport (pmcp__srv_*: the
+ * streamable HTTP server of serve_http.c uses the same dispatch, one server per session).
  *
  * Methods: initialize (echoes a supported protocolVersion, else offers the newest),
  * ping, tools/list (pagination by an opaque index cursor), tools/call (each call on a
@@ -35,7 +37,7 @@
 
 typedef struct call {
     struct call *next;
-    struct srv *srv;
+    struct pmcp__srv *srv;
     pj_t *id; /* owned copy */
     const ptl_tool *tool;
     char *args;
@@ -52,10 +54,13 @@ typedef struct wbuf {
     char b[32768];
 } wbuf;
 
-typedef struct srv {
+typedef struct pmcp__srv srv;
+struct pmcp__srv {
     const pmcp_server_opts *opt;
     char root[PATH_MAX];
     int out_fd;
+    pmcp__emit_fn emit; /* set: frames go there instead of out_fd */
+    void *emit_ud;
     pthread_mutex_t wmu; /* frames are written whole; wb */
     wbuf wb;
     pthread_mutex_t mu; /* everything below */
@@ -67,7 +72,7 @@ typedef struct srv {
     pthread_t workers[MAX_CALLS];
     size_t nworkers;
     bool stopping;
-} srv;
+};
 
 static const char *const k_versions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
 
@@ -92,6 +97,11 @@ static int wbuf_put(const char *p, size_t n, void *ctx) {
 
 static void send_frame(srv *s, pj_t *frame) {
     if (!frame) return;
+    if (s->emit) {
+        s->emit(s->emit_ud, frame);
+        pj_decref(frame);
+        return;
+    }
     pthread_mutex_lock(&s->wmu);
     wbuf *w = &s->wb;
     w->fd = s->out_fd;
@@ -119,9 +129,9 @@ static pj_t *tool_json(const ptl_tool *t) {
         schema = pj_pack("{s:s}", "type", "object");
     }
     return pj_pack("{s:s, s:s, s:o, s:{s:b, s:b}}", "name", ptl_name(t), "description",
-                     ptl_description(t), "inputSchema", schema, "annotations", "readOnlyHint",
-                     !ptl_needs_permission(t), "destructiveHint",
-                     ptl_kind_of(t) == PTL_KIND_EDIT || ptl_kind_of(t) == PTL_KIND_EXECUTE);
+                   ptl_description(t), "inputSchema", schema, "annotations", "readOnlyHint",
+                   !ptl_needs_permission(t), "destructiveHint",
+                   ptl_kind_of(t) == PTL_KIND_EDIT || ptl_kind_of(t) == PTL_KIND_EXECUTE);
 }
 
 static void m_tools_list(srv *s, pj_t *id, pj_t *params) {
@@ -192,7 +202,7 @@ static void run_call(call *c) {
         send_frame(
             s, pb_rpc_notification("notifications/progress",
                                    pj_pack("{s:O, s:i, s:s}", "progressToken", c->progress_token,
-                                             "progress", 0, "message", ptl_name(c->tool))));
+                                           "progress", 0, "message", ptl_name(c->tool))));
     ptl_ctx ctx = {.cwd = s->root, .timeout_ms = s->opt->shell_timeout_ms};
     if (s->opt->tool_ctx) ctx = *s->opt->tool_ctx; /* the session's own context */
     ctx.cancel = &c->cancel;
@@ -205,10 +215,10 @@ static void run_call(call *c) {
         const char *text = r.output ? r.output : "";
         if (st != PTL_OK && !s->opt->acp_meta && !text[0]) text = "internal tool failure";
         pj_t *res = pj_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", text,
-                                "isError", st != PTL_OK || r.is_error);
+                            "isError", st != PTL_OK || r.is_error);
         if (res && s->opt->acp_meta)
             pj_object_set_new(res, "_meta",
-                                pj_pack("{s:o}", "peri/acp", acp_meta(c->tool, st, &r)));
+                              pj_pack("{s:o}", "peri/acp", acp_meta(c->tool, st, &r)));
         send_frame(s, pb_rpc_result(c->id, res));
     }
     ptl_result_clear(&r);
@@ -296,12 +306,11 @@ static void m_tools_call(srv *s, pj_t *id, pj_t *params) {
     /* An in-process client passes arguments that are not a JSON object as their text
      * in _meta["peri/rawArguments"], so the tool reports them exactly as when called
      * directly. */
-    const char *raw = s->opt->acp_meta ? pj_string_value(pj_object_get(
-                                             pj_object_get(params, "_meta"), "peri/rawArguments"))
-                                       : NULL;
-    c->args = raw                    ? strdup(raw)
-              : pj_is_object(args) ? pj_dumps(args, PJ_COMPACT)
-                                     : strdup("{}");
+    const char *raw =
+        s->opt->acp_meta
+            ? pj_string_value(pj_object_get(pj_object_get(params, "_meta"), "peri/rawArguments"))
+            : NULL;
+    c->args = raw ? strdup(raw) : pj_is_object(args) ? pj_dumps(args, PJ_COMPACT) : strdup("{}");
     pj_t *tok = pj_object_get(pj_object_get(params, "_meta"), "progressToken");
     if (pj_is_string(tok) || pj_is_integer(tok)) c->progress_token = pj_incref(tok);
     if (!c->id || !c->args) {
@@ -382,8 +391,8 @@ static void m_resources_read(srv *s, pj_t *id, pj_t *params) {
         snprintf(full, sizeof full, "file://%s", abs);
         pj_t *txt = pj_stringn(buf, got); /* NULL when not UTF-8 */
         pj_t *res = txt ? pj_pack("{s:[{s:s, s:s, s:o}]}", "contents", "uri", full, "mimeType",
-                                      "text/plain", "text", txt)
-                          : NULL;
+                                  "text/plain", "text", txt)
+                        : NULL;
         if (res)
             send_frame(s, pb_rpc_result(id, res));
         else
@@ -419,8 +428,8 @@ static void on_request(srv *s, pb_rpc_msg *m) {
         send_frame(s, pb_rpc_result(id, pj_pack("{s:[]}", "resources")));
     } else if (!strcmp(meth, "resources/templates/list")) {
         send_frame(s, pb_rpc_result(id, pj_pack("{s:[{s:s, s:s, s:s}]}", "resourceTemplates",
-                                                  "uriTemplate", "file:///{path}", "name",
-                                                  "workspace file", "mimeType", "text/plain")));
+                                                "uriTemplate", "file:///{path}", "name",
+                                                "workspace file", "mimeType", "text/plain")));
     } else if (!strcmp(meth, "resources/read")) {
         m_resources_read(s, id, m->params);
     } else {
@@ -430,23 +439,70 @@ static void on_request(srv *s, pb_rpc_msg *m) {
     }
 }
 
-int pmcp_serve(const pmcp_server_opts *opt, int in_fd, int out_fd) {
-    srv s;
-    memset(&s, 0, sizeof s);
-    s.opt = opt;
-    s.out_fd = out_fd;
-    s.qlast = &s.qhead;
+srv *pmcp__srv_new(const pmcp_server_opts *opt, int out_fd, pmcp__emit_fn emit, void *ud) {
     struct stat st;
     const char *root = opt && opt->tool_ctx ? opt->tool_ctx->cwd : opt ? opt->root : NULL;
-    if (!opt || !root || !realpath(root, s.root) || stat(s.root, &st) != 0 ||
+    srv *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->opt = opt;
+    s->out_fd = out_fd;
+    s->emit = emit;
+    s->emit_ud = ud;
+    s->qlast = &s->qhead;
+    if (!opt || !root || !realpath(root, s->root) || stat(s->root, &st) != 0 ||
         !S_ISDIR(st.st_mode)) {
         pb_log(opt ? &opt->log : NULL, PB_LOG_ERROR,
                "mcp: workspace root is not an existing directory: %s", root ? root : "(none)");
-        return -1;
+        free(s);
+        return NULL;
     }
-    pthread_mutex_init(&s.wmu, NULL);
-    pthread_mutex_init(&s.mu, NULL);
-    pthread_cond_init(&s.cv, NULL);
+    pthread_mutex_init(&s->wmu, NULL);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    return s;
+}
+
+void pmcp__srv_msg(srv *s, pb_rpc_msg *m) {
+    switch (m->kind) {
+    case PB_RPC_INVALID: {
+        char why[160];
+        reply_error(s, m->id, m->err_code, pb_rpc_invalid_text(m, why, sizeof why));
+        break;
+    }
+    case PB_RPC_REQUEST: on_request(s, m); break;
+    case PB_RPC_NOTIFICATION:
+        if (!strcmp(m->method, "notifications/cancelled")) on_cancelled(s, m->params);
+        break;
+    case PB_RPC_RESPONSE: break; /* we send no requests */
+    }
+}
+
+void pmcp__srv_free(srv *s, long grace_ms) {
+    if (!s) return;
+    /* running calls get a short grace to answer (a client may have half-closed), then
+     * are cancelled; either way they are joined before returning. */
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += grace_ms / 1000;
+    dl.tv_nsec += (grace_ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&s->mu);
+    while (grace_ms > 0 && s->ncalls > 0 && pthread_cond_timedwait(&s->cv, &s->mu, &dl) == 0) {
+    }
+    pthread_mutex_unlock(&s->mu);
+    stop_all(s);
+    pthread_mutex_destroy(&s->wmu);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    free(s);
+}
+
+int pmcp_serve(const pmcp_server_opts *opt, int in_fd, int out_fd) {
+    srv *s = pmcp__srv_new(opt, out_fd, NULL, NULL);
+    if (!s) return -1;
     pmcp__lines r;
     pmcp__lines_init(&r, in_fd);
     for (;;) {
@@ -455,7 +511,7 @@ int pmcp_serve(const pmcp_server_opts *opt, int in_fd, int out_fd) {
         int rs = pmcp__lines_next(&r, &line, &len);
         if (rs <= 0) break;
         if (rs == 2) {
-            reply_error(&s, NULL, PMCP_INVALID_REQUEST, "Invalid Request: frame too long");
+            reply_error(s, NULL, PMCP_INVALID_REQUEST, "Invalid Request: frame too long");
             continue;
         }
         size_t k = 0;
@@ -464,33 +520,10 @@ int pmcp_serve(const pmcp_server_opts *opt, int in_fd, int out_fd) {
         if (k == len) continue;
         pb_rpc_msg m;
         pb_rpc_decode(line, len, NULL, &m);
-        switch (m.kind) {
-        case PB_RPC_INVALID: {
-            char why[160];
-            reply_error(&s, m.id, m.err_code, pb_rpc_invalid_text(&m, why, sizeof why));
-            break;
-        }
-        case PB_RPC_REQUEST: on_request(&s, &m); break;
-        case PB_RPC_NOTIFICATION:
-            if (!strcmp(m.method, "notifications/cancelled")) on_cancelled(&s, m.params);
-            break;
-        case PB_RPC_RESPONSE: break; /* we send no requests */
-        }
+        pmcp__srv_msg(s, &m);
         pb_rpc_clear(&m);
     }
     pmcp__lines_free(&r);
-    /* EOF: running calls get a short grace to answer (a client may have half-closed),
-     * then are cancelled; either way they are joined before returning. */
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += 2;
-    pthread_mutex_lock(&s.mu);
-    while (s.ncalls > 0 && pthread_cond_timedwait(&s.cv, &s.mu, &dl) == 0) {
-    }
-    pthread_mutex_unlock(&s.mu);
-    stop_all(&s);
-    pthread_mutex_destroy(&s.wmu);
-    pthread_mutex_destroy(&s.mu);
-    pthread_cond_destroy(&s.cv);
+    pmcp__srv_free(s, 2000);
     return 0;
 }

@@ -4,6 +4,7 @@
  *
  *   mcp_probe --stdio CMD [ARG...] -- ACTION...
  *   mcp_probe --http URL ACTION...      mcp_probe --sse URL ACTION...
+ *   mcp_probe --header NAME VALUE --http URL ACTION...   (one extra request header)
  *   mcp_probe --inproc ROOT ACTION...
  * Actions: list | ping | call NAME ARGS | progress NAME ARGS | cancel MS NAME ARGS |
  *          request METHOD PARAMS
@@ -44,16 +45,16 @@ typedef struct progress_log {
 
 static void on_progress(void *ctx, double p, double total, const char *msg) {
     progress_log *l = ctx;
-    pj_array_append_new(
-        l->arr, pj_pack("{s:f, s:f, s:s?}", "progress", p, "total", total, "message", msg));
+    pj_array_append_new(l->arr,
+                        pj_pack("{s:f, s:f, s:s?}", "progress", p, "total", total, "message", msg));
 }
 
 static void print_call(pmcp_status st, pmcp_call_result *r, pj_t *extra) {
     char *acp = pmcp_content_to_acp(r->content_json);
     pj_t *o =
         pj_pack("{s:i, s:b, s:s?, s:o?, s:o?}", "status", st, "isError", r->is_error, "text",
-                  r->text, "content", r->content_json ? pj_loads(r->content_json, 0, NULL) : NULL,
-                  "acp", acp ? pj_loads(acp, 0, NULL) : NULL);
+                r->text, "content", r->content_json ? pj_loads(r->content_json, 0, NULL) : NULL,
+                "acp", acp ? pj_loads(acp, 0, NULL) : NULL);
     free(acp);
     if (extra) pj_object_update(o, extra);
     char *s = pj_dumps(o, PJ_COMPACT);
@@ -69,7 +70,15 @@ int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN); /* a dead server is a write error, not a crash */
     pmcp_server_config cfg = {.name = "probe"};
     int i = 1;
-    if (argc < 3) return 2;
+    pmcp_kv hdr;
+    if (argc > 4 && !strcmp(argv[1], "--header")) {
+        hdr.name = argv[2];
+        hdr.value = argv[3];
+        cfg.headers = &hdr;
+        cfg.nheaders = 1;
+        i = 4;
+    }
+    if (argc < i + 2) return 2;
     if (!strcmp(argv[i], "--stdio")) {
         cfg.kind = PMCP_STDIO;
         cfg.command = argv[++i];
@@ -130,7 +139,7 @@ int main(int argc, char **argv) {
             char *res = NULL;
             pmcp_status st = pmcp_client_request(c, m, p, NULL, 10000, &res, err, sizeof err);
             pj_t *o = pj_pack("{s:s, s:i, s:o?, s:s}", "method", m, "status", st, "result",
-                                  res ? pj_loads(res, 0, NULL) : NULL, "error", st ? err : "");
+                              res ? pj_loads(res, 0, NULL) : NULL, "error", st ? err : "");
             char *s = pj_dumps(o, PJ_COMPACT);
             puts(s);
             free(s);
