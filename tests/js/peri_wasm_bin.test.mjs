@@ -87,7 +87,7 @@ test("the start object from flags, files and the environment overrides of peri a
   fs.writeFileSync(path.join(home, ".peri", "settings.json"), JSON.stringify({ model: "openai:a", storage: "postgresql://s/db" }));
   fs.writeFileSync(path.join(home, ".peri", "machine-id"), "file-mid\n");
   const r = spawnSync(process.execPath, [BIN, "acp", "--module", wasm, "--cwd", "/abs/w"], {
-    input: "startobj\n",
+    input: "startobj\ncred model:openai 64\n",
     encoding: "utf8",
     env: { PATH: process.env.PATH, HOME: home, PERI_MODEL: "openai:b", OPENAI_API_KEY: "k1", PERI_CLOSE_GRACE_MS: "7" },
   });
@@ -95,10 +95,12 @@ test("the start object from flags, files and the environment overrides of peri a
   const line = r.stdout.split("\n").find((l) => l.startsWith("startobj "));
   assert.deepEqual(JSON.parse(line.slice(9)), {
     cwd: "/abs/w",
-    settings: { model: "openai:b", storage: "postgresql://s/db", providers: { openai: { apiKey: "k1" } }, closeGraceMs: 7 },
+    settings: { model: "openai:b", storage: "postgresql://s/db", providers: { openai: {} }, closeGraceMs: 7 },
     storage: { url: "postgresql://s/db", credential: { source: "host" } },
     machineId: "file-mid",
   });
+  // the provider key is not in the settings: the module asks for it by kind
+  assert.ok(r.stdout.split("\n").includes("cred 0 2 k1"), r.stdout);
 });
 
 test("wasmTransportFactory: the connect request fills the start object; frames both ways", async (t) => {
