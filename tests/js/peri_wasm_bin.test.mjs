@@ -79,6 +79,20 @@ test("the store password ($PGPASSWORD) reaches the module only through peri_host
   assert.ok(!none.stdout.includes("cred 0 "), none.stdout);
 });
 
+test("an MCP server's bearer token reaches the module only through peri_host.credential", (t) => {
+  const wasm = guestWasm();
+  if (missing(t, !wasm && "clang with a wasm32-wasi sysroot is missing")) return;
+  const settings = { mcpServers: { docs: { url: "http://127.0.0.1:9/mcp", headers: { Authorization: "Bearer tok-9", "X-Other": "v" } } } };
+  const args = [BIN, "acp", "--module", wasm, "--store", "postgresql://db:5432/peri", "--machine-id", "m-1", "--cwd", "/w", "--settings", "-"];
+  const r = spawnSync(process.execPath, args, { input: `${JSON.stringify(settings)}\ncred mcp:docs 64\nstartobj\n`, encoding: "utf8", env: { PATH: process.env.PATH, HOME: os.tmpdir() } });
+  assert.equal(r.status, 0, r.stderr);
+  const lines = r.stdout.split("\n");
+  assert.ok(lines.includes("cred 0 5 tok-9"), r.stdout);
+  const start = JSON.parse(lines.find((l) => l.startsWith("startobj ")).slice(9));
+  assert.ok(!JSON.stringify(start).includes("tok-9"), r.stdout);
+  assert.deepEqual(start.settings.mcpServers.docs.headers, { "X-Other": "v" });
+});
+
 test("the start object from flags, files and the environment overrides of peri acp", async (t) => {
   const wasm = guestWasm();
   if (missing(t, !wasm && "clang with a wasm32-wasi sysroot is missing")) return;
