@@ -79,6 +79,20 @@ test("the store password ($PGPASSWORD) reaches the module only through peri_host
   assert.ok(!none.stdout.includes("cred 0 "), none.stdout);
 });
 
+test("an MCP server's bearer token reaches the module only through peri_host.credential", (t) => {
+  const wasm = guestWasm();
+  if (missing(t, !wasm && "clang with a wasm32-wasi sysroot is missing")) return;
+  const settings = { mcpServers: { docs: { url: "http://127.0.0.1:9/mcp", headers: { Authorization: "Bearer tok-9", "X-Other": "v" } } } };
+  const args = [BIN, "acp", "--module", wasm, "--store", "postgresql://db:5432/peri", "--machine-id", "m-1", "--cwd", "/w", "--settings", "-"];
+  const r = spawnSync(process.execPath, args, { input: `${JSON.stringify(settings)}\ncred mcp:docs 64\nstartobj\n`, encoding: "utf8", env: { PATH: process.env.PATH, HOME: os.tmpdir() } });
+  assert.equal(r.status, 0, r.stderr);
+  const lines = r.stdout.split("\n");
+  assert.ok(lines.includes("cred 0 5 tok-9"), r.stdout);
+  const start = JSON.parse(lines.find((l) => l.startsWith("startobj ")).slice(9));
+  assert.ok(!JSON.stringify(start).includes("tok-9"), r.stdout);
+  assert.deepEqual(start.settings.mcpServers.docs.headers, { "X-Other": "v" });
+});
+
 test("the start object from flags, files and the environment overrides of peri acp", async (t) => {
   const wasm = guestWasm();
   if (missing(t, !wasm && "clang with a wasm32-wasi sysroot is missing")) return;
@@ -87,7 +101,7 @@ test("the start object from flags, files and the environment overrides of peri a
   fs.writeFileSync(path.join(home, ".peri", "settings.json"), JSON.stringify({ model: "openai:a", storage: "postgresql://s/db" }));
   fs.writeFileSync(path.join(home, ".peri", "machine-id"), "file-mid\n");
   const r = spawnSync(process.execPath, [BIN, "acp", "--module", wasm, "--cwd", "/abs/w"], {
-    input: "startobj\n",
+    input: "startobj\ncred model:openai 64\n",
     encoding: "utf8",
     env: { PATH: process.env.PATH, HOME: home, PERI_MODEL: "openai:b", OPENAI_API_KEY: "k1", PERI_CLOSE_GRACE_MS: "7" },
   });
@@ -95,10 +109,12 @@ test("the start object from flags, files and the environment overrides of peri a
   const line = r.stdout.split("\n").find((l) => l.startsWith("startobj "));
   assert.deepEqual(JSON.parse(line.slice(9)), {
     cwd: "/abs/w",
-    settings: { model: "openai:b", storage: "postgresql://s/db", providers: { openai: { apiKey: "k1" } }, closeGraceMs: 7 },
+    settings: { model: "openai:b", storage: "postgresql://s/db", providers: { openai: {} }, closeGraceMs: 7 },
     storage: { url: "postgresql://s/db", credential: { source: "host" } },
     machineId: "file-mid",
   });
+  // the provider key is not in the settings: the module asks for it by kind
+  assert.ok(r.stdout.split("\n").includes("cred 0 2 k1"), r.stdout);
 });
 
 test("wasmTransportFactory: the connect request fills the start object; frames both ways", async (t) => {

@@ -91,6 +91,35 @@ function applyEnv(doc, env) {
   if (grace >= 0) doc.closeGraceMs = grace;
 }
 
+/**
+ * Moves the secrets out of the settings into the credentials the host answers
+ * (docs/wasm-host.md "Credentials"): providers' `apiKey` become `model:<name>`, an MCP
+ * server's `Authorization: Bearer` header becomes `mcp:<name>`. The settings keep no secret.
+ */
+function takeSecrets(doc) {
+  const out = new Map();
+  const obj = (x) => x !== null && typeof x === "object" && !Array.isArray(x);
+  if (obj(doc.providers)) {
+    for (const [name, p] of Object.entries(doc.providers)) {
+      if (obj(p) && typeof p.apiKey === "string" && p.apiKey) out.set(`model:${name}`, p.apiKey);
+      if (obj(p)) delete p.apiKey;
+    }
+  }
+  if (obj(doc.mcpServers)) {
+    for (const [name, s] of Object.entries(doc.mcpServers)) {
+      if (!obj(s) || !obj(s.headers)) continue;
+      for (const h of Object.keys(s.headers)) {
+        const v = s.headers[h];
+        if (h.toLowerCase() !== "authorization" || typeof v !== "string") continue;
+        const m = /^Bearer\s+(.+)$/i.exec(v);
+        if (m) out.set(`mcp:${name}`, m[1]);
+        delete s.headers[h];
+      }
+    }
+  }
+  return out;
+}
+
 /** Reads the first line of stdin; resolves [line, rest-of-chunk]. */
 function firstLine() {
   return new Promise((resolve, reject) => {
@@ -157,6 +186,7 @@ async function main(argv) {
   }
   if (settings === null || typeof settings !== "object" || Array.isArray(settings)) fail("settings must be an object");
   applyEnv(settings, process.env);
+  const secrets = takeSecrets(settings);
   const store =
     a.store ?? a.db ?? process.env.PERI_STORE ?? (typeof settings?.storage === "string" && settings.storage ? settings.storage : null);
   if (!store) fail("no store: pass --store postgresql://... (the WebAssembly form has no local store)");
@@ -187,8 +217,8 @@ async function main(argv) {
       send: (b) => process.stdout.write(b),
       onLog: (level, text) => process.stderr.write(`peri-wasm: ${text}\n`),
       allow,
-      // the store's password stays out of the start object: the module asks for it
-      credentials: (kind) => (kind === "store" ? process.env.PGPASSWORD || undefined : undefined),
+      // secrets stay out of the start object: the module asks for them by kind
+      credentials: (kind) => (kind === "store" ? process.env.PGPASSWORD || undefined : secrets.get(kind)),
     });
   } catch (e) {
     fail(e instanceof WasmHostError || e instanceof Error ? e.message : String(e));
