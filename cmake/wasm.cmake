@@ -1,0 +1,90 @@
+# cmake/wasm.cmake: the agent host's WebAssembly form. Compiles the core of the agent
+# host's lower layers for wasm32-wasi (clang-14, wasm-ld, Debian's wasi-libc in
+# /usr/lib/wasm32-wasi) into build/wasm/libperi-core.a, and links build/peri-agent.wasm
+# (a wasm32-wasip1 reactor, docs/wasm-host.md) from that archive and every
+# src/agentwasm/*.c when that folder has sources. Both are part of ALL.
+#
+# Invariants: the native build is untouched (nothing here adds to the peri library);
+# a missing toolchain only warns outside CI and fails the configure when CI=true.
+# `-mexec-model=reactor` is a link flag only (with -c and -Werror clang rejects it).
+#
+# The core list is the closure found by compiling each file for wasm32-wasi:
+#   base (all but thread.c), net (err, port_wasm, http_codec, http_client),
+#   model (all but http.c and models.c, which need libcurl),
+#   the remote store (remote*, pgwire*, pg_shared, rules_sql, uuid_form, error).
+# Not yet in it: src/agent/** and src/tools/registry.c — their header chain
+# (agent.h -> tools.h -> room.h) still includes <pthread.h>; the guards are pending.
+find_program(PERI_WASM_CLANG NAMES clang-14 clang)
+find_program(PERI_WASM_LD NAMES wasm-ld wasm-ld-14)
+find_program(PERI_WASM_AR NAMES llvm-ar-14 llvm-ar)
+set(PERI_WASI_SYSROOT_LIBC /usr/lib/wasm32-wasi/libc.a)
+if(NOT PERI_WASM_CLANG OR NOT PERI_WASM_LD OR NOT EXISTS ${PERI_WASI_SYSROOT_LIBC})
+  if("$ENV{CI}" STREQUAL "true")
+    message(FATAL_ERROR "wasm: clang-14, wasm-ld or Debian's wasi-libc (/usr/lib/wasm32-wasi) "
+                        "missing; the WebAssembly form of the agent host cannot be built (CI=true)")
+  endif()
+  message(WARNING "wasm: clang-14, wasm-ld or wasi-libc missing: build/peri-agent.wasm not built")
+  return()
+endif()
+
+set(PERI_WASM_CFLAGS --target=wasm32-wasi -std=c17 -O2 -D_GNU_SOURCE -Wall -Wextra -Werror
+                     -I${CMAKE_SOURCE_DIR}/include -I${CMAKE_SOURCE_DIR}/src)
+file(GLOB _pw_base ${CMAKE_SOURCE_DIR}/src/base/*.c)
+list(REMOVE_ITEM _pw_base ${CMAKE_SOURCE_DIR}/src/base/thread.c)
+file(GLOB _pw_model ${CMAKE_SOURCE_DIR}/src/model/*.c)
+list(REMOVE_ITEM _pw_model ${CMAKE_SOURCE_DIR}/src/model/http.c ${CMAKE_SOURCE_DIR}/src/model/models.c)
+set(_pw_s ${CMAKE_SOURCE_DIR}/src/store)
+# PERI_WASM_CORE_SOURCES: the core list (absolute paths), for other wasm rules to reuse.
+set(PERI_WASM_CORE_SOURCES
+    ${_pw_base} ${CMAKE_SOURCE_DIR}/src/net/err.c ${CMAKE_SOURCE_DIR}/src/net/port_wasm.c
+    ${CMAKE_SOURCE_DIR}/src/net/http_codec.c ${CMAKE_SOURCE_DIR}/src/net/http_client.c ${_pw_model}
+    ${_pw_s}/remote.c ${_pw_s}/remote_conn.c ${_pw_s}/rules_sql.c ${_pw_s}/pg_shared.c ${_pw_s}/error.c
+    ${_pw_s}/uuid_form.c ${_pw_s}/pgwire.c ${_pw_s}/pgwire_scram.c)
+file(GLOB_RECURSE _pw_headers ${CMAKE_SOURCE_DIR}/include/peri/*.h ${CMAKE_SOURCE_DIR}/src/*.h)
+
+set(PERI_WASM_DIR ${CMAKE_BINARY_DIR}/wasm)
+set(PERI_WASM_CORE_OBJECTS "")
+foreach(src ${PERI_WASM_CORE_SOURCES})
+  file(RELATIVE_PATH rel ${CMAKE_SOURCE_DIR}/src ${src})
+  string(REPLACE "/" "_" obj ${rel})
+  set(obj ${PERI_WASM_DIR}/obj/${obj}.o)
+  add_custom_command(OUTPUT ${obj}
+                     COMMAND ${CMAKE_COMMAND} -E make_directory ${PERI_WASM_DIR}/obj
+                     COMMAND ${PERI_WASM_CLANG} ${PERI_WASM_CFLAGS} -c ${src} -o ${obj}
+                     DEPENDS ${src} ${_pw_headers}
+                     COMMENT "wasm32-wasi: ${rel}")
+  list(APPEND PERI_WASM_CORE_OBJECTS ${obj})
+endforeach()
+
+# PERI_WASM_CORE_LINK: what a wasm link passes for the core (the archive, or the objects).
+if(PERI_WASM_AR)
+  set(PERI_WASM_CORE_LIB ${PERI_WASM_DIR}/libperi-core.a)
+  add_custom_command(OUTPUT ${PERI_WASM_CORE_LIB}
+                     COMMAND ${CMAKE_COMMAND} -E rm -f ${PERI_WASM_CORE_LIB}
+                     COMMAND ${PERI_WASM_AR} rcs ${PERI_WASM_CORE_LIB} ${PERI_WASM_CORE_OBJECTS}
+                     DEPENDS ${PERI_WASM_CORE_OBJECTS}
+                     COMMENT "wasm32-wasi: libperi-core.a")
+  set(PERI_WASM_CORE_LINK ${PERI_WASM_CORE_LIB})
+else()
+  set(PERI_WASM_CORE_LINK ${PERI_WASM_CORE_OBJECTS})
+endif()
+add_custom_target(peri_wasm_core ALL DEPENDS ${PERI_WASM_CORE_LINK})
+
+# build/peri-agent.wasm: the reactor = src/agentwasm/*.c + the core. The ABI exports of
+# docs/wasm-host.md: port_wasm.c defines peri_port_event/peri_alloc/peri_free, the
+# reactor peri_start/peri_input/peri_input_end/peri_close.
+file(GLOB PERI_AGENTWASM_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/agentwasm/*.c)
+if(PERI_AGENTWASM_SOURCES)
+  set(PERI_AGENT_WASM ${CMAKE_BINARY_DIR}/peri-agent.wasm)
+  set(_pw_exports "")
+  foreach(e peri_port_event peri_alloc peri_free peri_start peri_input peri_input_end peri_close)
+    list(APPEND _pw_exports -Wl,--export=${e})
+  endforeach()
+  add_custom_command(OUTPUT ${PERI_AGENT_WASM}
+                     COMMAND ${PERI_WASM_CLANG} ${PERI_WASM_CFLAGS} -mexec-model=reactor
+                             ${PERI_AGENTWASM_SOURCES} ${PERI_WASM_CORE_LINK} ${_pw_exports}
+                             -Wl,--strip-debug -o ${PERI_AGENT_WASM}
+                     DEPENDS ${PERI_AGENTWASM_SOURCES} ${PERI_WASM_CORE_LINK} ${_pw_headers}
+                     COMMENT "peri-agent.wasm: the agent module (wasm32-wasi reactor)")
+  add_custom_target(peri_agent_wasm ALL DEPENDS ${PERI_AGENT_WASM})
+endif()
