@@ -11,9 +11,11 @@
 # The core list is the closure found by compiling each file for wasm32-wasi:
 #   base (all but thread.c), net (err, port_wasm, http_codec, http_client),
 #   model (all but http.c and models.c, which need libcurl),
-#   the remote store (remote*, pgwire*, pg_shared, rules_sql, uuid_form, error).
-# Not yet in it: src/agent/** and src/tools/registry.c — their header chain
-# (agent.h -> tools.h -> room.h) still includes <pthread.h>; the guards are pending.
+#   the remote store (remote*, pgwire*, pg_shared, rules_sql, uuid_form, error),
+#   the agent core (session, turn, loop, settings, settings_schema, context, compact,
+#   project; middleware chain, decl, goal, permission) and the tools registry.
+# Left out: base/thread.c, model/http.c+models.c (libcurl), store/uuid.c, agent/trust.c
+# (libcrypto), middleware cron.c and hooks.c (threads, processes), every tool.
 find_program(PERI_WASM_CLANG NAMES clang-14 clang)
 find_program(PERI_WASM_LD NAMES wasm-ld wasm-ld-14)
 find_program(PERI_WASM_AR NAMES llvm-ar-14 llvm-ar)
@@ -40,6 +42,11 @@ set(PERI_WASM_CORE_SOURCES
     ${CMAKE_SOURCE_DIR}/src/net/http_codec.c ${CMAKE_SOURCE_DIR}/src/net/http_client.c ${_pw_model}
     ${_pw_s}/remote.c ${_pw_s}/remote_conn.c ${_pw_s}/rules_sql.c ${_pw_s}/pg_shared.c ${_pw_s}/error.c
     ${_pw_s}/uuid_form.c ${_pw_s}/pgwire.c ${_pw_s}/pgwire_scram.c)
+foreach(f session turn loop settings settings_schema context compact project middleware/chain
+          middleware/decl middleware/goal middleware/permission)
+  list(APPEND PERI_WASM_CORE_SOURCES ${CMAKE_SOURCE_DIR}/src/agent/${f}.c)
+endforeach()
+list(APPEND PERI_WASM_CORE_SOURCES ${CMAKE_SOURCE_DIR}/src/tools/registry.c)
 file(GLOB_RECURSE _pw_headers ${CMAKE_SOURCE_DIR}/include/peri/*.h ${CMAKE_SOURCE_DIR}/src/*.h)
 
 set(PERI_WASM_DIR ${CMAKE_BINARY_DIR}/wasm)
