@@ -47,6 +47,11 @@ foreach(f session turn loop settings settings_schema context compact project mid
   list(APPEND PERI_WASM_CORE_SOURCES ${CMAKE_SOURCE_DIR}/src/agent/${f}.c)
 endforeach()
 list(APPEND PERI_WASM_CORE_SOURCES ${CMAKE_SOURCE_DIR}/src/tools/registry.c)
+# The WebAssembly form's replacements (never in the native library): the model transport
+# without libcurl (pm_stream fails with a reason; calls go through pm_call) and command
+# hooks that report they cannot run.
+list(APPEND PERI_WASM_CORE_SOURCES ${CMAKE_SOURCE_DIR}/src/model/wasi/transport.c
+     ${CMAKE_SOURCE_DIR}/src/agent/wasi/hooks.c)
 file(GLOB_RECURSE _pw_headers ${CMAKE_SOURCE_DIR}/include/peri/*.h ${CMAKE_SOURCE_DIR}/src/*.h)
 
 set(PERI_WASM_DIR ${CMAKE_BINARY_DIR}/wasm)
