@@ -13,7 +13,10 @@
 #   model (all but http.c and models.c, which need libcurl),
 #   the remote store (remote*, pgwire*, pg_shared, rules_sql, uuid_form, error),
 #   the agent core (session, turn, loop, settings, settings_schema, context, compact,
-#   project; middleware chain, decl, goal, permission) and the tools registry.
+#   project; middleware chain, decl, goal, permission), the tools registry, output.c and
+#   visible.c. Still undefined at a full link: ptl_read_beneath (project.c) and the tool
+#   bodies the registry names (ptl__read/write/edit/list/glob/grep/run, ptl__shell_placed,
+#   ptl__run_title, PTL__RUN_SCHEMA/DESCRIPTION): they need wasm forms or a registry split.
 # Left out: base/thread.c, model/http.c+models.c (libcurl), store/uuid.c, agent/trust.c
 # (libcrypto), middleware cron.c and hooks.c (threads, processes), every tool.
 find_program(PERI_WASM_CLANG NAMES clang-14 clang)
@@ -46,7 +49,8 @@ foreach(f session turn loop settings settings_schema context compact project mid
           middleware/decl middleware/goal middleware/permission)
   list(APPEND PERI_WASM_CORE_SOURCES ${CMAKE_SOURCE_DIR}/src/agent/${f}.c)
 endforeach()
-list(APPEND PERI_WASM_CORE_SOURCES ${CMAKE_SOURCE_DIR}/src/tools/registry.c)
+list(APPEND PERI_WASM_CORE_SOURCES ${CMAKE_SOURCE_DIR}/src/tools/registry.c ${CMAKE_SOURCE_DIR}/src/tools/output.c
+     ${CMAKE_SOURCE_DIR}/src/tools/visible.c)
 # The WebAssembly form's replacements (never in the native library): the model transport
 # without libcurl (pm_stream fails with a reason; calls go through pm_call) and command
 # hooks that report they cannot run.
