@@ -17,7 +17,9 @@
 #ifndef PERI_ROOM_H
 #define PERI_ROOM_H
 
+#ifndef __wasi__ /* wasm32-wasi (the agent module) has no threads */
 #include <pthread.h>
+#endif
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -338,7 +340,9 @@ typedef struct pr_exec_options {
  * limit fires at most 1 ms later than with a reading of its own. */
 typedef struct pr_cpu_memo {
     bool valid;
+#ifndef __wasi__
     pthread_t thread;
+#endif
     struct timespec wall, cpu;
 } pr_cpu_memo;
 

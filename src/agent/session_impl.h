@@ -9,7 +9,31 @@
 #include "agent/middleware/chain.h"
 #include "peri/agent.h"
 
+#ifndef __wasi__
 #include <pthread.h>
+#else
+/* wasm32-wasi (the agent module) runs one thread and has no <pthread.h>; sys/types.h
+ * gives the mutex type. With one thread a mutex is never contended, so these forms are
+ * exact: init, lock, unlock and destroy always succeed. */
+#include <sys/types.h>
+static inline int pthread_mutex_init(pthread_mutex_t *m, const void *a) {
+    (void)m;
+    (void)a;
+    return 0;
+}
+static inline int pthread_mutex_destroy(pthread_mutex_t *m) {
+    (void)m;
+    return 0;
+}
+static inline int pthread_mutex_lock(pthread_mutex_t *m) {
+    (void)m;
+    return 0;
+}
+static inline int pthread_mutex_unlock(pthread_mutex_t *m) {
+    (void)m;
+    return 0;
+}
+#endif
 
 struct pag_session {
     char *id, *cwd, *system_prompt; /* owned */
