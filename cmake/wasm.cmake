@@ -2,8 +2,8 @@
 # host's lower layers for wasm32-wasi (clang-14, wasm-ld, Debian's wasi-libc in
 # /usr/lib/wasm32-wasi) into build/wasm/libperi-core.a, and links build/peri-agent.wasm
 # (a wasm32-wasip1 reactor, docs/wasm-host.md) from that archive and every
-# src/agentwasm/*.c when that folder has sources. The core archive is part of ALL; the
-# module (target peri_agent_wasm) joins ALL once its link closure is complete.
+# src/agentwasm/*.c when that folder has sources. Both are part of ALL. The module is
+# linked from the archive, so only what the reactor reaches is linked.
 #
 # Invariants: the native build is untouched (nothing here adds to the peri library);
 # a missing toolchain only warns outside CI and fails the configure when CI=true.
@@ -15,21 +15,22 @@
 #   the remote store (remote*, pgwire*, pg_shared, rules_sql, uuid_form, error),
 #   the agent core (session, turn, loop, settings, settings_schema, context, compact,
 #   project; middleware chain, decl, goal, permission), the tools registry, output.c and
-#   visible.c. Still undefined at a full link: ptl_read_beneath (project.c) and the tool
-#   bodies the registry names (ptl__read/write/edit/list/glob/grep/run, ptl__shell_placed,
-#   ptl__run_title, PTL__RUN_SCHEMA/DESCRIPTION): they need wasm forms or a registry split.
+#   visible.c; the pure ACP parts (acp/updates, acp/prompt_message) and the
+#   event-driven MCP client (mcp/ev*, proto, sse). The archive holds objects with
+#   references nothing in the module reaches (ptl_read_beneath from project.c, the tool
+#   bodies the registry names): an archive link leaves them out.
 # Left out: base/thread.c, model/http.c+models.c (libcurl), store/uuid.c, agent/trust.c
 # (libcrypto), middleware cron.c and hooks.c (threads, processes), every tool.
 find_program(PERI_WASM_CLANG NAMES clang-14 clang)
 find_program(PERI_WASM_LD NAMES wasm-ld wasm-ld-14)
 find_program(PERI_WASM_AR NAMES llvm-ar-14 llvm-ar)
 set(PERI_WASI_SYSROOT_LIBC /usr/lib/wasm32-wasi/libc.a)
-if(NOT PERI_WASM_CLANG OR NOT PERI_WASM_LD OR NOT EXISTS ${PERI_WASI_SYSROOT_LIBC})
+if(NOT PERI_WASM_CLANG OR NOT PERI_WASM_LD OR NOT PERI_WASM_AR OR NOT EXISTS ${PERI_WASI_SYSROOT_LIBC})
   if("$ENV{CI}" STREQUAL "true")
-    message(FATAL_ERROR "wasm: clang-14, wasm-ld or Debian's wasi-libc (/usr/lib/wasm32-wasi) "
+    message(FATAL_ERROR "wasm: clang-14, wasm-ld, llvm-ar or Debian's wasi-libc (/usr/lib/wasm32-wasi) "
                         "missing; the WebAssembly form of the agent host cannot be built (CI=true)")
   endif()
-  message(WARNING "wasm: clang-14, wasm-ld or wasi-libc missing: build/peri-agent.wasm not built")
+  message(WARNING "wasm: clang-14, wasm-ld, llvm-ar or wasi-libc missing: build/peri-agent.wasm not built")
   return()
 endif()
 
@@ -55,6 +56,11 @@ list(APPEND PERI_WASM_CORE_SOURCES ${CMAKE_SOURCE_DIR}/src/tools/registry.c ${CM
 # The WebAssembly form's replacements (never in the native library): the model transport
 # without libcurl (pm_stream fails with a reason; calls go through pm_call) and command
 # hooks that report they cannot run.
+# The pure parts of the ACP server (the update projection, the prompt mapping) and the
+# event-driven MCP client over the ports, which the module's reactor uses.
+foreach(f acp/updates acp/prompt_message mcp/ev mcp/ev_ports mcp/proto mcp/sse)
+  list(APPEND PERI_WASM_CORE_SOURCES ${CMAKE_SOURCE_DIR}/src/${f}.c)
+endforeach()
 list(APPEND PERI_WASM_CORE_SOURCES ${CMAKE_SOURCE_DIR}/src/model/wasi/transport.c
      ${CMAKE_SOURCE_DIR}/src/agent/wasi/hooks.c)
 file(GLOB_RECURSE _pw_headers ${CMAKE_SOURCE_DIR}/include/peri/*.h ${CMAKE_SOURCE_DIR}/src/*.h)
@@ -103,6 +109,7 @@ if(PERI_AGENTWASM_SOURCES)
                              -Wl,--strip-debug -o ${PERI_AGENT_WASM}
                      DEPENDS ${PERI_AGENTWASM_SOURCES} ${PERI_WASM_CORE_LINK} ${_pw_headers}
                      COMMENT "peri-agent.wasm: the agent module (wasm32-wasi reactor)")
-  # Not in ALL yet: the link still lacks the tool bodies named above (`make peri_agent_wasm`).
-  add_custom_target(peri_agent_wasm DEPENDS ${PERI_AGENT_WASM})
+  # Linked from the archive, so only what the reactor reaches comes in: the registry's
+  # tool bodies (shell, files) are never referenced and never linked.
+  add_custom_target(peri_agent_wasm ALL DEPENDS ${PERI_AGENT_WASM})
 endif()

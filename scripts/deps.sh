@@ -28,7 +28,7 @@ export DEBIAN_FRONTEND=noninteractive
 
 # ---- 1. Debian packages -----------------------------------------------------------
 PKGS=(
-  build-essential cmake pkg-config clang-14 lld-14 clang-format
+  build-essential cmake pkg-config clang-14 lld-14 llvm-14 clang-format
   libjansson-dev libsqlite3-dev libcurl4-openssl-dev libssl-dev libcmocka-dev
   openssl ca-certificates        # digests of fetched packages; test certificates (TLS tests)
   wasi-libc libclang-rt-14-dev-wasm32 python3
