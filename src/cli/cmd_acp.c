@@ -16,6 +16,7 @@
 static void usage(FILE *f) {
     fprintf(f, "usage: peri acp [--cwd DIR] [--db PATH | --store URL] [--settings FILE|-]\n"
                "                [--machine-id ID] [--shared-store]\n"
+               "       peri acp --wasm ...  (the agent host's WebAssembly form: --wasm --help)\n"
                "  Runs the Agent Client Protocol server on stdin/stdout.\n"
                "  --cwd DIR          the host's working directory (created; default: the\n"
                "                     current directory); session/new still names its own cwd\n"
@@ -44,6 +45,8 @@ static void usage(FILE *f) {
 }
 
 int peri_cmd_acp(int argc, char **argv) {
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--wasm")) return peri_cmd_acp_wasm(argc, argv);
     peri_host_args a = {0};
     peri_place_opts po;       /* how code runs (Ruby module, bwrap, WASI runner) */
     const char *login = NULL; /* --login: the provider, "" for the default */

@@ -15,12 +15,13 @@ int peri_cmd_compile(int argc, char **argv); /* cmd_compile.c: ahead-of-time mac
  * ("off" or "0": none), else the cache of peri_cache_path ("code"); NULL: none. */
 const char *peri_code_cache_dir(char *buf, size_t n);
 
-int peri_cmd_isolate(int argc, char **argv); /* cmd_isolate.c: run, serve (the room) */
-int peri_cmd_run(int argc, char **argv);     /* cmd_run.c: run a WASI program in the room */
-int peri_cmd_ruby(int argc, char **argv);    /* cmd_ruby.c: a Ruby script in the room */
-int peri_cmd_python(int argc, char **argv);  /* cmd_python.c: a Python script in the room */
-int peri_cmd_acp(int argc, char **argv);     /* cmd_acp.c: ACP agent on stdio */
-int peri_cmd_print(int argc, char **argv);   /* cmd_print.c: one-shot ACP client */
+int peri_cmd_isolate(int argc, char **argv);  /* cmd_isolate.c: run, serve (the room) */
+int peri_cmd_run(int argc, char **argv);      /* cmd_run.c: run a WASI program in the room */
+int peri_cmd_ruby(int argc, char **argv);     /* cmd_ruby.c: a Ruby script in the room */
+int peri_cmd_python(int argc, char **argv);   /* cmd_python.c: a Python script in the room */
+int peri_cmd_acp(int argc, char **argv);      /* cmd_acp.c: ACP agent on stdio */
+int peri_cmd_acp_wasm(int argc, char **argv); /* cmd_acp_wasm.c: the same, in the module */
+int peri_cmd_print(int argc, char **argv);    /* cmd_print.c: one-shot ACP client */
 /* agent_exec.c: runs `peri-agent <argv...>` (acp, print live there, not in peri). */
 int peri_cmd_agent(int argc, char **argv);
 int peri_cmd_place(int argc, char **argv); /* cmd_place.c: placement run, decide (in peri-agent) */

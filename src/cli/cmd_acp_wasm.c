@@ -1,0 +1,408 @@
+/*
+ * cmd_acp_wasm.c — `peri acp --wasm [--module FILE] [--allow HOST:PORT]... <peri acp flags>`:
+ * the ACP agent on stdio with the agent host inside its WebAssembly form
+ * (build/peri-agent.wasm, docs/wasm-host.md) on the project's own engine and native ports.
+ *
+ * This file only maps the command line, the environment and ~/.peri/ into the module's
+ * start object and the host's options (as host_env.c does for the native host):
+ *  - the settings document with the environment overrides applied, minus its secrets:
+ *    provider API keys become the credential `model:<provider>`, an MCP server's
+ *    `Authorization: Bearer` header `mcp:<name>`, the store URL's password `store`.
+ *    No secret is written into the start object;
+ *  - the network grant: exactly the host:port of every http(s) URL in the settings
+ *    (providers, MCP servers), of the store, and of each --allow;
+ *  - stdin to the module as it arrives, the module's output to stdout, its log to stderr.
+ * A local store (a path, sqlite:) is passed on: the module refuses to start with its own
+ * reason (on stderr), and the command exits 1 before reading any client frame.
+ */
+#include "cli/commands.h"
+#include "cli/host_env.h"
+#include "peri/wasmhost.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <strings.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_GRANTS        64
+#define MAX_CREDS         64
+#define CLOSE_DEADLINE_MS 10000
+
+typedef struct wasm_acp {
+    char *grants[MAX_GRANTS];
+    size_t ngrants;
+    pwh_credential creds[MAX_CREDS];
+    char *cred_mem[2 * MAX_CREDS]; /* the kinds and secrets above, owned */
+    size_t ncreds, nmem;
+    int verbosity; /* module log levels shown: 0 error ... 3 debug */
+} wasm_acp;
+
+static void on_send(void *ud, const uint8_t *data, size_t len) {
+    (void)ud;
+    while (len > 0) {
+        ssize_t n = write(1, data, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return; /* the client is gone: its end of input follows */
+        data += n;
+        len -= (size_t)n;
+    }
+}
+
+static void on_log(void *ud, int level, const char *text, size_t len) {
+    const wasm_acp *w = ud;
+    static const char *const names[] = {"error", "warning", "info", "debug"};
+    if (level > w->verbosity) return;
+    fprintf(stderr, "peri acp --wasm: %s: %.*s\n", names[level & 3], (int)len, text);
+}
+
+static void add_grant(wasm_acp *w, const char *host, size_t hn, unsigned port) {
+    if (!hn || w->ngrants == MAX_GRANTS) return;
+    char buf[300];
+    int k = snprintf(buf, sizeof buf, "%.*s:%u", (int)hn, host, port);
+    if (k < 0 || (size_t)k >= sizeof buf) return;
+    for (size_t i = 0; i < w->ngrants; i++)
+        if (!strcmp(w->grants[i], buf)) return;
+    char *g = strdup(buf);
+    if (g) w->grants[w->ngrants++] = g;
+}
+
+/* host and port of scheme://[user[:pass]@]host[:port]/..., default_port when absent. */
+static void grant_url(wasm_acp *w, const char *url, unsigned default_port) {
+    const char *p = strstr(url, "://");
+    if (!p) return;
+    p += 3;
+    size_t auth = strcspn(p, "/?#");
+    const char *at = memchr(p, '@', auth);
+    if (at) {
+        auth -= (size_t)(at + 1 - p);
+        p = at + 1;
+    }
+    const char *host = p, *end = p + auth;
+    const char *colon = NULL;
+    if (*host == '[') { /* IPv6 literal: keep the brackets, as the allow-list wants */
+        const char *rb = memchr(host, ']', auth);
+        if (!rb) return;
+        colon = rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
+        add_grant(w, host, (size_t)(rb + 1 - host),
+                  colon ? (unsigned)strtoul(colon + 1, NULL, 10) : default_port);
+        return;
+    }
+    colon = memchr(host, ':', auth);
+    size_t hn = colon ? (size_t)(colon - host) : auth;
+    unsigned port = colon ? (unsigned)strtoul(colon + 1, NULL, 10) : default_port;
+    if (port == 0 || port > 65535) return;
+    add_grant(w, host, hn, port);
+}
+
+/* Every http(s) URL string under a key ending in "url" (any case), bounded depth. */
+static void grant_settings(wasm_acp *w, const pj_t *v, int depth) {
+    if (depth > 8) return;
+    if (pj_is_array(v)) {
+        for (size_t i = 0; i < pj_array_size(v); i++)
+            grant_settings(w, pj_array_get(v, i), depth + 1);
+        return;
+    }
+    if (!pj_is_object(v)) return;
+    for (size_t i = 0; i < pj_object_size(v); i++) {
+        const char *k = pj_object_key_at(v, i);
+        pj_t *x = pj_object_value_at(v, i);
+        size_t kl = strlen(k);
+        if (pj_is_string(x) && kl >= 3 && !strcasecmp(k + kl - 3, "url")) {
+            const char *s = pj_string_value(x);
+            if (!strncasecmp(s, "https://", 8))
+                grant_url(w, s, 443);
+            else if (!strncasecmp(s, "http://", 7))
+                grant_url(w, s, 80);
+        } else {
+            grant_settings(w, x, depth + 1);
+        }
+    }
+}
+
+static int add_cred(wasm_acp *w, const char *kind_prefix, const char *name, const char *secret) {
+    if (w->ncreds == MAX_CREDS) return -1;
+    size_t n = strlen(kind_prefix) + strlen(name) + 1;
+    char *kind = malloc(n), *sec = strdup(secret);
+    if (!kind || !sec) {
+        free(kind);
+        free(sec);
+        return -1;
+    }
+    snprintf(kind, n, "%s%s", kind_prefix, name);
+    w->cred_mem[w->nmem++] = kind;
+    w->cred_mem[w->nmem++] = sec;
+    w->creds[w->ncreds++] = (pwh_credential){kind, sec};
+    return 0;
+}
+
+/* Moves the settings' secrets into credentials (the doc keeps none). 0, or -1 (OOM). */
+static int take_secrets(wasm_acp *w, pj_t *doc) {
+    pj_t *prov = pj_object_get(doc, "providers");
+    for (size_t i = 0; pj_is_object(prov) && i < pj_object_size(prov); i++) {
+        pj_t *p = pj_object_value_at(prov, i);
+        pj_t *key = pj_object_get(p, "apiKey");
+        if (pj_is_string(key) && pj_string_length(key) > 0 &&
+            add_cred(w, "model:", pj_object_key_at(prov, i), pj_string_value(key)) != 0)
+            return -1;
+        if (key) pj_object_del(p, "apiKey");
+    }
+    pj_t *mcp = pj_object_get(doc, "mcpServers");
+    for (size_t i = 0; pj_is_object(mcp) && i < pj_object_size(mcp); i++) {
+        pj_t *hdrs = pj_object_get(pj_object_value_at(mcp, i), "headers");
+        for (size_t j = 0; pj_is_object(hdrs) && j < pj_object_size(hdrs);) {
+            const char *h = pj_object_key_at(hdrs, j);
+            pj_t *v = pj_object_value_at(hdrs, j);
+            if (strcasecmp(h, "authorization") != 0 || !pj_is_string(v)) {
+                j++;
+                continue;
+            }
+            const char *s = pj_string_value(v);
+            if (!strncasecmp(s, "Bearer ", 7) && s[7] &&
+                add_cred(w, "mcp:", pj_object_key_at(mcp, i), s + 7) != 0)
+                return -1;
+            pj_object_del(hdrs, h); /* any other scheme is dropped, never sent in clear */
+        }
+    }
+    return 0;
+}
+
+/* Decodes %XX escapes in place (a URL's userinfo and parameters are percent-encoded). */
+static void pct_decode(char *s) {
+    char *o = s;
+    for (const char *i = s; *i; i++) {
+        if (i[0] == '%' && isxdigit((unsigned char)i[1]) && isxdigit((unsigned char)i[2])) {
+            char hex[3] = {i[1], i[2], 0};
+            *o++ = (char)strtoul(hex, NULL, 16);
+            i += 2;
+        } else {
+            *o++ = *i;
+        }
+    }
+    *o = 0;
+}
+
+/* Cuts the password out of a postgresql:// URL (userinfo or password= parameter) into
+ * *password (malloc'd, NULL when none); the URL is edited in place. */
+static int take_store_password(char *url, char **password) {
+    *password = NULL;
+    char *p = strstr(url, "://");
+    if (!p) return 0;
+    p += 3;
+    size_t auth = strcspn(p, "/?#");
+    char *at = memchr(p, '@', auth);
+    char *colon = at ? memchr(p, ':', (size_t)(at - p)) : NULL;
+    if (colon) {
+        *password = strndup(colon + 1, (size_t)(at - colon - 1));
+        if (!*password) return -1;
+        memmove(colon, at, strlen(at) + 1);
+    }
+    for (char *q = strchr(url, '?'); q;) {
+        char *param = q + 1;
+        char *next = strchr(param, '&');
+        if (!strncmp(param, "password=", 9)) {
+            size_t vn = next ? (size_t)(next - param - 9) : strlen(param + 9);
+            if (!*password && !(*password = strndup(param + 9, vn))) return -1;
+            if (!next) { /* the last (or only) parameter: drop it with its separator */
+                q[0] = 0;
+                break;
+            }
+            memmove(param, next + 1, strlen(next + 1) + 1);
+            continue;
+        }
+        q = next;
+    }
+    if (*password) pct_decode(*password);
+    return 0;
+}
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: peri acp --wasm [--module FILE] [--allow HOST:PORT]... [--cwd DIR]\n"
+               "                [--store URL] [--settings FILE|-] [--machine-id ID]\n"
+               "  Runs the Agent Client Protocol server on stdin/stdout with the agent host\n"
+               "  inside its WebAssembly form (peri-agent.wasm) on Peri-C's engine: no host\n"
+               "  files, shell or subprocesses; workspace tools come from MCP servers over\n"
+               "  HTTP (e.g. `peri mcp workspace --listen`).\n"
+               "  --module FILE      the agent module (default: peri-agent.wasm next to peri)\n"
+               "  --allow HOST:PORT  also grant the network this destination; granted\n"
+               "                     already: the store and every http(s) URL in the settings\n"
+               "  --store URL        the shared PostgreSQL store (required: the WebAssembly\n"
+               "                     form has no local store; a path is refused by the module)\n"
+               "  --cwd, --settings, --machine-id: as for `peri acp`. Secrets (API keys, MCP\n"
+               "  bearer tokens, the store's password) reach the module only on request\n"
+               "  (peri_host.credential), never in its start object.\n"
+               "  PERI_WASM_LOG=error|warning|info|debug: the module's log on stderr\n"
+               "  (default warning).\n");
+}
+
+static long mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/* Feeds stdin to the module until the end of input, then closes and waits for the
+ * settlement (deadline: the host closes the ports). 0 when settled cleanly. */
+static int serve(pwh_instance *inst) {
+    char buf[65536];
+    bool input_open = true;
+    long close_deadline = -1;
+    for (;;) {
+        pwh_settlement se;
+        pwh_settlement_get(inst, &se);
+        if (se.ended) return 1;
+        if (close_deadline >= 0 && se.settled && se.module_reported) return 0;
+        if (close_deadline >= 0 && mono_ms() > close_deadline) {
+            pwh_close_ports(inst);
+            close_deadline = mono_ms() + 1000; /* the forced settling events follow */
+            if (se.closed_by_host) return 1;
+        }
+        if (input_open) {
+            struct pollfd pf = {.fd = 0, .events = POLLIN};
+            if (poll(&pf, 1, 0) > 0) {
+                ssize_t n = read(0, buf, sizeof buf);
+                if (n > 0) {
+                    if (pwh_input(inst, buf, (size_t)n) != PWH_OK) return 1;
+                } else if (n == 0 || errno != EINTR) {
+                    input_open = false;
+                    pwh_input_end(inst);
+                    pwh_close(inst);
+                    close_deadline = mono_ms() + CLOSE_DEADLINE_MS;
+                }
+            }
+        }
+        /* a short wait keeps client input responsive while ports are idle */
+        if (pwh_run_once(inst, input_open ? 5 : 50) < 0) return 1;
+    }
+}
+
+int peri_cmd_acp_wasm(int argc, char **argv) {
+    peri_host_args a = {0};
+    const char *module = NULL;
+    wasm_acp w = {.verbosity = 1};
+    int rc = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--wasm")) {
+            continue;
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (peri_host_arg(argc, argv, &i, &a)) {
+            continue;
+        } else if (!strcmp(argv[i], "--store") && i + 1 < argc) {
+            a.db = argv[++i];
+        } else if (!strcmp(argv[i], "--settings") && i + 1 < argc) {
+            a.settings = argv[++i];
+        } else if (!strcmp(argv[i], "--machine-id") && i + 1 < argc) {
+            a.machine_id = argv[++i];
+        } else if (!strcmp(argv[i], "--shared-store")) {
+            a.shared_store = true;
+        } else if (!strcmp(argv[i], "--module") && i + 1 < argc) {
+            module = argv[++i];
+        } else if (!strcmp(argv[i], "--allow") && i + 1 < argc) {
+            const char *g = argv[++i], *c = strrchr(g, ':');
+            unsigned long port = c ? strtoul(c + 1, NULL, 10) : 0;
+            if (!c || port == 0 || port > 65535) {
+                fprintf(stderr, "peri acp --wasm: --allow wants HOST:PORT, got \"%s\"\n", g);
+                return 2;
+            }
+            add_grant(&w, g, (size_t)(c - g), (unsigned)port);
+        } else {
+            fprintf(stderr, "peri acp --wasm: unexpected argument \"%s\"\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    const char *lv = getenv("PERI_WASM_LOG");
+    if (lv) {
+        static const char *const names[] = {"error", "warning", "info", "debug"};
+        for (int k = 0; k < 4; k++)
+            if (!strcmp(lv, names[k])) w.verbosity = k;
+    }
+    char located[PATH_MAX];
+    if (!module) {
+        if (!peri_locate("peri-agent.wasm", located, sizeof located)) {
+            fprintf(stderr, "peri acp --wasm: peri-agent.wasm is not next to peri; name it "
+                            "with --module FILE\n");
+            return 1;
+        }
+        module = located;
+    }
+    peri_host_start h;
+    char err[512];
+    if (peri_host_start_init(&h, &a, err, sizeof err) != 0) {
+        fprintf(stderr, "peri acp --wasm: %s\n", err);
+        return 1;
+    }
+    char *store_url = strdup(h.db ? h.db : ""), *store_pw = NULL;
+    pwh_instance *inst = NULL;
+    pw_module *m = NULL;
+    char *start = NULL, *bytes = NULL;
+    size_t mlen = 0;
+    if (!store_url || take_store_password(store_url, &store_pw) != 0 ||
+        (store_pw && add_cred(&w, "store", "", store_pw) != 0) ||
+        take_secrets(&w, h.settings) != 0) {
+        fprintf(stderr, "peri acp --wasm: out of memory\n");
+        goto out;
+    }
+    /* a local store is passed on: the module refuses it at start, saying why */
+    if (!strncmp(store_url, "postgresql://", 13) || !strncmp(store_url, "postgres://", 11))
+        grant_url(&w, store_url, 5432);
+    grant_settings(&w, h.settings, 0);
+    pj_t *so = pj_pack("{s:s, s:O, s:{s:s, s:{s:s}}, s:s}", "cwd", h.cwd, "settings", h.settings,
+                       "storage", "url", store_url, "credential", "source", "host", "machineId",
+                       h.machine_id);
+    start = so ? pj_dumps(so, PJ_COMPACT) : NULL;
+    pj_decref(so);
+    if (!start) {
+        fprintf(stderr, "peri acp --wasm: out of memory\n");
+        goto out;
+    }
+    if (!(bytes = peri_read_file(module, false, &mlen))) {
+        fprintf(stderr, "peri acp --wasm: cannot read the module %s: %s\n", module,
+                strerror(errno));
+        goto out;
+    }
+    pw_error pe;
+    m = pw_module_new((const uint8_t *)bytes, mlen, NULL, &pe);
+    if (!m) {
+        fprintf(stderr, "peri acp --wasm: %s: not a loadable module: %s\n", module, pe.message);
+        goto out;
+    }
+    pwh_opts o = {.module = m,
+                  .allow = (const char *const *)w.grants,
+                  .nallow = w.ngrants,
+                  .credentials = w.creds,
+                  .ncredentials = w.ncreds,
+                  .on_send = on_send,
+                  .on_log = on_log,
+                  .ud = &w};
+    inst = pwh_new(&o, err, sizeof err);
+    if (!inst) {
+        fprintf(stderr, "peri acp --wasm: %s\n", err);
+        goto out;
+    }
+    if (pwh_start(inst, start, strlen(start)) != PWH_OK) {
+        fprintf(stderr, "peri acp --wasm: the module refused to start: %s\n", pwh_error(inst));
+        goto out;
+    }
+    rc = serve(inst);
+out:
+    pwh_free(inst);
+    pw_module_free(m);
+    free(bytes);
+    free(start);
+    free(store_url);
+    free(store_pw);
+    for (size_t i = 0; i < w.ngrants; i++)
+        free(w.grants[i]);
+    for (size_t i = 0; i < w.nmem; i++)
+        free(w.cred_mem[i]);
+    peri_host_start_clear(&h);
+    return rc;
+}

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""cli.py: `peri acp --wasm` (src/cli/cmd_acp_wasm.c), the agent module under Peri-C's
+engine with the same flags and environment as `peri acp`, against a real PostgreSQL
+(pg_cluster.sh with PERI_PG_TCP=1) and the mock model.
+
+    pg_cluster.sh python3 cli.py PERI MOCK_MODEL_PY
+
+Checks: a prompt answered by the mock model through the module (the API key reached
+the model as a credential: the mock saw it), the session in the shared store and
+listed, a second process (another machine id) sees it read-only, the store's password
+given in the URL works (it travels as the `store` credential), a local store refused
+at start with the module's reason, bad flags exit 2.
+"""
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+sys.path.insert(0, HERE)
+from acp_harness import Agent, Env, Fail, check, prompt, text_of  # noqa: E402
+import e2e  # noqa: E402  (setup_db, the role and database names)
+
+MACHINE_A = "0190f5e4-0000-7000-8000-0000000000c1"
+MACHINE_B = "0190f5e4-0000-7000-8000-0000000000c2"
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    peri, mock_py = sys.argv[1], sys.argv[2]
+    pg_port = e2e.setup_db()
+    url = "postgresql://%s:%s@127.0.0.1:%d/%s?sslmode=disable" % (
+        e2e.ROLE, e2e.PASSWORD.replace(" ", "%20"), pg_port, e2e.DB)
+    E = Env(peri, mock_py)
+    failed = 0
+    try:
+        # 1. a turn through the module; the store's password only in the URL
+        a = Agent(peri, E.env(), url, ["--wasm", "--machine-id", MACHINE_A])
+        E.agents.append(a)
+        init = a.result("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        check(init["protocolVersion"] == 1, "initialize: %r" % init)
+        E.mock.script([{"text": ["Hello ", "from the module"]}])
+        sid = a.result("session/new", {"cwd": "/work/project", "mcpServers": []})["sessionId"]
+        rid = prompt(a, sid, "hi")
+        r = a.response(rid)
+        check(r.get("result", {}).get("stopReason") == "end_turn", "prompt: %r" % r)
+        check(text_of(a.updates(sid)) == "Hello from the module", "text: %r" % a.updates(sid))
+        req = E.mock.requests()[-1]
+        auth = {k.lower(): v for k, v in req.get("headers", {}).items()}.get("authorization")
+        check(auth == "Bearer test-key", "the model saw %r" % auth)
+        lst = a.result("session/list", {})
+        check(any(s["sessionId"] == sid for s in lst["sessions"]), "list: %r" % lst)
+        a.close_stdin()
+        check(a.proc.wait(20) == 0, "exit status; stderr: " + "".join(a.stderr)[-1500:])
+        print("PASS prompt_store_list", flush=True)
+
+        # 2. another machine loads the session from the shared store
+        b = Agent(peri, E.env(), url, ["--wasm", "--machine-id", MACHINE_B])
+        E.agents.append(b)
+        b.result("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        b.result("session/load", {"sessionId": sid, "cwd": "/work/project", "mcpServers": []})
+        check("from the module" in text_of(b.updates(sid)), "replay: %r" % b.updates(sid))
+        b.close_stdin()
+        check(b.proc.wait(20) == 0, "exit status B; stderr: " + "".join(b.stderr)[-1500:])
+        print("PASS load_other_machine", flush=True)
+
+        # 3. a local store: the module refuses to start and says why; no session exists
+        p = subprocess.run([peri, "acp", "--wasm", "--db", os.path.join(E.tmp, "local.db"),
+                            "--machine-id", MACHINE_A], capture_output=True, text=True,
+                           input='{"jsonrpc":"2.0","id":1,"method":"initialize","params":'
+                                 '{"protocolVersion":1}}\n', env=E.env(), timeout=60)
+        check(p.returncode == 1, "a local store started: %r" % (p,))
+        check("is a local store" in p.stderr and "never falls back" in p.stderr,
+              "no reason naming the local store: %s" % p.stderr[-800:])
+        check(p.stdout == "", "frames answered: %r" % p.stdout[:300])
+        check(not os.path.exists(os.path.join(E.tmp, "local.db")), "a local store was made")
+        print("PASS local_store_refused", flush=True)
+
+        # 4. usage errors
+        p = subprocess.run([peri, "acp", "--wasm", "--allow", "nohost"], capture_output=True,
+                           text=True, env=E.env(), timeout=30)
+        check(p.returncode == 2 and "HOST:PORT" in p.stderr, "bad --allow: %r" % (p,))
+        print("PASS usage", flush=True)
+    except Fail as e:
+        failed = 1
+        print("FAIL: %s" % e, flush=True)
+        for ag in E.agents:
+            sys.stdout.write("".join(ag.stderr)[-2500:])
+    finally:
+        E.cleanup()
+    return failed
+
+
+if __name__ == "__main__":
+    sys.exit(main())
