@@ -187,9 +187,25 @@ async function main(argv) {
   if (settings === null || typeof settings !== "object" || Array.isArray(settings)) fail("settings must be an object");
   applyEnv(settings, process.env);
   const secrets = takeSecrets(settings);
-  const store =
+  let store =
     a.store ?? a.db ?? process.env.PERI_STORE ?? (typeof settings?.storage === "string" && settings.storage ? settings.storage : null);
   if (!store) fail("no store: pass --store postgresql://... (the WebAssembly form has no local store)");
+  // a password in the locator (userinfo or ?password=) becomes the `store` credential:
+  // the start object carries none
+  let storePassword = process.env.PGPASSWORD || undefined;
+  try {
+    const u = new URL(store);
+    if (/^postgres(ql)?:$/i.test(u.protocol)) {
+      const q = u.searchParams.get("password");
+      if (u.password) storePassword = decodeURIComponent(u.password);
+      else if (q !== null) storePassword = q;
+      u.password = "";
+      u.searchParams.delete("password");
+      store = u.toString();
+    }
+  } catch {
+    // a local locator: the start object check refuses it
+  }
   let machineId = a["machine-id"] ?? process.env.PERI_MACHINE_ID;
   if (!machineId && home) {
     try {
@@ -218,7 +234,7 @@ async function main(argv) {
       onLog: (level, text) => process.stderr.write(`peri-wasm: ${text}\n`),
       allow,
       // secrets stay out of the start object: the module asks for them by kind
-      credentials: (kind) => (kind === "store" ? process.env.PGPASSWORD || undefined : secrets.get(kind)),
+      credentials: (kind) => (kind === "store" ? storePassword : secrets.get(kind)),
     });
   } catch (e) {
     fail(e instanceof WasmHostError || e instanceof Error ? e.message : String(e));
