@@ -60,7 +60,8 @@ typedef struct hs hs;
 typedef struct hsess {
     struct hsess *next;
     uint64_t serial;
-    int64_t last_used; /* ms, monotonic: the last request naming it */
+    int64_t last_used; /* ms, monotonic: the last request naming it (idle expiry) */
+    uint64_t use_seq;  /* the order of that use: the LRU choice (ms ties are common) */
     char id[65];
     pmcp__srv *srv;
     hs *h;
@@ -97,6 +98,7 @@ struct hs {
     hsess *sessions;
     size_t nsessions;
     uint64_t next_serial;
+    uint64_t use_clock; /* counts session uses: hsess.use_seq */
     pthread_mutex_t mu; /* the answer queue */
     answer *aq, **aq_last;
 };
@@ -251,6 +253,7 @@ static hsess *session_find(hs *h, const char *id) {
     for (hsess *s = h->sessions; s; s = s->next)
         if (strlen(id) == 64 && pb_ct_equal(s->id, id, 64)) {
             s->last_used = now_ms();
+            s->use_seq = ++h->use_clock;
             return s;
         }
     return NULL;
@@ -301,7 +304,7 @@ static void sessions_expire(hs *h, bool force) {
         if (!session_busy(h, se)) {
             if (now - se->last_used >= h->session_idle_ms) {
                 session_end(h, se);
-            } else if (!lru || se->last_used < lru->last_used) {
+            } else if (!lru || se->use_seq < lru->use_seq) {
                 lru = se;
             }
         }
@@ -449,6 +452,7 @@ static void handle_post(hs *h, size_t i) {
             se->h = h;
             se->serial = ++h->next_serial;
             se->last_used = now_ms();
+            se->use_seq = ++h->use_clock;
             se->srv = pmcp__srv_new(h->o->server, -1, on_emit, se);
             if (!se->srv) {
                 free(se);
