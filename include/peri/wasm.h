@@ -560,8 +560,9 @@ typedef struct pw_code_cache_config {
 /* Attach the cache to m (call before m is shared): its first translation for a store
  * is read from the cache when a valid one is there, else translated and saved. Under
  * PW_ENGINE_AUTO a big module with a saved translation runs it from its first call,
- * and one without is translated on the background thread at once (not when hot), so
- * that the next process finds it. digest: SHA-256 of the bytes m was made from. */
+ * and one without is translated lazily (each function at its first call) from its
+ * first call; what ran is saved when m is freed, so that the next process finds it
+ * (PW_ENGINE_LAZY saves the same way). digest: SHA-256 of the bytes m was made from. */
 pw_code_error pw_module_set_code_cache(pw_module *m, const uint8_t digest[32],
                                        const pw_code_cache_config *cfg, pw_code_err *err);
 /* Translate all of m now and put it in the cache at cfg (for the stores of

@@ -245,6 +245,10 @@ struct pw_store {
      * calls (jit_on is then false); cleared when the store turns to the JIT. */
     bool jit_auto;
     uint64_t jit_auto_calls; /* counted in this entry from the host, not yet added */
+    /* JIT: translate each function alone at its first call (jit.c, docs/jit.md "Lazy
+     * translation"): PW_ENGINE_LAZY, or `auto` on a big module whose code cache has
+     * no translation for it yet (tier.c). */
+    bool jit_lazy;
 };
 
 struct pw_call_ctx {

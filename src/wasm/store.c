@@ -29,6 +29,7 @@ pw_store *pw_store_new(const pw_store_config *cfg, pw_error *err) {
     s->jit_on =
         PW_JIT_AVAILABLE && (s->cfg.engine == PW_ENGINE_JIT || s->cfg.engine == PW_ENGINE_LAZY);
     s->jit_auto = PW_JIT_AVAILABLE && s->cfg.engine == PW_ENGINE_AUTO;
+    s->jit_lazy = s->cfg.engine == PW_ENGINE_LAZY;
     atomic_init(&s->interrupt, 0);
     s->empty_mem = pw__memory_create(s, 0, 0, false);
     if (!s->empty_mem) {

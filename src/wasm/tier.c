@@ -22,8 +22,10 @@
  *     that finds the whole module translated; from then on it runs as under `jit`.
  *
  * A module with an on-disk code cache (pw_module_set_code_cache) skips the count: a
- * store turns at its first entry when a saved translation is there, else the
- * background translation starts at that entry (and saves its result).
+ * store turns at its first entry, to the saved translation when there is one, else
+ * to lazy translation (s->jit_lazy: each function translated at its first call, on
+ * the running thread; what ran is saved when the module is freed, jit.c), so a big
+ * module pays only for the functions that run.
  *
  * When to translate is deterministic (a call count); when the machine code is first
  * used depends on the background thread. Results, traps and limits are the same in
@@ -112,13 +114,17 @@ void pw__tier_enter(pw_store *s, const pw_func *f) {
         return;
     }
     /* A module with a code cache (codecache.c): a saved translation is mapped at the
-     * first call, so the store turns at once; without one, the translation starts now
-     * on the background thread (not when hot), and is saved for the next process. */
+     * first call, so the store turns at once (functions the translation does not
+     * hold are translated at their first call); without one, the store turns at once
+     * to lazy translation (jit.c: each function at its first call, on this thread),
+     * and what ran is saved for the next process when the module is freed. */
     int cached = pw__jit_cached(s, f);
-    if (cached == 1)
+    if (cached == 1) {
         turn(s);
-    else if (cached == 0)
-        start(f->inst->mod->code, f);
+    } else if (cached == 0) {
+        s->jit_lazy = true;
+        turn(s);
+    }
 }
 
 bool pw__tier_hot(pw_store *s, pw_func *f) {

@@ -7,7 +7,8 @@
  * shared by stores on several threads that call the same untranslated functions at
  * once; lazy and eager stores share a module; with a code cache, what ran is saved
  * (absent functions marked so), the next module starts with it, translates the rest
- * at first call, and saves the merged set, which passes the artifact checks.
+ * at first call, and saves the merged set, which passes the artifact checks; `auto`
+ * on a big module with a cache that misses turns to lazy translation at once.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -428,11 +429,83 @@ static void test_cache_eager_partial(void **state) {
     free(dir);
 }
 
+/* `auto` on a big module (more than PW_TIER_SMALL_WORDS: a filler function) with a
+ * code cache that has no translation for it: the store turns to lazy translation at
+ * its first entry (nothing is translated in the background; the filler, never
+ * called, is never translated) and what ran is saved; the next module's store turns
+ * to the saved translation. */
+#define FILLER 30000
+static void big_make(mod *x) {
+    static const char step[] = "(local.set 0 (i32.add (local.get 0) (i32.const 1)))";
+    static const char head[] = " (func (export \"filler\") (param i32) (result i32)";
+    size_t n = sizeof WAT + sizeof head + FILLER * (sizeof step - 1) + 64;
+    char *text = malloc(n);
+    assert_non_null(text);
+    size_t at = sizeof WAT - 3; /* before the module's closing ")\n" */
+    assert_int_equal(WAT[at], ')');
+    memcpy(text, WAT, at);
+    memcpy(text + at, head, sizeof head - 1);
+    at += sizeof head - 1;
+    for (int k = 0; k < FILLER; k++, at += sizeof step - 1)
+        memcpy(text + at, step, sizeof step - 1);
+    at += (size_t)snprintf(text + at, n - at, " (local.get 0)))\n");
+    pw_error err;
+    if (pw_wat_to_wasm(text, at, &x->bytes, &x->len, &err) != PW_OK)
+        fail_msg("wat: %s", err.message);
+    free(text);
+    pb_sha256(x->bytes, x->len, x->digest);
+    x->m = pw_module_new(x->bytes, x->len, NULL, &err);
+    if (!x->m) fail_msg("module: %s", err.message);
+    if (x->m->code->ncode <= PW_TIER_SMALL_WORDS)
+        fail_msg("the big module has %zu words: raise FILLER", x->m->code->ncode);
+}
+
+static void test_auto_cache(void **state) {
+    (void)state;
+    char *dir = tmpdir();
+    mod x;
+    big_make(&x);
+    run i;
+    run_open(&i, x.m, PW_ENGINE_INTERP, PW_BOUNDS_GUARD);
+    uint64_t want[16], got[16];
+    size_t n = script(&i, want);
+    run_close(&i);
+    attach(&x, dir);
+    run a;
+    run_open(&a, x.m, PW_ENGINE_AUTO, PW_BOUNDS_GUARD);
+    assert_int_equal(script(&a, got), n);
+    assert_memory_equal(got, want, n * sizeof *got);
+    assert_true(a.s->jit_on && a.s->jit_lazy && !a.s->jit_auto);
+    uint32_t filler = x.m->code->nfuncs - 1;
+    assert_int_equal(jstate(&a, filler), 0);
+    assert_int_equal(jstate(&a, F_MAIN), 1);
+    run_close(&a);
+    mod_free(&x);
+    size_t len;
+    uint8_t *art = only_file(dir, &len);
+    big_make(&x);
+    pw_code_err ce;
+    assert_int_equal(pw_code_verify(x.m, x.digest, art, len, &ce), PW_CODE_OK);
+    assert_int_equal(art_off(art, len, x.m->code->nfuncs, filler), PW_JIT_ABSENT);
+    assert_true(art_off(art, len, x.m->code->nfuncs, F_MAIN) >= 0);
+    free(art);
+    attach(&x, dir);
+    run_open(&a, x.m, PW_ENGINE_AUTO, PW_BOUNDS_GUARD);
+    assert_int_equal(script(&a, got), n);
+    assert_memory_equal(got, want, n * sizeof *got);
+    assert_true(a.s->jit_on && !a.s->jit_lazy);
+    run_close(&a);
+    mod_free(&x);
+    rm_rf(dir);
+    free(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_guard), cmocka_unit_test(test_explicit),
-        cmocka_unit_test(test_mixed), cmocka_unit_test(test_threads),
-        cmocka_unit_test(test_cache), cmocka_unit_test(test_cache_eager_partial),
+        cmocka_unit_test(test_guard),      cmocka_unit_test(test_explicit),
+        cmocka_unit_test(test_mixed),      cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_cache),      cmocka_unit_test(test_cache_eager_partial),
+        cmocka_unit_test(test_auto_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3218,8 +3218,7 @@ static pw_jit_entry jit_get(pw_store *s, const pw_func *f) {
     int v = variant(f->inst);
     uint32_t i = (uint32_t)(f->code - m->code->funcs);
     void *p = atomic_load_explicit(&jm->v[v].fns[i], memory_order_acquire);
-    if (!p && s->cfg.engine != PW_ENGINE_LAZY &&
-        !atomic_load_explicit(&jm->v[v].map, memory_order_acquire)) {
+    if (!p && !s->jit_lazy && !atomic_load_explicit(&jm->v[v].map, memory_order_acquire)) {
         compile_module(jm, v, m, cpu_isa(s->cfg.jit_sse2));
         p = atomic_load_explicit(&jm->v[v].fns[i], memory_order_acquire);
     }
