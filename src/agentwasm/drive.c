@@ -74,6 +74,12 @@ paw_sess *paw__sess_new(paw *p, const char *id, const char *cwd, const char *fro
     s->p = p;
     snprintf(s->id, sizeof s->id, "%s", id);
     s->read_only = read_only;
+    s->format = 1;
+    if (!(s->frozen = strdup(frozen ? frozen : ""))) {
+        free(s->cwd);
+        free(s);
+        return NULL;
+    }
     s->queue_tail = &s->queue;
     size_t ntools = 0;
     const pag_tool_info *tools = paw__tools(s, &ntools);
@@ -92,6 +98,7 @@ paw_sess *paw__sess_new(paw *p, const char *id, const char *cwd, const char *fro
                               .max_steps = p->settings.max_steps};
     if (!(s->agent = pag_session_new(&cfg, &ports))) {
         free(s->tools);
+        free(s->frozen);
         free(s->cwd);
         free(s);
         return NULL;
@@ -133,8 +140,16 @@ static void sess_unlink_free(paw_sess *s) {
     pm_call_free(s->call);
     pm_response_clear(&s->resp);
     pag_session_free(s->agent);
+    pm_client_free(s->model);
+    free(s->model_spec);
+    pj_decref(s->meta);
+    free(s->frozen);
     free(s->cwd);
     free(s);
+}
+
+void paw__sess_drop(paw_sess *s) {
+    sess_unlink_free(s);
 }
 
 /* The end of a closed session without a turn: queued prompts answered cancelled, the
@@ -419,10 +434,10 @@ static bool model_call(paw_sess *s, const pag_effect *fx) {
     pm_error e = {0};
     if (!s->call || fx->model.attempt == 0) {
         pm_call_free(s->call);
-        s->call =
-            p->model ? pm_call_new(p->model, fx->model.request, !fx->model.summary, &e) : NULL;
+        pm_client *model = s->model_spec ? s->model : p->model;
+        s->call = model ? pm_call_new(model, fx->model.request, !fx->model.summary, &e) : NULL;
         if (!s->call) {
-            if (!p->model) {
+            if (!model) {
                 e.status = PM_ERR_ARG;
                 snprintf(e.message, sizeof e.message, "%s",
                          p->model_missing[0] ? p->model_missing : "no model configured");

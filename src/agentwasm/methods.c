@@ -40,7 +40,16 @@ typedef struct pend {
     char sid[PST_ID_LEN];
     char *cwd;
     char *frozen;
-    bool foreign, old_format, titled;
+    char *meta; /* the thread's meta (load), the source's meta (fork) */
+    char owner[PST_ID_LEN];
+    int format;
+    bool foreign, old_format, titled, replay;
+    /* fork: the source thread and its history */
+    char workspace[PST_ID_LEN];
+    char *title, *model;
+    pst_message_list msgs;
+    bool *hidden; /* per row of msgs: hidden by a rewind (not copied); NULL: none */
+    char new_id[PST_ID_LEN];
 } pend;
 
 static pend *pend_new(paw *p, pj_t *id) {
@@ -59,6 +68,11 @@ static void pend_free(pend *q) {
     pj_decref(q->id);
     free(q->cwd);
     free(q->frozen);
+    free(q->meta);
+    free(q->title);
+    free(q->model);
+    pst_message_list_clear(&q->msgs);
+    free(q->hidden);
     free(q);
 }
 
@@ -121,13 +135,14 @@ static void m_initialize(paw *p, pj_t *params, pj_t *id) {
     }
     /* Honest for this form: no client fs/terminal features are used, no stdio MCP, no
      * images beyond what the providers take; sessions load, list and close. */
-    pj_t *r =
-        pj_pack("{s:i, s:{s:b, s:{s:b, s:b, s:b}, s:{s:b, s:b}, s:{s:{}, s:{}}}, s:[], "
-                "s:{s:s, s:s, s:s}}",
-                "protocolVersion", 1, "agentCapabilities", "loadSession", 1, "promptCapabilities",
-                "image", 1, "audio", 0, "embeddedContext", 1, "mcpCapabilities", "http", 1, "sse",
-                0, "sessionCapabilities", "list", "close", "authMethods", "agentInfo", "name",
-                "peri-c", "title", "Peri-C", "version", PERI_VERSION);
+    pj_t *r = pj_pack(
+        "{s:i, s:{s:b, s:{s:b, s:b, s:b}, s:{s:b, s:b}, s:{s:{}, s:{}, s:{}, s:{}, s:{}}}, "
+        "s:[], "
+        "s:{s:s, s:s, s:s}}",
+        "protocolVersion", 1, "agentCapabilities", "loadSession", 1, "promptCapabilities", "image",
+        1, "audio", 0, "embeddedContext", 1, "mcpCapabilities", "http", 1, "sse", 0,
+        "sessionCapabilities", "list", "close", "resume", "delete", "fork", "authMethods",
+        "agentInfo", "name", "peri-c", "title", "Peri-C", "version", PERI_VERSION);
     if (r) {
         pj_t *ext =
             pj_pack("{s:b, s:b, s:s}", "peri.eventIds", 1, "peri.turnDone", 1, "peri.form", "wasm");
@@ -148,9 +163,11 @@ static void add_modes(pj_t *result, const paw_sess *s) {
                                   pag_mode_id(pag_session_mode(s->agent)), "availableModes", av));
 }
 
-/* Answers a request that opened session s with result r (the modes added); frees q. */
-static void answer_opened(pend *q, const paw_sess *s, pj_t *r) {
+/* Answers a request that opened session s with result r (the modes and configOptions
+ * added, as native); frees q. */
+static void answer_opened(pend *q, paw_sess *s, pj_t *r) {
     add_modes(r, s);
+    if (r) pj_object_set_new(r, "configOptions", paw__config_options(s));
     paw__reply(q->p, q->id, r);
     pend_free(q);
 }
@@ -199,6 +216,9 @@ static void new_created(void *ud, pst_remote_result *res) {
         store_error(p, q->id, res);
     } else {
         paw_sess *s = paw__sess_new(p, res->thread.id, q->cwd, q->frozen, false);
+        if (s)
+            s->meta = pj_pack("{s:i, s:s, s:s}", "format", 1, "frozenContext", q->frozen, "mode",
+                              "default");
         if (s) return answer_opened(q, s, pj_pack("{s:s}", "sessionId", s->id));
         paw__reply_error(p, q->id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
     }
@@ -276,7 +296,10 @@ static pj_t *load_result(const pend *q, const char *owner) {
     if (r && (q->foreign || q->old_format)) {
         pj_t *meta = pj_object();
         pj_object_set_new(meta, "peri.readOnly", pj_true());
-        if (q->foreign) pj_object_set_new(meta, "peri.machineId", pj_string(owner));
+        if (q->old_format) /* replayed, never continued (whoever owns it) */
+            pj_object_set_new(meta, "peri.historyFormat", pj_integer(q->format));
+        else
+            pj_object_set_new(meta, "peri.machineId", pj_string(owner));
         pj_object_set_new(r, "_meta", meta);
     }
     return r;
@@ -287,9 +310,23 @@ static void load_messages(void *ud, pst_remote_result *res) {
     paw *p = q->p;
     if (closing(q) || op_failed(q, res)) return;
     paw_sess *s = paw__sess_find(p, q->sid);
+    uint64_t seq = 0;
+    if (s && s->read_only && !s->turn && !s->queue && !s->close_id && !s->gone) {
+        /* another machine writes it: read it again, as it is in the store now */
+        seq = s->seq;
+        paw__sess_drop(s);
+        s = NULL;
+    }
     if (!s) {
         s = paw__sess_new(p, q->sid, q->cwd, q->frozen, q->foreign || q->old_format);
-        if (s) s->titled = q->titled;
+        if (s) s->seq = seq;
+        if (s) {
+            s->titled = q->titled;
+            s->format = q->format;
+            if (q->foreign) snprintf(s->owner, sizeof s->owner, "%s", q->owner);
+            s->meta = q->meta ? pj_loads(q->meta, 0, NULL) : NULL;
+            paw__sess_apply_meta(s);
+        }
     }
     if (!s) {
         paw__reply_error(p, q->id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
@@ -306,8 +343,8 @@ static void load_messages(void *ud, pst_remote_result *res) {
         if (skipped) paw__log(p, 1, "session %s: %zu history rows skipped", s->id, skipped);
         free(txt);
     }
-    pag_session_replay(s->agent, replay_emit, s);
-    answer_opened(q, s, load_result(q, res->thread.machine_id));
+    if (q->replay) pag_session_replay(s->agent, replay_emit, s);
+    answer_opened(q, s, load_result(q, q->owner));
 }
 
 static void load_thread(void *ud, pst_remote_result *res) {
@@ -320,8 +357,15 @@ static void load_thread(void *ud, pst_remote_result *res) {
     }
     if (op_failed(q, res)) return;
     q->foreign = strcmp(res->thread.machine_id, p->machine_id) != 0;
+    snprintf(q->owner, sizeof q->owner, "%s", res->thread.machine_id);
     q->titled = res->thread.title != NULL;
-    q->old_format = history_format(res->thread.meta) != 1;
+    q->format = history_format(res->thread.meta);
+    q->old_format = q->format != 1;
+    if (res->thread.meta && !(q->meta = strdup(res->thread.meta))) {
+        paw__reply_error(p, q->id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
+        pend_free(q);
+        return;
+    }
     pj_t *meta = res->thread.meta ? pj_loads(res->thread.meta, 0, NULL) : NULL;
     const char *fz = pj_string_value(pj_object_get(meta, "frozenContext"));
     q->cwd = strdup(res->thread.cwd ? res->thread.cwd : "/");
@@ -336,7 +380,7 @@ static void load_thread(void *ud, pst_remote_result *res) {
     }
 }
 
-static void m_load(paw *p, pj_t *params, pj_t *id) {
+static void load_or_resume(paw *p, pj_t *params, pj_t *id, bool replay) {
     const char *sid = session_id(params);
     if (!sid) return bad_params(p, id, "missing sessionId");
     pj_t *m = pj_object_get(params, "mcpServers");
@@ -354,11 +398,21 @@ static void m_load(paw *p, pj_t *params, pj_t *id) {
     pend *q = pend_new(p, id);
     if (!q) return paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
     snprintf(q->sid, sizeof q->sid, "%s", sid);
+    q->replay = replay;
     pst_error e = {0};
     if (pst_remote_thread_get(p->store, sid, load_thread, q, &e) != PST_OK) {
         paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, e.message, NULL);
         pend_free(q);
     }
+}
+
+static void m_load(paw *p, pj_t *params, pj_t *id) {
+    load_or_resume(p, params, id, true);
+}
+
+/* session/resume: as load, without the replay. */
+static void m_resume(paw *p, pj_t *params, pj_t *id) {
+    load_or_resume(p, params, id, false);
 }
 
 /* ---------------------------------------------------------------- session/list */
@@ -434,10 +488,10 @@ static void m_prompt(paw *p, pj_t *params, pj_t *id) {
     if (s->read_only || s->gone) {
         free(notice.p);
         pm_message_clear(&msg);
-        bad_params(p, id,
-                   s->gone ? "Session is closing"
-                           : "this session can be read here but not continued (another "
-                             "machine's session, or another history format)");
+        if (s->gone)
+            paw__reply_error(p, id, PAW_CLOSE_INCOMPLETE, "Session is closing", NULL);
+        else
+            paw__refuse_read_only(p, id, s);
         return;
     }
     if (notice.p) {
@@ -481,23 +535,372 @@ static void m_close(paw *p, pj_t *params, pj_t *id) {
     paw__maybe_settled(p);
 }
 
+/* ---------------------------------------------------------------- options */
+
+/* A session that is not live here: another machine's is named as such (a store read),
+ * else not found, as native. */
+static void not_live_thread(void *ud, pst_remote_result *res) {
+    pend *q = ud;
+    if (res->status == PST_OK && strcmp(res->thread.machine_id, q->p->machine_id) != 0)
+        paw__refuse_foreign(q->p, q->id, q->sid, res->thread.machine_id);
+    else
+        not_found(q->p, q->id, q->sid);
+    pend_free(q);
+}
+
+static void not_live(paw *p, pj_t *id, const char *sid) {
+    pend *q = p->store_ready && !p->closing && paw__uuid_ok(sid) ? pend_new(p, id) : NULL;
+    pst_error e = {0};
+    if (q) snprintf(q->sid, sizeof q->sid, "%s", sid);
+    if (q && pst_remote_thread_get(p->store, sid, not_live_thread, q, &e) == PST_OK) return;
+    if (q) pend_free(q);
+    not_found(p, id, sid);
+}
+
+/* The live, open, writable session sid, or NULL when id was answered. */
+static paw_sess *writable(paw *p, pj_t *id, const char *sid) {
+    paw_sess *s = paw__sess_find(p, sid);
+    if (!s) {
+        not_live(p, id, sid);
+        return NULL;
+    }
+    if (s->gone) {
+        paw__reply_error(p, id, PAW_CLOSE_INCOMPLETE, "Session is closing", NULL);
+        return NULL;
+    }
+    if (s->read_only) {
+        paw__refuse_read_only(p, id, s);
+        return NULL;
+    }
+    return s;
+}
+
+static void emit_config(paw_sess *s) {
+    pj_t *cfg = paw__config_options(s);
+    char *txt = cfg ? pj_dumps(cfg, PJ_COMPACT) : NULL;
+    pj_decref(cfg);
+    if (!txt) return;
+    pag_event ev = {.kind = PAG_EV_CONFIG, .content_json = txt};
+    paw__emit(s, &ev);
+    free(txt);
+}
+
+/* The options were saved: set_mode answers {}, set_config_option the new options. A
+ * failed write is logged and the change stays for this instance (as native). */
+static void options_saved(void *ud, pst_remote_result *res) {
+    pend *q = ud;
+    paw *p = q->p;
+    if (res->status != PST_OK)
+        paw__log(p, 0, "session %s: options not persisted: %s", q->sid, res->error.message);
+    paw_sess *s = paw__sess_find(p, q->sid);
+    if (!q->replay)
+        paw__reply(p, q->id, pj_object());
+    else if (s)
+        paw__reply(p, q->id, pj_pack("{s:o}", "configOptions", paw__config_options(s)));
+    else
+        not_found(p, q->id, q->sid);
+    pend_free(q);
+}
+
+/* Persists s's options, then answers id (config: with the configOptions). */
+static void save_then_answer(paw_sess *s, pj_t *id, bool config) {
+    paw *p = s->p;
+    pend *q = pend_new(p, id);
+    if (!q) return paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
+    snprintf(q->sid, sizeof q->sid, "%s", s->id);
+    q->replay = config; /* (reused as "answer with the options") */
+    pst_error e = {0};
+    if (store_down(p, q->id)) return pend_free(q);
+    if (paw__sess_save_meta(s, options_saved, q, &e) != PST_OK) {
+        paw__log(p, 0, "session %s: options not persisted: %s", s->id, e.message);
+        pst_remote_result r = {.status = PST_OK};
+        options_saved(q, &r);
+    }
+}
+
+static bool set_mode(paw_sess *s, pj_t *id, const char *mode_id) {
+    pag_mode m;
+    if (!pag_mode_parse(mode_id, &m)) {
+        char msg[200];
+        snprintf(msg, sizeof msg,
+                 "unknown modeId: %.100s (default, acceptEdits, plan, bypassPermissions)", mode_id);
+        bad_params(s->p, id, msg);
+        return false;
+    }
+    pag_session_set_mode(s->agent, m);
+    pag_event ev = {.kind = PAG_EV_MODE, .text = pag_mode_id(m)};
+    paw__emit(s, &ev);
+    emit_config(s);
+    return true;
+}
+
 static void m_set_mode(paw *p, pj_t *params, pj_t *id) {
     const char *sid = session_id(params);
     pj_t *mode = pj_object_get(params, "modeId");
     if (!sid) return bad_params(p, id, "missing sessionId");
     if (!pj_is_string(mode)) return bad_params(p, id, "modeId must be a string");
-    paw_sess *s = paw__sess_find(p, sid);
-    if (!s) return not_found(p, id, sid);
-    pag_mode m;
-    if (!pag_mode_parse(pj_string_value(mode), &m)) {
-        char msg[200];
-        snprintf(msg, sizeof msg, "unknown mode: %.100s", pj_string_value(mode));
-        return bad_params(p, id, msg);
+    paw_sess *s = writable(p, id, sid);
+    if (s && set_mode(s, id, pj_string_value(mode))) save_then_answer(s, id, false);
+}
+
+static void m_set_config(paw *p, pj_t *params, pj_t *id) {
+    const char *sid = session_id(params);
+    pj_t *cid = pj_object_get(params, "configId");
+    pj_t *val = pj_object_get(params, "value");
+    if (!sid) return bad_params(p, id, "missing sessionId");
+    if (!pj_is_string(cid)) return bad_params(p, id, "configId must be a string");
+    if (!pj_is_string(val))
+        return bad_params(p, id, "value must be a string (a value id of the option)");
+    paw_sess *s = writable(p, id, sid);
+    if (!s) return;
+    const char *c = pj_string_value(cid), *v = pj_string_value(val);
+    char why[300];
+    if (!strcmp(c, "mode")) {
+        if (!set_mode(s, id, v)) return;
+    } else if (!strcmp(c, "model")) {
+        if (paw__sess_set_model(s, v, why, sizeof why) != 0) return bad_params(p, id, why);
+        emit_config(s);
+    } else if (!strcmp(c, "thinking_effort") || !strcmp(c, "context_1m")) {
+        /* this form offers neither for any model (configOptions lists none) */
+        snprintf(why, sizeof why, "%s is not offered by the current model (see configOptions)", c);
+        return bad_params(p, id, why);
+    } else {
+        snprintf(why, sizeof why,
+                 "unknown configId: %.100s (model, mode, thinking_effort, context_1m)", c);
+        return bad_params(p, id, why);
     }
-    pag_session_set_mode(s->agent, m);
-    pag_event ev = {.kind = PAG_EV_MODE, .text = pag_mode_id(m)};
-    paw__emit(s, &ev);
-    paw__reply(p, id, pj_object());
+    save_then_answer(s, id, true);
+}
+
+/* ---------------------------------------------------------------- fork, delete */
+
+static void rollback_done(void *ud, pst_remote_result *res) {
+    if (res->status != PST_OK)
+        paw__log(ud, 0, "a fork's half copy was not removed: %s", res->error.message);
+}
+
+/* The fork's history was copied: it opens as a live session of this instance. */
+static void fork_copied(void *ud, pst_remote_result *res) {
+    pend *q = ud;
+    paw *p = q->p;
+    if (closing(q)) return;
+    if (res->status != PST_OK) { /* no half copy is left behind */
+        pst_error e = {0};
+        pst_remote_thread_delete(p->store, q->new_id, rollback_done, p, &e);
+        paw__reply_error(p, q->id, PB_RPC_INTERNAL_ERROR, "store: could not copy the history",
+                         NULL);
+        pend_free(q);
+        return;
+    }
+    paw_sess *s = paw__sess_new(p, q->new_id, q->cwd, q->frozen, false);
+    if (!s) {
+        paw__reply_error(p, q->id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
+        pend_free(q);
+        return;
+    }
+    s->titled = true;
+    s->meta = q->meta ? pj_loads(q->meta, 0, NULL) : NULL;
+    paw__sess_apply_meta(s);
+    const char **txt = q->msgs.count ? calloc(q->msgs.count, sizeof *txt) : NULL;
+    size_t n = 0, skipped = 0;
+    for (size_t i = 0; txt && i < q->msgs.count; i++)
+        if (!q->hidden || !q->hidden[i]) txt[n++] = q->msgs.items[i].content;
+    if (n && pag_session_restore(s->agent, txt, n, &skipped) != 0)
+        paw__log(p, 0, "session %s: history could not be restored", s->id);
+    free(txt);
+    answer_opened(q, s, pj_pack("{s:s}", "sessionId", s->id));
+}
+
+/* Rows a rewind hid (meta "hidden": [[from, to], ...]) stay behind in a fork. */
+static bool row_hidden(pj_t *hidden, int64_t seq) {
+    size_t i;
+    pj_t *r;
+    pj_array_foreach(hidden, i, r) {
+        if (seq >= pj_integer_value(pj_array_get(r, 0)) &&
+            seq <= pj_integer_value(pj_array_get(r, 1)))
+            return true;
+    }
+    return false;
+}
+
+static void fork_created(void *ud, pst_remote_result *res) {
+    pend *q = ud;
+    paw *p = q->p;
+    if (closing(q) || op_failed(q, res)) return;
+    snprintf(q->new_id, sizeof q->new_id, "%s", res->thread.id);
+    pst_message_in *in = q->msgs.count ? calloc(q->msgs.count, sizeof *in) : NULL;
+    if (q->msgs.count && !in) {
+        paw__reply_error(p, q->id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
+        pend_free(q);
+        return;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < q->msgs.count; i++)
+        if (!q->hidden || !q->hidden[i])
+            in[n++] = (pst_message_in){.role = q->msgs.items[i].role,
+                                       .content = q->msgs.items[i].content,
+                                       .meta = q->msgs.items[i].meta};
+    pst_error e = {0};
+    pst_remote_result done = {.status = PST_OK};
+    if (!n)
+        fork_copied(q, &done);
+    else if (pst_remote_messages_append(p->store, q->new_id, in, n, fork_copied, q, &e) != PST_OK) {
+        done.status = PST_ERR_CONN;
+        fork_copied(q, &done);
+    }
+    free(in);
+}
+
+static void fork_messages(void *ud, pst_remote_result *res) {
+    pend *q = ud;
+    paw *p = q->p;
+    if (closing(q) || op_failed(q, res)) return;
+    /* the visible history moves into q (the hidden rows are dropped, numbered afresh) */
+    pj_t *meta = q->meta ? pj_loads(q->meta, 0, NULL) : NULL;
+    pj_t *hidden = pj_object_get(meta, "hidden");
+    q->msgs = res->messages;
+    memset(&res->messages, 0, sizeof res->messages);
+    if (pj_is_array(hidden) && q->msgs.count) {
+        if (!(q->hidden = calloc(q->msgs.count, sizeof *q->hidden))) {
+            pj_decref(meta);
+            paw__reply_error(p, q->id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
+            pend_free(q);
+            return;
+        }
+        for (size_t i = 0; i < q->msgs.count; i++)
+            q->hidden[i] = row_hidden(hidden, q->msgs.items[i].seq);
+    }
+    if (pj_is_array(hidden)) { /* the copy's rows are numbered afresh: no hidden range */
+        pj_object_del(meta, "hidden");
+        free(q->meta);
+        q->meta = pj_dumps(meta, PJ_COMPACT);
+    }
+    pj_decref(meta);
+    char title[160];
+    snprintf(title, sizeof title, "Fork of %.120s", q->title ? q->title : "session");
+    pst_error e = {0};
+    if (pst_remote_thread_create(p->store,
+                                 &(pst_thread_new){.workspace_id = q->workspace,
+                                                   .parent_id = q->sid,
+                                                   .title = title,
+                                                   .model = q->model,
+                                                   .meta = q->meta},
+                                 fork_created, q, &e) != PST_OK) {
+        paw__reply_error(p, q->id, PB_RPC_INTERNAL_ERROR, e.message, NULL);
+        pend_free(q);
+    }
+}
+
+static void fork_thread(void *ud, pst_remote_result *res) {
+    pend *q = ud;
+    paw *p = q->p;
+    if (res->status == PST_ERR_NOT_FOUND || res->status == PST_ERR_ARG) {
+        not_found(p, q->id, q->sid);
+        pend_free(q);
+        return;
+    }
+    if (closing(q) || op_failed(q, res)) return;
+    if (strcmp(res->thread.machine_id, p->machine_id) != 0) {          /* the fork would be */
+        paw__refuse_foreign(p, q->id, q->sid, res->thread.machine_id); /* written into */
+        pend_free(q); /* another machine's workspace */
+        return;
+    }
+    const pst_thread *t = &res->thread;
+    pj_t *meta = t->meta ? pj_loads(t->meta, 0, NULL) : NULL;
+    const char *fz = pj_string_value(pj_object_get(meta, "frozenContext"));
+    snprintf(q->workspace, sizeof q->workspace, "%s", t->workspace_id);
+    q->cwd = strdup(t->cwd ? t->cwd : "/");
+    q->frozen = strdup(fz ? fz : "");
+    q->meta = t->meta ? strdup(t->meta) : NULL;
+    q->title = t->title ? strdup(t->title) : NULL;
+    q->model = t->model ? strdup(t->model) : NULL;
+    pj_decref(meta);
+    pst_error e = {0};
+    if (!q->cwd || !q->frozen || (t->meta && !q->meta) || (t->title && !q->title) ||
+        (t->model && !q->model)) {
+        paw__reply_error(p, q->id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
+        pend_free(q);
+    } else if (pst_remote_messages_load(p->store, q->sid, fork_messages, q, &e) != PST_OK) {
+        paw__reply_error(p, q->id, PB_RPC_INTERNAL_ERROR, e.message, NULL);
+        pend_free(q);
+    }
+}
+
+static void m_fork(paw *p, pj_t *params, pj_t *id) {
+    const char *sid = session_id(params);
+    if (!sid) return bad_params(p, id, "missing sessionId");
+    pj_t *m = pj_object_get(params, "mcpServers");
+    if (m && !pj_is_array(m)) return bad_params(p, id, "mcpServers must be an array");
+    paw_sess *live = paw__sess_find(p, sid);
+    if (live && live->read_only) return paw__refuse_read_only(p, id, live);
+    if (live && live->gone)
+        return paw__reply_error(p, id, PAW_CLOSE_INCOMPLETE, "Session is closing", NULL);
+    if (live && (live->turn || live->queue))
+        return paw__reply_error(p, id, PAW_CLOSE_INCOMPLETE,
+                                "Session is active: wait for its prompt to finish (or cancel "
+                                "it) before forking",
+                                NULL);
+    if (store_down(p, id)) return;
+    if (!paw__uuid_ok(sid)) return not_found(p, id, sid);
+    pend *q = pend_new(p, id);
+    if (!q) return paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
+    snprintf(q->sid, sizeof q->sid, "%s", sid);
+    pst_error e = {0};
+    if (pst_remote_thread_get(p->store, sid, fork_thread, q, &e) != PST_OK) {
+        paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, e.message, NULL);
+        pend_free(q);
+    }
+}
+
+static void deleted(void *ud, pst_remote_result *res) {
+    pend *q = ud;
+    if (res->status == PST_OK || res->status == PST_ERR_NOT_FOUND || res->status == PST_ERR_ARG)
+        paw__reply(q->p, q->id, pj_object());
+    else
+        store_error(q->p, q->id, res);
+    pend_free(q);
+}
+
+/* Deleting: only this machine's sessions; a live one is closed first (its turn is
+ * cancelled; what it still writes after the thread is gone fails and is logged). */
+static void delete_thread(void *ud, pst_remote_result *res) {
+    pend *q = ud;
+    paw *p = q->p;
+    if (res->status == PST_OK && strcmp(res->thread.machine_id, p->machine_id) != 0) {
+        paw__refuse_foreign(p, q->id, q->sid, res->thread.machine_id);
+        pend_free(q);
+        return;
+    }
+    if (res->status == PST_ERR_NOT_FOUND || res->status == PST_ERR_ARG) {
+        paw__reply(p, q->id, pj_object()); /* nothing stored: nothing to delete */
+        pend_free(q);
+        return;
+    }
+    if (closing(q) || op_failed(q, res)) return;
+    paw_sess *s = paw__sess_find(p, q->sid);
+    if (s && !s->gone) paw__sess_close(s, NULL);
+    pst_error e = {0};
+    if (pst_remote_thread_delete(p->store, q->sid, deleted, q, &e) != PST_OK) {
+        paw__reply_error(p, q->id, PB_RPC_INTERNAL_ERROR, e.message, NULL);
+        pend_free(q);
+    }
+}
+
+static void m_delete(paw *p, pj_t *params, pj_t *id) {
+    const char *sid = session_id(params);
+    if (!sid) return bad_params(p, id, "missing sessionId");
+    paw_sess *live = paw__sess_find(p, sid);
+    if (live && live->read_only) return paw__refuse_read_only(p, id, live);
+    if (store_down(p, id)) return;
+    if (!paw__uuid_ok(sid)) return paw__reply(p, id, pj_object());
+    pend *q = pend_new(p, id);
+    if (!q) return paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
+    snprintf(q->sid, sizeof q->sid, "%s", sid);
+    pst_error e = {0};
+    if (pst_remote_thread_get(p->store, sid, delete_thread, q, &e) != PST_OK) {
+        paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, e.message, NULL);
+        pend_free(q);
+    }
 }
 
 /* Methods of the native host that need what this form does not have. */
@@ -508,8 +911,8 @@ static void m_unsupported(paw *p, pj_t *params, pj_t *id, const char *method) {
              "%.60s is not available in the WebAssembly form of the agent host: %s", method,
              !strcmp(method, "authenticate")
                  ? "model credentials come from the embedding host (credential model:<name>)"
-                 : "this form offers initialize, session/new, load, list, prompt, cancel, "
-                   "set_mode and close");
+                 : "this form offers initialize, session/new, load, resume, list, prompt, "
+                   "cancel, fork, delete, set_mode, set_config_option and close");
     paw__reply_error(p, id, PB_RPC_METHOD_NOT_FOUND, msg, NULL);
 }
 
@@ -519,22 +922,17 @@ static const struct {
     const char *name;
     handler fn;
 } methods[] = {
-    {"initialize", m_initialize}, {"session/new", m_new},           {"session/load", m_load},
-    {"session/list", m_list},     {"session/prompt", m_prompt},     {"session/cancel", m_cancel},
+    {"initialize", m_initialize}, {"session/new", m_new},
+    {"session/load", m_load},     {"session/list", m_list},
+    {"session/prompt", m_prompt}, {"session/cancel", m_cancel},
     {"session/close", m_close},   {"session/set_mode", m_set_mode},
+    {"session/resume", m_resume}, {"session/fork", m_fork},
+    {"session/delete", m_delete}, {"session/set_config_option", m_set_config},
 };
 
 static const char *const native_only[] = {
-    "authenticate",
-    "session/resume",
-    "session/delete",
-    "session/fork",
-    "session/set_config_option",
-    "_peri/queue/list",
-    "_peri/queue/clear",
-    "_peri/session/rename",
-    "_peri/session/archive",
-    "_peri/session/unarchive",
+    "authenticate",         "_peri/queue/list",      "_peri/queue/clear",
+    "_peri/session/rename", "_peri/session/archive", "_peri/session/unarchive",
     "_peri/session/rewind",
 };
 

@@ -112,7 +112,15 @@ struct paw_sess {
     char *cwd;
     pag_session *agent;
     bool read_only;
-    bool titled;    /* the thread has a title (else the first prompt names it) */
+    char owner[PST_ID_LEN]; /* read_only and another machine's: that machine */
+    int format;             /* the history format (1: this form's; -1 unreadable) */
+    bool titled;            /* the thread has a title (else the first prompt names it) */
+    char *frozen;           /* the system prompt kept in the thread's meta */
+    pj_t *meta;             /* the thread's meta as stored (owned); written back whole with the
+                               session's options (mode, model), so keys of other hosts survive */
+    /* a model chosen for this session (set_config_option model); NULL: the instance's */
+    pm_client *model;
+    char *model_spec;
     uint64_t seq;   /* session/update sequence */
     uint64_t turns; /* turn generation (peri.turnId) */
     /* the running turn */
@@ -173,6 +181,9 @@ typedef struct paw_tcall {
 paw_sess *paw__sess_new(paw *p, const char *id, const char *cwd, const char *frozen,
                         bool read_only);
 paw_sess *paw__sess_find(paw *p, const char *id);
+/* Frees a live session that has no turn, no queue and no close waiting (a read-only one
+ * about to be read again from the store). */
+void paw__sess_drop(paw_sess *s);
 /* Frees every session as it is (paw_free after the host closed the ports). */
 void paw__sess_free_all(paw *p);
 /* Starts (or queues) a turn over msg (its parts taken); the reply goes to id. */
@@ -186,6 +197,28 @@ void paw__sess_close(paw_sess *s, pj_t *close_id);
 void paw__handle_event(paw *p, paw_handle *hd, const pn_event *ev);
 /* The frozen context of a new session in the virtual workspace (malloc'd). */
 char *paw__frozen_context(const char *cwd, int64_t now_ms);
+/* ---- options.c: a session's options (mode, model) and their persistence */
+/* The session's configOptions (ACP SessionConfigOption[]), NULL when out of memory. */
+pj_t *paw__config_options(paw_sess *s);
+/* The spec of the model the session uses now ("" when none). */
+const char *paw__sess_model_spec(const paw_sess *s);
+/* Switches the session to model spec (one of its configOptions' values): 0, or -1 with
+ * the reason in why (the native texts). */
+int paw__sess_set_model(paw_sess *s, const char *spec, char *why, size_t n);
+/* Applies the options a stored meta names (mode, model); what cannot apply is logged. */
+void paw__sess_apply_meta(paw_sess *s);
+/* Writes the session's meta (with its mode and model) to the store; cb(ud, res) follows
+ * (from the store), or PST error status returned and nothing follows. */
+pst_status paw__sess_save_meta(paw_sess *s, pst_remote_cb cb, void *ud, pst_error *e);
+/* A model client for spec from the instance's settings, its key from the host
+ * (credential model:<provider>); NULL with why. *name is borrowed from the settings. */
+pm_client *paw__model_new(paw *p, const char *spec, const char **name, char *why, size_t n);
+/* The refusal of a write to a read-only session (another machine's, or another history
+ * format), with the native texts, codes and data. */
+void paw__refuse_read_only(paw *p, pj_t *id, const paw_sess *s);
+/* The refusal of a write to session sid owned by machine owner. */
+void paw__refuse_foreign(paw *p, pj_t *id, const char *sid, const char *owner);
+
 /* ---- mcp.c: the settings' MCP servers over streamable HTTP as a tool source */
 typedef struct paw_mcp paw_mcp;
 /* Starts a client for every server of the settings' mcpServers object that has a url

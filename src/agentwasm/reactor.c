@@ -213,6 +213,16 @@ static void refuse_native_settings(paw *p) {
 
 static void on_store_open(void *ud, pst_remote_result *res);
 
+/* The native host's rule for a machine identity (PERI_MACHINE_ID): 1..36 printable ASCII
+ * characters without spaces; a generated one is a UUID. */
+static bool machine_id_ok(const char *s) {
+    size_t n = strlen(s);
+    if (n == 0 || n > 36) return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] <= ' ' || s[i] > '~') return false;
+    return true;
+}
+
 static int start(paw *p, pj_t *o, char *err, size_t errlen) {
     if (!pj_is_object(o)) return bad(err, errlen, "the start object must be a JSON object%s", NULL);
     static const char *const known[] = {"cwd", "settings", "storage", "machineId"};
@@ -254,8 +264,10 @@ static int start(paw *p, pj_t *o, char *err, size_t errlen) {
                    "the start object, the module asks the host%s",
                    NULL);
     pj_t *mid = pj_object_get(o, "machineId");
-    if (!pj_is_string(mid) || !paw__uuid_ok(pj_string_value(mid)))
-        return bad(err, errlen, "machineId must be a UUID (the instance's persistent identity)%s",
+    if (!pj_is_string(mid) || !machine_id_ok(pj_string_value(mid)))
+        return bad(err, errlen,
+                   "machineId must be the instance's persistent identity: a UUID, or 1..36 "
+                   "printable characters as PERI_MACHINE_ID allows natively%s",
                    NULL);
     snprintf(p->machine_id, sizeof p->machine_id, "%s", pj_string_value(mid));
     char serr[300] = "";
@@ -264,43 +276,13 @@ static int start(paw *p, pj_t *o, char *err, size_t errlen) {
     p->have_settings = true;
     refuse_native_settings(p);
     /* The model: the provider's key only from the host (model:<provider>). */
-    pm_config cfg;
+    const char *spec =
+        p->settings.model ? p->settings.model : pag_settings_default_model(&p->settings);
+    snprintf(p->model_spec, sizeof p->model_spec, "%s", spec ? spec : "");
     const char *mname = NULL;
-    char merr[300] = "";
-    if (pag_settings_model(&p->settings, &cfg, &mname, merr, sizeof merr) == 0) {
-        const char *spec = pag_settings_default_model(&p->settings);
-        snprintf(p->model_spec, sizeof p->model_spec, "%s",
-                 p->settings.model ? p->settings.model
-                 : spec            ? spec
-                                   : "");
-        char kind[120];
-        char prov[64];
-        const char *colon = strchr(p->model_spec, ':');
-        snprintf(prov, sizeof prov, "%.*s", colon ? (int)(colon - p->model_spec) : 63,
-                 p->model_spec);
-        snprintf(kind, sizeof kind, "model:%s", prov);
-        if (cfg.api_key && *cfg.api_key)
-            paw__log(p, 1,
-                     "settings carry an API key for %s: it is not used; the module asks "
-                     "the host for credential %s",
-                     prov, kind);
-        char *key = paw__credential(p, kind);
-        cfg.api_key = key;
-        cfg.proxy = "";
-        if (cfg.max_retries == 0) cfg.max_retries = p->settings.max_retries;
-        pm_error pe = {0};
-        p->model = pm_client_new(&cfg, &pe);
-        if (key) {
-            memset(key, 0, strlen(key));
-            free(key);
-        }
-        if (!p->model)
-            snprintf(p->model_missing, sizeof p->model_missing, "model client: %.250s", pe.message);
-        else
-            p->model_name = mname;
-    } else {
-        snprintf(p->model_missing, sizeof p->model_missing, "%.290s", merr);
-    }
+    p->model = paw__model_new(p, p->model_spec[0] ? p->model_spec : NULL, &mname, p->model_missing,
+                              sizeof p->model_missing);
+    if (p->model) p->model_name = mname;
     /* The store: its credential from the host, then open (asynchronous). */
     char *pw = paw__credential(p, "store");
     pst_error se = {0};
@@ -388,7 +370,7 @@ static void on_store_open(void *ud, pst_remote_result *res) {
         snprintf(p->store_error, sizeof p->store_error, "store: %.280s", res->error.message);
         paw__log(p, 0, "%s", p->store_error);
     }
-    run_waiting(p);
+    run_waiting(p); /* (paw_event settles a close that waited for this outcome) */
 }
 
 void paw__frame(paw *p, const char *line, size_t len) {
@@ -519,6 +501,9 @@ void paw__maybe_settled(paw *p) {
     }
     for (size_t i = 0; i < p->nsrcs; i++)
         if (!p->srcs[i].settled(p->srcs[i].ctx)) return;
+    /* an open still under way ends first (its outcome is reported: a client that left
+     * at once still learns that the store refused it); the host's deadline bounds it */
+    if (p->store && !p->store_closed && !p->store_ready && !p->store_failed) return;
     /* the store closes last: a cancelled turn still commits what it streamed */
     if (p->store && !p->store_closed) {
         p->store_closed = true;
@@ -530,7 +515,10 @@ void paw__maybe_settled(paw *p) {
     int n = snprintf(buf, sizeof buf,
                      "{\"settled\":true,\"http\":0,\"timers\":0,\"sessions\":0,"
                      "\"toolSources\":%zu,\"store\":\"%s\"}",
-                     p->nsrcs, p->store ? "closed" : "none");
+                     p->nsrcs,
+                     !p->store         ? "none"
+                     : p->store_failed ? "failed"
+                                       : "closed");
     paw__log(p, 2, "settled: %s", buf);
     if (p->h.settled) p->h.settled(p->h.ctx, buf, (size_t)n);
 }

@@ -7,7 +7,8 @@
  * start object and the host's options (as host_env.c does for the native host):
  *  - the settings document with the environment overrides applied, minus its secrets:
  *    provider API keys become the credential `model:<provider>`, an MCP server's
- *    `Authorization: Bearer` header `mcp:<name>`, the store URL's password `store`.
+ *    `Authorization: Bearer` header `mcp:<name>`, the store URL's password (or the
+ *    password file's, as libpq reads it: store_locator.c) `store`.
  *    No secret is written into the start object;
  *  - the network grant: exactly the host:port of every http(s) URL in the settings
  *    (providers, MCP servers), of the store, and of each --allow;
@@ -17,6 +18,7 @@
  */
 #include "cli/commands.h"
 #include "cli/host_env.h"
+#include "cli/store_locator.h"
 #include "peri/wasmhost.h"
 
 #include <ctype.h>
@@ -172,53 +174,8 @@ static int take_secrets(wasm_acp *w, pj_t *doc) {
     return 0;
 }
 
-/* Decodes %XX escapes in place (a URL's userinfo and parameters are percent-encoded). */
-static void pct_decode(char *s) {
-    char *o = s;
-    for (const char *i = s; *i; i++) {
-        if (i[0] == '%' && isxdigit((unsigned char)i[1]) && isxdigit((unsigned char)i[2])) {
-            char hex[3] = {i[1], i[2], 0};
-            *o++ = (char)strtoul(hex, NULL, 16);
-            i += 2;
-        } else {
-            *o++ = *i;
-        }
-    }
-    *o = 0;
-}
-
-/* Cuts the password out of a postgresql:// URL (userinfo or password= parameter) into
- * *password (malloc'd, NULL when none); the URL is edited in place. */
-static int take_store_password(char *url, char **password) {
-    *password = NULL;
-    char *p = strstr(url, "://");
-    if (!p) return 0;
-    p += 3;
-    size_t auth = strcspn(p, "/?#");
-    char *at = memchr(p, '@', auth);
-    char *colon = at ? memchr(p, ':', (size_t)(at - p)) : NULL;
-    if (colon) {
-        *password = strndup(colon + 1, (size_t)(at - colon - 1));
-        if (!*password) return -1;
-        memmove(colon, at, strlen(at) + 1);
-    }
-    for (char *q = strchr(url, '?'); q;) {
-        char *param = q + 1;
-        char *next = strchr(param, '&');
-        if (!strncmp(param, "password=", 9)) {
-            size_t vn = next ? (size_t)(next - param - 9) : strlen(param + 9);
-            if (!*password && !(*password = strndup(param + 9, vn))) return -1;
-            if (!next) { /* the last (or only) parameter: drop it with its separator */
-                q[0] = 0;
-                break;
-            }
-            memmove(param, next + 1, strlen(next + 1) + 1);
-            continue;
-        }
-        q = next;
-    }
-    if (*password) pct_decode(*password);
-    return 0;
+static void warn_stderr(const char *msg) {
+    fprintf(stderr, "peri acp --wasm: warning: %s\n", msg);
 }
 
 static void usage(FILE *f) {
@@ -339,23 +296,29 @@ int peri_cmd_acp_wasm(int argc, char **argv) {
         fprintf(stderr, "peri acp --wasm: %s\n", err);
         return 1;
     }
-    char *store_url = strdup(h.db ? h.db : ""), *store_pw = NULL;
+    peri_store_locator_t loc = {0};
+    bool remote =
+        h.db && (!strncmp(h.db, "postgresql://", 13) || !strncmp(h.db, "postgres://", 11));
     pwh_instance *inst = NULL;
     pw_module *m = NULL;
     char *start = NULL, *bytes = NULL;
     size_t mlen = 0;
-    if (!store_url || take_store_password(store_url, &store_pw) != 0 ||
-        (store_pw && add_cred(&w, "store", "", store_pw) != 0) ||
+    /* a local store is passed on: the module refuses it at start, saying why */
+    if (remote && peri_store_locator(h.db, getenv("HOME"), &loc, warn_stderr, err, sizeof err)) {
+        fprintf(stderr, "peri acp --wasm: %s\n", err);
+        goto out;
+    }
+    if ((!remote && !(loc.locator = strdup(h.db ? h.db : ""))) ||
+        (loc.password && add_cred(&w, "store", "", loc.password) != 0) ||
         take_secrets(&w, h.settings) != 0) {
         fprintf(stderr, "peri acp --wasm: out of memory\n");
         goto out;
     }
-    /* a local store is passed on: the module refuses it at start, saying why */
-    if (!strncmp(store_url, "postgresql://", 13) || !strncmp(store_url, "postgres://", 11))
-        grant_url(&w, store_url, 5432);
+    if (loc.host[0] && loc.port > 0 && loc.port <= 65535)
+        add_grant(&w, loc.host, strlen(loc.host), loc.port);
     grant_settings(&w, h.settings, 0);
     pj_t *so = pj_pack("{s:s, s:O, s:{s:s, s:{s:s}}, s:s}", "cwd", h.cwd, "settings", h.settings,
-                       "storage", "url", store_url, "credential", "source", "host", "machineId",
+                       "storage", "url", loc.locator, "credential", "source", "host", "machineId",
                        h.machine_id);
     start = so ? pj_dumps(so, PJ_COMPACT) : NULL;
     pj_decref(so);
@@ -392,13 +355,15 @@ int peri_cmd_acp_wasm(int argc, char **argv) {
         goto out;
     }
     rc = serve(inst);
+    /* the store never opened (the module logged why): the command failed, as native */
+    const char *report = pwh_settled_report(inst);
+    if (rc == 0 && report && strstr(report, "\"store\":\"failed\"")) rc = 1;
 out:
     pwh_free(inst);
     pw_module_free(m);
     free(bytes);
     free(start);
-    free(store_url);
-    free(store_pw);
+    peri_store_locator_clear(&loc);
     for (size_t i = 0; i < w.ngrants; i++)
         free(w.grants[i]);
     for (size_t i = 0; i < w.nmem; i++)

@@ -63,11 +63,112 @@ struct pst__rconn {
 
 /* ---------------------------------------------------------------- locator */
 
+/* Copies s[0..n) into dst, %XX decoded (a URL component); false when empty, too long
+ * or badly escaped. */
 static bool copy_part(char *dst, size_t cap, const char *s, size_t n) {
-    if (n == 0 || n >= cap) return false;
-    memcpy(dst, s, n);
-    dst[n] = '\0';
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '%') {
+            int v = 0;
+            for (int j = 1; j <= 2; j++) {
+                char h = i + (size_t)j < n ? s[i + (size_t)j] : '\0';
+                int d = h >= '0' && h <= '9'   ? h - '0'
+                        : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                        : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                               : -1;
+                if (d < 0) return false;
+                v = v * 16 + d;
+            }
+            if (v == 0) return false;
+            c = (char)v;
+            i += 2;
+        }
+        if (k + 1 >= cap) return false;
+        dst[k++] = c;
+    }
+    dst[k] = '\0';
+    return k > 0;
+}
+
+static bool parse_port(const char *d, size_t n, uint16_t *out) {
+    unsigned long v = 0;
+    if (n == 0) return false;
+    for (size_t i = 0; i < n; i++) {
+        if (d[i] < '0' || d[i] > '9' || (v = v * 10 + (unsigned long)(d[i] - '0')) > 65535)
+            return false;
+    }
+    if (v == 0) return false;
+    *out = (uint16_t)v;
     return true;
+}
+
+/* One key=value of the locator's query (libpq's keywords this client honours). */
+static pst_status query_option(pst__rtarget *t, const char *o, size_t n, pst_error *err) {
+    const char *eq = memchr(o, '=', n);
+    size_t kn = eq ? (size_t)(eq - o) : n;
+    const char *v = eq ? eq + 1 : o + n;
+    size_t vn = (size_t)(o + n - v);
+    char val[256];
+#define KEY(k) (kn == sizeof k - 1 && !strncmp(o, k, kn))
+    if (!eq || (vn && !copy_part(val, sizeof val, v, vn)))
+        return pst__fail(err, PST_ERR_ARG, 0, "bad store locator option: %.*s",
+                         (int)(n > 40 ? 40 : n), o);
+    if (!vn) val[0] = '\0';
+    if (KEY("sslmode")) {
+        static const struct {
+            const char *name;
+            pst__rssl mode;
+        } modes[] = {{"disable", PST_RSSL_DISABLE},     {"prefer", PST_RSSL_PREFER},
+                     {"require", PST_RSSL_REQUIRE},     {"verify-ca", PST_RSSL_REQUIRE},
+                     {"verify-full", PST_RSSL_REQUIRE}, {"direct", PST_RSSL_DIRECT}};
+        for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+            if (!strcmp(val, modes[i].name)) {
+                t->ssl = modes[i].mode;
+                return PST_OK;
+            }
+        return pst__fail(err, PST_ERR_ARG, 0,
+                         "sslmode=%.40s: not a mode of this client (disable, prefer, require, "
+                         "verify-ca, verify-full, direct)",
+                         val);
+    }
+    if (KEY("host") || KEY("hostaddr")) {
+        if (val[0] == '/' || val[0] == '@')
+            return pst__fail(err, PST_ERR_ARG, 0,
+                             "host=%.100s is a Unix-domain socket: the store is reached only "
+                             "through the host's network port (give a TCP host and port)",
+                             val);
+        if (strchr(val, ',') || strchr(val, '['))
+            return pst__fail(err, PST_ERR_ARG, 0, "host=%.100s: one host name or IPv4 address only",
+                             val);
+        if (!val[0]) return pst__fail(err, PST_ERR_ARG, 0, "the store locator's host is empty");
+        snprintf(t->host, sizeof t->host, "%s", val);
+        return PST_OK;
+    }
+    if (KEY("port")) {
+        if (!parse_port(val, strlen(val), &t->port))
+            return pst__fail(err, PST_ERR_ARG, 0, "bad port in the store locator");
+        return PST_OK;
+    }
+    if (KEY("user") || KEY("dbname") || KEY("application_name")) {
+        char *dst = KEY("user") ? t->user : KEY("dbname") ? t->database : t->application_name;
+        size_t cap = KEY("user")     ? sizeof t->user
+                     : KEY("dbname") ? sizeof t->database
+                                     : sizeof t->application_name;
+        if (strlen(val) >= cap)
+            return pst__fail(err, PST_ERR_ARG, 0, "%.*s is too long in the store locator", (int)kn,
+                             o);
+        snprintf(dst, cap, "%s", val);
+        return PST_OK;
+    }
+    if (KEY("connect_timeout")) /* the host's port bounds the connect (its own timeout) */
+        return PST_OK;
+    if (KEY("password") || KEY("passfile"))
+        return pst__fail(err, PST_ERR_ARG, 0,
+                         "the store locator holds a password: pass it as the credential instead");
+#undef KEY
+    return pst__fail(err, PST_ERR_ARG, 0, "unknown store locator option: %.*s",
+                     (int)(kn > 40 ? 40 : kn), o);
 }
 
 pst_status pst__rtarget_parse(const char *loc, pst__rtarget *t, pst_error *err) {
@@ -81,66 +182,47 @@ pst_status pst__rtarget_parse(const char *loc, pst__rtarget *t, pst_error *err) 
         return pst__fail(err, PST_ERR_ARG, 0,
                          "the remote store needs a postgresql:// locator (a local store "
                          "cannot be reached from here)");
-    const char *at = strchr(p, '@'), *end = p + strcspn(p, "/?");
-    if (!at || at > end)
-        return pst__fail(err, PST_ERR_ARG, 0, "the store locator names no user (user@host)");
-    if (memchr(p, ':', (size_t)(at - p)))
-        return pst__fail(err, PST_ERR_ARG, 0,
-                         "the store locator holds a password: pass it as the credential instead");
-    if (!copy_part(t->user, sizeof t->user, p, (size_t)(at - p)))
-        return pst__fail(err, PST_ERR_ARG, 0, "bad user in the store locator");
-    const char *h = at + 1, *colon = memchr(h, ':', (size_t)(end - h));
-    if (h < end && *h == '[') return pst__fail(err, PST_ERR_ARG, 0, "IPv6 literals: not yet");
-    if (!copy_part(t->host, sizeof t->host, h, (size_t)((colon ? colon : end) - h)))
-        return pst__fail(err, PST_ERR_ARG, 0, "the store locator names no host");
     t->port = 5432;
-    if (colon) {
-        unsigned long v = 0;
-        const char *d = colon + 1;
-        if (d == end) return pst__fail(err, PST_ERR_ARG, 0, "bad port in the store locator");
-        for (; d < end; d++) {
-            if (*d < '0' || *d > '9' || (v = v * 10 + (unsigned long)(*d - '0')) > 65535)
-                return pst__fail(err, PST_ERR_ARG, 0, "bad port in the store locator");
-        }
-        if (v == 0) return pst__fail(err, PST_ERR_ARG, 0, "bad port in the store locator");
-        t->port = (uint16_t)v;
+    const char *end = p + strcspn(p, "/?");
+    const char *at = memchr(p, '@', (size_t)(end - p));
+    if (at) {
+        if (memchr(p, ':', (size_t)(at - p)))
+            return pst__fail(err, PST_ERR_ARG, 0,
+                             "the store locator holds a password: pass it as the credential "
+                             "instead");
+        if (at > p && !copy_part(t->user, sizeof t->user, p, (size_t)(at - p)))
+            return pst__fail(err, PST_ERR_ARG, 0, "bad user in the store locator");
     }
+    const char *h = at ? at + 1 : p, *colon = memchr(h, ':', (size_t)(end - h));
+    if (h < end && *h == '[') return pst__fail(err, PST_ERR_ARG, 0, "IPv6 literals: not yet");
+    if (memchr(h, ',', (size_t)(end - h)))
+        return pst__fail(err, PST_ERR_ARG, 0, "one host only in the store locator");
+    size_t hn = (size_t)((colon ? colon : end) - h);
+    if (hn && !copy_part(t->host, sizeof t->host, h, hn))
+        return pst__fail(err, PST_ERR_ARG, 0, "bad host in the store locator");
+    if (colon && !parse_port(colon + 1, (size_t)(end - colon - 1), &t->port))
+        return pst__fail(err, PST_ERR_ARG, 0, "bad port in the store locator");
     const char *q = strchr(end, '?');
     if (*end == '/') {
         size_t n = (size_t)((q ? q : end + strlen(end)) - (end + 1));
         if (n && !copy_part(t->database, sizeof t->database, end + 1, n))
             return pst__fail(err, PST_ERR_ARG, 0, "bad database name in the store locator");
     }
-    if (!t->database[0]) snprintf(t->database, sizeof t->database, "%s", t->user);
     for (const char *o = q ? q + 1 : NULL; o && *o;) {
         size_t n = strcspn(o, "&");
-        static const struct {
-            const char *name;
-            pst__rssl mode;
-        } modes[] = {{"disable", PST_RSSL_DISABLE},     {"prefer", PST_RSSL_PREFER},
-                     {"require", PST_RSSL_REQUIRE},     {"verify-ca", PST_RSSL_REQUIRE},
-                     {"verify-full", PST_RSSL_REQUIRE}, {"direct", PST_RSSL_DIRECT}};
-        bool known = false;
-        for (size_t i = 0; i < sizeof modes / sizeof modes[0] && !known; i++) {
-            size_t k = strlen(modes[i].name);
-            if (n == 8 + k && !strncmp(o, "sslmode=", 8) && !strncmp(o + 8, modes[i].name, k)) {
-                t->ssl = modes[i].mode;
-                known = true;
-            }
-        }
-        if (known) {
-            /* one of the modes */
-        } else if (n > 8 && !strncmp(o, "sslmode=", 8)) {
-            return pst__fail(err, PST_ERR_ARG, 0,
-                             "%.*s: not a mode of this client (disable, prefer, require, "
-                             "verify-ca, verify-full, direct)",
-                             (int)(n > 40 ? 40 : n), o);
-        } else {
-            return pst__fail(err, PST_ERR_ARG, 0, "unknown store locator option: %.*s",
-                             (int)(n > 40 ? 40 : n), o);
-        }
+        pst_status r = n ? query_option(t, o, n, err) : PST_OK;
+        if (r != PST_OK) return r;
         o += n + (o[n] == '&');
     }
+    if (!t->user[0])
+        return pst__fail(err, PST_ERR_ARG, 0,
+                         "the store locator names no user (postgresql://user@host/db or "
+                         "?user=)");
+    if (!t->host[0])
+        return pst__fail(err, PST_ERR_ARG, 0,
+                         "the store locator names no host: the store is reached only through "
+                         "the host's network port (postgresql://user@host:port/db)");
+    if (!t->database[0]) snprintf(t->database, sizeof t->database, "%s", t->user);
     return PST_OK;
 }
 
@@ -386,15 +468,15 @@ static void pump(pst__rconn *c) {
 }
 
 static pst_status open_stream(pst__rconn *c, pst_error *err) {
-    pst__pgw_config cfg = {.user = c->t.user,
-                           .database = c->t.database,
-                           .application_name = "peri",
-                           .password = c->password,
-                           .tls = c->t.ssl == PST_RSSL_DIRECT    ? PST_PGW_TLS_DIRECT
-                                  : c->t.ssl == PST_RSSL_REQUIRE ? PST_PGW_TLS_REQUIRE
-                                  : c->t.ssl == PST_RSSL_PREFER && c->ports->starttls
-                                      ? PST_PGW_TLS_PREFER
-                                      : PST_PGW_TLS_OFF};
+    pst__pgw_config cfg = {
+        .user = c->t.user,
+        .database = c->t.database,
+        .application_name = c->t.application_name[0] ? c->t.application_name : "peri",
+        .password = c->password,
+        .tls = c->t.ssl == PST_RSSL_DIRECT                         ? PST_PGW_TLS_DIRECT
+               : c->t.ssl == PST_RSSL_REQUIRE                      ? PST_PGW_TLS_REQUIRE
+               : c->t.ssl == PST_RSSL_PREFER && c->ports->starttls ? PST_PGW_TLS_PREFER
+                                                                   : PST_PGW_TLS_OFF};
     if (!c->random(c->random_ctx, cfg.nonce_random, sizeof cfg.nonce_random))
         return pst__fail(err, PST_ERR_IO, 0, "no randomness for the SCRAM nonce");
     pst__pgw_error pe;

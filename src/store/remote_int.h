@@ -56,13 +56,17 @@ typedef struct pst__rtarget {
     uint16_t port;
     char user[64];
     char database[64];
+    char application_name[64]; /* "": "peri" */
     pst__rssl ssl;
 } pst__rtarget;
 
-/* Parses "postgresql://user@host[:port][/db][?sslmode=...]" (also "postgres://"). A
- * password in the locator is refused (it comes from the credential). sslmode:
- * disable, prefer (the default, as libpq's), require, verify-ca, verify-full, direct;
- * allow and anything else are refused. */
+/* Parses "postgresql://[user@][host][:port][/db][?key=value&...]" (also "postgres://"),
+ * with libpq's query keywords host, hostaddr, port, user, dbname, application_name,
+ * sslmode and connect_timeout (accepted; the host's port bounds the connect). Components
+ * are %XX-decoded. A password (in the userinfo, password= or passfile=) is refused: it
+ * comes from the credential. A Unix-domain socket host is refused: only the network port
+ * reaches the store. sslmode: disable, prefer (the default, as libpq's), require,
+ * verify-ca, verify-full, direct; allow and anything else are refused. */
 pst_status pst__rtarget_parse(const char *locator, pst__rtarget *t, pst_error *err);
 
 typedef struct pst__rconn pst__rconn;

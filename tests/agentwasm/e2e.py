@@ -138,7 +138,9 @@ def s_start_errors(E):
         ("no storage", {k: v for k, v in base.items() if k != "storage"}, "needs storage"),
         ("no machineId", {k: v for k, v in base.items() if k != "machineId"}, "needs machineId"),
         ("relative cwd", dict(base, cwd="work"), "cwd must be an absolute path"),
-        ("bad machine", dict(base, machineId="not-a-uuid"), "machineId must be a UUID"),
+        ("bad machine", dict(base, machineId="has space"), "machineId must be the instance's"),
+        ("long machine", dict(base, machineId="x" * 37), "machineId must be the instance's"),
+        ("empty machine", dict(base, machineId=""), "machineId must be the instance's"),
         ("settings not object", dict(base, settings=[]), "settings must be an object"),
         ("secret in start", dict(base, storage={"url": E.store_url(),
                                                 "credential": {"password": "x"}}),
@@ -168,7 +170,8 @@ def s_initialize(E):
     caps = r["agentCapabilities"]
     check(caps["loadSession"] is True, "loadSession: %r" % caps)
     check(r["agentInfo"]["name"] == "peri-c", "agentInfo: %r" % r)
-    check("resume" not in caps.get("sessionCapabilities", {}), "resume offered: %r" % caps)
+    check(sorted(caps.get("sessionCapabilities", {})) ==
+          ["close", "delete", "fork", "list", "resume"], "sessionCapabilities: %r" % caps)
     # one identity per instance: another machine id is refused, with the native text
     bad = a.call("initialize", {"protocolVersion": 1, "clientCapabilities": {
         "_meta": {"peri.machineId": MACHINE_B}}})
@@ -439,6 +442,78 @@ def s_load_and_list(E):
     c.finish()
 
 
+def s_options_fork_delete(E):
+    """set_mode / set_config_option persist in the thread's meta (another instance loads
+    them); fork copies the history into a new session of this machine; delete removes a
+    session; resume opens without a replay."""
+    E.mock.script([{"text": "answer one"}, {"text": ["a", "b", "c"], "hang": True,
+                                             "hang_after": 2}])
+    a = E.agent()
+    sid = E.new_session(a, "/work/opts")
+    r = a.call("session/new", {"cwd": "/work/opts", "mcpServers": []})
+    cfg = {o["id"]: o for o in r["result"]["configOptions"]}
+    check(cfg["mode"]["currentValue"] == "default" and
+          cfg["model"]["currentValue"] == "openai:mock-1", "configOptions: %r" % cfg)
+    check(wait_done(a, prompt(a, sid, "one")).get("result") == {"stopReason": "end_turn"}, "one")
+    r = a.result("session/set_config_option", {"sessionId": sid, "configId": "mode",
+                                               "value": "plan"})
+    got = {o["id"]: o["currentValue"] for o in r["configOptions"]}
+    check(got["mode"] == "plan", "set_config_option: %r" % r)
+    r = a.call("session/set_config_option", {"sessionId": sid, "configId": "model",
+                                             "value": "openai:other"})
+    check(r.get("error", {}).get("message") ==
+          "unknown value for config option model: openai:other", "bad model: %r" % r)
+    r = a.call("session/set_config_option", {"sessionId": sid, "configId": "nope", "value": "x"})
+    check(r.get("error", {}).get("code") == -32602 and "unknown configId: nope" in
+          r["error"]["message"], "bad configId: %r" % r)
+    r = a.call("session/set_mode", {"sessionId": sid, "modeId": "sideways"})
+    check(r.get("error", {}).get("message") ==
+          "unknown modeId: sideways (default, acceptEdits, plan, bypassPermissions)", "%r" % r)
+    # fork: a new session of this machine with the same history
+    fid = a.result("session/fork", {"sessionId": sid, "cwd": "/work/opts",
+                                    "mcpServers": []})["sessionId"]
+    check(fid != sid, "fork id")
+    lst = {s["sessionId"]: s for s in a.result("session/list", {"cwd": "/work/opts"})["sessions"]}
+    check(fid in lst and lst[fid].get("title") == "Fork of one", "fork listed: %r" % lst)
+    # a running turn cannot be forked
+    rid = prompt(a, sid, "hang")
+    a.wait(lambda f: f.get("method") == "session/update" and
+           f["params"]["update"].get("sessionUpdate") == "agent_message_chunk" and
+           f["params"]["sessionId"] == sid and
+           f["params"]["update"]["content"]["text"] in ("a", "b"),
+           what="the hanging turn's first chunk")
+    r = a.call("session/fork", {"sessionId": sid, "cwd": "/work/opts", "mcpServers": []})
+    check(r.get("error", {}).get("code") == -32010 and "before forking" in
+          r["error"]["message"], "fork during a turn: %r" % r)
+    a.call("session/cancel", {"sessionId": sid})
+    wait_done(a, rid)
+    # delete: gone from the list and from the store
+    check(a.result("session/delete", {"sessionId": fid}) == {}, "delete")
+    lst = a.result("session/list", {"cwd": "/work/opts"})["sessions"]
+    check(fid not in [s["sessionId"] for s in lst], "deleted but listed: %r" % lst)
+    a.finish()
+    # another instance: the mode persisted; the fork's history replays; resume: no replay
+    b = E.agent()
+    r = b.result("session/load", {"sessionId": sid, "cwd": "/work/opts", "mcpServers": []})
+    check(r["modes"]["currentModeId"] == "plan", "mode not persisted: %r" % r["modes"])
+    r = b.call("session/load", {"sessionId": fid, "cwd": "/work/opts", "mcpServers": []})
+    check(r.get("error", {}).get("code") == -32002, "deleted fork loads: %r" % r)
+    b.finish()
+    c = E.agent()
+    n = len(c.log)
+    r = c.result("session/resume", {"sessionId": sid, "cwd": "/work/opts"})
+    check(r["modes"]["currentModeId"] == "plan", "resume: %r" % r)
+    check(not [f for _, f in c.log[n:] if f.get("method") == "session/update"
+               and f["params"]["update"].get("sessionUpdate") == "user_message_chunk"],
+          "resume replayed")
+    E.mock.script([{"text": "after resume"}])
+    check(wait_done(c, prompt(c, sid, "two")).get("result") == {"stopReason": "end_turn"}, "two")
+    msgs = E.mock.requests()[-1]["body"]["messages"]
+    check(any(m["role"] == "user" and "one" in json.dumps(m) for m in msgs),
+          "resumed history: %r" % msgs)
+    c.finish()
+
+
 def s_cancel_and_close(E):
     E.mock.script([{"text": ["a", "b", "c"], "hang": True, "hang_after": 2}])
     a = E.agent()
@@ -577,6 +652,7 @@ SCENARIOS = {
     "tools_two_sessions": s_tools_two_sessions,
     "mcp_http": s_mcp_http,
     "load_and_list": s_load_and_list,
+    "options_fork_delete": s_options_fork_delete,
     "cancel_and_close": s_cancel_and_close,
     "concurrent": s_concurrent,
     "model_errors": s_model_errors,

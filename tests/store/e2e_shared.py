@@ -1,8 +1,15 @@
 #!/usr/bin/env python3
 """e2e_shared.py: two `peri acp` hosts on one PostgreSQL store (acceptance 2).
 
-usage: e2e_shared.py PERI_BINARY MOCK_MODEL_PY      (run through tests/store/pg_cluster.sh,
-                                                     which sets PERI_TEST_PG_URL)
+usage: e2e_shared.py PERI_BINARY MOCK_MODEL_PY [wasm | node PERI_WASM_MJS MODULE]
+       (run through tests/store/pg_cluster.sh, which sets PERI_TEST_PG_URL; the wasm and
+       node forms need PERI_PG_TCP=1)
+
+The same checks run against three hosts: `peri acp --store` (native, the reference),
+`peri acp --wasm` (the agent module on Peri-C's engine) and `peri-wasm.mjs acp` (the
+module on Node). The module reaches the store only through the network port, so its
+hosts use a TCP URL with a password (the host hands it over as the `store` credential);
+the checks are the same, except where the form itself differs (said where it does).
 
 Hosts A and B (different --machine-id, one database, each with its own mock model) run
 two sessions each, concurrently, through ACP: 200 completed turns in total. Then A is
@@ -76,7 +83,7 @@ class Host:
     def start(self):
         env = dict(base_env(self.home), PERI_MODEL="openai:mock-model", OPENAI_API_KEY="k",
                    OPENAI_BASE_URL=self.mock.url + "/v1")
-        a = Agent(self.peri, env, self.url, ["--machine-id", self.machine])
+        a = Agent(self.peri, env, self.url, HOST_ARGS + ["--machine-id", self.machine])
         # Agent passes "--db URL": --db and --store are the same option
         self.agents.append(a)
         init = a.result("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
@@ -226,8 +233,12 @@ def foreign_replay(url, A, B):
     res_a, ups_a = load_replay(A, sr)
     check("_meta" not in res_a or "peri.readOnly" not in res_a["_meta"], "own load: %r" % res_a)
     kinds = [u["sessionUpdate"] for u in ups_a]
-    for k in ("user_message_chunk", "agent_thought_chunk", "agent_message_chunk", "tool_call",
-              "tool_call_update", "plan"):
+    # The module has no file tools and no todo tool (it offers only MCP tools): its `read`
+    # and `todo` calls are answered as unknown tools, so its replay has tool calls and
+    # their results but no plan.
+    want = ("user_message_chunk", "agent_thought_chunk", "agent_message_chunk", "tool_call",
+            "tool_call_update") + (("plan",) if FORM == "native" else ())
+    for k in want:
         check(k in kinds, "A's replay has no %s: %r" % (k, kinds))
     # B: listed read-only, then loaded: the identical replay
     entry = [s for s in listed(B) if s["sessionId"] == sr]
@@ -295,16 +306,19 @@ def password_cli(peri, url, tmp):
         if k in os.environ:
             env[k] = os.environ[k]
     base = "postgresql:///postgres?host=%s&user=peri_cli&passfile=%s/none" % (sock, tmp)
+    if FORM != "native":  # the module's hosts: TCP (its role logs in with SCRAM there too)
+        base = ("postgresql:///postgres?host=127.0.0.1&port=%s&user=peri_cli&passfile=%s/none"
+                "&sslmode=disable" % (os.environ["PERI_TEST_PG_PORT"], tmp))
     r = subprocess.run([peri, "acp", "--store", base + "&password=" + wrong, "--machine-id",
-                        "pw-host"], stdin=subprocess.DEVNULL, capture_output=True, env=env,
-                       timeout=60)
+                        "pw-host"] + HOST_ARGS, stdin=subprocess.DEVNULL, capture_output=True,
+                       env=env, timeout=60)
     err = r.stderr.decode(errors="replace")
     check(r.returncode != 0 and "password authentication failed" in err,
           "wrong password: rc %d, %r" % (r.returncode, err[-400:]))
     check(wrong not in err and right not in err and wrong not in r.stdout.decode(),
           "a password in peri's output: %r" % err[-400:])
     print("wrong password: %s" % err.strip().splitlines()[-1])
-    a = Agent(peri, dict(env, PGPASSWORD=right), base, ["--machine-id", "pw-host"])
+    a = Agent(peri, dict(env, PGPASSWORD=right), base, HOST_ARGS + ["--machine-id", "pw-host"])
     try:
         init = a.result("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
         check(init["protocolVersion"] == 1, "initialize with PGPASSWORD")
@@ -315,11 +329,38 @@ def password_cli(peri, url, tmp):
     check(right not in log and wrong not in log, "a password in the server's log")
 
 
+FORM = "native"  # or "wasm" / "node": which host runs the agent (main sets it)
+HOST_ARGS = []  # extra arguments of every `peri acp` (--wasm for the module's hosts)
+
+
+def node_front(tmp, mjs, module):
+    """A `peri`-shaped front for the Node host, so Agent's argv fits all three hosts."""
+    path = os.path.join(tmp, "peri-node")
+    with open(path, "w") as f:
+        f.write("#!%s\nimport os, sys\nargs = [a for a in sys.argv[2:] if a != '--wasm']\n"
+                "os.execvp('node', ['node', %r, 'acp', '--module', %r] + args)\n"
+                % (sys.executable, os.path.abspath(mjs), os.path.abspath(module)))
+    os.chmod(path, 0o755)
+    return path
+
+
+def store_url(admin, tmp):
+    """The hosts' store: the admin socket URL natively; for the module's hosts a TCP URL
+    of a role that logs in with its password (SCRAM), the password in the URL."""
+    if FORM == "native":
+        return admin + "&"
+    port = os.environ.get("PERI_TEST_PG_PORT")
+    check(port, "the module's hosts need PostgreSQL on TCP (PERI_PG_TCP=1)")
+    rows(admin, "CREATE ROLE peri_shared LOGIN SUPERUSER PASSWORD 'shared pw'")
+    return "postgresql://peri_shared:shared%%20pw@127.0.0.1:%s/postgres?sslmode=disable&" % port
+
+
 def run(peri, mock_py, url, tmp):
     os.makedirs(os.path.join(tmp, "mb"))
+    store = store_url(url, tmp)
     # distinct application names: the statement log tells the hosts apart
-    A = Host("A", MA, peri, mock_py, tmp, url + "&application_name=peri-A")
-    B = Host("B", MB, peri, mock_py, tmp, url + "&application_name=peri-B")
+    A = Host("A", MA, peri, mock_py, tmp, store + "application_name=peri-A")
+    B = Host("B", MB, peri, mock_py, tmp, store + "application_name=peri-B")
     hosts = [A, B]
     try:
         A.start()
@@ -434,10 +475,14 @@ def run(peri, mock_py, url, tmp):
 
 
 def main():
-    if len(sys.argv) != 3:
+    global FORM, HOST_ARGS
+    args = sys.argv[1:]
+    if len(args) not in (2, 3, 5) or (len(args) > 2 and args[2] not in ("wasm", "node")):
         print(__doc__, file=sys.stderr)
         return 2
-    peri, mock_py = sys.argv[1:]
+    peri, mock_py = args[:2]
+    FORM = args[2] if len(args) > 2 else "native"
+    HOST_ARGS = [] if FORM == "native" else ["--wasm"]
     base = os.environ.get("PERI_TEST_PG_URL")
     if not base:
         print("FAIL: PERI_TEST_PG_URL not set (run through tests/store/pg_cluster.sh)")
@@ -448,6 +493,11 @@ def main():
     url = base  # the throwaway cluster's "postgres" database
     tmp = tempfile.mkdtemp(prefix="peri-shared-")
     t0 = time.monotonic()
+    if FORM == "node":
+        if len(args) != 5:
+            print(__doc__, file=sys.stderr)
+            return 2
+        peri = node_front(tmp, args[3], args[4])
     try:
         run(peri, mock_py, url, tmp)
     except Fail as e:
@@ -455,7 +505,7 @@ def main():
         return 1
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("PASS shared store (%.1f s)" % (time.monotonic() - t0))
+    print("PASS shared store, %s host (%.1f s)" % (FORM, time.monotonic() - t0))
     return 0
 
 

@@ -676,6 +676,26 @@ static void newer_schema_is_refused_as_natively(void **state) {
     pst_error oe;
     assert_int_equal(pst_remote_thread_get(r, "x", take, &s, &oe), PST_ERR_CONN);
     close_remote(&t, r);
+    /* libpq's query form (as the CLI writes PG* variables into the URL) reaches the same
+     * server: the host, port, user and database from the query, %-escapes decoded */
+    snprintf(loc, sizeof loc,
+             "postgresql:///rs%%5Fnewer?host=127.0.0.1&port=%d&user=" ROLE
+             "&application_name=peri-t&connect_timeout=5&sslmode=disable",
+             port);
+    tports_init(&t);
+    pst_remote_result_clear(&s.res);
+    memset(&s, 0, sizeof s);
+    r = pst_remote_open(&(pst_remote_options){.ports = &t.p,
+                                              .locator = loc,
+                                              .password = PASSWORD,
+                                              .machine_id = MACHINE_A,
+                                              .random = rnd},
+                        take, &s, &e);
+    assert_non_null(r);
+    t.stores[0] = r;
+    wait_for(&t, &s);
+    assert_int_equal(s.res.status, PST_ERR_SCHEMA);
+    close_remote(&t, r);
 }
 
 static void locators_the_port_cannot_serve(void **state) {
@@ -692,7 +712,17 @@ static void locators_the_port_cannot_serve(void **state) {
                          "postgresql://u@127.0.0.1:99999/db",
                          "postgresql://u@127.0.0.1/db?sslmode=require",
                          "postgresql://u@127.0.0.1/db?sslmode=allow",
-                         "postgresql://u@127.0.0.1/db?host=/tmp"};
+                         "postgresql://u@127.0.0.1/db?host=/tmp",
+                         "postgresql:///db?host=%2Ftmp&user=u",
+                         "postgresql://u@127.0.0.1/db?password=x",
+                         "postgresql://u@127.0.0.1/db?passfile=/home/u/.pgpass",
+                         "postgresql://u@127.0.0.1/db?bogus=1",
+                         "postgresql://u@127.0.0.1/db?sslrootcert=/x",
+                         "postgresql://u@127.0.0.1/db?user=%zz",
+                         "postgresql://u@127.0.0.1/db?sslmode",
+                         "postgresql://u@a,b/db",
+                         "postgresql:///db?user=u",
+                         "postgresql://@127.0.0.1/db"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_null(pst_remote_open(
             &(pst_remote_options){

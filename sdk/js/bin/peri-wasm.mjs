@@ -137,6 +137,39 @@ function firstLine() {
   });
 }
 
+// The password of host:port:db:user in a libpq password file (libpq's format: `*` matches
+// anything, `\\` escapes `:` and `\\`); a file others may read is ignored, as libpq does.
+function pgpass(file, host, port, db, user) {
+  if (!file) return undefined;
+  let text;
+  try {
+    const st = fs.statSync(file);
+    if (!st.isFile()) return undefined;
+    if (st.mode & 0o077) {
+      process.stderr.write(`peri-wasm acp: warning: password file "${file}" has group or world access; permissions should be u=rw (0600) or less: it is not used\n`);
+      return undefined;
+    }
+    text = fs.readFileSync(file, "utf8");
+  } catch {
+    return undefined;
+  }
+  for (const line of text.split(/\r?\n/)) {
+    if (!line || line.startsWith("#")) continue;
+    const fields = [];
+    let cur = "";
+    for (let i = 0; i < line.length; i++) {
+      if (line[i] === "\\" && i + 1 < line.length) cur += line[++i];
+      else if (line[i] === ":" && fields.length < 4) fields.push(cur), (cur = "");
+      else cur += line[i];
+    }
+    fields.push(cur);
+    if (fields.length !== 5 || !fields[4]) continue;
+    const want = [host, port, db, user];
+    if (want.every((w, k) => fields[k] === "*" || fields[k] === w)) return fields[4];
+  }
+  return undefined;
+}
+
 async function main(argv) {
   if (argv[0] !== "acp") {
     if (argv[0] === "--help" || argv[0] === "-h") return usage(process.stdout), 0;
@@ -190,18 +223,35 @@ async function main(argv) {
   let store =
     a.store ?? a.db ?? process.env.PERI_STORE ?? (typeof settings?.storage === "string" && settings.storage ? settings.storage : null);
   if (!store) fail("no store: pass --store postgresql://... (the WebAssembly form has no local store)");
-  // a password in the locator (userinfo or ?password=) becomes the `store` credential:
-  // the start object carries none
-  let storePassword = process.env.PGPASSWORD || undefined;
+  // Read as libpq reads it: the PG* variables fill what the URL leaves out (as `peri acp`
+  // does); the password (userinfo, ?password=, PGPASSWORD, else the password file) becomes
+  // the `store` credential, so the start object carries none.
+  let storePassword;
+  let storeDest = null;
   try {
     const u = new URL(store);
     if (/^postgres(ql)?:$/i.test(u.protocol)) {
-      const q = u.searchParams.get("password");
+      const q = u.searchParams;
+      const envMap = { PGHOST: "host", PGPORT: "port", PGUSER: "user", PGDATABASE: "dbname",
+        PGSSLMODE: "sslmode", PGAPPNAME: "application_name", PGCONNECT_TIMEOUT: "connect_timeout",
+        PGPASSFILE: "passfile" };
+      const given = { host: u.hostname, port: u.port, user: u.username, dbname: u.pathname.slice(1) };
+      for (const [env, key] of Object.entries(envMap))
+        if (process.env[env] && !q.get(key) && !given[key]) q.set(key, process.env[env]);
+      const host = q.get("hostaddr") || q.get("host") || decodeURIComponent(u.hostname);
+      const port = q.get("port") || u.port || "5432";
+      const user = q.get("user") || decodeURIComponent(u.username);
+      const db = q.get("dbname") || decodeURIComponent(u.pathname.slice(1)) || user;
       if (u.password) storePassword = decodeURIComponent(u.password);
-      else if (q !== null) storePassword = q;
+      else if (q.get("password") !== null) storePassword = q.get("password");
+      else if (process.env.PGPASSWORD) storePassword = process.env.PGPASSWORD;
+      else storePassword = pgpass(q.get("passfile") ?? (home ? path.join(home, ".pgpass") : null),
+        !host || host.startsWith("/") ? "localhost" : host, port, db, user);
       u.password = "";
-      u.searchParams.delete("password");
+      q.delete("password");
+      q.delete("passfile");
       store = u.toString();
+      if (host && !host.startsWith("/") && !host.includes(",")) storeDest = `${host}:${port}`;
     }
   } catch {
     // a local locator: the start object check refuses it
@@ -218,12 +268,7 @@ async function main(argv) {
   const cwd = a.cwd ? path.resolve(a.cwd) : process.cwd();
 
   const allow = [...a.allow, ...grantsOf(settings)];
-  try {
-    const u = new URL(store);
-    if (/^postgres(ql)?:$/i.test(u.protocol) && u.hostname) allow.push(`${u.hostname}:${u.port || 5432}`);
-  } catch {
-    // a local locator: the start object check refuses it
-  }
+  if (storeDest) allow.push(storeDest);
 
   let host;
   try {
@@ -250,6 +295,8 @@ async function main(argv) {
     process.stderr.write(`peri-wasm acp: ${report.outcome === "timeout" ? "the module did not report settlement in time (not a stop)" : report.failure?.message ?? report.outcome}\n`);
     return 1;
   }
+  // the store never opened (its reason was logged): the command failed, as native
+  if (report.module && report.module.store === "failed") return 1;
   return 0;
 }
 
