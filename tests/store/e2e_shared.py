@@ -325,6 +325,25 @@ def password_cli(peri, url, tmp):
         a.result("session/list", {})
     finally:
         a.kill()
+    # the password file, as libpq reads it (* matches anything, \: is a colon); one that
+    # others may read is ignored
+    pf = os.path.join(tmp, "pgpass")
+    with open(pf, "w") as f:
+        f.write("# comment\nother:*:*:peri_cli:%s\n*:*:postgres:peri_cli:%s\n" % (wrong, right))
+    os.chmod(pf, 0o600)
+    with_pf = base.replace("passfile=%s/none" % tmp, "passfile=" + pf)
+    a = Agent(peri, env, with_pf, HOST_ARGS + ["--machine-id", "pw-host"])
+    try:
+        a.result("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        a.result("session/list", {})
+    finally:
+        a.kill()
+    os.chmod(pf, 0o644)
+    r = subprocess.run([peri, "acp", "--store", with_pf, "--machine-id", "pw-host"] + HOST_ARGS,
+                       stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=60)
+    err = r.stderr.decode(errors="replace")
+    check(r.returncode != 0 and "group or world access" in err and right not in err,
+          "a password file others may read: rc %d, %r" % (r.returncode, err[-400:]))
     log = open(os.path.join(sock, "server.log"), errors="replace").read()
     check(right not in log and wrong not in log, "a password in the server's log")
 
