@@ -374,8 +374,9 @@ static int prompt_hooks(pag_turn *t, pm_message *um) {
 static int compact_begin(pag_turn *t) {
     pag_session *s = t->s;
     size_t base = s->view <= s->nhist ? s->view : 0;
-    if (s->auto_compact <= 0 || s->nhist - base < 2 || !s->ports.model_name || !s->ports.reason)
-        return 0;
+    /* (the turn's driver performs the summary's MODEL_CALL: the blocking loop through
+     * ports.reason, an event-driven host through its own requests) */
+    if (s->auto_compact <= 0 || s->nhist - base < 2 || !s->ports.model_name) return 0;
     t->compact_before = pag__view_tokens(s, &t->user);
     if ((double)t->compact_before < s->auto_compact * (double)s->budget) return 0;
     /* PreCompact hooks see automatic compaction too; a deny keeps the history as it is

@@ -95,7 +95,8 @@ paw_sess *paw__sess_new(paw *p, const char *id, const char *cwd, const char *fro
                               .cwd = s->cwd,
                               .system_prompt = frozen ? frozen : "",
                               .context_budget = p->settings.context_budget,
-                              .max_steps = p->settings.max_steps};
+                              .max_steps = p->settings.max_steps,
+                              .auto_compact_threshold = p->settings.auto_compact_threshold};
     if (!(s->agent = pag_session_new(&cfg, &ports))) {
         free(s->tools);
         free(s->frozen);

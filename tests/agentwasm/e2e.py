@@ -514,6 +514,46 @@ def s_options_fork_delete(E):
     c.finish()
 
 
+BIG = "OLD-ALPHA " + "lorem ipsum dolor sit amet " * 75  # ~2000 bytes: ~500 tokens
+
+
+def s_autocompact(E):
+    """A turn whose context would reach the threshold: the model summarizes the earlier
+    conversation first (a request of its own, without tools), the summary starts the
+    view, the client hears of it, and a reload keeps it (as native)."""
+    start = E.start_object()
+    start["settings"].update({"contextBudget": 400, "autoCompact": {"threshold": 0.5}})
+    E.mock.script([{"text": "answer-one"}, {"text": "SUMMARY: the user sent a long alpha text"},
+                   {"text": "answer-two"}, {"text": "answer-three"}])
+    a = E.agent(start)
+    sid = E.new_session(a)
+    check(wait_done(a, prompt(a, sid, BIG)).get("result") == {"stopReason": "end_turn"}, "one")
+    t0 = time.monotonic()
+    check(wait_done(a, prompt(a, sid, "SECOND question")).get("result") ==
+          {"stopReason": "end_turn"}, "two")
+    b = [r["body"] for r in E.mock.requests()]
+    check(len(b) == 3, "expected turn, summary, turn: %d requests" % len(b))
+    summ = json.dumps(b[1]["messages"])
+    check("Summarize the conversation" in summ and "OLD-ALPHA" in summ, "summary: %s" % summ[:300])
+    check(not b[1].get("tools") and not b[1].get("stream"), "the summary request: %r" % b[1])
+    turn = json.dumps(b[2]["messages"])
+    check("OLD-ALPHA" not in turn and "SUMMARY: the user sent" in turn and
+          "SECOND question" in turn, "the view after the summary: %s" % turn[:400])
+    c = [u for _, u in a.updates(sid, t0) if u["sessionUpdate"] == "usage_update" and
+         (u.get("_meta") or {}).get("peri.compaction")]
+    check(len(c) == 1 and c[0]["_meta"]["peri.compaction"]["method"] == "summary",
+          "compaction update: %r" % c)
+    a.finish()
+    b2 = E.agent(start)
+    b2.result("session/load", {"sessionId": sid, "cwd": "/work/project", "mcpServers": []})
+    check(wait_done(b2, prompt(b2, sid, "THIRD")).get("result") == {"stopReason": "end_turn"},
+          "three")
+    turn = json.dumps(E.mock.requests()[-1]["body"]["messages"])
+    check("OLD-ALPHA" not in turn and "SUMMARY: the user sent" in turn,
+          "compaction not persisted: %s" % turn[:400])
+    b2.finish()
+
+
 def s_cancel_and_close(E):
     E.mock.script([{"text": ["a", "b", "c"], "hang": True, "hang_after": 2}])
     a = E.agent()
@@ -653,6 +693,7 @@ SCENARIOS = {
     "mcp_http": s_mcp_http,
     "load_and_list": s_load_and_list,
     "options_fork_delete": s_options_fork_delete,
+    "autocompact": s_autocompact,
     "cancel_and_close": s_cancel_and_close,
     "concurrent": s_concurrent,
     "model_errors": s_model_errors,
