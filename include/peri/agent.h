@@ -132,6 +132,11 @@ const pag_model_entry *pag_settings_model_entry(const pag_settings *s, const cha
 /* Context window of a model: settings entry, else the built-in table of known models,
  * else 0. */
 int64_t pag_model_context_window(const pag_settings *s, const char *spec);
+/* The model selector's options (ACP SessionConfigSelectOption[]): appends spec to opts
+ * as {value, name, description: its context window} unless it is NULL, empty or there
+ * already (pag_model_choice_seen). */
+void pag_model_choice_add(pj_t *opts, const pag_settings *s, const char *spec);
+bool pag_model_choice_seen(const pj_t *opts, const char *spec);
 /* Prices (USD per million input/output tokens): settings entry, else the built-in
  * table; false when unknown. */
 bool pag_model_price(const pag_settings *s, const char *spec, double *in, double *out);

@@ -88,6 +88,9 @@ bool pst_uuid_v4(char out[PST_ID_LEN]);
 bool pst_workspace_id(const char *machine_id, const char *path, char out[PST_ID_LEN]);
 /* True when s is a well-formed UUID text (any version). */
 bool pst_uuid_valid(const char *s);
+/* A machine identity as a host may be given one (PERI_MACHINE_ID, the module's start
+ * object): 1..36 printable ASCII characters without spaces; a generated one is a UUID. */
+bool pst_machine_id_ok(const char *s);
 
 /* "<home>/.peri/peri.db" (malloc'd, caller frees), NULL on OOM or home NULL/empty. */
 char *pst_default_db_path(const char *home);

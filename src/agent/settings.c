@@ -107,8 +107,7 @@ static int load_models(pag_settings *s, pj_t *models) {
         }
         s->nmodels++;
         pj_t *cw = pj_object_get(m, "contextWindow");
-        if (pj_is_integer(cw) && pj_integer_value(cw) > 0)
-            e->context_window = pj_integer_value(cw);
+        if (pj_is_integer(cw) && pj_integer_value(cw) > 0) e->context_window = pj_integer_value(cw);
         pj_t *pr = pj_object_get(m, "price");
         pj_t *pi = pj_object_get(pr, "input"), *po = pj_object_get(pr, "output");
         if (pj_is_number(pi) && pj_is_number(po)) {
@@ -131,8 +130,7 @@ static int load_doc(pag_settings *s, pj_t *root, char *err, size_t errlen) {
         (pj_is_object(providers) && load_named(s, providers)) ||
         load_models(s, pj_object_get(root, "models")))
         goto oom;
-    if (pj_is_string(v = pj_object_get(root, "model")) &&
-        set_str(&s->model, pj_string_value(v)))
+    if (pj_is_string(v = pj_object_get(root, "model")) && set_str(&s->model, pj_string_value(v)))
         goto oom;
     if (load_allow(s, pj_object_get(pj_object_get(root, "permissions"), "allow"))) goto oom;
     pj_t *sb = pj_object_get(root, "sandbox");
@@ -185,8 +183,8 @@ static int load_doc(pag_settings *s, pj_t *root, char *err, size_t errlen) {
         pj_number_value(v) <= 1 && !pj_is_false(pj_object_get(ac, "enabled")))
         s->auto_compact_threshold = pj_number_value(v);
     pj_t *goal = pj_object_get(root, "goal");
-    if (pj_is_integer(v = pj_object_get(goal, "maxContinuations")) &&
-        pj_integer_value(v) >= 0 && pj_integer_value(v) <= 1000)
+    if (pj_is_integer(v = pj_object_get(goal, "maxContinuations")) && pj_integer_value(v) >= 0 &&
+        pj_integer_value(v) <= 1000)
         s->goal_max_continuations = (int)pj_integer_value(v);
     rc = 0;
     goto done;
@@ -333,6 +331,29 @@ int64_t pag_model_context_window(const pag_settings *s, const char *spec) {
     if (e && e->context_window > 0) return e->context_window;
     const struct known *k = known_model(spec);
     return k ? k->window : 0;
+}
+
+bool pag_model_choice_seen(const pj_t *opts, const char *spec) {
+    size_t i;
+    pj_t *o;
+    pj_array_foreach(opts, i, o) {
+        const char *v = pj_string_value(pj_object_get(o, "value"));
+        if (v && spec && !strcmp(v, spec)) return true;
+    }
+    return false;
+}
+
+void pag_model_choice_add(pj_t *opts, const pag_settings *s, const char *spec) {
+    if (!spec || !*spec || pag_model_choice_seen(opts, spec)) return;
+    const pag_model_entry *e = pag_settings_model_entry(s, spec);
+    pj_t *o = pj_pack("{s:s, s:s}", "value", spec, "name", e ? e->name : spec);
+    int64_t w = pag_model_context_window(s, spec);
+    if (o && w > 0) {
+        char d[64];
+        snprintf(d, sizeof d, "context window %lld tokens", (long long)w);
+        pj_object_set_new(o, "description", pj_string(d));
+    }
+    if (o) pj_array_append_new(opts, o);
 }
 
 bool pag_model_price(const pag_settings *s, const char *spec, double *in, double *out) {

@@ -200,6 +200,28 @@ static const char *mcp_refusal(pj_t *servers, char *buf, size_t n) {
     return NULL;
 }
 
+/* Reads thread sid; cb gets the result with a pend for request id (replay: its flag).
+ * When the read cannot start, id is answered here. */
+static void read_thread(paw *p, pj_t *id, const char *sid, pst_remote_cb cb, bool replay) {
+    pend *q = pend_new(p, id);
+    if (!q) return paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
+    snprintf(q->sid, sizeof q->sid, "%s", sid);
+    q->replay = replay;
+    pst_error e = {0};
+    if (pst_remote_thread_get(p->store, sid, cb, q, &e) != PST_OK) {
+        paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, e.message, NULL);
+        pend_free(q);
+    }
+}
+
+/* A thread read found nothing: answered not found, and q freed. */
+static bool thread_missing(pend *q, const pst_remote_result *res) {
+    if (res->status != PST_ERR_NOT_FOUND && res->status != PST_ERR_ARG) return false;
+    not_found(q->p, q->id, q->sid);
+    pend_free(q);
+    return true;
+}
+
 /* A store answer that arrives while the instance closes opens nothing new. */
 static bool closing(pend *q) {
     if (!q->p->closing) return false;
@@ -350,11 +372,7 @@ static void load_messages(void *ud, pst_remote_result *res) {
 static void load_thread(void *ud, pst_remote_result *res) {
     pend *q = ud;
     paw *p = q->p;
-    if (res->status == PST_ERR_NOT_FOUND || res->status == PST_ERR_ARG) {
-        not_found(p, q->id, q->sid);
-        pend_free(q);
-        return;
-    }
+    if (thread_missing(q, res)) return;
     if (op_failed(q, res)) return;
     q->foreign = strcmp(res->thread.machine_id, p->machine_id) != 0;
     snprintf(q->owner, sizeof q->owner, "%s", res->thread.machine_id);
@@ -395,15 +413,7 @@ static void load_or_resume(paw *p, pj_t *params, pj_t *id, bool replay) {
         bad_params(p, id, "the session has a turn running: load it again when it ended");
         return;
     }
-    pend *q = pend_new(p, id);
-    if (!q) return paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
-    snprintf(q->sid, sizeof q->sid, "%s", sid);
-    q->replay = replay;
-    pst_error e = {0};
-    if (pst_remote_thread_get(p->store, sid, load_thread, q, &e) != PST_OK) {
-        paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, e.message, NULL);
-        pend_free(q);
-    }
+    read_thread(p, id, sid, load_thread, replay);
 }
 
 static void m_load(paw *p, pj_t *params, pj_t *id) {
@@ -794,11 +804,7 @@ static void fork_messages(void *ud, pst_remote_result *res) {
 static void fork_thread(void *ud, pst_remote_result *res) {
     pend *q = ud;
     paw *p = q->p;
-    if (res->status == PST_ERR_NOT_FOUND || res->status == PST_ERR_ARG) {
-        not_found(p, q->id, q->sid);
-        pend_free(q);
-        return;
-    }
+    if (thread_missing(q, res)) return;
     if (closing(q) || op_failed(q, res)) return;
     if (strcmp(res->thread.machine_id, p->machine_id) != 0) {          /* the fork would be */
         paw__refuse_foreign(p, q->id, q->sid, res->thread.machine_id); /* written into */
@@ -842,14 +848,7 @@ static void m_fork(paw *p, pj_t *params, pj_t *id) {
                                 NULL);
     if (store_down(p, id)) return;
     if (!paw__uuid_ok(sid)) return not_found(p, id, sid);
-    pend *q = pend_new(p, id);
-    if (!q) return paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
-    snprintf(q->sid, sizeof q->sid, "%s", sid);
-    pst_error e = {0};
-    if (pst_remote_thread_get(p->store, sid, fork_thread, q, &e) != PST_OK) {
-        paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, e.message, NULL);
-        pend_free(q);
-    }
+    read_thread(p, id, sid, fork_thread, false);
 }
 
 static void deleted(void *ud, pst_remote_result *res) {
@@ -893,14 +892,7 @@ static void m_delete(paw *p, pj_t *params, pj_t *id) {
     if (live && live->read_only) return paw__refuse_read_only(p, id, live);
     if (store_down(p, id)) return;
     if (!paw__uuid_ok(sid)) return paw__reply(p, id, pj_object());
-    pend *q = pend_new(p, id);
-    if (!q) return paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
-    snprintf(q->sid, sizeof q->sid, "%s", sid);
-    pst_error e = {0};
-    if (pst_remote_thread_get(p->store, sid, delete_thread, q, &e) != PST_OK) {
-        paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, e.message, NULL);
-        pend_free(q);
-    }
+    read_thread(p, id, sid, delete_thread, false);
 }
 
 /* Methods of the native host that need what this form does not have. */

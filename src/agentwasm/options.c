@@ -57,37 +57,15 @@ const char *paw__sess_model_spec(const paw_sess *s) {
 
 /* ---------------------------------------------------------------- configOptions */
 
-static bool seen(pj_t *opts, const char *spec) {
-    size_t i;
-    pj_t *o;
-    pj_array_foreach(opts, i, o) {
-        if (!strcmp(pj_string_value(pj_object_get(o, "value")), spec)) return true;
-    }
-    return false;
-}
-
-static void add_choice(pj_t *opts, const pag_settings *st, const char *spec) {
-    if (!spec || !*spec || seen(opts, spec)) return;
-    const pag_model_entry *e = pag_settings_model_entry(st, spec);
-    pj_t *o = pj_pack("{s:s, s:s}", "value", spec, "name", e ? e->name : spec);
-    int64_t w = pag_model_context_window(st, spec);
-    if (o && w > 0) {
-        char d[64];
-        snprintf(d, sizeof d, "context window %lld tokens", (long long)w);
-        pj_object_set_new(o, "description", pj_string(d));
-    }
-    if (o) pj_array_append_new(opts, o);
-}
-
 /* The model choices: the settings' models, the default, the current (as native, without
  * the providers' listings: this form does not ask them). */
 static pj_t *model_choices(const paw_sess *s) {
     const pag_settings *st = &s->p->settings;
     pj_t *models = pj_array();
     for (size_t i = 0; models && i < st->nmodels; i++)
-        add_choice(models, st, st->models[i].id);
-    if (models) add_choice(models, st, pag_settings_default_model(st));
-    if (models) add_choice(models, st, paw__sess_model_spec(s));
+        pag_model_choice_add(models, st, st->models[i].id);
+    if (models) pag_model_choice_add(models, st, pag_settings_default_model(st));
+    if (models) pag_model_choice_add(models, st, paw__sess_model_spec(s));
     return models;
 }
 
@@ -120,7 +98,7 @@ pj_t *paw__config_options(paw_sess *s) {
 
 int paw__sess_set_model(paw_sess *s, const char *spec, char *why, size_t n) {
     pj_t *choices = model_choices(s);
-    bool ok = choices && spec && seen(choices, spec);
+    bool ok = choices && spec && pag_model_choice_seen(choices, spec);
     pj_decref(choices);
     if (!ok) {
         snprintf(why, n, "unknown value for config option model: %.150s", spec ? spec : "");

@@ -213,16 +213,6 @@ static void refuse_native_settings(paw *p) {
 
 static void on_store_open(void *ud, pst_remote_result *res);
 
-/* The native host's rule for a machine identity (PERI_MACHINE_ID): 1..36 printable ASCII
- * characters without spaces; a generated one is a UUID. */
-static bool machine_id_ok(const char *s) {
-    size_t n = strlen(s);
-    if (n == 0 || n > 36) return false;
-    for (size_t i = 0; i < n; i++)
-        if (s[i] <= ' ' || s[i] > '~') return false;
-    return true;
-}
-
 static int start(paw *p, pj_t *o, char *err, size_t errlen) {
     if (!pj_is_object(o)) return bad(err, errlen, "the start object must be a JSON object%s", NULL);
     static const char *const known[] = {"cwd", "settings", "storage", "machineId"};
@@ -264,7 +254,7 @@ static int start(paw *p, pj_t *o, char *err, size_t errlen) {
                    "the start object, the module asks the host%s",
                    NULL);
     pj_t *mid = pj_object_get(o, "machineId");
-    if (!pj_is_string(mid) || !machine_id_ok(pj_string_value(mid)))
+    if (!pj_is_string(mid) || !pst_machine_id_ok(pj_string_value(mid)))
         return bad(err, errlen,
                    "machineId must be the instance's persistent identity: a UUID, or 1..36 "
                    "printable characters as PERI_MACHINE_ID allows natively%s",

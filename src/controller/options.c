@@ -25,9 +25,8 @@ static pj_t *str_array(char **l, size_t n) {
 
 int pct__save_meta(pct_sess *s) {
     pthread_mutex_lock(&s->mu);
-    pj_t *m =
-        pj_pack("{s:i, s:s, s:s}", "format", PCT_HISTORY_FORMAT, "frozenContext",
-                  s->frozen ? s->frozen : "", "mode", pag_mode_id(pag_session_mode(s->agent)));
+    pj_t *m = pj_pack("{s:i, s:s, s:s}", "format", PCT_HISTORY_FORMAT, "frozenContext",
+                      s->frozen ? s->frozen : "", "mode", pag_mode_id(pag_session_mode(s->agent)));
     if (m && s->model_spec) pj_object_set_new(m, "model", pj_string(s->model_spec));
     if (m) pj_object_set_new(m, "allowAlways", str_array(s->allow_always, s->nallow));
     if (m) pj_object_set_new(m, "rejectAlways", str_array(s->reject_always, s->nreject));
@@ -36,9 +35,9 @@ int pct__save_meta(pct_sess *s) {
     if (m && s->ctx1m) pj_object_set_new(m, "context1m", pj_true());
     if (m) pct__mw_meta(s, m); /* goal and cron records */
     if (m && s->close_intent_ms)
-        pj_object_set_new(m, "closeIntent",
-                            pj_pack("{s:I, s:I}", "epoch", (pj_int_t)s->epoch, "at",
-                                      (pj_int_t)s->close_intent_ms));
+        pj_object_set_new(
+            m, "closeIntent",
+            pj_pack("{s:I, s:I}", "epoch", (pj_int_t)s->epoch, "at", (pj_int_t)s->close_intent_ms));
     pj_t *hid = m && s->hidden ? pj_loads(s->hidden, 0, NULL) : NULL;
     if (pj_is_array(hid))
         pj_object_set_new(m, "hidden", hid);
@@ -96,28 +95,6 @@ void pct__apply_model(pct_sess *s) {
 }
 
 /* ---------------------------------------------------------------- shapes */
-
-static bool choice_seen(pj_t *opts, const char *spec) {
-    size_t i;
-    pj_t *o;
-    pj_array_foreach(opts, i, o) {
-        if (!strcmp(pj_string_value(pj_object_get(o, "value")), spec)) return true;
-    }
-    return false;
-}
-
-static void add_choice(pj_t *opts, const pag_settings *st, const char *spec) {
-    if (!spec || choice_seen(opts, spec)) return;
-    const pag_model_entry *e = pag_settings_model_entry(st, spec);
-    pj_t *o = pj_pack("{s:s, s:s}", "value", spec, "name", e ? e->name : spec);
-    int64_t w = pag_model_context_window(st, spec);
-    if (o && w > 0) {
-        char d[64];
-        snprintf(d, sizeof d, "context window %lld tokens", (long long)w);
-        pj_object_set_new(o, "description", pj_string(d));
-    }
-    if (o) pj_array_append_new(opts, o);
-}
 
 /* The provider kind and model name of spec (name borrowed from spec). */
 static bool kind_of(const pag_settings *st, const char *spec, pm_provider *kind,
@@ -192,21 +169,21 @@ static void add_model_options(pct_sess *s, const pag_settings *st, const char *c
     if (pct__model_effort(st, cur))
         pj_array_append_new(
             arr, pj_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}, "
-                           "{s:s, s:s}]}",
-                           "id", "thinking_effort", "name", "Thinking effort", "description",
-                           "How much the model reasons before it answers (reasoning effort, or "
-                           "a thinking budget)",
-                           "category", "thought_level", "type", "select", "currentValue",
-                           effort[0] ? effort : "off", "options", "value", "off", "name", "Off",
-                           "value", "low", "name", "Low", "value", "medium", "name", "Medium",
-                           "value", "high", "name", "High"));
+                         "{s:s, s:s}]}",
+                         "id", "thinking_effort", "name", "Thinking effort", "description",
+                         "How much the model reasons before it answers (reasoning effort, or "
+                         "a thinking budget)",
+                         "category", "thought_level", "type", "select", "currentValue",
+                         effort[0] ? effort : "off", "options", "value", "off", "name", "Off",
+                         "value", "low", "name", "Low", "value", "medium", "name", "Medium",
+                         "value", "high", "name", "High"));
     if (pct__model_1m(st, cur))
         pj_array_append_new(
             arr, pj_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:[{s:s, s:s}, {s:s, s:s}]}", "id",
-                           "context_1m", "name", "1M context", "description",
-                           "Ask the provider for its 1M-token context window", "category",
-                           "model_config", "type", "select", "currentValue", one_m ? "on" : "off",
-                           "options", "value", "off", "name", "Off", "value", "on", "name", "On"));
+                         "context_1m", "name", "1M context", "description",
+                         "Ask the provider for its 1M-token context window", "category",
+                         "model_config", "type", "select", "currentValue", one_m ? "on" : "off",
+                         "options", "value", "off", "name", "Off", "value", "on", "name", "On"));
 }
 
 char *pct__config_json(pct_sess *s) {
@@ -214,38 +191,38 @@ char *pct__config_json(pct_sess *s) {
     char *cur = pct__current_model(s);
     pj_t *models = pj_array();
     for (size_t i = 0; models && i < st->nmodels; i++)
-        add_choice(models, st, st->models[i].id);
-    if (models) add_choice(models, st, pag_settings_default_model(st));
-    if (models) add_choice(models, st, cur);
+        pag_model_choice_add(models, st, st->models[i].id);
+    if (models) pag_model_choice_add(models, st, pag_settings_default_model(st));
+    if (models) pag_model_choice_add(models, st, cur);
     /* then what the providers report (discover.c), when a listing succeeded */
     char *found = pct__discovered(s->c);
     pj_t *fa = found ? pj_loads(found, 0, NULL) : NULL;
     size_t i;
     pj_t *v;
     pj_array_foreach(fa, i, v) {
-        if (models && pj_is_string(v)) add_choice(models, st, pj_string_value(v));
+        if (models && pj_is_string(v)) pag_model_choice_add(models, st, pj_string_value(v));
     }
     pj_decref(fa);
     free(found);
     pj_t *modes = pj_array();
     for (int i = 0; modes && i < PAG_MODE_COUNT; i++)
         pj_array_append_new(modes,
-                              pj_pack("{s:s, s:s, s:s}", "value", pag_mode_id(i), "name",
-                                        pag_mode_name(i), "description", pag_mode_description(i)));
+                            pj_pack("{s:s, s:s, s:s}", "value", pag_mode_id(i), "name",
+                                    pag_mode_name(i), "description", pag_mode_description(i)));
     pj_t *arr = pj_array();
     if (arr && models && pj_array_size(models) > 0)
         pj_array_append_new(arr, pj_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O}", "id", "model",
-                                             "name", "Model", "description",
-                                             "The model that answers in this session", "category",
-                                             "model", "type", "select", "currentValue",
-                                             cur ? cur : "", "options", models));
+                                         "name", "Model", "description",
+                                         "The model that answers in this session", "category",
+                                         "model", "type", "select", "currentValue", cur ? cur : "",
+                                         "options", models));
     if (arr) add_model_options(s, st, cur, arr);
     if (arr && modes)
-        pj_array_append_new(
-            arr, pj_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O}", "id", "mode", "name", "Mode",
-                           "description", "What the agent may do without asking", "category",
-                           "mode", "type", "select", "currentValue",
-                           pag_mode_id(pag_session_mode(s->agent)), "options", modes));
+        pj_array_append_new(arr,
+                            pj_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O}", "id", "mode", "name",
+                                    "Mode", "description", "What the agent may do without asking",
+                                    "category", "mode", "type", "select", "currentValue",
+                                    pag_mode_id(pag_session_mode(s->agent)), "options", modes));
     char *txt = arr ? pj_dumps(arr, PJ_COMPACT) : NULL;
     pj_decref(arr);
     pj_decref(models);
@@ -258,11 +235,11 @@ char *pct__modes_json(pct_sess *s) {
     pj_t *avail = pj_array();
     for (int i = 0; avail && i < PAG_MODE_COUNT; i++)
         pj_array_append_new(avail,
-                              pj_pack("{s:s, s:s, s:s}", "id", pag_mode_id(i), "name",
-                                        pag_mode_name(i), "description", pag_mode_description(i)));
+                            pj_pack("{s:s, s:s, s:s}", "id", pag_mode_id(i), "name",
+                                    pag_mode_name(i), "description", pag_mode_description(i)));
     pj_t *m = avail ? pj_pack("{s:s, s:o}", "currentModeId",
-                                  pag_mode_id(pag_session_mode(s->agent)), "availableModes", avail)
-                      : NULL;
+                              pag_mode_id(pag_session_mode(s->agent)), "availableModes", avail)
+                    : NULL;
     char *txt = m ? pj_dumps(m, PJ_COMPACT) : NULL;
     pj_decref(m);
     return txt;
@@ -304,7 +281,7 @@ pct_status pct__sess_set_model(pct_sess *s, const char *spec, uint64_t turn, pct
     pj_t *o;
     pj_array_foreach(arr, i, o) {
         if (!strcmp(pj_string_value(pj_object_get(o, "id")), "model"))
-            ok = spec && choice_seen(pj_object_get(o, "options"), spec);
+            ok = spec && pag_model_choice_seen(pj_object_get(o, "options"), spec);
     }
     pj_decref(arr);
     if (!ok) {

@@ -22,15 +22,6 @@ char *pst_default_db_path(const char *home) {
     return p;
 }
 
-/* A machine id from the environment: 1..36 printable, non-space ASCII characters. */
-static bool env_id_ok(const char *s) {
-    size_t n = strlen(s);
-    if (n == 0 || n > 36) return false;
-    for (size_t i = 0; i < n; i++)
-        if (s[i] <= ' ' || s[i] > '~') return false;
-    return true;
-}
-
 /* Reads the first line of path into out if it is a valid UUID. 1 found, 0 absent or
  * invalid, -1 I/O error other than ENOENT. */
 static int read_id_file(const char *path, char out[PST_ID_LEN]) {
@@ -52,7 +43,7 @@ pst_status pst_machine_id_resolve(const char *home, const char *env_value, char 
                                   pst_error *err) {
     pst__ok(err);
     if (env_value && *env_value) {
-        if (!env_id_ok(env_value))
+        if (!pst_machine_id_ok(env_value))
             return pst__fail(err, PST_ERR_ARG, 0,
                              "PERI_MACHINE_ID must be 1..36 printable characters");
         snprintf(out, PST_ID_LEN, "%s", env_value);

@@ -46,3 +46,11 @@ bool pst_workspace_id(const char *machine_id, const char *path, char out[PST_ID_
     pst__uuid_format(md, out);
     return true;
 }
+
+bool pst_machine_id_ok(const char *s) {
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n > 36) return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] <= ' ' || s[i] > '~') return false;
+    return true;
+}
