@@ -47,7 +47,7 @@ set(PERI_WASM_CORE_SOURCES
     ${CMAKE_SOURCE_DIR}/src/net/http_codec.c ${CMAKE_SOURCE_DIR}/src/net/http_client.c ${_pw_model}
     ${_pw_s}/remote.c ${_pw_s}/remote_conn.c ${_pw_s}/rules_sql.c ${_pw_s}/pg_shared.c ${_pw_s}/error.c
     ${_pw_s}/uuid_form.c ${_pw_s}/pgwire.c ${_pw_s}/pgwire_scram.c)
-foreach(f session turn loop settings settings_schema context compact project middleware/chain
+foreach(f session turn loop settings settings_schema context compact project telemetry middleware/chain
           middleware/decl middleware/goal middleware/permission)
   list(APPEND PERI_WASM_CORE_SOURCES ${CMAKE_SOURCE_DIR}/src/agent/${f}.c)
 endforeach()

@@ -405,6 +405,19 @@ typedef struct pag_turn_result {
     char message[512];
 } pag_turn_result;
 
+/* telemetry.c: one turn as an OpenTelemetry span, the OTLP/HTTP JSON body (malloc'd;
+ * NULL when out of memory or a string is not UTF-8). ids: 24 random bytes (16 of the
+ * trace id, 8 of the span id). Strings are borrowed; NULL service/form: "peri-agent",
+ * "native". No prompt or output is in it. */
+typedef struct pag_telemetry_span {
+    const char *service, *form, *session_id, *turn_id, *machine_id, *model_spec;
+    int64_t start_ms, end_ms; /* Unix time */
+    int64_t input_tokens, output_tokens, model_calls;
+    const struct pag_turn_result *result;
+    const uint8_t *ids;
+} pag_telemetry_span;
+char *pag_telemetry_span_json(const pag_telemetry_span *t);
+
 /* Runs one turn over a prepared user message (text and image parts); takes the parts
  * of *user (left empty). */
 void pag_session_turn_message(pag_session *s, pm_message *user, pag_turn_result *out);

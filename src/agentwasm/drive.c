@@ -280,6 +280,8 @@ static void start_turn(paw_sess *s, pj_t *id, pm_message *msg) {
         return;
     }
     s->turns++;
+    s->tel_start_ms = s->p->h.ports->wall_ms(s->p->h.ports->ctx);
+    s->tel_in = s->tel_out = s->tel_calls = 0;
     s->prompt_id = id;
     s->tools_started = false;
     step(s);
@@ -289,6 +291,7 @@ static void start_turn(paw_sess *s, pj_t *id, pm_message *msg) {
 static void turn_finished(paw_sess *s, const pag_turn_result *r) {
     pag_turn_result copy = *r;
     answer_turn(s, &copy);
+    paw__telemetry_turn(s, &copy);
     pag_turn_free(s->turn);
     s->turn = NULL;
     pm_call_free(s->call);
@@ -419,6 +422,9 @@ static void on_done(void *ud, const pn_http_result *r) {
     paw__handle_drop(p, hd);
     pm_status st = pm_call_end(s->call, how, why);
     long retry = pm_call_retry_ms(s->call);
+    s->tel_calls++;
+    s->tel_in += s->resp.usage.input_tokens;
+    s->tel_out += s->resp.usage.output_tokens;
     pag_turn_model_done(s->turn, st, &s->resp, &s->perr, retry);
     pm_response_clear(&s->resp);
     if (retry < 0) {

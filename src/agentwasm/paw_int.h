@@ -40,9 +40,10 @@ typedef enum paw_hkind { PAW_H_HTTP = 1, PAW_H_TIMER } paw_hkind;
 typedef struct paw_handle {
     struct paw_handle *next;
     paw_hkind kind;
-    void *ud;        /* PAW_H_HTTP: the pn_http_req (the events' ud); PAW_H_TIMER: this */
-    pn_handle timer; /* PAW_H_TIMER */
-    paw_sess *sess;  /* the owner (NULL once the session is gone) */
+    void *ud;              /* PAW_H_HTTP: the pn_http_req (the events' ud); PAW_H_TIMER: this */
+    pn_handle timer;       /* PAW_H_TIMER */
+    paw_sess *sess;        /* the owner (NULL once the session is gone) */
+    struct paw *tel_owner; /* a telemetry export's (telemetry.c); NULL otherwise */
     bool cancelled;
 } paw_handle;
 
@@ -78,6 +79,7 @@ struct paw {
     size_t nsrcs;
     bool srcs_closed;
     struct paw_mcp *mcp; /* the settings' HTTP MCP servers (mcp.c), NULL when none */
+    struct paw_tel *tel; /* the settings' telemetry export (telemetry.c), NULL when none */
 };
 
 /* ---- reactor.c */
@@ -121,6 +123,8 @@ struct paw_sess {
     /* a model chosen for this session (set_config_option model); NULL: the instance's */
     pm_client *model;
     char *model_spec;
+    /* the running turn's telemetry: its start (wall ms), model calls and tokens */
+    int64_t tel_start_ms, tel_in, tel_out, tel_calls;
     uint64_t seq;   /* session/update sequence */
     uint64_t turns; /* turn generation (peri.turnId) */
     /* the running turn */
@@ -218,6 +222,16 @@ pm_client *paw__model_new(paw *p, const char *spec, const char **name, char *why
 void paw__refuse_read_only(paw *p, pj_t *id, const paw_sess *s);
 /* The refusal of a write to session sid owned by machine owner. */
 void paw__refuse_foreign(paw *p, pj_t *id, const char *sid, const char *owner);
+
+/* ---- telemetry.c: one OTLP span per turn to settings.telemetry.url (a side channel) */
+typedef struct paw_tel paw_tel;
+/* Reads settings.telemetry (none: 0 and nothing exported); -1 with err when malformed. */
+int paw__telemetry_new(paw *p, char *err, size_t errlen);
+/* Exports the span of s's turn that ended with r (never fails the turn). */
+void paw__telemetry_turn(paw_sess *s, const pag_turn_result *r);
+/* Cancels the exports in flight (a close). */
+void paw__telemetry_close(paw *p);
+void paw__telemetry_free(paw *p);
 
 /* ---- mcp.c: the settings' MCP servers over streamable HTTP as a tool source */
 typedef struct paw_mcp paw_mcp;

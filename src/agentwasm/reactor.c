@@ -265,6 +265,8 @@ static int start(paw *p, pj_t *o, char *err, size_t errlen) {
         return bad(err, errlen, "settings: %.300s", serr);
     p->have_settings = true;
     refuse_native_settings(p);
+    char terr[300];
+    if (paw__telemetry_new(p, terr, sizeof terr) != 0) return bad(err, errlen, "%.300s", terr);
     /* The model: the provider's key only from the host (model:<provider>). */
     const char *spec =
         p->settings.model ? p->settings.model : pag_settings_default_model(&p->settings);
@@ -523,6 +525,7 @@ int paw_close(paw *p) {
         free(f);
     }
     p->waiting_tail = &p->waiting;
+    paw__telemetry_close(p); /* a side channel: settlement never waits on a collector */
     /* every session: cancel its turn; each leaves the list once its turn unwound */
     for (paw_sess *s = p->sessions, *nx; s; s = nx) {
         nx = s->next;
@@ -554,6 +557,7 @@ void paw_free(paw *p) {
     pm_client_free(p->model);
     if (p->have_settings) pag_settings_clear(&p->settings);
     paw__mcp_free(p->mcp);
+    paw__telemetry_free(p);
     free(p->in);
     free(p);
 }

@@ -554,6 +554,119 @@ def s_autocompact(E):
     b2.finish()
 
 
+class Collector:
+    """An OTLP/HTTP collector on loopback: records each POST (path, headers, JSON body);
+    answers 200, or `status` when set; `hang` keeps a request open until stop()."""
+
+    def __init__(self):
+        import http.server
+        col = self
+        self.posts, self.status, self.hang = [], 200, False
+        self.release = threading.Event()
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(n)
+                col.posts.append((self.path, dict(self.headers), json.loads(body)))
+                if col.hang:
+                    col.release.wait(20)
+                try:
+                    self.send_response(col.status)
+                    self.send_header("Content-Length", "2")
+                    self.end_headers()
+                    self.wfile.write(b"{}")
+                except OSError:
+                    pass  # the exporter gave up (a close cancels what is in flight)
+
+            def log_message(self, *a):
+                pass
+
+        import socketserver
+
+        class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+            daemon_threads = True
+        self.srv = S(("127.0.0.1", 0), H)
+        self.port = self.srv.server_address[1]
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.release.set()
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+def s_telemetry(E):
+    """One OTLP span per turn to settings.telemetry.url with the host's `telemetry`
+    credential; no prompt or output in it; a failing or hanging collector never changes a
+    turn, and a close does not wait for it."""
+    col = Collector()
+    try:
+        E.allow.append("127.0.0.1:%d" % col.port)
+        start = E.start_object()
+        start["settings"]["telemetry"] = {"url": "http://127.0.0.1:%d/v1/traces" % col.port,
+                                          "serviceName": "tenant-7"}
+        E.mock.script([{"text": "SECRET-ANSWER", "usage": {"input": 11, "output": 4}},
+                       {"text": "second"}, {"text": "third"}])
+        a = E.agent(start, env_extra={"PAW_TELEMETRY_TOKEN": "tel-token"})
+        sid = E.new_session(a)
+        check(wait_done(a, prompt(a, sid, "SECRET-PROMPT")).get("result") ==
+              {"stopReason": "end_turn"}, "turn")
+        deadline = time.monotonic() + 10
+        while not col.posts and time.monotonic() < deadline:
+            time.sleep(0.05)
+        check(len(col.posts) == 1, "spans: %r" % col.posts)
+        path, headers, body = col.posts[0]
+        check(path == "/v1/traces", "path %r" % path)
+        h = {k.lower(): v for k, v in headers.items()}
+        check(h.get("authorization") == "Bearer tel-token" and
+              h.get("content-type") == "application/json", "headers %r" % h)
+        rs = body["resourceSpans"][0]
+        res = {x["key"]: x["value"] for x in rs["resource"]["attributes"]}
+        check(res["service.name"] == {"stringValue": "tenant-7"} and
+              res["peri.form"] == {"stringValue": "wasm"}, "resource %r" % res)
+        span = rs["scopeSpans"][0]["spans"][0]
+        attrs = {x["key"]: list(x["value"].values())[0] for x in span["attributes"]}
+        check(attrs["peri.session.id"] == sid and attrs["peri.machine.id"] == MACHINE_A and
+              attrs["gen_ai.request.model"] == "mock-1" and attrs["gen_ai.system"] == "openai" and
+              attrs["gen_ai.usage.input_tokens"] == "11" and
+              attrs["gen_ai.usage.output_tokens"] == "4" and
+              attrs["peri.stop_reason"] == "end_turn", "attributes %r" % attrs)
+        check(len(span["traceId"]) == 32 and len(span["spanId"]) == 16 and
+              span["status"] == {"code": 1} and
+              int(span["endTimeUnixNano"]) >= int(span["startTimeUnixNano"]) > 10**18,
+              "span %r" % span)
+        raw = json.dumps(body)
+        check("SECRET-PROMPT" not in raw and "SECRET-ANSWER" not in raw, "content leaked")
+        # a collector that fails: the turn is unaffected, a warning is logged
+        col.status = 503
+        check(wait_done(a, prompt(a, sid, "two")).get("result") == {"stopReason": "end_turn"},
+              "turn with a failing collector")
+        deadline = time.monotonic() + 10
+        while "collector answered HTTP 503" not in a.err() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        check("collector answered HTTP 503" in a.err() and "side channel" in a.err(),
+              "no warning: %r" % a.err()[-500:])
+        # a collector that hangs: the turn answers, and the close settles at once anyway
+        col.status, col.hang = 200, True
+        check(wait_done(a, prompt(a, sid, "three")).get("result") == {"stopReason": "end_turn"},
+              "turn with a hanging collector")
+        deadline = time.monotonic() + 10
+        while len(col.posts) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        t0 = time.monotonic()
+        a.finish()
+        check(time.monotonic() - t0 < 5, "the close waited for the collector")
+        # a malformed telemetry setting refuses the start, saying why
+        bad = E.start_object()
+        bad["settings"]["telemetry"] = {"url": "ftp://x"}
+        b = E.agent(bad, init=False)
+        check(b.wait_exit(10) == 2 and "telemetry.url must be an http(s) URL" in b.err(),
+              "bad telemetry: %r" % b.err()[-400:])
+    finally:
+        col.stop()
+
+
 def s_cancel_and_close(E):
     E.mock.script([{"text": ["a", "b", "c"], "hang": True, "hang_after": 2}])
     a = E.agent()
@@ -694,6 +807,7 @@ SCENARIOS = {
     "load_and_list": s_load_and_list,
     "options_fork_delete": s_options_fork_delete,
     "autocompact": s_autocompact,
+    "telemetry": s_telemetry,
     "cancel_and_close": s_cancel_and_close,
     "concurrent": s_concurrent,
     "model_errors": s_model_errors,

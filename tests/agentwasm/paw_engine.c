@@ -7,7 +7,8 @@
  *
  * Environment of this test program: PAW_ALLOW (comma-separated host:port the instance
  * may open), PAW_STORE_PASSWORD ("store") and PAW_MODEL_KEY ("model:openai",
- * "model:anthropic"), PAW_CONNECT_TIMEOUT_MS, PAW_CLOSE_AFTER_MS (pwh_close after that
+ * "model:anthropic"), PAW_TELEMETRY_TOKEN ("telemetry"), PAW_CONNECT_TIMEOUT_MS,
+ * PAW_CLOSE_AFTER_MS (pwh_close after that
  * long). Logs go to stderr as "paw: <level>: <text>", the module's report as
  * "paw: settled <json>". Exit status 0 after a settled close, 2 when the start object was
  * refused, 1 otherwise.
@@ -96,7 +97,7 @@ int main(int argc, char **argv) {
     size_t nallow = 0;
     for (char *tok = strtok(allow_buf, ","); tok && nallow < 32; tok = strtok(NULL, ","))
         allow[nallow++] = tok;
-    pwh_credential creds[3];
+    pwh_credential creds[4];
     size_t ncreds = 0;
     if (getenv("PAW_STORE_PASSWORD"))
         creds[ncreds++] = (pwh_credential){"store", getenv("PAW_STORE_PASSWORD")};
@@ -104,6 +105,8 @@ int main(int argc, char **argv) {
         creds[ncreds++] = (pwh_credential){"model:openai", getenv("PAW_MODEL_KEY")};
         creds[ncreds++] = (pwh_credential){"model:anthropic", getenv("PAW_MODEL_KEY")};
     }
+    if (getenv("PAW_TELEMETRY_TOKEN"))
+        creds[ncreds++] = (pwh_credential){"telemetry", getenv("PAW_TELEMETRY_TOKEN")};
     const char *cto = getenv("PAW_CONNECT_TIMEOUT_MS");
     pwh_opts o = {.module = m,
                   .allow = allow,

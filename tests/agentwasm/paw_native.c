@@ -80,6 +80,7 @@ static pn_err h_credential(void *ctx, const char *kind, char *buf, size_t cap, s
     (void)ctx;
     const char *v = !strcmp(kind, "store")        ? getenv("PAW_STORE_PASSWORD")
                     : !strncmp(kind, "model:", 6) ? getenv("PAW_MODEL_KEY")
+                    : !strcmp(kind, "telemetry")  ? getenv("PAW_TELEMETRY_TOKEN")
                                                   : NULL;
     if (!v) return PN_E_NOT_FOUND;
     *len = strlen(v);
