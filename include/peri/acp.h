@@ -64,7 +64,8 @@ typedef struct pacp_options {
     const char *code_cache_dir; /* pct_config: the room's on-disk code cache; NULL: none */
     const char *const *wasm_runner;
     size_t nwasm_runner;
-    const char *bwrap; /* the sandbox's bubblewrap binary; NULL: /usr/bin/bwrap */
+    const char *bwrap;           /* the sandbox's bubblewrap binary; NULL: /usr/bin/bwrap */
+    const char *telemetry_token; /* pct_config: settings.telemetry's bearer token */
     /* The host's log (pb_logger, peri/base.h): unsandboxed runs, state that could not be
      * persisted, MCP servers' stderr. The library writes nowhere else. {0}: dropped;
      * `peri acp` logs to stderr. */

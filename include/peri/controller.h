@@ -125,6 +125,9 @@ typedef struct pct_config {
     const char *const *wasm_runner;
     size_t nwasm_runner;
     const char *bwrap; /* NULL: /usr/bin/bwrap */
+    /* The bearer token for settings.telemetry's collector (borrowed; NULL: none). The
+     * host maps it from its own secrets (the CLI: PERI_TELEMETRY_TOKEN). */
+    const char *telemetry_token;
     /* Where the controller reports what no caller receives: sandbox-off warnings, state
      * that could not be persisted, MCP servers' diagnostics. {0}: dropped. */
     pb_logger log;

@@ -505,6 +505,7 @@ int pacp_serve(const pacp_options *opt, int in_fd, int out_fd, char *err, size_t
                       .wasm_runner = opt->wasm_runner,
                       .nwasm_runner = opt->nwasm_runner,
                       .bwrap = opt->bwrap,
+                      .telemetry_token = opt->telemetry_token,
                       .log = opt->log};
     srv->log = opt->log;
     pct_error ce = {0};

@@ -90,8 +90,7 @@ static const char *nearest(const char *key, const char *const *known) {
 }
 
 /* Warns about each key of obj that is not in known (NULL-terminated). */
-static void unknown_keys(checker *c, const pj_t *obj, const char *where,
-                         const char *const *known) {
+static void unknown_keys(checker *c, const pj_t *obj, const char *where, const char *const *known) {
     const char *key;
     pj_t *v;
     pj_object_foreach((pj_t *)obj, key, v) {
@@ -234,8 +233,7 @@ static void check_models(checker *c, const pj_t *v, const char *where) {
         if ((x = pj_object_get(m, "name"))) want_string(c, x, join(w2, sizeof w2, w, "name"));
         if ((x = pj_object_get(m, "contextWindow")))
             want_int(c, x, join(w2, sizeof w2, w, "contextWindow"), 1);
-        if ((x = pj_object_get(m, "price")) &&
-            want_object(c, x, join(w2, sizeof w2, w, "price"))) {
+        if ((x = pj_object_get(m, "price")) && want_object(c, x, join(w2, sizeof w2, w, "price"))) {
             unknown_keys(c, x, w2, price_keys);
             for (size_t k = 0; price_keys[k]; k++) {
                 pj_t *n = pj_object_get(x, price_keys[k]);
@@ -253,12 +251,10 @@ static void check_sandbox(checker *c, const pj_t *v, const char *where) {
     pj_t *x;
     char w[256];
     if ((x = pj_object_get(v, "network")))
-        want(c, x,
-             pj_is_boolean(x) || (pj_is_string(x) && !strcmp(pj_string_value(x), "host")),
+        want(c, x, pj_is_boolean(x) || (pj_is_string(x) && !strcmp(pj_string_value(x), "host")),
              join(w, sizeof w, where, "network"),
              "true (own network namespace), false, or \"host\" (the host's network)");
-    if ((x = pj_object_get(v, "mode")) &&
-        !(pj_is_string(x) && !strcmp(pj_string_value(x), "off")))
+    if ((x = pj_object_get(v, "mode")) && !(pj_is_string(x) && !strcmp(pj_string_value(x), "off")))
         pag__finding(
             c, true, join(w, sizeof w, where, "mode"),
             "the only mode is \"off\" (run shell commands unsandboxed); leave it out to keep "
@@ -316,7 +312,9 @@ size_t pag_settings_check(const pj_t *doc, pag_settings_report_fn report, void *
         "maxSteps",    "maxRetries", "closeGraceMs", "models",
         "sandbox",     "storage",    "mcpServers",   "$schema",
         "autoCompact", "goal",       "hooks", /* session hooks (middleware/hooks.c) */
+        "telemetry",                          /* one OTLP span per turn (telemetry.c) */
         NULL};
+    static const char *const tel_keys[] = {"url", "serviceName", NULL};
     static const char *const ac_keys[] = {"enabled", "threshold", NULL};
     static const char *const goal_keys[] = {"maxContinuations", NULL};
     static const char *const perm_keys[] = {"allow", NULL};
@@ -362,8 +360,19 @@ size_t pag_settings_check(const pj_t *doc, pag_settings_report_fn report, void *
     if ((v = pj_object_get(doc, "goal")) && want_object(&c, v, "goal")) {
         unknown_keys(&c, v, "goal", goal_keys);
         pj_t *x;
-        if ((x = pj_object_get(v, "maxContinuations")))
-            want_int(&c, x, "goal.maxContinuations", 0);
+        if ((x = pj_object_get(v, "maxContinuations"))) want_int(&c, x, "goal.maxContinuations", 0);
+    }
+    if ((v = pj_object_get(doc, "telemetry")) && want_object(&c, v, "telemetry")) {
+        unknown_keys(&c, v, "telemetry", tel_keys);
+        pj_t *x = pj_object_get(v, "url");
+        if (!x)
+            pag__finding(&c, true, "telemetry", "needs \"url\" (an OTLP/HTTP traces endpoint)");
+        else if (want_string(&c, x, "telemetry.url") &&
+                 strncmp(pj_string_value(x), "http://", 7) != 0 &&
+                 strncmp(pj_string_value(x), "https://", 8) != 0)
+            pag__finding(&c, true, "telemetry.url", "must be an http(s) URL, not \"%.60s\"",
+                         pj_string_value(x));
+        if ((x = pj_object_get(v, "serviceName"))) want_string(&c, x, "telemetry.serviceName");
     }
     if ((v = pj_object_get(doc, "hooks"))) c.errors += pag_hooks_check(v, "hooks", report, ud);
     return c.errors;

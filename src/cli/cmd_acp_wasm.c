@@ -8,7 +8,8 @@
  *  - the settings document with the environment overrides applied, minus its secrets:
  *    provider API keys become the credential `model:<provider>`, an MCP server's
  *    `Authorization: Bearer` header `mcp:<name>`, the store URL's password (or the
- *    password file's, as libpq reads it: store_locator.c) `store`.
+ *    password file's, as libpq reads it: store_locator.c) `store`, and
+ *    PERI_TELEMETRY_TOKEN `telemetry` (settings.telemetry's collector).
  *    No secret is written into the start object;
  *  - the network grant: exactly the host:port of every http(s) URL in the settings
  *    (providers, MCP servers), of the store, and of each --allow;
@@ -310,7 +311,9 @@ int peri_cmd_acp_wasm(int argc, char **argv) {
     }
     if ((!remote && !(loc.locator = strdup(h.db ? h.db : ""))) ||
         (loc.password && add_cred(&w, "store", "", loc.password) != 0) ||
-        take_secrets(&w, h.settings) != 0) {
+        take_secrets(&w, h.settings) != 0 ||
+        (getenv("PERI_TELEMETRY_TOKEN") && *getenv("PERI_TELEMETRY_TOKEN") &&
+         add_cred(&w, "telemetry", "", getenv("PERI_TELEMETRY_TOKEN")) != 0)) {
         fprintf(stderr, "peri acp --wasm: out of memory\n");
         goto out;
     }

@@ -37,6 +37,8 @@ void peri_place_opts_fill(peri_place_opts *po, pacp_options *opt) {
     opt->python_dir =
         build_path(po->python, sizeof po->python, "PERI_PYTHON_DIR", PERI_PYTHON_CACHED);
     opt->code_cache_dir = peri_code_cache_dir(po->code_cache, sizeof po->code_cache);
+    const char *tt = getenv("PERI_TELEMETRY_TOKEN"); /* settings.telemetry's collector */
+    opt->telemetry_token = tt && *tt ? tt : NULL;
     const char *bw = getenv("PERI_BWRAP");
     if (bw && *bw) {
         snprintf(po->bwrap, sizeof po->bwrap, "%s", bw);

@@ -138,7 +138,11 @@ static pm_status port_reason(void *ctx, const pm_request *req, pm_event_fn on_ev
     pthread_mutex_unlock(&s->mu);
     if (r.reasoning_effort && !pct__model_effort(s->settings_applied, s->model_applied))
         r.reasoning_effort = NULL;
-    return pm_stream(s->client, &r, on_event, ev_ctx, cancel, out, err);
+    pm_status st = pm_stream(s->client, &r, on_event, ev_ctx, cancel, out, err);
+    s->tel_calls++; /* (the worker thread's own counters) */
+    s->tel_in += out->usage.input_tokens;
+    s->tel_out += out->usage.output_tokens;
+    return st;
 }
 
 static int port_run_tool(void *ctx, const char *name, const char *args, atomic_int *cancel,
@@ -443,6 +447,7 @@ static void close_placement(pct_controller *c) {
  * before the room it runs in, the store last but the runtime). Also the failure path of
  * pct_new, so every part may still be NULL. */
 static void destroy(pct_controller *c) {
+    pct__tel_free(c->tel, true);
     close_placement(c);
     pst_close(c->store);
     prt_free(c->rt);
@@ -584,6 +589,7 @@ pct_controller *pct_new(const pct_config *cfg, const pct_sink *sink, pct_error *
     }
     pct__host_tools_add(c->tools, &c->ntools);
     if (pct__tasks_catalogue(c) != 0) goto fail;
+    if (pct__tel_new(c, cfg, err) != 0) goto fail;
     return c;
 fail:
     destroy(c);

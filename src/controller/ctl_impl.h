@@ -86,6 +86,8 @@ typedef struct pct_sess {
     uint64_t turn_seq, attempt_seq;
     uint64_t cur_gen; /* the agent's turn generation of the running attempt, 0 = none */
     char cur_turn_id[48], cur_attempt_id[48];
+    /* the running turn's telemetry (worker thread only): start, model calls, tokens */
+    int64_t tel_start_ms, tel_in, tel_out, tel_calls;
     /* Rewound history (mu; set at make_live and by a rewind): JSON text of [[from_seq, to_seq],
      * ...], the stored rows no longer part of the history (owned, NULL = none). Kept in the
      * thread's meta ("hidden"). */
@@ -163,8 +165,11 @@ typedef struct pct_old_settings { /* a settings version replaced by authenticate
     pag_settings *s;
 } pct_old_settings;
 
+typedef struct pct_tel pct_tel;
+
 struct pct_controller {
     pb_logger log;
+    pct_tel *tel; /* settings.telemetry's exporter (telemetry.c), NULL when none */
     pst_store *store;
     prt_runtime *rt;
     /* The current settings version: atomic, replaced by pct_authenticate (auth.c); the
@@ -324,5 +329,12 @@ bool pct__model_1m(const pag_settings *st, const char *spec);
 /* Model choices and the configOptions / modes JSON (malloc'd). */
 char *pct__config_json(pct_sess *s);
 char *pct__modes_json(pct_sess *s);
+
+/* telemetry.c: the exporter of settings.telemetry (none: 0 and c->tel NULL; -1 with err
+ * when malformed); pct__tel_turn queues the span of s's turn that ended with r;
+ * pct__tel_free(t, true) stops the thread (joined) and frees. */
+int pct__tel_new(pct_controller *c, const pct_config *cfg, pct_error *err);
+void pct__tel_turn(pct_sess *s, const pag_turn_result *r, const char *model_spec);
+void pct__tel_free(pct_tel *t, bool joined);
 
 #endif

@@ -146,10 +146,15 @@ static void *worker(void *arg) {
         pag_event ev = {.kind = PAG_EV_USER_TEXT, .turn = gen, .text = j->text};
         pct__emit(s, &ev);
     }
+    s->tel_start_ms = pb_wall_ms();
+    s->tel_in = s->tel_out = s->tel_calls = 0;
     if (!pct__command_run(s, &j->msg, &r)) {
         maybe_title(s, j->text, gen);
         pag_session_turn_message(s->agent, &j->msg, &r);
         pct__goal_continue(s, &r); /* an unmet goal: on its own, up to the bound */
+        char *spec = s->c->tel ? pct__current_model(s) : NULL;
+        pct__tel_turn(s, &r, spec); /* queued for the exporter, never waited on */
+        free(spec);
     }
 
     pthread_mutex_lock(&s->emit_mu); /* the answer follows every event of the turn */
@@ -418,8 +423,7 @@ pct_status pct_queue_list(pct_controller *c, const char *id, char **json_out, pc
             while (n > 0 && ((unsigned char)j->text[n] & 0xC0) == 0x80)
                 n--;
         }
-        pj_t *o =
-            pj_pack("{s:s, s:s%}", "turnId", j->turn_id, "text", j->text ? j->text : "", n);
+        pj_t *o = pj_pack("{s:s, s:s%}", "turnId", j->turn_id, "text", j->text ? j->text : "", n);
         if (!o || pj_array_append_new(arr, o)) {
             pj_decref(arr);
             arr = NULL;

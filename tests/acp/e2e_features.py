@@ -14,6 +14,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from collector import Collector  # noqa: E402
 from acp_harness import (TIMEOUT, check, end_agents_cleanly, prompt,  # noqa: E402
                          scenario_main, text_of)
 
@@ -666,10 +667,67 @@ def s_newcheck(E):
     check("sessionId" in a.result("session/new", {"cwd": E.cwd, "mcpServers": []}), "valid new")
 
 
+def s_telemetry(E):
+    """settings.telemetry: one OTLP span per turn to the collector with PERI_TELEMETRY_TOKEN
+    as the bearer token, the same span as the WebAssembly form's (form "native"); no prompt
+    or output in it; a failing or hanging collector never changes a turn, and the exit
+    does not wait for it."""
+    col = Collector()
+    try:
+        E.settings({"maxRetries": 0,
+                    "telemetry": {"url": "http://127.0.0.1:%d/v1/traces" % col.port}})
+        a = E.agent(PERI_TELEMETRY_TOKEN="tel-token")
+        sid = E.new_session(a)
+        E.mock.script([{"text": "SECRET-ANSWER", "usage": {"input": 11, "output": 4}},
+                       {"text": "two"}, {"text": "three"}])
+        check(a.response(prompt(a, sid, "SECRET-PROMPT")).get("result") ==
+              {"stopReason": "end_turn"}, "turn")
+        deadline = time.monotonic() + 10
+        while not col.posts and time.monotonic() < deadline:
+            time.sleep(0.05)
+        check(len(col.posts) == 1, "spans: %r" % col.posts)
+        path, headers, body = col.posts[0]
+        h = {k.lower(): v for k, v in headers.items()}
+        check(path == "/v1/traces" and h.get("authorization") == "Bearer tel-token",
+              "post %r %r" % (path, h))
+        rs = body["resourceSpans"][0]
+        res = {x["key"]: x["value"] for x in rs["resource"]["attributes"]}
+        check(res["service.name"] == {"stringValue": "peri-agent"} and
+              res["peri.form"] == {"stringValue": "native"}, "resource %r" % res)
+        span = rs["scopeSpans"][0]["spans"][0]
+        attrs = {x["key"]: list(x["value"].values())[0] for x in span["attributes"]}
+        check(attrs["peri.session.id"] == sid and attrs["gen_ai.usage.input_tokens"] == "11"
+              and attrs["gen_ai.usage.output_tokens"] == "4" and
+              attrs["peri.stop_reason"] == "end_turn" and attrs["peri.model_calls"] == "1" and
+              attrs["peri.turn.id"], "attributes %r" % attrs)
+        raw = json.dumps(body)
+        check("SECRET-PROMPT" not in raw and "SECRET-ANSWER" not in raw, "content leaked")
+        col.status = 503
+        check(a.response(prompt(a, sid, "two")).get("result") == {"stopReason": "end_turn"},
+              "turn with a failing collector")
+        deadline = time.monotonic() + 10
+        while len(col.posts) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        col.status, col.hang = 200, True
+        check(a.response(prompt(a, sid, "three")).get("result") == {"stopReason": "end_turn"},
+              "turn with a hanging collector")
+        deadline = time.monotonic() + 10
+        while len(col.posts) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        t0 = time.monotonic()
+        check(a.close_stdin() == 0, "exit")
+        check(time.monotonic() - t0 < 8, "the exit waited for the collector")
+        err = "".join(a.stderr)
+        check("collector answered HTTP 503" in err and "side channel" in err,
+              "no warning: %r" % err[-500:])
+    finally:
+        col.stop()
+
+
 SCENARIOS = {"modes": s_modes, "config": s_config, "permissions": s_permissions,
              "commands": s_commands, "plan": s_plan, "images": s_images, "usage": s_usage,
              "fork": s_fork, "subagent": s_subagent, "guidance": s_guidance,
-             "newcheck": s_newcheck}
+             "newcheck": s_newcheck, "telemetry": s_telemetry}
 
 
 def main():

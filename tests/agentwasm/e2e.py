@@ -20,6 +20,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from acp_harness import Agent, Fail, Mock, check, prompt, text_of  # noqa: E402
+from collector import Collector  # noqa: E402
 
 MACHINE_A = "0190f5e4-0000-7000-8000-00000000000a"
 MACHINE_B = "0190f5e4-0000-7000-8000-00000000000b"
@@ -552,48 +553,6 @@ def s_autocompact(E):
     check("OLD-ALPHA" not in turn and "SUMMARY: the user sent" in turn,
           "compaction not persisted: %s" % turn[:400])
     b2.finish()
-
-
-class Collector:
-    """An OTLP/HTTP collector on loopback: records each POST (path, headers, JSON body);
-    answers 200, or `status` when set; `hang` keeps a request open until stop()."""
-
-    def __init__(self):
-        import http.server
-        col = self
-        self.posts, self.status, self.hang = [], 200, False
-        self.release = threading.Event()
-
-        class H(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):
-                n = int(self.headers.get("Content-Length", "0"))
-                body = self.rfile.read(n)
-                col.posts.append((self.path, dict(self.headers), json.loads(body)))
-                if col.hang:
-                    col.release.wait(20)
-                try:
-                    self.send_response(col.status)
-                    self.send_header("Content-Length", "2")
-                    self.end_headers()
-                    self.wfile.write(b"{}")
-                except OSError:
-                    pass  # the exporter gave up (a close cancels what is in flight)
-
-            def log_message(self, *a):
-                pass
-
-        import socketserver
-
-        class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
-            daemon_threads = True
-        self.srv = S(("127.0.0.1", 0), H)
-        self.port = self.srv.server_address[1]
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
-
-    def stop(self):
-        self.release.set()
-        self.srv.shutdown()
-        self.srv.server_close()
 
 
 def s_telemetry(E):

@@ -279,7 +279,10 @@ async function main(argv) {
       onLog: (level, text) => process.stderr.write(`peri-wasm: ${text}\n`),
       allow,
       // secrets stay out of the start object: the module asks for them by kind
-      credentials: (kind) => (kind === "store" ? storePassword : secrets.get(kind)),
+      credentials: (kind) =>
+        kind === "store" ? storePassword
+        : kind === "telemetry" ? process.env.PERI_TELEMETRY_TOKEN || undefined
+        : secrets.get(kind),
     });
   } catch (e) {
     fail(e instanceof WasmHostError || e instanceof Error ? e.message : String(e));
