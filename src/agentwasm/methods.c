@@ -41,6 +41,7 @@ typedef struct pend {
     char *cwd;
     char *frozen;
     bool foreign, old_format, titled;
+    pj_t *mcp; /* the request's mcpServers (HTTP entries, checked), NULL: none */
 } pend;
 
 static pend *pend_new(paw *p, pj_t *id) {
@@ -57,6 +58,7 @@ static pend *pend_new(paw *p, pj_t *id) {
 
 static void pend_free(pend *q) {
     pj_decref(q->id);
+    pj_decref(q->mcp);
     free(q->cwd);
     free(q->frozen);
     free(q);
@@ -149,21 +151,30 @@ static void add_modes(pj_t *result, const paw_sess *s) {
 }
 
 /* Answers a request that opened session s with result r (the modes added); frees q. */
+/* The answer of session/new or session/load; the session's MCP servers start now and
+ * their status follows the answer (mcp.c). */
 static void answer_opened(pend *q, const paw_sess *s, pj_t *r) {
     add_modes(r, s);
+    if (paw__mcp_session_open(q->p, s->id, q->mcp) != 0)
+        paw__log(q->p, 0, "session %s: out of memory for its MCP servers", s->id);
+    paw__mcp_status_meta(q->p, s->id, r);
     paw__reply(q->p, q->id, r);
+    paw__mcp_session_answered(q->p, s->id);
     pend_free(q);
 }
 
 /* ---------------------------------------------------------------- session/new */
 
-/* The session's mcpServers: stdio ones cannot run here (an explicit refusal); HTTP ones
- * are connected only from the settings (mcp.c) so far. NULL: fine. */
+/* The session's mcpServers: stdio ones cannot run here (an explicit refusal), nor the
+ * legacy SSE transport (not offered in initialize); streamable HTTP ones need a name, an
+ * http(s) url and headers as [{name, value}] strings. NULL: fine. */
 static const char *mcp_refusal(pj_t *servers, char *buf, size_t n) {
-    size_t i;
-    pj_t *v;
+    size_t i, j;
+    pj_t *v, *h;
     pj_array_foreach(servers, i, v) {
         const char *name = pj_string_value(pj_object_get(v, "name"));
+        const char *type = pj_string_value(pj_object_get(v, "type"));
+        const char *url = pj_string_value(pj_object_get(v, "url"));
         if (pj_object_get(v, "command")) {
             snprintf(buf, n,
                      "MCP server \"%.100s\": stdio MCP servers (command) cannot run inside the "
@@ -172,11 +183,27 @@ static const char *mcp_refusal(pj_t *servers, char *buf, size_t n) {
                      name ? name : "?");
             return buf;
         }
-        if (pj_object_get(v, "url")) {
+        if (type && !strcmp(type, "sse")) {
             snprintf(buf, n,
-                     "MCP server \"%.100s\": servers given per session are not connected in "
-                     "the WebAssembly form yet; name it in the settings' mcpServers",
+                     "MCP server \"%.100s\": the legacy SSE transport is not offered here "
+                     "(mcpCapabilities.sse is false); use streamable HTTP (type \"http\")",
                      name ? name : "?");
+            return buf;
+        }
+        bool ok = pj_is_object(v) && name && *name && url &&
+                  (!strncmp(url, "http://", 7) || !strncmp(url, "https://", 8)) &&
+                  (!type || !strcmp(type, "http"));
+        pj_t *hs = pj_object_get(v, "headers");
+        if (ok && hs && !pj_is_array(hs)) ok = false;
+        pj_array_foreach(hs, j, h) {
+            if (!pj_is_string(pj_object_get(h, "name")) || !pj_is_string(pj_object_get(h, "value")))
+                ok = false;
+        }
+        if (!ok) {
+            snprintf(buf, n,
+                     "MCP server %zu: an HTTP entry needs name, url (http:// or https://) and "
+                     "headers as [{\"name\", \"value\"}] strings",
+                     i);
             return buf;
         }
     }
@@ -247,6 +274,7 @@ static void m_new(paw *p, pj_t *params, pj_t *id) {
     if (store_down(p, id)) return;
     pend *q = pend_new(p, id);
     if (q) {
+        if (pj_array_size(mcpv)) q->mcp = pj_incref(mcpv);
         q->cwd = strdup(cwd);
         q->frozen =
             q->cwd ? paw__frozen_context(q->cwd, p->h.ports->wall_ms(p->h.ports->ctx)) : NULL;
@@ -353,6 +381,7 @@ static void m_load(paw *p, pj_t *params, pj_t *id) {
     }
     pend *q = pend_new(p, id);
     if (!q) return paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
+    if (pj_array_size(m)) q->mcp = pj_incref(m);
     snprintf(q->sid, sizeof q->sid, "%s", sid);
     pst_error e = {0};
     if (pst_remote_thread_get(p->store, sid, load_thread, q, &e) != PST_OK) {

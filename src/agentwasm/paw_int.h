@@ -77,7 +77,8 @@ struct paw {
     paw_tool_source srcs[8];
     size_t nsrcs;
     bool srcs_closed;
-    struct paw_mcp *mcp; /* the settings' HTTP MCP servers (mcp.c), NULL when none */
+    struct paw_mcp *mcp;   /* the settings' HTTP MCP servers (mcp.c), NULL when none */
+    struct paw_mcp *msets; /* per-session MCP sets (mcp.c), freed with the reactor */
 };
 
 /* ---- reactor.c */
@@ -193,6 +194,24 @@ typedef struct paw_mcp paw_mcp;
 paw_mcp *paw__mcp_new(paw *p, const pj_t *servers);
 paw_tool_source paw__mcp_source(paw_mcp *m);
 void paw__mcp_free(paw_mcp *m);
+/* The MCP set of session sid: its own servers (an mcpServers array of HTTP entries,
+ * checked by the method; NULL or empty: none) start connecting; a set is made only when
+ * there is something to report (own servers, or the settings' ones). 0, or -1 when out
+ * of memory. A session that has a set already keeps it. */
+int paw__mcp_session_open(paw *p, const char *sid, const pj_t *servers);
+/* Adds _meta "peri.mcpServers" (and "peri.mcpErrors") to the session's answer. */
+void paw__mcp_status_meta(paw *p, const char *sid, pj_t *result);
+/* The answer went out: `_peri/mcp_status` follows once every server is up or failed. */
+void paw__mcp_session_answered(paw *p, const char *sid);
+/* The session's own servers as a tool source, NULL when none. */
+const paw_tool_source *paw__mcp_session_source(paw *p, const char *sid);
+/* The session ended: its own servers close (settled with the reactor). */
+void paw__mcp_session_end(paw *p, const char *sid);
+/* Reactor hooks: routes a port event; closes every set and tells whether all settled;
+ * frees them (paw_free). */
+bool paw__mcp_sets_event(paw *p, const pn_event *ev);
+bool paw__mcp_sets_settled(paw *p);
+void paw__mcp_sets_free(paw *p);
 
 /* ---- ask.c: the permission gate */
 /* True when call c must ask the client first (mode, tool flag, settings, remembered

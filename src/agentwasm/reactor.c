@@ -506,6 +506,10 @@ void paw_event(paw *p, const pn_event *ev) {
             paw__maybe_settled(p);
             return;
         }
+    if (paw__mcp_sets_event(p, ev)) {
+        paw__maybe_settled(p);
+        return;
+    }
     paw__log(p, 3, "port event %d for handle %u of nobody", (int)ev->kind, (unsigned)ev->handle);
 }
 
@@ -519,6 +523,7 @@ void paw__maybe_settled(paw *p) {
     }
     for (size_t i = 0; i < p->nsrcs; i++)
         if (!p->srcs[i].settled(p->srcs[i].ctx)) return;
+    if (!paw__mcp_sets_settled(p)) return;
     /* the store closes last: a cancelled turn still commits what it streamed */
     if (p->store && !p->store_closed) {
         p->store_closed = true;
@@ -576,6 +581,7 @@ void paw_free(paw *p) {
     pm_client_free(p->model);
     if (p->have_settings) pag_settings_clear(&p->settings);
     paw__mcp_free(p->mcp);
+    paw__mcp_sets_free(p);
     free(p->in);
     free(p);
 }
