@@ -532,17 +532,10 @@ def s_mcp_http(E):
             "headers": {"Authorization": "Bearer " + ws.token}}}})
         a = E.start()
         sid = E.new(a, cwd_of(E, "mcp"))
-        if E.host.wasm_form:
-            # the module connects the settings' servers once per instance, not per session
-            # (one pool for every session), so no per-session _peri/mcp_status follows:
-            # it says on stderr when the server is ready
-            deadline = time.monotonic() + WAIT
-            while 'MCP server "ws":' not in a.err():
-                check(time.monotonic() < deadline, "MCP server not ready: " + a.err()[-800:])
-                time.sleep(0.05)
-            check("unavailable" not in a.err(), "settings' server: " + a.err()[-800:])
-        else:
-            wait_mcp_status(a, sid, "ws")
+        # the module connects the settings' servers once per instance (one client for
+        # every session), natively each session has its own: either way the session's
+        # answer names them and _peri/mcp_status follows
+        wait_mcp_status(a, sid, "ws")
         names = mcp_round_trip(E, a, sid, "m1")
         if E.host.wasm_form:
             # no file system and no shell inside: only the server's tools are offered
