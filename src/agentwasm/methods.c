@@ -41,7 +41,8 @@ typedef struct pend {
     char *cwd;
     char *frozen;
     bool foreign, old_format, titled;
-    pj_t *mcp; /* the request's mcpServers (HTTP entries, checked), NULL: none */
+    char owner[PST_ID_LEN]; /* the thread's machine (session/load) */
+    pj_t *mcp;              /* the request's mcpServers (HTTP entries, checked), NULL: none */
 } pend;
 
 static pend *pend_new(paw *p, pj_t *id) {
@@ -318,6 +319,7 @@ static void load_messages(void *ud, pst_remote_result *res) {
     if (!s) {
         s = paw__sess_new(p, q->sid, q->cwd, q->frozen, q->foreign || q->old_format);
         if (s) s->titled = q->titled;
+        if (s && q->foreign) snprintf(s->owner, sizeof s->owner, "%s", q->owner);
     }
     if (!s) {
         paw__reply_error(p, q->id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
@@ -348,6 +350,7 @@ static void load_thread(void *ud, pst_remote_result *res) {
     }
     if (op_failed(q, res)) return;
     q->foreign = strcmp(res->thread.machine_id, p->machine_id) != 0;
+    snprintf(q->owner, sizeof q->owner, "%s", res->thread.machine_id);
     q->titled = res->thread.title != NULL;
     q->old_format = history_format(res->thread.meta) != 1;
     pj_t *meta = res->thread.meta ? pj_loads(res->thread.meta, 0, NULL) : NULL;
@@ -459,6 +462,16 @@ static void m_prompt(paw *p, pj_t *params, pj_t *id) {
         free(notice.p);
         pm_message_clear(&msg);
         return not_found(p, id, sid);
+    }
+    if (s->owner[0] && !s->gone) { /* the controller's text, as natively */
+        free(notice.p);
+        pm_message_clear(&msg);
+        char why[200];
+        snprintf(why, sizeof why,
+                 "Session %.40s belongs to machine %.40s, not to this host's machine %.40s", s->id,
+                 s->owner, p->machine_id);
+        paw__reply_error(p, id, PB_RPC_INVALID_PARAMS, why, pj_pack("{s:s}", "sessionId", s->id));
+        return;
     }
     if (s->read_only || s->gone) {
         free(notice.p);

@@ -113,9 +113,10 @@ struct paw_sess {
     char *cwd;
     pag_session *agent;
     bool read_only;
-    bool titled;    /* the thread has a title (else the first prompt names it) */
-    uint64_t seq;   /* session/update sequence */
-    uint64_t turns; /* turn generation (peri.turnId) */
+    char owner[PST_ID_LEN]; /* the machine that owns a foreign session ("" when own) */
+    bool titled;            /* the thread has a title (else the first prompt names it) */
+    uint64_t seq;           /* session/update sequence */
+    uint64_t turns;         /* turn generation (peri.turnId) */
     /* the running turn */
     pag_turn *turn;
     pj_t *prompt_id; /* the session/prompt to answer */
