@@ -514,7 +514,7 @@ static void m_close(paw *p, pj_t *params, pj_t *id) {
     const char *sid = session_id(params);
     if (!sid) return bad_params(p, id, "missing sessionId");
     paw_sess *s = paw__sess_find(p, sid);
-    if (!s) return not_found(p, id, sid);
+    if (!s) return paw__reply(p, id, pj_object()); /* idempotent, as natively */
     if (s->gone) {
         paw__reply_error(p, id, PAW_CLOSE_INCOMPLETE, "Session is closing", NULL);
         return;
