@@ -533,7 +533,9 @@ static void m_set_mode(paw *p, pj_t *params, pj_t *id) {
     pag_mode m;
     if (!pag_mode_parse(pj_string_value(mode), &m)) {
         char msg[200];
-        snprintf(msg, sizeof msg, "unknown mode: %.100s", pj_string_value(mode));
+        snprintf(msg, sizeof msg,
+                 "unknown modeId: %.100s (default, acceptEdits, plan, bypassPermissions)",
+                 pj_string_value(mode));
         return bad_params(p, id, msg);
     }
     pag_session_set_mode(s->agent, m);
