@@ -422,8 +422,10 @@ static void m_list(paw *p, pj_t *params, pj_t *id) {
                              pj_is_true(pj_object_get(meta, "peri.includeArchived")),
                          .include_children = true};
     pst_error e = {0};
-    if (pst_remote_thread_list(p->store, &lq, list_done, q, &e) != PST_OK) {
-        paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, e.message, NULL);
+    pst_status st = pst_remote_thread_list(p->store, &lq, list_done, q, &e);
+    if (st != PST_OK) { /* a bad cursor is the client's: -32602, as natively */
+        paw__reply_error(p, id, st == PST_ERR_ARG ? PB_RPC_INVALID_PARAMS : PB_RPC_INTERNAL_ERROR,
+                         e.message, NULL);
         pend_free(q);
     }
 }
