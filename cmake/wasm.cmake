@@ -105,10 +105,10 @@ if(PERI_AGENTWASM_SOURCES)
   endforeach()
   add_custom_command(OUTPUT ${PERI_AGENT_WASM}
                      COMMAND ${PERI_WASM_CLANG} ${PERI_WASM_CFLAGS} -mexec-model=reactor
-                             ${PERI_AGENTWASM_SOURCES} ${PERI_WASM_CORE_LINK} ${_pw_exports}
+                             "-DPERI_VERSION=\"${PROJECT_VERSION}\"" ${PERI_AGENTWASM_SOURCES} ${PERI_WASM_CORE_LINK} ${_pw_exports}
                              -Wl,--strip-debug -o ${PERI_AGENT_WASM}
                      DEPENDS ${PERI_AGENTWASM_SOURCES} ${PERI_WASM_CORE_LINK} ${_pw_headers}
-                     COMMENT "peri-agent.wasm: the agent module (wasm32-wasi reactor)")
+                     COMMENT "peri-agent.wasm: the agent module (wasm32-wasi reactor)" VERBATIM)
   # Linked from the archive, so only what the reactor reaches comes in: the registry's
   # tool bodies (shell, files) are never referenced and never linked.
   add_custom_target(peri_agent_wasm ALL DEPENDS ${PERI_AGENT_WASM})

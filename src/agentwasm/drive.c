@@ -137,6 +137,7 @@ static void sess_unlink_free(paw_sess *s) {
         }
     drop_queue(s, false);
     paw__ask_free(s, true);
+    paw__mcp_session_end(p, s->id);
     free(s->tools);
     pm_call_free(s->call);
     pm_response_clear(&s->resp);
@@ -573,19 +574,30 @@ void paw__handle_event(paw *p, paw_handle *hd, const pn_event *ev) {
 
 /* ---------------------------------------------------------------- TOOL_CALLS */
 
-const pag_tool_info *paw__tools(paw_sess *s, size_t *n) {
+/* The sources of session s: the reactor's, then the session's own MCP servers. */
+static size_t sources_of(paw_sess *s, const paw_tool_source **out) {
     paw *p = s->p;
-    size_t total = 0;
-    for (size_t i = 0; i < p->nsrcs; i++) {
+    size_t n = 0;
+    for (size_t i = 0; i < p->nsrcs; i++)
+        out[n++] = &p->srcs[i];
+    const paw_tool_source *own = paw__mcp_session_source(p, s->id);
+    if (own) out[n++] = own;
+    return n;
+}
+
+const pag_tool_info *paw__tools(paw_sess *s, size_t *n) {
+    const paw_tool_source *src[9];
+    size_t nsrc = sources_of(s, src), total = 0;
+    for (size_t i = 0; i < nsrc; i++) {
         size_t k = 0;
-        p->srcs[i].list(p->srcs[i].ctx, &k);
+        src[i]->list(src[i]->ctx, &k);
         total += k;
     }
     pag_tool_info *m = total ? calloc(total, sizeof *m) : NULL;
     size_t used = 0;
-    for (size_t i = 0; m && i < p->nsrcs; i++) {
+    for (size_t i = 0; m && i < nsrc; i++) {
         size_t k = 0;
-        const pag_tool_info *l = p->srcs[i].list(p->srcs[i].ctx, &k);
+        const pag_tool_info *l = src[i]->list(src[i]->ctx, &k);
         for (size_t j = 0; j < k && used < total; j++) {
             bool dup = false;
             for (size_t u = 0; u < used && !dup; u++)
@@ -607,13 +619,15 @@ static const pag_tool_info *ops_now(void *ctx, size_t *n) {
 
 const pag_tool_ops paw__tool_ops = {.now = ops_now};
 
-/* The source that offers name now (first wins), or NULL. */
-static const paw_tool_source *source_of(paw *p, const char *name) {
-    for (size_t i = 0; i < p->nsrcs; i++) {
+/* The source that offers name to session s now (first wins), or NULL. */
+static const paw_tool_source *source_of(paw_sess *s, const char *name) {
+    const paw_tool_source *src[9];
+    size_t nsrc = sources_of(s, src);
+    for (size_t i = 0; i < nsrc; i++) {
         size_t k = 0;
-        const pag_tool_info *l = p->srcs[i].list(p->srcs[i].ctx, &k);
+        const pag_tool_info *l = src[i]->list(src[i]->ctx, &k);
         for (size_t j = 0; j < k; j++)
-            if (l[j].name && !strcmp(l[j].name, name)) return &p->srcs[i];
+            if (l[j].name && !strcmp(l[j].name, name)) return src[i];
     }
     return NULL;
 }
@@ -636,7 +650,7 @@ static void tool_done(void *ud, int rc, pag_tool_output *out) {
 
 /* Starts call c on its source; false when it could not start (answered here). */
 static bool tool_start(paw_sess *s, const pag_turn_call *c) {
-    const paw_tool_source *src = source_of(s->p, c->name);
+    const paw_tool_source *src = source_of(s, c->name);
     paw_tcall *tc = calloc(1, sizeof *tc);
     if (tc) tc->id = strdup(c->id);
     if (src && tc && tc->id) {

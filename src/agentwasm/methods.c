@@ -50,6 +50,7 @@ typedef struct pend {
     pst_message_list msgs;
     bool *hidden; /* per row of msgs: hidden by a rewind (not copied); NULL: none */
     char new_id[PST_ID_LEN];
+    pj_t *mcp; /* the request's mcpServers (HTTP entries, checked), NULL: none */
 } pend;
 
 static pend *pend_new(paw *p, pj_t *id) {
@@ -61,11 +62,14 @@ static pend *pend_new(paw *p, pj_t *id) {
         free(q);
         return NULL;
     }
+    p->pending_ops++;
     return q;
 }
 
 static void pend_free(pend *q) {
+    q->p->pending_ops--;
     pj_decref(q->id);
+    pj_decref(q->mcp);
     free(q->cwd);
     free(q->frozen);
     free(q->meta);
@@ -164,23 +168,31 @@ static void add_modes(pj_t *result, const paw_sess *s) {
 }
 
 /* Answers a request that opened session s with result r (the modes and configOptions
- * added, as native); frees q. */
+ * added, as native); the session's MCP servers start now and their status follows the
+ * answer (mcp.c); frees q. */
 static void answer_opened(pend *q, paw_sess *s, pj_t *r) {
     add_modes(r, s);
     if (r) pj_object_set_new(r, "configOptions", paw__config_options(s));
+    if (paw__mcp_session_open(q->p, s->id, q->mcp) != 0)
+        paw__log(q->p, 0, "session %s: out of memory for its MCP servers", s->id);
+    paw__mcp_status_meta(q->p, s->id, r);
     paw__reply(q->p, q->id, r);
+    paw__mcp_session_answered(q->p, s->id);
     pend_free(q);
 }
 
 /* ---------------------------------------------------------------- session/new */
 
-/* The session's mcpServers: stdio ones cannot run here (an explicit refusal); HTTP ones
- * are connected only from the settings (mcp.c) so far. NULL: fine. */
+/* The session's mcpServers: stdio ones cannot run here (an explicit refusal), nor the
+ * legacy SSE transport (not offered in initialize); streamable HTTP ones need a name, an
+ * http(s) url and headers as [{name, value}] strings. NULL: fine. */
 static const char *mcp_refusal(pj_t *servers, char *buf, size_t n) {
-    size_t i;
-    pj_t *v;
+    size_t i, j;
+    pj_t *v, *h;
     pj_array_foreach(servers, i, v) {
         const char *name = pj_string_value(pj_object_get(v, "name"));
+        const char *type = pj_string_value(pj_object_get(v, "type"));
+        const char *url = pj_string_value(pj_object_get(v, "url"));
         if (pj_object_get(v, "command")) {
             snprintf(buf, n,
                      "MCP server \"%.100s\": stdio MCP servers (command) cannot run inside the "
@@ -189,24 +201,43 @@ static const char *mcp_refusal(pj_t *servers, char *buf, size_t n) {
                      name ? name : "?");
             return buf;
         }
-        if (pj_object_get(v, "url")) {
+        if (type && !strcmp(type, "sse")) {
             snprintf(buf, n,
-                     "MCP server \"%.100s\": servers given per session are not connected in "
-                     "the WebAssembly form yet; name it in the settings' mcpServers",
+                     "MCP server \"%.100s\": the legacy SSE transport is not offered here "
+                     "(mcpCapabilities.sse is false); use streamable HTTP (type \"http\")",
                      name ? name : "?");
+            return buf;
+        }
+        bool ok = pj_is_object(v) && name && *name && url &&
+                  (!strncmp(url, "http://", 7) || !strncmp(url, "https://", 8)) &&
+                  (!type || !strcmp(type, "http"));
+        pj_t *hs = pj_object_get(v, "headers");
+        if (ok && hs && !pj_is_array(hs)) ok = false;
+        pj_array_foreach(hs, j, h) {
+            if (!pj_is_string(pj_object_get(h, "name")) || !pj_is_string(pj_object_get(h, "value")))
+                ok = false;
+        }
+        if (!ok) {
+            snprintf(buf, n,
+                     "MCP server %zu: an HTTP entry needs name, url (http:// or https://) and "
+                     "headers as [{\"name\", \"value\"}] strings",
+                     i);
             return buf;
         }
     }
     return NULL;
 }
 
-/* Reads thread sid; cb gets the result with a pend for request id (replay: its flag).
- * When the read cannot start, id is answered here. */
-static void read_thread(paw *p, pj_t *id, const char *sid, pst_remote_cb cb, bool replay) {
+/* Reads thread sid; cb gets the result with a pend for request id (replay: its flag;
+ * mcp: the request's mcpServers for the session it opens). When the read cannot start,
+ * id is answered here. */
+static void read_thread(paw *p, pj_t *id, const char *sid, pst_remote_cb cb, bool replay,
+                        pj_t *mcp) {
     pend *q = pend_new(p, id);
     if (!q) return paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
     snprintf(q->sid, sizeof q->sid, "%s", sid);
     q->replay = replay;
+    if (pj_array_size(mcp)) q->mcp = pj_incref(mcp);
     pst_error e = {0};
     if (pst_remote_thread_get(p->store, sid, cb, q, &e) != PST_OK) {
         paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, e.message, NULL);
@@ -289,6 +320,7 @@ static void m_new(paw *p, pj_t *params, pj_t *id) {
     if (store_down(p, id)) return;
     pend *q = pend_new(p, id);
     if (q) {
+        if (pj_array_size(mcpv)) q->mcp = pj_incref(mcpv);
         q->cwd = strdup(cwd);
         q->frozen =
             q->cwd ? paw__frozen_context(q->cwd, p->h.ports->wall_ms(p->h.ports->ctx)) : NULL;
@@ -413,7 +445,7 @@ static void load_or_resume(paw *p, pj_t *params, pj_t *id, bool replay) {
         bad_params(p, id, "the session has a turn running: load it again when it ended");
         return;
     }
-    read_thread(p, id, sid, load_thread, replay);
+    read_thread(p, id, sid, load_thread, replay, m);
 }
 
 static void m_load(paw *p, pj_t *params, pj_t *id) {
@@ -454,8 +486,10 @@ static void m_list(paw *p, pj_t *params, pj_t *id) {
                              pj_is_true(pj_object_get(meta, "peri.includeArchived")),
                          .include_children = true};
     pst_error e = {0};
-    if (pst_remote_thread_list(p->store, &lq, list_done, q, &e) != PST_OK) {
-        paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, e.message, NULL);
+    pst_status st = pst_remote_thread_list(p->store, &lq, list_done, q, &e);
+    if (st != PST_OK) { /* a bad cursor is the client's: -32602, as natively */
+        paw__reply_error(p, id, st == PST_ERR_ARG ? PB_RPC_INVALID_PARAMS : PB_RPC_INTERNAL_ERROR,
+                         e.message, NULL);
         pend_free(q);
     }
 }
@@ -536,7 +570,7 @@ static void m_close(paw *p, pj_t *params, pj_t *id) {
     const char *sid = session_id(params);
     if (!sid) return bad_params(p, id, "missing sessionId");
     paw_sess *s = paw__sess_find(p, sid);
-    if (!s) return not_found(p, id, sid);
+    if (!s) return paw__reply(p, id, pj_object()); /* idempotent, as natively */
     if (s->gone) {
         paw__reply_error(p, id, PAW_CLOSE_INCOMPLETE, "Session is closing", NULL);
         return;
@@ -837,6 +871,9 @@ static void m_fork(paw *p, pj_t *params, pj_t *id) {
     if (!sid) return bad_params(p, id, "missing sessionId");
     pj_t *m = pj_object_get(params, "mcpServers");
     if (m && !pj_is_array(m)) return bad_params(p, id, "mcpServers must be an array");
+    char why[400];
+    const char *refused = m ? mcp_refusal(m, why, sizeof why) : NULL;
+    if (refused) return bad_params(p, id, refused);
     paw_sess *live = paw__sess_find(p, sid);
     if (live && live->read_only) return paw__refuse_read_only(p, id, live);
     if (live && live->gone)
@@ -848,7 +885,7 @@ static void m_fork(paw *p, pj_t *params, pj_t *id) {
                                 NULL);
     if (store_down(p, id)) return;
     if (!paw__uuid_ok(sid)) return not_found(p, id, sid);
-    read_thread(p, id, sid, fork_thread, false);
+    read_thread(p, id, sid, fork_thread, false, m);
 }
 
 static void deleted(void *ud, pst_remote_result *res) {
@@ -892,7 +929,7 @@ static void m_delete(paw *p, pj_t *params, pj_t *id) {
     if (live && live->read_only) return paw__refuse_read_only(p, id, live);
     if (store_down(p, id)) return;
     if (!paw__uuid_ok(sid)) return paw__reply(p, id, pj_object());
-    read_thread(p, id, sid, delete_thread, false);
+    read_thread(p, id, sid, delete_thread, false, NULL);
 }
 
 /* Methods of the native host that need what this form does not have. */

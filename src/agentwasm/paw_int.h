@@ -50,6 +50,11 @@ typedef struct paw_handle {
 struct paw {
     paw_host h;
     bool started, closing, closed_reported, input_ended, store_ready, store_failed, store_closed;
+    /* the client's input ended with requests still unanswered: they are served first,
+     * then the instance closes (after the settings' close grace when turns run) */
+    bool draining;
+    size_t pending_ops; /* requests waiting for a store answer (methods.c's pend) */
+    paw_handle *grace;  /* the close grace's timer while turns finish, NULL: none */
     char store_error[300];
     /* the start object */
     char cwd[4096];
@@ -78,8 +83,9 @@ struct paw {
     paw_tool_source srcs[8];
     size_t nsrcs;
     bool srcs_closed;
-    struct paw_mcp *mcp; /* the settings' HTTP MCP servers (mcp.c), NULL when none */
-    struct paw_tel *tel; /* the settings' telemetry export (telemetry.c), NULL when none */
+    struct paw_mcp *mcp;   /* the settings' HTTP MCP servers (mcp.c), NULL when none */
+    struct paw_tel *tel;   /* the settings' telemetry export (telemetry.c), NULL when none */
+    struct paw_mcp *msets; /* per-session MCP sets (mcp.c), freed with the reactor */
 };
 
 /* ---- reactor.c */
@@ -100,6 +106,8 @@ void paw__handle_drop(paw *p, paw_handle *hd);
 void paw__maybe_settled(paw *p);
 /* Runs one frame (the store is ready, or failed). */
 void paw__frame(paw *p, const char *line, size_t len);
+/* Draining: closes once nothing the client asked waits any more. */
+void paw__drain_check(paw *p);
 
 /* ---- methods.c */
 void paw__dispatch(paw *p, const char *method, pj_t *params, pj_t *id);
@@ -240,6 +248,24 @@ typedef struct paw_mcp paw_mcp;
 paw_mcp *paw__mcp_new(paw *p, const pj_t *servers);
 paw_tool_source paw__mcp_source(paw_mcp *m);
 void paw__mcp_free(paw_mcp *m);
+/* The MCP set of session sid: its own servers (an mcpServers array of HTTP entries,
+ * checked by the method; NULL or empty: none) start connecting; a set is made only when
+ * there is something to report (own servers, or the settings' ones). 0, or -1 when out
+ * of memory. A session that has a set already keeps it. */
+int paw__mcp_session_open(paw *p, const char *sid, const pj_t *servers);
+/* Adds _meta "peri.mcpServers" (and "peri.mcpErrors") to the session's answer. */
+void paw__mcp_status_meta(paw *p, const char *sid, pj_t *result);
+/* The answer went out: `_peri/mcp_status` follows once every server is up or failed. */
+void paw__mcp_session_answered(paw *p, const char *sid);
+/* The session's own servers as a tool source, NULL when none. */
+const paw_tool_source *paw__mcp_session_source(paw *p, const char *sid);
+/* The session ended: its own servers close (settled with the reactor). */
+void paw__mcp_session_end(paw *p, const char *sid);
+/* Reactor hooks: routes a port event; closes every set and tells whether all settled;
+ * frees them (paw_free). */
+bool paw__mcp_sets_event(paw *p, const pn_event *ev);
+bool paw__mcp_sets_settled(paw *p);
+void paw__mcp_sets_free(paw *p);
 
 /* ---- ask.c: the permission gate */
 /* True when call c must ask the client first (mode, tool flag, settings, remembered

@@ -341,8 +341,11 @@ int paw_start(paw *p, const char *json, size_t len, char *err, size_t errlen) {
 
 /* ---------------------------------------------------------------- frames */
 
+/* Runs the frames that wait, in order, until one leaves a request waiting for the store
+ * (requests are answered in the order they came, as the native host's are). */
 static void run_waiting(paw *p) {
-    while (p->waiting && !p->closing) {
+    while (p->waiting && !p->closing && p->pending_ops == 0 &&
+           (p->store_ready || p->store_failed)) {
         paw_frame *f = p->waiting;
         p->waiting = f->next;
         if (!p->waiting) p->waiting_tail = &p->waiting;
@@ -383,7 +386,15 @@ static int line(paw *p, const char *s, size_t n) {
     for (size_t i = 0; i < n && blank; i++)
         blank = s[i] == ' ' || s[i] == '\t' || s[i] == '\r';
     if (blank) return 0; /* a keep-alive */
-    if (!p->started || p->store_ready || p->store_failed) {
+    bool wait = p->started && (!(p->store_ready || p->store_failed) || p->waiting ||
+                               p->pending_ops);
+    if (wait) { /* an answer to the module's own question never waits */
+        pb_rpc_msg m;
+        pb_rpc_decode(s, n, PB_RPC_ACP_RULES, &m);
+        wait = m.kind != PB_RPC_RESPONSE;
+        pb_rpc_clear(&m);
+    }
+    if (!wait) {
         paw__frame(p, s, n);
         return 0;
     }
@@ -455,9 +466,46 @@ int paw_input(paw *p, const char *data, size_t len) {
     return 0;
 }
 
+static bool any_turn(const paw *p);
+
 void paw_input_end(paw *p) {
     if (p->input_ended) return;
     p->input_ended = true;
+    /* as the native host does at the end of its input: what was asked is answered first
+     * (frames waiting for the store, requests waiting for its answers), then turns get
+     * the settings' close grace, then everything closes */
+    if (!p->closing && (p->waiting || p->pending_ops || any_turn(p))) {
+        p->draining = true;
+        paw__drain_check(p);
+        return;
+    }
+    paw_close(p);
+}
+
+static bool any_turn(const paw *p) {
+    for (const paw_sess *s = p->sessions; s; s = s->next)
+        if (s->turn || s->queue) return true;
+    return false;
+}
+
+void paw__drain_check(paw *p) {
+    if (!p->draining || p->closing || p->waiting || p->pending_ops) return;
+    if (!p->store_ready && !p->store_failed) return; /* the waiting frames run after it */
+    if (any_turn(p) && !p->grace) {
+        long ms = p->settings.close_grace_ms > 0 ? p->settings.close_grace_ms : 0;
+        paw_handle *hd = ms ? paw__handle_add(p, PAW_H_TIMER, NULL) : NULL;
+        if (hd) {
+            hd->ud = hd;
+            if (p->h.ports->timer_set(p->h.ports->ctx, (uint64_t)ms, hd, &hd->timer) == PN_OK) {
+                p->grace = hd;
+                return;
+            }
+            paw__handle_drop(p, hd);
+        }
+    } else if (any_turn(p)) {
+        return; /* the grace runs */
+    }
+    p->draining = false;
     paw_close(p);
 }
 
@@ -466,20 +514,41 @@ void paw_input_end(paw *p) {
 void paw_event(paw *p, const pn_event *ev) {
     if (p->store && ev->ud == (void *)p->store) {
         pst_remote_on_event(p->store, ev);
+        run_waiting(p);
+        paw__drain_check(p);
+        paw__maybe_settled(p);
+        return;
+    }
+    if (p->grace && ev->ud == (void *)p->grace) { /* the close grace is over */
+        if (ev->kind != PN_EV_TIMER) return;
+        paw__handle_drop(p, p->grace);
+        p->grace = NULL;
+        if (p->draining) {
+            p->draining = false;
+            paw_close(p);
+        }
         paw__maybe_settled(p);
         return;
     }
     for (paw_handle *hd = p->handles; hd; hd = hd->next)
         if (hd->ud == ev->ud) {
             paw__handle_event(p, hd, ev);
+            run_waiting(p);
+            paw__drain_check(p);
             paw__maybe_settled(p);
             return;
         }
     for (size_t i = 0; i < p->nsrcs; i++)
         if (p->srcs[i].on_event(p->srcs[i].ctx, ev)) {
+            run_waiting(p);
+            paw__drain_check(p);
             paw__maybe_settled(p);
             return;
         }
+    if (paw__mcp_sets_event(p, ev)) {
+        paw__maybe_settled(p);
+        return;
+    }
     paw__log(p, 3, "port event %d for handle %u of nobody", (int)ev->kind, (unsigned)ev->handle);
 }
 
@@ -493,6 +562,7 @@ void paw__maybe_settled(paw *p) {
     }
     for (size_t i = 0; i < p->nsrcs; i++)
         if (!p->srcs[i].settled(p->srcs[i].ctx)) return;
+    if (!paw__mcp_sets_settled(p)) return;
     /* an open still under way ends first (its outcome is reported: a client that left
      * at once still learns that the store refused it); the host's deadline bounds it */
     if (p->store && !p->store_closed && !p->store_ready && !p->store_failed) return;
@@ -517,7 +587,11 @@ void paw__maybe_settled(paw *p) {
 
 int paw_close(paw *p) {
     if (p->closing) return PN_E_CLOSED;
+    if (p->draining) return 0; /* it closes once what the client asked is answered */
     p->closing = true;
+    if (p->grace) { /* its cancelled event settles the handle */
+        p->h.ports->timer_cancel(p->h.ports->ctx, p->grace->timer);
+    }
     while (p->waiting) { /* the client is going: nothing is answered any more */
         paw_frame *f = p->waiting;
         p->waiting = f->next;
@@ -558,6 +632,7 @@ void paw_free(paw *p) {
     if (p->have_settings) pag_settings_clear(&p->settings);
     paw__mcp_free(p->mcp);
     paw__telemetry_free(p);
+    paw__mcp_sets_free(p);
     free(p->in);
     free(p);
 }
