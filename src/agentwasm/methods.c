@@ -337,7 +337,7 @@ static void load_messages(void *ud, pst_remote_result *res) {
         free(txt);
     }
     pag_session_replay(s->agent, replay_emit, s);
-    answer_opened(q, s, load_result(q, res->thread.machine_id));
+    answer_opened(q, s, load_result(q, q->owner)); /* res holds the messages */
 }
 
 static void load_thread(void *ud, pst_remote_result *res) {
