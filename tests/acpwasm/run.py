@@ -188,6 +188,17 @@ def s_prompt_stream(E):
     req = E.mock.requests()[-1]
     auth = {k.lower(): v for k, v in req.get("headers", {}).items()}.get("authorization")
     check(auth == "Bearer test-key", "the model saw %r" % auth)
+    info = [u for _, u in a.updates(sid) if u["sessionUpdate"] == "session_info_update"]
+    check(len(info) == 1 and info[0]["title"] == "say hello", "title update: %r" % info)
+    cmds = [u for _, u in a.updates(sid) if u["sessionUpdate"] == "available_commands_update"]
+    if E.host.wasm_form:
+        # A gap of the module, not a property of the form: it has no slash commands yet
+        # (/compact, /clear, /model, /mode, /goal), so it announces none. Checked so that
+        # whoever adds them updates this runner.
+        check(cmds == [], "the module announced commands: %r" % cmds)
+    else:
+        check(len(cmds) == 1 and {c["name"] for c in cmds[0]["availableCommands"]} >=
+              {"compact", "clear", "model", "mode"}, "commands: %r" % cmds)
     a.finish()
 
 
