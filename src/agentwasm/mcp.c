@@ -355,13 +355,7 @@ static paw_mcp *set_new(paw *p) {
     paw_mcp *m = calloc(1, sizeof *m);
     if (!m) return NULL;
     m->p = p;
-    m->src = (paw_tool_source){.ctx = m,
-                               .list = m_list,
-                               .start = m_start,
-                               .cancel = m_cancel,
-                               .on_event = m_event,
-                               .close = m_close,
-                               .settled = m_settled};
+    m->src = paw__mcp_source(m);
     return m;
 }
 
@@ -516,7 +510,13 @@ void paw__mcp_sets_free(paw *p) {
 }
 
 paw_tool_source paw__mcp_source(paw_mcp *m) {
-    return m->src;
+    return (paw_tool_source){.ctx = m,
+                             .list = m_list,
+                             .start = m_start,
+                             .cancel = m_cancel,
+                             .on_event = m_event,
+                             .close = m_close,
+                             .settled = m_settled};
 }
 
 void paw__mcp_free(paw_mcp *m) {

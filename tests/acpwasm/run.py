@@ -188,6 +188,50 @@ def s_prompt_stream(E):
     req = E.mock.requests()[-1]
     auth = {k.lower(): v for k, v in req.get("headers", {}).items()}.get("authorization")
     check(auth == "Bearer test-key", "the model saw %r" % auth)
+    info = [u for _, u in a.updates(sid) if u["sessionUpdate"] == "session_info_update"]
+    check(len(info) == 1 and info[0]["title"] == "say hello", "title update: %r" % info)
+    cmds = [u for _, u in a.updates(sid) if u["sessionUpdate"] == "available_commands_update"]
+    if E.host.wasm_form:
+        # A gap of the module, not a property of the form: it has no slash commands yet
+        # (/compact, /clear, /model, /mode, /goal), so it announces none. Checked so that
+        # whoever adds them updates this runner.
+        check(cmds == [], "the module announced commands: %r" % cmds)
+    else:
+        check(len(cmds) == 1 and {c["name"] for c in cmds[0]["availableCommands"]} >=
+              {"compact", "clear", "model", "mode"}, "commands: %r" % cmds)
+    a.finish()
+
+
+def s_prompt_blocks(E):
+    """The content blocks initialize offers (image, embedded resources) reach the model as
+    natively; one the model cannot take (audio) is -32602 naming why."""
+    E.mock.script({"responses": [], "default": {"text": "ok"}})
+    a = E.start()
+    sid = E.new(a, cwd_of(E, "blocks"))
+    png = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAA"
+           "BJRU5ErkJggg==")
+    cases = [
+        ([{"type": "text", "text": "see"},
+          {"type": "resource", "resource": {"uri": "file:///x/a.txt", "mimeType": "text/plain",
+                                            "text": "hello res"}}],
+         "see\n[Resource: file:///x/a.txt]\nhello res"),
+        ([{"type": "resource_link", "uri": "file:///x/b.txt", "name": "b.txt"}],
+         "[Resource: b.txt](file:///x/b.txt)"),
+        ([{"type": "text", "text": "img"}, {"type": "image", "mimeType": "image/png", "data": png}],
+         [{"image_url": {"url": "data:image/png;base64," + png}, "type": "image_url"},
+          {"text": "img", "type": "text"}]),
+    ]
+    for blocks, want in cases:
+        n0 = len(E.mock.requests())
+        r = a.call("session/prompt", {"sessionId": sid, "prompt": blocks}, timeout=WAIT)
+        check(r.get("result") == {"stopReason": "end_turn"}, "%r: %r" % (blocks[-1]["type"], r))
+        got = [m for m in E.mock.requests()[n0]["body"]["messages"] if m["role"] == "user"][-1]
+        check(got == {"role": "user", "content": want}, "the model got %r" % got)
+    r = a.call("session/prompt", {"sessionId": sid, "prompt": [
+        {"type": "audio", "mimeType": "audio/wav", "data": "AAAA"}]}, timeout=WAIT)
+    check(r.get("error") == {"code": -32602, "message": "prompt has no usable content: an audio "
+                             "block: the model openai:mock-model does not take audio input "
+                             "(OpenAI audio models do)"}, "audio: %r" % r)
     a.finish()
 
 
@@ -253,8 +297,16 @@ def s_load_replay(E):
     b.finish()
     # another machine: loads it read-only, cannot prompt it
     c = E.start(machine=MACHINE_B)
+    foreign = {"peri.machineId": MACHINE_A, "peri.readOnly": True}
+    lst = c.result("session/list", {"cwd": cwd}, timeout=WAIT)["sessions"]
+    check([(x["sessionId"], x.get("_meta")) for x in lst] == [(sid, foreign)],
+          "foreign list: %r" % lst)
+    lst = c.result("session/list", {"cwd": cwd, "_meta": {"peri.allMachines": False}},
+                   timeout=WAIT)["sessions"]
+    check(lst == [], "this machine's only: %r" % lst)
     r = c.result("session/load", {"sessionId": sid, "cwd": cwd, "mcpServers": []}, timeout=WAIT)
-    check(r.get("_meta", {}).get("peri.readOnly") is True, "foreign load: %r" % r)
+    check(r.get("_meta") == foreign, "foreign load: %r" % r)
+    check(text_of(c.updates(sid)) == "first answersecond answerthird", "foreign replay")
     r = c.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]},
                timeout=WAIT)
     check(r.get("error") == {"code": -32602, "data": {"sessionId": sid}, "message":
@@ -735,6 +787,7 @@ def s_mcp_http(E):
 SCENARIOS = {
     "initialize": s_initialize,
     "prompt_stream": s_prompt_stream,
+    "prompt_blocks": s_prompt_blocks,
     "cancel": s_cancel,
     "load_replay": s_load_replay,
     "list_paging": s_list_paging,
