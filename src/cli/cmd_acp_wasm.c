@@ -22,7 +22,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
-#include <poll.h>
 #include <strings.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -246,39 +245,77 @@ static long mono_ms(void) {
     return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
-/* Feeds stdin to the module until the end of input, then closes and waits for the
- * settlement (deadline: the host closes the ports). 0 when settled cleanly. */
-static int serve(pwh_instance *inst) {
+/* The client side of serve(): stdin fed to the module as it arrives. */
+typedef struct feed {
+    pwh_instance *inst;
+    bool input_open;
+    bool failed;         /* the module refused input: the instance is over */
+    long close_deadline; /* after the end of input: when the host closes the ports */
     char buf[65536];
-    bool input_open = true;
-    long close_deadline = -1;
+} feed;
+
+/* One read of stdin, handed to the module; at the end of input the module is told and
+ * closed. Called by the loop when stdin is readable, or at every turn for a file. */
+static void on_stdin(void *arg) {
+    feed *f = arg;
+    ssize_t n = read(0, f->buf, sizeof f->buf);
+    if (n > 0) {
+        if (pwh_input(f->inst, f->buf, (size_t)n) != PWH_OK) f->failed = true;
+        return;
+    }
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    f->input_open = false;
+    pwh_watch(f->inst, -1, NULL, NULL);
+    pwh_input_end(f->inst);
+    pwh_close(f->inst);
+    f->close_deadline = mono_ms() + CLOSE_DEADLINE_MS;
+}
+
+/* Feeds stdin to the module until the end of input, then closes and waits for the
+ * settlement (deadline: the host closes the ports). The loop waits on stdin and the
+ * ports together, so an idle agent sleeps and a request is handled when it arrives.
+ * 0 when settled cleanly. */
+static int serve(pwh_instance *inst) {
+    feed *f = calloc(1, sizeof *f);
+    if (!f) return 1;
+    *f = (feed){.inst = inst, .input_open = true, .close_deadline = -1};
+    bool file = false; /* stdin epoll cannot wait on (a file, /dev/null): never blocks */
+    if (pwh_watch(inst, 0, on_stdin, f) != 0) {
+        if (errno != EPERM) {
+            fprintf(stderr, "peri acp --wasm: cannot wait on stdin: %s\n", strerror(errno));
+            free(f);
+            return 1;
+        }
+        file = true;
+    }
+    int rc = 1;
     for (;;) {
+        if (f->failed) break;
         pwh_settlement se;
         pwh_settlement_get(inst, &se);
-        if (se.ended) return 1;
-        if (close_deadline >= 0 && se.settled && se.module_reported) return 0;
-        if (close_deadline >= 0 && mono_ms() > close_deadline) {
+        if (se.ended) break;
+        if (f->close_deadline >= 0 && se.settled && se.module_reported) {
+            rc = 0;
+            break;
+        }
+        if (f->close_deadline >= 0 && mono_ms() > f->close_deadline) {
             pwh_close_ports(inst);
-            close_deadline = mono_ms() + 1000; /* the forced settling events follow */
-            if (se.closed_by_host) return 1;
+            f->close_deadline = mono_ms() + 1000; /* the forced settling events follow */
+            if (se.closed_by_host) break;
         }
-        if (input_open) {
-            struct pollfd pf = {.fd = 0, .events = POLLIN};
-            if (poll(&pf, 1, 0) > 0) {
-                ssize_t n = read(0, buf, sizeof buf);
-                if (n > 0) {
-                    if (pwh_input(inst, buf, (size_t)n) != PWH_OK) return 1;
-                } else if (n == 0 || errno != EINTR) {
-                    input_open = false;
-                    pwh_input_end(inst);
-                    pwh_close(inst);
-                    close_deadline = mono_ms() + CLOSE_DEADLINE_MS;
-                }
-            }
+        if (file && f->input_open) on_stdin(f);
+        int wait = -1; /* input open: until stdin or a port wakes the loop */
+        if (f->close_deadline >= 0) {
+            long left = f->close_deadline - mono_ms() + 1;
+            wait = left < 0 ? 0 : left > 100 ? 100 : (int)left;
+        } else if (file) {
+            wait = 0;
         }
-        /* a short wait keeps client input responsive while ports are idle */
-        if (pwh_run_once(inst, input_open ? 5 : 50) < 0) return 1;
+        if (pwh_run_once(inst, wait) < 0) break;
     }
+    if (f->input_open) pwh_watch(inst, -1, NULL, NULL);
+    free(f);
+    return rc;
 }
 
 int peri_cmd_acp_wasm(int argc, char **argv) {

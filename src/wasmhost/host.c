@@ -10,6 +10,7 @@
  * while it is; after a trap (`ended`) no export is called again, the ports are closed
  * and their settling events are still counted, so settlement is reported either way.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -334,6 +335,14 @@ void pwh_close_ports(pwh_instance *w) {
 int pwh_run_once(pwh_instance *w, int timeout_ms) {
     if (!w || w->busy) return -1;
     return pn_loop_run_once(w->loop, timeout_ms);
+}
+
+int pwh_watch(pwh_instance *w, int fd, void (*on_ready)(void *arg), void *arg) {
+    if (!w) {
+        errno = EINVAL;
+        return -1;
+    }
+    return pn_loop_watch(w->loop, fd, on_ready, arg);
 }
 
 void pwh_settlement_get(const pwh_instance *w, pwh_settlement *out) {
