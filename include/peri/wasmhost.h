@@ -116,6 +116,8 @@ const char *pwh_settled_report(const pwh_instance *w);
 
 /* English reason of the last failure ("" when none); valid until the next call. */
 const char *pwh_error(const pwh_instance *w);
+/* The module's linear memory size in bytes now (it only grows while the instance runs). */
+uint64_t pwh_memory_size(pwh_instance *w);
 /* The pn_err an export returned with PWH_E_MODULE. */
 int pwh_last_module_err(const pwh_instance *w);
 /* The engine store of the instance (memory statistics, interrupt). Borrowed. */

@@ -236,7 +236,7 @@ static void usage(FILE *f) {
                "  bearer tokens, the store's password) reach the module only on request\n"
                "  (peri_host.credential), never in its start object.\n"
                "  PERI_WASM_LOG=error|warning|info|debug: the module's log on stderr\n"
-               "  (default warning).\n");
+               "  (default warning); from info on, the module's linear memory size at exit.\n");
 }
 
 static long mono_ms(void) {
@@ -429,6 +429,9 @@ int peri_cmd_acp_wasm(int argc, char **argv) {
         goto out;
     }
     rc = serve(inst);
+    if (w.verbosity >= 2) /* info: what the instance grew to, for capacity planning */
+        fprintf(stderr, "peri acp --wasm: the module's linear memory: %llu bytes\n",
+                (unsigned long long)pwh_memory_size(inst));
 out:
     pwh_free(inst);
     pw_module_free(m);

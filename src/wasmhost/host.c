@@ -358,6 +358,12 @@ const char *pwh_error(const pwh_instance *w) {
     return w ? w->err : "no instance";
 }
 
+uint64_t pwh_memory_size(pwh_instance *w) {
+    uint64_t size = 0;
+    if (w && w->mem) pw_memory_data(w->mem, &size);
+    return size;
+}
+
 int pwh_last_module_err(const pwh_instance *w) {
     return w->module_err;
 }
