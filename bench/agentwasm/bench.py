@@ -167,8 +167,13 @@ def main():
     pg_port = e2e.setup_db()
     url = "postgresql://%s:%s@127.0.0.1:%d/%s?sslmode=disable" % (
         e2e.ROLE, e2e.PASSWORD.replace(" ", "%20"), pg_port, e2e.DB)
-    E = Env(os.path.join(build, "peri"), os.path.join(ROOT, "tests", "host", "mock_model.py"))
-    H = Hosts(build, E, url, o.old_engine and os.path.abspath(o.old_engine))
+    envs = []
+    module = os.path.join(build, "peri-agent.wasm")
+
+    def fresh():  # a new mock model each round: the harness's mock ends after 120 s
+        envs.append(Env(os.path.join(build, "peri"),
+                        os.path.join(ROOT, "tests", "host", "mock_model.py")))
+        return Hosts(build, envs[-1], url, o.old_engine and os.path.abspath(o.old_engine))
     S = {n: {"start": [], "rss_init": [], "idle_cpu": [], "idle_csw": [],
              "linmem_end": [],
              "wall": [], "cpu": []} for n in names}
@@ -177,6 +182,7 @@ def main():
             S[n]["rss_%d" % k] = []
     try:
         for rnd in range(o.rounds):
+            H = fresh()
             order = names[rnd % len(names):] + names[:rnd % len(names)]
             for n in order:
                 a, ms = H.start(n)
@@ -190,7 +196,7 @@ def main():
                 time.sleep(2.0)
                 S[n]["idle_cpu"].append(cpu_ms(pid) - c0)
                 S[n]["idle_csw"].append(status(pid, "voluntary_ctxt_switches") - w0)
-                sid = a.result("session/new", {"cwd": E.cwd, "mcpServers": []},
+                sid = a.result("session/new", {"cwd": H.E.cwd, "mcpServers": []},
                                60)["sessionId"]
                 turn(a, sid)  # warm-up
                 prof = None
@@ -210,7 +216,7 @@ def main():
                 made = 1
                 for k in sessions:
                     while made < k:
-                        a.result("session/new", {"cwd": E.cwd, "mcpServers": []}, 60)
+                        a.result("session/new", {"cwd": H.E.cwd, "mcpServers": []}, 60)
                         made += 1
                     time.sleep(0.2)
                     S[n]["rss_%d" % k].append(status(pid, "VmRSS"))
@@ -220,22 +226,23 @@ def main():
                 print("round %d %s: start %.1f ms, turn %.2f ms / %.2f ms CPU" %
                       (rnd, n, ms, S[n]["wall"][-1], S[n]["cpu"][-1]), file=sys.stderr,
                       flush=True)
-        inst = [node_instantiate_ms(H.module, 1)[0] for _ in range(o.rounds)] \
+        inst = [node_instantiate_ms(module, 1)[0] for _ in range(o.rounds)] \
             if "node" in names else []
         tool = os.path.join(build, "peri-agentwasm-instantiate")
         einst = []
         if os.path.exists(tool):
             for _ in range(o.rounds):
-                p = subprocess.run([tool, H.module, "50"], capture_output=True, text=True,
+                p = subprocess.run([tool, module, "50"], capture_output=True, text=True,
                                    timeout=300)
                 check(p.returncode == 0, "peri-agentwasm-instantiate: " + p.stderr[-500:])
                 einst.append(json.loads(p.stdout))
     finally:
-        E.cleanup()
+        for E in envs:
+            E.cleanup()
     load1 = os.getloadavg()
 
-    size = os.path.getsize(H.module)
-    with open(H.module, "rb") as f:
+    size = os.path.getsize(module)
+    with open(module, "rb") as f:
         gz = len(gzip.compress(f.read(), 9))
     print("module: %d bytes, gzip -9 %d bytes" % (size, gz))
     if inst:
