@@ -7,7 +7,9 @@
 Options: --rounds N (5), --turns K prompts per batch (20), --sessions for the memory
 rows (1,10,50), --hosts (engine,node,native), --old-engine PATH (also measure another
 peri-agent binary as host engine-old with this build's module: a before/after of the
-engine host's driver), --perf DIR (perf record -g each host's turn batch in the first
+engine host's driver), --tiers interp,jit,lazy (also the engine host under each
+PERI_ENGINE tier, as hosts engine:TIER; the plain engine host runs the default, auto),
+--perf DIR (perf record -g each host's turn batch in the first
 round into DIR/HOST.data; `perf report -i DIR/HOST.data --no-children`).
 
 Three hosts, all on the same real PostgreSQL (the throwaway cluster, over TCP with a
@@ -88,11 +90,14 @@ class Hosts:
                      "native": (peri, ["--machine-id", MACHINE])}
 
     def start(self, name):
-        exe, extra = self.argv[name]
+        tier = name.split(":", 1)[1] if name.startswith("engine:") else None
+        exe, extra = self.argv["engine" if tier else name]
         t0 = time.monotonic()
         env = self.E.env()
         if name.startswith("engine"):  # its linear memory size at exit (cmd_acp_wasm.c)
             env["PERI_WASM_LOG"] = "info"
+        if tier:
+            env["PERI_ENGINE"] = tier
         a = Agent(exe, env, self.url, extra)
         # Agent passes --db URL; peri acp and peri-wasm.mjs take it as the store locator
         self.E.agents.append(a)
@@ -158,11 +163,14 @@ def main():
     ap.add_argument("--hosts", default="engine,node,native")
     ap.add_argument("--old-engine", help="another peri-agent binary, measured as host "
                     "engine-old (a before/after of the engine host's driver)")
+    ap.add_argument("--tiers", default="", help="also the engine host with PERI_ENGINE "
+                    "set to each of these tiers (interp,jit,lazy), as hosts engine:TIER")
     ap.add_argument("--perf", help="directory: perf record -g the turn batch of each host")
     o = ap.parse_args()
     build = os.path.abspath(o.build)
     sessions = [int(x) for x in o.sessions.split(",")]
-    names = o.hosts.split(",") + (["engine-old"] if o.old_engine else [])
+    names = o.hosts.split(",") + (["engine-old"] if o.old_engine else []) + \
+        ["engine:" + t for t in o.tiers.split(",") if t]
     load0 = os.getloadavg()
     pg_port = e2e.setup_db()
     url = "postgresql://%s:%s@127.0.0.1:%d/%s?sslmode=disable" % (

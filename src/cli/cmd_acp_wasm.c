@@ -236,7 +236,9 @@ static void usage(FILE *f) {
                "  bearer tokens, the store's password) reach the module only on request\n"
                "  (peri_host.credential), never in its start object.\n"
                "  PERI_WASM_LOG=error|warning|info|debug: the module's log on stderr\n"
-               "  (default warning); from info on, the module's linear memory size at exit.\n");
+               "  (default warning); from info on, the module's linear memory size at exit.\n"
+               "  PERI_ENGINE=auto|interp|jit|lazy: the engine's tier for the module\n"
+               "  (default auto).\n");
 }
 
 static long mono_ms(void) {
@@ -411,7 +413,13 @@ int peri_cmd_acp_wasm(int argc, char **argv) {
         fprintf(stderr, "peri acp --wasm: %s: not a loadable module: %s\n", module, pe.message);
         goto out;
     }
+    int engine = peri_engine_default(); /* PERI_ENGINE, as every peri command running Wasm */
+    if (engine < 0) {
+        rc = 2;
+        goto out;
+    }
     pwh_opts o = {.module = m,
+                  .engine = engine,
                   .allow = (const char *const *)w.grants,
                   .nallow = w.ngrants,
                   .credentials = w.creds,
