@@ -172,6 +172,14 @@ const pn_ports *pn_loop_ports(pn_loop *l);
 int pn_loop_run_once(pn_loop *l, int timeout_ms);
 /* Thread-safe: run fn(arg) on the loop thread at its next turn (wakes the loop). */
 int pn_loop_post(pn_loop *l, void (*fn)(void *arg), void *arg);
+/* Wake pn_loop_run_once when fd is readable (or hung up) and call on_ready(arg) from
+ * it, before the turn's events are delivered; level-triggered: on_ready runs at every
+ * turn while fd stays readable, so it reads. One watch per loop: a new one replaces
+ * the old; fd < 0 removes it (allowed from on_ready). The fd stays the caller's and
+ * must stay open while watched. 0, or -1 with errno (EPERM: a regular file or another
+ * descriptor epoll cannot wait on, which is always ready). Lets a driver wait on its
+ * client's input and the ports together instead of polling. */
+int pn_loop_watch(pn_loop *l, int fd, void (*on_ready)(void *arg), void *arg);
 /* Close every open handle of the loop; each settles with PN_E_CLOSED (delivered by the
  * next pn_loop_run_once) and nothing else. From then on new handles are refused with
  * PN_E_CLOSED: this ends the loop's life as a port (the host stops an instance). */

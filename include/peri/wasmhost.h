@@ -91,6 +91,12 @@ void pwh_close_ports(pwh_instance *w);
 /* Waits up to timeout_ms (-1: no limit) for port events and delivers them to the
  * module. Returns the number delivered, or -1 when the loop failed. */
 int pwh_run_once(pwh_instance *w, int timeout_ms);
+/* Makes pwh_run_once also wake when fd (the client's input) is readable or hung up,
+ * and call on_ready(arg) from it; on_ready may call pwh_input, pwh_input_end, pwh_close
+ * and pwh_watch(w, -1, ...). The driver then waits on its client and the ports together
+ * (no polling). fd < 0 removes the watch. 0, or -1 with errno (EPERM: a regular file,
+ * which is always readable: read it without waiting). See pn_loop_watch. */
+int pwh_watch(pwh_instance *w, int fd, void (*on_ready)(void *arg), void *arg);
 
 typedef struct pwh_settlement {
     uint32_t streams_open; /* handles not yet settled, by kind */
@@ -110,6 +116,8 @@ const char *pwh_settled_report(const pwh_instance *w);
 
 /* English reason of the last failure ("" when none); valid until the next call. */
 const char *pwh_error(const pwh_instance *w);
+/* The module's linear memory size in bytes now (it only grows while the instance runs). */
+uint64_t pwh_memory_size(pwh_instance *w);
 /* The pn_err an export returned with PWH_E_MODULE. */
 int pwh_last_module_err(const pwh_instance *w);
 /* The engine store of the instance (memory statistics, interrupt). Borrowed. */

@@ -25,7 +25,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
-#include <poll.h>
 #include <strings.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,7 +194,9 @@ static void usage(FILE *f) {
                "  bearer tokens, the store's password) reach the module only on request\n"
                "  (peri_host.credential), never in its start object.\n"
                "  PERI_WASM_LOG=error|warning|info|debug: the module's log on stderr\n"
-               "  (default warning).\n");
+               "  (default warning); from info on, the module's linear memory size at exit.\n"
+               "  PERI_ENGINE=auto|interp|jit|lazy: the engine's tier for the module\n"
+               "  (default auto).\n");
 }
 
 static long mono_ms(void) {
@@ -204,39 +205,77 @@ static long mono_ms(void) {
     return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
-/* Feeds stdin to the module until the end of input, then closes and waits for the
- * settlement (deadline: the host closes the ports). 0 when settled cleanly. */
-static int serve(pwh_instance *inst) {
+/* The client side of serve(): stdin fed to the module as it arrives. */
+typedef struct feed {
+    pwh_instance *inst;
+    bool input_open;
+    bool failed;         /* the module refused input: the instance is over */
+    long close_deadline; /* after the end of input: when the host closes the ports */
     char buf[65536];
-    bool input_open = true;
-    long close_deadline = -1;
+} feed;
+
+/* One read of stdin, handed to the module; at the end of input the module is told and
+ * closed. Called by the loop when stdin is readable, or at every turn for a file. */
+static void on_stdin(void *arg) {
+    feed *f = arg;
+    ssize_t n = read(0, f->buf, sizeof f->buf);
+    if (n > 0) {
+        if (pwh_input(f->inst, f->buf, (size_t)n) != PWH_OK) f->failed = true;
+        return;
+    }
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    f->input_open = false;
+    pwh_watch(f->inst, -1, NULL, NULL);
+    pwh_input_end(f->inst);
+    pwh_close(f->inst);
+    f->close_deadline = mono_ms() + CLOSE_DEADLINE_MS;
+}
+
+/* Feeds stdin to the module until the end of input, then closes and waits for the
+ * settlement (deadline: the host closes the ports). The loop waits on stdin and the
+ * ports together, so an idle agent sleeps and a request is handled when it arrives.
+ * 0 when settled cleanly. */
+static int serve(pwh_instance *inst) {
+    feed *f = calloc(1, sizeof *f);
+    if (!f) return 1;
+    *f = (feed){.inst = inst, .input_open = true, .close_deadline = -1};
+    bool file = false; /* stdin epoll cannot wait on (a file, /dev/null): never blocks */
+    if (pwh_watch(inst, 0, on_stdin, f) != 0) {
+        if (errno != EPERM) {
+            fprintf(stderr, "peri acp --wasm: cannot wait on stdin: %s\n", strerror(errno));
+            free(f);
+            return 1;
+        }
+        file = true;
+    }
+    int rc = 1;
     for (;;) {
+        if (f->failed) break;
         pwh_settlement se;
         pwh_settlement_get(inst, &se);
-        if (se.ended) return 1;
-        if (close_deadline >= 0 && se.settled && se.module_reported) return 0;
-        if (close_deadline >= 0 && mono_ms() > close_deadline) {
+        if (se.ended) break;
+        if (f->close_deadline >= 0 && se.settled && se.module_reported) {
+            rc = 0;
+            break;
+        }
+        if (f->close_deadline >= 0 && mono_ms() > f->close_deadline) {
             pwh_close_ports(inst);
-            close_deadline = mono_ms() + 1000; /* the forced settling events follow */
-            if (se.closed_by_host) return 1;
+            f->close_deadline = mono_ms() + 1000; /* the forced settling events follow */
+            if (se.closed_by_host) break;
         }
-        if (input_open) {
-            struct pollfd pf = {.fd = 0, .events = POLLIN};
-            if (poll(&pf, 1, 0) > 0) {
-                ssize_t n = read(0, buf, sizeof buf);
-                if (n > 0) {
-                    if (pwh_input(inst, buf, (size_t)n) != PWH_OK) return 1;
-                } else if (n == 0 || errno != EINTR) {
-                    input_open = false;
-                    pwh_input_end(inst);
-                    pwh_close(inst);
-                    close_deadline = mono_ms() + CLOSE_DEADLINE_MS;
-                }
-            }
+        if (file && f->input_open) on_stdin(f);
+        int wait = -1; /* input open: until stdin or a port wakes the loop */
+        if (f->close_deadline >= 0) {
+            long left = f->close_deadline - mono_ms() + 1;
+            wait = left < 0 ? 0 : left > 100 ? 100 : (int)left;
+        } else if (file) {
+            wait = 0;
         }
-        /* a short wait keeps client input responsive while ports are idle */
-        if (pwh_run_once(inst, input_open ? 5 : 50) < 0) return 1;
+        if (pwh_run_once(inst, wait) < 0) break;
     }
+    if (f->input_open) pwh_watch(inst, -1, NULL, NULL);
+    free(f);
+    return rc;
 }
 
 int peri_cmd_acp_wasm(int argc, char **argv) {
@@ -340,7 +379,13 @@ int peri_cmd_acp_wasm(int argc, char **argv) {
         fprintf(stderr, "peri acp --wasm: %s: not a loadable module: %s\n", module, pe.message);
         goto out;
     }
+    int engine = peri_engine_default(); /* PERI_ENGINE, as every peri command running Wasm */
+    if (engine < 0) {
+        rc = 2;
+        goto out;
+    }
     pwh_opts o = {.module = m,
+                  .engine = engine,
                   .allow = (const char *const *)w.grants,
                   .nallow = w.ngrants,
                   .credentials = w.creds,
@@ -361,6 +406,9 @@ int peri_cmd_acp_wasm(int argc, char **argv) {
     /* the store never opened (the module logged why): the command failed, as native */
     const char *report = pwh_settled_report(inst);
     if (rc == 0 && report && strstr(report, "\"store\":\"failed\"")) rc = 1;
+    if (w.verbosity >= 2) /* info: what the instance grew to, for capacity planning */
+        fprintf(stderr, "peri acp --wasm: the module's linear memory: %llu bytes\n",
+                (unsigned long long)pwh_memory_size(inst));
 out:
     pwh_free(inst);
     pw_module_free(m);

@@ -1,6 +1,6 @@
 /*
  * loop.c — the native ports loop (pn_loop_*): the handle table, the event queue and its
- * delivery, the epoll wait, pn_loop_post and close-all.
+ * delivery, the epoll wait, pn_loop_post, the caller's watched descriptor and close-all.
  *
  * Owns: the pn_loop object and every pn__h record in its table. A record is made by a
  * port call that returns a handle and freed right after its settling event has been
@@ -141,6 +141,9 @@ static int deliver(pn_loop *l) {
 
 static int run_once(pn_loop *l, int timeout_ms);
 
+/* The epoll tag of the watched descriptor: no stream's (handle ids are below 2^32 - 1). */
+#define WATCH_TAG UINT64_MAX
+
 static void drain_chan(pn_loop *l, int *ran) {
     uint64_t v;
     ssize_t r = read(l->chan->efd, &v, sizeof v);
@@ -182,6 +185,13 @@ static int run_once(pn_loop *l, int timeout_ms) {
             drain_chan(l, &ran);
             continue;
         }
+        if (d == WATCH_TAG) {
+            if (l->watch_fd >= 0) {
+                l->watch_fn(l->watch_arg);
+                ran++;
+            }
+            continue;
+        }
         pn_handle id = (pn_handle)(d & 0xffffffffu);
         uint32_t seq = (uint32_t)(d >> 32);
         pn__h *h = pn__h_get(l, id, PN__STREAM);
@@ -198,6 +208,24 @@ int pn_loop_post(pn_loop *l, void (*fn)(void *arg), void *arg) {
     m->fn = fn;
     m->arg = arg;
     return pn__chan_push(l->chan, m) ? 0 : -1;
+}
+
+int pn_loop_watch(pn_loop *l, int fd, void (*on_ready)(void *arg), void *arg) {
+    if (!l || (fd >= 0 && !on_ready)) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (l->watch_fd >= 0) {
+        epoll_ctl(l->ep, EPOLL_CTL_DEL, l->watch_fd, NULL); /* may be closed already */
+        l->watch_fd = -1;
+    }
+    if (fd < 0) return 0;
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = WATCH_TAG};
+    if (epoll_ctl(l->ep, EPOLL_CTL_ADD, fd, &ev) != 0) return -1;
+    l->watch_fd = fd;
+    l->watch_fn = on_ready;
+    l->watch_arg = arg;
+    return 0;
 }
 
 void pn_loop_close_all(pn_loop *l) {
@@ -242,6 +270,7 @@ pn_loop *pn_loop_new(const pn_loop_opts *o, char *err, size_t errlen) {
     if (!l->o.write_queue) l->o.write_queue = 64u * 1024 * 1024;
     if (!l->o.max_handles) l->o.max_handles = 1024;
     l->ep = -1;
+    l->watch_fd = -1;
     if (o->ca_file && !(l->ca_file = strdup(o->ca_file))) goto oom;
     if (!(l->tab = calloc(l->o.max_handles, sizeof *l->tab))) goto oom;
     if (!(l->chan = pn__chan_new())) goto oom;

@@ -137,6 +137,9 @@ struct pn_loop {
     char ssl_err[200];
     bool closed;  /* pn_loop_close_all ran: new handles are refused */
     bool running; /* inside pn_loop_run_once */
+    int watch_fd; /* pn_loop_watch: the caller's descriptor in the epoll set, or -1 */
+    void (*watch_fn)(void *arg);
+    void *watch_arg;
 };
 
 /* loop.c */

@@ -10,6 +10,7 @@
  * while it is; after a trap (`ended`) no export is called again, the ports are closed
  * and their settling events are still counted, so settlement is reported either way.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -336,6 +337,14 @@ int pwh_run_once(pwh_instance *w, int timeout_ms) {
     return pn_loop_run_once(w->loop, timeout_ms);
 }
 
+int pwh_watch(pwh_instance *w, int fd, void (*on_ready)(void *arg), void *arg) {
+    if (!w) {
+        errno = EINVAL;
+        return -1;
+    }
+    return pn_loop_watch(w->loop, fd, on_ready, arg);
+}
+
 void pwh_settlement_get(const pwh_instance *w, pwh_settlement *out) {
     *out = w->st;
     out->settled = pn_loop_settled(w->loop);
@@ -347,6 +356,12 @@ const char *pwh_settled_report(const pwh_instance *w) {
 
 const char *pwh_error(const pwh_instance *w) {
     return w ? w->err : "no instance";
+}
+
+uint64_t pwh_memory_size(pwh_instance *w) {
+    uint64_t size = 0;
+    if (w && w->mem) pw_memory_data(w->mem, &size);
+    return size;
 }
 
 int pwh_last_module_err(const pwh_instance *w) {

@@ -12,12 +12,14 @@ Checks: a prompt answered by the mock model through the module (the API key reac
 the model as a credential: the mock saw it), the session in the shared store and
 listed, a second process (another machine id) sees it read-only, the store's password
 given in the URL works (it travels as the `store` credential), a local store refused
-at start with the module's reason, bad flags exit 2.
+at start with the module's reason, bad flags exit 2, an idle agent sleeps (little CPU and few
+wake-ups over 2 s: the driver waits on stdin and the ports together).
 """
 import json
 import os
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
@@ -27,6 +29,29 @@ import e2e  # noqa: E402  (setup_db, the role and database names)
 
 MACHINE_A = "0190f5e4-0000-7000-8000-0000000000c1"
 MACHINE_B = "0190f5e4-0000-7000-8000-0000000000c2"
+
+
+def idle_stats(pid):
+    """(CPU seconds of every thread, voluntary context switches of the main thread)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    with open("/proc/%d/status" % pid) as f:
+        csw = [int(x.split()[1]) for x in f if x.startswith("voluntary_ctxt_switches:")][0]
+    return cpu, csw
+
+
+def idle_check(a):
+    """An idle agent sleeps until its client or a port wakes it: over 2 s it uses almost
+    no CPU and wakes up rarely (a driver polling stdin in 5 ms slices wakes ~400 times)."""
+    time.sleep(0.5)  # start-up work done
+    c0, w0 = idle_stats(a.proc.pid)
+    time.sleep(2.0)
+    c1, w1 = idle_stats(a.proc.pid)
+    check(c1 - c0 < 0.1, "idle for 2 s, the agent used %.0f ms of CPU" % ((c1 - c0) * 1000))
+    check(w1 - w0 < 50, "idle for 2 s, the agent woke up %d times" % (w1 - w0))
+    print("PASS idle (%.0f ms CPU, %d wake-ups in 2 s)" % ((c1 - c0) * 1000, w1 - w0),
+          flush=True)
 
 
 def main():
@@ -53,6 +78,7 @@ def main():
         E.agents.append(a)
         init = a.result("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
         check(init["protocolVersion"] == 1, "initialize: %r" % init)
+        idle_check(a)
         E.mock.script([{"text": ["Hello ", "from the module"]}])
         sid = a.result("session/new", {"cwd": "/work/project", "mcpServers": []})["sessionId"]
         rid = prompt(a, sid, "hi")

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
@@ -1064,15 +1065,74 @@ static void test_post(void **st) {
     loop_end(&t);
 }
 
+typedef struct watch_arg {
+    pn_loop *l;
+    int fd, calls, got, ended;
+} watch_arg;
+
+static void on_watch(void *a) {
+    watch_arg *w = a;
+    char buf[16];
+    w->calls++;
+    ssize_t n = read(w->fd, buf, sizeof buf);
+    if (n > 0) w->got += (int)n;
+    if (n == 0) {
+        w->ended = 1;
+        assert_int_equal(pn_loop_watch(w->l, -1, NULL, NULL), 0); /* from the callback */
+    }
+}
+
+/* A watched descriptor wakes a loop that would otherwise wait without limit, its
+ * callback runs from run_once, the end of input is seen, and a removed watch is silent;
+ * a regular file cannot be watched (EPERM, always readable). */
+static void test_watch(void **st) {
+    (void)st;
+    tctx t;
+    loop_make(&t, NULL);
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    watch_arg w = {.l = t.l, .fd = p[0]};
+    assert_int_equal(pn_loop_watch(t.l, p[0], NULL, NULL), -1);
+    assert_int_equal(pn_loop_watch(t.l, p[0], on_watch, &w), 0);
+    assert_int_equal(pn_loop_run_once(t.l, 0), 0); /* nothing to read: no call */
+    assert_int_equal(w.calls, 0);
+    assert_int_equal(write(p[1], "abc", 3), 3);
+    assert_int_equal(pn_loop_run_once(t.l, -1), 1); /* would hang without the watch */
+    assert_int_equal(w.got, 3);
+    close(p[1]);
+    assert_int_equal(pn_loop_run_once(t.l, -1), 1);
+    assert_int_equal(w.ended, 1);
+    assert_int_equal(pn_loop_run_once(t.l, 0), 0); /* removed: the hung-up pipe is quiet */
+    assert_int_equal(w.calls, 2);
+    close(p[0]);
+    char path[] = "/tmp/peri-watch-XXXXXX";
+    int f = mkstemp(path);
+    assert_true(f >= 0);
+    unlink(path);
+    errno = 0;
+    assert_int_equal(pn_loop_watch(t.l, f, on_watch, &w), -1);
+    assert_int_equal(errno, EPERM);
+    close(f);
+    loop_end(&t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_invalid_args), cmocka_unit_test(test_echo),
-        cmocka_unit_test(test_refused),      cmocka_unit_test(test_policy),
-        cmocka_unit_test(test_timeout),      cmocka_unit_test(test_reset),
-        cmocka_unit_test(test_half_close),   cmocka_unit_test(test_big_writes),
-        cmocka_unit_test(test_timers),       cmocka_unit_test(test_close_all),
-        cmocka_unit_test(test_resolve),      cmocka_unit_test(test_localhost_stream),
-        cmocka_unit_test(test_post),         cmocka_unit_test(test_oversized_write),
+        cmocka_unit_test(test_invalid_args),
+        cmocka_unit_test(test_echo),
+        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_policy),
+        cmocka_unit_test(test_timeout),
+        cmocka_unit_test(test_reset),
+        cmocka_unit_test(test_half_close),
+        cmocka_unit_test(test_big_writes),
+        cmocka_unit_test(test_timers),
+        cmocka_unit_test(test_close_all),
+        cmocka_unit_test(test_resolve),
+        cmocka_unit_test(test_localhost_stream),
+        cmocka_unit_test(test_post),
+        cmocka_unit_test(test_watch),
+        cmocka_unit_test(test_oversized_write),
     };
     const struct CMUnitTest tls[] = {
         cmocka_unit_test(test_tls),
