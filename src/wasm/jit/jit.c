@@ -2166,6 +2166,23 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
     call_end(c, argbase);
 }
 
+/* Call jit_call_indirect or jit_call_ref (GOT slot `slot`) for the instruction at pos
+ * (the helper decodes its operands from the code words); leave on a non-zero status,
+ * reload the memory registers. */
+static void table_call(jc *c, uint32_t pos, uint32_t slot) {
+    pw_x64 *x = &c->x;
+    pw__x64_mov_rr(x, true, X_RDI, X_R15);
+    pw__x64_mov_rr(x, true, X_RSI, X_R14);
+    code_addr(c, X_RDX, pos);
+    pw__x64_mov_rr(x, true, X_RCX, X_RBX);
+    got_load(c, X_R8, G_JV);
+    got_load(c, X_R9, G_CFUNCS);
+    call_got(c, slot);
+    pw__x64_test_rr(x, false, X_RAX, X_RAX);
+    jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
+    reload_mem(c);
+}
+
 /* x * odd_inverse(x) == 1 modulo 2^64 (x odd): exact division by multiplication. */
 static uint64_t odd_inverse(uint64_t x) {
     uint64_t y = x; /* correct to 3 bits; each step doubles them */
@@ -2246,16 +2263,7 @@ static void call_indirect(jc *c, uint32_t pos) {
     size_t slow[] = {s1, s2, s3, s4, s5, s6, s7};
     for (size_t k = 0; k < sizeof slow / sizeof *slow; k++)
         pw__x64_patch32(x, slow[k], (int32_t)(x->len - (slow[k] + 4)));
-    pw__x64_mov_rr(x, true, X_RDI, X_R15);
-    pw__x64_mov_rr(x, true, X_RSI, X_R14);
-    code_addr(c, X_RDX, pos);
-    pw__x64_mov_rr(x, true, X_RCX, X_RBX);
-    got_load(c, X_R8, G_JV);
-    got_load(c, X_R9, G_CFUNCS);
-    call_got(c, G_CALLIND);
-    pw__x64_test_rr(x, false, X_RAX, X_RAX);
-    jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
-    reload_mem(c);
+    table_call(c, pos, G_CALLIND);
     pw__x64_patch32(x, done, (int32_t)(x->len - (done + 4)));
     call_end(c, argbase);
 }
@@ -2342,16 +2350,7 @@ static bool t_control(jc *c, uint32_t pos, int op, uint32_t *len) {
             return true;
         }
         call_begin(c);
-        pw__x64_mov_rr(x, true, X_RDI, X_R15);
-        pw__x64_mov_rr(x, true, X_RSI, X_R14);
-        code_addr(c, X_RDX, pos);
-        pw__x64_mov_rr(x, true, X_RCX, X_RBX);
-        got_load(c, X_R8, G_JV);
-        got_load(c, X_R9, G_CFUNCS);
-        call_got(c, ind ? G_CALLIND : G_CALLREF);
-        pw__x64_test_rr(x, false, X_RAX, X_RAX);
-        jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
-        reload_mem(c);
+        table_call(c, pos, ind ? G_CALLIND : G_CALLREF);
         call_end(c, ind ? IMM(4) : IMM(2));
         return true;
     }
