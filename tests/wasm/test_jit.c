@@ -519,21 +519,43 @@ static const uint8_t MOD[] = {0x00,
                               0x05,
                               0x0b};
 
+/* call_indirect through a table of 5: [dbl, inc, other, null, triple].
+ * (func $dbl (type 0) (local i32): p0 + p0 + l1, then l1 = 1000 (a declared local
+ * left dirty, so a missing zeroing shows); $inc (type 0): p0 + 1; $other (type 1,
+ * () -> i32): 7; $triple (type 3, the same signature as type 0 under another index):
+ * p0 * 3. Exports: "ci" (x, i) = call_indirect (type 0) table[i](x); "loop" (n) =
+ * the sum over i < n of table[i & 1](i). Built from the binary format by hand. */
+static const char CI_MOD[] = "\x00\x61\x73\x6d\x01\x00\x00\x00\x01\x15\x04\x60\x01\x7f\x01\x7f"
+                             "\x60\x00\x01\x7f\x60\x02\x7f\x7f\x01\x7f\x60\x01\x7f\x01\x7f\x03"
+                             "\x07\x06\x00\x00\x01\x02\x00\x03\x04\x04\x01\x70\x00\x05\x07\x0d"
+                             "\x02\x02\x63\x69\x00\x03\x04\x6c\x6f\x6f\x70\x00\x04\x09\x0f\x02"
+                             "\x00\x41\x00\x0b\x03\x00\x01\x02\x00\x41\x04\x0b\x01\x05\x0a\x5e"
+                             "\x06\x11\x01\x01\x7f\x20\x00\x20\x00\x6a\x20\x01\x6a\x41\xe8\x07"
+                             "\x21\x01\x0b\x07\x00\x20\x00\x41\x01\x6a\x0b\x04\x00\x41\x07\x0b"
+                             "\x09\x00\x20\x00\x20\x01\x11\x00\x00\x0b\x2b\x01\x02\x7f\x02\x40"
+                             "\x03\x40\x20\x01\x20\x00\x4f\x0d\x01\x20\x02\x20\x01\x20\x01\x41"
+                             "\x01\x71\x11\x00\x00\x6a\x21\x02\x20\x01\x41\x01\x6a\x21\x01\x0c"
+                             "\x00\x0b\x0b\x20\x02\x0b\x07\x00\x20\x00\x41\x03\x6c\x0b";
+
 typedef struct rig {
     pw_module *m;
     pw_store *s;
     pw_instance *inst;
 } rig;
 
-static void rig_open(rig *r, int engine) {
+static void rig_open_mod(rig *r, int engine, const void *mod, size_t len) {
     pw_error err;
-    r->m = pw_module_new(MOD, sizeof MOD, NULL, &err);
+    r->m = pw_module_new(mod, len, NULL, &err);
     if (!r->m) fail_msg("module: %s", err.message);
     pw_store_config cfg = {.engine = engine};
     r->s = pw_store_new(&cfg, &err);
     assert_non_null(r->s);
     r->inst = pw_instantiate(r->s, r->m, NULL, NULL, &err);
     if (!r->inst) fail_msg("instantiate: %s", err.message);
+}
+
+static void rig_open(rig *r, int engine) {
+    rig_open_mod(r, engine, MOD, sizeof MOD);
 }
 
 static void rig_close(rig *r) {
@@ -599,6 +621,69 @@ static void test_tiers_agree(void **state) {
     rig_close(&jt);
 }
 
+static pw_status call2(rig *r, const char *name, int32_t a0, int32_t a1, int32_t *res,
+                       pw_error *err) {
+    pw_val a[2] = {{.bits = (uint32_t)a0}, {.bits = (uint32_t)a1}}, out = {0};
+    memset(err, 0, sizeof *err);
+    pw_status st = pw_call(r->s, fn(r, name), a, 2, &out, 1, err);
+    *res = (int32_t)out.bits;
+    return st;
+}
+
+/* call_indirect under the JIT (inline fast path, and the helper for everything it
+ * does not take) against the interpreter: results, and each trap with its message. */
+static void test_call_indirect(void **state) {
+    (void)state;
+    rig in, jt;
+    rig_open_mod(&in, PW_ENGINE_INTERP, CI_MOD, sizeof CI_MOD - 1);
+    rig_open_mod(&jt, PW_ENGINE_JIT, CI_MOD, sizeof CI_MOD - 1);
+    static const struct {
+        int32_t x, i, want; /* want: the result, or -1 for a trap */
+        const char *msg;
+    } calls[] = {
+        {21, 0, 42, NULL},
+        {21, 0, 42, NULL}, /* twice: the local must be zeroed again */
+        {41, 1, 42, NULL},
+        {14, 4, 42, NULL}, /* another type index, the same type */
+        {1, 2, -1, "indirect call type mismatch"},
+        {1, 3, -1, "uninitialized element"},
+        {1, 5, -1, "undefined element"},
+        {1, -1, -1, "undefined element"},
+        {21, 0, 42, NULL}, /* the store stays usable after each trap */
+    };
+    for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++) {
+        for (int e = 0; e < 2; e++) {
+            rig *r = e ? &jt : &in;
+            int32_t res = 0;
+            pw_error err;
+            pw_status st = call2(r, "ci", calls[k].x, calls[k].i, &res, &err);
+            if (calls[k].msg) {
+                assert_int_equal(st, PW_ERR_TRAP);
+                assert_string_equal(err.message, calls[k].msg);
+            } else {
+                assert_int_equal(st, PW_OK);
+                assert_int_equal(res, calls[k].want);
+            }
+        }
+    }
+    /* many calls from a loop whose values are held in registers across them */
+    int64_t want = 0;
+    for (int32_t i = 0; i < 10000; i++)
+        want += i & 1 ? i + 1 : 2 * i;
+    for (int e = 0; e < 2; e++) {
+        int32_t res = 0;
+        pw_error err;
+        assert_int_equal(call1(e ? &jt : &in, "loop", 10000, &res, &err), PW_OK);
+        assert_int_equal(res, (int32_t)want);
+    }
+    if (PW_JIT_AVAILABLE) {
+        assert_int_equal(pw__jit_state(fn(&jt, "ci")), 1);
+        assert_int_equal(pw__jit_state(fn(&jt, "loop")), 1);
+    }
+    rig_close(&in);
+    rig_close(&jt);
+}
+
 static void test_runaway_recursion(void **state) {
     (void)state;
     rig jt;
@@ -640,9 +725,8 @@ static void test_interrupt_under_jit(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_encoder_objdump),
-        cmocka_unit_test(test_tiers_agree),
-        cmocka_unit_test(test_runaway_recursion),
+        cmocka_unit_test(test_encoder_objdump),     cmocka_unit_test(test_tiers_agree),
+        cmocka_unit_test(test_call_indirect),       cmocka_unit_test(test_runaway_recursion),
         cmocka_unit_test(test_interrupt_under_jit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

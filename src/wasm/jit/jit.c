@@ -2071,6 +2071,46 @@ static pw_status jit_call(pw_store *s, pw_instance *inst, pw_func *f, pw_slot *a
                           const uint32_t *ret_pc);
 static int64_t jit_memory_grow(pw_store *s, pw_instance *inst, uint32_t delta);
 
+/* Before a direct call of JIT code: the native stack budget (the returned jump, to
+ * be patched to the helper path, is taken when it is used up), the interrupt flag,
+ * frame record room; rdx = the store's frame_top. */
+static size_t direct_enter(jc *c) {
+    pw_x64 *x = &c->x;
+    pw__x64_alu_rm(x, X_CMP, true, X_RSP,
+                   x_mem(X_R15, (int32_t)offsetof(pw_store, jit_stack_limit)));
+    size_t slow = pw__x64_jcc32(x, X_CC_B);
+    poll_interrupt(c);
+    pw__x64_load(x, X_LD64, X_RDX, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)));
+    pw__x64_alu_rm(x, X_CMP, true, X_RDX, x_mem(X_R15, (int32_t)offsetof(pw_store, frames_end)));
+    trap_if(c, X_CC_AE, PW_TRAP_STACK_EXHAUSTED);
+    return slow;
+}
+/* The caller's frame record at rdx (frame_top), as the interpreter writes it, with the
+ * return pc = the internal code at ret; frame_top advanced. Clobbers rcx. */
+static void direct_record(jc *c, uint32_t ret) {
+    pw_x64 *x = &c->x;
+    code_addr(c, X_RCX, ret);
+    pw__x64_store(x, 8, x_mem(X_RDX, (int32_t)offsetof(pw_frame, ret_pc)), X_RCX);
+    pw__x64_store(x, 8, x_mem(X_RDX, (int32_t)offsetof(pw_frame, fp)), X_RBX);
+    pw__x64_store(x, 8, x_mem(X_RDX, (int32_t)offsetof(pw_frame, inst)), X_R14);
+    pw__x64_alu_ri(x, X_ADD, true, X_RDX, (int32_t)sizeof(pw_frame));
+    pw__x64_store(x, 8, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)), X_RDX);
+}
+/* Call the inner entry of the JIT code at rax (fp in rdi), pop the record, leave on a
+ * non-zero status, reload the memory registers; returns the jump over the helper
+ * path that follows (to be patched). */
+static size_t direct_call(jc *c) {
+    pw_x64 *x = &c->x;
+    pw__x64_alu_ri(x, X_ADD, true, X_RAX, JIT_INNER); /* the inner entry */
+    pw__x64_call_r(x, X_RAX);
+    pw__x64_alu_mi(x, X_SUB, true, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)),
+                   (int32_t)sizeof(pw_frame));
+    pw__x64_test_rr(x, false, X_RAX, X_RAX);
+    jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
+    reload_mem(c);
+    return pw__x64_jmp32(x);
+}
+
 /* A call through jit_call: f = inst->funcs[fidx] (CALL, CALL_IMPORT). */
 static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint32_t len) {
     if (fidx >= c->m->nfuncs || argbase >= c->cf->frame_slots) {
@@ -2094,39 +2134,19 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
             got_load(c, X_RAX, G_FN0 + d); /* the callee's entry */
             pw__x64_alu_ri(x, X_CMP, true, X_RAX, 1);
             slow = pw__x64_jcc32(x, X_CC_BE); /* NULL or JIT_FALLBACK */
-            pw__x64_alu_rm(x, X_CMP, true, X_RSP,
-                           x_mem(X_R15, (int32_t)offsetof(pw_store, jit_stack_limit)));
-            size_t slow2 = pw__x64_jcc32(x, X_CC_B);
-            poll_interrupt(c);
-            /* frame record room, value stack room */
-            pw__x64_load(x, X_LD64, X_RDX, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)));
-            pw__x64_alu_rm(x, X_CMP, true, X_RDX,
-                           x_mem(X_R15, (int32_t)offsetof(pw_store, frames_end)));
-            trap_if(c, X_CC_AE, PW_TRAP_STACK_EXHAUSTED);
+            size_t slow2 = direct_enter(c);
+            /* value stack room */
             pw__x64_lea(x, true, X_RSI, x_mem(X_RBX, (int32_t)((argbase + ce->frame_slots) * 8)));
             pw__x64_alu_rm(x, X_CMP, true, X_RSI,
                            x_mem(X_R15, (int32_t)offsetof(pw_store, stack_end)));
             trap_if(c, X_CC_A, PW_TRAP_STACK_EXHAUSTED);
-            /* the caller's frame record */
-            code_addr(c, X_RCX, pos + len); /* the return pc */
-            pw__x64_store(x, 8, x_mem(X_RDX, (int32_t)offsetof(pw_frame, ret_pc)), X_RCX);
-            pw__x64_store(x, 8, x_mem(X_RDX, (int32_t)offsetof(pw_frame, fp)), X_RBX);
-            pw__x64_store(x, 8, x_mem(X_RDX, (int32_t)offsetof(pw_frame, inst)), X_R14);
-            pw__x64_alu_ri(x, X_ADD, true, X_RDX, (int32_t)sizeof(pw_frame));
-            pw__x64_store(x, 8, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)), X_RDX);
+            direct_record(c, pos + len);
             /* the callee's declared locals start at zero */
             pw__x64_alu_rr(x, X_XOR, false, X_RCX, X_RCX);
             for (uint32_t k = ce->nparams; k < ce->nlocals; k++)
                 pw__x64_store(x, 8, x_mem(X_RBX, (int32_t)((argbase + k) * 8)), X_RCX);
             pw__x64_lea(x, true, X_RDI, x_mem(X_RBX, (int32_t)(argbase * 8)));
-            pw__x64_alu_ri(x, X_ADD, true, X_RAX, JIT_INNER); /* the inner entry */
-            pw__x64_call_r(x, X_RAX);
-            pw__x64_alu_mi(x, X_SUB, true, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)),
-                           (int32_t)sizeof(pw_frame));
-            pw__x64_test_rr(x, false, X_RAX, X_RAX);
-            jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
-            reload_mem(c);
-            done = pw__x64_jmp32(x);
+            done = direct_call(c);
             pw__x64_patch32(x, slow, (int32_t)(x->len - (slow + 4)));
             pw__x64_patch32(x, slow2, (int32_t)(x->len - (slow2 + 4)));
         }
@@ -2143,6 +2163,108 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
     jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
     reload_mem(c);
     if (fast) pw__x64_patch32(x, done, (int32_t)(x->len - (done + 4)));
+    call_end(c, argbase);
+}
+
+/* Call jit_call_indirect or jit_call_ref (GOT slot `slot`) for the instruction at pos
+ * (the helper decodes its operands from the code words); leave on a non-zero status,
+ * reload the memory registers. */
+static void table_call(jc *c, uint32_t pos, uint32_t slot) {
+    pw_x64 *x = &c->x;
+    pw__x64_mov_rr(x, true, X_RDI, X_R15);
+    pw__x64_mov_rr(x, true, X_RSI, X_R14);
+    code_addr(c, X_RDX, pos);
+    pw__x64_mov_rr(x, true, X_RCX, X_RBX);
+    got_load(c, X_R8, G_JV);
+    got_load(c, X_R9, G_CFUNCS);
+    call_got(c, slot);
+    pw__x64_test_rr(x, false, X_RAX, X_RAX);
+    jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
+    reload_mem(c);
+}
+
+/* x * odd_inverse(x) == 1 modulo 2^64 (x odd): exact division by multiplication. */
+static uint64_t odd_inverse(uint64_t x) {
+    uint64_t y = x; /* correct to 3 bits; each step doubles them */
+    for (int i = 0; i < 5; i++)
+        y *= 2 - x * y;
+    return y;
+}
+
+/* CALL_INDIRECT type table idx argbase, inline: the table's bounds, a non-null entry,
+ * the exact type id, a function of this instance with JIT code, then the same steps
+ * as call_func's direct call with the callee's frame size and locals read from its
+ * pw_cfunc. Anything else (out of bounds, null, a subtype or a mismatch, another
+ * instance, a host function, no JIT code yet, the native stack budget) takes the
+ * helper jit_call_indirect, which repeats the checks and raises the interpreter's
+ * traps. */
+static void call_indirect(jc *c, uint32_t pos) {
+    pw_x64 *x = &c->x;
+    uint32_t type = IMM(1), tab = IMM(2), argbase = IMM(4);
+    pw_xmem idx = SL(3);
+    const uint32_t cfsz = (uint32_t)sizeof(pw_cfunc);
+    const int sh = __builtin_ctz(cfsz);
+    call_begin(c);
+    pw__x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, tables)));
+    pw__x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, (int32_t)(tab * 8)));
+    ld(c, false, X_RCX, idx);
+    pw__x64_alu_rm(x, X_CMP, false, X_RCX, x_mem(X_RAX, (int32_t)offsetof(pw_table, size)));
+    size_t s1 = pw__x64_jcc32(x, X_CC_AE);
+    pw__x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, (int32_t)offsetof(pw_table, elems)));
+    pw__x64_load(x, X_LD64, X_RDX, x_memi(X_RAX, X_RCX, 8, 0)); /* f */
+    pw__x64_test_rr(x, true, X_RDX, X_RDX);
+    size_t s2 = pw__x64_jcc32(x, X_CC_E);
+    pw__x64_alu_rm(x, X_CMP, true, X_R14, x_mem(X_RDX, (int32_t)offsetof(pw_func, inst)));
+    size_t s3 = pw__x64_jcc32(x, X_CC_NE); /* another instance, or a host function */
+    pw__x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, type_ids)));
+    pw__x64_load(x, X_LD32, X_RAX, x_mem(X_RAX, (int32_t)(type * 4)));
+    pw__x64_alu_rm(x, X_CMP, false, X_RAX,
+                   x_mem(X_RDX, (int32_t)(offsetof(pw_func, hdr) + offsetof(pw_obj, type_id))));
+    size_t s4 = pw__x64_jcc32(x, X_CC_NE);
+    /* d = (f->code - cm->funcs) / sizeof(pw_cfunc), an exact division */
+    pw__x64_load(x, X_LD64, X_RSI, x_mem(X_RDX, (int32_t)offsetof(pw_func, code)));
+    pw__x64_mov_rr(x, true, X_RAX, X_RSI);
+    got_load(c, X_RCX, G_CFUNCS);
+    pw__x64_alu_rr(x, X_SUB, true, X_RAX, X_RCX);
+    if (sh) pw__x64_shift_i(x, X_SHR, true, X_RAX, (uint8_t)sh);
+    if (cfsz >> sh != 1) {
+        pw__x64_mov_ri64(x, X_RCX, odd_inverse(cfsz >> sh));
+        pw__x64_imul_rr(x, true, X_RAX, X_RCX);
+    }
+    pw__x64_mov_ri32(x, X_RCX, c->m->code->nfuncs);
+    pw__x64_alu_rr(x, X_CMP, true, X_RAX, X_RCX);
+    size_t s5 = pw__x64_jcc32(x, X_CC_AE);
+    got_fix(c, pw__x64_lea_rip(x, X_RCX), G_FN0);
+    pw__x64_load(x, X_LD64, X_RAX, x_memi(X_RCX, X_RAX, 8, 0)); /* the callee's entry */
+    pw__x64_alu_ri(x, X_CMP, true, X_RAX, 1);
+    size_t s6 = pw__x64_jcc32(x, X_CC_BE); /* NULL or JIT_FALLBACK */
+    size_t s7 = direct_enter(c);
+    /* value stack room */
+    pw__x64_lea(x, true, X_RDI, x_mem(X_RBX, (int32_t)(argbase * 8)));
+    pw__x64_load(x, X_LD32, X_RCX, x_mem(X_RSI, (int32_t)offsetof(pw_cfunc, frame_slots)));
+    pw__x64_lea(x, true, X_RCX, x_memi(X_RDI, X_RCX, 8, 0));
+    pw__x64_alu_rm(x, X_CMP, true, X_RCX, x_mem(X_R15, (int32_t)offsetof(pw_store, stack_end)));
+    trap_if(c, X_CC_A, PW_TRAP_STACK_EXHAUSTED);
+    direct_record(c, pos + 5);
+    /* the callee's declared locals start at zero: slots nparams..nlocals-1 */
+    pw__x64_load(x, X_LD32, X_RCX, x_mem(X_RSI, (int32_t)offsetof(pw_cfunc, nparams)));
+    pw__x64_load(x, X_LD32, X_RSI, x_mem(X_RSI, (int32_t)offsetof(pw_cfunc, nlocals)));
+    pw__x64_alu_rr(x, X_XOR, false, X_RDX, X_RDX);
+    pw__x64_alu_rr(x, X_CMP, false, X_RCX, X_RSI);
+    size_t z = pw__x64_jcc32(x, X_CC_AE);
+    size_t loop = x->len;
+    pw__x64_store(x, 8, x_memi(X_RDI, X_RCX, 8, 0), X_RDX);
+    pw__x64_alu_ri(x, X_ADD, false, X_RCX, 1);
+    pw__x64_alu_rr(x, X_CMP, false, X_RCX, X_RSI);
+    size_t back = pw__x64_jcc32(x, X_CC_B);
+    pw__x64_patch32(x, back, (int32_t)((int64_t)loop - (int64_t)(back + 4)));
+    pw__x64_patch32(x, z, (int32_t)(x->len - (z + 4)));
+    size_t done = direct_call(c);
+    size_t slow[] = {s1, s2, s3, s4, s5, s6, s7};
+    for (size_t k = 0; k < sizeof slow / sizeof *slow; k++)
+        pw__x64_patch32(x, slow[k], (int32_t)(x->len - (slow[k] + 4)));
+    table_call(c, pos, G_CALLIND);
+    pw__x64_patch32(x, done, (int32_t)(x->len - (done + 4)));
     call_end(c, argbase);
 }
 
@@ -2222,17 +2344,13 @@ static bool t_control(jc *c, uint32_t pos, int op, uint32_t *len) {
         }
         (void)SL(ind ? 3 : 1);
         if ((ind ? IMM(4) : IMM(2)) >= c->cf->frame_slots) c->fail = true;
+        if (ind && !c->fail && (uint64_t)IMM(4) * 8 < (1u << 30) && IMM(2) < (1u << 27) &&
+            IMM(1) < (1u << 28)) {
+            call_indirect(c, pos);
+            return true;
+        }
         call_begin(c);
-        pw__x64_mov_rr(x, true, X_RDI, X_R15);
-        pw__x64_mov_rr(x, true, X_RSI, X_R14);
-        code_addr(c, X_RDX, pos);
-        pw__x64_mov_rr(x, true, X_RCX, X_RBX);
-        got_load(c, X_R8, G_JV);
-        got_load(c, X_R9, G_CFUNCS);
-        call_got(c, ind ? G_CALLIND : G_CALLREF);
-        pw__x64_test_rr(x, false, X_RAX, X_RAX);
-        jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
-        reload_mem(c);
+        table_call(c, pos, ind ? G_CALLIND : G_CALLREF);
         call_end(c, ind ? IMM(4) : IMM(2));
         return true;
     }
