@@ -475,7 +475,7 @@ void pw__cc_ref_free(struct pw_ccref *cc) {
 }
 
 /* Open a cache file for reading: a regular file of ours, not writable by others. */
-static int open_entry(const struct pw_ccref *cc, const char *name) {
+int pw__cc_open_entry(const struct pw_ccref *cc, const char *name) {
     int fd = openat(cc->dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) return -1;
     struct stat st;
@@ -503,7 +503,7 @@ int pw__cc_probe(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa) {
 bool pw__cc_load(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa) {
     char name[CC_NAME_MAX];
     cache_name(cc, v, isa, name);
-    int fd = open_entry(cc, name);
+    int fd = pw__cc_open_entry(cc, name);
     if (fd < 0) return false;
     pw_code_err err;
     pw_code_error e = load_fd(fd, m, cc->module, cc->engine, v, (int)isa, true, &err);
@@ -601,6 +601,27 @@ static bool write_all(int fd, const void *buf, size_t n) {
     return true;
 }
 
+int pw__cc_tmp_create(const struct pw_ccref *cc, const char *name, char tmp[PW_CC_TMP_MAX]) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    /* unique among live writers: pid, the thread's stack, the time */
+    snprintf(tmp, PW_CC_TMP_MAX, CC_TMP_PREFIX "%ld.%lx.%lx.%.16s", (long)getpid(),
+             (unsigned long)(uintptr_t)&ts >> 4, (unsigned long)ts.tv_nsec, name);
+    return openat(cc->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+}
+
+bool pw__cc_commit(struct pw_ccref *cc, int fd, bool good, const char *tmp, const char *name) {
+    good = fsync(fd) == 0 && good;
+    good = close(fd) == 0 && good;
+    if (!good || renameat(cc->dirfd, tmp, cc->dirfd, name) != 0) {
+        unlinkat(cc->dirfd, tmp, 0);
+        return false;
+    }
+    fsync(cc->dirfd);
+    evict(cc);
+    return true;
+}
+
 /* Write the cache file of (v, isa); false when it could not be (nothing is left). */
 static bool save(struct pw_ccref *cc, const struct pw_cmodule *cm, int v, unsigned isa,
                  const uint8_t *code, size_t len, const int64_t *offs) {
@@ -611,27 +632,15 @@ static bool save(struct pw_ccref *cc, const struct pw_cmodule *cm, int v, unsign
     memcpy(head, &h, sizeof h);
     uint8_t d[PW_CC_DIGEST];
     digest_parts(head, code, NULL, offs, d);
-    char name[CC_NAME_MAX], tmp[CC_NAME_MAX + 64];
+    char name[CC_NAME_MAX], tmp[PW_CC_TMP_MAX];
     cache_name(cc, v, isa, name);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    /* unique among live writers: pid, the thread's stack, the time */
-    snprintf(tmp, sizeof tmp, CC_TMP_PREFIX "%ld.%lx.%lx.%.16s", (long)getpid(),
-             (unsigned long)(uintptr_t)&ts >> 4, (unsigned long)ts.tv_nsec, name);
-    int fd = openat(cc->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = pw__cc_tmp_create(cc, name, tmp);
     if (fd < 0) return false;
     bool good = write_all(fd, head, CC_PAGE) && write_all(fd, code, len) &&
                 write_all(fd, ZEROS, (size_t)(page_round(len) - len)) &&
-                write_all(fd, offs, (size_t)h.nfuncs * 8) && write_all(fd, d, sizeof d) &&
-                fsync(fd) == 0;
-    good = close(fd) == 0 && good;
-    if (!good || renameat(cc->dirfd, tmp, cc->dirfd, name) != 0) {
-        unlinkat(cc->dirfd, tmp, 0);
-        return false;
-    }
-    fsync(cc->dirfd);
+                write_all(fd, offs, (size_t)h.nfuncs * 8) && write_all(fd, d, sizeof d);
+    if (!pw__cc_commit(cc, fd, good, tmp, name)) return false;
     atomic_store_explicit(&cc->probe[v & 1][isa & 7], 2, memory_order_relaxed);
-    evict(cc);
     return true;
 }
 
@@ -753,6 +762,18 @@ void pw__cc_save(struct pw_ccref *cc, const struct pw_cmodule *cm, int v, unsign
 int pw__cc_probe(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa) {
     (void)cc, (void)m, (void)v, (void)isa;
     return 0;
+}
+int pw__cc_open_entry(const struct pw_ccref *cc, const char *name) {
+    (void)cc, (void)name;
+    return -1;
+}
+int pw__cc_tmp_create(const struct pw_ccref *cc, const char *name, char tmp[PW_CC_TMP_MAX]) {
+    (void)cc, (void)name, (void)tmp;
+    return -1;
+}
+bool pw__cc_commit(struct pw_ccref *cc, int fd, bool good, const char *tmp, const char *name) {
+    (void)cc, (void)fd, (void)good, (void)tmp, (void)name; /* fd is never valid here */
+    return false;
 }
 static pw_code_error unsupported(pw_code_err *err) {
     (void)ok;

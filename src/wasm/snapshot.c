@@ -21,7 +21,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "wasm/runtime.h"
+#include "wasm/snapshot.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,27 +29,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-#define PAGE      ((uint64_t)65536)
-#define NULL_FUNC UINT32_MAX
-
-typedef struct snap_table {
-    uint32_t size;
-    uint32_t *funcs; /* function index per element, NULL_FUNC for null */
-} snap_table;
-
-struct pw_snapshot {
-    const pw_module *mod; /* identity check only */
-    uint32_t nmems, nglobals, ntables, nelems, ndatas;
-    int fd;             /* memfd holding every memory's bytes */
-    uint64_t *mem_off;  /* offset of memory i in fd */
-    uint64_t *mem_size; /* its size in bytes */
-    uint64_t total;
-    pw_slot *globals;
-    snap_table *tables;
-    uint8_t *elem_dropped; /* per elem segment: 1 when its refs are gone */
-    uint8_t *data_dropped;
-};
 
 void pw_snapshot_free(pw_snapshot *sn) {
     if (!sn) return;
