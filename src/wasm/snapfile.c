@@ -11,7 +11,10 @@
  *           per table: its size, then its function indices; elem and data dropped
  *           flags), zero-padded to 64 KiB
  *   memory (each memory at a 64 KiB-aligned offset; zero blocks are holes)
- *   digest (SHA-256 of every byte before it)
+ *   digest (SHA-256 of the header and meta with their paddings, then, for every
+ *           4 KiB block of the memory section holding a non-zero byte, its offset
+ *           and bytes: this fixes every byte of the file, and a reader need not
+ *           read the holes)
  *
  * and is named by SHA-256("peri-snapshot", module digest, engine id, tag digest), 64
  * hex digits + ".pcc", beside the translations (so the cache's size bound and its
@@ -47,6 +50,7 @@
 
 #define SF_FORMAT   1u
 #define SF_HEAD     4096u
+#define SF_BLOCK    4096u /* unit of the memory section's digest */
 #define SF_NAME_MAX (64 + sizeof ".pcc")
 
 static const char SF_MAGIC[8] = {'P', 'E', 'R', 'I', 'S', 'N', 'A', 'P'};
@@ -133,22 +137,32 @@ static bool pwrite_all(int fd, const void *buf, uint64_t n, uint64_t off) {
     return true;
 }
 
-/* Copy [off, off+n) of the snapshot's memfd to fd at to, leaving zero blocks as holes
- * (the memfd's holes read as zeros), and hash every byte in order. */
-static bool copy_memory(int from, uint64_t off, uint64_t n, int fd, uint64_t to, pb_sha256_ctx *c,
-                        uint8_t *buf, size_t bufsz) {
-    static const uint8_t zero[4096];
+/* The digest's part for one 4 KiB block of the memory section at offset at: its
+ * offset and bytes when it holds a non-zero byte, nothing when it is all zero. So
+ * the digest fixes every byte, and a reader skips the file's holes unhashed. */
+static void hash_block(pb_sha256_ctx *c, uint64_t at, const uint8_t *b, size_t len) {
+    static const uint8_t zero[SF_BLOCK];
+    if (memcmp(b, zero, len) == 0) return;
+    pb_sha256_update(c, &at, sizeof at);
+    pb_sha256_update(c, b, len);
+}
+
+/* Copy [0, n) of the snapshot's memfd to fd at to, leaving zero blocks as holes, and
+ * hash it (hash_block). */
+static bool copy_memory(int from, uint64_t n, int fd, uint64_t to, pb_sha256_ctx *c, uint8_t *buf,
+                        size_t bufsz) {
+    static const uint8_t zero[SF_BLOCK];
     for (uint64_t at = 0; at < n;) {
         size_t chunk = n - at < bufsz ? (size_t)(n - at) : bufsz;
         for (size_t got = 0; got < chunk;) {
-            ssize_t r = pread(from, buf + got, chunk - got, (off_t)(off + at + got));
+            ssize_t r = pread(from, buf + got, chunk - got, (off_t)(at + got));
             if (r < 0 && errno == EINTR) continue;
             if (r <= 0) return false;
             got += (size_t)r;
         }
-        pb_sha256_update(c, buf, chunk);
-        for (size_t b = 0; b < chunk; b += 4096) {
-            size_t len = chunk - b < 4096 ? chunk - b : 4096;
+        for (size_t b = 0; b < chunk; b += SF_BLOCK) {
+            size_t len = chunk - b < SF_BLOCK ? chunk - b : SF_BLOCK;
+            hash_block(c, at + b, buf + b, len);
             if (memcmp(buf + b, zero, len) != 0 && !pwrite_all(fd, buf + b, len, to + at + b))
                 return false;
         }
@@ -209,9 +223,8 @@ bool pw_snapshot_save_cached(const pw_module *m, const pw_snapshot *sn, const vo
     pb_sha256_init(&c);
     pb_sha256_update(&c, a, front);
     uint8_t d[PW_CC_DIGEST];
-    bool good =
-        ftruncate(fd, (off_t)h.total) == 0 && pwrite_all(fd, a, front, 0) &&
-        (sn->total == 0 || copy_memory(sn->fd, 0, sn->total, fd, h.mem_off, &c, buf, bufsz));
+    bool good = ftruncate(fd, (off_t)h.total) == 0 && pwrite_all(fd, a, front, 0) &&
+                (sn->total == 0 || copy_memory(sn->fd, sn->total, fd, h.mem_off, &c, buf, bufsz));
     pb_sha256_final(&c, d);
     good = good && pwrite_all(fd, d, sizeof d, h.total - PW_CC_DIGEST);
     free(buf);
@@ -290,24 +303,49 @@ static pw_code_error parse_meta(pw_snapshot *sn, const pw_module *m, const uint8
     return PW_CODE_OK;
 }
 
-/* SHA-256 of [0, n) of fd equal to want. */
-static pw_code_error check_digest(int fd, uint64_t n, const uint8_t want[PW_CC_DIGEST],
+static bool hash_range(int fd, uint64_t from, uint64_t to, uint64_t base, bool blocks,
+                       pb_sha256_ctx *c, uint8_t *buf, size_t bufsz) {
+    for (uint64_t at = from; at < to;) {
+        size_t chunk = to - at < bufsz ? (size_t)(to - at) : bufsz;
+        if (!read_at(fd, buf, chunk, at)) return false;
+        if (!blocks) {
+            pb_sha256_update(c, buf, chunk);
+        } else {
+            for (size_t b = 0; b < chunk; b += SF_BLOCK)
+                hash_block(c, at + b - base, buf + b, chunk - b < SF_BLOCK ? chunk - b : SF_BLOCK);
+        }
+        at += chunk;
+    }
+    return true;
+}
+
+/* The digest of the file (the front whole, the memory section by hash_block) equal
+ * to want. Holes of the memory section (SEEK_HOLE) read as zeros and add nothing to
+ * the digest, so they are skipped; where the file system cannot tell, all is read. */
+static pw_code_error check_digest(int fd, const sf_header *h, const uint8_t want[PW_CC_DIGEST],
                                   pw_code_err *err) {
     size_t bufsz = 1u << 20;
     uint8_t *buf = malloc(bufsz);
     if (!buf) return fail(err, PW_CODE_NOMEM, "out of memory");
     pb_sha256_ctx c;
     pb_sha256_init(&c);
-    for (uint64_t at = 0; at < n;) {
-        size_t chunk = n - at < bufsz ? (size_t)(n - at) : bufsz;
-        if (!read_at(fd, buf, chunk, at)) {
-            free(buf);
-            return fail(err, PW_CODE_TRUNCATED, "snapshot: cannot read the file");
-        }
-        pb_sha256_update(&c, buf, chunk);
-        at += chunk;
+    bool good = hash_range(fd, 0, h->mem_off, 0, false, &c, buf, bufsz);
+    uint64_t end = h->mem_off + h->mem_len;
+    for (uint64_t at = h->mem_off; good && at < end;) {
+        off_t d = lseek(fd, (off_t)at, SEEK_DATA);
+        if (d < 0 && errno == ENXIO) break; /* only a hole is left */
+        uint64_t data = d < 0 ? at : (uint64_t)d;
+        if (data >= end) break;
+        data -= (data - h->mem_off) % SF_BLOCK; /* whole blocks (holes are block-aligned) */
+        off_t hole = d < 0 ? -1 : lseek(fd, (off_t)data, SEEK_HOLE);
+        uint64_t stop = hole < 0 || (uint64_t)hole > end ? end : (uint64_t)hole;
+        stop += (SF_BLOCK - (stop - h->mem_off) % SF_BLOCK) % SF_BLOCK;
+        if (stop > end) stop = end;
+        good = hash_range(fd, data, stop, h->mem_off, true, &c, buf, bufsz);
+        at = stop;
     }
     free(buf);
+    if (!good) return fail(err, PW_CODE_TRUNCATED, "snapshot: cannot read the file");
     uint8_t d[PW_CC_DIGEST];
     pb_sha256_final(&c, d);
     return memcmp(d, want, sizeof d) ? fail(err, PW_CODE_CORRUPT, "snapshot: digest mismatch")
@@ -338,7 +376,7 @@ static pw_code_error load_fd(int fd, const pw_module *m, const struct pw_ccref *
     uint8_t want[PW_CC_DIGEST];
     if (!read_at(fd, want, sizeof want, h.total - PW_CC_DIGEST))
         return fail(err, PW_CODE_TRUNCATED, "snapshot: cannot read the file");
-    pw_code_error e = check_digest(fd, h.total - PW_CC_DIGEST, want, err);
+    pw_code_error e = check_digest(fd, &h, want, err);
     if (e) return e;
     uint8_t *meta = malloc(h.meta_len ? (size_t)h.meta_len : 1);
     if (!meta) return fail(err, PW_CODE_NOMEM, "out of memory");
