@@ -52,6 +52,9 @@ int pw__cc_tmp_create(const struct pw_ccref *cc, const char *name, char tmp[PW_C
  * close, rename over name, fsync the directory, evict past the bound. Takes fd; on
  * failure the temporary file is removed and false returned. */
 bool pw__cc_commit(struct pw_ccref *cc, int fd, bool good, const char *tmp, const char *name);
+/* Set err (may be NULL) to kind k and the formatted message; returns k. */
+__attribute__((format(printf, 3, 4))) pw_code_error pw__cc_fail(pw_code_err *err, pw_code_error k,
+                                                                const char *fmt, ...);
 /* The code cache attached to m, or NULL (jit.c keeps it). */
 struct pw_ccref *pw__cc_of(const pw_module *m);
 

@@ -1,7 +1,7 @@
 /*
  * snapfile.c — instance snapshots saved in the code-cache directory, so that a new
- * process starts an instance from the state another process captured (docs/engine.md,
- * "Snapshots"; the room uses it for Ruby's post-initialisation state).
+ * process starts an instance from the state another process captured (docs/ruby.md,
+ * "The startup snapshot": the room saves Ruby's post-initialisation state).
  *
  * A file is:
  *
@@ -41,7 +41,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,18 +68,6 @@ typedef struct sf_header {
     uint64_t total; /* file length, trailing digest included */
 } sf_header;
 _Static_assert(sizeof(sf_header) == 168, "no padding in the header");
-
-__attribute__((format(printf, 3, 4))) static pw_code_error fail(pw_code_err *err, pw_code_error k,
-                                                                const char *fmt, ...) {
-    if (err) {
-        err->kind = k;
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-    }
-    return k;
-}
 
 static void tag_digest(const void *tag, size_t len, uint8_t out[PW_CC_DIGEST]) {
     pb_sha256_ctx c;
@@ -264,42 +251,46 @@ static pw_code_error parse_meta(pw_snapshot *sn, const pw_module *m, const uint8
     reader r = {meta, meta + len};
     for (uint32_t i = 0; i < sn->nmems; i++) {
         uint64_t v[2];
-        if (!take(&r, v, sizeof v)) return fail(err, PW_CODE_MALFORMED, "snapshot: short meta");
+        if (!take(&r, v, sizeof v))
+            return pw__cc_fail(err, PW_CODE_MALFORMED, "snapshot: short meta");
         bool own = i >= m->nmem_imports;
         if ((!own && (v[0] || v[1])) || v[0] % PAGE || v[1] % PAGE || v[0] > mem_len ||
             v[1] > mem_len - v[0])
-            return fail(err, PW_CODE_MALFORMED, "snapshot: a memory is outside the file");
+            return pw__cc_fail(err, PW_CODE_MALFORMED, "snapshot: a memory is outside the file");
         sn->mem_off[i] = v[0];
         sn->mem_size[i] = v[1];
     }
     if (!take(&r, sn->globals, (size_t)sn->nglobals * sizeof(pw_slot)))
-        return fail(err, PW_CODE_MALFORMED, "snapshot: short meta");
+        return pw__cc_fail(err, PW_CODE_MALFORMED, "snapshot: short meta");
     for (uint32_t i = m->nglobal_imports; i < sn->nglobals; i++) {
         uint8_t k = (uint8_t)PW_VT_KIND(m->globals[i].type.type);
         if ((k == PW_K_REF && sn->globals[i].ref != PW_NULL_REF) || k == PW_K_V128)
-            return fail(err, PW_CODE_MALFORMED, "snapshot: a global holds a reference");
+            return pw__cc_fail(err, PW_CODE_MALFORMED, "snapshot: a global holds a reference");
     }
     for (uint32_t t = 0; t < sn->ntables; t++)
         if (!take(&r, &sn->tables[t].size, 4) || (t < m->ntable_imports && sn->tables[t].size != 0))
-            return fail(err, PW_CODE_MALFORMED, "snapshot: bad table size");
+            return pw__cc_fail(err, PW_CODE_MALFORMED, "snapshot: bad table size");
     for (uint32_t t = 0; t < sn->ntables; t++) {
         snap_table *st = &sn->tables[t];
         if ((size_t)(r.end - r.p) / 4 < st->size)
-            return fail(err, PW_CODE_MALFORMED, "snapshot: short meta");
+            return pw__cc_fail(err, PW_CODE_MALFORMED, "snapshot: short meta");
         st->funcs = malloc(st->size ? (size_t)st->size * 4 : 1);
-        if (!st->funcs) return fail(err, PW_CODE_NOMEM, "out of memory");
+        if (!st->funcs) return pw__cc_fail(err, PW_CODE_NOMEM, "out of memory");
         take(&r, st->funcs, (size_t)st->size * 4);
         for (uint32_t j = 0; j < st->size; j++)
             if (st->funcs[j] != NULL_FUNC && st->funcs[j] >= m->nfuncs)
-                return fail(err, PW_CODE_MALFORMED, "snapshot: a table element is no function");
+                return pw__cc_fail(err, PW_CODE_MALFORMED,
+                                   "snapshot: a table element is no function");
     }
     if (!take(&r, sn->elem_dropped, sn->nelems) || !take(&r, sn->data_dropped, sn->ndatas) ||
         r.p != r.end)
-        return fail(err, PW_CODE_MALFORMED, "snapshot: bad meta length");
+        return pw__cc_fail(err, PW_CODE_MALFORMED, "snapshot: bad meta length");
     for (uint32_t k = 0; k < sn->nelems; k++)
-        if (sn->elem_dropped[k] > 1) return fail(err, PW_CODE_MALFORMED, "snapshot: bad flag");
+        if (sn->elem_dropped[k] > 1)
+            return pw__cc_fail(err, PW_CODE_MALFORMED, "snapshot: bad flag");
     for (uint32_t k = 0; k < sn->ndatas; k++)
-        if (sn->data_dropped[k] > 1) return fail(err, PW_CODE_MALFORMED, "snapshot: bad flag");
+        if (sn->data_dropped[k] > 1)
+            return pw__cc_fail(err, PW_CODE_MALFORMED, "snapshot: bad flag");
     return PW_CODE_OK;
 }
 
@@ -326,7 +317,7 @@ static pw_code_error check_digest(int fd, const sf_header *h, const uint8_t want
                                   pw_code_err *err) {
     size_t bufsz = 1u << 20;
     uint8_t *buf = malloc(bufsz);
-    if (!buf) return fail(err, PW_CODE_NOMEM, "out of memory");
+    if (!buf) return pw__cc_fail(err, PW_CODE_NOMEM, "out of memory");
     pb_sha256_ctx c;
     pb_sha256_init(&c);
     bool good = hash_range(fd, 0, h->mem_off, 0, false, &c, buf, bufsz);
@@ -345,44 +336,45 @@ static pw_code_error check_digest(int fd, const sf_header *h, const uint8_t want
         at = stop;
     }
     free(buf);
-    if (!good) return fail(err, PW_CODE_TRUNCATED, "snapshot: cannot read the file");
+    if (!good) return pw__cc_fail(err, PW_CODE_TRUNCATED, "snapshot: cannot read the file");
     uint8_t d[PW_CC_DIGEST];
     pb_sha256_final(&c, d);
-    return memcmp(d, want, sizeof d) ? fail(err, PW_CODE_CORRUPT, "snapshot: digest mismatch")
-                                     : PW_CODE_OK;
+    return memcmp(d, want, sizeof d)
+               ? pw__cc_fail(err, PW_CODE_CORRUPT, "snapshot: digest mismatch")
+               : PW_CODE_OK;
 }
 
 static pw_code_error load_fd(int fd, const pw_module *m, const struct pw_ccref *cc,
                              const uint8_t tag[PW_CC_DIGEST], pw_snapshot *sn, pw_code_err *err) {
     struct stat st;
     sf_header h;
-    if (fstat(fd, &st) != 0) return fail(err, PW_CODE_IO, "snapshot: cannot stat the file");
+    if (fstat(fd, &st) != 0) return pw__cc_fail(err, PW_CODE_IO, "snapshot: cannot stat the file");
     if (!read_at(fd, &h, sizeof h, 0) || memcmp(h.magic, SF_MAGIC, sizeof SF_MAGIC) != 0)
-        return fail(err, PW_CODE_NOT_CODE, "not a snapshot");
+        return pw__cc_fail(err, PW_CODE_NOT_CODE, "not a snapshot");
     if (h.format != SF_FORMAT || h.header_size != sizeof h)
-        return fail(err, PW_CODE_FORMAT, "snapshot: another format");
+        return pw__cc_fail(err, PW_CODE_FORMAT, "snapshot: another format");
     if (memcmp(h.engine, cc->engine, PW_CC_DIGEST) != 0)
-        return fail(err, PW_CODE_ENGINE, "snapshot: another engine build");
+        return pw__cc_fail(err, PW_CODE_ENGINE, "snapshot: another engine build");
     if (memcmp(h.module, cc->module, PW_CC_DIGEST) != 0 || memcmp(h.tag, tag, PW_CC_DIGEST) != 0 ||
         h.nmems != m->nmems || h.nglobals != m->nglobals || h.ntables != m->ntables ||
         h.nelems != m->nelems || h.ndatas != m->ndatas || h.nfuncs != m->nfuncs)
-        return fail(err, PW_CODE_MODULE, "snapshot: another module or initialisation");
+        return pw__cc_fail(err, PW_CODE_MODULE, "snapshot: another module or initialisation");
     if (h.total != (uint64_t)st.st_size)
-        return fail(err, PW_CODE_TRUNCATED, "snapshot: wrong length");
+        return pw__cc_fail(err, PW_CODE_TRUNCATED, "snapshot: wrong length");
     if (h.mem_off % PAGE || h.meta_len > h.mem_off - SF_HEAD || h.mem_off < SF_HEAD ||
         h.total < PW_CC_DIGEST || h.mem_len != h.total - PW_CC_DIGEST - h.mem_off ||
         h.mem_off > h.total - PW_CC_DIGEST)
-        return fail(err, PW_CODE_MALFORMED, "snapshot: bad layout");
+        return pw__cc_fail(err, PW_CODE_MALFORMED, "snapshot: bad layout");
     uint8_t want[PW_CC_DIGEST];
     if (!read_at(fd, want, sizeof want, h.total - PW_CC_DIGEST))
-        return fail(err, PW_CODE_TRUNCATED, "snapshot: cannot read the file");
+        return pw__cc_fail(err, PW_CODE_TRUNCATED, "snapshot: cannot read the file");
     pw_code_error e = check_digest(fd, &h, want, err);
     if (e) return e;
     uint8_t *meta = malloc(h.meta_len ? (size_t)h.meta_len : 1);
-    if (!meta) return fail(err, PW_CODE_NOMEM, "out of memory");
+    if (!meta) return pw__cc_fail(err, PW_CODE_NOMEM, "out of memory");
     if (!read_at(fd, meta, (size_t)h.meta_len, SF_HEAD)) {
         free(meta);
-        return fail(err, PW_CODE_TRUNCATED, "snapshot: cannot read the file");
+        return pw__cc_fail(err, PW_CODE_TRUNCATED, "snapshot: cannot read the file");
     }
     e = parse_meta(sn, m, meta, (size_t)h.meta_len, h.mem_len, err);
     free(meta);
@@ -397,34 +389,16 @@ pw_code_error pw_snapshot_load_cached(const pw_module *m, const void *tag, size_
                                       pw_snapshot **out, pw_code_err *err) {
     *out = NULL;
     struct pw_ccref *cc = pw__cc_of(m);
-    if (!cc) return fail(err, PW_CODE_IO, "no code cache attached");
+    if (!cc) return pw__cc_fail(err, PW_CODE_IO, "no code cache attached");
     uint8_t td[PW_CC_DIGEST];
     tag_digest(tag, tag_len, td);
     char name[SF_NAME_MAX];
     file_name(cc, td, name);
     int fd = pw__cc_open_entry(cc, name);
-    if (fd < 0) return fail(err, PW_CODE_IO, "no saved snapshot");
-    pw_snapshot *sn = calloc(1, sizeof *sn);
-    pw_code_error e = PW_CODE_NOMEM;
-    if (sn) {
-        sn->fd = -1;
-        sn->mod = m;
-        sn->nmems = m->nmems, sn->nglobals = m->nglobals, sn->ntables = m->ntables;
-        sn->nelems = m->nelems, sn->ndatas = m->ndatas;
-        sn->mem_off = calloc(m->nmems ? m->nmems : 1, sizeof *sn->mem_off);
-        sn->mem_size = calloc(m->nmems ? m->nmems : 1, sizeof *sn->mem_size);
-        sn->globals = calloc(m->nglobals ? m->nglobals : 1, sizeof *sn->globals);
-        sn->tables = calloc(m->ntables ? m->ntables : 1, sizeof *sn->tables);
-        sn->elem_dropped = calloc(m->nelems ? m->nelems : 1, 1);
-        sn->data_dropped = calloc(m->ndatas ? m->ndatas : 1, 1);
-        if (sn->mem_off && sn->mem_size && sn->globals && sn->tables && sn->elem_dropped &&
-            sn->data_dropped)
-            e = load_fd(fd, m, cc, td, sn, err);
-        else
-            fail(err, PW_CODE_NOMEM, "out of memory");
-    } else {
-        fail(err, PW_CODE_NOMEM, "out of memory");
-    }
+    if (fd < 0) return pw__cc_fail(err, PW_CODE_IO, "no saved snapshot");
+    pw_snapshot *sn = pw__snapshot_new(m);
+    pw_code_error e =
+        sn ? load_fd(fd, m, cc, td, sn, err) : pw__cc_fail(err, PW_CODE_NOMEM, "out of memory");
     if (e == PW_CODE_OK) {
         futimens(fd, NULL); /* last use, for eviction */
         sn->fd = fd;

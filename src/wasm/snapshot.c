@@ -97,10 +97,9 @@ static pw_snapshot *fail(pw_snapshot *sn, pw_error *err, pw_status st, const cha
     return NULL;
 }
 
-pw_snapshot *pw_snapshot_take(pw_instance *inst, pw_error *err) {
-    const pw_module *m = inst->mod;
+pw_snapshot *pw__snapshot_new(const pw_module *m) {
     pw_snapshot *sn = calloc(1, sizeof *sn);
-    if (!sn) return fail(NULL, err, PW_ERR_NOMEM, "out of memory");
+    if (!sn) return NULL;
     sn->fd = -1;
     sn->mod = m;
     sn->nmems = m->nmems;
@@ -115,8 +114,17 @@ pw_snapshot *pw_snapshot_take(pw_instance *inst, pw_error *err) {
     sn->elem_dropped = calloc(m->nelems ? m->nelems : 1, 1);
     sn->data_dropped = calloc(m->ndatas ? m->ndatas : 1, 1);
     if (!sn->mem_off || !sn->mem_size || !sn->globals || !sn->tables || !sn->elem_dropped ||
-        !sn->data_dropped)
-        return fail(sn, err, PW_ERR_NOMEM, "out of memory");
+        !sn->data_dropped) {
+        pw_snapshot_free(sn);
+        return NULL;
+    }
+    return sn;
+}
+
+pw_snapshot *pw_snapshot_take(pw_instance *inst, pw_error *err) {
+    const pw_module *m = inst->mod;
+    pw_snapshot *sn = pw__snapshot_new(m);
+    if (!sn) return fail(NULL, err, PW_ERR_NOMEM, "out of memory");
 
     for (uint32_t i = m->nglobal_imports; i < m->nglobals; i++) {
         const pw_global *g = inst->globals[i];

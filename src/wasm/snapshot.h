@@ -34,4 +34,8 @@ struct pw_snapshot {
     uint8_t *data_dropped;
 };
 
+/* An empty snapshot for m: counts set, arrays zeroed, fd -1; NULL when out of
+ * memory. Caller frees with pw_snapshot_free. */
+pw_snapshot *pw__snapshot_new(const pw_module *m);
+
 #endif
