@@ -572,6 +572,22 @@ pw_code_error pw_code_cache_fill(const pw_module *m, const uint8_t digest[32],
                                  const pw_code_cache_config *cfg, int bounds_checks,
                                  pw_code_err *err);
 
+/* Snapshots saved in the code cache attached to m (pw_module_set_code_cache), so that
+ * another process starts from them instead of initialising again. tag (tag_len bytes)
+ * names whatever else the state depends on (how the instance was initialised); a file
+ * is bound to the module's digest, the engine build and the tag, written like a
+ * translation (0600, temporary name, synced, renamed) and counted in the cache's
+ * bound. pw_snapshot_save_cached: false when nothing was saved (no cache, I/O, over
+ * the bound). pw_snapshot_load_cached: PW_CODE_OK with *out (caller frees with
+ * pw_snapshot_free; it must not outlive m, its memory is mapped copy-on-write from
+ * the file); PW_CODE_IO when there is none; any other kind when a file was refused
+ * (another module, engine or tag, a bad layout, a wrong digest), which is then
+ * removed. */
+bool pw_snapshot_save_cached(const pw_module *m, const pw_snapshot *snap, const void *tag,
+                             size_t tag_len);
+pw_code_error pw_snapshot_load_cached(const pw_module *m, const void *tag, size_t tag_len,
+                                      pw_snapshot **out, pw_code_err *err);
+
 #ifdef __cplusplus
 }
 #endif

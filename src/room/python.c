@@ -98,7 +98,8 @@ static pw_instance *python_instantiate(pr_run_state *rs, pw_error *err) {
         return NULL;
     }
     rs->lang_state = st;
-    return pr__boot_instantiate(rs, python_resolve, layout_ok(rs->opt), &st->from_snapshot, err);
+    return pr__boot_instantiate(rs, python_resolve, layout_ok(rs->opt), false, &st->from_snapshot,
+                                err);
 }
 
 static pw_status python_start(pr_run_state *rs, pw_error *err) {
@@ -128,7 +129,7 @@ static pw_status python_start(pr_run_state *rs, pw_error *err) {
         if (r.i32 != 0)
             return host_fail(rs, err, "python: the interpreter did not start (%s)",
                              "is the standard library complete?");
-        pr__boot_done(rs, pr__wasi_only_initial_fds(rs));
+        pr__boot_done(rs, pr__wasi_only_initial_fds(rs), false);
     }
     const pr_str src = rs->opt->source;
     size_t n = src.ptr ? src.len : 0;

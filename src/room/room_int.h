@@ -244,6 +244,7 @@ struct pr_program {
      * first run and used by every later one; NULL until then. Guarded by snap_mu. */
     pthread_mutex_t snap_mu;
     pw_snapshot *snap;
+    bool snap_file_tried; /* the code cache was asked for a saved one */
 };
 
 typedef struct pr_cache {
@@ -401,13 +402,17 @@ bool pr__wasi_only_std_fds(const pr_run_state *rs);
 bool pr__wasi_only_initial_fds(const pr_run_state *rs);
 /* The end of an interpreter guest's one-time boot (ruby.c, python.c): when snapshot_ok
  * (the WASI state is the initial one) and nothing was written, the instance is
- * snapshotted into the program's cache entry (the first such run wins); then the run's
- * limits restart for the script (CPU, wall deadline). */
-void pr__boot_done(pr_run_state *rs, bool snapshot_ok);
+ * snapshotted into the program's cache entry (the first such run wins) and, when
+ * persisted, saved in the module's code cache for later processes
+ * (pw_snapshot_save_cached, tagged with the ABI and the run's argv, environment and
+ * seed); then the run's limits restart for the script (CPU, wall deadline). */
+void pr__boot_done(pr_run_state *rs, bool snapshot_ok, bool persisted);
 /* An interpreter guest's instance: from the program's startup snapshot when there is
- * one and snapshot_ok (then *from_snapshot: the boot is skipped), else fresh. */
+ * one and snapshot_ok (then *from_snapshot: the boot is skipped), else fresh. When
+ * persisted and the program has none yet, the code cache is asked once for one an
+ * earlier process saved with the same tag. */
 pw_instance *pr__boot_instantiate(pr_run_state *rs, pw_resolve_fn resolve, bool snapshot_ok,
-                                  bool *from_snapshot, pw_error *err);
+                                  bool persisted, bool *from_snapshot, pw_error *err);
 extern const pr_abi pr__abi_yuyan; /* yuyan.c: the 豫言 file-style ABI */
 
 /* Output from the guest: counts raw bytes against the limit first; false when the

@@ -212,7 +212,7 @@ static pw_instance *ruby_instantiate(pr_run_state *rs, pw_error *err) {
         err->status = PW_ERR_NOMEM;
         return NULL;
     }
-    return pr__boot_instantiate(rs, ruby_resolve, true, &st->from_snapshot, err);
+    return pr__boot_instantiate(rs, ruby_resolve, true, true, &st->from_snapshot, err);
 }
 
 /* Appends s as a Ruby double-quoted string literal: every byte outside [A-Za-z0-9 ]
@@ -302,7 +302,7 @@ static pw_status ruby_start(pr_run_state *rs, pw_error *err) {
         pr__watch_grant(&rs->host->wd, rs->watch, INIT_GRACE);
         s = ruby_boot(rs, err);
         if (s != PW_OK) return s;
-        pr__boot_done(rs, pr__wasi_only_std_fds(rs));
+        pr__boot_done(rs, pr__wasi_only_std_fds(rs), true);
     }
     pw_func *eval = export_fn(rs->inst, "rb-eval-string-protect");
     pw_func *re = export_fn(rs->inst, "cabi_realloc");

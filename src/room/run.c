@@ -27,31 +27,78 @@ static const pr_abi *choose_abi(const pw_module *m) {
     return &pr__abi_wasi;
 }
 
+/* What a persisted startup snapshot depends on besides the module and the engine:
+ * the ABI, the host's resource version and everything the boot could read from the
+ * run's options (argv, environment, the random/clock seed). false: out of memory. */
+static bool boot_tag(const pr_run_state *rs, pb_buf *b) {
+    const pr_exec_options *o = rs->opt;
+    bool good = pb_buf_put(b, "peri-room-boot", sizeof "peri-room-boot") &&
+                pb_buf_put(b, rs->prog->abi->name, strlen(rs->prog->abi->name) + 1) &&
+                pb_buf_put(b, pr_host_resource_version(), strlen(pr_host_resource_version()) + 1);
+    const pr_str *lists[2] = {o->args, o->env};
+    size_t counts[2] = {o->nargs, o->nenv};
+    uint64_t n = o->argv0.ptr ? o->argv0.len : UINT64_MAX;
+    good = good && pb_buf_put(b, &n, sizeof n) && (!o->argv0.ptr || pb_buf_put(b, o->argv0.ptr, n));
+    for (int l = 0; l < 2; l++) {
+        n = counts[l];
+        good = good && pb_buf_put(b, &n, sizeof n);
+        for (size_t i = 0; good && i < counts[l]; i++) {
+            n = lists[l][i].len;
+            good = pb_buf_put(b, &n, sizeof n) && pb_buf_put(b, lists[l][i].ptr, n);
+        }
+    }
+    uint8_t seeded = o->seed != NULL;
+    return good && pb_buf_put(b, &seeded, 1) && (!o->seed || pb_buf_put(b, o->seed, 32));
+}
+
+/* Installs snap as p's startup snapshot unless another run was first; false (snap
+ * freed) then. */
+static bool install_snapshot(pr_run_state *rs, pw_snapshot *snap) {
+    pr_program *p = rs->prog;
+    pthread_mutex_lock(&p->snap_mu);
+    bool mine = p->snap == NULL;
+    if (mine) p->snap = snap;
+    pthread_mutex_unlock(&p->snap_mu);
+    if (mine)
+        pr__cache_charge(&rs->host->cache, p, (size_t)pw_snapshot_bytes(snap));
+    else
+        pw_snapshot_free(snap);
+    return mine;
+}
+
 pw_instance *pr__boot_instantiate(pr_run_state *rs, pw_resolve_fn resolve, bool snapshot_ok,
-                                  bool *from_snapshot, pw_error *err) {
+                                  bool persisted, bool *from_snapshot, pw_error *err) {
     pr_program *p = rs->prog;
     pthread_mutex_lock(&p->snap_mu);
     pw_snapshot *snap = snapshot_ok ? p->snap : NULL;
+    bool try_file = snapshot_ok && persisted && !snap && !p->snap_file_tried;
+    if (try_file) p->snap_file_tried = true;
     pthread_mutex_unlock(&p->snap_mu);
+    if (try_file) { /* a snapshot an earlier process saved (a refused file is removed) */
+        pb_buf tag = {0};
+        pw_snapshot *got = NULL;
+        if (boot_tag(rs, &tag) &&
+            pw_snapshot_load_cached(p->module, tag.p, tag.len, &got, NULL) == PW_CODE_OK)
+            install_snapshot(rs, got);
+        pb_buf_free(&tag);
+        pthread_mutex_lock(&p->snap_mu);
+        snap = p->snap;
+        pthread_mutex_unlock(&p->snap_mu);
+    }
     *from_snapshot = snap != NULL;
     if (snap) return pw_instantiate_snapshot(rs->store, p->module, snap, resolve, rs, err);
     return pw_instantiate(rs->store, p->module, resolve, rs, err);
 }
 
-void pr__boot_done(pr_run_state *rs, bool snapshot_ok) {
-    pr_program *p = rs->prog;
+void pr__boot_done(pr_run_state *rs, bool snapshot_ok, bool persisted) {
     pw_error se = {0};
     /* No snapshot (memfd unavailable...): every run boots; still correct. */
     pw_snapshot *snap = snapshot_ok && rs->out_bytes == 0 ? pw_snapshot_take(rs->inst, &se) : NULL;
-    if (snap) {
-        pthread_mutex_lock(&p->snap_mu);
-        bool mine = p->snap == NULL;
-        if (mine) p->snap = snap;
-        pthread_mutex_unlock(&p->snap_mu);
-        if (mine)
-            pr__cache_charge(&rs->host->cache, p, (size_t)pw_snapshot_bytes(snap));
-        else
-            pw_snapshot_free(snap);
+    if (snap && install_snapshot(rs, snap) && persisted) {
+        /* for the next process; a failure (no cache, I/O) only costs it the boot */
+        pb_buf tag = {0};
+        if (boot_tag(rs, &tag)) pw_snapshot_save_cached(rs->prog->module, snap, tag.p, tag.len);
+        pb_buf_free(&tag);
     }
     pr__watch_restart(&rs->host->wd, rs->watch);
     struct timespec now;

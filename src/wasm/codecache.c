@@ -105,8 +105,7 @@ const char *pw_code_error_name(pw_code_error e) {
     return (unsigned)e < sizeof NAMES / sizeof NAMES[0] && NAMES[e] ? NAMES[e] : "unknown";
 }
 
-__attribute__((format(printf, 3, 4))) static pw_code_error fail(pw_code_err *err, pw_code_error k,
-                                                                const char *fmt, ...) {
+pw_code_error pw__cc_fail(pw_code_err *err, pw_code_error k, const char *fmt, ...) {
     if (err) {
         err->kind = k;
         va_list ap;
@@ -211,28 +210,29 @@ static pw_code_error check_header(const cc_header *h, uint64_t file_len, const p
                                   pw_code_err *err) {
     const struct pw_cmodule *cm = m->code;
     if (memcmp(h->magic, CC_MAGIC, sizeof CC_MAGIC) != 0)
-        return fail(err, PW_CODE_NOT_CODE, "not a compiled-code artifact (bad magic)");
+        return pw__cc_fail(err, PW_CODE_NOT_CODE, "not a compiled-code artifact (bad magic)");
     if (h->format != CC_FORMAT || h->header_size != sizeof *h)
-        return fail(err, PW_CODE_FORMAT, "artifact format %u, this engine reads format %u",
-                    h->format, CC_FORMAT);
+        return pw__cc_fail(err, PW_CODE_FORMAT, "artifact format %u, this engine reads format %u",
+                           h->format, CC_FORMAT);
     if (memcmp(h->engine, engine, PW_CC_DIGEST) != 0)
-        return fail(err, PW_CODE_ENGINE, "artifact made by another engine build");
+        return pw__cc_fail(err, PW_CODE_ENGINE, "artifact made by another engine build");
     if (h->features & ~cpu)
-        return fail(err, PW_CODE_CPU, "artifact uses CPU features 0x%x, this CPU has 0x%x",
-                    h->features, cpu);
+        return pw__cc_fail(err, PW_CODE_CPU, "artifact uses CPU features 0x%x, this CPU has 0x%x",
+                           h->features, cpu);
     if (memcmp(h->module, digest, PW_CC_DIGEST) != 0)
-        return fail(err, PW_CODE_MODULE, "artifact made for another module (digest differs)");
+        return pw__cc_fail(err, PW_CODE_MODULE,
+                           "artifact made for another module (digest differs)");
     if (h->nfuncs != cm->nfuncs || h->ncode != cm->ncode || h->shape != shape_of(cm))
-        return fail(err, PW_CODE_MODULE, "artifact made for another module (shape differs)");
+        return pw__cc_fail(err, PW_CODE_MODULE, "artifact made for another module (shape differs)");
     if (h->total != file_len)
-        return fail(err, PW_CODE_TRUNCATED, "artifact is %llu bytes, its header says %llu",
-                    (unsigned long long)file_len, (unsigned long long)h->total);
+        return pw__cc_fail(err, PW_CODE_TRUNCATED, "artifact is %llu bytes, its header says %llu",
+                           (unsigned long long)file_len, (unsigned long long)h->total);
     uint64_t offs_bytes = (uint64_t)h->nfuncs * 8;
     if (h->variant > PW_JIT_VARIANT_GUARD || h->reserved != 0 || h->code_off != CC_PAGE ||
         h->code_len < pw__jit_got_bytes(h->nfuncs) || h->code_len > (1ull << 40) ||
         h->offs_off != h->code_off + page_round(h->code_len) ||
         h->total != h->offs_off + offs_bytes + PW_CC_DIGEST)
-        return fail(err, PW_CODE_MALFORMED, "artifact sections are inconsistent");
+        return pw__cc_fail(err, PW_CODE_MALFORMED, "artifact sections are inconsistent");
     return ok(err);
 }
 
@@ -245,7 +245,7 @@ static pw_code_error check_offsets(const int64_t *offs, uint32_t n, uint64_t cod
         if (offs[i] != -1 && offs[i] != PW_JIT_ABSENT &&
             ((uint64_t)offs[i] < pw__jit_got_bytes(n) || (uint64_t)offs[i] >= code_len ||
              offs[i] % 16 != 0))
-            return fail(err, PW_CODE_MALFORMED, "artifact entry %u is out of range", i);
+            return pw__cc_fail(err, PW_CODE_MALFORMED, "artifact entry %u is out of range", i);
     return ok(err);
 }
 
@@ -271,22 +271,23 @@ pw_code_error pw_code_verify(const pw_module *m, const uint8_t digest[32], const
                              size_t len, pw_code_err *err) {
     uint8_t engine[PW_CC_DIGEST], d[PW_CC_DIGEST];
     if (!m->code->jit || !engine_id(engine))
-        return fail(err, PW_CODE_UNSUPPORTED, "this engine build cannot check artifacts");
+        return pw__cc_fail(err, PW_CODE_UNSUPPORTED, "this engine build cannot check artifacts");
     cc_header h;
     if (len < sizeof h) {
         if (len < sizeof CC_MAGIC || memcmp(art, CC_MAGIC, sizeof CC_MAGIC) != 0)
-            return fail(err, PW_CODE_NOT_CODE, "not a compiled-code artifact (bad magic)");
-        return fail(err, PW_CODE_TRUNCATED, "artifact is %zu bytes, shorter than its header", len);
+            return pw__cc_fail(err, PW_CODE_NOT_CODE, "not a compiled-code artifact (bad magic)");
+        return pw__cc_fail(err, PW_CODE_TRUNCATED, "artifact is %zu bytes, shorter than its header",
+                           len);
     }
     memcpy(&h, art, sizeof h);
     pw_code_error e = check_header(&h, len, m, digest, engine, pw__jit_features(false), err);
     if (e) return e;
     int64_t *offs = malloc(h.nfuncs ? (size_t)h.nfuncs * 8 : 1);
-    if (!offs) return fail(err, PW_CODE_NOMEM, "out of memory");
+    if (!offs) return pw__cc_fail(err, PW_CODE_NOMEM, "out of memory");
     memcpy(offs, art + h.offs_off, (size_t)h.nfuncs * 8);
     pb_sha256(art, len - PW_CC_DIGEST, d);
     if (memcmp(d, art + len - PW_CC_DIGEST, PW_CC_DIGEST) != 0)
-        e = fail(err, PW_CODE_CORRUPT, "artifact integrity digest does not match");
+        e = pw__cc_fail(err, PW_CODE_CORRUPT, "artifact integrity digest does not match");
     else
         e = check_offsets(offs, h.nfuncs, h.code_len, err);
     free(offs);
@@ -316,34 +317,36 @@ static pw_code_error load_fd(int fd, const pw_module *m, const uint8_t digest[32
                              bool from_file, pw_code_err *err) {
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-        return fail(err, PW_CODE_IO, "artifact is not a regular file");
+        return pw__cc_fail(err, PW_CODE_IO, "artifact is not a regular file");
     cc_header h;
     uint64_t flen = (uint64_t)st.st_size;
     if (flen < sizeof h) {
         char mg[sizeof CC_MAGIC] = {0};
         if (flen < sizeof mg || !read_at(fd, mg, sizeof mg, 0) ||
             memcmp(mg, CC_MAGIC, sizeof mg) != 0)
-            return fail(err, PW_CODE_NOT_CODE, "not a compiled-code artifact (bad magic)");
-        return fail(err, PW_CODE_TRUNCATED, "artifact is %llu bytes, shorter than its header",
-                    (unsigned long long)flen);
+            return pw__cc_fail(err, PW_CODE_NOT_CODE, "not a compiled-code artifact (bad magic)");
+        return pw__cc_fail(err, PW_CODE_TRUNCATED,
+                           "artifact is %llu bytes, shorter than its header",
+                           (unsigned long long)flen);
     }
-    if (!read_at(fd, &h, sizeof h, 0)) return fail(err, PW_CODE_IO, "cannot read the artifact");
+    if (!read_at(fd, &h, sizeof h, 0))
+        return pw__cc_fail(err, PW_CODE_IO, "cannot read the artifact");
     unsigned cpu = pw__jit_features(false);
     pw_code_error e = check_header(&h, flen, m, digest, engine, cpu, err);
     if (e) return e;
     if ((want_variant >= 0 && h.variant != (uint32_t)want_variant) ||
         (want_isa >= 0 && h.features != (uint32_t)want_isa))
-        return fail(err, PW_CODE_MODULE, "artifact made for another variant or feature set");
+        return pw__cc_fail(err, PW_CODE_MODULE, "artifact made for another variant or feature set");
     size_t maplen = (size_t)page_round(h.code_len);
     int64_t *offs = malloc(h.nfuncs ? (size_t)h.nfuncs * 8 : 1);
-    if (!offs) return fail(err, PW_CODE_NOMEM, "out of memory");
+    if (!offs) return pw__cc_fail(err, PW_CODE_NOMEM, "out of memory");
     uint8_t *map = MAP_FAILED, *file = MAP_FAILED, head[CC_PAGE];
     uint8_t want[PW_CC_DIGEST], got[PW_CC_DIGEST];
     if (from_file) { /* the whole file, private: checked where it will run */
         file =
             mmap(NULL, (size_t)h.total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_POPULATE, fd, 0);
         if (file == MAP_FAILED) {
-            e = fail(err, PW_CODE_IO, "cannot map the artifact");
+            e = pw__cc_fail(err, PW_CODE_IO, "cannot map the artifact");
         } else {
             map = file + h.code_off;
             memcpy(offs, file + h.offs_off, (size_t)h.nfuncs * 8);
@@ -353,18 +356,18 @@ static pw_code_error load_fd(int fd, const pw_module *m, const uint8_t digest[32
     } else { /* read into private memory: a later change to the file changes nothing */
         map = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (map == MAP_FAILED)
-            e = fail(err, PW_CODE_NOMEM, "out of memory");
+            e = pw__cc_fail(err, PW_CODE_NOMEM, "out of memory");
         else if (!read_at(fd, head, CC_PAGE, 0) || !read_at(fd, map, maplen, h.code_off) ||
                  !read_at(fd, offs, (size_t)h.nfuncs * 8, h.offs_off) ||
                  !read_at(fd, want, sizeof want, h.total - PW_CC_DIGEST))
-            e = fail(err, PW_CODE_TRUNCATED, "artifact ends early");
+            e = pw__cc_fail(err, PW_CODE_TRUNCATED, "artifact ends early");
         else if (memcmp(head, &h, sizeof h) != 0) /* what was checked is what is hashed */
-            e = fail(err, PW_CODE_CORRUPT, "artifact changed while it was read");
+            e = pw__cc_fail(err, PW_CODE_CORRUPT, "artifact changed while it was read");
         else
             digest_parts(head, map, map + h.code_len, offs, got);
     }
     if (!e && memcmp(got, want, sizeof got) != 0)
-        e = fail(err, PW_CODE_CORRUPT, "artifact integrity digest does not match");
+        e = pw__cc_fail(err, PW_CODE_CORRUPT, "artifact integrity digest does not match");
     if (!e) e = check_offsets(offs, h.nfuncs, h.code_len, err);
     if (file != MAP_FAILED) { /* keep only the code pages */
         size_t after = (size_t)(h.code_off + maplen);
@@ -377,7 +380,7 @@ static pw_code_error load_fd(int fd, const pw_module *m, const uint8_t digest[32
     if (!e) {
         /* takes the mapping: made read/execute after the GOT is written */
         if (!pw__jit_install(m, (int)h.variant, map, maplen, h.code_len, offs))
-            e = fail(err, PW_CODE_NOMEM, "cannot map the artifact's code");
+            e = pw__cc_fail(err, PW_CODE_NOMEM, "cannot map the artifact's code");
         map = MAP_FAILED;
     }
     if (map != MAP_FAILED) munmap(map, maplen);
@@ -389,9 +392,9 @@ pw_code_error pw_code_load(const pw_module *m, const uint8_t digest[32], const c
                            pw_code_err *err) {
     uint8_t engine[PW_CC_DIGEST];
     if (!m->code->jit || !engine_id(engine))
-        return fail(err, PW_CODE_UNSUPPORTED, "this engine build cannot load artifacts");
+        return pw__cc_fail(err, PW_CODE_UNSUPPORTED, "this engine build cannot load artifacts");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fail(err, PW_CODE_IO, "cannot open %s: %s", path, strerror(errno));
+    if (fd < 0) return pw__cc_fail(err, PW_CODE_IO, "cannot open %s: %s", path, strerror(errno));
     pw_code_error e = load_fd(fd, m, digest, engine, -1, -1, false, err);
     close(fd);
     return e;
@@ -424,21 +427,21 @@ pw_code_error pw_code_compile(const pw_module *m, const uint8_t digest[32], int 
     *len = 0;
     uint8_t engine[PW_CC_DIGEST];
     if (!m->code->jit || !engine_id(engine))
-        return fail(err, PW_CODE_UNSUPPORTED, "this engine build cannot make artifacts");
+        return pw__cc_fail(err, PW_CODE_UNSUPPORTED, "this engine build cannot make artifacts");
     int v = bounds_checks == PW_BOUNDS_EXPLICIT ? PW_JIT_VARIANT_EXPLICIT : PW_JIT_VARIANT_GUARD;
     unsigned isa = pw__jit_features(sse2_only);
     uint8_t *code;
     size_t clen;
     int64_t *offs;
     if (pw__jit_translate(m, v, isa, &code, &clen, &offs) != PW_OK)
-        return fail(err, PW_CODE_NOMEM, "out of memory");
+        return pw__cc_fail(err, PW_CODE_NOMEM, "out of memory");
     cc_header h;
     fill_header(&h, m->code, digest, engine, v, isa, clen);
     uint8_t *a = malloc((size_t)h.total);
     if (!a) {
         free(code);
         free(offs);
-        return fail(err, PW_CODE_NOMEM, "out of memory");
+        return pw__cc_fail(err, PW_CODE_NOMEM, "out of memory");
     }
     memset(a, 0, (size_t)h.offs_off); /* the paddings */
     memcpy(a, &h, sizeof h);
@@ -475,7 +478,7 @@ void pw__cc_ref_free(struct pw_ccref *cc) {
 }
 
 /* Open a cache file for reading: a regular file of ours, not writable by others. */
-static int open_entry(const struct pw_ccref *cc, const char *name) {
+int pw__cc_open_entry(const struct pw_ccref *cc, const char *name) {
     int fd = openat(cc->dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) return -1;
     struct stat st;
@@ -503,7 +506,7 @@ int pw__cc_probe(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa) {
 bool pw__cc_load(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa) {
     char name[CC_NAME_MAX];
     cache_name(cc, v, isa, name);
-    int fd = open_entry(cc, name);
+    int fd = pw__cc_open_entry(cc, name);
     if (fd < 0) return false;
     pw_code_err err;
     pw_code_error e = load_fd(fd, m, cc->module, cc->engine, v, (int)isa, true, &err);
@@ -601,6 +604,27 @@ static bool write_all(int fd, const void *buf, size_t n) {
     return true;
 }
 
+int pw__cc_tmp_create(const struct pw_ccref *cc, const char *name, char tmp[PW_CC_TMP_MAX]) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    /* unique among live writers: pid, the thread's stack, the time */
+    snprintf(tmp, PW_CC_TMP_MAX, CC_TMP_PREFIX "%ld.%lx.%lx.%.16s", (long)getpid(),
+             (unsigned long)(uintptr_t)&ts >> 4, (unsigned long)ts.tv_nsec, name);
+    return openat(cc->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+}
+
+bool pw__cc_commit(struct pw_ccref *cc, int fd, bool good, const char *tmp, const char *name) {
+    good = fsync(fd) == 0 && good;
+    good = close(fd) == 0 && good;
+    if (!good || renameat(cc->dirfd, tmp, cc->dirfd, name) != 0) {
+        unlinkat(cc->dirfd, tmp, 0);
+        return false;
+    }
+    fsync(cc->dirfd);
+    evict(cc);
+    return true;
+}
+
 /* Write the cache file of (v, isa); false when it could not be (nothing is left). */
 static bool save(struct pw_ccref *cc, const struct pw_cmodule *cm, int v, unsigned isa,
                  const uint8_t *code, size_t len, const int64_t *offs) {
@@ -611,27 +635,15 @@ static bool save(struct pw_ccref *cc, const struct pw_cmodule *cm, int v, unsign
     memcpy(head, &h, sizeof h);
     uint8_t d[PW_CC_DIGEST];
     digest_parts(head, code, NULL, offs, d);
-    char name[CC_NAME_MAX], tmp[CC_NAME_MAX + 64];
+    char name[CC_NAME_MAX], tmp[PW_CC_TMP_MAX];
     cache_name(cc, v, isa, name);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    /* unique among live writers: pid, the thread's stack, the time */
-    snprintf(tmp, sizeof tmp, CC_TMP_PREFIX "%ld.%lx.%lx.%.16s", (long)getpid(),
-             (unsigned long)(uintptr_t)&ts >> 4, (unsigned long)ts.tv_nsec, name);
-    int fd = openat(cc->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = pw__cc_tmp_create(cc, name, tmp);
     if (fd < 0) return false;
     bool good = write_all(fd, head, CC_PAGE) && write_all(fd, code, len) &&
                 write_all(fd, ZEROS, (size_t)(page_round(len) - len)) &&
-                write_all(fd, offs, (size_t)h.nfuncs * 8) && write_all(fd, d, sizeof d) &&
-                fsync(fd) == 0;
-    good = close(fd) == 0 && good;
-    if (!good || renameat(cc->dirfd, tmp, cc->dirfd, name) != 0) {
-        unlinkat(cc->dirfd, tmp, 0);
-        return false;
-    }
-    fsync(cc->dirfd);
+                write_all(fd, offs, (size_t)h.nfuncs * 8) && write_all(fd, d, sizeof d);
+    if (!pw__cc_commit(cc, fd, good, tmp, name)) return false;
     atomic_store_explicit(&cc->probe[v & 1][isa & 7], 2, memory_order_relaxed);
-    evict(cc);
     return true;
 }
 
@@ -645,8 +657,9 @@ static pw_code_error check_dir(int fd, const char *dir, int *out, pw_code_err *e
     struct stat st;
     if (fstat(fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
         close(fd);
-        return fail(err, PW_CODE_UNSAFE_DIR,
-                    "cache directory %s is owned by another user or writable by others", dir);
+        return pw__cc_fail(err, PW_CODE_UNSAFE_DIR,
+                           "cache directory %s is owned by another user or writable by others",
+                           dir);
     }
     *out = fd;
     return ok(err);
@@ -656,11 +669,11 @@ static pw_code_error check_dir(int fd, const char *dir, int *out, pw_code_err *e
  * owner and group/world write permission. */
 static pw_code_error open_dir(const char *dir, int *out, pw_code_err *err) {
     size_t n = strlen(dir);
-    if (!n) return fail(err, PW_CODE_IO, "empty cache directory name");
+    if (!n) return pw__cc_fail(err, PW_CODE_IO, "empty cache directory name");
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd >= 0) return check_dir(fd, dir, out, err); /* the common case: it exists */
     char *p = malloc(n + 1);
-    if (!p) return fail(err, PW_CODE_NOMEM, "out of memory");
+    if (!p) return pw__cc_fail(err, PW_CODE_NOMEM, "out of memory");
     memcpy(p, dir, n + 1);
     for (size_t i = 1; i <= n; i++) {
         if (p[i] != '/' && p[i] != 0) continue;
@@ -668,7 +681,7 @@ static pw_code_error open_dir(const char *dir, int *out, pw_code_err *err) {
         p[i] = 0;
         if (mkdir(p, 0700) != 0 && errno != EEXIST) {
             int e = errno;
-            pw_code_error r = fail(err, PW_CODE_IO, "cannot create %s: %s", p, strerror(e));
+            pw_code_error r = pw__cc_fail(err, PW_CODE_IO, "cannot create %s: %s", p, strerror(e));
             free(p);
             return r;
         }
@@ -678,9 +691,9 @@ static pw_code_error open_dir(const char *dir, int *out, pw_code_err *err) {
     fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ELOOP || errno == ENOTDIR)
-            return fail(err, PW_CODE_UNSAFE_DIR, "cache directory %s is a link or not a directory",
-                        dir);
-        return fail(err, PW_CODE_IO, "cannot open %s: %s", dir, strerror(errno));
+            return pw__cc_fail(err, PW_CODE_UNSAFE_DIR,
+                               "cache directory %s is a link or not a directory", dir);
+        return pw__cc_fail(err, PW_CODE_IO, "cannot open %s: %s", dir, strerror(errno));
     }
     return check_dir(fd, dir, out, err);
 }
@@ -689,12 +702,12 @@ static pw_code_error open_dir(const char *dir, int *out, pw_code_err *err) {
 static pw_code_error ref_new(const pw_module *m, const uint8_t digest[32],
                              const pw_code_cache_config *cfg, struct pw_ccref **out,
                              pw_code_err *err) {
-    if (!cfg || !cfg->dir) return fail(err, PW_CODE_IO, "no cache directory");
+    if (!cfg || !cfg->dir) return pw__cc_fail(err, PW_CODE_IO, "no cache directory");
     struct pw_ccref *cc = calloc(1, sizeof *cc);
-    if (!cc) return fail(err, PW_CODE_NOMEM, "out of memory");
+    if (!cc) return pw__cc_fail(err, PW_CODE_NOMEM, "out of memory");
     if (!m->code->jit || !engine_id(cc->engine)) {
         free(cc);
-        return fail(err, PW_CODE_UNSUPPORTED, "this engine build cannot cache code");
+        return pw__cc_fail(err, PW_CODE_UNSUPPORTED, "this engine build cannot cache code");
     }
     pw_code_error e = open_dir(cfg->dir, &cc->dirfd, err);
     if (e) {
@@ -727,9 +740,10 @@ pw_code_error pw_code_cache_fill(const pw_module *m, const uint8_t digest[32],
     size_t len;
     int64_t *offs;
     if (pw__jit_translate(m, v, isa, &code, &len, &offs) != PW_OK) {
-        e = fail(err, PW_CODE_NOMEM, "out of memory");
+        e = pw__cc_fail(err, PW_CODE_NOMEM, "out of memory");
     } else if (!save(cc, m->code, v, isa, code, len, offs)) {
-        e = fail(err, PW_CODE_IO, "cannot write the cache file (larger than the cache's bound?)");
+        e = pw__cc_fail(err, PW_CODE_IO,
+                        "cannot write the cache file (larger than the cache's bound?)");
     }
     free(code);
     free(offs);
@@ -754,9 +768,21 @@ int pw__cc_probe(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa) {
     (void)cc, (void)m, (void)v, (void)isa;
     return 0;
 }
+int pw__cc_open_entry(const struct pw_ccref *cc, const char *name) {
+    (void)cc, (void)name;
+    return -1;
+}
+int pw__cc_tmp_create(const struct pw_ccref *cc, const char *name, char tmp[PW_CC_TMP_MAX]) {
+    (void)cc, (void)name, (void)tmp;
+    return -1;
+}
+bool pw__cc_commit(struct pw_ccref *cc, int fd, bool good, const char *tmp, const char *name) {
+    (void)cc, (void)fd, (void)good, (void)tmp, (void)name; /* fd is never valid here */
+    return false;
+}
 static pw_code_error unsupported(pw_code_err *err) {
     (void)ok;
-    return fail(err, PW_CODE_UNSUPPORTED, "no JIT on this host");
+    return pw__cc_fail(err, PW_CODE_UNSUPPORTED, "no JIT on this host");
 }
 pw_code_error pw_code_compile(const pw_module *m, const uint8_t digest[32], int bounds_checks,
                               bool sse2_only, uint8_t **out, size_t *len, pw_code_err *err) {

@@ -18,7 +18,8 @@
 
 #include <stdatomic.h>
 
-#define PW_CC_DIGEST 32
+#define PW_CC_DIGEST  32
+#define PW_CC_TMP_MAX (64 + 5 + 64) /* a temporary file's name */
 
 struct pw_ccref {
     int dirfd;                    /* the cache directory (O_RDONLY), owned */
@@ -38,5 +39,23 @@ void pw__cc_save(struct pw_ccref *cc, const struct pw_cmodule *cm, int v, unsign
                  const uint8_t *code, size_t len, const int64_t *offs);
 /* 1 the cache holds a file for (v, isa), 0 not (checked once, then remembered). */
 int pw__cc_probe(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa);
+
+/* Helpers for other files kept in the cache directory (snapfile.c). Every cache
+ * file is named by 64 hex digits + ".pcc" (eviction counts them all). */
+/* Open the cache file name for reading: a regular file of ours, not writable by
+ * others, not a link; -1 otherwise. Caller closes. */
+int pw__cc_open_entry(const struct pw_ccref *cc, const char *name);
+/* Create a temporary file (0600, O_EXCL) to become name; its name goes to tmp.
+ * -1 on failure. */
+int pw__cc_tmp_create(const struct pw_ccref *cc, const char *name, char tmp[PW_CC_TMP_MAX]);
+/* Finish a write begun by pw__cc_tmp_create (good: every write succeeded): fsync,
+ * close, rename over name, fsync the directory, evict past the bound. Takes fd; on
+ * failure the temporary file is removed and false returned. */
+bool pw__cc_commit(struct pw_ccref *cc, int fd, bool good, const char *tmp, const char *name);
+/* Set err (may be NULL) to kind k and the formatted message; returns k. */
+__attribute__((format(printf, 3, 4))) pw_code_error pw__cc_fail(pw_code_err *err, pw_code_error k,
+                                                                const char *fmt, ...);
+/* The code cache attached to m, or NULL (jit.c keeps it). */
+struct pw_ccref *pw__cc_of(const pw_module *m);
 
 #endif

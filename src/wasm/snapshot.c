@@ -21,7 +21,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "wasm/runtime.h"
+#include "wasm/snapshot.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,27 +29,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-#define PAGE      ((uint64_t)65536)
-#define NULL_FUNC UINT32_MAX
-
-typedef struct snap_table {
-    uint32_t size;
-    uint32_t *funcs; /* function index per element, NULL_FUNC for null */
-} snap_table;
-
-struct pw_snapshot {
-    const pw_module *mod; /* identity check only */
-    uint32_t nmems, nglobals, ntables, nelems, ndatas;
-    int fd;             /* memfd holding every memory's bytes */
-    uint64_t *mem_off;  /* offset of memory i in fd */
-    uint64_t *mem_size; /* its size in bytes */
-    uint64_t total;
-    pw_slot *globals;
-    snap_table *tables;
-    uint8_t *elem_dropped; /* per elem segment: 1 when its refs are gone */
-    uint8_t *data_dropped;
-};
 
 void pw_snapshot_free(pw_snapshot *sn) {
     if (!sn) return;
@@ -118,10 +97,9 @@ static pw_snapshot *fail(pw_snapshot *sn, pw_error *err, pw_status st, const cha
     return NULL;
 }
 
-pw_snapshot *pw_snapshot_take(pw_instance *inst, pw_error *err) {
-    const pw_module *m = inst->mod;
+pw_snapshot *pw__snapshot_new(const pw_module *m) {
     pw_snapshot *sn = calloc(1, sizeof *sn);
-    if (!sn) return fail(NULL, err, PW_ERR_NOMEM, "out of memory");
+    if (!sn) return NULL;
     sn->fd = -1;
     sn->mod = m;
     sn->nmems = m->nmems;
@@ -136,8 +114,17 @@ pw_snapshot *pw_snapshot_take(pw_instance *inst, pw_error *err) {
     sn->elem_dropped = calloc(m->nelems ? m->nelems : 1, 1);
     sn->data_dropped = calloc(m->ndatas ? m->ndatas : 1, 1);
     if (!sn->mem_off || !sn->mem_size || !sn->globals || !sn->tables || !sn->elem_dropped ||
-        !sn->data_dropped)
-        return fail(sn, err, PW_ERR_NOMEM, "out of memory");
+        !sn->data_dropped) {
+        pw_snapshot_free(sn);
+        return NULL;
+    }
+    return sn;
+}
+
+pw_snapshot *pw_snapshot_take(pw_instance *inst, pw_error *err) {
+    const pw_module *m = inst->mod;
+    pw_snapshot *sn = pw__snapshot_new(m);
+    if (!sn) return fail(NULL, err, PW_ERR_NOMEM, "out of memory");
 
     for (uint32_t i = m->nglobal_imports; i < m->nglobals; i++) {
         const pw_global *g = inst->globals[i];

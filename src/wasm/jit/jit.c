@@ -3495,6 +3495,10 @@ void pw__jit_attach_cache(struct pw_jitmod *jm, struct pw_ccref *cc) {
     jm->cc = cc;
 }
 
+struct pw_ccref *pw__cc_of(const pw_module *m) {
+    return m->code && m->code->jit ? m->code->jit->cc : NULL;
+}
+
 int pw__jit_state(const pw_func *f) {
     if (!f->inst || !f->inst->mod->code->jit) return 0;
     const struct pw_cmodule *cm = f->inst->mod->code;
@@ -3529,6 +3533,10 @@ int pw__jit_cached(const pw_store *s, const pw_func *f) {
 void pw__jit_attach_cache(struct pw_jitmod *jm, struct pw_ccref *cc) {
     (void)jm;
     pw__cc_ref_free(cc);
+}
+struct pw_ccref *pw__cc_of(const pw_module *m) {
+    (void)m;
+    return NULL;
 }
 int pw__jit_prepare(pw_store *s, pw_func *f) {
     (void)s, (void)f;
