@@ -430,14 +430,26 @@ static void load_thread(void *ud, pst_remote_result *res) {
     }
 }
 
+/* A request naming a session with optional mcpServers (load, resume, fork): false when
+ * id was answered (no sessionId, or servers that cannot run here). */
+static bool session_params_ok(paw *p, pj_t *params, pj_t *id) {
+    pj_t *m = pj_object_get(params, "mcpServers");
+    char why[400];
+    const char *refused = NULL;
+    if (!session_id(params))
+        refused = "missing sessionId";
+    else if (m && !pj_is_array(m))
+        refused = "mcpServers must be an array";
+    else if (m)
+        refused = mcp_refusal(m, why, sizeof why);
+    if (refused) bad_params(p, id, refused);
+    return refused == NULL;
+}
+
 static void load_or_resume(paw *p, pj_t *params, pj_t *id, bool replay) {
     const char *sid = session_id(params);
-    if (!sid) return bad_params(p, id, "missing sessionId");
     pj_t *m = pj_object_get(params, "mcpServers");
-    if (m && !pj_is_array(m)) return bad_params(p, id, "mcpServers must be an array");
-    char why[400];
-    const char *refused = m ? mcp_refusal(m, why, sizeof why) : NULL;
-    if (refused) return bad_params(p, id, refused);
+    if (!session_params_ok(p, params, id)) return;
     if (store_down(p, id)) return;
     if (!paw__uuid_ok(sid)) return not_found(p, id, sid);
     paw_sess *live = paw__sess_find(p, sid);
@@ -868,12 +880,8 @@ static void fork_thread(void *ud, pst_remote_result *res) {
 
 static void m_fork(paw *p, pj_t *params, pj_t *id) {
     const char *sid = session_id(params);
-    if (!sid) return bad_params(p, id, "missing sessionId");
     pj_t *m = pj_object_get(params, "mcpServers");
-    if (m && !pj_is_array(m)) return bad_params(p, id, "mcpServers must be an array");
-    char why[400];
-    const char *refused = m ? mcp_refusal(m, why, sizeof why) : NULL;
-    if (refused) return bad_params(p, id, refused);
+    if (!session_params_ok(p, params, id)) return;
     paw_sess *live = paw__sess_find(p, sid);
     if (live && live->read_only) return paw__refuse_read_only(p, id, live);
     if (live && live->gone)
