@@ -116,6 +116,31 @@ def main():
         check(not os.path.exists(os.path.join(E.tmp, "local.db")), "a local store was made")
         print("PASS local_store_refused", flush=True)
 
+        # 3b. a client that pipes its requests and closes its side at once (a script):
+        # every request is answered in order, the prompt's turn within the close grace,
+        # and the process exits 0, as `peri acp` does
+        E.mock.script([{"text": "piped answer"}])
+        frames = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                   "params": {"protocolVersion": 1}},
+                  {"jsonrpc": "2.0", "id": 2, "method": "session/load",
+                   "params": {"sessionId": sid, "cwd": "/work/project", "mcpServers": []}},
+                  {"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                   "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "p"}]}},
+                  {"jsonrpc": "2.0", "id": 4, "method": "session/list", "params": {}}]
+        p = subprocess.run([peri, "acp", "--wasm", "--db", url, "--machine-id", MACHINE_A],
+                           input="".join(json.dumps(f) + "\n" for f in frames),
+                           capture_output=True, text=True, env=E.env(), timeout=60)
+        out = [json.loads(x) for x in p.stdout.splitlines() if x.strip()]
+        answers = [f for f in out if "id" in f and "method" not in f]
+        check(p.returncode == 0, "piped: exit %d: %s" % (p.returncode, p.stderr[-800:]))
+        # (a prompt is answered when its turn ends: the list after it may be answered first)
+        by_id = {a["id"]: a for a in answers}
+        check(sorted(by_id) == [1, 2, 3, 4] and len(answers) == 4 and
+              all("result" in a for a in answers) and [a["id"] for a in answers][:2] == [1, 2],
+              "piped answers: %r" % [(a["id"], a.get("error")) for a in answers])
+        check(by_id[3]["result"] == {"stopReason": "end_turn"}, "piped prompt: %r" % by_id[3])
+        print("PASS piped_requests", flush=True)
+
         if node:
             return 0
         # 4. usage errors
