@@ -535,6 +535,9 @@ void pst__rconn_event(pst__rconn *c, const pn_event *ev) {
             size_t got = 0;
             pn_err e = c->ports->read(c->ports->ctx, c->h, buf, sizeof buf, &got);
             if (e == PN_E_AGAIN) break;
+            /* the stream is settling (a readable queued before a failed TLS start, say):
+             * its own PN_EV_TLS / PN_EV_CLOSED follows and says why */
+            if (e == PN_E_CLOSED) break;
             if (e != PN_OK || got == 0) {
                 char m[120];
                 snprintf(m, sizeof m, "PostgreSQL connection lost: %s",
