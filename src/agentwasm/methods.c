@@ -44,6 +44,7 @@ typedef struct pend {
     char owner[PST_ID_LEN];
     int format;
     bool foreign, old_format, titled, replay;
+    bool with_options; /* set_config_option: answered with the configOptions */
     /* fork: the source thread and its history */
     char workspace[PST_ID_LEN];
     char *title, *model;
@@ -649,7 +650,7 @@ static void options_saved(void *ud, pst_remote_result *res) {
     if (res->status != PST_OK)
         paw__log(p, 0, "session %s: options not persisted: %s", q->sid, res->error.message);
     paw_sess *s = paw__sess_find(p, q->sid);
-    if (!q->replay)
+    if (!q->with_options)
         paw__reply(p, q->id, pj_object());
     else if (s)
         paw__reply(p, q->id, pj_pack("{s:o}", "configOptions", paw__config_options(s)));
@@ -664,7 +665,7 @@ static void save_then_answer(paw_sess *s, pj_t *id, bool config) {
     pend *q = pend_new(p, id);
     if (!q) return paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
     snprintf(q->sid, sizeof q->sid, "%s", s->id);
-    q->replay = config; /* (reused as "answer with the options") */
+    q->with_options = config;
     pst_error e = {0};
     if (store_down(p, q->id)) return pend_free(q);
     if (paw__sess_save_meta(s, options_saved, q, &e) != PST_OK) {

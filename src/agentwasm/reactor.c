@@ -386,8 +386,8 @@ static int line(paw *p, const char *s, size_t n) {
     for (size_t i = 0; i < n && blank; i++)
         blank = s[i] == ' ' || s[i] == '\t' || s[i] == '\r';
     if (blank) return 0; /* a keep-alive */
-    bool wait = p->started && (!(p->store_ready || p->store_failed) || p->waiting ||
-                               p->pending_ops);
+    bool wait =
+        p->started && (!(p->store_ready || p->store_failed) || p->waiting || p->pending_ops);
     if (wait) { /* an answer to the module's own question never waits */
         pb_rpc_msg m;
         pb_rpc_decode(s, n, PB_RPC_ACP_RULES, &m);
@@ -488,36 +488,43 @@ static bool any_turn(const paw *p) {
     return false;
 }
 
+/* Arms the settings' close grace for running turns; false when there is none (0, or
+ * no timer). */
+static bool start_grace(paw *p) {
+    long ms = p->settings.close_grace_ms > 0 ? p->settings.close_grace_ms : 0;
+    paw_handle *hd = ms ? paw__handle_add(p, PAW_H_TIMER, NULL) : NULL;
+    if (!hd) return false;
+    hd->ud = hd;
+    if (p->h.ports->timer_set(p->h.ports->ctx, (uint64_t)ms, hd, &hd->timer) != PN_OK) {
+        paw__handle_drop(p, hd);
+        return false;
+    }
+    p->grace = hd;
+    return true;
+}
+
 void paw__drain_check(paw *p) {
     if (!p->draining || p->closing || p->waiting || p->pending_ops) return;
-    if (!p->store_ready && !p->store_failed) return; /* the waiting frames run after it */
-    if (any_turn(p) && !p->grace) {
-        long ms = p->settings.close_grace_ms > 0 ? p->settings.close_grace_ms : 0;
-        paw_handle *hd = ms ? paw__handle_add(p, PAW_H_TIMER, NULL) : NULL;
-        if (hd) {
-            hd->ud = hd;
-            if (p->h.ports->timer_set(p->h.ports->ctx, (uint64_t)ms, hd, &hd->timer) == PN_OK) {
-                p->grace = hd;
-                return;
-            }
-            paw__handle_drop(p, hd);
-        }
-    } else if (any_turn(p)) {
-        return; /* the grace runs */
-    }
+    if (!p->store_ready && !p->store_failed) return;         /* the waiting frames run after it */
+    if (any_turn(p) && (p->grace || start_grace(p))) return; /* turns end within it */
     p->draining = false;
     paw_close(p);
 }
 
 /* ---------------------------------------------------------------- events, close */
 
+/* What follows any event: frames that waited may run, a drain may end, a close may
+ * settle. */
+static void after_event(paw *p) {
+    run_waiting(p);
+    paw__drain_check(p);
+    paw__maybe_settled(p);
+}
+
 void paw_event(paw *p, const pn_event *ev) {
     if (p->store && ev->ud == (void *)p->store) {
         pst_remote_on_event(p->store, ev);
-        run_waiting(p);
-        paw__drain_check(p);
-        paw__maybe_settled(p);
-        return;
+        return after_event(p);
     }
     if (p->grace && ev->ud == (void *)p->grace) { /* the close grace is over */
         if (ev->kind != PN_EV_TIMER) return;
@@ -527,28 +534,16 @@ void paw_event(paw *p, const pn_event *ev) {
             p->draining = false;
             paw_close(p);
         }
-        paw__maybe_settled(p);
-        return;
+        return after_event(p);
     }
     for (paw_handle *hd = p->handles; hd; hd = hd->next)
         if (hd->ud == ev->ud) {
             paw__handle_event(p, hd, ev);
-            run_waiting(p);
-            paw__drain_check(p);
-            paw__maybe_settled(p);
-            return;
+            return after_event(p);
         }
     for (size_t i = 0; i < p->nsrcs; i++)
-        if (p->srcs[i].on_event(p->srcs[i].ctx, ev)) {
-            run_waiting(p);
-            paw__drain_check(p);
-            paw__maybe_settled(p);
-            return;
-        }
-    if (paw__mcp_sets_event(p, ev)) {
-        paw__maybe_settled(p);
-        return;
-    }
+        if (p->srcs[i].on_event(p->srcs[i].ctx, ev)) return after_event(p);
+    if (paw__mcp_sets_event(p, ev)) return after_event(p);
     paw__log(p, 3, "port event %d for handle %u of nobody", (int)ev->kind, (unsigned)ev->handle);
 }
 

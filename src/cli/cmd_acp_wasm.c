@@ -337,6 +337,7 @@ int peri_cmd_acp_wasm(int argc, char **argv) {
         return 1;
     }
     peri_store_locator_t loc = {0};
+    const char *tel_token = getenv("PERI_TELEMETRY_TOKEN"); /* settings.telemetry's */
     bool remote =
         h.db && (!strncmp(h.db, "postgresql://", 13) || !strncmp(h.db, "postgres://", 11));
     pwh_instance *inst = NULL;
@@ -351,8 +352,7 @@ int peri_cmd_acp_wasm(int argc, char **argv) {
     if ((!remote && !(loc.locator = strdup(h.db ? h.db : ""))) ||
         (loc.password && add_cred(&w, "store", "", loc.password) != 0) ||
         take_secrets(&w, h.settings) != 0 ||
-        (getenv("PERI_TELEMETRY_TOKEN") && *getenv("PERI_TELEMETRY_TOKEN") &&
-         add_cred(&w, "telemetry", "", getenv("PERI_TELEMETRY_TOKEN")) != 0)) {
+        (tel_token && *tel_token && add_cred(&w, "telemetry", "", tel_token) != 0)) {
         fprintf(stderr, "peri acp --wasm: out of memory\n");
         goto out;
     }

@@ -332,9 +332,9 @@ char *pct__modes_json(pct_sess *s);
 
 /* telemetry.c: the exporter of settings.telemetry (none: 0 and c->tel NULL; -1 with err
  * when malformed); pct__tel_turn queues the span of s's turn that ended with r;
- * pct__tel_free(t, true) stops the thread (joined) and frees. */
+ * pct__tel_free(t, true) stops the running thread (joined) and frees. */
 int pct__tel_new(pct_controller *c, const pct_config *cfg, pct_error *err);
 void pct__tel_turn(pct_sess *s, const pag_turn_result *r, const char *model_spec);
-void pct__tel_free(pct_tel *t, bool joined);
+void pct__tel_free(pct_tel *t, bool running);
 
 #endif

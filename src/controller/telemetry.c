@@ -162,9 +162,9 @@ static void tel_release(pct_tel *t) {
     free(t);
 }
 
-void pct__tel_free(pct_tel *t, bool joined) {
+void pct__tel_free(pct_tel *t, bool running) {
     if (!t) return;
-    if (!joined) {
+    if (!running) { /* its thread never started */
         tel_release(t);
         return;
     }

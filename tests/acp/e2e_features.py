@@ -682,38 +682,26 @@ def s_telemetry(E):
                        {"text": "two"}, {"text": "three"}])
         check(a.response(prompt(a, sid, "SECRET-PROMPT")).get("result") ==
               {"stopReason": "end_turn"}, "turn")
-        deadline = time.monotonic() + 10
-        while not col.posts and time.monotonic() < deadline:
-            time.sleep(0.05)
-        check(len(col.posts) == 1, "spans: %r" % col.posts)
-        path, headers, body = col.posts[0]
-        h = {k.lower(): v for k, v in headers.items()}
+        check(col.wait_posts(1) == 1, "spans: %r" % col.posts)
+        path, h, res, span, attrs = col.span(0)
         check(path == "/v1/traces" and h.get("authorization") == "Bearer tel-token",
               "post %r %r" % (path, h))
-        rs = body["resourceSpans"][0]
-        res = {x["key"]: x["value"] for x in rs["resource"]["attributes"]}
         check(res["service.name"] == {"stringValue": "peri-agent"} and
               res["peri.form"] == {"stringValue": "native"}, "resource %r" % res)
-        span = rs["scopeSpans"][0]["spans"][0]
-        attrs = {x["key"]: list(x["value"].values())[0] for x in span["attributes"]}
         check(attrs["peri.session.id"] == sid and attrs["gen_ai.usage.input_tokens"] == "11"
               and attrs["gen_ai.usage.output_tokens"] == "4" and
               attrs["peri.stop_reason"] == "end_turn" and attrs["peri.model_calls"] == "1" and
               attrs["peri.turn.id"], "attributes %r" % attrs)
-        raw = json.dumps(body)
+        raw = json.dumps(col.posts[0][2])
         check("SECRET-PROMPT" not in raw and "SECRET-ANSWER" not in raw, "content leaked")
         col.status = 503
         check(a.response(prompt(a, sid, "two")).get("result") == {"stopReason": "end_turn"},
               "turn with a failing collector")
-        deadline = time.monotonic() + 10
-        while len(col.posts) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        col.wait_posts(2)
         col.status, col.hang = 200, True
         check(a.response(prompt(a, sid, "three")).get("result") == {"stopReason": "end_turn"},
               "turn with a hanging collector")
-        deadline = time.monotonic() + 10
-        while len(col.posts) < 3 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        col.wait_posts(3)
         t0 = time.monotonic()
         check(a.close_stdin() == 0, "exit")
         check(time.monotonic() - t0 < 8, "the exit waited for the collector")

@@ -29,7 +29,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from acp_harness import Agent, Env, Fail, check, prompt, text_of  # noqa: E402
+from acp_harness import pg_role_db, Agent, Env, Fail, check, prompt, text_of  # noqa: E402
 
 MACHINE_A = "0190f5e4-0000-7000-8000-0000000000d1"
 MACHINE_B = "0190f5e4-0000-7000-8000-0000000000d2"
@@ -801,16 +801,7 @@ SCENARIOS = {
 
 
 def setup_db():
-    sock, port = os.environ.get("PERI_TEST_PG_SOCKDIR"), os.environ.get("PERI_TEST_PG_PORT")
-    check(sock and port, "run under tests/store/pg_cluster.sh with PERI_PG_TCP=1")
-
-    def psql(db, sql):
-        subprocess.run(["psql", "-h", sock, "-p", port, "-U", "peri", "-d", db, "-q",
-                        "-v", "ON_ERROR_STOP=1", "-c", sql], check=True,
-                       stdout=subprocess.DEVNULL)
-    psql("postgres", "CREATE ROLE %s LOGIN PASSWORD '%s'" % (ROLE, PASSWORD))
-    psql("postgres", "CREATE DATABASE %s OWNER %s" % (DB, ROLE))
-    return int(port)
+    return pg_role_db(ROLE, PASSWORD, DB)
 
 
 def main():

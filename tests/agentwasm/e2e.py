@@ -19,7 +19,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from acp_harness import Agent, Fail, Mock, check, prompt, text_of  # noqa: E402
+from acp_harness import pg_role_db, Agent, Fail, Mock, check, prompt, text_of  # noqa: E402
 from collector import Collector  # noqa: E402
 
 MACHINE_A = "0190f5e4-0000-7000-8000-00000000000a"
@@ -571,21 +571,13 @@ def s_telemetry(E):
         sid = E.new_session(a)
         check(wait_done(a, prompt(a, sid, "SECRET-PROMPT")).get("result") ==
               {"stopReason": "end_turn"}, "turn")
-        deadline = time.monotonic() + 10
-        while not col.posts and time.monotonic() < deadline:
-            time.sleep(0.05)
-        check(len(col.posts) == 1, "spans: %r" % col.posts)
-        path, headers, body = col.posts[0]
+        check(col.wait_posts(1) == 1, "spans: %r" % col.posts)
+        path, h, res, span, attrs = col.span(0)
         check(path == "/v1/traces", "path %r" % path)
-        h = {k.lower(): v for k, v in headers.items()}
         check(h.get("authorization") == "Bearer tel-token" and
               h.get("content-type") == "application/json", "headers %r" % h)
-        rs = body["resourceSpans"][0]
-        res = {x["key"]: x["value"] for x in rs["resource"]["attributes"]}
         check(res["service.name"] == {"stringValue": "tenant-7"} and
               res["peri.form"] == {"stringValue": "wasm"}, "resource %r" % res)
-        span = rs["scopeSpans"][0]["spans"][0]
-        attrs = {x["key"]: list(x["value"].values())[0] for x in span["attributes"]}
         check(attrs["peri.session.id"] == sid and attrs["peri.machine.id"] == MACHINE_A and
               attrs["gen_ai.request.model"] == "mock-1" and attrs["gen_ai.system"] == "openai" and
               attrs["gen_ai.usage.input_tokens"] == "11" and
@@ -595,7 +587,7 @@ def s_telemetry(E):
               span["status"] == {"code": 1} and
               int(span["endTimeUnixNano"]) >= int(span["startTimeUnixNano"]) > 10**18,
               "span %r" % span)
-        raw = json.dumps(body)
+        raw = json.dumps(col.posts[0][2])
         check("SECRET-PROMPT" not in raw and "SECRET-ANSWER" not in raw, "content leaked")
         # a collector that fails: the turn is unaffected, a warning is logged
         col.status = 503
@@ -610,9 +602,7 @@ def s_telemetry(E):
         col.status, col.hang = 200, True
         check(wait_done(a, prompt(a, sid, "three")).get("result") == {"stopReason": "end_turn"},
               "turn with a hanging collector")
-        deadline = time.monotonic() + 10
-        while len(col.posts) < 3 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        col.wait_posts(3)
         t0 = time.monotonic()
         a.finish()
         check(time.monotonic() - t0 < 5, "the close waited for the collector")
@@ -777,16 +767,7 @@ SCENARIOS = {
 
 
 def setup_db():
-    sock, port = os.environ.get("PERI_TEST_PG_SOCKDIR"), os.environ.get("PERI_TEST_PG_PORT")
-    check(sock and port, "run under tests/store/pg_cluster.sh with PERI_PG_TCP=1")
-
-    def psql(db, sql):
-        subprocess.run(["psql", "-h", sock, "-p", port, "-U", "peri", "-d", db, "-q",
-                        "-v", "ON_ERROR_STOP=1", "-c", sql], check=True,
-                       stdout=subprocess.DEVNULL)
-    psql("postgres", "CREATE ROLE %s LOGIN PASSWORD '%s'" % (ROLE, PASSWORD))
-    psql("postgres", "CREATE DATABASE %s OWNER %s" % (DB, ROLE))
-    return int(port)
+    return pg_role_db(ROLE, PASSWORD, DB)
 
 
 def main():

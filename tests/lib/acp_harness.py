@@ -271,6 +271,21 @@ def text_of(updates, tag="agent_message_chunk"):
     return "".join(u["content"]["text"] for _, u in updates if u["sessionUpdate"] == tag)
 
 
+def pg_role_db(role, password, db):
+    """On the throwaway cluster of tests/store/pg_cluster.sh (PERI_PG_TCP=1): a role that
+    logs in with its password and a database it owns; returns the TCP port."""
+    sock, port = os.environ.get("PERI_TEST_PG_SOCKDIR"), os.environ.get("PERI_TEST_PG_PORT")
+    check(sock and port, "run under tests/store/pg_cluster.sh with PERI_PG_TCP=1")
+
+    def psql(sql):
+        subprocess.run(["psql", "-h", sock, "-p", port, "-U", "peri", "-d", "postgres", "-q",
+                        "-v", "ON_ERROR_STOP=1", "-c", sql], check=True,
+                       stdout=subprocess.DEVNULL)
+    psql("CREATE ROLE %s LOGIN PASSWORD '%s'" % (role, password))
+    psql("CREATE DATABASE %s OWNER %s" % (db, role))
+    return int(port)
+
+
 def base_env(home):
     """The environment of a child under test: PATH, HOME and the sanitizer options."""
     e = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}

@@ -4,6 +4,7 @@ import http.server
 import json
 import socketserver
 import threading
+import time
 
 
 class Collector:
@@ -38,6 +39,23 @@ class Collector:
         self.srv = S(("127.0.0.1", 0), H)
         self.port = self.srv.server_address[1]
         threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def wait_posts(self, n, timeout=10):
+        """Waits until n POSTs arrived (or the timeout); the number that did."""
+        deadline = time.monotonic() + timeout
+        while len(self.posts) < n and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return len(self.posts)
+
+    def span(self, i):
+        """POST i as (path, headers with lowercase names, resource attributes, the span,
+        the span's attributes); an attribute's value is its one OTLP value."""
+        path, headers, body = self.posts[i]
+        rs = body["resourceSpans"][0]
+        res = {x["key"]: x["value"] for x in rs["resource"]["attributes"]}
+        span = rs["scopeSpans"][0]["spans"][0]
+        attrs = {x["key"]: list(x["value"].values())[0] for x in span["attributes"]}
+        return path, {k.lower(): v for k, v in headers.items()}, res, span, attrs
 
     def stop(self):
         self.release.set()

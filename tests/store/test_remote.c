@@ -219,24 +219,30 @@ static void wait_for(tports *t, slot *s) {
         pump(t);
 }
 
-static pst_remote *open_remote(tports *t, const char *db, const char *machine, pst_status want) {
-    char loc[256];
-    snprintf(loc, sizeof loc, "postgresql://" ROLE "@127.0.0.1:%d/%s", port, db);
-    slot s = {0};
+/* Opens the store at loc (ROLE's password) and waits for the open's outcome in *s. */
+static pst_remote *open_at(tports *t, const char *loc, const char *machine, slot *s) {
     pst_error err;
     pst_remote *r = pst_remote_open(&(pst_remote_options){.ports = &t->p,
                                                           .locator = loc,
                                                           .password = PASSWORD,
                                                           .machine_id = machine,
                                                           .random = rnd},
-                                    take, &s, &err);
+                                    take, s, &err);
     assert_non_null(r);
     for (int i = 0; i < 4; i++)
         if (!t->stores[i]) {
             t->stores[i] = r;
             break;
         }
-    wait_for(t, &s);
+    wait_for(t, s);
+    return r;
+}
+
+static pst_remote *open_remote(tports *t, const char *db, const char *machine, pst_status want) {
+    char loc[256];
+    snprintf(loc, sizeof loc, "postgresql://" ROLE "@127.0.0.1:%d/%s", port, db);
+    slot s = {0};
+    pst_remote *r = open_at(t, loc, machine, &s);
     if (s.res.status != want) fail_msg("open: %s", s.res.error.message);
     if (want == PST_OK) assert_int_equal(s.res.value, PST_SCHEMA_VERSION);
     return r;
@@ -661,15 +667,7 @@ static void newer_schema_is_refused_as_natively(void **state) {
     char loc[256];
     snprintf(loc, sizeof loc, "postgresql://" ROLE "@127.0.0.1:%d/rs_newer", port);
     slot s = {0};
-    r = pst_remote_open(&(pst_remote_options){.ports = &t.p,
-                                              .locator = loc,
-                                              .password = PASSWORD,
-                                              .machine_id = MACHINE_A,
-                                              .random = rnd},
-                        take, &s, &e);
-    assert_non_null(r);
-    t.stores[0] = r;
-    wait_for(&t, &s);
+    r = open_at(&t, loc, MACHINE_A, &s);
     assert_int_equal(s.res.status, PST_ERR_SCHEMA);
     assert_non_null(strstr(s.res.error.message, "newer than this program's"));
     /* not open: operations are refused at once */
@@ -685,15 +683,7 @@ static void newer_schema_is_refused_as_natively(void **state) {
     tports_init(&t);
     pst_remote_result_clear(&s.res);
     memset(&s, 0, sizeof s);
-    r = pst_remote_open(&(pst_remote_options){.ports = &t.p,
-                                              .locator = loc,
-                                              .password = PASSWORD,
-                                              .machine_id = MACHINE_A,
-                                              .random = rnd},
-                        take, &s, &e);
-    assert_non_null(r);
-    t.stores[0] = r;
-    wait_for(&t, &s);
+    r = open_at(&t, loc, MACHINE_A, &s);
     assert_int_equal(s.res.status, PST_ERR_SCHEMA);
     close_remote(&t, r);
 }
