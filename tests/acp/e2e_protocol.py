@@ -26,6 +26,13 @@ def meta_of(f):
     return f.get("params", {}).get("_meta", {})
 
 
+def session_level(f):
+    """The session's command list follows the answer to session/new, load or resume, so it
+    may arrive after the next prompt was sent; it belongs to no turn."""
+    return f.get("method") == "session/update" and \
+        f["params"].get("update", {}).get("sessionUpdate") == "available_commands_update"
+
+
 def turn_frames(a, sid, rid, t0):
     """(updates, turn_done notifications, answer) of the prompt rid sent at t0, in order of
     arrival, once its answer came."""
@@ -33,7 +40,7 @@ def turn_frames(a, sid, rid, t0):
     seen = []
     for t, f in frames_between(a, t0):
         if f.get("method") in ("session/update", "_peri/turn_done") and \
-                f["params"].get("sessionId") == sid:
+                f["params"].get("sessionId") == sid and not session_level(f):
             seen.append(f)
         if f is ans:
             break
@@ -138,7 +145,8 @@ def s_ids(E):
     b = E.agent()
     t0 = time.monotonic()
     b.result("session/load", {"sessionId": sid, "cwd": E.cwd, "mcpServers": []})
-    rep = [f for _, f in frames_between(b, t0) if f.get("method") == "session/update"]
+    rep = [f for _, f in frames_between(b, t0)
+           if f.get("method") == "session/update" and not session_level(f)]
     check(rep, "no replay")
     for f in rep:
         m = meta_of(f)
