@@ -193,6 +193,11 @@ typedef struct pr_fs pr_fs;           /* an in-memory file system */
  * err has the contract message (隔离运行失败：动态 Worker 程序不是有效 Wasm, ...). */
 pr_program *pr_program_load(pr_host *h, pr_str scope, const uint8_t *bytes, size_t len,
                             pr_error *err);
+/* pr_program_load taking ownership of `bytes` (from malloc; the caller holds no other
+ * reference): a newly compiled module keeps the buffer instead of copying it; it is
+ * freed when the program was already cached and on failure. */
+pr_program *pr_program_load_owned(pr_host *h, pr_str scope, uint8_t *bytes, size_t len,
+                                  pr_error *err);
 void pr_program_release(pr_program *p);
 /* The SHA-256 of the program's bytes. */
 void pr_program_digest(const pr_program *p, uint8_t out[32]);

@@ -198,6 +198,12 @@ typedef struct pw_module_config {
  * with pw_module_free. cfg may be NULL. */
 pw_module *pw_module_new(const uint8_t *bytes, size_t len, const pw_module_config *cfg,
                          pw_error *err);
+/* pw_module_new taking ownership of `bytes` (from malloc, len bytes long): the module
+ * keeps that buffer instead of a copy (no copy of a 30 MB module, no second set of
+ * its pages) and frees it; on failure it is freed at once. The caller must hold no
+ * other reference to it. */
+pw_module *pw_module_new_owned(uint8_t *bytes, size_t len, const pw_module_config *cfg,
+                               pw_error *err);
 /* Decode and validate only (no compile), for `peri wasm validate` and fuzzing. */
 pw_status pw_module_validate(const uint8_t *bytes, size_t len, pw_error *err);
 /* The WebAssembly text format (a module: "(module ...)", its fields alone, or the

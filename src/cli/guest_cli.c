@@ -338,7 +338,11 @@ int peri_guest_main(const peri_guest_cli *g, int argc, char **argv) {
                           .bounds_checks = o.bounds,
                           .code_cache_dir = peri_code_cache_dir(ccdir, sizeof ccdir)};
     h = pr_host_new(&cfg, &err);
-    p = h ? pr_program_load(h, (pr_str){g->name, strlen(g->name)}, mod, wlen, &err) : NULL;
+    /* The module keeps mod's buffer (no copy of Ruby's 30 MB); without a host it is ours. */
+    if (h) {
+        p = pr_program_load_owned(h, (pr_str){g->name, strlen(g->name)}, mod, wlen, &err);
+        mod = NULL;
+    }
     if (!p) {
         progress_stop(&pg);
         if (h && !strcmp(err.message, "隔离运行失败：动态 Worker 程序不是有效 Wasm")) {
@@ -355,8 +359,6 @@ int peri_guest_main(const peri_guest_cli *g, int argc, char **argv) {
         fprintf(stderr, "peri %s: %s\n", g->name, why_not);
         goto done;
     }
-    free(mod);
-    mod = NULL;
     pr_dir libdir = {lib, PR_PYTHON_STDLIB_GUEST};
     for (unsigned long run = 0; run < o.repeat; run++) {
         pr_fs_free(fs);

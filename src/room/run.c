@@ -131,20 +131,27 @@ static void digest_bytes(const char *hex, uint8_t out[32]) {
     }
 }
 
-pr_program *pr__program_load_digest(pr_host *h, pr_str scope, const char hex[64],
-                                    const uint8_t *bytes, size_t len, pr_str text, pr_error *err) {
+/* pr__program_load_digest; with own (a malloc'd buffer holding bytes, taken over and
+ * freed on every path) a new module keeps that buffer instead of a copy. */
+static pr_program *program_load(pr_host *h, pr_str scope, const char hex[64], const uint8_t *bytes,
+                                size_t len, uint8_t *own, pr_str text, pr_error *err) {
     char stackkey[256];
     size_t kmax = pr__program_key_max(scope);
     char *key = kmax <= sizeof stackkey ? stackkey : malloc(kmax);
-    if (!key) goto nomem;
+    if (!key) {
+        free(own);
+        goto nomem;
+    }
     size_t full = pr__program_key(scope, hex, key);
     pr_program *p = pr__cache_get(&h->cache, key, full);
     if (p) {
         if (key != stackkey) free(key);
+        free(own);
         return p;
     }
     pw_error pe = {0};
-    pw_module *m = pw_module_new(bytes, len, NULL, &pe);
+    pw_module *m =
+        own ? pw_module_new_owned(own, len, NULL, &pe) : pw_module_new(bytes, len, NULL, &pe);
     if (!m) {
         if (key != stackkey) free(key);
         if (pe.status == PW_ERR_NOMEM) goto nomem;
@@ -194,6 +201,11 @@ nomem:
     return NULL;
 }
 
+pr_program *pr__program_load_digest(pr_host *h, pr_str scope, const char hex[64],
+                                    const uint8_t *bytes, size_t len, pr_str text, pr_error *err) {
+    return program_load(h, scope, hex, bytes, len, NULL, text, err);
+}
+
 void pr_program_digest(const pr_program *p, uint8_t out[32]) {
     /* The key is "scope:<64 hex>" NUL version: the hex ends at the NUL. */
     digest_bytes(p->key + strlen(p->key) - 64, out);
@@ -209,6 +221,19 @@ pr_program *pr_program_load(pr_host *h, pr_str scope, const uint8_t *bytes, size
     }
     pr__hex(d, 32, hex);
     return pr__program_load_digest(h, scope, hex, bytes, len, (pr_str){NULL, 0}, err);
+}
+
+pr_program *pr_program_load_owned(pr_host *h, pr_str scope, uint8_t *bytes, size_t len,
+                                  pr_error *err) {
+    uint8_t d[32];
+    char hex[65];
+    if (!pr__sha256(bytes, len, d)) {
+        free(bytes);
+        pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：SHA-256 不可用");
+        return NULL;
+    }
+    pr__hex(d, 32, hex);
+    return program_load(h, scope, hex, bytes, len, bytes, (pr_str){NULL, 0}, err);
 }
 
 const pw_module *pr_program_module(const pr_program *p) {

@@ -26,25 +26,29 @@ pw_status pw__fail(pw_error *err, pw_status st, const char *fmt, ...) {
     return st;
 }
 
-/* Decode and validate a copy of bytes. Caller owns the result (pw__module_destroy). */
-static pw_module *load(const uint8_t *bytes, size_t len, pw_error *err) {
+/* Decode and validate bytes. With own (a malloc'd buffer holding the same bytes) the
+ * module keeps that buffer, else a copy; own is freed on failure. Caller owns the
+ * result (pw__module_destroy). */
+static pw_module *load(const uint8_t *bytes, size_t len, uint8_t *own, pw_error *err) {
     if (len > UINT32_MAX) {
         /* Spans are 32-bit; no real module is this large. */
+        free(own);
         pw__fail(err, PW_ERR_MALFORMED, "implementation limit: module larger than 4 GiB");
         return NULL;
     }
     pw_module *m = calloc(1, sizeof *m);
     if (!m) {
+        free(own);
         pw__fail(err, PW_ERR_NOMEM, "out of memory");
         return NULL;
     }
-    m->bytes = malloc(len ? len : 1);
+    m->bytes = own ? own : malloc(len ? len : 1);
     if (!m->bytes) {
         free(m);
         pw__fail(err, PW_ERR_NOMEM, "out of memory");
         return NULL;
     }
-    if (len) memcpy(m->bytes, bytes, len);
+    if (!own && len) memcpy(m->bytes, bytes, len);
     m->nbytes = len;
     if (pw__decode(m, err) != PW_OK || pw__validate(m, err) != PW_OK) {
         pw__module_destroy(m);
@@ -53,12 +57,10 @@ static pw_module *load(const uint8_t *bytes, size_t len, pw_error *err) {
     return m;
 }
 
-pw_module *pw_module_new(const uint8_t *bytes, size_t len, const pw_module_config *cfg,
-                         pw_error *err) {
-    (void)cfg;
+static pw_module *module_new(const uint8_t *bytes, size_t len, uint8_t *own, pw_error *err) {
     pw_error local;
     if (!err) err = &local;
-    pw_module *m = load(bytes, len, err);
+    pw_module *m = load(bytes, len, own, err);
     if (!m) return NULL;
     if (pw__compile_module(m, err) != PW_OK) {
         pw__module_destroy(m);
@@ -69,10 +71,26 @@ pw_module *pw_module_new(const uint8_t *bytes, size_t len, const pw_module_confi
     return m;
 }
 
+pw_module *pw_module_new(const uint8_t *bytes, size_t len, const pw_module_config *cfg,
+                         pw_error *err) {
+    (void)cfg;
+    return module_new(bytes, len, NULL, err);
+}
+
+pw_module *pw_module_new_owned(uint8_t *bytes, size_t len, const pw_module_config *cfg,
+                               pw_error *err) {
+    (void)cfg;
+    if (!bytes) { /* nothing to own: an empty module (decode refuses it) */
+        static const uint8_t none[1];
+        return module_new(none, 0, NULL, err);
+    }
+    return module_new(bytes, len, bytes, err);
+}
+
 pw_status pw_module_validate(const uint8_t *bytes, size_t len, pw_error *err) {
     pw_error local;
     if (!err) err = &local;
-    pw_module *m = load(bytes, len, err);
+    pw_module *m = load(bytes, len, NULL, err);
     if (!m) return err->status;
     pw__module_destroy(m);
     err->status = PW_OK;

@@ -546,6 +546,61 @@ static void test_exec_api(void **st) {
     pr_program_release(p);
 }
 
+/* pr_program_load_owned: the module keeps the caller's buffer (no copy); a program
+ * already cached, or bytes that are not a module, free it (ASan: no leak, no reuse). */
+static uint8_t *probe_bytes(size_t *n) {
+    FILE *f = fopen(ROOM_FIXTURES "/probe.wasm", "rb");
+    assert_non_null(f);
+    uint8_t *b = malloc(1 << 20);
+    assert_non_null(b);
+    *n = fread(b, 1, 1 << 20, f);
+    fclose(f);
+    return b;
+}
+
+static void test_program_load_owned(void **st) {
+    pr_host *h = *st;
+    size_t n, n2;
+    uint8_t *b = probe_bytes(&n), *copy = probe_bytes(&n2), want[32], d[32];
+    assert_int_equal(n, n2);
+    pr__sha256(copy, n, want);
+    pr_error e;
+    pr_program *p = pr_program_load_owned(h, (pr_str){"own", 3}, b, n, &e);
+    assert_non_null(p);
+    pr_program_digest(p, d);
+    assert_memory_equal(d, want, 32);
+    pr_str args[1] = {{"fail", 4}};
+    pr_fs *fs = pr_fs_new();
+    assert_non_null(fs);
+    pr_exec_options opt = {.args = args, .nargs = 1, .fs = fs};
+    pr_outcome oc;
+    assert_true(pr_exec(h, p, &opt, &oc, &e));
+    assert_int_equal(oc.exit_code, 3);
+    pr_outcome_clear(&oc);
+    pr_fs_free(fs);
+    /* The same bytes again: the cached program, and this buffer is freed. */
+    uint8_t *again = malloc(n);
+    assert_non_null(again);
+    memcpy(again, copy, n);
+    pr_program *q = pr_program_load_owned(h, (pr_str){"own", 3}, again, n, &e);
+    assert_ptr_equal(q, p);
+    pr_program_release(q);
+    /* Not a module (the magic broken, then cut short): refused, buffer freed. */
+    uint8_t *bad = malloc(n);
+    assert_non_null(bad);
+    memcpy(bad, copy, n);
+    bad[0] ^= 0xff;
+    assert_null(pr_program_load_owned(h, (pr_str){"own", 3}, bad, n, &e));
+    assert_string_equal(e.message, "隔离运行失败：动态 Worker 程序不是有效 Wasm");
+    uint8_t *cut = malloc(n);
+    assert_non_null(cut);
+    memcpy(cut, copy, n);
+    assert_null(pr_program_load_owned(h, (pr_str){"own", 3}, cut, n - 7, &e));
+    assert_string_equal(e.message, "隔离运行失败：动态 Worker 程序不是有效 Wasm");
+    free(copy);
+    pr_program_release(p);
+}
+
 static void test_wall_limit(void **st) {
     (void)st;
     pr_host_config cfg = {.wall_ms = 50};
@@ -658,6 +713,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_jit_engine),
         cmocka_unit_test(test_readdir_many),
         cmocka_unit_test(test_exec_api),
+        cmocka_unit_test(test_program_load_owned),
         cmocka_unit_test(test_sleep),
         cmocka_unit_test(test_wall_limit),
         cmocka_unit_test(test_thousand_runs),

@@ -2,7 +2,8 @@
  * test_snapshot.c — instance snapshots (pw_snapshot, src/wasm/snapshot.c): an instance
  * made from a snapshot starts in exactly the snapshotted state (memory, data segments'
  * effects, globals, tables), and no write of any instance — the original after the
- * snapshot, or another snapshot instance — is seen by any other.
+ * snapshot, or another snapshot instance — is seen by any other. Also
+ * pw_module_new_owned, the start-up path that keeps the caller's buffer.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -170,7 +171,48 @@ static void test_snapshot_isolation(void **state) {
     wb_free(&bin);
 }
 
+/* pw_module_new_owned: the module keeps the buffer (no copy) and behaves as one made
+ * by pw_module_new; invalid or truncated bytes are refused and the buffer freed. */
+static void test_module_owned(void **state) {
+    (void)state;
+    wb bin = module();
+    pw_error e;
+    uint8_t *own = malloc(bin.n);
+    assert_non_null(own);
+    memcpy(own, bin.p, bin.n);
+    pw_module *m = pw_module_new_owned(own, bin.n, NULL, &e);
+    assert_non_null(m);
+    pw_export_desc ex;
+    pw_module_export(m, 0, &ex);
+    assert_int_equal(ex.name_len, 3);
+    assert_memory_equal(ex.name, "set", 3);
+    pw_store *s = pw_store_new(NULL, &e);
+    pw_instance *in = pw_instantiate(s, m, NULL, NULL, &e);
+    assert_non_null(in);
+    assert_int_equal(get(s, in, "get16"), 42);
+    call(s, in, "set", 9, true);
+    assert_int_equal(get(s, in, "get_mem"), 9);
+    pw_store_free(s);
+    pw_module_free(m);
+
+    uint8_t *bad = malloc(bin.n);
+    assert_non_null(bad);
+    memcpy(bad, bin.p, bin.n);
+    bad[8] = 0x7e; /* the first section's id: no such section */
+    assert_null(pw_module_new_owned(bad, bin.n, NULL, &e));
+    assert_int_not_equal(e.status, PW_OK);
+    uint8_t *cut = malloc(bin.n);
+    assert_non_null(cut);
+    memcpy(cut, bin.p, bin.n);
+    assert_null(pw_module_new_owned(cut, bin.n - 3, NULL, &e));
+    assert_int_equal(e.status, PW_ERR_MALFORMED);
+    assert_null(pw_module_new_owned(NULL, 0, NULL, &e));
+    assert_int_not_equal(e.status, PW_OK);
+    wb_free(&bin);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_snapshot_isolation)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_snapshot_isolation),
+                                       cmocka_unit_test(test_module_owned)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
