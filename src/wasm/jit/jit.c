@@ -2097,8 +2097,9 @@ static void direct_record(jc *c, uint32_t ret) {
     pw__x64_store(x, 8, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)), X_RDX);
 }
 /* Call the inner entry of the JIT code at rax (fp in rdi), pop the record, leave on a
- * non-zero status, reload the memory registers; returns the jump over the helper
- * path that follows (to be patched). */
+ * non-zero status; returns the jump over the helper path that follows (to be
+ * patched). The memory registers need no reload: JIT code that returns normally
+ * leaves r12/r13 current (docs/jit.md "Calls in both directions"). */
 static size_t direct_call(jc *c) {
     pw_x64 *x = &c->x;
     pw__x64_alu_ri(x, X_ADD, true, X_RAX, JIT_INNER); /* the inner entry */
@@ -2107,7 +2108,6 @@ static size_t direct_call(jc *c) {
                    (int32_t)sizeof(pw_frame));
     pw__x64_test_rr(x, false, X_RAX, X_RAX);
     jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
-    reload_mem(c);
     return pw__x64_jmp32(x);
 }
 
@@ -2664,7 +2664,11 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
  * registers and calls the inner one, which starts JIT_INNER bytes later. JIT code
  * of the same module calls the inner entry directly (rdi = the callee's frame; r12-
  * r15 already right): it saves only rbx and rbp, the registers it changes that the
- * caller relies on (the caller reloads r12/r13 after every call). */
+ * caller relies on. r12/r13 are current whenever JIT code runs, except between a
+ * helper call's return and the reload that follows it (C code called through the
+ * outer entry restores the values it was entered with, which a memory.grow inside
+ * may have made stale); so a function returns with them current, and a direct
+ * JIT-to-JIT call needs no reload. */
 static void prologue(jc *c) {
     pw_x64 *x = &c->x;
     pw__x64_push(x, X_RBP);
