@@ -2099,7 +2099,7 @@ static void direct_record(jc *c, uint32_t ret) {
 /* Call the inner entry of the JIT code at rax (fp in rdi), pop the record, leave on a
  * non-zero status; returns the jump over the helper path that follows (to be
  * patched). The memory registers need no reload: JIT code that returns normally
- * leaves r12/r13 current (docs/jit.md "Calls in both directions"). */
+ * leaves r12/r13 current (docs/jit.md "Values, registers, frames"). */
 static size_t direct_call(jc *c) {
     pw_x64 *x = &c->x;
     pw__x64_alu_ri(x, X_ADD, true, X_RAX, JIT_INNER); /* the inner entry */
