@@ -9,6 +9,9 @@
  *    really JIT-compiled (pw__jit_state), results and trap codes/messages equal the
  *    interpreter's; the interrupt flag stops the endless loop under the JIT; runaway
  *    recursion ends with "call stack exhausted" (native stack budget, then frames).
+ * 3. Calls and the memory registers: self-recursive callees (direct and through
+ *    call_indirect) that grow memory, the caller reading the new page and the size
+ *    after the call, with guard pages and explicit checks, against the interpreter.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -543,15 +546,19 @@ typedef struct rig {
     pw_instance *inst;
 } rig;
 
-static void rig_open_mod(rig *r, int engine, const void *mod, size_t len) {
+static void rig_open_cfg(rig *r, const pw_store_config *cfg, const void *mod, size_t len) {
     pw_error err;
     r->m = pw_module_new(mod, len, NULL, &err);
     if (!r->m) fail_msg("module: %s", err.message);
-    pw_store_config cfg = {.engine = engine};
-    r->s = pw_store_new(&cfg, &err);
+    r->s = pw_store_new(cfg, &err);
     assert_non_null(r->s);
     r->inst = pw_instantiate(r->s, r->m, NULL, NULL, &err);
     if (!r->inst) fail_msg("instantiate: %s", err.message);
+}
+
+static void rig_open_mod(rig *r, int engine, const void *mod, size_t len) {
+    pw_store_config cfg = {.engine = engine};
+    rig_open_cfg(r, &cfg, mod, len);
 }
 
 static void rig_open(rig *r, int engine) {
@@ -706,16 +713,6 @@ static const char SELF_MOD[] = "\x00\x61\x73\x6d\x01\x00\x00\x00\x01\x06\x01\x60
                                "\x00\x20\x00\x04\x7f\x20\x00\x41\x01\x6b\x41\x00\x11\x00\x00\x1a"
                                "\x41\x80\x80\x04\x28\x02\x00\x3f\x00\x6a\x05\x41\x01\x40\x00\x1a"
                                "\x41\x80\x80\x04\x41\x07\x36\x02\x00\x41\x00\x0b\x0b";
-
-static void rig_open_cfg(rig *r, const pw_store_config *cfg, const void *mod, size_t len) {
-    pw_error err;
-    r->m = pw_module_new(mod, len, NULL, &err);
-    if (!r->m) fail_msg("module: %s", err.message);
-    r->s = pw_store_new(cfg, &err);
-    assert_non_null(r->s);
-    r->inst = pw_instantiate(r->s, r->m, NULL, NULL, &err);
-    if (!r->inst) fail_msg("instantiate: %s", err.message);
-}
 
 static void test_self_calls(void **state) {
     (void)state;
