@@ -360,6 +360,16 @@ typedef struct slotuse {
 /* Special labels after the per-word ones. */
 enum { LAB_EXIT = PW_TRAP_COUNT_, LAB_RET, LAB_TRAPC, LAB_NSPECIAL };
 
+/* The helper path of a direct call or an inline call_indirect, emitted after the
+ * function's body so that the direct call falls through to what follows it. */
+typedef struct slowcall {
+    uint32_t fidx, argbase, ret; /* ret: the internal code after the call */
+    uint32_t ind;                /* call_indirect at this position (fidx unused), or
+                                    UINT32_MAX: jit_call of fidx */
+    uint32_t from[7], nfrom;     /* the jumps here (rel32 fields to patch) */
+    uint32_t back;               /* where to continue: after the call */
+} slowcall;
+
 typedef struct jc {
     pw_x64 x;
     const struct pw_jitmod *jm;
@@ -409,13 +419,7 @@ typedef struct jc {
     uint32_t base; /* the function's offset in the module's translation */
     fixup *gfx;    /* rip-relative uses of the GOT: at, slot */
     uint32_t ngfx, capgfx;
-    /* Helper paths of direct calls, emitted after the function's body (so the
-     * direct call falls through to what follows it): see call_func. */
-    struct slowcall {
-        uint32_t fidx, argbase, ret; /* ret: the internal code after the call */
-        uint32_t from[2];            /* the jumps here (rel32 fields to patch) */
-        uint32_t back;               /* where to continue: after the call */
-    } * slow;
+    slowcall *slow; /* helper paths of direct calls, emitted after the body */
     uint32_t nslow, capslow;
 } jc;
 
@@ -2135,15 +2139,20 @@ static void helper_call(jc *c, uint32_t fidx, uint32_t argbase, uint32_t ret) {
     reload_mem(c);
 }
 
+static void table_call(jc *c, uint32_t pos, uint32_t slot);
+
 /* The deferred helper paths (after the body, before the trap stubs): each jumps back
  * to right after its call, where the pins are reloaded. */
 static void emit_slow_calls(jc *c) {
     pw_x64 *x = &c->x;
     for (uint32_t k = 0; k < c->nslow && !c->fail; k++) {
-        const struct slowcall *sc = &c->slow[k];
-        for (int j = 0; j < 2; j++)
+        const slowcall *sc = &c->slow[k];
+        for (uint32_t j = 0; j < sc->nfrom; j++)
             pw__x64_patch32(x, sc->from[j], (int32_t)(x->len - (sc->from[j] + 4)));
-        helper_call(c, sc->fidx, sc->argbase, sc->ret);
+        if (sc->ind != UINT32_MAX)
+            table_call(c, sc->ind, G_CALLIND);
+        else
+            helper_call(c, sc->fidx, sc->argbase, sc->ret);
         size_t back = pw__x64_jmp32(x);
         pw__x64_patch32(x, back, (int32_t)((int64_t)sc->back - (int64_t)(back + 4)));
     }
@@ -2184,8 +2193,13 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
                 pw__x64_store(x, 8, x_mem(X_RBX, (int32_t)((argbase + k) * 8)), X_RCX);
             pw__x64_lea(x, true, X_RDI, x_mem(X_RBX, (int32_t)(argbase * 8)));
             direct_call(c);
-            c->slow[c->nslow++] = (struct slowcall){
-                fidx, argbase, pos + len, {(uint32_t)slow, (uint32_t)slow2}, (uint32_t)x->len};
+            c->slow[c->nslow++] = (slowcall){.fidx = fidx,
+                                             .argbase = argbase,
+                                             .ret = pos + len,
+                                             .ind = UINT32_MAX,
+                                             .from = {(uint32_t)slow, (uint32_t)slow2},
+                                             .nfrom = 2,
+                                             .back = (uint32_t)x->len};
             call_end(c, argbase);
             return;
         }
@@ -2288,12 +2302,19 @@ static void call_indirect(jc *c, uint32_t pos) {
     pw__x64_patch32(x, back, (int32_t)((int64_t)loop - (int64_t)(back + 4)));
     pw__x64_patch32(x, z, (int32_t)(x->len - (z + 4)));
     direct_call(c);
-    size_t done = pw__x64_jmp32(x);
-    size_t slow[] = {s1, s2, s3, s4, s5, s6, s7};
-    for (size_t k = 0; k < sizeof slow / sizeof *slow; k++)
-        pw__x64_patch32(x, slow[k], (int32_t)(x->len - (slow[k] + 4)));
-    table_call(c, pos, G_CALLIND);
-    pw__x64_patch32(x, done, (int32_t)(x->len - (done + 4)));
+    /* the helper path after the function's body, jumping back here */
+    if (!grow((void **)&c->slow, &c->capslow, c->nslow + 1, sizeof *c->slow)) {
+        c->fail = true;
+        return;
+    }
+    c->slow[c->nslow++] =
+        (slowcall){.argbase = argbase,
+                   .ret = pos + 5,
+                   .ind = pos,
+                   .from = {(uint32_t)s1, (uint32_t)s2, (uint32_t)s3, (uint32_t)s4, (uint32_t)s5,
+                            (uint32_t)s6, (uint32_t)s7},
+                   .nfrom = 7,
+                   .back = (uint32_t)x->len};
     call_end(c, argbase);
 }
 
