@@ -9,6 +9,9 @@
  *    really JIT-compiled (pw__jit_state), results and trap codes/messages equal the
  *    interpreter's; the interrupt flag stops the endless loop under the JIT; runaway
  *    recursion ends with "call stack exhausted" (native stack budget, then frames).
+ * 3. Calls and the memory registers: self-recursive callees (direct and through
+ *    call_indirect) that grow memory, the caller reading the new page and the size
+ *    after the call, with guard pages and explicit checks, against the interpreter.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -543,15 +546,19 @@ typedef struct rig {
     pw_instance *inst;
 } rig;
 
-static void rig_open_mod(rig *r, int engine, const void *mod, size_t len) {
+static void rig_open_cfg(rig *r, const pw_store_config *cfg, const void *mod, size_t len) {
     pw_error err;
     r->m = pw_module_new(mod, len, NULL, &err);
     if (!r->m) fail_msg("module: %s", err.message);
-    pw_store_config cfg = {.engine = engine};
-    r->s = pw_store_new(&cfg, &err);
+    r->s = pw_store_new(cfg, &err);
     assert_non_null(r->s);
     r->inst = pw_instantiate(r->s, r->m, NULL, NULL, &err);
     if (!r->inst) fail_msg("instantiate: %s", err.message);
+}
+
+static void rig_open_mod(rig *r, int engine, const void *mod, size_t len) {
+    pw_store_config cfg = {.engine = engine};
+    rig_open_cfg(r, &cfg, mod, len);
 }
 
 static void rig_open(rig *r, int engine) {
@@ -684,6 +691,85 @@ static void test_call_indirect(void **state) {
     rig_close(&jt);
 }
 
+/* Calls of a function by itself (the memory registers are kept across one that
+ * cannot change memory 0, reloaded across one that can). One memory of one page.
+ * (func $grow (param i32) (result i32): n ? (grow(n - 1), i32.load (65536) +
+ * memory.size) : (memory.grow 1, i32.store (65536) 7, 0)): every level reads the page
+ * its innermost call added and the new size, through the memory registers.
+ * (func $sum (param i32) (result i32): n ? (i32.store8 (n) n, sum(n - 1) +
+ * i32.load8_u (n)) : 0): no call sequence other than itself, so memory reads after
+ * its calls use r12/r13 as they were. (func $igrow: $grow with its call made by
+ * call_indirect through a table holding $igrow, the inline fast path.) Built from the
+ * binary format by hand. */
+static const char SELF_MOD[] = "\x00\x61\x73\x6d\x01\x00\x00\x00\x01\x06\x01\x60\x01\x7f\x01\x7f"
+                               "\x03\x04\x03\x00\x00\x00\x04\x04\x01\x70\x00\x01\x05\x03\x01\x00"
+                               "\x01\x07\x16\x03\x04\x67\x72\x6f\x77\x00\x00\x03\x73\x75\x6d\x00"
+                               "\x01\x05\x69\x67\x72\x6f\x77\x00\x02\x09\x07\x01\x00\x41\x00\x0b"
+                               "\x01\x02\x0a\x79\x03\x2a\x00\x20\x00\x04\x7f\x20\x00\x41\x01\x6b"
+                               "\x10\x00\x1a\x41\x80\x80\x04\x28\x02\x00\x3f\x00\x6a\x05\x41\x01"
+                               "\x40\x00\x1a\x41\x80\x80\x04\x41\x07\x36\x02\x00\x41\x00\x0b\x0b"
+                               "\x1e\x00\x20\x00\x04\x7f\x20\x00\x20\x00\x3a\x00\x00\x20\x00\x41"
+                               "\x01\x6b\x10\x01\x20\x00\x2d\x00\x00\x6a\x05\x41\x00\x0b\x0b\x2d"
+                               "\x00\x20\x00\x04\x7f\x20\x00\x41\x01\x6b\x41\x00\x11\x00\x00\x1a"
+                               "\x41\x80\x80\x04\x28\x02\x00\x3f\x00\x6a\x05\x41\x01\x40\x00\x1a"
+                               "\x41\x80\x80\x04\x41\x07\x36\x02\x00\x41\x00\x0b\x0b";
+
+static void test_self_calls(void **state) {
+    (void)state;
+    /* the interpreter, the JIT with guard pages, the JIT with explicit checks; each
+     * with a small frame limit (a deep recursion traps) and a small native stack
+     * budget (deeper calls move to the interpreter, which calls back into the JIT) */
+    static const struct {
+        int engine, bounds;
+    } modes[] = {{PW_ENGINE_INTERP, PW_BOUNDS_GUARD},
+                 {PW_ENGINE_JIT, PW_BOUNDS_GUARD},
+                 {PW_ENGINE_JIT, PW_BOUNDS_EXPLICIT}};
+    static const struct {
+        const char *name;
+        int32_t arg;
+        bool traps; /* "call stack exhausted" */
+    } calls[] = {{"grow", 0, false},    {"grow", 1, false},   {"grow", 5, false},
+                 {"grow", 40, false},   {"sum", 0, false},    {"sum", 3, false},
+                 {"sum", 300, false},   {"sum", 2990, false}, {"sum", 3100, true},
+                 {"grow", 3100, true},  {"grow", 2, false},   {"sum", 255, false},
+                 {"igrow", 0, false},   {"igrow", 1, false},  {"igrow", 30, false},
+                 {"igrow", 3100, true}, {"grow", 1, false}};
+    int32_t want[sizeof calls / sizeof calls[0]];
+    for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; mi++) {
+        pw_store_config cfg = {.engine = modes[mi].engine,
+                               .bounds_checks = modes[mi].bounds,
+                               .max_call_depth = 3000,
+                               .jit_native_stack = 16 * 1024};
+        rig r;
+        rig_open_cfg(&r, &cfg, SELF_MOD, sizeof SELF_MOD - 1);
+        for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++) {
+            int32_t res = 0;
+            pw_error err;
+            memset(&err, 0, sizeof err);
+            pw_status st = call1(&r, calls[k].name, calls[k].arg, &res, &err);
+            if (calls[k].traps) {
+                assert_int_equal(st, PW_ERR_TRAP);
+                assert_string_equal(err.message, "call stack exhausted");
+                continue;
+            }
+            if (st != PW_OK) fail_msg("%s(%d): %s", calls[k].name, calls[k].arg, err.message);
+            if (mi == 0)
+                want[k] = res; /* the interpreter's */
+            else
+                assert_int_equal(res, want[k]);
+        }
+        if (mi == 0) {                        /* the interpreter's results, worked out by hand */
+            assert_int_equal(want[1], 7 + 3); /* the page added by grow(0), then by grow(1) */
+            assert_int_equal(want[3], 7 + 5);
+            assert_int_equal(want[6], 32640 + 990); /* the bytes are n & 255 */
+            assert_int_equal(want[10], 7 + 6);
+            assert_int_equal(want[14], 7 + 9);
+            assert_int_equal(want[16], 7 + 10);
+        }
+        rig_close(&r);
+    }
+}
+
 static void test_runaway_recursion(void **state) {
     (void)state;
     rig jt;
@@ -727,7 +813,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_encoder_objdump),     cmocka_unit_test(test_tiers_agree),
         cmocka_unit_test(test_call_indirect),       cmocka_unit_test(test_runaway_recursion),
-        cmocka_unit_test(test_interrupt_under_jit),
+        cmocka_unit_test(test_interrupt_under_jit), cmocka_unit_test(test_self_calls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

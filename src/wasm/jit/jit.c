@@ -360,6 +360,16 @@ typedef struct slotuse {
 /* Special labels after the per-word ones. */
 enum { LAB_EXIT = PW_TRAP_COUNT_, LAB_RET, LAB_TRAPC, LAB_NSPECIAL };
 
+/* The helper path of a direct call or an inline call_indirect, emitted after the
+ * function's body so that the direct call falls through to what follows it. */
+typedef struct slowcall {
+    uint32_t fidx, argbase, ret; /* ret: the internal code after the call */
+    uint32_t ind;                /* call_indirect at this position (fidx unused), or
+                                    UINT32_MAX: jit_call of fidx */
+    uint32_t from[7], nfrom;     /* the jumps here (rel32 fields to patch) */
+    uint32_t back;               /* where to continue: after the call */
+} slowcall;
+
 typedef struct jc {
     pw_x64 x;
     const struct pw_jitmod *jm;
@@ -409,6 +419,8 @@ typedef struct jc {
     uint32_t base; /* the function's offset in the module's translation */
     fixup *gfx;    /* rip-relative uses of the GOT: at, slot */
     uint32_t ngfx, capgfx;
+    slowcall *slow; /* helper paths of direct calls, emitted after the body */
+    uint32_t nslow, capslow;
 } jc;
 
 static bool grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
@@ -2097,9 +2109,9 @@ static void direct_record(jc *c, uint32_t ret) {
     pw__x64_store(x, 8, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)), X_RDX);
 }
 /* Call the inner entry of the JIT code at rax (fp in rdi), pop the record, leave on a
- * non-zero status, reload the memory registers; returns the jump over the helper
- * path that follows (to be patched). */
-static size_t direct_call(jc *c) {
+ * non-zero status. The memory registers need no reload: JIT code that returns normally
+ * leaves r12/r13 current (docs/jit.md "Values, registers, frames"). */
+static void direct_call(jc *c) {
     pw_x64 *x = &c->x;
     pw__x64_alu_ri(x, X_ADD, true, X_RAX, JIT_INNER); /* the inner entry */
     pw__x64_call_r(x, X_RAX);
@@ -2107,8 +2119,43 @@ static size_t direct_call(jc *c) {
                    (int32_t)sizeof(pw_frame));
     pw__x64_test_rr(x, false, X_RAX, X_RAX);
     jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
+}
+
+/* The helper path of a call: jit_call(s, inst, f = inst->funcs[fidx], the arguments at
+ * argbase, fp, the return pc = the internal code at ret); leave on a non-zero status,
+ * reload the memory registers. */
+static void helper_call(jc *c, uint32_t fidx, uint32_t argbase, uint32_t ret) {
+    pw_x64 *x = &c->x;
+    pw__x64_mov_rr(x, true, X_RDI, X_R15);
+    pw__x64_mov_rr(x, true, X_RSI, X_R14);
+    pw__x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, funcs)));
+    pw__x64_load(x, X_LD64, X_RDX, x_mem(X_RAX, (int32_t)(fidx * 8)));
+    pw__x64_lea(x, true, X_RCX, x_mem(X_RBX, (int32_t)(argbase * 8)));
+    pw__x64_mov_rr(x, true, X_R8, X_RBX);
+    code_addr(c, X_R9, ret);
+    call_got(c, G_CALL);
+    pw__x64_test_rr(x, false, X_RAX, X_RAX);
+    jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
     reload_mem(c);
-    return pw__x64_jmp32(x);
+}
+
+static void table_call(jc *c, uint32_t pos, uint32_t slot);
+
+/* The deferred helper paths (after the body, before the trap stubs): each jumps back
+ * to right after its call, where the pins are reloaded. */
+static void emit_slow_calls(jc *c) {
+    pw_x64 *x = &c->x;
+    for (uint32_t k = 0; k < c->nslow && !c->fail; k++) {
+        const slowcall *sc = &c->slow[k];
+        for (uint32_t j = 0; j < sc->nfrom; j++)
+            pw__x64_patch32(x, sc->from[j], (int32_t)(x->len - (sc->from[j] + 4)));
+        if (sc->ind != UINT32_MAX)
+            table_call(c, sc->ind, G_CALLIND);
+        else
+            helper_call(c, sc->fidx, sc->argbase, sc->ret);
+        size_t back = pw__x64_jmp32(x);
+        pw__x64_patch32(x, back, (int32_t)((int64_t)sc->back - (int64_t)(back + 4)));
+    }
 }
 
 /* A call through jit_call: f = inst->funcs[fidx] (CALL, CALL_IMPORT). */
@@ -2118,22 +2165,21 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
         return;
     }
     pw_x64 *x = &c->x;
-    size_t slow = 0, done = 0;
-    bool fast = false;
     call_begin(c);
     if (fidx >= c->m->nfunc_imports) {
         /* A defined function of this module: when its JIT code exists, call it
          * directly, doing inline what jit_call + exec_wasm do (same checks, same
          * frame record, same traps); otherwise (not yet compiled, fallback, native
-         * stack budget used up, many locals to zero) the helper path below. */
+         * stack budget used up, many locals to zero) the helper path, emitted after
+         * the function's body so that the direct call falls through. */
         uint32_t d = fidx - c->m->nfunc_imports;
         const pw_cfunc *ce = &c->m->code->funcs[d];
         uint32_t nz = ce->nlocals - ce->nparams;
-        if (nz <= 32 && (uint64_t)argbase + ce->frame_slots < (1u << 27) && d < (1u << 28)) {
-            fast = true;
+        if (nz <= 32 && (uint64_t)argbase + ce->frame_slots < (1u << 27) && d < (1u << 28) &&
+            grow((void **)&c->slow, &c->capslow, c->nslow + 1, sizeof *c->slow)) {
             got_load(c, X_RAX, G_FN0 + d); /* the callee's entry */
             pw__x64_alu_ri(x, X_CMP, true, X_RAX, 1);
-            slow = pw__x64_jcc32(x, X_CC_BE); /* NULL or JIT_FALLBACK */
+            size_t slow = pw__x64_jcc32(x, X_CC_BE); /* NULL or JIT_FALLBACK */
             size_t slow2 = direct_enter(c);
             /* value stack room */
             pw__x64_lea(x, true, X_RSI, x_mem(X_RBX, (int32_t)((argbase + ce->frame_slots) * 8)));
@@ -2146,23 +2192,19 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
             for (uint32_t k = ce->nparams; k < ce->nlocals; k++)
                 pw__x64_store(x, 8, x_mem(X_RBX, (int32_t)((argbase + k) * 8)), X_RCX);
             pw__x64_lea(x, true, X_RDI, x_mem(X_RBX, (int32_t)(argbase * 8)));
-            done = direct_call(c);
-            pw__x64_patch32(x, slow, (int32_t)(x->len - (slow + 4)));
-            pw__x64_patch32(x, slow2, (int32_t)(x->len - (slow2 + 4)));
+            direct_call(c);
+            c->slow[c->nslow++] = (slowcall){.fidx = fidx,
+                                             .argbase = argbase,
+                                             .ret = pos + len,
+                                             .ind = UINT32_MAX,
+                                             .from = {(uint32_t)slow, (uint32_t)slow2},
+                                             .nfrom = 2,
+                                             .back = (uint32_t)x->len};
+            call_end(c, argbase);
+            return;
         }
     }
-    pw__x64_mov_rr(x, true, X_RDI, X_R15);
-    pw__x64_mov_rr(x, true, X_RSI, X_R14);
-    pw__x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, funcs)));
-    pw__x64_load(x, X_LD64, X_RDX, x_mem(X_RAX, (int32_t)(fidx * 8)));
-    pw__x64_lea(x, true, X_RCX, x_mem(X_RBX, (int32_t)(argbase * 8)));
-    pw__x64_mov_rr(x, true, X_R8, X_RBX);
-    code_addr(c, X_R9, pos + len); /* the return pc */
-    call_got(c, G_CALL);
-    pw__x64_test_rr(x, false, X_RAX, X_RAX);
-    jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
-    reload_mem(c);
-    if (fast) pw__x64_patch32(x, done, (int32_t)(x->len - (done + 4)));
+    helper_call(c, fidx, argbase, pos + len);
     call_end(c, argbase);
 }
 
@@ -2259,12 +2301,20 @@ static void call_indirect(jc *c, uint32_t pos) {
     size_t back = pw__x64_jcc32(x, X_CC_B);
     pw__x64_patch32(x, back, (int32_t)((int64_t)loop - (int64_t)(back + 4)));
     pw__x64_patch32(x, z, (int32_t)(x->len - (z + 4)));
-    size_t done = direct_call(c);
-    size_t slow[] = {s1, s2, s3, s4, s5, s6, s7};
-    for (size_t k = 0; k < sizeof slow / sizeof *slow; k++)
-        pw__x64_patch32(x, slow[k], (int32_t)(x->len - (slow[k] + 4)));
-    table_call(c, pos, G_CALLIND);
-    pw__x64_patch32(x, done, (int32_t)(x->len - (done + 4)));
+    direct_call(c);
+    /* the helper path after the function's body, jumping back here */
+    if (!grow((void **)&c->slow, &c->capslow, c->nslow + 1, sizeof *c->slow)) {
+        c->fail = true;
+        return;
+    }
+    c->slow[c->nslow++] =
+        (slowcall){.argbase = argbase,
+                   .ret = pos + 5,
+                   .ind = pos,
+                   .from = {(uint32_t)s1, (uint32_t)s2, (uint32_t)s3, (uint32_t)s4, (uint32_t)s5,
+                            (uint32_t)s6, (uint32_t)s7},
+                   .nfrom = 7,
+                   .back = (uint32_t)x->len};
     call_end(c, argbase);
 }
 
@@ -2664,7 +2714,11 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
  * registers and calls the inner one, which starts JIT_INNER bytes later. JIT code
  * of the same module calls the inner entry directly (rdi = the callee's frame; r12-
  * r15 already right): it saves only rbx and rbp, the registers it changes that the
- * caller relies on (the caller reloads r12/r13 after every call). */
+ * caller relies on. r12/r13 are current whenever JIT code runs, except between a
+ * helper call's return and the reload that follows it (C code called through the
+ * outer entry restores the values it was entered with, which a memory.grow inside
+ * may have made stale); so a function returns with them current, and a direct
+ * JIT-to-JIT call needs no reload. */
 static void prologue(jc *c) {
     pw_x64 *x = &c->x;
     pw__x64_push(x, X_RBP);
@@ -2765,6 +2819,7 @@ static void run_pass(jc *c) {
     c->npfx = 0;
     c->ngfx = 0;
     c->nvpairs = 0;
+    c->nslow = 0;
     for (uint32_t k = 0; k < c->n + LAB_NSPECIAL; k++)
         c->lab[k] = -1;
     prologue(c);
@@ -2782,6 +2837,7 @@ static void run_pass(jc *c) {
         if (len == 0 || pos + len > c->n) c->fail = true;
         pos += len;
     }
+    if (!c->fail) emit_slow_calls(c);
     if (!c->fail) epilogue(c);
     if (!c->fail) emit_pool(c);
     for (uint32_t k = 0; k < c->nfx && !c->fail; k++) {
@@ -2988,6 +3044,7 @@ done:
     free(c.pool);
     free(c.pfx);
     free(c.gfx);
+    free(c.slow);
     free(c.acc);
     free(c.loops);
     return at;
