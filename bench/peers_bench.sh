@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/peers_bench.sh BUILD_DIR — the six programs and CoreMark side by side:
-# native gcc -O2, Peri-C's interpreter and JIT, wasm3, WAMR iwasm (fast interpreter and
-# Fast JIT) and node. Interleaved rounds in shuffled order; every output checked; CPU
+# native gcc -O2, Peri-C's interpreter and JIT, wasm3, WAMR iwasm (fast interpreter,
+# Fast JIT, and optionally LLVM JIT and LLVM AOT through wamrc) and node. Interleaved rounds in shuffled order; every output checked; CPU
 # time (user+sys, wait4) medians with ratios to native and geomeans; CoreMark in
 # iterations/s. Prints markdown tables.
 #
@@ -10,6 +10,12 @@
 #   PERI_WASM3            wasm3 binary            (`wasm3 --func P M ARGS`, `wasm3 M ARGS`)
 #   PERI_IWASM_FAST       iwasm, fast interpreter (`iwasm -f P M ARGS`, `iwasm M ARGS`)
 #   PERI_IWASM_JIT        iwasm, Fast JIT         (same command lines)
+#   PERI_IWASM_LLVM       iwasm, LLVM JIT         (same command lines)
+#   PERI_WAMRC            wamrc (WAMR's LLVM AOT compiler) and PERI_IWASM_AOT, an iwasm
+#                         built with AOT support: column "iwasm-aot". Every module is
+#                         compiled once before the rounds (`wamrc -o F.aot F.wasm`,
+#                         default options; its CPU time is noted, not in the table)
+#                         and the rounds run `iwasm -f P F.aot ARGS` / `iwasm F.aot`
 #   node                  from PATH (PERI_NODE overrides; PERI_NODE=none skips it)
 #   PERI_COREMARK_WASM    CoreMark built for wasm32-wasi (posix port, ITERATIONS=0)
 #   PERI_COREMARK_NATIVE  the same CoreMark built natively with gcc -O2
@@ -18,7 +24,7 @@
 #                         PERI_ALT_LABEL names it (default: that tree's short commit)
 # Other env: ROUNDS (3, plus one discarded warm-up round; WARMUP=0 drops it),
 # PROGRAMS (subset), COREMARK_ITERS_NATIVE (60000), COREMARK_ITERS_JIT (20000: our JIT,
-# Fast JIT, node), COREMARK_ITERS_INTERP (4000: interpreters), NO_COREMARK=1.
+# WAMR's JITs and AOT, node), COREMARK_ITERS_INTERP (4000: interpreters), NO_COREMARK=1.
 #
 # The six programs run as import-free modules (bench/build.sh: out/<p>.wasm, the
 # export returns the hash of the program's output): `peri wasm invoke --engine E`,
@@ -65,6 +71,10 @@ peri = f"{build}/peri"
 wasm3 = exe("PERI_WASM3", "wasm3")
 iw_fast = exe("PERI_IWASM_FAST", "iwasm-fast")
 iw_jit = exe("PERI_IWASM_JIT", "iwasm-jit")
+iw_llvm = exe("PERI_IWASM_LLVM", "iwasm-llvm-jit")
+wamrc = exe("PERI_WAMRC", "iwasm-aot (wamrc)")
+iw_aot = exe("PERI_IWASM_AOT", "iwasm-aot (iwasm)") if wamrc else None
+if not iw_aot: wamrc = None
 node = env.get("PERI_NODE") or shutil.which("node")
 if node == "none" or not node:
     notes.append("node: skipped (not on PATH, or PERI_NODE=none)"); node = None
@@ -82,6 +92,24 @@ if coremark and not (os.path.isfile(cm_wasm) and os.path.isfile(cm_native)):
     notes.append("CoreMark: skipped (PERI_COREMARK_WASM and PERI_COREMARK_NATIVE must both be files)")
     coremark = False
 
+aotdir = tempfile.mkdtemp(prefix="peers_bench_aot.")
+def aot(w): return os.path.join(aotdir, os.path.basename(w)[:-5] + ".aot")
+if wamrc:  # ahead-of-time compilation, once, outside the rounds
+    aot_cpu = []
+    for w in [f"{here}/out/{p}.wasm" for p in progs] + ([cm_wasm] if coremark else []):
+        pr = subprocess.Popen([wamrc, "-o", aot(w), w], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT)
+        outw = pr.stdout.read()
+        _, st, ru = os.wait4(pr.pid, 0)
+        if os.waitstatus_to_exitcode(st) != 0 or not os.path.isfile(aot(w)):
+            notes.append(f"iwasm-aot: skipped (wamrc failed on {w}: "
+                         f"{outw.decode(errors='replace')[-200:]!r})")
+            wamrc = None; break
+        aot_cpu.append(f"{os.path.basename(w)[:-5]} {(ru.ru_utime + ru.ru_stime) * 1e3:.0f} ms")
+    if wamrc:
+        notes.append("iwasm-aot: wamrc CPU time per module (not counted in the tables): "
+                     + ", ".join(aot_cpu))
+
 # engine name -> (kind, program command builder, CoreMark command builder)
 def mod(p): return f"{here}/out/{p}.wasm"
 E = {"native": ("text", lambda p: [f"{here}/out/native/{p}"], lambda: [cm_native]),
@@ -98,6 +126,11 @@ if iw_fast:
     E["iwasm-fast"] = ("hex", lambda p: [iw_fast, "-f", p, mod(p)], lambda: [iw_fast, cm_wasm])
 if iw_jit:
     E["iwasm-jit"] = ("hex", lambda p: [iw_jit, "-f", p, mod(p)], lambda: [iw_jit, cm_wasm])
+if iw_llvm:
+    E["iwasm-llvm-jit"] = ("hex", lambda p: [iw_llvm, "-f", p, mod(p)], lambda: [iw_llvm, cm_wasm])
+if wamrc:
+    E["iwasm-aot"] = ("hex", lambda p: [iw_aot, "-f", p, aot(mod(p))],
+                      lambda: [iw_aot, aot(cm_wasm)])
 if node:
     E["node"] = ("int", lambda p: [node, "--no-warnings", f"{here}/node-invoke.mjs", mod(p), p],
                  lambda: [node, "--no-warnings", f"{here}/node-wasi.mjs", cm_wasm])
@@ -196,6 +229,7 @@ for r in range(rounds + (1 if warmup else 0)):
     print(".", end="", file=sys.stderr, flush=True)
 print(file=sys.stderr)
 os.unlink(outf)
+shutil.rmtree(aotdir, ignore_errors=True)
 load1 = open("/proc/loadavg").read().split()[:3]
 
 def fmt(ms): return f"{ms/1000:.2f} s" if ms >= 1000 else f"{ms:.1f} ms"
@@ -208,7 +242,7 @@ def ver(cmd):
     except Exception as x:
         return f"? ({x})"
 
-print(f"Run {t_start}, Peri-C at `{git_short(here)}`"
+print(f"Run {t_start}, Peri-C build {build} (its tree at `{git_short(build)}`)"
       + (f", column jit@{alt[1]} from {os.path.dirname(alt[0])}" if alt else "")
       + f": {rounds} rounds" + (" after a discarded warm-up round" if warmup else "")
       + f", shuffled order. Load average (1/5/15 min) {'/'.join(load0)} before, "
@@ -218,6 +252,8 @@ vs = []
 if wasm3: vs.append(f"wasm3: {ver([wasm3, '--version'])}")
 if iw_fast: vs.append(f"iwasm-fast: {ver([iw_fast, '--version'])}")
 if iw_jit: vs.append(f"iwasm-jit: {ver([iw_jit, '--version'])}")
+if iw_llvm: vs.append(f"iwasm-llvm-jit: {ver([iw_llvm, '--version'])}")
+if wamrc: vs.append(f"iwasm-aot: {ver([iw_aot, '--version'])}, {ver([wamrc, '--version'])}")
 if node: vs.append(f"node: {ver([node, '--version'])}")
 for v in vs + notes: print(f"- {v}")
 for col, title in ((1, "CPU time (user+sys)"), (0, "Wall time")):
