@@ -23,7 +23,7 @@
 #                         JIT (to compare two JIT revisions in the same interleaved run);
 #                         PERI_ALT_LABEL names it (default: that tree's short commit)
 # Other env: ROUNDS (3, plus one discarded warm-up round; WARMUP=0 drops it),
-# PROGRAMS (subset), COREMARK_ITERS_NATIVE (60000), COREMARK_ITERS_JIT (20000: our JIT,
+# PROGRAMS (subset), FIXED=1 (see below), COREMARK_ITERS_NATIVE (60000), COREMARK_ITERS_JIT (20000: our JIT,
 # WAMR's JITs and AOT, node), COREMARK_ITERS_INTERP (4000: interpreters), NO_COREMARK=1.
 #
 # The six programs run as import-free modules (bench/build.sh: out/<p>.wasm, the
@@ -34,6 +34,12 @@
 # benchmark loop) is reported, and iterations per second of process CPU time (which
 # includes start-up and compilation). Each CoreMark run is checked against the known
 # CRCs of the performance run and the native build's final CRC (see cm_check below).
+# FIXED=1 also runs, in the same rounds, every (runtime, program) pair with a trivial
+# workload (fib 1, sha256 1, matmul 0, nbody 1, qsort 1, alloc 1 1; CoreMark 1
+# iteration), checked the same way, and adds two tables: that fixed cost (start-up,
+# loading, compilation of the whole module) and the CPU time less it, whose ratios to
+# native's (likewise less its own) compare the generated code without start-up costs
+# (e.g. WAMR's LLVM JIT, which compiles the whole module at -O3 before it runs).
 # Exit status 1 if any run failed its check (the failures are listed after the tables).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -147,6 +153,12 @@ def fnv31(b):
     return h & 0x7fffffff
 
 expect = {p: int(open(f"{here}/out/{p}.expect").read()) for p in progs}
+fixed = bool(env.get("FIXED"))
+TINY = {"fib": ["1"], "sha256": ["1"], "matmul": ["0"], "nbody": ["1"], "qsort": ["1"],
+        "alloc": ["1", "1"]}
+if fixed and any(p not in TINY for p in progs):
+    sys.exit(f"bench/peers_bench.sh: FIXED=1 knows no trivial workload for "
+             f"{[p for p in progs if p not in TINY]}")
 outf = tempfile.NamedTemporaryFile(prefix="peers_bench.", delete=False).name
 
 def run(cmd):
@@ -185,9 +197,15 @@ def cm_check(s, n, final):
     errs = [l for l in s.splitlines() if "ERROR" in l and "at least 10 secs" not in l]
     if errs: return errs[0]
     return ""
+expect_tiny = {}
+if fixed:  # what the export returns for the trivial workload: the native output's hash
+    for p in progs:
+        st, _, _, out = run(E["native"][1](p) + TINY[p])
+        if st != 0: sys.exit(f"bench/peers_bench.sh: native {p} {TINY[p]} failed")
+        expect_tiny[p] = fnv31(out)
 cm_final = {}
 if coremark:  # the native build's final CRC for each iteration count used
-    for n in sorted({cm_iters(e) for e in engines}):
+    for n in sorted({cm_iters(e) for e in engines} | ({1} if fixed else set())):
         st, _, _, out = run([cm_native, "0x0", "0x0", "0x66", str(n)])
         s = out.decode(errors="replace"); fin = cm_fields(s).get("[0]crcfinal")
         bad = cm_check(s, n, fin)
@@ -196,12 +214,16 @@ if coremark:  # the native build's final CRC for each iteration count used
         cm_final[n] = fin
 
 T = {}    # (engine, program) -> [(wall, cpu)]
-CM = {}   # engine -> [(coremark it/s, iterations / cpu s)]
+CM = {}   # engine -> [(coremark it/s, iterations / cpu s, cpu ms)]
+F = {}    # (engine, program or "coremark") -> [cpu ms of the trivial run]
 fails = []
 load0 = open("/proc/loadavg").read().split()[:3]
 t_start = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
 jobs = [("p", e, p) for e in engines for p in progs] + \
        ([("c", e, None) for e in engines] if coremark else [])
+if fixed:
+    jobs += [("f", e, p) for e in engines for p in progs] + \
+            ([("cf", e, None) for e in engines] if coremark else [])
 loads = []
 for r in range(rounds + (1 if warmup else 0)):
     keep = r >= (1 if warmup else 0)
@@ -216,6 +238,22 @@ for r in range(rounds + (1 if warmup else 0)):
                              f"{out[:200]!r}")
                 continue
             if keep: T.setdefault((e, p), []).append((wall, cpu))
+        elif kind == "f":
+            st, wall, cpu, out = run(E[e][1](p) + TINY[p])
+            got = result(E[e][0], out) if st == 0 else None
+            if got != expect_tiny[p]:
+                fails.append(f"{e} {p} {' '.join(TINY[p])}: exit {st}, result {got}, "
+                             f"expected {expect_tiny[p]}: {out[:200]!r}")
+                continue
+            if keep: F.setdefault((e, p), []).append(cpu)
+        elif kind == "cf":
+            st, wall, cpu, out = run(E[e][2]() + ["0x0", "0x0", "0x66", "1"])
+            s = out.decode(errors="replace")
+            bad = cm_check(s, 1, cm_final[1])
+            if st != 0 or bad:
+                fails.append(f"{e} CoreMark 1 iteration: exit {st}, {bad}: {s[-300:]!r}")
+                continue
+            if keep: F.setdefault((e, "coremark"), []).append(cpu)
         else:
             n = cm_iters(e)
             st, wall, cpu, out = run(E[e][2]() + ["0x0", "0x0", "0x66", str(n)])
@@ -224,7 +262,7 @@ for r in range(rounds + (1 if warmup else 0)):
             bad = cm_check(s, n, cm_final[n])
             if st != 0 or not m or bad:
                 fails.append(f"{e} CoreMark: exit {st}, {bad}: {s[-300:]!r}"); continue
-            if keep: CM.setdefault(e, []).append((float(m.group(1)), n / (cpu / 1e3)))
+            if keep: CM.setdefault(e, []).append((float(m.group(1)), n / (cpu / 1e3), cpu))
     loads.append(open("/proc/loadavg").read().split()[0])
     print(".", end="", file=sys.stderr, flush=True)
 print(file=sys.stderr)
@@ -297,6 +335,48 @@ if coremark:
           "Must execute for at least 10 secs\" instead of \"Correct operation validated.\"; "
           "that line is the only error accepted. CoreMark's own it/s is wall time around its "
           "loop; under load the CPU-time column is the steadier one.")
+if fixed:
+    cols = progs + (["coremark"] if coremark else [])
+    fm = {k: statistics.median(v) for k, v in F.items()}
+    print(f"\n#### Fixed cost: CPU time of a trivial run, medians of {rounds}\n")
+    print("Workloads: " + ", ".join(f"{p} {' '.join(TINY[p])}" for p in progs)
+          + (", CoreMark 1 iteration" if coremark else "") + ".\n")
+    print("| runtime | " + " | ".join(cols) + " |")
+    print("|---" * (len(cols) + 1) + "|")
+    for e in engines:
+        print(f"| {e} | " + " | ".join(fmt(fm[e, c]) if (e, c) in fm else "FAIL"
+                                       for c in cols) + " |")
+    # The benchmark's CPU median less the trivial run's, per (runtime, program).
+    net = {}
+    for e in engines:
+        for p in progs:
+            if (e, p) in T and (e, p) in fm:
+                net[e, p] = statistics.median(x[1] for x in T[e, p]) - fm[e, p]
+        if coremark and e in CM and (e, "coremark") in fm:
+            net[e, "coremark"] = statistics.median(x[2] for x in CM[e]) - fm[e, "coremark"]
+    print(f"\n#### CPU time less the fixed cost; in parentheses the ratio to native's "
+          f"(likewise)\n")
+    print("| program | " + " | ".join(engines) + " |")
+    print("|---" * (len(engines) + 1) + "|")
+    ratios = {e: [] for e in engines}
+    for p in progs:
+        cells = []
+        n = net.get(("native", p))
+        for e in engines:
+            x = net.get((e, p))
+            if x is None or x <= 0 or not n or n <= 0: cells.append("-"); continue
+            if e == "native": cells.append(fmt(x)); continue
+            ratios[e].append(x / n); cells.append(f"{fmt(x)} ({x / n:.2f}x)")
+        print(f"| {p} | " + " | ".join(cells) + " |")
+    print("| geomean vs native | 1x | " + " | ".join(
+        ("-" if not ratios[e] else f"**{geo(ratios[e]):.2f}x**") +
+        ("" if len(ratios[e]) == len(progs) else f" ({len(ratios[e])} programs)")
+        for e in engines[1:]) + " |")
+    if coremark:
+        print("\nCoreMark, iterations per CPU second less the fixed cost "
+              "(n / (CPU of n iterations - CPU of 1 iteration)): " + ", ".join(
+                  f"{e} **{cm_iters(e) / (net[e, 'coremark'] / 1e3):.0f}**"
+                  if net.get((e, "coremark"), 0) > 0 else f"{e} -" for e in engines) + ".")
 if fails:
     print("\nFailures:")
     for f in fails: print(f"- {f}")
