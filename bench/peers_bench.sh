@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/peers_bench.sh BUILD_DIR — the six programs and CoreMark side by side:
-# native gcc -O2, Peri-C's interpreter and JIT, wasm3, WAMR iwasm (fast interpreter and
-# Fast JIT) and node. Interleaved rounds in shuffled order; every output checked; CPU
+# native gcc -O2, Peri-C's interpreter and JIT, wasm3, WAMR iwasm (fast interpreter,
+# Fast JIT, and optionally LLVM JIT and LLVM AOT through wamrc) and node. Interleaved rounds in shuffled order; every output checked; CPU
 # time (user+sys, wait4) medians with ratios to native and geomeans; CoreMark in
 # iterations/s. Prints markdown tables.
 #
@@ -10,6 +10,12 @@
 #   PERI_WASM3            wasm3 binary            (`wasm3 --func P M ARGS`, `wasm3 M ARGS`)
 #   PERI_IWASM_FAST       iwasm, fast interpreter (`iwasm -f P M ARGS`, `iwasm M ARGS`)
 #   PERI_IWASM_JIT        iwasm, Fast JIT         (same command lines)
+#   PERI_IWASM_LLVM       iwasm, LLVM JIT         (same command lines)
+#   PERI_WAMRC            wamrc (WAMR's LLVM AOT compiler) and PERI_IWASM_AOT, an iwasm
+#                         built with AOT support: column "iwasm-aot". Every module is
+#                         compiled once before the rounds (`wamrc -o F.aot F.wasm`,
+#                         default options; its CPU time is noted, not in the table)
+#                         and the rounds run `iwasm -f P F.aot ARGS` / `iwasm F.aot`
 #   node                  from PATH (PERI_NODE overrides; PERI_NODE=none skips it)
 #   PERI_COREMARK_WASM    CoreMark built for wasm32-wasi (posix port, ITERATIONS=0)
 #   PERI_COREMARK_NATIVE  the same CoreMark built natively with gcc -O2
@@ -17,8 +23,8 @@
 #                         JIT (to compare two JIT revisions in the same interleaved run);
 #                         PERI_ALT_LABEL names it (default: that tree's short commit)
 # Other env: ROUNDS (3, plus one discarded warm-up round; WARMUP=0 drops it),
-# PROGRAMS (subset), COREMARK_ITERS_NATIVE (60000), COREMARK_ITERS_JIT (20000: our JIT,
-# Fast JIT, node), COREMARK_ITERS_INTERP (4000: interpreters), NO_COREMARK=1.
+# PROGRAMS (subset), FIXED=1 (see below), COREMARK_ITERS_NATIVE (60000), COREMARK_ITERS_JIT (20000: our JIT,
+# WAMR's JITs and AOT, node), COREMARK_ITERS_INTERP (4000: interpreters), NO_COREMARK=1.
 #
 # The six programs run as import-free modules (bench/build.sh: out/<p>.wasm, the
 # export returns the hash of the program's output): `peri wasm invoke --engine E`,
@@ -28,6 +34,12 @@
 # benchmark loop) is reported, and iterations per second of process CPU time (which
 # includes start-up and compilation). Each CoreMark run is checked against the known
 # CRCs of the performance run and the native build's final CRC (see cm_check below).
+# FIXED=1 also runs, in the same rounds, every (runtime, program) pair with a trivial
+# workload (fib 1, sha256 1, matmul 0, nbody 1, qsort 1, alloc 1 1; CoreMark 1
+# iteration), checked the same way, and adds two tables: that fixed cost (start-up,
+# loading, compilation of the whole module) and the CPU time less it, whose ratios to
+# native's (likewise less its own) compare the generated code without start-up costs
+# (e.g. WAMR's LLVM JIT, which compiles the whole module at -O3 before it runs).
 # Exit status 1 if any run failed its check (the failures are listed after the tables).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -65,6 +77,10 @@ peri = f"{build}/peri"
 wasm3 = exe("PERI_WASM3", "wasm3")
 iw_fast = exe("PERI_IWASM_FAST", "iwasm-fast")
 iw_jit = exe("PERI_IWASM_JIT", "iwasm-jit")
+iw_llvm = exe("PERI_IWASM_LLVM", "iwasm-llvm-jit")
+wamrc = exe("PERI_WAMRC", "iwasm-aot (wamrc)")
+iw_aot = exe("PERI_IWASM_AOT", "iwasm-aot (iwasm)") if wamrc else None
+if not iw_aot: wamrc = None
 node = env.get("PERI_NODE") or shutil.which("node")
 if node == "none" or not node:
     notes.append("node: skipped (not on PATH, or PERI_NODE=none)"); node = None
@@ -82,6 +98,24 @@ if coremark and not (os.path.isfile(cm_wasm) and os.path.isfile(cm_native)):
     notes.append("CoreMark: skipped (PERI_COREMARK_WASM and PERI_COREMARK_NATIVE must both be files)")
     coremark = False
 
+aotdir = tempfile.mkdtemp(prefix="peers_bench_aot.")
+def aot(w): return os.path.join(aotdir, os.path.basename(w)[:-5] + ".aot")
+if wamrc:  # ahead-of-time compilation, once, outside the rounds
+    aot_cpu = []
+    for w in [f"{here}/out/{p}.wasm" for p in progs] + ([cm_wasm] if coremark else []):
+        pr = subprocess.Popen([wamrc, "-o", aot(w), w], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT)
+        outw = pr.stdout.read()
+        _, st, ru = os.wait4(pr.pid, 0)
+        if os.waitstatus_to_exitcode(st) != 0 or not os.path.isfile(aot(w)):
+            notes.append(f"iwasm-aot: skipped (wamrc failed on {w}: "
+                         f"{outw.decode(errors='replace')[-200:]!r})")
+            wamrc = None; break
+        aot_cpu.append(f"{os.path.basename(w)[:-5]} {(ru.ru_utime + ru.ru_stime) * 1e3:.0f} ms")
+    if wamrc:
+        notes.append("iwasm-aot: wamrc CPU time per module (not counted in the tables): "
+                     + ", ".join(aot_cpu))
+
 # engine name -> (kind, program command builder, CoreMark command builder)
 def mod(p): return f"{here}/out/{p}.wasm"
 E = {"native": ("text", lambda p: [f"{here}/out/native/{p}"], lambda: [cm_native]),
@@ -98,6 +132,11 @@ if iw_fast:
     E["iwasm-fast"] = ("hex", lambda p: [iw_fast, "-f", p, mod(p)], lambda: [iw_fast, cm_wasm])
 if iw_jit:
     E["iwasm-jit"] = ("hex", lambda p: [iw_jit, "-f", p, mod(p)], lambda: [iw_jit, cm_wasm])
+if iw_llvm:
+    E["iwasm-llvm-jit"] = ("hex", lambda p: [iw_llvm, "-f", p, mod(p)], lambda: [iw_llvm, cm_wasm])
+if wamrc:
+    E["iwasm-aot"] = ("hex", lambda p: [iw_aot, "-f", p, aot(mod(p))],
+                      lambda: [iw_aot, aot(cm_wasm)])
 if node:
     E["node"] = ("int", lambda p: [node, "--no-warnings", f"{here}/node-invoke.mjs", mod(p), p],
                  lambda: [node, "--no-warnings", f"{here}/node-wasi.mjs", cm_wasm])
@@ -114,6 +153,12 @@ def fnv31(b):
     return h & 0x7fffffff
 
 expect = {p: int(open(f"{here}/out/{p}.expect").read()) for p in progs}
+fixed = bool(env.get("FIXED"))
+TINY = {"fib": ["1"], "sha256": ["1"], "matmul": ["0"], "nbody": ["1"], "qsort": ["1"],
+        "alloc": ["1", "1"]}
+if fixed and any(p not in TINY for p in progs):
+    sys.exit(f"bench/peers_bench.sh: FIXED=1 knows no trivial workload for "
+             f"{[p for p in progs if p not in TINY]}")
 outf = tempfile.NamedTemporaryFile(prefix="peers_bench.", delete=False).name
 
 def run(cmd):
@@ -152,9 +197,15 @@ def cm_check(s, n, final):
     errs = [l for l in s.splitlines() if "ERROR" in l and "at least 10 secs" not in l]
     if errs: return errs[0]
     return ""
+expect_tiny = {}
+if fixed:  # what the export returns for the trivial workload: the native output's hash
+    for p in progs:
+        st, _, _, out = run(E["native"][1](p) + TINY[p])
+        if st != 0: sys.exit(f"bench/peers_bench.sh: native {p} {TINY[p]} failed")
+        expect_tiny[p] = fnv31(out)
 cm_final = {}
 if coremark:  # the native build's final CRC for each iteration count used
-    for n in sorted({cm_iters(e) for e in engines}):
+    for n in sorted({cm_iters(e) for e in engines} | ({1} if fixed else set())):
         st, _, _, out = run([cm_native, "0x0", "0x0", "0x66", str(n)])
         s = out.decode(errors="replace"); fin = cm_fields(s).get("[0]crcfinal")
         bad = cm_check(s, n, fin)
@@ -163,12 +214,16 @@ if coremark:  # the native build's final CRC for each iteration count used
         cm_final[n] = fin
 
 T = {}    # (engine, program) -> [(wall, cpu)]
-CM = {}   # engine -> [(coremark it/s, iterations / cpu s)]
+CM = {}   # engine -> [(coremark it/s, iterations / cpu s, cpu ms)]
+F = {}    # (engine, program or "coremark") -> [cpu ms of the trivial run]
 fails = []
 load0 = open("/proc/loadavg").read().split()[:3]
 t_start = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
 jobs = [("p", e, p) for e in engines for p in progs] + \
        ([("c", e, None) for e in engines] if coremark else [])
+if fixed:
+    jobs += [("f", e, p) for e in engines for p in progs] + \
+            ([("cf", e, None) for e in engines] if coremark else [])
 loads = []
 for r in range(rounds + (1 if warmup else 0)):
     keep = r >= (1 if warmup else 0)
@@ -183,6 +238,22 @@ for r in range(rounds + (1 if warmup else 0)):
                              f"{out[:200]!r}")
                 continue
             if keep: T.setdefault((e, p), []).append((wall, cpu))
+        elif kind == "f":
+            st, wall, cpu, out = run(E[e][1](p) + TINY[p])
+            got = result(E[e][0], out) if st == 0 else None
+            if got != expect_tiny[p]:
+                fails.append(f"{e} {p} {' '.join(TINY[p])}: exit {st}, result {got}, "
+                             f"expected {expect_tiny[p]}: {out[:200]!r}")
+                continue
+            if keep: F.setdefault((e, p), []).append(cpu)
+        elif kind == "cf":
+            st, wall, cpu, out = run(E[e][2]() + ["0x0", "0x0", "0x66", "1"])
+            s = out.decode(errors="replace")
+            bad = cm_check(s, 1, cm_final[1])
+            if st != 0 or bad:
+                fails.append(f"{e} CoreMark 1 iteration: exit {st}, {bad}: {s[-300:]!r}")
+                continue
+            if keep: F.setdefault((e, "coremark"), []).append(cpu)
         else:
             n = cm_iters(e)
             st, wall, cpu, out = run(E[e][2]() + ["0x0", "0x0", "0x66", str(n)])
@@ -191,11 +262,12 @@ for r in range(rounds + (1 if warmup else 0)):
             bad = cm_check(s, n, cm_final[n])
             if st != 0 or not m or bad:
                 fails.append(f"{e} CoreMark: exit {st}, {bad}: {s[-300:]!r}"); continue
-            if keep: CM.setdefault(e, []).append((float(m.group(1)), n / (cpu / 1e3)))
+            if keep: CM.setdefault(e, []).append((float(m.group(1)), n / (cpu / 1e3), cpu))
     loads.append(open("/proc/loadavg").read().split()[0])
     print(".", end="", file=sys.stderr, flush=True)
 print(file=sys.stderr)
 os.unlink(outf)
+shutil.rmtree(aotdir, ignore_errors=True)
 load1 = open("/proc/loadavg").read().split()[:3]
 
 def fmt(ms): return f"{ms/1000:.2f} s" if ms >= 1000 else f"{ms:.1f} ms"
@@ -208,7 +280,7 @@ def ver(cmd):
     except Exception as x:
         return f"? ({x})"
 
-print(f"Run {t_start}, Peri-C at `{git_short(here)}`"
+print(f"Run {t_start}, Peri-C build {build} (its tree at `{git_short(build)}`)"
       + (f", column jit@{alt[1]} from {os.path.dirname(alt[0])}" if alt else "")
       + f": {rounds} rounds" + (" after a discarded warm-up round" if warmup else "")
       + f", shuffled order. Load average (1/5/15 min) {'/'.join(load0)} before, "
@@ -218,6 +290,8 @@ vs = []
 if wasm3: vs.append(f"wasm3: {ver([wasm3, '--version'])}")
 if iw_fast: vs.append(f"iwasm-fast: {ver([iw_fast, '--version'])}")
 if iw_jit: vs.append(f"iwasm-jit: {ver([iw_jit, '--version'])}")
+if iw_llvm: vs.append(f"iwasm-llvm-jit: {ver([iw_llvm, '--version'])}")
+if wamrc: vs.append(f"iwasm-aot: {ver([iw_aot, '--version'])}, {ver([wamrc, '--version'])}")
 if node: vs.append(f"node: {ver([node, '--version'])}")
 for v in vs + notes: print(f"- {v}")
 for col, title in ((1, "CPU time (user+sys)"), (0, "Wall time")):
@@ -261,6 +335,48 @@ if coremark:
           "Must execute for at least 10 secs\" instead of \"Correct operation validated.\"; "
           "that line is the only error accepted. CoreMark's own it/s is wall time around its "
           "loop; under load the CPU-time column is the steadier one.")
+if fixed:
+    cols = progs + (["coremark"] if coremark else [])
+    fm = {k: statistics.median(v) for k, v in F.items()}
+    print(f"\n#### Fixed cost: CPU time of a trivial run, medians of {rounds}\n")
+    print("Workloads: " + ", ".join(f"{p} {' '.join(TINY[p])}" for p in progs)
+          + (", CoreMark 1 iteration" if coremark else "") + ".\n")
+    print("| runtime | " + " | ".join(cols) + " |")
+    print("|---" * (len(cols) + 1) + "|")
+    for e in engines:
+        print(f"| {e} | " + " | ".join(fmt(fm[e, c]) if (e, c) in fm else "FAIL"
+                                       for c in cols) + " |")
+    # The benchmark's CPU median less the trivial run's, per (runtime, program).
+    net = {}
+    for e in engines:
+        for p in progs:
+            if (e, p) in T and (e, p) in fm:
+                net[e, p] = statistics.median(x[1] for x in T[e, p]) - fm[e, p]
+        if coremark and e in CM and (e, "coremark") in fm:
+            net[e, "coremark"] = statistics.median(x[2] for x in CM[e]) - fm[e, "coremark"]
+    print(f"\n#### CPU time less the fixed cost; in parentheses the ratio to native's "
+          f"(likewise)\n")
+    print("| program | " + " | ".join(engines) + " |")
+    print("|---" * (len(engines) + 1) + "|")
+    ratios = {e: [] for e in engines}
+    for p in progs:
+        cells = []
+        n = net.get(("native", p))
+        for e in engines:
+            x = net.get((e, p))
+            if x is None or x <= 0 or not n or n <= 0: cells.append("-"); continue
+            if e == "native": cells.append(fmt(x)); continue
+            ratios[e].append(x / n); cells.append(f"{fmt(x)} ({x / n:.2f}x)")
+        print(f"| {p} | " + " | ".join(cells) + " |")
+    print("| geomean vs native | 1x | " + " | ".join(
+        ("-" if not ratios[e] else f"**{geo(ratios[e]):.2f}x**") +
+        ("" if len(ratios[e]) == len(progs) else f" ({len(ratios[e])} programs)")
+        for e in engines[1:]) + " |")
+    if coremark:
+        print("\nCoreMark, iterations per CPU second less the fixed cost "
+              "(n / (CPU of n iterations - CPU of 1 iteration)): " + ", ".join(
+                  f"{e} **{cm_iters(e) / (net[e, 'coremark'] / 1e3):.0f}**"
+                  if net.get((e, "coremark"), 0) > 0 else f"{e} -" for e in engines) + ".")
 if fails:
     print("\nFailures:")
     for f in fails: print(f"- {f}")
