@@ -211,29 +211,28 @@ void pr_program_digest(const pr_program *p, uint8_t out[32]) {
     digest_bytes(p->key + strlen(p->key) - 64, out);
 }
 
-pr_program *pr_program_load(pr_host *h, pr_str scope, const uint8_t *bytes, size_t len,
-                            pr_error *err) {
+/* pr_program_load and its owning form: the key is the digest of the bytes. */
+static pr_program *program_load_hashed(pr_host *h, pr_str scope, const uint8_t *bytes, size_t len,
+                                       uint8_t *own, pr_error *err) {
     uint8_t d[32];
     char hex[65];
     if (!pr__sha256(bytes, len, d)) {
+        free(own);
         pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：SHA-256 不可用");
         return NULL;
     }
     pr__hex(d, 32, hex);
-    return pr__program_load_digest(h, scope, hex, bytes, len, (pr_str){NULL, 0}, err);
+    return program_load(h, scope, hex, bytes, len, own, (pr_str){NULL, 0}, err);
+}
+
+pr_program *pr_program_load(pr_host *h, pr_str scope, const uint8_t *bytes, size_t len,
+                            pr_error *err) {
+    return program_load_hashed(h, scope, bytes, len, NULL, err);
 }
 
 pr_program *pr_program_load_owned(pr_host *h, pr_str scope, uint8_t *bytes, size_t len,
                                   pr_error *err) {
-    uint8_t d[32];
-    char hex[65];
-    if (!pr__sha256(bytes, len, d)) {
-        free(bytes);
-        pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：SHA-256 不可用");
-        return NULL;
-    }
-    pr__hex(d, 32, hex);
-    return program_load(h, scope, hex, bytes, len, bytes, (pr_str){NULL, 0}, err);
+    return program_load_hashed(h, scope, bytes, len, bytes, err);
 }
 
 const pw_module *pr_program_module(const pr_program *p) {
