@@ -137,6 +137,12 @@ void pb_free_each(void *const *ptrs, size_t n);
     pb_free_each((void *const[]){__VA_ARGS__},                                                     \
                  sizeof((void *const[]){__VA_ARGS__}) / sizeof(void *))
 
+/* ---- page hints (pages.c) -------------------------------------------------------------
+ * A buffer of at least PB_HUGE_HINT_MIN bytes may live on transparent huge pages
+ * (madvise over its whole pages; no byte changes, failure ignored; smaller: nothing). */
+#define PB_HUGE_HINT_MIN ((size_t)4 << 20)
+void pb_huge_hint(void *p, size_t n);
+
 /* ---- lines (lines.c) -----------------------------------------------------------------
  * Newline-delimited frames read from a descriptor. A returned line is NUL-terminated in
  * the reader's buffer, without its newline and a CR before it, valid until the next call;

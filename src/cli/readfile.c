@@ -7,31 +7,15 @@
  * grown into.
  */
 #include "cli/commands.h"
+#include "peri/base.h"
 
 #include <errno.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 
 #define READ_MAX ((size_t)1 << 31)
-
-/* A big buffer (a 30 MB module) may live on transparent huge pages: it is written
- * once, front to back, and on a VM each 4 KiB first-touch fault costs about as much as
- * copying the page in. The hint covers the buffer's whole pages (the mapping is not
- * split); it changes no byte and its failure is ignored. */
-static void huge_hint(void *b, size_t n) {
-#ifdef MADV_HUGEPAGE
-    if (!b || n < ((size_t)4 << 20)) return;
-    uintptr_t pg = 4096, a = (uintptr_t)b & ~(pg - 1), e = ((uintptr_t)b + n + pg - 1) & ~(pg - 1);
-    (void)madvise((void *)a, e - a, MADV_HUGEPAGE);
-#else
-    (void)b;
-    (void)n;
-#endif
-}
 
 /* Caller frees. NULL with errno set on failure (ENOMEM, EFBIG, EISDIR, or fopen's/fread's). */
 char *peri_read_file(const char *path, bool dash_is_stdin, size_t *len) {
@@ -48,7 +32,7 @@ char *peri_read_file(const char *path, bool dash_is_stdin, size_t *len) {
     if (f != stdin && S_ISREG(st.st_mode) && st.st_size > 0 && (size_t)st.st_size < READ_MAX)
         cap = (size_t)st.st_size + 1;
     char *b = malloc(cap + 1);
-    huge_hint(b, cap + 1);
+    pb_huge_hint(b, cap + 1); /* a 30 MB module: fewer first-touch faults */
     while (b) {
         if (n == cap) {
             size_t nc = cap * 2 < READ_MAX ? cap * 2 : READ_MAX;

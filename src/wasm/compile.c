@@ -18,6 +18,7 @@
  * Every stack entry carries its value type, so that reference-holding slots are known
  * at each call site (the GC stack maps of Wasm 3.0, docs/engine.md).
  */
+#include "peri/base.h"
 #include "wasm/compile.h"
 #include "wasm/gc.h"
 #include "wasm/instr.h"
@@ -29,7 +30,6 @@
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
-#include <sys/mman.h>
 
 enum { LOC_STACK = 0, LOC_LOCAL = 1, LOC_CONST = 2 };
 
@@ -165,26 +165,14 @@ static bool grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
     return true;
 }
 
-/* The code array: grow, then a hint that a big one may live on transparent huge pages.
- * A big module's array (Ruby's: tens of MB) is written once front to back; with 4 KiB
- * pages every first touch is a page fault, which on a VM cost more than a tenth of a
- * warm `peri ruby`. The hint covers the buffer's whole pages (so the mapping is not
- * split and realloc can still move it with mremap); it changes no byte and its failure
- * is ignored (a kernel without THP, or THP off, faults as before). Small arrays: no
- * hint, nothing changes. */
+/* The code array: grow, then a hint that a big one may live on transparent huge pages
+ * (Ruby's: tens of MB, written once front to back; with 4 KiB pages every first touch
+ * is a fault, more than a tenth of a warm `peri ruby` on a VM). pb_huge_hint covers
+ * the buffer's whole pages, so realloc can still move it with mremap. */
 static bool grow_code(comp *c, uint32_t need) {
     uint32_t cap = c->capcode;
     if (!grow((void **)&c->code, &c->capcode, need, sizeof *c->code)) return false;
-#ifdef MADV_HUGEPAGE
-    size_t n = (size_t)c->capcode * sizeof *c->code;
-    if (c->capcode != cap && n >= ((size_t)4 << 20)) {
-        uintptr_t pg = 4096, a = (uintptr_t)c->code & ~(pg - 1);
-        uintptr_t e = ((uintptr_t)c->code + n + pg - 1) & ~(pg - 1);
-        (void)madvise((void *)a, e - a, MADV_HUGEPAGE);
-    }
-#else
-    (void)cap;
-#endif
+    if (c->capcode != cap) pb_huge_hint(c->code, (size_t)c->capcode * sizeof *c->code);
     return true;
 }
 
