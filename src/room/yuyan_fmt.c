@@ -162,8 +162,10 @@ bool pr__yy_fmt_fixed(pb_buf *b, double x) {
         return pb_buf_puts(b, tmp);
     }
     /* An exact half at the 6th decimal needs 2·|x|·10^6 odd, i.e. |x|·128 an odd
-     * integer: only then round it here (half away from zero); else printf agrees. */
-    if (fmod(fabs(x) * 128, 2.0) == 1.0) return to_fixed(b, x, 6);
+     * integer: only then round it here (half away from zero); else printf agrees.
+     * (Tested without libm's fmod: at 2^53 and above every double is even.) */
+    double h = fabs(x) * 128;
+    if (h < 0x1p53 && h == (double)(int64_t)h && ((int64_t)h & 1)) return to_fixed(b, x, 6);
     char t[64];
     snprintf(t, sizeof t, "%.6f", x);
     return pb_buf_puts(b, t);

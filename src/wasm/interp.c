@@ -16,7 +16,6 @@
 #include "wasm/runtime.h"
 #include "wasm/simd.h"
 
-#include <math.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------- slow paths */

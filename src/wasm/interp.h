@@ -132,14 +132,14 @@
     X(F32_FLOOR, f32, f32, pw_floorf(a))                                                           \
     X(F32_TRUNC, f32, f32, pw_truncf(a))                                                           \
     X(F32_NEAREST, f32, f32, pw_nearbyintf(a))                                                     \
-    X(F32_SQRT, f32, f32, sqrtf(a))                                                                \
+    X(F32_SQRT, f32, f32, pw_sqrtf(a))                                                             \
     X(F64_ABS, u64, u64, a & 0x7fffffffffffffffull)                                                \
     X(F64_NEG, u64, u64, a ^ 0x8000000000000000ull)                                                \
     X(F64_CEIL, f64, f64, pw_ceil(a))                                                              \
     X(F64_FLOOR, f64, f64, pw_floor(a))                                                            \
     X(F64_TRUNC, f64, f64, pw_trunc(a))                                                            \
     X(F64_NEAREST, f64, f64, pw_nearbyint(a))                                                      \
-    X(F64_SQRT, f64, f64, sqrt(a))                                                                 \
+    X(F64_SQRT, f64, f64, pw_sqrt(a))                                                              \
     X(I32_WRAP_I64, u64, u32, (uint32_t)a)                                                         \
     X(I64_EXTEND_I32_S, u32, i64, (int32_t)a)                                                      \
     X(I64_EXTEND_I32_U, u32, u64, a)                                                               \

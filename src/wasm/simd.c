@@ -13,7 +13,6 @@
 
 #include "wasm/fops.h"
 
-#include <math.h>
 #include <string.h>
 
 static const pw_simd_info INFO[PW_FD_COUNT] = {
@@ -757,7 +756,7 @@ pw_trap_code pw__simd_exec(pw_instance *inst, pw_slot *fp, const uint32_t *pc) {
     case 0x6A: L32(f32[i] = pw_nearbyintf(a.f32[i]));
     case 0xE0: L32(u32[i] = a.u32[i] & 0x7fffffffu);
     case 0xE1: L32(u32[i] = a.u32[i] ^ 0x80000000u);
-    case 0xE3: L32(f32[i] = sqrtf(a.f32[i]));
+    case 0xE3: L32(f32[i] = pw_sqrtf(a.f32[i]));
     case 0xE4: L32(f32[i] = a.f32[i] + b.f32[i]);
     case 0xE5: L32(f32[i] = a.f32[i] - b.f32[i]);
     case 0xE6: L32(f32[i] = a.f32[i] * b.f32[i]);
@@ -787,7 +786,7 @@ pw_trap_code pw__simd_exec(pw_instance *inst, pw_slot *fp, const uint32_t *pc) {
     case 0x94: L64(f64[i] = pw_nearbyint(a.f64[i]));
     case 0xEC: L64(u64[i] = a.u64[i] & 0x7fffffffffffffffull);
     case 0xED: L64(u64[i] = a.u64[i] ^ 0x8000000000000000ull);
-    case 0xEF: L64(f64[i] = sqrt(a.f64[i]));
+    case 0xEF: L64(f64[i] = pw_sqrt(a.f64[i]));
     case 0xF0: L64(f64[i] = a.f64[i] + b.f64[i]);
     case 0xF1: L64(f64[i] = a.f64[i] - b.f64[i]);
     case 0xF2: L64(f64[i] = a.f64[i] * b.f64[i]);
