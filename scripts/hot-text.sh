@@ -1,0 +1,29 @@
+#!/bin/sh
+# hot-text.sh [BUILD_DIR]: write cmake/hot_text.txt, the functions of `peri` that small
+# runs enter (`peri run tests/room/fixtures/hello.wasm` on each engine, and
+# `peri --help`), traced by gdb (scripts/hot-text-gdb.py). The link of `peri` places
+# these functions first and together (cmake/hot_text.cmake), so that the few 64 KiB
+# windows the kernel maps around each touched page of text are all a cold start makes
+# resident, instead of the whole binary. Needs gdb and nm. Run it after changing the
+# run path; wasi.cold_start fails when the list names a function `peri` lacks, or when
+# `peri run hello.wasm` leaves more of peri's text resident than it should.
+set -eu
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$here/build}" && pwd)
+peri=$build/peri
+hello=$here/tests/room/fixtures/hello.wasm
+out=$here/cmake/hot_text.txt
+command -v gdb >/dev/null || { echo "hot-text.sh: gdb is needed" >&2; exit 1; }
+[ -x "$peri" ] || { echo "hot-text.sh: no $peri (build it first)" >&2; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for args in "run $hello" "run --engine interp $hello" "run --engine jit $hello" "--help"; do
+    HOT_ARGS=$args HOT_OUT=$tmp/names gdb -q -batch -x "$here/scripts/hot-text-gdb.py" "$peri" \
+        >"$tmp/log" 2>&1 || { cat "$tmp/log" >&2; exit 1; }
+done
+{
+    echo "# Functions of \`peri\` that small runs enter, placed first and together in its text"
+    echo "# (cmake/hot_text.cmake). Written by scripts/hot-text.sh; do not edit by hand."
+    sort -u "$tmp/names"
+} >"$out"
+echo "hot-text.sh: $(grep -vc '^#' "$out") functions in $out"
