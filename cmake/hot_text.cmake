@@ -6,7 +6,8 @@
 # scripts/hot-text.sh from what such runs execute) into one output section before
 # .text, together with the C start files and libgcc's CPU feature probe that every run
 # executes. A function missing from the list still links and works; it only costs
-# another window of resident text (wasi.cold_start measures that).
+# another window of resident text (wasi.cold_start catches that: it runs peri with the
+# rest of the text inaccessible).
 set(PERI_HOT_TEXT_LIST ${CMAKE_SOURCE_DIR}/cmake/hot_text.txt)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PERI_HOT_TEXT_LIST})
 file(STRINGS ${PERI_HOT_TEXT_LIST} peri_hot_names REGEX "^[^#]")
@@ -15,7 +16,8 @@ string(APPEND peri_hot_ld "  .text.peri_hot :\n  {\n")
 string(APPEND peri_hot_ld "    *crt1.o(.text .text.*)\n    *crti.o(.text .text.*)\n")
 string(APPEND peri_hot_ld "    *crtbegin*.o(.text .text.*)\n    *libgcc.a:cpuinfo.o(.text .text.*)\n")
 foreach(name ${peri_hot_names})
-  string(APPEND peri_hot_ld "    *(.text.${name} .text.startup.${name})\n")
+  # NAME and GCC's clones of it (NAME.constprop.0, NAME.isra.0, NAME.part.0)
+  string(APPEND peri_hot_ld "    *(.text.${name} .text.${name}.* .text.startup.${name})\n")
 endforeach()
 string(APPEND peri_hot_ld "  }\n}\nINSERT BEFORE .text;\n")
 file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/hot_text.ld CONTENT "${peri_hot_ld}")

@@ -5,8 +5,8 @@
 # these functions first and together (cmake/hot_text.cmake), so that the few 64 KiB
 # windows the kernel maps around each touched page of text are all a cold start makes
 # resident, instead of the whole binary. Needs gdb and nm. Run it after changing the
-# run path; wasi.cold_start fails when the list names a function `peri` lacks, or when
-# `peri run hello.wasm` leaves more of peri's text resident than it should.
+# run path; wasi.cold_start fails when `peri run hello.wasm` or `peri --help` enters a
+# function outside the list, or when the list names several functions `peri` lacks.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$here/build}" && pwd)
@@ -24,6 +24,7 @@ done
 {
     echo "# Functions of \`peri\` that small runs enter, placed first and together in its text"
     echo "# (cmake/hot_text.cmake). Written by scripts/hot-text.sh; do not edit by hand."
-    sort -u "$tmp/names"
+    # the base name: GCC's clones (.constprop.0, .isra.0, .part.0) are matched by pattern
+    sed 's/\..*//' "$tmp/names" | sort -u
 } >"$out"
 echo "hot-text.sh: $(grep -vc '^#' "$out") functions in $out"
