@@ -20,7 +20,7 @@ foreach(name ${peri_hot_names})
   string(APPEND peri_hot_ld "    *(.text.${name} .text.${name}.* .text.startup.${name})\n")
 endforeach()
 string(APPEND peri_hot_ld "  }\n}\nINSERT BEFORE .text;\n")
-file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/hot_text.ld CONTENT "${peri_hot_ld}")
+file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/hot_text.ld CONTENT "${peri_hot_ld}" @ONLY)
 
 target_compile_options(peri PRIVATE -ffunction-sections)
 target_compile_options(peri_cli PRIVATE -ffunction-sections)
