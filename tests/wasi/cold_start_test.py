@@ -3,7 +3,8 @@
 SQLite, jansson, OpenSSL); the agent commands reach them through peri-agent. Nor
 libm: the engine rounds and takes square roots itself (src/wasm/fops.h), and libm's
 text (~340 KiB resident) was an eighth of `peri run hello.wasm`'s peak RSS.
-And `peri run hello.wasm` and `peri --help` must enter no function of peri outside
+And `peri run hello.wasm` (over an empty compiled-code cache, which it fills, and
+again, reading it) and `peri --help` must enter no function of peri outside
 its hot text (cmake/hot_text.cmake, the functions cmake/hot_text.txt lists): each one
 outside costs another 64 KiB window of resident text. They run with the rest of the
 text made inaccessible (tests/wasi/text_trap.c, preloaded), so such a function is a
@@ -16,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 peri, probe, src, mode = sys.argv[1:5]
 failures = []
@@ -53,8 +55,10 @@ if ".text.peri_hot" not in sec or ".text" not in sec:
 elif mode == "release":
     off, size = sec[".text"]  # the cold text, whole pages of it (its first page holds hot code)
     lo, hi = (off + 4095) // 4096 * 4096, (off + size) // 4096 * 4096
-    env = dict(os.environ, LD_PRELOAD=os.path.abspath(probe), PERI_TEXT_TRAP="%x:%x" % (lo, hi))
-    for args, want in ((["run", hello], "hello\n"), (["--help"], None)):
+    cache = tempfile.TemporaryDirectory()  # the compiled-code cache: written, then read
+    env = dict(os.environ, LD_PRELOAD=os.path.abspath(probe), PERI_TEXT_TRAP="%x:%x" % (lo, hi),
+               PERI_CACHE_DIR=cache.name, XDG_CACHE_HOME=cache.name)
+    for args, want in ((["run", hello], "hello\n"), (["run", hello], "hello\n"), (["--help"], None)):
         r = subprocess.run([peri] + args, capture_output=True, text=True, env=env)
         if r.returncode != 0 or (want is not None and r.stdout != want):
             failures.append("peri %s entered the cold text (%x-%x of the file: rc %d): a function "
