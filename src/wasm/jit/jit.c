@@ -760,6 +760,7 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
     pw_xmem b = imm ? x_mem(X_RBX, 0) : SG(bw);
     pw_xmem d = br ? x_mem(X_RBX, 0) : SL(1);
     int r = X_RAX;
+    bool fwd = c->x.len == c->fwd_end && fwd_ok(c); /* a forwarding record that held here */
     if (!br && oi->kind != BK_CMP && d.index == X_DIRECT &&
         !(b.index == X_DIRECT && b.base == d.base))
         r = d.base;
@@ -811,6 +812,15 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
         st(c, false, d, X_RAX);
     } else if (r == X_RAX) {
         st(c, w, d, X_RAX);
+    } else if (fwd && r != c->fwd_reg &&
+               (c->fwd_reg != X_RCX ||
+                (!imm && (b.index == X_DIRECTX || oi->kind == BK_SHIFT ||
+                          (oi->kind == BK_MUL && b.index != X_DIRECT))) == false)) {
+        /* computed into a pinned register, touching neither the forwarded register
+         * (rcx is the only other one used above: an xmm b, a shift count, a
+         * multiplier from memory) nor the frame: the record holds after this
+         * instruction too */
+        c->fwd_end = c->x.len;
     }
 }
 
@@ -2482,11 +2492,15 @@ static bool t_moves(jc *c, uint32_t pos, int op, uint32_t *len) {
     case PW_OP_CONST64:
         *len = op == PW_OP_CONST64 ? 4 : 3;
         if (vpair_const(c, pos, len)) return true;
-        if (op == PW_OP_CONST64)
-            pw__x64_mov_ri64(x, X_RAX, (uint64_t)IMM(2) | ((uint64_t)IMM(3) << 32));
-        else
-            pw__x64_mov_ri32(x, X_RAX, IMM(2));
-        st(c, true, SL(1), X_RAX);
+        {
+            pw_xmem d = SL(1);
+            int r = d.index == X_DIRECT ? d.base : X_RAX; /* a pinned GPR takes it directly */
+            if (op == PW_OP_CONST64)
+                pw__x64_mov_ri64(x, r, (uint64_t)IMM(2) | ((uint64_t)IMM(3) << 32));
+            else
+                pw__x64_mov_ri32(x, r, IMM(2));
+            if (r == X_RAX) st(c, true, d, X_RAX);
+        }
         c->nov = false;
         c->lc_end = pos + *len, c->lc_slot = IMM(1), c->lc_val = IMM(2);
         return true;
