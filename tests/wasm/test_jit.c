@@ -896,6 +896,25 @@ static const char LOOPS_WAT[] =
     "   (local.set $x (f64.add (local.get $x) (f64.const 1.5)))\n"
     "   (br_if $l (f64.lt (local.get $x) (local.get $lim))))\n"
     "  (local.get $k))\n"
+    /* a block result stored by the fallthrough path's last instruction and by the
+     * branch's: the load after the label must not take the fallthrough's register;
+     * nine hot locals keep the result slot in the frame */
+    " (func (export \"join\") (param $x i32) (result i32) (local $a i32) (local $b i32)\n"
+    "  (local $c i32) (local $d i32) (local $e i32) (local $f i32) (local $g i32)\n"
+    "  (local $h i32) (local $i i32)\n"
+    "  (loop $l (local.set $a (i32.add (local.get $a) (i32.const 1)))\n"
+    "   (local.set $b (i32.add (local.get $b) (local.get $a)))\n"
+    "   (local.set $c (i32.add (local.get $c) (local.get $b)))\n"
+    "   (local.set $d (i32.add (local.get $d) (local.get $c)))\n"
+    "   (local.set $e (i32.add (local.get $e) (local.get $d)))\n"
+    "   (local.set $f (i32.add (local.get $f) (local.get $e)))\n"
+    "   (local.set $g (i32.add (local.get $g) (local.get $f)))\n"
+    "   (local.set $h (i32.add (local.get $h) (local.get $g)))\n"
+    "   (local.set $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "   (br_if $l (i32.lt_u (local.get $i) (i32.const 3))))\n"
+    "  (i32.store (i32.const 0) (i32.const 1234))\n"
+    "  (i32.add (i32.add (block $r (result i32) (drop (br_if $r (i32.const 7)\n"
+    "    (local.get $x))) (i32.load (i32.const 0))) (local.get $a)) (local.get $h)))\n"
     /* an endless loop whose only back-edge is conditional */
     " (func (export \"spin2\") (param $i i32) (result i32)\n"
     "  (loop $l (local.set $i (i32.add (local.get $i) (i32.const 2)))\n"
@@ -935,7 +954,9 @@ static void test_loops_and_slots(void **state) {
                  {"oob", 65533, "out of bounds memory access"},
                  {"oob", -4, "out of bounds memory access"},
                  {"fl", 0, NULL},
-                 {"fl", 1, NULL}};
+                 {"fl", 1, NULL},
+                 {"join", 0, NULL},
+                 {"join", 1, NULL}};
     int64_t want[sizeof calls / sizeof calls[0]] = {0};
     for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; mi++) {
         pw_store_config cfg = {.engine = modes[mi].engine, .bounds_checks = modes[mi].bounds};
@@ -968,6 +989,8 @@ static void test_loops_and_slots(void **state) {
             assert_int_equal(want[8], 300);
             assert_int_equal(want[17], 1); /* NaN limit: the compare is false */
             assert_int_equal(want[18], 7);
+            assert_int_equal(want[19], 1234 + 3 + 45); /* a = 3, h = 45 */
+            assert_int_equal(want[20], 7 + 3 + 45);
         }
         if (modes[mi].engine == PW_ENGINE_JIT) { /* the conditional back-edge polls */
             raiser it = {r.s, 50, 0};
