@@ -357,6 +357,9 @@ typedef struct slotuse {
 #define VC_N   2
 #define VC_REG (16 - VC_N) /* xmm14, xmm15 */
 
+/* jc.target values: a branch target; a loop head (polls the interrupt flag). */
+enum { T_LABEL = 1, T_LOOP = 2 };
+
 /* Special labels after the per-word ones. */
 enum { LAB_EXIT = PW_TRAP_COUNT_, LAB_RET, LAB_TRAPC, LAB_NSPECIAL };
 
@@ -409,7 +412,7 @@ typedef struct jc {
     bool vc_set;                      /* the current instruction set the cache */
     uint8_t *vuse;                    /* per slot: V_* bits */
     int8_t *vpin;     /* per slot: -1, or PIN_XMM0 + n holding it and the next slot */
-    uint8_t *target;  /* per word: a branch target (pass 1's fixups; with SIMD only) */
+    uint8_t *target;  /* per word: T_LABEL, T_LOOP or 0 (from pass 1; NULL in pass 1) */
     uint32_t *vpairs; /* pass 1: (first slot, partner's first slot) of pair copies */
     uint32_t nvpairs, capvpairs;
     uint64_t *pool; /* literal pool: 16-byte constants as (lo, hi) */
@@ -421,6 +424,11 @@ typedef struct jc {
     uint32_t ngfx, capgfx;
     slowcall *slow; /* helper paths of direct calls, emitted after the body */
     uint32_t nslow, capslow;
+    /* Store-to-load forwarding (ld): the last template ended with st() of GPR fwd_reg
+     * to the frame cell at fwd_disp, and its code ended at fwd_end. */
+    size_t fwd_end;
+    int32_t fwd_disp;
+    int fwd_reg;
 } jc;
 
 static bool grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
@@ -575,6 +583,14 @@ static void branch(jc *c, int cc, uint32_t pos, uint32_t off) {
             c->loops[c->nloops++] = t;
             c->loops[c->nloops++] = pos;
         }
+        if (!c->analyze && c->target && c->target[t] == T_LOOP) {
+            /* the target polls (run_pass): one jump, taken while the loop runs */
+            if (cc >= 0)
+                jcc_to(c, (pw_xcc)cc, t);
+            else
+                jmp_to(c, t);
+            return;
+        }
         size_t skip = 0;
         if (cc >= 0) skip = pw__x64_jcc32(&c->x, (pw_xcc)(cc ^ 1));
         poll_interrupt(c);
@@ -587,10 +603,28 @@ static void branch(jc *c, int cc, uint32_t pos, uint32_t off) {
     }
 }
 
+/* Whether a load at this point may take the value st() left in fwd_reg: only at the
+ * start of an instruction (pass 2, where the branch targets are known) that no
+ * branch, label or patched jump reaches, so the only way here is straight from the
+ * store. */
+static bool fwd_ok(const jc *c) {
+    uint32_t p = c->curpos;
+    return !c->analyze && c->target && p < c->n && c->lab[p] == (int32_t)c->x.len &&
+           !c->target[p] && c->x.join != c->x.len;
+}
+
 /* Whole-slot load/store (4 or 8 bytes) between a GPR and a slot operand, which may be
  * a pinned GPR or xmm register (movd/movq). A 4-byte write to a pinned register
  * zero-extends; the upper half of a slot holding an i32/f32 is never read (docs). */
 static void ld(jc *c, bool w, int r, pw_xmem m) {
+    if (m.base == X_RBX && m.index == X_NOREG && m.disp == c->fwd_disp && c->x.len == c->fwd_end &&
+        fwd_ok(c)) {
+        /* the previous instruction ended by storing this cell from fwd_reg: take the
+         * register instead of waiting for the store to forward (st wrote all 8 bytes
+         * of it, so both widths read the same bits; the 4-byte form zero-extends) */
+        if (r != c->fwd_reg || !w) pw__x64_mov_rr(&c->x, w, r, c->fwd_reg);
+        return;
+    }
     if (m.index == X_DIRECTX)
         pw__x64_sse_rr(&c->x, 0x66, X_SSE_MOVDST, w, m.base, r);
     else if (m.index == X_DIRECT && m.base == r && !w)
@@ -603,10 +637,16 @@ static void ld(jc *c, bool w, int r, pw_xmem m) {
  * copy, a call argument) then forwards from the store instead of stalling on a
  * narrower one. */
 static void st(jc *c, bool w, pw_xmem m, int r) {
-    if (m.index == X_DIRECTX)
+    if (m.index == X_DIRECTX) {
         pw__x64_sse_rr(&c->x, 0x66, X_SSE_MOVD, w, m.base, r);
-    else
+    } else {
         pw__x64_store(&c->x, w || m.base == X_RBX ? 8 : 4, m, r);
+        if (m.base == X_RBX && m.index == X_NOREG && r != X_RBX) {
+            c->fwd_end = c->x.len;
+            c->fwd_disp = m.disp;
+            c->fwd_reg = r;
+        }
+    }
 }
 
 /* dst op= slot operand m (dst is not rcx: an xmm-pinned m goes through rcx). */
@@ -720,6 +760,7 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
     pw_xmem b = imm ? x_mem(X_RBX, 0) : SG(bw);
     pw_xmem d = br ? x_mem(X_RBX, 0) : SL(1);
     int r = X_RAX;
+    bool fwd = c->x.len == c->fwd_end && fwd_ok(c); /* a forwarding record that held here */
     if (!br && oi->kind != BK_CMP && d.index == X_DIRECT &&
         !(b.index == X_DIRECT && b.base == d.base))
         r = d.base;
@@ -771,6 +812,15 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
         st(c, false, d, X_RAX);
     } else if (r == X_RAX) {
         st(c, w, d, X_RAX);
+    } else if (fwd && r != c->fwd_reg &&
+               (c->fwd_reg != X_RCX ||
+                (!imm && (b.index == X_DIRECTX || oi->kind == BK_SHIFT ||
+                          (oi->kind == BK_MUL && b.index != X_DIRECT))) == false)) {
+        /* computed into a pinned register, touching neither the forwarded register
+         * (rcx is the only other one used above: an xmm b, a shift count, a
+         * multiplier from memory) nor the frame: the record holds after this
+         * instruction too */
+        c->fwd_end = c->x.len;
     }
 }
 
@@ -2336,8 +2386,13 @@ static bool t_control(jc *c, uint32_t pos, int op, uint32_t *len) {
     case PW_OP_BR_IF64:
     case PW_OP_BR_IF64Z: {
         bool w = op == PW_OP_BR_IF64 || op == PW_OP_BR_IF64Z;
-        ld(c, w, X_RAX, SL(1));
-        pw__x64_test_rr(x, w, X_RAX, X_RAX);
+        pw_xmem v = SL(1);
+        int r = X_RAX;
+        if (v.index == X_DIRECT) /* test the pinned register in place */
+            r = v.base;
+        else
+            ld(c, w, X_RAX, v);
+        pw__x64_test_rr(x, w, r, r);
         branch(c, op == PW_OP_BR_IF || op == PW_OP_BR_IF64 ? X_CC_NE : X_CC_E, pos, IMM(2));
         return true;
     }
@@ -2412,10 +2467,16 @@ static bool t_control(jc *c, uint32_t pos, int op, uint32_t *len) {
 static bool t_moves(jc *c, uint32_t pos, int op, uint32_t *len) {
     pw_x64 *x = &c->x;
     switch (op) {
-    case PW_OP_COPY:
-        ld(c, true, X_RAX, SL(2));
-        st(c, true, SL(1), X_RAX);
+    case PW_OP_COPY: {
+        pw_xmem src = SL(2), dst = SL(1);
+        if (dst.index == X_DIRECT) { /* straight into the pinned register */
+            ld(c, true, dst.base, src);
+        } else {
+            ld(c, true, X_RAX, src);
+            st(c, true, dst, X_RAX);
+        }
         return true;
+    }
     case PW_OP_XOP: xop(c, pos, len); return true;
     case PW_OP_COPY2:
         *len = 5;
@@ -2431,11 +2492,15 @@ static bool t_moves(jc *c, uint32_t pos, int op, uint32_t *len) {
     case PW_OP_CONST64:
         *len = op == PW_OP_CONST64 ? 4 : 3;
         if (vpair_const(c, pos, len)) return true;
-        if (op == PW_OP_CONST64)
-            pw__x64_mov_ri64(x, X_RAX, (uint64_t)IMM(2) | ((uint64_t)IMM(3) << 32));
-        else
-            pw__x64_mov_ri32(x, X_RAX, IMM(2));
-        st(c, true, SL(1), X_RAX);
+        {
+            pw_xmem d = SL(1);
+            int r = d.index == X_DIRECT ? d.base : X_RAX; /* a pinned GPR takes it directly */
+            if (op == PW_OP_CONST64)
+                pw__x64_mov_ri64(x, r, (uint64_t)IMM(2) | ((uint64_t)IMM(3) << 32));
+            else
+                pw__x64_mov_ri32(x, r, IMM(2));
+            if (r == X_RAX) st(c, true, d, X_RAX);
+        }
         c->nov = false;
         c->lc_end = pos + *len, c->lc_slot = IMM(1), c->lc_val = IMM(2);
         return true;
@@ -2820,6 +2885,8 @@ static void run_pass(jc *c) {
     c->ngfx = 0;
     c->nvpairs = 0;
     c->nslow = 0;
+    c->fwd_end = SIZE_MAX;
+    c->x.join = SIZE_MAX;
     for (uint32_t k = 0; k < c->n + LAB_NSPECIAL; k++)
         c->lab[k] = -1;
     prologue(c);
@@ -2831,6 +2898,7 @@ static void run_pass(jc *c) {
         }
         if (c->target && c->target[pos]) vc_clear(c); /* before the label: on fallthrough */
         c->lab[pos] = (int32_t)c->x.len;
+        if (!c->analyze && c->target && c->target[pos] == T_LOOP) poll_interrupt(c);
         c->curpos = pos;
         uint32_t len = 0;
         translate(c, pos, op, &len);
@@ -3000,11 +3068,15 @@ static int64_t compile_func(const struct pw_jitmod *jm, int v, const pw_module *
     run_pass(&c);
     c.analyze = false;
     if (c.fail || c.x.oom) goto done;
-    if (c.has_simd) { /* branch targets: labels clear the v128 result cache */
-        c.target = calloc(c.n, 1);
+    { /* branch targets: labels clear the v128 result cache and stop forwarding (ld) */
+        c.target = calloc(c.n ? c.n : 1, 1);
         if (!c.target) goto done;
         for (uint32_t k = 0; k < c.nfx; k++)
-            if (c.fx[k].label < c.n) c.target[c.fx[k].label] = 1;
+            if (c.fx[k].label < c.n) c.target[c.fx[k].label] = T_LABEL;
+        /* loop heads (targets of backward branches) poll the interrupt flag at the
+         * label, so that the back-edges are a single jump (branch) */
+        for (uint32_t k = 0; k < c.nloops; k += 2)
+            if (c.loops[k] < c.n) c.target[c.loops[k]] = T_LOOP;
     }
     choose_pins(&c);
     /* else pass 1's code is the code (nothing pinned, no SIMD pairs to fuse) */

@@ -267,6 +267,7 @@ size_t pw__x64_call_rip(pw_x64 *x) {
 void pw__x64_patch32(pw_x64 *x, size_t at, int32_t v) {
     if (x->oom || at + 4 > x->len) return;
     memcpy(x->buf + at, &v, 4);
+    x->join = (size_t)((int64_t)at + 4 + v);
 }
 
 void pw__x64_sse_rr(pw_x64 *x, int prefix, uint8_t op, bool w, int xreg, int rm_reg) {

@@ -23,6 +23,7 @@
 typedef struct pw_x64 {
     uint8_t *buf; /* owned; free() */
     size_t len, cap;
+    size_t join; /* the target of the last patched jump: a point reached from elsewhere */
     bool oom;
 } pw_x64;
 
