@@ -217,6 +217,29 @@ void pb_sha256_final(pb_sha256_ctx *c, uint8_t digest[PB_SHA256_LEN]);
 void pb_sha256(const void *data, size_t n, uint8_t digest[PB_SHA256_LEN]);
 void pb_hex(const uint8_t *in, size_t n, char *out /* room for 2n+1 */);
 
+/* ---- Integrity sum (sum.c) -----------------------------------------------------------
+ * A fast 256-bit checksum (eight CRC-32C lanes over 64-byte stripes, then the length)
+ * for files the engine writes and reads back itself (compiled-code artifacts, saved
+ * snapshots): it rejects damaged, truncated or foreign bytes at memory speed. Not a
+ * cryptographic hash: never use it where someone could choose the bytes to match a
+ * sum kept elsewhere (module digests, cache keys stay SHA-256). Same context rules as
+ * SHA-256; pb_sum_init_portable forces the bit-by-bit form (tests). */
+#define PB_SUM_LEN    32
+#define PB_SUM_LANES  8
+#define PB_SUM_STRIPE 64
+typedef struct pb_sum_ctx {
+    uint32_t lane[PB_SUM_LANES];
+    uint64_t len;
+    uint8_t buf[PB_SUM_STRIPE];
+    size_t nbuf;
+    bool portable;
+} pb_sum_ctx;
+void pb_sum_init(pb_sum_ctx *c);
+void pb_sum_init_portable(pb_sum_ctx *c);
+void pb_sum_update(pb_sum_ctx *c, const void *data, size_t n);
+void pb_sum_final(pb_sum_ctx *c, uint8_t out[PB_SUM_LEN]);
+void pb_sum(const void *data, size_t n, uint8_t out[PB_SUM_LEN]);
+
 /* ---- HMAC-SHA-256, PBKDF2, comparison (hmac.c) ---------------------------------------
  * RFC 2104 HMAC over pb_sha256 and RFC 8018 PBKDF2-HMAC-SHA-256. The context holds the
  * keyed hash states (a plain caller-owned value); final wipes it. pb_pbkdf2_sha256 fills

@@ -12,7 +12,7 @@
  *   code   (GOT zeroed, then the fault stub and the functions), zero-padded to a
  *           multiple of CC_PAGE, so that it can be mapped from the file
  *   offs   (int64 per defined function: entry offset in code, or -1)
- *   digest (SHA-256 of every byte before it)
+ *   digest (integrity sum, pb_sum, of every byte before it)
  *
  * Invariants: an artifact is executed only after the checks below all passed on the
  * very bytes that are mapped, which are writable while they are checked and then made
@@ -57,7 +57,7 @@
 #define PERI_VERSION "0"
 #endif
 
-#define CC_FORMAT      1u
+#define CC_FORMAT      2u
 #define CC_DEFAULT_MAX (1ull << 30)
 #define CC_SUFFIX      ".pcc"
 #define CC_TMP_PREFIX  ".tmp."
@@ -258,13 +258,13 @@ static void digest_parts(const uint8_t *head, const uint8_t *code, const uint8_t
                          const int64_t *offs, uint8_t out[PW_CC_DIGEST]) {
     cc_header h;
     memcpy(&h, head, sizeof h);
-    pb_sha256_ctx c;
-    pb_sha256_init(&c);
-    pb_sha256_update(&c, head, CC_PAGE);
-    pb_sha256_update(&c, code, h.code_len);
-    pb_sha256_update(&c, pad ? pad : ZEROS, page_round(h.code_len) - h.code_len);
-    pb_sha256_update(&c, offs, (size_t)h.nfuncs * 8);
-    pb_sha256_final(&c, out);
+    pb_sum_ctx c;
+    pb_sum_init(&c);
+    pb_sum_update(&c, head, CC_PAGE);
+    pb_sum_update(&c, code, h.code_len);
+    pb_sum_update(&c, pad ? pad : ZEROS, page_round(h.code_len) - h.code_len);
+    pb_sum_update(&c, offs, (size_t)h.nfuncs * 8);
+    pb_sum_final(&c, out);
 }
 
 pw_code_error pw_code_verify(const pw_module *m, const uint8_t digest[32], const uint8_t *art,
@@ -285,7 +285,7 @@ pw_code_error pw_code_verify(const pw_module *m, const uint8_t digest[32], const
     int64_t *offs = malloc(h.nfuncs ? (size_t)h.nfuncs * 8 : 1);
     if (!offs) return pw__cc_fail(err, PW_CODE_NOMEM, "out of memory");
     memcpy(offs, art + h.offs_off, (size_t)h.nfuncs * 8);
-    pb_sha256(art, len - PW_CC_DIGEST, d);
+    pb_sum(art, len - PW_CC_DIGEST, d);
     if (memcmp(d, art + len - PW_CC_DIGEST, PW_CC_DIGEST) != 0)
         e = pw__cc_fail(err, PW_CODE_CORRUPT, "artifact integrity digest does not match");
     else
@@ -351,7 +351,7 @@ static pw_code_error load_fd(int fd, const pw_module *m, const uint8_t digest[32
             map = file + h.code_off;
             memcpy(offs, file + h.offs_off, (size_t)h.nfuncs * 8);
             memcpy(want, file + h.total - PW_CC_DIGEST, sizeof want);
-            pb_sha256(file, (size_t)h.total - PW_CC_DIGEST, got);
+            pb_sum(file, (size_t)h.total - PW_CC_DIGEST, got);
         }
     } else { /* read into private memory: a later change to the file changes nothing */
         map = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -447,7 +447,7 @@ pw_code_error pw_code_compile(const pw_module *m, const uint8_t digest[32], int 
     memcpy(a, &h, sizeof h);
     memcpy(a + h.code_off, code, clen);
     memcpy(a + h.offs_off, offs, (size_t)h.nfuncs * 8);
-    pb_sha256(a, (size_t)h.total - PW_CC_DIGEST, a + h.total - PW_CC_DIGEST);
+    pb_sum(a, (size_t)h.total - PW_CC_DIGEST, a + h.total - PW_CC_DIGEST);
     free(code);
     free(offs);
     *out = a;

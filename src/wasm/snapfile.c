@@ -11,7 +11,7 @@
  *           per table: its size, then its function indices; elem and data dropped
  *           flags), zero-padded to 64 KiB
  *   memory (each memory at a 64 KiB-aligned offset; zero blocks are holes)
- *   digest (SHA-256 of the header and meta with their paddings, then, for every
+ *   digest (integrity sum, pb_sum, of the header and meta with their paddings, then, for every
  *           4 KiB block of the memory section holding a non-zero byte, its offset
  *           and bytes: this fixes every byte of the file, and a reader need not
  *           read the holes)
@@ -47,7 +47,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SF_FORMAT   1u
+#define SF_FORMAT   2u
 #define SF_HEAD     4096u
 #define SF_BLOCK    4096u /* unit of the memory section's digest */
 #define SF_NAME_MAX (64 + sizeof ".pcc")
@@ -127,16 +127,16 @@ static bool pwrite_all(int fd, const void *buf, uint64_t n, uint64_t off) {
 /* The digest's part for one 4 KiB block of the memory section at offset at: its
  * offset and bytes when it holds a non-zero byte, nothing when it is all zero. So
  * the digest fixes every byte, and a reader skips the file's holes unhashed. */
-static void hash_block(pb_sha256_ctx *c, uint64_t at, const uint8_t *b, size_t len) {
+static void hash_block(pb_sum_ctx *c, uint64_t at, const uint8_t *b, size_t len) {
     static const uint8_t zero[SF_BLOCK];
     if (memcmp(b, zero, len) == 0) return;
-    pb_sha256_update(c, &at, sizeof at);
-    pb_sha256_update(c, b, len);
+    pb_sum_update(c, &at, sizeof at);
+    pb_sum_update(c, b, len);
 }
 
 /* Copy [0, n) of the snapshot's memfd to fd at to, leaving zero blocks as holes, and
  * hash it (hash_block). */
-static bool copy_memory(int from, uint64_t n, int fd, uint64_t to, pb_sha256_ctx *c, uint8_t *buf,
+static bool copy_memory(int from, uint64_t n, int fd, uint64_t to, pb_sum_ctx *c, uint8_t *buf,
                         size_t bufsz) {
     static const uint8_t zero[SF_BLOCK];
     for (uint64_t at = 0; at < n;) {
@@ -206,13 +206,13 @@ bool pw_snapshot_save_cached(const pw_module *m, const pw_snapshot *sn, const vo
         free(a);
         return false;
     }
-    pb_sha256_ctx c;
-    pb_sha256_init(&c);
-    pb_sha256_update(&c, a, front);
+    pb_sum_ctx c;
+    pb_sum_init(&c);
+    pb_sum_update(&c, a, front);
     uint8_t d[PW_CC_DIGEST];
     bool good = ftruncate(fd, (off_t)h.total) == 0 && pwrite_all(fd, a, front, 0) &&
                 (sn->total == 0 || copy_memory(sn->fd, sn->total, fd, h.mem_off, &c, buf, bufsz));
-    pb_sha256_final(&c, d);
+    pb_sum_final(&c, d);
     good = good && pwrite_all(fd, d, sizeof d, h.total - PW_CC_DIGEST);
     free(buf);
     free(a);
@@ -295,12 +295,12 @@ static pw_code_error parse_meta(pw_snapshot *sn, const pw_module *m, const uint8
 }
 
 static bool hash_range(int fd, uint64_t from, uint64_t to, uint64_t base, bool blocks,
-                       pb_sha256_ctx *c, uint8_t *buf, size_t bufsz) {
+                       pb_sum_ctx *c, uint8_t *buf, size_t bufsz) {
     for (uint64_t at = from; at < to;) {
         size_t chunk = to - at < bufsz ? (size_t)(to - at) : bufsz;
         if (!read_at(fd, buf, chunk, at)) return false;
         if (!blocks) {
-            pb_sha256_update(c, buf, chunk);
+            pb_sum_update(c, buf, chunk);
         } else {
             for (size_t b = 0; b < chunk; b += SF_BLOCK)
                 hash_block(c, at + b - base, buf + b, chunk - b < SF_BLOCK ? chunk - b : SF_BLOCK);
@@ -318,8 +318,8 @@ static pw_code_error check_digest(int fd, const sf_header *h, const uint8_t want
     size_t bufsz = 1u << 20;
     uint8_t *buf = malloc(bufsz);
     if (!buf) return pw__cc_fail(err, PW_CODE_NOMEM, "out of memory");
-    pb_sha256_ctx c;
-    pb_sha256_init(&c);
+    pb_sum_ctx c;
+    pb_sum_init(&c);
     bool good = hash_range(fd, 0, h->mem_off, 0, false, &c, buf, bufsz);
     uint64_t end = h->mem_off + h->mem_len;
     for (uint64_t at = h->mem_off; good && at < end;) {
@@ -338,7 +338,7 @@ static pw_code_error check_digest(int fd, const sf_header *h, const uint8_t want
     free(buf);
     if (!good) return pw__cc_fail(err, PW_CODE_TRUNCATED, "snapshot: cannot read the file");
     uint8_t d[PW_CC_DIGEST];
-    pb_sha256_final(&c, d);
+    pb_sum_final(&c, d);
     return memcmp(d, want, sizeof d)
                ? pw__cc_fail(err, PW_CODE_CORRUPT, "snapshot: digest mismatch")
                : PW_CODE_OK;

@@ -1,9 +1,9 @@
 /*
- * test_sha256.c — the base layer's SHA-256 (sha256.c), HMAC-SHA-256 and PBKDF2 (hmac.c)
- * and strict Base64 (base64.c): the FIPS 180-4 / NIST, RFC 4231 and RFC 7914 vectors,
- * the incremental API split at every offset, and agreement with libcrypto (linked for
- * this test only; the library never links it for these) on random inputs of random
- * lengths fed in random pieces.
+ * test_sha256.c — the base layer's SHA-256 (sha256.c), the integrity sum (sum.c), HMAC-SHA-256 and
+ * PBKDF2 (hmac.c) and strict Base64 (base64.c): the FIPS 180-4 / NIST, RFC 4231 and RFC 7914
+ * vectors, the incremental API split at every offset, and agreement with libcrypto (linked for this
+ * test only; the library never links it for these) on random inputs of random lengths fed in random
+ * pieces.
  *
  * `test_sha256 --bench` prints the throughput of both on 64 MiB instead (not run by CTest).
  */
@@ -350,6 +350,60 @@ static int bench(void) {
     return 0;
 }
 
+/* The integrity sum (sum.c): the crc32 instruction and the bit-by-bit form agree; the
+ * incremental API split anywhere gives the one-shot value; every single-bit flip,
+ * a trailing zero byte and a cut byte all change it. */
+static void sum_of(const uint8_t *p, size_t n, bool portable, size_t piece,
+                   uint8_t out[PB_SUM_LEN]) {
+    pb_sum_ctx c;
+    if (portable)
+        pb_sum_init_portable(&c);
+    else
+        pb_sum_init(&c);
+    for (size_t at = 0; at < n;) {
+        size_t k = piece && piece < n - at ? piece : n - at;
+        pb_sum_update(&c, p + at, k);
+        at += k;
+    }
+    pb_sum_final(&c, out);
+}
+
+static void integrity_sum(void **state) {
+    (void)state;
+    uint64_t seed = 0x5eed5u;
+    uint8_t buf[700], a[PB_SUM_LEN], b[PB_SUM_LEN];
+    for (size_t i = 0; i < sizeof buf; i++)
+        buf[i] = (uint8_t)rng_next(&seed);
+    for (size_t n = 0; n <= sizeof buf; n += 37) {
+        pb_sum(buf, n, a);
+        sum_of(buf, n, true, 0, b);
+        assert_memory_equal(a, b, PB_SUM_LEN);
+        for (size_t piece = 1; piece < 130; piece += 7) {
+            sum_of(buf, n, false, piece, b);
+            assert_memory_equal(a, b, PB_SUM_LEN);
+            sum_of(buf, n, true, piece, b);
+            assert_memory_equal(a, b, PB_SUM_LEN);
+        }
+    }
+    uint8_t base[PB_SUM_LEN];
+    pb_sum(buf, 300, base);
+    for (size_t bit = 0; bit < 300 * 8; bit++) {
+        buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        pb_sum(buf, 300, a);
+        buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        assert_memory_not_equal(a, base, PB_SUM_LEN);
+    }
+    buf[300] = 0;
+    pb_sum(buf, 301, a);
+    assert_memory_not_equal(a, base, PB_SUM_LEN);
+    pb_sum(buf, 299, a);
+    assert_memory_not_equal(a, base, PB_SUM_LEN);
+    uint8_t z[PB_SUM_LEN];
+    pb_sum(buf, 0, z);
+    pb_sum((const uint8_t[64]){0}, 64, a);
+    assert_memory_not_equal(a, z, PB_SUM_LEN);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--bench") == 0) return bench();
     const struct CMUnitTest tests[] = {
@@ -362,6 +416,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(hmac_pbkdf2_agree_with_libcrypto),
         cmocka_unit_test(ct_equal_and_wipe),
         cmocka_unit_test(base64_strict),
+        cmocka_unit_test(integrity_sum),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
