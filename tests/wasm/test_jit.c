@@ -717,16 +717,18 @@ static const char SELF_MOD[] = "\x00\x61\x73\x6d\x01\x00\x00\x00\x01\x06\x01\x60
                                "\x41\x80\x80\x04\x28\x02\x00\x3f\x00\x6a\x05\x41\x01\x40\x00\x1a"
                                "\x41\x80\x80\x04\x41\x07\x36\x02\x00\x41\x00\x0b\x0b";
 
+/* The tiers a behaviour is compared across: the interpreter, the JIT with guard pages,
+ * the JIT with explicit bounds checks. */
+static const struct {
+    int engine, bounds;
+} tiers[] = {{PW_ENGINE_INTERP, PW_BOUNDS_GUARD},
+             {PW_ENGINE_JIT, PW_BOUNDS_GUARD},
+             {PW_ENGINE_JIT, PW_BOUNDS_EXPLICIT}};
+
 static void test_self_calls(void **state) {
     (void)state;
-    /* the interpreter, the JIT with guard pages, the JIT with explicit checks; each
-     * with a small frame limit (a deep recursion traps) and a small native stack
+    /* each tier with a small frame limit (a deep recursion traps) and a small native stack
      * budget (deeper calls move to the interpreter, which calls back into the JIT) */
-    static const struct {
-        int engine, bounds;
-    } modes[] = {{PW_ENGINE_INTERP, PW_BOUNDS_GUARD},
-                 {PW_ENGINE_JIT, PW_BOUNDS_GUARD},
-                 {PW_ENGINE_JIT, PW_BOUNDS_EXPLICIT}};
     static const struct {
         const char *name;
         int32_t arg;
@@ -738,9 +740,9 @@ static void test_self_calls(void **state) {
                  {"igrow", 0, false},   {"igrow", 1, false},  {"igrow", 30, false},
                  {"igrow", 3100, true}, {"grow", 1, false}};
     int32_t want[sizeof calls / sizeof calls[0]];
-    for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; mi++) {
-        pw_store_config cfg = {.engine = modes[mi].engine,
-                               .bounds_checks = modes[mi].bounds,
+    for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
+        pw_store_config cfg = {.engine = tiers[mi].engine,
+                               .bounds_checks = tiers[mi].bounds,
                                .max_call_depth = 3000,
                                .jit_native_stack = 16 * 1024};
         rig r;
@@ -928,11 +930,6 @@ static void test_loops_and_slots(void **state) {
     if (pw_wat_to_wasm(LOOPS_WAT, strlen(LOOPS_WAT), &mod, &n, &err) != PW_OK)
         fail_msg("wat: %s", err.message);
     static const struct {
-        int engine, bounds;
-    } modes[] = {{PW_ENGINE_INTERP, PW_BOUNDS_GUARD},
-                 {PW_ENGINE_JIT, PW_BOUNDS_GUARD},
-                 {PW_ENGINE_JIT, PW_BOUNDS_EXPLICIT}};
-    static const struct {
         const char *name;
         int64_t arg;
         const char *trap; /* or NULL */
@@ -958,8 +955,8 @@ static void test_loops_and_slots(void **state) {
                  {"join", 0, NULL},
                  {"join", 1, NULL}};
     int64_t want[sizeof calls / sizeof calls[0]] = {0};
-    for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; mi++) {
-        pw_store_config cfg = {.engine = modes[mi].engine, .bounds_checks = modes[mi].bounds};
+    for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
+        pw_store_config cfg = {.engine = tiers[mi].engine, .bounds_checks = tiers[mi].bounds};
         rig r;
         rig_open_cfg(&r, &cfg, mod, n);
         for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++) {
@@ -992,7 +989,7 @@ static void test_loops_and_slots(void **state) {
             assert_int_equal(want[19], 1234 + 3 + 45); /* a = 3, h = 45 */
             assert_int_equal(want[20], 7 + 3 + 45);
         }
-        if (modes[mi].engine == PW_ENGINE_JIT) { /* the conditional back-edge polls */
+        if (tiers[mi].engine == PW_ENGINE_JIT) { /* the conditional back-edge polls */
             raiser it = {r.s, 50, 0};
             pthread_t th;
             assert_int_equal(pthread_create(&th, NULL, raise_later, &it), 0);
