@@ -112,9 +112,11 @@ void pb_sum_update(pb_sum_ctx *c, const void *data, size_t n) {
 }
 
 void pb_sum_final(pb_sum_ctx *c, uint8_t out[PB_SUM_LEN]) {
-    uint8_t last[PB_SUM_STRIPE] = {0};
-    if (c->nbuf) memcpy(last, c->buf, c->nbuf);
-    if (c->nbuf) stripes(c, last, 1);
+    if (c->nbuf) { /* the tail, zero-padded to a stripe (the length below tells it apart) */
+        uint8_t last[PB_SUM_STRIPE] = {0};
+        memcpy(last, c->buf, c->nbuf);
+        stripes(c, last, 1);
+    }
     uint8_t len[PB_SUM_STRIPE];
     for (int k = 0; k < PB_SUM_LANES; k++)
         for (int i = 0; i < 8; i++)
