@@ -20,7 +20,9 @@
  * initialisation with INIT_GRACE extra CPU/wall time, then the limits restart for the
  * script, and the instance is snapshotted into the cache entry when the WASI state is
  * still the initial one and nothing was written; every later run instantiates from
- * the snapshot (private copy-on-write memory).
+ * the snapshot (private copy-on-write memory). The snapshot is also saved in the
+ * module's code cache for later processes, tied to the standard library's tree as it
+ * was during the boot (stdlib_stamp). The boot sees none of the run's own files.
  *
  * The module may import the capability dispatch ABI (capability.c): a script asks the
  * host for authority-bearing work through the `peri` module, and the run's handler
@@ -91,6 +93,15 @@ static bool layout_ok(const pr_exec_options *o) {
            strcmp(o->dirs[0].guest, PR_PYTHON_STDLIB_GUEST) == 0 && !o->no_memory_root;
 }
 
+/* The boot imports from the standard library, a host directory: a snapshot saved for
+ * later processes is tied to that tree as it was (pr__tree_stamp), so an edited, added
+ * or removed file there means a new boot. */
+static bool stdlib_stamp(const pr_run_state *rs, uint8_t out[32]) {
+    return layout_ok(rs->opt) && pr__tree_stamp(rs->opt->dirs[0].fd, out);
+}
+
+static const pr_boot_persist PYTHON_PERSIST = {stdlib_stamp};
+
 static pw_instance *python_instantiate(pr_run_state *rs, pw_error *err) {
     python_state *st = calloc(1, sizeof *st);
     if (!st) {
@@ -98,8 +109,8 @@ static pw_instance *python_instantiate(pr_run_state *rs, pw_error *err) {
         return NULL;
     }
     rs->lang_state = st;
-    return pr__boot_instantiate(rs, python_resolve, layout_ok(rs->opt), false, &st->from_snapshot,
-                                err);
+    return pr__boot_instantiate(rs, python_resolve, layout_ok(rs->opt), &PYTHON_PERSIST,
+                                &st->from_snapshot, err);
 }
 
 static pw_status python_start(pr_run_state *rs, pw_error *err) {
@@ -129,7 +140,7 @@ static pw_status python_start(pr_run_state *rs, pw_error *err) {
         if (r.i32 != 0)
             return host_fail(rs, err, "python: the interpreter did not start (%s)",
                              "is the standard library complete?");
-        pr__boot_done(rs, pr__wasi_only_initial_fds(rs), false);
+        pr__boot_done(rs, pr__wasi_only_initial_fds(rs), &PYTHON_PERSIST);
     }
     const pr_str src = rs->opt->source;
     size_t n = src.ptr ? src.len : 0;

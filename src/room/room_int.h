@@ -244,7 +244,8 @@ struct pr_program {
      * first run and used by every later one; NULL until then. Guarded by snap_mu. */
     pthread_mutex_t snap_mu;
     pw_snapshot *snap;
-    bool snap_file_tried; /* the code cache was asked for a saved one */
+    bool snap_file_tried;    /* the code cache was asked for a saved one */
+    uint8_t snap_inputs[32]; /* digest of the boot inputs snap was taken with (run.c) */
 };
 
 typedef struct pr_cache {
@@ -363,6 +364,13 @@ typedef struct pr_run_state {
     pr_watch_slot *watch;     /* the run's watchdog slot */
     uint32_t cpu_ms, wall_ms; /* this run's limits: the host's, or lower (pr_run_with) */
     pr_stop stop;             /* PR_END_PLATFORM: the limit class of end_msg, if any */
+    /* While an interpreter boots (pr__boot_instantiate .. pr__boot_done) its in-memory
+     * tree looks empty (wasi.c): the boot's state becomes a startup snapshot that later
+     * runs share, so no file a run was given may reach it. */
+    bool boot_blind;
+    /* The persisted snapshot's stamp taken before the boot (pr_boot_persist.stamp). */
+    bool boot_stamped;
+    uint8_t boot_stamp[32];
 } pr_run_state;
 
 struct pr_abi {
@@ -400,19 +408,33 @@ bool pr__wasi_only_std_fds(const pr_run_state *rs);
 /* The same with the run's host directories (pr_exec_options.dirs) preopened at 3..,
  * then the in-memory "/" (python.c). */
 bool pr__wasi_only_initial_fds(const pr_run_state *rs);
+/* How an interpreter guest's startup snapshot outlives the process: saved in the
+ * module's code cache (pw_snapshot_save_cached) under a tag of the ABI, the run's argv,
+ * environment and seed and, when stamp is set, a digest of what else the boot reads
+ * (python.c: its standard library's tree, taken before the boot and again after it; a
+ * change in between means no file is saved; no stamp means none is used or saved). */
+typedef struct pr_boot_persist {
+    bool (*stamp)(const pr_run_state *rs, uint8_t out[32]);
+} pr_boot_persist;
 /* The end of an interpreter guest's one-time boot (ruby.c, python.c): when snapshot_ok
  * (the WASI state is the initial one) and nothing was written, the instance is
- * snapshotted into the program's cache entry (the first such run wins) and, when
- * persisted, saved in the module's code cache for later processes
- * (pw_snapshot_save_cached, tagged with the ABI and the run's argv, environment and
- * seed); then the run's limits restart for the script (CPU, wall deadline). */
-void pr__boot_done(pr_run_state *rs, bool snapshot_ok, bool persisted);
+ * snapshotted into the program's cache entry (the first such run wins; runs with
+ * another argv or environment do not use it) and, with persist, saved for later
+ * processes; then the run's limits restart for the script (CPU, wall deadline). */
+void pr__boot_done(pr_run_state *rs, bool snapshot_ok, const pr_boot_persist *persist);
 /* An interpreter guest's instance: from the program's startup snapshot when there is
- * one and snapshot_ok (then *from_snapshot: the boot is skipped), else fresh. When
- * persisted and the program has none yet, the code cache is asked once for one an
- * earlier process saved with the same tag. */
+ * one for this run's inputs and snapshot_ok (then *from_snapshot: the boot is
+ * skipped), else fresh, and the boot that follows sees an empty in-memory tree until
+ * pr__boot_done. With persist, when the program has no snapshot yet, the code cache is
+ * asked once for one an earlier process saved with the same tag. */
 pw_instance *pr__boot_instantiate(pr_run_state *rs, pw_resolve_fn resolve, bool snapshot_ok,
-                                  bool persisted, bool *from_snapshot, pw_error *err);
+                                  const pr_boot_persist *persist, bool *from_snapshot,
+                                  pw_error *err);
+/* treestamp.c: a digest of the metadata of the tree below the open directory dirfd
+ * (names, types, modes, sizes, inodes, modification and status-change times), in a
+ * fixed order; false when it cannot be read whole or passes the bounds (depth 32,
+ * 100,000 entries). */
+bool pr__tree_stamp(int dirfd, uint8_t out[32]);
 extern const pr_abi pr__abi_yuyan; /* yuyan.c: the 豫言 file-style ABI */
 
 /* Output from the guest: counts raw bytes against the limit first; false when the

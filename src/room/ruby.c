@@ -38,6 +38,10 @@
 #define CANON      "canonical_abi"
 #define INIT_GRACE 60000u /* ms of extra CPU/wall time for the one-time initialisation */
 
+/* The boot reads nothing but the module (its standard library is inside it) and the
+ * run's inputs: the saved snapshot needs no stamp. */
+static const pr_boot_persist RUBY_PERSIST = {NULL};
+
 typedef struct js_trap {
     pr_run_state *rs;
     const char *module, *name;
@@ -212,7 +216,7 @@ static pw_instance *ruby_instantiate(pr_run_state *rs, pw_error *err) {
         err->status = PW_ERR_NOMEM;
         return NULL;
     }
-    return pr__boot_instantiate(rs, ruby_resolve, true, true, &st->from_snapshot, err);
+    return pr__boot_instantiate(rs, ruby_resolve, true, &RUBY_PERSIST, &st->from_snapshot, err);
 }
 
 /* Appends s as a Ruby double-quoted string literal: every byte outside [A-Za-z0-9 ]
@@ -302,7 +306,7 @@ static pw_status ruby_start(pr_run_state *rs, pw_error *err) {
         pr__watch_grant(&rs->host->wd, rs->watch, INIT_GRACE);
         s = ruby_boot(rs, err);
         if (s != PW_OK) return s;
-        pr__boot_done(rs, pr__wasi_only_std_fds(rs), true);
+        pr__boot_done(rs, pr__wasi_only_std_fds(rs), &RUBY_PERSIST);
     }
     pw_func *eval = export_fn(rs->inst, "rb-eval-string-protect");
     pw_func *re = export_fn(rs->inst, "cabi_realloc");

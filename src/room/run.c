@@ -27,10 +27,13 @@ static const pr_abi *choose_abi(const pw_module *m) {
     return &pr__abi_wasi;
 }
 
-/* What a persisted startup snapshot depends on besides the module and the engine:
- * the ABI, the host's resource version and everything the boot could read from the
- * run's options (argv, environment, the random/clock seed). false: out of memory. */
-static bool boot_tag(const pr_run_state *rs, pb_buf *b) {
+/* What a startup snapshot depends on besides the module and the engine: the ABI, the
+ * host's resource version and everything the boot could read from the run's options
+ * (argv, environment and, with seeded, the random/clock seed), then the stamp of what
+ * else it reads (pr_boot_persist.stamp), if any. An in-process snapshot is shared by runs
+ * with another seed (docs/python.md: the hash seed is the program's); a saved one is
+ * not. false: out of memory. */
+static bool boot_tag(const pr_run_state *rs, bool seeded, pb_buf *b) {
     const pr_exec_options *o = rs->opt;
     bool good = pb_buf_put(b, "peri-room-boot", sizeof "peri-room-boot") &&
                 pb_buf_put(b, rs->prog->abi->name, strlen(rs->prog->abi->name) + 1) &&
@@ -47,17 +50,33 @@ static bool boot_tag(const pr_run_state *rs, pb_buf *b) {
             good = pb_buf_put(b, &n, sizeof n) && pb_buf_put(b, lists[l][i].ptr, n);
         }
     }
-    uint8_t seeded = o->seed != NULL;
-    return good && pb_buf_put(b, &seeded, 1) && (!o->seed || pb_buf_put(b, o->seed, 32));
+    if (!seeded) return good;
+    uint8_t has_seed = o->seed != NULL;
+    good = good && pb_buf_put(b, &has_seed, 1) && (!o->seed || pb_buf_put(b, o->seed, 32));
+    uint8_t stamped = rs->boot_stamped;
+    return good && pb_buf_put(b, &stamped, 1) &&
+           (!stamped || pb_buf_put(b, rs->boot_stamp, sizeof rs->boot_stamp));
 }
 
-/* Installs snap as p's startup snapshot unless another run was first; false (snap
- * freed) then. */
-static bool install_snapshot(pr_run_state *rs, pw_snapshot *snap) {
+/* The digest of the run's unseeded boot tag: which in-process snapshot it may use. */
+static bool boot_inputs(const pr_run_state *rs, uint8_t out[PB_SHA256_LEN]) {
+    pb_buf tag = {0};
+    bool good = boot_tag(rs, false, &tag);
+    if (good) pb_sha256(tag.p, tag.len, out);
+    pb_buf_free(&tag);
+    return good;
+}
+
+/* Installs snap as p's startup snapshot, taken with inputs, unless another run was
+ * first; false (snap freed) then. */
+static bool install_snapshot(pr_run_state *rs, pw_snapshot *snap, const uint8_t *inputs) {
     pr_program *p = rs->prog;
     pthread_mutex_lock(&p->snap_mu);
     bool mine = p->snap == NULL;
-    if (mine) p->snap = snap;
+    if (mine) {
+        p->snap = snap;
+        memcpy(p->snap_inputs, inputs, sizeof p->snap_inputs);
+    }
     pthread_mutex_unlock(&p->snap_mu);
     if (mine)
         pr__cache_charge(&rs->host->cache, p, (size_t)pw_snapshot_bytes(snap));
@@ -66,38 +85,63 @@ static bool install_snapshot(pr_run_state *rs, pw_snapshot *snap) {
     return mine;
 }
 
+/* The saved snapshot of an earlier process with this run's tag, if the code cache
+ * has one (a refused file is removed), installed as p's. */
+static void load_saved(pr_run_state *rs, const pr_boot_persist *persist, const uint8_t *inputs) {
+    rs->boot_stamped = persist->stamp && persist->stamp(rs, rs->boot_stamp);
+    if (persist->stamp && !rs->boot_stamped) return; /* no stamp, no saved snapshot */
+    pb_buf tag = {0};
+    pw_snapshot *got = NULL;
+    if (boot_tag(rs, true, &tag) &&
+        pw_snapshot_load_cached(rs->prog->module, tag.p, tag.len, &got, NULL) == PW_CODE_OK)
+        install_snapshot(rs, got, inputs);
+    pb_buf_free(&tag);
+}
+
 pw_instance *pr__boot_instantiate(pr_run_state *rs, pw_resolve_fn resolve, bool snapshot_ok,
-                                  bool persisted, bool *from_snapshot, pw_error *err) {
+                                  const pr_boot_persist *persist, bool *from_snapshot,
+                                  pw_error *err) {
     pr_program *p = rs->prog;
+    uint8_t inputs[PB_SHA256_LEN];
+    snapshot_ok = snapshot_ok && boot_inputs(rs, inputs);
     pthread_mutex_lock(&p->snap_mu);
-    pw_snapshot *snap = snapshot_ok ? p->snap : NULL;
-    bool try_file = snapshot_ok && persisted && !snap && !p->snap_file_tried;
+    bool try_file = snapshot_ok && persist && !p->snap && !p->snap_file_tried;
     if (try_file) p->snap_file_tried = true;
     pthread_mutex_unlock(&p->snap_mu);
-    if (try_file) { /* a snapshot an earlier process saved (a refused file is removed) */
-        pb_buf tag = {0};
-        pw_snapshot *got = NULL;
-        if (boot_tag(rs, &tag) &&
-            pw_snapshot_load_cached(p->module, tag.p, tag.len, &got, NULL) == PW_CODE_OK)
-            install_snapshot(rs, got);
-        pb_buf_free(&tag);
-        pthread_mutex_lock(&p->snap_mu);
-        snap = p->snap;
-        pthread_mutex_unlock(&p->snap_mu);
-    }
+    if (try_file) load_saved(rs, persist, inputs);
+    pthread_mutex_lock(&p->snap_mu);
+    /* a snapshot taken with other inputs (argv, environment) is not this run's */
+    pw_snapshot *snap = snapshot_ok && p->snap && memcmp(p->snap_inputs, inputs, sizeof inputs) == 0
+                            ? p->snap
+                            : NULL;
+    pthread_mutex_unlock(&p->snap_mu);
     *from_snapshot = snap != NULL;
     if (snap) return pw_instantiate_snapshot(rs->store, p->module, snap, resolve, rs, err);
+    /* A boot: its stamp is taken first (what the boot reads must not change before the
+     * snapshot is saved, pr__boot_done), and it cannot see the run's files. */
+    if (!try_file) /* (else load_saved took it) */
+        rs->boot_stamped = persist && persist->stamp && persist->stamp(rs, rs->boot_stamp);
+    rs->boot_blind = true;
     return pw_instantiate(rs->store, p->module, resolve, rs, err);
 }
 
-void pr__boot_done(pr_run_state *rs, bool snapshot_ok, bool persisted) {
+void pr__boot_done(pr_run_state *rs, bool snapshot_ok, const pr_boot_persist *persist) {
+    rs->boot_blind = false;
     pw_error se = {0};
+    uint8_t inputs[PB_SHA256_LEN];
     /* No snapshot (memfd unavailable...): every run boots; still correct. */
-    pw_snapshot *snap = snapshot_ok && rs->out_bytes == 0 ? pw_snapshot_take(rs->inst, &se) : NULL;
-    if (snap && install_snapshot(rs, snap) && persisted) {
-        /* for the next process; a failure (no cache, I/O) only costs it the boot */
+    pw_snapshot *snap = snapshot_ok && rs->out_bytes == 0 && boot_inputs(rs, inputs)
+                            ? pw_snapshot_take(rs->inst, &se)
+                            : NULL;
+    if (snap && install_snapshot(rs, snap, inputs) && persist) {
+        /* for the next process, if what the boot read is as it was before it; a failure
+         * (no cache, I/O) only costs that process the boot */
+        uint8_t now[sizeof rs->boot_stamp];
+        bool same = !persist->stamp || (rs->boot_stamped && persist->stamp(rs, now) &&
+                                        memcmp(now, rs->boot_stamp, sizeof now) == 0);
         pb_buf tag = {0};
-        if (boot_tag(rs, &tag)) pw_snapshot_save_cached(rs->prog->module, snap, tag.p, tag.len);
+        if (same && boot_tag(rs, true, &tag))
+            pw_snapshot_save_cached(rs->prog->module, snap, tag.p, tag.len);
         pb_buf_free(&tag);
     }
     pr__watch_restart(&rs->host->wd, rs->watch);

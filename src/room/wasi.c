@@ -398,7 +398,8 @@ static int resolve(pw_call_ctx *cx, void *env, uint32_t dirfd, uint32_t ptr, uin
     if (!pr__utf8_valid(p, len)) return E_ILSEQ;
     const char *dp = d->dir ? d->dir : "/";
     size_t dl = d->dir ? d->dir_len : 1;
-    if (RS(env)->host->beyond_contract)
+    bool blind = RS(env)->boot_blind;
+    if (RS(env)->host->beyond_contract && !blind)
         return walk(RS(env)->fs, dp, dl, (const char *)p, len, follow, out, out_len, slash);
     char *joined = malloc(dl + 1 + len + 2);
     if (!joined) return E_NOMEM;
@@ -412,6 +413,12 @@ static int resolve(pw_call_ctx *cx, void *env, uint32_t dirfd, uint32_t ptr, uin
     }
     *out_len = pr__path_normalize(joined, dl + 1 + len, norm);
     free(joined);
+    /* An interpreter's boot sees an empty in-memory tree (pr_run_state.boot_blind): only
+     * the root itself is there. */
+    if (blind && !(*out_len == 1 && norm[0] == '/')) {
+        free(norm);
+        return E_NOENT;
+    }
     *out = norm;
     return E_SUCCESS;
 }
@@ -1173,7 +1180,8 @@ HOST(fd_readdir) {
     readdir_ctx c = {{buf, cap, 0},           U64(3), 0, f->dir ? f->dir : "/",
                      f->dir ? f->dir_len : 1, RS(env)};
     uint64_t ino = path_ino(c.dir, c.dir_len);
-    if (cap && put_dirent(&c, ".", 1, FT_DIR, ino) && put_dirent(&c, "..", 2, FT_DIR, 0))
+    if (cap && put_dirent(&c, ".", 1, FT_DIR, ino) && put_dirent(&c, "..", 2, FT_DIR, 0) &&
+        !RS(env)->boot_blind)
         pr__fs_children(RS(env)->fs, c.dir, c.dir_len, readdir_child, &c);
     st32(pu, c.out.used);
     RET(E_SUCCESS);
