@@ -11,6 +11,7 @@ prints PASS NAME or FAIL NAME: WHY. Exit status 0 when all passed.
 """
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -122,6 +123,7 @@ class Env:
         for a in self.agents:
             a.kill()
         self.mock.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def wait_done(a, rid, timeout=15):

@@ -5,7 +5,7 @@ exception as the first stderr line), `peri isolate serve` (the same texts as JSO
 results/errors, the CPU limit on an infinite loop, the server serving on afterwards)
 and `peri run` (streamed output, exit code).
 usage: cli_yuyan_test.py PERI FIXTURE_DIR [plain|sanitized]"""
-import base64, hashlib, json, os, subprocess, sys, tempfile, threading
+import atexit, base64, hashlib, json, os, shutil, subprocess, sys, tempfile, threading
 
 PERI, FIX = sys.argv[1], sys.argv[2]
 SANITIZED = len(sys.argv) > 3 and sys.argv[3] == "sanitized"
@@ -27,6 +27,7 @@ def prog(name):
 PROBE, PROBE_D = prog("probe.wasm")
 STD, STD_D = prog("std.wasm")
 tmp = tempfile.mkdtemp(prefix="peri-yy-")
+atexit.register(shutil.rmtree, tmp, ignore_errors=True)
 pfile = os.path.join(tmp, "probe.b64")
 open(pfile, "wb").write(base64.b64encode(PROBE))
 
