@@ -27,6 +27,9 @@ import sys
 import tempfile
 import zipfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from snapfiles import snapshots  # noqa: E402
+
 PERI, PYDIR = sys.argv[1], sys.argv[2]
 PROBE = b"import json\nprint(getattr(json, 'PERI_MARK', 0), json.dumps([1, 2]))\n"
 
@@ -38,17 +41,6 @@ def run(pydir, cache, script, extra=()):
                        env=env, capture_output=True, timeout=600)
     err = b"".join(l for l in p.stderr.splitlines(True) if not l.startswith(b"peri python: starting"))
     return p.stdout, err, p.returncode
-
-
-def snapshots(cache):
-    out = []
-    for n in sorted(os.listdir(cache)):
-        path = os.path.join(cache, n)
-        if n.endswith(".pcc") and os.path.isfile(path):
-            with open(path, "rb") as f:
-                if f.read(8) == b"PERISNAP":
-                    out.append(path)
-    return out
 
 
 def check(cond, msg):

@@ -20,6 +20,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))
+from snapfiles import snapshots  # noqa: E402
+
 PERI, WASM = sys.argv[1], sys.argv[2]
 SCRIPTS = {
     "sum.rb": "puts (1..1000).sum\nputs [3, 1, 2].sort.inspect\n",
@@ -38,17 +41,6 @@ def run(cache, name, env_extra=None):
     # the progress note on a slow boot is not part of the script's output
     err = b"".join(l for l in p.stderr.splitlines(True) if not l.startswith(b"peri ruby: starting"))
     return p.stdout, err, p.returncode
-
-
-def snapshots(cache):
-    out = []
-    for n in sorted(os.listdir(cache)):
-        path = os.path.join(cache, n)
-        if n.endswith(".pcc") and os.path.isfile(path):
-            with open(path, "rb") as f:
-                if f.read(8) == b"PERISNAP":
-                    out.append(path)
-    return out
 
 
 def only_snapshot(cache):

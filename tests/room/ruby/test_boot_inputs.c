@@ -70,14 +70,26 @@ static char *run(pr_host *h, pr_program *p, const char *src, const char *const *
     return out;
 }
 
-static void test_env_per_run(void **state) {
-    (void)state;
+/* A host with the default configuration, and Ruby's program loaded in it. */
+static pr_host *new_host(void) {
     pr_host_config cfg = {0};
     pr_error err;
     pr_host *h = pr_host_new(&cfg, &err);
     assert_non_null(h);
+    return h;
+}
+
+static pr_program *load_ruby(pr_host *h) {
+    pr_error err;
     pr_program *p = pr_program_load(h, (pr_str){"test", 4}, wasm, wasm_len, &err);
     assert_non_null(p);
+    return p;
+}
+
+static void test_env_per_run(void **state) {
+    (void)state;
+    pr_host *h = new_host();
+    pr_program *p = load_ruby(h);
     const char *src = "puts ENV['PERI_T'].inspect\n";
     const char *one[] = {"PERI_T=one"}, *two[] = {"PERI_T=two"};
     char *o = run(h, p, src, one, 1, NULL, NULL);
@@ -99,12 +111,8 @@ static void test_env_per_run(void **state) {
 /* A run's own file on the boot's load path: the boot never sees it. */
 static void test_boot_blind(void **state) {
     (void)state;
-    pr_host_config cfg = {0};
-    pr_error err;
-    pr_host *h = pr_host_new(&cfg, &err);
-    assert_non_null(h);
-    pr_program *p = pr_program_load(h, (pr_str){"test", 4}, wasm, wasm_len, &err);
-    assert_non_null(p);
+    pr_host *h = new_host();
+    pr_program *p = load_ruby(h);
     const char *env[] = {"RUBYOPT=-rperi_poison", "RUBYLIB=/lib"};
     const char *src = "puts defined?(PERI_POISON).inspect\n";
     for (int i = 0; i < 2; i++) {
