@@ -2225,7 +2225,7 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
         uint32_t d = fidx - c->m->nfunc_imports;
         const pw_cfunc *ce = &c->m->code->funcs[d];
         uint32_t nz = ce->nlocals - ce->nparams;
-        if (nz <= 32 && (uint64_t)argbase + ce->frame_slots < (1u << 27) && d < (1u << 28) &&
+        if (nz <= 32 && pw__compile_lazy(c->m, ce) && /* its frame_slots */ (uint64_t)argbase + ce->frame_slots < (1u << 27) && d < (1u << 28) &&
             grow((void **)&c->slow, &c->capslow, c->nslow + 1, sizeof *c->slow)) {
             got_load(c, X_RAX, G_FN0 + d); /* the callee's entry */
             pw__x64_alu_ri(x, X_CMP, true, X_RAX, 1);
@@ -3039,6 +3039,8 @@ static int64_t compile_func(const struct pw_jitmod *jm, int v, const pw_module *
                             pw_x64 *out, size_t origin, unsigned isa, fixup **gfx, uint32_t *ngfx) {
     const pw_cfunc *cf = &m->code->funcs[i];
     if (gfx) *gfx = NULL, *ngfx = 0;
+    /* compiled first (compile.c); code outside its slot has no fixed offset */
+    if (!pw__compile_lazy(m, cf) || cf->code != m->code->code + cf->slot) return -1;
     if (cf->nhandlers || cf->frame_slots >= (1u << 27) || cf->ncode == 0) return -1;
     /* rip-relative references to the GOT at offset 0 must stay within 2 GiB */
     if (origin + out->len > JIT_MAX_BYTES) return -1;
