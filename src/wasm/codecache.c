@@ -378,12 +378,6 @@ static pw_code_error load_fd(int fd, const pw_module *m, const uint8_t digest[32
          * pages back from the page cache, the rest costs this process nothing */
         if (!e) madvise(map, maplen, MADV_DONTNEED);
     }
-    /* The code reads its function's internal code (return pcs, operands handed to
-     * helpers) and callers read its frame size: compile each function the artifact
-     * holds before any of it can run (the others wait for their first call). */
-    for (uint32_t i = 0; !e && i < h.nfuncs; i++)
-        if (offs[i] >= 0 && !pw__compile_lazy(m, &m->code->funcs[i]))
-            e = pw__cc_fail(err, PW_CODE_NOMEM, "out of memory");
     if (!e) {
         /* takes the mapping: made read/execute after the GOT is written */
         if (!pw__jit_install(m, (int)h.variant, map, maplen, h.code_len, offs))

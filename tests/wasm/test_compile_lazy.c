@@ -6,7 +6,9 @@
  * translation; traps and exceptions unwind through lazily compiled functions; the
  * collector finds the references of a frame whose function was compiled lazily; two
  * stores on two threads call the same uncompiled functions at once; a function whose
- * code does not fit its slot runs from its own allocation (and stays interpreted).
+ * code does not fit its slot runs from its own allocation (and stays interpreted); a
+ * saved translation's functions are compiled at their first call, not when it is
+ * mapped, also from two threads at once.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +16,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "peri/base.h"
 #include "peri/wasm.h"
 #include "wasm/jit/jit.h"
 #include "wasm/runtime.h"
@@ -63,16 +66,27 @@ static const char GC_WAT[] =
     "   (i32.add (struct.get $s 0 (local.get $keep))\n"
     "     (struct.get $s 0 (struct.get $s 1 (local.get $keep))))))\n";
 
-static pw_module *module_of(const char *wat, bool eager) {
+/* The module of wat; with dir, the code cache at dir attached. */
+static pw_module *module_cached(const char *wat, bool eager, const char *dir) {
     pw_error err;
     uint8_t *b = NULL;
     size_t n = 0;
     if (pw_wat_to_wasm(wat, strlen(wat), &b, &n, &err) != PW_OK) fail_msg("wat: %s", err.message);
     pw_module_config mc = {.compile_eagerly = eager};
+    uint8_t digest[32];
+    pb_sha256(b, n, digest);
     pw_module *m = pw_module_new(b, n, &mc, &err);
     free(b);
     if (!m) fail_msg("module: %s", err.message);
+    pw_code_cache_config cc = {.dir = dir};
+    pw_code_err ce;
+    if (dir && pw_module_set_code_cache(m, digest, &cc, &ce) != PW_CODE_OK)
+        fail_msg("cache: %s", ce.message);
     return m;
+}
+
+static pw_module *module_of(const char *wat, bool eager) {
+    return module_cached(wat, eager, NULL);
 }
 
 static bool ready(const pw_module *m, uint32_t i) {
@@ -261,12 +275,94 @@ static void test_slot_overflow(void **state) {
     free(w);
 }
 
+static void *cached_thread(void *arg) {
+    job *j = arg;
+    run r;
+    j->ok = run_open(&r, j->m, PW_ENGINE_JIT);
+    pthread_barrier_wait(j->go);
+    if (j->ok) j->n = script(&r, j->out);
+    if (r.s) pw_store_free(r.s);
+    return NULL;
+}
+
+/* WAT and 600 more functions: a GOT of more than a page, whose whole pages hold the
+ * slots of WAT's functions (jit.c: a slot that shares a page with code is not held). */
+static char *wat_big_got(void) {
+    size_t cap = sizeof WAT + 600 * 64, n = sizeof WAT - 3; /* without the last ")\n" */
+    char *w = malloc(cap);
+    assert_non_null(w);
+    memcpy(w, WAT, n);
+    for (int i = 0; i < 600; i++)
+        n += (size_t)snprintf(w + n, cap - n, " (func (result i32) (i32.const %d))", i);
+    n += (size_t)snprintf(w + n, cap - n, ")\n");
+    assert_true(n < cap);
+    return w;
+}
+
+static void test_cached(void **state) {
+    (void)state;
+    char *wat = wat_big_got();
+    char dir[] = "/tmp/peri-compile-lazy-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    uint64_t want[8];
+    size_t nwant;
+    { /* the reference, and a whole translation saved in the cache */
+        pw_module *m = module_cached(wat, true, dir);
+        run r;
+        assert_true(run_open(&r, m, PW_ENGINE_JIT));
+        nwant = script(&r, want);
+        pw_store_free(r.s);
+        pw_module_free(m);
+    }
+    pw_module *m = module_cached(wat, false, dir);
+    run r;
+    assert_true(run_open(&r, m, PW_ENGINE_JIT));
+    assert_int_equal(call(&r, "main", 10), 85);
+    /* the saved translation is mapped, but only what ran was compiled */
+    assert_true(ready(m, F_MAIN) && ready(m, F_FIB) && ready(m, F_IND));
+    assert_int_equal(pw__jit_state(r.inst->funcs[F_FIB]), 1);
+    for (uint32_t i = F_BOOM; i <= F_MID; i++)
+        assert_false(ready(m, i));
+    assert_false(ready(m, F_UNUSED));
+    assert_int_equal(pw__jit_state(r.inst->funcs[F_UNUSED]), 0); /* held until called */
+    assert_int_equal(call(&r, "unused", 0), 42);
+    assert_true(ready(m, F_UNUSED));
+    assert_int_equal(pw__jit_state(r.inst->funcs[F_UNUSED]), 1);
+    uint64_t got[8];
+    assert_int_equal(script(&r, got), nwant);
+    assert_memory_equal(got, want, nwant * sizeof *got);
+    pw_store_free(r.s);
+    pw_module_free(m);
+    /* two threads, each with its own store, calling the held functions at once */
+    for (int round = 0; round < 20; round++) {
+        pw_module *mt = module_cached(wat, false, dir);
+        pthread_barrier_t go;
+        pthread_barrier_init(&go, NULL, 2);
+        job a = {.m = mt, .go = &go}, b = {.m = mt, .go = &go};
+        pthread_t ta, tb;
+        assert_int_equal(pthread_create(&ta, NULL, cached_thread, &a), 0);
+        assert_int_equal(pthread_create(&tb, NULL, cached_thread, &b), 0);
+        pthread_join(ta, NULL);
+        pthread_join(tb, NULL);
+        pthread_barrier_destroy(&go);
+        assert_true(a.ok && b.ok);
+        assert_int_equal(a.n, nwant);
+        assert_int_equal(b.n, nwant);
+        assert_memory_equal(a.out, want, nwant * sizeof *want);
+        assert_memory_equal(b.out, want, nwant * sizeof *want);
+        pw_module_free(mt);
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    free(wat);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_first_use),
-        cmocka_unit_test(test_gc_frame),
-        cmocka_unit_test(test_threads),
-        cmocka_unit_test(test_slot_overflow),
+        cmocka_unit_test(test_first_use), cmocka_unit_test(test_gc_frame),
+        cmocka_unit_test(test_threads),   cmocka_unit_test(test_slot_overflow),
+        cmocka_unit_test(test_cached),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
