@@ -87,8 +87,9 @@ typedef struct comp {
     bool bad; /* malformed input the validator should have rejected */
     ent dummy;
 
-    uint32_t *code; /* scratch: the current function's code (copied to its slot) */
+    uint32_t *code; /* the current function's code: in its slot, or on the heap */
     uint32_t ncode, capcode;
+    bool in_slot;    /* code points into the module's code reservation */
     uint32_t fstart; /* where the current function's code starts */
 
     ent *st;
@@ -166,9 +167,19 @@ static bool grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
     return true;
 }
 
-/* The scratch code array (one function at a time; copied to its slot after). */
+/* The current function's code array: its slot in the module's code (compile_one),
+ * until it outgrows the slot; then a heap block of its own, which it keeps. */
 static bool grow_code(comp *c, uint32_t need) {
-    return grow((void **)&c->code, &c->capcode, need, sizeof *c->code);
+    if (!c->in_slot) return grow((void **)&c->code, &c->capcode, need, sizeof *c->code);
+    if (need <= c->capcode) return true;
+    uint32_t cap = c->capcode * 2 > need ? c->capcode * 2 : need;
+    uint32_t *p = malloc((size_t)cap * sizeof *p);
+    if (!p) return false;
+    memcpy(p, c->code, (size_t)c->ncode * sizeof *p);
+    c->code = p;
+    c->capcode = cap;
+    c->in_slot = false;
+    return true;
 }
 
 static __attribute__((noinline)) void emit_slow(comp *c, uint32_t w) {
@@ -2385,8 +2396,15 @@ static uint64_t slot_words(uint32_t len) {
     return (uint64_t)len * 2 + 16;
 }
 
-/* Compile defined function i of c->m into c's scratch code array, then copy it to its
- * slot (or its own allocation) and publish it. Caller holds the lock (or owns cm
+/* Forget the current function's code (freed unless in its slot). */
+static void drop_code(comp *c) {
+    if (!c->in_slot) free(c->code);
+    c->code = NULL;
+    c->capcode = 0;
+}
+
+/* Compile defined function i of c->m into its slot (or, when it outgrows it, its own
+ * allocation) and publish it. Caller holds the lock (or owns cm
  * alone). False with err set on failure (cf stays uncompiled). */
 static bool compile_one(struct pw_compile_lock *lk, struct pw_cmodule *cm, uint32_t i,
                         pw_error *err) {
@@ -2401,14 +2419,20 @@ static bool compile_one(struct pw_compile_lock *lk, struct pw_cmodule *cm, uint3
     c->oom = c->bad = false;
     c->ncode = 0;
     c->nhs = 0;
+    uint64_t cap = slot_words(fd->body.len);
+    /* compiled in place; a body that needs the whole slot moves to the heap (so code
+     * inside a slot always ends strictly before the next one: a return pc at its end
+     * still maps to it) */
+    c->in_slot = cm->code != NULL;
+    c->code = c->in_slot ? cm->code + cf->slot : NULL;
+    c->capcode = c->in_slot ? (uint32_t)cap - 1 : 0;
     c->gc_nsites = c->gc_nmaps = 0;
     c->gc_lfunc = 0;
     if (!grow((void **)&lk->ltypes, &lk->capl, nl + 1, sizeof *lk->ltypes) ||
         !grow((void **)&c->lmap, &c->caplmap, nv + 1, sizeof *c->lmap) ||
         !grow((void **)&c->lrefs, &c->caplrefs, nl + 1, sizeof *c->lrefs) ||
-        !grow((void **)&c->written, &c->capwritten, nl + 1, 1) ||
-        !grow_code(c, (uint32_t)slot_words(fd->body.len)))
-        return pw__fail(err, PW_ERR_NOMEM, "out of memory"), false;
+        !grow((void **)&c->written, &c->capwritten, nl + 1, 1))
+        return drop_code(c), pw__fail(err, PW_ERR_NOMEM, "out of memory"), false;
     pw_valtype *ltypes = lk->ltypes;
     for (uint32_t v = 0, k = 0; v < nv; v++) {
         pw_valtype t = v < vnp ? ft->u.func.types[v] : fd->locals[v - vnp];
@@ -2433,25 +2457,24 @@ static bool compile_one(struct pw_compile_lock *lk, struct pw_cmodule *cm, uint3
     c->prefix = true;
     pw_cfunc out = *cf;
     if (!compile_body(c, &out)) {
+        drop_code(c);
         if (c->oom) return pw__fail(err, PW_ERR_NOMEM, "out of memory"), false;
         if (err->status == PW_OK) pw__fail(err, PW_ERR_INVALID, "compile failed");
         return false;
     }
-    uint64_t cap = slot_words(fd->body.len);
-    /* strictly inside the slot: a return pc at the end still maps to this function */
-    bool in_slot = cm->code && out.ncode < cap;
-    uint32_t *dst = in_slot ? cm->code + cf->slot : malloc((size_t)out.ncode * 4 + 4);
     pw_handler *hs = c->nhs ? malloc(c->nhs * sizeof *hs) : NULL;
     pw_gcsite *sites = c->gc_nsites ? malloc(c->gc_nsites * sizeof *sites) : NULL;
     uint32_t *maps = c->gc_nmaps ? malloc(c->gc_nmaps * sizeof *maps) : NULL;
-    if (!dst || (c->nhs && !hs) || (c->gc_nsites && !sites) || (c->gc_nmaps && !maps)) {
-        if (!in_slot) free(dst);
+    if ((c->nhs && !hs) || (c->gc_nsites && !sites) || (c->gc_nmaps && !maps)) {
+        drop_code(c);
         free(hs);
         free(sites);
         free(maps);
         return pw__fail(err, PW_ERR_NOMEM, "out of memory"), false;
     }
-    memcpy(dst, c->code, (size_t)out.ncode * 4);
+    uint32_t *dst = c->code; /* the function keeps it */
+    c->code = NULL;
+    c->capcode = 0;
     if (hs) memcpy(hs, c->hs, c->nhs * sizeof *hs);
     if (sites) memcpy(sites, c->gc_sites, c->gc_nsites * sizeof *sites);
     if (maps) memcpy(maps, c->gc_maps, c->gc_nmaps * sizeof *maps);
@@ -2503,10 +2526,35 @@ const pw_cfunc *pw__cfunc_at(const struct pw_cmodule *cm, const uint32_t *pc) {
     return &cm->funcs[0]; /* not reached: pc is always some function's */
 }
 
+/* A small module, every function compiled (each in its own block: cm->code is NULL):
+ * move all the code into one array, each function's slot just past the previous
+ * one's code and a padding word (a return pc at a function's end stays in its slot).
+ * Deterministic like the slots of a big module: the same module packs the same. */
+static bool pack(struct pw_cmodule *cm) {
+    size_t total = 0;
+    for (uint32_t i = 0; i < cm->nfuncs; i++)
+        total += (size_t)cm->funcs[i].ncode + 1;
+    uint32_t *a = malloc(total * sizeof *a);
+    if (!a) return false;
+    size_t at = 0;
+    for (uint32_t i = 0; i < cm->nfuncs; i++) {
+        pw_cfunc *cf = &cm->funcs[i];
+        memcpy(a + at, cf->code, (size_t)cf->ncode * sizeof *a);
+        a[at + cf->ncode] = 0;
+        free(cf->code);
+        cf->code = a + at; /* not shared yet: no store has the module */
+        cf->slot = (uint32_t)at;
+        at += (size_t)cf->ncode + 1;
+    }
+    cm->code = a;
+    cm->nslot = total;
+    cm->packed = true;
+    return true;
+}
+
 static void lock_free(struct pw_compile_lock *lk) {
     if (!lk) return;
     comp *c = &lk->c;
-    free(c->code);
     free(c->st);
     free(c->cs);
     free(c->fx);
@@ -2572,7 +2620,12 @@ pw_status pw__compile_module(pw_module *m, bool eager, pw_error *err) {
     }
     cm->nslot = (size_t)slots;
     cm->ncode = (size_t)body; /* real code: about a word per body byte (Ruby 0.96) */
-    if (slots) {
+    /* A small module (`peri run hello.wasm`) is compiled at once and packed (pack):
+     * its compile costs microseconds, and slots would spread its code over 3x the
+     * pages. */
+    bool small = slots <= PW_COMPILE_SMALL_WORDS;
+    if (small) eager = true;
+    if (slots && !small) {
         /* address space only: pages are committed as functions are compiled */
         void *p = mmap(NULL, cm->nslot * 4, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -2598,6 +2651,10 @@ pw_status pw__compile_module(pw_module *m, bool eager, pw_error *err) {
             pw__compile_free(cm);
             return st;
         }
+    if (small && nd && !pack(cm)) {
+        pw__compile_free(cm);
+        return pw__fail(err, PW_ERR_NOMEM, "out of memory");
+    }
     cm->jit = pw__jit_module_new(cm); /* NULL (OOM): every function stays interpreted */
     m->code = cm;
     return PW_OK;
@@ -2616,7 +2673,10 @@ void pw__compile_free(struct pw_cmodule *code) {
         free(cf->gc_sites);
         free(cf->gc_maps);
     }
-    if (code->code) munmap(code->code, code->nslot * 4);
+    if (code->packed)
+        free(code->code);
+    else if (code->code)
+        munmap(code->code, code->nslot * 4);
     lock_free(code->lock);
     free(code->funcs);
     pw__gc_free_layouts(code);

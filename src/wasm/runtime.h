@@ -88,9 +88,12 @@ struct pw_cmodule {
      * room for body.len * 2 + 16 words: so a function's code sits at the same offset
      * in every process (the JIT's saved translations address it from `code`). A
      * function whose code does not fit its slot (rare) lives in its own allocation
-     * and stays on the interpreter. */
+     * and stays on the interpreter. A small module (nslot <= PW_COMPILE_SMALL_WORDS)
+     * is compiled whole at once and packed: code is then one heap array (packed)
+     * with each slot just large enough. */
     uint32_t *code;
     size_t nslot;
+    bool packed;
     size_t ncode; /* estimated code words of the module (the `auto` tier's measure) */
     /* The `auto` tier (tier.c): interpreted calls counted by every store that ran this
      * module and has not turned to the JIT, added at the end of each entry; the
@@ -107,6 +110,9 @@ struct pw_cmodule {
     uint32_t gc_nlayouts;
     struct pw_jitmod *jit; /* JIT code per function (jit/jit.h); NULL: none */
 };
+
+/* Modules with at most this many words of code slots are compiled whole when made. */
+#define PW_COMPILE_SMALL_WORDS 65536u
 
 /* Whether cf is compiled (then every field of it may be read). */
 static inline bool pw__cfunc_ready(const pw_cfunc *cf) {

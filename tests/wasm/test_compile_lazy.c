@@ -5,7 +5,8 @@
  * (pw_module_config.compile_eagerly) on the interpreter, the JIT and lazy
  * translation; traps and exceptions unwind through lazily compiled functions; the
  * collector finds the references of a frame whose function was compiled lazily; two
- * stores on two threads call the same uncompiled functions at once; a function whose
+ * stores on two threads call the same uncompiled functions at once; a small module is
+ * compiled whole and packed when made; a function whose
  * code does not fit its slot runs from its own allocation (and stays interpreted); a
  * saved translation's functions are compiled at their first call, not when it is
  * mapped, also from two threads at once.
@@ -66,6 +67,25 @@ static const char GC_WAT[] =
     "   (i32.add (struct.get $s 0 (local.get $keep))\n"
     "     (struct.get $s 0 (struct.get $s 1 (local.get $keep))))))\n";
 
+/* wat (a module text ending in ")\n") with nsmall more small functions and a ballast
+ * function of 36 KB of code after its own: a module above PW_COMPILE_SMALL_WORDS,
+ * whose functions are compiled at first use (smaller ones are compiled whole). */
+static char *grown(const char *wat, int nsmall) {
+    size_t len = strlen(wat), cap = len + (size_t)nsmall * 64 + 12000 * 24 + 256;
+    char *w = malloc(cap);
+    assert_non_null(w);
+    size_t n = len - 2; /* without the last ")\n" */
+    memcpy(w, wat, n);
+    for (int i = 0; i < nsmall; i++)
+        n += (size_t)snprintf(w + n, cap - n, " (func (result i32) (i32.const %d))", i);
+    n += (size_t)snprintf(w + n, cap - n, " (func (result i32) i32.const 0");
+    for (int i = 0; i < 12000; i++)
+        n += (size_t)snprintf(w + n, cap - n, " i32.const 1 i32.add");
+    n += (size_t)snprintf(w + n, cap - n, "))\n");
+    assert_true(n < cap);
+    return w;
+}
+
 /* The module of wat; with dir, the code cache at dir attached. */
 static pw_module *module_cached(const char *wat, bool eager, const char *dir) {
     pw_error err;
@@ -85,8 +105,12 @@ static pw_module *module_cached(const char *wat, bool eager, const char *dir) {
     return m;
 }
 
+/* The module of wat grown past PW_COMPILE_SMALL_WORDS (grown). */
 static pw_module *module_of(const char *wat, bool eager) {
-    return module_cached(wat, eager, NULL);
+    char *w = grown(wat, 0);
+    pw_module *m = module_cached(w, eager, NULL);
+    free(w);
+    return m;
 }
 
 static bool ready(const pw_module *m, uint32_t i) {
@@ -168,6 +192,25 @@ static void test_first_use(void **state) {
         pw_module_free(lz);
         pw_module_free(eg);
     }
+}
+
+/* A small module is compiled whole when made, into one packed array. */
+static void test_small_packed(void **state) {
+    (void)state;
+    pw_module *m = module_cached(WAT, false, NULL);
+    assert_true(m->code->packed);
+    for (uint32_t i = 0; i < F_COUNT; i++) {
+        assert_true(ready(m, i));
+        const pw_cfunc *cf = &m->code->funcs[i];
+        assert_ptr_equal(cf->code, m->code->code + cf->slot);
+        if (i + 1 < F_COUNT) assert_int_equal(cf[1].slot, cf->slot + cf->ncode + 1);
+        assert_ptr_equal(pw__cfunc_at(m->code, cf->code + cf->ncode), cf);
+    }
+    run r;
+    assert_true(run_open(&r, m, PW_ENGINE_INTERP));
+    assert_int_equal(call(&r, "main", 10), 85);
+    pw_store_free(r.s);
+    pw_module_free(m);
 }
 
 static void test_gc_frame(void **state) {
@@ -285,23 +328,11 @@ static void *cached_thread(void *arg) {
     return NULL;
 }
 
-/* WAT and 600 more functions: a GOT of more than a page, whose whole pages hold the
- * slots of WAT's functions (jit.c: a slot that shares a page with code is not held). */
-static char *wat_big_got(void) {
-    size_t cap = sizeof WAT + 600 * 64, n = sizeof WAT - 3; /* without the last ")\n" */
-    char *w = malloc(cap);
-    assert_non_null(w);
-    memcpy(w, WAT, n);
-    for (int i = 0; i < 600; i++)
-        n += (size_t)snprintf(w + n, cap - n, " (func (result i32) (i32.const %d))", i);
-    n += (size_t)snprintf(w + n, cap - n, ")\n");
-    assert_true(n < cap);
-    return w;
-}
-
 static void test_cached(void **state) {
     (void)state;
-    char *wat = wat_big_got();
+    /* 600 more functions: a GOT of more than a page, whose whole pages hold the slots
+     * of WAT's functions (jit.c: a slot that shares a page with code is not held) */
+    char *wat = grown(WAT, 600);
     char dir[] = "/tmp/peri-compile-lazy-XXXXXX";
     assert_non_null(mkdtemp(dir));
     uint64_t want[8];
@@ -360,9 +391,9 @@ static void test_cached(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_first_use), cmocka_unit_test(test_gc_frame),
-        cmocka_unit_test(test_threads),   cmocka_unit_test(test_slot_overflow),
-        cmocka_unit_test(test_cached),
+        cmocka_unit_test(test_first_use),     cmocka_unit_test(test_small_packed),
+        cmocka_unit_test(test_gc_frame),      cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_slot_overflow), cmocka_unit_test(test_cached),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
