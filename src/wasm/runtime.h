@@ -4,8 +4,8 @@
  * Everything here is owned by a pw_store. Every store-owned object starts with a
  * pw_obj header and is linked into the store's object list, so pw_store_free can
  * release everything and a tracing GC (Wasm 3.0) can enumerate and identify objects.
- * Compiled code (pw_cmodule/pw_cfunc) belongs to the module, not the store, and is
- * immutable.
+ * Compiled code (pw_cmodule/pw_cfunc) belongs to the module, not the store; each
+ * function is compiled once (at its first use by default) and immutable after.
  */
 #ifndef PW_RUNTIME_H
 #define PW_RUNTIME_H
