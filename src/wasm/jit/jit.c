@@ -3050,7 +3050,8 @@ static int64_t compile_func(const struct pw_jitmod *jm, int v, const pw_module *
     const pw_cfunc *cf = &m->code->funcs[i];
     if (gfx) *gfx = NULL, *ngfx = 0;
     /* compiled first (compile.c); code outside its slot has no fixed offset */
-    if (!pw__compile_lazy(m, cf) || cf->code != m->code->code + cf->slot) return -1;
+    if (!pw__compile_lazy(m, cf) || !m->code->code || cf->code != m->code->code + cf->slot)
+        return -1;
     if (cf->nhandlers || cf->frame_slots >= (1u << 27) || cf->ncode == 0) return -1;
     /* rip-relative references to the GOT at offset 0 must stay within 2 GiB */
     if (origin + out->len > JIT_MAX_BYTES) return -1;
