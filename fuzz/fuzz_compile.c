@@ -1,7 +1,8 @@
 /*
  * fuzz_compile.c — libFuzzer target: decode + validate + compile (pw_module_new).
  *
- * Valid modules reach the back end's compiler, so this target exercises lowering on
+ * Valid modules reach the back end's compiler (every function at once:
+ * compile_eagerly, not each at its first call), so this target exercises lowering on
  * whatever the validator accepts. Any input must end in a module or a typed error.
  */
 #include <stdint.h>
@@ -15,7 +16,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     pw_error err;
     memset(&err, 0x5A, sizeof err);
-    pw_module *m = pw_module_new(data, size, NULL, &err);
+    pw_module_config mc = {.compile_eagerly = true};
+    pw_module *m = pw_module_new(data, size, &mc, &err);
     if (m) {
         pw_module_free(m);
         return 0;

@@ -191,6 +191,11 @@ typedef struct pw_extern {
 
 typedef struct pw_module_config {
     int reserved; /* zero-initialise; room for future knobs */
+    /* Compile every function to the interpreter's internal code when the module is
+     * made (an error in any body then fails pw_module_new). Default (false): each
+     * function is compiled at its first call, so a large module whose run touches
+     * few functions (Ruby's start) pays only for those. Both give the same code. */
+    bool compile_eagerly;
 } pw_module_config;
 
 /* Decode, validate and compile. The bytes are copied where needed; the caller keeps

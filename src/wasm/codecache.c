@@ -24,7 +24,7 @@
  * ever replaced by rename, never written in place. The engine build id (the ELF
  * build id of the object holding the engine, with the version) binds the code to the
  * structure layouts and helper addresses it was made with; the module digest and the
- * shape (function count, code words, frames) bind it to the module.
+ * shape (function count, code slots, frames) bind it to the module.
  *
  * The cache directory is opened once per attached module (pw_ccref.dirfd) and every
  * file in it is reached relative to it, without following links. Writers write a
@@ -57,7 +57,7 @@
 #define PERI_VERSION "0"
 #endif
 
-#define CC_FORMAT      2u
+#define CC_FORMAT      3u
 #define CC_DEFAULT_MAX (1ull << 30)
 #define CC_SUFFIX      ".pcc"
 #define CC_TMP_PREFIX  ".tmp."
@@ -77,7 +77,7 @@ typedef struct cc_header {
     uint32_t variant;  /* PW_JIT_VARIANT_* */
     uint32_t nfuncs;
     uint32_t reserved; /* 0 */
-    uint64_t ncode;    /* internal code words of the module */
+    uint64_t ncode;    /* words of the module's code slots (pw_cmodule.nslot) */
     uint64_t shape;    /* hash of the functions' frames and code sizes */
     uint64_t code_off, code_len;
     uint64_t offs_off;
@@ -124,16 +124,17 @@ static pw_code_error ok(pw_code_err *err) {
     return PW_CODE_OK;
 }
 
-/* FNV-1a over the compiled module's per-function sizes: a module that compiles to
- * another shape cannot take this code even if the caller passed a wrong digest. */
+/* FNV-1a over what the compiled module's layout is made of before any function is
+ * compiled (slots, frames' parameters and locals, types): a module that lays out
+ * otherwise cannot take this code even if the caller passed a wrong digest. The code
+ * inside a slot is bound by the engine build and the module digest (compiling is
+ * deterministic). */
 static uint64_t shape_of(const struct pw_cmodule *cm) {
     uint64_t h = 0xcbf29ce484222325ull;
-    uint32_t v[8];
+    uint32_t v[5];
     for (uint32_t i = 0; i < cm->nfuncs; i++) {
         const pw_cfunc *f = &cm->funcs[i];
-        v[0] = (uint32_t)(f->code - cm->code);
-        v[1] = f->ncode, v[2] = f->nhandlers, v[3] = f->nparams;
-        v[4] = f->nresults, v[5] = f->nlocals, v[6] = f->frame_slots, v[7] = f->type;
+        v[0] = f->slot, v[1] = f->nparams, v[2] = f->nresults, v[3] = f->nlocals, v[4] = f->type;
         const uint8_t *b = (const uint8_t *)v;
         for (size_t k = 0; k < sizeof v; k++)
             h = (h ^ b[k]) * 0x100000001b3ull;
@@ -222,7 +223,7 @@ static pw_code_error check_header(const cc_header *h, uint64_t file_len, const p
     if (memcmp(h->module, digest, PW_CC_DIGEST) != 0)
         return pw__cc_fail(err, PW_CODE_MODULE,
                            "artifact made for another module (digest differs)");
-    if (h->nfuncs != cm->nfuncs || h->ncode != cm->ncode || h->shape != shape_of(cm))
+    if (h->nfuncs != cm->nfuncs || h->ncode != cm->nslot || h->shape != shape_of(cm))
         return pw__cc_fail(err, PW_CODE_MODULE, "artifact made for another module (shape differs)");
     if (h->total != file_len)
         return pw__cc_fail(err, PW_CODE_TRUNCATED, "artifact is %llu bytes, its header says %llu",
@@ -413,7 +414,7 @@ static void fill_header(cc_header *h, const struct pw_cmodule *cm, const uint8_t
     h->features = isa;
     h->variant = (uint32_t)v;
     h->nfuncs = cm->nfuncs;
-    h->ncode = cm->ncode;
+    h->ncode = cm->nslot;
     h->shape = shape_of(cm);
     h->code_off = CC_PAGE;
     h->code_len = code_len;

@@ -18,7 +18,6 @@
  * Every stack entry carries its value type, so that reference-holding slots are known
  * at each call site (the GC stack maps of Wasm 3.0, docs/engine.md).
  */
-#include "peri/base.h"
 #include "wasm/compile.h"
 #include "wasm/gc.h"
 #include "wasm/instr.h"
@@ -27,9 +26,11 @@
 #include "wasm/runtime.h"
 #include "wasm/simd.h"
 
-#include <stdlib.h>
+#include <pthread.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 enum { LOC_STACK = 0, LOC_LOCAL = 1, LOC_CONST = 2 };
 
@@ -86,8 +87,9 @@ typedef struct comp {
     bool bad; /* malformed input the validator should have rejected */
     ent dummy;
 
-    uint32_t *code; /* one array for every function of the module */
+    uint32_t *code; /* the current function's code: in its slot, or on the heap */
     uint32_t ncode, capcode;
+    bool in_slot;    /* code points into the module's code reservation */
     uint32_t fstart; /* where the current function's code starts */
 
     ent *st;
@@ -165,14 +167,18 @@ static bool grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
     return true;
 }
 
-/* The code array: grow, then a hint that a big one may live on transparent huge pages
- * (Ruby's: tens of MB, written once front to back; with 4 KiB pages every first touch
- * is a fault, more than a tenth of a warm `peri ruby` on a VM). pb_huge_hint covers
- * the buffer's whole pages, so realloc can still move it with mremap. */
+/* The current function's code array: its slot in the module's code (compile_one),
+ * until it outgrows the slot; then a heap block of its own, which it keeps. */
 static bool grow_code(comp *c, uint32_t need) {
-    uint32_t cap = c->capcode;
-    if (!grow((void **)&c->code, &c->capcode, need, sizeof *c->code)) return false;
-    if (c->capcode != cap) pb_huge_hint(c->code, (size_t)c->capcode * sizeof *c->code);
+    if (!c->in_slot) return grow((void **)&c->code, &c->capcode, need, sizeof *c->code);
+    if (need <= c->capcode) return true;
+    uint32_t cap = c->capcode * 2 > need ? c->capcode * 2 : need;
+    uint32_t *p = malloc((size_t)cap * sizeof *p);
+    if (!p) return false;
+    memcpy(p, c->code, (size_t)c->ncode * sizeof *p);
+    c->code = p;
+    c->capcode = cap;
+    c->in_slot = false;
     return true;
 }
 
@@ -2373,7 +2379,198 @@ static void reset(comp *c) {
     c->lcopy_ok = false;
 }
 
-pw_status pw__compile_module(pw_module *m, pw_error *err) {
+/* ---------------------------------------------------------------- compiling on first use */
+
+/* The compiler's lock and reusable state, one per module (pw_cmodule.lock). */
+struct pw_compile_lock {
+    pthread_mutex_t mu;
+    comp c;
+    pw_valtype *ltypes; /* per cell of the current function's locals */
+    uint32_t capl;
+};
+
+/* Room for the code of a body of len bytes in its slot: about twice what real code
+ * takes (Ruby: 0.96 words per byte). The bound is not a proof (a long run of br_if
+ * with many values to move can exceed it): such a function gets its own allocation. */
+static uint64_t slot_words(uint32_t len) {
+    return (uint64_t)len * 2 + 16;
+}
+
+/* Forget the current function's code (freed unless in its slot). */
+static void drop_code(comp *c) {
+    if (!c->in_slot) free(c->code);
+    c->code = NULL;
+    c->capcode = 0;
+}
+
+/* Compile defined function i of c->m into its slot (or, when it outgrows it, its own
+ * allocation) and publish it. Caller holds the lock (or owns cm
+ * alone). False with err set on failure (cf stays uncompiled). */
+static bool compile_one(struct pw_compile_lock *lk, struct pw_cmodule *cm, uint32_t i,
+                        pw_error *err) {
+    comp *c = &lk->c;
+    const pw_module *m = c->m;
+    pw_cfunc *cf = &cm->funcs[i];
+    const pw_funcdef *fd = &m->funcs[i];
+    const pw_deftype *ft = &m->types[fd->type];
+    uint32_t vnp = ft->u.func.nparams, nv = vnp + fd->nlocals;
+    uint32_t nl = cf->nlocals;
+    c->err = err;
+    c->oom = c->bad = false;
+    c->ncode = 0;
+    c->nhs = 0;
+    uint64_t cap = slot_words(fd->body.len);
+    /* compiled in place; a body that needs the whole slot moves to the heap (so code
+     * inside a slot always ends strictly before the next one: a return pc at its end
+     * still maps to it) */
+    c->in_slot = cm->code != NULL;
+    c->code = c->in_slot ? cm->code + cf->slot : NULL;
+    c->capcode = c->in_slot ? (uint32_t)cap - 1 : 0;
+    c->gc_nsites = c->gc_nmaps = 0;
+    c->gc_lfunc = 0;
+    if (!grow((void **)&lk->ltypes, &lk->capl, nl + 1, sizeof *lk->ltypes) ||
+        !grow((void **)&c->lmap, &c->caplmap, nv + 1, sizeof *c->lmap) ||
+        !grow((void **)&c->lrefs, &c->caplrefs, nl + 1, sizeof *c->lrefs) ||
+        !grow((void **)&c->written, &c->capwritten, nl + 1, 1))
+        return drop_code(c), pw__fail(err, PW_ERR_NOMEM, "out of memory"), false;
+    pw_valtype *ltypes = lk->ltypes;
+    for (uint32_t v = 0, k = 0; v < nv; v++) {
+        pw_valtype t = v < vnp ? ft->u.func.types[v] : fd->locals[v - vnp];
+        c->lmap[v] = k;
+        ltypes[k++] = t;
+        if (t == PW_VT_V128) ltypes[k++] = t;
+    }
+    /* Modules with memory get one hidden local that stays zero (constant addresses,
+     * see const_addr). */
+    if (m->nmems > 0) ltypes[nl - 1] = PW_VT_I32;
+    c->nvlocals = nv;
+    c->nparam_cells = cf->nparams;
+    c->nres_cells = cf->nresults;
+    c->zero_slot = m->nmems > 0 ? nl - 1 : UINT32_MAX;
+    reset(c);
+    c->fd = fd;
+    c->ft = ft;
+    c->nlocals = nl;
+    c->local_types = ltypes;
+    memset(c->lrefs, 0, (nl + 1) * sizeof *c->lrefs);
+    memset(c->written, 0, nl + 1);
+    c->prefix = true;
+    pw_cfunc out = *cf;
+    if (!compile_body(c, &out)) {
+        drop_code(c);
+        if (c->oom) return pw__fail(err, PW_ERR_NOMEM, "out of memory"), false;
+        if (err->status == PW_OK) pw__fail(err, PW_ERR_INVALID, "compile failed");
+        return false;
+    }
+    pw_handler *hs = c->nhs ? malloc(c->nhs * sizeof *hs) : NULL;
+    pw_gcsite *sites = c->gc_nsites ? malloc(c->gc_nsites * sizeof *sites) : NULL;
+    uint32_t *maps = c->gc_nmaps ? malloc(c->gc_nmaps * sizeof *maps) : NULL;
+    if ((c->nhs && !hs) || (c->gc_nsites && !sites) || (c->gc_nmaps && !maps)) {
+        drop_code(c);
+        free(hs);
+        free(sites);
+        free(maps);
+        return pw__fail(err, PW_ERR_NOMEM, "out of memory"), false;
+    }
+    uint32_t *dst = c->code; /* the function keeps it */
+    c->code = NULL;
+    c->capcode = 0;
+    if (hs) memcpy(hs, c->hs, c->nhs * sizeof *hs);
+    if (sites) memcpy(sites, c->gc_sites, c->gc_nsites * sizeof *sites);
+    if (maps) memcpy(maps, c->gc_maps, c->gc_nmaps * sizeof *maps);
+    cf->ncode = out.ncode;
+    cf->handlers = hs;
+    cf->nhandlers = c->nhs;
+    cf->frame_slots = nl + c->maxsp + 1;
+    cf->gc_sites = sites;
+    cf->gc_nsites = c->gc_nsites;
+    cf->gc_maps = maps;
+    __atomic_store_n(&cf->code, dst, __ATOMIC_RELEASE); /* publishes every field above */
+    return true;
+}
+
+bool pw__compile_lazy(const pw_module *m, const pw_cfunc *cfc) {
+    struct pw_cmodule *cm = m->code;
+    struct pw_compile_lock *lk = cm->lock;
+    uint32_t i = (uint32_t)(cfc - cm->funcs);
+    if (!lk) return pw__cfunc_ready(cfc);
+    pthread_mutex_lock(&lk->mu);
+    bool ok = true;
+    if (!pw__cfunc_ready(cfc)) {
+        pw_error err = {0};
+        ok = compile_one(lk, cm, i, &err);
+    }
+    pthread_mutex_unlock(&lk->mu);
+    return ok;
+}
+
+const pw_cfunc *pw__cfunc_at(const struct pw_cmodule *cm, const uint32_t *pc) {
+    if (cm->code && pc >= cm->code && pc < cm->code + cm->nslot) {
+        /* the function whose slot holds pc: the last slot starting at or before it */
+        uint32_t off = (uint32_t)(pc - cm->code), lo = 0, hi = cm->nfuncs;
+        while (hi - lo > 1) {
+            uint32_t mid = (lo + hi) / 2;
+            if (cm->funcs[mid].slot <= off)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        return &cm->funcs[lo];
+    }
+    /* code outside the slots: rare (see slot_words), so a scan */
+    for (uint32_t i = 0; i < cm->nfuncs; i++) {
+        const pw_cfunc *cf = &cm->funcs[i];
+        const uint32_t *code = __atomic_load_n(&cf->code, __ATOMIC_ACQUIRE);
+        if (code && pc >= code && pc <= code + cf->ncode) return cf;
+    }
+    return &cm->funcs[0]; /* not reached: pc is always some function's */
+}
+
+/* A small module, every function compiled (each in its own block: cm->code is NULL):
+ * move all the code into one array, each function's slot just past the previous
+ * one's code and a padding word (a return pc at a function's end stays in its slot).
+ * Deterministic like the slots of a big module: the same module packs the same. */
+static bool pack(struct pw_cmodule *cm) {
+    size_t total = 0;
+    for (uint32_t i = 0; i < cm->nfuncs; i++)
+        total += (size_t)cm->funcs[i].ncode + 1;
+    uint32_t *a = malloc(total * sizeof *a);
+    if (!a) return false;
+    size_t at = 0;
+    for (uint32_t i = 0; i < cm->nfuncs; i++) {
+        pw_cfunc *cf = &cm->funcs[i];
+        memcpy(a + at, cf->code, (size_t)cf->ncode * sizeof *a);
+        a[at + cf->ncode] = 0;
+        free(cf->code);
+        cf->code = a + at; /* not shared yet: no store has the module */
+        cf->slot = (uint32_t)at;
+        at += (size_t)cf->ncode + 1;
+    }
+    cm->code = a;
+    cm->nslot = total;
+    cm->packed = true;
+    return true;
+}
+
+static void lock_free(struct pw_compile_lock *lk) {
+    if (!lk) return;
+    comp *c = &lk->c;
+    free(c->st);
+    free(c->cs);
+    free(c->fx);
+    free(c->lrefs);
+    free(c->written);
+    free(c->lmap);
+    free(c->hs);
+    free(c->ds);
+    free(c->gc_sites);
+    free(c->gc_maps);
+    free(lk->ltypes);
+    pthread_mutex_destroy(&lk->mu);
+    free(lk);
+}
+
+pw_status pw__compile_module(pw_module *m, bool eager, pw_error *err) {
     struct pw_cmodule *cm = calloc(1, sizeof *cm);
     if (!cm) return pw__fail(err, PW_ERR_NOMEM, "out of memory");
     atomic_init(&cm->tier_calls, 0);
@@ -2399,123 +2596,64 @@ pw_status pw__compile_module(pw_module *m, pw_error *err) {
                             "v128 fields in struct and array types are not supported");
         }
     }
-    comp c;
-    memset(&c, 0, sizeof c);
-    c.m = m;
-    c.h = pw__interp_handlers();
-    c.err = err;
+    /* What is known before compiling: frames' locals, types and the slots. */
+    uint64_t slots = 0, body = 0;
+    for (uint32_t i = 0; i < nd; i++) {
+        const pw_funcdef *fd = &m->funcs[i];
+        const pw_deftype *ft = &m->types[fd->type];
+        pw_cfunc *cf = &cm->funcs[i];
+        uint32_t vnp = ft->u.func.nparams;
+        cf->nparams = ncells(ft->u.func.types, vnp);
+        cf->nresults = ncells(ft->u.func.types + vnp, ft->u.func.nresults);
+        /* a v128 local takes two cells (simd.h); modules with memory get one hidden
+         * local that stays zero (const_addr) */
+        cf->nlocals = cf->nparams + ncells(fd->locals, fd->nlocals) + (m->nmems > 0);
+        cf->type = fd->type;
+        cf->slot = (uint32_t)slots;
+        slots += slot_words(fd->body.len);
+        body += fd->body.len;
+        if (slots > UINT32_MAX / 2) {
+            free(cm->funcs);
+            free(cm);
+            return pw__fail(err, PW_ERR_INVALID, "implementation limit: code section too large");
+        }
+    }
+    cm->nslot = (size_t)slots;
+    cm->ncode = (size_t)body; /* real code: about a word per body byte (Ruby 0.96) */
+    /* A small module (`peri run hello.wasm`) is compiled at once and packed (pack):
+     * its compile costs microseconds, and slots would spread its code over 3x the
+     * pages. */
+    bool small = slots <= PW_COMPILE_SMALL_WORDS;
+    if (small) eager = true;
+    if (slots && !small) {
+        /* address space only: pages are committed as functions are compiled */
+        void *p = mmap(NULL, cm->nslot * 4, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        cm->code = p == MAP_FAILED ? NULL : p; /* none: every function in its own block */
+    }
+    struct pw_compile_lock *lk = calloc(1, sizeof *lk);
+    if (!lk || pthread_mutex_init(&lk->mu, NULL) != 0) {
+        free(lk);
+        pw__compile_free(cm);
+        return pw__fail(err, PW_ERR_NOMEM, "out of memory");
+    }
+    cm->lock = lk;
+    lk->c.m = m;
+    lk->c.h = pw__interp_handlers();
     if (!pw__gc_build_layouts(m, cm)) {
         pw__compile_free(cm);
         return pw__fail(err, PW_ERR_NOMEM, "out of memory");
     }
-    c.gc_layouts = cm->gc_layouts;
-    pw_valtype *ltypes = NULL;
-    uint32_t capl = 0;
-    uint32_t *starts = calloc(nd ? nd : 1, sizeof *starts);
-    uint32_t *hstarts = calloc(nd ? nd : 1, sizeof *hstarts);
-    if (!starts || !hstarts) {
-        free(starts);
-        free(hstarts);
+    lk->c.gc_layouts = cm->gc_layouts;
+    for (uint32_t i = 0; eager && i < nd; i++)
+        if (!compile_one(lk, cm, i, err)) {
+            pw_status st = err->status;
+            pw__compile_free(cm);
+            return st;
+        }
+    if (small && nd && !pack(cm)) {
         pw__compile_free(cm);
         return pw__fail(err, PW_ERR_NOMEM, "out of memory");
-    }
-    pw_status st = PW_OK;
-    for (uint32_t i = 0; i < nd && st == PW_OK; i++) {
-        const pw_funcdef *fd = &m->funcs[i];
-        const pw_deftype *ft = &m->types[fd->type];
-        uint32_t vnp = ft->u.func.nparams, nv = vnp + fd->nlocals;
-        uint32_t np = ncells(ft->u.func.types, vnp);
-        /* Modules with memory get one hidden local that stays zero (constant
-         * addresses, see const_addr). A v128 local takes two cells (simd.h). */
-        uint32_t nl = np + ncells(fd->locals, fd->nlocals) + (m->nmems > 0);
-        if (!grow((void **)&ltypes, &capl, nl + 1, sizeof *ltypes) ||
-            !grow((void **)&c.lmap, &c.caplmap, nv + 1, sizeof *c.lmap)) {
-            st = pw__fail(err, PW_ERR_NOMEM, "out of memory");
-            break;
-        }
-        for (uint32_t v = 0, k = 0; v < nv; v++) {
-            pw_valtype t = v < vnp ? ft->u.func.types[v] : fd->locals[v - vnp];
-            c.lmap[v] = k;
-            ltypes[k++] = t;
-            if (t == PW_VT_V128) ltypes[k++] = t;
-        }
-        if (m->nmems > 0) ltypes[nl - 1] = PW_VT_I32;
-        c.nvlocals = nv;
-        c.nparam_cells = np;
-        c.nres_cells = ncells(ft->u.func.types + vnp, ft->u.func.nresults);
-        c.zero_slot = m->nmems > 0 ? nl - 1 : UINT32_MAX;
-        reset(&c);
-        starts[i] = c.ncode;
-        hstarts[i] = c.nhs;
-        if (!grow_code(&c, c.ncode + fd->body.len * 2 + 16)) {
-            st = pw__fail(err, PW_ERR_NOMEM, "out of memory");
-            break;
-        }
-        c.fd = fd;
-        c.ft = ft;
-        c.nlocals = nl;
-        c.local_types = ltypes;
-        if (!grow((void **)&c.lrefs, &c.caplrefs, nl + 1, sizeof *c.lrefs)) {
-            st = pw__fail(err, PW_ERR_NOMEM, "out of memory");
-            break;
-        }
-        memset(c.lrefs, 0, (nl + 1) * sizeof *c.lrefs);
-        if (!grow((void **)&c.written, &c.capwritten, nl + 1, 1)) {
-            st = pw__fail(err, PW_ERR_NOMEM, "out of memory");
-            break;
-        }
-        memset(c.written, 0, nl + 1);
-        c.prefix = true;
-        pw_cfunc *cf = &cm->funcs[i];
-        cf->nparams = np;
-        cf->nresults = c.nres_cells;
-        cf->nlocals = nl;
-        cf->type = fd->type;
-        if (!compile_body(&c, cf)) {
-            st = c.oom ? pw__fail(err, PW_ERR_NOMEM, "out of memory") : err->status;
-            if (st == PW_OK) st = pw__fail(err, PW_ERR_INVALID, "compile failed");
-            break;
-        }
-        cf->frame_slots = nl + c.maxsp + 1;
-    }
-    /* All functions share one code array (one allocation, no per-function waste). */
-    if (st == PW_OK) {
-        uint32_t *shrunk = c.ncode ? realloc(c.code, c.ncode * sizeof *c.code) : NULL;
-        if (shrunk) c.code = shrunk;
-        cm->code = c.code;
-        cm->ncode = c.ncode;
-        c.code = NULL;
-        cm->handlers = c.hs;
-        c.hs = NULL;
-        cm->gc_sites = c.gc_sites;
-        cm->gc_nsites = c.gc_nsites;
-        cm->gc_maps = c.gc_maps;
-        c.gc_sites = NULL;
-        c.gc_maps = NULL;
-        for (uint32_t i = 0; i < nd; i++) {
-            cm->funcs[i].code = cm->code + starts[i];
-            uint32_t hend = i + 1 < nd ? hstarts[i + 1] : c.nhs;
-            cm->funcs[i].handlers = cm->handlers ? cm->handlers + hstarts[i] : NULL;
-            cm->funcs[i].nhandlers = hend - hstarts[i];
-        }
-    }
-    free(c.code);
-    free(c.st);
-    free(c.cs);
-    free(c.fx);
-    free(c.lrefs);
-    free(c.written);
-    free(c.lmap);
-    free(ltypes);
-    free(starts);
-    free(hstarts);
-    free(c.hs);
-    free(c.ds);
-    free(c.gc_sites);
-    free(c.gc_maps);
-    if (st != PW_OK) {
-        pw__compile_free(cm);
-        return st;
     }
     cm->jit = pw__jit_module_new(cm); /* NULL (OOM): every function stays interpreted */
     m->code = cm;
@@ -2526,11 +2664,21 @@ void pw__compile_free(struct pw_cmodule *code) {
     if (!code) return;
     pw__tier_free(code);            /* first: a background translation reads all of it (tier.c) */
     pw__jit_module_free(code->jit); /* next: it may save what was translated (jit.c) */
-    free(code->code);
-    free(code->handlers);
+    for (uint32_t i = 0; i < code->nfuncs; i++) {
+        pw_cfunc *cf = &code->funcs[i];
+        if (cf->code &&
+            !(code->code && cf->code >= code->code && cf->code < code->code + code->nslot))
+            free(cf->code);
+        free(cf->handlers);
+        free(cf->gc_sites);
+        free(cf->gc_maps);
+    }
+    if (code->packed)
+        free(code->code);
+    else if (code->code)
+        munmap(code->code, code->nslot * 4);
+    lock_free(code->lock);
     free(code->funcs);
     pw__gc_free_layouts(code);
-    free(code->gc_sites);
-    free(code->gc_maps);
     free(code);
 }

@@ -186,27 +186,29 @@ static void drain(gcctx *g) {
         trace(g, g->stk[--g->n]);
 }
 
-static const pw_gcsite *find_site(const struct pw_cmodule *cm, uint32_t pc) {
-    uint32_t lo = 0, hi = cm->gc_nsites;
+static const pw_gcsite *find_site(const pw_cfunc *cf, uint32_t pc) {
+    uint32_t lo = 0, hi = cf->gc_nsites;
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
-        if (cm->gc_sites[mid].pc < pc)
+        if (cf->gc_sites[mid].pc < pc)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < cm->gc_nsites && cm->gc_sites[lo].pc == pc ? &cm->gc_sites[lo] : NULL;
+    return lo < cf->gc_nsites && cf->gc_sites[lo].pc == pc ? &cf->gc_sites[lo] : NULL;
 }
 
 static void scan_frame(gcctx *g, const pw_instance *inst, const uint32_t *pc, pw_slot *fp) {
-    const struct pw_cmodule *cm = inst->mod->code;
-    const pw_gcsite *site = find_site(cm, (uint32_t)(pc - cm->code));
+    /* a frame's function ran, so it is compiled (the interpreter and the JIT compile
+     * a function before running it) */
+    const pw_cfunc *cf = pw__cfunc_at(inst->mod->code, pc);
+    const pw_gcsite *site = pw__cfunc_ready(cf) ? find_site(cf, (uint32_t)(pc - cf->code)) : NULL;
     if (!site) {
         g->nomap = true;
         return;
     }
-    const uint32_t *map = cm->gc_maps + site->map;
-    const uint32_t *locals = cm->gc_maps + map[0];
+    const uint32_t *map = cf->gc_maps + site->map;
+    const uint32_t *locals = cf->gc_maps + map[0];
     for (uint32_t i = 1; i <= locals[0]; i++)
         mark_ref(g, fp[locals[i]].ref);
     for (uint32_t i = 0; i < map[1]; i++)

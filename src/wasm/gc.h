@@ -68,9 +68,9 @@ uint64_t pw__gcheap_sweep(pw_store *s, pw_gcheap *h,
                           bool keep_all);
 void pw__gcheap_each(pw_gcheap *h, void (*fn)(void *ctx, pw_obj *o), void *ctx);
 
-/* A precise stack map site: code index (in the module's code array) of the word
- * right after a call or allocating instruction, and where its slot list starts in
- * pw_cmodule.gc_maps ([n, slot...]). */
+/* A precise stack map site: code index (in its function's code) of the word right
+ * after a call or allocating instruction, and where its slot list starts in
+ * pw_cfunc.gc_maps ([n, slot...]). */
 typedef struct pw_gcsite {
     uint32_t pc, map;
 } pw_gcsite;

@@ -258,19 +258,9 @@ pw_status pw__call_host(pw_store *s, pw_instance *caller, pw_func *f, pw_slot *a
 
 /* ---------------------------------------------------------------- exceptions */
 
-/* The compiled function of inst's module whose code contains pc (binary search: the
- * module's functions are laid out in order in one array). */
+/* The compiled function of inst's module whose code contains pc (compile.c). */
 static const pw_cfunc *func_at(const pw_instance *inst, const uint32_t *pc) {
-    const struct pw_cmodule *cm = inst->mod->code;
-    uint32_t lo = 0, hi = cm->nfuncs;
-    while (hi - lo > 1) {
-        uint32_t mid = (lo + hi) / 2;
-        if (cm->funcs[mid].code <= pc)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return &cm->funcs[lo];
+    return pw__cfunc_at(inst->mod->code, pc);
 }
 
 typedef struct unwind_state {
@@ -398,6 +388,8 @@ static pw_status run(pw_store *s, pw_func *entry, pw_slot *fp, const int32_t **t
     RELOAD_INST();
     {
         const pw_cfunc *cf = entry->code;
+        if (__builtin_expect(!pw__cfunc_ready(cf), 0) && !pw__compile_lazy(inst->mod, cf))
+            goto nomem;
         if (fr >= fr_end || fp + cf->frame_slots > stack_end) {
             tc = PW_TRAP_STACK_EXHAUSTED;
             goto trap;
@@ -457,6 +449,7 @@ L_CALL : {
         goto call_func;
     }
     const pw_cfunc *cf = &cfuncs[IMM(1)];
+    if (__builtin_expect(!pw__cfunc_ready(cf), 0) && !pw__compile_lazy(inst->mod, cf)) goto nomem;
     pw_slot *nfp = fp + IMM(2);
     if (__builtin_expect(fr >= fr_end || nfp + cf->frame_slots > stack_end, 0))
         TRAP(PW_TRAP_STACK_EXHAUSTED);
@@ -526,6 +519,8 @@ call_func:
             }
         }
         const pw_cfunc *cf = f->code;
+        if (__builtin_expect(!pw__cfunc_ready(cf), 0) && !pw__compile_lazy(f->inst->mod, cf))
+            goto nomem;
         if (fr >= fr_end || argp + cf->frame_slots > stack_end) TRAP(PW_TRAP_STACK_EXHAUSTED);
         fr->ret_pc = pc;
         fr->fp = fp;
@@ -555,6 +550,7 @@ L_REF_AS_NON_NULL:
 L_TAIL_CALL : {
     /* The arguments are in slots 0.. of the current frame, which the callee reuses. */
     const pw_cfunc *cf = &cfuncs[IMM(1)];
+    if (__builtin_expect(!pw__cfunc_ready(cf), 0) && !pw__compile_lazy(inst->mod, cf)) goto nomem;
     if (__builtin_expect(fp + cf->frame_slots > stack_end, 0)) TRAP(PW_TRAP_STACK_EXHAUSTED);
     if (__builtin_expect(atomic_load_explicit(intr, memory_order_relaxed), 0)) goto interrupted;
     for (uint32_t i = cf->nparams; i < cf->nlocals; i++)
@@ -606,6 +602,8 @@ tail_func:
         goto L_RETURN;
     } else {
         const pw_cfunc *cf = f->code;
+        if (__builtin_expect(!pw__cfunc_ready(cf), 0) && !pw__compile_lazy(f->inst->mod, cf))
+            goto nomem;
         if (fp + cf->frame_slots > stack_end) TRAP(PW_TRAP_STACK_EXHAUSTED);
         for (uint32_t i = cf->nparams; i < cf->nlocals; i++)
             fp[i].u64 = 0;
@@ -1011,6 +1009,9 @@ trap:
 done:
     s->frame_top = fr_entry;
     return PW_OK;
+nomem: /* a function could not be compiled at its first call (compile.c) */
+    s->frame_top = fr_entry;
+    return PW_ERR_NOMEM;
 }
 
 const int32_t *pw__interp_handlers(void) {

@@ -1,5 +1,6 @@
 /*
- * module.c — the module object: creation (decode → validate → compile), release,
+ * module.c — the module object: creation (decode → validate → compile, by default
+ * each function at its first call: compile.c), release,
  * import/export queries, and the error helper pw__fail shared by the whole engine.
  */
 #include <stdarg.h>
@@ -57,12 +58,13 @@ static pw_module *load(const uint8_t *bytes, size_t len, uint8_t *own, pw_error 
     return m;
 }
 
-static pw_module *module_new(const uint8_t *bytes, size_t len, uint8_t *own, pw_error *err) {
+static pw_module *module_new(const uint8_t *bytes, size_t len, uint8_t *own,
+                             const pw_module_config *cfg, pw_error *err) {
     pw_error local;
     if (!err) err = &local;
     pw_module *m = load(bytes, len, own, err);
     if (!m) return NULL;
-    if (pw__compile_module(m, err) != PW_OK) {
+    if (pw__compile_module(m, cfg && cfg->compile_eagerly, err) != PW_OK) {
         pw__module_destroy(m);
         return NULL;
     }
@@ -73,18 +75,16 @@ static pw_module *module_new(const uint8_t *bytes, size_t len, uint8_t *own, pw_
 
 pw_module *pw_module_new(const uint8_t *bytes, size_t len, const pw_module_config *cfg,
                          pw_error *err) {
-    (void)cfg;
-    return module_new(bytes, len, NULL, err);
+    return module_new(bytes, len, NULL, cfg, err);
 }
 
 pw_module *pw_module_new_owned(uint8_t *bytes, size_t len, const pw_module_config *cfg,
                                pw_error *err) {
-    (void)cfg;
     if (!bytes) { /* nothing to own: an empty module (decode refuses it) */
         static const uint8_t none[1];
-        return module_new(none, 0, NULL, err);
+        return module_new(none, 0, NULL, cfg, err);
     }
-    return module_new(bytes, len, bytes, err);
+    return module_new(bytes, len, bytes, cfg, err);
 }
 
 pw_status pw_module_validate(const uint8_t *bytes, size_t len, pw_error *err) {

@@ -4,7 +4,8 @@
  * Owned by the front end (decode.c fills it, validate.c checks it). The back end
  * (compile.c, instance.c, interp.c) reads it and hangs its compiled code on it.
  * A pw_module is immutable once pw_module_new returns, so it can be shared between
- * threads.
+ * threads; only its compiled code grows, each function compiled once at its first use
+ * under the module's lock (compile.c).
  *
  * Type indices are module-relative. Two type indices denote equivalent types
  * (iso-recursive equivalence, Wasm 3.0) exactly when their `canon` fields are equal;

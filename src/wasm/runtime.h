@@ -4,8 +4,8 @@
  * Everything here is owned by a pw_store. Every store-owned object starts with a
  * pw_obj header and is linked into the store's object list, so pw_store_free can
  * release everything and a tracing GC (Wasm 3.0) can enumerate and identify objects.
- * Compiled code (pw_cmodule/pw_cfunc) belongs to the module, not the store, and is
- * immutable.
+ * Compiled code (pw_cmodule/pw_cfunc) belongs to the module, not the store; each
+ * function is compiled once (at its first use by default) and immutable after.
  */
 #ifndef PW_RUNTIME_H
 #define PW_RUNTIME_H
@@ -60,8 +60,13 @@ typedef struct pw_handler {
     uint32_t try_pos, end_pos;
 } pw_handler;
 
+/* One defined function. nparams, nresults, nlocals, type and slot are set when the
+ * module is made; the rest when its body is compiled, which by default happens at its
+ * first call (compile.c, "Compiling on first use"): until then `code` is NULL. The
+ * compiler fills every field, then publishes `code` with a release store; readers
+ * test it with pw__cfunc_ready (an acquire load) before reading the others. */
 typedef struct pw_cfunc {
-    uint32_t *code;
+    uint32_t *code; /* NULL: not compiled yet */
     uint32_t ncode;
     pw_handler *handlers;
     uint32_t nhandlers;
@@ -69,13 +74,27 @@ typedef struct pw_cfunc {
     uint32_t nlocals;     /* params + declared locals */
     uint32_t frame_slots; /* locals + maximum operand stack */
     uint32_t type;        /* module type index */
+    uint32_t slot;        /* word offset of its slot in pw_cmodule.code */
+    uint32_t gc_nsites;
+    struct pw_gcsite *gc_sites; /* sorted by pc (relative to code) */
+    uint32_t *gc_maps;          /* the sites' slot lists (compile_gc.h) */
 } pw_cfunc;
 
 struct pw_cmodule {
     uint32_t nfuncs; /* defined functions */
     pw_cfunc *funcs;
-    uint32_t *code; /* the code of all functions (pw_cfunc.code points into it) */
-    size_t ncode;   /* words in code (the `auto` tier's measure of a module) */
+    /* The code of all functions: a reservation of nslot words (address space only,
+     * pages are committed as code is written), function i at funcs[i].slot, with
+     * room for body.len * 2 + 16 words: so a function's code sits at the same offset
+     * in every process (the JIT's saved translations address it from `code`). A
+     * function whose code does not fit its slot (rare) lives in its own allocation
+     * and stays on the interpreter. A small module (nslot <= PW_COMPILE_SMALL_WORDS)
+     * is compiled whole at once and packed: code is then one heap array (packed)
+     * with each slot just large enough. */
+    uint32_t *code;
+    size_t nslot;
+    bool packed;
+    size_t ncode; /* estimated code words of the module (the `auto` tier's measure) */
     /* The `auto` tier (tier.c): interpreted calls counted by every store that ran this
      * module and has not turned to the JIT, added at the end of each entry; the
      * background translation (0 not started, 1 started: tier_job, joined by
@@ -83,15 +102,28 @@ struct pw_cmodule {
     atomic_uint_least64_t tier_calls;
     atomic_int tier_state;
     struct pw_tierjob *tier_job;
-    pw_handler *handlers; /* the handler tables of all functions */
-    /* Wasm 3.0 GC (gc.h): layouts per type index, precise stack maps. */
+    /* Compiling on first use: lock serialises the compiler, whose reusable state is
+     * comp; both live as long as the module. */
+    struct pw_compile_lock *lock;
+    /* Wasm 3.0 GC (gc.h): layouts per type index. */
     struct pw_gclayout *gc_layouts; /* gc_nlayouts = the module's type count */
     uint32_t gc_nlayouts;
-    struct pw_gcsite *gc_sites; /* sorted by pc */
-    uint32_t gc_nsites;
-    uint32_t *gc_maps;
     struct pw_jitmod *jit; /* JIT code per function (jit/jit.h); NULL: none */
 };
+
+/* Modules with at most this many words of code slots are compiled whole when made. */
+#define PW_COMPILE_SMALL_WORDS 65536u
+
+/* Whether cf is compiled (then every field of it may be read). */
+static inline bool pw__cfunc_ready(const pw_cfunc *cf) {
+    return __atomic_load_n(&cf->code, __ATOMIC_ACQUIRE) != NULL;
+}
+/* compile.c: compile cf (a function of m) if it is not yet; false when it cannot be
+ * (out of memory). Thread-safe. */
+bool pw__compile_lazy(const pw_module *m, const pw_cfunc *cf);
+/* compile.c: the compiled function whose code holds pc (a return pc or the pc of a
+ * running instruction of a function of cm). */
+const pw_cfunc *pw__cfunc_at(const struct pw_cmodule *cm, const uint32_t *pc);
 
 /* ---------------------------------------------------------------- store objects */
 
@@ -274,8 +306,8 @@ void pw__tier_free(struct pw_cmodule *cm);
 
 /* store.c */
 void *pw__store_alloc_obj(pw_store *s, size_t size, uint8_t kind); /* zeroed, linked */
-uint32_t pw__store_type_id(pw_store *s, uint32_t nparams, uint32_t nresults, const pw_valtype *types,
-                          bool *oom);
+uint32_t pw__store_type_id(pw_store *s, uint32_t nparams, uint32_t nresults,
+                           const pw_valtype *types, bool *oom);
 uint32_t pw__store_type_id_mod(pw_store *s, const pw_module *m, uint32_t idx, bool *oom);
 /* Is function f's type a subtype of type t of module m (Wasm 3.0 subtyping)? */
 bool pw__func_type_sub(const pw_func *f, const pw_module *m, uint32_t t);
@@ -298,11 +330,12 @@ bool pw__mem_map(pw_pool *p, pw_memory *m, uint64_t bytes);
 void pw__mem_unmap(pw_pool *p, pw_memory *m);
 void pw__pool_attach(pw_pool *p); /* a store starts using p */
 void pw__pool_detach(pw_pool *p); /* ... and stops (may free a closed pool) */
-void pw__pool_stats(const pw_pool *p, uint32_t *stacks, uint32_t *mems, uint64_t *dirty); /* tests */
+void pw__pool_stats(const pw_pool *p, uint32_t *stacks, uint32_t *mems,
+                    uint64_t *dirty); /* tests */
 
 /* table.c */
 pw_table *pw__table_create(pw_store *s, pw_valtype elem, const pw_module *tmod, uint32_t min,
-                          uint64_t max, pw_ref init);
+                           uint64_t max, pw_ref init);
 int64_t pw__table_grow(pw_table *t, uint32_t delta, pw_ref init); /* as pw__memory_grow */
 
 /* snapshot.c: gives a fresh instance (imports linked, functions made, memories,

@@ -41,7 +41,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: peri-spectest [--only NAME] [--scope wasm2|wasm3] [--strict] [--wat] "
             "[--no-fork] [--skip-if-absent] [--engine interp|jit|jit-sse2|lazy|auto]\n"
-            "       [--bounds-checks guard|explicit] [-v]\n"
+            "       [--bounds-checks guard|explicit] [--eager] [-v]\n"
             "  --only NAME   run one script (core/NAME, or GROUP/NAME), in scope or not\n"
             "  --scope S     wasm2 (default " PERI_SPECTEST_DEFAULT_SCOPE
             ") or wasm3 (= wasm2 + wasm3)\n"
@@ -55,6 +55,8 @@ static void usage(FILE *f) {
             "                plain SSE2 only), lazy (the JIT, each function translated\n"
             "                at its first call) or auto\n"
             "  --bounds-checks B  guard (default: guard pages where possible) or explicit\n"
+            "  --eager       compile every function when its module is made (default:\n"
+            "                at its first call)\n"
             "  -v            print every failure detail and every skipped script\n"
             "environment: SPECTEST_DIR (data folder, default %s),\n"
             "             PERI_SPECTEST_SCOPE, PERI_SPECTEST_TIMEOUT (seconds per script)\n",
@@ -178,6 +180,8 @@ int main(int argc, char **argv) {
             o.wat = true;
         else if (strcmp(argv[i], "--no-fork") == 0)
             no_fork = true;
+        else if (strcmp(argv[i], "--eager") == 0)
+            o.eager = true;
         else if (strcmp(argv[i], "--skip-if-absent") == 0)
             skip_if_absent = true;
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)

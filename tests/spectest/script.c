@@ -325,7 +325,8 @@ static pw_module *st_load(st_script *sc, pj_t *cmd, pw_error *err) {
         free(bytes);
         return NULL;
     }
-    pw_module *m = pw_module_new(bytes, len, NULL, err);
+    pw_module_config mc = {.compile_eagerly = sc->o->eager};
+    pw_module *m = pw_module_new(bytes, len, &mc, err);
     free(bytes);
     if (m && !st_push(&sc->mods, NULL, 0, m)) {
         pw_module_free(m);

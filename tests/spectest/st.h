@@ -33,6 +33,7 @@ typedef struct st_opts {
     bool jit_sse2; /* pw_store_config.jit_sse2 (--engine jit-sse2) */
     int bounds;    /* pw_store_config.bounds_checks (--bounds-checks) */
     bool wat;      /* text mode: modules come from the .wast source via pw_wat_to_wasm */
+    bool eager;    /* pw_module_config.compile_eagerly (--eager) */
 } st_opts;
 
 #define ST_MAX_DETAILS 10

@@ -74,6 +74,14 @@ typedef struct jitcode {
     _Atomic(void *) map;
     size_t maplen;
     unsigned map_isa; /* the CPU features map's code may use (when known) */
+    /* A saved translation's functions not yet compiled to internal code (compile.c)
+     * wait for their first call (lazy_compile), which compiles and publishes them:
+     * their code reads their internal code and their callers read their frame size.
+     * held[i]: function i's entry in map until then (under lock; NULL: none). The
+     * whole pages of map's GOT stay read/write (never executable, like the area's)
+     * so that publishing one writes its slot there too: map_rw bytes. */
+    void **held;
+    size_t map_rw;
     /* Lazy translation (docs/jit.md, "Lazy translation"): one address-space
      * reservation (arena_len bytes, PROT_NONE until used): its own GOT (read/write,
      * never executable: the slots of functions are written as they are published),
@@ -193,6 +201,7 @@ void pw__jit_module_free(struct pw_jitmod *jm) {
         for (uint32_t k = 0; k < jv->ndone; k++)
             free(jv->done[k].gfx);
         free(jv->done);
+        free(jv->held);
         if (jv->lock_ok) pthread_mutex_destroy(&jv->lock);
     }
 #endif
@@ -2225,8 +2234,9 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
         uint32_t d = fidx - c->m->nfunc_imports;
         const pw_cfunc *ce = &c->m->code->funcs[d];
         uint32_t nz = ce->nlocals - ce->nparams;
-        if (nz <= 32 && (uint64_t)argbase + ce->frame_slots < (1u << 27) && d < (1u << 28) &&
-            grow((void **)&c->slow, &c->capslow, c->nslow + 1, sizeof *c->slow)) {
+        if (nz <= 32 && pw__compile_lazy(c->m, ce) &&
+            /* its frame_slots */ (uint64_t)argbase + ce->frame_slots < (1u << 27) &&
+            d < (1u << 28) && grow((void **)&c->slow, &c->capslow, c->nslow + 1, sizeof *c->slow)) {
             got_load(c, X_RAX, G_FN0 + d); /* the callee's entry */
             pw__x64_alu_ri(x, X_CMP, true, X_RAX, 1);
             size_t slow = pw__x64_jcc32(x, X_CC_BE); /* NULL or JIT_FALLBACK */
@@ -3039,6 +3049,9 @@ static int64_t compile_func(const struct pw_jitmod *jm, int v, const pw_module *
                             pw_x64 *out, size_t origin, unsigned isa, fixup **gfx, uint32_t *ngfx) {
     const pw_cfunc *cf = &m->code->funcs[i];
     if (gfx) *gfx = NULL, *ngfx = 0;
+    /* compiled first (compile.c); code outside its slot has no fixed offset */
+    if (!pw__compile_lazy(m, cf) || !m->code->code || cf->code != m->code->code + cf->slot)
+        return -1;
     if (cf->nhandlers || cf->frame_slots >= (1u << 27) || cf->ncode == 0) return -1;
     /* rip-relative references to the GOT at offset 0 must stay within 2 GiB */
     if (origin + out->len > JIT_MAX_BYTES) return -1;
@@ -3134,6 +3147,9 @@ static void publish(jitcode *jv, uint32_t i, void *p) {
         p = none;
     char *a = atomic_load_explicit(&jv->arena, memory_order_acquire);
     if (a) __atomic_store_n((void **)a + G_FN0 + i, p, __ATOMIC_RELEASE);
+    char *mp = atomic_load_explicit(&jv->map, memory_order_acquire);
+    if (mp && ((size_t)G_FN0 + i + 1) * 8 <= jv->map_rw)
+        __atomic_store_n((void **)mp + G_FN0 + i, p, __ATOMIC_RELEASE);
 }
 
 static void mark_fallback(jitcode *jv) {
@@ -3179,6 +3195,8 @@ static void write_got(void *p, const pw_module *m, const jitcode *jv) {
     memcpy(p, got, sizeof got);
 }
 
+static size_t page_round(size_t n);
+
 bool pw__jit_install(const pw_module *m, int v, void *map, size_t maplen, size_t len,
                      const int64_t *offs) {
     struct pw_jitmod *jm = m->code->jit;
@@ -3192,26 +3210,48 @@ bool pw__jit_install(const pw_module *m, int v, void *map, size_t maplen, size_t
         }
     write_got(map, m, jv);
     void **fn = (void **)map + G_FN0;
+    size_t rw = gotlen / page_round(1) * page_round(1); /* the GOT's whole pages */
+    void **held = NULL;
     /* an absent function's slot stays NULL: calls to it take jit_call, which
-     * translates it at its first call (lazy translation) */
-    for (uint32_t i = 0; i < jv->nfuncs; i++)
-        fn[i] = offs[i] >= 0    ? (void *)((char *)map + offs[i])
-                : offs[i] == -1 ? JIT_FALLBACK
-                                : NULL;
-    if (mprotect(map, maplen, PROT_READ | PROT_EXEC) != 0) {
+     * translates it at its first call (lazy translation); so does a function not
+     * compiled to internal code yet, whose entry is held until its first call (its
+     * slot then written), or, when its slot shares a page with code, which is
+     * compiled now */
+    for (uint32_t i = 0; i < jv->nfuncs; i++) {
+        void *p = offs[i] >= 0    ? (void *)((char *)map + offs[i])
+                  : offs[i] == -1 ? JIT_FALLBACK
+                                  : NULL;
+        const pw_cfunc *cf = &m->code->funcs[i];
+        if (offs[i] >= 0 && !pw__cfunc_ready(cf)) {
+            if (((size_t)G_FN0 + i + 1) * 8 <= rw &&
+                (held || (held = calloc(jv->nfuncs, sizeof *held)))) {
+                held[i] = p;
+                p = NULL;
+            } else if (!pw__compile_lazy(m, cf)) {
+                p = JIT_FALLBACK;
+            }
+        }
+        fn[i] = p;
+    }
+    if (mprotect((char *)map + rw, maplen - rw, PROT_READ | PROT_EXEC) != 0) {
+        free(held);
         munmap(map, maplen);
         return false;
     }
     void *expect = NULL;
-    jv->maplen = maplen; /* written before the mapping is published */
+    if (jv->lock_ok) pthread_mutex_lock(&jv->lock); /* the lazy area's GOT, held */
+    jv->maplen = maplen;                            /* written before the mapping is published */
+    jv->map_rw = rw;
     if (!atomic_compare_exchange_strong_explicit(&jv->map, &expect, map, memory_order_acq_rel,
                                                  memory_order_acquire)) {
+        if (jv->lock_ok) pthread_mutex_unlock(&jv->lock);
+        free(held);
         munmap(map, maplen); /* another thread's translation won */
         return true;
     }
-    if (jv->lock_ok) pthread_mutex_lock(&jv->lock); /* the lazy area's GOT */
+    jv->held = held;
     for (uint32_t i = 0; i < jv->nfuncs; i++)
-        if (offs[i] != PW_JIT_ABSENT)
+        if (offs[i] != PW_JIT_ABSENT && !(held && held[i]))
             publish(jv, i, offs[i] >= 0 ? (void *)((char *)map + offs[i]) : JIT_FALLBACK);
     if (jv->lock_ok) pthread_mutex_unlock(&jv->lock);
     return true;
@@ -3358,7 +3398,9 @@ static void lazy_compile(struct pw_jitmod *jm, int v, const pw_module *m, uint32
     }
     if (!atomic_load_explicit(&jv->fns[i], memory_order_acquire)) {
         void *p = JIT_FALLBACK;
-        if (atomic_load_explicit(&jv->arena, memory_order_relaxed) || arena_new(jm, v, m, isa))
+        if (jv->held && jv->held[i]) /* saved: compiled to internal code first */
+            p = pw__compile_lazy(m, &m->code->funcs[i]) ? jv->held[i] : JIT_FALLBACK;
+        else if (atomic_load_explicit(&jv->arena, memory_order_relaxed) || arena_new(jm, v, m, isa))
             p = arena_add(jm, v, m, i);
         publish(jv, i, p);
     }
@@ -3382,6 +3424,7 @@ static void lazy_save(struct pw_jitmod *jm, int v) {
     if (!offs) return;
     for (uint32_t i = 0; i < n; i++) {
         void *p = atomic_load_explicit(&jv->fns[i], memory_order_acquire);
+        if (!p && jv->held && jv->held[i]) p = jv->held[i]; /* saved, never called */
         offs[i] = p == JIT_FALLBACK                                         ? -1
                   : map && (char *)p >= map && (char *)p < map + jv->maplen ? (char *)p - map
                                                                             : PW_JIT_ABSENT;
