@@ -920,7 +920,23 @@ static const char LOOPS_WAT[] =
     /* an endless loop whose only back-edge is conditional */
     " (func (export \"spin2\") (param $i i32) (result i32)\n"
     "  (loop $l (local.set $i (i32.add (local.get $i) (i32.const 2)))\n"
-    "   (br_if $l (i32.and (local.get $i) (i32.const 1)))) (local.get $i)))\n";
+    "   (br_if $l (i32.and (local.get $i) (i32.const 1)))) (local.get $i))\n"
+    /* an endless loop whose only back-edge is a br_table entry (pass 1 records it as
+     * a loop: its head polls; the table itself does not) */
+    " (func (export \"spin3\") (param $i i32) (result i32)\n"
+    "  (block $out (loop $l (local.set $i (i32.add (local.get $i) (i32.const 2)))\n"
+    "    (br_table $out $l (i32.and (local.get $i) (i32.const 1))))) (local.get $i))\n"
+    /* a state machine: br_table to forward cases, back to the loop head and out */
+    " (func (export \"sm\") (param $n i32) (result i32) (local $acc i32)\n"
+    "  (block $done (loop $l (br_if $done (i32.eqz (local.get $n)))\n"
+    "    (local.set $n (i32.sub (local.get $n) (i32.const 1)))\n"
+    "    (block $c2 (block $c1 (block $c0\n"
+    "       (br_table $c0 $c1 $c2 $l $l $done (i32.rem_u (i32.mul (local.get $n)\n"
+    "        (i32.const 7)) (i32.const 5))))\n"
+    "      (local.set $acc (i32.add (local.get $acc) (i32.const 1))) (br $l))\n"
+    "     (local.set $acc (i32.mul (local.get $acc) (i32.const 3))) (br $l))\n"
+    "    (local.set $acc (i32.xor (local.get $acc) (local.get $n))) (br $l)))\n"
+    "  (local.get $acc)))\n";
 
 static void test_loops_and_slots(void **state) {
     (void)state;
@@ -953,7 +969,11 @@ static void test_loops_and_slots(void **state) {
                  {"fl", 0, NULL},
                  {"fl", 1, NULL},
                  {"join", 0, NULL},
-                 {"join", 1, NULL}};
+                 {"join", 1, NULL},
+                 {"sm", 0, NULL},
+                 {"sm", 1, NULL},
+                 {"sm", 7, NULL},
+                 {"sm", 1000, NULL}};
     int64_t want[sizeof calls / sizeof calls[0]] = {0};
     for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
         pw_store_config cfg = {.engine = tiers[mi].engine, .bounds_checks = tiers[mi].bounds};
@@ -996,6 +1016,16 @@ static void test_loops_and_slots(void **state) {
             pw_val a = {.bits = 1}, out = {0};
             pw_status st = pw_call(r.s, fn(&r, "spin2"), &a, 1, &out, 1, &err);
             double stopped = now_ms();
+            pthread_join(th, NULL);
+            assert_int_equal(st, PW_ERR_TRAP);
+            assert_int_equal(err.trap, PW_TRAP_INTERRUPTED);
+            assert_true(stopped - it.at < 2000.0);
+            /* the same through a br_table back-edge */
+            pw_store_clear_interrupt(r.s);
+            it = (raiser){r.s, 50, 0};
+            assert_int_equal(pthread_create(&th, NULL, raise_later, &it), 0);
+            st = pw_call(r.s, fn(&r, "spin3"), &a, 1, &out, 1, &err);
+            stopped = now_ms();
             pthread_join(th, NULL);
             assert_int_equal(st, PW_ERR_TRAP);
             assert_int_equal(err.trap, PW_TRAP_INTERRUPTED);

@@ -625,9 +625,16 @@ static bool fwd_ok(const jc *c) {
 /* Whole-slot load/store (4 or 8 bytes) between a GPR and a slot operand, which may be
  * a pinned GPR or xmm register (movd/movq). A 4-byte write to a pinned register
  * zero-extends; the upper half of a slot holding an i32/f32 is never read (docs). */
-static void ld(jc *c, bool w, int r, pw_xmem m) {
+/* The register the previous instruction stored frame cell m from, if a load of m
+ * here may take it instead (store-to-load forwarding, docs/jit.md); else -1. */
+static int fwd_reg_of(const jc *c, pw_xmem m) {
     if (m.base == X_RBX && m.index == X_NOREG && m.disp == c->fwd_disp && c->x.len == c->fwd_end &&
-        fwd_ok(c)) {
+        fwd_ok(c))
+        return c->fwd_reg;
+    return -1;
+}
+static void ld(jc *c, bool w, int r, pw_xmem m) {
+    if (fwd_reg_of(c, m) >= 0) {
         /* the previous instruction ended by storing this cell from fwd_reg: take the
          * register instead of waiting for the store to forward (st wrote all 8 bytes
          * of it, so both widths read the same bits; the 4-byte form zero-extends) */
@@ -2400,6 +2407,8 @@ static bool t_control(jc *c, uint32_t pos, int op, uint32_t *len) {
         int r = X_RAX;
         if (v.index == X_DIRECT) /* test the pinned register in place */
             r = v.base;
+        else if (fwd_reg_of(c, v) >= 0) /* the register just stored there, in place */
+            r = fwd_reg_of(c, v);
         else
             ld(c, w, X_RAX, v);
         pw__x64_test_rr(x, w, r, r);
@@ -2414,8 +2423,25 @@ static bool t_control(jc *c, uint32_t pos, int op, uint32_t *len) {
         }
         *len = 4 + n;
         vc_flush(c);
-        /* Any entry may be a loop back-edge: poll once before the indirect jump. */
-        poll_interrupt(c);
+        /* A backward entry is a loop back-edge. Pass 1 records it as a loop, so that
+         * its target polls the interrupt flag at the label (run_pass) and weighs
+         * pins as a loop; the table itself then polls only if some backward target
+         * is no loop head (cannot happen after pass 1, kept as the safe default). */
+        bool poll = false;
+        for (uint32_t i = 0; i <= n && pos + 3 + (uint64_t)i < c->n; i++) {
+            uint32_t t = pos + IMM(3 + i);
+            if (t > pos || t >= c->n) continue;
+            if (c->analyze) {
+                if (!grow((void **)&c->loops, &c->caploops, c->nloops + 2, sizeof *c->loops)) {
+                    c->fail = true;
+                    return true;
+                }
+                c->loops[c->nloops++] = t;
+                c->loops[c->nloops++] = pos;
+            }
+            if (c->analyze || !c->target || c->target[t] != T_LOOP) poll = true;
+        }
+        if (poll) poll_interrupt(c);
         ld(c, false, X_RAX, SL(1));
         pw__x64_mov_ri32(x, X_RCX, n);
         pw__x64_alu_rr(x, X_CMP, false, X_RAX, X_RCX);
