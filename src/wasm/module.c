@@ -65,7 +65,7 @@ static pw_module *module_new(const uint8_t *bytes, size_t len, uint8_t *own,
                              const pw_module_config *cfg, pw_error *err) {
     pw_error local;
     if (!err) err = &local;
-    /* Bodies are ~all of validation (18 % of a warm Ruby start): skip them for bytes
+    /* Bodies are ~all of validation (a quarter of a warm Ruby start): skip them for bytes
      * this engine build already validated (codecache.c, "validated records"). */
     struct pw_ccref *cc = cfg && cfg->code_cache ? pw__cc_open(cfg->code_cache, cfg->digest) : NULL;
     bool known = cc && pw__cc_validated(cc);
