@@ -196,6 +196,13 @@ typedef struct pw_module_config {
      * function is compiled at its first call, so a large module whose run touches
      * few functions (Ruby's start) pays only for those. Both give the same code. */
     bool compile_eagerly;
+    /* With both set (digest: SHA-256 of the bytes, which the caller hashed for the
+     * cache anyway), a module whose bytes already passed validation under this engine
+     * build (a "validated" record in that cache, written after a full validation) has
+     * its function bodies not validated again; everything else is. A wrong digest is
+     * trusted like the cache's code is: callers pass the bytes' own. NULL: validate. */
+    const struct pw_code_cache_config *code_cache;
+    const uint8_t *digest;
 } pw_module_config;
 
 /* Decode, validate and compile. The bytes are copied where needed; the caller keeps

@@ -194,8 +194,14 @@ static pr_program *program_load(pr_host *h, pr_str scope, const char hex[64], co
         return p;
     }
     pw_error pe = {0};
+    /* bytes this engine build validated before (a record in the code cache) are not
+     * validated again: the digest is known here already */
+    uint8_t dg[32];
+    digest_bytes(hex, dg);
+    pw_code_cache_config ccv = {.dir = h->code_cache_dir, .max_bytes = h->code_cache_bytes};
+    pw_module_config mc = {.code_cache = h->code_cache_dir ? &ccv : NULL, .digest = dg};
     pw_module *m =
-        own ? pw_module_new_owned(own, len, NULL, &pe) : pw_module_new(bytes, len, NULL, &pe);
+        own ? pw_module_new_owned(own, len, &mc, &pe) : pw_module_new(bytes, len, &mc, &pe);
     if (!m) {
         if (key != stackkey) free(key);
         if (pe.status == PW_ERR_NOMEM) goto nomem;

@@ -472,13 +472,99 @@ static void test_concurrent(void **state) {
     free(dir);
 }
 
+/* "Validated" records (module.c, codecache.c): bytes validated once are not
+ * validated again. Observed without timing: a module whose one body is invalid is
+ * accepted only when made with the digest of a valid module that has a record. */
+static const uint8_t VALID[] = {0,    'a', 's', 'm', 1, 0,  0, 0, 1, 5, 1,    0x60, 0,   1,
+                                0x7f, 3,   2,   1,   0, 10, 6, 1, 4, 0, 0x41, 0,    0x0b};
+static pw_module *new_with(const uint8_t *b, const uint8_t digest[32], const char *dir,
+                           pw_error *err) {
+    pw_code_cache_config cc = {.dir = dir};
+    pw_module_config cfg = {.code_cache = dir ? &cc : NULL, .digest = digest};
+    return pw_module_new(b, sizeof VALID, &cfg, err);
+}
+
+static void test_validated(void **state) {
+    (void)state;
+    uint8_t bad[sizeof VALID];
+    memcpy(bad, VALID, sizeof VALID);
+    bad[sizeof bad - 3] = 0x42; /* i64.const where the result is i32 */
+    uint8_t dv[32], di[32], dx[32];
+    pb_sha256(VALID, sizeof VALID, dv);
+    pb_sha256(bad, sizeof bad, di);
+    memset(dx, 7, sizeof dx);
+    char *root = tmpdir(), dir[300], rec[700], rec2[700];
+    snprintf(dir, sizeof dir, "%s/code", root);
+    pw_error e1, e2;
+    uint64_t total;
+    /* an invalid module: the same error every time, never recorded */
+    assert_null(new_with(bad, di, dir, &e1));
+    assert_null(new_with(bad, di, dir, &e2));
+    assert_int_equal(e1.status, PW_ERR_INVALID);
+    assert_int_equal(e2.status, e1.status);
+    assert_string_equal(e2.message, e1.message);
+    assert_int_equal(list_dir(dir, &total, NULL, NULL, 0), 0);
+    /* no record yet: bodies are validated */
+    assert_null(new_with(bad, dv, dir, &e2));
+    assert_string_equal(e2.message, e1.message);
+    /* a full validation writes the record (0600, checked by list_dir) */
+    pw_module *m = new_with(VALID, dv, dir, &e2);
+    assert_non_null(m);
+    pw_module_free(m);
+    assert_int_equal(list_dir(dir, &total, NULL, rec, sizeof rec), 1);
+    /* with it the bodies are skipped; the rest still runs */
+    m = new_with(bad, dv, dir, &e2);
+    assert_non_null(m);
+    pw_module_free(m);
+    assert_int_equal(list_dir(dir, &total, NULL, NULL, 0), 1);
+    /* no cache, or a record of another digest: validated */
+    assert_null(new_with(bad, dv, NULL, &e2));
+    assert_string_equal(e2.message, e1.message);
+    assert_null(new_with(bad, dx, dir, &e2));
+    assert_string_equal(e2.message, e1.message);
+    /* a damaged record: ignored (validated), removed, written again by a validation */
+    int fd = open(rec, O_RDWR);
+    assert_true(fd >= 0);
+    assert_int_equal(pwrite(fd, "\xff", 1, 20), 1);
+    close(fd);
+    assert_null(new_with(bad, dv, dir, &e2));
+    assert_string_equal(e2.message, e1.message);
+    assert_int_equal(list_dir(dir, &total, NULL, NULL, 0), 0);
+    m = new_with(VALID, dv, dir, &e2);
+    assert_non_null(m);
+    pw_module_free(m);
+    m = new_with(bad, dv, dir, &e2);
+    assert_non_null(m);
+    pw_module_free(m);
+    /* a whole, valid record of another module under this one's name: not used */
+    m = new_with(VALID, dx, dir, &e2); /* the record of dx */
+    assert_non_null(m);
+    pw_module_free(m);
+    assert_int_equal(list_dir(dir, &total, NULL, NULL, 0), 2);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *de;
+    rec2[0] = 0;
+    while ((de = readdir(d)))
+        if (strlen(de->d_name) > 4 && strcmp(strrchr(rec, '/') + 1, de->d_name) != 0 &&
+            de->d_name[0] != '.')
+            snprintf(rec2, sizeof rec2, "%s/%s", dir, de->d_name);
+    closedir(d);
+    assert_true(rec2[0]);
+    assert_int_equal(rename(rec2, rec), 0);
+    assert_null(new_with(bad, dv, dir, &e2));
+    assert_string_equal(e2.message, e1.message);
+    rm_rf(root);
+    free(root);
+}
+
 int main(void) {
     if (!PW_JIT_AVAILABLE) return 77; /* no JIT here: nothing to cache */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip), cmocka_unit_test(test_corruption),
         cmocka_unit_test(test_foreign),    cmocka_unit_test(test_cache),
         cmocka_unit_test(test_unsafe_dir), cmocka_unit_test(test_eviction),
-        cmocka_unit_test(test_concurrent),
+        cmocka_unit_test(test_concurrent), cmocka_unit_test(test_validated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
