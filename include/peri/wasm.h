@@ -200,7 +200,8 @@ typedef struct pw_module_config {
      * cache anyway), a module whose bytes already passed validation under this engine
      * build (a "validated" record in that cache, written after a full validation) has
      * its function bodies not validated again; everything else is. A wrong digest is
-     * trusted like the cache's code is: callers pass the bytes' own. NULL: validate. */
+     * trusted like the cache's code is: callers pass the bytes' own. NULL: validate.
+     * Modules under 64 KiB are always validated (cheaper than the record's I/O). */
     const struct pw_code_cache_config *code_cache;
     const uint8_t *digest;
 } pw_module_config;
