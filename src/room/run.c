@@ -285,6 +285,22 @@ pr_program *pr_program_load_owned(pr_host *h, pr_str scope, uint8_t *bytes, size
     return program_load_hashed(h, scope, bytes, len, bytes, err);
 }
 
+pr_program *pr_program_load_fd(pr_host *h, pr_str scope, int fd, pr_error *err) {
+    pw_code_cache_config cc = {.dir = h->code_cache_dir, .max_bytes = h->code_cache_bytes};
+    pw_code_err ce = {0};
+    uint8_t *bytes, d[32];
+    size_t len;
+    pw_code_error e = pw_file_read_digest(fd, (uint64_t)1 << 31, h->code_cache_dir ? &cc : NULL,
+                                          &bytes, &len, d, &ce);
+    if (e != PW_CODE_OK) {
+        pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：无法读取模块文件（%s）", ce.message);
+        return NULL;
+    }
+    char hex[65];
+    pr__hex(d, 32, hex);
+    return program_load(h, scope, hex, bytes, len, bytes, (pr_str){NULL, 0}, err);
+}
+
 const pw_module *pr_program_module(const pr_program *p) {
     return p->module;
 }
