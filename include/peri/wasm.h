@@ -196,6 +196,14 @@ typedef struct pw_module_config {
      * function is compiled at its first call, so a large module whose run touches
      * few functions (Ruby's start) pays only for those. Both give the same code. */
     bool compile_eagerly;
+    /* With both set (digest: SHA-256 of the bytes, which the caller hashed for the
+     * cache anyway), a module whose bytes already passed validation under this engine
+     * build (a "validated" record in that cache, written after a full validation) has
+     * its function bodies not validated again; everything else is. A wrong digest is
+     * trusted like the cache's code is: callers pass the bytes' own. NULL: validate.
+     * Modules under 64 KiB are always validated (cheaper than the record's I/O). */
+    const struct pw_code_cache_config *code_cache;
+    const uint8_t *digest;
 } pw_module_config;
 
 /* Decode, validate and compile. The bytes are copied where needed; the caller keeps
@@ -582,6 +590,18 @@ pw_code_error pw_module_set_code_cache(pw_module *m, const uint8_t digest[32],
 pw_code_error pw_code_cache_fill(const pw_module *m, const uint8_t digest[32],
                                  const pw_code_cache_config *cfg, int bounds_checks,
                                  pw_code_err *err);
+
+/* Read the regular file open at fd whole (at most max bytes) into *bytes (malloc'd,
+ * *len bytes; the caller frees) and set digest to their SHA-256. With cfg, a memo in
+ * that cache remembers the digest of a file by its identity (device, inode, size,
+ * mtime and ctime to the nanosecond), so a file unchanged since it was hashed is not
+ * hashed again; it is written only for a file left alone for two seconds, used only
+ * on local file systems that keep ctime (filedigest.c says why that is sound), and
+ * never trusted across a change seen while reading. PW_CODE_IO: not a regular file,
+ * too big, unreadable, or changed size while read; PW_CODE_NOMEM. */
+pw_code_error pw_file_read_digest(int fd, uint64_t max, const pw_code_cache_config *cfg,
+                                  uint8_t **bytes, size_t *len, uint8_t digest[32],
+                                  pw_code_err *err);
 
 /* Snapshots saved in the code cache attached to m (pw_module_set_code_cache), so that
  * another process starts from them instead of initialising again. tag (tag_len bytes)

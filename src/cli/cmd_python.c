@@ -35,21 +35,21 @@ static const char *default_dir(char *buf, size_t n, const char **why) {
     return buf;
 }
 
-static unsigned char *load(const char *dir, size_t *len, int *lib, char *why, size_t why_len) {
+static int load(const char *dir, int *lib, char *why, size_t why_len) {
     char path[4200];
     snprintf(path, sizeof path, "%s/python.wasm", dir);
-    unsigned char *mod = (unsigned char *)peri_read_file(path, false, len);
+    int fd = peri_open_file(path);
     int e = errno;
     snprintf(path, sizeof path, "%s/lib/python3.11", dir);
-    *lib = mod ? open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    if (mod && *lib >= 0) return mod;
+    *lib = fd >= 0 ? open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (fd >= 0 && *lib >= 0) return fd;
     snprintf(why, why_len,
              "cannot read CPython's WebAssembly build in %s: %s\n"
              "scripts/deps.sh builds it (scripts/python-wasi.sh); or name a build with "
              "--python-dir DIR or $PERI_PYTHON_DIR.",
-             dir, strerror(mod ? errno : e));
-    free(mod);
-    return NULL;
+             dir, strerror(fd >= 0 ? errno : e));
+    if (fd >= 0) close(fd);
+    return -1;
 }
 
 static bool check(const char *dir, pr_program *p, char *why, size_t why_len) {

@@ -31,16 +31,16 @@ static const char *default_wasm(char *buf, size_t n, const char **why) {
     return NULL;
 }
 
-static unsigned char *load(const char *wasm, size_t *len, int *lib, char *why, size_t why_len) {
+static int load(const char *wasm, int *lib, char *why, size_t why_len) {
     *lib = -1;
-    unsigned char *mod = (unsigned char *)peri_read_file(wasm, false, len);
-    if (!mod)
+    int fd = peri_open_file(wasm);
+    if (fd < 0)
         snprintf(why, why_len,
                  "cannot read Ruby's WebAssembly build at %s: %s\n"
                  "Fetch it with scripts/deps.sh (@ruby/3.4-wasm-wasi), or name it with --wasm "
                  "PATH or $PERI_RUBY_WASM.",
                  wasm, strerror(errno));
-    return mod;
+    return fd;
 }
 
 static const peri_guest_cli RUBY = {

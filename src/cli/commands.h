@@ -59,6 +59,8 @@ int peri_cmd_login(int argc, char **argv); /* cmd_login.c: keep a provider's API
 /* readfile.c: the whole file (with dash_is_stdin, "-" is stdin), NUL-terminated; caller
  * frees. NULL with errno set on failure. */
 char *peri_read_file(const char *path, bool dash_is_stdin, size_t *len);
+/* open(2) for reading, refusing a directory (EISDIR); readfile.c. */
+int peri_open_file(const char *path);
 
 /* engine_opt.c: PW_ENGINE_* of "interp"/"jit"/"auto", -1 for anything else;
  * the default tier: $PERI_ENGINE, unset or empty = auto (-1 and a message if invalid). */

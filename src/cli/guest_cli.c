@@ -293,14 +293,14 @@ int peri_guest_main(const peri_guest_cli *g, int argc, char **argv) {
         return bad_usage(g, why, NULL);
     bool from_stdin = (g->flags & PERI_GUEST_SCRIPT_DASH) && !strcmp(o.script, "-");
     const char *shown = from_stdin ? "<stdin>" : o.script;
-    size_t wlen = 0, slen = 0, inlen = 0;
-    int lib = -1;
+    size_t slen = 0, inlen = 0;
+    int lib = -1, mfd = -1;
     rc = 1;
     pr_error err;
     pr_host *h = NULL;
     pr_program *p = NULL;
     pr_fs *fs = NULL;
-    unsigned char *mod = NULL, *in = NULL, *src = NULL;
+    unsigned char *in = NULL, *src = NULL;
     pr_cap_lease lease = {.dir_fd = -1, .write = o.lease_write};
     ptl_fetch_cap fetch = {.network = o.network, .lease = &lease};
     pr_cap_log caps = {0};
@@ -327,7 +327,7 @@ int peri_guest_main(const peri_guest_cli *g, int argc, char **argv) {
     }
     char why_not[1200];
     progress_start(&pg);
-    if (!(mod = g->load(o.build, &wlen, &lib, why_not, sizeof why_not))) {
+    if ((mfd = g->load(o.build, &lib, why_not, sizeof why_not)) < 0) {
         progress_stop(&pg);
         fprintf(stderr, "peri %s: %s\n", g->name, why_not);
         goto done;
@@ -338,11 +338,8 @@ int peri_guest_main(const peri_guest_cli *g, int argc, char **argv) {
                           .bounds_checks = o.bounds,
                           .code_cache_dir = peri_code_cache_dir(ccdir, sizeof ccdir)};
     h = pr_host_new(&cfg, &err);
-    /* The module keeps mod's buffer (no copy of Ruby's 30 MB); without a host it is ours. */
-    if (h) {
-        p = pr_program_load_owned(h, (pr_str){g->name, strlen(g->name)}, mod, wlen, &err);
-        mod = NULL;
-    }
+    /* The room reads the module (its digest may come from the code cache's memo). */
+    if (h) p = pr_program_load_fd(h, (pr_str){g->name, strlen(g->name)}, mfd, &err);
     if (!p) {
         progress_stop(&pg);
         if (h && !strcmp(err.message, "隔离运行失败：动态 Worker 程序不是有效 Wasm")) {
@@ -410,7 +407,7 @@ done:
     pr_fs_free(fs);
     pr_program_release(p);
     pr_host_free(h);
-    free(mod);
+    if (mfd >= 0) close(mfd);
     free(src);
     free(in);
     return rc;

@@ -32,9 +32,10 @@ typedef struct peri_guest_cli {
     /* The default build when the option is absent: into buf, or NULL with *why (a
      * usage error). */
     const char *(*default_build)(char *buf, size_t n, const char **why);
-    /* Reads the build: the module's bytes (owned) and the standard library's directory
-     * (*lib, -1 when the language has none). NULL with why (printed after "peri NAME: "). */
-    unsigned char *(*load)(const char *build, size_t *len, int *lib, char *why, size_t why_len);
+    /* Opens the build: the module file (an fd the caller closes; the room reads it) and
+     * the standard library's directory (*lib, -1 when the language has none). -1 with
+     * why (printed after "peri NAME: "). */
+    int (*load)(const char *build, int *lib, char *why, size_t why_len);
     const char *not_wasm; /* printf format naming the build when the module is not Wasm */
     /* Whether the loaded program is this language's (why says why not); NULL: any. */
     bool (*check)(const char *build, pr_program *p, char *why, size_t why_len);

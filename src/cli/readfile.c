@@ -4,16 +4,18 @@
  * One copy for every subcommand that takes a module, a program or a request file. The
  * result is malloc'd and NUL-terminated (the terminator is not counted in *len), so
  * JSON and text readers can use it directly. Files past 2 GiB are refused rather than
- * grown into.
+ * grown into. peri_open_file opens a file the room reads itself (a module).
  */
 #include "cli/commands.h"
 #include "peri/base.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define READ_MAX ((size_t)1 << 31)
 
@@ -59,4 +61,16 @@ char *peri_read_file(const char *path, bool dash_is_stdin, size_t *len) {
     if (b) b[n] = '\0';
     *len = n;
     return b;
+}
+
+/* Caller closes. -1 with errno set (EISDIR for a directory, or open's). */
+int peri_open_file(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        close(fd);
+        errno = EISDIR;
+        return -1;
+    }
+    return fd;
 }

@@ -194,8 +194,14 @@ static pr_program *program_load(pr_host *h, pr_str scope, const char hex[64], co
         return p;
     }
     pw_error pe = {0};
+    /* bytes this engine build validated before (a record in the code cache) are not
+     * validated again: the digest is known here already */
+    uint8_t dg[32];
+    digest_bytes(hex, dg);
+    pw_code_cache_config ccv = {.dir = h->code_cache_dir, .max_bytes = h->code_cache_bytes};
+    pw_module_config mc = {.code_cache = h->code_cache_dir ? &ccv : NULL, .digest = dg};
     pw_module *m =
-        own ? pw_module_new_owned(own, len, NULL, &pe) : pw_module_new(bytes, len, NULL, &pe);
+        own ? pw_module_new_owned(own, len, &mc, &pe) : pw_module_new(bytes, len, &mc, &pe);
     if (!m) {
         if (key != stackkey) free(key);
         if (pe.status == PW_ERR_NOMEM) goto nomem;
@@ -277,6 +283,22 @@ pr_program *pr_program_load(pr_host *h, pr_str scope, const uint8_t *bytes, size
 pr_program *pr_program_load_owned(pr_host *h, pr_str scope, uint8_t *bytes, size_t len,
                                   pr_error *err) {
     return program_load_hashed(h, scope, bytes, len, bytes, err);
+}
+
+pr_program *pr_program_load_fd(pr_host *h, pr_str scope, int fd, pr_error *err) {
+    pw_code_cache_config cc = {.dir = h->code_cache_dir, .max_bytes = h->code_cache_bytes};
+    pw_code_err ce = {0};
+    uint8_t *bytes, d[32];
+    size_t len;
+    pw_code_error e = pw_file_read_digest(fd, (uint64_t)1 << 31, h->code_cache_dir ? &cc : NULL,
+                                          &bytes, &len, d, &ce);
+    if (e != PW_CODE_OK) {
+        pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：无法读取模块文件（%s）", ce.message);
+        return NULL;
+    }
+    char hex[65];
+    pr__hex(d, 32, hex);
+    return program_load(h, scope, hex, bytes, len, bytes, (pr_str){NULL, 0}, err);
 }
 
 const pw_module *pr_program_module(const pr_program *p) {

@@ -752,6 +752,95 @@ pw_code_error pw_code_cache_fill(const pw_module *m, const uint8_t digest[32],
     return e;
 }
 
+/* ---------------------------------------------------------------- validated records
+ * A record that the module of a digest passed full validation under this engine
+ * build, so that module.c skips validating its function bodies next time (docs/
+ * engine.md, "Skipping validation"). It adds no trust: whoever can write the cache
+ * can already make us run native code. Layout: cv_record, then pb_sum of it; named
+ * like every cache file (64 hex digits + ".pcc", from module, engine and a tag). */
+
+#define CV_FORMAT 1u
+static const char CV_MAGIC[8] = {'P', 'E', 'R', 'I', 'V', 'A', 'L', 'D'};
+
+typedef struct cv_record {
+    char magic[8];
+    uint32_t format;
+    uint32_t size; /* sizeof (cv_record) */
+    uint8_t engine[PW_CC_DIGEST];
+    uint8_t module[PW_CC_DIGEST];
+} cv_record;
+
+static void valid_name(const struct pw_ccref *cc, char name[CC_NAME_MAX]) {
+    uint8_t key[PW_CC_DIGEST];
+    pb_sha256_ctx c;
+    pb_sha256_init(&c);
+    pb_sha256_update(&c, cc->module, sizeof cc->module);
+    pb_sha256_update(&c, cc->engine, sizeof cc->engine);
+    pb_sha256_update(&c, "validated", 9);
+    pb_sha256_final(&c, key);
+    pb_hex(key, sizeof key, name);
+    memcpy(name + 64, CC_SUFFIX, sizeof CC_SUFFIX);
+}
+
+struct pw_ccref *pw__cc_open(const pw_code_cache_config *cfg, const uint8_t digest[32]) {
+    if (!cfg || !cfg->dir || !digest) return NULL;
+    struct pw_ccref *cc = calloc(1, sizeof *cc);
+    if (!cc) return NULL;
+    if (!engine_id(cc->engine) || open_dir(cfg->dir, &cc->dirfd, NULL) != PW_CODE_OK) {
+        free(cc);
+        return NULL;
+    }
+    memcpy(cc->module, digest, PW_CC_DIGEST);
+    cc->max_bytes = cfg->max_bytes ? cfg->max_bytes : CC_DEFAULT_MAX;
+    return cc;
+}
+
+bool pw__cc_validated(struct pw_ccref *cc) {
+    char name[CC_NAME_MAX];
+    valid_name(cc, name);
+    int fd = pw__cc_open_entry(cc, name);
+    if (fd < 0) return false;
+    uint8_t buf[sizeof(cv_record) + PB_SUM_LEN + 1], sum[PB_SUM_LEN];
+    cv_record r;
+    bool good = read_at(fd, buf, sizeof buf - 1, 0);
+    if (good) { /* exactly that long */
+        struct stat st;
+        good = fstat(fd, &st) == 0 && (uint64_t)st.st_size == sizeof buf - 1;
+    }
+    if (good) {
+        memcpy(&r, buf, sizeof r);
+        pb_sum(buf, sizeof r, sum);
+        good = memcmp(r.magic, CV_MAGIC, sizeof r.magic) == 0 && r.format == CV_FORMAT &&
+               r.size == sizeof r && memcmp(r.engine, cc->engine, PW_CC_DIGEST) == 0 &&
+               memcmp(r.module, cc->module, PW_CC_DIGEST) == 0 &&
+               memcmp(sum, buf + sizeof r, PB_SUM_LEN) == 0;
+    }
+    if (good)
+        futimens(fd, NULL); /* last use, for eviction */
+    else
+        unlinkat(cc->dirfd, name, 0); /* damaged or foreign: validated and written again */
+    close(fd);
+    return good;
+}
+
+void pw__cc_mark_validated(struct pw_ccref *cc) {
+    cv_record r;
+    memset(&r, 0, sizeof r);
+    memcpy(r.magic, CV_MAGIC, sizeof r.magic);
+    r.format = CV_FORMAT;
+    r.size = sizeof r;
+    memcpy(r.engine, cc->engine, PW_CC_DIGEST);
+    memcpy(r.module, cc->module, PW_CC_DIGEST);
+    uint8_t sum[PB_SUM_LEN];
+    pb_sum(&r, sizeof r, sum);
+    char name[CC_NAME_MAX], tmp[PW_CC_TMP_MAX];
+    valid_name(cc, name);
+    int fd = pw__cc_tmp_create(cc, name, tmp);
+    if (fd < 0) return; /* the cache is an optimisation: next time validates again */
+    bool good = write_all(fd, &r, sizeof r) && write_all(fd, sum, sizeof sum);
+    pw__cc_commit(cc, fd, good, tmp, name);
+}
+
 #else /* no JIT on this host */
 
 void pw__cc_ref_free(struct pw_ccref *cc) {
@@ -806,6 +895,18 @@ pw_code_error pw_module_set_code_cache(pw_module *m, const uint8_t digest[32],
                                        const pw_code_cache_config *cfg, pw_code_err *err) {
     (void)m, (void)digest, (void)cfg;
     return unsupported(err);
+}
+struct pw_ccref *pw__cc_open(const pw_code_cache_config *cfg, const uint8_t digest[32]) {
+    (void)cfg;
+    (void)digest;
+    return NULL; /* no engine build id to bind a record to */
+}
+bool pw__cc_validated(struct pw_ccref *cc) {
+    (void)cc;
+    return false;
+}
+void pw__cc_mark_validated(struct pw_ccref *cc) {
+    (void)cc;
 }
 pw_code_error pw_code_cache_fill(const pw_module *m, const uint8_t digest[32],
                                  const pw_code_cache_config *cfg, int bounds_checks,

@@ -55,6 +55,14 @@ bool pw__cc_commit(struct pw_ccref *cc, int fd, bool good, const char *tmp, cons
 /* Set err (may be NULL) to kind k and the formatted message; returns k. */
 __attribute__((format(printf, 3, 4))) pw_code_error pw__cc_fail(pw_code_err *err, pw_code_error k,
                                                                 const char *fmt, ...);
+/* "Validated" records (module.c): a reference to cfg's cache for the module of
+ * digest, not attached to a module (NULL: no cache, an unsafe directory, no engine
+ * build id; free with pw__cc_ref_free). pw__cc_validated: the cache holds a valid
+ * record for (digest, this engine) (a damaged or foreign one is removed).
+ * pw__cc_mark_validated: write it (tmp + fsync + rename, 0600; failures silent). */
+struct pw_ccref *pw__cc_open(const pw_code_cache_config *cfg, const uint8_t digest[32]);
+bool pw__cc_validated(struct pw_ccref *cc);
+void pw__cc_mark_validated(struct pw_ccref *cc);
 /* The code cache attached to m, or NULL (jit.c keeps it). */
 struct pw_ccref *pw__cc_of(const pw_module *m);
 

@@ -1,6 +1,7 @@
 /*
  * module.c — the module object: creation (decode → validate → compile, by default
- * each function at its first call: compile.c), release,
+ * each function at its first call: compile.c; function bodies are not validated
+ * again for bytes with a "validated" record in the code cache: codecache.c), release,
  * import/export queries, and the error helper pw__fail shared by the whole engine.
  */
 #include <stdarg.h>
@@ -8,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "wasm/codecache.h"
 #include "wasm/compile.h"
 #include "wasm/module.h"
+#include "wasm/validate.h"
 
 pw_status pw__failv(pw_error *err, pw_status st, const char *fmt, va_list ap) {
     if (!err) return st;
@@ -30,7 +33,7 @@ pw_status pw__fail(pw_error *err, pw_status st, const char *fmt, ...) {
 /* Decode and validate bytes. With own (a malloc'd buffer holding the same bytes) the
  * module keeps that buffer, else a copy; own is freed on failure. Caller owns the
  * result (pw__module_destroy). */
-static pw_module *load(const uint8_t *bytes, size_t len, uint8_t *own, pw_error *err) {
+static pw_module *load(const uint8_t *bytes, size_t len, uint8_t *own, bool bodies, pw_error *err) {
     if (len > UINT32_MAX) {
         /* Spans are 32-bit; no real module is this large. */
         free(own);
@@ -51,18 +54,32 @@ static pw_module *load(const uint8_t *bytes, size_t len, uint8_t *own, pw_error 
     }
     if (!own && len) memcpy(m->bytes, bytes, len);
     m->nbytes = len;
-    if (pw__decode(m, err) != PW_OK || pw__validate(m, err) != PW_OK) {
+    if (pw__decode(m, err) != PW_OK || pw__validate_module(m, bodies, err) != PW_OK) {
         pw__module_destroy(m);
         return NULL;
     }
     return m;
 }
 
+/* Modules this small are always validated in full (module_new). */
+#define VALIDATED_MIN 65536u
+
 static pw_module *module_new(const uint8_t *bytes, size_t len, uint8_t *own,
                              const pw_module_config *cfg, pw_error *err) {
     pw_error local;
     if (!err) err = &local;
-    pw_module *m = load(bytes, len, own, err);
+    /* Bodies are ~all of validation (a quarter of a warm Ruby start): skip them for bytes
+     * this engine build already validated (codecache.c, "validated records"). Below
+     * VALIDATED_MIN bytes validating costs less than the record's file I/O (the engine
+     * validates ~350 MB/s; opening, reading and touching a record ~20 us), so small
+     * modules (`peri run hello.wasm`) neither read nor write one. */
+    struct pw_ccref *cc = cfg && cfg->code_cache && len >= VALIDATED_MIN
+                              ? pw__cc_open(cfg->code_cache, cfg->digest)
+                              : NULL;
+    bool known = cc && pw__cc_validated(cc);
+    pw_module *m = load(bytes, len, own, !known, err);
+    if (m && cc && !known) pw__cc_mark_validated(cc);
+    pw__cc_ref_free(cc);
     if (!m) return NULL;
     if (pw__compile_module(m, cfg && cfg->compile_eagerly, err) != PW_OK) {
         pw__module_destroy(m);
@@ -90,7 +107,7 @@ pw_module *pw_module_new_owned(uint8_t *bytes, size_t len, const pw_module_confi
 pw_status pw_module_validate(const uint8_t *bytes, size_t len, pw_error *err) {
     pw_error local;
     if (!err) err = &local;
-    pw_module *m = load(bytes, len, NULL, err);
+    pw_module *m = load(bytes, len, NULL, true, err);
     if (!m) return err->status;
     pw__module_destroy(m);
     err->status = PW_OK;

@@ -273,6 +273,16 @@ struct pw_store {
      * current outermost entry (below it, calls run on the interpreter). */
     bool jit_on;
     char *jit_stack_limit;
+    /* JIT code of the innermost entry from C (jit.c, docs/jit.md "Calls in both
+     * directions"): jit_sp, the outer entry's rsp (a trap unwinds to it; the walk of
+     * the frames direct calls made ends there); jit_walk, the return-address slot of
+     * the JIT frame that calls a call helper (where that walk starts); jit_call_limit,
+     * the lowest rsp at which a direct JIT-to-JIT call may be made without a look by
+     * the helper (native stack budget, frame records left; the maximum while the
+     * interrupt flag is raised, so that every direct call polls). */
+    char *jit_sp;
+    const void *jit_walk;
+    _Atomic(uintptr_t) jit_call_limit;
     /* The `auto` tier (tier.c): true while the store still interprets and counts its
      * calls (jit_on is then false); cleared when the store turns to the JIT. */
     bool jit_auto;

@@ -132,6 +132,9 @@ void pw_store_free(pw_store *s) {
 
 void pw_store_interrupt(pw_store *s) {
     atomic_store(&s->interrupt, 1);
+    /* after the flag (both sequentially consistent): JIT code's direct calls take the
+     * helper, which polls the flag (jit.c, enter_jit) */
+    atomic_store(&s->jit_call_limit, UINTPTR_MAX);
 }
 
 bool pw_store_interrupted(const pw_store *s) {

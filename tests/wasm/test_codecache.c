@@ -472,13 +472,123 @@ static void test_concurrent(void **state) {
     free(dir);
 }
 
+/* "Validated" records (module.c, codecache.c): bytes validated once are not
+ * validated again. Observed without timing: a module whose one body is invalid is
+ * accepted only when made with the digest of a valid module that has a record. Records
+ * are kept only for modules of 64 KiB or more: the test modules carry a custom section
+ * of padding (PADDED), and the unpadded one shows the floor. */
+static const uint8_t VALID[] = {0,    'a', 's', 'm', 1, 0,  0, 0, 1, 5, 1,    0x60, 0,   1,
+                                0x7f, 3,   2,   1,   0, 10, 6, 1, 4, 0, 0x41, 0,    0x0b};
+#define PAD    70000u
+#define PADDED (sizeof VALID + 1 + 5 + 1 + 3 + PAD)
+/* VALID (with its last body byte but two set to `op`) and a custom section "pad". */
+static void padded(uint8_t out[PADDED], uint8_t op) {
+    memcpy(out, VALID, sizeof VALID);
+    out[sizeof VALID - 3] = op;
+    uint8_t *p = out + sizeof VALID;
+    uint32_t n = 1 + 3 + PAD;
+    *p++ = 0; /* custom section, size as a 5-byte LEB128 */
+    for (int i = 0; i < 5; i++, n >>= 7)
+        *p++ = (uint8_t)((n & 0x7f) | (i < 4 ? 0x80 : 0));
+    *p++ = 3;
+    memcpy(p, "pad", 3);
+    memset(p + 3, 0, PAD);
+}
+static pw_module *new_with(const uint8_t *b, size_t len, const uint8_t digest[32], const char *dir,
+                           pw_error *err) {
+    pw_code_cache_config cc = {.dir = dir};
+    pw_module_config cfg = {.code_cache = dir ? &cc : NULL, .digest = digest};
+    return pw_module_new(b, len, &cfg, err);
+}
+
+static void test_validated(void **state) {
+    (void)state;
+    static uint8_t good[PADDED], bad[PADDED];
+    padded(good, 0x41);
+    padded(bad, 0x42); /* i64.const where the result is i32 */
+    uint8_t dv[32], di[32], dx[32], ds[32];
+    pb_sha256(good, sizeof good, dv);
+    pb_sha256(bad, sizeof bad, di);
+    pb_sha256(VALID, sizeof VALID, ds);
+    memset(dx, 7, sizeof dx);
+    char *root = tmpdir(), dir[300], rec[700], rec2[700];
+    snprintf(dir, sizeof dir, "%s/code", root);
+    pw_error e1, e2;
+    uint64_t total;
+    assert_int_equal(mkdir(dir, 0700), 0);
+    /* a small module: validated, no record read or written */
+    pw_module *m = new_with(VALID, sizeof VALID, ds, dir, &e1);
+    assert_non_null(m);
+    pw_module_free(m);
+    assert_int_equal(list_dir(dir, &total, NULL, NULL, 0), 0);
+    /* an invalid module: the same error every time, never recorded */
+    assert_null(new_with(bad, sizeof bad, di, dir, &e1));
+    assert_null(new_with(bad, sizeof bad, di, dir, &e2));
+    assert_int_equal(e1.status, PW_ERR_INVALID);
+    assert_int_equal(e2.status, e1.status);
+    assert_string_equal(e2.message, e1.message);
+    assert_int_equal(list_dir(dir, &total, NULL, NULL, 0), 0);
+    /* no record yet: bodies are validated */
+    assert_null(new_with(bad, sizeof bad, dv, dir, &e2));
+    assert_string_equal(e2.message, e1.message);
+    /* a full validation writes the record (0600, checked by list_dir) */
+    m = new_with(good, sizeof good, dv, dir, &e2);
+    assert_non_null(m);
+    pw_module_free(m);
+    assert_int_equal(list_dir(dir, &total, NULL, rec, sizeof rec), 1);
+    /* with it the bodies are skipped; the rest still runs */
+    m = new_with(bad, sizeof bad, dv, dir, &e2);
+    assert_non_null(m);
+    pw_module_free(m);
+    assert_int_equal(list_dir(dir, &total, NULL, NULL, 0), 1);
+    /* no cache, or a record of another digest: validated */
+    assert_null(new_with(bad, sizeof bad, dv, NULL, &e2));
+    assert_string_equal(e2.message, e1.message);
+    assert_null(new_with(bad, sizeof bad, dx, dir, &e2));
+    assert_string_equal(e2.message, e1.message);
+    /* a damaged record: ignored (validated), removed, written again by a validation */
+    int fd = open(rec, O_RDWR);
+    assert_true(fd >= 0);
+    assert_int_equal(pwrite(fd, "\xff", 1, 20), 1);
+    close(fd);
+    assert_null(new_with(bad, sizeof bad, dv, dir, &e2));
+    assert_string_equal(e2.message, e1.message);
+    assert_int_equal(list_dir(dir, &total, NULL, NULL, 0), 0);
+    m = new_with(good, sizeof good, dv, dir, &e2);
+    assert_non_null(m);
+    pw_module_free(m);
+    m = new_with(bad, sizeof bad, dv, dir, &e2);
+    assert_non_null(m);
+    pw_module_free(m);
+    /* a whole, valid record of another module under this one's name: not used */
+    m = new_with(good, sizeof good, dx, dir, &e2); /* the record of dx */
+    assert_non_null(m);
+    pw_module_free(m);
+    assert_int_equal(list_dir(dir, &total, NULL, NULL, 0), 2);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *de;
+    rec2[0] = 0;
+    while ((de = readdir(d)))
+        if (strlen(de->d_name) > 4 && strcmp(strrchr(rec, '/') + 1, de->d_name) != 0 &&
+            de->d_name[0] != '.')
+            snprintf(rec2, sizeof rec2, "%s/%s", dir, de->d_name);
+    closedir(d);
+    assert_true(rec2[0]);
+    assert_int_equal(rename(rec2, rec), 0);
+    assert_null(new_with(bad, sizeof bad, dv, dir, &e2));
+    assert_string_equal(e2.message, e1.message);
+    rm_rf(root);
+    free(root);
+}
+
 int main(void) {
     if (!PW_JIT_AVAILABLE) return 77; /* no JIT here: nothing to cache */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip), cmocka_unit_test(test_corruption),
         cmocka_unit_test(test_foreign),    cmocka_unit_test(test_cache),
         cmocka_unit_test(test_unsafe_dir), cmocka_unit_test(test_eviction),
-        cmocka_unit_test(test_concurrent),
+        cmocka_unit_test(test_concurrent), cmocka_unit_test(test_validated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,6 +26,7 @@
 #include "raiser.h"
 #include "wasm/jit/jit.h"
 #include "wasm/jit/x64.h"
+#include "wasm/runtime.h" /* gc_stress, gc_nomap */
 
 #include <pthread.h>
 #include <stdio.h>
@@ -1036,12 +1037,120 @@ static void test_loops_and_slots(void **state) {
     free(mod);
 }
 
+/* Direct calls (docs/jit.md "Calls in both directions"): no frame record is written by
+ * a JIT-to-JIT call; the records are derived from the native stack when a call helper
+ * runs. Under a collection at every allocation (allocations are in interpreted
+ * functions: struct.new falls back), a recursion of JIT frames each holding a struct
+ * in a local (direct and through call_indirect) must keep every struct alive, and
+ * every derived record must name a call site with a stack map (gc_nomap stays 0). An
+ * endless recursion with no loop (each call makes two) is stopped by the interrupt
+ * flag (the direct calls' bound). "call stack exhausted" at exactly the
+ * interpreter's depth. */
+static const char FRAMES_WAT[] =
+    "(module (type $box (struct (field i32))) (type $t (func (param i32) (result i32)))\n"
+    " (table 1 funcref) (elem (i32.const 0) $ideep)\n"
+    " (func $mk (param i32) (result (ref null $box)) (struct.new $box (local.get 0)))\n"
+    " (func $get (param (ref null $box)) (result i32) (struct.get $box 0 (local.get 0)))\n"
+    " (func $deep (export \"deep\") (param $n i32) (result i32) (local $r (ref null $box))\n"
+    "  (if (result i32) (i32.eqz (local.get $n))\n"
+    "   (then (call $get (call $mk (i32.const 1000))))\n"
+    "   (else (local.set $r (call $mk (local.get $n)))\n"
+    "    (i32.add (call $deep (i32.sub (local.get $n) (i32.const 1)))\n"
+    "             (call $get (local.get $r))))))\n"
+    " (func $ideep (export \"ideep\") (param $n i32) (result i32) (local $r (ref null $box))\n"
+    "  (if (result i32) (i32.eqz (local.get $n))\n"
+    "   (then (call $get (call $mk (i32.const 1000))))\n"
+    "   (else (local.set $r (call $mk (local.get $n)))\n"
+    "    (i32.add (call_indirect (type $t) (i32.sub (local.get $n) (i32.const 1))\n"
+    "              (i32.const 0))\n"
+    "             (call $get (local.get $r))))))\n"
+    " (func $two (export \"two\") (param $n i32) (result i32)\n"
+    "  (if (result i32) (i32.eqz (local.get $n)) (then (i32.const 1))\n"
+    "   (else (i32.add (call $two (i32.sub (local.get $n) (i32.const 1)))\n"
+    "                  (call $two (i32.sub (local.get $n) (i32.const 1)))))))\n"
+    " (func $sum (export \"sum\") (param $n i32) (result i32)\n"
+    "  (if (result i32) (i32.eqz (local.get $n)) (then (i32.const 0))\n"
+    "   (else (i32.add (local.get $n) (call $sum (i32.sub (local.get $n) (i32.const 1))))))))\n";
+
+static void test_call_frames(void **state) {
+    (void)state;
+    size_t n = 0;
+    uint8_t *mod = NULL;
+    pw_error err;
+    if (pw_wat_to_wasm(FRAMES_WAT, strlen(FRAMES_WAT), &mod, &n, &err) != PW_OK)
+        fail_msg("wat: %s", err.message);
+    int32_t deepest = -1; /* the interpreter's deepest sum(n) under 300 frame records */
+    for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
+        pw_store_config cfg = {.engine = tiers[mi].engine, .bounds_checks = tiers[mi].bounds};
+        rig r;
+        rig_open_cfg(&r, &cfg, mod, n);
+        r.s->gc_stress = true;
+        const char *names[] = {"deep", "ideep"};
+        for (int k = 0; k < 2; k++)
+            for (int32_t d = 0; d <= 200; d += 40) {
+                int32_t res = 0;
+                if (call1(&r, names[k], d, &res, &err) != PW_OK)
+                    fail_msg("%s(%d): %s", names[k], d, err.message);
+                assert_int_equal(res, 1000 + d * (d + 1) / 2);
+            }
+        assert_int_equal(r.s->gc_nomap, 0);
+        if (PW_JIT_AVAILABLE && mi > 0) {
+            assert_int_equal(pw__jit_state(fn(&r, "deep")), 1);
+            assert_int_equal(pw__jit_state(fn(&r, "ideep")), 1);
+            assert_int_equal(pw__jit_state(fn(&r, "two")), 1);
+        }
+        if (tiers[mi].engine == PW_ENGINE_JIT) { /* 2^60 calls, 61 deep, no loop */
+            raiser it = {r.s, 50, 0};
+            pthread_t th;
+            assert_int_equal(pthread_create(&th, NULL, raise_later, &it), 0);
+            int32_t res;
+            pw_status st = call1(&r, "two", 60, &res, &err);
+            double stopped = now_ms();
+            pthread_join(th, NULL);
+            assert_int_equal(st, PW_ERR_TRAP);
+            assert_int_equal(err.trap, PW_TRAP_INTERRUPTED);
+            assert_true(stopped - it.at < 2000.0);
+            pw_store_clear_interrupt(r.s);
+            assert_int_equal(call1(&r, "two", 3, &res, &err), PW_OK);
+            assert_int_equal(res, 8);
+        }
+        rig_close(&r);
+        /* The depth limit at its exact boundary: with the default native stack budget
+         * (every level a JIT frame) and with one so small that the deeper levels run on
+         * the interpreter. The interpreter's entry takes a frame record of its own
+         * (ret_pc NULL) that an entry into JIT code does not, so JIT frames alone reach
+         * one level deeper than the interpreter alone; with the interpreter taking over
+         * below, the same depth as the interpreter. */
+        for (int small = 0; small < 2; small++) {
+            cfg.max_call_depth = 300;
+            cfg.jit_native_stack = small ? 4096 : 0;
+            rig_open_cfg(&r, &cfg, mod, n);
+            int32_t limit = deepest + (mi > 0 && !small);
+            for (int32_t d = 280; d <= 310; d++) {
+                int32_t res = 0;
+                pw_status st = call1(&r, "sum", d, &res, &err);
+                if (mi == 0 && !small && st == PW_OK) limit = deepest = d;
+                if (d <= limit) {
+                    if (st != PW_OK) fail_msg("mode %zu sum(%d): %s", mi, d, err.message);
+                    assert_int_equal(res, d * (d + 1) / 2);
+                } else {
+                    assert_int_equal(st, PW_ERR_TRAP);
+                    assert_string_equal(err.message, "call stack exhausted");
+                }
+            }
+            rig_close(&r);
+        }
+        assert_true(deepest > 280 && deepest < 310);
+    }
+    free(mod);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_encoder_objdump),     cmocka_unit_test(test_tiers_agree),
         cmocka_unit_test(test_call_indirect),       cmocka_unit_test(test_runaway_recursion),
         cmocka_unit_test(test_interrupt_under_jit), cmocka_unit_test(test_self_calls),
-        cmocka_unit_test(test_loops_and_slots),
+        cmocka_unit_test(test_loops_and_slots),     cmocka_unit_test(test_call_frames),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -45,7 +45,7 @@ typedef pw_status (*pw_jit_entry)(pw_slot *fp, pw_instance *inst, pw_store *s);
 
 #define JIT_FALLBACK ((void *)1)
 /* Offset of a JIT function's inner entry from its published (outer) entry. */
-#define JIT_INNER 64
+#define JIT_INNER 80
 
 /* One translation of the module. Two variants (docs/jit.md, "Bounds checks"):
  * JV_EXPLICIT checks every access to memory 0 against its size, JV_GUARD does not
@@ -378,7 +378,7 @@ typedef struct slowcall {
     uint32_t fidx, argbase, ret; /* ret: the internal code after the call */
     uint32_t ind;                /* call_indirect at this position (fidx unused), or
                                     UINT32_MAX: jit_call of fidx */
-    uint32_t from[7], nfrom;     /* the jumps here (rel32 fields to patch) */
+    uint32_t from[8], nfrom;     /* the jumps here (rel32 fields to patch) */
     uint32_t back;               /* where to continue: after the call */
 } slowcall;
 
@@ -433,6 +433,10 @@ typedef struct jc {
     uint32_t ngfx, capgfx;
     slowcall *slow; /* helper paths of direct calls, emitted after the body */
     uint32_t nslow, capslow;
+    /* The inner entry's frame: rsp + fsize is its return-address slot (fsize: the
+     * saved registers and the alignment pad); the outer entry's epilogue (unwinding). */
+    uint32_t fsize;
+    size_t outer_epi;
     /* Store-to-load forwarding (ld): the last template ended with st() of GPR fwd_reg
      * to the frame cell at fwd_disp, and its code ended at fwd_end. */
     size_t fwd_end;
@@ -2149,42 +2153,61 @@ static pw_status jit_call(pw_store *s, pw_instance *inst, pw_func *f, pw_slot *a
                           const uint32_t *ret_pc);
 static int64_t jit_memory_grow(pw_store *s, pw_instance *inst, uint32_t delta);
 
-/* Before a direct call of JIT code: the native stack budget (the returned jump, to
- * be patched to the helper path, is taken when it is used up), the interrupt flag,
- * frame record room; rdx = the store's frame_top. */
-static size_t direct_enter(jc *c) {
-    pw_x64 *x = &c->x;
-    pw__x64_alu_rm(x, X_CMP, true, X_RSP,
-                   x_mem(X_R15, (int32_t)offsetof(pw_store, jit_stack_limit)));
-    size_t slow = pw__x64_jcc32(x, X_CC_B);
-    poll_interrupt(c);
-    pw__x64_load(x, X_LD64, X_RDX, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)));
-    pw__x64_alu_rm(x, X_CMP, true, X_RDX, x_mem(X_R15, (int32_t)offsetof(pw_store, frames_end)));
-    trap_if(c, X_CC_AE, PW_TRAP_STACK_EXHAUSTED);
-    return slow;
+/* Direct JIT-to-JIT calls (docs/jit.md "Calls in both directions"). The caller passes
+ * the callee's frame in rdx and calls its inner entry; nothing else: no frame record,
+ * no status to test on return (a callee that traps unwinds straight to the entry from
+ * C, epilogue), the callee zeroes its own declared locals (prologue). What the
+ * interpreter's call checks is one compare against pw_store.jit_call_limit (native
+ * stack budget, frame records left, interrupt flag; enter_jit) and one for the value
+ * stack; when either fails the helper path (jit_call) decides exactly, as before.
+ *
+ * The frame records of the callers are derived only when something may look: a call
+ * helper (jit_call, jit_call_indirect, jit_call_ref) walks the native stack from the
+ * calling frame (pw_store.jit_walk) to the entry from C (jit_frames): each inner
+ * frame saved rbp and then the caller's rbx (its frame pointer) just below its
+ * return-address slot, and every direct call's return address is followed by a mark
+ * (a 7-byte nop whose immediate is the caller's resume point in the internal code and
+ * the caller's frame size): the record (ret_pc, fp, inst) of every caller, and where
+ * its own return-address slot is. */
+#define MARK_WORDS (1u << 28)
+static bool mark_ok(const jc *c, uint32_t ret) {
+    return (uint64_t)(c->code - c->m->code->code) + ret < MARK_WORDS && c->fsize / 8 < 16;
 }
-/* The caller's frame record at rdx (frame_top), as the interpreter writes it, with the
- * return pc = the internal code at ret; frame_top advanced. Clobbers rcx. */
-static void direct_record(jc *c, uint32_t ret) {
-    pw_x64 *x = &c->x;
-    code_addr(c, X_RCX, ret);
-    pw__x64_store(x, 8, x_mem(X_RDX, (int32_t)offsetof(pw_frame, ret_pc)), X_RCX);
-    pw__x64_store(x, 8, x_mem(X_RDX, (int32_t)offsetof(pw_frame, fp)), X_RBX);
-    pw__x64_store(x, 8, x_mem(X_RDX, (int32_t)offsetof(pw_frame, inst)), X_R14);
-    pw__x64_alu_ri(x, X_ADD, true, X_RDX, (int32_t)sizeof(pw_frame));
-    pw__x64_store(x, 8, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)), X_RDX);
+static void call_mark(jc *c, uint32_t ret) {
+    static const uint8_t nop[3] = {0x0F, 0x1F, 0x80}; /* nop dword [rax + imm32] */
+    uint32_t w = (uint32_t)(c->code - c->m->code->code) + ret;
+    pw__x64_bytes(&c->x, nop, 3);
+    pw__x64_u32(&c->x, w | (c->fsize / 8) << 28);
 }
-/* Call the inner entry of the JIT code at rax (fp in rdi), pop the record, leave on a
- * non-zero status. The memory registers need no reload: JIT code that returns normally
- * leaves r12/r13 current (docs/jit.md "Values, registers, frames"). */
-static void direct_call(jc *c) {
+
+/* rax = the return-address slot of this frame, stored for the call helpers' walk. */
+static void walk_here(jc *c) {
+    pw__x64_lea(&c->x, true, X_RAX, x_mem(X_RSP, (int32_t)c->fsize));
+    pw__x64_store(&c->x, 8, x_mem(X_R15, (int32_t)offsetof(pw_store, jit_walk)), X_RAX);
+}
+
+/* The direct call's bound: the returned jump, to be patched to the helper path, is
+ * taken when rsp is below pw_store.jit_call_limit. */
+static size_t direct_limit(jc *c) {
+    pw__x64_alu_rm(&c->x, X_CMP, true, X_RSP,
+                   x_mem(X_R15, (int32_t)offsetof(pw_store, jit_call_limit)));
+    return pw__x64_jcc32(&c->x, X_CC_B);
+}
+
+/* Call the inner entry: of this function (self), or of the JIT code at rax; the
+ * callee's frame is in rdx; the mark. */
+static void direct_call(jc *c, bool self, uint32_t ret) {
     pw_x64 *x = &c->x;
-    pw__x64_alu_ri(x, X_ADD, true, X_RAX, JIT_INNER); /* the inner entry */
-    pw__x64_call_r(x, X_RAX);
-    pw__x64_alu_mi(x, X_SUB, true, x_mem(X_R15, (int32_t)offsetof(pw_store, frame_top)),
-                   (int32_t)sizeof(pw_frame));
-    pw__x64_test_rr(x, false, X_RAX, X_RAX);
-    jcc_to(c, X_CC_NE, special(c, LAB_EXIT));
+    if (self) {
+        pw__x64_byte(x, 0xE8); /* call rel32 */
+        size_t at = x->len;
+        pw__x64_u32(x, 0);
+        pw__x64_patch32(x, at, (int32_t)((int64_t)JIT_INNER - (int64_t)(at + 4)));
+    } else {
+        pw__x64_alu_ri(x, X_ADD, true, X_RAX, JIT_INNER);
+        pw__x64_call_r(x, X_RAX);
+    }
+    call_mark(c, ret);
 }
 
 /* The helper path of a call: jit_call(s, inst, f = inst->funcs[fidx], the arguments at
@@ -2192,6 +2215,7 @@ static void direct_call(jc *c) {
  * reload the memory registers. */
 static void helper_call(jc *c, uint32_t fidx, uint32_t argbase, uint32_t ret) {
     pw_x64 *x = &c->x;
+    walk_here(c);
     pw__x64_mov_rr(x, true, X_RDI, X_R15);
     pw__x64_mov_rr(x, true, X_RSI, X_R14);
     pw__x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, funcs)));
@@ -2224,7 +2248,16 @@ static void emit_slow_calls(jc *c) {
     }
 }
 
-/* A call through jit_call: f = inst->funcs[fidx] (CALL, CALL_IMPORT). */
+static bool add_slow(jc *c, slowcall sc) {
+    if (!grow((void **)&c->slow, &c->capslow, c->nslow + 1, sizeof *c->slow)) {
+        c->fail = true;
+        return false;
+    }
+    c->slow[c->nslow++] = sc;
+    return true;
+}
+
+/* A call of function fidx (CALL, CALL_IMPORT). */
 static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint32_t len) {
     if (fidx >= c->m->nfuncs || argbase >= c->cf->frame_slots) {
         c->fail = true;
@@ -2234,40 +2267,33 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
     call_begin(c);
     if (fidx >= c->m->nfunc_imports) {
         /* A defined function of this module: when its JIT code exists, call it
-         * directly, doing inline what jit_call + exec_wasm do (same checks, same
-         * frame record, same traps); otherwise (not yet compiled, fallback, native
-         * stack budget used up, many locals to zero) the helper path, emitted after
-         * the function's body so that the direct call falls through. */
+         * directly; otherwise (not yet compiled, fallback, the bound or the value
+         * stack) the helper path, emitted after the function's body so that the
+         * direct call falls through. This function itself is running, so its entry
+         * is known: a self call is a call rel32, with no look at the GOT. */
         uint32_t d = fidx - c->m->nfunc_imports;
         const pw_cfunc *ce = &c->m->code->funcs[d];
-        uint32_t nz = ce->nlocals - ce->nparams;
-        if (nz <= 32 && pw__compile_lazy(c->m, ce) &&
+        if (pw__compile_lazy(c->m, ce) && mark_ok(c, pos + len) &&
             /* its frame_slots */ (uint64_t)argbase + ce->frame_slots < (1u << 27) &&
-            d < (1u << 28) && grow((void **)&c->slow, &c->capslow, c->nslow + 1, sizeof *c->slow)) {
-            got_load(c, X_RAX, G_FN0 + d); /* the callee's entry */
-            pw__x64_alu_ri(x, X_CMP, true, X_RAX, 1);
-            size_t slow = pw__x64_jcc32(x, X_CC_BE); /* NULL or JIT_FALLBACK */
-            size_t slow2 = direct_enter(c);
+            d < (1u << 28)) {
+            bool self = ce == c->cf;
+            slowcall sc = {.fidx = fidx, .argbase = argbase, .ret = pos + len, .ind = UINT32_MAX};
+            if (!self) {
+                got_load(c, X_RAX, G_FN0 + d); /* the callee's entry */
+                pw__x64_alu_ri(x, X_CMP, true, X_RAX, 1);
+                sc.from[sc.nfrom++] =
+                    (uint32_t)pw__x64_jcc32(x, X_CC_BE); /* NULL or JIT_FALLBACK */
+            }
+            sc.from[sc.nfrom++] = (uint32_t)direct_limit(c);
             /* value stack room */
-            pw__x64_lea(x, true, X_RSI, x_mem(X_RBX, (int32_t)((argbase + ce->frame_slots) * 8)));
-            pw__x64_alu_rm(x, X_CMP, true, X_RSI,
+            pw__x64_lea(x, true, X_RCX, x_mem(X_RBX, (int32_t)((argbase + ce->frame_slots) * 8)));
+            pw__x64_alu_rm(x, X_CMP, true, X_RCX,
                            x_mem(X_R15, (int32_t)offsetof(pw_store, stack_end)));
-            trap_if(c, X_CC_A, PW_TRAP_STACK_EXHAUSTED);
-            direct_record(c, pos + len);
-            /* the callee's declared locals start at zero */
-            pw__x64_alu_rr(x, X_XOR, false, X_RCX, X_RCX);
-            for (uint32_t k = ce->nparams; k < ce->nlocals; k++)
-                pw__x64_store(x, 8, x_mem(X_RBX, (int32_t)((argbase + k) * 8)), X_RCX);
-            pw__x64_lea(x, true, X_RDI, x_mem(X_RBX, (int32_t)(argbase * 8)));
-            direct_call(c);
-            c->slow[c->nslow++] = (slowcall){.fidx = fidx,
-                                             .argbase = argbase,
-                                             .ret = pos + len,
-                                             .ind = UINT32_MAX,
-                                             .from = {(uint32_t)slow, (uint32_t)slow2},
-                                             .nfrom = 2,
-                                             .back = (uint32_t)x->len};
-            call_end(c, argbase);
+            sc.from[sc.nfrom++] = (uint32_t)pw__x64_jcc32(x, X_CC_A);
+            pw__x64_lea(x, true, X_RDX, x_mem(X_RBX, (int32_t)(argbase * 8)));
+            direct_call(c, self, pos + len);
+            sc.back = (uint32_t)x->len;
+            if (add_slow(c, sc)) call_end(c, argbase);
             return;
         }
     }
@@ -2280,6 +2306,7 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
  * reload the memory registers. */
 static void table_call(jc *c, uint32_t pos, uint32_t slot) {
     pw_x64 *x = &c->x;
+    walk_here(c);
     pw__x64_mov_rr(x, true, X_RDI, X_R15);
     pw__x64_mov_rr(x, true, X_RSI, X_R14);
     code_addr(c, X_RDX, pos);
@@ -2302,37 +2329,39 @@ static uint64_t odd_inverse(uint64_t x) {
 
 /* CALL_INDIRECT type table idx argbase, inline: the table's bounds, a non-null entry,
  * the exact type id, a function of this instance with JIT code, then the same steps
- * as call_func's direct call with the callee's frame size and locals read from its
- * pw_cfunc. Anything else (out of bounds, null, a subtype or a mismatch, another
- * instance, a host function, no JIT code yet, the native stack budget) takes the
- * helper jit_call_indirect, which repeats the checks and raises the interpreter's
- * traps. */
+ * as call_func's direct call with the callee's frame size read from its pw_cfunc.
+ * Anything else (out of bounds, null, a subtype or a mismatch, another instance, a
+ * host function, no JIT code yet, the bound or the value stack) takes the helper
+ * jit_call_indirect, which repeats the checks and raises the interpreter's traps.
+ * Only rax, rcx and rdx are used (no pinned register is touched). */
 static void call_indirect(jc *c, uint32_t pos) {
     pw_x64 *x = &c->x;
     uint32_t type = IMM(1), tab = IMM(2), argbase = IMM(4);
     pw_xmem idx = SL(3);
     const uint32_t cfsz = (uint32_t)sizeof(pw_cfunc);
     const int sh = __builtin_ctz(cfsz);
+    slowcall sc = {.argbase = argbase, .ret = pos + 5, .ind = pos};
     call_begin(c);
     pw__x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, tables)));
     pw__x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, (int32_t)(tab * 8)));
     ld(c, false, X_RCX, idx);
     pw__x64_alu_rm(x, X_CMP, false, X_RCX, x_mem(X_RAX, (int32_t)offsetof(pw_table, size)));
-    size_t s1 = pw__x64_jcc32(x, X_CC_AE);
+    sc.from[sc.nfrom++] = (uint32_t)pw__x64_jcc32(x, X_CC_AE);
     pw__x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, (int32_t)offsetof(pw_table, elems)));
     pw__x64_load(x, X_LD64, X_RDX, x_memi(X_RAX, X_RCX, 8, 0)); /* f */
     pw__x64_test_rr(x, true, X_RDX, X_RDX);
-    size_t s2 = pw__x64_jcc32(x, X_CC_E);
+    sc.from[sc.nfrom++] = (uint32_t)pw__x64_jcc32(x, X_CC_E);
     pw__x64_alu_rm(x, X_CMP, true, X_R14, x_mem(X_RDX, (int32_t)offsetof(pw_func, inst)));
-    size_t s3 = pw__x64_jcc32(x, X_CC_NE); /* another instance, or a host function */
+    /* another instance, or a host function */
+    sc.from[sc.nfrom++] = (uint32_t)pw__x64_jcc32(x, X_CC_NE);
     pw__x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, type_ids)));
     pw__x64_load(x, X_LD32, X_RAX, x_mem(X_RAX, (int32_t)(type * 4)));
     pw__x64_alu_rm(x, X_CMP, false, X_RAX,
                    x_mem(X_RDX, (int32_t)(offsetof(pw_func, hdr) + offsetof(pw_obj, type_id))));
-    size_t s4 = pw__x64_jcc32(x, X_CC_NE);
-    /* d = (f->code - cm->funcs) / sizeof(pw_cfunc), an exact division */
-    pw__x64_load(x, X_LD64, X_RSI, x_mem(X_RDX, (int32_t)offsetof(pw_func, code)));
-    pw__x64_mov_rr(x, true, X_RAX, X_RSI);
+    sc.from[sc.nfrom++] = (uint32_t)pw__x64_jcc32(x, X_CC_NE);
+    /* rdx = f->code; d = (f->code - cm->funcs) / sizeof(pw_cfunc), an exact division */
+    pw__x64_load(x, X_LD64, X_RDX, x_mem(X_RDX, (int32_t)offsetof(pw_func, code)));
+    pw__x64_mov_rr(x, true, X_RAX, X_RDX);
     got_load(c, X_RCX, G_CFUNCS);
     pw__x64_alu_rr(x, X_SUB, true, X_RAX, X_RCX);
     if (sh) pw__x64_shift_i(x, X_SHR, true, X_RAX, (uint8_t)sh);
@@ -2342,47 +2371,22 @@ static void call_indirect(jc *c, uint32_t pos) {
     }
     pw__x64_mov_ri32(x, X_RCX, c->m->code->nfuncs);
     pw__x64_alu_rr(x, X_CMP, true, X_RAX, X_RCX);
-    size_t s5 = pw__x64_jcc32(x, X_CC_AE);
+    sc.from[sc.nfrom++] = (uint32_t)pw__x64_jcc32(x, X_CC_AE);
     got_fix(c, pw__x64_lea_rip(x, X_RCX), G_FN0);
     pw__x64_load(x, X_LD64, X_RAX, x_memi(X_RCX, X_RAX, 8, 0)); /* the callee's entry */
     pw__x64_alu_ri(x, X_CMP, true, X_RAX, 1);
-    size_t s6 = pw__x64_jcc32(x, X_CC_BE); /* NULL or JIT_FALLBACK */
-    size_t s7 = direct_enter(c);
-    /* value stack room */
-    pw__x64_lea(x, true, X_RDI, x_mem(X_RBX, (int32_t)(argbase * 8)));
-    pw__x64_load(x, X_LD32, X_RCX, x_mem(X_RSI, (int32_t)offsetof(pw_cfunc, frame_slots)));
-    pw__x64_lea(x, true, X_RCX, x_memi(X_RDI, X_RCX, 8, 0));
+    sc.from[sc.nfrom++] = (uint32_t)pw__x64_jcc32(x, X_CC_BE); /* NULL or JIT_FALLBACK */
+    sc.from[sc.nfrom++] = (uint32_t)direct_limit(c);
+    /* value stack room: rbx + 8 * (argbase + frame_slots) */
+    pw__x64_load(x, X_LD32, X_RCX, x_mem(X_RDX, (int32_t)offsetof(pw_cfunc, frame_slots)));
+    pw__x64_lea(x, true, X_RCX, x_memi(X_RBX, X_RCX, 8, (int32_t)(argbase * 8)));
     pw__x64_alu_rm(x, X_CMP, true, X_RCX, x_mem(X_R15, (int32_t)offsetof(pw_store, stack_end)));
-    trap_if(c, X_CC_A, PW_TRAP_STACK_EXHAUSTED);
-    direct_record(c, pos + 5);
-    /* the callee's declared locals start at zero: slots nparams..nlocals-1 */
-    pw__x64_load(x, X_LD32, X_RCX, x_mem(X_RSI, (int32_t)offsetof(pw_cfunc, nparams)));
-    pw__x64_load(x, X_LD32, X_RSI, x_mem(X_RSI, (int32_t)offsetof(pw_cfunc, nlocals)));
-    pw__x64_alu_rr(x, X_XOR, false, X_RDX, X_RDX);
-    pw__x64_alu_rr(x, X_CMP, false, X_RCX, X_RSI);
-    size_t z = pw__x64_jcc32(x, X_CC_AE);
-    size_t loop = x->len;
-    pw__x64_store(x, 8, x_memi(X_RDI, X_RCX, 8, 0), X_RDX);
-    pw__x64_alu_ri(x, X_ADD, false, X_RCX, 1);
-    pw__x64_alu_rr(x, X_CMP, false, X_RCX, X_RSI);
-    size_t back = pw__x64_jcc32(x, X_CC_B);
-    pw__x64_patch32(x, back, (int32_t)((int64_t)loop - (int64_t)(back + 4)));
-    pw__x64_patch32(x, z, (int32_t)(x->len - (z + 4)));
-    direct_call(c);
+    sc.from[sc.nfrom++] = (uint32_t)pw__x64_jcc32(x, X_CC_A);
+    pw__x64_lea(x, true, X_RDX, x_mem(X_RBX, (int32_t)(argbase * 8)));
+    direct_call(c, false, pos + 5);
     /* the helper path after the function's body, jumping back here */
-    if (!grow((void **)&c->slow, &c->capslow, c->nslow + 1, sizeof *c->slow)) {
-        c->fail = true;
-        return;
-    }
-    c->slow[c->nslow++] =
-        (slowcall){.argbase = argbase,
-                   .ret = pos + 5,
-                   .ind = pos,
-                   .from = {(uint32_t)s1, (uint32_t)s2, (uint32_t)s3, (uint32_t)s4, (uint32_t)s5,
-                            (uint32_t)s6, (uint32_t)s7},
-                   .nfrom = 7,
-                   .back = (uint32_t)x->len};
-    call_end(c, argbase);
+    sc.back = (uint32_t)x->len;
+    if (add_slow(c, sc)) call_end(c, argbase);
 }
 
 /* Translate one instruction at pos; *len = its length in words. */
@@ -2811,15 +2815,81 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
 }
 
 /* Two entries. The outer one (offset 0, the published entry, called from C as
- * pw_jit_entry) saves the callee-saved registers, sets r14/r15 and the memory
- * registers and calls the inner one, which starts JIT_INNER bytes later. JIT code
- * of the same module calls the inner entry directly (rdi = the callee's frame; r12-
- * r15 already right): it saves only rbx and rbp, the registers it changes that the
- * caller relies on. r12/r13 are current whenever JIT code runs, except between a
- * helper call's return and the reload that follows it (C code called through the
- * outer entry restores the values it was entered with, which a memory.grow inside
- * may have made stale); so a function returns with them current, and a direct
- * JIT-to-JIT call needs no reload. */
+ * pw_jit_entry) saves the System V callee-saved registers, sets r14/r15, the memory
+ * registers and pw_store.jit_sp (its rsp: where a trap unwinds to) and calls the
+ * inner one, which starts JIT_INNER bytes later, with the frame in rdx; it returns
+ * PW_OK when the inner entry returns. JIT code of the same module calls the inner
+ * entry directly (rdx = the callee's frame; r12-r15 already right): it saves rbp and
+ * then rbx (in that order, right below its return address: the walk of jit_frames
+ * reads the caller's rbx there), keeps rsp 16-byte aligned for helper calls, zeroes
+ * the declared locals and loads the pinned slots. r12/r13 are current whenever JIT
+ * code runs, except between a helper call's return and the reload that follows it (C
+ * code called through the outer entry restores the values it was entered with, which
+ * a memory.grow inside may have made stale); so a function returns with them current,
+ * and a direct JIT-to-JIT call needs no reload. */
+static void outer_exit(pw_x64 *x) {
+    pw__x64_alu_ri(x, X_ADD, true, X_RSP, 8);
+    pw__x64_pop(x, X_R15);
+    pw__x64_pop(x, X_R14);
+    pw__x64_pop(x, X_R13);
+    pw__x64_pop(x, X_R12);
+    pw__x64_pop(x, X_RBX);
+    pw__x64_pop(x, X_RBP);
+    pw__x64_ret(x);
+}
+
+/* Pinned slots at entry: parameters as passed; declared locals zero (a register
+ * pinning only cells of declared locals is zeroed, every other cell of a declared
+ * local is zeroed in the frame first: the GC may read it at a call); the operand
+ * stack slots are dead until written, so they are not loaded. */
+static bool pin_local(const jc *c, uint32_t k) {
+    uint32_t s = c->pslot[k], e = s + (c->pwide[k] ? 2 : 1);
+    return s >= c->cf->nparams && e <= c->cf->nlocals;
+}
+static void entry_locals(jc *c) {
+    pw_x64 *x = &c->x;
+    uint32_t np = c->cf->nparams, nl = c->cf->nlocals, nz = 0;
+    uint8_t inreg[16] = {0}; /* first declared locals wholly in a register */
+    for (uint32_t k = 0; k < c->npins; k++)
+        if (pin_local(c, k))
+            for (uint32_t j = 0; j < (c->pwide[k] ? 2u : 1u); j++)
+                if (c->pslot[k] + j - np < 16) inreg[c->pslot[k] + j - np] = 1;
+    for (uint32_t s = np; s < nl; s++)
+        nz += s - np >= 16 || !inreg[s - np];
+    if (nz) pw__x64_alu_rr(x, X_XOR, false, X_RAX, X_RAX);
+    if (nz > 16) { /* every declared local, in a loop */
+        pw__x64_lea(x, true, X_RCX, x_mem(X_RBX, (int32_t)(np * 8)));
+        pw__x64_lea(x, true, X_RDX, x_mem(X_RBX, (int32_t)(nl * 8)));
+        size_t top = x->len;
+        pw__x64_store(x, 8, x_mem(X_RCX, 0), X_RAX);
+        pw__x64_alu_ri(x, X_ADD, true, X_RCX, 8);
+        pw__x64_alu_rr(x, X_CMP, true, X_RCX, X_RDX);
+        size_t back = pw__x64_jcc32(x, X_CC_B);
+        pw__x64_patch32(x, back, (int32_t)((int64_t)top - (int64_t)(back + 4)));
+    } else if (nz) {
+        for (uint32_t s = np; s < nl; s++)
+            if (s - np >= 16 || !inreg[s - np])
+                pw__x64_store(x, 8, x_mem(X_RBX, (int32_t)(s * 8)), X_RAX);
+    }
+    for (uint32_t k = 0; k < c->npins; k++) {
+        int r = c->preg[k];
+        pw_xmem m = x_mem(X_RBX, (int32_t)(c->pslot[k] * 8));
+        if (c->pslot[k] >= nl) continue;
+        if (pin_local(c, k) && c->pslot[k] - np < 16) {
+            if (r >= PIN_XMM0)
+                pw__x64_sse_rr(x, 0x66, 0xEF, false, r - PIN_XMM0, r - PIN_XMM0); /* pxor */
+            else
+                pw__x64_alu_rr(x, X_XOR, false, r, r);
+        } else if (c->pwide[k]) {
+            pw__x64_sse_rm(x, 0xF3, 0x6F, false, r - PIN_XMM0, m);
+        } else if (r >= PIN_XMM0) {
+            pw__x64_sse_rm(x, 0xF2, X_SSE_MOVLD, false, r - PIN_XMM0, m);
+        } else {
+            pw__x64_load(x, X_LD64, r, m);
+        }
+    }
+}
+
 static void prologue(jc *c) {
     pw_x64 *x = &c->x;
     pw__x64_push(x, X_RBP);
@@ -2832,17 +2902,14 @@ static void prologue(jc *c) {
     pw__x64_mov_rr(x, true, X_R14, X_RSI);
     pw__x64_mov_rr(x, true, X_R15, X_RDX);
     reload_mem(c);
+    pw__x64_mov_rr(x, true, X_RDX, X_RDI);
+    pw__x64_store(x, 8, x_mem(X_R15, (int32_t)offsetof(pw_store, jit_sp)), X_RSP);
     pw__x64_byte(x, 0xE8); /* call rel32: the inner entry */
     size_t at = x->len;
     pw__x64_u32(x, 0);
-    pw__x64_alu_ri(x, X_ADD, true, X_RSP, 8);
-    pw__x64_pop(x, X_R15);
-    pw__x64_pop(x, X_R14);
-    pw__x64_pop(x, X_R13);
-    pw__x64_pop(x, X_R12);
-    pw__x64_pop(x, X_RBX);
-    pw__x64_pop(x, X_RBP);
-    pw__x64_ret(x);
+    pw__x64_alu_rr(x, X_XOR, false, X_RAX, X_RAX); /* PW_OK */
+    c->outer_epi = x->len;
+    outer_exit(x);
     if (x->len > JIT_INNER) c->fail = true;
     while (x->len < JIT_INNER)
         pw__x64_byte(x, 0xCC);
@@ -2851,8 +2918,8 @@ static void prologue(jc *c) {
     pw__x64_push(x, X_RBP);
     pw__x64_push(x, X_RBX);
     pw__x64_alu_ri(x, X_SUB, true, X_RSP, 8); /* 16-byte alignment for helper calls */
-    pw__x64_mov_rr(x, true, X_RBX, X_RDI);
-    reload_pins(c, 0); /* params as passed, declared locals zeroed by the caller */
+    pw__x64_mov_rr(x, true, X_RBX, X_RDX);
+    entry_locals(c);
 }
 
 /* The trap status: s->trap = eax (the code), eax = PW_ERR_TRAP. */
@@ -2861,24 +2928,30 @@ static void trap_status(pw_x64 *x) {
     pw__x64_mov_ri32(x, X_RAX, PW_ERR_TRAP);
 }
 
-/* The inner entry's exit (the same in every function): returns eax. */
-static void inner_exit(pw_x64 *x) {
-    pw__x64_alu_ri(x, X_ADD, true, X_RSP, 8);
-    pw__x64_pop(x, X_RBX);
-    pw__x64_pop(x, X_RBP);
-    pw__x64_ret(x);
+/* The inner entry's return. */
+static void inner_exit(jc *c) {
+    pw__x64_alu_ri(&c->x, X_ADD, true, X_RSP, 8);
+    pw__x64_pop(&c->x, X_RBX);
+    pw__x64_pop(&c->x, X_RBP);
+    pw__x64_ret(&c->x);
 }
 
 /* The fault stub at the start of a guard variant's mapping: where the signal
- * handler resumes a function body that faulted on memory 0 (guard.c). The body's
- * stack is the same in every function and a trap abandons the frame, so this is
- * what the body's own PW_TRAP_MEM_OOB stub would do. */
+ * handler resumes a function body that faulted on memory 0 (guard.c): what the
+ * body's own PW_TRAP_MEM_OOB stub would do (a trap abandons every JIT frame up to the
+ * entry from C, whose outer entry's rsp is pw_store.jit_sp). */
 static void fault_stub(pw_x64 *x) {
     pw__x64_mov_ri32(x, X_RAX, PW_TRAP_MEM_OOB);
     trap_status(x);
-    inner_exit(x);
+    pw__x64_load(x, X_LD64, X_RSP, x_mem(X_R15, (int32_t)offsetof(pw_store, jit_sp)));
+    outer_exit(x);
 }
 
+/* After the body: the trap stubs; LAB_EXIT, the way out with a non-zero status in eax
+ * (a trap, or a failed call helper): it unwinds every JIT frame up to the entry from
+ * C at once (rsp = pw_store.jit_sp, the outer entry's epilogue; JIT frames hold
+ * nothing to clean up, and a direct call's caller never sees a status); LAB_RET, the
+ * return: the pinned results stored. */
 static void epilogue(jc *c) {
     pw_x64 *x = &c->x;
     /* trap stubs: eax = code, then the common trap exit */
@@ -2889,7 +2962,10 @@ static void epilogue(jc *c) {
     }
     c->lab[special(c, LAB_TRAPC)] = (int32_t)x->len;
     trap_status(x);
-    jmp_to(c, special(c, LAB_EXIT));
+    c->lab[special(c, LAB_EXIT)] = (int32_t)x->len;
+    pw__x64_load(x, X_LD64, X_RSP, x_mem(X_R15, (int32_t)offsetof(pw_store, jit_sp)));
+    size_t at = pw__x64_jmp32(x);
+    pw__x64_patch32(x, at, (int32_t)((int64_t)c->outer_epi - (int64_t)(at + 4)));
     c->lab[special(c, LAB_RET)] = (int32_t)x->len;
     for (uint32_t k = 0; k < c->npins; k++) /* the results: slots 0..nresults-1 */
         if (c->pslot[k] < c->cf->nresults) {
@@ -2901,9 +2977,7 @@ static void epilogue(jc *c) {
             else
                 pw__x64_store(x, 8, m, c->preg[k]);
         }
-    pw__x64_alu_rr(x, X_XOR, false, X_RAX, X_RAX);
-    c->lab[special(c, LAB_EXIT)] = (int32_t)x->len;
-    inner_exit(x);
+    inner_exit(c);
 }
 
 /* One translation pass over the function into c->x (labels, fixups patched). */
@@ -2921,6 +2995,7 @@ static void run_pass(jc *c) {
     c->ngfx = 0;
     c->nvpairs = 0;
     c->nslow = 0;
+    c->fsize = 24; /* rbp, rbx, the pad */
     c->fwd_end = SIZE_MAX;
     c->x.join = SIZE_MAX;
     for (uint32_t k = 0; k < c->n + LAB_NSPECIAL; k++)
@@ -3553,21 +3628,45 @@ static pw_status trap(pw_store *s, pw_trap_code code) {
     return PW_ERR_TRAP;
 }
 
+/* Run JIT code j (its outer entry) on the frame at fp: the state of the innermost
+ * entry from C (pw_store.jit_sp, written by the outer entry, and jit_call_limit) is
+ * saved and restored around it. The bound for direct calls: the native stack budget,
+ * and room for the frame records the walk of jit_frames may write (each JIT frame
+ * takes at least JIT_MIN_FRAME bytes of native stack from just below this C frame,
+ * so while rsp stays above `here - JIT_MIN_FRAME * room + 8` no direct call can need
+ * a record past frames_end; a call below it takes the helper, which counts exactly).
+ * The interrupt flag is read after the bound is stored and pw_store_interrupt sets
+ * the bound after the flag (both sequentially consistent), so a raised flag is never
+ * lost: either it is seen here or the bound it set stays. */
+#define JIT_MIN_FRAME 32u
+static pw_status enter_jit(pw_store *s, pw_jit_entry j, pw_slot *fp, pw_instance *inst) {
+    char *sp = s->jit_sp;
+    uintptr_t limit = atomic_load_explicit(&s->jit_call_limit, memory_order_relaxed);
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    uintptr_t room = (uintptr_t)(s->frames_end - s->frame_top), need = room * JIT_MIN_FRAME;
+    uintptr_t lim = need < here ? here - need + 8 : UINTPTR_MAX;
+    if (lim < (uintptr_t)s->jit_stack_limit) lim = (uintptr_t)s->jit_stack_limit;
+    atomic_store(&s->jit_call_limit, lim);
+    pw_status st = atomic_load(&s->interrupt) ? trap(s, PW_TRAP_INTERRUPTED) : j(fp, inst, s);
+    s->jit_sp = sp;
+    atomic_store(&s->jit_call_limit, limit);
+    if (atomic_load(&s->interrupt)) atomic_store(&s->jit_call_limit, UINTPTR_MAX);
+    return st;
+}
+
 /* Run Wasm function f (arguments at fp) by its JIT code, or by the interpreter when
  * it has none or the native stack budget is used up (the interpreter does not
- * recurse on the C stack, so depth is then bounded only by the frame records). */
+ * recurse on the C stack, so depth is then bounded only by the frame records). The
+ * JIT code zeroes its declared locals itself (prologue). */
 static pw_status exec_wasm(pw_store *s, pw_func *f, pw_slot *fp) {
     pw_jit_entry j = jit_get(s, f);
     if (!j || (char *)__builtin_frame_address(0) < s->jit_stack_limit) return pw__interp(s, f, fp);
     const pw_cfunc *cf = f->code;
     if (fp + cf->frame_slots > s->stack_end) return trap(s, PW_TRAP_STACK_EXHAUSTED);
-    memset(fp + cf->nparams, 0, (cf->nlocals - cf->nparams) * sizeof *fp);
-    if (atomic_load_explicit(&s->interrupt, memory_order_relaxed))
-        return trap(s, PW_TRAP_INTERRUPTED);
     /* The fault handler's view of this thread: f's instance runs on top (guard.c). */
     pw_instance *outer = pw__guard_act;
     pw__guard_act = f->inst;
-    pw_status st = j(fp, f->inst, s);
+    pw_status st = enter_jit(s, j, fp, f->inst);
     pw__guard_act = outer;
     return st;
 }
@@ -3587,19 +3686,62 @@ const void *pw__jit_fault_stub(const pw_instance *inst, uintptr_t pc, uintptr_t 
     return (const void *)(map + pw__jit_got_bytes(jv->nfuncs)); /* fault_stub */
 }
 
-static pw_status jit_call(pw_store *s, pw_instance *inst, pw_func *f, pw_slot *argp, pw_slot *fp,
-                          const uint32_t *ret_pc) {
+/* The frame records of the JIT frames that direct calls made since the innermost
+ * entry from C, derived from the native stack (docs/jit.md "Calls in both
+ * directions"): from the return-address slot of the frame that called a helper
+ * (pw_store.jit_walk) up to the one the outer entry called (pw_store.jit_sp - 8),
+ * each frame's return address is a direct call's, followed by its mark (call_mark:
+ * the caller's resume point and frame size) and the caller's rbx (its frame) was
+ * saved 16 bytes below the slot. The records go at frame_top.. in call order, for
+ * the GC's stack walk; every such frame runs in inst (direct calls stay in one
+ * instance). Returns the first free record (frame_top is left as it was: the
+ * caller of a helper restores it, because the records go stale as the frames
+ * return). NULL: more records than frames_end allows (the direct calls' bound makes
+ * that impossible; treated as "call stack exhausted"). */
+static uint32_t mark_of(const uint8_t *const *slot) {
+    const uint8_t *ra = *slot;
+    uint32_t w;
+    memcpy(&w, ra + 3, 4);
+    return w;
+}
+static pw_frame *jit_frames(pw_store *s, pw_instance *inst) {
+    const uint8_t *stop = (const uint8_t *)s->jit_sp - 8, *a = s->jit_walk;
+    size_t n = 0;
+    for (const uint8_t *p = a; p < stop; n++)
+        p += 8 + (mark_of((const uint8_t *const *)p) >> 28) * 8;
+    if (n > (size_t)(s->frames_end - s->frame_top)) return NULL;
+    pw_frame *fr = s->frame_top + n;
+    const uint32_t *code = inst->mod->code->code;
+    for (const uint8_t *p = a; p < stop;) {
+        uint32_t w = mark_of((const uint8_t *const *)p);
+        fr--;
+        fr->ret_pc = code + (w & (MARK_WORDS - 1));
+        memcpy(&fr->fp, p - 16, sizeof fr->fp);
+        fr->inst = inst;
+        p += 8 + (w >> 28) * 8;
+    }
+    return s->frame_top + n;
+}
+
+/* Call f from JIT code (its frame record at fr). */
+static pw_status call_out(pw_store *s, pw_instance *inst, pw_func *f, pw_slot *argp, pw_slot *fp,
+                          const uint32_t *ret_pc, pw_frame *fr) {
     if (atomic_load_explicit(&s->interrupt, memory_order_relaxed))
         return trap(s, PW_TRAP_INTERRUPTED);
-    pw_frame *fr = s->frame_top;
-    if (fr >= s->frames_end) return trap(s, PW_TRAP_STACK_EXHAUSTED);
+    if (!fr || fr >= s->frames_end) return trap(s, PW_TRAP_STACK_EXHAUSTED);
     /* The caller's frame record, as the interpreter writes it (GC walk, unwinding). */
     fr->ret_pc = ret_pc;
     fr->fp = fp;
     fr->inst = inst;
     s->frame_top = fr + 1;
-    pw_status st = f->host ? pw__call_host(s, inst, f, argp) : exec_wasm(s, f, argp);
-    s->frame_top = fr;
+    return f->host ? pw__call_host(s, inst, f, argp) : exec_wasm(s, f, argp);
+}
+
+static pw_status jit_call(pw_store *s, pw_instance *inst, pw_func *f, pw_slot *argp, pw_slot *fp,
+                          const uint32_t *ret_pc) {
+    pw_frame *top = s->frame_top;
+    pw_status st = call_out(s, inst, f, argp, fp, ret_pc, jit_frames(s, inst));
+    s->frame_top = top;
     return st;
 }
 
@@ -3614,33 +3756,31 @@ static pw_status jit_call_indirect(pw_store *s, pw_instance *inst, const uint32_
     if (f->hdr.type_id != inst->type_ids[pc[1]] && !pw__func_type_sub(f, inst->mod, pc[1]))
         return trap(s, PW_TRAP_SIG_MISMATCH);
     pw_slot *argp = fp + pc[4];
+    pw_frame *top = s->frame_top, *fr = jit_frames(s, inst);
+    pw_status st;
     /* Fast path: a function of this instance (so of the caller's module, whose JIT
      * table and code array the caller passes) that has JIT code: the same steps as
      * jit_call + exec_wasm, in the same order, without looking the module up. */
     size_t d = !f->host && f->inst == inst ? (size_t)(f->code - funcs) : SIZE_MAX;
-    if (d < jv->nfuncs) {
-        void *p = atomic_load_explicit(&jv->fns[d], memory_order_acquire);
-        if (p && p != JIT_FALLBACK && (char *)__builtin_frame_address(0) >= s->jit_stack_limit) {
-            if (atomic_load_explicit(&s->interrupt, memory_order_relaxed))
-                return trap(s, PW_TRAP_INTERRUPTED);
-            pw_frame *fr = s->frame_top;
-            if (fr >= s->frames_end) return trap(s, PW_TRAP_STACK_EXHAUSTED);
-            const pw_cfunc *cf = f->code;
-            if (argp + cf->frame_slots > s->stack_end) return trap(s, PW_TRAP_STACK_EXHAUSTED);
+    void *p = d < jv->nfuncs ? atomic_load_explicit(&jv->fns[d], memory_order_acquire) : NULL;
+    if (p && p != JIT_FALLBACK && (char *)__builtin_frame_address(0) >= s->jit_stack_limit) {
+        const pw_cfunc *cf = f->code;
+        if (atomic_load_explicit(&s->interrupt, memory_order_relaxed)) {
+            st = trap(s, PW_TRAP_INTERRUPTED);
+        } else if (!fr || fr >= s->frames_end || argp + cf->frame_slots > s->stack_end) {
+            st = trap(s, PW_TRAP_STACK_EXHAUSTED);
+        } else {
             fr->ret_pc = pc + 5;
             fr->fp = fp;
             fr->inst = inst;
             s->frame_top = fr + 1;
-            for (uint32_t k = cf->nparams; k < cf->nlocals; k++) {
-                argp[k].u64 = 0;
-                __asm__ volatile("" ::: "memory"); /* a few stores, not a memset call */
-            }
-            pw_status st = ((pw_jit_entry)p)(argp, inst, s);
-            s->frame_top = fr;
-            return st;
+            st = enter_jit(s, (pw_jit_entry)p, argp, inst);
         }
+    } else {
+        st = call_out(s, inst, f, argp, fp, pc + 5, fr);
     }
-    return jit_call(s, inst, f, argp, fp, pc + 5);
+    s->frame_top = top;
+    return st;
 }
 
 /* CALL_REF ref argbase. */
