@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 /* Migration N brings the schema from version N-1 to N. Append only; never edit one that
  * has shipped. The PostgreSQL backend has the same tables in its dialect (be_pg.c). */
@@ -297,6 +298,21 @@ static int make_parent_dirs(const char *path) {
     return rc;
 }
 
+/* PRAGMA journal_mode=WAL, retried while another connection holds the lock it needs:
+ * when two processes (or two hosts in one process) open a new shared database at once,
+ * SQLite answers SQLITE_BUSY at once for the lock upgrade, without the busy handler
+ * (waiting could deadlock), so busy_timeout alone does not cover it. Up to ~5 s. */
+static int to_wal(sqlite3 *db) {
+    int rc = SQLITE_BUSY;
+    for (int i = 0; i < 500; i++) {
+        rc = run(db, "PRAGMA journal_mode=WAL");
+        if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) break;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return rc;
+}
+
 void *pst__sqlite_open(const char *path, const psb_ops **ops, pst_error *err) {
     bool memory = strcmp(path, ":memory:") == 0;
     if (!memory) {
@@ -324,7 +340,7 @@ void *pst__sqlite_open(const char *path, const psb_ops **ops, pst_error *err) {
     sqlite3_busy_timeout(b->db, 5000);
     sqlite3_extended_result_codes(b->db, 1);
     if (run(b->db, "PRAGMA foreign_keys=ON") != SQLITE_OK ||
-        (!memory && run(b->db, "PRAGMA journal_mode=WAL") != SQLITE_OK) ||
+        (!memory && to_wal(b->db) != SQLITE_OK) ||
         run(b->db, "PRAGMA synchronous=NORMAL") != SQLITE_OK) {
         pst__ctx(err, sqlfail(b->db, err, NULL), "configure connection");
         goto fail;

@@ -60,9 +60,9 @@ static char *last_model(void) {
     pj_t *arr = pj_loads(txt, 0, NULL);
     free(txt);
     size_t n = pj_array_size(arr);
-    const char *m = n ? pj_string_value(pj_object_get(
-                            pj_object_get(pj_array_get(arr, n - 1), "body"), "model"))
-                      : NULL;
+    const char *m =
+        n ? pj_string_value(pj_object_get(pj_object_get(pj_array_get(arr, n - 1), "body"), "model"))
+          : NULL;
     char *out = strdup(m ? m : "");
     pj_decref(arr);
     return out;
@@ -362,16 +362,18 @@ static void test_two_hosts_one_process(void **state) {
     snprintf(db, sizeof db, "%s/shared.db", tmp);
     snprintf(root, sizeof root, "%s/ws", tmp);
     snprintf(url, sizeof url, "%s/v1", mock.base);
-    pj_t *sa = pj_pack("{s:s, s:i, s:{s:{s:s, s:s}}}", "model", "openai:model-a", "maxRetries",
-                           0, "providers", "openai", "baseUrl", url, "apiKey", "ka");
-    pj_t *sbd = pj_pack("{s:s, s:i, s:{s:{s:s, s:s}}}", "model", "openai:model-b", "maxRetries",
-                            0, "providers", "openai", "baseUrl", url, "apiKey", "kb");
+    pj_t *sa = pj_pack("{s:s, s:i, s:{s:{s:s, s:s}}}", "model", "openai:model-a", "maxRetries", 0,
+                       "providers", "openai", "baseUrl", url, "apiKey", "ka");
+    pj_t *sbd = pj_pack("{s:s, s:i, s:{s:{s:s, s:s}}}", "model", "openai:model-b", "maxRetries", 0,
+                        "providers", "openai", "baseUrl", url, "apiKey", "kb");
     conn A, B;
     conn_open(&A, db, true, MID_A, sa, root, MID_A);
     conn_open(&B, db, true, MID_B, sbd, root, NULL);
     psdk_error err;
-    assert_int_equal(psdk_agent_initialize(A.a, NULL, 0, &err), PSDK_OK);
-    assert_int_equal(psdk_agent_initialize(B.a, NULL, 0, &err), PSDK_OK);
+    if (psdk_agent_initialize(A.a, NULL, 0, &err) != PSDK_OK)
+        fail_msg("initialize A: %s (rpc %d; host: %s)", err.message, err.rpc_code, A.h.err);
+    if (psdk_agent_initialize(B.a, NULL, 0, &err) != PSDK_OK)
+        fail_msg("initialize B: %s (rpc %d; host: %s)", err.message, err.rpc_code, B.h.err);
 
     char stop[32];
     mock_script(&mock, "{\"default\": {\"text\": \"ok\"}}");
