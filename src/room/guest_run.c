@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define SOURCE_MAX (1u << 20)
@@ -94,30 +95,24 @@ static void guest_fini(guest *g) {
     free(g->path);
 }
 
-/* Reads the whole file, up to WASM_MAX bytes (caller frees); NULL with errno. */
-static uint8_t *read_all(const char *path, size_t *len) {
+/* Opens the module file for pr_program_load_fd (which reads it, and takes its digest
+ * from the code cache's memo when it has not changed): a regular file of at most
+ * WASM_MAX bytes. Caller closes; -1 with errno. */
+static int open_module(const char *path) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return NULL;
-    pb_buf b = {0};
-    ssize_t got = 0;
-    int e = 0;
-    do {
-        if (b.len >= WASM_MAX)
-            e = EFBIG;
-        else if (!pb_buf_reserve(&b, 1u << 20))
-            e = ENOMEM;
-        else if ((got = pb_read_some(fd, b.p + b.len, b.cap - b.len - 1)) < 0)
-            e = errno;
-        else
-            b.len += (size_t)got;
-    } while (!e && got > 0);
-    close(fd);
+    if (fd < 0) return -1;
+    struct stat st;
+    int e = fstat(fd, &st) != 0               ? errno
+            : S_ISDIR(st.st_mode)             ? EISDIR
+            : !S_ISREG(st.st_mode)            ? EINVAL
+            : (uint64_t)st.st_size > WASM_MAX ? EFBIG
+                                              : 0;
     if (e) {
-        pb_buf_free(&b);
+        close(fd);
         errno = e;
-        return NULL;
+        return -1;
     }
-    return (uint8_t *)pb_buf_take(&b, len);
+    return fd;
 }
 
 /* The module's path (and the library's) under g->path; false when too long. */
@@ -134,27 +129,23 @@ static pr_program *program(guest *g, int *lib_fd, pr_error *err) {
     pthread_mutex_lock(&g->mu);
     if (!g->prog) {
         char mod[4096], lib[4096];
-        size_t len = 0;
-        uint8_t *bytes = NULL;
-        int e = ENOENT, fd = -1;
+        int e = ENOENT, fd = -1, mfd = -1;
         if (g->path[0] && paths_of(g, mod, lib, sizeof mod)) {
-            bytes = read_all(mod, &len);
+            mfd = open_module(mod);
             e = errno;
         } else if (g->path[0]) {
             e = ENAMETOOLONG;
         }
-        if (bytes && l->lib) {
+        if (mfd >= 0 && l->lib) {
             fd = open(lib, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             e = errno;
         }
-        if (!bytes || (l->lib && fd < 0)) {
+        if (mfd < 0 || (l->lib && fd < 0)) {
             pr__err_set(err, PR_KIND_RUN_FAILED, l->missing, g->path[0] ? g->path : l->unset,
                         g->path[0] ? strerror(e) : l->unset_why);
-            free(bytes);
         } else {
-            g->prog = pr_program_load(g->host, (pr_str){l->abi->name, strlen(l->abi->name)}, bytes,
-                                      len, err);
-            free(bytes);
+            g->prog =
+                pr_program_load_fd(g->host, (pr_str){l->abi->name, strlen(l->abi->name)}, mfd, err);
             if (g->prog && g->prog->abi != l->abi) {
                 pr_program_release(g->prog);
                 g->prog = NULL;
@@ -165,6 +156,7 @@ static pr_program *program(guest *g, int *lib_fd, pr_error *err) {
             else if (fd >= 0)
                 close(fd);
         }
+        if (mfd >= 0) close(mfd);
     }
     pr_program *p = g->prog;
     if (p) atomic_fetch_add(&p->refs, 1);
