@@ -315,7 +315,7 @@ static bool read_at(int fd, void *buf, size_t n, uint64_t off) {
  * code from the file (cache files only: see the invariants above), else read it. */
 static pw_code_error load_fd(int fd, const pw_module *m, const uint8_t digest[32],
                              const uint8_t engine[32], int want_variant, int want_isa,
-                             bool from_file, pw_code_err *err) {
+                             bool from_file, struct pw_ccref *cc, pw_code_err *err) {
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
         return pw__cc_fail(err, PW_CODE_IO, "artifact is not a regular file");
@@ -343,16 +343,23 @@ static pw_code_error load_fd(int fd, const pw_module *m, const uint8_t digest[32
     if (!offs) return pw__cc_fail(err, PW_CODE_NOMEM, "out of memory");
     uint8_t *map = MAP_FAILED, *file = MAP_FAILED, head[CC_PAGE];
     uint8_t want[PW_CC_DIGEST], got[PW_CC_DIGEST];
-    if (from_file) { /* the whole file, private: checked where it will run */
-        file =
-            mmap(NULL, (size_t)h.total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    bool checked = false; /* a cache file unchanged since its full check (filedigest.c) */
+    if (from_file) {      /* the whole file, private: checked where it will run */
+        checked = read_at(fd, want, sizeof want, h.total - PW_CC_DIGEST) &&
+                  pw__cc_checked(cc, fd, h.total, want);
+        /* unchecked, every page is read now: fill them in one go */
+        file = mmap(NULL, (size_t)h.total, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | (checked ? 0 : MAP_POPULATE), fd, 0);
         if (file == MAP_FAILED) {
             e = pw__cc_fail(err, PW_CODE_IO, "cannot map the artifact");
         } else {
             map = file + h.code_off;
             memcpy(offs, file + h.offs_off, (size_t)h.nfuncs * 8);
             memcpy(want, file + h.total - PW_CC_DIGEST, sizeof want);
-            pb_sum(file, (size_t)h.total - PW_CC_DIGEST, got);
+            if (checked)
+                memcpy(got, want, sizeof got);
+            else
+                pb_sum(file, (size_t)h.total - PW_CC_DIGEST, got);
         }
     } else { /* read into private memory: a later change to the file changes nothing */
         map = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -370,13 +377,14 @@ static pw_code_error load_fd(int fd, const pw_module *m, const uint8_t digest[32
     if (!e && memcmp(got, want, sizeof got) != 0)
         e = pw__cc_fail(err, PW_CODE_CORRUPT, "artifact integrity digest does not match");
     if (!e) e = check_offsets(offs, h.nfuncs, h.code_len, err);
+    if (!e && from_file && !checked) pw__cc_mark_checked(cc, fd, &st, want);
     if (file != MAP_FAILED) { /* keep only the code pages */
         size_t after = (size_t)(h.code_off + maplen);
         munmap(file, h.code_off);
         if (h.total > after) munmap(file + after, (size_t)(h.total - after));
         /* drop the page table entries the check filled: the code that runs faults its
          * pages back from the page cache, the rest costs this process nothing */
-        if (!e) madvise(map, maplen, MADV_DONTNEED);
+        if (!e && !checked) madvise(map, maplen, MADV_DONTNEED);
     }
     if (!e) {
         /* takes the mapping: made read/execute after the GOT is written */
@@ -396,7 +404,7 @@ pw_code_error pw_code_load(const pw_module *m, const uint8_t digest[32], const c
         return pw__cc_fail(err, PW_CODE_UNSUPPORTED, "this engine build cannot load artifacts");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return pw__cc_fail(err, PW_CODE_IO, "cannot open %s: %s", path, strerror(errno));
-    pw_code_error e = load_fd(fd, m, digest, engine, -1, -1, false, err);
+    pw_code_error e = load_fd(fd, m, digest, engine, -1, -1, false, NULL, err);
     close(fd);
     return e;
 }
@@ -510,13 +518,13 @@ bool pw__cc_load(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa) {
     int fd = pw__cc_open_entry(cc, name);
     if (fd < 0) return false;
     pw_code_err err;
-    pw_code_error e = load_fd(fd, m, cc->module, cc->engine, v, (int)isa, true, &err);
+    pw_code_error e = load_fd(fd, m, cc->module, cc->engine, v, (int)isa, true, cc, &err);
     /* a file mapping that cannot become executable (a noexec mount, a policy against
      * executing modified file pages): read it into memory instead */
     if (e == PW_CODE_NOMEM || e == PW_CODE_IO)
-        e = load_fd(fd, m, cc->module, cc->engine, v, (int)isa, false, &err);
+        e = load_fd(fd, m, cc->module, cc->engine, v, (int)isa, false, cc, &err);
     if (e == PW_CODE_OK) {
-        futimens(fd, NULL); /* last use, for eviction */
+        if (pw__cc_touch_due(fd)) futimens(fd, NULL); /* last use, for eviction */
     } else if (e != PW_CODE_NOMEM && e != PW_CODE_IO) {
         unlinkat(cc->dirfd, name, 0); /* a bad file is translated and saved again */
     }

@@ -63,6 +63,19 @@ __attribute__((format(printf, 3, 4))) pw_code_error pw__cc_fail(pw_code_err *err
 struct pw_ccref *pw__cc_open(const pw_code_cache_config *cfg, const uint8_t digest[32]);
 bool pw__cc_validated(struct pw_ccref *cc);
 void pw__cc_mark_validated(struct pw_ccref *cc);
+/* Cache files checked before (filedigest.c): pw__cc_checked — the file at fd has the
+ * identity (device, inode, size, mtime, ctime) recorded after a full check passed on
+ * it, and that check's stored sum is sum, so it need not be checked again (false when
+ * cc is NULL, size (the file's) is under 1 MiB, or on a file system that does not
+ * keep ctime). pw__cc_mark_checked —
+ * record it after a full check passed, if the identity is still before's and the
+ * file has been quiet for two seconds. pw__cc_touch_due — a hit should touch the
+ * file's mtime (last use) now: it is an hour old (a touch changes the identity). */
+struct stat;
+bool pw__cc_checked(const struct pw_ccref *cc, int fd, uint64_t size, const uint8_t sum[32]);
+void pw__cc_mark_checked(struct pw_ccref *cc, int fd, const struct stat *before,
+                         const uint8_t sum[32]);
+bool pw__cc_touch_due(int fd);
 /* The code cache attached to m, or NULL (jit.c keeps it). */
 struct pw_ccref *pw__cc_of(const pw_module *m);
 

@@ -344,7 +344,7 @@ static pw_code_error check_digest(int fd, const sf_header *h, const uint8_t want
                : PW_CODE_OK;
 }
 
-static pw_code_error load_fd(int fd, const pw_module *m, const struct pw_ccref *cc,
+static pw_code_error load_fd(int fd, const pw_module *m, struct pw_ccref *cc,
                              const uint8_t tag[PW_CC_DIGEST], pw_snapshot *sn, pw_code_err *err) {
     struct stat st;
     sf_header h;
@@ -368,8 +368,13 @@ static pw_code_error load_fd(int fd, const pw_module *m, const struct pw_ccref *
     uint8_t want[PW_CC_DIGEST];
     if (!read_at(fd, want, sizeof want, h.total - PW_CC_DIGEST))
         return pw__cc_fail(err, PW_CODE_TRUNCATED, "snapshot: cannot read the file");
-    pw_code_error e = check_digest(fd, &h, want, err);
-    if (e) return e;
+    /* a file unchanged since its full check is not summed again (filedigest.c) */
+    pw_code_error e = PW_CODE_OK;
+    if (!pw__cc_checked(cc, fd, h.total, want)) {
+        e = check_digest(fd, &h, want, err);
+        if (e) return e;
+        pw__cc_mark_checked(cc, fd, &st, want);
+    }
     uint8_t *meta = malloc(h.meta_len ? (size_t)h.meta_len : 1);
     if (!meta) return pw__cc_fail(err, PW_CODE_NOMEM, "out of memory");
     if (!read_at(fd, meta, (size_t)h.meta_len, SF_HEAD)) {
@@ -400,7 +405,7 @@ pw_code_error pw_snapshot_load_cached(const pw_module *m, const void *tag, size_
     pw_code_error e =
         sn ? load_fd(fd, m, cc, td, sn, err) : pw__cc_fail(err, PW_CODE_NOMEM, "out of memory");
     if (e == PW_CODE_OK) {
-        futimens(fd, NULL); /* last use, for eviction */
+        if (pw__cc_touch_due(fd)) futimens(fd, NULL); /* last use, for eviction */
         sn->fd = fd;
         *out = sn;
         return PW_CODE_OK;

@@ -15,6 +15,7 @@
 
 #include "peri/base.h"
 #include "peri/wasm.h"
+#include "wasm/codecache.h"
 #include "wasm/jit/jit.h"
 #include "wasm/runtime.h"
 
@@ -24,7 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Every kind of GOT reference: direct calls (fib), call_indirect, call_ref, a float
@@ -49,6 +52,9 @@ static const char WAT[] =
     "   (drop (memory.grow (i32.const 1))) (i32.store (i32.const 70000) (local.get 0))\n"
     "   (i32.add (i32.load (i32.const 70000)) (i32.add (memory.size) (i32.const SEED)))))\n";
 
+#define BIG_OPS 80000
+#define BIG_1   (1 + BIG_OPS / 2) /* big(1): 1 + 0.5 per op */
+
 typedef struct mod {
     uint8_t *bytes;
     size_t len;
@@ -56,17 +62,37 @@ typedef struct mod {
     pw_module *m;
 } mod;
 
-static void mod_make(mod *x, int seed) {
-    char text[sizeof WAT + 16];
+/* The module of seed; with big, also an export "big" whose one body translates to
+ * more than 1 MiB of machine code (test_checked). */
+static void mod_make_as(mod *x, int seed, bool big) {
+    size_t cap = sizeof WAT + 16 + (big ? (size_t)BIG_OPS * 32 + 256 : 0);
+    char *text = malloc(cap);
+    assert_non_null(text);
     const char *at = strstr(WAT, "SEED");
-    int n = snprintf(text, sizeof text, "%.*s%d%s", (int)(at - WAT), WAT, seed, at + 4);
-    assert_true(n > 0 && (size_t)n < sizeof text);
+    int n = snprintf(text, cap, "%.*s%d%s", (int)(at - WAT), WAT, seed, at + 4);
+    assert_true(n > 0 && (size_t)n < cap);
+    if (big) { /* before the module's closing parenthesis */
+        size_t k = (size_t)n - 2;
+        k += (size_t)snprintf(text + k, cap - k,
+                              " (func (export \"big\") (param i32) (result i32) "
+                              "(local.get 0) (f64.convert_i32_s)");
+        for (int i = 0; i < BIG_OPS; i++)
+            k += (size_t)snprintf(text + k, cap - k, " (f64.const 0.5) (f64.add)");
+        k += (size_t)snprintf(text + k, cap - k, " (i32.trunc_sat_f64_s)))\n");
+        assert_true(k < cap);
+        n = (int)k;
+    }
     pw_error err;
     if (pw_wat_to_wasm(text, (size_t)n, &x->bytes, &x->len, &err) != PW_OK)
         fail_msg("wat: %s", err.message);
+    free(text);
     pb_sha256(x->bytes, x->len, x->digest);
     x->m = pw_module_new(x->bytes, x->len, NULL, &err);
     if (!x->m) fail_msg("module: %s", err.message);
+}
+
+static void mod_make(mod *x, int seed) {
+    mod_make_as(x, seed, false);
 }
 
 static void mod_free(mod *x) {
@@ -359,6 +385,124 @@ static void test_cache(void **state) {
     free(root);
 }
 
+/* The largest .pcc file of dir (a translation, not a memo) into path. */
+static void largest(const char *dir, char *path, size_t cap) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    off_t best = -1;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (l <= 4 || strcmp(de->d_name + l - 4, ".pcc")) continue;
+        char p[700];
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        struct stat st;
+        assert_int_equal(stat(p, &st), 0);
+        if (st.st_size > best) best = st.st_size, snprintf(path, cap, "%s", p);
+    }
+    closedir(d);
+    assert_true(best > 0);
+}
+
+/* Whether the cache remembers the file at path as checked (filedigest.c). */
+static bool checked(const char *dir, const char *path, const uint8_t digest[32]) {
+    pw_code_cache_config cfg = {.dir = dir};
+    struct pw_ccref *cc = pw__cc_open(&cfg, digest);
+    assert_non_null(cc);
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    struct stat st;
+    assert_int_equal(fstat(fd, &st), 0);
+    uint8_t sum[32];
+    assert_int_equal(pread(fd, sum, sizeof sum, st.st_size - 32), 32);
+    bool yes = pw__cc_checked(cc, fd, (uint64_t)st.st_size, sum);
+    close(fd);
+    pw__cc_ref_free(cc);
+    return yes;
+}
+
+/* A translation whose full check passed is remembered by its identity once it is two
+ * seconds old, and later hits skip the sum; a write to it (a changed ctime, whatever
+ * the mtime) makes it checked in full again, and a damaged one is refused. */
+static void test_checked(void **state) {
+    (void)state;
+    char *root = tmpdir(), dir[300], one[700];
+    snprintf(dir, sizeof dir, "%s/code", root);
+    struct statfs fs;
+    assert_int_equal(statfs(root, &fs), 0);
+    if (fs.f_type != 0xEF53 && fs.f_type != 0x01021994 && fs.f_type != 0x58465342 &&
+        fs.f_type != 0x9123683E && fs.f_type != 0x794C7630) {
+        rm_rf(root);
+        free(root);
+        skip(); /* a file system whose ctime the memo does not trust */
+    }
+    run r;
+    for (int k = 0; k < 3; k++) { /* saved; checked (too new: not remembered); remembered */
+        if (k == 2) sleep(3);
+        mod a;
+        mod_make_as(&a, 0, true);
+        attach(&a, dir, 0);
+        run_open(&r, a.m, PW_ENGINE_JIT);
+        check_results(&r, 0);
+        assert_int_equal(call(&r, "big", 1, 0), BIG_1);           /* translated: it ran */
+        if (k) assert_int_equal(pw__jit_state(fn(&r, "fib")), 1); /* a hit */
+        pw_store_free(r.s);
+        largest(dir, one, sizeof one);
+        struct stat big;
+        assert_int_equal(stat(one, &big), 0);
+        assert_true(big.st_size > (1 << 20)); /* memos are kept for files of 1 MiB or more */
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        /* saved, or checked while under two seconds old (when this machine was quick
+         * enough to tell): not remembered; checked when quiet: remembered */
+        if (k == 0 || (k == 1 && now.tv_sec - big.st_ctim.tv_sec < 2))
+            assert_false(checked(dir, one, a.digest));
+        if (k == 2) assert_true(checked(dir, one, a.digest));
+        mod_free(&a);
+    }
+    /* a hit by the memo gives the same results */
+    mod b;
+    mod_make_as(&b, 0, true);
+    attach(&b, dir, 0);
+    run_open(&r, b.m, PW_ENGINE_JIT);
+    check_results(&r, 0);
+    assert_int_equal(call(&r, "big", 1, 0), BIG_1);
+    assert_int_equal(pw__jit_state(fn(&r, "fib")), 1);
+    pw_store_free(r.s);
+    /* damaged in place, its mtime put back: no longer remembered, refused, replaced */
+    struct stat st;
+    assert_int_equal(stat(one, &st), 0);
+    int fd = open(one, O_RDWR);
+    assert_true(fd >= 0);
+    assert_int_equal(pwrite(fd, "\xff\xff", 2, 5000), 2);
+    close(fd);
+    struct timespec t[2] = {st.st_atim, st.st_mtim};
+    assert_int_equal(utimensat(AT_FDCWD, one, t, 0), 0);
+    assert_false(checked(dir, one, b.digest));
+    mod_free(&b);
+    mod c;
+    mod_make_as(&c, 0, true);
+    attach(&c, dir, 0);
+    run_open(&r, c.m, PW_ENGINE_JIT);
+    check_results(&r, 0);
+    assert_int_equal(call(&r, "big", 1, 0), BIG_1);
+    pw_store_free(r.s);
+    /* translated and saved again: the file there now is whole */
+    largest(dir, one, sizeof one);
+    assert_int_equal(stat(one, &st), 0);
+    fd = open(one, O_RDONLY);
+    assert_true(fd >= 0);
+    uint8_t *buf = malloc((size_t)st.st_size);
+    assert_non_null(buf);
+    assert_int_equal(read(fd, buf, (size_t)st.st_size), (ssize_t)st.st_size);
+    close(fd);
+    assert_int_equal(pw_code_verify(c.m, c.digest, buf, (size_t)st.st_size, NULL), PW_CODE_OK);
+    free(buf);
+    mod_free(&c);
+    rm_rf(root);
+    free(root);
+}
+
 /* A directory writable by others, or a link, is refused. */
 static void test_unsafe_dir(void **state) {
     (void)state;
@@ -589,6 +733,7 @@ int main(void) {
         cmocka_unit_test(test_foreign),    cmocka_unit_test(test_cache),
         cmocka_unit_test(test_unsafe_dir), cmocka_unit_test(test_eviction),
         cmocka_unit_test(test_concurrent), cmocka_unit_test(test_validated),
+        cmocka_unit_test(test_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
