@@ -353,15 +353,26 @@ int peri_cmd_mcp(int argc, char **argv) {
         return 1;
     }
     pl_policy pol = {.native = PL_NATIVE_AUTO, .network_allowed = false};
-    /* the user's Peri home stays read-only even inside a root that contains it */
+    /* The user's Peri home, the code cache (its files decide what machine code the
+     * host runs) and the room's Ruby and Python builds stay read-only even inside a
+     * root that contains them (docs/placement.md, "Protected directories"). */
     const char *home = getenv("HOME");
-    char peri_home[4096];
-    const char *prot[1] = {peri_home};
+    char peri_home[4096], ruby_dir[4096];
+    const char *prot[4];
+    size_t np = 0;
     if (home && home[0] == '/' &&
-        snprintf(peri_home, sizeof peri_home, "%s/.peri", home) < (int)sizeof peri_home) {
-        pol.protect = prot;
-        pol.nprotect = 1;
+        snprintf(peri_home, sizeof peri_home, "%s/.peri", home) < (int)sizeof peri_home)
+        prot[np++] = peri_home;
+    if (ao.code_cache_dir && ao.code_cache_dir[0] == '/') prot[np++] = ao.code_cache_dir;
+    if (ao.ruby_wasm && ao.ruby_wasm[0] == '/' &&
+        snprintf(ruby_dir, sizeof ruby_dir, "%s", ao.ruby_wasm) < (int)sizeof ruby_dir) {
+        char *slash = strrchr(ruby_dir, '/');
+        if (slash != ruby_dir) *slash = '\0';
+        if (slash != ruby_dir) prot[np++] = ruby_dir;
     }
+    if (ao.python_dir && ao.python_dir[0] == '/') prot[np++] = ao.python_dir;
+    pol.protect = np ? prot : NULL;
+    pol.nprotect = np;
     ptl_sandbox sb = {.place = place, .policy = &pol, .off = unsandboxed, .warn = warn_unsandboxed};
     char real[4096];
     if (!realpath(root, real)) {

@@ -451,7 +451,9 @@ static void destroy(pct_controller *c) {
     close_placement(c);
     pst_close(c->store);
     prt_free(c->rt);
-    pb_free_all(c->tools, c->shell_schema, c->home, c->disc_json, c->prot_home, c->prot_store);
+    pb_free_all(c->tools, c->shell_schema, c->home, c->disc_json, c->prot_store);
+    for (size_t i = 0; i < sizeof c->prot_own / sizeof *c->prot_own; i++)
+        free(c->prot_own[i]);
     while (c->old_settings) {
         pct_old_settings *o = c->old_settings;
         c->old_settings = o->next;
@@ -465,20 +467,39 @@ static void destroy(pct_controller *c) {
     free(c);
 }
 
+/* Add dir (absolute; resolved where it exists) to the protected directories. */
+static bool protect_add(pct_controller *c, const char *dir) {
+    char r[PATH_MAX];
+    if (!dir || dir[0] != '/' || c->policy.nprotect >= sizeof c->prot_v / sizeof *c->prot_v)
+        return true;
+    char *p = strdup(realpath(dir, r) ? r : dir);
+    if (!p) return false;
+    c->prot_own[c->policy.nprotect] = p;
+    c->prot_v[c->policy.nprotect++] = p;
+    c->policy.protect = c->prot_v;
+    return true;
+}
+
 /* The host's own state that sandboxed code must never write, even when a writable dir
  * or the workspace contains it (placement's policy.protect): the user's Peri home
- * (~/.peri: settings, trust, OAuth tokens, machine id) and the directory of a local
- * session store. Where one really lives is resolved when it exists. false: out of
- * memory. */
+ * (~/.peri: settings, trust, OAuth tokens, machine id); the code cache, whose files
+ * decide what machine code the host runs (a planted translation, or a "validated"
+ * record that lets an invalid module skip validation, would be code execution on the
+ * host); the directories of the Ruby and Python builds the room runs (with such a
+ * record, a swapped module); and the directory of a local session store. Where one
+ * really lives is resolved when it exists. false: out of memory. */
 static bool protect_state(pct_controller *c, const pct_config *cfg) {
     char p[PATH_MAX], r[PATH_MAX];
     if (c->home && c->home[0] == '/' &&
-        snprintf(p, sizeof p, "%s/.peri", c->home) < (int)sizeof p) {
-        if (!(c->prot_home = strdup(realpath(p, r) ? r : p))) return false;
-        c->prot_v[0] = c->prot_home;
-        c->policy.protect = c->prot_v;
-        c->policy.nprotect = 1;
+        snprintf(p, sizeof p, "%s/.peri", c->home) < (int)sizeof p && !protect_add(c, p))
+        return false;
+    if (!protect_add(c, cfg->code_cache_dir)) return false;
+    if (cfg->ruby_wasm && snprintf(p, sizeof p, "%s", cfg->ruby_wasm) < (int)sizeof p) {
+        char *slash = strrchr(p, '/');
+        if (slash && slash != p) *slash = '\0';
+        if (slash && slash != p && !protect_add(c, p)) return false;
     }
+    if (!protect_add(c, cfg->python_dir)) return false;
     const char *db = cfg->db_path;
     if (db && strcmp(db, ":memory:") != 0 && !pst_locator_is_remote(db) &&
         snprintf(p, sizeof p, "%s", db) < (int)sizeof p) {

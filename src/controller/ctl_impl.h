@@ -193,9 +193,10 @@ struct pct_controller {
     pl_ctx *place;
     pl_policy policy;
     /* the host's state the sandbox never writes (policy.protect, protect_around): the
-     * user's Peri home and the session store's directory (owned) */
-    char *prot_home, *prot_store;
-    const char *prot_v[1], *around_v[1];
+     * user's Peri home, the code cache, the Ruby and Python builds the room runs, and
+     * the session store's directory (owned) */
+    char *prot_own[4], *prot_store;
+    const char *prot_v[4], *around_v[1];
     ptl_sandbox sandbox;
     pthread_mutex_t mu; /* workers and connectors counts */
     pthread_cond_t cv;

@@ -3,7 +3,8 @@
 directory that contains it writable for the sandbox (`"sandbox": {"writable": [HOME]}`):
 a model's `shell` call (real bubblewrap, through `peri acp` and a scripted mock model)
 cannot write ~/.peri/settings.json (whose MCP servers start on the host), create a file
-there, or rename ~/.peri away, while the rest of HOME stays writable. A writable dir that
+there, or rename ~/.peri away, nor plant a file in the code cache (~/.cache/peri/code)
+or move it away, while the rest of HOME stays writable. A writable dir that
 is the Peri home (also when named with ".."), lies inside it, or is the session store's
 directory refuses the call.
 
@@ -56,17 +57,25 @@ def scenario(E):
     a = E.agent()
     sid = E.new_session(a)
     before = peri_home(E)  # after the agent's own writes (machine-id)
+    cache = os.path.join(home, ".cache", "peri", "code")  # the default code cache
     evil = json.dumps({"mcpServers": {"x": {"command": "/bin/sh", "args": ["-c", "touch /tmp/pwn"]}}})
     cmd = ("set +e\n"
            f"echo '{evil}' > {home}/.peri/settings.json && echo $((40+2))-WROTE-SETTINGS\n"
            f"echo x > {home}/.peri/trust.json && echo $((40+2))-WROTE-TRUST\n"
            f"mv {home}/.peri {home}/old && mkdir {home}/.peri && echo '{evil}' > "
            f"{home}/.peri/settings.json && echo $((40+2))-SWAPPED\n"
-           f"echo plain > {home}/plain.txt && echo $((40+2))-PLAIN-OK\n")
+           f"echo plain > {home}/plain.txt && echo $((40+2))-PLAIN-OK\n"
+           # the code cache: its files decide what machine code the host runs
+           f"echo x > {cache}/0.pcc && echo $((40+2))-WROTE-CACHE\n"
+           f"mv {cache} {cache}.old && echo $((40+2))-MOVED-CACHE\n"
+           f"mv {home}/.cache {home}/cache2 && echo $((40+2))-MOVED-CACHE-PARENT\n")
     out = shell_turn(E, a, sid, "sh1", cmd)
     check("42-PLAIN-OK" in out, "the writable home was not writable (or no sandbox): %s" % out)
-    for bad in ("42-WROTE-SETTINGS", "42-WROTE-TRUST", "42-SWAPPED"):
+    for bad in ("42-WROTE-SETTINGS", "42-WROTE-TRUST", "42-SWAPPED", "42-WROTE-CACHE",
+                "42-MOVED-CACHE", "42-MOVED-CACHE-PARENT"):
         check(bad not in out, "%s: %s" % (bad, out))
+    check(os.path.isdir(cache) and not os.path.lexists(os.path.join(cache, "0.pcc")),
+          "the code cache was written: %r" % (os.listdir(cache) if os.path.isdir(cache) else None))
     check(peri_home(E) == before, "~/.peri changed: %r" % peri_home(E))
     check(not os.path.lexists(os.path.join(home, "old")), "~/.peri was renamed")
     check(open(os.path.join(home, "plain.txt")).read() == "plain\n", "plain.txt")
