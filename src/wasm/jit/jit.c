@@ -352,6 +352,19 @@ enum { ISA_SSSE3 = PW_JIT_SSSE3, ISA_SSE41 = PW_JIT_SSE41, ISA_POPCNT = PW_JIT_P
  * callee-saved, the others caller-saved) and xmm2..xmm15 (xmm0/xmm1 are scratch). */
 static const int8_t pin_gprs[] = {X_RBP, X_RSI, X_RDI, X_R8, X_R9, X_R10, X_R11};
 #define NPIN_GPR ((int)(sizeof pin_gprs / sizeof pin_gprs[0]))
+/* The first NPIN_KEPT of them (rbp, rsi) keep their values across a direct JIT-to-JIT
+ * call: the callee's inner entry saves those it uses (rbp always); the others, like
+ * the xmm registers, are stored before the call and reloaded after it (direct_begin).
+ * Two is the measured best (callgrind, six programs): every kept register costs a push
+ * and a pop in each callee using it; all seven kept made alloc's malloc, which pins
+ * all seven, 3.5 % slower in instructions; three or four were worse than two on alloc
+ * and qsort. */
+#define NPIN_KEPT 2
+static bool gpr_kept(int reg) {
+    for (int r = 0; r < NPIN_KEPT; r++)
+        if (pin_gprs[r] == reg) return true;
+    return false;
+}
 #define NPIN_XMM 14
 #define PIN_MAX  (NPIN_GPR + NPIN_XMM)
 #define PIN_XMM0 16 /* pin[] value 16 + n: xmm n */
@@ -781,7 +794,7 @@ static bool gc_ref_at(const jc *c, uint32_t ret, uint32_t sl) {
  * (call_indirect's index, read in memory), and reloads the first two kinds. The
  * helper path spills and reloads the rest (direct_slow_spill). */
 static bool direct_keeps(const jc *c, uint32_t k, uint32_t argbase) {
-    return c->preg[k] < PIN_XMM0 && c->pslot[k] < argbase;
+    return gpr_kept(c->preg[k]) && c->pslot[k] < argbase;
 }
 static void direct_begin(jc *c, uint32_t argbase, uint32_t ret, uint32_t also) {
     vc_clear(c);
@@ -3092,24 +3105,22 @@ static void run_pass(jc *c) {
     c->ngfx = 0;
     c->nvpairs = 0;
     c->nslow = 0;
-    /* the inner entry saves rbp, rbx and every other pin GPR it uses (direct calls
-     * keep the caller's pins in them), plus a pad to keep rsp 16-byte aligned */
-    c->nsave = 0;
-    for (int r = 1; r < NPIN_GPR; r++)
-        for (uint32_t k = 0; k < c->npins; k++)
-            if (c->preg[k] == pin_gprs[r]) {
-                c->save[c->nsave++] = pin_gprs[r];
-                break;
-            }
-    c->fsize = 16 + 8 * c->nsave + (c->nsave % 2 ? 0 : 8);
-    c->ncsave = 0;
+    /* The inner entry saves rbp, rbx, and the other kept pin GPRs it uses (its
+     * callers' values may be in them: direct calls keep them), plus a pad to keep rsp
+     * 16-byte aligned; around every call of C code it pushes the kept pin GPRs it
+     * does not use (cpush), for the same reason. */
+    c->nsave = c->ncsave = 0;
     c->extra_sp = 0;
-    for (int r = 1; r < NPIN_GPR; r++) {
-        bool saved = false;
-        for (uint32_t k = 0; k < c->nsave; k++)
-            saved |= c->save[k] == pin_gprs[r];
-        if (!saved) c->csave[c->ncsave++] = pin_gprs[r];
+    for (int r = 1; r < NPIN_KEPT; r++) {
+        bool used = false;
+        for (uint32_t k = 0; k < c->npins; k++)
+            used |= c->preg[k] == pin_gprs[r];
+        if (used)
+            c->save[c->nsave++] = pin_gprs[r];
+        else
+            c->csave[c->ncsave++] = pin_gprs[r];
     }
+    c->fsize = 16 + 8 * c->nsave + (c->nsave % 2 ? 0 : 8);
     c->fwd_end = SIZE_MAX;
     c->x.join = SIZE_MAX;
     for (uint32_t k = 0; k < c->n + LAB_NSPECIAL; k++)
@@ -3226,35 +3237,55 @@ static void choose_pins(jc *c) {
             if (c->acc[k].cls == U_GPR) gw[sl] += w;
         }
     }
-    /* An xmm pin costs a spill and a reload at every call. A GPR pin costs them at
-     * every call that is not direct and at every direct call whose argbase is at or
-     * below its slot (direct_begin); one save and restore at entry. dw[sl] becomes the
-     * weight of the direct calls with argbase <= sl. */
+    /* A pin costs a store and a reload at every call sequence (2 x callw), plus its
+     * load or zeroing at entry (2), except a kept GPR (gpr_kept): at every call that
+     * is not direct (gcallw) and every direct call whose argbase is at or below its
+     * slot (direct_begin; dw[sl] becomes their weight), plus its save and restore at
+     * entry (rbp is saved anyway). Each GPR goes to the slot that gains most over
+     * its cost in the register's class: kept registers rbp first, then the others. */
     for (uint32_t sl = 1; sl <= ns; sl++)
         dw[sl] += dw[sl - 1];
     uint64_t cost = 2 * callw + 2;
-    int nx = 0; /* xmm registers taken */
-    for (int cls = 0; cls < 2; cls++) {
-        int limit = cls ? NPIN_XMM - (c->has_simd ? VC_N : 0) : NPIN_GPR;
-        for (int r = 0; r < limit; r++) {
-            uint32_t best = UINT32_MAX;
-            uint64_t bestgain = 0;
-            for (uint32_t sl = 0; sl < ns; sl++) {
-                uint8_t u = c->use[sl];
-                bool ok = u && !(u & U_MEM) && (cls ? fw[sl] > gw[sl] : fw[sl] <= gw[sl]);
-                uint64_t cs = cls ? cost : 2 * (gcallw + dw[sl]) + 2 + 2 * (r > 0);
-                if (ok && c->pin[sl] < 0 && wt[sl] > cs && wt[sl] - cs > bestgain) {
-                    best = sl;
-                    bestgain = wt[sl] - cs;
-                }
+    int nx = 0, ngk = 0, ngo = NPIN_KEPT; /* xmm registers taken; next kept, other GPR */
+    for (;;) {
+        uint32_t best = UINT32_MAX;
+        uint64_t bestgain = 0;
+        bool bestkept = false;
+        for (uint32_t sl = 0; sl < ns; sl++) {
+            uint8_t u = c->use[sl];
+            if (!u || (u & U_MEM) || fw[sl] > gw[sl] || c->pin[sl] >= 0) continue;
+            uint64_t ck = 2 * (gcallw + dw[sl]) + 2 + 2 * (ngk > 0);
+            if (ngk < NPIN_KEPT && wt[sl] > ck && wt[sl] - ck > bestgain) {
+                best = sl;
+                bestgain = wt[sl] - ck;
+                bestkept = true;
             }
-            if (best == UINT32_MAX) break;
-            int8_t reg = cls ? (int8_t)(PIN_XMM0 + 2 + r) : pin_gprs[r];
-            c->pin[best] = reg;
-            c->pslot[c->npins] = best;
-            c->preg[c->npins++] = reg;
-            if (cls) nx++;
+            if (ngo < NPIN_GPR && wt[sl] > cost && wt[sl] - cost > bestgain) {
+                best = sl;
+                bestgain = wt[sl] - cost;
+                bestkept = false;
+            }
         }
+        if (best == UINT32_MAX) break;
+        int8_t reg = pin_gprs[bestkept ? ngk++ : ngo++];
+        c->pin[best] = reg;
+        c->pslot[c->npins] = best;
+        c->preg[c->npins++] = reg;
+    }
+    for (int r = 0; r < NPIN_XMM - (c->has_simd ? VC_N : 0); r++) {
+        uint32_t best = UINT32_MAX;
+        for (uint32_t sl = 0; sl < ns; sl++) {
+            uint8_t u = c->use[sl];
+            bool ok = u && !(u & U_MEM) && fw[sl] > gw[sl];
+            if (ok && c->pin[sl] < 0 && wt[sl] > cost && (best == UINT32_MAX || wt[sl] > wt[best]))
+                best = sl;
+        }
+        if (best == UINT32_MAX) break;
+        int8_t reg = (int8_t)(PIN_XMM0 + 2 + r);
+        c->pin[best] = reg;
+        c->pslot[c->npins] = best;
+        c->preg[c->npins++] = reg;
+        nx++;
     }
     if (c->has_simd) choose_vpins(c, wt, cost, nx);
 out:
