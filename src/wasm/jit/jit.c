@@ -12,7 +12,9 @@
  * two v128 results, section "SIMD"); invariant: a pinned slot's frame cell is
  * written before every call sequence and at the return (results) and reloaded after
  * calls, so whatever reads the frame (callees, the GC, host functions) sees the
- * interpreter's values (docs/jit.md "Registers", "SIMD").
+ * interpreter's values (docs/jit.md "Registers", "SIMD"); except that a direct
+ * JIT-to-JIT call keeps non-reference slots pinned to rbp/rsi below its arguments in
+ * their registers, which every inner entry saves (direct_begin).
  *
  * A JIT function is `pw_status fn(pw_slot *fp, pw_instance *inst, pw_store *s)`. Its
  * caller (exec_wasm) checks value-stack room, zeroes declared locals and polls the
@@ -452,10 +454,12 @@ typedef struct jc {
      * saved registers and the alignment pad); the outer entry's epilogue (unwinding). */
     uint32_t fsize;
     size_t outer_epi;
-    int8_t save[NPIN_GPR]; /* pin GPRs other than rbp, saved by the inner entry */
+    int8_t save[NPIN_GPR]; /* kept pin GPRs but rbp that this function pins: saved by
+                              its inner entry */
     uint32_t nsave;
-    /* The other pin GPRs hold the caller's pins: pushed around every call of C code,
-     * which clobbers them (cpush; call_got pops); extra_sp: the bytes pushed. */
+    /* The kept pin GPRs it does not pin may hold its callers' pins: pushed around
+     * every call of C code, which clobbers them (cpush; call_got pops); extra_sp: the
+     * bytes pushed. */
     int8_t csave[NPIN_GPR];
     uint32_t ncsave, extra_sp;
     /* Store-to-load forwarding (ld): the last template ended with st() of GPR fwd_reg
@@ -786,13 +790,17 @@ static bool gc_ref_at(const jc *c, uint32_t ret, uint32_t sl) {
     return false;
 }
 
-/* A direct JIT-to-JIT call keeps the GPR pins below its argbase in their registers:
- * the callee's inner entry saves every pin GPR it uses (prologue), and nothing it does
- * reads the caller's cells but its arguments (at argbase and above) and, through the
- * GC, the references of the call site's stack map. So it stores only the pins at or
- * above argbase, the xmm pins (not preserved), the references and the cell `also`
- * (call_indirect's index, read in memory), and reloads the first two kinds. The
- * helper path spills and reloads the rest (direct_slow_spill). */
+/* A direct JIT-to-JIT call keeps the pins in kept GPRs (gpr_kept: rbp, rsi) below its
+ * argbase in their registers: the callee's inner entry saves the kept GPRs it pins
+ * (prologue), and nothing it does reads the caller's cells but its arguments (at
+ * argbase and above) and, through the GC, the references of the call site's stack
+ * map (the GC does not move objects). So it stores only the pins at or above argbase,
+ * the xmm pins and the other GPR pins (not preserved), the references and the cell
+ * `also` (call_indirect's index, which its helper reads), and reloads the first three
+ * kinds. The helper path stores and reloads the kept ones but rbp around its C call
+ * (direct_slow_spill). A trap or an exception unwinds to the entry from C, so no
+ * kept pin is ever needed after one; and the frame records derived from the native
+ * stack (jit_frames) are read only by the GC, which reads only the references. */
 static bool direct_keeps(const jc *c, uint32_t k, uint32_t argbase) {
     return gpr_kept(c->preg[k]) && c->pslot[k] < argbase;
 }
@@ -845,10 +853,10 @@ static void code_addr(jc *c, int dst, uint32_t pos) {
     got_load(c, dst, G_CODE);
     if (bytes) pw__x64_alu_ri(&c->x, X_ADD, true, dst, (int32_t)bytes);
 }
-/* Before a call of C code (call_begin, the helper paths): the pin GPRs this
- * function's inner entry did not save hold its caller's pins (direct calls keep them
- * in registers), and C clobbers them: pushed (rsp kept 16-byte aligned), popped by
- * call_got. */
+/* Before a call of C code (call_begin, the helper paths): the kept pin GPRs this
+ * function's inner entry did not save may hold its callers' pins (direct calls keep
+ * them in registers), and C clobbers them: pushed (rsp kept 16-byte aligned), popped
+ * by call_got. Every call_got follows a cpush. */
 static void cpush(jc *c) {
     for (uint32_t k = 0; k < c->ncsave; k++)
         pw__x64_push(&c->x, c->csave[k]);
@@ -2329,8 +2337,10 @@ static void helper_call(jc *c, uint32_t fidx, uint32_t argbase, uint32_t ret) {
 
 static void table_call(jc *c, uint32_t pos, uint32_t slot);
 
-/* The deferred helper paths (after the body, before the trap stubs): each jumps back
- * to right after its call, where the pins are reloaded. */
+/* The deferred helper paths (after the body, before the trap stubs): each stores the
+ * kept pins its direct call kept (C clobbers rsi), pushes what cpush pushes, calls
+ * the helper, reloads them and jumps back to right after its call, where the other
+ * pins are reloaded. */
 static void emit_slow_calls(jc *c) {
     pw_x64 *x = &c->x;
     for (uint32_t k = 0; k < c->nslow && !c->fail; k++) {
