@@ -1048,7 +1048,7 @@ static void test_loops_and_slots(void **state) {
  * interpreter's depth. */
 static const char FRAMES_WAT[] =
     "(module (type $box (struct (field i32))) (type $t (func (param i32) (result i32)))\n"
-    " (table 1 funcref) (elem (i32.const 0) $ideep)\n"
+    " (table 2 funcref) (elem (i32.const 0) $ideep)\n"
     " (func $mk (param i32) (result (ref null $box)) (struct.new $box (local.get 0)))\n"
     " (func $get (param (ref null $box)) (result i32) (struct.get $box 0 (local.get 0)))\n"
     " (func $deep (export \"deep\") (param $n i32) (result i32) (local $r (ref null $box))\n"
@@ -1068,6 +1068,48 @@ static const char FRAMES_WAT[] =
     "  (if (result i32) (i32.eqz (local.get $n)) (then (i32.const 1))\n"
     "   (else (i32.add (call $two (i32.sub (local.get $n) (i32.const 1)))\n"
     "                  (call $two (i32.sub (local.get $n) (i32.const 1)))))))\n"
+    /* pins across direct calls: the loop keeps seven values in registers across calls of
+     * $churn (directly and through the table), whose own loop churns seven values
+     * of its own in the same registers; its inner entry must restore them; and of
+     * $cgrow, which saves none but calls C code (memory.grow), which clobbers them */
+    " (func $churn (param $n i32) (result i32) (local $a i32) (local $b i32) (local $c i32)\n"
+    "  (local $d i32) (local $e i32) (local $f i32)\n"
+    "  (loop $l (local.set $a (i32.add (local.get $a) (local.get $n)))\n"
+    "   (local.set $b (i32.xor (local.get $b) (local.get $a)))\n"
+    "   (local.set $c (i32.add (local.get $c) (local.get $b)))\n"
+    "   (local.set $d (i32.sub (local.get $d) (local.get $c)))\n"
+    "   (local.set $e (i32.add (local.get $e) (i32.mul (local.get $d) (i32.const 3))))\n"
+    "   (local.set $f (i32.xor (local.get $f) (local.get $e)))\n"
+    "   (br_if $l (local.tee $n (i32.sub (local.get $n) (i32.const 1)))))\n"
+    "  (i32.add (local.get $a) (i32.add (local.get $b) (i32.add (local.get $c)\n"
+    "   (i32.add (local.get $d) (i32.add (local.get $e) (local.get $f)))))))\n"
+    " (elem (i32.const 1) $churn)\n"
+    " (memory 1)\n"
+    " (func $cgrow (param $n i32) (result i32) (drop (memory.grow (i32.const 0))) (local.get $n))\n"
+    " (func (export \"keep\") (param $n i32) (result i32) (local $a i32) (local $b i32)\n"
+    "  (local $c i32) (local $d i32) (local $e i32) (local $f i32)\n"
+    "  (loop $l (local.set $a (i32.add (local.get $a) (call $churn (i32.const 5))))\n"
+    "   (local.set $b (i32.add (local.get $b) (local.get $n)))\n"
+    "   (local.set $c (i32.xor (local.get $c) (local.get $a)))\n"
+    "   (local.set $d (i32.add (local.get $d)\n"
+    "    (call_indirect (type $t) (local.get $n) (i32.const 1))))\n"
+    "   (local.set $e (i32.add (local.get $e) (call $cgrow (local.get $b))))\n"
+    "   (local.set $f (i32.sub (local.get $f) (local.get $c)))\n"
+    "   (br_if $l (local.tee $n (i32.sub (local.get $n) (i32.const 1)))))\n"
+    "  (i32.add (local.get $a) (i32.add (local.get $b) (i32.add (local.get $c)\n"
+    "   (i32.add (local.get $d) (i32.add (local.get $e) (local.get $f)))))))\n"
+    /* a reference pinned across direct calls: $r lives in a register (it and $n are
+     * the heaviest slots) across the direct call of $alloc, whose allocation collects;
+     * the collection reads $r from gckeep's frame (the call site's stack map), so it
+     * must be stored there before the call */
+    " (func $alloc (param $n i32) (result i32) (drop (call $mk (local.get $n))) (local.get $n))\n"
+    " (func (export \"gckeep\") (param $n i32) (result i32) (local $r (ref null $box))\n"
+    "  (local.set $r (call $mk (i32.const 1000)))\n"
+    "  (loop $l (drop (call $alloc (local.get $n)))\n"
+    "   (local.set $n (i32.sub (local.get $n) (ref.is_null (local.get $r))))\n"
+    "   (br_if $l (i32.and (i32.eqz (ref.is_null (local.get $r)))\n"
+    "    (i32.ne (local.tee $n (i32.sub (local.get $n) (i32.const 1))) (i32.const 0)))))\n"
+    "  (call $get (local.get $r)))\n"
     " (func $sum (export \"sum\") (param $n i32) (result i32)\n"
     "  (if (result i32) (i32.eqz (local.get $n)) (then (i32.const 0))\n"
     "   (else (i32.add (local.get $n) (call $sum (i32.sub (local.get $n) (i32.const 1))))))))\n";
@@ -1079,7 +1121,8 @@ static void test_call_frames(void **state) {
     pw_error err;
     if (pw_wat_to_wasm(FRAMES_WAT, strlen(FRAMES_WAT), &mod, &n, &err) != PW_OK)
         fail_msg("wat: %s", err.message);
-    int32_t deepest = -1; /* the interpreter's deepest sum(n) under 300 frame records */
+    int32_t deepest = -1;  /* the interpreter's deepest sum(n) under 300 frame records */
+    int32_t kept[2] = {0}; /* the interpreter's keep(1), keep(300) */
     for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
         pw_store_config cfg = {.engine = tiers[mi].engine, .bounds_checks = tiers[mi].bounds};
         rig r;
@@ -1093,11 +1136,27 @@ static void test_call_frames(void **state) {
                     fail_msg("%s(%d): %s", names[k], d, err.message);
                 assert_int_equal(res, 1000 + d * (d + 1) / 2);
             }
+        for (int32_t d = 1; d <= 64; d *= 4) {
+            int32_t res = 0;
+            if (call1(&r, "gckeep", d, &res, &err) != PW_OK)
+                fail_msg("gckeep(%d): %s", d, err.message);
+            assert_int_equal(res, 1000);
+        }
         assert_int_equal(r.s->gc_nomap, 0);
+        for (int32_t k = 1; k <= 300; k += 299) {
+            int32_t res = 0;
+            if (call1(&r, "keep", k, &res, &err) != PW_OK) fail_msg("keep: %s", err.message);
+            if (mi == 0)
+                kept[k > 1] = res;
+            else
+                assert_int_equal(res, kept[k > 1]);
+        }
         if (PW_JIT_AVAILABLE && mi > 0) {
             assert_int_equal(pw__jit_state(fn(&r, "deep")), 1);
             assert_int_equal(pw__jit_state(fn(&r, "ideep")), 1);
             assert_int_equal(pw__jit_state(fn(&r, "two")), 1);
+            assert_int_equal(pw__jit_state(fn(&r, "keep")), 1);
+            assert_int_equal(pw__jit_state(fn(&r, "gckeep")), 1);
         }
         if (tiers[mi].engine == PW_ENGINE_JIT) { /* 2^60 calls, 61 deep, no loop */
             raiser it = {r.s, 50, 0};
@@ -1145,12 +1204,198 @@ static void test_call_frames(void **state) {
     free(mod);
 }
 
+/* Pinned registers across calls (docs/jit.md "Registers: pinned slots"): a direct
+ * JIT-to-JIT call keeps the caller's integer pins below its argbase in their
+ * registers, so every callee's inner entry must restore the pin registers it uses,
+ * and any JIT code that calls C (host functions, the helper paths, call_indirect to
+ * another instance) must keep the registers it did not save, which hold its callers'
+ * pins. $live keeps nine i32/i64/f64 values across: $wide, which churns nine values of
+ * its own (every pin register); $viahost, which calls a host function; $viafb, whose
+ * own pins live across calls of a function without JIT code ($fb: table.size falls
+ * back) and through call_indirect to a function of another instance (the slow
+ * paths); call_indirect of $wide; and the host function called directly. $trapper
+ * does the same with a callee that traps on 7; a later call must be unaffected. Every
+ * loop is also bounded by a global (memory, not a register), so a corrupted counter
+ * fails the comparison instead of looping for hours. */
+static const char PINS_WAT[] =
+    "(module (type $t (func (param i32) (result i32)))\n"
+    " (import \"env\" \"h\" (func $h (type $t)))\n"
+    " (import \"other\" \"f\" (func $of (type $t)))\n"
+    " (table 2 funcref) (elem (i32.const 0) $wide $of)\n"
+    " (global $cap (mut i32) (i32.const 0))\n"
+    " (func $wide (type $t) (local $a i32) (local $b i32) (local $c i64) (local $d i64)\n"
+    "  (local $e i32) (local $f i32) (local $g i32) (local $x f64) (local $y f64)\n"
+    "  (local.set $g (i32.const 3))\n"
+    "  (loop $l (local.set $a (i32.add (local.get $a) (local.get 0)))\n"
+    "   (local.set $b (i32.xor (local.get $b) (i32.mul (local.get $a) (i32.const 7))))\n"
+    "   (local.set $c (i64.add (local.get $c) (i64.extend_i32_u (local.get $b))))\n"
+    "   (local.set $d (i64.xor (local.get $d) (i64.rotl (local.get $c) (i64.const 9))))\n"
+    "   (local.set $e (i32.add (local.get $e) (i32.wrap_i64 (local.get $d))))\n"
+    "   (local.set $f (i32.sub (local.get $f) (local.get $e)))\n"
+    "   (local.set $x (f64.add (local.get $x) (f64.convert_i32_s (local.get $f))))\n"
+    "   (local.set $y (f64.sub (local.get $y) (f64.mul (local.get $x) (f64.const 0.5))))\n"
+    "   (br_if $l (i32.gt_s (local.tee $g (i32.sub (local.get $g) (i32.const 1)))\n"
+    "    (i32.const 0))))\n"
+    "  (i32.add (i32.add (local.get $a) (local.get $b)) (i32.add (local.get $e)\n"
+    "   (i32.add (local.get $f) (i32.wrap_i64 (i64.xor (local.get $d)\n"
+    "    (i64.reinterpret_f64 (f64.add (local.get $x) (local.get $y)))))))))\n"
+    " (func $viahost (type $t) (i32.add (call $h (local.get 0)) (i32.const 1)))\n"
+    " (func $fb (type $t) (i32.add (local.get 0) (table.size 0)))\n"
+    " (func $viafb (type $t) (local $k i32) (local $s i32) (local $u i32)\n"
+    "  (local.set $k (i32.const 3))\n"
+    "  (loop $l (local.set $s (i32.add (local.get $s) (call $fb (local.get 0))))\n"
+    "   (local.set $u (i32.xor (local.get $u) (i32.add (local.get $s) (local.get $k))))\n"
+    "   (local.set $s (i32.add (local.get $s)\n"
+    "    (call_indirect (type $t) (local.get $u) (i32.const 1))))\n"
+    "   (global.set $cap (i32.sub (global.get $cap) (i32.const 1)))\n"
+    "   (br_if $l (i32.and (i32.ne (local.tee $k (i32.sub (local.get $k) (i32.const 1)))\n"
+    "    (i32.const 0)) (i32.gt_s (global.get $cap) (i32.const 0)))))\n"
+    "  (i32.add (local.get $s) (local.get $u)))\n"
+    " (func $maytrap (type $t) (if (i32.eq (local.get 0) (i32.const 7)) (then unreachable))\n"
+    "  (call $wide (local.get 0)))\n"
+    " (func $live (export \"live\") (param $n i32) (result i32) (local $a i32) (local $b i32)\n"
+    "  (local $c i32) (local $d i64) (local $e i64) (local $f i64) (local $x f64) (local $y f64)\n"
+    "  (local $z f64) (local $k i32)\n"
+    "  (local.set $x (f64.const 1.5)) (local.set $y (f64.const -2.25))\n"
+    "  (local.set $z (f64.const 0.125)) (local.set $e (i64.const 0x123456789))\n"
+    "  (global.set $cap (i32.const 100000))\n"
+    "  (loop $l (local.set $a (i32.add (local.get $a) (call $wide (local.get $n))))\n"
+    "   (local.set $b (i32.xor (local.get $b) (i32.add (local.get $a) (local.get $n))))\n"
+    "   (local.set $d (i64.add (local.get $d) (i64.extend_i32_u (local.get $b))))\n"
+    "   (local.set $x (f64.add (local.get $x) (f64.convert_i32_s (call $viahost (local.get "
+    "$a)))))\n"
+    "   (local.set $c (i32.add (local.get $c) (local.get $b)))\n"
+    "   (local.set $e (i64.xor (local.get $e) (i64.mul (local.get $d) (i64.const 0x9E3779B9))))\n"
+    "   (local.set $k (i32.const 4))\n" /* an inner loop: x, y, z weigh enough for xmm */
+    "   (loop $m (local.set $x (f64.add (local.get $x) (local.get $y)))\n"
+    "    (local.set $y (f64.mul (local.get $y) (f64.const 0.999)))\n"
+    "    (local.set $z (f64.sub (local.get $z) (f64.mul (local.get $x) (f64.const 0.25))))\n"
+    "    (br_if $m (local.tee $k (i32.sub (local.get $k) (i32.const 1)))))\n"
+    "   (local.set $c (i32.add (local.get $c) (call $viafb (local.get $c))))\n"
+    "   (local.set $f (i64.add (local.get $f) (i64.rotl (local.get $e) (i64.const 13))))\n"
+    "   (local.set $z (f64.add (local.get $z) (f64.sub (local.get $x) (local.get $y))))\n"
+    "   (local.set $a (i32.sub (local.get $a)\n"
+    "    (call_indirect (type $t) (local.get $b) (i32.const 0))))\n"
+    "   (local.set $d (i64.add (local.get $d) (i64.extend_i32_s (call $h (local.get $c)))))\n"
+    "   (global.set $cap (i32.sub (global.get $cap) (i32.const 1)))\n"
+    "   (br_if $l (i32.and (i32.ne (local.tee $n (i32.sub (local.get $n) (i32.const 1)))\n"
+    "    (i32.const 0)) (i32.gt_s (global.get $cap) (i32.const 0)))))\n"
+    "  (i32.add (i32.add (local.get $a) (local.get $b)) (i32.add (local.get $c)\n"
+    "   (i32.wrap_i64 (i64.xor (i64.xor (local.get $d) (i64.rotl (local.get $e) (i64.const 7)))\n"
+    "    (i64.xor (local.get $f) (i64.reinterpret_f64 (f64.add (local.get $x)\n"
+    "     (f64.add (local.get $y) (local.get $z))))))))))\n"
+    " (func $trapper (export \"trapper\") (param $n i32) (result i32) (local $a i32)\n"
+    "  (local $b i32) (local $c i32) (local $d i64) (local $x f64)\n"
+    "  (global.set $cap (i32.const 100000))\n"
+    "  (loop $l (local.set $a (i32.add (local.get $a) (call $maytrap (local.get $n))))\n"
+    "   (local.set $b (i32.xor (local.get $b) (i32.add (local.get $a) (local.get $n))))\n"
+    "   (local.set $c (i32.add (local.get $c) (local.get $b)))\n"
+    "   (local.set $d (i64.add (local.get $d) (i64.extend_i32_u (local.get $c))))\n"
+    "   (local.set $x (f64.add (local.get $x) (f64.convert_i32_s (local.get $a))))\n"
+    "   (global.set $cap (i32.sub (global.get $cap) (i32.const 1)))\n"
+    "   (br_if $l (i32.and (i32.ne (local.tee $n (i32.sub (local.get $n) (i32.const 1)))\n"
+    "    (i32.const 0)) (i32.gt_s (global.get $cap) (i32.const 0)))))\n"
+    "  (i32.add (i32.add (local.get $a) (local.get $b)) (i32.add (local.get $c)\n"
+    "   (i32.wrap_i64 (i64.xor (local.get $d) (i64.reinterpret_f64 (local.get $x)))))))\n"
+    ")\n";
+static const char PINS_OTHER_WAT[] =
+    "(module (func (export \"f\") (param i32) (result i32)\n"
+    " (i32.add (i32.mul (local.get 0) (i32.const 5)) (i32.const 11))))\n";
+
+/* The host function: C code that uses many registers. */
+static pw_status h_mix(pw_call_ctx *cx, void *env, const pw_val *args, pw_val *results) {
+    (void)cx, (void)env;
+    char buf[64];
+    int n = snprintf(buf, sizeof buf, "%d %u %x %lld", (int32_t)args[0].bits,
+                     (unsigned)args[0].bits * 3u, (unsigned)args[0].bits ^ 0x5a5au,
+                     (long long)args[0].bits * 7);
+    uint32_t h = 2166136261u;
+    for (int i = 0; i < n; i++)
+        h = (h ^ (uint8_t)buf[i]) * 16777619u;
+    results[0].bits = h & 0xffff;
+    return PW_OK;
+}
+
+static bool pins_resolve(void *ctx, pw_store *s, const pw_module *m, const pw_import_desc *imp,
+                         pw_extern *out) {
+    pw_error err;
+    if (imp->module_len == 5 && memcmp(imp->module, "other", 5) == 0) {
+        *out = *(const pw_extern *)ctx;
+        return true;
+    }
+    out->kind = PW_EXTERN_FUNC;
+    out->u.func = pw_func_new_host_for_import(s, m, imp->index, h_mix, NULL, &err);
+    return out->u.func != NULL;
+}
+
+static void test_pins_across_calls(void **state) {
+    (void)state;
+    size_t n = 0, on = 0;
+    uint8_t *mod = NULL, *omod = NULL;
+    pw_error err;
+    if (pw_wat_to_wasm(PINS_WAT, strlen(PINS_WAT), &mod, &n, &err) != PW_OK)
+        fail_msg("wat: %s", err.message);
+    if (pw_wat_to_wasm(PINS_OTHER_WAT, strlen(PINS_OTHER_WAT), &omod, &on, &err) != PW_OK)
+        fail_msg("wat: %s", err.message);
+    static const int32_t args[] = {1, 2, 13, 500};
+    int32_t want[4] = {0}, want_tr = 0; /* the interpreter's live(args[k]), trapper(5) */
+    for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
+        pw_store_config cfg = {.engine = tiers[mi].engine, .bounds_checks = tiers[mi].bounds};
+        rig r;
+        pw_module *om = pw_module_new(omod, on, NULL, &err);
+        if (!om) fail_msg("module: %s", err.message);
+        r.s = pw_store_new(&cfg, &err);
+        assert_non_null(r.s);
+        pw_instance *oi = pw_instantiate(r.s, om, NULL, NULL, &err);
+        if (!oi) fail_msg("instantiate: %s", err.message);
+        pw_extern of;
+        assert_true(pw_instance_export(oi, "f", 1, &of));
+        r.m = pw_module_new(mod, n, NULL, &err);
+        if (!r.m) fail_msg("module: %s", err.message);
+        r.inst = pw_instantiate(r.s, r.m, pins_resolve, &of, &err);
+        if (!r.inst) fail_msg("instantiate: %s", err.message);
+        for (int round = 0; round < 2; round++) {
+            for (size_t k = 0; k < sizeof args / sizeof args[0]; k++) {
+                int32_t res = 0;
+                if (call1(&r, "live", args[k], &res, &err) != PW_OK)
+                    fail_msg("live(%d): %s", args[k], err.message);
+                if (mi == 0 && round == 0)
+                    want[k] = res;
+                else if (res != want[k])
+                    fail_msg("tier %zu live(%d) = %d, the interpreter's %d", mi, args[k], res,
+                             want[k]);
+            }
+            /* a trap from a callee deep in the loop (n = 7 on the way down), then
+             * the same loop without one */
+            int32_t res = 0;
+            assert_int_equal(call1(&r, "trapper", 10, &res, &err), PW_ERR_TRAP);
+            assert_int_equal(err.trap, PW_TRAP_UNREACHABLE);
+            assert_int_equal(call1(&r, "trapper", 5, &res, &err), PW_OK);
+            if (mi == 0 && round == 0)
+                want_tr = res;
+            else
+                assert_int_equal(res, want_tr);
+        }
+        if (PW_JIT_AVAILABLE && mi > 0) {
+            static const char *jitted[] = {"live", "trapper"};
+            for (size_t k = 0; k < 2; k++)
+                assert_int_equal(pw__jit_state(fn(&r, jitted[k])), 1);
+        }
+        pw_store_free(r.s);
+        pw_module_free(r.m);
+        pw_module_free(om);
+    }
+    free(mod);
+    free(omod);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_encoder_objdump),     cmocka_unit_test(test_tiers_agree),
         cmocka_unit_test(test_call_indirect),       cmocka_unit_test(test_runaway_recursion),
         cmocka_unit_test(test_interrupt_under_jit), cmocka_unit_test(test_self_calls),
         cmocka_unit_test(test_loops_and_slots),     cmocka_unit_test(test_call_frames),
+        cmocka_unit_test(test_pins_across_calls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,14 +12,20 @@
  * two v128 results, section "SIMD"); invariant: a pinned slot's frame cell is
  * written before every call sequence and at the return (results) and reloaded after
  * calls, so whatever reads the frame (callees, the GC, host functions) sees the
- * interpreter's values (docs/jit.md "Registers", "SIMD").
+ * interpreter's values (docs/jit.md "Registers", "SIMD"); except that a direct
+ * JIT-to-JIT call keeps non-reference slots pinned to rbp/rsi below its arguments in
+ * their registers, which every inner entry saves (direct_begin).
  *
- * A JIT function is `pw_status fn(pw_slot *fp, pw_instance *inst, pw_store *s)`. Its
- * caller (exec_wasm) checks value-stack room, zeroes declared locals and polls the
- * interrupt flag, exactly as the interpreter's call does. Every call made by JIT code
- * goes through jit_call(), which pushes the interpreter's frame record for the caller
- * (so the GC's stack walk and the exception unwinder see JIT frames as ordinary
- * frames) and then runs the callee by whichever tier has it.
+ * A JIT function has two entries. The outer one, `pw_status fn(pw_slot *fp,
+ * pw_instance *inst, pw_store *s)`, is entered from C (exec_wasm checks value-stack
+ * room and polls the interrupt flag, as the interpreter's call does); it calls the
+ * inner one, which zeroes the declared locals. JIT code of the same module calls the
+ * inner entry directly (call_func): no frame record, one bound check
+ * (pw_store.jit_call_limit), traps unwind to the outer entry at once; the records are
+ * derived from the native stack when a helper looks (jit_frames). Every other call
+ * goes through jit_call() and its kin, which push the interpreter's frame record for
+ * the caller (so the GC's stack walk and the exception unwinder see JIT frames as
+ * ordinary frames) and run the callee by whichever tier has it.
  *
  * Invariant: a function is translated only if every internal instruction in it is in
  * the supported set below; anything else makes the whole function stay on the
@@ -28,6 +34,7 @@
 #include "wasm/jit/jit.h"
 #include "wasm/codecache.h"
 #include "wasm/fops.h"
+#include "wasm/gc.h"
 #include "wasm/interp.h"
 #include "wasm/jit/x64.h"
 
@@ -351,6 +358,19 @@ enum { ISA_SSSE3 = PW_JIT_SSSE3, ISA_SSE41 = PW_JIT_SSE41, ISA_POPCNT = PW_JIT_P
  * callee-saved, the others caller-saved) and xmm2..xmm15 (xmm0/xmm1 are scratch). */
 static const int8_t pin_gprs[] = {X_RBP, X_RSI, X_RDI, X_R8, X_R9, X_R10, X_R11};
 #define NPIN_GPR ((int)(sizeof pin_gprs / sizeof pin_gprs[0]))
+/* The first NPIN_KEPT of them (rbp, rsi) keep their values across a direct JIT-to-JIT
+ * call: the callee's inner entry saves those it uses (rbp always); the others, like
+ * the xmm registers, are stored before the call and reloaded after it (direct_begin).
+ * Two is the measured best (callgrind, six programs): every kept register costs a push
+ * and a pop in each callee using it; all seven kept made alloc's malloc, which pins
+ * all seven, 3.5 % slower in instructions; three or four were worse than two on alloc
+ * and qsort. */
+#define NPIN_KEPT 2
+static bool gpr_kept(int reg) {
+    for (int r = 0; r < NPIN_KEPT; r++)
+        if (pin_gprs[r] == reg) return true;
+    return false;
+}
 #define NPIN_XMM 14
 #define PIN_MAX  (NPIN_GPR + NPIN_XMM)
 #define PIN_XMM0 16 /* pin[] value 16 + n: xmm n */
@@ -380,6 +400,7 @@ typedef struct slowcall {
                                     UINT32_MAX: jit_call of fidx */
     uint32_t from[8], nfrom;     /* the jumps here (rel32 fields to patch) */
     uint32_t back;               /* where to continue: after the call */
+    bool direct;                 /* the call sequence kept pins (direct_begin) */
 } slowcall;
 
 typedef struct jc {
@@ -437,6 +458,14 @@ typedef struct jc {
      * saved registers and the alignment pad); the outer entry's epilogue (unwinding). */
     uint32_t fsize;
     size_t outer_epi;
+    int8_t save[NPIN_GPR]; /* kept pin GPRs but rbp that this function pins: saved by
+                              its inner entry */
+    uint32_t nsave;
+    /* The kept pin GPRs it does not pin may hold its callers' pins: pushed around
+     * every call of C code, which clobbers them (cpush; call_got pops); extra_sp: the
+     * bytes pushed. */
+    int8_t csave[NPIN_GPR];
+    uint32_t ncsave, extra_sp;
     /* Store-to-load forwarding (ld): the last template ended with st() of GPR fwd_reg
      * to the frame cell at fwd_disp, and its code ended at fwd_end. */
     size_t fwd_end;
@@ -700,43 +729,107 @@ static void sse_st(jc *c, int pfx, pw_xmem m, int xr) {
 }
 
 /* Pinned slots to their frame cells (before anything that reads the frame or
- * clobbers caller-saved registers), and back. */
+ * clobbers caller-saved registers), and back: pin k, or every pin. */
+static void spill_pin(jc *c, uint32_t k) {
+    pw_xmem m = x_mem(X_RBX, (int32_t)(c->pslot[k] * 8));
+    if (c->pwide[k]) /* movdqu */
+        pw__x64_sse_rm(&c->x, 0xF3, 0x7F, false, c->preg[k] - PIN_XMM0, m);
+    else if (c->preg[k] >= PIN_XMM0)
+        pw__x64_sse_rm(&c->x, 0xF2, X_SSE_MOVST, false, c->preg[k] - PIN_XMM0, m);
+    else
+        pw__x64_store(&c->x, 8, m, c->preg[k]);
+}
+static void reload_pin(jc *c, uint32_t k) {
+    pw_xmem m = x_mem(X_RBX, (int32_t)(c->pslot[k] * 8));
+    if (c->pwide[k])
+        pw__x64_sse_rm(&c->x, 0xF3, 0x6F, false, c->preg[k] - PIN_XMM0, m);
+    else if (c->preg[k] >= PIN_XMM0)
+        pw__x64_sse_rm(&c->x, 0xF2, X_SSE_MOVLD, false, c->preg[k] - PIN_XMM0, m);
+    else
+        pw__x64_load(&c->x, X_LD64, c->preg[k], m);
+}
 static void spill_pins(jc *c) {
-    for (uint32_t k = 0; k < c->npins; k++) {
-        pw_xmem m = x_mem(X_RBX, (int32_t)(c->pslot[k] * 8));
-        if (c->pwide[k]) /* movdqu */
-            pw__x64_sse_rm(&c->x, 0xF3, 0x7F, false, c->preg[k] - PIN_XMM0, m);
-        else if (c->preg[k] >= PIN_XMM0)
-            pw__x64_sse_rm(&c->x, 0xF2, X_SSE_MOVST, false, c->preg[k] - PIN_XMM0, m);
-        else
-            pw__x64_store(&c->x, 8, m, c->preg[k]);
-    }
+    for (uint32_t k = 0; k < c->npins; k++)
+        spill_pin(c, k);
 }
 /* keep: slots below it kept their value if their register is callee-saved (rbp):
  * a callee's frame starts at the call's argbase, so it writes nothing below. */
 static void reload_pins(jc *c, uint32_t keep) {
-    for (uint32_t k = 0; k < c->npins; k++) {
-        if (c->preg[k] == X_RBP && c->pslot[k] < keep) continue;
-        pw_xmem m = x_mem(X_RBX, (int32_t)(c->pslot[k] * 8));
-        if (c->pwide[k])
-            pw__x64_sse_rm(&c->x, 0xF3, 0x6F, false, c->preg[k] - PIN_XMM0, m);
-        else if (c->preg[k] >= PIN_XMM0)
-            pw__x64_sse_rm(&c->x, 0xF2, X_SSE_MOVLD, false, c->preg[k] - PIN_XMM0, m);
-        else
-            pw__x64_load(&c->x, X_LD64, c->preg[k], m);
-    }
+    for (uint32_t k = 0; k < c->npins; k++)
+        if (!(c->preg[k] == X_RBP && c->pslot[k] < keep)) reload_pin(c, k);
 }
-/* A call sequence: spill, then slot operands are read/written in memory until
- * call_end reloads every pin (results land in the frame). */
+static void cpush(jc *c);
+/* A call sequence (C code is called): spill, then slot operands are read/written in
+ * memory until call_end reloads every pin (results land in the frame). */
 static void call_begin(jc *c) {
     vc_clear(c);
     if (c->analyze) note_access(c, UINT32_MAX, 0);
     spill_pins(c);
+    cpush(c);
     c->memonly = true;
 }
 static void call_end(jc *c, uint32_t keep) {
     c->memonly = false;
     reload_pins(c, keep);
+}
+
+/* Whether slot sl holds a reference at the call site whose resume point is word ret
+ * (its stack map: the GC reads that cell while the call runs). */
+static bool gc_ref_at(const jc *c, uint32_t ret, uint32_t sl) {
+    const pw_cfunc *cf = c->cf;
+    uint32_t lo = 0, hi = cf->gc_nsites;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (cf->gc_sites[mid].pc < ret)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo >= cf->gc_nsites || cf->gc_sites[lo].pc != ret) return false;
+    const uint32_t *map = cf->gc_maps + cf->gc_sites[lo].map, *locals = cf->gc_maps + map[0];
+    for (uint32_t i = 1; i <= locals[0]; i++)
+        if (locals[i] == sl) return true;
+    for (uint32_t i = 0; i < map[1]; i++)
+        if (map[2 + i] == sl) return true;
+    return false;
+}
+
+/* A direct JIT-to-JIT call keeps the pins in kept GPRs (gpr_kept: rbp, rsi) below its
+ * argbase in their registers: the callee's inner entry saves the kept GPRs it pins
+ * (prologue), and nothing it does reads the caller's cells but its arguments (at
+ * argbase and above) and, through the GC, the references of the call site's stack
+ * map (the GC does not move objects). So it stores only the pins at or above argbase,
+ * the xmm pins and the other GPR pins (not preserved), the references and the cell
+ * `also` (call_indirect's index, which its helper reads), and reloads the first three
+ * kinds. The helper path stores and reloads the kept ones but rbp around its C call
+ * (direct_slow_spill). A trap or an exception unwinds to the entry from C, so no
+ * kept pin is ever needed after one; and the frame records derived from the native
+ * stack (jit_frames) are read only by the GC, which reads only the references. */
+static bool direct_keeps(const jc *c, uint32_t k, uint32_t argbase) {
+    return gpr_kept(c->preg[k]) && c->pslot[k] < argbase;
+}
+static void direct_begin(jc *c, uint32_t argbase, uint32_t ret, uint32_t also) {
+    vc_clear(c);
+    if (c->analyze) note_access(c, UINT32_MAX, (int)argbase + 1);
+    for (uint32_t k = 0; k < c->npins; k++)
+        if (!direct_keeps(c, k, argbase) || c->pslot[k] == also || gc_ref_at(c, ret, c->pslot[k]))
+            spill_pin(c, k);
+    c->memonly = true;
+}
+static void direct_end(jc *c, uint32_t argbase) {
+    c->memonly = false;
+    for (uint32_t k = 0; k < c->npins; k++)
+        if (!direct_keeps(c, k, argbase)) reload_pin(c, k);
+}
+/* The helper path of a direct call (C clobbers every pin GPR but rbp): before, after. */
+static void direct_slow_spill(jc *c, uint32_t argbase, bool reload) {
+    for (uint32_t k = 0; k < c->npins; k++)
+        if (direct_keeps(c, k, argbase) && c->preg[k] != X_RBP) {
+            if (reload)
+                reload_pin(c, k);
+            else
+                spill_pin(c, k);
+        }
 }
 
 static void reload_mem(jc *c) {
@@ -764,9 +857,26 @@ static void code_addr(jc *c, int dst, uint32_t pos) {
     got_load(c, dst, G_CODE);
     if (bytes) pw__x64_alu_ri(&c->x, X_ADD, true, dst, (int32_t)bytes);
 }
-/* Call the helper in GOT slot `slot`. */
+/* Before a call of C code (call_begin, the helper paths): the kept pin GPRs this
+ * function's inner entry did not save may hold its callers' pins (direct calls keep
+ * them in registers), and C clobbers them: pushed (rsp kept 16-byte aligned), popped
+ * by call_got. Every call_got follows a cpush. */
+static void cpush(jc *c) {
+    for (uint32_t k = 0; k < c->ncsave; k++)
+        pw__x64_push(&c->x, c->csave[k]);
+    c->extra_sp = 8 * c->ncsave;
+    if (c->ncsave % 2) {
+        pw__x64_alu_ri(&c->x, X_SUB, true, X_RSP, 8);
+        c->extra_sp += 8;
+    }
+}
+/* Call the helper in GOT slot `slot` (flags and rax are as it left them). */
 static void call_got(jc *c, uint32_t slot) {
     got_fix(c, pw__x64_call_rip(&c->x), slot);
+    if (c->ncsave % 2) pw__x64_lea(&c->x, true, X_RSP, x_mem(X_RSP, 8));
+    for (uint32_t k = c->ncsave; k-- > 0;)
+        pw__x64_pop(&c->x, c->csave[k]);
+    c->extra_sp = 0;
 }
 
 /* Binary operator: computed in a pinned destination register when there is one (and
@@ -2182,7 +2292,7 @@ static void call_mark(jc *c, uint32_t ret) {
 
 /* rax = the return-address slot of this frame, stored for the call helpers' walk. */
 static void walk_here(jc *c) {
-    pw__x64_lea(&c->x, true, X_RAX, x_mem(X_RSP, (int32_t)c->fsize));
+    pw__x64_lea(&c->x, true, X_RAX, x_mem(X_RSP, (int32_t)(c->fsize + c->extra_sp)));
     pw__x64_store(&c->x, 8, x_mem(X_R15, (int32_t)offsetof(pw_store, jit_walk)), X_RAX);
 }
 
@@ -2231,18 +2341,23 @@ static void helper_call(jc *c, uint32_t fidx, uint32_t argbase, uint32_t ret) {
 
 static void table_call(jc *c, uint32_t pos, uint32_t slot);
 
-/* The deferred helper paths (after the body, before the trap stubs): each jumps back
- * to right after its call, where the pins are reloaded. */
+/* The deferred helper paths (after the body, before the trap stubs): each stores the
+ * kept pins its direct call kept (C clobbers rsi), pushes what cpush pushes, calls
+ * the helper, reloads them and jumps back to right after its call, where the other
+ * pins are reloaded. */
 static void emit_slow_calls(jc *c) {
     pw_x64 *x = &c->x;
     for (uint32_t k = 0; k < c->nslow && !c->fail; k++) {
         const slowcall *sc = &c->slow[k];
         for (uint32_t j = 0; j < sc->nfrom; j++)
             pw__x64_patch32(x, sc->from[j], (int32_t)(x->len - (sc->from[j] + 4)));
+        if (sc->direct) direct_slow_spill(c, sc->argbase, false);
+        cpush(c);
         if (sc->ind != UINT32_MAX)
             table_call(c, sc->ind, G_CALLIND);
         else
             helper_call(c, sc->fidx, sc->argbase, sc->ret);
+        if (sc->direct) direct_slow_spill(c, sc->argbase, true);
         size_t back = pw__x64_jmp32(x);
         pw__x64_patch32(x, back, (int32_t)((int64_t)sc->back - (int64_t)(back + 4)));
     }
@@ -2264,7 +2379,6 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
         return;
     }
     pw_x64 *x = &c->x;
-    call_begin(c);
     if (fidx >= c->m->nfunc_imports) {
         /* A defined function of this module: when its JIT code exists, call it
          * directly; otherwise (not yet compiled, fallback, the bound or the value
@@ -2277,7 +2391,12 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
             /* its frame_slots */ (uint64_t)argbase + ce->frame_slots < (1u << 27) &&
             d < (1u << 28)) {
             bool self = ce == c->cf;
-            slowcall sc = {.fidx = fidx, .argbase = argbase, .ret = pos + len, .ind = UINT32_MAX};
+            slowcall sc = {.fidx = fidx,
+                           .argbase = argbase,
+                           .ret = pos + len,
+                           .ind = UINT32_MAX,
+                           .direct = true};
+            direct_begin(c, argbase, pos + len, UINT32_MAX);
             if (!self) {
                 got_load(c, X_RAX, G_FN0 + d); /* the callee's entry */
                 pw__x64_alu_ri(x, X_CMP, true, X_RAX, 1);
@@ -2293,10 +2412,11 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
             pw__x64_lea(x, true, X_RDX, x_mem(X_RBX, (int32_t)(argbase * 8)));
             direct_call(c, self, pos + len);
             sc.back = (uint32_t)x->len;
-            if (add_slow(c, sc)) call_end(c, argbase);
+            if (add_slow(c, sc)) direct_end(c, argbase);
             return;
         }
     }
+    call_begin(c);
     helper_call(c, fidx, argbase, pos + len);
     call_end(c, argbase);
 }
@@ -2340,8 +2460,8 @@ static void call_indirect(jc *c, uint32_t pos) {
     pw_xmem idx = SL(3);
     const uint32_t cfsz = (uint32_t)sizeof(pw_cfunc);
     const int sh = __builtin_ctz(cfsz);
-    slowcall sc = {.argbase = argbase, .ret = pos + 5, .ind = pos};
-    call_begin(c);
+    slowcall sc = {.argbase = argbase, .ret = pos + 5, .ind = pos, .direct = true};
+    direct_begin(c, argbase, pos + 5, IMM(3));
     pw__x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, tables)));
     pw__x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, (int32_t)(tab * 8)));
     ld(c, false, X_RCX, idx);
@@ -2386,7 +2506,7 @@ static void call_indirect(jc *c, uint32_t pos) {
     direct_call(c, false, pos + 5);
     /* the helper path after the function's body, jumping back here */
     sc.back = (uint32_t)x->len;
-    if (add_slow(c, sc)) call_end(c, argbase);
+    if (add_slow(c, sc)) direct_end(c, argbase);
 }
 
 /* Translate one instruction at pos; *len = its length in words. */
@@ -2917,7 +3037,9 @@ static void prologue(jc *c) {
     /* inner entry */
     pw__x64_push(x, X_RBP);
     pw__x64_push(x, X_RBX);
-    pw__x64_alu_ri(x, X_SUB, true, X_RSP, 8); /* 16-byte alignment for helper calls */
+    for (uint32_t k = 0; k < c->nsave; k++)
+        pw__x64_push(x, c->save[k]);
+    if (c->nsave % 2 == 0) pw__x64_alu_ri(x, X_SUB, true, X_RSP, 8); /* 16-byte alignment */
     pw__x64_mov_rr(x, true, X_RBX, X_RDX);
     entry_locals(c);
 }
@@ -2930,7 +3052,9 @@ static void trap_status(pw_x64 *x) {
 
 /* The inner entry's return. */
 static void inner_exit(jc *c) {
-    pw__x64_alu_ri(&c->x, X_ADD, true, X_RSP, 8);
+    if (c->nsave % 2 == 0) pw__x64_alu_ri(&c->x, X_ADD, true, X_RSP, 8);
+    for (uint32_t k = c->nsave; k-- > 0;)
+        pw__x64_pop(&c->x, c->save[k]);
     pw__x64_pop(&c->x, X_RBX);
     pw__x64_pop(&c->x, X_RBP);
     pw__x64_ret(&c->x);
@@ -2995,7 +3119,22 @@ static void run_pass(jc *c) {
     c->ngfx = 0;
     c->nvpairs = 0;
     c->nslow = 0;
-    c->fsize = 24; /* rbp, rbx, the pad */
+    /* The inner entry saves rbp, rbx, and the other kept pin GPRs it uses (its
+     * callers' values may be in them: direct calls keep them), plus a pad to keep rsp
+     * 16-byte aligned; around every call of C code it pushes the kept pin GPRs it
+     * does not use (cpush), for the same reason. */
+    c->nsave = c->ncsave = 0;
+    c->extra_sp = 0;
+    for (int r = 1; r < NPIN_KEPT; r++) {
+        bool used = false;
+        for (uint32_t k = 0; k < c->npins; k++)
+            used |= c->preg[k] == pin_gprs[r];
+        if (used)
+            c->save[c->nsave++] = pin_gprs[r];
+        else
+            c->csave[c->ncsave++] = pin_gprs[r];
+    }
+    c->fsize = 16 + 8 * c->nsave + (c->nsave % 2 ? 0 : 8);
     c->fwd_end = SIZE_MAX;
     c->x.join = SIZE_MAX;
     for (uint32_t k = 0; k < c->n + LAB_NSPECIAL; k++)
@@ -3085,48 +3224,82 @@ static void choose_pins(jc *c) {
     uint32_t ns = c->cf->frame_slots;
     int32_t *d = calloc((size_t)c->n + 1, sizeof *d);
     uint64_t *wt = calloc(ns ? ns : 1, sizeof *wt);
-    uint64_t *fw = calloc(ns ? ns : 1, sizeof *fw); /* weight of SSE uses */
-    uint64_t *gw = calloc(ns ? ns : 1, sizeof *gw); /* weight of integer r/m uses */
-    if (!d || !wt || !fw || !gw) goto out;
+    uint64_t *fw = calloc(ns ? ns : 1, sizeof *fw);    /* weight of SSE uses */
+    uint64_t *gw = calloc(ns ? ns : 1, sizeof *gw);    /* weight of integer r/m uses */
+    uint64_t *dw = calloc((size_t)ns + 1, sizeof *dw); /* direct calls at argbase <= slot */
+    if (!d || !wt || !fw || !gw || !dw) goto out;
     for (uint32_t k = 0; k + 1 < c->nloops; k += 2) {
         d[c->loops[k]]++;
         d[c->loops[k + 1] + 1]--;
     }
     for (uint32_t i = 1; i <= c->n; i++)
         d[i] += d[i - 1];
-    uint64_t callw = 0;
+    uint64_t callw = 0, gcallw = 0; /* every call; those not direct */
     for (uint32_t k = 0; k < c->nacc; k++) {
         int32_t dep = d[c->acc[k].pos];
         uint64_t w = 1ull << (3 * (dep < 0 ? 0 : dep > 3 ? 3 : dep));
         uint32_t sl = c->acc[k].slot;
         if (sl == UINT32_MAX) {
             callw += w;
+            if (c->acc[k].cls)
+                dw[c->acc[k].cls - 1 < ns ? c->acc[k].cls - 1 : ns] += w;
+            else
+                gcallw += w;
         } else {
             wt[sl] += w;
             if (c->acc[k].cls == U_SSE) fw[sl] += w;
             if (c->acc[k].cls == U_GPR) gw[sl] += w;
         }
     }
+    /* A pin costs a store and a reload at every call sequence (2 x callw), plus its
+     * load or zeroing at entry (2), except a kept GPR (gpr_kept): at every call that
+     * is not direct (gcallw) and every direct call whose argbase is at or below its
+     * slot (direct_begin; dw[sl] becomes their weight), plus its save and restore at
+     * entry (rbp is saved anyway). Each GPR goes to the slot that gains most over
+     * its cost in the register's class: kept registers rbp first, then the others. */
+    for (uint32_t sl = 1; sl <= ns; sl++)
+        dw[sl] += dw[sl - 1];
     uint64_t cost = 2 * callw + 2;
-    int nx = 0; /* xmm registers taken */
-    for (int cls = 0; cls < 2; cls++) {
-        int limit = cls ? NPIN_XMM - (c->has_simd ? VC_N : 0) : NPIN_GPR;
-        for (int r = 0; r < limit; r++) {
-            uint32_t best = UINT32_MAX;
-            for (uint32_t sl = 0; sl < ns; sl++) {
-                uint8_t u = c->use[sl];
-                bool ok = u && !(u & U_MEM) && (cls ? fw[sl] > gw[sl] : fw[sl] <= gw[sl]);
-                if (ok && c->pin[sl] < 0 && wt[sl] > cost &&
-                    (best == UINT32_MAX || wt[sl] > wt[best]))
-                    best = sl;
+    int nx = 0, ngk = 0, ngo = NPIN_KEPT; /* xmm registers taken; next kept, other GPR */
+    for (;;) {
+        uint32_t best = UINT32_MAX;
+        uint64_t bestgain = 0;
+        bool bestkept = false;
+        for (uint32_t sl = 0; sl < ns; sl++) {
+            uint8_t u = c->use[sl];
+            if (!u || (u & U_MEM) || fw[sl] > gw[sl] || c->pin[sl] >= 0) continue;
+            uint64_t ck = 2 * (gcallw + dw[sl]) + 2 + 2 * (ngk > 0);
+            if (ngk < NPIN_KEPT && wt[sl] > ck && wt[sl] - ck > bestgain) {
+                best = sl;
+                bestgain = wt[sl] - ck;
+                bestkept = true;
             }
-            if (best == UINT32_MAX) break;
-            int8_t reg = cls ? (int8_t)(PIN_XMM0 + 2 + r) : pin_gprs[r];
-            c->pin[best] = reg;
-            c->pslot[c->npins] = best;
-            c->preg[c->npins++] = reg;
-            if (cls) nx++;
+            if (ngo < NPIN_GPR && wt[sl] > cost && wt[sl] - cost > bestgain) {
+                best = sl;
+                bestgain = wt[sl] - cost;
+                bestkept = false;
+            }
         }
+        if (best == UINT32_MAX) break;
+        int8_t reg = pin_gprs[bestkept ? ngk++ : ngo++];
+        c->pin[best] = reg;
+        c->pslot[c->npins] = best;
+        c->preg[c->npins++] = reg;
+    }
+    for (int r = 0; r < NPIN_XMM - (c->has_simd ? VC_N : 0); r++) {
+        uint32_t best = UINT32_MAX;
+        for (uint32_t sl = 0; sl < ns; sl++) {
+            uint8_t u = c->use[sl];
+            bool ok = u && !(u & U_MEM) && fw[sl] > gw[sl];
+            if (ok && c->pin[sl] < 0 && wt[sl] > cost && (best == UINT32_MAX || wt[sl] > wt[best]))
+                best = sl;
+        }
+        if (best == UINT32_MAX) break;
+        int8_t reg = (int8_t)(PIN_XMM0 + 2 + r);
+        c->pin[best] = reg;
+        c->pslot[c->npins] = best;
+        c->preg[c->npins++] = reg;
+        nx++;
     }
     if (c->has_simd) choose_vpins(c, wt, cost, nx);
 out:
@@ -3134,6 +3307,7 @@ out:
     free(wt);
     free(fw);
     free(gw);
+    free(dw);
 }
 
 /* Translate function i of m, appending its code to out (16-byte aligned). Returns its
