@@ -35,7 +35,9 @@ typedef struct pct_sess {
     pthread_cond_t cv;
     sess_state state;
     bool running;
-    int workers;                   /* prompt workers alive (running + queued) */
+    int workers;   /* prompt workers alive (running + queued) */
+    int finishing; /* of those, the ones whose prompt is answered (cleaning up): a close
+                      does not count them as an active turn */
     struct pct_job *qhead, *qtail; /* prompts not yet started, in arrival order */
     bool cancel_next;              /* a cancel arrived before the head prompt started */
     void *cur_token;               /* the running prompt's token */

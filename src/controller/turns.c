@@ -88,8 +88,12 @@ static void maybe_title(pct_sess *s, const char *text, uint64_t gen) {
     pct__emit(s, &ev);
 }
 
+/* A worker leaves: it was counted in s->workers and, answered, in s->finishing. */
 static void worker_exit(pct_sess *s) {
     pct_controller *c = s->c;
+    pthread_mutex_lock(&s->mu);
+    s->finishing--;
+    pthread_mutex_unlock(&s->mu);
     pb_count_leave(&s->mu, &s->cv, &s->workers);
     pct__sess_release(s);
     pb_count_leave(&c->mu, &c->cv, &c->workers);
@@ -122,6 +126,7 @@ static void *worker(void *arg) {
          * came before this prompt could start was meant for it; prompts queued behind
          * it survive. */
         if (s->state == SESS_OPEN && !j->cancelled) s->cancel_next = false;
+        s->finishing++; /* answered next: no longer an active turn for a close */
         pthread_mutex_unlock(&s->mu);
         terminal(s, j->token, j->turn_id, NULL, &cancelled_result);
         pthread_mutex_unlock(&s->emit_mu);
@@ -163,6 +168,9 @@ static void *worker(void *arg) {
     s->cur_answered = true;
     s->cur_token = NULL;
     s->running = false;
+    /* The answer goes out below (or went out already): a close from here on does not
+     * see an active turn, though this worker still cleans up before worker_exit. */
+    s->finishing++;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     if (!answered) terminal(s, j->token, s->cur_turn_id, s->cur_attempt_id, &r);
@@ -283,6 +291,7 @@ static pct_status enqueue(pct_controller *c, const char *id, pm_message *msg, vo
     if (pb_thread_detached(worker, j) != 0) {
         pthread_mutex_lock(&s->mu);
         unqueue(s, j);
+        s->finishing++; /* worker_exit takes it back with the worker */
         pthread_mutex_unlock(&s->mu);
         *msg = j->msg; /* the caller keeps its content */
         free(j);
@@ -507,7 +516,7 @@ static const char *unsettled(pct_sess *s, const char **message) {
         *message = "Session close incomplete: a subagent has not handed over";
         return "subagent";
     }
-    if (s->workers > 0) {
+    if (s->workers - s->finishing > 0) {
         *message = "Session close incomplete: prompt is still active";
         return "active_turn";
     }
