@@ -186,7 +186,7 @@ static void drain(gcctx *g) {
         trace(g, g->stk[--g->n]);
 }
 
-static const pw_gcsite *find_site(const pw_cfunc *cf, uint32_t pc) {
+const pw_gcsite *pw__gc_site(const pw_cfunc *cf, uint32_t pc) {
     uint32_t lo = 0, hi = cf->gc_nsites;
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
@@ -202,7 +202,7 @@ static void scan_frame(gcctx *g, const pw_instance *inst, const uint32_t *pc, pw
     /* a frame's function ran, so it is compiled (the interpreter and the JIT compile
      * a function before running it) */
     const pw_cfunc *cf = pw__cfunc_at(inst->mod->code, pc);
-    const pw_gcsite *site = pw__cfunc_ready(cf) ? find_site(cf, (uint32_t)(pc - cf->code)) : NULL;
+    const pw_gcsite *site = pw__cfunc_ready(cf) ? pw__gc_site(cf, (uint32_t)(pc - cf->code)) : NULL;
     if (!site) {
         g->nomap = true;
         return;

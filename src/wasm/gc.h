@@ -191,4 +191,8 @@ struct pw_instr;
 int pw__gc_const_op(pw_instance *inst, const struct pw_instr *in, pw_slot *st, uint32_t *sp,
                     pw_error *err);
 
+/* The stack map of cf's call site whose resume point is word pc of its internal code,
+ * or NULL (gc.c: the GC's frame walk; jit.c: which pins a direct call must store). */
+const pw_gcsite *pw__gc_site(const pw_cfunc *cf, uint32_t pc);
+
 #endif

@@ -777,16 +777,9 @@ static void call_end(jc *c, uint32_t keep) {
  * (its stack map: the GC reads that cell while the call runs). */
 static bool gc_ref_at(const jc *c, uint32_t ret, uint32_t sl) {
     const pw_cfunc *cf = c->cf;
-    uint32_t lo = 0, hi = cf->gc_nsites;
-    while (lo < hi) {
-        uint32_t mid = (lo + hi) / 2;
-        if (cf->gc_sites[mid].pc < ret)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo >= cf->gc_nsites || cf->gc_sites[lo].pc != ret) return false;
-    const uint32_t *map = cf->gc_maps + cf->gc_sites[lo].map, *locals = cf->gc_maps + map[0];
+    const pw_gcsite *site = pw__gc_site(cf, ret);
+    if (!site) return false;
+    const uint32_t *map = cf->gc_maps + site->map, *locals = cf->gc_maps + map[0];
     for (uint32_t i = 1; i <= locals[0]; i++)
         if (locals[i] == sl) return true;
     for (uint32_t i = 0; i < map[1]; i++)
