@@ -439,6 +439,78 @@ static void test_threads(void **state) {
     pw_module_free(m);
 }
 
+/* Ten hot integer locals in an inner loop: in the guard variant r13 (the memory size
+ * in the explicit variant) is an eighth pin register and holds one of them, so
+ * memory.size must read the size from the memory, and a helper call (memory.grow) and
+ * a direct call must store and reload it. Both bounds modes under the JIT agree with
+ * the interpreter. */
+static const char R13_WAT[] =
+    "(module (memory (export \"mem\") 1 8)\n"
+    " (func $mix (param i32) (result i32) (i32.xor (local.get 0) (i32.const 0x5a5a)))\n"
+    " (func (export \"many\") (param $n i32) (result i32)\n"
+    "  (local $a i32) (local $b i32) (local $c i32) (local $d i32) (local $e i32)\n"
+    "  (local $f i32) (local $g i32) (local $h i32) (local $i i32) (local $j i32)\n"
+    "  (i32.store (i32.const 64) (i32.const 0x01020304))\n"
+    "  (loop $outer\n"
+    "   (local.set $j (i32.const 0))\n"
+    "   (loop $l\n"
+    "    (local.set $a (i32.add (local.get $a) (i32.const 3)))\n"
+    "    (local.set $b (i32.xor (local.get $b) (local.get $a)))\n"
+    "    (local.set $c (i32.add (local.get $c) (i32.mul (local.get $b) (i32.const 5))))\n"
+    "    (local.set $d (i32.sub (local.get $d) (local.get $c)))\n"
+    "    (local.set $e (i32.add (local.get $e)\n"
+    "     (i32.load (i32.and (local.get $d) (i32.const 0xffc)))))\n"
+    "    (local.set $f (i32.add (local.get $f) (memory.size)))\n"
+    "    (local.set $g (i32.rotl (i32.add (local.get $g) (local.get $e)) (i32.const 7)))\n"
+    "    (local.set $h (i32.add (local.get $h) (i32.xor (local.get $g) (local.get $f))))\n"
+    "    (i32.store (i32.and (local.get $h) (i32.const 0xffc)) (local.get $f))\n"
+    "    (br_if $l (i32.lt_u (local.tee $j (i32.add (local.get $j) (i32.const 1)))\n"
+    "     (i32.const 6))))\n"
+    "   (local.set $h (i32.add (local.get $h) (call $mix (local.get $g))))\n"
+    "   (if (i32.eqz (i32.and (local.get $i) (i32.const 7)))\n"
+    "    (then (local.set $f (i32.add (local.get $f) (memory.grow (i32.const 1))))))\n"
+    "   (br_if $outer (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "    (local.get $n))))\n"
+    "  (i32.add (i32.add (i32.add (local.get $a) (local.get $b)) (i32.add (local.get $c)\n"
+    "   (local.get $d))) (i32.add (i32.add (local.get $e) (local.get $f))\n"
+    "   (i32.add (local.get $g) (i32.add (local.get $h) (memory.size)))))))\n";
+
+static void test_r13_pin(void **state) {
+    (void)state;
+    uint8_t *bin = NULL;
+    size_t n = 0;
+    pw_error err;
+    assert_int_equal(pw_wat_to_wasm(R13_WAT, sizeof R13_WAT - 1, &bin, &n, &err), PW_OK);
+    pw_module *m = pw_module_new(bin, n, NULL, &err);
+    if (!m) fail_msg("module: %s", err.message);
+    free(bin);
+    static const uint32_t args[] = {1, 9, 40, 1000};
+    static const struct {
+        int engine, bounds;
+    } tiers[] = {{PW_ENGINE_INTERP, PW_BOUNDS_EXPLICIT},
+                 {PW_ENGINE_JIT, PW_BOUNDS_GUARD},
+                 {PW_ENGINE_JIT, PW_BOUNDS_EXPLICIT}};
+    uint64_t want[4] = {0};
+    for (size_t t = 0; t < 3; t++) {
+        pw_store_config cfg = {.engine = tiers[t].engine, .bounds_checks = tiers[t].bounds};
+        for (size_t k = 0; k < 4; k++) {
+            run r = start(m, &cfg); /* a fresh memory each time: its growth is in the result */
+            assert_int_equal(r.mem->guarded, tiers[t].bounds == PW_BOUNDS_GUARD);
+            uint64_t got = 0;
+            assert_int_equal(call(&r, "many", args[k], 0, &got), PW_OK);
+            if (tiers[t].engine == PW_ENGINE_JIT)
+                assert_int_equal(pw__jit_state(fn(&r, "many")), 1);
+            if (t == 0)
+                want[k] = (uint32_t)got;
+            else if ((uint32_t)got != want[k])
+                fail_msg("tier %zu many(%u) = %u, the interpreter's %u", t, args[k], (uint32_t)got,
+                         (uint32_t)want[k]);
+            pw_store_free(r.s);
+        }
+    }
+    pw_module_free(m);
+}
+
 /* Each test runs in a fresh process (in_child): cmocka installs its own SIGSEGV
  * handler for every test and puts the previous one back afterwards, which removes
  * the engine's handler installed during an earlier test (the engine then rightly
@@ -448,6 +520,7 @@ static const struct CMUnitTest cases[] = {
     cmocka_unit_test(test_modes_and_tiers),
     cmocka_unit_test(test_pool_and_snapshot),
     cmocka_unit_test(test_threads),
+    cmocka_unit_test(test_r13_pin),
 };
 
 static void test_each_alone(void **state) {

@@ -355,8 +355,11 @@ enum { V_LO = 1, V_HI = 2, V_PAIR_LO = 4, V_PAIR_HI = 8, V_OTHER = 16, V_MEM = 3
 enum { ISA_SSSE3 = PW_JIT_SSSE3, ISA_SSE41 = PW_JIT_SSE41, ISA_POPCNT = PW_JIT_POPCNT };
 
 /* Registers that can hold pinned slots: GPRs not used by the templates (rbp is
- * callee-saved, the others caller-saved) and xmm2..xmm15 (xmm0/xmm1 are scratch). */
-static const int8_t pin_gprs[] = {X_RBP, X_RSI, X_RDI, X_R8, X_R9, X_R10, X_R11};
+ * callee-saved, the others caller-saved) and xmm2..xmm15 (xmm0/xmm1 are scratch).
+ * The last, r13, holds memory 0's size for the explicit checks; the guard variant
+ * needs no size (memory.size reads it from the memory), so there it is an eighth
+ * pin register, spilled and reloaded around calls like r8-r11 (npin_gpr). */
+static const int8_t pin_gprs[] = {X_RBP, X_RSI, X_RDI, X_R8, X_R9, X_R10, X_R11, X_R13};
 #define NPIN_GPR ((int)(sizeof pin_gprs / sizeof pin_gprs[0]))
 /* The first NPIN_KEPT of them (rbp, rsi) keep their values across a direct JIT-to-JIT
  * call: the callee's inner entry saves those it uses (rbp always); the others, like
@@ -825,10 +828,13 @@ static void direct_slow_spill(jc *c, uint32_t argbase, bool reload) {
         }
 }
 
+/* r12 = memory 0's base; r13 = its size, except in the guard variant (r13 may be a
+ * pin there, and nothing reads the size from it). */
 static void reload_mem(jc *c) {
     pw__x64_load(&c->x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, mem0)));
     pw__x64_load(&c->x, X_LD64, X_R12, x_mem(X_RAX, (int32_t)offsetof(pw_memory, data)));
-    pw__x64_load(&c->x, X_LD64, X_R13, x_mem(X_RAX, (int32_t)offsetof(pw_memory, size)));
+    if (!c->guard)
+        pw__x64_load(&c->x, X_LD64, X_R13, x_mem(X_RAX, (int32_t)offsetof(pw_memory, size)));
 }
 
 /* GOT references: the displacement is patched at the end of the pass. */
@@ -2697,7 +2703,12 @@ static bool t_moves(jc *c, uint32_t pos, int op, uint32_t *len) {
         return true;
     case PW_OP_MEMORY_SIZE:
         *len = 2;
-        pw__x64_mov_rr(x, true, X_RAX, X_R13);
+        if (c->guard) {
+            pw__x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, mem0)));
+            pw__x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, (int32_t)offsetof(pw_memory, size)));
+        } else {
+            pw__x64_mov_rr(x, true, X_RAX, X_R13);
+        }
         pw__x64_shift_i(x, X_SHR, true, X_RAX, 16);
         st(c, false, SL(1), X_RAX);
         return true;
@@ -3254,6 +3265,7 @@ static void choose_pins(jc *c) {
         dw[sl] += dw[sl - 1];
     uint64_t cost = 2 * callw + 2;
     int nx = 0, ngk = 0, ngo = NPIN_KEPT; /* xmm registers taken; next kept, other GPR */
+    int npin_gpr = c->guard ? NPIN_GPR : NPIN_GPR - 1; /* r13 only in the guard variant */
     for (;;) {
         uint32_t best = UINT32_MAX;
         uint64_t bestgain = 0;
@@ -3267,7 +3279,7 @@ static void choose_pins(jc *c) {
                 bestgain = wt[sl] - ck;
                 bestkept = true;
             }
-            if (ngo < NPIN_GPR && wt[sl] > cost && wt[sl] - cost > bestgain) {
+            if (ngo < npin_gpr && wt[sl] > cost && wt[sl] - cost > bestgain) {
                 best = sl;
                 bestgain = wt[sl] - cost;
                 bestkept = false;
