@@ -1405,6 +1405,81 @@ static void test_pins_across_calls(void **state) {
     free(omod);
 }
 
+/* Dead stores (docs/jit.md "Store-to-load forwarding"): more hot locals than pin
+ * registers, so some live in the frame; each is loaded from memory and then rewritten
+ * by the next instruction from itself (x = x + 1: the load's store is dead), from
+ * itself twice (x = x + x, x = load(x + x): the operand read from the frame too, so
+ * the store must stay), or read into another local (y = x * 3: must stay). The
+ * tiers agree with the interpreter. */
+static const char DS_WAT[] =
+    "(module (memory 1)\n"
+    " (func (export \"ds\") (param $n i32) (result i32)\n"
+    "  (local $a i32) (local $b i32) (local $c i32) (local $d i32) (local $e i32)\n"
+    "  (local $f i32) (local $g i32) (local $h i32) (local $i i32) (local $j i32)\n"
+    "  (local $k i32) (local $x i32) (local $y i32) (local $z i32) (local $m i32)\n"
+    "  (loop $fill (i32.store (i32.shl (local.get $i) (i32.const 2))\n"
+    "    (i32.mul (local.get $i) (i32.const 2654435761)))\n"
+    "   (br_if $fill (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "    (i32.const 1024))))\n"
+    "  (local.set $i (i32.const 0))\n"
+    "  (loop $l\n"
+    "   (local.set $x (i32.load (i32.and (i32.add (local.get $x) (local.get $i))\n"
+    "    (i32.const 0xffc))))\n"
+    "   (local.set $x (i32.add (local.get $x) (local.get $x)))\n"
+    "   (local.set $y (i32.load (i32.and (local.get $x) (i32.const 0xffc))))\n"
+    "   (local.set $y (i32.add (local.get $y) (i32.const 1)))\n"
+    "   (local.set $z (i32.load16_u offset=2 (i32.and (local.get $y) (i32.const 0xffc))))\n"
+    "   (local.set $z (i32.load (i32.and (i32.add (local.get $z) (local.get $z))\n"
+    "    (i32.const 0xffc))))\n"
+    "   (local.set $a (i32.add (local.get $a) (local.get $z)))\n"
+    "   (local.set $b (i32.xor (local.get $b) (i32.mul (local.get $y) (i32.const 3))))\n"
+    "   (local.set $m (i32.const 0))\n"
+    "   (loop $in\n"
+    "    (local.set $c (i32.add (local.get $c) (local.get $b)))\n"
+    "    (local.set $d (i32.sub (local.get $d) (local.get $c)))\n"
+    "    (local.set $e (i32.rotl (local.get $e) (local.get $a)))\n"
+    "    (local.set $f (i32.add (local.get $f) (local.get $e)))\n"
+    "    (local.set $g (i32.xor (local.get $g) (local.get $d)))\n"
+    "    (local.set $h (i32.add (local.get $h) (local.get $g)))\n"
+    "    (local.set $j (i32.add (local.get $j) (local.get $h)))\n"
+    "    (local.set $k (i32.xor (local.get $k) (i32.add (local.get $j) (local.get $f))))\n"
+    "    (br_if $in (i32.lt_u (local.tee $m (i32.add (local.get $m) (i32.const 1)))\n"
+    "     (i32.const 2))))\n"
+    "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "    (local.get $n))))\n"
+    "  (i32.add (i32.add (i32.add (local.get $a) (local.get $b)) (i32.add (local.get $c)\n"
+    "   (local.get $d))) (i32.add (i32.add (i32.add (local.get $e) (local.get $f))\n"
+    "   (i32.add (local.get $g) (local.get $h))) (i32.add (i32.add (local.get $j) (local.get $k))\n"
+    "   (i32.add (local.get $x) (i32.add (local.get $y) (local.get $z))))))))\n";
+
+static void test_dead_stores(void **state) {
+    (void)state;
+    size_t n = 0;
+    uint8_t *mod = NULL;
+    pw_error err;
+    if (pw_wat_to_wasm(DS_WAT, strlen(DS_WAT), &mod, &n, &err) != PW_OK)
+        fail_msg("wat: %s", err.message);
+    static const int32_t args[] = {1, 2, 7, 3000};
+    int32_t want[4] = {0};
+    for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
+        pw_store_config cfg = {.engine = tiers[mi].engine, .bounds_checks = tiers[mi].bounds};
+        rig r;
+        rig_open_cfg(&r, &cfg, mod, n);
+        for (size_t k = 0; k < sizeof args / sizeof args[0]; k++) {
+            int32_t res = 0;
+            if (call1(&r, "ds", args[k], &res, &err) != PW_OK)
+                fail_msg("ds(%d): %s", args[k], err.message);
+            if (mi == 0)
+                want[k] = res;
+            else if (res != want[k])
+                fail_msg("tier %zu ds(%d) = %d, the interpreter's %d", mi, args[k], res, want[k]);
+        }
+        if (PW_JIT_AVAILABLE && mi > 0) assert_int_equal(pw__jit_state(fn(&r, "ds")), 1);
+        rig_close(&r);
+    }
+    free(mod);
+}
+
 int main(void) {
     engine_handler = PW_JIT_AVAILABLE && pw__guard_ready() &&
                      sigaction(SIGSEGV, NULL, &engine_segv) == 0 &&
@@ -1414,7 +1489,7 @@ int main(void) {
         cmocka_unit_test(test_call_indirect),       cmocka_unit_test(test_runaway_recursion),
         cmocka_unit_test(test_interrupt_under_jit), cmocka_unit_test(test_self_calls),
         cmocka_unit_test(test_loops_and_slots),     cmocka_unit_test(test_call_frames),
-        cmocka_unit_test(test_pins_across_calls),
+        cmocka_unit_test(test_pins_across_calls),   cmocka_unit_test(test_dead_stores),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -474,6 +474,12 @@ typedef struct jc {
     size_t fwd_end;
     int32_t fwd_disp;
     int fwd_reg;
+    size_t fwd_start; /* where that store's code begins (fwd_end - fwd_start: its length) */
+    size_t fwd_len;
+    /* Dead stores (ld): the instruction's result slot and the code words of its
+     * operands (dse_n of them; 0: the template may not drop a store), set by translate
+     * for the templates that store their result last, straight-line. */
+    uint32_t dse_dst, dse_op[2], dse_n;
 } jc;
 
 static bool grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
@@ -669,11 +675,33 @@ static int fwd_reg_of(const jc *c, pw_xmem m) {
         return c->fwd_reg;
     return -1;
 }
+/* Whether the store the forwarding record describes is dead: it is the previous
+ * instruction's last code (the record was not carried over another instruction),
+ * this instruction stores its result to the same cell at its end (dse_dst, a template
+ * that may drop a store: no call, no branch, its only exits are traps, which abandon
+ * the frame), and the operand being loaded is this instruction's only other use of
+ * the cell. Then nothing can read what the store wrote, and the code that follows it
+ * starts right here (no branch reaches it, fwd_ok). */
+static bool dead_store(const jc *c) {
+    if (!c->dse_n || c->fwd_end - c->fwd_start != c->fwd_len) return false;
+    uint32_t slot = (uint32_t)c->fwd_disp / 8, uses = 0;
+    if (c->code[c->dse_dst] != slot) return false;
+    for (uint32_t k = 0; k < c->dse_n; k++)
+        uses += c->code[c->dse_op[k]] == slot;
+    return uses == 1;
+}
+
 static void ld(jc *c, bool w, int r, pw_xmem m) {
     if (fwd_reg_of(c, m) >= 0) {
         /* the previous instruction ended by storing this cell from fwd_reg: take the
          * register instead of waiting for the store to forward (st wrote all 8 bytes
          * of it, so both widths read the same bits; the 4-byte form zero-extends) */
+        if (dead_store(c)) {
+            /* nothing was emitted since the store (fwd_ok): take it back */
+            c->x.len = c->fwd_start;
+            c->lab[c->curpos] = (int32_t)c->x.len;
+            c->fwd_end = SIZE_MAX;
+        }
         if (r != c->fwd_reg || !w) pw__x64_mov_rr(&c->x, w, r, c->fwd_reg);
         return;
     }
@@ -692,11 +720,14 @@ static void st(jc *c, bool w, pw_xmem m, int r) {
     if (m.index == X_DIRECTX) {
         pw__x64_sse_rr(&c->x, 0x66, X_SSE_MOVD, w, m.base, r);
     } else {
+        size_t at = c->x.len;
         pw__x64_store(&c->x, w || m.base == X_RBX ? 8 : 4, m, r);
         if (m.base == X_RBX && m.index == X_NOREG && r != X_RBX) {
             c->fwd_end = c->x.len;
             c->fwd_disp = m.disp;
             c->fwd_reg = r;
+            c->fwd_start = at;
+            c->fwd_len = c->x.len - at;
         }
     }
 }
@@ -2915,11 +2946,25 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
 
     if (binops[op].kind) {
         *len = 4;
+        if (binops[op].form < 2) { /* not the fused compare-and-branch */
+            c->dse_dst = pos + 1;
+            c->dse_op[0] = pos + 2;
+            c->dse_op[1] = pos + 3;
+            c->dse_n = binops[op].form & 1 ? 1 : 2; /* an immediate b */
+        }
         binop(c, pos, &binops[op]);
+        c->dse_n = 0;
         return;
     }
     if (memops[op].bytes) {
+        if (!memops[op].store) {
+            c->dse_dst = pos + 1;
+            c->dse_op[0] = pos + 2;
+            c->dse_op[1] = pos + 3;
+            c->dse_n = memops[op].form == 2 ? 2 : 1; /* an address operand added */
+        }
         memop(c, pos, &memops[op], len);
+        c->dse_n = 0;
         return;
     }
     if (fpops[op].kind) {
@@ -3154,6 +3199,7 @@ static void run_pass(jc *c) {
         c->lab[pos] = (int32_t)c->x.len;
         if (!c->analyze && c->target && c->target[pos] == T_LOOP) poll_interrupt(c);
         c->curpos = pos;
+        c->dse_n = 0;
         uint32_t len = 0;
         translate(c, pos, op, &len);
         if (len == 0 || pos + len > c->n) c->fail = true;
