@@ -2609,6 +2609,7 @@ pw_status pw__compile_module(pw_module *m, bool eager, pw_error *err) {
          * local that stays zero (const_addr) */
         cf->nlocals = cf->nparams + ncells(fd->locals, fd->nlocals) + (m->nmems > 0);
         cf->type = fd->type;
+        cf->index = i;
         cf->slot = (uint32_t)slots;
         slots += slot_words(fd->body.len);
         body += fd->body.len;

@@ -75,6 +75,7 @@ typedef struct pw_cfunc {
     uint32_t frame_slots; /* locals + maximum operand stack */
     uint32_t type;        /* module type index */
     uint32_t slot;        /* word offset of its slot in pw_cmodule.code */
+    uint32_t index;       /* its defined function index: pw_cmodule.funcs[index] */
     uint32_t gc_nsites;
     struct pw_gcsite *gc_sites; /* sorted by pc (relative to code) */
     uint32_t *gc_maps;          /* the sites' slot lists (compile_gc.h) */

@@ -2469,14 +2469,6 @@ static void table_call(jc *c, uint32_t pos, uint32_t slot) {
     reload_mem(c);
 }
 
-/* x * odd_inverse(x) == 1 modulo 2^64 (x odd): exact division by multiplication. */
-static uint64_t odd_inverse(uint64_t x) {
-    uint64_t y = x; /* correct to 3 bits; each step doubles them */
-    for (int i = 0; i < 5; i++)
-        y *= 2 - x * y;
-    return y;
-}
-
 /* CALL_INDIRECT type table idx argbase, inline: the table's bounds, a non-null entry,
  * the exact type id, a function of this instance with JIT code, then the same steps
  * as call_func's direct call with the callee's frame size read from its pw_cfunc.
@@ -2488,8 +2480,6 @@ static void call_indirect(jc *c, uint32_t pos) {
     pw_x64 *x = &c->x;
     uint32_t type = IMM(1), tab = IMM(2), argbase = IMM(4);
     pw_xmem idx = SL(3);
-    const uint32_t cfsz = (uint32_t)sizeof(pw_cfunc);
-    const int sh = __builtin_ctz(cfsz);
     slowcall sc = {.argbase = argbase, .ret = pos + 5, .ind = pos, .direct = true};
     direct_begin(c, argbase, pos + 5, IMM(3));
     pw__x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, tables)));
@@ -2509,18 +2499,11 @@ static void call_indirect(jc *c, uint32_t pos) {
     pw__x64_alu_rm(x, X_CMP, false, X_RAX,
                    x_mem(X_RDX, (int32_t)(offsetof(pw_func, hdr) + offsetof(pw_obj, type_id))));
     sc.from[sc.nfrom++] = (uint32_t)pw__x64_jcc32(x, X_CC_NE);
-    /* rdx = f->code; d = (f->code - cm->funcs) / sizeof(pw_cfunc), an exact division */
+    /* rdx = f->code; its defined function index (one load: the function is this
+     * instance's, so the index is into this module's entry table; checked anyway) */
     pw__x64_load(x, X_LD64, X_RDX, x_mem(X_RDX, (int32_t)offsetof(pw_func, code)));
-    pw__x64_mov_rr(x, true, X_RAX, X_RDX);
-    got_load(c, X_RCX, G_CFUNCS);
-    pw__x64_alu_rr(x, X_SUB, true, X_RAX, X_RCX);
-    if (sh) pw__x64_shift_i(x, X_SHR, true, X_RAX, (uint8_t)sh);
-    if (cfsz >> sh != 1) {
-        pw__x64_mov_ri64(x, X_RCX, odd_inverse(cfsz >> sh));
-        pw__x64_imul_rr(x, true, X_RAX, X_RCX);
-    }
-    pw__x64_mov_ri32(x, X_RCX, c->m->code->nfuncs);
-    pw__x64_alu_rr(x, X_CMP, true, X_RAX, X_RCX);
+    pw__x64_load(x, X_LD32, X_RAX, x_mem(X_RDX, (int32_t)offsetof(pw_cfunc, index)));
+    pw__x64_alu_ri(x, X_CMP, false, X_RAX, (int32_t)c->m->code->nfuncs);
     sc.from[sc.nfrom++] = (uint32_t)pw__x64_jcc32(x, X_CC_AE);
     got_fix(c, pw__x64_lea_rip(x, X_RCX), G_FN0);
     pw__x64_load(x, X_LD64, X_RAX, x_memi(X_RCX, X_RAX, 8, 0)); /* the callee's entry */
