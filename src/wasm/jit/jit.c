@@ -676,19 +676,24 @@ static int fwd_reg_of(const jc *c, pw_xmem m) {
     return -1;
 }
 /* Whether the store the forwarding record describes is dead: it is the previous
- * instruction's last code (the record was not carried over another instruction),
- * this instruction stores its result to the same cell at its end (dse_dst, a template
- * that may drop a store: no call, no branch, its only exits are traps, which abandon
- * the frame), and the operand being loaded is this instruction's only other use of
- * the cell. Then nothing can read what the store wrote, and the code that follows it
- * starts right here (no branch reaches it, fwd_ok). */
+ * instruction's last code (the record was not carried over another instruction), the
+ * operand being loaded is this instruction's only use of the cell as an operand, and
+ * either this instruction stores its result to the same cell at its end (dse_dst, a
+ * template that may drop a store: no call, its only exits are traps, which abandon
+ * the frame, or its own compare-and-branch), or the cell is an operand-stack
+ * temporary (at or above nlocals), which an integer operator or a load pops: a
+ * temporary is pushed once and popped once, so no one reads this value after this
+ * instruction (a value that stays on the stack, as `br_if` keeps its operands, is
+ * read by an instruction that pops nothing, which never drops a store). Then nothing
+ * can read what the store wrote, and the code that follows it starts right here (no
+ * branch reaches it, fwd_ok). */
 static bool dead_store(const jc *c) {
     if (!c->dse_n || c->fwd_end - c->fwd_start != c->fwd_len) return false;
     uint32_t slot = (uint32_t)c->fwd_disp / 8, uses = 0;
-    if (c->code[c->dse_dst] != slot) return false;
     for (uint32_t k = 0; k < c->dse_n; k++)
         uses += c->code[c->dse_op[k]] == slot;
-    return uses == 1;
+    if (uses != 1) return false;
+    return slot >= c->cf->nlocals || (c->dse_dst != UINT32_MAX && c->code[c->dse_dst] == slot);
 }
 
 static void ld(jc *c, bool w, int r, pw_xmem m) {
@@ -972,7 +977,7 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
         st(c, false, d, X_RAX);
     } else if (r == X_RAX) {
         st(c, w, d, X_RAX);
-    } else if (fwd && r != c->fwd_reg &&
+    } else if (fwd && c->fwd_end != SIZE_MAX && r != c->fwd_reg &&
                (c->fwd_reg != X_RCX ||
                 (!imm && (b.index == X_DIRECTX || oi->kind == BK_SHIFT ||
                           (oi->kind == BK_MUL && b.index != X_DIRECT))) == false)) {
@@ -2929,12 +2934,11 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
 
     if (binops[op].kind) {
         *len = 4;
-        if (binops[op].form < 2) { /* not the fused compare-and-branch */
-            c->dse_dst = pos + 1;
-            c->dse_op[0] = pos + 2;
-            c->dse_op[1] = pos + 3;
-            c->dse_n = binops[op].form & 1 ? 1 : 2; /* an immediate b */
-        }
+        bool br = binops[op].form >= 2; /* the fused compare-and-branch: no result */
+        c->dse_dst = br ? UINT32_MAX : pos + 1;
+        c->dse_op[0] = br ? pos + 1 : pos + 2;
+        c->dse_op[1] = br ? pos + 2 : pos + 3;
+        c->dse_n = binops[op].form & 1 ? 1 : 2; /* an immediate b */
         binop(c, pos, &binops[op]);
         c->dse_n = 0;
         return;
