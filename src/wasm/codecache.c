@@ -601,18 +601,6 @@ static void evict(struct pw_ccref *cc) {
     free(e);
 }
 
-static bool write_all(int fd, const void *buf, size_t n) {
-    const uint8_t *p = buf;
-    while (n) {
-        ssize_t w = write(fd, p, n > (1u << 30) ? (1u << 30) : n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
 int pw__cc_tmp_create(const struct pw_ccref *cc, const char *name, char tmp[PW_CC_TMP_MAX]) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -648,9 +636,10 @@ static bool save(struct pw_ccref *cc, const struct pw_cmodule *cm, int v, unsign
     cache_name(cc, v, isa, name);
     int fd = pw__cc_tmp_create(cc, name, tmp);
     if (fd < 0) return false;
-    bool good = write_all(fd, head, CC_PAGE) && write_all(fd, code, len) &&
-                write_all(fd, ZEROS, (size_t)(page_round(len) - len)) &&
-                write_all(fd, offs, (size_t)h.nfuncs * 8) && write_all(fd, d, sizeof d);
+    bool good = pb_write_all(fd, head, CC_PAGE) == 0 && pb_write_all(fd, code, len) == 0 &&
+                pb_write_all(fd, ZEROS, (size_t)(page_round(len) - len)) == 0 &&
+                pb_write_all(fd, offs, (size_t)h.nfuncs * 8) == 0 &&
+                pb_write_all(fd, d, sizeof d) == 0;
     if (!pw__cc_commit(cc, fd, good, tmp, name)) return false;
     atomic_store_explicit(&cc->probe[v & 1][isa & 7], 2, memory_order_relaxed);
     return true;
@@ -845,7 +834,7 @@ void pw__cc_mark_validated(struct pw_ccref *cc) {
     valid_name(cc, name);
     int fd = pw__cc_tmp_create(cc, name, tmp);
     if (fd < 0) return; /* the cache is an optimisation: next time validates again */
-    bool good = write_all(fd, &r, sizeof r) && write_all(fd, sum, sizeof sum);
+    bool good = pb_write_all(fd, &r, sizeof r) == 0 && pb_write_all(fd, sum, sizeof sum) == 0;
     pw__cc_commit(cc, fd, good, tmp, name);
 }
 

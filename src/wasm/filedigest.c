@@ -154,14 +154,7 @@ static void memo_put(struct pw_ccref *cc, const char *domain, const fd_ident *id
     memo_name(domain, id, name);
     int fd = pw__cc_tmp_create(cc, name, tmp);
     if (fd < 0) return;
-    bool good = true;
-    for (size_t off = 0; good && off < sizeof out;) {
-        ssize_t w = write(fd, out + off, sizeof out - off);
-        if (w < 0 && errno == EINTR) continue;
-        good = w > 0;
-        if (good) off += (size_t)w;
-    }
-    pw__cc_commit(cc, fd, good, tmp, name);
+    pw__cc_commit(cc, fd, pb_write_all(fd, out, sizeof out) == 0, tmp, name);
 }
 
 pw_code_error pw_file_read_digest(int fd, uint64_t max, const pw_code_cache_config *cfg,
