@@ -474,8 +474,8 @@ typedef struct jc {
     size_t fwd_end;
     int32_t fwd_disp;
     int fwd_reg;
-    size_t fwd_start; /* where that store's code begins (fwd_end - fwd_start: its length) */
-    size_t fwd_len;
+    size_t fwd_start; /* where that store's code begins */
+    bool fwd_carried; /* the record was carried over another instruction (binop) */
     /* Dead stores (ld): the instruction's result slot and the code words of its
      * operands (dse_n of them; 0: the template may not drop a store), set by translate
      * for the templates that store their result last, straight-line. */
@@ -688,7 +688,7 @@ static int fwd_reg_of(const jc *c, pw_xmem m) {
  * can read what the store wrote, and the code that follows it starts right here (no
  * branch reaches it, fwd_ok). */
 static bool dead_store(const jc *c) {
-    if (!c->dse_n || c->fwd_end - c->fwd_start != c->fwd_len) return false;
+    if (!c->dse_n || c->fwd_carried) return false;
     uint32_t slot = (uint32_t)c->fwd_disp / 8, uses = 0;
     for (uint32_t k = 0; k < c->dse_n; k++)
         uses += c->code[c->dse_op[k]] == slot;
@@ -732,7 +732,7 @@ static void st(jc *c, bool w, pw_xmem m, int r) {
             c->fwd_disp = m.disp;
             c->fwd_reg = r;
             c->fwd_start = at;
-            c->fwd_len = c->x.len - at;
+            c->fwd_carried = false;
         }
     }
 }
@@ -986,6 +986,7 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
          * multiplier from memory) nor the frame: the record holds after this
          * instruction too */
         c->fwd_end = c->x.len;
+        c->fwd_carried = true;
     }
 }
 
