@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "guard_keep.h"
 #include "peri/wasm.h"
 #include "raiser.h"
 #include "wasm/jit/jit.h"
@@ -29,7 +30,6 @@
 #include "wasm/runtime.h" /* gc_stress, gc_nomap */
 
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -551,29 +551,16 @@ typedef struct rig {
     pw_instance *inst;
 } rig;
 
-/* cmocka puts its own SIGSEGV handler in place for every test and the previous one
- * back afterwards with signal(), which drops the engine's SA_SIGINFO handler; the
- * engine then (rightly) runs with explicit checks. So main installs the engine's
- * handler before cmocka runs and keeps a copy, and a store configured for guard pages
- * puts it back first: the guard tier really runs with guard pages (checked). */
-static struct sigaction engine_segv, engine_bus;
-static bool engine_handler;
-
 static void rig_open_cfg(rig *r, const pw_store_config *cfg, const void *mod, size_t len) {
     pw_error err;
-    if (cfg->bounds_checks == PW_BOUNDS_GUARD && engine_handler) {
-        sigaction(SIGSEGV, &engine_segv, NULL);
-        sigaction(SIGBUS, &engine_bus, NULL);
-    }
+    guard_restore(cfg->bounds_checks);
     r->m = pw_module_new(mod, len, NULL, &err);
     if (!r->m) fail_msg("module: %s", err.message);
     r->s = pw_store_new(cfg, &err);
     assert_non_null(r->s);
     r->inst = pw_instantiate(r->s, r->m, NULL, NULL, &err);
     if (!r->inst) fail_msg("instantiate: %s", err.message);
-    if (cfg->bounds_checks == PW_BOUNDS_GUARD && engine_handler && r->inst->mem0 &&
-        r->inst->mem0->reserved && !r->inst->mem0->is64) /* (memory 0 0) maps nothing */
-        assert_true(r->inst->mem0->guarded);
+    guard_check(cfg->bounds_checks, r->inst);
 }
 
 static void rig_open_mod(rig *r, int engine, const void *mod, size_t len) {
@@ -1481,9 +1468,7 @@ static void test_dead_stores(void **state) {
 }
 
 int main(void) {
-    engine_handler = PW_JIT_AVAILABLE && pw__guard_ready() &&
-                     sigaction(SIGSEGV, NULL, &engine_segv) == 0 &&
-                     sigaction(SIGBUS, NULL, &engine_bus) == 0;
+    guard_keep();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_encoder_objdump),     cmocka_unit_test(test_tiers_agree),
         cmocka_unit_test(test_call_indirect),       cmocka_unit_test(test_runaway_recursion),

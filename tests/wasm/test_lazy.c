@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "guard_keep.h"
 #include "peri/base.h"
 #include "peri/wasm.h"
 #include "wasm/jit/jit.h"
@@ -23,7 +24,6 @@
 
 #include <dirent.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,28 +84,15 @@ typedef struct run {
     pw_instance *inst;
 } run;
 
-/* cmocka puts its own SIGSEGV handler in place for every test and the previous one
- * back afterwards with signal(), which drops the engine's SA_SIGINFO handler; the
- * engine then (rightly) runs with explicit checks. So main installs the engine's
- * handler before cmocka runs and keeps a copy, and a store configured for guard pages
- * puts it back first: the guard variant really runs with guard pages (checked). */
-static struct sigaction engine_segv, engine_bus;
-static bool engine_handler;
-
 static void run_open(run *r, const pw_module *m, int engine, int bounds) {
     pw_error err;
     pw_store_config cfg = {.engine = engine, .bounds_checks = bounds};
-    if (bounds == PW_BOUNDS_GUARD && engine_handler) {
-        sigaction(SIGSEGV, &engine_segv, NULL);
-        sigaction(SIGBUS, &engine_bus, NULL);
-    }
+    guard_restore(bounds);
     r->s = pw_store_new(&cfg, &err);
     assert_non_null(r->s);
     r->inst = pw_instantiate(r->s, m, NULL, NULL, &err);
     if (!r->inst) fail_msg("instantiate: %s", err.message);
-    if (bounds == PW_BOUNDS_GUARD && engine_handler && r->inst->mem0 && r->inst->mem0->reserved &&
-        !r->inst->mem0->is64)
-        assert_true(r->inst->mem0->guarded);
+    guard_check(bounds, r->inst);
 }
 
 static void run_close(run *r) {
@@ -517,9 +504,7 @@ static void test_auto_cache(void **state) {
 }
 
 int main(void) {
-    engine_handler = PW_JIT_AVAILABLE && pw__guard_ready() &&
-                     sigaction(SIGSEGV, NULL, &engine_segv) == 0 &&
-                     sigaction(SIGBUS, NULL, &engine_bus) == 0;
+    guard_keep();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_guard),      cmocka_unit_test(test_explicit),
         cmocka_unit_test(test_mixed),      cmocka_unit_test(test_threads),
