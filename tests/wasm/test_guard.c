@@ -69,15 +69,19 @@ static const char WAT[] =
     " (func (export \"grow\") (param i32) (result i32) (memory.grow (local.get 0)))\n"
     " (func (export \"size\") (result i32) (memory.size)))\n";
 
-static pw_module *load_module(void) {
+static pw_module *load_wat(const char *wat, size_t len) {
     uint8_t *bin = NULL;
     size_t n = 0;
     pw_error err;
-    assert_int_equal(pw_wat_to_wasm(WAT, sizeof WAT - 1, &bin, &n, &err), PW_OK);
+    assert_int_equal(pw_wat_to_wasm(wat, len, &bin, &n, &err), PW_OK);
     pw_module *m = pw_module_new(bin, n, NULL, &err);
     if (!m) fail_msg("module: %s", err.message);
     free(bin);
     return m;
+}
+
+static pw_module *load_module(void) {
+    return load_wat(WAT, sizeof WAT - 1);
 }
 
 typedef struct run {
@@ -477,13 +481,7 @@ static const char R13_WAT[] =
 
 static void test_r13_pin(void **state) {
     (void)state;
-    uint8_t *bin = NULL;
-    size_t n = 0;
-    pw_error err;
-    assert_int_equal(pw_wat_to_wasm(R13_WAT, sizeof R13_WAT - 1, &bin, &n, &err), PW_OK);
-    pw_module *m = pw_module_new(bin, n, NULL, &err);
-    if (!m) fail_msg("module: %s", err.message);
-    free(bin);
+    pw_module *m = load_wat(R13_WAT, sizeof R13_WAT - 1);
     static const uint32_t args[] = {1, 9, 40, 1000};
     static const struct {
         int engine, bounds;
