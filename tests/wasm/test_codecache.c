@@ -421,6 +421,20 @@ static bool checked(const char *dir, const char *path, const uint8_t digest[32])
     return yes;
 }
 
+/* Makes the module with the big function into *x (the caller frees it), runs it under
+ * the JIT with the cache at dir: every result right, the big function translated
+ * (it ran); hit: fib's translation came from the cache. */
+static void run_big(mod *x, const char *dir, bool hit) {
+    run r;
+    mod_make_as(x, 0, true);
+    attach(x, dir, 0);
+    run_open(&r, x->m, PW_ENGINE_JIT);
+    check_results(&r, 0);
+    assert_int_equal(call(&r, "big", 1, 0), BIG_1);
+    if (hit) assert_int_equal(pw__jit_state(fn(&r, "fib")), 1);
+    pw_store_free(r.s);
+}
+
 /* A translation whose full check passed is remembered by its identity once it is two
  * seconds old, and later hits skip the sum; a write to it (a changed ctime, whatever
  * the mtime) makes it checked in full again, and a damaged one is refused. */
@@ -436,17 +450,10 @@ static void test_checked(void **state) {
         free(root);
         skip(); /* a file system whose ctime the memo does not trust */
     }
-    run r;
     for (int k = 0; k < 3; k++) { /* saved; checked (too new: not remembered); remembered */
         if (k == 2) sleep(3);
         mod a;
-        mod_make_as(&a, 0, true);
-        attach(&a, dir, 0);
-        run_open(&r, a.m, PW_ENGINE_JIT);
-        check_results(&r, 0);
-        assert_int_equal(call(&r, "big", 1, 0), BIG_1);           /* translated: it ran */
-        if (k) assert_int_equal(pw__jit_state(fn(&r, "fib")), 1); /* a hit */
-        pw_store_free(r.s);
+        run_big(&a, dir, k > 0);
         largest(dir, one, sizeof one);
         struct stat big;
         assert_int_equal(stat(one, &big), 0);
@@ -462,13 +469,7 @@ static void test_checked(void **state) {
     }
     /* a hit by the memo gives the same results */
     mod b;
-    mod_make_as(&b, 0, true);
-    attach(&b, dir, 0);
-    run_open(&r, b.m, PW_ENGINE_JIT);
-    check_results(&r, 0);
-    assert_int_equal(call(&r, "big", 1, 0), BIG_1);
-    assert_int_equal(pw__jit_state(fn(&r, "fib")), 1);
-    pw_store_free(r.s);
+    run_big(&b, dir, true);
     /* damaged in place, its mtime put back: no longer remembered, refused, replaced */
     struct stat st;
     assert_int_equal(stat(one, &st), 0);
@@ -481,12 +482,7 @@ static void test_checked(void **state) {
     assert_false(checked(dir, one, b.digest));
     mod_free(&b);
     mod c;
-    mod_make_as(&c, 0, true);
-    attach(&c, dir, 0);
-    run_open(&r, c.m, PW_ENGINE_JIT);
-    check_results(&r, 0);
-    assert_int_equal(call(&r, "big", 1, 0), BIG_1);
-    pw_store_free(r.s);
+    run_big(&c, dir, false);
     /* translated and saved again: the file there now is whole */
     largest(dir, one, sizeof one);
     assert_int_equal(stat(one, &st), 0);
