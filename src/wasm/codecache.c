@@ -12,6 +12,8 @@
  *   code   (GOT zeroed, then the fault stub and the functions), zero-padded to a
  *           multiple of CC_PAGE, so that it can be mapped from the file
  *   offs   (int64 per defined function: entry offset in code, or -1)
+ *   icode  (the functions' internal code, icode.h: taken at a function's first call
+ *           instead of compiling its body)
  *   digest (integrity sum, pb_sum, of every byte before it)
  *
  * Invariants: an artifact is executed only after the checks below all passed on the
@@ -35,6 +37,7 @@
  */
 #include "wasm/codecache.h"
 #include "peri/base.h"
+#include "wasm/icode.h"
 #include "wasm/jit/jit.h"
 
 #include <stdarg.h>
@@ -57,7 +60,7 @@
 #define PERI_VERSION "0"
 #endif
 
-#define CC_FORMAT      3u
+#define CC_FORMAT      4u
 #define CC_DEFAULT_MAX (1ull << 30)
 #define CC_SUFFIX      ".pcc"
 #define CC_TMP_PREFIX  ".tmp."
@@ -81,9 +84,10 @@ typedef struct cc_header {
     uint64_t shape;    /* hash of the functions' frames and code sizes */
     uint64_t code_off, code_len;
     uint64_t offs_off;
-    uint64_t total; /* file length, trailing digest included */
+    uint64_t icode_off, icode_len; /* right after offs */
+    uint64_t total;                /* file length, trailing digest included */
 } cc_header;
-_Static_assert(sizeof(cc_header) == 144, "no padding in the header");
+_Static_assert(sizeof(cc_header) == 160, "no padding in the header");
 
 static const char *const NAMES[] = {
     [PW_CODE_OK] = "ok",
@@ -232,7 +236,8 @@ static pw_code_error check_header(const cc_header *h, uint64_t file_len, const p
     if (h->variant > PW_JIT_VARIANT_GUARD || h->reserved != 0 || h->code_off != CC_PAGE ||
         h->code_len < pw__jit_got_bytes(h->nfuncs) || h->code_len > (1ull << 40) ||
         h->offs_off != h->code_off + page_round(h->code_len) ||
-        h->total != h->offs_off + offs_bytes + PW_CC_DIGEST)
+        h->icode_off != h->offs_off + offs_bytes || h->icode_len > (1ull << 40) ||
+        h->total != h->icode_off + h->icode_len + PW_CC_DIGEST)
         return pw__cc_fail(err, PW_CODE_MALFORMED, "artifact sections are inconsistent");
     return ok(err);
 }
@@ -254,9 +259,9 @@ static const uint8_t ZEROS[CC_PAGE];
 
 /* The digest of the file's bytes before the digest, from its parts: the header page
  * (CC_PAGE bytes, the header first), the code with its padding (code_len bytes of
- * code, then `pad` bytes: NULL for zeros as written), offs. */
+ * code, then `pad` bytes: NULL for zeros as written), offs, icode. */
 static void digest_parts(const uint8_t *head, const uint8_t *code, const uint8_t *pad,
-                         const int64_t *offs, uint8_t out[PW_CC_DIGEST]) {
+                         const int64_t *offs, const uint8_t *icode, uint8_t out[PW_CC_DIGEST]) {
     cc_header h;
     memcpy(&h, head, sizeof h);
     pb_sum_ctx c;
@@ -265,6 +270,7 @@ static void digest_parts(const uint8_t *head, const uint8_t *code, const uint8_t
     pb_sum_update(&c, code, h.code_len);
     pb_sum_update(&c, pad ? pad : ZEROS, page_round(h.code_len) - h.code_len);
     pb_sum_update(&c, offs, (size_t)h.nfuncs * 8);
+    pb_sum_update(&c, icode, (size_t)h.icode_len);
     pb_sum_final(&c, out);
 }
 
@@ -291,6 +297,8 @@ pw_code_error pw_code_verify(const pw_module *m, const uint8_t digest[32], const
         e = pw__cc_fail(err, PW_CODE_CORRUPT, "artifact integrity digest does not match");
     else
         e = check_offsets(offs, h.nfuncs, h.code_len, err);
+    if (!e && !pw__icode_check(art + h.icode_off, (size_t)h.icode_len, h.nfuncs))
+        e = pw__cc_fail(err, PW_CODE_MALFORMED, "artifact internal code is inconsistent");
     free(offs);
     return e;
 }
@@ -343,6 +351,9 @@ static pw_code_error load_fd(int fd, const pw_module *m, const uint8_t digest[32
     if (!offs) return pw__cc_fail(err, PW_CODE_NOMEM, "out of memory");
     uint8_t *map = MAP_FAILED, *file = MAP_FAILED, head[CC_PAGE];
     uint8_t want[PW_CC_DIGEST], got[PW_CC_DIGEST];
+    /* the internal code section: kept mapped and given to the module (icode.h) */
+    uint8_t *ic = NULL, *icmap = MAP_FAILED;
+    size_t icmaplen = 0;
     bool checked = false; /* a cache file unchanged since its full check (filedigest.c) */
     if (from_file) {      /* the whole file, private: checked where it will run */
         checked = read_at(fd, want, sizeof want, h.total - PW_CC_DIGEST) &&
@@ -354,6 +365,7 @@ static pw_code_error load_fd(int fd, const pw_module *m, const uint8_t digest[32
             e = pw__cc_fail(err, PW_CODE_IO, "cannot map the artifact");
         } else {
             map = file + h.code_off;
+            ic = file + h.icode_off;
             memcpy(offs, file + h.offs_off, (size_t)h.nfuncs * 8);
             memcpy(want, file + h.total - PW_CC_DIGEST, sizeof want);
             if (checked)
@@ -363,29 +375,48 @@ static pw_code_error load_fd(int fd, const pw_module *m, const uint8_t digest[32
         }
     } else { /* read into private memory: a later change to the file changes nothing */
         map = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (map == MAP_FAILED)
+        icmaplen = (size_t)page_round(h.icode_len ? h.icode_len : 1);
+        icmap = mmap(NULL, icmaplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        ic = icmap == MAP_FAILED ? NULL : icmap;
+        if (map == MAP_FAILED || icmap == MAP_FAILED)
             e = pw__cc_fail(err, PW_CODE_NOMEM, "out of memory");
         else if (!read_at(fd, head, CC_PAGE, 0) || !read_at(fd, map, maplen, h.code_off) ||
                  !read_at(fd, offs, (size_t)h.nfuncs * 8, h.offs_off) ||
+                 !read_at(fd, ic, (size_t)h.icode_len, h.icode_off) ||
                  !read_at(fd, want, sizeof want, h.total - PW_CC_DIGEST))
             e = pw__cc_fail(err, PW_CODE_TRUNCATED, "artifact ends early");
         else if (memcmp(head, &h, sizeof h) != 0) /* what was checked is what is hashed */
             e = pw__cc_fail(err, PW_CODE_CORRUPT, "artifact changed while it was read");
         else
-            digest_parts(head, map, map + h.code_len, offs, got);
+            digest_parts(head, map, map + h.code_len, offs, ic, got);
     }
     if (!e && memcmp(got, want, sizeof got) != 0)
         e = pw__cc_fail(err, PW_CODE_CORRUPT, "artifact integrity digest does not match");
     if (!e) e = check_offsets(offs, h.nfuncs, h.code_len, err);
+    if (!e && !pw__icode_check(ic, (size_t)h.icode_len, h.nfuncs))
+        e = pw__cc_fail(err, PW_CODE_MALFORMED, "artifact internal code is inconsistent");
     if (!e && from_file && !checked) pw__cc_mark_checked(cc, fd, &st, want);
-    if (file != MAP_FAILED) { /* keep only the code pages */
+    if (file != MAP_FAILED) { /* keep only the code and internal code pages */
         size_t after = (size_t)(h.code_off + maplen);
+        size_t iclo = (size_t)(h.icode_off / CC_PAGE * CC_PAGE); /* >= after */
         munmap(file, h.code_off);
-        if (h.total > after) munmap(file + after, (size_t)(h.total - after));
-        /* drop the page table entries the check filled: the code that runs faults its
-         * pages back from the page cache, the rest costs this process nothing */
-        if (!e && !checked) madvise(map, maplen, MADV_DONTNEED);
+        if (iclo > after) munmap(file + after, iclo - after);
+        icmap = file + iclo;
+        icmaplen = (size_t)h.total - iclo;
+        /* drop the page table entries the check filled: the code (and internal code)
+         * that runs faults its pages back from the page cache, the rest costs this
+         * process nothing */
+        if (!e && !checked) {
+            madvise(map, maplen, MADV_DONTNEED);
+            madvise(icmap, icmaplen, MADV_DONTNEED);
+        }
     }
+    /* the module takes the internal code (read only from now on) before the code is
+     * installed: installing may compile functions at once */
+    if (!e && h.icode_len > h.nfuncs * 8ull && mprotect(icmap, icmaplen, PROT_READ) == 0 &&
+        pw__compile_adopt(m->code, ic, (size_t)h.icode_len, icmap, icmaplen))
+        icmap = MAP_FAILED;
+    if (icmap != MAP_FAILED) munmap(icmap, icmaplen);
     if (!e) {
         /* takes the mapping: made read/execute after the GOT is written */
         if (!pw__jit_install(m, (int)h.variant, map, maplen, h.code_len, offs))
@@ -412,7 +443,8 @@ pw_code_error pw_code_load(const pw_module *m, const uint8_t digest[32], const c
 /* ---------------------------------------------------------------- writing */
 
 static void fill_header(cc_header *h, const struct pw_cmodule *cm, const uint8_t digest[32],
-                        const uint8_t engine[32], int v, unsigned isa, size_t code_len) {
+                        const uint8_t engine[32], int v, unsigned isa, size_t code_len,
+                        size_t icode_len) {
     memset(h, 0, sizeof *h);
     memcpy(h->magic, CC_MAGIC, sizeof CC_MAGIC);
     h->format = CC_FORMAT;
@@ -427,7 +459,9 @@ static void fill_header(cc_header *h, const struct pw_cmodule *cm, const uint8_t
     h->code_off = CC_PAGE;
     h->code_len = code_len;
     h->offs_off = h->code_off + page_round(code_len);
-    h->total = h->offs_off + (uint64_t)h->nfuncs * 8 + PW_CC_DIGEST;
+    h->icode_off = h->offs_off + (uint64_t)h->nfuncs * 8;
+    h->icode_len = icode_len;
+    h->total = h->icode_off + icode_len + PW_CC_DIGEST;
 }
 
 pw_code_error pw_code_compile(const pw_module *m, const uint8_t digest[32], int bounds_checks,
@@ -444,21 +478,26 @@ pw_code_error pw_code_compile(const pw_module *m, const uint8_t digest[32], int 
     int64_t *offs;
     if (pw__jit_translate(m, v, isa, &code, &clen, &offs) != PW_OK)
         return pw__cc_fail(err, PW_CODE_NOMEM, "out of memory");
+    size_t iclen = 0;
+    uint8_t *ic = pw__icode_build(m->code, &iclen); /* after translating: all compiled */
     cc_header h;
-    fill_header(&h, m->code, digest, engine, v, isa, clen);
-    uint8_t *a = malloc((size_t)h.total);
+    fill_header(&h, m->code, digest, engine, v, isa, clen, iclen);
+    uint8_t *a = ic ? malloc((size_t)h.total) : NULL;
     if (!a) {
         free(code);
         free(offs);
+        free(ic);
         return pw__cc_fail(err, PW_CODE_NOMEM, "out of memory");
     }
     memset(a, 0, (size_t)h.offs_off); /* the paddings */
     memcpy(a, &h, sizeof h);
     memcpy(a + h.code_off, code, clen);
     memcpy(a + h.offs_off, offs, (size_t)h.nfuncs * 8);
+    memcpy(a + h.icode_off, ic, iclen);
     pb_sum(a, (size_t)h.total - PW_CC_DIGEST, a + h.total - PW_CC_DIGEST);
     free(code);
     free(offs);
+    free(ic);
     *out = a;
     *len = (size_t)h.total;
     return ok(err);
@@ -626,20 +665,30 @@ bool pw__cc_commit(struct pw_ccref *cc, int fd, bool good, const char *tmp, cons
 static bool save(struct pw_ccref *cc, const struct pw_cmodule *cm, int v, unsigned isa,
                  const uint8_t *code, size_t len, const int64_t *offs) {
     uint8_t head[CC_PAGE] = {0};
+    size_t iclen = 0;
+    uint8_t *ic = pw__icode_build(cm, &iclen);
+    if (!ic) return false;
     cc_header h;
-    fill_header(&h, cm, cc->module, cc->engine, v, isa, len);
-    if (h.total > cc->max_bytes) return false; /* would not fit even alone */
+    fill_header(&h, cm, cc->module, cc->engine, v, isa, len, iclen);
+    if (h.total > cc->max_bytes) { /* would not fit even alone */
+        free(ic);
+        return false;
+    }
     memcpy(head, &h, sizeof h);
     uint8_t d[PW_CC_DIGEST];
-    digest_parts(head, code, NULL, offs, d);
+    digest_parts(head, code, NULL, offs, ic, d);
     char name[CC_NAME_MAX], tmp[PW_CC_TMP_MAX];
     cache_name(cc, v, isa, name);
     int fd = pw__cc_tmp_create(cc, name, tmp);
-    if (fd < 0) return false;
+    if (fd < 0) {
+        free(ic);
+        return false;
+    }
     bool good = pb_write_all(fd, head, CC_PAGE) == 0 && pb_write_all(fd, code, len) == 0 &&
                 pb_write_all(fd, ZEROS, (size_t)(page_round(len) - len)) == 0 &&
                 pb_write_all(fd, offs, (size_t)h.nfuncs * 8) == 0 &&
-                pb_write_all(fd, d, sizeof d) == 0;
+                pb_write_all(fd, ic, iclen) == 0 && pb_write_all(fd, d, sizeof d) == 0;
+    free(ic);
     if (!pw__cc_commit(cc, fd, good, tmp, name)) return false;
     atomic_store_explicit(&cc->probe[v & 1][isa & 7], 2, memory_order_relaxed);
     return true;

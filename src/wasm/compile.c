@@ -20,6 +20,7 @@
  */
 #include "wasm/compile.h"
 #include "wasm/gc.h"
+#include "wasm/icode.h"
 #include "wasm/instr.h"
 #include "wasm/interp.h"
 #include "wasm/jit/jit.h"
@@ -2403,11 +2404,51 @@ static void drop_code(comp *c) {
     c->capcode = 0;
 }
 
+/* Take defined function i's internal code from cm's adopted saved code (icode.h)
+ * into its slot, or its own allocation when it does not fit there, as compile_one
+ * would have placed it, and publish it. False when there is no usable record or
+ * memory runs out (then the body is compiled). Caller holds the lock. */
+static bool restore_one(struct pw_cmodule *cm, uint32_t i) {
+    const pw_icode *ic = atomic_load_explicit(&cm->icode, memory_order_acquire);
+    pw_cfunc *cf = &cm->funcs[i];
+    pw_icode_rec r;
+    if (!ic || !pw__icode_get(ic, i, cf, &r)) return false;
+    const pw_funcdef *fd = &cm->lock->c.m->funcs[i];
+    bool in_slot = cm->code && r.ncode <= slot_words(fd->body.len) - 1;
+    uint32_t *code = in_slot ? cm->code + cf->slot : malloc((size_t)r.ncode * 4);
+    pw_handler *hs = r.nhandlers ? malloc((size_t)r.nhandlers * sizeof *hs) : NULL;
+    pw_gcsite *sites = r.gc_nsites ? malloc((size_t)r.gc_nsites * sizeof *sites) : NULL;
+    uint32_t *maps = r.gc_nmaps ? malloc((size_t)r.gc_nmaps * 4) : NULL;
+    if (!code || (r.nhandlers && !hs) || (r.gc_nsites && !sites) || (r.gc_nmaps && !maps)) {
+        if (!in_slot) free(code);
+        free(hs);
+        free(sites);
+        free(maps);
+        return false;
+    }
+    memcpy(code, r.code, (size_t)r.ncode * 4);
+    if (hs) memcpy(hs, r.handlers, (size_t)r.nhandlers * sizeof *hs);
+    if (sites) memcpy(sites, r.sites, (size_t)r.gc_nsites * sizeof *sites);
+    if (maps) memcpy(maps, r.maps, (size_t)r.gc_nmaps * 4);
+    cf->ncode = r.ncode;
+    cf->handlers = hs;
+    cf->nhandlers = r.nhandlers;
+    cf->frame_slots = r.frame_slots;
+    cf->gc_sites = sites;
+    cf->gc_nsites = r.gc_nsites;
+    cf->gc_maps = maps;
+    cm->restored++;
+    __atomic_store_n(&cf->code, code, __ATOMIC_RELEASE); /* publishes every field above */
+    return true;
+}
+
 /* Compile defined function i of c->m into its slot (or, when it outgrows it, its own
- * allocation) and publish it. Caller holds the lock (or owns cm
- * alone). False with err set on failure (cf stays uncompiled). */
+ * allocation) and publish it; from the saved internal code when cm has it
+ * (restore_one). Caller holds the lock (or owns cm alone). False with err set on
+ * failure (cf stays uncompiled). */
 static bool compile_one(struct pw_compile_lock *lk, struct pw_cmodule *cm, uint32_t i,
                         pw_error *err) {
+    if (restore_one(cm, i)) return true;
     comp *c = &lk->c;
     const pw_module *m = c->m;
     pw_cfunc *cf = &cm->funcs[i];
@@ -2504,6 +2545,24 @@ bool pw__compile_lazy(const pw_module *m, const pw_cfunc *cfc) {
     return ok;
 }
 
+bool pw__compile_adopt(struct pw_cmodule *cm, const uint8_t *sec, size_t bytes, void *map,
+                       size_t maplen) {
+    struct pw_compile_lock *lk = cm->lock;
+    pw_icode *ic = lk ? malloc(sizeof *ic) : NULL;
+    if (!ic) return false;
+    *ic = (pw_icode){.ent = (const uint32_t *)(const void *)sec,
+                     .words = (const uint32_t *)(const void *)sec + 2 * (size_t)cm->nfuncs,
+                     .nwords = bytes / 4 - 2 * (size_t)cm->nfuncs,
+                     .map = map,
+                     .maplen = maplen};
+    pthread_mutex_lock(&lk->mu);
+    bool took = atomic_load_explicit(&cm->icode, memory_order_relaxed) == NULL;
+    if (took) atomic_store_explicit(&cm->icode, ic, memory_order_release);
+    pthread_mutex_unlock(&lk->mu);
+    if (!took) free(ic);
+    return took;
+}
+
 const pw_cfunc *pw__cfunc_at(const struct pw_cmodule *cm, const uint32_t *pc) {
     if (cm->code && pc >= cm->code && pc < cm->code + cm->nslot) {
         /* the function whose slot holds pc: the last slot starting at or before it */
@@ -2575,6 +2634,7 @@ pw_status pw__compile_module(pw_module *m, bool eager, pw_error *err) {
     if (!cm) return pw__fail(err, PW_ERR_NOMEM, "out of memory");
     atomic_init(&cm->tier_calls, 0);
     atomic_init(&cm->tier_state, 0);
+    atomic_init(&cm->icode, NULL);
     uint32_t nd = m->nfuncs - m->nfunc_imports;
     cm->nfuncs = nd;
     cm->funcs = calloc(nd ? nd : 1, sizeof *cm->funcs);
@@ -2679,6 +2739,11 @@ void pw__compile_free(struct pw_cmodule *code) {
     else if (code->code)
         munmap(code->code, code->nslot * 4);
     lock_free(code->lock);
+    pw_icode *ic = atomic_load_explicit(&code->icode, memory_order_relaxed);
+    if (ic) {
+        munmap(ic->map, ic->maplen);
+        free(ic);
+    }
     free(code->funcs);
     pw__gc_free_layouts(code);
     free(code);

@@ -110,6 +110,11 @@ struct pw_cmodule {
     struct pw_gclayout *gc_layouts; /* gc_nlayouts = the module's type count */
     uint32_t gc_nlayouts;
     struct pw_jitmod *jit; /* JIT code per function (jit/jit.h); NULL: none */
+    /* Internal code saved with a translation the JIT mapped (icode.h): set once, under
+     * lock, by pw__compile_adopt; compiling a function takes its record from here when
+     * it has one. restored counts the functions taken so (under lock). */
+    _Atomic(struct pw_icode *) icode;
+    uint32_t restored;
 };
 
 /* Modules with at most this many words of code slots are compiled whole when made. */
@@ -122,6 +127,11 @@ static inline bool pw__cfunc_ready(const pw_cfunc *cf) {
 /* compile.c: compile cf (a function of m) if it is not yet; false when it cannot be
  * (out of memory). Thread-safe. */
 bool pw__compile_lazy(const pw_module *m, const pw_cfunc *cf);
+/* compile.c: give cm the saved internal code of a translation (icode.h; sec is
+ * bytes long, checked by pw__icode_check, inside the mapping map/maplen, which cm then
+ * owns). False when cm has one already (the caller keeps the mapping). Thread-safe. */
+bool pw__compile_adopt(struct pw_cmodule *cm, const uint8_t *sec, size_t bytes, void *map,
+                       size_t maplen);
 /* compile.c: the compiled function whose code holds pc (a return pc or the pc of a
  * running instruction of a function of cm). */
 const pw_cfunc *pw__cfunc_at(const struct pw_cmodule *cm, const uint32_t *pc);

@@ -16,6 +16,7 @@
 #include "peri/base.h"
 #include "peri/wasm.h"
 #include "wasm/codecache.h"
+#include "wasm/icode.h"
 #include "wasm/jit/jit.h"
 #include "wasm/runtime.h"
 
@@ -63,9 +64,12 @@ typedef struct mod {
 } mod;
 
 /* The module of seed; with big, also an export "big" whose one body translates to
- * more than 1 MiB of machine code (test_checked). */
+ * more than 1 MiB of machine code (test_checked), and BIG_FILL small functions, so
+ * that a saved translation's table of entries fills whole pages (whose functions are
+ * compiled at their first call, not when the translation is installed). */
+#define BIG_FILL 600
 static void mod_make_as(mod *x, int seed, bool big) {
-    size_t cap = sizeof WAT + 16 + (big ? (size_t)BIG_OPS * 32 + 256 : 0);
+    size_t cap = sizeof WAT + 16 + (big ? (size_t)BIG_OPS * 32 + BIG_FILL * 48 + 256 : 0);
     char *text = malloc(cap);
     assert_non_null(text);
     const char *at = strstr(WAT, "SEED");
@@ -78,7 +82,10 @@ static void mod_make_as(mod *x, int seed, bool big) {
                               "(local.get 0) (f64.convert_i32_s)");
         for (int i = 0; i < BIG_OPS; i++)
             k += (size_t)snprintf(text + k, cap - k, " (f64.const 0.5) (f64.add)");
-        k += (size_t)snprintf(text + k, cap - k, " (i32.trunc_sat_f64_s)))\n");
+        k += (size_t)snprintf(text + k, cap - k, " (i32.trunc_sat_f64_s))");
+        for (int i = 0; i < BIG_FILL; i++)
+            k += (size_t)snprintf(text + k, cap - k, " (func (result i32) (i32.const %d))", i);
+        k += (size_t)snprintf(text + k, cap - k, ")\n");
         assert_true(k < cap);
         n = (int)k;
     }
@@ -722,6 +729,144 @@ static void test_validated(void **state) {
     free(root);
 }
 
+/* Functions of x compiled to internal code now. */
+static uint32_t ready_funcs(const mod *x) {
+    const struct pw_cmodule *cm = x->m->code;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < cm->nfuncs; i++)
+        n += pw__cfunc_ready(&cm->funcs[i]);
+    return n;
+}
+
+/* Offsets in an artifact (cc_header, codecache.c) and one function's record entry. */
+enum { H_NFUNCS = 88, H_ICODE_OFF = 136, H_TOTAL = 152 };
+
+static uint64_t hdr64(const uint8_t *art, size_t off) {
+    uint64_t v;
+    memcpy(&v, art + off, 8);
+    return v;
+}
+
+/* Word k of the artifact's internal code section (icode.h), set to v, and the
+ * integrity sum made right again, as a forger (or a bug) would. */
+static void set_icode_word(uint8_t *art, size_t len, uint64_t k, uint32_t v) {
+    memcpy(art + hdr64(art, H_ICODE_OFF) + k * 4, &v, 4);
+    pb_sum(art, len - 32, art + len - 32);
+}
+
+static uint32_t icode_word(const uint8_t *art, uint64_t k) {
+    uint32_t v;
+    memcpy(&v, art + hdr64(art, H_ICODE_OFF) + k * 4, 4);
+    return v;
+}
+
+/* An artifact carries its functions' internal code: a module that loads it takes
+ * every function's code from there at its first call instead of compiling the body,
+ * and that code is the very code compiling gives. A section whose records reach past
+ * it is refused as malformed (even with a right sum); a record that is inconsistent
+ * inside is not used (the body is compiled) and the results stay right. */
+static void test_icode(void **state) {
+    (void)state;
+    mod a, b, c;
+    mod_make_as(&a, 0, true); /* big: compiled function by function, not packed */
+    uint8_t *art;
+    size_t len;
+    pw_code_err ce;
+    assert_int_equal(pw_code_compile(a.m, a.digest, PW_BOUNDS_EXPLICIT, false, &art, &len, &ce),
+                     PW_CODE_OK);
+    assert_int_equal(hdr64(art, H_TOTAL), len);
+    char *dir = tmpdir(), path[300];
+    snprintf(path, sizeof path, "%s/a.pcc", dir);
+    write_file(path, art, len);
+    mod_make_as(&b, 0, true);
+    assert_int_equal(pw_code_load(b.m, b.digest, path, &ce), PW_CODE_OK);
+    run r;
+    run_open(&r, b.m, PW_ENGINE_JIT);
+    check_results(&r, 0);
+    assert_int_equal(call(&r, "big", 1, 0), BIG_1);
+    pw_store_free(r.s);
+    uint32_t nb = ready_funcs(&b);
+    assert_true(nb >= 7);
+    assert_int_equal(b.m->code->restored, nb); /* none compiled from its body */
+    /* the same code as compiling the bodies */
+    const struct pw_cmodule *ca = a.m->code, *cb = b.m->code;
+    for (uint32_t i = 0; i < cb->nfuncs; i++) {
+        const pw_cfunc *x = &ca->funcs[i], *y = &cb->funcs[i];
+        if (!pw__cfunc_ready(y)) continue;
+        assert_true(pw__cfunc_ready(x));
+        assert_int_equal(x->ncode, y->ncode);
+        assert_int_equal(x->frame_slots, y->frame_slots);
+        assert_int_equal(x->nhandlers, y->nhandlers);
+        assert_int_equal(x->gc_nsites, y->gc_nsites);
+        assert_memory_equal(x->code, y->code, (size_t)x->ncode * 4);
+        assert_true(y->code == cb->code + y->slot); /* in its slot, where the JIT reads it */
+    }
+    mod_free(&b);
+    /* function 0's entry past the section: malformed, whatever the sum says */
+    uint32_t nf;
+    memcpy(&nf, art + H_NFUNCS, 4);
+    uint32_t ent0 = icode_word(art, 0);
+    assert_int_not_equal(ent0, UINT32_MAX);
+    set_icode_word(art, len, 0, 0x7fffffff);
+    assert_int_equal(pw_code_verify(a.m, a.digest, art, len, &ce), PW_CODE_MALFORMED);
+    write_file(path, art, len);
+    mod_make_as(&c, 0, true);
+    assert_int_equal(pw_code_load(c.m, c.digest, path, &ce), PW_CODE_MALFORMED);
+    assert_null(atomic_load(&c.m->code->icode));
+    mod_free(&c);
+    /* function 0 (fib) with a frame no larger than its locals, then with an extent
+     * one word longer than its parts: not taken, compiled */
+    set_icode_word(art, len, 0, ent0);
+    uint32_t frame = icode_word(art, 2ull * nf + ent0 + 1), elen = icode_word(art, 1);
+    for (int k = 0; k < 2; k++) {
+        set_icode_word(art, len, 2ull * nf + ent0 + 1, k == 0 ? 0 : frame);
+        set_icode_word(art, len, 1, k == 0 ? elen : elen + 1);
+        assert_int_equal(pw_code_verify(a.m, a.digest, art, len, &ce), PW_CODE_OK);
+        write_file(path, art, len);
+        mod_make_as(&c, 0, true);
+        assert_int_equal(pw_code_load(c.m, c.digest, path, &ce), PW_CODE_OK);
+        run_open(&r, c.m, PW_ENGINE_JIT);
+        check_results(&r, 0);
+        pw_store_free(r.s);
+        assert_int_equal(c.m->code->restored, ready_funcs(&c) - 1);
+        assert_true(c.m->code->funcs[0].frame_slots > c.m->code->funcs[0].nlocals);
+        mod_free(&c);
+    }
+    free(art);
+    rm_rf(dir);
+    free(dir);
+    mod_free(&a);
+}
+
+/* Lazy translation with a cache: each process saves what ran, and the internal code
+ * of functions saved before but not run this time goes with them, so a third
+ * process compiles no body of anything the first two ran. */
+static void test_icode_lazy(void **state) {
+    (void)state;
+    char *root = tmpdir(), dir[300];
+    snprintf(dir, sizeof dir, "%s/code", root);
+    uint32_t f25;
+    memcpy(&f25, &(float){2.5f}, 4);
+    mod x[3];
+    for (int k = 0; k < 3; k++) {
+        run r;
+        mod_make_as(&x[k], 0, true);
+        attach(&x[k], dir, 0);
+        run_open(&r, x[k].m, PW_ENGINE_LAZY);
+        if (k != 1) assert_int_equal(call(&r, "fib", 20, 0), 6765);
+        if (k != 0) assert_int_equal(call(&r, "floor", f25, 0), 2);
+        pw_store_free(r.s);
+        uint32_t ready = ready_funcs(&x[k]), restored = x[k].m->code->restored;
+        if (k == 0) assert_int_equal(restored, 0);
+        if (k == 1) assert_int_equal(restored, ready - 1); /* floor: compiled */
+        if (k == 2) assert_int_equal(restored, ready);
+        assert_true(ready >= (k == 2 ? 2u : 1u));
+        mod_free(&x[k]); /* saves what ran */
+    }
+    rm_rf(root);
+    free(root);
+}
+
 int main(void) {
     if (!PW_JIT_AVAILABLE) return 77; /* no JIT here: nothing to cache */
     const struct CMUnitTest tests[] = {
@@ -729,7 +874,8 @@ int main(void) {
         cmocka_unit_test(test_foreign),    cmocka_unit_test(test_cache),
         cmocka_unit_test(test_unsafe_dir), cmocka_unit_test(test_eviction),
         cmocka_unit_test(test_concurrent), cmocka_unit_test(test_validated),
-        cmocka_unit_test(test_checked),
+        cmocka_unit_test(test_checked),    cmocka_unit_test(test_icode),
+        cmocka_unit_test(test_icode_lazy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -318,8 +318,11 @@ static uint8_t *only_file(const char *dir, size_t *len) {
 
 /* Entry offsets of an artifact (its header's offs section; nfuncs entries). */
 static int64_t art_off(const uint8_t *art, size_t len, uint32_t nfuncs, uint32_t i) {
+    uint64_t offs_off; /* cc_header.offs_off (codecache.c) */
     int64_t o;
-    memcpy(&o, art + len - 32 - (size_t)nfuncs * 8 + (size_t)i * 8, sizeof o);
+    memcpy(&offs_off, art + 128, sizeof offs_off);
+    assert_true(offs_off + (uint64_t)nfuncs * 8 <= len);
+    memcpy(&o, art + offs_off + (size_t)i * 8, sizeof o);
     return o;
 }
 
