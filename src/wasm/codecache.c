@@ -412,8 +412,10 @@ static pw_code_error load_fd(int fd, const pw_module *m, const uint8_t digest[32
         }
     }
     /* the module takes the internal code (read only from now on) before the code is
-     * installed: installing may compile functions at once */
-    if (!e && h.icode_len > h.nfuncs * 8ull && mprotect(icmap, icmaplen, PROT_READ) == 0 &&
+     * installed: installing may compile functions at once (a packed module has
+     * compiled them all when it was made) */
+    if (!e && !m->code->packed && h.icode_len > h.nfuncs * 8ull &&
+        mprotect(icmap, icmaplen, PROT_READ) == 0 &&
         pw__compile_adopt(m->code, ic, (size_t)h.icode_len, icmap, icmaplen))
         icmap = MAP_FAILED;
     if (icmap != MAP_FAILED) munmap(icmap, icmaplen);

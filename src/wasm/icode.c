@@ -30,9 +30,11 @@ static uint64_t rec_words(const pw_icode_rec *r) {
            r->gc_nmaps;
 }
 
-/* Function i's record from its compiled code, else from cm's adopted section. */
+/* Function i's record from its compiled code, else from cm's adopted section; none
+ * for a packed module (every function compiled when the module is made). */
 static bool rec_of(const struct pw_cmodule *cm, uint32_t i, pw_icode_rec *r) {
     const pw_cfunc *cf = &cm->funcs[i];
+    if (cm->packed) return false;
     if (pw__cfunc_ready(cf)) {
         *r = (pw_icode_rec){.ncode = cf->ncode,
                             .frame_slots = cf->frame_slots,

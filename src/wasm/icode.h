@@ -47,7 +47,7 @@ typedef struct pw_icode_rec {
 } pw_icode_rec;
 
 /* The section for cm: every defined function compiled now, and every other one its
- * adopted section holds. Returns a malloc'd buffer of *bytes bytes (caller frees), or
+ * adopted section holds (no record at all for a packed module: nothing to save). Returns a malloc'd buffer of *bytes bytes (caller frees), or
  * NULL when out of memory. Safe while other threads compile functions of cm. */
 uint8_t *pw__icode_build(const struct pw_cmodule *cm, size_t *bytes);
 /* Whether sec (bytes long, any alignment) is a well-formed section for nfuncs

@@ -1,7 +1,8 @@
 /*
  * module.c — the module object: creation (decode → validate → compile, by default
- * each function at its first call: compile.c; function bodies are not validated
- * again for bytes with a "validated" record in the code cache: codecache.c), release,
+ * each function at its first call: compile.c; function bodies and constant
+ * expressions are not validated again for bytes with a "validated" record in the code
+ * cache: codecache.c), release,
  * import/export queries, and the error helper pw__fail shared by the whole engine.
  */
 #include <stdarg.h>
@@ -33,7 +34,7 @@ pw_status pw__fail(pw_error *err, pw_status st, const char *fmt, ...) {
 /* Decode and validate bytes. With own (a malloc'd buffer holding the same bytes) the
  * module keeps that buffer, else a copy; own is freed on failure. Caller owns the
  * result (pw__module_destroy). */
-static pw_module *load(const uint8_t *bytes, size_t len, uint8_t *own, bool bodies, pw_error *err) {
+static pw_module *load(const uint8_t *bytes, size_t len, uint8_t *own, bool full, pw_error *err) {
     if (len > UINT32_MAX) {
         /* Spans are 32-bit; no real module is this large. */
         free(own);
@@ -54,7 +55,7 @@ static pw_module *load(const uint8_t *bytes, size_t len, uint8_t *own, bool bodi
     }
     if (!own && len) memcpy(m->bytes, bytes, len);
     m->nbytes = len;
-    if (pw__decode(m, err) != PW_OK || pw__validate_module(m, bodies, err) != PW_OK) {
+    if (pw__decode(m, err) != PW_OK || pw__validate_module(m, full, err) != PW_OK) {
         pw__module_destroy(m);
         return NULL;
     }
@@ -68,7 +69,8 @@ static pw_module *module_new(const uint8_t *bytes, size_t len, uint8_t *own,
                              const pw_module_config *cfg, pw_error *err) {
     pw_error local;
     if (!err) err = &local;
-    /* Bodies are ~all of validation (a quarter of a warm Ruby start): skip them for bytes
+    /* Bodies are ~all of validation (a quarter of a warm Ruby start), constant
+     * expressions most of the rest (Ruby's 20,000): skip them for bytes
      * this engine build already validated (codecache.c, "validated records"). Below
      * VALIDATED_MIN bytes validating costs less than the record's file I/O (the engine
      * validates ~350 MB/s; opening, reading and touching a record ~20 us), so small

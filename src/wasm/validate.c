@@ -158,7 +158,7 @@ static pw_status check_exports(pw_module *m, pw_error *err) {
     return st;
 }
 
-static pw_status validate_module(pw_module *m, pw_vctx *v, bool bodies) {
+static pw_status validate_module(pw_module *m, pw_vctx *v, bool full) {
     pw_error *err = v->err;
     if (pw__types_check(m, err)) return err->status;
     for (uint32_t i = 0; i < m->nimports; i++) {
@@ -196,28 +196,28 @@ static pw_status validate_module(pw_module *m, pw_vctx *v, bool bodies) {
                 return pw__fail(err, PW_ERR_INVALID,
                                 "type mismatch: a table of non-nullable references needs an "
                                 "initializer");
-        } else if (pw__validate_const(v, t->init, t->type.elem, m->nglobal_imports)) {
+        } else if (full && pw__validate_const(v, t->init, t->type.elem, m->nglobal_imports)) {
             return err->status;
         }
     }
     for (uint32_t i = 0; i < m->nglobals; i++) {
         const pw_global_def *g = &m->globals[i];
         if (pw__check_valtype(v, g->type.type)) return err->status;
-        if (i >= m->nglobal_imports && pw__validate_const(v, g->init, g->type.type, i))
+        if (full && i >= m->nglobal_imports && pw__validate_const(v, g->init, g->type.type, i))
             return err->status;
     }
     for (uint32_t i = 0; i < m->ndatas; i++) {
         const pw_data *d = &m->datas[i];
         if (d->mode != PW_SEG_ACTIVE) continue;
         if (d->memory >= m->nmems) return invalid(err, "unknown memory %u", d->memory);
-        if (pw__validate_const(v, d->offset, addr_type(&m->mems[d->memory]), m->nglobals))
+        if (full && pw__validate_const(v, d->offset, addr_type(&m->mems[d->memory]), m->nglobals))
             return err->status;
     }
     for (uint32_t i = 0; i < m->nelems; i++) {
         const pw_elem *e = &m->elems[i];
         if (pw__check_valtype(v, e->type)) return err->status;
         if (e->exprs) {
-            for (uint32_t k = 0; k < e->count; k++)
+            for (uint32_t k = 0; full && k < e->count; k++)
                 if (pw__validate_const(v, e->exprs[k], e->type, m->nglobals)) return err->status;
         } else {
             for (uint32_t k = 0; k < e->count; k++)
@@ -230,12 +230,12 @@ static pw_status validate_module(pw_module *m, pw_vctx *v, bool bodies) {
                 return pw__fail(err, PW_ERR_INVALID,
                                 "type mismatch: element segment's type does not match the "
                                 "table's element type");
-            if (pw__validate_const(v, e->offset, addr_type(&m->tables[e->table].type.lim),
-                                   m->nglobals))
+            if (full && pw__validate_const(v, e->offset, addr_type(&m->tables[e->table].type.lim),
+                                           m->nglobals))
                 return err->status;
         }
     }
-    uint32_t ndef = bodies ? m->nfuncs - m->nfunc_imports : 0;
+    uint32_t ndef = full ? m->nfuncs - m->nfunc_imports : 0;
     for (uint32_t i = 0; i < ndef; i++) {
         if (pw__validate_func(v, i) == PW_OK) continue;
         if (err->status != PW_ERR_INVALID) return err->status;
@@ -258,10 +258,10 @@ static pw_status validate_module(pw_module *m, pw_vctx *v, bool bodies) {
     return PW_OK;
 }
 
-pw_status pw__validate_module(pw_module *m, bool bodies, pw_error *err) {
+pw_status pw__validate_module(pw_module *m, bool full, pw_error *err) {
     pw_vctx v = {.m = m, .err = err};
     err->status = PW_OK;
-    pw_status st = validate_module(m, &v, bodies);
+    pw_status st = validate_module(m, &v, full);
     pw__vctx_free(&v);
     return st;
 }

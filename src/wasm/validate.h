@@ -48,10 +48,11 @@ typedef struct pw_vctx {
     uint32_t nglobals_visible;
 } pw_vctx;
 
-/* pw__validate, with bodies false checking everything but the function bodies: for a
- * module whose bytes (by digest) already passed a full validation under this engine
- * build (module.c, a "validated" record in the code cache, codecache.c). */
-pw_status pw__validate_module(pw_module *m, bool bodies, pw_error *err);
+/* pw__validate, with full false checking everything but the function bodies and the
+ * constant expressions (whose checks only reject, and build nothing later stages
+ * use): for a module whose bytes (by digest) already passed a full validation under
+ * this engine build (module.c, a "validated" record in the code cache, codecache.c). */
+pw_status pw__validate_module(pw_module *m, bool full, pw_error *err);
 /* Validate the function body of defined function `i` (0-based among defined). */
 pw_status pw__validate_func(pw_vctx *v, uint32_t i);
 /* Validate constant expression `e` producing one value of type t. */
