@@ -1467,14 +1467,127 @@ static void test_dead_stores(void **state) {
     free(mod);
 }
 
+/* select with its operands and result in pinned registers and in the frame: the
+ * result register holding the second operand, the first, neither, or the condition;
+ * i32, i64 and f64 (xmm pins); few locals (all pinned) and many (some in the frame).
+ * Compares and eqz whose result goes to a pinned register, of pinned operands. */
+static const char SEL_WAT[] =
+    "(module\n"
+    " (func (export \"sel\") (param $n i32) (result i32)\n"
+    "  (local $i i32) (local $x i32) (local $y i32) (local $z i32) (local $c i32)\n"
+    "  (local $p i64) (local $q i64) (local $u f64) (local $v f64)\n"
+    "  (local.set $y (i32.const 0x9e3779b9)) (local.set $q (i64.const 7))\n"
+    "  (local.set $v (f64.const 1.5))\n"
+    "  (loop $l\n"
+    "   (local.set $c (i32.and (i32.add (local.get $x) (local.get $i)) (i32.const 3)))\n"
+    "   (local.set $x (select (local.get $y) (local.get $x) (local.get $c)))\n"
+    "   (local.set $x (i32.add (local.get $x) (i32.const 0x61c88647)))\n"
+    "   (local.set $y (select (local.get $y) (local.get $x) (i32.and (local.get $i) (i32.const "
+    "1))))\n"
+    "   (local.set $y (i32.xor (local.get $y) (i32.shl (local.get $y) (i32.const 5))))\n"
+    "   (local.set $z (select (local.get $x) (local.get $y) (i32.and (local.get $i) (i32.const "
+    "2))))\n"
+    "   (local.set $c (select (local.get $x) (local.get $z) (local.get $c)))\n"
+    "   (local.set $p (select (local.get $q) (i64.extend_i32_u (local.get $c))\n"
+    "    (i32.and (local.get $z) (i32.const 4))))\n"
+    "   (local.set $q (i64.add (local.get $q) (local.get $p)))\n"
+    "   (local.set $u (select (local.get $v) (f64.convert_i32_u (local.get $z))\n"
+    "    (i32.and (local.get $y) (i32.const 8))))\n"
+    "   (local.set $v (f64.add (local.get $v) (local.get $u)))\n"
+    "   (local.set $x (i32.add (local.get $x) (local.get $c)))\n"
+    "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "    (local.get $n))))\n"
+    "  (i32.add (i32.add (local.get $x) (local.get $y))\n"
+    "   (i32.add (i32.wrap_i64 (local.get $q)) (i32.trunc_sat_f64_u (local.get $v)))))\n"
+    " (func (export \"selm\") (param $n i32) (result i32)\n"
+    "  (local $i i32) (local $a i32) (local $b i32) (local $c i32) (local $d i32)\n"
+    "  (local $e i32) (local $f i32) (local $g i32) (local $h i32) (local $j i32)\n"
+    "  (local $k i32) (local $m i32)\n"
+    "  (loop $l\n"
+    "   (local.set $a (i32.add (local.get $a) (i32.const 0x3c6ef372)))\n"
+    "   (local.set $b (select (local.get $a) (local.get $b) (i32.and (local.get $i) (i32.const "
+    "1))))\n"
+    "   (local.set $c (select (local.get $c) (local.get $b) (i32.and (local.get $a) (i32.const "
+    "2))))\n"
+    "   (local.set $d (select (local.get $e) (local.get $f) (local.get $g)))\n"
+    "   (local.set $e (i32.xor (local.get $e) (local.get $c)))\n"
+    "   (local.set $f (i32.add (local.get $f) (local.get $d)))\n"
+    "   (local.set $g (i32.and (local.get $a) (i32.const 4)))\n"
+    "   (local.set $h (select (local.get $h) (local.get $j) (local.get $h)))\n"
+    "   (local.set $j (i32.add (local.get $j) (local.get $e)))\n"
+    "   (local.set $k (select (i32.add (local.get $k) (i32.const 1)) (local.get $m)\n"
+    "    (i32.and (local.get $f) (i32.const 8))))\n"
+    "   (local.set $m (i32.sub (local.get $m) (local.get $k)))\n"
+    "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "    (local.get $n))))\n"
+    "  (i32.add (i32.add (i32.add (local.get $a) (local.get $b)) (i32.add (local.get $c)\n"
+    "   (local.get $d))) (i32.add (i32.add (i32.add (local.get $e) (local.get $f))\n"
+    "   (i32.add (local.get $g) (local.get $h))) (i32.add (i32.add (local.get $j)\n"
+    "   (local.get $k)) (local.get $m)))))\n"
+    " (func (export \"cmp\") (param $n i32) (result i32)\n"
+    "  (local $i i32) (local $x i32) (local $b i32) (local $e i32) (local $p i64) (local $s i32)\n"
+    "  (local.set $x (i32.const 12345))\n"
+    "  (loop $l\n"
+    "   (local.set $x (i32.add (i32.mul (local.get $x) (i32.const 1103515245))\n"
+    "    (i32.const 12345)))\n"
+    "   (local.set $b (i32.lt_u (local.get $x) (local.get $b)))\n"
+    "   (local.set $e (i32.eqz (i32.and (local.get $x) (i32.const 0x300))))\n"
+    "   (local.set $p (i64.add (local.get $p) (i64.extend_i32_u (local.get $x))))\n"
+    "   (local.set $e (i32.add (local.get $e) (i64.eqz (i64.and (local.get $p) (i64.const 7)))))\n"
+    "   (local.set $b (i32.add (local.get $b) (i32.gt_s (local.get $x) (i32.const 0))))\n"
+    "   (local.set $x (i32.xor (local.get $x) (i32.eqz (local.get $b))))\n"
+    "   (local.set $s (i32.add (local.get $s) (i32.add (i32.mul (local.get $b) (i32.const 3))\n"
+    "    (local.get $e))))\n"
+    "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "    (local.get $n))))\n"
+    "  (i32.add (local.get $s) (local.get $x))))\n";
+
+static void test_select(void **state) {
+    (void)state;
+    uint8_t *mod;
+    size_t n;
+    pw_error err;
+    if (pw_wat_to_wasm(SEL_WAT, strlen(SEL_WAT), &mod, &n, &err) != PW_OK)
+        fail_msg("wat: %s", err.message);
+    static const char *const names[] = {"sel", "selm", "cmp"};
+    static const int32_t args[] = {1, 2, 5, 1000};
+    int32_t want[3][4] = {{0}};
+    for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
+        pw_store_config cfg = {.engine = tiers[mi].engine, .bounds_checks = tiers[mi].bounds};
+        rig r;
+        rig_open_cfg(&r, &cfg, mod, n);
+        for (size_t f = 0; f < 3; f++) {
+            for (size_t k = 0; k < sizeof args / sizeof args[0]; k++) {
+                int32_t res = 0;
+                if (call1(&r, names[f], args[k], &res, &err) != PW_OK)
+                    fail_msg("%s(%d): %s", names[f], args[k], err.message);
+                if (mi == 0)
+                    want[f][k] = res;
+                else if (res != want[f][k])
+                    fail_msg("tier %zu %s(%d) = %d, the interpreter's %d", mi, names[f], args[k],
+                             res, want[f][k]);
+            }
+            if (PW_JIT_AVAILABLE && mi > 0) assert_int_equal(pw__jit_state(fn(&r, names[f])), 1);
+        }
+        rig_close(&r);
+    }
+    free(mod);
+}
+
 int main(void) {
     guard_keep();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_encoder_objdump),     cmocka_unit_test(test_tiers_agree),
-        cmocka_unit_test(test_call_indirect),       cmocka_unit_test(test_runaway_recursion),
-        cmocka_unit_test(test_interrupt_under_jit), cmocka_unit_test(test_self_calls),
-        cmocka_unit_test(test_loops_and_slots),     cmocka_unit_test(test_call_frames),
-        cmocka_unit_test(test_pins_across_calls),   cmocka_unit_test(test_dead_stores),
+        cmocka_unit_test(test_encoder_objdump),
+        cmocka_unit_test(test_tiers_agree),
+        cmocka_unit_test(test_call_indirect),
+        cmocka_unit_test(test_runaway_recursion),
+        cmocka_unit_test(test_interrupt_under_jit),
+        cmocka_unit_test(test_self_calls),
+        cmocka_unit_test(test_loops_and_slots),
+        cmocka_unit_test(test_call_frames),
+        cmocka_unit_test(test_pins_across_calls),
+        cmocka_unit_test(test_dead_stores),
+        cmocka_unit_test(test_select),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -914,6 +914,18 @@ static void call_got(jc *c, uint32_t slot) {
     c->extra_sp = 0;
 }
 
+/* Slot d = 1 if condition cc holds, else 0 (flags set by the caller): zero-extended
+ * straight into d's register when d is pinned to a GPR. */
+static void set_bool(jc *c, pw_xcc cc, pw_xmem d) {
+    pw__x64_setcc(&c->x, cc, X_RAX);
+    if (d.index == X_DIRECT) {
+        pw__x64_movzx8(&c->x, d.base, X_RAX);
+        return;
+    }
+    pw__x64_movzx8(&c->x, X_RAX, X_RAX);
+    st(c, false, d, X_RAX);
+}
+
 /* Binary operator: computed in a pinned destination register when there is one (and
  * b is not in it), else in rax; b from a slot (register or memory) or an immediate.
  * Compares against a pinned register use it in place. */
@@ -972,9 +984,7 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
             branch(c, X_CC_NE, pos, IMM(3));
         }
     } else if (oi->kind == BK_CMP) {
-        pw__x64_setcc(&c->x, (pw_xcc)oi->sub, X_RAX);
-        pw__x64_movzx8(&c->x, X_RAX, X_RAX);
-        st(c, false, d, X_RAX);
+        set_bool(c, (pw_xcc)oi->sub, d);
     } else if (r == X_RAX) {
         st(c, w, d, X_RAX);
     } else if (fwd && c->fwd_end != SIZE_MAX && r != c->fwd_reg &&
@@ -2585,17 +2595,23 @@ static bool t_control(jc *c, uint32_t pos, int op, uint32_t *len) {
             if (c->analyze || !c->target || c->target[t] != T_LOOP) poll = true;
         }
         if (poll) poll_interrupt(c);
+        uint32_t dflt = pos + IMM(3 + n);
+        if (dflt >= c->n) {
+            c->fail = true;
+            return true;
+        }
+        /* i >= n: a direct jump to the default (predicted, and off the index's path
+         * to the table); else through the table of the n others */
         ld(c, false, X_RAX, SL(1));
-        pw__x64_mov_ri32(x, X_RCX, n);
-        pw__x64_alu_rr(x, X_CMP, false, X_RAX, X_RCX);
-        pw__x64_cmov(x, X_CC_A, false, X_RAX, X_RCX); /* i > n: the default, off[n] */
+        pw__x64_alu_ri(x, X_CMP, false, X_RAX, (int32_t)n);
+        jcc_to(c, X_CC_AE, dflt);
         size_t lea = pw__x64_lea_rip(x, X_RCX);
         pw__x64_load(x, X_LD32S, X_RAX, x_memi(X_RCX, X_RAX, 4, 0));
         pw__x64_alu_rr(x, X_ADD, true, X_RAX, X_RCX);
         pw__x64_jmp_r(x, X_RAX);
         size_t table = x->len;
         pw__x64_patch32(x, lea, (int32_t)(table - (lea + 4)));
-        for (uint32_t i = 0; i <= n; i++) {
+        for (uint32_t i = 0; i < n; i++) {
             uint32_t t = pos + IMM(3 + i);
             if (t >= c->n) {
                 c->fail = true;
@@ -2683,15 +2699,33 @@ static bool t_moves(jc *c, uint32_t pos, int op, uint32_t *len) {
         c->nov = false;
         c->lc_end = pos + *len, c->lc_slot = IMM(1), c->lc_val = IMM(2);
         return true;
-    case PW_OP_SELECT:
+    case PW_OP_SELECT: {
+        /* d = k ? a : b. Operands in GPR pins are used where they are, the others
+         * loaded into rax, rcx, rdx (first, so a forwarding record still holds); a
+         * result pinned to a GPR is computed in place: `test k; cmovne d, a` when d
+         * holds b, `cmove d, b` when it holds a, else `mov d, b` first (a mov keeps
+         * the flags, so d may be k's register too). */
         *len = 5;
-        ld(c, true, X_RAX, SL(2));
-        ld(c, true, X_RCX, SL(3));
-        ld(c, false, X_RDX, SL(4));
-        pw__x64_test_rr(x, false, X_RDX, X_RDX);
-        pw__x64_cmov(x, X_CC_E, true, X_RAX, X_RCX);
-        st(c, true, SL(1), X_RAX);
+        pw_xmem d = SL(1), a = SL(2), b = SL(3), k = SL(4);
+        int ra = a.index == X_DIRECT ? a.base : X_RAX;
+        int rb = b.index == X_DIRECT ? b.base : X_RCX;
+        int rk = k.index == X_DIRECT ? k.base : X_RDX;
+        int rd = d.index == X_DIRECT ? d.base : X_RAX;
+        if (ra == X_RAX) ld(c, true, X_RAX, a);
+        if (rb == X_RCX) ld(c, true, X_RCX, b);
+        if (rk == X_RDX) ld(c, false, X_RDX, k);
+        pw__x64_test_rr(x, false, rk, rk);
+        if (rd == rb) {
+            pw__x64_cmov(x, X_CC_NE, true, rd, ra);
+        } else if (rd == ra) {
+            pw__x64_cmov(x, X_CC_E, true, rd, rb);
+        } else {
+            pw__x64_mov_rr(x, true, rd, rb);
+            pw__x64_cmov(x, X_CC_NE, true, rd, ra);
+        }
+        if (d.index != X_DIRECT) st(c, true, d, rd);
         return true;
+    }
     case PW_OP_GLOBAL_GET:
     case PW_OP_GLOBAL_SET: {
         bool get = op == PW_OP_GLOBAL_GET;
@@ -2786,11 +2820,11 @@ static bool t_int(jc *c, uint32_t pos, int op, uint32_t *len) {
     case PW_OP_I32_EQZ:
     case PW_OP_I64_EQZ: {
         bool w = op == PW_OP_I64_EQZ;
-        ld(c, w, X_RAX, SL(2));
-        pw__x64_test_rr(x, w, X_RAX, X_RAX);
-        pw__x64_setcc(x, X_CC_E, X_RAX);
-        pw__x64_movzx8(x, X_RAX, X_RAX);
-        st(c, false, SL(1), X_RAX);
+        pw_xmem a = SL(2);
+        int r = a.index == X_DIRECT ? a.base : X_RAX; /* a GPR pin is tested in place */
+        if (r == X_RAX) ld(c, w, X_RAX, a);
+        pw__x64_test_rr(x, w, r, r);
+        set_bool(c, X_CC_E, SL(1));
         return true;
     }
     case PW_OP_I32_CLZ: bitscan(c, pos, false, true); return true;
