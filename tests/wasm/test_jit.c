@@ -1470,7 +1470,8 @@ static void test_dead_stores(void **state) {
 /* select with its operands and result in pinned registers and in the frame: the
  * result register holding the second operand, the first, neither, or the condition;
  * i32, i64 and f64 (xmm pins); few locals (all pinned) and many (some in the frame).
- * Compares and eqz whose result goes to a pinned register, of pinned operands. */
+ * Compares and eqz whose result goes to a pinned register, of pinned operands;
+ * `d = a op d` on pinned registers (computed in place when op commutes, not for sub). */
 static const char SEL_WAT[] =
     "(module\n"
     " (func (export \"sel\") (param $n i32) (result i32)\n"
@@ -1538,6 +1539,11 @@ static const char SEL_WAT[] =
     "   (local.set $x (i32.xor (local.get $x) (i32.eqz (local.get $b))))\n"
     "   (local.set $s (i32.add (local.get $s) (i32.add (i32.mul (local.get $b) (i32.const 3))\n"
     "    (local.get $e))))\n"
+    "   (local.set $s (i32.sub (local.get $x) (local.get $s)))\n"
+    "   (local.set $s (i32.xor (local.get $b) (local.get $s)))\n"
+    "   (local.set $e (i32.mul (local.get $x) (local.get $e)))\n"
+    "   (local.set $e (i32.or (local.get $s) (local.get $e)))\n"
+    "   (local.set $p (i64.add (i64.extend_i32_u (local.get $e)) (local.get $p)))\n"
     "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
     "    (local.get $n))))\n"
     "  (i32.add (local.get $s) (local.get $x))))\n";

@@ -938,6 +938,15 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
     pw_xmem d = br ? x_mem(X_RBX, 0) : SL(1);
     int r = X_RAX;
     bool fwd = c->x.len == c->fwd_end && fwd_ok(c); /* a forwarding record that held here */
+    bool commutes = oi->kind == BK_MUL || (oi->kind == BK_ALU && oi->sub != X_SUB);
+    if (!br && !imm && commutes && d.index == X_DIRECT && b.index == X_DIRECT && b.base == d.base &&
+        a.index == X_DIRECT && a.base != d.base) {
+        /* d = a op d, all in GPR pins: computed as d op= a, in place (a frame
+         * operand stays first: it may be forwarded from a register) */
+        pw_xmem t = a;
+        a = b;
+        b = t;
+    }
     if (!br && oi->kind != BK_CMP && d.index == X_DIRECT &&
         !(b.index == X_DIRECT && b.base == d.base))
         r = d.base;
