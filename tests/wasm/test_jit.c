@@ -1471,7 +1471,8 @@ static void test_dead_stores(void **state) {
  * result register holding the second operand, the first, neither, or the condition;
  * i32, i64 and f64 (xmm pins); few locals (all pinned) and many (some in the frame).
  * Compares and eqz whose result goes to a pinned register, of pinned operands;
- * `d = a op d` on pinned registers (computed in place when op commutes, not for sub). */
+ * `d = a op d` on pinned registers (computed in place when op commutes, not for sub);
+ * `d = a ± constant` (one lea), INT32_MIN included. */
 static const char SEL_WAT[] =
     "(module\n"
     " (func (export \"sel\") (param $n i32) (result i32)\n"
@@ -1527,6 +1528,7 @@ static const char SEL_WAT[] =
     "   (local.get $k)) (local.get $m)))))\n"
     " (func (export \"cmp\") (param $n i32) (result i32)\n"
     "  (local $i i32) (local $x i32) (local $b i32) (local $e i32) (local $p i64) (local $s i32)\n"
+    "  (local $r i64)\n"
     "  (local.set $x (i32.const 12345))\n"
     "  (loop $l\n"
     "   (local.set $x (i32.add (i32.mul (local.get $x) (i32.const 1103515245))\n"
@@ -1544,9 +1546,24 @@ static const char SEL_WAT[] =
     "   (local.set $e (i32.mul (local.get $x) (local.get $e)))\n"
     "   (local.set $e (i32.or (local.get $s) (local.get $e)))\n"
     "   (local.set $p (i64.add (i64.extend_i32_u (local.get $e)) (local.get $p)))\n"
+    "   (local.set $e (i32.add (local.get $x) (i32.const -7)))\n"
+    "   (local.set $b (i32.sub (local.get $e) (i32.const 100)))\n"
+    "   (local.set $s (i32.add (local.get $s) (i32.sub (local.get $b) (i32.const 0x80000000))))\n"
+    "   (local.set $r (i64.sub (local.get $p) (i64.const 5)))\n"
+    "   (local.set $p (i64.add (local.get $r) (i64.const -3)))\n"
+
     "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
     "    (local.get $n))))\n"
-    "  (i32.add (local.get $s) (local.get $x))))\n";
+    "  (i32.add (i32.add (local.get $s) (local.get $x)) (i32.wrap_i64 (i64.shr_u (local.get $p)\n"
+    "   (i64.const 7)))))\n"
+    " (func (export \"lea64\") (param $n i32) (result i32) (local $i i32) (local $p i64)\n"
+    "  (local $r i64)\n"
+    "  (loop $l\n"
+    "   (local.set $r (i64.sub (local.get $p) (i64.const -2147483648)))\n"
+    "   (local.set $p (i64.xor (local.get $r) (i64.extend_i32_u (local.get $i))))\n"
+    "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "    (local.get $n))))\n"
+    "  (i32.wrap_i64 (i64.xor (local.get $p) (i64.shr_u (local.get $p) (i64.const 32))))))\n";
 
 static void test_select(void **state) {
     (void)state;
@@ -1555,14 +1572,14 @@ static void test_select(void **state) {
     pw_error err;
     if (pw_wat_to_wasm(SEL_WAT, strlen(SEL_WAT), &mod, &n, &err) != PW_OK)
         fail_msg("wat: %s", err.message);
-    static const char *const names[] = {"sel", "selm", "cmp"};
+    static const char *const names[] = {"sel", "selm", "cmp", "lea64"};
     static const int32_t args[] = {1, 2, 5, 1000};
-    int32_t want[3][4] = {{0}};
+    int32_t want[4][4] = {{0}};
     for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
         pw_store_config cfg = {.engine = tiers[mi].engine, .bounds_checks = tiers[mi].bounds};
         rig r;
         rig_open_cfg(&r, &cfg, mod, n);
-        for (size_t f = 0; f < 3; f++) {
+        for (size_t f = 0; f < 4; f++) {
             for (size_t k = 0; k < sizeof args / sizeof args[0]; k++) {
                 int32_t res = 0;
                 if (call1(&r, names[f], args[k], &res, &err) != PW_OK)

@@ -950,12 +950,18 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
     if (!br && oi->kind != BK_CMP && d.index == X_DIRECT &&
         !(b.index == X_DIRECT && b.base == d.base))
         r = d.base;
-    if (oi->kind == BK_CMP && a.index == X_DIRECT) {
+    bool lea = !br && imm && oi->kind == BK_ALU && r != X_RAX && a.index == X_DIRECT &&
+               a.base != r && (oi->sub == X_ADD || (oi->sub == X_SUB && bi != INT32_MIN));
+    if (lea) {
+        /* d = a ± constant between GPR pins: one lea (no flags are read after it) */
+        pw__x64_lea(&c->x, w, r, x_mem(a.base, oi->sub == X_ADD ? bi : -bi));
+    } else if (oi->kind == BK_CMP && a.index == X_DIRECT) {
         r = a.base; /* cmp reg, b */
     } else if (!(a.index == X_DIRECT && a.base == r)) {
         ld(c, w, r, a);
     }
-    switch (oi->kind) {
+    switch (lea ? BK_NONE : oi->kind) {
+    case BK_NONE: break;
     case BK_ALU:
     case BK_CMP: {
         pw_xalu op = oi->kind == BK_CMP ? X_CMP : (pw_xalu)oi->sub;
