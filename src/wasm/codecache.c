@@ -255,6 +255,16 @@ static pw_code_error check_offsets(const int64_t *offs, uint32_t n, uint64_t cod
     return ok(err);
 }
 
+/* After the digest matched: the entry offsets (check_offsets), then every extent of
+ * the internal code section (icode.h) inside it. */
+static pw_code_error check_parts(const cc_header *h, const int64_t *offs, const uint8_t *icode,
+                                 pw_code_err *err) {
+    pw_code_error e = check_offsets(offs, h->nfuncs, h->code_len, err);
+    if (!e && !pw__icode_check(icode, (size_t)h->icode_len, h->nfuncs))
+        e = pw__cc_fail(err, PW_CODE_MALFORMED, "artifact internal code is inconsistent");
+    return e;
+}
+
 static const uint8_t ZEROS[CC_PAGE];
 
 /* The digest of the file's bytes before the digest, from its parts: the header page
@@ -296,9 +306,7 @@ pw_code_error pw_code_verify(const pw_module *m, const uint8_t digest[32], const
     if (memcmp(d, art + len - PW_CC_DIGEST, PW_CC_DIGEST) != 0)
         e = pw__cc_fail(err, PW_CODE_CORRUPT, "artifact integrity digest does not match");
     else
-        e = check_offsets(offs, h.nfuncs, h.code_len, err);
-    if (!e && !pw__icode_check(art + h.icode_off, (size_t)h.icode_len, h.nfuncs))
-        e = pw__cc_fail(err, PW_CODE_MALFORMED, "artifact internal code is inconsistent");
+        e = check_parts(&h, offs, art + h.icode_off, err);
     free(offs);
     return e;
 }
@@ -392,9 +400,7 @@ static pw_code_error load_fd(int fd, const pw_module *m, const uint8_t digest[32
     }
     if (!e && memcmp(got, want, sizeof got) != 0)
         e = pw__cc_fail(err, PW_CODE_CORRUPT, "artifact integrity digest does not match");
-    if (!e) e = check_offsets(offs, h.nfuncs, h.code_len, err);
-    if (!e && !pw__icode_check(ic, (size_t)h.icode_len, h.nfuncs))
-        e = pw__cc_fail(err, PW_CODE_MALFORMED, "artifact internal code is inconsistent");
+    if (!e) e = check_parts(&h, offs, ic, err);
     if (!e && from_file && !checked) pw__cc_mark_checked(cc, fd, &st, want);
     if (file != MAP_FAILED) { /* keep only the code and internal code pages */
         size_t after = (size_t)(h.code_off + maplen);
