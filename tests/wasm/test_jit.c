@@ -1474,7 +1474,7 @@ static void test_dead_stores(void **state) {
  * `d = a op d` on pinned registers (computed in place when op commutes, not for sub);
  * `d = a ± constant` (one lea), INT32_MIN included. */
 static const char SEL_WAT[] =
-    "(module\n"
+    "(module (memory 1)\n"
     " (func (export \"sel\") (param $n i32) (result i32)\n"
     "  (local $i i32) (local $x i32) (local $y i32) (local $z i32) (local $c i32)\n"
     "  (local $p i64) (local $q i64) (local $u f64) (local $v f64)\n"
@@ -1563,7 +1563,23 @@ static const char SEL_WAT[] =
     "   (local.set $p (i64.xor (local.get $r) (i64.extend_i32_u (local.get $i))))\n"
     "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
     "    (local.get $n))))\n"
-    "  (i32.wrap_i64 (i64.xor (local.get $p) (i64.shr_u (local.get $p) (i64.const 32))))))\n";
+    "  (i32.wrap_i64 (i64.xor (local.get $p) (i64.shr_u (local.get $p) (i64.const 32)))))\n"
+    /* addresses from pinned locals that wrap past 2^32: base + constant and base +
+     * base, loaded and stored (a 64-bit sum would land past the memory and trap) */
+    " (func (export \"addr\") (param $n i32) (result i32)\n"
+    "  (local $i i32) (local $p i32) (local $q i32) (local $s i32)\n"
+    "  (local.set $p (i32.const -256)) (local.set $s (i32.const 7))\n"
+    "  (loop $l\n"
+    "   (local.set $q (i32.add (i32.and (i32.mul (local.get $i) (i32.const 4)) (i32.const 0xfc))\n"
+    "    (i32.const 0x300)))\n"
+    "   (i32.store (i32.add (local.get $p) (local.get $q)) (i32.add (local.get $i) (local.get $s)))\n"
+    "   (i32.store (i32.add (local.get $p) (i32.const 0x208)) (local.get $q))\n"
+    "   (local.set $s (i32.xor (i32.rotl (local.get $s) (i32.const 5))\n"
+    "    (i32.load (i32.add (local.get $p) (i32.const 0x204)))))\n"
+    "   (local.set $s (i32.add (local.get $s) (i32.load (i32.add (local.get $p) (local.get $q)))))\n"
+    "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "    (local.get $n))))\n"
+    "  (local.get $s)))\n";
 
 static void test_select(void **state) {
     (void)state;
@@ -1572,14 +1588,14 @@ static void test_select(void **state) {
     pw_error err;
     if (pw_wat_to_wasm(SEL_WAT, strlen(SEL_WAT), &mod, &n, &err) != PW_OK)
         fail_msg("wat: %s", err.message);
-    static const char *const names[] = {"sel", "selm", "cmp", "lea64"};
+    static const char *const names[] = {"sel", "selm", "cmp", "lea64", "addr"};
     static const int32_t args[] = {1, 2, 5, 1000};
-    int32_t want[4][4] = {{0}};
+    int32_t want[5][4] = {{0}};
     for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
         pw_store_config cfg = {.engine = tiers[mi].engine, .bounds_checks = tiers[mi].bounds};
         rig r;
         rig_open_cfg(&r, &cfg, mod, n);
-        for (size_t f = 0; f < 4; f++) {
+        for (size_t f = 0; f < 5; f++) {
             for (size_t k = 0; k < sizeof args / sizeof args[0]; k++) {
                 int32_t res = 0;
                 if (call1(&r, names[f], args[k], &res, &err) != PW_OK)

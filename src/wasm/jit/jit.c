@@ -1032,15 +1032,28 @@ static void bounds_check(jc *c, int32_t end) {
  * 64 bits so that it cannot wrap (as in the interpreter). */
 static int32_t address(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
     uint32_t offw;
-    ld(c, false, X_RAX, SL(mi->store ? 1 : 2));
-    if (mi->form == 0) {
+    pw_xmem a = SL(mi->store ? 1 : 2);
+    pw_xmem b = mi->form == 2 ? (mi->store ? SG(2) : SG(3)) : a;
+    if (mi->form == 1 && a.index == X_DIRECT) {
+        /* a pinned base plus a constant: one 32-bit lea, which wraps and
+         * zero-extends exactly as the add would */
+        pw__x64_lea(&c->x, false, X_RAX, x_mem(a.base, (int32_t)IMM(mi->store ? 2 : 3)));
+        offw = 4;
+        *len = 5;
+    } else if (mi->form == 2 && a.index == X_DIRECT && b.index == X_DIRECT) {
+        pw__x64_lea(&c->x, false, X_RAX, x_memi(a.base, b.base, 1, 0));
+        offw = 4;
+        *len = 5;
+    } else if (mi->form == 0) {
+        ld(c, false, X_RAX, a);
         offw = 3;
         *len = 4;
     } else {
+        ld(c, false, X_RAX, a);
         if (mi->form == 1)
             pw__x64_alu_ri(&c->x, X_ADD, false, X_RAX, (int32_t)IMM(mi->store ? 2 : 3));
         else
-            alu_m(c, X_ADD, false, X_RAX, mi->store ? SG(2) : SG(3));
+            alu_m(c, X_ADD, false, X_RAX, b);
         offw = 4;
         *len = 5;
     }
