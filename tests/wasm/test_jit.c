@@ -1579,6 +1579,39 @@ static const char SEL_WAT[] =
     "   (local.set $s (i32.add (local.get $s) (i32.load (i32.add (local.get $p) (local.get $q)))))\n"
     "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
     "    (local.get $n))))\n"
+    "  (local.get $s))\n"
+    /* a test taken from the flags of the previous instruction's add/sub/and/or/xor:
+     * select, br_if and eqz right after one, a label between them (the jump arrives
+     * with other flags), and an i64 result tested as an i32 (64-bit flags) */
+    " (func (export \"flags\") (param $n i32) (result i32)\n"
+    "  (local $i i32) (local $x i32) (local $k i32) (local $p i64) (local $s i32)\n"
+    "  (local.set $x (i32.const 0x2545f491)) (local.set $p (i64.const 0x100000000))\n"
+    "  (loop $l\n"
+    "   (local.set $x (i32.xor (local.get $x) (i32.shl (local.get $x) (i32.const 13))))\n"
+    "   (local.set $x (i32.xor (local.get $x) (i32.shr_u (local.get $x) (i32.const 17))))\n"
+    "   (local.set $x (i32.xor (local.get $x) (i32.shl (local.get $x) (i32.const 5))))\n"
+    "   (local.set $k (i32.and (local.get $x) (i32.const 3)))\n"
+    "   (local.set $s (select (local.get $s) (i32.add (local.get $s) (i32.const 5)) (local.get "
+    "$k)))\n"
+    "   (local.set $k (i32.and (local.get $x) (i32.const 4)))\n"
+    "   (if (i32.and (local.get $x) (i32.const 8))\n"
+    "    (then (local.set $k (i32.xor (local.get $k) (i32.const 4)))))\n"
+    "   (if (local.get $k) (then (local.set $s (i32.add (local.get $s) (i32.const 3)))))\n"
+    "   (local.set $k (i32.sub (local.get $x) (i32.const 0x100)))\n"
+    "   (if (i32.eqz (local.get $k)) (then (local.set $s (i32.add (local.get $s) (i32.const "
+    "11)))))\n"
+    "   (local.set $k (i32.or (local.get $x) (local.get $s)))\n"
+    "   (local.set $s (i32.add (local.get $s) (i32.eqz (local.get $k))))\n"
+    "   (block $b\n"
+    "    (local.set $k (i32.and (local.get $x) (i32.const 0x40)))\n"
+    "    (br_if $b (local.get $k))\n"
+    "    (local.set $s (i32.mul (local.get $s) (i32.const 3))))\n"
+    "   (local.set $p (i64.and (local.get $p) (i64.const 0x1ffffffff)))\n"
+    "   (local.set $s (select (local.get $s) (i32.const 99) (i32.wrap_i64 (local.get $p))))\n"
+    "   (local.set $p (i64.add (local.get $p) (i64.extend_i32_u (i32.and (local.get $x) (i32.const "
+    "1)))))\n"
+    "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "    (local.get $n))))\n"
     "  (local.get $s)))\n";
 
 static void test_select(void **state) {
@@ -1588,14 +1621,14 @@ static void test_select(void **state) {
     pw_error err;
     if (pw_wat_to_wasm(SEL_WAT, strlen(SEL_WAT), &mod, &n, &err) != PW_OK)
         fail_msg("wat: %s", err.message);
-    static const char *const names[] = {"sel", "selm", "cmp", "lea64", "addr"};
+    static const char *const names[] = {"sel", "selm", "cmp", "lea64", "addr", "flags"};
     static const int32_t args[] = {1, 2, 5, 1000};
-    int32_t want[5][4] = {{0}};
+    int32_t want[6][4] = {{0}};
     for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
         pw_store_config cfg = {.engine = tiers[mi].engine, .bounds_checks = tiers[mi].bounds};
         rig r;
         rig_open_cfg(&r, &cfg, mod, n);
-        for (size_t f = 0; f < 5; f++) {
+        for (size_t f = 0; f < 6; f++) {
             for (size_t k = 0; k < sizeof args / sizeof args[0]; k++) {
                 int32_t res = 0;
                 if (call1(&r, names[f], args[k], &res, &err) != PW_OK)

@@ -480,6 +480,13 @@ typedef struct jc {
      * operands (dse_n of them; 0: the template may not drop a store), set by translate
      * for the templates that store their result last, straight-line. */
     uint32_t dse_dst, dse_op[2], dse_n;
+    /* Flags (flags_of): the instruction at flags_pos ended at flags_end with an
+     * add/sub/and/or/xor of width flags_w into GPR flags_reg, so ZF says whether that
+     * register is zero; prevpos is the instruction before the current one. */
+    size_t flags_end;
+    uint32_t flags_pos, prevpos;
+    int flags_reg;
+    bool flags_w;
 } jc;
 
 static bool grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
@@ -662,6 +669,16 @@ static bool fwd_ok(const jc *c) {
     uint32_t p = c->curpos;
     return !c->analyze && c->target && p < c->n && c->lab[p] == (int32_t)c->x.len &&
            !c->target[p] && c->x.join != c->x.len;
+}
+
+/* Whether ZF already says if GPR r is zero (a test of width w would set it the same):
+ * the previous instruction ended with an add, sub, and, or or xor of that width into
+ * r, nothing was emitted since, and nothing but falling through from it arrives here
+ * (fwd_ok: no label, no patched jump). Asked at the start of an instruction, before it
+ * emits anything; the loads and moves a template emits before its test keep flags. */
+static bool flags_of(const jc *c, int r, bool w) {
+    return c->flags_reg == r && c->flags_w == w && c->flags_end == c->x.len &&
+           c->flags_pos == c->prevpos && fwd_ok(c);
 }
 
 /* Whole-slot load/store (4 or 8 bytes) between a GPR and a slot operand, which may be
@@ -995,7 +1012,8 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
         if (oi->kind == BK_CMP) {
             branch(c, oi->sub, pos, IMM(3));
         } else {
-            pw__x64_test_rr(&c->x, false, r, r);
+            /* the ALU group's flags already say whether r is zero */
+            if (oi->kind != BK_ALU || w) pw__x64_test_rr(&c->x, false, r, r);
             branch(c, X_CC_NE, pos, IMM(3));
         }
     } else if (oi->kind == BK_CMP) {
@@ -1012,6 +1030,12 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
          * instruction too */
         c->fwd_end = c->x.len;
         c->fwd_carried = true;
+    }
+    if (!br && !lea && oi->kind == BK_ALU && r != X_RAX) {
+        c->flags_reg = r;
+        c->flags_w = w;
+        c->flags_end = c->x.len;
+        c->flags_pos = c->curpos;
     }
 }
 
@@ -2592,7 +2616,7 @@ static bool t_control(jc *c, uint32_t pos, int op, uint32_t *len) {
             r = fwd_reg_of(c, v);
         else
             ld(c, w, X_RAX, v);
-        pw__x64_test_rr(x, w, r, r);
+        if (!(v.index == X_DIRECT && flags_of(c, r, w))) pw__x64_test_rr(x, w, r, r);
         branch(c, op == PW_OP_BR_IF || op == PW_OP_BR_IF64 ? X_CC_NE : X_CC_E, pos, IMM(2));
         return true;
     }
@@ -2739,10 +2763,11 @@ static bool t_moves(jc *c, uint32_t pos, int op, uint32_t *len) {
         int rb = b.index == X_DIRECT ? b.base : X_RCX;
         int rk = k.index == X_DIRECT ? k.base : X_RDX;
         int rd = d.index == X_DIRECT ? d.base : X_RAX;
+        bool zf = rk != X_RDX && flags_of(c, rk, false); /* asked before any load */
         if (ra == X_RAX) ld(c, true, X_RAX, a);
         if (rb == X_RCX) ld(c, true, X_RCX, b);
         if (rk == X_RDX) ld(c, false, X_RDX, k);
-        pw__x64_test_rr(x, false, rk, rk);
+        if (!zf) pw__x64_test_rr(x, false, rk, rk);
         if (rd == rb) {
             pw__x64_cmov(x, X_CC_NE, true, rd, ra);
         } else if (rd == ra) {
@@ -2851,7 +2876,7 @@ static bool t_int(jc *c, uint32_t pos, int op, uint32_t *len) {
         pw_xmem a = SL(2);
         int r = a.index == X_DIRECT ? a.base : X_RAX; /* a GPR pin is tested in place */
         if (r == X_RAX) ld(c, w, X_RAX, a);
-        pw__x64_test_rr(x, w, r, r);
+        if (!(r != X_RAX && flags_of(c, r, w))) pw__x64_test_rr(x, w, r, r);
         set_bool(c, X_CC_E, SL(1));
         return true;
     }
@@ -3235,6 +3260,8 @@ static void run_pass(jc *c) {
     }
     c->fsize = 16 + 8 * c->nsave + (c->nsave % 2 ? 0 : 8);
     c->fwd_end = SIZE_MAX;
+    c->flags_end = SIZE_MAX;
+    c->curpos = UINT32_MAX;
     c->x.join = SIZE_MAX;
     for (uint32_t k = 0; k < c->n + LAB_NSPECIAL; k++)
         c->lab[k] = -1;
@@ -3248,6 +3275,7 @@ static void run_pass(jc *c) {
         if (c->target && c->target[pos]) vc_clear(c); /* before the label: on fallthrough */
         c->lab[pos] = (int32_t)c->x.len;
         if (!c->analyze && c->target && c->target[pos] == T_LOOP) poll_interrupt(c);
+        c->prevpos = c->curpos;
         c->curpos = pos;
         c->dse_n = 0;
         uint32_t len = 0;
