@@ -217,6 +217,18 @@ pw_module *pw_module_new(const uint8_t *bytes, size_t len, const pw_module_confi
  * other reference to it. */
 pw_module *pw_module_new_owned(uint8_t *bytes, size_t len, const pw_module_config *cfg,
                                pw_error *err);
+/* A module's bytes held by their owner: malloc'd (maplen 0), or a private read-only
+ * mapping of maplen bytes (pw_file_load_digest). pw_bytes_free releases either and
+ * zeroes *b. */
+typedef struct pw_bytes {
+    uint8_t *p;
+    size_t len;
+    size_t maplen;
+} pw_bytes;
+void pw_bytes_free(pw_bytes *b);
+/* pw_module_new_owned for bytes of either kind: the module takes *b over (also on
+ * failure) and *b is zeroed. */
+pw_module *pw_module_new_bytes(pw_bytes *b, const pw_module_config *cfg, pw_error *err);
 /* Decode and validate only (no compile), for `peri wasm validate` and fuzzing. */
 pw_status pw_module_validate(const uint8_t *bytes, size_t len, pw_error *err);
 /* The WebAssembly text format (a module: "(module ...)", its fields alone, or the
@@ -602,6 +614,16 @@ pw_code_error pw_code_cache_fill(const pw_module *m, const uint8_t digest[32],
 pw_code_error pw_file_read_digest(int fd, uint64_t max, const pw_code_cache_config *cfg,
                                   uint8_t **bytes, size_t *len, uint8_t digest[32],
                                   pw_code_err *err);
+/* pw_file_read_digest into *out, which may instead be a private read-only mapping of
+ * the cache's own copy of the file (free it with pw_bytes_free, or hand it to
+ * pw_module_new_bytes): with cfg, a file of at least 1 MiB is also kept in the cache
+ * under its digest, and a later load whose digest comes from the memo maps that copy
+ * once it passed a full check (SHA-256 equal to the digest) and has not been written
+ * since, instead of reading the file: no copy into fresh memory, and only the pages
+ * that decoding and compiling touch are read. The copy is trusted like the cache's
+ * translations (docs/jit.md, "Module copies"). Errors as pw_file_read_digest. */
+pw_code_error pw_file_load_digest(int fd, uint64_t max, const pw_code_cache_config *cfg,
+                                  pw_bytes *out, uint8_t digest[32], pw_code_err *err);
 
 /* Snapshots saved in the code cache attached to m (pw_module_set_code_cache), so that
  * another process starts from them instead of initialising again. tag (tag_len bytes)

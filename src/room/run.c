@@ -175,22 +175,22 @@ static void digest_bytes(const char *hex, uint8_t out[32]) {
     }
 }
 
-/* pr__program_load_digest; with own (a malloc'd buffer holding bytes, taken over and
- * freed on every path) a new module keeps that buffer instead of a copy. */
+/* pr__program_load_digest; with own (bytes held in a malloc'd buffer or a mapping,
+ * taken over and released on every path) a new module keeps them instead of a copy. */
 static pr_program *program_load(pr_host *h, pr_str scope, const char hex[64], const uint8_t *bytes,
-                                size_t len, uint8_t *own, pr_str text, pr_error *err) {
+                                size_t len, pw_bytes *own, pr_str text, pr_error *err) {
     char stackkey[256];
     size_t kmax = pr__program_key_max(scope);
     char *key = kmax <= sizeof stackkey ? stackkey : malloc(kmax);
     if (!key) {
-        free(own);
+        pw_bytes_free(own);
         goto nomem;
     }
     size_t full = pr__program_key(scope, hex, key);
     pr_program *p = pr__cache_get(&h->cache, key, full);
     if (p) {
         if (key != stackkey) free(key);
-        free(own);
+        pw_bytes_free(own);
         return p;
     }
     pw_error pe = {0};
@@ -200,8 +200,7 @@ static pr_program *program_load(pr_host *h, pr_str scope, const char hex[64], co
     digest_bytes(hex, dg);
     pw_code_cache_config ccv = {.dir = h->code_cache_dir, .max_bytes = h->code_cache_bytes};
     pw_module_config mc = {.code_cache = h->code_cache_dir ? &ccv : NULL, .digest = dg};
-    pw_module *m =
-        own ? pw_module_new_owned(own, len, &mc, &pe) : pw_module_new(bytes, len, &mc, &pe);
+    pw_module *m = own ? pw_module_new_bytes(own, &mc, &pe) : pw_module_new(bytes, len, &mc, &pe);
     if (!m) {
         if (key != stackkey) free(key);
         if (pe.status == PW_ERR_NOMEM) goto nomem;
@@ -272,7 +271,8 @@ static pr_program *program_load_hashed(pr_host *h, pr_str scope, const uint8_t *
         return NULL;
     }
     pr__hex(d, 32, hex);
-    return program_load(h, scope, hex, bytes, len, own, (pr_str){NULL, 0}, err);
+    pw_bytes ob = {own, len, 0};
+    return program_load(h, scope, hex, bytes, len, own ? &ob : NULL, (pr_str){NULL, 0}, err);
 }
 
 pr_program *pr_program_load(pr_host *h, pr_str scope, const uint8_t *bytes, size_t len,
@@ -288,17 +288,18 @@ pr_program *pr_program_load_owned(pr_host *h, pr_str scope, uint8_t *bytes, size
 pr_program *pr_program_load_fd(pr_host *h, pr_str scope, int fd, pr_error *err) {
     pw_code_cache_config cc = {.dir = h->code_cache_dir, .max_bytes = h->code_cache_bytes};
     pw_code_err ce = {0};
-    uint8_t *bytes, d[32];
-    size_t len;
-    pw_code_error e = pw_file_read_digest(fd, (uint64_t)1 << 31, h->code_cache_dir ? &cc : NULL,
-                                          &bytes, &len, d, &ce);
+    uint8_t d[32];
+    pw_bytes b;
+    /* a big module file may come back as a mapping of the cache's copy of it */
+    pw_code_error e =
+        pw_file_load_digest(fd, (uint64_t)1 << 31, h->code_cache_dir ? &cc : NULL, &b, d, &ce);
     if (e != PW_CODE_OK) {
         pr__err_set(err, PR_KIND_RUN_FAILED, "隔离运行失败：无法读取模块文件（%s）", ce.message);
         return NULL;
     }
     char hex[65];
     pr__hex(d, 32, hex);
-    return program_load(h, scope, hex, bytes, len, bytes, (pr_str){NULL, 0}, err);
+    return program_load(h, scope, hex, b.p, b.len, &b, (pr_str){NULL, 0}, err);
 }
 
 const pw_module *pr_program_module(const pr_program *p) {

@@ -24,6 +24,10 @@
  * the memo's trust is that of the cache directory itself, whose files already decide
  * what machine code runs (codecache.c).
  *
+ * A file of at least 1 MiB is also copied into the cache once it is quiet, and a
+ * later load whose digest comes from the memo maps that copy instead of reading the
+ * file ("module copies", below).
+ *
  * No global state; the memo is an optimisation: every failure to read or write it
  * falls back to hashing.
  */
@@ -38,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <time.h>
@@ -157,21 +162,10 @@ static void memo_put(struct pw_ccref *cc, const char *domain, const fd_ident *id
     pw__cc_commit(cc, fd, pb_write_all(fd, out, sizeof out) == 0, tmp, name);
 }
 
-pw_code_error pw_file_read_digest(int fd, uint64_t max, const pw_code_cache_config *cfg,
-                                  uint8_t **bytes, size_t *len, uint8_t digest[32],
-                                  pw_code_err *err) {
-    *bytes = NULL;
-    *len = 0;
-    struct stat st;
-    if (fstat(fd, &st) != 0)
-        return pw__cc_fail(err, PW_CODE_IO, "cannot stat the file: %s", strerror(errno));
-    if (!S_ISREG(st.st_mode)) return pw__cc_fail(err, PW_CODE_IO, "not a regular file");
-    if ((uint64_t)st.st_size > max || (uint64_t)st.st_size >= SIZE_MAX)
-        return pw__cc_fail(err, PW_CODE_IO, "the file is larger than %llu bytes",
-                           (unsigned long long)max);
-    size_t n = (size_t)st.st_size;
-    fd_ident before = ident_of(&st);
-    /* one byte more than the size: a file that grew is seen, not cut */
+/* Read n bytes of fd from offset 0 into *out (malloc'd): exactly n, one more byte
+ * asked for so that a file that grew is seen, not cut. */
+static pw_code_error read_whole(int fd, size_t n, uint8_t **out, pw_code_err *err) {
+    *out = NULL;
     uint8_t *b = malloc(n + 1);
     if (!b) return pw__cc_fail(err, PW_CODE_NOMEM, "out of memory");
     pb_huge_hint(b, n + 1); /* a 30 MB module: fewer first-touch faults */
@@ -187,19 +181,53 @@ pw_code_error pw_file_read_digest(int fd, uint64_t max, const pw_code_cache_conf
         if (r == 0) break;
         got += (size_t)r;
     }
+    if (got != n) {
+        free(b);
+        return pw__cc_fail(err, PW_CODE_IO, "the file changed while it was read");
+    }
+    *out = b;
+    return PW_CODE_OK;
+}
+
+/* The checks every module file gets before it is read: a regular file, not over max. */
+static pw_code_error file_size(int fd, uint64_t max, struct stat *st, pw_code_err *err) {
+    if (fstat(fd, st) != 0)
+        return pw__cc_fail(err, PW_CODE_IO, "cannot stat the file: %s", strerror(errno));
+    if (!S_ISREG(st->st_mode)) return pw__cc_fail(err, PW_CODE_IO, "not a regular file");
+    if ((uint64_t)st->st_size > max || (uint64_t)st->st_size >= SIZE_MAX)
+        return pw__cc_fail(err, PW_CODE_IO, "the file is larger than %llu bytes",
+                           (unsigned long long)max);
+    return PW_CODE_OK;
+}
+
+/* A reference to cfg's cache for memos (keyed by identity alone: the reference's
+ * "module" digest is unused); NULL without a cache or on a file system whose ctime
+ * cannot be trusted. */
+static struct pw_ccref *memo_cache(const pw_code_cache_config *cfg, int fd) {
+    static const uint8_t none[32];
+    return cfg && ctime_kept(fd) ? pw__cc_open(cfg, none) : NULL;
+}
+
+pw_code_error pw_file_read_digest(int fd, uint64_t max, const pw_code_cache_config *cfg,
+                                  uint8_t **bytes, size_t *len, uint8_t digest[32],
+                                  pw_code_err *err) {
+    *bytes = NULL;
+    *len = 0;
+    struct stat st;
+    pw_code_error e = file_size(fd, max, &st, err);
+    if (e != PW_CODE_OK) return e;
+    size_t n = (size_t)st.st_size;
+    fd_ident before = ident_of(&st);
+    uint8_t *b;
+    e = read_whole(fd, n, &b, err);
+    if (e != PW_CODE_OK) return e;
     struct stat st2;
-    if (got != n || fstat(fd, &st2) != 0) {
+    if (fstat(fd, &st2) != 0) {
         free(b);
         return pw__cc_fail(err, PW_CODE_IO, "the file changed while it was read");
     }
     fd_ident after = ident_of(&st2);
-    bool steady = ident_eq(&before, &after);
-    struct pw_ccref *cc = NULL;
-    if (steady && cfg && ctime_kept(fd)) {
-        /* the memo is keyed by identity alone: its "module" digest is unused */
-        static const uint8_t none[32];
-        cc = pw__cc_open(cfg, none);
-    }
+    struct pw_ccref *cc = ident_eq(&before, &after) ? memo_cache(cfg, fd) : NULL;
     if (!cc || !memo_get(cc, DOMAIN_DIGEST, &after, digest)) {
         pb_sha256(b, n, digest);
         struct timespec now;
@@ -214,6 +242,102 @@ pw_code_error pw_file_read_digest(int fd, uint64_t max, const pw_code_cache_conf
     return PW_CODE_OK;
 }
 
+/* ---------------------------------------------------------------- module copies
+ * A module file of at least CHECKED_MIN bytes is also kept in the cache, named from
+ * its digest, so that a load whose digest comes from the memo maps that copy instead
+ * of reading the file (Ruby's 30 MB module: the read was a third of a warm start,
+ * most of it the kernel filling fresh pages). The copy is not the user's file, which
+ * may change at any time under a mapping; it is the cache's own, written once by
+ * temporary name and rename, and trusted like the translations there: mapped only
+ * once a full check (its SHA-256 equals the digest it is named by) passed on it and
+ * its identity did not change since (pw__cc_checked); before that it is read and
+ * checked. A copy that fails its check is removed. */
+
+#define DOMAIN_COPY "peri-module-copy"
+#define CHECKED_MIN (1u << 20)
+
+static void copy_name(const uint8_t digest[32], char name[64 + 5]) {
+    uint8_t key[32];
+    pb_sha256_ctx c;
+    pb_sha256_init(&c);
+    pb_sha256_update(&c, DOMAIN_COPY, sizeof DOMAIN_COPY);
+    pb_sha256_update(&c, digest, 32);
+    pb_sha256_final(&c, key);
+    pb_hex(key, sizeof key, name);
+    memcpy(name + 64, ".pcc", 5);
+}
+
+/* The cache's copy of the module of this digest, n bytes long, into *out. False:
+ * there is none, or it failed its check (then it is removed). */
+static bool copy_use(struct pw_ccref *cc, const uint8_t digest[32], size_t n, pw_bytes *out) {
+    char name[64 + 5];
+    copy_name(digest, name);
+    int fd = pw__cc_open_entry(cc, name);
+    if (fd < 0) return false;
+    struct stat st;
+    bool ok = false, bad = true;
+    if (fstat(fd, &st) == 0 && (uint64_t)st.st_size == n) {
+        if (pw__cc_checked(cc, fd, n, digest)) {
+            void *p = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
+            if (p != MAP_FAILED) *out = (pw_bytes){p, n, n}, ok = true;
+            bad = false;
+        } else {
+            uint8_t *b, got[32];
+            if (read_whole(fd, n, &b, NULL) == PW_CODE_OK) {
+                pb_sha256(b, n, got);
+                if (memcmp(got, digest, 32) == 0) {
+                    pw__cc_mark_checked(cc, fd, &st, digest); /* mapped from now on */
+                    *out = (pw_bytes){b, n, 0}, ok = true;
+                } else {
+                    free(b);
+                }
+            }
+            bad = !ok;
+        }
+    }
+    if (bad) unlinkat(cc->dirfd, name, 0);
+    if (ok && pw__cc_touch_due(fd)) futimens(fd, NULL); /* last use, for eviction */
+    close(fd);
+    return ok;
+}
+
+/* Keep a copy of bytes (the module of this digest) in the cache, unless it has one. */
+static void copy_put(struct pw_ccref *cc, const uint8_t digest[32], const uint8_t *b, size_t n) {
+    char name[64 + 5], tmp[PW_CC_TMP_MAX];
+    copy_name(digest, name);
+    struct stat st;
+    if (fstatat(cc->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) return;
+    int fd = pw__cc_tmp_create(cc, name, tmp);
+    if (fd < 0) return;
+    pw__cc_commit(cc, fd, pb_write_all(fd, b, n) == 0, tmp, name);
+}
+
+pw_code_error pw_file_load_digest(int fd, uint64_t max, const pw_code_cache_config *cfg,
+                                  pw_bytes *out, uint8_t digest[32], pw_code_err *err) {
+    memset(out, 0, sizeof *out);
+    struct stat st;
+    pw_code_error e = file_size(fd, max, &st, err);
+    if (e != PW_CODE_OK) return e;
+    size_t n = (size_t)st.st_size;
+    struct pw_ccref *cc = n >= CHECKED_MIN ? memo_cache(cfg, fd) : NULL;
+    if (cc) {
+        fd_ident id = ident_of(&st);
+        if (memo_get(cc, DOMAIN_DIGEST, &id, digest) && copy_use(cc, digest, n, out)) {
+            pw__cc_ref_free(cc);
+            if (err) err->kind = PW_CODE_OK, err->message[0] = 0;
+            return PW_CODE_OK;
+        }
+    }
+    e = pw_file_read_digest(fd, max, cfg, &out->p, &out->len, digest, err);
+    struct timespec now;
+    if (e == PW_CODE_OK && cc && out->len >= CHECKED_MIN && fstat(fd, &st) == 0 &&
+        clock_gettime(CLOCK_REALTIME, &now) == 0 &&
+        (int64_t)now.tv_sec - (int64_t)st.st_ctim.tv_sec > PW_FD_QUIET)
+        copy_put(cc, digest, out->p, out->len); /* a file left alone: it will be loaded again */
+    pw__cc_ref_free(cc);
+    return e;
+}
+
 /* ---------------------------------------------------------------- checked cache files
  * The same argument for the cache's own files: a translation or snapshot whose
  * identity equals the one recorded right after its full integrity check passed has
@@ -224,8 +348,8 @@ pw_code_error pw_file_read_digest(int fd, uint64_t max, const pw_code_cache_conf
  * touch changes ctime. */
 
 #define TOUCH_S 3600
-/* Smaller files are summed (~0.1 ms per MiB) faster than a memo is looked up. */
-#define CHECKED_MIN (1u << 20)
+/* Smaller files are summed (~0.1 ms per MiB) faster than a memo is looked up:
+ * CHECKED_MIN, above. */
 
 bool pw__cc_checked(const struct pw_ccref *cc, int fd, uint64_t size, const uint8_t sum[32]) {
     struct stat st;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "wasm/codecache.h"
 #include "wasm/compile.h"
@@ -31,19 +32,30 @@ pw_status pw__fail(pw_error *err, pw_status st, const char *fmt, ...) {
     return st;
 }
 
-/* Decode and validate bytes. With own (a malloc'd buffer holding the same bytes) the
- * module keeps that buffer, else a copy; own is freed on failure. Caller owns the
- * result (pw__module_destroy). */
-static pw_module *load(const uint8_t *bytes, size_t len, uint8_t *own, bool full, pw_error *err) {
+void pw_bytes_free(pw_bytes *b) {
+    if (!b) return;
+    if (b->maplen)
+        munmap(b->p, b->maplen);
+    else
+        free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+/* Decode and validate bytes. With own (a malloc'd buffer or a mapping, maplen > 0,
+ * holding the same bytes) the module keeps that buffer, else a copy; own is released
+ * on failure. Caller owns the result (pw__module_destroy). */
+static pw_module *load(const uint8_t *bytes, size_t len, uint8_t *own, size_t maplen, bool full,
+                       pw_error *err) {
+    pw_bytes ob = {own, len, maplen};
     if (len > UINT32_MAX) {
         /* Spans are 32-bit; no real module is this large. */
-        free(own);
+        pw_bytes_free(&ob);
         pw__fail(err, PW_ERR_MALFORMED, "implementation limit: module larger than 4 GiB");
         return NULL;
     }
     pw_module *m = calloc(1, sizeof *m);
     if (!m) {
-        free(own);
+        pw_bytes_free(&ob);
         pw__fail(err, PW_ERR_NOMEM, "out of memory");
         return NULL;
     }
@@ -55,6 +67,7 @@ static pw_module *load(const uint8_t *bytes, size_t len, uint8_t *own, bool full
     }
     if (!own && len) memcpy(m->bytes, bytes, len);
     m->nbytes = len;
+    m->bytes_map = own ? maplen : 0;
     if (pw__decode(m, err) != PW_OK || pw__validate_module(m, full, err) != PW_OK) {
         pw__module_destroy(m);
         return NULL;
@@ -65,7 +78,7 @@ static pw_module *load(const uint8_t *bytes, size_t len, uint8_t *own, bool full
 /* Modules this small are always validated in full (module_new). */
 #define VALIDATED_MIN 65536u
 
-static pw_module *module_new(const uint8_t *bytes, size_t len, uint8_t *own,
+static pw_module *module_new(const uint8_t *bytes, size_t len, uint8_t *own, size_t maplen,
                              const pw_module_config *cfg, pw_error *err) {
     pw_error local;
     if (!err) err = &local;
@@ -79,7 +92,7 @@ static pw_module *module_new(const uint8_t *bytes, size_t len, uint8_t *own,
                               ? pw__cc_open(cfg->code_cache, cfg->digest)
                               : NULL;
     bool known = cc && pw__cc_validated(cc);
-    pw_module *m = load(bytes, len, own, !known, err);
+    pw_module *m = load(bytes, len, own, maplen, !known, err);
     if (m && cc && !known) pw__cc_mark_validated(cc);
     pw__cc_ref_free(cc);
     if (!m) return NULL;
@@ -94,22 +107,29 @@ static pw_module *module_new(const uint8_t *bytes, size_t len, uint8_t *own,
 
 pw_module *pw_module_new(const uint8_t *bytes, size_t len, const pw_module_config *cfg,
                          pw_error *err) {
-    return module_new(bytes, len, NULL, cfg, err);
+    return module_new(bytes, len, NULL, 0, cfg, err);
 }
 
 pw_module *pw_module_new_owned(uint8_t *bytes, size_t len, const pw_module_config *cfg,
                                pw_error *err) {
     if (!bytes) { /* nothing to own: an empty module (decode refuses it) */
         static const uint8_t none[1];
-        return module_new(none, 0, NULL, cfg, err);
+        return module_new(none, 0, NULL, 0, cfg, err);
     }
-    return module_new(bytes, len, bytes, cfg, err);
+    return module_new(bytes, len, bytes, 0, cfg, err);
+}
+
+pw_module *pw_module_new_bytes(pw_bytes *b, const pw_module_config *cfg, pw_error *err) {
+    pw_bytes own = *b;
+    memset(b, 0, sizeof *b);
+    if (!own.p) return pw_module_new_owned(NULL, 0, cfg, err);
+    return module_new(own.p, own.len, own.p, own.maplen, cfg, err);
 }
 
 pw_status pw_module_validate(const uint8_t *bytes, size_t len, pw_error *err) {
     pw_error local;
     if (!err) err = &local;
-    pw_module *m = load(bytes, len, NULL, true, err);
+    pw_module *m = load(bytes, len, NULL, 0, true, err);
     if (!m) return err->status;
     pw__module_destroy(m);
     err->status = PW_OK;
@@ -146,7 +166,8 @@ void pw__module_destroy(pw_module *m) {
     free(m->elems);
     free(m->datas);
     free(m->func_declared);
-    free(m->bytes);
+    pw_bytes b = {m->bytes, m->nbytes, m->bytes_map};
+    pw_bytes_free(&b);
     free(m);
 }
 

@@ -146,6 +146,8 @@ struct pw_cmodule; /* the back end's compiled code (compile.h) */
 struct pw_module {
     uint8_t *bytes; /* owned copy of the binary; every pw_span points into it */
     size_t nbytes;
+    size_t bytes_map; /* nonzero: bytes is a read-only mapping of that length (never
+                         written), unmapped instead of freed */
 
     uint32_t ntypes;
     pw_deftype *types;

@@ -5,7 +5,10 @@
  * for two seconds is remembered, and the memo is then used (shown by planting a memo
  * with another digest and a right sum); any change to the file (even one that keeps
  * its size and puts the old mtime back) makes it hashed again; a damaged memo is
- * ignored and removed; no cache means no memo; bad inputs give typed errors.
+ * ignored and removed; no cache means no memo; bad inputs give typed errors. Module
+ * copies (pw_file_load_digest): a big quiet file is copied into the cache, the copy
+ * is read and checked until it is quiet and then mapped, a module keeps and unmaps
+ * the mapping, and a copy damaged in place is refused, removed and written again.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -169,6 +173,142 @@ static void test_memo(void **state) {
     free(root);
 }
 
+/* A module of n bytes (a custom section "big" of filler) at path. */
+static void put_big(const char *path, size_t n) {
+    uint8_t *b = malloc(n);
+    assert_non_null(b);
+    size_t body = n - 8 - 1 - 5; /* magic+version, section id, a 5-byte size */
+    memcpy(b, "\0asm\1\0\0\0", 8);
+    b[8] = 0;
+    for (int k = 0; k < 5; k++)
+        b[9 + k] = (uint8_t)(((body >> (7 * k)) & 0x7f) | (k < 4 ? 0x80 : 0));
+    b[14] = 3;
+    memcpy(b + 15, "big", 3);
+    for (size_t i = 18; i < n; i++)
+        b[i] = (uint8_t)(i * 131 + (i >> 9));
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, b, n), (ssize_t)n);
+    close(fd);
+    free(b);
+}
+
+/* The path of the .pcc file of dir that is exactly size bytes long; false if none. */
+static bool find_size(const char *dir, off_t size, char *out, size_t cap) {
+    DIR *d = opendir(dir);
+    if (!d) return false;
+    bool found = false;
+    struct dirent *de;
+    while (!found && (de = readdir(d))) {
+        struct stat st;
+        snprintf(out, cap, "%s/%s", dir, de->d_name);
+        found = stat(out, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == size;
+    }
+    closedir(d);
+    return found;
+}
+
+/* pw_file_load_digest of path: the bytes equal the file's, *maplen says how it came. */
+static void load_big(const char *path, const char *cache, uint8_t digest[32], pw_bytes *out) {
+    pw_code_cache_config cc = {.dir = cache};
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    pw_code_err e;
+    assert_int_equal(pw_file_load_digest(fd, 1 << 30, cache ? &cc : NULL, out, digest, &e),
+                     PW_CODE_OK);
+    close(fd);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(out->len, (size_t)st.st_size);
+    uint8_t want[32];
+    pb_sha256(out->p, out->len, want); /* the bytes handed out are the file's */
+    assert_memory_equal(want, digest, 32);
+}
+
+/* Module copies: a big file is kept in the cache once it is quiet, read and checked
+ * until the copy itself is quiet, then mapped; a copy damaged in place is refused
+ * and removed, and the file is read instead. */
+static void test_copy(void **state) {
+    (void)state;
+    char *root = tmpdir(), file[300], cache[300], copy[700];
+    snprintf(file, sizeof file, "%s/big.wasm", root);
+    snprintf(cache, sizeof cache, "%s/code", root);
+    if (!PW_JIT_AVAILABLE || !ctime_kept_here(root)) {
+        print_message("skipped: no JIT, or /tmp's file system is not one the memo trusts\n");
+        rm_rf(root);
+        free(root);
+        skip();
+    }
+    const size_t n = (3u << 20) / 2; /* over the 1 MiB below which nothing is copied */
+    put_big(file, n);
+    uint8_t want[32], got[32];
+    {
+        pw_bytes b;
+        load_big(file, NULL, want, &b); /* no cache: read */
+        assert_int_equal(b.maplen, 0);
+        pw_bytes_free(&b);
+        assert_null(b.p);
+    }
+    sleep(3); /* the file is quiet: its digest is remembered and a copy kept */
+    pw_bytes b;
+    load_big(file, cache, got, &b);
+    assert_int_equal(b.maplen, 0);
+    pw_bytes_free(&b);
+    assert_true(find_size(cache, (off_t)n, copy, sizeof copy));
+    /* the copy is new: read and checked, not yet trusted without a check */
+    load_big(file, cache, got, &b);
+    assert_int_equal(b.maplen, 0);
+    pw_bytes_free(&b);
+    sleep(3);
+    load_big(file, cache, got, &b); /* checked while quiet: remembered */
+    assert_int_equal(b.maplen, 0);
+    pw_bytes_free(&b);
+    load_big(file, cache, got, &b); /* mapped */
+    assert_memory_equal(got, want, 32);
+    assert_int_equal(b.maplen, n);
+    /* a module keeps the mapping and unmaps it */
+    pw_error pe;
+    pw_module *m = pw_module_new_bytes(&b, NULL, &pe);
+    assert_non_null(m);
+    assert_null(b.p);
+    size_t clen = 0;
+    const uint8_t *sec = pw_module_custom_section(m, "big", 3, 0, &clen);
+    assert_non_null(sec);
+    assert_int_equal(clen, n - 18);
+    assert_int_equal(sec[0], (uint8_t)(18 * 131 + (18 >> 9)));
+    pw_module_free(m);
+    /* damaged in place (a write moves its ctime): refused, removed, the file read */
+    int fd = open(copy, O_RDWR);
+    assert_true(fd >= 0);
+    uint8_t x = 0;
+    assert_int_equal(pread(fd, &x, 1, 4096), 1);
+    x ^= 0xff;
+    assert_int_equal(pwrite(fd, &x, 1, 4096), 1);
+    close(fd);
+    load_big(file, cache, got, &b);
+    assert_memory_equal(got, want, 32);
+    assert_int_equal(b.maplen, 0);
+    pw_bytes_free(&b);
+    /* a good copy was kept again in its place (the file is quiet) */
+    assert_true(find_size(cache, (off_t)n, copy, sizeof copy));
+    fd = open(copy, O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(pread(fd, &x, 1, 4096), 1);
+    close(fd);
+    assert_int_equal(x, (uint8_t)(4096 * 131 + (4096 >> 9)));
+    /* a module that fails to load unmaps a mapping it was given (free() on it would be
+     * caught under ASan) */
+    size_t pg = 2 * 4096;
+    uint8_t *junk = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(junk != MAP_FAILED);
+    memset(junk, 0x77, pg);
+    pw_bytes bad = {junk, pg, pg};
+    assert_null(pw_module_new_bytes(&bad, NULL, &pe));
+    assert_null(bad.p);
+    rm_rf(root);
+    free(root);
+}
+
 static void test_errors(void **state) {
     (void)state;
     char *root = tmpdir(), file[300];
@@ -200,6 +340,7 @@ static void test_errors(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_memo),
+        cmocka_unit_test(test_copy),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
