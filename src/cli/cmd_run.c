@@ -25,7 +25,9 @@
 extern char **environ;
 
 #define MAX_FILES 256
-#define MAX_DIRS  64
+/* From this size a module is loaded from its open file (see peri_cmd_run). */
+#define RUN_FD_MIN (1 << 20)
+#define MAX_DIRS   64
 
 /* The defaults of `peri run` (docs/wasi.md): a program may run for an hour of CPU and
  * wall time and use the whole 32-bit address space; its output is not limited. */
@@ -373,9 +375,19 @@ int peri_cmd_run(int argc, char **argv) {
     pr_str *args = calloc((size_t)o.nrest + 1, sizeof *args);
     pw_val *vals = NULL;
     size_t len = 0;
-    unsigned char *bytes = args ? (unsigned char *)peri_read_file(o.wasm, false, &len) : NULL;
     size_t wl = strlen(o.wasm);
-    if (bytes && wl > 4 && strcmp(o.wasm + wl - 4, ".wat") == 0) {
+    bool wat = wl > 4 && strcmp(o.wasm + wl - 4, ".wat") == 0;
+    /* A big binary module is loaded from its file (pr_program_load_fd): its digest and
+     * even its bytes may then come from the code cache (docs/jit.md, "Digest memo",
+     * "Module copies"). A small one is read here: that is cheaper than looking them up. */
+    int mfd = -1;
+    struct stat mst;
+    if (args && !wat && stat(o.wasm, &mst) == 0 && S_ISREG(mst.st_mode) &&
+        mst.st_size >= RUN_FD_MIN)
+        mfd = open(o.wasm, O_RDONLY | O_CLOEXEC);
+    unsigned char *bytes =
+        args && mfd < 0 ? (unsigned char *)peri_read_file(o.wasm, false, &len) : NULL;
+    if (bytes && wat) {
         /* a text module: the binary format first */
         uint8_t *bin = NULL;
         size_t blen = 0;
@@ -391,7 +403,7 @@ int peri_cmd_run(int argc, char **argv) {
         bytes = bin;
         len = blen;
     }
-    if (!bytes) {
+    if (!bytes && mfd < 0) {
         if (args)
             fprintf(stderr, "peri run: cannot read the module %s: %s\n", o.wasm, strerror(errno));
         else
@@ -406,14 +418,21 @@ int peri_cmd_run(int argc, char **argv) {
     pr_error err;
     pr_host *h = pr_host_new(&o.cfg, &err);
     pr_fs *fs = pr_fs_new();
-    pr_program *p = h ? pr_program_load(h, (pr_str){"cli", 3}, bytes, len, &err) : NULL;
+    pr_program *p = !h         ? NULL
+                    : mfd >= 0 ? pr_program_load_fd(h, (pr_str){"cli", 3}, mfd, &err)
+                               : pr_program_load(h, (pr_str){"cli", 3}, bytes, len, &err);
     if (!h || !fs || !p) {
-        if (!fs)
+        if (!fs) {
             fprintf(stderr, "peri run: out of memory\n");
-        else if (!h)
+        } else if (!h) {
             run_error(o.wasm, err.message);
-        else
+        } else if (mfd >= 0) { /* only the first bytes say what the file is */
+            unsigned char head[4];
+            ssize_t k = pread(mfd, head, sizeof head, 0);
+            load_error(o.wasm, head, k > 0 ? (size_t)k : 0, err.message);
+        } else {
             load_error(o.wasm, bytes, len, err.message);
+        }
         goto done;
     }
     if (o.compiled) { /* a rejected artifact is never run: the run stops here */
@@ -525,6 +544,7 @@ done:
     pr_program_release(p);
     pr_fs_free(fs);
     pr_host_free(h);
+    if (mfd >= 0) close(mfd);
     free(bytes);
     free(args);
     free(vals);
