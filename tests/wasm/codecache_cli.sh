@@ -4,7 +4,8 @@
 # program; a flipped byte, a truncated file and another module's artifact are refused
 # with their kind and exit status 1, and the program does not run; the automatic cache
 # saves a 0600 file in a 0700 directory and a second process runs from it; a cache
-# directory writable by others is not used, and the program still runs.
+# directory writable by others is not used, and the program still runs; a big module
+# (1 MiB or more) runs from a copy the cache keeps, and its errors read as a small one's.
 set -uo pipefail
 peri="$1"; src="$2"
 hello="$src/tests/room/fixtures/hello.wasm"; fib="$src/examples/fib.wasm"
@@ -66,4 +67,31 @@ check "compile usage: both" 2 "one of" -- "$peri" compile "$hello" -o "$tmp/x" -
 mkdir -m 777 "$tmp/open" && chmod 777 "$tmp/open"
 check "unsafe cache dir: still runs" 0 "hello" -- "$peri" run --code-cache "$tmp/open" "$hello"
 if [ -n "$(ls -A "$tmp/open")" ]; then echo "FAIL unsafe dir was written"; fails=$((fails + 1)); else echo "ok   unsafe dir left alone"; fi
+# a module of 1 MiB or more is loaded from its file: once it is quiet the cache keeps a
+# copy (checked, then mapped by later runs); every run prints the same; a big file that
+# is no module, or no valid one, gets the same English errors as a small one
+big="$tmp/big.wasm"
+python3 - "$hello" "$big" <<'PY'
+import sys
+pad = b"\0" * (3 << 19)
+body = b"\x03pad" + pad
+n, leb = len(body), b""
+for k in range(5):
+    leb += bytes([((n >> (7 * k)) & 0x7f) | (0x80 if k < 4 else 0)])
+open(sys.argv[2], "wb").write(open(sys.argv[1], "rb").read() + b"\0" + leb + body)
+PY
+sleep 3
+check "big module, cold" 0 "hello" -- "$peri" run --code-cache "$tmp/b" "$big"
+bsize=$(stat -c %s "$big")
+if [ -z "$(find "$tmp/b" -name '*.pcc' -size "${bsize}c")" ]; then
+  echo "FAIL no copy of the big module in the cache"; fails=$((fails + 1)); else echo "ok   big module copied"; fi
+check "big module, copy read" 0 "hello" -- "$peri" run --code-cache "$tmp/b" "$big"
+sleep 3
+check "big module, copy checked" 0 "hello" -- "$peri" run --code-cache "$tmp/b" "$big"
+check "big module, copy mapped" 0 "hello" -- "$peri" run --code-cache "$tmp/b" "$big"
+check "big module, no cache" 0 "hello" -- "$peri" run --code-cache off "$big"
+{ printf 'garbage!'; head -c 1100000 /dev/zero; } > "$tmp/big-text.wasm"
+check "big non-module" 1 "is not a WebAssembly module" -- "$peri" run "$tmp/big-text.wasm"
+{ printf '\0asm\1\0\0\0\1\377'; head -c 1100000 /dev/zero; } > "$tmp/big-bad.wasm"
+check "big invalid module" 1 "is not a valid WebAssembly module" -- "$peri" run "$tmp/big-bad.wasm"
 [ "$fails" = 0 ] && echo "all passed" || { echo "$fails failed"; exit 1; }
