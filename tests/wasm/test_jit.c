@@ -1520,6 +1520,13 @@ static const char SEL_WAT[] =
     "   (local.set $k (select (i32.add (local.get $k) (i32.const 1)) (local.get $m)\n"
     "    (i32.and (local.get $f) (i32.const 8))))\n"
     "   (local.set $m (i32.sub (local.get $m) (local.get $k)))\n"
+    /* d = a op d and d = a - const with a or d in the frame (more locals than pins) */
+    "   (local.set $e (i32.xor (local.get $h) (local.get $e)))\n"
+    "   (local.set $g (i32.sub (local.get $k) (local.get $g)))\n"
+    "   (local.set $h (i32.add (local.get $m) (local.get $h)))\n"
+    "   (local.set $d (i32.mul (local.get $j) (local.get $d)))\n"
+    "   (local.set $c (i32.sub (local.get $a) (i32.const 77)))\n"
+    "   (local.set $b (i32.add (local.get $i) (i32.const -5)))\n"
     "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
     "    (local.get $n))))\n"
     "  (i32.add (i32.add (i32.add (local.get $a) (local.get $b)) (i32.add (local.get $c)\n"
@@ -1612,7 +1619,30 @@ static const char SEL_WAT[] =
     "1)))))\n"
     "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
     "    (local.get $n))))\n"
-    "  (local.get $s)))\n";
+    "  (local.get $s))\n"
+    /* seven hot locals in pins, two cold ones (x, y) in the frame: d = x - d (must not
+     * commute), q = y + q (q += y from the frame), y = a - 9 (lea into rax, stored) */
+    " (func (export \"cold\") (param $n i32) (result i32)\n"
+    "  (local $i i32) (local $a i32) (local $b i32) (local $c i32) (local $e i32)\n"
+    "  (local $d i32) (local $q i32) (local $x i32) (local $y i32)\n"
+    "  (local.set $x (i32.const 1000)) (local.set $y (i32.const 7))\n"
+    "  (loop $l\n"
+    "   (local.set $a (i32.add (local.get $a) (i32.xor (local.get $i) (local.get $b))))\n"
+    "   (local.set $b (i32.xor (local.get $b) (i32.add (local.get $a) (local.get $c))))\n"
+    "   (local.set $c (i32.add (local.get $c) (i32.xor (local.get $b) (local.get $e))))\n"
+    "   (local.set $e (i32.xor (local.get $e) (i32.add (local.get $c) (local.get $d))))\n"
+    "   (local.set $d (i32.add (local.get $d) (i32.xor (local.get $e) (local.get $q))))\n"
+    "   (local.set $q (i32.xor (local.get $q) (i32.add (local.get $d) (local.get $a))))\n"
+    "   (local.set $a (i32.xor (local.get $a) (i32.add (local.get $q) (local.get $b))))\n"
+    "   (local.set $d (i32.sub (local.get $x) (local.get $d)))\n"
+    "   (local.set $q (i32.add (local.get $y) (local.get $q)))\n"
+    "   (local.set $x (i32.add (local.get $x) (i32.const 3)))\n"
+    "   (local.set $y (i32.sub (local.get $a) (i32.const 9)))\n"
+    "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "    (local.get $n))))\n"
+    "  (i32.add (i32.add (local.get $a) (local.get $b)) (i32.add (i32.add (local.get $c)\n"
+    "   (local.get $e)) (i32.add (i32.add (local.get $d) (local.get $q)) (i32.xor (local.get $x)\n"
+    "   (local.get $y)))))))\n";
 
 static void test_select(void **state) {
     (void)state;
@@ -1621,14 +1651,14 @@ static void test_select(void **state) {
     pw_error err;
     if (pw_wat_to_wasm(SEL_WAT, strlen(SEL_WAT), &mod, &n, &err) != PW_OK)
         fail_msg("wat: %s", err.message);
-    static const char *const names[] = {"sel", "selm", "cmp", "lea64", "addr", "flags"};
+    static const char *const names[] = {"sel", "selm", "cmp", "lea64", "addr", "flags", "cold"};
     static const int32_t args[] = {1, 2, 5, 1000};
-    int32_t want[6][4] = {{0}};
+    int32_t want[7][4] = {{0}};
     for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
         pw_store_config cfg = {.engine = tiers[mi].engine, .bounds_checks = tiers[mi].bounds};
         rig r;
         rig_open_cfg(&r, &cfg, mod, n);
-        for (size_t f = 0; f < 6; f++) {
+        for (size_t f = 0; f < 7; f++) {
             for (size_t k = 0; k < sizeof args / sizeof args[0]; k++) {
                 int32_t res = 0;
                 if (call1(&r, names[f], args[k], &res, &err) != PW_OK)

@@ -957,9 +957,12 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
     bool fwd = c->x.len == c->fwd_end && fwd_ok(c); /* a forwarding record that held here */
     bool commutes = oi->kind == BK_MUL || (oi->kind == BK_ALU && oi->sub != X_SUB);
     if (!br && !imm && commutes && d.index == X_DIRECT && b.index == X_DIRECT && b.base == d.base &&
-        a.index == X_DIRECT && a.base != d.base) {
-        /* d = a op d, all in GPR pins: computed as d op= a, in place (a frame
-         * operand stays first: it may be forwarded from a register) */
+        ((a.index == X_DIRECT && a.base != d.base) ||
+         (a.index == X_NOREG && fwd_reg_of(c, a) < 0))) {
+        /* d = a op d with d in a GPR pin: computed as d op= a, in place, a from its
+         * register or its frame cell (`add esi, [rbx + 24]`); a frame operand the
+         * previous instruction just stored stays first, to be taken from that
+         * register (ld) */
         pw_xmem t = a;
         a = b;
         b = t;
@@ -967,10 +970,11 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
     if (!br && oi->kind != BK_CMP && d.index == X_DIRECT &&
         !(b.index == X_DIRECT && b.base == d.base))
         r = d.base;
-    bool lea = !br && imm && oi->kind == BK_ALU && r != X_RAX && a.index == X_DIRECT &&
-               a.base != r && (oi->sub == X_ADD || (oi->sub == X_SUB && bi != INT32_MIN));
+    bool lea = !br && imm && oi->kind == BK_ALU && a.index == X_DIRECT && a.base != r &&
+               (oi->sub == X_ADD || (oi->sub == X_SUB && bi != INT32_MIN));
     if (lea) {
-        /* d = a ± constant between GPR pins: one lea (no flags are read after it) */
+        /* d = a ± constant from a GPR pin: one lea, into d's register or into rax
+         * when d is in the frame (no flags are read after it) */
         pw__x64_lea(&c->x, w, r, x_mem(a.base, oi->sub == X_ADD ? bi : -bi));
     } else if (oi->kind == BK_CMP && a.index == X_DIRECT) {
         r = a.base; /* cmp reg, b */
