@@ -3284,6 +3284,10 @@ static void run_pass(jc *c) {
         c->dse_n = 0;
         uint32_t len = 0;
         translate(c, pos, op, &len);
+        /* a branch target that emitted nothing shares its address with the next
+         * instruction, where jumps to it then arrive: no record of the code before
+         * it (forwarding; flags_of checks prevpos) may hold there */
+        if (c->target && c->target[pos] && c->x.len == (size_t)c->lab[pos]) c->fwd_end = SIZE_MAX;
         if (len == 0 || pos + len > c->n) c->fail = true;
         pos += len;
     }
