@@ -193,10 +193,12 @@ typedef struct pr_fs pr_fs;           /* an in-memory file system */
  * err has the contract message (隔离运行失败：动态 Worker 程序不是有效 Wasm, ...). */
 pr_program *pr_program_load(pr_host *h, pr_str scope, const uint8_t *bytes, size_t len,
                             pr_error *err);
-/* pr_program_load of the module file open at fd (read whole here, at most 2 GiB;
- * the caller keeps fd). With the host's code cache, the digest of a file unchanged
- * since it was last hashed comes from a memo there (pw_file_read_digest) instead of
- * hashing it again. A read failure: 隔离运行失败：无法读取模块文件（reason in English）. */
+/* pr_program_load of the module file open at fd (at most 2 GiB; the caller keeps fd).
+ * With the host's code cache, the digest of a file unchanged since it was last hashed
+ * comes from a memo there instead of hashing it again, and a file of 1 MiB or more is
+ * not read at all once the cache holds a checked copy of it, which is mapped instead
+ * (pw_file_load_digest). A read failure: 隔离运行失败：无法读取模块文件（reason in
+ * English）. */
 pr_program *pr_program_load_fd(pr_host *h, pr_str scope, int fd, pr_error *err);
 /* pr_program_load taking ownership of `bytes` (from malloc; the caller holds no other
  * reference): a newly compiled module keeps the buffer instead of copying it; it is
