@@ -105,17 +105,28 @@ static bool ctime_kept(int fd) {
 #define DOMAIN_DIGEST  "peri-file-digest"
 #define DOMAIN_CHECKED "peri-cache-checked"
 
-/* A memo's name: SHA-256(domain, device, inode) in hex + ".pcc". */
-static void memo_name(const char *domain, const fd_ident *id, char name[64 + 5]) {
-    uint8_t key[32];
+/* A cache file's name here: SHA-256(domain with its NUL, key) in hex + ".pcc". */
+static void entry_name(const char *domain, const void *key, size_t klen, char name[64 + 5]) {
+    uint8_t h[32];
     pb_sha256_ctx c;
     pb_sha256_init(&c);
     pb_sha256_update(&c, domain, strlen(domain) + 1);
-    pb_sha256_update(&c, &id->dev, sizeof id->dev);
-    pb_sha256_update(&c, &id->ino, sizeof id->ino);
-    pb_sha256_final(&c, key);
-    pb_hex(key, sizeof key, name);
+    pb_sha256_update(&c, key, klen);
+    pb_sha256_final(&c, h);
+    pb_hex(h, sizeof h, name);
     memcpy(name + 64, ".pcc", 5);
+}
+
+/* A memo's name: from the file's device and inode. */
+static void memo_name(const char *domain, const fd_ident *id, char name[64 + 5]) {
+    uint64_t key[2] = {id->dev, id->ino};
+    entry_name(domain, key, sizeof key, name);
+}
+
+/* Whether a file whose ctime is ctime_s has been left alone long enough to remember. */
+static bool quiet(int64_t ctime_s) {
+    struct timespec now;
+    return clock_gettime(CLOCK_REALTIME, &now) == 0 && (int64_t)now.tv_sec - ctime_s > PW_FD_QUIET;
 }
 
 /* The remembered value (digest) of the file of identity id, if the memo holds a whole one. */
@@ -208,6 +219,36 @@ static struct pw_ccref *memo_cache(const pw_code_cache_config *cfg, int fd) {
     return cfg && ctime_kept(fd) ? pw__cc_open(cfg, none) : NULL;
 }
 
+/* Read the file open at fd (st: its fstat, checked by file_size) into *bytes and set
+ * digest: from the memo in cc (may be NULL) when the file did not change while it was
+ * read, else hashed, and remembered when it is also quiet. *kept: the file did not
+ * change while read and is quiet (a file left alone, so likely loaded again). */
+static pw_code_error read_digest(int fd, const struct stat *st, struct pw_ccref *cc,
+                                 uint8_t **bytes, uint8_t digest[32], bool *kept,
+                                 pw_code_err *err) {
+    size_t n = (size_t)st->st_size;
+    fd_ident before = ident_of(st);
+    uint8_t *b;
+    *kept = false;
+    pw_code_error e = read_whole(fd, n, &b, err);
+    if (e != PW_CODE_OK) return e;
+    struct stat st2;
+    if (fstat(fd, &st2) != 0) {
+        free(b);
+        return pw__cc_fail(err, PW_CODE_IO, "the file changed while it was read");
+    }
+    fd_ident after = ident_of(&st2);
+    if (!ident_eq(&before, &after)) cc = NULL; /* no memo to use or write */
+    *kept = cc && quiet(after.ctime_s);
+    if (!cc || !memo_get(cc, DOMAIN_DIGEST, &after, digest)) {
+        pb_sha256(b, n, digest);
+        if (*kept) memo_put(cc, DOMAIN_DIGEST, &after, digest);
+    }
+    *bytes = b;
+    if (err) err->kind = PW_CODE_OK, err->message[0] = 0;
+    return PW_CODE_OK;
+}
+
 pw_code_error pw_file_read_digest(int fd, uint64_t max, const pw_code_cache_config *cfg,
                                   uint8_t **bytes, size_t *len, uint8_t digest[32],
                                   pw_code_err *err) {
@@ -216,30 +257,12 @@ pw_code_error pw_file_read_digest(int fd, uint64_t max, const pw_code_cache_conf
     struct stat st;
     pw_code_error e = file_size(fd, max, &st, err);
     if (e != PW_CODE_OK) return e;
-    size_t n = (size_t)st.st_size;
-    fd_ident before = ident_of(&st);
-    uint8_t *b;
-    e = read_whole(fd, n, &b, err);
-    if (e != PW_CODE_OK) return e;
-    struct stat st2;
-    if (fstat(fd, &st2) != 0) {
-        free(b);
-        return pw__cc_fail(err, PW_CODE_IO, "the file changed while it was read");
-    }
-    fd_ident after = ident_of(&st2);
-    struct pw_ccref *cc = ident_eq(&before, &after) ? memo_cache(cfg, fd) : NULL;
-    if (!cc || !memo_get(cc, DOMAIN_DIGEST, &after, digest)) {
-        pb_sha256(b, n, digest);
-        struct timespec now;
-        if (cc && clock_gettime(CLOCK_REALTIME, &now) == 0 &&
-            (int64_t)now.tv_sec - after.ctime_s > PW_FD_QUIET)
-            memo_put(cc, DOMAIN_DIGEST, &after, digest);
-    }
+    struct pw_ccref *cc = memo_cache(cfg, fd);
+    bool kept;
+    e = read_digest(fd, &st, cc, bytes, digest, &kept, err);
     pw__cc_ref_free(cc);
-    *bytes = b;
-    *len = n;
-    if (err) err->kind = PW_CODE_OK, err->message[0] = 0;
-    return PW_CODE_OK;
+    if (e == PW_CODE_OK) *len = (size_t)st.st_size;
+    return e;
 }
 
 /* ---------------------------------------------------------------- module copies
@@ -257,14 +280,7 @@ pw_code_error pw_file_read_digest(int fd, uint64_t max, const pw_code_cache_conf
 #define CHECKED_MIN (1u << 20)
 
 static void copy_name(const uint8_t digest[32], char name[64 + 5]) {
-    uint8_t key[32];
-    pb_sha256_ctx c;
-    pb_sha256_init(&c);
-    pb_sha256_update(&c, DOMAIN_COPY, sizeof DOMAIN_COPY);
-    pb_sha256_update(&c, digest, 32);
-    pb_sha256_final(&c, key);
-    pb_hex(key, sizeof key, name);
-    memcpy(name + 64, ".pcc", 5);
+    entry_name(DOMAIN_COPY, digest, 32, name);
 }
 
 /* The cache's copy of the module of this digest, n bytes long, into *out. False:
@@ -319,21 +335,20 @@ pw_code_error pw_file_load_digest(int fd, uint64_t max, const pw_code_cache_conf
     pw_code_error e = file_size(fd, max, &st, err);
     if (e != PW_CODE_OK) return e;
     size_t n = (size_t)st.st_size;
-    struct pw_ccref *cc = n >= CHECKED_MIN ? memo_cache(cfg, fd) : NULL;
-    if (cc) {
-        fd_ident id = ident_of(&st);
-        if (memo_get(cc, DOMAIN_DIGEST, &id, digest) && copy_use(cc, digest, n, out)) {
-            pw__cc_ref_free(cc);
-            if (err) err->kind = PW_CODE_OK, err->message[0] = 0;
-            return PW_CODE_OK;
-        }
+    struct pw_ccref *cc = memo_cache(cfg, fd);
+    fd_ident id = ident_of(&st);
+    if (cc && n >= CHECKED_MIN && memo_get(cc, DOMAIN_DIGEST, &id, digest) &&
+        copy_use(cc, digest, n, out)) {
+        pw__cc_ref_free(cc);
+        if (err) err->kind = PW_CODE_OK, err->message[0] = 0;
+        return PW_CODE_OK;
     }
-    e = pw_file_read_digest(fd, max, cfg, &out->p, &out->len, digest, err);
-    struct timespec now;
-    if (e == PW_CODE_OK && cc && out->len >= CHECKED_MIN && fstat(fd, &st) == 0 &&
-        clock_gettime(CLOCK_REALTIME, &now) == 0 &&
-        (int64_t)now.tv_sec - (int64_t)st.st_ctim.tv_sec > PW_FD_QUIET)
-        copy_put(cc, digest, out->p, out->len); /* a file left alone: it will be loaded again */
+    bool kept;
+    e = read_digest(fd, &st, cc, &out->p, digest, &kept, err);
+    if (e == PW_CODE_OK) {
+        out->len = n;
+        if (kept && n >= CHECKED_MIN) copy_put(cc, digest, out->p, n); /* loaded again */
+    }
     pw__cc_ref_free(cc);
     return e;
 }
@@ -362,13 +377,10 @@ bool pw__cc_checked(const struct pw_ccref *cc, int fd, uint64_t size, const uint
 void pw__cc_mark_checked(struct pw_ccref *cc, int fd, const struct stat *before,
                          const uint8_t sum[32]) {
     struct stat st;
-    struct timespec now;
-    if (!cc || (uint64_t)before->st_size < CHECKED_MIN || fstat(fd, &st) != 0 || !ctime_kept(fd) ||
-        clock_gettime(CLOCK_REALTIME, &now) != 0)
+    if (!cc || (uint64_t)before->st_size < CHECKED_MIN || fstat(fd, &st) != 0 || !ctime_kept(fd))
         return;
     fd_ident a = ident_of(before), b = ident_of(&st);
-    if (ident_eq(&a, &b) && (int64_t)now.tv_sec - b.ctime_s > PW_FD_QUIET)
-        memo_put(cc, DOMAIN_CHECKED, &b, sum);
+    if (ident_eq(&a, &b) && quiet(b.ctime_s)) memo_put(cc, DOMAIN_CHECKED, &b, sum);
 }
 
 bool pw__cc_touch_due(int fd) {
