@@ -61,22 +61,42 @@ trap 'exit 130' INT TERM
     'local all all scram-sha-256' >'$DIR/data/pg_hba.conf'")
 LISTEN="-c listen_addresses="
 PORTQ=""
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
 if [ "${PERI_PG_TCP:-}" = 1 ]; then
-    PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    PORT=$(free_port)
     (cd "$DIR" && "${AS[@]}" sh -c "printf '%s\n' 'hostssl all pgw_clear 127.0.0.1/32 password' \
         'host all all 127.0.0.1/32 scram-sha-256' >>'$DIR/data/pg_hba.conf'")
     (cd "$DIR" && "${AS[@]}" openssl req -new -x509 -days 2 -nodes -subj /CN=localhost \
         -addext subjectAltName=DNS:localhost -keyout "$DIR/data/server.key" \
         -out "$DIR/data/server.crt" >/dev/null 2>&1) || { echo "pg_cluster.sh: openssl req failed" >&2; exit 1; }
     chmod 0600 "$DIR/data/server.key"
-    LISTEN="-c listen_addresses=127.0.0.1 -p $PORT -c ssl=on"
     export PERI_TEST_PG_CERT="$DIR/data/server.crt"
+fi
+# The free port is only free when it was asked for: another process may bind it before
+# the server does. A start that failed for that reason is tried again on a new port
+# (the server log says "could not bind"); any other failure ends the run.
+for attempt in 1 2 3 4 5; do
+    [ "${PERI_PG_TCP:-}" = 1 ] && LISTEN="-c listen_addresses=127.0.0.1 -p $PORT -c ssl=on"
+    if (cd "$DIR" && "${AS[@]}" "$PGCTL" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 \
+        -o "-k $DIR $LISTEN -c max_connections=60 ${PERI_PG_SERVER_OPTS--c fsync=off}" start \
+        >/dev/null); then
+        break
+    fi
+    if [ "${PERI_PG_TCP:-}" = 1 ] && [ "$attempt" -lt 5 ] &&
+        grep -q 'could not bind' "$DIR/server.log" 2>/dev/null; then
+        echo "pg_cluster.sh: port $PORT was taken before the server bound it; trying another" >&2
+        PORT=$(free_port)
+        continue
+    fi
+    cat "$DIR/server.log" >&2
+    exit 1
+done
+if [ "${PERI_PG_TCP:-}" = 1 ]; then
     PORTQ="&port=$PORT"
     export PERI_TEST_PG_PORT="$PORT"
 fi
-(cd "$DIR" && "${AS[@]}" "$PGCTL" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 \
-    -o "-k $DIR $LISTEN -c max_connections=60 ${PERI_PG_SERVER_OPTS--c fsync=off}" start \
-    >/dev/null) || { cat "$DIR/server.log" >&2; exit 1; }
 
 export PERI_TEST_PG_URL="postgresql:///postgres?host=$DIR&user=peri$PORTQ"
 export PERI_TEST_PG_SOCKDIR="$DIR"
