@@ -393,7 +393,7 @@ typedef struct slotuse {
 enum { T_LABEL = 1, T_LOOP = 2 };
 
 /* Special labels after the per-word ones. */
-enum { LAB_EXIT = PW_TRAP_COUNT_, LAB_RET, LAB_TRAPC, LAB_NSPECIAL };
+enum { LAB_EXIT = PW_TRAP_COUNT_, LAB_TRAPC, LAB_NSPECIAL };
 
 /* The helper path of a direct call or an inline call_indirect, emitted after the
  * function's body so that the direct call falls through to what follows it. */
@@ -461,6 +461,11 @@ typedef struct jc {
      * saved registers and the alignment pad); the outer entry's epilogue (unwinding). */
     uint32_t fsize;
     size_t outer_epi;
+    /* calls: pass 1 emitted a call (of C code or of JIT code), so the inner entry
+     * keeps rsp 16-byte aligned (pad: the 8 bytes that do it). A function that calls
+     * nothing needs no alignment: nothing below it runs. Pass 1 always pads, since it
+     * does not know yet, and its code is final when nothing is pinned. */
+    bool calls, pad;
     int8_t save[NPIN_GPR]; /* kept pin GPRs but rbp that this function pins: saved by
                               its inner entry */
     uint32_t nsave;
@@ -815,6 +820,7 @@ static void reload_pins(jc *c, uint32_t keep) {
         if (!(c->preg[k] == X_RBP && c->pslot[k] < keep)) reload_pin(c, k);
 }
 static void cpush(jc *c);
+static void ret_seq(jc *c);
 /* A call sequence (C code is called): spill, then slot operands are read/written in
  * memory until call_end reloads every pin (results land in the frame). */
 static void call_begin(jc *c) {
@@ -924,6 +930,7 @@ static void cpush(jc *c) {
 }
 /* Call the helper in GOT slot `slot` (flags and rax are as it left them). */
 static void call_got(jc *c, uint32_t slot) {
+    c->calls = true;
     got_fix(c, pw__x64_call_rip(&c->x), slot);
     if (c->ncsave % 2) pw__x64_lea(&c->x, true, X_RSP, x_mem(X_RSP, 8));
     for (uint32_t k = c->ncsave; k-- > 0;)
@@ -2410,6 +2417,7 @@ static size_t direct_limit(jc *c) {
  * callee's frame is in rdx; the mark. */
 static void direct_call(jc *c, bool self, uint32_t ret) {
     pw_x64 *x = &c->x;
+    c->calls = true;
     if (self) {
         pw__x64_byte(x, 0xE8); /* call rel32 */
         size_t at = x->len;
@@ -2682,7 +2690,7 @@ static bool t_control(jc *c, uint32_t pos, int op, uint32_t *len) {
     case PW_OP_RETURN:
         *len = 1;
         vc_flush(c);
-        jmp_to(c, special(c, LAB_RET));
+        ret_seq(c);
         return true;
     case PW_OP_CALL: call_func(c, pos, c->m->nfunc_imports + IMM(1), IMM(2), 3); return true;
     case PW_OP_CALL_IMPORT:
@@ -3167,7 +3175,7 @@ static void prologue(jc *c) {
     pw__x64_push(x, X_RBX);
     for (uint32_t k = 0; k < c->nsave; k++)
         pw__x64_push(x, c->save[k]);
-    if (c->nsave % 2 == 0) pw__x64_alu_ri(x, X_SUB, true, X_RSP, 8); /* 16-byte alignment */
+    if (c->pad) pw__x64_alu_ri(x, X_SUB, true, X_RSP, 8); /* 16-byte alignment */
     pw__x64_mov_rr(x, true, X_RBX, X_RDX);
     entry_locals(c);
 }
@@ -3180,7 +3188,7 @@ static void trap_status(pw_x64 *x) {
 
 /* The inner entry's return. */
 static void inner_exit(jc *c) {
-    if (c->nsave % 2 == 0) pw__x64_alu_ri(&c->x, X_ADD, true, X_RSP, 8);
+    if (c->pad) pw__x64_alu_ri(&c->x, X_ADD, true, X_RSP, 8);
     for (uint32_t k = c->nsave; k-- > 0;)
         pw__x64_pop(&c->x, c->save[k]);
     pw__x64_pop(&c->x, X_RBX);
@@ -3202,12 +3210,17 @@ static void fault_stub(pw_x64 *x) {
 /* After the body: the trap stubs; LAB_EXIT, the way out with a non-zero status in eax
  * (a trap, or a failed call helper): it unwinds every JIT frame up to the entry from
  * C at once (rsp = pw_store.jit_sp, the outer entry's epilogue; JIT frames hold
- * nothing to clean up, and a direct call's caller never sees a status); LAB_RET, the
- * return: the pinned results stored. */
+ * nothing to clean up, and a direct call's caller never sees a status). */
 static void epilogue(jc *c) {
     pw_x64 *x = &c->x;
-    /* trap stubs: eax = code, then the common trap exit */
+    /* trap stubs: eax = code, then the common trap exit; only those the body jumps to
+     * (most functions can raise two or three of the kinds) */
+    bool used[PW_TRAP_COUNT_] = {false};
+    for (uint32_t k = 0; k < c->nfx; k++)
+        if (c->fx[k].label >= c->n && c->fx[k].label - c->n < PW_TRAP_COUNT_)
+            used[c->fx[k].label - c->n] = true;
     for (uint32_t k = 1; k < PW_TRAP_COUNT_; k++) {
+        if (!used[k]) continue;
         c->lab[special(c, k)] = (int32_t)x->len;
         pw__x64_mov_ri32(x, X_RAX, k);
         jmp_to(c, special(c, LAB_TRAPC));
@@ -3218,8 +3231,13 @@ static void epilogue(jc *c) {
     pw__x64_load(x, X_LD64, X_RSP, x_mem(X_R15, (int32_t)offsetof(pw_store, jit_sp)));
     size_t at = pw__x64_jmp32(x);
     pw__x64_patch32(x, at, (int32_t)((int64_t)c->outer_epi - (int64_t)(at + 4)));
-    c->lab[special(c, LAB_RET)] = (int32_t)x->len;
-    for (uint32_t k = 0; k < c->npins; k++) /* the results: slots 0..nresults-1 */
+}
+
+/* The return, where it occurs (a few bytes; no jump to a shared exit): the pinned
+ * results (slots 0..nresults-1) stored, the inner entry's saves undone. */
+static void ret_seq(jc *c) {
+    pw_x64 *x = &c->x;
+    for (uint32_t k = 0; k < c->npins; k++)
         if (c->pslot[k] < c->cf->nresults) {
             pw_xmem m = x_mem(X_RBX, (int32_t)(c->pslot[k] * 8));
             if (c->pwide[k])
@@ -3262,7 +3280,8 @@ static void run_pass(jc *c) {
         else
             c->csave[c->ncsave++] = pin_gprs[r];
     }
-    c->fsize = 16 + 8 * c->nsave + (c->nsave % 2 ? 0 : 8);
+    c->pad = c->nsave % 2 == 0 && (c->analyze || c->calls);
+    c->fsize = 16 + 8 * c->nsave + (c->pad ? 8 : 0);
     c->fwd_end = SIZE_MAX;
     c->flags_end = SIZE_MAX;
     c->curpos = UINT32_MAX;
@@ -3351,6 +3370,15 @@ static void choose_vpins(jc *c, const uint64_t *wt, uint64_t cost, int nx) {
     free(bad);
 }
 
+/* What pinning slot sl adds outside calls: a parameter's load at entry, a result's
+ * store at the return; a declared local is zeroed in its register instead of its
+ * cell (entry_locals: past the first 16, in both), an operand-stack slot is dead at
+ * entry and exit. */
+static uint64_t entry_cost(const jc *c, uint32_t sl) {
+    uint32_t np = c->cf->nparams;
+    return (sl < np) + (sl < c->cf->nresults) + (sl >= np && sl < c->cf->nlocals && sl - np >= 16);
+}
+
 /* Choose the pinned slots from pass 1's record: each access weighs 8^d (d = loop
  * nesting at its position, counted by backward-branch ranges, at most 3); a call
  * costs every pin a spill and a reload. The heaviest slots whose every use a GPR can
@@ -3387,15 +3415,16 @@ static void choose_pins(jc *c) {
             if (c->acc[k].cls == U_GPR) gw[sl] += w;
         }
     }
-    /* A pin costs a store and a reload at every call sequence (2 x callw), plus its
-     * load or zeroing at entry (2), except a kept GPR (gpr_kept): at every call that
+    /* A pin costs a store and a reload at every call sequence (2 x callw), plus
+     * what it adds at entry and return (entry_cost), except a kept GPR (gpr_kept):
+     * at every call that
      * is not direct (gcallw) and every direct call whose argbase is at or below its
      * slot (direct_begin; dw[sl] becomes their weight), plus its save and restore at
      * entry (rbp is saved anyway). Each GPR goes to the slot that gains most over
      * its cost in the register's class: kept registers rbp first, then the others. */
     for (uint32_t sl = 1; sl <= ns; sl++)
         dw[sl] += dw[sl - 1];
-    uint64_t cost = 2 * callw + 2;
+    uint64_t cost = 2 * callw + 2; /* vector pins: a load or zeroing, and a store */
     int nx = 0, ngk = 0, ngo = NPIN_KEPT; /* xmm registers taken; next kept, other GPR */
     int npin_gpr = c->guard ? NPIN_GPR : NPIN_GPR - 1; /* r13 only in the guard variant */
     for (;;) {
@@ -3405,15 +3434,16 @@ static void choose_pins(jc *c) {
         for (uint32_t sl = 0; sl < ns; sl++) {
             uint8_t u = c->use[sl];
             if (!u || (u & U_MEM) || fw[sl] > gw[sl] || c->pin[sl] >= 0) continue;
-            uint64_t ck = 2 * (gcallw + dw[sl]) + 2 + 2 * (ngk > 0);
+            uint64_t e = entry_cost(c, sl), ck = 2 * (gcallw + dw[sl]) + e + 2 * (ngk > 0);
+            uint64_t co = 2 * callw + e;
             if (ngk < NPIN_KEPT && wt[sl] > ck && wt[sl] - ck > bestgain) {
                 best = sl;
                 bestgain = wt[sl] - ck;
                 bestkept = true;
             }
-            if (ngo < npin_gpr && wt[sl] > cost && wt[sl] - cost > bestgain) {
+            if (ngo < npin_gpr && wt[sl] > co && wt[sl] - co > bestgain) {
                 best = sl;
-                bestgain = wt[sl] - cost;
+                bestgain = wt[sl] - co;
                 bestkept = false;
             }
         }
@@ -3428,7 +3458,8 @@ static void choose_pins(jc *c) {
         for (uint32_t sl = 0; sl < ns; sl++) {
             uint8_t u = c->use[sl];
             bool ok = u && !(u & U_MEM) && fw[sl] > gw[sl];
-            if (ok && c->pin[sl] < 0 && wt[sl] > cost && (best == UINT32_MAX || wt[sl] > wt[best]))
+            if (ok && c->pin[sl] < 0 && wt[sl] > 2 * callw + entry_cost(c, sl) &&
+                (best == UINT32_MAX || wt[sl] > wt[best]))
                 best = sl;
         }
         if (best == UINT32_MAX) break;
