@@ -3424,7 +3424,7 @@ static void choose_pins(jc *c) {
      * its cost in the register's class: kept registers rbp first, then the others. */
     for (uint32_t sl = 1; sl <= ns; sl++)
         dw[sl] += dw[sl - 1];
-    uint64_t cost = 2 * callw + 2; /* vector pins: a load or zeroing, and a store */
+    uint64_t cost = 2 * callw + 2;        /* vector pins: a load or zeroing, and a store */
     int nx = 0, ngk = 0, ngo = NPIN_KEPT; /* xmm registers taken; next kept, other GPR */
     int npin_gpr = c->guard ? NPIN_GPR : NPIN_GPR - 1; /* r13 only in the guard variant */
     for (;;) {
