@@ -759,6 +759,20 @@ static void st(jc *c, bool w, pw_xmem m, int r) {
     }
 }
 
+/* Slot dst = slot src (all 8 bytes): straight into a pinned GPR dst, straight from a
+ * pinned GPR src into a frame cell (the store is then forwarded from that register),
+ * else through the scratch register. */
+static void copy_slot(jc *c, pw_xmem dst, pw_xmem src, int scratch) {
+    if (dst.index == X_DIRECT) {
+        ld(c, true, dst.base, src);
+    } else if (src.index == X_DIRECT && dst.index == X_NOREG) {
+        st(c, true, dst, src.base);
+    } else {
+        ld(c, true, scratch, src);
+        st(c, true, dst, scratch);
+    }
+}
+
 /* dst op= slot operand m (dst is not rcx: an xmm-pinned m goes through rcx). */
 static void alu_m(jc *c, pw_xalu op, bool w, int dst, pw_xmem m) {
     if (m.index == X_DIRECTX) {
@@ -2726,25 +2740,14 @@ static bool t_control(jc *c, uint32_t pos, int op, uint32_t *len) {
 static bool t_moves(jc *c, uint32_t pos, int op, uint32_t *len) {
     pw_x64 *x = &c->x;
     switch (op) {
-    case PW_OP_COPY: {
-        pw_xmem src = SL(2), dst = SL(1);
-        if (dst.index == X_DIRECT) { /* straight into the pinned register */
-            ld(c, true, dst.base, src);
-        } else {
-            ld(c, true, X_RAX, src);
-            st(c, true, dst, X_RAX);
-        }
-        return true;
-    }
+    case PW_OP_COPY: copy_slot(c, SL(1), SL(2), X_RAX); return true;
     case PW_OP_XOP: xop(c, pos, len); return true;
     case PW_OP_COPY2:
         *len = 5;
         if (vpair_copy(c, pos)) return true;
         /* sequential, as in the interpreter (the second may read the first's dst) */
-        ld(c, true, X_RAX, SL(2));
-        st(c, true, SL(1), X_RAX);
-        ld(c, true, X_RCX, SL(4));
-        st(c, true, SL(3), X_RCX);
+        copy_slot(c, SL(1), SL(2), X_RAX);
+        copy_slot(c, SL(3), SL(4), X_RCX);
         c->nov = false;
         return true;
     case PW_OP_CONST32:
