@@ -3253,6 +3253,29 @@ static void ret_seq(jc *c) {
     inner_exit(c);
 }
 
+/* A loop head starts on a 16-byte boundary (functions start on one): the loop's
+ * first instructions are then fetched and decoded together, not split across a
+ * fetch block by wherever the code before the loop happened to end. Multi-byte
+ * nops, run once on entering the loop by falling through. */
+static void align_loop(jc *c) {
+    static const uint8_t nops[8][8] = {
+        {0x90},
+        {0x66, 0x90},
+        {0x0F, 0x1F, 0x00},
+        {0x0F, 0x1F, 0x40, 0x00},
+        {0x0F, 0x1F, 0x44, 0x00, 0x00},
+        {0x66, 0x0F, 0x1F, 0x44, 0x00, 0x00},
+        {0x0F, 0x1F, 0x80, 0x00, 0x00, 0x00, 0x00},
+        {0x0F, 0x1F, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00},
+    };
+    size_t pad = (16 - c->x.len % 16) % 16;
+    while (pad) {
+        size_t k = pad > 8 ? 8 : pad;
+        pw__x64_bytes(&c->x, nops[k - 1], k);
+        pad -= k;
+    }
+}
+
 /* One translation pass over the function into c->x (labels, fixups patched). */
 static void run_pass(jc *c) {
     c->x.len = 0;
@@ -3299,6 +3322,7 @@ static void run_pass(jc *c) {
             break;
         }
         if (c->target && c->target[pos]) vc_clear(c); /* before the label: on fallthrough */
+        if (!c->analyze && c->target && c->target[pos] == T_LOOP) align_loop(c);
         c->lab[pos] = (int32_t)c->x.len;
         if (!c->analyze && c->target && c->target[pos] == T_LOOP) poll_interrupt(c);
         c->prevpos = c->curpos;
