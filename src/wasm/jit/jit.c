@@ -999,6 +999,10 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
         pw__x64_lea(&c->x, w, r, x_mem(a.base, oi->sub == X_ADD ? bi : -bi));
     } else if (oi->kind == BK_CMP && a.index == X_DIRECT) {
         r = a.base; /* cmp reg, b */
+    } else if (oi->kind == BK_CMP && fwd_reg_of(c, a) >= 0 && fwd_reg_of(c, a) != X_RCX) {
+        /* the register the previous instruction stored a from, in place (not rcx,
+         * which an xmm-pinned b passes through) */
+        r = fwd_reg_of(c, a);
     } else if (!(a.index == X_DIRECT && a.base == r)) {
         ld(c, w, r, a);
     }
@@ -3258,7 +3262,7 @@ static void ret_seq(jc *c) {
  * fetch block by wherever the code before the loop happened to end. Multi-byte
  * nops, run once on entering the loop by falling through. */
 static void align_loop(jc *c) {
-    static const uint8_t nops[8][8] = {
+    static const uint8_t nops[11][11] = {
         {0x90},
         {0x66, 0x90},
         {0x0F, 0x1F, 0x00},
@@ -3267,10 +3271,13 @@ static void align_loop(jc *c) {
         {0x66, 0x0F, 0x1F, 0x44, 0x00, 0x00},
         {0x0F, 0x1F, 0x80, 0x00, 0x00, 0x00, 0x00},
         {0x0F, 0x1F, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00},
+        {0x66, 0x0F, 0x1F, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00},
+        {0x66, 0x66, 0x0F, 0x1F, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00},
+        {0x66, 0x66, 0x66, 0x0F, 0x1F, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00},
     };
     size_t pad = (16 - c->x.len % 16) % 16;
-    while (pad) {
-        size_t k = pad > 8 ? 8 : pad;
+    while (pad) { /* one nop up to 11 bytes, two above */
+        size_t k = pad > 11 ? pad - 4 : pad;
         pw__x64_bytes(&c->x, nops[k - 1], k);
         pad -= k;
     }
