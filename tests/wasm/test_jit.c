@@ -1473,6 +1473,27 @@ static void test_dead_stores(void **state) {
  * Compares and eqz whose result goes to a pinned register, of pinned operands;
  * `d = a op d` on pinned registers (computed in place when op commutes, not for sub);
  * `d = a ± constant` (one lea), INT32_MIN included. */
+/* Seven hot locals (a, b, c, e, d, q and the counter i) that take the pin registers
+ * and two cold ones (x, y) left in the frame: the locals, six statements of a loop
+ * body that keep the hot ones hot, and the loop's end with the function's result. */
+#define HOT_LOCALS                                                                                 \
+    "  (local $i i32) (local $a i32) (local $b i32) (local $c i32) (local $e i32)\n"               \
+    "  (local $d i32) (local $q i32) (local $x i32) (local $y i32)\n"
+#define HOT_SIX                                                                                    \
+    "   (local.set $a (i32.add (local.get $a) (i32.xor (local.get $i) (local.get $b))))\n"         \
+    "   (local.set $b (i32.xor (local.get $b) (i32.add (local.get $a) (local.get $c))))\n"         \
+    "   (local.set $c (i32.add (local.get $c) (i32.xor (local.get $b) (local.get $e))))\n"         \
+    "   (local.set $e (i32.xor (local.get $e) (i32.add (local.get $c) (local.get $d))))\n"         \
+    "   (local.set $d (i32.add (local.get $d) (i32.xor (local.get $e) (local.get $q))))\n"         \
+    "   (local.set $q (i32.xor (local.get $q) (i32.add (local.get $d) (local.get $a))))\n"
+#define HOT_END                                                                                    \
+    "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"               \
+    "    (local.get $n))))\n"                                                                      \
+    "  (i32.add (i32.add (local.get $a) (local.get $b)) (i32.add (i32.add (local.get $c)\n"        \
+    "   (local.get $e)) (i32.add (i32.add (local.get $d) (local.get $q)) (i32.xor (local.get "     \
+    "$x)\n"                                                                                        \
+    "   (local.get $y))))))\n"
+
 static const char SEL_WAT[] =
     "(module (memory 1)\n"
     " (func (export \"sel\") (param $n i32) (result i32)\n"
@@ -1624,49 +1645,22 @@ static const char SEL_WAT[] =
     "  (local.get $s))\n"
     /* seven hot locals in pins, two cold ones (x, y) in the frame: d = x - d (must not
      * commute), q = y + q (q += y from the frame), y = a - 9 (lea into rax, stored) */
-    " (func (export \"cold\") (param $n i32) (result i32)\n"
-    "  (local $i i32) (local $a i32) (local $b i32) (local $c i32) (local $e i32)\n"
-    "  (local $d i32) (local $q i32) (local $x i32) (local $y i32)\n"
+    " (func (export \"cold\") (param $n i32) (result i32)\n" HOT_LOCALS
     "  (local.set $x (i32.const 1000)) (local.set $y (i32.const 7))\n"
-    "  (loop $l\n"
-    "   (local.set $a (i32.add (local.get $a) (i32.xor (local.get $i) (local.get $b))))\n"
-    "   (local.set $b (i32.xor (local.get $b) (i32.add (local.get $a) (local.get $c))))\n"
-    "   (local.set $c (i32.add (local.get $c) (i32.xor (local.get $b) (local.get $e))))\n"
-    "   (local.set $e (i32.xor (local.get $e) (i32.add (local.get $c) (local.get $d))))\n"
-    "   (local.set $d (i32.add (local.get $d) (i32.xor (local.get $e) (local.get $q))))\n"
-    "   (local.set $q (i32.xor (local.get $q) (i32.add (local.get $d) (local.get $a))))\n"
+    "  (loop $l\n" HOT_SIX
     "   (local.set $a (i32.xor (local.get $a) (i32.add (local.get $q) (local.get $b))))\n"
     "   (local.set $d (i32.sub (local.get $x) (local.get $d)))\n"
     "   (local.set $q (i32.add (local.get $y) (local.get $q)))\n"
     "   (local.set $x (i32.add (local.get $x) (i32.const 3)))\n"
-    "   (local.set $y (i32.sub (local.get $a) (i32.const 9)))\n"
-    "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
-    "    (local.get $n))))\n"
-    "  (i32.add (i32.add (local.get $a) (local.get $b)) (i32.add (i32.add (local.get $c)\n"
-    "   (local.get $e)) (i32.add (i32.add (local.get $d) (local.get $q)) (i32.xor (local.get $x)\n"
-    "   (local.get $y))))))\n"
+    "   (local.set $y (i32.sub (local.get $a) (i32.const 9)))\n" HOT_END
     /* the same seven hot locals; x = a is one store from a's register, which the
      * next instruction overwrites (a += b): y = x + y must read x from the frame, not
      * from the register the store forwarded from (an operator that writes the
      * forwarded register must end the record) */
-    " (func (export \"cpy\") (param $n i32) (result i32)\n"
-    "  (local $i i32) (local $a i32) (local $b i32) (local $c i32) (local $e i32)\n"
-    "  (local $d i32) (local $q i32) (local $x i32) (local $y i32)\n"
-    "  (loop $l\n"
-    "   (local.set $a (i32.add (local.get $a) (i32.xor (local.get $i) (local.get $b))))\n"
-    "   (local.set $b (i32.xor (local.get $b) (i32.add (local.get $a) (local.get $c))))\n"
-    "   (local.set $c (i32.add (local.get $c) (i32.xor (local.get $b) (local.get $e))))\n"
-    "   (local.set $e (i32.xor (local.get $e) (i32.add (local.get $c) (local.get $d))))\n"
-    "   (local.set $d (i32.add (local.get $d) (i32.xor (local.get $e) (local.get $q))))\n"
-    "   (local.set $q (i32.xor (local.get $q) (i32.add (local.get $d) (local.get $a))))\n"
+    " (func (export \"cpy\") (param $n i32) (result i32)\n" HOT_LOCALS "  (loop $l\n" HOT_SIX
     "   (local.set $x (local.get $a))\n"
     "   (local.set $a (i32.add (local.get $a) (local.get $b)))\n"
-    "   (local.set $y (i32.add (local.get $x) (local.get $y)))\n"
-    "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
-    "    (local.get $n))))\n"
-    "  (i32.add (i32.add (local.get $a) (local.get $b)) (i32.add (i32.add (local.get $c)\n"
-    "   (local.get $e)) (i32.add (i32.add (local.get $d) (local.get $q)) (i32.xor (local.get $x)\n"
-    "   (local.get $y)))))))\n";
+    "   (local.set $y (i32.add (local.get $x) (local.get $y)))\n" HOT_END ")\n";
 
 static void test_select(void **state) {
     (void)state;
