@@ -3363,6 +3363,15 @@ static void run_pass(jc *c) {
     }
 }
 
+/* A pass after pass 1, whose code is kept: the inner entry's alignment pad was
+ * decided by whether pass 1 called anything; should this pass call where pass 1 did
+ * not (a template that took another way with the pins), it is run again, padded. */
+static void emit_pass(jc *c) {
+    bool called = c->calls;
+    run_pass(c);
+    if (!called && c->calls) run_pass(c);
+}
+
 /* Vector pins (after the scalar ones, in the xmm registers left): a v128 whose
  * first cell is used as a v128 operand's first cell or a pair's first cell (V_LO,
  * V_PAIR_LO) or as a scalar in a register (V_OTHER: the low half of the register;
@@ -3570,13 +3579,13 @@ static int64_t compile_func(const struct pw_jitmod *jm, int v, const pw_module *
     }
     choose_pins(&c);
     /* else pass 1's code is the code (nothing pinned, no SIMD pairs to fuse) */
-    if (c.npins || c.has_simd) run_pass(&c);
+    if (c.npins || c.has_simd) emit_pass(&c);
     if ((c.fail || c.x.oom) && c.npins) {
         c.npins = 0;
         memset(c.pin, -1, cf->frame_slots);
         memset(c.vpin, -1, cf->frame_slots);
         c.x.oom = false;
-        run_pass(&c);
+        emit_pass(&c);
     }
     if (!c.fail && !c.x.oom) {
         size_t save = out->len;
