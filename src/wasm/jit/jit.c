@@ -993,16 +993,17 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
         r = d.base;
     bool lea = !br && imm && oi->kind == BK_ALU && a.index == X_DIRECT && a.base != r &&
                (oi->sub == X_ADD || (oi->sub == X_SUB && bi != INT32_MIN));
+    /* a compare's first operand from the register the previous instruction stored it
+     * from, in place (not rcx, which an xmm-pinned b passes through) */
+    int acmp = oi->kind == BK_CMP ? fwd_reg_of(c, a) : -1;
     if (lea) {
         /* d = a ± constant from a GPR pin: one lea, into d's register or into rax
          * when d is in the frame (no flags are read after it) */
         pw__x64_lea(&c->x, w, r, x_mem(a.base, oi->sub == X_ADD ? bi : -bi));
     } else if (oi->kind == BK_CMP && a.index == X_DIRECT) {
         r = a.base; /* cmp reg, b */
-    } else if (oi->kind == BK_CMP && fwd_reg_of(c, a) >= 0 && fwd_reg_of(c, a) != X_RCX) {
-        /* the register the previous instruction stored a from, in place (not rcx,
-         * which an xmm-pinned b passes through) */
-        r = fwd_reg_of(c, a);
+    } else if (acmp >= 0 && acmp != X_RCX) {
+        r = acmp;
     } else if (!(a.index == X_DIRECT && a.base == r)) {
         ld(c, w, r, a);
     }
@@ -3329,9 +3330,10 @@ static void run_pass(jc *c) {
             break;
         }
         if (c->target && c->target[pos]) vc_clear(c); /* before the label: on fallthrough */
-        if (!c->analyze && c->target && c->target[pos] == T_LOOP) align_loop(c);
+        bool loop = !c->analyze && c->target && c->target[pos] == T_LOOP;
+        if (loop) align_loop(c);
         c->lab[pos] = (int32_t)c->x.len;
-        if (!c->analyze && c->target && c->target[pos] == T_LOOP) poll_interrupt(c);
+        if (loop) poll_interrupt(c);
         c->prevpos = c->curpos;
         c->curpos = pos;
         c->dse_n = 0;
