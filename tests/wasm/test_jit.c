@@ -1696,6 +1696,104 @@ static void test_select(void **state) {
     free(mod);
 }
 
+/* Loop pins: two loops whose hot locals differ (a..q, then x..w; a rotation spreads a
+ * wrong bit to all 32 over the iterations), more of them than pin registers, so each innermost loop
+ * takes GPRs of function pins it does not use. The second loop runs inside an outer one (entered
+ * and left again, its values carried in the frame between), and leaves through a br_if to an outer
+ * block, a br_table entry, a return of values held in its registers, and its fallthrough; it makes
+ * a direct call and a C helper call (memory.grow) while its pins are in place. */
+#define LP_LOOP2(extra)                                                                            \
+    "    (loop $l2\n"                                                                              \
+    "     (local.set $x (i32.add (local.get $x) (i32.rotl (i32.xor (local.get $j) (local.get "     \
+    "$y))\n"                                                                                       \
+    "      (i32.const 7))))\n"                                                                     \
+    "     (local.set $y (i32.xor (local.get $y) (i32.add (local.get $x) (local.get $z))))\n"       \
+    "     (local.set $z (i32.add (local.get $z) (i32.xor (local.get $y) (local.get $u))))\n"       \
+    "     (local.set $u (i32.xor (local.get $u) (i32.add (local.get $z) (local.get $v))))\n"       \
+    "     (local.set $v (i32.add (local.get $v) (i32.xor (local.get $u) (local.get $w))))\n"       \
+    "     (local.set $w (i32.xor (local.get $w) (i32.add (local.get $v) (local.get $x))))\n" extra \
+    "     (br_if $l2 (i32.lt_u (local.tee $j (i32.add (local.get $j) (i32.const 1)))\n"            \
+    "      (local.get $n))))\n"
+#define LP_HEAD(name)                                                                              \
+    " (func $" name " (export \"" name "\") (param $n i32) (result i32)\n" HOT_LOCALS              \
+    "  (local $z i32) (local $u i32) (local $v i32) (local $w i32) (local $j i32) (local $k "      \
+    "i32)\n"                                                                                       \
+    "  (loop $o1 (loop $o2\n"                                                                      \
+    "  (loop $l\n" HOT_SIX "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i)\n"        \
+    "    (i32.const 1))) (local.get $n))))\n"                                                      \
+    "  (br_if $o2 (i32.eq (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.const "       \
+    "1))))\n"                                                                                      \
+    "  (br_if $o1 (i32.lt_u (local.get $k) (i32.const 3))))\n  (local.set $k (i32.const 0))\n"     \
+    "  (block $out\n   (loop $outer\n    (local.set $j (i32.const 0))\n"
+#define LP_TAIL                                                                                    \
+    "    (br_if $outer (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1)))\n"          \
+    "     (i32.const 3)))))\n"                                                                     \
+    "  (i32.add (i32.add (i32.add (local.get $a) (local.get $q)) (i32.mul (local.get $k)\n"        \
+    "   (i32.const 1000003))) (i32.add (i32.add (local.get $x) (local.get $y))\n"                  \
+    "   (i32.add (i32.add (local.get $z) (local.get $u)) (i32.add (local.get $v)\n"                \
+    "   (i32.sub (local.get $w) (local.get $j)))))))\n"
+/* How the second loop leaves: br_if to the outer block; return from inside; a direct
+ * call, memory.grow (a C helper) and a br_table entry to the outer block. */
+#define LP_EXITS                                                                                   \
+    "     (br_if $out (i32.eq (i32.and (local.get $x) (i32.const 1023)) (i32.const 77)))\n"        \
+    "     (br_if $out (i32.gt_u (local.get $j) (i32.const 700)))\n"
+#define LP_RET                                                                                     \
+    "     (if (i32.eq (local.get $j) (i32.const 500)) (then (return (i32.add (i32.add\n"           \
+    "      (local.get $x) (local.get $w)) (i32.mul (local.get $k) (local.get $z))))))\n"
+#define LP_CALLS                                                                                   \
+    "     (local.set $y (call $id (local.get $y)))\n"                                              \
+    "     (local.set $u (i32.add (local.get $u) (memory.grow (i32.const 0))))\n"                   \
+    "     (block $next (br_table $next $out (i32.eq (local.get $j) (i32.const 600))))\n"
+/* a self call at the loop's second step (the first time round the outer loop): under a small native
+ * stack budget the deeper calls take the direct call's helper path, emitted after the body with
+ * these pins */
+#define LP_REC                                                                                     \
+    "     (if (i32.and (i32.eqz (i32.or (i32.xor (local.get $j) (i32.const 1)) (local.get $k)))\n" \
+    "      (i32.gt_u (local.get $n) (i32.const 1))) (then (local.set $y (i32.add (local.get $y)\n" \
+    "      (call $lprec (i32.sub (local.get $n) (i32.const 1)))))))\n"
+#define LP_FUNC(name, extra) LP_HEAD(name) LP_LOOP2(extra) LP_TAIL
+static const char LP_WAT[] = "(module (memory 1 2)\n"
+                             " (func $id (param i32) (result i32) (i32.add (local.get 0) "
+                             "(i32.const 3)))\n" LP_FUNC("lp", LP_EXITS) LP_FUNC("lpret", LP_RET)
+                                 LP_FUNC("lpcall", LP_CALLS) LP_FUNC("lprec", LP_REC) ")\n";
+
+static void test_loop_pins(void **state) {
+    (void)state;
+    uint8_t *mod;
+    size_t n;
+    pw_error err;
+    if (pw_wat_to_wasm(LP_WAT, strlen(LP_WAT), &mod, &n, &err) != PW_OK)
+        fail_msg("wat: %s", err.message);
+    static const char *const names[] = {"lp", "lpret", "lpcall", "lprec"};
+    enum { NF = sizeof names / sizeof names[0] };
+    static const int32_t args[] = {1, 2, 5, 550, 650, 1000};
+    enum { NA = sizeof args / sizeof args[0] };
+    int32_t want[NF][NA] = {{0}};
+    for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
+        pw_store_config cfg = {.engine = tiers[mi].engine,
+                               .bounds_checks = tiers[mi].bounds,
+                               .max_call_depth = 3000,
+                               .jit_native_stack = 16 * 1024};
+        rig r;
+        rig_open_cfg(&r, &cfg, mod, n);
+        for (size_t f = 0; f < NF; f++) {
+            for (size_t k = 0; k < NA; k++) {
+                int32_t res = 0;
+                if (call1(&r, names[f], args[k], &res, &err) != PW_OK)
+                    fail_msg("%s(%d): %s", names[f], args[k], err.message);
+                if (mi == 0)
+                    want[f][k] = res;
+                else if (res != want[f][k])
+                    fail_msg("tier %zu %s(%d) = %d, the interpreter's %d", mi, names[f], args[k],
+                             res, want[f][k]);
+            }
+            if (PW_JIT_AVAILABLE && mi > 0) assert_int_equal(pw__jit_state(fn(&r, names[f])), 1);
+        }
+        rig_close(&r);
+    }
+    free(mod);
+}
+
 int main(void) {
     guard_keep();
     const struct CMUnitTest tests[] = {
@@ -1710,6 +1808,7 @@ int main(void) {
         cmocka_unit_test(test_pins_across_calls),
         cmocka_unit_test(test_dead_stores),
         cmocka_unit_test(test_select),
+        cmocka_unit_test(test_loop_pins),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

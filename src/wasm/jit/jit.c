@@ -328,9 +328,10 @@ static const meminfo memops[PW_OP_COUNT_] = {PW_LOADS(ML) PW_STORES(MS)};
 #undef ML
 #undef MS
 
-/* A branch or table entry to patch: value = label position - base. */
+/* A branch or table entry to patch: value = label position - base; pos: the
+ * instruction that emitted it (UINT32_MAX outside the body). */
 typedef struct fixup {
-    uint32_t at, label, base;
+    uint32_t at, label, base, pos;
 } fixup;
 
 /* How an instruction template touches a slot operand (pass 1 records them; a slot is
@@ -404,7 +405,29 @@ typedef struct slowcall {
     uint32_t from[8], nfrom;     /* the jumps here (rel32 fields to patch) */
     uint32_t back;               /* where to continue: after the call */
     bool direct;                 /* the call sequence kept pins (direct_begin) */
+    uint32_t region;             /* the loop region (its pins) at the call, or UINT32_MAX */
 } slowcall;
+
+/* Loop pins (docs/jit.md "Loop pins"): in an innermost loop, the span [t, e] from its
+ * head to its last back-edge, some GPRs hold the loop's hot slots instead of the
+ * function's pins. Swap j: register reg, pin index k, the function's slot a there
+ * (UINT32_MAX: the register is free in the function) and the loop's slot b. */
+typedef struct lswap {
+    uint32_t k, a, b;
+    int8_t reg;
+} lswap;
+typedef struct lregion {
+    uint32_t t, e;  /* head, last back-edge (instruction starts) */
+    uint32_t npins; /* c->npins inside */
+    bool aside;     /* entered other than by falling into t: no loop pins */
+    uint32_t nsw;
+    lswap sw[NPIN_GPR];
+} lregion;
+/* A jump from inside a region to a label outside it: it goes through a stub after the
+ * body that puts the function's pins back (region_exit) and jumps on. */
+typedef struct xstub {
+    uint32_t at, base, label, region;
+} xstub;
 
 typedef struct jc {
     pw_x64 x;
@@ -492,6 +515,12 @@ typedef struct jc {
     uint32_t flags_pos, prevpos;
     int flags_reg;
     bool flags_w;
+    /* Loop pins: the regions (disjoint, by position), the active one (UINT32_MAX
+     * outside), the function's pin count, the exits to route through stubs. */
+    lregion *lr;
+    uint32_t nlr, lcur, fn_npins;
+    xstub *xs;
+    uint32_t nxs, capxs;
 } jc;
 
 static bool grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
@@ -594,6 +623,16 @@ static pw_xmem S_(jc *c, uint32_t w, int cls) {
 #define IMM(k) c->code[pos + (k)]
 
 static void add_fix(jc *c, size_t at, uint32_t label, size_t base) {
+    if (c->lcur != UINT32_MAX && label < c->n &&
+        (label < c->lr[c->lcur].t || label > c->lr[c->lcur].e)) {
+        /* leaves the loop region: through a stub that restores the function's pins */
+        if (!grow((void **)&c->xs, &c->capxs, c->nxs + 1, sizeof *c->xs)) {
+            c->fail = true;
+            return;
+        }
+        c->xs[c->nxs++] = (xstub){(uint32_t)at, (uint32_t)base, label, c->lcur};
+        return;
+    }
     if (c->nfx == c->capfx) {
         uint32_t cap = c->capfx ? c->capfx * 2 : 64;
         fixup *f = realloc(c->fx, cap * sizeof *f);
@@ -604,7 +643,7 @@ static void add_fix(jc *c, size_t at, uint32_t label, size_t base) {
         c->fx = f;
         c->capfx = cap;
     }
-    c->fx[c->nfx++] = (fixup){(uint32_t)at, label, (uint32_t)base};
+    c->fx[c->nfx++] = (fixup){(uint32_t)at, label, (uint32_t)base, c->curpos};
 }
 
 static uint32_t special(jc *c, uint32_t k) {
@@ -833,6 +872,44 @@ static void reload_pins(jc *c, uint32_t keep) {
     for (uint32_t k = 0; k < c->npins; k++)
         if (!(c->preg[k] == X_RBP && c->pslot[k] < keep)) reload_pin(c, k);
 }
+/* Into loop region r from the function's pins, and back: each swapped register's
+ * function slot is stored to its cell and the loop's slot loaded (entering), the
+ * loop's stored and the function's reloaded (leaving); with emit false only the map
+ * changes (code emitted after the body for a point inside the region). Each swap
+ * has its own register, so one store and one load per swap suffice. */
+static void region_enter(jc *c, uint32_t r, bool emit) {
+    const lregion *g = &c->lr[r];
+    for (uint32_t j = 0; j < g->nsw; j++) {
+        const lswap *w = &g->sw[j];
+        if (w->a != UINT32_MAX) {
+            if (emit) spill_pin(c, w->k);
+            c->pin[w->a] = -1;
+        }
+        c->pslot[w->k] = w->b;
+        c->preg[w->k] = w->reg;
+        c->pwide[w->k] = false;
+        c->pin[w->b] = w->reg;
+        if (emit) reload_pin(c, w->k);
+    }
+    c->npins = g->npins;
+    c->lcur = r;
+}
+static void region_exit(jc *c, uint32_t r, bool emit) {
+    const lregion *g = &c->lr[r];
+    for (uint32_t j = 0; j < g->nsw; j++) {
+        const lswap *w = &g->sw[j];
+        if (emit) spill_pin(c, w->k);
+        c->pin[w->b] = -1;
+        if (w->a != UINT32_MAX) {
+            c->pslot[w->k] = w->a;
+            c->pin[w->a] = w->reg;
+            if (emit) reload_pin(c, w->k);
+        }
+    }
+    c->npins = c->fn_npins;
+    c->lcur = UINT32_MAX;
+}
+
 static void cpush(jc *c);
 static void ret_seq(jc *c);
 /* A call sequence (C code is called): spill, then slot operands are read/written in
@@ -916,7 +993,7 @@ static void got_fix(jc *c, size_t at, uint32_t slot) {
         c->fail = true;
         return;
     }
-    c->gfx[c->ngfx++] = (fixup){(uint32_t)at, slot, 0};
+    c->gfx[c->ngfx++] = (fixup){(uint32_t)at, slot, 0, 0};
 }
 /* dst = the address in GOT slot `slot`. */
 static void got_load(jc *c, int dst, uint32_t slot) {
@@ -1448,7 +1525,7 @@ static void vconst_op(jc *c, int pfx, int esc, uint8_t op, int xr, uint64_t lo, 
     if (esc) pw__x64_byte(x, (uint8_t)esc);
     pw__x64_byte(x, op);
     pw__x64_byte(x, (uint8_t)(((xr & 7) << 3) | 5)); /* mod 00, rm 101: [rip + disp32] */
-    c->pfx[c->npfx++] = (fixup){(uint32_t)x->len, k, 0};
+    c->pfx[c->npfx++] = (fixup){(uint32_t)x->len, k, 0, 0};
     pw__x64_u32(x, 0);
 }
 static uint64_t rep8(uint8_t b) {
@@ -2480,6 +2557,7 @@ static void emit_slow_calls(jc *c) {
         const slowcall *sc = &c->slow[k];
         for (uint32_t j = 0; j < sc->nfrom; j++)
             pw__x64_patch32(x, sc->from[j], (int32_t)(x->len - (sc->from[j] + 4)));
+        if (sc->region != UINT32_MAX) region_enter(c, sc->region, false); /* its call's pins */
         if (sc->direct) direct_slow_spill(c, sc->argbase, false);
         cpush(c);
         if (sc->ind != UINT32_MAX)
@@ -2489,6 +2567,29 @@ static void emit_slow_calls(jc *c) {
         if (sc->direct) direct_slow_spill(c, sc->argbase, true);
         size_t back = pw__x64_jmp32(x);
         pw__x64_patch32(x, back, (int32_t)((int64_t)sc->back - (int64_t)(back + 4)));
+        if (sc->region != UINT32_MAX) region_exit(c, sc->region, false);
+    }
+}
+
+/* The exits of loop regions (add_fix routed them here): one stub per region and
+ * target, which stores the loop's pins, reloads the function's and jumps on. */
+static void emit_exit_stubs(jc *c) {
+    pw_x64 *x = &c->x;
+    for (uint32_t k = 0; k < c->nxs && !c->fail; k++) {
+        xstub *s = &c->xs[k];
+        if (s->region == UINT32_MAX) continue; /* patched with an earlier one */
+        size_t stub = x->len;
+        uint32_t r = s->region, label = s->label;
+        /* a region's exits are contiguous (regions are translated in order) */
+        for (uint32_t j = k; j < c->nxs && (c->xs[j].region == r || c->xs[j].region == UINT32_MAX);
+             j++)
+            if (c->xs[j].region == r && c->xs[j].label == label) {
+                pw__x64_patch32(x, c->xs[j].at, (int32_t)(stub - c->xs[j].base));
+                c->xs[j].region = UINT32_MAX;
+            }
+        region_enter(c, r, false);
+        region_exit(c, r, true);
+        jmp_to(c, label);
     }
 }
 
@@ -2497,6 +2598,7 @@ static bool add_slow(jc *c, slowcall sc) {
         c->fail = true;
         return false;
     }
+    sc.region = c->lcur;
     c->slow[c->nslow++] = sc;
     return true;
 }
@@ -3299,6 +3401,7 @@ static void run_pass(jc *c) {
     c->ngfx = 0;
     c->nvpairs = 0;
     c->nslow = 0;
+    c->npins = c->fn_npins; /* the function's pins (loop regions swap some in and out) */
     /* The inner entry saves rbp, rbx, and the other kept pin GPRs it uses (its
      * callers' values may be in them: direct calls keep them), plus a pad to keep rsp
      * 16-byte aligned; around every call of C code it pushes the kept pin GPRs it
@@ -3320,14 +3423,23 @@ static void run_pass(jc *c) {
     c->flags_end = SIZE_MAX;
     c->curpos = UINT32_MAX;
     c->x.join = SIZE_MAX;
+    c->lcur = UINT32_MAX;
+    c->nxs = 0;
     for (uint32_t k = 0; k < c->n + LAB_NSPECIAL; k++)
         c->lab[k] = -1;
     prologue(c);
+    uint32_t ri = 0; /* the next loop region */
     for (uint32_t pos = 0; pos < c->n && !c->fail;) {
         int op = op_of(c->jm, c->code[pos]);
         if (op < 0) {
             c->fail = true;
             break;
+        }
+        if (ri < c->nlr && c->lcur == UINT32_MAX) {
+            if (pos == c->lr[ri].t)
+                region_enter(c, ri, true); /* before the label: on falling into the loop */
+            else if (pos > c->lr[ri].t)
+                c->fail = true; /* not reached: a loop head starts an instruction */
         }
         if (c->target && c->target[pos]) vc_clear(c); /* before the label: on fallthrough */
         bool loop = !c->analyze && c->target && c->target[pos] == T_LOOP;
@@ -3344,9 +3456,18 @@ static void run_pass(jc *c) {
          * it (forwarding; flags_of checks prevpos) may hold there */
         if (c->target && c->target[pos] && c->x.len == (size_t)c->lab[pos]) c->fwd_end = SIZE_MAX;
         if (len == 0 || pos + len > c->n) c->fail = true;
+        if (c->lcur != UINT32_MAX && pos == c->lr[c->lcur].e) {
+            region_exit(c, c->lcur, true); /* falling out of the last back-edge */
+            ri++;
+        }
         pos += len;
     }
+    if (c->lcur != UINT32_MAX) {
+        region_exit(c, c->lcur, false);
+        c->fail = true;
+    }
     if (!c->fail) emit_slow_calls(c);
+    if (!c->fail) emit_exit_stubs(c);
     if (!c->fail) epilogue(c);
     if (!c->fail) emit_pool(c);
     for (uint32_t k = 0; k < c->nfx && !c->fail; k++) {
@@ -3424,29 +3545,38 @@ static uint64_t entry_cost(const jc *c, uint32_t sl) {
     return (sl < np) + (sl < c->cf->nresults) + (sl >= np && sl < c->cf->nlocals && sl - np >= 16);
 }
 
-/* Choose the pinned slots from pass 1's record: each access weighs 8^d (d = loop
- * nesting at its position, counted by backward-branch ranges, at most 3); a call
- * costs every pin a spill and a reload. The heaviest slots whose every use a GPR can
- * take go to GPRs, those whose every use an xmm register can take (at least one an
- * SSE operation) to xmm registers; a slot must gain more than it costs. */
-static void choose_pins(jc *c) {
-    uint32_t ns = c->cf->frame_slots;
+/* Per code word, the number of backward-branch ranges (target..source) containing it
+ * (owned by the caller, free; NULL on OOM). */
+static int32_t *loop_depth(const jc *c) {
     int32_t *d = calloc((size_t)c->n + 1, sizeof *d);
-    uint64_t *wt = calloc(ns ? ns : 1, sizeof *wt);
-    uint64_t *fw = calloc(ns ? ns : 1, sizeof *fw);    /* weight of SSE uses */
-    uint64_t *gw = calloc(ns ? ns : 1, sizeof *gw);    /* weight of integer r/m uses */
-    uint64_t *dw = calloc((size_t)ns + 1, sizeof *dw); /* direct calls at argbase <= slot */
-    if (!d || !wt || !fw || !gw || !dw) goto out;
+    if (!d) return NULL;
     for (uint32_t k = 0; k + 1 < c->nloops; k += 2) {
         d[c->loops[k]]++;
         d[c->loops[k + 1] + 1]--;
     }
     for (uint32_t i = 1; i <= c->n; i++)
         d[i] += d[i - 1];
+    return d;
+}
+static uint64_t depth_weight(int32_t dep) {
+    return 1ull << (3 * (dep < 0 ? 0 : dep > 3 ? 3 : dep));
+}
+
+/* Choose the pinned slots from pass 1's record: each access weighs 8^d (d = loop
+ * nesting at its position, counted by backward-branch ranges, at most 3); a call
+ * costs every pin a spill and a reload. The heaviest slots whose every use a GPR can
+ * take go to GPRs, those whose every use an xmm register can take (at least one an
+ * SSE operation) to xmm registers; a slot must gain more than it costs. */
+static void choose_pins(jc *c, const int32_t *d) {
+    uint32_t ns = c->cf->frame_slots;
+    uint64_t *wt = calloc(ns ? ns : 1, sizeof *wt);
+    uint64_t *fw = calloc(ns ? ns : 1, sizeof *fw);    /* weight of SSE uses */
+    uint64_t *gw = calloc(ns ? ns : 1, sizeof *gw);    /* weight of integer r/m uses */
+    uint64_t *dw = calloc((size_t)ns + 1, sizeof *dw); /* direct calls at argbase <= slot */
+    if (!wt || !fw || !gw || !dw) goto out;
     uint64_t callw = 0, gcallw = 0; /* every call; those not direct */
     for (uint32_t k = 0; k < c->nacc; k++) {
-        int32_t dep = d[c->acc[k].pos];
-        uint64_t w = 1ull << (3 * (dep < 0 ? 0 : dep > 3 ? 3 : dep));
+        uint64_t w = depth_weight(d[c->acc[k].pos]);
         uint32_t sl = c->acc[k].slot;
         if (sl == UINT32_MAX) {
             callw += w;
@@ -3516,11 +3646,172 @@ static void choose_pins(jc *c) {
     }
     if (c->has_simd) choose_vpins(c, wt, cost, nx);
 out:
-    free(d);
     free(wt);
     free(fw);
     free(gw);
     free(dw);
+}
+
+/* Sort n records of two uint64_t or two uint32_t (insertion sort for the few of a
+ * typical function, qsort beyond). */
+static void sort_small(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
+    if (n > 32) {
+        qsort(base, n, size, cmp);
+        return;
+    }
+    unsigned char *b = base, tmp[16];
+    for (size_t i = 1; i < n; i++) {
+        memcpy(tmp, b + i * size, size);
+        size_t j = i;
+        for (; j > 0 && cmp(b + (j - 1) * size, tmp) > 0; j--)
+            memcpy(b + j * size, b + (j - 1) * size, size);
+        memcpy(b + j * size, tmp, size);
+    }
+}
+static int cmp_pair(const void *a, const void *b) {
+    const uint32_t *x = a, *y = b;
+    return x[0] != y[0] ? (x[0] < y[0] ? -1 : 1) : x[1] != y[1] ? (x[1] < y[1] ? -1 : 1) : 0;
+}
+/* (weight, slot), heaviest first */
+static int cmp_wslot(const void *a, const void *b) {
+    const uint64_t *x = a, *y = b;
+    return x[0] != y[0] ? (x[0] > y[0] ? -1 : 1) : x[1] != y[1] ? (x[1] < y[1] ? -1 : 1) : 0;
+}
+
+/* What a swap must gain, in units of the loop's entry weight: a store and a load where
+ * the loop is entered and again where it is left would be 4, but the static guess of
+ * eight iterations per entry is often high (qsort's short scanning loops ran 1.7 %
+ * more instructions at 6), so about two more accesses per iteration are asked for. */
+#define LP_SWAP 16
+/* The swaps of one region from the weights of its accesses (wl, over the nt slots in
+ * ws as (weight, slot)), its calls' weight and its entry's (went): a slot the function
+ * pins to a GPR keeps it; another integer slot takes the GPR whose function slot
+ * weighs least here, if it weighs more than that slot plus LP_SWAP x went (a free
+ * register: half that, plus its spills and reloads at the loop's calls). */
+static void region_swaps(jc *c, lregion *g, const uint64_t *wl, uint64_t *ws, uint32_t nt,
+                         uint64_t callw, uint64_t went) {
+    int npin_gpr = c->guard ? NPIN_GPR : NPIN_GPR - 1;
+    uint32_t owner[NPIN_GPR], owner_k[NPIN_GPR]; /* the function's slot there, its pin */
+    bool usable[NPIN_GPR], taken[NPIN_GPR] = {false};
+    for (int r = 0; r < NPIN_GPR; r++) {
+        owner[r] = owner_k[r] = UINT32_MAX;
+        usable[r] = r < npin_gpr;
+    }
+    for (uint32_t k = 0; k < c->fn_npins; k++)
+        for (int r = 0; r < npin_gpr; r++)
+            if (c->preg[k] == pin_gprs[r]) owner[r] = c->pslot[k], owner_k[r] = k;
+    /* rsi is saved by the inner entry only if the function pins it: not taken here */
+    for (int r = 1; r < NPIN_KEPT; r++)
+        if (owner[r] == UINT32_MAX) usable[r] = false;
+    sort_small(ws, nt, 2 * sizeof *ws, cmp_wslot);
+    uint32_t nfree = 0;
+    g->nsw = 0;
+    for (uint32_t i = 0; i < nt; i++) {
+        uint64_t w = ws[2 * i];
+        uint32_t sl = (uint32_t)ws[2 * i + 1];
+        if (c->use[sl] & (U_MEM | U_SSE | U_V)) continue;
+        if (c->pin[sl] >= 0) {
+            for (int r = 0; r < npin_gpr; r++)
+                if (pin_gprs[r] == c->pin[sl] && usable[r]) taken[r] = true;
+            continue;
+        }
+        int best = -1;
+        uint64_t bestgain = 0;
+        for (int r = 0; r < npin_gpr; r++) {
+            if (!usable[r] || taken[r]) continue;
+            uint64_t cost = owner[r] != UINT32_MAX ? wl[owner[r]] + LP_SWAP * went
+                                                   : LP_SWAP / 2 * went + 2 * callw;
+            if (w > cost && w - cost > bestgain) best = r, bestgain = w - cost;
+        }
+        if (best < 0) continue;
+        taken[best] = true;
+        lswap *s = &g->sw[g->nsw++];
+        s->a = owner[best];
+        s->b = sl;
+        s->reg = pin_gprs[best];
+        s->k = owner[best] != UINT32_MAX ? owner_k[best] : c->fn_npins + nfree++;
+    }
+    g->npins = c->fn_npins + nfree;
+}
+
+/* Loop pins (docs/jit.md "Loop pins"), after the function's (choose_pins): each
+ * innermost loop, the span from its head to its last back-edge, entered only by
+ * falling into its head (pass 1's jumps), gets the GPRs of function pins it barely
+ * uses, and the free ones, for its own hot integer slots (region_swaps). Not in a
+ * function with SIMD (its xmm use and result cache stay as they are). */
+static void choose_loop_pins(jc *c, const int32_t *d) {
+    c->nlr = 0;
+    c->fn_npins = c->npins;
+    if (c->has_simd || c->nloops < 2) return;
+    uint32_t ns = c->cf->frame_slots, nl = c->nloops / 2;
+    uint32_t *lp = malloc((size_t)nl * 2 * sizeof *lp);
+    uint64_t *wl = calloc(ns ? ns : 1, sizeof *wl);
+    uint64_t *ws = malloc((size_t)(ns ? ns : 1) * 2 * sizeof *ws);
+    c->lr = malloc((size_t)nl * sizeof *c->lr);
+    if (!lp || !wl || !ws || !c->lr) goto out;
+    memcpy(lp, c->loops, (size_t)nl * 2 * sizeof *lp);
+    sort_small(lp, nl, 2 * sizeof *lp, cmp_pair);
+    uint32_t nr = 0; /* loops by head: (head, last back-edge) */
+    for (uint32_t k = 0; k < nl; k++) {
+        uint32_t t = lp[2 * k], e = lp[2 * k + 1];
+        if (nr && c->lr[nr - 1].t == t) {
+            if (e > c->lr[nr - 1].e) c->lr[nr - 1].e = e;
+        } else {
+            c->lr[nr++] = (lregion){.t = t, .e = e};
+        }
+    }
+    uint32_t nc = 0; /* the innermost ones (disjoint, in order) */
+    for (uint32_t i = 0; i < nr; i++)
+        if ((i + 1 == nr || c->lr[i + 1].t > c->lr[i].e) && c->lr[i].e < c->n)
+            c->lr[nc++] = c->lr[i];
+    /* a jump into [t, e] from outside it (pass 1): the loop's pins could not be set
+     * on that way in, only on falling into the head */
+    for (uint32_t k = 0; k < c->nfx; k++) {
+        const fixup *f = &c->fx[k];
+        if (f->label >= c->n) continue;
+        uint32_t lo = 0, hi = nc; /* the last region with t <= label */
+        while (lo < hi) {
+            uint32_t mid = (lo + hi) / 2;
+            if (c->lr[mid].t <= f->label)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        lregion *g = lo ? &c->lr[lo - 1] : NULL;
+        if (g && f->label <= g->e && (f->pos < g->t || f->pos > g->e)) g->aside = true;
+    }
+    /* pass 1 records accesses in code order (a helper path after the body adds a few
+     * at the last instruction: weights only, skipped here) */
+    const slotuse *acc = c->acc;
+    uint32_t ai = 0;
+    for (uint32_t i = 0; i < nc; i++) {
+        lregion g = c->lr[i];
+        if (g.aside) continue;
+        while (ai < c->nacc && acc[ai].pos < g.t)
+            ai++;
+        uint32_t nt = 0;
+        uint64_t callw = 0;
+        for (uint32_t k = ai; k < c->nacc && acc[k].pos <= g.e; k++) {
+            uint64_t w = depth_weight(d[acc[k].pos]);
+            uint32_t sl = acc[k].slot;
+            if (sl == UINT32_MAX) {
+                callw += w;
+            } else if (sl < ns) {
+                if (!wl[sl]) ws[2 * nt++ + 1] = sl;
+                wl[sl] += w;
+            }
+        }
+        for (uint32_t k = 0; k < nt; k++)
+            ws[2 * k] = wl[ws[2 * k + 1]];
+        region_swaps(c, &g, wl, ws, nt, callw, depth_weight(d[g.t] - 1));
+        for (uint32_t k = 0; k < nt; k++)
+            wl[ws[2 * k + 1]] = 0;
+        if (g.nsw) c->lr[c->nlr++] = g; /* nlr <= i: regions in order */
+    }
+out:
+    free(lp);
+    free(wl);
+    free(ws);
 }
 
 /* Translate function i of m, appending its code to out (16-byte aligned). Returns its
@@ -3579,11 +3870,17 @@ static int64_t compile_func(const struct pw_jitmod *jm, int v, const pw_module *
         for (uint32_t k = 0; k < c.nloops; k += 2)
             if (c.loops[k] < c.n) c.target[c.loops[k]] = T_LOOP;
     }
-    choose_pins(&c);
+    {
+        int32_t *d = loop_depth(&c);
+        if (!d) goto done;
+        choose_pins(&c, d);
+        choose_loop_pins(&c, d);
+        free(d);
+    }
     /* else pass 1's code is the code (nothing pinned, no SIMD pairs to fuse) */
-    if (c.npins || c.has_simd) emit_pass(&c);
-    if ((c.fail || c.x.oom) && c.npins) {
-        c.npins = 0;
+    if (c.npins || c.nlr || c.has_simd) emit_pass(&c);
+    if ((c.fail || c.x.oom) && (c.fn_npins || c.nlr)) {
+        c.npins = c.fn_npins = c.nlr = 0;
         memset(c.pin, -1, cf->frame_slots);
         memset(c.vpin, -1, cf->frame_slots);
         c.x.oom = false;
@@ -3620,6 +3917,8 @@ done:
     free(c.slow);
     free(c.acc);
     free(c.loops);
+    free(c.lr);
+    free(c.xs);
     return at;
 }
 
