@@ -1662,38 +1662,49 @@ static const char SEL_WAT[] =
     "   (local.set $a (i32.add (local.get $a) (local.get $b)))\n"
     "   (local.set $y (i32.add (local.get $x) (local.get $y)))\n" HOT_END ")\n";
 
-static void test_select(void **state) {
-    (void)state;
+/* Each function of names[nf] on each argument of args[na], in every tier against the
+ * interpreter's result (every JIT tier must have translated it); the stores get the
+ * limits of base. */
+static void tiers_agree_i32(const char *wat, const char *const *names, size_t nf,
+                            const int32_t *args, size_t na, pw_store_config base) {
     uint8_t *mod;
     size_t n;
     pw_error err;
-    if (pw_wat_to_wasm(SEL_WAT, strlen(SEL_WAT), &mod, &n, &err) != PW_OK)
-        fail_msg("wat: %s", err.message);
-    static const char *const names[] = {"sel",  "selm",  "cmp",  "lea64",
-                                        "addr", "flags", "cold", "cpy"};
-    enum { NF = sizeof names / sizeof names[0] };
-    static const int32_t args[] = {1, 2, 5, 1000};
-    int32_t want[NF][4] = {{0}};
+    if (pw_wat_to_wasm(wat, strlen(wat), &mod, &n, &err) != PW_OK) fail_msg("wat: %s", err.message);
+    int32_t *want = calloc(nf * na, sizeof *want);
+    assert_non_null(want);
     for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
-        pw_store_config cfg = {.engine = tiers[mi].engine, .bounds_checks = tiers[mi].bounds};
+        pw_store_config cfg = base;
+        cfg.engine = tiers[mi].engine;
+        cfg.bounds_checks = tiers[mi].bounds;
         rig r;
         rig_open_cfg(&r, &cfg, mod, n);
-        for (size_t f = 0; f < NF; f++) {
-            for (size_t k = 0; k < sizeof args / sizeof args[0]; k++) {
+        for (size_t f = 0; f < nf; f++) {
+            for (size_t k = 0; k < na; k++) {
                 int32_t res = 0;
                 if (call1(&r, names[f], args[k], &res, &err) != PW_OK)
                     fail_msg("%s(%d): %s", names[f], args[k], err.message);
                 if (mi == 0)
-                    want[f][k] = res;
-                else if (res != want[f][k])
+                    want[f * na + k] = res;
+                else if (res != want[f * na + k])
                     fail_msg("tier %zu %s(%d) = %d, the interpreter's %d", mi, names[f], args[k],
-                             res, want[f][k]);
+                             res, want[f * na + k]);
             }
             if (PW_JIT_AVAILABLE && mi > 0) assert_int_equal(pw__jit_state(fn(&r, names[f])), 1);
         }
         rig_close(&r);
     }
+    free(want);
     free(mod);
+}
+
+static void test_select(void **state) {
+    (void)state;
+    static const char *const names[] = {"sel",  "selm",  "cmp",  "lea64",
+                                        "addr", "flags", "cold", "cpy"};
+    static const int32_t args[] = {1, 2, 5, 1000};
+    tiers_agree_i32(SEL_WAT, names, sizeof names / sizeof names[0], args,
+                    sizeof args / sizeof args[0], (pw_store_config){0});
 }
 
 /* Loop pins: two loops whose hot locals differ (a..q, then x..w; a rotation spreads a
@@ -1759,39 +1770,11 @@ static const char LP_WAT[] = "(module (memory 1 2)\n"
 
 static void test_loop_pins(void **state) {
     (void)state;
-    uint8_t *mod;
-    size_t n;
-    pw_error err;
-    if (pw_wat_to_wasm(LP_WAT, strlen(LP_WAT), &mod, &n, &err) != PW_OK)
-        fail_msg("wat: %s", err.message);
     static const char *const names[] = {"lp", "lpret", "lpcall", "lprec"};
-    enum { NF = sizeof names / sizeof names[0] };
     static const int32_t args[] = {1, 2, 5, 550, 650, 1000};
-    enum { NA = sizeof args / sizeof args[0] };
-    int32_t want[NF][NA] = {{0}};
-    for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
-        pw_store_config cfg = {.engine = tiers[mi].engine,
-                               .bounds_checks = tiers[mi].bounds,
-                               .max_call_depth = 3000,
-                               .jit_native_stack = 16 * 1024};
-        rig r;
-        rig_open_cfg(&r, &cfg, mod, n);
-        for (size_t f = 0; f < NF; f++) {
-            for (size_t k = 0; k < NA; k++) {
-                int32_t res = 0;
-                if (call1(&r, names[f], args[k], &res, &err) != PW_OK)
-                    fail_msg("%s(%d): %s", names[f], args[k], err.message);
-                if (mi == 0)
-                    want[f][k] = res;
-                else if (res != want[f][k])
-                    fail_msg("tier %zu %s(%d) = %d, the interpreter's %d", mi, names[f], args[k],
-                             res, want[f][k]);
-            }
-            if (PW_JIT_AVAILABLE && mi > 0) assert_int_equal(pw__jit_state(fn(&r, names[f])), 1);
-        }
-        rig_close(&r);
-    }
-    free(mod);
+    tiers_agree_i32(LP_WAT, names, sizeof names / sizeof names[0], args,
+                    sizeof args / sizeof args[0],
+                    (pw_store_config){.max_call_depth = 3000, .jit_native_stack = 16 * 1024});
 }
 
 int main(void) {
