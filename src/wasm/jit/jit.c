@@ -3680,8 +3680,8 @@ static int cmp_wslot(const void *a, const void *b) {
 
 /* What a swap must gain, in units of the loop's entry weight: a store and a load where
  * the loop is entered and again where it is left would be 4, but the static guess of
- * eight iterations per entry is often high (qsort's short scanning loops ran 1.7 %
- * more instructions at 6), so about two more accesses per iteration are asked for. */
+ * eight iterations per entry is often high (qsort ran 1.7 % more instructions at 6),
+ * so about two more accesses per iteration are asked for. */
 #define LP_SWAP 16
 /* The swaps of one region from the weights of its accesses (wl, over the nt slots in
  * ws as (weight, slot)), its calls' weight and its entry's (went): a slot the function
