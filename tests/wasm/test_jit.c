@@ -1475,12 +1475,15 @@ static void test_dead_stores(void **state) {
  * `d = a ± constant` (one lea), INT32_MIN included. */
 /* Seven hot locals (a, b, c, e, d, q and the counter i) that take the pin registers
  * and two cold ones (x, y) left in the frame: the locals, six statements of a loop
- * body that keep the hot ones hot, and the loop's end with the function's result. */
+ * body that keep the hot ones hot (one rotation among the additions and xors, so that
+ * a wrong bit reaches all 32 instead of moving up and out of the word), and the loop's
+ * end with the function's result. */
 #define HOT_LOCALS                                                                                 \
     "  (local $i i32) (local $a i32) (local $b i32) (local $c i32) (local $e i32)\n"               \
     "  (local $d i32) (local $q i32) (local $x i32) (local $y i32)\n"
 #define HOT_SIX                                                                                    \
-    "   (local.set $a (i32.add (local.get $a) (i32.xor (local.get $i) (local.get $b))))\n"         \
+    "   (local.set $a (i32.add (local.get $a) (i32.rotl (i32.xor (local.get $i) (local.get $b))\n" \
+    "    (i32.const 9))))\n"                                                                       \
     "   (local.set $b (i32.xor (local.get $b) (i32.add (local.get $a) (local.get $c))))\n"         \
     "   (local.set $c (i32.add (local.get $c) (i32.xor (local.get $b) (local.get $e))))\n"         \
     "   (local.set $e (i32.xor (local.get $e) (i32.add (local.get $c) (local.get $d))))\n"         \
