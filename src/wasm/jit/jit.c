@@ -359,7 +359,7 @@ enum { ISA_SSSE3 = PW_JIT_SSSE3, ISA_SSE41 = PW_JIT_SSE41, ISA_POPCNT = PW_JIT_P
  * callee-saved, the others caller-saved) and xmm2..xmm15 (xmm0/xmm1 are scratch).
  * The last, r13, holds memory 0's size for the explicit checks; the guard variant
  * needs no size (memory.size reads it from the memory), so there it is an eighth
- * pin register, spilled and reloaded around calls like r8-r11 (npin_gpr). */
+ * pin register, spilled and reloaded around calls like r8-r11 (npin_gprs). */
 static const int8_t pin_gprs[] = {X_RBP, X_RSI, X_RDI, X_R8, X_R9, X_R10, X_R11, X_R13};
 #define NPIN_GPR ((int)(sizeof pin_gprs / sizeof pin_gprs[0]))
 /* The first NPIN_KEPT of them (rbp, rsi) keep their values across a direct JIT-to-JIT
@@ -370,6 +370,10 @@ static const int8_t pin_gprs[] = {X_RBP, X_RSI, X_RDI, X_R8, X_R9, X_R10, X_R11,
  * all seven, 3.5 % slower in instructions; three or four were worse than two on alloc
  * and qsort. */
 #define NPIN_KEPT 2
+/* How many of pin_gprs the variant may pin: r13 only in the guard variant. */
+static int npin_gprs(bool guard) {
+    return guard ? NPIN_GPR : NPIN_GPR - 1;
+}
 static bool gpr_kept(int reg) {
     for (int r = 0; r < NPIN_KEPT; r++)
         if (pin_gprs[r] == reg) return true;
@@ -3601,7 +3605,7 @@ static void choose_pins(jc *c, const int32_t *d) {
         dw[sl] += dw[sl - 1];
     uint64_t cost = 2 * callw + 2;        /* vector pins: a load or zeroing, and a store */
     int nx = 0, ngk = 0, ngo = NPIN_KEPT; /* xmm registers taken; next kept, other GPR */
-    int npin_gpr = c->guard ? NPIN_GPR : NPIN_GPR - 1; /* r13 only in the guard variant */
+    int npin_gpr = npin_gprs(c->guard);
     for (;;) {
         uint32_t best = UINT32_MAX;
         uint64_t bestgain = 0;
@@ -3690,7 +3694,7 @@ static int cmp_wslot(const void *a, const void *b) {
  * register: half that, plus its spills and reloads at the loop's calls). */
 static void region_swaps(jc *c, lregion *g, const uint64_t *wl, uint64_t *ws, uint32_t nt,
                          uint64_t callw, uint64_t went) {
-    int npin_gpr = c->guard ? NPIN_GPR : NPIN_GPR - 1;
+    int npin_gpr = npin_gprs(c->guard);
     uint32_t owner[NPIN_GPR], owner_k[NPIN_GPR]; /* the function's slot there, its pin */
     bool usable[NPIN_GPR], taken[NPIN_GPR] = {false};
     for (int r = 0; r < NPIN_GPR; r++) {
