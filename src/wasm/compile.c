@@ -63,6 +63,7 @@ typedef struct ctl {
     uint32_t eh_next;    /* legacy try: word of the next clause to land */
     uint32_t eh_nclause; /* legacy try: clauses of its TRY instruction */
     uint32_t stubs;      /* delegate stubs to emit inside this block, UINT32_MAX: none */
+    uint32_t ulog;       /* length of the undo log when the block began */
 } ctl;
 
 /* A delegated exception lands at a stub inside the delegate's target block, which
@@ -125,7 +126,15 @@ typedef struct comp {
     uint32_t nvlocals; /* Wasm locals (params included) */
     uint32_t *lmap;    /* Wasm local index -> its first cell */
     uint32_t nparam_cells, nres_cells;
-    uint32_t zero_slot;            /* hidden always-zero local, or UINT32_MAX */
+    uint32_t zero_slot; /* hidden always-zero local, or UINT32_MAX */
+    /* Definite assignment: per cell, written on every path to the current point; the
+     * cells set since each open block began (undo log); the declared cells read
+     * where that may not hold, as pw_cfunc.nozero's complement. */
+    uint8_t *dset;
+    uint32_t capdset;
+    uint32_t *ulog;
+    uint32_t nulog, capulog;
+    uint64_t zneed;
     const pw_valtype *local_types; /* per cell (both halves of a v128 are PW_VT_V128) */
     const pw_funcdef *fd;
     const pw_deftype *ft;
@@ -537,6 +546,7 @@ static bool push_ctl(comp *c, uint8_t kind, const pw_instr *in) {
     l->else_fix = UINT32_MAX;
     l->try_pos = UINT32_MAX;
     l->stubs = UINT32_MAX;
+    l->ulog = c->nulog;
     if (in->bt == PW_BT_VAL) {
         l->single = in->t1;
         l->vnresults = 1;
@@ -1058,6 +1068,48 @@ static void spill_local(comp *c, uint32_t x) {
     if (c->sp > 0 && c->lazy_lo < c->sp - 1) c->lazy_lo = c->sp - 1;
 }
 
+/* ---------------------------------------------------------------- definite assignment
+ *
+ * Which declared locals an entry must zero: a cell is left alone only when every
+ * local.get of it comes after a write on every path, by the structured rule of
+ * WebAssembly's non-defaultable locals, slightly widened. A write holds until the end
+ * of the block it is in, then is forgotten, except where that end is reached only by
+ * falling through the block's own body: a loop's end, and a block no branch targets
+ * (no try, no delegate stubs). `else` and a legacy catch start again from the state at
+ * the block's start. Reads in code after an unconditional branch are skipped by the
+ * compiler (skip_unreachable), and a write there can only reach code as dead. Cells
+ * that must stay zero whatever the code reads: non-numeric locals (the GC reads them at
+ * calls) and the hidden zero local. A write the prefix rule drops (local_set) is no
+ * write: the value is the entry's zero. */
+static void da_need(comp *c, uint32_t x) {
+    if (x >= c->nparam_cells && x - c->nparam_cells < 64) c->zneed |= 1ull << (x - c->nparam_cells);
+}
+static void da_read(comp *c, uint32_t x) {
+    if (!c->dset[x]) da_need(c, x);
+}
+static void da_write(comp *c, uint32_t x) {
+    if (c->dset[x]) return;
+    c->dset[x] = 1;
+    c->ulog[c->nulog++] = x; /* at most one entry per cell: room for nlocals */
+}
+static void da_undo(comp *c, uint32_t to) {
+    while (c->nulog > to)
+        c->dset[c->ulog[--c->nulog]] = 0;
+}
+/* At the start of a function: parameters are written, every declared cell is not. */
+static void da_begin(comp *c) {
+    memset(c->dset, 0, c->nlocals + 1);
+    memset(c->dset, 1, c->nparam_cells);
+    c->nulog = 0;
+    c->zneed = 0;
+    for (uint32_t x = c->nparam_cells; x < c->nlocals; x++) {
+        uint8_t k = PW_VT_KIND(c->local_types[x]);
+        if (x == c->zero_slot ||
+            (k != PW_K_I32 && k != PW_K_I64 && k != PW_K_F32 && k != PW_K_F64 && k != PW_K_V128))
+            da_need(c, x);
+    }
+}
+
 static void local_set(comp *c, uint32_t x, bool tee) {
     ent *e = top(c, 0);
     pw_valtype t = e->type;
@@ -1077,6 +1129,7 @@ static void local_set(comp *c, uint32_t x, bool tee) {
             return;
         }
     }
+    da_write(c, x);
     if (!refs && top_is_pend(c)) {
         c->code[c->pend_pos + 1] = x;
         c->pend = false;
@@ -1370,6 +1423,7 @@ static bool legacy_catch(comp *c, ctl *cur, const pw_instr *in) {
         if (!add_handler(c, cur->eh_pos)) return false;
     }
     cur->eh = 2;
+    da_undo(c, cur->ulog); /* a throw anywhere in the body lands here */
     const pw_module *m = c->m;
     const pw_deftype *tt = in->op == 0x07 ? &m->types[m->tag_types[in->a]] : NULL;
     uint32_t np = tt ? tt->u.func.nparams : 0;
@@ -1421,6 +1475,7 @@ static bool legacy_delegate(comp *c, ctl *cur, const pw_instr *in) {
     target->stubs = c->nds++;
     bind_fixups(c, cur->fixups, c->ncode);
     reset_stack(c, cur->height, cur->vnresults, cur->results);
+    da_undo(c, cur->ulog);
     c->ncs--;
     return true;
 }
@@ -1436,6 +1491,7 @@ static int block_else(comp *c, ctl *cur) {
     cur->kind = CT_ELSE;
     cur->unreachable = false;
     reset_stack(c, cur->height, cur->vnparams, cur->params);
+    da_undo(c, cur->ulog);
     return K_NEXT;
 }
 
@@ -1447,6 +1503,10 @@ static int block_end(comp *c, ctl *cur) {
         c->ncs--;
         return K_NEXT;
     }
+    /* reached only by falling through its body: what the body wrote stays written */
+    bool through = cur->kind == CT_LOOP || (cur->kind == CT_BLOCK && cur->fixups == UINT32_MAX &&
+                                            !cur->eh && cur->stubs == UINT32_MAX);
+    if (!through) da_undo(c, cur->ulog);
     if (cur->stubs != UINT32_MAX) {
         if (!cur->unreachable) {
             uint32_t pos = emit_op(c, PW_OP_BR);
@@ -1912,8 +1972,12 @@ static inline __attribute__((always_inline)) int var_1b(comp *c, const pw_instr 
 static inline __attribute__((always_inline)) int var_20(comp *c, const pw_instr *in) {
     /* local.get */
     uint32_t x = c->lmap[in->a];
+    da_read(c, x);
     push(c, LOC_LOCAL, x, 0, c->local_types[x]);
-    if (c->local_types[x] == PW_VT_V128) push(c, LOC_LOCAL, x + 1, 0, PW_VT_V128);
+    if (c->local_types[x] == PW_VT_V128) {
+        da_read(c, x + 1);
+        push(c, LOC_LOCAL, x + 1, 0, PW_VT_V128);
+    }
     return K_NEXT;
 }
 
@@ -2437,6 +2501,7 @@ static bool restore_one(struct pw_cmodule *cm, uint32_t i) {
     cf->gc_sites = sites;
     cf->gc_nsites = r.gc_nsites;
     cf->gc_maps = maps;
+    cf->nozero = r.nozero;
     cm->restored++;
     __atomic_store_n(&cf->code, code, __ATOMIC_RELEASE); /* publishes every field above */
     return true;
@@ -2472,7 +2537,9 @@ static bool compile_one(struct pw_compile_lock *lk, struct pw_cmodule *cm, uint3
     if (!grow((void **)&lk->ltypes, &lk->capl, nl + 1, sizeof *lk->ltypes) ||
         !grow((void **)&c->lmap, &c->caplmap, nv + 1, sizeof *c->lmap) ||
         !grow((void **)&c->lrefs, &c->caplrefs, nl + 1, sizeof *c->lrefs) ||
-        !grow((void **)&c->written, &c->capwritten, nl + 1, 1))
+        !grow((void **)&c->written, &c->capwritten, nl + 1, 1) ||
+        !grow((void **)&c->dset, &c->capdset, nl + 1, 1) ||
+        !grow((void **)&c->ulog, &c->capulog, nl + 1, sizeof *c->ulog))
         return drop_code(c), pw__fail(err, PW_ERR_NOMEM, "out of memory"), false;
     pw_valtype *ltypes = lk->ltypes;
     for (uint32_t v = 0, k = 0; v < nv; v++) {
@@ -2496,6 +2563,7 @@ static bool compile_one(struct pw_compile_lock *lk, struct pw_cmodule *cm, uint3
     memset(c->lrefs, 0, (nl + 1) * sizeof *c->lrefs);
     memset(c->written, 0, nl + 1);
     c->prefix = true;
+    da_begin(c);
     pw_cfunc out = *cf;
     if (!compile_body(c, &out)) {
         drop_code(c);
@@ -2526,6 +2594,7 @@ static bool compile_one(struct pw_compile_lock *lk, struct pw_cmodule *cm, uint3
     cf->gc_sites = sites;
     cf->gc_nsites = c->gc_nsites;
     cf->gc_maps = maps;
+    cf->nozero = ~c->zneed;
     __atomic_store_n(&cf->code, dst, __ATOMIC_RELEASE); /* publishes every field above */
     return true;
 }
@@ -2619,6 +2688,8 @@ static void lock_free(struct pw_compile_lock *lk) {
     free(c->fx);
     free(c->lrefs);
     free(c->written);
+    free(c->dset);
+    free(c->ulog);
     free(c->lmap);
     free(c->hs);
     free(c->ds);

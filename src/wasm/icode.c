@@ -41,6 +41,7 @@ static bool rec_of(const struct pw_cmodule *cm, uint32_t i, pw_icode_rec *r) {
                             .nhandlers = cf->nhandlers,
                             .gc_nsites = cf->gc_nsites,
                             .gc_nmaps = map_words(cf),
+                            .nozero = cf->nozero,
                             .code = cf->code,
                             .handlers = (const uint32_t *)cf->handlers,
                             .sites = (const uint32_t *)cf->gc_sites,
@@ -85,6 +86,7 @@ uint8_t *pw__icode_build(const struct pw_cmodule *cm, size_t *bytes) {
         uint32_t *p = words + at;
         p[0] = r->ncode, p[1] = r->frame_slots, p[2] = r->nhandlers, p[3] = r->gc_nsites;
         p[4] = r->gc_nmaps;
+        p[5] = (uint32_t)r->nozero, p[6] = (uint32_t)(r->nozero >> 32);
         p += PW_ICODE_HEAD;
         memcpy(p, r->code, (size_t)r->ncode * 4);
         p += r->ncode;
@@ -127,8 +129,12 @@ bool pw__icode_get(const pw_icode *ic, uint32_t i, const pw_cfunc *cf, pw_icode_
     uint32_t at = ic->ent[2 * (size_t)i], len = ic->ent[2 * (size_t)i + 1];
     if (at == PW_ICODE_NONE || !extent_ok(at, len, ic->nwords)) return false;
     const uint32_t *p = ic->words + at;
-    pw_icode_rec r = {
-        .ncode = p[0], .frame_slots = p[1], .nhandlers = p[2], .gc_nsites = p[3], .gc_nmaps = p[4]};
+    pw_icode_rec r = {.ncode = p[0],
+                      .frame_slots = p[1],
+                      .nhandlers = p[2],
+                      .gc_nsites = p[3],
+                      .gc_nmaps = p[4],
+                      .nozero = p[5] | (uint64_t)p[6] << 32};
     if (rec_words(&r) != len) return false; /* its parts fill its extent exactly */
     r.code = p + PW_ICODE_HEAD;
     r.handlers = r.code + r.ncode;

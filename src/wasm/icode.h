@@ -13,7 +13,8 @@
  *
  *   ent[2 * nfuncs]  per defined function i: the word index in `words` of its record
  *                    and the record's length in words; (PW_ICODE_NONE, 0): none
- *   words[]          records: ncode, frame_slots, nhandlers, gc_nsites, gc_nmaps, then
+ *   words[]          records: ncode, frame_slots, nhandlers, gc_nsites, gc_nmaps,
+ *                    nozero (low word, high word), then
  *                    code[ncode], handlers (try_pos, end_pos each), GC sites (pc,
  *                    map each), GC maps[gc_nmaps]
  *
@@ -29,7 +30,7 @@
 #include "wasm/runtime.h"
 
 #define PW_ICODE_NONE UINT32_MAX
-#define PW_ICODE_HEAD 5u /* words before a record's code */
+#define PW_ICODE_HEAD 7u /* words before a record's code */
 
 /* A section adopted by a compiled module (pw_cmodule.icode), which owns it. */
 typedef struct pw_icode {
@@ -43,12 +44,14 @@ typedef struct pw_icode {
 /* One function's record, as pw__icode_get gives it (pointers into the section). */
 typedef struct pw_icode_rec {
     uint32_t ncode, frame_slots, nhandlers, gc_nsites, gc_nmaps;
+    uint64_t nozero; /* pw_cfunc.nozero */
     const uint32_t *code, *handlers, *sites, *maps;
 } pw_icode_rec;
 
 /* The section for cm: every defined function compiled now, and every other one its
- * adopted section holds (no record at all for a packed module: nothing to save). Returns a malloc'd buffer of *bytes bytes (caller frees), or
- * NULL when out of memory. Safe while other threads compile functions of cm. */
+ * adopted section holds (no record at all for a packed module: nothing to save). Returns a malloc'd
+ * buffer of *bytes bytes (caller frees), or NULL when out of memory. Safe while other threads
+ * compile functions of cm. */
 uint8_t *pw__icode_build(const struct pw_cmodule *cm, size_t *bytes);
 /* Whether sec (bytes long, any alignment) is a well-formed section for nfuncs
  * functions: whole words, and every entry's extent inside it. */

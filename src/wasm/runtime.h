@@ -79,6 +79,10 @@ typedef struct pw_cfunc {
     uint32_t gc_nsites;
     struct pw_gcsite *gc_sites; /* sorted by pc (relative to code) */
     uint32_t *gc_maps;          /* the sites' slot lists (compile_gc.h) */
+    /* Bit i: the declared local cell nparams + i is written before every read
+     * (compile.c, "Definite assignment"), so an entry need not zero it; cells from
+     * nparams + 64 on are always zeroed. 0 (every cell zeroed) until compiled. */
+    uint64_t nozero;
 } pw_cfunc;
 
 struct pw_cmodule {

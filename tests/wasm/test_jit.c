@@ -1780,6 +1780,139 @@ static void test_loop_pins(void **state) {
                     (pw_store_config){.max_call_depth = 3000, .jit_native_stack = 16 * 1024});
 }
 
+/* Definite assignment (compile.c): an entry zeroes only the declared locals that may be
+ * read before they are written. Each probe runs right after $dirty, whose frame takes
+ * the same cells and which leaves them non-zero (its call of $id spills every pinned
+ * local), so a local the analysis wrongly counts as written reads garbage instead of
+ * zero and the JIT's result differs from the interpreter's (which zeroes them all). */
+#define DA_PROBE(name, locals, body)                                                               \
+    " (func $" name " (param $n i32) (result i32) " locals "\n" body ")\n"                         \
+    " (func (export \"" name "\") (param $n i32) (result i32)\n"                                   \
+    "  (drop (call $dirty (local.get $n))) (call $" name " (local.get $n)))\n"
+#define DA_ODD "(i32.and (local.get $n) (i32.const 1))"
+static const char DA_WAT[] =
+    "(module (memory 1) (tag $e)\n"
+    " (func $id (param i64) (result i64) (local.get 0))\n"
+    " (func $thrower (param $n i32) (if (i32.and (local.get $n) (i32.const 2)) (then (throw "
+    "$e))))\n"
+    " (func $dirty (param $n i32) (result i32)\n"
+    "  (local $a i64) (local $b i64) (local $c i64) (local $d i64) (local $e i64) (local $f i64)\n"
+    "  (local $g i64) (local $h i64) (local $i i64) (local $j i64) (local $k i64) (local $l i64)\n"
+    "  (local.set $a (i64.xor (i64.extend_i32_u (local.get $n)) (i64.const 0x5a5a5a5a5a5a5a5a)))\n"
+    "  (local.set $b (i64.rotl (local.get $a) (i64.const 7)))\n"
+    "  (local.set $c (i64.rotl (local.get $b) (i64.const 7)))\n"
+    "  (local.set $d (i64.rotl (local.get $c) (i64.const 7)))\n"
+    "  (local.set $e (i64.rotl (local.get $d) (i64.const 7)))\n"
+    "  (local.set $f (i64.rotl (local.get $e) (i64.const 7)))\n"
+    "  (local.set $g (i64.rotl (local.get $f) (i64.const 7)))\n"
+    "  (local.set $h (i64.rotl (local.get $g) (i64.const 7)))\n"
+    "  (local.set $i (i64.rotl (local.get $h) (i64.const 7)))\n"
+    "  (local.set $j (i64.rotl (local.get $i) (i64.const 7)))\n"
+    "  (local.set $k (i64.rotl (local.get $j) (i64.const 7)))\n"
+    "  (local.set $l (i64.rotl (local.get $k) (i64.const 7)))\n"
+    "  (local.set $a (i64.add (local.get $a) (call $id (local.get $l))))\n"
+    "  (i32.wrap_i64 (i64.add (i64.add (i64.add (local.get $a) (local.get $b)) (i64.add\n"
+    "   (local.get $c) (local.get $d))) (i64.add (i64.add (local.get $e) (local.get $f))\n"
+    "   (i64.add (i64.add (local.get $g) (local.get $h)) (i64.add (i64.add (local.get $i)\n"
+    "   (local.get $j)) (i64.add (local.get $k) (local.get $l))))))))\n"
+    /* written in the then-branch only */
+    DA_PROBE("p_if", "(local $x i32)",
+             "  (if " DA_ODD " (then (local.set $x (i32.const 5)))) (local.get $x)")
+    /* the else-branch reads what only the then-branch wrote */
+    DA_PROBE("p_else", "(local $x i32) (local $y i32)",
+             "  (if " DA_ODD
+             " (then (local.set $x (i32.const 5)) (local.set $y (i32.mul (local.get "
+             "$x)\n   (i32.const 3))))\n  (else (local.set $y (i32.add (local.get $x) (i32.const "
+             "6)))))\n"
+             "  (local.get $y)")
+    /* a branch out of the block before the write */
+    DA_PROBE("p_br", "(local $x i64)",
+             "  (block $b (br_if $b " DA_ODD ") (local.set $x (i64.const 9)))\n"
+             "  (i32.wrap_i64 (i64.xor (local.get $x) (i64.shr_u (local.get $x) (i64.const "
+             "32))))")
+    /* a loop left before its first write (n = 0) */
+    DA_PROBE("p_loop", "(local $i i32) (local $x i32)",
+             "  (block $b (loop $l (br_if $b (i32.ge_u (local.get $i) (local.get $n)))\n"
+             "   (local.set $x (i32.add (local.get $i) (i32.const 100)))\n"
+             "   (local.set $i (i32.add (local.get $i) (i32.const 1))) (br $l)))\n"
+             "  (local.get $x)")
+    /* a br_table entry past the write */
+    DA_PROBE("p_table", "(local $x i32)",
+             "  (block $o (block $i (br_table $i $o " DA_ODD ")) (local.set $x (i32.const 3)))\n"
+             "  (local.get $x)")
+    /* an exception thrown before the write (n & 2), caught by try_table */
+    DA_PROBE("p_try", "(local $x i32)",
+             "  (block $h (try_table (catch $e $h) (call $thrower (local.get $n))\n"
+             "   (local.set $x (i32.const 4))))\n  (local.get $x)")
+    /* a legacy catch reads what the try body had not written yet */
+    DA_PROBE("p_legacy", "(local $x i32) (local $y i32)",
+             "  (try (do (call $thrower (local.get $n)) (local.set $x (i32.const 4))\n"
+             "   (local.set $y (local.get $x)))\n"
+             "   (catch $e (local.set $y (i32.add (local.get $x) (i32.const 1)))))\n"
+             "  (local.get $y)")
+    /* a block with no branch to it keeps its write, but not past the if around it */
+    DA_PROBE("p_nest", "(local $x i32) (local $y i32)",
+             "  (if " DA_ODD " (then (block (local.set $x (i32.const 2)))\n"
+             "   (local.set $y (i32.add (local.get $x) (i32.const 1)))))\n"
+             "  (i32.add (local.get $x) (local.get $y))")
+    /* wider kinds: f64 bits, v128 lanes */
+    DA_PROBE("p_f64", "(local $f f64)",
+             "  (if " DA_ODD " (then (local.set $f (f64.const 2.5))))\n"
+             "  (i32.wrap_i64 (i64.rotl (i64.reinterpret_f64 (local.get $f)) (i64.const 17)))")
+        DA_PROBE(
+            "p_v128", "(local $v v128)",
+            "  (if " DA_ODD " (then (local.set $v (v128.const i32x4 1 2 3 4))))\n"
+            "  (i32.add (i32x4.extract_lane 0 (local.get $v)) (i32x4.extract_lane 3 (local.get "
+            "$v)))")
+    /* a zero written before the first loop is dropped (the entry's zero is kept):
+     * the local still needs it */
+    DA_PROBE("p_zero", "(local $x i32) (local $i i32)",
+             "  (local.set $x (i32.const 0))\n"
+             "  (loop $l (local.set $x (i32.add (local.get $x) (local.get $i)))\n"
+             "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
+             "    (local.get $n))))\n  (local.get $x)")
+    /* every read after a write: nothing to zero (a block no branch targets, a loop) */
+    DA_PROBE("p_all", "(local $x i32) (local $y i32) (local $z i64)",
+             "  (local.set $x (i32.mul (local.get $n) (i32.const 3)))\n"
+             "  (block (local.set $y (i32.add (local.get $x) (i32.const 1))))\n"
+             "  (loop (local.set $z (i64.extend_i32_u (local.get $y))))\n"
+             "  (i32.add (i32.wrap_i64 (local.get $z)) (local.get $x))") ")\n";
+
+static void test_definite_assignment(void **state) {
+    (void)state;
+    static const char *const names[] = {"p_if",    "p_else", "p_br",     "p_loop",
+                                        "p_table", "p_try",  "p_legacy", "p_nest",
+                                        "p_f64",   "p_v128", "p_zero",   "p_all"};
+    static const int32_t args[] = {0, 1, 2, 3, 6, 7};
+    tiers_agree_i32(DA_WAT, names, sizeof names / sizeof names[0], args,
+                    sizeof args / sizeof args[0], (pw_store_config){0});
+    /* and the analysis is not simply off: which declared cells each probe's entry skips
+     * (bit i: cell 1 + i; v128 takes two cells) */
+    static const struct {
+        const char *name;
+        uint64_t skip, zero; /* bits that must be set, and clear, in nozero */
+    } want[] = {{"p_if", 0, 1},    {"p_else", 0, 3}, {"p_br", 0, 1},     {"p_loop", 0, 3},
+                {"p_table", 0, 1}, {"p_try", 0, 1},  {"p_legacy", 0, 3}, {"p_nest", 0, 1},
+                {"p_f64", 0, 1},   {"p_v128", 0, 3}, {"p_zero", 0, 3},   {"p_all", 7, 0}};
+    uint8_t *mod;
+    size_t n;
+    pw_error err;
+    if (pw_wat_to_wasm(DA_WAT, strlen(DA_WAT), &mod, &n, &err) != PW_OK)
+        fail_msg("wat: %s", err.message);
+    rig r;
+    rig_open_cfg(&r, &(pw_store_config){.engine = PW_ENGINE_INTERP}, mod, n);
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        int32_t res;
+        if (call1(&r, want[k].name, 1, &res, &err) != PW_OK) fail_msg("%s", err.message);
+        /* the export's callee is the probe: the function before it */
+        const pw_cfunc *cf = fn(&r, want[k].name)->code - 1;
+        if ((cf->nozero & want[k].skip) != want[k].skip || (cf->nozero & want[k].zero))
+            fail_msg("%s: nozero %#llx", want[k].name, (unsigned long long)cf->nozero);
+    }
+    rig_close(&r);
+    free(mod);
+}
+
 int main(void) {
     guard_keep();
     const struct CMUnitTest tests[] = {
@@ -1795,6 +1928,7 @@ int main(void) {
         cmocka_unit_test(test_dead_stores),
         cmocka_unit_test(test_select),
         cmocka_unit_test(test_loop_pins),
+        cmocka_unit_test(test_definite_assignment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

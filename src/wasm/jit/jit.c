@@ -3208,27 +3208,35 @@ static void outer_exit(pw_x64 *x) {
     pw__x64_ret(x);
 }
 
-/* Pinned slots at entry: parameters as passed; declared locals zero (a register
- * pinning only cells of declared locals is zeroed, every other cell of a declared
- * local is zeroed in the frame first: the GC may read it at a call); the operand
+/* Pinned slots at entry: parameters as passed; declared locals zero, except those
+ * the compiler found written before every read (pw_cfunc.nozero: compile.c, "Definite
+ * assignment"), which keep whatever the frame or register held. A register pinning
+ * only cells of declared locals is zeroed (or left alone), every other cell of a
+ * declared local is zeroed in the frame first (the register loads it). The operand
  * stack slots are dead until written, so they are not loaded. */
 static bool pin_local(const jc *c, uint32_t k) {
     uint32_t s = c->pslot[k], e = s + (c->pwide[k] ? 2 : 1);
-    return s >= c->cf->nparams && e <= c->cf->nlocals;
+    return s >= c->cf->nparams && e <= c->cf->nlocals && e - c->cf->nparams <= 64;
+}
+/* Whether declared cell s must be zero at entry. */
+static bool must_zero(const jc *c, uint32_t s) {
+    uint32_t i = s - c->cf->nparams;
+    return i >= 64 || !(c->cf->nozero >> i & 1);
 }
 static void entry_locals(jc *c) {
     pw_x64 *x = &c->x;
-    uint32_t np = c->cf->nparams, nl = c->cf->nlocals, nz = 0;
-    uint8_t inreg[16] = {0}; /* first declared locals wholly in a register */
+    uint32_t np = c->cf->nparams, nl = c->cf->nlocals, nz = 0, lo = nl;
+    uint64_t inreg = 0; /* declared cells below np + 64 wholly in a register */
     for (uint32_t k = 0; k < c->npins; k++)
-        if (pin_local(c, k))
-            for (uint32_t j = 0; j < (c->pwide[k] ? 2u : 1u); j++)
-                if (c->pslot[k] + j - np < 16) inreg[c->pslot[k] + j - np] = 1;
+        if (pin_local(c, k)) inreg |= (c->pwide[k] ? 3ull : 1ull) << (c->pslot[k] - np);
     for (uint32_t s = np; s < nl; s++)
-        nz += s - np >= 16 || !inreg[s - np];
+        if (must_zero(c, s) && (s - np >= 64 || !(inreg >> (s - np) & 1))) {
+            nz++;
+            if (lo == nl) lo = s;
+        }
     if (nz) pw__x64_alu_rr(x, X_XOR, false, X_RAX, X_RAX);
-    if (nz > 16) { /* every declared local, in a loop */
-        pw__x64_lea(x, true, X_RCX, x_mem(X_RBX, (int32_t)(np * 8)));
+    if (nz > 16) { /* every declared local from the first one to zero, in a loop */
+        pw__x64_lea(x, true, X_RCX, x_mem(X_RBX, (int32_t)(lo * 8)));
         pw__x64_lea(x, true, X_RDX, x_mem(X_RBX, (int32_t)(nl * 8)));
         size_t top = x->len;
         pw__x64_store(x, 8, x_mem(X_RCX, 0), X_RAX);
@@ -3237,15 +3245,17 @@ static void entry_locals(jc *c) {
         size_t back = pw__x64_jcc32(x, X_CC_B);
         pw__x64_patch32(x, back, (int32_t)((int64_t)top - (int64_t)(back + 4)));
     } else if (nz) {
-        for (uint32_t s = np; s < nl; s++)
-            if (s - np >= 16 || !inreg[s - np])
+        for (uint32_t s = lo; s < nl; s++)
+            if (must_zero(c, s) && (s - np >= 64 || !(inreg >> (s - np) & 1)))
                 pw__x64_store(x, 8, x_mem(X_RBX, (int32_t)(s * 8)), X_RAX);
     }
     for (uint32_t k = 0; k < c->npins; k++) {
         int r = c->preg[k];
         pw_xmem m = x_mem(X_RBX, (int32_t)(c->pslot[k] * 8));
         if (c->pslot[k] >= nl) continue;
-        if (pin_local(c, k) && c->pslot[k] - np < 16) {
+        if (pin_local(c, k)) {
+            if (!must_zero(c, c->pslot[k]) && (!c->pwide[k] || !must_zero(c, c->pslot[k] + 1)))
+                continue; /* written before it is read */
             if (r >= PIN_XMM0)
                 pw__x64_sse_rr(x, 0x66, 0xEF, false, r - PIN_XMM0, r - PIN_XMM0); /* pxor */
             else
