@@ -846,8 +846,11 @@ static void numeric(comp *c, const numinfo *ni) {
     set_pend(c, pos, op, dst);
 }
 
+static void da_need(comp *c, uint32_t x);
+
 /* A constant address folds into the offset: the address operand becomes a hidden
- * local that is always zero. Pops the address when it applies. */
+ * local that is always zero (the entry zeroes it once some access reads it). Pops
+ * the address when it applies. */
 static bool const_addr(comp *c, pw_instr *in) {
     ent *e = top(c, 0);
     if (c->zero_slot == UINT32_MAX || e->loc != LOC_CONST ||
@@ -855,6 +858,7 @@ static bool const_addr(comp *c, pw_instr *in) {
         return false;
     in->offset += (uint32_t)e->cval;
     popn(c, 1);
+    da_need(c, c->zero_slot);
     return true;
 }
 
@@ -1079,8 +1083,8 @@ static void spill_local(comp *c, uint32_t x) {
  * the block's start. Reads in code after an unconditional branch are skipped by the
  * compiler (skip_unreachable), and a write there can only reach code as dead. Cells
  * that must stay zero whatever the code reads: non-numeric locals (the GC reads them at
- * calls) and the hidden zero local. A write the prefix rule drops (local_set) is no
- * write: the value is the entry's zero. */
+ * calls) and the hidden zero local once a constant address reads it (const_addr). A
+ * write the prefix rule drops (local_set) is no write: the value is the entry's zero. */
 static void da_need(comp *c, uint32_t x) {
     if (x >= c->nparam_cells && x - c->nparam_cells < 64) c->zneed |= 1ull << (x - c->nparam_cells);
 }
@@ -1104,8 +1108,7 @@ static void da_begin(comp *c) {
     c->zneed = 0;
     for (uint32_t x = c->nparam_cells; x < c->nlocals; x++) {
         uint8_t k = PW_VT_KIND(c->local_types[x]);
-        if (x == c->zero_slot ||
-            (k != PW_K_I32 && k != PW_K_I64 && k != PW_K_F32 && k != PW_K_F64 && k != PW_K_V128))
+        if (k != PW_K_I32 && k != PW_K_I64 && k != PW_K_F32 && k != PW_K_F64 && k != PW_K_V128)
             da_need(c, x);
     }
 }

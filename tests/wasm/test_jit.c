@@ -1781,40 +1781,28 @@ static void test_loop_pins(void **state) {
 }
 
 /* Definite assignment (compile.c): an entry zeroes only the declared locals that may be
- * read before they are written. Each probe runs right after $dirty, whose frame takes
- * the same cells and which leaves them non-zero (its call of $id spills every pinned
- * local), so a local the analysis wrongly counts as written reads garbage instead of
+ * read before they are written. Each probe runs right after a call of $dirty from the
+ * same place, whose twelve non-zero arguments are passed in the very cells the probe's
+ * locals take, so a local the analysis wrongly counts as written reads them instead of
  * zero and the JIT's result differs from the interpreter's (which zeroes them all). */
 #define DA_PROBE(name, locals, body)                                                               \
     " (func $" name " (param $n i32) (result i32) " locals "\n" body ")\n"                         \
     " (func (export \"" name "\") (param $n i32) (result i32)\n"                                   \
-    "  (drop (call $dirty (local.get $n))) (call $" name " (local.get $n)))\n"
+    "  (drop (call $dirty " DA_DIRTY ")) (call $" name " (local.get $n)))\n"
 #define DA_ODD "(i32.and (local.get $n) (i32.const 1))"
+#define DA_DIRTY                                                                                   \
+    "(i64.const 0x5a5a5a5a5a5a5a51) (i64.const 0x5a5a5a5a5a5a5a52) (i64.const 0x5a5a5a5a5a5a5a53)" \
+    "(i64.const 0x5a5a5a5a5a5a5a54) (i64.const 0x5a5a5a5a5a5a5a55) (i64.const 0x5a5a5a5a5a5a5a56)" \
+    "(i64.const 0x5a5a5a5a5a5a5a57) (i64.const 0x5a5a5a5a5a5a5a58) (i64.const 0x5a5a5a5a5a5a5a59)" \
+    "(i64.const 0x5a5a5a5a5a5a5a5a) (i64.const 0x5a5a5a5a5a5a5a5b) (i64.const 0x5a5a5a5a5a5a5a5c)"
 static const char DA_WAT[] =
     "(module (memory 1) (tag $e)\n"
     " (func $id (param i64) (result i64) (local.get 0))\n"
     " (func $thrower (param $n i32) (if (i32.and (local.get $n) (i32.const 2)) (then (throw "
     "$e))))\n"
-    " (func $dirty (param $n i32) (result i32)\n"
-    "  (local $a i64) (local $b i64) (local $c i64) (local $d i64) (local $e i64) (local $f i64)\n"
-    "  (local $g i64) (local $h i64) (local $i i64) (local $j i64) (local $k i64) (local $l i64)\n"
-    "  (local.set $a (i64.xor (i64.extend_i32_u (local.get $n)) (i64.const 0x5a5a5a5a5a5a5a5a)))\n"
-    "  (local.set $b (i64.rotl (local.get $a) (i64.const 7)))\n"
-    "  (local.set $c (i64.rotl (local.get $b) (i64.const 7)))\n"
-    "  (local.set $d (i64.rotl (local.get $c) (i64.const 7)))\n"
-    "  (local.set $e (i64.rotl (local.get $d) (i64.const 7)))\n"
-    "  (local.set $f (i64.rotl (local.get $e) (i64.const 7)))\n"
-    "  (local.set $g (i64.rotl (local.get $f) (i64.const 7)))\n"
-    "  (local.set $h (i64.rotl (local.get $g) (i64.const 7)))\n"
-    "  (local.set $i (i64.rotl (local.get $h) (i64.const 7)))\n"
-    "  (local.set $j (i64.rotl (local.get $i) (i64.const 7)))\n"
-    "  (local.set $k (i64.rotl (local.get $j) (i64.const 7)))\n"
-    "  (local.set $l (i64.rotl (local.get $k) (i64.const 7)))\n"
-    "  (local.set $a (i64.add (local.get $a) (call $id (local.get $l))))\n"
-    "  (i32.wrap_i64 (i64.add (i64.add (i64.add (local.get $a) (local.get $b)) (i64.add\n"
-    "   (local.get $c) (local.get $d))) (i64.add (i64.add (local.get $e) (local.get $f))\n"
-    "   (i64.add (i64.add (local.get $g) (local.get $h)) (i64.add (i64.add (local.get $i)\n"
-    "   (local.get $j)) (i64.add (local.get $k) (local.get $l))))))))\n"
+    /* its parameters are passed in the cells of the callee's frame */
+    " (func $dirty (param i64 i64 i64 i64 i64 i64 i64 i64 i64 i64 i64 i64) (result i32)\n"
+    "  (i32.const 0))\n"
     /* written in the then-branch only */
     DA_PROBE("p_if", "(local $x i32)",
              "  (if " DA_ODD " (then (local.set $x (i32.const 5)))) (local.get $x)")
@@ -1871,6 +1859,10 @@ static const char DA_WAT[] =
              "  (loop $l (local.set $x (i32.add (local.get $x) (local.get $i)))\n"
              "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
              "    (local.get $n))))\n  (local.get $x)")
+    /* constant addresses read the hidden local that stays zero (the cell after $n) */
+    DA_PROBE("p_const", "",
+             "  (i32.store offset=4 (i32.const 60) (i32.add (local.get $n) (i32.const 11)))\n"
+             "  (i32.load (i32.const 64))")
     /* every read after a write: nothing to zero (a block no branch targets, a loop) */
     DA_PROBE("p_all", "(local $x i32) (local $y i32) (local $z i64)",
              "  (local.set $x (i32.mul (local.get $n) (i32.const 3)))\n"
@@ -1880,9 +1872,9 @@ static const char DA_WAT[] =
 
 static void test_definite_assignment(void **state) {
     (void)state;
-    static const char *const names[] = {"p_if",    "p_else", "p_br",     "p_loop",
-                                        "p_table", "p_try",  "p_legacy", "p_nest",
-                                        "p_f64",   "p_v128", "p_zero",   "p_all"};
+    static const char *const names[] = {"p_if",   "p_else",   "p_br",   "p_loop", "p_table",
+                                        "p_try",  "p_legacy", "p_nest", "p_f64",  "p_v128",
+                                        "p_zero", "p_all",    "p_const"};
     static const int32_t args[] = {0, 1, 2, 3, 6, 7};
     tiers_agree_i32(DA_WAT, names, sizeof names / sizeof names[0], args,
                     sizeof args / sizeof args[0], (pw_store_config){0});
@@ -1893,7 +1885,8 @@ static void test_definite_assignment(void **state) {
         uint64_t skip, zero; /* bits that must be set, and clear, in nozero */
     } want[] = {{"p_if", 0, 1},    {"p_else", 0, 3}, {"p_br", 0, 1},     {"p_loop", 0, 3},
                 {"p_table", 0, 1}, {"p_try", 0, 1},  {"p_legacy", 0, 3}, {"p_nest", 0, 1},
-                {"p_f64", 0, 1},   {"p_v128", 0, 3}, {"p_zero", 0, 3},   {"p_all", 7, 0}};
+                {"p_f64", 0, 1},   {"p_v128", 0, 3}, {"p_zero", 0, 3},   {"p_all", 7, 0},
+                {"p_const", 0, 1}};
     uint8_t *mod;
     size_t n;
     pw_error err;
