@@ -63,7 +63,8 @@ typedef struct ctl {
     uint32_t eh_next;    /* legacy try: word of the next clause to land */
     uint32_t eh_nclause; /* legacy try: clauses of its TRY instruction */
     uint32_t stubs;      /* delegate stubs to emit inside this block, UINT32_MAX: none */
-    uint32_t ulog;       /* length of the undo log when the block began */
+    uint64_t dentry;     /* definite assignment: written when the block began */
+    uint64_t dmerge;     /* and on every branch to its label so far (AND) */
 } ctl;
 
 /* A delegated exception lands at a stub inside the delegate's target block, which
@@ -127,14 +128,10 @@ typedef struct comp {
     uint32_t *lmap;    /* Wasm local index -> its first cell */
     uint32_t nparam_cells, nres_cells;
     uint32_t zero_slot; /* hidden always-zero local, or UINT32_MAX */
-    /* Definite assignment: per cell, written on every path to the current point; the
-     * cells set since each open block began (undo log); the declared cells read
-     * where that may not hold, as pw_cfunc.nozero's complement. */
-    uint8_t *dset;
-    uint32_t capdset;
-    uint32_t *ulog;
-    uint32_t nulog, capulog;
-    uint64_t zneed;
+    /* Definite assignment, over the first 64 declared cells (bit i: cell
+     * nparam_cells + i): written on every path to the current point; read where that
+     * may not hold, or needed zero for another reason (pw_cfunc.nozero's complement). */
+    uint64_t dcur, zneed;
     const pw_valtype *local_types; /* per cell (both halves of a v128 are PW_VT_V128) */
     const pw_funcdef *fd;
     const pw_deftype *ft;
@@ -375,6 +372,7 @@ static void add_fixup(comp *c, ctl *l, uint32_t at, uint32_t instr) {
     }
     c->fx[c->nfx] = (fixup){at, instr, l->fixups};
     l->fixups = c->nfx++;
+    l->dmerge &= c->dcur;
 }
 
 static void bind_fixups(comp *c, uint32_t head, uint32_t target) {
@@ -546,7 +544,8 @@ static bool push_ctl(comp *c, uint8_t kind, const pw_instr *in) {
     l->else_fix = UINT32_MAX;
     l->try_pos = UINT32_MAX;
     l->stubs = UINT32_MAX;
-    l->ulog = c->nulog;
+    l->dentry = c->dcur;
+    l->dmerge = ~0ull;
     if (in->bt == PW_BT_VAL) {
         l->single = in->t1;
         l->vnresults = 1;
@@ -1075,37 +1074,41 @@ static void spill_local(comp *c, uint32_t x) {
 /* ---------------------------------------------------------------- definite assignment
  *
  * Which declared locals an entry must zero: a cell is left alone only when every
- * local.get of it comes after a write on every path, by the structured rule of
- * WebAssembly's non-defaultable locals, slightly widened. A write holds until the end
- * of the block it is in, then is forgotten, except where that end is reached only by
- * falling through the block's own body: a loop's end, and a block no branch targets
- * (no try, no delegate stubs). `else` and a legacy catch start again from the state at
- * the block's start. Reads in code after an unconditional branch are skipped by the
- * compiler (skip_unreachable), and a write there can only reach code as dead. Cells
- * that must stay zero whatever the code reads: non-numeric locals (the GC reads them at
- * calls) and the hidden zero local once a constant address reads it (const_addr). A
- * write the prefix rule drops (local_set) is no write: the value is the entry's zero. */
+ * local.get of it comes after a write on every path. The state is a bit set of the
+ * cells written so far. A block remembers it at its start (dentry) and ANDs into
+ * dmerge the state at every forward branch to its label (add_fixup: br, br_if,
+ * br_table, br_on_*, the jump over an else, and a try_table's catch clauses, with the
+ * state where the try_table starts, which every throw inside it includes); its end
+ * takes the fallthrough's state AND dmerge, AND dentry for an if without else (the
+ * false condition). A loop's label is its head, whose later branches only add
+ * writes, so its end is its fallthrough. `else` and a legacy catch start from the
+ * block's dentry. Code after an unconditional branch is skipped by the compiler
+ * (skip_unreachable): a block whose end nothing reaches ends with every bit set.
+ * Cells that must be zero whatever the code reads: non-numeric locals (the GC reads
+ * them at calls) and the hidden zero local once a constant address reads it
+ * (const_addr). A write the prefix rule drops (local_set) is no write: the value is
+ * the entry's zero. Cells from the 65th on are not followed; they are always zeroed. */
+static uint64_t da_bit(const comp *c, uint32_t x) {
+    uint32_t i = x - c->nparam_cells;
+    return x >= c->nparam_cells && i < 64 ? 1ull << i : 0;
+}
 static void da_need(comp *c, uint32_t x) {
-    if (x >= c->nparam_cells && x - c->nparam_cells < 64) c->zneed |= 1ull << (x - c->nparam_cells);
+    c->zneed |= da_bit(c, x);
 }
 static void da_read(comp *c, uint32_t x) {
-    if (!c->dset[x]) da_need(c, x);
+    c->zneed |= da_bit(c, x) & ~c->dcur;
 }
 static void da_write(comp *c, uint32_t x) {
-    if (c->dset[x]) return;
-    c->dset[x] = 1;
-    c->ulog[c->nulog++] = x; /* at most one entry per cell: room for nlocals */
+    c->dcur |= da_bit(c, x);
 }
-static void da_undo(comp *c, uint32_t to) {
-    while (c->nulog > to)
-        c->dset[c->ulog[--c->nulog]] = 0;
+/* The state where the current block ends (block_end, legacy_delegate). */
+static uint64_t da_end(const comp *c, const ctl *cur) {
+    uint64_t s = (cur->unreachable ? ~0ull : c->dcur) & cur->dmerge;
+    return cur->kind == CT_IF ? s & cur->dentry : s;
 }
-/* At the start of a function: parameters are written, every declared cell is not. */
+/* At the start of a function: no declared cell is written. */
 static void da_begin(comp *c) {
-    memset(c->dset, 0, c->nlocals + 1);
-    memset(c->dset, 1, c->nparam_cells);
-    c->nulog = 0;
-    c->zneed = 0;
+    c->dcur = c->zneed = 0;
     for (uint32_t x = c->nparam_cells; x < c->nlocals; x++) {
         uint8_t k = PW_VT_KIND(c->local_types[x]);
         if (k != PW_K_I32 && k != PW_K_I64 && k != PW_K_F32 && k != PW_K_F64 && k != PW_K_V128)
@@ -1426,7 +1429,7 @@ static bool legacy_catch(comp *c, ctl *cur, const pw_instr *in) {
         if (!add_handler(c, cur->eh_pos)) return false;
     }
     cur->eh = 2;
-    da_undo(c, cur->ulog); /* a throw anywhere in the body lands here */
+    c->dcur = cur->dentry; /* a throw anywhere in the body lands here */
     const pw_module *m = c->m;
     const pw_deftype *tt = in->op == 0x07 ? &m->types[m->tag_types[in->a]] : NULL;
     uint32_t np = tt ? tt->u.func.nparams : 0;
@@ -1476,9 +1479,9 @@ static bool legacy_delegate(comp *c, ctl *cur, const pw_instr *in) {
     c->code[w + 2] = slot;
     c->ds[c->nds] = (dstub){w, cur->eh_pos, slot, target->stubs};
     target->stubs = c->nds++;
+    c->dcur = da_end(c, cur);
     bind_fixups(c, cur->fixups, c->ncode);
     reset_stack(c, cur->height, cur->vnresults, cur->results);
-    da_undo(c, cur->ulog);
     c->ncs--;
     return true;
 }
@@ -1494,7 +1497,7 @@ static int block_else(comp *c, ctl *cur) {
     cur->kind = CT_ELSE;
     cur->unreachable = false;
     reset_stack(c, cur->height, cur->vnparams, cur->params);
-    da_undo(c, cur->ulog);
+    c->dcur = cur->dentry;
     return K_NEXT;
 }
 
@@ -1506,10 +1509,7 @@ static int block_end(comp *c, ctl *cur) {
         c->ncs--;
         return K_NEXT;
     }
-    /* reached only by falling through its body: what the body wrote stays written */
-    bool through = cur->kind == CT_LOOP || (cur->kind == CT_BLOCK && cur->fixups == UINT32_MAX &&
-                                            !cur->eh && cur->stubs == UINT32_MAX);
-    if (!through) da_undo(c, cur->ulog);
+    uint64_t after = da_end(c, cur); /* before the stubs' branch, which adds nothing */
     if (cur->stubs != UINT32_MAX) {
         if (!cur->unreachable) {
             uint32_t pos = emit_op(c, PW_OP_BR);
@@ -1528,6 +1528,7 @@ static int block_end(comp *c, ctl *cur) {
     }
     if (cur->kind != CT_LOOP) bind_fixups(c, cur->fixups, c->ncode);
     reset_stack(c, cur->height, cur->vnresults, cur->results);
+    c->dcur = after;
     c->ncs--;
     return K_NEXT;
 }
@@ -2540,9 +2541,7 @@ static bool compile_one(struct pw_compile_lock *lk, struct pw_cmodule *cm, uint3
     if (!grow((void **)&lk->ltypes, &lk->capl, nl + 1, sizeof *lk->ltypes) ||
         !grow((void **)&c->lmap, &c->caplmap, nv + 1, sizeof *c->lmap) ||
         !grow((void **)&c->lrefs, &c->caplrefs, nl + 1, sizeof *c->lrefs) ||
-        !grow((void **)&c->written, &c->capwritten, nl + 1, 1) ||
-        !grow((void **)&c->dset, &c->capdset, nl + 1, 1) ||
-        !grow((void **)&c->ulog, &c->capulog, nl + 1, sizeof *c->ulog))
+        !grow((void **)&c->written, &c->capwritten, nl + 1, 1))
         return drop_code(c), pw__fail(err, PW_ERR_NOMEM, "out of memory"), false;
     pw_valtype *ltypes = lk->ltypes;
     for (uint32_t v = 0, k = 0; v < nv; v++) {
@@ -2691,8 +2690,6 @@ static void lock_free(struct pw_compile_lock *lk) {
     free(c->fx);
     free(c->lrefs);
     free(c->written);
-    free(c->dset);
-    free(c->ulog);
     free(c->lmap);
     free(c->hs);
     free(c->ds);

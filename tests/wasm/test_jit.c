@@ -1818,6 +1818,11 @@ static const char DA_WAT[] =
              "  (block $b (br_if $b " DA_ODD ") (local.set $x (i64.const 9)))\n"
              "  (i32.wrap_i64 (i64.xor (local.get $x) (i64.shr_u (local.get $x) (i64.const "
              "32))))")
+    /* a branch out after the first write and before the second */
+    DA_PROBE("p_merge", "(local $x i32) (local $y i32)",
+             "  (block $b (local.set $x (i32.add (local.get $n) (i32.const 1)))\n"
+             "   (br_if $b " DA_ODD ") (local.set $y (i32.const 8)))\n"
+             "  (i32.add (local.get $x) (i32.mul (local.get $y) (i32.const 3)))")
     /* a loop left before its first write (n = 0) */
     DA_PROBE("p_loop", "(local $i i32) (local $x i32)",
              "  (block $b (loop $l (br_if $b (i32.ge_u (local.get $i) (local.get $n)))\n"
@@ -1872,9 +1877,9 @@ static const char DA_WAT[] =
 
 static void test_definite_assignment(void **state) {
     (void)state;
-    static const char *const names[] = {"p_if",   "p_else",   "p_br",   "p_loop", "p_table",
-                                        "p_try",  "p_legacy", "p_nest", "p_f64",  "p_v128",
-                                        "p_zero", "p_all",    "p_const"};
+    static const char *const names[] = {"p_if",    "p_else", "p_br",     "p_merge", "p_loop",
+                                        "p_table", "p_try",  "p_legacy", "p_nest",  "p_f64",
+                                        "p_v128",  "p_zero", "p_all",    "p_const"};
     static const int32_t args[] = {0, 1, 2, 3, 6, 7};
     tiers_agree_i32(DA_WAT, names, sizeof names / sizeof names[0], args,
                     sizeof args / sizeof args[0], (pw_store_config){0});
@@ -1883,10 +1888,10 @@ static void test_definite_assignment(void **state) {
     static const struct {
         const char *name;
         uint64_t skip, zero; /* bits that must be set, and clear, in nozero */
-    } want[] = {{"p_if", 0, 1},    {"p_else", 0, 3}, {"p_br", 0, 1},     {"p_loop", 0, 3},
-                {"p_table", 0, 1}, {"p_try", 0, 1},  {"p_legacy", 0, 3}, {"p_nest", 0, 1},
-                {"p_f64", 0, 1},   {"p_v128", 0, 3}, {"p_zero", 0, 3},   {"p_all", 7, 0},
-                {"p_const", 0, 1}};
+    } want[] = {{"p_if", 0, 1},   {"p_else", 2, 1},  {"p_br", 0, 1},   {"p_merge", 1, 2},
+                {"p_loop", 0, 3}, {"p_table", 0, 1}, {"p_try", 0, 1},  {"p_legacy", 2, 1},
+                {"p_nest", 0, 3}, {"p_f64", 0, 1},   {"p_v128", 0, 3}, {"p_zero", 0, 3},
+                {"p_all", 7, 0},  {"p_const", 0, 1}};
     uint8_t *mod;
     size_t n;
     pw_error err;
