@@ -1106,14 +1106,12 @@ static uint64_t da_end(const comp *c, const ctl *cur) {
     uint64_t s = (cur->unreachable ? ~0ull : c->dcur) & cur->dmerge;
     return cur->kind == CT_IF ? s & cur->dentry : s;
 }
-/* At the start of a function: no declared cell is written. */
+/* At the start of a function: no declared cell is written; reference cells are needed
+ * (the stack maps list them, compile_gc.h, by the same test). */
 static void da_begin(comp *c) {
     c->dcur = c->zneed = 0;
-    for (uint32_t x = c->nparam_cells; x < c->nlocals; x++) {
-        uint8_t k = PW_VT_KIND(c->local_types[x]);
-        if (k != PW_K_I32 && k != PW_K_I64 && k != PW_K_F32 && k != PW_K_F64 && k != PW_K_V128)
-            da_need(c, x);
-    }
+    for (uint32_t x = c->nparam_cells; x < c->nlocals; x++)
+        if (PW_VT_KIND(c->local_types[x]) == PW_K_REF) da_need(c, x);
 }
 
 static void local_set(comp *c, uint32_t x, bool tee) {

@@ -3223,14 +3223,20 @@ static bool must_zero(const jc *c, uint32_t s) {
     uint32_t i = s - c->cf->nparams;
     return i >= 64 || !(c->cf->nozero >> i & 1);
 }
+/* Whether declared cell s is zeroed in the frame: it must be zero and is not wholly
+ * in a register (inreg: such cells below nparams + 64). */
+static bool frame_zero(const jc *c, uint32_t s, uint64_t inreg) {
+    uint32_t i = s - c->cf->nparams;
+    return must_zero(c, s) && (i >= 64 || !(inreg >> i & 1));
+}
 static void entry_locals(jc *c) {
     pw_x64 *x = &c->x;
     uint32_t np = c->cf->nparams, nl = c->cf->nlocals, nz = 0, lo = nl;
-    uint64_t inreg = 0; /* declared cells below np + 64 wholly in a register */
+    uint64_t inreg = 0;
     for (uint32_t k = 0; k < c->npins; k++)
         if (pin_local(c, k)) inreg |= (c->pwide[k] ? 3ull : 1ull) << (c->pslot[k] - np);
     for (uint32_t s = np; s < nl; s++)
-        if (must_zero(c, s) && (s - np >= 64 || !(inreg >> (s - np) & 1))) {
+        if (frame_zero(c, s, inreg)) {
             nz++;
             if (lo == nl) lo = s;
         }
@@ -3246,8 +3252,7 @@ static void entry_locals(jc *c) {
         pw__x64_patch32(x, back, (int32_t)((int64_t)top - (int64_t)(back + 4)));
     } else if (nz) {
         for (uint32_t s = lo; s < nl; s++)
-            if (must_zero(c, s) && (s - np >= 64 || !(inreg >> (s - np) & 1)))
-                pw__x64_store(x, 8, x_mem(X_RBX, (int32_t)(s * 8)), X_RAX);
+            if (frame_zero(c, s, inreg)) pw__x64_store(x, 8, x_mem(X_RBX, (int32_t)(s * 8)), X_RAX);
     }
     for (uint32_t k = 0; k < c->npins; k++) {
         int r = c->preg[k];
