@@ -60,7 +60,7 @@
 #define PERI_VERSION "0"
 #endif
 
-#define CC_FORMAT      5u
+#define CC_FORMAT      6u
 #define CC_DEFAULT_MAX (1ull << 30)
 #define CC_SUFFIX      ".pcc"
 #define CC_TMP_PREFIX  ".tmp."

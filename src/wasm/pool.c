@@ -10,7 +10,10 @@
  * stack's old contents are never observed. A memory comes back with [0, rw) still
  * read/write (bounds are checked explicitly; a guarded memory, whose bounds check is
  * PROT_NONE, protects what it does not use again: memory.c) and the size it reached
- * as `dirty`; the next store zeroes [0, dirty) lazily, as it grows into it. What
+ * as `dirty`; the next store zeroes [0, dirty) lazily, as it grows into it. A
+ * store's own mapping (the struct and its interrupt poll page) comes back with the
+ * poll page read-only (store.c keeps only those of stores not left interrupted) and
+ * is zeroed by the next store. What
  * the pool keeps is bounded by entry counts and by the dirtied bytes it holds
  * (resident memory); anything over is unmapped.
  */
@@ -21,6 +24,7 @@
 
 #define POOL_STACKS      4 /* two stores' value + frame stacks */
 #define POOL_MEMS        4
+#define POOL_STORES      2 /* stores' own mappings (the struct and its poll page) */
 #define POOL_DIRTY_BYTES ((uint64_t)32 << 20) /* dirtied memory bytes kept */
 
 typedef struct pool_stack {
@@ -36,7 +40,8 @@ typedef struct pool_mem {
 struct pw_pool {
     pool_stack stacks[POOL_STACKS];
     pool_mem mems[POOL_MEMS];
-    uint32_t nstacks, nmems;
+    void *stores[POOL_STORES];
+    uint32_t nstacks, nmems, nstores;
     uint64_t dirty; /* sum of mems[].dirty */
     uint32_t users; /* stores made with this pool and not yet freed */
     bool closed;    /* pw_pool_free called while users > 0 */
@@ -51,7 +56,9 @@ static void drain(pw_pool *p) {
         munmap(p->stacks[i].base, p->stacks[i].bytes);
     for (uint32_t i = 0; i < p->nmems; i++)
         munmap(p->mems[i].base, p->mems[i].mapped);
-    p->nstacks = p->nmems = 0;
+    for (uint32_t i = 0; i < p->nstores; i++)
+        munmap(p->stores[i], PW_STORE_MAP_BYTES);
+    p->nstacks = p->nmems = p->nstores = 0;
     p->dirty = 0;
 }
 
@@ -92,6 +99,16 @@ void pw__stack_unmap(pw_pool *p, void *base, size_t bytes) {
         return;
     }
     munmap(base, bytes);
+}
+
+void *pw__pool_take_store(pw_pool *p) {
+    return p && p->nstores ? p->stores[--p->nstores] : NULL;
+}
+
+bool pw__pool_keep_store(pw_pool *p, void *base) {
+    if (!p || p->closed || p->nstores >= POOL_STORES) return false;
+    p->stores[p->nstores++] = base;
+    return true;
 }
 
 bool pw__mem_map(pw_pool *p, pw_memory *m, uint64_t bytes) {

@@ -308,6 +308,18 @@ struct pw_store {
     bool jit_lazy;
 };
 
+/* The interrupt poll page (docs/jit.md, "Interrupt"). A store is the start of one
+ * mapping of PW_STORE_MAP_BYTES: the struct, then, PW_STORE_POLL_OFF bytes from its
+ * start, a page of its own that is read-only while the interrupt flag is down and
+ * PROT_NONE from pw_store_interrupt until pw_store_clear_interrupt. The guard variant
+ * of JIT code (whose SIGSEGV handler is in place) polls at loop heads with one load
+ * of it, [r15 + PW_STORE_POLL_OFF], instead of a compare and a branch on the flag;
+ * the load faults once the store is interrupted, and the handler (guard.c) resumes
+ * the function at the module's interrupt stub. */
+#define PW_POLL_PAGE       4096u
+#define PW_STORE_POLL_OFF  ((sizeof(pw_store) + PW_POLL_PAGE - 1) / PW_POLL_PAGE * PW_POLL_PAGE)
+#define PW_STORE_MAP_BYTES (PW_STORE_POLL_OFF + PW_POLL_PAGE)
+
 struct pw_call_ctx {
     pw_store *store;
     pw_instance *inst;
@@ -353,6 +365,10 @@ void pw__stack_unmap(pw_pool *p, void *base, size_t bytes);
 /* Sets m->data, mapped, rw, dirty for a reservation of at least `bytes`. */
 bool pw__mem_map(pw_pool *p, pw_memory *m, uint64_t bytes);
 void pw__mem_unmap(pw_pool *p, pw_memory *m);
+/* A store's mapping (PW_STORE_MAP_BYTES, the poll page read-only) kept by the pool,
+ * or NULL; and giving one back (false: the pool keeps no more, the caller unmaps). */
+void *pw__pool_take_store(pw_pool *p);
+bool pw__pool_keep_store(pw_pool *p, void *base);
 void pw__pool_attach(pw_pool *p); /* a store starts using p */
 void pw__pool_detach(pw_pool *p); /* ... and stops (may free a closed pool) */
 void pw__pool_stats(const pw_pool *p, uint32_t *stacks, uint32_t *mems,

@@ -9,13 +9,60 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define PW_DEFAULT_DEPTH 100000u
 #define PW_DEFAULT_STACK ((size_t)64 << 20)
 #define PW_STACK_MARGIN  1024u /* slots past stack_end for host call results */
 
+/* The store's own mapping: the struct, then its interrupt poll page (runtime.h,
+ * PW_STORE_POLL_OFF), read-only, a mapping of its own so that raising and clearing
+ * the flag change one page's protection without splitting anything (which could fail
+ * for want of memory at the moment a run must be stopped). Where there is no JIT,
+ * nothing polls the page and the struct is an ordinary allocation. */
+static pw_store *store_map(pw_pool *pool) {
+#if PW_JIT_AVAILABLE
+    void *p = pw__pool_take_store(pool);
+    if (p) {
+        memset(p, 0, sizeof(pw_store)); /* the pool's mappings are not zeroed */
+        return p;
+    }
+    p = mmap(NULL, PW_STORE_MAP_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    if (mprotect((char *)p + PW_STORE_POLL_OFF, PW_POLL_PAGE, PROT_READ) != 0) {
+        munmap(p, PW_STORE_MAP_BYTES);
+        return NULL;
+    }
+    return p; /* fresh anonymous pages are zero */
+#else
+    (void)pool;
+    return calloc(1, sizeof(pw_store));
+#endif
+}
+
+/* Sets the poll page's protection: PROT_NONE while interrupted. mprotect on a whole
+ * mapping of one page needs no new mapping, and is async-signal-safe (a host may
+ * interrupt from a signal handler). */
+static void poll_page(pw_store *s, bool interrupted) {
+#if PW_JIT_AVAILABLE
+    mprotect((char *)s + PW_STORE_POLL_OFF, PW_POLL_PAGE, interrupted ? PROT_NONE : PROT_READ);
+#else
+    (void)s, (void)interrupted;
+#endif
+}
+
+static void store_unmap(pw_pool *pool, pw_store *s) {
+#if PW_JIT_AVAILABLE
+    /* an interrupted store's poll page is PROT_NONE: not kept for another store */
+    if (atomic_load(&s->interrupt) || !pw__pool_keep_store(pool, s)) munmap(s, PW_STORE_MAP_BYTES);
+#else
+    (void)pool;
+    free(s);
+#endif
+}
+
 pw_store *pw_store_new(const pw_store_config *cfg, pw_error *err) {
-    pw_store *s = calloc(1, sizeof *s);
+    pw_store *s = store_map(cfg ? cfg->pool : NULL);
     if (!s) {
         pw__fail(err, PW_ERR_NOMEM, "out of memory");
         return NULL;
@@ -118,16 +165,17 @@ void pw_store_free(pw_store *s) {
     }
     if (s->stack)
         pw__stack_unmap(s->cfg.pool, s->stack,
-                       (size_t)(s->stack_end - s->stack + PW_STACK_MARGIN) * sizeof(pw_slot));
+                        (size_t)(s->stack_end - s->stack + PW_STACK_MARGIN) * sizeof(pw_slot));
     if (s->frames)
         pw__stack_unmap(s->cfg.pool, s->frames,
-                       (size_t)(s->frames_end - s->frames) * sizeof(pw_frame));
+                        (size_t)(s->frames_end - s->frames) * sizeof(pw_frame));
     for (uint32_t i = 0; i < s->ntypes; i++)
         free(s->types[i].types);
     free(s->types);
     free(s->hostrefs);
-    pw__pool_detach(s->cfg.pool);
-    free(s);
+    pw_pool *pool = s->cfg.pool;
+    store_unmap(pool, s);
+    pw__pool_detach(pool);
 }
 
 void pw_store_interrupt(pw_store *s) {
@@ -135,6 +183,8 @@ void pw_store_interrupt(pw_store *s) {
     /* after the flag (both sequentially consistent): JIT code's direct calls take the
      * helper, which polls the flag (jit.c, enter_jit) */
     atomic_store(&s->jit_call_limit, UINTPTR_MAX);
+    /* and the loop heads of guard-variant code, which load the poll page */
+    poll_page(s, true);
 }
 
 bool pw_store_interrupted(const pw_store *s) {
@@ -142,6 +192,7 @@ bool pw_store_interrupted(const pw_store *s) {
 }
 
 void pw_store_clear_interrupt(pw_store *s) {
+    poll_page(s, false); /* before the flag: a poll that still faults stops the run */
     atomic_store(&s->interrupt, 0);
 }
 
@@ -197,8 +248,8 @@ static uint32_t add_type(pw_store *s, pw_regtype e, bool *oom) {
     return ++s->ntypes;
 }
 
-uint32_t pw__store_type_id(pw_store *s, uint32_t nparams, uint32_t nresults, const pw_valtype *types,
-                          bool *oom) {
+uint32_t pw__store_type_id(pw_store *s, uint32_t nparams, uint32_t nresults,
+                           const pw_valtype *types, bool *oom) {
     uint32_t n = nparams + nresults;
     uint32_t shape = shape_of(PW_FORM_FUNC, 1, 0, nparams, nresults);
     for (uint32_t i = 0; i < s->ntypes; i++) {

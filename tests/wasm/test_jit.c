@@ -15,6 +15,8 @@
  * 4. Loops and slot traffic: a list walk under register pressure, br_if of a wrapped
  *    i64, i32 wraparound, nested loops, loads out of bounds at the exact boundary, a
  *    NaN loop bound, an endless loop with only a conditional back-edge (interrupted).
+ * 5. The interrupt poll page: the guard variant's loop heads load it and stop when it
+ *    is unreadable, the explicit variant's test the flag; the page follows the flag.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -34,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* ---------------------------------------------------------------- encoder */
@@ -218,6 +221,9 @@ static void e55(pw_x64 *x) {
 static void e56(pw_x64 *x) {
     pw__x64_patch32(x, pw__x64_lea_rip(x, X_RCX), 8);
 }
+static void e57(pw_x64 *x) {
+    pw__x64_test_mr(x, false, x_mem(X_R15, 4096), X_RAX);
+}
 
 static const enc_case cases[] = {
     {e0, "add eax,ecx"},
@@ -277,6 +283,7 @@ static const enc_case cases[] = {
     {e54, "mov r9,QWORD PTR [rip+0x10]"},
     {e55, "call QWORD PTR [rip+0xffffffffffffff80]"},
     {e56, "lea rcx,[rip+0x8]"},
+    {e57, "test DWORD PTR [r15+0x1000],eax"},
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
@@ -816,6 +823,134 @@ static void test_interrupt_under_jit(void **state) {
     pw_store_clear_interrupt(jt.s);
     assert_int_equal(call1(&jt, "fib", 10, &r, &e), PW_OK);
     rig_close(&jt);
+}
+
+/* The interrupt poll page (docs/jit.md "Interrupt"): the guard variant polls at loop
+ * heads by loading the store's poll page, which pw_store_interrupt makes unreadable
+ * and pw_store_clear_interrupt readable again; the explicit variant tests the flag.
+ * Under both variants and under whole-module and lazy translation: an endless loop
+ * stops with the interpreter's trap; the page's protection follows the flag; a page
+ * made unreadable with the flag down stops a guard-variant loop (so the guard variant
+ * really polls the page) and not an explicit one (which polls the flag); a store
+ * freed while interrupted does not hand its page to the next store of its pool. */
+static const char POLL_WAT[] =
+    "(module (memory 1)\n"
+    " (func (export \"count\") (param $n i32) (result i32) (local $i i32)\n"
+    "  (loop $l (local.set $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "   (i32.store (i32.const 8) (local.get $i))\n"
+    "   (br_if $l (i32.lt_u (local.get $i) (local.get $n))))\n"
+    "  (i32.load (i32.const 8)))\n"
+    " (func (export \"spin\") (loop (br 0))))\n";
+
+/* Whether the process can read the byte at p: write(2) reports EFAULT for a page it
+ * cannot read instead of raising a signal. */
+static bool readable(const void *p) {
+    int fd[2];
+    assert_int_equal(pipe(fd), 0);
+    bool ok = write(fd[1], p, 1) == 1;
+    close(fd[0]);
+    close(fd[1]);
+    return ok;
+}
+
+static pw_status count_call(rig *r, int32_t n, int32_t *out, pw_error *err) {
+    pw_val a = {.bits = (uint32_t)n}, res = {0};
+    memset(err, 0, sizeof *err);
+    pw_status st = pw_call(r->s, fn(r, "count"), &a, 1, &res, 1, err);
+    *out = (int32_t)res.bits;
+    return st;
+}
+
+static void test_interrupt_poll_page(void **state) {
+    (void)state;
+    uint8_t *mod = NULL;
+    size_t n = 0;
+    pw_error err;
+    if (pw_wat_to_wasm(POLL_WAT, strlen(POLL_WAT), &mod, &n, &err) != PW_OK)
+        fail_msg("wat: %s", err.message);
+    static const struct {
+        int engine, bounds;
+    } modes[] = {{PW_ENGINE_JIT, PW_BOUNDS_GUARD},
+                 {PW_ENGINE_JIT, PW_BOUNDS_EXPLICIT},
+                 {PW_ENGINE_LAZY, PW_BOUNDS_GUARD},
+                 {PW_ENGINE_LAZY, PW_BOUNDS_EXPLICIT}};
+    for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; mi++) {
+        pw_store_config cfg = {.engine = modes[mi].engine, .bounds_checks = modes[mi].bounds};
+        rig r;
+        rig_open_cfg(&r, &cfg, mod, n);
+        bool guarded = r.inst->mem0->guarded;
+        if (modes[mi].bounds == PW_BOUNDS_EXPLICIT) assert_false(guarded);
+        uint8_t *page = (uint8_t *)r.s + PW_STORE_POLL_OFF;
+        int32_t v;
+        assert_true(readable(page));
+        assert_int_equal(count_call(&r, 1000, &v, &err), PW_OK);
+        assert_int_equal(v, 1000);
+        if (PW_JIT_AVAILABLE) assert_int_equal(pw__jit_state(fn(&r, "count")), 1);
+
+        /* the page follows the flag */
+        pw_store_interrupt(r.s);
+        if (PW_JIT_AVAILABLE) assert_false(readable(page));
+        assert_int_equal(count_call(&r, 10, &v, &err), PW_ERR_TRAP);
+        assert_int_equal(err.trap, PW_TRAP_INTERRUPTED);
+        assert_string_equal(err.message, "interrupted");
+        pw_store_clear_interrupt(r.s);
+        assert_true(readable(page));
+        assert_int_equal(count_call(&r, 1000, &v, &err), PW_OK);
+
+        if (PW_JIT_AVAILABLE) {
+            /* the page alone, the flag down: only the guard variant polls it (the
+             * loop runs 2e8 times: seconds, were the poll missed) */
+            assert_int_equal(mprotect(page, PW_POLL_PAGE, PROT_NONE), 0);
+            pw_status st = count_call(&r, 200000000, &v, &err);
+            assert_int_equal(mprotect(page, PW_POLL_PAGE, PROT_READ), 0);
+            if (guarded) {
+                assert_int_equal(st, PW_ERR_TRAP);
+                assert_int_equal(err.trap, PW_TRAP_INTERRUPTED);
+                assert_string_equal(err.message, "interrupted");
+            } else {
+                assert_int_equal(st, PW_OK);
+                assert_int_equal(v, 200000000);
+            }
+        }
+
+        /* an endless loop, interrupted from another thread, twice */
+        for (int round = 0; round < 2; round++) {
+            raiser it = {r.s, 30, 0};
+            pthread_t th;
+            assert_int_equal(pthread_create(&th, NULL, raise_later, &it), 0);
+            pw_status st = pw_call(r.s, fn(&r, "spin"), NULL, 0, NULL, 0, &err);
+            double stopped = now_ms();
+            pthread_join(th, NULL);
+            assert_int_equal(st, PW_ERR_TRAP);
+            assert_int_equal(err.trap, PW_TRAP_INTERRUPTED);
+            assert_string_equal(err.message, "interrupted");
+            assert_true(stopped - it.at < 2000.0); /* "did not hang" */
+            pw_store_clear_interrupt(r.s);
+            assert_int_equal(count_call(&r, 1000, &v, &err), PW_OK);
+            assert_int_equal(v, 1000);
+        }
+        rig_close(&r);
+    }
+
+    /* a pool: an interrupted store's mapping is unmapped, a cleared one kept */
+    pw_pool *pool = pw_pool_new();
+    assert_non_null(pool);
+    for (int k = 0; k < 4; k++) {
+        pw_store_config cfg = {.engine = PW_ENGINE_JIT, .pool = pool};
+        rig r;
+        rig_open_cfg(&r, &cfg, mod, n);
+        uint8_t *page = (uint8_t *)r.s + PW_STORE_POLL_OFF;
+        assert_true(readable(page));
+        assert_false(pw_store_interrupted(r.s));
+        int32_t v;
+        assert_int_equal(count_call(&r, 100000, &v, &err), PW_OK);
+        assert_int_equal(v, 100000);
+        pw_store_interrupt(r.s);
+        if (k == 1) pw_store_clear_interrupt(r.s); /* k = 0, 2: freed interrupted */
+        rig_close(&r);
+    }
+    pw_pool_free(pool);
+    free(mod);
 }
 
 /* Loops and slot traffic (docs/jit.md "Loops and the frame"): loop heads poll the
@@ -1946,6 +2081,7 @@ int main(void) {
         cmocka_unit_test(test_call_indirect),
         cmocka_unit_test(test_runaway_recursion),
         cmocka_unit_test(test_interrupt_under_jit),
+        cmocka_unit_test(test_interrupt_poll_page), /* the interrupt poll page */
         cmocka_unit_test(test_self_calls),
         cmocka_unit_test(test_loops_and_slots),
         cmocka_unit_test(test_call_frames),

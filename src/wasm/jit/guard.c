@@ -13,15 +13,19 @@
  *     top of this thread (set and restored by jit.c around every entry into JIT
  *     code), is not NULL;
  *   - the signal comes from the kernel (si_code > 0), not from kill()/raise();
- *   - the faulting address lies in that instance's guarded memory 0 mapping and the
- *     faulting instruction in its module's guard-variant code (pw__jit_fault_stub).
+ *   - the faulting address lies in that instance's guarded memory 0 mapping (or its
+ *     store's poll page, below) and the faulting instruction in its module's
+ *     guard-variant code (pw__jit_fault_stub).
  * It then resumes the thread at the module's fault stub, which does what every
  * trap site's stub does (store PW_TRAP_MEM_OOB in the store, return PW_ERR_TRAP
  * from the function), so the trap unwinds to the entry exactly like an explicit
- * check's: same status, same code, same message. Any other fault is passed to the
- * handler that was installed before ours (ASan's, the host program's); with none
- * (SIG_DFL) the default action is restored and the signal raised again, so the
- * process dies of it as it would without the engine.
+ * check's: same status, same code, same message. A fault on the poll page of that
+ * instance's store (runtime.h, PW_STORE_POLL_OFF: unreadable while the store is
+ * interrupted) from the same code is a loop head's interrupt poll: the thread
+ * resumes at the interrupt stub beside the fault stub (PW_TRAP_INTERRUPTED). Any
+ * other fault is passed to the handler that was installed before ours (ASan's, the
+ * host program's); with none (SIG_DFL) the default action is restored and the
+ * signal raised again, so the process dies of it as it would without the engine.
  *
  * Global and thread-local state, an exception to the rule that the library keeps
  * everything in caller-owned contexts: signal dispositions are process-wide and a

@@ -53,11 +53,15 @@ typedef pw_status (*pw_jit_entry)(pw_slot *fp, pw_instance *inst, pw_store *s);
 #define JIT_FALLBACK ((void *)1)
 /* Offset of a JIT function's inner entry from its published (outer) entry. */
 #define JIT_INNER 80
+/* Offset of the interrupt stub from the fault stub (fault_stub). */
+#define JIT_POLL_STUB 64
 
 /* One translation of the module. Two variants (docs/jit.md, "Bounds checks"):
  * JV_EXPLICIT checks every access to memory 0 against its size, JV_GUARD does not
  * (for an instance whose memory 0 is guarded: an access out of bounds faults, and
- * the mapping starts with the fault stub the signal handler resumes at). An
+ * the mapping starts with the fault stub the signal handler resumes at; its loop
+ * heads poll the store's poll page, and a poll that faults resumes at the interrupt
+ * stub next to it). An
  * instance runs the variant of its memory 0; each is translated at the first call
  * that needs it. */
 enum { JV_EXPLICIT = 0, JV_GUARD = 1, JV_COUNT };
@@ -665,7 +669,15 @@ static void jmp_to(jc *c, uint32_t label) {
 static void trap_if(jc *c, pw_xcc cc, pw_trap_code code) {
     jcc_to(c, cc, special(c, code));
 }
+/* The interrupt poll (docs/jit.md "Interrupt"). The guard variant loads the store's
+ * poll page, which faults once the store is interrupted (the handler resumes at the
+ * module's interrupt stub): one load, no compare, no branch. The explicit variant,
+ * which runs where the handler may not be ours, tests the flag. */
 static void poll_interrupt(jc *c) {
+    if (c->guard) {
+        pw__x64_test_mr(&c->x, false, x_mem(X_R15, (int32_t)PW_STORE_POLL_OFF), X_RAX);
+        return;
+    }
     pw__x64_alu_mi(&c->x, X_CMP, false, x_mem(X_R15, (int32_t)offsetof(pw_store, interrupt)), 0);
     trap_if(c, X_CC_NE, PW_TRAP_INTERRUPTED);
 }
@@ -3329,11 +3341,21 @@ static void inner_exit(jc *c) {
  * handler resumes a function body that faulted on memory 0 (guard.c): what the
  * body's own PW_TRAP_MEM_OOB stub would do (a trap abandons every JIT frame up to the
  * entry from C, whose outer entry's rsp is pw_store.jit_sp). */
-static void fault_stub(pw_x64 *x) {
-    pw__x64_mov_ri32(x, X_RAX, PW_TRAP_MEM_OOB);
+static void trap_stub(pw_x64 *x, pw_trap_code code) {
+    pw__x64_mov_ri32(x, X_RAX, code);
     trap_status(x);
     pw__x64_load(x, X_LD64, X_RSP, x_mem(X_R15, (int32_t)offsetof(pw_store, jit_sp)));
     outer_exit(x);
+}
+/* ... and JIT_POLL_STUB bytes after it, the interrupt stub, where it resumes a body
+ * whose poll faulted on the store's poll page (PW_TRAP_INTERRUPTED, as the explicit
+ * variant's poll raises). */
+static void fault_stub(pw_x64 *x) {
+    size_t at = x->len;
+    trap_stub(x, PW_TRAP_MEM_OOB);
+    while (x->len < at + JIT_POLL_STUB)
+        pw__x64_byte(x, 0xCC);
+    trap_stub(x, PW_TRAP_INTERRUPTED);
 }
 
 /* After the body: the trap stubs; LAB_EXIT, the way out with a non-zero status in eax
@@ -4380,15 +4402,23 @@ const void *pw__jit_fault_stub(const pw_instance *inst, uintptr_t pc, uintptr_t 
     const pw_memory *mem = inst->mem0;
     const struct pw_jitmod *jm = inst->mod->code->jit;
     if (!mem || !mem->guarded || !jm) return NULL;
-    uintptr_t base = (uintptr_t)mem->data;
-    if (addr < base || addr - base >= mem->mapped) return NULL;
+    /* which stub: an access to memory 0's mapping is out of bounds; a load of the
+     * store's poll page is a poll of an interrupted store */
+    uintptr_t base = (uintptr_t)mem->data, poll = (uintptr_t)inst->store + PW_STORE_POLL_OFF;
+    size_t off;
+    if (addr >= base && addr - base < mem->mapped)
+        off = 0;
+    else if (addr >= poll && addr - poll < PW_POLL_PAGE)
+        off = JIT_POLL_STUB;
+    else
+        return NULL;
     const jitcode *jv = &jm->v[JV_GUARD];
     uintptr_t ar = (uintptr_t)atomic_load_explicit(&jv->arena, memory_order_acquire);
     if (ar && pc >= ar + jv->arena_got && pc - ar < jv->arena_len)
-        return (const void *)(ar + jv->arena_got); /* the lazy area's fault stub */
+        return (const void *)(ar + jv->arena_got + off); /* the lazy area's fault stub */
     uintptr_t map = (uintptr_t)atomic_load_explicit(&jv->map, memory_order_acquire);
     if (!map || pc < map || pc - map >= jv->maplen) return NULL;
-    return (const void *)(map + pw__jit_got_bytes(jv->nfuncs)); /* fault_stub */
+    return (const void *)(map + pw__jit_got_bytes(jv->nfuncs) + off); /* fault_stub */
 }
 
 /* The frame records of the JIT frames that direct calls made since the innermost

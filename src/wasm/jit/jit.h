@@ -48,7 +48,9 @@ int pw__jit_call_from_interp(pw_store *s, pw_func *f, pw_slot *argp, const uint3
  * runs on top of this thread, NULL outside Wasm (set and restored around every entry
  * into JIT code). For the fault handler: the address to resume at when the fault at
  * instruction pc on address addr is an out-of-bounds access by inst's JIT code to
- * its guarded memory 0, else NULL (async-signal-safe: reads only). */
+ * its guarded memory 0 (the fault stub) or a loop head's poll of its store's poll
+ * page while the store is interrupted (the interrupt stub), else NULL
+ * (async-signal-safe: reads only). */
 #if PW_JIT_AVAILABLE
 /* initial-exec: a plain %fs-relative access, safe in a signal handler */
 extern _Thread_local pw_instance *pw__guard_act __attribute__((tls_model("initial-exec")));
