@@ -953,6 +953,105 @@ static void test_interrupt_poll_page(void **state) {
     free(mod);
 }
 
+/* Addresses formed once (docs/jit.md "Addresses formed once"): an access right after another
+ * through the same pinned base takes the zero-extended base the first one left in rax,
+ * unless the first loaded into the base itself (p = p->next, then p->value), a label
+ * lies between, or the first formed something else. Against the interpreter and the
+ * values worked out by hand, with guard pages and explicit checks (where the second
+ * access is out of bounds, too). */
+static const char ZX_WAT[] =
+    "(module (memory 1)\n"
+    " (data (i32.const 16) \"\\20\\00\\00\\00\\07\\00\\00\\00\")\n"
+    " (data (i32.const 32) \"\\30\\00\\00\\00\\09\\00\\00\\00\")\n"
+    " (data (i32.const 48) \"\\20\\00\\00\\00\\0b\\00\\00\\00\")\n"
+    " (func (export \"walk\") (param $p i32) (result i32) (local $s i32) (local $k i32)\n"
+    "  (local $v i32)\n"
+    "  (block $done (loop $l\n"
+    "   (br_if $done (i32.ge_u (local.get $k) (i32.const 5)))\n"
+    "   (local.set $v (i32.load offset=4 (local.get $p)))\n"
+    "   (local.set $p (i32.load (local.get $p)))\n"
+    "   (local.set $s (i32.add (i32.mul (local.get $s) (i32.const 3)) (local.get $v)))\n"
+    "   (local.set $k (i32.add (local.get $k) (i32.const 1)))\n"
+    "   (br $l)))\n"
+    "  (local.get $s))\n"
+    " (func (export \"hops\") (param $p i32) (result i32) (local $s i32) (local $n i32)\n"
+    "  (local $v i32)\n"
+    "  (local.set $n (i32.const 4))\n"
+    "  (loop $l\n"
+    "   (local.set $p (i32.load (local.get $p)))\n"
+    "   (local.set $v (i32.load offset=4 (local.get $p)))\n"
+    "   (local.set $s (i32.add (i32.mul (local.get $s) (i32.const 3)) (local.get $v)))\n"
+    "   (br_if $l (local.tee $n (i32.sub (local.get $n) (i32.const 1)))))\n"
+    "  (local.get $s))\n"
+    " (func (export \"swap\") (param $p i32) (result i32) (local $a i32) (local $b i32)\n"
+    "  (local.set $a (i32.load (local.get $p)))\n"
+    "  (local.set $b (i32.load offset=4 (local.get $p)))\n"
+    "  (i32.store (local.get $p) (local.get $b))\n"
+    "  (i32.store offset=4 (local.get $p) (local.get $a))\n"
+    "  (i32.sub (i32.load (local.get $p)) (i32.load offset=4 (local.get $p))))\n"
+    " (func (export \"lab\") (param $c i32) (result i32) (local $p i32) (local $q i32)\n"
+    "  (local $s i32)\n"
+    "  (local.set $p (i32.const 16)) (local.set $q (i32.const 32))\n"
+    "  (local.set $s (i32.load offset=8 (local.get $q)))\n"
+    "  (block $b (br_if $b (local.get $c)) (local.set $s (i32.load (local.get $p))))\n"
+    "  (i32.add (local.get $s) (i32.load offset=4 (local.get $p))))\n"
+    " (func (export \"edge\") (param $p i32) (result i32) (local $k i32) (local $s i32)\n"
+    "  (loop $l\n"
+    "   (local.set $s (i32.add (local.get $s) (i32.load (local.get $p))))\n"
+    "   (local.set $s (i32.xor (local.get $s) (i32.load offset=4 (local.get $p))))\n"
+    "   (local.set $k (i32.add (local.get $k) (i32.const 1)))\n"
+    "   (br_if $l (i32.lt_u (local.get $k) (i32.const 3))))\n"
+    "  (local.get $s)))\n";
+
+static void test_address_reuse(void **state) {
+    (void)state;
+    uint8_t *mod = NULL;
+    size_t n = 0;
+    pw_error err;
+    if (pw_wat_to_wasm(ZX_WAT, strlen(ZX_WAT), &mod, &n, &err) != PW_OK)
+        fail_msg("wat: %s", err.message);
+    /* the list: 16 -> 32 -> 48 -> 32 -> 48 ..., values 7, 9, 11 */
+    static const struct {
+        const char *name;
+        int32_t arg, want;
+        const char *trap;
+    } calls[] = {
+        {"walk", 16, (((7 * 3 + 9) * 3 + 11) * 3 + 9) * 3 + 11, NULL},
+        {"hops", 16, ((9 * 3 + 11) * 3 + 9) * 3 + 11, NULL},
+        {"lab", 0, 32 + 7, NULL},
+        {"lab", 1, 7, NULL},        /* the jump arrives with rax = q + 8, not p */
+        {"swap", 16, 7 - 32, NULL}, /* swaps the first node's fields */
+        {"edge", 0, 0, NULL},       /* zero memory: 0 */
+        {"edge", 65528, 0, NULL},
+        {"edge", 65529, 0, "out of bounds memory access"}, /* the second access */
+        {"edge", 65532, 0, "out of bounds memory access"},
+    };
+    for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
+        pw_store_config cfg = {.engine = tiers[mi].engine, .bounds_checks = tiers[mi].bounds};
+        rig r;
+        rig_open_cfg(&r, &cfg, mod, n);
+        for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++) {
+            pw_val a = {.bits = (uint32_t)calls[k].arg}, out = {0};
+            memset(&err, 0, sizeof err);
+            pw_status st = pw_call(r.s, fn(&r, calls[k].name), &a, 1, &out, 1, &err);
+            if (calls[k].trap) {
+                if (st != PW_ERR_TRAP || strcmp(err.message, calls[k].trap) != 0)
+                    fail_msg("mode %zu %s(%d): status %d, %s", mi, calls[k].name, calls[k].arg,
+                             (int)st, err.message);
+                continue;
+            }
+            if (st != PW_OK) fail_msg("mode %zu %s: %s", mi, calls[k].name, err.message);
+            if ((int32_t)out.bits != calls[k].want)
+                fail_msg("mode %zu %s(%d): %d, want %d", mi, calls[k].name, calls[k].arg,
+                         (int32_t)out.bits, calls[k].want);
+            if (PW_JIT_AVAILABLE && mi > 0)
+                assert_int_equal(pw__jit_state(fn(&r, calls[k].name)), 1);
+        }
+        rig_close(&r);
+    }
+    free(mod);
+}
+
 /* Loops and slot traffic (docs/jit.md "Loops and the frame"): loop heads poll the
  * interrupt flag and back-edges are one jump; a load of a frame cell that the previous
  * instruction stored takes the stored register; br_if tests a pinned register in
@@ -2082,6 +2181,7 @@ int main(void) {
         cmocka_unit_test(test_runaway_recursion),
         cmocka_unit_test(test_interrupt_under_jit),
         cmocka_unit_test(test_interrupt_poll_page), /* the interrupt poll page */
+        cmocka_unit_test(test_address_reuse),
         cmocka_unit_test(test_self_calls),
         cmocka_unit_test(test_loops_and_slots),
         cmocka_unit_test(test_call_frames),

@@ -523,6 +523,12 @@ typedef struct jc {
     uint32_t flags_pos, prevpos;
     int flags_reg;
     bool flags_w;
+    /* Addresses (zx_of): the memory access at zx_pos ended at zx_end with rax holding
+     * the zero-extension of GPR zx_reg, which it did not write; zx_cand is set by
+     * address() while an access forms such an address. */
+    size_t zx_end;
+    uint32_t zx_pos;
+    int zx_reg, zx_cand;
     /* Loop pins: the regions (disjoint, by position), the active one (UINT32_MAX
      * outside), the function's pin count, the exits to route through stubs. */
     lregion *lr;
@@ -736,6 +742,16 @@ static bool fwd_ok(const jc *c) {
  * r, nothing was emitted since, and nothing but falling through from it arrives here
  * (fwd_ok: no label, no patched jump). Asked at the start of an instruction, before it
  * emits anything; the loads and moves a template emits before its test keep flags. */
+/* Whether rax already holds the zero-extended low half of GPR r, the address a
+ * memory access is about to form: the previous instruction was an access whose
+ * address was exactly that (a pinned base, a displacement small enough to ride in the
+ * access), it did not write r or rax, nothing was emitted since, and nothing but
+ * falling through from it arrives here (fwd_ok). Two accesses through one pointer
+ * (p->next, then p->value) then zero-extend it once. */
+static bool zx_of(const jc *c, int r) {
+    return c->zx_reg == r && c->zx_end == c->x.len && c->zx_pos == c->prevpos && fwd_ok(c);
+}
+
 static bool flags_of(const jc *c, int r, bool w) {
     return c->flags_reg == r && c->flags_w == w && c->flags_end == c->x.len &&
            c->flags_pos == c->prevpos && fwd_ok(c);
@@ -1192,7 +1208,8 @@ static int32_t address(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
         offw = 4;
         *len = 5;
     } else if (mi->form == 0) {
-        ld(c, false, X_RAX, a);
+        if (a.index != X_DIRECT || !zx_of(c, a.base)) ld(c, false, X_RAX, a);
+        if (a.index == X_DIRECT) c->zx_cand = a.base;
         offw = 3;
         *len = 4;
     } else {
@@ -1213,13 +1230,14 @@ static int32_t address(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
     } else {
         pw__x64_mov_ri32(&c->x, X_RCX, off);
         pw__x64_alu_rr(&c->x, X_ADD, true, X_RAX, X_RCX);
+        c->zx_cand = -1; /* rax is no longer the base alone */
     }
     bounds_check(c, disp + mi->bytes);
     return disp;
 }
 
-static void memop(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
-    pw_xmem m = x_memi(X_R12, X_RAX, 1, address(c, pos, mi, len));
+/* The access of a load or store at m (its address formed by address()). */
+static void memop_access(jc *c, uint32_t pos, const meminfo *mi, pw_xmem m) {
     /* a pinned value is stored from / loaded into its register directly */
     if (mi->store) {
         pw_xmem v = mi->form == 0 ? SL(2) : SL(3);
@@ -1243,6 +1261,19 @@ static void memop(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
         if (mi->sext64) pw__x64_movsx_rr(&c->x, 4, true, r, r);
         if (r == X_RCX) st(c, mi->slot_bytes == 8, d, X_RCX);
     }
+}
+
+static void memop(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
+    c->zx_cand = -1;
+    pw_xmem m = x_memi(X_R12, X_RAX, 1, address(c, pos, mi, len));
+    memop_access(c, pos, mi, m);
+    /* rax still holds the zero-extended base (zx_of) unless the access loaded into
+     * the base's own register */
+    int base = c->zx_cand;
+    if (base >= 0 && !mi->store && SL(1).index == X_DIRECT && SL(1).base == base) base = -1;
+    c->zx_reg = base;
+    c->zx_pos = c->curpos;
+    c->zx_end = base >= 0 ? c->x.len : SIZE_MAX;
 }
 
 /* Integer division and remainder: the traps of the interpreter, then div/idiv. */
@@ -3462,6 +3493,8 @@ static void run_pass(jc *c) {
     c->fsize = 16 + 8 * c->nsave + (c->pad ? 8 : 0);
     c->fwd_end = SIZE_MAX;
     c->flags_end = SIZE_MAX;
+    c->zx_end = SIZE_MAX;
+    c->zx_reg = -1;
     c->curpos = UINT32_MAX;
     c->x.join = SIZE_MAX;
     c->lcur = UINT32_MAX;
@@ -3494,8 +3527,9 @@ static void run_pass(jc *c) {
         translate(c, pos, op, &len);
         /* a branch target that emitted nothing shares its address with the next
          * instruction, where jumps to it then arrive: no record of the code before
-         * it (forwarding; flags_of checks prevpos) may hold there */
-        if (c->target && c->target[pos] && c->x.len == (size_t)c->lab[pos]) c->fwd_end = SIZE_MAX;
+         * it (forwarding, addresses; flags_of checks prevpos) may hold there */
+        if (c->target && c->target[pos] && c->x.len == (size_t)c->lab[pos])
+            c->fwd_end = c->zx_end = SIZE_MAX;
         if (len == 0 || pos + len > c->n) c->fail = true;
         if (c->lcur != UINT32_MAX && pos == c->lr[c->lcur].e) {
             region_exit(c, c->lcur, true); /* falling out of the last back-edge */
