@@ -956,7 +956,10 @@ static void test_interrupt_poll_page(void **state) {
 /* Addresses formed once (docs/jit.md "Addresses formed once"): an access right after another
  * through the same pinned base takes the zero-extended base the first one left in rax,
  * unless the first loaded into the base itself (p = p->next, then p->value), a label
- * lies between, or the first formed something else. Against the interpreter and the
+ * lies between, or the first formed something else; an integer operator into a
+ * register other than the base and rax between them keeps it (x = load [p]; x += k;
+ * store [p], x), one into the base does not (p += 16), nor a compare (whose 0/1
+ * passes through al). Against the interpreter and the
  * values worked out by hand, with guard pages and explicit checks (where the second
  * access is out of bounds, too). */
 static const char ZX_WAT[] =
@@ -989,6 +992,28 @@ static const char ZX_WAT[] =
     "  (i32.store (local.get $p) (local.get $b))\n"
     "  (i32.store offset=4 (local.get $p) (local.get $a))\n"
     "  (i32.sub (i32.load (local.get $p)) (i32.load offset=4 (local.get $p))))\n"
+    " (func (export \"bump\") (param $p i32) (result i32) (local $k i32) (local $x i32)\n"
+    "  (loop $l\n"
+    "   (local.set $x (i32.load offset=4 (local.get $p)))\n"
+    "   (local.set $x (i32.add (local.get $x) (local.get $k)))\n"
+    "   (i32.store offset=4 (local.get $p) (local.get $x))\n"
+    "   (local.set $x (i32.load offset=4 (local.get $p)))\n"
+    "   (local.set $p (i32.add (local.get $p) (i32.const 16)))\n"
+    "   (local.set $x (i32.add (local.get $x) (i32.load offset=4 (local.get $p))))\n"
+    "   (local.set $p (i32.load (local.get $p)))\n"
+    "   (local.set $k (i32.add (local.get $k) (local.get $x)))\n"
+    "   (br_if $l (i32.lt_u (local.get $k) (i32.const 1000))))\n"
+    "  (local.get $k))\n"
+    " (func (export \"cmpb\") (param $p i32) (result i32) (local $x i32) (local $c i32)\n"
+    "  (local $k i32)\n"
+    "  (loop $l\n"
+    "   (local.set $x (i32.load (local.get $p)))\n"
+    "   (local.set $c (i32.lt_u (local.get $x) (i32.const 40)))\n"
+    "   (local.set $k (i32.add (local.get $k)\n"
+    "    (i32.add (local.get $c) (i32.load offset=4 (local.get $p)))))\n"
+    "   (local.set $p (local.get $x))\n"
+    "   (br_if $l (i32.lt_u (local.get $k) (i32.const 1000))))\n"
+    "  (local.get $k))\n"
     " (func (export \"lab\") (param $c i32) (result i32) (local $p i32) (local $q i32)\n"
     "  (local $s i32)\n"
     "  (local.set $p (i32.const 16)) (local.set $q (i32.const 32))\n"
@@ -1025,6 +1050,8 @@ static void test_address_reuse(void **state) {
         {"edge", 65528, 0, NULL},
         {"edge", 65529, 0, "out of bounds memory access"}, /* the second access */
         {"edge", 65532, 0, "out of bounds memory access"},
+        {"bump", 16, 2212, NULL}, /* after swap: [16] = 7, [20] = 32 */
+        {"cmpb", 32, 1001, NULL}, /* after bump: [36] = 9, [52] = 52 */
     };
     for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
         pw_store_config cfg = {.engine = tiers[mi].engine, .bounds_checks = tiers[mi].bounds};

@@ -1084,7 +1084,8 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
     pw_xmem b = imm ? x_mem(X_RBX, 0) : SG(bw);
     pw_xmem d = br ? x_mem(X_RBX, 0) : SL(1);
     int r = X_RAX;
-    bool fwd = c->x.len == c->fwd_end && fwd_ok(c); /* a forwarding record that held here */
+    bool fwd = c->x.len == c->fwd_end && fwd_ok(c);  /* a forwarding record that held here */
+    bool zx = c->zx_reg >= 0 && zx_of(c, c->zx_reg); /* an address record that held here */
     bool commutes = oi->kind == BK_MUL || (oi->kind == BK_ALU && oi->sub != X_SUB);
     if (!br && !imm && commutes && d.index == X_DIRECT && b.index == X_DIRECT && b.base == d.base &&
         ((a.index == X_DIRECT && a.base != d.base) ||
@@ -1169,6 +1170,13 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
          * instruction too */
         c->fwd_end = c->x.len;
         c->fwd_carried = true;
+    }
+    if (zx && !br && oi->kind != BK_CMP && r != X_RAX && r != c->zx_reg) {
+        /* computed into a pinned register that is not the base, touching rax
+         * nowhere (a compare's set_bool would): the address record holds after this
+         * instruction too (x = load [p]; x += v; store [p], x) */
+        c->zx_end = c->x.len;
+        c->zx_pos = c->curpos;
     }
     if (!br && !lea && oi->kind == BK_ALU && r != X_RAX) {
         c->flags_reg = r;
