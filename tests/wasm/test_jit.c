@@ -959,7 +959,8 @@ static void test_interrupt_poll_page(void **state) {
  * lies between, or the first formed something else; an integer operator into a
  * register other than the base and rax between them keeps it (x = load [p]; x += k;
  * store [p], x), one into the base does not (p += 16), nor a compare (whose 0/1
- * passes through al). Against the interpreter and the
+ * passes through al); float arithmetic into an xmm keeps it, unless its constant
+ * operand passed through rax. Against the interpreter and the
  * values worked out by hand, with guard pages and explicit checks (where the second
  * access is out of bounds, too). */
 static const char ZX_WAT[] =
@@ -1014,6 +1015,20 @@ static const char ZX_WAT[] =
     "   (local.set $p (local.get $x))\n"
     "   (br_if $l (i32.lt_u (local.get $k) (i32.const 1000))))\n"
     "  (local.get $k))\n"
+    " (func (export \"facc\") (param $p i32) (result i32) (local $k i32) (local $x f64)\n"
+    "  (local $a f64)\n"
+    "  (local.set $a (f64.const 1.5))\n"
+    "  (loop $l\n"
+    "   (local.set $x (f64.load offset=64 (local.get $p)))\n"
+    "   (local.set $x (f64.add (local.get $x) (local.get $a)))\n"
+    "   (f64.store offset=64 (local.get $p) (local.get $x))\n"
+    "   (local.set $x (f64.load offset=72 (local.get $p)))\n"
+    "   (local.set $x (f64.add (local.get $x) (f64.const 2.25)))\n"
+    "   (f64.store offset=72 (local.get $p) (local.get $x))\n"
+    "   (local.set $k (i32.add (local.get $k) (i32.const 1)))\n"
+    "   (br_if $l (i32.lt_u (local.get $k) (i32.const 10))))\n"
+    "  (i32.add (i32.trunc_f64_s (f64.load offset=64 (local.get $p)))\n"
+    "   (i32.trunc_f64_s (f64.load offset=72 (local.get $p)))))\n"
     " (func (export \"lab\") (param $c i32) (result i32) (local $p i32) (local $q i32)\n"
     "  (local $s i32)\n"
     "  (local.set $p (i32.const 16)) (local.set $q (i32.const 32))\n"
@@ -1050,8 +1065,9 @@ static void test_address_reuse(void **state) {
         {"edge", 65528, 0, NULL},
         {"edge", 65529, 0, "out of bounds memory access"}, /* the second access */
         {"edge", 65532, 0, "out of bounds memory access"},
-        {"bump", 16, 2212, NULL}, /* after swap: [16] = 7, [20] = 32 */
-        {"cmpb", 32, 1001, NULL}, /* after bump: [36] = 9, [52] = 52 */
+        {"bump", 16, 2212, NULL},   /* after swap: [16] = 7, [20] = 32 */
+        {"cmpb", 32, 1001, NULL},   /* after bump: [36] = 9, [52] = 52 */
+        {"facc", 0, 15 + 22, NULL}, /* 10 × 1.5 at 64, 10 × 2.25 at 72 */
     };
     for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
         pw_store_config cfg = {.engine = tiers[mi].engine, .bounds_checks = tiers[mi].bounds};

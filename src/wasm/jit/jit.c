@@ -1407,6 +1407,7 @@ static void fparith(jc *c, uint32_t pos, const fpinfo *fi, uint32_t *len) {
     *len = fi->imm && fi->d ? 5 : 4;
     pw_xmem a = SF(2);
     if (fi->kind == 1) {
+        bool zx = c->zx_reg >= 0 && zx_of(c, c->zx_reg); /* an address record held here */
         /* computed in a pinned destination xmm register when b is not in it */
         pw_xmem d = SF(1), b = fi->imm ? x_mem(X_RBX, 0) : SF(3);
         int r = 0;
@@ -1426,6 +1427,13 @@ static void fparith(jc *c, uint32_t pos, const fpinfo *fi, uint32_t *len) {
             pw__x64_sse_rm(x, pfx, fi->sub, false, r, b);
         }
         sse_st(c, pfx, d, r);
+        if (zx && !fi->imm && d.index != X_DIRECT) {
+            /* no GPR written (the constant of the immediate form passes through
+             * rax): the address record holds after this instruction too
+             * (c = load [p]; c += a * b; store [p], c) */
+            c->zx_end = c->x.len;
+            c->zx_pos = c->curpos;
+        }
         return;
     }
     int ucpfx = fi->d ? 0x66 : -1;
