@@ -960,7 +960,8 @@ static void test_interrupt_poll_page(void **state) {
  * register other than the base and rax between them keeps it (x = load [p]; x += k;
  * store [p], x), one into the base does not (p += 16), nor a compare (whose 0/1
  * passes through al); float arithmetic into an xmm keeps it, unless its constant
- * operand passed through rax. Against the interpreter and the
+ * operand passed through rax; a copy or a constant into another register keeps it,
+ * one into the base does not. Against the interpreter and the
  * values worked out by hand, with guard pages and explicit checks (where the second
  * access is out of bounds, too). */
 static const char ZX_WAT[] =
@@ -1029,6 +1030,22 @@ static const char ZX_WAT[] =
     "   (br_if $l (i32.lt_u (local.get $k) (i32.const 10))))\n"
     "  (i32.add (i32.trunc_f64_s (f64.load offset=64 (local.get $p)))\n"
     "   (i32.trunc_f64_s (f64.load offset=72 (local.get $p)))))\n"
+    " (data (i32.const 1024) \"\\10\\04\\00\\00\\05\\00\\00\\00\")\n"
+    " (data (i32.const 1040) \"\\00\\04\\00\\00\\06\\00\\00\\00\")\n"
+    " (func (export \"cpy\") (param $p i32) (result i32) (local $x i32) (local $y i32)\n"
+    "  (local $k i32)\n"
+    "  (loop $l\n"
+    "   (local.set $x (i32.load offset=4 (local.get $p)))\n"
+    "   (local.set $y (local.get $x))\n"
+    "   (i32.store offset=8 (local.get $p) (local.get $y))\n"
+    "   (local.set $x (i32.load (local.get $p)))\n"
+    "   (local.set $p (local.get $x))\n"
+    "   (local.set $k (i32.add (local.get $k) (i32.load offset=4 (local.get $p))))\n"
+    "   (local.set $y (i32.load offset=8 (local.get $p)))\n"
+    "   (local.set $p (i32.const 1024))\n"
+    "   (local.set $k (i32.add (local.get $k) (i32.load offset=4 (local.get $p))))\n"
+    "   (br_if $l (i32.lt_u (local.get $k) (i32.const 500))))\n"
+    "  (local.get $k))\n"
     " (func (export \"lab\") (param $c i32) (result i32) (local $p i32) (local $q i32)\n"
     "  (local $s i32)\n"
     "  (local.set $p (i32.const 16)) (local.set $q (i32.const 32))\n"
@@ -1067,6 +1084,7 @@ static void test_address_reuse(void **state) {
         {"edge", 65532, 0, "out of bounds memory access"},
         {"bump", 16, 2212, NULL},   /* after swap: [16] = 7, [20] = 32 */
         {"cmpb", 32, 1001, NULL},   /* after bump: [36] = 9, [52] = 52 */
+        {"cpy", 1024, 506, NULL},   /* its own list: 1024 -> 1040 -> 1024 */
         {"facc", 0, 15 + 22, NULL}, /* 10 × 1.5 at 64, 10 × 2.25 at 72 */
     };
     for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {

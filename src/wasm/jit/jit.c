@@ -752,6 +752,16 @@ static bool zx_of(const jc *c, int r) {
     return c->zx_reg == r && c->zx_end == c->x.len && c->zx_pos == c->prevpos && fwd_ok(c);
 }
 
+/* After an instruction that began where an address record held (held: zx_of then)
+ * and wrote no GPR but w (-1: none): the record holds after it too, unless w is rax
+ * or the base. */
+static void zx_keep(jc *c, bool held, int w) {
+    if (held && w != X_RAX && w != c->zx_reg) {
+        c->zx_end = c->x.len;
+        c->zx_pos = c->curpos;
+    }
+}
+
 static bool flags_of(const jc *c, int r, bool w) {
     return c->flags_reg == r && c->flags_w == w && c->flags_end == c->x.len &&
            c->flags_pos == c->prevpos && fwd_ok(c);
@@ -1171,13 +1181,9 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
         c->fwd_end = c->x.len;
         c->fwd_carried = true;
     }
-    if (zx && !br && oi->kind != BK_CMP && r != X_RAX && r != c->zx_reg) {
-        /* computed into a pinned register that is not the base, touching rax
-         * nowhere (a compare's set_bool would): the address record holds after this
-         * instruction too (x = load [p]; x += v; store [p], x) */
-        c->zx_end = c->x.len;
-        c->zx_pos = c->curpos;
-    }
+    /* computed into a pinned register that is not the base, touching rax nowhere (a
+     * compare's set_bool would): x = load [p]; x += v; store [p], x */
+    zx_keep(c, zx && !br && oi->kind != BK_CMP, r);
     if (!br && !lea && oi->kind == BK_ALU && r != X_RAX) {
         c->flags_reg = r;
         c->flags_w = w;
@@ -1427,13 +1433,9 @@ static void fparith(jc *c, uint32_t pos, const fpinfo *fi, uint32_t *len) {
             pw__x64_sse_rm(x, pfx, fi->sub, false, r, b);
         }
         sse_st(c, pfx, d, r);
-        if (zx && !fi->imm && d.index != X_DIRECT) {
-            /* no GPR written (the constant of the immediate form passes through
-             * rax): the address record holds after this instruction too
-             * (c = load [p]; c += a * b; store [p], c) */
-            c->zx_end = c->x.len;
-            c->zx_pos = c->curpos;
-        }
+        /* no GPR written (the constant of the immediate form passes through rax):
+         * c = load [p]; c += a * b; store [p], c */
+        zx_keep(c, zx && !fi->imm && d.index != X_DIRECT, -1);
         return;
     }
     int ucpfx = fi->d ? 0x66 : -1;
@@ -2910,7 +2912,17 @@ static bool t_control(jc *c, uint32_t pos, int op, uint32_t *len) {
 static bool t_moves(jc *c, uint32_t pos, int op, uint32_t *len) {
     pw_x64 *x = &c->x;
     switch (op) {
-    case PW_OP_COPY: copy_slot(c, SL(1), SL(2), X_RAX); return true;
+    case PW_OP_COPY: {
+        bool zx = c->zx_reg >= 0 && zx_of(c, c->zx_reg);
+        pw_xmem d = SL(1), a = SL(2);
+        copy_slot(c, d, a, X_RAX);
+        /* the GPR copy_slot wrote: d's pin, none (a pinned GPR into the frame) or rax */
+        zx_keep(c, zx,
+                d.index == X_DIRECT                         ? d.base
+                : a.index == X_DIRECT && d.index == X_NOREG ? -1
+                                                            : X_RAX);
+        return true;
+    }
     case PW_OP_XOP: xop(c, pos, len); return true;
     case PW_OP_COPY2:
         *len = 5;
@@ -2923,8 +2935,9 @@ static bool t_moves(jc *c, uint32_t pos, int op, uint32_t *len) {
     case PW_OP_CONST32:
     case PW_OP_CONST64:
         *len = op == PW_OP_CONST64 ? 4 : 3;
-        if (vpair_const(c, pos, len)) return true;
         {
+            bool zx = c->zx_reg >= 0 && zx_of(c, c->zx_reg);
+            if (vpair_const(c, pos, len)) return true;
             pw_xmem d = SL(1);
             int r = d.index == X_DIRECT ? d.base : X_RAX; /* a pinned GPR takes it directly */
             if (op == PW_OP_CONST64)
@@ -2932,6 +2945,7 @@ static bool t_moves(jc *c, uint32_t pos, int op, uint32_t *len) {
             else
                 pw__x64_mov_ri32(x, r, IMM(2));
             if (r == X_RAX) st(c, true, d, X_RAX);
+            zx_keep(c, zx, r);
         }
         c->nov = false;
         c->lc_end = pos + *len, c->lc_slot = IMM(1), c->lc_val = IMM(2);
