@@ -584,6 +584,14 @@ static void rig_close(rig *r) {
     pw_module_free(r->m);
 }
 
+/* The binary of a test's WAT text (caller frees); fails the test on a parse error. */
+static uint8_t *wat_module(const char *wat, size_t *n) {
+    uint8_t *mod = NULL;
+    pw_error err;
+    if (pw_wat_to_wasm(wat, strlen(wat), &mod, n, &err) != PW_OK) fail_msg("wat: %s", err.message);
+    return mod;
+}
+
 static pw_func *fn(rig *r, const char *name) {
     pw_extern ex;
     assert_true(pw_instance_export(r->inst, name, strlen(name), &ex));
@@ -863,11 +871,9 @@ static pw_status count_call(rig *r, int32_t n, int32_t *out, pw_error *err) {
 
 static void test_interrupt_poll_page(void **state) {
     (void)state;
-    uint8_t *mod = NULL;
     size_t n = 0;
+    uint8_t *mod = wat_module(POLL_WAT, &n);
     pw_error err;
-    if (pw_wat_to_wasm(POLL_WAT, strlen(POLL_WAT), &mod, &n, &err) != PW_OK)
-        fail_msg("wat: %s", err.message);
     static const struct {
         int engine, bounds;
     } modes[] = {{PW_ENGINE_JIT, PW_BOUNDS_GUARD},
@@ -951,6 +957,46 @@ static void test_interrupt_poll_page(void **state) {
     }
     pw_pool_free(pool);
     free(mod);
+}
+
+/* A call of name(arg) in a table of probes: the message of the trap it must raise
+ * (NULL: none) and, when known, the i32 result it must return. */
+typedef struct probe {
+    const char *name;
+    int64_t arg;
+    const char *trap;
+    bool known;
+    int32_t want;
+} probe;
+
+/* Calls each probe in the rig of tier mi (tiers[]): a trap must be the one named; a
+ * result must equal the interpreter's (got[k], filled in mode 0) and, when known, the
+ * probe's; in the JIT modes each function must run as machine code. */
+static void call_probes(rig *r, size_t mi, const probe *p, size_t np, int64_t *got) {
+    for (size_t k = 0; k < np; k++) {
+        pw_error err;
+        pw_val a = {.bits = (uint64_t)p[k].arg}, out = {0};
+        memset(&err, 0, sizeof err);
+        pw_status st = pw_call(r->s, fn(r, p[k].name), &a, 1, &out, 1, &err);
+        if (p[k].trap) {
+            if (st != PW_ERR_TRAP || strcmp(err.message, p[k].trap) != 0)
+                fail_msg("mode %zu %s(%lld): status %d, %s", mi, p[k].name, (long long)p[k].arg,
+                         (int)st, err.message);
+            continue;
+        }
+        if (st != PW_OK)
+            fail_msg("mode %zu %s(%lld): %s", mi, p[k].name, (long long)p[k].arg, err.message);
+        int64_t v = (int32_t)out.bits;
+        if (mi == 0)
+            got[k] = v;
+        else if (v != got[k])
+            fail_msg("mode %zu %s(%lld): %lld, interpreter %lld", mi, p[k].name,
+                     (long long)p[k].arg, (long long)v, (long long)got[k]);
+        if (p[k].known && v != p[k].want)
+            fail_msg("mode %zu %s(%lld): %lld, want %d", mi, p[k].name, (long long)p[k].arg,
+                     (long long)v, p[k].want);
+        if (PW_JIT_AVAILABLE && mi > 0) assert_int_equal(pw__jit_state(fn(r, p[k].name)), 1);
+    }
 }
 
 /* Addresses formed once (docs/jit.md "Addresses formed once"): an access right after another
@@ -1062,52 +1108,30 @@ static const char ZX_WAT[] =
 
 static void test_address_reuse(void **state) {
     (void)state;
-    uint8_t *mod = NULL;
     size_t n = 0;
-    pw_error err;
-    if (pw_wat_to_wasm(ZX_WAT, strlen(ZX_WAT), &mod, &n, &err) != PW_OK)
-        fail_msg("wat: %s", err.message);
+    uint8_t *mod = wat_module(ZX_WAT, &n);
     /* the list: 16 -> 32 -> 48 -> 32 -> 48 ..., values 7, 9, 11 */
-    static const struct {
-        const char *name;
-        int32_t arg, want;
-        const char *trap;
-    } calls[] = {
-        {"walk", 16, (((7 * 3 + 9) * 3 + 11) * 3 + 9) * 3 + 11, NULL},
-        {"hops", 16, ((9 * 3 + 11) * 3 + 9) * 3 + 11, NULL},
-        {"lab", 0, 32 + 7, NULL},
-        {"lab", 1, 7, NULL},        /* the jump arrives with rax = q + 8, not p */
-        {"swap", 16, 7 - 32, NULL}, /* swaps the first node's fields */
-        {"edge", 0, 0, NULL},       /* zero memory: 0 */
-        {"edge", 65528, 0, NULL},
-        {"edge", 65529, 0, "out of bounds memory access"}, /* the second access */
-        {"edge", 65532, 0, "out of bounds memory access"},
-        {"bump", 16, 2212, NULL},   /* after swap: [16] = 7, [20] = 32 */
-        {"cmpb", 32, 1001, NULL},   /* after bump: [36] = 9, [52] = 52 */
-        {"cpy", 1024, 506, NULL},   /* its own list: 1024 -> 1040 -> 1024 */
-        {"facc", 0, 15 + 22, NULL}, /* 10 × 1.5 at 64, 10 × 2.25 at 72 */
+    static const probe calls[] = {
+        {"walk", 16, NULL, true, (((7 * 3 + 9) * 3 + 11) * 3 + 9) * 3 + 11},
+        {"hops", 16, NULL, true, ((9 * 3 + 11) * 3 + 9) * 3 + 11},
+        {"lab", 0, NULL, true, 32 + 7},
+        {"lab", 1, NULL, true, 7},        /* the jump arrives with rax = q + 8, not p */
+        {"swap", 16, NULL, true, 7 - 32}, /* swaps the first node's fields */
+        {"edge", 0, NULL, true, 0},       /* zero memory: 0 */
+        {"edge", 65528, NULL, true, 0},
+        {"edge", 65529, "out of bounds memory access", false, 0}, /* the second access */
+        {"edge", 65532, "out of bounds memory access", false, 0},
+        {"bump", 16, NULL, true, 2212},   /* after swap: [16] = 7, [20] = 32 */
+        {"cmpb", 32, NULL, true, 1001},   /* after bump: [36] = 9, [52] = 52 */
+        {"cpy", 1024, NULL, true, 506},   /* its own list: 1024 -> 1040 -> 1024 */
+        {"facc", 0, NULL, true, 15 + 22}, /* 10 × 1.5 at 64, 10 × 2.25 at 72 */
     };
+    int64_t got[sizeof calls / sizeof calls[0]] = {0};
     for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
         pw_store_config cfg = {.engine = tiers[mi].engine, .bounds_checks = tiers[mi].bounds};
         rig r;
         rig_open_cfg(&r, &cfg, mod, n);
-        for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++) {
-            pw_val a = {.bits = (uint32_t)calls[k].arg}, out = {0};
-            memset(&err, 0, sizeof err);
-            pw_status st = pw_call(r.s, fn(&r, calls[k].name), &a, 1, &out, 1, &err);
-            if (calls[k].trap) {
-                if (st != PW_ERR_TRAP || strcmp(err.message, calls[k].trap) != 0)
-                    fail_msg("mode %zu %s(%d): status %d, %s", mi, calls[k].name, calls[k].arg,
-                             (int)st, err.message);
-                continue;
-            }
-            if (st != PW_OK) fail_msg("mode %zu %s: %s", mi, calls[k].name, err.message);
-            if ((int32_t)out.bits != calls[k].want)
-                fail_msg("mode %zu %s(%d): %d, want %d", mi, calls[k].name, calls[k].arg,
-                         (int32_t)out.bits, calls[k].want);
-            if (PW_JIT_AVAILABLE && mi > 0)
-                assert_int_equal(pw__jit_state(fn(&r, calls[k].name)), 1);
-        }
+        call_probes(&r, mi, calls, sizeof calls / sizeof calls[0], got);
         rig_close(&r);
     }
     free(mod);
@@ -1240,64 +1264,39 @@ static const char LOOPS_WAT[] =
 static void test_loops_and_slots(void **state) {
     (void)state;
     size_t n = 0;
-    uint8_t *mod = NULL;
+    uint8_t *mod = wat_module(LOOPS_WAT, &n);
     pw_error err;
-    if (pw_wat_to_wasm(LOOPS_WAT, strlen(LOOPS_WAT), &mod, &n, &err) != PW_OK)
-        fail_msg("wat: %s", err.message);
-    static const struct {
-        const char *name;
-        int64_t arg;
-        const char *trap; /* or NULL */
-    } calls[] = {{"list", 1, NULL},
-                 {"list", 2, NULL},
-                 {"list", 1000, NULL},
-                 {"wrapbr", 0, NULL},
-                 {"wrapbr", -50, NULL},
-                 {"wrapbr", 0x100000000LL - 7, NULL},
-                 {"wrapbr", -0x100000000LL, NULL},
-                 {"count", -1, NULL},
-                 {"count", -300, NULL},
-                 {"count", INT32_MIN + 5, NULL},
-                 {"nest", 1, NULL},
-                 {"nest", 50, NULL},
-                 {"oob", 0, NULL},
-                 {"oob", 65500, NULL},
-                 {"oob", 65501, "out of bounds memory access"},
-                 {"oob", 65533, "out of bounds memory access"},
-                 {"oob", -4, "out of bounds memory access"},
-                 {"fl", 0, NULL},
-                 {"fl", 1, NULL},
-                 {"join", 0, NULL},
-                 {"join", 1, NULL},
-                 {"sm", 0, NULL},
-                 {"sm", 1, NULL},
-                 {"sm", 7, NULL},
-                 {"sm", 1000, NULL}};
+    static const probe calls[] = {{"list", 1, NULL, false, 0},
+                                  {"list", 2, NULL, false, 0},
+                                  {"list", 1000, NULL, false, 0},
+                                  {"wrapbr", 0, NULL, false, 0},
+                                  {"wrapbr", -50, NULL, false, 0},
+                                  {"wrapbr", 0x100000000LL - 7, NULL, false, 0},
+                                  {"wrapbr", -0x100000000LL, NULL, false, 0},
+                                  {"count", -1, NULL, false, 0},
+                                  {"count", -300, NULL, false, 0},
+                                  {"count", INT32_MIN + 5, NULL, false, 0},
+                                  {"nest", 1, NULL, false, 0},
+                                  {"nest", 50, NULL, false, 0},
+                                  {"oob", 0, NULL, false, 0},
+                                  {"oob", 65500, NULL, false, 0},
+                                  {"oob", 65501, "out of bounds memory access", false, 0},
+                                  {"oob", 65533, "out of bounds memory access", false, 0},
+                                  {"oob", -4, "out of bounds memory access", false, 0},
+                                  {"fl", 0, NULL, false, 0},
+                                  {"fl", 1, NULL, false, 0},
+                                  {"join", 0, NULL, false, 0},
+                                  {"join", 1, NULL, false, 0},
+                                  {"sm", 0, NULL, false, 0},
+                                  {"sm", 1, NULL, false, 0},
+                                  {"sm", 7, NULL, false, 0},
+                                  {"sm", 1000, NULL, false, 0}};
     int64_t want[sizeof calls / sizeof calls[0]] = {0};
     for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
         pw_store_config cfg = {.engine = tiers[mi].engine, .bounds_checks = tiers[mi].bounds};
         rig r;
         rig_open_cfg(&r, &cfg, mod, n);
-        for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++) {
-            pw_val a = {.bits = (uint64_t)calls[k].arg}, out = {0};
-            memset(&err, 0, sizeof err);
-            pw_status st = pw_call(r.s, fn(&r, calls[k].name), &a, 1, &out, 1, &err);
-            if (calls[k].trap) {
-                assert_int_equal(st, PW_ERR_TRAP);
-                assert_string_equal(err.message, calls[k].trap);
-                continue;
-            }
-            if (st != PW_OK)
-                fail_msg("%s(%lld): %s", calls[k].name, (long long)calls[k].arg, err.message);
-            int64_t v = (int32_t)out.bits;
-            if (mi == 0)
-                want[k] = v;
-            else if (v != want[k])
-                fail_msg("mode %zu %s(%lld): %lld, interpreter %lld", mi, calls[k].name,
-                         (long long)calls[k].arg, (long long)v, (long long)want[k]);
-            if (PW_JIT_AVAILABLE && mi > 0)
-                assert_int_equal(pw__jit_state(fn(&r, calls[k].name)), 1);
-        }
+        call_probes(&r, mi, calls, sizeof calls / sizeof calls[0], want);
         if (mi == 0) { /* the interpreter's results, worked out by hand */
             assert_int_equal(want[3], 1000 + 99); /* i = 0: the sum is 0 */
             assert_int_equal(want[6], 1000 + 99); /* i = 0: low half 0, high half not */
@@ -1415,10 +1414,8 @@ static const char FRAMES_WAT[] =
 static void test_call_frames(void **state) {
     (void)state;
     size_t n = 0;
-    uint8_t *mod = NULL;
+    uint8_t *mod = wat_module(FRAMES_WAT, &n);
     pw_error err;
-    if (pw_wat_to_wasm(FRAMES_WAT, strlen(FRAMES_WAT), &mod, &n, &err) != PW_OK)
-        fail_msg("wat: %s", err.message);
     int32_t deepest = -1;  /* the interpreter's deepest sum(n) under 300 frame records */
     int32_t kept[2] = {0}; /* the interpreter's keep(1), keep(300) */
     for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
@@ -1629,12 +1626,8 @@ static bool pins_resolve(void *ctx, pw_store *s, const pw_module *m, const pw_im
 static void test_pins_across_calls(void **state) {
     (void)state;
     size_t n = 0, on = 0;
-    uint8_t *mod = NULL, *omod = NULL;
+    uint8_t *mod = wat_module(PINS_WAT, &n), *omod = wat_module(PINS_OTHER_WAT, &on);
     pw_error err;
-    if (pw_wat_to_wasm(PINS_WAT, strlen(PINS_WAT), &mod, &n, &err) != PW_OK)
-        fail_msg("wat: %s", err.message);
-    if (pw_wat_to_wasm(PINS_OTHER_WAT, strlen(PINS_OTHER_WAT), &omod, &on, &err) != PW_OK)
-        fail_msg("wat: %s", err.message);
     static const int32_t args[] = {1, 2, 13, 500};
     int32_t want[4] = {0}, want_tr = 0; /* the interpreter's live(args[k]), trapper(5) */
     for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
@@ -1737,10 +1730,8 @@ static const char DS_WAT[] =
 static void test_dead_stores(void **state) {
     (void)state;
     size_t n = 0;
-    uint8_t *mod = NULL;
+    uint8_t *mod = wat_module(DS_WAT, &n);
     pw_error err;
-    if (pw_wat_to_wasm(DS_WAT, strlen(DS_WAT), &mod, &n, &err) != PW_OK)
-        fail_msg("wat: %s", err.message);
     static const int32_t args[] = {1, 2, 7, 3000};
     int32_t want[4] = {0};
     for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
@@ -1966,10 +1957,9 @@ static const char SEL_WAT[] =
 static void tiers_agree_i32(const char *wat, const char *const *names, size_t nf,
                             const int32_t *args, size_t na, pw_store_config base,
                             int32_t (*known)(const char *, int32_t)) {
-    uint8_t *mod;
-    size_t n;
+    size_t n = 0;
+    uint8_t *mod = wat_module(wat, &n);
     pw_error err;
-    if (pw_wat_to_wasm(wat, strlen(wat), &mod, &n, &err) != PW_OK) fail_msg("wat: %s", err.message);
     int32_t *want = calloc(nf * na, sizeof *want);
     assert_non_null(want);
     for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
@@ -2205,11 +2195,9 @@ static void test_definite_assignment(void **state) {
     static const int32_t args[] = {0, 1, 2, 3, 6, 7};
     tiers_agree_i32(DA_WAT, names, sizeof names / sizeof names[0], args,
                     sizeof args / sizeof args[0], (pw_store_config){0}, da_want);
-    uint8_t *mod;
-    size_t n;
+    size_t n = 0;
+    uint8_t *mod = wat_module(DA_WAT, &n);
     pw_error err;
-    if (pw_wat_to_wasm(DA_WAT, strlen(DA_WAT), &mod, &n, &err) != PW_OK)
-        fail_msg("wat: %s", err.message);
     /* and the analysis is not simply off: which declared cells each probe's entry skips
      * (bit i: cell 1 + i; v128 takes two cells) */
     static const struct {
