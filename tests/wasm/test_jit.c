@@ -222,7 +222,7 @@ static void e56(pw_x64 *x) {
     pw__x64_patch32(x, pw__x64_lea_rip(x, X_RCX), 8);
 }
 static void e57(pw_x64 *x) {
-    pw__x64_test_mr(x, false, x_mem(X_R15, 4096), X_RAX);
+    pw__x64_alu_mi(x, X_CMP, false, x_mem(X_R15, 4096), 0);
 }
 
 static const enc_case cases[] = {
@@ -283,7 +283,7 @@ static const enc_case cases[] = {
     {e54, "mov r9,QWORD PTR [rip+0x10]"},
     {e55, "call QWORD PTR [rip+0xffffffffffffff80]"},
     {e56, "lea rcx,[rip+0x8]"},
-    {e57, "test DWORD PTR [r15+0x1000],eax"},
+    {e57, "cmp DWORD PTR [r15+0x1000],0x0"},
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 

@@ -677,11 +677,12 @@ static void trap_if(jc *c, pw_xcc cc, pw_trap_code code) {
 }
 /* The interrupt poll (docs/jit.md "Interrupt"). The guard variant loads the store's
  * poll page, which faults once the store is interrupted (the handler resumes at the
- * module's interrupt stub): one load, no compare, no branch. The explicit variant,
- * which runs where the handler may not be ours, tests the flag. */
+ * module's interrupt stub): one load, no branch, and no register read (a `test` with
+ * a register would wait for whatever last wrote it, often a pointer just loaded).
+ * The explicit variant, which runs where the handler may not be ours, tests the flag. */
 static void poll_interrupt(jc *c) {
     if (c->guard) {
-        pw__x64_test_mr(&c->x, false, x_mem(X_R15, (int32_t)PW_STORE_POLL_OFF), X_RAX);
+        pw__x64_alu_mi(&c->x, X_CMP, false, x_mem(X_R15, (int32_t)PW_STORE_POLL_OFF), 0);
         return;
     }
     pw__x64_alu_mi(&c->x, X_CMP, false, x_mem(X_R15, (int32_t)offsetof(pw_store, interrupt)), 0);

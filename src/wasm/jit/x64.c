@@ -115,9 +115,6 @@ void pw__x64_alu_mi(pw_x64 *x, pw_xalu op, bool w, pw_xmem m, int32_t imm) {
 void pw__x64_test_rr(pw_x64 *x, bool w, int a, int b) {
     rr(x, w, 0x85, b, a);
 }
-void pw__x64_test_mr(pw_x64 *x, bool w, pw_xmem m, int r) {
-    rm1(x, w, 0x85, r, m);
-}
 void pw__x64_mov_rr(pw_x64 *x, bool w, int dst, int src) {
     rr(x, w, 0x89, src, dst);
 }

@@ -120,7 +120,6 @@ void pw__x64_alu_rm(pw_x64 *x, pw_xalu op, bool w, int dst, pw_xmem m);     /* d
 void pw__x64_alu_ri(pw_x64 *x, pw_xalu op, bool w, int dst, int32_t imm);   /* dst op= imm */
 void pw__x64_alu_mi(pw_x64 *x, pw_xalu op, bool w, pw_xmem m, int32_t imm); /* [m] op= imm */
 void pw__x64_test_rr(pw_x64 *x, bool w, int a, int b);
-void pw__x64_test_mr(pw_x64 *x, bool w, pw_xmem m, int r); /* test [m], r */
 void pw__x64_mov_rr(pw_x64 *x, bool w, int dst, int src);
 void pw__x64_load(pw_x64 *x, pw_xld k, int dst, pw_xmem m);
 void pw__x64_store(pw_x64 *x, int bytes, pw_xmem m, int src); /* 1, 2, 4, 8 */
