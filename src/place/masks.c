@@ -151,9 +151,8 @@ static void remove_placeholder(const char *p, char kind);
  * Best effort: a placeholder that cannot be recorded is still removed by pl_free.
  * *jfd: the journal, opened at a plan's first record and closed at the plan's end
  * (-1: not open yet). */
-static void journal_add(pl_ctx *pc, int *jfd, char kind, const char *ws, const char *p) {
-    struct stat st;
-    if (lstat(p, &st) != 0) return;
+static void journal_write(pl_ctx *pc, int *jfd, char kind, const char *id, size_t idn,
+                          const char *ws, const char *p) {
     if (!pc->mask_journal) {
         char tmpl[4200];
         int w =
@@ -167,24 +166,44 @@ static void journal_add(pl_ctx *pc, int *jfd, char kind, const char *ws, const c
             return;
         }
     }
-    char head[96];
-    int hn = snprintf(head, sizeof head, "%c%c%llu%c%llu%c%lld.%09ld%c", kind, 0,
-                      (unsigned long long)st.st_dev, 0, (unsigned long long)st.st_ino, 0,
-                      (long long)st.st_ctim.tv_sec, (long)st.st_ctim.tv_nsec, 0);
     if (*jfd < 0) *jfd = open(pc->mask_journal, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
     int fd = *jfd;
     if (fd < 0) return;
     /* one write per record: a record is whole or absent after a kill */
-    size_t wl = strlen(ws) + 1, pl = strlen(p) + 1, n = (size_t)hn + wl + pl;
+    size_t wl = strlen(ws) + 1, pl = strlen(p) + 1, n = 2 + idn + wl + pl;
     char *rec = malloc(n);
     if (rec) {
-        memcpy(rec, head, (size_t)hn);
-        memcpy(rec + hn, ws, wl);
-        memcpy(rec + hn + wl, p, pl);
+        rec[0] = kind;
+        rec[1] = 0;
+        memcpy(rec + 2, id, idn);
+        memcpy(rec + 2 + idn, ws, wl);
+        memcpy(rec + 2 + idn + wl, p, pl);
         if (write(fd, rec, n) != (ssize_t)n) { /* best effort, as above */
         }
         free(rec);
     }
+}
+
+/* The record of placeholder p, made: its identity (device, inode, change time). */
+static void journal_add(pl_ctx *pc, int *jfd, char kind, const char *ws, const char *p) {
+    struct stat st;
+    if (lstat(p, &st) != 0) return;
+    char id[96];
+    int n = snprintf(id, sizeof id, "%llu%c%llu%c%lld.%09ld%c", (unsigned long long)st.st_dev, 0,
+                     (unsigned long long)st.st_ino, 0, (long long)st.st_ctim.tv_sec,
+                     (long)st.st_ctim.tv_nsec, 0);
+    if (n > 0 && (size_t)n < sizeof id) journal_write(pc, jfd, kind, id, (size_t)n, ws, p);
+}
+
+/* The record that placeholder p is about to be made, written before it is: a kill
+ * between the make and its full record would otherwise leave an unrecorded file in
+ * the user's project. It has no identity (device "0", inode "0", change time ""), so
+ * reclaim removes p for it only when no full record of p follows and p is still
+ * exactly an empty placeholder (remove_placeholder's test: an empty directory, or a
+ * file holding only a placeholder's content), which loses nothing whoever made it. */
+static void journal_intent(pl_ctx *pc, int *jfd, char kind, const char *ws, const char *p) {
+    static const char id[] = {'0', 0, '0', 0, 0};
+    journal_write(pc, jfd, kind, id, sizeof id, ws, p);
 }
 
 void pl__masks_reclaim(const char *path) {
@@ -221,14 +240,22 @@ void pl__masks_reclaim(const char *path) {
         size_t wl = strlen(ws);
         struct stat ps;
         char ct[48] = "";
-        bool same = (kind == 'f' || kind == 'c' || kind == 'd') && ws[0] == '/' &&
-                    strncmp(p, ws, wl) == 0 && p[wl] == '/' && lstat(p, &ps) == 0 &&
-                    (unsigned long long)ps.st_dev == strtoull(rec[1], NULL, 10) &&
-                    (unsigned long long)ps.st_ino == strtoull(rec[2], NULL, 10);
-        if (same)
+        bool mine = (kind == 'f' || kind == 'c' || kind == 'd') && ws[0] == '/' &&
+                    strncmp(p, ws, wl) == 0 && p[wl] == '/' && lstat(p, &ps) == 0;
+        if (!mine) continue;
+        if (rec[3][0] == 0) { /* an intent (journal_intent): only if no record of p follows */
+            bool made = false;
+            for (size_t q = r + 1; q < k / 6 && !made; q++)
+                made = strcmp(f[6 * q + 5], p) == 0;
+            if (made) continue;
+        } else {
             snprintf(ct, sizeof ct, "%lld.%09ld", (long long)ps.st_ctim.tv_sec,
                      (long)ps.st_ctim.tv_nsec);
-        if (!same || strcmp(ct, rec[3]) != 0) continue;
+            if ((unsigned long long)ps.st_dev != strtoull(rec[1], NULL, 10) ||
+                (unsigned long long)ps.st_ino != strtoull(rec[2], NULL, 10) ||
+                strcmp(ct, rec[3]) != 0)
+                continue;
+        }
         int lock = ws_idle(ws);
         if (lock < 0) { /* a run holds the workspace: a later context tries again */
             busy = true;
@@ -275,6 +302,7 @@ static int hold(pl_ctx *pc, int *jfd, const char *ws, const char *p, char kind, 
         free(wdup);
         return -1;
     }
+    journal_intent(pc, jfd, kind, ws, p);
     if (make(p, kind, owner, group) != 0) {
         int e = errno;
         free(dup);

@@ -3,8 +3,9 @@
 files, several variants per class, each against real bubblewrap: hard links, renames
 onto a mask, symlinks into a mask, "..", /proc, parents that do not exist yet, mounts
 and namespaces, case variants and lookalikes (ordinary files, the real ones untouched),
-FIFOs in a control path, and a second process's run ending in the middle of a first
-one's (the placeholders are shared across processes through the workspace lock).
+FIFOs in a control path, a second process's run ending in the middle of a first
+one's (the placeholders are shared across processes through the workspace lock), and a
+kill between making a placeholder and recording it.
 
 usage: attack_test.py PERI
 Without bubblewrap: exit 77 (skipped), or failure under CI=true.
@@ -216,6 +217,33 @@ left = sorted(n for n in os.listdir(ws) if n in CONTROL)
 check(left == ["PERI.md"], f"killed: placeholders left in the project: {left}")
 check(not any(n.startswith(f"peri-masks-{p_kill.pid}-") for n in os.listdir(scratch)),
       "killed: the dead process's journal stayed")
+
+# A kill between making a placeholder and recording it: the intent written before the
+# make (no identity: device 0, inode 0, no change time) lets the next context remove it
+# when it is still an empty placeholder and no full record of it follows; anything
+# else under such a name (a file with content) is left alone.
+ws = workspace("intent", False)
+dead = subprocess.Popen(["true"])
+dead.wait()
+made_git = os.path.join(ws, ".git")
+os.mkdir(made_git)
+made_guide = os.path.join(ws, "CLAUDE.md")
+with open(made_guide, "w") as f:
+    pass
+os.chmod(made_guide, 0o444)
+users = os.path.join(ws, "AGENTS.md")
+with open(users, "w") as f:
+    f.write("the user's own guide\n")
+rec = b""
+for kind, path in (("d", made_git), ("f", made_guide), ("f", users)):
+    rec += b"\0".join([kind.encode(), b"0", b"0", b"", ws.encode(), path.encode()]) + b"\0"
+fd, jpath = tempfile.mkstemp(prefix=f"peri-masks-{dead.pid}-", dir=scratch)
+os.write(fd, rec)
+os.close(fd)
+run("after-intent", workspace("other2", False), "true")  # a new context reclaims
+left = sorted(n for n in os.listdir(ws) if n in CONTROL)
+check(left == ["AGENTS.md"], f"intent: placeholders of a kill before their record: {left}")
+check(not os.path.exists(jpath), "intent: the dead process's journal stayed")
 
 shutil.rmtree(top, ignore_errors=True)
 print(f"{checks[0] - len(failures)} passed, {len(failures)} failed")
