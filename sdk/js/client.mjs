@@ -38,7 +38,19 @@ export const Decision = Object.freeze({
   CANCELLED: "cancelled", // outcome "cancelled"
 });
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// Resolves once performance.now() has reached t. A timer counts from the event loop's
+// cached clock, which can lag the real one by a few milliseconds, so setTimeout alone
+// may fire before t; the wait resumes until t has passed (a close's last pause then
+// ends exactly at its budget, not just before it, which would buy one more attempt).
+const sleepUntil = (t) =>
+  new Promise((r) => {
+    const tick = () => {
+      const left = t - performance.now();
+      if (left <= 0) r();
+      else setTimeout(tick, Math.ceil(left));
+    };
+    tick();
+  });
 const isPlainObject = (v) =>
   v !== null && typeof v === "object" && !Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype;
 
@@ -572,9 +584,9 @@ export class Session {
       } catch (e) {
         if (e instanceof RpcError && e.rpcCode === PSDK_RPC_CLOSE_INCOMPLETE) {
           incomplete = e;
-          const remaining = deadline - performance.now();
-          if (remaining <= 0) throw new SessionCloseIncompleteError(e.message, [e]);
-          await sleep(Math.min(CLOSE_REPLAY_MS, remaining));
+          const now = performance.now();
+          if (now >= deadline) throw new SessionCloseIncompleteError(e.message, [e]);
+          await sleepUntil(Math.min(now + CLOSE_REPLAY_MS, deadline));
           continue;
         }
         if (!incomplete) throw e; // unchanged

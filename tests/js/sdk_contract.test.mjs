@@ -215,7 +215,9 @@ test("the last pause is the remaining budget", async () => {
   await assert.rejects(s.close(70), SessionCloseIncompleteError);
   const el = performance.now() - t0;
   assert.ok(el >= 70 && el < 1000, `took ${el} ms`);
-  assert.ok(closes(fake).length >= 2 && closes(fake).length <= 4, `${closes(fake).length} attempts`);
+  // at 0, after a 50 ms pause, and at the budget's end: pauses end by the real clock,
+  // so a timer firing early cannot buy more (a slow machine may allow only two)
+  assert.ok(closes(fake).length >= 2 && closes(fake).length <= 3, `${closes(fake).length} attempts`);
 });
 
 test("budget 0 is exactly one attempt", async () => {
