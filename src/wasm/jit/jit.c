@@ -524,11 +524,10 @@ typedef struct jc {
     int flags_reg;
     bool flags_w;
     /* Addresses (zx_of): the memory access at zx_pos ended at zx_end with rax holding
-     * the zero-extension of GPR zx_reg, which it did not write; zx_cand is set by
-     * address() while an access forms such an address. */
+     * the zero-extension of GPR zx_reg, which it did not write. */
     size_t zx_end;
     uint32_t zx_pos;
-    int zx_reg, zx_cand;
+    int zx_reg;
     /* Loop pins: the regions (disjoint, by position), the active one (UINT32_MAX
      * outside), the function's pin count, the exits to route through stubs. */
     lregion *lr;
@@ -753,7 +752,13 @@ static bool zx_of(const jc *c, int r) {
     return c->zx_reg == r && c->zx_end == c->x.len && c->zx_pos == c->prevpos && fwd_ok(c);
 }
 
-/* After an instruction that began where an address record held (held: zx_of then)
+/* Whether the address record holds at the start of this instruction (zx_of of its
+ * own base). */
+static bool zx_held(const jc *c) {
+    return c->zx_reg >= 0 && zx_of(c, c->zx_reg);
+}
+
+/* After an instruction that began where an address record held (held: zx_held then)
  * and wrote no GPR but w (-1: none): the record holds after it too, unless w is rax
  * or the base. */
 static void zx_keep(jc *c, bool held, int w) {
@@ -1095,8 +1100,8 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
     pw_xmem b = imm ? x_mem(X_RBX, 0) : SG(bw);
     pw_xmem d = br ? x_mem(X_RBX, 0) : SL(1);
     int r = X_RAX;
-    bool fwd = c->x.len == c->fwd_end && fwd_ok(c);  /* a forwarding record that held here */
-    bool zx = c->zx_reg >= 0 && zx_of(c, c->zx_reg); /* an address record that held here */
+    bool fwd = c->x.len == c->fwd_end && fwd_ok(c); /* a forwarding record that held here */
+    bool zx = zx_held(c);                           /* an address record that held here */
     bool commutes = oi->kind == BK_MUL || (oi->kind == BK_ALU && oi->sub != X_SUB);
     if (!br && !imm && commutes && d.index == X_DIRECT && b.index == X_DIRECT && b.base == d.base &&
         ((a.index == X_DIRECT && a.base != d.base) ||
@@ -1207,8 +1212,9 @@ static void bounds_check(jc *c, int32_t end) {
 /* Effective address ea = rax + the returned displacement (rax: the zero-extended
  * 32-bit sum, plus the offset when it is too large for a displacement), bounds
  * check against r13 (the cached memory size): ea + width > size traps, computed in
- * 64 bits so that it cannot wrap (as in the interpreter). */
-static int32_t address(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
+ * 64 bits so that it cannot wrap (as in the interpreter). *base: the GPR whose
+ * zero-extension rax then is alone, or -1. */
+static int32_t address(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len, int *base) {
     uint32_t offw;
     pw_xmem a = SL(mi->store ? 1 : 2);
     pw_xmem b = mi->form == 2 ? (mi->store ? SG(2) : SG(3)) : a;
@@ -1224,7 +1230,7 @@ static int32_t address(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
         *len = 5;
     } else if (mi->form == 0) {
         if (a.index != X_DIRECT || !zx_of(c, a.base)) ld(c, false, X_RAX, a);
-        if (a.index == X_DIRECT) c->zx_cand = a.base;
+        if (a.index == X_DIRECT) *base = a.base;
         offw = 3;
         *len = 4;
     } else {
@@ -1245,7 +1251,7 @@ static int32_t address(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
     } else {
         pw__x64_mov_ri32(&c->x, X_RCX, off);
         pw__x64_alu_rr(&c->x, X_ADD, true, X_RAX, X_RCX);
-        c->zx_cand = -1; /* rax is no longer the base alone */
+        *base = -1; /* rax is no longer the base alone */
     }
     bounds_check(c, disp + mi->bytes);
     return disp;
@@ -1279,12 +1285,11 @@ static void memop_access(jc *c, uint32_t pos, const meminfo *mi, pw_xmem m) {
 }
 
 static void memop(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
-    c->zx_cand = -1;
-    pw_xmem m = x_memi(X_R12, X_RAX, 1, address(c, pos, mi, len));
+    int base = -1;
+    pw_xmem m = x_memi(X_R12, X_RAX, 1, address(c, pos, mi, len, &base));
     memop_access(c, pos, mi, m);
     /* rax still holds the zero-extended base (zx_of) unless the access loaded into
      * the base's own register */
-    int base = c->zx_cand;
     if (base >= 0 && !mi->store && SL(1).index == X_DIRECT && SL(1).base == base) base = -1;
     c->zx_reg = base;
     c->zx_pos = c->curpos;
@@ -1414,7 +1419,7 @@ static void fparith(jc *c, uint32_t pos, const fpinfo *fi, uint32_t *len) {
     *len = fi->imm && fi->d ? 5 : 4;
     pw_xmem a = SF(2);
     if (fi->kind == 1) {
-        bool zx = c->zx_reg >= 0 && zx_of(c, c->zx_reg); /* an address record held here */
+        bool zx = zx_held(c); /* an address record held here */
         /* computed in a pinned destination xmm register when b is not in it */
         pw_xmem d = SF(1), b = fi->imm ? x_mem(X_RBX, 0) : SF(3);
         int r = 0;
@@ -2914,7 +2919,7 @@ static bool t_moves(jc *c, uint32_t pos, int op, uint32_t *len) {
     pw_x64 *x = &c->x;
     switch (op) {
     case PW_OP_COPY: {
-        bool zx = c->zx_reg >= 0 && zx_of(c, c->zx_reg);
+        bool zx = zx_held(c);
         pw_xmem d = SL(1), a = SL(2);
         copy_slot(c, d, a, X_RAX);
         /* the GPR copy_slot wrote: d's pin, none (a pinned GPR into the frame) or rax */
@@ -2937,7 +2942,7 @@ static bool t_moves(jc *c, uint32_t pos, int op, uint32_t *len) {
     case PW_OP_CONST64:
         *len = op == PW_OP_CONST64 ? 4 : 3;
         {
-            bool zx = c->zx_reg >= 0 && zx_of(c, c->zx_reg);
+            bool zx = zx_held(c);
             if (vpair_const(c, pos, len)) return true;
             pw_xmem d = SL(1);
             int r = d.index == X_DIRECT ? d.base : X_RAX; /* a pinned GPR takes it directly */
