@@ -861,14 +861,6 @@ static bool readable(const void *p) {
     return ok;
 }
 
-static pw_status count_call(rig *r, int32_t n, int32_t *out, pw_error *err) {
-    pw_val a = {.bits = (uint32_t)n}, res = {0};
-    memset(err, 0, sizeof *err);
-    pw_status st = pw_call(r->s, fn(r, "count"), &a, 1, &res, 1, err);
-    *out = (int32_t)res.bits;
-    return st;
-}
-
 static void test_interrupt_poll_page(void **state) {
     (void)state;
     size_t n = 0;
@@ -889,25 +881,25 @@ static void test_interrupt_poll_page(void **state) {
         uint8_t *page = (uint8_t *)r.s + PW_STORE_POLL_OFF;
         int32_t v;
         assert_true(readable(page));
-        assert_int_equal(count_call(&r, 1000, &v, &err), PW_OK);
+        assert_int_equal(call1(&r, "count", 1000, &v, &err), PW_OK);
         assert_int_equal(v, 1000);
         if (PW_JIT_AVAILABLE) assert_int_equal(pw__jit_state(fn(&r, "count")), 1);
 
         /* the page follows the flag */
         pw_store_interrupt(r.s);
         if (PW_JIT_AVAILABLE) assert_false(readable(page));
-        assert_int_equal(count_call(&r, 10, &v, &err), PW_ERR_TRAP);
+        assert_int_equal(call1(&r, "count", 10, &v, &err), PW_ERR_TRAP);
         assert_int_equal(err.trap, PW_TRAP_INTERRUPTED);
         assert_string_equal(err.message, "interrupted");
         pw_store_clear_interrupt(r.s);
         assert_true(readable(page));
-        assert_int_equal(count_call(&r, 1000, &v, &err), PW_OK);
+        assert_int_equal(call1(&r, "count", 1000, &v, &err), PW_OK);
 
         if (PW_JIT_AVAILABLE) {
             /* the page alone, the flag down: only the guard variant polls it (the
              * loop runs 2e8 times: seconds, were the poll missed) */
             assert_int_equal(mprotect(page, PW_POLL_PAGE, PROT_NONE), 0);
-            pw_status st = count_call(&r, 200000000, &v, &err);
+            pw_status st = call1(&r, "count", 200000000, &v, &err);
             assert_int_equal(mprotect(page, PW_POLL_PAGE, PROT_READ), 0);
             if (guarded) {
                 assert_int_equal(st, PW_ERR_TRAP);
@@ -932,7 +924,7 @@ static void test_interrupt_poll_page(void **state) {
             assert_string_equal(err.message, "interrupted");
             assert_true(stopped - it.at < 2000.0); /* "did not hang" */
             pw_store_clear_interrupt(r.s);
-            assert_int_equal(count_call(&r, 1000, &v, &err), PW_OK);
+            assert_int_equal(call1(&r, "count", 1000, &v, &err), PW_OK);
             assert_int_equal(v, 1000);
         }
         rig_close(&r);
@@ -949,7 +941,7 @@ static void test_interrupt_poll_page(void **state) {
         assert_true(readable(page));
         assert_false(pw_store_interrupted(r.s));
         int32_t v;
-        assert_int_equal(count_call(&r, 100000, &v, &err), PW_OK);
+        assert_int_equal(call1(&r, "count", 100000, &v, &err), PW_OK);
         assert_int_equal(v, 100000);
         pw_store_interrupt(r.s);
         if (k == 1) pw_store_clear_interrupt(r.s); /* k = 0, 2: freed interrupted */
