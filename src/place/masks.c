@@ -239,7 +239,6 @@ void pl__masks_reclaim(const char *path) {
         const char *ws = rec[4], *p = rec[5];
         size_t wl = strlen(ws);
         struct stat ps;
-        char ct[48] = "";
         bool mine = (kind == 'f' || kind == 'c' || kind == 'd') && ws[0] == '/' &&
                     strncmp(p, ws, wl) == 0 && p[wl] == '/' && lstat(p, &ps) == 0;
         if (!mine) continue;
@@ -249,6 +248,7 @@ void pl__masks_reclaim(const char *path) {
                 made = strcmp(f[6 * q + 5], p) == 0;
             if (made) continue;
         } else {
+            char ct[48];
             snprintf(ct, sizeof ct, "%lld.%09ld", (long long)ps.st_ctim.tv_sec,
                      (long)ps.st_ctim.tv_nsec);
             if ((unsigned long long)ps.st_dev != strtoull(rec[1], NULL, 10) ||
