@@ -1129,6 +1129,125 @@ static void test_address_reuse(void **state) {
     free(mod);
 }
 
+/* Zero-extended indexes and flags after a store (docs/jit.md "Addresses formed
+ * once"): an i32 the previous instruction wrote with a 32-bit write (a load of
+ * p->info, an operator) indexes the next access as it is, from its pinned register
+ * or from the register its frame cell was just stored from; a 64-bit load, a
+ * sign-extending one or a 64-bit operator does not (the wrapped value's upper half is
+ * not zero: used as it is, the access would land 4 GiB away), and neither does rcx for
+ * a store, whose value passes through rcx. A br_if of an operator's result that went
+ * through rax to an operand-stack temporary uses the operator's flags and drops the
+ * temporary's store; not after a lea (no flags) nor for a local (read again). */
+static const char ZR_WAT[] =
+    "(module (memory 1)\n"
+    /* a list 64 -> 80 -> 96 of (next, info), infos (data16, idx16) at 256, 264, 272 */
+    " (data (i32.const 64) \"\\50\\00\\00\\00\\00\\01\\00\\00\")\n"
+    " (data (i32.const 80) \"\\60\\00\\00\\00\\08\\01\\00\\00\")\n"
+    " (data (i32.const 96) \"\\00\\00\\00\\00\\10\\01\\00\\00\")\n"
+    " (data (i32.const 256) \"\\05\\00\\01\\00\")\n"
+    " (data (i32.const 264) \"\\07\\00\\02\\00\")\n"
+    " (data (i32.const 272) \"\\09\\00\\03\\00\")\n"
+    /* an i64 whose low half is 256 and high half 1; an i32 with its top bit set; a
+     * byte 0x80; the address 700 */
+    " (data (i32.const 512) \"\\00\\01\\00\\00\\01\\00\\00\\00\")\n"
+    " (data (i32.const 520) \"\\08\\01\\00\\80\\80\")\n"
+    " (data (i32.const 600) \"\\bc\\02\\00\\00\")\n"
+    /* the data16 of the node whose idx16 is k (0: none) */
+    " (func (export \"find\") (param $k i32) (result i32) (local $p i32) (local $q i32)\n"
+    "  (local.set $p (i32.const 64))\n"
+    "  (block $out (loop $l\n"
+    "    (local.set $q (i32.load offset=4 (local.get $p)))\n"
+    "    (br_if $out (i32.eq (i32.load16_u offset=2 (local.get $q)) (local.get $k)))\n"
+    "    (local.set $p (i32.load (local.get $p)))\n"
+    "    (br_if $l (local.get $p))))\n"
+    "  (if (result i32) (local.get $p) (then (i32.load16_u (local.get $q)))\n"
+    "   (else (i32.const 0))))\n"
+    " (func (export \"ld64\") (param $p i32) (result i32)\n"
+    "  (i32.load (i32.wrap_i64 (i64.load (local.get $p)))))\n"
+    " (func (export \"ld32s\") (param $p i32) (result i32)\n"
+    "  (i32.load (i32.wrap_i64 (i64.load32_s (local.get $p)))))\n"
+    " (func (export \"ld8s\") (param $p i32) (result i32)\n"
+    "  (i32.load (i32.wrap_i64 (i64.load8_s (local.get $p)))))\n"
+    " (func (export \"or64\") (param $p i32) (result i32)\n"
+    "  (i32.load (i32.wrap_i64 (i64.or (i64.extend_i32_u (local.get $p))\n"
+    "   (i64.const 0x100000000)))))\n"
+    /* a label between a 32-bit write and the access: the jump arrives with $p as
+     * passed, whose upper half need not be zero */
+    " (func (export \"join\") (param $p i32) (result i32)\n"
+    "  (block $b (br_if $b (i32.and (local.get $p) (i32.const 64)))\n"
+    "   (local.set $p (i32.load offset=4 (local.get $p))))\n"
+    "  (i32.load (local.get $p)))\n"
+    /* more hot locals than registers, so that the code after the loop keeps its
+     * temporaries, $v and $k in the frame */
+    " (func (export \"press\") (param $v i32) (result i32)\n"
+    "  (local $i i32) (local $a i32) (local $b i32) (local $c i32) (local $d i32)\n"
+    "  (local $e i32) (local $f i32) (local $g i32) (local $h i32) (local $s i32)\n"
+    "  (local $p i32) (local $k i32) (local $m i32)\n"
+    "  (local.set $p (i32.const 600))\n"
+    "  (loop $l\n"
+    "   (local.set $a (i32.add (local.get $a) (local.get $i)))\n"
+    "   (local.set $b (i32.xor (local.get $b) (local.get $a)))\n"
+    "   (local.set $c (i32.add (local.get $c) (local.get $b)))\n"
+    "   (local.set $d (i32.sub (local.get $d) (local.get $c)))\n"
+    "   (local.set $e (i32.add (local.get $e) (local.get $d)))\n"
+    "   (local.set $f (i32.xor (local.get $f) (local.get $e)))\n"
+    "   (local.set $g (i32.add (local.get $g) (local.get $f)))\n"
+    "   (local.set $h (i32.rotl (local.get $h) (local.get $g)))\n"
+    "   (local.set $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "   (br_if $l (i32.lt_u (local.get $i) (i32.const 10))))\n"
+    /* [700] = v: the address, loaded into rcx, must not be where v goes */
+    "  (i32.store (i32.load (local.get $p)) (local.get $v))\n"
+    "  (block $z (br_if $z (i32.eqz (i32.xor (local.get $a) (local.get $v))))\n"
+    "   (local.set $s (i32.const 100)))\n"
+    "  (block $y (br_if $y (i32.xor (local.get $b) (local.get $v)))\n"
+    "   (local.set $s (i32.add (local.get $s) (i32.const 1000))))\n"
+    /* a lea leaves the flags of what came before it: here ZF = 1 */
+    "  (local.set $m (i32.sub (local.get $v) (local.get $v)))\n"
+    "  (block $x (br_if $x (i32.eqz (i32.add (local.get $c) (i32.const 5))))\n"
+    "   (local.set $s (i32.add (local.get $s) (i32.const 10000))))\n"
+    /* a local's store stays: $k is read again */
+    "  (block $w (br_if $w (i32.eqz (local.tee $k (i32.xor (local.get $d) (local.get $v)))))\n"
+    "   (local.set $s (i32.add (local.get $s) (i32.const 3))))\n"
+    "  (i32.add (i32.add (i32.add (local.get $a) (local.get $b)) (i32.add (local.get $c)\n"
+    "   (local.get $d))) (i32.add (i32.add (i32.add (local.get $e) (local.get $f))\n"
+    "   (i32.add (local.get $g) (local.get $h))) (i32.add (i32.add (local.get $s)\n"
+    "   (local.get $k)) (i32.load (i32.const 700))))))\n"
+    ")\n";
+
+static void test_zero_extended_index(void **state) {
+    (void)state;
+    size_t n = 0;
+    uint8_t *mod = wat_module(ZR_WAT, &n);
+    static const probe calls[] = {
+        {"find", 1, NULL, true, 5},
+        {"find", 2, NULL, true, 7},
+        {"find", 3, NULL, true, 9},
+        {"find", 4, NULL, true, 0},
+        {"ld64", 512, NULL, true, 0x10005}, /* [256] as an i32 */
+        {"or64", 256, NULL, true, 0x10005},
+        {"join", 64, NULL, true, 80},
+        {"join", 0x100000040, NULL, true, 80}, /* an i32 argument with a nonzero upper half */
+        {"join", 0x100000050, NULL, true, 96}, /* [80] */
+        {"join", 0x10000003c, NULL, true, 96}, /* $p = [60 + 4] = 80, then [80] */
+        {"ld32s", 520, "out of bounds memory access", false, 0}, /* at 0x80000108 */
+        {"ld8s", 524, "out of bounds memory access", false, 0},  /* at 0xffffff80 */
+        {"press", 1234, NULL, false, 0},
+        {"press", 0, NULL, false, 0},
+        {"press", -17, NULL, false, 0},
+        {"press", 7, NULL, false, 0},
+        {"press", 45, NULL, false, 0}, /* $a: the first branch is taken */
+    };
+    int64_t got[sizeof calls / sizeof calls[0]] = {0};
+    for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
+        pw_store_config cfg = {.engine = tiers[mi].engine, .bounds_checks = tiers[mi].bounds};
+        rig r;
+        rig_open_cfg(&r, &cfg, mod, n);
+        call_probes(&r, mi, calls, sizeof calls / sizeof calls[0], got);
+        rig_close(&r);
+    }
+    free(mod);
+}
+
 /* Loops and slot traffic (docs/jit.md "Loops and the frame"): loop heads poll the
  * interrupt flag and back-edges are one jump; a load of a frame cell that the previous
  * instruction stored takes the stored register; br_if tests a pinned register in
@@ -2223,6 +2342,7 @@ int main(void) {
         cmocka_unit_test(test_interrupt_under_jit),
         cmocka_unit_test(test_interrupt_poll_page), /* the interrupt poll page */
         cmocka_unit_test(test_address_reuse),
+        cmocka_unit_test(test_zero_extended_index),
         cmocka_unit_test(test_self_calls),
         cmocka_unit_test(test_loops_and_slots),
         cmocka_unit_test(test_call_frames),

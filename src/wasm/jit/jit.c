@@ -528,6 +528,12 @@ typedef struct jc {
     size_t zx_end;
     uint32_t zx_pos;
     int zx_reg;
+    /* Zero-extended registers (zr_of): the instruction at zr_pos ended at zr_end
+     * having written GPR zr_reg with a 32-bit write (which clears the upper half) and
+     * written nothing after it but the store of that register to a frame cell. */
+    size_t zr_end;
+    uint32_t zr_pos;
+    int zr_reg;
     /* Loop pins: the regions (disjoint, by position), the active one (UINT32_MAX
      * outside), the function's pin count, the exits to route through stubs. */
     lregion *lr;
@@ -768,6 +774,21 @@ static void zx_keep(jc *c, bool held, int w) {
     }
 }
 
+/* Whether GPR r holds a zero-extended 32-bit value written by the previous
+ * instruction (zr_set), so that it can index memory as it is: nothing was emitted
+ * since and nothing but falling through from it arrives here (fwd_ok). */
+static bool zr_of(const jc *c, int r) {
+    return c->zr_reg == r && c->zr_end == c->x.len && c->zr_pos == c->prevpos && fwd_ok(c);
+}
+
+/* Records that this instruction's last write of a GPR was the 32-bit write of r
+ * (-1: no such register); called as its code ends. */
+static void zr_set(jc *c, int r) {
+    c->zr_reg = r;
+    c->zr_end = r >= 0 ? c->x.len : SIZE_MAX;
+    c->zr_pos = c->curpos;
+}
+
 static bool flags_of(const jc *c, int r, bool w) {
     return c->flags_reg == r && c->flags_w == w && c->flags_end == c->x.len &&
            c->flags_pos == c->prevpos && fwd_ok(c);
@@ -805,18 +826,26 @@ static bool dead_store(const jc *c) {
     return slot >= c->cf->nlocals || (c->dse_dst != UINT32_MAX && c->code[c->dse_dst] == slot);
 }
 
+/* The register frame cell m is forwarded from (fwd_reg_of), with the store taken
+ * back when it is dead (nothing was emitted since it, fwd_ok); -1 if m is not
+ * forwarded. Asked once, at the point the cell is read. */
+static int fwd_take(jc *c, pw_xmem m) {
+    int f = fwd_reg_of(c, m);
+    if (f >= 0 && dead_store(c)) {
+        c->x.len = c->fwd_start;
+        c->lab[c->curpos] = (int32_t)c->x.len;
+        c->fwd_end = SIZE_MAX;
+    }
+    return f;
+}
+
 static void ld(jc *c, bool w, int r, pw_xmem m) {
-    if (fwd_reg_of(c, m) >= 0) {
-        /* the previous instruction ended by storing this cell from fwd_reg: take the
+    int f = fwd_take(c, m);
+    if (f >= 0) {
+        /* the previous instruction ended by storing this cell from f: take the
          * register instead of waiting for the store to forward (st wrote all 8 bytes
          * of it, so both widths read the same bits; the 4-byte form zero-extends) */
-        if (dead_store(c)) {
-            /* nothing was emitted since the store (fwd_ok): take it back */
-            c->x.len = c->fwd_start;
-            c->lab[c->curpos] = (int32_t)c->x.len;
-            c->fwd_end = SIZE_MAX;
-        }
-        if (r != c->fwd_reg || !w) pw__x64_mov_rr(&c->x, w, r, c->fwd_reg);
+        if (r != f || !w) pw__x64_mov_rr(&c->x, w, r, f);
         return;
     }
     if (m.index == X_DIRECTX)
@@ -1190,35 +1219,60 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
     /* computed into a pinned register that is not the base, touching rax nowhere (a
      * compare's set_bool would): x = load [p]; x += v; store [p], x */
     zx_keep(c, zx && !br && oi->kind != BK_CMP, r);
-    if (!br && !lea && oi->kind == BK_ALU && r != X_RAX) {
+    /* an ALU result's flags hold in r after it, and in rax after rax was stored to a
+     * frame cell (a store leaves the flags; br_if of that cell tests rax) */
+    if (!br && !lea && oi->kind == BK_ALU && (r != X_RAX || d.index == X_NOREG)) {
         c->flags_reg = r;
         c->flags_w = w;
         c->flags_end = c->x.len;
         c->flags_pos = c->curpos;
     }
+    /* an i32 result (a compare's 0/1 included) was written to its register by a 32-bit
+     * write, into a pinned destination or into rax and then to its cell */
+    if (!br && !w) zr_set(c, d.index == X_DIRECT ? d.base : d.index == X_NOREG ? X_RAX : -1);
 }
 
-/* The bounds check of an access to memory 0 that ends at rax + end (computed in 64
+/* The bounds check of an access to memory 0 that ends at ix + end (computed in 64
  * bits, so it cannot wrap): traps when that passes r13 (the cached size). None in
  * the guard variant: the address is inside the guarded reservation, and past the
  * size its pages fault (guard.c). */
-static void bounds_check(jc *c, int32_t end) {
+static void bounds_check(jc *c, int ix, int32_t end) {
     if (c->guard) return;
-    pw__x64_lea(&c->x, true, X_RDX, x_mem(X_RAX, end));
+    pw__x64_lea(&c->x, true, X_RDX, x_mem(ix, end));
     pw__x64_alu_rr(&c->x, X_CMP, true, X_RDX, X_R13);
     trap_if(c, X_CC_A, PW_TRAP_MEM_OOB);
 }
 
-/* Effective address ea = rax + the returned displacement (rax: the zero-extended
- * 32-bit sum, plus the offset when it is too large for a displacement), bounds
- * check against r13 (the cached memory size): ea + width > size traps, computed in
- * 64 bits so that it cannot wrap (as in the interpreter). *base: the GPR whose
- * zero-extension rax then is alone, or -1. */
-static int32_t address(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len, int *base) {
+/* The GPR that already holds address operand a zero-extended (zr_of), so that it
+ * indexes memory as it is: a's pinned register, or the register a's frame cell was
+ * just stored from (its store taken back when dead); -1 if none. Not rcx for a
+ * store, whose value may pass through rcx. */
+static int zr_index(jc *c, const meminfo *mi, pw_xmem a) {
+    if (a.index == X_DIRECT) return zr_of(c, a.base) ? a.base : -1;
+    int f = a.index == X_NOREG ? fwd_reg_of(c, a) : -1;
+    if (f < 0 || !zr_of(c, f) || (mi->store && f == X_RCX)) return -1;
+    return fwd_take(c, a);
+}
+
+/* Effective address ea = *ix + the returned displacement (*ix: rax, the
+ * zero-extended 32-bit sum, plus the offset when it is too large for a
+ * displacement; or a register that holds the zero-extended base already, zr_index),
+ * bounds check against r13 (the cached memory size): ea + width > size traps,
+ * computed in 64 bits so that it cannot wrap (as in the interpreter). *base: the GPR
+ * whose zero-extension rax then is alone, or -1. */
+static int32_t address(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len, int *base, int *ix) {
     uint32_t offw;
     pw_xmem a = SL(mi->store ? 1 : 2);
     pw_xmem b = mi->form == 2 ? (mi->store ? SG(2) : SG(3)) : a;
-    if (mi->form == 1 && a.index == X_DIRECT) {
+    int zr = mi->form == 0 && IMM(3) <= INT32_MAX - 8 ? zr_index(c, mi, a) : -1;
+    *ix = X_RAX;
+    if (zr >= 0) {
+        /* the base, zero-extended by the previous instruction's 32-bit write (a load
+         * of p->next, an add), indexes the access as it is */
+        *ix = zr;
+        offw = 3;
+        *len = 4;
+    } else if (mi->form == 1 && a.index == X_DIRECT) {
         /* a pinned base plus a constant: one 32-bit lea, which wraps and
          * zero-extends exactly as the add would */
         pw__x64_lea(&c->x, false, X_RAX, x_mem(a.base, (int32_t)IMM(mi->store ? 2 : 3)));
@@ -1253,7 +1307,7 @@ static int32_t address(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len, in
         pw__x64_alu_rr(&c->x, X_ADD, true, X_RAX, X_RCX);
         *base = -1; /* rax is no longer the base alone */
     }
-    bounds_check(c, disp + mi->bytes);
+    bounds_check(c, *ix, disp + mi->bytes);
     return disp;
 }
 
@@ -1281,12 +1335,16 @@ static void memop_access(jc *c, uint32_t pos, const meminfo *mi, pw_xmem m) {
         pw__x64_load(&c->x, (pw_xld)mi->ld, r, m);
         if (mi->sext64) pw__x64_movsx_rr(&c->x, 4, true, r, r);
         if (r == X_RCX) st(c, mi->slot_bytes == 8, d, X_RCX);
+        /* the 8- to 32-bit loads write 32 bits (no sign extension to 64 after it):
+         * r is zero-extended, and may index the next access (zr_index) */
+        if (mi->ld != X_LD64 && mi->ld != X_LD32S && !mi->sext64) zr_set(c, r);
     }
 }
 
 static void memop(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
-    int base = -1;
-    pw_xmem m = x_memi(X_R12, X_RAX, 1, address(c, pos, mi, len, &base));
+    int base = -1, ix = X_RAX;
+    int32_t disp = address(c, pos, mi, len, &base, &ix);
+    pw_xmem m = x_memi(X_R12, ix, 1, disp);
     memop_access(c, pos, mi, m);
     /* rax still holds the zero-extended base (zx_of) unless the access loaded into
      * the base's own register */
@@ -1808,7 +1866,7 @@ static bool vaddr(jc *c, uint32_t pos, uint32_t width, pw_xmem *m) {
         pw__x64_mov_ri32(x, X_RDX, off);
         pw__x64_alu_rr(x, X_ADD, true, X_RAX, X_RDX);
     }
-    bounds_check(c, disp + (int32_t)width);
+    bounds_check(c, X_RAX, disp + (int32_t)width);
     *m = x_memi(X_R12, X_RAX, 1, disp);
     return true;
 }
@@ -2814,13 +2872,24 @@ static bool t_control(jc *c, uint32_t pos, int op, uint32_t *len) {
         bool w = op == PW_OP_BR_IF64 || op == PW_OP_BR_IF64Z;
         pw_xmem v = SL(1);
         int r = X_RAX;
-        if (v.index == X_DIRECT) /* test the pinned register in place */
+        bool zf = false;           /* the flags say whether r is zero already (flags_of) */
+        if (v.index == X_DIRECT) { /* test the pinned register in place */
             r = v.base;
-        else if (fwd_reg_of(c, v) >= 0) /* the register just stored there, in place */
-            r = fwd_reg_of(c, v);
-        else
+            zf = flags_of(c, r, w);
+        } else if (fwd_reg_of(c, v) >= 0) {
+            /* the register just stored there, in place: an operator's result in rax
+             * whose flags still hold. The condition is popped here, so the store of
+             * an operand-stack temporary is dead (dead_store) and taken back. */
+            zf = fwd_reg_of(c, v) == X_RAX && flags_of(c, X_RAX, w);
+            c->dse_dst = UINT32_MAX;
+            c->dse_op[0] = pos + 1;
+            c->dse_n = 1;
+            r = fwd_take(c, v);
+            c->dse_n = 0;
+        } else {
             ld(c, w, X_RAX, v);
-        if (!(v.index == X_DIRECT && flags_of(c, r, w))) pw__x64_test_rr(x, w, r, r);
+        }
+        if (!zf) pw__x64_test_rr(x, w, r, r);
         branch(c, op == PW_OP_BR_IF || op == PW_OP_BR_IF64 ? X_CC_NE : X_CC_E, pos, IMM(2));
         return true;
     }
@@ -3531,6 +3600,8 @@ static void run_pass(jc *c) {
     c->flags_end = SIZE_MAX;
     c->zx_end = SIZE_MAX;
     c->zx_reg = -1;
+    c->zr_end = SIZE_MAX;
+    c->zr_reg = -1;
     c->curpos = UINT32_MAX;
     c->x.join = SIZE_MAX;
     c->lcur = UINT32_MAX;
@@ -3565,7 +3636,7 @@ static void run_pass(jc *c) {
          * instruction, where jumps to it then arrive: no record of the code before
          * it (forwarding, addresses; flags_of checks prevpos) may hold there */
         if (c->target && c->target[pos] && c->x.len == (size_t)c->lab[pos])
-            c->fwd_end = c->zx_end = SIZE_MAX;
+            c->fwd_end = c->zx_end = c->zr_end = SIZE_MAX;
         if (len == 0 || pos + len > c->n) c->fail = true;
         if (c->lcur != UINT32_MAX && pos == c->lr[c->lcur].e) {
             region_exit(c, c->lcur, true); /* falling out of the last back-edge */
