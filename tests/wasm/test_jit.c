@@ -2158,6 +2158,12 @@ static void test_select(void **state) {
     "     (local.set $y (call $id (local.get $y)))\n"                                              \
     "     (local.set $u (i32.add (local.get $u) (memory.grow (i32.const 0))))\n"                   \
     "     (block $next (br_table $next $out (i32.eq (local.get $j) (i32.const 600))))\n"
+/* the first exit of LP_EXITS through a br_table's table, which lies after the body (its
+ * entry 0; the default is a jump of its own) */
+#define LP_TAB                                                                                     \
+    "     (block $next (br_table $out $next (i32.ne (i32.and (local.get $x) (i32.const 1023))\n"   \
+    "      (i32.const 77))))\n"                                                                    \
+    "     (br_if $out (i32.gt_u (local.get $j) (i32.const 700)))\n"
 /* a self call at the loop's second step (the first time round the outer loop): under a small native
  * stack budget the deeper calls take the direct call's helper path, emitted after the body with
  * these pins */
@@ -2166,14 +2172,15 @@ static void test_select(void **state) {
     "      (i32.gt_u (local.get $n) (i32.const 1))) (then (local.set $y (i32.add (local.get $y)\n" \
     "      (call $lprec (i32.sub (local.get $n) (i32.const 1)))))))\n"
 #define LP_FUNC(name, extra) LP_HEAD(name) LP_LOOP2(extra) LP_TAIL
-static const char LP_WAT[] = "(module (memory 1 2)\n"
-                             " (func $id (param i32) (result i32) (i32.add (local.get 0) "
-                             "(i32.const 3)))\n" LP_FUNC("lp", LP_EXITS) LP_FUNC("lpret", LP_RET)
-                                 LP_FUNC("lpcall", LP_CALLS) LP_FUNC("lprec", LP_REC) ")\n";
+static const char LP_WAT[] =
+    "(module (memory 1 2)\n"
+    " (func $id (param i32) (result i32) (i32.add (local.get 0) "
+    "(i32.const 3)))\n" LP_FUNC("lp", LP_EXITS) LP_FUNC("lpret", LP_RET) LP_FUNC("lpcall", LP_CALLS)
+        LP_FUNC("lprec", LP_REC) LP_FUNC("lptab", LP_TAB) ")\n";
 
 static void test_loop_pins(void **state) {
     (void)state;
-    static const char *const names[] = {"lp", "lpret", "lpcall", "lprec"};
+    static const char *const names[] = {"lp", "lpret", "lpcall", "lprec", "lptab"};
     static const int32_t args[] = {1, 2, 5, 550, 650, 1000};
     tiers_agree_i32(LP_WAT, names, sizeof names / sizeof names[0], args,
                     sizeof args / sizeof args[0],

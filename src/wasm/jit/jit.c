@@ -436,6 +436,11 @@ typedef struct lregion {
 typedef struct xstub {
     uint32_t at, base, label, region;
 } xstub;
+/* A br_table's jump table, emitted after the body (emit_tables): the rip-relative lea
+ * that addresses it, the br_table's position and the loop region it is in. */
+typedef struct jtab {
+    uint32_t lea, pos, region;
+} jtab;
 
 typedef struct jc {
     pw_x64 x;
@@ -540,6 +545,8 @@ typedef struct jc {
     uint32_t nlr, lcur, fn_npins;
     xstub *xs;
     uint32_t nxs, capxs;
+    jtab *jt;
+    uint32_t njt, capjt;
 } jc;
 
 static bool grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
@@ -2930,22 +2937,22 @@ static bool t_control(jc *c, uint32_t pos, int op, uint32_t *len) {
         ld(c, false, X_RAX, SL(1));
         pw__x64_alu_ri(x, X_CMP, false, X_RAX, (int32_t)n);
         jcc_to(c, X_CC_AE, dflt);
-        size_t lea = pw__x64_lea_rip(x, X_RCX);
-        pw__x64_load(x, X_LD32S, X_RAX, x_memi(X_RCX, X_RAX, 4, 0));
-        pw__x64_alu_rr(x, X_ADD, true, X_RAX, X_RCX);
-        pw__x64_jmp_r(x, X_RAX);
-        size_t table = x->len;
-        pw__x64_patch32(x, lea, (int32_t)(table - (lea + 4)));
-        for (uint32_t i = 0; i < n; i++) {
-            uint32_t t = pos + IMM(3 + i);
-            if (t >= c->n) {
+        for (uint32_t i = 0; i < n; i++)
+            if (pos + IMM(3 + i) >= c->n) {
                 c->fail = true;
                 return true;
             }
-            size_t at = x->len;
-            pw__x64_u32(x, 0);
-            add_fix(c, at, t, table);
+        /* the table of offsets from itself lies after the body (emit_tables), not
+         * here in the instruction stream, where the front end would fetch and decode
+         * it after the indirect jump */
+        if (!grow((void **)&c->jt, &c->capjt, c->njt + 1, sizeof *c->jt)) {
+            c->fail = true;
+            return true;
         }
+        c->jt[c->njt++] = (jtab){(uint32_t)pw__x64_lea_rip(x, X_RCX), pos, c->lcur};
+        pw__x64_load(x, X_LD32S, X_RAX, x_memi(X_RCX, X_RAX, 4, 0));
+        pw__x64_alu_rr(x, X_ADD, true, X_RAX, X_RCX);
+        pw__x64_jmp_r(x, X_RAX);
         return true;
     }
     case PW_OP_RETURN:
@@ -3563,6 +3570,31 @@ static void align_loop(jc *c) {
     }
 }
 
+/* The br_tables' jump tables, after the body and before the exit stubs (an entry that
+ * leaves its loop region goes through one, add_fix): 4-byte aligned, each entry the
+ * target's offset from the table's start, as the dispatch adds it. */
+static void emit_tables(jc *c) {
+    pw_x64 *x = &c->x;
+    uint32_t lcur = c->lcur, curpos = c->curpos;
+    for (uint32_t k = 0; k < c->njt && !c->fail; k++) {
+        const jtab *j = &c->jt[k];
+        uint32_t pos = j->pos, n = IMM(2);
+        while (x->len % 4)
+            pw__x64_byte(x, 0xCC);
+        size_t table = x->len;
+        pw__x64_patch32(x, j->lea, (int32_t)(table - (j->lea + 4)));
+        c->lcur = j->region; /* as at the br_table: exits of its region take stubs */
+        c->curpos = pos;
+        for (uint32_t i = 0; i < n; i++) {
+            size_t at = x->len;
+            pw__x64_u32(x, 0);
+            add_fix(c, at, pos + IMM(3 + i), table);
+        }
+    }
+    c->lcur = lcur;
+    c->curpos = curpos;
+}
+
 /* One translation pass over the function into c->x (labels, fixups patched). */
 static void run_pass(jc *c) {
     c->x.len = 0;
@@ -3606,6 +3638,7 @@ static void run_pass(jc *c) {
     c->x.join = SIZE_MAX;
     c->lcur = UINT32_MAX;
     c->nxs = 0;
+    c->njt = 0;
     for (uint32_t k = 0; k < c->n + LAB_NSPECIAL; k++)
         c->lab[k] = -1;
     prologue(c);
@@ -3648,6 +3681,7 @@ static void run_pass(jc *c) {
         region_exit(c, c->lcur, false);
         c->fail = true;
     }
+    if (!c->fail) emit_tables(c);
     if (!c->fail) emit_slow_calls(c);
     if (!c->fail) emit_exit_stubs(c);
     if (!c->fail) epilogue(c);
@@ -4101,6 +4135,7 @@ done:
     free(c.loops);
     free(c.lr);
     free(c.xs);
+    free(c.jt);
     return at;
 }
 
