@@ -991,6 +991,21 @@ static void call_probes(rig *r, size_t mi, const probe *p, size_t np, int64_t *g
     }
 }
 
+/* Calls the probes in a store of each tier (tiers[]), the interpreter's first, whose
+ * results the others must give too (call_probes). */
+static void probe_tiers(const void *mod, size_t n, const probe *calls, size_t np) {
+    int64_t *got = calloc(np, sizeof *got);
+    assert_non_null(got);
+    for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
+        pw_store_config cfg = {.engine = tiers[mi].engine, .bounds_checks = tiers[mi].bounds};
+        rig r;
+        rig_open_cfg(&r, &cfg, mod, n);
+        call_probes(&r, mi, calls, np, got);
+        rig_close(&r);
+    }
+    free(got);
+}
+
 /* Addresses formed once (docs/jit.md "Addresses formed once"): an access right after another
  * through the same pinned base takes the zero-extended base the first one left in rax,
  * unless the first loaded into the base itself (p = p->next, then p->value), a label
@@ -1118,14 +1133,7 @@ static void test_address_reuse(void **state) {
         {"cpy", 1024, NULL, true, 506},   /* its own list: 1024 -> 1040 -> 1024 */
         {"facc", 0, NULL, true, 15 + 22}, /* 10 × 1.5 at 64, 10 × 2.25 at 72 */
     };
-    int64_t got[sizeof calls / sizeof calls[0]] = {0};
-    for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
-        pw_store_config cfg = {.engine = tiers[mi].engine, .bounds_checks = tiers[mi].bounds};
-        rig r;
-        rig_open_cfg(&r, &cfg, mod, n);
-        call_probes(&r, mi, calls, sizeof calls / sizeof calls[0], got);
-        rig_close(&r);
-    }
+    probe_tiers(mod, n, calls, sizeof calls / sizeof calls[0]);
     free(mod);
 }
 
@@ -1237,14 +1245,7 @@ static void test_zero_extended_index(void **state) {
         {"press", 7, NULL, false, 0},
         {"press", 45, NULL, false, 0}, /* $a: the first branch is taken */
     };
-    int64_t got[sizeof calls / sizeof calls[0]] = {0};
-    for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
-        pw_store_config cfg = {.engine = tiers[mi].engine, .bounds_checks = tiers[mi].bounds};
-        rig r;
-        rig_open_cfg(&r, &cfg, mod, n);
-        call_probes(&r, mi, calls, sizeof calls / sizeof calls[0], got);
-        rig_close(&r);
-    }
+    probe_tiers(mod, n, calls, sizeof calls / sizeof calls[0]);
     free(mod);
 }
 
