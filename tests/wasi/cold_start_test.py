@@ -10,6 +10,9 @@ outside costs another 64 KiB window of resident text. They run with the rest of 
 text made inaccessible (tests/wasi/text_trap.c, preloaded), so such a function is a
 SIGSEGV; and the list must name functions peri has (a few may be missing: another
 compiler may inline them). Both fail when the list is stale: rerun scripts/hot-text.sh.
+The list is made from a Release build; a sanitizer or -O0 build inlines other
+functions, so there (MODE other) the names are counted, not checked: the Release
+build that `make test` also runs holds the list to them.
 The trap runs in Release builds only (MODE release; other: at -O0 every static inline
 function is one of its own, and ASan refuses a preloaded library ahead of its runtime;
 ungrouped: the linker does not take cmake/hot_text.cmake's script, e.g. gold, so there
@@ -44,7 +47,7 @@ r = subprocess.run(["nm", peri], capture_output=True, text=True)
 funcs = {p[2].split(".")[0] for p in (l.split() for l in r.stdout.splitlines())
          if len(p) == 3 and p[1] in "tT"}
 gone = [n for n in hot if n not in funcs]
-if r.returncode != 0 or not funcs or len(gone) > 5:
+if r.returncode != 0 or not funcs or (mode != "other" and len(gone) > 5):
     failures.append("cmake/hot_text.txt names %d functions peri lacks (rerun "
                     "scripts/hot-text.sh): %s" % (len(gone), gone[:10]))
 hello = os.path.join(src, "tests", "room", "fixtures", "hello.wasm")
@@ -73,5 +76,6 @@ for f in failures:
     print("FAIL: " + f)
 print("cold start: %s (peri needs %s; %s)" % (
     "ok" if not failures else "FAILED", ", ".join(needed),
-    "the run path stays in the hot text" if mode == "release" else "hot text not run-checked"))
+    "the run path stays in the hot text" if mode == "release" else
+    "hot text not run-checked, %d of its names inlined here" % len(gone)))
 sys.exit(1 if failures else 0)
