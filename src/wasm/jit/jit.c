@@ -436,6 +436,15 @@ typedef struct lregion {
 typedef struct xstub {
     uint32_t at, base, label, region;
 } xstub;
+/* A fact the instruction at pos established about GPR reg as its code ended at end
+ * (-1, SIZE_MAX: none). It holds at the start of the next instruction only, and only
+ * when nothing was emitted since and nothing but falling through arrives (fact_holds). */
+typedef struct jfact {
+    size_t end;
+    uint32_t pos;
+    int reg;
+} jfact;
+
 /* A br_table's jump table, emitted after the body (emit_tables): the rip-relative lea
  * that addresses it, the br_table's position and the loop region it is in. */
 typedef struct jtab {
@@ -521,24 +530,19 @@ typedef struct jc {
      * operands (dse_n of them; 0: the template may not drop a store), set by translate
      * for the templates that store their result last, straight-line. */
     uint32_t dse_dst, dse_op[2], dse_n;
-    /* Flags (flags_of): the instruction at flags_pos ended at flags_end with an
-     * add/sub/and/or/xor of width flags_w into GPR flags_reg, so ZF says whether that
+    /* Flags (flags_of): the instruction at flags.pos ended at flags.end with an
+     * add/sub/and/or/xor of width flags_w into GPR flags.reg, so ZF says whether that
      * register is zero; prevpos is the instruction before the current one. */
-    size_t flags_end;
-    uint32_t flags_pos, prevpos;
-    int flags_reg;
+    jfact flags;
+    uint32_t prevpos;
     bool flags_w;
-    /* Addresses (zx_of): the memory access at zx_pos ended at zx_end with rax holding
-     * the zero-extension of GPR zx_reg, which it did not write. */
-    size_t zx_end;
-    uint32_t zx_pos;
-    int zx_reg;
-    /* Zero-extended registers (zr_of): the instruction at zr_pos ended at zr_end
-     * having written GPR zr_reg with a 32-bit write (which clears the upper half) and
+    /* Addresses (zx_of): the memory access at zx.pos ended at zx.end with rax holding
+     * the zero-extension of GPR zx.reg, which it did not write. */
+    jfact zx;
+    /* Zero-extended registers (zr_of): the instruction at zr.pos ended at zr.end
+     * having written GPR zr.reg with a 32-bit write (which clears the upper half) and
      * written nothing after it but the store of that register to a frame cell. */
-    size_t zr_end;
-    uint32_t zr_pos;
-    int zr_reg;
+    jfact zr;
     /* Loop pins: the regions (disjoint, by position), the active one (UINT32_MAX
      * outside), the function's pin count, the exits to route through stubs. */
     lregion *lr;
@@ -761,44 +765,49 @@ static bool fwd_ok(const jc *c) {
  * access), it did not write r or rax, nothing was emitted since, and nothing but
  * falling through from it arrives here (fwd_ok). Two accesses through one pointer
  * (p->next, then p->value) then zero-extend it once. */
+static bool fact_holds(const jc *c, const jfact *f, int r) {
+    return f->reg == r && f->end == c->x.len && f->pos == c->prevpos && fwd_ok(c);
+}
+
+/* Records fact f about r (-1: none) as this instruction's code ends. */
+static void fact_set(jc *c, jfact *f, int r) {
+    f->reg = r;
+    f->end = r >= 0 ? c->x.len : SIZE_MAX;
+    f->pos = c->curpos;
+}
+
 static bool zx_of(const jc *c, int r) {
-    return c->zx_reg == r && c->zx_end == c->x.len && c->zx_pos == c->prevpos && fwd_ok(c);
+    return fact_holds(c, &c->zx, r);
 }
 
 /* Whether the address record holds at the start of this instruction (zx_of of its
  * own base). */
 static bool zx_held(const jc *c) {
-    return c->zx_reg >= 0 && zx_of(c, c->zx_reg);
+    return c->zx.reg >= 0 && zx_of(c, c->zx.reg);
 }
 
 /* After an instruction that began where an address record held (held: zx_held then)
  * and wrote no GPR but w (-1: none): the record holds after it too, unless w is rax
  * or the base. */
 static void zx_keep(jc *c, bool held, int w) {
-    if (held && w != X_RAX && w != c->zx_reg) {
-        c->zx_end = c->x.len;
-        c->zx_pos = c->curpos;
-    }
+    if (held && w != X_RAX && w != c->zx.reg) fact_set(c, &c->zx, c->zx.reg);
 }
 
 /* Whether GPR r holds a zero-extended 32-bit value written by the previous
  * instruction (zr_set), so that it can index memory as it is: nothing was emitted
  * since and nothing but falling through from it arrives here (fwd_ok). */
 static bool zr_of(const jc *c, int r) {
-    return c->zr_reg == r && c->zr_end == c->x.len && c->zr_pos == c->prevpos && fwd_ok(c);
+    return fact_holds(c, &c->zr, r);
 }
 
 /* Records that this instruction's last write of a GPR was the 32-bit write of r
  * (-1: no such register); called as its code ends. */
 static void zr_set(jc *c, int r) {
-    c->zr_reg = r;
-    c->zr_end = r >= 0 ? c->x.len : SIZE_MAX;
-    c->zr_pos = c->curpos;
+    fact_set(c, &c->zr, r);
 }
 
 static bool flags_of(const jc *c, int r, bool w) {
-    return c->flags_reg == r && c->flags_w == w && c->flags_end == c->x.len &&
-           c->flags_pos == c->prevpos && fwd_ok(c);
+    return c->flags_w == w && fact_holds(c, &c->flags, r);
 }
 
 /* Whole-slot load/store (4 or 8 bytes) between a GPR and a slot operand, which may be
@@ -1229,10 +1238,8 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
     /* an ALU result's flags hold in r after it, and in rax after rax was stored to a
      * frame cell (a store leaves the flags; br_if of that cell tests rax) */
     if (!br && !lea && oi->kind == BK_ALU && (r != X_RAX || d.index == X_NOREG)) {
-        c->flags_reg = r;
+        fact_set(c, &c->flags, r);
         c->flags_w = w;
-        c->flags_end = c->x.len;
-        c->flags_pos = c->curpos;
     }
     /* an i32 result (a compare's 0/1 included) was written to its register by a 32-bit
      * write, into a pinned destination or into rax and then to its cell */
@@ -1356,9 +1363,7 @@ static void memop(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
     /* rax still holds the zero-extended base (zx_of) unless the access loaded into
      * the base's own register */
     if (base >= 0 && !mi->store && SL(1).index == X_DIRECT && SL(1).base == base) base = -1;
-    c->zx_reg = base;
-    c->zx_pos = c->curpos;
-    c->zx_end = base >= 0 ? c->x.len : SIZE_MAX;
+    fact_set(c, &c->zx, base);
 }
 
 /* Integer division and remainder: the traps of the interpreter, then div/idiv. */
@@ -3629,11 +3634,7 @@ static void run_pass(jc *c) {
     c->pad = c->nsave % 2 == 0 && (c->analyze || c->calls);
     c->fsize = 16 + 8 * c->nsave + (c->pad ? 8 : 0);
     c->fwd_end = SIZE_MAX;
-    c->flags_end = SIZE_MAX;
-    c->zx_end = SIZE_MAX;
-    c->zx_reg = -1;
-    c->zr_end = SIZE_MAX;
-    c->zr_reg = -1;
+    c->flags = c->zx = c->zr = (jfact){SIZE_MAX, UINT32_MAX, -1};
     c->curpos = UINT32_MAX;
     c->x.join = SIZE_MAX;
     c->lcur = UINT32_MAX;
@@ -3669,7 +3670,7 @@ static void run_pass(jc *c) {
          * instruction, where jumps to it then arrive: no record of the code before
          * it (forwarding, addresses; flags_of checks prevpos) may hold there */
         if (c->target && c->target[pos] && c->x.len == (size_t)c->lab[pos])
-            c->fwd_end = c->zx_end = c->zr_end = SIZE_MAX;
+            c->fwd_end = c->zx.end = c->zr.end = SIZE_MAX;
         if (len == 0 || pos + len > c->n) c->fail = true;
         if (c->lcur != UINT32_MAX && pos == c->lr[c->lcur].e) {
             region_exit(c, c->lcur, true); /* falling out of the last back-edge */
