@@ -548,7 +548,7 @@ int pw__cc_open_entry(const struct pw_ccref *cc, const char *name) {
 
 int pw__cc_probe(struct pw_ccref *cc, const pw_module *m, int v, unsigned isa) {
     (void)m;
-    atomic_int *p = &cc->probe[v & 1][isa & 7];
+    atomic_int *p = &cc->probe[v & 1][isa & 15];
     int known = atomic_load_explicit(p, memory_order_relaxed);
     if (known) return known == 2;
     char name[CC_NAME_MAX];
@@ -698,7 +698,7 @@ static bool save(struct pw_ccref *cc, const struct pw_cmodule *cm, int v, unsign
                 pb_write_all(fd, ic, iclen) == 0 && pb_write_all(fd, d, sizeof d) == 0;
     free(ic);
     if (!pw__cc_commit(cc, fd, good, tmp, name)) return false;
-    atomic_store_explicit(&cc->probe[v & 1][isa & 7], 2, memory_order_relaxed);
+    atomic_store_explicit(&cc->probe[v & 1][isa & 15], 2, memory_order_relaxed);
     return true;
 }
 

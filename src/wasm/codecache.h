@@ -26,7 +26,7 @@ struct pw_ccref {
     uint64_t max_bytes;           /* bound on the artifacts' total size */
     uint8_t module[PW_CC_DIGEST]; /* SHA-256 of the module's bytes */
     uint8_t engine[PW_CC_DIGEST]; /* this engine build (engine_id, codecache.c) */
-    atomic_int probe[2][8];       /* per variant and feature set: 0 unknown, 1 absent, 2 present */
+    atomic_int probe[2][16];      /* per variant and feature set: 0 unknown, 1 absent, 2 present */
 };
 
 void pw__cc_ref_free(struct pw_ccref *cc);

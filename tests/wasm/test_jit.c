@@ -224,6 +224,29 @@ static void e56(pw_x64 *x) {
 static void e57(pw_x64 *x) {
     pw__x64_alu_mi(x, X_CMP, false, x_mem(X_R15, 4096), 0);
 }
+/* AVX's three-operand forms: two-byte VEX (C5) without REX.X/B, three-byte (C4)
+ * with either; the destination, second source (vvvv) and r/m each past xmm7 */
+static void e58(pw_x64 *x) {
+    pw__x64_vex_rr(x, 0xF2, X_SSE_ADD, 0, 1, 2);
+}
+static void e59(pw_x64 *x) {
+    pw__x64_vex_rr(x, 0xF2, X_SSE_MUL, 10, 5, 3);
+}
+static void e60(pw_x64 *x) {
+    pw__x64_vex_rr(x, 0xF3, X_SSE_DIV, 1, 14, 11);
+}
+static void e61(pw_x64 *x) {
+    pw__x64_vex_rm(x, 0xF2, X_SSE_SUB, 2, 9, x_memi(X_R12, X_RAX, 1, 8));
+}
+static void e62(pw_x64 *x) {
+    pw__x64_vex_rm(x, 0xF3, X_SSE_MUL, 15, 2, x_memi(X_R12, X_R8, 1, 0));
+}
+static void e63(pw_x64 *x) {
+    pw__x64_vex_rm(x, 0xF2, X_SSE_ADD, 3, 4, x_mem(X_RBX, 0x40));
+}
+static void e64(pw_x64 *x) {
+    pw__x64_vex_rr(x, 0xF3, X_SSE_SUB, 12, 13, 7);
+}
 
 static const enc_case cases[] = {
     {e0, "add eax,ecx"},
@@ -284,6 +307,13 @@ static const enc_case cases[] = {
     {e55, "call QWORD PTR [rip+0xffffffffffffff80]"},
     {e56, "lea rcx,[rip+0x8]"},
     {e57, "cmp DWORD PTR [r15+0x1000],0x0"},
+    {e58, "vaddsd xmm0,xmm1,xmm2"},
+    {e59, "vmulsd xmm10,xmm5,xmm3"},
+    {e60, "vdivss xmm1,xmm14,xmm11"},
+    {e61, "vsubsd xmm2,xmm9,QWORD PTR [r12+rax*1+0x8]"},
+    {e62, "vmulss xmm15,xmm2,DWORD PTR [r12+r8*1+0x0]"},
+    {e63, "vaddsd xmm3,xmm4,QWORD PTR [rbx+0x40]"},
+    {e64, "vsubss xmm12,xmm13,xmm7"},
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
@@ -737,12 +767,15 @@ static const char SELF_MOD[] = "\x00\x61\x73\x6d\x01\x00\x00\x00\x01\x06\x01\x60
                                "\x41\x80\x80\x04\x41\x07\x36\x02\x00\x41\x00\x0b\x0b";
 
 /* The tiers a behaviour is compared across: the interpreter, the JIT with guard pages,
- * the JIT with explicit bounds checks. */
+ * the JIT with explicit bounds checks, and (probe_tiers) the JIT with guard pages using
+ * plain SSE2 only (no AVX forms, no SSE4.1). */
 static const struct {
     int engine, bounds;
-} tiers[] = {{PW_ENGINE_INTERP, PW_BOUNDS_GUARD},
-             {PW_ENGINE_JIT, PW_BOUNDS_GUARD},
-             {PW_ENGINE_JIT, PW_BOUNDS_EXPLICIT}};
+    bool sse2;
+} tiers[] = {{PW_ENGINE_INTERP, PW_BOUNDS_GUARD, false},
+             {PW_ENGINE_JIT, PW_BOUNDS_GUARD, false},
+             {PW_ENGINE_JIT, PW_BOUNDS_EXPLICIT, false},
+             {PW_ENGINE_JIT, PW_BOUNDS_GUARD, true}};
 
 static void test_self_calls(void **state) {
     (void)state;
@@ -997,7 +1030,9 @@ static void probe_tiers(const void *mod, size_t n, const probe *calls, size_t np
     int64_t *got = calloc(np, sizeof *got);
     assert_non_null(got);
     for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
-        pw_store_config cfg = {.engine = tiers[mi].engine, .bounds_checks = tiers[mi].bounds};
+        pw_store_config cfg = {.engine = tiers[mi].engine,
+                               .bounds_checks = tiers[mi].bounds,
+                               .jit_sse2 = tiers[mi].sse2};
         rig r;
         rig_open_cfg(&r, &cfg, mod, n);
         call_probes(&r, mi, calls, np, got);
@@ -1244,6 +1279,132 @@ static void test_zero_extended_index(void **state) {
         {"press", -17, NULL, false, 0},
         {"press", 7, NULL, false, 0},
         {"press", 45, NULL, false, 0}, /* $a: the first branch is taken */
+    };
+    probe_tiers(mod, n, calls, sizeof calls / sizeof calls[0]);
+    free(mod);
+}
+
+/* Float operands (docs/jit.md "Float operands from memory"): float arithmetic reads
+ * an operand the previous instruction loaded into a temporary from memory itself
+ * (b as the r/m operand, a into the register computed in), but not a local, not
+ * across a label, and not when a and b are one slot; with AVX it computes from a's
+ * register in one three-operand instruction, the destination in b's register, in
+ * a's, in both, or in neither. Results are the bits (NaN payloads included), folded
+ * to 32 by $h; against the interpreter, with guard pages, explicit checks and plain
+ * SSE2 (jit_sse2), a folded access out of bounds trapping as any other. */
+static const char FL_WAT[] =
+    "(module (memory 1)\n"
+    " (func $h (param $x f64) (result i32)\n"
+    "  (i32.wrap_i64 (i64.xor (i64.reinterpret_f64 (local.get $x))\n"
+    "   (i64.shr_u (i64.reinterpret_f64 (local.get $x)) (i64.const 29)))))\n"
+    " (func (export \"init\") (param $k i32) (result i32)\n"
+    "  (f64.store (i32.const 64) (f64.const 1.5))\n"
+    "  (f64.store (i32.const 72) (f64.const -2.25))\n"
+    "  (f64.store (i32.const 80) (f64.const 3e10))\n"
+    "  (f32.store (i32.const 96) (f32.const 0.75))\n"
+    "  (f32.store (i32.const 100) (f32.const -5.5))\n"
+    "  (i64.store (i32.const 112) (i64.const 0x7ff8000000000123))\n"
+    "  (i64.store (i32.const 120) (i64.const 0xfff8000000000456))\n"
+    "  (i32.const 0))\n"
+    /* b loaded, into the accumulation (d = a) and into a product (a pinned) */
+    " (func (export \"dotb\") (param $p i32) (result i32) (local $s f64) (local $x f64)\n"
+    "  (local $k i32)\n"
+    "  (local.set $x (f64.const 1.25))\n"
+    "  (loop $l\n"
+    "   (local.set $s (f64.add (local.get $s)\n"
+    "    (f64.mul (local.get $x) (f64.load (local.get $p)))))\n"
+    "   (local.set $x (f64.sub (local.get $x) (f64.load offset=8 (local.get $p))))\n"
+    "   (local.set $p (i32.add (local.get $p) (i32.const 8)))\n"
+    "   (br_if $l (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1)))\n"
+    "    (i32.const 3))))\n"
+    "  (call $h (f64.add (local.get $s) (local.get $x))))\n"
+    /* a loaded: the order of a non-commuting operator; both loaded; a loaded with a
+     * constant b */
+    " (func (export \"suba\") (param $p i32) (result i32) (local $x f64)\n"
+    "  (local.set $x (f64.const 0.5))\n"
+    "  (local.set $x (f64.sub (f64.load (local.get $p)) (local.get $x)))\n"
+    "  (local.set $x (f64.add (local.get $x)\n"
+    "   (f64.div (f64.load offset=8 (local.get $p)) (f64.load (local.get $p)))))\n"
+    "  (call $h (f64.mul (f64.load offset=16 (local.get $p)) (f64.const 0.25))))\n"
+    " (func (export \"f32\") (param $p i32) (result i32) (local $y f32)\n"
+    "  (local.set $y (f32.const 3.5))\n"
+    "  (local.set $y (f32.mul (local.get $y) (f32.load (local.get $p))))\n"
+    "  (local.set $y (f32.sub (f32.load offset=4 (local.get $p)) (local.get $y)))\n"
+    "  (i32.reinterpret_f32 (f32.div (local.get $y) (f32.load offset=4 (local.get $p)))))\n"
+    /* loads through reinterpretations */
+    " (func (export \"reint\") (param $p i32) (result i32) (local $x f64) (local $y f32)\n"
+    "  (local.set $x (f64.const 7))\n"
+    "  (local.set $y (f32.const 2))\n"
+    "  (local.set $x (f64.add (local.get $x) (f64.reinterpret_i64 (i64.load (local.get $p)))))\n"
+    "  (local.set $y (f32.mul (local.get $y) (f32.reinterpret_i32 (i32.load offset=32\n"
+    "   (local.get $p)))))\n"
+    "  (i32.add (call $h (local.get $x)) (i32.reinterpret_f32 (local.get $y))))\n"
+    /* the load went to a local, which is read again: it must be written */
+    " (func (export \"keep\") (param $p i32) (result i32) (local $t f64) (local $x f64)\n"
+    "  (local.set $x (f64.const 2))\n"
+    "  (local.set $t (f64.load (local.get $p)))\n"
+    "  (local.set $x (f64.mul (local.get $x) (local.get $t)))\n"
+    "  (call $h (f64.add (local.get $x) (local.get $t))))\n"
+    /* a label between the load and its use: the branch brings another load's value */
+    " (func (export \"lab\") (param $c i32) (result i32) (local $x f64)\n"
+    "  (local.set $x (f64.const 3))\n"
+    "  (call $h (f64.mul (local.get $x)\n"
+    "   (block $b (result f64)\n"
+    "    (br_if $b (f64.load (i32.const 64)) (local.get $c))\n"
+    "    (drop)\n"
+    "    (f64.load (i32.const 72))))))\n"
+    /* NaN operands: x86 returns the first one's payload, in every form */
+    " (func (export \"nan\") (param $k i32) (result i32) (local $a f64) (local $b f64)\n"
+    "  (local $r f64) (local $i i32)\n"
+    "  (local.set $a (f64.load (i32.const 112)))\n"
+    "  (local.set $b (f64.load (i32.const 120)))\n"
+    "  (loop $l\n"
+    "   (local.set $r (f64.add (local.get $a) (local.get $b)))\n"
+    "   (local.set $r (f64.mul (local.get $r) (f64.load (i32.const 120))))\n"
+    "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "    (i32.const 2))))\n"
+    "  (i32.xor (call $h (local.get $r))\n"
+    "   (call $h (f64.sub (f64.load (i32.const 120)) (f64.load (i32.const 112))))))\n"
+    /* every register shape of the three-operand form, in a loop (pinned) */
+    " (func (export \"regs\") (param $k i32) (result i32) (local $x f64) (local $y f64)\n"
+    "  (local $z f64) (local $i i32)\n"
+    "  (local.set $x (f64.convert_i32_s (local.get $k)))\n"
+    "  (local.set $y (f64.const 0.5))\n"
+    "  (loop $l\n"
+    "   (local.set $z (f64.div (local.get $x) (local.get $y)))\n"
+    "   (local.set $y (f64.add (local.get $z) (local.get $y)))\n"
+    "   (local.set $x (f64.sub (local.get $x) (local.get $y)))\n"
+    "   (local.set $z (f64.mul (local.get $z) (local.get $z)))\n"
+    "   (local.set $y (f64.div (local.get $z) (local.get $z)))\n"
+    "   (local.set $x (f64.add (local.get $x) (f64.const 0.125)))\n"
+    "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "    (i32.const 4))))\n"
+    "  (i32.xor (call $h (local.get $x))\n"
+    "   (i32.xor (call $h (local.get $y)) (call $h (local.get $z)))))\n"
+    " (func (export \"oob\") (param $p i32) (result i32) (local $x f64)\n"
+    "  (local.set $x (f64.const 2))\n"
+    "  (local.set $x (f64.mul (local.get $x) (f64.load (local.get $p))))\n"
+    "  (call $h (f64.sub (f64.load offset=8 (local.get $p)) (local.get $x)))))\n";
+
+static void test_float_operands(void **state) {
+    (void)state;
+    size_t n = 0;
+    uint8_t *mod = wat_module(FL_WAT, &n);
+    static const probe calls[] = {
+        {"init", 0, NULL, true, 0},
+        {"dotb", 64, NULL, false, 0},
+        {"suba", 64, NULL, false, 0},
+        {"f32", 96, NULL, false, 0},
+        {"reint", 64, NULL, false, 0},
+        {"keep", 72, NULL, false, 0},
+        {"lab", 0, NULL, false, 0},
+        {"lab", 1, NULL, false, 0},
+        {"nan", 0, NULL, false, 0},
+        {"regs", 3, NULL, false, 0},
+        {"regs", -7, NULL, false, 0},
+        {"oob", 65520, NULL, false, 0},
+        {"oob", 65521, "out of bounds memory access", false, 0}, /* the second load */
+        {"oob", 65529, "out of bounds memory access", false, 0}, /* the first */
     };
     probe_tiers(mod, n, calls, sizeof calls / sizeof calls[0]);
     free(mod);
@@ -2351,6 +2512,7 @@ int main(void) {
         cmocka_unit_test(test_interrupt_poll_page), /* the interrupt poll page */
         cmocka_unit_test(test_address_reuse),
         cmocka_unit_test(test_zero_extended_index),
+        cmocka_unit_test(test_float_operands),
         cmocka_unit_test(test_self_calls),
         cmocka_unit_test(test_loops_and_slots),
         cmocka_unit_test(test_call_frames),

@@ -357,7 +357,12 @@ enum { U_LDST = 1, U_GPR = 2, U_SSE = 4, U_MEM = 8, U_V = 16 /* a v128 use (weig
 enum { V_LO = 1, V_HI = 2, V_PAIR_LO = 4, V_PAIR_HI = 8, V_OTHER = 16, V_MEM = 32 };
 
 /* CPU features beyond SSE2 the SIMD templates may use (jc.isa). */
-enum { ISA_SSSE3 = PW_JIT_SSSE3, ISA_SSE41 = PW_JIT_SSE41, ISA_POPCNT = PW_JIT_POPCNT };
+enum {
+    ISA_SSSE3 = PW_JIT_SSSE3,
+    ISA_SSE41 = PW_JIT_SSE41,
+    ISA_POPCNT = PW_JIT_POPCNT,
+    ISA_AVX = PW_JIT_AVX
+};
 
 /* Registers that can hold pinned slots: GPRs not used by the templates (rbp is
  * callee-saved, the others caller-saved) and xmm2..xmm15 (xmm0/xmm1 are scratch).
@@ -444,6 +449,18 @@ typedef struct jfact {
     uint32_t pos;
     int reg;
 } jfact;
+
+/* A whole-slot load (4 or 8 bytes, no extension) the instruction at pos ended with:
+ * its code [start, end) (the access, and the store of a result kept in the frame),
+ * the access's memory operand, its width (w: 8 bytes) and the slot it wrote. The
+ * float arithmetic that pops that slot may take the code back and read the memory
+ * itself (fold_load). */
+typedef struct jload {
+    size_t start, end;
+    uint32_t pos, slot;
+    pw_xmem m;
+    bool w;
+} jload;
 
 /* A br_table's jump table, emitted after the body (emit_tables): the rip-relative lea
  * that addresses it, the br_table's position and the loop region it is in. */
@@ -539,6 +556,7 @@ typedef struct jc {
     /* Addresses (zx_of): the memory access at zx.pos ended at zx.end with rax holding
      * the zero-extension of GPR zx.reg, which it did not write. */
     jfact zx;
+    jload fl; /* the previous instruction's load, for fold_load */
     /* Zero-extended registers (zr_of): the instruction at zr.pos ended at zr.end
      * having written GPR zr.reg with a 32-bit write (which clears the upper half) and
      * written nothing after it but the store of that register to a frame cell. */
@@ -1341,17 +1359,19 @@ static void memop_access(jc *c, uint32_t pos, const meminfo *mi, pw_xmem m) {
     } else {
         pw_xmem d = SL(1);
         bool plain = mi->ld == X_LD64 || (mi->ld == X_LD32 && mi->slot_bytes == 4);
+        size_t at = c->x.len;
         if (d.index == X_DIRECTX && plain) {
             pw__x64_sse_rm(&c->x, mi->ld == X_LD64 ? 0xF2 : 0xF3, X_SSE_MOVLD, false, d.base, m);
-            return;
+        } else {
+            int r = d.index == X_DIRECT ? d.base : X_RCX;
+            pw__x64_load(&c->x, (pw_xld)mi->ld, r, m);
+            if (mi->sext64) pw__x64_movsx_rr(&c->x, 4, true, r, r);
+            if (r == X_RCX) st(c, mi->slot_bytes == 8, d, X_RCX);
+            /* the 8- to 32-bit loads write 32 bits (no sign extension to 64 after
+             * it): r is zero-extended, and may index the next access (zr_index) */
+            if (mi->ld != X_LD64 && mi->ld != X_LD32S && !mi->sext64) zr_set(c, r);
         }
-        int r = d.index == X_DIRECT ? d.base : X_RCX;
-        pw__x64_load(&c->x, (pw_xld)mi->ld, r, m);
-        if (mi->sext64) pw__x64_movsx_rr(&c->x, 4, true, r, r);
-        if (r == X_RCX) st(c, mi->slot_bytes == 8, d, X_RCX);
-        /* the 8- to 32-bit loads write 32 bits (no sign extension to 64 after it):
-         * r is zero-extended, and may index the next access (zr_index) */
-        if (mi->ld != X_LD64 && mi->ld != X_LD32S && !mi->sext64) zr_set(c, r);
+        if (plain) c->fl = (jload){at, c->x.len, c->curpos, IMM(1), m, mi->ld == X_LD64};
     }
 }
 
@@ -1483,6 +1503,25 @@ static uint32_t jit_fop(uint32_t op, pw_slot *dst, const pw_slot *pa, const pw_s
     }
 }
 
+/* Whether the previous instruction was a whole-slot load (w: 8 bytes) into `slot`
+ * whose code this instruction may take back and replace by reading the memory itself
+ * (c->fl): nothing was emitted since, nothing but falling through arrives (fwd_ok),
+ * and the slot is an operand-stack temporary, which this instruction pops (pushed
+ * once, popped once: nothing reads it later). Then the code is gone and *m is the
+ * access's operand: r12 and its index register hold what they held for the load,
+ * since nothing ran in between. Asked before this instruction emits anything. */
+static bool fold_load(jc *c, uint32_t slot, bool w, pw_xmem *m) {
+    const jload *l = &c->fl;
+    if (l->end != c->x.len || l->pos != c->prevpos || l->slot != slot || l->w != w ||
+        slot < c->cf->nlocals || !fwd_ok(c))
+        return false;
+    *m = l->m;
+    c->x.len = l->start;
+    c->lab[c->curpos] = (int32_t)c->x.len;
+    c->fwd_end = c->fl.end = SIZE_MAX; /* the store of a frame temporary went too */
+    return true;
+}
+
 static void fparith(jc *c, uint32_t pos, const fpinfo *fi, uint32_t *len) {
     pw_x64 *x = &c->x;
     int pfx = fi->d ? 0xF2 : 0xF3;
@@ -1490,24 +1529,39 @@ static void fparith(jc *c, uint32_t pos, const fpinfo *fi, uint32_t *len) {
     pw_xmem a = SF(2);
     if (fi->kind == 1) {
         bool zx = zx_held(c); /* an address record held here */
-        /* computed in a pinned destination xmm register when b is not in it */
         pw_xmem d = SF(1), b = fi->imm ? x_mem(X_RBX, 0) : SF(3);
+        /* an operand the previous instruction loaded into a temporary is read from
+         * memory here instead: b as the r/m operand (`mulsd r, [mem]`), a straight
+         * into the register computed in */
+        uint32_t sa = IMM(2), sb = fi->imm ? UINT32_MAX : IMM(3);
+        pw_xmem lm;
+        if (sb != UINT32_MAX && sb != sa && fold_load(c, sb, fi->d, &lm))
+            b = lm;
+        else if (sa != sb && fold_load(c, sa, fi->d, &lm))
+            a = lm;
+        /* computed in a pinned destination xmm register when b is not in it; with
+         * AVX from a's register in one three-operand instruction (`vmulsd r, a, b`,
+         * the same bits as `movaps r, a; mulsd r, b`), where b may be in r */
+        bool avx = (c->isa & ISA_AVX) && a.index == X_DIRECTX;
         int r = 0;
-        if (d.index == X_DIRECTX && !(b.index == X_DIRECTX && b.base == d.base)) r = d.base;
-        sse_ld(c, pfx, r, a);
+        if (d.index == X_DIRECTX && (avx || !(b.index == X_DIRECTX && b.base == d.base)))
+            r = d.base;
+        if (avx && a.base == r) avx = false; /* r = r op b: the two-operand form */
+        int v = avx ? a.base : r;            /* the first operand's register */
+        if (!avx) sse_ld(c, pfx, r, a);
         if (fi->imm) {
             uint64_t bits = fi->d ? (uint64_t)IMM(3) | ((uint64_t)IMM(4) << 32) : IMM(3);
             pw__x64_mov_ri64(x, X_RAX, bits);
             pw__x64_sse_rr(x, 0x66, X_SSE_MOVD, fi->d, 1, X_RAX);
-            pw__x64_sse_rr(x, pfx, fi->sub, false, r, 1);
-        } else if (b.index == X_DIRECTX) {
-            pw__x64_sse_rr(x, pfx, fi->sub, false, r, b.base);
+            b = x_xreg(1);
         } else if (b.index == X_DIRECT) {
             sse_ld(c, pfx, 1, b);
-            pw__x64_sse_rr(x, pfx, fi->sub, false, r, 1);
-        } else {
-            pw__x64_sse_rm(x, pfx, fi->sub, false, r, b);
+            b = x_xreg(1);
         }
+        if (avx)
+            pw__x64_vex_rm(x, pfx, fi->sub, r, v, b);
+        else
+            pw__x64_sse_rm(x, pfx, fi->sub, false, r, b);
         sse_st(c, pfx, d, r);
         /* no GPR written (the constant of the immediate form passes through rax):
          * c = load [p]; c += a * b; store [p], c */
@@ -3635,6 +3689,7 @@ static void run_pass(jc *c) {
     c->fsize = 16 + 8 * c->nsave + (c->pad ? 8 : 0);
     c->fwd_end = SIZE_MAX;
     c->flags = c->zx = c->zr = (jfact){SIZE_MAX, UINT32_MAX, -1};
+    c->fl.end = SIZE_MAX;
     c->curpos = UINT32_MAX;
     c->x.join = SIZE_MAX;
     c->lcur = UINT32_MAX;
@@ -4488,15 +4543,18 @@ unsigned pw__jit_features(bool sse2_only) {
 
 /* ---------------------------------------------------------------- run time */
 
-/* The CPU features the templates may use (PW_JIT_*): POPCNT, SSSE3 and SSE4.1 when
- * the CPU has them (the compiler runtime's CPUID probe), the last two not when the
- * store asks for the plain SSE2 path (pw_store_config.jit_sse2, for testing it on
+/* The CPU features the templates may use (PW_JIT_*): POPCNT, SSSE3, SSE4.1 and AVX
+ * when the CPU has them (the compiler runtime's CPUID probe), the last three not when
+ * the store asks for the plain SSE2 path (pw_store_config.jit_sse2, for testing it on
  * any machine). A saved translation records them (codecache.c). */
 static unsigned cpu_isa(bool sse2_only) {
     unsigned f = __builtin_cpu_supports("popcnt") ? ISA_POPCNT : 0;
     if (sse2_only) return f;
     if (__builtin_cpu_supports("ssse3")) f |= ISA_SSSE3;
     if (__builtin_cpu_supports("sse4.1")) f |= ISA_SSE41;
+    /* the three-operand scalar float forms (fparith); the runtime's probe also checks
+     * that the OS saves the AVX state (XGETBV) */
+    if (__builtin_cpu_supports("avx")) f |= ISA_AVX;
     return f;
 }
 

@@ -66,7 +66,7 @@ enum { PW_JIT_VARIANT_EXPLICIT = 0, PW_JIT_VARIANT_GUARD = 1 };
  * functions (a multiple of 16); every function entry lies after it. */
 size_t pw__jit_got_bytes(uint32_t nfuncs);
 /* CPU features a translation may use (pw__jit_features). */
-enum { PW_JIT_SSSE3 = 1, PW_JIT_SSE41 = 2, PW_JIT_POPCNT = 4 };
+enum { PW_JIT_SSSE3 = 1, PW_JIT_SSE41 = 2, PW_JIT_POPCNT = 4, PW_JIT_AVX = 8 };
 unsigned pw__jit_features(bool sse2_only);
 /* Translate all of m for variant v with features isa, installing nothing. On PW_OK
  * *code (*len bytes, GOT zeroed) and *offs (one per defined function: the offset of

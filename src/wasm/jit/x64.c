@@ -48,6 +48,25 @@ void pw__x64_u64(pw_x64 *x, uint64_t v) {
     x->len += 8;
 }
 
+/* ModRM, then SIB and disp32 for a memory operand: what follows the opcode in both
+ * the legacy (REX) and the VEX encodings (inlined: every instruction the JIT emits
+ * passes here). */
+static inline __attribute__((always_inline)) void modrm_tail(pw_x64 *x, int reg, int rm_reg,
+                                                             const pw_xmem *m, int rb, int ix) {
+    if (rm_reg >= 0) {
+        pw__x64_byte(x, (uint8_t)(0xC0 | ((reg & 7) << 3) | (rm_reg & 7)));
+        return;
+    }
+    if (ix < 0 && (rb & 7) != X_RSP) {
+        pw__x64_byte(x, (uint8_t)(0x80 | ((reg & 7) << 3) | (rb & 7)));
+    } else {
+        uint8_t ss = m->scale == 8 ? 3 : m->scale == 4 ? 2 : m->scale == 2 ? 1 : 0;
+        pw__x64_byte(x, (uint8_t)(0x80 | ((reg & 7) << 3) | 4));
+        pw__x64_byte(x, (uint8_t)((ss << 6) | ((ix < 0 ? 4 : ix & 7) << 3) | (rb & 7)));
+    }
+    pw__x64_u32(x, (uint32_t)m->disp);
+}
+
 void pw__x64_modrm(pw_x64 *x, int prefix, bool w, const uint8_t *op, int nop, int reg, int rm_reg,
                    const pw_xmem *m, bool byte_regs) {
     if (rm_reg < 0 && m->index <= X_DIRECT) rm_reg = m->base; /* x_reg / x_xreg */
@@ -61,18 +80,7 @@ void pw__x64_modrm(pw_x64 *x, int prefix, bool w, const uint8_t *op, int nop, in
     if (need) pw__x64_byte(x, rex);
     for (int i = 0; i < nop; i++)
         pw__x64_byte(x, op[i]);
-    if (rm_reg >= 0) {
-        pw__x64_byte(x, (uint8_t)(0xC0 | ((reg & 7) << 3) | (rm_reg & 7)));
-        return;
-    }
-    if (ix < 0 && (rb & 7) != X_RSP) {
-        pw__x64_byte(x, (uint8_t)(0x80 | ((reg & 7) << 3) | (rb & 7)));
-    } else {
-        uint8_t ss = m->scale == 8 ? 3 : m->scale == 4 ? 2 : m->scale == 2 ? 1 : 0;
-        pw__x64_byte(x, (uint8_t)(0x80 | ((reg & 7) << 3) | 4));
-        pw__x64_byte(x, (uint8_t)((ss << 6) | ((ix < 0 ? 4 : ix & 7) << 3) | (rb & 7)));
-    }
-    pw__x64_u32(x, (uint32_t)m->disp);
+    modrm_tail(x, reg, rm_reg, m, rb, ix);
 }
 
 static void rr(pw_x64 *x, bool w, uint8_t op, int reg, int rm) {
@@ -277,4 +285,33 @@ void pw__x64_sse_rr(pw_x64 *x, int prefix, uint8_t op, bool w, int xreg, int rm_
 void pw__x64_sse_rm(pw_x64 *x, int prefix, uint8_t op, bool w, int xreg, pw_xmem m) {
     uint8_t ops[2] = {0x0F, op};
     pw__x64_modrm(x, prefix, w, ops, 2, xreg, -1, &m, false);
+}
+
+/* VEX: the prefix bytes carry REX.R/X/B inverted, the second source register
+ * (vvvv, inverted) and the legacy prefix (pp); the two-byte form C5 when neither X
+ * nor B is needed, else C4 with the 0F map (mmmmm = 1). W = 0, L = 0 (128 bits). */
+static void vex(pw_x64 *x, int prefix, uint8_t op, int reg, int vreg, int rm_reg,
+                const pw_xmem *m) {
+    if (rm_reg < 0 && m->index <= X_DIRECT) rm_reg = m->base;
+    int rb = rm_reg >= 0 ? rm_reg : m->base;
+    int ix = rm_reg >= 0 ? X_NOREG : m->index;
+    uint8_t pp = prefix == 0x66 ? 1 : prefix == 0xF3 ? 2 : prefix == 0xF2 ? 3 : 0;
+    uint8_t r = (reg & 8) ? 0 : 0x80, xb = (ix >= 0 && (ix & 8)) ? 0 : 0x40;
+    uint8_t b = (rb & 8) ? 0 : 0x20, v = (uint8_t)((~vreg & 15) << 3);
+    if (xb && b) {
+        pw__x64_byte(x, 0xC5);
+        pw__x64_byte(x, (uint8_t)(r | v | pp));
+    } else {
+        pw__x64_byte(x, 0xC4);
+        pw__x64_byte(x, (uint8_t)(r | xb | b | 1));
+        pw__x64_byte(x, (uint8_t)(v | pp));
+    }
+    pw__x64_byte(x, op);
+    modrm_tail(x, reg, rm_reg, m, rb, ix);
+}
+void pw__x64_vex_rr(pw_x64 *x, int prefix, uint8_t op, int xreg, int vreg, int rm_reg) {
+    vex(x, prefix, op, xreg, vreg, rm_reg, NULL);
+}
+void pw__x64_vex_rm(pw_x64 *x, int prefix, uint8_t op, int xreg, int vreg, pw_xmem m) {
+    vex(x, prefix, op, xreg, vreg, -1, &m);
 }

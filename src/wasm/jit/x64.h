@@ -160,6 +160,10 @@ void pw__x64_patch32(pw_x64 *x, size_t at, int32_t v);
  * (register-direct) or memory. */
 void pw__x64_sse_rr(pw_x64 *x, int prefix, uint8_t op, bool w, int xreg, int rm_reg);
 void pw__x64_sse_rm(pw_x64 *x, int prefix, uint8_t op, bool w, int xreg, pw_xmem m);
+/* AVX's three-operand (VEX) forms of the same opcodes: xreg = vreg op rm (scalar:
+ * the upper lanes of xreg come from vreg). Only where the CPU has AVX (jit.c). */
+void pw__x64_vex_rr(pw_x64 *x, int prefix, uint8_t op, int xreg, int vreg, int rm_reg);
+void pw__x64_vex_rm(pw_x64 *x, int prefix, uint8_t op, int xreg, int vreg, pw_xmem m);
 enum {
     X_SSE_MOVLD = 0x10, /* movss/movsd xmm, m */
     X_SSE_MOVST = 0x11, /* movss/movsd m, xmm */
