@@ -1381,6 +1381,24 @@ static const char FL_WAT[] =
     "    (i32.const 4))))\n"
     "  (i32.xor (call $h (local.get $x))\n"
     "   (i32.xor (call $h (local.get $y)) (call $h (local.get $z)))))\n"
+    /* constants from the literal pool: as an operand (f64 and f32), into a pinned
+     * register (zero, negative zero, a NaN's bits, through an i64 constant) */
+    " (func (export \"consts\") (param $k i32) (result i32) (local $x f64) (local $y f32)\n"
+    "  (local $z f64) (local $i i32)\n"
+    "  (local.set $x (f64.convert_i32_s (local.get $k)))\n"
+    "  (loop $l\n"
+    "   (local.set $z (f64.const -0))\n"
+    "   (local.set $x (f64.add (local.get $x) (f64.const 0.1)))\n"
+    "   (local.set $x (f64.add (local.get $x) (f64.copysign (f64.const 1) (local.get $z))))\n"
+    "   (local.set $z (f64.const 0))\n"
+    "   (local.set $x (f64.sub (local.get $x) (f64.sub (local.get $z) (f64.const 0.25))))\n"
+    "   (local.set $y (f32.mul (f32.add (local.get $y) (f32.const 1.5)) (f32.const -0.5)))\n"
+    "   (local.set $z (f64.reinterpret_i64 (i64.const 0x7ff4000000000001)))\n"
+    "   (local.set $x (f64.div (local.get $x) (f64.const 3)))\n"
+    "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "    (i32.const 3))))\n"
+    "  (i32.xor (call $h (local.get $x))\n"
+    "   (i32.xor (i32.reinterpret_f32 (local.get $y)) (call $h (local.get $z)))))\n"
     " (func (export \"oob\") (param $p i32) (result i32) (local $x f64)\n"
     "  (local.set $x (f64.const 2))\n"
     "  (local.set $x (f64.mul (local.get $x) (f64.load (local.get $p))))\n"
@@ -1402,6 +1420,8 @@ static void test_float_operands(void **state) {
         {"nan", 0, NULL, false, 0},
         {"regs", 3, NULL, false, 0},
         {"regs", -7, NULL, false, 0},
+        {"consts", 5, NULL, false, 0},
+        {"consts", -2, NULL, false, 0},
         {"oob", 65520, NULL, false, 0},
         {"oob", 65521, "out of bounds memory access", false, 0}, /* the second load */
         {"oob", 65529, "out of bounds memory access", false, 0}, /* the first */

@@ -1522,6 +1522,9 @@ static bool fold_load(jc *c, uint32_t slot, bool w, pw_xmem *m) {
     return true;
 }
 
+static void vconst_op(jc *c, int pfx, int esc, uint8_t op, int xr, uint64_t lo, uint64_t hi);
+static void vconst_vex(jc *c, int pfx, uint8_t op, int xr, int vr, uint64_t lo);
+
 static void fparith(jc *c, uint32_t pos, const fpinfo *fi, uint32_t *len) {
     pw_x64 *x = &c->x;
     int pfx = fi->d ? 0xF2 : 0xF3;
@@ -1550,22 +1553,25 @@ static void fparith(jc *c, uint32_t pos, const fpinfo *fi, uint32_t *len) {
         int v = avx ? a.base : r;            /* the first operand's register */
         if (!avx) sse_ld(c, pfx, r, a);
         if (fi->imm) {
+            /* the constant from the function's literal pool */
             uint64_t bits = fi->d ? (uint64_t)IMM(3) | ((uint64_t)IMM(4) << 32) : IMM(3);
-            pw__x64_mov_ri64(x, X_RAX, bits);
-            pw__x64_sse_rr(x, 0x66, X_SSE_MOVD, fi->d, 1, X_RAX);
-            b = x_xreg(1);
-        } else if (b.index == X_DIRECT) {
-            sse_ld(c, pfx, 1, b);
-            b = x_xreg(1);
+            if (avx)
+                vconst_vex(c, pfx, fi->sub, r, v, bits);
+            else
+                vconst_op(c, pfx, 0, fi->sub, r, bits, 0);
+        } else {
+            if (b.index == X_DIRECT) {
+                sse_ld(c, pfx, 1, b);
+                b = x_xreg(1);
+            }
+            if (avx)
+                pw__x64_vex_rm(x, pfx, fi->sub, r, v, b);
+            else
+                pw__x64_sse_rm(x, pfx, fi->sub, false, r, b);
         }
-        if (avx)
-            pw__x64_vex_rm(x, pfx, fi->sub, r, v, b);
-        else
-            pw__x64_sse_rm(x, pfx, fi->sub, false, r, b);
         sse_st(c, pfx, d, r);
-        /* no GPR written (the constant of the immediate form passes through rax):
-         * c = load [p]; c += a * b; store [p], c */
-        zx_keep(c, zx && !fi->imm && d.index != X_DIRECT, -1);
+        /* no GPR written: c = load [p]; c += a * b; store [p], c */
+        zx_keep(c, zx && d.index != X_DIRECT, -1);
         return;
     }
     int ucpfx = fi->d ? 0x66 : -1;
@@ -1696,14 +1702,16 @@ static void pshufd(jc *c, int d, int s, uint8_t imm) {
 /* The 16-byte constant (lo, hi) as the operand of `[pfx] 0F [esc] op xr, m128`:
  * rip-relative to the function's literal pool (run_pass lays it out after the
  * code, 16-byte aligned, so legacy SSE forms may take it). */
-static void vconst_op(jc *c, int pfx, int esc, uint8_t op, int xr, uint64_t lo, uint64_t hi) {
+/* The pool index of the 16-byte constant (lo, hi), added when new, with room for its
+ * use's fixup; false when out of memory (c->fail). */
+static bool pool_index(jc *c, uint64_t lo, uint64_t hi, uint32_t *kp) {
     uint32_t k = 0;
     while (k < c->npool && (c->pool[2 * k] != lo || c->pool[2 * k + 1] != hi))
         k++;
     if (k == c->npool) {
         if (!grow((void **)&c->pool, &c->cappool, 2 * (c->npool + 1), sizeof *c->pool)) {
             c->fail = true;
-            return;
+            return false;
         }
         c->pool[2 * k] = lo;
         c->pool[2 * k + 1] = hi;
@@ -1711,17 +1719,39 @@ static void vconst_op(jc *c, int pfx, int esc, uint8_t op, int xr, uint64_t lo, 
     }
     if (!grow((void **)&c->pfx, &c->cappfx, c->npfx + 1, sizeof *c->pfx)) {
         c->fail = true;
-        return;
+        return false;
     }
+    *kp = k;
+    return true;
+}
+/* ModRM [rip + disp32] for xmm xr, the displacement fixed up to pool constant k. */
+static void pool_modrm(jc *c, int xr, uint32_t k) {
+    pw_x64 *x = &c->x;
+    pw__x64_byte(x, (uint8_t)(((xr & 7) << 3) | 5)); /* mod 00, rm 101: [rip + disp32] */
+    c->pfx[c->npfx++] = (fixup){(uint32_t)x->len, k, 0, 0};
+    pw__x64_u32(x, 0);
+}
+static void vconst_op(jc *c, int pfx, int esc, uint8_t op, int xr, uint64_t lo, uint64_t hi) {
+    uint32_t k;
+    if (!pool_index(c, lo, hi, &k)) return;
     pw_x64 *x = &c->x;
     if (pfx >= 0) pw__x64_byte(x, (uint8_t)pfx);
     if (xr & 8) pw__x64_byte(x, 0x44);
     pw__x64_byte(x, 0x0F);
     if (esc) pw__x64_byte(x, (uint8_t)esc);
     pw__x64_byte(x, op);
-    pw__x64_byte(x, (uint8_t)(((xr & 7) << 3) | 5)); /* mod 00, rm 101: [rip + disp32] */
-    c->pfx[c->npfx++] = (fixup){(uint32_t)x->len, k, 0, 0};
-    pw__x64_u32(x, 0);
+    pool_modrm(c, xr, k);
+}
+/* AVX's `vop xr, vr, [rip + constant]` (scalar, map 0F: the two-byte VEX form, which
+ * carries R; rip-relative needs neither X nor B). */
+static void vconst_vex(jc *c, int pfx, uint8_t op, int xr, int vr, uint64_t lo) {
+    uint32_t k;
+    if (!pool_index(c, lo, 0, &k)) return;
+    uint8_t pp = pfx == 0x66 ? 1 : pfx == 0xF3 ? 2 : pfx == 0xF2 ? 3 : 0;
+    pw__x64_byte(&c->x, 0xC5);
+    pw__x64_byte(&c->x, (uint8_t)((xr & 8 ? 0 : 0x80) | ((~vr & 15) << 3) | pp));
+    pw__x64_byte(&c->x, op);
+    pool_modrm(c, xr, k);
 }
 static uint64_t rep8(uint8_t b) {
     return b * 0x0101010101010101ull;
@@ -3080,13 +3110,25 @@ static bool t_moves(jc *c, uint32_t pos, int op, uint32_t *len) {
             bool zx = zx_held(c);
             if (vpair_const(c, pos, len)) return true;
             pw_xmem d = SL(1);
-            int r = d.index == X_DIRECT ? d.base : X_RAX; /* a pinned GPR takes it directly */
-            if (op == PW_OP_CONST64)
-                pw__x64_mov_ri64(x, r, (uint64_t)IMM(2) | ((uint64_t)IMM(3) << 32));
-            else
-                pw__x64_mov_ri32(x, r, IMM(2));
-            if (r == X_RAX) st(c, true, d, X_RAX);
-            zx_keep(c, zx, r);
+            uint64_t v = IMM(2);
+            if (op == PW_OP_CONST64) v |= (uint64_t)IMM(3) << 32;
+            if (d.index == X_DIRECTX) {
+                /* into a pinned xmm register: zero by xorps, anything else from the
+                 * literal pool (movsd, the upper lanes cleared as by movq) */
+                if (v == 0)
+                    pw__x64_sse_rr(x, -1, X_SSE_XORPS, false, d.base, d.base);
+                else
+                    vconst_op(c, 0xF2, 0, X_SSE_MOVLD, d.base, v, 0);
+                zx_keep(c, zx, -1);
+            } else {
+                int r = d.index == X_DIRECT ? d.base : X_RAX; /* a pinned GPR: directly */
+                if (op == PW_OP_CONST64)
+                    pw__x64_mov_ri64(x, r, v);
+                else
+                    pw__x64_mov_ri32(x, r, IMM(2));
+                if (r == X_RAX) st(c, true, d, X_RAX);
+                zx_keep(c, zx, r);
+            }
         }
         c->nov = false;
         c->lc_end = pos + *len, c->lc_slot = IMM(1), c->lc_val = IMM(2);
