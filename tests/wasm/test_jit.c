@@ -1399,6 +1399,48 @@ static const char FL_WAT[] =
     "    (i32.const 3))))\n"
     "  (i32.xor (call $h (local.get $x))\n"
     "   (i32.xor (i32.reinterpret_f32 (local.get $y)) (call $h (local.get $z)))))\n"
+    /* float compares tested by br_if and if on their flags: each of lt, gt, le, ge
+     * (and eq, ne, which are not fused) with ordered and NaN operands, in a loop
+     * whose back-edge is the compare; a compare into a local, read again; a label
+     * between the compare and its branch */
+    " (func $cmp (param $a f64) (param $b f64) (result i32) (local $r i32)\n"
+    "  (if (f64.lt (local.get $a) (local.get $b)) (then (local.set $r (i32.const 1))))\n"
+    "  (if (f32.gt (f32.demote_f64 (local.get $a)) (f32.demote_f64 (local.get $b)))\n"
+    "   (then (local.set $r (i32.or (local.get $r) (i32.const 2)))))\n"
+    "  (block $x (br_if $x (f64.le (local.get $a) (local.get $b)))\n"
+    "   (local.set $r (i32.or (local.get $r) (i32.const 4))))\n"
+    "  (block $x (br_if $x (f64.ge (local.get $a) (local.get $b)))\n"
+    "   (local.set $r (i32.or (local.get $r) (i32.const 8))))\n"
+    "  (if (f64.eq (local.get $a) (local.get $b))\n"
+    "   (then (local.set $r (i32.or (local.get $r) (i32.const 16)))))\n"
+    "  (if (f64.ne (local.get $a) (local.get $b))\n"
+    "   (then (local.set $r (i32.or (local.get $r) (i32.const 32)))))\n"
+    "  (local.get $r))\n"
+    " (func (export \"fcmp\") (param $k i32) (result i32) (local $n f64)\n"
+    "  (local.set $n (f64.load (i32.const 112)))\n"
+    "  (i32.or (i32.or (call $cmp (f64.const 1) (f64.const 2))\n"
+    "   (i32.shl (call $cmp (f64.const 2) (f64.const 1)) (i32.const 6)))\n"
+    "   (i32.or (i32.shl (call $cmp (f64.const 2) (f64.const 2)) (i32.const 12))\n"
+    "    (i32.or (i32.shl (call $cmp (local.get $n) (f64.const 2)) (i32.const 18))\n"
+    "     (i32.shl (call $cmp (f64.const 2) (local.get $n)) (i32.const 24))))))\n"
+    " (func (export \"floop\") (param $k i32) (result i32) (local $x f64) (local $i i32)\n"
+    "  (local $c i32)\n"
+    "  (loop $l\n"
+    "   (local.set $x (f64.add (local.get $x) (f64.const 0.75)))\n"
+    "   (local.set $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "   (br_if $l (f64.lt (local.get $x) (f64.convert_i32_s (local.get $k)))))\n"
+    "  (local.set $c (f64.gt (local.get $x) (f64.const 4)))\n"
+    "  (if (local.get $c) (then (local.set $i (i32.add (local.get $i) (i32.const 100)))))\n"
+    "  (i32.add (i32.mul (local.get $i) (i32.const 1000)) (local.get $c)))\n"
+    " (func (export \"flab\") (param $k i32) (result i32)\n"
+    "  (block $t (result i32)\n"
+    "   (br_if $t (i32.const 7)\n"
+    "    (block $b (result i32)\n"
+    "     (br_if $b (f64.gt (f64.const 1) (f64.const 2)) (local.get $k))\n"
+    "     (drop)\n"
+    "     (f64.lt (f64.const 1) (f64.const 2))))\n"
+    "   (drop)\n"
+    "   (i32.const 9)))\n"
     " (func (export \"oob\") (param $p i32) (result i32) (local $x f64)\n"
     "  (local.set $x (f64.const 2))\n"
     "  (local.set $x (f64.mul (local.get $x) (f64.load (local.get $p))))\n"
@@ -1422,6 +1464,11 @@ static void test_float_operands(void **state) {
         {"regs", -7, NULL, false, 0},
         {"consts", 5, NULL, false, 0},
         {"consts", -2, NULL, false, 0},
+        {"fcmp", 0, NULL, true, 0x29 | 0x26 << 6 | 0x10 << 12 | 0x2c << 18 | 0x2c << 24},
+        {"floop", 10, NULL, true, 114 * 1000 + 1},
+        {"floop", -3, NULL, true, 1 * 1000},
+        {"flab", 1, NULL, true, 9}, /* the branch to $b carries gt's 0 */
+        {"flab", 0, NULL, true, 7},
         {"oob", 65520, NULL, false, 0},
         {"oob", 65521, "out of bounds memory access", false, 0}, /* the second load */
         {"oob", 65529, "out of bounds memory access", false, 0}, /* the first */

@@ -557,6 +557,13 @@ typedef struct jc {
      * the zero-extension of GPR zx.reg, which it did not write. */
     jfact zx;
     jload fl; /* the previous instruction's load, for fold_load */
+    /* The previous instruction's float compare (fparith) into slot fc_slot: its code
+     * from fc_tail (after the ucomiss/ucomisd) to fc.end turns the flags into 0/1,
+     * which is 1 exactly when condition fc_cc holds (fcmp_take). */
+    jfact fc;
+    size_t fc_tail;
+    uint32_t fc_slot;
+    int fc_cc;
     /* Zero-extended registers (zr_of): the instruction at zr.pos ended at zr.end
      * having written GPR zr.reg with a 32-bit write (which clears the upper half) and
      * written nothing after it but the store of that register to a frame cell. */
@@ -1577,6 +1584,7 @@ static void fparith(jc *c, uint32_t pos, const fpinfo *fi, uint32_t *len) {
     int ucpfx = fi->d ? 0x66 : -1;
     sse_ld(c, pfx, 0, a);
     sse_ld(c, pfx, 1, SF(3));
+    size_t tail = SIZE_MAX;
     switch (fi->sub) {
     case FC_EQ:
     case FC_NE:
@@ -1590,16 +1598,40 @@ static void fparith(jc *c, uint32_t pos, const fpinfo *fi, uint32_t *len) {
     case FC_GT:
     case FC_GE: /* unordered sets CF: "above" / "above or equal" are false */
         pw__x64_sse_rr(x, ucpfx, X_SSE_UCOMI, false, 0, 1);
+        tail = x->len;
         pw__x64_setcc(x, fi->sub == FC_GT ? X_CC_A : X_CC_AE, X_RAX);
         pw__x64_movzx8(x, X_RAX, X_RAX);
         break;
     default: /* a < b is b > a */
         pw__x64_sse_rr(x, ucpfx, X_SSE_UCOMI, false, 1, 0);
+        tail = x->len;
         pw__x64_setcc(x, fi->sub == FC_LT ? X_CC_A : X_CC_AE, X_RAX);
         pw__x64_movzx8(x, X_RAX, X_RAX);
         break;
     }
     st(c, false, SL(1), X_RAX);
+    if (tail != SIZE_MAX) {
+        /* the setcc, movzx and store leave the flags as ucomis set them */
+        fact_set(c, &c->fc, X_RAX);
+        c->fc_tail = tail;
+        c->fc_slot = IMM(1);
+        c->fc_cc = fi->sub == FC_GT || fi->sub == FC_LT ? X_CC_A : X_CC_AE;
+    }
+}
+
+/* Whether the br_if at this instruction tests the 0/1 that the previous instruction's
+ * float compare wrote to operand-stack temporary `slot` (c->fc), which the br_if
+ * pops: then the code that made the 0/1 is taken back (nothing was emitted since,
+ * nothing but falling through arrives: fact_holds) and *cc is the condition of the
+ * compare's flags under which the 0/1 is 1 (above or above-or-equal: false when
+ * unordered, as the setcc was). Asked before the br_if emits anything. */
+static bool fcmp_take(jc *c, uint32_t slot, int *cc) {
+    if (!fact_holds(c, &c->fc, X_RAX) || c->fc_slot != slot || slot < c->cf->nlocals) return false;
+    *cc = c->fc_cc;
+    c->x.len = c->fc_tail;
+    c->lab[c->curpos] = (int32_t)c->x.len;
+    c->fwd_end = c->fc.end = c->zx.end = c->zr.end = c->flags.end = SIZE_MAX;
+    return true;
 }
 
 static void fophelper(jc *c, uint32_t pos, int op, uint32_t *len) {
@@ -2966,6 +2998,13 @@ static bool t_control(jc *c, uint32_t pos, int op, uint32_t *len) {
     case PW_OP_BR_IF64:
     case PW_OP_BR_IF64Z: {
         bool w = op == PW_OP_BR_IF64 || op == PW_OP_BR_IF64Z;
+        bool nz = op == PW_OP_BR_IF || op == PW_OP_BR_IF64;
+        int fcc;
+        if (!w && fcmp_take(c, IMM(1), &fcc)) {
+            /* a float compare's 0/1, tested on its flags: `ucomisd; ja target` */
+            branch(c, nz ? fcc : fcc ^ 1, pos, IMM(2));
+            return true;
+        }
         pw_xmem v = SL(1);
         int r = X_RAX;
         bool zf = false;           /* the flags say whether r is zero already (flags_of) */
@@ -2986,7 +3025,7 @@ static bool t_control(jc *c, uint32_t pos, int op, uint32_t *len) {
             ld(c, w, X_RAX, v);
         }
         if (!zf) pw__x64_test_rr(x, w, r, r);
-        branch(c, op == PW_OP_BR_IF || op == PW_OP_BR_IF64 ? X_CC_NE : X_CC_E, pos, IMM(2));
+        branch(c, nz ? X_CC_NE : X_CC_E, pos, IMM(2));
         return true;
     }
     case PW_OP_BR_TABLE: {
@@ -3732,6 +3771,7 @@ static void run_pass(jc *c) {
     c->fwd_end = SIZE_MAX;
     c->flags = c->zx = c->zr = (jfact){SIZE_MAX, UINT32_MAX, -1};
     c->fl.end = SIZE_MAX;
+    c->fc = (jfact){SIZE_MAX, UINT32_MAX, -1};
     c->curpos = UINT32_MAX;
     c->x.join = SIZE_MAX;
     c->lcur = UINT32_MAX;
