@@ -1441,6 +1441,21 @@ static const char FL_WAT[] =
     "     (f64.lt (f64.const 1) (f64.const 2))))\n"
     "   (drop)\n"
     "   (i32.const 9)))\n"
+    /* compares of a register with a loaded operand, in either order */
+    " (func (export \"fload\") (param $p i32) (result i32) (local $x f64) (local $n i32)\n"
+    "  (loop $l\n"
+    "   (local.set $x (f64.add (local.get $x) (f64.const 0.5)))\n"
+    "   (local.set $n (i32.add (local.get $n) (i32.const 1)))\n"
+    "   (br_if $l (f64.lt (local.get $x) (f64.load (local.get $p)))))\n"
+    "  (local.set $n (i32.add (local.get $n)\n"
+    "   (i32.mul (i32.const 10) (f64.ge (f64.load (local.get $p)) (local.get $x)))))\n"
+    "  (if (f64.lt (f64.load offset=8 (local.get $p)) (local.get $x))\n"
+    "   (then (local.set $n (i32.add (local.get $n) (i32.const 100)))))\n"
+    "  (if (f64.gt (local.get $x) (f64.load offset=16 (local.get $p)))\n"
+    "   (then (local.set $n (i32.add (local.get $n) (i32.const 1000)))))\n"
+    "  (if (f64.eq (local.get $x) (f64.load (local.get $p)))\n"
+    "   (then (local.set $n (i32.add (local.get $n) (i32.const 10000)))))\n"
+    "  (local.get $n))\n"
     " (func (export \"oob\") (param $p i32) (result i32) (local $x f64)\n"
     "  (local.set $x (f64.const 2))\n"
     "  (local.set $x (f64.mul (local.get $x) (f64.load (local.get $p))))\n"
@@ -1469,6 +1484,8 @@ static void test_float_operands(void **state) {
         {"floop", -3, NULL, true, 1 * 1000},
         {"flab", 1, NULL, true, 9}, /* the branch to $b carries gt's 0 */
         {"flab", 0, NULL, true, 7},
+        {"fload", 64, NULL, true, 10113},
+        {"fload", 112, NULL, true, 1001}, /* NaN, NaN, then 0 at 128 */
         {"oob", 65520, NULL, false, 0},
         {"oob", 65521, "out of bounds memory access", false, 0}, /* the second load */
         {"oob", 65529, "out of bounds memory access", false, 0}, /* the first */

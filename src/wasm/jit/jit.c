@@ -1582,30 +1582,37 @@ static void fparith(jc *c, uint32_t pos, const fpinfo *fi, uint32_t *len) {
         return;
     }
     int ucpfx = fi->d ? 0x66 : -1;
-    sse_ld(c, pfx, 0, a);
-    sse_ld(c, pfx, 1, SF(3));
+    /* `ucomis p, q` says whether p is above q: a > b and a >= b as they are, a < b and
+     * a <= b as b above a. p is read in its register (loaded into xmm0 when it is not
+     * in one), q as the r/m operand: its register, its frame cell, or the memory the
+     * previous instruction loaded it from (fold_load) */
+    bool swap = fi->sub == FC_LT || fi->sub == FC_LE;
+    uint32_t sp = IMM(swap ? 3 : 2), sq = IMM(swap ? 2 : 3);
+    pw_xmem p = swap ? SF(3) : a, q = swap ? a : SF(3), lm;
+    if (sq != sp && fold_load(c, sq, fi->d, &lm)) q = lm;
+    int rp = 0;
+    if (p.index == X_DIRECTX)
+        rp = p.base;
+    else
+        sse_ld(c, pfx, 0, p);
+    if (q.index == X_DIRECT) {
+        sse_ld(c, pfx, 1, q);
+        q = x_xreg(1);
+    }
+    pw__x64_sse_rm(x, ucpfx, X_SSE_UCOMI, false, rp, q);
     size_t tail = SIZE_MAX;
     switch (fi->sub) {
     case FC_EQ:
     case FC_NE:
-        pw__x64_sse_rr(x, ucpfx, X_SSE_UCOMI, false, 0, 1);
         pw__x64_setcc(x, fi->sub == FC_EQ ? X_CC_E : X_CC_NE, X_RAX);
         pw__x64_setcc(x, fi->sub == FC_EQ ? X_CC_NP : X_CC_P, X_RCX);
         pw__x64_movzx8(x, X_RAX, X_RAX);
         pw__x64_movzx8(x, X_RCX, X_RCX);
         pw__x64_alu_rr(x, fi->sub == FC_EQ ? X_AND : X_OR, false, X_RAX, X_RCX);
         break;
-    case FC_GT:
-    case FC_GE: /* unordered sets CF: "above" / "above or equal" are false */
-        pw__x64_sse_rr(x, ucpfx, X_SSE_UCOMI, false, 0, 1);
+    default: /* unordered sets CF: "above" / "above or equal" are false */
         tail = x->len;
-        pw__x64_setcc(x, fi->sub == FC_GT ? X_CC_A : X_CC_AE, X_RAX);
-        pw__x64_movzx8(x, X_RAX, X_RAX);
-        break;
-    default: /* a < b is b > a */
-        pw__x64_sse_rr(x, ucpfx, X_SSE_UCOMI, false, 1, 0);
-        tail = x->len;
-        pw__x64_setcc(x, fi->sub == FC_LT ? X_CC_A : X_CC_AE, X_RAX);
+        pw__x64_setcc(x, fi->sub == FC_GT || fi->sub == FC_LT ? X_CC_A : X_CC_AE, X_RAX);
         pw__x64_movzx8(x, X_RAX, X_RAX);
         break;
     }
