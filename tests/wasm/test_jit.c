@@ -1494,6 +1494,103 @@ static void test_float_operands(void **state) {
     free(mod);
 }
 
+/* Float to integer truncations inline (docs/jit.md "Truncations"): every trapping and
+ * saturating form but those to u64, from f64 and (demoted) f32, over values in range,
+ * at and just past each bound, NaN, infinity and -1 < a < 0; against the interpreter
+ * and the expected trap, with guard pages, explicit checks and plain SSE2. */
+static const char TR_WAT[] =
+    "(module (memory 1)\n"
+    " (func (export \"init\") (param $k i32) (result i32)\n"
+    "  (f64.store (i32.const 0) (f64.const 1.5))\n"
+    "  (f64.store (i32.const 8) (f64.const -1.5))\n"
+    "  (f64.store (i32.const 16) (f64.const 2147483647.9))\n"
+    "  (f64.store (i32.const 24) (f64.const -2147483648.9))\n"
+    "  (f64.store (i32.const 32) (f64.const 2147483648))\n"
+    "  (f64.store (i32.const 40) (f64.const -2147483649))\n"
+    "  (i64.store (i32.const 48) (i64.const 0x7ff8000000000000))\n"
+    "  (i64.store (i32.const 56) (i64.const 0x7ff0000000000000))\n"
+    "  (f64.store (i32.const 64) (f64.const 4294967295.9))\n"
+    "  (f64.store (i32.const 72) (f64.const -0.9))\n"
+    "  (f64.store (i32.const 80) (f64.const 9.2e18))\n"
+    "  (f64.store (i32.const 88) (f64.const -9223372036854775808))\n"
+    "  (f64.store (i32.const 96) (f64.const 1e19))\n"
+    "  (f64.store (i32.const 104) (f64.const -1))\n"
+    "  (i64.store (i32.const 112) (i64.const 0xfff0000000000000))\n"
+    "  (i32.const 0))\n"
+    " (func $v (param $k i32) (result f64) (f64.load (i32.shl (local.get $k) (i32.const 3))))\n"
+    " (func $w (param $x i64) (result i32)\n"
+    "  (i32.xor (i32.wrap_i64 (local.get $x)) (i32.wrap_i64 (i64.shr_u (local.get $x)\n"
+    "   (i64.const 32)))))\n"
+    " (func (export \"ts32\") (param $k i32) (result i32) (i32.trunc_f64_s (call $v (local.get "
+    "$k))))\n"
+    " (func (export \"tu32\") (param $k i32) (result i32) (i32.trunc_f64_u (call $v (local.get "
+    "$k))))\n"
+    " (func (export \"ts64\") (param $k i32) (result i32)\n"
+    "  (call $w (i64.trunc_f64_s (call $v (local.get $k)))))\n"
+    " (func (export \"fs32\") (param $k i32) (result i32)\n"
+    "  (i32.trunc_f32_s (f32.demote_f64 (call $v (local.get $k)))))\n"
+    " (func (export \"fu32\") (param $k i32) (result i32)\n"
+    "  (i32.trunc_f32_u (f32.demote_f64 (call $v (local.get $k)))))\n"
+    " (func (export \"fs64\") (param $k i32) (result i32)\n"
+    "  (call $w (i64.trunc_f32_s (f32.demote_f64 (call $v (local.get $k))))))\n"
+    " (func (export \"ss32\") (param $k i32) (result i32)\n"
+    "  (i32.trunc_sat_f64_s (call $v (local.get $k))))\n"
+    " (func (export \"su32\") (param $k i32) (result i32)\n"
+    "  (i32.trunc_sat_f64_u (call $v (local.get $k))))\n"
+    " (func (export \"ss64\") (param $k i32) (result i32)\n"
+    "  (call $w (i64.trunc_sat_f64_s (call $v (local.get $k)))))\n"
+    " (func (export \"gs32\") (param $k i32) (result i32)\n"
+    "  (i32.trunc_sat_f32_s (f32.demote_f64 (call $v (local.get $k)))))\n"
+    " (func (export \"gu32\") (param $k i32) (result i32)\n"
+    "  (i32.trunc_sat_f32_u (f32.demote_f64 (call $v (local.get $k)))))\n"
+    " (func (export \"gs64\") (param $k i32) (result i32)\n"
+    "  (call $w (i64.trunc_sat_f32_s (f32.demote_f64 (call $v (local.get $k))))))\n"
+    /* in a loop, the operand pinned */
+    " (func (export \"tsum\") (param $k i32) (result i32) (local $x f64) (local $s i32)\n"
+    "  (local.set $x (f64.const -3.75))\n"
+    "  (loop $l\n"
+    "   (local.set $s (i32.add (i32.mul (local.get $s) (i32.const 7))\n"
+    "    (i32.add (i32.trunc_f64_s (local.get $x)) (i32.trunc_sat_f64_u (local.get $x)))))\n"
+    "   (local.set $x (f64.add (local.get $x) (f64.const 1.25)))\n"
+    "   (br_if $l (f64.lt (local.get $x) (f64.convert_i32_s (local.get $k)))))\n"
+    "  (local.get $s)))\n";
+
+static void test_truncations(void **state) {
+    (void)state;
+    size_t n = 0;
+    uint8_t *mod = wat_module(TR_WAT, &n);
+    /* per function, per value (init's order): '.' a result, 'o' integer overflow, 'n'
+     * invalid conversion; the saturating ones return for every value */
+    static const struct {
+        const char *fn, *traps;
+    } fns[] = {
+        {"ts32", "....oonoo.ooo.o"}, {"tu32", ".o.o.ono..ooooo"}, {"ts64", "......no....o.o"},
+        {"fs32", "..o.o.noo.ooo.o"}, {"fu32", ".o.o.onoo.ooooo"}, {"fs64", "......no....o.o"},
+        {"ss32", "..............."}, {"su32", "..............."}, {"ss64", "..............."},
+        {"gs32", "..............."}, {"gu32", "..............."}, {"gs64", "..............."},
+    };
+    enum { NV = 15, NF = sizeof fns / sizeof fns[0] };
+    probe *calls = calloc(1 + NF * NV + 3, sizeof *calls);
+    assert_non_null(calls);
+    size_t np = 0;
+    calls[np++] = (probe){"init", 0, NULL, true, 0};
+    for (size_t f = 0; f < NF; f++)
+        for (int k = 0; k < NV; k++) {
+            char t = fns[f].traps[k];
+            calls[np++] = (probe){fns[f].fn, k,
+                                  t == 'o'   ? "integer overflow"
+                                  : t == 'n' ? "invalid conversion to integer"
+                                             : NULL,
+                                  false, 0};
+        }
+    calls[np++] = (probe){"tsum", 4, NULL, false, 0};
+    calls[np++] = (probe){"tsum", -9, NULL, false, 0};
+    calls[np++] = (probe){"tsum", 40, NULL, false, 0};
+    probe_tiers(mod, n, calls, np);
+    free(calls);
+    free(mod);
+}
+
 /* Loops and slot traffic (docs/jit.md "Loops and the frame"): loop heads poll the
  * interrupt flag and back-edges are one jump; a load of a frame cell that the previous
  * instruction stored takes the stored register; br_if tests a pinned register in
@@ -2597,6 +2694,7 @@ int main(void) {
         cmocka_unit_test(test_address_reuse),
         cmocka_unit_test(test_zero_extended_index),
         cmocka_unit_test(test_float_operands),
+        cmocka_unit_test(test_truncations),
         cmocka_unit_test(test_self_calls),
         cmocka_unit_test(test_loops_and_slots),
         cmocka_unit_test(test_call_frames),

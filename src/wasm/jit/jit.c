@@ -3446,6 +3446,97 @@ static bool t_float(jc *c, uint32_t pos, int op, uint32_t *len) {
     }
 }
 
+/* Float to integer truncation inline (trapping and saturating, to i32, u32 and i64;
+ * to u64 it stays on the helper): cvttss2si/cvttsd2si, whose result is exact for
+ * every operand in range and the "integer indefinite" (the minimum) otherwise, so one
+ * test sends only the minimum (for u32, a 64-bit conversion outside [0, 2^32)) to the
+ * exact checks, which are the interpreter's (interp.h PW_TRUNCS, fops.h): NaN
+ * traps "invalid conversion to integer" or saturates to 0, a value outside (lo, hi)
+ * traps "integer overflow" or saturates to the bound on its side; the minimum
+ * itself, when a truncates to it, passes. */
+static bool ftrunc(jc *c, uint32_t pos, int op, uint32_t *len) {
+    bool f64, w, u, sat;
+    double lo, hi; /* the trapping forms' open range */
+    switch (op) {
+#define TR(n, F, W, U, S, L, H)                                                                    \
+    case PW_OP_##n: f64 = F, w = W, u = U, sat = S, lo = L, hi = H; break;
+        TR(I32_TRUNC_F32_S, false, false, false, false, -2147483904.0f, 2147483648.0f)
+        TR(I32_TRUNC_F64_S, true, false, false, false, -2147483649.0, 2147483648.0)
+        TR(I32_TRUNC_F32_U, false, false, true, false, -1.0, 4294967296.0)
+        TR(I32_TRUNC_F64_U, true, false, true, false, -1.0, 4294967296.0)
+        TR(I64_TRUNC_F32_S, false, true, false, false, -9223373136366403584.0f,
+           9223372036854775808.0f)
+        TR(I64_TRUNC_F64_S, true, true, false, false, -9223372036854777856.0, 9223372036854775808.0)
+        TR(I32_TRUNC_SAT_F32_S, false, false, false, true, 0, 0)
+        TR(I32_TRUNC_SAT_F64_S, true, false, false, true, 0, 0)
+        TR(I32_TRUNC_SAT_F32_U, false, false, true, true, 0, 0)
+        TR(I32_TRUNC_SAT_F64_U, true, false, true, true, 0, 0)
+        TR(I64_TRUNC_SAT_F32_S, false, true, false, true, 0, 0)
+        TR(I64_TRUNC_SAT_F64_S, true, true, false, true, 0, 0)
+#undef TR
+    default: return false;
+    }
+    *len = 3;
+    pw_x64 *x = &c->x;
+    int pfx = f64 ? 0xF2 : 0xF3, ucpfx = f64 ? 0x66 : -1;
+    pw_xmem a = SF(2), src = a;
+    if (a.index == X_DIRECT) { /* a float in a GPR pin */
+        sse_ld(c, pfx, 0, a);
+        src = x_xreg(0);
+    }
+    /* u32 converts in 64 bits: exact for every a in (-1, 2^32) */
+    pw__x64_sse_rm(x, pfx, X_SSE_CVTT, w || u, X_RAX, src);
+    size_t ok;
+    if (u) {
+        pw__x64_mov_rr(x, true, X_RCX, X_RAX);
+        pw__x64_shift_i(x, X_SHR, true, X_RCX, 32);
+        ok = pw__x64_jcc32(x, X_CC_E);
+    } else {
+        pw__x64_alu_ri(x, X_CMP, w, X_RAX, 1); /* overflows only for the minimum */
+        ok = pw__x64_jcc32(x, X_CC_NO);
+    }
+    sse_ld(c, pfx, 0, a); /* the rare case: a in xmm0 */
+    if (!sat) {
+        pw__x64_sse_rr(x, ucpfx, X_SSE_UCOMI, false, 0, 0);
+        trap_if(c, X_CC_P, PW_TRAP_INVALID_CONV);
+        if (u) {
+            jmp_to(c, special(c, PW_TRAP_INT_OVERFLOW));
+        } else {
+            uint64_t lb, hb;
+            if (f64) {
+                memcpy(&lb, &lo, 8);
+                memcpy(&hb, &hi, 8);
+            } else {
+                float lf = (float)lo, hf = (float)hi;
+                uint32_t l32, h32;
+                memcpy(&l32, &lf, 4);
+                memcpy(&h32, &hf, 4);
+                lb = l32, hb = h32;
+            }
+            vconst_op(c, ucpfx, 0, X_SSE_UCOMI, 0, lb, 0);
+            trap_if(c, X_CC_BE, PW_TRAP_INT_OVERFLOW); /* a <= lo */
+            vconst_op(c, ucpfx, 0, X_SSE_UCOMI, 0, hb, 0);
+            trap_if(c, X_CC_AE, PW_TRAP_INT_OVERFLOW); /* a >= hi */
+            /* lo < a < hi: rax holds the minimum, a's truncation */
+        }
+    } else {
+        /* NaN: 0; at or below zero: the minimum (0 for u32); above: the maximum. The
+         * moves keep the flags of the compare with zero. */
+        pw__x64_sse_rr(x, -1, X_SSE_XORPS, false, 1, 1);
+        pw__x64_sse_rr(x, ucpfx, X_SSE_UCOMI, false, 0, 1);
+        pw__x64_mov_ri32(x, X_RAX, 0);
+        size_t nan = pw__x64_jcc32(x, X_CC_P);
+        if (!u) pw__x64_mov_ri64(x, X_RAX, w ? (uint64_t)INT64_MIN : (uint32_t)INT32_MIN);
+        size_t low = pw__x64_jcc32(x, X_CC_BE);
+        pw__x64_mov_ri64(x, X_RAX, u ? UINT32_MAX : w ? (uint64_t)INT64_MAX : INT32_MAX);
+        pw__x64_patch32(x, low, (int32_t)(x->len - (low + 4)));
+        pw__x64_patch32(x, nan, (int32_t)(x->len - (nan + 4)));
+    }
+    pw__x64_patch32(x, ok, (int32_t)(x->len - (ok + 4)));
+    st(c, w, SL(1), X_RAX);
+    return true;
+}
+
 static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
 
     if (binops[op].kind) {
@@ -3478,6 +3569,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
     if (t_control(c, pos, op, len) || t_moves(c, pos, op, len) || t_int(c, pos, op, len) ||
         t_float(c, pos, op, len))
         return;
+    if (ftrunc(c, pos, op, len)) return;
     if (fop_helper[op]) {
         fophelper(c, pos, op, len);
         return;

@@ -178,6 +178,7 @@ enum {
     X_SSE_MOVAPS = 0x28, /* movaps xmm, xmm (no prefix): a whole-register copy */
     X_SSE_XORPS = 0x57,  /* xorps xmm, xmm (no prefix): with itself, zero */
     X_SSE_CVTSI2 = 0x2A, /* cvtsi2ss (F3) / cvtsi2sd (F2) xmm, r32/r64 (w) */
+    X_SSE_CVTT = 0x2C,   /* cvttss2si (F3) / cvttsd2si (F2) r32/r64 (w), xmm/m */
     X_SSE_CVTF = 0x5A    /* cvtss2sd (F3) / cvtsd2ss (F2) */
 };
 
