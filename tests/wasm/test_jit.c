@@ -1494,10 +1494,13 @@ static void test_float_operands(void **state) {
     free(mod);
 }
 
-/* Float to integer truncations inline (docs/jit.md "Truncations"): every trapping and
- * saturating form but those to u64, from f64 and (demoted) f32, over values in range,
- * at and just past each bound, NaN, infinity and -1 < a < 0; against the interpreter
- * and the expected trap, with guard pages, explicit checks and plain SSE2. */
+/* Float to integer truncations inline (docs/jit.md "Truncations, rounding, abs and
+ * neg"): every trapping and saturating form but those to u64, from f64 and (demoted)
+ * f32, over values in range, at and just past each bound, NaN, infinity and -1 < a <
+ * 0; rounding (SSE4.1, and the helper under plain SSE2) and abs/neg in xmm registers
+ * over those and a signalling NaN's payload, halves, -0 and 2^52 - 0.5, their bits;
+ * against the interpreter and the expected trap, with guard pages, explicit checks and
+ * plain SSE2. */
 static const char TR_WAT[] =
     "(module (memory 1)\n"
     " (func (export \"init\") (param $k i32) (result i32)\n"
@@ -1516,6 +1519,12 @@ static const char TR_WAT[] =
     "  (f64.store (i32.const 96) (f64.const 1e19))\n"
     "  (f64.store (i32.const 104) (f64.const -1))\n"
     "  (i64.store (i32.const 112) (i64.const 0xfff0000000000000))\n"
+    "  (i64.store (i32.const 120) (i64.const 0xfff4000000000123))\n"
+    "  (f64.store (i32.const 128) (f64.const -0.5))\n"
+    "  (f64.store (i32.const 136) (f64.const 2.5))\n"
+    "  (f64.store (i32.const 144) (f64.const -0))\n"
+    "  (f64.store (i32.const 152) (f64.const 4503599627370495.5))\n"
+    "  (f64.store (i32.const 160) (f64.const -3.5))\n"
     "  (i32.const 0))\n"
     " (func $v (param $k i32) (result f64) (f64.load (i32.shl (local.get $k) (i32.const 3))))\n"
     " (func $w (param $x i64) (result i32)\n"
@@ -1545,6 +1554,33 @@ static const char TR_WAT[] =
     "  (i32.trunc_sat_f32_u (f32.demote_f64 (call $v (local.get $k)))))\n"
     " (func (export \"gs64\") (param $k i32) (result i32)\n"
     "  (call $w (i64.trunc_sat_f32_s (f32.demote_f64 (call $v (local.get $k))))))\n"
+    /* rounding (roundsd/roundss with SSE4.1) and abs/neg (sign masks), their bits */
+    " (func $h (param $x f64) (result i32) (call $w (i64.reinterpret_f64 (local.get $x))))\n"
+    " (func (export \"rnd\") (param $k i32) (result i32) (local $x f64)\n"
+    "  (local.set $x (call $v (local.get $k)))\n"
+    "  (i32.xor (i32.xor (call $h (f64.ceil (local.get $x)))\n"
+    "    (i32.rotl (call $h (f64.floor (local.get $x))) (i32.const 8)))\n"
+    "   (i32.xor (i32.rotl (call $h (f64.trunc (local.get $x))) (i32.const 16))\n"
+    "    (i32.rotl (call $h (f64.nearest (local.get $x))) (i32.const 24)))))\n"
+    " (func (export \"rndf\") (param $k i32) (result i32) (local $y f32)\n"
+    "  (local.set $y (f32.demote_f64 (call $v (local.get $k))))\n"
+    "  (i32.xor (i32.xor (i32.reinterpret_f32 (f32.ceil (local.get $y)))\n"
+    "    (i32.rotl (i32.reinterpret_f32 (f32.floor (local.get $y))) (i32.const 8)))\n"
+    "   (i32.xor (i32.rotl (i32.reinterpret_f32 (f32.trunc (local.get $y))) (i32.const 16))\n"
+    "    (i32.rotl (i32.reinterpret_f32 (f32.nearest (local.get $y))) (i32.const 24)))))\n"
+    " (func (export \"absneg\") (param $k i32) (result i32) (local $x f64) (local $y f32)\n"
+    "  (local $a f64) (local $b f32) (local $i i32)\n"
+    "  (local.set $x (call $v (local.get $k)))\n"
+    "  (local.set $y (f32.demote_f64 (local.get $x)))\n"
+    "  (loop $l\n"
+    "   (local.set $a (f64.add (local.get $a) (f64.abs (local.get $x))))\n"
+    "   (local.set $x (f64.neg (local.get $x)))\n"
+    "   (local.set $b (f32.sub (local.get $b) (f32.abs (local.get $y))))\n"
+    "   (local.set $y (f32.neg (local.get $y)))\n"
+    "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "    (i32.const 3))))\n"
+    "  (i32.xor (i32.xor (call $h (local.get $x)) (call $h (local.get $a)))\n"
+    "   (i32.xor (i32.reinterpret_f32 (local.get $y)) (i32.reinterpret_f32 (local.get $b)))))\n"
     /* in a loop, the operand pinned */
     " (func (export \"tsum\") (param $k i32) (result i32) (local $x f64) (local $s i32)\n"
     "  (local.set $x (f64.const -3.75))\n"
@@ -1570,7 +1606,7 @@ static void test_truncations(void **state) {
         {"gs32", "..............."}, {"gu32", "..............."}, {"gs64", "..............."},
     };
     enum { NV = 15, NF = sizeof fns / sizeof fns[0] };
-    probe *calls = calloc(1 + NF * NV + 3, sizeof *calls);
+    probe *calls = calloc(1 + NF * NV + 3 * (NV + 6) + 3, sizeof *calls);
     assert_non_null(calls);
     size_t np = 0;
     calls[np++] = (probe){"init", 0, NULL, true, 0};
@@ -1583,6 +1619,11 @@ static void test_truncations(void **state) {
                                              : NULL,
                                   false, 0};
         }
+    for (int k = 0; k < NV + 6; k++) {
+        calls[np++] = (probe){"rnd", k, NULL, false, 0};
+        calls[np++] = (probe){"rndf", k, NULL, false, 0};
+        calls[np++] = (probe){"absneg", k, NULL, false, 0};
+    }
     calls[np++] = (probe){"tsum", 4, NULL, false, 0};
     calls[np++] = (probe){"tsum", -9, NULL, false, 0};
     calls[np++] = (probe){"tsum", 40, NULL, false, 0};

@@ -1474,8 +1474,9 @@ static const fpinfo fpops[PW_OP_COUNT_] = {PW_F_ARITH(OFA) PW_F_CMP(OFC)};
 #undef OFA
 #undef OFC
 
-/* Everything else on floats runs in C (jit_fop), by the interpreter's own expressions
- * (interp.h's X-macros and fops.h), so both tiers compute identical bits. */
+/* The float operations not inline (fparith, t_float, ftrunc) run in C (jit_fop), by
+ * the interpreter's own expressions (interp.h's X-macros and fops.h), so both tiers
+ * compute identical bits. */
 #define OFH(n, ...) [PW_OP_##n] = 1,
 static const uint8_t fop_helper[PW_OP_COUNT_] = {
     PW_UNOPS(OFH) PW_TRUNCS(OFH)[PW_OP_F32_MIN] = 2, [PW_OP_F32_MAX] = 2, [PW_OP_F64_MIN] = 2,
@@ -3386,6 +3387,28 @@ static bool t_float(jc *c, uint32_t pos, int op, uint32_t *len) {
     }
     case PW_OP_F32_ABS:
     case PW_OP_F32_NEG:
+    case PW_OP_F64_ABS:
+    case PW_OP_F64_NEG:
+        if (SF(1).index == X_DIRECTX) {
+            /* into an xmm pin: andps/xorps with the sign mask from the literal pool
+             * (16-byte aligned), only the sign bit changed, NaN payloads kept */
+            bool d64 = op == PW_OP_F64_ABS || op == PW_OP_F64_NEG;
+            bool abs = op == PW_OP_F32_ABS || op == PW_OP_F64_ABS;
+            int pfx = d64 ? 0xF2 : 0xF3, r = SF(1).base;
+            uint64_t sign = d64 ? 0x8000000000000000ull : 0x80000000u;
+            sse_ld(c, pfx, r, SF(2));
+            vconst_op(c, -1, 0, abs ? X_SSE_ANDPS : X_SSE_XORPS, r,
+                      abs ? ~sign & (d64 ? ~0ull : 0xffffffffu) : sign, 0);
+            return true;
+        }
+        if (op == PW_OP_F64_ABS || op == PW_OP_F64_NEG) {
+            ld(c, true, X_RAX, SL(2));
+            pw__x64_mov_ri64(x, X_RCX,
+                             op == PW_OP_F64_ABS ? 0x7fffffffffffffffull : 0x8000000000000000ull);
+            pw__x64_alu_rr(x, op == PW_OP_F64_ABS ? X_AND : X_XOR, true, X_RAX, X_RCX);
+            st(c, true, SL(1), X_RAX);
+            return true;
+        }
         ld(c, false, X_RAX, SL(2));
         if (op == PW_OP_F32_ABS)
             pw__x64_alu_ri(x, X_AND, false, X_RAX, 0x7fffffff);
@@ -3393,14 +3416,34 @@ static bool t_float(jc *c, uint32_t pos, int op, uint32_t *len) {
             pw__x64_alu_ri(x, X_XOR, false, X_RAX, INT32_MIN);
         st(c, false, SL(1), X_RAX);
         return true;
-    case PW_OP_F64_ABS:
-    case PW_OP_F64_NEG:
-        ld(c, true, X_RAX, SL(2));
-        pw__x64_mov_ri64(x, X_RCX,
-                         op == PW_OP_F64_ABS ? 0x7fffffffffffffffull : 0x8000000000000000ull);
-        pw__x64_alu_rr(x, op == PW_OP_F64_ABS ? X_AND : X_XOR, true, X_RAX, X_RCX);
-        st(c, true, SL(1), X_RAX);
+    case PW_OP_F32_CEIL:
+    case PW_OP_F32_FLOOR:
+    case PW_OP_F32_TRUNC:
+    case PW_OP_F32_NEAREST:
+    case PW_OP_F64_CEIL:
+    case PW_OP_F64_FLOOR:
+    case PW_OP_F64_TRUNC:
+    case PW_OP_F64_NEAREST: {
+        /* SSE4.1 roundss/roundsd (else the helper): the IEEE roundings fops.h computes,
+         * to nearest with ties to even; a NaN comes back quieted with its payload, as
+         * a + a; infinities, zeros' signs and integers kept */
+        if (!(c->isa & ISA_SSE41)) return false;
+        bool d64 = op >= PW_OP_F64_CEIL && op <= PW_OP_F64_NEAREST;
+        int pfx = d64 ? 0xF2 : 0xF3, k = op - (d64 ? PW_OP_F64_CEIL : PW_OP_F32_CEIL);
+        static const uint8_t mode[4] = {2, 1, 3, 0}; /* ceil, floor, trunc, nearest */
+        pw_xmem d = SF(1), a = SF(2);
+        int r = d.index == X_DIRECTX ? d.base : 0;
+        pw_xmem src = a;
+        if (a.index == X_DIRECT) {
+            sse_ld(c, pfx, r, a);
+            src = x_xreg(r);
+        }
+        const uint8_t ops[3] = {0x0F, 0x3A, d64 ? 0x0B : 0x0A};
+        pw__x64_modrm(x, 0x66, false, ops, 3, r, -1, &src, false);
+        pw__x64_byte(x, (uint8_t)(8 | mode[k])); /* 8: no precision exception */
+        sse_st(c, pfx, d, r);
         return true;
+    }
     case PW_OP_F32_CONVERT_I32_S:
     case PW_OP_F32_CONVERT_I32_U:
     case PW_OP_F32_CONVERT_I64_S:

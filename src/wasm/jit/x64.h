@@ -176,7 +176,8 @@ enum {
     X_SSE_MOVDST = 0x7E, /* 0x66: movd r32, xmm / movq r64, xmm (w) */
     X_SSE_SQRT = 0x51,
     X_SSE_MOVAPS = 0x28, /* movaps xmm, xmm (no prefix): a whole-register copy */
-    X_SSE_XORPS = 0x57,  /* xorps xmm, xmm (no prefix): with itself, zero */
+    X_SSE_ANDPS = 0x54,  /* andps xmm, xmm/m128 (no prefix) */
+    X_SSE_XORPS = 0x57,  /* xorps xmm, xmm/m128 (no prefix): with itself, zero */
     X_SSE_CVTSI2 = 0x2A, /* cvtsi2ss (F3) / cvtsi2sd (F2) xmm, r32/r64 (w) */
     X_SSE_CVTT = 0x2C,   /* cvttss2si (F3) / cvttsd2si (F2) r32/r64 (w), xmm/m */
     X_SSE_CVTF = 0x5A    /* cvtss2sd (F3) / cvtsd2ss (F2) */
