@@ -1739,9 +1739,6 @@ static void pshufd(jc *c, int d, int s, uint8_t imm) {
     pw__x64_byte(&c->x, imm);
 }
 
-/* The 16-byte constant (lo, hi) as the operand of `[pfx] 0F [esc] op xr, m128`:
- * rip-relative to the function's literal pool (run_pass lays it out after the
- * code, 16-byte aligned, so legacy SSE forms may take it). */
 /* The pool index of the 16-byte constant (lo, hi), added when new, with room for its
  * use's fixup; false when out of memory (c->fail). */
 static bool pool_index(jc *c, uint64_t lo, uint64_t hi, uint32_t *kp) {
@@ -1771,6 +1768,10 @@ static void pool_modrm(jc *c, int xr, uint32_t k) {
     c->pfx[c->npfx++] = (fixup){(uint32_t)x->len, k, 0, 0};
     pw__x64_u32(x, 0);
 }
+/* The 16-byte constant (lo, hi) as the operand of `[pfx] 0F [esc] op xr, m128`:
+ * rip-relative to the function's literal pool (run_pass lays it out after the
+ * code, 16-byte aligned, so legacy SSE forms may take it; a scalar form reads its
+ * low 4 or 8 bytes). */
 static void vconst_op(jc *c, int pfx, int esc, uint8_t op, int xr, uint64_t lo, uint64_t hi) {
     uint32_t k;
     if (!pool_index(c, lo, hi, &k)) return;
