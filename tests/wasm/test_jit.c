@@ -1554,7 +1554,8 @@ static const char TR_WAT[] =
     "  (i32.trunc_sat_f32_u (f32.demote_f64 (call $v (local.get $k)))))\n"
     " (func (export \"gs64\") (param $k i32) (result i32)\n"
     "  (call $w (i64.trunc_sat_f32_s (f32.demote_f64 (call $v (local.get $k))))))\n"
-    /* rounding (roundsd/roundss with SSE4.1) and abs/neg (sign masks), their bits */
+    /* rounding (roundsd/roundss with SSE4.1), abs/neg (sign masks) and sqrt (from
+     * another register with AVX), their bits */
     " (func $h (param $x f64) (result i32) (call $w (i64.reinterpret_f64 (local.get $x))))\n"
     " (func (export \"rnd\") (param $k i32) (result i32) (local $x f64)\n"
     "  (local.set $x (call $v (local.get $k)))\n"
@@ -1574,6 +1575,7 @@ static const char TR_WAT[] =
     "  (local.set $y (f32.demote_f64 (local.get $x)))\n"
     "  (loop $l\n"
     "   (local.set $a (f64.add (local.get $a) (f64.abs (local.get $x))))\n"
+    "   (local.set $a (f64.add (local.get $a) (f64.sqrt (local.get $x))))\n"
     "   (local.set $x (f64.neg (local.get $x)))\n"
     "   (local.set $b (f32.sub (local.get $b) (f32.abs (local.get $y))))\n"
     "   (local.set $y (f32.neg (local.get $y)))\n"

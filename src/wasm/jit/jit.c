@@ -3434,13 +3434,11 @@ static bool t_float(jc *c, uint32_t pos, int op, uint32_t *len) {
         static const uint8_t mode[4] = {2, 1, 3, 0}; /* ceil, floor, trunc, nearest */
         pw_xmem d = SF(1), a = SF(2);
         int r = d.index == X_DIRECTX ? d.base : 0;
-        pw_xmem src = a;
-        if (a.index == X_DIRECT) {
-            sse_ld(c, pfx, r, a);
-            src = x_xreg(r);
-        }
+        /* a into r first (a whole-register write): `roundsd r, a` would merge into
+         * r's upper half and wait for whatever last wrote r */
+        sse_ld(c, pfx, r, a);
         const uint8_t ops[3] = {0x0F, 0x3A, d64 ? 0x0B : 0x0A};
-        pw__x64_modrm(x, 0x66, false, ops, 3, r, -1, &src, false);
+        pw__x64_modrm(x, 0x66, false, ops, 3, r, r, NULL, false);
         pw__x64_byte(x, (uint8_t)(8 | mode[k])); /* 8: no precision exception */
         sse_st(c, pfx, d, r);
         return true;
@@ -3481,8 +3479,13 @@ static bool t_float(jc *c, uint32_t pos, int op, uint32_t *len) {
         int pfx = op == PW_OP_F64_SQRT ? 0xF2 : 0xF3;
         pw_xmem d = SF(1), a = SF(2);
         int r = d.index == X_DIRECTX ? d.base : 0;
-        sse_ld(c, pfx, r, a);
-        pw__x64_sse_rr(x, pfx, X_SSE_SQRT, false, r, r);
+        if ((c->isa & ISA_AVX) && a.index == X_DIRECTX && a.base != r) {
+            /* vsqrtsd r, a, a: from a's register, the upper half from a too */
+            pw__x64_vex_rr(x, pfx, X_SSE_SQRT, r, a.base, a.base);
+        } else {
+            sse_ld(c, pfx, r, a);
+            pw__x64_sse_rr(x, pfx, X_SSE_SQRT, false, r, r);
+        }
         sse_st(c, pfx, d, r);
         return true;
     }
