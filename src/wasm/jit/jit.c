@@ -3457,6 +3457,9 @@ static bool t_float(jc *c, uint32_t pos, int op, uint32_t *len) {
         pw_xmem d = SF(1), a = SL(2);
         int r = d.index == X_DIRECTX ? d.base : 0;
         ld(c, i64, X_RAX, a);
+        /* cvtsi2sd merges into r's upper half: r zeroed first (an idiom that waits
+         * for nothing), so the conversion does not wait for r's last writer */
+        pw__x64_sse_rr(x, -1, X_SSE_XORPS, false, r, r);
         pw__x64_sse_rr(x, f64 ? 0xF2 : 0xF3, X_SSE_CVTSI2, !s32, r, X_RAX);
         sse_st(c, f64 ? 0xF2 : 0xF3, d, r);
         return true;
@@ -3467,8 +3470,10 @@ static bool t_float(jc *c, uint32_t pos, int op, uint32_t *len) {
         bool dem = op == PW_OP_F32_DEMOTE_F64;
         pw_xmem d = SF(1), a = SF(2);
         int r = d.index == X_DIRECTX ? d.base : 0;
-        sse_ld(c, dem ? 0xF2 : 0xF3, 1, a);
-        pw__x64_sse_rr(x, dem ? 0xF2 : 0xF3, X_SSE_CVTF, false, r, 1);
+        /* a into r first (a whole-register write), converted in place: no wait for
+         * r's last writer, whose upper half cvtss2sd/cvtsd2ss would merge */
+        sse_ld(c, dem ? 0xF2 : 0xF3, r, a);
+        pw__x64_sse_rr(x, dem ? 0xF2 : 0xF3, X_SSE_CVTF, false, r, r);
         sse_st(c, dem ? 0xF3 : 0xF2, d, r);
         return true;
     }
