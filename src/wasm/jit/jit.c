@@ -1448,8 +1448,10 @@ static void bitscan(jc *c, uint32_t pos, bool w, bool clz) {
 }
 
 /* Float arithmetic and compares inline in SSE2: the same instructions the C
- * compiler uses for the interpreter's `a + b` and `a < b`, so the same bits (NaN
- * payloads included). */
+ * compiler uses for the interpreter's `a + b` and `a < b`, so the same bits (a NaN
+ * operand's payload included; of two NaN operands x86 returns the first, a here,
+ * where the interpreter's build may have commuted a commutative operator: Wasm lets
+ * either payload through, docs/jit.md "Supported"). */
 typedef struct fpinfo {
     uint8_t kind; /* 1 arith, 2 compare */
     uint8_t sub;  /* SSE opcode, or the compare (0 eq 1 ne 2 lt 3 gt 4 le 5 ge) */
