@@ -247,6 +247,9 @@ static void e63(pw_x64 *x) {
 static void e64(pw_x64 *x) {
     pw__x64_vex_rr(x, 0xF3, X_SSE_SUB, 12, 13, 7);
 }
+static void e65(pw_x64 *x) {
+    pw__x64_patch32(x, pw__x64_vex_rip(x, 0xF2, X_SSE_DIV, 10, 11), 0x20);
+}
 
 static const enc_case cases[] = {
     {e0, "add eax,ecx"},
@@ -314,6 +317,7 @@ static const enc_case cases[] = {
     {e62, "vmulss xmm15,xmm2,DWORD PTR [r12+r8*1+0x0]"},
     {e63, "vaddsd xmm3,xmm4,QWORD PTR [rbx+0x40]"},
     {e64, "vsubss xmm12,xmm13,xmm7"},
+    {e65, "vdivsd xmm10,xmm11,QWORD PTR [rip+0x20]"},
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 

@@ -779,19 +779,17 @@ static bool fwd_ok(const jc *c) {
            !c->target[p] && c->x.join != c->x.len;
 }
 
-/* Whether ZF already says if GPR r is zero (a test of width w would set it the same):
- * the previous instruction ended with an add, sub, and, or or xor of that width into
- * r, nothing was emitted since, and nothing but falling through from it arrives here
- * (fwd_ok: no label, no patched jump). Asked at the start of an instruction, before it
- * emits anything; the loads and moves a template emits before its test keep flags. */
-/* Whether rax already holds the zero-extended low half of GPR r, the address a
- * memory access is about to form: the previous instruction was an access whose
- * address was exactly that (a pinned base, a displacement small enough to ride in the
- * access), it did not write r or rax, nothing was emitted since, and nothing but
- * falling through from it arrives here (fwd_ok). Two accesses through one pointer
- * (p->next, then p->value) then zero-extend it once. */
+/* Whether a record of the previous instruction's code still describes the code right
+ * before this instruction: it was set by the previous instruction, nothing was
+ * emitted since, and nothing but falling through from it arrives here (fwd_ok: no
+ * label, no patched jump). Asked before this instruction emits anything. */
+static bool fact_fresh(const jc *c, size_t end, uint32_t pos) {
+    return end == c->x.len && pos == c->prevpos && fwd_ok(c);
+}
+
+/* Whether fact f holds about GPR r at the start of this instruction (fact_fresh). */
 static bool fact_holds(const jc *c, const jfact *f, int r) {
-    return f->reg == r && f->end == c->x.len && f->pos == c->prevpos && fwd_ok(c);
+    return f->reg == r && fact_fresh(c, f->end, f->pos);
 }
 
 /* Records fact f about r (-1: none) as this instruction's code ends. */
@@ -801,6 +799,12 @@ static void fact_set(jc *c, jfact *f, int r) {
     f->pos = c->curpos;
 }
 
+/* Whether rax already holds the zero-extended low half of GPR r, the address a
+ * memory access is about to form: the previous instruction was an access whose
+ * address was exactly that (a pinned base, a displacement small enough to ride in the
+ * access), it did not write r or rax, nothing was emitted since, and nothing but
+ * falling through from it arrives here (fwd_ok). Two accesses through one pointer
+ * (p->next, then p->value) then zero-extend it once. */
 static bool zx_of(const jc *c, int r) {
     return fact_holds(c, &c->zx, r);
 }
@@ -831,6 +835,11 @@ static void zr_set(jc *c, int r) {
     fact_set(c, &c->zr, r);
 }
 
+/* Whether ZF already says if GPR r is zero (a test of width w would set it the same):
+ * the previous instruction ended with an add, sub, and, or or xor of that width into
+ * r, nothing was emitted since, and nothing but falling through from it arrives here
+ * (fwd_ok: no label, no patched jump). Asked at the start of an instruction, before it
+ * emits anything; the loads and moves a template emits before its test keep flags. */
 static bool flags_of(const jc *c, int r, bool w) {
     return c->flags_w == w && fact_holds(c, &c->flags, r);
 }
@@ -867,16 +876,23 @@ static bool dead_store(const jc *c) {
     return slot >= c->cf->nlocals || (c->dse_dst != UINT32_MAX && c->code[c->dse_dst] == slot);
 }
 
+/* Takes the previous instruction's code back to `to` (this instruction has emitted
+ * nothing yet, so it now starts there) and drops every record of that code: the
+ * forwarding record, which no position guards, and the facts and the load and compare
+ * records, which could not hold past the truncation anyway. */
+static void take_back(jc *c, size_t to) {
+    c->x.len = to;
+    c->lab[c->curpos] = (int32_t)to;
+    c->fwd_end = SIZE_MAX;
+    c->flags.end = c->zx.end = c->zr.end = c->fc.end = c->fl.end = SIZE_MAX;
+}
+
 /* The register frame cell m is forwarded from (fwd_reg_of), with the store taken
  * back when it is dead (nothing was emitted since it, fwd_ok); -1 if m is not
  * forwarded. Asked once, at the point the cell is read. */
 static int fwd_take(jc *c, pw_xmem m) {
     int f = fwd_reg_of(c, m);
-    if (f >= 0 && dead_store(c)) {
-        c->x.len = c->fwd_start;
-        c->lab[c->curpos] = (int32_t)c->x.len;
-        c->fwd_end = SIZE_MAX;
-    }
+    if (f >= 0 && dead_store(c)) take_back(c, c->fwd_start);
     return f;
 }
 
@@ -1522,13 +1538,10 @@ static uint32_t jit_fop(uint32_t op, pw_slot *dst, const pw_slot *pa, const pw_s
  * since nothing ran in between. Asked before this instruction emits anything. */
 static bool fold_load(jc *c, uint32_t slot, bool w, pw_xmem *m) {
     const jload *l = &c->fl;
-    if (l->end != c->x.len || l->pos != c->prevpos || l->slot != slot || l->w != w ||
-        slot < c->cf->nlocals || !fwd_ok(c))
+    if (l->slot != slot || l->w != w || slot < c->cf->nlocals || !fact_fresh(c, l->end, l->pos))
         return false;
     *m = l->m;
-    c->x.len = l->start;
-    c->lab[c->curpos] = (int32_t)c->x.len;
-    c->fwd_end = c->fl.end = SIZE_MAX; /* the store of a frame temporary went too */
+    take_back(c, l->start); /* the store of a frame temporary goes too */
     return true;
 }
 
@@ -1638,9 +1651,7 @@ static void fparith(jc *c, uint32_t pos, const fpinfo *fi, uint32_t *len) {
 static bool fcmp_take(jc *c, uint32_t slot, int *cc) {
     if (!fact_holds(c, &c->fc, X_RAX) || c->fc_slot != slot || slot < c->cf->nlocals) return false;
     *cc = c->fc_cc;
-    c->x.len = c->fc_tail;
-    c->lab[c->curpos] = (int32_t)c->x.len;
-    c->fwd_end = c->fc.end = c->zx.end = c->zr.end = c->flags.end = SIZE_MAX;
+    take_back(c, c->fc_tail);
     return true;
 }
 
@@ -1763,13 +1774,6 @@ static bool pool_index(jc *c, uint64_t lo, uint64_t hi, uint32_t *kp) {
     *kp = k;
     return true;
 }
-/* ModRM [rip + disp32] for xmm xr, the displacement fixed up to pool constant k. */
-static void pool_modrm(jc *c, int xr, uint32_t k) {
-    pw_x64 *x = &c->x;
-    pw__x64_byte(x, (uint8_t)(((xr & 7) << 3) | 5)); /* mod 00, rm 101: [rip + disp32] */
-    c->pfx[c->npfx++] = (fixup){(uint32_t)x->len, k, 0, 0};
-    pw__x64_u32(x, 0);
-}
 /* The 16-byte constant (lo, hi) as the operand of `[pfx] 0F [esc] op xr, m128`:
  * rip-relative to the function's literal pool (run_pass lays it out after the
  * code, 16-byte aligned, so legacy SSE forms may take it; a scalar form reads its
@@ -1783,18 +1787,16 @@ static void vconst_op(jc *c, int pfx, int esc, uint8_t op, int xr, uint64_t lo, 
     pw__x64_byte(x, 0x0F);
     if (esc) pw__x64_byte(x, (uint8_t)esc);
     pw__x64_byte(x, op);
-    pool_modrm(c, xr, k);
+    pw__x64_byte(x, (uint8_t)(((xr & 7) << 3) | 5)); /* mod 00, rm 101: [rip + disp32] */
+    c->pfx[c->npfx++] = (fixup){(uint32_t)x->len, k, 0, 0};
+    pw__x64_u32(x, 0);
 }
-/* AVX's `vop xr, vr, [rip + constant]` (scalar, map 0F: the two-byte VEX form, which
- * carries R; rip-relative needs neither X nor B). */
+/* AVX's `vop xr, vr, [rip + constant]` (scalar, map 0F). */
 static void vconst_vex(jc *c, int pfx, uint8_t op, int xr, int vr, uint64_t lo) {
     uint32_t k;
     if (!pool_index(c, lo, 0, &k)) return;
-    uint8_t pp = pfx == 0x66 ? 1 : pfx == 0xF3 ? 2 : pfx == 0xF2 ? 3 : 0;
-    pw__x64_byte(&c->x, 0xC5);
-    pw__x64_byte(&c->x, (uint8_t)((xr & 8 ? 0 : 0x80) | ((~vr & 15) << 3) | pp));
-    pw__x64_byte(&c->x, op);
-    pool_modrm(c, xr, k);
+    size_t at = pw__x64_vex_rip(&c->x, pfx, op, xr, vr);
+    c->pfx[c->npfx++] = (fixup){(uint32_t)at, k, 0, 0};
 }
 static uint64_t rep8(uint8_t b) {
     return b * 0x0101010101010101ull;
@@ -3399,9 +3401,9 @@ static bool t_float(jc *c, uint32_t pos, int op, uint32_t *len) {
             bool abs = op == PW_OP_F32_ABS || op == PW_OP_F64_ABS;
             int pfx = d64 ? 0xF2 : 0xF3, r = SF(1).base;
             uint64_t sign = d64 ? 0x8000000000000000ull : 0x80000000u;
+            uint64_t rest = (d64 ? UINT64_MAX : UINT32_MAX) ^ sign; /* all but the sign */
             sse_ld(c, pfx, r, SF(2));
-            vconst_op(c, -1, 0, abs ? X_SSE_ANDPS : X_SSE_XORPS, r,
-                      abs ? ~sign & (d64 ? ~0ull : 0xffffffffu) : sign, 0);
+            vconst_op(c, -1, 0, abs ? X_SSE_ANDPS : X_SSE_XORPS, r, abs ? rest : sign, 0);
             return true;
         }
         if (op == PW_OP_F64_ABS || op == PW_OP_F64_NEG) {
@@ -3509,27 +3511,30 @@ static bool t_float(jc *c, uint32_t pos, int op, uint32_t *len) {
  * traps "integer overflow" or saturates to the bound on its side; the minimum
  * itself, when a truncates to it, passes. */
 static bool ftrunc(jc *c, uint32_t pos, int op, uint32_t *len) {
+    /* the trapping forms' open range (lo, hi): the interpreter's own bounds */
+#define TB(n, fin, fout, Ty, lo, hi) [PW_OP_##n] = {lo, hi},
+    static const struct { double lo, hi; } bound[PW_OP_COUNT_] = {PW_TRUNCS(TB)};
+#undef TB
     bool f64, w, u, sat;
-    double lo, hi; /* the trapping forms' open range */
     switch (op) {
-#define TR(n, F, W, U, S, L, H)                                                                    \
-    case PW_OP_##n: f64 = F, w = W, u = U, sat = S, lo = L, hi = H; break;
-        TR(I32_TRUNC_F32_S, false, false, false, false, -2147483904.0f, 2147483648.0f)
-        TR(I32_TRUNC_F64_S, true, false, false, false, -2147483649.0, 2147483648.0)
-        TR(I32_TRUNC_F32_U, false, false, true, false, -1.0, 4294967296.0)
-        TR(I32_TRUNC_F64_U, true, false, true, false, -1.0, 4294967296.0)
-        TR(I64_TRUNC_F32_S, false, true, false, false, -9223373136366403584.0f,
-           9223372036854775808.0f)
-        TR(I64_TRUNC_F64_S, true, true, false, false, -9223372036854777856.0, 9223372036854775808.0)
-        TR(I32_TRUNC_SAT_F32_S, false, false, false, true, 0, 0)
-        TR(I32_TRUNC_SAT_F64_S, true, false, false, true, 0, 0)
-        TR(I32_TRUNC_SAT_F32_U, false, false, true, true, 0, 0)
-        TR(I32_TRUNC_SAT_F64_U, true, false, true, true, 0, 0)
-        TR(I64_TRUNC_SAT_F32_S, false, true, false, true, 0, 0)
-        TR(I64_TRUNC_SAT_F64_S, true, true, false, true, 0, 0)
+#define TR(n, F, W, U, S)                                                                          \
+    case PW_OP_##n: f64 = F, w = W, u = U, sat = S; break;
+        TR(I32_TRUNC_F32_S, false, false, false, false)
+        TR(I32_TRUNC_F64_S, true, false, false, false)
+        TR(I32_TRUNC_F32_U, false, false, true, false)
+        TR(I32_TRUNC_F64_U, true, false, true, false)
+        TR(I64_TRUNC_F32_S, false, true, false, false)
+        TR(I64_TRUNC_F64_S, true, true, false, false)
+        TR(I32_TRUNC_SAT_F32_S, false, false, false, true)
+        TR(I32_TRUNC_SAT_F64_S, true, false, false, true)
+        TR(I32_TRUNC_SAT_F32_U, false, false, true, true)
+        TR(I32_TRUNC_SAT_F64_U, true, false, true, true)
+        TR(I64_TRUNC_SAT_F32_S, false, true, false, true)
+        TR(I64_TRUNC_SAT_F64_S, true, true, false, true)
 #undef TR
     default: return false;
     }
+    double lo = bound[op].lo, hi = bound[op].hi;
     *len = 3;
     pw_x64 *x = &c->x;
     int pfx = f64 ? 0xF2 : 0xF3, ucpfx = f64 ? 0x66 : -1;

@@ -290,11 +290,7 @@ void pw__x64_sse_rm(pw_x64 *x, int prefix, uint8_t op, bool w, int xreg, pw_xmem
 /* VEX: the prefix bytes carry REX.R/X/B inverted, the second source register
  * (vvvv, inverted) and the legacy prefix (pp); the two-byte form C5 when neither X
  * nor B is needed, else C4 with the 0F map (mmmmm = 1). W = 0, L = 0 (128 bits). */
-static void vex(pw_x64 *x, int prefix, uint8_t op, int reg, int vreg, int rm_reg,
-                const pw_xmem *m) {
-    if (rm_reg < 0 && m->index <= X_DIRECT) rm_reg = m->base;
-    int rb = rm_reg >= 0 ? rm_reg : m->base;
-    int ix = rm_reg >= 0 ? X_NOREG : m->index;
+static void vex_prefix(pw_x64 *x, int prefix, uint8_t op, int reg, int vreg, int rb, int ix) {
     uint8_t pp = prefix == 0x66 ? 1 : prefix == 0xF3 ? 2 : prefix == 0xF2 ? 3 : 0;
     uint8_t r = (reg & 8) ? 0 : 0x80, xb = (ix >= 0 && (ix & 8)) ? 0 : 0x40;
     uint8_t b = (rb & 8) ? 0 : 0x20, v = (uint8_t)((~vreg & 15) << 3);
@@ -307,6 +303,13 @@ static void vex(pw_x64 *x, int prefix, uint8_t op, int reg, int vreg, int rm_reg
         pw__x64_byte(x, (uint8_t)(v | pp));
     }
     pw__x64_byte(x, op);
+}
+static void vex(pw_x64 *x, int prefix, uint8_t op, int reg, int vreg, int rm_reg,
+                const pw_xmem *m) {
+    if (rm_reg < 0 && m->index <= X_DIRECT) rm_reg = m->base;
+    int rb = rm_reg >= 0 ? rm_reg : m->base;
+    int ix = rm_reg >= 0 ? X_NOREG : m->index;
+    vex_prefix(x, prefix, op, reg, vreg, rb, ix);
     modrm_tail(x, reg, rm_reg, m, rb, ix);
 }
 void pw__x64_vex_rr(pw_x64 *x, int prefix, uint8_t op, int xreg, int vreg, int rm_reg) {
@@ -314,4 +317,11 @@ void pw__x64_vex_rr(pw_x64 *x, int prefix, uint8_t op, int xreg, int vreg, int r
 }
 void pw__x64_vex_rm(pw_x64 *x, int prefix, uint8_t op, int xreg, int vreg, pw_xmem m) {
     vex(x, prefix, op, xreg, vreg, -1, &m);
+}
+size_t pw__x64_vex_rip(pw_x64 *x, int prefix, uint8_t op, int xreg, int vreg) {
+    vex_prefix(x, prefix, op, xreg, vreg, 0, X_NOREG); /* rip-relative: no X, no B */
+    pw__x64_byte(x, (uint8_t)(((xreg & 7) << 3) | 5)); /* mod 00, rm 101 */
+    size_t at = x->len;
+    pw__x64_u32(x, 0);
+    return at;
 }

@@ -164,6 +164,8 @@ void pw__x64_sse_rm(pw_x64 *x, int prefix, uint8_t op, bool w, int xreg, pw_xmem
  * the upper lanes of xreg come from vreg). Only where the CPU has AVX (jit.c). */
 void pw__x64_vex_rr(pw_x64 *x, int prefix, uint8_t op, int xreg, int vreg, int rm_reg);
 void pw__x64_vex_rm(pw_x64 *x, int prefix, uint8_t op, int xreg, int vreg, pw_xmem m);
+/* ... with [rip + disp32] as rm; returns the field offset (as pw__x64_lea_rip). */
+size_t pw__x64_vex_rip(pw_x64 *x, int prefix, uint8_t op, int xreg, int vreg);
 enum {
     X_SSE_MOVLD = 0x10, /* movss/movsd xmm, m */
     X_SSE_MOVST = 0x11, /* movss/movsd m, xmm */
