@@ -251,6 +251,47 @@ static void e65(pw_x64 *x) {
     pw__x64_patch32(x, pw__x64_vex_rip(x, 0xF2, X_SSE_DIV, 10, 11), 0x20);
 }
 
+/* The displacement's three lengths: none for 0 (but rbp and r13 as a base need a
+ * byte: their mod 00 codes mean rip-relative or no base), one byte from -128 to
+ * 127, four beyond; rsp and r12 as a base need a SIB byte; rbp as an index does not
+ * change the form */
+static void e66(pw_x64 *x) {
+    pw__x64_load(x, X_LD32, X_RAX, x_mem(X_RBP, 0));
+}
+static void e67(pw_x64 *x) {
+    pw__x64_load(x, X_LD64, X_RCX, x_mem(X_R13, 0));
+}
+static void e68(pw_x64 *x) {
+    pw__x64_store(x, 4, x_memi(X_R13, X_RAX, 1, 0), X_R9);
+}
+static void e69(pw_x64 *x) {
+    pw__x64_store(x, 8, x_mem(X_RSP, 8), X_RAX);
+}
+static void e70(pw_x64 *x) {
+    pw__x64_lea(x, true, X_RDX, x_mem(X_RSP, 0));
+}
+static void e71(pw_x64 *x) {
+    pw__x64_alu_rm(x, X_ADD, false, X_RSI, x_mem(X_RBX, 127));
+}
+static void e72(pw_x64 *x) {
+    pw__x64_alu_rm(x, X_SUB, true, X_R10, x_mem(X_RBX, 128));
+}
+static void e73(pw_x64 *x) {
+    pw__x64_load(x, X_LD16S, X_RDI, x_mem(X_R12, -128));
+}
+static void e74(pw_x64 *x) {
+    pw__x64_load(x, X_LD8U, X_R11, x_mem(X_R12, -129));
+}
+static void e75(pw_x64 *x) {
+    pw__x64_load(x, X_LD32, X_RSI, x_memi(X_RDI, X_RBP, 8, 0));
+}
+static void e76(pw_x64 *x) {
+    pw__x64_vex_rm(x, 0xF2, X_SSE_MUL, 1, 2, x_memi(X_RBP, X_R9, 2, 0));
+}
+static void e77(pw_x64 *x) {
+    pw__x64_alu_mi(x, X_CMP, true, x_memi(X_R12, X_RCX, 4, -4), 1000);
+}
+
 static const enc_case cases[] = {
     {e0, "add eax,ecx"},
     {e1, "sub r8,r15"},
@@ -259,12 +300,12 @@ static const enc_case cases[] = {
     {e4, "and eax,0x7fffffff"},
     {e5, "add rsp,0x8"},
     {e6, "cmp DWORD PTR [r15+0x10],0x0"},
-    {e7, "movsx ecx,BYTE PTR [r12+rax*1+0x0]"},
-    {e8, "movzx ecx,WORD PTR [r12+rax*1+0x0]"},
-    {e9, "movsxd rax,DWORD PTR [rcx+rax*4+0x0]"},
+    {e7, "movsx ecx,BYTE PTR [r12+rax*1]"},
+    {e8, "movzx ecx,WORD PTR [r12+rax*1]"},
+    {e9, "movsxd rax,DWORD PTR [rcx+rax*4]"},
     {e10, "mov r13,QWORD PTR [rax+0x10]"},
-    {e11, "mov BYTE PTR [r12+rax*1+0x0],cl"},
-    {e12, "mov WORD PTR [r12+rax*1+0x0],cx"},
+    {e11, "mov BYTE PTR [r12+rax*1],cl"},
+    {e12, "mov WORD PTR [r12+rax*1],cx"},
     {e13, "mov QWORD PTR [rbx+0x40],rax"},
     {e14, "movabs rax,0x8000000000000000"},
     {e15, "mov r9,0xffffffffffffffff"},
@@ -304,8 +345,8 @@ static const enc_case cases[] = {
     {e49, "cvtsi2sd xmm0,rax"},
     {e50, "cvtsi2ss xmm1,eax"},
     {e51, "cvtsd2ss xmm0,xmm1"},
-    {e52, "movsd QWORD PTR [r12+0x0],xmm10"},
-    {e53, "mov BYTE PTR [r12+rax*1+0x0],sil"},
+    {e52, "movsd QWORD PTR [r12],xmm10"},
+    {e53, "mov BYTE PTR [r12+rax*1],sil"},
     {e54, "mov r9,QWORD PTR [rip+0x10]"},
     {e55, "call QWORD PTR [rip+0xffffffffffffff80]"},
     {e56, "lea rcx,[rip+0x8]"},
@@ -314,10 +355,22 @@ static const enc_case cases[] = {
     {e59, "vmulsd xmm10,xmm5,xmm3"},
     {e60, "vdivss xmm1,xmm14,xmm11"},
     {e61, "vsubsd xmm2,xmm9,QWORD PTR [r12+rax*1+0x8]"},
-    {e62, "vmulss xmm15,xmm2,DWORD PTR [r12+r8*1+0x0]"},
+    {e62, "vmulss xmm15,xmm2,DWORD PTR [r12+r8*1]"},
     {e63, "vaddsd xmm3,xmm4,QWORD PTR [rbx+0x40]"},
     {e64, "vsubss xmm12,xmm13,xmm7"},
     {e65, "vdivsd xmm10,xmm11,QWORD PTR [rip+0x20]"},
+    {e66, "mov eax,DWORD PTR [rbp+0x0]"},
+    {e67, "mov rcx,QWORD PTR [r13+0x0]"},
+    {e68, "mov DWORD PTR [r13+rax*1+0x0],r9d"},
+    {e69, "mov QWORD PTR [rsp+0x8],rax"},
+    {e70, "lea rdx,[rsp]"},
+    {e71, "add esi,DWORD PTR [rbx+0x7f]"},
+    {e72, "sub r10,QWORD PTR [rbx+0x80]"},
+    {e73, "movsx edi,WORD PTR [r12-0x80]"},
+    {e74, "movzx r11d,BYTE PTR [r12-0x81]"},
+    {e75, "mov esi,DWORD PTR [rdi+rbp*8]"},
+    {e76, "vmulsd xmm1,xmm2,QWORD PTR [rbp+r9*2+0x0]"},
+    {e77, "cmp QWORD PTR [r12+rcx*4-0x4],0x3e8"},
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 

@@ -48,23 +48,31 @@ void pw__x64_u64(pw_x64 *x, uint64_t v) {
     x->len += 8;
 }
 
-/* ModRM, then SIB and disp32 for a memory operand: what follows the opcode in both
- * the legacy (REX) and the VEX encodings (inlined: every instruction the JIT emits
- * passes here). */
+/* ModRM, then SIB and the displacement for a memory operand: what follows the opcode
+ * in both the legacy (REX) and the VEX encodings (inlined: every instruction the JIT
+ * emits passes here). The displacement takes the shortest form: none (mod 00) when it
+ * is 0 and the base is not rbp or r13 (whose mod 00 encodings mean rip-relative or
+ * no base), one signed byte (mod 01) when it fits, else four (mod 10). A base of rsp
+ * or r12 always needs a SIB byte (its r/m code 100 means "SIB follows"). */
 static inline __attribute__((always_inline)) void modrm_tail(pw_x64 *x, int reg, int rm_reg,
                                                              const pw_xmem *m, int rb, int ix) {
     if (rm_reg >= 0) {
         pw__x64_byte(x, (uint8_t)(0xC0 | ((reg & 7) << 3) | (rm_reg & 7)));
         return;
     }
+    int32_t disp = m->disp;
+    uint8_t mod = disp == 0 && (rb & 7) != X_RBP ? 0x00 : disp >= -128 && disp <= 127 ? 0x40 : 0x80;
     if (ix < 0 && (rb & 7) != X_RSP) {
-        pw__x64_byte(x, (uint8_t)(0x80 | ((reg & 7) << 3) | (rb & 7)));
+        pw__x64_byte(x, (uint8_t)(mod | ((reg & 7) << 3) | (rb & 7)));
     } else {
         uint8_t ss = m->scale == 8 ? 3 : m->scale == 4 ? 2 : m->scale == 2 ? 1 : 0;
-        pw__x64_byte(x, (uint8_t)(0x80 | ((reg & 7) << 3) | 4));
+        pw__x64_byte(x, (uint8_t)(mod | ((reg & 7) << 3) | 4));
         pw__x64_byte(x, (uint8_t)((ss << 6) | ((ix < 0 ? 4 : ix & 7) << 3) | (rb & 7)));
     }
-    pw__x64_u32(x, (uint32_t)m->disp);
+    if (mod == 0x40)
+        pw__x64_byte(x, (uint8_t)disp);
+    else if (mod == 0x80)
+        pw__x64_u32(x, (uint32_t)disp);
 }
 
 void pw__x64_modrm(pw_x64 *x, int prefix, bool w, const uint8_t *op, int nop, int reg, int rm_reg,

@@ -9,8 +9,10 @@
  *
  * Invariants: emission never fails half-way silently: when growing the buffer fails
  * `oom` is set and later emissions are dropped (the caller checks `oom` once at the
- * end). Memory operands always use a 32-bit displacement (mod = 10), which keeps the
- * encoder simple and every instruction's length independent of its displacement.
+ * end). Memory operands take the shortest displacement (none, one byte, four), so an
+ * instruction's length depends on its displacement: nothing may patch a ModRM
+ * displacement after emission (only rel32 and rip-relative fields are patched, and
+ * those are always four bytes).
  * No dependency beyond libc.
  */
 #ifndef PW_JIT_X64_H
