@@ -1271,6 +1271,27 @@ static const char ZR_WAT[] =
     " (func (export \"or64\") (param $p i32) (result i32)\n"
     "  (i32.load (i32.wrap_i64 (i64.or (i64.extend_i32_u (local.get $p))\n"
     "   (i64.const 0x100000000)))))\n"
+    /* an i32 taken from the register its temporary was stored from is zero-extended
+     * there unless that register's last write was 32 bits wide: here the wrapped
+     * product's upper half is $p, and the extension's must be 0; an i32 constant's
+     * 32-bit move needs none */
+    " (func (export \"wrapx\") (param $p i32) (result i32)\n"
+    "  (local $i i32) (local $a i32) (local $b i32) (local $c i32) (local $d i32)\n"
+    "  (local $e i32) (local $f i32) (local $g i32) (local $h i32)\n"
+    "  (loop $l\n" /* hot locals, so that the temporaries below stay in the frame */
+    "   (local.set $a (i32.add (local.get $a) (local.get $i)))\n"
+    "   (local.set $b (i32.xor (local.get $b) (local.get $a)))\n"
+    "   (local.set $c (i32.add (local.get $c) (local.get $b)))\n"
+    "   (local.set $d (i32.sub (local.get $d) (local.get $c)))\n"
+    "   (local.set $e (i32.add (local.get $e) (local.get $d)))\n"
+    "   (local.set $f (i32.xor (local.get $f) (local.get $e)))\n"
+    "   (local.set $g (i32.add (local.get $g) (local.get $f)))\n"
+    "   (local.set $h (i32.rotl (local.get $h) (local.get $g)))\n"
+    "   (local.set $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "   (br_if $l (i32.lt_u (local.get $i) (i32.const 10))))\n"
+    "  (i32.add (i32.wrap_i64 (i64.shr_u (i64.extend_i32_u (i32.wrap_i64 (i64.mul\n"
+    "   (i64.extend_i32_u (local.get $p)) (i64.const 0x100000001)))) (i64.const 32)))\n"
+    "  (i32.wrap_i64 (i64.shr_u (i64.extend_i32_u (i32.const -1)) (i64.const 31)))))\n"
     /* a label between a 32-bit write and the access: the jump arrives with $p as
      * passed, whose upper half need not be zero */
     " (func (export \"join\") (param $p i32) (result i32)\n"
@@ -1325,6 +1346,9 @@ static void test_zero_extended_index(void **state) {
         {"find", 4, NULL, true, 0},
         {"ld64", 512, NULL, true, 0x10005}, /* [256] as an i32 */
         {"or64", 256, NULL, true, 0x10005},
+        {"wrapx", 5, NULL, true, 1},
+        {"wrapx", -1, NULL, true, 1},
+        {"wrapx", 0x7fffffff, NULL, true, 1},
         {"join", 64, NULL, true, 80},
         {"join", 0x100000040, NULL, true, 80}, /* an i32 argument with a nonzero upper half */
         {"join", 0x100000050, NULL, true, 96}, /* [80] */

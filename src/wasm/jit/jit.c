@@ -897,12 +897,15 @@ static int fwd_take(jc *c, pw_xmem m) {
 }
 
 static void ld(jc *c, bool w, int r, pw_xmem m) {
+    bool zx = !w && zr_of(c, r); /* asked before fwd_take drops the records */
     int f = fwd_take(c, m);
     if (f >= 0) {
         /* the previous instruction ended by storing this cell from f: take the
          * register instead of waiting for the store to forward (st wrote all 8 bytes
-         * of it, so both widths read the same bits; the 4-byte form zero-extends) */
-        if (r != f || !w) pw__x64_mov_rr(&c->x, w, r, f);
+         * of it, so both widths read the same bits; the 4-byte form zero-extends,
+         * unless the previous instruction's 32-bit write of f already did: then
+         * `shl eax, 16; sar eax, 16` has no `mov eax, eax` in its chain) */
+        if (r != f || (!w && !zx)) pw__x64_mov_rr(&c->x, w, r, f);
         return;
     }
     if (m.index == X_DIRECTX)
@@ -3180,6 +3183,7 @@ static bool t_moves(jc *c, uint32_t pos, int op, uint32_t *len) {
                     pw__x64_mov_ri32(x, r, IMM(2));
                 if (r == X_RAX) st(c, true, d, X_RAX);
                 zx_keep(c, zx, r);
+                if (op == PW_OP_CONST32) zr_set(c, r); /* mov r32, imm zero-extends */
             }
         }
         c->nov = false;
