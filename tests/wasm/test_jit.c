@@ -1252,6 +1252,8 @@ static const char ZR_WAT[] =
     " (data (i32.const 512) \"\\00\\01\\00\\00\\01\\00\\00\\00\")\n"
     " (data (i32.const 520) \"\\08\\01\\00\\80\\80\")\n"
     " (data (i32.const 600) \"\\bc\\02\\00\\00\")\n"
+    /* 800: 7, 804: 808, 808: 812, 812: 9 */
+    " (data (i32.const 800) \"\\07\\00\\00\\00\\28\\03\\00\\00\\2c\\03\\00\\00\\09\\00\\00\\00\")\n"
     /* the data16 of the node whose idx16 is k (0: none) */
     " (func (export \"find\") (param $k i32) (result i32) (local $p i32) (local $q i32)\n"
     "  (local.set $p (i32.const 64))\n"
@@ -1292,6 +1294,40 @@ static const char ZR_WAT[] =
     "  (i32.add (i32.wrap_i64 (i64.shr_u (i64.extend_i32_u (i32.wrap_i64 (i64.mul\n"
     "   (i64.extend_i32_u (local.get $p)) (i64.const 0x100000001)))) (i64.const 32)))\n"
     "  (i32.wrap_i64 (i64.shr_u (i64.extend_i32_u (i32.const -1)) (i64.const 31)))))\n"
+    /* rax keeps p's zero-extension across an access indexed by another register
+     * and a compare-and-branch or br_if on registers, but not across an access
+     * that loads p itself, nor a br_if or compare whose operand passed through rax
+     * ($m: more hot locals than registers keep it in the frame) */
+    " (func (export \"zk\") (param $p i32) (result i32) (local $q i32)\n"
+    "  (local.set $q (i32.load offset=4 (local.get $p)))\n"
+    "  (local.set $p (i32.load (local.get $q)))\n"
+    "  (local.set $q (i32.add (local.get $q) (i32.const 1)))\n"
+    "  (i32.add (local.get $q) (i32.load (local.get $p))))\n"
+    " (func (export \"zb\") (param $p i32) (result i32) (local $q i32) (local $i i32)\n"
+    "  (local $a i32) (local $b i32) (local $c i32) (local $d i32) (local $e i32)\n"
+    "  (local $m i32) (local $s i32)\n"
+    "  (local.set $m (i32.and (local.get $p) (i32.const 3)))\n"
+    "  (loop $l\n"
+    "   (local.set $a (i32.add (local.get $a) (local.get $i)))\n"
+    "   (local.set $b (i32.xor (local.get $b) (local.get $a)))\n"
+    "   (local.set $c (i32.add (local.get $c) (local.get $b)))\n"
+    "   (local.set $d (i32.sub (local.get $d) (local.get $c)))\n"
+    "   (local.set $e (i32.add (local.get $e) (local.get $d)))\n"
+    "   (local.set $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "   (br_if $l (i32.lt_u (local.get $i) (i32.load (local.get $p)))))\n"
+    "  (local.set $q (i32.load offset=4 (local.get $p)))\n"
+    "  (block $x (br_if $x (local.get $m))\n"
+    "   (local.set $s (i32.load offset=8 (local.get $p))))\n"
+    "  (local.set $q (i32.load offset=4 (local.get $p)))\n"
+    "  (block $y (br_if $y (i32.eq (local.get $m) (i32.const 3)))\n"
+    "   (local.set $s (i32.add (local.get $s) (i32.load offset=12 (local.get $p)))))\n"
+    "  (block $z (br_if $z (i32.eq (local.get $q) (i32.const 3)))\n"
+    "   (local.set $s (i32.add (local.get $s) (i32.load (local.get $p)))))\n"
+    "  (local.set $q (i32.load offset=4 (local.get $p)))\n"
+    "  (local.set $e (i32.load (local.get $m)))\n" /* rax: m's address */
+    "  (local.set $q (i32.add (local.get $q) (i32.load offset=8 (local.get $p))))\n"
+    "  (i32.add (i32.add (local.get $s) (local.get $q)) (i32.add (local.get $a)\n"
+    "   (i32.add (local.get $e) (local.get $i)))))\n"
     /* a label between a 32-bit write and the access: the jump arrives with $p as
      * passed, whose upper half need not be zero */
     " (func (export \"join\") (param $p i32) (result i32)\n"
@@ -1349,6 +1385,11 @@ static void test_zero_extended_index(void **state) {
         {"wrapx", 5, NULL, true, 1},
         {"wrapx", -1, NULL, true, 1},
         {"wrapx", 0x7fffffff, NULL, true, 1},
+        {"zk", 800, NULL, true, 809 + 9},
+        {"zb", 800, NULL, false, 0},
+        {"zb", 801, NULL, false, 0},
+        {"zb", 803, NULL, false, 0},
+        {"zb", 804, NULL, false, 0},
         {"join", 64, NULL, true, 80},
         {"join", 0x100000040, NULL, true, 80}, /* an i32 argument with a nonzero upper half */
         {"join", 0x100000050, NULL, true, 96}, /* [80] */

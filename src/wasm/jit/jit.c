@@ -1277,8 +1277,11 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
         c->fwd_carried = true;
     }
     /* computed into a pinned register that is not the base, touching rax nowhere (a
-     * compare's set_bool would): x = load [p]; x += v; store [p], x */
-    zx_keep(c, zx && !br && oi->kind != BK_CMP, r);
+     * compare's set_bool would): x = load [p]; x += v; store [p], x. A compare and
+     * branch writes no register but rax when its a was loaded there (r), and its
+     * branch code (a jcc, or the poll's compare and a jmp) none on the path that
+     * falls through: if (p->idx == k) ...; p = p->next */
+    zx_keep(c, zx && (br || oi->kind != BK_CMP), oi->kind == BK_CMP && r != X_RAX ? -1 : r);
     /* an ALU result's flags hold in r after it, and in rax after rax was stored to a
      * frame cell (a store leaves the flags; br_if of that cell tests rax) */
     if (!br && !lea && oi->kind == BK_ALU && (r != X_RAX || d.index == X_NOREG)) {
@@ -1402,13 +1405,23 @@ static void memop_access(jc *c, uint32_t pos, const meminfo *mi, pw_xmem m) {
 }
 
 static void memop(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
+    bool held = zx_held(c); /* asked before anything is emitted or taken back */
     int base = -1, ix = X_RAX;
     int32_t disp = address(c, pos, mi, len, &base, &ix);
     pw_xmem m = x_memi(X_R12, ix, 1, disp);
     memop_access(c, pos, mi, m);
     /* rax still holds the zero-extended base (zx_of) unless the access loaded into
      * the base's own register */
-    if (base >= 0 && !mi->store && SL(1).index == X_DIRECT && SL(1).base == base) base = -1;
+    int dst = !mi->store && SL(1).index == X_DIRECT ? SL(1).base : -1;
+    if (base >= 0 && dst == base) base = -1;
+    if (base < 0 && ix != X_RAX) {
+        /* indexed by a register already zero-extended (zr_index), so rax was not
+         * written (the bounds check uses rdx, a value passes through rcx): the
+         * record that held before it holds after it, unless the load wrote its
+         * base (p->info, then info->idx, then p->next: p zero-extended once) */
+        zx_keep(c, held, dst);
+        return;
+    }
     fact_set(c, &c->zx, base);
 }
 
@@ -3023,6 +3036,7 @@ static bool t_control(jc *c, uint32_t pos, int op, uint32_t *len) {
         }
         pw_xmem v = SL(1);
         int r = X_RAX;
+        bool zx = zx_held(c);      /* asked before anything is taken back */
         bool zf = false;           /* the flags say whether r is zero already (flags_of) */
         if (v.index == X_DIRECT) { /* test the pinned register in place */
             r = v.base;
@@ -3042,6 +3056,9 @@ static bool t_control(jc *c, uint32_t pos, int op, uint32_t *len) {
         }
         if (!zf) pw__x64_test_rr(x, w, r, r);
         branch(c, nz ? X_CC_NE : X_CC_E, pos, IMM(2));
+        /* a register tested in place is not written, nor is anything on the path
+         * that falls through; rax is written when the condition was loaded there */
+        zx_keep(c, zx, r == X_RAX ? X_RAX : -1);
         return true;
     }
     case PW_OP_BR_TABLE: {
