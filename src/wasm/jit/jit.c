@@ -3194,7 +3194,12 @@ static bool t_moves(jc *c, uint32_t pos, int op, uint32_t *len) {
                 zx_keep(c, zx, -1);
             } else {
                 int r = d.index == X_DIRECT ? d.base : X_RAX; /* a pinned GPR: directly */
-                if (op == PW_OP_CONST64)
+                if (v == 0)
+                    /* the zeroing idiom: 2-3 bytes instead of 5-6, and no execution
+                     * unit. It writes the flags, which no fact carries past an
+                     * instruction (flags_of, fcmp_take: the previous one only). */
+                    pw__x64_alu_rr(x, X_XOR, false, r, r);
+                else if (op == PW_OP_CONST64)
                     pw__x64_mov_ri64(x, r, v);
                 else
                     pw__x64_mov_ri32(x, r, IMM(2));
