@@ -44,7 +44,10 @@
 typedef void (*emit_fn)(pw_x64 *x);
 typedef struct enc_case {
     emit_fn emit;
-    const char *text; /* objdump -M intel, mnemonic and operands, spaces collapsed */
+    /* objdump -M intel, mnemonic and operands, spaces collapsed; a jump's is
+     * "jb 0x%lx|-128": the target, at the displacement after the bar past the
+     * 2-byte instruction */
+    const char *text;
 } enc_case;
 
 static void e0(pw_x64 *x) {
@@ -291,6 +294,16 @@ static void e76(pw_x64 *x) {
 static void e77(pw_x64 *x) {
     pw__x64_alu_mi(x, X_CMP, true, x_memi(X_R12, X_RCX, 4, -4), 1000);
 }
+/* The short jumps of a loop's back-edge: rel8, to the farthest target behind */
+static void e78(pw_x64 *x) {
+    pw__x64_jshort(x, X_CC_B, -128);
+}
+static void e79(pw_x64 *x) {
+    pw__x64_jshort(x, -1, -2);
+}
+static void e80(pw_x64 *x) {
+    pw__x64_jshort(x, X_CC_G, -40);
+}
 
 static const enc_case cases[] = {
     {e0, "add eax,ecx"},
@@ -371,6 +384,9 @@ static const enc_case cases[] = {
     {e75, "mov esi,DWORD PTR [rdi+rbp*8]"},
     {e76, "vmulsd xmm1,xmm2,QWORD PTR [rbp+r9*2+0x0]"},
     {e77, "cmp QWORD PTR [r12+rcx*4-0x4],0x3e8"},
+    {e78, "jb 0x%lx|-128"},
+    {e79, "jmp 0x%lx|-2"},
+    {e80, "jg 0x%lx|-40"},
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
@@ -430,8 +446,18 @@ static void test_encoder_objdump(void **state) {
         while (i < NCASES && starts[i] != off)
             i++;
         if (i == NCASES) fail_msg("objdump split an instruction: offset %lx '%s'", off, text);
-        if (strcmp(text, cases[i].text) != 0)
-            fail_msg("case %zu: objdump says '%s', expected '%s'", i, text, cases[i].text);
+        char want[128];
+        snprintf(want, sizeof want, "%s", cases[i].text);
+        char *bar = strchr(want, '|');
+        if (bar) {
+            long rel = strtol(bar + 1, NULL, 10);
+            *bar = 0;
+            char fmt[128];
+            snprintf(fmt, sizeof fmt, "%s", want);
+            snprintf(want, sizeof want, fmt, (unsigned long)((long)starts[i] + 2 + rel));
+        }
+        if (strcmp(text, want) != 0)
+            fail_msg("case %zu: objdump says '%s', expected '%s'", i, text, want);
         seen++;
     }
     pclose(p);

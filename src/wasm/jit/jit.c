@@ -705,11 +705,27 @@ static uint32_t special(jc *c, uint32_t k) {
     return c->n + k;
 }
 
+/* A jump (cc < 0: jmp) to an instruction already placed in this pass within 128
+ * bytes behind, in the same loop region (so no stub between: add_fix), takes the
+ * 2-byte rel8 form: a short loop's back-edge. Its target is final (only the
+ * instruction being translated may still move its own label, take_back, and it has
+ * emitted code by now), so nothing needs patching. */
+static bool jump_back_short(jc *c, int cc, uint32_t label) {
+    if (c->analyze || label >= c->n || label > c->curpos || c->lab[label] < 0) return false;
+    if (c->lcur != UINT32_MAX && (label < c->lr[c->lcur].t || label > c->lr[c->lcur].e))
+        return false;
+    int64_t rel = (int64_t)c->lab[label] - (int64_t)(c->x.len + 2);
+    if (rel < -128) return false;
+    pw__x64_jshort(&c->x, cc, (int8_t)rel);
+    return true;
+}
 static void jcc_to(jc *c, pw_xcc cc, uint32_t label) {
+    if (jump_back_short(c, (int)cc, label)) return;
     size_t at = pw__x64_jcc32(&c->x, cc);
     add_fix(c, at, label, at + 4);
 }
 static void jmp_to(jc *c, uint32_t label) {
+    if (jump_back_short(c, -1, label)) return;
     size_t at = pw__x64_jmp32(&c->x);
     add_fix(c, at, label, at + 4);
 }

@@ -258,6 +258,10 @@ size_t pw__x64_jmp32(pw_x64 *x) {
     pw__x64_u32(x, 0);
     return at;
 }
+void pw__x64_jshort(pw_x64 *x, int cc, int8_t rel) {
+    pw__x64_byte(x, cc >= 0 ? (uint8_t)(0x70 + cc) : 0xEB);
+    pw__x64_byte(x, (uint8_t)rel);
+}
 /* REX.W op dst, [rip + disp32]; returns the field offset. */
 static size_t rip_form(pw_x64 *x, uint8_t op, int dst) {
     pw__x64_byte(x, (uint8_t)(0x48 | ((dst & 8) ? 4 : 0)));

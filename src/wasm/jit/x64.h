@@ -150,6 +150,9 @@ void pw__x64_jmp_r(pw_x64 *x, int r);
  * (to patch: disp = target - (field + 4)). */
 size_t pw__x64_jcc32(pw_x64 *x, pw_xcc cc);
 size_t pw__x64_jmp32(pw_x64 *x);
+/* jcc (cc >= 0) or jmp (cc < 0) with an 8-bit displacement, to rel bytes past the
+ * instruction's end (-128..127; a target already placed: nothing patches it). */
+void pw__x64_jshort(pw_x64 *x, int cc, int8_t rel);
 /* lea dst, [rip + disp32]; returns the field offset (disp relative to field + 4). */
 size_t pw__x64_lea_rip(pw_x64 *x, int dst);
 /* mov dst, qword [rip + disp32] and call qword [rip + disp32]; return the field offset. */
