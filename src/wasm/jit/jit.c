@@ -1428,7 +1428,9 @@ static void memop(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
     memop_access(c, pos, mi, m);
     /* rax still holds the zero-extended base (zx_of) unless the access loaded into
      * the base's own register */
-    int dst = !mi->store && SL(1).index == X_DIRECT ? SL(1).base : -1;
+    int dst = -1; /* the GPR the load wrote, if pinned (not asked in pass 1, where
+                   * SL would count another use of the slot and move the pins) */
+    if (!c->analyze && !mi->store && SL(1).index == X_DIRECT) dst = SL(1).base;
     if (base >= 0 && dst == base) base = -1;
     if (base < 0 && ix != X_RAX) {
         /* indexed by a register already zero-extended (zr_index), so rax was not
