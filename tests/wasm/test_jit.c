@@ -1264,6 +1264,21 @@ static void test_address_reuse(void **state) {
  * a store, whose value passes through rcx. A br_if of an operator's result that went
  * through rax to an operand-stack temporary uses the operator's flags and drops the
  * temporary's store; not after a lea (no flags) nor for a local (read again). */
+/* Ten rounds over eight hot locals $a..$h and the counter $i (declared by the
+ * function), after `(loop $l`: more hot slots than pin registers, so that what
+ * follows the loop keeps its temporaries in the frame. */
+#define PRESS_LOOP                                                                                 \
+    "   (local.set $a (i32.add (local.get $a) (local.get $i)))\n"                                  \
+    "   (local.set $b (i32.xor (local.get $b) (local.get $a)))\n"                                  \
+    "   (local.set $c (i32.add (local.get $c) (local.get $b)))\n"                                  \
+    "   (local.set $d (i32.sub (local.get $d) (local.get $c)))\n"                                  \
+    "   (local.set $e (i32.add (local.get $e) (local.get $d)))\n"                                  \
+    "   (local.set $f (i32.xor (local.get $f) (local.get $e)))\n"                                  \
+    "   (local.set $g (i32.add (local.get $g) (local.get $f)))\n"                                  \
+    "   (local.set $h (i32.rotl (local.get $h) (local.get $g)))\n"                                 \
+    "   (local.set $i (i32.add (local.get $i) (i32.const 1)))\n"                                   \
+    "   (br_if $l (i32.lt_u (local.get $i) (i32.const 10))))\n"
+
 static const char ZR_WAT[] =
     "(module (memory 1)\n"
     /* a list 64 -> 80 -> 96 of (next, info), infos (data16, idx16) at 256, 264, 272 */
@@ -1307,17 +1322,7 @@ static const char ZR_WAT[] =
     "  (local $i i32) (local $a i32) (local $b i32) (local $c i32) (local $d i32)\n"
     "  (local $e i32) (local $f i32) (local $g i32) (local $h i32)\n"
     "  (loop $l\n" /* hot locals, so that the temporaries below stay in the frame */
-    "   (local.set $a (i32.add (local.get $a) (local.get $i)))\n"
-    "   (local.set $b (i32.xor (local.get $b) (local.get $a)))\n"
-    "   (local.set $c (i32.add (local.get $c) (local.get $b)))\n"
-    "   (local.set $d (i32.sub (local.get $d) (local.get $c)))\n"
-    "   (local.set $e (i32.add (local.get $e) (local.get $d)))\n"
-    "   (local.set $f (i32.xor (local.get $f) (local.get $e)))\n"
-    "   (local.set $g (i32.add (local.get $g) (local.get $f)))\n"
-    "   (local.set $h (i32.rotl (local.get $h) (local.get $g)))\n"
-    "   (local.set $i (i32.add (local.get $i) (i32.const 1)))\n"
-    "   (br_if $l (i32.lt_u (local.get $i) (i32.const 10))))\n"
-    "  (i32.add (i32.wrap_i64 (i64.shr_u (i64.extend_i32_u (i32.wrap_i64 (i64.mul\n"
+    PRESS_LOOP "  (i32.add (i32.wrap_i64 (i64.shr_u (i64.extend_i32_u (i32.wrap_i64 (i64.mul\n"
     "   (i64.extend_i32_u (local.get $p)) (i64.const 0x100000001)))) (i64.const 32)))\n"
     "  (i32.wrap_i64 (i64.shr_u (i64.extend_i32_u (i32.const -1)) (i64.const 31)))))\n"
     /* rax keeps p's zero-extension across an access indexed by another register
@@ -1367,17 +1372,7 @@ static const char ZR_WAT[] =
     "  (local $e i32) (local $f i32) (local $g i32) (local $h i32) (local $s i32)\n"
     "  (local $p i32) (local $k i32) (local $m i32)\n"
     "  (local.set $p (i32.const 600))\n"
-    "  (loop $l\n"
-    "   (local.set $a (i32.add (local.get $a) (local.get $i)))\n"
-    "   (local.set $b (i32.xor (local.get $b) (local.get $a)))\n"
-    "   (local.set $c (i32.add (local.get $c) (local.get $b)))\n"
-    "   (local.set $d (i32.sub (local.get $d) (local.get $c)))\n"
-    "   (local.set $e (i32.add (local.get $e) (local.get $d)))\n"
-    "   (local.set $f (i32.xor (local.get $f) (local.get $e)))\n"
-    "   (local.set $g (i32.add (local.get $g) (local.get $f)))\n"
-    "   (local.set $h (i32.rotl (local.get $h) (local.get $g)))\n"
-    "   (local.set $i (i32.add (local.get $i) (i32.const 1)))\n"
-    "   (br_if $l (i32.lt_u (local.get $i) (i32.const 10))))\n"
+    "  (loop $l\n" PRESS_LOOP
     /* [700] = v: the address, loaded into rcx, must not be where v goes */
     "  (i32.store (i32.load (local.get $p)) (local.get $v))\n"
     "  (block $z (br_if $z (i32.eqz (i32.xor (local.get $a) (local.get $v))))\n"
