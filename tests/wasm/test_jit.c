@@ -304,6 +304,13 @@ static void e79(pw_x64 *x) {
 static void e80(pw_x64 *x) {
     pw__x64_jshort(x, X_CC_G, -40);
 }
+/* Legacy SSE forms reading the literal pool: REX.R past xmm7, a three-byte map */
+static void e81(pw_x64 *x) {
+    pw__x64_patch32(x, pw__x64_sse_rip(x, 0x66, 0, X_SSE_UCOMI, 9), 0x10);
+}
+static void e82(pw_x64 *x) {
+    pw__x64_patch32(x, pw__x64_sse_rip(x, 0x66, 0x38, 0x00, 2), 0x40);
+}
 
 static const enc_case cases[] = {
     {e0, "add eax,ecx"},
@@ -387,6 +394,8 @@ static const enc_case cases[] = {
     {e78, "jb 0x%lx|-128"},
     {e79, "jmp 0x%lx|-2"},
     {e80, "jg 0x%lx|-40"},
+    {e81, "ucomisd xmm9,QWORD PTR [rip+0x10]"},
+    {e82, "pshufb xmm2,XMMWORD PTR [rip+0x40]"},
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 

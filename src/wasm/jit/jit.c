@@ -1815,15 +1815,8 @@ static bool pool_index(jc *c, uint64_t lo, uint64_t hi, uint32_t *kp) {
 static void vconst_op(jc *c, int pfx, int esc, uint8_t op, int xr, uint64_t lo, uint64_t hi) {
     uint32_t k;
     if (!pool_index(c, lo, hi, &k)) return;
-    pw_x64 *x = &c->x;
-    if (pfx >= 0) pw__x64_byte(x, (uint8_t)pfx);
-    if (xr & 8) pw__x64_byte(x, 0x44);
-    pw__x64_byte(x, 0x0F);
-    if (esc) pw__x64_byte(x, (uint8_t)esc);
-    pw__x64_byte(x, op);
-    pw__x64_byte(x, (uint8_t)(((xr & 7) << 3) | 5)); /* mod 00, rm 101: [rip + disp32] */
-    c->pfx[c->npfx++] = (fixup){(uint32_t)x->len, k, 0, 0};
-    pw__x64_u32(x, 0);
+    size_t at = pw__x64_sse_rip(&c->x, pfx, esc, op, xr);
+    c->pfx[c->npfx++] = (fixup){(uint32_t)at, k, 0, 0};
 }
 /* AVX's `vop xr, vr, [rip + constant]` (scalar, map 0F). */
 static void vconst_vex(jc *c, int pfx, uint8_t op, int xr, int vr, uint64_t lo) {

@@ -298,6 +298,17 @@ void pw__x64_sse_rm(pw_x64 *x, int prefix, uint8_t op, bool w, int xreg, pw_xmem
     uint8_t ops[2] = {0x0F, op};
     pw__x64_modrm(x, prefix, w, ops, 2, xreg, -1, &m, false);
 }
+size_t pw__x64_sse_rip(pw_x64 *x, int prefix, int esc, uint8_t op, int xreg) {
+    if (prefix >= 0) pw__x64_byte(x, (uint8_t)prefix);
+    if (xreg & 8) pw__x64_byte(x, 0x44); /* REX.R; rip-relative needs neither X nor B */
+    pw__x64_byte(x, 0x0F);
+    if (esc) pw__x64_byte(x, (uint8_t)esc);
+    pw__x64_byte(x, op);
+    pw__x64_byte(x, (uint8_t)(((xreg & 7) << 3) | 5)); /* mod 00, rm 101 */
+    size_t at = x->len;
+    pw__x64_u32(x, 0);
+    return at;
+}
 
 /* VEX: the prefix bytes carry REX.R/X/B inverted, the second source register
  * (vvvv, inverted) and the legacy prefix (pp); the two-byte form C5 when neither X

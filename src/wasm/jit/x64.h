@@ -165,6 +165,9 @@ void pw__x64_patch32(pw_x64 *x, size_t at, int32_t v);
  * (register-direct) or memory. */
 void pw__x64_sse_rr(pw_x64 *x, int prefix, uint8_t op, bool w, int xreg, int rm_reg);
 void pw__x64_sse_rm(pw_x64 *x, int prefix, uint8_t op, bool w, int xreg, pw_xmem m);
+/* ... with [rip + disp32] as the memory operand, and esc (0x38, 0x3A) when the opcode
+ * sits in a three-byte map (0: none); returns the field offset (as pw__x64_lea_rip). */
+size_t pw__x64_sse_rip(pw_x64 *x, int prefix, int esc, uint8_t op, int xreg);
 /* AVX's three-operand (VEX) forms of the same opcodes: xreg = vreg op rm (scalar:
  * the upper lanes of xreg come from vreg). Only where the CPU has AVX (jit.c). */
 void pw__x64_vex_rr(pw_x64 *x, int prefix, uint8_t op, int xreg, int vreg, int rm_reg);
