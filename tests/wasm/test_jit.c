@@ -2410,6 +2410,99 @@ static void test_dead_stores(void **state) {
     free(mod);
 }
 
+/* Forwarded operands (docs/jit.md "Store-to-load forwarding"): more hot locals than pin
+ * registers, so results go through the frame. An operator's second operand that the
+ * previous instruction just stored is taken from its register: sub, shl, mul, a
+ * compare and a compare-and-branch of a frame local and a fresh temporary, whose
+ * register is also where the first operand is loaded (rax), so it moves to rcx. A
+ * store's value that the previous instruction just stored is taken from its register
+ * too, moved to rcx before the address is formed in rax: a temporary (its store
+ * dropped), a local read again later (its store kept), 8-, 16-, 32- and 64-bit
+ * stores, through a pinned address and one formed with a constant; and a store whose
+ * address is the temporary just stored (dropped). The
+ * memory is summed at the end, so a value stored wrongly shows. */
+static const char FWD_WAT[] =
+    "(module (memory 1)\n"
+    " (func (export \"fw\") (param $n i32) (result i32)\n"
+    "  (local $a i32) (local $b i32) (local $c i32) (local $d i32) (local $e i32)\n"
+    "  (local $f i32) (local $g i32) (local $h i32) (local $i i32) (local $j i32)\n"
+    "  (local $k i32) (local $x i32) (local $y i32) (local $z i32) (local $s i32)\n"
+    "  (local $w i64) (local $m i32)\n"
+    "  (local.set $a (i32.const 0x12345678)) (local.set $b (i32.const 0x0badf00d))\n"
+    "  (local.set $x (i32.const 0x7f4a7c15)) (local.set $w (i64.const 0x1234567))\n"
+    "  (loop $l\n"
+    "   (local.set $m (i32.and (i32.shl (local.get $i) (i32.const 2)) (i32.const 0xffc)))\n"
+    "   (local.set $k (i32.sub (local.get $x) (i32.xor (local.get $a) (local.get $b))))\n"
+    "   (local.set $j (i32.shl (local.get $x) (i32.and (local.get $k) (i32.const 7))))\n"
+    "   (local.set $h (i32.mul (local.get $j) (i32.or (local.get $k) (i32.const 1))))\n"
+    "   (local.set $g (i32.lt_u (local.get $x) (i32.add (local.get $h) (local.get $k))))\n"
+    "   (i32.store (i32.and (local.get $x) (i32.const 0xffc))\n"
+    "    (i32.add (local.get $y) (local.get $h)))\n"
+    "   (local.set $y (i32.xor (local.get $k) (local.get $j)))\n"
+    "   (i32.store offset=4096 (i32.and (local.get $y) (i32.const 0xffc)) (local.get $y))\n"
+    "   (i32.store8 offset=8192 (i32.and (local.get $h) (i32.const 0xfff))\n"
+    "    (i32.sub (local.get $i) (local.get $j)))\n"
+    "   (i32.store16 offset=12288 (i32.and (local.get $k) (i32.const 0xffe))\n"
+    "    (i32.rotl (local.get $h) (local.get $i)))\n"
+    "   (i64.store offset=16384 (i32.and (local.get $j) (i32.const 0xff8))\n"
+    "    (i64.mul (local.get $w) (i64.extend_i32_u (local.get $h))))\n"
+    "   (local.set $w (i64.add (local.get $w) (i64.extend_i32_u (local.get $y))))\n"
+    "   (i32.store offset=20480 (i32.and (i32.add (local.get $z) (local.get $i))\n"
+    "    (i32.const 0xffc)) (local.get $x))\n"
+    "   (local.set $z (i32.add (local.get $z) (local.get $y)))\n"
+    "   (local.set $a (i32.add (local.get $a) (local.get $h)))\n"
+    "   (local.set $b (i32.xor (local.get $b) (i32.rotl (local.get $a) (i32.const 5))))\n"
+    "   (local.set $c (i32.add (local.get $c) (i32.xor (local.get $g) (local.get $j))))\n"
+    "   (i32.store offset=24576 (local.get $m) (local.get $c))\n"
+    "   (local.set $d (i32.add (local.get $d) (local.get $c)))\n"
+    "   (local.set $e (i32.xor (local.get $e) (i32.add (local.get $d) (local.get $k))))\n"
+    "   (i32.store8 offset=24576 (i32.add (local.get $m) (i32.const 1)) (local.get $e))\n"
+    "   (local.set $f (i32.add (local.get $f) (local.get $e)))\n"
+    "   (local.set $x (i32.add (i32.mul (local.get $x) (i32.const 1664525))\n"
+    "    (i32.const 1013904223)))\n"
+    "   (block $skip\n"
+    "    (br_if $skip (i32.ge_u (local.get $f) (i32.xor (local.get $e) (local.get $d))))\n"
+    "    (local.set $c (i32.add (local.get $c) (i32.const 3))))\n"
+    "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "    (local.get $n))))\n"
+    "  (local.set $i (i32.const 0))\n"
+    "  (loop $sum\n"
+    "   (local.set $s (i32.add (i32.rotl (local.get $s) (i32.const 1))\n"
+    "    (i32.load (local.get $i))))\n"
+    "   (br_if $sum (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 4)))\n"
+    "    (i32.const 28672))))\n"
+    "  (i32.add (i32.add (i32.add (local.get $a) (local.get $b)) (i32.add (local.get $c)\n"
+    "   (local.get $d))) (i32.add (i32.add (i32.add (local.get $e) (local.get $f))\n"
+    "   (i32.add (local.get $g) (local.get $h))) (i32.add (i32.add (local.get $j) (local.get $k))\n"
+    "   (i32.add (i32.add (local.get $x) (local.get $s)) (i32.add (local.get $y)\n"
+    "   (i32.add (local.get $z) (i32.wrap_i64 (local.get $w))))))))))\n";
+
+static void test_forwarded_operands(void **state) {
+    (void)state;
+    size_t n = 0;
+    uint8_t *mod = wat_module(FWD_WAT, &n);
+    pw_error err;
+    static const int32_t args[] = {1, 2, 7, 3000};
+    int32_t want[4] = {0};
+    for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
+        pw_store_config cfg = {.engine = tiers[mi].engine, .bounds_checks = tiers[mi].bounds};
+        for (size_t k = 0; k < sizeof args / sizeof args[0]; k++) {
+            rig r; /* a fresh memory for each run */
+            rig_open_cfg(&r, &cfg, mod, n);
+            int32_t res = 0;
+            if (call1(&r, "fw", args[k], &res, &err) != PW_OK)
+                fail_msg("fw(%d): %s", args[k], err.message);
+            if (mi == 0)
+                want[k] = res;
+            else if (res != want[k])
+                fail_msg("tier %zu fw(%d) = %d, the interpreter's %d", mi, args[k], res, want[k]);
+            if (PW_JIT_AVAILABLE && mi > 0) assert_int_equal(pw__jit_state(fn(&r, "fw")), 1);
+            rig_close(&r);
+        }
+    }
+    free(mod);
+}
+
 /* select with its operands and result in pinned registers and in the frame: the
  * result register holding the second operand, the first, neither, or the condition;
  * i32, i64 and f64 (xmm pins); few locals (all pinned) and many (some in the frame).
@@ -2903,6 +2996,7 @@ int main(void) {
         cmocka_unit_test(test_call_frames),
         cmocka_unit_test(test_pins_across_calls),
         cmocka_unit_test(test_dead_stores),
+        cmocka_unit_test(test_forwarded_operands),
         cmocka_unit_test(test_select),
         cmocka_unit_test(test_loop_pins),
         cmocka_unit_test(test_definite_assignment),

@@ -546,7 +546,7 @@ typedef struct jc {
     /* Dead stores (ld): the instruction's result slot and the code words of its
      * operands (dse_n of them; 0: the template may not drop a store), set by translate
      * for the templates that store their result last, straight-line. */
-    uint32_t dse_dst, dse_op[2], dse_n;
+    uint32_t dse_dst, dse_op[3], dse_n;
     /* Flags (flags_of): the instruction at flags.pos ended at flags.end with an
      * add/sub/and/or/xor of width flags_w into GPR flags.reg, so ZF says whether that
      * register is zero; prevpos is the instruction before the current one. */
@@ -877,7 +877,7 @@ static int fwd_reg_of(const jc *c, pw_xmem m) {
  * either this instruction stores its result to the same cell at its end (dse_dst, a
  * template that may drop a store: no call, its only exits are traps, which abandon
  * the frame, or its own compare-and-branch), or the cell is an operand-stack
- * temporary (at or above nlocals), which an integer operator or a load pops: a
+ * temporary (at or above nlocals), which an integer operator, a load or a store pops: a
  * temporary is pushed once and popped once, so no one reads this value after this
  * instruction (a value that stays on the stack, as `br_if` keeps its operands, is
  * read by an instruction that pops nothing, which never drops a store). Then nothing
@@ -1224,6 +1224,22 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
         r = d.base;
     bool lea = !br && imm && oi->kind == BK_ALU && a.index == X_DIRECT && a.base != r &&
                (oi->sub == X_ADD || (oi->sub == X_SUB && bi != INT32_MIN));
+    /* b a frame cell the previous instruction ended by storing from GPR f (a is
+     * another cell): b is taken from f, and the store is taken back when dead, so
+     * `~e & g` is `and edi, eax` instead of a store and `and edi, [rbx + 208]` waiting
+     * for it. Asked before anything is emitted; f moves to rcx when a is about to be
+     * loaded into it (rcx is free here: b is not an xmm pin, and a shift count or a
+     * multiplier then comes from rcx itself). */
+    if (!imm && b.index == X_NOREG && !(a.index == X_NOREG && a.disp == b.disp)) {
+        int f = fwd_take(c, b);
+        if (f >= 0) {
+            if (f == r && !(a.index == X_DIRECT && a.base == r)) {
+                pw__x64_mov_rr(&c->x, true, X_RCX, f);
+                f = X_RCX;
+            }
+            b = x_reg(f);
+        }
+    }
     /* a compare's first operand from the register the previous instruction stored it
      * from, in place (not rcx, which an xmm-pinned b passes through) */
     int acmp = oi->kind == BK_CMP ? fwd_reg_of(c, a) : -1;
@@ -1388,11 +1404,31 @@ static int32_t address(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len, in
     return disp;
 }
 
-/* The access of a load or store at m (its address formed by address()). */
-static void memop_access(jc *c, uint32_t pos, const meminfo *mi, pw_xmem m) {
+/* A store's value operand that the previous instruction ended by storing to its frame
+ * cell from GPR f (store_value_reg): the GPR to store from instead of that cell, with
+ * the cell's store taken back when dead; f moves to rcx first when it is rax or rdx,
+ * which the address and its bounds check write. -1: memop_access reads the value as
+ * usual. Asked before anything is emitted; not in pass 1 (SL would count another use
+ * of the slots and move the pins), not with an added address operand (an xmm-pinned
+ * one passes through rcx) nor with an offset too large for a displacement (it too). */
+static int store_value_reg(jc *c, uint32_t pos, const meminfo *mi) {
+    if (c->analyze || mi->form == 2 || IMM(mi->form == 0 ? 3 : 4) > INT32_MAX - 8) return -1;
+    pw_xmem a = SL(1), v = mi->form == 0 ? SL(2) : SL(3);
+    if (v.index != X_NOREG || (a.index == X_NOREG && a.disp == v.disp)) return -1;
+    int f = fwd_take(c, v);
+    if (f == X_RAX || f == X_RDX) {
+        pw__x64_mov_rr(&c->x, true, X_RCX, f);
+        f = X_RCX;
+    }
+    return f;
+}
+
+/* The access of a load or store at m (its address formed by address()); vreg: the
+ * GPR that holds a store's value already (store_value_reg), or -1. */
+static void memop_access(jc *c, uint32_t pos, const meminfo *mi, pw_xmem m, int vreg) {
     /* a pinned value is stored from / loaded into its register directly */
     if (mi->store) {
-        pw_xmem v = mi->form == 0 ? SL(2) : SL(3);
+        pw_xmem v = vreg >= 0 ? x_reg(vreg) : mi->form == 0 ? SL(2) : SL(3);
         if (v.index == X_DIRECT) {
             pw__x64_store(&c->x, mi->bytes, m, v.base);
         } else if (v.index == X_DIRECTX && mi->bytes >= 4) {
@@ -1422,10 +1458,11 @@ static void memop_access(jc *c, uint32_t pos, const meminfo *mi, pw_xmem m) {
 
 static void memop(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
     bool held = zx_held(c); /* asked before anything is emitted or taken back */
+    int vreg = mi->store ? store_value_reg(c, pos, mi) : -1;
     int base = -1, ix = X_RAX;
     int32_t disp = address(c, pos, mi, len, &base, &ix);
     pw_xmem m = x_memi(X_R12, ix, 1, disp);
-    memop_access(c, pos, mi, m);
+    memop_access(c, pos, mi, m, vreg);
     /* rax still holds the zero-extended base (zx_of) unless the access loaded into
      * the base's own register */
     int dst = -1; /* the GPR the load wrote, if pinned (not asked in pass 1, where
@@ -3652,6 +3689,16 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
             c->dse_op[0] = pos + 2;
             c->dse_op[1] = pos + 3;
             c->dse_n = memops[op].form == 2 ? 2 : 1; /* an address operand added */
+        } else {
+            /* a store pops its address, an added address operand and its value, and
+             * stores no result: its words after the opcode are the address, then the
+             * added operand or the constant (a constant counted as a slot only makes
+             * a store look live), then the value for forms 1 and 2 */
+            c->dse_dst = UINT32_MAX;
+            c->dse_op[0] = pos + 1;
+            c->dse_op[1] = pos + 2;
+            c->dse_op[2] = pos + 3;
+            c->dse_n = memops[op].form == 0 ? 2 : 3;
         }
         memop(c, pos, &memops[op], len);
         c->dse_n = 0;
