@@ -2419,8 +2419,8 @@ static void test_dead_stores(void **state) {
  * too, moved to rcx before the address is formed in rax: a temporary (its store
  * dropped), a local read again later (its store kept), 8-, 16-, 32- and 64-bit
  * stores, through a pinned address and one formed with a constant; and a store whose
- * address is the temporary just stored (dropped). The
- * memory is summed at the end, so a value stored wrongly shows. */
+ * address is the temporary just stored (dropped). The memory is summed at the end, so
+ * a value stored wrongly shows. */
 static const char FWD_WAT[] =
     "(module (memory 1)\n"
     " (func (export \"fw\") (param $n i32) (result i32)\n"
@@ -2476,32 +2476,6 @@ static const char FWD_WAT[] =
     "   (i32.add (local.get $g) (local.get $h))) (i32.add (i32.add (local.get $j) (local.get $k))\n"
     "   (i32.add (i32.add (local.get $x) (local.get $s)) (i32.add (local.get $y)\n"
     "   (i32.add (local.get $z) (i32.wrap_i64 (local.get $w))))))))))\n";
-
-static void test_forwarded_operands(void **state) {
-    (void)state;
-    size_t n = 0;
-    uint8_t *mod = wat_module(FWD_WAT, &n);
-    pw_error err;
-    static const int32_t args[] = {1, 2, 7, 3000};
-    int32_t want[4] = {0};
-    for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
-        pw_store_config cfg = {.engine = tiers[mi].engine, .bounds_checks = tiers[mi].bounds};
-        for (size_t k = 0; k < sizeof args / sizeof args[0]; k++) {
-            rig r; /* a fresh memory for each run */
-            rig_open_cfg(&r, &cfg, mod, n);
-            int32_t res = 0;
-            if (call1(&r, "fw", args[k], &res, &err) != PW_OK)
-                fail_msg("fw(%d): %s", args[k], err.message);
-            if (mi == 0)
-                want[k] = res;
-            else if (res != want[k])
-                fail_msg("tier %zu fw(%d) = %d, the interpreter's %d", mi, args[k], res, want[k]);
-            if (PW_JIT_AVAILABLE && mi > 0) assert_int_equal(pw__jit_state(fn(&r, "fw")), 1);
-            rig_close(&r);
-        }
-    }
-    free(mod);
-}
 
 /* select with its operands and result in pinned registers and in the frame: the
  * result register holding the second operand, the first, neither, or the condition;
@@ -2738,6 +2712,13 @@ static void tiers_agree_i32(const char *wat, const char *const *names, size_t nf
     }
     free(want);
     free(mod);
+}
+
+static void test_forwarded_operands(void **state) {
+    (void)state;
+    static const char *const names[] = {"fw"};
+    static const int32_t args[] = {1, 2, 7, 3000};
+    tiers_agree_i32(FWD_WAT, names, 1, args, 4, (pw_store_config){0}, NULL);
 }
 
 static void test_select(void **state) {
