@@ -2419,8 +2419,11 @@ static void test_dead_stores(void **state) {
  * too, moved to rcx before the address is formed in rax: a temporary (its store
  * dropped), a local read again later (its store kept), 8-, 16-, 32- and 64-bit
  * stores, through a pinned address and one formed with a constant; and a store whose
- * address is the temporary just stored (dropped). The memory is summed at the end, so
- * a value stored wrongly shows. */
+ * address is the temporary just stored (dropped). The second operand an operator reads
+ * from memory itself, the load before it taken back: sub, xor, a compare, an i64 mul
+ * and a shift count, through a pinned address and one formed in rax, which is also
+ * where the first operand of `e = b - load(...)` goes (b and e in the frame: no fold
+ * there). The memory is summed at the end, so a value stored wrongly shows. */
 static const char FWD_WAT[] =
     "(module (memory 1)\n"
     " (func (export \"fw\") (param $n i32) (result i32)\n"
@@ -2450,6 +2453,16 @@ static const char FWD_WAT[] =
     "   (i32.store offset=20480 (i32.and (i32.add (local.get $z) (local.get $i))\n"
     "    (i32.const 0xffc)) (local.get $x))\n"
     "   (local.set $z (i32.add (local.get $z) (local.get $y)))\n"
+    "   (local.set $c (i32.sub (local.get $c) (i32.load offset=4096 (local.get $m))))\n"
+    "   (local.set $d (i32.xor (local.get $d) (i32.load offset=24576\n"
+    "    (i32.and (local.get $k) (i32.const 0xffc)))))\n"
+    "   (local.set $e (i32.sub (local.get $b) (i32.load offset=4 (i32.and (local.get $e)\n"
+    "    (i32.const 0xff8)))))\n"
+    "   (local.set $g (i32.add (local.get $g) (i32.lt_s (local.get $h)\n"
+    "    (i32.load offset=12288 (local.get $m)))))\n"
+    "   (local.set $w (i64.add (local.get $w) (i64.mul (i64.extend_i32_u (local.get $x))\n"
+    "    (i64.load offset=16384 (i32.and (local.get $y) (i32.const 0xff8))))))\n"
+    "   (local.set $f (i32.shl (local.get $f) (i32.load offset=8192 (local.get $m))))\n"
     "   (local.set $a (i32.add (local.get $a) (local.get $h)))\n"
     "   (local.set $b (i32.xor (local.get $b) (i32.rotl (local.get $a) (i32.const 5))))\n"
     "   (local.set $c (i32.add (local.get $c) (i32.xor (local.get $g) (local.get $j))))\n"

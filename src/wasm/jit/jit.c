@@ -453,8 +453,8 @@ typedef struct jfact {
 /* A whole-slot load (4 or 8 bytes, no extension) the instruction at pos ended with:
  * its code [start, end) (the access, and the store of a result kept in the frame),
  * the access's memory operand, its width (w: 8 bytes) and the slot it wrote. The
- * float arithmetic that pops that slot may take the code back and read the memory
- * itself (fold_load). */
+ * float arithmetic or the integer operator that pops that slot may take the code back
+ * and read the memory itself (fold_load). */
 typedef struct jload {
     size_t start, end;
     uint32_t pos, slot;
@@ -1194,6 +1194,22 @@ static void set_bool(jc *c, pw_xcc cc, pw_xmem d) {
     st(c, false, d, X_RAX);
 }
 
+/* Whether the previous instruction was a whole-slot load (w: 8 bytes) into `slot`
+ * whose code this instruction may take back and replace by reading the memory itself
+ * (c->fl): nothing was emitted since, nothing but falling through arrives (fwd_ok),
+ * and the slot is an operand-stack temporary, which this instruction pops (pushed
+ * once, popped once: nothing reads it later). Then the code is gone and *m is the
+ * access's operand: r12 and its index register hold what they held for the load,
+ * since nothing ran in between. Asked before this instruction emits anything. */
+static bool fold_load(jc *c, uint32_t slot, bool w, pw_xmem *m) {
+    const jload *l = &c->fl;
+    if (l->slot != slot || l->w != w || slot < c->cf->nlocals || !fact_fresh(c, l->end, l->pos))
+        return false;
+    *m = l->m;
+    take_back(c, l->start); /* the store of a frame temporary goes too */
+    return true;
+}
+
 /* Binary operator: computed in a pinned destination register when there is one (and
  * b is not in it), else in rax; b from a slot (register or memory) or an immediate.
  * Compares against a pinned register use it in place. */
@@ -1204,6 +1220,7 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
     int32_t bi = (int32_t)IMM(bw);
     pw_xmem b = imm ? x_mem(X_RBX, 0) : SG(bw);
     pw_xmem d = br ? x_mem(X_RBX, 0) : SL(1);
+    uint32_t as = IMM(bw - 1), bs = imm ? UINT32_MAX : IMM(bw); /* their slots */
     int r = X_RAX;
     bool fwd = c->x.len == c->fwd_end && fwd_ok(c); /* a forwarding record that held here */
     bool zx = zx_held(c);                           /* an address record that held here */
@@ -1218,6 +1235,9 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
         pw_xmem t = a;
         a = b;
         b = t;
+        uint32_t ts = as;
+        as = bs;
+        bs = ts;
     }
     if (!br && oi->kind != BK_CMP && d.index == X_DIRECT &&
         !(b.index == X_DIRECT && b.base == d.base))
@@ -1230,7 +1250,14 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
      * for it. Asked before anything is emitted; f moves to rcx when a is about to be
      * loaded into it (rcx is free here: b is not an xmm pin, and a shift count or a
      * multiplier then comes from rcx itself). */
-    if (!imm && b.index == X_NOREG && !(a.index == X_NOREG && a.disp == b.disp)) {
+    /* b an operand-stack temporary that the previous instruction loaded whole from
+     * memory (fold_load): the operator reads the memory itself (`add ebp, [r12 + rax +
+     * 1296]`), the load taken back; not when the access's index is r, which a's load
+     * into r is about to overwrite */
+    pw_xmem lm;
+    bool folded = bs != UINT32_MAX && bs != as && c->fl.m.index != r && fold_load(c, bs, w, &lm);
+    if (folded) b = lm;
+    if (!folded && !imm && b.index == X_NOREG && !(a.index == X_NOREG && a.disp == b.disp)) {
         int f = fwd_take(c, b);
         if (f >= 0) {
             if (f == r && !(a.index == X_DIRECT && a.base == r)) {
@@ -1598,22 +1625,6 @@ static uint32_t jit_fop(uint32_t op, pw_slot *dst, const pw_slot *pa, const pw_s
     case PW_OP_F64_MAX: dst->u64 = f64_minmax(*pa, *pb, true); return 0;
     default: return PW_TRAP_UNREACHABLE; /* not reached: only listed ops are emitted */
     }
-}
-
-/* Whether the previous instruction was a whole-slot load (w: 8 bytes) into `slot`
- * whose code this instruction may take back and replace by reading the memory itself
- * (c->fl): nothing was emitted since, nothing but falling through arrives (fwd_ok),
- * and the slot is an operand-stack temporary, which this instruction pops (pushed
- * once, popped once: nothing reads it later). Then the code is gone and *m is the
- * access's operand: r12 and its index register hold what they held for the load,
- * since nothing ran in between. Asked before this instruction emits anything. */
-static bool fold_load(jc *c, uint32_t slot, bool w, pw_xmem *m) {
-    const jload *l = &c->fl;
-    if (l->slot != slot || l->w != w || slot < c->cf->nlocals || !fact_fresh(c, l->end, l->pos))
-        return false;
-    *m = l->m;
-    take_back(c, l->start); /* the store of a frame temporary goes too */
-    return true;
 }
 
 static void vconst_op(jc *c, int pfx, int esc, uint8_t op, int xr, uint64_t lo, uint64_t hi);
