@@ -912,6 +912,18 @@ static int fwd_take(jc *c, pw_xmem m) {
     return f;
 }
 
+/* fwd_take for a template that writes GPR x1 or x2 (-1: none) before it reads the
+ * register it gets: one of those is moved to rcx first (`mov rcx, rax`, free with
+ * renaming), which such a template must leave alone until then. */
+static int fwd_take_clear(jc *c, pw_xmem m, int x1, int x2) {
+    int f = fwd_take(c, m);
+    if (f >= 0 && (f == x1 || f == x2)) {
+        pw__x64_mov_rr(&c->x, true, X_RCX, f);
+        f = X_RCX;
+    }
+    return f;
+}
+
 static void ld(jc *c, bool w, int r, pw_xmem m) {
     bool zx = !w && zr_of(c, r); /* asked before fwd_take drops the records */
     int f = fwd_take(c, m);
@@ -1244,12 +1256,6 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
         r = d.base;
     bool lea = !br && imm && oi->kind == BK_ALU && a.index == X_DIRECT && a.base != r &&
                (oi->sub == X_ADD || (oi->sub == X_SUB && bi != INT32_MIN));
-    /* b a frame cell the previous instruction ended by storing from GPR f (a is
-     * another cell): b is taken from f, and the store is taken back when dead, so
-     * `~e & g` is `and edi, eax` instead of a store and `and edi, [rbx + 208]` waiting
-     * for it. Asked before anything is emitted; f moves to rcx when a is about to be
-     * loaded into it (rcx is free here: b is not an xmm pin, and a shift count or a
-     * multiplier then comes from rcx itself). */
     /* b an operand-stack temporary that the previous instruction loaded whole from
      * memory (fold_load): the operator reads the memory itself (`add ebp, [r12 + rax +
      * 1296]`), the load taken back; not when the access's index is r, which a's load
@@ -1257,15 +1263,15 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
     pw_xmem lm;
     bool folded = bs != UINT32_MAX && bs != as && c->fl.m.index != r && fold_load(c, bs, w, &lm);
     if (folded) b = lm;
+    /* b a frame cell the previous instruction ended by storing from GPR f (a is
+     * another cell): b is taken from f, and the store is taken back when dead, so
+     * `~e & g` is `and edi, eax` instead of a store and `and edi, [rbx + 208]` waiting
+     * for it; f moves to rcx when a is about to be loaded into it (rcx is free here:
+     * b is not an xmm pin, and a shift count or a multiplier then comes from rcx
+     * itself) */
     if (!folded && !imm && b.index == X_NOREG && !(a.index == X_NOREG && a.disp == b.disp)) {
-        int f = fwd_take(c, b);
-        if (f >= 0) {
-            if (f == r && !(a.index == X_DIRECT && a.base == r)) {
-                pw__x64_mov_rr(&c->x, true, X_RCX, f);
-                f = X_RCX;
-            }
-            b = x_reg(f);
-        }
+        int f = fwd_take_clear(c, b, a.index == X_DIRECT && a.base == r ? -1 : r, -1);
+        if (f >= 0) b = x_reg(f);
     }
     /* a compare's first operand from the register the previous instruction stored it
      * from, in place (not rcx, which an xmm-pinned b passes through) */
@@ -1442,12 +1448,7 @@ static int store_value_reg(jc *c, uint32_t pos, const meminfo *mi) {
     if (c->analyze || mi->form == 2 || IMM(mi->form == 0 ? 3 : 4) > INT32_MAX - 8) return -1;
     pw_xmem a = SL(1), v = mi->form == 0 ? SL(2) : SL(3);
     if (v.index != X_NOREG || (a.index == X_NOREG && a.disp == v.disp)) return -1;
-    int f = fwd_take(c, v);
-    if (f == X_RAX || f == X_RDX) {
-        pw__x64_mov_rr(&c->x, true, X_RCX, f);
-        f = X_RCX;
-    }
-    return f;
+    return fwd_take_clear(c, v, X_RAX, X_RDX);
 }
 
 /* The access of a load or store at m (its address formed by address()); vreg: the
