@@ -2734,6 +2734,118 @@ static void test_forwarded_operands(void **state) {
     tiers_agree_i32(FWD_WAT, names, 1, args, 4, (pw_store_config){0}, NULL);
 }
 
+/* Call results in rax (docs/jit.md "Results in rax"): a callee with one i32 or i64
+ * result leaves it in rax as well as in its cell, and the caller reads rax instead
+ * of the cell. The loop uses results as every kind of operand: either side of an
+ * operator, a pinned destination's other operand, a compare, a branch condition, a
+ * store's address and value, a load's address, an argument, a select's operand. The
+ * callees return from a pinned register, from a load, from a frame cell, or from a
+ * wrap whose register keeps the upper half (an i32 result read as an address or
+ * zero-extended must not see it). Results that are not in rax must not be taken from
+ * it: an f64, two results. And rax must hold the result on every path: the helper
+ * paths of a direct call (a callee without JIT code: table.size falls back) and of
+ * call_indirect (a subtype, which only the helper accepts), and the direct paths. */
+static const char CR_WAT[] =
+    "(module (type $ti (sub (func (param i32) (result i32))))\n"
+    " (type $ts (sub $ti (func (param i32) (result i32))))\n"
+    " (memory 1) (table 4 funcref) (elem (i32.const 0) func $sq $wrap $sub $fb)\n"
+    " (global $g (mut i32) (i32.const 5))\n"
+    " (func $sq (type $ti) (i32.add (i32.mul (local.get 0) (local.get 0)) (i32.const 3)))\n"
+    " (func $big (param i32) (result i64)\n"
+    "  (i64.mul (i64.extend_i32_u (local.get 0)) (i64.const 0x100000001)))\n"
+    " (func $wrap (type $ti) (i32.wrap_i64 (i64.or (i64.shl (i64.extend_i32_u\n"
+    "  (i32.add (local.get 0) (i32.const 1))) (i64.const 32))\n"
+    "  (i64.extend_i32_u (i32.and (i32.shl (local.get 0) (i32.const 2)) (i32.const 0xffc))))))\n"
+    " (func $mem (type $ti) (i32.load (i32.and (i32.shl (local.get 0) (i32.const 2))\n"
+    "  (i32.const 0xffc))))\n"
+    " (func $glob (type $ti) (global.set $g (i32.add (global.get $g) (local.get 0)))\n"
+    "  (global.get $g))\n"
+    " (func $fl (param i32) (result f64) (f64.mul (f64.convert_i32_s (local.get 0))\n"
+    "  (f64.const 1.75)))\n"
+    " (func $two (param i32) (result i32 i32) (i32.add (local.get 0) (i32.const 9))\n"
+    "  (i32.xor (local.get 0) (i32.const 0x55)))\n"
+    " (func $sub (type $ts) (i32.sub (i32.const 1000) (local.get 0)))\n"
+    " (func $fb (type $ti) (i32.add (local.get 0) (table.size 0)))\n"
+    " (func $deep (type $ti) (if (result i32) (i32.eqz (local.get 0)) (then (i32.const 1))\n"
+    "  (else (i32.add (call $deep (i32.sub (local.get 0) (i32.const 1))) (local.get 0)))))\n"
+    " (func $heavy (type $ti) (local $k i32) (local $a i32) (local $b i32) (local $c i32)\n"
+    "  (local $d i32) (local $e i32) (local $f i32) (local $g i32) (local $h i32)\n"
+    "  (local.set $k (i32.const 3))\n"
+    "  (loop $l (local.set $a (i32.add (local.get $a) (local.get 0)))\n"
+    "   (local.set $b (i32.xor (local.get $b) (i32.mul (local.get $a) (i32.const 7))))\n"
+    "   (local.set $c (i32.add (local.get $c) (i32.rotl (local.get $b) (local.get 0))))\n"
+    "   (local.set $d (i32.sub (local.get $d) (i32.xor (local.get $c) (local.get 0))))\n"
+    "   (local.set $e (i32.add (local.get $e) (i32.mul (local.get $d) (local.get 0))))\n"
+    "   (local.set $f (i32.xor (local.get $f) (i32.add (local.get $e) (local.get $a))))\n"
+    "   (local.set $g (i32.add (local.get $g) (i32.sub (local.get $f) (local.get 0))))\n"
+    "   (local.set $h (i32.xor (local.get $h) (i32.add (local.get $g) (local.get $b))))\n"
+    "   (local.set 0 (i32.add (i32.mul (local.get 0) (i32.const 5)) (local.get $h)))\n"
+    "   (br_if $l (local.tee $k (i32.sub (local.get $k) (i32.const 1)))))\n"
+    "  (local.get 0))\n"
+    " (func $xr (param f64) (result i32) (local $k i32) (local.set $k (i32.const 4))\n"
+    "  (loop $l (local.set 0 (f64.add (f64.mul (local.get 0) (f64.const 1.5)) (f64.const 0.25)))\n"
+    "   (br_if $l (local.tee $k (i32.sub (local.get $k) (i32.const 1)))))\n"
+    "  (i32.reinterpret_f32 (f32.demote_f64 (local.get 0))))\n"
+    " (func (export \"cr1\") (param $n i32) (result i32) (local $x i32) (local $y i64)\n"
+    "  (local.set $x (i32.load (call $wrap (local.get $n))))\n"
+    "  (local.set $y (i64.extend_i32_u (call $wrap (local.get $x))))\n"
+    "  (local.set $y (i64.add (local.get $y) (i64.reinterpret_f64 (call $fl (local.get $n)))))\n"
+    "  (call $two (local.get $n)) (drop) (local.set $x (i32.add (local.get $x)))\n"
+    "  (local.set $x (i32.add (local.get $x) (call $heavy (local.get $n))))\n"
+    "  (local.set $x (i32.sub (local.get $x) (call $xr (f64.convert_i32_s (local.get $n)))))\n"
+    "  (i32.add (local.get $x) (i32.wrap_i64 (i64.xor (local.get $y)\n"
+    "   (i64.shr_u (local.get $y) (i64.const 29))))))\n"
+    " (func (export \"cr\") (param $n i32) (result i32) (local $s i32) (local $t i32)\n"
+    "  (local $u i64) (local $i i32) (local $v i32) (local $w i32) (local $x i32)\n"
+    "  (local $y i32) (local $z i32)\n"
+    "  (loop $fill (i32.store (i32.shl (local.get $i) (i32.const 2))\n"
+    "    (i32.mul (local.get $i) (i32.const 2654435761)))\n"
+    "   (br_if $fill (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "    (i32.const 1024))))\n"
+    "  (local.set $i (i32.const 0))\n"
+    "  (loop $l\n"
+    "   (local.set $s (i32.add (call $sq (local.get $i)) (local.get $s)))\n"
+    "   (local.set $t (i32.sub (call $sq (local.get $s)) (local.get $t)))\n"
+    "   (local.set $t (i32.sub (local.get $t) (call $mem (local.get $i))))\n"
+    "   (local.set $u (i64.add (local.get $u) (call $big (local.get $t))))\n"
+    "   (local.set $u (i64.xor (local.get $u) (i64.extend_i32_u (call $wrap (local.get $i)))))\n"
+    "   (local.set $v (i32.add (local.get $v) (i32.load (call $wrap (local.get $s)))))\n"
+    "   (i32.store (i32.and (call $sq (local.get $i)) (i32.const 0xffc))\n"
+    "    (call $glob (local.get $t)))\n"
+    "   (if (i32.lt_s (call $sq (local.get $i)) (local.get $s))\n"
+    "    (then (local.set $w (i32.add (local.get $w) (i32.const 1)))))\n"
+    "   (if (call $mem (local.get $s))\n"
+    "    (then (local.set $w (i32.add (local.get $w) (i32.const 3)))))\n"
+    "   (local.set $w (i32.add (local.get $w)\n"
+    "    (i32.wrap_i64 (i64.reinterpret_f64 (call $fl (local.get $i))))))\n"
+    "   (call $two (local.get $s)) (local.set $y) (local.set $x)\n"
+    "   (local.set $w (i32.add (local.get $w) (i32.mul (local.get $x) (local.get $y))))\n"
+    "   (local.set $s (i32.add (local.get $s)\n"
+    "    (call_indirect (type $ti) (local.get $i) (i32.and (local.get $i) (i32.const 3)))))\n"
+    "   (local.set $z (i32.xor (local.get $z) (call $fb (local.get $i))))\n"
+    "   (local.set $z (i32.add (local.get $z)\n"
+    "    (call $deep (i32.and (local.get $i) (i32.const 15)))))\n"
+    "   (local.set $z (i32.add (local.get $z) (call $sq (call $glob (local.get $i)))))\n"
+    "   (local.set $z (i32.xor (local.get $z) (call $heavy (local.get $s))))\n"
+    "   (local.set $u (i64.add (local.get $u) (i64.reinterpret_f64 (call $fl (local.get $t)))))\n"
+    "   (call $two (local.get $t)) (drop) (local.set $x)\n"
+    "   (local.set $v (select (local.get $s) (local.get $v) (call $mem (local.get $v))))\n"
+    "   (drop (call $sq (local.get $v)))\n"
+    "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "    (local.get $n))))\n"
+    "  (i32.add (i32.add (i32.add (local.get $s) (local.get $t)) (i32.wrap_i64 (i64.xor\n"
+    "   (local.get $u) (i64.shr_u (local.get $u) (i64.const 32)))))\n"
+    "   (i32.add (i32.add (local.get $v) (local.get $w)) (i32.add (local.get $z)\n"
+    "   (i32.load (i32.const 64))))))\n"
+    ")\n";
+
+static void test_call_results(void **state) {
+    (void)state;
+    static const char *const names[] = {"cr", "cr1"};
+    static const int32_t args[] = {1, 2, 7, 300};
+    tiers_agree_i32(CR_WAT, names, 2, args, 4, (pw_store_config){0}, NULL);
+}
+
 static void test_select(void **state) {
     (void)state;
     static const char *const names[] = {"sel",  "selm",  "cmp",  "lea64",
@@ -2991,6 +3103,7 @@ int main(void) {
         cmocka_unit_test(test_pins_across_calls),
         cmocka_unit_test(test_dead_stores),
         cmocka_unit_test(test_forwarded_operands),
+        cmocka_unit_test(test_call_results),
         cmocka_unit_test(test_select),
         cmocka_unit_test(test_loop_pins),
         cmocka_unit_test(test_definite_assignment),

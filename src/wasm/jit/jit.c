@@ -418,6 +418,7 @@ typedef struct slowcall {
     uint32_t from[8], nfrom;     /* the jumps here (rel32 fields to patch) */
     uint32_t back;               /* where to continue: after the call */
     bool direct;                 /* the call sequence kept pins (direct_begin) */
+    bool rax;                    /* the callee returns its result in rax too (ret_rax) */
     uint32_t region;             /* the loop region (its pins) at the call, or UINT32_MAX */
 } slowcall;
 
@@ -1127,10 +1128,21 @@ static void direct_begin(jc *c, uint32_t argbase, uint32_t ret, uint32_t also) {
             spill_pin(c, k);
     c->memonly = true;
 }
-static void direct_end(jc *c, uint32_t argbase) {
+/* rax: the callee returned its result in rax too (ret_rax), so a scalar pin of the
+ * result cell (argbase) takes it from there instead of reloading it. */
+static void direct_end(jc *c, uint32_t argbase, bool rax) {
     c->memonly = false;
-    for (uint32_t k = 0; k < c->npins; k++)
-        if (!direct_keeps(c, k, argbase)) reload_pin(c, k);
+    for (uint32_t k = 0; k < c->npins; k++) {
+        if (direct_keeps(c, k, argbase)) continue;
+        if (rax && c->pslot[k] == argbase && !c->pwide[k]) {
+            if (c->preg[k] >= PIN_XMM0)
+                pw__x64_sse_rr(&c->x, 0x66, X_SSE_MOVD, true, c->preg[k] - PIN_XMM0, X_RAX);
+            else
+                pw__x64_mov_rr(&c->x, true, c->preg[k], X_RAX);
+        } else {
+            reload_pin(c, k);
+        }
+    }
 }
 /* The helper path of a direct call (C clobbers every pin GPR but rbp): before, after. */
 static void direct_slow_spill(jc *c, uint32_t argbase, bool reload) {
@@ -1238,12 +1250,11 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
     bool zx = zx_held(c);                           /* an address record that held here */
     bool commutes = oi->kind == BK_MUL || (oi->kind == BK_ALU && oi->sub != X_SUB);
     if (!br && !imm && commutes && d.index == X_DIRECT && b.index == X_DIRECT && b.base == d.base &&
-        ((a.index == X_DIRECT && a.base != d.base) ||
-         (a.index == X_NOREG && fwd_reg_of(c, a) < 0))) {
+        ((a.index == X_DIRECT && a.base != d.base) || a.index == X_NOREG)) {
         /* d = a op d with d in a GPR pin: computed as d op= a, in place, a from its
-         * register or its frame cell (`add esi, [rbx + 24]`); a frame operand the
-         * previous instruction just stored stays first, to be taken from that
-         * register (ld) */
+         * register, its frame cell (`add esi, [rbx + 24]`) or the register the
+         * previous instruction left it in (a store, a call's result: `add esi, eax`,
+         * taken below as b) */
         pw_xmem t = a;
         a = b;
         b = t;
@@ -2893,6 +2904,32 @@ static void helper_call(jc *c, uint32_t fidx, uint32_t argbase, uint32_t ret) {
 
 static void table_call(jc *c, uint32_t pos, uint32_t slot);
 
+/* Whether a function of type `type` returns its result in rax as well as in its frame
+ * cell 0: exactly one result, an i32 or i64 (all 8 bytes of the cell, whose upper
+ * half is unspecified for an i32). Every inner entry of such a function does
+ * (ret_seq), so a direct call's caller reads the result from rax (call_result) instead
+ * of waiting for the callee's store to forward: on a call chain (fib's sum, a
+ * comparator's result) that store and load were on the critical path. The outer entry
+ * ignores it; C callers read the frame. */
+static bool ret_rax(const pw_module *m, uint32_t type) {
+    if (type >= m->ntypes || m->types[type].form != PW_FORM_FUNC) return false;
+    const pw_deftype *t = &m->types[type];
+    if (t->u.func.nresults != 1) return false;
+    pw_valtype v = t->u.func.types[t->u.func.nparams];
+    return v == PW_VT_I32 || v == PW_VT_I64;
+}
+
+/* After a direct call whose callee returns in rax (ret_rax), at the point both its
+ * paths meet (the helper path loads rax from the cell before it jumps back): the
+ * result cell at argbase reads as rax, like a store the previous instruction made
+ * (fwd_reg_of), with no store to take back (carried: dead_store refuses it). */
+static void call_result(jc *c, uint32_t argbase) {
+    c->fwd_end = c->fwd_start = c->x.len;
+    c->fwd_disp = (int32_t)(argbase * 8);
+    c->fwd_reg = X_RAX;
+    c->fwd_carried = true;
+}
+
 /* The deferred helper paths (after the body, before the trap stubs): each stores the
  * kept pins its direct call kept (C clobbers rsi), pushes what cpush pushes, calls
  * the helper, reloads them and jumps back to right after its call, where the other
@@ -2911,6 +2948,7 @@ static void emit_slow_calls(jc *c) {
         else
             helper_call(c, sc->fidx, sc->argbase, sc->ret);
         if (sc->direct) direct_slow_spill(c, sc->argbase, true);
+        if (sc->rax) pw__x64_load(x, X_LD64, X_RAX, x_mem(X_RBX, (int32_t)(sc->argbase * 8)));
         size_t back = pw__x64_jmp32(x);
         pw__x64_patch32(x, back, (int32_t)((int64_t)sc->back - (int64_t)(back + 4)));
         if (sc->region != UINT32_MAX) region_exit(c, sc->region, false);
@@ -2972,7 +3010,8 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
                            .argbase = argbase,
                            .ret = pos + len,
                            .ind = UINT32_MAX,
-                           .direct = true};
+                           .direct = true,
+                           .rax = ret_rax(c->m, ce->type)};
             direct_begin(c, argbase, pos + len, UINT32_MAX);
             if (!self) {
                 got_load(c, X_RAX, G_FN0 + d); /* the callee's entry */
@@ -2989,7 +3028,8 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
             pw__x64_lea(x, true, X_RDX, x_mem(X_RBX, (int32_t)(argbase * 8)));
             direct_call(c, self, pos + len);
             sc.back = (uint32_t)x->len;
-            if (add_slow(c, sc)) direct_end(c, argbase);
+            if (add_slow(c, sc)) direct_end(c, argbase, sc.rax);
+            if (sc.rax) call_result(c, argbase);
             return;
         }
     }
@@ -3027,7 +3067,8 @@ static void call_indirect(jc *c, uint32_t pos) {
     pw_x64 *x = &c->x;
     uint32_t type = IMM(1), tab = IMM(2), argbase = IMM(4);
     pw_xmem idx = SL(3);
-    slowcall sc = {.argbase = argbase, .ret = pos + 5, .ind = pos, .direct = true};
+    slowcall sc = {
+        .argbase = argbase, .ret = pos + 5, .ind = pos, .direct = true, .rax = ret_rax(c->m, type)};
     direct_begin(c, argbase, pos + 5, IMM(3));
     pw__x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, tables)));
     pw__x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, (int32_t)(tab * 8)));
@@ -3066,7 +3107,8 @@ static void call_indirect(jc *c, uint32_t pos) {
     direct_call(c, false, pos + 5);
     /* the helper path after the function's body, jumping back here */
     sc.back = (uint32_t)x->len;
-    if (add_slow(c, sc)) direct_end(c, argbase);
+    if (add_slow(c, sc)) direct_end(c, argbase, sc.rax);
+    if (sc.rax) call_result(c, argbase);
 }
 
 /* Translate one instruction at pos; *len = its length in words. */
@@ -3925,6 +3967,18 @@ static void epilogue(jc *c) {
  * results (slots 0..nresults-1) stored, the inner entry's saves undone. */
 static void ret_seq(jc *c) {
     pw_x64 *x = &c->x;
+    if (ret_rax(c->m, c->cf->type)) {
+        /* the result in rax as well as in cell 0 (ret_rax); a pin's register is
+         * copied, a cell the previous instruction stored from rax costs nothing */
+        int8_t r = c->pin && !c->analyze ? c->pin[0] : -1;
+        if (r < 0 && c->vpin && !c->analyze) r = c->vpin[0];
+        if (r >= PIN_XMM0)
+            pw__x64_sse_rr(x, 0x66, X_SSE_MOVDST, true, r - PIN_XMM0, X_RAX);
+        else if (r >= 0)
+            pw__x64_mov_rr(x, true, X_RAX, r);
+        else
+            ld(c, true, X_RAX, x_mem(X_RBX, 0));
+    }
     for (uint32_t k = 0; k < c->npins; k++)
         if (c->pslot[k] < c->cf->nresults) {
             pw_xmem m = x_mem(X_RBX, (int32_t)(c->pslot[k] * 8));
