@@ -2846,6 +2846,45 @@ static void test_call_results(void **state) {
     tiers_agree_i32(CR_WAT, names, 2, args, 4, (pw_store_config){0}, NULL);
 }
 
+/* An add of two registers into a third is one lea (docs/jit.md "Three-operand
+ * adds"): it must give the low 32 bits zero-extended (the sum here carries past
+ * 2^32, and is then used as an address at once, where a register already
+ * zero-extended is used as it is) and must not claim flags it did not set (the sum is
+ * tested for zero right after it, 0 in the first round). Hot locals, so p, q and s
+ * are all in registers; against the interpreter. */
+static const char LEA_WAT[] =
+    "(module (memory 1)\n"
+    " (func (export \"la\") (param $n i32) (result i32) (local $p i32) (local $q i32)\n"
+    "  (local $s i32) (local $t i32) (local $c i32) (local $i i32) (local $u i64)\n"
+    "  (loop $fill (i32.store (i32.shl (local.get $i) (i32.const 2))\n"
+    "    (i32.mul (local.get $i) (i32.const 2654435761)))\n"
+    "   (br_if $fill (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "    (i32.const 1024))))\n"
+    "  (local.set $p (i32.const 0xFFFFFF00)) (local.set $q (i32.const 0x100))\n"
+    "  (local.set $i (i32.const 0))\n"
+    "  (loop $l\n"
+    "   (local.set $s (i32.add (local.get $p) (local.get $q)))\n"
+    "   (if (local.get $s) (then (local.set $c (i32.add (local.get $c) (i32.const 1)))))\n"
+    "   (local.set $s (i32.add (local.get $p) (local.get $q)))\n"
+    "   (local.set $t (i32.add (local.get $t) (i32.load (local.get $s))))\n"
+    "   (local.set $t (i32.xor (local.get $t) (i32.load offset=4 (local.get $s))))\n"
+    "   (local.set $u (i64.add (local.get $u) (i64.extend_i32_u (i32.add (local.get $p)\n"
+    "    (local.get $q)))))\n"
+    "   (local.set $p (i32.add (local.get $p) (i32.const 4)))\n"
+    "   (local.set $q (i32.add (local.get $q) (i32.const 4)))\n"
+    "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "    (local.get $n))))\n"
+    "  (i32.add (i32.add (local.get $t) (i32.mul (local.get $c) (i32.const 1000003)))\n"
+    "   (i32.wrap_i64 (i64.xor (local.get $u) (i64.shr_u (local.get $u) (i64.const 32))))))\n"
+    ")\n";
+
+static void test_lea_adds(void **state) {
+    (void)state;
+    static const char *const names[] = {"la"};
+    static const int32_t args[] = {1, 2, 100};
+    tiers_agree_i32(LEA_WAT, names, 1, args, 3, (pw_store_config){0}, NULL);
+}
+
 static void test_select(void **state) {
     (void)state;
     static const char *const names[] = {"sel",  "selm",  "cmp",  "lea64",
@@ -3104,6 +3143,7 @@ int main(void) {
         cmocka_unit_test(test_dead_stores),
         cmocka_unit_test(test_forwarded_operands),
         cmocka_unit_test(test_call_results),
+        cmocka_unit_test(test_lea_adds),
         cmocka_unit_test(test_select),
         cmocka_unit_test(test_loop_pins),
         cmocka_unit_test(test_definite_assignment),

@@ -1287,7 +1287,15 @@ static void binop(jc *c, uint32_t pos, const opinfo *oi) {
     /* a compare's first operand from the register the previous instruction stored it
      * from, in place (not rcx, which an xmm-pinned b passes through) */
     int acmp = oi->kind == BK_CMP ? fwd_reg_of(c, a) : -1;
-    if (lea) {
+    /* d = a + b with both operands in GPRs other than r (pins, or b forwarded): one
+     * lea into r instead of `mov r, a; add r, b` (a 32-bit lea keeps the low half of
+     * the sum and zero-extends, as the add does; it sets no flags, so no flags fact) */
+    bool lea2 = !br && !imm && oi->kind == BK_ALU && oi->sub == X_ADD && a.index == X_DIRECT &&
+                b.index == X_DIRECT && a.base != r && b.base != r;
+    if (lea2) {
+        pw__x64_lea(&c->x, w, r, x_memi(a.base, b.base, 1, 0));
+        lea = true;
+    } else if (lea) {
         /* d = a ± constant from a GPR pin: one lea, into d's register or into rax
          * when d is in the frame (no flags are read after it) */
         pw__x64_lea(&c->x, w, r, x_mem(a.base, oi->sub == X_ADD ? bi : -bi));
