@@ -312,6 +312,12 @@ static void e82(pw_x64 *x) {
     pw__x64_patch32(x, pw__x64_sse_rip(x, 0x66, 0x38, 0x00, 2), 0x40);
 }
 
+static void e83(pw_x64 *x) {
+    pw__x64_mul(x, true, X_RDX);
+}
+static void e84(pw_x64 *x) {
+    pw__x64_mul(x, false, X_R9);
+}
 static const enc_case cases[] = {
     {e0, "add eax,ecx"},
     {e1, "sub r8,r15"},
@@ -396,6 +402,8 @@ static const enc_case cases[] = {
     {e80, "jg 0x%lx|-40"},
     {e81, "ucomisd xmm9,QWORD PTR [rip+0x10]"},
     {e82, "pshufb xmm2,XMMWORD PTR [rip+0x40]"},
+    {e83, "mul rdx"},
+    {e84, "mul r9d"},
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
@@ -2846,6 +2854,72 @@ static void test_call_results(void **state) {
     tiers_agree_i32(CR_WAT, names, 2, args, 4, (pw_store_config){0}, NULL);
 }
 
+/* i32 division and remainder by a constant (docs/jit.md "Division by a constant"):
+ * every signed and unsigned form by divisors around the edges of the multiplication
+ * (1, powers of two, 2^31 - 1, 2^31, 2^32 - 1, negative ones, a large prime, 3's
+ * multiplier pattern), of dividends that start at the argument (0, 1, -1, INT32_MIN,
+ * INT32_MAX, ...) and walk over the range; a constant dividend (it must not be taken
+ * for the divisor) and divisors that are not constants; against the interpreter. */
+#define DV(op, k)                                                                                  \
+    "   (local.set $h (i32.xor (i32.mul (local.get $h) (i32.const 31)) (i32." op                   \
+    " (local.get $v) (i32.const " k "))))\n"
+#define DV4(k) DV("div_u", k) DV("rem_u", k) DV("div_s", k) DV("rem_s", k)
+static const char DIV_WAT[] =
+    "(module (func (export \"dv\") (param $x i32) (result i32) (local $h i32) (local $i i32)\n"
+    "  (local $v i32) (local $w i32)\n"
+    "  (loop $l (local.set $v (i32.add (local.get $x)\n"
+    "    (i32.mul (local.get $i) (i32.const 0x9E3779B9))))\n"
+    "   (local.set $w (i32.or (local.get $v) (i32.const 1)))\n" DV4("1") DV4("2") DV4("3") DV4("7")
+        DV4("10") DV4("16") DV4("641") DV4("0x7fffffff") DV4("0x80000000") DV("rem_s", "0xffffffff")
+            DV4("-2") DV4("-7") DV4("-10") DV4("6700417") DV4("0x55555555") DV4("0xaaaaaaab")
+                DV4("-0x7fffffff") DV("div_u", "-1")
+                    DV("rem_u", "-1") "   (local.set $h (i32.add (local.get $h) (i32.div_u "
+                                      "(i32.const 1000000) (local.get $w))))\n"
+                                      "   (local.set $h (i32.add (local.get $h) (i32.rem_s "
+                                      "(i32.const -1000003) (local.get $w))))\n"
+                                      "   (local.set $h (i32.add (local.get $h) (i32.div_s "
+                                      "(local.get $v) (local.get $w))))\n"
+                                      "   (local.set $h (i32.add (local.get $h) (i32.rem_u "
+                                      "(local.get $v) (local.get $w))))\n"
+                                      "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get "
+                                      "$i) (i32.const 1)))\n"
+                                      "    (i32.const 200))))\n"
+                                      "  (local.get $h)))\n";
+#undef DV4
+#undef DV
+
+/* The constants whose traps stay with div/idiv: INT32_MIN / -1 overflows, a constant 0
+ * divides by zero; -1 otherwise negates. */
+static const char DIV_TRAP_WAT[] =
+    "(module (func (export \"m1\") (param i32) (result i32)\n"
+    "  (i32.div_s (local.get 0) (i32.const -1)))\n"
+    " (func (export \"z\") (param i32) (result i32) (i32.rem_u (local.get 0) (i32.const 0))))\n";
+
+static void test_division_by_constant(void **state) {
+    (void)state;
+    static const char *const names[] = {"dv"};
+    static const int32_t args[] = {0, 1, -1, INT32_MIN, INT32_MAX, 12345, -98765, 0x40000000};
+    tiers_agree_i32(DIV_WAT, names, 1, args, sizeof args / sizeof args[0], (pw_store_config){0},
+                    NULL);
+    size_t n = 0;
+    uint8_t *mod = wat_module(DIV_TRAP_WAT, &n);
+    for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
+        pw_store_config cfg = {.engine = tiers[mi].engine, .bounds_checks = tiers[mi].bounds};
+        rig r;
+        rig_open_cfg(&r, &cfg, mod, n);
+        pw_error err;
+        int32_t res = 0;
+        assert_int_equal(call1(&r, "m1", 5, &res, &err), PW_OK);
+        assert_int_equal(res, -5);
+        assert_int_equal(call1(&r, "m1", INT32_MIN, &res, &err), PW_ERR_TRAP);
+        assert_int_equal(err.trap, PW_TRAP_INT_OVERFLOW);
+        assert_int_equal(call1(&r, "z", 5, &res, &err), PW_ERR_TRAP);
+        assert_int_equal(err.trap, PW_TRAP_DIV_ZERO);
+        rig_close(&r);
+    }
+    free(mod);
+}
+
 /* An add of two registers into a third is one lea (docs/jit.md "Three-operand
  * adds"): it must give the low 32 bits zero-extended (the sum here carries past
  * 2^32, and is then used as an address at once, where a register already
@@ -3143,6 +3217,7 @@ int main(void) {
         cmocka_unit_test(test_dead_stores),
         cmocka_unit_test(test_forwarded_operands),
         cmocka_unit_test(test_call_results),
+        cmocka_unit_test(test_division_by_constant),
         cmocka_unit_test(test_lea_adds),
         cmocka_unit_test(test_select),
         cmocka_unit_test(test_loop_pins),

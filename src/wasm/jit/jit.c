@@ -502,6 +502,7 @@ typedef struct jc {
     bool nov;                         /* pass 1: the current accesses are a pair's (not V_OTHER) */
     uint32_t pair2;                   /* pass 1: the second instruction of a constant pair */
     uint32_t lc_end, lc_slot, lc_val; /* the last CONST32 (ends at word lc_end) */
+    bool lc_w;                        /* ... or CONST64 (lc_val: its low half) */
     uint32_t vc_slot[2];              /* v128 results cached in xmm14/xmm15 (vout) */
     bool vc_dirty[2];                 /* not yet stored to the frame */
     uint8_t vc_next;                  /* the entry vout replaces next */
@@ -1527,8 +1528,59 @@ static void memop(jc *c, uint32_t pos, const meminfo *mi, uint32_t *len) {
     fact_set(c, &c->zx, base);
 }
 
+/* An i32 division or remainder by the constant the previous instruction wrote to the
+ * divisor's slot (lc_*: a CONST32, nothing branches in between), other than 0 and -1
+ * (their traps stay with div/idiv), by multiplication: for an unsigned x < 2^32 and a
+ * divisor 2 <= k < 2^32, M = ceil(2^64 / k) fits in 64 bits and x / k is the high
+ * half of x * M (the error x * (M - 2^64 / k) / 2^64 is below 2^-32 < 1 / k, less
+ * than the distance from x / k up to the next integer), one `mul` instead of a `div`
+ * of 13-44 cycles. A signed division divides |x| by |k| so (|x| <= 2^31), then
+ * gives the quotient the sign of x xor k's: truncation toward zero, as idiv. The
+ * remainder is x - q * k (for signed operands it then has x's sign, as idiv's). A
+ * divisor of 1 (or -1, unsigned 0xffffffff is not it) needs no multiply. */
+static bool divrem_const(jc *c, uint32_t pos, bool sign, bool rem) {
+    if (c->analyze || c->lc_end != pos || c->lc_w || c->lc_slot != IMM(3) ||
+        (c->target && c->target[pos]))
+        return false;
+    int32_t k = (int32_t)c->lc_val;
+    if (k == 0 || (sign && k == -1)) return false;
+    pw_x64 *x = &c->x;
+    pw_xmem a = SL(2);
+    uint32_t mag = sign && k < 0 ? 0u - (uint32_t)k : (uint32_t)k;
+    ld(c, false, X_RAX, a);
+    if (mag == 1) {
+        /* x / 1 = x, x % 1 = 0 (k = 1; a signed -1 took div/idiv above) */
+        if (rem) pw__x64_alu_rr(x, X_XOR, false, X_RAX, X_RAX);
+        st(c, false, SL(1), X_RAX);
+        return true;
+    }
+    if (sign) {
+        pw__x64_cdq(x, false);                         /* edx = x < 0 ? -1 : 0 */
+        pw__x64_alu_rr(x, X_XOR, false, X_RAX, X_RDX); /* eax = |x| (2^31 for INT32_MIN) */
+        pw__x64_alu_rr(x, X_SUB, false, X_RAX, X_RDX);
+        pw__x64_mov_rr(x, false, X_RCX, X_RDX); /* ecx = the quotient's sign */
+        if (k < 0) pw__x64_alu_ri(x, X_XOR, false, X_RCX, -1);
+    }
+    pw__x64_mov_ri64(x, X_RDX, UINT64_MAX / mag + 1); /* ceil(2^64 / mag), mag >= 2 */
+    pw__x64_mul(x, true, X_RDX);                      /* rdx = |x| / mag */
+    if (sign) {
+        pw__x64_alu_rr(x, X_XOR, false, X_RDX, X_RCX);
+        pw__x64_alu_rr(x, X_SUB, false, X_RDX, X_RCX);
+    }
+    if (!rem) {
+        st(c, false, SL(1), X_RDX);
+        return true;
+    }
+    pw__x64_imul_rri(x, false, X_RDX, X_RDX, k); /* q * k, low 32 bits */
+    ld(c, false, X_RAX, a);                      /* x again (no store was taken back) */
+    pw__x64_alu_rr(x, X_SUB, false, X_RAX, X_RDX);
+    st(c, false, SL(1), X_RAX);
+    return true;
+}
+
 /* Integer division and remainder: the traps of the interpreter, then div/idiv. */
 static void divrem(jc *c, uint32_t pos, bool w, bool sign, bool rem) {
+    if (!w && divrem_const(c, pos, sign, rem)) return;
     ld(c, w, X_RAX, SL(2));
     ld(c, w, X_RCX, SL(3));
     pw__x64_test_rr(&c->x, w, X_RCX, X_RCX);
@@ -3320,6 +3372,7 @@ static bool t_moves(jc *c, uint32_t pos, int op, uint32_t *len) {
         }
         c->nov = false;
         c->lc_end = pos + *len, c->lc_slot = IMM(1), c->lc_val = IMM(2);
+        c->lc_w = op == PW_OP_CONST64;
         return true;
     case PW_OP_SELECT: {
         /* d = k ? a : b. Operands in GPR pins are used where they are, the others

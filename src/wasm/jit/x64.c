@@ -196,6 +196,9 @@ void pw__x64_imul_rri(pw_x64 *x, bool w, int dst, int src, int32_t imm) {
 void pw__x64_div(pw_x64 *x, bool w, bool sign, int src) {
     rr(x, w, 0xF7, sign ? 7 : 6, src);
 }
+void pw__x64_mul(pw_x64 *x, bool w, int src) {
+    rr(x, w, 0xF7, 4, src);
+}
 void pw__x64_cdq(pw_x64 *x, bool w) {
     if (w) pw__x64_byte(x, 0x48);
     pw__x64_byte(x, 0x99);

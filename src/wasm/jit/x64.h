@@ -133,6 +133,7 @@ void pw__x64_shift_i(pw_x64 *x, pw_xshift op, bool w, int dst, uint8_t imm);
 void pw__x64_imul_rr(pw_x64 *x, bool w, int dst, int src);
 void pw__x64_imul_rri(pw_x64 *x, bool w, int dst, int src, int32_t imm);
 void pw__x64_div(pw_x64 *x, bool w, bool sign, int src); /* rdx:rax / src */
+void pw__x64_mul(pw_x64 *x, bool w, int src);            /* rdx:rax = rax * src, unsigned */
 void pw__x64_cdq(pw_x64 *x, bool w);                     /* cdq / cqo */
 void pw__x64_setcc(pw_x64 *x, pw_xcc cc, int dst);       /* dst8 = cc */
 void pw__x64_movzx8(pw_x64 *x, int dst, int src);        /* dst32 = src8 */
