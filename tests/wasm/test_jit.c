@@ -2345,6 +2345,13 @@ static void test_pins_across_calls(void **state) {
     free(omod);
 }
 
+/* The first 4 KiB of memory filled with i * 2654435761 (local $i counts to 1024). */
+#define FILL_4K                                                                                    \
+    "  (loop $fill (i32.store (i32.shl (local.get $i) (i32.const 2))\n"                            \
+    "    (i32.mul (local.get $i) (i32.const 2654435761)))\n"                                       \
+    "   (br_if $fill (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"            \
+    "    (i32.const 1024))))\n"
+
 /* Dead stores (docs/jit.md "Store-to-load forwarding"): more hot locals than pin
  * registers, so some live in the frame; each is loaded from memory and then rewritten
  * by the next instruction from itself (x = x + 1: the load's store is dead), from
@@ -2356,11 +2363,7 @@ static const char DS_WAT[] =
     " (func (export \"ds\") (param $n i32) (result i32)\n"
     "  (local $a i32) (local $b i32) (local $c i32) (local $d i32) (local $e i32)\n"
     "  (local $f i32) (local $g i32) (local $h i32) (local $i i32) (local $j i32)\n"
-    "  (local $k i32) (local $x i32) (local $y i32) (local $z i32) (local $m i32)\n"
-    "  (loop $fill (i32.store (i32.shl (local.get $i) (i32.const 2))\n"
-    "    (i32.mul (local.get $i) (i32.const 2654435761)))\n"
-    "   (br_if $fill (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
-    "    (i32.const 1024))))\n"
+    "  (local $k i32) (local $x i32) (local $y i32) (local $z i32) (local $m i32)\n" FILL_4K
     "  (local.set $i (i32.const 0))\n"
     "  (loop $l\n"
     "   (local.set $x (i32.load (i32.and (i32.add (local.get $x) (local.get $i))\n"
@@ -2805,12 +2808,7 @@ static const char CR_WAT[] =
     "   (i64.shr_u (local.get $y) (i64.const 29))))))\n"
     " (func (export \"cr\") (param $n i32) (result i32) (local $s i32) (local $t i32)\n"
     "  (local $u i64) (local $i i32) (local $v i32) (local $w i32) (local $x i32)\n"
-    "  (local $y i32) (local $z i32)\n"
-    "  (loop $fill (i32.store (i32.shl (local.get $i) (i32.const 2))\n"
-    "    (i32.mul (local.get $i) (i32.const 2654435761)))\n"
-    "   (br_if $fill (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
-    "    (i32.const 1024))))\n"
-    "  (local.set $i (i32.const 0))\n"
+    "  (local $y i32) (local $z i32)\n" FILL_4K "  (local.set $i (i32.const 0))\n"
     "  (loop $l\n"
     "   (local.set $s (i32.add (call $sq (local.get $i)) (local.get $s)))\n"
     "   (local.set $t (i32.sub (call $sq (local.get $s)) (local.get $t)))\n"
@@ -2849,9 +2847,8 @@ static const char CR_WAT[] =
 
 static void test_call_results(void **state) {
     (void)state;
-    static const char *const names[] = {"cr", "cr1"};
-    static const int32_t args[] = {1, 2, 7, 300};
-    tiers_agree_i32(CR_WAT, names, 2, args, 4, (pw_store_config){0}, NULL);
+    tiers_agree_i32(CR_WAT, (const char *const[]){"cr", "cr1"}, 2, (const int32_t[]){1, 2, 7, 300},
+                    4, (pw_store_config){0}, NULL);
 }
 
 /* i32 division and remainder by a constant (docs/jit.md "Division by a constant"):
@@ -2864,27 +2861,25 @@ static void test_call_results(void **state) {
     "   (local.set $h (i32.xor (i32.mul (local.get $h) (i32.const 31)) (i32." op                   \
     " (local.get $v) (i32.const " k "))))\n"
 #define DV4(k) DV("div_u", k) DV("rem_u", k) DV("div_s", k) DV("rem_s", k)
+/* clang-format off */
 static const char DIV_WAT[] =
     "(module (func (export \"dv\") (param $x i32) (result i32) (local $h i32) (local $i i32)\n"
     "  (local $v i32) (local $w i32)\n"
     "  (loop $l (local.set $v (i32.add (local.get $x)\n"
     "    (i32.mul (local.get $i) (i32.const 0x9E3779B9))))\n"
-    "   (local.set $w (i32.or (local.get $v) (i32.const 1)))\n" DV4("1") DV4("2") DV4("3") DV4("7")
-        DV4("10") DV4("16") DV4("641") DV4("0x7fffffff") DV4("0x80000000") DV("rem_s", "0xffffffff")
-            DV4("-2") DV4("-7") DV4("-10") DV4("6700417") DV4("0x55555555") DV4("0xaaaaaaab")
-                DV4("-0x7fffffff") DV("div_u", "-1")
-                    DV("rem_u", "-1") "   (local.set $h (i32.add (local.get $h) (i32.div_u "
-                                      "(i32.const 1000000) (local.get $w))))\n"
-                                      "   (local.set $h (i32.add (local.get $h) (i32.rem_s "
-                                      "(i32.const -1000003) (local.get $w))))\n"
-                                      "   (local.set $h (i32.add (local.get $h) (i32.div_s "
-                                      "(local.get $v) (local.get $w))))\n"
-                                      "   (local.set $h (i32.add (local.get $h) (i32.rem_u "
-                                      "(local.get $v) (local.get $w))))\n"
-                                      "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get "
-                                      "$i) (i32.const 1)))\n"
-                                      "    (i32.const 200))))\n"
-                                      "  (local.get $h)))\n";
+    "   (local.set $w (i32.or (local.get $v) (i32.const 1)))\n"
+    DV4("1") DV4("2") DV4("3") DV4("7") DV4("10") DV4("16") DV4("641")
+    DV4("0x7fffffff") DV4("0x80000000") DV("rem_s", "0xffffffff")
+    DV4("-2") DV4("-7") DV4("-10") DV4("6700417") DV4("0x55555555") DV4("0xaaaaaaab")
+    DV4("-0x7fffffff") DV("div_u", "-1") DV("rem_u", "-1")
+    "   (local.set $h (i32.add (local.get $h) (i32.div_u (i32.const 1000000) (local.get $w))))\n"
+    "   (local.set $h (i32.add (local.get $h) (i32.rem_s (i32.const -1000003) (local.get $w))))\n"
+    "   (local.set $h (i32.add (local.get $h) (i32.div_s (local.get $v) (local.get $w))))\n"
+    "   (local.set $h (i32.add (local.get $h) (i32.rem_u (local.get $v) (local.get $w))))\n"
+    "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "    (i32.const 200))))\n"
+    "  (local.get $h)))\n";
+/* clang-format on */
 #undef DV4
 #undef DV
 
@@ -2929,11 +2924,7 @@ static void test_division_by_constant(void **state) {
 static const char LEA_WAT[] =
     "(module (memory 1)\n"
     " (func (export \"la\") (param $n i32) (result i32) (local $p i32) (local $q i32)\n"
-    "  (local $s i32) (local $t i32) (local $c i32) (local $i i32) (local $u i64)\n"
-    "  (loop $fill (i32.store (i32.shl (local.get $i) (i32.const 2))\n"
-    "    (i32.mul (local.get $i) (i32.const 2654435761)))\n"
-    "   (br_if $fill (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
-    "    (i32.const 1024))))\n"
+    "  (local $s i32) (local $t i32) (local $c i32) (local $i i32) (local $u i64)\n" FILL_4K
     "  (local.set $p (i32.const 0xFFFFFF00)) (local.set $q (i32.const 0x100))\n"
     "  (local.set $i (i32.const 0))\n"
     "  (loop $l\n"
@@ -2954,9 +2945,8 @@ static const char LEA_WAT[] =
 
 static void test_lea_adds(void **state) {
     (void)state;
-    static const char *const names[] = {"la"};
-    static const int32_t args[] = {1, 2, 100};
-    tiers_agree_i32(LEA_WAT, names, 1, args, 3, (pw_store_config){0}, NULL);
+    tiers_agree_i32(LEA_WAT, (const char *const[]){"la"}, 1, (const int32_t[]){1, 2, 100}, 3,
+                    (pw_store_config){0}, NULL);
 }
 
 static void test_select(void **state) {
