@@ -1129,8 +1129,20 @@ static void direct_begin(jc *c, uint32_t argbase, uint32_t ret, uint32_t also) {
             spill_pin(c, k);
     c->memonly = true;
 }
-/* rax: the callee returned its result in rax too (ret_rax), so a scalar pin of the
- * result cell (argbase) takes it from there instead of reloading it. */
+/* After a direct call whose callee returns in rax (ret_rax), at the point both its
+ * paths meet (the helper path loads rax from the cell before it jumps back): the
+ * result cell at argbase reads as rax, like a store the previous instruction made
+ * (fwd_reg_of), with no store to take back (carried: dead_store refuses it). */
+static void call_result(jc *c, uint32_t argbase) {
+    c->fwd_end = c->fwd_start = c->x.len;
+    c->fwd_disp = (int32_t)(argbase * 8);
+    c->fwd_reg = X_RAX;
+    c->fwd_carried = true;
+}
+
+/* After a direct call's two paths meet. rax: the callee returned its result in rax
+ * too (ret_rax), so a scalar pin of the result cell (argbase) takes it from there
+ * instead of reloading it, and otherwise the cell reads as rax (call_result). */
 static void direct_end(jc *c, uint32_t argbase, bool rax) {
     c->memonly = false;
     for (uint32_t k = 0; k < c->npins; k++) {
@@ -1144,6 +1156,7 @@ static void direct_end(jc *c, uint32_t argbase, bool rax) {
             reload_pin(c, k);
         }
     }
+    if (rax) call_result(c, argbase);
 }
 /* The helper path of a direct call (C clobbers every pin GPR but rbp): before, after. */
 static void direct_slow_spill(jc *c, uint32_t argbase, bool reload) {
@@ -2979,17 +2992,6 @@ static bool ret_rax(const pw_module *m, uint32_t type) {
     return v == PW_VT_I32 || v == PW_VT_I64;
 }
 
-/* After a direct call whose callee returns in rax (ret_rax), at the point both its
- * paths meet (the helper path loads rax from the cell before it jumps back): the
- * result cell at argbase reads as rax, like a store the previous instruction made
- * (fwd_reg_of), with no store to take back (carried: dead_store refuses it). */
-static void call_result(jc *c, uint32_t argbase) {
-    c->fwd_end = c->fwd_start = c->x.len;
-    c->fwd_disp = (int32_t)(argbase * 8);
-    c->fwd_reg = X_RAX;
-    c->fwd_carried = true;
-}
-
 /* The deferred helper paths (after the body, before the trap stubs): each stores the
  * kept pins its direct call kept (C clobbers rsi), pushes what cpush pushes, calls
  * the helper, reloads them and jumps back to right after its call, where the other
@@ -3089,7 +3091,6 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
             direct_call(c, self, pos + len);
             sc.back = (uint32_t)x->len;
             if (add_slow(c, sc)) direct_end(c, argbase, sc.rax);
-            if (sc.rax) call_result(c, argbase);
             return;
         }
     }
@@ -3168,7 +3169,6 @@ static void call_indirect(jc *c, uint32_t pos) {
     /* the helper path after the function's body, jumping back here */
     sc.back = (uint32_t)x->len;
     if (add_slow(c, sc)) direct_end(c, argbase, sc.rax);
-    if (sc.rax) call_result(c, argbase);
 }
 
 /* Translate one instruction at pos; *len = its length in words. */
