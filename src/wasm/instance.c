@@ -272,6 +272,8 @@ static pw_instance *instantiate(pw_store *s, const pw_module *m, const pw_snapsh
     }
     inst->mod = m;
     inst->store = s;
+    for (uint32_t k = 0; k < PW_IC_CELLS; k++)
+        inst->ic[k].type = UINT32_MAX;
     if (alloc_arrays(inst) || register_types(inst)) {
         nomem(err);
         return NULL;

@@ -212,6 +212,22 @@ typedef struct pw_hostref {
     uint64_t value;
 } pw_hostref;
 
+/* One cell of an instance's call_indirect cache (jit.c, call_indirect): the function
+ * a call site last reached through a table, once the full checks passed for it (an
+ * exact type match with the site's type, a function of this instance, JIT code in
+ * this instance's variant), with that code's inner entry and its frame size. A site
+ * hits when the table's entry is f and its type index is `type`; the sites of all the
+ * instance's functions share the cells by a hash of the site. Nothing else reads them. */
+typedef struct pw_icell {
+    const struct pw_func *f;
+    void *entry;    /* inner entry of f's JIT code (never freed before the module) */
+    uint32_t type;  /* module type index of the site; UINT32_MAX: empty */
+    uint32_t frame; /* f's frame_slots */
+    uint32_t miss;  /* misses to count before another function takes the cell */
+    uint32_t pad;
+} pw_icell;
+#define PW_IC_CELLS 64
+
 struct pw_instance {
     pw_obj hdr;
     const pw_module *mod;
@@ -226,6 +242,7 @@ struct pw_instance {
     pw_ref **elem_refs; /* per elem segment: evaluated references (NULL when dropped) */
     uint32_t *elem_len;
     uint8_t *data_dropped;
+    pw_icell ic[PW_IC_CELLS]; /* the JIT's call_indirect cache (empty at creation) */
 };
 
 /* A call frame record (the value slots live on the value stack). */

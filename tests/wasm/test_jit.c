@@ -927,6 +927,128 @@ static void test_self_calls(void **state) {
     }
 }
 
+/* call_indirect's cache (docs/jit.md "call_indirect"): $site(k, i) runs call site k
+ * of 96, each a call_indirect of table[i] (of type $a at even k, $b at odd k); the
+ * sites share the instance's cells, so many of them meet sites of the other type in
+ * one. $fa and $fc are of type $a, $fb of type $b: table = [$fa, $fb, $deep]. Every
+ * even site fills its cell with $fa, then every odd site calls $fa and must trap on
+ * its type, not take the cell; the same the other way round. "swap" puts $fc where
+ * $fa was: every site that held $fa in its cell must now reach $fc. $deep (type $a,
+ * a frame of 2,100 slots, more than the margin past the value stack's end) calls
+ * itself through the table, noting its depth, until the value stack runs out: with
+ * the frame size a cell holds, the JIT must stop at the interpreter's depth (one
+ * level more would write past the stack). Every tier against the interpreter. */
+#define IC_SITES 96
+static char *ic_wat(void) {
+    size_t cap = 128 * 1024, n = 0;
+    char *w = malloc(cap);
+    assert_non_null(w);
+#define IC_PUT(...) (n += (size_t)snprintf(w + n, cap - n, __VA_ARGS__), assert_true(n < cap))
+    IC_PUT("(module (type $a (func (param i32) (result i32)))\n"
+           " (type $b (func (param i32 i32) (result i32)))\n"
+           " (table 3 funcref) (elem (i32.const 0) $fa $fb $deep) (elem declare func $fc)\n"
+           " (func $fa (type $a) (i32.add (local.get 0) (i32.const 1)))\n"
+           " (func $fb (type $b) (i32.mul (local.get 0) (local.get 1)))\n"
+           " (func $fc (type $a) (i32.mul (local.get 0) (i32.const 5)))\n"
+           " (func (export \"swap\") (table.set (i32.const 0) (ref.func $fc)))\n"
+           " (global $depth (mut i32) (i32.const 0))\n"
+           " (func (export \"depth\") (result i32) (global.get $depth))\n"
+           " (func $deep (type $a)");
+    for (int k = 0; k < 2100; k++)
+        IC_PUT(" (local i64)");
+    IC_PUT(" (global.set $depth (local.get 0))\n"
+           "  (local.set 2100 (i64.extend_i32_u (local.get 0)))\n"
+           "  (call_indirect (type $a) (i32.add (local.get 0) (i32.const 1)) (i32.const 2)))\n"
+           " (func (export \"deep\") (param i32) (result i32)\n"
+           "  (call_indirect (type $a) (local.get 0) (i32.const 2)))\n"
+           " (func (export \"site\") (param $k i32) (param $i i32) (result i32)\n"
+           "  block $d\n");
+    for (int k = IC_SITES - 1; k >= 0; k--)
+        IC_PUT("  block $s%d\n", k);
+    IC_PUT("  local.get $k\n  br_table");
+    for (int k = 0; k < IC_SITES; k++)
+        IC_PUT(" $s%d", k);
+    IC_PUT(" $d\n");
+    for (int k = 0; k < IC_SITES; k++)
+        IC_PUT("  end\n  i32.const %d\n%s  local.get $i\n  call_indirect (type %s)\n  return\n",
+               10 + k, k & 1 ? "  i32.const 3\n" : "", k & 1 ? "$b" : "$a");
+    IC_PUT("  end\n  i32.const -1))\n");
+#undef IC_PUT
+    return w;
+}
+
+static void test_call_indirect_cache(void **state) {
+    (void)state;
+    char *wat = ic_wat();
+    size_t n = 0;
+    uint8_t *mod = wat_module(wat, &n);
+    free(wat);
+    /* results of every round, the interpreter's first: -1 a type trap */
+    enum { ROUNDS = 6 };
+    static int32_t want[ROUNDS][IC_SITES], want_depth[3];
+    for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
+        pw_store_config cfg = {.engine = tiers[mi].engine,
+                               .bounds_checks = tiers[mi].bounds,
+                               .value_stack_bytes = 1 << 20};
+        rig r;
+        rig_open_cfg(&r, &cfg, mod, n);
+        /* rounds: (parity of the sites first, table index), swap before round 4 */
+        static const struct {
+            int first, i;
+        } rounds[ROUNDS] = {{0, 0}, {1, 0}, {1, 1}, {0, 1}, {0, 0}, {1, 0}};
+        for (int rd = 0; rd < ROUNDS; rd++) {
+            if (rd == 4) {
+                pw_error err;
+                assert_int_equal(pw_call(r.s, fn(&r, "swap"), NULL, 0, NULL, 0, &err), PW_OK);
+            }
+            for (int half = 0; half < 2; half++)
+                for (int k = (rounds[rd].first + half) & 1; k < IC_SITES; k += 2) {
+                    int32_t res = 0;
+                    pw_error err;
+                    pw_status st = call2(&r, "site", k, rounds[rd].i, &res, &err);
+                    if (st != PW_OK) {
+                        assert_int_equal(st, PW_ERR_TRAP);
+                        assert_string_equal(err.message, "indirect call type mismatch");
+                        res = -1;
+                    }
+                    if (mi == 0)
+                        want[rd][k] = res;
+                    else if (res != want[rd][k])
+                        fail_msg("tier %zu round %d site %d: %d, the interpreter's %d", mi, rd, k,
+                                 res, want[rd][k]);
+                }
+        }
+        if (mi == 0) { /* worked out by hand: $fa, $fb, a trap, $fc */
+            assert_int_equal(want[0][4], 15);
+            assert_int_equal(want[0][5], -1);
+            assert_int_equal(want[2][5], 45);
+            assert_int_equal(want[2][4], -1);
+            assert_int_equal(want[4][6], 80);
+            assert_int_equal(want[5][7], -1);
+        }
+        for (int t = 0; t < 3; t++) {
+            int32_t res = 0;
+            pw_error err;
+            memset(&err, 0, sizeof err);
+            assert_int_equal(call1(&r, "deep", t, &res, &err), PW_ERR_TRAP);
+            assert_string_equal(err.message, "call stack exhausted");
+            pw_val d = {0};
+            assert_int_equal(pw_call(r.s, fn(&r, "depth"), NULL, 0, &d, 1, &err), PW_OK);
+            if (mi == 0)
+                want_depth[t] = (int32_t)d.bits;
+            else if ((int32_t)d.bits != want_depth[t])
+                fail_msg("tier %zu: deep(%d) reached %d, the interpreter %d", mi, t,
+                         (int32_t)d.bits, want_depth[t]);
+        }
+        if (mi == 0)
+            assert_true(want_depth[0] > 50 && want_depth[0] < 70); /* 1 MiB / 2,100 slots */
+        if (PW_JIT_AVAILABLE && tiers[mi].engine == PW_ENGINE_JIT)
+            assert_int_equal(pw__jit_state(fn(&r, "site")), 1);
+        rig_close(&r);
+    }
+    free(mod);
+}
+
 static void test_runaway_recursion(void **state) {
     (void)state;
     rig jt;
@@ -3193,6 +3315,7 @@ int main(void) {
         cmocka_unit_test(test_encoder_objdump),
         cmocka_unit_test(test_tiers_agree),
         cmocka_unit_test(test_call_indirect),
+        cmocka_unit_test(test_call_indirect_cache),
         cmocka_unit_test(test_runaway_recursion),
         cmocka_unit_test(test_interrupt_under_jit),
         cmocka_unit_test(test_interrupt_poll_page), /* the interrupt poll page */

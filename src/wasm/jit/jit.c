@@ -420,6 +420,12 @@ typedef struct slowcall {
     bool direct;                 /* the call sequence kept pins (direct_begin) */
     bool rax;                    /* the callee returns its result in rax too (ret_rax) */
     uint32_t region;             /* the loop region (its pins) at the call, or UINT32_MAX */
+    /* call_indirect's cache miss (ic): the jumps from the hit test (rel32 fields), the
+     * cell's displacement from r14, the site's type index, where the call resumes
+     * with rax = inner entry and rcx = frame size (icjoin) */
+    bool ic;
+    uint32_t icmiss[2], icjoin, ictype;
+    int32_t icdisp;
 } slowcall;
 
 /* Loop pins (docs/jit.md "Loop pins"): in an innermost loop, the span [t, e] from its
@@ -2992,6 +2998,64 @@ static bool ret_rax(const pw_module *m, uint32_t type) {
     return v == PW_VT_I32 || v == PW_VT_I64;
 }
 
+/* call_indirect's cache (pw_icell): the number of misses a cell counts before the
+ * site's new function takes it over, so that a site calling two functions in turn
+ * does not rewrite the cell at every call, and one whose function changed for good
+ * takes the new one soon. */
+#define IC_KEEP 15
+
+/* The cache miss of call_indirect sc, after the body: rdx = the table's entry f. The
+ * checks of the full path (a non-null f of this instance, the exact type, a defined
+ * function with JIT code, its frame size read after its entry as the direct path
+ * does); any failure jumps to the helper path (added to sc's jumps, emitted right
+ * after this). On success: the cell takes f unless it counts a miss instead (a fresh
+ * cell counts none), and the call resumes at icjoin with rax = the inner entry and
+ * rcx = f's frame size. Uses rax, rcx and rdx only (and one push around the GOT). */
+static void ic_miss(jc *c, slowcall *sc) {
+    pw_x64 *x = &c->x;
+    if (sc->nfrom + 5 > sizeof sc->from / sizeof sc->from[0]) {
+        c->fail = true;
+        return;
+    }
+    for (int j = 0; j < 2; j++)
+        pw__x64_patch32(x, sc->icmiss[j], (int32_t)(x->len - (sc->icmiss[j] + 4)));
+    int32_t cell = sc->icdisp;
+    pw__x64_test_rr(x, true, X_RDX, X_RDX);
+    sc->from[sc->nfrom++] = (uint32_t)pw__x64_jcc32(x, X_CC_E);
+    pw__x64_alu_rm(x, X_CMP, true, X_R14, x_mem(X_RDX, (int32_t)offsetof(pw_func, inst)));
+    sc->from[sc->nfrom++] = (uint32_t)pw__x64_jcc32(x, X_CC_NE);
+    pw__x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, type_ids)));
+    pw__x64_load(x, X_LD32, X_RAX, x_mem(X_RAX, (int32_t)(sc->ictype * 4)));
+    pw__x64_alu_rm(x, X_CMP, false, X_RAX,
+                   x_mem(X_RDX, (int32_t)(offsetof(pw_func, hdr) + offsetof(pw_obj, type_id))));
+    sc->from[sc->nfrom++] = (uint32_t)pw__x64_jcc32(x, X_CC_NE);
+    pw__x64_load(x, X_LD64, X_RCX, x_mem(X_RDX, (int32_t)offsetof(pw_func, code)));
+    pw__x64_load(x, X_LD32, X_RAX, x_mem(X_RCX, (int32_t)offsetof(pw_cfunc, index)));
+    pw__x64_alu_ri(x, X_CMP, false, X_RAX, (int32_t)c->m->code->nfuncs);
+    sc->from[sc->nfrom++] = (uint32_t)pw__x64_jcc32(x, X_CC_AE);
+    pw__x64_push(x, X_RCX);
+    got_fix(c, pw__x64_lea_rip(x, X_RCX), G_FN0);
+    pw__x64_load(x, X_LD64, X_RAX, x_memi(X_RCX, X_RAX, 8, 0)); /* the callee's entry */
+    pw__x64_pop(x, X_RCX);
+    pw__x64_alu_ri(x, X_CMP, true, X_RAX, 1);
+    sc->from[sc->nfrom++] = (uint32_t)pw__x64_jcc32(x, X_CC_BE); /* NULL or JIT_FALLBACK */
+    pw__x64_load(x, X_LD32, X_RCX, x_mem(X_RCX, (int32_t)offsetof(pw_cfunc, frame_slots)));
+    pw__x64_alu_ri(x, X_ADD, true, X_RAX, JIT_INNER);
+    /* a cell that still counts misses keeps its function; else it takes this one */
+    pw__x64_alu_mi(x, X_SUB, false, x_mem(X_R14, cell + (int32_t)offsetof(pw_icell, miss)), 1);
+    size_t keep = pw__x64_jcc32(x, X_CC_AE);
+    pw__x64_store(x, 8, x_mem(X_R14, cell + (int32_t)offsetof(pw_icell, f)), X_RDX);
+    pw__x64_store(x, 8, x_mem(X_R14, cell + (int32_t)offsetof(pw_icell, entry)), X_RAX);
+    pw__x64_store(x, 4, x_mem(X_R14, cell + (int32_t)offsetof(pw_icell, frame)), X_RCX);
+    pw__x64_mov_ri32(x, X_RDX, sc->ictype);
+    pw__x64_store(x, 4, x_mem(X_R14, cell + (int32_t)offsetof(pw_icell, type)), X_RDX);
+    pw__x64_mov_ri32(x, X_RDX, IC_KEEP);
+    pw__x64_store(x, 4, x_mem(X_R14, cell + (int32_t)offsetof(pw_icell, miss)), X_RDX);
+    pw__x64_patch32(x, keep, (int32_t)(x->len - (keep + 4)));
+    size_t back = pw__x64_jmp32(x);
+    pw__x64_patch32(x, back, (int32_t)((int64_t)sc->icjoin - (int64_t)(back + 4)));
+}
+
 /* The deferred helper paths (after the body, before the trap stubs): each stores the
  * kept pins its direct call kept (C clobbers rsi), pushes what cpush pushes, calls
  * the helper, reloads them and jumps back to right after its call, where the other
@@ -2999,7 +3063,8 @@ static bool ret_rax(const pw_module *m, uint32_t type) {
 static void emit_slow_calls(jc *c) {
     pw_x64 *x = &c->x;
     for (uint32_t k = 0; k < c->nslow && !c->fail; k++) {
-        const slowcall *sc = &c->slow[k];
+        slowcall *sc = &c->slow[k];
+        if (sc->ic) ic_miss(c, sc); /* falls into the helper path on a failed check */
         for (uint32_t j = 0; j < sc->nfrom; j++)
             pw__x64_patch32(x, sc->from[j], (int32_t)(x->len - (sc->from[j] + 4)));
         if (sc->region != UINT32_MAX) region_enter(c, sc->region, false); /* its call's pins */
@@ -3117,19 +3182,33 @@ static void table_call(jc *c, uint32_t pos, uint32_t slot) {
     reload_mem(c);
 }
 
-/* CALL_INDIRECT type table idx argbase, inline: the table's bounds, a non-null entry,
- * the exact type id, a function of this instance with JIT code, then the same steps
- * as call_func's direct call with the callee's frame size read from its pw_cfunc.
- * Anything else (out of bounds, null, a subtype or a mismatch, another instance, a
- * host function, no JIT code yet, the bound or the value stack) takes the helper
- * jit_call_indirect, which repeats the checks and raises the interpreter's traps.
- * Only rax, rcx and rdx are used (no pinned register is touched). */
+/* CALL_INDIRECT type table idx argbase, inline: the table's bounds, then the site's
+ * cell of the instance's cache (pw_icell): when it holds the table's entry with this
+ * site's type index, its entry and frame size are the callee's (every check passed
+ * when the cell took them); otherwise the miss path after the body (ic_miss) makes
+ * the full checks: a non-null entry, the exact type id, a function of this instance
+ * with JIT code. Then the same steps as call_func's direct call. Anything else (out
+ * of bounds, null, a subtype or a mismatch, another instance, a host function, no JIT
+ * code yet, the bound or the value stack) takes the helper jit_call_indirect, which
+ * repeats the checks and raises the interpreter's traps. Only rax, rcx and rdx are
+ * used (no pinned register is touched). */
 static void call_indirect(jc *c, uint32_t pos) {
     pw_x64 *x = &c->x;
     uint32_t type = IMM(1), tab = IMM(2), argbase = IMM(4);
     pw_xmem idx = SL(3);
-    slowcall sc = {
-        .argbase = argbase, .ret = pos + 5, .ind = pos, .direct = true, .rax = ret_rax(c->m, type)};
+    /* the site's cell: a hash of the function and the position (a collision of two
+     * sites only costs misses: the type index is part of the match) */
+    uint32_t h = (c->cf->index * 0x9E3779B1u) ^ (pos * 0x85EBCA6Bu);
+    int32_t cell =
+        (int32_t)(offsetof(pw_instance, ic) + ((h ^ (h >> 15)) % PW_IC_CELLS) * sizeof(pw_icell));
+    slowcall sc = {.argbase = argbase,
+                   .ret = pos + 5,
+                   .ind = pos,
+                   .direct = true,
+                   .rax = ret_rax(c->m, type),
+                   .ic = true,
+                   .ictype = type,
+                   .icdisp = cell};
     direct_begin(c, argbase, pos + 5, IMM(3));
     pw__x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, tables)));
     pw__x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, (int32_t)(tab * 8)));
@@ -3138,34 +3217,23 @@ static void call_indirect(jc *c, uint32_t pos) {
     sc.from[sc.nfrom++] = (uint32_t)pw__x64_jcc32(x, X_CC_AE);
     pw__x64_load(x, X_LD64, X_RAX, x_mem(X_RAX, (int32_t)offsetof(pw_table, elems)));
     pw__x64_load(x, X_LD64, X_RDX, x_memi(X_RAX, X_RCX, 8, 0)); /* f */
-    pw__x64_test_rr(x, true, X_RDX, X_RDX);
-    sc.from[sc.nfrom++] = (uint32_t)pw__x64_jcc32(x, X_CC_E);
-    pw__x64_alu_rm(x, X_CMP, true, X_R14, x_mem(X_RDX, (int32_t)offsetof(pw_func, inst)));
-    /* another instance, or a host function */
-    sc.from[sc.nfrom++] = (uint32_t)pw__x64_jcc32(x, X_CC_NE);
-    pw__x64_load(x, X_LD64, X_RAX, x_mem(X_R14, (int32_t)offsetof(pw_instance, type_ids)));
-    pw__x64_load(x, X_LD32, X_RAX, x_mem(X_RAX, (int32_t)(type * 4)));
-    pw__x64_alu_rm(x, X_CMP, false, X_RAX,
-                   x_mem(X_RDX, (int32_t)(offsetof(pw_func, hdr) + offsetof(pw_obj, type_id))));
-    sc.from[sc.nfrom++] = (uint32_t)pw__x64_jcc32(x, X_CC_NE);
-    /* rdx = f->code; its defined function index (one load: the function is this
-     * instance's, so the index is into this module's entry table; checked anyway) */
-    pw__x64_load(x, X_LD64, X_RDX, x_mem(X_RDX, (int32_t)offsetof(pw_func, code)));
-    pw__x64_load(x, X_LD32, X_RAX, x_mem(X_RDX, (int32_t)offsetof(pw_cfunc, index)));
-    pw__x64_alu_ri(x, X_CMP, false, X_RAX, (int32_t)c->m->code->nfuncs);
-    sc.from[sc.nfrom++] = (uint32_t)pw__x64_jcc32(x, X_CC_AE);
-    got_fix(c, pw__x64_lea_rip(x, X_RCX), G_FN0);
-    pw__x64_load(x, X_LD64, X_RAX, x_memi(X_RCX, X_RAX, 8, 0)); /* the callee's entry */
-    pw__x64_alu_ri(x, X_CMP, true, X_RAX, 1);
-    sc.from[sc.nfrom++] = (uint32_t)pw__x64_jcc32(x, X_CC_BE); /* NULL or JIT_FALLBACK */
+    pw__x64_alu_rm(x, X_CMP, true, X_RDX, x_mem(X_R14, cell + (int32_t)offsetof(pw_icell, f)));
+    sc.icmiss[0] = (uint32_t)pw__x64_jcc32(x, X_CC_NE);
+    pw__x64_alu_mi(x, X_CMP, false, x_mem(X_R14, cell + (int32_t)offsetof(pw_icell, type)),
+                   (int32_t)type);
+    sc.icmiss[1] = (uint32_t)pw__x64_jcc32(x, X_CC_NE);
+    pw__x64_load(x, X_LD64, X_RAX, x_mem(X_R14, cell + (int32_t)offsetof(pw_icell, entry)));
+    pw__x64_load(x, X_LD32, X_RCX, x_mem(X_R14, cell + (int32_t)offsetof(pw_icell, frame)));
+    sc.icjoin = (uint32_t)x->len;
     sc.from[sc.nfrom++] = (uint32_t)direct_limit(c);
     /* value stack room: rbx + 8 * (argbase + frame_slots) */
-    pw__x64_load(x, X_LD32, X_RCX, x_mem(X_RDX, (int32_t)offsetof(pw_cfunc, frame_slots)));
     pw__x64_lea(x, true, X_RCX, x_memi(X_RBX, X_RCX, 8, (int32_t)(argbase * 8)));
     pw__x64_alu_rm(x, X_CMP, true, X_RCX, x_mem(X_R15, (int32_t)offsetof(pw_store, stack_end)));
     sc.from[sc.nfrom++] = (uint32_t)pw__x64_jcc32(x, X_CC_A);
     pw__x64_lea(x, true, X_RDX, x_mem(X_RBX, (int32_t)(argbase * 8)));
-    direct_call(c, false, pos + 5);
+    c->calls = true;
+    pw__x64_call_r(x, X_RAX); /* the inner entry */
+    call_mark(c, pos + 5);
     /* the helper path after the function's body, jumping back here */
     sc.back = (uint32_t)x->len;
     if (add_slow(c, sc)) direct_end(c, argbase, sc.rax);
