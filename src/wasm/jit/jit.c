@@ -2945,18 +2945,22 @@ static size_t direct_limit(jc *c) {
     return pw__x64_jcc32(&c->x, X_CC_B);
 }
 
-/* Call the inner entry: of this function (self), or of the JIT code at rax; the
- * callee's frame is in rdx; the mark. */
-static void direct_call(jc *c, bool self, uint32_t ret) {
+/* Which inner entry a direct call calls: this function's own (a call rel32), that of
+ * the JIT code whose entry is in rax, or the one already in rax (call_indirect's
+ * cache holds inner entries). */
+enum { DC_SELF, DC_ENTRY, DC_INNER };
+
+/* Call the inner entry `to` says; the callee's frame is in rdx; the mark. */
+static void direct_call(jc *c, int to, uint32_t ret) {
     pw_x64 *x = &c->x;
     c->calls = true;
-    if (self) {
+    if (to == DC_SELF) {
         pw__x64_byte(x, 0xE8); /* call rel32 */
         size_t at = x->len;
         pw__x64_u32(x, 0);
         pw__x64_patch32(x, at, (int32_t)((int64_t)JIT_INNER - (int64_t)(at + 4)));
     } else {
-        pw__x64_alu_ri(x, X_ADD, true, X_RAX, JIT_INNER);
+        if (to == DC_ENTRY) pw__x64_alu_ri(x, X_ADD, true, X_RAX, JIT_INNER);
         pw__x64_call_r(x, X_RAX);
     }
     call_mark(c, ret);
@@ -3153,7 +3157,7 @@ static void call_func(jc *c, uint32_t pos, uint32_t fidx, uint32_t argbase, uint
                            x_mem(X_R15, (int32_t)offsetof(pw_store, stack_end)));
             sc.from[sc.nfrom++] = (uint32_t)pw__x64_jcc32(x, X_CC_A);
             pw__x64_lea(x, true, X_RDX, x_mem(X_RBX, (int32_t)(argbase * 8)));
-            direct_call(c, self, pos + len);
+            direct_call(c, self ? DC_SELF : DC_ENTRY, pos + len);
             sc.back = (uint32_t)x->len;
             if (add_slow(c, sc)) direct_end(c, argbase, sc.rax);
             return;
@@ -3231,9 +3235,7 @@ static void call_indirect(jc *c, uint32_t pos) {
     pw__x64_alu_rm(x, X_CMP, true, X_RCX, x_mem(X_R15, (int32_t)offsetof(pw_store, stack_end)));
     sc.from[sc.nfrom++] = (uint32_t)pw__x64_jcc32(x, X_CC_A);
     pw__x64_lea(x, true, X_RDX, x_mem(X_RBX, (int32_t)(argbase * 8)));
-    c->calls = true;
-    pw__x64_call_r(x, X_RAX); /* the inner entry */
-    call_mark(c, pos + 5);
+    direct_call(c, DC_INNER, pos + 5);
     /* the helper path after the function's body, jumping back here */
     sc.back = (uint32_t)x->len;
     if (add_slow(c, sc)) direct_end(c, argbase, sc.rax);
