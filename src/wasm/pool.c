@@ -5,6 +5,13 @@
  * other thread of the process (TLB shootdown), so with several workers per-run
  * mappings serialise them.
  *
+ * Every stack has PW_STACK_GUARD bytes of PROT_NONE address space on each side, so a
+ * frame or operand access that a bug (a wrong frame size, a missed check) takes past
+ * either end faults instead of writing into whatever mapping the kernel placed
+ * there (a fault outside linear memory is not the JIT's trap: guard.c passes it on,
+ * and the process dies of it). Every frame check is exact, so no correct access
+ * ever reaches a guard.
+ *
  * Stacks come back as they are: the interpreter writes every frame record and
  * zeroes every frame's locals, and operands are written before they are read, so a
  * stack's old contents are never observed. A memory comes back with [0, rw) still
@@ -51,9 +58,19 @@ pw_pool *pw_pool_new(void) {
     return calloc(1, sizeof(pw_pool));
 }
 
+/* The whole mapping of a stack whose usable part is [base, base + bytes). */
+static size_t stack_span(size_t bytes) {
+    size_t page = PW_STACK_GUARD_PAGE;
+    return PW_STACK_GUARD + (bytes + page - 1) / page * page + PW_STACK_GUARD;
+}
+
+static void stack_release(void *base, size_t bytes) {
+    munmap((char *)base - PW_STACK_GUARD, stack_span(bytes));
+}
+
 static void drain(pw_pool *p) {
     for (uint32_t i = 0; i < p->nstacks; i++)
-        munmap(p->stacks[i].base, p->stacks[i].bytes);
+        stack_release(p->stacks[i].base, p->stacks[i].bytes);
     for (uint32_t i = 0; i < p->nmems; i++)
         munmap(p->mems[i].base, p->mems[i].mapped);
     for (uint32_t i = 0; i < p->nstores; i++)
@@ -88,9 +105,16 @@ void *pw__stack_map(pw_pool *p, size_t bytes) {
                 p->stacks[i] = p->stacks[--p->nstacks];
                 return b;
             }
-    void *b = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
-    return b == MAP_FAILED ? NULL : b;
+    /* Reserve guard + stack + guard inaccessible, then open the middle: the guards
+     * are never writable, not even for a moment. */
+    size_t span = stack_span(bytes);
+    char *m = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    if (mprotect(m + PW_STACK_GUARD, span - 2 * PW_STACK_GUARD, PROT_READ | PROT_WRITE) != 0) {
+        munmap(m, span);
+        return NULL;
+    }
+    return m + PW_STACK_GUARD;
 }
 
 void pw__stack_unmap(pw_pool *p, void *base, size_t bytes) {
@@ -98,7 +122,7 @@ void pw__stack_unmap(pw_pool *p, void *base, size_t bytes) {
         p->stacks[p->nstacks++] = (pool_stack){base, bytes};
         return;
     }
-    munmap(base, bytes);
+    stack_release(base, bytes);
 }
 
 void *pw__pool_take_store(pw_pool *p) {

@@ -376,7 +376,13 @@ pw_memory *pw__memory_create(pw_store *s, uint64_t min_pages, uint64_t max_pages
 #define PW_GROW_OVER_CAP (-2)
 int64_t pw__memory_grow(pw_memory *m, uint64_t delta_pages);
 
-/* pool.c: mappings from the store's pool (cfg.pool; NULL: plain mmap/munmap). */
+/* pool.c: mappings from the store's pool (cfg.pool; NULL: plain mmap/munmap).
+ * A stack is `bytes` read/write between two PW_STACK_GUARD guards of PROT_NONE (1 MiB:
+ * more than a frame of 131,072 slots, so an access a bug takes past either end of
+ * the stack faults rather than reach another mapping); its usable part is rounded up
+ * to PW_STACK_GUARD_PAGE, a multiple of any page size the engine runs with. */
+#define PW_STACK_GUARD      ((size_t)1 << 20)
+#define PW_STACK_GUARD_PAGE ((size_t)1 << 16)
 void *pw__stack_map(pw_pool *p, size_t bytes); /* read/write; NULL on failure */
 void pw__stack_unmap(pw_pool *p, void *base, size_t bytes);
 /* Sets m->data, mapped, rw, dirty for a reservation of at least `bytes`. */

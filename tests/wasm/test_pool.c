@@ -5,7 +5,9 @@
  * as without one (declared maximum, memory cap, fatal cap, a reservation larger than
  * the new store's cap); pooled stacks still trap deep recursion; the collector is not
  * misled by what an earlier store left on pooled stacks (GC fixture under stress, and
- * ASan); what a pool keeps is bounded; a pool freed while stores still use it is safe.
+ * ASan); what a pool keeps is bounded; a pool freed while stores still use it is safe;
+ * every value and frame stack, fresh or pooled, lies between two inaccessible guards,
+ * and giving a stack back unmaps all of it, guards included.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +15,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -365,6 +371,129 @@ static void test_pool_bounds(void **state) {
     wb_free(&mb);
 }
 
+/* The protection of the mapping holding `a` from /proc/self/maps ("rw-p", "---p"),
+ * with its bounds; "" when nothing is mapped there. Adjacent mappings of the same
+ * protection are merged, so [*lo, *hi) is the whole run of that protection. */
+static void prot_at(uintptr_t a, char prot[5], uintptr_t *lo, uintptr_t *hi) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    assert_non_null(f);
+    char line[512];
+    prot[0] = 0;
+    *lo = *hi = 0;
+    uintptr_t plo = 0, phi = 0;
+    char pprot[5] = "";
+    while (fgets(line, sizeof line, f)) {
+        unsigned long l, h;
+        char pr[5];
+        if (sscanf(line, "%lx-%lx %4s", &l, &h, pr) != 3) continue;
+        if (strcmp(pr, pprot) == 0 && l == phi) {
+            phi = h; /* extends the run */
+        } else {
+            plo = l, phi = h;
+            memcpy(pprot, pr, 5);
+        }
+        if (a >= plo && a < phi) {
+            memcpy(prot, pprot, 5);
+            *lo = plo, *hi = phi;
+        }
+    }
+    fclose(f);
+}
+
+/* [base, base + bytes) is a stack: read/write, with PW_STACK_GUARD bytes of PROT_NONE
+ * directly below it and directly after its usable part. */
+static void assert_guarded(const void *base, size_t bytes, const char *what) {
+    uintptr_t b = (uintptr_t)base, lo, hi;
+    char prot[5];
+    prot_at(b, prot, &lo, &hi);
+    if (strcmp(prot, "rw-p") != 0 || lo != b || hi < b + bytes)
+        fail_msg("%s: [%#lx, +%zu) is %s [%#lx, %#lx), not its own read/write mapping", what,
+                 (unsigned long)b, bytes, prot, (unsigned long)lo, (unsigned long)hi);
+    uintptr_t end = hi;
+    prot_at(b - 1, prot, &lo, &hi);
+    if (strcmp(prot, "---p") != 0 || lo > b - PW_STACK_GUARD)
+        fail_msg("%s: below it is %s from %#lx, not %zu bytes of guard", what, prot,
+                 (unsigned long)lo, PW_STACK_GUARD);
+    prot_at(end, prot, &lo, &hi);
+    if (strcmp(prot, "---p") != 0 || hi < end + PW_STACK_GUARD)
+        fail_msg("%s: after it is %s up to %#lx, not %zu bytes of guard", what, prot,
+                 (unsigned long)hi, PW_STACK_GUARD);
+}
+
+/* A write a bug takes just past either end of a stack kills the process (in a child,
+ * with SIGSEGV's default action: the engine's handler passes such faults on). */
+static void assert_write_faults(volatile char *p) {
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGSEGV, SIG_DFL);
+        *p = 1;
+        _exit(0);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFSIGNALED(st));
+    assert_int_equal(WTERMSIG(st), SIGSEGV);
+}
+
+static void check_store_stacks(pw_store *s, const char *what) {
+    size_t vbytes = (size_t)(s->stack_end - s->stack) * sizeof(pw_slot);
+    size_t fbytes = (size_t)(s->frames_end - s->frames) * sizeof(pw_frame);
+    assert_guarded(s->stack, vbytes, what);
+    assert_guarded(s->frames, fbytes, what);
+    uintptr_t lo, hi;
+    char prot[5];
+    prot_at((uintptr_t)s->stack, prot, &lo, &hi);
+    assert_write_faults((volatile char *)s->stack - 1);
+    assert_write_faults((volatile char *)hi);
+    assert_write_faults((volatile char *)hi + PW_STACK_GUARD - 1);
+    prot_at((uintptr_t)s->frames, prot, &lo, &hi);
+    assert_write_faults((volatile char *)s->frames - 1);
+    assert_write_faults((volatile char *)hi);
+}
+
+/* Value and frame stacks of a store without a pool, of one with a pool (fresh, then
+ * handed on), and of odd sizes; a stack given back without a pool leaves nothing
+ * mapped in its whole span. */
+static void test_stack_guards(void **state) {
+    (void)state;
+    pw_module *m = load(REC, sizeof REC);
+    pw_store_config plain = {
+        .engine = PW_ENGINE_INTERP, .value_stack_bytes = 100000, .max_call_depth = 777};
+    run r = start(m, &plain, "rec");
+    pw_error err;
+    pw_val arg = {.i32 = 50}, res = {0};
+    assert_int_equal(pw_call(r.s, r.f, &arg, 1, &res, 1, &err), PW_OK);
+    check_store_stacks(r.s, "store without a pool");
+    pw_store_free(r.s);
+
+    pw_pool *pool = pw_pool_new();
+    pw_store_config cfg = {.pool = pool};
+    for (int round = 0; round < 2; round++) {
+        r = start(m, &cfg, "rec");
+        assert_int_equal(pw_call(r.s, r.f, &arg, 1, &res, 1, &err), PW_OK);
+        assert_int_equal(res.i32, 50);
+        check_store_stacks(r.s, round ? "pooled store, stacks handed on" : "pooled store");
+        pw_store_free(r.s);
+    }
+    pw_pool_free(pool);
+
+    /* Given back without a pool: the whole span, guards included, is free again. */
+    size_t bytes = 12345;
+    char *b = pw__stack_map(NULL, bytes);
+    assert_non_null(b);
+    assert_guarded(b, bytes, "a stack of 12,345 bytes");
+    memset(b, 7, bytes);
+    pw__stack_unmap(NULL, b, bytes);
+    size_t span = 2 * PW_STACK_GUARD + PW_STACK_GUARD_PAGE;
+    void *again = mmap(b - PW_STACK_GUARD, span, PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    assert_ptr_equal(again, b - PW_STACK_GUARD);
+    munmap(again, span);
+    pw_module_free(m);
+}
+
 /* pw_pool_free with stores outstanding: they keep working, and the last one to be
  * freed releases the pool (ASan checks for leaks and use after free). */
 static void test_pool_freed_first(void **state) {
@@ -397,6 +526,7 @@ int main(void) {
         cmocka_unit_test(test_gc_over_pooled_stacks),
         cmocka_unit_test(test_pool_bounds),
         cmocka_unit_test(test_pool_freed_first),
+        cmocka_unit_test(test_stack_guards),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
