@@ -13,11 +13,13 @@
  */
 #include "peri/base.h"
 
+#include "cpu.h"
+
 #include <string.h>
 
-/* clang before 15 does not know the "sha" feature of __builtin_cpu_supports (the
- * fuzz build uses clang-14): the portable code there. PB_SHA256_PORTABLE builds only the
- * portable rounds (the test that checks them on a CPU with the SHA extensions). */
+/* clang before 15 does not know the "sha" feature of __builtin_cpu_supports, cpu.h's
+ * fallback (the fuzz build uses clang-14): the portable code there. PB_SHA256_PORTABLE builds only
+ * the portable rounds (the test that checks them on a CPU with the SHA extensions). */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) &&                            \
     !(defined(__clang__) && __clang_major__ < 15) && !defined(PB_SHA256_PORTABLE)
 #include <immintrin.h>
@@ -109,7 +111,7 @@ __attribute__((target("sha,sse4.1"))) static void blocks_ni(uint32_t h[8], const
 
 static void blocks(uint32_t h[8], const uint8_t *p, size_t nblocks) {
 #ifdef PB_SHA_NI
-    if (__builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1")) {
+    if (pb_cpu_has(PB_CPU_SHA | PB_CPU_SSE41) == (PB_CPU_SHA | PB_CPU_SSE41)) {
         blocks_ni(h, p, nblocks);
         return;
     }

@@ -18,6 +18,8 @@
  */
 #include "peri/base.h"
 
+#include "cpu.h"
+
 #include <string.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(PB_SUM_PORTABLE)
@@ -68,7 +70,7 @@ __attribute__((target("sse4.2"))) static void stripes_hw(uint32_t lane[PB_SUM_LA
 
 static void stripes(pb_sum_ctx *c, const uint8_t *p, size_t n) {
 #ifdef PB_SUM_HW
-    if (!c->portable && __builtin_cpu_supports("sse4.2")) {
+    if (!c->portable && pb_cpu_has(PB_CPU_SSE42)) {
         stripes_hw(c->lane, p, n);
         return;
     }

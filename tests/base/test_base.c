@@ -1,10 +1,13 @@
 /*
  * test_base.c — the base layer: pb_buf growth, printf and ownership; the pb_fifo byte
  * queue (order, bound, compaction); EINTR-safe
- * descriptor loops; deadlines and ISO time; the log hook.
+ * descriptor loops; deadlines and ISO time; the log hook; the CPU features the library
+ * reads from the C library (base/cpu.h) against the compiler runtime's own probe.
  */
 #include "peri/base.h"
 #include "peri/rpc.h"
+
+#include "base/cpu.h" /* internal: white-box */
 
 #include <errno.h>
 #include <pthread.h>
@@ -301,6 +304,37 @@ static void rpc_builders_and_encoding(void **state) {
     pj_decref(id);
 }
 
+/* Each PB_CPU_* bit says what the compiler runtime's CPUID probe says, one by one
+ * (asked alone and all together), so a feature mapped to the wrong bit or a bit
+ * reported that was not asked for fails here on any x86-64 machine. */
+static void cpu_features_match_the_probe(void **state) {
+    (void)state;
+#if defined(__x86_64__) && !(defined(__clang__) && __clang_major__ < 15)
+    __builtin_cpu_init();
+    const struct {
+        unsigned bit;
+        bool has;
+    } f[] = {
+        {PB_CPU_POPCNT, __builtin_cpu_supports("popcnt")},
+        {PB_CPU_SSSE3, __builtin_cpu_supports("ssse3")},
+        {PB_CPU_SSE41, __builtin_cpu_supports("sse4.1")},
+        {PB_CPU_SSE42, __builtin_cpu_supports("sse4.2")},
+        {PB_CPU_AVX, __builtin_cpu_supports("avx")},
+        {PB_CPU_SHA, __builtin_cpu_supports("sha")},
+    };
+    unsigned all = 0, want = 0;
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        if (f[i].has) all |= f[i].bit;
+        want |= f[i].bit;
+        assert_int_equal(pb_cpu_has(f[i].bit), f[i].has ? f[i].bit : 0u);
+    }
+    assert_int_equal(pb_cpu_has(want), all);
+    assert_int_equal(pb_cpu_has(0), 0u);
+#else
+    assert_int_equal(pb_cpu_has(PB_CPU_SSE42 | PB_CPU_AVX) & ~(PB_CPU_SSE42 | PB_CPU_AVX), 0u);
+#endif
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(buf_grows_and_stays_terminated),
@@ -313,6 +347,7 @@ int main(void) {
         cmocka_unit_test(log_hook_delivers_and_drops),
         cmocka_unit_test(rpc_rules_differ_only_where_declared),
         cmocka_unit_test(rpc_builders_and_encoding),
+        cmocka_unit_test(cpu_features_match_the_probe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,6 +32,7 @@
  * interpreter (per-function fallback), never a partial translation.
  */
 #include "wasm/jit/jit.h"
+#include "base/cpu.h"
 #include "wasm/codecache.h"
 #include "wasm/fops.h"
 #include "wasm/gc.h"
@@ -5065,17 +5066,17 @@ unsigned pw__jit_features(bool sse2_only) {
 /* ---------------------------------------------------------------- run time */
 
 /* The CPU features the templates may use (PW_JIT_*): POPCNT, SSSE3, SSE4.1 and AVX
- * when the CPU has them (the compiler runtime's CPUID probe), the last three not when
- * the store asks for the plain SSE2 path (pw_store_config.jit_sse2, for testing it on
- * any machine). A saved translation records them (codecache.c). */
+ * when the process may use them (base/cpu.h: as the C library probed them, AVX only
+ * if the OS saves its state), the last three not when the store asks for the plain
+ * SSE2 path (pw_store_config.jit_sse2, for testing it on any machine). A saved
+ * translation records them (codecache.c). */
 static unsigned cpu_isa(bool sse2_only) {
-    unsigned f = __builtin_cpu_supports("popcnt") ? ISA_POPCNT : 0;
+    unsigned has = pb_cpu_has(PB_CPU_POPCNT | PB_CPU_SSSE3 | PB_CPU_SSE41 | PB_CPU_AVX);
+    unsigned f = has & PB_CPU_POPCNT ? ISA_POPCNT : 0;
     if (sse2_only) return f;
-    if (__builtin_cpu_supports("ssse3")) f |= ISA_SSSE3;
-    if (__builtin_cpu_supports("sse4.1")) f |= ISA_SSE41;
-    /* the three-operand scalar float forms (fparith); the runtime's probe also checks
-     * that the OS saves the AVX state (XGETBV) */
-    if (__builtin_cpu_supports("avx")) f |= ISA_AVX;
+    if (has & PB_CPU_SSSE3) f |= ISA_SSSE3;
+    if (has & PB_CPU_SSE41) f |= ISA_SSE41;
+    if (has & PB_CPU_AVX) f |= ISA_AVX; /* the three-operand scalar float forms */
     return f;
 }
 
