@@ -68,14 +68,14 @@ int pl__idmap_userns(uid_t owner, uid_t to, gid_t owner_gid, gid_t to_gid, char 
     enum { STACK = 64 * 1024 };
     int go[2];
     if (pipe2(go, O_CLOEXEC) != 0) goto fail;
-    char *stack =
-        mmap(NULL, STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-    if (stack == MAP_FAILED) {
+    char *stack = pl__stack_map(STACK);
+    if (!stack) {
+        int e = errno;
         close(go[0]);
         close(go[1]);
+        errno = e;
         goto fail;
     }
-    pl__stack_clean(stack, STACK);
     /* a copy of the fd numbers on the helper's own stack page */
     int *arg = (int *)(void *)(stack + STACK - 64);
     arg[0] = go[0];
@@ -105,8 +105,7 @@ int pl__idmap_userns(uid_t owner, uid_t to, gid_t owner_gid, gid_t to_gid, char 
         while (waitpid(h, NULL, __WALL) < 0 && errno == EINTR) {
         }
     close(go[0]);
-    pl__stack_clean(stack, STACK);
-    munmap(stack, STACK);
+    pl__stack_unmap(stack, STACK);
     if (fd >= 0) return fd;
     errno = saved;
 fail:

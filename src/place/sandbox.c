@@ -487,18 +487,15 @@ static int spawn_child(void *arg) {
  * the caller ever runs on the child (which resets them all before unblocking). */
 static pid_t spawn(const spawn_plan *p) {
     enum { STACK = 256 * 1024 };
-    char *stack =
-        mmap(NULL, STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-    if (stack == MAP_FAILED) return -1;
-    pl__stack_clean(stack, STACK);
+    char *stack = pl__stack_map(STACK);
+    if (!stack) return -1;
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     pid_t pid = clone(spawn_child, stack + STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, (void *)p);
     int e = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pl__stack_clean(stack, STACK); /* the child's frames never returned */
-    munmap(stack, STACK);
+    pl__stack_unmap(stack, STACK); /* the child's frames never returned */
     errno = e;
     return pid;
 }

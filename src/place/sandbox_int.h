@@ -6,10 +6,12 @@
 
 #include "place_int.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -98,6 +100,31 @@ static inline void pl__stack_clean(void *p, size_t n) {
     (void)p;
     (void)n;
 #endif
+}
+
+/* The stack of a child cloned with CLONE_VM: n bytes (a multiple of the page size)
+ * above PL_STACK_GUARD bytes of PROT_NONE. The child's frames grow down towards the
+ * guard, so overrunning them faults in the child instead of writing into whatever
+ * mapping of the caller lies below. Returns the low end of the n usable bytes, or
+ * NULL (errno set). */
+#define PL_STACK_GUARD ((size_t)64 * 1024)
+static inline char *pl__stack_map(size_t n) {
+    char *m =
+        mmap(NULL, PL_STACK_GUARD + n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    if (mprotect(m + PL_STACK_GUARD, n, PROT_READ | PROT_WRITE) != 0) {
+        int e = errno;
+        munmap(m, PL_STACK_GUARD + n);
+        errno = e;
+        return NULL;
+    }
+    pl__stack_clean(m + PL_STACK_GUARD, n);
+    return m + PL_STACK_GUARD;
+}
+/* Gives back what pl__stack_map returned, guard included (after pl__stack_clean). */
+static inline void pl__stack_unmap(char *p, size_t n) {
+    pl__stack_clean(p, n);
+    munmap(p - PL_STACK_GUARD, PL_STACK_GUARD + n);
 }
 
 /* The new mount API (open_tree, mount_setattr, move_mount) as idmap.c and masks.c use

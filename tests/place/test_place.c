@@ -2,12 +2,14 @@
  * test_place.c — placement unit tests (cmocka): every L1 branch and availability rule,
  * the decision identity, the request and outcome decoders and validator, and the L2
  * promotion rules (typed outcome only, once, never back to the room), network-on runs
- * (pasta missing fails closed, host_network, cancel). The tests that
+ * (pasta missing fails closed, host_network, cancel), the guard below the stack of a
+ * child cloned with CLONE_VM. The tests that
  * need the native sandbox (promotion runs, cancel) use the real bubblewrap; without it
  * they fail under CI=true and are skipped otherwise.
  */
 #include "peri/place.h"
 #include "place/place_int.h"
+#include "place/sandbox_int.h" /* pl__stack_map: white-box */
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -982,6 +986,41 @@ static void test_room_ruby_limits(void **st) {
     pr_host_free(room);
 }
 
+/* A CLONE_VM child's stack: writable, with a PROT_NONE guard right below it that a
+ * write past the low end (an overrun of the child's frames) faults on, in a forked
+ * process with SIGSEGV's default action; after pl__stack_unmap the whole span,
+ * guard included, can be mapped again at the same address. */
+static void test_clone_stack_guard(void **state) {
+    (void)state;
+    size_t n = 256 * 1024;
+    char *st = pl__stack_map(n);
+    assert_non_null(st);
+    memset(st, 0x5a, n);
+    char *g = st - PL_STACK_GUARD;
+    /* mincore succeeds on mapped pages whatever their protection, fails ENOMEM else */
+    unsigned char vec[16];
+    assert_int_equal(mincore(g, 4096, vec), 0);
+    fflush(NULL);
+    for (int k = 0; k < 2; k++) {
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            signal(SIGSEGV, SIG_DFL);
+            *(volatile char *)(k ? g : st - 1) = 1;
+            _exit(0);
+        }
+        int ws = 0;
+        assert_int_equal(waitpid(pid, &ws, 0), pid);
+        assert_true(WIFSIGNALED(ws));
+        assert_int_equal(WTERMSIG(ws), SIGSEGV);
+    }
+    pl__stack_unmap(st, n);
+    void *again = mmap(g, PL_STACK_GUARD + n, PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    assert_ptr_equal(again, g);
+    munmap(again, PL_STACK_GUARD + n);
+}
+
 int main(void) {
     static const unsigned char envf[] = {0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01,
                                          0x04, 0x01, 0x60, 0x00, 0x00, 0x02, 0x09, 0x01, 0x03,
@@ -1021,6 +1060,7 @@ int main(void) {
         cmocka_unit_test(test_room_memory_limit),
         cmocka_unit_test(test_room_cancel),
         cmocka_unit_test(test_room_ruby_limits),
+        cmocka_unit_test(test_clone_stack_guard),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     pl_free(g_pc);
