@@ -50,9 +50,8 @@ const char *pl_reason_name(pl_reason r) {
 static pj_t *record(const pl_decision *d) {
     pj_t *o = pj_object();
     if (!o) return NULL;
-    bool ok =
-        !pj_object_set_new(o, "schema_version", pj_string(PL_DECISION_SCHEMA)) &&
-        !pj_object_set_new(o, "status", pj_string(d->selected ? "selected" : "unavailable"));
+    bool ok = !pj_object_set_new(o, "schema_version", pj_string(PL_DECISION_SCHEMA)) &&
+              !pj_object_set_new(o, "status", pj_string(d->selected ? "selected" : "unavailable"));
     if (ok && d->backend)
         ok = !pj_object_set_new(o, "backend", pj_string(pl_backend_name(d->backend)));
     ok = ok && !pj_object_set_new(o, "reason", pj_string(pl_reason_name(d->reason))) &&
@@ -259,7 +258,7 @@ static pl_reason native_reason(pl_ctx *pc, const pl_request *r, bool *wasm_missi
 }
 
 bool pl__decide_l1(pl_ctx *pc, const pl_request *r, const pl_policy *pol, const char *raw,
-                  size_t raw_len, pl_decision *out, pl_error *err) {
+                   size_t raw_len, pl_decision *out, pl_error *err) {
     pl_policy none = {0};
     if (!pol) pol = &none;
     memset(out, 0, sizeof *out);
