@@ -133,7 +133,7 @@ static double now_s(void) {
 static int send_req(client *c, const char *method, pj_t *params) {
     int id = ++c->next_id;
     pj_t *f = pj_pack("{s:s, s:i, s:s, s:o}", "jsonrpc", "2.0", "id", id, "method", method,
-                          "params", params);
+                      "params", params);
     char *s = pj_dumps(f, PJ_COMPACT);
     pj_decref(f);
     size_t n = strlen(s);
@@ -151,8 +151,7 @@ static pj_t *wait_resp(client *c, int id, long *updates) {
         pj_t *f = pj_loads(line, 0, NULL);
         if (!f) continue;
         pj_t *fid = pj_object_get(f, "id");
-        if (!pj_object_get(f, "method") && pj_is_integer(fid) &&
-            pj_integer_value(fid) == id) {
+        if (!pj_object_get(f, "method") && pj_is_integer(fid) && pj_integer_value(fid) == id) {
             res = f;
             break;
         }
@@ -169,8 +168,8 @@ static void wait_update(client *c) {
     size_t cap = 0;
     while (getline(&line, &cap, c->in) > 0) {
         pj_t *f = pj_loads(line, 0, NULL);
-        const char *u = pj_string_value(pj_object_get(
-            pj_object_get(pj_object_get(f, "params"), "update"), "sessionUpdate"));
+        const char *u = pj_string_value(
+            pj_object_get(pj_object_get(pj_object_get(f, "params"), "update"), "sessionUpdate"));
         int hit = u && !strcmp(u, "agent_message_chunk");
         pj_decref(f);
         if (hit) break;
@@ -264,7 +263,7 @@ int main(int argc, char **argv) {
     pst_error me;
     if (pst_machine_id_resolve(home, NULL, mid, &me)) return 1;
     pj_t *settings = pj_pack("{s:s, s:{s:{s:s, s:s}}}", "model", "openai:bench", "providers",
-                                 "openai", "baseUrl", url, "apiKey", "bench");
+                             "openai", "baseUrl", url, "apiKey", "bench");
     srv_job job = {
         .opt = {.cwd = tmp, .settings = settings, .storage = {.locator = db}, .machine_id = mid},
         .in_fd = to[0],
@@ -287,9 +286,9 @@ int main(int argc, char **argv) {
     for (long i = 0; i < 50; i++) { /* warm-up */
         pj_t *blocks = pj_pack("[{s:s,s:s}]", "type", "text", "text", "hi");
         pj_decref(wait_resp(&c,
-                              send_req(&c, "session/prompt",
-                                       pj_pack("{s:s,s:o}", "sessionId", sid, "prompt", blocks)),
-                              NULL));
+                            send_req(&c, "session/prompt",
+                                     pj_pack("{s:s,s:o}", "sessionId", sid, "prompt", blocks)),
+                            NULL));
     }
     /* Conversations of 20 turns: each turn resends the whole history to the model,
      * so one endless session would measure history serialisation, not ACP overhead. */
@@ -305,11 +304,10 @@ int main(int argc, char **argv) {
         }
         pj_t *blocks = pj_pack("[{s:s,s:s}]", "type", "text", "text", "hi");
         double a = now_s();
-        pj_t *resp =
-            wait_resp(&c,
-                      send_req(&c, "session/prompt",
-                               pj_pack("{s:s,s:o}", "sessionId", sid, "prompt", blocks)),
-                      NULL);
+        pj_t *resp = wait_resp(&c,
+                               send_req(&c, "session/prompt",
+                                        pj_pack("{s:s,s:o}", "sessionId", sid, "prompt", blocks)),
+                               NULL);
         lat[i] = now_s() - a;
         const char *stop =
             pj_string_value(pj_object_get(pj_object_get(resp, "result"), "stopReason"));
@@ -337,8 +335,8 @@ int main(int argc, char **argv) {
     /* 3. cancel mid-stream: time from session/cancel to the cancelled answer */
     long ncancel = 100;
     double *cl = calloc((size_t)ncancel, sizeof *cl);
-    r = wait_resp(
-        &c, send_req(&c, "session/new", pj_pack("{s:s,s:[]}", "cwd", tmp, "mcpServers")), NULL);
+    r = wait_resp(&c, send_req(&c, "session/new", pj_pack("{s:s,s:[]}", "cwd", tmp, "mcpServers")),
+                  NULL);
     snprintf(sid, sizeof sid, "%s",
              pj_string_value(pj_object_get(pj_object_get(r, "result"), "sessionId")));
     pj_decref(r);
@@ -349,7 +347,7 @@ int main(int argc, char **argv) {
                           pj_pack("{s:s,s:o}", "sessionId", sid, "prompt", blocks));
         wait_update(&c); /* the stream is running */
         pj_t *n = pj_pack("{s:s, s:s, s:{s:s}}", "jsonrpc", "2.0", "method", "session/cancel",
-                              "params", "sessionId", sid);
+                          "params", "sessionId", sid);
         char *txt = pj_dumps(n, PJ_COMPACT);
         pj_decref(n);
         double a = now_s();

@@ -156,8 +156,8 @@ static void bench_api(const bench_case *c, pr_host *h, pr_program *p, pr_request
 static bool serve_texts(const bench_case *c, const char *text, const char *hex, char **line,
                         char **needle) {
     pj_t *req = pj_pack("{s:s,s:i,s:s,s:{s:s,s:s,s:s,s:s,s:s}}", "jsonrpc", "2.0", "id", 1,
-                            "method", "isolate/run", "params", "runner", "LOADER", "scope", "bench",
-                            "digest", hex, "program", text, "input", c->input);
+                        "method", "isolate/run", "params", "runner", "LOADER", "scope", "bench",
+                        "digest", hex, "program", text, "input", c->input);
     pj_t *want = pj_string(c->want);
     char *l = req ? pj_dumps(req, PJ_COMPACT) : NULL;
     char *w = want ? pj_dumps(want, PJ_ENCODE_ANY) : NULL;

@@ -19,17 +19,43 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char *const STD[] = {
-    "获取命令行程序名", "获取命令行参数",     "获取当前工作目录", "获取环境变量",
-    "查找可执行程序",   "获取文件修改时间",   "同步读取文件",     "同步读取文件字节串",
-    "同步写入文件",     "同步写入文件字节串", "同步删除文件",     "同步列出文件夹",
-    "路径存在",         "路径是文件夹",       "路径是普通文件",   "路径为符号链接",
-    "路径可执行",       "取得真实路径",       "在线处理器数量",   "运行于Windows",
-    "运行于MacOS",      "运行于Linux",        "标准输出是终端",   "标准输入是终端",
-    "尝试读取标准输入行", "打印行",           "标准错误打印行",   "打印字符串",
-    "格式化当前本地日期时间", "获取当前纳秒时间", "获取随机整数",  "获取随机小数",
-    "小数转字符串",     "小数精确表示",       "字符串转小数",     "退出进程",
-    "未实现的函数"};
+static const char *const STD[] = {"获取命令行程序名",
+                                  "获取命令行参数",
+                                  "获取当前工作目录",
+                                  "获取环境变量",
+                                  "查找可执行程序",
+                                  "获取文件修改时间",
+                                  "同步读取文件",
+                                  "同步读取文件字节串",
+                                  "同步写入文件",
+                                  "同步写入文件字节串",
+                                  "同步删除文件",
+                                  "同步列出文件夹",
+                                  "路径存在",
+                                  "路径是文件夹",
+                                  "路径是普通文件",
+                                  "路径为符号链接",
+                                  "路径可执行",
+                                  "取得真实路径",
+                                  "在线处理器数量",
+                                  "运行于Windows",
+                                  "运行于MacOS",
+                                  "运行于Linux",
+                                  "标准输出是终端",
+                                  "标准输入是终端",
+                                  "尝试读取标准输入行",
+                                  "打印行",
+                                  "标准错误打印行",
+                                  "打印字符串",
+                                  "格式化当前本地日期时间",
+                                  "获取当前纳秒时间",
+                                  "获取随机整数",
+                                  "获取随机小数",
+                                  "小数转字符串",
+                                  "小数精确表示",
+                                  "字符串转小数",
+                                  "退出进程",
+                                  "未实现的函数"};
 #define NSTD (sizeof STD / sizeof *STD)
 
 /* Types. */
@@ -188,8 +214,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     yy_sig sig[MAXTYPED];
     for (uint8_t i = 0; i < ntyped; i++) {
         typed[i] = fin_u8(&f) % (NSTD - 1);
-        const yy_fn *fn = pr__yy_std_find(YY_STD, sizeof YY_STD - 1, STD[typed[i]],
-                                      strlen(STD[typed[i]]));
+        const yy_fn *fn =
+            pr__yy_std_find(YY_STD, sizeof YY_STD - 1, STD[typed[i]], strlen(STD[typed[i]]));
         if (!fn || !pr__yy_sig_parse(fn->sig, strlen(fn->sig), &sig[i])) abort();
     }
     /* data: every name as 豫言_<name>, then input bytes */
@@ -208,9 +234,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     wb_put(&m, head, sizeof head);
     /* types */
     wb_uleb(&s, T_STD0 + ntyped);
-    wb_u8(&s, 0x5e), wb_u8(&s, 0x78), wb_u8(&s, 1);         /* $bytes */
-    wb_u8(&s, 0x5e), wb_u8(&s, 0x6d), wb_u8(&s, 1);         /* $tuple */
-    wb_u8(&s, 0x5f), wb_u8(&s, g.big_shape == 1 ? 2 : 1);   /* $big */
+    wb_u8(&s, 0x5e), wb_u8(&s, 0x78), wb_u8(&s, 1);       /* $bytes */
+    wb_u8(&s, 0x5e), wb_u8(&s, 0x6d), wb_u8(&s, 1);       /* $tuple */
+    wb_u8(&s, 0x5f), wb_u8(&s, g.big_shape == 1 ? 2 : 1); /* $big */
     wb_u8(&s, g.big_shape == 2 ? 0x7f : 0x7e), wb_u8(&s, 0);
     if (g.big_shape == 1) wb_u8(&s, 0x6d), wb_u8(&s, 0);
     wb_u8(&s, 0x5f), wb_u8(&s, g.float_shape == 1 ? 2 : 1); /* $float */

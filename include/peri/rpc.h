@@ -52,12 +52,12 @@ typedef struct pb_rpc_rules {
 
 typedef struct pb_rpc_msg {
     pb_rpc_kind kind;
-    pj_t *root;        /* owned: the decoded frame (NULL on a parse error) */
-    pj_t *id;          /* borrowed from root; NULL when absent or unusable */
+    pj_t *root;          /* owned: the decoded frame (NULL on a parse error) */
+    pj_t *id;            /* borrowed from root; NULL when absent or unusable */
     const char *method;  /* borrowed */
-    pj_t *params;      /* borrowed; NULL when absent or null */
-    pj_t *result;      /* borrowed (responses) */
-    pj_t *error;       /* borrowed (error responses): an object with an integer code */
+    pj_t *params;        /* borrowed; NULL when absent or null */
+    pj_t *result;        /* borrowed (responses) */
+    pj_t *error;         /* borrowed (error responses): an object with an integer code */
     int err_code;        /* PB_RPC_INVALID: PB_RPC_PARSE_ERROR or PB_RPC_INVALID_REQUEST */
     const char *err_msg; /* JSON-RPC's text for err_code ("Parse error", "Invalid Request") */
     const char *why;     /* PB_RPC_INVALID: which rule was broken, for logs and details */

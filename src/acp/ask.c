@@ -73,16 +73,16 @@ static pj_t *params_of(pacp_server *srv, const char *sid, pj_t *q, int *noptions
             char id[32];
             snprintf(id, sizeof id, "choice_%zu", i);
             pj_array_append_new(opts, pj_pack("{s:s, s:s, s:s}", "optionId", id, "name",
-                                                  pj_string_value(v) ? pj_string_value(v) : "",
-                                                  "kind", "allow_once"));
+                                              pj_string_value(v) ? pj_string_value(v) : "", "kind",
+                                              "allow_once"));
         }
         pj_array_append_new(opts, pj_pack("{s:s, s:s, s:s}", "optionId", "decline", "name",
-                                              "Don't answer", "kind", "reject_once"));
+                                          "Don't answer", "kind", "reject_once"));
         pj_t *tc =
-            pj_pack("{s:s, s:s, s:s, s:s, s:[{s:s, s:{s:s, s:s}}], s:{s:{s:s, s:O}}}",
-                      "toolCallId", call ? call : "peri-question", "title", msg, "kind", "other",
-                      "status", "pending", "content", "type", "content", "content", "type", "text",
-                      "text", msg, "_meta", "peri.question", "kind", "choice", "options", options);
+            pj_pack("{s:s, s:s, s:s, s:s, s:[{s:s, s:{s:s, s:s}}], s:{s:{s:s, s:O}}}", "toolCallId",
+                    call ? call : "peri-question", "title", msg, "kind", "other", "status",
+                    "pending", "content", "type", "content", "content", "type", "text", "text", msg,
+                    "_meta", "peri.question", "kind", "choice", "options", options);
         *noptions = (int)pj_array_size(options);
         return pj_pack("{s:s, s:o, s:o}", "sessionId", sid, "toolCall", tc, "options", opts);
     }
@@ -94,8 +94,8 @@ static pj_t *params_of(pacp_server *srv, const char *sid, pj_t *q, int *noptions
             snprintf(text, sizeof text, "[MCP server %.100s] %.4000s", server, msg);
         else
             snprintf(text, sizeof text, "%.4000s", msg);
-        pj_t *p = pj_pack("{s:s, s:s, s:s, s:O}", "sessionId", sid, "mode", "form", "message",
-                              text, "requestedSchema", schema);
+        pj_t *p = pj_pack("{s:s, s:s, s:s, s:O}", "sessionId", sid, "mode", "form", "message", text,
+                          "requestedSchema", schema);
         if (p && call) pj_object_set_new(p, "toolCallId", pj_string(call));
         return p;
     }

@@ -103,9 +103,9 @@ int pacp__fs_write(void *ctx, const char *session_id, const char *abs_path, cons
     if (!content) { /* not UTF-8: the text API cannot carry it; write it on disk */
         return 1;
     }
-    pacp_outreq *r = fs_call(srv, "fs/write_text_file",
-                             pj_pack("{s:s, s:s, s:o}", "sessionId", session_id, "path", abs_path,
-                                       "content", content));
+    pacp_outreq *r = fs_call(
+        srv, "fs/write_text_file",
+        pj_pack("{s:s, s:s, s:o}", "sessionId", session_id, "path", abs_path, "content", content));
     int rc = r && !r->error ? 0 : -1;
     if (r) free(r->text);
     if (rc) errno = EIO;

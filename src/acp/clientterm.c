@@ -64,7 +64,7 @@ static pj_int_t send_req(pacp_server *srv, const char *method, pj_t *params, pac
  * NULL, *stopped set) when *cancel becomes non-zero or `deadline_ms` (monotonic) passes.
  * Returns the decoded result (caller decrefs) or NULL. */
 static pj_t *term_call(pacp_server *srv, const char *method, pj_t *params, atomic_int *cancel,
-                         long long deadline_ms, bool *stopped) {
+                       long long deadline_ms, bool *stopped) {
     pacp_outreq *req = calloc(1, sizeof *req);
     if (!req) {
         pj_decref(params);
@@ -102,10 +102,10 @@ int pacp__term_run(void *ctx, const char *sid, const char *cwd, const char *comm
     pacp_server *srv = ctx;
     if (!atomic_load(&srv->term)) return 1;
     pj_t *cr = term_call(srv, "terminal/create",
-                           pj_pack("{s:s, s:s, s:[s,s], s:s, s:I}", "sessionId", sid, "command",
-                                     "/bin/sh", "args", "-c", command, "cwd", cwd,
-                                     "outputByteLimit", (pj_int_t)max_output),
-                           NULL, 0, NULL);
+                         pj_pack("{s:s, s:s, s:[s,s], s:s, s:I}", "sessionId", sid, "command",
+                                 "/bin/sh", "args", "-c", command, "cwd", cwd, "outputByteLimit",
+                                 (pj_int_t)max_output),
+                         NULL, 0, NULL);
     const char *tid = pj_string_value(pj_object_get(cr, "terminalId"));
     if (!tid || strlen(tid) >= sizeof out->terminal_id) {
         pj_decref(cr);
@@ -116,20 +116,19 @@ int pacp__term_run(void *ctx, const char *sid, const char *cwd, const char *comm
     pj_decref(cr);
     bool stopped = false;
     pj_t *w = term_call(srv, "terminal/wait_for_exit",
-                          pj_pack("{s:s, s:s}", "sessionId", sid, "terminalId", out->terminal_id),
-                          cancel, pb_mono_ms() + timeout_ms, &stopped);
+                        pj_pack("{s:s, s:s}", "sessionId", sid, "terminalId", out->terminal_id),
+                        cancel, pb_mono_ms() + timeout_ms, &stopped);
     if (stopped) {
         out->cancelled = cancel && atomic_load(cancel);
         out->timed_out = !out->cancelled;
-        pj_decref(
-            term_call(srv, "terminal/kill",
-                      pj_pack("{s:s, s:s}", "sessionId", sid, "terminalId", out->terminal_id),
-                      NULL, 0, NULL));
+        pj_decref(term_call(srv, "terminal/kill",
+                            pj_pack("{s:s, s:s}", "sessionId", sid, "terminalId", out->terminal_id),
+                            NULL, 0, NULL));
     }
     pj_decref(w);
     pj_t *o = term_call(srv, "terminal/output",
-                          pj_pack("{s:s, s:s}", "sessionId", sid, "terminalId", out->terminal_id),
-                          NULL, 0, NULL);
+                        pj_pack("{s:s, s:s}", "sessionId", sid, "terminalId", out->terminal_id),
+                        NULL, 0, NULL);
     const char *text = pj_string_value(pj_object_get(o, "output"));
     out->output = strdup(text ? text : "");
     out->truncated = pj_is_true(pj_object_get(o, "truncated"));

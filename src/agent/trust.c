@@ -303,8 +303,7 @@ int pag_trust_revoke(const char *home, const char *cwd, char *err, size_t errlen
 char *pag_trust_list(const char *home) {
     bool corrupt;
     pj_t *doc = store_load(home, &corrupt);
-    char *txt =
-        doc ? pj_dumps(pj_object_get(doc, "projects"), PJ_INDENT(2) | PJ_SORT_KEYS) : NULL;
+    char *txt = doc ? pj_dumps(pj_object_get(doc, "projects"), PJ_INDENT(2) | PJ_SORT_KEYS) : NULL;
     pj_decref(doc);
     return txt;
 }

@@ -255,10 +255,10 @@ int peri_cmd_print(int argc, char **argv) {
                 fprintf(stderr, "[permission] %s: %s\n", title ? title : "tool",
                         allow ? "allowed (--allow)" : "rejected (run with --allow to permit)");
             send_frame(wfd, pb_rpc_result(id, pj_pack("{s:{s:s, s:s}}", "outcome", "outcome",
-                                                        "selected", "optionId",
-                                                        question            ? "decline"
-                                                        : allow && !trust_q ? "allow_once"
-                                                                            : "reject_once")));
+                                                      "selected", "optionId",
+                                                      question            ? "decline"
+                                                      : allow && !trust_q ? "allow_once"
+                                                                          : "reject_once")));
         } else if (method && !strcmp(method, "_peri/mcp_login")) {
             /* a remote MCP server needs an OAuth login: the user opens the URL */
             pj_t *p = pj_object_get(f, "params");
@@ -274,8 +274,7 @@ int peri_cmd_print(int argc, char **argv) {
             pj_decref(f);
             break;
         } else if (pj_is_integer(id) && pj_integer_value(id) == 2) {
-            const char *s =
-                pj_string_value(pj_object_get(pj_object_get(f, "result"), "sessionId"));
+            const char *s = pj_string_value(pj_object_get(pj_object_get(f, "result"), "sessionId"));
             snprintf(sid, sizeof sid, "%s", s ? s : "");
             pj_t *blocks = pj_pack("[{s:s, s:s}]", "type", "text", "text", prompt);
             send_frame(wfd, request(3, "session/prompt",

@@ -61,8 +61,7 @@ int peri_settings_apply_env(pj_t *doc, const char *(*getenv_fn)(const char *)) {
         if (set_path(providers, prov[i].provider, prov[i].key, pj_string(v))) return -1;
     }
     const char *v;
-    if ((v = env_value(ge, "PERI_MODEL")) && set_path(doc, "model", NULL, pj_string(v)))
-        return -1;
+    if ((v = env_value(ge, "PERI_MODEL")) && set_path(doc, "model", NULL, pj_string(v))) return -1;
     if ((v = env_value(ge, "PERI_CONTEXT_BUDGET")) && atoll(v) > 0 &&
         set_path(doc, "contextBudget", NULL, pj_integer(atoll(v))))
         return -1;
@@ -141,8 +140,7 @@ static void print_finding(void *ud, bool error, const char *message) {
     fprintf(r->to, "peri: %s: %s%s\n", r->name, error ? "" : "warning: ", message);
 }
 
-int peri_settings_validate(const pj_t *doc, const char *name, FILE *to, char *err,
-                           size_t errlen) {
+int peri_settings_validate(const pj_t *doc, const char *name, FILE *to, char *err, size_t errlen) {
     settings_report r = {name, to};
     size_t n = pag_settings_check(doc, print_finding, &r);
     if (n) {

@@ -27,7 +27,7 @@ typedef struct peri_host_args {
 
 typedef struct peri_host_start {
     pacp_options opt; /* points into the fields below */
-    pj_t *settings; /* owned */
+    pj_t *settings;   /* owned */
     char *db;         /* owned */
     char *home;       /* owned ($HOME), may be NULL */
     char machine_id[PST_ID_LEN];

@@ -63,11 +63,10 @@ int pct__ask_user_run(pct_sess *s, const char *args, atomic_int *cancel, pag_too
     }
     bool choice = pj_array_size(opts) > 0;
     pj_t *qj =
-        choice
-            ? pj_pack("{s:s, s:s, s:O}", "kind", "choice", "message", q, "options", opts)
-            : pj_pack("{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}}, s:[s]}}", "kind", "form", "message",
-                        q, "requestedSchema", "type", "object", "properties", "answer", "type",
-                        "string", "title", "Your answer", "required", "answer");
+        choice ? pj_pack("{s:s, s:s, s:O}", "kind", "choice", "message", q, "options", opts)
+               : pj_pack("{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}}, s:[s]}}", "kind", "form", "message",
+                         q, "requestedSchema", "type", "object", "properties", "answer", "type",
+                         "string", "title", "Your answer", "required", "answer");
     if (qj && s->cur_call[0]) pj_object_set_new(qj, "toolCallId", pj_string(s->cur_call));
     char *qtxt = qj ? pj_dumps(qj, PJ_COMPACT) : NULL;
     pj_decref(qj);
@@ -93,8 +92,7 @@ int pct__ask_user_run(pct_sess *s, const char *args, atomic_int *cancel, pag_too
                     NULL);
         if (rc == 0) rc = 1;
     } else if (action && !strcmp(action, "accept") && choice && pj_is_integer(ch) &&
-               pj_integer_value(ch) >= 0 &&
-               (size_t)pj_integer_value(ch) < pj_array_size(opts)) {
+               pj_integer_value(ch) >= 0 && (size_t)pj_integer_value(ch) < pj_array_size(opts)) {
         rc = result(out, false, "The user chose: %s",
                     pj_string_value(pj_array_get(opts, (size_t)pj_integer_value(ch))));
     } else if (action && !strcmp(action, "accept") && !choice && text) {
@@ -140,7 +138,7 @@ char *pct__elicit(void *ctx, const char *server, const char *params_json, atomic
         return strdup("{\"action\":\"decline\"}"); /* URL mode and bad requests: declined */
     }
     pj_t *q = pj_pack("{s:s, s:s, s:O, s:s}", "kind", "form", "message", msg, "requestedSchema",
-                          schema, "server", server ? server : "");
+                      schema, "server", server ? server : "");
     if (q && s->cur_call[0]) pj_object_set_new(q, "toolCallId", pj_string(s->cur_call));
     char *qtxt = q ? pj_dumps(q, PJ_COMPACT) : NULL;
     pj_decref(q);

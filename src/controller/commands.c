@@ -41,8 +41,8 @@ static bool is_builtin(const char *name) {
 char *pct__commands_json(pct_sess *s) {
     pj_t *arr = pj_array();
     for (size_t i = 0; arr && i < NBUILTIN; i++) {
-        pj_t *o = pj_pack("{s:s, s:s}", "name", builtins[i].name, "description",
-                              builtins[i].description);
+        pj_t *o =
+            pj_pack("{s:s, s:s}", "name", builtins[i].name, "description", builtins[i].description);
         if (o && builtins[i].hint)
             pj_object_set_new(o, "input", pj_pack("{s:s}", "hint", builtins[i].hint));
         if (o) pj_array_append_new(arr, o);
@@ -52,8 +52,7 @@ char *pct__commands_json(pct_sess *s) {
     if (arr && pag_user_commands_load(s->cwd, s->c->home, &uc, &n) == 0) {
         for (size_t i = 0; i < n; i++) {
             if (is_builtin(uc[i].name)) continue;
-            pj_t *o =
-                pj_pack("{s:s, s:s}", "name", uc[i].name, "description", uc[i].description);
+            pj_t *o = pj_pack("{s:s, s:s}", "name", uc[i].name, "description", uc[i].description);
             if (o && uc[i].hint)
                 pj_object_set_new(o, "input", pj_pack("{s:s}", "hint", uc[i].hint));
             if (o) pj_array_append_new(arr, o);

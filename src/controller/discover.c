@@ -23,8 +23,7 @@
 #define PCT_DISCOVER_MAX     200 /* choices added to the selector at most */
 
 /* Lists one provider into arr as "<name>:<id>". */
-static void list_one(const pct_controller *c, const pag_settings *st, const char *name,
-                     pj_t *arr) {
+static void list_one(const pct_controller *c, const pag_settings *st, const char *name, pj_t *arr) {
     char spec[160], why[300];
     snprintf(spec, sizeof spec, "%.100s:x", name);
     pm_config cfg;

@@ -79,7 +79,7 @@ static int plan_entries(pj_t *args, char **txt, size_t counts[3], char *msg, siz
             prio = "medium";
         counts[k]++;
         pj_array_append_new(entries, pj_pack("{s:s, s:s, s:s}", "content", content, "priority",
-                                                 prio, "status", st_names[k]));
+                                             prio, "status", st_names[k]));
     }
     *txt = pj_dumps(entries, PJ_COMPACT);
     pj_decref(entries);

@@ -88,8 +88,7 @@ static pj_t *status_locked(pct_sess *s) {
         size_t i;
         pj_t *n;
         pj_array_foreach(names, i, n) {
-            pj_array_append_new(servers,
-                                  pj_pack("{s:O, s:s}", "name", n, "status", "starting"));
+            pj_array_append_new(servers, pj_pack("{s:O, s:s}", "name", n, "status", "starting"));
         }
         pj_decref(names);
     } else if (s->mcp_final) {
@@ -109,7 +108,7 @@ static pj_t *status_locked(pct_sess *s) {
         free(copy);
     }
     pj_t *st = pj_pack("{s:o, s:o}", "servers", servers ? servers : pj_array(), "errors",
-                           errors ? errors : pj_array());
+                       errors ? errors : pj_array());
     return st;
 }
 

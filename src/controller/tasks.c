@@ -64,8 +64,8 @@ static const char *state_name(task_state st) {
 /* The start/end update: session_info_update, _meta {"peri.task": {...}}, outside turns. */
 static void announce(pct_task *t, task_state st, int exit_code, const char *agent_id) {
     pj_t *m = pj_pack("{s:{s:s, s:s, s:s, s:s}}", "peri.task", "taskId", t->id, "kind",
-                          t->subagent ? "subagent" : "shell", "status",
-                          st == T_RUNNING ? "started" : state_name(st), "toolCallId", t->call_id);
+                      t->subagent ? "subagent" : "shell", "status",
+                      st == T_RUNNING ? "started" : state_name(st), "toolCallId", t->call_id);
     pj_t *pt = pj_object_get(m, "peri.task");
     if (pt && !t->subagent && st == T_COMPLETED)
         pj_object_set_new(pt, "exitCode", pj_integer(exit_code));
@@ -378,7 +378,7 @@ int pct__task_tool(pct_sess *s, const char *name, const char *args, atomic_int *
     const char *id = pj_string_value(pj_object_get(a, "task_id"));
     pj_t *mb = pj_object_get(a, "max_bytes");
     size_t max = pj_is_integer(mb) && pj_integer_value(mb) > 0 ? (size_t)pj_integer_value(mb)
-                                                                   : TASK_OUT_DEFAULT;
+                                                               : TASK_OUT_DEFAULT;
     if (max > TASK_OUT_MAX) max = TASK_OUT_MAX;
     pj_t *tm = pj_object_get(a, "timeout_ms");
     long wait_ms =
@@ -442,9 +442,9 @@ int pct__tasks_catalogue(pct_controller *c) {
             return 0; /* an unknown shape: left as it is */
         }
         pj_object_set_new(props, "background",
-                            pj_pack("{s:s, s:s}", "type", "boolean", "description",
-                                      "Run in the background: returns a task id at once "
-                                      "(task_output, task_wait, task_stop)"));
+                          pj_pack("{s:s, s:s}", "type", "boolean", "description",
+                                  "Run in the background: returns a task id at once "
+                                  "(task_output, task_wait, task_stop)"));
         c->shell_schema = pj_dumps(sch, PJ_COMPACT | PJ_PRESERVE_ORDER);
         pj_decref(sch);
         if (!c->shell_schema) return -1;

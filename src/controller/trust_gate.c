@@ -82,11 +82,11 @@ static void start_servers(pct_sess *s, uint64_t turn, const pag_project_config *
 static bool ask(pct_sess *s, uint64_t turn, const pag_project_config *pc) {
     if (!s->c->sink.ask_permission) return false;
     char *text = describe(pc);
-    pj_t *content = text ? pj_pack("[{s:s, s:{s:s, s:s}}]", "type", "content", "content",
-                                       "type", "text", "text", text)
-                           : NULL;
-    pj_t *meta = pj_pack("{s:{s:s, s:s}}", "peri.trustRequest", "project", pc->real_path,
-                             "digest", pc->digest);
+    pj_t *content = text ? pj_pack("[{s:s, s:{s:s, s:s}}]", "type", "content", "content", "type",
+                                   "text", "text", text)
+                         : NULL;
+    pj_t *meta = pj_pack("{s:{s:s, s:s}}", "peri.trustRequest", "project", pc->real_path, "digest",
+                         pc->digest);
     char *cj = content ? pj_dumps(content, PJ_COMPACT) : NULL;
     char *mj = meta ? pj_dumps(meta, PJ_COMPACT) : NULL;
     pj_decref(content);

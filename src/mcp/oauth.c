@@ -361,8 +361,8 @@ static int register_client(const as_meta *m, const char *redirect, const char *s
                            pmcp__oa_token *t, char *err, size_t errlen) {
     pj_t *req =
         pj_pack("{s:s, s:[s], s:[s, s], s:[s], s:s}", "client_name", "Peri", "redirect_uris",
-                  redirect, "grant_types", "authorization_code", "refresh_token", "response_types",
-                  "code", "token_endpoint_auth_method", "none");
+                redirect, "grant_types", "authorization_code", "refresh_token", "response_types",
+                "code", "token_endpoint_auth_method", "none");
     if (req && scope) pj_object_set_new(req, "scope", pj_string(scope));
     char *body = req ? pj_dumps(req, PJ_COMPACT) : NULL;
     pj_decref(req);

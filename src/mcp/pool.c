@@ -68,9 +68,7 @@ static int parse_kv(pj_t *v, pmcp_kv **out, size_t *n) {
     *out = NULL;
     *n = 0;
     if (!v || pj_is_null(v)) return 0;
-    size_t cnt = pj_is_array(v)    ? pj_array_size(v)
-                 : pj_is_object(v) ? pj_object_size(v)
-                                     : 0;
+    size_t cnt = pj_is_array(v) ? pj_array_size(v) : pj_is_object(v) ? pj_object_size(v) : 0;
     if (!pj_is_array(v) && !pj_is_object(v)) return -1;
     pmcp_kv *kv = calloc(cnt ? cnt : 1, sizeof *kv);
     if (!kv) return -1;
@@ -111,8 +109,7 @@ static int parse_kv(pj_t *v, pmcp_kv **out, size_t *n) {
 }
 
 /* One server entry; name given separately for the settings shape. */
-static int parse_entry(const char *name, pj_t *e, pmcp_server_config *c, char *why,
-                       size_t whylen) {
+static int parse_entry(const char *name, pj_t *e, pmcp_server_config *c, char *why, size_t whylen) {
     memset(c, 0, sizeof *c);
     if (!pj_is_object(e)) {
         snprintf(why, whylen, "entry is not an object");
@@ -271,8 +268,7 @@ char *pmcp_content_to_acp(const char *mcp_content_json) {
     pj_t *b;
     pj_array_foreach(in, i, b) {
         pj_t *blk = acp_block(b);
-        if (blk)
-            pj_array_append_new(out, pj_pack("{s:s, s:o}", "type", "content", "content", blk));
+        if (blk) pj_array_append_new(out, pj_pack("{s:s, s:o}", "type", "content", "content", blk));
     }
     char *s = out ? pj_dumps(out, PJ_COMPACT) : NULL;
     pj_decref(out);

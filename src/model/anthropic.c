@@ -27,7 +27,7 @@ static pj_t *blocks_of(const pm_message *m) {
         case PM_PART_THINKING:
             if (!p->signature) continue; /* unsigned thinking cannot be sent back */
             b = pj_pack("{s:s, s:s, s:s}", "type", "thinking", "thinking", p->text ? p->text : "",
-                          "signature", p->signature);
+                        "signature", p->signature);
             break;
         case PM_PART_TOOL_CALL: {
             pj_error_t je;
@@ -37,27 +37,27 @@ static pj_t *blocks_of(const pm_message *m) {
                 input = pj_object();
             }
             b = pj_pack("{s:s, s:s, s:s, s:o}", "type", "tool_use", "id", p->id ? p->id : "",
-                          "name", p->name ? p->name : "", "input", input);
+                        "name", p->name ? p->name : "", "input", input);
             break;
         }
         case PM_PART_TOOL_RESULT:
             b = pj_pack("{s:s, s:s, s:s, s:b}", "type", "tool_result", "tool_use_id",
-                          p->id ? p->id : "", "content", p->text ? p->text : "", "is_error",
-                          p->is_error);
+                        p->id ? p->id : "", "content", p->text ? p->text : "", "is_error",
+                        p->is_error);
             break;
         case PM_PART_IMAGE:
             b = pj_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "image", "source", "type", "base64",
-                          "media_type", p->name ? p->name : "image/png", "data",
-                          p->text ? p->text : "");
+                        "media_type", p->name ? p->name : "image/png", "data",
+                        p->text ? p->text : "");
             break;
         case PM_PART_DOCUMENT:
-            b = pj_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "document", "source", "type",
-                          "base64", "media_type", p->name ? p->name : "application/pdf", "data",
-                          p->text ? p->text : "");
+            b = pj_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "document", "source", "type", "base64",
+                        "media_type", p->name ? p->name : "application/pdf", "data",
+                        p->text ? p->text : "");
             break;
         case PM_PART_AUDIO: /* Anthropic takes no audio (a history from another model) */
             b = pj_pack("{s:s, s:s}", "type", "text", "text",
-                          "[an audio attachment this model cannot hear]");
+                        "[an audio attachment this model cannot hear]");
             break;
         }
         bad |= !b || pj_array_append_new(arr, b);
@@ -130,7 +130,7 @@ char *pm__anthropic_body(const pm_request *req, bool stream, pm_error *err) {
         }
         bad |= pj_array_append_new(
             tools, pj_pack("{s:s, s:s, s:o}", "name", t->name ? t->name : "", "description",
-                             t->description ? t->description : "", "input_schema", schema));
+                           t->description ? t->description : "", "input_schema", schema));
     }
     int budget = !req->reasoning_effort                     ? 0
                  : !strcmp(req->reasoning_effort, "low")    ? 2048
@@ -142,8 +142,8 @@ char *pm__anthropic_body(const pm_request *req, bool stream, pm_error *err) {
         int mt = req->max_tokens > 0 ? req->max_tokens : DEFAULT_MAX_TOKENS;
         if (mt <= budget) mt = budget + DEFAULT_MAX_TOKENS;
         bad |= pj_object_set_new(root, "max_tokens", pj_integer(mt));
-        bad |= pj_object_set_new(
-            root, "thinking", pj_pack("{s:s, s:i}", "type", "enabled", "budget_tokens", budget));
+        bad |= pj_object_set_new(root, "thinking",
+                                 pj_pack("{s:s, s:i}", "type", "enabled", "budget_tokens", budget));
     }
     if (!bad && req->temperature >= 0 && !budget)
         bad |= pj_object_set_new(root, "temperature", pj_real(req->temperature));

@@ -43,8 +43,8 @@ static int add_message(pj_t *arr, const pm_message *m) {
         for (size_t i = 0; i < m->nparts; i++) {
             const pm_part *p = &m->parts[i];
             if (p->kind != PM_PART_TOOL_RESULT) continue;
-            pj_t *o = pj_pack("{s:s, s:s, s:s}", "role", "tool", "tool_call_id",
-                                  p->id ? p->id : "", "content", p->text ? p->text : "");
+            pj_t *o = pj_pack("{s:s, s:s, s:s}", "role", "tool", "tool_call_id", p->id ? p->id : "",
+                              "content", p->text ? p->text : "");
             bad |= !o || pj_array_append_new(arr, o);
         }
         if (m->role == PM_ROLE_TOOL) return bad;
@@ -80,11 +80,11 @@ static int add_message(pj_t *arr, const pm_message *m) {
                 const char *mime = p->name ? p->name : "audio/wav";
                 const char *fmt = strstr(mime, "mp3") || strstr(mime, "mpeg") ? "mp3" : "wav";
                 c = pj_pack("{s:s, s:{s:s, s:s}}", "type", "input_audio", "input_audio", "data",
-                              p->text ? p->text : "", "format", fmt);
+                            p->text ? p->text : "", "format", fmt);
             } else if (p->kind == PM_PART_DOCUMENT) {
                 char *url = data_url(p, "application/pdf");
                 c = url ? pj_pack("{s:s, s:{s:s, s:s}}", "type", "file", "file", "filename",
-                                    "document.pdf", "file_data", url)
+                                  "document.pdf", "file_data", url)
                         : NULL;
                 free(url);
             } else {
@@ -105,9 +105,9 @@ static int add_message(pj_t *arr, const pm_message *m) {
         const pm_part *p = &m->parts[i];
         if (p->kind == PM_PART_TEXT && p->text && *p->text) has_text = true;
         if (p->kind != PM_PART_TOOL_CALL) continue;
-        pj_t *c = pj_pack("{s:s, s:s, s:{s:s, s:s}}", "id", p->id ? p->id : "", "type",
-                              "function", "function", "name", p->name ? p->name : "", "arguments",
-                              p->arguments ? p->arguments : "{}");
+        pj_t *c = pj_pack("{s:s, s:s, s:{s:s, s:s}}", "id", p->id ? p->id : "", "type", "function",
+                          "function", "name", p->name ? p->name : "", "arguments",
+                          p->arguments ? p->arguments : "{}");
         bad |= !c || pj_array_append_new(calls, c);
     }
     bad |= !calls;
@@ -144,7 +144,7 @@ char *pm__openai_body(const pm_request *req, bool stream, pm_error *err) {
                 return NULL;
             }
             pj_t *fn = pj_pack("{s:s, s:s, s:o}", "name", t->name ? t->name : "", "description",
-                                   t->description ? t->description : "", "parameters", schema);
+                               t->description ? t->description : "", "parameters", schema);
             bad |= !fn || pj_array_append_new(
                               tools, pj_pack("{s:s, s:o}", "type", "function", "function", fn));
         }
@@ -159,8 +159,7 @@ char *pm__openai_body(const pm_request *req, bool stream, pm_error *err) {
     if (!bad) {
         bad |= pj_object_set_new(root, "stream", pj_boolean(stream));
         if (stream)
-            bad |=
-                pj_object_set_new(root, "stream_options", pj_pack("{s:b}", "include_usage", 1));
+            bad |= pj_object_set_new(root, "stream_options", pj_pack("{s:b}", "include_usage", 1));
     }
     char *out = bad ? NULL : pj_dumps(root, PJ_COMPACT);
     pj_decref(msgs);

@@ -97,7 +97,7 @@ bool pl_outcome_decode(const char *json, size_t len, pl_outcome *out, pl_error *
     v = pj_object_get(root, "evidence");
     if (!pj_is_object(v) || pj_object_size(v) != 1 || !pj_object_get(v, "request_sha256")) {
         pl__fail(err, PL_ERR_OUTCOME,
-                "outcome.evidence: must be an object with only \"request_sha256\"");
+                 "outcome.evidence: must be an object with only \"request_sha256\"");
         goto done;
     }
     if (!copy_str(pj_object_get(v, "request_sha256"), out->request_sha256,
@@ -120,15 +120,15 @@ bool pl_outcome_validate(const pl_outcome *o, const char *raw, size_t raw_len, p
         return pl__fail(err, PL_ERR_OUTCOME, "outcome.escalation_reason: must be \"" REASON "\"");
     if (strcmp(o->workspace_disposition, NOT_STARTED) != 0)
         return pl__fail(err, PL_ERR_OUTCOME,
-                       "outcome.workspace_disposition: must be \"not_started\" (got \"%s\")",
-                       o->workspace_disposition);
+                        "outcome.workspace_disposition: must be \"not_started\" (got \"%s\")",
+                        o->workspace_disposition);
     if (strcmp(o->effect_disposition, NOT_STARTED) != 0)
         return pl__fail(err, PL_ERR_OUTCOME,
-                       "outcome.effect_disposition: must be \"not_started\" (got \"%s\")",
-                       o->effect_disposition);
+                        "outcome.effect_disposition: must be \"not_started\" (got \"%s\")",
+                        o->effect_disposition);
     if (o->nfeatures < 1 || o->nfeatures > PL_REQ_COUNT)
         return pl__fail(err, PL_ERR_OUTCOME, "outcome.required_features: 1 to %d entries",
-                       PL_REQ_COUNT);
+                        PL_REQ_COUNT);
     int prev = -1;
     for (size_t i = 0; i < o->nfeatures; i++) {
         int k = -1;
@@ -136,22 +136,22 @@ bool pl_outcome_validate(const pl_outcome *o, const char *raw, size_t raw_len, p
             if (strcmp(o->features[i], pl_feature_name(j)) == 0) k = (int)j;
         if (k < 0)
             return pl__fail(err, PL_ERR_OUTCOME, "outcome.required_features: unknown \"%s\"",
-                           o->features[i]);
+                            o->features[i]);
         if (k == prev)
             return pl__fail(err, PL_ERR_OUTCOME, "outcome.required_features: duplicate \"%s\"",
-                           o->features[i]);
+                            o->features[i]);
         if (k < prev) return pl__fail(err, PL_ERR_OUTCOME, "outcome.required_features: not sorted");
         prev = k;
     }
     if (!pl__digest_well_formed(o->request_sha256))
         return pl__fail(err, PL_ERR_OUTCOME,
-                       "outcome.evidence.request_sha256: must be \"sha256:\" + 64 lowercase hex");
+                        "outcome.evidence.request_sha256: must be \"sha256:\" + 64 lowercase hex");
     if (raw) {
         char d[PL_DIGEST_LEN];
         pl__sha256_tag(raw, raw_len, d);
         if (strcmp(d, o->request_sha256) != 0)
             return pl__fail(err, PL_ERR_OUTCOME,
-                           "outcome.evidence.request_sha256: does not match this request");
+                            "outcome.evidence.request_sha256: does not match this request");
     }
     return true;
 }

@@ -127,8 +127,7 @@ char *pl__result_extra_text(const pl_result *res, size_t *len);
 /* "portable_value", ... */
 const char *pl__state_name(pl_state_class s);
 /* Strict JSON load (duplicate keys and trailing data rejected); NULL with *err. */
-pj_t *pl__json_strict(const char *text, size_t len, const char *what, pl_code code,
-                        pl_error *err);
+pj_t *pl__json_strict(const char *text, size_t len, const char *what, pl_code code, pl_error *err);
 
 /* JSON emission with a fixed field order (pj_dumps, compact, insertion order). */
 char *pl__json_dump(pj_t *j, size_t *len);

@@ -44,7 +44,7 @@ static char *room_input(const pl_request *r, size_t *len) {
         ok = !pj_array_append_new(a, pj_string(r->args[i]));
     for (size_t i = 0; ok && i < r->nfiles; i++)
         ok = !pj_object_set_new(f, r->files[i].path,
-                                  pj_stringn(r->files[i].text, r->files[i].text_len));
+                                pj_stringn(r->files[i].text, r->files[i].text_len));
     ok = ok && !pj_object_set(o, "args", a) && !pj_object_set(o, "files", f);
     char *s = ok ? pl__json_dump(o, len) : NULL;
     pj_decref(a);
@@ -65,15 +65,12 @@ static bool from_room_text(pl_result *res, const char *text, size_t len, const p
     res->ok = pj_is_true(pj_object_get(o, "ok"));
     res->exit_code = (int)pj_integer_value(pj_object_get(o, "exitCode"));
     v = pj_object_get(o, "stdout");
-    res->stdout_text =
-        strndup(pj_string_value(v) ? pj_string_value(v) : "", pj_string_length(v));
+    res->stdout_text = strndup(pj_string_value(v) ? pj_string_value(v) : "", pj_string_length(v));
     res->stdout_len = pj_string_length(v);
     v = pj_object_get(o, "stderr");
-    res->stderr_text =
-        strndup(pj_string_value(v) ? pj_string_value(v) : "", pj_string_length(v));
+    res->stderr_text = strndup(pj_string_value(v) ? pj_string_value(v) : "", pj_string_length(v));
     res->stderr_len = pj_string_length(v);
-    if ((v = pj_object_get(o, "error")) && pj_is_string(v))
-        res->error = strdup(pj_string_value(v));
+    if ((v = pj_object_get(o, "error")) && pj_is_string(v)) res->error = strdup(pj_string_value(v));
     pj_t *files = pj_object_get(o, "files");
     size_t n = pj_object_size(files);
     bool ok = res->stdout_text && res->stderr_text;
@@ -123,7 +120,7 @@ static pj_t *caps_value(const pr_cap_log *l) {
         char at[PB_ISO_TIME_LEN];
         pb_iso_time(c->at_ms, at);
         pj_t *o = pj_pack("{s:s, s:s, s:s, s:s, s:b}", "op", c->op, "arg", c->arg, "at", at,
-                              "status", pr_cap_status_name(c->status), "committed", c->committed);
+                          "status", pr_cap_status_name(c->status), "committed", c->committed);
         if (!o || pj_array_append_new(a, o)) {
             pj_decref(a);
             return NULL;
@@ -165,7 +162,7 @@ static char *room_evidence(const pl_attempt *at, const char *admission, bool fs_
              !pj_object_set_new(o, "effects_committed", pj_boolean(caps->committed));
         if (ok && caps->committed)
             ok = !pj_object_set_new(o, "promotion",
-                                      pj_string("impossible: a capability dispatch committed"));
+                                    pj_string("impossible: a capability dispatch committed"));
     }
     char *s = ok ? pl__json_dump(o, NULL) : NULL;
     pj_decref(o);

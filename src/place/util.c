@@ -248,7 +248,7 @@ bool pl__result_finish(pl_result *res, const pl_decision *d) {
     if (ok && res->error) ok = !pj_object_set_new(o, "error", pj_string(res->error));
     for (size_t i = 0; ok && i < res->nfiles; i++)
         ok = !pj_object_set_new(files, res->files[i].path,
-                                  pj_stringn(res->files[i].text, res->files[i].len));
+                                pj_stringn(res->files[i].text, res->files[i].len));
     bool gave = false;
     if (ok) {
         ok = !pj_object_set_new(o, "files", files); /* steals files, even on failure */

@@ -635,7 +635,8 @@ static bool yy_resolve(void *ctx, pw_store *s, const pw_module *m, const pw_impo
         char why[400];
         if (!pr__yy_sig_check(m, imp->index, &b->sig, why, sizeof why)) {
             size_t dl;
-            const char *decl = pr__yy_bound_declared(m, mod, imp->module_len, name, imp->name_len, &dl);
+            const char *decl =
+                pr__yy_bound_declared(m, mod, imp->module_len, name, imp->name_len, &dl);
             if (decl && pr__utf8_valid((const uint8_t *)decl, dl)) /* section bytes: unchecked */
                 return link_fail(rs,
                                  "隔离运行失败：导入类型不符：%.*s.%.*s 须为 %s，程序导入为 %s"
@@ -711,4 +712,5 @@ static void yy_finish(pr_run_state *rs) {
     rs->abi_state = NULL;
 }
 
-const pr_abi pr__abi_yuyan = {"豫言", yy_matches, yy_resolve, yy_start, yy_finish, "illegal cast", NULL};
+const pr_abi pr__abi_yuyan = {"豫言",    yy_matches,     yy_resolve, yy_start,
+                              yy_finish, "illegal cast", NULL};

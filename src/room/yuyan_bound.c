@@ -177,8 +177,8 @@ bool pr__yy_sig_check(const pw_module *m, uint32_t i, const yy_sig *sig, char *w
     return false;
 }
 
-const char *pr__yy_bound_declared(const pw_module *m, const char *mod, size_t modlen, const char *field,
-                              size_t fieldlen, size_t *len) {
+const char *pr__yy_bound_declared(const pw_module *m, const char *mod, size_t modlen,
+                                  const char *field, size_t fieldlen, size_t *len) {
     static const char tag[] = "导入\t";
     size_t sl;
     const uint8_t *sec;

@@ -50,8 +50,8 @@ bool pr__yy_type_is_bytes(const pw_module *m, uint32_t ti);
 bool pr__yy_type_is_tuple(const pw_module *m, uint32_t ti);
 /* The declared signature text of (module, field) in the module's 豫言边界 sections,
  * or NULL (*len set). */
-const char *pr__yy_bound_declared(const pw_module *m, const char *mod, size_t modlen, const char *field,
-                              size_t fieldlen, size_t *len);
+const char *pr__yy_bound_declared(const pw_module *m, const char *mod, size_t modlen,
+                                  const char *field, size_t fieldlen, size_t *len);
 
 /* ---------------------------------------------------------------- yuyan_fmt.c */
 

@@ -247,7 +247,7 @@ static void on_permission(psdk_agent *a, pj_t *id, pj_t *params) {
                       : d == PSDK_REJECT ? option_of(options, "reject_once", "reject_always")
                                          : NULL;
     pj_t *outcome = opt ? pj_pack("{s:s, s:s}", "outcome", "selected", "optionId", opt)
-                          : pj_pack("{s:s}", "outcome", "cancelled");
+                        : pj_pack("{s:s}", "outcome", "cancelled");
     send_json(a, pb_rpc_result(id, outcome ? pj_pack("{s:o}", "outcome", outcome) : NULL));
 }
 
@@ -402,9 +402,9 @@ psdk_status psdk_agent_initialize(psdk_agent *a, char *agent_info, size_t info_l
     if (meta && a->sb->machine_id)
         pj_object_set_new(meta, "peri.machineId", pj_string(a->sb->machine_id));
     pj_t *params = meta ? pj_pack("{s:i, s:{s:{s:b, s:b}, s:b, s:o}}", "protocolVersion", 1,
-                                      "clientCapabilities", "fs", "readTextFile", 0,
-                                      "writeTextFile", 0, "terminal", 0, "_meta", meta)
-                          : NULL;
+                                  "clientCapabilities", "fs", "readTextFile", 0, "writeTextFile", 0,
+                                  "terminal", 0, "_meta", meta)
+                        : NULL;
     pj_t *res = NULL;
     psdk_status rc = psdk__rpc(a, "initialize", params, a->sb->answer_timeout_ms, NULL, &res, err);
     if (rc != PSDK_OK) return rc;
@@ -462,8 +462,7 @@ static psdk_session *sess_alloc(psdk_agent *a, const psdk_handlers *h, psdk_erro
 }
 
 static pj_t *mcp_params(const char *cwd) {
-    return cwd ? pj_pack("{s:s, s:[]}", "cwd", cwd, "mcpServers")
-               : pj_pack("{s:[]}", "mcpServers");
+    return cwd ? pj_pack("{s:s, s:[]}", "cwd", cwd, "mcpServers") : pj_pack("{s:[]}", "mcpServers");
 }
 
 psdk_session *psdk_session_new(psdk_agent *a, const char *cwd, const psdk_handlers *h,
@@ -598,8 +597,8 @@ psdk_status psdk_session_prompt(psdk_session *s, const char *text, char *stop_re
     if (stop_reason && stop_len) stop_reason[0] = '\0';
     if (!s || !text) return psdk__fail(err, PSDK_ERR_ARG, "a session and a text are required");
     if (psdk_session_is_closed(s)) return psdk__fail(err, PSDK_ERR_STATE, "the session is closed");
-    pj_t *params = pj_pack("{s:s, s:[{s:s, s:s}]}", "sessionId", s->id, "prompt", "type",
-                               "text", "text", text);
+    pj_t *params = pj_pack("{s:s, s:[{s:s, s:s}]}", "sessionId", s->id, "prompt", "type", "text",
+                           "text", text);
     pj_t *res = NULL;
     psdk_status rc = psdk__rpc(s->a, "session/prompt", params, -1, s, &res, err);
     if (rc != PSDK_OK) return rc;

@@ -21,7 +21,7 @@ typedef struct psdk_call {
     struct psdk_call *next;
     pj_int_t id;
     bool done;
-    pj_t *result;             /* owned on success */
+    pj_t *result;               /* owned on success */
     psdk_error err;             /* on failure */
     struct psdk_session *sess;  /* prompt: wake when this session closes */
     struct psdk_session *adopt; /* session/new: link this handle when the answer arrives */

@@ -39,7 +39,7 @@ pst_store *pst_open_ex(const char *locator, const pst_open_options *o, pst_error
         return NULL;
     }
     s->be = pst__is_pg_url(locator) ? pst__pg_open(locator, o ? o->password : NULL, &s->ops, err)
-                                   : pst__sqlite_open(locator, &s->ops, err);
+                                    : pst__sqlite_open(locator, &s->ops, err);
     if (!s->be) goto fail;
     if (s->ops->migrate(s->be, PST_SCHEMA_VERSION, &s->version, err) != PST_OK) goto fail;
     if (o && o->owner_machine_id) strcpy(s->owner, o->owner_machine_id);

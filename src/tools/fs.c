@@ -269,8 +269,8 @@ static ptl_status diff_content(ptl_result *r, const char *abs, const char *old_t
         pj_object_set_new(d, "newText", pj_string("(too large to show)"));
     if (old_text)
         pj_object_set_new(d, "oldText",
-                            old_len <= DIFF_MAX ? pj_stringn(old_text, old_len)
-                                                : pj_string("(too large)"));
+                          old_len <= DIFF_MAX ? pj_stringn(old_text, old_len)
+                                              : pj_string("(too large)"));
     else
         pj_object_set_new(d, "oldText", pj_null());
     pj_t *arr = pj_array();

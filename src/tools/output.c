@@ -90,8 +90,8 @@ ptl_status ptl__error(ptl_result *r, const char *fmt, ...) {
 }
 
 ptl_status ptl__text_content(ptl_result *r) {
-    pj_t *c = pj_pack("[{s:s, s:{s:s, s:s}}]", "type", "content", "content", "type", "text",
-                          "text", r->output ? r->output : "");
+    pj_t *c = pj_pack("[{s:s, s:{s:s, s:s}}]", "type", "content", "content", "type", "text", "text",
+                      r->output ? r->output : "");
     free(r->content_json);
     r->content_json = c ? pj_dumps(c, PJ_COMPACT) : NULL;
     pj_decref(c);
@@ -100,7 +100,7 @@ ptl_status ptl__text_content(ptl_result *r) {
 
 ptl_status ptl__location(ptl_result *r, const char *path, long line) {
     pj_t *loc = line > 0 ? pj_pack("[{s:s, s:I}]", "path", path, "line", (pj_int_t)line)
-                           : pj_pack("[{s:s}]", "path", path);
+                         : pj_pack("[{s:s}]", "path", path);
     free(r->locations_json);
     r->locations_json = loc ? pj_dumps(loc, PJ_COMPACT) : NULL;
     pj_decref(loc);

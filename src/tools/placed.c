@@ -85,10 +85,10 @@ static char *meta_of(const pl_report *rep) {
     }
     const pl_decision *last = rep->ndecisions ? &rep->decisions[rep->ndecisions - 1] : NULL;
     pj_t *p = pj_pack("{s:s, s:s, s:s, s:b, s:b, s:o*}", "backend",
-                          last ? pl_backend_name(last->backend) : "", "reason",
-                          last ? pl_reason_name(last->reason) : "", "identity",
-                          last ? last->identity : "", "selected", last ? last->selected : 0,
-                          "unsandboxed", last ? last->unsandboxed : 0, "decisions", decs);
+                      last ? pl_backend_name(last->backend) : "", "reason",
+                      last ? pl_reason_name(last->reason) : "", "identity",
+                      last ? last->identity : "", "selected", last ? last->selected : 0,
+                      "unsandboxed", last ? last->unsandboxed : 0, "decisions", decs);
     /* Which source ran (source-pass stage) and every capability dispatch. */
     pj_t *sp = rep->source_pass[0] ? pj_loads(rep->source_pass, 0, NULL) : NULL;
     if (p && sp) pj_object_set_new(p, "source_pass", sp);
@@ -110,9 +110,9 @@ static char *content_of(const char *shown, const char *lang, const char *output)
     char *code = malloc(n);
     if (!code) return NULL;
     snprintf(code, n, "```%s\n%s\n```", lang, shown);
-    pj_t *c = pj_pack("[{s:s, s:{s:s, s:s}}, {s:s, s:{s:s, s:s}}]", "type", "content",
-                          "content", "type", "text", "text", code, "type", "content", "content",
-                          "type", "text", "text", output);
+    pj_t *c =
+        pj_pack("[{s:s, s:{s:s, s:s}}, {s:s, s:{s:s, s:s}}]", "type", "content", "content", "type",
+                "text", "text", code, "type", "content", "content", "type", "text", "text", output);
     free(code);
     char *s = c ? pj_dumps(c, PJ_COMPACT | PJ_PRESERVE_ORDER) : NULL;
     pj_decref(c);
@@ -365,9 +365,9 @@ ptl_status ptl__run(pj_t *in, const ptl_ctx *ctx, ptl_result *r) {
     if (python && pj_string_length(python) > RUN_SOURCE_MAX)
         return ptl__error(r, "run: the Python source is over 1 MiB");
     /* What the script's imports need joins the declared requirements (pyscan). */
-    uint32_t py_bits = python ? pl_python_requirements(pj_string_value(python),
-                                                       pj_string_length(python), NULL, 0)
-                              : 0;
+    uint32_t py_bits =
+        python ? pl_python_requirements(pj_string_value(python), pj_string_length(python), NULL, 0)
+               : 0;
     if (args && (!pj_is_array(args) || !wasm))
         return ptl__error(r, "run: \"args\" is an array of strings, for \"wasm\" only");
     if (stdin_v && !pj_is_string(stdin_v)) return ptl__error(r, "run: \"stdin\" is a string");

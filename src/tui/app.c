@@ -340,8 +340,7 @@ static void extra_lines(pt_app *a, pt_lines *ls) {
          * configuration: every server command in full) shows that text */
         if (!cmd)
             cmd = pj_string_value(pj_object_get(
-                pj_object_get(pj_array_get(pj_object_get(tc, "content"), 0), "content"),
-                "text"));
+                pj_object_get(pj_array_get(pj_object_get(tc, "content"), 0), "content"), "text"));
         if (cmd) {
             /* the exact text that will run: controls made visible, one screen line per
              * line of the command, long commands cut with a marker */

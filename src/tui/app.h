@@ -37,12 +37,12 @@ typedef struct pt_app {
     bool ready;    /* a session is open */
     int prompts;   /* prompts in flight */
     bool cancelling;
-    pj_t *perm_id;    /* an open permission request (its JSON-RPC id), or NULL */
-    pj_t *perm;       /* its params */
-    pj_t *ask_id;     /* an open free-text question (elicitation/create), or NULL */
-    pj_t *ask;        /* its params */
+    pj_t *perm_id;      /* an open permission request (its JSON-RPC id), or NULL */
+    pj_t *perm;         /* its params */
+    pj_t *ask_id;       /* an open free-text question (elicitation/create), or NULL */
+    pj_t *ask;          /* its params */
     char ask_field[64]; /* the one text field its answer fills */
-    pj_t *pick;       /* /resume: the sessions offered, or NULL */
+    pj_t *pick;         /* /resume: the sessions offered, or NULL */
     size_t pick_sel;
     pj_t *commands; /* availableCommands */
     pj_t *modes;    /* availableModes of the session (Shift-Tab cycles them) */
@@ -68,7 +68,7 @@ void pt_app_request(pt_app *a, const char *method, pj_t *params, pt_rq kind);
 
 /* session.c */
 void pt_session_start(pt_app *a);                 /* initialize (then new/load/list) */
-void pt_session_frame(pt_app *a, pj_t *f);      /* one frame from the agent */
+void pt_session_frame(pt_app *a, pj_t *f);        /* one frame from the agent */
 void pt_session_load(pt_app *a, const char *id);  /* close the shown session, load id */
 void pt_session_answer(pt_app *a, size_t option); /* the open permission prompt */
 void pt_session_cancel(pt_app *a);                /* Esc: session/cancel (+ the prompt) */

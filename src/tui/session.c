@@ -110,8 +110,7 @@ static void take_config(pt_app *a, pj_t *cfg) {
 }
 
 static void take_session(pt_app *a, pj_t *res) {
-    const char *m =
-        pj_string_value(pj_object_get(pj_object_get(res, "modes"), "currentModeId"));
+    const char *m = pj_string_value(pj_object_get(pj_object_get(res, "modes"), "currentModeId"));
     if (m) snprintf(a->mode, sizeof a->mode, "%s", m);
     pj_t *avail = pj_object_get(pj_object_get(res, "modes"), "availableModes");
     if (pj_is_array(avail)) {
@@ -152,8 +151,7 @@ static void on_response(pt_app *a, pj_t *f) {
         } else if (a->o->resume_id) {
             pt_session_load(a, a->o->resume_id);
         } else if (a->o->cont) {
-            pt_app_request(a, "session/list", pj_pack("{s:s}", "cwd", a->o->cwd),
-                           RQ_LIST_CONTINUE);
+            pt_app_request(a, "session/list", pj_pack("{s:s}", "cwd", a->o->cwd), RQ_LIST_CONTINUE);
         } else {
             new_session(a);
         }
@@ -309,9 +307,9 @@ static void on_elicit(pt_app *a, pj_t *id, pj_t *params) {
 
 void pt_session_reply_ask(pt_app *a, const char *answer, bool cancelled) {
     if (!a->ask_id) return;
-    pj_t *r =
-        cancelled ? pj_pack("{s:s}", "action", "cancel")
-        : answer  ? pj_pack("{s:s, s:{s:s}}", "action", "accept", "content", a->ask_field, answer)
+    pj_t *r = cancelled ? pj_pack("{s:s}", "action", "cancel")
+              : answer
+                  ? pj_pack("{s:s, s:{s:s}}", "action", "accept", "content", a->ask_field, answer)
                   : pj_pack("{s:s}", "action", "decline");
     pt_client_reply(&a->c, a->ask_id, r);
     pt_app_notice(a, PT_DIM | (answer ? PT_FG(PT_GREEN) : PT_FG(PT_RED)),
@@ -359,8 +357,7 @@ void pt_session_answer(pt_app *a, size_t k) {
     pt_client_reply(&a->c, a->perm_id,
                     pj_pack("{s:{s:s, s:s}}", "outcome", "outcome", "selected", "optionId", oid));
     char buf[320];
-    const char *title =
-        pj_string_value(pj_object_get(pj_object_get(a->perm, "toolCall"), "title"));
+    const char *title = pj_string_value(pj_object_get(pj_object_get(a->perm, "toolCall"), "title"));
     snprintf(buf, sizeof buf, "  %s: %s",
              pj_string_value(pj_object_get(opt, "name"))
                  ? pj_string_value(pj_object_get(opt, "name"))
@@ -413,8 +410,8 @@ static void add_mentions(pt_app *a, pj_t *blocks, const char *text) {
         const char *base = strrchr(abs, '/');
         char uri[PATH_MAX + 8];
         snprintf(uri, sizeof uri, "file://%s", abs);
-        pj_array_append_new(blocks, pj_pack("{s:s, s:s, s:s}", "type", "resource_link", "uri",
-                                                uri, "name", base && base[1] ? base + 1 : abs));
+        pj_array_append_new(blocks, pj_pack("{s:s, s:s, s:s}", "type", "resource_link", "uri", uri,
+                                            "name", base && base[1] ? base + 1 : abs));
     }
 }
 
@@ -479,9 +476,9 @@ void pt_session_prompt(pt_app *a, const char *text) {
 void pt_session_start(pt_app *a) {
     pt_app_request(a, "initialize",
                    pj_pack("{s:i, s:{s:{s:b, s:b}, s:b, s:{s:{}}}, s:{s:s, s:s}}",
-                             "protocolVersion", 1, "clientCapabilities", "fs", "readTextFile", 0,
-                             "writeTextFile", 0, "terminal", 0, "elicitation", "form", "clientInfo",
-                             "name", "peri-tui", "version", "1"),
+                           "protocolVersion", 1, "clientCapabilities", "fs", "readTextFile", 0,
+                           "writeTextFile", 0, "terminal", 0, "elicitation", "form", "clientInfo",
+                           "name", "peri-tui", "version", "1"),
                    RQ_INIT);
 }
 
@@ -492,8 +489,7 @@ void pt_session_next_mode(pt_app *a) {
         const char *id = pj_string_value(pj_object_get(pj_array_get(a->modes, i), "id"));
         if (id && !strcmp(id, a->mode)) cur = i;
     }
-    const char *next =
-        pj_string_value(pj_object_get(pj_array_get(a->modes, (cur + 1) % n), "id"));
+    const char *next = pj_string_value(pj_object_get(pj_array_get(a->modes, (cur + 1) % n), "id"));
     /* the status line follows current_mode_update, not the request */
     if (next)
         pt_app_request(a, "session/set_mode",

@@ -68,8 +68,7 @@ static const char *text_of(pj_t *u) {
 static void chunk(pt_transcript *t, pt_kind kind, pj_t *u) {
     const char *s = text_of(u);
     if (!s) {
-        const char *type =
-            pj_string_value(pj_object_get(pj_object_get(u, "content"), "type"));
+        const char *type = pj_string_value(pj_object_get(pj_object_get(u, "content"), "type"));
         if (kind != PT_E_USER || !type) return;
         s = !strcmp(type, "image")           ? "[image]"
             : !strcmp(type, "resource_link") ? "[file]"
@@ -149,8 +148,7 @@ static void tool_content(pt_entry *e, pj_t *content) {
         const char *type = pj_string_value(pj_object_get(c, "type"));
         if (!type) continue;
         if (!strcmp(type, "content")) {
-            const char *s =
-                pj_string_value(pj_object_get(pj_object_get(c, "content"), "text"));
+            const char *s = pj_string_value(pj_object_get(pj_object_get(c, "content"), "text"));
             if (s) last_text = s;
         } else if (!strcmp(type, "diff")) {
             make_diff(&e->diff, pj_string_value(pj_object_get(c, "oldText")),

@@ -111,10 +111,10 @@ void pt_buf_free(pt_buf *b);
 typedef struct pt_entry {
     pt_kind kind;
     pt_buf text;     /* user/agent/thought/notice text; tool: output preview */
-    pj_t *call;    /* tool: toolCallId, title, kind, status as the updates last said */
+    pj_t *call;      /* tool: toolCallId, title, kind, status as the updates last said */
     char *placement; /* tool: "ran in room (reason x)" / "ran in sandbox ..." */
     pt_buf diff;     /* "-old\n+new\n" lines */
-    pj_t *plan;    /* plan entries (owned) */
+    pj_t *plan;      /* plan entries (owned) */
     uint16_t attr;   /* notice style */
 } pt_entry;
 

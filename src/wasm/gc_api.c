@@ -86,7 +86,7 @@ static const pw_gclayout *host_layout(pw_instance *inst, uint32_t ti, uint8_t fo
     const pw_module *m = inst ? inst->mod : NULL;
     if (!m || ti >= m->ntypes || m->types[ti].form != form) {
         pw__fail(err, PW_ERR_ARG, "type %u is not a %s type of the instance's module", ti,
-                form == PW_FORM_STRUCT ? "struct" : "array");
+                 form == PW_FORM_STRUCT ? "struct" : "array");
         return NULL;
     }
     return &m->code->gc_layouts[ti];
@@ -192,7 +192,7 @@ bool pw_array_set(pw_ref r, uint32_t i, pw_val v) {
     pw_array *a = as_array(r);
     if (!a || i >= a->len) return false;
     pw__gc_store_field(a->data + (size_t)i * a->esize, (uint8_t)a->hdr.flags,
-                      (pw_slot){.u64 = v.bits});
+                       (pw_slot){.u64 = v.bits});
     return true;
 }
 
@@ -224,7 +224,7 @@ void pw_store_gc(pw_store *s) {
 /* Collection is inhibited while a constant expression runs: its intermediate values
  * live on the evaluator's C stack, which the collector does not scan. */
 int pw__gc_const_op(pw_instance *inst, const pw_instr *in, pw_slot *st, uint32_t *sp,
-                   pw_error *err) {
+                    pw_error *err) {
     if ((in->op >> 8) != 0xFB) return 0;
     pw_store *s = inst->store;
     const pw_module *m = inst->mod;

@@ -92,8 +92,8 @@ pw_obj *pw__gcheap_alloc(pw_store *s, pw_gcheap *h, size_t bytes) {
 /* Free unmarked objects, clear marks; returns the bytes kept (pw__gcheap_cost units).
  * keep_all: clear marks only. */
 uint64_t pw__gcheap_sweep(pw_store *s, pw_gcheap *h,
-                         uint64_t (*large_bytes)(const pw_gcheap *, const pw_obj *),
-                         bool keep_all) {
+                          uint64_t (*large_bytes)(const pw_gcheap *, const pw_obj *),
+                          bool keep_all) {
     uint64_t live = 0;
     for (uint32_t k = 0; k < PW_GC_NCLASS; k++) {
         h->free[k] = NULL;

@@ -9,7 +9,7 @@
 #define PW_TABLE_LIMIT 10000000u /* elements; the spec lets an engine fail growth */
 
 pw_table *pw__table_create(pw_store *s, pw_valtype elem, const pw_module *tmod, uint32_t min,
-                          uint64_t max, pw_ref init) {
+                           uint64_t max, pw_ref init) {
     if (min > PW_TABLE_LIMIT || (uint64_t)min * sizeof(pw_ref) + s->mem_used > s->cfg.memory_cap)
         return NULL;
     pw_table *t = pw__store_alloc_obj(s, sizeof *t, PW_OBJ_TABLE);

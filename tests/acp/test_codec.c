@@ -293,8 +293,8 @@ static void test_store_api_key(void **state) {
     pj_t *ps = pj_object_get(doc, "providers");
     assert_string_equal(pj_string_value(pj_object_get(pj_object_get(ps, "openai"), "apiKey")),
                         "sk-1");
-    assert_string_equal(
-        pj_string_value(pj_object_get(pj_object_get(ps, "anthropic"), "apiKey")), "a");
+    assert_string_equal(pj_string_value(pj_object_get(pj_object_get(ps, "anthropic"), "apiKey")),
+                        "a");
     pj_decref(doc);
     /* a file that is not a JSON object is left alone */
     f = fopen(path, "w");

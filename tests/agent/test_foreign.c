@@ -54,10 +54,10 @@ static void log_add(log_t *l, const char *s) {
 static void on_event(void *ctx, const pag_event *ev) {
     log_t *l = ctx;
     pj_t *o =
-        pj_pack("{s:i, s:b, s:s*, s:s*, s:s*, s:s*, s:s*, s:s*, s:s*, s:s*}", "kind",
-                  (int)ev->kind, "replay", ev->replay, "text", ev->text, "call", ev->tool_call_id,
-                  "title", ev->title, "toolKind", ev->tool_kind, "status", ev->status, "rawInput",
-                  ev->raw_input, "content", ev->content_json, "raw_output", ev->raw_output_json);
+        pj_pack("{s:i, s:b, s:s*, s:s*, s:s*, s:s*, s:s*, s:s*, s:s*, s:s*}", "kind", (int)ev->kind,
+                "replay", ev->replay, "text", ev->text, "call", ev->tool_call_id, "title",
+                ev->title, "toolKind", ev->tool_kind, "status", ev->status, "rawInput",
+                ev->raw_input, "content", ev->content_json, "raw_output", ev->raw_output_json);
     char *s = pj_dumps(o, PJ_COMPACT | PJ_SORT_KEYS);
     pj_decref(o);
     assert_non_null(s);

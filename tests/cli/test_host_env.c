@@ -28,8 +28,8 @@ static const char *fake_getenv(const char *name) {
 static void test_env_overrides(void **state) {
     (void)state;
     pj_t *doc = pj_loads("{\"model\":\"anthropic:x\",\"providers\":{\"openai\":"
-                             "{\"apiKey\":\"file\"}},\"mcpServers\":{}}",
-                             0, NULL);
+                         "{\"apiKey\":\"file\"}},\"mcpServers\":{}}",
+                         0, NULL);
     memset(env_vals, 0, sizeof env_vals);
     env_vals[0][0] = "PERI_MODEL";
     env_vals[0][1] = "openai:gpt-x";

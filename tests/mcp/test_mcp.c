@@ -382,9 +382,9 @@ static void test_server_raw(void **state) {
     j = raw_next(&s);
     pj_t *res = pj_object_get(j, "result");
     assert_true(pj_is_true(pj_object_get(res, "isError")));
-    assert_string_equal(pj_string_value(pj_object_get(
-                            pj_array_get(pj_object_get(res, "content"), 0), "text")),
-                        "path escapes the workspace: ../../etc/passwd");
+    assert_string_equal(
+        pj_string_value(pj_object_get(pj_array_get(pj_object_get(res, "content"), 0), "text")),
+        "path escapes the workspace: ../../etc/passwd");
     pj_decref(j);
     raw_send(&s, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"resources/read\",\"params\":{"
                  "\"uri\":\"file:///etc/passwd\"}}");
@@ -671,7 +671,7 @@ static void test_pool_builtin(void **state) {
             same_json(r.content_json, d.content_json);
         } else { /* a plain text block of the text: what the ACP layer renders for NULL */
             pj_t *tb = pj_pack("[{s:s, s:{s:s, s:s}}]", "type", "content", "content", "type",
-                                   "text", "text", d.output);
+                               "text", "text", d.output);
             char *tbs = pj_dumps(tb, PJ_COMPACT);
             same_json(tbs, d.content_json);
             free(tbs);
@@ -743,9 +743,9 @@ static void test_inproc_plain(void **state) {
                                            NULL, 0, &res, err, sizeof err),
                      PMCP_OK);
     assert_null(pj_object_get(res, "_meta"));
-    assert_string_equal(pj_string_value(pj_object_get(
-                            pj_array_get(pj_object_get(res, "content"), 0), "type")),
-                        "text");
+    assert_string_equal(
+        pj_string_value(pj_object_get(pj_array_get(pj_object_get(res, "content"), 0), "type")),
+        "text");
     pj_decref(res);
     pmcp_client_close(c);
 }

@@ -394,8 +394,7 @@ static void test_tool_ruby(void **state) {
     assert_non_null(strstr(out, "read refused"));
     pj_t *caps = pj_object_get(meta, "capabilities");
     assert_int_equal(pj_array_size(caps), 3);
-    assert_string_equal(pj_string_value(pj_object_get(pj_array_get(caps, 1), "status")),
-                        "invalid");
+    assert_string_equal(pj_string_value(pj_object_get(pj_array_get(caps, 1), "status")), "invalid");
     assert_int_equal(atomic_load(&g_srv.requests), seen);
     pj_decref(meta);
     free(out);

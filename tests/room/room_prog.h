@@ -2,11 +2,11 @@
  * room_prog.h — test-only helpers shared by the room's C tests: a program as a
  * contract request carries it (Base64 text + SHA-256 hex digest), built from bytes or
  * loaded from a fixture file. Header-only (static functions) so each test binary stays
- * one translation unit; needs room/room_int.h (pr__sha256, pr__hex, pr__base64_encode) included first.
- * Also the execution tier a test runs under: `--engine auto|interp|jit` on
- * the test's command line (room_engine_args) sets the tier of every host the test makes
- * through room_host_new whose config leaves the tier at the default; hosts that name a
- * tier keep it. CTest runs the engine-heavy room suites once per forced tier.
+ * one translation unit; needs room/room_int.h (pr__sha256, pr__hex, pr__base64_encode) included
+ * first. Also the execution tier a test runs under: `--engine auto|interp|jit` on the test's
+ * command line (room_engine_args) sets the tier of every host the test makes through room_host_new
+ * whose config leaves the tier at the default; hosts that name a tier keep it. CTest runs the
+ * engine-heavy room suites once per forced tier.
  */
 #ifndef PERI_TESTS_ROOM_PROG_H
 #define PERI_TESTS_ROOM_PROG_H

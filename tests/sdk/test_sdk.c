@@ -71,13 +71,13 @@ static pj_t *result(pj_t *id, pj_t *res) {
 
 static pj_t *error(pj_t *id, int code, const char *msg) {
     return pj_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id, "error", "code", code,
-                     "message", msg);
+                   "message", msg);
 }
 
 static pj_t *update(const char *sid, const char *kind, const char *text) {
     return pj_pack("{s:s, s:s, s:{s:s, s:{s:s, s:{s:s, s:s}}}}", "jsonrpc", "2.0", "method",
-                     "session/update", "params", "sessionId", sid, "update", "sessionUpdate", kind,
-                     "content", "type", "text", "text", text);
+                   "session/update", "params", "sessionId", sid, "update", "sessionUpdate", kind,
+                   "content", "type", "text", "text", text);
 }
 
 static int f_send(psdk_transport *t, const char *frame, size_t len) {
@@ -103,7 +103,7 @@ static int f_send(psdk_transport *t, const char *frame, size_t len) {
     } else if (!strcmp(method, "initialize")) {
         push(f,
              result(id, pj_pack("{s:i, s:{s:s, s:s}}", "protocolVersion", f->init_version,
-                                  "agentInfo", "name", "fake", "version", "9")),
+                                "agentInfo", "name", "fake", "version", "9")),
              0, false);
     } else if (!strcmp(method, "session/new")) {
         push(f, result(id, pj_pack("{s:s}", "sessionId", "s-1")), 0, false);
@@ -115,11 +115,11 @@ static int f_send(psdk_transport *t, const char *frame, size_t len) {
         push(f, update("s-1", "agent_message_chunk", "lo"), 0, false);
         push(f,
              pj_pack("{s:s, s:i, s:s, s:{s:s, s:{s:s, s:s}, s:[{s:s, s:s, s:s}, {s:s, s:s, "
-                       "s:s}]}}",
-                       "jsonrpc", "2.0", "id", 5000, "method", "session/request_permission",
-                       "params", "sessionId", "s-1", "toolCall", "toolCallId", "c1", "title",
-                       "write x", "options", "optionId", "yes", "name", "Allow", "kind",
-                       "allow_once", "optionId", "no", "name", "Reject", "kind", "reject_once"),
+                     "s:s}]}}",
+                     "jsonrpc", "2.0", "id", 5000, "method", "session/request_permission", "params",
+                     "sessionId", "s-1", "toolCall", "toolCallId", "c1", "title", "write x",
+                     "options", "optionId", "yes", "name", "Allow", "kind", "allow_once",
+                     "optionId", "no", "name", "Reject", "kind", "reject_once"),
              0, false);
     } else if (!strcmp(method, "session/cancel")) {
         f->ncancel++;

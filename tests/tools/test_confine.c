@@ -702,8 +702,7 @@ static void test_setsid_children_die(void **state) {
                 snprintf(cmd + k, sizeof cmd - (size_t)k, "\nsleep 0.3; echo done");
             else
                 snprintf(cmd + k, sizeof cmd - (size_t)k, "\nsleep 300");
-            pj_t *in =
-                pj_pack("{s:s, s:i}", "command", cmd, "timeout_ms", e == 1 ? 1500 : 60000);
+            pj_t *in = pj_pack("{s:s, s:i}", "command", cmd, "timeout_ms", e == 1 ? 1500 : 60000);
             char *txt = pj_dumps(in, 0);
             pj_decref(in);
             atomic_int flag = 0;
@@ -820,8 +819,8 @@ static void test_edit_bounded(void **state) {
     char *nw = malloc(2001);
     memset(nw, 'Z', 2000);
     nw[2000] = '\0';
-    pj_t *in = pj_pack("{s:s, s:s, s:s, s:b}", "path", "amp.txt", "old_string", "a",
-                           "new_string", nw, "replace_all", 1);
+    pj_t *in = pj_pack("{s:s, s:s, s:s, s:b}", "path", "amp.txt", "old_string", "a", "new_string",
+                       nw, "replace_all", 1);
     char *txt = pj_dumps(in, 0);
     ptl_result r;
     assert_int_equal(run_in(f->ws, "edit", txt, &r, NULL), PTL_OK);
@@ -848,7 +847,7 @@ static void test_edit_bounded(void **state) {
     pj_decref(in);
     /* a smaller amplification within the bound works */
     in = pj_pack("{s:s, s:s, s:s, s:b}", "path", "amp.txt", "old_string", "a", "new_string", "bb",
-                   "replace_all", 1);
+                 "replace_all", 1);
     txt = pj_dumps(in, 0);
     assert_int_equal(run_in(f->ws, "edit", txt, &r, NULL), PTL_OK);
     assert_false(r.is_error);

@@ -197,8 +197,8 @@ static void test_transcript(void **st) {
     assert_string_equal(pt_tool_field(tool, "title"), "Write a");
     assert_string_equal(tool->diff.s, "-old\n+new\n");
     assert_string_equal(tool->placement, "ran in room (wasm)");
-    assert_string_equal(
-        pj_string_value(pj_object_get(pj_array_get(t.v[2].plan, 0), "status")), "completed");
+    assert_string_equal(pj_string_value(pj_object_get(pj_array_get(t.v[2].plan, 0), "status")),
+                        "completed");
     /* rendering never exceeds the width */
     pt_style style = {true, true};
     for (int w = 1; w < 50; w += 7) {

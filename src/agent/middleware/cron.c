@@ -325,8 +325,8 @@ char *pag_cron_records(pag_cron *c) {
     pj_t *a = pj_array();
     pthread_mutex_lock(&c->mu);
     for (size_t i = 0; a && i < c->n; i++)
-        pj_array_append_new(a, pj_pack("{s:I, s:s, s:s}", "id", (pj_int_t)c->s[i].id,
-                                           "schedule", c->s[i].text, "prompt", c->s[i].prompt));
+        pj_array_append_new(a, pj_pack("{s:I, s:s, s:s}", "id", (pj_int_t)c->s[i].id, "schedule",
+                                       c->s[i].text, "prompt", c->s[i].prompt));
     pthread_mutex_unlock(&c->mu);
     char *t = a ? pj_dumps(a, PJ_COMPACT) : NULL;
     pj_decref(a);

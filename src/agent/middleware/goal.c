@@ -103,7 +103,7 @@ char *pag_goal_plan(const char *goal, bool met, const char *entries_json) {
     char content[4100];
     snprintf(content, sizeof content, "Goal: %s", goal ? goal : "");
     pj_t *e = pj_pack("{s:s, s:s, s:s}", "content", content, "priority", "high", "status",
-                          met ? "completed" : "in_progress");
+                      met ? "completed" : "in_progress");
     if (!arr || !e || pj_array_append_new(arr, e)) {
         pj_decref(arr);
         return NULL;

@@ -50,9 +50,9 @@
 
 struct pag_hooks {
     pag_hooks_env env;
-    pj_t *user;       /* validated "hooks" object or NULL */
+    pj_t *user;         /* validated "hooks" object or NULL */
     pthread_mutex_t mu; /* project */
-    pj_t *project;    /* validated, trusted "hooks" object or NULL */
+    pj_t *project;      /* validated, trusted "hooks" object or NULL */
 };
 
 /* ---------------------------------------------------------------- validation */
@@ -72,13 +72,12 @@ static void check_entry(checker *c, const char *path, pj_t *e) {
     }
     if (!strcmp(type, "command") && !pj_is_string(pj_object_get(e, "command")))
         pag__finding(c, true, NULL, "%s.command: must be a string", path);
-    if (!strcmp(type, "mcp_tool") && (!pj_is_string(pj_object_get(e, "server")) ||
-                                      !pj_is_string(pj_object_get(e, "tool"))))
+    if (!strcmp(type, "mcp_tool") &&
+        (!pj_is_string(pj_object_get(e, "server")) || !pj_is_string(pj_object_get(e, "tool"))))
         pag__finding(c, true, NULL, "%s: an mcp_tool hook needs \"server\" and \"tool\" (strings)",
                      path);
     pj_t *t = pj_object_get(e, "timeout");
-    if (t && (!pj_is_number(t) || pj_number_value(t) <= 0 ||
-              pj_number_value(t) > HOOK_TIMEOUT_MAX))
+    if (t && (!pj_is_number(t) || pj_number_value(t) <= 0 || pj_number_value(t) > HOOK_TIMEOUT_MAX))
         pag__finding(c, true, NULL, "%s.timeout: must be a number of seconds in (0, %d]", path,
                      HOOK_TIMEOUT_MAX);
     static const char *const flags[] = {"unsandboxed", "failClosed"};
@@ -520,8 +519,8 @@ static void run_entry(const pag_hooks *h, const pag_hook_call *call, pj_t *e, co
     char label[120];
     if (cmd) {
         snprintf(label, sizeof label, "`%.100s`", cmd);
-        bool direct = pj_is_true(pj_object_get(e, "unsandboxed")) ||
-                      (h->env.sandbox && h->env.sandbox->off);
+        bool direct =
+            pj_is_true(pj_object_get(e, "unsandboxed")) || (h->env.sandbox && h->env.sandbox->off);
         if (direct) {
             pb_log(&h->env.log, PB_LOG_WARN, "%s hook %s runs UNSANDBOXED in %s",
                    pag_hook_name(call->hook), label, h->env.cwd);
@@ -540,16 +539,15 @@ static void run_entry(const pag_hooks *h, const pag_hook_call *call, pj_t *e, co
 }
 
 /* The hooks of one source (user or project) for this point, in their written order. */
-static void run_source(const pag_hooks *h, pj_t *src, const pag_hook_call *call,
-                       const char *input, pag_hook_answer *ans) {
+static void run_source(const pag_hooks *h, pj_t *src, const pag_hook_call *call, const char *input,
+                       pag_hook_answer *ans) {
     pj_t *groups = pj_object_get(src, pag_hook_name(call->hook));
     const char *tool = call->call ? call->call->tool_name : NULL;
     bool tool_point = call->hook == PAG_HOOK_PRE_TOOL || call->hook == PAG_HOOK_POST_TOOL;
     size_t i;
     pj_t *g;
     pj_array_foreach(groups, i, g) {
-        if (tool_point && !matches(pj_string_value(pj_object_get(g, "matcher")), tool))
-            continue;
+        if (tool_point && !matches(pj_string_value(pj_object_get(g, "matcher")), tool)) continue;
         size_t k;
         pj_t *e;
         pj_array_foreach(pj_object_get(g, "hooks"), k, e) {
