@@ -48,47 +48,65 @@ void pw__x64_u64(pw_x64 *x, uint64_t v) {
     x->len += 8;
 }
 
+/* An instruction is assembled in a local buffer of MAXINS bytes and appended at once:
+ * byte by byte into x->buf, every store through a uint8_t pointer may alias x's own
+ * fields, so each reloaded them and checked the room again (an encoding cost some
+ * 125 instructions; the JIT's translation emits one for most internal instructions). */
+#define MAXINS 16 /* an x86 instruction has at most 15 bytes */
+static inline __attribute__((always_inline)) void put(pw_x64 *x, const uint8_t b[MAXINS],
+                                                      const uint8_t *end) {
+    if (!reserve(x, MAXINS)) return;
+    memcpy(x->buf + x->len, b, MAXINS); /* a fixed size: two moves, no call */
+    x->len += (size_t)(end - b);
+}
+
 /* ModRM, then SIB and the displacement for a memory operand: what follows the opcode
  * in both the legacy (REX) and the VEX encodings (inlined: every instruction the JIT
- * emits passes here). The displacement takes the shortest form: none (mod 00) when it
- * is 0 and the base is not rbp or r13 (whose mod 00 encodings mean rip-relative or
- * no base), one signed byte (mod 01) when it fits, else four (mod 10). A base of rsp
- * or r12 always needs a SIB byte (its r/m code 100 means "SIB follows"). */
-static inline __attribute__((always_inline)) void modrm_tail(pw_x64 *x, int reg, int rm_reg,
-                                                             const pw_xmem *m, int rb, int ix) {
+ * emits passes here), written at p; returns the end. The displacement takes the
+ * shortest form: none (mod 00) when it is 0 and the base is not rbp or r13 (whose
+ * mod 00 encodings mean rip-relative or no base), one signed byte (mod 01) when it
+ * fits, else four (mod 10). A base of rsp or r12 always needs a SIB byte (its r/m
+ * code 100 means "SIB follows"). */
+static inline __attribute__((always_inline)) uint8_t *modrm_tail(uint8_t *p, int reg, int rm_reg,
+                                                                 const pw_xmem *m, int rb, int ix) {
     if (rm_reg >= 0) {
-        pw__x64_byte(x, (uint8_t)(0xC0 | ((reg & 7) << 3) | (rm_reg & 7)));
-        return;
+        *p++ = (uint8_t)(0xC0 | ((reg & 7) << 3) | (rm_reg & 7));
+        return p;
     }
     int32_t disp = m->disp;
     uint8_t mod = disp == 0 && (rb & 7) != X_RBP ? 0x00 : disp >= -128 && disp <= 127 ? 0x40 : 0x80;
     if (ix < 0 && (rb & 7) != X_RSP) {
-        pw__x64_byte(x, (uint8_t)(mod | ((reg & 7) << 3) | (rb & 7)));
+        *p++ = (uint8_t)(mod | ((reg & 7) << 3) | (rb & 7));
     } else {
         uint8_t ss = m->scale == 8 ? 3 : m->scale == 4 ? 2 : m->scale == 2 ? 1 : 0;
-        pw__x64_byte(x, (uint8_t)(mod | ((reg & 7) << 3) | 4));
-        pw__x64_byte(x, (uint8_t)((ss << 6) | ((ix < 0 ? 4 : ix & 7) << 3) | (rb & 7)));
+        *p++ = (uint8_t)(mod | ((reg & 7) << 3) | 4);
+        *p++ = (uint8_t)((ss << 6) | ((ix < 0 ? 4 : ix & 7) << 3) | (rb & 7));
     }
-    if (mod == 0x40)
-        pw__x64_byte(x, (uint8_t)disp);
-    else if (mod == 0x80)
-        pw__x64_u32(x, (uint32_t)disp);
+    if (mod == 0x40) {
+        *p++ = (uint8_t)disp;
+    } else if (mod == 0x80) {
+        uint32_t d = (uint32_t)disp;
+        memcpy(p, &d, 4); /* x86-64 is little-endian */
+        p += 4;
+    }
+    return p;
 }
 
 void pw__x64_modrm(pw_x64 *x, int prefix, bool w, const uint8_t *op, int nop, int reg, int rm_reg,
                    const pw_xmem *m, bool byte_regs) {
     if (rm_reg < 0 && m->index <= X_DIRECT) rm_reg = m->base; /* x_reg / x_xreg */
-    if (prefix >= 0) pw__x64_byte(x, (uint8_t)prefix);
+    uint8_t b[MAXINS] = {0}, *p = b;
+    if (prefix >= 0) *p++ = (uint8_t)prefix;
     int rb = rm_reg >= 0 ? rm_reg : m->base;
     int ix = rm_reg >= 0 ? X_NOREG : m->index;
     uint8_t rex = (uint8_t)(0x40 | (w ? 8 : 0) | ((reg & 8) ? 4 : 0) |
                             ((ix >= 0 && (ix & 8)) ? 2 : 0) | ((rb & 8) ? 1 : 0));
     bool need =
         rex != 0x40 || (byte_regs && ((rm_reg >= 4 && rm_reg < 8) || (reg >= 4 && reg < 8)));
-    if (need) pw__x64_byte(x, rex);
-    for (int i = 0; i < nop; i++)
-        pw__x64_byte(x, op[i]);
-    modrm_tail(x, reg, rm_reg, m, rb, ix);
+    if (need) *p++ = rex;
+    for (int i = 0; i < nop && i < 3; i++) /* 1..3 (x64.h); the bound keeps b safe */
+        *p++ = op[i];
+    put(x, b, modrm_tail(p, reg, rm_reg, m, rb, ix));
 }
 
 static void rr(pw_x64 *x, bool w, uint8_t op, int reg, int rm) {
@@ -316,27 +334,30 @@ size_t pw__x64_sse_rip(pw_x64 *x, int prefix, int esc, uint8_t op, int xreg) {
 /* VEX: the prefix bytes carry REX.R/X/B inverted, the second source register
  * (vvvv, inverted) and the legacy prefix (pp); the two-byte form C5 when neither X
  * nor B is needed, else C4 with the 0F map (mmmmm = 1). W = 0, L = 0 (128 bits). */
-static void vex_prefix(pw_x64 *x, int prefix, uint8_t op, int reg, int vreg, int rb, int ix) {
+static inline __attribute__((always_inline)) uint8_t *
+vex_prefix(uint8_t *p, int prefix, uint8_t op, int reg, int vreg, int rb, int ix) {
     uint8_t pp = prefix == 0x66 ? 1 : prefix == 0xF3 ? 2 : prefix == 0xF2 ? 3 : 0;
     uint8_t r = (reg & 8) ? 0 : 0x80, xb = (ix >= 0 && (ix & 8)) ? 0 : 0x40;
     uint8_t b = (rb & 8) ? 0 : 0x20, v = (uint8_t)((~vreg & 15) << 3);
     if (xb && b) {
-        pw__x64_byte(x, 0xC5);
-        pw__x64_byte(x, (uint8_t)(r | v | pp));
+        *p++ = 0xC5;
+        *p++ = (uint8_t)(r | v | pp);
     } else {
-        pw__x64_byte(x, 0xC4);
-        pw__x64_byte(x, (uint8_t)(r | xb | b | 1));
-        pw__x64_byte(x, (uint8_t)(v | pp));
+        *p++ = 0xC4;
+        *p++ = (uint8_t)(r | xb | b | 1);
+        *p++ = (uint8_t)(v | pp);
     }
-    pw__x64_byte(x, op);
+    *p++ = op;
+    return p;
 }
 static void vex(pw_x64 *x, int prefix, uint8_t op, int reg, int vreg, int rm_reg,
                 const pw_xmem *m) {
     if (rm_reg < 0 && m->index <= X_DIRECT) rm_reg = m->base;
     int rb = rm_reg >= 0 ? rm_reg : m->base;
     int ix = rm_reg >= 0 ? X_NOREG : m->index;
-    vex_prefix(x, prefix, op, reg, vreg, rb, ix);
-    modrm_tail(x, reg, rm_reg, m, rb, ix);
+    uint8_t b[MAXINS] = {0};
+    uint8_t *p = vex_prefix(b, prefix, op, reg, vreg, rb, ix);
+    put(x, b, modrm_tail(p, reg, rm_reg, m, rb, ix));
 }
 void pw__x64_vex_rr(pw_x64 *x, int prefix, uint8_t op, int xreg, int vreg, int rm_reg) {
     vex(x, prefix, op, xreg, vreg, rm_reg, NULL);
@@ -345,8 +366,10 @@ void pw__x64_vex_rm(pw_x64 *x, int prefix, uint8_t op, int xreg, int vreg, pw_xm
     vex(x, prefix, op, xreg, vreg, -1, &m);
 }
 size_t pw__x64_vex_rip(pw_x64 *x, int prefix, uint8_t op, int xreg, int vreg) {
-    vex_prefix(x, prefix, op, xreg, vreg, 0, X_NOREG); /* rip-relative: no X, no B */
-    pw__x64_byte(x, (uint8_t)(((xreg & 7) << 3) | 5)); /* mod 00, rm 101 */
+    uint8_t b[MAXINS] = {0};
+    uint8_t *p = vex_prefix(b, prefix, op, xreg, vreg, 0, X_NOREG); /* rip-relative: no X, B */
+    *p++ = (uint8_t)(((xreg & 7) << 3) | 5);                        /* mod 00, rm 101 */
+    put(x, b, p);
     size_t at = x->len;
     pw__x64_u32(x, 0);
     return at;
