@@ -1994,6 +1994,11 @@ static inline __attribute__((always_inline)) int var_21(comp *c, const pw_instr 
     local_set(c, x + 1, false);
     local_set(c, x, false);
     if (op == 0x22) {
+        /* The tee's value is read from the local's cells, so each is a read for
+         * definite assignment: a half the prefix rule dropped (a zero constant) was no
+         * write, and its cell must still get the entry's zero. */
+        da_read(c, x);
+        da_read(c, x + 1);
         push(c, LOC_LOCAL, x, 0, PW_VT_V128);
         push(c, LOC_LOCAL, x + 1, 0, PW_VT_V128);
     }

@@ -3234,6 +3234,12 @@ static const char DA_WAT[] =
             "  (if " DA_ODD " (then (local.set $v (v128.const i32x4 1 2 3 4))))\n"
             "  (i32.add (i32x4.extract_lane 0 (local.get $v)) (i32x4.extract_lane 3 (local.get "
             "$v)))")
+    /* a v128 local.tee before the first loop whose constant has a zero half: that
+     * half's write is dropped (the entry's zero), and the tee's value, which nothing
+     * else reads, comes from the cell */
+    DA_PROBE("p_vtee", "(local $v v128) (local $w v128)",
+             "  (i32.add (i32x4.extract_lane 1 (local.tee $v (v128.const i32x4 0 0 2 3)))\n"
+             "   (i32x4.extract_lane 3 (local.tee $w (v128.const i32x4 7 8 0 0))))")
     /* a zero written before the first loop is dropped (the entry's zero is kept):
      * the local still needs it */
     DA_PROBE("p_zero", "(local $x i32) (local $i i32)",
@@ -3260,8 +3266,8 @@ static int32_t da_want(const char *name, int32_t n) {
     static const struct {
         const char *name;
         int32_t odd, even; /* INT32_MIN: computed below */
-    } fixed[] = {{"p_if", 5, 0},   {"p_else", 15, 6},   {"p_br", 0, 9},  {"p_table", 0, 3},
-                 {"p_nest", 5, 0}, {"p_f64", 32776, 0}, {"p_v128", 5, 0}};
+    } fixed[] = {{"p_if", 5, 0},   {"p_else", 15, 6},   {"p_br", 0, 9},   {"p_table", 0, 3},
+                 {"p_nest", 5, 0}, {"p_f64", 32776, 0}, {"p_v128", 5, 0}, {"p_vtee", 0, 0}};
     for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++)
         if (!strcmp(name, fixed[k].name)) return odd ? fixed[k].odd : fixed[k].even;
     if (!strcmp(name, "p_merge")) return odd ? n + 1 : n + 25;
@@ -3279,7 +3285,7 @@ static void test_definite_assignment(void **state) {
     (void)state;
     static const char *const names[] = {"p_if",    "p_else", "p_br",     "p_merge", "p_loop",
                                         "p_table", "p_try",  "p_legacy", "p_nest",  "p_f64",
-                                        "p_v128",  "p_zero", "p_all",    "p_const"};
+                                        "p_v128",  "p_zero", "p_all",    "p_const", "p_vtee"};
     static const int32_t args[] = {0, 1, 2, 3, 6, 7};
     tiers_agree_i32(DA_WAT, names, sizeof names / sizeof names[0], args,
                     sizeof args / sizeof args[0], (pw_store_config){0}, da_want);
@@ -3294,7 +3300,7 @@ static void test_definite_assignment(void **state) {
     } want[] = {{"p_if", 0, 1},   {"p_else", 2, 1},  {"p_br", 0, 1},   {"p_merge", 1, 2},
                 {"p_loop", 0, 3}, {"p_table", 0, 1}, {"p_try", 0, 1},  {"p_legacy", 2, 1},
                 {"p_nest", 0, 3}, {"p_f64", 0, 1},   {"p_v128", 0, 3}, {"p_zero", 0, 3},
-                {"p_all", 7, 0},  {"p_const", 0, 1}};
+                {"p_all", 7, 0},  {"p_const", 0, 1}, {"p_vtee", 6, 9}};
     rig r;
     rig_open_cfg(&r, &(pw_store_config){.engine = PW_ENGINE_INTERP}, mod, n);
     for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
