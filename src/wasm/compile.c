@@ -1971,15 +1971,22 @@ static inline __attribute__((always_inline)) int var_1b(comp *c, const pw_instr 
     return K_NEXT;
 }
 
-static inline __attribute__((always_inline)) int var_20(comp *c, const pw_instr *in) {
-    /* local.get */
-    uint32_t x = c->lmap[in->a];
+/* Pushes the local whose first cell is x (both cells of a v128): each is read from
+ * its cell later, so each is a read for definite assignment. local.get and the v128
+ * tee push through here; local_set's scalar tee pushes its cell right after the
+ * da_write that covers the read. */
+static void get_local(comp *c, uint32_t x) {
     da_read(c, x);
     push(c, LOC_LOCAL, x, 0, c->local_types[x]);
     if (c->local_types[x] == PW_VT_V128) {
         da_read(c, x + 1);
         push(c, LOC_LOCAL, x + 1, 0, PW_VT_V128);
     }
+}
+
+static inline __attribute__((always_inline)) int var_20(comp *c, const pw_instr *in) {
+    /* local.get */
+    get_local(c, c->lmap[in->a]);
     return K_NEXT;
 }
 
@@ -1993,15 +2000,9 @@ static inline __attribute__((always_inline)) int var_21(comp *c, const pw_instr 
     /* v128: the high half (on top) first */
     local_set(c, x + 1, false);
     local_set(c, x, false);
-    if (op == 0x22) {
-        /* The tee's value is read from the local's cells, so each is a read for
-         * definite assignment: a half the prefix rule dropped (a zero constant) was no
-         * write, and its cell must still get the entry's zero. */
-        da_read(c, x);
-        da_read(c, x + 1);
-        push(c, LOC_LOCAL, x, 0, PW_VT_V128);
-        push(c, LOC_LOCAL, x + 1, 0, PW_VT_V128);
-    }
+    /* The tee's value is read from the local's cells: a half the prefix rule dropped
+     * (a zero constant) was no write, and its cell must still get the entry's zero. */
+    if (op == 0x22) get_local(c, x);
     return K_NEXT;
 }
 
