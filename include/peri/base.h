@@ -143,6 +143,17 @@ void pb_free_each(void *const *ptrs, size_t n);
 #define PB_HUGE_HINT_MIN ((size_t)4 << 20)
 void pb_huge_hint(void *p, size_t n);
 
+/* n read/write bytes between `below` bytes of PROT_NONE under them and `above` bytes
+ * over them (each a multiple of the page size, n too; either guard may be 0): a run
+ * past either end faults instead of reaching the next mapping. The whole span is
+ * reserved inaccessible first and only the middle opened, so a guard is never
+ * writable, not even for a moment. `flags` adds to MAP_PRIVATE | MAP_ANONYMOUS
+ * (MAP_NORESERVE, MAP_STACK). Returns the low end of the n bytes, or NULL with errno
+ * set (ENOSYS where there is no mmap). pb_guard_unmap gives back the whole span, guards
+ * included, given the same sizes. */
+void *pb_guard_map(size_t below, size_t n, size_t above, int flags);
+void pb_guard_unmap(void *p, size_t below, size_t n, size_t above);
+
 /* ---- lines (lines.c) -----------------------------------------------------------------
  * Newline-delimited frames read from a descriptor. A returned line is NUL-terminated in
  * the reader's buffer, without its newline and a CR before it, valid until the next call;

@@ -5,6 +5,7 @@
 #define PERI_PLACE_SANDBOX_INT_H
 
 #include "place_int.h"
+#include "peri/base.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -109,22 +110,14 @@ static inline void pl__stack_clean(void *p, size_t n) {
  * NULL (errno set). */
 #define PL_STACK_GUARD ((size_t)64 * 1024)
 static inline char *pl__stack_map(size_t n) {
-    char *m =
-        mmap(NULL, PL_STACK_GUARD + n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-    if (m == MAP_FAILED) return NULL;
-    if (mprotect(m + PL_STACK_GUARD, n, PROT_READ | PROT_WRITE) != 0) {
-        int e = errno;
-        munmap(m, PL_STACK_GUARD + n);
-        errno = e;
-        return NULL;
-    }
-    pl__stack_clean(m + PL_STACK_GUARD, n);
-    return m + PL_STACK_GUARD;
+    char *m = pb_guard_map(PL_STACK_GUARD, n, 0, MAP_STACK);
+    if (m) pl__stack_clean(m, n);
+    return m;
 }
 /* Gives back what pl__stack_map returned, guard included (after pl__stack_clean). */
 static inline void pl__stack_unmap(char *p, size_t n) {
     pl__stack_clean(p, n);
-    munmap(p - PL_STACK_GUARD, PL_STACK_GUARD + n);
+    pb_guard_unmap(p, PL_STACK_GUARD, n, 0);
 }
 
 /* The new mount API (open_tree, mount_setattr, move_mount) as idmap.c and masks.c use

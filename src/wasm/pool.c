@@ -26,6 +26,8 @@
  */
 #include "wasm/runtime.h"
 
+#include "peri/base.h"
+
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -58,14 +60,14 @@ pw_pool *pw_pool_new(void) {
     return calloc(1, sizeof(pw_pool));
 }
 
-/* The whole mapping of a stack whose usable part is [base, base + bytes). */
-static size_t stack_span(size_t bytes) {
+/* The usable part of a stack of `bytes`, rounded to whole guard pages. */
+static size_t stack_round(size_t bytes) {
     size_t page = PW_STACK_GUARD_PAGE;
-    return PW_STACK_GUARD + (bytes + page - 1) / page * page + PW_STACK_GUARD;
+    return (bytes + page - 1) / page * page;
 }
 
 static void stack_release(void *base, size_t bytes) {
-    munmap((char *)base - PW_STACK_GUARD, stack_span(bytes));
+    pb_guard_unmap(base, PW_STACK_GUARD, stack_round(bytes), PW_STACK_GUARD);
 }
 
 static void drain(pw_pool *p) {
@@ -105,16 +107,8 @@ void *pw__stack_map(pw_pool *p, size_t bytes) {
                 p->stacks[i] = p->stacks[--p->nstacks];
                 return b;
             }
-    /* Reserve guard + stack + guard inaccessible, then open the middle: the guards
-     * are never writable, not even for a moment. */
-    size_t span = stack_span(bytes);
-    char *m = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) return NULL;
-    if (mprotect(m + PW_STACK_GUARD, span - 2 * PW_STACK_GUARD, PROT_READ | PROT_WRITE) != 0) {
-        munmap(m, span);
-        return NULL;
-    }
-    return m + PW_STACK_GUARD;
+    /* guard + stack + guard, the guards never writable (pb_guard_map) */
+    return pb_guard_map(PW_STACK_GUARD, stack_round(bytes), PW_STACK_GUARD, MAP_NORESERVE);
 }
 
 void pw__stack_unmap(pw_pool *p, void *base, size_t bytes) {

@@ -22,6 +22,9 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <sys/mman.h>
+
+#include "pt_fault.h"
 
 static void buf_grows_and_stays_terminated(void **st) {
     (void)st;
@@ -335,9 +338,51 @@ static void cpu_features_match_the_probe(void **state) {
 #endif
 }
 
+/* A guarded mapping: its n bytes are read/write, a write one byte past either end
+ * and anywhere in either guard faults, the guards lie exactly below and above (a
+ * guard of 0 leaves the neighbour unreserved), and the unmap frees the whole span,
+ * guards included (MAP_FIXED_NOREPLACE over it succeeds). Bad sizes are refused. */
+static void guard_map_faults_past_either_end(void **state) {
+    (void)state;
+    const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    const struct {
+        size_t below, n, above;
+    } c[] = {{16 * pg, 8 * pg, 4 * pg}, {16 * pg, pg, 0}, {0, 2 * pg, pg}};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char *m = pb_guard_map(c[i].below, c[i].n, c[i].above, MAP_NORESERVE);
+        assert_non_null(m);
+        memset(m, 0x5a, c[i].n);
+        assert_int_equal(m[0] + m[c[i].n - 1], 0xb4);
+        unsigned char v[1];
+        if (c[i].below) {
+            pt_assert_write_faults(m - 1);
+            pt_assert_write_faults(m - c[i].below);
+            assert_int_equal(mincore(m - c[i].below, pg, v), 0); /* reserved */
+        }
+        if (c[i].above) {
+            pt_assert_write_faults(m + c[i].n);
+            pt_assert_write_faults(m + c[i].n + c[i].above - 1);
+        }
+        char *lo = m - c[i].below;
+        size_t span = c[i].below + c[i].n + c[i].above;
+        pb_guard_unmap(m, c[i].below, c[i].n, c[i].above);
+        void *again =
+            mmap(lo, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+        assert_ptr_equal(again, lo);
+        munmap(again, span);
+    }
+    errno = 0;
+    assert_null(pb_guard_map(pg, 0, pg, 0));
+    assert_int_equal(errno, EINVAL);
+    assert_null(pb_guard_map(SIZE_MAX - pg + 1, 2 * pg, 0, 0)); /* the span wraps */
+    assert_int_equal(errno, EINVAL);
+    pb_guard_unmap(NULL, pg, pg, pg); /* nothing */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(buf_grows_and_stays_terminated),
+        cmocka_unit_test(guard_map_faults_past_either_end),
         cmocka_unit_test(buf_refuses_overflow),
         cmocka_unit_test(buf_printf_small_and_large),
         cmocka_unit_test(fifo_keeps_order_bound_and_compacts),

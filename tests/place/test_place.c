@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "pt_fault.h"
+
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1000,20 +1002,8 @@ static void test_clone_stack_guard(void **state) {
     /* mincore succeeds on mapped pages whatever their protection, fails ENOMEM else */
     unsigned char vec[16];
     assert_int_equal(mincore(g, 4096, vec), 0);
-    fflush(NULL);
-    for (int k = 0; k < 2; k++) {
-        pid_t pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-            signal(SIGSEGV, SIG_DFL);
-            *(volatile char *)(k ? g : st - 1) = 1;
-            _exit(0);
-        }
-        int ws = 0;
-        assert_int_equal(waitpid(pid, &ws, 0), pid);
-        assert_true(WIFSIGNALED(ws));
-        assert_int_equal(WTERMSIG(ws), SIGSEGV);
-    }
+    pt_assert_write_faults(st - 1);
+    pt_assert_write_faults(g);
     pl__stack_unmap(st, n);
     void *again = mmap(g, PL_STACK_GUARD + n, PROT_NONE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);

@@ -22,6 +22,8 @@
 
 #include <cmocka.h>
 
+#include "pt_fault.h"
+
 #include "peri/wasm.h"
 #include "wasm/runtime.h" /* pw__pool_stats: white-box checks of what the pool keeps */
 #include "wasm_builder.h"
@@ -420,23 +422,6 @@ static void assert_guarded(const void *base, size_t bytes, const char *what) {
                  (unsigned long)hi, PW_STACK_GUARD);
 }
 
-/* A write a bug takes just past either end of a stack kills the process (in a child,
- * with SIGSEGV's default action: the engine's handler passes such faults on). */
-static void assert_write_faults(volatile char *p) {
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        signal(SIGSEGV, SIG_DFL);
-        *p = 1;
-        _exit(0);
-    }
-    int st = 0;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    assert_true(WIFSIGNALED(st));
-    assert_int_equal(WTERMSIG(st), SIGSEGV);
-}
-
 static void check_store_stacks(pw_store *s, const char *what) {
     size_t vbytes = (size_t)(s->stack_end - s->stack) * sizeof(pw_slot);
     size_t fbytes = (size_t)(s->frames_end - s->frames) * sizeof(pw_frame);
@@ -445,12 +430,12 @@ static void check_store_stacks(pw_store *s, const char *what) {
     uintptr_t lo, hi;
     char prot[5];
     prot_at((uintptr_t)s->stack, prot, &lo, &hi);
-    assert_write_faults((volatile char *)s->stack - 1);
-    assert_write_faults((volatile char *)hi);
-    assert_write_faults((volatile char *)hi + PW_STACK_GUARD - 1);
+    pt_assert_write_faults((volatile char *)s->stack - 1);
+    pt_assert_write_faults((volatile char *)hi);
+    pt_assert_write_faults((volatile char *)hi + PW_STACK_GUARD - 1);
     prot_at((uintptr_t)s->frames, prot, &lo, &hi);
-    assert_write_faults((volatile char *)s->frames - 1);
-    assert_write_faults((volatile char *)hi);
+    pt_assert_write_faults((volatile char *)s->frames - 1);
+    pt_assert_write_faults((volatile char *)hi);
 }
 
 /* Value and frame stacks of a store without a pool, of one with a pool (fresh, then
