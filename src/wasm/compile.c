@@ -99,7 +99,8 @@ typedef struct comp {
     uint32_t sp, capst, maxsp;
     uint32_t lazy_lo; /* every entry below this depth is in its slot (STACK) */
     uint32_t *lrefs;  /* per local: LOCAL entries on the stack that refer to it */
-    uint8_t *written; /* per local: written before the current point (prefix only) */
+    uint8_t *written; /* per local: a value other than zero may have been stored before
+                       * the current point (prefix only) */
     uint32_t capwritten;
     bool prefix; /* no loop seen yet in this function */
     uint32_t caplrefs;
@@ -1123,15 +1124,16 @@ static void local_set(comp *c, uint32_t x, bool tee) {
         return;
     }
     if (c->prefix) {
-        /* Before the first loop nothing runs twice: a declared local not yet written
-         * is still zero, so storing zero into it is a no-op. */
-        bool was = c->written[x];
-        c->written[x] = 1;
-        if (!was && x >= c->nparam_cells && e->loc == LOC_CONST && e->cval == 0) {
+        /* Before the first loop nothing runs twice: a declared local that no code
+         * before this point wrote a value other than zero into is still zero on every
+         * path here (a forward branch only skips writes), so storing zero into it is
+         * a no-op. written[x]: some earlier code may have stored a non-zero value. */
+        if (!c->written[x] && x >= c->nparam_cells && e->loc == LOC_CONST && e->cval == 0) {
             popn(c, 1);
             if (tee) push(c, LOC_CONST, 0, 0, t);
             return;
         }
+        c->written[x] = 1;
     }
     da_write(c, x);
     if (!refs && top_is_pend(c)) {

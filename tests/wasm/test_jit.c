@@ -3247,6 +3247,21 @@ static const char DA_WAT[] =
              "  (loop $l (local.set $x (i32.add (local.get $x) (local.get $i)))\n"
              "   (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))\n"
              "    (local.get $n))))\n  (local.get $x)")
+    /* before the first loop, a second zero store after a forward branch is dropped
+     * too (nothing stored another value), and the twin without it compiles the same */
+    DA_PROBE("p_zero2", "(local $x i32)",
+             "  (local.set $x (i32.const 0))\n"
+             "  (block $b (br_if $b " DA_ODD ") (local.set $x (i32.const 0)))\n"
+             "  (i32.add (local.get $x) (local.get $n))")
+        DA_PROBE("p_zero2t", "(local $x i32)",
+                 "  (local.set $x (i32.const 0))\n"
+                 "  (block $b (br_if $b " DA_ODD "))\n"
+                 "  (i32.add (local.get $x) (local.get $n))")
+    /* but a zero stored after another value is a store */
+    DA_PROBE("p_rezero", "(local $x i32)",
+             "  (local.set $x (i32.add (local.get $n) (i32.const 5)))\n"
+             "  (if " DA_ODD " (then (local.set $x (i32.const 0))))\n"
+             "  (local.get $x)")
     /* constant addresses read the hidden local that stays zero (the cell after $n) */
     DA_PROBE("p_const", "",
              "  (i32.store offset=4 (i32.const 60) (i32.add (local.get $n) (i32.const 11)))\n"
@@ -3277,15 +3292,18 @@ static int32_t da_want(const char *name, int32_t n) {
     if (!strcmp(name, "p_zero")) return m * (m - 1) / 2;
     if (!strcmp(name, "p_all")) return 6 * n + 1;
     if (!strcmp(name, "p_const")) return n + 11;
+    if (!strcmp(name, "p_zero2") || !strcmp(name, "p_zero2t")) return n;
+    if (!strcmp(name, "p_rezero")) return odd ? 0 : n + 5;
     fail_msg("no expected value for %s", name);
     return 0;
 }
 
 static void test_definite_assignment(void **state) {
     (void)state;
-    static const char *const names[] = {"p_if",    "p_else", "p_br",     "p_merge", "p_loop",
-                                        "p_table", "p_try",  "p_legacy", "p_nest",  "p_f64",
-                                        "p_v128",  "p_zero", "p_all",    "p_const", "p_vtee"};
+    static const char *const names[] = {"p_if",    "p_else",   "p_br",     "p_merge", "p_loop",
+                                        "p_table", "p_try",    "p_legacy", "p_nest",  "p_f64",
+                                        "p_v128",  "p_zero",   "p_all",    "p_const", "p_vtee",
+                                        "p_zero2", "p_zero2t", "p_rezero"};
     static const int32_t args[] = {0, 1, 2, 3, 6, 7};
     tiers_agree_i32(DA_WAT, names, sizeof names / sizeof names[0], args,
                     sizeof args / sizeof args[0], (pw_store_config){0}, da_want);
@@ -3311,6 +3329,14 @@ static void test_definite_assignment(void **state) {
         if ((cf->nozero & want[k].skip) != want[k].skip || (cf->nozero & want[k].zero))
             fail_msg("%s: nozero %#llx", want[k].name, (unsigned long long)cf->nozero);
     }
+    int32_t res;
+    if (call1(&r, "p_zero2", 1, &res, &err) != PW_OK ||
+        call1(&r, "p_zero2t", 1, &res, &err) != PW_OK)
+        fail_msg("%s", err.message);
+    const pw_cfunc *z2 = fn(&r, "p_zero2")->code - 1, *z2t = fn(&r, "p_zero2t")->code - 1;
+    if (z2->ncode != z2t->ncode)
+        fail_msg("p_zero2: %u internal code words, %u without its second zero store", z2->ncode,
+                 z2t->ncode);
     rig_close(&r);
     free(mod);
 }
