@@ -28,9 +28,14 @@
  *   - a `.git` directory without HEAD is no repository to git: only made read-only;
  *   - a `.git` file naming a git directory inside the workspace masks that directory
  *     like `.git`; one reaching it through a symlink, ".." or a missing path is refused;
- *   - a control path that is a symlink cannot carry a mount: for `.git`, and for an
- *     entry of a git directory that leads back into the workspace, the run is refused
- *     (git follows it); for the rest the host never reads through a symlink.
+ *   - a control path that is a symlink: `.git`, and an entry of a git directory that
+ *     leads back into the workspace, refuse the run (git follows them, and the sandbox
+ *     could write what they lead to); any other is masked by the link itself, cloned
+ *     read-only onto its own name, so that it can be neither removed nor replaced.
+ *     That needs the new mount API (a root caller's run, below); where bubblewrap
+ *     mounts the masks (its binds follow a symlink), an entry of a git directory that
+ *     is a symlink refuses the run, and a top-level one stays unmasked: the host never
+ *     reads through it, and what could replace it is honoured only once trusted.
  *
  * How (two ways to mount the same plan):
  *   - a root caller's run already prepares the workspace in a private mount namespace
@@ -442,6 +447,7 @@ typedef struct plan_ctx {
     char *why;
     size_t whylen;
     bool in_git; /* planning the entries of a git directory (git follows symlinks) */
+    bool links;  /* masks are mounted with the new mount API, which can mount on a symlink */
     int jfd;     /* the placeholder journal while this plan writes to it, or -1 */
 } plan_ctx;
 
@@ -518,22 +524,39 @@ static bool mask(plan_ctx *c, const char *rel, char kind, bool rw, bool pin) {
                                        : m->empty_file,
                          rel, false);
     if (S_ISLNK(st.st_mode) && c->in_git) {
-        /* git follows it: fine when it leads out of the workspace (not bound), refused
-         * when it leads back in (the sandbox could write there) or nowhere */
+        /* git follows it: refused when it leads back into the workspace (the sandbox
+         * could write there) or nowhere; one that leads out (not bound) is masked like
+         * the top-level links below, or refused where it cannot be */
         char res[PATH_MAX], rws[PATH_MAX];
         size_t nw = realpath(c->ws, rws) ? strlen(rws) : 0;
-        if (!nw || (realpath(p, res) &&
-                    (strncmp(res, rws, nw) != 0 || (res[nw] != '/' && res[nw] != '\0'))))
-            return true;
-        snprintf(c->why, c->whylen,
-                 "%s is a symlink into the workspace (or to nothing): git would follow it, and "
-                 "the sandbox could write what it leads to; replace it with the file or "
-                 "directory, or use core.hooksPath",
-                 p);
-        return false;
+        bool out = nw && realpath(p, res) &&
+                   (strncmp(res, rws, nw) != 0 || (res[nw] != '/' && res[nw] != '\0'));
+        if (!out) {
+            snprintf(c->why, c->whylen,
+                     "%s is a symlink into the workspace (or to nothing): git would follow it, "
+                     "and the sandbox could write what it leads to; replace it with the file "
+                     "or directory, or use core.hooksPath",
+                     p);
+            return false;
+        }
+        if (!c->links) {
+            snprintf(c->why, c->whylen,
+                     "%s is a symlink, which this sandbox cannot protect: sandboxed code could "
+                     "replace it with hooks or a config that the host's git would run; replace "
+                     "it with the directory or file, or use core.hooksPath",
+                     p);
+            return false;
+        }
     }
-    if (S_ISLNK(st.st_mode)) return true; /* the host never reads through it */
-    return add_mount(c, src, rel, rw);
+    /* A symlink is masked by the link itself, cloned read-only onto its own name: a
+     * mount point can be neither removed nor renamed, so sandboxed code cannot put a
+     * file or directory of its own where the host later looks, and the link reads as
+     * before. Only the new mount API can mount on a symlink (bubblewrap's binds follow
+     * it); without it a top-level link stays unmasked: the host never reads through
+     * it, and what could replace it (settings, server lists) is honoured only once
+     * trusted by its content (docs/placement.md). */
+    if (S_ISLNK(st.st_mode) && !c->links) return true;
+    return add_mount(c, src, rel, rw && !S_ISLNK(st.st_mode));
 }
 
 /* The masks of a git directory at workspace-relative rel: itself bound writable onto
@@ -648,7 +671,7 @@ static bool plan_all(plan_ctx *c) {
 }
 
 bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *ws, const char *src_base,
-                    const char *dst_base, char *why, size_t whylen) {
+                    const char *dst_base, bool links, char *why, size_t whylen) {
     memset(m, 0, sizeof *m);
     m->lock_fd = -1;
     if (!strcmp(ws, "/")) {
@@ -676,7 +699,8 @@ bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *ws, const char *src_bas
         return false;
     }
     m->lock_fd = ws_lock_shared(ws);
-    plan_ctx c = {pc, m, ws, src_base, dst_base, wst.st_uid, wst.st_gid, why, whylen, false, -1};
+    plan_ctx c = {pc,         m,   ws,     src_base, dst_base, wst.st_uid,
+                  wst.st_gid, why, whylen, false,    links,    -1};
     bool ok = plan_all(&c);
     if (c.jfd >= 0) close(c.jfd);
     return ok;

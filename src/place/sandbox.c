@@ -1047,7 +1047,7 @@ static bool build_args(run_state *S) {
              * any other run has bubblewrap mount them after the workspace's bind */
             S->child_masks = S->switch_ids && ws_from != S->r->workspace;
             if (!pl__masks_plan(S->pc, S->masks, S->r->workspace, ws_from,
-                                S->child_masks ? ws_from : S->r->workspace, S->why,
+                                S->child_masks ? ws_from : S->r->workspace, S->child_masks, S->why,
                                 sizeof S->why)) {
                 S->failed_setup = true;
                 return false;

@@ -186,10 +186,12 @@ typedef struct pl_masks {
 } pl_masks;
 /* Plans the masks of workspace ws (creating the placeholders of missing control paths),
  * each taken from below src_base (the workspace as the mounting side sees it) and
- * mounted below dst_base; false with why when the run must not start (ws is "/", .git
- * is a symlink, a mask cannot be prepared). Call pl__masks_release in every case. */
+ * mounted below dst_base; links: they will be mounted by pl__masks_apply, which can mount
+ * on a symlink (bubblewrap's binds cannot). False with why when the run must not start
+ * (ws is "/", .git is a symlink, a mask cannot be prepared). Call pl__masks_release in
+ * every case. */
 bool pl__masks_plan(pl_ctx *pc, pl_masks *m, const char *ws, const char *src_base,
-                    const char *dst_base, char *why, size_t whylen);
+                    const char *dst_base, bool links, char *why, size_t whylen);
 /* Lists the run's top-level placeholder files in the sandbox's own git excludes file
  * (<home>/.config/git/ignore; home is the scratch directory's /home), so that git status
  * and git add -A inside the sandbox pass over them. false on a file system error. */

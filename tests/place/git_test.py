@@ -201,7 +201,10 @@ check("n.txt" in out and not any(g in out for g in ("AGENTS.md", "PERI.md", "CLA
                                                     ".mcp.json")), f"quiet: {res}")
 
 # 5. A hooks directory (or config) that is a symlink back into the workspace: git would
-# follow it, so the run is refused; one that leads out of the workspace is fine.
+# follow it, so the run is refused. One that leads out of the workspace is masked by the
+# link itself where masks are mounted with the new mount API (a root caller): sandboxed
+# code can neither remove it nor put hooks of its own in its place; where bubblewrap
+# mounts the masks (its binds follow symlinks) the run is refused instead.
 ws = repo("hooklink")
 shutil.rmtree(os.path.join(ws, ".git", "hooks"))
 os.makedirs(os.path.join(ws, "tools", "hooks"))
@@ -213,8 +216,22 @@ os.unlink(os.path.join(ws, ".git", "hooks"))
 outside = os.path.join(top, "outside-hooks")
 os.makedirs(outside)
 os.symlink(outside, os.path.join(ws, ".git", "hooks"))
-res = run("hooklink-out", ws, "touch ran")
-check(res.get("ok") is True and os.path.exists(os.path.join(ws, "ran")), f"hooklink-out: {res}")
+swap = ("set +e; touch ran; rm .git/hooks; mv .git/hooks .git/h2; rm -rf .git/hooks; "
+        "mkdir .git/hooks; printf '#!/bin/sh\\necho PWNED > %s\\n' > .git/hooks/pre-commit; "
+        "chmod +x .git/hooks/pre-commit; ln -sfn /tmp .git/hooks; echo swapped" % pwned)
+res = run("hooklink-out", ws, swap)
+if res.get("ok") is False:
+    check("symlink" in res.get("error", "") and not os.path.exists(os.path.join(ws, "ran")),
+          f"hooklink-out refused: {res}")
+else:
+    check(res.get("ok") is True and os.path.exists(os.path.join(ws, "ran")) and
+          "swapped" in res.get("stdout", ""), f"hooklink-out: {res}")
+    hooks = os.path.join(ws, ".git", "hooks")
+    check(os.path.islink(hooks) and os.readlink(hooks) == outside and os.listdir(outside) == [],
+          f"hooklink-out: the hooks link was replaced: {os.path.islink(hooks)} "
+          f"{os.listdir(outside)}")
+    git(ws, "commit", "-q", "--allow-empty", "-m", "after", check_rc=False)
+    check(not os.path.exists(pwned), "hooklink-out: a hook the sandbox wrote ran on the host")
 
 shutil.rmtree(top, ignore_errors=True)
 print(f"{checks[0] - len(failures)} passed, {len(failures)} failed")

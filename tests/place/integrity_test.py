@@ -127,6 +127,38 @@ for existing in (True, False):
     check(not os.path.exists("/tmp/pwned"), f"{name}: a payload ran")
     check("rc0=0" not in out and f"rc{len(ATTACKS) - 1}=0" in out, f"{name}: {out}")
 
+# Control files that are symlinks (a guide linked to another, settings and server lists
+# kept elsewhere): where masks are mounted with the new mount API (a root caller), the
+# links themselves are masked, so sandboxed code can neither remove nor replace them with
+# files of its own; where bubblewrap mounts the masks, its binds follow symlinks and
+# top-level links stay unmasked (the host never reads through them; what could replace
+# them is honoured only once trusted: docs/placement.md).
+ws = os.path.join(top, "links")
+os.makedirs(os.path.join(ws, "docs", "peri"))
+with open(os.path.join(ws, "docs", "peri", "settings.json"), "w") as f:
+    f.write('{"model": "x"}\n')
+with open(os.path.join(ws, "AGENTS.md"), "w") as f:
+    f.write("the guide\n")
+with open(os.path.join(top, "servers.json"), "w") as f:
+    f.write('{"mcpServers": {}}\n')
+os.symlink("AGENTS.md", os.path.join(ws, "CLAUDE.md"))
+os.symlink("docs/peri", os.path.join(ws, ".peri"))
+os.symlink(os.path.join(top, "servers.json"), os.path.join(ws, ".mcp.json"))
+os.symlink(os.path.join(top, "nowhere.md"), os.path.join(ws, "PERI.md"))
+before = snapshot(ws)
+swap = ("set +e; "
+        "for n in CLAUDE.md .peri .mcp.json PERI.md; do rm -f $n; mv $n $n.old; done 2>/dev/null; "
+        "echo injected > CLAUDE.md; mkdir .peri; echo '{\"mcpServers\":{\"x\":{}}}' > .mcp.json; "
+        "echo p > PERI.md; ln -sfn /tmp .peri; cat CLAUDE.md; echo done")
+res, _ = run("links", ws, swap)
+after = snapshot(ws)
+check(res.get("ok") is True and "done" in res.get("stdout", ""), f"links: {res}")
+if os.geteuid() == 0:
+    check("the guide" in res.get("stdout", ""), f"links: the linked guide reads otherwise: {res}")
+    check(before == after, f"links: control links changed: before {before} after {after}")
+else:
+    print("links: not root: bubblewrap mounts the masks, top-level links are not masked")
+
 # A .git that is a symlink cannot be protected: the run is refused, nothing runs.
 ws = os.path.join(top, "gitlink")
 os.makedirs(os.path.join(top, "realgit"))
